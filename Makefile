@@ -1,0 +1,19 @@
+# Makefile - bqos public targets; each installs missing Debian packages, then builds through mk/build.mk.
+#
+#   make          build every program into bin/
+#   make check    build and run the whole test suite (unit + integration)
+#   make demo     run the main job: memcached, controller and nodes on loopback
+#   make bench    run the benchmarks recorded in docs/performance.md
+#   make asan     build and run the test suite under ASan/UBSan (build-asan/)
+MAKEFLAGS += --no-print-directory
+BUILD = $(MAKE) -f mk/build.mk
+
+.PHONY: all check bench demo asan deps clean
+all check bench demo: deps
+	@$(BUILD) $@
+asan: deps
+	@$(BUILD) check O=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
+deps:
+	@scripts/deps.sh
+clean:
+	rm -rf bin build build-asan

@@ -1,0 +1,36 @@
+/* log.h - leveled logging to stderr, shared by every bqos program. */
+#ifndef BQOS_LOG_H
+#define BQOS_LOG_H
+
+#include <stdarg.h>
+
+typedef enum {
+    BQOS_LOG_ERROR = 0,
+    BQOS_LOG_WARN = 1,
+    BQOS_LOG_INFO = 2,
+    BQOS_LOG_DEBUG = 3
+} bqos_log_level_t;
+
+/* Sets the threshold and the program name printed on each line.  Call once
+ * at start-up, before any thread starts: this is the module's only state and
+ * it is read-only afterwards.  `prog` must outlive the process (a literal). */
+void bqos_log_init(const char *prog, bqos_log_level_t level);
+
+/* Parses "error", "warn", "info" or "debug".  Returns 0 and sets *out, or
+ * -EINVAL for anything else. */
+int bqos_log_parse_level(const char *s, bqos_log_level_t *out);
+
+/* Returns nonzero if messages at `level` are printed. */
+int bqos_log_enabled(bqos_log_level_t level);
+
+/* Writes one line "TIME PROG LEVEL message" to stderr if `level` passes the
+ * threshold.  Thread-safe: each line is written with a single write(2). */
+void bqos_log(bqos_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) bqos_log(BQOS_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) bqos_log(BQOS_LOG_WARN, __VA_ARGS__)
+#define log_info(...) bqos_log(BQOS_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) bqos_log(BQOS_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,62 @@
+# build.mk - the real build: components describe themselves in */module.mk, this file turns that into rules.
+#
+# A component's module.mk may add to:
+#   LIBS     += NAME      archive $(O)/libNAME.a built from NAME_SRCS
+#   PROGS    += PROG      program bin/PROG from PROG_SRCS, linked with archives PROG_LIBS (dependents first)
+#   TESTS    += TEST      Check suite $(O)/tests/TEST from TEST_SRCS + archives TEST_LIBS, run by make check
+#   ITESTS   += SCRIPT    integration script run by make check after the unit tests (gets BIN and O in env)
+#   BENCHES  += SCRIPT    benchmark script run by make bench
+O   ?= build
+BIN ?= bin
+SAN ?=
+PKGS := libzmq jansson libmemcached libevent libevent_pthreads check igraph
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+CC      ?= gcc
+OPT     ?= -O2 -g
+CFLAGS  := $(OPT) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -MMD -MP -I. $(PKG_CFLAGS)
+LDFLAGS := $(SAN) -fopenmp -Wl,--as-needed
+LDLIBS  := $(PKG_LIBS) -lsubunit -lm -lpthread -lrt
+
+LIBS :=
+PROGS :=
+TESTS :=
+ITESTS :=
+BENCHES :=
+include $(sort $(wildcard */module.mk))
+
+obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
+arc = $(foreach l,$(1),$(O)/lib$(l).a)
+
+.PHONY: all check bench demo
+all: $(addprefix $(BIN)/,$(PROGS)) $(addprefix $(O)/tests/,$(TESTS))
+
+$(O)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+define lib_rule
+$(O)/lib$(1).a: $(call obj,$($(1)_SRCS))
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
+
+define link_rule
+$(2)/$(1): $(call obj,$($(1)_SRCS)) $(call arc,$($(1)_LIBS))
+	@mkdir -p $$(dir $$@)
+	$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+endef
+$(foreach p,$(PROGS),$(eval $(call link_rule,$(p),$(BIN))))
+$(foreach t,$(TESTS),$(eval $(call link_rule,$(t),$(O)/tests)))
+
+check: all
+	@BIN=$(BIN) O=$(O) scripts/run-tests.sh $(addprefix $(O)/tests/,$(TESTS)) $(ITESTS)
+
+bench: all
+	@set -e; for b in $(BENCHES); do echo "== $$b"; BIN=$(BIN) O=$(O) $$b; done
+
+demo: all
+	@BIN=$(BIN) examples/demo.sh
+
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

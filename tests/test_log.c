@@ -1,0 +1,43 @@
+/* test_log.c - Check suite for common/log: level parsing and filtering. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+
+START_TEST(test_log_parse_level)
+{
+    bqos_log_level_t l;
+    ck_assert_int_eq(bqos_log_parse_level("debug", &l), 0);
+    ck_assert_int_eq(l, BQOS_LOG_DEBUG);
+    ck_assert_int_eq(bqos_log_parse_level("warn", &l), 0);
+    ck_assert_int_eq(l, BQOS_LOG_WARN);
+    ck_assert_int_eq(bqos_log_parse_level("loud", &l), -EINVAL);
+    ck_assert_int_eq(bqos_log_parse_level(NULL, &l), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_log_threshold)
+{
+    bqos_log_init("test", BQOS_LOG_WARN);
+    ck_assert(bqos_log_enabled(BQOS_LOG_ERROR));
+    ck_assert(bqos_log_enabled(BQOS_LOG_WARN));
+    ck_assert(!bqos_log_enabled(BQOS_LOG_INFO));
+    log_warn("a %s line", "visible");
+    log_debug("an invisible line");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("log");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_log_parse_level);
+    tcase_add_test(tc, test_log_threshold);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
