@@ -1,0 +1,122 @@
+/* sched.h - the token scheduler core of bqos-node (paper Algorithm 1): per-bucket
+ * FIFO queues, R-tokens before L-tokens, round robin within each class.
+ *
+ * No threads, no sockets, no clocks: the node's event loop and the simulator
+ * both drive it.  A sched_t is owned by one thread (the node's loop thread);
+ * nothing here locks.  Cost of enqueue/dispatch/set_tokens does not depend on
+ * the number of buckets (hierarchical bitmaps of eligible buckets).
+ *
+ * Requests are intrusive: the caller embeds a sched_item_t in its request and
+ * keeps ownership of the memory; the scheduler only links items while they
+ * wait.  An item is in at most one queue at a time. */
+#ifndef BQOS_SCHED_H
+#define BQOS_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* L-token count meaning "no limit": the bucket is never throttled. */
+#define SCHED_UNLIMITED INT64_MAX
+
+typedef enum {
+    SCHED_POLICY_TOKENS = 0, /* Algorithm 1: R class, then L class, else wait */
+    SCHED_POLICY_RR = 1      /* plain round robin over buckets, tokens ignored */
+} sched_policy_t;
+
+/* How a dispatched request was paid for. */
+typedef enum {
+    SCHED_CLASS_R = 0,   /* consumed one R-token */
+    SCHED_CLASS_L = 1,   /* consumed one L-token (bucket with a limit) */
+    SCHED_CLASS_O = 2    /* opportunistic: no R-token, bucket has no limit
+                            (or policy rr); nothing consumed */
+} sched_class_t;
+
+typedef struct sched_item {
+    struct sched_item *next; /* owned by the scheduler while queued */
+    int bucket;              /* set by sched_enqueue() */
+} sched_item_t;
+
+/* Per-bucket counters for the current QoS period (reset by
+ * sched_period_start()), plus current state. */
+typedef struct {
+    uint64_t arrivals;     /* requests enqueued this period */
+    uint64_t served_r, served_l, served_o; /* dispatched this period by class */
+    uint64_t queued;       /* waiting now */
+    int64_t r_tokens;      /* left now */
+    int64_t l_tokens;      /* left now, SCHED_UNLIMITED if no limit */
+    uint32_t weight;
+} sched_bucket_stats_t;
+
+/* Node-wide counters for the current period (capacity estimation). */
+typedef struct {
+    uint64_t completions;  /* sched_note_completion() counts */
+    double busy_seconds;   /* time with at least one request at the backend */
+    uint64_t dispatched;
+} sched_node_stats_t;
+
+typedef struct sched sched_t;
+
+/* Returns a new scheduler, or NULL if out of memory.  With `weighted`, a
+ * bucket of weight w is served up to w times in a row before the round robin
+ * moves on (within each class; R still always before L).  Caller owns it. */
+sched_t *sched_new(sched_policy_t policy, int weighted);
+
+/* Frees the scheduler and sets *sp to NULL; queued items are dropped (call
+ * sched_drain() first to answer them).  Accepts NULL. */
+void sched_destroy(sched_t **sp);
+
+/* Switches policy at once (e.g. fallback to rr when the controller is gone). */
+void sched_set_policy(sched_t *s, sched_policy_t policy);
+sched_policy_t sched_policy(const sched_t *s);
+
+/* Adds a bucket named `name` (copied, 1..250 bytes) with weight >= 1 and no
+ * tokens (r = 0, l = SCHED_UNLIMITED).  Returns its index (dense, in order of
+ * addition); the existing index if the name is known (weight unchanged);
+ * -EINVAL for a bad name or weight; -ENOMEM. */
+int sched_add_bucket(sched_t *s, const char *name, uint32_t weight);
+
+/* Returns the index of bucket `name` (`len` bytes, need not be
+ * NUL-terminated), or -ENOENT.  O(1) expected. */
+int sched_find_bucket(const sched_t *s, const char *name, size_t len);
+
+int sched_nbuckets(const sched_t *s);
+const char *sched_bucket_name(const sched_t *s, int b);
+
+/* Returns 0 or -EINVAL (bad index, weight 0). */
+int sched_set_weight(sched_t *s, int b, uint32_t weight);
+
+/* Replaces bucket b's token counts with absolute numbers (the controller's
+ * counts for the rest of the period); takes effect for the next dispatch.
+ * r >= 0; l >= 0 or SCHED_UNLIMITED.  Returns 0 or -EINVAL. */
+int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens);
+
+/* Appends `item` to bucket b's queue and counts an arrival.  Returns 0 or
+ * -EINVAL for a bad index. */
+int sched_enqueue(sched_t *s, int b, sched_item_t *item);
+
+/* Picks the next request per the policy, removes it from its queue, consumes
+ * its token and counts it.  Returns the item (caller owns it again) and sets
+ * *cls if non-NULL; NULL if no bucket may be served now (empty, or every
+ * backlogged bucket is out of L-tokens). */
+sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls);
+
+/* Removes every queued item, calling fn(item, arg) for each (to answer it
+ * with an error).  Returns the number removed.  Counters are unchanged. */
+size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *arg);
+
+/* Removes one queued item of bucket b (a client that went away).  Returns 0,
+ * or -ENOENT if it is not queued there.  O(queue length of b). */
+int sched_remove(sched_t *s, sched_item_t *item);
+
+/* Node counters: the caller reports completions and backend busy time. */
+void sched_note_completion(sched_t *s, uint64_t n, double busy_seconds);
+
+/* Reads counters.  Returns 0 or -EINVAL. */
+int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out);
+void sched_node_stats(const sched_t *s, sched_node_stats_t *out);
+
+/* Starts a new QoS period: zeroes the per-period counters of every bucket
+ * and the node (O(buckets), once a period).  Tokens are left alone. */
+void sched_period_start(sched_t *s);
+
+#endif
