@@ -1,0 +1,783 @@
+/* pshift.c - the pShift token allocator: proportional start, sparse token movement map, progressive shifting. */
+#include "pshift/pshift.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One (bucket, server) demand pair.  After pshift_solve() the array is sorted
+ * by bucket, then server, and doubles as the CSR of the problem: entry e of
+ * bucket b lies in [boff[b], boff[b+1]). */
+typedef struct {
+    int32_t b, s;
+    int64_t d;
+} entry_t;
+
+struct pshift_problem {
+    int nservers, servers_cap;
+    int64_t *cap;
+    char **sname;
+
+    int nbuckets, buckets_cap;
+    int64_t *target;
+    char **bname;
+
+    size_t nent, ent_cap;
+    entry_t *ent;
+
+    /* Solution state, valid when `solved`. */
+    int solved;
+    int64_t *alloc;   /* per entry */
+    size_t *boff;     /* nbuckets + 1 */
+    size_t *soff;     /* nservers + 1: per-server lists of shiftable entries */
+    uint32_t *sent;   /* entry indices grouped by server, in bucket order */
+    int64_t *load;    /* tokens per server */
+    int64_t *tms;     /* |S| x |S| token movement sums, row = source */
+    int tms_valid;
+    pshift_stats_t stats;
+};
+
+/* Per-solve scratch for the shift-path search. */
+typedef struct {
+    int *parent, *dist, *queue;
+} bfs_t;
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, n * elem);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+pshift_problem_t *pshift_problem_new(void)
+{
+    return calloc(1, sizeof(pshift_problem_t));
+}
+
+static void free_solution(pshift_problem_t *p)
+{
+    free(p->alloc);
+    free(p->boff);
+    free(p->soff);
+    free(p->sent);
+    free(p->load);
+    free(p->tms);
+    p->alloc = NULL;
+    p->boff = p->soff = NULL;
+    p->sent = NULL;
+    p->load = p->tms = NULL;
+    p->solved = 0;
+    p->tms_valid = 0;
+}
+
+void pshift_problem_destroy(pshift_problem_t **pp)
+{
+    if (!pp || !*pp)
+        return;
+    pshift_problem_t *p = *pp;
+    free_solution(p);
+    for (int i = 0; i < p->nservers; i++)
+        free(p->sname[i]);
+    for (int i = 0; i < p->nbuckets; i++)
+        free(p->bname[i]);
+    free(p->sname);
+    free(p->bname);
+    free(p->cap);
+    free(p->target);
+    free(p->ent);
+    free(p);
+    *pp = NULL;
+}
+
+static int dup_name(const char *name, char **out)
+{
+    *out = NULL;
+    if (!name)
+        return 0;
+    *out = strdup(name);
+    return *out ? 0 : -ENOMEM;
+}
+
+int pshift_add_server(pshift_problem_t *p, const char *name, int64_t capacity)
+{
+    if (capacity < 0)
+        return -EINVAL;
+    if (p->nservers == INT_MAX)
+        return -ENOMEM;
+    size_t cap = (size_t)p->servers_cap, cap2 = cap;
+    if (grow((void **)&p->cap, &cap, (size_t)p->nservers + 1, sizeof *p->cap) ||
+        grow((void **)&p->sname, &cap2, (size_t)p->nservers + 1, sizeof *p->sname))
+        return -ENOMEM;
+    p->servers_cap = (int)(cap < cap2 ? cap : cap2);
+    char *copy;
+    if (dup_name(name, &copy))
+        return -ENOMEM;
+    p->cap[p->nservers] = capacity;
+    p->sname[p->nservers] = copy;
+    p->solved = 0;
+    return p->nservers++;
+}
+
+int pshift_add_bucket(pshift_problem_t *p, const char *name, int64_t target)
+{
+    if (target < 0)
+        return -EINVAL;
+    if (p->nbuckets == INT_MAX)
+        return -ENOMEM;
+    size_t cap = (size_t)p->buckets_cap, cap2 = cap;
+    if (grow((void **)&p->target, &cap, (size_t)p->nbuckets + 1, sizeof *p->target) ||
+        grow((void **)&p->bname, &cap2, (size_t)p->nbuckets + 1, sizeof *p->bname))
+        return -ENOMEM;
+    p->buckets_cap = (int)(cap < cap2 ? cap : cap2);
+    char *copy;
+    if (dup_name(name, &copy))
+        return -ENOMEM;
+    p->target[p->nbuckets] = target;
+    p->bname[p->nbuckets] = copy;
+    p->solved = 0;
+    return p->nbuckets++;
+}
+
+int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand)
+{
+    if (b < 0 || b >= p->nbuckets || s < 0 || s >= p->nservers || demand < 0)
+        return -EINVAL;
+    if (demand == 0)
+        return 0;
+    if (grow((void **)&p->ent, &p->ent_cap, p->nent + 1, sizeof *p->ent))
+        return -ENOMEM;
+    p->ent[p->nent++] = (entry_t){.b = b, .s = s, .d = demand};
+    p->solved = 0;
+    return 0;
+}
+
+/* Sorts the entries by bucket (counting sort) and by server within a bucket,
+ * fills boff, and rejects duplicate pairs. */
+static int build_csr(pshift_problem_t *p)
+{
+    size_t nb = (size_t)p->nbuckets, n = p->nent;
+    if (n >= UINT32_MAX)
+        return -ENOMEM;
+    p->boff = calloc(nb + 1, sizeof *p->boff);
+    entry_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!p->boff || !sorted) {
+        free(sorted);
+        return -ENOMEM;
+    }
+    for (size_t e = 0; e < n; e++)
+        p->boff[p->ent[e].b + 1]++;
+    for (size_t b = 0; b < nb; b++)
+        p->boff[b + 1] += p->boff[b];
+    size_t *fill = malloc((nb ? nb : 1) * sizeof *fill);
+    if (!fill) {
+        free(sorted);
+        return -ENOMEM;
+    }
+    memcpy(fill, p->boff, nb * sizeof *fill);
+    for (size_t e = 0; e < n; e++)
+        sorted[fill[p->ent[e].b]++] = p->ent[e];
+    free(fill);
+    free(p->ent);
+    p->ent = sorted;
+    p->ent_cap = n ? n : 1;
+    int err = 0;
+    for (size_t b = 0; b < nb; b++) {
+        /* Insertion sort: buckets are active on few servers. */
+        for (size_t i = p->boff[b] + 1; i < p->boff[b + 1]; i++) {
+            entry_t x = sorted[i];
+            size_t j = i;
+            while (j > p->boff[b] && sorted[j - 1].s > x.s) {
+                sorted[j] = sorted[j - 1];
+                j--;
+            }
+            sorted[j] = x;
+        }
+        for (size_t i = p->boff[b] + 1; i < p->boff[b + 1]; i++)
+            if (sorted[i].s == sorted[i - 1].s)
+                err = -EEXIST;
+    }
+    return err;
+}
+
+/* Rejects problems whose sums of capacities, per-bucket demands or tokens
+ * would overflow int64_t. */
+static int check_sums(const pshift_problem_t *p)
+{
+    int64_t sum = 0, tokens = 0;
+    for (int s = 0; s < p->nservers; s++)
+        if (__builtin_add_overflow(sum, p->cap[s], &sum))
+            return -EOVERFLOW;
+    for (int b = 0; b < p->nbuckets; b++) {
+        int64_t d = 0;
+        for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++)
+            if (__builtin_add_overflow(d, p->ent[e].d, &d))
+                return -EOVERFLOW;
+        int64_t a = d < p->target[b] ? d : p->target[b];
+        if (__builtin_add_overflow(tokens, a, &tokens))
+            return -EOVERFLOW;
+    }
+    return 0;
+}
+
+typedef struct {
+    uint64_t rem;
+    size_t e;
+} remainder_t;
+
+static int cmp_remainder(const void *x, const void *y)
+{
+    const remainder_t *a = x, *b = y;
+    if (a->rem != b->rem)
+        return a->rem < b->rem ? 1 : -1;
+    return a->e < b->e ? -1 : (a->e > b->e);
+}
+
+/* InitialTokenAllocation (Algorithm 3) for one bucket: A = min(R, D) tokens
+ * in proportion to demand, floors first, then the leftover to the largest
+ * remainders (ties to the lower server index).  a <= d holds because
+ * A <= D; the sum is exactly A. */
+static int64_t initial_bucket(pshift_problem_t *p, int b, remainder_t *scratch)
+{
+    size_t lo = p->boff[b], hi = p->boff[b + 1];
+    int64_t D = 0;
+    for (size_t e = lo; e < hi; e++)
+        D += p->ent[e].d;
+    int64_t A = D < p->target[b] ? D : p->target[b];
+    if (A == 0) {
+        for (size_t e = lo; e < hi; e++)
+            p->alloc[e] = 0;
+        return 0;
+    }
+    int64_t given = 0;
+    size_t nrem = 0;
+    for (size_t e = lo; e < hi; e++) {
+        unsigned __int128 q = (unsigned __int128)A * (uint64_t)p->ent[e].d;
+        p->alloc[e] = (int64_t)(q / (uint64_t)D);
+        given += p->alloc[e];
+        uint64_t r = (uint64_t)(q % (uint64_t)D);
+        if (r)
+            scratch[nrem++] = (remainder_t){r, e};
+    }
+    int64_t left = A - given; /* < number of entries with a remainder */
+    if (left > 0) {
+        qsort(scratch, nrem, sizeof *scratch, cmp_remainder);
+        for (int64_t k = 0; k < left; k++)
+            p->alloc[scratch[k].e]++;
+    }
+    return A;
+}
+
+static int nthreads(const pshift_opts_t *o)
+{
+    return o->threads > 0 ? o->threads : omp_get_max_threads();
+}
+
+static int initial_allocation(pshift_problem_t *p, const pshift_opts_t *o)
+{
+    size_t maxn = 1;
+    for (int b = 0; b < p->nbuckets; b++)
+        if (p->boff[b + 1] - p->boff[b] > maxn)
+            maxn = p->boff[b + 1] - p->boff[b];
+    int nt = nthreads(o), err = 0;
+    int64_t tokens = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : tokens)
+    {
+        remainder_t *scratch = malloc(maxn * sizeof *scratch);
+        if (!scratch) {
+#pragma omp atomic write
+            err = -ENOMEM;
+        }
+#pragma omp for schedule(static)
+        for (int b = 0; b < p->nbuckets; b++)
+            if (scratch)
+                tokens += initial_bucket(p, b, scratch);
+        free(scratch);
+    }
+    p->stats.tokens = tokens;
+    return err;
+}
+
+/* Key of bucket b for the approximation: tokens (which == 0) or spare
+ * demand (which == 1). */
+static int64_t approx_key(const pshift_problem_t *p, int b, int which)
+{
+    int64_t a = 0, d = 0;
+    for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++) {
+        a += p->alloc[e];
+        d += p->ent[e].d;
+    }
+    return which ? d - a : a;
+}
+
+/* Returns the m-th largest value of keys[0..n) (1 <= m <= n); reorders keys.
+ * Three-way quickselect, descending. */
+static int64_t select_mth_largest(int64_t *keys, size_t n, size_t m)
+{
+    size_t lo = 0, hi = n, k = m - 1;
+    while (hi - lo > 1) {
+        int64_t pivot = keys[lo + (hi - lo) / 2], t;
+        size_t lt = lo, i = lo, gt = hi;
+        while (i < gt) {
+            if (keys[i] > pivot) {
+                t = keys[lt], keys[lt++] = keys[i], keys[i++] = t;
+            } else if (keys[i] < pivot) {
+                t = keys[--gt], keys[gt] = keys[i], keys[i] = t;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return pivot;
+    }
+    return keys[k];
+}
+
+/* Marks the top m buckets by `which` key in `active`: all above the m-th
+ * largest value, then ties in index order. */
+static int mark_top(const pshift_problem_t *p, size_t m, int which, unsigned char *active)
+{
+    size_t n = (size_t)p->nbuckets;
+    if (m >= n) {
+        memset(active, 1, n);
+        return 0;
+    }
+    int64_t *keys = malloc(n * sizeof *keys), *copy = malloc(n * sizeof *copy);
+    if (!keys || !copy) {
+        free(keys);
+        free(copy);
+        return -ENOMEM;
+    }
+    for (size_t b = 0; b < n; b++)
+        keys[b] = copy[b] = approx_key(p, (int)b, which);
+    int64_t thr = select_mth_largest(copy, n, m);
+    size_t taken = 0;
+    for (size_t b = 0; b < n; b++)
+        if (keys[b] > thr) {
+            active[b] = 1;
+            taken++;
+        }
+    for (size_t b = 0; b < n && taken < m; b++)
+        if (keys[b] == thr) {
+            active[b] = 1;
+            taken++;
+        }
+    free(keys);
+    free(copy);
+    return 0;
+}
+
+/* Builds the per-server lists of shiftable entries (all of them, or those of
+ * the approximation's buckets) and the server loads. */
+static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
+{
+    size_t ns = (size_t)p->nservers, nb = (size_t)p->nbuckets;
+    unsigned char *active = calloc(nb ? nb : 1, 1);
+    p->soff = calloc(ns + 1, sizeof *p->soff);
+    p->load = calloc(ns ? ns : 1, sizeof *p->load);
+    if (!active || !p->soff || !p->load)
+        goto nomem;
+    if (o->approx_top == 0) {
+        memset(active, 1, nb);
+    } else if (mark_top(p, o->approx_top, 0, active) ||
+               mark_top(p, o->approx_top, 1, active)) {
+        goto nomem;
+    }
+    size_t considered = 0, nshift = 0;
+    for (size_t b = 0; b < nb; b++) {
+        considered += active[b];
+        for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++) {
+            p->load[p->ent[e].s] += p->alloc[e];
+            if (active[b]) {
+                p->soff[p->ent[e].s + 1]++;
+                nshift++;
+            }
+        }
+    }
+    p->stats.buckets_considered = considered;
+    for (size_t s = 0; s < ns; s++)
+        p->soff[s + 1] += p->soff[s];
+    p->sent = malloc((nshift ? nshift : 1) * sizeof *p->sent);
+    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
+    if (!p->sent || !fill) {
+        free(fill);
+        goto nomem;
+    }
+    memcpy(fill, p->soff, ns * sizeof *fill);
+    for (size_t b = 0; b < nb; b++)
+        if (active[b])
+            for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++)
+                p->sent[fill[p->ent[e].s]++] = (uint32_t)e;
+    free(fill);
+    free(active);
+    return 0;
+nomem:
+    free(active);
+    return -ENOMEM;
+}
+
+/* TM(e -> f) of the paper for one bucket: tokens of entry e movable to the
+ * server of entry f without exceeding demand there. */
+static inline int64_t tm(const pshift_problem_t *p, size_t e, size_t f)
+{
+    int64_t spare = p->ent[f].d - p->alloc[f];
+    int64_t a = p->alloc[e];
+    return spare <= 0 || a <= 0 ? 0 : (a < spare ? a : spare);
+}
+
+/* MakeTokenMovementMap (Algorithm 4), sparse: TMS(j, k) sums TM over the
+ * buckets present on both j and k, found through j's entry list.  Rows are
+ * split over threads, so every cell has one writer and the integer sums are
+ * the same for any thread count. */
+static int make_map(pshift_problem_t *p, const pshift_opts_t *o)
+{
+    size_t ns = (size_t)p->nservers;
+    p->tms = calloc(ns ? ns * ns : 1, sizeof *p->tms);
+    if (!p->tms)
+        return -ENOMEM;
+    int nt = nthreads(o);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4)
+    for (int j = 0; j < (int)ns; j++) {
+        int64_t *row = p->tms + (size_t)j * ns;
+        for (size_t x = p->soff[j]; x < p->soff[j + 1]; x++) {
+            size_t e = p->sent[x];
+            if (p->alloc[e] == 0)
+                continue;
+            int b = p->ent[e].b;
+            for (size_t f = p->boff[b]; f < p->boff[b + 1]; f++)
+                if (f != e)
+                    row[p->ent[f].s] += tm(p, e, f);
+        }
+    }
+    p->tms_valid = 1;
+    return 0;
+}
+
+/* Adds sign * (every TM term of bucket b that involves entry x or entry y)
+ * to the map: the terms that change when tokens move between x and y. */
+static void map_touch(pshift_problem_t *p, int b, size_t x, size_t y, int sign)
+{
+    size_t ns = (size_t)p->nservers;
+    int64_t *t = p->tms;
+    size_t sx = (size_t)p->ent[x].s, sy = (size_t)p->ent[y].s;
+    for (size_t g = p->boff[b]; g < p->boff[b + 1]; g++) {
+        size_t sg = (size_t)p->ent[g].s;
+        if (g != x) {
+            t[sx * ns + sg] += sign * tm(p, x, g);
+            t[sg * ns + sx] += sign * tm(p, g, x);
+        }
+        if (g != x && g != y) {
+            t[sy * ns + sg] += sign * tm(p, y, g);
+            t[sg * ns + sy] += sign * tm(p, g, y);
+        }
+    }
+}
+
+/* Entry of bucket b on server s, or SIZE_MAX. */
+static size_t find_entry(const pshift_problem_t *p, int b, int s)
+{
+    size_t lo = p->boff[b], hi = p->boff[b + 1];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->ent[mid].s < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->boff[b + 1] && p->ent[lo].s == s ? lo : SIZE_MAX;
+}
+
+/* Moves w tokens from server u to server v in a prudent transfer, picking
+ * buckets in u's list order, and updates the map.  Returns tokens moved
+ * (w unless the map was wrong). */
+static int64_t move_tokens(pshift_problem_t *p, int u, int v, int64_t w)
+{
+    int64_t moved = 0;
+    for (size_t x = p->soff[u]; x < p->soff[u + 1] && moved < w; x++) {
+        size_t e = p->sent[x];
+        if (p->alloc[e] == 0)
+            continue;
+        int b = p->ent[e].b;
+        size_t f = find_entry(p, b, v);
+        if (f == SIZE_MAX)
+            continue;
+        int64_t m = tm(p, e, f);
+        if (m == 0)
+            continue;
+        if (m > w - moved)
+            m = w - moved;
+        map_touch(p, b, e, f, -1);
+        p->alloc[e] -= m;
+        p->alloc[f] += m;
+        map_touch(p, b, e, f, +1);
+        moved += m;
+    }
+    p->load[u] -= moved;
+    p->load[v] += moved;
+    return moved;
+}
+
+/* BFS over the token transfer graph from overloaded server src to the
+ * nearest underloaded server, using paths of at most maxlen edges.  Returns
+ * the sink, or -1 if none; sets *cut if the depth limit hid vertices. */
+static int find_path(const pshift_problem_t *p, int src, int maxlen, bfs_t *w, int *cut)
+{
+    int ns = p->nservers, head = 0, tail = 0;
+    for (int i = 0; i < ns; i++)
+        w->dist[i] = -1;
+    w->dist[src] = 0;
+    w->queue[tail++] = src;
+    while (head < tail) {
+        int u = w->queue[head++];
+        const int64_t *row = p->tms + (size_t)u * (size_t)ns;
+        if (w->dist[u] == maxlen) {
+            for (int v = 0; v < ns && !*cut; v++)
+                if (row[v] > 0 && w->dist[v] < 0)
+                    *cut = 1;
+            continue;
+        }
+        for (int v = 0; v < ns; v++) {
+            if (row[v] <= 0 || w->dist[v] >= 0)
+                continue;
+            w->dist[v] = w->dist[u] + 1;
+            w->parent[v] = u;
+            if (p->load[v] < p->cap[v])
+                return v;
+            w->queue[tail++] = v;
+        }
+    }
+    return -1;
+}
+
+/* ProgressiveShifting (Algorithm 5): for path lengths l = 1, 2, ..., move
+ * tokens from each overloaded server along shortest shift paths of at most
+ * l edges until it is no longer overloaded or no path exists.  Stops early
+ * once no search was cut short by the length bound. */
+static int progressive_shifting(pshift_problem_t *p)
+{
+    int ns = p->nservers, err = 0;
+    bfs_t w = {malloc(sizeof(int) * (size_t)ns), malloc(sizeof(int) * (size_t)ns),
+               malloc(sizeof(int) * (size_t)ns)};
+    int *path = malloc(sizeof(int) * (size_t)(ns + 1));
+    if (!w.parent || !w.dist || !w.queue || !path) {
+        err = -ENOMEM;
+        goto out;
+    }
+    for (int l = 1; l <= ns - 1; l++) {
+        int cut = 0;
+        p->stats.levels = l;
+        for (int src = 0; src < ns; src++) {
+            while (p->load[src] > p->cap[src]) {
+                int dst = find_path(p, src, l, &w, &cut);
+                if (dst < 0)
+                    break;
+                int len = 0;
+                for (int v = dst; v != src; v = w.parent[v])
+                    path[len++] = v;
+                path[len] = src;
+                int64_t omega = p->load[src] - p->cap[src];
+                if (p->cap[dst] - p->load[dst] < omega)
+                    omega = p->cap[dst] - p->load[dst];
+                for (int i = len; i > 0; i--) {
+                    int64_t wt = p->tms[(size_t)path[i] * (size_t)ns + (size_t)path[i - 1]];
+                    if (wt < omega)
+                        omega = wt;
+                }
+                for (int i = len; i > 0; i--) {
+                    if (move_tokens(p, path[i], path[i - 1], omega) != omega) {
+                        err = -EFAULT; /* the map disagrees with the allocation */
+                        goto out;
+                    }
+                }
+                p->stats.shifts++;
+                if (len > p->stats.longest_path)
+                    p->stats.longest_path = len;
+            }
+        }
+        if (!cut)
+            break;
+    }
+out:
+    free(w.parent);
+    free(w.dist);
+    free(w.queue);
+    free(path);
+    return err;
+}
+
+static void measure(pshift_problem_t *p, int64_t *phi, int64_t *excess)
+{
+    *phi = *excess = 0;
+    for (int s = 0; s < p->nservers; s++) {
+        int64_t l = p->load[s], c = p->cap[s];
+        *phi += l < c ? l : c;
+        *excess += l > c ? l - c : 0;
+    }
+}
+
+/* Runs the phases; with map_only, stops after MakeTokenMovementMap. */
+static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
+{
+    pshift_opts_t o = opts ? *opts : PSHIFT_OPTS_DEFAULT;
+    free_solution(p);
+    memset(&p->stats, 0, sizeof p->stats);
+    double t0 = omp_get_wtime();
+    int err = build_csr(p);
+    if (!err)
+        err = check_sums(p);
+    if (err)
+        goto out;
+    p->alloc = malloc((p->nent ? p->nent : 1) * sizeof *p->alloc);
+    if (!p->alloc) {
+        err = -ENOMEM;
+        goto out;
+    }
+    if ((err = initial_allocation(p, &o)) || (err = build_server_lists(p, &o)))
+        goto out;
+    measure(p, &p->stats.phi_initial, &p->stats.weak_excess_initial);
+    double t1 = omp_get_wtime();
+    if ((err = make_map(p, &o)))
+        goto out;
+    double t2 = omp_get_wtime();
+    if (!map_only && (err = progressive_shifting(p)))
+        goto out;
+    double t3 = omp_get_wtime();
+    measure(p, &p->stats.phi, &p->stats.weak_excess_final);
+    p->stats.weak_excess_removed =
+        p->stats.weak_excess_initial
+            ? (double)(p->stats.weak_excess_initial - p->stats.weak_excess_final) /
+                  (double)p->stats.weak_excess_initial
+            : 1.0;
+    p->stats.t_init = t1 - t0;
+    p->stats.t_map = t2 - t1;
+    p->stats.t_shift = t3 - t2;
+    p->stats.t_total = t3 - t0;
+    p->tms_valid = o.approx_top == 0;
+    p->solved = 1;
+out:
+    if (err)
+        free_solution(p);
+    return err;
+}
+
+int pshift_solve(pshift_problem_t *p, const pshift_opts_t *opts)
+{
+    return solve(p, opts, 0);
+}
+
+int pshift_initial_map(pshift_problem_t *p, int64_t *out)
+{
+    int err = solve(p, NULL, 1);
+    if (err)
+        return err;
+    size_t ns = (size_t)p->nservers;
+    memcpy(out, p->tms, ns * ns * sizeof *out);
+    free_solution(p); /* not a solution: shifting did not run */
+    return 0;
+}
+
+int pshift_nservers(const pshift_problem_t *p) { return p->nservers; }
+int pshift_nbuckets(const pshift_problem_t *p) { return p->nbuckets; }
+
+const char *pshift_server_name(const pshift_problem_t *p, int s)
+{
+    return s >= 0 && s < p->nservers ? p->sname[s] : NULL;
+}
+
+const char *pshift_bucket_name(const pshift_problem_t *p, int b)
+{
+    return b >= 0 && b < p->nbuckets ? p->bname[b] : NULL;
+}
+
+int64_t pshift_server_capacity(const pshift_problem_t *p, int s)
+{
+    return s >= 0 && s < p->nservers ? p->cap[s] : 0;
+}
+
+int64_t pshift_bucket_target(const pshift_problem_t *p, int b)
+{
+    return b >= 0 && b < p->nbuckets ? p->target[b] : 0;
+}
+
+int64_t pshift_alloc(const pshift_problem_t *p, int b, int s)
+{
+    if (!p->solved || b < 0 || b >= p->nbuckets)
+        return 0;
+    size_t e = find_entry(p, b, s);
+    return e == SIZE_MAX ? 0 : p->alloc[e];
+}
+
+size_t pshift_bucket_nentries(const pshift_problem_t *p, int b)
+{
+    if (!p->solved || b < 0 || b >= p->nbuckets)
+        return 0;
+    return p->boff[b + 1] - p->boff[b];
+}
+
+void pshift_bucket_entry(const pshift_problem_t *p, int b, size_t k, int *server,
+                         int64_t *demand, int64_t *alloc)
+{
+    size_t e = p->boff[b] + k;
+    if (server)
+        *server = p->ent[e].s;
+    if (demand)
+        *demand = p->ent[e].d;
+    if (alloc)
+        *alloc = p->alloc[e];
+}
+
+int64_t pshift_server_load(const pshift_problem_t *p, int s)
+{
+    return p->solved && s >= 0 && s < p->nservers ? p->load[s] : 0;
+}
+
+const pshift_stats_t *pshift_stats(const pshift_problem_t *p)
+{
+    return &p->stats;
+}
+
+int64_t pshift_tms(const pshift_problem_t *p, int j, int k)
+{
+    if (!p->solved || !p->tms_valid || j < 0 || k < 0 || j >= p->nservers ||
+        k >= p->nservers)
+        return 0;
+    return p->tms[(size_t)j * (size_t)p->nservers + (size_t)k];
+}
+
+pshift_problem_t *pshift_residual_new(const pshift_problem_t *solved, const int64_t *targets)
+{
+    if (!solved->solved)
+        return NULL;
+    pshift_problem_t *r = pshift_problem_new();
+    if (!r)
+        return NULL;
+    for (int s = 0; s < solved->nservers; s++) {
+        int64_t left = solved->cap[s] - solved->load[s];
+        if (pshift_add_server(r, solved->sname[s], left > 0 ? left : 0) < 0)
+            goto fail;
+    }
+    for (int b = 0; b < solved->nbuckets; b++) {
+        if (pshift_add_bucket(r, solved->bname[b], targets ? targets[b] : INT64_MAX) < 0)
+            goto fail;
+        for (size_t e = solved->boff[b]; e < solved->boff[b + 1]; e++)
+            if (pshift_set_demand(r, b, solved->ent[e].s, solved->ent[e].d - solved->alloc[e]))
+                goto fail;
+    }
+    return r;
+fail:
+    pshift_problem_destroy(&r);
+    return NULL;
+}
