@@ -1,0 +1,250 @@
+/* proto.h - the bqos control protocol (controller <-> nodes over ZeroMQ):
+ * versioned messages as a small JSON header frame plus packed little-endian
+ * binary frames, pure encode/decode over buffers, and thin zmq send/recv.
+ *
+ * Wire format (docs/protocol.md has the full description and rationale):
+ *   frame 0  JSON header  {"v":1,"type":"report","node":"n1","seq":7,...}
+ *   frame 1  names        only if the header has "names":N: N bucket names,
+ *                         each followed by one NUL byte (the sender's table)
+ *   frame 2  records      only for report/tokens: "count" fixed-size records
+ *                         (PROTO_REPORT_REC_SIZE / PROTO_TOKENS_REC_SIZE bytes)
+ * Records name their bucket by index into the SENDER's bucket table (its
+ * generation is "table"); the names frame is included until the receiver
+ * acknowledges that generation ("peer_table" in its own messages), so at
+ * steady state a message is one small JSON frame plus one memcpy-able array.
+ *
+ * Threads: every function here is reentrant; a proto_msg_t / proto_enc_t /
+ * proto_stats_t belongs to one thread at a time (the caller's).  There is no
+ * global state: reject counters live in the caller's proto_stats_t. */
+#ifndef BQOS_PROTO_H
+#define BQOS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_VERSION 1
+#define PROTO_NAME_MAX 250          /* bucket and node names: 1..250 bytes */
+#define PROTO_UNLIMITED INT64_MAX   /* l_tokens / l_left meaning "no limit" */
+#define PROTO_MAX_RECORDS 4000000u  /* more records than this is "absurd" */
+#define PROTO_MAX_COUNT (UINT64_C(1) << 53) /* counters/tokens above are absurd
+                                       (except PROTO_UNLIMITED where allowed) */
+#define PROTO_HEADER_MAX 4096       /* bytes of JSON header we accept */
+
+typedef enum {
+    PROTO_HELLO = 1,     /* node -> ctl: registration, always with names */
+    PROTO_WELCOME = 2,   /* ctl -> node: reply to hello: timing, ctl table */
+    PROTO_REPORT = 3,    /* node -> ctl: per-interval counters */
+    PROTO_TOKENS = 4,    /* ctl -> node: absolute token counts + timing */
+    PROTO_HEARTBEAT = 5, /* either way: alive; ctl->node carries timing and
+                            means "keep your tokens" (push skipped) */
+    PROTO_GOODBYE = 6,   /* node -> ctl: leaving cleanly */
+    PROTO_ERROR = 7      /* ctl -> node: "code" says why a message was
+                            refused, e.g. "unknown_node": send hello again */
+} proto_type_t;
+
+/* Why a message was rejected.  Index into proto_stats_t.rejected. */
+typedef enum {
+    PROTO_OK = 0,
+    PROTO_E_TRUNCATED,    /* missing frame or frame shorter than declared */
+    PROTO_E_VERSION,      /* "v" is not PROTO_VERSION */
+    PROTO_E_TYPE,         /* unknown "type" */
+    PROTO_E_COUNT,        /* record/name count disagrees with frame size */
+    PROTO_E_RANGE,        /* negative, absurd or out-of-range number */
+    PROTO_E_JSON,         /* header is not a JSON object / too long */
+    PROTO_E_FIELD,        /* required header field missing or wrong type */
+    PROTO_E_NAMES,        /* bad names frame (empty/long/duplicate... name) */
+    PROTO_E_FRAMES,       /* too many frames */
+    PROTO_E_UNKNOWN_NODE, /* node unknown to the controller (hook) or header
+                             node differs from the ROUTER identity */
+    PROTO_E_TABLE,        /* records refer to a table the receiver lacks
+                             (noted by the caller via proto_stats_note) */
+    PROTO_E__COUNT
+} proto_reason_t;
+
+/* Per-reason counters.  Zero-initialise; owned by the caller's thread. */
+typedef struct {
+    uint64_t ok;                        /* messages decoded successfully */
+    uint64_t rejected[PROTO_E__COUNT];  /* [0] unused */
+    uint64_t rejected_total;
+} proto_stats_t;
+
+/* Returns a short constant name for a reason ("truncated", ...). */
+const char *proto_reason_str(proto_reason_t r);
+
+/* Counts a rejection found by the caller (unknown node, unknown table). */
+void proto_stats_note(proto_stats_t *st, proto_reason_t r);
+
+/* One report record: a bucket's counters on the reporting node.  Wire size
+ * PROTO_REPORT_REC_SIZE: u32 bucket, u32 flags, then nine 64-bit fields in
+ * this order, all little-endian. */
+typedef struct {
+    uint32_t bucket;            /* index into the node's table */
+    uint32_t flags;             /* reserved, 0 */
+    uint64_t queued;            /* waiting now */
+    uint64_t arrivals_interval; /* arrivals in the past interval */
+    uint64_t arrivals_period;   /* arrivals this period */
+    uint64_t served_r, served_l, served_o; /* served this period, by class */
+    int64_t r_left;             /* R-tokens left */
+    int64_t l_left;             /* L-tokens left, PROTO_UNLIMITED if none */
+    uint64_t reserved;          /* 0 */
+} proto_report_rec_t;
+#define PROTO_REPORT_REC_SIZE 80
+
+/* One tokens record: absolute counts for the rest of the period.  Wire size
+ * PROTO_TOKENS_REC_SIZE: u32 bucket, u32 flags, i64 r_tokens, i64 l_tokens. */
+typedef struct {
+    uint32_t bucket;     /* index into the controller's table */
+    uint32_t flags;      /* PROTO_TOK_UNLIMITED: no limit (l_tokens ignored
+                            on the wire, decoded as PROTO_UNLIMITED) */
+    int64_t r_tokens;    /* >= 0 */
+    int64_t l_tokens;    /* >= 0, or PROTO_UNLIMITED */
+} proto_tokens_rec_t;
+#define PROTO_TOKENS_REC_SIZE 24
+#define PROTO_TOK_UNLIMITED 1u
+
+/* A message, decoded or to be encoded.  The arrays are owned by the message
+ * (proto_msg_reserve / decode grow them; proto_msg_clear frees them); reuse
+ * one proto_msg_t for many decodes to avoid allocation.  Fields not used by
+ * a type are ignored by the encoder and zeroed by the decoder.
+ *
+ * Header fields by type ("*" = required on the wire):
+ *   all       v*, type*, node* (node name; ctl->node: the node addressed),
+ *             seq (sender's message counter)
+ *   hello     capacity* (IOs/s profile), table*, names* (= nnames, >= 0)
+ *   welcome   timing*, peer_table*, table*, names (optional)
+ *   report    period*, interval*, remaining_ms, table*, peer_table*,
+ *             count*, names (optional), completions*, dispatched*, busy*
+ *   tokens    timing*, table*, peer_table*, count*, names (optional)
+ *   heartbeat timing (optional, ctl->node), peer_table (optional)
+ *   goodbye   -
+ *   error     code*, text
+ * timing = period, interval, intervals, period_ms, remaining_ms. */
+typedef struct {
+    proto_type_t type;
+    char node[PROTO_NAME_MAX + 1];
+    uint64_t seq;
+
+    /* timing: which period/interval the sender is in, how the period is cut,
+     * and how long (ms) until the period ends, measured at send time; the
+     * receiver adds it to its own clock (no clock sync needed). */
+    int has_timing;        /* heartbeat: timing present */
+    uint64_t period;
+    uint32_t interval;     /* 0 .. intervals-1 */
+    uint32_t intervals;    /* K >= 1 */
+    uint32_t period_ms;    /* T in ms, >= 1 */
+    uint32_t remaining_ms; /* <= period_ms */
+
+    uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
+    uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */
+
+    /* hello */
+    uint64_t capacity;     /* node's capacity profile, IOs per second */
+
+    /* report: node-wide counters this period */
+    uint64_t completions;
+    uint64_t dispatched;
+    double busy_seconds;   /* >= 0 */
+
+    /* error */
+    char code[32];
+    char text[128];
+
+    /* names frame: present iff has_names; names[i] is NUL-terminated and
+     * points into the message's own buffer (valid until the next decode or
+     * clear).  For encoding, set names/nnames to caller-owned strings. */
+    int has_names;
+    size_t nnames;
+    const char **names;
+
+    /* records (report or tokens), count of them */
+    size_t count;
+    proto_report_rec_t *report;
+    proto_tokens_rec_t *tokens;
+
+    /* private: capacities of the owned buffers */
+    size_t cap_names, cap_namebuf, cap_report, cap_tokens;
+    char *namebuf;
+} proto_msg_t;
+
+/* Initialises an empty message (all zero); no allocation. */
+void proto_msg_init(proto_msg_t *m);
+
+/* Frees the owned arrays and re-initialises.  Accepts NULL. */
+void proto_msg_clear(proto_msg_t *m);
+
+/* Makes room for `n` records of m->type's kind (report or tokens) and for
+ * `nnames` name pointers, setting m->report / m->tokens / m->names to owned
+ * arrays.  Returns 0, -EINVAL (type without records and n > 0), -ENOMEM. */
+int proto_msg_reserve(proto_msg_t *m, size_t n, size_t nnames);
+
+/* Encoder output: up to three frames, buffers owned by the encoder and
+ * reused across calls.  Frame i is data[i] / len[i]. */
+typedef struct {
+    size_t nframes;
+    unsigned char *data[3];
+    size_t len[3];
+    size_t cap[3];
+} proto_enc_t;
+
+void proto_enc_init(proto_enc_t *e);
+void proto_enc_clear(proto_enc_t *e);   /* frees buffers; accepts NULL */
+
+/* Encodes `m` into e's frames (replacing what was there).  Returns 0,
+ * -EINVAL if `m` violates the protocol (bad type, name, number out of
+ * range, count > PROTO_MAX_RECORDS), -ENOMEM. */
+int proto_encode(const proto_msg_t *m, proto_enc_t *e);
+
+/* A received frame (borrowed; not modified). */
+typedef struct {
+    const void *data;
+    size_t len;
+} proto_frame_t;
+
+/* Decodes a message from `nframes` frames into `m` (reusing its arrays).
+ * Returns 0 and counts st->ok; on a bad message returns -EPROTO (-ENOMEM if
+ * out of memory), counts the reason in `st` (may be NULL) and stores it in
+ * *why (may be NULL); `m` then holds no valid message.  Never reads outside
+ * the frames; any byte sequence is safe. */
+int proto_decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes,
+                 proto_stats_t *st, proto_reason_t *why);
+
+/* ---- thin ZeroMQ helpers (multipart zmq_msg) ---- */
+
+/* Hook for the controller: returns nonzero if `node` is known.  A message
+ * from an unknown node is counted as PROTO_E_UNKNOWN_NODE; proto_recv() then
+ * still returns it, with return value PROTO_RECV_UNKNOWN, so the caller can
+ * answer (a hello from an unknown node is never refused by the hook). */
+typedef int (*proto_known_fn)(const char *node, void *arg);
+#define PROTO_RECV_UNKNOWN 1
+
+/* Sends `m` on `sock` as one multipart message.  With `identity` (ROUTER
+ * side) the first frame is the peer's identity (`idlen` bytes).  `e` is
+ * scratch space reused across calls.  `zflags` may hold ZMQ_DONTWAIT.
+ * Returns 0, -EAGAIN (would block / no such peer with
+ * ZMQ_ROUTER_MANDATORY), -EINVAL (see proto_encode), or another -errno
+ * from zmq. */
+int proto_send(void *sock, const void *identity, size_t idlen,
+               const proto_msg_t *m, proto_enc_t *e, int zflags);
+
+/* Receives one multipart message from `sock` and decodes it into `m`.
+ * With `identity` non-NULL (ROUTER side) the first frame is taken as the
+ * peer identity, copied into identity[idcap] with its length in *idlen;
+ * the header's "node" must equal it (else PROTO_E_UNKNOWN_NODE).  `known`
+ * (may be NULL) is the unknown-node hook above.  `zflags` may hold
+ * ZMQ_DONTWAIT.  Returns 0, PROTO_RECV_UNKNOWN, -EAGAIN (nothing to read),
+ * -EPROTO (bad message, consumed and counted in st / *why), or another
+ * -errno from zmq. */
+int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen,
+               proto_msg_t *m, proto_stats_t *st, proto_reason_t *why,
+               proto_known_fn known, void *known_arg, int zflags);
+
+/* ---- helpers ---- */
+
+/* Returns the type's wire name ("hello", ...) or NULL. */
+const char *proto_type_str(proto_type_t t);
+
+/* Returns 0 if `name` (`len` bytes) is a valid node/bucket name: 1..250
+ * bytes, no NUL, no whitespace or control characters; else -EINVAL. */
+int proto_name_check(const char *name, size_t len);
+
+#endif
