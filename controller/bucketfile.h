@@ -1,0 +1,107 @@
+/* bucketfile.h - bucket reservation files: load and validate, edit in memory, save atomically.
+ *
+ * File format (rates in IOs per second; `limit` and `weight` optional):
+ *   {"buckets":[{"name":"red","reservation":30000,"limit":60000,"weight":1}, ...]}
+ *
+ * Validation: the top level is an object with exactly one member "buckets"
+ * (an array); each element is an object with only the members name,
+ * reservation, limit, weight (unknown members are errors: a misspelt
+ * "limt" must not silently leave a bucket unlimited); names are unique,
+ * 1..250 bytes, no whitespace, control characters or ':' (names are key
+ * prefixes); reservation and limit are integers in 0..BUCKETFILE_MAX_RATE;
+ * reservation <= limit; weight is an integer in 1..BUCKETFILE_MAX_WEIGHT.
+ *
+ * Errors carry the file name, the JSON path of the offending value
+ * ("buckets[3].limit") and its line and column (1-based) in the text.
+ *
+ * A bucketfile_t is a plain value owned by one thread; nothing here locks. */
+#ifndef BQOS_BUCKETFILE_H
+#define BQOS_BUCKETFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* `limit` of a bucket without a limit (never throttled). */
+#define BUCKETFILE_NO_LIMIT INT64_MAX
+#define BUCKETFILE_NAME_MAX 250
+#define BUCKETFILE_MAX_RATE 1000000000000LL /* 10^12 IOs per second */
+#define BUCKETFILE_MAX_WEIGHT 1000000u
+
+typedef struct {
+    char name[BUCKETFILE_NAME_MAX + 1];
+    int64_t reservation; /* IOs per second, >= 0 */
+    int64_t limit;       /* IOs per second >= reservation, or BUCKETFILE_NO_LIMIT */
+    uint32_t weight;     /* 1..BUCKETFILE_MAX_WEIGHT, default 1 */
+} bucketfile_bucket_t;
+
+typedef struct {
+    char source[256]; /* file name, or "<string>" */
+    char path[64];    /* JSON path of the bad value, "" for syntax errors */
+    int line;         /* 1-based; 0 if unknown */
+    int column;       /* 1-based; 0 if unknown */
+    char text[256];   /* what is wrong, one line */
+} bucketfile_error_t;
+
+typedef struct bucketfile bucketfile_t;
+
+/* Returns a new empty bucket set, or NULL if out of memory.  Caller owns it
+ * and frees it with bucketfile_destroy(). */
+bucketfile_t *bucketfile_new(void);
+
+/* Frees the set and sets *bp to NULL.  Accepts NULL and *bp == NULL. */
+void bucketfile_destroy(bucketfile_t **bp);
+
+/* Parses and validates `len` bytes of JSON text.  `source` names the text in
+ * errors (may be NULL).  On success returns 0 and stores a new set in *out
+ * (caller owns it).  Returns -EINVAL for invalid text (and fills *err if
+ * non-NULL), -ENOMEM.  *out is untouched on error. */
+int bucketfile_parse(const char *text, size_t len, const char *source,
+                     bucketfile_t **out, bucketfile_error_t *err);
+
+/* Reads and parses file `path` as bucketfile_parse().  Returns 0, -EINVAL,
+ * -ENOMEM, or the -errno of open/read (err->text says which). */
+int bucketfile_load(const char *path, bucketfile_t **out, bucketfile_error_t *err);
+
+/* Writes the set to `path` atomically: a temporary file in the same
+ * directory is written, fsync'ed and renamed over `path`, then the directory
+ * is fsync'ed.  A crash leaves either the old or the new file.  Returns 0 or
+ * -errno; on error `path` is unchanged and the temporary file removed. */
+int bucketfile_save(const bucketfile_t *bf, const char *path);
+
+/* Returns a new NUL-terminated JSON text of the set, one bucket per line
+ * (the format bucketfile_save() writes), or NULL if out of memory.  Caller
+ * frees it with free(). */
+char *bucketfile_dumps(const bucketfile_t *bf);
+
+/* Number of buckets, and the i-th (file order; NULL if out of range).  The
+ * pointer is valid until the set is next modified. */
+size_t bucketfile_count(const bucketfile_t *bf);
+const bucketfile_bucket_t *bucketfile_get(const bucketfile_t *bf, size_t i);
+
+/* Index of bucket `name`, or -ENOENT. */
+int bucketfile_find(const bucketfile_t *bf, const char *name);
+
+/* Checks one bucket (name, ranges, reservation <= limit).  Returns 0, or
+ * -EINVAL and fills *err (path and text; no position) if non-NULL. */
+int bucketfile_check_bucket(const bucketfile_bucket_t *b, bucketfile_error_t *err);
+
+/* Returns 0 if `name` (`len` bytes) is a valid bucket name, else -EINVAL. */
+int bucketfile_check_name(const char *name, size_t len);
+
+/* Adds bucket *b, or replaces the bucket of the same name in place.
+ * Returns 0, -EINVAL if the bucket is invalid (fills *err if non-NULL),
+ * -ENOMEM. */
+int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, bucketfile_error_t *err);
+
+/* Removes bucket `name`, keeping the order of the others.  Returns 0 or
+ * -ENOENT. */
+int bucketfile_remove(bucketfile_t *bf, const char *name);
+
+/* Returns a new deep copy of the set, or NULL if out of memory. */
+bucketfile_t *bucketfile_dup(const bucketfile_t *bf);
+
+/* Formats *err as "FILE:LINE:COL: PATH: TEXT" (parts that are unknown are
+ * left out) into buf.  Returns buf. */
+const char *bucketfile_strerror(const bucketfile_error_t *err, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,265 @@
+/* test_bucketfile.c - Check suite for controller/bucketfile: parsing, validation errors with positions, edits, atomic save. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "controller/bucketfile.h"
+
+static int parse(const char *text, bucketfile_t **out, bucketfile_error_t *err)
+{
+    return bucketfile_parse(text, strlen(text), "t.json", out, err);
+}
+
+/* Expects `text` to fail at path/line/column with `needle` in the message. */
+static void expect_error(const char *text, const char *path, int line, int col,
+                         const char *needle)
+{
+    bucketfile_t *bf = NULL;
+    bucketfile_error_t err;
+    int rc = parse(text, &bf, &err);
+    ck_assert_msg(rc == -EINVAL, "expected -EINVAL for %s, got %d", text, rc);
+    ck_assert_ptr_null(bf);
+    ck_assert_str_eq(err.source, "t.json");
+    ck_assert_msg(strcmp(err.path, path) == 0, "path '%s' != '%s' (%s)", err.path, path,
+                  err.text);
+    ck_assert_msg(err.line == line && err.column == col, "%s: at %d:%d, expected %d:%d (%s)",
+                  path, err.line, err.column, line, col, err.text);
+    ck_assert_msg(strstr(err.text, needle), "'%s' lacks '%s'", err.text, needle);
+}
+
+START_TEST(test_bucketfile_parse_valid)
+{
+    const char *t = "{\"buckets\":[\n"
+                    " {\"name\":\"red\",\"reservation\":30000,\"limit\":60000,\"weight\":2},\n"
+                    " {\"name\":\"blue\",\"reservation\":0},\n"
+                    " {\"name\":\"caf\\u00e9/x\",\"reservation\":5,\"limit\":5}\n"
+                    "]}";
+    bucketfile_t *bf = NULL;
+    bucketfile_error_t err;
+    ck_assert_int_eq(parse(t, &bf, &err), 0);
+    ck_assert_uint_eq(bucketfile_count(bf), 3);
+    const bucketfile_bucket_t *b = bucketfile_get(bf, 0);
+    ck_assert_str_eq(b->name, "red");
+    ck_assert_int_eq(b->reservation, 30000);
+    ck_assert_int_eq(b->limit, 60000);
+    ck_assert_uint_eq(b->weight, 2);
+    b = bucketfile_get(bf, 1);
+    ck_assert_int_eq(b->limit, BUCKETFILE_NO_LIMIT);
+    ck_assert_uint_eq(b->weight, 1);
+    ck_assert_int_eq(bucketfile_find(bf, "caf\xc3\xa9/x"), 2);
+    ck_assert_int_eq(bucketfile_find(bf, "green"), -ENOENT);
+    ck_assert_ptr_null(bucketfile_get(bf, 3));
+    bucketfile_destroy(&bf);
+    ck_assert_ptr_null(bf);
+    bucketfile_destroy(&bf);
+
+    ck_assert_int_eq(parse("{\"buckets\":[]}", &bf, NULL), 0);
+    ck_assert_uint_eq(bucketfile_count(bf), 0);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
+START_TEST(test_bucketfile_syntax_error_position)
+{
+    bucketfile_t *bf = NULL;
+    bucketfile_error_t err;
+    ck_assert_int_eq(parse("{\"buckets\":[\n  {\"name\": \"a\",, }\n]}", &bf, &err), -EINVAL);
+    ck_assert_int_eq(err.line, 2);
+    ck_assert_int_ge(err.column, 15);
+    ck_assert_str_eq(err.path, "");
+    char buf[512];
+    bucketfile_strerror(&err, buf, sizeof buf);
+    ck_assert_msg(strncmp(buf, "t.json:2:", 9) == 0, "%s", buf);
+    ck_assert_int_eq(parse("", &bf, &err), -EINVAL);
+    ck_assert_int_eq(parse("{\"buckets\":[]} x", &bf, &err), -EINVAL);
+    /* Duplicate keys are refused by the parser itself. */
+    ck_assert_int_eq(parse("{\"buckets\":[{\"name\":\"a\",\"name\":\"b\",\"reservation\":1}]}",
+                           &bf, &err),
+                     -EINVAL);
+    ck_assert_int_eq(err.line, 1);
+}
+END_TEST
+
+START_TEST(test_bucketfile_semantic_error_positions)
+{
+    /* Columns are 1-based bytes; the value's first byte is reported. */
+    expect_error("{\"buckets\":[\n"
+                 "  {\"name\":\"a\",\"reservation\":1},\n"
+                 "  {\"name\":\"a\",\"reservation\":2}\n"
+                 "]}",
+                 "buckets[1].name", 3, 11, "duplicate");
+    expect_error("{\"buckets\":[\n"
+                 "  {\"name\":\"a\",\n"
+                 "   \"reservation\":100,\n"
+                 "   \"limit\":50}\n"
+                 "]}",
+                 "buckets[0].limit", 4, 12, "below the reservation");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":-1}]}", "buckets[0].reservation",
+                 1, 39, "negative");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1.5}]}",
+                 "buckets[0].reservation", 1, 39, "integer");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":\"7\"}]}",
+                 "buckets[0].reservation", 1, 39, "integer");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1000000000000000}]}",
+                 "buckets[0].reservation", 1, 39, "absurd");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"limt\":5}]}",
+                 "buckets[0].limt", 1, 48, "unknown member");
+    expect_error("{\"buckets\":[{\"name\":\"a b\",\"reservation\":1}]}", "buckets[0].name", 1,
+                 21, "bad bucket name");
+    expect_error("{\"buckets\":[{\"name\":\"a:b\",\"reservation\":1}]}", "buckets[0].name", 1,
+                 21, "bad bucket name");
+    expect_error("{\"buckets\":[{\"name\":\"\",\"reservation\":1}]}", "buckets[0].name", 1, 21,
+                 "bad bucket name");
+    expect_error("{\"buckets\":[{\"name\":\"a\\tb\",\"reservation\":1}]}", "buckets[0].name", 1,
+                 21, "bad bucket name");
+    expect_error("{\"buckets\":[{\"name\":7,\"reservation\":1}]}", "buckets[0].name", 1, 21,
+                 "string");
+    expect_error("{\"buckets\":[{\"reservation\":1}]}", "buckets[0]", 1, 13, "no \"name\"");
+    expect_error("{\"buckets\":[{\"name\":\"a\"}]}", "buckets[0]", 1, 13, "no \"reservation\"");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"weight\":0}]}",
+                 "buckets[0].weight", 1, 50, "at least 1");
+    expect_error("{\"buckets\":[1]}", "buckets[0]", 1, 13, "object");
+    expect_error("{\"buckets\":{}}", "buckets", 1, 12, "array");
+    expect_error("  {}", "", 1, 3, "no \"buckets\"");
+    expect_error("[]", "", 1, 1, "top level");
+    expect_error("{\"buckets\":[],\n \"extra\":1}", "extra", 2, 10, "unknown member");
+    /* 251-byte name. */
+    char big[400];
+    char name[252];
+    memset(name, 'x', 251);
+    name[251] = '\0';
+    snprintf(big, sizeof big, "{\"buckets\":[{\"name\":\"%s\",\"reservation\":1}]}", name);
+    expect_error(big, "buckets[0].name", 1, 21, "1..250");
+    name[250] = '\0';
+    snprintf(big, sizeof big, "{\"buckets\":[{\"name\":\"%s\",\"reservation\":1}]}", name);
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(parse(big, &bf, NULL), 0);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
+START_TEST(test_bucketfile_edit)
+{
+    bucketfile_t *bf = bucketfile_new();
+    ck_assert_ptr_nonnull(bf);
+    bucketfile_error_t err;
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        bucketfile_bucket_t b = {.reservation = i, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        snprintf(b.name, sizeof b.name, "b%d", i);
+        ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    }
+    ck_assert_uint_eq(bucketfile_count(bf), 1000);
+    bucketfile_bucket_t b = {.name = "b7", .reservation = 70, .limit = 80, .weight = 3};
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    ck_assert_uint_eq(bucketfile_count(bf), 1000);
+    ck_assert_int_eq(bucketfile_get(bf, 7)->limit, 80);
+    b.limit = 10;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
+    ck_assert_str_eq(err.path, "limit");
+    ck_assert_int_eq(bucketfile_get(bf, 7)->limit, 80);
+    b.limit = 100;
+    b.weight = 0;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
+    strcpy(b.name, "bad:name");
+    b.weight = 1;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
+    ck_assert_int_eq(bucketfile_remove(bf, "b3"), 0);
+    ck_assert_int_eq(bucketfile_remove(bf, "b3"), -ENOENT);
+    ck_assert_uint_eq(bucketfile_count(bf), 999);
+    ck_assert_str_eq(bucketfile_get(bf, 3)->name, "b4");
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "b%d", i);
+        int k = bucketfile_find(bf, name);
+        if (i == 3)
+            ck_assert_int_eq(k, -ENOENT);
+        else
+            ck_assert_str_eq(bucketfile_get(bf, (size_t)k)->name, name);
+    }
+    bucketfile_t *c = bucketfile_dup(bf);
+    ck_assert_uint_eq(bucketfile_count(c), 999);
+    ck_assert_int_eq(bucketfile_find(c, "b999"), 998);
+    bucketfile_destroy(&c);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+START_TEST(test_bucketfile_save_atomic_roundtrip)
+{
+    char dir[] = "/tmp/test_bucketfile.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/buckets.json", dir);
+    const char *t = "{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":60000},"
+                    "{\"name\":\"q\\\"uote\\\\\",\"reservation\":7,\"weight\":9}]}";
+    bucketfile_t *bf = NULL, *back = NULL;
+    bucketfile_error_t err;
+    ck_assert_int_eq(parse(t, &bf, &err), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path), 0);
+    ck_assert_int_eq(count_entries(dir), 1); /* no temporary left */
+    ck_assert_int_eq(bucketfile_load(path, &back, &err), 0);
+    ck_assert_uint_eq(bucketfile_count(back), 2);
+    ck_assert_str_eq(bucketfile_get(back, 1)->name, "q\"uote\\");
+    ck_assert_uint_eq(bucketfile_get(back, 1)->weight, 9);
+    ck_assert_int_eq(bucketfile_get(back, 0)->limit, 60000);
+    ck_assert_int_eq(bucketfile_get(back, 1)->limit, BUCKETFILE_NO_LIMIT);
+    bucketfile_destroy(&back);
+
+    /* Mode of an existing file is kept. */
+    chmod(path, 0600);
+    ck_assert_int_eq(bucketfile_remove(bf, "red"), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    ck_assert_int_eq(bucketfile_load(path, &back, &err), 0);
+    ck_assert_uint_eq(bucketfile_count(back), 1);
+    bucketfile_destroy(&back);
+
+    /* A failed save leaves nothing behind. */
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/nodir/b.json", dir);
+    ck_assert_int_eq(bucketfile_save(bf, bad), -ENOENT);
+    ck_assert_int_eq(bucketfile_load(bad, &back, &err), -ENOENT);
+    ck_assert_msg(strstr(err.text, "cannot read"), "%s", err.text);
+    ck_assert_int_eq(count_entries(dir), 1);
+
+    unlink(path);
+    rmdir(dir);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("bucketfile");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_bucketfile_parse_valid);
+    tcase_add_test(tc, test_bucketfile_syntax_error_position);
+    tcase_add_test(tc, test_bucketfile_semantic_error_positions);
+    tcase_add_test(tc, test_bucketfile_edit);
+    tcase_add_test(tc, test_bucketfile_save_atomic_roundtrip);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
