@@ -1,6 +1,11 @@
 # common/ - code shared by every program (logging, helpers)
 LIBS += common
-common_SRCS = common/log.c
+common_SRCS = common/log.c common/strmap.c common/bitset.c
 TESTS += test_log
 test_log_SRCS = tests/test_log.c
 test_log_LIBS = common
+TESTS += test_strmap test_bitset
+test_strmap_SRCS = tests/test_strmap.c
+test_strmap_LIBS = common
+test_bitset_SRCS = tests/test_bitset.c
+test_bitset_LIBS = common
