@@ -33,6 +33,9 @@ struct pshift_problem {
     size_t *boff;     /* nbuckets + 1 */
     size_t *soff;     /* nservers + 1: per-server lists of shiftable entries */
     uint32_t *sent;   /* entry indices grouped by server, in bucket order */
+    int32_t *sbkt;    /* bucket of each sent[] entry, for sequential scans */
+    uint64_t *mark;   /* one bit per bucket, scratch for move_tokens() */
+    unsigned char *active; /* per bucket: may be shifted (approximation) */
     int64_t *load;    /* tokens per server */
     int64_t *tms;     /* |S| x |S| token movement sums, row = source */
     int tms_valid;
@@ -43,6 +46,7 @@ struct pshift_problem {
 typedef struct {
     int *parent, *dist, *queue;
 } bfs_t;
+
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
@@ -70,11 +74,17 @@ static void free_solution(pshift_problem_t *p)
     free(p->boff);
     free(p->soff);
     free(p->sent);
+    free(p->sbkt);
+    free(p->mark);
+    free(p->active);
     free(p->load);
     free(p->tms);
     p->alloc = NULL;
     p->boff = p->soff = NULL;
     p->sent = NULL;
+    p->sbkt = NULL;
+    p->mark = NULL;
+    p->active = NULL;
     p->load = p->tms = NULL;
     p->solved = 0;
     p->tms_valid = 0;
@@ -161,50 +171,65 @@ int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand)
     return 0;
 }
 
-/* Sorts the entries by bucket (counting sort) and by server within a bucket,
- * fills boff, and rejects duplicate pairs. */
-static int build_csr(pshift_problem_t *p)
+static int nthreads(const pshift_opts_t *o)
+{
+    return o->threads > 0 ? o->threads : omp_get_max_threads();
+}
+
+/* Sorts the entries by bucket (counting sort, skipped when they were added
+ * bucket by bucket) and by server within a bucket, fills boff, and rejects
+ * duplicate pairs. */
+static int build_csr(pshift_problem_t *p, int nt)
 {
     size_t nb = (size_t)p->nbuckets, n = p->nent;
     if (n >= UINT32_MAX)
         return -ENOMEM;
     p->boff = calloc(nb + 1, sizeof *p->boff);
-    entry_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!p->boff || !sorted) {
-        free(sorted);
+    if (!p->boff)
         return -ENOMEM;
-    }
-    for (size_t e = 0; e < n; e++)
+    int grouped = 1;
+    for (size_t e = 0; e < n; e++) {
         p->boff[p->ent[e].b + 1]++;
+        if (e && p->ent[e].b < p->ent[e - 1].b)
+            grouped = 0;
+    }
     for (size_t b = 0; b < nb; b++)
         p->boff[b + 1] += p->boff[b];
-    size_t *fill = malloc((nb ? nb : 1) * sizeof *fill);
-    if (!fill) {
-        free(sorted);
-        return -ENOMEM;
+    if (!grouped) {
+        entry_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
+        size_t *fill = malloc((nb ? nb : 1) * sizeof *fill);
+        if (!sorted || !fill) {
+            free(sorted);
+            free(fill);
+            return -ENOMEM;
+        }
+        memcpy(fill, p->boff, nb * sizeof *fill);
+        for (size_t e = 0; e < n; e++)
+            sorted[fill[p->ent[e].b]++] = p->ent[e];
+        free(fill);
+        free(p->ent);
+        p->ent = sorted;
+        p->ent_cap = n ? n : 1;
     }
-    memcpy(fill, p->boff, nb * sizeof *fill);
-    for (size_t e = 0; e < n; e++)
-        sorted[fill[p->ent[e].b]++] = p->ent[e];
-    free(fill);
-    free(p->ent);
-    p->ent = sorted;
-    p->ent_cap = n ? n : 1;
     int err = 0;
+    entry_t *ent = p->ent;
+#pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t b = 0; b < nb; b++) {
         /* Insertion sort: buckets are active on few servers. */
         for (size_t i = p->boff[b] + 1; i < p->boff[b + 1]; i++) {
-            entry_t x = sorted[i];
+            entry_t x = ent[i];
             size_t j = i;
-            while (j > p->boff[b] && sorted[j - 1].s > x.s) {
-                sorted[j] = sorted[j - 1];
+            while (j > p->boff[b] && ent[j - 1].s > x.s) {
+                ent[j] = ent[j - 1];
                 j--;
             }
-            sorted[j] = x;
+            ent[j] = x;
         }
         for (size_t i = p->boff[b] + 1; i < p->boff[b + 1]; i++)
-            if (sorted[i].s == sorted[i - 1].s)
+            if (ent[i].s == ent[i - 1].s) {
+#pragma omp atomic write
                 err = -EEXIST;
+            }
     }
     return err;
 }
@@ -270,16 +295,23 @@ static int64_t initial_bucket(pshift_problem_t *p, int b, remainder_t *scratch)
     }
     int64_t left = A - given; /* < number of entries with a remainder */
     if (left > 0) {
-        qsort(scratch, nrem, sizeof *scratch, cmp_remainder);
+        if (nrem <= 16) {
+            for (size_t i = 1; i < nrem; i++) {
+                remainder_t x = scratch[i];
+                size_t j = i;
+                while (j > 0 && cmp_remainder(&scratch[j - 1], &x) > 0) {
+                    scratch[j] = scratch[j - 1];
+                    j--;
+                }
+                scratch[j] = x;
+            }
+        } else {
+            qsort(scratch, nrem, sizeof *scratch, cmp_remainder);
+        }
         for (int64_t k = 0; k < left; k++)
             p->alloc[scratch[k].e]++;
     }
     return A;
-}
-
-static int nthreads(const pshift_opts_t *o)
-{
-    return o->threads > 0 ? o->threads : omp_get_max_threads();
 }
 
 static int initial_allocation(pshift_problem_t *p, const pshift_opts_t *o)
@@ -381,14 +413,19 @@ static int mark_top(const pshift_problem_t *p, size_t m, int which, unsigned cha
 }
 
 /* Builds the per-server lists of shiftable entries (all of them, or those of
- * the approximation's buckets) and the server loads. */
+ * the approximation's buckets) and the server loads.  Each thread counts and
+ * then fills its own contiguous range of buckets, so every list keeps bucket
+ * order whatever the thread count. */
 static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
 {
     size_t ns = (size_t)p->nservers, nb = (size_t)p->nbuckets;
-    unsigned char *active = calloc(nb ? nb : 1, 1);
+    int nt = nthreads(o);
+    unsigned char *active = p->active = calloc(nb ? nb : 1, 1);
     p->soff = calloc(ns + 1, sizeof *p->soff);
     p->load = calloc(ns ? ns : 1, sizeof *p->load);
-    if (!active || !p->soff || !p->load)
+    p->mark = calloc(nb / 64 + 1, sizeof *p->mark);
+    size_t *cnt = calloc((size_t)nt * (ns ? ns : 1), sizeof *cnt);
+    if (!active || !p->soff || !p->load || !p->mark || !cnt)
         goto nomem;
     if (o->approx_top == 0) {
         memset(active, 1, nb);
@@ -396,36 +433,50 @@ static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
                mark_top(p, o->approx_top, 1, active)) {
         goto nomem;
     }
-    size_t considered = 0, nshift = 0;
-    for (size_t b = 0; b < nb; b++) {
+    size_t considered = 0;
+    for (size_t b = 0; b < nb; b++)
         considered += active[b];
-        for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++) {
-            p->load[p->ent[e].s] += p->alloc[e];
-            if (active[b]) {
-                p->soff[p->ent[e].s + 1]++;
-                nshift++;
+    p->stats.buckets_considered = considered;
+    for (size_t e = 0; e < p->nent; e++)
+        p->load[p->ent[e].s] += p->alloc[e];
+#pragma omp parallel num_threads(nt)
+    {
+        size_t *mine = cnt + (size_t)omp_get_thread_num() * ns;
+#pragma omp for schedule(static)
+        for (size_t b = 0; b < nb; b++)
+            if (active[b])
+                for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++)
+                    mine[p->ent[e].s]++;
+#pragma omp single
+        {
+            size_t at = 0;
+            for (size_t s = 0; s < ns; s++) {
+                p->soff[s] = at;
+                for (int t = 0; t < nt; t++) {
+                    size_t c = cnt[(size_t)t * ns + s];
+                    cnt[(size_t)t * ns + s] = at;
+                    at += c;
+                }
             }
+            p->soff[ns] = at;
+            p->sent = malloc((at ? at : 1) * sizeof *p->sent);
+            p->sbkt = malloc((at ? at : 1) * sizeof *p->sbkt);
+        }
+        if (p->sent && p->sbkt) {
+#pragma omp for schedule(static)
+            for (size_t b = 0; b < nb; b++)
+                if (active[b])
+                    for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++) {
+                        size_t x = mine[p->ent[e].s]++;
+                        p->sent[x] = (uint32_t)e;
+                        p->sbkt[x] = (int32_t)b;
+                    }
         }
     }
-    p->stats.buckets_considered = considered;
-    for (size_t s = 0; s < ns; s++)
-        p->soff[s + 1] += p->soff[s];
-    p->sent = malloc((nshift ? nshift : 1) * sizeof *p->sent);
-    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
-    if (!p->sent || !fill) {
-        free(fill);
-        goto nomem;
-    }
-    memcpy(fill, p->soff, ns * sizeof *fill);
-    for (size_t b = 0; b < nb; b++)
-        if (active[b])
-            for (size_t e = p->boff[b]; e < p->boff[b + 1]; e++)
-                p->sent[fill[p->ent[e].s]++] = (uint32_t)e;
-    free(fill);
-    free(active);
-    return 0;
+    free(cnt);
+    return p->sent && p->sbkt ? 0 : -ENOMEM;
 nomem:
-    free(active);
+    free(cnt);
     return -ENOMEM;
 }
 
@@ -439,29 +490,57 @@ static inline int64_t tm(const pshift_problem_t *p, size_t e, size_t f)
 }
 
 /* MakeTokenMovementMap (Algorithm 4), sparse: TMS(j, k) sums TM over the
- * buckets present on both j and k, found through j's entry list.  Rows are
- * split over threads, so every cell has one writer and the integer sums are
+ * buckets present on both j and k, so each bucket adds its n^2 - n pairs and
+ * buckets are read in memory order.  Threads split the buckets and sum into
+ * private matrices that are added up at the end: integer sums, so the map is
  * the same for any thread count. */
 static int make_map(pshift_problem_t *p, const pshift_opts_t *o)
 {
-    size_t ns = (size_t)p->nservers;
-    p->tms = calloc(ns ? ns * ns : 1, sizeof *p->tms);
+    size_t ns = (size_t)p->nservers, cells = ns * ns;
+    p->tms = calloc(ns ? cells : 1, sizeof *p->tms);
     if (!p->tms)
         return -ENOMEM;
-    int nt = nthreads(o);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4)
-    for (int j = 0; j < (int)ns; j++) {
-        int64_t *row = p->tms + (size_t)j * ns;
-        for (size_t x = p->soff[j]; x < p->soff[j + 1]; x++) {
-            size_t e = p->sent[x];
-            if (p->alloc[e] == 0)
-                continue;
-            int b = p->ent[e].b;
-            for (size_t f = p->boff[b]; f < p->boff[b + 1]; f++)
-                if (f != e)
-                    row[p->ent[f].s] += tm(p, e, f);
+    int nt = nthreads(o), err = 0;
+    int64_t **priv = calloc((size_t)nt, sizeof *priv);
+    if (!priv)
+        return -ENOMEM;
+#pragma omp parallel num_threads(nt)
+    {
+        int me = omp_get_thread_num();
+        int64_t *t = me == 0 ? p->tms : calloc(ns ? cells : 1, sizeof *t);
+        priv[me] = t;
+        if (!t) {
+#pragma omp atomic write
+            err = -ENOMEM;
         }
+#pragma omp for schedule(static)
+        for (int b = 0; b < p->nbuckets; b++) {
+            size_t lo = p->boff[b], n = p->boff[b + 1] - lo;
+            if (!t || !p->active[b] || n < 2)
+                continue;
+            for (size_t i = 0; i < n; i++) {
+                int64_t a = p->alloc[lo + i];
+                if (a == 0)
+                    continue;
+                int64_t *row = t + (size_t)p->ent[lo + i].s * ns;
+                for (size_t k = 0; k < n; k++) {
+                    int64_t spare = p->ent[lo + k].d - p->alloc[lo + k];
+                    if (k != i && spare > 0)
+                        row[p->ent[lo + k].s] += a < spare ? a : spare;
+                }
+            }
+        }
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < cells; c++)
+            for (int k = 1; k < nt; k++)
+                if (priv[k])
+                    p->tms[c] += priv[k][c];
     }
+    for (int k = 1; k < nt; k++)
+        free(priv[k]);
+    free(priv);
+    if (err)
+        return err;
     p->tms_valid = 1;
     return 0;
 }
@@ -500,31 +579,40 @@ static size_t find_entry(const pshift_problem_t *p, int b, int s)
     return lo < p->boff[b + 1] && p->ent[lo].s == s ? lo : SIZE_MAX;
 }
 
-/* Moves w tokens from server u to server v in a prudent transfer, picking
- * buckets in u's list order, and updates the map.  Returns tokens moved
- * (w unless the map was wrong). */
+/* Moves m tokens of bucket b from entry e to entry f and updates the map. */
+static void move_one(pshift_problem_t *p, int b, size_t e, size_t f, int64_t m)
+{
+    map_touch(p, b, e, f, -1);
+    p->alloc[e] -= m;
+    p->alloc[f] += m;
+    map_touch(p, b, e, f, +1);
+}
+
+/* Moves w tokens from server u to server v in a prudent transfer and updates
+ * the map.  The buckets present on both servers are found by marking v's
+ * buckets in a bitmap and scanning u's list: two sequential scans instead of
+ * a lookup per entry.  Buckets are taken in u's list order.  Returns tokens
+ * moved (w unless the map was wrong). */
 static int64_t move_tokens(pshift_problem_t *p, int u, int v, int64_t w)
 {
     int64_t moved = 0;
+    for (size_t y = p->soff[v]; y < p->soff[v + 1]; y++)
+        p->mark[p->sbkt[y] >> 6] |= 1ull << (p->sbkt[y] & 63);
     for (size_t x = p->soff[u]; x < p->soff[u + 1] && moved < w; x++) {
-        size_t e = p->sent[x];
-        if (p->alloc[e] == 0)
+        int b = p->sbkt[x];
+        if (!(p->mark[b >> 6] >> (b & 63) & 1))
             continue;
-        int b = p->ent[e].b;
-        size_t f = find_entry(p, b, v);
-        if (f == SIZE_MAX)
-            continue;
+        size_t e = p->sent[x], f = find_entry(p, b, v);
         int64_t m = tm(p, e, f);
         if (m == 0)
             continue;
         if (m > w - moved)
             m = w - moved;
-        map_touch(p, b, e, f, -1);
-        p->alloc[e] -= m;
-        p->alloc[f] += m;
-        map_touch(p, b, e, f, +1);
+        move_one(p, b, e, f, m);
         moved += m;
     }
+    for (size_t y = p->soff[v]; y < p->soff[v + 1]; y++)
+        p->mark[p->sbkt[y] >> 6] = 0;
     p->load[u] -= moved;
     p->load[v] += moved;
     return moved;
@@ -635,7 +723,7 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
     free_solution(p);
     memset(&p->stats, 0, sizeof p->stats);
     double t0 = omp_get_wtime();
-    int err = build_csr(p);
+    int err = build_csr(p, nthreads(&o));
     if (!err)
         err = check_sums(p);
     if (err)
