@@ -6,11 +6,4 @@ PROGS += bqos-pshift
 bqos-pshift_SRCS = pshift/cli.c pshift/bench.c tests/maxflow.c
 bqos-pshift_LIBS = pshiftio pshift common
 
-TESTS += test_pshift test_pjson
-test_pshift_SRCS = tests/test_pshift.c tests/maxflow.c
-test_pshift_LIBS = pshiftio pshift common
-test_pjson_SRCS = tests/test_pjson.c
-test_pjson_LIBS = pshiftio pshift common
 
-ITESTS += tests/it_pshift_cli.sh
-BENCHES += pshift/bench.sh
