@@ -9,3 +9,4 @@ test_strmap_SRCS = tests/test_strmap.c
 test_strmap_LIBS = common
 test_bitset_SRCS = tests/test_bitset.c
 test_bitset_LIBS = common
+include common/proto.mk

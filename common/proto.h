@@ -151,7 +151,8 @@ typedef struct {
 
     /* names frame: present iff has_names; names[i] is NUL-terminated and
      * points into the message's own buffer (valid until the next decode or
-     * clear).  For encoding, set names/nnames to caller-owned strings. */
+     * clear).  For encoding, point names/nnames at caller-owned strings
+ * (never freed by the message) or at the array proto_msg_reserve() gives. */
     int has_names;
     size_t nnames;
     const char **names;
@@ -164,6 +165,7 @@ typedef struct {
     /* private: capacities of the owned buffers */
     size_t cap_names, cap_namebuf, cap_report, cap_tokens;
     char *namebuf;
+    const char **names_own;
 } proto_msg_t;
 
 /* Initialises an empty message (all zero); no allocation. */

@@ -1,0 +1,898 @@
+/* proto.c - the bqos control protocol codec: JSON header frame plus packed
+ * little-endian record frames, with strict, counted rejection of bad input. */
+#include "common/proto.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define MAX_FRAMES 3        /* header, names, records */
+#define RECV_MAX_FRAMES 5   /* identity + 3 + one extra to detect excess */
+#define MAX_INTERVALS 100000u
+#define MAX_PERIOD_MS 86400000u
+#define MAX_BUSY 1e12
+
+static const char *const type_names[] = {
+    [PROTO_HELLO] = "hello",         [PROTO_WELCOME] = "welcome",
+    [PROTO_REPORT] = "report",       [PROTO_TOKENS] = "tokens",
+    [PROTO_HEARTBEAT] = "heartbeat", [PROTO_GOODBYE] = "goodbye",
+    [PROTO_ERROR] = "error",
+};
+#define NTYPES ((int)(sizeof type_names / sizeof type_names[0]))
+
+static const char *const reason_names[PROTO_E__COUNT] = {
+    [PROTO_OK] = "ok",
+    [PROTO_E_TRUNCATED] = "truncated",
+    [PROTO_E_VERSION] = "version",
+    [PROTO_E_TYPE] = "type",
+    [PROTO_E_COUNT] = "count",
+    [PROTO_E_RANGE] = "range",
+    [PROTO_E_JSON] = "json",
+    [PROTO_E_FIELD] = "field",
+    [PROTO_E_NAMES] = "names",
+    [PROTO_E_FRAMES] = "frames",
+    [PROTO_E_UNKNOWN_NODE] = "unknown_node",
+    [PROTO_E_TABLE] = "table",
+};
+
+const char *proto_reason_str(proto_reason_t r)
+{
+    if ((int)r < 0 || r >= PROTO_E__COUNT)
+        return "invalid";
+    return reason_names[r];
+}
+
+const char *proto_type_str(proto_type_t t)
+{
+    if ((int)t <= 0 || (int)t >= NTYPES)
+        return NULL;
+    return type_names[t];
+}
+
+void proto_stats_note(proto_stats_t *st, proto_reason_t r)
+{
+    if (!st)
+        return;
+    if (r == PROTO_OK) {
+        st->ok++;
+        return;
+    }
+    if ((int)r < 0 || r >= PROTO_E__COUNT)
+        return;
+    st->rejected[r]++;
+    st->rejected_total++;
+}
+
+int proto_name_check(const char *name, size_t len)
+{
+    if (!name || len == 0 || len > PROTO_NAME_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c <= 0x20 || c == 0x7f)
+            return -EINVAL;
+    }
+    return 0;
+}
+
+/* ---- message storage ---- */
+
+void proto_msg_init(proto_msg_t *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void proto_msg_clear(proto_msg_t *m)
+{
+    if (!m)
+        return;
+    free(m->report);
+    free(m->tokens);
+    free(m->names_own);
+    free(m->namebuf);
+    proto_msg_init(m);
+}
+
+/* Grows *p to hold n elements of size sz; *cap tracks the capacity. */
+static int grow(void *pp, size_t *cap, size_t n, size_t sz)
+{
+    void **p = pp;
+    if (n <= *cap && *p)
+        return 0;
+    size_t want = *cap ? *cap : 16;
+    while (want < n)
+        want *= 2;
+    if (want > SIZE_MAX / sz)
+        return -ENOMEM;
+    void *q = realloc(*p, want * sz);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = want;
+    return 0;
+}
+
+int proto_msg_reserve(proto_msg_t *m, size_t n, size_t nnames)
+{
+    int rc;
+    if (n > 0) {
+        if (m->type == PROTO_REPORT)
+            rc = grow(&m->report, &m->cap_report, n, sizeof *m->report);
+        else if (m->type == PROTO_TOKENS)
+            rc = grow(&m->tokens, &m->cap_tokens, n, sizeof *m->tokens);
+        else
+            return -EINVAL;
+        if (rc)
+            return rc;
+    }
+    if (nnames > 0) {
+        if ((rc = grow(&m->names_own, &m->cap_names, nnames, sizeof *m->names_own)))
+            return rc;
+        m->names = m->names_own;
+    }
+    return 0;
+}
+
+/* Zeroes every field except the owned buffers. */
+static void msg_reset(proto_msg_t *m)
+{
+    proto_msg_t keep = *m;
+    memset(m, 0, sizeof *m);
+    m->report = keep.report;
+    m->tokens = keep.tokens;
+    m->names_own = keep.names_own;
+    m->namebuf = keep.namebuf;
+    m->cap_report = keep.cap_report;
+    m->cap_tokens = keep.cap_tokens;
+    m->cap_names = keep.cap_names;
+    m->cap_namebuf = keep.cap_namebuf;
+}
+
+/* ---- little-endian records ---- */
+
+static inline void put32(unsigned char *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, 4);
+}
+static inline void put64(unsigned char *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, 8);
+}
+static inline uint32_t get32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return le32toh(v);
+}
+static inline uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return le64toh(v);
+}
+
+/* What each type carries. */
+static int type_has_records(proto_type_t t)
+{
+    return t == PROTO_REPORT || t == PROTO_TOKENS;
+}
+static int type_may_have_names(proto_type_t t)
+{
+    return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_REPORT || t == PROTO_TOKENS;
+}
+static int type_has_timing(proto_type_t t)
+{
+    return t == PROTO_WELCOME || t == PROTO_TOKENS;
+}
+
+/* ---- encoder ---- */
+
+void proto_enc_init(proto_enc_t *e)
+{
+    memset(e, 0, sizeof *e);
+}
+
+void proto_enc_clear(proto_enc_t *e)
+{
+    if (!e)
+        return;
+    for (int i = 0; i < MAX_FRAMES; i++)
+        free(e->data[i]);
+    proto_enc_init(e);
+}
+
+static int enc_frame(proto_enc_t *e, size_t len, unsigned char **out)
+{
+    size_t i = e->nframes;
+    if (len > e->cap[i] || !e->data[i]) {
+        size_t want = len < 64 ? 64 : len;
+        unsigned char *q = realloc(e->data[i], want);
+        if (!q)
+            return -ENOMEM;
+        e->data[i] = q;
+        e->cap[i] = want;
+    }
+    e->len[i] = len;
+    e->nframes++;
+    *out = e->data[i];
+    return 0;
+}
+
+static int timing_ok(const proto_msg_t *m)
+{
+    return m->intervals >= 1 && m->intervals <= MAX_INTERVALS && m->interval < m->intervals &&
+           m->period_ms >= 1 && m->period_ms <= MAX_PERIOD_MS && m->remaining_ms <= m->period_ms &&
+           m->period <= PROTO_MAX_COUNT;
+}
+
+static int count_ok(uint64_t v)
+{
+    return v <= PROTO_MAX_COUNT;
+}
+
+static int tok_ok(int64_t v, int unlimited_ok)
+{
+    return (v >= 0 && (uint64_t)v <= PROTO_MAX_COUNT) || (unlimited_ok && v == PROTO_UNLIMITED);
+}
+
+/* Validates a message for encoding.  Returns 0 or -EINVAL. */
+static int enc_check(const proto_msg_t *m)
+{
+    if (!proto_type_str(m->type))
+        return -EINVAL;
+    if (proto_name_check(m->node, strnlen(m->node, sizeof m->node)) != 0)
+        return -EINVAL;
+    if (m->seq > (uint64_t)INT64_MAX)
+        return -EINVAL;
+    if ((type_has_timing(m->type) || (m->type == PROTO_HEARTBEAT && m->has_timing)) && !timing_ok(m))
+        return -EINVAL;
+    if (m->has_names && !type_may_have_names(m->type))
+        return -EINVAL;
+    if (m->has_names && (m->nnames > PROTO_MAX_RECORDS || (m->nnames && !m->names)))
+        return -EINVAL;
+    switch (m->type) {
+    case PROTO_HELLO:
+        if (!count_ok(m->capacity) || m->table == 0)
+            return -EINVAL;
+        break;
+    case PROTO_WELCOME:
+        if (m->has_names && m->table == 0)
+            return -EINVAL;
+        break;
+    case PROTO_REPORT:
+        if (m->period > PROTO_MAX_COUNT || m->table == 0 || !count_ok(m->completions) ||
+            !count_ok(m->dispatched) || !(m->busy_seconds >= 0 && m->busy_seconds <= MAX_BUSY) ||
+            m->remaining_ms > MAX_PERIOD_MS || m->interval >= MAX_INTERVALS)
+            return -EINVAL;
+        break;
+    case PROTO_TOKENS:
+        if (m->table == 0)
+            return -EINVAL;
+        break;
+    case PROTO_ERROR:
+        if (m->code[0] == '\0')
+            return -EINVAL;
+        break;
+    default:
+        break;
+    }
+    if (type_has_records(m->type)) {
+        if (m->count > PROTO_MAX_RECORDS)
+            return -EINVAL;
+        if (m->count && !(m->type == PROTO_REPORT ? (void *)m->report : (void *)m->tokens))
+            return -EINVAL;
+    }
+    if (m->has_names) {
+        for (size_t i = 0; i < m->nnames; i++)
+            if (!m->names[i] || proto_name_check(m->names[i], strnlen(m->names[i], PROTO_NAME_MAX + 1)))
+                return -EINVAL;
+    }
+    return 0;
+}
+
+static int jset(json_t *o, const char *k, json_t *v)
+{
+    return v ? json_object_set_new(o, k, v) : -1;
+}
+
+static json_t *enc_header(const proto_msg_t *m)
+{
+    json_t *h = json_object();
+    if (!h)
+        return NULL;
+    int bad = 0;
+    bad |= jset(h, "v", json_integer(PROTO_VERSION));
+    bad |= jset(h, "type", json_string(type_names[m->type]));
+    bad |= jset(h, "node", json_string(m->node));
+    if (m->seq)
+        bad |= jset(h, "seq", json_integer((json_int_t)m->seq));
+    if (type_has_timing(m->type) || (m->type == PROTO_HEARTBEAT && m->has_timing)) {
+        bad |= jset(h, "period", json_integer((json_int_t)m->period));
+        bad |= jset(h, "interval", json_integer(m->interval));
+        bad |= jset(h, "intervals", json_integer(m->intervals));
+        bad |= jset(h, "period_ms", json_integer(m->period_ms));
+        bad |= jset(h, "remaining_ms", json_integer(m->remaining_ms));
+    }
+    if (m->has_names)
+        bad |= jset(h, "names", json_integer((json_int_t)m->nnames));
+    switch (m->type) {
+    case PROTO_HELLO:
+        bad |= jset(h, "capacity", json_integer((json_int_t)m->capacity));
+        bad |= jset(h, "table", json_integer(m->table));
+        if (!m->has_names)
+            bad |= jset(h, "names", json_integer(0));
+        break;
+    case PROTO_WELCOME:
+        bad |= jset(h, "table", json_integer(m->table));
+        bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        break;
+    case PROTO_REPORT:
+        bad |= jset(h, "period", json_integer((json_int_t)m->period));
+        bad |= jset(h, "interval", json_integer(m->interval));
+        bad |= jset(h, "remaining_ms", json_integer(m->remaining_ms));
+        bad |= jset(h, "table", json_integer(m->table));
+        bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        bad |= jset(h, "count", json_integer((json_int_t)m->count));
+        bad |= jset(h, "completions", json_integer((json_int_t)m->completions));
+        bad |= jset(h, "dispatched", json_integer((json_int_t)m->dispatched));
+        bad |= jset(h, "busy", json_real(m->busy_seconds));
+        break;
+    case PROTO_TOKENS:
+        bad |= jset(h, "table", json_integer(m->table));
+        bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        bad |= jset(h, "count", json_integer((json_int_t)m->count));
+        break;
+    case PROTO_HEARTBEAT:
+        if (m->peer_table)
+            bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        break;
+    case PROTO_ERROR:
+        bad |= jset(h, "code", json_stringn(m->code, strnlen(m->code, sizeof m->code)));
+        if (m->text[0])
+            bad |= jset(h, "text", json_stringn(m->text, strnlen(m->text, sizeof m->text)));
+        break;
+    default:
+        break;
+    }
+    if (bad) {
+        json_decref(h);
+        return NULL;
+    }
+    return h;
+}
+
+int proto_encode(const proto_msg_t *m, proto_enc_t *e)
+{
+    int rc = enc_check(m);
+    if (rc)
+        return rc;
+    e->nframes = 0;
+    json_t *h = enc_header(m);
+    if (!h)
+        return -EINVAL; /* json_string refuses invalid UTF-8 in a node name */
+    char *s = json_dumps(h, JSON_COMPACT);
+    json_decref(h);
+    if (!s)
+        return -ENOMEM;
+    size_t hl = strlen(s);
+    unsigned char *p;
+    if (hl > PROTO_HEADER_MAX) {
+        free(s);
+        return -EINVAL;
+    }
+    if ((rc = enc_frame(e, hl, &p))) {
+        free(s);
+        return rc;
+    }
+    memcpy(p, s, hl);
+    free(s);
+
+    if (m->has_names) {
+        size_t total = 0;
+        for (size_t i = 0; i < m->nnames; i++)
+            total += strlen(m->names[i]) + 1;
+        if ((rc = enc_frame(e, total, &p)))
+            return rc;
+        for (size_t i = 0; i < m->nnames; i++) {
+            size_t l = strlen(m->names[i]) + 1;
+            memcpy(p, m->names[i], l);
+            p += l;
+        }
+    } else if (m->type == PROTO_HELLO) {
+        if ((rc = enc_frame(e, 0, &p)))
+            return rc;
+    }
+
+    if (m->type == PROTO_REPORT) {
+        if ((rc = enc_frame(e, m->count * PROTO_REPORT_REC_SIZE, &p)))
+            return rc;
+        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
+            const proto_report_rec_t *r = &m->report[i];
+            if (!count_ok(r->queued) || !count_ok(r->arrivals_interval) ||
+                !count_ok(r->arrivals_period) || !count_ok(r->served_r) || !count_ok(r->served_l) ||
+                !count_ok(r->served_o) || !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
+                r->flags != 0 || (m->has_names && r->bucket >= m->nnames))
+                return -EINVAL;
+            put32(p, r->bucket);
+            put32(p + 4, 0);
+            put64(p + 8, r->queued);
+            put64(p + 16, r->arrivals_interval);
+            put64(p + 24, r->arrivals_period);
+            put64(p + 32, r->served_r);
+            put64(p + 40, r->served_l);
+            put64(p + 48, r->served_o);
+            put64(p + 56, (uint64_t)r->r_left);
+            put64(p + 64, (uint64_t)r->l_left);
+            put64(p + 72, 0);
+        }
+    } else if (m->type == PROTO_TOKENS) {
+        if ((rc = enc_frame(e, m->count * PROTO_TOKENS_REC_SIZE, &p)))
+            return rc;
+        for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
+            const proto_tokens_rec_t *t = &m->tokens[i];
+            int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
+            if ((t->flags & ~PROTO_TOK_UNLIMITED) || !tok_ok(t->r_tokens, 0) ||
+                (!unl && !tok_ok(t->l_tokens, 0)) || (m->has_names && t->bucket >= m->nnames))
+                return -EINVAL;
+            put32(p, t->bucket);
+            put32(p + 4, unl ? PROTO_TOK_UNLIMITED : 0);
+            put64(p + 8, (uint64_t)t->r_tokens);
+            put64(p + 16, unl ? 0 : (uint64_t)t->l_tokens);
+        }
+    }
+    return 0;
+}
+
+/* ---- decoder ---- */
+
+/* Reads an unsigned integer field.  Returns PROTO_OK, PROTO_E_FIELD (missing
+ * and required, or not an integer) or PROTO_E_RANGE (negative or > max). */
+static proto_reason_t get_uint(json_t *h, const char *key, int required, uint64_t max, uint64_t *out)
+{
+    json_t *v = json_object_get(h, key);
+    *out = 0;
+    if (!v)
+        return required ? PROTO_E_FIELD : PROTO_OK;
+    if (!json_is_integer(v))
+        return PROTO_E_FIELD;
+    json_int_t x = json_integer_value(v);
+    if (x < 0 || (uint64_t)x > max)
+        return PROTO_E_RANGE;
+    *out = (uint64_t)x;
+    return PROTO_OK;
+}
+
+#define GET(key, req, max, dst)                                                                    \
+    do {                                                                                           \
+        uint64_t v_;                                                                               \
+        if ((why = get_uint(h, key, req, max, &v_)) != PROTO_OK)                                   \
+            goto out;                                                                              \
+        dst = v_;                                                                                  \
+    } while (0)
+
+static proto_reason_t dec_timing(json_t *h, proto_msg_t *m, int required)
+{
+    proto_reason_t why;
+    if (!required && !json_object_get(h, "period"))
+        return PROTO_OK;
+    GET("period", 1, PROTO_MAX_COUNT, m->period);
+    GET("interval", 1, MAX_INTERVALS, m->interval);
+    GET("intervals", 1, MAX_INTERVALS, m->intervals);
+    GET("period_ms", 1, MAX_PERIOD_MS, m->period_ms);
+    GET("remaining_ms", 1, MAX_PERIOD_MS, m->remaining_ms);
+    if (!timing_ok(m))
+        return PROTO_E_RANGE;
+    m->has_timing = 1;
+out:
+    return why;
+}
+
+static proto_reason_t dec_string(json_t *h, const char *key, int required, char *dst, size_t cap)
+{
+    json_t *v = json_object_get(h, key);
+    if (!v)
+        return required ? PROTO_E_FIELD : PROTO_OK;
+    if (!json_is_string(v))
+        return PROTO_E_FIELD;
+    size_t l = json_string_length(v);
+    if (l >= cap)
+        return PROTO_E_RANGE;
+    memcpy(dst, json_string_value(v), l);
+    dst[l] = '\0';
+    if (memchr(dst, '\0', l))
+        return PROTO_E_FIELD;
+    return PROTO_OK;
+}
+
+static uint32_t hash_name(const char *s, size_t l)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < l; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* Splits and validates the names frame into m->names / m->namebuf. */
+static proto_reason_t dec_names(proto_msg_t *m, const proto_frame_t *f, size_t declared)
+{
+    const unsigned char *d = f->data;
+    size_t len = f->len;
+    if (len == 0 && declared != 0)
+        return PROTO_E_COUNT;
+    if (len > 0 && d[len - 1] != '\0')
+        return PROTO_E_TRUNCATED; /* the last name is cut off */
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += d[i] == '\0';
+    if (n != declared)
+        return PROTO_E_COUNT;
+    if (grow(&m->namebuf, &m->cap_namebuf, len ? len : 1, 1) ||
+        (n && grow(&m->names_own, &m->cap_names, n, sizeof *m->names_own)))
+        return PROTO_OK + PROTO_E__COUNT; /* out of memory, see caller */
+    memcpy(m->namebuf, d, len);
+    /* Open-addressed set of name indices to catch duplicates. */
+    size_t hcap = 16;
+    while (hcap < 2 * n)
+        hcap *= 2;
+    uint32_t *set = n ? calloc(hcap, sizeof *set) : NULL;
+    if (n && !set)
+        return PROTO_OK + PROTO_E__COUNT;
+    proto_reason_t why = PROTO_OK;
+    size_t k = 0;
+    char *p = m->namebuf;
+    m->names = m->names_own;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(p);
+        if (proto_name_check(p, l)) {
+            why = PROTO_E_NAMES;
+            break;
+        }
+        size_t slot = hash_name(p, l) & (hcap - 1);
+        while (set[slot]) {
+            const char *o = m->names[set[slot] - 1];
+            if (strcmp(o, p) == 0) {
+                why = PROTO_E_NAMES;
+                goto out;
+            }
+            slot = (slot + 1) & (hcap - 1);
+        }
+        set[slot] = (uint32_t)(i + 1);
+        m->names[k++] = p;
+        p += l + 1;
+    }
+out:
+    free(set);
+    if (why == PROTO_OK) {
+        m->nnames = n;
+        m->has_names = 1;
+    }
+    return why;
+}
+
+static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
+{
+    for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
+        proto_report_rec_t *r = &m->report[i];
+        r->bucket = get32(p);
+        r->flags = get32(p + 4);
+        r->queued = get64(p + 8);
+        r->arrivals_interval = get64(p + 16);
+        r->arrivals_period = get64(p + 24);
+        r->served_r = get64(p + 32);
+        r->served_l = get64(p + 40);
+        r->served_o = get64(p + 48);
+        r->r_left = (int64_t)get64(p + 56);
+        r->l_left = (int64_t)get64(p + 64);
+        r->reserved = get64(p + 72);
+        if (r->flags != 0 || r->reserved != 0 || !count_ok(r->queued) ||
+            !count_ok(r->arrivals_interval) || !count_ok(r->arrivals_period) ||
+            !count_ok(r->served_r) || !count_ok(r->served_l) || !count_ok(r->served_o) ||
+            !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
+            (m->has_names && r->bucket >= m->nnames))
+            return PROTO_E_RANGE;
+    }
+    return PROTO_OK;
+}
+
+static proto_reason_t dec_tokens_recs(proto_msg_t *m, const unsigned char *p)
+{
+    for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
+        proto_tokens_rec_t *t = &m->tokens[i];
+        t->bucket = get32(p);
+        t->flags = get32(p + 4);
+        t->r_tokens = (int64_t)get64(p + 8);
+        t->l_tokens = (int64_t)get64(p + 16);
+        if ((t->flags & ~PROTO_TOK_UNLIMITED) || !tok_ok(t->r_tokens, 0) ||
+            (m->has_names && t->bucket >= m->nnames))
+            return PROTO_E_RANGE;
+        if (t->flags & PROTO_TOK_UNLIMITED)
+            t->l_tokens = PROTO_UNLIMITED;
+        else if (!tok_ok(t->l_tokens, 0))
+            return PROTO_E_RANGE;
+    }
+    return PROTO_OK;
+}
+
+/* The decoder proper.  Returns a reason, or PROTO_E__COUNT for -ENOMEM. */
+static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes)
+{
+    proto_reason_t why = PROTO_OK;
+    json_t *h = NULL;
+    msg_reset(m);
+    if (!frames || nframes == 0 || !frames[0].data || frames[0].len == 0)
+        return PROTO_E_TRUNCATED;
+    if (frames[0].len > PROTO_HEADER_MAX)
+        return PROTO_E_JSON;
+    h = json_loadb(frames[0].data, frames[0].len, JSON_REJECT_DUPLICATES, NULL);
+    if (!h || !json_is_object(h)) {
+        why = PROTO_E_JSON;
+        goto out;
+    }
+    json_t *v = json_object_get(h, "v");
+    if (!v || !json_is_integer(v) || json_integer_value(v) != PROTO_VERSION) {
+        why = PROTO_E_VERSION;
+        goto out;
+    }
+    json_t *t = json_object_get(h, "type");
+    if (!t || !json_is_string(t)) {
+        why = PROTO_E_TYPE;
+        goto out;
+    }
+    int type = 0;
+    for (int i = 1; i < NTYPES; i++)
+        if (strcmp(json_string_value(t), type_names[i]) == 0)
+            type = i;
+    if (!type) {
+        why = PROTO_E_TYPE;
+        goto out;
+    }
+    m->type = (proto_type_t)type;
+    if ((why = dec_string(h, "node", 1, m->node, sizeof m->node)) != PROTO_OK)
+        goto out;
+    if (proto_name_check(m->node, strlen(m->node))) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET("seq", 0, (uint64_t)INT64_MAX, m->seq);
+
+    uint64_t nnames = 0;
+    int names = json_object_get(h, "names") != NULL;
+    if (names) {
+        if (!type_may_have_names(m->type)) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        GET("names", 1, PROTO_MAX_RECORDS, nnames);
+    }
+    switch (m->type) {
+    case PROTO_HELLO:
+        GET("capacity", 1, PROTO_MAX_COUNT, m->capacity);
+        GET("table", 1, UINT32_MAX, m->table);
+        if (!names) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        break;
+    case PROTO_WELCOME:
+        GET("table", 1, UINT32_MAX, m->table);
+        GET("peer_table", 1, UINT32_MAX, m->peer_table);
+        break;
+    case PROTO_REPORT: {
+        GET("period", 1, PROTO_MAX_COUNT, m->period);
+        GET("interval", 1, MAX_INTERVALS - 1, m->interval);
+        GET("remaining_ms", 0, MAX_PERIOD_MS, m->remaining_ms);
+        GET("table", 1, UINT32_MAX, m->table);
+        GET("peer_table", 1, UINT32_MAX, m->peer_table);
+        GET("count", 1, PROTO_MAX_RECORDS, m->count);
+        GET("completions", 1, PROTO_MAX_COUNT, m->completions);
+        GET("dispatched", 1, PROTO_MAX_COUNT, m->dispatched);
+        json_t *b = json_object_get(h, "busy");
+        if (!b || !json_is_number(b)) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        double busy = json_number_value(b);
+        if (!(busy >= 0 && busy <= MAX_BUSY)) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        m->busy_seconds = busy;
+        break;
+    }
+    case PROTO_TOKENS:
+        GET("table", 1, UINT32_MAX, m->table);
+        GET("peer_table", 1, UINT32_MAX, m->peer_table);
+        GET("count", 1, PROTO_MAX_RECORDS, m->count);
+        break;
+    case PROTO_HEARTBEAT:
+        GET("peer_table", 0, UINT32_MAX, m->peer_table);
+        break;
+    case PROTO_ERROR:
+        if ((why = dec_string(h, "code", 1, m->code, sizeof m->code)) != PROTO_OK ||
+            (why = dec_string(h, "text", 0, m->text, sizeof m->text)) != PROTO_OK)
+            goto out;
+        if (m->code[0] == '\0') {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        break;
+    default:
+        break;
+    }
+    if ((type_has_timing(m->type) || m->type == PROTO_HEARTBEAT) &&
+        (why = dec_timing(h, m, type_has_timing(m->type))) != PROTO_OK)
+        goto out;
+    if ((m->type == PROTO_HELLO || m->type == PROTO_REPORT || m->type == PROTO_TOKENS ||
+         (m->type == PROTO_WELCOME && names)) &&
+        m->table == 0) {
+        why = PROTO_E_RANGE;
+        goto out;
+    }
+
+    size_t want = 1 + (size_t)names + (size_t)type_has_records(m->type);
+    if (nframes < want) {
+        why = PROTO_E_TRUNCATED;
+        goto out;
+    }
+    if (nframes > want) {
+        why = PROTO_E_FRAMES;
+        goto out;
+    }
+    size_t fi = 1;
+    if (names) {
+        if (!frames[fi].data && frames[fi].len) {
+            why = PROTO_E_TRUNCATED;
+            goto out;
+        }
+        if ((why = dec_names(m, &frames[fi], nnames)) != PROTO_OK)
+            goto out;
+        fi++;
+    }
+    if (type_has_records(m->type)) {
+        size_t rs = m->type == PROTO_REPORT ? PROTO_REPORT_REC_SIZE : PROTO_TOKENS_REC_SIZE;
+        if (frames[fi].len != m->count * rs) {
+            why = frames[fi].len < m->count * rs ? PROTO_E_TRUNCATED : PROTO_E_COUNT;
+            /* A frame that is not a whole number of records, or holds more
+             * records than declared, disagrees with the count. */
+            if (frames[fi].len % rs != 0 || frames[fi].len > m->count * rs)
+                why = PROTO_E_COUNT;
+            goto out;
+        }
+        if (m->count && !frames[fi].data) {
+            why = PROTO_E_TRUNCATED;
+            goto out;
+        }
+        if (proto_msg_reserve(m, m->count, 0)) {
+            why = PROTO_E__COUNT;
+            goto out;
+        }
+        why = m->type == PROTO_REPORT ? dec_report_recs(m, frames[fi].data)
+                                      : dec_tokens_recs(m, frames[fi].data);
+    }
+out:
+    json_decref(h);
+    if (why != PROTO_OK) {
+        proto_type_t ty = m->type;
+        msg_reset(m);
+        m->type = why == PROTO_E_TYPE ? 0 : ty;
+    }
+    return why;
+}
+
+int proto_decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes, proto_stats_t *st,
+                 proto_reason_t *why)
+{
+    proto_reason_t r = decode(m, frames, nframes);
+    if (why)
+        *why = r == PROTO_E__COUNT ? PROTO_OK : r;
+    if (r == PROTO_E__COUNT)
+        return -ENOMEM;
+    proto_stats_note(st, r);
+    return r == PROTO_OK ? 0 : -EPROTO;
+}
+
+/* ---- ZeroMQ helpers ---- */
+
+int proto_send(void *sock, const void *identity, size_t idlen, const proto_msg_t *m, proto_enc_t *e,
+               int zflags)
+{
+    int rc = proto_encode(m, e);
+    if (rc)
+        return rc;
+    zflags &= ZMQ_DONTWAIT;
+    if (identity && zmq_send(sock, identity, idlen, ZMQ_SNDMORE | zflags) < 0)
+        return -zmq_errno();
+    for (size_t i = 0; i < e->nframes; i++) {
+        int more = i + 1 < e->nframes ? ZMQ_SNDMORE : 0;
+        /* Once the first part is queued the rest of a multipart message is
+         * accepted atomically, so only the first part can see EAGAIN. */
+        if (zmq_send(sock, e->data[i], e->len[i], more | zflags) < 0)
+            return -zmq_errno();
+    }
+    return 0;
+}
+
+int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen, proto_msg_t *m,
+               proto_stats_t *st, proto_reason_t *why, proto_known_fn known, void *known_arg,
+               int zflags)
+{
+    zmq_msg_t parts[RECV_MAX_FRAMES];
+    size_t n = 0;
+    int rc = 0, more = 1, excess = 0;
+    proto_reason_t r = PROTO_OK;
+    zflags &= ZMQ_DONTWAIT;
+    if (why)
+        *why = PROTO_OK;
+    while (more) {
+        zmq_msg_t tmp;
+        zmq_msg_t *p = n < RECV_MAX_FRAMES ? &parts[n] : &tmp;
+        zmq_msg_init(p);
+        if (zmq_msg_recv(p, sock, n == 0 && !excess ? zflags : 0) < 0) {
+            rc = -zmq_errno();
+            zmq_msg_close(p);
+            goto out;
+        }
+        more = zmq_msg_more(p);
+        if (p == &tmp) {
+            zmq_msg_close(p); /* drop the excess part, keep draining */
+            excess = 1;
+        } else {
+            n++;
+        }
+    }
+    size_t first = 0;
+    if (identity) {
+        size_t l = zmq_msg_size(&parts[0]);
+        if (l > idcap)
+            l = idcap;
+        memcpy(identity, zmq_msg_data(&parts[0]), l);
+        if (idlen)
+            *idlen = l;
+        first = 1;
+    }
+    proto_frame_t fr[RECV_MAX_FRAMES];
+    size_t nf = 0;
+    for (size_t i = first; i < n; i++, nf++) {
+        fr[nf].data = zmq_msg_data(&parts[i]);
+        fr[nf].len = zmq_msg_size(&parts[i]);
+    }
+    if (excess) {
+        r = PROTO_E_FRAMES;
+    } else {
+        r = decode(m, fr, nf);
+        if (r == PROTO_E__COUNT) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    if (r == PROTO_OK && identity) {
+        size_t l = zmq_msg_size(&parts[0]);
+        if (l != strlen(m->node) || memcmp(zmq_msg_data(&parts[0]), m->node, l) != 0)
+            r = PROTO_E_UNKNOWN_NODE;
+    }
+    if (r != PROTO_OK) {
+        proto_stats_note(st, r);
+        if (why)
+            *why = r;
+        rc = -EPROTO;
+        goto out;
+    }
+    if (known && m->type != PROTO_HELLO && !known(m->node, known_arg)) {
+        proto_stats_note(st, PROTO_E_UNKNOWN_NODE);
+        if (why)
+            *why = PROTO_E_UNKNOWN_NODE;
+        rc = PROTO_RECV_UNKNOWN;
+        goto out;
+    }
+    proto_stats_note(st, PROTO_OK);
+out:
+    for (size_t i = 0; i < n; i++)
+        zmq_msg_close(&parts[i]);
+    return rc;
+}

@@ -1,0 +1,6 @@
+# common/proto.mk - the control protocol codec (libproto), its tests and benchmark.
+LIBS += proto
+proto_SRCS = common/proto.c
+TESTS += test_proto
+test_proto_SRCS = tests/test_proto.c
+test_proto_LIBS = proto common

@@ -1,0 +1,688 @@
+/* test_proto.c - Check suite for common/proto: round trips of every message
+ * type, every rejection reason, a mutation fuzzer, and the zmq helpers. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/proto.h"
+
+/* Encodes m and decodes the frames into out; returns decode's result. */
+static int roundtrip(const proto_msg_t *m, proto_msg_t *out, proto_stats_t *st)
+{
+    proto_enc_t e;
+    proto_enc_init(&e);
+    ck_assert_int_eq(proto_encode(m, &e), 0);
+    proto_frame_t f[3];
+    for (size_t i = 0; i < e.nframes; i++) {
+        f[i].data = e.data[i];
+        f[i].len = e.len[i];
+    }
+    int rc = proto_decode(out, f, e.nframes, st, NULL);
+    proto_enc_clear(&e);
+    return rc;
+}
+
+static void set_timing(proto_msg_t *m)
+{
+    m->period = 42;
+    m->interval = 3;
+    m->intervals = 5;
+    m->period_ms = 1000;
+    m->remaining_ms = 350;
+}
+
+static const char *names3[] = {"red", "green", "blue"};
+
+START_TEST(test_proto_roundtrip_hello)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    proto_stats_t st = {0};
+    m.type = PROTO_HELLO;
+    strcpy(m.node, "n1");
+    m.seq = 9;
+    m.capacity = 50000;
+    m.table = 7;
+    m.has_names = 1;
+    m.nnames = 3;
+    m.names = names3;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_int_eq(d.type, PROTO_HELLO);
+    ck_assert_str_eq(d.node, "n1");
+    ck_assert_uint_eq(d.seq, 9);
+    ck_assert_uint_eq(d.capacity, 50000);
+    ck_assert_uint_eq(d.table, 7);
+    ck_assert(d.has_names);
+    ck_assert_uint_eq(d.nnames, 3);
+    ck_assert_str_eq(d.names[0], "red");
+    ck_assert_str_eq(d.names[2], "blue");
+    ck_assert_uint_eq(st.ok, 1);
+    /* hello with an empty table */
+    m.has_names = 0;
+    m.nnames = 0;
+    m.names = NULL;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert(d.has_names);
+    ck_assert_uint_eq(d.nnames, 0);
+    proto_msg_clear(&d);
+}
+END_TEST
+
+START_TEST(test_proto_roundtrip_welcome)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    m.type = PROTO_WELCOME;
+    strcpy(m.node, "n1");
+    set_timing(&m);
+    m.table = 3;
+    m.peer_table = 7;
+    m.has_names = 1;
+    m.nnames = 3;
+    m.names = names3;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_WELCOME);
+    ck_assert(d.has_timing);
+    ck_assert_uint_eq(d.period, 42);
+    ck_assert_uint_eq(d.interval, 3);
+    ck_assert_uint_eq(d.intervals, 5);
+    ck_assert_uint_eq(d.period_ms, 1000);
+    ck_assert_uint_eq(d.remaining_ms, 350);
+    ck_assert_uint_eq(d.table, 3);
+    ck_assert_uint_eq(d.peer_table, 7);
+    ck_assert_str_eq(d.names[1], "green");
+    proto_msg_clear(&d);
+}
+END_TEST
+
+START_TEST(test_proto_roundtrip_report)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    m.type = PROTO_REPORT;
+    strcpy(m.node, "node-7");
+    m.period = 11;
+    m.interval = 4;
+    m.remaining_ms = 10;
+    m.table = 2;
+    m.peer_table = 5;
+    m.completions = 123456;
+    m.dispatched = 123460;
+    m.busy_seconds = 0.75;
+    m.count = 1000;
+    ck_assert_int_eq(proto_msg_reserve(&m, m.count, 0), 0);
+    for (size_t i = 0; i < m.count; i++) {
+        proto_report_rec_t *r = &m.report[i];
+        memset(r, 0, sizeof *r);
+        r->bucket = (uint32_t)(i * 3);
+        r->queued = i;
+        r->arrivals_interval = i + 1;
+        r->arrivals_period = i + 2;
+        r->served_r = i + 3;
+        r->served_l = i + 4;
+        r->served_o = i + 5;
+        r->r_left = (int64_t)i + 6;
+        r->l_left = i % 2 ? PROTO_UNLIMITED : (int64_t)i + 7;
+    }
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_REPORT);
+    ck_assert_str_eq(d.node, "node-7");
+    ck_assert_uint_eq(d.period, 11);
+    ck_assert_uint_eq(d.interval, 4);
+    ck_assert_uint_eq(d.remaining_ms, 10);
+    ck_assert_uint_eq(d.table, 2);
+    ck_assert_uint_eq(d.peer_table, 5);
+    ck_assert_uint_eq(d.completions, 123456);
+    ck_assert_uint_eq(d.dispatched, 123460);
+    ck_assert(d.busy_seconds == 0.75);
+    ck_assert(!d.has_names);
+    ck_assert_uint_eq(d.count, 1000);
+    ck_assert(memcmp(d.report, m.report, m.count * sizeof *m.report) == 0);
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+}
+END_TEST
+
+START_TEST(test_proto_roundtrip_tokens)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n2");
+    set_timing(&m);
+    m.table = 4;
+    m.peer_table = 1;
+    m.has_names = 1;
+    m.nnames = 3;
+    m.names = names3;
+    m.count = 3;
+    ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 100, .l_tokens = 200};
+    m.tokens[1] = (proto_tokens_rec_t){.bucket = 2, .r_tokens = 0, .l_tokens = PROTO_UNLIMITED};
+    m.tokens[2] = (proto_tokens_rec_t){.bucket = 1, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 5};
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_TOKENS);
+    ck_assert(d.has_timing);
+    ck_assert_uint_eq(d.count, 3);
+    ck_assert_uint_eq(d.tokens[0].bucket, 0);
+    ck_assert_int_eq(d.tokens[0].r_tokens, 100);
+    ck_assert_int_eq(d.tokens[0].l_tokens, 200);
+    ck_assert_uint_eq(d.tokens[0].flags, 0);
+    ck_assert_uint_eq(d.tokens[1].bucket, 2);
+    ck_assert_int_eq(d.tokens[1].l_tokens, PROTO_UNLIMITED);
+    ck_assert_uint_eq(d.tokens[1].flags, PROTO_TOK_UNLIMITED);
+    ck_assert_int_eq(d.tokens[2].l_tokens, PROTO_UNLIMITED);
+    ck_assert_int_eq(d.tokens[2].r_tokens, 5);
+    ck_assert_str_eq(d.names[2], "blue");
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+}
+END_TEST
+
+START_TEST(test_proto_roundtrip_small)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    strcpy(m.node, "n3");
+    m.type = PROTO_HEARTBEAT;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_HEARTBEAT);
+    ck_assert(!d.has_timing);
+    set_timing(&m);
+    m.has_timing = 1;
+    m.peer_table = 9;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert(d.has_timing);
+    ck_assert_uint_eq(d.remaining_ms, 350);
+    ck_assert_uint_eq(d.peer_table, 9);
+
+    proto_msg_init(&m);
+    strcpy(m.node, "n3");
+    m.type = PROTO_GOODBYE;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_GOODBYE);
+    ck_assert_str_eq(d.node, "n3");
+
+    m.type = PROTO_ERROR;
+    strcpy(m.code, "unknown_node");
+    strcpy(m.text, "say \"hello\" first");
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_ERROR);
+    ck_assert_str_eq(d.code, "unknown_node");
+    ck_assert_str_eq(d.text, "say \"hello\" first");
+    proto_msg_clear(&d);
+}
+END_TEST
+
+START_TEST(test_proto_encode_rejects_invalid)
+{
+    proto_msg_t m;
+    proto_enc_t e;
+    proto_enc_init(&e);
+    proto_msg_init(&m);
+    m.type = PROTO_GOODBYE;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL); /* empty node name */
+    strcpy(m.node, "bad name");
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    strcpy(m.node, "n1");
+    m.type = 99;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.type = PROTO_TOKENS;
+    m.table = 1;
+    set_timing(&m);
+    m.interval = 5; /* == intervals */
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.interval = 1;
+    m.count = 1;
+    ck_assert_int_eq(proto_msg_reserve(&m, 1, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.r_tokens = -1, .l_tokens = 0};
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.tokens[0].r_tokens = 1;
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    m.has_names = 1;
+    static const char *dup[] = {"a", "a b"};
+    m.names = dup;
+    m.nnames = 2;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.type = PROTO_ERROR; /* needs a code */
+    m.has_names = 0;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.type = PROTO_TOKENS;
+    proto_msg_clear(&m);
+    proto_enc_clear(&e);
+}
+END_TEST
+
+/* ---- bad messages ---- */
+
+static unsigned char recbuf[4096];
+
+/* Decodes a header string plus optional frames; returns the reason. */
+static proto_reason_t dec3(const char *hdr, const void *f1, ssize_t l1, const void *f2, ssize_t l2,
+                           proto_stats_t *st)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    proto_frame_t f[3] = {{hdr, hdr ? strlen(hdr) : 0}, {f1, (size_t)l1}, {f2, (size_t)l2}};
+    size_t n = hdr ? 1 : 0;
+    if (l1 >= 0)
+        n = 2;
+    if (l2 >= 0)
+        n = 3;
+    proto_reason_t why = PROTO_E__COUNT;
+    int rc = proto_decode(&m, f, n, st, &why);
+    ck_assert_int_eq(rc, why == PROTO_OK ? 0 : -EPROTO);
+    proto_msg_clear(&m);
+    return why;
+}
+#define DEC(h) dec3(h, NULL, -1, NULL, -1, &st)
+
+static void put_tok(unsigned char *p, uint32_t b, uint32_t fl, int64_t r, int64_t l)
+{
+    memcpy(p, &b, 4); /* little-endian host assumed by the test */
+    memcpy(p + 4, &fl, 4);
+    memcpy(p + 8, &r, 8);
+    memcpy(p + 16, &l, 8);
+}
+
+#define TOKHDR(extra)                                                                              \
+    "{\"v\":1,\"type\":\"tokens\",\"node\":\"n1\",\"period\":1,\"interval\":0,"                    \
+    "\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":900,\"table\":1,\"peer_table\":0" extra "}"
+
+START_TEST(test_proto_reject_reasons)
+{
+    proto_stats_t st = {0};
+    /* truncated */
+    ck_assert_int_eq(dec3(NULL, NULL, -1, NULL, -1, &st), PROTO_E_TRUNCATED);
+    ck_assert_int_eq(DEC(""), PROTO_E_TRUNCATED);
+    put_tok(recbuf, 0, 0, 1, 2);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":2"), recbuf, 24, NULL, -1, &st), PROTO_E_TRUNCATED);
+    ck_assert_int_eq(DEC(TOKHDR(",\"count\":1")), PROTO_E_TRUNCATED);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), recbuf, 24, NULL, -1, &st),
+                     PROTO_E_TRUNCATED);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "red", 3, recbuf, 24, &st),
+                     PROTO_E_TRUNCATED);
+    /* version */
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
+    ck_assert_int_eq(DEC("{\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
+    ck_assert_int_eq(DEC("{\"v\":\"1\",\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
+    /* type */
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"frobnicate\",\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":3,\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":1,\"node\":\"n1\"}"), PROTO_E_TYPE);
+    /* count */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 48, NULL, -1, &st), PROTO_E_COUNT);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 25, NULL, -1, &st), PROTO_E_COUNT);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":0"), recbuf, 24, NULL, -1, &st), PROTO_E_COUNT);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":2"), "red", 4, recbuf, 24, &st),
+                     PROTO_E_COUNT);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "red\0b", 6, recbuf, 24, &st),
+                     PROTO_E_COUNT);
+    /* range */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":-1"), recbuf, 0, NULL, -1, &st), PROTO_E_RANGE);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":99999999999"), recbuf, 0, NULL, -1, &st),
+                     PROTO_E_RANGE);
+    put_tok(recbuf, 0, 0, -5, 2);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, NULL, -1, &st), PROTO_E_RANGE);
+    put_tok(recbuf, 0, 0, INT64_MAX, 2);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, NULL, -1, &st), PROTO_E_RANGE);
+    put_tok(recbuf, 0, 0, 1, INT64_MAX); /* unlimited needs the flag */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, NULL, -1, &st), PROTO_E_RANGE);
+    put_tok(recbuf, 0, 4, 1, 1); /* unknown flag */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, NULL, -1, &st), PROTO_E_RANGE);
+    put_tok(recbuf, 1, 0, 1, 1); /* index beyond the names sent with it */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "red", 4, recbuf, 24, &st),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
+                         "\"interval\":5,\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":1}"),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
+                         "\"interval\":0,\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":1001}"),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"report\",\"node\":\"n1\",\"period\":1,\"interval\":0,"
+                         "\"table\":1,\"peer_table\":0,\"count\":0,\"completions\":1,"
+                         "\"dispatched\":1,\"busy\":-0.5}"),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":-1,"
+                         "\"table\":1,\"names\":0}"),
+                     PROTO_E_RANGE);
+    /* json */
+    ck_assert_int_eq(DEC("{\"v\":1,"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("[1,2]"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("\x01\x02garbage"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("{\"v\":1,\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_JSON);
+    char big[PROTO_HEADER_MAX + 64];
+    memset(big, ' ', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[0] = '{';
+    big[sizeof big - 2] = '}';
+    ck_assert_int_eq(DEC(big), PROTO_E_JSON);
+    /* field */
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"a b\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":7}"), PROTO_E_FIELD);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":\"1\""), recbuf, 24, NULL, -1, &st), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"error\",\"node\":\"n1\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1}"),
+                     PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\",\"names\":0}"),
+                     PROTO_E_FIELD);
+    /* names */
+    put_tok(recbuf, 0, 0, 1, 1);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":2"), "red\0red", 8, recbuf, 24, &st),
+                     PROTO_E_NAMES);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":2"), "red\0\0", 5, recbuf, 24, &st),
+                     PROTO_E_NAMES);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "r d", 4, recbuf, 24, &st),
+                     PROTO_E_NAMES);
+    char longname[300];
+    memset(longname, 'x', 299);
+    longname[299] = '\0';
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), longname, 300, recbuf, 24, &st),
+                     PROTO_E_NAMES);
+    /* frames */
+    ck_assert_int_eq(dec3("{\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\"}", "x", 1, NULL, -1, &st),
+                     PROTO_E_FRAMES);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, recbuf, 24, &st), PROTO_E_FRAMES);
+
+    /* counted per reason */
+    ck_assert_uint_eq(st.ok, 0);
+    ck_assert_uint_eq(st.rejected[PROTO_E_TRUNCATED], 6);
+    ck_assert_uint_eq(st.rejected[PROTO_E_VERSION], 3);
+    ck_assert_uint_eq(st.rejected[PROTO_E_TYPE], 3);
+    ck_assert_uint_eq(st.rejected[PROTO_E_COUNT], 5);
+    ck_assert_uint_eq(st.rejected[PROTO_E_RANGE], 11);
+    ck_assert_uint_eq(st.rejected[PROTO_E_JSON], 5);
+    ck_assert_uint_eq(st.rejected[PROTO_E_FIELD], 8);
+    ck_assert_uint_eq(st.rejected[PROTO_E_NAMES], 4);
+    ck_assert_uint_eq(st.rejected[PROTO_E_FRAMES], 2);
+    ck_assert_uint_eq(st.rejected_total, 47);
+    ck_assert_str_eq(proto_reason_str(PROTO_E_COUNT), "count");
+    proto_stats_note(&st, PROTO_E_TABLE);
+    ck_assert_uint_eq(st.rejected[PROTO_E_TABLE], 1);
+
+    /* and a good one still decodes, unknown fields ignored */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"future\":[1]"), recbuf, 24, NULL, -1, &st),
+                     PROTO_OK);
+    ck_assert_uint_eq(st.ok, 1);
+}
+END_TEST
+
+/* ---- fuzz ---- */
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t xr(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* Mutates buf (len bytes, capacity cap) in place; returns the new length. */
+static size_t mutate(unsigned char *buf, size_t len, size_t cap)
+{
+    int k = 1 + (int)(xr() % 4);
+    for (int j = 0; j < k; j++) {
+        switch (xr() % 6) {
+        case 0: /* flip a bit */
+            if (len)
+                buf[xr() % len] ^= (unsigned char)(1u << (xr() % 8));
+            break;
+        case 1: /* random byte */
+            if (len)
+                buf[xr() % len] = (unsigned char)xr();
+            break;
+        case 2: /* truncate */
+            if (len)
+                len = xr() % len;
+            break;
+        case 3: /* extend with junk */
+            while (len < cap && xr() % 4)
+                buf[len++] = (unsigned char)xr();
+            break;
+        case 4: /* interesting digits into JSON */
+            if (len) {
+                static const char dig[] = "-09\"{}:,e.";
+                buf[xr() % len] = (unsigned char)dig[xr() % (sizeof dig - 1)];
+            }
+            break;
+        default: /* extreme 64-bit value at a random aligned spot */
+            if (len >= 8) {
+                size_t at = (xr() % (len / 8)) * 8;
+                uint64_t v = xr() % 2 ? UINT64_MAX : (uint64_t)INT64_MAX;
+                memcpy(buf + at, &v, 8);
+            }
+            break;
+        }
+    }
+    return len;
+}
+
+START_TEST(test_proto_fuzz_mutations)
+{
+    /* Seeds: one valid message of each bulky type. */
+    proto_msg_t seeds[3];
+    for (int i = 0; i < 3; i++)
+        proto_msg_init(&seeds[i]);
+    seeds[0].type = PROTO_REPORT;
+    seeds[0].table = 1;
+    seeds[0].count = 4;
+    seeds[0].has_names = 1;
+    seeds[0].nnames = 3;
+    seeds[0].names = names3;
+    proto_msg_reserve(&seeds[0], 4, 0);
+    memset(seeds[0].report, 0, 4 * sizeof *seeds[0].report);
+    seeds[0].report[3].bucket = 2;
+    seeds[0].report[3].l_left = PROTO_UNLIMITED;
+    seeds[1].type = PROTO_TOKENS;
+    set_timing(&seeds[1]);
+    seeds[1].table = 1;
+    seeds[1].count = 3;
+    proto_msg_reserve(&seeds[1], 3, 0);
+    for (int i = 0; i < 3; i++)
+        seeds[1].tokens[i] = (proto_tokens_rec_t){.bucket = (uint32_t)i, .r_tokens = i, .l_tokens = 9};
+    seeds[2].type = PROTO_HELLO;
+    seeds[2].table = 1;
+    seeds[2].capacity = 100;
+    seeds[2].has_names = 1;
+    seeds[2].nnames = 3;
+    seeds[2].names = names3;
+    for (int i = 0; i < 3; i++)
+        strcpy(seeds[i].node, "fuzz");
+
+    proto_enc_t e[3];
+    for (int i = 0; i < 3; i++) {
+        proto_enc_init(&e[i]);
+        ck_assert_int_eq(proto_encode(&seeds[i], &e[i]), 0);
+    }
+    proto_stats_t st = {0};
+    proto_msg_t d;
+    proto_msg_init(&d);
+    proto_enc_t scratch;
+    proto_enc_init(&scratch);
+    enum { CAP = 1024, N = 20000 };
+    static unsigned char bufs[3][CAP];
+    size_t total = 0;
+    for (int it = 0; it < N; it++) {
+        const proto_enc_t *src = &e[it % 3];
+        proto_frame_t f[3] = {{0}};
+        size_t nf = src->nframes;
+        for (size_t i = 0; i < nf; i++) {
+            size_t l = src->len[i] < CAP ? src->len[i] : CAP;
+            memcpy(bufs[i], src->data[i], l);
+            f[i].len = l;
+            f[i].data = bufs[i];
+        }
+        size_t which = xr() % (nf + 1);
+        if (which == nf) { /* drop or duplicate a frame */
+            if (xr() % 2) {
+                nf--;
+            } else if (nf < 3) {
+                f[nf] = f[nf - 1];
+                nf++;
+            }
+        } else {
+            f[which].len = mutate(bufs[which], f[which].len, CAP);
+        }
+        if (it % 7 == 0) { /* pure random frames too */
+            size_t l = xr() % 64;
+            for (size_t i = 0; i < l; i++)
+                bufs[0][i] = (unsigned char)xr();
+            f[0].len = l;
+        }
+        proto_reason_t why;
+        int rc = proto_decode(&d, f, nf, &st, &why);
+        ck_assert(rc == 0 || rc == -EPROTO);
+        ck_assert((rc == 0) == (why == PROTO_OK));
+        if (rc == 0) /* whatever decodes must re-encode */
+            ck_assert_int_eq(proto_encode(&d, &scratch), 0);
+        total++;
+    }
+    ck_assert_uint_eq(st.ok + st.rejected_total, total);
+    ck_assert_uint_gt(st.rejected_total, total / 2);
+    for (int i = 0; i < 3; i++) {
+        proto_enc_clear(&e[i]);
+        proto_msg_clear(&seeds[i]);
+    }
+    proto_msg_clear(&d);
+    proto_enc_clear(&scratch);
+}
+END_TEST
+
+/* ---- zmq helpers over inproc ---- */
+
+static int known_n1(const char *node, void *arg)
+{
+    (void)arg;
+    return strcmp(node, "n1") == 0;
+}
+
+START_TEST(test_proto_zmq_router_dealer)
+{
+    void *ctx = zmq_ctx_new();
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    ck_assert_int_eq(zmq_bind(router, "inproc://proto-test"), 0);
+    void *nodes[2];
+    const char *ids[2] = {"n1", "n2"};
+    for (int i = 0; i < 2; i++) {
+        nodes[i] = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(nodes[i], ZMQ_ROUTING_ID, ids[i], 2);
+        ck_assert_int_eq(zmq_connect(nodes[i], "inproc://proto-test"), 0);
+    }
+    int to = 2000;
+    zmq_setsockopt(router, ZMQ_RCVTIMEO, &to, sizeof to);
+    zmq_setsockopt(nodes[0], ZMQ_RCVTIMEO, &to, sizeof to);
+
+    proto_enc_t e;
+    proto_enc_init(&e);
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    proto_stats_t st = {0};
+    char id[256];
+    size_t idlen = 0;
+
+    /* report from n1: known */
+    m.type = PROTO_REPORT;
+    strcpy(m.node, "n1");
+    m.table = 1;
+    m.count = 0;
+    ck_assert_int_eq(proto_send(nodes[0], NULL, 0, &m, &e, 0), 0);
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, NULL, known_n1, NULL, 0), 0);
+    ck_assert_uint_eq(idlen, 2);
+    ck_assert(memcmp(id, "n1", 2) == 0);
+    ck_assert_int_eq(d.type, PROTO_REPORT);
+
+    /* heartbeat from n2: unknown to the hook, still returned */
+    m.type = PROTO_HEARTBEAT;
+    strcpy(m.node, "n2");
+    ck_assert_int_eq(proto_send(nodes[1], NULL, 0, &m, &e, 0), 0);
+    proto_reason_t why;
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, &why, known_n1, NULL, 0),
+                     PROTO_RECV_UNKNOWN);
+    ck_assert_int_eq(why, PROTO_E_UNKNOWN_NODE);
+    ck_assert_str_eq(d.node, "n2");
+    /* hello from n2 passes the hook */
+    m.type = PROTO_HELLO;
+    m.table = 1;
+    ck_assert_int_eq(proto_send(nodes[1], NULL, 0, &m, &e, 0), 0);
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, NULL, known_n1, NULL, 0), 0);
+
+    /* n2 claiming to be n1: identity mismatch */
+    m.type = PROTO_GOODBYE;
+    strcpy(m.node, "n1");
+    ck_assert_int_eq(proto_send(nodes[1], NULL, 0, &m, &e, 0), 0);
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, &why, known_n1, NULL, 0),
+                     -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_UNKNOWN_NODE);
+
+    /* raw garbage with too many frames is consumed and counted */
+    for (int i = 0; i < 7; i++)
+        zmq_send(nodes[0], "x", 1, i < 6 ? ZMQ_SNDMORE : 0);
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, &why, NULL, NULL, 0),
+                     -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_FRAMES);
+    ck_assert_uint_eq(st.rejected[PROTO_E_UNKNOWN_NODE], 2);
+    ck_assert_uint_eq(st.rejected[PROTO_E_FRAMES], 1);
+    ck_assert_uint_eq(st.ok, 2);
+
+    /* controller -> n1 tokens */
+    m.type = PROTO_TOKENS;
+    set_timing(&m);
+    m.table = 3;
+    m.count = 1;
+    proto_msg_reserve(&m, 1, 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED};
+    ck_assert_int_eq(proto_send(router, "n1", 2, &m, &e, ZMQ_DONTWAIT), 0);
+    ck_assert_int_eq(proto_recv(nodes[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, 0), 0);
+    ck_assert_int_eq(d.type, PROTO_TOKENS);
+    ck_assert_int_eq(d.tokens[0].r_tokens, 10);
+
+    /* nothing waiting: -EAGAIN with DONTWAIT */
+    ck_assert_int_eq(proto_recv(nodes[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, ZMQ_DONTWAIT),
+                     -EAGAIN);
+
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+    proto_enc_clear(&e);
+    int zero = 0;
+    for (int i = 0; i < 2; i++) {
+        zmq_setsockopt(nodes[i], ZMQ_LINGER, &zero, sizeof zero);
+        zmq_close(nodes[i]);
+    }
+    zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("proto");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_proto_roundtrip_hello);
+    tcase_add_test(tc, test_proto_roundtrip_welcome);
+    tcase_add_test(tc, test_proto_roundtrip_report);
+    tcase_add_test(tc, test_proto_roundtrip_tokens);
+    tcase_add_test(tc, test_proto_roundtrip_small);
+    tcase_add_test(tc, test_proto_encode_rejects_invalid);
+    tcase_add_test(tc, test_proto_reject_reasons);
+    tcase_add_test(tc, test_proto_fuzz_mutations);
+    tcase_add_test(tc, test_proto_zmq_router_dealer);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
