@@ -1,0 +1,758 @@
+/* load.c - bqos-load: drive memcached-protocol servers (bqos-node fronts or memcached) with a scenario's buckets and report what each got. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libmemcached/memcached.h>
+
+#include "common/log.h"
+#include "workloads/report.h"
+#include "workloads/scenario.h"
+#include "workloads/zipf.h"
+
+#define BQOS_LOAD_VERSION "0.1.0"
+
+static const char usage_text[] =
+    "NAME\n"
+    "    bqos-load - bucket-aware YCSB-A load generator for memcached-protocol servers\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    bqos-load [OPTIONS] SCENARIO.json\n"
+    "    bqos-load --profile SECONDS [OPTIONS] SCENARIO.json\n"
+    "    bqos-load --print-buckets [OPTIONS] SCENARIO.json\n"
+    "    bqos-load --table [--rows N] [--check WHAT] SUMMARY.json...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs the scenario: preloads every server's backend with each bucket's objects\n"
+    "    (keys BUCKET:objK, 4 KB values by default), then for every bucket and every\n"
+    "    server the bucket is active on keeps OUTSTANDING requests in flight (closed\n"
+    "    loop) or issues them at the bucket's rate (open loop), 50% gets and 50% sets\n"
+    "    by default (YCSB core workload A).  Buckets move to fresh sets of servers at\n"
+    "    their demand changes.  Each client thread owns one libmemcached connection.\n"
+    "    While it runs a progress line is written to stderr.  At the end it prints a\n"
+    "    table (bucket, reservation, limit, achieved IOs/s, met?, over?) on stdout and,\n"
+    "    with --out, writes the CSV files and summary.json described in\n"
+    "    docs/workloads.md.  Met means achieved >= 99% of the reservation, over means\n"
+    "    achieved > 101% of the limit, both averaged over the measured QoS periods.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -o, --out DIR          write intervals.csv, cumulative.csv, periods.csv and\n"
+    "                           summary.json into DIR (created if missing)\n"
+    "    -l, --label NAME       name of this run in summary.json and tables\n"
+    "    -d, --duration SECS    override the scenario's duration\n"
+    "    -c, --capacity IOPS    override the scenario's per-server capacity (used by\n"
+    "                           \"N%\" rates and generate.reserved)\n"
+    "        --preload N        override workload.preload (objects per server); 0\n"
+    "                           skips the preload\n"
+    "        --seed N           override the scenario's seed\n"
+    "        --profile SECS     measure each server's throughput instead of running\n"
+    "                           the scenario: all servers at once, closed loop; prints\n"
+    "                           \"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
+    "                           \"min MIN\" (IOs/s per server)\n"
+    "        --profile-outstanding N\n"
+    "                           requests in flight per server while profiling\n"
+    "                           (default 10)\n"
+    "        --print-buckets    print the controller's bucket reservation file for the\n"
+    "                           scenario ({\"buckets\":[...]}) on stdout and exit\n"
+    "        --table            read the SUMMARY.json files of earlier runs and print\n"
+    "                           them side by side\n"
+    "        --rows N           at most N bucket rows in tables (default: all)\n"
+    "        --check WHAT       exit 3 unless every bucket met its reservation\n"
+    "                           (WHAT=met), none exceeded its limit (limits), or both\n"
+    "                           (all); with --table every summary is checked\n"
+    "    -q, --quiet            no progress line\n"
+    "        --log-level LEVEL  error, warn, info (default) or debug\n"
+    "    -h, --help             show this text and exit\n"
+    "    -V, --version          show the version and exit\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 bad usage or scenario (FILE:LINE:COL: what); 2 runtime failure\n"
+    "    (cannot reach a server, cannot write outputs); 3 a --check failed;\n"
+    "    130 interrupted (outputs are still written).\n"
+    "\n"
+    "EXAMPLES\n"
+    "    bqos-load --profile 2 examples/exp3.json\n"
+    "    bqos-load -c 20000 -o out/rr -l rr examples/exp3.json\n"
+    "    bqos-load --table out/rr/summary.json out/qos/summary.json\n";
+
+enum {
+    OPT_PRELOAD = 256,
+    OPT_SEED,
+    OPT_PROFILE,
+    OPT_PROFILE_OUT,
+    OPT_PRINT_BUCKETS,
+    OPT_TABLE,
+    OPT_ROWS,
+    OPT_CHECK,
+    OPT_LOG_LEVEL
+};
+
+static const struct option long_opts[] = {
+    {"out", required_argument, NULL, 'o'},
+    {"label", required_argument, NULL, 'l'},
+    {"duration", required_argument, NULL, 'd'},
+    {"capacity", required_argument, NULL, 'c'},
+    {"preload", required_argument, NULL, OPT_PRELOAD},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"profile-outstanding", required_argument, NULL, OPT_PROFILE_OUT},
+    {"print-buckets", no_argument, NULL, OPT_PRINT_BUCKETS},
+    {"table", no_argument, NULL, OPT_TABLE},
+    {"rows", required_argument, NULL, OPT_ROWS},
+    {"check", required_argument, NULL, OPT_CHECK},
+    {"quiet", no_argument, NULL, 'q'},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+/* Command-line settings: filled once by main(), read-only afterwards. */
+typedef struct {
+    const char *out;
+    const char *label;
+    scenario_opts_t sopts;
+    double profile;
+    int profile_outstanding;
+    int print_buckets;
+    int table;
+    long rows;
+    int check;   /* bit 1 met, bit 2 limits */
+    int quiet;
+} settings_t;
+
+/* One run: shared by the main thread and every client thread.  Only `stop`
+ * and the report's counters change while the threads run. */
+typedef struct {
+    const scenario_t *s;
+    report_t *rep;
+    char *value;               /* value_size bytes, read-only */
+    struct timespec start;     /* CLOCK_MONOTONIC time zero */
+    double end;                /* seconds since start when threads stop */
+    atomic_int stop;
+} run_t;
+
+/* A client thread: bucket b, position pos among its active servers, slot k
+ * of its outstanding requests.  In profile mode `server` is fixed (>= 0). */
+typedef struct {
+    run_t *run;
+    size_t b;
+    int pos, k;
+    int server;
+    uint64_t done;             /* profile mode: IOs completed in the window */
+    double t0, t1;             /* profile window */
+} worker_t;
+
+static double since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+/* Sleeps until `t` seconds after `start`, at most `cap` seconds. */
+static void nap_until(const struct timespec *start, double t, double cap)
+{
+    double d = t - since(start);
+    if (d > cap)
+        d = cap;
+    if (d <= 0)
+        return;
+    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static memcached_st *connect_server(const scenario_server_t *sv, int backend, int timeout_ms)
+{
+    memcached_st *mc = memcached_create(NULL);
+    if (!mc)
+        return NULL;
+    const char *host = backend ? sv->backend_host : sv->host;
+    int port = backend ? sv->backend_port : sv->port;
+    if (memcached_server_add(mc, host, (in_port_t)port) != MEMCACHED_SUCCESS) {
+        memcached_free(mc);
+        return NULL;
+    }
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, (uint64_t)timeout_ms);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, 2000);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT, 1);
+    return mc;
+}
+
+/* Issues one get or set of bucket `name`.  Returns 1 if the server answered
+ * (a get miss counts), 0 on failure. */
+static int one_request(memcached_st *mc, const run_t *run, const char *name, zipf_rng_t *rng,
+                       memcached_return_t *why)
+{
+    const scenario_t *s = run->s;
+    char key[SCENARIO_NAME_MAX + 32];
+    int klen = snprintf(key, sizeof key, "%s:obj%llu", name,
+                        (unsigned long long)zipf_rng_below(rng, s->keys));
+    memcached_return_t rc;
+    if (zipf_rng_uniform(rng) < s->get_ratio) {
+        size_t vlen;
+        uint32_t flags;
+        char *v = memcached_get(mc, key, (size_t)klen, &vlen, &flags, &rc);
+        free(v);
+    } else {
+        rc = memcached_set(mc, key, (size_t)klen, run->value, s->value_size, 0, 0);
+    }
+    *why = rc;
+    return rc == MEMCACHED_SUCCESS || rc == MEMCACHED_NOTFOUND;
+}
+
+static void *client_main(void *arg)
+{
+    worker_t *w = arg;
+    run_t *run = w->run;
+    const scenario_t *s = run->s;
+    const scenario_bucket_t *bk = &s->buckets[w->b];
+    zipf_rng_t rng;
+    zipf_rng_seed(&rng, s->seed ^ 0x5eed, ((uint64_t)w->b << 24) ^ ((uint64_t)w->pos << 12) ^
+                                              (uint64_t)w->k ^ ((uint64_t)(w->server + 1) << 40));
+    memcached_st *mc = NULL;
+    int cur = -1;
+    const scenario_phase_t *due_phase = NULL;
+    double due = 0, gap = 0;
+    nap_until(&run->start, 0, 10);
+    while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
+        double t = since(&run->start);
+        if (t >= run->end)
+            break;
+        int srv = w->server;
+        if (srv < 0) {
+            const scenario_phase_t *ph = scenario_phase_at(bk, t);
+            if (w->pos >= ph->n) {
+                double next = scenario_next_change(bk, t);
+                nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+                continue;
+            }
+            srv = ph->servers[w->pos];
+            if (bk->rate > 0) {
+                if (ph != due_phase) {
+                    /* This server's share of the bucket's rate, per slot. */
+                    double wsum = 0;
+                    for (int i = 0; i < ph->n; i++)
+                        wsum += 1.0 / pow(i + 1, bk->split_zipf);
+                    double r = bk->rate * (1.0 / pow(w->pos + 1, bk->split_zipf)) / wsum /
+                               bk->outstanding;
+                    gap = r > 0 ? 1.0 / r : INFINITY;
+                    due = t + zipf_rng_uniform(&rng) * gap;
+                    due_phase = ph;
+                }
+                if (due > t) {
+                    nap_until(&run->start, due, 0.05);
+                    continue;
+                }
+                due += gap;
+                if (due < t - 1.0)
+                    due = t; /* far behind: do not burst to catch up */
+            }
+        }
+        if (srv != cur) {
+            memcached_free(mc);
+            mc = connect_server(&s->servers[srv], 0, s->timeout_ms);
+            cur = srv;
+            if (!mc) {
+                log_error("out of memory for a libmemcached handle");
+                break;
+            }
+        }
+        memcached_return_t why;
+        int ok = one_request(mc, run, bk->name, &rng, &why);
+        double done = since(&run->start);
+        if (w->server >= 0) {
+            if (ok && done >= w->t0 && done < w->t1)
+                w->done++;
+        } else if (ok) {
+            report_add(run->rep, w->b, done);
+        } else {
+            report_add_error(run->rep, w->b);
+            log_debug("bucket %s server %s: %s", bk->name, s->servers[srv].name,
+                      memcached_strerror(mc, why));
+            nap_until(&run->start, done + 0.01, 0.01);
+        }
+    }
+    memcached_free(mc);
+    return NULL;
+}
+
+typedef struct {
+    const run_t *run;
+    size_t server;
+    int rc;
+} preload_t;
+
+/* Writes every bucket's keys into one server's backend. */
+static void *preload_main(void *arg)
+{
+    preload_t *p = arg;
+    const scenario_t *s = p->run->s;
+    const scenario_server_t *sv = &s->servers[p->server];
+    memcached_st *mc = connect_server(sv, 1, s->timeout_ms);
+    p->rc = 0;
+    if (!mc) {
+        p->rc = -ENOMEM;
+        return NULL;
+    }
+    for (size_t k = 0; k < s->keys && p->rc == 0; k++) {
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            char key[SCENARIO_NAME_MAX + 32];
+            int klen = snprintf(key, sizeof key, "%s:obj%zu", s->buckets[b].name, k);
+            memcached_return_t rc =
+                memcached_set(mc, key, (size_t)klen, p->run->value, s->value_size, 0, 0);
+            if (rc != MEMCACHED_SUCCESS) {
+                log_error("preload of %s at %s:%d failed: %s", sv->name, sv->backend_host,
+                          sv->backend_port, memcached_strerror(mc, rc));
+                p->rc = -EIO;
+                break;
+            }
+        }
+    }
+    memcached_free(mc);
+    return NULL;
+}
+
+static int preload(const run_t *run)
+{
+    const scenario_t *s = run->s;
+    if (s->preload == 0)
+        return 0;
+    preload_t *ps = calloc(s->nservers, sizeof *ps);
+    pthread_t *tids = calloc(s->nservers, sizeof *tids);
+    int rc = 0;
+    size_t started = 0;
+    if (!ps || !tids) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    log_info("preloading %zu objects of %zu bytes into each of %zu servers", s->keys * s->nbuckets,
+             s->value_size, s->nservers);
+    for (; started < s->nservers; started++) {
+        ps[started] = (preload_t){run, started, 0};
+        if (pthread_create(&tids[started], NULL, preload_main, &ps[started]) != 0) {
+            rc = -EAGAIN;
+            break;
+        }
+    }
+    for (size_t i = 0; i < started; i++) {
+        pthread_join(tids[i], NULL);
+        if (ps[i].rc < 0)
+            rc = ps[i].rc;
+    }
+out:
+    free(ps);
+    free(tids);
+    return rc;
+}
+
+/* Starts the client threads in `ws[0..n-1]`; returns how many started. */
+static size_t start_clients(worker_t *ws, pthread_t *tids, size_t n)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    size_t i = 0;
+    for (; i < n; i++) {
+        int e = pthread_create(&tids[i], &attr, client_main, &ws[i]);
+        if (e != 0) {
+            log_error("cannot start client thread %zu of %zu: %s", i + 1, n, strerror(e));
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    return i;
+}
+
+/* Waits up to `secs` for SIGINT/SIGTERM (blocked in every thread).  Returns
+ * 1 if one arrived. */
+static int wait_signal(double secs)
+{
+    if (secs <= 0)
+        return 0;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    struct timespec ts = {(time_t)secs, (long)((secs - floor(secs)) * 1e9)};
+    return sigtimedwait(&set, NULL, &ts) > 0;
+}
+
+static void progress(const run_t *run, double t, uint64_t *last, double *last_t, int tty)
+{
+    const scenario_t *s = run->s;
+    uint64_t total = 0, errors = 0;
+    for (size_t b = 0; b < s->nbuckets; b++) {
+        total += report_total(run->rep, b);
+        errors += report_errors(run->rep, b);
+    }
+    double rate = t > *last_t ? (double)(total - *last) / (t - *last_t) : 0;
+    char line[512];
+    int period = (int)(t / s->period - 1e-9) + 1;
+    int n = snprintf(line, sizeof line, "%6.1f/%.1fs  period %d  %llu IOs  %.0f IO/s", t,
+                     s->duration, period, (unsigned long long)total, rate);
+    if (errors)
+        n += snprintf(line + n, sizeof line - (size_t)n, "  errors %llu",
+                      (unsigned long long)errors);
+    for (size_t b = 0; b < s->nbuckets && b < 6 && n < (int)sizeof line - 40; b++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "  %s %llu", s->buckets[b].name,
+                      (unsigned long long)report_total(run->rep, b));
+    if (tty)
+        fprintf(stderr, "\r%s\033[K", line);
+    else
+        fprintf(stderr, "%s\n", line);
+    *last = total;
+    *last_t = t;
+}
+
+static void fill_value(char *v, size_t n, uint64_t seed)
+{
+    zipf_rng_t r;
+    zipf_rng_seed(&r, seed, 77);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (char)('a' + zipf_rng_below(&r, 26));
+}
+
+/* Runs the client threads until the end of the run or a signal.  Returns 0,
+ * 1 if interrupted, -errno. */
+static int drive(run_t *run, worker_t *ws, size_t n, int show)
+{
+    pthread_t *tids = calloc(n, sizeof *tids);
+    if (!tids)
+        return -ENOMEM;
+    clock_gettime(CLOCK_MONOTONIC, &run->start);
+    /* Time zero a little after the threads start, so they start together. */
+    double lead = 0.2 + (double)n * 50e-6;
+    run->start.tv_nsec += (long)(lead * 1e9);
+    run->start.tv_sec += run->start.tv_nsec / 1000000000L;
+    run->start.tv_nsec %= 1000000000L;
+    size_t started = start_clients(ws, tids, n);
+    int rc = started == n ? 0 : -EAGAIN;
+    int tty = isatty(STDERR_FILENO);
+    uint64_t last = 0;
+    double last_t = 0, tick = tty ? 0.5 : run->s->period;
+    while (rc == 0) {
+        double t = since(&run->start);
+        if (t >= run->end)
+            break;
+        double next = t < 0 ? 0 : (floor(t / tick) + 1) * tick;
+        if (next > run->end)
+            next = run->end;
+        if (wait_signal(next - t)) {
+            rc = 1;
+            break;
+        }
+        if (show && run->rep && since(&run->start) > 0.01)
+            progress(run, since(&run->start), &last, &last_t, tty);
+    }
+    atomic_store(&run->stop, 1);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    if (show && run->rep && tty)
+        fprintf(stderr, "\n");
+    free(tids);
+    return rc;
+}
+
+static int write_file(const char *dir, const char *name, int (*fn)(const report_t *, FILE *),
+                      const report_t *rep, const char *label)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("cannot write %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    int rc = fn ? fn(rep, f) : report_write_summary(rep, label, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -EIO;
+    if (rc < 0)
+        log_error("cannot write %s: %s", path, strerror(-rc));
+    return rc;
+}
+
+static int write_outputs(const settings_t *st, const report_t *rep)
+{
+    if (!st->out)
+        return 0;
+    if (mkdir(st->out, 0777) < 0 && errno != EEXIST) {
+        log_error("cannot create %s: %s", st->out, strerror(errno));
+        return -errno;
+    }
+    int rc = 0;
+    if ((rc = write_file(st->out, "intervals.csv", report_write_intervals, rep, NULL)) < 0 ||
+        (rc = write_file(st->out, "cumulative.csv", report_write_cumulative, rep, NULL)) < 0 ||
+        (rc = write_file(st->out, "periods.csv", report_write_periods, rep, NULL)) < 0 ||
+        (rc = write_file(st->out, "summary.json", NULL, rep, st->label)) < 0)
+        return rc;
+    return 0;
+}
+
+static int run_scenario(const settings_t *st, const scenario_t *s, run_t *run)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < s->nbuckets; b++)
+        n += (size_t)s->buckets[b].max_active * (size_t)s->buckets[b].outstanding;
+    worker_t *ws = calloc(n ? n : 1, sizeof *ws);
+    if (!ws)
+        return -ENOMEM;
+    size_t i = 0;
+    for (size_t b = 0; b < s->nbuckets; b++)
+        for (int p = 0; p < s->buckets[b].max_active; p++)
+            for (int k = 0; k < s->buckets[b].outstanding; k++)
+                ws[i++] = (worker_t){.run = run, .b = b, .pos = p, .k = k, .server = -1};
+    log_info("running %zu buckets on %zu servers for %.1fs with %zu client threads",
+             s->nbuckets, s->nservers, s->duration, n);
+    run->end = s->duration;
+    int rc = drive(run, ws, n, !st->quiet);
+    free(ws);
+    return rc;
+}
+
+static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
+{
+    size_t per = (size_t)st->profile_outstanding, n = s->nservers * per;
+    worker_t *ws = calloc(n, sizeof *ws);
+    if (!ws)
+        return -ENOMEM;
+    double warm = 0.3;
+    for (size_t i = 0; i < n; i++)
+        ws[i] = (worker_t){.run = run, .b = i % s->nbuckets, .server = (int)(i / per),
+                           .k = (int)i, .t0 = warm, .t1 = warm + st->profile};
+    log_info("profiling %zu servers for %.1fs with %zu requests in flight each", s->nservers,
+             st->profile, per);
+    run->end = warm + st->profile;
+    int rc = drive(run, ws, n, 0);
+    if (rc == 0) {
+        double sum = 0, min = INFINITY;
+        for (size_t j = 0; j < s->nservers; j++) {
+            uint64_t done = 0;
+            for (size_t i = j * per; i < (j + 1) * per; i++)
+                done += ws[i].done;
+            double r = (double)done / st->profile;
+            printf("server %s %.0f\n", s->servers[j].name, r);
+            sum += r;
+            if (r < min)
+                min = r;
+        }
+        printf("capacity %.0f\nmin %.0f\n", sum / (double)s->nservers, min);
+    }
+    free(ws);
+    return rc;
+}
+
+static int parse_double(const char *arg, const char *opt, double lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(v >= lo) || !isfinite(v)) {
+        fprintf(stderr, "bqos-load: %s needs a number >= %g, not \"%s\"\n", opt, lo, arg);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_settings(int argc, char **argv, settings_t *st)
+{
+    *st = (settings_t){.sopts = SCENARIO_OPTS_DEFAULT, .profile_outstanding = 10};
+    int c;
+    double v;
+    while ((c = getopt_long(argc, argv, "o:l:d:c:qhV", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': st->out = optarg; break;
+        case 'l': st->label = optarg; break;
+        case 'd':
+            if (parse_double(optarg, "--duration", 0.001, &st->sopts.duration) < 0)
+                return -EINVAL;
+            break;
+        case 'c':
+            if (parse_double(optarg, "--capacity", 1, &st->sopts.capacity) < 0)
+                return -EINVAL;
+            break;
+        case OPT_PRELOAD:
+            if (parse_double(optarg, "--preload", 0, &v) < 0)
+                return -EINVAL;
+            st->sopts.preload = (long long)v;
+            break;
+        case OPT_SEED:
+            if (parse_double(optarg, "--seed", 0, &v) < 0)
+                return -EINVAL;
+            st->sopts.seed = (long long)v;
+            break;
+        case OPT_PROFILE:
+            if (parse_double(optarg, "--profile", 0.1, &st->profile) < 0)
+                return -EINVAL;
+            break;
+        case OPT_PROFILE_OUT:
+            if (parse_double(optarg, "--profile-outstanding", 1, &v) < 0 || v > 1000)
+                return -EINVAL;
+            st->profile_outstanding = (int)v;
+            break;
+        case OPT_PRINT_BUCKETS: st->print_buckets = 1; break;
+        case OPT_TABLE: st->table = 1; break;
+        case OPT_ROWS:
+            if (parse_double(optarg, "--rows", 0, &v) < 0)
+                return -EINVAL;
+            st->rows = (long)v;
+            break;
+        case OPT_CHECK:
+            if (strcmp(optarg, "met") == 0)
+                st->check = 1;
+            else if (strcmp(optarg, "limits") == 0)
+                st->check = 2;
+            else if (strcmp(optarg, "all") == 0)
+                st->check = 3;
+            else {
+                fprintf(stderr, "bqos-load: --check takes met, limits or all, not \"%s\"\n",
+                        optarg);
+                return -EINVAL;
+            }
+            break;
+        case 'q': st->quiet = 1; break;
+        case OPT_LOG_LEVEL: {
+            bqos_log_level_t lvl;
+            if (bqos_log_parse_level(optarg, &lvl) < 0) {
+                fprintf(stderr, "bqos-load: unknown log level \"%s\"\n", optarg);
+                return -EINVAL;
+            }
+            bqos_log_init("bqos-load", lvl);
+            break;
+        }
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case 'V': printf("bqos-load %s\n", BQOS_LOAD_VERSION); exit(0);
+        default:
+            fprintf(stderr, "Try 'bqos-load --help'.\n");
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int table_mode(const settings_t *st, int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "bqos-load: --table needs SUMMARY.json files\n");
+        return 1;
+    }
+    if (report_print_table(stdout, (const char *const *)argv, (size_t)argc, (size_t)st->rows) < 0)
+        return 2;
+    int ok = 1;
+    for (int i = 0; st->check && i < argc; i++)
+        if (!report_check(argv[i], st->check)) {
+            fprintf(stderr, "bqos-load: check failed for %s\n", argv[i]);
+            ok = 0;
+        }
+    return ok ? 0 : 3;
+}
+
+int main(int argc, char **argv)
+{
+    settings_t st;
+    bqos_log_init("bqos-load", BQOS_LOG_INFO);
+    if (parse_settings(argc, argv, &st) < 0)
+        return 1;
+    argc -= optind;
+    argv += optind;
+    if (st.table)
+        return table_mode(&st, argc, argv);
+    if (argc != 1) {
+        fprintf(stderr, "bqos-load: expected one SCENARIO.json (try --help)\n");
+        return 1;
+    }
+    scenario_t *s = NULL;
+    scenario_error_t err;
+    int rc = scenario_load(argv[0], &st.sopts, &s, &err);
+    if (rc < 0) {
+        fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.col, err.text);
+        return 1;
+    }
+    if (st.print_buckets) {
+        rc = scenario_write_buckets(s, stdout) < 0 ? 2 : 0;
+        scenario_destroy(&s);
+        return rc;
+    }
+    /* Signals are taken synchronously by the main thread (sigtimedwait). */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    int status = 0;
+    run_t run = {.s = s};
+    run.value = malloc(s->value_size);
+    if (!run.value) {
+        status = 2;
+        goto out;
+    }
+    fill_value(run.value, s->value_size, s->seed);
+    if ((rc = preload(&run)) < 0) {
+        status = 2;
+        goto out;
+    }
+    if (st.profile > 0) {
+        rc = run_profile(&st, s, &run);
+        status = rc < 0 ? 2 : rc == 1 ? 130 : 0;
+        goto out;
+    }
+    if (!(run.rep = report_new(s))) {
+        status = 2;
+        goto out;
+    }
+    rc = run_scenario(&st, s, &run);
+    if (rc < 0) {
+        log_error("run failed: %s", strerror(-rc));
+        status = 2;
+        goto out;
+    }
+    if (rc == 1) {
+        log_warn("interrupted; writing what was measured");
+        status = 130;
+    }
+    if (write_outputs(&st, run.rep) < 0) {
+        status = 2;
+        goto out;
+    }
+    uint64_t errors = 0;
+    for (size_t b = 0; b < s->nbuckets; b++)
+        errors += report_errors(run.rep, b);
+    if (errors)
+        log_warn("%llu requests failed (see --log-level debug)", (unsigned long long)errors);
+    if (st.out) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/summary.json", st.out);
+        const char *paths[] = {path};
+        report_print_table(stdout, paths, 1, (size_t)st.rows);
+        if (status == 0 && st.check && !report_check(path, st.check))
+            status = 3;
+    } else {
+        report_write_summary(run.rep, st.label, stdout);
+        if (st.check)
+            log_warn("--check needs --out; not checked");
+    }
+out:
+    report_destroy(&run.rep);
+    free(run.value);
+    scenario_destroy(&s);
+    return status;
+}

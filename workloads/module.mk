@@ -1,0 +1,10 @@
+# workloads/ - bqos-load, the YCSB-like load generator, and its scenario files
+LIBS += workloads
+workloads_SRCS = workloads/jpos.c workloads/zipf.c workloads/scenario.c workloads/report.c
+PROGS += bqos-load
+bqos-load_SRCS = workloads/load.c
+bqos-load_LIBS = workloads common
+TESTS += test_scenario
+test_scenario_SRCS = tests/test_scenario.c
+test_scenario_LIBS = workloads common
+ITESTS += tests/it_load.sh

@@ -1,0 +1,377 @@
+/* report.c - per-interval completion counters and the CSV, JSON and table outputs of bqos-load. */
+#include "workloads/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+struct report {
+    const scenario_t *s;
+    double slot_len;       /* seconds per redistribution interval */
+    size_t nslots;
+    _Atomic uint64_t *counts;   /* [bucket * nslots + slot] */
+    _Atomic uint64_t *errors;   /* [bucket] */
+};
+
+report_t *report_new(const scenario_t *s)
+{
+    report_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->s = s;
+    r->slot_len = s->period / s->intervals;
+    r->nslots = (size_t)ceil(s->duration / r->slot_len - 1e-9);
+    if (r->nslots == 0)
+        r->nslots = 1;
+    r->counts = calloc(s->nbuckets * r->nslots, sizeof *r->counts);
+    r->errors = calloc(s->nbuckets, sizeof *r->errors);
+    if (!r->counts || !r->errors)
+        report_destroy(&r);
+    return r;
+}
+
+void report_destroy(report_t **rp)
+{
+    if (!rp || !*rp)
+        return;
+    free((*rp)->counts);
+    free((*rp)->errors);
+    free(*rp);
+    *rp = NULL;
+}
+
+void report_add(report_t *r, size_t b, double t)
+{
+    if (!(t >= 0) || t >= r->s->duration || b >= r->s->nbuckets)
+        return;
+    size_t k = (size_t)(t / r->slot_len);
+    if (k >= r->nslots)
+        k = r->nslots - 1;
+    atomic_fetch_add_explicit(&r->counts[b * r->nslots + k], 1, memory_order_relaxed);
+}
+
+void report_add_error(report_t *r, size_t b)
+{
+    if (b < r->s->nbuckets)
+        atomic_fetch_add_explicit(&r->errors[b], 1, memory_order_relaxed);
+}
+
+size_t report_nslots(const report_t *r)
+{
+    return r->nslots;
+}
+
+uint64_t report_count(const report_t *r, size_t b, size_t k)
+{
+    return atomic_load_explicit(&r->counts[b * r->nslots + k], memory_order_relaxed);
+}
+
+uint64_t report_total(const report_t *r, size_t b)
+{
+    uint64_t sum = 0;
+    for (size_t k = 0; k < r->nslots; k++)
+        sum += report_count(r, b, k);
+    return sum;
+}
+
+uint64_t report_errors(const report_t *r, size_t b)
+{
+    return atomic_load_explicit(&r->errors[b], memory_order_relaxed);
+}
+
+static double slot_end(const report_t *r, size_t k)
+{
+    double t = (double)(k + 1) * r->slot_len;
+    return t < r->s->duration ? t : r->s->duration;
+}
+
+int report_write_intervals(const report_t *r, FILE *f)
+{
+    const scenario_t *s = r->s;
+    fprintf(f, "time,period,interval,bucket,completed,cumulative,rate\n");
+    for (size_t b = 0; b < s->nbuckets; b++) {
+        uint64_t cum = 0;
+        for (size_t k = 0; k < r->nslots; k++) {
+            uint64_t n = report_count(r, b, k);
+            cum += n;
+            double len = slot_end(r, k) - (double)k * r->slot_len;
+            fprintf(f, "%.3f,%zu,%zu,%s,%llu,%llu,%.1f\n", slot_end(r, k),
+                    k / (size_t)s->intervals + 1, k % (size_t)s->intervals + 1,
+                    s->buckets[b].name, (unsigned long long)n, (unsigned long long)cum,
+                    len > 0 ? (double)n / len : 0.0);
+        }
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+int report_write_cumulative(const report_t *r, FILE *f)
+{
+    const scenario_t *s = r->s;
+    uint64_t *cum = calloc(s->nbuckets, sizeof *cum);
+    if (!cum)
+        return -ENOMEM;
+    fprintf(f, "time");
+    for (size_t b = 0; b < s->nbuckets; b++)
+        fprintf(f, ",%s", s->buckets[b].name);
+    fprintf(f, "\n0.000");
+    for (size_t b = 0; b < s->nbuckets; b++)
+        fprintf(f, ",0");
+    fprintf(f, "\n");
+    for (size_t k = 0; k < r->nslots; k++) {
+        fprintf(f, "%.3f", slot_end(r, k));
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            cum[b] += report_count(r, b, k);
+            fprintf(f, ",%llu", (unsigned long long)cum[b]);
+        }
+        fprintf(f, "\n");
+    }
+    free(cum);
+    return ferror(f) ? -EIO : 0;
+}
+
+/* Number of full QoS periods in the run. */
+static size_t full_periods(const report_t *r)
+{
+    return (size_t)floor(r->s->duration / r->s->period + 1e-9);
+}
+
+static uint64_t period_count(const report_t *r, size_t b, size_t p)
+{
+    uint64_t sum = 0;
+    size_t k0 = p * (size_t)r->s->intervals;
+    for (size_t k = k0; k < k0 + (size_t)r->s->intervals && k < r->nslots; k++)
+        sum += report_count(r, b, k);
+    return sum;
+}
+
+static int is_met(double achieved, double reservation)
+{
+    return achieved >= REPORT_MET_SHARE * reservation;
+}
+
+static int is_over(double achieved, double limit)
+{
+    return limit != SCENARIO_NO_LIMIT && achieved > REPORT_OVER_SHARE * limit;
+}
+
+int report_write_periods(const report_t *r, FILE *f)
+{
+    const scenario_t *s = r->s;
+    fprintf(f, "period,bucket,reservation,limit,completed,met,over\n");
+    for (size_t p = 0; p < full_periods(r); p++) {
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            const scenario_bucket_t *bk = &s->buckets[b];
+            double n = (double)period_count(r, b, p);
+            double res = bk->reservation * s->period;
+            double lim = bk->limit == SCENARIO_NO_LIMIT ? SCENARIO_NO_LIMIT : bk->limit * s->period;
+            fprintf(f, "%zu,%s,%.0f,", p + 1, bk->name, res);
+            if (lim != SCENARIO_NO_LIMIT)
+                fprintf(f, "%.0f", lim);
+            fprintf(f, ",%.0f,%d,%d\n", n, is_met(n, res), is_over(n, lim));
+        }
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+int report_write_summary(const report_t *r, const char *label, FILE *f)
+{
+    const scenario_t *s = r->s;
+    size_t nfull = full_periods(r);
+    size_t first = (size_t)s->warmup_periods < nfull ? (size_t)s->warmup_periods : 0;
+    size_t measured = nfull - first;
+    int rc = -ENOMEM;
+    json_t *root = json_object(), *arr = json_array();
+    if (!root || !arr)
+        goto out;
+    size_t met = 0, over = 0, pmet = 0, pover = 0, pall = 0;
+    double total_rate = 0;
+    uint64_t total_errors = 0;
+    for (size_t b = 0; b < s->nbuckets; b++) {
+        const scenario_bucket_t *bk = &s->buckets[b];
+        double achieved, minp = 0, maxp = 0;
+        size_t bmet = 0, bover = 0;
+        if (measured == 0) {
+            achieved = (double)report_total(r, b) / s->duration;
+            minp = maxp = achieved;
+        } else {
+            double sum = 0;
+            for (size_t p = first; p < nfull; p++) {
+                double x = (double)period_count(r, b, p) / s->period;
+                sum += x;
+                if (p == first || x < minp)
+                    minp = x;
+                if (p == first || x > maxp)
+                    maxp = x;
+                bmet += (size_t)is_met(x, bk->reservation);
+                bover += (size_t)is_over(x, bk->limit);
+            }
+            achieved = sum / (double)measured;
+        }
+        int m = is_met(achieved, bk->reservation), o = is_over(achieved, bk->limit);
+        met += (size_t)m;
+        over += (size_t)o;
+        pmet += bmet;
+        pover += bover;
+        pall += measured;
+        total_rate += achieved;
+        total_errors += report_errors(r, b);
+        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:I}",
+                               "name", bk->name, "reservation", bk->reservation, "limit",
+                               bk->limit == SCENARIO_NO_LIMIT ? json_null() : json_real(bk->limit),
+                               "achieved", achieved, "min_period", minp, "max_period", maxp,
+                               "met", m, "over", o, "periods_met", (json_int_t)bmet,
+                               "periods_over", (json_int_t)bover, "completed",
+                               (json_int_t)report_total(r, b), "errors",
+                               (json_int_t)report_errors(r, b));
+        if (!jb || json_array_append_new(arr, jb) < 0)
+            goto out;
+    }
+    double nb = (double)s->nbuckets;
+    json_t *top = json_pack(
+        "{s:s?, s:f, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "label", label,
+        "duration", s->duration, "period", s->period, "intervals", s->intervals,
+        "warmup_periods", (int)first, "measured_periods", (json_int_t)measured, "nbuckets",
+        (json_int_t)s->nbuckets, "met_share", (double)met / nb, "over_share",
+        (double)over / nb, "period_met_share", pall ? (double)pmet / (double)pall : (double)met / nb,
+        "period_over_share", pall ? (double)pover / (double)pall : (double)over / nb,
+        "total_rate", total_rate, "errors", (json_int_t)total_errors);
+    if (!top || json_object_update(root, top) < 0) {
+        json_decref(top);
+        goto out;
+    }
+    json_decref(top);
+    if (json_object_set_new(root, "buckets", arr) < 0) {
+        arr = NULL;
+        goto out;
+    }
+    arr = NULL;
+    rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) < 0 ? -EIO : 0;
+    fputc('\n', f);
+    if (ferror(f))
+        rc = -EIO;
+out:
+    json_decref(arr);
+    json_decref(root);
+    return rc;
+}
+
+static json_t *load_summary(const char *path)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) {
+        fprintf(stderr, "%s:%d:%d: %s\n", path, je.line, je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_array(json_object_get(j, "buckets"))) {
+        fprintf(stderr, "%s: not a bqos-load summary (no \"buckets\" array)\n", path);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static const char *yesno(json_t *v)
+{
+    return json_is_true(v) ? "yes" : "no";
+}
+
+static void fmt_rate(char *buf, size_t n, json_t *v)
+{
+    if (json_is_number(v))
+        snprintf(buf, n, "%.0f", json_number_value(v));
+    else
+        snprintf(buf, n, "-");
+}
+
+int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max_rows)
+{
+    json_t **docs = calloc(n ? n : 1, sizeof *docs);
+    int rc = -EINVAL;
+    if (!docs)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (!(docs[i] = load_summary(paths[i])))
+            goto out;
+    if (n == 0)
+        goto out;
+    fprintf(out, "%-12s %11s %11s", "bucket", "reservation", "limit");
+    for (size_t i = 0; i < n; i++) {
+        const char *label = json_string_value(json_object_get(docs[i], "label"));
+        char head[40];
+        snprintf(head, sizeof head, "%s", label ? label : paths[i]);
+        fprintf(out, " | %-10.10s %4s %4s", head, "met", "over");
+    }
+    fprintf(out, "\n");
+    json_t *first = json_object_get(docs[0], "buckets");
+    size_t rows = json_array_size(first);
+    for (size_t row = 0; row < rows && (max_rows == 0 || row < max_rows); row++) {
+        json_t *b0 = json_array_get(first, row);
+        const char *name = json_string_value(json_object_get(b0, "name"));
+        char res[32], lim[32];
+        fmt_rate(res, sizeof res, json_object_get(b0, "reservation"));
+        fmt_rate(lim, sizeof lim, json_object_get(b0, "limit"));
+        fprintf(out, "%-12s %11s %11s", name ? name : "?", res, lim);
+        for (size_t i = 0; i < n; i++) {
+            json_t *arr = json_object_get(docs[i], "buckets"), *hit = NULL;
+            for (size_t k = 0; k < json_array_size(arr) && !hit; k++) {
+                const char *nm = json_string_value(json_object_get(json_array_get(arr, k), "name"));
+                if (nm && name && strcmp(nm, name) == 0)
+                    hit = json_array_get(arr, k);
+            }
+            char ach[32];
+            fmt_rate(ach, sizeof ach, json_object_get(hit, "achieved"));
+            fprintf(out, " | %10s %4s %4s", ach, hit ? yesno(json_object_get(hit, "met")) : "-",
+                    hit ? yesno(json_object_get(hit, "over")) : "-");
+        }
+        fprintf(out, "\n");
+    }
+    if (max_rows && rows > max_rows)
+        fprintf(out, "... %zu more buckets\n", rows - max_rows);
+    static const struct {
+        const char *key, *text;
+    } shares[] = {{"met_share", "buckets meeting reservations"},
+                  {"over_share", "buckets exceeding limits"},
+                  {"period_met_share", "bucket-periods meeting reservations"},
+                  {"period_over_share", "bucket-periods exceeding limits"},
+                  {"total_rate", "total IOs/s"}};
+    for (size_t k = 0; k < sizeof shares / sizeof shares[0]; k++) {
+        int pct = strcmp(shares[k].key, "total_rate") != 0;
+        fprintf(out, "%-36s", shares[k].text);
+        for (size_t i = 0; i < n; i++) {
+            double v = json_number_value(json_object_get(docs[i], shares[k].key));
+            if (pct)
+                fprintf(out, " | %9.1f%%", 100.0 * v);
+            else
+                fprintf(out, " | %10.0f", v);
+        }
+        fprintf(out, "\n");
+    }
+    rc = 0;
+out:
+    for (size_t i = 0; i < n; i++)
+        json_decref(docs[i]);
+    free(docs);
+    return rc;
+}
+
+int report_check(const char *path, int need)
+{
+    json_t *j = load_summary(path);
+    if (!j)
+        return 0;
+    int ok = 1;
+    json_t *arr = json_object_get(j, "buckets");
+    for (size_t k = 0; k < json_array_size(arr); k++) {
+        json_t *b = json_array_get(arr, k);
+        if (((need & 1) && !json_is_true(json_object_get(b, "met"))) ||
+            ((need & 2) && json_is_true(json_object_get(b, "over"))))
+            ok = 0;
+    }
+    json_decref(j);
+    return ok;
+}

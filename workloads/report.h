@@ -1,0 +1,76 @@
+/* report.h - bqos-load's counters and outputs: completed IOs per bucket per interval and period, CSV, summary JSON, tables. */
+#ifndef BQOS_REPORT_H
+#define BQOS_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "workloads/scenario.h"
+
+/* Met: achieved >= REPORT_MET_SHARE x reservation.  Over: achieved >
+ * REPORT_OVER_SHARE x limit. */
+#define REPORT_MET_SHARE 0.99
+#define REPORT_OVER_SHARE 1.01
+
+/* Completion counters of one run.  report_add() and report_add_error() may
+ * be called from any thread (atomic counters); everything else reads, and
+ * should run after the load threads stopped (or accept a moving picture). */
+typedef struct report report_t;
+
+/* Returns counters for scenario `s` (borrowed: it must outlive the report),
+ * one slot per redistribution interval (period / intervals) of the run, or
+ * NULL if out of memory.  Caller owns it; free with report_destroy(). */
+report_t *report_new(const scenario_t *s);
+
+/* Frees the report and sets *rp to NULL.  Accepts NULL and *rp == NULL. */
+void report_destroy(report_t **rp);
+
+/* Counts one IO of bucket `b` completed at `t` seconds after the start;
+ * completions outside [0, duration) are ignored.  Thread-safe. */
+void report_add(report_t *r, size_t b, double t);
+
+/* Counts one failed request of bucket `b` (not a completed IO).  Thread-safe. */
+void report_add_error(report_t *r, size_t b);
+
+/* Number of interval slots, and the IOs of bucket `b` in slot `k`. */
+size_t report_nslots(const report_t *r);
+uint64_t report_count(const report_t *r, size_t b, size_t k);
+
+/* IOs of bucket `b` so far, and its failed requests. */
+uint64_t report_total(const report_t *r, size_t b);
+uint64_t report_errors(const report_t *r, size_t b);
+
+/* CSV writers; each returns 0 or -EIO.
+ * intervals: time,period,interval,bucket,completed,cumulative,rate (one row
+ *            per bucket per interval; time is the interval's end, rate IOs/s)
+ * cumulative: time,B1,B2,... cumulative completed IOs (for plotting)
+ * periods:   period,bucket,reservation,limit,completed,met,over (IOs per
+ *            period; limit empty when unlimited; full periods only) */
+int report_write_intervals(const report_t *r, FILE *f);
+int report_write_cumulative(const report_t *r, FILE *f);
+int report_write_periods(const report_t *r, FILE *f);
+
+/* Writes the summary JSON: run parameters; per bucket reservation, limit
+ * (null if none), achieved (mean IOs/s over the measured periods: the full
+ * periods after warmup_periods; the whole run if it has no full period),
+ * min/max period, met, over, periods met and over, errors; met_share and
+ * over_share (of buckets), period_met_share and period_over_share (of
+ * bucket-periods); total IOs/s.  `label` (may be NULL) names the run.
+ * Returns 0, -EIO, -ENOMEM. */
+int report_write_summary(const report_t *r, const char *label, FILE *f);
+
+/* Reads the summary files paths[0..n-1] and prints one side-by-side table to
+ * `out`: bucket, reservation, limit, then achieved, met?, over? per file
+ * (headed by the file's label), then the share lines.  At most `max_rows`
+ * bucket rows (0: all).  Buckets are matched by name to the first file.
+ * Returns 0; -EINVAL if a file cannot be read or is not a summary (message
+ * on stderr). */
+int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max_rows);
+
+/* Returns nonzero if summary file `path` shows every bucket met and none
+ * over (`need` bit 1: check met, bit 2: check over); 0 otherwise or on a read
+ * error (message on stderr). */
+int report_check(const char *path, int need);
+
+#endif
