@@ -177,6 +177,16 @@ static inline uint64_t get64(const unsigned char *p)
     return le64toh(v);
 }
 
+/* On a little-endian host the in-memory records have exactly the wire
+ * layout, so whole arrays move with one memcpy and are validated after. */
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+#define WIRE_LAYOUT 1
+_Static_assert(sizeof(proto_report_rec_t) == PROTO_REPORT_REC_SIZE, "report record layout");
+_Static_assert(sizeof(proto_tokens_rec_t) == PROTO_TOKENS_REC_SIZE, "tokens record layout");
+#else
+#define WIRE_LAYOUT 0
+#endif
+
 /* What each type carries. */
 static int type_has_records(proto_type_t t)
 {
@@ -412,13 +422,20 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
     if (m->type == PROTO_REPORT) {
         if ((rc = enc_frame(e, m->count * PROTO_REPORT_REC_SIZE, &p)))
             return rc;
-        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
+        for (size_t i = 0; i < m->count; i++) {
             const proto_report_rec_t *r = &m->report[i];
             if (!count_ok(r->queued) || !count_ok(r->arrivals_interval) ||
                 !count_ok(r->arrivals_period) || !count_ok(r->served_r) || !count_ok(r->served_l) ||
                 !count_ok(r->served_o) || !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
-                r->flags != 0 || (m->has_names && r->bucket >= m->nnames))
+                r->flags != 0 || r->reserved != 0 || (m->has_names && r->bucket >= m->nnames))
                 return -EINVAL;
+        }
+#if WIRE_LAYOUT
+        if (m->count)
+            memcpy(p, m->report, m->count * PROTO_REPORT_REC_SIZE);
+#else
+        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
+            const proto_report_rec_t *r = &m->report[i];
             put32(p, r->bucket);
             put32(p + 4, 0);
             put64(p + 8, r->queued);
@@ -431,6 +448,7 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
             put64(p + 64, (uint64_t)r->l_left);
             put64(p + 72, 0);
         }
+#endif
     } else if (m->type == PROTO_TOKENS) {
         if ((rc = enc_frame(e, m->count * PROTO_TOKENS_REC_SIZE, &p)))
             return rc;
@@ -577,6 +595,10 @@ out:
 
 static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
 {
+#if WIRE_LAYOUT
+    if (m->count)
+        memcpy(m->report, p, m->count * PROTO_REPORT_REC_SIZE);
+#else
     for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
         proto_report_rec_t *r = &m->report[i];
         r->bucket = get32(p);
@@ -590,6 +612,10 @@ static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
         r->r_left = (int64_t)get64(p + 56);
         r->l_left = (int64_t)get64(p + 64);
         r->reserved = get64(p + 72);
+    }
+#endif
+    for (size_t i = 0; i < m->count; i++) {
+        const proto_report_rec_t *r = &m->report[i];
         if (r->flags != 0 || r->reserved != 0 || !count_ok(r->queued) ||
             !count_ok(r->arrivals_interval) || !count_ok(r->arrivals_period) ||
             !count_ok(r->served_r) || !count_ok(r->served_l) || !count_ok(r->served_o) ||

@@ -86,7 +86,7 @@ typedef struct {
     uint64_t served_r, served_l, served_o; /* served this period, by class */
     int64_t r_left;             /* R-tokens left */
     int64_t l_left;             /* L-tokens left, PROTO_UNLIMITED if none */
-    uint64_t reserved;          /* 0 */
+    uint64_t reserved;          /* must be 0 */
 } proto_report_rec_t;
 #define PROTO_REPORT_REC_SIZE 80
 

@@ -4,3 +4,7 @@ proto_SRCS = common/proto.c
 TESTS += test_proto
 test_proto_SRCS = tests/test_proto.c
 test_proto_LIBS = proto common
+PROGS += bqos-proto-bench
+bqos-proto-bench_SRCS = common/proto_bench.c
+bqos-proto-bench_LIBS = proto common
+BENCHES += scripts/bench-proto.sh
