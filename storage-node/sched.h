@@ -8,7 +8,21 @@
  *
  * Requests are intrusive: the caller embeds a sched_item_t in its request and
  * keeps ownership of the memory; the scheduler only links items while they
- * wait.  An item is in at most one queue at a time. */
+ * wait.  An item is in at most one queue at a time.
+ *
+ * Tokens: a dispatch in class R consumes one R-token and nothing else; one in
+ * class L consumes one L-token.  So a bucket's total service at this node in
+ * a period is at most R-tokens + L-tokens, and the controller hands out
+ * L-tokens = limit headroom minus R-tokens.  A bucket with r = 0 and l = 0 is
+ * never served under the tokens policy, however long its queue.
+ *
+ * Round robin: `next` is one index shared by steps 1 and 2 (as in the paper);
+ * each search takes the first eligible bucket at or after `next` in index
+ * order, wrapping, and `next` becomes the chosen index + 1.  Weighted mode:
+ * a bucket of weight w may be chosen up to w times in a row within the same
+ * step (R, or L/O) before `next` moves past it; it only keeps its turn while
+ * it is still eligible in that step, so weights never let an L request
+ * overtake an R request.  See docs/scheduler.md. */
 #ifndef BQOS_SCHED_H
 #define BQOS_SCHED_H
 
@@ -56,7 +70,8 @@ typedef struct {
 
 typedef struct sched sched_t;
 
-/* Returns a new scheduler, or NULL if out of memory.  With `weighted`, a
+/* Returns a new scheduler, or NULL if out of memory or the policy is not
+ * one of sched_policy_t.  With `weighted`, a
  * bucket of weight w is served up to w times in a row before the round robin
  * moves on (within each class; R still always before L).  Caller owns it. */
 sched_t *sched_new(sched_policy_t policy, int weighted);
@@ -65,11 +80,13 @@ sched_t *sched_new(sched_policy_t policy, int weighted);
  * sched_drain() first to answer them).  Accepts NULL. */
 void sched_destroy(sched_t **sp);
 
-/* Switches policy at once (e.g. fallback to rr when the controller is gone). */
+/* Switches policy at once (e.g. fallback to rr when the controller is gone).
+ * An unknown policy value is ignored.  Queues, tokens and counters stay. */
 void sched_set_policy(sched_t *s, sched_policy_t policy);
 sched_policy_t sched_policy(const sched_t *s);
 
-/* Adds a bucket named `name` (copied, 1..250 bytes) with weight >= 1 and no
+/* Adds a bucket named `name` (copied, 1..250 bytes, no space or control
+ * character, NUL-terminated) with weight >= 1 and no
  * tokens (r = 0, l = SCHED_UNLIMITED).  Returns its index (dense, in order of
  * addition); the existing index if the name is known (weight unchanged);
  * -EINVAL for a bad name or weight; -ENOMEM. */
@@ -79,7 +96,11 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight);
  * NUL-terminated), or -ENOENT.  O(1) expected. */
 int sched_find_bucket(const sched_t *s, const char *name, size_t len);
 
+/* Returns the number of buckets (indexes are 0 .. n-1). */
 int sched_nbuckets(const sched_t *s);
+
+/* Returns bucket b's name (owned by the scheduler, valid until it is
+ * destroyed), or NULL for a bad index. */
 const char *sched_bucket_name(const sched_t *s, int b);
 
 /* Returns 0 or -EINVAL (bad index, weight 0). */
@@ -101,17 +122,21 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item);
 sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls);
 
 /* Removes every queued item, calling fn(item, arg) for each (to answer it
- * with an error).  Returns the number removed.  Counters are unchanged. */
+ * with an error); fn may be NULL, may free the item, and must not call into
+ * this scheduler.  Returns the number removed.  Counters are unchanged. */
 size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *arg);
 
-/* Removes one queued item of bucket b (a client that went away).  Returns 0,
- * or -ENOENT if it is not queued there.  O(queue length of b). */
+/* Removes one queued item from the queue of its bucket (item->bucket, as set
+ * by sched_enqueue(); a client that went away).  Counters are unchanged.
+ * Returns 0, or -ENOENT if it is not queued there.  O(queue length). */
 int sched_remove(sched_t *s, sched_item_t *item);
 
-/* Node counters: the caller reports completions and backend busy time. */
+/* Node counters: the caller reports completions and backend busy time
+ * (added to this period's totals; a negative or non-finite time is
+ * ignored). */
 void sched_note_completion(sched_t *s, uint64_t n, double busy_seconds);
 
-/* Reads counters.  Returns 0 or -EINVAL. */
+/* Reads counters into *out.  Returns 0 or -EINVAL (bad index, NULL). */
 int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out);
 void sched_node_stats(const sched_t *s, sched_node_stats_t *out);
 

@@ -1,0 +1,12 @@
+# storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
+LIBS += node
+node_SRCS = storage-node/sched.c
+
+TESTS += test_sched
+test_sched_SRCS = tests/test_sched.c
+test_sched_LIBS = node common
+
+PROGS += bqos-sched-bench
+bqos-sched-bench_SRCS = storage-node/sched_bench.c
+bqos-sched-bench_LIBS = node common
+BENCHES += storage-node/bench-sched.sh

@@ -1,0 +1,715 @@
+/* test_sched.c - Check suite for storage-node/sched: Algorithm 1 service order, weights, rr, counters. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage-node/sched.h"
+
+/* A request as the node would embed it: the item plus an id to check order. */
+typedef struct {
+    sched_item_t item;
+    int id;
+} req_t;
+
+#define REQ(it) ((req_t *)(void *)(it))
+#define U SCHED_UNLIMITED
+
+static req_t pool[4096];
+static int pool_used;
+
+static void enq(sched_t *s, int b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_lt(pool_used, (int)(sizeof(pool) / sizeof(pool[0])));
+        req_t *r = &pool[pool_used];
+        r->id = pool_used++;
+        ck_assert_int_eq(sched_enqueue(s, b, &r->item), 0);
+    }
+}
+
+/* Dispatches once and checks the bucket and class; returns the request. */
+static req_t *expect(sched_t *s, int bucket, sched_class_t cls)
+{
+    sched_class_t c = (sched_class_t)-1;
+    sched_item_t *it = sched_dispatch(s, &c);
+    ck_assert_msg(it != NULL, "expected bucket %d, got nothing", bucket);
+    ck_assert_msg(it->bucket == bucket, "expected bucket %d, got %d", bucket, it->bucket);
+    ck_assert_int_eq(c, cls);
+    return REQ(it);
+}
+
+static void expect_none(sched_t *s)
+{
+    ck_assert_ptr_null(sched_dispatch(s, NULL));
+}
+
+/* Builds a scheduler with buckets "b0".."b{n-1}". */
+static sched_t *make(sched_policy_t p, int weighted, int n)
+{
+    pool_used = 0;
+    sched_t *s = sched_new(p, weighted);
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "b%d", i);
+        ck_assert_int_eq(sched_add_bucket(s, name, 1), i);
+    }
+    return s;
+}
+
+START_TEST(test_sched_bad_args)
+{
+    ck_assert_ptr_null(sched_new((sched_policy_t)7, 0));
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 0);
+    char long_name[252];
+    memset(long_name, 'x', sizeof(long_name) - 1);
+    long_name[251] = '\0';
+    ck_assert_int_eq(sched_add_bucket(s, long_name, 1), -EINVAL); /* 251 bytes */
+    long_name[250] = '\0';
+    ck_assert_int_eq(sched_add_bucket(s, long_name, 1), 0);       /* 250 bytes */
+    ck_assert_int_eq(sched_add_bucket(s, "", 1), -EINVAL);
+    ck_assert_int_eq(sched_add_bucket(s, NULL, 1), -EINVAL);
+    ck_assert_int_eq(sched_add_bucket(s, "a b", 1), -EINVAL);
+    ck_assert_int_eq(sched_add_bucket(s, "a\tb", 1), -EINVAL);
+    ck_assert_int_eq(sched_add_bucket(s, "a\x7f", 1), -EINVAL);
+    ck_assert_int_eq(sched_add_bucket(s, "red", 0), -EINVAL);
+    ck_assert_int_eq(sched_add_bucket(s, "red", 2), 1);
+    ck_assert_int_eq(sched_add_bucket(s, "red", 5), 1); /* known: same index */
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    ck_assert_uint_eq(st.weight, 2);
+    ck_assert_int_eq(st.r_tokens, 0);
+    ck_assert_int_eq(st.l_tokens, U);
+    ck_assert_int_eq(sched_add_bucket(NULL, "x", 1), -EINVAL);
+
+    ck_assert_int_eq(sched_nbuckets(s), 2);
+    ck_assert_str_eq(sched_bucket_name(s, 1), "red");
+    ck_assert_ptr_null(sched_bucket_name(s, 2));
+    ck_assert_ptr_null(sched_bucket_name(s, -1));
+    ck_assert_int_eq(sched_find_bucket(s, "red:user42", 3), 1);
+    ck_assert_int_eq(sched_find_bucket(s, "re", 2), -ENOENT);
+    ck_assert_int_eq(sched_find_bucket(s, NULL, 0), -ENOENT);
+
+    ck_assert_int_eq(sched_set_tokens(s, 2, 1, 1), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, -1, 1, 1), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, 1, -1, 1), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, -5), -EINVAL);
+    ck_assert_int_eq(sched_set_weight(s, 1, 0), -EINVAL);
+    ck_assert_int_eq(sched_set_weight(s, 9, 1), -EINVAL);
+    req_t r;
+    ck_assert_int_eq(sched_enqueue(s, 2, &r.item), -EINVAL);
+    ck_assert_int_eq(sched_enqueue(s, -1, &r.item), -EINVAL);
+    ck_assert_int_eq(sched_enqueue(s, 0, NULL), -EINVAL);
+    ck_assert_int_eq(sched_bucket_stats(s, 2, &st), -EINVAL);
+    ck_assert_int_eq(sched_bucket_stats(s, 0, NULL), -EINVAL);
+    r.item.bucket = 0;
+    r.item.next = NULL;
+    ck_assert_int_eq(sched_remove(s, &r.item), -ENOENT);
+    r.item.bucket = 99;
+    ck_assert_int_eq(sched_remove(s, &r.item), -ENOENT);
+    ck_assert_int_eq(sched_remove(s, NULL), -ENOENT);
+    expect_none(s);
+    sched_set_policy(s, (sched_policy_t)9);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
+    sched_destroy(&s);
+    ck_assert_ptr_null(s);
+    sched_destroy(&s);
+    sched_destroy(NULL);
+    expect_none(NULL);
+}
+END_TEST
+
+START_TEST(test_sched_fifo_within_bucket)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 1);
+    enq(s, 0, 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(expect(s, 0, SCHED_CLASS_O)->id, i);
+    expect_none(s);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* Step 1 before step 2: a bucket with R-tokens is served before any other,
+ * then the unlimited buckets share in round robin (class O). */
+START_TEST(test_sched_r_before_l)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 2, U), 0);
+    enq(s, 0, 3);
+    enq(s, 1, 3);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_O);
+    expect_none(s);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* Round robin in index order from `next`, wrapping; next = chosen + 1. */
+START_TEST(test_sched_round_robin_next)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 4);
+    for (int b = 0; b < 4; b++) {
+        ck_assert_int_eq(sched_set_tokens(s, b, 100, U), 0);
+        enq(s, b, 2);
+    }
+    for (int round = 0; round < 2; round++)
+        for (int b = 0; b < 4; b++)
+            expect(s, b, SCHED_CLASS_R);
+    expect_none(s);
+
+    /* next is now 4 (wraps to 0).  Only 1 and 3 are backlogged: 1, then a
+     * newly backlogged 2 comes before 3 because the search starts at 2. */
+    enq(s, 1, 2);
+    enq(s, 3, 2);
+    expect(s, 1, SCHED_CLASS_R);
+    enq(s, 2, 1);
+    expect(s, 2, SCHED_CLASS_R);
+    expect(s, 3, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_R); /* wrapped */
+    expect(s, 3, SCHED_CLASS_R);
+    expect_none(s);
+
+    /* A bucket added later sits after the last one in the cycle. */
+    ck_assert_int_eq(sched_add_bucket(s, "late", 1), 4);
+    ck_assert_int_eq(sched_set_tokens(s, 4, 100, U), 0);
+    enq(s, 0, 1);
+    enq(s, 4, 1);
+    expect(s, 4, SCHED_CLASS_R); /* next was 4 after serving 3 */
+    expect(s, 0, SCHED_CLASS_R);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* One `next` serves both steps, as in the paper: an R dispatch moves the
+ * L-class round robin along too. */
+START_TEST(test_sched_next_shared_by_steps)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 4);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0), 0); /* one R, no L */
+    ck_assert_int_eq(sched_set_tokens(s, 3, 1, 0), 0);
+    enq(s, 0, 5);
+    enq(s, 1, 5);
+    enq(s, 2, 5);
+    expect(s, 0, SCHED_CLASS_R); /* next = 1 */
+    expect(s, 1, SCHED_CLASS_O); /* next = 2 */
+    enq(s, 3, 1);
+    expect(s, 3, SCHED_CLASS_R); /* R first; next = 4, wraps */
+    expect(s, 1, SCHED_CLASS_O); /* not 2: the R dispatch moved next past it */
+    expect(s, 2, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* A limited bucket with no L-tokens (and no R-tokens) is never served, even
+ * if it is the only one backlogged. */
+START_TEST(test_sched_no_service_without_l_tokens)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0), 0);
+    enq(s, 0, 3);
+    for (int i = 0; i < 10; i++)
+        expect_none(s);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 1), 0);
+    expect(s, 0, SCHED_CLASS_L);
+    expect_none(s);
+    /* Others are served meanwhile; bucket 0 still waits. */
+    enq(s, 1, 1);
+    expect(s, 1, SCHED_CLASS_O);
+    expect_none(s);
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_uint_eq(st.queued, 2);
+    ck_assert_uint_eq(st.served_l, 1);
+    ck_assert_int_eq(st.l_tokens, 0);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* Each R dispatch takes one R-token only, each L dispatch one L-token; an
+ * unlimited bucket's L count is never touched. */
+START_TEST(test_sched_token_decrement)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 3, 5), 0);
+    enq(s, 0, 10);
+    for (int i = 0; i < 3; i++)
+        expect(s, 0, SCHED_CLASS_R);
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_int_eq(st.r_tokens, 0);
+    ck_assert_int_eq(st.l_tokens, 5); /* R service did not take L-tokens */
+    for (int i = 0; i < 5; i++)
+        expect(s, 0, SCHED_CLASS_L);
+    expect_none(s);
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_int_eq(st.l_tokens, 0);
+    ck_assert_uint_eq(st.served_r, 3);
+    ck_assert_uint_eq(st.served_l, 5);
+    ck_assert_uint_eq(st.queued, 2);
+
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
+    enq(s, 1, 3);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    ck_assert_int_eq(st.r_tokens, 0);
+    ck_assert_int_eq(st.l_tokens, U);
+    ck_assert_uint_eq(st.served_o, 2);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* set_tokens replaces counts at once, while requests keep flowing. */
+START_TEST(test_sched_token_replacement)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 5, 0), 0);
+    enq(s, 0, 20);
+    enq(s, 1, 20);
+    expect(s, 0, SCHED_CLASS_R);
+    expect(s, 0, SCHED_CLASS_R);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0), 0); /* replaced, not added */
+    expect(s, 0, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O); /* bucket 0: r = 0, l = 0 */
+    /* Giving bucket 1 R-tokens mid-stream and bucket 0 L-tokens. */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 2, 0), 0);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 0, SCHED_CLASS_L);
+    expect(s, 0, SCHED_CLASS_L);
+    expect_none(s);
+    /* Taking tokens away stops service at once. */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 3, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0), 0);
+    expect_none(s);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* Weighted: shares w0:w1:w2 within a class, in runs of w. */
+START_TEST(test_sched_weights_share)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 1, 3);
+    ck_assert_int_eq(sched_set_weight(s, 0, 3), 0);
+    ck_assert_int_eq(sched_set_weight(s, 2, 2), 0);
+    for (int b = 0; b < 3; b++) {
+        ck_assert_int_eq(sched_set_tokens(s, b, 1000, U), 0);
+        enq(s, b, 60);
+    }
+    int want[] = {0, 0, 0, 1, 2, 2};
+    for (int round = 0; round < 10; round++)
+        for (int i = 0; i < 6; i++)
+            expect(s, want[i], SCHED_CLASS_R);
+    /* The same weights without `weighted` are ignored. */
+    sched_t *u = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_add_bucket(u, "a", 3), 0);
+    ck_assert_int_eq(sched_add_bucket(u, "b", 1), 1);
+    ck_assert_int_eq(sched_add_bucket(u, "c", 2), 2);
+    for (int b = 0; b < 3; b++)
+        enq(u, b, 4);
+    for (int round = 0; round < 4; round++)
+        for (int b = 0; b < 3; b++)
+            expect(u, b, SCHED_CLASS_O);
+    sched_destroy(&u);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* Weights never break R-before-L: a heavy bucket's run ends when it runs out
+ * of R-tokens and another bucket still has them; runs restart per class. */
+START_TEST(test_sched_weights_keep_r_first)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 1, 2);
+    ck_assert_int_eq(sched_set_weight(s, 0, 3), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 1, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 2, U), 0);
+    enq(s, 0, 20);
+    enq(s, 1, 20);
+    expect(s, 0, SCHED_CLASS_R); /* run of 3 begins */
+    expect(s, 1, SCHED_CLASS_R); /* 0 has L-tokens but 1 has an R-token */
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 0, SCHED_CLASS_O); /* step 2: a fresh run of 3 */
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_O);
+    /* An R-token for bucket 1 in the middle of 0's run preempts it. */
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 0, SCHED_CLASS_O);
+    /* Lowering the weight shortens the current run. */
+    ck_assert_int_eq(sched_set_weight(s, 0, 2), 0);
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* rr: backlogged buckets in turn, tokens neither needed nor consumed. */
+START_TEST(test_sched_rr_policy)
+{
+    sched_t *s = make(SCHED_POLICY_RR, 0, 3);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 5, 0), 0);
+    enq(s, 0, 3);
+    enq(s, 1, 3);
+    enq(s, 2, 3);
+    for (int b = 0; b < 3; b++)
+        expect(s, b, SCHED_CLASS_O);
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    ck_assert_int_eq(st.r_tokens, 5);
+    ck_assert_uint_eq(st.served_o, 1);
+    ck_assert_uint_eq(st.served_r, 0);
+    /* Fall back to tokens: bucket 1 (R) first, bucket 0 (no L) never. */
+    sched_set_policy(s, SCHED_POLICY_TOKENS);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_R);
+    expect(s, 2, SCHED_CLASS_O);
+    expect(s, 2, SCHED_CLASS_O);
+    expect_none(s);
+    sched_set_policy(s, SCHED_POLICY_RR);
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_O);
+    expect_none(s);
+    sched_destroy(&s);
+}
+END_TEST
+
+static void drained(sched_item_t *it, void *arg)
+{
+    int *seen = arg;
+    seen[REQ(it)->id]++;
+    ck_assert_ptr_null(it->next);
+}
+
+START_TEST(test_sched_drain_and_remove)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3);
+    enq(s, 0, 4); /* ids 0..3 */
+    enq(s, 2, 2); /* ids 4..5 */
+    ck_assert_int_eq(sched_remove(s, &pool[1].item), 0); /* middle */
+    ck_assert_int_eq(sched_remove(s, &pool[1].item), -ENOENT);
+    ck_assert_int_eq(sched_remove(s, &pool[3].item), 0); /* tail */
+    ck_assert_int_eq(sched_remove(s, &pool[0].item), 0); /* head */
+    ck_assert_int_eq(expect(s, 0, SCHED_CLASS_O)->id, 2);
+    /* Tail was fixed: a new item after removals queues correctly. */
+    enq(s, 0, 1); /* id 6 */
+    ck_assert_int_eq(sched_remove(s, &pool[5].item), 0);
+    ck_assert_int_eq(sched_remove(s, &pool[4].item), 0); /* bucket 2 empty */
+    ck_assert_int_eq(expect(s, 0, SCHED_CLASS_O)->id, 6);
+    expect_none(s);
+
+    enq(s, 0, 3);
+    enq(s, 1, 2);
+    enq(s, 2, 1);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 0, 0), 0); /* ineligible, still drained */
+    int seen[64] = {0};
+    ck_assert_uint_eq(sched_drain(s, drained, seen), 6);
+    for (int i = 7; i < 13; i++)
+        ck_assert_int_eq(seen[i], 1);
+    expect_none(s);
+    ck_assert_uint_eq(sched_drain(s, drained, seen), 0);
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_uint_eq(st.queued, 0);
+    ck_assert_uint_eq(st.arrivals, 8); /* counters untouched by drain/remove */
+    /* Usable afterwards; NULL callback allowed. */
+    enq(s, 1, 2);
+    ck_assert_uint_eq(sched_drain(s, NULL, NULL), 2);
+    sched_destroy(&s);
+}
+END_TEST
+
+START_TEST(test_sched_counters_and_period)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 2, 1), 0);
+    enq(s, 0, 5);
+    enq(s, 1, 1);
+    expect(s, 0, SCHED_CLASS_R);
+    expect(s, 0, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_L);
+    expect_none(s);
+    sched_note_completion(s, 3, 0.25);
+    sched_note_completion(s, 1, -1.0); /* bogus time ignored */
+    sched_note_completion(s, 0, 0.5);
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_uint_eq(st.arrivals, 5);
+    ck_assert_uint_eq(st.served_r, 2);
+    ck_assert_uint_eq(st.served_l, 1);
+    ck_assert_uint_eq(st.served_o, 0);
+    ck_assert_uint_eq(st.queued, 2);
+    ck_assert_int_eq(st.r_tokens, 0);
+    ck_assert_int_eq(st.l_tokens, 0);
+    sched_node_stats_t ns;
+    sched_node_stats(s, &ns);
+    ck_assert_uint_eq(ns.dispatched, 4);
+    ck_assert_uint_eq(ns.completions, 4);
+    ck_assert_double_eq_tol(ns.busy_seconds, 0.75, 1e-12);
+
+    ck_assert_int_eq(sched_set_tokens(s, 0, 7, 9), 0);
+    sched_period_start(s);
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_uint_eq(st.arrivals, 0);
+    ck_assert_uint_eq(st.served_r + st.served_l + st.served_o, 0);
+    ck_assert_uint_eq(st.queued, 2);    /* state, not a period counter */
+    ck_assert_int_eq(st.r_tokens, 7);   /* tokens left alone */
+    ck_assert_int_eq(st.l_tokens, 9);
+    sched_node_stats(s, &ns);
+    ck_assert_uint_eq(ns.dispatched, 0);
+    ck_assert_uint_eq(ns.completions, 0);
+    ck_assert_double_eq(ns.busy_seconds, 0.0);
+    expect(s, 0, SCHED_CLASS_R);
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_uint_eq(st.served_r, 1);
+    sched_destroy(&s);
+}
+END_TEST
+
+/* Paper Experiment 3 without QoS: buckets backlogged on servers {1}, {1,2},
+ * {1,2,3}, {1,2,3,4}.  Server j serves the 5-j buckets present on it in turn,
+ * so bucket i gets sum over j <= i of 1/(5-j) of a server:
+ * 1/4 : 1/4+1/3 : 1/4+1/3+1/2 : 1/4+1/3+1/2+1 = 3 : 7 : 13 : 25. */
+START_TEST(test_sched_experiment3_rr_ratio)
+{
+    enum { SERVERS = 4, BUCKETS = 4, TICKS = 12 * 1000 + 7 };
+    sched_t *srv[SERVERS];
+    static req_t reqs[SERVERS][BUCKETS];
+    uint64_t served[BUCKETS] = {0};
+    for (int j = 0; j < SERVERS; j++) {
+        srv[j] = sched_new(SCHED_POLICY_RR, 0);
+        ck_assert_ptr_nonnull(srv[j]);
+        for (int i = 0; i < BUCKETS; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "bucket%d", i + 1);
+            ck_assert_int_eq(sched_add_bucket(srv[j], name, 1), i);
+            if (j <= i) /* bucket i+1 lives on servers 1..i+1 */
+                ck_assert_int_eq(sched_enqueue(srv[j], i, &reqs[j][i].item), 0);
+        }
+    }
+    for (int t = 0; t < TICKS; t++)
+        for (int j = 0; j < SERVERS; j++) {
+            sched_item_t *it = sched_dispatch(srv[j], NULL);
+            ck_assert_ptr_nonnull(it);
+            served[it->bucket]++;
+            /* Backlogged: the client sends the next request at once. */
+            ck_assert_int_eq(sched_enqueue(srv[j], it->bucket, it), 0);
+        }
+    const double want[BUCKETS] = {3, 7, 13, 25};
+    for (int i = 0; i < BUCKETS; i++) {
+        double got = (double)served[i] / (double)served[0] * 3.0;
+        ck_assert_msg(got > want[i] * 0.99 && got < want[i] * 1.01,
+                      "bucket %d: ratio %.3f, want %.0f", i + 1, got, want[i]);
+    }
+    /* Throughput of one server per tick in total. */
+    ck_assert_uint_eq(served[0] + served[1] + served[2] + served[3],
+                      (uint64_t)TICKS * SERVERS);
+    for (int j = 0; j < SERVERS; j++)
+        sched_destroy(&srv[j]);
+}
+END_TEST
+
+/* ---- differential test against a plain O(n) scan of Algorithm 1 ---- */
+
+typedef struct {
+    int n, next, weighted, policy;
+    int64_t r[512], l[512];
+    uint64_t q[512];
+    uint32_t w[512];
+    int streak_b, streak_step;
+    uint32_t streak_left;
+} model_t;
+
+/* Returns the bucket the model serves (and its class) or -1. */
+static int model_dispatch(model_t *m, sched_class_t *cls)
+{
+    int start = m->next >= m->n ? 0 : m->next;
+    for (int step = 0; step < 2; step++) {
+        for (int j = 0; j < m->n; j++) {
+            int b = (start + j) % m->n;
+            int ok = m->q[b] > 0 &&
+                     (m->policy == SCHED_POLICY_RR ||
+                      (step == 0 ? m->r[b] > 0 : m->l[b] > 0));
+            if (!ok)
+                continue;
+            int st = m->policy == SCHED_POLICY_RR ? 2 : step;
+            m->q[b]--;
+            if (m->policy == SCHED_POLICY_RR)
+                *cls = SCHED_CLASS_O;
+            else if (step == 0) {
+                m->r[b]--;
+                *cls = SCHED_CLASS_R;
+            } else if (m->l[b] == U) {
+                *cls = SCHED_CLASS_O;
+            } else {
+                m->l[b]--;
+                *cls = SCHED_CLASS_L;
+            }
+            uint32_t w = m->weighted ? m->w[b] : 1;
+            if (m->streak_b == b && m->streak_step == st && m->streak_left > 0) {
+                m->streak_left--;
+            } else {
+                m->streak_b = b;
+                m->streak_step = st;
+                m->streak_left = w - 1;
+            }
+            if (m->streak_left > 0) {
+                m->next = b;
+            } else {
+                m->streak_b = -1;
+                m->next = b + 1;
+            }
+            return b;
+        }
+        if (m->policy == SCHED_POLICY_RR)
+            break;
+    }
+    return -1;
+}
+
+static uint64_t xs = 0x9E3779B97F4A7C15ULL;
+static uint64_t rnd(void)
+{
+    xs ^= xs << 13;
+    xs ^= xs >> 7;
+    xs ^= xs << 17;
+    return xs;
+}
+
+static void run_differential(int policy, int weighted)
+{
+    static model_t m;
+    memset(&m, 0, sizeof(m));
+    m.policy = policy;
+    m.weighted = weighted;
+    m.streak_b = -1;
+    sched_t *s = sched_new((sched_policy_t)policy, weighted);
+    static sched_item_t items[200000];
+    int used = 0;
+    char name[16];
+    for (int op = 0; op < 150000; op++) {
+        int k = (int)(rnd() % 100);
+        if (m.n == 0 || (k < 1 && m.n < 512)) {
+            /* sparse indexes matter: spread buckets over several bitmap words */
+            snprintf(name, sizeof(name), "k%d", m.n);
+            uint32_t w = (uint32_t)(rnd() % 4) + 1;
+            ck_assert_int_eq(sched_add_bucket(s, name, w), m.n);
+            m.r[m.n] = 0;
+            m.l[m.n] = U;
+            m.w[m.n] = w;
+            m.n++;
+        } else if (k < 45 && used < 200000) {
+            int b = (int)(rnd() % (uint64_t)m.n);
+            if (b % 7 == 3 && rnd() % 4)
+                continue; /* keep some buckets idle most of the time */
+            ck_assert_int_eq(sched_enqueue(s, b, &items[used++]), 0);
+            m.q[b]++;
+        } else if (k < 52) {
+            int b = (int)(rnd() % (uint64_t)m.n);
+            int64_t r = (int64_t)(rnd() % 4);
+            int64_t l = rnd() % 3 == 0 ? U : (int64_t)(rnd() % 4);
+            ck_assert_int_eq(sched_set_tokens(s, b, r, l), 0);
+            m.r[b] = r;
+            m.l[b] = l;
+        } else if (k < 53 && weighted) {
+            int b = (int)(rnd() % (uint64_t)m.n);
+            uint32_t w = (uint32_t)(rnd() % 4) + 1;
+            ck_assert_int_eq(sched_set_weight(s, b, w), 0);
+            m.w[b] = w;
+            if (m.streak_b == b && m.streak_left > w - 1)
+                m.streak_left = w - 1;
+        } else {
+            sched_class_t c1 = (sched_class_t)-1, c2 = (sched_class_t)-1;
+            int want = model_dispatch(&m, &c2);
+            sched_item_t *it = sched_dispatch(s, &c1);
+            if (want < 0) {
+                ck_assert_msg(it == NULL, "op %d: served %d, want none", op, it ? it->bucket : -1);
+            } else {
+                ck_assert_msg(it != NULL, "op %d: served none, want %d", op, want);
+                ck_assert_msg(it->bucket == want, "op %d: served %d, want %d", op, it->bucket, want);
+                ck_assert_int_eq(c1, c2);
+            }
+        }
+    }
+    sched_destroy(&s);
+}
+
+START_TEST(test_sched_matches_linear_scan_model)
+{
+    run_differential(SCHED_POLICY_TOKENS, 0);
+    run_differential(SCHED_POLICY_TOKENS, 1);
+    run_differential(SCHED_POLICY_RR, 0);
+    run_differential(SCHED_POLICY_RR, 1);
+}
+END_TEST
+
+/* Growth to many buckets keeps names, indexes and the round robin. */
+START_TEST(test_sched_many_buckets)
+{
+    enum { N = 100000 };
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(name, sizeof(name), "tenant-%d", i);
+        ck_assert_int_eq(sched_add_bucket(s, name, 1), i);
+        ck_assert_int_eq(sched_find_bucket(s, name, (size_t)n), i);
+    }
+    ck_assert_int_eq(sched_find_bucket(s, "tenant-77777", 12), 77777);
+    static req_t r[4];
+    int idx[4] = {N - 1, 5, 70000, 64};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sched_enqueue(s, idx[i], &r[i].item), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 70000, 1, U), 0);
+    expect(s, 70000, SCHED_CLASS_R);
+    expect(s, N - 1, SCHED_CLASS_O);
+    expect(s, 5, SCHED_CLASS_O);
+    expect(s, 64, SCHED_CLASS_O);
+    expect_none(s);
+    sched_destroy(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sched");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_sched_bad_args);
+    tcase_add_test(tc, test_sched_fifo_within_bucket);
+    tcase_add_test(tc, test_sched_r_before_l);
+    tcase_add_test(tc, test_sched_round_robin_next);
+    tcase_add_test(tc, test_sched_next_shared_by_steps);
+    tcase_add_test(tc, test_sched_no_service_without_l_tokens);
+    tcase_add_test(tc, test_sched_token_decrement);
+    tcase_add_test(tc, test_sched_token_replacement);
+    tcase_add_test(tc, test_sched_weights_share);
+    tcase_add_test(tc, test_sched_weights_keep_r_first);
+    tcase_add_test(tc, test_sched_rr_policy);
+    tcase_add_test(tc, test_sched_drain_and_remove);
+    tcase_add_test(tc, test_sched_counters_and_period);
+    tcase_add_test(tc, test_sched_experiment3_rr_ratio);
+    tcase_add_test(tc, test_sched_matches_linear_scan_model);
+    tcase_add_test(tc, test_sched_many_buckets);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
