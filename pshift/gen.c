@@ -160,7 +160,7 @@ int gen_problem(const gen_params_t *g, pshift_problem_t **out, int64_t **limits)
     gen_rng_t rng;
     gen_rng_seed(&rng, g->seed);
     for (size_t i = 0; i < nb; i++) {
-        double dd = nearbyint(g->demand_ratio * (double)res[i]);
+        double dd = round(g->demand_ratio * (double)res[i]);
         if (dd >= 9.0e18) { rc = -EOVERFLOW; goto out; }
         int64_t demand = (int64_t)dd;
         if (g->names) snprintf(name, sizeof name, "b%zu", i + 1);
@@ -169,7 +169,7 @@ int gen_problem(const gen_params_t *g, pshift_problem_t **out, int64_t **limits)
         if (lim) {
             lim[i] = -1;
             if (g->limit_ratio > 0) {
-                double l = nearbyint(g->limit_ratio * (double)res[i]);
+                double l = round(g->limit_ratio * (double)res[i]);
                 if (l >= 9.0e18) { rc = -EOVERFLOW; goto out; }
                 lim[i] = (int64_t)l < res[i] ? res[i] : (int64_t)l;
             }

@@ -7,3 +7,7 @@ bqos-pshift_SRCS = pshift/cli.c pshift/bench.c tests/maxflow.c
 bqos-pshift_LIBS = pshiftio pshift common
 
 
+
+TESTS += test_pshift
+test_pshift_SRCS = tests/test_pshift.c tests/maxflow.c
+test_pshift_LIBS = pshiftio pshift common

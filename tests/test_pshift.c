@@ -1,0 +1,412 @@
+/* test_pshift.c - Check suite for pshift/: the paper's worked examples, random instances against igraph max-flow, errors. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pshift/gen.h"
+#include "pshift/pshift.h"
+#include "tests/maxflow.h"
+
+/* Builds a problem from dense arrays: caps[ns], targets[nb], dem[nb][ns]. */
+static pshift_problem_t *build(int ns, int nb, const int64_t *caps, const int64_t *targets,
+                               const int64_t *dem)
+{
+    pshift_problem_t *p = pshift_problem_new();
+    ck_assert_ptr_nonnull(p);
+    for (int s = 0; s < ns; s++) ck_assert_int_eq(pshift_add_server(p, NULL, caps[s]), s);
+    for (int b = 0; b < nb; b++) {
+        ck_assert_int_eq(pshift_add_bucket(p, NULL, targets[b]), b);
+        for (int s = 0; s < ns; s++)
+            ck_assert_int_eq(pshift_set_demand(p, b, s, dem[b * ns + s]), 0);
+    }
+    return p;
+}
+
+static int64_t demand_of(const pshift_problem_t *p, int b, int s)
+{
+    for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
+        int sv;
+        int64_t d;
+        pshift_bucket_entry(p, b, k, &sv, &d, NULL);
+        if (sv == s) return d;
+    }
+    return 0;
+}
+
+/* Checks prudence, conservation, the loads and that Phi is what the
+ * allocation gives; returns that Phi. */
+static int64_t check_solution(const pshift_problem_t *p)
+{
+    int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+    int64_t *load = calloc((size_t)ns + 1, sizeof *load);
+    ck_assert_ptr_nonnull(load);
+    for (int b = 0; b < nb; b++) {
+        int64_t sum = 0, dsum = 0;
+        int prev = -1;
+        for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
+            int s;
+            int64_t d, a;
+            pshift_bucket_entry(p, b, k, &s, &d, &a);
+            ck_assert_int_gt(s, prev); /* increasing server order */
+            prev = s;
+            ck_assert_int_ge(a, 0);
+            ck_assert_int_le(a, d); /* prudence */
+            ck_assert_int_eq(pshift_alloc(p, b, s), a);
+            sum += a;
+            dsum += d;
+            load[s] += a;
+        }
+        int64_t t = pshift_bucket_target(p, b);
+        ck_assert_int_eq(sum, t < dsum ? t : dsum); /* conservation */
+    }
+    int64_t phi = 0;
+    for (int s = 0; s < ns; s++) {
+        ck_assert_int_eq(pshift_server_load(p, s), load[s]);
+        int64_t c = pshift_server_capacity(p, s);
+        phi += load[s] < c ? load[s] : c;
+    }
+    ck_assert_int_eq(pshift_stats(p)->phi, phi);
+    free(load);
+    return phi;
+}
+
+START_TEST(test_pshift_table1)
+{
+    /* Paper Table I / Examples 1 and 2. */
+    const int64_t caps[] = {100, 100}, targets[] = {100, 100};
+    const int64_t dem[] = {150, 50, /* red */ 50, 50 /* blue */};
+    pshift_problem_t *p = build(2, 2, caps, targets, dem);
+    int64_t tms[4];
+    ck_assert_int_eq(pshift_initial_map(p, tms), 0);
+    /* Initial (75, 25) / (50, 50): only red moves, 25 each way. */
+    ck_assert_int_eq(tms[0 * 2 + 1], 25);
+    ck_assert_int_eq(tms[1 * 2 + 0], 25);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    const pshift_stats_t *st = pshift_stats(p);
+    ck_assert_int_eq(st->phi_initial, 175);
+    ck_assert_int_eq(st->weak_excess_initial, 25);
+    ck_assert_int_eq(st->phi, 200);
+    ck_assert_int_eq(st->weak_excess_final, 0);
+    ck_assert_int_eq(st->longest_path, 1);
+    ck_assert_int_eq(pshift_alloc(p, 0, 0), 50);
+    ck_assert_int_eq(pshift_alloc(p, 0, 1), 50);
+    ck_assert_int_eq(pshift_alloc(p, 1, 0), 50);
+    ck_assert_int_eq(pshift_alloc(p, 1, 1), 50);
+    ck_assert_int_eq(check_solution(p), 200);
+    pshift_problem_destroy(&p);
+    ck_assert_ptr_null(p);
+}
+END_TEST
+
+static const int64_t t2_caps[] = {100, 100, 100}, t2_targets[] = {100, 100, 100};
+static const int64_t t2_dem[] = {150, 50, 0, /* red */ 0, 150, 50, /* blue */
+                                 50, 0, 50 /* green */};
+
+START_TEST(test_pshift_table2)
+{
+    /* Paper Table II / Example 3: only the brokered path 1 -> 2 -> 3 helps. */
+    pshift_problem_t *p = build(3, 3, t2_caps, t2_targets, t2_dem);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    const pshift_stats_t *st = pshift_stats(p);
+    ck_assert_int_eq(st->phi_initial, 275);
+    ck_assert_int_eq(st->phi, 300);
+    ck_assert_int_eq(st->longest_path, 2);
+    ck_assert_int_eq(st->shifts, 1);
+    ck_assert_int_eq(st->weak_excess_final, 0);
+    ck_assert_double_eq(st->weak_excess_removed, 1.0);
+    for (int s = 0; s < 3; s++) ck_assert_int_eq(pshift_server_load(p, s), 100);
+    ck_assert_int_eq(check_solution(p), 300);
+    ck_assert_int_eq(maxflow_optimum(p), 300);
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
+START_TEST(test_pshift_table3_map)
+{
+    /* Paper Table III: the token movement sums of Table II's start. */
+    pshift_problem_t *p = build(3, 3, t2_caps, t2_targets, t2_dem);
+    int64_t tms[9];
+    const int64_t want[9] = {0, 25, 0, 25, 0, 25, 0, 25, 0};
+    ck_assert_int_eq(pshift_initial_map(p, tms), 0);
+    for (int j = 0; j < 3; j++)
+        for (int k = 0; k < 3; k++)
+            if (j != k) ck_assert_int_eq(tms[j * 3 + k], want[j * 3 + k]);
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
+/* A random small instance: zero capacities, zero demands, R > D, single
+ * servers and one-server buckets all come up often. */
+static pshift_problem_t *random_problem(gen_rng_t *r)
+{
+    pshift_problem_t *p = pshift_problem_new();
+    ck_assert_ptr_nonnull(p);
+    int ns = 1 + (int)gen_rng_below(r, 6);
+    int nb = (int)gen_rng_below(r, 9);
+    for (int s = 0; s < ns; s++) {
+        int64_t c = gen_rng_below(r, 5) == 0 ? 0 : (int64_t)gen_rng_below(r, 40);
+        ck_assert_int_eq(pshift_add_server(p, NULL, c), s);
+    }
+    for (int b = 0; b < nb; b++) {
+        int64_t t = (int64_t)gen_rng_below(r, 60);
+        ck_assert_int_eq(pshift_add_bucket(p, NULL, t), b);
+        int mode = (int)gen_rng_below(r, 4);
+        for (int s = 0; s < ns; s++) {
+            int64_t d = 0;
+            if (mode == 0) /* one-server bucket */
+                d = s == 0 ? (int64_t)gen_rng_below(r, 30) : 0;
+            else if (gen_rng_below(r, 3) != 0)
+                d = (int64_t)gen_rng_below(r, 25);
+            ck_assert_int_eq(pshift_set_demand(p, b, s, d), 0);
+        }
+    }
+    return p;
+}
+
+static void snapshot(const pshift_problem_t *p, int64_t *out)
+{
+    size_t n = 0;
+    for (int b = 0; b < pshift_nbuckets(p); b++)
+        for (int s = 0; s < pshift_nservers(p); s++) out[n++] = pshift_alloc(p, b, s);
+}
+
+START_TEST(test_pshift_random_optimal)
+{
+    gen_rng_t r;
+    gen_rng_seed(&r, 42);
+    int64_t a1[64], a2[64];
+    for (int iter = 0; iter < 3000; iter++) {
+        pshift_problem_t *p = random_problem(&r);
+        size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
+        pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        int64_t phi = check_solution(p);
+        int64_t opt = maxflow_optimum(p);
+        ck_assert_msg(phi == opt, "instance %d: phi %lld, max-flow %lld", iter,
+                      (long long)phi, (long long)opt);
+        const pshift_stats_t *st = pshift_stats(p);
+        ck_assert_int_le(st->phi_initial, st->phi);
+        ck_assert_int_le(st->weak_excess_final, st->weak_excess_initial);
+        snapshot(p, a1);
+
+        o.threads = 2;
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        snapshot(p, a2);
+        ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0,
+                      "instance %d: allocation differs for 1 and 2 threads", iter);
+        ck_assert_int_eq(pshift_stats(p)->phi, phi);
+
+        o.threads = 1;
+        o.approx_top = 1 + gen_rng_below(&r, 3);
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        int64_t aphi = check_solution(p);
+        ck_assert_int_le(aphi, phi); /* exact is never worse */
+        pshift_problem_destroy(&p);
+    }
+}
+END_TEST
+
+START_TEST(test_pshift_residual)
+{
+    gen_rng_t r;
+    gen_rng_seed(&r, 7);
+    for (int iter = 0; iter < 1000; iter++) {
+        pshift_problem_t *p = random_problem(&r);
+        int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+        pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        int64_t targets[16];
+        for (int b = 0; b < nb; b++)
+            targets[b] = gen_rng_below(&r, 4) == 0 ? INT64_MAX : (int64_t)gen_rng_below(&r, 30);
+        pshift_problem_t *q = pshift_residual_new(p, targets);
+        ck_assert_ptr_nonnull(q);
+        ck_assert_int_eq(pshift_nservers(q), ns);
+        ck_assert_int_eq(pshift_nbuckets(q), nb);
+        ck_assert_int_eq(pshift_solve(q, &o), 0);
+        for (int s = 0; s < ns; s++) {
+            int64_t spare = pshift_server_capacity(p, s) - pshift_server_load(p, s);
+            ck_assert_int_eq(pshift_server_capacity(q, s), spare > 0 ? spare : 0);
+        }
+        for (int b = 0; b < nb; b++) {
+            ck_assert_int_eq(pshift_bucket_target(q, b), targets[b]);
+            for (int s = 0; s < ns; s++)
+                ck_assert_int_eq(demand_of(q, b, s), demand_of(p, b, s) - pshift_alloc(p, b, s));
+        }
+        int64_t phi = check_solution(q);
+        ck_assert_int_eq(phi, maxflow_optimum(q));
+        pshift_problem_destroy(&q);
+        pshift_problem_destroy(&p);
+    }
+}
+END_TEST
+
+START_TEST(test_pshift_generated_matches_maxflow)
+{
+    /* A paper-shaped instance at the stress point r = 1.0, m = 1.1. */
+    gen_params_t g = GEN_PARAMS_DEFAULT;
+    g.servers = 32;
+    g.buckets = 2000;
+    g.demand_ratio = 1.1;
+    g.names = 0;
+    pshift_problem_t *p = NULL;
+    ck_assert_int_eq(gen_problem(&g, &p, NULL), 0);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    int64_t phi = check_solution(p);
+    ck_assert_int_eq(phi, maxflow_optimum(p));
+    size_t cells = (size_t)g.buckets * (size_t)g.servers;
+    int64_t *a1 = malloc(cells * sizeof *a1), *a2 = malloc(cells * sizeof *a2);
+    ck_assert_ptr_nonnull(a1);
+    ck_assert_ptr_nonnull(a2);
+    snapshot(p, a1);
+    o.threads = 2;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    snapshot(p, a2);
+    ck_assert(memcmp(a1, a2, cells * sizeof *a1) == 0);
+    o.approx_top = 100;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_le(check_solution(p), phi);
+    free(a1);
+    free(a2);
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
+START_TEST(test_pshift_errors)
+{
+    pshift_problem_t *p = pshift_problem_new();
+    ck_assert_int_eq(pshift_add_server(p, "s", -1), -EINVAL);
+    ck_assert_int_eq(pshift_add_server(p, "s", 10), 0);
+    ck_assert_int_eq(pshift_add_bucket(p, "b", -5), -EINVAL);
+    ck_assert_int_eq(pshift_add_bucket(p, "b", 5), 0);
+    ck_assert_int_eq(pshift_set_demand(p, 0, 0, -1), -EINVAL);
+    ck_assert_int_eq(pshift_set_demand(p, 1, 0, 1), -EINVAL);
+    ck_assert_int_eq(pshift_set_demand(p, 0, 1, 1), -EINVAL);
+    ck_assert_int_eq(pshift_set_demand(p, 0, 0, 3), 0);
+    ck_assert_int_eq(pshift_set_demand(p, 0, 0, 4), 0);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), -EEXIST);
+    ck_assert_str_eq(pshift_server_name(p, 0), "s");
+    ck_assert_str_eq(pshift_bucket_name(p, 0), "b");
+    pshift_problem_destroy(&p);
+
+    p = pshift_problem_new();
+    ck_assert_int_eq(pshift_add_server(p, NULL, INT64_MAX), 0);
+    ck_assert_int_eq(pshift_add_server(p, NULL, INT64_MAX), 1);
+    /* Capacities are only ever compared with loads, so their sum need not
+     * fit: either refused or solved with no wrap-around. */
+    int rc = pshift_solve(p, &o);
+    ck_assert(rc == 0 || rc == -EOVERFLOW);
+    if (rc == 0) ck_assert_int_eq(pshift_stats(p)->phi, 0);
+    pshift_problem_destroy(&p);
+
+    p = pshift_problem_new();
+    /* The total demand D_i of a bucket overflows. */
+    ck_assert_int_eq(pshift_add_server(p, NULL, 1), 0);
+    ck_assert_int_eq(pshift_add_server(p, NULL, 1), 1);
+    ck_assert_int_eq(pshift_add_bucket(p, NULL, 1), 0);
+    ck_assert_int_eq(pshift_set_demand(p, 0, 0, INT64_MAX), 0);
+    ck_assert_int_eq(pshift_set_demand(p, 0, 1, INT64_MAX), 0);
+    ck_assert_int_eq(pshift_solve(p, &o), -EOVERFLOW);
+    pshift_problem_destroy(&p);
+    pshift_problem_destroy(&p); /* NULL is fine */
+    pshift_problem_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_pshift_degenerate)
+{
+    /* No buckets; all capacities zero; a bucket with no demand at all. */
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    pshift_problem_t *p = pshift_problem_new();
+    ck_assert_int_eq(pshift_add_server(p, NULL, 0), 0);
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_eq(pshift_stats(p)->phi, 0);
+    ck_assert_int_eq(pshift_add_bucket(p, NULL, 10), 0);
+    ck_assert_int_eq(pshift_add_bucket(p, NULL, 10), 1);
+    ck_assert_int_eq(pshift_set_demand(p, 1, 0, 7), 0);
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_eq(check_solution(p), 0);
+    ck_assert_int_eq(pshift_alloc(p, 1, 0), 7);
+    ck_assert_int_eq(pshift_bucket_nentries(p, 0), 0);
+    ck_assert_int_eq(pshift_stats(p)->tokens, 7);
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
+START_TEST(test_pshift_gen_deterministic)
+{
+    gen_params_t g = GEN_PARAMS_DEFAULT;
+    g.servers = 16;
+    g.buckets = 300;
+    g.limit_ratio = 1.5;
+    pshift_problem_t *p = NULL, *q = NULL;
+    int64_t *lp = NULL, *lq = NULL;
+    ck_assert_int_eq(gen_problem(&g, &p, &lp), 0);
+    ck_assert_int_eq(gen_problem(&g, &q, &lq), 0);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    int64_t rsum = 0;
+    for (int b = 0; b < g.buckets; b++) {
+        int64_t r = pshift_bucket_target(p, b), d = 0;
+        ck_assert_int_eq(r, pshift_bucket_target(q, b));
+        ck_assert_int_eq(lp[b], lq[b]);
+        ck_assert_int_ge(lp[b], r);
+        if (b > 0) ck_assert_int_le(r, pshift_bucket_target(p, b - 1)); /* Zipf order */
+        ck_assert_uint_le(pshift_bucket_nentries(p, b), 8);
+        for (int s = 0; s < g.servers; s++) {
+            ck_assert_int_eq(demand_of(p, b, s), demand_of(q, b, s));
+            d += demand_of(p, b, s);
+        }
+        ck_assert_int_eq(d, (int64_t)(1.5 * (double)r + 0.5));
+        rsum += r;
+    }
+    ck_assert_int_eq(rsum, 16 * 100000); /* r = 1.0: the whole capacity */
+    ck_assert_str_eq(pshift_bucket_name(p, 0), "b1");
+    ck_assert_str_eq(pshift_server_name(p, 15), "s16");
+    pshift_problem_destroy(&q);
+    free(lq);
+    g.seed = 2;
+    ck_assert_int_eq(gen_problem(&g, &q, NULL), 0);
+    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    int differ = 0;
+    for (int b = 0; b < g.buckets && !differ; b++)
+        for (int s = 0; s < g.servers; s++)
+            if (demand_of(p, b, s) != demand_of(q, b, s)) differ = 1;
+    ck_assert(differ);
+    g.active = 17;
+    char msg[128];
+    ck_assert_int_eq(gen_check(&g, msg, sizeof msg), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(msg, "active"));
+    pshift_problem_destroy(&p);
+    pshift_problem_destroy(&q);
+    free(lp);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pshift");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_pshift_table1);
+    tcase_add_test(tc, test_pshift_table2);
+    tcase_add_test(tc, test_pshift_table3_map);
+    tcase_add_test(tc, test_pshift_random_optimal);
+    tcase_add_test(tc, test_pshift_residual);
+    tcase_add_test(tc, test_pshift_generated_matches_maxflow);
+    tcase_add_test(tc, test_pshift_errors);
+    tcase_add_test(tc, test_pshift_degenerate);
+    tcase_add_test(tc, test_pshift_gen_deterministic);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
