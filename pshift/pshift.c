@@ -37,8 +37,8 @@ struct pshift_problem {
     uint64_t *mark;   /* one bit per bucket, scratch for move_tokens() */
     unsigned char *active; /* per bucket: may be shifted (approximation) */
     int64_t *load;    /* tokens per server */
-    int64_t *tms;     /* |S| x |S| token movement sums, row = source */
-    int tms_valid;
+    int64_t *tms;     /* |S| x |S| token movement sums, row = source;
+                         built only when multi-edge shift paths are searched */
     pshift_stats_t stats;
 };
 
@@ -87,7 +87,6 @@ static void free_solution(pshift_problem_t *p)
     p->active = NULL;
     p->load = p->tms = NULL;
     p->solved = 0;
-    p->tms_valid = 0;
 }
 
 void pshift_problem_destroy(pshift_problem_t **pp)
@@ -541,7 +540,6 @@ static int make_map(pshift_problem_t *p, const pshift_opts_t *o)
     free(priv);
     if (err)
         return err;
-    p->tms_valid = 1;
     return 0;
 }
 
@@ -650,10 +648,56 @@ static int find_path(const pshift_problem_t *p, int src, int maxlen, bfs_t *w, i
     return -1;
 }
 
-/* ProgressiveShifting (Algorithm 5): for path lengths l = 1, 2, ..., move
+/* Level 1 of ProgressiveShifting: shift paths of one edge, i.e. direct
+ * prudent transfers from each overloaded server P to underloaded servers.
+ * Instead of a search per shift, one pass over P's buckets moves, for each
+ * bucket, Omega = min(overload of P, underload of Q, a_b^P, spare_b^Q) to
+ * every underloaded Q where the bucket has spare demand.  Afterwards no
+ * one-edge shift path is left (transfers only lower a_b^P, spare demand and
+ * underload), exactly as when Algorithm 5 finishes l = 1.  No map is needed:
+ * the bucket's entries on the other servers sit next to its entry on P. */
+static void direct_shifts(pshift_problem_t *p)
+{
+    for (int src = 0; src < p->nservers; src++) {
+        int64_t over = p->load[src] - p->cap[src];
+        for (size_t x = p->soff[src]; x < p->soff[src + 1] && over > 0; x++) {
+            size_t e = p->sent[x];
+            int b = p->sbkt[x];
+            for (size_t f = p->boff[b]; f < p->boff[b + 1] && p->alloc[e] > 0 && over > 0; f++) {
+                int v = p->ent[f].s;
+                int64_t under = p->cap[v] - p->load[v], m = f == e ? 0 : tm(p, e, f);
+                if (under <= 0 || m <= 0)
+                    continue;
+                m = m < over ? m : over;
+                m = m < under ? m : under;
+                p->alloc[e] -= m;
+                p->alloc[f] += m;
+                p->load[src] -= m;
+                p->load[v] += m;
+                over -= m;
+                p->stats.shifts++;
+                p->stats.longest_path = 1;
+            }
+        }
+    }
+    p->stats.levels = 1;
+}
+
+/* Nonzero if some server is overloaded and some other underloaded. */
+static int shift_possible(const pshift_problem_t *p)
+{
+    int over = 0, under = 0;
+    for (int s = 0; s < p->nservers; s++) {
+        over |= p->load[s] > p->cap[s];
+        under |= p->load[s] < p->cap[s];
+    }
+    return over && under;
+}
+
+/* ProgressiveShifting (Algorithm 5) for path lengths l = 2, 3, ...: move
  * tokens from each overloaded server along shortest shift paths of at most
- * l edges until it is no longer overloaded or no path exists.  Stops early
- * once no search was cut short by the length bound. */
+ * l edges (found by BFS over the map) until it is no longer overloaded or no
+ * path exists.  Stops once no search was cut short by the length bound. */
 static int progressive_shifting(pshift_problem_t *p)
 {
     int ns = p->nservers, err = 0;
@@ -664,7 +708,7 @@ static int progressive_shifting(pshift_problem_t *p)
         err = -ENOMEM;
         goto out;
     }
-    for (int l = 1; l <= ns - 1; l++) {
+    for (int l = 2; l <= ns - 1; l++) {
         int cut = 0;
         p->stats.levels = l;
         for (int src = 0; src < ns; src++) {
@@ -736,12 +780,20 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
     if ((err = initial_allocation(p, &o)) || (err = build_server_lists(p, &o)))
         goto out;
     measure(p, &p->stats.phi_initial, &p->stats.weak_excess_initial);
-    double t1 = omp_get_wtime();
-    if ((err = make_map(p, &o)))
+    double t1 = omp_get_wtime(), t_map = 0;
+    if (map_only) {
+        err = make_map(p, &o);
         goto out;
-    double t2 = omp_get_wtime();
-    if (!map_only && (err = progressive_shifting(p)))
-        goto out;
+    }
+    direct_shifts(p);
+    if (shift_possible(p)) {
+        double tm0 = omp_get_wtime();
+        if ((err = make_map(p, &o)))
+            goto out;
+        t_map = omp_get_wtime() - tm0;
+        if ((err = progressive_shifting(p)))
+            goto out;
+    }
     double t3 = omp_get_wtime();
     measure(p, &p->stats.phi, &p->stats.weak_excess_final);
     p->stats.weak_excess_removed =
@@ -750,12 +802,13 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
                   (double)p->stats.weak_excess_initial
             : 1.0;
     p->stats.t_init = t1 - t0;
-    p->stats.t_map = t2 - t1;
-    p->stats.t_shift = t3 - t2;
+    p->stats.t_map = t_map;
+    p->stats.t_shift = t3 - t1 - t_map;
     p->stats.t_total = t3 - t0;
-    p->tms_valid = o.approx_top == 0;
     p->solved = 1;
 out:
+    if (err || map_only)
+        p->solved = 0;
     if (err)
         free_solution(p);
     return err;
@@ -769,8 +822,10 @@ int pshift_solve(pshift_problem_t *p, const pshift_opts_t *opts)
 int pshift_initial_map(pshift_problem_t *p, int64_t *out)
 {
     int err = solve(p, NULL, 1);
-    if (err)
+    if (err) {
+        free_solution(p);
         return err;
+    }
     size_t ns = (size_t)p->nservers;
     memcpy(out, p->tms, ns * ns * sizeof *out);
     free_solution(p); /* not a solution: shifting did not run */
@@ -839,10 +894,15 @@ const pshift_stats_t *pshift_stats(const pshift_problem_t *p)
 
 int64_t pshift_tms(const pshift_problem_t *p, int j, int k)
 {
-    if (!p->solved || !p->tms_valid || j < 0 || k < 0 || j >= p->nservers ||
-        k >= p->nservers)
+    if (!p->solved || j < 0 || k < 0 || j >= p->nservers || k >= p->nservers || j == k)
         return 0;
-    return p->tms[(size_t)j * (size_t)p->nservers + (size_t)k];
+    int64_t sum = 0;
+    for (size_t x = p->soff[j]; x < p->soff[j + 1]; x++) {
+        size_t f = find_entry(p, p->sbkt[x], k);
+        if (f != SIZE_MAX)
+            sum += tm(p, p->sent[x], f);
+    }
+    return sum;
 }
 
 pshift_problem_t *pshift_residual_new(const pshift_problem_t *solved, const int64_t *targets)

@@ -112,9 +112,10 @@ const pshift_stats_t *pshift_stats(const pshift_problem_t *p);
 pshift_problem_t *pshift_residual_new(const pshift_problem_t *solved,
                                       const int64_t *targets);
 
-/* Returns the token movement map entry TMS(j, k) of the last solve's final
- * state: tokens movable from server j to server k in one prudent transfer.
- * Valid after pshift_solve() with approx_top == 0; for tests and tools. */
+/* Returns the token movement map entry TMS(j, k) of the final allocation:
+ * tokens movable from server j to server k in one prudent transfer (buckets
+ * outside the approximation's set excluded).  Computed on demand in
+ * O(entries on j); 0 before a successful solve.  For tests and tools. */
 int64_t pshift_tms(const pshift_problem_t *p, int j, int k);
 
 /* Computes, without solving, the TMS map of the initial proportional
