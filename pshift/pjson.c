@@ -513,7 +513,10 @@ int pjson_parse(const char *text, size_t len, pjson_input_t *out, pjson_error_t 
     if (err) memset(err, 0, sizeof *err);
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        if (json_error_code(&je) == json_error_out_of_memory) return -ENOMEM;
+        /* jansson names every input error; a failed allocation early in
+         * json_loadb() leaves the text empty. */
+        if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0')
+            return -ENOMEM;
         if (err) {
             err->line = je.line > 0 ? je.line : 0;
             err->column = je.column > 0 ? je.column : 0;

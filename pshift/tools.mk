@@ -11,3 +11,7 @@ bqos-pshift_LIBS = pshiftio pshift common
 TESTS += test_pshift
 test_pshift_SRCS = tests/test_pshift.c tests/maxflow.c
 test_pshift_LIBS = pshiftio pshift common
+
+TESTS += test_pjson
+test_pjson_SRCS = tests/test_pjson.c
+test_pjson_LIBS = pshiftio pshift common
