@@ -1,6 +1,6 @@
 # common/ - code shared by every program (logging, helpers)
 LIBS += common
-common_SRCS = common/log.c common/strmap.c common/bitset.c
+common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c
 TESTS += test_log
 test_log_SRCS = tests/test_log.c
 test_log_LIBS = common
@@ -9,4 +9,7 @@ test_strmap_SRCS = tests/test_strmap.c
 test_strmap_LIBS = common
 test_bitset_SRCS = tests/test_bitset.c
 test_bitset_LIBS = common
+TESTS += test_jsonloc
+test_jsonloc_SRCS = tests/test_jsonloc.c
+test_jsonloc_LIBS = common
 include common/proto.mk

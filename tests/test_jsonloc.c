@@ -1,0 +1,111 @@
+/* test_jsonloc.c - Check suite for common/jsonloc: value positions in JSON text. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonloc.h"
+
+static const char doc[] =
+    "{\n"
+    "  \"buckets\": [\n"
+    "    {\"name\": \"red\", \"reservation\": 10},\n"
+    "    {\"name\": \"bl\\\"ue\", \"limit\": [1, {\"x\": 2}]},\n"
+    "    {\"n\\u00e4me\": \"\xc3\xa4\", \"w\": 3}\n"
+    "  ]\n"
+    "}\n";
+
+static size_t find(const jsonloc_step_t *p, size_t n, int *line, int *col)
+{
+    return jsonloc_find(doc, strlen(doc), p, n, line, col);
+}
+
+START_TEST(test_jsonloc_member_and_index)
+{
+    int line, col;
+    jsonloc_step_t p[] = {{"buckets", 0}, {NULL, 0}, {"reservation", 0}};
+    ck_assert_uint_eq(find(p, 3, &line, &col), 3);
+    ck_assert_int_eq(line, 3);
+    ck_assert_int_eq(col, 36);
+    jsonloc_step_t q[] = {{"buckets", 0}, {NULL, 1}, {"limit", 0}, {NULL, 1}, {"x", 0}};
+    ck_assert_uint_eq(find(q, 5, &line, &col), 5);
+    ck_assert_int_eq(line, 4);
+    ck_assert_int_eq(col, 43);
+}
+END_TEST
+
+START_TEST(test_jsonloc_escaped_key_and_utf8_columns)
+{
+    int line, col;
+    jsonloc_step_t p[] = {{"buckets", 0}, {NULL, 1}, {"name", 0}};
+    ck_assert_uint_eq(find(p, 3, &line, &col), 3);
+    ck_assert_int_eq(line, 4);
+    ck_assert_int_eq(col, 14);
+    /* a member after a two-byte character counts it as one column */
+    jsonloc_step_t q[] = {{"buckets", 0}, {NULL, 2}, {"w", 0}};
+    ck_assert_uint_eq(find(q, 3, &line, &col), 3);
+    ck_assert_int_eq(line, 5);
+    ck_assert_int_eq(col, 29);
+}
+END_TEST
+
+START_TEST(test_jsonloc_missing_steps_stop_at_parent)
+{
+    int line, col;
+    jsonloc_step_t p[] = {{"buckets", 0}, {NULL, 0}, {"limit", 0}};
+    ck_assert_uint_eq(find(p, 3, &line, &col), 2);
+    ck_assert_int_eq(line, 3);
+    ck_assert_int_eq(col, 5);
+    jsonloc_step_t q[] = {{"buckets", 0}, {NULL, 9}};
+    ck_assert_uint_eq(find(q, 2, &line, &col), 1);
+    ck_assert_int_eq(line, 2);
+    ck_assert_int_eq(col, 14);
+    jsonloc_step_t r[] = {{"servers", 0}};
+    ck_assert_uint_eq(find(r, 1, &line, &col), 0);
+    ck_assert_int_eq(line, 1);
+    ck_assert_int_eq(col, 1);
+}
+END_TEST
+
+START_TEST(test_jsonloc_garbage_is_safe)
+{
+    const char *bad[] = {"", "{", "[", "{\"a\"", "{\"a\":", "{\"a\":[1,", "\"abc", "{\"a\\", "]]]}"};
+    jsonloc_step_t p[] = {{"a", 0}, {NULL, 1}, {"b", 0}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        int line = 0, col = 0;
+        size_t n = jsonloc_find(bad[k], strlen(bad[k]), p, 3, &line, &col);
+        ck_assert_uint_lt(n, 3);
+        ck_assert_int_ge(line, 1);
+        ck_assert_int_ge(col, 1);
+    }
+}
+END_TEST
+
+START_TEST(test_jsonloc_format)
+{
+    char out[64];
+    jsonloc_step_t p[] = {{"buckets", 0}, {NULL, 3}, {"demand", 0}, {"s9", 0}};
+    jsonloc_format(p, 4, out, sizeof out);
+    ck_assert_str_eq(out, "buckets[3].demand.s9");
+    jsonloc_format(p, 4, out, 8);
+    ck_assert_str_eq(out, "buckets");
+    jsonloc_format(p, 0, out, sizeof out);
+    ck_assert_str_eq(out, "");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("jsonloc");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_jsonloc_member_and_index);
+    tcase_add_test(tc, test_jsonloc_escaped_key_and_utf8_columns);
+    tcase_add_test(tc, test_jsonloc_missing_steps_stop_at_parent);
+    tcase_add_test(tc, test_jsonloc_garbage_is_safe);
+    tcase_add_test(tc, test_jsonloc_format);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
