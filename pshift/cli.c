@@ -313,7 +313,7 @@ static int cmd_solve(int argc, char **argv)
             return EXIT_FAIL;
         }
         print_input_error(pos[0], &err);
-        return rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+        return EXIT_USAGE; /* bad document, or a file that cannot be read */
     }
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     o.threads = threads;

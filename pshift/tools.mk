@@ -15,3 +15,6 @@ test_pshift_LIBS = pshiftio pshift common
 TESTS += test_pjson
 test_pjson_SRCS = tests/test_pjson.c
 test_pjson_LIBS = pshiftio pshift common
+
+ITESTS += tests/it_pshift_cli.sh
+BENCHES += pshift/bench.sh

@@ -19,6 +19,7 @@ cmd  memcached          memcached
 cmd  memccapable        libmemcached-tools
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
+cmd  python3            python3
 '
 
 missing=""
