@@ -16,20 +16,24 @@
  * belongs to (L and O share step 2). */
 enum { STEP_R = 0, STEP_L = 1, STEP_RR = 2 };
 
+/* What enqueue and dispatch touch, in exactly one cache line: with 100,000
+ * buckets the array is far larger than L2, so each extra line per bucket is
+ * an extra memory miss per request.  Names and weights live apart. */
 typedef struct {
-    char *name;                  /* owned, NUL-terminated */
-    sched_item_t *head, *tail;   /* FIFO of waiting items */
+    sched_item_t *tail;          /* FIFO as a ring: tail->next is the head */
     uint64_t queued;
     int64_t r, l;                /* tokens left; l may be SCHED_UNLIMITED */
-    uint32_t weight;
     uint64_t arrivals, served_r, served_l, served_o; /* this period */
-} bucket_t;
+} __attribute__((aligned(64))) bucket_t;
+_Static_assert(sizeof(bucket_t) == 64, "bucket_t is one cache line");
 
 /* Owned by one thread (the node's loop thread or a simulator); no locks. */
 struct sched {
     sched_policy_t policy;
     int weighted;
-    bucket_t *b;
+    bucket_t *b;            /* cap entries, 64-byte aligned */
+    char **name;            /* cap entries, owned, NUL-terminated */
+    uint32_t *weight;       /* cap entries */
     int n, cap;
     strmap_t *names;        /* name -> index */
     bitset_t *elig_r;       /* queued > 0 && r > 0 */
@@ -53,12 +57,14 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->weighted = weighted != 0;
     s->streak_b = -1;
     s->cap = MIN_CAP;
-    s->b = calloc((size_t)s->cap, sizeof(bucket_t));
+    s->b = aligned_alloc(64, (size_t)s->cap * sizeof(bucket_t));
+    s->name = calloc((size_t)s->cap, sizeof(char *));
+    s->weight = calloc((size_t)s->cap, sizeof(uint32_t));
     s->names = strmap_new();
     s->elig_r = bitset_new((size_t)s->cap);
     s->elig_l = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
-    if (!s->b || !s->names || !s->elig_r || !s->elig_l || !s->pend)
+    if (!s->b || !s->name || !s->weight || !s->names || !s->elig_r || !s->elig_l || !s->pend)
         sched_destroy(&s);
     return s;
 }
@@ -68,9 +74,11 @@ void sched_destroy(sched_t **sp)
     if (!sp || !*sp)
         return;
     sched_t *s = *sp;
-    if (s->b)
+    if (s->name)
         for (int i = 0; i < s->n; i++)
-            free(s->b[i].name);
+            free(s->name[i]);
+    free(s->name);
+    free(s->weight);
     free(s->b);
     strmap_destroy(&s->names);
     bitset_destroy(&s->elig_r);
@@ -141,9 +149,23 @@ static int grow(sched_t *s)
     if (s->cap > (1 << 29))
         return -ENOMEM;
     int ncap = s->cap * 2;
-    bucket_t *nb = realloc(s->b, (size_t)ncap * sizeof(bucket_t));
+    bucket_t *nb = aligned_alloc(64, (size_t)ncap * sizeof(bucket_t));
     if (!nb)
         return -ENOMEM;
+    char **nn = realloc(s->name, (size_t)ncap * sizeof(char *));
+    if (!nn) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->name = nn;
+    uint32_t *nw = realloc(s->weight, (size_t)ncap * sizeof(uint32_t));
+    if (!nw) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->weight = nw;
+    memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
+    free(s->b);
     s->b = nb;
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
         bitset_resize(s->elig_l, (size_t)ncap) < 0 ||
@@ -172,8 +194,9 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
         free(copy);
         return rc;
     }
-    s->b[s->n] = (bucket_t){.name = copy, .r = 0, .l = SCHED_UNLIMITED,
-                            .weight = weight};
+    s->b[s->n] = (bucket_t){.r = 0, .l = SCHED_UNLIMITED};
+    s->name[s->n] = copy;
+    s->weight[s->n] = weight;
     return s->n++;
 }
 
@@ -194,14 +217,14 @@ const char *sched_bucket_name(const sched_t *s, int b)
 {
     if (!s || b < 0 || b >= s->n)
         return NULL;
-    return s->b[b].name;
+    return s->name[b];
 }
 
 int sched_set_weight(sched_t *s, int b, uint32_t weight)
 {
     if (!s || b < 0 || b >= s->n || weight == 0)
         return -EINVAL;
-    s->b[b].weight = weight;
+    s->weight[b] = weight;
     if (s->streak_b == b && s->streak_left > weight - 1)
         s->streak_left = weight - 1;
     return 0;
@@ -222,12 +245,13 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
     if (!s || !item || b < 0 || b >= s->n)
         return -EINVAL;
     bucket_t *k = &s->b[b];
-    item->next = NULL;
     item->bucket = b;
-    if (k->tail)
+    if (k->tail) {
+        item->next = k->tail->next;
         k->tail->next = item;
-    else
-        k->head = item;
+    } else {
+        item->next = item;
+    }
     k->tail = item;
     k->arrivals++;
     if (k->queued++ == 0)
@@ -251,7 +275,7 @@ static void advance(sched_t *s, int b, int step)
         } else {
             s->streak_b = b;
             s->streak_step = step;
-            s->streak_left = s->b[b].weight - 1;
+            s->streak_left = s->weight[b] - 1;
         }
         if (s->streak_left > 0) {
             s->next = b; /* search starts at b: it is found first if still eligible */
@@ -286,32 +310,38 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
         return NULL; /* Step 3: nothing may be served now */
 
     bucket_t *k = &s->b[b];
-    sched_item_t *item = k->head;
-    k->head = item->next;
-    if (!k->head)
+    sched_item_t *item = k->tail->next;
+    if (item == k->tail)
         k->tail = NULL;
+    else
+        k->tail->next = item->next;
     item->next = NULL;
     k->queued--;
 
+    /* Only bits that can have changed are touched: all three when the queue
+     * empties, else the one of the token count that may have hit zero. */
     switch (c) {
     case SCHED_CLASS_R:
-        k->r--;
         k->served_r++;
+        if (--k->r == 0)
+            bitset_clear(s->elig_r, (size_t)b);
         break;
     case SCHED_CLASS_L:
         if (k->l == SCHED_UNLIMITED) {
             c = SCHED_CLASS_O; /* no limit: nothing to consume */
             k->served_o++;
         } else {
-            k->l--;
             k->served_l++;
+            if (--k->l == 0)
+                bitset_clear(s->elig_l, (size_t)b);
         }
         break;
     case SCHED_CLASS_O:
         k->served_o++;
         break;
     }
-    refresh(s, b);
+    if (k->queued == 0)
+        refresh(s, b);
     s->node.dispatched++;
     advance(s, b, step);
     if (cls)
@@ -327,9 +357,11 @@ size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *
     long b = bitset_next(s->pend, 0);
     while (b >= 0) {
         bucket_t *k = &s->b[b];
-        sched_item_t *it = k->head;
-        /* Unlink the whole queue first: fn may free the items. */
-        k->head = k->tail = NULL;
+        /* Unlink the whole queue first (fn may free the items): open the
+         * ring after the tail. */
+        sched_item_t *it = k->tail->next;
+        k->tail->next = NULL;
+        k->tail = NULL;
         k->queued = 0;
         refresh(s, (int)b);
         while (it) {
@@ -350,20 +382,26 @@ int sched_remove(sched_t *s, sched_item_t *item)
     if (!s || !item || item->bucket < 0 || item->bucket >= s->n)
         return -ENOENT;
     bucket_t *k = &s->b[item->bucket];
-    sched_item_t *prev = NULL;
-    for (sched_item_t *it = k->head; it; prev = it, it = it->next) {
-        if (it != item)
-            continue;
-        if (prev)
-            prev->next = it->next;
-        else
-            k->head = it->next;
-        if (k->tail == it)
-            k->tail = prev;
-        it->next = NULL;
-        if (--k->queued == 0)
-            refresh(s, item->bucket);
-        return 0;
+    if (!k->tail)
+        return -ENOENT;
+    /* Walk the ring once, from the head, keeping the predecessor. */
+    sched_item_t *prev = k->tail;
+    for (uint64_t i = 0; i < k->queued; i++) {
+        sched_item_t *it = prev->next;
+        if (it == item) {
+            if (it == prev)          /* the only item */
+                k->tail = NULL;
+            else {
+                prev->next = it->next;
+                if (k->tail == it)
+                    k->tail = prev;
+            }
+            it->next = NULL;
+            if (--k->queued == 0)
+                refresh(s, item->bucket);
+            return 0;
+        }
+        prev = it;
     }
     return -ENOENT;
 }
@@ -390,7 +428,7 @@ int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out)
         .queued = k->queued,
         .r_tokens = k->r,
         .l_tokens = k->l,
-        .weight = k->weight,
+        .weight = s->weight[b],
     };
     return 0;
 }

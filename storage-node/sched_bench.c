@@ -21,18 +21,25 @@ static const char usage[] =
     "per enqueue+dispatch pair at several bucket counts.  The cost should not\n"
     "grow with the number of buckets.\n"
     "\n"
-    "Each run adds N buckets, queues one request in each, gives every bucket a\n"
+    "Each run adds N buckets, queues requests in each, gives every bucket a\n"
     "random token state (R-tokens 1..8 for a quarter of the buckets, else none;\n"
     "L-tokens unlimited for a third of the buckets, 0..127 for the rest) and\n"
-    "then, OPS times: enqueues a request on a\n"
-    "random bucket, dispatches one request (tokens policy), and every 16th time\n"
-    "replaces one random bucket's tokens as the controller would.  The timed\n"
-    "loop includes all three.  The mix of R, L and O dispatches and of idle\n"
-    "dispatches (nothing eligible) is printed with the result.\n"
+    "then, OPS times: enqueues one request, dispatches one request (tokens\n"
+    "policy), and every 16th time replaces one random bucket's tokens as the\n"
+    "controller would.  The timed loop includes all three.  The mix of R, L\n"
+    "and O dispatches and of idle dispatches (nothing eligible) is printed.\n"
+    "\n"
+    "Two arrival patterns (both by default):\n"
+    "  random   each request goes to a uniformly random bucket: the worst case\n"
+    "           for the caches once the buckets outgrow them\n"
+    "  closed   every bucket is a closed-loop client with 2 requests out (as in\n"
+    "           the paper's experiments): a served request comes straight back\n"
+    "           to its own bucket\n"
     "\n"
     "Options:\n"
     "  -b, --buckets LIST   comma-separated bucket counts (default 10,1000,100000)\n"
     "  -n, --ops N          enqueue+dispatch pairs per run (default 2000000)\n"
+    "  -p, --pattern P      random, closed or both (default both)\n"
     "  -w, --weighted       use the weighted round robin (weights 1..4)\n"
     "  -s, --seed N         random seed (default 1)\n"
     "  -j, --json           print one JSON object instead of a table\n"
@@ -42,7 +49,11 @@ static const char usage[] =
     "Exit status: 0 on success, 1 on a run-time failure, 2 on bad usage.\n"
     "Example: bqos-sched-bench --buckets 10,100000 --ops 5000000 --json\n";
 
+enum { PAT_RANDOM = 1, PAT_CLOSED = 2 };
+static const char *const pat_names[] = {"", "random", "closed"};
+
 typedef struct {
+    int pattern;
     int buckets;
     uint64_t ops;
     double ns_per_op;
@@ -74,7 +85,7 @@ static double now_ns(void)
 }
 
 /* One measurement at n buckets.  Returns 0 or -ENOMEM. */
-static int run(int n, uint64_t ops, int weighted, result_t *res)
+static int run(int n, int pattern, uint64_t ops, int weighted, result_t *res)
 {
     int rc = -ENOMEM;
     size_t pool_n = (size_t)n * 4 + 1024, nfree = 0;
@@ -92,21 +103,31 @@ static int run(int n, uint64_t ops, int weighted, result_t *res)
     }
     for (size_t i = 0; i < pool_n; i++)
         freel[nfree++] = &items[i];
-    for (int i = 0; i < n; i++)
-        sched_enqueue(s, i, freel[--nfree]);
+    for (int q = 0; q < (pattern == PAT_CLOSED ? 2 : 1); q++)
+        for (int i = 0; i < n; i++)
+            sched_enqueue(s, i, freel[--nfree]);
 
     memset(res, 0, sizeof(*res));
+    res->pattern = pattern;
     res->buckets = n;
     res->ops = ops;
     uint64_t cnt[3] = {0, 0, 0};
     double t0 = now_ns();
+    sched_item_t *back = NULL; /* closed loop: the request to resubmit */
     for (uint64_t i = 0; i < ops; i++) {
-        if (nfree)
+        if (back) {
+            sched_enqueue(s, back->bucket, back);
+            back = NULL;
+        } else if (pattern == PAT_RANDOM && nfree) {
             sched_enqueue(s, (int)(rnd() % (uint64_t)n), freel[--nfree]);
+        }
         sched_class_t c;
         sched_item_t *it = sched_dispatch(s, &c);
         if (it) {
-            freel[nfree++] = it;
+            if (pattern == PAT_CLOSED)
+                back = it;
+            else
+                freel[nfree++] = it;
             cnt[c]++;
         } else {
             res->idle++;
@@ -153,6 +174,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"buckets", required_argument, NULL, 'b'},
         {"ops", required_argument, NULL, 'n'},
+        {"pattern", required_argument, NULL, 'p'},
         {"weighted", no_argument, NULL, 'w'},
         {"seed", required_argument, NULL, 's'},
         {"json", no_argument, NULL, 'j'},
@@ -162,9 +184,9 @@ int main(int argc, char **argv)
     };
     int sizes[MAX_SIZES] = {10, 1000, 100000}, nsizes = 3;
     uint64_t ops = 2000000, seed = 1;
-    int json = 0, weighted = 0, c;
+    int json = 0, weighted = 0, patterns = PAT_RANDOM | PAT_CLOSED, c;
     char *end;
-    while ((c = getopt_long(argc, argv, "b:n:ws:jhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:n:p:ws:jhV", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
             nsizes = parse_sizes(optarg, sizes);
@@ -186,6 +208,18 @@ int main(int argc, char **argv)
             seed = strtoull(optarg, &end, 10);
             if (errno || *end || optarg[0] == '-') {
                 fprintf(stderr, "bqos-sched-bench: bad --seed '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'p':
+            if (strcmp(optarg, "random") == 0)
+                patterns = PAT_RANDOM;
+            else if (strcmp(optarg, "closed") == 0)
+                patterns = PAT_CLOSED;
+            else if (strcmp(optarg, "both") == 0)
+                patterns = PAT_RANDOM | PAT_CLOSED;
+            else {
+                fprintf(stderr, "bqos-sched-bench: bad --pattern '%s'\n", optarg);
                 return 2;
             }
             break;
@@ -211,32 +245,40 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    result_t res[MAX_SIZES];
-    for (int i = 0; i < nsizes; i++) {
-        rng_state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
-        if (run(sizes[i], ops, weighted, &res[i]) < 0) {
-            fprintf(stderr, "bqos-sched-bench: out of memory at %d buckets\n", sizes[i]);
-            return 1;
+    result_t res[2 * MAX_SIZES];
+    int nres = 0;
+    for (int p = PAT_RANDOM; p <= PAT_CLOSED; p++) {
+        if (!(patterns & p))
+            continue;
+        for (int i = 0; i < nsizes; i++) {
+            rng_state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+            if (run(sizes[i], p, ops, weighted, &res[nres++]) < 0) {
+                fprintf(stderr, "bqos-sched-bench: out of memory at %d buckets\n", sizes[i]);
+                return 1;
+            }
         }
     }
 
     if (json) {
         printf("{\"bench\":\"sched\",\"policy\":\"tokens\",\"weighted\":%s,\"ops\":%" PRIu64
                ",\"results\":[", weighted ? "true" : "false", ops);
-        for (int i = 0; i < nsizes; i++)
-            printf("%s{\"buckets\":%d,\"ns_per_dispatch\":%.1f,\"served_r\":%" PRIu64
-                   ",\"served_l\":%" PRIu64 ",\"served_o\":%" PRIu64 ",\"idle\":%" PRIu64 "}",
-                   i ? "," : "", res[i].buckets, res[i].ns_per_op, res[i].r, res[i].l,
-                   res[i].o, res[i].idle);
+        for (int i = 0; i < nres; i++)
+            printf("%s{\"pattern\":\"%s\",\"buckets\":%d,\"ns_per_dispatch\":%.1f,"
+                   "\"served_r\":%" PRIu64 ",\"served_l\":%" PRIu64 ",\"served_o\":%" PRIu64
+                   ",\"idle\":%" PRIu64 "}",
+                   i ? "," : "", pat_names[res[i].pattern], res[i].buckets, res[i].ns_per_op,
+                   res[i].r, res[i].l, res[i].o, res[i].idle);
         printf("]}\n");
         return 0;
     }
     printf("scheduler: tokens policy%s, %" PRIu64 " enqueue+dispatch pairs per run\n",
            weighted ? " (weighted)" : "", ops);
-    printf("%10s %14s %7s %7s %7s %7s\n", "buckets", "ns/dispatch", "R%", "L%", "O%", "idle%");
-    for (int i = 0; i < nsizes; i++) {
+    printf("%-8s %10s %14s %7s %7s %7s %7s\n", "pattern", "buckets", "ns/dispatch", "R%", "L%",
+           "O%", "idle%");
+    for (int i = 0; i < nres; i++) {
         double d = (double)res[i].ops / 100.0;
-        printf("%10d %14.1f %7.1f %7.1f %7.1f %7.1f\n", res[i].buckets, res[i].ns_per_op,
+        printf("%-8s %10d %14.1f %7.1f %7.1f %7.1f %7.1f\n", pat_names[res[i].pattern],
+               res[i].buckets, res[i].ns_per_op,
                (double)res[i].r / d, (double)res[i].l / d, (double)res[i].o / d,
                (double)res[i].idle / d);
     }
