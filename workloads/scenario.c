@@ -14,6 +14,7 @@
 typedef struct {
     scenario_error_t *err;
     scenario_t *s;
+    int cut;   /* --duration shortened the run: drop changes after its end */
 } ctx_t;
 
 static int fail(ctx_t *c, const jpos_value_t *at, const char *fmt, ...)
@@ -335,10 +336,12 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
         if (!at)
             return fail(c, o, "demand change without \"at\" (seconds since the start)");
         double t;
-        if ((rc = get_num(c, o, "at", 0, 0, 1, s->duration, &t)) < 0)
+        if ((rc = get_num(c, o, "at", 0, 0, 1, c->cut ? INFINITY : s->duration, &t)) < 0)
             return rc;
         if (t <= prev)
             return fail(c, at, "demand changes must be in increasing time order");
+        if (t >= s->duration && c->cut)
+            continue;
         if (t >= s->duration)
             return fail(c, at, "demand change at %gs is not before the end of the run "
                         "(%gs)", t, s->duration);
@@ -552,6 +555,7 @@ static int parse_root(ctx_t *c, const jpos_value_t *root, const scenario_opts_t 
         return rc;
     if (!jpos_get(root, "duration") && opts->duration <= 0)
         return fail(c, root, "scenario without a \"duration\" (seconds)");
+    c->cut = opts->duration > 0 && opts->duration < s->duration;
     if (opts->duration > 0)
         s->duration = opts->duration;
     if (opts->capacity > 0)
