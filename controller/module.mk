@@ -1,10 +1,17 @@
 # controller/ - bqos-controller: reservation files, admission control, estimators, control loop
 LIBS += controller
-controller_SRCS = controller/bucketfile.c
+controller_SRCS = controller/bucketfile.c controller/admission.c controller/estimate.c \
+                  controller/ctrl.c
 
-TESTS += test_bucketfile
+TESTS += test_bucketfile test_estimate test_admission test_ctrl
 test_bucketfile_SRCS = tests/test_bucketfile.c
 test_bucketfile_LIBS = controller common
+test_estimate_SRCS = tests/test_estimate.c
+test_estimate_LIBS = controller common
+test_admission_SRCS = tests/test_admission.c
+test_admission_LIBS = controller common
+test_ctrl_SRCS = tests/test_ctrl.c
+test_ctrl_LIBS = controller pshift proto common
 
 # bqos-ctl and friends (another engineer's fragment), if present.
 -include controller/ctl.mk

@@ -1,0 +1,41 @@
+/* admission.h - Haechi admission control for bucket configurations: the aggregate and the per-bucket (local) capacity constraints.
+ *
+ * A configuration is admissible if the sum of all reservations fits the
+ * cluster's estimated capacity, and every bucket's reservation fits the
+ * capacity of the servers where it is placed (known from the nodes'
+ * reports; a bucket with unknown placement is only held to the aggregate
+ * constraint).  Capacities are IOs per second, like reservations.  With no
+ * capacity known at all (no node registered yet) nothing can be judged and
+ * every configuration passes with a note.  Pure functions; no state. */
+#ifndef BQOS_ADMISSION_H
+#define BQOS_ADMISSION_H
+
+#include <stddef.h>
+
+#include "controller/bucketfile.h"
+
+typedef enum {
+    ADMISSION_WARN = 0,   /* log violations, accept the configuration */
+    ADMISSION_ENFORCE = 1 /* refuse a configuration that violates */
+} admission_mode_t;
+
+/* Parses "warn" or "enforce".  Returns 0 or -EINVAL. */
+int admission_parse_mode(const char *s, admission_mode_t *out);
+
+/* What the controller knows about the cluster. */
+typedef struct {
+    double total_capacity; /* IOPS of the live servers; <= 0: unknown */
+    /* IOPS of the live servers holding bucket `name`, or < 0 if unknown.
+     * May be NULL (no placement known for any bucket). */
+    double (*bucket_capacity)(const char *name, void *arg);
+    void *arg;
+} admission_view_t;
+
+/* Checks `bf` against the view.  Returns 0 if admissible (or nothing can be
+ * judged), -EDQUOT if a constraint is violated.  `msg` (may be NULL)
+ * receives a one-line explanation: the violations found, or a note why the
+ * check could not be made, or "" if all is well. */
+int admission_check(const bucketfile_t *bf, const admission_view_t *view, char *msg,
+                    size_t msgsize);
+
+#endif

@@ -1,0 +1,870 @@
+/* ctrl.c - the controller's control-loop state: accounting, estimates, the R and L pShift passes, tokens per node. */
+#include "controller/ctrl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/strmap.h"
+#include "controller/estimate.h"
+#include "pshift/pshift.h"
+
+/* One (bucket, node) pair: the node's last report for the bucket and what
+ * was pushed.  Indexed by the controller's bucket index. */
+typedef struct {
+    uint64_t queued, arrivals;             /* last report */
+    uint64_t served_r, served_l, served_o; /* in period `period` */
+    int64_t r_left, l_left;
+    uint64_t period;       /* period of the last report of this bucket */
+    estimate_demand_t dem;
+    int64_t demand;        /* estimate for the rest of the period */
+    double rate_used;      /* demand per interval at the last computation */
+    int64_t new_r, new_l;  /* this computation's allocation */
+    int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
+    uint8_t known;         /* in the node's table */
+    uint8_t has_report;
+} pair_t;
+
+typedef struct {
+    char *name;
+    int up;
+    int64_t last_seen;     /* round number, -1 never */
+    uint32_t table;        /* the node's table generation */
+    char **tnames;         /* the node's table (copies) */
+    int *map;              /* node index -> controller bucket index or -1 */
+    size_t ntable;
+    uint32_t peer_table;   /* controller generation the node holds */
+    int have_rep;
+    uint64_t rep_period;
+    uint32_t rep_interval;
+    uint64_t completions;
+    double busy;
+    estimate_cap_t cap;
+    double cap_used;       /* estimate at the last computation */
+    pair_t *pairs;         /* [nbuckets] */
+    proto_tokens_rec_t *out;
+    size_t nout, capout;
+    int pidx;              /* server index in this round's problem */
+} node_t;
+
+typedef struct {
+    int64_t r, l;          /* tokens per period; l CTRL_UNLIMITED: no limit */
+    /* per computation */
+    int64_t served, r_rem, head;
+    int pidx;
+    int64_t ralloc, lalloc;
+} bstate_t;
+
+struct ctrl {
+    ctrl_config_t cfg;
+    bucketfile_t *bf;
+    const char **bnames;
+    bstate_t *b;
+    size_t nb;
+    uint32_t table_gen;
+    node_t *nodes;
+    int nn, capn;
+    strmap_t *node_ix;
+    uint64_t period;
+    uint32_t interval;
+    double left;
+    int64_t round_no;
+    int started;
+    int force;             /* next computation may not be skipped */
+    int computed_once;
+    uint64_t last_period_computed;
+    ctrl_stats_t st;
+    /* pShift problem targets scratch */
+    int64_t *targets;
+    int *pb2b;
+    size_t captargets;
+};
+
+ctrl_config_t ctrl_config_default(void)
+{
+    return (ctrl_config_t){
+        .period_s = 1.0,
+        .intervals = 5,
+        .threads = 1,
+        .down_after = 3,
+        .skip_rel = 0.10,
+        .skip_abs = 2,
+        .default_capacity = 50000,
+    };
+}
+
+ctrl_t *ctrl_new(const ctrl_config_t *cfg)
+{
+    if (!cfg || !(cfg->period_s > 0) || cfg->intervals < 1 || cfg->down_after < 1)
+        return NULL;
+    ctrl_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->cfg = *cfg;
+    if (!(c->cfg.default_capacity >= 1))
+        c->cfg.default_capacity = 50000;
+    c->bf = bucketfile_new();
+    c->node_ix = strmap_new();
+    if (!c->bf || !c->node_ix) {
+        ctrl_destroy(&c);
+        return NULL;
+    }
+    c->table_gen = 1;
+    c->left = 1;
+    c->force = 1;
+    return c;
+}
+
+static void node_free(node_t *n)
+{
+    free(n->name);
+    for (size_t i = 0; i < n->ntable; i++)
+        free(n->tnames[i]);
+    free(n->tnames);
+    free(n->map);
+    free(n->pairs);
+    free(n->out);
+}
+
+void ctrl_destroy(ctrl_t **cp)
+{
+    if (!cp || !*cp)
+        return;
+    ctrl_t *c = *cp;
+    for (int i = 0; i < c->nn; i++)
+        node_free(&c->nodes[i]);
+    free(c->nodes);
+    strmap_destroy(&c->node_ix);
+    bucketfile_destroy(&c->bf);
+    free(c->bnames);
+    free(c->b);
+    free(c->targets);
+    free(c->pb2b);
+    free(c);
+    *cp = NULL;
+}
+
+const ctrl_config_t *ctrl_config(const ctrl_t *c)
+{
+    return &c->cfg;
+}
+
+static void pair_init(pair_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->tok_r = -1;
+    p->tok_l = CTRL_UNLIMITED;
+    p->period = UINT64_MAX;
+}
+
+static int64_t rate_to_tokens(int64_t rate, double period_s)
+{
+    double t = round((double)rate * period_s);
+    return t > (double)(INT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)t;
+}
+
+/* Rebuilds node n's index map from its table names. */
+static void node_remap(ctrl_t *c, node_t *n)
+{
+    for (size_t b = 0; b < c->nb; b++)
+        n->pairs[b].known = 0;
+    for (size_t i = 0; i < n->ntable; i++) {
+        int b = bucketfile_find(c->bf, n->tnames[i]);
+        n->map[i] = b;
+        if (b >= 0)
+            n->pairs[b].known = 1;
+    }
+}
+
+int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
+{
+    size_t nb = bucketfile_count(bf);
+    bucketfile_t *copy = bucketfile_dup(bf);
+    const char **names = calloc(nb ? nb : 1, sizeof *names);
+    bstate_t *bs = calloc(nb ? nb : 1, sizeof *bs);
+    pair_t **np = calloc(c->nn ? (size_t)c->nn : 1, sizeof *np);
+    int rc = -ENOMEM;
+    if (!copy || !names || !bs || !np)
+        goto fail;
+    for (int i = 0; i < c->nn; i++)
+        if (!(np[i] = malloc((nb ? nb : 1) * sizeof **np)))
+            goto fail;
+    for (size_t b = 0; b < nb; b++) {
+        const bucketfile_bucket_t *x = bucketfile_get(copy, b);
+        names[b] = x->name;
+        bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
+        bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
+                                                   : rate_to_tokens(x->limit, c->cfg.period_s);
+        int old = bucketfile_find(c->bf, x->name);
+        for (int i = 0; i < c->nn; i++) {
+            if (old >= 0)
+                np[i][b] = c->nodes[i].pairs[old];
+            else
+                pair_init(&np[i][b]);
+        }
+    }
+    for (int i = 0; i < c->nn; i++) {
+        free(c->nodes[i].pairs);
+        c->nodes[i].pairs = np[i];
+        c->nodes[i].nout = 0;
+    }
+    free(np);
+    bucketfile_destroy(&c->bf);
+    c->bf = copy;
+    free(c->bnames);
+    c->bnames = names;
+    free(c->b);
+    c->b = bs;
+    c->nb = nb;
+    for (int i = 0; i < c->nn; i++)
+        node_remap(c, &c->nodes[i]);
+    c->table_gen++;
+    if (c->table_gen == 0)
+        c->table_gen = 1;
+    c->force = 1;
+    return 0;
+fail:
+    if (np)
+        for (int i = 0; i < c->nn; i++)
+            free(np[i]);
+    free(np);
+    free(bs);
+    free(names);
+    bucketfile_destroy(&copy);
+    return rc;
+}
+
+uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n)
+{
+    if (names)
+        *names = c->bnames;
+    if (n)
+        *n = c->nb;
+    return c->table_gen;
+}
+
+int ctrl_node_find(const ctrl_t *c, const char *name)
+{
+    int v;
+    if (!name || strmap_find(c->node_ix, name, strlen(name), &v) < 0)
+        return -ENOENT;
+    return v;
+}
+
+int ctrl_nnodes(const ctrl_t *c)
+{
+    return c->nn;
+}
+
+static node_t *get_node(const ctrl_t *c, int node)
+{
+    return node >= 0 && node < c->nn ? &c->nodes[node] : NULL;
+}
+
+int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *names, size_t n)
+{
+    node_t *nd = get_node(c, node);
+    if (!nd || (n && !names))
+        return -EINVAL;
+    char **tn = calloc(n ? n : 1, sizeof *tn);
+    int *map = calloc(n ? n : 1, sizeof *map);
+    if (!tn || !map)
+        goto nomem;
+    for (size_t i = 0; i < n; i++)
+        if (!(tn[i] = strdup(names[i])))
+            goto nomem;
+    for (size_t i = 0; i < nd->ntable; i++)
+        free(nd->tnames[i]);
+    free(nd->tnames);
+    free(nd->map);
+    nd->tnames = tn;
+    nd->map = map;
+    nd->ntable = n;
+    nd->table = table;
+    node_remap(c, nd);
+    c->force = 1;
+    return 0;
+nomem:
+    if (tn)
+        for (size_t i = 0; i < n; i++)
+            free(tn[i]);
+    free(tn);
+    free(map);
+    return -ENOMEM;
+}
+
+int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t table,
+                    const char *const *names, size_t n)
+{
+    if (!name || proto_name_check(name, strlen(name)) < 0)
+        return -EINVAL;
+    int idx = ctrl_node_find(c, name);
+    if (idx < 0) {
+        if (c->nn == c->capn) {
+            int cap = c->capn ? c->capn * 2 : 8;
+            node_t *nv = realloc(c->nodes, (size_t)cap * sizeof *nv);
+            if (!nv)
+                return -ENOMEM;
+            c->nodes = nv;
+            c->capn = cap;
+        }
+        node_t *nd = &c->nodes[c->nn];
+        memset(nd, 0, sizeof *nd);
+        nd->name = strdup(name);
+        nd->pairs = malloc((c->nb ? c->nb : 1) * sizeof *nd->pairs);
+        if (!nd->name || !nd->pairs || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
+            free(nd->name);
+            free(nd->pairs);
+            return -ENOMEM;
+        }
+        for (size_t b = 0; b < c->nb; b++)
+            pair_init(&nd->pairs[b]);
+        nd->last_seen = -1;
+        idx = c->nn++;
+    }
+    node_t *nd = &c->nodes[idx];
+    double prof = capacity > 0 ? (double)capacity : c->cfg.default_capacity;
+    if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
+        estimate_cap_cfg_t cc = estimate_cap_defaults(prof);
+        estimate_cap_init(&nd->cap, &cc);
+    }
+    int rc = ctrl_node_table(c, idx, table, names, n);
+    if (rc < 0)
+        return rc;
+    /* Whatever we pushed before is unknown now (a restarted node starts
+     * from defaults): push everything next time. */
+    for (size_t b = 0; b < c->nb; b++)
+        nd->pairs[b].tok_r = -1;
+    nd->peer_table = 0;
+    if (!nd->up)
+        c->st.nodes_back_up += nd->last_seen >= 0;
+    nd->up = 1;
+    nd->last_seen = c->round_no;
+    c->force = 1;
+    return idx;
+}
+
+int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
+{
+    node_t *nd = get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    nd->last_seen = c->round_no;
+    nd->peer_table = peer_table;
+    if (!nd->up) {
+        nd->up = 1;
+        c->st.nodes_back_up++;
+        c->force = 1;
+        for (size_t b = 0; b < c->nb; b++)
+            nd->pairs[b].tok_r = -1;
+        log_info("node %s is back", nd->name);
+    }
+    return 0;
+}
+
+int ctrl_node_goodbye(ctrl_t *c, int node)
+{
+    node_t *nd = get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    if (nd->up) {
+        nd->up = 0;
+        nd->nout = 0;
+        c->st.nodes_marked_down++;
+        c->force = 1;
+        log_info("node %s said goodbye: down", nd->name);
+    }
+    return 0;
+}
+
+int ctrl_node_up(const ctrl_t *c, int node)
+{
+    const node_t *nd = get_node(c, node);
+    return nd && nd->up;
+}
+
+int ctrl_node_needs_names(const ctrl_t *c, int node)
+{
+    const node_t *nd = get_node(c, node);
+    return nd && nd->peer_table != c->table_gen;
+}
+
+int ctrl_node_reported(const ctrl_t *c, int node)
+{
+    const node_t *nd = get_node(c, node);
+    if (!nd || !nd->have_rep)
+        return 0;
+    return nd->rep_period > c->period ||
+           (nd->rep_period == c->period && nd->rep_interval >= c->interval);
+}
+
+int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
+                     uint32_t peer_table, uint64_t completions, double busy_seconds,
+                     const proto_report_rec_t *recs, size_t n)
+{
+    node_t *nd = get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    ctrl_node_seen(c, node, peer_table);
+    if (table != nd->table)
+        return -ESTALE;
+    c->st.reports++;
+    /* Only the current period, or the next one (a node whose timer fired a
+     * little before ours), carries counters we can use. */
+    if (c->started && period != c->period && period != c->period + 1) {
+        c->st.stale_reports++;
+        return 0;
+    }
+    double interval_s = c->cfg.period_s / c->cfg.intervals;
+    if (nd->have_rep && nd->rep_period == period && interval == nd->rep_interval + 1 &&
+        completions >= nd->completions && busy_seconds >= nd->busy)
+        estimate_cap_update(&nd->cap, completions - nd->completions, busy_seconds - nd->busy,
+                            interval_s);
+    if (!nd->have_rep || period > nd->rep_period ||
+        (period == nd->rep_period && interval >= nd->rep_interval)) {
+        nd->have_rep = 1;
+        nd->rep_period = period;
+        nd->rep_interval = interval;
+        nd->completions = completions;
+        nd->busy = busy_seconds;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const proto_report_rec_t *r = &recs[i];
+        if (r->bucket >= nd->ntable)
+            return -EINVAL;
+        int b = nd->map[r->bucket];
+        if (b < 0) {
+            c->st.unknown_records++;
+            continue;
+        }
+        pair_t *p = &nd->pairs[b];
+        if (p->has_report && p->period != UINT64_MAX && period < p->period)
+            continue; /* older than what we hold */
+        p->queued = r->queued;
+        p->arrivals = r->arrivals_interval;
+        p->served_r = r->served_r;
+        p->served_l = r->served_l;
+        p->served_o = r->served_o;
+        p->r_left = r->r_left;
+        p->l_left = r->l_left;
+        p->period = period;
+        p->has_report = 1;
+    }
+    return 0;
+}
+
+int ctrl_round_begin(ctrl_t *c, uint64_t period, uint32_t interval, double left)
+{
+    if (interval >= (uint32_t)c->cfg.intervals)
+        return -EINVAL;
+    if (!c->started || period != c->period)
+        c->force = 1;
+    c->started = 1;
+    c->period = period;
+    c->interval = interval;
+    if (!(left > 0) || left > 1)
+        left = (double)(c->cfg.intervals - (int)interval) / c->cfg.intervals;
+    c->left = left;
+    c->round_no++;
+    c->st.rounds++;
+    return 0;
+}
+
+uint64_t ctrl_period(const ctrl_t *c)
+{
+    return c->period;
+}
+
+uint32_t ctrl_interval(const ctrl_t *c)
+{
+    return c->interval;
+}
+
+static int64_t pair_served(const ctrl_t *c, const pair_t *p)
+{
+    if (!p->has_report || p->period != c->period)
+        return 0;
+    uint64_t s = p->served_r + p->served_l + p->served_o;
+    return s > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)s;
+}
+
+static int grow_scratch(ctrl_t *c, size_t n)
+{
+    if (n <= c->captargets)
+        return 0;
+    size_t cap = n * 2;
+    int64_t *t = realloc(c->targets, cap * sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    c->targets = t;
+    int *m = realloc(c->pb2b, cap * sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    c->pb2b = m;
+    c->captargets = cap;
+    return 0;
+}
+
+/* Splits `tokens` evenly over the up nodes that know bucket b (as L-tokens):
+ * headroom the estimates did not place, so a bucket whose demand moves can
+ * be served at once without ever exceeding its limit. */
+static void spread_leftover(ctrl_t *c, size_t b, int64_t tokens)
+{
+    int k = 0;
+    for (int i = 0; i < c->nn; i++)
+        k += c->nodes[i].up && c->nodes[i].pairs[b].known;
+    if (k == 0 || tokens <= 0)
+        return;
+    int64_t each = tokens / k, extra = tokens % k;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up || !nd->pairs[b].known)
+            continue;
+        nd->pairs[b].new_l += each + (extra > 0);
+        if (extra > 0)
+            extra--;
+    }
+}
+
+static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+{
+    if (nd->nout == nd->capout) {
+        size_t cap = nd->capout ? nd->capout * 2 : 64;
+        proto_tokens_rec_t *o = realloc(nd->out, cap * sizeof *o);
+        if (!o)
+            return -ENOMEM;
+        nd->out = o;
+        nd->capout = cap;
+    }
+    nd->out[nd->nout++] = (proto_tokens_rec_t){
+        .bucket = b,
+        .flags = l == CTRL_UNLIMITED ? PROTO_TOK_UNLIMITED : 0,
+        .r_tokens = r,
+        .l_tokens = l,
+    };
+    return 0;
+}
+
+int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
+{
+    ctrl_result_t rs = {0};
+    int rc = 0;
+    pshift_problem_t *p = NULL, *q = NULL;
+    const double K = c->cfg.intervals;
+    const double il = c->left * K;                 /* intervals left */
+    const double rem_s = c->left * c->cfg.period_s; /* seconds left */
+
+    /* Liveness. */
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->nout = 0;
+        if (nd->up && c->round_no - nd->last_seen >= c->cfg.down_after) {
+            nd->up = 0;
+            rs.nodes_down_now++;
+            c->st.nodes_marked_down++;
+            c->force = 1;
+            log_warn("node %s silent for %d intervals: down, re-planning its buckets",
+                     nd->name, c->cfg.down_after);
+        }
+        rs.nodes_up += nd->up;
+    }
+
+    /* Estimates, and whether any moved enough to be worth a recomputation. */
+    int changed = c->force || c->cfg.skip_rel <= 0;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
+                             c->cfg.skip_abs * K / c->cfg.period_s))
+            changed = 1;
+        for (size_t b = 0; b < c->nb; b++) {
+            pair_t *pr = &nd->pairs[b];
+            if (!pr->known || !pr->has_report) {
+                pr->demand = 0;
+                continue;
+            }
+            int throttled = pr->r_left <= 0 && pr->l_left <= 0;
+            pr->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, throttled, il);
+            double rate = il > 0 ? (double)pr->demand / il : 0;
+            if (!changed && estimate_changed(pr->rate_used, rate, c->cfg.skip_rel, c->cfg.skip_abs))
+                changed = 1;
+        }
+    }
+    if (!changed) {
+        c->st.skipped++;
+        rs.skipped = 1;
+        goto out;
+    }
+
+    /* Accounting: served this period over every node, up or down. */
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int64_t served = 0;
+        for (int i = 0; i < c->nn; i++)
+            served += pair_served(c, &c->nodes[i].pairs[b]);
+        bs->served = served;
+        bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED
+                                           : (bs->l > served ? bs->l - served : 0);
+        bs->r_rem = bs->r > served ? bs->r - served : 0;
+        if (bs->r_rem > bs->head)
+            bs->r_rem = bs->head;
+        bs->pidx = -1;
+        bs->ralloc = bs->lalloc = 0;
+    }
+
+    /* The R problem: up servers with their remaining capacity, buckets with
+     * demand on them. */
+    p = pshift_problem_new();
+    if (!p) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->pidx = -1;
+        if (!nd->up)
+            continue;
+        double capt = nd->cap.estimate * rem_s;
+        nd->pidx = pshift_add_server(p, NULL, capt > 0 ? (int64_t)capt : 0);
+        if (nd->pidx < 0) {
+            rc = nd->pidx;
+            goto out;
+        }
+        for (size_t b = 0; b < c->nb; b++) {
+            pair_t *pr = &nd->pairs[b];
+            pr->new_r = 0;
+            pr->new_l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+        }
+    }
+    if ((rc = grow_scratch(c, c->nb + 1)) < 0)
+        goto out;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            if (!nd->up || nd->pairs[b].demand <= 0)
+                continue;
+            if (bs->pidx < 0) {
+                bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
+                if (bs->pidx < 0) {
+                    rc = bs->pidx;
+                    goto out;
+                }
+                c->pb2b[bs->pidx] = (int)b;
+                rs.buckets++;
+            }
+            if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, nd->pairs[b].demand)) < 0)
+                goto out;
+            rs.pairs++;
+        }
+    }
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.threads = c->cfg.threads;
+    if ((rc = pshift_solve(p, &o)) < 0)
+        goto out;
+    rs.phi = pshift_stats(p)->phi;
+    rs.t_pshift += pshift_stats(p)->t_total;
+
+    /* Map server indices back to nodes. */
+    int *s2n = calloc((size_t)(rs.nodes_up ? rs.nodes_up : 1), sizeof *s2n);
+    if (!s2n) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < c->nn; i++)
+        if (c->nodes[i].pidx >= 0)
+            s2n[c->nodes[i].pidx] = i;
+
+    int nbp = pshift_nbuckets(p);
+    for (int pb = 0; pb < nbp; pb++) {
+        size_t b = (size_t)c->pb2b[pb];
+        size_t ne = pshift_bucket_nentries(p, pb);
+        for (size_t k = 0; k < ne; k++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(p, pb, k, &s, NULL, &a);
+            c->nodes[s2n[s]].pairs[b].new_r = a;
+            c->b[b].ralloc += a;
+        }
+        rs.r_tokens += c->b[b].ralloc;
+        /* L pass targets: headroom left after R for limited buckets; buckets
+         * without a limit are not throttled and take no L-tokens. */
+        c->targets[pb] = c->b[b].l == CTRL_UNLIMITED
+                             ? 0
+                             : (c->b[b].head > c->b[b].ralloc ? c->b[b].head - c->b[b].ralloc : 0);
+    }
+    q = pshift_residual_new(p, c->targets);
+    if (!q) {
+        free(s2n);
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = pshift_solve(q, &o)) < 0) {
+        free(s2n);
+        goto out;
+    }
+    rs.t_pshift += pshift_stats(q)->t_total;
+    for (int pb = 0; pb < nbp; pb++) {
+        size_t b = (size_t)c->pb2b[pb];
+        if (c->b[b].l == CTRL_UNLIMITED)
+            continue;
+        size_t ne = pshift_bucket_nentries(q, pb);
+        for (size_t k = 0; k < ne; k++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(q, pb, k, &s, NULL, &a);
+            c->nodes[s2n[s]].pairs[b].new_l += a;
+            c->b[b].lalloc += a;
+        }
+    }
+    free(s2n);
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        if (bs->l == CTRL_UNLIMITED)
+            continue;
+        spread_leftover(c, b, bs->head - bs->ralloc - bs->lalloc);
+        rs.l_tokens += bs->head - bs->ralloc;
+    }
+
+    /* Records per up node: everything that can change its counts. */
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->cap_used = nd->cap.estimate;
+        if (!nd->up)
+            continue;
+        for (size_t b = 0; b < c->nb; b++) {
+            pair_t *pr = &nd->pairs[b];
+            pr->rate_used = il > 0 ? (double)pr->demand / il : 0;
+            if (!pr->known)
+                continue;
+            int64_t r = pr->new_r, l = pr->new_l;
+            /* Zero R and an L that cannot change by consumption (0 or
+             * unlimited), same as last time: the node already holds it. */
+            if (pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))
+                continue;
+            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
+                goto out;
+            pr->tok_r = r;
+            pr->tok_l = l;
+        }
+    }
+    c->force = 0;
+    c->st.computed++;
+out:
+    pshift_problem_destroy(&p);
+    pshift_problem_destroy(&q);
+    if (rc < 0)
+        for (int i = 0; i < c->nn; i++)
+            c->nodes[i].nout = 0;
+    if (res)
+        *res = rs;
+    return rc;
+}
+
+size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **recs)
+{
+    const node_t *nd = get_node(c, node);
+    if (!nd || !nd->up) {
+        if (recs)
+            *recs = NULL;
+        return 0;
+    }
+    if (recs)
+        *recs = nd->out;
+    return nd->nout;
+}
+
+int ctrl_nbuckets(const ctrl_t *c)
+{
+    return (int)c->nb;
+}
+
+int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
+{
+    if (b < 0 || (size_t)b >= c->nb)
+        return -EINVAL;
+    const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
+    memset(out, 0, sizeof *out);
+    out->name = x->name;
+    out->reservation = x->reservation;
+    out->limit = x->limit;
+    out->weight = x->weight;
+    int unl = c->b[b].l == CTRL_UNLIMITED;
+    for (int i = 0; i < c->nn; i++) {
+        const node_t *nd = &c->nodes[i];
+        const pair_t *p = &nd->pairs[b];
+        if (p->has_report && p->period == c->period) {
+            out->served_r += p->served_r;
+            out->served_l += p->served_l;
+            out->served_o += p->served_o;
+        }
+        if (!nd->up)
+            continue;
+        if (p->has_report)
+            out->queued += p->queued;
+        out->demand += p->demand;
+        out->servers += p->demand > 0;
+        if (p->known && p->tok_r > 0)
+            out->r_tokens += p->tok_r;
+        if (p->known && p->tok_r >= 0 && !unl && p->tok_l != CTRL_UNLIMITED)
+            out->l_tokens += p->tok_l;
+    }
+    if (unl)
+        out->l_tokens = CTRL_UNLIMITED;
+    return 0;
+}
+
+int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
+{
+    const node_t *nd = get_node(c, n);
+    if (!nd)
+        return -EINVAL;
+    *out = (ctrl_node_info_t){
+        .name = nd->name,
+        .up = nd->up,
+        .rounds_silent = nd->last_seen < 0 ? -1 : c->round_no - nd->last_seen,
+        .capacity = nd->cap.estimate,
+        .profile = nd->cap.cfg.profile,
+        .buckets = nd->ntable,
+        .period = nd->rep_period,
+        .interval = nd->rep_interval,
+    };
+    return 0;
+}
+
+double ctrl_total_capacity(const ctrl_t *c)
+{
+    double s = 0;
+    for (int i = 0; i < c->nn; i++)
+        if (c->nodes[i].up)
+            s += c->nodes[i].cap.estimate;
+    return s;
+}
+
+double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
+{
+    int b = bucketfile_find(c->bf, name);
+    if (b < 0)
+        return -1;
+    double s = 0;
+    int any = 0;
+    for (int i = 0; i < c->nn; i++) {
+        const node_t *nd = &c->nodes[i];
+        const pair_t *p = &nd->pairs[b];
+        if (!nd->up || !p->known || !p->has_report)
+            continue;
+        if (p->demand > 0 || p->queued > 0 || p->arrivals > 0) {
+            s += nd->cap.estimate;
+            any = 1;
+        }
+    }
+    return any ? s : -1;
+}
+
+const ctrl_stats_t *ctrl_stats(const ctrl_t *c)
+{
+    return &c->st;
+}

@@ -1,0 +1,211 @@
+/* ctrl.h - the controller's control-loop state: nodes and their bucket tables, period/interval accounting, estimates, the two pShift passes, tokens per node.
+ *
+ * No sockets and no clocks: bqos-controller's main loop (and a benchmark or
+ * the simulator) feeds it decoded messages and the current period/interval,
+ * and sends what it computes.  Records use the wire structs of
+ * common/proto.h so reports and tokens need no conversion.
+ *
+ * One round per redistribution interval:
+ *   ctrl_round_begin(c, period, interval, left)   new interval (new period
+ *                                                 resets served counters)
+ *   ctrl_node_report(c, node, ...)   for each report that arrives
+ *   ctrl_compute(c, &res)            estimates, R pass, L pass (or skip)
+ *   ctrl_node_tokens(c, node, ...)   per up node: records to push
+ *
+ * Accounting: served counters live on the nodes; a report carries the
+ * node's cumulative counters of its period, so the controller's view of a
+ * period is rebuilt by one round of reports (also after a restart).  Tokens
+ * are absolute counts for the rest of the period.  Limits are hard: for a
+ * bucket with a limit, the R- plus L-tokens pushed to all nodes never exceed
+ * limit - served (in tokens per period).
+ *
+ * A ctrl_t belongs to one thread (the controller's loop); nothing locks. */
+#ifndef BQOS_CTRL_H
+#define BQOS_CTRL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "controller/bucketfile.h"
+
+#define CTRL_UNLIMITED INT64_MAX /* == PROTO_UNLIMITED */
+
+typedef struct {
+    double period_s;         /* QoS period T in seconds, > 0 */
+    int intervals;           /* K >= 1 redistribution intervals per period */
+    int threads;             /* pShift OpenMP threads (<= 0: OpenMP default) */
+    int down_after;          /* rounds without any message before a node is
+                                marked down, >= 1 */
+    double skip_rel;         /* recompute only if some demand rate or
+                                capacity moved by more than this fraction
+                                (0: always recompute) */
+    double skip_abs;         /* ... and by more than this many IOs per interval */
+    double default_capacity; /* IOPS profile of a node that gives none */
+} ctrl_config_t;
+
+/* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
+ * capacity 50,000 IOPS. */
+ctrl_config_t ctrl_config_default(void);
+
+typedef struct ctrl ctrl_t;
+
+/* Returns a new controller state with no buckets and no nodes, or NULL if
+ * out of memory or the config is invalid (period_s <= 0, intervals < 1,
+ * down_after < 1).  Caller owns it. */
+ctrl_t *ctrl_new(const ctrl_config_t *cfg);
+
+/* Frees everything and sets *cp to NULL.  Accepts NULL. */
+void ctrl_destroy(ctrl_t **cp);
+
+const ctrl_config_t *ctrl_config(const ctrl_t *c);
+
+/* ---- buckets (the controller's table) ------------------------------------ */
+
+/* Replaces the bucket configuration with a copy of `bf` (rates are turned
+ * into tokens per period: rate x period_s).  Per-node state of buckets that
+ * stay is kept; the table generation changes and the next ctrl_compute()
+ * recomputes.  Returns 0 or -ENOMEM (state unchanged). */
+int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf);
+
+/* The controller's table: generation (>= 1) and bucket names in index order
+ * (token records' `bucket`).  The array belongs to `c` and is valid until
+ * the next ctrl_set_buckets(). */
+uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n);
+
+/* ---- nodes --------------------------------------------------------------- */
+
+/* Registers node `name` (or re-registers a known one, e.g. after its
+ * restart) with its capacity profile (IOPS; 0 = the default) and its bucket
+ * table (generation `table`, `n` names, index order).  The node is up and
+ * nothing has been pushed to it yet.  Returns the node's index (stable for
+ * the life of `c`), -EINVAL for a bad name, -ENOMEM. */
+int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t table,
+                    const char *const *names, size_t n);
+
+/* Index of node `name`, or -ENOENT. */
+int ctrl_node_find(const ctrl_t *c, const char *name);
+
+/* Replaces node `node`'s bucket table (a names frame in a report).
+ * Returns 0, -EINVAL, -ENOMEM. */
+int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *names, size_t n);
+
+/* Notes any message from the node this round (heartbeat, report...): it is
+ * alive.  `peer_table` is the controller table generation the node holds
+ * (0 = none).  A down node comes back up.  Returns 0 or -EINVAL. */
+int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table);
+
+/* The node said goodbye: it is down at once.  Returns 0 or -EINVAL. */
+int ctrl_node_goodbye(ctrl_t *c, int node);
+
+/* Applies a report header (period, interval, table, completions, busy
+ * seconds) and its `n` records (bucket = index in the node's table).  Also
+ * counts as ctrl_node_seen(c, node, peer_table).  Counters of a period other
+ * than the current one are not used (counted as stale).  Returns 0;
+ * -ESTALE if `table` is not the node's current table (records dropped: the
+ * caller answers unknown_table); -EINVAL for a bad node or a record index
+ * outside the node's table (records before it are applied). */
+int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
+                     uint32_t peer_table, uint64_t completions, double busy_seconds,
+                     const proto_report_rec_t *recs, size_t n);
+
+/* Nonzero if the node is up. */
+int ctrl_node_up(const ctrl_t *c, int node);
+
+/* Nonzero if the node has not acknowledged the current controller table, so
+ * a tokens message to it must carry the names. */
+int ctrl_node_needs_names(const ctrl_t *c, int node);
+
+/* Nonzero if the node has reported in the current round. */
+int ctrl_node_reported(const ctrl_t *c, int node);
+
+int ctrl_nnodes(const ctrl_t *c);
+
+/* ---- rounds -------------------------------------------------------------- */
+
+/* Starts the round of interval `interval` (0..K-1) of period `period`, with
+ * `left` (0..1] of the period still to run (<= 0: (K - interval) / K).  A
+ * period different from the previous round's starts a new period: every
+ * served counter is zeroed until reports of the new period arrive.
+ * Returns 0, or -EINVAL for interval >= K. */
+int ctrl_round_begin(ctrl_t *c, uint64_t period, uint32_t interval, double left);
+
+uint64_t ctrl_period(const ctrl_t *c);
+uint32_t ctrl_interval(const ctrl_t *c);
+
+/* Outcome of one ctrl_compute(). */
+typedef struct {
+    int skipped;          /* no estimate moved beyond the threshold: nothing
+                             recomputed, push heartbeats instead of tokens */
+    int nodes_up;         /* servers in the problem */
+    int nodes_down_now;   /* nodes marked down by this round */
+    size_t buckets;       /* buckets in the R problem (with demand) */
+    size_t pairs;         /* (bucket, server) demand pairs */
+    int64_t r_tokens;     /* R-tokens placed this round */
+    int64_t l_tokens;     /* L-tokens placed (limited buckets) */
+    int64_t phi;          /* effective capacity of the R allocation */
+    double t_pshift;      /* seconds in the two pShift solves */
+} ctrl_result_t;
+
+/* Ends the round: marks silent nodes down, estimates demand and capacity,
+ * runs the R pass then the L pass (or skips when nothing changed and the
+ * round is not forced: first round of a period, configuration change, node
+ * up/down), and prepares each up node's token records.  Returns 0, -ENOMEM,
+ * or a pshift error (-EOVERFLOW); on error the previous tokens stay. */
+int ctrl_compute(ctrl_t *c, ctrl_result_t *res);
+
+/* The records to push to node `node` after ctrl_compute() (bucket = index
+ * in the controller's table; flags PROTO_TOK_UNLIMITED for no limit).  Only
+ * records that can change the node's counts are listed.  The array belongs
+ * to `c`, valid until the next ctrl_compute() or configuration change.
+ * Returns the count (0 for a skipped round, a down node, or nothing to say). */
+size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **recs);
+
+/* ---- introspection (status, admission) ----------------------------------- */
+
+typedef struct {
+    const char *name;
+    int64_t reservation, limit;  /* IOs per second (limit: BUCKETFILE_NO_LIMIT) */
+    uint32_t weight;
+    uint64_t served_r, served_l, served_o; /* this period, all nodes */
+    uint64_t queued;             /* last reported, up nodes */
+    int64_t demand;              /* estimated for the rest of the period */
+    int64_t r_tokens, l_tokens;  /* last pushed, summed (l: CTRL_UNLIMITED) */
+    int servers;                 /* up nodes where it has demand */
+} ctrl_bucket_info_t;
+
+/* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL. */
+int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
+int ctrl_nbuckets(const ctrl_t *c);
+
+typedef struct {
+    const char *name;
+    int up;
+    int64_t rounds_silent;   /* rounds since the last message (-1: never) */
+    double capacity;         /* current estimate, IOPS */
+    double profile;          /* profiled capacity, IOPS */
+    size_t buckets;          /* names in its table */
+    uint64_t period;         /* period of its last report */
+    uint32_t interval;       /* interval of its last report */
+} ctrl_node_info_t;
+
+/* Fills *out for node n.  Returns 0 or -EINVAL. */
+int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out);
+
+/* Sum of the capacity estimates of the up nodes (IOPS). */
+double ctrl_total_capacity(const ctrl_t *c);
+
+/* Sum of the capacity estimates of the up nodes where bucket `name` had
+ * demand in its last reports (IOPS); -1 if its placement is unknown (no
+ * node reports demand for it). */
+double ctrl_bucket_capacity(const ctrl_t *c, const char *name);
+
+typedef struct {
+    uint64_t rounds, computed, skipped;
+    uint64_t reports, stale_reports, unknown_records;
+    uint64_t nodes_marked_down, nodes_back_up;
+} ctrl_stats_t;
+
+const ctrl_stats_t *ctrl_stats(const ctrl_t *c);
+
+#endif

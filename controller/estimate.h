@@ -1,0 +1,80 @@
+/* estimate.h - demand and capacity estimators for the control loop (no sockets, no clocks: the simulator shares them).
+ *
+ * Demand: a bucket's demand on a server for the rest of the QoS period is
+ * its queue now plus its arrival rate times the intervals left (paper
+ * III-D).  A bucket that was backlogged while it had no tokens to spend was
+ * throttled, so its arrivals (from closed-loop clients waiting for answers)
+ * understate what it wants; its rate is then not allowed to fall below the
+ * previous estimate, or its tokens would shrink every interval and the
+ * clients would starve.
+ *
+ * Capacity: Haechi's Adaptive Capacity Estimation (Algorithm 1) applied per
+ * redistribution interval.  Start from the profiled IOPS; when a server
+ * completed as many IOs as its estimate allowed, it may be able to do more:
+ * add a step (or jump to the rate it reached, if higher); otherwise, if it was busy for a good part of the interval, its
+ * rate while busy is a capacity sample: samples above a floor (a sample
+ * below is a light-load artefact) enter a window of the last M samples and
+ * the estimate becomes their mean. */
+#ifndef BQOS_ESTIMATE_H
+#define BQOS_ESTIMATE_H
+
+#include <stdint.h>
+
+/* Largest demand the estimator returns (fits every later sum). */
+#define ESTIMATE_DEMAND_MAX (INT64_C(1) << 50)
+
+/* State of one (bucket, server) demand estimate; zero-initialise. */
+typedef struct {
+    double rate; /* arrivals per interval used last time */
+} estimate_demand_t;
+
+/* Estimates the demand (IOs) for the rest of the period and updates *st.
+ * `queued`: requests waiting now; `arrivals`: arrivals in the past interval;
+ * `throttled`: nonzero if the bucket had no token it could spend (R and L
+ * both exhausted) while it was backlogged; `intervals_left` (> 0, may be
+ * fractional): intervals until the period ends, counting the current one.
+ * Returns a value in 0..ESTIMATE_DEMAND_MAX. */
+int64_t estimate_demand(estimate_demand_t *st, uint64_t queued, uint64_t arrivals,
+                        int throttled, double intervals_left);
+
+/* Capacity estimator settings; rates in IOs per second. */
+typedef struct {
+    double profile;    /* starting estimate (profiled capacity), > 0 */
+    double step;       /* added when the server was saturated at its estimate */
+    double floor;      /* busy-rate samples below this are ignored */
+    double saturated;  /* completions >= saturated * estimate * interval
+                          counts as "at its estimate" (e.g. 0.95) */
+    double min_busy;   /* a sample needs busy >= min_busy * interval (0..1) */
+    int window;        /* samples averaged, 1..ESTIMATE_WINDOW_MAX */
+} estimate_cap_cfg_t;
+
+#define ESTIMATE_WINDOW_MAX 32
+
+/* Returns settings derived from a profile: step 5%, floor 25% of the
+ * profile, saturated 0.95, min_busy 0.5, window 8. */
+estimate_cap_cfg_t estimate_cap_defaults(double profile);
+
+/* One server's capacity estimator: a plain value (no allocation). */
+typedef struct {
+    estimate_cap_cfg_t cfg;
+    double estimate;    /* IOs per second */
+    double hist[ESTIMATE_WINDOW_MAX];
+    int nhist, pos;
+    uint64_t steps, samples, ignored; /* what the updates did, for stats */
+} estimate_cap_t;
+
+/* Initialises *c from *cfg (bad values are clamped: profile >= 1, window in
+ * 1..ESTIMATE_WINDOW_MAX, fractions in 0..1). */
+void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg);
+
+/* Feeds one interval: `completions` IOs finished and `busy_s` seconds with
+ * work at the backend during an interval of `interval_s` seconds.  Returns
+ * the new estimate (IOs per second). */
+double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_s,
+                           double interval_s);
+
+/* Returns nonzero if `now` differs from `before` by more than `rel` of the
+ * larger magnitude and by more than `abs_floor` (noise on small counts). */
+int estimate_changed(double before, double now, double rel, double abs_floor);
+
+#endif

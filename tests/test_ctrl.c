@@ -1,0 +1,495 @@
+/* test_ctrl.c - Check suite for controller/ctrl: drives the control loop with synthetic reports and checks the tokens. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrl.h"
+
+static bucketfile_t *load(const char *t)
+{
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(bucketfile_parse(t, strlen(t), NULL, &bf, NULL), 0);
+    return bf;
+}
+
+/* Three nodes n0..n2 of `cap` IOPS, each knowing every configured bucket
+ * (node table = controller table order). */
+static ctrl_t *setup(const char *buckets, int nnodes, uint64_t cap, ctrl_config_t *cfgp)
+{
+    ctrl_config_t cfg = cfgp ? *cfgp : ctrl_config_default();
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_t *bf = load(buckets);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *const *names;
+    size_t nb;
+    ctrl_table(c, &names, &nb);
+    for (int i = 0; i < nnodes; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        ck_assert_int_eq(ctrl_node_hello(c, name, cap, 1, names, nb), i);
+    }
+    return c;
+}
+
+/* Report of one node: per bucket (queued, arrivals, served total as R). */
+typedef struct {
+    uint64_t queued, arrivals, served;
+    int64_t r_left, l_left;
+} rep_t;
+
+static void report(ctrl_t *c, int node, uint64_t period, uint32_t interval, const rep_t *r,
+                   size_t nb, uint64_t completions, double busy)
+{
+    proto_report_rec_t recs[16];
+    for (size_t b = 0; b < nb; b++) {
+        recs[b] = (proto_report_rec_t){.bucket = (uint32_t)b,
+                                       .queued = r[b].queued,
+                                       .arrivals_interval = r[b].arrivals,
+                                       .served_r = r[b].served,
+                                       .r_left = r[b].r_left,
+                                       .l_left = r[b].l_left};
+    }
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, NULL);
+    ck_assert_int_eq(
+        ctrl_node_report(c, node, period, interval, 1, gen, completions, busy, recs, nb), 0);
+}
+
+/* Tokens pushed to `node` for bucket b (-1 if no record). */
+static int find_tok(const ctrl_t *c, int node, uint32_t b, int64_t *r, int64_t *l)
+{
+    const proto_tokens_rec_t *t;
+    size_t n = ctrl_node_tokens(c, node, &t);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].bucket == b) {
+            *r = t[i].r_tokens;
+            *l = t[i].l_tokens;
+            if (t[i].flags & PROTO_TOK_UNLIMITED)
+                ck_assert_int_eq(t[i].l_tokens, CTRL_UNLIMITED);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+START_TEST(test_ctrl_reservation_follows_demand)
+{
+    /* red's demand sits on n1 only; blue is everywhere with no reservation. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000},"
+                      "{\"name\":\"blue\",\"reservation\":0}]}",
+                      3, 50000, NULL);
+    ck_assert_int_eq(ctrl_round_begin(c, 7, 0, 0), 0);
+    rep_t idle[2] = {{0, 0, 0, 0, CTRL_UNLIMITED}, {5, 8000, 0, 0, CTRL_UNLIMITED}};
+    rep_t busy[2] = {{5, 10000, 0, 0, CTRL_UNLIMITED}, {5, 8000, 0, 0, CTRL_UNLIMITED}};
+    report(c, 0, 7, 0, idle, 2, 0, 0);
+    report(c, 1, 7, 0, busy, 2, 0, 0);
+    report(c, 2, 7, 0, idle, 2, 0, 0);
+    ck_assert(ctrl_node_reported(c, 1));
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped);
+    ck_assert_int_eq(res.nodes_up, 3);
+    ck_assert_int_eq(res.r_tokens, 30000);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 30000);
+    ck_assert_int_eq(l, CTRL_UNLIMITED);
+    for (int n = 0; n < 3; n += 2) {
+        ck_assert_int_eq(find_tok(c, n, 0, &r, &l), 0); /* first push: everything */
+        ck_assert_int_eq(r, 0);
+    }
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_str_eq(bi.name, "red");
+    ck_assert_int_eq(bi.r_tokens, 30000);
+    ck_assert_int_eq(bi.servers, 1);
+    ck_assert_int_eq(bi.demand, 50005);
+
+    /* Next interval: 12,000 served on n1; the rest (18,000) stays there. */
+    ck_assert_int_eq(ctrl_round_begin(c, 7, 1, 0), 0);
+    busy[0].served = 12000;
+    report(c, 0, 7, 1, idle, 2, 0, 0);
+    report(c, 1, 7, 1, busy, 2, 0, 0);
+    report(c, 2, 7, 1, idle, 2, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    /* Same rates: n1 already holds the 18,000 R-tokens it did not spend,
+     * so the round is skipped. */
+    ck_assert(res.skipped);
+    ck_assert_uint_eq(ctrl_node_tokens(c, 1, NULL), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_uint_eq(bi.served_r, 12000);
+
+    /* The demand moves to n2: the remaining reservation follows it. */
+    ck_assert_int_eq(ctrl_round_begin(c, 7, 2, 0), 0);
+    busy[0].served = 0;
+    idle[0].served = 12000;
+    report(c, 0, 7, 2, idle, 2, 0, 0);
+    idle[0].served = 0;
+    report(c, 1, 7, 2, idle, 2, 0, 0);
+    report(c, 2, 7, 2, busy, 2, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(find_tok(c, 2, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 18000);
+    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 0);
+    ctrl_destroy(&c);
+    ck_assert_ptr_null(c);
+}
+END_TEST
+
+/* Sum over nodes of R + L pushed for bucket b (after the last compute,
+ * using the last value pushed to each node). */
+static int64_t limited_total(const ctrl_t *c, uint32_t b, int64_t *last_r, int64_t *last_l)
+{
+    int64_t sum = 0;
+    for (int n = 0; n < ctrl_nnodes(c); n++) {
+        int64_t r, l;
+        if (find_tok(c, n, b, &r, &l) == 0) {
+            last_r[n] = r;
+            last_l[n] = l;
+        }
+        ck_assert_int_ne(last_l[n], CTRL_UNLIMITED);
+        sum += last_r[n] + last_l[n];
+    }
+    return sum;
+}
+
+START_TEST(test_ctrl_limits_never_exceeded)
+{
+    /* Overloaded cluster: red (R 30000, L 60000) and a greedy unlimited blue. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":60000},"
+                      "{\"name\":\"blue\",\"reservation\":10000}]}",
+                      3, 40000, NULL);
+    int64_t last_r[3] = {0}, last_l[3] = {0};
+    uint64_t served[3] = {0};
+    unsigned seed = 1;
+    for (int period = 1; period <= 3; period++) {
+        memset(served, 0, sizeof served);
+        for (int k = 0; k < 5; k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, (uint64_t)period, (uint32_t)k, 0), 0);
+            uint64_t tot = 0;
+            for (int n = 0; n < 3; n++) {
+                /* red's demand varies, blue is heavy everywhere. */
+                uint64_t a = (uint64_t)(rand_r(&seed) % 30000);
+                rep_t rp[2] = {{(uint64_t)(rand_r(&seed) % 50), a, served[n], last_r[n],
+                                last_l[n]},
+                               {100, 20000, 0, 0, CTRL_UNLIMITED}};
+                report(c, n, (uint64_t)period, (uint32_t)k, rp, 2, 0, 0);
+                tot += served[n];
+            }
+            ctrl_result_t res;
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            int64_t pushed = limited_total(c, 0, last_r, last_l);
+            ck_assert_msg(pushed + (int64_t)tot <= 60000,
+                          "period %d interval %d: served %llu + tokens %lld > limit", period, k,
+                          (unsigned long long)tot, (long long)pushed);
+            /* blue: never throttled. */
+            int64_t r, l;
+            for (int n = 0; n < 3; n++)
+                if (find_tok(c, n, 1, &r, &l) == 0)
+                    ck_assert_int_eq(l, CTRL_UNLIMITED);
+            /* The nodes spend about half of their tokens this interval. */
+            for (int n = 0; n < 3; n++) {
+                uint64_t spend = (uint64_t)(last_r[n] + last_l[n]) / 2;
+                served[n] += spend;
+                int64_t fromr = last_r[n] < (int64_t)spend ? last_r[n] : (int64_t)spend;
+                last_r[n] -= fromr;
+                last_l[n] -= (int64_t)spend - fromr;
+            }
+        }
+    }
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_new_period_resets_accounting)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1,
+                      50000, NULL);
+    rep_t rp[1] = {{10, 500, 1500, 0, 0}};
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 4, 0), 0);
+    report(c, 0, 1, 4, rp, 1, 0, 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 0);   /* reservation met */
+    ck_assert_int_eq(l, 500); /* headroom 2000 - 1500 */
+    /* New period: before the node's report of it, nothing is served. */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    rp[0].served = 0;
+    report(c, 0, 2, 0, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 1000);
+    ck_assert_int_eq(r + l, 2000);
+    /* Period length 0.5 s: rates become half as many tokens. */
+    ctrl_destroy(&c);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 0.5;
+    c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1, 50000,
+              &cfg);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    report(c, 0, 1, 0, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 500);
+    ck_assert_int_eq(r + l, 1000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_restart_rebuilds_from_reports)
+{
+    /* A controller that starts mid-period learns what was served from the
+     * first round of reports: only the rest of the reservation is placed. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":40000}]}",
+                      2, 50000, NULL);
+    ck_assert_int_eq(ctrl_round_begin(c, 41, 3, 0), 0);
+    rep_t a[1] = {{5, 4000, 9000, 100, 0}}, b[1] = {{5, 4000, 11000, 100, 0}};
+    report(c, 0, 41, 3, a, 1, 0, 0);
+    report(c, 1, 41, 3, b, 1, 0, 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(res.r_tokens, 10000);
+    int64_t r0, l0, r1, l1;
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_eq(find_tok(c, 1, 0, &r1, &l1), 0);
+    ck_assert_int_eq(r0 + r1, 10000);
+    ck_assert_int_eq(r0 + r1 + l0 + l1, 20000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_node_down_and_back)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.down_after = 2;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000}]}", 2, 50000, &cfg);
+    rep_t rp[1] = {{5, 20000, 0, 0, CTRL_UNLIMITED}};
+    ctrl_result_t res;
+    int64_t r, l;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    report(c, 0, 1, 0, rp, 1, 0, 0);
+    report(c, 1, 1, 0, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 15000);
+    /* n1 falls silent: one round is tolerated, the second marks it down
+     * and its share is re-planned on n0. */
+    for (uint32_t k = 1; k <= 2; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        report(c, 0, 1, k, rp, 1, 0, 0);
+        ck_assert(!ctrl_node_reported(c, 1));
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        ck_assert_int_eq(ctrl_node_up(c, 1), k < 2);
+    }
+    ck_assert_int_eq(res.nodes_down_now, 1);
+    ck_assert_int_eq(res.nodes_up, 1);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 30000);
+    ck_assert_uint_eq(ctrl_node_tokens(c, 1, NULL), 0);
+    ck_assert_double_eq(ctrl_total_capacity(c), 50000);
+    ctrl_node_info_t ni;
+    ck_assert_int_eq(ctrl_node_info(c, 1, &ni), 0);
+    ck_assert(!ni.up);
+    ck_assert_int_eq(ni.rounds_silent, 2);
+    /* It comes back: taken back at once. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 3, 0), 0);
+    report(c, 0, 1, 3, rp, 1, 0, 0);
+    report(c, 1, 1, 3, rp, 1, 0, 0);
+    ck_assert(ctrl_node_up(c, 1));
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped);
+    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 15000);
+    /* Goodbye: down at once. */
+    ck_assert_int_eq(ctrl_node_goodbye(c, 1), 0);
+    ck_assert(!ctrl_node_up(c, 1));
+    ck_assert_uint_eq(ctrl_stats(c)->nodes_marked_down, 2);
+    ck_assert_uint_eq(ctrl_stats(c)->nodes_back_up, 1);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_skip_when_unchanged)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000}]}", 1, 50000, NULL);
+    /* Steady queue-free demand: the rate per interval stays 100. */
+    rep_t rp[1] = {{0, 100, 0, 0, CTRL_UNLIMITED}};
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    report(c, 0, 1, 0, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    rp[0].arrivals = 104;
+    report(c, 0, 1, 1, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(res.skipped);
+    ck_assert_uint_eq(ctrl_node_tokens(c, 0, NULL), 0);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
+    rp[0].arrivals = 300;
+    report(c, 0, 1, 2, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped);
+    /* A new period always recomputes. */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    report(c, 0, 2, 0, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped);
+    ck_assert_uint_eq(ctrl_stats(c)->skipped, 1);
+    ck_assert_uint_eq(ctrl_stats(c)->computed, 3);
+    /* skip_rel 0: never skip. */
+    ctrl_destroy(&c);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0;
+    c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000}]}", 1, 50000, &cfg);
+    for (uint32_t k = 0; k < 3; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        report(c, 0, 1, k, rp, 1, 0, 0);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        ck_assert(!res.skipped);
+    }
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_tables_and_bad_reports)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000},"
+                      "{\"name\":\"blue\",\"reservation\":10}]}",
+                      1, 50000, NULL);
+    ck_assert_int_eq(ctrl_node_find(c, "n0"), 0);
+    ck_assert_int_eq(ctrl_node_find(c, "nx"), -ENOENT);
+    ck_assert_int_eq(ctrl_node_hello(c, "bad name", 0, 1, NULL, 0), -EINVAL);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 5, 0), -EINVAL);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    proto_report_rec_t rec = {.bucket = 0, .queued = 1, .arrivals_interval = 10};
+    /* Wrong table generation: dropped. */
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 0, 9, 0, 0, 0, &rec, 1), -ESTALE);
+    /* Index outside the node's table. */
+    rec.bucket = 2;
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 0, 1, 0, 0, 0, &rec, 1), -EINVAL);
+    ck_assert_int_eq(ctrl_node_report(c, 7, 1, 0, 1, 0, 0, 0, &rec, 1), -EINVAL);
+    /* The node's table grows with a bucket the controller does not know. */
+    const char *tn[] = {"red", "blue", "green"};
+    ck_assert_int_eq(ctrl_node_table(c, 0, 2, tn, 3), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 0, 2, 0, 0, 0, &rec, 1), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->unknown_records, 1);
+    /* Stale period: counted, not used. */
+    rec.bucket = 0;
+    rec.served_r = 999;
+    ck_assert_int_eq(ctrl_node_report(c, 0, 0, 4, 2, 0, 0, 0, &rec, 1), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->stale_reports, 1);
+    ck_assert(ctrl_node_needs_names(c, 0));
+    uint32_t gen = ctrl_table(c, NULL, NULL);
+    ck_assert_int_eq(ctrl_node_seen(c, 0, gen), 0);
+    ck_assert(!ctrl_node_needs_names(c, 0));
+
+    /* Configuration change: green added, blue removed; red's state stays. */
+    rec.served_r = 100;
+    rec.arrivals_interval = 1000;
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 0, 2, gen, 0, 0, &rec, 1), 0);
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"green\",\"reservation\":5},"
+                            "{\"name\":\"red\",\"reservation\":1000}]}");
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *const *names;
+    size_t nb;
+    ck_assert_uint_gt(ctrl_table(c, &names, &nb), gen);
+    ck_assert_uint_eq(nb, 2);
+    ck_assert_str_eq(names[0], "green");
+    ck_assert(ctrl_node_needs_names(c, 0));
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_str_eq(bi.name, "red");
+    ck_assert_uint_eq(bi.served_r, 100);
+    ck_assert_int_eq(ctrl_bucket_info(c, 2, &bi), -EINVAL);
+    ck_assert_double_eq(ctrl_bucket_capacity(c, "red"), 50000);
+    ck_assert_double_eq(ctrl_bucket_capacity(c, "green"), -1);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
+    ck_assert_int_eq(r, 900);
+    ctrl_destroy(&c);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.intervals = 0;
+    ck_assert_ptr_null(ctrl_new(&cfg));
+}
+END_TEST
+
+START_TEST(test_ctrl_capacity_limits_reservation_tokens)
+{
+    /* Two buckets want 30,000 each on n0 (capacity 40,000/s); n1 is free.
+     * pShift moves blue's tokens to n1, where blue also has demand. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000},"
+                      "{\"name\":\"blue\",\"reservation\":30000}]}",
+                      2, 40000, NULL);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    rep_t n0[2] = {{0, 8000, 0, 0, CTRL_UNLIMITED}, {0, 8000, 0, 0, CTRL_UNLIMITED}};
+    rep_t n1[2] = {{0, 0, 0, 0, CTRL_UNLIMITED}, {0, 8000, 0, 0, CTRL_UNLIMITED}};
+    report(c, 0, 1, 0, n0, 2, 0, 0);
+    report(c, 1, 1, 0, n1, 2, 0, 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(res.phi, 60000);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 30000);
+    int64_t load0 = r;
+    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
+    load0 += r;
+    ck_assert_int_le(load0, 40000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_capacity_estimate_from_reports)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100}]}", 1, 10000, NULL);
+    rep_t rp[1] = {{50, 3000, 0, 0, CTRL_UNLIMITED}};
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    report(c, 0, 1, 0, rp, 1, 0, 0.0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    /* Busy the whole 0.2 s interval, 1,200 completions: 6,000/s. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    report(c, 0, 1, 1, rp, 1, 1200, 0.2);
+    ctrl_node_info_t ni;
+    ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
+    ck_assert_double_eq_tol(ni.capacity, 6000, 1e-6);
+    ck_assert_double_eq(ni.profile, 10000);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped); /* capacity moved by 40% */
+    ctrl_destroy(&c);
+}
+END_TEST
+
+int main(void)
+{
+    bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
+    Suite *s = suite_create("ctrl");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_ctrl_reservation_follows_demand);
+    tcase_add_test(tc, test_ctrl_limits_never_exceeded);
+    tcase_add_test(tc, test_ctrl_new_period_resets_accounting);
+    tcase_add_test(tc, test_ctrl_restart_rebuilds_from_reports);
+    tcase_add_test(tc, test_ctrl_node_down_and_back);
+    tcase_add_test(tc, test_ctrl_skip_when_unchanged);
+    tcase_add_test(tc, test_ctrl_tables_and_bad_reports);
+    tcase_add_test(tc, test_ctrl_capacity_limits_reservation_tokens);
+    tcase_add_test(tc, test_ctrl_capacity_estimate_from_reports);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,105 @@
+/* test_estimate.c - Check suite for controller/estimate: demand estimates (incl. throttled backlog) and adaptive capacity estimation. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "controller/estimate.h"
+
+START_TEST(test_estimate_demand_queue_plus_rate)
+{
+    estimate_demand_t st = {0};
+    /* 10 queued, 100 arrivals last interval, 3 intervals left. */
+    ck_assert_int_eq(estimate_demand(&st, 10, 100, 0, 3), 310);
+    ck_assert_int_eq(estimate_demand(&st, 0, 0, 0, 2), 0);
+    ck_assert_int_eq(estimate_demand(&st, 5, 0, 0, 0), 5);
+    ck_assert_int_eq(estimate_demand(&st, 0, 7, 0, 1.5), 11);
+    ck_assert_int_eq(estimate_demand(&st, UINT64_MAX, UINT64_MAX, 0, 5), ESTIMATE_DEMAND_MAX);
+}
+END_TEST
+
+START_TEST(test_estimate_demand_throttled_keeps_rate)
+{
+    estimate_demand_t st = {0};
+    ck_assert_int_eq(estimate_demand(&st, 4, 1000, 0, 4), 4004);
+    /* Throttled with a backlog: a closed-loop client could only send 3. */
+    ck_assert_int_eq(estimate_demand(&st, 4, 3, 1, 3), 3004);
+    ck_assert_int_eq(estimate_demand(&st, 4, 3, 1, 2), 2004);
+    /* Not throttled any more: the real rate counts again. */
+    ck_assert_int_eq(estimate_demand(&st, 0, 3, 0, 2), 6);
+    /* Throttled but no backlog: the client really slowed down. */
+    estimate_demand_t s2 = {.rate = 500};
+    ck_assert_int_eq(estimate_demand(&s2, 0, 10, 1, 1), 10);
+}
+END_TEST
+
+START_TEST(test_estimate_capacity_profile_and_step)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(10000);
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    ck_assert_double_eq(c.estimate, 10000);
+    /* 0.2 s interval, served exactly its estimate: saturated, step up 5%. */
+    ck_assert_double_eq(estimate_cap_update(&c, 2000, 0.2, 0.2), 10500);
+    ck_assert_double_eq(estimate_cap_update(&c, 2100, 0.2, 0.2), 11000);
+    ck_assert_uint_eq(c.steps, 2);
+    /* Idle interval: ignored (not busy enough). */
+    ck_assert_double_eq(estimate_cap_update(&c, 10, 0.01, 0.2), 11000);
+    /* Busy the whole interval but only 1600: capacity is 8000/s. */
+    ck_assert_double_eq(estimate_cap_update(&c, 1600, 0.2, 0.2), 8000);
+    ck_assert_double_eq(estimate_cap_update(&c, 1200, 0.2, 0.2), 7000);
+    /* Below the floor (2500/s): a light-load artefact, ignored. */
+    ck_assert_double_eq(estimate_cap_update(&c, 400, 0.2, 0.2), 7000);
+    ck_assert_uint_eq(c.ignored, 2);
+    ck_assert_uint_eq(c.samples, 2);
+    /* Bad intervals change nothing. */
+    ck_assert_double_eq(estimate_cap_update(&c, 400, 0.2, 0), 7000);
+}
+END_TEST
+
+START_TEST(test_estimate_capacity_window)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
+    cfg.window = 2;
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    ck_assert_double_eq(estimate_cap_update(&c, 600, 1, 1), 600);
+    ck_assert_double_eq(estimate_cap_update(&c, 500, 1, 1), 550);
+    ck_assert_double_eq(estimate_cap_update(&c, 400, 1, 1), 450); /* 600 dropped */
+    /* Busy half the time at 400/s: sample 400. */
+    ck_assert_double_eq(estimate_cap_update(&c, 200, 0.5, 1), 400);
+    /* Did far more than the estimate: jump to what it demonstrably did. */
+    ck_assert_double_eq(estimate_cap_update(&c, 900, 1, 1), 900);
+    ck_assert_double_eq(estimate_cap_update(&c, 900, 1, 1), 950);
+    cfg.window = 1000;
+    cfg.profile = -5;
+    estimate_cap_init(&c, &cfg);
+    ck_assert_int_eq(c.cfg.window, ESTIMATE_WINDOW_MAX);
+    ck_assert_double_eq(c.estimate, 1);
+}
+END_TEST
+
+START_TEST(test_estimate_changed_threshold)
+{
+    ck_assert(!estimate_changed(100, 105, 0.1, 2));
+    ck_assert(estimate_changed(100, 120, 0.1, 2));
+    ck_assert(!estimate_changed(1, 2, 0.1, 2)); /* small counts: noise */
+    ck_assert(estimate_changed(0, 10, 0.1, 2));
+    ck_assert(estimate_changed(100, 50, 0.1, 2));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("estimate");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_estimate_demand_queue_plus_rate);
+    tcase_add_test(tc, test_estimate_demand_throttled_keeps_rate);
+    tcase_add_test(tc, test_estimate_capacity_profile_and_step);
+    tcase_add_test(tc, test_estimate_capacity_window);
+    tcase_add_test(tc, test_estimate_changed_threshold);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
