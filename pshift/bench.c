@@ -47,18 +47,20 @@ static void print_row(run_t *run, const row_t *r)
                  : r->reference == 0 ? 1.0 : -1.0;
     int mismatch = r->approx == 0 && r->reference >= 0 && r->st.phi != r->reference;
     if (mismatch) run->status = -EDOM;
+    char rbuf[32] = "null";
+    if (ratio >= 0) snprintf(rbuf, sizeof rbuf, "%.6f", ratio);
     if (run->o->json) {
         fprintf(f, "%s  {\"fig\":\"%s\",\"servers\":%d,\"buckets\":%d,\"active\":%d,"
                 "\"r\":%g,\"m\":%g,\"s\":%g,\"threads\":%d,\"approx_top\":%zu,"
                 "\"solve_seconds\":%.6f,\"t_init\":%.6f,\"t_map\":%.6f,\"t_shift\":%.6f,"
                 "\"phi\":%" PRId64 ",\"phi_initial\":%" PRId64 ",\"tokens\":%" PRId64 ","
                 "\"weak_excess_removed\":%.6f,\"shifts\":%" PRId64 ",\"longest_path\":%d,"
-                "\"reference_phi\":%" PRId64 ",\"phi_ratio\":%.6f,\"mismatch\":%s",
+                "\"reference_phi\":%" PRId64 ",\"phi_ratio\":%s,\"mismatch\":%s",
                 run->rows ? ",\n" : "[\n", r->fig, g->servers, g->buckets, g->active,
                 g->reserved_fraction, g->demand_ratio, g->zipf, r->threads, r->approx,
                 r->st.t_total, r->st.t_init, r->st.t_map, r->st.t_shift, r->st.phi,
                 r->st.phi_initial, r->st.tokens, r->st.weak_excess_removed, r->st.shifts,
-                r->st.longest_path, r->reference, ratio, mismatch ? "true" : "false");
+                r->st.longest_path, r->reference, rbuf, mismatch ? "true" : "false");
         if (r->have_mf)
             fprintf(f, ",\"maxflow_phi\":%" PRId64 ",\"maxflow_build_seconds\":%.6f,"
                     "\"maxflow_seconds\":%.6f,\"maxflow_over_pshift\":%.3f",
@@ -73,9 +75,11 @@ static void print_row(run_t *run, const row_t *r)
                     "solve_ms", "phi", "phi/opt", "wex_rm%", "shifts", "path",
                     "mf_ms", "mf_bld_ms", "mf/pS", r->rss_kib ? "  peak_rss_MiB" : "");
         }
-        fprintf(f, "%-5s %5d %7d %4.2f %4.2f %4.2f %3d %5zu %10.3f %12" PRId64 " %8.5f %7.2f %7" PRId64
+        if (ratio >= 0) snprintf(rbuf, sizeof rbuf, "%.5f", ratio);
+        else snprintf(rbuf, sizeof rbuf, "-");
+        fprintf(f, "%-5s %5d %7d %4.2f %4.2f %4.2f %3d %5zu %10.3f %12" PRId64 " %8s %7.2f %7" PRId64
                 " %4d", r->fig, g->servers, g->buckets, g->reserved_fraction, g->demand_ratio,
-                g->zipf, r->threads, r->approx, r->st.t_total * 1e3, r->st.phi, ratio,
+                g->zipf, r->threads, r->approx, r->st.t_total * 1e3, r->st.phi, rbuf,
                 r->st.weak_excess_removed * 100.0, r->st.shifts, r->st.longest_path);
         if (r->have_mf)
             fprintf(f, " %10.3f %10.3f %7.2f", r->mf.t_flow * 1e3, r->mf.t_build * 1e3,
@@ -268,12 +272,14 @@ static int run_large(run_t *run)
         progress(run, "large", &g, what);
         r.threads = t;
         if ((rc = solve_best(o, p, t, 0, &r.st)) < 0) goto out;
+        /* Before igraph, whose graph is several times pShift's memory. */
+        if (t == 1) r.rss_kib = peak_rss_kib();
         if (t == 1 && o->large_maxflow) {
             progress(run, "large", &g, "max-flow baseline");
             if ((rc = maxflow_solve(p, &r.mf)) < 0) goto out;
             r.reference = r.mf.value;
         }
-        r.rss_kib = peak_rss_kib();
+        if (t > 1 && !o->large_maxflow) r.rss_kib = peak_rss_kib();
         print_row(run, &r);
     }
 out:
