@@ -259,9 +259,13 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
     return 0;
 }
 
-/* Round-robin search of one ready bitmap starting at `next` (with wrap). */
+/* Round-robin search of one ready bitmap starting at `next` (with wrap).
+ * The O(1) emptiness test first: in steady state most dispatches find no
+ * R-eligible bucket, and a failed search would climb every level twice. */
 static int search(const sched_t *s, const bitset_t *ready)
 {
+    if (!bitset_any(ready))
+        return -1;
     return (int)bitset_next_wrap(ready, (size_t)s->next);
 }
 
