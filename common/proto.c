@@ -200,6 +200,10 @@ static int type_has_timing(proto_type_t t)
 {
     return t == PROTO_WELCOME || t == PROTO_TOKENS;
 }
+static int type_may_have_timing(proto_type_t t)
+{
+    return t == PROTO_HEARTBEAT || t == PROTO_HELLO;
+}
 
 /* ---- encoder ---- */
 
@@ -260,7 +264,7 @@ static int enc_check(const proto_msg_t *m)
         return -EINVAL;
     if (m->seq > (uint64_t)INT64_MAX)
         return -EINVAL;
-    if ((type_has_timing(m->type) || (m->type == PROTO_HEARTBEAT && m->has_timing)) && !timing_ok(m))
+    if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))
         return -EINVAL;
     if (m->has_names && !type_may_have_names(m->type))
         return -EINVAL;
@@ -322,7 +326,7 @@ static json_t *enc_header(const proto_msg_t *m)
     bad |= jset(h, "node", json_string(m->node));
     if (m->seq)
         bad |= jset(h, "seq", json_integer((json_int_t)m->seq));
-    if (type_has_timing(m->type) || (m->type == PROTO_HEARTBEAT && m->has_timing)) {
+    if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
         bad |= jset(h, "intervals", json_integer(m->intervals));
@@ -751,7 +755,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     default:
         break;
     }
-    if ((type_has_timing(m->type) || m->type == PROTO_HEARTBEAT) &&
+    if ((type_has_timing(m->type) || type_may_have_timing(m->type)) &&
         (why = dec_timing(h, m, type_has_timing(m->type))) != PROTO_OK)
         goto out;
     if ((m->type == PROTO_HELLO || m->type == PROTO_REPORT || m->type == PROTO_TOKENS ||

@@ -110,7 +110,9 @@ typedef struct {
  * Header fields by type ("*" = required on the wire):
  *   all       v*, type*, node* (node name; ctl->node: the node addressed),
  *             seq (sender's message counter)
- *   hello     capacity* (IOs/s profile), table*, names* (= nnames, >= 0)
+ *   hello     capacity* (IOs/s profile), table*, names* (= nnames, >= 0),
+ *             timing (optional: the node's current view, for a restarted
+ *             controller to adopt)
  *   welcome   timing*, peer_table*, table*, names (optional)
  *   report    period*, interval*, remaining_ms, table*, peer_table*,
  *             count*, names (optional), completions*, dispatched*, busy*
@@ -127,7 +129,8 @@ typedef struct {
     /* timing: which period/interval the sender is in, how the period is cut,
      * and how long (ms) until the period ends, measured at send time; the
      * receiver adds it to its own clock (no clock sync needed). */
-    int has_timing;        /* heartbeat: timing present */
+    int has_timing;        /* heartbeat/hello: timing present (always set
+                              by the decoder for welcome/tokens) */
     uint64_t period;
     uint32_t interval;     /* 0 .. intervals-1 */
     uint32_t intervals;    /* K >= 1 */

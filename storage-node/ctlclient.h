@@ -1,0 +1,116 @@
+/* ctlclient.h - the node's side of the control protocol: a ZeroMQ DEALER to
+ * the controller that says hello, reports the scheduler's counters at every
+ * interval start, applies the tokens it receives, and falls back to a local
+ * policy when the controller goes silent (docs/protocol.md).
+ *
+ * Usage from a libevent loop (everything on the loop thread that owns the
+ * scheduler; nothing here locks or blocks):
+ *
+ *   ctlclient_config_t cc;
+ *   ctlclient_config_defaults(&cc);
+ *   cc.endpoint = "tcp://127.0.0.1:7070"; cc.name = "n1";
+ *   ctlclient_t *c = ctlclient_new(&cc, sched, &ops, &err);
+ *   watch ctlclient_fd(c) for EV_READ|EV_PERSIST -> ctlclient_on_readable(c, now)
+ *   a timer            -> ctlclient_tick(c, now), re-armed to the returned delay
+ *   ...
+ *   ctlclient_destroy(&c);      // sends goodbye
+ *
+ * `now` is seconds on a monotonic clock (ctlclient_now()).  ZMQ_FD is edge
+ * triggered: both entry points drain every message ZeroMQ has ready before
+ * returning, so the caller never has to poll ZMQ_EVENTS itself. */
+#ifndef BQOS_CTLCLIENT_H
+#define BQOS_CTLCLIENT_H
+
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "storage-node/sched.h"
+
+typedef struct {
+    const char *endpoint;     /* controller node endpoint (copied) */
+    const char *name;         /* node name = DEALER identity (copied) */
+    uint64_t capacity;        /* capacity profile, IOs/s (0 = unknown) */
+    int manage_policy;        /* switch policy: tokens while the controller
+                                 is alive, fallback otherwise (default 1) */
+    sched_policy_t normal;    /* policy while alive (default tokens) */
+    sched_policy_t fallback;  /* policy when silent (default rr) */
+    double hello_s;           /* hello retry while not welcomed (1.0) */
+    double silence_intervals; /* controller silent for more than this many
+                                 intervals at a period end => fallback (1.5) */
+} ctlclient_config_t;
+
+/* Fills *cfg with the defaults above (endpoint and name NULL). */
+void ctlclient_config_defaults(ctlclient_config_t *cfg);
+
+/* How the client acts on the node.  Every member may be NULL, meaning "do
+ * it directly on the scheduler" (sched_add_bucket with weight 1,
+ * sched_set_tokens, sched_set_policy, sched_period_start).  The node's front
+ * sets them so it can dispatch what new tokens allow.  All are called on
+ * the caller's thread from inside ctlclient_on_readable()/ctlclient_tick(). */
+typedef struct {
+    /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
+    int (*bucket)(void *arg, const char *name);
+    /* Sets bucket b (named `name`) to absolute token counts; l may be
+     * SCHED_UNLIMITED.  Returns 0 or -errno. */
+    int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l);
+    void (*set_policy)(void *arg, sched_policy_t policy);
+    void (*period_start)(void *arg);
+    /* Called once after a tokens message was applied (may be NULL). */
+    void (*applied)(void *arg);
+    void *arg;
+} ctlclient_ops_t;
+
+typedef struct ctlclient ctlclient_t;
+
+/* Counters, for logs and tests. */
+typedef struct {
+    uint64_t sent_hello, sent_report, sent_goodbye, send_dropped;
+    uint64_t recv_welcome, recv_tokens, recv_heartbeat, recv_error;
+    uint64_t tokens_applied;     /* token records applied */
+    uint64_t tokens_stale;       /* tokens messages for an older period */
+    uint64_t fallbacks, resumes; /* policy switches */
+    int fallback;                /* 1 while in fallback (or never welcomed) */
+    int welcomed;
+    uint64_t period;             /* current period number (local view) */
+    uint32_t interval;
+    proto_stats_t proto;         /* decoder accepts / rejects by reason */
+} ctlclient_stats_t;
+
+/* Creates the client and connects (asynchronously: an absent controller is
+ * not an error; ZeroMQ keeps retrying).  `sched` is borrowed and must
+ * outlive the client; `ops` is copied (may be NULL).  Sends the first hello
+ * at once; until a welcome and tokens arrive the node runs the fallback
+ * policy (when manage_policy).  Returns the client (caller owns it), or
+ * NULL with *err = -EINVAL (bad name/endpoint/config), -ENOMEM, or another
+ * -errno from ZeroMQ. */
+ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched,
+                           const ctlclient_ops_t *ops, int *err);
+
+/* Sends goodbye (best effort, waits at most 100 ms for it to leave),
+ * closes the socket and frees the client; sets *cp to NULL.  Accepts NULL. */
+void ctlclient_destroy(ctlclient_t **cp);
+
+/* The ZeroMQ socket's file descriptor (ZMQ_FD) to watch for readability.
+ * Returns -1 on error. */
+int ctlclient_fd(const ctlclient_t *c);
+
+/* Handles every message waiting on the socket.  Returns 0, or -errno from
+ * ZeroMQ (bad messages are counted, never an error). */
+int ctlclient_on_readable(ctlclient_t *c, double now);
+
+/* Does the timed work due at `now`: hello retries, period starts, reports,
+ * the controller-silence check; then drains the socket.  Returns the seconds
+ * until it next needs to run (> 0, at most hello_s). */
+double ctlclient_tick(ctlclient_t *c, double now);
+
+/* Sends a report for the current interval now (outside the schedule).
+ * Returns 0, -EAGAIN (not connected / queue full: dropped), or -errno. */
+int ctlclient_report_now(ctlclient_t *c, double now);
+
+/* Copies the counters. */
+void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out);
+
+/* Seconds on CLOCK_MONOTONIC, for the `now` arguments. */
+double ctlclient_now(void);
+
+#endif

@@ -1,0 +1,357 @@
+/* test_ctlclient.c - Check suite for storage-node/ctlclient against a fake
+ * controller (a ROUTER on a free loopback port): hello, welcome, reports,
+ * tokens, silence fallback and resume, errors and bad messages. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/proto.h"
+#include "storage-node/ctlclient.h"
+#include "storage-node/sched.h"
+
+typedef struct {
+    void *ctx, *router;
+    char endpoint[128];
+    proto_enc_t enc;
+    proto_msg_t m;
+    proto_stats_t st;
+} fake_t;
+
+static void fake_start(fake_t *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ctx = zmq_ctx_new();
+    f->router = zmq_socket(f->ctx, ZMQ_ROUTER);
+    int one = 1, zero = 0;
+    zmq_setsockopt(f->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    zmq_setsockopt(f->router, ZMQ_LINGER, &zero, sizeof zero);
+    ck_assert_int_eq(zmq_bind(f->router, "tcp://127.0.0.1:*"), 0);
+    size_t len = sizeof f->endpoint;
+    zmq_getsockopt(f->router, ZMQ_LAST_ENDPOINT, f->endpoint, &len);
+    proto_enc_init(&f->enc);
+    proto_msg_init(&f->m);
+}
+
+static void fake_stop(fake_t *f)
+{
+    zmq_close(f->router);
+    zmq_ctx_term(f->ctx);
+    proto_enc_clear(&f->enc);
+    proto_msg_clear(&f->m);
+}
+
+/* Ticks the client until the fake controller receives a message of `type`
+ * (others are skipped) or `secs` pass.  Returns 1 if received (in f->m). */
+static int wait_for(fake_t *f, ctlclient_t *c, proto_type_t type, double secs)
+{
+    double end = ctlclient_now() + secs;
+    while (ctlclient_now() < end) {
+        ctlclient_tick(c, ctlclient_now());
+        zmq_pollitem_t pi = {f->router, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&pi, 1, 5) > 0) {
+            char id[64];
+            size_t idl;
+            int rc = proto_recv(f->router, id, sizeof id, &idl, &f->m, &f->st, NULL, NULL, NULL,
+                                ZMQ_DONTWAIT);
+            if (rc == 0 && f->m.type == type)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Waits for a report of period `period`; returns 1 if one came. */
+static int wait_report(fake_t *f, ctlclient_t *c, uint64_t period, double secs)
+{
+    double end = ctlclient_now() + secs;
+    while (ctlclient_now() < end)
+        if (wait_for(f, c, PROTO_REPORT, end - ctlclient_now()) && f->m.period == period)
+            return 1;
+    return 0;
+}
+
+/* Ticks the client for `secs`. */
+static void run_for(ctlclient_t *c, double secs)
+{
+    double end = ctlclient_now() + secs;
+    while (ctlclient_now() < end) {
+        ctlclient_tick(c, ctlclient_now());
+        zmq_pollitem_t pi = {NULL, ctlclient_fd(c), ZMQ_POLLIN, 0};
+        zmq_poll(&pi, 1, 5);
+    }
+}
+
+static void fake_send(fake_t *f, proto_msg_t *m)
+{
+    strcpy(m->node, "n1");
+    ck_assert_int_eq(proto_send(f->router, "n1", 2, m, &f->enc, 0), 0);
+}
+
+static void timing(proto_msg_t *m, uint64_t period, uint32_t remaining)
+{
+    m->period = period;
+    m->intervals = 3;
+    m->period_ms = 300;
+    m->remaining_ms = remaining;
+    m->interval = (300 - remaining) / 100 > 2 ? 2 : (300 - remaining) / 100;
+}
+
+static const char *ctl_names[] = {"red", "green"};
+
+/* Sends tokens for red (r, l) and green (unlimited), with names if asked. */
+static void send_tokens(fake_t *f, uint64_t period, int64_t r, int64_t l, int names, uint32_t peer)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    timing(&m, period, 250);
+    m.table = 1;
+    m.peer_table = peer;
+    m.has_names = names;
+    m.nnames = names ? 2 : 0;
+    m.names = names ? ctl_names : NULL;
+    m.count = 2;
+    ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = r, .l_tokens = l};
+    m.tokens[1] = (proto_tokens_rec_t){.bucket = 1, .r_tokens = 7, .l_tokens = PROTO_UNLIMITED};
+    fake_send(f, &m);
+    proto_msg_clear(&m);
+}
+
+static ctlclient_t *client(fake_t *f, sched_t *s)
+{
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = f->endpoint;
+    cc.name = "n1";
+    cc.capacity = 1234;
+    cc.hello_s = 0.1;
+    int err = 0;
+    ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    return c;
+}
+
+START_TEST(test_ctlclient_session)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_add_bucket(s, "red", 1), 0);
+    ck_assert_int_eq(sched_add_bucket(s, "blue", 1), 1);
+    ctlclient_t *c = client(&f, s);
+    ck_assert_int_ge(ctlclient_fd(c), 0);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR); /* fallback until told */
+
+    /* hello with our table */
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 3.0));
+    ck_assert_uint_eq(f.m.capacity, 1234);
+    ck_assert_uint_eq(f.m.nnames, 2);
+    ck_assert_str_eq(f.m.names[0], "red");
+    ck_assert_str_eq(f.m.names[1], "blue");
+    uint32_t node_table = f.m.table;
+
+    /* welcome with the controller's table: green is created on the node */
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    timing(&w, 5, 290);
+    w.table = 1;
+    w.peer_table = node_table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names;
+    fake_send(&f, &w);
+    run_for(c, 0.05);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert(st.welcomed);
+    ck_assert_int_eq(sched_find_bucket(s, "green", 5), 2);
+
+    /* traffic, then a report at the next interval start, with names since
+     * our table grew (green) */
+    static sched_item_t items[5];
+    for (int i = 0; i < 5; i++)
+        sched_enqueue(s, 0, &items[i]);
+    ck_assert(wait_for(&f, c, PROTO_REPORT, 1.0));
+    ck_assert_uint_eq(f.m.period, 5);
+    ck_assert(f.m.has_names);
+    ck_assert_uint_eq(f.m.nnames, 3);
+    ck_assert_uint_eq(f.m.peer_table, 1);
+    ck_assert_uint_eq(f.m.count, 1); /* only red is active */
+    ck_assert_uint_eq(f.m.report[0].bucket, 0);
+    ck_assert_uint_eq(f.m.report[0].queued, 5);
+    ck_assert_uint_eq(f.m.report[0].arrivals_interval, 5);
+    ck_assert_uint_eq(f.m.report[0].arrivals_period, 5);
+
+    /* tokens by the controller's table (cached: no names) */
+    send_tokens(&f, 5, 10, 20, 0, 0);
+    run_for(c, 0.03);
+    sched_bucket_stats_t bs;
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 10);
+    ck_assert_int_eq(bs.l_tokens, 20);
+    sched_bucket_stats(s, 2, &bs);
+    ck_assert_int_eq(bs.r_tokens, 7);
+    ck_assert_int_eq(bs.l_tokens, SCHED_UNLIMITED);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
+    ctlclient_stats(c, &st);
+    ck_assert(!st.fallback);
+    ck_assert_uint_eq(st.tokens_applied, 2);
+
+    /* stale tokens (older period) are ignored */
+    send_tokens(&f, 4, 99, 99, 0, 0);
+    run_for(c, 0.03);
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 10);
+    ctlclient_stats(c, &st);
+    ck_assert_uint_eq(st.tokens_stale, 1);
+
+    /* a newer period resets the counters; names go on until acknowledged */
+    uint32_t node_table2 = f.m.table;
+    send_tokens(&f, 6, 11, 21, 0, 0);
+    ck_assert(wait_report(&f, c, 6, 1.0));
+    ck_assert(f.m.has_names);
+    ck_assert_uint_eq(f.m.count, 1);
+    ck_assert_uint_eq(f.m.report[0].queued, 5);
+    ck_assert_uint_eq(f.m.report[0].arrivals_period, 0);
+    /* acknowledged: the next reports carry no names */
+    send_tokens(&f, 7, 11, 21, 0, node_table2);
+    ck_assert(wait_report(&f, c, 7, 1.0));
+    ck_assert(!f.m.has_names);
+    ck_assert_uint_eq(f.m.table, node_table2);
+    proto_msg_clear(&w);
+    ctlclient_destroy(&c);
+    ck_assert_ptr_null(c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
+START_TEST(test_ctlclient_silence_fallback_resume)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    sched_add_bucket(s, "red", 1);
+    ctlclient_t *c = client(&f, s);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 3.0));
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    timing(&w, 1, 280);
+    w.table = 1;
+    w.peer_table = f.m.table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names;
+    fake_send(&f, &w);
+    send_tokens(&f, 1, 5, 5, 0, 0);
+    run_for(c, 0.05);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
+
+    /* silence: after the period ends (<= 0.3 s) the node falls back */
+    run_for(c, 0.45);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert(st.fallback);
+    ck_assert_uint_eq(st.fallbacks, 1);
+    uint64_t resumes = st.resumes; /* the first tokens ended the start-up fallback */
+    ck_assert_uint_eq(resumes, 1);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR);
+    ck_assert_uint_ge(st.period, 2);
+    /* tokens keep their last values in fallback */
+    sched_bucket_stats_t bs;
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 5);
+
+    /* the controller comes back: tokens for the node's current period */
+    send_tokens(&f, st.period, 8, 9, 0, 0);
+    run_for(c, 0.03);
+    ctlclient_stats(c, &st);
+    ck_assert(!st.fallback);
+    ck_assert_uint_eq(st.resumes, resumes + 1);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 8);
+
+    /* a restarted controller does not know us: it says so, we say hello */
+    proto_msg_t e;
+    proto_msg_init(&e);
+    e.type = PROTO_ERROR;
+    strcpy(e.code, "unknown_node");
+    fake_send(&f, &e);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 1.0));
+    ck_assert(f.m.has_timing); /* our period, for the new controller */
+    ck_assert_uint_ge(f.m.period, 2);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
+START_TEST(test_ctlclient_bad_messages)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ctlclient_t *c = client(&f, s);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 3.0));
+    /* garbage frames, a wrong version, tokens for an unknown table */
+    zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
+    zmq_send(f.router, "\xff\x00junk", 6, 0);
+    zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
+    const char *v2 = "{\"v\":2,\"type\":\"heartbeat\",\"node\":\"n1\"}";
+    zmq_send(f.router, v2, strlen(v2), 0);
+    send_tokens(&f, 1, 5, 5, 0, 0); /* table 1 never sent */
+    proto_msg_t hb; /* for another node */
+    proto_msg_init(&hb);
+    hb.type = PROTO_HEARTBEAT;
+    strcpy(hb.node, "n9");
+    ck_assert_int_eq(proto_send(f.router, "n1", 2, &hb, &f.enc, 0), 0);
+    run_for(c, 0.1);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_JSON], 1);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_VERSION], 1);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
+    ck_assert_uint_eq(st.tokens_applied, 0);
+    ck_assert(st.fallback);
+
+    /* bad configurations */
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    int err = 0;
+    cc.endpoint = f.endpoint;
+    cc.name = "has space";
+    ck_assert_ptr_null(ctlclient_new(&cc, s, NULL, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    cc.name = "ok";
+    cc.endpoint = "nonsense://x";
+    ck_assert_ptr_null(ctlclient_new(&cc, s, NULL, &err));
+    ck_assert_int_lt(err, 0);
+    ctlclient_destroy(&c);
+    ctlclient_destroy(&c); /* NULL is fine */
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("ctlclient");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, test_ctlclient_session);
+    tcase_add_test(tc, test_ctlclient_silence_fallback_resume);
+    tcase_add_test(tc, test_ctlclient_bad_messages);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
