@@ -352,7 +352,8 @@ int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
     if (!nd)
         return -EINVAL;
     nd->last_seen = c->round_no;
-    nd->peer_table = peer_table;
+    if (peer_table)
+        nd->peer_table = peer_table;
     if (!nd->up) {
         nd->up = 1;
         c->st.nodes_back_up++;
@@ -377,6 +378,12 @@ int ctrl_node_goodbye(ctrl_t *c, int node)
         log_info("node %s said goodbye: down", nd->name);
     }
     return 0;
+}
+
+uint32_t ctrl_node_table_gen(const ctrl_t *c, int node)
+{
+    const node_t *nd = get_node(c, node);
+    return nd ? nd->table : 0;
 }
 
 int ctrl_node_up(const ctrl_t *c, int node)

@@ -92,7 +92,8 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
 
 /* Notes any message from the node this round (heartbeat, report...): it is
  * alive.  `peer_table` is the controller table generation the node holds
- * (0 = none).  A down node comes back up.  Returns 0 or -EINVAL. */
+ * (0 = not said: unchanged).  A down node comes back up.  Returns 0 or
+ * -EINVAL. */
 int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table);
 
 /* The node said goodbye: it is down at once.  Returns 0 or -EINVAL. */
@@ -108,6 +109,9 @@ int ctrl_node_goodbye(ctrl_t *c, int node);
 int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
                      uint32_t peer_table, uint64_t completions, double busy_seconds,
                      const proto_report_rec_t *recs, size_t n);
+
+/* The generation of node `node`'s own table that we hold (0 if none). */
+uint32_t ctrl_node_table_gen(const ctrl_t *c, int node);
 
 /* Nonzero if the node is up. */
 int ctrl_node_up(const ctrl_t *c, int node);

@@ -3,6 +3,10 @@ LIBS += controller
 controller_SRCS = controller/bucketfile.c controller/admission.c controller/estimate.c \
                   controller/ctrl.c
 
+PROGS += bqos-controller
+bqos-controller_SRCS = controller/main.c
+bqos-controller_LIBS = controller pshift proto common
+
 TESTS += test_bucketfile test_estimate test_admission test_ctrl
 test_bucketfile_SRCS = tests/test_bucketfile.c
 test_bucketfile_LIBS = controller common
