@@ -8,3 +8,4 @@ TESTS += test_scenario
 test_scenario_SRCS = tests/test_scenario.c
 test_scenario_LIBS = workloads common
 ITESTS += tests/it_load.sh
+-include workloads/sim.mk

@@ -1,0 +1,559 @@
+/* sim_run.c - one policy over a bqos-sim model: per-server event loops around the real scheduler, control rounds in between. */
+#include "workloads/sim_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include "controller/estimate.h"
+#include "pshift/pshift.h"
+#include "storage-node/sched.h"
+#include "workloads/sim_engine.h"
+#include "workloads/zipf.h"
+
+/* Seed streams: generator key k, server s (service times). */
+#define STREAM_GEN(k) ((UINT64_C(2) << 40) + (uint64_t)(k))
+#define STREAM_SVC(s) ((UINT64_C(3) << 40) + (uint64_t)(s))
+
+#define POOL_CHUNK 4096
+
+static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "clairvoyant"};
+
+const char *sim_policy_name(sim_policy_t p)
+{
+    return (unsigned)p < SIM_NPOLICIES ? policy_names[p] : "?";
+}
+
+int sim_policy_parse(const char *name)
+{
+    for (int i = 0; i < SIM_NPOLICIES; i++)
+        if (!strcmp(name, policy_names[i]))
+            return i;
+    return -EINVAL;
+}
+
+/* A request waiting at a server: only its link matters to the simulator. */
+typedef struct chunk {
+    struct chunk *next;
+    sched_item_t items[POOL_CHUNK];
+} chunk_t;
+
+/* One simulated server; owned by whichever thread runs it between rounds. */
+typedef struct {
+    int index;
+    sched_t *sch;
+    sim_heap_t *heap;               /* generators by next arrival */
+    const sim_segment_t *segs;
+    zipf_rng_t *grng;               /* [nsegs] one stream per generator */
+    zipf_rng_t svc;
+    double lo, span;                /* service time = lo + span * u */
+    int busy;
+    double busy_until;
+    sched_item_t *free;             /* request pool */
+    chunk_t *chunks;
+    uint64_t arrivals, completions, dropped;
+    uint64_t completions_iv;        /* this interval, for the estimator */
+    double busy_iv;
+    estimate_cap_t cap;
+    int poisson;
+    int err;
+} server_t;
+
+static sched_item_t *item_get(server_t *sv)
+{
+    if (!sv->free) {
+        chunk_t *c = malloc(sizeof(*c));
+        if (!c)
+            return NULL;
+        c->next = sv->chunks;
+        sv->chunks = c;
+        for (int i = 0; i < POOL_CHUNK; i++) {
+            c->items[i].next = sv->free;
+            sv->free = &c->items[i];
+        }
+    }
+    sched_item_t *it = sv->free;
+    sv->free = it->next;
+    return it;
+}
+
+static inline void item_put(server_t *sv, sched_item_t *it)
+{
+    it->next = sv->free;
+    sv->free = it;
+}
+
+static inline double gap(server_t *sv, uint32_t g)
+{
+    double rate = sv->segs[g].rate;
+    if (sv->poisson)
+        return -log1p(-zipf_rng_uniform(&sv->grng[g])) / rate;
+    return 1.0 / rate;
+}
+
+/* Starts the next IO at time t if the server is idle and one may run. */
+static inline void kick(server_t *sv, double t)
+{
+    if (sv->busy)
+        return;
+    sched_item_t *it = sched_dispatch(sv->sch, NULL);
+    if (!it)
+        return;
+    item_put(sv, it);
+    double d = sv->lo + sv->span * zipf_rng_uniform(&sv->svc);
+    sv->busy = 1;
+    sv->busy_until = t + d;
+    sv->busy_iv += d;
+}
+
+/* Runs server sv's events up to and including time `until`. */
+static void advance(server_t *sv, double until)
+{
+    for (;;) {
+        const sim_event_t *e = sim_heap_top(sv->heap);
+        double ta = e ? e->t : INFINITY;
+        if (sv->busy && sv->busy_until <= ta) {
+            if (sv->busy_until > until)
+                return;
+            double t = sv->busy_until;
+            sv->busy = 0;
+            sv->completions++;
+            sv->completions_iv++;
+            kick(sv, t);
+            continue;
+        }
+        if (ta > until)
+            return;
+        uint32_t g = e->id;
+        const sim_segment_t *sg = &sv->segs[g];
+        sched_item_t *it = item_get(sv);
+        if (!it) {
+            sv->err = -ENOMEM;
+            return;
+        }
+        sched_enqueue(sv->sch, sg->bucket, it);
+        sv->arrivals++;
+        double next = ta + gap(sv, g);
+        if (next < sg->end)
+            sim_heap_retime_top(sv->heap, next);
+        else
+            sim_heap_pop(sv->heap, NULL);
+        kick(sv, ta);
+    }
+}
+
+static void drop_cb(sched_item_t *it, void *arg)
+{
+    item_put(arg, it);
+}
+
+static void server_free(server_t *sv)
+{
+    sched_destroy(&sv->sch);
+    sim_heap_destroy(&sv->heap);
+    free(sv->grng);
+    while (sv->chunks) {
+        chunk_t *c = sv->chunks;
+        sv->chunks = c->next;
+        free(c);
+    }
+}
+
+static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p)
+{
+    const sim_config_t *c = &m->cfg;
+    sv->index = s;
+    sv->segs = m->segs[s];
+    sv->poisson = c->poisson;
+    sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, 0);
+    sv->heap = sim_heap_new(m->nsegs[s]);
+    sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(zipf_rng_t));
+    if (!sv->sch || !sv->heap || !sv->grng)
+        return -ENOMEM;
+    char name[32];
+    for (int b = 0; b < c->buckets; b++) {
+        snprintf(name, sizeof(name), "b%d", b);
+        if (sched_add_bucket(sv->sch, name, 1) != b)
+            return -ENOMEM;
+    }
+    for (size_t g = 0; g < m->nsegs[s]; g++) {
+        const sim_segment_t *sg = &sv->segs[g];
+        zipf_rng_seed(&sv->grng[g], c->seed, STREAM_GEN(sg->key));
+        /* Even arrivals start at a random phase; Poisson ones at an
+         * exponential gap after the segment starts. */
+        double first = c->poisson ? sg->start - log1p(-zipf_rng_uniform(&sv->grng[g])) / sg->rate
+                                  : sg->start + zipf_rng_uniform(&sv->grng[g]) / sg->rate;
+        if (first < sg->end && sim_heap_push(sv->heap, first, (uint32_t)g) < 0)
+            return -ENOMEM;
+    }
+    zipf_rng_seed(&sv->svc, c->seed, STREAM_SVC(s));
+    double mean = 1.0 / m->capacity[s];
+    sv->lo = mean * (1 - c->svc_spread);
+    sv->span = 2 * mean * c->svc_spread;
+    estimate_cap_cfg_t cc = estimate_cap_defaults(c->capacity);
+    estimate_cap_init(&sv->cap, &cc);
+    return 0;
+}
+
+void sim_result_destroy(sim_result_t **rp)
+{
+    if (!rp || !*rp)
+        return;
+    free((*rp)->reserved);
+    free((*rp)->served);
+    free((*rp)->served_iv);
+    free(*rp);
+    *rp = NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* State shared by the rounds of one run (main thread, except where noted). */
+typedef struct {
+    const sim_model_t *m;
+    sim_policy_t policy;
+    const sim_run_opts_t *o;
+    int S, B, K;
+    server_t *sv;                 /* [S] */
+    uint64_t *cum;                /* [B] served this period, all servers */
+    uint64_t *cum_prev;           /* [B] ... at the previous round */
+    uint32_t *arr_iv;             /* [S][B] arrivals in the past interval */
+    uint64_t *arr_snap;           /* [S][B] period arrivals at the last round */
+    estimate_demand_t *est;       /* [S][B] */
+    int64_t *dem;                 /* [S][B] demand for the rest of the period */
+    int64_t *pending;             /* [S][B] R-tokens to apply */
+    int64_t *res_tokens;          /* [B] reservation in tokens per period */
+    sim_result_t *r;
+} run_t;
+
+/* Collects per-bucket service and per-(server, bucket) arrivals at a round
+ * boundary, and stores the interval's service if the period is measured. */
+static void gather(run_t *R, int period, int interval_done)
+{
+    int S = R->S, B = R->B;
+    #pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        uint64_t sum = 0;
+        for (int s = 0; s < S; s++) {
+            sched_bucket_stats_t st;
+            sched_bucket_stats(R->sv[s].sch, b, &st);
+            sum += st.served_r + st.served_l + st.served_o;
+            size_t i = (size_t)s * B + b;
+            R->arr_iv[i] = (uint32_t)(st.arrivals - R->arr_snap[i]);
+            R->arr_snap[i] = st.arrivals;
+        }
+        R->cum[b] = sum;
+    }
+    int mp = period - R->m->cfg.warmup;
+    if (mp >= 0) {
+        sim_result_t *r = R->r;
+        uint32_t *iv = r->served_iv + ((size_t)mp * R->K + interval_done) * B;
+        for (int b = 0; b < B; b++)
+            iv[b] = (uint32_t)(R->cum[b] - R->cum_prev[b]);
+        if (interval_done == R->K - 1)
+            for (int b = 0; b < B; b++)
+                r->served[(size_t)mp * B + b] = R->cum[b];
+    }
+    memcpy(R->cum_prev, R->cum, (size_t)B * sizeof(uint64_t));
+}
+
+/* New period on every server: drop the backlog, zero the counters. */
+static void period_reset(run_t *R)
+{
+    #pragma omp parallel for schedule(static)
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        sv->dropped += sched_drain(sv->sch, drop_cb, sv);
+        sched_period_start(sv->sch);
+        memset(R->arr_snap + (size_t)s * R->B, 0, (size_t)R->B * sizeof(uint64_t));
+    }
+    memset(R->cum, 0, (size_t)R->B * sizeof(uint64_t));
+    memset(R->cum_prev, 0, (size_t)R->B * sizeof(uint64_t));
+}
+
+static void apply_pending(run_t *R, double t)
+{
+    #pragma omp parallel for schedule(static)
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        const int64_t *pv = R->pending + (size_t)s * R->B;
+        for (int b = 0; b < R->B; b++)
+            sched_set_tokens(sv->sch, b, pv[b], SCHED_UNLIMITED);
+        kick(sv, t);
+    }
+}
+
+/* One control round at time t (interval k of its period): demand and
+ * capacity estimates, pShift, tokens into R->pending. */
+static int control(run_t *R, double t, double t_end, int k, int first)
+{
+    const sim_model_t *m = R->m;
+    int S = R->S, B = R->B, K = R->K;
+    double ivl = m->cfg.period / K;
+    int clair = R->policy == SIM_POLICY_CLAIRVOYANT;
+    /* Estimates, one server per thread (each row belongs to one server). */
+    if (!clair) {
+        #pragma omp parallel for schedule(static)
+        for (int s = 0; s < S; s++) {
+            server_t *sv = &R->sv[s];
+            if (!first)
+                estimate_cap_update(&sv->cap, sv->completions_iv, sv->busy_iv, ivl);
+            for (int b = 0; b < B; b++) {
+                size_t i = (size_t)s * B + b;
+                sched_bucket_stats_t st;
+                sched_bucket_stats(sv->sch, b, &st);
+                R->dem[i] = estimate_demand(&R->est[i], st.queued, R->arr_iv[i], 0, K - k);
+            }
+        }
+    } else {
+        #pragma omp parallel
+        {
+            double *acc = calloc((size_t)S, sizeof(double));
+            #pragma omp for schedule(static)
+            for (int b = 0; b < B; b++) {
+                if (!acc)
+                    continue;
+                memset(acc, 0, (size_t)S * sizeof(double));
+                sim_model_demand(m, b, t, t_end, acc);
+                for (int s = 0; s < S; s++) {
+                    sched_bucket_stats_t st;
+                    sched_bucket_stats(R->sv[s].sch, b, &st);
+                    R->dem[(size_t)s * B + b] = (int64_t)st.queued + llround(acc[s]);
+                }
+            }
+            free(acc);
+        }
+    }
+    for (int s = 0; s < S; s++) {
+        R->sv[s].completions_iv = 0;
+        R->sv[s].busy_iv = 0;
+    }
+    pshift_problem_t *p = pshift_problem_new();
+    int *bidx = malloc((size_t)B * sizeof(int));
+    int rc = -ENOMEM;
+    if (!p || !bidx)
+        goto out;
+    for (int s = 0; s < S; s++) {
+        double c = clair || R->o->true_capacity ? m->capacity[s] : R->sv[s].cap.estimate;
+        if ((rc = pshift_add_server(p, NULL, llround(c * (t_end - t)))) < 0)
+            goto out;
+    }
+    for (int b = 0; b < B; b++) {
+        bidx[b] = -1;
+        int64_t target = R->res_tokens[b] - (int64_t)R->cum[b];
+        if (target <= 0)
+            continue;
+        int any = 0;
+        for (int s = 0; s < S && !any; s++)
+            any = R->dem[(size_t)s * B + b] > 0;
+        if (!any)
+            continue;
+        if ((rc = pshift_add_bucket(p, NULL, target)) < 0)
+            goto out;
+        bidx[b] = rc;
+        for (int s = 0; s < S; s++) {
+            int64_t d = R->dem[(size_t)s * B + b];
+            if (d > 0 && (rc = pshift_set_demand(p, bidx[b], s, d)) < 0)
+                goto out;
+        }
+    }
+    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
+    po.threads = R->o->threads;
+    if ((rc = pshift_solve(p, &po)) < 0)
+        goto out;
+    memset(R->pending, 0, (size_t)S * B * sizeof(int64_t));
+    for (int b = 0; b < B; b++) {
+        if (bidx[b] < 0)
+            continue;
+        size_t n = pshift_bucket_nentries(p, bidx[b]);
+        for (size_t e = 0; e < n; e++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
+            R->pending[(size_t)s * B + b] = a;
+        }
+    }
+    R->r->rounds++;
+    rc = 0;
+out:
+    pshift_problem_destroy(&p);
+    free(bidx);
+    return rc;
+}
+
+/* Static tokens: reservation split by the initial demand, every period. */
+static void static_tokens(run_t *R)
+{
+    memset(R->pending, 0, (size_t)R->S * R->B * sizeof(int64_t));
+    for (int b = 0; b < R->B; b++) {
+        const sim_phase_t *ph = &R->m->buckets[b].phases[0];
+        double sum = 0;
+        for (int i = 0; i < ph->n; i++)
+            sum += ph->rates[i];
+        if (!(sum > 0))
+            continue;
+        for (int i = 0; i < ph->n; i++)
+            R->pending[(size_t)ph->servers[i] * R->B + b] +=
+                llround(R->res_tokens[b] * ph->rates[i] / sum);
+    }
+}
+
+static void summarize(sim_result_t *r)
+{
+    size_t n = 0, m95 = 0, m99 = 0;
+    double err = 0, worst = INFINITY;
+    for (int p = 0; p < r->periods; p++)
+        for (int b = 0; b < r->buckets; b++) {
+            double want = r->reserved[b];
+            if (!(want >= 1))
+                continue;
+            double x = r->served[(size_t)p * r->buckets + b] / want;
+            n++;
+            m95 += x >= 0.95;
+            m99 += x >= 0.99;
+            err += x < 1 ? 1 - x : 0;
+            if (x < worst)
+                worst = x;
+        }
+    r->samples = n;
+    r->meet95 = n ? (double)m95 / n : 1;
+    r->meet99 = n ? (double)m99 / n : 1;
+    r->mean_err = n ? err / n : 0;
+    r->worst = n ? worst : 1;
+}
+
+int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opts,
+            sim_result_t **out)
+{
+    if ((unsigned)policy >= SIM_NPOLICIES)
+        return -EINVAL;
+    sim_run_opts_t defo = {0};
+    const sim_config_t *c = &m->cfg;
+    run_t R = {.m = m, .policy = policy, .o = opts ? opts : &defo, .S = c->servers,
+               .B = c->buckets, .K = c->intervals};
+    size_t SB = (size_t)R.S * R.B;
+    int mperiods = c->periods - c->warmup;
+    int rc = -ENOMEM;
+    double t0 = now_s();
+    if (R.o->threads > 0)
+        omp_set_num_threads(R.o->threads);
+    sim_result_t *r = calloc(1, sizeof(*r));
+    R.r = r;
+    R.sv = calloc((size_t)R.S, sizeof(server_t));
+    R.cum = calloc((size_t)R.B, sizeof(uint64_t));
+    R.cum_prev = calloc((size_t)R.B, sizeof(uint64_t));
+    R.arr_iv = calloc(SB, sizeof(uint32_t));
+    R.arr_snap = calloc(SB, sizeof(uint64_t));
+    R.pending = calloc(SB, sizeof(int64_t));
+    R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
+    int ctl = policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT;
+    if (ctl) {
+        R.est = calloc(SB, sizeof(estimate_demand_t));
+        R.dem = calloc(SB, sizeof(int64_t));
+    }
+    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.arr_iv || !R.arr_snap || !R.pending ||
+        !R.res_tokens || (ctl && (!R.est || !R.dem)))
+        goto out;
+    r->policy = policy;
+    r->buckets = R.B;
+    r->intervals = R.K;
+    r->periods = mperiods;
+    r->reserved = calloc((size_t)R.B, sizeof(double));
+    r->served = calloc((size_t)mperiods * R.B, sizeof(uint64_t));
+    r->served_iv = calloc((size_t)mperiods * R.K * R.B, sizeof(uint32_t));
+    if (!r->reserved || !r->served || !r->served_iv)
+        goto out;
+    for (int b = 0; b < R.B; b++) {
+        r->reserved[b] = m->buckets[b].reservation * c->period;
+        R.res_tokens[b] = llround(r->reserved[b]);
+    }
+    int bad = 0;
+    #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+    for (int s = 0; s < R.S; s++)
+        bad |= server_init(&R.sv[s], m, s, policy) < 0;
+    if (bad)
+        goto out;
+    double ivl = c->period / R.K;
+    for (int p = 0; p < c->periods; p++) {
+        for (int k = 0; k < R.K; k++) {
+            double t = p * c->period + k * ivl;
+            double t_end = (p + 1) * c->period;
+            #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+            for (int s = 0; s < R.S; s++) {
+                advance(&R.sv[s], t);
+                bad |= R.sv[s].err;
+            }
+            if (bad)
+                goto out;
+            if (p || k)
+                gather(&R, k ? p : p - 1, k ? k - 1 : R.K - 1);
+            if (k == 0)
+                period_reset(&R);
+            if (policy == SIM_POLICY_STATIC && k == 0) {
+                if (p == 0)
+                    static_tokens(&R);
+                apply_pending(&R, t);
+            } else if (ctl) {
+                double c0 = now_s();
+                if ((rc = control(&R, t, t_end, k, !p && !k)) < 0)
+                    goto out;
+                r->ctrl_s += now_s() - c0;
+                #pragma omp parallel for schedule(dynamic, 1)
+                for (int s = 0; s < R.S; s++)
+                    advance(&R.sv[s], t + c->delay);
+                apply_pending(&R, t + c->delay);
+            }
+            if (R.o->progress) {
+                uint64_t ev = 0;
+                for (int s = 0; s < R.S; s++)
+                    ev += R.sv[s].arrivals + R.sv[s].completions;
+                R.o->progress(R.o->arg, policy, p, k, ev, now_s() - t0);
+            }
+        }
+    }
+    #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+    for (int s = 0; s < R.S; s++) {
+        advance(&R.sv[s], m->horizon);
+        bad |= R.sv[s].err;
+    }
+    if (bad)
+        goto out;
+    gather(&R, c->periods - 1, R.K - 1);
+    for (int s = 0; s < R.S; s++) {
+        server_t *sv = &R.sv[s];
+        r->arrivals += sv->arrivals;
+        r->completions += sv->completions;
+        r->dropped += sv->dropped + sched_drain(sv->sch, NULL, NULL);
+    }
+    r->events = r->arrivals + r->completions;
+    r->wall_s = now_s() - t0;
+    summarize(r);
+    *out = r;
+    r = NULL;
+    rc = 0;
+out:
+    if (R.sv)
+        for (int s = 0; s < R.S; s++)
+            server_free(&R.sv[s]);
+    free(R.sv);
+    free(R.cum);
+    free(R.cum_prev);
+    free(R.arr_iv);
+    free(R.arr_snap);
+    free(R.est);
+    free(R.dem);
+    free(R.pending);
+    free(R.res_tokens);
+    sim_result_destroy(&r);
+    return rc;
+}
