@@ -1,0 +1,476 @@
+/* ctl.c - bqos-ctl: the operator's command line for a running bqos-controller
+ * (status, buckets, set, remove, reload) over the JSON admin endpoint. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/proto.h"
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+#define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
+#define DEFAULT_TIMEOUT_MS 2000
+
+/* Exit statuses (documented in --help). */
+enum { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
+
+/* Option table: drives getopt_long and --help. */
+enum { OPT_ENDPOINT = 'e', OPT_JSON = 'j', OPT_TIMEOUT = 't', OPT_RES = 'r', OPT_LIMIT = 'l',
+       OPT_WEIGHT = 'w', OPT_HELP = 'h', OPT_VERSION = 'V' };
+
+static const struct opt {
+    const char *name;
+    int id;
+    const char *arg; /* NULL: no argument */
+    const char *help;
+} opts[] = {
+    {"endpoint", OPT_ENDPOINT, "ENDPOINT",
+     "Controller admin endpoint (default " DEFAULT_ENDPOINT ",\n"
+     "or $BQOS_CTL_ENDPOINT if set)."},
+    {"json", OPT_JSON, NULL, "Print the controller's JSON reply instead of tables."},
+    {"timeout", OPT_TIMEOUT, "MS",
+     "Give up after MS milliseconds without a connection or an\nanswer (default 2000)."},
+    {"reservation", OPT_RES, "N", "set: reserved IOs per second (integer >= 0)."},
+    {"limit", OPT_LIMIT, "N|none",
+     "set: at most N IOs per second (>= reservation); none: no\nlimit.  Omitted: no limit."},
+    {"weight", OPT_WEIGHT, "N",
+     "set: weight for weighted round robin (integer >= 1;\nomitted: 1 for a new bucket, unchanged otherwise)."},
+    {"help", OPT_HELP, NULL, "Print this help and exit."},
+    {"version", OPT_VERSION, NULL, "Print the version and exit."},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: bqos-ctl [OPTION]... COMMAND [ARG]...\n"
+            "\n"
+            "Inspect and change a running bqos-controller through its admin endpoint.\n"
+            "\n"
+            "Commands:\n"
+            "  status                 nodes (up/down, age of their last report) and buckets\n"
+            "                         (reservation, limit, served this period, on track)\n"
+            "  buckets                the configured buckets\n"
+            "  set NAME --reservation N [--limit N|none] [--weight N]\n"
+            "                         add bucket NAME or change it; the controller applies\n"
+            "                         it from the next interval and saves its bucket file\n"
+            "  remove NAME            remove bucket NAME\n"
+            "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
+            "\n"
+            "Options:\n");
+    for (size_t i = 0; i < NOPTS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+                 opts[i].arg ? opts[i].arg : "");
+        fprintf(out, "  %-20s  ", left);
+        for (const char *h = opts[i].help; *h; h++) {
+            putc(*h, out);
+            if (*h == '\n')
+                fprintf(out, "  %-20s  ", "");
+        }
+        putc('\n', out);
+    }
+    fprintf(out,
+            "\n"
+            "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
+            "it has served at least the elapsed share of its reservation this period, or\n"
+            "has nothing queued.\n"
+            "\n"
+            "Exit status:\n"
+            "  0  success\n"
+            "  1  the controller refused the request (its reason is printed)\n"
+            "  2  bad usage\n"
+            "  3  the controller is unreachable or did not answer within the timeout,\n"
+            "     or its answer was not understood\n"
+            "\n"
+            "Examples:\n"
+            "  bqos-ctl status\n"
+            "  bqos-ctl set red --reservation 30000 --limit 60000\n"
+            "  bqos-ctl --json buckets\n"
+            "\n"
+            "The admin protocol is described in docs/protocol.md.\n");
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("bqos-ctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry 'bqos-ctl --help'.\n", stderr);
+    return EXIT_USAGE;
+}
+
+/* Parses a decimal integer in [min, max].  Returns 0 or -EINVAL. */
+static int parse_int(const char *s, long long min, long long max, long long *out)
+{
+    char *end;
+    if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+        return -EINVAL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* ---- transport ---- */
+
+/* Sends `req` to the admin endpoint and waits for the reply.  Returns the
+ * parsed reply (caller owns it) or NULL with a message printed; *code is
+ * set to the exit status to use. */
+static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *code)
+{
+    json_t *reply = NULL;
+    char *text = json_dumps(req, JSON_COMPACT);
+    void *ctx = zmq_ctx_new();
+    void *sock = ctx ? zmq_socket(ctx, ZMQ_REQ) : NULL;
+    *code = EXIT_UNREACHABLE;
+    if (!text || !sock) {
+        fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    int zero = 0, one = 1;
+    zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
+    zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
+    zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    if (zmq_connect(sock, endpoint) != 0) {
+        fprintf(stderr, "bqos-ctl: bad endpoint '%s': %s\n", endpoint, zmq_strerror(zmq_errno()));
+        *code = EXIT_USAGE;
+        goto out;
+    }
+    if (zmq_send(sock, text, strlen(text), 0) < 0) {
+        if (zmq_errno() == EAGAIN)
+            fprintf(stderr,
+                    "bqos-ctl: controller unreachable at %s (no connection within %d ms); "
+                    "is bqos-controller running with this admin endpoint?\n",
+                    endpoint, timeout_ms);
+        else
+            fprintf(stderr, "bqos-ctl: send to %s failed: %s\n", endpoint,
+                    zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, sock, 0) < 0) {
+        if (zmq_errno() == EAGAIN)
+            fprintf(stderr, "bqos-ctl: controller at %s did not answer within %d ms\n", endpoint,
+                    timeout_ms);
+        else
+            fprintf(stderr, "bqos-ctl: receive from %s failed: %s\n", endpoint,
+                    zmq_strerror(zmq_errno()));
+        zmq_msg_close(&msg);
+        goto out;
+    }
+    json_error_t jerr;
+    reply = json_loadb(zmq_msg_data(&msg), zmq_msg_size(&msg), 0, &jerr);
+    zmq_msg_close(&msg);
+    if (!reply || !json_is_object(reply)) {
+        fprintf(stderr, "bqos-ctl: the controller's reply is not a JSON object%s%s\n",
+                reply ? "" : ": ", reply ? "" : jerr.text);
+        json_decref(reply);
+        reply = NULL;
+        goto out;
+    }
+    json_t *v = json_object_get(reply, "v");
+    if (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION) {
+        fprintf(stderr, "bqos-ctl: the controller speaks another admin protocol version\n");
+        json_decref(reply);
+        reply = NULL;
+        goto out;
+    }
+    if (!json_is_true(json_object_get(reply, "ok"))) {
+        const char *ec = json_string_value(json_object_get(reply, "error"));
+        const char *msgtext = json_string_value(json_object_get(reply, "message"));
+        fprintf(stderr, "bqos-ctl: controller refused: %s%s%s\n", ec ? ec : "error",
+                msgtext ? ": " : "", msgtext ? msgtext : "");
+        *code = EXIT_REFUSED;
+    } else {
+        *code = EXIT_OK;
+    }
+out:
+    free(text);
+    if (sock)
+        zmq_close(sock);
+    if (ctx)
+        zmq_ctx_term(ctx);
+    return reply;
+}
+
+/* ---- tables ---- */
+
+#define MAXCOLS 12
+
+typedef struct {
+    size_t ncols, nrows, cap;
+    char **cells; /* nrows x ncols, row 0 = heading */
+    int right[MAXCOLS];
+} table_t;
+
+static void t_row(table_t *t, ...)
+{
+    if (t->nrows + 1 > t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        char **p = realloc(t->cells, t->cap * t->ncols * sizeof *p);
+        if (!p) {
+            fputs("bqos-ctl: out of memory\n", stderr);
+            exit(EXIT_UNREACHABLE);
+        }
+        t->cells = p;
+    }
+    va_list ap;
+    va_start(ap, t);
+    for (size_t c = 0; c < t->ncols; c++) {
+        const char *s = va_arg(ap, const char *);
+        t->cells[t->nrows * t->ncols + c] = strdup(s ? s : "-");
+    }
+    va_end(ap);
+    t->nrows++;
+}
+
+static void t_print(table_t *t)
+{
+    size_t w[MAXCOLS] = {0};
+    for (size_t r = 0; r < t->nrows; r++)
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            size_t l = s ? strlen(s) : 0;
+            if (l > w[c])
+                w[c] = l;
+        }
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            int last = c + 1 == t->ncols;
+            if (t->right[c])
+                printf("%*s%s", (int)w[c], s ? s : "", last ? "" : "  ");
+            else
+                printf("%-*s%s", last ? 0 : (int)w[c], s ? s : "", last ? "" : "  ");
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+}
+
+/* Formats a JSON number/null/bool field for a table cell into buf. */
+static const char *cell(json_t *o, const char *key, const char *ifnull, char *buf, size_t n)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return ifnull;
+    if (json_is_integer(v))
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, n, "%.1f", json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, n, "%s", json_is_true(v) ? "yes" : "no");
+    else if (json_is_string(v))
+        snprintf(buf, n, "%s", json_string_value(v));
+    else
+        return "?";
+    return buf;
+}
+
+static void print_buckets_table(json_t *buckets, int with_served)
+{
+    table_t t = {.ncols = with_served ? 10 : 4};
+    for (size_t c = 1; c < t.ncols; c++)
+        t.right[c] = 1;
+    if (with_served)
+        t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT", "SERVED", "R", "L", "O", "QUEUED",
+              "ON TRACK");
+    else
+        t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT");
+    size_t i;
+    json_t *b;
+    json_array_foreach(buckets, i, b) {
+        char c[10][32];
+        if (with_served)
+            t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation", "-", c[1], 32),
+                  cell(b, "limit", "none", c[2], 32), cell(b, "weight", "1", c[3], 32),
+                  cell(b, "served", "-", c[4], 32), cell(b, "served_r", "-", c[5], 32),
+                  cell(b, "served_l", "-", c[6], 32), cell(b, "served_o", "-", c[7], 32),
+                  cell(b, "queued", "-", c[8], 32), cell(b, "on_track", "-", c[9], 32));
+        else
+            t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation", "-", c[1], 32),
+                  cell(b, "limit", "none", c[2], 32), cell(b, "weight", "1", c[3], 32));
+    }
+    if (json_array_size(buckets) == 0)
+        printf("(no buckets)\n");
+    else
+        t_print(&t);
+    if (json_array_size(buckets) == 0) {
+        for (size_t k = 0; k < t.nrows * t.ncols; k++)
+            free(t.cells[k]);
+        free(t.cells);
+    }
+}
+
+static void print_status(json_t *r)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    printf("period %s  interval %s/%s  elapsed %s/%s ms\n\n", cell(r, "period", "?", a, 32),
+           cell(r, "interval", "?", b, 32), cell(r, "intervals", "?", c, 32),
+           cell(r, "elapsed_ms", "?", d, 32), cell(r, "period_ms", "?", e, 32));
+    json_t *nodes = json_object_get(r, "nodes");
+    if (json_array_size(nodes) == 0) {
+        printf("(no nodes)\n");
+    } else {
+        table_t t = {.ncols = 5, .right = {0, 0, 1, 1, 1}};
+        t_row(&t, "NODE", "STATE", "LAST REPORT", "CAPACITY", "BUCKETS");
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) {
+            char x[5][48];
+            const char *age = cell(n, "last_report_ms", "never", x[2], 40);
+            if (age == x[2])
+                strcat(x[2], " ms");
+            t_row(&t, cell(n, "name", "?", x[0], 48), cell(n, "state", "?", x[1], 48), age,
+                  cell(n, "capacity", "-", x[3], 48), cell(n, "buckets", "-", x[4], 48));
+        }
+        t_print(&t);
+    }
+    putchar('\n');
+    print_buckets_table(json_object_get(r, "buckets"), 1);
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+    struct option lopts[NOPTS + 1];
+    for (size_t i = 0; i < NOPTS; i++)
+        lopts[i] = (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument,
+                                   NULL, opts[i].id};
+    lopts[NOPTS] = (struct option){NULL, 0, NULL, 0};
+
+    const char *endpoint = getenv("BQOS_CTL_ENDPOINT");
+    if (!endpoint || !*endpoint)
+        endpoint = DEFAULT_ENDPOINT;
+    int json_out = 0;
+    long long timeout = DEFAULT_TIMEOUT_MS, res = -1, limit = -1, weight = -1;
+    int have_limit = 0, limit_none = 0;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_ENDPOINT:
+            endpoint = optarg;
+            break;
+        case OPT_JSON:
+            json_out = 1;
+            break;
+        case OPT_TIMEOUT:
+            if (parse_int(optarg, 1, 3600000, &timeout))
+                return usage_error("--timeout wants milliseconds 1..3600000, not '%s'", optarg);
+            break;
+        case OPT_RES:
+            if (parse_int(optarg, 0, (long long)PROTO_MAX_COUNT, &res))
+                return usage_error("--reservation wants an integer >= 0, not '%s'", optarg);
+            break;
+        case OPT_LIMIT:
+            have_limit = 1;
+            if (strcmp(optarg, "none") == 0)
+                limit_none = 1;
+            else if (parse_int(optarg, 0, (long long)PROTO_MAX_COUNT, &limit))
+                return usage_error("--limit wants an integer >= 0 or 'none', not '%s'", optarg);
+            break;
+        case OPT_WEIGHT:
+            if (parse_int(optarg, 1, UINT32_MAX, &weight))
+                return usage_error("--weight wants an integer >= 1, not '%s'", optarg);
+            break;
+        case OPT_HELP:
+            usage(stdout);
+            return EXIT_OK;
+        case OPT_VERSION:
+            printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
+            return EXIT_OK;
+        case ':':
+            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("no command given (status, buckets, set, remove, reload)");
+    const char *cmd = argv[optind++];
+    int nargs = argc - optind;
+    const char *name = nargs > 0 ? argv[optind] : NULL;
+    int is_set = strcmp(cmd, "set") == 0;
+    int wants_name = is_set || strcmp(cmd, "remove") == 0;
+    if (!is_set && strcmp(cmd, "remove") && strcmp(cmd, "status") && strcmp(cmd, "buckets") &&
+        strcmp(cmd, "reload"))
+        return usage_error("unknown command '%s'", cmd);
+    if (wants_name && nargs != 1)
+        return usage_error(nargs == 0 ? "%s needs a bucket NAME" : "%s takes one NAME", cmd);
+    if (!wants_name && nargs != 0)
+        return usage_error("%s takes no arguments (got '%s')", cmd, name);
+    if (!is_set && (res >= 0 || have_limit || weight >= 0))
+        return usage_error("--reservation, --limit and --weight go with 'set' only");
+    if (wants_name && proto_name_check(name, strlen(name)))
+        return usage_error("bad bucket name '%s' (1..250 bytes, no spaces or control characters)",
+                           name);
+    if (is_set) {
+        if (res < 0)
+            return usage_error("set needs --reservation N");
+        if (have_limit && !limit_none && limit < res)
+            return usage_error("--limit %lld is below --reservation %lld", limit, res);
+    }
+
+    json_t *req = json_pack("{s:i, s:s}", "v", PROTO_VERSION, "cmd", cmd);
+    if (!req) {
+        fputs("bqos-ctl: out of memory\n", stderr);
+        return EXIT_UNREACHABLE;
+    }
+    if (wants_name)
+        json_object_set_new(req, "name", json_string(name));
+    if (is_set) {
+        json_object_set_new(req, "reservation", json_integer(res));
+        if (have_limit)
+            json_object_set_new(req, "limit", limit_none ? json_null() : json_integer(limit));
+        if (weight >= 0)
+            json_object_set_new(req, "weight", json_integer(weight));
+    }
+    int code;
+    json_t *reply = request(endpoint, (int)timeout, req, &code);
+    json_decref(req);
+    if (!reply)
+        return code;
+    if (json_out) {
+        char *s = json_dumps(reply, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (s) {
+            puts(s);
+            free(s);
+        }
+    } else if (code == EXIT_OK) {
+        if (strcmp(cmd, "status") == 0) {
+            print_status(reply);
+        } else if (strcmp(cmd, "buckets") == 0) {
+            print_buckets_table(json_object_get(reply, "buckets"), 0);
+        } else if (is_set) {
+            printf("bucket %s %s\n", name,
+                   json_is_true(json_object_get(reply, "created")) ? "created" : "changed");
+        } else if (strcmp(cmd, "remove") == 0) {
+            printf("bucket %s removed\n", name);
+        } else {
+            char b[32];
+            printf("reloaded: %s buckets\n", cell(reply, "buckets", "?", b, sizeof b));
+        }
+    }
+    json_decref(reply);
+    return code;
+}

@@ -1,0 +1,317 @@
+/* test_ctl.c - Check suite for bqos-ctl (controller/ctl.c): argument errors,
+ * an unreachable controller, and every command against a fake admin
+ * endpoint (a REP socket on a free loopback port in a thread). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+static char ctl_path[4096];
+static char out[65536], err[65536];
+
+/* Reads a whole file into buf (NUL-terminated). */
+static void slurp(int fd, char *buf, size_t cap)
+{
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n, t = 0;
+    while ((n = read(fd, buf + t, cap - 1 - (size_t)t)) > 0)
+        t += n;
+    buf[t < 0 ? 0 : t] = '\0';
+}
+
+/* Runs bqos-ctl with args (NULL-terminated); returns its exit status and
+ * fills out/err. */
+static int run(const char *const *args)
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = ctl_path;
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    char fo[] = "/tmp/test_ctl_outXXXXXX", fe[] = "/tmp/test_ctl_errXXXXXX";
+    int ofd = mkstemp(fo), efd = mkstemp(fe);
+    ck_assert(ofd >= 0 && efd >= 0);
+    unlink(fo);
+    unlink(fe);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(ofd, 1);
+        dup2(efd, 2);
+        unsetenv("BQOS_CTL_ENDPOINT");
+        execv(ctl_path, argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    slurp(ofd, out, sizeof out);
+    slurp(efd, err, sizeof err);
+    close(ofd);
+    close(efd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+#define RUN(...) run((const char *const[]){__VA_ARGS__, NULL})
+
+START_TEST(test_ctl_help_version)
+{
+    ck_assert_int_eq(RUN("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Usage: bqos-ctl"));
+    ck_assert_ptr_nonnull(strstr(out, "Exit status"));
+    ck_assert_int_eq(RUN("--version"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "bqos-ctl "));
+}
+END_TEST
+
+START_TEST(test_ctl_usage_errors)
+{
+    static const struct {
+        const char *a[6];
+        const char *msg;
+    } cases[] = {
+        {{NULL}, "no command"},
+        {{"frobnicate"}, "unknown command"},
+        {{"--bogus", "status"}, "unknown option"},
+        {{"status", "--timeout"}, "needs an argument"},
+        {{"--timeout", "0", "status"}, "--timeout"},
+        {{"--timeout", "abc", "status"}, "--timeout"},
+        {{"status", "extra"}, "takes no arguments"},
+        {{"set"}, "needs a bucket NAME"},
+        {{"set", "red"}, "needs --reservation"},
+        {{"set", "red", "blue", "--reservation", "1"}, "takes one NAME"},
+        {{"set", "red", "--reservation", "-5"}, "--reservation"},
+        {{"set", "red", "--reservation", "12abc"}, "--reservation"},
+        {{"set", "red", "--reservation", "99999999999999999999"}, "--reservation"},
+        {{"set", "red", "--reservation", "10", "--limit", "5"}, "below"},
+        {{"set", "red", "--reservation", "10", "--limit", "lots"}, "--limit"},
+        {{"set", "red", "--reservation", "10", "--weight", "0"}, "--weight"},
+        {{"set", "bad name", "--reservation", "10"}, "bad bucket name"},
+        {{"status", "--reservation", "10"}, "'set' only"},
+        {{"remove"}, "needs a bucket NAME"},
+        {{"reload", "now"}, "takes no arguments"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[8] = {0};
+        for (int k = 0; k < 6 && cases[i].a[k]; k++)
+            args[k] = cases[i].a[k];
+        int rc = run(args);
+        ck_assert_msg(rc == 2, "case %zu: exit %d, stderr: %s", i, rc, err);
+        ck_assert_msg(strstr(err, cases[i].msg) != NULL, "case %zu: stderr '%s' lacks '%s'", i, err,
+                      cases[i].msg);
+        ck_assert_msg(strstr(err, "--help") != NULL, "case %zu: no hint", i);
+    }
+}
+END_TEST
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A loopback port with nothing listening (bound, then released). */
+static int dead_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t l = sizeof a;
+    getsockname(s, (struct sockaddr *)&a, &l);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+START_TEST(test_ctl_unreachable)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", dead_port());
+    double t0 = now_s();
+    ck_assert_int_eq(RUN("--endpoint", ep, "--timeout", "300", "status"), 3);
+    ck_assert_double_lt(now_s() - t0, 2.0);
+    ck_assert_ptr_nonnull(strstr(err, "unreachable"));
+    ck_assert_ptr_nonnull(strstr(err, ep));
+    ck_assert_int_eq(RUN("--endpoint", "nonsense://x", "status"), 2);
+}
+END_TEST
+
+/* ---- fake admin endpoint ---- */
+
+typedef struct {
+    void *ctx, *rep;
+    char endpoint[128];
+    pthread_t th;
+    volatile int stop;
+    int garbage;         /* reply with non-JSON */
+    int silent;          /* never reply */
+    char last_req[4096]; /* last request seen */
+} fake_t;
+
+static const char *status_reply =
+    "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
+    "\"elapsed_ms\":450,\"nodes\":[{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":120,"
+    "\"capacity\":50000,\"buckets\":2},{\"name\":\"n2\",\"state\":\"down\","
+    "\"last_report_ms\":null,\"capacity\":40000,\"buckets\":0}],"
+    "\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":60000,\"weight\":1,"
+    "\"served\":14000,\"served_r\":13000,\"served_l\":1000,\"served_o\":0,\"queued\":5,"
+    "\"on_track\":true},{\"name\":\"blue\",\"reservation\":100,\"limit\":null,\"weight\":2,"
+    "\"served\":0,\"served_r\":0,\"served_l\":0,\"served_o\":0,\"queued\":9,"
+    "\"on_track\":false}]}";
+
+static void *fake_main(void *arg)
+{
+    fake_t *f = arg;
+    while (!f->stop) {
+        zmq_pollitem_t pi = {f->rep, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&pi, 1, 20) <= 0)
+            continue;
+        int n = zmq_recv(f->rep, f->last_req, sizeof f->last_req - 1, 0);
+        if (n < 0)
+            continue;
+        f->last_req[n] = '\0';
+        if (f->silent)
+            continue; /* REP is now stuck; the test ends soon */
+        const char *reply = "{\"v\":1,\"ok\":false,\"error\":\"bad_request\",\"message\":\"?\"}";
+        json_t *req = json_loads(f->last_req, 0, NULL);
+        const char *cmd = json_string_value(json_object_get(req, "cmd"));
+        const char *name = json_string_value(json_object_get(req, "name"));
+        if (f->garbage)
+            reply = "this is not json";
+        else if (!cmd)
+            ;
+        else if (!strcmp(cmd, "status"))
+            reply = status_reply;
+        else if (!strcmp(cmd, "buckets"))
+            reply = "{\"v\":1,\"ok\":true,\"buckets\":[{\"name\":\"red\",\"reservation\":30000,"
+                    "\"limit\":60000,\"weight\":1}]}";
+        else if (!strcmp(cmd, "set"))
+            reply = "{\"v\":1,\"ok\":true,\"created\":true}";
+        else if (!strcmp(cmd, "remove") && name && !strcmp(name, "ghost"))
+            reply = "{\"v\":1,\"ok\":false,\"error\":\"not_found\",\"message\":\"no bucket ghost\"}";
+        else if (!strcmp(cmd, "remove"))
+            reply = "{\"v\":1,\"ok\":true}";
+        else if (!strcmp(cmd, "reload"))
+            reply = "{\"v\":1,\"ok\":true,\"buckets\":3}";
+        json_decref(req);
+        zmq_send(f->rep, reply, strlen(reply), 0);
+    }
+    return NULL;
+}
+
+static void fake_start(fake_t *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ctx = zmq_ctx_new();
+    f->rep = zmq_socket(f->ctx, ZMQ_REP);
+    int zero = 0;
+    zmq_setsockopt(f->rep, ZMQ_LINGER, &zero, sizeof zero);
+    ck_assert_int_eq(zmq_bind(f->rep, "tcp://127.0.0.1:*"), 0);
+    size_t len = sizeof f->endpoint;
+    zmq_getsockopt(f->rep, ZMQ_LAST_ENDPOINT, f->endpoint, &len);
+    pthread_create(&f->th, NULL, fake_main, f);
+}
+
+static void fake_stop(fake_t *f)
+{
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    zmq_close(f->rep);
+    zmq_ctx_term(f->ctx);
+}
+
+START_TEST(test_ctl_commands)
+{
+    fake_t f;
+    fake_start(&f);
+    const char *ep = f.endpoint;
+
+    ck_assert_int_eq(RUN("--endpoint", ep, "status"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "period 12  interval 2/5"));
+    ck_assert_ptr_nonnull(strstr(out, "NODE"));
+    ck_assert_ptr_nonnull(strstr(out, "120 ms"));
+    ck_assert_ptr_nonnull(strstr(out, "never"));
+    ck_assert_ptr_nonnull(strstr(out, "ON TRACK"));
+    ck_assert_ptr_nonnull(strstr(out, "none")); /* blue has no limit */
+    ck_assert_ptr_nonnull(strstr(f.last_req, "\"cmd\":\"status\""));
+
+    ck_assert_int_eq(RUN("--endpoint", ep, "--json", "status"), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "buckets")), 2);
+    json_decref(j);
+
+    ck_assert_int_eq(RUN("--endpoint", ep, "buckets"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "RESERVATION"));
+    ck_assert_ptr_nonnull(strstr(out, "30000"));
+
+    ck_assert_int_eq(RUN("set", "red", "--endpoint", ep, "--reservation", "30000", "--limit",
+                         "none", "--weight", "3"),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "bucket red created"));
+    j = json_loads(f.last_req, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "v")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "red");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "reservation")), 30000);
+    ck_assert(json_is_null(json_object_get(j, "limit")));
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "weight")), 3);
+    json_decref(j);
+    ck_assert_int_eq(RUN("--endpoint", ep, "set", "red", "--reservation", "1"), 0);
+    j = json_loads(f.last_req, 0, NULL);
+    ck_assert_ptr_null(json_object_get(j, "limit"));  /* omitted, not null */
+    ck_assert_ptr_null(json_object_get(j, "weight"));
+    json_decref(j);
+
+    ck_assert_int_eq(RUN("--endpoint", ep, "remove", "red"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "removed"));
+    ck_assert_int_eq(RUN("--endpoint", ep, "remove", "ghost"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "not_found"));
+    ck_assert_ptr_nonnull(strstr(err, "no bucket ghost"));
+    ck_assert_int_eq(RUN("--endpoint", ep, "reload"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "3 buckets"));
+
+    f.garbage = 1;
+    ck_assert_int_eq(RUN("--endpoint", ep, "status"), 3);
+    ck_assert_ptr_nonnull(strstr(err, "not a JSON object"));
+    f.garbage = 0;
+    f.silent = 1;
+    double t0 = now_s();
+    ck_assert_int_eq(RUN("--endpoint", ep, "--timeout", "300", "status"), 3);
+    ck_assert_double_lt(now_s() - t0, 2.0);
+    ck_assert_ptr_nonnull(strstr(err, "did not answer"));
+    fake_stop(&f);
+}
+END_TEST
+
+int main(void)
+{
+    const char *bin = getenv("BIN");
+    snprintf(ctl_path, sizeof ctl_path, "%s/bqos-ctl", bin && *bin ? bin : "bin");
+    if (access(ctl_path, X_OK) != 0) {
+        fprintf(stderr, "test_ctl: %s not built\n", ctl_path);
+        return EXIT_FAILURE;
+    }
+    Suite *s = suite_create("ctl");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_ctl_help_version);
+    tcase_add_test(tc, test_ctl_usage_errors);
+    tcase_add_test(tc, test_ctl_unreachable);
+    tcase_add_test(tc, test_ctl_commands);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
