@@ -71,3 +71,92 @@ start_memcached() {
 table_field() {
   awk -v b="$2" -v c="$3" '{ gsub(/\|/, " "); if ($1 == b) { print $c; exit } }' "$1"
 }
+
+# ---- clusters on loopback -------------------------------------------------
+# Variables set by the functions below:
+#   MC_PORTS     memcached ports, one per server (s1, s2, ...)
+#   NODE_PORTS   bqos-node ports, NODE_PIDS their pids
+#   SERVER_ARGS  bqos-load options "-s s1=127.0.0.1:NODE,127.0.0.1:MC ..."
+#   CTRL_EP, ADMIN_EP, CTRL_PID   the controller's endpoints and pid
+# PIN=1 (default when taskset exists and there are >= 2 CPUs) pins each
+# server's memcached and bqos-node to one CPU, so that servers behave like
+# separate machines of equal speed instead of one pool of cores; CPU_OF is a
+# list giving the CPU of s1, s2, ... (default: round robin).
+
+: "${PIN:=1}"
+command -v taskset >/dev/null 2>&1 || PIN=0
+[ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] || PIN=0
+
+# cpu_of I: the CPU for server I (1-based).
+cpu_of() {
+  if [ -n "${CPU_OF:-}" ]; then
+    echo "$CPU_OF" | awk -v i="$1" '{ print $i }'
+  else
+    echo $(( ($1 - 1) % $(nproc) ))
+  fi
+}
+
+pin() {
+  [ "$PIN" = 1 ] && taskset -a -p -c "$2" "$1" >/dev/null 2>&1
+  return 0
+}
+
+# start_backends N DIR: N memcached servers, logs in DIR.
+start_backends() {
+  MC_PORTS=""
+  i=1
+  while [ "$i" -le "$1" ]; do
+    p=$(free_port)
+    start_memcached "$p" "$2/memcached-s$i.log" || return 1
+    pin "$SPAWNED" "$(cpu_of "$i")"
+    MC_PORTS="$MC_PORTS $p"
+    i=$((i + 1))
+  done
+}
+
+# start_nodes POLICY CONTROLLER_EP CONFIG DIR: one bqos-node per memcached
+# in MC_PORTS.  CONTROLLER_EP and CONFIG may be "-" for none; $NODE_OPTS
+# (split on spaces) is added to every node's command line.
+start_nodes() {
+  policy=$1; ctl=$2; cfg=$3; dir=$4
+  NODE_PORTS=""; NODE_PIDS=""; SERVER_ARGS=""
+  i=1
+  for mp in $MC_PORTS; do
+    np=$(free_port)
+    set -- "$BIN/bqos-node" --name "s$i" --memcached-listen "127.0.0.1:$np" \
+      --backend "memcached://127.0.0.1:$mp" --policy "$policy"
+    [ "$ctl" = - ] || set -- "$@" --controller "$ctl"
+    [ "$cfg" = - ] || set -- "$@" --config "$cfg"
+    # shellcheck disable=SC2086
+    set -- "$@" ${NODE_OPTS:-}
+    spawn "$dir/node-s$i-$policy.log" "$@"
+    NODE_PIDS="$NODE_PIDS $SPAWNED"
+    pin "$SPAWNED" "$(cpu_of "$i")"
+    NODE_PORTS="$NODE_PORTS $np"
+    SERVER_ARGS="$SERVER_ARGS -s s$i=127.0.0.1:$np,127.0.0.1:$mp"
+    i=$((i + 1))
+  done
+  for np in $NODE_PORTS; do wait_port "$np" 10 || return 1; done
+}
+
+stop_nodes() {
+  for p in $NODE_PIDS; do stop_pid "$p"; done
+  NODE_PIDS=""
+}
+
+# start_controller BUCKETS CAPACITY DIR [EXTRA...]: bqos-controller on free
+# loopback ports, period 1 s, 5 intervals.
+start_controller() {
+  bf=$1; cap=$2; dir=$3; shift 3
+  cp=$(free_port); ap=$(free_port)
+  CTRL_EP="tcp://127.0.0.1:$cp"; ADMIN_EP="tcp://127.0.0.1:$ap"
+  spawn "$dir/controller.log" "$BIN/bqos-controller" --buckets "$bf" --listen "$CTRL_EP" \
+    --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity "$cap" "$@"
+  CTRL_PID=$SPAWNED
+  wait_port "$cp" 10
+}
+
+stop_controller() {
+  [ -n "${CTRL_PID:-}" ] && stop_pid "$CTRL_PID"
+  CTRL_PID=""
+}

@@ -56,6 +56,9 @@ static const char usage_text[] =
     "        --preload N        override workload.preload (objects per server); 0\n"
     "                           skips the preload\n"
     "        --seed N           override the scenario's seed\n"
+    "    -s, --server NAME=HOST:PORT[,BACKEND_HOST:PORT]\n"
+    "                           override server NAME's address (and the backend\n"
+    "                           memcached the preload writes to); repeatable\n"
     "        --profile SECS     measure each server's throughput instead of running\n"
     "                           the scenario: all servers at once, closed loop; prints\n"
     "                           \"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
@@ -71,6 +74,10 @@ static const char usage_text[] =
     "        --check WHAT       exit 3 unless every bucket met its reservation\n"
     "                           (WHAT=met), none exceeded its limit (limits), or both\n"
     "                           (all); with --table every summary is checked\n"
+    "        --period-start T   align the run's QoS periods with the controller's:\n"
+    "                           T is the wall-clock time (Unix seconds, fractions\n"
+    "                           allowed) at which one of its periods started; the\n"
+    "                           run starts at the next period boundary\n"
     "    -q, --quiet            no progress line\n"
     "        --log-level LEVEL  error, warn, info (default) or debug\n"
     "    -h, --help             show this text and exit\n"
@@ -95,7 +102,8 @@ enum {
     OPT_TABLE,
     OPT_ROWS,
     OPT_CHECK,
-    OPT_LOG_LEVEL
+    OPT_LOG_LEVEL,
+    OPT_PERIOD_START
 };
 
 static const struct option long_opts[] = {
@@ -105,12 +113,14 @@ static const struct option long_opts[] = {
     {"capacity", required_argument, NULL, 'c'},
     {"preload", required_argument, NULL, OPT_PRELOAD},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"server", required_argument, NULL, 's'},
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"profile-outstanding", required_argument, NULL, OPT_PROFILE_OUT},
     {"print-buckets", no_argument, NULL, OPT_PRINT_BUCKETS},
     {"table", no_argument, NULL, OPT_TABLE},
     {"rows", required_argument, NULL, OPT_ROWS},
     {"check", required_argument, NULL, OPT_CHECK},
+    {"period-start", required_argument, NULL, OPT_PERIOD_START},
     {"quiet", no_argument, NULL, 'q'},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
@@ -129,6 +139,8 @@ typedef struct {
     long rows;
     int check;   /* bit 1 met, bit 2 limits */
     int quiet;
+    double period_start;  /* > 0: align to this wall-clock period start */
+    const char *servers[256];
 } settings_t;
 
 /* One run: shared by the main thread and every client thread.  Only `stop`
@@ -139,6 +151,7 @@ typedef struct {
     char *value;               /* value_size bytes, read-only */
     struct timespec start;     /* CLOCK_MONOTONIC time zero */
     double end;                /* seconds since start when threads stop */
+    double align;              /* > 0: wall-clock start of some QoS period */
     atomic_int stop;
 } run_t;
 
@@ -277,7 +290,7 @@ static void *client_main(void *arg)
             if (ok && done >= w->t0 && done < w->t1)
                 w->done++;
         } else if (ok) {
-            report_add(run->rep, w->b, done);
+            report_add(run->rep, w->b, (size_t)srv, done);
         } else {
             report_add_error(run->rep, w->b);
             log_debug("bucket %s server %s: %s", bk->name, s->servers[srv].name,
@@ -432,9 +445,17 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     pthread_t *tids = calloc(n, sizeof *tids);
     if (!tids)
         return -ENOMEM;
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
     clock_gettime(CLOCK_MONOTONIC, &run->start);
-    /* Time zero a little after the threads start, so they start together. */
+    /* Time zero a little after the threads start, so they start together;
+     * with --period-start, on the next period boundary after that. */
     double lead = 0.2 + (double)n * 50e-6;
+    if (run->align > 0) {
+        double now = (double)real.tv_sec + (double)real.tv_nsec * 1e-9, T = run->s->period;
+        double t0 = run->align + ceil((now + lead - run->align) / T) * T;
+        lead = t0 - now;
+    }
     run->start.tv_nsec += (long)(lead * 1e9);
     run->start.tv_sec += run->start.tv_nsec / 1000000000L;
     run->start.tv_nsec %= 1000000000L;
@@ -572,10 +593,18 @@ static int parse_settings(int argc, char **argv, settings_t *st)
     *st = (settings_t){.sopts = SCENARIO_OPTS_DEFAULT, .profile_outstanding = 10};
     int c;
     double v;
-    while ((c = getopt_long(argc, argv, "o:l:d:c:qhV", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:l:d:c:s:qhV", long_opts, NULL)) != -1) {
         switch (c) {
         case 'o': st->out = optarg; break;
         case 'l': st->label = optarg; break;
+        case 's':
+            if (st->sopts.nservers == sizeof st->servers / sizeof st->servers[0]) {
+                fprintf(stderr, "bqos-load: too many --server options\n");
+                return -EINVAL;
+            }
+            st->servers[st->sopts.nservers++] = optarg;
+            st->sopts.servers = st->servers;
+            break;
         case 'd':
             if (parse_double(optarg, "--duration", 0.001, &st->sopts.duration) < 0)
                 return -EINVAL;
@@ -624,6 +653,10 @@ static int parse_settings(int argc, char **argv, settings_t *st)
             }
             break;
         case 'q': st->quiet = 1; break;
+        case OPT_PERIOD_START:
+            if (parse_double(optarg, "--period-start", 1, &st->period_start) < 0)
+                return -EINVAL;
+            break;
         case OPT_LOG_LEVEL: {
             bqos_log_level_t lvl;
             if (bqos_log_parse_level(optarg, &lvl) < 0) {
@@ -678,7 +711,10 @@ int main(int argc, char **argv)
     scenario_error_t err;
     int rc = scenario_load(argv[0], &st.sopts, &s, &err);
     if (rc < 0) {
-        fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.col, err.text);
+        if (err.line > 0)
+            fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.col, err.text);
+        else
+            fprintf(stderr, "%s: %s\n", err.source, err.text);
         return 1;
     }
     if (st.print_buckets) {
@@ -699,7 +735,7 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     int status = 0;
-    run_t run = {.s = s};
+    run_t run = {.s = s, .align = st.period_start};
     run.value = malloc(s->value_size);
     if (!run.value) {
         status = 2;

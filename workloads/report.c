@@ -15,6 +15,7 @@ struct report {
     size_t nslots;
     _Atomic uint64_t *counts;   /* [bucket * nslots + slot] */
     _Atomic uint64_t *errors;   /* [bucket] */
+    _Atomic uint64_t *servers;  /* [server] */
 };
 
 report_t *report_new(const scenario_t *s)
@@ -29,7 +30,8 @@ report_t *report_new(const scenario_t *s)
         r->nslots = 1;
     r->counts = calloc(s->nbuckets * r->nslots, sizeof *r->counts);
     r->errors = calloc(s->nbuckets, sizeof *r->errors);
-    if (!r->counts || !r->errors)
+    r->servers = calloc(s->nservers, sizeof *r->servers);
+    if (!r->counts || !r->errors || !r->servers)
         report_destroy(&r);
     return r;
 }
@@ -40,14 +42,16 @@ void report_destroy(report_t **rp)
         return;
     free((*rp)->counts);
     free((*rp)->errors);
+    free((*rp)->servers);
     free(*rp);
     *rp = NULL;
 }
 
-void report_add(report_t *r, size_t b, double t)
+void report_add(report_t *r, size_t b, size_t srv, double t)
 {
-    if (!(t >= 0) || t >= r->s->duration || b >= r->s->nbuckets)
+    if (!(t >= 0) || t >= r->s->duration || b >= r->s->nbuckets || srv >= r->s->nservers)
         return;
+    atomic_fetch_add_explicit(&r->servers[srv], 1, memory_order_relaxed);
     size_t k = (size_t)(t / r->slot_len);
     if (k >= r->nslots)
         k = r->nslots - 1;
@@ -58,6 +62,11 @@ void report_add_error(report_t *r, size_t b)
 {
     if (b < r->s->nbuckets)
         atomic_fetch_add_explicit(&r->errors[b], 1, memory_order_relaxed);
+}
+
+uint64_t report_server_total(const report_t *r, size_t srv)
+{
+    return atomic_load_explicit(&r->servers[srv], memory_order_relaxed);
 }
 
 size_t report_nslots(const report_t *r)
@@ -244,6 +253,18 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
         goto out;
     }
     json_decref(top);
+    json_t *sv = json_array();
+    for (size_t i = 0; sv && i < s->nservers; i++) {
+        uint64_t n = report_server_total(r, i);
+        if (json_array_append_new(sv, json_pack("{s:s, s:I, s:f}", "name", s->servers[i].name,
+                                                "completed", (json_int_t)n, "rate",
+                                                (double)n / s->duration)) < 0) {
+            json_decref(sv);
+            sv = NULL;
+        }
+    }
+    if (!sv || json_object_set_new(root, "servers", sv) < 0)
+        goto out;
     if (json_object_set_new(root, "buckets", arr) < 0) {
         arr = NULL;
         goto out;

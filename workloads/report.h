@@ -26,9 +26,13 @@ report_t *report_new(const scenario_t *s);
 /* Frees the report and sets *rp to NULL.  Accepts NULL and *rp == NULL. */
 void report_destroy(report_t **rp);
 
-/* Counts one IO of bucket `b` completed at `t` seconds after the start;
- * completions outside [0, duration) are ignored.  Thread-safe. */
-void report_add(report_t *r, size_t b, double t);
+/* Counts one IO of bucket `b` served by server `srv` (index into the
+ * scenario's servers) completed at `t` seconds after the start; completions
+ * outside [0, duration) are ignored.  Thread-safe. */
+void report_add(report_t *r, size_t b, size_t srv, double t);
+
+/* IOs served by server `srv` so far. */
+uint64_t report_server_total(const report_t *r, size_t srv);
 
 /* Counts one failed request of bucket `b` (not a completed IO).  Thread-safe. */
 void report_add_error(report_t *r, size_t b);
@@ -56,7 +60,8 @@ int report_write_periods(const report_t *r, FILE *f);
  * periods after warmup_periods; the whole run if it has no full period),
  * min/max period, met, over, periods met and over, errors; met_share and
  * over_share (of buckets), period_met_share and period_over_share (of
- * bucket-periods); total IOs/s.  `label` (may be NULL) names the run.
+ * bucket-periods); total IOs/s; per server its completed IOs and mean IOs/s
+ * over the run.  `label` (may be NULL) names the run.
  * Returns 0, -EIO, -ENOMEM. */
 int report_write_summary(const report_t *r, const char *label, FILE *f);
 

@@ -164,6 +164,57 @@ static int parse_address(ctx_t *c, const jpos_value_t *v, const char *what, char
     return 0;
 }
 
+static int server_index(const scenario_t *s, const char *name)
+{
+    for (size_t i = 0; i < s->nservers; i++)
+        if (strcmp(s->servers[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Applies one --server override "NAME=ADDR[,BACKEND]". */
+static int override_server(ctx_t *c, const char *spec)
+{
+    const char *eq = strchr(spec, '=');
+    char name[SCENARIO_NAME_MAX + 1];
+    if (!eq || eq == spec || (size_t)(eq - spec) > SCENARIO_NAME_MAX)
+        return fail(c, NULL, "server override \"%s\" is not NAME=HOST:PORT[,HOST:PORT]", spec);
+    memcpy(name, spec, (size_t)(eq - spec));
+    name[eq - spec] = '\0';
+    int i = server_index(c->s, name);
+    if (i < 0)
+        return fail(c, NULL, "server override \"%s\": the scenario has no server \"%s\"",
+                    spec, name);
+    scenario_server_t *sv = &c->s->servers[i];
+    const char *comma = strchr(eq + 1, ',');
+    jpos_value_t v = {.type = JPOS_STRING};
+    char *host = NULL, *bhost = NULL;
+    int port, bport, rc;
+    v.string = comma ? strndup(eq + 1, (size_t)(comma - eq - 1)) : strdup(eq + 1);
+    if (!v.string)
+        return -ENOMEM;
+    rc = parse_address(c, &v, "server override address", &host, &port);
+    free(v.string);
+    if (rc == 0 && comma) {
+        v.string = (char *)(comma + 1);
+        rc = parse_address(c, &v, "server override backend", &bhost, &bport);
+    }
+    if (rc < 0) {
+        c->err->line = c->err->col = 0;
+        free(host);
+        return rc;
+    }
+    free(sv->host);
+    sv->host = host;
+    sv->port = port;
+    if (bhost) {
+        free(sv->backend_host);
+        sv->backend_host = bhost;
+        sv->backend_port = bport;
+    }
+    return 0;
+}
+
 static int parse_servers(ctx_t *c, const jpos_value_t *arr)
 {
     static const char *const keys[] = {"name", "address", "backend", NULL};
@@ -208,13 +259,6 @@ static int parse_servers(ctx_t *c, const jpos_value_t *arr)
     return 0;
 }
 
-static int server_index(const scenario_t *s, const char *name)
-{
-    for (size_t i = 0; i < s->nservers; i++)
-        if (strcmp(s->servers[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -570,6 +614,9 @@ static int parse_root(ctx_t *c, const jpos_value_t *root, const scenario_opts_t 
         return fail(c, root, "scenario without \"servers\"");
     if ((rc = parse_servers(c, servers)) < 0)
         return rc;
+    for (size_t i = 0; i < opts->nservers; i++)
+        if ((rc = override_server(c, opts->servers[i])) < 0)
+            return rc;
     const jpos_value_t *buckets = jpos_get(root, "buckets"), *gen = jpos_get(root, "generate");
     if (buckets) {
         if (expect(c, buckets, JPOS_ARRAY, "buckets") < 0)

@@ -76,9 +76,13 @@ typedef struct {
     double duration;     /* > 0: replaces "duration" */
     long long preload;   /* >= 0: replaces workload.preload; < 0 keep */
     long long seed;      /* >= 0: replaces "seed"; < 0 keep */
+    /* "NAME=HOST:PORT" or "NAME=HOST:PORT,BACKEND_HOST:PORT": replaces
+     * server NAME's address (and backend); borrowed strings. */
+    const char *const *servers;
+    size_t nservers;
 } scenario_opts_t;
 
-#define SCENARIO_OPTS_DEFAULT ((scenario_opts_t){0, 0, -1, -1})
+#define SCENARIO_OPTS_DEFAULT ((scenario_opts_t){0, 0, -1, -1, NULL, 0})
 
 /* Where and why a scenario was rejected: print it as
  * "SOURCE:LINE:COL: TEXT" (line and col are 1-based, 0 when unknown). */
@@ -95,7 +99,8 @@ typedef struct {
  * malformed JSON, unknown keys, wrong types, out-of-range numbers, "N%" rates
  * without a capacity, unknown or duplicate server names, duplicate bucket
  * names or names unusable as key prefixes, limit < reservation, changes out
- * of order or outside the run, no buckets at all. */
+ * of order or outside the run, no buckets at all, a server override that
+ * names no server or has a bad address (reported at line 0). */
 int scenario_parse(const char *text, size_t len, const char *source,
                    const scenario_opts_t *opts, scenario_t **out, scenario_error_t *err);
 
