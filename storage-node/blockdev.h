@@ -1,0 +1,88 @@
+/* blockdev.h - the file/device block backend of bqos-node: one sparse file
+ * per export in a directory (or one file or device shared by every export),
+ * pread/pwrite/fdatasync/fallocate on a pool of worker threads, completions
+ * handed back to a libevent loop thread.
+ *
+ * Threads: blockdev_new(), blockdev_export(), blockdev_submit() and
+ * blockdev_destroy() are called on the loop thread that owns the event_base;
+ * the workers only touch the operations they run and the (read-only after
+ * opening) file descriptors.  Completions run on the loop thread, in the
+ * order the workers finish them. */
+#ifndef BQOS_BLOCKDEV_H
+#define BQOS_BLOCKDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+
+typedef enum {
+    BLOCKDEV_READ = 0,
+    BLOCKDEV_WRITE = 1,
+    BLOCKDEV_FLUSH = 2,   /* fdatasync of the export's file */
+    BLOCKDEV_TRIM = 3     /* punch a hole; success where holes are unsupported */
+} blockdev_kind_t;
+
+/* One IO.  The caller owns the memory and fills the request part; between
+ * blockdev_submit() and the completion callback the backend owns it. */
+typedef struct blockdev_op {
+    struct blockdev_op *next;  /* backend's link while submitted */
+    blockdev_kind_t kind;
+    int fua;                   /* WRITE: durable before completion */
+    int export_id;             /* as given to blockdev_export() */
+    uint64_t offset;
+    uint32_t length;
+    void *buf;                 /* READ: filled; WRITE: source; caller-owned */
+    int result;                /* set by the worker: 0 or -errno.  A short
+                                  read/write is retried, never reported as
+                                  success. */
+} blockdev_op_t;
+
+/* Called on the loop thread for every completed op; the caller owns it again. */
+typedef void (*blockdev_done_fn)(blockdev_op_t *op, void *arg);
+
+typedef struct {
+    const char *path;      /* directory: one file per export, NAME.img;
+                              regular file or block device: shared by all */
+    uint64_t export_size;  /* size of each per-export file (directory mode),
+                              or of a new/empty single file; > 0 */
+    int direct;            /* open with O_DIRECT (caller aligns buffers) */
+    int workers;           /* worker threads = IOs at the device at once, >= 1 */
+    int max_exports;       /* largest export id + 1 accepted, >= 1 */
+} blockdev_config_t;
+
+typedef struct blockdev blockdev_t;
+
+/* Checks the path (creating nothing yet), starts the workers and registers
+ * the completion event on `base`.  Returns the backend (caller owns it), or
+ * NULL and *err = -EINVAL (bad settings), -ENOENT/-EACCES/... from stat or
+ * open, -ENOMEM. */
+blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
+                         blockdev_done_fn done, void *arg, int *err);
+
+/* Opens (creating a sparse file of export_size if needed, directory mode)
+ * the backing store of export `id` named `name` (1..250 bytes, no '/', not
+ * "." or ".."), once; later calls return the cached result.  Sets *size to
+ * the export's size in bytes.  Returns 0, -EINVAL (bad id or name), or
+ * -errno from open/ftruncate/fstat.  Loop thread; blocks briefly. */
+int blockdev_export(blockdev_t *bd, int id, const char *name, uint64_t *size);
+
+/* Queues `op` for a worker (its export must have been opened).  Returns 0,
+ * -EINVAL (unopened export), or -ESHUTDOWN while being destroyed. */
+int blockdev_submit(blockdev_t *bd, blockdev_op_t *op);
+
+/* Returns nonzero if the backend was opened with O_DIRECT (buffers, offsets
+ * and lengths must then be aligned to 4096 bytes, see blockdev_alloc()). */
+int blockdev_direct(const blockdev_t *bd);
+
+/* Allocates an IO buffer of len bytes suitable for the backend (4096-byte
+ * aligned).  Returns NULL if out of memory; free with free(). */
+void *blockdev_alloc(size_t len);
+
+/* Stops the workers after their current op, delivers every completion
+ * still pending (callbacks run here, on the loop thread), closes the files
+ * and frees the backend; ops never started complete with -ESHUTDOWN.  Sets
+ * *bdp to NULL.  Accepts NULL. */
+void blockdev_destroy(blockdev_t **bdp);
+
+#endif

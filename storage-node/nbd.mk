@@ -1,0 +1,12 @@
+# storage-node/nbd.mk - the block I/O path of bqos-node: NBD protocol, NBD front, file/device backend (included by storage-node/module.mk)
+node_SRCS += storage-node/nbd.c storage-node/blockdev.c storage-node/nbdfront.c
+
+PROGS += bqos-nbd-node
+bqos-nbd-node_SRCS = storage-node/nbdmain.c
+bqos-nbd-node_LIBS = node common
+
+TESTS += test_nbd
+test_nbd_SRCS = tests/test_nbd.c
+test_nbd_LIBS = node common
+
+ITESTS += tests/it_nbd.sh

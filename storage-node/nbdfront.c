@@ -1,0 +1,885 @@
+/* nbdfront.c - NBD front of bqos-node: handshake and transmission state machine per connection, scheduling, replies (see nbdfront.h). */
+#include "storage-node/nbdfront.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "storage-node/nbd.h"
+
+#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+
+#define MAX_EXPORTS 65536
+#define MAX_OPTIONS 1024               /* per connection: more is a DoS */
+#define OUT_HIGH (8u * 1024 * 1024)    /* unsent reply bytes before we stop reading */
+#define SHUTDOWN_GRACE_SEC 10
+#define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
+                NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
+
+enum { ST_FLAGS = 0, ST_OPTS, ST_TRANS, ST_CLOSING };
+enum { RQ_QUEUED = 0, RQ_INFLIGHT };
+
+struct nconn;
+
+/* One transmission request.  Owned by its connection while it lives; one
+ * whose connection went away while the IO was at the backend is an orphan,
+ * freed by its completion. */
+typedef struct nreq {
+    sched_item_t item;     /* scheduler's link while RQ_QUEUED */
+    blockdev_op_t op;      /* backend's while RQ_INFLIGHT */
+    struct nconn *conn;    /* NULL: orphan */
+    struct nreq *prev, *next;
+    uint64_t handle;
+    uint16_t type;
+    int state;
+} nreq_t;
+
+/* One client connection: a state machine (client flags, options,
+ * transmission, closing).  Loop thread. */
+typedef struct nconn {
+    struct nbdfront *f;
+    struct nconn *prev, *next;
+    struct bufferevent *bev;
+    int state;
+    int no_zeroes;
+    int nopts;
+    uint64_t swallow;      /* payload bytes still to discard */
+    int reply_after;       /* after swallowing: 1 option error, 2 simple reply */
+    uint32_t ra_code;      /* ... its reply type or error value */
+    uint32_t ra_opt;
+    uint64_t ra_handle;
+    int bucket;            /* export, in transmission */
+    uint64_t size;
+    nreq_t *reqs;          /* queued and in flight */
+    int nreqs;
+    int reading;
+    int in_process;
+    char peer[64];
+} nconn_t;
+
+struct nbdfront {
+    nbdfront_config_t cfg;
+    char *listen_host, *path;
+    struct event_base *base;
+    struct evconnlistener *lis;
+    unsigned port;
+    sched_t *s;
+    blockdev_t *bd;
+    nconn_t *conns;
+    int nconns;
+    int inflight;
+    double busy_mark, busy_pending;
+    int stopping;
+    struct event *stop_timer;
+    nbdfront_stats_t st;
+};
+
+static void conn_free(nconn_t *c);
+static void conn_update(nconn_t *c);
+static void dispatch_more(nbdfront_t *f);
+static void check_stopped(nbdfront_t *f);
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Adds the busy time since the last mark (if anything was at the backend). */
+static void busy_account(nbdfront_t *f)
+{
+    double t = now_sec();
+    if (f->inflight > 0)
+        f->busy_pending += t - f->busy_mark;
+    f->busy_mark = t;
+}
+
+void nbdfront_config_defaults(nbdfront_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->listen_host = "127.0.0.1";
+    cfg->listen_port = 10809;
+    cfg->outstanding = 5;
+    cfg->max_conns = 4096;
+    cfg->max_queued = 256;
+    cfg->store.export_size = 1ull << 30;
+    cfg->store.workers = 5;
+    cfg->store.max_exports = MAX_EXPORTS;
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+static void out(nconn_t *c, const void *p, size_t n)
+{
+    bufferevent_write(c->bev, p, n);
+}
+
+static void opt_reply(nconn_t *c, uint32_t opt, uint32_t type)
+{
+    uint8_t b[NBD_REP_HDR_LEN];
+    out(c, b, nbd_encode_rep_header(b, opt, type, 0));
+}
+
+static void simple_reply(nconn_t *c, uint32_t error, uint64_t handle)
+{
+    uint8_t b[NBD_SIMPLE_LEN];
+    out(c, b, nbd_encode_simple_reply(b, error, handle));
+    if (error)
+        c->f->st.errors++;
+}
+
+static void free_buf(const void *data, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    free((void *)data);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static void req_unlink(nreq_t *r)
+{
+    nconn_t *c = r->conn;
+    if (!c)
+        return;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        c->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+    c->nreqs--;
+    r->conn = NULL;
+}
+
+static void req_free(nreq_t *r)
+{
+    free(r->op.buf);
+    free(r);
+}
+
+/* Answers a finished request on its connection (if it still has one) and
+ * frees it; with `update`, lets the connection read on or close. */
+static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
+{
+    nconn_t *c = r->conn;
+    if (!c) {
+        req_free(r);
+        return;
+    }
+    uint32_t e = nbd_errno_to_wire(-result);
+    if (result < 0)
+        log_debug("%s: %s at %llu+%u: %s", c->peer, nbd_cmd_name(r->type),
+                  (unsigned long long)r->op.offset, r->op.length, strerror(-result));
+    simple_reply(c, e, r->handle);
+    if (!e && r->type == NBD_CMD_READ && r->op.length > 0) {
+        struct evbuffer *ob = bufferevent_get_output(c->bev);
+        if (evbuffer_add_reference(ob, r->op.buf, r->op.length, free_buf, NULL) == 0)
+            r->op.buf = NULL;   /* the evbuffer frees it once sent */
+        else
+            c->state = ST_CLOSING; /* the reply is broken: end the session */
+    }
+    if (!e) {
+        if (r->type == NBD_CMD_READ)
+            f->st.bytes_read += r->op.length;
+        else if (r->type == NBD_CMD_WRITE)
+            f->st.bytes_written += r->op.length;
+    }
+    req_unlink(r);
+    req_free(r);
+    if (update)
+        conn_update(c);
+}
+
+static void dispatch_more(nbdfront_t *f)
+{
+    while (f->inflight < f->cfg.outstanding) {
+        sched_item_t *it = sched_dispatch(f->s, NULL);
+        if (!it)
+            break;
+        nreq_t *r = container_of(it, nreq_t, item);
+        busy_account(f);
+        r->state = RQ_INFLIGHT;
+        f->inflight++;
+        int rc = blockdev_submit(f->bd, &r->op);
+        if (rc < 0) {
+            f->inflight--;
+            req_finish(f, r, rc, 1);
+        }
+    }
+}
+
+static void on_done(blockdev_op_t *op, void *arg)
+{
+    nbdfront_t *f = arg;
+    nreq_t *r = container_of(op, nreq_t, op);
+    busy_account(f);
+    f->inflight--;
+    sched_note_completion(f->s, 1, f->busy_pending);
+    f->busy_pending = 0;
+    req_finish(f, r, op->result, 1);
+    if (!f->stopping)
+        dispatch_more(f);
+    else
+        check_stopped(f);
+}
+
+/* Starts a request whose header is consumed and whose WRITE payload is
+ * complete in `in`.  Returns 0, or -1 if the connection must close. */
+static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in)
+{
+    nbdfront_t *f = c->f;
+    nreq_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return -1;
+    r->handle = q->handle;
+    r->type = q->type;
+    r->op.export_id = c->bucket;
+    r->op.offset = q->offset;
+    r->op.length = q->length;
+    r->op.fua = (q->flags & NBD_CMD_FLAG_FUA) != 0;
+    switch (q->type) {
+    case NBD_CMD_READ:
+        r->op.kind = BLOCKDEV_READ;
+        f->st.reads++;
+        break;
+    case NBD_CMD_WRITE:
+        r->op.kind = BLOCKDEV_WRITE;
+        f->st.writes++;
+        break;
+    case NBD_CMD_FLUSH:
+        r->op.kind = BLOCKDEV_FLUSH;
+        f->st.flushes++;
+        break;
+    default:
+        r->op.kind = BLOCKDEV_TRIM;
+        f->st.trims++;
+        break;
+    }
+    if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE) {
+        r->op.buf = blockdev_alloc(q->length);
+        if (!r->op.buf) {
+            free(r);
+            return -1;
+        }
+        if (q->type == NBD_CMD_WRITE && q->length > 0 &&
+            evbuffer_remove(in, r->op.buf, q->length) != (int)q->length) {
+            req_free(r);
+            return -1;
+        }
+    }
+    r->conn = c;
+    r->next = c->reqs;
+    if (c->reqs)
+        c->reqs->prev = r;
+    c->reqs = r;
+    c->nreqs++;
+    r->state = RQ_QUEUED;
+    f->st.requests++;
+    if (sched_enqueue(f->s, c->bucket, &r->item) < 0)
+        req_finish(f, r, -EIO, 0);
+    return 0;
+}
+
+/* ---- handshake ---------------------------------------------------------- */
+
+/* Looks up an export by name (empty: "default") and opens its store.
+ * Returns the bucket index, -ENOENT, or -errno from the backend. */
+static int find_export(nbdfront_t *f, const char *name, size_t len, uint64_t *size)
+{
+    if (len == 0) {
+        name = "default";
+        len = 7;
+    }
+    int b = sched_find_bucket(f->s, name, len);
+    if (b < 0)
+        return -ENOENT;
+    int rc = blockdev_export(f->bd, b, sched_bucket_name(f->s, b), size);
+    if (rc < 0) {
+        log_warn("export '%s': %s", sched_bucket_name(f->s, b), strerror(-rc));
+        return rc;
+    }
+    return b;
+}
+
+static void enter_transmission(nconn_t *c, int b, uint64_t size)
+{
+    c->bucket = b;
+    c->size = size;
+    c->state = ST_TRANS;
+    log_debug("%s: export '%s' (%llu bytes)", c->peer, sched_bucket_name(c->f->s, b),
+              (unsigned long long)size);
+}
+
+static void opt_list(nconn_t *c, uint32_t opt)
+{
+    nbdfront_t *f = c->f;
+    int n = sched_nbuckets(f->s);
+    for (int b = 0; b < n; b++) {
+        const char *name = sched_bucket_name(f->s, b);
+        size_t nl = strlen(name);
+        uint8_t buf[NBD_REP_HDR_LEN + 4 + 256];
+        out(c, buf, nbd_encode_rep_server(buf, opt, name, (uint32_t)nl));
+    }
+    opt_reply(c, opt, NBD_REP_ACK);
+}
+
+static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+    nbd_info_req_t ir;
+    nbd_error_t e;
+    if (nbd_parse_info_request(data, len, &ir, &e) < 0) {
+        log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e.offset, e.text);
+        opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        return;
+    }
+    uint64_t size;
+    int b = find_export(c->f, ir.name, ir.namelen, &size);
+    if (b < 0) {
+        opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
+        return;
+    }
+    uint8_t buf[64];
+    out(c, buf, nbd_encode_info_export(buf, opt, size, TFLAGS));
+    if (ir.want_block_size)
+        out(c, buf, nbd_encode_info_block_size(buf, opt, 1, 4096, NBD_MAX_PAYLOAD));
+    opt_reply(c, opt, NBD_REP_ACK);
+    if (opt == NBD_OPT_GO)
+        enter_transmission(c, b, size);
+}
+
+/* Handles one option with its data.  Returns 0, or -1 to close at once. */
+static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+    nbdfront_t *f = c->f;
+    log_debug("%s: option %s (%u), %u bytes", c->peer, nbd_opt_name(opt), opt, len);
+    if (f->stopping && opt != NBD_OPT_ABORT) {
+        if (opt == NBD_OPT_EXPORT_NAME)
+            return -1;
+        opt_reply(c, opt, NBD_REP_ERR_SHUTDOWN);
+        return 0;
+    }
+    switch (opt) {
+    case NBD_OPT_EXPORT_NAME: {
+        /* No way to answer an error: an unknown export ends the session
+         * (proto.md, "Termination of the session during option haggling"). */
+        uint64_t size;
+        if (len > NBD_MAX_NAME || memchr(data, '\0', len))
+            return -1;
+        int b = find_export(f, (const char *)data, len, &size);
+        if (b < 0) {
+            log_info("%s: EXPORT_NAME '%.*s': no such export; closing", c->peer,
+                     (int)(len > 64 ? 64 : len), (const char *)data);
+            return -1;
+        }
+        uint8_t buf[NBD_EXPORT_REPLY_LEN];
+        out(c, buf, nbd_encode_export_reply(buf, size, TFLAGS, c->no_zeroes));
+        enter_transmission(c, b, size);
+        return 0;
+    }
+    case NBD_OPT_ABORT:
+        opt_reply(c, opt, NBD_REP_ACK);
+        c->state = ST_CLOSING;
+        return 0;
+    case NBD_OPT_LIST:
+        if (len != 0)
+            opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        else
+            opt_list(c, opt);
+        return 0;
+    case NBD_OPT_INFO:
+    case NBD_OPT_GO:
+        opt_info_go(c, opt, data, len);
+        return 0;
+    default:
+        /* STRUCTURED_REPLY, STARTTLS, meta contexts and anything unknown. */
+        opt_reply(c, opt, NBD_REP_ERR_UNSUP);
+        return 0;
+    }
+}
+
+/* ---- connection --------------------------------------------------------- */
+
+/* Consumes what it can from the input.  Returns 0, or -1 to close now. */
+static int process_input(nconn_t *c)
+{
+    nbdfront_t *f = c->f;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    nbd_error_t e;
+    for (;;) {
+        size_t avail = evbuffer_get_length(in);
+        if (c->swallow > 0) {
+            size_t n = avail < c->swallow ? avail : (size_t)c->swallow;
+            evbuffer_drain(in, n);
+            c->swallow -= n;
+            if (c->swallow > 0)
+                return 0;
+            if (c->reply_after == 1)
+                opt_reply(c, c->ra_opt, c->ra_code);
+            else if (c->reply_after == 2)
+                simple_reply(c, c->ra_code, c->ra_handle);
+            c->reply_after = 0;
+            continue;
+        }
+        if (c->state == ST_CLOSING)
+            return 0;
+        if (c->state == ST_FLAGS) {
+            uint32_t fl;
+            uint8_t b[4];
+            if (avail < 4)
+                return 0;
+            evbuffer_copyout(in, b, 4);
+            if (nbd_parse_client_flags(b, 4, &fl, &e) < 0) {
+                log_info("%s: handshake: %s; closing", c->peer, e.text);
+                return -1;
+            }
+            evbuffer_drain(in, 4);
+            c->no_zeroes = (fl & NBD_FLAG_C_NO_ZEROES) != 0;
+            c->state = ST_OPTS;
+            continue;
+        }
+        if (c->state == ST_OPTS) {
+            uint8_t h[NBD_OPT_HDR_LEN];
+            nbd_option_t o;
+            if (avail < NBD_OPT_HDR_LEN)
+                return 0;
+            evbuffer_copyout(in, h, sizeof h);
+            if (nbd_parse_option(h, sizeof h, &o, &e) < 0) {
+                log_info("%s: option haggling: %s at byte %zu; closing", c->peer, e.text,
+                         e.offset);
+                return -1;
+            }
+            if (o.length > NBD_MAX_OPT_DATA) {
+                if (o.option == NBD_OPT_EXPORT_NAME)
+                    return -1;
+                if (++c->nopts > MAX_OPTIONS)
+                    return -1;
+                evbuffer_drain(in, sizeof h);
+                c->swallow = o.length;
+                c->reply_after = 1;
+                c->ra_opt = o.option;
+                c->ra_code = NBD_REP_ERR_TOO_BIG;
+                continue;
+            }
+            if (avail < NBD_OPT_HDR_LEN + (size_t)o.length)
+                return 0;
+            if (++c->nopts > MAX_OPTIONS) {
+                log_info("%s: more than %d options; closing", c->peer, MAX_OPTIONS);
+                return -1;
+            }
+            evbuffer_drain(in, sizeof h);
+            static const uint8_t none[1];
+            const uint8_t *data = o.length ? evbuffer_pullup(in, o.length) : none;
+            if (!data)
+                return -1;
+            int rc = handle_option(c, o.option, data, o.length);
+            evbuffer_drain(in, o.length);
+            if (rc < 0)
+                return -1;
+            continue;
+        }
+        /* ST_TRANS */
+        if (c->nreqs >= f->cfg.max_queued ||
+            evbuffer_get_length(bufferevent_get_output(c->bev)) > OUT_HIGH)
+            return 0; /* a completion calls conn_update() again */
+        uint8_t h[NBD_REQUEST_LEN];
+        nbd_request_t q;
+        if (avail < NBD_REQUEST_LEN)
+            return 0;
+        evbuffer_copyout(in, h, sizeof h);
+        if (nbd_parse_request(h, sizeof h, &q, &e) < 0) {
+            log_info("%s: transmission: %s; closing", c->peer, e.text);
+            return -1;
+        }
+        if (q.type == NBD_CMD_DISC) {
+            evbuffer_drain(in, sizeof h);
+            log_debug("%s: DISC", c->peer);
+            c->state = ST_CLOSING;
+            return 0;
+        }
+        uint32_t err = nbd_check_request(&q, c->size);
+        if (!err && f->stopping)
+            err = NBD_ESHUTDOWN;
+        uint32_t payload = q.type == NBD_CMD_WRITE ? q.length : 0;
+        if (err) {
+            /* Answered at once and costs no token; a WRITE's payload is
+             * read and discarded first. */
+            log_debug("%s: %s at %llu+%u refused: error %u", c->peer, nbd_cmd_name(q.type),
+                      (unsigned long long)q.offset, q.length, err);
+            evbuffer_drain(in, sizeof h);
+            if (payload) {
+                c->swallow = payload;
+                c->reply_after = 2;
+                c->ra_code = err;
+                c->ra_handle = q.handle;
+            } else {
+                simple_reply(c, err, q.handle);
+            }
+            continue;
+        }
+        if (avail < NBD_REQUEST_LEN + (size_t)payload) {
+            /* Wait for the whole payload: a client that goes away now
+             * leaves nothing written. */
+            bufferevent_setwatermark(c->bev, EV_READ, NBD_REQUEST_LEN + (size_t)payload, 0);
+            return 0;
+        }
+        if (payload)
+            bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+        evbuffer_drain(in, sizeof h);
+        if (start_request(c, &q, in) < 0)
+            return -1;
+        dispatch_more(f);
+    }
+}
+
+/* Processes buffered input, closes the connection once a requested close
+ * has nothing left to send, and decides whether to keep reading.  May free
+ * the connection. */
+static void conn_update(nconn_t *c)
+{
+    nbdfront_t *f = c->f;
+    if (c->in_process)
+        return;
+    c->in_process = 1;
+    int rc = process_input(c);
+    c->in_process = 0;
+    if (rc < 0) {
+        conn_free(c);
+        if (f->stopping)
+            check_stopped(f);
+        return;
+    }
+    size_t outlen = evbuffer_get_length(bufferevent_get_output(c->bev));
+    if ((c->state == ST_CLOSING || f->stopping) && c->nreqs == 0 && c->swallow == 0 &&
+        outlen == 0) {
+        conn_free(c);
+        if (f->stopping)
+            check_stopped(f);
+        return;
+    }
+    /* Backpressure: stop reading while too much is queued or unsent.  A
+     * payload being discarded is read even then. */
+    int want = c->swallow > 0 ||
+               (c->state != ST_CLOSING && !f->stopping && c->nreqs < f->cfg.max_queued &&
+                outlen <= OUT_HIGH);
+    if (want != c->reading) {
+        c->reading = want;
+        if (want)
+            bufferevent_enable(c->bev, EV_READ);
+        else
+            bufferevent_disable(c->bev, EV_READ);
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    conn_update(arg);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    conn_update(arg);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    nconn_t *c = arg;
+    nbdfront_t *f = c->f;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        if (c->state != ST_CLOSING &&
+            (c->nreqs > 0 || c->swallow > 0 ||
+             evbuffer_get_length(bufferevent_get_input(c->bev)) > 0))
+            log_info("%s: client went away with %d requests pending, %zu bytes unread",
+                     c->peer, c->nreqs, evbuffer_get_length(bufferevent_get_input(c->bev)));
+        conn_free(c);
+        if (f->stopping)
+            check_stopped(f);
+    }
+}
+
+static void conn_free(nconn_t *c)
+{
+    nbdfront_t *f = c->f;
+    while (c->reqs) {
+        nreq_t *r = c->reqs;
+        req_unlink(r);
+        if (r->state == RQ_QUEUED) {
+            sched_remove(f->s, &r->item);
+            req_free(r);
+        }
+        /* in flight: now an orphan, freed by its completion */
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        f->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    f->nconns--;
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                      struct sockaddr *sa, int salen, void *arg)
+{
+    (void)lis;
+    (void)salen;
+    nbdfront_t *f = arg;
+    if (f->stopping || f->nconns >= f->cfg.max_conns) {
+        log_warn("NBD connection refused (%d open%s)", f->nconns,
+                 f->stopping ? ", shutting down" : "");
+        evutil_closesocket(fd);
+        return;
+    }
+    nconn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        evutil_closesocket(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->f = f;
+    c->bucket = -1;
+    c->bev = bufferevent_socket_new(f->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->bev) {
+        evutil_closesocket(fd);
+        free(c);
+        return;
+    }
+    if (sa->sa_family == AF_INET) {
+        char a[INET_ADDRSTRLEN];
+        struct sockaddr_in *in = (struct sockaddr_in *)sa;
+        evutil_inet_ntop(AF_INET, &in->sin_addr, a, sizeof a);
+        snprintf(c->peer, sizeof c->peer, "nbd %s:%u", a, ntohs(in->sin_port));
+    } else {
+        snprintf(c->peer, sizeof c->peer, "nbd fd %d", (int)fd);
+    }
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_set_max_single_read(c->bev, 1 << 20);
+    c->next = f->conns;
+    if (f->conns)
+        f->conns->prev = c;
+    f->conns = c;
+    f->nconns++;
+    f->st.conns++;
+    uint8_t g[NBD_GREETING_LEN];
+    out(c, g, nbd_encode_greeting(g, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES));
+    c->reading = 1;
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+static void on_accept_error(struct evconnlistener *lis, void *arg)
+{
+    (void)lis;
+    (void)arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    log_warn("NBD accept: %s", evutil_socket_error_to_string(e));
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
+                         const nbdfront_config_t *cfg, int *err)
+{
+    int rc = 0;
+    nbdfront_t *f = NULL;
+    if (!base || !s || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
+        cfg->max_queued < 1 || !cfg->listen_host || cfg->listen_port > 65535 ||
+        !cfg->store.path) {
+        rc = -EINVAL;
+        goto out;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->cfg = *cfg;
+    f->base = base;
+    f->s = s;
+    f->listen_host = strdup(cfg->listen_host);
+    f->path = strdup(cfg->store.path);
+    if (!f->listen_host || !f->path) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->cfg.listen_host = f->listen_host;
+    f->cfg.store.path = f->path;
+    if (f->cfg.store.max_exports < 1)
+        f->cfg.store.max_exports = MAX_EXPORTS;
+    f->bd = blockdev_new(base, &f->cfg.store, on_done, f, &rc);
+    if (!f->bd)
+        goto out;
+
+    /* Not evutil_parse_sockaddr_port(): it refuses port 0. */
+    struct sockaddr_storage ss;
+    int sslen;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (evutil_inet_pton(AF_INET, f->listen_host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)cfg->listen_port);
+        sslen = sizeof *s4;
+    } else if (evutil_inet_pton(AF_INET6, f->listen_host, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)cfg->listen_port);
+        sslen = sizeof *s6;
+    } else {
+        rc = -EINVAL;
+        goto out;
+    }
+    errno = 0;
+    f->lis = evconnlistener_new_bind(base, on_accept, f,
+                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                         LEV_OPT_CLOSE_ON_EXEC,
+                                     1024, (struct sockaddr *)&ss, sslen);
+    if (!f->lis) {
+        rc = errno ? -errno : -EADDRINUSE;
+        goto out;
+    }
+    evconnlistener_set_error_cb(f->lis, on_accept_error);
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    if (getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound, &blen) == 0) {
+        if (bound.ss_family == AF_INET)
+            f->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+        else if (bound.ss_family == AF_INET6)
+            f->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+    }
+    f->busy_mark = now_sec();
+out:
+    if (rc < 0) {
+        nbdfront_destroy(&f);
+        if (err)
+            *err = rc;
+        return NULL;
+    }
+    return f;
+}
+
+unsigned nbdfront_port(const nbdfront_t *f)
+{
+    return f->port;
+}
+
+int nbdfront_add_bucket(nbdfront_t *f, const char *name, uint32_t weight)
+{
+    int b = sched_find_bucket(f->s, name, strlen(name));
+    if (b >= 0) {
+        int rc = sched_set_weight(f->s, b, weight);
+        return rc < 0 ? rc : b;
+    }
+    if (sched_nbuckets(f->s) >= f->cfg.store.max_exports)
+        return -ENOMEM;
+    return sched_add_bucket(f->s, name, weight);
+}
+
+int nbdfront_set_tokens(nbdfront_t *f, const char *name, int64_t r, int64_t l)
+{
+    int b = sched_find_bucket(f->s, name, strlen(name));
+    if (b < 0)
+        b = nbdfront_add_bucket(f, name, 1);
+    if (b < 0)
+        return b;
+    int rc = sched_set_tokens(f->s, b, r, l);
+    if (rc == 0 && !f->stopping)
+        dispatch_more(f);
+    return rc;
+}
+
+void nbdfront_kick(nbdfront_t *f)
+{
+    if (!f->stopping)
+        dispatch_more(f);
+}
+
+void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *o)
+{
+    *o = f->st;
+    o->inflight = f->inflight;
+}
+
+static void drain_one(sched_item_t *it, void *arg)
+{
+    nbdfront_t *f = arg;
+    nreq_t *r = container_of(it, nreq_t, item);
+    req_finish(f, r, -ESHUTDOWN, 0); /* no scheduler calls from in here */
+}
+
+static void check_stopped(nbdfront_t *f)
+{
+    if (f->inflight > 0 || f->conns)
+        return;
+    log_info("NBD: every request answered; stopping");
+    event_base_loopexit(f->base, NULL);
+}
+
+static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    nbdfront_t *f = arg;
+    log_warn("NBD: shutdown grace period over; %d IOs in flight, closing", f->inflight);
+    event_base_loopexit(f->base, NULL);
+}
+
+void nbdfront_shutdown(nbdfront_t *f)
+{
+    if (f->stopping)
+        return;
+    f->stopping = 1;
+    if (f->lis)
+        evconnlistener_disable(f->lis);
+    size_t n = sched_drain(f->s, drain_one, f);
+    log_info("NBD: shutting down: %zu queued requests failed, %d in flight", n, f->inflight);
+    nconn_t *c = f->conns;
+    while (c) {
+        nconn_t *next = c->next;
+        conn_update(c);
+        c = next;
+    }
+    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
+    f->stop_timer = evtimer_new(f->base, on_stop_timer, f);
+    if (f->stop_timer)
+        evtimer_add(f->stop_timer, &tv);
+    check_stopped(f);
+}
+
+void nbdfront_destroy(nbdfront_t **fp)
+{
+    if (!fp || !*fp)
+        return;
+    nbdfront_t *f = *fp;
+    f->stopping = 1;
+    if (f->lis)
+        evconnlistener_free(f->lis);
+    while (f->conns)
+        conn_free(f->conns);
+    blockdev_destroy(&f->bd); /* delivers the last completions: orphans freed */
+    if (f->s)
+        sched_drain(f->s, drain_one, f);
+    if (f->stop_timer)
+        event_free(f->stop_timer);
+    free(f->listen_host);
+    free(f->path);
+    free(f);
+    *fp = NULL;
+}
