@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zmq.h>
 
 #include "common/proto.h"
 
@@ -34,6 +35,9 @@ static void usage(FILE *f)
             "  --iterations N     repetitions per measurement (default: enough for ~0.2 s)\n"
             "  --names            also include the names frame (first contact / table\n"
             "                     change) in every message\n"
+            "  --zmq              also time the whole trip: encode, send over a ZeroMQ\n"
+            "                     DEALER -> ROUTER pair on TCP loopback, receive, decode\n"
+            "                     (one message in flight; column wire_us)\n"
             "  --help             show this text\n"
             "  --version          show the version\n"
             "\n"
@@ -41,7 +45,48 @@ static void usage(FILE *f)
 }
 
 /* Times one message shape; prints a row.  Returns 0 or -1. */
-static int bench(proto_type_t type, size_t n, int names, long iters)
+/* Times encode + send + receive + decode over TCP loopback, one message in
+ * flight.  Returns microseconds per message, or -1. */
+static double wire(const proto_msg_t *m, long iters)
+{
+    double us = -1;
+    void *ctx = zmq_ctx_new();
+    void *router = zmq_socket(ctx, ZMQ_ROUTER), *dealer = zmq_socket(ctx, ZMQ_DEALER);
+    char ep[128];
+    size_t len = sizeof ep;
+    proto_enc_t e;
+    proto_msg_t d;
+    proto_enc_init(&e);
+    proto_msg_init(&d);
+    int zero = 0;
+    zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(dealer, ZMQ_ROUTING_ID, m->node, strlen(m->node));
+    if (zmq_bind(router, "tcp://127.0.0.1:*") || zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, ep, &len) ||
+        zmq_connect(dealer, ep))
+        goto out;
+    char id[256];
+    size_t idl;
+    for (long it = 0; it < iters + 3; it++) {
+        if (it == 3)
+            us = now();
+        if (proto_send(dealer, NULL, 0, m, &e, 0) ||
+            proto_recv(router, id, sizeof id, &idl, &d, NULL, NULL, NULL, NULL, 0)) {
+            us = -1;
+            goto out;
+        }
+    }
+    us = (now() - us) / (double)iters * 1e6;
+out:
+    proto_enc_clear(&e);
+    proto_msg_clear(&d);
+    zmq_close(router);
+    zmq_close(dealer);
+    zmq_ctx_term(ctx);
+    return us;
+}
+
+static int bench(proto_type_t type, size_t n, int names, long iters, int zmq)
 {
     proto_msg_t m, d;
     proto_enc_t e;
@@ -117,9 +162,17 @@ static int bench(proto_type_t type, size_t n, int names, long iters)
     double tdec = (now() - t0) / (double)iters;
     if (d.count != n)
         goto out;
-    printf("%-7s %8zu %6s %10zu %12.1f %12.1f %12.1f %10.1f\n", proto_type_str(type), n,
+    printf("%-7s %8zu %6s %10zu %12.1f %12.1f %12.1f %10.1f", proto_type_str(type), n,
            names ? "yes" : "no", bytes, tenc * 1e6, tdec * 1e6, (tenc + tdec) * 1e6,
            (double)bytes / (tenc + tdec) / 1e6);
+    if (zmq) {
+        long wi = iters / 4 < 20 ? 20 : iters / 4;
+        double w = wire(&m, wi > 2000 ? 2000 : wi);
+        if (w < 0)
+            goto out;
+        printf(" %10.1f", w);
+    }
+    putchar('\n');
     rc = 0;
 out:
     free(namebuf);
@@ -134,11 +187,12 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"buckets", required_argument, NULL, 'b'}, {"iterations", required_argument, NULL, 'i'},
         {"names", no_argument, NULL, 'n'},         {"help", no_argument, NULL, 'h'},
+        {"zmq", no_argument, NULL, 'z'},
         {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
     const char *list = "200,10000";
     long iters = 0;
-    int names = 0, c;
-    while ((c = getopt_long(argc, argv, "b:i:nhV", opts, NULL)) != -1) {
+    int names = 0, zmq = 0, c;
+    while ((c = getopt_long(argc, argv, "b:i:nzhV", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
             list = optarg;
@@ -156,6 +210,9 @@ int main(int argc, char **argv)
         case 'n':
             names = 1;
             break;
+        case 'z':
+            zmq = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -171,8 +228,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bqos-proto-bench: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    printf("%-7s %8s %6s %10s %12s %12s %12s %10s\n", "type", "buckets", "names", "bytes",
-           "encode_us", "decode_us", "total_us", "MB/s");
+    printf("%-7s %8s %6s %10s %12s %12s %12s %10s%s\n", "type", "buckets", "names", "bytes",
+           "encode_us", "decode_us", "total_us", "MB/s", zmq ? "    wire_us" : "");
     char *copy = strdup(list), *save = NULL;
     if (!copy)
         return 1;
@@ -186,7 +243,8 @@ int main(int argc, char **argv)
             free(copy);
             return 2;
         }
-        if (bench(PROTO_REPORT, (size_t)n, names, iters) || bench(PROTO_TOKENS, (size_t)n, names, iters)) {
+        if (bench(PROTO_REPORT, (size_t)n, names, iters, zmq) ||
+            bench(PROTO_TOKENS, (size_t)n, names, iters, zmq)) {
             fprintf(stderr, "bqos-proto-bench: encode/decode failed at %ld buckets\n", n);
             rc = 1;
         }
