@@ -5,3 +5,4 @@ bqos-ctl_LIBS = proto common
 TESTS += test_ctl
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+ITESTS += tests/it_ctl.sh
