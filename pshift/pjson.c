@@ -2,6 +2,7 @@
 #include "pshift/pjson.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,7 +634,7 @@ static int dump(FILE *f, json_t *root, int pretty)
     return 0;
 }
 
-int pjson_write_problem(FILE *f, const pshift_problem_t *p, const int64_t *limits,
+static int tree_problem(FILE *f, const pshift_problem_t *p, const int64_t *limits,
                         json_t *meta, int pretty)
 {
     json_t *root = json_object(), *servers = json_array(), *buckets = json_array();
@@ -736,7 +737,7 @@ static json_t *stats(const pshift_stats_t *st)
     return o;
 }
 
-int pjson_write_solution(FILE *f, const pshift_problem_t *p, const pshift_problem_t *lim,
+static int tree_solution(FILE *f, const pshift_problem_t *p, const pshift_problem_t *lim,
                          int pretty)
 {
     const pshift_stats_t *st = pshift_stats(p);
@@ -758,4 +759,120 @@ int pjson_write_solution(FILE *f, const pshift_problem_t *p, const pshift_proble
 out:
     json_decref(root);
     return rc;
+}
+
+/* Compact output is streamed rather than built as one jansson tree: a
+ * million buckets would otherwise cost gigabytes and tens of seconds. */
+
+/* Writes `s` as a JSON string. */
+static void put_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') {
+            fputc('\\', f);
+            fputc(*c, f);
+        } else if (*c < 0x20) {
+            fprintf(f, "\\u%04x", *c);
+        } else {
+            fputc(*c, f);
+        }
+    }
+    fputc('"', f);
+}
+
+/* Writes `v` compactly and releases it; -ENOMEM if it is NULL. */
+static int put_value(FILE *f, json_t *v)
+{
+    if (!v) return -ENOMEM;
+    int rc = json_dumpf(v, f, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+    json_decref(v);
+    return rc < 0 ? -EIO : 0;
+}
+
+static int finish(FILE *f)
+{
+    if (fputc('\n', f) == EOF || fflush(f) == EOF || ferror(f)) return -EIO;
+    return 0;
+}
+
+int pjson_write_problem(FILE *f, const pshift_problem_t *p, const int64_t *limits,
+                        json_t *meta, int pretty)
+{
+    char sb[32], bb[32];
+    if (pretty) return tree_problem(f, p, limits, meta, pretty);
+    fputc('{', f);
+    if (meta) {
+        fputs("\"meta\":", f);
+        if (put_value(f, json_incref(meta)) < 0) return -EIO;
+        fputc(',', f);
+    }
+    fputs("\"servers\":[", f);
+    for (int s = 0; s < pshift_nservers(p); s++) {
+        fputs(s ? ",{\"name\":" : "{\"name\":", f);
+        put_string(f, server_name(p, s, sb, sizeof sb));
+        fprintf(f, ",\"capacity\":%" PRId64 "}", pshift_server_capacity(p, s));
+    }
+    fputs("],\"buckets\":[", f);
+    for (int b = 0; b < pshift_nbuckets(p); b++) {
+        fputs(b ? ",{\"name\":" : "{\"name\":", f);
+        put_string(f, bucket_name(p, b, bb, sizeof bb));
+        fprintf(f, ",\"reservation\":%" PRId64, pshift_bucket_target(p, b));
+        if (limits && limits[b] != PJSON_NO_LIMIT) fprintf(f, ",\"limit\":%" PRId64, limits[b]);
+        fputs(",\"demand\":{", f);
+        for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
+            int s;
+            int64_t d;
+            pshift_bucket_entry(p, b, k, &s, &d, NULL);
+            if (k) fputc(',', f);
+            put_string(f, server_name(p, s, sb, sizeof sb));
+            fprintf(f, ":%" PRId64, d);
+        }
+        fputs("}}", f);
+    }
+    fputs("]}", f);
+    return finish(f);
+}
+
+static void put_allocation(FILE *f, const pshift_problem_t *p)
+{
+    char sb[32], bb[32];
+    fputc('{', f);
+    for (int b = 0; b < pshift_nbuckets(p); b++) {
+        if (b) fputc(',', f);
+        put_string(f, bucket_name(p, b, bb, sizeof bb));
+        fputs(":{", f);
+        for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(p, b, k, &s, NULL, &a);
+            if (k) fputc(',', f);
+            put_string(f, server_name(p, s, sb, sizeof sb));
+            fprintf(f, ":%" PRId64, a);
+        }
+        fputc('}', f);
+    }
+    fputc('}', f);
+}
+
+int pjson_write_solution(FILE *f, const pshift_problem_t *p, const pshift_problem_t *lim,
+                         int pretty)
+{
+    if (pretty) return tree_solution(f, p, lim, pretty);
+    const pshift_stats_t *st = pshift_stats(p);
+    double secs = st->t_total + (lim ? pshift_stats(lim)->t_total : 0.0);
+    fprintf(f, "{\"phi\":%" PRId64 ",\"solve_seconds\":", st->phi);
+    if (put_value(f, json_real(secs)) < 0) return -ENOMEM;
+    fputs(",\"allocation\":", f);
+    put_allocation(f, p);
+    fputs(",\"stats\":", f);
+    if (put_value(f, stats(st)) < 0) return -ENOMEM;
+    if (lim) {
+        fprintf(f, ",\"limit_phi\":%" PRId64 ",\"limit_allocation\":", pshift_stats(lim)->phi);
+        put_allocation(f, lim);
+        fputs(",\"limit_stats\":", f);
+        if (put_value(f, stats(pshift_stats(lim))) < 0) return -ENOMEM;
+    }
+    fputc('}', f);
+    return finish(f);
 }

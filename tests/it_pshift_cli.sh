@@ -60,6 +60,18 @@ pycheck "$T/out" 'j["phi"] == 110' 'j["limit_phi"] == 90' \
   'j["limit_allocation"]["idle"] == {}' \
   'all(j["limit_allocation"][b][s] + j["allocation"][b][s] <= d for b, dd in [("red", {"s1": 150, "s2": 50}), ("blue", {"s1": 50, "s2": 100})] for s, d in dd.items())'
 [ "$(wc -l <"$T/out")" -gt 10 ] || fail "--pretty output is not indented"
+# compact (streamed) and pretty (jansson tree) output say the same
+"$P" solve $D/limits.json >"$T/compact.json"
+python3 - "$T/out" "$T/compact.json" <<'PY' || fail "compact and pretty solutions differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for x in (a, b):
+    x.pop("solve_seconds")
+    for s in ("stats", "limit_stats"):
+        for k in [k for k in x[s] if k.startswith("t_")]:
+            del x[s][k]
+assert a == b
+PY
 
 # --- every bad input: exit 2 and exactly the expected one-line error
 n=0
@@ -109,6 +121,9 @@ PY
 expect_rc 0 "$P" gen --servers 4 --buckets 10 --limit-ratio 2
 pycheck "$T/out" 'all(b["limit"] >= b["reservation"] for b in j["buckets"])' \
   'all(len(b["demand"]) <= 4 for b in j["buckets"])'
+"$P" gen --servers 4 --buckets 10 --limit-ratio 2 --pretty >"$T/pretty.json"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+  "$T/out" "$T/pretty.json" || fail "gen --pretty differs from compact"
 expect_rc 2 "$P" gen --servers 10 --active 11;      grep -q "active" "$T/err" || fail "gen --active message"
 expect_rc 2 "$P" gen --reserved-fraction 1.5;      grep -q "reserved-fraction" "$T/err" || fail "gen --reserved-fraction message"
 
