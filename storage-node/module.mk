@@ -10,3 +10,4 @@ PROGS += bqos-sched-bench
 bqos-sched-bench_SRCS = storage-node/sched_bench.c
 bqos-sched-bench_LIBS = node common
 BENCHES += storage-node/bench-sched.sh
+-include storage-node/nbd.mk

@@ -1,0 +1,138 @@
+#!/bin/sh
+# it_nbd.sh - NBD front against real clients: nbdinfo --list, nbdcopy round trip, fio nbd verify, bad input and faults, full disk, token ratio between two exports.
+# Needs BIN (default bin); skips (exit 0 with a note) only if nbdinfo, nbdcopy, fio or python3 is missing.
+set -u
+BIN=${BIN:-bin}
+NODE="$BIN/bqos-nbd-node"
+HERE=$(cd "$(dirname "$0")" && pwd)
+for t in nbdinfo nbdcopy fio python3; do
+  command -v $t >/dev/null 2>&1 || { echo "it_nbd: $t not installed (scripts/deps.sh); skipped"; exit 0; }
+done
+[ -x "$NODE" ] || { echo "it_nbd: $NODE not built"; exit 1; }
+
+tmp=$(mktemp -d /tmp/it_nbd.XXXXXX)
+pids=""
+cleanup() {
+  for p in $pids; do kill -TERM "$p" 2>/dev/null; done
+  for p in $pids; do wait "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+# start_node LOG ARGS...: starts a node on a free port (port 0), sets PID and PORT.
+start_node() {
+  log=$1; shift
+  "$NODE" --nbd-listen 127.0.0.1:0 "$@" 2>"$log" &
+  PID=$!
+  pids="$pids $PID"
+  PORT=""
+  i=0
+  while [ $i -lt 50 ]; do
+    PORT=$(sed -n 's/.* port \([0-9][0-9]*\),.*/\1/p' "$log" | head -1)
+    [ -n "$PORT" ] && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1; i=$((i + 1))
+  done
+  echo "it_nbd: node did not start:"; cat "$log"
+  exit 1
+}
+
+# ---- 1. main node: three buckets, per-bucket sparse files -------------------
+cat >"$tmp/tokens.json" <<'EOF'
+{"red": {"r": 30, "l": 0}, "blue": {"r": 10, "l": 0}}
+EOF
+echo '{}' >"$tmp/none.json"
+start_node "$tmp/node.log" --backend "file:$tmp/store/" --export-size 64m \
+  --buckets red,blue,green --outstanding 4 --tokens-file "$tmp/none.json"
+N1=$PID; P1=$PORT
+
+out=$(nbdinfo --list "nbd://127.0.0.1:$P1" 2>&1)
+if echo "$out" | grep -q 'export="red"' && echo "$out" | grep -q 'export="blue"' &&
+   echo "$out" | grep -q 'export="green"' && echo "$out" | grep -q 'export-size: 67108864'; then
+  ok "nbdinfo --list shows the buckets"
+else
+  bad "nbdinfo --list: $out"
+fi
+
+head -c 12000000 /dev/urandom >"$tmp/in.bin"
+if nbdcopy "$tmp/in.bin" "nbd://127.0.0.1:$P1/green" &&
+   nbdcopy "nbd://127.0.0.1:$P1/green" "$tmp/out.bin" &&
+   [ "$(stat -c %s "$tmp/out.bin")" = 67108864 ] &&
+   cmp -n 12000000 "$tmp/in.bin" "$tmp/out.bin" >/dev/null &&
+   [ "$(head -c 55108864 /dev/zero | cmp - "$tmp/out.bin" -i 0:12000000 2>&1)" = "" ]; then
+  ok "nbdcopy round trip byte-identical"
+else
+  bad "nbdcopy round trip"
+fi
+
+if fio --name=verify --ioengine=nbd --uri="nbd://127.0.0.1:$P1/blue" --rw=randrw --bs=4k \
+     --size=16m --iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+     --output="$tmp/fio-verify.txt" >/dev/null 2>&1 &&
+   grep -q 'err= 0' "$tmp/fio-verify.txt"; then
+  ok "fio nbd randrw --verify=crc32c"
+else
+  bad "fio nbd verify"; cat "$tmp/fio-verify.txt"
+fi
+
+if python3 "$HERE/nbd_faults.py" "$P1" red garbage badflags options export_name bounds \
+     badmagic midwrite durable abort; then
+  ok "bad input and faults"
+else
+  bad "bad input and faults"
+fi
+kill -0 "$N1" 2>/dev/null && ok "node alive after faults" || bad "node died"
+
+# ---- 2. token ratio: red 30, blue 10 per 0.1 s period ------------------------
+cp "$tmp/tokens.json" "$tmp/none.json"
+kill -USR1 "$N1"
+( while kill -0 "$N1" 2>/dev/null && [ ! -e "$tmp/stop-periods" ]; do
+    kill -USR1 "$N1" 2>/dev/null; sleep 0.1
+  done ) &
+ticker=$!
+pids="$pids $ticker"
+fio --output-format=json --output="$tmp/ratio.json" --ioengine=nbd --rw=randread --bs=4k \
+  --size=32m --iodepth=4 --time_based --runtime=3 \
+  --name=red --uri="nbd://127.0.0.1:$P1/red" \
+  --name=blue --uri="nbd://127.0.0.1:$P1/blue" >/dev/null 2>&1
+touch "$tmp/stop-periods"
+ratio=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+io = {x["jobname"]: x["read"]["total_ios"] for x in j["jobs"]}
+print("%.2f %d %d" % (io["red"] / max(io["blue"], 1), io["red"], io["blue"]))
+' "$tmp/ratio.json" 2>/dev/null)
+set -- $ratio
+if [ -n "${1:-}" ] && python3 -c "import sys; r=float(sys.argv[1]); sys.exit(0 if 2.4 <= r <= 3.6 else 1)" "$1"; then
+  ok "token ratio 3:1 -> IO ratio $1 (red $2, blue $3 IOs in 3 s)"
+else
+  bad "token ratio: got '${ratio}' (want 3 +- 20%)"
+fi
+
+# ---- 3. full disk: writes past the file-size limit get ENOSPC ---------------
+truncate -s 16M "$tmp/small.img"
+( trap '' XFSZ; ulimit -f 8192; exec "$NODE" --nbd-listen 127.0.0.1:0 \
+    --backend "file:$tmp/small.img" --buckets vol 2>"$tmp/node2.log" ) &
+N2=$!; pids="$pids $N2"
+i=0; P2=""
+while [ $i -lt 50 ] && [ -z "$P2" ]; do
+  sleep 0.1; i=$((i + 1))
+  P2=$(sed -n 's/.* port \([0-9][0-9]*\),.*/\1/p' "$tmp/node2.log" | head -1)
+done
+if [ -n "$P2" ] && python3 "$HERE/nbd_faults.py" "$P2" vol enospc; then
+  ok "full disk: ENOSPC, no partial write reported, data kept"
+else
+  bad "full disk"
+fi
+
+# ---- 4. clean stop ------------------------------------------------------------
+kill -TERM "$N1"
+wait "$N1"; rc=$?
+[ $rc -eq 0 ] && ok "SIGTERM: clean exit" || bad "SIGTERM: exit $rc"
+grep -q 'stopped:' "$tmp/node.log" || bad "no final stats line"
+
+[ $fails -eq 0 ] || { echo "it_nbd: $fails failed; node log:"; tail -20 "$tmp/node.log"; exit 1; }
+echo "it_nbd: all passed"

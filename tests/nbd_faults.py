@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""nbd_faults.py - raw-socket NBD client that feeds bqos-nbd-node bad input and faults; used by tests/it_nbd.sh.
+
+Usage: nbd_faults.py PORT EXPORT SCENARIO...   (exit 0 if every scenario passed)
+Scenarios: garbage badflags options export_name bounds badmagic midwrite
+           durable abort enospc (enospc expects writes past 8 MiB to fail).
+"""
+import socket
+import struct
+import sys
+import time
+
+OPT_MAGIC = 0x49484156454F5054
+REP_MAGIC = 0x3e889045565a9
+REQ_MAGIC = 0x25609513
+SIMPLE_MAGIC = 0x67446698
+REP_ACK, REP_SERVER, REP_INFO = 1, 2, 3
+ERR = 1 << 31
+ERR_UNSUP, ERR_INVALID, ERR_UNKNOWN, ERR_TOO_BIG = ERR | 1, ERR | 3, ERR | 6, ERR | 9
+OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_INFO, OPT_GO, OPT_SR = 1, 2, 3, 6, 7, 8
+CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_TRIM = 0, 1, 2, 3, 4
+FUA = 1
+EINVAL, ENOSPC = 22, 28
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def recvn(s, n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            raise EOFError("connection closed after %d of %d bytes" % (len(b), n))
+        b += c
+    return b
+
+
+def closed(s, timeout=3.0):
+    """True if the server closes the connection (EOF or reset) within timeout."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            c = s.recv(4096)
+            if not c:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    g = recvn(s, 18)
+    check(g[:16] == b"NBDMAGICIHAVEOPT", "bad greeting %r" % g)
+    check(struct.unpack(">H", g[16:])[0] & 1, "no FIXED_NEWSTYLE")
+    return s
+
+
+def hello(port):
+    s = connect(port)
+    s.sendall(struct.pack(">I", 3))  # FIXED_NEWSTYLE | NO_ZEROES
+    return s
+
+
+def send_opt(s, opt, data=b""):
+    s.sendall(struct.pack(">QII", OPT_MAGIC, opt, len(data)) + data)
+
+
+def recv_rep(s):
+    magic, opt, typ, ln = struct.unpack(">QIII", recvn(s, 20))
+    check(magic == REP_MAGIC, "bad reply magic %x" % magic)
+    return opt, typ, recvn(s, ln) if ln else b""
+
+
+def info_data(name, reqs=()):
+    n = name.encode()
+    return struct.pack(">I", len(n)) + n + struct.pack(">H", len(reqs)) + b"".join(
+        struct.pack(">H", r) for r in reqs)
+
+
+def go(port, name):
+    s = hello(port)
+    send_opt(s, OPT_GO, info_data(name))
+    size = None
+    while True:
+        opt, typ, data = recv_rep(s)
+        check(opt == OPT_GO, "reply to option %d" % opt)
+        if typ == REP_INFO and struct.unpack(">H", data[:2])[0] == 0:
+            size = struct.unpack(">Q", data[2:10])[0]
+        elif typ == REP_ACK:
+            break
+        else:
+            raise Fail("GO %s: reply type %x" % (name, typ))
+    return s, size
+
+
+def request(s, typ, off, length, handle, flags=0, payload=b""):
+    s.sendall(struct.pack(">IHHQQI", REQ_MAGIC, flags, typ, handle, off, length) + payload)
+
+
+def reply(s, handle, length=0):
+    magic, err, h = struct.unpack(">IIQ", recvn(s, 16))
+    check(magic == SIMPLE_MAGIC, "bad simple reply magic %x" % magic)
+    check(h == handle, "reply for handle %d, expected %d" % (h, handle))
+    data = recvn(s, length) if err == 0 and length else b""
+    return err, data
+
+
+def disc(s):
+    request(s, CMD_DISC, 0, 0, 0)
+    check(closed(s), "no close after DISC")
+
+
+# ---- scenarios -------------------------------------------------------------
+
+def sc_garbage(port, export):
+    s = connect(port)
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n")  # flags have unknown bits: must close
+    check(closed(s), "server kept an HTTP client")
+    s = hello(port)
+    s.sendall(b"\xde\xad\xbe\xef" * 8)  # option with a garbage magic
+    check(closed(s), "server kept a client with a garbage option magic")
+
+
+def sc_badflags(port, export):
+    s = connect(port)
+    s.sendall(struct.pack(">I", 1 | 8))
+    check(closed(s), "server accepted unknown client flags")
+
+
+def sc_options(port, export):
+    s = hello(port)
+    for opt in (OPT_SR, 99, 5):  # structured replies, unknown, STARTTLS
+        send_opt(s, opt, b"xyz" if opt == 99 else b"")
+        o, t, _ = recv_rep(s)
+        check(o == opt and t == ERR_UNSUP, "option %d: reply %x, want ERR_UNSUP" % (opt, t))
+    send_opt(s, OPT_LIST, b"junk")
+    check(recv_rep(s)[1] == ERR_INVALID, "LIST with data not refused")
+    send_opt(s, OPT_GO, b"\x00\x00\x10\x00abc")  # name length overruns
+    check(recv_rep(s)[1] == ERR_INVALID, "GO with bad lengths not refused")
+    send_opt(s, OPT_INFO, b"\x00" * 20000)  # beyond the option size limit
+    check(recv_rep(s)[1] == ERR_TOO_BIG, "huge option not refused")
+    send_opt(s, OPT_GO, info_data("no-such-bucket"))
+    check(recv_rep(s)[1] == ERR_UNKNOWN, "unknown export not ERR_UNKNOWN")
+    send_opt(s, OPT_INFO, info_data(export, [3]))
+    types = []
+    while True:
+        o, t, d = recv_rep(s)
+        types.append(t)
+        if t != REP_INFO:
+            break
+    check(types[-1] == REP_ACK and types.count(REP_INFO) == 2, "INFO replies %r" % types)
+    send_opt(s, OPT_LIST)
+    names = []
+    while True:
+        o, t, d = recv_rep(s)
+        if t != REP_SERVER:
+            break
+        names.append(d[4:4 + struct.unpack(">I", d[:4])[0]].decode())
+    check(export in names, "LIST %r lacks %s" % (names, export))
+    # still usable after all that
+    send_opt(s, OPT_GO, info_data(export))
+    while recv_rep(s)[1] != REP_ACK:
+        pass
+    request(s, CMD_READ, 0, 512, 7)
+    check(reply(s, 7, 512)[0] == 0, "read after haggling failed")
+    disc(s)
+
+
+def sc_export_name(port, export):
+    s = hello(port)
+    send_opt(s, OPT_EXPORT_NAME, b"no-such-bucket")
+    check(closed(s), "EXPORT_NAME of an unknown export did not end the session")
+    s = hello(port)
+    send_opt(s, OPT_EXPORT_NAME, export.encode())
+    hdr = recvn(s, 10)  # NO_ZEROES negotiated
+    check(struct.unpack(">Q", hdr[:8])[0] > 0, "EXPORT_NAME: size 0")
+    request(s, CMD_READ, 0, 4096, 1)
+    check(reply(s, 1, 4096)[0] == 0, "read after EXPORT_NAME failed")
+    disc(s)
+
+
+def sc_bounds(port, export):
+    s, size = go(port, export)
+    request(s, CMD_READ, size - 512, 1024, 1)
+    check(reply(s, 1)[0] == EINVAL, "read beyond the end: not EINVAL")
+    request(s, CMD_WRITE, size - 512, 1024, 2, payload=b"x" * 1024)
+    check(reply(s, 2)[0] == ENOSPC, "write beyond the end: not ENOSPC")
+    request(s, CMD_READ, 2**64 - 512, 1024, 3)
+    check(reply(s, 3)[0] == EINVAL, "read with wrapping offset: not EINVAL")
+    request(s, 77, 0, 0, 4)
+    check(reply(s, 4)[0] == EINVAL, "unknown command: not EINVAL")
+    request(s, CMD_READ, 0, 512, 5, flags=1 << 4)
+    check(reply(s, 5)[0] == EINVAL, "unknown flag: not EINVAL")
+    request(s, CMD_FLUSH, 1, 0, 6)
+    check(reply(s, 6)[0] == EINVAL, "flush with offset: not EINVAL")
+    request(s, CMD_READ, 0, 64 * 1024 * 1024, 8)
+    check(reply(s, 8)[0] == 75, "64 MiB read: not EOVERFLOW")
+    # the connection is still in sync: the refused write's payload was skipped
+    request(s, CMD_WRITE, size - 1024, 1024, 9, payload=b"E" * 1024)
+    check(reply(s, 9)[0] == 0, "write at the very end failed")
+    request(s, CMD_READ, size - 1024, 1024, 10)
+    e, d = reply(s, 10, 1024)
+    check(e == 0 and d == b"E" * 1024, "read at the very end wrong")
+    disc(s)
+
+
+def sc_badmagic(port, export):
+    s, _ = go(port, export)
+    s.sendall(b"\x00" * 28)
+    check(closed(s), "request with a bad magic did not end the session")
+
+
+def sc_midwrite(port, export):
+    s, _ = go(port, export)
+    off = 3 * 1024 * 1024
+    request(s, CMD_WRITE, off, 4096, 1, payload=b"A" * 4096)
+    check(reply(s, 1)[0] == 0, "write failed")
+    request(s, CMD_FLUSH, 0, 0, 2)
+    check(reply(s, 2)[0] == 0, "flush failed")
+    # half a write, then the client vanishes
+    request(s, CMD_WRITE, off, 4096, 3, payload=b"B" * 2000)
+    time.sleep(0.1)
+    s.close()
+    time.sleep(0.2)
+    s, _ = go(port, export)
+    request(s, CMD_READ, off, 4096, 1)
+    e, d = reply(s, 1, 4096)
+    check(e == 0 and d == b"A" * 4096, "a half-received write changed the data")
+    disc(s)
+
+
+def sc_durable(port, export):
+    s, _ = go(port, export)
+    off = 5 * 1024 * 1024
+    pat = bytes(range(256)) * 64
+    request(s, CMD_WRITE, off, len(pat), 1, flags=FUA, payload=pat)
+    check(reply(s, 1)[0] == 0, "FUA write failed")
+    request(s, CMD_TRIM, off + 8192, 8192, 2)
+    check(reply(s, 2)[0] == 0, "trim failed")
+    request(s, CMD_FLUSH, 0, 0, 3)
+    check(reply(s, 3)[0] == 0, "flush failed")
+    request(s, CMD_READ, off, 8192, 4)
+    e, d = reply(s, 4, 8192)
+    check(e == 0 and d == pat[:8192], "FUA write not read back")
+    # many requests in flight, replies matched by handle
+    for h in range(100, 164):
+        request(s, CMD_READ, (h % 16) * 4096, 4096, h)
+    seen = set()
+    for _ in range(64):
+        magic, err, h = struct.unpack(">IIQ", recvn(s, 16))
+        check(magic == SIMPLE_MAGIC and err == 0, "pipelined read failed")
+        recvn(s, 4096)
+        seen.add(h)
+    check(seen == set(range(100, 164)), "pipelined handles lost")
+    disc(s)
+
+
+def sc_abort(port, export):
+    s = hello(port)
+    send_opt(s, OPT_ABORT)
+    o, t, _ = recv_rep(s)
+    check(o == OPT_ABORT and t == REP_ACK, "ABORT not acknowledged")
+    check(closed(s), "no close after ABORT")
+
+
+def sc_enospc(port, export):
+    s, size = go(port, export)
+    request(s, CMD_WRITE, 0, 4096, 1, payload=b"k" * 4096)
+    check(reply(s, 1)[0] == 0, "write below the limit failed")
+    request(s, CMD_WRITE, 8 * 1024 * 1024 - 2048, 4096, 2, payload=b"f" * 4096)
+    check(reply(s, 2)[0] == ENOSPC, "write across the limit: not ENOSPC")
+    request(s, CMD_WRITE, 9 * 1024 * 1024, 4096, 3, payload=b"f" * 4096)
+    check(reply(s, 3)[0] == ENOSPC, "write past the limit: not ENOSPC")
+    request(s, CMD_FLUSH, 0, 0, 4)
+    check(reply(s, 4)[0] == 0, "flush after ENOSPC failed")
+    request(s, CMD_READ, 0, 4096, 5)
+    e, d = reply(s, 5, 4096)
+    check(e == 0 and d == b"k" * 4096, "data lost after ENOSPC")
+    disc(s)
+
+
+def main():
+    port, export = int(sys.argv[1]), sys.argv[2]
+    bad = 0
+    for name in sys.argv[3:]:
+        try:
+            globals()["sc_" + name](port, export)
+            print("ok   %s" % name)
+        except (Fail, EOFError, OSError) as e:
+            print("FAIL %s: %s" % (name, e))
+            bad += 1
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

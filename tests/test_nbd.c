@@ -1,0 +1,332 @@
+/* test_nbd.c - Check suite for storage-node/nbd: NBD encoders, parsers, request checks, garbage inputs. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage-node/nbd.h"
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+/* Builds a request header. */
+static void mkreq(uint8_t *b, uint32_t magic, uint16_t flags, uint16_t type, uint64_t handle,
+                  uint64_t off, uint32_t len)
+{
+    put32(b, magic);
+    b[4] = (uint8_t)(flags >> 8);
+    b[5] = (uint8_t)flags;
+    b[6] = (uint8_t)(type >> 8);
+    b[7] = (uint8_t)type;
+    put64(b + 8, handle);
+    put64(b + 16, off);
+    put32(b + 24, len);
+}
+
+START_TEST(test_nbd_greeting_bytes)
+{
+    uint8_t b[NBD_GREETING_LEN];
+    ck_assert_uint_eq(nbd_encode_greeting(b, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES),
+                      18);
+    ck_assert(memcmp(b, "NBDMAGICIHAVEOPT", 16) == 0);
+    ck_assert_uint_eq(b[16], 0);
+    ck_assert_uint_eq(b[17], 3);
+}
+END_TEST
+
+START_TEST(test_nbd_client_flags)
+{
+    uint8_t b[4] = {0, 0, 0, 3};
+    uint32_t f = 99;
+    nbd_error_t e;
+    ck_assert_int_eq(nbd_parse_client_flags(b, 4, &f, &e), 0);
+    ck_assert_uint_eq(f, 3);
+    ck_assert_int_eq(nbd_parse_client_flags(b, 3, &f, &e), -EAGAIN);
+    b[3] = 4; /* unknown flag: the server must close */
+    ck_assert_int_eq(nbd_parse_client_flags(b, 4, &f, &e), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(e.text, "unknown"));
+    memcpy(b, "GET ", 4); /* an HTTP client */
+    ck_assert_int_eq(nbd_parse_client_flags(b, 4, &f, NULL), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_nbd_option_header)
+{
+    uint8_t b[16];
+    nbd_option_t o;
+    nbd_error_t e;
+    put64(b, NBD_MAGIC_OPT);
+    put32(b + 8, NBD_OPT_GO);
+    put32(b + 12, 77);
+    ck_assert_int_eq(nbd_parse_option(b, 16, &o, &e), 0);
+    ck_assert_uint_eq(o.option, NBD_OPT_GO);
+    ck_assert_uint_eq(o.length, 77);
+    ck_assert_int_eq(nbd_parse_option(b, 15, &o, &e), -EAGAIN);
+    b[3] ^= 0x20; /* garbage magic */
+    ck_assert_int_eq(nbd_parse_option(b, 16, &o, &e), -EPROTO);
+    ck_assert_uint_eq(e.offset, 0);
+}
+END_TEST
+
+/* Builds INFO/GO data: name, n info requests. */
+static size_t mkinfo(uint8_t *b, const char *name, int n, const uint16_t *reqs)
+{
+    size_t nl = strlen(name);
+    put32(b, (uint32_t)nl);
+    memcpy(b + 4, name, nl);
+    b[4 + nl] = (uint8_t)(n >> 8);
+    b[5 + nl] = (uint8_t)n;
+    for (int i = 0; i < n; i++) {
+        b[6 + nl + 2 * i] = (uint8_t)(reqs[i] >> 8);
+        b[7 + nl + 2 * i] = (uint8_t)reqs[i];
+    }
+    return 6 + nl + 2 * (size_t)n;
+}
+
+START_TEST(test_nbd_info_request_good)
+{
+    uint8_t b[64];
+    uint16_t r[2] = {NBD_INFO_NAME, NBD_INFO_BLOCK_SIZE};
+    nbd_info_req_t q;
+    size_t n = mkinfo(b, "red", 2, r);
+    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, NULL), 0);
+    ck_assert_uint_eq(q.namelen, 3);
+    ck_assert(memcmp(q.name, "red", 3) == 0);
+    ck_assert_uint_eq(q.nreqs, 2);
+    ck_assert_int_eq(q.want_block_size, 1);
+    n = mkinfo(b, "", 0, NULL); /* default export, no requests */
+    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, NULL), 0);
+    ck_assert_uint_eq(q.namelen, 0);
+    ck_assert_int_eq(q.want_block_size, 0);
+}
+END_TEST
+
+START_TEST(test_nbd_info_request_garbage)
+{
+    uint8_t b[64];
+    nbd_info_req_t q;
+    nbd_error_t e;
+    uint16_t r[1] = {NBD_INFO_BLOCK_SIZE};
+    size_t n = mkinfo(b, "red", 1, r);
+    /* one byte short, one byte extra */
+    ck_assert_int_eq(nbd_parse_info_request(b, n - 1, &q, &e), -EINVAL);
+    ck_assert_int_eq(nbd_parse_info_request(b, n + 1, &q, &e), -EINVAL);
+    /* name length overruns the data */
+    put32(b, 1000);
+    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, &e), -EINVAL);
+    ck_assert_uint_eq(e.offset, 0);
+    /* name length beyond the protocol's maximum */
+    put32(b, 0xffffffffu);
+    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, &e), -EINVAL);
+    /* NUL inside the name */
+    n = mkinfo(b, "r\x01" "d", 0, NULL);
+    b[5] = 0;
+    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, &e), -EINVAL);
+    /* too short for anything */
+    ck_assert_int_eq(nbd_parse_info_request(b, 5, &q, &e), -EINVAL);
+    ck_assert_int_eq(nbd_parse_info_request(b, 0, &q, &e), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_nbd_option_replies)
+{
+    uint8_t b[160];
+    size_t n = nbd_encode_rep_header(b, NBD_OPT_STRUCTURED_REPLY, NBD_REP_ERR_UNSUP, 0);
+    ck_assert_uint_eq(n, 20);
+    ck_assert(memcmp(b, "\x00\x03\xe8\x89\x04\x55\x65\xa9", 8) == 0);
+    ck_assert(memcmp(b + 8, "\x00\x00\x00\x08\x80\x00\x00\x01\x00\x00\x00\x00", 12) == 0);
+    n = nbd_encode_rep_server(b, NBD_OPT_LIST, "blue", 4);
+    ck_assert_uint_eq(n, 28);
+    ck_assert(memcmp(b + 12, "\x00\x00\x00\x02\x00\x00\x00\x08\x00\x00\x00\x04" "blue", 16) == 0);
+    n = nbd_encode_info_export(b, NBD_OPT_GO, 1ull << 30, 0x12d);
+    ck_assert_uint_eq(n, 32);
+    ck_assert(memcmp(b + 20, "\x00\x00\x00\x00\x00\x00\x40\x00\x00\x00\x01\x2d", 12) == 0);
+    n = nbd_encode_info_block_size(b, NBD_OPT_GO, 1, 4096, NBD_MAX_PAYLOAD);
+    ck_assert_uint_eq(n, 34);
+    ck_assert(memcmp(b + 20, "\x00\x03\x00\x00\x00\x01\x00\x00\x10\x00\x02\x00\x00\x00", 14) == 0);
+    memset(b, 0xee, sizeof b);
+    ck_assert_uint_eq(nbd_encode_export_reply(b, 512, 1, 1), 10);
+    ck_assert_uint_eq(b[10], 0xee);
+    ck_assert_uint_eq(nbd_encode_export_reply(b, 512, 1, 0), 134);
+    ck_assert_uint_eq(b[133], 0);
+    ck_assert_uint_eq(b[6], 2); /* 512 = 0x200 */
+}
+END_TEST
+
+START_TEST(test_nbd_request_parse)
+{
+    uint8_t b[NBD_REQUEST_LEN];
+    nbd_request_t q;
+    nbd_error_t e;
+    mkreq(b, NBD_MAGIC_REQUEST, NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, 0x1122334455667788ull,
+          4096, 512);
+    ck_assert_int_eq(nbd_parse_request(b, sizeof b, &q, &e), 0);
+    ck_assert_uint_eq(q.flags, NBD_CMD_FLAG_FUA);
+    ck_assert_uint_eq(q.type, NBD_CMD_WRITE);
+    ck_assert(q.handle == 0x1122334455667788ull);
+    ck_assert_uint_eq(q.offset, 4096);
+    ck_assert_uint_eq(q.length, 512);
+    ck_assert_int_eq(nbd_parse_request(b, 27, &q, &e), -EAGAIN);
+    mkreq(b, NBD_MAGIC_SIMPLE, 0, 0, 0, 0, 0); /* a reply sent back at us */
+    ck_assert_int_eq(nbd_parse_request(b, sizeof b, &q, &e), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(e.text, "magic"));
+}
+END_TEST
+
+START_TEST(test_nbd_request_bounds)
+{
+    const uint64_t size = 1 << 20;
+    nbd_request_t q = {0, NBD_CMD_READ, 1, 0, 4096};
+    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    q.offset = size - 4096; /* exactly at the end */
+    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    q.offset = size - 4095;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    q.type = NBD_CMD_WRITE; /* write beyond: ENOSPC (proto.md, Error values) */
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_ENOSPC);
+    q.type = NBD_CMD_TRIM;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    /* offset + length wraps around 2^64 */
+    q.type = NBD_CMD_READ;
+    q.offset = UINT64_MAX - 10;
+    q.length = 4096;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    q.type = NBD_CMD_WRITE;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_ENOSPC);
+    /* zero length at the very end is fine, one past is not */
+    q.type = NBD_CMD_READ;
+    q.offset = size;
+    q.length = 0;
+    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    q.offset = size + 1;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    /* too long for one payload */
+    q.offset = 0;
+    q.length = NBD_MAX_PAYLOAD + 1;
+    ck_assert_uint_eq(nbd_check_request(&q, UINT64_MAX), NBD_EOVERFLOW);
+    q.type = NBD_CMD_WRITE;
+    ck_assert_uint_eq(nbd_check_request(&q, UINT64_MAX), NBD_EOVERFLOW);
+}
+END_TEST
+
+START_TEST(test_nbd_request_flags_and_types)
+{
+    const uint64_t size = 1 << 20;
+    nbd_request_t q = {NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, 1, 0, 512};
+    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    q.flags = 1u << 3; /* REQ_ONE: not for WRITE */
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    q.flags = 0;
+    q.type = 9; /* unknown command */
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    q.type = 0xffff;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    q.type = NBD_CMD_FLUSH; /* offset and length must be zero */
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    q.offset = q.length = 0;
+    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    q.flags = NBD_CMD_FLAG_FUA;
+    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+}
+END_TEST
+
+START_TEST(test_nbd_errno_mapping)
+{
+    ck_assert_uint_eq(nbd_errno_to_wire(0), 0);
+    ck_assert_uint_eq(nbd_errno_to_wire(ENOSPC), NBD_ENOSPC);
+    ck_assert_uint_eq(nbd_errno_to_wire(EDQUOT), NBD_ENOSPC);
+    ck_assert_uint_eq(nbd_errno_to_wire(EFBIG), NBD_ENOSPC);
+    ck_assert_uint_eq(nbd_errno_to_wire(EROFS), NBD_EPERM);
+    ck_assert_uint_eq(nbd_errno_to_wire(ESHUTDOWN), NBD_ESHUTDOWN);
+    ck_assert_uint_eq(nbd_errno_to_wire(EBADF), NBD_EIO);
+    ck_assert_str_eq(nbd_opt_name(NBD_OPT_GO), "GO");
+    ck_assert_str_eq(nbd_opt_name(12345), "unknown");
+    ck_assert_str_eq(nbd_cmd_name(NBD_CMD_TRIM), "TRIM");
+    ck_assert_str_eq(nbd_cmd_name(77), "unknown");
+}
+END_TEST
+
+/* Random bytes into every parser: no crash, no read past the length (ASan
+ * build), and every success is a consistent message. */
+START_TEST(test_nbd_fuzz_garbage)
+{
+    uint8_t *b = malloc(256);
+    ck_assert_ptr_nonnull(b);
+    unsigned seed = 12345;
+    for (int i = 0; i < 200000; i++) {
+        size_t len = (size_t)(rand_r(&seed) % 64);
+        for (size_t j = 0; j < len; j++)
+            b[j] = (uint8_t)rand_r(&seed);
+        if (i % 3 == 0 && len >= 8)
+            put64(b, NBD_MAGIC_OPT);
+        if (i % 3 == 1 && len >= 4)
+            put32(b, NBD_MAGIC_REQUEST);
+        nbd_error_t e;
+        uint32_t f;
+        nbd_option_t o;
+        nbd_info_req_t ir;
+        nbd_request_t q;
+        int rc = nbd_parse_client_flags(b, len, &f, &e);
+        ck_assert(rc == 0 || rc == -EAGAIN || rc == -EPROTO);
+        if (rc == 0)
+            ck_assert_uint_eq(f & ~3u, 0);
+        rc = nbd_parse_option(b, len, &o, &e);
+        ck_assert(rc == 0 || rc == -EAGAIN || rc == -EPROTO);
+        rc = nbd_parse_info_request(b, len, &ir, &e);
+        ck_assert(rc == 0 || rc == -EINVAL);
+        if (rc == 0) {
+            ck_assert_uint_eq(6 + ir.namelen + 2u * ir.nreqs, len);
+            ck_assert_ptr_null(memchr(ir.name, 0, ir.namelen));
+        }
+        rc = nbd_parse_request(b, len, &q, &e);
+        ck_assert(rc == 0 || rc == -EAGAIN || rc == -EPROTO);
+        if (rc == 0) {
+            uint32_t err = nbd_check_request(&q, 1 << 20);
+            if (err == 0 && q.type != NBD_CMD_FLUSH && q.type != NBD_CMD_DISC)
+                ck_assert(q.offset + q.length <= (1u << 20));
+        }
+    }
+    free(b);
+}
+END_TEST
+
+static Suite *nbd_suite(void)
+{
+    Suite *s = suite_create("nbd");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_nbd_greeting_bytes);
+    tcase_add_test(tc, test_nbd_client_flags);
+    tcase_add_test(tc, test_nbd_option_header);
+    tcase_add_test(tc, test_nbd_info_request_good);
+    tcase_add_test(tc, test_nbd_info_request_garbage);
+    tcase_add_test(tc, test_nbd_option_replies);
+    tcase_add_test(tc, test_nbd_request_parse);
+    tcase_add_test(tc, test_nbd_request_bounds);
+    tcase_add_test(tc, test_nbd_request_flags_and_types);
+    tcase_add_test(tc, test_nbd_errno_mapping);
+    tcase_add_test(tc, test_nbd_fuzz_garbage);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(nbd_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
