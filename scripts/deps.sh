@@ -20,6 +20,9 @@ cmd  memccapable        libmemcached-tools
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
 cmd  python3            python3
+cmd  fio                fio
+cmd  nbdkit             nbdkit
+cmd  nbdinfo            libnbd-bin
 '
 
 missing=""
