@@ -26,7 +26,7 @@ static const char usage_text[] =
     "DESCRIPTION\n"
     "    Simulates S servers and B buckets in simulated time with the real scheduler\n"
     "    core (storage-node/sched.c), the controller's demand and capacity estimators\n"
-    "    (controller/estimate.c) and the pShift allocator (pshift/pshift.c), and\n"
+    "    (controller/ctrl.c, estimate.c) and the pShift allocator (pshift/pshift.c), and\n"
     "    compares the policies rr, static, pshift and clairvoyant on the same\n"
     "    arrivals.  Without --scenario it builds the paper's Experiment 1: bucket\n"
     "    reservations Zipf-distributed over the reserved capacity, each bucket's\n"
@@ -129,7 +129,6 @@ typedef struct {
     const char *scenario, *json, *csv, *ivcsv;
     int sample;
     int threads;
-    int true_capacity;
     int quiet;
 } settings_t;
 
@@ -227,8 +226,7 @@ static int parse_args(int argc, char **argv, settings_t *st)
         {"policies", required_argument, NULL, 'p'},
         {"changes-exact", no_argument, NULL, OPT_EXACT},
         {"poisson", no_argument, NULL, OPT_POISSON},
-        {"true-capacity", no_argument, NULL, OPT_TRUECAP},
-        {"scenario", required_argument, NULL, OPT_SCENARIO},
+            {"scenario", required_argument, NULL, OPT_SCENARIO},
         {"json", required_argument, NULL, 'j'},
         {"csv", required_argument, NULL, OPT_CSV},
         {"intervals-csv", required_argument, NULL, OPT_IVCSV},
@@ -258,7 +256,6 @@ static int parse_args(int argc, char **argv, settings_t *st)
             break;
         case OPT_EXACT: st->cfg.changes_upto = 0; break;
         case OPT_POISSON: st->cfg.poisson = 1; break;
-        case OPT_TRUECAP: st->true_capacity = 1; break;
         case OPT_SCENARIO: st->scenario = optarg; break;
         case 'j': st->json = optarg; break;
         case OPT_CSV: st->csv = optarg; break;
@@ -323,12 +320,12 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
 
 static json_t *result_json(const sim_result_t *r)
 {
-    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "policy",
+    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
                      sim_policy_name(r->policy), "samples", (json_int_t)r->samples, "meet95",
                      r->meet95, "meet99", r->meet99, "mean_error", r->mean_err, "worst", r->worst,
                      "events", (json_int_t)r->events, "events_per_s",
                      r->wall_s > 0 ? r->events / r->wall_s : 0.0, "wall_s", r->wall_s, "ctrl_s",
-                     r->ctrl_s, "rounds", (json_int_t)r->rounds, "arrivals",
+                     r->ctrl_s, "rounds", (json_int_t)r->rounds, "skipped", (json_int_t)r->skipped, "arrivals",
                      (json_int_t)r->arrivals, "completions", (json_int_t)r->completions,
                      "dropped", (json_int_t)r->dropped);
 }
@@ -407,7 +404,7 @@ int main(int argc, char **argv)
         return rc == -EINVAL ? 1 : 2;
     }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
-    sim_run_opts_t ro = {.threads = st.threads, .true_capacity = st.true_capacity,
+    sim_run_opts_t ro = {.threads = st.threads,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {

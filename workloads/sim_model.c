@@ -225,7 +225,10 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
     double total = cfg->reserved * cfg->servers * cfg->capacity;
     for (int b = 0; b < cfg->buckets; b++) {
         sim_bucket_t *bk = &m->buckets[b];
-        bk->reservation = total * wres[b];
+        /* Whole IOs per second, as in the controller's bucket files. */
+        bk->reservation = round(total * wres[b]);
+        if (bk->reservation < 1 && total * wres[b] > 0)
+            bk->reservation = 1;
         double want = cfg->demand * bk->reservation;
         zipf_rng_t r;
         zipf_rng_seed(&r, cfg->seed, STREAM_BUCKET(b));

@@ -43,7 +43,9 @@ typedef struct {
 /* The paper's Experiment 1: 64 servers, 10,000 buckets, 20,000 IOPS,
  * spread 0.1, T = 5 s, K = 5, 2 periods of which 1 warm-up, delay 10 ms,
  * r = 1, Zipf 0.5 reservations, demand 1.5, 8 active servers split Zipf
- * 0.5, up to 2 changes per period, even arrivals, seed 1. */
+ * 0.5, up to 2 changes per period, even arrivals, seed 1.  Reservations
+ * are rounded to whole IOs per second (at least 1), as bucket files hold
+ * them. */
 sim_config_t sim_config_default(void);
 
 /* Checks the settings.  Returns 0, or -EINVAL with a message in

@@ -10,7 +10,8 @@
 
 #include <omp.h>
 
-#include "controller/estimate.h"
+#include "controller/bucketfile.h"
+#include "controller/ctrl.h"
 #include "pshift/pshift.h"
 #include "storage-node/sched.h"
 #include "workloads/sim_engine.h"
@@ -57,9 +58,8 @@ typedef struct {
     sched_item_t *free;             /* request pool */
     chunk_t *chunks;
     uint64_t arrivals, completions, dropped;
-    uint64_t completions_iv;        /* this interval, for the estimator */
-    double busy_iv;
-    estimate_cap_t cap;
+    uint64_t completions_p;         /* this period, for the controller */
+    double busy_p;
     int poisson;
     int err;
 } server_t;
@@ -108,7 +108,7 @@ static inline void kick(server_t *sv, double t)
     double d = sv->lo + sv->span * zipf_rng_uniform(&sv->svc);
     sv->busy = 1;
     sv->busy_until = t + d;
-    sv->busy_iv += d;
+    sv->busy_p += d;
 }
 
 /* Runs server sv's events up to and including time `until`. */
@@ -123,7 +123,7 @@ static void advance(server_t *sv, double until)
             double t = sv->busy_until;
             sv->busy = 0;
             sv->completions++;
-            sv->completions_iv++;
+            sv->completions_p++;
             kick(sv, t);
             continue;
         }
@@ -195,8 +195,6 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     double mean = 1.0 / m->capacity[s];
     sv->lo = mean * (1 - c->svc_spread);
     sv->span = 2 * mean * c->svc_spread;
-    estimate_cap_cfg_t cc = estimate_cap_defaults(c->capacity);
-    estimate_cap_init(&sv->cap, &cc);
     return 0;
 }
 
@@ -229,10 +227,13 @@ typedef struct {
     uint64_t *cum_prev;           /* [B] ... at the previous round */
     uint32_t *arr_iv;             /* [S][B] arrivals in the past interval */
     uint64_t *arr_snap;           /* [S][B] period arrivals at the last round */
-    estimate_demand_t *est;       /* [S][B] */
-    int64_t *dem;                 /* [S][B] demand for the rest of the period */
-    int64_t *pending;             /* [S][B] R-tokens to apply */
+    int64_t *dem;                 /* [S][B] clairvoyant: demand for the rest */
+    int64_t *pend_r, *pend_l;     /* [S][B] tokens to apply ... */
+    uint8_t *dirty;               /* [S][B] ... where set */
     int64_t *res_tokens;          /* [B] reservation in tokens per period */
+    ctrl_t *ctl;                  /* pshift: the controller's loop state */
+    int *c2b;                     /* [B] controller bucket index -> bucket */
+    proto_report_rec_t *recs;     /* [B] one node's report */
     sim_result_t *r;
 } run_t;
 
@@ -275,88 +276,185 @@ static void period_reset(run_t *R)
         server_t *sv = &R->sv[s];
         sv->dropped += sched_drain(sv->sch, drop_cb, sv);
         sched_period_start(sv->sch);
+        sv->completions_p = 0;
+        sv->busy_p = 0;
         memset(R->arr_snap + (size_t)s * R->B, 0, (size_t)R->B * sizeof(uint64_t));
     }
     memset(R->cum, 0, (size_t)R->B * sizeof(uint64_t));
     memset(R->cum_prev, 0, (size_t)R->B * sizeof(uint64_t));
 }
 
+/* The node's side of a tokens message: replaces the listed counts. */
 static void apply_pending(run_t *R, double t)
 {
     #pragma omp parallel for schedule(static)
     for (int s = 0; s < R->S; s++) {
         server_t *sv = &R->sv[s];
-        const int64_t *pv = R->pending + (size_t)s * R->B;
+        size_t base = (size_t)s * R->B;
         for (int b = 0; b < R->B; b++)
-            sched_set_tokens(sv->sch, b, pv[b], SCHED_UNLIMITED);
+            if (R->dirty[base + b]) {
+                sched_set_tokens(sv->sch, b, R->pend_r[base + b], R->pend_l[base + b]);
+                R->dirty[base + b] = 0;
+            }
         kick(sv, t);
     }
 }
 
-/* One control round at time t (interval k of its period): demand and
- * capacity estimates, pShift, tokens into R->pending. */
-static int control(run_t *R, double t, double t_end, int k, int first)
+/* Sets every (server, bucket) R-token count to `alloc` (NULL: 0), no limit. */
+static void pend_all(run_t *R, const int64_t *alloc)
+{
+    size_t SB = (size_t)R->S * R->B;
+    for (size_t i = 0; i < SB; i++) {
+        R->pend_r[i] = alloc ? alloc[i] : 0;
+        R->pend_l[i] = SCHED_UNLIMITED;
+        R->dirty[i] = 1;
+    }
+}
+
+/* The controller for the pshift policy: the real control-loop state, fed
+ * the reports the nodes would send. */
+static int ctl_setup(run_t *R)
 {
     const sim_model_t *m = R->m;
-    int S = R->S, B = R->B, K = R->K;
-    double ivl = m->cfg.period / K;
-    int clair = R->policy == SIM_POLICY_CLAIRVOYANT;
-    /* Estimates, one server per thread (each row belongs to one server). */
-    if (!clair) {
-        #pragma omp parallel for schedule(static)
-        for (int s = 0; s < S; s++) {
-            server_t *sv = &R->sv[s];
-            if (!first)
-                estimate_cap_update(&sv->cap, sv->completions_iv, sv->busy_iv, ivl);
-            for (int b = 0; b < B; b++) {
-                size_t i = (size_t)s * B + b;
-                sched_bucket_stats_t st;
-                sched_bucket_stats(sv->sch, b, &st);
-                R->dem[i] = estimate_demand(&R->est[i], st.queued, R->arr_iv[i], 0, K - k);
-            }
-        }
-    } else {
-        #pragma omp parallel
-        {
-            double *acc = calloc((size_t)S, sizeof(double));
-            #pragma omp for schedule(static)
-            for (int b = 0; b < B; b++) {
-                if (!acc)
-                    continue;
-                memset(acc, 0, (size_t)S * sizeof(double));
-                sim_model_demand(m, b, t, t_end, acc);
-                for (int s = 0; s < S; s++) {
-                    sched_bucket_stats_t st;
-                    sched_bucket_stats(R->sv[s].sch, b, &st);
-                    R->dem[(size_t)s * B + b] = (int64_t)st.queued + llround(acc[s]);
-                }
-            }
-            free(acc);
+    int rc = -ENOMEM;
+    bucketfile_t *bf = bucketfile_new();
+    char **names = calloc((size_t)R->B, sizeof(char *));
+    R->c2b = malloc((size_t)R->B * sizeof(int));
+    R->recs = calloc((size_t)R->B, sizeof(proto_report_rec_t));
+    if (!bf || !names || !R->c2b || !R->recs)
+        goto out;
+    for (int b = 0; b < R->B; b++) {
+        bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
+                                  .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        snprintf(bb.name, sizeof(bb.name), "b%d", b);
+        if (!(names[b] = strdup(bb.name)))
+            goto out;
+        if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
+            goto out;
+        rc = -ENOMEM;
+    }
+    ctrl_config_t cc = ctrl_config_default();
+    cc.period_s = m->cfg.period;
+    cc.intervals = m->cfg.intervals;
+    cc.threads = R->o->threads > 0 ? R->o->threads : 0;
+    cc.down_after = 1 << 30;
+    cc.default_capacity = m->cfg.capacity;
+    if (!(R->ctl = ctrl_new(&cc)) || (rc = ctrl_set_buckets(R->ctl, bf)) < 0)
+        goto out;
+    const char *const *cn;
+    size_t n;
+    ctrl_table(R->ctl, &cn, &n);
+    rc = -EPROTO;
+    if (n != (size_t)R->B)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (sscanf(cn[i], "b%d", &R->c2b[i]) != 1 || R->c2b[i] < 0 || R->c2b[i] >= R->B)
+            goto out;
+    for (int s = 0; s < R->S; s++) {
+        char sn[32];
+        snprintf(sn, sizeof(sn), "s%d", s);
+        rc = ctrl_node_hello(R->ctl, sn, (uint64_t)llround(m->capacity[s]), 1,
+                             (const char *const *)names, (size_t)R->B);
+        if (rc < 0)
+            goto out;
+        if (rc != s) {
+            rc = -EPROTO;
+            goto out;
         }
     }
+    rc = 0;
+out:
+    if (names)
+        for (int b = 0; b < R->B; b++)
+            free(names[b]);
+    free(names);
+    bucketfile_destroy(&bf);
+    return rc;
+}
+
+/* pshift: one controller round at interval k of period p. */
+static int ctl_round(run_t *R, int p, int k)
+{
+    int S = R->S, B = R->B;
+    uint32_t gen = ctrl_table(R->ctl, NULL, NULL);
+    int rc = ctrl_round_begin(R->ctl, (uint64_t)p, (uint32_t)k, 0);
+    if (rc < 0)
+        return rc;
     for (int s = 0; s < S; s++) {
-        R->sv[s].completions_iv = 0;
-        R->sv[s].busy_iv = 0;
+        server_t *sv = &R->sv[s];
+        for (int b = 0; b < B; b++) {
+            sched_bucket_stats_t st;
+            sched_bucket_stats(sv->sch, b, &st);
+            R->recs[b] = (proto_report_rec_t){
+                .bucket = (uint32_t)b, .queued = st.queued,
+                .arrivals_interval = R->arr_iv[(size_t)s * B + b],
+                .arrivals_period = st.arrivals, .served_r = st.served_r,
+                .served_l = st.served_l, .served_o = st.served_o, .r_left = st.r_tokens,
+                .l_left = st.l_tokens};
+        }
+        rc = ctrl_node_report(R->ctl, s, (uint64_t)p, (uint32_t)k, 1, gen, sv->completions_p,
+                              sv->busy_p, R->recs, (size_t)B);
+        if (rc < 0)
+            return rc;
+    }
+    ctrl_result_t res;
+    if ((rc = ctrl_compute(R->ctl, &res)) < 0)
+        return rc;
+    R->r->rounds++;
+    R->r->skipped += res.skipped;
+    for (int s = 0; s < S; s++) {
+        const proto_tokens_rec_t *tr;
+        size_t n = ctrl_node_tokens(R->ctl, s, &tr);
+        for (size_t i = 0; i < n; i++) {
+            if (tr[i].bucket >= (uint32_t)B)
+                return -EPROTO;
+            size_t j = (size_t)s * B + R->c2b[tr[i].bucket];
+            R->pend_r[j] = tr[i].r_tokens;
+            R->pend_l[j] = (tr[i].flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : tr[i].l_tokens;
+            R->dirty[j] = 1;
+        }
+    }
+    return 0;
+}
+
+/* clairvoyant: pShift over each (bucket, server)'s queue plus its true
+ * demand for the rest of the period, and the true capacities. */
+static int clairvoyant_round(run_t *R, double t, double t_end)
+{
+    const sim_model_t *m = R->m;
+    int S = R->S, B = R->B;
+    #pragma omp parallel
+    {
+        double *acc = calloc((size_t)S, sizeof(double));
+        #pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            if (!acc)
+                continue;
+            memset(acc, 0, (size_t)S * sizeof(double));
+            sim_model_demand(m, b, t, t_end, acc);
+            for (int s = 0; s < S; s++) {
+                sched_bucket_stats_t st;
+                sched_bucket_stats(R->sv[s].sch, b, &st);
+                R->dem[(size_t)s * B + b] = (int64_t)st.queued + llround(acc[s]);
+            }
+        }
+        free(acc);
     }
     pshift_problem_t *p = pshift_problem_new();
     int *bidx = malloc((size_t)B * sizeof(int));
     int rc = -ENOMEM;
     if (!p || !bidx)
         goto out;
-    for (int s = 0; s < S; s++) {
-        double c = clair || R->o->true_capacity ? m->capacity[s] : R->sv[s].cap.estimate;
-        if ((rc = pshift_add_server(p, NULL, llround(c * (t_end - t)))) < 0)
+    for (int s = 0; s < S; s++)
+        if ((rc = pshift_add_server(p, NULL, llround(m->capacity[s] * (t_end - t)))) < 0)
             goto out;
-    }
     for (int b = 0; b < B; b++) {
         bidx[b] = -1;
         int64_t target = R->res_tokens[b] - (int64_t)R->cum[b];
-        if (target <= 0)
-            continue;
         int any = 0;
         for (int s = 0; s < S && !any; s++)
             any = R->dem[(size_t)s * B + b] > 0;
-        if (!any)
+        if (target <= 0 || !any)
             continue;
         if ((rc = pshift_add_bucket(p, NULL, target)) < 0)
             goto out;
@@ -371,7 +469,7 @@ static int control(run_t *R, double t, double t_end, int k, int first)
     po.threads = R->o->threads;
     if ((rc = pshift_solve(p, &po)) < 0)
         goto out;
-    memset(R->pending, 0, (size_t)S * B * sizeof(int64_t));
+    pend_all(R, NULL);
     for (int b = 0; b < B; b++) {
         if (bidx[b] < 0)
             continue;
@@ -380,7 +478,7 @@ static int control(run_t *R, double t, double t_end, int k, int first)
             int s;
             int64_t a;
             pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
-            R->pending[(size_t)s * B + b] = a;
+            R->pend_r[(size_t)s * B + b] = a;
         }
     }
     R->r->rounds++;
@@ -391,10 +489,11 @@ out:
     return rc;
 }
 
-/* Static tokens: reservation split by the initial demand, every period. */
+/* static: the reservation split by the initial demand, every period. */
 static void static_tokens(run_t *R)
 {
-    memset(R->pending, 0, (size_t)R->S * R->B * sizeof(int64_t));
+    int64_t *alloc = R->dem; /* scratch */
+    memset(alloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
     for (int b = 0; b < R->B; b++) {
         const sim_phase_t *ph = &R->m->buckets[b].phases[0];
         double sum = 0;
@@ -403,9 +502,10 @@ static void static_tokens(run_t *R)
         if (!(sum > 0))
             continue;
         for (int i = 0; i < ph->n; i++)
-            R->pending[(size_t)ph->servers[i] * R->B + b] +=
+            alloc[(size_t)ph->servers[i] * R->B + b] +=
                 llround(R->res_tokens[b] * ph->rates[i] / sum);
     }
+    pend_all(R, alloc);
 }
 
 static void summarize(sim_result_t *r)
@@ -432,6 +532,18 @@ static void summarize(sim_result_t *r)
     r->worst = n ? worst : 1;
 }
 
+/* Runs every server up to time t (in parallel).  Returns 0 or -ENOMEM. */
+static int advance_all(run_t *R, double t)
+{
+    int bad = 0;
+    #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+    for (int s = 0; s < R->S; s++) {
+        advance(&R->sv[s], t);
+        bad |= R->sv[s].err;
+    }
+    return bad ? -ENOMEM : 0;
+}
+
 int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opts,
             sim_result_t **out)
 {
@@ -454,15 +566,13 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.cum_prev = calloc((size_t)R.B, sizeof(uint64_t));
     R.arr_iv = calloc(SB, sizeof(uint32_t));
     R.arr_snap = calloc(SB, sizeof(uint64_t));
-    R.pending = calloc(SB, sizeof(int64_t));
+    R.dem = calloc(SB, sizeof(int64_t));
+    R.pend_r = calloc(SB, sizeof(int64_t));
+    R.pend_l = calloc(SB, sizeof(int64_t));
+    R.dirty = calloc(SB, 1);
     R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
-    int ctl = policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT;
-    if (ctl) {
-        R.est = calloc(SB, sizeof(estimate_demand_t));
-        R.dem = calloc(SB, sizeof(int64_t));
-    }
-    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.arr_iv || !R.arr_snap || !R.pending ||
-        !R.res_tokens || (ctl && (!R.est || !R.dem)))
+    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.arr_iv || !R.arr_snap || !R.dem ||
+        !R.pend_r || !R.pend_l || !R.dirty || !R.res_tokens)
         goto out;
     r->policy = policy;
     r->buckets = R.B;
@@ -483,34 +593,34 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         bad |= server_init(&R.sv[s], m, s, policy) < 0;
     if (bad)
         goto out;
+    if (policy == SIM_POLICY_PSHIFT && (rc = ctl_setup(&R)) < 0)
+        goto out;
+    if (policy == SIM_POLICY_STATIC)
+        static_tokens(&R);
     double ivl = c->period / R.K;
     for (int p = 0; p < c->periods; p++) {
         for (int k = 0; k < R.K; k++) {
             double t = p * c->period + k * ivl;
             double t_end = (p + 1) * c->period;
-            #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
-            for (int s = 0; s < R.S; s++) {
-                advance(&R.sv[s], t);
-                bad |= R.sv[s].err;
-            }
-            if (bad)
+            if ((rc = advance_all(&R, t)) < 0)
                 goto out;
             if (p || k)
                 gather(&R, k ? p : p - 1, k ? k - 1 : R.K - 1);
             if (k == 0)
                 period_reset(&R);
             if (policy == SIM_POLICY_STATIC && k == 0) {
-                if (p == 0)
-                    static_tokens(&R);
+                for (size_t i = 0; i < SB; i++)
+                    R.dirty[i] = 1;
                 apply_pending(&R, t);
-            } else if (ctl) {
+            } else if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
                 double c0 = now_s();
-                if ((rc = control(&R, t, t_end, k, !p && !k)) < 0)
+                rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k)
+                                                 : clairvoyant_round(&R, t, t_end);
+                if (rc < 0)
                     goto out;
                 r->ctrl_s += now_s() - c0;
-                #pragma omp parallel for schedule(dynamic, 1)
-                for (int s = 0; s < R.S; s++)
-                    advance(&R.sv[s], t + c->delay);
+                if ((rc = advance_all(&R, t + c->delay)) < 0)
+                    goto out;
                 apply_pending(&R, t + c->delay);
             }
             if (R.o->progress) {
@@ -521,12 +631,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
             }
         }
     }
-    #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
-    for (int s = 0; s < R.S; s++) {
-        advance(&R.sv[s], m->horizon);
-        bad |= R.sv[s].err;
-    }
-    if (bad)
+    if ((rc = advance_all(&R, m->horizon)) < 0)
         goto out;
     gather(&R, c->periods - 1, R.K - 1);
     for (int s = 0; s < R.S; s++) {
@@ -545,14 +650,18 @@ out:
     if (R.sv)
         for (int s = 0; s < R.S; s++)
             server_free(&R.sv[s]);
+    ctrl_destroy(&R.ctl);
+    free(R.c2b);
+    free(R.recs);
     free(R.sv);
     free(R.cum);
     free(R.cum_prev);
     free(R.arr_iv);
     free(R.arr_snap);
-    free(R.est);
     free(R.dem);
-    free(R.pending);
+    free(R.pend_r);
+    free(R.pend_l);
+    free(R.dirty);
     free(R.res_tokens);
     sim_result_destroy(&r);
     return rc;

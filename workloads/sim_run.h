@@ -13,10 +13,11 @@
  *   static       token policy; each bucket's reservation split over its
  *                initial servers in proportion to its initial demand, the
  *                same split every period
- *   pshift       token policy; every interval the controller's estimators
- *                (controller/estimate.h: demand from queue + arrivals,
- *                Haechi capacity) feed pShift (pshift/pshift.h); new tokens
- *                apply after the controller delay
+ *   pshift       token policy; the controller's own control loop
+ *                (controller/ctrl.h: estimators, skip rule, R and L pShift
+ *                passes) gets every node's report at each interval
+ *                boundary, and the token records it pushes apply after the
+ *                controller delay
  *   clairvoyant  as pshift, but pShift gets each (bucket, server)'s true
  *                future demand for the rest of the period and the true
  *                capacities */
@@ -48,8 +49,6 @@ typedef void (*sim_progress_fn)(void *arg, sim_policy_t p, int period, int inter
 
 typedef struct {
     int threads;              /* OpenMP threads for servers and pShift; <= 0: default */
-    int true_capacity;        /* pshift: give pShift the true capacities instead
-                                 of the Haechi estimates */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;
@@ -64,7 +63,8 @@ typedef struct {
     uint32_t *served_iv;    /* [periods][intervals][B] IOs served per interval */
     uint64_t events;        /* arrivals + completions simulated (all periods) */
     uint64_t arrivals, completions, dropped;
-    uint64_t rounds;        /* pShift solves */
+    uint64_t rounds;        /* control rounds (pshift, clairvoyant) */
+    uint64_t skipped;       /* pshift: rounds the controller skipped */
     double wall_s;          /* wall-clock seconds of the run */
     double ctrl_s;          /* ... of which in estimation + pShift */
     /* Over all (measured period, bucket) pairs with a reservation: */
