@@ -12,8 +12,10 @@
 #include "pshift/pshift.h"
 
 /* One (bucket, node) pair: the node's last report for the bucket and what
- * was pushed.  Indexed by the controller's bucket index. */
+ * was pushed.  Indexed by the node's table index, so every pass over the
+ * pairs is sequential and touches only buckets the node holds. */
 typedef struct {
+    int b;                 /* controller bucket index, -1 if not configured */
     uint64_t queued, arrivals;             /* last report */
     uint64_t served_r, served_l, served_o; /* in period `period` */
     int64_t r_left, l_left;
@@ -33,8 +35,8 @@ typedef struct {
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
     char **tnames;         /* the node's table (copies) */
-    int *map;              /* node index -> controller bucket index or -1 */
     size_t ntable;
+    int *jof;              /* [nbuckets]: controller bucket -> table index or -1 */
     uint32_t peer_table;   /* controller generation the node holds */
     int have_rep;
     uint64_t rep_period;
@@ -43,7 +45,7 @@ typedef struct {
     double busy;
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
-    pair_t *pairs;         /* [nbuckets] */
+    pair_t *pairs;         /* [ntable] */
     proto_tokens_rec_t *out;
     size_t nout, capout;
     int pidx;              /* server index in this round's problem */
@@ -76,10 +78,11 @@ struct ctrl {
     int computed_once;
     uint64_t last_period_computed;
     ctrl_stats_t st;
-    /* pShift problem targets scratch */
-    int64_t *targets;
-    int *pb2b;
-    size_t captargets;
+    /* scratch for one computation */
+    int64_t *targets;      /* [problem buckets] L-pass targets */
+    int *pb2b;             /* problem bucket -> controller bucket */
+    int *cnt, *given;      /* [nbuckets] leftover spreading */
+    size_t captargets, capcnt;
 };
 
 ctrl_config_t ctrl_config_default(void)
@@ -123,7 +126,7 @@ static void node_free(node_t *n)
     for (size_t i = 0; i < n->ntable; i++)
         free(n->tnames[i]);
     free(n->tnames);
-    free(n->map);
+    free(n->jof);
     free(n->pairs);
     free(n->out);
 }
@@ -142,6 +145,8 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->b);
     free(c->targets);
     free(c->pb2b);
+    free(c->cnt);
+    free(c->given);
     free(c);
     *cp = NULL;
 }
@@ -151,9 +156,10 @@ const ctrl_config_t *ctrl_config(const ctrl_t *c)
     return &c->cfg;
 }
 
-static void pair_init(pair_t *p)
+static void pair_init(pair_t *p, int b)
 {
     memset(p, 0, sizeof *p);
+    p->b = b;
     p->tok_r = -1;
     p->tok_l = CTRL_UNLIMITED;
     p->period = UINT64_MAX;
@@ -165,17 +171,20 @@ static int64_t rate_to_tokens(int64_t rate, double period_s)
     return t > (double)(INT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)t;
 }
 
-/* Rebuilds node n's index map from its table names. */
-static void node_remap(ctrl_t *c, node_t *n)
+/* Points node n's pairs at the buckets of `bf` and rebuilds its reverse
+ * index into `jof` (nb entries, owned by the node afterwards). */
+static void node_remap(const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
 {
-    for (size_t b = 0; b < c->nb; b++)
-        n->pairs[b].known = 0;
-    for (size_t i = 0; i < n->ntable; i++) {
-        int b = bucketfile_find(c->bf, n->tnames[i]);
-        n->map[i] = b;
+    for (size_t b = 0; b < nb; b++)
+        jof[b] = -1;
+    for (size_t j = 0; j < n->ntable; j++) {
+        int b = bucketfile_find(bf, n->tnames[j]);
+        n->pairs[j].b = b;
         if (b >= 0)
-            n->pairs[b].known = 1;
+            jof[b] = (int)j;
     }
+    free(n->jof);
+    n->jof = jof;
 }
 
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
@@ -184,12 +193,11 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     bucketfile_t *copy = bucketfile_dup(bf);
     const char **names = calloc(nb ? nb : 1, sizeof *names);
     bstate_t *bs = calloc(nb ? nb : 1, sizeof *bs);
-    pair_t **np = calloc(c->nn ? (size_t)c->nn : 1, sizeof *np);
-    int rc = -ENOMEM;
-    if (!copy || !names || !bs || !np)
+    int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
+    if (!copy || !names || !bs || !jofs)
         goto fail;
     for (int i = 0; i < c->nn; i++)
-        if (!(np[i] = malloc((nb ? nb : 1) * sizeof **np)))
+        if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
             goto fail;
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(copy, b);
@@ -197,20 +205,12 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
         bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
         bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
-        int old = bucketfile_find(c->bf, x->name);
-        for (int i = 0; i < c->nn; i++) {
-            if (old >= 0)
-                np[i][b] = c->nodes[i].pairs[old];
-            else
-                pair_init(&np[i][b]);
-        }
     }
     for (int i = 0; i < c->nn; i++) {
-        free(c->nodes[i].pairs);
-        c->nodes[i].pairs = np[i];
+        node_remap(copy, &c->nodes[i], jofs[i], nb);
         c->nodes[i].nout = 0;
     }
-    free(np);
+    free(jofs);
     bucketfile_destroy(&c->bf);
     c->bf = copy;
     free(c->bnames);
@@ -218,22 +218,20 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     free(c->b);
     c->b = bs;
     c->nb = nb;
-    for (int i = 0; i < c->nn; i++)
-        node_remap(c, &c->nodes[i]);
     c->table_gen++;
     if (c->table_gen == 0)
         c->table_gen = 1;
     c->force = 1;
     return 0;
 fail:
-    if (np)
+    if (jofs)
         for (int i = 0; i < c->nn; i++)
-            free(np[i]);
-    free(np);
+            free(jofs[i]);
+    free(jofs);
     free(bs);
     free(names);
     bucketfile_destroy(&copy);
-    return rc;
+    return -ENOMEM;
 }
 
 uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n)
@@ -269,29 +267,39 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     if (!nd || (n && !names))
         return -EINVAL;
     char **tn = calloc(n ? n : 1, sizeof *tn);
-    int *map = calloc(n ? n : 1, sizeof *map);
-    if (!tn || !map)
+    pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
+    int *jof = malloc((c->nb ? c->nb : 1) * sizeof *jof);
+    if (!tn || !pairs || !jof)
         goto nomem;
-    for (size_t i = 0; i < n; i++)
-        if (!(tn[i] = strdup(names[i])))
+    for (size_t j = 0; j < n; j++) {
+        if (!(tn[j] = strdup(names[j])))
             goto nomem;
-    for (size_t i = 0; i < nd->ntable; i++)
-        free(nd->tnames[i]);
+        /* A bucket the node already had keeps its state. */
+        int b = bucketfile_find(c->bf, names[j]);
+        int old = b >= 0 && nd->jof ? nd->jof[b] : -1;
+        if (old >= 0)
+            pairs[j] = nd->pairs[old];
+        else
+            pair_init(&pairs[j], b);
+    }
+    for (size_t j = 0; j < nd->ntable; j++)
+        free(nd->tnames[j]);
     free(nd->tnames);
-    free(nd->map);
+    free(nd->pairs);
     nd->tnames = tn;
-    nd->map = map;
+    nd->pairs = pairs;
     nd->ntable = n;
     nd->table = table;
-    node_remap(c, nd);
+    node_remap(c->bf, nd, jof, c->nb);
     c->force = 1;
     return 0;
 nomem:
     if (tn)
-        for (size_t i = 0; i < n; i++)
-            free(tn[i]);
+        for (size_t j = 0; j < n; j++)
+            free(tn[j]);
     free(tn);
-    free(map);
+    free(pairs);
+    free(jof);
     return -ENOMEM;
 }
 
@@ -313,14 +321,10 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t tab
         node_t *nd = &c->nodes[c->nn];
         memset(nd, 0, sizeof *nd);
         nd->name = strdup(name);
-        nd->pairs = malloc((c->nb ? c->nb : 1) * sizeof *nd->pairs);
-        if (!nd->name || !nd->pairs || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
+        if (!nd->name || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
             free(nd->name);
-            free(nd->pairs);
             return -ENOMEM;
         }
-        for (size_t b = 0; b < c->nb; b++)
-            pair_init(&nd->pairs[b]);
         nd->last_seen = -1;
         idx = c->nn++;
     }
@@ -335,8 +339,8 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t tab
         return rc;
     /* Whatever we pushed before is unknown now (a restarted node starts
      * from defaults): push everything next time. */
-    for (size_t b = 0; b < c->nb; b++)
-        nd->pairs[b].tok_r = -1;
+    for (size_t j = 0; j < nd->ntable; j++)
+        nd->pairs[j].tok_r = -1;
     nd->peer_table = 0;
     if (!nd->up)
         c->st.nodes_back_up += nd->last_seen >= 0;
@@ -358,8 +362,8 @@ int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
         nd->up = 1;
         c->st.nodes_back_up++;
         c->force = 1;
-        for (size_t b = 0; b < c->nb; b++)
-            nd->pairs[b].tok_r = -1;
+        for (size_t j = 0; j < nd->ntable; j++)
+            nd->pairs[j].tok_r = -1;
         log_info("node %s is back", nd->name);
     }
     return 0;
@@ -441,12 +445,11 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         const proto_report_rec_t *r = &recs[i];
         if (r->bucket >= nd->ntable)
             return -EINVAL;
-        int b = nd->map[r->bucket];
-        if (b < 0) {
+        pair_t *p = &nd->pairs[r->bucket];
+        if (p->b < 0) {
             c->st.unknown_records++;
             continue;
         }
-        pair_t *p = &nd->pairs[b];
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
         p->queued = r->queued;
@@ -497,42 +500,33 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
     return s > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)s;
 }
 
-static int grow_scratch(ctrl_t *c, size_t n)
+static int grow_scratch(ctrl_t *c, size_t nprob)
 {
-    if (n <= c->captargets)
-        return 0;
-    size_t cap = n * 2;
-    int64_t *t = realloc(c->targets, cap * sizeof *t);
-    if (!t)
-        return -ENOMEM;
-    c->targets = t;
-    int *m = realloc(c->pb2b, cap * sizeof *m);
-    if (!m)
-        return -ENOMEM;
-    c->pb2b = m;
-    c->captargets = cap;
-    return 0;
-}
-
-/* Splits `tokens` evenly over the up nodes that know bucket b (as L-tokens):
- * headroom the estimates did not place, so a bucket whose demand moves can
- * be served at once without ever exceeding its limit. */
-static void spread_leftover(ctrl_t *c, size_t b, int64_t tokens)
-{
-    int k = 0;
-    for (int i = 0; i < c->nn; i++)
-        k += c->nodes[i].up && c->nodes[i].pairs[b].known;
-    if (k == 0 || tokens <= 0)
-        return;
-    int64_t each = tokens / k, extra = tokens % k;
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        if (!nd->up || !nd->pairs[b].known)
-            continue;
-        nd->pairs[b].new_l += each + (extra > 0);
-        if (extra > 0)
-            extra--;
+    if (nprob > c->captargets) {
+        size_t cap = nprob * 2;
+        int64_t *t = realloc(c->targets, cap * sizeof *t);
+        if (!t)
+            return -ENOMEM;
+        c->targets = t;
+        int *m = realloc(c->pb2b, cap * sizeof *m);
+        if (!m)
+            return -ENOMEM;
+        c->pb2b = m;
+        c->captargets = cap;
     }
+    if (c->nb + 1 > c->capcnt) {
+        size_t cap = c->nb + 1;
+        int *a = realloc(c->cnt, cap * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        c->cnt = a;
+        int *g = realloc(c->given, cap * sizeof *g);
+        if (!g)
+            return -ENOMEM;
+        c->given = g;
+        c->capcnt = cap;
+    }
+    return 0;
 }
 
 static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
@@ -578,18 +572,28 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         rs.nodes_up += nd->up;
     }
 
-    /* Estimates, and whether any moved enough to be worth a recomputation. */
+    /* One pass over the pairs: served this period (every node, up or
+     * down), demand estimates (up nodes), and whether any estimate moved
+     * enough to be worth a recomputation. */
     int changed = c->force || c->cfg.skip_rel <= 0;
+    for (size_t b = 0; b < c->nb; b++)
+        c->b[b].served = 0;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
-        if (!nd->up)
+        if (!nd->up) {
+            for (size_t j = 0; j < nd->ntable; j++)
+                if (nd->pairs[j].b >= 0)
+                    c->b[nd->pairs[j].b].served += pair_served(c, &nd->pairs[j]);
             continue;
+        }
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
-        for (size_t b = 0; b < c->nb; b++) {
-            pair_t *pr = &nd->pairs[b];
-            if (!pr->known || !pr->has_report) {
+        for (size_t j = 0; j < nd->ntable; j++) {
+            pair_t *pr = &nd->pairs[j];
+            if (pr->b >= 0)
+                c->b[pr->b].served += pair_served(c, pr);
+            if (pr->b < 0 || !pr->has_report) {
                 pr->demand = 0;
                 continue;
             }
@@ -605,14 +609,12 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         rs.skipped = 1;
         goto out;
     }
+    if ((rc = grow_scratch(c, c->nb + 1)) < 0)
+        goto out;
 
-    /* Accounting: served this period over every node, up or down. */
     for (size_t b = 0; b < c->nb; b++) {
         bstate_t *bs = &c->b[b];
-        int64_t served = 0;
-        for (int i = 0; i < c->nn; i++)
-            served += pair_served(c, &c->nodes[i].pairs[b]);
-        bs->served = served;
+        int64_t served = bs->served;
         bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED
                                            : (bs->l > served ? bs->l - served : 0);
         bs->r_rem = bs->r > served ? bs->r - served : 0;
@@ -620,6 +622,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             bs->r_rem = bs->head;
         bs->pidx = -1;
         bs->ralloc = bs->lalloc = 0;
+        c->cnt[b] = c->given[b] = 0;
     }
 
     /* The R problem: up servers with their remaining capacity, buckets with
@@ -640,30 +643,31 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             rc = nd->pidx;
             goto out;
         }
-        for (size_t b = 0; b < c->nb; b++) {
-            pair_t *pr = &nd->pairs[b];
-            pr->new_r = 0;
-            pr->new_l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
-        }
     }
-    if ((rc = grow_scratch(c, c->nb + 1)) < 0)
-        goto out;
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        for (int i = 0; i < c->nn; i++) {
-            node_t *nd = &c->nodes[i];
-            if (!nd->up || nd->pairs[b].demand <= 0)
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        for (size_t j = 0; j < nd->ntable; j++) {
+            pair_t *pr = &nd->pairs[j];
+            pr->new_r = 0;
+            pr->new_l = pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+            if (pr->b < 0)
                 continue;
+            c->cnt[pr->b]++; /* up nodes holding the bucket */
+            if (pr->demand <= 0)
+                continue;
+            bstate_t *bs = &c->b[pr->b];
             if (bs->pidx < 0) {
                 bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
                 if (bs->pidx < 0) {
                     rc = bs->pidx;
                     goto out;
                 }
-                c->pb2b[bs->pidx] = (int)b;
+                c->pb2b[bs->pidx] = pr->b;
                 rs.buckets++;
             }
-            if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, nd->pairs[b].demand)) < 0)
+            if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, pr->demand)) < 0)
                 goto out;
             rs.pairs++;
         }
@@ -674,85 +678,90 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     rs.phi = pshift_stats(p)->phi;
     rs.t_pshift += pshift_stats(p)->t_total;
-
-    /* Map server indices back to nodes. */
-    int *s2n = calloc((size_t)(rs.nodes_up ? rs.nodes_up : 1), sizeof *s2n);
-    if (!s2n) {
-        rc = -ENOMEM;
-        goto out;
+    rs.t_rpass = pshift_stats(p)->t_total;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        for (size_t j = 0; j < nd->ntable; j++) {
+            pair_t *pr = &nd->pairs[j];
+            if (pr->b < 0 || pr->demand <= 0)
+                continue;
+            bstate_t *bs = &c->b[pr->b];
+            pr->new_r = pshift_alloc(p, bs->pidx, nd->pidx);
+            bs->ralloc += pr->new_r;
+        }
     }
-    for (int i = 0; i < c->nn; i++)
-        if (c->nodes[i].pidx >= 0)
-            s2n[c->nodes[i].pidx] = i;
 
+    /* The L pass on the residual: limited buckets want their headroom left
+     * after R; buckets without a limit are not throttled and take none. */
     int nbp = pshift_nbuckets(p);
+    int any = 0;
     for (int pb = 0; pb < nbp; pb++) {
-        size_t b = (size_t)c->pb2b[pb];
-        size_t ne = pshift_bucket_nentries(p, pb);
-        for (size_t k = 0; k < ne; k++) {
-            int s;
-            int64_t a;
-            pshift_bucket_entry(p, pb, k, &s, NULL, &a);
-            c->nodes[s2n[s]].pairs[b].new_r = a;
-            c->b[b].ralloc += a;
+        bstate_t *bs = &c->b[c->pb2b[pb]];
+        rs.r_tokens += bs->ralloc;
+        c->targets[pb] = bs->l == CTRL_UNLIMITED ? 0
+                                                 : (bs->head > bs->ralloc ? bs->head - bs->ralloc : 0);
+        any |= c->targets[pb] > 0;
+    }
+    if (any) {
+        q = pshift_residual_new(p, c->targets);
+        if (!q) {
+            rc = -ENOMEM;
+            goto out;
         }
-        rs.r_tokens += c->b[b].ralloc;
-        /* L pass targets: headroom left after R for limited buckets; buckets
-         * without a limit are not throttled and take no L-tokens. */
-        c->targets[pb] = c->b[b].l == CTRL_UNLIMITED
-                             ? 0
-                             : (c->b[b].head > c->b[b].ralloc ? c->b[b].head - c->b[b].ralloc : 0);
-    }
-    q = pshift_residual_new(p, c->targets);
-    if (!q) {
-        free(s2n);
-        rc = -ENOMEM;
-        goto out;
-    }
-    if ((rc = pshift_solve(q, &o)) < 0) {
-        free(s2n);
-        goto out;
-    }
-    rs.t_pshift += pshift_stats(q)->t_total;
-    for (int pb = 0; pb < nbp; pb++) {
-        size_t b = (size_t)c->pb2b[pb];
-        if (c->b[b].l == CTRL_UNLIMITED)
-            continue;
-        size_t ne = pshift_bucket_nentries(q, pb);
-        for (size_t k = 0; k < ne; k++) {
-            int s;
-            int64_t a;
-            pshift_bucket_entry(q, pb, k, &s, NULL, &a);
-            c->nodes[s2n[s]].pairs[b].new_l += a;
-            c->b[b].lalloc += a;
+        if ((rc = pshift_solve(q, &o)) < 0)
+            goto out;
+        rs.t_pshift += pshift_stats(q)->t_total;
+        rs.t_lpass = pshift_stats(q)->t_total;
+        rs.lpass_shifts = pshift_stats(q)->shifts;
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            if (!nd->up)
+                continue;
+            for (size_t j = 0; j < nd->ntable; j++) {
+                pair_t *pr = &nd->pairs[j];
+                if (pr->b < 0 || pr->demand <= 0 || c->b[pr->b].l == CTRL_UNLIMITED)
+                    continue;
+                bstate_t *bs = &c->b[pr->b];
+                int64_t a = pshift_alloc(q, bs->pidx, nd->pidx);
+                pr->new_l += a;
+                bs->lalloc += a;
+            }
         }
     }
-    free(s2n);
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        if (bs->l == CTRL_UNLIMITED)
-            continue;
-        spread_leftover(c, b, bs->head - bs->ralloc - bs->lalloc);
-        rs.l_tokens += bs->head - bs->ralloc;
-    }
+    for (size_t b = 0; b < c->nb; b++)
+        if (c->b[b].l != CTRL_UNLIMITED)
+            rs.l_tokens += c->b[b].head - c->b[b].ralloc;
 
-    /* Records per up node: everything that can change its counts. */
+    /* Records per up node: everything that can change its counts.
+     * Headroom of a limited bucket that the estimates did not place is
+     * split evenly (as L-tokens) over the up nodes holding the bucket, so a
+     * bucket whose demand moves is served at once, never beyond its limit. */
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->cap_used = nd->cap.estimate;
         if (!nd->up)
             continue;
-        for (size_t b = 0; b < c->nb; b++) {
-            pair_t *pr = &nd->pairs[b];
+        for (size_t j = 0; j < nd->ntable; j++) {
+            pair_t *pr = &nd->pairs[j];
             pr->rate_used = il > 0 ? (double)pr->demand / il : 0;
-            if (!pr->known)
+            if (pr->b < 0)
                 continue;
+            bstate_t *bs = &c->b[pr->b];
+            if (bs->l != CTRL_UNLIMITED) {
+                int64_t left = bs->head - bs->ralloc - bs->lalloc;
+                if (left > 0) {
+                    int k = c->cnt[pr->b], idx = c->given[pr->b]++;
+                    pr->new_l += left / k + (idx < left % k ? 1 : 0);
+                }
+            }
             int64_t r = pr->new_r, l = pr->new_l;
             /* Zero R and an L that cannot change by consumption (0 or
              * unlimited), same as last time: the node already holds it. */
             if (pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))
                 continue;
-            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
+            if ((rc = push_rec(nd, (uint32_t)pr->b, r, l)) < 0)
                 goto out;
             pr->tok_r = r;
             pr->tok_l = l;
@@ -802,7 +811,10 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     int unl = c->b[b].l == CTRL_UNLIMITED;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
-        const pair_t *p = &nd->pairs[b];
+        int j = nd->jof ? nd->jof[b] : -1;
+        if (j < 0)
+            continue;
+        const pair_t *p = &nd->pairs[j];
         if (p->has_report && p->period == c->period) {
             out->served_r += p->served_r;
             out->served_l += p->served_l;
@@ -814,9 +826,9 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             out->queued += p->queued;
         out->demand += p->demand;
         out->servers += p->demand > 0;
-        if (p->known && p->tok_r > 0)
+        if (p->tok_r > 0)
             out->r_tokens += p->tok_r;
-        if (p->known && p->tok_r >= 0 && !unl && p->tok_l != CTRL_UNLIMITED)
+        if (p->tok_r >= 0 && !unl && p->tok_l != CTRL_UNLIMITED)
             out->l_tokens += p->tok_l;
     }
     if (unl)
@@ -860,8 +872,11 @@ double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
     int any = 0;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
-        const pair_t *p = &nd->pairs[b];
-        if (!nd->up || !p->known || !p->has_report)
+        int j = nd->jof ? nd->jof[b] : -1;
+        if (!nd->up || j < 0)
+            continue;
+        const pair_t *p = &nd->pairs[j];
+        if (!p->has_report)
             continue;
         if (p->demand > 0 || p->queued > 0 || p->arrivals > 0) {
             s += nd->cap.estimate;

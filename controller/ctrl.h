@@ -149,6 +149,8 @@ typedef struct {
     int64_t l_tokens;     /* L-tokens placed (limited buckets) */
     int64_t phi;          /* effective capacity of the R allocation */
     double t_pshift;      /* seconds in the two pShift solves */
+    double t_rpass, t_lpass; /* ... of which the R pass and the L pass */
+    int64_t lpass_shifts; /* shift paths the L pass used */
 } ctrl_result_t;
 
 /* Ends the round: marks silent nodes down, estimates demand and capacity,

@@ -422,11 +422,13 @@ static void close_round(app_t *a, double now)
     a->total.send += a->cur.send;
     a->nsplits++;
     log_debug("round %llu.%u: %s, %d nodes up, %zu buckets, %zu pairs, R %lld L %lld; "
-              "ms receive %.3f decode %.3f pshift %.3f encode %.3f send %.3f",
+              "ms receive %.3f decode %.3f pshift %.3f (R %.3f, L %.3f) encode %.3f send %.3f",
               (unsigned long long)a->period, a->interval,
               res.skipped ? "skipped" : "computed", res.nodes_up, res.buckets, res.pairs,
               (long long)res.r_tokens, (long long)res.l_tokens, a->cur.receive * 1e3,
-              a->cur.decode * 1e3, a->cur.pshift * 1e3, a->cur.encode * 1e3, a->cur.send * 1e3);
+              a->cur.decode * 1e3, a->cur.pshift * 1e3, res.t_rpass * 1e3, res.t_lpass * 1e3,
+              a->cur.encode * 1e3,
+              a->cur.send * 1e3);
     memset(&a->cur, 0, sizeof a->cur);
 }
 
@@ -486,6 +488,11 @@ static void maybe_adopt(app_t *a, const proto_msg_t *m, double now)
                                      : a->set->period_s - (m->interval + 0.5) * interval_s(a);
     if (rem > a->set->period_s)
         rem = a->set->period_s;
+    /* Nodes that already follow our clock (they took it from a welcome)
+     * need no adoption. */
+    if (m->period == a->period &&
+        fabs(now + rem - (a->period_start + a->set->period_s)) < 0.1 * interval_s(a))
+        return;
     a->period = m->period;
     a->period_start = now + rem - a->set->period_s;
     a->round_start = 0; /* restart the round on the adopted clock */

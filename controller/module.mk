@@ -7,6 +7,11 @@ PROGS += bqos-controller
 bqos-controller_SRCS = controller/main.c
 bqos-controller_LIBS = controller pshift proto common
 
+PROGS += bqos-ctrl-bench
+bqos-ctrl-bench_SRCS = controller/ctrl_bench.c
+bqos-ctrl-bench_LIBS = proto common
+BENCHES += controller/bench-controller.sh
+
 TESTS += test_bucketfile test_estimate test_admission test_ctrl
 test_bucketfile_SRCS = tests/test_bucketfile.c
 test_bucketfile_LIBS = controller common

@@ -1,0 +1,446 @@
+/* ctrl_bench.c - bqos-ctrl-bench: many simulated storage nodes (DEALER sockets speaking the real protocol) driving a running bqos-controller, for its time split and for tests. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/proto.h"
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+typedef struct {
+    char name[32];
+    void *sock;
+    int welcomed;
+    uint32_t ctl_table;   /* controller table we hold (0 none) */
+    uint32_t peer_ack;    /* our table generation the controller holds */
+    size_t n;             /* buckets in our table */
+    const char **names;
+    uint32_t *bucket;     /* global bucket index per table entry */
+    uint64_t *served;     /* per table entry, this period */
+    int64_t *r_tok, *l_tok;
+    uint64_t tokens_msgs, heartbeats, errors, records;
+    uint64_t completions;
+} fnode_t;
+
+typedef struct {
+    const char *endpoint, *admin;
+    int nodes, buckets, active;
+    double seconds, capacity, reserved;
+    const char *write;
+    unsigned seed;
+    int quiet;
+} opts_t;
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "Usage: bqos-ctrl-bench [OPTION]...\n"
+            "\n"
+            "Simulates storage nodes against a running bqos-controller: each node is a\n"
+            "ZeroMQ DEALER that says hello with its bucket table, follows the controller's\n"
+            "timing, sends a report (80-byte records, one per bucket it holds) at every\n"
+            "interval start and applies the tokens it gets.  Bucket b is active on\n"
+            "--active consecutive nodes starting at a pseudo-random one; its arrivals per\n"
+            "interval vary randomly.  At the end it asks the controller's admin endpoint\n"
+            "for its status and prints one JSON object: what the nodes saw plus the\n"
+            "controller's timing split (receive, decode, pshift, encode, send).\n"
+            "\n"
+            "Options:\n"
+            "  --endpoint EP   controller node endpoint (default tcp://127.0.0.1:7070)\n"
+            "  --admin EP      controller admin endpoint (default tcp://127.0.0.1:7071)\n"
+            "  --nodes N       simulated nodes (default 8)\n"
+            "  --buckets B     buckets b00000..; must match the controller's file (200)\n"
+            "  --active A      nodes each bucket is active on (default 3)\n"
+            "  --seconds S     how long to run (default 5)\n"
+            "  --seed N        random seed (default 1)\n"
+            "  --capacity C    each node's capacity profile, IOs/s (default 20000)\n"
+            "  --reserved F    share of the total capacity reserved (default 0.9):\n"
+            "                  bucket b reserves F*nodes*C/(b+1)^0.5 normalised; its\n"
+            "                  demand is 1.5x that, split evenly over its nodes, and\n"
+            "                  each node serves 0.8x its share of the reservation\n"
+            "  --write-buckets FILE  write the matching bucket file and exit\n"
+            "  --quiet         no progress lines\n"
+            "  --help, --version\n");
+}
+
+static int send_msg(fnode_t *f, proto_msg_t *m, proto_enc_t *e)
+{
+    snprintf(m->node, sizeof m->node, "%s", f->name);
+    return proto_send(f->sock, NULL, 0, m, e, ZMQ_DONTWAIT);
+}
+
+static void hello(fnode_t *f, proto_enc_t *e)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_HELLO;
+    m.capacity = 20000;
+    m.table = 1;
+    m.has_names = 1;
+    m.nnames = f->n;
+    m.names = f->names;
+    send_msg(f, &m, e);
+}
+
+/* Timing shared by every simulated node (they all follow one controller). */
+typedef struct {
+    int has;
+    uint64_t period;
+    uint32_t intervals;
+    double period_s, period_end;
+} timing_t;
+
+static void take_timing(timing_t *t, const proto_msg_t *m, double now)
+{
+    if (!m->has_timing && m->type != PROTO_WELCOME && m->type != PROTO_TOKENS)
+        return;
+    if (t->has && m->period < t->period)
+        return;
+    t->has = 1;
+    t->period = m->period;
+    t->intervals = m->intervals ? m->intervals : 1;
+    t->period_s = m->period_ms / 1000.0;
+    t->period_end = now + m->remaining_ms / 1000.0;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {"tcp://127.0.0.1:7070", "tcp://127.0.0.1:7071", 8, 200, 3, 5, 20000, 0.9,
+                NULL, 1, 0};
+    static const struct option lo[] = {
+        {"endpoint", required_argument, NULL, 'e'}, {"admin", required_argument, NULL, 'a'},
+        {"nodes", required_argument, NULL, 'n'},    {"buckets", required_argument, NULL, 'b'},
+        {"active", required_argument, NULL, 'A'},   {"seconds", required_argument, NULL, 's'},
+        {"seed", required_argument, NULL, 'S'},     {"quiet", no_argument, NULL, 'q'},
+        {"capacity", required_argument, NULL, 'c'}, {"reserved", required_argument, NULL, 'r'},
+        {"write-buckets", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
+        {0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'e': o.endpoint = optarg; break;
+        case 'a': o.admin = optarg; break;
+        case 'n': o.nodes = atoi(optarg); break;
+        case 'b': o.buckets = atoi(optarg); break;
+        case 'A': o.active = atoi(optarg); break;
+        case 's': o.seconds = atof(optarg); break;
+        case 'S': o.seed = (unsigned)atoi(optarg); break;
+        case 'q': o.quiet = 1; break;
+        case 'c': o.capacity = atof(optarg); break;
+        case 'r': o.reserved = atof(optarg); break;
+        case 'w': o.write = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("bqos-ctrl-bench %s\n", BQOS_VERSION); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (o.nodes < 1 || o.nodes > 4096 || o.buckets < 1 || o.buckets > 1000000 || o.active < 1 ||
+        !(o.seconds > 0)) {
+        fprintf(stderr, "bqos-ctrl-bench: bad option value (try --help)\n");
+        return 2;
+    }
+    if (o.active > o.nodes)
+        o.active = o.nodes;
+    bqos_log_init("bqos-ctrl-bench", BQOS_LOG_WARN);
+
+    /* Bucket names and placement. */
+    char **bname = calloc((size_t)o.buckets, sizeof *bname);
+    fnode_t *fn = calloc((size_t)o.nodes, sizeof *fn);
+    double *rate = calloc((size_t)o.buckets, sizeof *rate);
+    if (!bname || !fn || !rate)
+        return 1;
+    double wsum = 0;
+    for (int b = 0; b < o.buckets; b++)
+        wsum += 1 / sqrt(b + 1.0);
+    for (int b = 0; b < o.buckets; b++)
+        rate[b] = floor(o.reserved * o.nodes * o.capacity / sqrt(b + 1.0) / wsum); /* R_b, IOs/s */
+    if (o.write) {
+        FILE *fp = fopen(o.write, "w");
+        if (!fp) {
+            perror(o.write);
+            return 1;
+        }
+        fprintf(fp, "{\"buckets\": [\n");
+        for (int b = 0; b < o.buckets; b++) {
+            char lim[48] = "";
+            if (b % 4 == 3) /* every fourth bucket has a limit of twice its reservation */
+                snprintf(lim, sizeof lim, ", \"limit\": %.0f", 2 * rate[b]);
+            fprintf(fp, "  {\"name\": \"b%05d\", \"reservation\": %.0f%s}%s\n", b, rate[b], lim,
+                    b + 1 < o.buckets ? "," : "");
+        }
+        fprintf(fp, "]}\n");
+        return fclose(fp) ? 1 : 0;
+    }
+    unsigned seed = o.seed;
+    for (int b = 0; b < o.buckets; b++) {
+        bname[b] = malloc(16);
+        snprintf(bname[b], 16, "b%05d", b);
+        (void)rand_r(&seed);
+        int start = rand_r(&seed) % o.nodes;
+        for (int k = 0; k < o.active; k++)
+            fn[(start + k) % o.nodes].n++;
+    }
+    void *ctx = zmq_ctx_new();
+    for (int i = 0; i < o.nodes; i++) {
+        fnode_t *f = &fn[i];
+        snprintf(f->name, sizeof f->name, "fake%03d", i);
+        f->names = calloc(f->n + 1, sizeof *f->names);
+        f->bucket = calloc(f->n + 1, sizeof *f->bucket);
+        f->served = calloc(f->n + 1, sizeof *f->served);
+        f->r_tok = calloc(f->n + 1, sizeof *f->r_tok);
+        f->l_tok = calloc(f->n + 1, sizeof *f->l_tok);
+        f->n = 0;
+        f->sock = zmq_socket(ctx, ZMQ_DEALER);
+        int linger = 0, hwm = 100000;
+        zmq_setsockopt(f->sock, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(f->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+        zmq_setsockopt(f->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+        zmq_setsockopt(f->sock, ZMQ_ROUTING_ID, f->name, strlen(f->name));
+        if (zmq_connect(f->sock, o.endpoint) < 0) {
+            fprintf(stderr, "bqos-ctrl-bench: connect %s: %s\n", o.endpoint,
+                    zmq_strerror(zmq_errno()));
+            return 1;
+        }
+    }
+    seed = o.seed;
+    for (int b = 0; b < o.buckets; b++) {
+        (void)rand_r(&seed);
+        int start = rand_r(&seed) % o.nodes;
+        for (int k = 0; k < o.active; k++) {
+            fnode_t *f = &fn[(start + k) % o.nodes];
+            f->names[f->n] = bname[b];
+            f->bucket[f->n] = (uint32_t)b;
+            f->l_tok[f->n] = PROTO_UNLIMITED;
+            f->n++;
+        }
+    }
+    proto_enc_t enc;
+    proto_enc_init(&enc);
+    proto_msg_t in, rep;
+    proto_msg_init(&in);
+    proto_msg_init(&rep);
+    proto_stats_t pst = {0};
+    for (int i = 0; i < o.nodes; i++)
+        hello(&fn[i], &enc);
+
+    timing_t tm = {0};
+    double t0 = mono(), next_hello = t0 + 1, last_report = 0;
+    uint64_t rep_period = UINT64_MAX;
+    int rep_interval = -1;
+    uint64_t reports = 0, interval_rounds = 0;
+    zmq_pollitem_t *items = calloc((size_t)o.nodes, sizeof *items);
+    for (int i = 0; i < o.nodes; i++)
+        items[i] = (zmq_pollitem_t){fn[i].sock, 0, ZMQ_POLLIN, 0};
+    for (;;) {
+        double now = mono();
+        if (now - t0 >= o.seconds)
+            break;
+        if (now >= next_hello) {
+            for (int i = 0; i < o.nodes; i++)
+                if (!fn[i].welcomed)
+                    hello(&fn[i], &enc);
+            next_hello = now + 1;
+        }
+        /* Reports at each interval start of the controller's clock. */
+        if (tm.has) {
+            while (now >= tm.period_end) {
+                tm.period++;
+                tm.period_end += tm.period_s;
+                for (int i = 0; i < o.nodes; i++)
+                    memset(fn[i].served, 0, fn[i].n * sizeof *fn[i].served);
+            }
+            double el = tm.period_s - (tm.period_end - now);
+            int k = (int)floor(el / (tm.period_s / tm.intervals));
+            if (k >= (int)tm.intervals)
+                k = (int)tm.intervals - 1;
+            if (k < 0)
+                k = 0;
+            if (tm.period != rep_period || k != rep_interval) {
+                rep_period = tm.period;
+                rep_interval = k;
+                interval_rounds++;
+                double isec = tm.period_s / tm.intervals;
+                for (int i = 0; i < o.nodes; i++) {
+                    fnode_t *f = &fn[i];
+                    if (!f->welcomed)
+                        continue;
+                    rep.type = PROTO_REPORT;
+                    proto_msg_reserve(&rep, f->n ? f->n : 1, 0);
+                    rep.period = tm.period;
+                    rep.interval = (uint32_t)k;
+                    rep.remaining_ms = (uint32_t)fmax(0, (tm.period_end - now) * 1000);
+                    rep.table = 1;
+                    rep.peer_table = f->ctl_table;
+                    rep.has_names = f->peer_ack != 1;
+                    rep.nnames = rep.has_names ? f->n : 0;
+                    rep.names = rep.has_names ? f->names : NULL;
+                    rep.count = f->n;
+                    uint64_t done = 0;
+                    for (size_t j = 0; j < f->n; j++) {
+                        double share = rate[f->bucket[j]] * isec / o.active;
+                        double r = 1.5 * share * (0.8 + 0.4 * (rand_r(&seed) % 1000) / 1000.0);
+                        uint64_t spend = (uint64_t)(0.8 * share);
+                        f->served[j] += spend;
+                        done += spend;
+                        rep.report[j] = (proto_report_rec_t){
+                            .bucket = (uint32_t)j,
+                            .queued = (uint64_t)(rand_r(&seed) % 8),
+                            .arrivals_interval = (uint64_t)r,
+                            .arrivals_period = f->served[j],
+                            .served_r = f->served[j],
+                            .r_left = f->r_tok[j] > 0 ? f->r_tok[j] : 0,
+                            .l_left = f->l_tok[j],
+                        };
+                    }
+                    f->completions += done;
+                    rep.completions = f->completions;
+                    rep.dispatched = f->completions;
+                    rep.busy_seconds = isec * (k + 1) * 0.9;
+                    if (send_msg(f, &rep, &enc) == 0)
+                        reports++;
+                }
+                last_report = now;
+            }
+        }
+        double wait = 0.05;
+        if (tm.has) {
+            double isec = tm.period_s / tm.intervals;
+            double el = tm.period_s - (tm.period_end - now);
+            double nb = (floor(el / isec) + 1) * isec - el;
+            if (nb < wait)
+                wait = nb;
+        }
+        int n = zmq_poll(items, o.nodes, (long)ceil(wait * 1000));
+        if (n <= 0)
+            continue;
+        now = mono();
+        for (int i = 0; i < o.nodes; i++) {
+            if (!(items[i].revents & ZMQ_POLLIN))
+                continue;
+            fnode_t *f = &fn[i];
+            for (;;) {
+                int rc = proto_recv(f->sock, NULL, 0, NULL, &in, &pst, NULL, NULL, NULL,
+                                    ZMQ_DONTWAIT);
+                if (rc == -EAGAIN || (rc < 0 && rc != -EPROTO))
+                    break;
+                if (rc < 0)
+                    continue;
+                switch (in.type) {
+                case PROTO_WELCOME:
+                    f->welcomed = 1;
+                    f->peer_ack = in.peer_table;
+                    f->ctl_table = in.has_names ? in.table : 0;
+                    take_timing(&tm, &in, now);
+                    break;
+                case PROTO_TOKENS:
+                    f->tokens_msgs++;
+                    f->peer_ack = in.peer_table;
+                    if (in.has_names)
+                        f->ctl_table = in.table;
+                    f->records += in.count;
+                    take_timing(&tm, &in, now);
+                    break;
+                case PROTO_HEARTBEAT:
+                    f->heartbeats++;
+                    if (in.peer_table)
+                        f->peer_ack = in.peer_table;
+                    take_timing(&tm, &in, now);
+                    break;
+                case PROTO_ERROR:
+                    f->errors++;
+                    if (strcmp(in.code, "unknown_node") == 0) {
+                        f->welcomed = 0;
+                        hello(f, &enc);
+                    } else if (strcmp(in.code, "unknown_table") == 0) {
+                        f->peer_ack = 0;
+                    }
+                    break;
+                default:
+                    break;
+                }
+            }
+        }
+    }
+    (void)last_report;
+    uint64_t tokmsgs = 0, hbs = 0, errs = 0, recs = 0;
+    int welcomed = 0;
+    for (int i = 0; i < o.nodes; i++) {
+        tokmsgs += fn[i].tokens_msgs;
+        hbs += fn[i].heartbeats;
+        errs += fn[i].errors;
+        recs += fn[i].records;
+        welcomed += fn[i].welcomed;
+    }
+    /* The controller's own view. */
+    json_t *status = NULL;
+    void *req = zmq_socket(ctx, ZMQ_REQ);
+    int linger = 0, tmo = 3000;
+    zmq_setsockopt(req, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(req, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    zmq_setsockopt(req, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
+    if (zmq_connect(req, o.admin) == 0) {
+        const char *q = "{\"v\":1,\"cmd\":\"status\"}";
+        if (zmq_send(req, q, strlen(q), 0) >= 0) {
+            zmq_msg_t msg;
+            zmq_msg_init(&msg);
+            if (zmq_msg_recv(&msg, req, 0) >= 0)
+                status = json_loadb(zmq_msg_data(&msg), zmq_msg_size(&msg), 0, NULL);
+            zmq_msg_close(&msg);
+        }
+    }
+    zmq_close(req);
+    json_t *out = json_pack("{s:i, s:i, s:i, s:f, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                            "nodes", o.nodes, "buckets", o.buckets, "active", o.active,
+                            "seconds", o.seconds, "welcomed", welcomed, "intervals_seen",
+                            (json_int_t)interval_rounds, "reports_sent", (json_int_t)reports,
+                            "tokens_msgs", (json_int_t)tokmsgs, "heartbeats", (json_int_t)hbs,
+                            "errors", (json_int_t)errs, "token_records", (json_int_t)recs,
+                            "bad_messages", (json_int_t)pst.rejected_total);
+    if (status) {
+        json_object_set(out, "timing", json_object_get(status, "timing"));
+        json_object_set(out, "stats", json_object_get(status, "stats"));
+        json_object_set(out, "period_ms", json_object_get(status, "period_ms"));
+        json_object_set(out, "intervals", json_object_get(status, "intervals"));
+        json_decref(status);
+    }
+    char *txt = json_dumps(out, JSON_INDENT(1));
+    printf("%s\n", txt);
+    free(txt);
+    json_decref(out);
+    for (int i = 0; i < o.nodes; i++) {
+        zmq_close(fn[i].sock);
+        free(fn[i].names);
+        free(fn[i].bucket);
+        free(fn[i].served);
+        free(fn[i].r_tok);
+        free(fn[i].l_tok);
+    }
+    zmq_ctx_term(ctx);
+    proto_msg_clear(&in);
+    proto_msg_clear(&rep);
+    proto_enc_clear(&enc);
+    for (int b = 0; b < o.buckets; b++)
+        free(bname[b]);
+    free(bname);
+    free(fn);
+    free(rate);
+    free(items);
+    return welcomed == o.nodes ? 0 : 1;
+}
