@@ -6,15 +6,16 @@
 LIB_PIDS=""
 LIB_PORTS=""
 
-# free_port: prints a TCP port on 127.0.0.1 that nothing listens on and that
-# this script has not handed out before.
-free_port() {
+# next_port: sets PORT to a TCP port on 127.0.0.1 that no socket uses (listening
+# or connected) and that this script has not handed out before.  Ports come
+# from 20000-32767, below Linux's default ephemeral range, so that client
+# connections do not take them between the choice and the bind.
+next_port() {
   while :; do
-    p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 25000 + 30000 ))
-    case " $LIB_PORTS " in *" $p "*) continue ;; esac
-    if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
-      LIB_PORTS="$LIB_PORTS $p"
-      echo "$p"
+    PORT=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12768 + 20000 ))
+    case " $LIB_PORTS " in *" $PORT "*) continue ;; esac
+    if ! ss -Hant "sport = :$PORT" 2>/dev/null | grep -q .; then
+      LIB_PORTS="$LIB_PORTS $PORT"
       return 0
     fi
   done
@@ -101,12 +102,21 @@ pin() {
   return 0
 }
 
+# cpu_args N: bqos-load options pinning the clients of servers 1..N to
+# their servers' CPUs (nothing when PIN=0).
+cpu_args() {
+  [ "$PIN" = 1 ] || return 0
+  i=1; l=""
+  while [ "$i" -le "$1" ]; do l="$l${l:+,}$(cpu_of "$i")"; i=$((i + 1)); done
+  echo "--server-cpus $l"
+}
+
 # start_backends N DIR: N memcached servers, logs in DIR.
 start_backends() {
   MC_PORTS=""
   i=1
   while [ "$i" -le "$1" ]; do
-    p=$(free_port)
+    next_port; p=$PORT
     start_memcached "$p" "$2/memcached-s$i.log" || return 1
     pin "$SPAWNED" "$(cpu_of "$i")"
     MC_PORTS="$MC_PORTS $p"
@@ -122,7 +132,7 @@ start_nodes() {
   NODE_PORTS=""; NODE_PIDS=""; SERVER_ARGS=""
   i=1
   for mp in $MC_PORTS; do
-    np=$(free_port)
+    next_port; np=$PORT
     set -- "$BIN/bqos-node" --name "s$i" --memcached-listen "127.0.0.1:$np" \
       --backend "memcached://127.0.0.1:$mp" --policy "$policy"
     [ "$ctl" = - ] || set -- "$@" --controller "$ctl"
@@ -148,7 +158,7 @@ stop_nodes() {
 # loopback ports, period 1 s, 5 intervals.
 start_controller() {
   bf=$1; cap=$2; dir=$3; shift 3
-  cp=$(free_port); ap=$(free_port)
+  next_port; cp=$PORT; next_port; ap=$PORT
   CTRL_EP="tcp://127.0.0.1:$cp"; ADMIN_EP="tcp://127.0.0.1:$ap"
   spawn "$dir/controller.log" "$BIN/bqos-controller" --buckets "$bf" --listen "$CTRL_EP" \
     --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity "$cap" "$@"

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -74,6 +75,11 @@ static const char usage_text[] =
     "        --check WHAT       exit 3 unless every bucket met its reservation\n"
     "                           (WHAT=met), none exceeded its limit (limits), or both\n"
     "                           (all); with --table every summary is checked\n"
+    "        --server-cpus LIST comma-separated CPU numbers, one per server in\n"
+    "                           scenario order: a client thread runs on the CPU\n"
+    "                           of the server it currently talks to (pin that\n"
+    "                           server's processes there too, e.g. with taskset,\n"
+    "                           to make servers behave like separate machines)\n"
     "        --period-start T   align the run's QoS periods with the controller's:\n"
     "                           T is the wall-clock time (Unix seconds, fractions\n"
     "                           allowed) at which one of its periods started; the\n"
@@ -103,7 +109,8 @@ enum {
     OPT_ROWS,
     OPT_CHECK,
     OPT_LOG_LEVEL,
-    OPT_PERIOD_START
+    OPT_PERIOD_START,
+    OPT_SERVER_CPUS
 };
 
 static const struct option long_opts[] = {
@@ -121,6 +128,7 @@ static const struct option long_opts[] = {
     {"rows", required_argument, NULL, OPT_ROWS},
     {"check", required_argument, NULL, OPT_CHECK},
     {"period-start", required_argument, NULL, OPT_PERIOD_START},
+    {"server-cpus", required_argument, NULL, OPT_SERVER_CPUS},
     {"quiet", no_argument, NULL, 'q'},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
@@ -140,6 +148,8 @@ typedef struct {
     int check;   /* bit 1 met, bit 2 limits */
     int quiet;
     double period_start;  /* > 0: align to this wall-clock period start */
+    int cpus[256];        /* --server-cpus, by server index */
+    int ncpus;
     const char *servers[256];
 } settings_t;
 
@@ -152,6 +162,8 @@ typedef struct {
     struct timespec start;     /* CLOCK_MONOTONIC time zero */
     double end;                /* seconds since start when threads stop */
     double align;              /* > 0: wall-clock start of some QoS period */
+    const int *cpus;           /* CPU per server index, or NULL */
+    int ncpus;
     atomic_int stop;
 } run_t;
 
@@ -275,6 +287,12 @@ static void *client_main(void *arg)
             }
         }
         if (srv != cur) {
+            if (run->cpus && srv < run->ncpus) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(run->cpus[srv], &set);
+                pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+            }
             memcached_free(mc);
             mc = connect_server(&s->servers[srv], 0, s->timeout_ms);
             cur = srv;
@@ -653,6 +671,24 @@ static int parse_settings(int argc, char **argv, settings_t *st)
             }
             break;
         case 'q': st->quiet = 1; break;
+        case OPT_SERVER_CPUS: {
+            char *p = optarg, *end;
+            st->ncpus = 0;
+            for (;;) {
+                long cpu = strtol(p, &end, 10);
+                if (end == p || cpu < 0 || cpu >= CPU_SETSIZE || st->ncpus == 256 ||
+                    (*end && *end != ',')) {
+                    fprintf(stderr, "bqos-load: --server-cpus takes CPU numbers like 0,1,1,0, "
+                            "not \"%s\"\n", optarg);
+                    return -EINVAL;
+                }
+                st->cpus[st->ncpus++] = (int)cpu;
+                if (!*end)
+                    break;
+                p = end + 1;
+            }
+            break;
+        }
         case OPT_PERIOD_START:
             if (parse_double(optarg, "--period-start", 1, &st->period_start) < 0)
                 return -EINVAL;
@@ -735,7 +771,8 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     int status = 0;
-    run_t run = {.s = s, .align = st.period_start};
+    run_t run = {.s = s, .align = st.period_start, .cpus = st.ncpus ? st.cpus : NULL,
+                 .ncpus = st.ncpus};
     run.value = malloc(s->value_size);
     if (!run.value) {
         status = 2;

@@ -320,12 +320,12 @@ int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max
             goto out;
     if (n == 0)
         goto out;
-    fprintf(out, "%-12s %11s %11s", "bucket", "reservation", "limit");
+    fprintf(out, "%-12s %11s", "bucket", "reservation");
     for (size_t i = 0; i < n; i++) {
         const char *label = json_string_value(json_object_get(docs[i], "label"));
         char head[40];
         snprintf(head, sizeof head, "%s", label ? label : paths[i]);
-        fprintf(out, " | %-10.10s %4s %4s", head, "met", "over");
+        fprintf(out, " | %-12.12s %8s %4s %4s", head, "limit", "met", "over");
     }
     fprintf(out, "\n");
     json_t *first = json_object_get(docs[0], "buckets");
@@ -333,10 +333,9 @@ int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max
     for (size_t row = 0; row < rows && (max_rows == 0 || row < max_rows); row++) {
         json_t *b0 = json_array_get(first, row);
         const char *name = json_string_value(json_object_get(b0, "name"));
-        char res[32], lim[32];
+        char res[32];
         fmt_rate(res, sizeof res, json_object_get(b0, "reservation"));
-        fmt_rate(lim, sizeof lim, json_object_get(b0, "limit"));
-        fprintf(out, "%-12s %11s %11s", name ? name : "?", res, lim);
+        fprintf(out, "%-12s %11s", name ? name : "?", res);
         for (size_t i = 0; i < n; i++) {
             json_t *arr = json_object_get(docs[i], "buckets"), *hit = NULL;
             for (size_t k = 0; k < json_array_size(arr) && !hit; k++) {
@@ -344,9 +343,11 @@ int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max
                 if (nm && name && strcmp(nm, name) == 0)
                     hit = json_array_get(arr, k);
             }
-            char ach[32];
+            char ach[32], lim[32];
             fmt_rate(ach, sizeof ach, json_object_get(hit, "achieved"));
-            fprintf(out, " | %10s %4s %4s", ach, hit ? yesno(json_object_get(hit, "met")) : "-",
+            fmt_rate(lim, sizeof lim, json_object_get(hit, "limit"));
+            fprintf(out, " | %12s %8s %4s %4s", ach, lim,
+                    hit ? yesno(json_object_get(hit, "met")) : "-",
                     hit ? yesno(json_object_get(hit, "over")) : "-");
         }
         fprintf(out, "\n");
@@ -355,20 +356,20 @@ int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max
         fprintf(out, "... %zu more buckets\n", rows - max_rows);
     static const struct {
         const char *key, *text;
-    } shares[] = {{"met_share", "buckets meeting reservations"},
-                  {"over_share", "buckets exceeding limits"},
-                  {"period_met_share", "bucket-periods meeting reservations"},
-                  {"period_over_share", "bucket-periods exceeding limits"},
+    } shares[] = {{"met_share", "buckets meeting R"},
+                  {"over_share", "buckets over L"},
+                  {"period_met_share", "bucket-periods meeting R"},
+                  {"period_over_share", "bucket-periods over L"},
                   {"total_rate", "total IOs/s"}};
     for (size_t k = 0; k < sizeof shares / sizeof shares[0]; k++) {
         int pct = strcmp(shares[k].key, "total_rate") != 0;
-        fprintf(out, "%-36s", shares[k].text);
+        fprintf(out, "%-24s", shares[k].text);
         for (size_t i = 0; i < n; i++) {
             double v = json_number_value(json_object_get(docs[i], shares[k].key));
             if (pct)
-                fprintf(out, " | %9.1f%%", 100.0 * v);
+                fprintf(out, " | %11.1f%% %18s", 100.0 * v, "");
             else
-                fprintf(out, " | %10.0f", v);
+                fprintf(out, " | %12.0f %18s", v, "");
         }
         fprintf(out, "\n");
     }

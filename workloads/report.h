@@ -66,8 +66,9 @@ int report_write_periods(const report_t *r, FILE *f);
 int report_write_summary(const report_t *r, const char *label, FILE *f);
 
 /* Reads the summary files paths[0..n-1] and prints one side-by-side table to
- * `out`: bucket, reservation, limit, then achieved, met?, over? per file
- * (headed by the file's label), then the share lines.  At most `max_rows`
+ * `out`: bucket and reservation (from the first file), then per file
+ * achieved IOs/s (headed by the file's label), limit, met?, over?; then the
+ * share lines and total IOs/s.  At most `max_rows`
  * bucket rows (0: all).  Buckets are matched by name to the first file.
  * Returns 0; -EINVAL if a file cannot be read or is not a summary (message
  * on stderr). */
