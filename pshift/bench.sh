@@ -8,6 +8,6 @@ if [ "${1:-}" = "--quick" ]; then
   exit 0
 fi
 echo "-- Fig. 5, 6, 7 (64 servers; pShift vs igraph push-relabel max-flow)"
-"$BIN/bqos-pshift" bench --fig 5,6,7
+"$BIN/bqos-pshift" bench --fig 5,6,7 --repeat 10
 echo "-- 1,024 servers x 1,000,000 buckets x 8 active"
-"$BIN/bqos-pshift" bench --large --repeat 1
+"$BIN/bqos-pshift" bench --large --repeat 3

@@ -71,8 +71,9 @@ int pjson_write_problem(FILE *f, const pshift_problem_t *p,
  * limit-pass problem from pshift_residual_new(), or NULL) is given,
  * "limit_phi", "limit_allocation" and "limit_stats".  `solve_seconds` is the
  * sum of the passes' t_total.  Allocations list every server on which the
- * bucket has demand.  `pretty` indents the output.  Returns 0, -EIO on a
- * write error, -ENOMEM. */
+ * bucket has demand.  `pretty` indents the output (built as a jansson tree;
+ * compact output is streamed, so it suits a million buckets).  Returns 0,
+ * -EIO on a write error, -ENOMEM. */
 int pjson_write_solution(FILE *f, const pshift_problem_t *p,
                          const pshift_problem_t *lim, int pretty);
 
