@@ -33,7 +33,6 @@ PRELOAD=${PRELOAD:-10000}
 RUNS=${RUNS:-rr res lim}
 CHECK=${CHECK:-0}
 CPU_OF=${CPU_OF:-0 1 1 0}
-LOGS=$OUT/logs
 SCEN_RES=$HERE/exp3.json
 SCEN_LIM=$HERE/exp3-limits.json
 
@@ -43,62 +42,24 @@ trap 'echo "exp3: interrupted" >&2; exit 130' INT TERM
 for b in bqos-load bqos-node; do
   [ -x "$BIN/$b" ] || die "missing $BIN/$b (run make)"
 done
-mkdir -p "$LOGS" || die "cannot create $OUT"
-rm -rf "$OUT/rr" "$OUT/res" "$OUT/lim"
-
-start_backends 4 "$LOGS" || die "memcached did not start (see $LOGS)"
-start_nodes rr - - "$LOGS" || die "bqos-node did not start (see $LOGS)"
-# shellcheck disable=SC2086
-"$BIN/bqos-load" $SERVER_ARGS $(cpu_args 4) --preload "$PRELOAD" --profile "$PROFILE" "$SCEN_RES" \
-  >"$OUT/profile.txt" 2>"$LOGS/profile.log" || die "profile run failed (see $LOGS/profile.log)"
-CAP=$(awk '$1 == "capacity" { print $2 }' "$OUT/profile.txt")
-[ -n "$CAP" ] && [ "$CAP" -gt 0 ] || die "profile gave no capacity"
-echo "exp3: profiled capacity $CAP IOs/s per server ($(grep '^server' "$OUT/profile.txt" | awk '{ printf "%s %s  ", $2, $3 }'))"
-echo "exp3: reservation 60% = $((CAP * 60 / 100)) IOs/s, limit 120% = $((CAP * 120 / 100)) IOs/s per bucket"
-
-titles=""; files=""; sums=""
+mkdir -p "$OUT" || die "cannot create $OUT"
+specs=""
 for run in $RUNS; do
   case $run in
-    rr)  scen=$SCEN_RES; label=rr ;;
-    res) scen=$SCEN_RES; label=pShift-R ;;
-    lim) scen=$SCEN_LIM; label=pShift-R+L ;;
-    *) die "unknown run $run" ;;
+    rr)  specs="$specs rr:rr:rr:$SCEN_RES" ;;
+    res) specs="$specs res:pShift-R:tokens:$SCEN_RES" ;;
+    lim) specs="$specs lim:pShift-R+L:tokens:$SCEN_LIM" ;;
+    *) die "unknown run $run (rr, res, lim)" ;;
   esac
-  align=""
-  if [ "$run" != rr ]; then
-    [ -x "$BIN/bqos-controller" ] || { echo "exp3: no $BIN/bqos-controller, skipping $run"; continue; }
-    stop_nodes
-    "$BIN/bqos-load" -c "$CAP" --print-buckets "$scen" >"$OUT/buckets-$run.json" || die "bad scenario"
-    start_controller "$OUT/buckets-$run.json" "$CAP" "$LOGS" || die "controller did not start"
-    mv "$LOGS/controller.log" "$LOGS/controller-$run.log" 2>/dev/null
-    start_nodes tokens "$CTRL_EP" "$OUT/buckets-$run.json" "$LOGS" || die "nodes did not start"
-    sleep 1.5   # nodes register; the first tokens arrive
-    if [ -x "$BIN/bqos-ctl" ]; then
-      st=$("$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status 2>/dev/null)
-      now=$(date +%s.%N)
-      el=$(echo "$st" | sed -n 's/.*"elapsed_ms": *\([0-9]*\).*/\1/p' | head -1)
-      [ -n "$el" ] && align="--period-start $(echo "$now $el" | awk '{ printf "%.3f", $1 - $2 / 1000 }')"
-    fi
-  fi
-  echo "exp3: run $label, ${DUR}s"
-  mkdir -p "$OUT/$run"
-  # shellcheck disable=SC2086
-  "$BIN/bqos-load" $SERVER_ARGS $(cpu_args 4) -c "$CAP" --preload 0 -d "$DUR" -o "$OUT/$run" -l "$label" \
-    $align "$scen" >"$OUT/$run/table.txt" 2>"$LOGS/load-$run.log" ||
-    die "load run $run failed (see $LOGS/load-$run.log)"
-  if [ "$run" != rr ]; then stop_nodes; stop_controller; fi
-  titles="$titles $label"; files="$files $OUT/$run/cumulative.csv"; sums="$sums $OUT/$run/summary.json"
 done
-stop_nodes
-[ -n "$sums" ] || die "nothing ran"
-
-if command -v gnuplot >/dev/null 2>&1; then
-  gnuplot -e "files='${files# }'; titles='${titles# }'; out='$OUT/exp3.png'; heading='Experiment 3: 4 servers, 4 buckets (capacity $CAP IOs/s per server)'; res=$((CAP * 60 / 100))" \
-    "$HERE/cumulative.gp" 2>"$LOGS/gnuplot.log" && echo "exp3: plot $OUT/exp3.png"
-fi
+# shellcheck disable=SC2086
+experiment 4 "$OUT" $specs || die "failed"
+echo "reservation 60% = $((CAP * 60 / 100)) IOs/s per bucket; limit 400% (res) or 120% (lim) = $((CAP * 120 / 100)) IOs/s"
+[ -n "$EXP_SUMS" ] || die "nothing ran"
+plot "$OUT/exp3.png" "Experiment 3: 4 servers, 4 buckets on {1}, {1,2}, {1,2,3}, {1,2,3,4} (capacity $CAP IOs/s per server)" $((CAP * 60 / 100))
 echo
 # shellcheck disable=SC2086
-"$BIN/bqos-load" --table $sums | tee "$OUT/table.txt"
+"$BIN/bqos-load" --table $EXP_SUMS | tee "$OUT/table.txt"
 echo
 
 # Expectations.

@@ -5,6 +5,8 @@
 
 LIB_PIDS=""
 LIB_PORTS=""
+# The directory of this file (callers set HERE before sourcing it).
+LIB_DIR=${HERE:-examples}
 
 # next_port: sets PORT to a TCP port on 127.0.0.1 that no socket uses (listening
 # or connected) and that this script has not handed out before.  Ports come
@@ -169,4 +171,85 @@ start_controller() {
 stop_controller() {
   [ -n "${CTRL_PID:-}" ] && stop_pid "$CTRL_PID"
   CTRL_PID=""
+}
+
+# ---- experiments ----------------------------------------------------------
+# experiment N OUT RUN...: starts N memcached servers and N bqos-nodes, profiles
+# the servers' capacity through rr nodes (first run's scenario), then runs
+# every RUN, given as NAME:LABEL:POLICY:SCENARIO (POLICY rr = nodes with
+# --policy rr and no controller; tokens = controller + nodes with tokens).
+# Each run writes OUT/NAME/ (CSVs, summary.json, table.txt).  Uses BIN, DUR,
+# PROFILE, PRELOAD and LOGS=OUT/logs.  Sets CAP (IOs/s per server) and
+# EXP_SUMS, EXP_FILES, EXP_TITLES (the runs' summaries, cumulative CSVs and
+# labels).  Returns nonzero on failure with a message on stderr.
+experiment() {
+  nsrv=$1; out=$2; shift 2
+  LOGS=$out/logs
+  mkdir -p "$LOGS" || return 1
+  EXP_SUMS=""; EXP_FILES=""; EXP_TITLES=""
+  start_backends "$nsrv" "$LOGS" || { echo "memcached did not start (see $LOGS)" >&2; return 1; }
+  start_nodes rr - - "$LOGS" || { echo "bqos-node did not start (see $LOGS)" >&2; return 1; }
+  first=${1##*:}
+  # shellcheck disable=SC2086
+  "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") --preload "$PRELOAD" --profile "$PROFILE" \
+    "$first" >"$out/profile.txt" 2>"$LOGS/profile.log" ||
+    { echo "profile run failed (see $LOGS/profile.log)" >&2; return 1; }
+  loaded=$first
+  CAP=$(awk '$1 == "capacity" { print $2 }' "$out/profile.txt")
+  [ -n "$CAP" ] && [ "$CAP" -gt 0 ] || { echo "the profile gave no capacity" >&2; return 1; }
+  echo "profiled capacity: $CAP IOs/s per server ($(awk '$1 == "server" { printf "%s%s %s", sep, $2, $3; sep = ", " }' "$out/profile.txt"))"
+  cur=rr
+  for spec in "$@"; do
+    name=${spec%%:*}; rest=${spec#*:}
+    label=${rest%%:*}; rest=${rest#*:}
+    pol=${rest%%:*}; scen=${rest#*:}
+    rm -rf "${out:?}/$name"; mkdir -p "$out/$name"
+    pre=0
+    [ "$scen" = "$loaded" ] || { pre=$PRELOAD; loaded=$scen; }
+    align=""
+    if [ "$pol" = tokens ]; then
+      [ -x "$BIN/bqos-controller" ] || { echo "no $BIN/bqos-controller: skipping $label" >&2; continue; }
+      stop_nodes
+      "$BIN/bqos-load" -c "$CAP" --print-buckets "$scen" >"$out/$name/buckets.json" || return 1
+      start_controller "$out/$name/buckets.json" "$CAP" "$LOGS" ||
+        { echo "bqos-controller did not start (see $LOGS)" >&2; return 1; }
+      mv "$LOGS/controller.log" "$LOGS/controller-$name.log" 2>/dev/null
+      start_nodes tokens "$CTRL_EP" "$out/$name/buckets.json" "$LOGS" ||
+        { echo "bqos-node did not start (see $LOGS)" >&2; return 1; }
+      sleep 1.5   # the nodes register and receive their first tokens
+      if [ -x "$BIN/bqos-ctl" ]; then
+        st=$("$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status 2>/dev/null)
+        now=$(date +%s.%N)
+        el=$(echo "$st" | sed -n 's/.*"elapsed_ms": *\([0-9]*\).*/\1/p' | head -1)
+        [ -n "$el" ] && align="--period-start $(echo "$now $el" | awk '{ printf "%.3f", $1 - $2 / 1000 }')"
+      fi
+    elif [ "$cur" != rr ]; then
+      stop_nodes; stop_controller
+      start_nodes rr - - "$LOGS" || { echo "bqos-node did not start (see $LOGS)" >&2; return 1; }
+    fi
+    cur=$pol
+    echo "run $label: ${DUR}s"
+    # shellcheck disable=SC2086
+    "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") -c "$CAP" --preload "$pre" -d "$DUR" \
+      -o "$out/$name" -l "$label" $align "$scen" >"$out/$name/table.txt" 2>"$LOGS/load-$name.log" ||
+      { echo "run $label failed (see $LOGS/load-$name.log)" >&2; return 1; }
+    if [ "$pol" = tokens ]; then
+      stop_nodes; stop_controller
+      cur=none
+    fi
+    EXP_SUMS="$EXP_SUMS $out/$name/summary.json"
+    EXP_FILES="$EXP_FILES $out/$name/cumulative.csv"
+    EXP_TITLES="$EXP_TITLES $label"
+  done
+  stop_nodes; stop_controller
+  return 0
+}
+
+# plot OUT.png HEADING [RES]: the cumulative plot of the runs in EXP_FILES.
+plot() {
+  command -v gnuplot >/dev/null 2>&1 || { echo "no gnuplot: no plot" >&2; return 0; }
+  extra=""
+  [ -n "${3:-}" ] && extra="; res=$3"
+  gnuplot -e "files='${EXP_FILES# }'; titles='${EXP_TITLES# }'; out='$1'; heading='$2'$extra" \
+    "$LIB_DIR/cumulative.gp" 2>"$LOGS/gnuplot.log" && echo "plot: $1"
 }
