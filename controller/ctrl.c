@@ -342,8 +342,10 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t tab
     for (size_t j = 0; j < nd->ntable; j++)
         nd->pairs[j].tok_r = -1;
     nd->peer_table = 0;
-    if (!nd->up)
-        c->st.nodes_back_up += nd->last_seen >= 0;
+    if (!nd->up && nd->last_seen >= 0) {
+        c->st.nodes_back_up++;
+        log_info("node %s is back", nd->name);
+    }
     nd->up = 1;
     nd->last_seen = c->round_no;
     c->force = 1;

@@ -186,6 +186,9 @@ int main(int argc, char **argv)
                     b + 1 < o.buckets ? "," : "");
         }
         fprintf(fp, "]}\n");
+        free(bname);
+        free(fn);
+        free(rate);
         return fclose(fp) ? 1 : 0;
     }
     unsigned seed = o.seed;
