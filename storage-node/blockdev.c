@@ -50,6 +50,7 @@ struct blockdev {
     int stopping;
     int efd;
     struct event *ev;
+    int no_nowait;         /* RWF_NOWAIT unsupported here: stop trying */
     /* single mode: the shared descriptors */
     int sfd, sdfd;
     uint64_t ssize;
@@ -392,6 +393,33 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op)
     pthread_cond_signal(&bd->cv);
     pthread_mutex_unlock(&bd->mu);
     return 0;
+}
+
+int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op)
+{
+    if (bd->no_nowait || op->kind != BLOCKDEV_READ || op->export_id < 0 ||
+        op->export_id >= bd->max_exports || !bd->ex[op->export_id].opened)
+        return 0;
+    bexport_t *e = &bd->ex[op->export_id];
+    if (e->dfd >= 0 && aligned(op))
+        return 0; /* O_DIRECT reads always go to the device */
+    size_t done = 0;
+    while (done < op->length) {
+        struct iovec iov = {(char *)op->buf + done, op->length - done};
+        ssize_t n = preadv2(e->fd, &iov, 1, (off_t)(op->offset + done), RWF_NOWAIT);
+        if (n < 0) {
+            if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+                bd->no_nowait = 1;
+            return 0; /* EAGAIN: not all cached; a worker reads it all */
+        }
+        if (n == 0) {
+            memset((char *)op->buf + done, 0, op->length - done);
+            break;
+        }
+        done += (size_t)n;
+    }
+    op->result = 0;
+    return 1;
 }
 
 int blockdev_direct(const blockdev_t *bd)

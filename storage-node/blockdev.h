@@ -71,6 +71,13 @@ int blockdev_export(blockdev_t *bd, int id, const char *name, uint64_t *size);
  * -EINVAL (unopened export), or -ESHUTDOWN while being destroyed. */
 int blockdev_submit(blockdev_t *bd, blockdev_op_t *op);
 
+/* Tries to run a READ at once on the calling (loop) thread without
+ * blocking: preadv2(RWF_NOWAIT) succeeds only if every byte is in the page
+ * cache.  Returns 1 if the op is complete (op->result set; no callback will
+ * run), 0 if it must be submitted (nothing changed but possibly op->buf).
+ * Never for writes, O_DIRECT reads, or where RWF_NOWAIT is unsupported. */
+int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op);
+
 /* Returns nonzero if the backend was opened with O_DIRECT (buffers, offsets
  * and lengths must then be aligned to 4096 bytes, see blockdev_alloc()). */
 int blockdev_direct(const blockdev_t *bd);

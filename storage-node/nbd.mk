@@ -10,3 +10,4 @@ test_nbd_SRCS = tests/test_nbd.c
 test_nbd_LIBS = node common
 
 ITESTS += tests/it_nbd.sh
+BENCHES += storage-node/bench-nbd.sh

@@ -81,6 +81,8 @@ struct nbdfront {
     int inflight;
     double busy_mark, busy_pending;
     int stopping;
+    int dispatching;       /* inside dispatch_more() */
+    uint64_t inline_done;  /* reads served from the page cache at once */
     struct event *stop_timer;
     nbdfront_stats_t st;
 };
@@ -114,6 +116,7 @@ void nbdfront_config_defaults(nbdfront_config_t *cfg)
     cfg->outstanding = 5;
     cfg->max_conns = 4096;
     cfg->max_queued = 256;
+    cfg->inline_reads = 1;
     cfg->store.export_size = 1ull << 30;
     cfg->store.workers = 5;
     cfg->store.max_exports = MAX_EXPORTS;
@@ -204,8 +207,15 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
         conn_update(c);
 }
 
+/* Hands IOs to the backend while fewer than `outstanding` are there.  A
+ * read the page cache can satisfy completes here at once (no worker round
+ * trip); its reply may let connections read on, which may call back in
+ * here: the nested call returns and this loop picks their requests up. */
 static void dispatch_more(nbdfront_t *f)
 {
+    if (f->dispatching)
+        return;
+    f->dispatching = 1;
     while (f->inflight < f->cfg.outstanding) {
         sched_item_t *it = sched_dispatch(f->s, NULL);
         if (!it)
@@ -213,6 +223,12 @@ static void dispatch_more(nbdfront_t *f)
         nreq_t *r = container_of(it, nreq_t, item);
         busy_account(f);
         r->state = RQ_INFLIGHT;
+        if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
+            f->inline_done++;
+            sched_note_completion(f->s, 1, 0);
+            req_finish(f, r, r->op.result, 1);
+            continue;
+        }
         f->inflight++;
         int rc = blockdev_submit(f->bd, &r->op);
         if (rc < 0) {
@@ -220,6 +236,7 @@ static void dispatch_more(nbdfront_t *f)
             req_finish(f, r, rc, 1);
         }
     }
+    f->dispatching = 0;
 }
 
 static void on_done(blockdev_op_t *op, void *arg)
@@ -815,6 +832,7 @@ void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *o)
 {
     *o = f->st;
     o->inflight = f->inflight;
+    o->inline_reads = f->inline_done;
 }
 
 static void drain_one(sched_item_t *it, void *arg)

@@ -37,12 +37,14 @@ typedef struct {
     int outstanding;           /* max IOs at the backend, >= 1 */
     int max_conns;             /* connections beyond are closed at once */
     int max_queued;            /* per connection: reading pauses beyond */
+    int inline_reads;          /* serve page-cached reads on the loop thread
+                                  (preadv2 RWF_NOWAIT), default 1 */
     blockdev_config_t store;   /* the backend (workers, path, size, direct) */
 } nbdfront_config_t;
 
 /* Fills *cfg with the defaults: 127.0.0.1:10809, outstanding 5, 4096
  * connections, 256 queued requests per connection, 5 workers, export size
- * 1 GiB, buffered IO, no path (must be set). */
+ * 1 GiB, buffered IO, inline page-cache reads, no path (must be set). */
 void nbdfront_config_defaults(nbdfront_config_t *cfg);
 
 typedef struct nbdfront nbdfront_t;
@@ -75,6 +77,7 @@ void nbdfront_kick(nbdfront_t *f);
 typedef struct {
     uint64_t conns, requests, reads, writes, flushes, trims, errors;
     uint64_t bytes_read, bytes_written;
+    uint64_t inline_reads;     /* of the reads: served from the page cache at once */
     int inflight;
 } nbdfront_stats_t;
 void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *out);

@@ -430,10 +430,11 @@ int main(int argc, char **argv)
     nbdfront_stats_t st;
     nbdfront_stats(f, &st);
     log_info("stopped: %llu connections, %llu requests (%llu reads, %llu writes, %llu "
-             "flushes, %llu trims), %llu errors",
+             "flushes, %llu trims; %llu reads from the page cache inline), %llu errors",
              (unsigned long long)st.conns, (unsigned long long)st.requests,
              (unsigned long long)st.reads, (unsigned long long)st.writes,
              (unsigned long long)st.flushes, (unsigned long long)st.trims,
+             (unsigned long long)st.inline_reads,
              (unsigned long long)st.errors);
     rc = 0;
 out:

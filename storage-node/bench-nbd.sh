@@ -1,0 +1,106 @@
+#!/bin/sh
+# bench-nbd.sh - 4 KiB random reads from one 1 GiB file: fio directly on the file vs fio's nbd engine through bqos-nbd-node (policy rr) vs through nbdkit's file plugin; same queue depth, interleaved rounds, medians.
+#
+# Environment (all optional):
+#   BIN=bin            where bqos-nbd-node is
+#   DIR=/var/tmp/bqos-nbd-bench   where the 1 GiB backing file lives (kept)
+#   QD=8               IOs in flight: fio iodepth (nbd, libaio) or numjobs
+#                      (psync), bqos-nbd-node --outstanding/--workers
+#   T=5                seconds per measurement
+#   ROUNDS=3           interleaved rounds; the median is reported
+#   MODES="direct cached"  direct: O_DIRECT (fio --direct=1, bqos --direct,
+#                      nbdkit cache=none), page cache dropped before each run;
+#                      cached: the file is in the page cache (buffered IO)
+#   CSV=               also append "mode,server,round,iops" rows to this file
+set -u
+BIN=${BIN:-bin}
+DIR=${DIR:-/var/tmp/bqos-nbd-bench}
+QD=${QD:-8}
+T=${T:-5}
+ROUNDS=${ROUNDS:-3}
+MODES=${MODES:-direct cached}
+CSV=${CSV:-}
+for t in fio nbdkit python3; do
+  command -v $t >/dev/null 2>&1 || { echo "bench-nbd: $t not installed (scripts/deps.sh)"; exit 1; }
+done
+[ -x "$BIN/bqos-nbd-node" ] || { echo "bench-nbd: $BIN/bqos-nbd-node not built"; exit 1; }
+mkdir -p "$DIR" || exit 1
+F=$DIR/vol.img
+if [ "$(stat -c %s "$F" 2>/dev/null)" != 1073741824 ]; then
+  echo "bench-nbd: writing $F (1 GiB)"
+  fio --name=mk --filename="$F" --size=1g --rw=write --bs=1m --direct=1 --output=/dev/null || exit 1
+fi
+tmp=$(mktemp -d /tmp/bench-nbd.XXXXXX)
+srv=""
+cleanup() { [ -n "$srv" ] && kill -TERM "$srv" 2>/dev/null && wait "$srv" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+dropcache() { python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$F"; }
+warmcache() { cat "$F" >/dev/null; }
+iops() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$1" 2>/dev/null || echo 0; }
+waitport() { i=0; while [ $i -lt 50 ]; do python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),0.2)' "$1" 2>/dev/null && return 0; sleep 0.1; i=$((i+1)); done; return 1; }
+
+COMMON="--rw=randread --bs=4k --size=1g --time_based --runtime=$T --norandommap --randrepeat=0 --output-format=json --group_reporting"
+
+run_direct_fio() { # mode
+  if [ "$1" = direct ]; then
+    fio --name=file --filename="$F" --ioengine=libaio --direct=1 --iodepth="$QD" $COMMON --output="$tmp/o.json" >/dev/null 2>&1
+  else
+    fio --name=file --filename="$F" --ioengine=psync --numjobs="$QD" $COMMON --output="$tmp/o.json" >/dev/null 2>&1
+  fi
+  iops "$tmp/o.json"
+}
+
+run_nbd() { # port export
+  fio --name=nbd --ioengine=nbd --uri="nbd://127.0.0.1:$1/$2" --iodepth="$QD" $COMMON --output="$tmp/o.json" >/dev/null 2>&1
+  iops "$tmp/o.json"
+}
+
+run_bqos() { # mode
+  p=$(freeport)
+  d=""; [ "$1" = direct ] && d=--direct
+  "$BIN/bqos-nbd-node" --nbd-listen "127.0.0.1:$p" --backend "file:$F" --buckets vol --policy rr \
+    --outstanding "$QD" $d --log-level warn 2>"$tmp/bqos.log" &
+  srv=$!
+  waitport "$p" || { echo 0; return; }
+  run_nbd "$p" vol
+  kill -TERM "$srv"; wait "$srv" 2>/dev/null; srv=""
+}
+
+run_nbdkit() { # mode
+  p=$(freeport)
+  c=""; [ "$1" = direct ] && c=cache=none
+  nbdkit -f -p "$p" -i 127.0.0.1 -t "$QD" file "$F" $c 2>"$tmp/nbdkit.log" &
+  srv=$!
+  waitport "$p" || { echo 0; return; }
+  run_nbd "$p" ""
+  kill -TERM "$srv"; wait "$srv" 2>/dev/null; srv=""
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+echo "bench-nbd: 4 KiB random reads of $F, queue depth $QD, ${T}s x $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-8s %12s %12s %12s %9s %9s\n" mode "fio-file" "bqos-nbd" "nbdkit" "bqos/file" "bqos/kit"
+for mode in $MODES; do
+  a=""; b=""; k=""
+  r=1
+  while [ $r -le "$ROUNDS" ]; do
+    for s in file bqos nbdkit; do
+      if [ "$mode" = direct ]; then dropcache; else warmcache; fi
+      case $s in
+        file) v=$(run_direct_fio "$mode"); a="$a $v" ;;
+        bqos) v=$(run_bqos "$mode"); b="$b $v" ;;
+        nbdkit) v=$(run_nbdkit "$mode"); k="$k $v" ;;
+      esac
+      [ -n "$CSV" ] && echo "$mode,$s,$r,$v" >>"$CSV"
+    done
+    r=$((r + 1))
+  done
+  ma=$(echo "$a" | median); mb=$(echo "$b" | median); mk=$(echo "$k" | median)
+  printf "%-8s %12s %12s %12s %8.0f%% %8.0f%%\n" "$mode" "$ma" "$mb" "$mk" \
+    "$(echo "$mb $ma" | awk '{ print $2 ? 100 * $1 / $2 : 0 }')" \
+    "$(echo "$mb $mk" | awk '{ print $2 ? 100 * $1 / $2 : 0 }')"
+  echo "         rounds: file$a | bqos$b | nbdkit$k"
+done
