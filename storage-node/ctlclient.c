@@ -518,8 +518,10 @@ double ctlclient_tick(ctlclient_t *c, double now)
 {
     ctlclient_on_readable(c, now);
     if (!c->st.welcomed && now >= c->next_hello) {
-        send_hello(c, now);
-        c->next_hello = now + c->cfg.hello_s;
+        /* Not connected yet (ZMQ_IMMEDIATE refuses to queue): retry soon,
+         * so a node that starts with its controller is welcomed at once. */
+        int rc = send_hello(c, now);
+        c->next_hello = now + (rc == -EAGAIN && c->cfg.hello_s > 0.05 ? 0.05 : c->cfg.hello_s);
     }
     if (c->has_timing && now >= c->next_report) {
         if (now >= c->period_end) {

@@ -3,6 +3,8 @@
  * tokens, silence fallback and resume, errors and bad messages. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -83,19 +85,67 @@ static void run_for(ctlclient_t *c, double secs)
     }
 }
 
+/* Ticks the client until pred(stats) holds or `secs` pass (generous
+ * timeouts: the test machine may be loaded).  Returns 1 if it held. */
+typedef int (*pred_fn)(const ctlclient_stats_t *st, uint64_t arg);
+static int run_until(ctlclient_t *c, pred_fn pred, uint64_t arg, double secs)
+{
+    double end = ctlclient_now() + secs;
+    ctlclient_stats_t st;
+    for (;;) {
+        ctlclient_tick(c, ctlclient_now());
+        ctlclient_stats(c, &st);
+        if (pred(&st, arg))
+            return 1;
+        if (ctlclient_now() >= end)
+            return 0;
+        zmq_pollitem_t pi = {NULL, ctlclient_fd(c), ZMQ_POLLIN, 0};
+        zmq_poll(&pi, 1, 5);
+    }
+}
+static int is_welcomed(const ctlclient_stats_t *st, uint64_t a)
+{
+    (void)a;
+    return st->welcomed;
+}
+static int applied_at_least(const ctlclient_stats_t *st, uint64_t n)
+{
+    return st->tokens_applied >= n;
+}
+static int stale_at_least(const ctlclient_stats_t *st, uint64_t n)
+{
+    return st->tokens_stale >= n;
+}
+static int in_fallback(const ctlclient_stats_t *st, uint64_t want)
+{
+    return (uint64_t)st->fallback == want;
+}
+
+static int rejected_at_least(const ctlclient_stats_t *st, uint64_t n)
+{
+    return st->proto.rejected_total >= n;
+}
+
 static void fake_send(fake_t *f, proto_msg_t *m)
 {
     strcpy(m->node, "n1");
     ck_assert_int_eq(proto_send(f->router, "n1", 2, m, &f->enc, 0), 0);
 }
 
+/* The fake controller's period: short for the silence test; long for the
+ * session test so that a loaded machine cannot push it over a boundary. */
+static uint32_t g_period_ms = 300, g_intervals = 3;
+
 static void timing(proto_msg_t *m, uint64_t period, uint32_t remaining)
 {
+    uint32_t ims = g_period_ms / g_intervals;
     m->period = period;
-    m->intervals = 3;
-    m->period_ms = 300;
+    m->intervals = g_intervals;
+    m->period_ms = g_period_ms;
     m->remaining_ms = remaining;
-    m->interval = (300 - remaining) / 100 > 2 ? 2 : (300 - remaining) / 100;
+    m->interval = (g_period_ms - remaining) / ims;
+    if (m->interval >= g_intervals)
+        m->interval = g_intervals - 1;
 }
 
 static const char *ctl_names[] = {"red", "green"};
@@ -106,7 +156,7 @@ static void send_tokens(fake_t *f, uint64_t period, int64_t r, int64_t l, int na
     proto_msg_t m;
     proto_msg_init(&m);
     m.type = PROTO_TOKENS;
-    timing(&m, period, 250);
+    timing(&m, period, g_period_ms - 50);
     m.table = 1;
     m.peer_table = peer;
     m.has_names = names;
@@ -146,7 +196,7 @@ START_TEST(test_ctlclient_session)
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR); /* fallback until told */
 
     /* hello with our table */
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 3.0));
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     ck_assert_uint_eq(f.m.capacity, 1234);
     ck_assert_uint_eq(f.m.nnames, 2);
     ck_assert_str_eq(f.m.names[0], "red");
@@ -157,17 +207,17 @@ START_TEST(test_ctlclient_session)
     proto_msg_t w;
     proto_msg_init(&w);
     w.type = PROTO_WELCOME;
-    timing(&w, 5, 290);
+    g_period_ms = 60000; /* 100 ms intervals; no period ends by itself */
+    g_intervals = 600;
+    timing(&w, 5, 59990);
     w.table = 1;
     w.peer_table = node_table;
     w.has_names = 1;
     w.nnames = 2;
     w.names = ctl_names;
     fake_send(&f, &w);
-    run_for(c, 0.05);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
     ctlclient_stats_t st;
-    ctlclient_stats(c, &st);
-    ck_assert(st.welcomed);
     ck_assert_int_eq(sched_find_bucket(s, "green", 5), 2);
 
     /* traffic, then a report at the next interval start, with names since
@@ -175,8 +225,14 @@ START_TEST(test_ctlclient_session)
     static sched_item_t items[5];
     for (int i = 0; i < 5; i++)
         sched_enqueue(s, 0, &items[i]);
-    ck_assert(wait_for(&f, c, PROTO_REPORT, 1.0));
-    ck_assert_uint_eq(f.m.period, 5);
+    ck_assert(wait_for(&f, c, PROTO_REPORT, 10.0));
+    ctlclient_stats(c, &st);
+    ck_assert_msg(f.m.period == 5,
+                  "report period %llu interval %u, node period %llu; reports sent %llu, "
+                  "dropped %llu, hellos %llu",
+                  (unsigned long long)f.m.period, f.m.interval, (unsigned long long)st.period,
+                  (unsigned long long)st.sent_report, (unsigned long long)st.send_dropped,
+                  (unsigned long long)st.sent_hello);
     ck_assert(f.m.has_names);
     ck_assert_uint_eq(f.m.nnames, 3);
     ck_assert_uint_eq(f.m.peer_table, 1);
@@ -188,7 +244,7 @@ START_TEST(test_ctlclient_session)
 
     /* tokens by the controller's table (cached: no names) */
     send_tokens(&f, 5, 10, 20, 0, 0);
-    run_for(c, 0.03);
+    ck_assert(run_until(c, applied_at_least, 2, 10.0));
     sched_bucket_stats_t bs;
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 10);
@@ -203,7 +259,7 @@ START_TEST(test_ctlclient_session)
 
     /* stale tokens (older period) are ignored */
     send_tokens(&f, 4, 99, 99, 0, 0);
-    run_for(c, 0.03);
+    ck_assert(run_until(c, stale_at_least, 1, 10.0));
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 10);
     ctlclient_stats(c, &st);
@@ -212,14 +268,14 @@ START_TEST(test_ctlclient_session)
     /* a newer period resets the counters; names go on until acknowledged */
     uint32_t node_table2 = f.m.table;
     send_tokens(&f, 6, 11, 21, 0, 0);
-    ck_assert(wait_report(&f, c, 6, 1.0));
+    ck_assert(wait_report(&f, c, 6, 10.0));
     ck_assert(f.m.has_names);
     ck_assert_uint_eq(f.m.count, 1);
     ck_assert_uint_eq(f.m.report[0].queued, 5);
     ck_assert_uint_eq(f.m.report[0].arrivals_period, 0);
     /* acknowledged: the next reports carry no names */
     send_tokens(&f, 7, 11, 21, 0, node_table2);
-    ck_assert(wait_report(&f, c, 7, 1.0));
+    ck_assert(wait_report(&f, c, 7, 10.0));
     ck_assert(!f.m.has_names);
     ck_assert_uint_eq(f.m.table, node_table2);
     proto_msg_clear(&w);
@@ -237,41 +293,68 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
     sched_add_bucket(s, "red", 1);
     ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 3.0));
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     proto_msg_t w;
     proto_msg_init(&w);
     w.type = PROTO_WELCOME;
+    g_period_ms = 300;
+    g_intervals = 3;
     timing(&w, 1, 280);
     w.table = 1;
     w.peer_table = f.m.table;
     w.has_names = 1;
     w.nnames = 2;
     w.names = ctl_names;
+    double p1_end = ctlclient_now() + 0.28; /* the fake controller's clock */
     fake_send(&f, &w);
     send_tokens(&f, 1, 5, 5, 0, 0);
-    run_for(c, 0.05);
+    ck_assert(run_until(c, applied_at_least, 2, 10.0));
+    ck_assert(run_until(c, in_fallback, 0, 10.0));
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
-
-    /* silence: after the period ends (<= 0.3 s) the node falls back */
-    run_for(c, 0.45);
     ctlclient_stats_t st;
+
+    /* a controller that only sends heartbeats (pushes skipped) for several
+     * periods is alive: no fallback */
+    double end = ctlclient_now() + 0.8, last = ctlclient_now(), gap = 0;
+    while (ctlclient_now() < end) {
+        if (ctlclient_now() - last > gap)
+            gap = ctlclient_now() - last;
+        last = ctlclient_now();
+        proto_msg_t hb;
+        proto_msg_init(&hb);
+        hb.type = PROTO_HEARTBEAT;
+        hb.has_timing = 1;
+        double now = ctlclient_now(), k = now > p1_end ? ceil((now - p1_end) / 0.3) : 0;
+        timing(&hb, 1 + (uint64_t)k, (uint32_t)((p1_end + k * 0.3 - now) * 1000));
+        fake_send(&f, &hb);
+        run_for(c, 0.04);
+    }
     ctlclient_stats(c, &st);
-    ck_assert(st.fallback);
-    ck_assert_uint_eq(st.fallbacks, 1);
-    uint64_t resumes = st.resumes; /* the first tokens ended the start-up fallback */
-    ck_assert_uint_eq(resumes, 1);
-    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR);
+    /* A loaded machine can stall this process (the fake controller) for
+     * longer than the silence threshold (150 ms); then a fallback is right. */
+    if (gap < 0.1)
+        ck_assert_uint_eq(st.fallbacks, 0);
+    else
+        fprintf(stderr, "test_ctlclient: stalled %.3f s; liveness check skipped\n", gap);
+    uint64_t fb0 = st.fallbacks;
     ck_assert_uint_ge(st.period, 2);
+
+    /* silence: after the period ends the node falls back */
+    ck_assert(run_until(c, in_fallback, 1, 10.0));
+    ctlclient_stats(c, &st);
+    ck_assert_uint_ge(st.fallbacks, fb0 > 0 ? fb0 : 1);
+    uint64_t resumes = st.resumes; /* the first tokens ended the start-up fallback */
+    ck_assert_uint_ge(resumes, 1);
+    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR);
     /* tokens keep their last values in fallback */
     sched_bucket_stats_t bs;
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 5);
 
-    /* the controller comes back: tokens for the node's current period */
-    send_tokens(&f, st.period, 8, 9, 0, 0);
-    run_for(c, 0.03);
+    /* the controller comes back; + 1: the node may pass a boundary meanwhile */
+    send_tokens(&f, st.period + 1, 8, 9, 0, 0);
+    ck_assert(run_until(c, in_fallback, 0, 10.0));
     ctlclient_stats(c, &st);
-    ck_assert(!st.fallback);
     ck_assert_uint_eq(st.resumes, resumes + 1);
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
     sched_bucket_stats(s, 0, &bs);
@@ -283,7 +366,7 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     e.type = PROTO_ERROR;
     strcpy(e.code, "unknown_node");
     fake_send(&f, &e);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 1.0));
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     ck_assert(f.m.has_timing); /* our period, for the new controller */
     ck_assert_uint_ge(f.m.period, 2);
     ctlclient_destroy(&c);
@@ -298,7 +381,7 @@ START_TEST(test_ctlclient_bad_messages)
     fake_start(&f);
     sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
     ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 3.0));
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     /* garbage frames, a wrong version, tokens for an unknown table */
     zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
     zmq_send(f.router, "\xff\x00junk", 6, 0);
@@ -311,7 +394,8 @@ START_TEST(test_ctlclient_bad_messages)
     hb.type = PROTO_HEARTBEAT;
     strcpy(hb.node, "n9");
     ck_assert_int_eq(proto_send(f.router, "n1", 2, &hb, &f.enc, 0), 0);
-    run_for(c, 0.1);
+    ck_assert(run_until(c, rejected_at_least, 4, 10.0));
+    run_for(c, 0.05);
     ctlclient_stats_t st;
     ctlclient_stats(c, &st);
     ck_assert_uint_eq(st.proto.rejected[PROTO_E_JSON], 1);
@@ -344,7 +428,7 @@ int main(void)
 {
     Suite *su = suite_create("ctlclient");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 20);
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_ctlclient_session);
     tcase_add_test(tc, test_ctlclient_silence_fallback_resume);
     tcase_add_test(tc, test_ctlclient_bad_messages);
