@@ -61,7 +61,7 @@ start=$(date +%s)
 ctl --timeout 500 status >"$T/out" 2>"$T/err"; rc=$?
 secs=$(( $(date +%s) - start ))
 check "stopped controller: exit 3 (rc $rc)" '[ $rc -eq 3 ]'
-check "stopped controller: no hang (${secs}s)" '[ $secs -le 3 ]'
+check "stopped controller: no hang (${secs}s)" '[ $secs -le 10 ]'
 check "stopped controller: says unreachable" 'grep -q "unreachable" "$T/err"'
 
 [ $fails -eq 0 ] || { echo "$fails failed"; cat "$T/controller.log"; exit 1; }
