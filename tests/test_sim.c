@@ -1,8 +1,14 @@
-/* test_sim.c - Check suite of the simulator modules (sim_engine, sim_model, sim_run). */
+/* test_sim.c - Check suite of bqos-sim's modules: event heap, model generator, policy runs. */
 #include <check.h>
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "workloads/sim_engine.h"
+#include "workloads/sim_model.h"
+#include "workloads/sim_run.h"
+#include "workloads/zipf.h"
 
 START_TEST(test_sim_heap_orders_by_time_then_id)
 {
@@ -14,7 +20,248 @@ START_TEST(test_sim_heap_orders_by_time_then_id)
     sim_event_t e;
     ck_assert_int_eq(sim_heap_pop(h, &e), 0);
     ck_assert_uint_eq(e.id, 3);
+    ck_assert_int_eq(sim_heap_pop(h, &e), 0);
+    ck_assert_uint_eq(e.id, 9);
+    ck_assert_int_eq(sim_heap_pop(h, &e), 0);
+    ck_assert_uint_eq(e.id, 5);
+    ck_assert_int_eq(sim_heap_pop(h, &e), -ENOENT);
+    ck_assert_int_eq(sim_heap_retime_top(h, 1.0), -ENOENT);
+    ck_assert_ptr_null(sim_heap_top(h));
     sim_heap_destroy(&h);
+    ck_assert_ptr_null(h);
+    sim_heap_destroy(&h);
+}
+END_TEST
+
+/* Random pushes and retimes against a sorted reference: the heap must pop
+ * in non-decreasing time whatever the history. */
+START_TEST(test_sim_heap_random_retime_pops_sorted)
+{
+    sim_heap_t *h = sim_heap_new(4);
+    zipf_rng_t r;
+    zipf_rng_seed(&r, 7, 0);
+    for (uint32_t i = 0; i < 5000; i++)
+        ck_assert_int_eq(sim_heap_push(h, zipf_rng_uniform(&r), i), 0);
+    for (int i = 0; i < 20000; i++) {
+        const sim_event_t *t = sim_heap_top(h);
+        ck_assert_int_eq(sim_heap_retime_top(h, t->t + zipf_rng_uniform(&r)), 0);
+    }
+    ck_assert_uint_eq(sim_heap_size(h), 5000);
+    double last = -1;
+    sim_event_t e;
+    while (sim_heap_pop(h, &e) == 0) {
+        ck_assert(e.t >= last);
+        last = e.t;
+    }
+    sim_heap_clear(h);
+    ck_assert_uint_eq(sim_heap_size(h), 0);
+    sim_heap_destroy(&h);
+}
+END_TEST
+
+static sim_config_t small(void)
+{
+    sim_config_t c = sim_config_default();
+    c.servers = 4;
+    c.buckets = 40;
+    c.capacity = 2000;
+    c.period = 1;
+    c.active = 2;
+    c.seed = 3;
+    return c;
+}
+
+START_TEST(test_sim_config_rejects_bad_settings)
+{
+    char err[128];
+    sim_config_t c = small();
+    ck_assert_int_eq(sim_config_check(&c, err, sizeof(err)), 0);
+    c.active = 5;
+    ck_assert_int_eq(sim_config_check(&c, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "active"));
+    c = small();
+    c.warmup = c.periods;
+    ck_assert_int_eq(sim_config_check(&c, err, sizeof(err)), -EINVAL);
+    c = small();
+    c.delay = c.period; /* longer than an interval */
+    ck_assert_int_eq(sim_config_check(&c, err, sizeof(err)), -EINVAL);
+    sim_model_t *m = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
+/* Reservations add up to r x capacity; every phase has N_A distinct
+ * servers and demand = DEMAND x reservation; change counts stay in range;
+ * the segments carry exactly the phases' IOs. */
+START_TEST(test_sim_model_generates_experiment_shape)
+{
+    sim_config_t c = small();
+    c.changes = 3;
+    c.changes_upto = 0;
+    char err[128];
+    sim_model_t *m = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    double sum = 0;
+    for (int b = 0; b < c.buckets; b++) {
+        const sim_bucket_t *bk = &m->buckets[b];
+        sum += bk->reservation;
+        ck_assert(bk->reservation >= 1 && bk->reservation == floor(bk->reservation));
+        if (b)
+            ck_assert(bk->reservation <= m->buckets[b - 1].reservation);
+        ck_assert_uint_eq(bk->nphases, 1 + (size_t)c.changes * c.periods);
+        ck_assert(bk->phases[0].t == 0);
+        for (size_t i = 0; i < bk->nphases; i++) {
+            const sim_phase_t *ph = &bk->phases[i];
+            if (i)
+                ck_assert(ph->t > bk->phases[i - 1].t && ph->t < m->horizon);
+            ck_assert_int_eq(ph->n, c.active);
+            double d = 0;
+            for (int k = 0; k < ph->n; k++) {
+                ck_assert(ph->servers[k] >= 0 && ph->servers[k] < c.servers);
+                for (int j = 0; j < k; j++)
+                    ck_assert_int_ne(ph->servers[j], ph->servers[k]);
+                d += ph->rates[k];
+            }
+            ck_assert(fabs(d - c.demand * bk->reservation) < 1e-6 * d);
+        }
+    }
+    double want = c.reserved * c.servers * c.capacity;
+    ck_assert(fabs(sum - want) <= c.buckets);
+    /* Segments vs the demand integral over the whole run. */
+    double seg_ios = 0, dem_ios = 0;
+    for (int s = 0; s < c.servers; s++)
+        for (size_t g = 0; g < m->nsegs[s]; g++) {
+            const sim_segment_t *sg = &m->segs[s][g];
+            ck_assert(sg->end > sg->start);
+            if (g)
+                ck_assert(sg->start >= m->segs[s][g - 1].start);
+            seg_ios += sg->rate * (sg->end - sg->start);
+        }
+    double *acc = calloc((size_t)c.servers, sizeof(double));
+    for (int b = 0; b < c.buckets; b++)
+        sim_model_demand(m, b, 0, m->horizon, acc);
+    for (int s = 0; s < c.servers; s++)
+        dem_ios += acc[s];
+    free(acc);
+    ck_assert(fabs(seg_ios - dem_ios) < 1e-6 * dem_ios);
+    ck_assert(fabs(dem_ios - c.demand * sum * m->horizon) < 1e-6 * dem_ios);
+    sim_model_destroy(&m);
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
+START_TEST(test_sim_model_same_seed_same_model)
+{
+    sim_config_t c = small();
+    char err[128];
+    sim_model_t *a = NULL, *b = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(sim_model_generate(&c, &b, err, sizeof(err)), 0);
+    for (int s = 0; s < c.servers; s++) {
+        ck_assert_uint_eq(a->nsegs[s], b->nsegs[s]);
+        ck_assert_int_eq(memcmp(a->segs[s], b->segs[s], a->nsegs[s] * sizeof(sim_segment_t)), 0);
+    }
+    sim_model_destroy(&b);
+    c.seed++;
+    ck_assert_int_eq(sim_model_generate(&c, &b, err, sizeof(err)), 0);
+    int differ = 0;
+    for (int s = 0; s < c.servers && !differ; s++)
+        differ = a->nsegs[s] != b->nsegs[s] ||
+                 memcmp(a->segs[s], b->segs[s], a->nsegs[s] * sizeof(sim_segment_t));
+    ck_assert(differ);
+    sim_model_destroy(&a);
+    sim_model_destroy(&b);
+}
+END_TEST
+
+START_TEST(test_sim_policy_names_round_trip)
+{
+    for (int p = 0; p < SIM_NPOLICIES; p++)
+        ck_assert_int_eq(sim_policy_parse(sim_policy_name(p)), p);
+    ck_assert_int_eq(sim_policy_parse("fifo"), -EINVAL);
+    ck_assert_str_eq(sim_policy_name(SIM_NPOLICIES), "?");
+}
+END_TEST
+
+/* Conservation: nothing is served that did not arrive, a server never does
+ * more than its capacity allows, and with demand 1.5 the servers are busy:
+ * completions are close to capacity x time. */
+START_TEST(test_sim_run_conserves_requests)
+{
+    sim_config_t c = small();
+    char err[128];
+    sim_model_t *m = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    for (int p = 0; p < SIM_NPOLICIES; p++) {
+        sim_result_t *r = NULL;
+        ck_assert_int_eq(sim_run(m, p, NULL, &r), 0);
+        ck_assert_uint_eq(r->events, r->arrivals + r->completions);
+        ck_assert(r->completions + r->dropped <= r->arrivals + c.servers);
+        double capio = c.servers * c.capacity * m->horizon;
+        ck_assert(r->completions <= capio * (1 + c.svc_spread));
+        ck_assert(r->completions >= 0.97 * capio);
+        ck_assert(r->samples == (size_t)c.buckets);
+        uint64_t iv = 0, tot = 0;
+        for (int b = 0; b < c.buckets; b++) {
+            tot += r->served[b];
+            for (int k = 0; k < c.intervals; k++)
+                iv += r->served_iv[(size_t)k * c.buckets + b];
+        }
+        ck_assert_uint_eq(iv, tot);
+        sim_result_destroy(&r);
+        ck_assert_ptr_null(r);
+    }
+    sim_result_t *r = NULL;
+    ck_assert_int_eq(sim_run(m, SIM_NPOLICIES, NULL, &r), -EINVAL);
+    sim_model_destroy(&m);
+}
+END_TEST
+
+/* A run depends on the seed only, not on the number of threads. */
+START_TEST(test_sim_run_deterministic_across_threads)
+{
+    sim_config_t c = small();
+    char err[128];
+    sim_model_t *m = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    sim_run_opts_t o1 = {.threads = 1}, o2 = {.threads = 2};
+    sim_result_t *a = NULL, *b = NULL;
+    ck_assert_int_eq(sim_run(m, SIM_POLICY_PSHIFT, &o1, &a), 0);
+    ck_assert_int_eq(sim_run(m, SIM_POLICY_PSHIFT, &o2, &b), 0);
+    ck_assert_uint_eq(a->events, b->events);
+    ck_assert_int_eq(memcmp(a->served_iv, b->served_iv,
+                            (size_t)c.intervals * c.buckets * sizeof(uint32_t)), 0);
+    sim_result_destroy(&a);
+    sim_result_destroy(&b);
+    sim_model_destroy(&m);
+}
+END_TEST
+
+/* 70% of the capacity reserved, skewed reservations, no demand changes:
+ * static tokens and pshift meet every reservation; rr, which ignores
+ * reservations, does not. */
+START_TEST(test_sim_run_policies_meet_easy_reservations)
+{
+    sim_config_t c = small();
+    c.reserved = 0.7;
+    c.changes = 0;
+    c.res_zipf = 1.2;
+    char err[128];
+    sim_model_t *m = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    sim_result_t *r = NULL;
+    ck_assert_int_eq(sim_run(m, SIM_POLICY_STATIC, NULL, &r), 0);
+    ck_assert(r->meet99 == 1.0);
+    sim_result_destroy(&r);
+    ck_assert_int_eq(sim_run(m, SIM_POLICY_PSHIFT, NULL, &r), 0);
+    ck_assert(r->meet99 == 1.0);
+    ck_assert_uint_eq(r->rounds, (uint64_t)c.periods * c.intervals);
+    sim_result_destroy(&r);
+    ck_assert_int_eq(sim_run(m, SIM_POLICY_RR, NULL, &r), 0);
+    ck_assert(r->meet99 < 1.0);
+    sim_result_destroy(&r);
+    sim_model_destroy(&m);
 }
 END_TEST
 
@@ -22,7 +269,16 @@ int main(void)
 {
     Suite *s = suite_create("sim");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_sim_heap_orders_by_time_then_id);
+    tcase_add_test(tc, test_sim_heap_random_retime_pops_sorted);
+    tcase_add_test(tc, test_sim_config_rejects_bad_settings);
+    tcase_add_test(tc, test_sim_model_generates_experiment_shape);
+    tcase_add_test(tc, test_sim_model_same_seed_same_model);
+    tcase_add_test(tc, test_sim_policy_names_round_trip);
+    tcase_add_test(tc, test_sim_run_conserves_requests);
+    tcase_add_test(tc, test_sim_run_deterministic_across_threads);
+    tcase_add_test(tc, test_sim_run_policies_meet_easy_reservations);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
