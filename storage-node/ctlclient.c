@@ -3,6 +3,7 @@
 #include "storage-node/ctlclient.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ struct ctlclient {
     int64_t last_rep_interval;/* to avoid reporting one interval twice */
     double last_ctl;          /* when the controller last spoke */
     double next_hello;
+
+    struct event *ev_read, *ev_timer; /* ctlclient_attach() */
 };
 
 double ctlclient_now(void)
@@ -549,6 +552,51 @@ double ctlclient_tick(ctlclient_t *c, double now)
     return d < 0.001 ? 0.001 : d;
 }
 
+/* ---- libevent glue ---- */
+
+static void arm_timer(ctlclient_t *c, double secs)
+{
+    struct timeval tv = {.tv_sec = (time_t)secs, .tv_usec = (suseconds_t)((secs - floor(secs)) * 1e6)};
+    evtimer_add(c->ev_timer, &tv);
+}
+
+static void on_ev_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    ctlclient_t *c = arg;
+    ctlclient_on_readable(c, ctlclient_now());
+}
+
+static void on_ev_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    ctlclient_t *c = arg;
+    arm_timer(c, ctlclient_tick(c, ctlclient_now()));
+}
+
+int ctlclient_attach(ctlclient_t *c, struct event_base *base)
+{
+    if (!c || !base || c->ev_read)
+        return -EINVAL;
+    int fd = ctlclient_fd(c);
+    if (fd < 0)
+        return -EINVAL;
+    c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, on_ev_read, c);
+    c->ev_timer = evtimer_new(base, on_ev_timer, c);
+    if (!c->ev_read || !c->ev_timer || event_add(c->ev_read, NULL) != 0) {
+        if (c->ev_read)
+            event_free(c->ev_read);
+        if (c->ev_timer)
+            event_free(c->ev_timer);
+        c->ev_read = c->ev_timer = NULL;
+        return -ENOMEM;
+    }
+    arm_timer(c, 0);
+    return 0;
+}
+
 /* ---- life cycle ---- */
 
 ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const ctlclient_ops_t *ops,
@@ -613,6 +661,10 @@ void ctlclient_destroy(ctlclient_t **cp)
     if (!cp || !*cp)
         return;
     ctlclient_t *c = *cp;
+    if (c->ev_read)
+        event_free(c->ev_read);
+    if (c->ev_timer)
+        event_free(c->ev_timer);
     if (c->sock) {
         if (c->st.welcomed) {
             int linger = 100;

@@ -107,6 +107,15 @@ double ctlclient_tick(ctlclient_t *c, double now);
  * Returns 0, -EAGAIN (not connected / queue full: dropped), or -errno. */
 int ctlclient_report_now(ctlclient_t *c, double now);
 
+/* Convenience for a libevent loop: registers a persistent read event on
+ * ctlclient_fd() calling ctlclient_on_readable() and a timer calling
+ * ctlclient_tick() (re-armed to the delay it returns), both with
+ * ctlclient_now().  The first tick runs at once.  Call at most once; the
+ * events are freed by ctlclient_destroy(), which must run before
+ * event_base_free(base).  Returns 0, -EINVAL (already attached), -ENOMEM. */
+struct event_base;
+int ctlclient_attach(ctlclient_t *c, struct event_base *base);
+
 /* Copies the counters. */
 void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out);
 
