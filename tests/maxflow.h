@@ -11,6 +11,7 @@ typedef struct {
     int64_t value;      /* the max-flow value: the optimum Phi */
     double t_build;     /* seconds to build the igraph graph */
     double t_flow;      /* seconds in igraph_maxflow_value() */
+    double cpu_flow;    /* process CPU seconds in igraph_maxflow_value() */
     int64_t vertices;
     int64_t edges;
 } maxflow_result_t;
