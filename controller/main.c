@@ -316,7 +316,7 @@ static void fill_timing(app_t *a, proto_msg_t *m, double now)
     m->interval = a->interval;
     m->intervals = (uint32_t)a->set->intervals;
     m->period_ms = pms ? pms : 1;
-    m->remaining_ms = rem <= 0 ? 0 : rem >= pms ? pms : (uint32_t)rem;
+    m->remaining_ms = rem <= 0 ? 0 : rem >= pms ? pms : (uint32_t)lround(rem);
 }
 
 /* Encodes (timed as encode) and sends (timed as send) `m` to node `name`. */
@@ -471,7 +471,9 @@ static void tick(app_t *a, double now)
         double w = s->wait * interval_s(a);
         a->round_deadline = now + (w < 0.001 ? 0.001 : w);
     }
-    if (a->round_open && (now >= a->round_deadline || (all_reported(a) && a->last_report)))
+    /* Reports that came a little before our boundary (the nodes' clocks
+     * are ours +- half a millisecond) already count for this round. */
+    if (a->round_open && (now >= a->round_deadline || all_reported(a)))
         close_round(a, now);
 }
 
