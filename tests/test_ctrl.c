@@ -472,6 +472,68 @@ START_TEST(test_ctrl_capacity_estimate_from_reports)
 }
 END_TEST
 
+START_TEST(test_ctrl_leftover_headroom_spread)
+{
+    /* red (limit 3000/s) has demand on n0 only; the headroom its estimate
+     * does not need is spread as L-tokens over all three nodes, and the
+     * total never exceeds the limit. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":3000}]}", 3,
+                      50000, NULL);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    rep_t busy[1] = {{0, 100, 0, 0, 0}}, idle[1] = {{0, 0, 0, 0, 0}};
+    report(c, 0, 1, 0, busy, 1, 0, 0);
+    report(c, 1, 1, 0, idle, 1, 0, 0);
+    report(c, 2, 1, 0, idle, 1, 0, 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r[3], l[3], sum = 0;
+    for (int n = 0; n < 3; n++) {
+        ck_assert_int_eq(find_tok(c, n, 0, &r[n], &l[n]), 0);
+        ck_assert_int_ne(l[n], CTRL_UNLIMITED);
+        sum += r[n] + l[n];
+    }
+    ck_assert_int_eq(sum, 3000);
+    ck_assert_int_eq(r[0], 500); /* demand 100 x 5 intervals */
+    ck_assert_int_gt(l[1], 0);
+    ck_assert_int_gt(l[2], 0);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.r_tokens + bi.l_tokens, 3000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_throttled_bucket_keeps_demand)
+{
+    /* red is throttled at its limit on n0 with a backlog: its arrivals drop
+     * because its closed-loop clients wait, but its demand estimate must
+     * not collapse. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100,\"limit\":100000}]}", 1,
+                      50000, NULL);
+    ctrl_result_t res;
+    ctrl_bucket_info_t bi;
+    rep_t rp[1] = {{4, 2000, 0, 0, 5000}};
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    report(c, 0, 1, 0, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.demand, 10004);
+    rp[0] = (rep_t){4, 10, 2000, 0, 0}; /* out of tokens, backlogged */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    report(c, 0, 1, 1, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.demand, 8004);
+    rp[0] = (rep_t){0, 10, 4000, 50, 50}; /* has tokens, no backlog: real drop */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
+    report(c, 0, 1, 2, rp, 1, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.demand, 30);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -486,6 +548,8 @@ int main(void)
     tcase_add_test(tc, test_ctrl_tables_and_bad_reports);
     tcase_add_test(tc, test_ctrl_capacity_limits_reservation_tokens);
     tcase_add_test(tc, test_ctrl_capacity_estimate_from_reports);
+    tcase_add_test(tc, test_ctrl_leftover_headroom_spread);
+    tcase_add_test(tc, test_ctrl_throttled_bucket_keeps_demand);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
