@@ -52,6 +52,7 @@ struct ctlclient {
     int64_t last_rep_interval;/* to avoid reporting one interval twice */
     double last_ctl;          /* when the controller last spoke */
     double next_hello;
+    double last_send;         /* when we last sent anything */
 
     struct event *ev_read, *ev_timer; /* ctlclient_attach() */
 };
@@ -70,6 +71,7 @@ void ctlclient_config_defaults(ctlclient_config_t *cfg)
     cfg->normal = SCHED_POLICY_TOKENS;
     cfg->fallback = SCHED_POLICY_RR;
     cfg->hello_s = 1.0;
+    cfg->heartbeat_s = 1.0;
     cfg->silence_intervals = 1.5;
 }
 
@@ -215,6 +217,8 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
     strcpy(m->node, c->name);
     m->seq = ++c->seq;
     int rc = proto_send(c->sock, NULL, 0, m, &c->enc, ZMQ_DONTWAIT);
+    if (rc == 0)
+        c->last_send = ctlclient_now();
     if (rc == -EAGAIN)
         c->st.send_dropped++;
     else if (rc < 0)
@@ -542,8 +546,20 @@ double ctlclient_tick(ctlclient_t *c, double now)
             ctlclient_report_now(c, now);
         c->next_report = next_boundary(c, now);
     }
+    if (c->st.welcomed && now - c->last_send >= c->cfg.heartbeat_s) {
+        proto_msg_t hb; /* reports double as heartbeats; this covers long intervals */
+        proto_msg_init(&hb);
+        hb.type = PROTO_HEARTBEAT;
+        hb.peer_table = c->ctl_table;
+        if (send_msg(c, &hb) == 0)
+            c->st.sent_heartbeat++;
+        else
+            c->last_send = now; /* retry after another heartbeat_s */
+    }
     ctlclient_on_readable(c, now);
     double next = now + c->cfg.hello_s;
+    if (c->st.welcomed && c->last_send + c->cfg.heartbeat_s < next)
+        next = c->last_send + c->cfg.heartbeat_s;
     if (!c->st.welcomed && c->next_hello < next)
         next = c->next_hello;
     if (c->has_timing && c->next_report < next)
@@ -606,6 +622,7 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     ctlclient_t *c = NULL;
     if (!cfg || !sched || !cfg->endpoint || !cfg->name ||
         proto_name_check(cfg->name, strlen(cfg->name)) || !(cfg->hello_s > 0) ||
+        !(cfg->heartbeat_s > 0) ||
         !(cfg->silence_intervals > 0))
         goto out;
     rc = -ENOMEM;

@@ -35,6 +35,8 @@ typedef struct {
     sched_policy_t normal;    /* policy while alive (default tokens) */
     sched_policy_t fallback;  /* policy when silent (default rr) */
     double hello_s;           /* hello retry while not welcomed (1.0) */
+    double heartbeat_s;       /* heartbeat when nothing else was sent for
+                                 this long while welcomed (1.0) */
     double silence_intervals; /* controller silent for more than this many
                                  intervals at a period end => fallback (1.5) */
 } ctlclient_config_t;
@@ -64,7 +66,7 @@ typedef struct ctlclient ctlclient_t;
 
 /* Counters, for logs and tests. */
 typedef struct {
-    uint64_t sent_hello, sent_report, sent_goodbye, send_dropped;
+    uint64_t sent_hello, sent_report, sent_heartbeat, sent_goodbye, send_dropped;
     uint64_t recv_welcome, recv_tokens, recv_heartbeat, recv_error;
     uint64_t tokens_applied;     /* token records applied */
     uint64_t tokens_stale;       /* tokens messages for an older period */
@@ -100,7 +102,7 @@ int ctlclient_on_readable(ctlclient_t *c, double now);
 
 /* Does the timed work due at `now`: hello retries, period starts, reports,
  * the controller-silence check; then drains the socket.  Returns the seconds
- * until it next needs to run (> 0, at most hello_s). */
+ * until it next needs to run (> 0, at most min(hello_s, heartbeat_s)). */
 double ctlclient_tick(ctlclient_t *c, double now);
 
 /* Sends a report for the current interval now (outside the schedule).

@@ -136,6 +136,7 @@ static void fake_send(fake_t *f, proto_msg_t *m)
 /* The fake controller's period: short for the silence test; long for the
  * session test so that a loaded machine cannot push it over a boundary. */
 static uint32_t g_period_ms = 300, g_intervals = 3;
+static double g_heartbeat_s = 1.0;
 
 static void timing(proto_msg_t *m, uint64_t period, uint32_t remaining)
 {
@@ -179,6 +180,7 @@ static ctlclient_t *client_h(fake_t *f, sched_t *s, double hello_s)
     cc.name = "n1";
     cc.capacity = 1234;
     cc.hello_s = hello_s;
+    cc.heartbeat_s = g_heartbeat_s;
     int err = 0;
     ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
     ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
@@ -492,6 +494,51 @@ START_TEST(test_ctlclient_libevent)
 }
 END_TEST
 
+START_TEST(test_ctlclient_heartbeat)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    g_heartbeat_s = 0.1;
+    ctlclient_t *c = client(&f, s);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    g_period_ms = 60000; /* 30 s intervals: no report for a long time */
+    g_intervals = 2;
+    timing(&w, 3, 59000);
+    w.table = 1;
+    w.peer_table = f.m.table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names;
+    fake_send(&f, &w);
+    ck_assert(wait_for(&f, c, PROTO_HEARTBEAT, 10.0));
+    ck_assert_uint_eq(f.m.peer_table, 1); /* it holds our table */
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert_uint_ge(st.sent_heartbeat, 1);
+    ck_assert_uint_eq(st.sent_report, 0);
+    ctlclient_destroy(&c);
+    /* and a goodbye on the way out */
+    zmq_pollitem_t pi = {f.router, 0, ZMQ_POLLIN, 0};
+    int got_bye = 0;
+    double end = ctlclient_now() + 10.0;
+    while (!got_bye && ctlclient_now() < end && zmq_poll(&pi, 1, 100) >= 0) {
+        char id[64];
+        size_t idl;
+        while (proto_recv(f.router, id, sizeof id, &idl, &f.m, &f.st, NULL, NULL, NULL,
+                          ZMQ_DONTWAIT) == 0)
+            got_bye |= f.m.type == PROTO_GOODBYE;
+    }
+    ck_assert(got_bye);
+    g_heartbeat_s = 1.0;
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("ctlclient");
@@ -501,6 +548,7 @@ int main(void)
     tcase_add_test(tc, test_ctlclient_silence_fallback_resume);
     tcase_add_test(tc, test_ctlclient_bad_messages);
     tcase_add_test(tc, test_ctlclient_libevent);
+    tcase_add_test(tc, test_ctlclient_heartbeat);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
