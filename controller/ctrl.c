@@ -48,14 +48,15 @@ typedef struct {
     pair_t *pairs;         /* [ntable] */
     proto_tokens_rec_t *out;
     size_t nout, capout;
-    int pidx;              /* server index in this round's problem */
+    int pidx;              /* server index in this round's problems */
+    int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
 } node_t;
 
 typedef struct {
     int64_t r, l;          /* tokens per period; l CTRL_UNLIMITED: no limit */
     /* per computation */
     int64_t served, r_rem, head;
-    int pidx;
+    int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
     int64_t ralloc, lalloc;
 } bstate_t;
 
@@ -79,10 +80,8 @@ struct ctrl {
     uint64_t last_period_computed;
     ctrl_stats_t st;
     /* scratch for one computation */
-    int64_t *targets;      /* [problem buckets] L-pass targets */
-    int *pb2b;             /* problem bucket -> controller bucket */
     int *cnt, *given;      /* [nbuckets] leftover spreading */
-    size_t captargets, capcnt;
+    size_t capcnt;
 };
 
 ctrl_config_t ctrl_config_default(void)
@@ -143,8 +142,6 @@ void ctrl_destroy(ctrl_t **cp)
     bucketfile_destroy(&c->bf);
     free(c->bnames);
     free(c->b);
-    free(c->targets);
-    free(c->pb2b);
     free(c->cnt);
     free(c->given);
     free(c);
@@ -502,20 +499,8 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
     return s > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)s;
 }
 
-static int grow_scratch(ctrl_t *c, size_t nprob)
+static int grow_scratch(ctrl_t *c)
 {
-    if (nprob > c->captargets) {
-        size_t cap = nprob * 2;
-        int64_t *t = realloc(c->targets, cap * sizeof *t);
-        if (!t)
-            return -ENOMEM;
-        c->targets = t;
-        int *m = realloc(c->pb2b, cap * sizeof *m);
-        if (!m)
-            return -ENOMEM;
-        c->pb2b = m;
-        c->captargets = cap;
-    }
     if (c->nb + 1 > c->capcnt) {
         size_t cap = c->nb + 1;
         int *a = realloc(c->cnt, cap * sizeof *a);
@@ -611,7 +596,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         rs.skipped = 1;
         goto out;
     }
-    if ((rc = grow_scratch(c, c->nb + 1)) < 0)
+    if ((rc = grow_scratch(c)) < 0)
         goto out;
 
     for (size_t b = 0; b < c->nb; b++) {
@@ -622,13 +607,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         bs->r_rem = bs->r > served ? bs->r - served : 0;
         if (bs->r_rem > bs->head)
             bs->r_rem = bs->head;
-        bs->pidx = -1;
+        bs->pidx = bs->lpidx = -1;
         bs->ralloc = bs->lalloc = 0;
         c->cnt[b] = c->given[b] = 0;
     }
 
-    /* The R problem: up servers with their remaining capacity, buckets with
-     * demand on them. */
+    /* The R problem: up servers with their remaining capacity, buckets
+     * with a remaining reservation and demand. */
     p = pshift_problem_new();
     if (!p) {
         rc = -ENOMEM;
@@ -640,12 +625,15 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (!nd->up)
             continue;
         double capt = nd->cap.estimate * rem_s;
-        nd->pidx = pshift_add_server(p, NULL, capt > 0 ? (int64_t)capt : 0);
+        nd->capt = capt > 0 ? (int64_t)capt : 0;
+        nd->load = 0;
+        nd->pidx = pshift_add_server(p, NULL, nd->capt);
         if (nd->pidx < 0) {
             rc = nd->pidx;
             goto out;
         }
     }
+    int any_l = 0;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         if (!nd->up)
@@ -657,16 +645,18 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             if (pr->b < 0)
                 continue;
             c->cnt[pr->b]++; /* up nodes holding the bucket */
+            bstate_t *bs = &c->b[pr->b];
             if (pr->demand <= 0)
                 continue;
-            bstate_t *bs = &c->b[pr->b];
+            any_l |= bs->l != CTRL_UNLIMITED && bs->head > 0;
+            if (bs->r_rem <= 0)
+                continue;
             if (bs->pidx < 0) {
                 bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
                 if (bs->pidx < 0) {
                     rc = bs->pidx;
                     goto out;
                 }
-                c->pb2b[bs->pidx] = pr->b;
                 rs.buckets++;
             }
             if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, pr->demand)) < 0)
@@ -687,30 +677,57 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             continue;
         for (size_t j = 0; j < nd->ntable; j++) {
             pair_t *pr = &nd->pairs[j];
-            if (pr->b < 0 || pr->demand <= 0)
+            if (pr->b < 0 || pr->demand <= 0 || c->b[pr->b].pidx < 0)
                 continue;
             bstate_t *bs = &c->b[pr->b];
             pr->new_r = pshift_alloc(p, bs->pidx, nd->pidx);
             bs->ralloc += pr->new_r;
+            nd->load += pr->new_r;
         }
     }
+    for (size_t b = 0; b < c->nb; b++)
+        rs.r_tokens += c->b[b].ralloc;
 
-    /* The L pass on the residual: limited buckets want their headroom left
-     * after R; buckets without a limit are not throttled and take none. */
-    int nbp = pshift_nbuckets(p);
-    int any = 0;
-    for (int pb = 0; pb < nbp; pb++) {
-        bstate_t *bs = &c->b[c->pb2b[pb]];
-        rs.r_tokens += bs->ralloc;
-        c->targets[pb] = bs->l == CTRL_UNLIMITED ? 0
-                                                 : (bs->head > bs->ralloc ? bs->head - bs->ralloc : 0);
-        any |= c->targets[pb] > 0;
-    }
-    if (any) {
-        q = pshift_residual_new(p, c->targets);
+    /* The L pass (paper III-D) on the residual capacity and demand: limited
+     * buckets want the headroom left after R.  Buckets without a limit are
+     * not throttled, need no L-tokens and must not take the residual from
+     * limited ones, so they are left out, as are limited buckets with
+     * nothing left to place. */
+    if (any_l) {
+        q = pshift_problem_new();
         if (!q) {
             rc = -ENOMEM;
             goto out;
+        }
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            if (!nd->up)
+                continue;
+            if ((rc = pshift_add_server(q, NULL, nd->capt > nd->load ? nd->capt - nd->load : 0)) <
+                0)
+                goto out;
+        }
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            if (!nd->up)
+                continue;
+            for (size_t j = 0; j < nd->ntable; j++) {
+                pair_t *pr = &nd->pairs[j];
+                if (pr->b < 0 || pr->demand <= pr->new_r)
+                    continue;
+                bstate_t *bs = &c->b[pr->b];
+                if (bs->l == CTRL_UNLIMITED || bs->head <= bs->ralloc)
+                    continue;
+                if (bs->lpidx < 0) {
+                    bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
+                    if (bs->lpidx < 0) {
+                        rc = bs->lpidx;
+                        goto out;
+                    }
+                }
+                if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, pr->demand - pr->new_r)) < 0)
+                    goto out;
+            }
         }
         if ((rc = pshift_solve(q, &o)) < 0)
             goto out;
@@ -723,10 +740,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 continue;
             for (size_t j = 0; j < nd->ntable; j++) {
                 pair_t *pr = &nd->pairs[j];
-                if (pr->b < 0 || pr->demand <= 0 || c->b[pr->b].l == CTRL_UNLIMITED)
+                if (pr->b < 0 || c->b[pr->b].lpidx < 0)
                     continue;
                 bstate_t *bs = &c->b[pr->b];
-                int64_t a = pshift_alloc(q, bs->pidx, nd->pidx);
+                int64_t a = pshift_alloc(q, bs->lpidx, nd->pidx);
                 pr->new_l += a;
                 bs->lalloc += a;
             }

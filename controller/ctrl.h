@@ -143,7 +143,7 @@ typedef struct {
                              recomputed, push heartbeats instead of tokens */
     int nodes_up;         /* servers in the problem */
     int nodes_down_now;   /* nodes marked down by this round */
-    size_t buckets;       /* buckets in the R problem (with demand) */
+    size_t buckets;       /* buckets in the R problem (reservation left, demand) */
     size_t pairs;         /* (bucket, server) demand pairs */
     int64_t r_tokens;     /* R-tokens placed this round */
     int64_t l_tokens;     /* L-tokens placed (limited buckets) */
