@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -51,6 +52,7 @@ struct blockdev {
     int efd;
     struct event *ev;
     int no_nowait;         /* RWF_NOWAIT unsupported here: stop trying */
+    uint32_t io_time_us;
     /* single mode: the shared descriptors */
     int sfd, sdfd;
     uint64_t ssize;
@@ -145,7 +147,18 @@ static void *worker_main(void *arg)
             bd->qtail = NULL;
         pthread_mutex_unlock(&bd->mu);
 
+        struct timespec t0;
+        if (bd->io_time_us)
+            clock_gettime(CLOCK_MONOTONIC, &t0);
         op->result = run_op(bd, op);
+        if (bd->io_time_us) {
+            /* Emulated device time: sleep out the rest of io_time_us. */
+            t0.tv_nsec += (long)bd->io_time_us * 1000;
+            t0.tv_sec += t0.tv_nsec / 1000000000L;
+            t0.tv_nsec %= 1000000000L;
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t0, NULL) == EINTR)
+                ;
+        }
 
         pthread_mutex_lock(&bd->mu);
         op->next = NULL;
@@ -292,6 +305,8 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
     bd->direct = cfg->direct;
     bd->nworkers = cfg->workers;
     bd->max_exports = cfg->max_exports;
+    bd->io_time_us = cfg->io_time_us;
+    bd->no_nowait = cfg->io_time_us > 0;
     pthread_mutex_init(&bd->mu, NULL);
     pthread_cond_init(&bd->cv, NULL);
     bd->path = strdup(cfg->path);

@@ -49,6 +49,10 @@ typedef struct {
     int direct;            /* open with O_DIRECT (caller aligns buffers) */
     int workers;           /* worker threads = IOs at the device at once, >= 1 */
     int max_exports;       /* largest export id + 1 accepted, >= 1 */
+    uint32_t io_time_us;   /* EXPERIMENT HOOK: each IO keeps its worker busy
+                              at least this long (emulates a slower device,
+                              so that servers sharing one machine have a
+                              fixed capacity of workers / io_time); 0: off */
 } blockdev_config_t;
 
 typedef struct blockdev blockdev_t;
@@ -75,7 +79,8 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op);
  * blocking: preadv2(RWF_NOWAIT) succeeds only if every byte is in the page
  * cache.  Returns 1 if the op is complete (op->result set; no callback will
  * run), 0 if it must be submitted (nothing changed but possibly op->buf).
- * Never for writes, O_DIRECT reads, or where RWF_NOWAIT is unsupported. */
+ * Never for writes, O_DIRECT reads, with io_time_us, or where RWF_NOWAIT
+ * is unsupported. */
 int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op);
 
 /* Returns nonzero if the backend was opened with O_DIRECT (buffers, offsets

@@ -226,6 +226,52 @@ size_t nbd_encode_simple_reply(uint8_t *buf, uint32_t error, uint64_t handle)
     return NBD_SIMPLE_LEN;
 }
 
+size_t nbd_encode_option(uint8_t *buf, uint32_t option, uint32_t length)
+{
+    put64(buf, NBD_MAGIC_OPT);
+    put32(buf + 8, option);
+    put32(buf + 12, length);
+    return NBD_OPT_HDR_LEN;
+}
+
+int nbd_parse_rep_header(const uint8_t *buf, size_t len, uint32_t *option,
+                         uint32_t *type, uint32_t *length, nbd_error_t *err)
+{
+    if (len < NBD_REP_HDR_LEN)
+        return fail(err, len, -EAGAIN, "need %u bytes of option reply", NBD_REP_HDR_LEN);
+    if (get64(buf) != NBD_MAGIC_REP)
+        return fail(err, 0, -EPROTO, "option reply magic is wrong");
+    *option = get32(buf + 8);
+    *type = get32(buf + 12);
+    *length = get32(buf + 16);
+    return 0;
+}
+
+size_t nbd_encode_request(uint8_t *buf, uint16_t flags, uint16_t type,
+                          uint64_t handle, uint64_t offset, uint32_t length)
+{
+    put32(buf, NBD_MAGIC_REQUEST);
+    put16(buf + 4, flags);
+    put16(buf + 6, type);
+    put64(buf + 8, handle);
+    put64(buf + 16, offset);
+    put32(buf + 24, length);
+    return NBD_REQUEST_LEN;
+}
+
+int nbd_parse_simple_reply(const uint8_t *buf, size_t len, uint32_t *error,
+                           uint64_t *handle, nbd_error_t *err)
+{
+    if (len < NBD_SIMPLE_LEN)
+        return fail(err, len, -EAGAIN, "need %u bytes of reply", NBD_SIMPLE_LEN);
+    uint32_t magic = get32(buf);
+    if (magic != NBD_MAGIC_SIMPLE)
+        return fail(err, 0, -EPROTO, "reply magic 0x%08x is not a simple reply", magic);
+    *error = get32(buf + 4);
+    *handle = get64(buf + 8);
+    return 0;
+}
+
 uint32_t nbd_errno_to_wire(int err)
 {
     switch (err) {

@@ -192,6 +192,26 @@ uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size);
 /* Writes a simple reply header (16 bytes) into buf.  Returns NBD_SIMPLE_LEN. */
 size_t nbd_encode_simple_reply(uint8_t *buf, uint32_t error, uint64_t handle);
 
+/* ---- the client side (load generators, tests) ---- */
+
+/* Writes a 16-byte option header (IHAVEOPT, option, data length) into buf.
+ * Returns NBD_OPT_HDR_LEN. */
+size_t nbd_encode_option(uint8_t *buf, uint32_t option, uint32_t length);
+
+/* Parses a 20-byte option reply header.  Returns 0, -EAGAIN if len < 20, or
+ * -EPROTO for a bad magic. */
+int nbd_parse_rep_header(const uint8_t *buf, size_t len, uint32_t *option,
+                         uint32_t *type, uint32_t *length, nbd_error_t *err);
+
+/* Writes a 28-byte request header into buf.  Returns NBD_REQUEST_LEN. */
+size_t nbd_encode_request(uint8_t *buf, uint16_t flags, uint16_t type,
+                          uint64_t handle, uint64_t offset, uint32_t length);
+
+/* Parses a 16-byte simple reply header.  Returns 0, -EAGAIN if len < 16, or
+ * -EPROTO for a bad magic (a structured reply included). */
+int nbd_parse_simple_reply(const uint8_t *buf, size_t len, uint32_t *error,
+                           uint64_t *handle, nbd_error_t *err);
+
 /* Maps a positive host errno to the protocol's error value (EDQUOT and EFBIG
  * become NBD_ENOSPC, unknown ones NBD_EIO).  0 maps to 0. */
 uint32_t nbd_errno_to_wire(int err);

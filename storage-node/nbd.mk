@@ -3,7 +3,7 @@ node_SRCS += storage-node/nbd.c storage-node/blockdev.c storage-node/nbdfront.c
 
 PROGS += bqos-nbd-node
 bqos-nbd-node_SRCS = storage-node/nbdmain.c
-bqos-nbd-node_LIBS = node common
+bqos-nbd-node_LIBS = ctlclient proto node common
 
 TESTS += test_nbd
 test_nbd_SRCS = tests/test_nbd.c

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "common/log.h"
+#include "storage-node/ctlclient.h"
 #include "storage-node/nbdfront.h"
 #include "storage-node/sched.h"
 
@@ -20,8 +21,8 @@
 
 enum {
     OPT_NAME = 1, OPT_NBD_LISTEN, OPT_BACKEND, OPT_EXPORT_SIZE, OPT_DIRECT, OPT_POLICY,
-    OPT_OUTSTANDING, OPT_WORKERS, OPT_BUCKETS, OPT_CONFIG, OPT_TOKENS_FILE, OPT_WEIGHTED,
-    OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
+    OPT_OUTSTANDING, OPT_WORKERS, OPT_BUCKETS, OPT_CONFIG, OPT_CONTROLLER, OPT_CAPACITY,
+    OPT_TOKENS_FILE, OPT_IO_TIME, OPT_WEIGHTED, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
 };
 
 /* Option table: one row per option; drives getopt_long and --help. */
@@ -58,10 +59,22 @@ static const struct opt {
     {"config", OPT_CONFIG, "FILE", "none",
      "Bucket file {\"buckets\":[{\"name\":\"red\",\"weight\":1},...]} (the\n"
      "controller's format; other fields are ignored)."},
+    {"controller", OPT_CONTROLLER, "ENDPOINT", "none",
+     "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070): the\n"
+     "node says hello, reports its counters every interval and applies the\n"
+     "tokens it receives; while the controller is silent it falls back to\n"
+     "rr (docs/protocol.md)."},
+    {"capacity", OPT_CAPACITY, "IOPS", "0 (unknown)",
+     "Capacity profile sent to the controller in the hello."},
     {"tokens-file", OPT_TOKENS_FILE, "FILE", "none",
      "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
      "and again on SIGUSR1 (which also starts a new QoS period); replaces\n"
      "each named bucket's tokens (\"l\" absent or null: no limit)."},
+    {"io-time-us", OPT_IO_TIME, "N", "0 (off)",
+     "EXPERIMENT HOOK: every IO keeps its worker busy for at least N\n"
+     "microseconds, emulating a slower device (capacity = workers x\n"
+     "1e6 / N IOs/s), so that several nodes sharing one machine behave\n"
+     "like separate servers.  Page-cache reads are then not served inline."},
     {"weighted", OPT_WEIGHTED, NULL, "off", "Weighted round robin by bucket weight."},
     {"log-level", OPT_LOG_LEVEL, "LEVEL", "info", "error, warn, info or debug (logs go to stderr)."},
     {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
@@ -78,7 +91,8 @@ static void usage(FILE *out)
             "SYNOPSIS\n"
             "    bqos-nbd-node --backend file:PATH [--nbd-listen HOST:PORT]\n"
             "                  [--export-size BYTES] [--direct] [--policy tokens|rr]\n"
-            "                  [--outstanding K] [--buckets A,B,...] [OPTION]...\n\n"
+            "                  [--outstanding K] [--buckets A,B,...]\n"
+            "                  [--controller ENDPOINT] [OPTION]...\n\n"
             "DESCRIPTION\n"
             "    Serves every bucket as an NBD export of the same name (NBD_OPT_GO,\n"
             "    NBD_OPT_INFO, NBD_OPT_EXPORT_NAME, NBD_OPT_LIST, NBD_OPT_ABORT; simple\n"
@@ -262,6 +276,39 @@ out:
     return rc;
 }
 
+/* Controller client hooks: act through the front so that what new tokens
+ * or a policy switch allow is dispatched at once. */
+struct ctlctx {
+    nbdfront_t *f;
+    sched_t *s;
+};
+
+static int ctl_bucket(void *arg, const char *name)
+{
+    struct ctlctx *cx = arg;
+    return nbdfront_add_bucket(cx->f, name, 1);
+}
+
+static int ctl_set_tokens(void *arg, int b, const char *name, int64_t r, int64_t l)
+{
+    struct ctlctx *cx = arg;
+    (void)b;
+    return nbdfront_set_tokens(cx->f, name, r, l);
+}
+
+static void ctl_set_policy(void *arg, sched_policy_t policy)
+{
+    struct ctlctx *cx = arg;
+    sched_set_policy(cx->s, policy);
+    nbdfront_kick(cx->f);
+}
+
+static void ctl_applied(void *arg)
+{
+    struct ctlctx *cx = arg;
+    nbdfront_kick(cx->f);
+}
+
 struct sigctx {
     nbdfront_t *f;
     sched_t *s;
@@ -287,7 +334,8 @@ int main(int argc, char **argv)
     nbdfront_config_t cfg;
     nbdfront_config_defaults(&cfg);
     const char *name = "node", *listen = "127.0.0.1:10809", *backend = NULL;
-    const char *buckets = "default", *config = NULL, *tokens_file = NULL;
+    const char *buckets = "default", *config = NULL, *tokens_file = NULL, *controller = NULL;
+    uint64_t capacity = 0;
     sched_policy_t policy = SCHED_POLICY_TOKENS;
     bqos_log_level_t level = BQOS_LOG_INFO;
     int weighted = 0, workers = 0;
@@ -334,6 +382,17 @@ int main(int argc, char **argv)
         case OPT_BUCKETS: buckets = optarg; break;
         case OPT_CONFIG: config = optarg; break;
         case OPT_TOKENS_FILE: tokens_file = optarg; break;
+        case OPT_CONTROLLER: controller = optarg; break;
+        case OPT_CAPACITY:
+            if (parse_long(optarg, 0, 1000000000, &v) < 0)
+                goto bad;
+            capacity = (uint64_t)v;
+            break;
+        case OPT_IO_TIME:
+            if (parse_long(optarg, 0, 10000000, &v) < 0)
+                goto bad;
+            cfg.store.io_time_us = (uint32_t)v;
+            break;
         case OPT_WEIGHTED: weighted = 1; break;
         case OPT_LOG_LEVEL:
             if (bqos_log_parse_level(optarg, &level) < 0)
@@ -382,6 +441,8 @@ int main(int argc, char **argv)
     struct event_base *base = event_base_new();
     sched_t *s = sched_new(policy, weighted);
     nbdfront_t *f = NULL;
+    ctlclient_t *ctl = NULL;
+    struct ctlctx cx = {0};
     struct event *sigs[3] = {0};
     struct sigctx sc = {0};
     char *list = strdup(buckets);
@@ -407,6 +468,22 @@ int main(int argc, char **argv)
         goto out;
     if (tokens_file && load_tokens(f, tokens_file) < 0)
         goto out;
+    if (controller) {
+        ctlclient_config_t cc;
+        ctlclient_config_defaults(&cc);
+        cc.endpoint = controller;
+        cc.name = name;
+        cc.capacity = capacity;
+        cc.normal = policy;
+        cx.f = f;
+        cx.s = s;
+        ctlclient_ops_t ops = {ctl_bucket, ctl_set_tokens, ctl_set_policy, NULL, ctl_applied, &cx};
+        ctl = ctlclient_new(&cc, s, &ops, &err);
+        if (!ctl || ctlclient_attach(ctl, base) < 0) {
+            log_error("--controller %s: %s", controller, strerror(ctl ? ENOMEM : -err));
+            goto out;
+        }
+    }
     sc.f = f;
     sc.s = s;
     sc.tokens_file = tokens_file;
@@ -419,10 +496,10 @@ int main(int argc, char **argv)
         }
     }
     log_info("node %s: NBD on %s port %u, backend file:%s%s, %d buckets, policy %s, "
-             "%d outstanding, %d workers",
+             "%d outstanding, %d workers%s%s",
              name, lhost, nbdfront_port(f), backend, cfg.store.direct ? " (O_DIRECT)" : "",
              sched_nbuckets(s), policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
-             cfg.store.workers);
+             cfg.store.workers, controller ? ", controller " : "", controller ? controller : "");
     if (event_base_dispatch(base) < 0) {
         log_error("event loop failed");
         goto out;
@@ -441,6 +518,7 @@ out:
     for (int i = 0; i < 3; i++)
         if (sigs[i])
             event_free(sigs[i]);
+    ctlclient_destroy(&ctl);
     nbdfront_destroy(&f);
     sched_destroy(&s);
     if (base)

@@ -259,6 +259,38 @@ START_TEST(test_nbd_errno_mapping)
 }
 END_TEST
 
+START_TEST(test_nbd_client_round_trip)
+{
+    uint8_t b[64];
+    nbd_request_t q;
+    nbd_option_t o;
+    uint32_t e, opt, type, len;
+    uint64_t h;
+    ck_assert_uint_eq(nbd_encode_request(b, 1, NBD_CMD_WRITE, 42, 1ull << 40, 777), 28);
+    ck_assert_int_eq(nbd_parse_request(b, 28, &q, NULL), 0);
+    ck_assert(q.flags == 1 && q.type == NBD_CMD_WRITE && q.handle == 42 &&
+              q.offset == 1ull << 40 && q.length == 777);
+    ck_assert_uint_eq(nbd_encode_option(b, NBD_OPT_LIST, 0), 16);
+    ck_assert_int_eq(nbd_parse_option(b, 16, &o, NULL), 0);
+    ck_assert(o.option == NBD_OPT_LIST && o.length == 0);
+    nbd_encode_rep_header(b, NBD_OPT_GO, NBD_REP_ERR_UNKNOWN, 5);
+    ck_assert_int_eq(nbd_parse_rep_header(b, 20, &opt, &type, &len, NULL), 0);
+    ck_assert(opt == NBD_OPT_GO && type == NBD_REP_ERR_UNKNOWN && len == 5);
+    ck_assert_int_eq(nbd_parse_rep_header(b, 19, &opt, &type, &len, NULL), -EAGAIN);
+    b[0] ^= 1;
+    ck_assert_int_eq(nbd_parse_rep_header(b, 20, &opt, &type, &len, NULL), -EPROTO);
+    nbd_encode_simple_reply(b, NBD_ENOSPC, 99);
+    ck_assert_int_eq(nbd_parse_simple_reply(b, 16, &e, &h, NULL), 0);
+    ck_assert(e == NBD_ENOSPC && h == 99);
+    ck_assert_int_eq(nbd_parse_simple_reply(b, 15, &e, &h, NULL), -EAGAIN);
+    b[0] = 0x66; /* structured reply magic 0x668e33ef */
+    b[1] = 0x8e;
+    b[2] = 0x33;
+    b[3] = 0xef;
+    ck_assert_int_eq(nbd_parse_simple_reply(b, 16, &e, &h, NULL), -EPROTO);
+}
+END_TEST
+
 /* Random bytes into every parser: no crash, no read past the length (ASan
  * build), and every success is a consistent message. */
 START_TEST(test_nbd_fuzz_garbage)
@@ -317,6 +349,7 @@ static Suite *nbd_suite(void)
     tcase_add_test(tc, test_nbd_request_bounds);
     tcase_add_test(tc, test_nbd_request_flags_and_types);
     tcase_add_test(tc, test_nbd_errno_mapping);
+    tcase_add_test(tc, test_nbd_client_round_trip);
     tcase_add_test(tc, test_nbd_fuzz_garbage);
     suite_add_tcase(s, tc);
     return s;
