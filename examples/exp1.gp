@@ -1,19 +1,23 @@
 # exp1.gp - Fig. 3 of the pShift paper from bqos-sim output: IOs per bucket per redistribution interval (stacked) for every 50th bucket, one panel per policy; and the reservations.
-# Usage: gnuplot -e "dir='out/exp1'" examples/exp1.gp   (reads dir/intervals-POLICY.csv)
+# Usage: gnuplot -e "dir='out/exp1'; sample=50" examples/exp1.gp   (reads dir/intervals-POLICY.csv)
+# The y axis is logarithmic: reservations span a factor of 100 (Zipf 0.5 over
+# 10,000 buckets), so a linear axis shows only the largest bucket.
 if (!exists("dir")) dir = 'out/exp1'
+if (!exists("sample")) sample = 50
 set datafile separator ','
 set terminal pngcairo size 1400,1000 font ",10"
 set output dir.'/exp1.png'
-set multiplot layout 2,2 title "IOs per bucket per redistribution interval (stacked: interval 1 at the bottom), every 50th bucket; black: reservation"
+set multiplot layout 2,2 title sprintf("IOs per bucket per redistribution interval (stacked, interval 1 at the bottom), every %dth bucket; black: reservation", sample)
 set xlabel 'bucket'
 set ylabel 'IOs in the QoS period'
 set style fill solid 0.9 noborder
 set key top right
-set boxwidth 30
-set offsets 40,40,0,0
-set yrange [0:*]
+set boxwidth 0.8 * sample
+set autoscale xfix
+set offsets sample,sample,0,0
+set logscale y
+set yrange [10:*]
 # Columns: policy,period,bucket,reserved,i1..i5
-s5(a,b,c,d,e) = a+b+c+d+e
 do for [p in "rr static pshift clairvoyant"] {
   f = dir.'/intervals-'.p.'.csv'
   set title p
@@ -27,6 +31,5 @@ do for [p in "rr static pshift clairvoyant"] {
 unset multiplot
 set output dir.'/exp1-reservations.png'
 set terminal pngcairo size 800,500 font ",10"
-set title 'Bucket reservations (IOs per QoS period), every 50th bucket'
-set logscale y
+set title sprintf('Bucket reservations (IOs per QoS period), every %dth bucket', sample)
 plot dir.'/intervals-pshift.csv' using 3:4 with linespoints pt 7 ps 0.5 notitle

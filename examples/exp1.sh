@@ -46,7 +46,7 @@ for p in rr static pshift clairvoyant; do
   grep "^$p," "$OUT/intervals.csv" >"$OUT/intervals-$p.csv"
 done
 if command -v gnuplot >/dev/null 2>&1; then
-  gnuplot -e "dir='$OUT'" "$HERE/exp1.gp" || echo "exp1: gnuplot failed" >&2
+  gnuplot -e "dir='$OUT'; sample=$SAMPLE" "$HERE/exp1.gp" || echo "exp1: gnuplot failed" >&2
   [ -s "$OUT/exp1.png" ] && echo "exp1: plots $OUT/exp1.png $OUT/exp1-reservations.png"
 else
   echo "exp1: gnuplot not found, no plots" >&2

@@ -75,9 +75,12 @@ shape=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["co
 check "scenario runs (3 buckets, 2 periods, 4 policies)" "[ $rc -eq 0 ] && [ '$shape' = '3 2 4' ]"
 check "scenario: pshift meets all" "fcmp '$(jget "$T/s.out.json" pshift meet95) == 1'"
 check "scenario: rr does not" "fcmp '$(jget "$T/s.out.json" rr meet95) < 1'"
-sed 's/"rate": 600, //' "$T/s.json" >"$T/closed.json"
-$SIM --scenario "$T/closed.json" -q >/dev/null 2>"$T/err"; rc=$?
-check "closed-loop bucket rejected" "[ $rc -eq 1 ] && grep -q 'closed-loop' '$T/err'"
+# Closed loop (no "rate"): "small" keeps 2 requests in flight on s1 and is
+# backlogged, so token policies meet its reservation.
+sed 's/"rate": 600, /"outstanding": 2, /' "$T/s.json" >"$T/closed.json"
+$SIM --scenario "$T/closed.json" -q -p rr,pshift -j "$T/closed.out.json" --csv "$T/closed.csv" 2>"$T/err"; rc=$?
+check "closed-loop scenario runs" "[ $rc -eq 0 ]"
+check "closed-loop bucket served about its reservation" "grep -q '^pshift,0,1,300,' '$T/closed.csv' && awk -F, '\$1==\"pshift\" && \$3==1 && \$6 >= 0.99 { ok=1 } END { exit !ok }' '$T/closed.csv'"
 echo '{"duration": 1,' >"$T/bad.json"
 $SIM --scenario "$T/bad.json" -q >/dev/null 2>"$T/err"; rc=$?
 check "malformed scenario: FILE:LINE:COL" "[ $rc -eq 1 ] && grep -q 'bad.json:[0-9]*:[0-9]*:' '$T/err'"

@@ -32,9 +32,11 @@ static const char usage_text[] =
     "    reservations Zipf-distributed over the reserved capacity, each bucket's\n"
     "    demand (DEMAND x reservation) split Zipf over ACTIVE random servers, and\n"
     "    demand changes at random times that move a bucket to a fresh random set of\n"
-    "    servers.  Requests arrive open loop; IO service times are uniform in\n"
-    "    (1 +- SPREAD)/CAPACITY.  Requests still queued when a period ends are\n"
-    "    dropped.  The defaults are Experiment 1 at full scale.\n"
+    "    servers.  Requests arrive open loop at the demand's rate (or, with\n"
+    "    --outstanding, closed loop: each bucket keeps N requests in flight at each\n"
+    "    of its servers); IO service times are uniform in (1 +- SPREAD)/CAPACITY.\n"
+    "    Open-loop requests still queued when a period ends are dropped.  The\n"
+    "    defaults are Experiment 1 at full scale.\n"
     "\n"
     "    A bucket meets its reservation in a period when it is served at least\n"
     "    95% (or 99%) of reservation x period IOs.  A progress line per control\n"
@@ -53,9 +55,10 @@ static const char usage_tail[] =
     "        --true-capacity    pshift gets the true server capacities instead of\n"
     "                           the Haechi estimates\n"
     "        --scenario FILE    simulate a bqos-load scenario file (servers, capacity,\n"
-    "                           period, intervals, duration, seed, buckets with open-\n"
-    "                           loop \"rate\" and \"split_zipf\", changes); generator\n"
-    "                           options are then ignored\n"
+    "                           period, intervals, duration, seed, buckets: open loop\n"
+    "                           with \"rate\" and \"split_zipf\", else closed loop with\n"
+    "                           \"outstanding\"; changes); generator options are then\n"
+    "                           ignored; see docs/simulator.md\n"
     "    -j, --json FILE        write the summary JSON to FILE instead of stdout\n"
     "        --csv FILE         per-bucket results: policy,period,bucket,reserved,\n"
     "                           served,ratio\n"
@@ -106,6 +109,8 @@ static const num_opt_t num_opts[] = {
     {"active", 'A', T_INT, OFF(active), 1, 65536, "N", "active servers per bucket (N_A)"},
     {"split-zipf", 0, T_DBL, OFF(split_zipf), 0, 10, "S", "Zipf exponent of the split"},
     {"changes", 'N', T_INT, OFF(changes), 0, 10000, "N", "demand changes per period (N_D)"},
+    {"outstanding", 0, T_INT, OFF(outstanding), 0, 100000, "N",
+     "closed loop: requests in flight per active server (0: open loop)"},
     {"seed", 's', T_U64, OFF(seed), 0, 1.8e19, "N", "random seed"},
 };
 #define NNUM (sizeof(num_opts) / sizeof(num_opts[0]))
@@ -305,13 +310,14 @@ static void progress(void *arg, sim_policy_t p, int period, int interval, uint64
 static json_t *config_json(const sim_model_t *m, const settings_t *st)
 {
     const sim_config_t *c = &m->cfg;
-    json_t *j = json_pack("{s:i,s:i,s:f,s:f,s:f,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:f,s:i,s:b,s:b,s:I}",
+    json_t *j = json_pack("{s:i,s:i,s:f,s:f,s:f,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:f,s:i,s:b,s:b,s:i,s:I}",
                           "servers", c->servers, "buckets", c->buckets, "capacity", c->capacity,
                           "spread", c->svc_spread, "period", c->period, "intervals", c->intervals,
                           "periods", c->periods, "warmup", c->warmup, "delay", c->delay,
                           "reserved", c->reserved, "res_zipf", c->res_zipf, "demand", c->demand,
                           "active", c->active, "split_zipf", c->split_zipf, "changes", c->changes,
-                          "changes_upto", c->changes_upto, "poisson", c->poisson, "seed",
+                          "changes_upto", c->changes_upto, "poisson", c->poisson, "outstanding",
+                          c->outstanding, "seed",
                           (json_int_t)c->seed);
     if (j && st->scenario)
         json_object_set_new(j, "scenario", json_string(st->scenario));

@@ -55,6 +55,8 @@ int sim_config_check(const sim_config_t *c, char *err, size_t errlen)
         bad = "split zipf must be 0..10";
     else if (c->changes < 0 || c->changes > 10000)
         bad = "changes must be 0..10000";
+    else if (c->outstanding < 0 || c->outstanding > 100000)
+        bad = "outstanding must be 0..100000";
     if (bad) {
         snprintf(err, errlen, "%s", bad);
         return -EINVAL;
@@ -166,7 +168,7 @@ static int build_segments(sim_model_t *m)
                 continue;
             for (int k = 0; k < ph->n; k++) {
                 int s = ph->servers[k];
-                if (!(ph->rates[k] > 0))
+                if (!bk->outstanding && !(ph->rates[k] > 0))
                     continue;
                 if (m->nsegs[s] == cap[s]) {
                     size_t nc = cap[s] ? 2 * cap[s] : 64;
@@ -179,7 +181,8 @@ static int build_segments(sim_model_t *m)
                     cap[s] = nc;
                 }
                 m->segs[s][m->nsegs[s]++] = (sim_segment_t){
-                    .bucket = b, .key = key++, .start = ph->t, .end = end, .rate = ph->rates[k]};
+                    .bucket = b, .key = key++, .start = ph->t, .end = end, .rate = ph->rates[k],
+                    .outstanding = bk->outstanding};
             }
         }
     }
@@ -230,6 +233,7 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
         if (bk->reservation < 1 && total * wres[b] > 0)
             bk->reservation = 1;
         double want = cfg->demand * bk->reservation;
+        bk->outstanding = cfg->outstanding;
         zipf_rng_t r;
         zipf_rng_seed(&r, cfg->seed, STREAM_BUCKET(b));
         size_t cap = 0;
@@ -300,14 +304,6 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
     int rc = sim_config_check(&c, err, errlen);
     if (rc)
         return rc;
-    for (size_t b = 0; b < sc->nbuckets; b++)
-        if (!(sc->buckets[b].rate > 0)) {
-            snprintf(err, errlen,
-                     "bucket \"%s\" is closed-loop (no \"rate\"): the simulator runs open-loop "
-                     "generators only",
-                     sc->buckets[b].name);
-            return -EINVAL;
-        }
     sim_model_t *m = model_alloc(&c);
     if (!m)
         goto nomem;
@@ -315,6 +311,7 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
         const scenario_bucket_t *sb = &sc->buckets[b];
         sim_bucket_t *bk = &m->buckets[b];
         bk->reservation = sb->reservation;
+        bk->outstanding = sb->rate > 0 ? 0 : (sb->outstanding > 0 ? sb->outstanding : 1);
         size_t cap = 0;
         for (size_t i = 0; i < sb->nphases; i++) {
             const scenario_phase_t *sp = &sb->phases[i];
@@ -352,6 +349,7 @@ void sim_model_demand(const sim_model_t *m, int b, double t0, double t1, double 
         if (!(e > s))
             continue;
         for (int k = 0; k < ph->n; k++)
-            acc[ph->servers[k]] += ph->rates[k] * (e - s);
+            acc[ph->servers[k]] += (bk->outstanding ? m->capacity[ph->servers[k]] : ph->rates[k]) *
+                                   (e - s);
     }
 }

@@ -6,7 +6,9 @@
  * threads, so all policies see the same arrivals.
  *
  * Demand is a list of phases per bucket: from time t on, the bucket sends
- * `rates[i]` IOs per second to server `servers[i]`.  For the simulator's
+ * `rates[i]` IOs per second to server `servers[i]` (open loop), or keeps
+ * `outstanding` requests in flight at each of its servers (closed loop:
+ * a new request as soon as one completes, as bqos-load's clients do).  For the simulator's
  * inner loop the phases are also cut into per-server segments: a segment is
  * one (bucket, server, start, end, rate) request generator. */
 #ifndef BQOS_SIM_MODEL_H
@@ -37,6 +39,9 @@ typedef struct {
     int changes;          /* N_D: demand changes per bucket per period */
     int changes_upto;     /* nonzero: 0..N_D changes (uniform) instead of N_D */
     int poisson;          /* nonzero: Poisson arrivals; 0: evenly spaced */
+    int outstanding;      /* > 0: closed loop with this many requests in
+                             flight per active server (rates only split
+                             the phases); 0: open loop */
     uint64_t seed;
 } sim_config_t;
 
@@ -56,21 +61,24 @@ typedef struct {
     double t;        /* start (seconds since the run's start) */
     int n;           /* active servers */
     int *servers;    /* [n] server indexes, distinct */
-    double *rates;   /* [n] IOs per second, > 0 */
+    double *rates;   /* [n] IOs per second, > 0 (open loop) */
 } sim_phase_t;
 
 typedef struct {
     double reservation;   /* IOs per second */
+    int outstanding;      /* > 0: closed loop (requests in flight per server) */
     size_t nphases;       /* >= 1, phases[0].t == 0, increasing */
     sim_phase_t *phases;
 } sim_bucket_t;
 
 /* One request generator: bucket `bucket` sends `rate` IOs per second to a
- * server during [start, end). */
+ * server during [start, end), or keeps `outstanding` requests in flight
+ * there (closed loop, `outstanding` > 0). */
 typedef struct {
     int bucket;
     uint32_t key;         /* unique in the model: seeds the generator */
     double start, end, rate;
+    int outstanding;
 } sim_segment_t;
 
 typedef struct {
@@ -89,11 +97,12 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
 
 /* Builds a model from a loaded bqos-load scenario: its servers, capacity,
  * period, intervals, duration (rounded up to whole periods), seed and
- * buckets (reservation, open-loop rate split over each phase's servers by
- * split_zipf, as bqos-load does).  Run settings not in a scenario (delay,
+ * buckets (reservation; open-loop rate split over each phase's servers by
+ * split_zipf, as bqos-load does, or closed loop with the bucket's
+ * outstanding requests per server).  Run settings not in a scenario (delay,
  * spread, warmup, poisson) come from *run.  Limits are ignored.  Returns 0
  * and *out (caller owns it), -EINVAL with a message in err (no capacity,
- * a closed-loop bucket, bad run settings), -ENOMEM. */
+ * bad run settings), -ENOMEM. */
 int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_model_t **out,
                             char *err, size_t errlen);
 
@@ -102,7 +111,8 @@ void sim_model_destroy(sim_model_t **mp);
 
 /* Adds to acc[s] (an array of cfg.servers doubles the caller zeroed) the
  * IOs bucket b sends to each server during [t0, t1): the true demand that
- * the clairvoyant policy is fed. */
+ * the clairvoyant policy is fed.  A closed-loop bucket always has work
+ * where it is active: it counts the server's whole capacity there. */
 void sim_model_demand(const sim_model_t *m, int b, double t0, double t1, double *acc);
 
 #endif

@@ -38,10 +38,16 @@ int sim_policy_parse(const char *name)
     return -EINVAL;
 }
 
-/* A request waiting at a server: only its link matters to the simulator. */
+/* A request at a server: its link and the generator that sent it (a
+ * closed-loop generator sends the next one when it completes). */
+typedef struct {
+    sched_item_t it;    /* first: a sched_item_t * is a req_t * */
+    uint32_t seg;
+} req_t;
+
 typedef struct chunk {
     struct chunk *next;
-    sched_item_t items[POOL_CHUNK];
+    req_t reqs[POOL_CHUNK];
 } chunk_t;
 
 /* One simulated server; owned by whichever thread runs it between rounds. */
@@ -55,7 +61,10 @@ typedef struct {
     double lo, span;                /* service time = lo + span * u */
     int busy;
     double busy_until;
-    sched_item_t *free;             /* request pool */
+    uint32_t cur_seg;               /* generator of the request in service */
+    req_t *free;                    /* request pool, linked by it.next */
+    req_t *requeue;                 /* closed-loop requests kept over a
+                                       period change */
     chunk_t *chunks;
     uint64_t arrivals, completions, dropped;
     uint64_t completions_p;         /* this period, for the controller */
@@ -64,7 +73,7 @@ typedef struct {
     int err;
 } server_t;
 
-static sched_item_t *item_get(server_t *sv)
+static req_t *req_get(server_t *sv)
 {
     if (!sv->free) {
         chunk_t *c = malloc(sizeof(*c));
@@ -73,19 +82,33 @@ static sched_item_t *item_get(server_t *sv)
         c->next = sv->chunks;
         sv->chunks = c;
         for (int i = 0; i < POOL_CHUNK; i++) {
-            c->items[i].next = sv->free;
-            sv->free = &c->items[i];
+            c->reqs[i].it.next = (sched_item_t *)sv->free;
+            sv->free = &c->reqs[i];
         }
     }
-    sched_item_t *it = sv->free;
-    sv->free = it->next;
-    return it;
+    req_t *r = sv->free;
+    sv->free = (req_t *)r->it.next;
+    return r;
 }
 
-static inline void item_put(server_t *sv, sched_item_t *it)
+static inline void req_put(server_t *sv, req_t *r)
 {
-    it->next = sv->free;
-    sv->free = it;
+    r->it.next = (sched_item_t *)sv->free;
+    sv->free = r;
+}
+
+/* Queues a new request of generator g.  Returns 0 or -ENOMEM. */
+static inline int issue(server_t *sv, uint32_t g)
+{
+    req_t *r = req_get(sv);
+    if (!r) {
+        sv->err = -ENOMEM;
+        return -ENOMEM;
+    }
+    r->seg = g;
+    sched_enqueue(sv->sch, sv->segs[g].bucket, &r->it);
+    sv->arrivals++;
+    return 0;
 }
 
 static inline double gap(server_t *sv, uint32_t g)
@@ -104,7 +127,9 @@ static inline void kick(server_t *sv, double t)
     sched_item_t *it = sched_dispatch(sv->sch, NULL);
     if (!it)
         return;
-    item_put(sv, it);
+    req_t *r = (req_t *)it;
+    sv->cur_seg = r->seg;
+    req_put(sv, r);
     double d = sv->lo + sv->span * zipf_rng_uniform(&sv->svc);
     sv->busy = 1;
     sv->busy_until = t + d;
@@ -124,6 +149,9 @@ static void advance(server_t *sv, double until)
             sv->busy = 0;
             sv->completions++;
             sv->completions_p++;
+            const sim_segment_t *sg = &sv->segs[sv->cur_seg];
+            if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
+                return;
             kick(sv, t);
             continue;
         }
@@ -131,25 +159,40 @@ static void advance(server_t *sv, double until)
             return;
         uint32_t g = e->id;
         const sim_segment_t *sg = &sv->segs[g];
-        sched_item_t *it = item_get(sv);
-        if (!it) {
-            sv->err = -ENOMEM;
-            return;
-        }
-        sched_enqueue(sv->sch, sg->bucket, it);
-        sv->arrivals++;
-        double next = ta + gap(sv, g);
-        if (next < sg->end)
-            sim_heap_retime_top(sv->heap, next);
-        else
+        if (sg->outstanding) {
+            /* A closed-loop generator starts: its clients send their
+             * first requests; completions send the rest. */
             sim_heap_pop(sv->heap, NULL);
+            for (int i = 0; i < sg->outstanding; i++)
+                if (issue(sv, g) < 0)
+                    return;
+        } else {
+            if (issue(sv, g) < 0)
+                return;
+            double next = ta + gap(sv, g);
+            if (next < sg->end)
+                sim_heap_retime_top(sv->heap, next);
+            else
+                sim_heap_pop(sv->heap, NULL);
+        }
         kick(sv, ta);
     }
 }
 
+/* sched_drain() callback at a period change: open-loop requests are
+ * dropped, closed-loop ones are kept aside to be queued again (their
+ * clients would resend them). */
 static void drop_cb(sched_item_t *it, void *arg)
 {
-    item_put(arg, it);
+    server_t *sv = arg;
+    req_t *r = (req_t *)it;
+    if (sv->segs[r->seg].outstanding) {
+        r->it.next = (sched_item_t *)sv->requeue;
+        sv->requeue = r;
+        return;
+    }
+    sv->dropped++;
+    req_put(sv, r);
 }
 
 static void server_free(server_t *sv)
@@ -186,8 +229,9 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
         zipf_rng_seed(&sv->grng[g], c->seed, STREAM_GEN(sg->key));
         /* Even arrivals start at a random phase; Poisson ones at an
          * exponential gap after the segment starts. */
-        double first = c->poisson ? sg->start - log1p(-zipf_rng_uniform(&sv->grng[g])) / sg->rate
-                                  : sg->start + zipf_rng_uniform(&sv->grng[g]) / sg->rate;
+        double first = sg->outstanding ? sg->start
+                       : c->poisson ? sg->start - log1p(-zipf_rng_uniform(&sv->grng[g])) / sg->rate
+                                    : sg->start + zipf_rng_uniform(&sv->grng[g]) / sg->rate;
         if (first < sg->end && sim_heap_push(sv->heap, first, (uint32_t)g) < 0)
             return -ENOMEM;
     }
@@ -274,8 +318,14 @@ static void period_reset(run_t *R)
     #pragma omp parallel for schedule(static)
     for (int s = 0; s < R->S; s++) {
         server_t *sv = &R->sv[s];
-        sv->dropped += sched_drain(sv->sch, drop_cb, sv);
+        sched_drain(sv->sch, drop_cb, sv);
         sched_period_start(sv->sch);
+        /* Requeued in reverse drain order; that order is deterministic. */
+        while (sv->requeue) {
+            req_t *r = sv->requeue;
+            sv->requeue = (req_t *)r->it.next;
+            sched_enqueue(sv->sch, sv->segs[r->seg].bucket, &r->it);
+        }
         sv->completions_p = 0;
         sv->busy_p = 0;
         memset(R->arr_snap + (size_t)s * R->B, 0, (size_t)R->B * sizeof(uint64_t));
