@@ -1,6 +1,7 @@
 /* test_proto.c - Check suite for common/proto: round trips of every message
  * type, every rejection reason, a mutation fuzzer, and the zmq helpers. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,6 +418,78 @@ START_TEST(test_proto_reject_reasons)
 }
 END_TEST
 
+/* ---- data-driven fixtures (tests/data/proto/CASE/) ---- */
+
+#define FIXTURES "tests/data/proto"
+
+/* Reads fixture frame i of case dir into buf; returns its length, or -1 if
+ * the case has no such frame. */
+static ssize_t read_frame(const char *dir, int i, unsigned char *buf, size_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/frame%d.txt", dir, i);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        size_t n = fread(buf, 1, cap, f);
+        fclose(f);
+        return (ssize_t)n;
+    }
+    snprintf(path, sizeof path, "%s/frame%d.hex", dir, i);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    size_t n = 0;
+    unsigned v;
+    while (n < cap && fscanf(f, "%2x", &v) == 1)
+        buf[n++] = (unsigned char)v;
+    fclose(f);
+    return (ssize_t)n;
+}
+
+START_TEST(test_proto_fixtures)
+{
+    DIR *d = opendir(FIXTURES);
+    ck_assert_msg(d != NULL, "run from the repository root: no %s", FIXTURES);
+    static unsigned char bufs[3][8192];
+    int cases = 0, oks = 0;
+    struct dirent *e;
+    proto_msg_t m;
+    proto_msg_init(&m);
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "README") == 0)
+            continue;
+        char dir[300], path[400], expect[32] = "";
+        snprintf(dir, sizeof dir, "%s/%s", FIXTURES, e->d_name);
+        snprintf(path, sizeof path, "%s/expect", dir);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "%s: no expect file", dir);
+        ck_assert(fscanf(f, "%31s", expect) == 1);
+        fclose(f);
+        proto_frame_t fr[3];
+        size_t n = 0;
+        for (int i = 0; i < 3; i++) {
+            ssize_t l = read_frame(dir, i, bufs[i], sizeof bufs[i]);
+            if (l < 0)
+                break;
+            fr[n].data = bufs[i];
+            fr[n].len = (size_t)l;
+            n++;
+        }
+        ck_assert_msg(n > 0, "%s: no frames", dir);
+        proto_reason_t why;
+        int rc = proto_decode(&m, fr, n, NULL, &why);
+        ck_assert_msg(strcmp(proto_reason_str(why), expect) == 0, "%s: got %s, want %s", dir,
+                      proto_reason_str(why), expect);
+        ck_assert_int_eq(rc, why == PROTO_OK ? 0 : -EPROTO);
+        cases++;
+        oks += why == PROTO_OK;
+    }
+    closedir(d);
+    proto_msg_clear(&m);
+    ck_assert_int_ge(cases, 20);
+    ck_assert_int_ge(oks, 5);
+}
+END_TEST
+
 /* ---- fuzz ---- */
 
 static uint64_t rng = 88172645463325252ull;
@@ -677,6 +750,7 @@ int main(void)
     tcase_add_test(tc, test_proto_roundtrip_small);
     tcase_add_test(tc, test_proto_encode_rejects_invalid);
     tcase_add_test(tc, test_proto_reject_reasons);
+    tcase_add_test(tc, test_proto_fixtures);
     tcase_add_test(tc, test_proto_fuzz_mutations);
     tcase_add_test(tc, test_proto_zmq_router_dealer);
     suite_add_tcase(s, tc);
