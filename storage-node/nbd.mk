@@ -11,3 +11,7 @@ test_nbd_LIBS = node common
 
 ITESTS += tests/it_nbd.sh
 BENCHES += storage-node/bench-nbd.sh
+
+PROGS += bqos-nbd-load
+bqos-nbd-load_SRCS = storage-node/nbdload.c
+bqos-nbd-load_LIBS = workloads node common
