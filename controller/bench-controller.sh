@@ -10,7 +10,7 @@ T=$(mktemp -d /tmp/bench_controller.XXXXXX)
 trap 'cleanup; rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 
-# run NODES BUCKETS ACTIVE SKIP THREADS
+# run NODES BUCKETS ACTIVE SKIP THREADS [NOISE]
 run() {
   "$BIN/bqos-ctrl-bench" --nodes "$1" --buckets "$2" --write-buckets "$T/b.json" || exit 1
   next_port; cp=$PORT; next_port; ap=$PORT
@@ -20,24 +20,29 @@ run() {
   pid=$SPAWNED
   wait_port "$cp" 10 || exit 1
   "$BIN/bqos-ctrl-bench" --endpoint "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" \
-    --nodes "$1" --buckets "$2" --active "$3" --seconds "$SECS" --quiet >"$T/out.json"
+    --nodes "$1" --buckets "$2" --active "$3" --seconds "$SECS" --noise "${6:-0.2}" \
+    --quiet >"$T/out.json"
   stop_pid "$pid"
-  python3 - "$T/out.json" "$1" "$2" "$3" "$4" "$5" <<'PY'
+  python3 - "$T/out.json" "$1" "$2" "$3" "$4" "$5" "${6:-0.2}" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 m = d["timing"]["mean_ms"]; s = d["stats"]
 iv = d["period_ms"] / d["intervals"]
 cpu = m["decode"] + m["pshift"] + m["encode"] + m["send"]
-print("| %5s x %6s | %d | %4s | %s | %6.2f | %6.2f | %7.2f | %6.2f | %6.2f | %7.2f | %5.2f%% | %d/%d |" % (
-    sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], m["receive"], m["decode"],
-    m["pshift"], m["encode"], m["send"], cpu, 100 * cpu / iv, s["computed"], s["rounds"]))
+pc = d["timing"].get("cpu_ms_per_round", 0)
+print("| %5s x %6s | %d | %4s | %s | %s | %6.2f | %6.2f | %7.2f | %6.2f | %6.2f | %7.2f | %5.2f%% | %7.2f | %5.2f%% | %d/%d |" % (
+    sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[7], sys.argv[5], sys.argv[6], m["receive"], m["decode"],
+    m["pshift"], m["encode"], m["send"], cpu, 100 * cpu / iv, pc, 100 * pc / iv,
+    s["computed"], s["rounds"]))
 PY
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, ${SECS}s per row"
-echo "| nodes x buckets | active | skip | thr | receive | decode | pshift | encode | send | total (no receive) | of interval | computed/rounds |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| nodes x buckets | active | noise | skip | thr | receive | decode | pshift | encode | send | sum w/o receive | of interval | CPU/round | of interval | computed/rounds |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 run 8 200 3 0 1
 run 8 200 3 0.1 1
 run 64 10000 8 0 1
 run 64 10000 8 0 2
 run 64 10000 8 0.1 1
+run 8 200 3 0.1 1 0.02
+run 64 10000 8 0.1 1 0.02

@@ -34,7 +34,7 @@ typedef struct {
 typedef struct {
     const char *endpoint, *admin;
     int nodes, buckets, active;
-    double seconds, capacity, reserved;
+    double seconds, capacity, reserved, noise;
     const char *write;
     unsigned seed;
     int quiet;
@@ -74,6 +74,8 @@ static void usage(FILE *fp)
             "                  bucket b reserves F*nodes*C/(b+1)^0.5 normalised; its\n"
             "                  demand is 1.5x that, split evenly over its nodes, and\n"
             "                  each node serves 0.8x its share of the reservation\n"
+            "  --noise F       arrivals vary uniformly by +-F around the mean, queues\n"
+            "                  are 0..40F long (default 0.2)\n"
             "  --write-buckets FILE  write the matching bucket file and exit\n"
             "  --quiet         no progress lines\n"
             "  --help, --version\n");
@@ -121,7 +123,7 @@ static void take_timing(timing_t *t, const proto_msg_t *m, double now)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {"tcp://127.0.0.1:7070", "tcp://127.0.0.1:7071", 8, 200, 3, 5, 20000, 0.9,
+    opts_t o = {"tcp://127.0.0.1:7070", "tcp://127.0.0.1:7071", 8, 200, 3, 5, 20000, 0.9, 0.2,
                 NULL, 1, 0};
     static const struct option lo[] = {
         {"endpoint", required_argument, NULL, 'e'}, {"admin", required_argument, NULL, 'a'},
@@ -130,6 +132,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 'S'},     {"quiet", no_argument, NULL, 'q'},
         {"capacity", required_argument, NULL, 'c'}, {"reserved", required_argument, NULL, 'r'},
         {"write-buckets", required_argument, NULL, 'w'},
+        {"noise", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {0}};
     int c;
@@ -146,6 +149,7 @@ int main(int argc, char **argv)
         case 'c': o.capacity = atof(optarg); break;
         case 'r': o.reserved = atof(optarg); break;
         case 'w': o.write = optarg; break;
+        case 'N': o.noise = atof(optarg); break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("bqos-ctrl-bench %s\n", BQOS_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -298,13 +302,14 @@ int main(int argc, char **argv)
                     uint64_t done = 0;
                     for (size_t j = 0; j < f->n; j++) {
                         double share = rate[f->bucket[j]] * isec / o.active;
-                        double r = 1.5 * share * (0.8 + 0.4 * (rand_r(&seed) % 1000) / 1000.0);
+                        double u = (rand_r(&seed) % 1000) / 1000.0;
+                        double r = 1.5 * share * (1 - o.noise + 2 * o.noise * u);
                         uint64_t spend = (uint64_t)(0.8 * share);
                         f->served[j] += spend;
                         done += spend;
                         rep.report[j] = (proto_report_rec_t){
                             .bucket = (uint32_t)j,
-                            .queued = (uint64_t)(rand_r(&seed) % 8),
+                            .queued = (uint64_t)(rand_r(&seed) % (1 + (int)(40 * o.noise))),
                             .arrivals_interval = (uint64_t)r,
                             .arrivals_period = f->served[j],
                             .served_r = f->served[j],
