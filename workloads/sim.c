@@ -52,6 +52,9 @@ static const char usage_tail[] =
     "        --changes-exact    exactly CHANGES demand changes per period (default:\n"
     "                           uniform 0..CHANGES per bucket and period)\n"
     "        --poisson          Poisson arrivals (default: evenly spaced, as the paper)\n"
+    "        --weighted         run the schedulers in weighted round robin, a bucket's\n"
+    "                           weight being its reservation over the smallest one\n"
+    "                           (default: plain round robin, the paper's Algorithm 1)\n"
     "        --true-capacity    pshift gets the true server capacities instead of\n"
     "                           the Haechi estimates\n"
     "        --scenario FILE    simulate a bqos-load scenario file (servers, capacity,\n"
@@ -119,6 +122,7 @@ enum {
     OPT_NUM = 1000, /* + index into num_opts */
     OPT_EXACT = 2000,
     OPT_POISSON,
+    OPT_WEIGHTED,
     OPT_TRUECAP,
     OPT_SCENARIO,
     OPT_CSV,
@@ -134,6 +138,7 @@ typedef struct {
     const char *scenario, *json, *csv, *ivcsv;
     int sample;
     int threads;
+    int weighted;
     int quiet;
 } settings_t;
 
@@ -231,6 +236,7 @@ static int parse_args(int argc, char **argv, settings_t *st)
         {"policies", required_argument, NULL, 'p'},
         {"changes-exact", no_argument, NULL, OPT_EXACT},
         {"poisson", no_argument, NULL, OPT_POISSON},
+        {"weighted", no_argument, NULL, OPT_WEIGHTED},
             {"scenario", required_argument, NULL, OPT_SCENARIO},
         {"json", required_argument, NULL, 'j'},
         {"csv", required_argument, NULL, OPT_CSV},
@@ -261,6 +267,7 @@ static int parse_args(int argc, char **argv, settings_t *st)
             break;
         case OPT_EXACT: st->cfg.changes_upto = 0; break;
         case OPT_POISSON: st->cfg.poisson = 1; break;
+        case OPT_WEIGHTED: st->weighted = 1; break;
         case OPT_SCENARIO: st->scenario = optarg; break;
         case 'j': st->json = optarg; break;
         case OPT_CSV: st->csv = optarg; break;
@@ -321,6 +328,8 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
                           (json_int_t)c->seed);
     if (j && st->scenario)
         json_object_set_new(j, "scenario", json_string(st->scenario));
+    if (j)
+        json_object_set_new(j, "weighted", json_boolean(st->weighted));
     return j;
 }
 
@@ -410,7 +419,7 @@ int main(int argc, char **argv)
         return rc == -EINVAL ? 1 : 2;
     }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
-    sim_run_opts_t ro = {.threads = st.threads,
+    sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {

@@ -207,13 +207,24 @@ static void server_free(server_t *sv)
     }
 }
 
-static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p)
+/* Weight of bucket b in weighted mode: its reservation over the smallest
+ * reservation, rounded, at least 1. */
+static uint32_t bucket_weight(const sim_model_t *m, int b, double rmin)
+{
+    double w = rmin > 0 ? m->buckets[b].reservation / rmin : 1;
+    if (!(w >= 1))
+        return 1;
+    return w > 1e6 ? 1000000 : (uint32_t)llround(w);
+}
+
+static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p, int weighted,
+                       double rmin)
 {
     const sim_config_t *c = &m->cfg;
     sv->index = s;
     sv->segs = m->segs[s];
     sv->poisson = c->poisson;
-    sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, 0);
+    sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weighted);
     sv->heap = sim_heap_new(m->nsegs[s]);
     sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(zipf_rng_t));
     if (!sv->sch || !sv->heap || !sv->grng)
@@ -221,7 +232,7 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     char name[32];
     for (int b = 0; b < c->buckets; b++) {
         snprintf(name, sizeof(name), "b%d", b);
-        if (sched_add_bucket(sv->sch, name, 1) != b)
+        if (sched_add_bucket(sv->sch, name, weighted ? bucket_weight(m, b, rmin) : 1) != b)
             return -ENOMEM;
     }
     for (size_t g = 0; g < m->nsegs[s]; g++) {
@@ -637,10 +648,14 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         r->reserved[b] = m->buckets[b].reservation * c->period;
         R.res_tokens[b] = llround(r->reserved[b]);
     }
+    double rmin = INFINITY;
+    for (int b = 0; b < R.B; b++)
+        if (m->buckets[b].reservation > 0 && m->buckets[b].reservation < rmin)
+            rmin = m->buckets[b].reservation;
     int bad = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
     for (int s = 0; s < R.S; s++)
-        bad |= server_init(&R.sv[s], m, s, policy) < 0;
+        bad |= server_init(&R.sv[s], m, s, policy, R.o->weighted, rmin) < 0;
     if (bad)
         goto out;
     if (policy == SIM_POLICY_PSHIFT && (rc = ctl_setup(&R)) < 0)

@@ -49,6 +49,8 @@ typedef void (*sim_progress_fn)(void *arg, sim_policy_t p, int period, int inter
 
 typedef struct {
     int threads;              /* OpenMP threads for servers and pShift; <= 0: default */
+    int weighted;             /* schedulers in weighted mode, weight of a bucket
+                                 = its reservation / the smallest one */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;
