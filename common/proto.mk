@@ -16,3 +16,4 @@ ctlclient_SRCS = storage-node/ctlclient.c
 TESTS += test_ctlclient
 test_ctlclient_SRCS = tests/test_ctlclient.c
 test_ctlclient_LIBS = ctlclient proto node common
+ITESTS += tests/it_ctlclient.sh

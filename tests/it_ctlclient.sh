@@ -1,0 +1,73 @@
+#!/bin/sh
+# it_ctlclient.sh - the node side of the control protocol in a real daemon: two bqos-nbd-nodes with --controller register with a real bqos-controller (seen through bqos-ctl), fall back to rr when the controller dies, resume when it returns, and say goodbye on exit.
+set -u
+. "$(dirname "$0")/../examples/lib.sh"
+BIN=${BIN:-bin}
+T=$(mktemp -d /tmp/it_ctlclient.XXXXXX)
+trap 'cleanup; rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+fails=0
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
+check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+# until_true SECONDS CMD: polls CMD every 0.1 s until it succeeds.
+until_true() {
+  n=$(( $1 * 10 )); shift
+  while [ $n -gt 0 ]; do eval "$1" && return 0; sleep 0.1; n=$((n - 1)); done
+  return 1
+}
+# node_state NAME: the node's state in `bqos-ctl --json status` (or "absent").
+node_state() {
+  "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 2000 --json status 2>/dev/null |
+    python3 -c "import json,sys
+d=json.load(sys.stdin)
+print(next((n['state'] for n in d['nodes'] if n['name']=='$1'), 'absent'))" 2>/dev/null
+}
+
+cat >"$T/b.json" <<'JSON'
+{"buckets":[{"name":"red","reservation":100,"limit":200},{"name":"blue","reservation":50}]}
+JSON
+start_controller "$T/b.json" 10000 "$T" || { echo "controller did not start"; exit 1; }
+ctl_ep=$CTRL_EP; admin_ep=$ADMIN_EP
+mkdir -p "$T/store"
+for n in n1 n2; do
+  spawn "$T/$n.log" "$BIN/bqos-nbd-node" --name "$n" --nbd-listen 127.0.0.1:0 \
+    --backend "file:$T/store/$n/" --export-size 1m --buckets red --controller "$CTRL_EP" \
+    --capacity 5000
+  eval "PID_$n=\$SPAWNED"
+done
+
+check "n1 is up at the controller" 'until_true 10 "[ \"\$(node_state n1)\" = up ]"'
+check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
+check "n1 was welcomed" 'grep -q "welcomed" "$T/n1.log"'
+check "n1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/n1.log\""'
+"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status >"$T/status.txt" 2>&1
+check "status lists both nodes with a recent report" \
+  '[ "$(grep -Ec "^n[12] +up +[0-9]+ ms +5000 " "$T/status.txt")" -eq 2 ]'
+
+# The controller dies: the nodes keep their tokens until the period ends,
+# then fall back to rr.
+stop_controller
+check "n1 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/n1.log\""'
+check "n2 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/n2.log\""'
+
+# It comes back on the same endpoints: the nodes are told they are unknown,
+# say hello again and resume tokens.
+cp_port=${ctl_ep##*:}; ap_port=${admin_ep##*:}
+spawn "$T/controller2.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen "$ctl_ep" \
+  --admin "$admin_ep" --period 1s --intervals 5 --capacity 10000 --down-after 50
+CTRL_PID=$SPAWNED
+wait_port "$cp_port" 10
+check "n1 resumes tokens" \
+  'until_true 15 "[ \$(grep -c \"resuming policy tokens\" \"$T/n1.log\") -ge 2 ]"'
+check "n2 is up at the new controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
+
+# n2 leaves cleanly: its goodbye marks it down at once (silence would take
+# --down-after 50 intervals = 10 s).
+stop_pid "$PID_n2"
+check "n2 is down right after its goodbye" 'until_true 3 "[ \"\$(node_state n2)\" = down ]"'
+check "n1 stays up" '[ "$(node_state n1)" = up ]'
+check "no decoder rejections at the nodes" '! grep -q "bad message" "$T/n1.log" "$T/n2.log"'
+
+[ $fails -eq 0 ] || { echo "$fails failed"; tail -20 "$T"/*.log; exit 1; }
+echo "all passed"
