@@ -225,9 +225,10 @@ typedef int (*proto_known_fn)(const char *node, void *arg);
 /* Sends `m` on `sock` as one multipart message.  With `identity` (ROUTER
  * side) the first frame is the peer's identity (`idlen` bytes).  `e` is
  * scratch space reused across calls.  `zflags` may hold ZMQ_DONTWAIT.
- * Returns 0, -EAGAIN (would block / no such peer with
- * ZMQ_ROUTER_MANDATORY), -EINVAL (see proto_encode), or another -errno
- * from zmq. */
+ * Returns 0, -EAGAIN (would block: high-water mark, or a DEALER with
+ * ZMQ_IMMEDIATE and no connection), -EHOSTUNREACH (ROUTER with
+ * ZMQ_ROUTER_MANDATORY and no such peer), -EINVAL (see proto_encode), or
+ * another -errno from zmq.  Nothing is sent when the first part fails. */
 int proto_send(void *sock, const void *identity, size_t idlen,
                const proto_msg_t *m, proto_enc_t *e, int zflags);
 
