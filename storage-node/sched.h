@@ -45,8 +45,12 @@ typedef enum {
                             (or policy rr); nothing consumed */
 } sched_class_t;
 
+/* Embed one in each request; zero it (or let sched_dispatch()/sched_remove()
+ * hand it back) before its first sched_enqueue(): `next` is NULL exactly when
+ * the item is not queued, which is how sched_remove() knows. */
 typedef struct sched_item {
     struct sched_item *next; /* owned by the scheduler while queued */
+    struct sched_item *prev; /* ditto: O(1) sched_remove() */
     int bucket;              /* set by sched_enqueue() */
 } sched_item_t;
 
@@ -128,7 +132,8 @@ size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *
 
 /* Removes one queued item from the queue of its bucket (item->bucket, as set
  * by sched_enqueue(); a client that went away).  Counters are unchanged.
- * Returns 0, or -ENOENT if it is not queued there.  O(queue length). */
+ * Returns 0, or -ENOENT if it is not queued (item->next is NULL, or a bad
+ * bucket index).  O(1). */
 int sched_remove(sched_t *s, sched_item_t *item);
 
 /* Node counters: the caller reports completions and backend busy time

@@ -406,12 +406,26 @@ START_TEST(test_sched_drain_and_remove)
     ck_assert_int_eq(sched_remove(s, &pool[3].item), 0); /* tail */
     ck_assert_int_eq(sched_remove(s, &pool[0].item), 0); /* head */
     ck_assert_int_eq(expect(s, 0, SCHED_CLASS_O)->id, 2);
+    ck_assert_int_eq(sched_remove(s, &pool[2].item), -ENOENT); /* dispatched */
     /* Tail was fixed: a new item after removals queues correctly. */
     enq(s, 0, 1); /* id 6 */
     ck_assert_int_eq(sched_remove(s, &pool[5].item), 0);
     ck_assert_int_eq(sched_remove(s, &pool[4].item), 0); /* bucket 2 empty */
     ck_assert_int_eq(expect(s, 0, SCHED_CLASS_O)->id, 6);
     expect_none(s);
+    /* The only item; then a queue rebuilt after removing its head and tail. */
+    enq(s, 1, 1); /* id 7 */
+    ck_assert_int_eq(sched_remove(s, &pool[7].item), 0);
+    expect_none(s);
+    enq(s, 1, 4); /* ids 8..11 */
+    ck_assert_int_eq(sched_remove(s, &pool[8].item), 0);
+    ck_assert_int_eq(sched_remove(s, &pool[11].item), 0);
+    enq(s, 1, 1); /* id 12 */
+    ck_assert_int_eq(sched_remove(s, &pool[10].item), 0);
+    ck_assert_int_eq(expect(s, 1, SCHED_CLASS_O)->id, 9);
+    ck_assert_int_eq(expect(s, 1, SCHED_CLASS_O)->id, 12);
+    expect_none(s);
+    pool_used = 13;
 
     enq(s, 0, 3);
     enq(s, 1, 2);
@@ -419,7 +433,7 @@ START_TEST(test_sched_drain_and_remove)
     ck_assert_int_eq(sched_set_tokens(s, 1, 0, 0), 0); /* ineligible, still drained */
     int seen[64] = {0};
     ck_assert_uint_eq(sched_drain(s, drained, seen), 6);
-    for (int i = 7; i < 13; i++)
+    for (int i = 13; i < 19; i++)
         ck_assert_int_eq(seen[i], 1);
     expect_none(s);
     ck_assert_uint_eq(sched_drain(s, drained, seen), 0);
@@ -527,6 +541,13 @@ END_TEST
 
 /* ---- differential test against a plain O(n) scan of Algorithm 1 ---- */
 
+/* The model's FIFOs: per bucket a vector of item indexes with a head index;
+ * removed items are skipped lazily (state[] says which are queued). */
+#define NITEMS 200000
+static int mq[512][NITEMS / 64];
+static int mq_len[512], mq_head[512];
+static unsigned char queued_state[NITEMS];
+
 typedef struct {
     int n, next, weighted, policy;
     int64_t r[512], l[512];
@@ -534,6 +555,7 @@ typedef struct {
     uint32_t w[512];
     int streak_b, streak_step;
     uint32_t streak_left;
+    int served_item;
 } model_t;
 
 /* Returns the bucket the model serves (and its class) or -1. */
@@ -550,6 +572,10 @@ static int model_dispatch(model_t *m, sched_class_t *cls)
                 continue;
             int st = m->policy == SCHED_POLICY_RR ? 2 : step;
             m->q[b]--;
+            while (!queued_state[mq[b][mq_head[b]]])
+                mq_head[b]++;
+            m->served_item = mq[b][mq_head[b]++];
+            queued_state[m->served_item] = 0;
             if (m->policy == SCHED_POLICY_RR)
                 *cls = SCHED_CLASS_O;
             else if (step == 0) {
@@ -600,7 +626,11 @@ static void run_differential(int policy, int weighted)
     m.weighted = weighted;
     m.streak_b = -1;
     sched_t *s = sched_new((sched_policy_t)policy, weighted);
-    static sched_item_t items[200000];
+    static sched_item_t items[NITEMS];
+    memset(items, 0, sizeof(items));
+    memset(queued_state, 0, sizeof(queued_state));
+    memset(mq_len, 0, sizeof(mq_len));
+    memset(mq_head, 0, sizeof(mq_head));
     int used = 0;
     char name[16];
     for (int op = 0; op < 150000; op++) {
@@ -614,12 +644,27 @@ static void run_differential(int policy, int weighted)
             m.l[m.n] = U;
             m.w[m.n] = w;
             m.n++;
-        } else if (k < 45 && used < 200000) {
+        } else if (k < 45 && used < NITEMS) {
             int b = (int)(rnd() % (uint64_t)m.n);
             if (b % 7 == 3 && rnd() % 4)
                 continue; /* keep some buckets idle most of the time */
-            ck_assert_int_eq(sched_enqueue(s, b, &items[used++]), 0);
+            if (mq_len[b] == NITEMS / 64)
+                continue;
+            ck_assert_int_eq(sched_enqueue(s, b, &items[used]), 0);
+            mq[b][mq_len[b]++] = used;
+            queued_state[used++] = 1;
             m.q[b]++;
+        } else if (k < 49 && used > 0) {
+            /* Remove a recent item (often still queued, sometimes served). */
+            int i = used - 1 - (int)(rnd() % (uint64_t)(used < 50 ? used : 50));
+            int rc = sched_remove(s, &items[i]);
+            if (queued_state[i]) {
+                ck_assert_int_eq(rc, 0);
+                queued_state[i] = 0;
+                m.q[items[i].bucket]--;
+            } else {
+                ck_assert_int_eq(rc, -ENOENT);
+            }
         } else if (k < 52) {
             int b = (int)(rnd() % (uint64_t)m.n);
             int64_t r = (int64_t)(rnd() % 4);
@@ -644,6 +689,7 @@ static void run_differential(int policy, int weighted)
                 ck_assert_msg(it != NULL, "op %d: served none, want %d", op, want);
                 ck_assert_msg(it->bucket == want, "op %d: served %d, want %d", op, it->bucket, want);
                 ck_assert_int_eq(c1, c2);
+                ck_assert_int_eq((int)(it - items), m.served_item); /* FIFO */
             }
         }
     }
