@@ -3,11 +3,13 @@
 #include "common/proto.h"
 
 #include <endian.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <zmq.h>
 
 #define MAX_FRAMES 3        /* header, names, records */
@@ -381,31 +383,162 @@ static json_t *enc_header(const proto_msg_t *m)
     return h;
 }
 
+/* A JSON header written directly into a buffer: the common case, without
+ * jansson's allocations.  Strings that are not plain ASCII make it give up
+ * (returns -1) and the caller falls back to jansson, which validates and
+ * escapes UTF-8. */
+typedef struct {
+    char *buf;
+    size_t n, cap;
+    int bad;
+} hw_t;
+
+static void hw_raw(hw_t *w, const char *s, size_t l)
+{
+    if (w->bad || w->n + l > w->cap) {
+        w->bad = 1;
+        return;
+    }
+    memcpy(w->buf + w->n, s, l);
+    w->n += l;
+}
+
+static void hw_key(hw_t *w, const char *k)
+{
+    if (w->n > 1)
+        hw_raw(w, ",", 1);
+    hw_raw(w, "\"", 1);
+    hw_raw(w, k, strlen(k));
+    hw_raw(w, "\":", 2);
+}
+
+static void hw_u64(hw_t *w, const char *k, uint64_t v)
+{
+    char t[24];
+    int l = snprintf(t, sizeof t, "%" PRIu64, v);
+    hw_key(w, k);
+    hw_raw(w, t, (size_t)l);
+}
+
+static void hw_str(hw_t *w, const char *k, const char *s, size_t len)
+{
+    hw_key(w, k);
+    hw_raw(w, "\"", 1);
+    for (size_t i = 0; i < len && !w->bad; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char t[8];
+        if (c >= 0x80) {
+            w->bad = 1; /* let jansson check the UTF-8 */
+        } else if (c == '"' || c == '\\') {
+            t[0] = '\\';
+            t[1] = (char)c;
+            hw_raw(w, t, 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(t, sizeof t, "\\u%04x", c);
+            hw_raw(w, t, 6);
+        } else {
+            hw_raw(w, (const char *)&s[i], 1);
+        }
+    }
+    hw_raw(w, "\"", 1);
+}
+
+/* Writes m's header (same fields as enc_header) into buf.  Returns its
+ * length, or -1 to ask for the jansson path. */
+static ssize_t fast_header(const proto_msg_t *m, char *buf, size_t cap)
+{
+    hw_t w = {buf, 0, cap, 0};
+    hw_raw(&w, "{", 1);
+    hw_u64(&w, "v", PROTO_VERSION);
+    hw_str(&w, "type", type_names[m->type], strlen(type_names[m->type]));
+    hw_str(&w, "node", m->node, strlen(m->node));
+    if (m->seq)
+        hw_u64(&w, "seq", m->seq);
+    if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
+        hw_u64(&w, "period", m->period);
+        hw_u64(&w, "interval", m->interval);
+        hw_u64(&w, "intervals", m->intervals);
+        hw_u64(&w, "period_ms", m->period_ms);
+        hw_u64(&w, "remaining_ms", m->remaining_ms);
+    }
+    if (m->has_names)
+        hw_u64(&w, "names", m->nnames);
+    switch (m->type) {
+    case PROTO_HELLO:
+        hw_u64(&w, "capacity", m->capacity);
+        hw_u64(&w, "table", m->table);
+        if (!m->has_names)
+            hw_u64(&w, "names", 0);
+        break;
+    case PROTO_WELCOME:
+        hw_u64(&w, "table", m->table);
+        hw_u64(&w, "peer_table", m->peer_table);
+        break;
+    case PROTO_REPORT: {
+        hw_u64(&w, "period", m->period);
+        hw_u64(&w, "interval", m->interval);
+        hw_u64(&w, "remaining_ms", m->remaining_ms);
+        hw_u64(&w, "table", m->table);
+        hw_u64(&w, "peer_table", m->peer_table);
+        hw_u64(&w, "count", m->count);
+        hw_u64(&w, "completions", m->completions);
+        hw_u64(&w, "dispatched", m->dispatched);
+        char t[40];
+        int l = snprintf(t, sizeof t, "%.17g", m->busy_seconds);
+        hw_key(&w, "busy");
+        hw_raw(&w, t, (size_t)l);
+        break;
+    }
+    case PROTO_TOKENS:
+        hw_u64(&w, "table", m->table);
+        hw_u64(&w, "peer_table", m->peer_table);
+        hw_u64(&w, "count", m->count);
+        break;
+    case PROTO_HEARTBEAT:
+        if (m->peer_table)
+            hw_u64(&w, "peer_table", m->peer_table);
+        break;
+    case PROTO_ERROR:
+        hw_str(&w, "code", m->code, strnlen(m->code, sizeof m->code));
+        if (m->text[0])
+            hw_str(&w, "text", m->text, strnlen(m->text, sizeof m->text));
+        break;
+    default:
+        break;
+    }
+    hw_raw(&w, "}", 1);
+    return w.bad ? -1 : (ssize_t)w.n;
+}
+
 int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 {
     int rc = enc_check(m);
     if (rc)
         return rc;
     e->nframes = 0;
-    json_t *h = enc_header(m);
-    if (!h)
-        return -EINVAL; /* json_string refuses invalid UTF-8 in a node name */
-    char *s = json_dumps(h, JSON_COMPACT);
-    json_decref(h);
-    if (!s)
-        return -ENOMEM;
-    size_t hl = strlen(s);
     unsigned char *p;
-    if (hl > PROTO_HEADER_MAX) {
-        free(s);
-        return -EINVAL;
-    }
-    if ((rc = enc_frame(e, hl, &p))) {
-        free(s);
+    if ((rc = enc_frame(e, PROTO_HEADER_MAX, &p)))
         return rc;
+    ssize_t fl = fast_header(m, (char *)p, PROTO_HEADER_MAX);
+    if (fl >= 0) {
+        e->len[0] = (size_t)fl;
+    } else {
+        json_t *h = enc_header(m);
+        if (!h)
+            return -EINVAL; /* json_string refuses invalid UTF-8 in a node name */
+        char *s = json_dumps(h, JSON_COMPACT);
+        json_decref(h);
+        if (!s)
+            return -ENOMEM;
+        size_t hl = strlen(s);
+        if (hl > PROTO_HEADER_MAX) {
+            free(s);
+            return -EINVAL;
+        }
+        memcpy(p, s, hl);
+        e->len[0] = hl;
+        free(s);
     }
-    memcpy(p, s, hl);
-    free(s);
 
     if (m->has_names) {
         size_t total = 0;

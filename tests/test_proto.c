@@ -219,6 +219,21 @@ START_TEST(test_proto_roundtrip_small)
     ck_assert_int_eq(d.type, PROTO_ERROR);
     ck_assert_str_eq(d.code, "unknown_node");
     ck_assert_str_eq(d.text, "say \"hello\" first");
+
+    /* escapes on the direct header writer; non-ASCII through jansson */
+    strcpy(m.node, "we\"ird\\node");
+    strcpy(m.text, "line1\nline2\ttab\x01");
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_str_eq(d.node, "we\"ird\\node");
+    ck_assert_str_eq(d.text, "line1\nline2\ttab\x01");
+    strcpy(m.text, "caf\xc3\xa9 ok");
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_str_eq(d.text, "caf\xc3\xa9 ok");
+    proto_enc_t e;
+    proto_enc_init(&e);
+    strcpy(m.text, "bad \xff utf-8");
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    proto_enc_clear(&e);
     proto_msg_clear(&d);
 }
 END_TEST
