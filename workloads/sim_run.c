@@ -556,15 +556,17 @@ static void static_tokens(run_t *R)
     int64_t *alloc = R->dem; /* scratch */
     memset(alloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
     for (int b = 0; b < R->B; b++) {
-        const sim_phase_t *ph = &R->m->buckets[b].phases[0];
+        const sim_bucket_t *bk = &R->m->buckets[b];
+        const sim_phase_t *ph = &bk->phases[0];
+        /* A closed-loop bucket wants the same everywhere it is active. */
         double sum = 0;
         for (int i = 0; i < ph->n; i++)
-            sum += ph->rates[i];
+            sum += bk->outstanding ? 1 : ph->rates[i];
         if (!(sum > 0))
             continue;
         for (int i = 0; i < ph->n; i++)
             alloc[(size_t)ph->servers[i] * R->B + b] +=
-                llround(R->res_tokens[b] * ph->rates[i] / sum);
+                llround(R->res_tokens[b] * (bk->outstanding ? 1 : ph->rates[i]) / sum);
     }
     pend_all(R, alloc);
 }
