@@ -10,13 +10,13 @@ T=$(mktemp -d /tmp/bench_controller.XXXXXX)
 trap 'cleanup; rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 
-# run NODES BUCKETS ACTIVE SKIP THREADS [NOISE]
+# run NODES BUCKETS ACTIVE SKIP THREADS [NOISE] [EXTRA CONTROLLER OPTION...]
 run() {
   "$BIN/bqos-ctrl-bench" --nodes "$1" --buckets "$2" --write-buckets "$T/b.json" || exit 1
   next_port; cp=$PORT; next_port; ap=$PORT
   spawn "$T/controller.log" "$BIN/bqos-controller" --buckets "$T/b.json" \
     --listen "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" --period 1s --intervals 5 \
-    --capacity 20000 --skip-threshold "$4" --threads "$5" --down-after 5
+    --capacity 20000 --skip-threshold "$4" --threads "$5" --down-after 5 ${7:-}
   pid=$SPAWNED
   wait_port "$cp" 10 || exit 1
   "$BIN/bqos-ctrl-bench" --endpoint "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" \
@@ -46,3 +46,4 @@ run 64 10000 8 0 2
 run 64 10000 8 0.1 1
 run 8 200 3 0.1 1 0.02
 run 64 10000 8 0.1 1 0.02
+run 64 10000 8 0 1 0.2 "--approx-top 500"

@@ -666,6 +666,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     }
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     o.threads = c->cfg.threads;
+    o.approx_top = c->cfg.approx_top;
     if ((rc = pshift_solve(p, &o)) < 0)
         goto out;
     rs.phi = pshift_stats(p)->phi;

@@ -42,6 +42,7 @@ typedef struct {
                                 (0: always recompute) */
     double skip_abs;         /* ... and by more than this many IOs per interval */
     double default_capacity; /* IOPS profile of a node that gives none */
+    size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
 } ctrl_config_t;
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,

@@ -26,7 +26,7 @@
 
 enum {
     OPT_BUCKETS = 1, OPT_LISTEN, OPT_ADMIN, OPT_PERIOD, OPT_INTERVALS, OPT_THREADS,
-    OPT_ADMISSION, OPT_DOWN_AFTER, OPT_CAPACITY, OPT_SKIP, OPT_WAIT, OPT_LOG_LEVEL,
+    OPT_ADMISSION, OPT_DOWN_AFTER, OPT_CAPACITY, OPT_SKIP, OPT_WAIT, OPT_APPROX, OPT_LOG_LEVEL,
     OPT_HELP, OPT_VERSION
 };
 
@@ -71,6 +71,10 @@ static const struct opt {
     {"report-wait", OPT_WAIT, "FRACTION", "0.25",
      "How long into an interval to wait for missing reports before computing\n"
      "with what arrived, as a fraction of the interval."},
+    {"approx-top", OPT_APPROX, "M", "0",
+     "pShift approximation (paper III-C2): shift only the top M buckets by\n"
+     "tokens and by spare demand; 0 = exact.  Cuts the solve time of large\n"
+     "configurations at a small loss of effective capacity."},
     {"log-level", OPT_LOG_LEVEL, "LEVEL", "info",
      "error, warn, info or debug (debug logs the time split of every round)."},
     {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
@@ -91,6 +95,7 @@ typedef struct {
     double capacity;
     double skip;
     double wait;
+    int approx;
     bqos_log_level_t level;
 } settings_t;
 
@@ -208,6 +213,7 @@ static int parse_args(int argc, char **argv, settings_t *s)
         case OPT_CAPACITY: bad = parse_num(optarg, 1, 1e12, &s->capacity); break;
         case OPT_SKIP: bad = parse_num(optarg, 0, 1e6, &s->skip); break;
         case OPT_WAIT: bad = parse_num(optarg, 0, 1, &s->wait); break;
+        case OPT_APPROX: bad = parse_int(optarg, 0, 100000000, &s->approx); break;
         case OPT_LOG_LEVEL: bad = bqos_log_parse_level(optarg, &s->level); break;
         case OPT_HELP: usage(stdout); return 1;
         case OPT_VERSION: printf("bqos-controller %s\n", BQOS_VERSION); return 1;
@@ -1062,6 +1068,7 @@ int main(int argc, char **argv)
     cc.down_after = set.down_after;
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
+    cc.approx_top = (size_t)set.approx;
     a.ctrl = ctrl_new(&cc);
     if (!a.ctrl || ctrl_set_buckets(a.ctrl, a.bf) < 0) {
         log_error("out of memory");
