@@ -16,6 +16,10 @@
 #   PROFILE=3        seconds of the capacity profile run
 #   RUNS="rr qos"    rr = nodes with --policy rr, no controller; qos = pShift
 #                    (bqos-controller, nodes with the token scheduler)
+#   WEIGHTED=0       1: bucket weight = reservation / smallest reservation and
+#                    nodes with --weighted, so that round robin within the R
+#                    and L classes serves buckets in proportion to their
+#                    reservations (the paper: plain round robin)
 #   ROWS=20          bucket rows in the printed table (0: all)
 #   CHECK=0          1: exit 1 unless at most 2% of the buckets miss their
 #                    reservation by more than 1% and none exceeds its limit by
@@ -35,6 +39,7 @@ OUTSTANDING=${OUTSTANDING:-5}
 PROFILE=${PROFILE:-3}
 RUNS=${RUNS:-rr qos}
 ROWS=${ROWS:-20}
+WEIGHTED=${WEIGHTED:-0}
 CHECK=${CHECK:-0}
 SCEN=$HERE/exp5.json
 NSRV=8
@@ -65,6 +70,7 @@ start_nbd_nodes() {
     set -- "$BIN/bqos-nbd-node" --name "s$i" --nbd-listen "127.0.0.1:$np" --backend "file:$VOL" \
       --policy "$pol" --outstanding "$OUTSTANDING" --io-time-us "$IO_TIME_US" --config "$cfg"
     [ "$ctl" = - ] || set -- "$@" --controller "$ctl" --capacity "$cap"
+    [ "$WEIGHTED" = 1 ] && set -- "$@" --weighted
     spawn "$LOGS/node-s$i-$pol.log" "$@"
     NODE_PIDS="$NODE_PIDS $SPAWNED"; NODE_PORTS="$NODE_PORTS $np"
     SERVER_ARGS="$SERVER_ARGS -s s$i=127.0.0.1:$np"
@@ -85,6 +91,16 @@ CAP=$(awk '$1 == "capacity" { print $2 }' "$OUT/profile.txt")
 [ -n "$CAP" ] && [ "$CAP" -gt 0 ] || die "the profile gave no capacity"
 echo "exp5: profiled capacity $CAP IOs/s per server ($(awk '$1 == "server" { printf "%s%s %s", sep, $2, $3; sep = ", " }' "$OUT/profile.txt"))"
 "$BIN/bqos-load" -c "$CAP" --print-buckets "$SCEN" >"$OUT/buckets.json" || die "bad scenario"
+if [ "$WEIGHTED" = 1 ]; then
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+lo = min(max(b["reservation"], 1) for b in d["buckets"])
+for b in d["buckets"]:
+    b["weight"] = max(1, round(b["reservation"] / lo))
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+' "$OUT/buckets.json" || die "cannot add weights"
+fi
 echo "exp5: 200 buckets reserve $(python3 -c 'import json,sys; print(sum(b["reservation"] for b in json.load(open(sys.argv[1]))["buckets"]))' "$OUT/buckets.json") of $((CAP * NSRV)) IOs/s"
 
 sums=""

@@ -42,7 +42,10 @@ static const char usage_text[] =
     "    aligned offset.  For every bucket and every position in its active server\n"
     "    set one thread keeps the bucket's OUTSTANDING requests pipelined on one NBD\n"
     "    connection (closed loop), or issues them at the bucket's rate (open loop,\n"
-    "    \"demand_ratio\"), moving to the new server at each demand change.  The\n"
+    "    \"demand_ratio\"; split over the positions by \"split_zipf\"), moving to\n"
+    "    the new server at each demand change.  Positions map to the active servers\n"
+    "    in a random order drawn per demand change, so that a change re-deals the\n"
+    "    split even when the set of servers stays the same.  The\n"
     "    scenario's workload.get_ratio, value_size and preload are ignored.  At the\n"
     "    end it prints bqos-load's table and, with --out, writes the same CSV files\n"
     "    and summary.json as bqos-load (bqos-load --table reads them).\n"
@@ -261,6 +264,26 @@ static int read_reply(int fd, uint8_t *buf, uint32_t bs)
     return (int)e;
 }
 
+/* The index in ph->servers that position `pos` of bucket b uses: the
+ * phase's servers in a random order drawn per bucket and phase, so that at
+ * each demand change the Zipf split of the bucket's demand lands on its
+ * servers in a new order (phases list servers in ascending order). */
+static int shuffled(uint64_t seed, size_t b, const scenario_phase_t *ph,
+                    const scenario_bucket_t *bk, int pos)
+{
+    int order[64], n = ph->n < 64 ? ph->n : 64;
+    uint64_t x = seed ^ ((uint64_t)b << 20) ^ (uint64_t)(ph - bk->phases) * 0x9e37u;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rng_next(&x) % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return pos < n ? order[pos] : pos;
+}
+
 static void *client_main(void *arg)
 {
     worker_t *w = arg;
@@ -283,7 +306,7 @@ static void *client_main(void *arg)
         int srv = w->server;
         if (srv < 0) {
             const scenario_phase_t *ph = scenario_phase_at(bk, t);
-            srv = w->pos < ph->n ? ph->servers[w->pos] : -1;
+            srv = w->pos < ph->n ? ph->servers[shuffled(s->seed, w->b, ph, bk, w->pos)] : -1;
             if (srv >= 0 && bk->rate > 0 && ph != due_phase) {
                 /* This position's share of the bucket's rate. */
                 double wsum = 0;

@@ -286,7 +286,8 @@ struct ctlctx {
 static int ctl_bucket(void *arg, const char *name)
 {
     struct ctlctx *cx = arg;
-    return nbdfront_add_bucket(cx->f, name, 1);
+    int b = sched_find_bucket(cx->s, name, strlen(name));
+    return b >= 0 ? b : nbdfront_add_bucket(cx->f, name, 1); /* keep --config weights */
 }
 
 static int ctl_set_tokens(void *arg, int b, const char *name, int64_t r, int64_t l)
