@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -606,20 +607,261 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 
 /* ---- decoder ---- */
 
+/* The header fields the decoder knows, as read from the JSON object (by the
+ * flat parser below or, for anything unusual, by jansson). */
+enum {
+    K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
+    K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
+    K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K__N
+};
+static const char *const key_names[K__N] = {
+    "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
+    "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
+    "dispatched", "busy", "code", "text",
+};
+
+typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;
+
+typedef struct {
+    vkind_t kind;
+    int64_t i;
+    double r;
+    const char *s; /* V_STR: not NUL-terminated, `len` bytes */
+    size_t len;
+} hval_t;
+
+typedef struct {
+    hval_t v[K__N];
+} hview_t;
+
+static int key_index(const char *k, size_t l)
+{
+    for (int i = 0; i < K__N; i++)
+        if (strlen(key_names[i]) == l && memcmp(key_names[i], k, l) == 0)
+            return i;
+    return -1;
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+#define SKIP_WS()                                                                                  \
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))                      \
+    p++
+
+/* Scans a string body after its opening quote.  Returns 0 at the closing
+ * quote with *s and *l set, -1 for escapes, control or non-ASCII bytes. */
+static int flat_string(const char **pp, const char *end, const char **s, size_t *l)
+{
+    const char *p = *pp;
+    *s = p;
+    while (p < end && *p != '"') {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\\' || c < 0x20 || c >= 0x80)
+            return -1;
+        p++;
+    }
+    if (p >= end)
+        return -1;
+    *l = (size_t)(p - *s);
+    *pp = p + 1;
+    return 0;
+}
+
+/* Parses a flat JSON object of ASCII strings, numbers and literals into
+ * *hv.  Returns 1, or 0 for anything else (nested values, escapes,
+ * non-ASCII, duplicate keys, numbers out of range, syntax errors): the
+ * caller then asks jansson, whose verdict is authoritative.  The common
+ * header costs a few hundred instructions here instead of tens of
+ * thousands in a general parser. */
+static int flat_parse(const char *p, size_t len, hview_t *hv)
+{
+    const char *end = p + len;
+    struct {
+        const char *s;
+        size_t l;
+    } keys[32];
+    size_t nk = 0;
+    memset(hv, 0, sizeof *hv);
+    SKIP_WS();
+    if (p >= end || *p != '{')
+        return 0;
+    p++;
+    SKIP_WS();
+    if (p < end && *p == '}') {
+        p++;
+        goto tail;
+    }
+    for (;;) {
+        const char *ks;
+        size_t kl;
+        if (p >= end || *p != '"')
+            return 0;
+        p++;
+        if (flat_string(&p, end, &ks, &kl) || nk == sizeof keys / sizeof keys[0])
+            return 0;
+        for (size_t i = 0; i < nk; i++)
+            if (keys[i].l == kl && memcmp(keys[i].s, ks, kl) == 0)
+                return 0;
+        keys[nk].s = ks;
+        keys[nk].l = kl;
+        nk++;
+        SKIP_WS();
+        if (p >= end || *p != ':')
+            return 0;
+        p++;
+        SKIP_WS();
+        if (p >= end)
+            return 0;
+        hval_t val = {0};
+        if (*p == '"') {
+            p++;
+            if (flat_string(&p, end, &val.s, &val.len))
+                return 0;
+            val.kind = V_STR;
+        } else if (*p == '-' || is_digit(*p)) {
+            const char *ns = p;
+            int neg = *p == '-', real = 0;
+            if (neg)
+                p++;
+            if (p >= end || !is_digit(*p) || (*p == '0' && p + 1 < end && is_digit(p[1])))
+                return 0;
+            uint64_t acc = 0;
+            while (p < end && is_digit(*p)) {
+                if (acc > (UINT64_MAX - 9) / 10)
+                    return 0;
+                acc = acc * 10 + (uint64_t)(*p - '0');
+                p++;
+            }
+            if (p < end && *p == '.') {
+                real = 1;
+                p++;
+                if (p >= end || !is_digit(*p))
+                    return 0;
+                while (p < end && is_digit(*p))
+                    p++;
+            }
+            if (p < end && (*p == 'e' || *p == 'E')) {
+                real = 1;
+                p++;
+                if (p < end && (*p == '+' || *p == '-'))
+                    p++;
+                if (p >= end || !is_digit(*p))
+                    return 0;
+                while (p < end && is_digit(*p))
+                    p++;
+            }
+            if (real) {
+                char buf[64];
+                size_t nl = (size_t)(p - ns);
+                if (nl >= sizeof buf)
+                    return 0;
+                memcpy(buf, ns, nl);
+                buf[nl] = '\0';
+                val.kind = V_REAL;
+                val.r = strtod(buf, NULL);
+                if (!isfinite(val.r))
+                    return 0;
+            } else {
+                if (acc > (uint64_t)INT64_MAX + (uint64_t)neg)
+                    return 0;
+                val.kind = V_INT;
+                val.i = !neg ? (int64_t)acc : acc > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)acc;
+            }
+        } else if (end - p >= 4 && (memcmp(p, "true", 4) == 0 || memcmp(p, "null", 4) == 0)) {
+            val.kind = V_OTHER;
+            p += 4;
+        } else if (end - p >= 5 && memcmp(p, "false", 5) == 0) {
+            val.kind = V_OTHER;
+            p += 5;
+        } else {
+            return 0;
+        }
+        int k = key_index(ks, kl);
+        if (k >= 0)
+            hv->v[k] = val;
+        SKIP_WS();
+        if (p < end && *p == ',') {
+            p++;
+            SKIP_WS();
+            continue;
+        }
+        if (p < end && *p == '}') {
+            p++;
+            break;
+        }
+        return 0;
+    }
+tail:
+    SKIP_WS();
+    return p == end;
+}
+
+/* The same view from a jansson object (strings point into it). */
+static void jansson_view(json_t *h, hview_t *hv)
+{
+    memset(hv, 0, sizeof *hv);
+    const char *key;
+    json_t *val;
+    json_object_foreach(h, key, val) {
+        int k = key_index(key, strlen(key));
+        if (k < 0)
+            continue;
+        hval_t *x = &hv->v[k];
+        if (json_is_integer(val)) {
+            x->kind = V_INT;
+            x->i = json_integer_value(val);
+        } else if (json_is_real(val)) {
+            x->kind = V_REAL;
+            x->r = json_real_value(val);
+        } else if (json_is_string(val)) {
+            x->kind = V_STR;
+            x->s = json_string_value(val);
+            x->len = json_string_length(val);
+        } else {
+            x->kind = V_OTHER;
+        }
+    }
+}
+
+int proto__flat_agrees(const void *data, size_t len)
+{
+    hview_t a, b;
+    if (!flat_parse(data, len, &a))
+        return 1; /* declined: jansson decides, nothing to compare */
+    json_t *h = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!h || !json_is_object(h)) {
+        json_decref(h);
+        return 0;
+    }
+    jansson_view(h, &b);
+    int same = 1;
+    for (int k = 0; k < K__N; k++) {
+        const hval_t *x = &a.v[k], *y = &b.v[k];
+        if (x->kind != y->kind || (x->kind == V_INT && x->i != y->i) ||
+            (x->kind == V_REAL && x->r != y->r) ||
+            (x->kind == V_STR && (x->len != y->len || memcmp(x->s, y->s, x->len) != 0)))
+            same = 0;
+    }
+    json_decref(h);
+    return same ? 2 : 0;
+}
+
 /* Reads an unsigned integer field.  Returns PROTO_OK, PROTO_E_FIELD (missing
  * and required, or not an integer) or PROTO_E_RANGE (negative or > max). */
-static proto_reason_t get_uint(json_t *h, const char *key, int required, uint64_t max, uint64_t *out)
+static proto_reason_t get_uint(const hview_t *h, int key, int required, uint64_t max, uint64_t *out)
 {
-    json_t *v = json_object_get(h, key);
+    const hval_t *v = &h->v[key];
     *out = 0;
-    if (!v)
+    if (v->kind == V_NONE)
         return required ? PROTO_E_FIELD : PROTO_OK;
-    if (!json_is_integer(v))
+    if (v->kind != V_INT)
         return PROTO_E_FIELD;
-    json_int_t x = json_integer_value(v);
-    if (x < 0 || (uint64_t)x > max)
+    if (v->i < 0 || (uint64_t)v->i > max)
         return PROTO_E_RANGE;
-    *out = (uint64_t)x;
+    *out = (uint64_t)v->i;
     return PROTO_OK;
 }
 
@@ -631,16 +873,16 @@ static proto_reason_t get_uint(json_t *h, const char *key, int required, uint64_
         dst = v_;                                                                                  \
     } while (0)
 
-static proto_reason_t dec_timing(json_t *h, proto_msg_t *m, int required)
+static proto_reason_t dec_timing(const hview_t *h, proto_msg_t *m, int required)
 {
     proto_reason_t why;
-    if (!required && !json_object_get(h, "period"))
+    if (!required && h->v[K_PERIOD].kind == V_NONE)
         return PROTO_OK;
-    GET("period", 1, PROTO_MAX_COUNT, m->period);
-    GET("interval", 1, MAX_INTERVALS, m->interval);
-    GET("intervals", 1, MAX_INTERVALS, m->intervals);
-    GET("period_ms", 1, MAX_PERIOD_MS, m->period_ms);
-    GET("remaining_ms", 1, MAX_PERIOD_MS, m->remaining_ms);
+    GET(K_PERIOD, 1, PROTO_MAX_COUNT, m->period);
+    GET(K_INTERVAL, 1, MAX_INTERVALS, m->interval);
+    GET(K_INTERVALS, 1, MAX_INTERVALS, m->intervals);
+    GET(K_PERIOD_MS, 1, MAX_PERIOD_MS, m->period_ms);
+    GET(K_REMAINING_MS, 1, MAX_PERIOD_MS, m->remaining_ms);
     if (!timing_ok(m))
         return PROTO_E_RANGE;
     m->has_timing = 1;
@@ -648,19 +890,18 @@ out:
     return why;
 }
 
-static proto_reason_t dec_string(json_t *h, const char *key, int required, char *dst, size_t cap)
+static proto_reason_t dec_string(const hview_t *h, int key, int required, char *dst, size_t cap)
 {
-    json_t *v = json_object_get(h, key);
-    if (!v)
+    const hval_t *v = &h->v[key];
+    if (v->kind == V_NONE)
         return required ? PROTO_E_FIELD : PROTO_OK;
-    if (!json_is_string(v))
+    if (v->kind != V_STR)
         return PROTO_E_FIELD;
-    size_t l = json_string_length(v);
-    if (l >= cap)
+    if (v->len >= cap)
         return PROTO_E_RANGE;
-    memcpy(dst, json_string_value(v), l);
-    dst[l] = '\0';
-    if (memchr(dst, '\0', l))
+    memcpy(dst, v->s, v->len);
+    dst[v->len] = '\0';
+    if (memchr(dst, '\0', v->len))
         return PROTO_E_FIELD;
     return PROTO_OK;
 }
@@ -786,81 +1027,86 @@ static proto_reason_t dec_tokens_recs(proto_msg_t *m, const unsigned char *p)
 static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes)
 {
     proto_reason_t why = PROTO_OK;
-    json_t *h = NULL;
+    json_t *jh = NULL;
     msg_reset(m);
     if (!frames || nframes == 0 || !frames[0].data || frames[0].len == 0)
         return PROTO_E_TRUNCATED;
     if (frames[0].len > PROTO_HEADER_MAX)
         return PROTO_E_JSON;
-    h = json_loadb(frames[0].data, frames[0].len, JSON_REJECT_DUPLICATES, NULL);
-    if (!h || !json_is_object(h)) {
-        why = PROTO_E_JSON;
-        goto out;
+    hview_t hv;
+    const hview_t *h = &hv;
+    if (!flat_parse(frames[0].data, frames[0].len, &hv)) {
+        jh = json_loadb(frames[0].data, frames[0].len, JSON_REJECT_DUPLICATES, NULL);
+        if (!jh || !json_is_object(jh)) {
+            why = PROTO_E_JSON;
+            goto out;
+        }
+        jansson_view(jh, &hv);
     }
-    json_t *v = json_object_get(h, "v");
-    if (!v || !json_is_integer(v) || json_integer_value(v) != PROTO_VERSION) {
+    const hval_t *v = &hv.v[K_V];
+    if (v->kind != V_INT || v->i != PROTO_VERSION) {
         why = PROTO_E_VERSION;
         goto out;
     }
-    json_t *t = json_object_get(h, "type");
-    if (!t || !json_is_string(t)) {
+    const hval_t *t = &hv.v[K_TYPE];
+    if (t->kind != V_STR) {
         why = PROTO_E_TYPE;
         goto out;
     }
     int type = 0;
     for (int i = 1; i < NTYPES; i++)
-        if (strcmp(json_string_value(t), type_names[i]) == 0)
+        if (strlen(type_names[i]) == t->len && memcmp(t->s, type_names[i], t->len) == 0)
             type = i;
     if (!type) {
         why = PROTO_E_TYPE;
         goto out;
     }
     m->type = (proto_type_t)type;
-    if ((why = dec_string(h, "node", 1, m->node, sizeof m->node)) != PROTO_OK)
+    if ((why = dec_string(h, K_NODE, 1, m->node, sizeof m->node)) != PROTO_OK)
         goto out;
     if (proto_name_check(m->node, strlen(m->node))) {
         why = PROTO_E_FIELD;
         goto out;
     }
-    GET("seq", 0, (uint64_t)INT64_MAX, m->seq);
+    GET(K_SEQ, 0, (uint64_t)INT64_MAX, m->seq);
 
     uint64_t nnames = 0;
-    int names = json_object_get(h, "names") != NULL;
+    int names = hv.v[K_NAMES].kind != V_NONE;
     if (names) {
         if (!type_may_have_names(m->type)) {
             why = PROTO_E_FIELD;
             goto out;
         }
-        GET("names", 1, PROTO_MAX_RECORDS, nnames);
+        GET(K_NAMES, 1, PROTO_MAX_RECORDS, nnames);
     }
     switch (m->type) {
     case PROTO_HELLO:
-        GET("capacity", 1, PROTO_MAX_COUNT, m->capacity);
-        GET("table", 1, UINT32_MAX, m->table);
+        GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
         if (!names) {
             why = PROTO_E_FIELD;
             goto out;
         }
         break;
     case PROTO_WELCOME:
-        GET("table", 1, UINT32_MAX, m->table);
-        GET("peer_table", 1, UINT32_MAX, m->peer_table);
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
         break;
     case PROTO_REPORT: {
-        GET("period", 1, PROTO_MAX_COUNT, m->period);
-        GET("interval", 1, MAX_INTERVALS - 1, m->interval);
-        GET("remaining_ms", 0, MAX_PERIOD_MS, m->remaining_ms);
-        GET("table", 1, UINT32_MAX, m->table);
-        GET("peer_table", 1, UINT32_MAX, m->peer_table);
-        GET("count", 1, PROTO_MAX_RECORDS, m->count);
-        GET("completions", 1, PROTO_MAX_COUNT, m->completions);
-        GET("dispatched", 1, PROTO_MAX_COUNT, m->dispatched);
-        json_t *b = json_object_get(h, "busy");
-        if (!b || !json_is_number(b)) {
+        GET(K_PERIOD, 1, PROTO_MAX_COUNT, m->period);
+        GET(K_INTERVAL, 1, MAX_INTERVALS - 1, m->interval);
+        GET(K_REMAINING_MS, 0, MAX_PERIOD_MS, m->remaining_ms);
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
+        GET(K_COMPLETIONS, 1, PROTO_MAX_COUNT, m->completions);
+        GET(K_DISPATCHED, 1, PROTO_MAX_COUNT, m->dispatched);
+        const hval_t *b = &hv.v[K_BUSY];
+        if (b->kind != V_INT && b->kind != V_REAL) {
             why = PROTO_E_FIELD;
             goto out;
         }
-        double busy = json_number_value(b);
+        double busy = b->kind == V_INT ? (double)b->i : b->r;
         if (!(busy >= 0 && busy <= MAX_BUSY)) {
             why = PROTO_E_RANGE;
             goto out;
@@ -869,16 +1115,16 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         break;
     }
     case PROTO_TOKENS:
-        GET("table", 1, UINT32_MAX, m->table);
-        GET("peer_table", 1, UINT32_MAX, m->peer_table);
-        GET("count", 1, PROTO_MAX_RECORDS, m->count);
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
         break;
     case PROTO_HEARTBEAT:
-        GET("peer_table", 0, UINT32_MAX, m->peer_table);
+        GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);
         break;
     case PROTO_ERROR:
-        if ((why = dec_string(h, "code", 1, m->code, sizeof m->code)) != PROTO_OK ||
-            (why = dec_string(h, "text", 0, m->text, sizeof m->text)) != PROTO_OK)
+        if ((why = dec_string(h, K_CODE, 1, m->code, sizeof m->code)) != PROTO_OK ||
+            (why = dec_string(h, K_TEXT, 0, m->text, sizeof m->text)) != PROTO_OK)
             goto out;
         if (m->code[0] == '\0') {
             why = PROTO_E_FIELD;
@@ -939,7 +1185,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
                                       : dec_tokens_recs(m, frames[fi].data);
     }
 out:
-    json_decref(h);
+    json_decref(jh);
     if (why != PROTO_OK) {
         proto_type_t ty = m->type;
         msg_reset(m);

@@ -253,4 +253,9 @@ const char *proto_type_str(proto_type_t t);
  * bytes, no NUL, no whitespace or control characters; else -EINVAL. */
 int proto_name_check(const char *name, size_t len);
 
+/* Internal, for tests: returns 2 if the fast flat-object header parser
+ * accepts `data` and reads the same fields as jansson, 1 if it declines
+ * (jansson then decides), 0 if they disagree (a bug). */
+int proto__flat_agrees(const void *data, size_t len);
+
 #endif

@@ -647,6 +647,61 @@ START_TEST(test_proto_fuzz_mutations)
 }
 END_TEST
 
+/* The fast header parser must read exactly what jansson reads whenever it
+ * accepts a header, on valid and on mutated input. */
+START_TEST(test_proto_flat_parser_agrees)
+{
+    static const char *seeds[] = {
+        "{\"v\":1,\"type\":\"report\",\"node\":\"n1\",\"seq\":12,\"period\":3,\"interval\":1,"
+        "\"remaining_ms\":700,\"table\":1,\"peer_table\":2,\"count\":10,\"completions\":10,"
+        "\"dispatched\":10,\"busy\":0.25}",
+        " { \"v\" : 1 , \"type\" : \"tokens\" , \"node\" : \"a-b.c\" , \"period\" : 0 , "
+        "\"interval\" : 4 , \"intervals\":5,\"period_ms\":1000,\"remaining_ms\":-0,\"table\":9,"
+        "\"peer_table\":0,\"count\":9223372036854775807,\"x\":true,\"y\":null,\"z\":false}\n",
+        "{\"v\":1,\"type\":\"error\",\"node\":\"n\",\"code\":\"unknown_node\",\"text\":\"a b\","
+        "\"busy\":1e-3,\"seq\":-9223372036854775808,\"names\":1.5E+2}",
+        "{}",
+    };
+    char buf[512];
+    int accepted = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+        ck_assert_int_eq(proto__flat_agrees(seeds[i], strlen(seeds[i])), 2);
+    for (int it = 0; it < 60000; it++) {
+        const char *sd = seeds[xr() % (sizeof seeds / sizeof seeds[0])];
+        size_t l = strlen(sd);
+        memcpy(buf, sd, l);
+        int k = 1 + (int)(xr() % 3);
+        for (int j = 0; j < k && l; j++) {
+            static const char alpha[] = " \t\n{}[]:,\"\\-+.eE0123456789tfnulx\x01\x80";
+            size_t at = xr() % l;
+            switch (xr() % 4) {
+            case 0: /* replace */
+                buf[at] = alpha[xr() % (sizeof alpha - 1)];
+                break;
+            case 1: /* delete */
+                memmove(buf + at, buf + at + 1, l - at - 1);
+                l--;
+                break;
+            case 2: /* insert */
+                if (l + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, l - at);
+                    buf[at] = alpha[xr() % (sizeof alpha - 1)];
+                    l++;
+                }
+                break;
+            default: /* truncate */
+                l = at;
+                break;
+            }
+        }
+        int r = proto__flat_agrees(buf, l);
+        ck_assert_msg(r != 0, "flat parser disagrees with jansson on: %.*s", (int)l, buf);
+        accepted += r == 2;
+    }
+    ck_assert_int_gt(accepted, 1000); /* the mutations do reach the fast path */
+}
+END_TEST
+
 /* ---- zmq helpers over inproc ---- */
 
 static int known_n1(const char *node, void *arg)
@@ -767,6 +822,7 @@ int main(void)
     tcase_add_test(tc, test_proto_reject_reasons);
     tcase_add_test(tc, test_proto_fixtures);
     tcase_add_test(tc, test_proto_fuzz_mutations);
+    tcase_add_test(tc, test_proto_flat_parser_agrees);
     tcase_add_test(tc, test_proto_zmq_router_dealer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
