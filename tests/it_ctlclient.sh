@@ -41,9 +41,11 @@ check "n1 is up at the controller" 'until_true 10 "[ \"\$(node_state n1)\" = up 
 check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
 check "n1 was welcomed" 'grep -q "welcomed" "$T/n1.log"'
 check "n1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/n1.log\""'
-"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status >"$T/status.txt" 2>&1
-check "status lists both nodes with a recent report" \
-  '[ "$(grep -Ec "^n[12] +up +[0-9]+ ms +5000 " "$T/status.txt")" -eq 2 ]'
+both_reported() {
+  "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status >"$T/status.txt" 2>&1
+  [ "$(grep -Ec "^n[12] +up +[0-9]+ ms +5000 " "$T/status.txt")" -eq 2 ]
+}
+check "status lists both nodes with a recent report" 'until_true 10 both_reported'
 
 # The controller dies: the nodes keep their tokens until the period ends,
 # then fall back to rr.
@@ -69,5 +71,5 @@ check "n2 is down right after its goodbye" 'until_true 3 "[ \"\$(node_state n2)\
 check "n1 stays up" '[ "$(node_state n1)" = up ]'
 check "no decoder rejections at the nodes" '! grep -q "bad message" "$T/n1.log" "$T/n2.log"'
 
-[ $fails -eq 0 ] || { echo "$fails failed"; tail -20 "$T"/*.log; exit 1; }
+[ $fails -eq 0 ] || { echo "$fails failed"; tail -n 20 "$T"/*.log; exit 1; }
 echo "all passed"
