@@ -23,6 +23,7 @@ typedef struct {
     estimate_demand_t dem;
     int64_t demand;        /* estimate for the rest of the period */
     double rate_used;      /* demand per interval at the last computation */
+    double rate_now;       /* ... at this one (before the backlog floor) */
     int64_t new_r, new_l;  /* this computation's allocation */
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
     uint8_t known;         /* in the node's table */
@@ -56,6 +57,7 @@ typedef struct {
     int64_t r, l;          /* tokens per period; l CTRL_UNLIMITED: no limit */
     /* per computation */
     int64_t served, r_rem, head;
+    double arrivals;       /* over the up nodes, last interval */
     int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
     int64_t ralloc, lalloc;
 } bstate_t;
@@ -563,8 +565,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
      * down), demand estimates (up nodes), and whether any estimate moved
      * enough to be worth a recomputation. */
     int changed = c->force || c->cfg.skip_rel <= 0;
-    for (size_t b = 0; b < c->nb; b++)
+    for (size_t b = 0; b < c->nb; b++) {
         c->b[b].served = 0;
+        c->b[b].arrivals = 0;
+    }
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         if (!nd->up) {
@@ -586,8 +590,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             }
             int throttled = pr->r_left <= 0 && pr->l_left <= 0;
             pr->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, throttled, il);
-            double rate = il > 0 ? (double)pr->demand / il : 0;
-            if (!changed && estimate_changed(pr->rate_used, rate, c->cfg.skip_rel, c->cfg.skip_abs))
+            c->b[pr->b].arrivals += (double)pr->arrivals;
+            pr->rate_now = il > 0 ? (double)pr->demand / il : 0;
+            if (!changed &&
+                estimate_changed(pr->rate_used, pr->rate_now, c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
     }
@@ -646,6 +652,20 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 continue;
             c->cnt[pr->b]++; /* up nodes holding the bucket */
             bstate_t *bs = &c->b[pr->b];
+            /* Backlog floor: a bucket with requests waiting here wants more
+             * than it got.  Its arrivals come from clients that wait for
+             * answers (closed loop), so they only show the service it got:
+             * estimated that way, a bucket sharing a server would never be
+             * given more than its current rate.  While it is backlogged and
+             * short of its reservation, its demand here is at least its
+             * remaining reservation times this node's share of its
+             * arrivals. */
+            if (pr->has_report && pr->queued > 0 && bs->r_rem > 0) {
+                double share = bs->arrivals > 0 ? (double)pr->arrivals / bs->arrivals : 1;
+                int64_t floor_d = (int64_t)ceil((double)bs->r_rem * share);
+                if (pr->demand < floor_d)
+                    pr->demand = floor_d;
+            }
             if (pr->demand <= 0)
                 continue;
             any_l |= bs->l != CTRL_UNLIMITED && bs->head > 0;
@@ -765,7 +785,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             continue;
         for (size_t j = 0; j < nd->ntable; j++) {
             pair_t *pr = &nd->pairs[j];
-            pr->rate_used = il > 0 ? (double)pr->demand / il : 0;
+            pr->rate_used = pr->rate_now;
             if (pr->b < 0)
                 continue;
             bstate_t *bs = &c->b[pr->b];

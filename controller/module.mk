@@ -21,7 +21,7 @@ test_admission_SRCS = tests/test_admission.c
 test_admission_LIBS = controller common
 test_ctrl_SRCS = tests/test_ctrl.c
 test_ctrl_LIBS = controller pshift proto common
-ITESTS += tests/it_controller.sh
+ITESTS += tests/it_controller.sh tests/it_controller_nodes.sh
 
 # bqos-ctl and friends (another engineer's fragment), if present.
 -include controller/ctl.mk
