@@ -534,6 +534,42 @@ START_TEST(test_ctrl_throttled_bucket_keeps_demand)
 }
 END_TEST
 
+START_TEST(test_ctrl_backlog_floor)
+{
+    /* red (R 1500/s) shares n0 with blue and gets only 200 per interval
+     * there; being backlogged, its demand is not its current rate but at
+     * least its remaining reservation, so pShift sees n0 overloaded and
+     * moves blue's tokens to n1. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1500},"
+                      "{\"name\":\"blue\",\"reservation\":1500}]}",
+                      2, 2000, NULL);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    rep_t n0[2] = {{16, 200, 0, 10, CTRL_UNLIMITED}, {16, 200, 0, 10, CTRL_UNLIMITED}};
+    rep_t n1[2] = {{0, 0, 0, 0, CTRL_UNLIMITED}, {16, 400, 0, 10, CTRL_UNLIMITED}};
+    report(c, 0, 1, 0, n0, 2, 0, 0);
+    report(c, 1, 1, 0, n1, 2, 0, 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 1500); /* all of red's reservation, on n0 */
+    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
+    ck_assert_int_le(r, 500);  /* blue: what n0 has left */
+    int64_t b0 = r;
+    ck_assert_int_eq(find_tok(c, 1, 1, &r, &l), 0);
+    ck_assert_int_eq(r + b0, 1500);
+    /* Not backlogged: the plain estimate (200 x 5 = 1000) stands. */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    n0[0].queued = 0;
+    report(c, 0, 2, 0, n0, 2, 0, 0);
+    report(c, 1, 2, 0, n1, 2, 0, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 1000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -550,6 +586,7 @@ int main(void)
     tcase_add_test(tc, test_ctrl_capacity_estimate_from_reports);
     tcase_add_test(tc, test_ctrl_leftover_headroom_spread);
     tcase_add_test(tc, test_ctrl_throttled_bucket_keeps_demand);
+    tcase_add_test(tc, test_ctrl_backlog_floor);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
