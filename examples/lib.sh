@@ -115,11 +115,12 @@ cpu_args() {
 
 # start_backends N DIR: N memcached servers, logs in DIR.
 start_backends() {
-  MC_PORTS=""
+  MC_PORTS=""; MC_PIDS=""
   i=1
   while [ "$i" -le "$1" ]; do
     next_port; p=$PORT
     start_memcached "$p" "$2/memcached-s$i.log" || return 1
+    MC_PIDS="$MC_PIDS $SPAWNED"
     pin "$SPAWNED" "$(cpu_of "$i")"
     MC_PORTS="$MC_PORTS $p"
     i=$((i + 1))
@@ -149,6 +150,11 @@ start_nodes() {
     i=$((i + 1))
   done
   for np in $NODE_PORTS; do wait_port "$np" 10 || return 1; done
+}
+
+stop_backends() {
+  for p in $MC_PIDS; do stop_pid "$p"; done
+  MC_PIDS=""
 }
 
 stop_nodes() {
@@ -241,7 +247,7 @@ experiment() {
     EXP_FILES="$EXP_FILES $out/$name/cumulative.csv"
     EXP_TITLES="$EXP_TITLES $label"
   done
-  stop_nodes; stop_controller
+  stop_nodes; stop_controller; stop_backends
   return 0
 }
 

@@ -66,7 +66,8 @@ static const char usage_text[] =
     "                           \"min MIN\" (IOs/s per server)\n"
     "        --profile-outstanding N\n"
     "                           requests in flight per server while profiling\n"
-    "                           (default 10)\n"
+    "                           (default: the scenario's own, its buckets' initial\n"
+    "                           active servers times outstanding over the servers)\n"
     "        --print-buckets    print the controller's bucket reservation file for the\n"
     "                           scenario ({\"buckets\":[...]}) on stdout and exit\n"
     "        --table            read the SUMMARY.json files of earlier runs and print\n"
@@ -563,7 +564,18 @@ static int run_scenario(const settings_t *st, const scenario_t *s, run_t *run)
 
 static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
 {
-    size_t per = (size_t)st->profile_outstanding, n = s->nservers * per;
+    size_t per = (size_t)st->profile_outstanding;
+    if (per == 0) {
+        /* As many requests in flight per server as the scenario puts there
+         * on average at its start. */
+        size_t total = 0;
+        for (size_t b = 0; b < s->nbuckets; b++)
+            total += (size_t)s->buckets[b].phases[0].n * (size_t)s->buckets[b].outstanding;
+        per = (total + s->nservers - 1) / s->nservers;
+        if (per == 0)
+            per = 1;
+    }
+    size_t n = s->nservers * per;
     worker_t *ws = calloc(n, sizeof *ws);
     if (!ws)
         return -ENOMEM;
@@ -608,7 +620,7 @@ static int parse_double(const char *arg, const char *opt, double lo, double *out
 
 static int parse_settings(int argc, char **argv, settings_t *st)
 {
-    *st = (settings_t){.sopts = SCENARIO_OPTS_DEFAULT, .profile_outstanding = 10};
+    *st = (settings_t){.sopts = SCENARIO_OPTS_DEFAULT, .profile_outstanding = 0};
     int c;
     double v;
     while ((c = getopt_long(argc, argv, "o:l:d:c:s:qhV", long_opts, NULL)) != -1) {

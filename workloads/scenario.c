@@ -207,11 +207,14 @@ static int override_server(ctx_t *c, const char *spec)
     free(sv->host);
     sv->host = host;
     sv->port = port;
-    if (bhost) {
-        free(sv->backend_host);
-        sv->backend_host = bhost;
-        sv->backend_port = bport;
+    if (!bhost && !(bhost = strdup(host))) {
+        return -ENOMEM;
     }
+    if (!comma)
+        bport = port;
+    free(sv->backend_host);
+    sv->backend_host = bhost;
+    sv->backend_port = bport;
     return 0;
 }
 

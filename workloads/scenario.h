@@ -77,7 +77,8 @@ typedef struct {
     long long preload;   /* >= 0: replaces workload.preload; < 0 keep */
     long long seed;      /* >= 0: replaces "seed"; < 0 keep */
     /* "NAME=HOST:PORT" or "NAME=HOST:PORT,BACKEND_HOST:PORT": replaces
-     * server NAME's address (and backend); borrowed strings. */
+     * server NAME's address and backend (the backend is the address when
+     * not given); borrowed strings. */
     const char *const *servers;
     size_t nservers;
 } scenario_opts_t;

@@ -483,10 +483,11 @@ static int ctl_round(run_t *R, int p, int k)
 static int clairvoyant_round(run_t *R, double t, double t_end)
 {
     const sim_model_t *m = R->m;
-    int S = R->S, B = R->B;
-    #pragma omp parallel
+    int S = R->S, B = R->B, nomem = 0;
+    #pragma omp parallel reduction(| : nomem)
     {
         double *acc = calloc((size_t)S, sizeof(double));
+        nomem |= !acc;
         #pragma omp for schedule(static)
         for (int b = 0; b < B; b++) {
             if (!acc)
@@ -501,6 +502,8 @@ static int clairvoyant_round(run_t *R, double t, double t_end)
         }
         free(acc);
     }
+    if (nomem)
+        return -ENOMEM;
     pshift_problem_t *p = pshift_problem_new();
     int *bidx = malloc((size_t)B * sizeof(int));
     int rc = -ENOMEM;

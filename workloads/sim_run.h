@@ -5,8 +5,9 @@
  * times uniform in (1 +- spread) / C.  Servers only interact through the
  * controller, so between control rounds each server is simulated on its
  * own (in parallel, OpenMP), which keeps a run deterministic for a seed
- * whatever the thread count.  Requests still queued when a period ends are
- * dropped (open-loop overload would otherwise grow the queues forever).
+ * whatever the thread count.  Open-loop requests still queued when a period
+ * ends are dropped (overload would otherwise grow the queues forever);
+ * closed-loop ones stay queued.
  *
  * Policies:
  *   rr           the scheduler's round-robin policy, no tokens
