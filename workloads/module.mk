@@ -9,3 +9,7 @@ test_scenario_SRCS = tests/test_scenario.c
 test_scenario_LIBS = workloads common
 ITESTS += tests/it_load.sh
 -include workloads/sim.mk
+# The end-to-end Experiment 3 needs the memcached front of bqos-node.
+ifneq ($(filter bqos-node,$(PROGS)),)
+ITESTS += tests/it_exp3.sh
+endif
