@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "storage-node/sched.h"
 
@@ -731,6 +732,72 @@ START_TEST(test_sched_many_buckets)
 }
 END_TEST
 
+/* Returns the process's virtual size in bytes from /proc, or 0. */
+static size_t vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* Out of memory while adding buckets: -ENOMEM, and the scheduler stays
+ * consistent and usable.  The address-space limit makes the growth of the
+ * bucket array, the name map or a name copy fail (whichever comes first).
+ * Skipped under ASan and valgrind, which need the address space themselves. */
+START_TEST(test_sched_out_of_memory)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && strstr(pre, "vgpreload"))
+        return;
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3);
+    enq(s, 1, 2);
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+    size_t vm = vm_size();
+    ck_assert_uint_gt(vm, 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(vm + ((size_t)48 << 20));
+    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur)
+        lim.rlim_cur = old.rlim_cur;
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    int rc = 0, i;
+    char name[32];
+    for (i = 3; i < 50000000; i++) {
+        snprintf(name, sizeof(name), "oom-bucket-%d", i);
+        rc = sched_add_bucket(s, name, 1);
+        if (rc < 0)
+            break;
+        ck_assert_int_eq(rc, i);
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+    ck_assert_int_eq(rc, -ENOMEM);
+    /* Every bucket that was added is findable, the failed one is not. */
+    ck_assert_int_eq(sched_nbuckets(s), i);
+    ck_assert_int_eq(sched_find_bucket(s, name, strlen(name)), -ENOENT);
+    snprintf(name, sizeof(name), "oom-bucket-%d", i - 1);
+    ck_assert_int_eq(sched_find_bucket(s, name, strlen(name)), i - 1);
+    /* And it still schedules, and grows once memory is back. */
+    ck_assert_int_eq(sched_set_tokens(s, i - 1, 1, U), 0);
+    enq(s, i - 1, 1);
+    expect(s, i - 1, SCHED_CLASS_R);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    expect_none(s);
+    snprintf(name, sizeof(name), "oom-bucket-%d", i);
+    ck_assert_int_eq(sched_add_bucket(s, name, 1), i);
+    sched_destroy(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sched");
@@ -752,6 +819,7 @@ int main(void)
     tcase_add_test(tc, test_sched_experiment3_rr_ratio);
     tcase_add_test(tc, test_sched_matches_linear_scan_model);
     tcase_add_test(tc, test_sched_many_buckets);
+    tcase_add_test(tc, test_sched_out_of_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
