@@ -9,6 +9,8 @@
 #   CHANGES="0 1 2 5 10"  N_D values (exactly N_D changes per bucket and period)
 #   SEEDS="1 2 3 4 5"  seeds averaged per point
 #   POLICIES=rr,static,pshift,clairvoyant
+#   RESUME=0           1: keep runs whose runs/NA-ND-SEED.json already exists
+#                      (add seeds to an earlier OUT, or finish a stopped one)
 # Extra arguments go to every bqos-sim run: the defaults are the paper's full
 # scale (64 servers, 10,000 buckets, 20,000 IOPS: about 45 s per run of the
 # four policies on 2 cores, so about an hour for the 75 runs); for example
@@ -25,6 +27,7 @@ ACTIVE=${ACTIVE:-2 4 8}
 CHANGES=${CHANGES:-0 1 2 5 10}
 SEEDS=${SEEDS:-1 2 3 4 5}
 POLICIES=${POLICIES:-rr,static,pshift,clairvoyant}
+RESUME=${RESUME:-0}
 mkdir -p "$OUT/runs" || exit 2
 start=$(date +%s)
 for a in $ACTIVE; do
@@ -32,7 +35,10 @@ for a in $ACTIVE; do
     for s in $SEEDS; do
       f="$OUT/runs/$a-$n-$s.json"
       printf 'exp2: N_A=%s N_D=%s seed %s ... ' "$a" "$n" "$s"
-      "$BIN/bqos-sim" -q -A "$a" -N "$n" --changes-exact -s "$s" -p "$POLICIES" -j "$f" "$@" || exit 2
+      if [ "$RESUME" != 1 ] || [ ! -s "$f" ]; then
+        "$BIN/bqos-sim" -q -A "$a" -N "$n" --changes-exact -s "$s" -p "$POLICIES" -j "$f.tmp" "$@" &&
+          mv "$f.tmp" "$f" || exit 2
+      fi
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join("%s %.4f" % (p["policy"], 1 - p["meet95"]) for p in d["policies"]))' "$f"
     done
   done
