@@ -81,7 +81,11 @@ static const char usage_tail[] =
     "    bqos-sim > exp1.json                        # Experiment 1, full scale\n"
     "    bqos-sim -S 8 -B 200 --intervals-csv iv.csv # a small cluster\n"
     "    bqos-sim -A 2 --changes 5 --changes-exact --seed 3 -p pshift\n"
-    "    bqos-sim --scenario examples/exp3.json\n";
+    "    bqos-sim --scenario examples/exp3.json\n"
+    "\n"
+    "SEE ALSO\n"
+    "    docs/simulator.md (model, outputs, scenario mapping, results),\n"
+    "    examples/exp1.sh, examples/exp2.sh, bqos-load(1)\n";
 
 typedef enum { T_INT, T_DBL, T_U64 } opt_type_t;
 
