@@ -9,6 +9,7 @@ if (!exists("heading")) heading = "Completed requests per bucket"
 n = words(files)
 set terminal pngcairo size (520 * n), 420 font ",9"
 set output out
+set termoption noenhanced
 set datafile separator ","
 set multiplot layout 1, n title heading
 set xlabel "time (s)"

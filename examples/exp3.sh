@@ -56,7 +56,7 @@ done
 experiment 4 "$OUT" $specs || die "failed"
 echo "reservation 60% = $((CAP * 60 / 100)) IOs/s per bucket; limit 400% (res) or 120% (lim) = $((CAP * 120 / 100)) IOs/s"
 [ -n "$EXP_SUMS" ] || die "nothing ran"
-plot "$OUT/exp3.png" "Experiment 3: 4 servers, 4 buckets on {1}, {1,2}, {1,2,3}, {1,2,3,4} (capacity $CAP IOs/s per server)" $((CAP * 60 / 100))
+plot "$OUT/exp3.png" "Experiment 3: 4 servers, buckets b1..b4 on servers s1, s1-s2, s1-s3, s1-s4 (capacity $CAP IOs/s per server)" $((CAP * 60 / 100))
 echo
 # shellcheck disable=SC2086
 "$BIN/bqos-load" --table $EXP_SUMS | tee "$OUT/table.txt"

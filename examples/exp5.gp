@@ -19,13 +19,13 @@ set title "(a) reservations (IOs per period)"
 plot csv using 1:3 skip 1 with impulses lc rgb "#4060c0" title "reservation"
 set ylabel "IOs completed in the period"
 set title "(b) first QoS period"
-plot csv using 1:7 skip 1 with points pt 7 ps 0.3 lc rgb "#a0a0a0" title "rr (no QoS)", \
-     csv using 1:5 skip 1 with impulses lc rgb "#2080ff" title "pShift", \
+plot csv using 1:5 skip 1 with impulses lc rgb "#2080ff" title "pShift", \
+     csv using 1:7 skip 1 with points pt 7 ps 0.35 lc rgb "#ff8000" title "rr (no QoS)", \
      csv using 1:3 skip 1 with lines lw 1.5 lc rgb "black" title "reservation", \
      csv using 1:4 skip 1 with lines dt 2 lc rgb "red" title "limit"
 set title "(c) second QoS period"
-plot csv using 1:8 skip 1 with points pt 7 ps 0.3 lc rgb "#a0a0a0" title "rr (no QoS)", \
-     csv using 1:6 skip 1 with impulses lc rgb "#2080ff" title "pShift", \
+plot csv using 1:6 skip 1 with impulses lc rgb "#2080ff" title "pShift", \
+     csv using 1:8 skip 1 with points pt 7 ps 0.35 lc rgb "#ff8000" title "rr (no QoS)", \
      csv using 1:3 skip 1 with lines lw 1.5 lc rgb "black" title "reservation", \
      csv using 1:4 skip 1 with lines dt 2 lc rgb "red" title "limit"
 unset multiplot

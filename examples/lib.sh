@@ -240,6 +240,16 @@ experiment() {
       -o "$out/$name" -l "$label" $align "$scen" >"$out/$name/table.txt" 2>"$LOGS/load-$name.log" ||
       { echo "run $label failed (see $LOGS/load-$name.log)" >&2; return 1; }
     if [ "$pol" = tokens ]; then
+      # Control traffic: the controller's mean time per round (receive,
+      # decode, pShift, encode, send) times the rounds in a period.
+      if [ -x "$BIN/bqos-ctl" ] &&
+        "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$out/$name/controller-status.json" 2>/dev/null; then
+        share=$(awk '/"mean_ms"/ { f = 1; next } f && /}/ { f = 0 } f { gsub(/,/, "", $2); s += $2 }
+          /"intervals"/ && !k { gsub(/,/, "", $2); k = $2 } /"period_ms"/ { gsub(/,/, "", $2); p = $2 }
+          END { if (p) printf "%.3f%% of the period (%.3f ms per round)", s * k / p * 100, s }' \
+          "$out/$name/controller-status.json")
+        [ -n "$share" ] && echo "control time $label: $share" | tee "$out/$name/control.txt"
+      fi
       stop_nodes; stop_controller
       cur=none
     fi
