@@ -9,7 +9,8 @@ test_scenario_SRCS = tests/test_scenario.c
 test_scenario_LIBS = workloads common
 ITESTS += tests/it_load.sh
 -include workloads/sim.mk
-# The end-to-end Experiment 3 needs the memcached front of bqos-node.
-ifneq ($(filter bqos-node,$(PROGS)),)
+# The end-to-end Experiment 3 needs bqos-node's memcached front with its
+# controller client linked in.
+ifneq ($(and $(filter bqos-node,$(PROGS)),$(filter ctlclient,$(bqos-node_LIBS))),)
 ITESTS += tests/it_exp3.sh
 endif
