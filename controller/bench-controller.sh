@@ -26,6 +26,10 @@ run() {
   python3 - "$T/out.json" "$1" "$2" "$3" "$4" "$5" "${6:-0.2}" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+if "timing" not in d:
+    print("| %5s x %6s | %s | %s | %s | %s | controller status unavailable (admin timeout) |" % (
+        sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[7], sys.argv[5], sys.argv[6]))
+    sys.exit(0)
 m = d["timing"]["mean_ms"]; s = d["stats"]
 iv = d["period_ms"] / d["intervals"]
 cpu = m["decode"] + m["pshift"] + m["encode"] + m["send"]
