@@ -11,3 +11,4 @@ bqos-sched-bench_SRCS = storage-node/sched_bench.c
 bqos-sched-bench_LIBS = node common
 BENCHES += storage-node/bench-sched.sh
 -include storage-node/nbd.mk
+-include storage-node/node.mk

@@ -1,0 +1,400 @@
+/* backend.c - libmemcached worker pool with eventfd completions (see backend.h). */
+#include "storage-node/backend.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <libmemcached/memcached.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* Shared between the loop thread and the workers; every field below `lock`
+ * is protected by it, except the read-only configuration. */
+struct backend {
+    /* read-only after backend_new() */
+    char host[256];
+    unsigned port;
+    int nworkers;
+    backend_done_fn done;
+    void *arg;
+    int efd;
+    struct event *ev;        /* loop thread */
+    pthread_t *threads;
+    int nthreads;            /* started */
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    backend_op_t *todo_head, *todo_tail; /* FIFO of submitted ops */
+    backend_op_t *done_head, *done_tail; /* completed, not yet delivered */
+    int stopping;
+};
+
+static memcached_st *connect_mc(const backend_t *b)
+{
+    memcached_st *mc = memcached_create(NULL);
+    if (!mc)
+        return NULL;
+    if (memcached_server_add(mc, b->host, (in_port_t)b->port) !=
+        MEMCACHED_SUCCESS) {
+        memcached_free(mc);
+        return NULL;
+    }
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 1);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, 1000);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, 2000);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RCV_TIMEOUT, 2000000);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SND_TIMEOUT, 2000000);
+    /* A dead server is retried on the next request after one second, so
+     * the node recovers by itself when memcached comes back. */
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
+    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT, 0);
+    return mc;
+}
+
+static void set_error(backend_op_t *op, memcached_st *mc, memcached_return_t rc)
+{
+    op->reply = MCP_R_SERVER_ERROR;
+    if (rc == MEMCACHED_E2BIG) {
+        snprintf(op->errmsg, sizeof op->errmsg,
+                 "SERVER_ERROR object too large for cache");
+        return;
+    }
+    snprintf(op->errmsg, sizeof op->errmsg, "SERVER_ERROR backend: %s",
+             mc ? memcached_strerror(mc, rc) : "no connection");
+    /* Keep it one line whatever libmemcached says. */
+    for (char *p = op->errmsg; *p; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+}
+
+static void do_get(memcached_st *mc, backend_op_t *op)
+{
+    const char *keys[1] = {op->key};
+    size_t lens[1] = {op->keylen};
+    memcached_return_t rc = memcached_mget(mc, keys, lens, 1);
+    if (rc != MEMCACHED_SUCCESS) {
+        set_error(op, mc, rc);
+        return;
+    }
+    memcached_result_st res;
+    if (!memcached_result_create(mc, &res)) {
+        set_error(op, mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
+        return;
+    }
+    op->reply = MCP_R_MISS;
+    memcached_result_st *r;
+    while ((r = memcached_fetch_result(mc, &res, &rc)) != NULL) {
+        if (op->reply == MCP_R_VALUE)
+            continue;
+        size_t n = memcached_result_length(r);
+        op->rvalue = malloc(n ? n : 1);
+        if (!op->rvalue) {
+            set_error(op, mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
+            break;
+        }
+        memcpy(op->rvalue, memcached_result_value(r), n);
+        op->rvlen = n;
+        op->rflags = memcached_result_flags(r);
+        op->rcas = memcached_result_cas(r);
+        op->reply = MCP_R_VALUE;
+    }
+    if (op->reply == MCP_R_MISS && rc != MEMCACHED_END &&
+        rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS)
+        set_error(op, mc, rc);
+    memcached_result_free(&res);
+}
+
+/* Runs one operation synchronously on this worker's connection. */
+static void run_op(memcached_st *mc, backend_op_t *op)
+{
+    memcached_return_t rc;
+    time_t exp = (time_t)op->exptime;
+    op->rvalue = NULL;
+    op->rvlen = 0;
+    op->errmsg[0] = '\0';
+    if (!mc) {
+        set_error(op, NULL, MEMCACHED_FAILURE);
+        return;
+    }
+    switch (op->cmd) {
+    case MCP_CMD_GET:
+    case MCP_CMD_GETS:
+        do_get(mc, op);
+        return;
+    case MCP_CMD_SET:
+        rc = memcached_set(mc, op->key, op->keylen, op->value, op->vlen, exp,
+                           op->flags);
+        break;
+    case MCP_CMD_ADD:
+        rc = memcached_add(mc, op->key, op->keylen, op->value, op->vlen, exp,
+                           op->flags);
+        break;
+    case MCP_CMD_REPLACE:
+        rc = memcached_replace(mc, op->key, op->keylen, op->value, op->vlen,
+                               exp, op->flags);
+        break;
+    case MCP_CMD_APPEND:
+        rc = memcached_append(mc, op->key, op->keylen, op->value, op->vlen,
+                              exp, op->flags);
+        break;
+    case MCP_CMD_PREPEND:
+        rc = memcached_prepend(mc, op->key, op->keylen, op->value, op->vlen,
+                               exp, op->flags);
+        break;
+    case MCP_CMD_CAS:
+        rc = memcached_cas(mc, op->key, op->keylen, op->value, op->vlen, exp,
+                           op->flags, op->cas);
+        break;
+    case MCP_CMD_DELETE:
+        rc = memcached_delete(mc, op->key, op->keylen, 0);
+        if (rc == MEMCACHED_SUCCESS) {
+            op->reply = MCP_R_DELETED;
+            return;
+        }
+        break;
+    case MCP_CMD_INCR:
+    case MCP_CMD_DECR:
+        if (op->cmd == MCP_CMD_INCR)
+            rc = memcached_increment_by_key(mc, op->key, op->keylen, op->key,
+                                            op->keylen, op->delta, &op->number);
+        else
+            rc = memcached_decrement_by_key(mc, op->key, op->keylen, op->key,
+                                            op->keylen, op->delta, &op->number);
+        if (rc == MEMCACHED_SUCCESS) {
+            op->reply = MCP_R_NUMBER;
+            return;
+        }
+        if (rc == MEMCACHED_CLIENT_ERROR) {
+            op->reply = MCP_R_NON_NUMERIC;
+            return;
+        }
+        break;
+    case MCP_CMD_TOUCH:
+        rc = memcached_touch(mc, op->key, op->keylen, exp);
+        if (rc == MEMCACHED_SUCCESS) {
+            op->reply = MCP_R_TOUCHED;
+            return;
+        }
+        break;
+    case MCP_CMD_FLUSH_ALL:
+        rc = memcached_flush(mc, exp);
+        if (rc == MEMCACHED_SUCCESS) {
+            op->reply = MCP_R_OK;
+            return;
+        }
+        break;
+    default:
+        snprintf(op->errmsg, sizeof op->errmsg,
+                 "SERVER_ERROR backend: unsupported command");
+        op->reply = MCP_R_SERVER_ERROR;
+        return;
+    }
+    switch (rc) {
+    case MEMCACHED_SUCCESS:
+    case MEMCACHED_STORED:
+        op->reply = MCP_R_STORED;
+        break;
+    case MEMCACHED_NOTSTORED:
+        op->reply = MCP_R_NOT_STORED;
+        break;
+    case MEMCACHED_DATA_EXISTS:
+        op->reply = MCP_R_EXISTS;
+        break;
+    case MEMCACHED_NOTFOUND:
+        op->reply = MCP_R_NOT_FOUND;
+        break;
+    default:
+        set_error(op, mc, rc);
+        break;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    backend_t *b = arg;
+    memcached_st *mc = connect_mc(b);
+    if (!mc)
+        log_error("backend: cannot create a libmemcached handle");
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        while (!b->todo_head && !b->stopping)
+            pthread_cond_wait(&b->cond, &b->lock);
+        backend_op_t *op = b->todo_head;
+        if (!op)
+            break; /* stopping and nothing left */
+        b->todo_head = op->next;
+        if (!b->todo_head)
+            b->todo_tail = NULL;
+        pthread_mutex_unlock(&b->lock);
+
+        run_op(mc, op);
+        op->next = NULL;
+
+        pthread_mutex_lock(&b->lock);
+        int wake = b->done_head == NULL;
+        if (b->done_tail)
+            b->done_tail->next = op;
+        else
+            b->done_head = op;
+        b->done_tail = op;
+        if (wake) {
+            uint64_t one = 1;
+            ssize_t w = write(b->efd, &one, sizeof one);
+            (void)w; /* the counter cannot overflow in practice */
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (mc)
+        memcached_free(mc);
+    return NULL;
+}
+
+/* Loop thread: takes every completed op and runs the callbacks in order. */
+static void deliver(backend_t *b)
+{
+    pthread_mutex_lock(&b->lock);
+    backend_op_t *op = b->done_head;
+    b->done_head = b->done_tail = NULL;
+    pthread_mutex_unlock(&b->lock);
+    while (op) {
+        backend_op_t *next = op->next;
+        op->next = NULL;
+        b->done(op, b->arg);
+        op = next;
+    }
+}
+
+static void on_eventfd(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    uint64_t n;
+    ssize_t r = read(fd, &n, sizeof n);
+    (void)r; /* EAGAIN only if another read raced: harmless */
+    deliver(arg);
+}
+
+backend_t *backend_new(struct event_base *base, const char *host,
+                       unsigned port, int nworkers, backend_done_fn done,
+                       void *arg, int *err)
+{
+    int rc = 0;
+    backend_t *b = NULL;
+    if (!base || !host || !*host || strlen(host) >= sizeof b->host ||
+        port == 0 || port > 65535 || nworkers < 1 || !done) {
+        rc = -EINVAL;
+        goto out;
+    }
+    b = calloc(1, sizeof *b);
+    if (!b) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    snprintf(b->host, sizeof b->host, "%s", host);
+    b->port = port;
+    b->nworkers = nworkers;
+    b->done = done;
+    b->arg = arg;
+    b->efd = -1;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cond, NULL);
+    b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (b->efd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    b->ev = event_new(base, b->efd, EV_READ | EV_PERSIST, on_eventfd, b);
+    if (!b->ev || event_add(b->ev, NULL) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    b->threads = calloc((size_t)nworkers, sizeof *b->threads);
+    if (!b->threads) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < nworkers; i++) {
+        int e = pthread_create(&b->threads[i], NULL, worker_main, b);
+        if (e) {
+            rc = -e;
+            goto out;
+        }
+        b->nthreads++;
+    }
+out:
+    if (rc < 0) {
+        backend_destroy(&b);
+        if (err)
+            *err = rc;
+        return NULL;
+    }
+    return b;
+}
+
+int backend_submit(backend_t *b, backend_op_t *op)
+{
+    op->next = NULL;
+    pthread_mutex_lock(&b->lock);
+    if (b->stopping) {
+        pthread_mutex_unlock(&b->lock);
+        return -ESHUTDOWN;
+    }
+    if (b->todo_tail)
+        b->todo_tail->next = op;
+    else
+        b->todo_head = op;
+    b->todo_tail = op;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+void backend_destroy(backend_t **bp)
+{
+    if (!bp || !*bp)
+        return;
+    backend_t *b = *bp;
+    pthread_mutex_lock(&b->lock);
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    for (int i = 0; i < b->nthreads; i++)
+        pthread_join(b->threads[i], NULL);
+    if (b->done)
+        deliver(b);
+    if (b->ev)
+        event_free(b->ev);
+    if (b->efd >= 0)
+        close(b->efd);
+    free(b->threads);
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+    *bp = NULL;
+}
+
+int backend_parse_url(const char *url, char *host, size_t hostcap,
+                      unsigned *port)
+{
+    if (!url)
+        return -EINVAL;
+    if (strncmp(url, "memcached://", 12) == 0)
+        url += 12;
+    const char *colon = strrchr(url, ':');
+    if (!colon || colon == url || (size_t)(colon - url) >= hostcap)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (errno || *end || end == colon + 1 || p == 0 || p > 65535)
+        return -EINVAL;
+    memcpy(host, url, (size_t)(colon - url));
+    host[colon - url] = '\0';
+    *port = (unsigned)p;
+    return 0;
+}

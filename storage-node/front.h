@@ -1,0 +1,89 @@
+/* front.h - the memcached front of bqos-node: client connections on a
+ * libevent loop, per-bucket scheduling of every key IO, forwarding through
+ * the backend worker pool, and replies in request order per connection.
+ *
+ * Life cycle of a request: the loop thread reads and parses a command
+ * (mcproto), appends a reply slot to the connection's ordered slot list,
+ * and enqueues one IO per key in the scheduler queue of the key's bucket.
+ * Whenever fewer than `outstanding` IOs are at the backend, the loop calls
+ * sched_dispatch() and hands the IO to a worker; its completion comes back
+ * on the loop thread, which counts it (sched_note_completion() with backend
+ * busy time), and writes every finished slot at the head of the list.  A
+ * multi-key get is one slot with one IO per key, answered when all are done.
+ *
+ * Threads: a front_t and everything in it belong to the loop thread of the
+ * event_base it was created on; every function here must be called there. */
+#ifndef BQOS_FRONT_H
+#define BQOS_FRONT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage-node/sched.h"
+
+struct event_base;
+
+typedef enum {
+    FRONT_DEFAULT_SERVE = 0,  /* keys of unknown buckets go to "default" */
+    FRONT_DEFAULT_REJECT = 1  /* ... are answered SERVER_ERROR unknown bucket */
+} front_default_t;
+
+/* Settings; the strings are copied by front_new(). */
+typedef struct {
+    const char *name;            /* node name, shown in stats */
+    const char *listen_host;     /* memcached port to listen on ... */
+    unsigned listen_port;        /* ... 0 picks a free port (front_port()) */
+    const char *backend_host;    /* the real memcached */
+    unsigned backend_port;
+    int workers;                 /* backend threads, >= 1 */
+    int outstanding;             /* max IOs at the backend, >= 1 */
+    sched_policy_t policy;
+    int weighted;                /* weighted round robin (bucket weights) */
+    char separator;              /* bucket = key prefix up to this byte */
+    front_default_t default_mode;
+    int max_auto_buckets;        /* buckets created on first sight; 0: none */
+    size_t max_item;             /* largest value accepted */
+    int max_conns;               /* connections beyond are closed at once */
+} front_config_t;
+
+/* Fills *cfg with the defaults (see docs/node.md). */
+void front_config_defaults(front_config_t *cfg);
+
+typedef struct front front_t;
+
+/* Binds the listening socket, starts the backend pool and creates the
+ * scheduler with the bucket "default".  Returns the front (caller owns it,
+ * destroy with front_destroy()), or NULL and *err = -EINVAL (bad settings),
+ * -EADDRINUSE or another -errno from bind, -ENOMEM. */
+front_t *front_new(struct event_base *base, const front_config_t *cfg,
+                   int *err);
+
+/* Returns the port actually listened on. */
+unsigned front_port(const front_t *f);
+
+/* The scheduler (owned by the front; loop thread only), for counters. */
+sched_t *front_sched(front_t *f);
+
+/* Adds bucket `name` (or finds it) with weight w; returns its index or
+ * -EINVAL/-ENOMEM as sched_add_bucket(). */
+int front_add_bucket(front_t *f, const char *name, uint32_t weight);
+
+/* Sets bucket `name`'s tokens to absolute counts (creating the bucket if it
+ * is unknown) and dispatches what they allow.  l may be SCHED_UNLIMITED.
+ * Returns 0 or -EINVAL/-ENOMEM.  This is the entry point for the token test
+ * hook and for the controller client. */
+int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l);
+
+/* Switches policy and dispatches what the new policy allows. */
+void front_set_policy(front_t *f, sched_policy_t policy);
+
+/* Begins a graceful stop: closes the listener, stops reading from clients,
+ * answers every queued IO with "SERVER_ERROR shutting down", lets in-flight
+ * IOs finish, writes every reply, then breaks the event loop.  Idempotent. */
+void front_shutdown(front_t *f);
+
+/* Frees everything (connections are closed, the backend pool is stopped);
+ * sets *fp to NULL.  Accepts NULL. */
+void front_destroy(front_t **fp);
+
+#endif

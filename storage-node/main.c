@@ -1,0 +1,462 @@
+/* main.c - bqos-node: command line, bucket config, token test hook and signals around the memcached front. */
+#include <errno.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/log.h"
+#include "storage-node/backend.h"
+#include "storage-node/front.h"
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+/* Option table: one row per option; drives getopt_long and --help. */
+enum {
+    OPT_NAME = 1, OPT_LISTEN, OPT_BACKEND, OPT_POLICY, OPT_WORKERS,
+    OPT_OUTSTANDING, OPT_CONFIG, OPT_CONTROLLER, OPT_TOKENS_FILE,
+    OPT_SEPARATOR, OPT_DEFAULT_BUCKET, OPT_MAX_AUTO, OPT_MAX_ITEM,
+    OPT_MAX_CONNS, OPT_WEIGHTED, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
+};
+
+static const struct opt {
+    const char *name;
+    int id;
+    const char *arg;     /* NULL: no argument */
+    const char *deflt;
+    const char *help;
+} opts[] = {
+    {"name", OPT_NAME, "NAME", "node", "Node name, reported to the controller and in stats."},
+    {"memcached-listen", OPT_LISTEN, "HOST:PORT", "127.0.0.1:11311",
+     "Address of the memcached text-protocol port clients connect to.\n"
+     "PORT 0 picks a free port (printed in the start-up log line)."},
+    {"backend", OPT_BACKEND, "URL", "memcached://127.0.0.1:11211",
+     "The server's real memcached, as memcached://HOST:PORT."},
+    {"policy", OPT_POLICY, "tokens|rr", "tokens",
+     "tokens: R-tokens first, then L-tokens, round robin within each\n"
+     "(paper Algorithm 1).  rr: plain round robin over buckets."},
+    {"workers", OPT_WORKERS, "N", "5 (= --outstanding)",
+     "Backend worker threads, each with its own libmemcached connection\n"
+     "(1..256)."},
+    {"outstanding", OPT_OUTSTANDING, "K", "5",
+     "Most requests at the backend at once (1..1024; the paper used 5)."},
+    {"config", OPT_CONFIG, "FILE", "none",
+     "Bucket file {\"buckets\":[{\"name\":\"red\",\"weight\":1},...]} (the\n"
+     "controller's format; other fields are ignored).  These buckets exist\n"
+     "from the start."},
+    {"controller", OPT_CONTROLLER, "ENDPOINT", "none",
+     "ZeroMQ endpoint of the controller (accepted; the control client is\n"
+     "a separate module and runs only when built in)."},
+    {"tokens-file", OPT_TOKENS_FILE, "FILE", "none",
+     "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
+     "and again on SIGUSR1; replaces each named bucket's tokens (\"l\"\n"
+     "absent or null: no limit)."},
+    {"separator", OPT_SEPARATOR, "C", ":", "Bucket of a key = its prefix up to the first C."},
+    {"default-bucket", OPT_DEFAULT_BUCKET, "serve|reject", "serve",
+     "Keys of no known bucket (no separator, unknown prefix beyond\n"
+     "--max-auto-buckets): serve them in bucket \"default\", or answer\n"
+     "SERVER_ERROR unknown bucket."},
+    {"max-auto-buckets", OPT_MAX_AUTO, "N", "1024 without --config, else 0",
+     "Buckets created when first seen in a key; beyond, keys go to the\n"
+     "default bucket."},
+    {"max-item-size", OPT_MAX_ITEM, "BYTES", "1m",
+     "Largest value accepted (suffix k or m); larger ones get\n"
+     "SERVER_ERROR object too large for cache."},
+    {"max-conns", OPT_MAX_CONNS, "N", "4096", "Client connections beyond are refused."},
+    {"weighted", OPT_WEIGHTED, NULL, "off", "Weighted round robin by bucket weight."},
+    {"log-level", OPT_LOG_LEVEL, "LEVEL", "info", "error, warn, info or debug (logs go to stderr)."},
+    {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
+    {"version", OPT_VERSION, NULL, NULL, "Print the version and exit."},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "NAME\n"
+            "    bqos-node - bucket-QoS storage-node agent in front of memcached\n\n"
+            "SYNOPSIS\n"
+            "    bqos-node --name NAME --memcached-listen HOST:PORT\n"
+            "              --backend memcached://HOST:PORT [--policy tokens|rr]\n"
+            "              [--workers N] [--outstanding K] [--config FILE]\n"
+            "              [--controller ENDPOINT] [--log-level L] [OPTION]...\n\n"
+            "DESCRIPTION\n"
+            "    Speaks the memcached text protocol to clients, puts every key IO\n"
+            "    in the queue of its bucket (the key prefix before the separator),\n"
+            "    lets the token scheduler pick which bucket is served next and\n"
+            "    forwards the IO to the real memcached through a pool of\n"
+            "    libmemcached workers.  Replies on a connection keep request\n"
+            "    order.  The binary protocol is not supported (the connection is\n"
+            "    closed).\n\n"
+            "OPTIONS\n");
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt *o = &opts[i];
+        fprintf(out, "    --%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        const char *p = o->help;
+        while (*p) {
+            const char *nl = strchr(p, '\n');
+            int n = nl ? (int)(nl - p) : (int)strlen(p);
+            fprintf(out, "        %.*s\n", n, p);
+            p += n + (nl ? 1 : 0);
+        }
+        if (o->deflt)
+            fprintf(out, "        Default: %s.\n", o->deflt);
+    }
+    fprintf(out,
+            "\nSIGNALS\n"
+            "    SIGTERM, SIGINT  stop accepting, finish in-flight requests, answer\n"
+            "                     queued ones with SERVER_ERROR shutting down, exit 0.\n"
+            "    SIGUSR1          re-read --tokens-file.\n\n"
+            "EXIT STATUS\n"
+            "    0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n\n"
+            "EXAMPLE\n"
+            "    bqos-node --name n1 --memcached-listen 127.0.0.1:11311 \\\n"
+            "              --backend memcached://127.0.0.1:11211 --policy rr\n\n"
+            "SEE ALSO\n"
+            "    docs/node.md, memcached(1), memccapable(1)\n");
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || strchr(s, '-'))
+        return -EINVAL;
+    if (*end == 'k' || *end == 'K') {
+        v *= 1024;
+        end++;
+    } else if (*end == 'm' || *end == 'M') {
+        v *= 1024 * 1024;
+        end++;
+    }
+    if (*end || v == 0 || v > (1ull << 30))
+        return -EINVAL;
+    *out = (size_t)v;
+    return 0;
+}
+
+/* Adds the buckets of a controller bucket file.  Returns 0 or -errno. */
+static int load_config(front_t *f, const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    int rc = 0;
+    if (!root) {
+        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
+        return -EINVAL;
+    }
+    json_t *arr = json_object_get(root, "buckets");
+    if (!json_is_array(arr)) {
+        log_error("%s: no \"buckets\" array", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    size_t i;
+    json_t *b;
+    json_array_foreach(arr, i, b) {
+        const char *name = json_string_value(json_object_get(b, "name"));
+        json_t *w = json_object_get(b, "weight");
+        json_int_t weight = w ? json_integer_value(w) : 1;
+        if (!name || (w && !json_is_integer(w)) || weight < 1 || weight > UINT32_MAX) {
+            log_error("%s: bucket #%zu: need a \"name\" string and an integer weight >= 1",
+                      path, i);
+            rc = -EINVAL;
+            goto out;
+        }
+        int r = front_add_bucket(f, name, (uint32_t)weight);
+        if (r < 0) {
+            log_error("%s: bucket '%s': %s", path, name, strerror(-r));
+            rc = r;
+            goto out;
+        }
+    }
+    log_info("%s: %zu buckets", path, json_array_size(arr));
+out:
+    json_decref(root);
+    return rc;
+}
+
+static int tokens_value(json_t *v, int64_t *out)
+{
+    if (!v || json_is_null(v)) {
+        *out = SCHED_UNLIMITED;
+        return 0;
+    }
+    if (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0) {
+        *out = SCHED_UNLIMITED;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -EINVAL;
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* Test hook: applies {"bucket":{"r":R,"l":L},...}.  Returns 0 or -errno. */
+static int load_tokens(front_t *f, const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    int rc = 0, n = 0;
+    if (!root) {
+        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
+        return -EINVAL;
+    }
+    if (!json_is_object(root)) {
+        log_error("%s: not a JSON object", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(root, name, v) {
+        int64_t r = 0, l;
+        json_t *jr = json_object_get(v, "r");
+        if (!json_is_object(v) || (jr && (!json_is_integer(jr) || json_integer_value(jr) < 0)) ||
+            tokens_value(json_object_get(v, "l"), &l) < 0) {
+            log_error("%s: bucket '%s': want {\"r\":N,\"l\":N|null}", path, name);
+            rc = -EINVAL;
+            continue;
+        }
+        if (jr)
+            r = json_integer_value(jr);
+        int e = front_set_tokens(f, name, r, l);
+        if (e < 0) {
+            log_error("%s: bucket '%s': %s", path, name, strerror(-e));
+            rc = e;
+            continue;
+        }
+        n++;
+    }
+    log_info("%s: tokens set for %d buckets", path, n);
+out:
+    json_decref(root);
+    return rc;
+}
+
+struct sigctx {
+    front_t *f;
+    const char *tokens_file;
+};
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct sigctx *sc = arg;
+    if (sig == SIGUSR1) {
+        if (sc->tokens_file)
+            load_tokens(sc->f, sc->tokens_file);
+        else
+            log_warn("SIGUSR1 without --tokens-file: ignored");
+        return;
+    }
+    log_info("signal %d: shutting down", (int)sig);
+    front_shutdown(sc->f);
+}
+
+static int split_hostport(const char *s, char *host, size_t cap, unsigned *port)
+{
+    const char *colon = strrchr(s, ':');
+    long p;
+    if (!colon || colon == s || (size_t)(colon - s) >= cap ||
+        parse_long(colon + 1, 0, 65535, &p) < 0)
+        return -EINVAL;
+    size_t n = (size_t)(colon - s);
+    if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
+        memcpy(host, s + 1, n - 2);
+        host[n - 2] = '\0';
+    } else {
+        memcpy(host, s, n);
+        host[n] = '\0';
+    }
+    *port = (unsigned)p;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    front_config_t cfg;
+    front_config_defaults(&cfg);
+    const char *listen = "127.0.0.1:11311", *backend = "memcached://127.0.0.1:11211";
+    const char *config = NULL, *controller = NULL, *tokens_file = NULL;
+    bqos_log_level_t level = BQOS_LOG_INFO;
+    int workers_set = 0, max_auto = -1;
+    long v;
+
+    struct option lopts[NOPTS + 1];
+    for (size_t i = 0; i < NOPTS; i++)
+        lopts[i] = (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument,
+                                   NULL, opts[i].id};
+    lopts[NOPTS] = (struct option){0, 0, 0, 0};
+
+    int c;
+    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_NAME: cfg.name = optarg; break;
+        case OPT_LISTEN: listen = optarg; break;
+        case OPT_BACKEND: backend = optarg; break;
+        case OPT_POLICY:
+            if (strcmp(optarg, "tokens") == 0)
+                cfg.policy = SCHED_POLICY_TOKENS;
+            else if (strcmp(optarg, "rr") == 0)
+                cfg.policy = SCHED_POLICY_RR;
+            else
+                goto bad;
+            break;
+        case OPT_WORKERS:
+            if (parse_long(optarg, 1, 256, &v) < 0)
+                goto bad;
+            cfg.workers = (int)v;
+            workers_set = 1;
+            break;
+        case OPT_OUTSTANDING:
+            if (parse_long(optarg, 1, 1024, &v) < 0)
+                goto bad;
+            cfg.outstanding = (int)v;
+            break;
+        case OPT_CONFIG: config = optarg; break;
+        case OPT_CONTROLLER: controller = optarg; break;
+        case OPT_TOKENS_FILE: tokens_file = optarg; break;
+        case OPT_SEPARATOR:
+            if (strlen(optarg) != 1 || optarg[0] == ' ')
+                goto bad;
+            cfg.separator = optarg[0];
+            break;
+        case OPT_DEFAULT_BUCKET:
+            if (strcmp(optarg, "serve") == 0)
+                cfg.default_mode = FRONT_DEFAULT_SERVE;
+            else if (strcmp(optarg, "reject") == 0)
+                cfg.default_mode = FRONT_DEFAULT_REJECT;
+            else
+                goto bad;
+            break;
+        case OPT_MAX_AUTO:
+            if (parse_long(optarg, 0, 1000000, &v) < 0)
+                goto bad;
+            max_auto = (int)v;
+            break;
+        case OPT_MAX_ITEM:
+            if (parse_size(optarg, &cfg.max_item) < 0)
+                goto bad;
+            break;
+        case OPT_MAX_CONNS:
+            if (parse_long(optarg, 1, 1000000, &v) < 0)
+                goto bad;
+            cfg.max_conns = (int)v;
+            break;
+        case OPT_WEIGHTED: cfg.weighted = 1; break;
+        case OPT_LOG_LEVEL:
+            if (bqos_log_parse_level(optarg, &level) < 0)
+                goto bad;
+            break;
+        case OPT_HELP: usage(stdout); return 0;
+        case OPT_VERSION: printf("bqos-node %s\n", BQOS_VERSION); return 0;
+        default:
+            fprintf(stderr, "Try 'bqos-node --help'.\n");
+            return 2;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "bqos-node: bad value '%s' for --%s\nTry 'bqos-node --help'.\n",
+                optarg, lopts[c - 1].name);
+        return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "bqos-node: unexpected argument '%s'\nTry 'bqos-node --help'.\n",
+                argv[optind]);
+        return 2;
+    }
+    bqos_log_init("bqos-node", level);
+    if (!workers_set)
+        cfg.workers = cfg.outstanding;
+    cfg.max_auto_buckets = max_auto >= 0 ? max_auto : (config ? 0 : 1024);
+
+    char lhost[256], bhost[256];
+    if (split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
+        fprintf(stderr, "bqos-node: bad --memcached-listen '%s'\n", listen);
+        return 2;
+    }
+    if (backend_parse_url(backend, bhost, sizeof bhost, &cfg.backend_port) < 0) {
+        fprintf(stderr, "bqos-node: bad --backend '%s'\n", backend);
+        return 2;
+    }
+    cfg.listen_host = lhost;
+    cfg.backend_host = bhost;
+
+    /* 1,000+ client connections need more than the usual 1,024 files. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1, err = 0;
+    struct event_base *base = event_base_new();
+    front_t *f = NULL;
+    struct event *sigs[3] = {0};
+    struct sigctx sc = {0};
+    if (!base) {
+        log_error("cannot create the event loop");
+        goto out;
+    }
+    f = front_new(base, &cfg, &err);
+    if (!f) {
+        log_error("cannot start on %s (backend %s): %s", listen, backend, strerror(-err));
+        goto out;
+    }
+    if (config && load_config(f, config) < 0)
+        goto out;
+    if (tokens_file && load_tokens(f, tokens_file) < 0)
+        goto out;
+    if (controller)
+        log_warn("--controller %s: no control client in this build; running standalone",
+                 controller);
+    sc.f = f;
+    sc.tokens_file = tokens_file;
+    int signos[3] = {SIGTERM, SIGINT, SIGUSR1};
+    for (int i = 0; i < 3; i++) {
+        sigs[i] = evsignal_new(base, signos[i], on_signal, &sc);
+        if (!sigs[i] || event_add(sigs[i], NULL) < 0) {
+            log_error("cannot install signal handlers");
+            goto out;
+        }
+    }
+    log_info("node %s listening on %s port %u, backend %s:%u, policy %s, %d workers, "
+             "%d outstanding",
+             cfg.name, lhost, front_port(f), bhost, cfg.backend_port,
+             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding);
+    if (event_base_dispatch(base) < 0) {
+        log_error("event loop failed");
+        goto out;
+    }
+    log_info("stopped");
+    rc = 0;
+out:
+    for (int i = 0; i < 3; i++)
+        if (sigs[i])
+            event_free(sigs[i]);
+    front_destroy(&f);
+    if (base)
+        event_base_free(base);
+    return rc;
+}

@@ -1,0 +1,7 @@
+# storage-node/node.mk - the memcached front of bqos-node (included by storage-node/module.mk)
+node_SRCS += storage-node/mcproto.c storage-node/backend.c storage-node/front.c
+
+PROGS += bqos-node
+bqos-node_SRCS = storage-node/main.c
+bqos-node_LIBS = node common
+ITESTS += tests/it_node_memccapable.sh

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""node_client.py - raw-socket memcached clients for the bqos-node integration tests.
+
+Usage:
+  node_client.py diff REF_PORT NODE_PORT CASES   replies to each case identical
+  node_client.py order NODE_PORT                 pipelined ordering across buckets
+  node_client.py faults NODE_PORT                bad input and fault cases
+  node_client.py conns NODE_PORT N               N concurrent connections
+Exit status 0 when every check passes; failures are printed.
+"""
+import re
+import socket
+import sys
+import threading
+import time
+
+FAILS = []
+
+
+def check(cond, what):
+    if cond:
+        print("ok   " + what)
+    else:
+        print("FAIL " + what)
+        FAILS.append(what)
+
+
+def connect(port, timeout=5.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def run(port, data, quiet=0.3):
+    """Sends data on a fresh connection; returns what arrives until `quiet`
+    seconds pass without a byte (or EOF, marked <EOF>)."""
+    s = connect(port)
+    s.sendall(data)
+    s.settimeout(quiet)
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                out += b"<EOF>"
+                break
+            out += b
+    except socket.timeout:
+        pass
+    s.close()
+    return out
+
+
+def recv_until(s, n_lines=None, end=None, timeout=10.0):
+    """Reads until `end` (bytes) is seen at the end of the buffer."""
+    s.settimeout(timeout)
+    buf = b""
+    while not buf.endswith(end):
+        b = s.recv(65536)
+        if not b:
+            break
+        buf += b
+    return buf
+
+
+def unescape(line):
+    return line.encode().decode("unicode_escape").encode("latin1")
+
+
+def norm(x):
+    # CAS values differ between two servers; compare everything else.
+    return re.sub(rb"(VALUE \S+ \d+ \d+) \d+", rb"\1 CAS", x)
+
+
+def cmd_diff(ref, node, path):
+    cases = [unescape(l) for l in open(path).read().split("\n")
+             if l and not l.startswith("#")]
+    big = b"y" * 2000000
+    cases.append(b"set big 0 0 1\r\nx\r\nset big 0 0 2000000\r\n" + big +
+                 b"\r\nget big\r\n")
+    cases.append(b"set big 0 0 2000000 noreply\r\n" + big + b"\r\nget big\r\n")
+    for c in cases:
+        for p in (ref, node):
+            s = connect(p)
+            s.sendall(b"flush_all\r\n")
+            recv_until(s, end=b"OK\r\n")
+            s.close()
+        res = {}
+        ts = [threading.Thread(target=lambda p=p: res.__setitem__(p, norm(run(p, c, 0.15))))
+              for p in (ref, node)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        a, b = res[ref], res[node]
+        if b"VERSION" in a:  # the version string itself differs
+            a = re.sub(rb"VERSION \S+", b"VERSION x", a)
+            b = re.sub(rb"VERSION \S+", b"VERSION x", b)
+        check(a == b, "same reply as memcached for %r" % c[:60])
+        if a != b:
+            print("     memcached: %r\n     bqos-node: %r" % (a[:300], b[:300]))
+
+
+def cmd_order(node):
+    # Many pipelined commands over three buckets on one connection; every
+    # reply must come back in request order.  (The script also makes one
+    # bucket wait for tokens: see it_node_order.sh.)
+    s = connect(node)
+    n = 600
+    req = []
+    expect = []
+    for i in range(n):
+        b = ("red", "blue", "green")[i % 3]
+        v = ("%s-%d" % (b, i)).encode()
+        req.append(b"set %s:k%d 0 0 %d\r\n%s\r\n" % (b.encode(), i, len(v), v))
+        expect.append(b"STORED\r\n")
+        req.append(b"get %s:k%d\r\n" % (b.encode(), i))
+        expect.append(b"VALUE %s:k%d 0 %d\r\n%s\r\nEND\r\n" % (b.encode(), i, len(v), v))
+        if i % 50 == 0:
+            keys = b" ".join(b"%s:k%d" % (("red", "blue", "green")[j % 3].encode(), j)
+                             for j in range(i, max(-1, i - 6), -1))
+            req.append(b"get " + keys + b"\r\n")
+            vals = b""
+            for j in range(i, max(-1, i - 6), -1):
+                bb = ("red", "blue", "green")[j % 3]
+                vv = ("%s-%d" % (bb, j)).encode()
+                vals += b"VALUE %s:k%d 0 %d\r\n%s\r\n" % (bb.encode(), j, len(vv), vv)
+            expect.append(vals + b"END\r\n")
+    req.append(b"version\r\n")
+    data = b"".join(req)
+    want = b"".join(expect)
+    s.sendall(data)
+    got = recv_until(s, end=b"\r\n", timeout=20)
+    while not re.search(rb"VERSION [^\r]*\r\n$", got):
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    got = re.sub(rb"VERSION [^\r]*\r\n$", b"", got)
+    check(got == want, "%d pipelined set/get/multi-get across 3 buckets in order" % n)
+    if got != want:
+        for i in range(min(len(got), len(want))):
+            if got[i] != want[i]:
+                print("     first difference at byte %d: got %r want %r" %
+                      (i, got[i:i + 80], want[i:i + 80]))
+                break
+    s.close()
+
+
+def cmd_conns(node, n):
+    socks = []
+    try:
+        for i in range(n):
+            socks.append(connect(node, 10))
+    except OSError as e:
+        check(False, "open %d connections (failed at %d: %s)" % (n, len(socks), e))
+        return
+    for i, s in enumerate(socks):
+        s.sendall(b"set c:%d 0 0 1\r\nx\r\nget c:%d\r\n" % (i, i))
+    good = 0
+    for i, s in enumerate(socks):
+        want = b"STORED\r\nVALUE c:%d 0 1\r\nx\r\nEND\r\n" % i
+        got = recv_until(s, end=b"END\r\n", timeout=20)
+        good += got == want
+    check(good == n, "%d concurrent connections each answered (%d good)" % (n, good))
+    for s in socks:
+        s.close()
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    what = sys.argv[1]
+    port = int(sys.argv[2])
+    if what == "diff":
+        cmd_diff(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "order":
+        cmd_order(port)
+    elif what == "conns":
+        cmd_conns(port, int(sys.argv[3]))
+    else:
+        print(__doc__)
+        return 2
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
