@@ -537,9 +537,14 @@ double ctlclient_tick(ctlclient_t *c, double now)
             c->period_end += n * c->period_s;
             period_start(c);
             c->st.period = c->period;
-            if (!c->st.fallback && now - c->last_ctl > c->cfg.silence_intervals * c->interval_s)
-                enter_fallback(c, "no tokens or heartbeat in the last interval");
         }
+        /* Silent for a while and not heard at all in this period: the
+         * tokens we hold are for a period that has ended.  (A controller
+         * that goes quiet mid-period leaves its tokens valid until the
+         * period ends.) */
+        if (!c->st.fallback && now - c->last_ctl > c->cfg.silence_intervals * c->interval_s &&
+            c->last_ctl < c->period_end - c->period_s)
+            enter_fallback(c, "no tokens or heartbeat in this period");
         uint32_t k = cur_interval(c, now);
         c->st.interval = k;
         if (!(c->last_rep_period == c->period && c->last_rep_interval == (int64_t)k))

@@ -37,8 +37,10 @@ typedef struct {
     double hello_s;           /* hello retry while not welcomed (1.0) */
     double heartbeat_s;       /* heartbeat when nothing else was sent for
                                  this long while welcomed (1.0) */
-    double silence_intervals; /* controller silent for more than this many
-                                 intervals at a period end => fallback (1.5) */
+    double silence_intervals; /* fallback at an interval start when the
+                                 controller has been silent for more than
+                                 this many intervals and not spoken in the
+                                 current period (1.5) */
 } ctlclient_config_t;
 
 /* Fills *cfg with the defaults above (endpoint and name NULL). */

@@ -383,6 +383,53 @@ START_TEST(test_ctlclient_silence_fallback_resume)
 }
 END_TEST
 
+/* A controller that goes quiet mid-period leaves its tokens valid until the
+ * period ends; only then does the node fall back. */
+START_TEST(test_ctlclient_tokens_last_until_period_end)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ctlclient_t *c = client(&f, s);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    g_period_ms = 3000; /* 30 intervals of 100 ms; 1.4 s of it left */
+    g_intervals = 30;
+    timing(&w, 7, 1400);
+    w.table = 1;
+    w.peer_table = f.m.table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names;
+    double t0 = ctlclient_now();
+    fake_send(&f, &w);
+    proto_msg_t t;
+    proto_msg_init(&t);
+    t.type = PROTO_TOKENS;
+    timing(&t, 7, 1400);
+    t.table = 1;
+    t.count = 0;
+    fake_send(&f, &t);
+    ck_assert(run_until(c, in_fallback, 0, 10.0));
+    /* silent for 0.8 s = 8 intervals, but still in period 7 */
+    run_for(c, 0.8);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    if (ctlclient_now() - t0 < 1.3) /* unless the machine stalled us past the end */
+        ck_assert_msg(!st.fallback, "fell back mid-period");
+    /* the period ends (1.4 s after t0): now the tokens are stale */
+    ck_assert(run_until(c, in_fallback, 1, 10.0));
+    ck_assert_double_ge(ctlclient_now() - t0, 1.35);
+    ctlclient_stats(c, &st);
+    ck_assert_uint_ge(st.period, 8);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 START_TEST(test_ctlclient_bad_messages)
 {
     fake_t f;
@@ -546,6 +593,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_ctlclient_session);
     tcase_add_test(tc, test_ctlclient_silence_fallback_resume);
+    tcase_add_test(tc, test_ctlclient_tokens_last_until_period_end);
     tcase_add_test(tc, test_ctlclient_bad_messages);
     tcase_add_test(tc, test_ctlclient_libevent);
     tcase_add_test(tc, test_ctlclient_heartbeat);
