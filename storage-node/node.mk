@@ -5,3 +5,7 @@ PROGS += bqos-node
 bqos-node_SRCS = storage-node/main.c
 bqos-node_LIBS = node common
 ITESTS += tests/it_node_memccapable.sh
+
+TESTS += test_mcproto
+test_mcproto_SRCS = tests/test_mcproto.c
+test_mcproto_LIBS = node common

@@ -1,0 +1,219 @@
+/* test_mcproto.c - Check suite for storage-node/mcproto: request parsing, error replies and reply formatting. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage-node/mcproto.h"
+
+static mcp_req_t req;
+static mcp_result_t res;
+
+static mcp_status_t parse(const char *s)
+{
+    return mcp_parse(s, strlen(s), 1024, &req, &res);
+}
+
+static int str_is(mcp_str_t t, const char *s)
+{
+    return t.len == strlen(s) && memcmp(t.ptr, s, t.len) == 0;
+}
+
+START_TEST(test_mcproto_get_multi)
+{
+    const char *s = "get a  red:b c\r\nrest";
+    ck_assert_int_eq(parse(s), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_GET);
+    ck_assert_uint_eq(req.nkeys, 3);
+    ck_assert(str_is(req.keys[0], "a"));
+    ck_assert(str_is(req.keys[1], "red:b"));
+    ck_assert(str_is(req.keys[2], "c"));
+    ck_assert_uint_eq(res.consumed, strlen("get a  red:b c\r\n"));
+    ck_assert_int_eq(parse("gets k\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_GETS);
+    ck_assert_uint_eq(res.consumed, 7);
+}
+END_TEST
+
+START_TEST(test_mcproto_set_with_data)
+{
+    const char *s = "set k 5 -1 3 noreply\r\nabc\r\nget k\r\n";
+    ck_assert_int_eq(parse(s), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_SET);
+    ck_assert_uint_eq(req.flags, 5);
+    ck_assert_int_eq(req.exptime, -1);
+    ck_assert_uint_eq(req.nbytes, 3);
+    ck_assert(memcmp(req.data, "abc", 3) == 0);
+    ck_assert(req.noreply);
+    ck_assert_uint_eq(res.consumed, strlen("set k 5 -1 3 noreply\r\nabc\r\n"));
+    ck_assert_int_eq(parse("cas k 0 0 1 77\r\nx\r\n"), MCP_OK);
+    ck_assert_uint_eq(req.cas, 77);
+    ck_assert(!req.noreply);
+}
+END_TEST
+
+START_TEST(test_mcproto_incomplete)
+{
+    ck_assert_int_eq(parse(""), MCP_NEED_MORE);
+    ck_assert_int_eq(parse("get a"), MCP_NEED_MORE);
+    ck_assert_int_eq(parse("set k 0 0 5\r\nab"), MCP_NEED_MORE);
+    ck_assert_int_eq(parse("set k 0 0 5\r\nabcde\r"), MCP_NEED_MORE);
+    ck_assert_int_eq(parse("set k 0 0 5\r\nabcde\r\n"), MCP_OK);
+}
+END_TEST
+
+START_TEST(test_mcproto_errors)
+{
+    ck_assert_int_eq(parse("bogus\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
+    ck_assert_int_eq(parse("\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
+    ck_assert_int_eq(parse("set k 0 0\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
+    ck_assert_int_eq(parse("get\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
+    ck_assert_int_eq(parse("set k x 0 1\r\nx\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 6);
+    ck_assert_uint_eq(res.consumed, strlen("set k x 0 1\r\n")); /* data is then a command */
+    ck_assert_int_eq(parse("set k 0 0 -1\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_int_eq(parse("incr k abc\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR invalid numeric delta argument");
+    ck_assert_int_eq(parse("touch k x\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR invalid exptime argument");
+    ck_assert_int_eq(parse("delete k 5\r\n"), MCP_ERROR);
+    ck_assert(strncmp(res.error, "CLIENT_ERROR bad command line format.", 37) == 0);
+    ck_assert_int_eq(parse("delete k 0 noreply\r\n"), MCP_OK);
+    ck_assert(req.noreply);
+}
+END_TEST
+
+START_TEST(test_mcproto_long_key)
+{
+    char line[400];
+    char key[MCP_KEY_MAX + 2];
+    memset(key, 'k', sizeof key - 1);
+    key[MCP_KEY_MAX + 1] = '\0'; /* 251 bytes */
+    snprintf(line, sizeof line, "get a %s\r\n", key);
+    ck_assert_int_eq(parse(line), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 6);
+    key[MCP_KEY_MAX] = '\0'; /* 250 bytes: fine */
+    snprintf(line, sizeof line, "set %s 0 0 1\r\nx\r\n", key);
+    ck_assert_int_eq(parse(line), MCP_OK);
+}
+END_TEST
+
+START_TEST(test_mcproto_too_large_swallows)
+{
+    ck_assert_int_eq(parse("set big 0 0 2000\r\nxx"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "SERVER_ERROR object too large for cache");
+    ck_assert_uint_eq(res.consumed, strlen("set big 0 0 2000\r\n"));
+    ck_assert_uint_eq(res.swallow, 2002);
+    ck_assert_int_eq(res.cmd, MCP_CMD_SET);
+    ck_assert(str_is(res.key, "big"));
+}
+END_TEST
+
+START_TEST(test_mcproto_bad_data_chunk)
+{
+    const char *s = "set k 0 0 1\r\nxyz\r\n";
+    ck_assert_int_eq(parse(s), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad data chunk");
+    /* memcached reads exactly bytes+2 and parses the rest as commands */
+    ck_assert_uint_eq(res.consumed, strlen("set k 0 0 1\r\nxyz"));
+}
+END_TEST
+
+START_TEST(test_mcproto_line_too_long_and_binary)
+{
+    size_t n = MCP_LINE_MAX + 10;
+    char *buf = malloc(n);
+    ck_assert_ptr_nonnull(buf);
+    memset(buf, 'a', n);
+    ck_assert_int_eq(mcp_parse(buf, n, 1024, &req, &res), MCP_CLOSE);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR line too long");
+    free(buf);
+    const char bin[] = "\x80\x01\x00\x00";
+    ck_assert_int_eq(mcp_parse(bin, 4, 1024, &req, &res), MCP_CLOSE);
+    ck_assert_ptr_null(res.error);
+}
+END_TEST
+
+START_TEST(test_mcproto_misc_commands)
+{
+    ck_assert_int_eq(parse("flush_all 10 noreply\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_FLUSH_ALL);
+    ck_assert_int_eq(req.exptime, 10);
+    ck_assert(req.noreply);
+    ck_assert_int_eq(parse("flush_all x\r\n"), MCP_ERROR);
+    ck_assert_int_eq(parse("verbosity 1\r\n"), MCP_OK);
+    ck_assert_int_eq(parse("verbosity\r\n"), MCP_ERROR);
+    ck_assert_int_eq(parse("version\r\n"), MCP_OK);
+    ck_assert_int_eq(parse("stats detail on\r\n"), MCP_OK);
+    ck_assert(str_is(req.arg, "detail on"));
+    ck_assert_int_eq(parse("stats\r\n"), MCP_OK);
+    ck_assert_uint_eq(req.arg.len, 0);
+    ck_assert_int_eq(parse("incr n 18446744073709551615\r\n"), MCP_OK);
+    ck_assert(req.delta == UINT64_MAX);
+    ck_assert_int_eq(parse("quit\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_QUIT);
+}
+END_TEST
+
+START_TEST(test_mcproto_format)
+{
+    char buf[MCP_KEY_MAX + 96];
+    int n = mcp_format_value_header(buf, sizeof buf, "red:k", 5, 3, 10, 0, 0);
+    ck_assert_int_eq(n, (int)strlen("VALUE red:k 3 10\r\n"));
+    ck_assert_str_eq(buf, "VALUE red:k 3 10\r\n");
+    n = mcp_format_value_header(buf, sizeof buf, "k", 1, 0, 1, 1, 42);
+    ck_assert_str_eq(buf, "VALUE k 0 1 42\r\n");
+    ck_assert_int_eq(mcp_format_value_header(buf, 5, "k", 1, 0, 1, 0, 0), -ENOSPC);
+    ck_assert_str_eq(mcp_reply_line(MCP_R_STORED), "STORED\r\n");
+    ck_assert_str_eq(mcp_reply_line(MCP_R_NOT_FOUND), "NOT_FOUND\r\n");
+    ck_assert_str_eq(mcp_reply_line(MCP_R_TOUCHED), "TOUCHED\r\n");
+    ck_assert_str_eq(mcp_cmd_name(MCP_CMD_PREPEND), "prepend");
+}
+END_TEST
+
+/* Every prefix of a valid pipeline is either incomplete or parses the same
+ * first request: the parser never reads past the buffer (run under ASan). */
+START_TEST(test_mcproto_prefixes)
+{
+    const char *s = "set k 1 2 4\r\nabcd\r\nget k j\r\n";
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++) {
+        char *b = malloc(i ? i : 1);
+        memcpy(b, s, i);
+        mcp_status_t st = mcp_parse(b, i, 1024, &req, &res);
+        ck_assert(st == MCP_NEED_MORE || (st == MCP_OK && res.consumed <= i));
+        free(b);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mcproto");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_mcproto_get_multi);
+    tcase_add_test(tc, test_mcproto_set_with_data);
+    tcase_add_test(tc, test_mcproto_incomplete);
+    tcase_add_test(tc, test_mcproto_errors);
+    tcase_add_test(tc, test_mcproto_long_key);
+    tcase_add_test(tc, test_mcproto_too_large_swallows);
+    tcase_add_test(tc, test_mcproto_bad_data_chunk);
+    tcase_add_test(tc, test_mcproto_line_too_long_and_binary);
+    tcase_add_test(tc, test_mcproto_misc_commands);
+    tcase_add_test(tc, test_mcproto_format);
+    tcase_add_test(tc, test_mcproto_prefixes);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
