@@ -6,6 +6,7 @@ Usage:
   node_client.py order NODE_PORT                 pipelined ordering across buckets
   node_client.py faults NODE_PORT                bad input and fault cases
   node_client.py conns NODE_PORT N               N concurrent connections
+  node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
 Exit status 0 when every check passes; failures are printed.
 """
 import re
@@ -147,6 +148,78 @@ def cmd_order(node):
     s.close()
 
 
+def stats(port, arg=b""):
+    s = connect(port)
+    s.sendall(b"stats " + arg + b"\r\n")
+    out = recv_until(s, end=b"END\r\n")
+    s.close()
+    d = {}
+    for line in out.decode().split("\r\n"):
+        p = line.split(" ")
+        if len(p) == 3 and p[0] == "STAT":
+            d[p[1]] = p[2]
+    return d
+
+
+def quiet_recv(s, secs):
+    s.settimeout(secs)
+    try:
+        return s.recv(65536)
+    except socket.timeout:
+        return b""
+
+
+def cmd_tokens(node, pid, tokfile):
+    import json
+    import os
+    import signal
+
+    def tokens(d):
+        with open(tokfile + ".tmp", "w") as f:
+            json.dump(d, f)
+        os.rename(tokfile + ".tmp", tokfile)
+        os.kill(pid, signal.SIGUSR1)
+
+    tokens({"red": {"r": 0, "l": 0}})
+    time.sleep(0.3)
+    s1 = connect(node)
+    s1.sendall(b"set red:x 0 0 1\r\nr\r\nset blue:y 0 0 1\r\nb\r\n"
+               b"get blue:y\r\nget red:x blue:y\r\n")
+    early = quiet_recv(s1, 0.5)
+    check(early == b"", "nothing answered while the first request waits for red tokens (got %r)" % early)
+    st = stats(node, b"buckets")
+    check(st.get("red:queued") == "1", "red holds 1 queued IO (the get behind it waits on its key): %s" % st.get("red:queued"))
+    check(st.get("blue:queued") == "0", "blue was served meanwhile")
+    s2 = connect(node)
+    s2.sendall(b"get blue:y\r\n")
+    check(recv_until(s2, end=b"END\r\n") == b"VALUE blue:y 0 1\r\nb\r\nEND\r\n",
+          "another connection is not held up by red")
+    s3 = connect(node)
+    s3.sendall(b"set red:gone 0 0 1\r\nx\r\nget red:gone2\r\n")
+    time.sleep(0.2)
+    check(stats(node, b"buckets").get("red:queued") == "3", "red queue has the other client's 2 IOs")
+    s3.close()
+    time.sleep(0.3)
+    check(stats(node, b"buckets").get("red:queued") == "1", "client gone: its queued IOs left the red queue")
+    tokens({"red": {"r": 5, "l": 5}})
+    want = (b"STORED\r\nSTORED\r\nVALUE blue:y 0 1\r\nb\r\nEND\r\n"
+            b"VALUE red:x 0 1\r\nr\r\nVALUE blue:y 0 1\r\nb\r\nEND\r\n")
+    got = recv_until(s1, end=b"END\r\nVALUE red:x 0 1\r\nr\r\nVALUE blue:y 0 1\r\nb\r\nEND\r\n")
+    check(got == want, "after SIGUSR1 tokens, all replies in request order (%r)" % got[:120])
+    st = stats(node, b"buckets")
+    check(st.get("red:r_tokens") == "3" and st.get("red:served_r") == "2",
+          "2 red IOs served with R-tokens, 3 left (%s, %s)" % (st.get("red:served_r"), st.get("red:r_tokens")))
+    # Shutdown with a request queued: it is answered, then the node exits.
+    tokens({"red": {"r": 0, "l": 0}})
+    time.sleep(0.3)
+    s4 = connect(node)
+    s4.sendall(b"get red:x\r\n")
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGTERM)
+    got = recv_until(s4, end=b"\r\n")
+    check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)
+
+
 def cmd_conns(node, n):
     socks = []
     try:
@@ -177,6 +250,8 @@ def main():
         cmd_diff(port, int(sys.argv[3]), sys.argv[4])
     elif what == "order":
         cmd_order(port)
+    elif what == "tokens":
+        cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
     elif what == "conns":
         cmd_conns(port, int(sys.argv[3]))
     else:
