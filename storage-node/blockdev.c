@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +54,8 @@ struct blockdev {
     int efd;
     struct event *ev;
     int no_nowait;         /* RWF_NOWAIT unsupported here: stop trying */
+    aio_context_t aio;     /* --direct: kernel AIO for aligned IOs (0: none) */
+    int aio_inflight;      /* loop thread */
     uint32_t io_time_us;
     /* single mode: the shared descriptors */
     int sfd, sdfd;
@@ -193,13 +197,84 @@ static void deliver(blockdev_t *bd)
     }
 }
 
+/* Collects finished kernel AIO ops and runs their callbacks (loop thread).
+ * With `wait`, blocks until every op in flight has finished. */
+static void aio_reap(blockdev_t *bd, int wait)
+{
+    struct io_event ev[64];
+    while (bd->aio_inflight > 0) {
+        struct timespec zero = {0, 0};
+        long n = syscall(SYS_io_getevents, bd->aio, wait ? 1 : 0, 64L, ev,
+                         wait ? NULL : &zero);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        for (long i = 0; i < n; i++) {
+            blockdev_op_t *op = (blockdev_op_t *)(uintptr_t)ev[i].data;
+            long long res = (long long)ev[i].res;
+            bd->aio_inflight--;
+            if (res >= 0 && (uint64_t)res < op->length) {
+                if (op->kind == BLOCKDEV_READ) {
+                    /* Past the end of the file: zeroes. */
+                    memset((char *)op->buf + res, 0, op->length - (size_t)res);
+                    res = 0;
+                } else if (bd->stopping) {
+                    res = -EIO;
+                } else {
+                    /* A short write is redone whole by a worker (pwrite
+                     * loops), never reported as success. */
+                    op->next = NULL;
+                    pthread_mutex_lock(&bd->mu);
+                    if (bd->qtail)
+                        bd->qtail->next = op;
+                    else
+                        bd->qhead = op;
+                    bd->qtail = op;
+                    pthread_cond_signal(&bd->cv);
+                    pthread_mutex_unlock(&bd->mu);
+                    continue;
+                }
+            }
+            op->result = res < 0 ? (int)res : 0;
+            bd->done(op, bd->arg);
+        }
+    }
+}
+
 static void on_event(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
+    blockdev_t *bd = arg;
     uint64_t v;
     ssize_t r = read(fd, &v, sizeof v);
     (void)r;
-    deliver(arg);
+    if (bd->aio)
+        aio_reap(bd, 0);
+    deliver(bd);
+}
+
+/* Submits an aligned READ or non-FUA WRITE on the O_DIRECT descriptor as
+ * kernel AIO, completion signalled on the eventfd.  Returns 0, or -errno
+ * (the caller then uses the worker pool). */
+static int aio_submit(blockdev_t *bd, blockdev_op_t *op)
+{
+    bexport_t *e = &bd->ex[op->export_id];
+    struct iocb cb;
+    struct iocb *cbs[1] = {&cb};
+    memset(&cb, 0, sizeof cb);
+    cb.aio_data = (uint64_t)(uintptr_t)op;
+    cb.aio_lio_opcode = op->kind == BLOCKDEV_READ ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
+    cb.aio_fildes = (uint32_t)e->dfd;
+    cb.aio_buf = (uint64_t)(uintptr_t)op->buf;
+    cb.aio_nbytes = op->length;
+    cb.aio_offset = (int64_t)op->offset;
+    cb.aio_flags = IOCB_FLAG_RESFD;
+    cb.aio_resfd = (uint32_t)bd->efd;
+    if (syscall(SYS_io_submit, bd->aio, 1L, cbs) != 1)
+        return -errno;
+    bd->aio_inflight++;
+    return 0;
 }
 
 /* Size of an open file or block device.  Returns 0 or -errno. */
@@ -330,6 +405,12 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
         rc = -errno;
         goto out;
     }
+    if (bd->direct && !bd->io_time_us &&
+        syscall(SYS_io_setup, (unsigned)(bd->nworkers < 64 ? 256 : 4 * bd->nworkers),
+                &bd->aio) < 0) {
+        log_warn("io_setup: %s; O_DIRECT IOs go through the worker pool", strerror(errno));
+        bd->aio = 0;
+    }
     bd->ev = event_new(base, bd->efd, EV_READ | EV_PERSIST, on_event, bd);
     if (!bd->ev || event_add(bd->ev, NULL) < 0) {
         rc = -ENOMEM;
@@ -394,6 +475,10 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op)
     if (op->export_id < 0 || op->export_id >= bd->max_exports ||
         !bd->ex[op->export_id].opened)
         return -EINVAL;
+    if (bd->aio && !bd->stopping && op->length > 0 && aligned(op) &&
+        (op->kind == BLOCKDEV_READ || (op->kind == BLOCKDEV_WRITE && !op->fua)) &&
+        bd->ex[op->export_id].dfd >= 0 && aio_submit(bd, op) == 0)
+        return 0;
     op->next = NULL;
     pthread_mutex_lock(&bd->mu);
     if (bd->stopping) {
@@ -461,6 +546,13 @@ void blockdev_destroy(blockdev_t **bdp)
     blockdev_op_t *never = bd->qhead;
     bd->qhead = bd->qtail = NULL;
     pthread_mutex_unlock(&bd->mu);
+    if (bd->aio) {
+        /* Kernel AIO cannot be abandoned: wait for it, then deliver. */
+        if (bd->done)
+            aio_reap(bd, 1);
+        syscall(SYS_io_destroy, bd->aio);
+        bd->aio = 0;
+    }
     for (int i = 0; i < bd->started; i++)
         pthread_join(bd->threads[i], NULL);
     if (bd->done) {

@@ -1,6 +1,7 @@
 /* blockdev.h - the file/device block backend of bqos-node: one sparse file
  * per export in a directory (or one file or device shared by every export),
- * pread/pwrite/fdatasync/fallocate on a pool of worker threads, completions
+ * pread/pwrite/fdatasync/fallocate on a pool of worker threads (with
+ * O_DIRECT, aligned reads and writes as kernel AIO instead), completions
  * handed back to a libevent loop thread.
  *
  * Threads: blockdev_new(), blockdev_export(), blockdev_submit() and
@@ -46,7 +47,9 @@ typedef struct {
                               regular file or block device: shared by all */
     uint64_t export_size;  /* size of each per-export file (directory mode),
                               or of a new/empty single file; > 0 */
-    int direct;            /* open with O_DIRECT (caller aligns buffers) */
+    int direct;            /* also open with O_DIRECT: 4 KiB-aligned READs and
+                              non-FUA WRITEs go to kernel AIO, the rest to
+                              the buffered descriptor and the pool */
     int workers;           /* worker threads = IOs at the device at once, >= 1 */
     int max_exports;       /* largest export id + 1 accepted, >= 1 */
     uint32_t io_time_us;   /* EXPERIMENT HOOK: each IO keeps its worker busy

@@ -128,7 +128,23 @@ else
   bad "full disk"
 fi
 
-# ---- 4. clean stop ------------------------------------------------------------
+# ---- 4. O_DIRECT: aligned IOs by kernel AIO, the rest by the worker pool ----
+start_node "$tmp/node3.log" --backend "file:$tmp/dstore/" --export-size 64m --buckets d1 --direct
+N3=$PID; P3=$PORT
+if fio --name=dverify --ioengine=nbd --uri="nbd://127.0.0.1:$P3/d1" --rw=randrw --bs=4k \
+     --size=16m --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+     --output="$tmp/fio-dverify.txt" >/dev/null 2>&1 &&
+   grep -q 'err= 0' "$tmp/fio-dverify.txt" &&
+   python3 "$HERE/nbd_faults.py" "$P3" d1 bounds midwrite durable >/dev/null &&
+   nbdcopy "$tmp/in.bin" "nbd://127.0.0.1:$P3/d1" && nbdcopy "nbd://127.0.0.1:$P3/d1" "$tmp/out3.bin" &&
+   cmp -n 12000000 "$tmp/in.bin" "$tmp/out3.bin" >/dev/null; then
+  ok "--direct: fio verify, faults, nbdcopy round trip"
+else
+  bad "--direct"; cat "$tmp/fio-dverify.txt"
+fi
+kill -TERM "$N3"; wait "$N3" 2>/dev/null
+
+# ---- 5. clean stop ------------------------------------------------------------
 kill -TERM "$N1"
 wait "$N1"; rc=$?
 [ $rc -eq 0 ] && ok "SIGTERM: clean exit" || bad "SIGTERM: exit $rc"
