@@ -4,7 +4,8 @@
 Usage:
   node_client.py diff REF_PORT NODE_PORT CASES   replies to each case identical
   node_client.py order NODE_PORT                 pipelined ordering across buckets
-  node_client.py faults NODE_PORT                bad input and fault cases
+  node_client.py faults NODE_PORT                stalls, long lines, binary, vanished clients
+  node_client.py backend NODE_PORT down|up       backend memcached gone / back
   node_client.py conns NODE_PORT N               N concurrent connections
   node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
 Exit status 0 when every check passes; failures are printed.
@@ -57,7 +58,10 @@ def recv_until(s, n_lines=None, end=None, timeout=10.0):
     s.settimeout(timeout)
     buf = b""
     while not buf.endswith(end):
-        b = s.recv(65536)
+        try:
+            b = s.recv(65536)
+        except ConnectionResetError:
+            break  # closed with our data unread: counts as EOF
         if not b:
             break
         buf += b
@@ -220,7 +224,97 @@ def cmd_tokens(node, pid, tokfile):
     check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)
 
 
+def cmd_faults(node):
+    # Half a command, then a stall: other clients unaffected.
+    stall = connect(node)
+    stall.sendall(b"set half:a 0 0 10\r\nabc")
+    stall2 = connect(node)
+    stall2.sendall(b"get half:a half:")
+    o = connect(node)
+    o.sendall(b"set half:b 0 0 1\r\nx\r\nget half:b\r\n")
+    check(recv_until(o, end=b"END\r\n", timeout=3) == b"STORED\r\nVALUE half:b 0 1\r\nx\r\nEND\r\n",
+          "a stalled half command does not block other clients")
+    # The stalled client finishes later and is served.
+    stall.sendall(b"defghij\r\nget half:a\r\n")
+    check(recv_until(stall, end=b"END\r\n", timeout=3) ==
+          b"STORED\r\nVALUE half:a 0 10\r\nabcdefghij\r\nEND\r\n",
+          "the stalled client completes its command later")
+    stall2.close()
+    # A line longer than 64 KiB without a newline: error, then closed.
+    ll = connect(node)
+    try:
+        ll.sendall(b"get " + b"k" * 70000)
+    except OSError:
+        pass
+    got = recv_until(ll, end=b"<never>", timeout=3)
+    # (the reply may be lost to the RST a close with unread input causes)
+    check(got in (b"CLIENT_ERROR line too long\r\n", b""), "over-long line: error and close (%r)" % got[:60])
+    o.sendall(b"get half:b\r\n")
+    check(recv_until(o, end=b"END\r\n", timeout=3) == b"VALUE half:b 0 1\r\nx\r\nEND\r\n",
+          "still serving after an over-long line")
+    # Binary protocol magic: closed without a reply.
+    bp = connect(node)
+    bp.sendall(b"\x80\x0a\x00\x00" + b"\x00" * 20)
+    got = recv_until(bp, end=b"<never>", timeout=3)
+    check(got == b"", "binary protocol request: connection closed (%r)" % got[:60])
+    # Many clients vanish with pipelines in flight; the node stays sane.
+    for i in range(50):
+        c = connect(node)
+        c.sendall(b"".join(b"set gone%d:k%d 0 0 3\r\nabc\r\nget gone%d:k%d\r\n" % (i % 5, j, i % 5, j)
+                           for j in range(200)))
+        c.close()
+    time.sleep(1.0)
+    st = stats(node)
+    check(st.get("bqos_outstanding") == "0", "no IO left outstanding after vanished clients")
+    q = stats(node, b"buckets")
+    left = sum(int(v) for k, v in q.items() if k.endswith(":queued"))
+    check(left == 0, "no IO left queued after vanished clients (%d)" % left)
+    o.sendall(b"get half:b\r\n")
+    check(recv_until(o, end=b"END\r\n", timeout=3) == b"VALUE half:b 0 1\r\nx\r\nEND\r\n",
+          "still serving after vanished clients")
+
+
+def cmd_backend_down(node, phase):
+    """phase 'down': every request gets SERVER_ERROR; 'up': served again
+    (retried for up to 10 s while libmemcached reconnects)."""
+    deadline = time.time() + 10
+    while True:
+        s = connect(node)
+        s.sendall(b"set be:k 0 0 2\r\nok\r\nget be:k other:k\r\n")
+        got = b""
+        s.settimeout(8)
+        try:
+            while got.count(b"\r\n") < 2 and not got.endswith(b"END\r\n"):
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += b
+                if got.startswith(b"STORED") and not got.endswith(b"END\r\n"):
+                    continue
+                if got.count(b"SERVER_ERROR") == 2:
+                    break
+        except socket.timeout:
+            pass
+        s.close()
+        if phase == "down":
+            lines = got.split(b"\r\n")
+            check(len(lines) >= 2 and all(l.startswith(b"SERVER_ERROR") for l in lines[:2]),
+                  "backend down: set and get answered SERVER_ERROR (%r)" % got[:160])
+            return
+        if got == b"STORED\r\nVALUE be:k 0 2\r\nok\r\nEND\r\n":
+            check(True, "backend back: served again")
+            return
+        if time.time() > deadline:
+            check(False, "backend back: served again (%r)" % got[:160])
+            return
+        time.sleep(0.3)
+
+
 def cmd_conns(node, n):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 200), hard))
     socks = []
     try:
         for i in range(n):
@@ -250,6 +344,10 @@ def main():
         cmd_diff(port, int(sys.argv[3]), sys.argv[4])
     elif what == "order":
         cmd_order(port)
+    elif what == "faults":
+        cmd_faults(port)
+    elif what == "backend":
+        cmd_backend_down(port, sys.argv[3])
     elif what == "tokens":
         cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
     elif what == "conns":
