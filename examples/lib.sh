@@ -181,7 +181,8 @@ stop_controller() {
 
 # ---- experiments ----------------------------------------------------------
 # experiment N OUT RUN...: starts N memcached servers and N bqos-nodes, profiles
-# the servers' capacity through rr nodes (first run's scenario), then runs
+# the servers' capacity with a short run of the first run's scenario through
+# rr nodes (each server's throughput under the workload), then runs
 # every RUN, given as NAME:LABEL:POLICY:SCENARIO (POLICY rr = nodes with
 # --policy rr and no controller; tokens = controller + nodes with tokens).
 # Each run writes OUT/NAME/ (CSVs, summary.json, table.txt).  Uses BIN, DUR,
@@ -196,10 +197,17 @@ experiment() {
   start_backends "$nsrv" "$LOGS" || { echo "memcached did not start (see $LOGS)" >&2; return 1; }
   start_nodes rr - - "$LOGS" || { echo "bqos-node did not start (see $LOGS)" >&2; return 1; }
   first=${1##*:}
+  # The profile run: the first scenario itself for PROFILE seconds on the rr
+  # nodes; each server's throughput under this workload is its capacity
+  # (like the paper's profile run), the mean over servers sets the rates.
+  rm -rf "$out/profile"
   # shellcheck disable=SC2086
-  "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") --preload "$PRELOAD" --profile "$PROFILE" \
-    "$first" >"$out/profile.txt" 2>"$LOGS/profile.log" ||
+  "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") -q -c 1 --preload "$PRELOAD" -d "$PROFILE" \
+    -o "$out/profile" -l profile "$first" >/dev/null 2>"$LOGS/profile.log" ||
     { echo "profile run failed (see $LOGS/profile.log)" >&2; return 1; }
+  awk '/"servers"/ { f = 1 } f && /"name"/ { gsub(/[",]/, "", $2); n = $2 }
+    f && /"rate"/ { gsub(/,/, "", $2); printf "server %s %.0f\n", n, $2; s += $2; k++ }
+    END { if (k) printf "capacity %.0f\n", s / k }' "$out/profile/summary.json" >"$out/profile.txt"
   loaded=$first
   CAP=$(awk '$1 == "capacity" { print $2 }' "$out/profile.txt")
   [ -n "$CAP" ] && [ "$CAP" -gt 0 ] || { echo "the profile gave no capacity" >&2; return 1; }

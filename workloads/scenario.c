@@ -477,12 +477,13 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
 {
     static const char *const keys[] = {"count", "prefix", "reserved", "reservation", "zipf",
                                        "limit", "limit_ratio", "active", "random_changes",
-                                       "outstanding", "demand_ratio", "split_zipf", NULL};
+                                       "outstanding", "outstanding_max", "demand_ratio",
+                                       "split_zipf", NULL};
     scenario_t *s = c->s;
     int rc;
     if (expect(c, g, JPOS_OBJECT, "generate") < 0 || check_keys(c, g, "generate", keys) < 0)
         return -EINVAL;
-    long long count, outst, nrandom;
+    long long count, outst, outst_max, nrandom;
     double reserved, zipf, ratio, demand, split, fixed_res = 0, fixed_lim = SCENARIO_NO_LIMIT;
     const jpos_value_t *prefix = jpos_get(g, "prefix");
     if ((rc = get_int(c, g, "count", 0, 1, 100000, &count)) < 0 ||
@@ -492,6 +493,7 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
         (rc = get_num(c, g, "demand_ratio", 0, 0, 0, 1e6, &demand)) < 0 ||
         (rc = get_num(c, g, "split_zipf", 0, 0, 0, 10, &split)) < 0 ||
         (rc = get_int(c, g, "outstanding", 0, 1, 1000, &outst)) < 0 ||
+        (rc = get_int(c, g, "outstanding_max", 0, 1, 1000, &outst_max)) < 0 ||
         (rc = get_int(c, g, "random_changes", 0, 0, 1000, &nrandom)) < 0 ||
         (rc = get_rate(c, g, "reservation", 0, &fixed_res)) < 0 ||
         (rc = get_rate(c, g, "limit", SCENARIO_NO_LIMIT, &fixed_lim)) < 0)
@@ -508,6 +510,8 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
                     "capacity, but the capacity is unknown (set \"capacity\" or --capacity)");
     if (ratio > 0 && jpos_get(g, "limit"))
         return fail(c, jpos_get(g, "limit"), "give either \"limit\" or \"limit_ratio\", not both");
+    if (outst_max && outst_max < (outst ? outst : 1))
+        return fail(c, jpos_get(g, "outstanding_max"), "outstanding_max must be >= outstanding");
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
     if ((rc = get_placement(c, g, &all, &pl)) < 0)
         return rc;
@@ -545,6 +549,13 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
         if ((rc = check_limit(c, g, b)) < 0)
             break;
         b->outstanding = outst ? (int)outst : -1;
+        if (outst_max) {
+            /* Concurrency in proportion to the reservation (the largest
+             * bucket gets outstanding_max), so big buckets stay backlogged. */
+            int lo = outst ? (int)outst : 1;
+            int o = (int)ceil((double)outst_max * w[i] / w[0]);
+            b->outstanding = o < lo ? lo : o;
+        }
         b->rate = demand * b->reservation;
         b->split_zipf = split;
         zipf_rng_t rng;
