@@ -156,6 +156,16 @@ START_TEST(test_scenario_generate_zipf)
     ck_assert(differ);
     scenario_destroy(&again);
     scenario_destroy(&s);
+    /* outstanding_max: concurrency follows the reservation, at least 1. */
+    const char *conc = "{\"duration\": 4, \"capacity\": 1000, " SERVERS
+                       ", \"generate\": {\"count\": 100, \"reserved\": 0.5, \"zipf\": 1,"
+                       " \"outstanding_max\": 8}}";
+    s = parse_ok(conc);
+    ck_assert_int_eq(s->buckets[0].outstanding, 8);
+    ck_assert_int_eq(s->buckets[1].outstanding, 4);
+    ck_assert_int_eq(s->buckets[2].outstanding, 3);
+    ck_assert_int_eq(s->buckets[99].outstanding, 1);
+    scenario_destroy(&s);
 }
 END_TEST
 
