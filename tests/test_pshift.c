@@ -174,6 +174,48 @@ static void snapshot(const pshift_problem_t *p, int64_t *out)
         for (int s = 0; s < pshift_nservers(p); s++) out[n++] = pshift_alloc(p, b, s);
 }
 
+START_TEST(test_pshift_initial_allocation)
+{
+    /* With capacity to spare nothing shifts, so the result is the paper's
+     * proportional start: Table I (75, 25) / (50, 50) and Table II. */
+    const int64_t big1[] = {1000, 1000}, t1[] = {100, 100};
+    const int64_t d1[] = {150, 50, 50, 50};
+    pshift_problem_t *p = build(2, 2, big1, t1, d1);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_eq(pshift_stats(p)->shifts, 0);
+    const int64_t want1[] = {75, 25, 50, 50};
+    for (int b = 0; b < 2; b++)
+        for (int s = 0; s < 2; s++) ck_assert_int_eq(pshift_alloc(p, b, s), want1[b * 2 + s]);
+    pshift_problem_destroy(&p);
+
+    const int64_t big2[] = {1000, 1000, 1000};
+    p = build(3, 3, big2, t2_targets, t2_dem);
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    const int64_t want2[] = {75, 25, 0, 0, 75, 25, 50, 0, 50};
+    for (int b = 0; b < 3; b++)
+        for (int s = 0; s < 3; s++) ck_assert_int_eq(pshift_alloc(p, b, s), want2[b * 3 + s]);
+    pshift_problem_destroy(&p);
+
+    /* Largest remainder: 10 tokens over four equal demands of 3 are
+     * 2.5 each, so two servers get 3 and two get 2; over demands (1, 1, 1)
+     * with R > D every server gets its whole demand. */
+    const int64_t c4[] = {100, 100, 100, 100}, t4[] = {10, 10};
+    const int64_t d4[] = {3, 3, 3, 3, 1, 1, 1, 0};
+    p = build(4, 2, c4, t4, d4);
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    int threes = 0;
+    for (int s = 0; s < 4; s++) {
+        int64_t a = pshift_alloc(p, 0, s);
+        ck_assert(a == 2 || a == 3);
+        threes += a == 3;
+        ck_assert_int_eq(pshift_alloc(p, 1, s), d4[4 + s]);
+    }
+    ck_assert_int_eq(threes, 2);
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
 START_TEST(test_pshift_random_optimal)
 {
     gen_rng_t r;
@@ -397,6 +439,7 @@ int main(void)
     tcase_add_test(tc, test_pshift_table1);
     tcase_add_test(tc, test_pshift_table2);
     tcase_add_test(tc, test_pshift_table3_map);
+    tcase_add_test(tc, test_pshift_initial_allocation);
     tcase_add_test(tc, test_pshift_random_optimal);
     tcase_add_test(tc, test_pshift_residual);
     tcase_add_test(tc, test_pshift_generated_matches_maxflow);
