@@ -115,7 +115,7 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
         ctrl_destroy(&c);
         return NULL;
     }
-    c->table_gen = 1;
+    c->table_gen = cfg->table_seed ? cfg->table_seed : 1;
     c->left = 1;
     c->force = 1;
     return c;

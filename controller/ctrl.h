@@ -43,6 +43,9 @@ typedef struct {
     double skip_abs;         /* ... and by more than this many IOs per interval */
     double default_capacity; /* IOPS profile of a node that gives none */
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
+    uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
+                                from the clock so that a restarted controller's
+                                generations rarely repeat the old ones */
 } ctrl_config_t;
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,

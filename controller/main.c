@@ -1069,6 +1069,7 @@ int main(int argc, char **argv)
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
     cc.approx_top = (size_t)set.approx;
+    cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);
     if (!a.ctrl || ctrl_set_buckets(a.ctrl, a.bf) < 0) {
         log_error("out of memory");
