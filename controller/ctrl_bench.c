@@ -22,8 +22,10 @@ typedef struct {
     int welcomed;
     uint32_t ctl_table;   /* controller table we hold (0 none) */
     uint32_t peer_ack;    /* our table generation the controller holds */
-    size_t n;             /* buckets in our table */
-    const char **names;
+    size_t n;             /* buckets active here */
+    const char **names;   /* their names */
+    size_t ntable;        /* our table: the active buckets, or all (--full-tables) */
+    const char **tnames;
     uint32_t *bucket;     /* global bucket index per table entry */
     uint64_t *served;     /* per table entry, this period */
     int64_t *r_tok, *l_tok;
@@ -36,6 +38,7 @@ typedef struct {
     int nodes, buckets, active;
     double seconds, capacity, reserved, noise;
     const char *write;
+    int full;
     unsigned seed;
     int quiet;
 } opts_t;
@@ -76,6 +79,9 @@ static void usage(FILE *fp)
             "                  each node serves 0.8x its share of the reservation\n"
             "  --noise F       arrivals vary uniformly by +-F around the mean, queues\n"
             "                  are 0..40F long (default 0.2)\n"
+            "  --full-tables   every node's table holds every bucket (as real nodes do\n"
+            "                  once they created the controller's buckets); reports\n"
+            "                  still carry only the buckets active on the node\n"
             "  --write-buckets FILE  write the matching bucket file and exit\n"
             "  --quiet         no progress lines\n"
             "  --help, --version\n");
@@ -95,8 +101,8 @@ static void hello(fnode_t *f, proto_enc_t *e)
     m.capacity = 20000;
     m.table = 1;
     m.has_names = 1;
-    m.nnames = f->n;
-    m.names = f->names;
+    m.nnames = f->ntable;
+    m.names = f->tnames;
     send_msg(f, &m, e);
 }
 
@@ -124,7 +130,7 @@ static void take_timing(timing_t *t, const proto_msg_t *m, double now)
 int main(int argc, char **argv)
 {
     opts_t o = {"tcp://127.0.0.1:7070", "tcp://127.0.0.1:7071", 8, 200, 3, 5, 20000, 0.9, 0.2,
-                NULL, 1, 0};
+                NULL, 0, 1, 0};
     static const struct option lo[] = {
         {"endpoint", required_argument, NULL, 'e'}, {"admin", required_argument, NULL, 'a'},
         {"nodes", required_argument, NULL, 'n'},    {"buckets", required_argument, NULL, 'b'},
@@ -133,6 +139,7 @@ int main(int argc, char **argv)
         {"capacity", required_argument, NULL, 'c'}, {"reserved", required_argument, NULL, 'r'},
         {"write-buckets", required_argument, NULL, 'w'},
         {"noise", required_argument, NULL, 'N'},
+        {"full-tables", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {0}};
     int c;
@@ -150,6 +157,7 @@ int main(int argc, char **argv)
         case 'r': o.reserved = atof(optarg); break;
         case 'w': o.write = optarg; break;
         case 'N': o.noise = atof(optarg); break;
+        case 'F': o.full = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("bqos-ctrl-bench %s\n", BQOS_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -238,6 +246,10 @@ int main(int argc, char **argv)
             f->n++;
         }
     }
+    for (int i = 0; i < o.nodes; i++) {
+        fn[i].ntable = o.full ? (size_t)o.buckets : fn[i].n;
+        fn[i].tnames = o.full ? (const char **)bname : fn[i].names;
+    }
     proto_enc_t enc;
     proto_enc_init(&enc);
     proto_msg_t in, rep;
@@ -296,8 +308,8 @@ int main(int argc, char **argv)
                     rep.table = 1;
                     rep.peer_table = f->ctl_table;
                     rep.has_names = f->peer_ack != 1;
-                    rep.nnames = rep.has_names ? f->n : 0;
-                    rep.names = rep.has_names ? f->names : NULL;
+                    rep.nnames = rep.has_names ? f->ntable : 0;
+                    rep.names = rep.has_names ? f->tnames : NULL;
                     rep.count = f->n;
                     uint64_t done = 0;
                     for (size_t j = 0; j < f->n; j++) {
@@ -308,7 +320,7 @@ int main(int argc, char **argv)
                         f->served[j] += spend;
                         done += spend;
                         rep.report[j] = (proto_report_rec_t){
-                            .bucket = (uint32_t)j,
+                            .bucket = o.full ? f->bucket[j] : (uint32_t)j,
                             .queued = (uint64_t)(rand_r(&seed) % (1 + (int)(40 * o.noise))),
                             .arrivals_interval = (uint64_t)r,
                             .arrivals_period = f->served[j],
