@@ -298,7 +298,7 @@ START_TEST(test_nbd_fuzz_garbage)
     uint8_t *b = malloc(256);
     ck_assert_ptr_nonnull(b);
     unsigned seed = 12345;
-    for (int i = 0; i < 200000; i++) {
+    for (int i = 0; i < 50000; i++) {
         size_t len = (size_t)(rand_r(&seed) % 64);
         for (size_t j = 0; j < len; j++)
             b[j] = (uint8_t)rand_r(&seed);
