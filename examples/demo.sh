@@ -18,6 +18,6 @@ Each bucket reserves 60% of one server's profiled capacity.
 Met = at least 99% of the reservation; over = more than 101% of the limit.
 
 TXT
-export BIN="${BIN:-bin}" OUT="${OUT:-out/demo}" DUR="${DUR:-4}" PROFILE="${PROFILE:-1}" \
+export BIN="${BIN:-bin}" OUT="${OUT:-out/demo}" DUR="${DUR:-4}" PROFILE="${PROFILE:-2}" \
   PRELOAD="${PRELOAD:-2000}" RUNS="${RUNS:-rr res lim}"
 exec sh "$HERE/exp3.sh"

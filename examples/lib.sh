@@ -205,9 +205,12 @@ experiment() {
   "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") -q -c 1 --preload "$PRELOAD" -d "$PROFILE" \
     -o "$out/profile" -l profile "$first" >/dev/null 2>"$LOGS/profile.log" ||
     { echo "profile run failed (see $LOGS/profile.log)" >&2; return 1; }
-  awk '/"servers"/ { f = 1 } f && /"name"/ { gsub(/[",]/, "", $2); n = $2 }
-    f && /"rate"/ { gsub(/,/, "", $2); printf "server %s %.0f\n", n, $2; s += $2; k++ }
-    END { if (k) printf "capacity %.0f\n", s / k }' "$out/profile/summary.json" >"$out/profile.txt"
+  # Capacity: the measured periods' total rate (after the warm-up period)
+  # over the servers; the per-server rates (whole run) are for the record.
+  awk '/^ "total_rate"/ { gsub(/,/, "", $2); t = $2 } /"servers"/ { f = 1 }
+    f && /"name"/ { gsub(/[",]/, "", $2); n = $2 }
+    f && /"rate"/ { gsub(/,/, "", $2); printf "server %s %.0f\n", n, $2; k++ }
+    END { if (k) printf "capacity %.0f\n", t / k }' "$out/profile/summary.json" >"$out/profile.txt"
   loaded=$first
   CAP=$(awk '$1 == "capacity" { print $2 }' "$out/profile.txt")
   [ -n "$CAP" ] && [ "$CAP" -gt 0 ] || { echo "the profile gave no capacity" >&2; return 1; }

@@ -4,7 +4,7 @@ set -u
 EX=$(cd "$(dirname "$0")/../examples" && pwd)
 T=$(mktemp -d /tmp/it_exp3.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-BIN=${BIN:-bin} OUT=$T RUNS="res lim" DUR=${DUR:-4} PROFILE=1 PRELOAD=1000 CHECK=1 \
+BIN=${BIN:-bin} OUT=$T RUNS="res lim" DUR=${DUR:-4} PROFILE=2 PRELOAD=1000 CHECK=1 \
   sh "$EX/exp3.sh"
 rc=$?
 for run in res lim; do
