@@ -28,4 +28,6 @@ if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/data/node
 else
   bad "replies differ from memcached"; cat "$tmp/diff.out"
 fi
+stop_node
+[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (diff)" || bad "exit status $NODE_RC after SIGTERM (diff)"
 finish

@@ -24,5 +24,6 @@ else
 fi
 sed 's/^/     /' "$tmp/tok.out"
 wait "$NODE_PID"; rc=$?
+check_log
 [ "$rc" = 0 ] && ok "exit 0 after SIGTERM with a queued request" || { bad "exit $rc after SIGTERM"; cat "$tmp/node-tok.log"; }
 finish

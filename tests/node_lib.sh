@@ -41,6 +41,7 @@ start_memcached() {
 # start_node LOG ARGS...: bqos-node on a free port (port 0) in front of MC_PORT; sets NODE_PID, NODE_PORT.
 start_node() {
   log=$1; shift
+  NODE_LOG=$log
   "$NODE" --name it --memcached-listen 127.0.0.1:0 --backend "memcached://127.0.0.1:$MC_PORT" "$@" </dev/null >/dev/null 2>"$log" &
   NODE_PID=$!
   pids="$pids $NODE_PID"
@@ -55,8 +56,14 @@ start_node() {
   echo "$NAME: node did not start:"; cat "$log"; exit 1
 }
 
-# stop_node: SIGTERM, wait; sets NODE_RC.
+# stop_node: SIGTERM, wait; sets NODE_RC; a sanitizer report in the log fails the test.
 stop_node() {
   kill -TERM "$NODE_PID" 2>/dev/null
   wait "$NODE_PID"; NODE_RC=$?
+  check_log
+}
+check_log() {
+  if grep -q -E "Sanitizer|runtime error:" "$NODE_LOG"; then
+    bad "sanitizer report in $NODE_LOG"; cat "$NODE_LOG"
+  fi
 }
