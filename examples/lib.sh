@@ -234,6 +234,9 @@ experiment() {
       start_nodes tokens "$CTRL_EP" "$out/$name/buckets.json" "$LOGS" ||
         { echo "bqos-node did not start (see $LOGS)" >&2; return 1; }
       sleep 1.5   # the nodes register and receive their first tokens
+      if grep -l "no control client" "$LOGS"/node-s*-tokens.log >/dev/null 2>&1; then
+        echo "warning: this bqos-node has no controller client; the $label run gets no tokens" >&2
+      fi
       if [ -x "$BIN/bqos-ctl" ]; then
         st=$("$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status 2>/dev/null)
         now=$(date +%s.%N)
