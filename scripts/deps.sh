@@ -19,6 +19,7 @@ cmd  memcached          memcached
 cmd  memccapable        libmemcached-tools
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
+cmd  ss                 iproute2
 cmd  python3            python3
 cmd  fio                fio
 cmd  nbdkit             nbdkit
