@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/strmap.h"
 
@@ -158,6 +159,61 @@ START_TEST(test_strmap_churn)
 }
 END_TEST
 
+static size_t vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* Inserting until memory runs out returns -ENOMEM and loses nothing.
+ * Skipped under ASan and valgrind, which need the address space. */
+START_TEST(test_strmap_out_of_memory)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && strstr(pre, "vgpreload"))
+        return;
+    strmap_t *m = strmap_new();
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(vm_size() + ((size_t)32 << 20));
+    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur)
+        lim.rlim_cur = old.rlim_cur;
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    char k[32];
+    int rc = 0, i, n = 0;
+    for (i = 0; i < 100000000; i++) {
+        n = snprintf(k, sizeof(k), "key-%d", i);
+        rc = strmap_insert(m, k, (size_t)n, i);
+        if (rc < 0)
+            break;
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+    ck_assert_int_eq(rc, -ENOMEM);
+    ck_assert_uint_eq(strmap_count(m), (size_t)i);
+    ck_assert_int_eq(strmap_find(m, k, (size_t)n, NULL), -ENOENT);
+    for (int j = 0; j < i; j += 997) {
+        int v = -1;
+        n = snprintf(k, sizeof(k), "key-%d", j);
+        ck_assert_int_eq(strmap_find(m, k, (size_t)n, &v), 0);
+        ck_assert_int_eq(v, j);
+    }
+    n = snprintf(k, sizeof(k), "key-%d", i);
+    ck_assert_int_eq(strmap_insert(m, k, (size_t)n, i), 0);
+    strmap_destroy(&m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("strmap");
@@ -167,6 +223,7 @@ int main(void)
     tcase_add_test(tc, test_strmap_set_and_remove);
     tcase_add_test(tc, test_strmap_many_keys);
     tcase_add_test(tc, test_strmap_churn);
+    tcase_add_test(tc, test_strmap_out_of_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
