@@ -135,6 +135,7 @@ int main(void)
 {
     Suite *s = suite_create("bitset");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60); /* sanitizer builds on a loaded 2-core machine */
     tcase_add_test(tc, test_bitset_empty);
     tcase_add_test(tc, test_bitset_boundaries);
     tcase_add_test(tc, test_bitset_random_vs_reference);

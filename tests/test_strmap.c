@@ -218,6 +218,7 @@ int main(void)
 {
     Suite *s = suite_create("strmap");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60); /* sanitizer builds on a loaded 2-core machine */
     tcase_add_test(tc, test_strmap_insert_find);
     tcase_add_test(tc, test_strmap_slice_lookup);
     tcase_add_test(tc, test_strmap_set_and_remove);
