@@ -47,6 +47,14 @@ typedef struct {
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
     pair_t *pairs;         /* [ntable] */
+    /* Active pairs: reported (and not idle since) or holding tokens that
+     * can change.  Every pass of a computation visits only these, so a
+     * node whose table holds every configured bucket costs what its busy
+     * buckets cost. */
+    uint32_t *act;         /* table indices */
+    size_t nact, capact;
+    uint8_t *inact;        /* [ntable]: 1 if in act */
+    int full_push;         /* next computation visits every pair once */
     proto_tokens_rec_t *out;
     size_t nout, capout;
     int pidx;              /* server index in this round's problems */
@@ -129,6 +137,8 @@ static void node_free(node_t *n)
     free(n->tnames);
     free(n->jof);
     free(n->pairs);
+    free(n->act);
+    free(n->inact);
     free(n->out);
 }
 
@@ -208,6 +218,7 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     for (int i = 0; i < c->nn; i++) {
         node_remap(copy, &c->nodes[i], jofs[i], nb);
         c->nodes[i].nout = 0;
+        c->nodes[i].full_push = 1; /* new buckets' limits must reach every node */
     }
     free(jofs);
     bucketfile_destroy(&c->bf);
@@ -260,6 +271,24 @@ static node_t *get_node(const ctrl_t *c, int node)
     return node >= 0 && node < c->nn ? &c->nodes[node] : NULL;
 }
 
+/* Puts table entry j on node nd's active list.  Returns 0 or -ENOMEM. */
+static int act_add(node_t *nd, size_t j)
+{
+    if (nd->inact[j])
+        return 0;
+    if (nd->nact == nd->capact) {
+        size_t cap = nd->capact ? nd->capact * 2 : 64;
+        uint32_t *a = realloc(nd->act, cap * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        nd->act = a;
+        nd->capact = cap;
+    }
+    nd->act[nd->nact++] = (uint32_t)j;
+    nd->inact[j] = 1;
+    return 0;
+}
+
 int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *names, size_t n)
 {
     node_t *nd = get_node(c, node);
@@ -268,7 +297,9 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     char **tn = calloc(n ? n : 1, sizeof *tn);
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
     int *jof = malloc((c->nb ? c->nb : 1) * sizeof *jof);
-    if (!tn || !pairs || !jof)
+    uint8_t *inact = calloc(n ? n : 1, 1);
+    uint32_t *act = malloc((n ? n : 1) * sizeof *act);
+    if (!tn || !pairs || !jof || !inact || !act)
         goto nomem;
     for (size_t j = 0; j < n; j++) {
         if (!(tn[j] = strdup(names[j])))
@@ -285,10 +316,20 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         free(nd->tnames[j]);
     free(nd->tnames);
     free(nd->pairs);
+    free(nd->act);
+    free(nd->inact);
     nd->tnames = tn;
     nd->pairs = pairs;
     nd->ntable = n;
     nd->table = table;
+    nd->act = act;
+    nd->capact = n ? n : 1;
+    nd->nact = 0;
+    nd->inact = inact;
+    for (size_t j = 0; j < n; j++)
+        if (pairs[j].has_report)
+            act_add(nd, j); /* cannot fail: capacity n */
+    nd->full_push = 1;
     node_remap(c->bf, nd, jof, c->nb);
     c->force = 1;
     return 0;
@@ -298,6 +339,8 @@ nomem:
             free(tn[j]);
     free(tn);
     free(pairs);
+    free(inact);
+    free(act);
     free(jof);
     return -ENOMEM;
 }
@@ -340,6 +383,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t tab
      * from defaults): push everything next time. */
     for (size_t j = 0; j < nd->ntable; j++)
         nd->pairs[j].tok_r = -1;
+    nd->full_push = 1;
     nd->peer_table = 0;
     if (!nd->up && nd->last_seen >= 0) {
         c->st.nodes_back_up++;
@@ -365,6 +409,7 @@ int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
         c->force = 1;
         for (size_t j = 0; j < nd->ntable; j++)
             nd->pairs[j].tok_r = -1;
+        nd->full_push = 1;
         log_info("node %s is back", nd->name);
     }
     return 0;
@@ -462,6 +507,8 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         p->l_left = r->l_left;
         p->period = period;
         p->has_report = 1;
+        if (act_add(nd, r->bucket) < 0)
+            return -ENOMEM;
     }
     return 0;
 }
@@ -572,16 +619,18 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         if (!nd->up) {
-            for (size_t j = 0; j < nd->ntable; j++)
-                if (nd->pairs[j].b >= 0)
-                    c->b[nd->pairs[j].b].served += pair_served(c, &nd->pairs[j]);
+            for (size_t k = 0; k < nd->nact; k++) {
+                const pair_t *pr = &nd->pairs[nd->act[k]];
+                if (pr->b >= 0)
+                    c->b[pr->b].served += pair_served(c, pr);
+            }
             continue;
         }
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
-        for (size_t j = 0; j < nd->ntable; j++) {
-            pair_t *pr = &nd->pairs[j];
+        for (size_t k = 0; k < nd->nact; k++) {
+            pair_t *pr = &nd->pairs[nd->act[k]];
             if (pr->b >= 0)
                 c->b[pr->b].served += pair_served(c, pr);
             if (pr->b < 0 || !pr->has_report) {
@@ -644,13 +693,14 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         node_t *nd = &c->nodes[i];
         if (!nd->up)
             continue;
-        for (size_t j = 0; j < nd->ntable; j++) {
-            pair_t *pr = &nd->pairs[j];
+        for (size_t k = 0; k < nd->nact; k++) {
+            pair_t *pr = &nd->pairs[nd->act[k]];
             pr->new_r = 0;
             pr->new_l = pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
             if (pr->b < 0)
                 continue;
-            c->cnt[pr->b]++; /* up nodes holding the bucket */
+            if (pr->has_report && pr->period >= c->period)
+                c->cnt[pr->b]++; /* up nodes where it is active this period */
             bstate_t *bs = &c->b[pr->b];
             /* Backlog floor: a bucket with requests waiting here wants more
              * than it got.  Its arrivals come from clients that wait for
@@ -696,8 +746,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         node_t *nd = &c->nodes[i];
         if (!nd->up)
             continue;
-        for (size_t j = 0; j < nd->ntable; j++) {
-            pair_t *pr = &nd->pairs[j];
+        for (size_t k = 0; k < nd->nact; k++) {
+            pair_t *pr = &nd->pairs[nd->act[k]];
             if (pr->b < 0 || pr->demand <= 0 || c->b[pr->b].pidx < 0)
                 continue;
             bstate_t *bs = &c->b[pr->b];
@@ -732,8 +782,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             node_t *nd = &c->nodes[i];
             if (!nd->up)
                 continue;
-            for (size_t j = 0; j < nd->ntable; j++) {
-                pair_t *pr = &nd->pairs[j];
+            for (size_t k = 0; k < nd->nact; k++) {
+                pair_t *pr = &nd->pairs[nd->act[k]];
                 if (pr->b < 0 || pr->demand <= pr->new_r)
                     continue;
                 bstate_t *bs = &c->b[pr->b];
@@ -759,8 +809,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             node_t *nd = &c->nodes[i];
             if (!nd->up)
                 continue;
-            for (size_t j = 0; j < nd->ntable; j++) {
-                pair_t *pr = &nd->pairs[j];
+            for (size_t k = 0; k < nd->nact; k++) {
+                pair_t *pr = &nd->pairs[nd->act[k]];
                 if (pr->b < 0 || c->b[pr->b].lpidx < 0)
                     continue;
                 bstate_t *bs = &c->b[pr->b];
@@ -776,35 +826,68 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 
     /* Records per up node: everything that can change its counts.
      * Headroom of a limited bucket that the estimates did not place is
-     * split evenly (as L-tokens) over the up nodes holding the bucket, so a
-     * bucket whose demand moves is served at once, never beyond its limit. */
+     * split evenly (as L-tokens) over the up nodes where the bucket is
+     * active this period, so a bucket whose demand moves between them is
+     * served at once, never beyond its limit. */
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->cap_used = nd->cap.estimate;
         if (!nd->up)
             continue;
-        for (size_t j = 0; j < nd->ntable; j++) {
+        size_t k = 0;
+        while (k < nd->nact) {
+            size_t j = nd->act[k];
             pair_t *pr = &nd->pairs[j];
             pr->rate_used = pr->rate_now;
-            if (pr->b < 0)
+            if (pr->b < 0) {
+                k++;
                 continue;
+            }
             bstate_t *bs = &c->b[pr->b];
-            if (bs->l != CTRL_UNLIMITED) {
+            if (bs->l != CTRL_UNLIMITED && pr->has_report && pr->period >= c->period) {
                 int64_t left = bs->head - bs->ralloc - bs->lalloc;
                 if (left > 0) {
-                    int k = c->cnt[pr->b], idx = c->given[pr->b]++;
-                    pr->new_l += left / k + (idx < left % k ? 1 : 0);
+                    int n = c->cnt[pr->b], idx = c->given[pr->b]++;
+                    pr->new_l += left / n + (idx < left % n ? 1 : 0);
                 }
             }
             int64_t r = pr->new_r, l = pr->new_l;
             /* Zero R and an L that cannot change by consumption (0 or
              * unlimited), same as last time: the node already holds it. */
-            if (pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))
+            if (!(pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
+                if ((rc = push_rec(nd, (uint32_t)pr->b, r, l)) < 0)
+                    goto out;
+                pr->tok_r = r;
+                pr->tok_l = l;
+            }
+            /* Idle and holding nothing that can change: off the list until
+             * the node reports the bucket again. */
+            if (pr->demand == 0 && pr->queued == 0 && pr->arrivals == 0 &&
+                pair_served(c, pr) == 0 && pr->tok_r == 0 &&
+                (pr->tok_l == 0 || pr->tok_l == CTRL_UNLIMITED)) {
+                nd->inact[j] = 0;
+                nd->act[k] = nd->act[--nd->nact];
                 continue;
-            if ((rc = push_rec(nd, (uint32_t)pr->b, r, l)) < 0)
-                goto out;
-            pr->tok_r = r;
-            pr->tok_l = l;
+            }
+            k++;
+        }
+        /* Once after a (re)registration or a configuration change: every
+         * other pair gets R 0 and, for a limited bucket, L 0, so that no
+         * bucket is unthrottled on a node that has not reported it. */
+        if (nd->full_push) {
+            for (size_t j = 0; j < nd->ntable; j++) {
+                pair_t *pr = &nd->pairs[j];
+                if (nd->inact[j] || pr->b < 0)
+                    continue;
+                int64_t l = c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+                if (pr->tok_r == 0 && pr->tok_l == l)
+                    continue;
+                if ((rc = push_rec(nd, (uint32_t)pr->b, 0, l)) < 0)
+                    goto out;
+                pr->tok_r = 0;
+                pr->tok_l = l;
+            }
+            nd->full_push = 0;
         }
     }
     c->force = 0;

@@ -570,6 +570,46 @@ START_TEST(test_ctrl_backlog_floor)
 }
 END_TEST
 
+START_TEST(test_ctrl_unreported_buckets_full_push_once)
+{
+    /* Both nodes hold red (limited) and blue; only n0 reports red.  The
+     * first push tells n1 red's L is 0 (a node starts new buckets
+     * unlimited) and blue's R is 0; after that n1 is told nothing more,
+     * even when every round is recomputed. */
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100,\"limit\":200},"
+                      "{\"name\":\"blue\",\"reservation\":0}]}",
+                      2, 50000, &cfg);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    proto_report_rec_t rec = {.bucket = 0, .queued = 1, .arrivals_interval = 10,
+                              .l_left = CTRL_UNLIMITED};
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, NULL);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 0, 1, gen, 0, 0, &rec, 1), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 1, 1, 0, 1, gen, 0, 0, NULL, 0), 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
+    ck_assert_int_eq(r, 0);
+    ck_assert_int_eq(l, 0);
+    ck_assert_int_eq(find_tok(c, 1, 1, &r, &l), 0);
+    ck_assert_int_eq(l, CTRL_UNLIMITED);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r + l, 200); /* the whole headroom where red is active */
+    for (uint32_t k = 1; k < 3; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        ck_assert_int_eq(ctrl_node_report(c, 0, 1, k, 1, gen, 0, 0, &rec, 1), 0);
+        ck_assert_int_eq(ctrl_node_report(c, 1, 1, k, 1, gen, 0, 0, NULL, 0), 0);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        ck_assert(!res.skipped);
+        ck_assert_uint_eq(ctrl_node_tokens(c, 1, NULL), 0);
+    }
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -587,6 +627,7 @@ int main(void)
     tcase_add_test(tc, test_ctrl_leftover_headroom_spread);
     tcase_add_test(tc, test_ctrl_throttled_bucket_keeps_demand);
     tcase_add_test(tc, test_ctrl_backlog_floor);
+    tcase_add_test(tc, test_ctrl_unreported_buckets_full_push_once);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
