@@ -93,5 +93,21 @@ sed "s/127.0.0.1:$p2/127.0.0.1:$dead/" "$T/s.json" >"$T/dead.json"
 check "a dead server is survived and its failures counted" \
   '[ $? -eq 0 ] && ! grep -q "\"errors\": 0," "$T/dead/summary.json"'
 
+# Ctrl-C: exit 130, outputs cover only the periods that ran.
+"$LOAD" -q -d 20 --preload 0 -o "$T/intr" "$T/s.json" >/dev/null 2>&1 &
+lp=$!
+sleep 2.7
+kill -INT "$lp"
+wait "$lp"
+rc=$?
+check "SIGINT stops the run with exit 130 (rc $rc)" '[ $rc -eq 130 ]'
+ran=$(awk '/^ "duration"/ { gsub(/,/, "", $2); d = $2 } /^ "measured_periods"/ { gsub(/,/, "", $2); m = $2 }
+  END { if (d > 1 && d < 10 && m == int(d)) print m }' "$T/intr/summary.json")
+check "an interrupted run's summary covers the periods that ran (${ran:-?})" \
+  '[ -n "$ran" ] && [ "$(wc -l <"$T/intr/periods.csv")" -eq $((ran * 3 + 1)) ]'
+open_rate=$(awk '/"name": "open"/ { f = 1 } f && /"achieved"/ { gsub(/,/, "", $2); print $2; exit }' "$T/intr/summary.json")
+check "an interrupted run's rates are not diluted ($open_rate)" \
+  'awk -v r="$open_rate" "BEGIN { exit !(r >= 270 && r <= 330) }"'
+
 [ $fails -eq 0 ] && echo "it_load: all passed" || echo "it_load: $fails failed"
 exit $fails

@@ -497,9 +497,12 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
         if (show && run->rep && since(&run->start) > 0.01)
             progress(run, since(&run->start), &last, &last_t, tty);
     }
+    double stopped = since(&run->start);
     atomic_store(&run->stop, 1);
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
+    if (rc == 1 && run->rep)
+        report_set_end(run->rep, stopped);
     if (show && run->rep && tty)
         fprintf(stderr, "\n");
     free(tids);

@@ -12,6 +12,7 @@
 struct report {
     const scenario_t *s;
     double slot_len;       /* seconds per redistribution interval */
+    double end;            /* seconds of load that ran (duration unless interrupted) */
     size_t nslots;
     _Atomic uint64_t *counts;   /* [bucket * nslots + slot] */
     _Atomic uint64_t *errors;   /* [bucket] */
@@ -25,6 +26,7 @@ report_t *report_new(const scenario_t *s)
         return NULL;
     r->s = s;
     r->slot_len = s->period / s->intervals;
+    r->end = s->duration;
     r->nslots = (size_t)ceil(s->duration / r->slot_len - 1e-9);
     if (r->nslots == 0)
         r->nslots = 1;
@@ -56,6 +58,12 @@ void report_add(report_t *r, size_t b, size_t srv, double t)
     if (k >= r->nslots)
         k = r->nslots - 1;
     atomic_fetch_add_explicit(&r->counts[b * r->nslots + k], 1, memory_order_relaxed);
+}
+
+void report_set_end(report_t *r, double t)
+{
+    if (t >= 0 && t < r->end)
+        r->end = t;
 }
 
 void report_add_error(report_t *r, size_t b)
@@ -145,7 +153,7 @@ int report_write_cumulative(const report_t *r, FILE *f)
 /* Number of full QoS periods in the run. */
 static size_t full_periods(const report_t *r)
 {
-    return (size_t)floor(r->s->duration / r->s->period + 1e-9);
+    return (size_t)floor(r->end / r->s->period + 1e-9);
 }
 
 static uint64_t period_count(const report_t *r, size_t b, size_t p)
@@ -204,7 +212,7 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
         double achieved, minp = 0, maxp = 0;
         size_t bmet = 0, bover = 0;
         if (measured == 0) {
-            achieved = (double)report_total(r, b) / s->duration;
+            achieved = r->end > 0 ? (double)report_total(r, b) / r->end : 0;
             minp = maxp = achieved;
         } else {
             double sum = 0;
@@ -242,7 +250,7 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
     double nb = (double)s->nbuckets;
     json_t *top = json_pack(
         "{s:s?, s:f, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "label", label,
-        "duration", s->duration, "period", s->period, "intervals", s->intervals,
+        "duration", r->end, "period", s->period, "intervals", s->intervals,
         "warmup_periods", (int)first, "measured_periods", (json_int_t)measured, "nbuckets",
         (json_int_t)s->nbuckets, "met_share", (double)met / nb, "over_share",
         (double)over / nb, "period_met_share", pall ? (double)pmet / (double)pall : (double)met / nb,
@@ -258,7 +266,7 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
         uint64_t n = report_server_total(r, i);
         if (json_array_append_new(sv, json_pack("{s:s, s:I, s:f}", "name", s->servers[i].name,
                                                 "completed", (json_int_t)n, "rate",
-                                                (double)n / s->duration)) < 0) {
+                                                r->end > 0 ? (double)n / r->end : 0.0)) < 0) {
             json_decref(sv);
             sv = NULL;
         }

@@ -37,6 +37,11 @@ uint64_t report_server_total(const report_t *r, size_t srv);
 /* Counts one failed request of bucket `b` (not a completed IO).  Thread-safe. */
 void report_add_error(report_t *r, size_t b);
 
+/* Marks the run as ended after `t` seconds (an interrupted run): periods
+ * after `t` are left out of periods.csv and the summary.  Call after the
+ * load threads stopped. */
+void report_set_end(report_t *r, double t);
+
 /* Number of interval slots, and the IOs of bucket `b` in slot `k`. */
 size_t report_nslots(const report_t *r);
 uint64_t report_count(const report_t *r, size_t b, size_t k);
