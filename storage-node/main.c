@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "storage-node/backend.h"
+#include "storage-node/ctlclient.h"
 #include "storage-node/front.h"
 
 #ifndef BQOS_VERSION
@@ -52,8 +53,9 @@ static const struct opt {
      "controller's format; other fields are ignored).  These buckets exist\n"
      "from the start."},
     {"controller", OPT_CONTROLLER, "ENDPOINT", "none",
-     "ZeroMQ endpoint of the controller (accepted; the control client is\n"
-     "a separate module and runs only when built in)."},
+     "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070): the\n"
+     "node says hello, reports every interval, applies the tokens it gets\n"
+     "and falls back to rr while the controller is silent."},
     {"tokens-file", OPT_TOKENS_FILE, "FILE", "none",
      "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
      "and again on SIGUSR1; replaces each named bucket's tokens (\"l\"\n"
@@ -292,6 +294,24 @@ static int split_hostport(const char *s, char *host, size_t cap, unsigned *port)
     return 0;
 }
 
+/* Controller client glue: tokens and policy go through the front so that
+ * what they allow is dispatched at once. */
+static int ctl_bucket(void *arg, const char *name)
+{
+    return front_add_bucket(arg, name, 1);
+}
+
+static int ctl_set_tokens(void *arg, int b, const char *name, int64_t r, int64_t l)
+{
+    (void)b;
+    return front_set_tokens(arg, name, r, l);
+}
+
+static void ctl_set_policy(void *arg, sched_policy_t policy)
+{
+    front_set_policy(arg, policy);
+}
+
 int main(int argc, char **argv)
 {
     front_config_t cfg;
@@ -413,6 +433,7 @@ int main(int argc, char **argv)
     int rc = 1, err = 0;
     struct event_base *base = event_base_new();
     front_t *f = NULL;
+    ctlclient_t *ctl = NULL;
     struct event *sigs[3] = {0};
     struct sigctx sc = {0};
     if (!base) {
@@ -428,9 +449,20 @@ int main(int argc, char **argv)
         goto out;
     if (tokens_file && load_tokens(f, tokens_file) < 0)
         goto out;
-    if (controller)
-        log_warn("--controller %s: no control client in this build; running standalone",
-                 controller);
+    if (controller) {
+        ctlclient_config_t cc;
+        ctlclient_config_defaults(&cc);
+        cc.endpoint = controller;
+        cc.name = cfg.name;
+        cc.normal = cfg.policy;
+        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
+                               .set_policy = ctl_set_policy, .arg = f};
+        ctl = ctlclient_new(&cc, front_sched(f), &ops, &err);
+        if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
+            log_error("--controller %s: %s", controller, strerror(-err));
+            goto out;
+        }
+    }
     sc.f = f;
     sc.tokens_file = tokens_file;
     int signos[3] = {SIGTERM, SIGINT, SIGUSR1};
@@ -455,6 +487,7 @@ out:
     for (int i = 0; i < 3; i++)
         if (sigs[i])
             event_free(sigs[i]);
+    ctlclient_destroy(&ctl); /* goodbye; before the loop and the scheduler go */
     front_destroy(&f);
     if (base)
         event_base_free(base);

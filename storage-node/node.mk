@@ -3,7 +3,7 @@ node_SRCS += storage-node/mcproto.c storage-node/backend.c storage-node/front.c
 
 PROGS += bqos-node
 bqos-node_SRCS = storage-node/main.c
-bqos-node_LIBS = node common
+bqos-node_LIBS = ctlclient proto node common
 ITESTS += tests/it_node_memccapable.sh tests/it_node_order.sh tests/it_node_faults.sh
 
 TESTS += test_mcproto

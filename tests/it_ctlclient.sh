@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_ctlclient.sh - the node side of the control protocol in a real daemon: two bqos-nbd-nodes with --controller register with a real bqos-controller (seen through bqos-ctl), fall back to rr when the controller dies, resume when it returns, and say goodbye on exit.
+# it_ctlclient.sh - the node side of the control protocol in real daemons: two bqos-nbd-nodes and a bqos-node (memcached) with --controller register with a real bqos-controller (seen through bqos-ctl), fall back to rr when the controller dies, resume when it returns, and say goodbye on exit.
 set -u
 . "$(dirname "$0")/../examples/lib.sh"
 BIN=${BIN:-bin}
@@ -30,6 +30,12 @@ JSON
 start_controller "$T/b.json" 10000 "$T" || { echo "controller did not start"; exit 1; }
 ctl_ep=$CTRL_EP; admin_ep=$ADMIN_EP
 mkdir -p "$T/store"
+# and a memcached node (bqos-node) in front of a real memcached
+next_port; MP=$PORT; next_port; NP=$PORT
+start_memcached "$MP" "$T/memcached.log" || { echo "memcached did not start"; exit 1; }
+spawn "$T/m1.log" "$BIN/bqos-node" --name m1 --memcached-listen "127.0.0.1:$NP" \
+  --backend "memcached://127.0.0.1:$MP" --config "$T/b.json" --controller "$CTRL_EP"
+wait_port "$NP" 10 || { echo "bqos-node did not start"; cat "$T/m1.log"; exit 1; }
 for n in n1 n2; do
   spawn "$T/$n.log" "$BIN/bqos-nbd-node" --name "$n" --nbd-listen 127.0.0.1:0 \
     --backend "file:$T/store/$n/" --export-size 1m --buckets red --controller "$CTRL_EP" \
@@ -38,6 +44,21 @@ for n in n1 n2; do
 done
 
 check "n1 is up at the controller" 'until_true 10 "[ \"\$(node_state n1)\" = up ]"'
+check "m1 (bqos-node) is up at the controller" 'until_true 10 "[ \"\$(node_state m1)\" = up ]"'
+check "m1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/m1.log\""'
+check "m1 still serves memcached" '[ "$(python3 - "$NP" <<"PY"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"set red:k 0 0 2\r\nhi\r\nget red:k\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print("ok" if buf == b"STORED\r\nVALUE red:k 0 2\r\nhi\r\nEND\r\n" else repr(buf))
+PY
+)" = ok ]'
 check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
 check "n1 was welcomed" 'grep -q "welcomed" "$T/n1.log"'
 check "n1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/n1.log\""'
@@ -52,6 +73,7 @@ check "status lists both nodes with a recent report" 'until_true 10 both_reporte
 stop_controller
 check "n1 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/n1.log\""'
 check "n2 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/n2.log\""'
+check "m1 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/m1.log\""'
 
 # It comes back on the same endpoints: the nodes are told they are unknown,
 # say hello again and resume tokens.
@@ -69,7 +91,9 @@ check "n2 is up at the new controller" 'until_true 10 "[ \"\$(node_state n2)\" =
 stop_pid "$PID_n2"
 check "n2 is down right after its goodbye" 'until_true 3 "[ \"\$(node_state n2)\" = down ]"'
 check "n1 stays up" '[ "$(node_state n1)" = up ]'
-check "no decoder rejections at the nodes" '! grep -q "bad message" "$T/n1.log" "$T/n2.log"'
+check "m1 resumes tokens" \
+  'until_true 15 "[ \$(grep -c \"resuming policy tokens\" \"$T/m1.log\") -ge 2 ]"'
+check "no decoder rejections at the nodes" '! grep -q "bad message" "$T/n1.log" "$T/n2.log" "$T/m1.log"'
 
 [ $fails -eq 0 ] || { echo "$fails failed"; tail -n 20 "$T"/*.log; exit 1; }
 echo "all passed"
