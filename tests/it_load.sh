@@ -102,7 +102,7 @@ wait "$lp"
 rc=$?
 check "SIGINT stops the run with exit 130 (rc $rc)" '[ $rc -eq 130 ]'
 ran=$(awk '/^ "duration"/ { gsub(/,/, "", $2); d = $2 } /^ "measured_periods"/ { gsub(/,/, "", $2); m = $2 }
-  END { if (d > 1 && d < 10 && m == int(d)) print m }' "$T/intr/summary.json")
+  END { d += 0; m += 0; if (d > 1 && d < 10 && m == int(d)) print m }' "$T/intr/summary.json")
 check "an interrupted run's summary covers the periods that ran (${ran:-?})" \
   '[ -n "$ran" ] && [ "$(wc -l <"$T/intr/periods.csv")" -eq $((ran * 3 + 1)) ]'
 open_rate=$(awk '/"name": "open"/ { f = 1 } f && /"achieved"/ { gsub(/,/, "", $2); print $2; exit }' "$T/intr/summary.json")
