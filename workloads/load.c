@@ -298,7 +298,7 @@ static void *client_main(void *arg)
             mc = connect_server(&s->servers[srv], 0, s->timeout_ms);
             cur = srv;
             if (!mc) {
-                log_error("out of memory for a libmemcached handle");
+                log_error("cannot create a libmemcached handle for %s", s->servers[srv].name);
                 break;
             }
         }
