@@ -55,6 +55,7 @@ typedef struct {
     size_t nact, capact;
     uint8_t *inact;        /* [ntable]: 1 if in act */
     int full_push;         /* next computation visits every pair once */
+    int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
     size_t nout, capout;
     int pidx;              /* server index in this round's problems */
@@ -286,7 +287,14 @@ static int act_add(node_t *nd, size_t j)
     }
     nd->act[nd->nact++] = (uint32_t)j;
     nd->inact[j] = 1;
+    nd->act_sorted = 0;
     return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *names, size_t n)
@@ -597,6 +605,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nout = 0;
+        if (!nd->act_sorted) {
+            qsort(nd->act, nd->nact, sizeof *nd->act, cmp_u32);
+            nd->act_sorted = 1;
+        }
         if (nd->up && c->round_no - nd->last_seen >= c->cfg.down_after) {
             nd->up = 0;
             rs.nodes_down_now++;
@@ -867,6 +879,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 (pr->tok_l == 0 || pr->tok_l == CTRL_UNLIMITED)) {
                 nd->inact[j] = 0;
                 nd->act[k] = nd->act[--nd->nact];
+                nd->act_sorted = 0;
                 continue;
             }
             k++;
