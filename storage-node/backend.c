@@ -20,6 +20,7 @@ struct backend {
     char host[256];
     unsigned port;
     int nworkers;
+    int batch;               /* most ops a worker takes at once */
     backend_done_fn done;
     void *arg;
     int efd;
@@ -107,6 +108,59 @@ static void do_get(memcached_st *mc, backend_op_t *op)
     if (op->reply == MCP_R_MISS && rc != MEMCACHED_END &&
         rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS)
         set_error(op, mc, rc);
+    memcached_result_free(&res);
+}
+
+/* Several gets in one round trip ("gets k1 k2 ..."): each result goes to
+ * every op of that key.  The ops' replies are as do_get() would give. */
+static void do_get_many(memcached_st *mc, backend_op_t **ops, size_t n)
+{
+    const char *keys[BACKEND_BATCH_MAX];
+    size_t lens[BACKEND_BATCH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = ops[i]->key;
+        lens[i] = ops[i]->keylen;
+        ops[i]->reply = MCP_R_MISS;
+        ops[i]->rvalue = NULL;
+        ops[i]->rvlen = 0;
+    }
+    memcached_return_t rc = memcached_mget(mc, keys, lens, n);
+    if (rc != MEMCACHED_SUCCESS) {
+        for (size_t i = 0; i < n; i++)
+            set_error(ops[i], mc, rc);
+        return;
+    }
+    memcached_result_st res;
+    if (!memcached_result_create(mc, &res)) {
+        for (size_t i = 0; i < n; i++)
+            set_error(ops[i], mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
+        return;
+    }
+    memcached_result_st *r;
+    while ((r = memcached_fetch_result(mc, &res, &rc)) != NULL) {
+        const char *k = memcached_result_key_value(r);
+        size_t kl = memcached_result_key_length(r);
+        for (size_t i = 0; i < n; i++) {
+            backend_op_t *op = ops[i];
+            if (op->reply != MCP_R_MISS || op->keylen != kl || memcmp(op->key, k, kl) != 0)
+                continue;
+            size_t vl = memcached_result_length(r);
+            op->rvalue = malloc(vl ? vl : 1);
+            if (!op->rvalue) {
+                set_error(op, mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
+                continue;
+            }
+            memcpy(op->rvalue, memcached_result_value(r), vl);
+            op->rvlen = vl;
+            op->rflags = memcached_result_flags(r);
+            op->rcas = memcached_result_cas(r);
+            op->reply = MCP_R_VALUE;
+        }
+    }
+    if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS)
+        for (size_t i = 0; i < n; i++)
+            if (ops[i]->reply == MCP_R_MISS)
+                set_error(ops[i], mc, rc);
     memcached_result_free(&res);
 }
 
@@ -215,9 +269,36 @@ static void run_op(memcached_st *mc, backend_op_t *op)
     }
 }
 
+static int is_get(const backend_op_t *op)
+{
+    return op->cmd == MCP_CMD_GET || op->cmd == MCP_CMD_GETS;
+}
+
+/* Runs a batch taken from the FIFO in order; runs of gets share a round
+ * trip (ops of one batch are all outstanding at once, so their relative
+ * order is free -- the front never has two unfinished IOs of one key on
+ * one connection). */
+static void run_batch(memcached_st *mc, backend_op_t **ops, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i;
+        while (mc && j < n && is_get(ops[j]))
+            j++;
+        if (j - i >= 2) {
+            do_get_many(mc, ops + i, j - i);
+            i = j;
+            continue;
+        }
+        run_op(mc, ops[i]);
+        i++;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     backend_t *b = arg;
+    backend_op_t *ops[BACKEND_BATCH_MAX];
     memcached_st *mc = connect_mc(b);
     if (!mc)
         log_error("backend: cannot create a libmemcached handle");
@@ -225,24 +306,29 @@ static void *worker_main(void *arg)
     for (;;) {
         while (!b->todo_head && !b->stopping)
             pthread_cond_wait(&b->cond, &b->lock);
-        backend_op_t *op = b->todo_head;
-        if (!op)
+        if (!b->todo_head)
             break; /* stopping and nothing left */
-        b->todo_head = op->next;
+        size_t n = 0;
+        while (b->todo_head && n < (size_t)b->batch) {
+            ops[n++] = b->todo_head;
+            b->todo_head = b->todo_head->next;
+        }
         if (!b->todo_head)
             b->todo_tail = NULL;
         pthread_mutex_unlock(&b->lock);
 
-        run_op(mc, op);
-        op->next = NULL;
+        run_batch(mc, ops, n);
+        for (size_t i = 0; i + 1 < n; i++)
+            ops[i]->next = ops[i + 1];
+        ops[n - 1]->next = NULL;
 
         pthread_mutex_lock(&b->lock);
         int wake = b->done_head == NULL;
         if (b->done_tail)
-            b->done_tail->next = op;
+            b->done_tail->next = ops[0];
         else
-            b->done_head = op;
-        b->done_tail = op;
+            b->done_head = ops[0];
+        b->done_tail = ops[n - 1];
         if (wake) {
             uint64_t one = 1;
             ssize_t w = write(b->efd, &one, sizeof one);
@@ -280,13 +366,14 @@ static void on_eventfd(evutil_socket_t fd, short what, void *arg)
 }
 
 backend_t *backend_new(struct event_base *base, const char *host,
-                       unsigned port, int nworkers, backend_done_fn done,
-                       void *arg, int *err)
+                       unsigned port, int nworkers, int batch,
+                       backend_done_fn done, void *arg, int *err)
 {
     int rc = 0;
     backend_t *b = NULL;
     if (!base || !host || !*host || strlen(host) >= sizeof b->host ||
-        port == 0 || port > 65535 || nworkers < 1 || !done) {
+        port == 0 || port > 65535 || nworkers < 1 || batch < 1 ||
+        batch > BACKEND_BATCH_MAX || !done) {
         rc = -EINVAL;
         goto out;
     }
@@ -298,6 +385,7 @@ backend_t *backend_new(struct event_base *base, const char *host,
     snprintf(b->host, sizeof b->host, "%s", host);
     b->port = port;
     b->nworkers = nworkers;
+    b->batch = batch;
     b->done = done;
     b->arg = arg;
     b->efd = -1;

@@ -50,13 +50,18 @@ typedef void (*backend_done_fn)(backend_op_t *op, void *arg);
 
 typedef struct backend backend_t;
 
+#define BACKEND_BATCH_MAX 64
+
 /* Starts `nworkers` (>= 1) threads, each connected (lazily) to memcached at
  * host:port, and registers the completion event on `base` (the loop the
- * callback runs on).  Returns the pool, or NULL and sets *err to -EINVAL
- * (bad arguments), -ENOMEM or another -errno.  Caller owns the pool. */
+ * callback runs on).  A worker takes up to `batch` (1..BACKEND_BATCH_MAX)
+ * queued ops at once and sends consecutive gets among them as one
+ * multi-key get (one round trip); batch 1 runs every op on its own.
+ * Returns the pool, or NULL and sets *err to -EINVAL (bad arguments),
+ * -ENOMEM or another -errno.  Caller owns the pool. */
 backend_t *backend_new(struct event_base *base, const char *host,
-                       unsigned port, int nworkers, backend_done_fn done,
-                       void *arg, int *err);
+                       unsigned port, int nworkers, int batch,
+                       backend_done_fn done, void *arg, int *err);
 
 /* Queues `op` for a worker.  Loop thread (any thread, in fact: it locks).
  * Returns 0, or -ESHUTDOWN once backend_destroy() has begun. */

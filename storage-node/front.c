@@ -148,6 +148,7 @@ void front_config_defaults(front_config_t *cfg)
     cfg->backend_port = 11211;
     cfg->workers = 5;
     cfg->outstanding = 5;
+    cfg->batch = 16;
     cfg->policy = SCHED_POLICY_TOKENS;
     cfg->separator = ':';
     cfg->default_mode = FRONT_DEFAULT_SERVE;
@@ -937,6 +938,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     int rc = 0;
     front_t *f = NULL;
     if (!base || !cfg || cfg->workers < 1 || cfg->outstanding < 1 ||
+        cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
         cfg->max_item < 1 || cfg->max_conns < 1 || cfg->max_auto_buckets < 0 ||
         !cfg->listen_host || !cfg->backend_host || cfg->listen_port > 65535) {
         rc = -EINVAL;
@@ -971,7 +973,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         goto out;
     }
     f->be = backend_new(base, f->backend_host, cfg->backend_port, cfg->workers,
-                        on_done, f, &rc);
+                        cfg->batch, on_done, f, &rc);
     if (!f->be)
         goto out;
 

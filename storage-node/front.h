@@ -37,6 +37,8 @@ typedef struct {
     unsigned backend_port;
     int workers;                 /* backend threads, >= 1 */
     int outstanding;             /* max IOs at the backend, >= 1 */
+    int batch;                   /* ops a worker may take at once (gets
+                                    among them share a round trip) */
     sched_policy_t policy;
     int weighted;                /* weighted round robin (bucket weights) */
     char separator;              /* bucket = key prefix up to this byte */

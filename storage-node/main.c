@@ -24,7 +24,8 @@ enum {
     OPT_NAME = 1, OPT_LISTEN, OPT_BACKEND, OPT_POLICY, OPT_WORKERS,
     OPT_OUTSTANDING, OPT_CONFIG, OPT_CONTROLLER, OPT_TOKENS_FILE,
     OPT_SEPARATOR, OPT_DEFAULT_BUCKET, OPT_MAX_AUTO, OPT_MAX_ITEM,
-    OPT_MAX_CONNS, OPT_WEIGHTED, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
+    OPT_MAX_CONNS, OPT_WEIGHTED, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION,
+    OPT_BATCH
 };
 
 static const struct opt {
@@ -76,6 +77,10 @@ static const struct opt {
     {"log-level", OPT_LOG_LEVEL, "LEVEL", "info", "error, warn, info or debug (logs go to stderr)."},
     {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
     {"version", OPT_VERSION, NULL, NULL, "Print the version and exit."},
+    {"batch", OPT_BATCH, "N", "16",
+     "Most queued backend requests a worker takes at once (1..64); the\n"
+     "gets among them go to memcached as one multi-key get.  Only matters\n"
+     "when --outstanding exceeds --workers."},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -353,6 +358,11 @@ int main(int argc, char **argv)
                 goto bad;
             cfg.outstanding = (int)v;
             break;
+        case OPT_BATCH:
+            if (parse_long(optarg, 1, BACKEND_BATCH_MAX, &v) < 0)
+                goto bad;
+            cfg.batch = (int)v;
+            break;
         case OPT_CONFIG: config = optarg; break;
         case OPT_CONTROLLER: controller = optarg; break;
         case OPT_TOKENS_FILE: tokens_file = optarg; break;
@@ -474,9 +484,9 @@ int main(int argc, char **argv)
         }
     }
     log_info("node %s listening on %s port %u, backend %s:%u, policy %s, %d workers, "
-             "%d outstanding",
+             "%d outstanding, batch %d",
              cfg.name, lhost, front_port(f), bhost, cfg.backend_port,
-             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding);
+             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding, cfg.batch);
     if (event_base_dispatch(base) < 0) {
         log_error("event loop failed");
         goto out;

@@ -9,3 +9,7 @@ ITESTS += tests/it_node_memccapable.sh tests/it_node_order.sh tests/it_node_faul
 TESTS += test_mcproto
 test_mcproto_SRCS = tests/test_mcproto.c
 test_mcproto_LIBS = node common
+
+PROGS += bqos-mcload
+bqos-mcload_SRCS = storage-node/mcload.c
+BENCHES += storage-node/bench-front.sh

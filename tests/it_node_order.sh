@@ -5,8 +5,11 @@ NAME=it_node_order
 . "$(dirname "$0")/node_lib.sh"
 
 start_memcached
-for pol in rr tokens; do
-  start_node "$tmp/node-$pol.log" --policy $pol
+for pol in rr tokens batched; do
+  case $pol in
+    batched) start_node "$tmp/node-$pol.log" --policy rr --outstanding 48 --workers 2 --batch 16 ;;
+    *) start_node "$tmp/node-$pol.log" --policy $pol ;;
+  esac
   if python3 "$HERE/node_client.py" order "$NODE_PORT" >"$tmp/order-$pol.out" 2>&1; then
     ok "pipelined order across buckets ($pol)"
   else
