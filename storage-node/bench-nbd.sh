@@ -11,7 +11,9 @@
 #   MODES="direct cached"  direct: O_DIRECT (fio --direct=1, bqos --direct,
 #                      nbdkit cache=none), page cache dropped before each run;
 #                      cached: the file is in the page cache (buffered IO)
-#   CSV=               also append "mode,server,round,iops" rows to this file
+#   CSV=               also append "mode,server,round,iops,cpu_us_per_io" rows
+# Besides IOPS it prints each NBD server's CPU time (user + system) per IO,
+# which other jobs on a shared machine disturb much less than IOPS.
 set -u
 BIN=${BIN:-bin}
 DIR=${DIR:-/var/tmp/bqos-nbd-bench}
@@ -53,9 +55,15 @@ run_direct_fio() { # mode
   iops "$tmp/o.json"
 }
 
-run_nbd() { # port export
+# run_nbd PORT EXPORT: prints "IOPS CPU_US_PER_IO", the second being the
+# server's ($srv) user+system CPU time per completed IO: a figure that
+# other jobs on the machine disturb far less than IOPS.
+run_nbd() {
+  t0=$(awk '{ print $14 + $15 }' "/proc/$srv/stat")
   fio --name=nbd --ioengine=nbd --uri="nbd://127.0.0.1:$1/$2" --iodepth="$QD" $COMMON --output="$tmp/o.json" >/dev/null 2>&1
-  iops "$tmp/o.json"
+  t1=$(awk '{ print $14 + $15 }' "/proc/$srv/stat")
+  i=$(iops "$tmp/o.json")
+  echo "$i $(echo "$t0 $t1 $i $T $(getconf CLK_TCK)" | awk '{ printf "%.1f", ($3 > 0 ? ($2 - $1) / $5 * 1e6 / ($3 * $4) : 0) }')"
 }
 
 run_bqos() { # mode
@@ -64,7 +72,7 @@ run_bqos() { # mode
   "$BIN/bqos-nbd-node" --nbd-listen "127.0.0.1:$p" --backend "file:$F" --buckets vol --policy rr \
     --outstanding "$QD" $d --log-level warn 2>"$tmp/bqos.log" &
   srv=$!
-  waitport "$p" || { echo 0; return; }
+  waitport "$p" || { echo "0 0"; return; }
   run_nbd "$p" vol
   kill -TERM "$srv"; wait "$srv" 2>/dev/null; srv=""
 }
@@ -74,33 +82,36 @@ run_nbdkit() { # mode
   c=""; [ "$1" = direct ] && c=cache=none
   nbdkit -f -p "$p" -i 127.0.0.1 -t "$QD" file "$F" $c 2>"$tmp/nbdkit.log" &
   srv=$!
-  waitport "$p" || { echo 0; return; }
+  waitport "$p" || { echo "0 0"; return; }
   run_nbd "$p" ""
   kill -TERM "$srv"; wait "$srv" 2>/dev/null; srv=""
 }
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 echo "bench-nbd: 4 KiB random reads of $F, queue depth $QD, ${T}s x $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-8s %12s %12s %12s %9s %9s\n" mode "fio-file" "bqos-nbd" "nbdkit" "bqos/file" "bqos/kit"
+printf "%-8s %12s %12s %12s %9s %9s %11s %11s\n" mode "fio-file" "bqos-nbd" "nbdkit" "bqos/file" "bqos/kit" \
+  "bqos us/IO" "kit us/IO"
 for mode in $MODES; do
-  a=""; b=""; k=""
+  a=""; b=""; k=""; cb=""; ck=""
   r=1
   while [ $r -le "$ROUNDS" ]; do
     for s in file bqos nbdkit; do
       if [ "$mode" = direct ]; then dropcache; else warmcache; fi
+      c=""
       case $s in
         file) v=$(run_direct_fio "$mode"); a="$a $v" ;;
-        bqos) v=$(run_bqos "$mode"); b="$b $v" ;;
-        nbdkit) v=$(run_nbdkit "$mode"); k="$k $v" ;;
+        bqos) set -- $(run_bqos "$mode"); v=$1; c=$2; b="$b $v"; cb="$cb $c" ;;
+        nbdkit) set -- $(run_nbdkit "$mode"); v=$1; c=$2; k="$k $v"; ck="$ck $c" ;;
       esac
-      [ -n "$CSV" ] && echo "$mode,$s,$r,$v" >>"$CSV"
+      [ -n "$CSV" ] && echo "$mode,$s,$r,$v,$c" >>"$CSV"
     done
     r=$((r + 1))
   done
   ma=$(echo "$a" | median); mb=$(echo "$b" | median); mk=$(echo "$k" | median)
-  printf "%-8s %12s %12s %12s %8.0f%% %8.0f%%\n" "$mode" "$ma" "$mb" "$mk" \
+  printf "%-8s %12s %12s %12s %8.0f%% %8.0f%% %11s %11s\n" "$mode" "$ma" "$mb" "$mk" \
     "$(echo "$mb $ma" | awk '{ print $2 ? 100 * $1 / $2 : 0 }')" \
-    "$(echo "$mb $mk" | awk '{ print $2 ? 100 * $1 / $2 : 0 }')"
+    "$(echo "$mb $mk" | awk '{ print $2 ? 100 * $1 / $2 : 0 }')" \
+    "$(echo "$cb" | median)" "$(echo "$ck" | median)"
   echo "         rounds: file$a | bqos$b | nbdkit$k"
 done

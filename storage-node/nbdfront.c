@@ -23,6 +23,7 @@
 #define MAX_EXPORTS 65536
 #define MAX_OPTIONS 1024               /* per connection: more is a DoS */
 #define OUT_HIGH (8u * 1024 * 1024)    /* unsent reply bytes before we stop reading */
+#define BUF_HIGH (64u * 1024 * 1024)   /* per connection: request buffers before we stop reading */
 #define SHUTDOWN_GRACE_SEC 10
 #define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
                 NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
@@ -63,6 +64,7 @@ typedef struct nconn {
     uint64_t size;
     nreq_t *reqs;          /* queued and in flight */
     int nreqs;
+    uint64_t buf_bytes;    /* READ/WRITE buffers of those */
     int reading;
     int in_process;
     char peer[64];
@@ -165,6 +167,8 @@ static void req_unlink(nreq_t *r)
         r->next->prev = r->prev;
     r->prev = r->next = NULL;
     c->nreqs--;
+    if (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE)
+        c->buf_bytes -= r->op.length;
     r->conn = NULL;
 }
 
@@ -304,6 +308,8 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
         c->reqs->prev = r;
     c->reqs = r;
     c->nreqs++;
+    if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE)
+        c->buf_bytes += q->length;
     r->state = RQ_QUEUED;
     f->st.requests++;
     if (sched_enqueue(f->s, c->bucket, &r->item) < 0)
@@ -509,7 +515,7 @@ static int process_input(nconn_t *c)
             continue;
         }
         /* ST_TRANS */
-        if (c->nreqs >= f->cfg.max_queued ||
+        if (c->nreqs >= f->cfg.max_queued || c->buf_bytes > BUF_HIGH ||
             evbuffer_get_length(bufferevent_get_output(c->bev)) > OUT_HIGH)
             return 0; /* a completion calls conn_update() again */
         uint8_t h[NBD_REQUEST_LEN];
@@ -591,7 +597,7 @@ static void conn_update(nconn_t *c)
      * payload being discarded is read even then. */
     int want = c->swallow > 0 ||
                (c->state != ST_CLOSING && !f->stopping && c->nreqs < f->cfg.max_queued &&
-                outlen <= OUT_HIGH);
+                c->buf_bytes <= BUF_HIGH && outlen <= OUT_HIGH);
     if (want != c->reading) {
         c->reading = want;
         if (want)
