@@ -512,6 +512,7 @@ int pjson_parse(const char *text, size_t len, pjson_input_t *out, pjson_error_t 
 
     memset(out, 0, sizeof *out);
     if (err) memset(err, 0, sizeof *err);
+    memset(&je, 0, sizeof je); /* json_loadb() may fail before touching it */
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         /* jansson names every input error; a failed allocation early in
