@@ -427,17 +427,28 @@ out:
 int backend_submit(backend_t *b, backend_op_t *op)
 {
     op->next = NULL;
+    return backend_submit_chain(b, op, op, 1);
+}
+
+int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
+                         size_t n)
+{
+    last->next = NULL;
     pthread_mutex_lock(&b->lock);
     if (b->stopping) {
         pthread_mutex_unlock(&b->lock);
         return -ESHUTDOWN;
     }
     if (b->todo_tail)
-        b->todo_tail->next = op;
+        b->todo_tail->next = first;
     else
-        b->todo_head = op;
-    b->todo_tail = op;
-    pthread_cond_signal(&b->cond);
+        b->todo_head = first;
+    b->todo_tail = last;
+    /* One worker per `batch` ops is enough to take them all. */
+    if (n > (size_t)b->batch)
+        pthread_cond_broadcast(&b->cond);
+    else
+        pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
     return 0;
 }

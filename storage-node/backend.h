@@ -67,6 +67,11 @@ backend_t *backend_new(struct event_base *base, const char *host,
  * Returns 0, or -ESHUTDOWN once backend_destroy() has begun. */
 int backend_submit(backend_t *b, backend_op_t *op);
 
+/* Queues the n ops linked first->next...->last (in that order) with one
+ * lock round trip.  Returns 0, or -ESHUTDOWN (nothing queued). */
+int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
+                         size_t n);
+
 /* Stops the workers after their current operation and frees the pool; sets
  * *bp to NULL.  Operations still waiting in the FIFO or completed but not
  * yet delivered are delivered first (their callbacks run from here, on the

@@ -875,6 +875,8 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 
 static void dispatch_more(front_t *f)
 {
+    backend_op_t *first = NULL, *last = NULL;
+    size_t n = 0;
     while (f->inflight < f->cfg.outstanding) {
         sched_item_t *it = sched_dispatch(f->s, NULL);
         if (!it)
@@ -884,18 +886,26 @@ static void dispatch_more(front_t *f)
         io->state = IO_INFLIGHT;
         io->slot->inflight++;
         f->inflight++;
-        if (backend_submit(f->be, &io->op) < 0) {
-            /* Only possible while tearing down. */
-            io->op.reply = MCP_R_SERVER_ERROR;
-            snprintf(io->op.errmsg, sizeof io->op.errmsg,
-                     "SERVER_ERROR shutting down");
-            f->inflight--;
-            io->slot->inflight--;
-            io->state = IO_DONE;
-            io->slot->pending--;
-            if (io->slot->conn)
-                conn_flush(io->slot->conn);
-        }
+        io->op.next = NULL;
+        if (last)
+            last->next = &io->op;
+        else
+            first = &io->op;
+        last = &io->op;
+        n++;
+    }
+    if (!n || backend_submit_chain(f->be, first, last, n) == 0)
+        return;
+    /* Only possible while tearing down. */
+    while (first) {
+        backend_op_t *next = first->next;
+        io_t *io = container_of(first, io_t, op);
+        f->inflight--;
+        io->slot->inflight--;
+        io_fail(io, "SERVER_ERROR shutting down");
+        if (io->slot->conn)
+            conn_flush(io->slot->conn);
+        first = next;
     }
 }
 
