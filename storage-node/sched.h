@@ -3,8 +3,9 @@
  *
  * No threads, no sockets, no clocks: the node's event loop and the simulator
  * both drive it.  A sched_t is owned by one thread (the node's loop thread);
- * nothing here locks.  Cost of enqueue/dispatch/set_tokens does not depend on
- * the number of buckets (hierarchical bitmaps of eligible buckets).
+ * nothing here locks.  Enqueue, dispatch, remove and set_tokens never scan
+ * the buckets: ready buckets are kept in hierarchical bitmaps, one 64-bit word
+ * per level (3 levels up to 262,144 buckets), so the cost is O(log64 n).
  *
  * Requests are intrusive: the caller embeds a sched_item_t in its request and
  * keeps ownership of the memory; the scheduler only links items while they
