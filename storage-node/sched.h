@@ -46,9 +46,11 @@ typedef enum {
                             (or policy rr); nothing consumed */
 } sched_class_t;
 
-/* Embed one in each request; zero it (or let sched_dispatch()/sched_remove()
- * hand it back) before its first sched_enqueue(): `next` is NULL exactly when
- * the item is not queued, which is how sched_remove() knows. */
+/* Embed one in each request.  The scheduler sets `next` to NULL whenever it
+ * hands an item back (dispatch, remove, drain), and sched_remove() takes a
+ * NULL `next` to mean "not queued".  So an item that may be passed to
+ * sched_remove() must start zeroed; otherwise the caller may use the fields
+ * freely while it owns the item (e.g. `next` as a free-list link). */
 typedef struct sched_item {
     struct sched_item *next; /* owned by the scheduler while queued */
     struct sched_item *prev; /* ditto: O(1) sched_remove() */
