@@ -346,6 +346,37 @@ static void print_status(json_t *r)
     }
     putchar('\n');
     print_buckets_table(json_object_get(r, "buckets"), 1);
+
+    /* Optional extras (docs/protocol.md): round and message counters, and
+     * where the controller's time goes. */
+    json_t *st = json_object_get(r, "stats");
+    if (json_is_object(st)) {
+        char x[6][32];
+        printf("\nrounds %s (computed %s, skipped %s); node messages ok %s, rejected %s",
+               cell(st, "rounds", "?", x[0], 32), cell(st, "computed", "?", x[1], 32),
+               cell(st, "skipped", "?", x[2], 32), cell(st, "messages_ok", "?", x[3], 32),
+               cell(st, "messages_rejected", "?", x[4], 32));
+        json_t *rej = json_object_get(st, "rejected");
+        const char *k;
+        json_t *v;
+        int first = 1;
+        json_object_foreach(rej, k, v) {
+            printf("%s%s %s", first ? " (" : ", ", k, cell(rej, k, "?", x[5], 32));
+            first = 0;
+        }
+        printf("%s\n", first ? "" : ")");
+    }
+    json_t *tm = json_object_get(json_object_get(r, "timing"), "mean_ms");
+    if (json_is_object(tm)) {
+        static const char *const parts[] = {"receive", "decode", "pshift", "encode", "send"};
+        printf("controller ms per round (mean):");
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            json_t *v = json_object_get(tm, parts[i]);
+            if (json_is_number(v))
+                printf(" %s %.3f", parts[i], json_number_value(v));
+        }
+        putchar('\n');
+    }
 }
 
 /* ---- main ---- */

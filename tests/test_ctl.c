@@ -166,7 +166,10 @@ static const char *status_reply =
     "\"served\":14000,\"served_r\":13000,\"served_l\":1000,\"served_o\":0,\"queued\":5,"
     "\"on_track\":true},{\"name\":\"blue\",\"reservation\":100,\"limit\":null,\"weight\":2,"
     "\"served\":0,\"served_r\":0,\"served_l\":0,\"served_o\":0,\"queued\":9,"
-    "\"on_track\":false}]}";
+    "\"on_track\":false}],\"stats\":{\"rounds\":50,\"computed\":40,\"skipped\":10,"
+    "\"messages_ok\":400,\"messages_rejected\":2,\"rejected\":{\"count\":2}},"
+    "\"timing\":{\"mean_ms\":{\"receive\":1.5,\"decode\":0.25,\"pshift\":2,\"encode\":0.125,"
+    "\"send\":0.5}},\"future\":[1,2]}";
 
 static void *fake_main(void *arg)
 {
@@ -242,6 +245,9 @@ START_TEST(test_ctl_commands)
     ck_assert_ptr_nonnull(strstr(out, "never"));
     ck_assert_ptr_nonnull(strstr(out, "ON TRACK"));
     ck_assert_ptr_nonnull(strstr(out, "none")); /* blue has no limit */
+    ck_assert_ptr_nonnull(strstr(out, "rounds 50 (computed 40, skipped 10)"));
+    ck_assert_ptr_nonnull(strstr(out, "rejected 2 (count 2)"));
+    ck_assert_ptr_nonnull(strstr(out, "pshift 2.000"));
     ck_assert_ptr_nonnull(strstr(f.last_req, "\"cmd\":\"status\""));
 
     ck_assert_int_eq(RUN("--endpoint", ep, "--json", "status"), 0);
