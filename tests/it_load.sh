@@ -84,7 +84,7 @@ printf '{"duration": 1,\n "servers": [{"name": "s1", "address": "127.0.0.1:%s"}]
 "$LOAD" "$T/bad.json" >/dev/null 2>"$T/bad.err"
 rc=$?
 check "bad scenario exits 1 with FILE:LINE:COL ($(cat "$T/bad.err"))" \
-  '[ $rc -eq 1 ] && grep -q "bad.json:3:37: limit (5 IOs/s) is below the reservation" "$T/bad.err"'
+  '[ $rc -eq 1 ] && grep -q "bad.json:3:37: buckets\[0\]\.limit: limit (5 IOs/s) is below the reservation" "$T/bad.err"'
 
 # A server that is down: requests fail and are counted, the run still ends.
 next_port; dead=$PORT

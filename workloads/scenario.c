@@ -7,161 +7,259 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workloads/jpos.h"
+#include <jansson.h>
+
+#include "common/jsonloc.h"
 #include "workloads/zipf.h"
+
+/* Path steps kept for an error position; deeper values are reported at
+ * their ancestor this many steps down (scenarios nest 5 deep). */
+#define PATH_DEPTH 16
+
+/* A value of the parsed document and the way to it from the root, so that
+ * an error can name its path and jsonloc can find its line and column.  The
+ * root has up == NULL; a member has `key`, an array element `index`.  `v` is
+ * NULL for an absent member.  Lives on the stack of the parse functions. */
+typedef struct at {
+    json_t *v;                  /* borrowed from the document, read only */
+    const struct at *up;
+    const char *key;            /* borrowed: a literal or the document's key */
+    size_t index;
+} at_t;
 
 /* Parse state: one per scenario_parse() call. */
 typedef struct {
     scenario_error_t *err;
     scenario_t *s;
+    const char *text;  /* the JSON text, for positions */
+    size_t len;
     int cut;   /* --duration shortened the run: drop changes after its end */
 } ctx_t;
 
-static int fail(ctx_t *c, const jpos_value_t *at, const char *fmt, ...)
+static at_t member(const at_t *obj, const char *key)
+{
+    return (at_t){json_object_get(obj->v, key), obj, key, 0};
+}
+
+static at_t element(const at_t *arr, size_t i)
+{
+    return (at_t){json_array_get(arr->v, i), arr, NULL, i};
+}
+
+static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int fail(ctx_t *c, const jpos_value_t *at, const char *fmt, ...)
+/* Fills the error with the text, and with the line, column and path of `at`
+ * (NULL: no position, line 0).  Returns -EINVAL. */
+static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
 {
-    c->err->line = at ? at->line : 0;
-    c->err->col = at ? at->col : 0;
+    char path[96] = "";
+    c->err->line = c->err->col = 0;
+    if (at) {
+        jsonloc_step_t steps[PATH_DEPTH];
+        size_t n = 0;
+        for (const at_t *p = at; p->up; p = p->up)
+            n++;
+        const at_t *p = at;
+        for (; n > PATH_DEPTH; n--)
+            p = p->up;
+        for (size_t i = n; i-- > 0; p = p->up)
+            steps[i] = (jsonloc_step_t){p->key, p->index};
+        jsonloc_find(c->text, c->len, steps, n, &c->err->line, &c->err->col);
+        jsonloc_format(steps, n, path, sizeof path);
+    }
+    int o = snprintf(c->err->text, sizeof c->err->text, "%s%s", path, path[0] ? ": " : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err->text, sizeof c->err->text, fmt, ap);
+    vsnprintf(c->err->text + o, sizeof c->err->text - (size_t)o, fmt, ap);
     va_end(ap);
     return -EINVAL;
 }
 
-/* Rejects members of `obj` not named in the NULL-terminated `allowed`. */
-static int check_keys(ctx_t *c, const jpos_value_t *obj, const char *what,
+/* Rejects members of `obj` not named in the NULL-terminated `allowed`
+ * (the first one in document order). */
+static int check_keys(ctx_t *c, const at_t *obj, const char *what,
                       const char *const *allowed)
 {
-    for (size_t i = 0; i < obj->n; i++) {
+    const char *key;
+    json_t *val;
+    json_object_foreach(obj->v, key, val) {
         int ok = 0;
         for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, obj->keys[i]) == 0)
+            if (strcmp(*a, key) == 0)
                 ok = 1;
-        if (!ok)
-            return fail(c, obj->items[i], "unknown key \"%s\" in %s", obj->keys[i], what);
+        if (!ok) {
+            at_t m = {val, obj, key, 0};
+            return fail(c, &m, "unknown key \"%s\" in %s", key, what);
+        }
     }
     return 0;
 }
 
-static int expect(ctx_t *c, const jpos_value_t *v, jpos_type_t t, const char *what)
+/* JSON kinds as the messages name them (jansson splits numbers into
+ * integers and reals, and has true and false apart). */
+typedef enum { K_NULL, K_BOOLEAN, K_NUMBER, K_STRING, K_ARRAY, K_OBJECT } kind_t;
+
+static kind_t kind(const json_t *v)
 {
-    if (v->type != t)
-        return fail(c, v, "%s must be a %s, not a %s", what, jpos_type_name(t),
-                    jpos_type_name(v->type));
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return K_OBJECT;
+    case JSON_ARRAY: return K_ARRAY;
+    case JSON_STRING: return K_STRING;
+    case JSON_INTEGER:
+    case JSON_REAL: return K_NUMBER;
+    case JSON_TRUE:
+    case JSON_FALSE: return K_BOOLEAN;
+    default: return K_NULL;
+    }
+}
+
+/* "a number", "an object", ... for messages. */
+static const char *kind_name(kind_t k)
+{
+    static const char *const names[] = {"null", "a boolean", "a number", "a string",
+                                        "an array", "an object"};
+    return names[k];
+}
+
+static int expect(ctx_t *c, const at_t *v, kind_t k, const char *what)
+{
+    kind_t got = kind(v->v);
+    if (got != k)
+        return fail(c, v, "%s must be %s, not %s", what, kind_name(k), kind_name(got));
     return 0;
+}
+
+/* Reads number member `key` of `obj` into *x and its place into *m.  Returns
+ * 1 if present, 0 if absent (*x untouched), -EINVAL if not a number. */
+static int number_member(ctx_t *c, const at_t *obj, const char *key, at_t *m, double *x)
+{
+    *m = member(obj, key);
+    if (!m->v)
+        return 0;
+    if (expect(c, m, K_NUMBER, key) < 0)
+        return -EINVAL;
+    *x = json_number_value(m->v);
+    return 1;
 }
 
 /* Reads number member `key` into *out (default `def` if absent) and checks
  * lo <= x <= hi (and x > lo when `open_lo`). */
-static int get_num(ctx_t *c, const jpos_value_t *obj, const char *key, double def,
+static int get_num(ctx_t *c, const at_t *obj, const char *key, double def,
                    double lo, int open_lo, double hi, double *out)
 {
-    const jpos_value_t *v = jpos_get(obj, key);
-    *out = def;
-    if (!v)
-        return 0;
-    if (expect(c, v, JPOS_NUMBER, key) < 0)
-        return -EINVAL;
-    double x = v->number;
+    at_t m;
+    double x = def;
+    int rc = number_member(c, obj, key, &m, &x);
+    if (rc <= 0) {
+        *out = def;
+        return rc;
+    }
     if (x < lo || (open_lo && x == lo) || x > hi) {
         if (open_lo)
-            return fail(c, v, "%s must be > %g and <= %g", key, lo, hi);
-        return fail(c, v, "%s must be between %g and %g", key, lo, hi);
+            return fail(c, &m, "%s must be > %g and <= %g", key, lo, hi);
+        return fail(c, &m, "%s must be between %g and %g", key, lo, hi);
     }
     *out = x;
     return 0;
 }
 
-static int get_int(ctx_t *c, const jpos_value_t *obj, const char *key, long long def,
+static int get_int(ctx_t *c, const at_t *obj, const char *key, long long def,
                    long long lo, long long hi, long long *out)
 {
-    const jpos_value_t *v = jpos_get(obj, key);
+    at_t m;
+    double x = 0;
+    int rc = number_member(c, obj, key, &m, &x);
     *out = def;
-    if (!v)
-        return 0;
-    if (expect(c, v, JPOS_NUMBER, key) < 0)
-        return -EINVAL;
-    double x = v->number;
+    if (rc <= 0)
+        return rc;
     if (x != floor(x))
-        return fail(c, v, "%s must be an integer", key);
+        return fail(c, &m, "%s must be an integer", key);
     if (x < (double)lo || x > (double)hi)
-        return fail(c, v, "%s must be between %lld and %lld", key, lo, hi);
+        return fail(c, &m, "%s must be between %lld and %lld", key, lo, hi);
     *out = (long long)x;
     return 0;
 }
 
 /* A rate: a number of IOs/s, or "N%" of one server's capacity. */
-static int rate_value(ctx_t *c, const jpos_value_t *v, const char *key, double *out)
+static int rate_value(ctx_t *c, const at_t *v, const char *key, double *out)
 {
-    if (v->type == JPOS_NUMBER) {
-        if (v->number < 0 || v->number > 1e12)
+    if (kind(v->v) == K_NUMBER) {
+        double x = json_number_value(v->v);
+        if (x < 0 || x > 1e12)
             return fail(c, v, "%s must be between 0 and 1e12 IOs/s", key);
-        *out = v->number;
+        *out = x;
         return 0;
     }
-    if (v->type == JPOS_STRING) {
+    if (json_is_string(v->v)) {
+        const char *str = json_string_value(v->v);
         char *end;
-        double pct = strtod(v->string, &end);
-        if (end == v->string || strcmp(end, "%") != 0 || !(pct >= 0) || pct > 1e6)
+        double pct = strtod(str, &end);
+        if (end == str || strcmp(end, "%") != 0 || !(pct >= 0) || pct > 1e6)
             return fail(c, v, "%s must be a number of IOs/s or a string \"N%%\" (of one "
-                        "server's capacity), not \"%s\"", key, v->string);
+                        "server's capacity), not \"%s\"", key, str);
         if (c->s->capacity <= 0)
             return fail(c, v, "%s \"%s\" is a share of capacity, but the capacity is "
-                        "unknown (set \"capacity\" or --capacity)", key, v->string);
+                        "unknown (set \"capacity\" or --capacity)", key, str);
         *out = pct / 100.0 * c->s->capacity;
         return 0;
     }
-    return fail(c, v, "%s must be a number or a string \"N%%\", not a %s", key,
-                jpos_type_name(v->type));
+    return fail(c, v, "%s must be a number or a string \"N%%\", not %s", key,
+                kind_name(kind(v->v)));
 }
 
-static int get_rate(ctx_t *c, const jpos_value_t *obj, const char *key, double def,
-                    double *out)
+static int get_rate(ctx_t *c, const at_t *obj, const char *key, double def, double *out)
 {
-    const jpos_value_t *v = jpos_get(obj, key);
+    at_t m = member(obj, key);
     *out = def;
-    if (!v)
+    if (!m.v)
         return 0;
-    return rate_value(c, v, key, out);
+    return rate_value(c, &m, key, out);
 }
 
 /* Bucket names become key prefixes "NAME:objK" at the nodes. */
-static int check_name(ctx_t *c, const jpos_value_t *v, const char *what)
+static int check_name(ctx_t *c, const at_t *v, const char *what)
 {
-    if (expect(c, v, JPOS_STRING, what) < 0)
+    if (expect(c, v, K_STRING, what) < 0)
         return -EINVAL;
-    size_t n = strlen(v->string);
+    const char *str = json_string_value(v->v);
+    size_t n = strlen(str);
     if (n == 0 || n > SCENARIO_NAME_MAX)
         return fail(c, v, "%s must be 1 to %d bytes long", what, SCENARIO_NAME_MAX);
-    for (const char *p = v->string; *p; p++)
+    for (const char *p = str; *p; p++)
         if (*p == ':' || *p == '"' || *p == '\\' || (unsigned char)*p <= ' ' || *p == 0x7f)
             return fail(c, v, "%s \"%s\" may not contain ':', quotes, backslashes, "
-                        "spaces or control characters", what, v->string);
+                        "spaces or control characters", what, str);
     return 0;
 }
 
-static int parse_address(ctx_t *c, const jpos_value_t *v, const char *what, char **host,
-                         int *port)
+/* Parses address `str` ("HOST:PORT", optionally "memcached://"); errors
+ * point at `at` (NULL: a command-line override, no position). */
+static int parse_address(ctx_t *c, const at_t *at, const char *str, const char *what,
+                         char **host, int *port)
 {
-    if (expect(c, v, JPOS_STRING, what) < 0)
-        return -EINVAL;
-    const char *a = v->string;
+    const char *a = str;
     if (strncmp(a, "memcached://", 12) == 0)
         a += 12;
     const char *colon = strrchr(a, ':');
     char *end;
     long p = colon ? strtol(colon + 1, &end, 10) : 0;
     if (!colon || colon == a || colon[1] == '\0' || *end || p < 1 || p > 65535)
-        return fail(c, v, "%s must be \"HOST:PORT\" with a port 1-65535, not \"%s\"", what,
-                    v->string);
+        return fail(c, at, "%s must be \"HOST:PORT\" with a port 1-65535, not \"%s\"", what,
+                    str);
     *host = strndup(a, (size_t)(colon - a));
     if (!*host)
         return -ENOMEM;
     *port = (int)p;
     return 0;
+}
+
+/* parse_address() of string member `at`. */
+static int address_member(ctx_t *c, const at_t *at, const char *what, char **host, int *port)
+{
+    if (expect(c, at, K_STRING, what) < 0)
+        return -EINVAL;
+    return parse_address(c, at, json_string_value(at->v), what, host, port);
 }
 
 static int server_index(const scenario_t *s, const char *name)
@@ -187,20 +285,16 @@ static int override_server(ctx_t *c, const char *spec)
                     spec, name);
     scenario_server_t *sv = &c->s->servers[i];
     const char *comma = strchr(eq + 1, ',');
-    jpos_value_t v = {.type = JPOS_STRING};
     char *host = NULL, *bhost = NULL;
     int port, bport, rc;
-    v.string = comma ? strndup(eq + 1, (size_t)(comma - eq - 1)) : strdup(eq + 1);
-    if (!v.string)
+    char *addr = comma ? strndup(eq + 1, (size_t)(comma - eq - 1)) : strdup(eq + 1);
+    if (!addr)
         return -ENOMEM;
-    rc = parse_address(c, &v, "server override address", &host, &port);
-    free(v.string);
-    if (rc == 0 && comma) {
-        v.string = (char *)(comma + 1);
-        rc = parse_address(c, &v, "server override backend", &bhost, &bport);
-    }
+    rc = parse_address(c, NULL, addr, "server override address", &host, &port);
+    free(addr);
+    if (rc == 0 && comma)
+        rc = parse_address(c, NULL, comma + 1, "server override backend", &bhost, &bport);
     if (rc < 0) {
-        c->err->line = c->err->col = 0;
         free(host);
         return rc;
     }
@@ -218,45 +312,47 @@ static int override_server(ctx_t *c, const char *spec)
     return 0;
 }
 
-static int parse_servers(ctx_t *c, const jpos_value_t *arr)
+static int parse_servers(ctx_t *c, const at_t *arr)
 {
     static const char *const keys[] = {"name", "address", "backend", NULL};
     scenario_t *s = c->s;
-    if (expect(c, arr, JPOS_ARRAY, "servers") < 0)
+    if (expect(c, arr, K_ARRAY, "servers") < 0)
         return -EINVAL;
-    if (arr->n == 0)
+    size_t n = json_array_size(arr->v);
+    if (n == 0)
         return fail(c, arr, "servers must not be empty");
-    s->servers = calloc(arr->n, sizeof *s->servers);
+    s->servers = calloc(n, sizeof *s->servers);
     if (!s->servers)
         return -ENOMEM;
-    for (size_t i = 0; i < arr->n; i++) {
-        const jpos_value_t *o = arr->items[i];
+    for (size_t i = 0; i < n; i++) {
+        at_t o = element(arr, i);
         scenario_server_t *sv = &s->servers[i];
         s->nservers = i + 1;
-        if (expect(c, o, JPOS_OBJECT, "a server") < 0 ||
-            check_keys(c, o, "a server", keys) < 0)
+        if (expect(c, &o, K_OBJECT, "a server") < 0 ||
+            check_keys(c, &o, "a server", keys) < 0)
             return -EINVAL;
-        const jpos_value_t *name = jpos_get(o, "name"), *addr = jpos_get(o, "address");
-        const jpos_value_t *be = jpos_get(o, "backend");
-        if (!name)
-            return fail(c, o, "server without a \"name\"");
-        if (!addr)
-            return fail(c, o, "server without an \"address\"");
-        int rc = check_name(c, name, "server name");
+        at_t name = member(&o, "name"), addr = member(&o, "address");
+        at_t be = member(&o, "backend");
+        if (!name.v)
+            return fail(c, &o, "server without a \"name\"");
+        if (!addr.v)
+            return fail(c, &o, "server without an \"address\"");
+        int rc = check_name(c, &name, "server name");
         if (rc < 0)
             return rc;
+        const char *nm = json_string_value(name.v);
         for (size_t j = 0; j < i; j++)
-            if (strcmp(s->servers[j].name, name->string) == 0)
-                return fail(c, name, "duplicate server name \"%s\"", name->string);
-        if (!(sv->name = strdup(name->string)))
+            if (strcmp(s->servers[j].name, nm) == 0)
+                return fail(c, &name, "duplicate server name \"%s\"", nm);
+        if (!(sv->name = strdup(nm)))
             return -ENOMEM;
-        if ((rc = parse_address(c, addr, "address", &sv->host, &sv->port)) < 0)
+        if ((rc = address_member(c, &addr, "address", &sv->host, &sv->port)) < 0)
             return rc;
-        rc = be ? parse_address(c, be, "backend", &sv->backend_host, &sv->backend_port)
-                : ((sv->backend_host = strdup(sv->host)) ? 0 : -ENOMEM);
+        rc = be.v ? address_member(c, &be, "backend", &sv->backend_host, &sv->backend_port)
+                  : ((sv->backend_host = strdup(sv->host)) ? 0 : -ENOMEM);
         if (rc < 0)
             return rc;
-        if (!be)
+        if (!be.v)
             sv->backend_port = sv->port;
     }
     return 0;
@@ -272,24 +368,25 @@ static int cmp_int(const void *a, const void *b)
 /* How a bucket picks active servers: an explicit list, or a random count in
  * [lo, hi] drawn for each phase. */
 typedef struct {
-    const jpos_value_t *list; /* array of names, or NULL */
+    const json_t *list; /* array of names (borrowed from the document), or NULL */
     int lo, hi;
 } placement_t;
 
-static int parse_active(ctx_t *c, const jpos_value_t *v, placement_t *pl)
+static int parse_active(ctx_t *c, const at_t *v, placement_t *pl)
 {
     int n = (int)c->s->nservers;
     pl->list = NULL;
-    if (v->type == JPOS_NUMBER) {
-        if (v->number != floor(v->number) || v->number < 1 || v->number > n)
+    if (kind(v->v) == K_NUMBER) {
+        double x = json_number_value(v->v);
+        if (x != floor(x) || x < 1 || x > n)
             return fail(c, v, "active must be an integer from 1 to %d (the servers)", n);
-        pl->lo = pl->hi = (int)v->number;
+        pl->lo = pl->hi = (int)x;
         return 0;
     }
-    if (v->type != JPOS_ARRAY || v->n != 2 || v->items[0]->type != JPOS_NUMBER ||
-        v->items[1]->type != JPOS_NUMBER)
+    const json_t *a = json_array_get(v->v, 0), *b = json_array_get(v->v, 1);
+    if (json_array_size(v->v) != 2 || !json_is_number(a) || !json_is_number(b))
         return fail(c, v, "active must be a count or a range [MIN, MAX]");
-    double lo = v->items[0]->number, hi = v->items[1]->number;
+    double lo = json_number_value(a), hi = json_number_value(b);
     if (lo != floor(lo) || hi != floor(hi) || lo < 1 || hi > n || lo > hi)
         return fail(c, v, "active range must satisfy 1 <= MIN <= MAX <= %d (the servers)", n);
     pl->lo = (int)lo;
@@ -299,34 +396,35 @@ static int parse_active(ctx_t *c, const jpos_value_t *v, placement_t *pl)
 
 /* Reads a placement from object `o` ("servers" or "active"); `def` applies
  * when both are absent. */
-static int get_placement(ctx_t *c, const jpos_value_t *o, const placement_t *def,
-                         placement_t *pl)
+static int get_placement(ctx_t *c, const at_t *o, const placement_t *def, placement_t *pl)
 {
-    const jpos_value_t *list = jpos_get(o, "servers"), *act = jpos_get(o, "active");
-    if (list && act)
-        return fail(c, act, "give either \"servers\" or \"active\", not both");
-    if (act)
-        return parse_active(c, act, pl);
-    if (!list) {
+    at_t list = member(o, "servers"), act = member(o, "active");
+    if (list.v && act.v)
+        return fail(c, &act, "give either \"servers\" or \"active\", not both");
+    if (act.v)
+        return parse_active(c, &act, pl);
+    if (!list.v) {
         *pl = *def;
         return 0;
     }
-    if (expect(c, list, JPOS_ARRAY, "servers") < 0)
+    if (expect(c, &list, K_ARRAY, "servers") < 0)
         return -EINVAL;
-    if (list->n == 0)
-        return fail(c, list, "a bucket's servers must not be empty");
-    for (size_t i = 0; i < list->n; i++) {
-        const jpos_value_t *nm = list->items[i];
-        if (expect(c, nm, JPOS_STRING, "a server name") < 0)
+    size_t n = json_array_size(list.v);
+    if (n == 0)
+        return fail(c, &list, "a bucket's servers must not be empty");
+    for (size_t i = 0; i < n; i++) {
+        at_t nm = element(&list, i);
+        if (expect(c, &nm, K_STRING, "a server name") < 0)
             return -EINVAL;
-        if (server_index(c->s, nm->string) < 0)
-            return fail(c, nm, "unknown server \"%s\"", nm->string);
+        const char *str = json_string_value(nm.v);
+        if (server_index(c->s, str) < 0)
+            return fail(c, &nm, "unknown server \"%s\"", str);
         for (size_t j = 0; j < i; j++)
-            if (strcmp(list->items[j]->string, nm->string) == 0)
-                return fail(c, nm, "server \"%s\" listed twice", nm->string);
+            if (strcmp(json_string_value(json_array_get(list.v, j)), str) == 0)
+                return fail(c, &nm, "server \"%s\" listed twice", str);
     }
-    pl->list = list;
-    pl->lo = pl->hi = (int)list->n;
+    pl->list = list.v;
+    pl->lo = pl->hi = (int)n;
     return 0;
 }
 
@@ -341,7 +439,8 @@ static int make_phase(ctx_t *c, const placement_t *pl, zipf_rng_t *rng, double a
     ph->n = k;
     if (pl->list) {
         for (int i = 0; i < k; i++)
-            ph->servers[i] = server_index(c->s, pl->list->items[i]->string);
+            ph->servers[i] =
+                server_index(c->s, json_string_value(json_array_get(pl->list, (size_t)i)));
         qsort(ph->servers, (size_t)k, sizeof *ph->servers, cmp_int);
         return 0;
     }
@@ -355,15 +454,15 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Builds the phases of bucket `b`: the initial placement, the explicit
- * "changes" (array, may be NULL) and `nrandom` changes at random times that
- * re-pick a set from the initial placement's range. */
+ * "changes" (an array; changes->v NULL if absent) and `nrandom` changes at
+ * random times that re-pick a set from the initial placement's range. */
 static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
-                        const jpos_value_t *changes, long long nrandom, zipf_rng_t *rng)
+                        const at_t *changes, long long nrandom, zipf_rng_t *rng)
 {
     static const char *const keys[] = {"at", "servers", "active", NULL};
     const scenario_t *s = c->s;
-    size_t nexp = changes ? changes->n : 0;
-    if (changes && nrandom > 0)
+    size_t nexp = json_array_size(changes->v);
+    if (changes->v && nrandom > 0)
         return fail(c, changes, "give either \"changes\" or \"random_changes\", not both");
     size_t n = 1 + nexp + (size_t)nrandom;
     b->phases = calloc(n, sizeof *b->phases);
@@ -375,28 +474,28 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
         return rc;
     double prev = 0;
     for (size_t i = 0; i < nexp; i++) {
-        const jpos_value_t *o = changes->items[i];
-        if (expect(c, o, JPOS_OBJECT, "a demand change") < 0 ||
-            check_keys(c, o, "a demand change", keys) < 0)
+        at_t o = element(changes, i);
+        if (expect(c, &o, K_OBJECT, "a demand change") < 0 ||
+            check_keys(c, &o, "a demand change", keys) < 0)
             return -EINVAL;
-        const jpos_value_t *at = jpos_get(o, "at");
-        if (!at)
-            return fail(c, o, "demand change without \"at\" (seconds since the start)");
+        at_t at = member(&o, "at");
+        if (!at.v)
+            return fail(c, &o, "demand change without \"at\" (seconds since the start)");
         double t;
-        if ((rc = get_num(c, o, "at", 0, 0, 1, c->cut ? INFINITY : s->duration, &t)) < 0)
+        if ((rc = get_num(c, &o, "at", 0, 0, 1, c->cut ? INFINITY : s->duration, &t)) < 0)
             return rc;
         if (t <= prev)
-            return fail(c, at, "demand changes must be in increasing time order");
+            return fail(c, &at, "demand changes must be in increasing time order");
         if (t >= s->duration && c->cut)
             continue;
         if (t >= s->duration)
-            return fail(c, at, "demand change at %gs is not before the end of the run "
+            return fail(c, &at, "demand change at %gs is not before the end of the run "
                         "(%gs)", t, s->duration);
         prev = t;
         placement_t pl;
-        if (!jpos_get(o, "servers") && !jpos_get(o, "active"))
-            return fail(c, o, "demand change without \"servers\" or \"active\"");
-        if ((rc = get_placement(c, o, init, &pl)) < 0 ||
+        if (!json_object_get(o.v, "servers") && !json_object_get(o.v, "active"))
+            return fail(c, &o, "demand change without \"servers\" or \"active\"");
+        if ((rc = get_placement(c, &o, init, &pl)) < 0 ||
             (rc = make_phase(c, &pl, rng, t, &b->phases[b->nphases])) < 0)
             return rc;
         b->nphases++;
@@ -424,7 +523,7 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
     return 0;
 }
 
-static int check_limit(ctx_t *c, const jpos_value_t *at, const scenario_bucket_t *b)
+static int check_limit(ctx_t *c, const at_t *at, const scenario_bucket_t *b)
 {
     if (b->limit != SCENARIO_NO_LIMIT && b->limit < b->reservation)
         return fail(c, at, "limit (%.0f IOs/s) is below the reservation (%.0f IOs/s)",
@@ -432,27 +531,27 @@ static int check_limit(ctx_t *c, const jpos_value_t *at, const scenario_bucket_t
     return 0;
 }
 
-static int parse_bucket(ctx_t *c, const jpos_value_t *o, scenario_bucket_t *b, size_t idx)
+static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t idx)
 {
     static const char *const keys[] = {"name", "reservation", "limit", "servers", "active",
                                        "outstanding", "rate", "split_zipf", "changes",
                                        "random_changes", NULL};
     const scenario_t *s = c->s;
     int rc;
-    if (expect(c, o, JPOS_OBJECT, "a bucket") < 0 || check_keys(c, o, "a bucket", keys) < 0)
+    if (expect(c, o, K_OBJECT, "a bucket") < 0 || check_keys(c, o, "a bucket", keys) < 0)
         return -EINVAL;
-    const jpos_value_t *name = jpos_get(o, "name");
-    if (!name)
+    at_t name = member(o, "name");
+    if (!name.v)
         return fail(c, o, "bucket without a \"name\"");
-    if ((rc = check_name(c, name, "bucket name")) < 0)
+    if ((rc = check_name(c, &name, "bucket name")) < 0)
         return rc;
-    if (!(b->name = strdup(name->string)))
+    if (!(b->name = strdup(json_string_value(name.v))))
         return -ENOMEM;
-    const jpos_value_t *lim = jpos_get(o, "limit");
+    at_t lim = member(o, "limit");
     b->limit = SCENARIO_NO_LIMIT;
     if ((rc = get_rate(c, o, "reservation", 0, &b->reservation)) < 0 ||
-        (lim && lim->type != JPOS_NULL && (rc = rate_value(c, lim, "limit", &b->limit)) < 0) ||
-        (rc = check_limit(c, lim ? lim : o, b)) < 0)
+        (lim.v && !json_is_null(lim.v) && (rc = rate_value(c, &lim, "limit", &b->limit)) < 0) ||
+        (rc = check_limit(c, lim.v ? &lim : o, b)) < 0)
         return rc;
     long long outst, nrandom;
     if ((rc = get_int(c, o, "outstanding", 0, 1, 1000, &outst)) < 0 ||
@@ -461,19 +560,19 @@ static int parse_bucket(ctx_t *c, const jpos_value_t *o, scenario_bucket_t *b, s
         (rc = get_int(c, o, "random_changes", 0, 0, 1000, &nrandom)) < 0)
         return rc;
     b->outstanding = outst ? (int)outst : -1; /* -1: the workload default */
-    const jpos_value_t *changes = jpos_get(o, "changes");
-    if (changes && expect(c, changes, JPOS_ARRAY, "changes") < 0)
+    at_t changes = member(o, "changes");
+    if (changes.v && expect(c, &changes, K_ARRAY, "changes") < 0)
         return -EINVAL;
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
     if ((rc = get_placement(c, o, &all, &pl)) < 0)
         return rc;
     zipf_rng_t rng;
     zipf_rng_seed(&rng, s->seed, idx);
-    return build_phases(c, b, &pl, changes, nrandom, &rng);
+    return build_phases(c, b, &pl, &changes, nrandom, &rng);
 }
 
 /* Expands "generate" into `count` buckets appended after the listed ones. */
-static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
+static int parse_generate(ctx_t *c, const at_t *g, size_t first)
 {
     static const char *const keys[] = {"count", "prefix", "reserved", "reservation", "zipf",
                                        "limit", "limit_ratio", "active", "random_changes",
@@ -481,11 +580,13 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
                                        "split_zipf", NULL};
     scenario_t *s = c->s;
     int rc;
-    if (expect(c, g, JPOS_OBJECT, "generate") < 0 || check_keys(c, g, "generate", keys) < 0)
+    if (expect(c, g, K_OBJECT, "generate") < 0 || check_keys(c, g, "generate", keys) < 0)
         return -EINVAL;
     long long count, outst, outst_max, nrandom;
     double reserved, zipf, ratio, demand, split, fixed_res = 0, fixed_lim = SCENARIO_NO_LIMIT;
-    const jpos_value_t *prefix = jpos_get(g, "prefix");
+    at_t prefix = member(g, "prefix"), res = member(g, "reservation");
+    at_t resd = member(g, "reserved"), lim = member(g, "limit");
+    at_t omax = member(g, "outstanding_max");
     if ((rc = get_int(c, g, "count", 0, 1, 100000, &count)) < 0 ||
         (rc = get_num(c, g, "reserved", -1, 0, 0, 1, &reserved)) < 0 ||
         (rc = get_num(c, g, "zipf", 0, 0, 0, 10, &zipf)) < 0 ||
@@ -498,20 +599,19 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
         (rc = get_rate(c, g, "reservation", 0, &fixed_res)) < 0 ||
         (rc = get_rate(c, g, "limit", SCENARIO_NO_LIMIT, &fixed_lim)) < 0)
         return rc;
-    if (!jpos_get(g, "count"))
+    if (!json_object_get(g->v, "count"))
         return fail(c, g, "generate without a \"count\"");
-    if (prefix && (rc = check_name(c, prefix, "generate prefix")) < 0)
+    if (prefix.v && (rc = check_name(c, &prefix, "generate prefix")) < 0)
         return rc;
-    if (reserved >= 0 && jpos_get(g, "reservation"))
-        return fail(c, jpos_get(g, "reservation"),
-                    "give either \"reserved\" or \"reservation\", not both");
+    if (reserved >= 0 && res.v)
+        return fail(c, &res, "give either \"reserved\" or \"reservation\", not both");
     if (reserved >= 0 && s->capacity <= 0)
-        return fail(c, jpos_get(g, "reserved"), "reserved is a share of the cluster's "
-                    "capacity, but the capacity is unknown (set \"capacity\" or --capacity)");
-    if (ratio > 0 && jpos_get(g, "limit"))
-        return fail(c, jpos_get(g, "limit"), "give either \"limit\" or \"limit_ratio\", not both");
+        return fail(c, &resd, "reserved is a share of the cluster's capacity, but the "
+                    "capacity is unknown (set \"capacity\" or --capacity)");
+    if (ratio > 0 && lim.v)
+        return fail(c, &lim, "give either \"limit\" or \"limit_ratio\", not both");
     if (outst_max && outst_max < (outst ? outst : 1))
-        return fail(c, jpos_get(g, "outstanding_max"), "outstanding_max must be >= outstanding");
+        return fail(c, &omax, "outstanding_max must be >= outstanding");
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
     if ((rc = get_placement(c, g, &all, &pl)) < 0)
         return rc;
@@ -527,7 +627,8 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
     memset(nb + first, 0, (size_t)count * sizeof *nb);
     zipf_weights(w, (size_t)count, zipf);
     double total = reserved >= 0 ? reserved * s->capacity * (double)s->nservers : 0;
-    const char *pre = prefix ? prefix->string : "g";
+    const char *pre = prefix.v ? json_string_value(prefix.v) : "g";
+    at_t none = {NULL, g, "changes", 0};
     rc = 0;
     for (long long i = 0; i < count && rc == 0; i++) {
         scenario_bucket_t *b = &s->buckets[first + (size_t)i];
@@ -560,22 +661,21 @@ static int parse_generate(ctx_t *c, const jpos_value_t *g, size_t first)
         b->split_zipf = split;
         zipf_rng_t rng;
         zipf_rng_seed(&rng, s->seed, first + (size_t)i);
-        rc = build_phases(c, b, &pl, NULL, nrandom, &rng);
+        rc = build_phases(c, b, &pl, &none, nrandom, &rng);
     }
     free(w);
     return rc;
 }
 
-static int parse_workload(ctx_t *c, const jpos_value_t *w, const scenario_opts_t *opts,
+/* `w` is the "workload" member (w->v NULL if absent: all defaults). */
+static int parse_workload(ctx_t *c, const at_t *w, const scenario_opts_t *opts,
                           long long *outstanding)
 {
     static const char *const keys[] = {"get_ratio", "value_size", "preload", "keys",
                                        "outstanding", "timeout_ms", NULL};
     scenario_t *s = c->s;
-    static const jpos_value_t empty = {.type = JPOS_OBJECT};
-    if (!w)
-        w = &empty;
-    if (expect(c, w, JPOS_OBJECT, "workload") < 0 || check_keys(c, w, "workload", keys) < 0)
+    if (w->v && (expect(c, w, K_OBJECT, "workload") < 0 ||
+                 check_keys(c, w, "workload", keys) < 0))
         return -EINVAL;
     long long vs, pre, nkeys, to;
     int rc;
@@ -593,14 +693,14 @@ static int parse_workload(ctx_t *c, const jpos_value_t *w, const scenario_opts_t
     return 0;
 }
 
-static int parse_root(ctx_t *c, const jpos_value_t *root, const scenario_opts_t *opts)
+static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
 {
     static const char *const keys[] = {"description", "duration", "period", "intervals",
                                        "warmup_periods", "seed", "capacity", "workload",
                                        "servers", "buckets", "generate", NULL};
     scenario_t *s = c->s;
     int rc;
-    if (expect(c, root, JPOS_OBJECT, "a scenario") < 0 ||
+    if (expect(c, root, K_OBJECT, "a scenario") < 0 ||
         check_keys(c, root, "the scenario", keys) < 0)
         return -EINVAL;
     long long intervals, warmup, seed, outstanding;
@@ -611,7 +711,7 @@ static int parse_root(ctx_t *c, const jpos_value_t *root, const scenario_opts_t 
         (rc = get_int(c, root, "seed", 1, 0, 1LL << 53, &seed)) < 0 ||
         (rc = get_num(c, root, "capacity", 0, 0, 0, 1e12, &s->capacity)) < 0)
         return rc;
-    if (!jpos_get(root, "duration") && opts->duration <= 0)
+    if (!json_object_get(root->v, "duration") && opts->duration <= 0)
         return fail(c, root, "scenario without a \"duration\" (seconds)");
     c->cut = opts->duration > 0 && opts->duration < s->duration;
     if (opts->duration > 0)
@@ -621,37 +721,41 @@ static int parse_root(ctx_t *c, const jpos_value_t *root, const scenario_opts_t 
     s->intervals = (int)intervals;
     s->warmup_periods = (int)warmup;
     s->seed = opts->seed >= 0 ? (uint64_t)opts->seed : (uint64_t)seed;
-    if ((rc = parse_workload(c, jpos_get(root, "workload"), opts, &outstanding)) < 0)
+    at_t workload = member(root, "workload");
+    if ((rc = parse_workload(c, &workload, opts, &outstanding)) < 0)
         return rc;
-    const jpos_value_t *servers = jpos_get(root, "servers");
-    if (!servers)
+    at_t servers = member(root, "servers");
+    if (!servers.v)
         return fail(c, root, "scenario without \"servers\"");
-    if ((rc = parse_servers(c, servers)) < 0)
+    if ((rc = parse_servers(c, &servers)) < 0)
         return rc;
     for (size_t i = 0; i < opts->nservers; i++)
         if ((rc = override_server(c, opts->servers[i])) < 0)
             return rc;
-    const jpos_value_t *buckets = jpos_get(root, "buckets"), *gen = jpos_get(root, "generate");
-    if (buckets) {
-        if (expect(c, buckets, JPOS_ARRAY, "buckets") < 0)
+    at_t buckets = member(root, "buckets"), gen = member(root, "generate");
+    if (buckets.v) {
+        if (expect(c, &buckets, K_ARRAY, "buckets") < 0)
             return -EINVAL;
-        s->buckets = calloc(buckets->n ? buckets->n : 1, sizeof *s->buckets);
+        size_t n = json_array_size(buckets.v);
+        s->buckets = calloc(n ? n : 1, sizeof *s->buckets);
         if (!s->buckets)
             return -ENOMEM;
-        for (size_t i = 0; i < buckets->n; i++) {
+        for (size_t i = 0; i < n; i++) {
+            at_t o = element(&buckets, i);
             s->nbuckets = i + 1;
-            if ((rc = parse_bucket(c, buckets->items[i], &s->buckets[i], i)) < 0)
+            if ((rc = parse_bucket(c, &o, &s->buckets[i], i)) < 0)
                 return rc;
             for (size_t j = 0; j < i; j++)
-                if (strcmp(s->buckets[j].name, s->buckets[i].name) == 0)
-                    return fail(c, jpos_get(buckets->items[i], "name"),
-                                "duplicate bucket name \"%s\"", s->buckets[i].name);
+                if (strcmp(s->buckets[j].name, s->buckets[i].name) == 0) {
+                    at_t name = member(&o, "name");
+                    return fail(c, &name, "duplicate bucket name \"%s\"", s->buckets[i].name);
+                }
         }
     }
-    if (gen && (rc = parse_generate(c, gen, s->nbuckets)) < 0)
+    if (gen.v && (rc = parse_generate(c, &gen, s->nbuckets)) < 0)
         return rc;
     if (s->nbuckets == 0)
-        return fail(c, buckets ? buckets : root, "scenario without buckets (give "
+        return fail(c, buckets.v ? &buckets : root, "scenario without buckets (give "
                     "\"buckets\" or \"generate\")");
     for (size_t i = 0; i < s->nbuckets; i++)
         if (s->buckets[i].outstanding < 0)
@@ -669,32 +773,36 @@ int scenario_parse(const char *text, size_t len, const char *source,
 {
     scenario_error_t dummy;
     scenario_opts_t defaults = SCENARIO_OPTS_DEFAULT;
-    ctx_t c = {.err = err ? err : &dummy};
+    ctx_t c = {.err = err ? err : &dummy, .text = text, .len = len};
     memset(c.err, 0, sizeof *c.err);
     snprintf(c.err->source, sizeof c.err->source, "%s", source ? source : "<string>");
     *out = NULL;
-    jpos_value_t *root = NULL;
-    jpos_error_t jerr;
-    int rc = jpos_parse(text, len, &root, &jerr);
-    if (rc == -EINVAL) {
-        c.err->line = jerr.line;
-        c.err->col = jerr.col;
-        snprintf(c.err->text, sizeof c.err->text, "%s", jerr.text);
+    int rc = 0;
+    /* Syntax errors (and duplicate keys) come with jansson's position: the
+     * line and the column of the offending token's last character. */
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (!doc) {
+        if (json_error_code(&je) == json_error_out_of_memory)
+            return -ENOMEM;
+        c.err->line = je.line;
+        c.err->col = je.column;
+        snprintf(c.err->text, sizeof c.err->text, "%s", je.text);
+        return -EINVAL;
     }
-    if (rc < 0)
-        goto out;
     c.s = calloc(1, sizeof *c.s);
     if (!c.s) {
         rc = -ENOMEM;
         goto out;
     }
-    rc = parse_root(&c, root, opts ? opts : &defaults);
+    at_t root = {doc, NULL, NULL, 0};
+    rc = parse_root(&c, &root, opts ? opts : &defaults);
     if (rc == 0)
         *out = c.s;
     else
         scenario_destroy(&c.s);
 out:
-    jpos_free(&root);
+    json_decref(doc);
     return rc;
 }
 
