@@ -13,8 +13,9 @@
 
 #include "common/log.h"
 
-/* Shared between the loop thread and the workers; every field below `lock`
- * is protected by it, except the read-only configuration. */
+/* Shared between the loop thread and the workers: the read-only settings,
+ * then the submit FIFO under `lock`, then the completions under
+ * `done_lock`. */
 struct backend {
     /* read-only after backend_new() */
     char host[256];
@@ -28,11 +29,15 @@ struct backend {
     pthread_t *threads;
     int nthreads;            /* started */
 
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;    /* the submit side: */
     pthread_cond_t cond;
     backend_op_t *todo_head, *todo_tail; /* FIFO of submitted ops */
-    backend_op_t *done_head, *done_tail; /* completed, not yet delivered */
+    int idle;                /* workers waiting on cond */
     int stopping;
+    /* The completion side has its own lock so that workers handing back
+     * results do not contend with the loop thread submitting work. */
+    pthread_mutex_t done_lock;
+    backend_op_t *done_head, *done_tail; /* completed, not yet delivered */
 };
 
 static memcached_st *connect_mc(const backend_t *b)
@@ -304,8 +309,11 @@ static void *worker_main(void *arg)
         log_error("backend: cannot create a libmemcached handle");
     pthread_mutex_lock(&b->lock);
     for (;;) {
-        while (!b->todo_head && !b->stopping)
+        while (!b->todo_head && !b->stopping) {
+            b->idle++;
             pthread_cond_wait(&b->cond, &b->lock);
+            b->idle--;
+        }
         if (!b->todo_head)
             break; /* stopping and nothing left */
         size_t n = 0;
@@ -322,18 +330,20 @@ static void *worker_main(void *arg)
             ops[i]->next = ops[i + 1];
         ops[n - 1]->next = NULL;
 
-        pthread_mutex_lock(&b->lock);
+        pthread_mutex_lock(&b->done_lock);
         int wake = b->done_head == NULL;
         if (b->done_tail)
             b->done_tail->next = ops[0];
         else
             b->done_head = ops[0];
         b->done_tail = ops[n - 1];
+        pthread_mutex_unlock(&b->done_lock);
         if (wake) {
             uint64_t one = 1;
             ssize_t w = write(b->efd, &one, sizeof one);
             (void)w; /* the counter cannot overflow in practice */
         }
+        pthread_mutex_lock(&b->lock);
     }
     pthread_mutex_unlock(&b->lock);
     if (mc)
@@ -344,10 +354,10 @@ static void *worker_main(void *arg)
 /* Loop thread: takes every completed op and runs the callbacks in order. */
 static void deliver(backend_t *b)
 {
-    pthread_mutex_lock(&b->lock);
+    pthread_mutex_lock(&b->done_lock);
     backend_op_t *op = b->done_head;
     b->done_head = b->done_tail = NULL;
-    pthread_mutex_unlock(&b->lock);
+    pthread_mutex_unlock(&b->done_lock);
     while (op) {
         backend_op_t *next = op->next;
         op->next = NULL;
@@ -390,6 +400,7 @@ backend_t *backend_new(struct event_base *base, const char *host,
     b->arg = arg;
     b->efd = -1;
     pthread_mutex_init(&b->lock, NULL);
+    pthread_mutex_init(&b->done_lock, NULL);
     pthread_cond_init(&b->cond, NULL);
     b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->efd < 0) {
@@ -444,11 +455,14 @@ int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
     else
         b->todo_head = first;
     b->todo_tail = last;
-    /* One worker per `batch` ops is enough to take them all. */
-    if (n > (size_t)b->batch)
-        pthread_cond_broadcast(&b->cond);
-    else
-        pthread_cond_signal(&b->cond);
+    /* Busy workers come back for more by themselves; wake an idle one
+     * (all of them for more than a batch). */
+    if (b->idle > 0) {
+        if (n > (size_t)b->batch)
+            pthread_cond_broadcast(&b->cond);
+        else
+            pthread_cond_signal(&b->cond);
+    }
     pthread_mutex_unlock(&b->lock);
     return 0;
 }
@@ -473,6 +487,7 @@ void backend_destroy(backend_t **bp)
     free(b->threads);
     pthread_cond_destroy(&b->cond);
     pthread_mutex_destroy(&b->lock);
+    pthread_mutex_destroy(&b->done_lock);
     free(b);
     *bp = NULL;
 }
