@@ -12,6 +12,10 @@ bqos-ctrl-bench_SRCS = controller/ctrl_bench.c
 bqos-ctrl-bench_LIBS = proto common
 BENCHES += controller/bench-controller.sh
 
+PROGS += bqos-ctrl-prof
+bqos-ctrl-prof_SRCS = controller/ctrl_prof.c
+bqos-ctrl-prof_LIBS = controller pshift proto common
+
 TESTS += test_bucketfile test_estimate test_admission test_ctrl
 test_bucketfile_SRCS = tests/test_bucketfile.c
 test_bucketfile_LIBS = controller common
