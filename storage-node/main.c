@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "storage-node/backend.h"
 #include "storage-node/ctlclient.h"
+#include "storage-node/nbdnode.h"
 #include "storage-node/front.h"
 
 #ifndef BQOS_VERSION
@@ -40,7 +41,8 @@ static const struct opt {
      "Address of the memcached text-protocol port clients connect to.\n"
      "PORT 0 picks a free port (printed in the start-up log line)."},
     {"backend", OPT_BACKEND, "URL", "memcached://127.0.0.1:11211",
-     "The server's real memcached, as memcached://HOST:PORT."},
+     "The server's real memcached, as memcached://HOST:PORT; or file:PATH\n"
+     "for a block node (see BLOCK NODE)."},
     {"policy", OPT_POLICY, "tokens|rr", "tokens",
      "tokens: R-tokens first, then L-tokens, round robin within each\n"
      "(paper Algorithm 1).  rr: plain round robin over buckets."},
@@ -116,6 +118,16 @@ static void usage(FILE *out)
         if (o->deflt)
             fprintf(out, "        Default: %s.\n", o->deflt);
     }
+    /* The block node's own options (storage-node/nbdnode.h). */
+    fprintf(out,
+            "\nBLOCK NODE\n"
+            "    With --backend file:PATH or --nbd-listen, bqos-node is a block node:\n"
+            "    every bucket is an NBD export of the same name and every NBD request\n"
+            "    one IO through the same token scheduler (docs/nbd.md).  --name,\n"
+            "    --policy, --workers, --outstanding, --config, --controller,\n"
+            "    --tokens-file, --weighted, --max-conns and --log-level apply as\n"
+            "    above; the memcached-only options are ignored; in addition:\n");
+    nbdnode_usage_options(out, 1);
     fprintf(out,
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, finish in-flight requests, answer\n"
@@ -319,6 +331,9 @@ static void ctl_set_policy(void *arg, sched_policy_t policy)
 
 int main(int argc, char **argv)
 {
+    /* Block node: --backend file:PATH or --nbd-listen (docs/nbd.md). */
+    if (nbdnode_wanted(argc, argv))
+        return nbdnode_main(argc, argv, "bqos-node");
     front_config_t cfg;
     front_config_defaults(&cfg);
     const char *listen = "127.0.0.1:11311", *backend = "memcached://127.0.0.1:11211";

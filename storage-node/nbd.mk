@@ -1,8 +1,8 @@
 # storage-node/nbd.mk - the block I/O path of bqos-node: NBD protocol, NBD front, file/device backend (included by storage-node/module.mk)
-node_SRCS += storage-node/nbd.c storage-node/blockdev.c storage-node/nbdfront.c
+node_SRCS += storage-node/nbd.c storage-node/blockdev.c storage-node/nbdfront.c storage-node/nbdnode.c
 
 PROGS += bqos-nbd-node
-bqos-nbd-node_SRCS = storage-node/nbdmain.c
+bqos-nbd-node_SRCS = storage-node/nbdmain.c storage-node/nbdnode.c
 bqos-nbd-node_LIBS = ctlclient proto node common
 
 TESTS += test_nbd

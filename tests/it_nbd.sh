@@ -1,14 +1,16 @@
 #!/bin/sh
-# it_nbd.sh - NBD front against real clients: nbdinfo --list, nbdcopy round trip, fio nbd verify, bad input and faults, full disk, token ratio between two exports.
+# it_nbd.sh - the block node against real clients: nbdinfo --list, nbdcopy round trip, fio nbd verify, bad input and faults, full disk, token ratio between two exports, O_DIRECT; bqos-node --backend file:DIR and bqos-nbd-node.
 # Needs BIN (default bin); skips (exit 0 with a note) only if nbdinfo, nbdcopy, fio or python3 is missing.
 set -u
 BIN=${BIN:-bin}
 NODE="$BIN/bqos-nbd-node"
+MAIN="$BIN/bqos-node"     # the same block node behind bqos-node --backend file:
 HERE=$(cd "$(dirname "$0")" && pwd)
 for t in nbdinfo nbdcopy fio python3; do
   command -v $t >/dev/null 2>&1 || { echo "it_nbd: $t not installed (scripts/deps.sh); skipped"; exit 0; }
 done
 [ -x "$NODE" ] || { echo "it_nbd: $NODE not built"; exit 1; }
+[ -x "$MAIN" ] || { echo "it_nbd: $MAIN not built"; exit 1; }
 
 tmp=$(mktemp -d /tmp/it_nbd.XXXXXX)
 pids=""
@@ -23,10 +25,11 @@ fails=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fails=$((fails + 1)); }
 
-# start_node LOG ARGS...: starts a node on a free port (port 0), sets PID and PORT.
+# start_node LOG PROGRAM ARGS...: starts a block node on a free port (port
+# 0), sets PID and PORT.
 start_node() {
-  log=$1; shift
-  "$NODE" --nbd-listen 127.0.0.1:0 "$@" 2>"$log" &
+  log=$1; prog=$2; shift 2
+  "$prog" --nbd-listen 127.0.0.1:0 "$@" 2>"$log" &
   PID=$!
   pids="$pids $PID"
   PORT=""
@@ -41,13 +44,13 @@ start_node() {
   exit 1
 }
 
-# ---- 1. main node: three buckets, per-bucket sparse files -------------------
+# ---- 1. bqos-node as a block node: three buckets, per-bucket sparse files ---
 cat >"$tmp/tokens.json" <<'EOF'
 {"red": {"r": 30, "l": 0}, "blue": {"r": 10, "l": 0}}
 EOF
 echo '{}' >"$tmp/none.json"
-start_node "$tmp/node.log" --backend "file:$tmp/store/" --export-size 64m \
-  --buckets red,blue,green --outstanding 4 --tokens-file "$tmp/none.json"
+start_node "$tmp/node.log" "$MAIN" --backend "file:$tmp/store/" --export-size 64m \
+  --buckets red,blue,green --outstanding 4 --tokens-file "$tmp/none.json" --separator :
 N1=$PID; P1=$PORT
 
 out=$(nbdinfo --list "nbd://127.0.0.1:$P1" 2>&1)
@@ -129,7 +132,7 @@ else
 fi
 
 # ---- 4. O_DIRECT: aligned IOs by kernel AIO, the rest by the worker pool ----
-start_node "$tmp/node3.log" --backend "file:$tmp/dstore/" --export-size 64m --buckets d1 --direct
+start_node "$tmp/node3.log" "$NODE" --backend "file:$tmp/dstore/" --export-size 64m --buckets d1 --direct
 N3=$PID; P3=$PORT
 if fio --name=dverify --ioengine=nbd --uri="nbd://127.0.0.1:$P3/d1" --rw=randrw --bs=4k \
      --size=16m --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 \
