@@ -1,14 +1,14 @@
 #!/bin/sh
-# exp5.sh - the pShift paper's Experiment 5 on loopback: block IO through NBD, 8 bqos-nbd-nodes with the file backend, 200 buckets with Zipf reservations (80% of capacity) and demands, limits 1.5 x reservation, 2 demand changes per period, two 5 s periods; without QoS (rr) and with pShift; CSV, plot like Fig. 10, shares beside the paper's.
+# exp5.sh - the pShift paper's Experiment 5 on loopback: block IO through NBD, 8 bqos-node block nodes (--backend file:), 200 buckets with Zipf reservations (80% of capacity) and demands, limits 1.5 x reservation, 2 demand changes per period, two 5 s periods; without QoS (rr) and with pShift; CSV, plot like Fig. 10, shares beside the paper's.
 #
 # Usage: examples/exp5.sh [--help]
 # Environment (all optional):
-#   BIN=bin          where bqos-nbd-node, bqos-nbd-load, bqos-load, bqos-controller,
+#   BIN=bin          where bqos-node, bqos-nbd-load, bqos-load, bqos-controller,
 #                    bqos-ctl are
 #   OUT=out/exp5     output directory: exp5.csv, exp5.png, table.txt, per run
 #                    rr/ and qos/ (intervals.csv, periods.csv, summary.json, ...)
 #   DATA=/var/tmp/bqos-exp5   where the 1 GiB backing file is kept (vol.img)
-#   IO_TIME_US=5000  emulated device time per IO (bqos-nbd-node --io-time-us):
+#   IO_TIME_US=5000  emulated device time per IO (bqos-node --io-time-us):
 #                    with 5 workers a server does ~1,000 IOs/s, the paper's rate;
 #                    0 = the real file (then the 8 servers share this machine's
 #                    disk and CPUs, and are neither independent nor equal)
@@ -48,7 +48,7 @@ LOGS=$OUT/logs
 die() { echo "exp5: $*" >&2; exit 1; }
 trap 'cleanup' EXIT
 trap 'echo "exp5: interrupted" >&2; exit 130' INT TERM
-for b in bqos-nbd-node bqos-nbd-load bqos-load; do
+for b in bqos-node bqos-nbd-load bqos-load; do
   [ -x "$BIN/$b" ] || die "missing $BIN/$b (run make)"
 done
 mkdir -p "$LOGS" "$DATA" || die "cannot create $OUT or $DATA"
@@ -67,7 +67,7 @@ start_nbd_nodes() {
   i=1
   while [ $i -le $NSRV ]; do
     next_port; np=$PORT
-    set -- "$BIN/bqos-nbd-node" --name "s$i" --nbd-listen "127.0.0.1:$np" --backend "file:$VOL" \
+    set -- "$BIN/bqos-node" --name "s$i" --nbd-listen "127.0.0.1:$np" --backend "file:$VOL" \
       --policy "$pol" --outstanding "$OUTSTANDING" --io-time-us "$IO_TIME_US" --config "$cfg"
     [ "$ctl" = - ] || set -- "$@" --controller "$ctl" --capacity "$cap"
     [ "$WEIGHTED" = 1 ] && set -- "$@" --weighted
@@ -83,7 +83,7 @@ stop_nbd_nodes() { for p in $NODE_PIDS; do stop_pid "$p"; done; NODE_PIDS=""; }
 
 # Buckets exist on every node from the start (exports = buckets).
 "$BIN/bqos-load" --print-buckets "$SCEN" >"$OUT/buckets-nominal.json" || die "bad scenario $SCEN"
-start_nbd_nodes rr - "$OUT/buckets-nominal.json" 0 || die "bqos-nbd-node did not start (see $LOGS)"
+start_nbd_nodes rr - "$OUT/buckets-nominal.json" 0 || die "bqos-node did not start (see $LOGS)"
 # shellcheck disable=SC2086
 "$BIN/bqos-nbd-load" $SERVER_ARGS --profile "$PROFILE" --profile-outstanding 10 "$SCEN" \
   >"$OUT/profile.txt" 2>"$LOGS/profile.log" || die "profile run failed (see $LOGS/profile.log)"

@@ -1,11 +1,11 @@
 #!/bin/sh
-# bench-nbd.sh - 4 KiB random reads from one 1 GiB file: fio directly on the file vs fio's nbd engine through bqos-nbd-node (policy rr) vs through nbdkit's file plugin; same queue depth, interleaved rounds, medians.
+# bench-nbd.sh - 4 KiB random reads from one 1 GiB file: fio directly on the file vs fio's nbd engine through bqos-node --backend file: (policy rr) vs through nbdkit's file plugin; same queue depth, interleaved rounds, medians.
 #
 # Environment (all optional):
-#   BIN=bin            where bqos-nbd-node is
+#   BIN=bin            where bqos-node is
 #   DIR=/var/tmp/bqos-nbd-bench   where the 1 GiB backing file lives (kept)
 #   QD=8               IOs in flight: fio iodepth (nbd, libaio) or numjobs
-#                      (psync), bqos-nbd-node --outstanding/--workers
+#                      (psync), bqos-node --outstanding/--workers
 #   T=5                seconds per measurement
 #   ROUNDS=3           interleaved rounds; the median is reported
 #   MODES="direct cached"  direct: O_DIRECT (fio --direct=1, bqos --direct,
@@ -25,7 +25,7 @@ CSV=${CSV:-}
 for t in fio nbdkit python3; do
   command -v $t >/dev/null 2>&1 || { echo "bench-nbd: $t not installed (scripts/deps.sh)"; exit 1; }
 done
-[ -x "$BIN/bqos-nbd-node" ] || { echo "bench-nbd: $BIN/bqos-nbd-node not built"; exit 1; }
+[ -x "$BIN/bqos-node" ] || { echo "bench-nbd: $BIN/bqos-node not built"; exit 1; }
 mkdir -p "$DIR" || exit 1
 F=$DIR/vol.img
 if [ "$(stat -c %s "$F" 2>/dev/null)" != 1073741824 ]; then
@@ -69,7 +69,7 @@ run_nbd() {
 run_bqos() { # mode
   p=$(freeport)
   d=""; [ "$1" = direct ] && d=--direct
-  "$BIN/bqos-nbd-node" --nbd-listen "127.0.0.1:$p" --backend "file:$F" --buckets vol --policy rr \
+  "$BIN/bqos-node" --nbd-listen "127.0.0.1:$p" --backend "file:$F" --buckets vol --policy rr \
     --outstanding "$QD" $d --log-level warn 2>"$tmp/bqos.log" &
   srv=$!
   waitport "$p" || { echo "0 0"; return; }
