@@ -46,7 +46,7 @@ start_node() {
 
 # ---- 1. bqos-node as a block node: three buckets, per-bucket sparse files ---
 cat >"$tmp/tokens.json" <<'EOF'
-{"red": {"r": 30, "l": 0}, "blue": {"r": 10, "l": 0}}
+{"red": {"r": 24, "l": 0}, "blue": {"r": 8, "l": 0}}
 EOF
 echo '{}' >"$tmp/none.json"
 start_node "$tmp/node.log" "$MAIN" --backend "file:$tmp/store/" --export-size 64m \
@@ -89,7 +89,7 @@ else
 fi
 kill -0 "$N1" 2>/dev/null && ok "node alive after faults" || bad "node died"
 
-# ---- 2. token ratio: red 30, blue 10 per 0.1 s period ------------------------
+# ---- 2. token ratio: red 24, blue 8 R-tokens (no L) per 0.1 s period -------
 cp "$tmp/tokens.json" "$tmp/none.json"
 kill -USR1 "$N1"
 ( while kill -0 "$N1" 2>/dev/null && [ ! -e "$tmp/stop-periods" ]; do
