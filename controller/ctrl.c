@@ -16,6 +16,9 @@
  * pairs is sequential and touches only buckets the node holds. */
 typedef struct {
     int b;                 /* controller bucket index, -1 if not configured */
+    int rk;                /* this computation: its entry among its bucket's
+                              entries in the R problem (pshift_bucket_entry),
+                              -1 if not in it */
     uint64_t queued, arrivals;             /* last report */
     uint64_t served_r, served_l, served_o; /* in period `period` */
     int64_t r_left, l_left;
@@ -26,6 +29,7 @@ typedef struct {
     double rate_now;       /* ... at this one (before the backlog floor) */
     int64_t new_r, new_l;  /* this computation's allocation */
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
+    int lk;                /* ... in the L problem */
     uint8_t known;         /* in the node's table */
     uint8_t has_report;
 } pair_t;
@@ -68,6 +72,7 @@ typedef struct {
     int64_t served, r_rem, head;
     double arrivals;       /* over the up nodes, last interval */
     int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
+    int rn, ln;            /* entries added to the R / L problem so far */
     int64_t ralloc, lalloc;
 } bstate_t;
 
@@ -93,6 +98,9 @@ struct ctrl {
     /* scratch for one computation */
     int *cnt, *given;      /* [nbuckets] leftover spreading */
     size_t capcnt;
+    int *srv_node;         /* [nn]: problem server index -> node */
+    int64_t *srv_load;     /* [nn]: R-tokens placed per problem server */
+    int capsrv;
 };
 
 ctrl_config_t ctrl_config_default(void)
@@ -157,6 +165,8 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->b);
     free(c->cnt);
     free(c->given);
+    free(c->srv_node);
+    free(c->srv_load);
     free(c);
     *cp = NULL;
 }
@@ -570,7 +580,46 @@ static int grow_scratch(ctrl_t *c)
         c->given = g;
         c->capcnt = cap;
     }
+    if (c->nn > c->capsrv) {
+        int *sn = realloc(c->srv_node, (size_t)c->nn * sizeof *sn);
+        if (!sn)
+            return -ENOMEM;
+        c->srv_node = sn;
+        int64_t *sl = realloc(c->srv_load, (size_t)c->nn * sizeof *sl);
+        if (!sl)
+            return -ENOMEM;
+        c->srv_load = sl;
+        c->capsrv = c->nn;
+    }
     return 0;
+}
+
+/* Sums a solved problem's allocation per bucket (into *ralloc or *lalloc
+ * of the buckets that are in it, as `which` says) and, if `load` is
+ * non-NULL, per node (indexed through c->srv_node).  Walks the problem's
+ * entries in its own order, sequentially. */
+static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass, int64_t *load)
+{
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int pi = lpass ? bs->lpidx : bs->pidx;
+        if (pi < 0)
+            continue;
+        int64_t sum = 0;
+        size_t ne = pshift_bucket_nentries(p, pi);
+        for (size_t k = 0; k < ne; k++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(p, pi, k, &s, NULL, &a);
+            sum += a;
+            if (load)
+                load[s] += a;
+        }
+        if (lpass)
+            bs->lalloc = sum;
+        else
+            bs->ralloc = sum;
+    }
 }
 
 static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
@@ -675,6 +724,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (bs->r_rem > bs->head)
             bs->r_rem = bs->head;
         bs->pidx = bs->lpidx = -1;
+        bs->rn = bs->ln = 0;
         bs->ralloc = bs->lalloc = 0;
         c->cnt[b] = c->given[b] = 0;
     }
@@ -699,6 +749,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             rc = nd->pidx;
             goto out;
         }
+        c->srv_node[nd->pidx] = i;
     }
     int any_l = 0;
     for (int i = 0; i < c->nn; i++) {
@@ -709,6 +760,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             pair_t *pr = &nd->pairs[nd->act[k]];
             pr->new_r = 0;
             pr->new_l = pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+            pr->rk = pr->lk = -1;
             if (pr->b < 0)
                 continue;
             if (pr->has_report && pr->period >= c->period)
@@ -743,6 +795,9 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             }
             if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, pr->demand)) < 0)
                 goto out;
+            /* Nodes are added in increasing server index, so this is the
+             * bucket's rn-th entry in pshift's order too. */
+            pr->rk = bs->rn++;
             rs.pairs++;
         }
     }
@@ -754,19 +809,15 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     rs.phi = pshift_stats(p)->phi;
     rs.t_pshift += pshift_stats(p)->t_total;
     rs.t_rpass = pshift_stats(p)->t_total;
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        if (!nd->up)
-            continue;
-        for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr = &nd->pairs[nd->act[k]];
-            if (pr->b < 0 || pr->demand <= 0 || c->b[pr->b].pidx < 0)
-                continue;
-            bstate_t *bs = &c->b[pr->b];
-            pr->new_r = pshift_alloc(p, bs->pidx, nd->pidx);
-            bs->ralloc += pr->new_r;
-            nd->load += pr->new_r;
-        }
+    {
+        /* Per bucket and per node totals straight from the solution (its
+         * entries in order), so that the pass over the pairs below can read
+         * back R and build the L problem at once. */
+        int ns = pshift_nservers(p);
+        memset(c->srv_load, 0, (size_t)ns * sizeof *c->srv_load);
+        sum_alloc(c, p, 0, c->srv_load);
+        for (int s = 0; s < ns; s++)
+            c->nodes[c->srv_node[s]].load = c->srv_load[s];
     }
     for (size_t b = 0; b < c->nb; b++)
         rs.r_tokens += c->b[b].ralloc;
@@ -775,7 +826,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
      * buckets want the headroom left after R.  Buckets without a limit are
      * not throttled, need no L-tokens and must not take the residual from
      * limited ones, so they are left out, as are limited buckets with
-     * nothing left to place. */
+     * nothing left to place.  One pass over the pairs reads back the R
+     * allocation and builds the L problem. */
     if (any_l) {
         q = pshift_problem_new();
         if (!q) {
@@ -790,47 +842,41 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 0)
                 goto out;
         }
-        for (int i = 0; i < c->nn; i++) {
-            node_t *nd = &c->nodes[i];
-            if (!nd->up)
+    }
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        for (size_t k = 0; k < nd->nact; k++) {
+            pair_t *pr = &nd->pairs[nd->act[k]];
+            if (pr->b < 0)
                 continue;
-            for (size_t k = 0; k < nd->nact; k++) {
-                pair_t *pr = &nd->pairs[nd->act[k]];
-                if (pr->b < 0 || pr->demand <= pr->new_r)
-                    continue;
-                bstate_t *bs = &c->b[pr->b];
-                if (bs->l == CTRL_UNLIMITED || bs->head <= bs->ralloc)
-                    continue;
+            bstate_t *bs = &c->b[pr->b];
+            if (pr->rk >= 0)
+                pshift_bucket_entry(p, bs->pidx, (size_t)pr->rk, NULL, NULL, &pr->new_r);
+            if (!q || pr->demand <= pr->new_r)
+                continue;
+            if (bs->l == CTRL_UNLIMITED || bs->head <= bs->ralloc)
+                continue;
+            if (bs->lpidx < 0) {
+                bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
                 if (bs->lpidx < 0) {
-                    bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
-                    if (bs->lpidx < 0) {
-                        rc = bs->lpidx;
-                        goto out;
-                    }
-                }
-                if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, pr->demand - pr->new_r)) < 0)
+                    rc = bs->lpidx;
                     goto out;
+                }
             }
+            if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, pr->demand - pr->new_r)) < 0)
+                goto out;
+            pr->lk = bs->ln++;
         }
+    }
+    if (q) {
         if ((rc = pshift_solve(q, &o)) < 0)
             goto out;
         rs.t_pshift += pshift_stats(q)->t_total;
         rs.t_lpass = pshift_stats(q)->t_total;
         rs.lpass_shifts = pshift_stats(q)->shifts;
-        for (int i = 0; i < c->nn; i++) {
-            node_t *nd = &c->nodes[i];
-            if (!nd->up)
-                continue;
-            for (size_t k = 0; k < nd->nact; k++) {
-                pair_t *pr = &nd->pairs[nd->act[k]];
-                if (pr->b < 0 || c->b[pr->b].lpidx < 0)
-                    continue;
-                bstate_t *bs = &c->b[pr->b];
-                int64_t a = pshift_alloc(q, bs->lpidx, nd->pidx);
-                pr->new_l += a;
-                bs->lalloc += a;
-            }
-        }
+        sum_alloc(c, q, 1, NULL);
     }
     for (size_t b = 0; b < c->nb; b++)
         if (c->b[b].l != CTRL_UNLIMITED)
@@ -856,6 +902,11 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 continue;
             }
             bstate_t *bs = &c->b[pr->b];
+            if (pr->lk >= 0) {
+                int64_t a;
+                pshift_bucket_entry(q, bs->lpidx, (size_t)pr->lk, NULL, NULL, &a);
+                pr->new_l += a;
+            }
             if (bs->l != CTRL_UNLIMITED && pr->has_report && pr->period >= c->period) {
                 int64_t left = bs->head - bs->ralloc - bs->lalloc;
                 if (left > 0) {
