@@ -51,16 +51,18 @@ while [ $r -le "$ROUNDS" ]; do
     name=${target%%:*}; port=${target##*:}
     res=$("$BIN/bqos-mcload" --server "127.0.0.1:$port" --conns "$CONNS" --seconds "$SECS")
     printf '%-10s %-6s %s\n' "$name" "$r" "$res"
-    echo "$name $res" >>"$tmp/all"
+    echo "$name $res round=$r" >>"$tmp/all"
   done
   r=$((r + 1))
 done
-echo "# medians over rounds (ops/s, p50 us, p99 us) and ratio to direct"
+echo "# medians over rounds (ops/s, p50 us, p99 us); ratio = median over rounds of (ops/s / direct ops/s in the same round)"
 awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[$1, kv[1], ++n[$1, kv[1]]] = kv[2] } names[$1] = 1 }
   function med(name, key,   k, m, a, i, j, t) { m = n[name, key]; for (i = 1; i <= m; i++) a[i] = v[name, key, i] + 0;
     for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return a[int((m + 1) / 2)] }
-  END { d = med("direct", "ops_per_sec");
-    split("direct twemproxy bqos-node", order, " ");
+  END { split("direct twemproxy bqos-node", order, " ");
     for (k = 1; k <= 3; k++) { nm = order[k]; o = med(nm, "ops_per_sec");
-      printf "%-10s ops/s=%d p50_us=%d p99_us=%d ratio=%.2f\n", nm, o, med(nm, "p50_us"), med(nm, "p99_us"), (d ? o / d : 0) } }' "$tmp/all"
+      m = n[nm, "ops_per_sec"];
+      for (i = 1; i <= m; i++) { d = v["direct", "ops_per_sec", i]; v[nm, "ratio", i] = d > 0 ? v[nm, "ops_per_sec", i] / d : 0 }
+      n[nm, "ratio"] = m;
+      printf "%-10s ops/s=%d p50_us=%d p99_us=%d ratio=%.2f\n", nm, o, med(nm, "p50_us"), med(nm, "p99_us"), med(nm, "ratio") } }' "$tmp/all"

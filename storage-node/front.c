@@ -146,7 +146,7 @@ void front_config_defaults(front_config_t *cfg)
     cfg->listen_port = 11311;
     cfg->backend_host = "127.0.0.1";
     cfg->backend_port = 11211;
-    cfg->workers = 5;
+    cfg->workers = 2;
     cfg->outstanding = 5;
     cfg->batch = 16;
     cfg->policy = SCHED_POLICY_TOKENS;

@@ -46,9 +46,10 @@ static const struct opt {
     {"policy", OPT_POLICY, "tokens|rr", "tokens",
      "tokens: R-tokens first, then L-tokens, round robin within each\n"
      "(paper Algorithm 1).  rr: plain round robin over buckets."},
-    {"workers", OPT_WORKERS, "N", "5 (= --outstanding)",
+    {"workers", OPT_WORKERS, "N", "2 (at most --outstanding)",
      "Backend worker threads, each with its own libmemcached connection\n"
-     "(1..256)."},
+     "(1..256).  More threads than cores cost more in wake-ups than they\n"
+     "gain; IOs beyond the workers wait in their FIFO and are batched."},
     {"outstanding", OPT_OUTSTANDING, "K", "5",
      "Most requests at the backend at once (1..1024; the paper used 5)."},
     {"config", OPT_CONFIG, "FILE", "none",
@@ -432,7 +433,7 @@ int main(int argc, char **argv)
     }
     bqos_log_init("bqos-node", level);
     if (!workers_set)
-        cfg.workers = cfg.outstanding;
+        cfg.workers = cfg.outstanding < 2 ? cfg.outstanding : 2;
     cfg.max_auto_buckets = max_auto >= 0 ? max_auto : (config ? 0 : 1024);
 
     char lhost[256], bhost[256];
