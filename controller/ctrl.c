@@ -20,8 +20,8 @@ typedef struct {
                               entries in the R problem (pshift_bucket_entry),
                               -1 if not in it */
     uint64_t queued, arrivals;             /* last report */
-    uint64_t served_r, served_l, served_o; /* in period `period` */
-    int64_t r_left, l_left;
+    int64_t served;        /* served_r + served_l + served_o of the last
+                              report (<= 2^53), period `period` */
     uint64_t period;       /* period of the last report of this bucket */
     estimate_demand_t dem;
     int64_t demand;        /* estimate for the rest of the period */
@@ -30,9 +30,16 @@ typedef struct {
     int64_t new_r, new_l;  /* this computation's allocation */
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
     int lk;                /* ... in the L problem */
-    uint8_t known;         /* in the node's table */
     uint8_t has_report;
+    uint8_t throttled;     /* last report: r_left <= 0 and l_left <= 0 */
 } pair_t;
+
+/* What only the status needs of a pair: the last report's served counters
+ * by kind.  Apart from pair_t so that the passes of a computation stream
+ * fewer bytes. */
+typedef struct {
+    uint64_t r, l, o;
+} pair_served_t;
 
 typedef struct {
     char *name;
@@ -51,6 +58,7 @@ typedef struct {
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
     pair_t *pairs;         /* [ntable] */
+    pair_served_t *served; /* [ntable] */
     /* Active pairs: reported (and not idle since) or holding tokens that
      * can change.  Every pass of a computation visits only these, so a
      * node whose table holds every configured bucket costs what its busy
@@ -146,6 +154,7 @@ static void node_free(node_t *n)
     free(n->tnames);
     free(n->jof);
     free(n->pairs);
+    free(n->served);
     free(n->act);
     free(n->inact);
     free(n->out);
@@ -183,6 +192,7 @@ static void pair_init(pair_t *p, int b)
     p->tok_r = -1;
     p->tok_l = CTRL_UNLIMITED;
     p->period = UINT64_MAX;
+    p->throttled = 1; /* no tokens left known */
 }
 
 static int64_t rate_to_tokens(int64_t rate, double period_s)
@@ -314,10 +324,11 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         return -EINVAL;
     char **tn = calloc(n ? n : 1, sizeof *tn);
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
+    pair_served_t *served = calloc(n ? n : 1, sizeof *served);
     int *jof = malloc((c->nb ? c->nb : 1) * sizeof *jof);
     uint8_t *inact = calloc(n ? n : 1, 1);
     uint32_t *act = malloc((n ? n : 1) * sizeof *act);
-    if (!tn || !pairs || !jof || !inact || !act)
+    if (!tn || !pairs || !served || !jof || !inact || !act)
         goto nomem;
     for (size_t j = 0; j < n; j++) {
         if (!(tn[j] = strdup(names[j])))
@@ -325,19 +336,22 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         /* A bucket the node already had keeps its state. */
         int b = bucketfile_find(c->bf, names[j]);
         int old = b >= 0 && nd->jof ? nd->jof[b] : -1;
-        if (old >= 0)
+        if (old >= 0) {
             pairs[j] = nd->pairs[old];
-        else
+            served[j] = nd->served[old];
+        } else
             pair_init(&pairs[j], b);
     }
     for (size_t j = 0; j < nd->ntable; j++)
         free(nd->tnames[j]);
     free(nd->tnames);
     free(nd->pairs);
+    free(nd->served);
     free(nd->act);
     free(nd->inact);
     nd->tnames = tn;
     nd->pairs = pairs;
+    nd->served = served;
     nd->ntable = n;
     nd->table = table;
     nd->act = act;
@@ -357,6 +371,7 @@ nomem:
             free(tn[j]);
     free(tn);
     free(pairs);
+    free(served);
     free(inact);
     free(act);
     free(jof);
@@ -518,11 +533,10 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
             continue; /* older than what we hold */
         p->queued = r->queued;
         p->arrivals = r->arrivals_interval;
-        p->served_r = r->served_r;
-        p->served_l = r->served_l;
-        p->served_o = r->served_o;
-        p->r_left = r->r_left;
-        p->l_left = r->l_left;
+        uint64_t sv = r->served_r + r->served_l + r->served_o;
+        p->served = sv > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)sv;
+        nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o};
+        p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;
         if (act_add(nd, r->bucket) < 0)
@@ -562,8 +576,7 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
 {
     if (!p->has_report || p->period != c->period)
         return 0;
-    uint64_t s = p->served_r + p->served_l + p->served_o;
-    return s > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)s;
+    return p->served;
 }
 
 static int grow_scratch(ctrl_t *c)
@@ -698,8 +711,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 pr->demand = 0;
                 continue;
             }
-            int throttled = pr->r_left <= 0 && pr->l_left <= 0;
-            pr->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, throttled, il);
+            pr->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
             c->b[pr->b].arrivals += (double)pr->arrivals;
             pr->rate_now = il > 0 ? (double)pr->demand / il : 0;
             if (!changed &&
@@ -1003,9 +1015,9 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             continue;
         const pair_t *p = &nd->pairs[j];
         if (p->has_report && p->period == c->period) {
-            out->served_r += p->served_r;
-            out->served_l += p->served_l;
-            out->served_o += p->served_o;
+            out->served_r += nd->served[j].r;
+            out->served_l += nd->served[j].l;
+            out->served_o += nd->served[j].o;
         }
         if (!nd->up)
             continue;
