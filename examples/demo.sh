@@ -9,8 +9,8 @@ case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{
 HERE=$(cd "$(dirname "$0")" && pwd)
 cat <<'TXT'
 bqos demo: 4 storage servers (memcached, each behind a bqos-node) and 4
-buckets, continuously backlogged with 5 outstanding requests on servers
-{s1}, {s1,s2}, {s1,s2,s3}, {s1,s2,s3,s4} (pShift paper, Experiment 3).
+buckets, continuously backlogged with 15 outstanding requests per server on
+servers {s1}, {s1,s2}, {s1,s2,s3}, {s1,s2,s3,s4} (pShift paper, Experiment 3).
 Each bucket reserves 60% of one server's profiled capacity.
   rr          no QoS: round robin at every node (expected 3:7:13:25)
   pShift-R    controller + token scheduler, reservations (limits 400%)

@@ -14,6 +14,8 @@
 #   PIN=1            pin each server to a CPU (CPU_OF="0 1 1 0" balances the
 #                    4 servers' client counts 20/15/10/5 over 2 CPUs)
 #   CHECK=0          1: exit 1 unless every expectation below holds
+#   SCALE=100        the scenarios' rates in percent of the paper's (SCALE=70:
+#                    reservations 42% of a server's capacity, limits 84%)
 #
 # Expectations (paper Section IV-E): rr gives b1..b4 throughputs 3:7:13:25
 # (within 10%) when the servers are equally fast; the servers' own rates and
@@ -54,9 +56,9 @@ for run in $RUNS; do
 done
 # shellcheck disable=SC2086
 experiment 4 "$OUT" $specs || die "failed"
-echo "reservation 60% = $((CAP * 60 / 100)) IOs/s per bucket; limit 400% (res) or 120% (lim) = $((CAP * 120 / 100)) IOs/s"
+echo "reservation 60% = $((RCAP * 60 / 100)) IOs/s per bucket; limit 400% = $((RCAP * 4)) IOs/s (res) or 120% = $((RCAP * 120 / 100)) IOs/s (lim)"
 [ -n "$EXP_SUMS" ] || die "nothing ran"
-plot "$OUT/exp3.png" "Experiment 3: 4 servers, buckets b1..b4 on servers s1, s1-s2, s1-s3, s1-s4 (capacity $CAP IOs/s per server)" $((CAP * 60 / 100))
+plot "$OUT/exp3.png" "Experiment 3: 4 servers, buckets b1..b4 on servers s1, s1-s2, s1-s3, s1-s4 (capacity $CAP IOs/s per server)" $((RCAP * 60 / 100))
 echo
 # shellcheck disable=SC2086
 "$BIN/bqos-load" --table $EXP_SUMS | tee "$OUT/table.txt"

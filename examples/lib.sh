@@ -44,21 +44,29 @@ spawn() {
   LIB_PIDS="$LIB_PIDS $SPAWNED"
 }
 
-# stop_pid PID: stops one process we started (TERM, then KILL after 3 s).
+# stop_pid PID...: stops processes we started: TERM to all of them at once,
+# then KILL to any still running after 3 s.
 stop_pid() {
-  kill "$1" 2>/dev/null || return 0
+  sp_live=""
+  for sp in "$@"; do kill "$sp" 2>/dev/null && sp_live="$sp_live $sp"; done
   n=60
-  while [ $n -gt 0 ] && kill -0 "$1" 2>/dev/null; do sleep 0.05; n=$((n - 1)); done
-  kill -9 "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
+  while [ $n -gt 0 ]; do
+    sp_left=""
+    for sp in $sp_live; do kill -0 "$sp" 2>/dev/null && sp_left="$sp_left $sp"; done
+    [ -z "$sp_left" ] && break
+    sleep 0.05; n=$((n - 1))
+  done
+  for sp in $sp_live; do kill -9 "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; done
   return 0
 }
 
-# cleanup: stops every process started with spawn, newest first.
+# cleanup: stops every process started with spawn (clients first: TERM
+# goes out newest first).
 cleanup() {
   pids=""
   for p in $LIB_PIDS; do pids="$p $pids"; done
-  for p in $pids; do stop_pid "$p"; done
+  # shellcheck disable=SC2086
+  [ -n "$pids" ] && stop_pid $pids
   LIB_PIDS=""
 }
 
@@ -153,12 +161,14 @@ start_nodes() {
 }
 
 stop_backends() {
-  for p in $MC_PIDS; do stop_pid "$p"; done
+  # shellcheck disable=SC2086
+  [ -n "$MC_PIDS" ] && stop_pid $MC_PIDS
   MC_PIDS=""
 }
 
 stop_nodes() {
-  for p in $NODE_PIDS; do stop_pid "$p"; done
+  # shellcheck disable=SC2086
+  [ -n "$NODE_PIDS" ] && stop_pid $NODE_PIDS
   NODE_PIDS=""
 }
 
@@ -186,7 +196,9 @@ stop_controller() {
 # every RUN, given as NAME:LABEL:POLICY:SCENARIO (POLICY rr = nodes with
 # --policy rr and no controller; tokens = controller + nodes with tokens).
 # Each run writes OUT/NAME/ (CSVs, summary.json, table.txt).  Uses BIN, DUR,
-# PROFILE, PRELOAD and LOGS=OUT/logs.  Sets CAP (IOs/s per server) and
+# PROFILE, PRELOAD, SCALE (percent: the scenarios' "N%" rates are N% of
+# SCALE% of the profiled capacity; default 100) and LOGS=OUT/logs.  Sets CAP
+# (IOs/s per server), RCAP (CAP x SCALE%, what "100%" means) and
 # EXP_SUMS, EXP_FILES, EXP_TITLES (the runs' summaries, cumulative CSVs and
 # labels).  Returns nonzero on failure with a message on stderr.
 experiment() {
@@ -215,6 +227,9 @@ experiment() {
   CAP=$(awk '$1 == "capacity" { print $2 }' "$out/profile.txt")
   [ -n "$CAP" ] && [ "$CAP" -gt 0 ] || { echo "the profile gave no capacity" >&2; return 1; }
   echo "profiled capacity: $CAP IOs/s per server ($(awk '$1 == "server" { printf "%s%s %s", sep, $2, $3; sep = ", " }' "$out/profile.txt"))"
+  RCAP=$((CAP * ${SCALE:-100} / 100))
+  [ "$RCAP" -gt 0 ] || { echo "SCALE=${SCALE:-} leaves no capacity" >&2; return 1; }
+  [ "${SCALE:-100}" = 100 ] || echo "rates scaled to ${SCALE}%: \"100%\" = $RCAP IOs/s"
   cur=rr
   for spec in "$@"; do
     name=${spec%%:*}; rest=${spec#*:}
@@ -227,7 +242,7 @@ experiment() {
     if [ "$pol" = tokens ]; then
       [ -x "$BIN/bqos-controller" ] || { echo "no $BIN/bqos-controller: skipping $label" >&2; continue; }
       stop_nodes
-      "$BIN/bqos-load" -c "$CAP" --print-buckets "$scen" >"$out/$name/buckets.json" || return 1
+      "$BIN/bqos-load" -c "$RCAP" --print-buckets "$scen" >"$out/$name/buckets.json" || return 1
       start_controller "$out/$name/buckets.json" "$CAP" "$LOGS" ||
         { echo "bqos-controller did not start (see $LOGS)" >&2; return 1; }
       mv "$LOGS/controller.log" "$LOGS/controller-$name.log" 2>/dev/null
@@ -250,7 +265,7 @@ experiment() {
     cur=$pol
     echo "run $label: ${DUR}s"
     # shellcheck disable=SC2086
-    "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") -c "$CAP" --preload "$pre" -d "$DUR" \
+    "$BIN/bqos-load" $SERVER_ARGS $(cpu_args "$nsrv") -c "$RCAP" --preload "$pre" -d "$DUR" \
       -o "$out/$name" -l "$label" $align "$scen" >"$out/$name/table.txt" 2>"$LOGS/load-$name.log" ||
       { echo "run $label failed (see $LOGS/load-$name.log)" >&2; return 1; }
     if [ "$pol" = tokens ]; then
