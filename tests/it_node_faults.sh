@@ -22,4 +22,31 @@ run backend "$NODE_PORT" up
 kill -0 "$NODE_PID" 2>/dev/null && ok "node alive" || bad "node died"
 stop_node
 [ "$NODE_RC" = 0 ] && ok "exit 0 after SIGTERM" || { bad "exit $NODE_RC after SIGTERM"; tail -20 "$tmp/node.log"; }
+
+# Buckets from --config; unknown buckets rejected.
+printf '{"buckets":[{"name":"red","weight":2,"reservation":10},{"name":"blue"}]}\n' >"$tmp/b.json"
+start_node "$tmp/node-rej.log" --config "$tmp/b.json" --default-bucket reject
+got=$(python3 - "$NODE_PORT" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+s.sendall(b"set red:a 0 0 1\r\nx\r\nset green:a 0 0 1\r\nx\r\nget nosep\r\nget blue:a red:a\r\nversion\r\n")
+buf = b""
+while b"VERSION" not in buf:
+    b = s.recv(4096)
+    if not b:
+        break
+    buf += b
+print(repr(buf.split(b"VERSION")[0]))
+PY
+)
+want="b'STORED\\r\\nSERVER_ERROR unknown bucket\\r\\nSERVER_ERROR unknown bucket\\r\\nVALUE red:a 0 1\\r\\nx\\r\\nEND\\r\\n'"
+[ "$got" = "$want" ] && ok "--config buckets served, others rejected" || bad "--default-bucket reject: got $got"
+stop_node
+
+printf '{"buckets":[{"name":"red",}]}\n' >"$tmp/bad.json"
+"$NODE" --memcached-listen 127.0.0.1:0 --backend "memcached://127.0.0.1:$MC_PORT" --config "$tmp/bad.json" 2>"$tmp/bad.log"
+rc=$?
+[ $rc = 1 ] && grep -q 'bad.json:1:' "$tmp/bad.log" && ok "bad --config: exit 1 with line:column" || { bad "bad --config: exit $rc"; cat "$tmp/bad.log"; }
+"$NODE" --policy nonsense 2>/dev/null; rc=$?
+[ $rc = 2 ] && ok "bad option value: exit 2" || bad "bad option value: exit $rc"
 finish
