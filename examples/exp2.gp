@@ -10,7 +10,8 @@ set style histogram clustered gap 1
 set style fill solid 0.9 border -1
 set ylabel '% of buckets'
 set xlabel 'demand changes per period (N_D)'
-set key top left
+set key top left horizontal
+set offsets 0,0,graph 0.12,0
 set yrange [0:*]
 do for [p in "rr static pshift clairvoyant"] {
   set title p
