@@ -25,7 +25,7 @@
 #endif
 
 #define RBUF_INITIAL 16384
-#define SLOTS_HIGH 4096              /* unanswered slots before we stop reading */
+#define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */
 #define OUT_HIGH (4u * 1024 * 1024)  /* unsent reply bytes before we stop reading */
 #define SHUTDOWN_GRACE_SEC 10
 
