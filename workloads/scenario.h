@@ -86,7 +86,11 @@ typedef struct {
 #define SCENARIO_OPTS_DEFAULT ((scenario_opts_t){0, 0, -1, -1, NULL, 0})
 
 /* Where and why a scenario was rejected: print it as
- * "SOURCE:LINE:COL: TEXT" (line and col are 1-based, 0 when unknown). */
+ * "SOURCE:LINE:COL: TEXT" (line 0 when unknown).  Semantic errors point at
+ * the value's first character and TEXT starts with its path
+ * ("buckets[2].limit: limit ... is below ..."); syntax errors carry
+ * jansson's text and position (the offending token's last character; column
+ * 0 for an empty text). */
 typedef struct {
     char source[256];
     int line, col;
