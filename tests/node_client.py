@@ -213,6 +213,9 @@ def cmd_tokens(node, pid, tokfile):
     st = stats(node, b"buckets")
     check(st.get("red:r_tokens") == "3" and st.get("red:served_r") == "2",
           "2 red IOs served with R-tokens, 3 left (%s, %s)" % (st.get("red:served_r"), st.get("red:r_tokens")))
+    g = stats(node)
+    check(int(g.get("bqos_completions", "0")) >= 4 and 0 < float(g.get("bqos_busy_seconds", "0")) < 60,
+          "completions and backend busy time counted (%s, %s)" % (g.get("bqos_completions"), g.get("bqos_busy_seconds")))
     # Shutdown with a request queued: it is answered, then the node exits.
     tokens({"red": {"r": 0, "l": 0}})
     time.sleep(0.3)
