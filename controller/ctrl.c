@@ -66,6 +66,14 @@ typedef struct {
     uint32_t *act;         /* table indices */
     size_t nact, capact;
     uint8_t *inact;        /* [ntable]: 1 if in act */
+    /* During a computation, the active pairs of a node whose table is
+     * much larger than its active list are copied here (dense[k] is
+     * pairs[act[k]]) by the first pass and written back by the last, so
+     * the passes between them stream a dense array instead of missing the
+     * caches on scattered pairs. */
+    pair_t *dense;
+    size_t capdense;
+    int gathered;          /* dense holds the active pairs now */
     int full_push;         /* next computation visits every pair once */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
@@ -155,6 +163,7 @@ static void node_free(node_t *n)
     free(n->jof);
     free(n->pairs);
     free(n->served);
+    free(n->dense);
     free(n->act);
     free(n->inact);
     free(n->out);
@@ -654,6 +663,41 @@ static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
     return 0;
 }
 
+/* The k-th active pair of node nd during a computation. */
+static inline pair_t *act_pair(node_t *nd, size_t k)
+{
+    return nd->gathered ? &nd->dense[k] : &nd->pairs[nd->act[k]];
+}
+
+/* Decides whether node nd's active pairs are worth copying into a dense
+ * array for this computation (sparse in a large table) and makes room.
+ * Without memory the passes just use the pairs where they are. */
+static void gather_prepare(node_t *nd)
+{
+    nd->gathered = 0;
+    if (nd->nact == 0 || nd->nact * 4 > nd->ntable)
+        return;
+    if (nd->capdense < nd->nact) {
+        size_t cap = nd->capact > nd->nact ? nd->capact : nd->nact;
+        pair_t *d = realloc(nd->dense, cap * sizeof *d);
+        if (!d)
+            return;
+        nd->dense = d;
+        nd->capdense = cap;
+    }
+    nd->gathered = 1;
+}
+
+/* Writes node nd's gathered pairs back (after an error or a skip). */
+static void scatter_all(node_t *nd)
+{
+    if (!nd->gathered)
+        return;
+    for (size_t k = 0; k < nd->nact; k++)
+        nd->pairs[nd->act[k]] = nd->dense[k];
+    nd->gathered = 0;
+}
+
 int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 {
     ctrl_result_t rs = {0};
@@ -703,8 +747,15 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
+        gather_prepare(nd);
         for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr = &nd->pairs[nd->act[k]];
+            pair_t *pr;
+            if (nd->gathered) {
+                nd->dense[k] = nd->pairs[nd->act[k]];
+                pr = &nd->dense[k];
+            } else {
+                pr = &nd->pairs[nd->act[k]];
+            }
             if (pr->b >= 0)
                 c->b[pr->b].served += pair_served(c, pr);
             if (pr->b < 0 || !pr->has_report) {
@@ -769,7 +820,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (!nd->up)
             continue;
         for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr = &nd->pairs[nd->act[k]];
+            pair_t *pr = act_pair(nd, k);
             pr->new_r = 0;
             pr->new_l = pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
             pr->rk = pr->lk = -1;
@@ -821,6 +872,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     rs.phi = pshift_stats(p)->phi;
     rs.t_pshift += pshift_stats(p)->t_total;
     rs.t_rpass = pshift_stats(p)->t_total;
+    if (c->cfg.solve_hook)
+        c->cfg.solve_hook(p, 0, rs.t_rpass, c->cfg.solve_hook_arg);
     {
         /* Per bucket and per node totals straight from the solution (its
          * entries in order), so that the pass over the pairs below can read
@@ -860,7 +913,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (!nd->up)
             continue;
         for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr = &nd->pairs[nd->act[k]];
+            pair_t *pr = act_pair(nd, k);
             if (pr->b < 0)
                 continue;
             bstate_t *bs = &c->b[pr->b];
@@ -887,6 +940,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             goto out;
         rs.t_pshift += pshift_stats(q)->t_total;
         rs.t_lpass = pshift_stats(q)->t_total;
+        if (c->cfg.solve_hook)
+            c->cfg.solve_hook(q, 1, rs.t_lpass, c->cfg.solve_hook_arg);
         rs.lpass_shifts = pshift_stats(q)->shifts;
         sum_alloc(c, q, 1, NULL);
     }
@@ -907,9 +962,11 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         size_t k = 0;
         while (k < nd->nact) {
             size_t j = nd->act[k];
-            pair_t *pr = &nd->pairs[j];
+            pair_t *pr = act_pair(nd, k);
             pr->rate_used = pr->rate_now;
             if (pr->b < 0) {
+                if (nd->gathered)
+                    nd->pairs[j] = *pr;
                 k++;
                 continue;
             }
@@ -935,6 +992,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 pr->tok_r = r;
                 pr->tok_l = l;
             }
+            if (nd->gathered)
+                nd->pairs[j] = *pr;
             /* Idle and holding nothing that can change: off the list until
              * the node reports the bucket again. */
             if (pr->demand == 0 && pr->queued == 0 && pr->arrivals == 0 &&
@@ -942,11 +1001,14 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 (pr->tok_l == 0 || pr->tok_l == CTRL_UNLIMITED)) {
                 nd->inact[j] = 0;
                 nd->act[k] = nd->act[--nd->nact];
+                if (nd->gathered)
+                    nd->dense[k] = nd->dense[nd->nact];
                 nd->act_sorted = 0;
                 continue;
             }
             k++;
         }
+        nd->gathered = 0;
         /* Once after a (re)registration or a configuration change: every
          * other pair gets R 0 and, for a limited bucket, L 0, so that no
          * bucket is unthrottled on a node that has not reported it. */
@@ -969,6 +1031,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     c->force = 0;
     c->st.computed++;
 out:
+    for (int i = 0; i < c->nn; i++)
+        scatter_all(&c->nodes[i]); /* skipped round or error: state kept */
     pshift_problem_destroy(&p);
     pshift_problem_destroy(&q);
     if (rc < 0)

@@ -31,6 +31,16 @@
 
 #define CTRL_UNLIMITED INT64_MAX /* == PROTO_UNLIMITED */
 
+struct pshift_problem;
+
+/* Called after each pShift solve of ctrl_compute() with the solved problem
+ * (borrowed, valid during the call only; pjson_write_problem() can save it),
+ * which pass it was (0 R, 1 L), the solve's wall time in seconds and the
+ * config's solve_hook_arg.  Runs on the computing thread; for diagnosis
+ * (bqos-ctrl-prof --dump-slow). */
+typedef void (*ctrl_solve_hook_fn)(const struct pshift_problem *p, int lpass, double seconds,
+                                   void *arg);
+
 typedef struct {
     double period_s;         /* QoS period T in seconds, > 0 */
     int intervals;           /* K >= 1 redistribution intervals per period */
@@ -46,6 +56,8 @@ typedef struct {
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
                                 from the clock so that a restarted controller's
                                 generations rarely repeat the old ones */
+    ctrl_solve_hook_fn solve_hook; /* NULL: none */
+    void *solve_hook_arg;
 } ctrl_config_t;
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,

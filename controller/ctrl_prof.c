@@ -11,6 +11,8 @@
 #include "common/proto.h"
 #include "controller/bucketfile.h"
 #include "controller/ctrl.h"
+#include "pshift/pjson.h"
+#include "pshift/pshift.h"
 
 #ifndef BQOS_VERSION
 #define BQOS_VERSION "0.1.0"
@@ -28,8 +30,10 @@ static void usage(FILE *fp)
             "the tokens are computed (pshift: ctrl_compute) and each node's tokens\n"
             "message is encoded (encode).  Sending is not simulated.  Prints the mean\n"
             "CPU milliseconds per round of each phase (CLOCK_PROCESS_CPUTIME_ID, all\n"
-            "threads) and their share of the interval, after --warmup rounds.  Meant\n"
-            "for perf and callgrind: the same options give the same work.\n"
+            "threads) and their share of the interval, after --warmup rounds, the\n"
+            "largest CPU time of one computation and the longest R-pass solve (wall),\n"
+            "and a hash of every token record computed (equal hashes: equal output).\n"
+            "Meant for perf and callgrind: the same options give the same work.\n"
             "\n"
             "Options:\n"
             "  --nodes N       simulated nodes (default 64)\n"
@@ -47,7 +51,38 @@ static void usage(FILE *fp)
             "  --approx-top M  pShift approximation (default 0: exact)\n"
             "  --intervals K   intervals per 1 s period (default 5)\n"
             "  --full-tables   every node's table holds every bucket\n"
+            "  --dump-slow MS:FILE  write the slowest pShift solve (wall) that took at\n"
+            "                  least MS ms to FILE as a `bqos-pshift solve` instance\n"
             "  --help, --version\n");
+}
+
+/* --dump-slow: keeps the slowest solve above a threshold as a JSON
+ * instance for `bqos-pshift solve`. */
+typedef struct {
+    const char *path;
+    double min_s, worst;
+    int dumped;
+} dump_t;
+
+static void solve_hook(const struct pshift_problem *p, int lpass, double seconds, void *arg)
+{
+    dump_t *d = arg;
+    if (seconds < d->min_s || seconds <= d->worst)
+        return;
+    d->worst = seconds;
+    FILE *f = fopen(d->path, "w");
+    if (!f) {
+        perror(d->path);
+        return;
+    }
+    json_t *meta = json_pack("{s:s, s:f}", "pass", lpass ? "L" : "R", "solve_seconds", seconds);
+    if (pjson_write_problem(f, p, NULL, meta, 0) < 0)
+        fprintf(stderr, "bqos-ctrl-prof: cannot write %s\n", d->path);
+    json_decref(meta);
+    fclose(f);
+    d->dumped++;
+    fprintf(stderr, "bqos-ctrl-prof: %s solve took %.1f ms: written to %s\n", lpass ? "L" : "R",
+            seconds * 1e3, d->path);
 }
 
 static double cpu_now(void)
@@ -72,6 +107,7 @@ int main(int argc, char **argv)
     unsigned seed0 = 1;
     double capacity = 20000, reserved = 0.9, noise = 0.2, skip = 0;
     size_t approx = 0;
+    dump_t dump = {0};
     static const struct option lo[] = {
         {"nodes", required_argument, NULL, 'n'},    {"buckets", required_argument, NULL, 'b'},
         {"active", required_argument, NULL, 'A'},   {"rounds", required_argument, NULL, 'r'},
@@ -80,6 +116,7 @@ int main(int argc, char **argv)
         {"noise", required_argument, NULL, 'N'},    {"skip", required_argument, NULL, 'k'},
         {"threads", required_argument, NULL, 't'},  {"approx-top", required_argument, NULL, 'a'},
         {"intervals", required_argument, NULL, 'K'}, {"full-tables", no_argument, NULL, 'F'},
+        {"dump-slow", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {0}};
     int ch;
@@ -99,6 +136,16 @@ int main(int argc, char **argv)
         case 'a': approx = (size_t)atol(optarg); break;
         case 'K': intervals = atoi(optarg); break;
         case 'F': full = 1; break;
+        case 'D': {
+            char *colon = strchr(optarg, ':');
+            if (!colon || colon[1] == 0) {
+                fprintf(stderr, "bqos-ctrl-prof: --dump-slow wants MS:FILE\n");
+                return 2;
+            }
+            dump.min_s = atof(optarg) / 1e3;
+            dump.path = colon + 1;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': printf("bqos-ctrl-prof %s\n", BQOS_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -170,6 +217,10 @@ int main(int argc, char **argv)
     cc.skip_rel = skip;
     cc.approx_top = approx;
     cc.default_capacity = capacity;
+    if (dump.path) {
+        cc.solve_hook = solve_hook;
+        cc.solve_hook_arg = &dump;
+    }
     ctrl_t *c = ctrl_new(&cc);
     if (!c || ctrl_set_buckets(c, bf) < 0)
         return 1;
@@ -190,6 +241,7 @@ int main(int argc, char **argv)
     proto_msg_t rep, in, tok;
     proto_msg_init(&rep);
     proto_msg_init(&in);
+    double max_comp = 0, max_rpass = 0;
     double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0;
     uint64_t recs_out = 0, computed = 0, sum_h = UINT64_C(14695981039346656037);
     double isec = 1.0 / intervals;
@@ -302,6 +354,10 @@ int main(int argc, char **argv)
             ctrl_node_seen(c, nid[i], gen); /* the node acknowledges the table */
         }
         if (meas) {
+            if (t1 - t0 > max_comp)
+                max_comp = t1 - t0;
+            if (res.t_rpass > max_rpass)
+                max_rpass = res.t_rpass;
             t_comp += t1 - t0;
             t_rpass += res.t_rpass;
             t_lpass += res.t_lpass;
@@ -314,10 +370,11 @@ int main(int argc, char **argv)
            " \"tokens_hash\": \"%016llx\",\n"
            " \"cpu_ms_per_round\": {\"decode\": %.3f, \"pshift\": %.3f, \"rpass_wall\": %.3f, "
            "\"lpass_wall\": %.3f, \"encode\": %.3f, \"sum\": %.3f},\n"
+           " \"max_pshift_cpu_ms\": %.3f, \"max_rpass_wall_ms\": %.3f,\n"
            " \"interval_ms\": %.1f, \"share_of_interval\": %.4f}\n",
            nodes, buckets, active, full, noise, rounds, (unsigned long long)computed,
            (double)recs_out / rounds, (unsigned long long)sum_h, t_dec * 1e3 / rounds, t_comp * 1e3 / rounds,
-           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, sum, iv_ms,
+           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, sum, max_comp * 1e3, max_rpass * 1e3, iv_ms,
            sum / iv_ms);
     ctrl_destroy(&c);
     proto_msg_clear(&rep);

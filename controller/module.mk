@@ -14,7 +14,7 @@ BENCHES += controller/bench-controller.sh
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/ctrl_prof.c
-bqos-ctrl-prof_LIBS = controller pshift proto common
+bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
 TESTS += test_bucketfile test_estimate test_admission test_ctrl
 test_bucketfile_SRCS = tests/test_bucketfile.c
