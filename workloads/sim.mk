@@ -11,3 +11,4 @@ test_sim_SRCS = tests/test_sim.c
 test_sim_LIBS = sim workloads controller pshift node proto common
 
 ITESTS += tests/it_sim.sh
+BENCHES += workloads/bench-sim.sh
