@@ -5,11 +5,13 @@ PROGS += bqos-nbd-node
 bqos-nbd-node_SRCS = storage-node/nbdmain.c storage-node/nbdnode.c
 bqos-nbd-node_LIBS = ctlclient proto node common
 
-TESTS += test_nbd test_blockdev
+TESTS += test_nbd test_blockdev test_nbdfront
 test_nbd_SRCS = tests/test_nbd.c
 test_nbd_LIBS = node common
 test_blockdev_SRCS = tests/test_blockdev.c
 test_blockdev_LIBS = node common
+test_nbdfront_SRCS = tests/test_nbdfront.c
+test_nbdfront_LIBS = node common
 
 ITESTS += tests/it_nbd.sh
 BENCHES += storage-node/bench-nbd.sh
