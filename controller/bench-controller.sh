@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-controller.sh - the controller's time per interval (receive, decode, pshift, encode, send) with simulated nodes, at 8 x 200 and 64 x 10,000 (docs/performance.md, "Controller").
-# Usage: controller/bench-controller.sh [SECONDS]   (BIN defaults to bin)
+# Usage: controller/bench-controller.sh [SECONDS]   (BIN defaults to bin; ROWS=prof: only the in-process rows)
 set -u
 HERE=$(cd "$(dirname "$0")/../examples" && pwd)
 . "$HERE/lib.sh"
@@ -41,6 +41,7 @@ print("| %5s x %6s | %d | %4s | %s | %s | %6.2f | %6.2f | %7.2f | %6.2f | %6.2f 
 PY
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, ${SECS}s per row"
+if [ "${ROWS:-}" != prof ]; then
 echo "| nodes x buckets | active | noise | skip | thr | receive | decode | pshift | encode | send | sum w/o receive | of interval | CPU/round | of interval | computed/rounds |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 run 8 200 3 0 1
@@ -51,3 +52,24 @@ run 64 10000 8 0.1 1
 run 8 200 3 0.1 1 0.02
 run 64 10000 8 0.1 1 0.02
 run 64 10000 8 0 1 0.2 "--approx-top 500"
+fi
+
+# The same per-round work in one process (no sockets): CPU ms per round by
+# phase, stable under load (bqos-ctrl-prof; callgrind-able).
+# prof NODES BUCKETS ACTIVE [EXTRA OPTION...]
+prof() {
+  n=$1 b=$2 a=$3; shift 3
+  "$BIN/bqos-ctrl-prof" --nodes "$n" --buckets "$b" --active "$a" --rounds 50 "$@" | python3 -c '
+import json, sys
+d = json.load(sys.stdin); m = d["cpu_ms_per_round"]
+print("| %5d x %6d | %d | %s | %6.3f | %7.3f | %6.3f | %7.3f | %5.2f%% | %7.3f |" % (d["nodes"], d["buckets"],
+      d["active"], "yes" if d["full_tables"] else "no", m["decode"], m["pshift"], m["encode"], m["sum"],
+      100 * d["share_of_interval"], d["max_pshift_cpu_ms"]))'
+}
+echo
+echo "In-process (bqos-ctrl-prof, 50 rounds, noise 0.2, CPU ms per round):"
+echo "| nodes x buckets | active | full tables | decode | pshift | encode | sum | of interval | max pshift |"
+echo "|---|---|---|---|---|---|---|---|---|"
+prof 8 200 3
+prof 64 10000 8
+prof 64 10000 8 --full-tables
