@@ -278,6 +278,8 @@ experiment() {
           END { if (p) printf "%.3f%% of the period (%.3f ms per round)", s * k / p * 100, s }' \
           "$out/$name/controller-status.json")
         [ -n "$share" ] && echo "control time $label: $share" | tee "$out/$name/control.txt"
+        pushes=$(sed -n 's/.*"push_tokens": *\([0-9]*\).*/\1/p' "$out/$name/controller-status.json" | head -1)
+        [ "${pushes:-0}" -gt 0 ] || echo "warning: the controller pushed no tokens in the $label run" >&2
       fi
       stop_nodes; stop_controller
       cur=none
