@@ -73,7 +73,7 @@ else
 fi
 
 if fio --name=verify --ioengine=nbd --uri="nbd://127.0.0.1:$P1/blue" --rw=randrw --bs=4k \
-     --size=16m --iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+     --size=16m --iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
      --output="$tmp/fio-verify.txt" >/dev/null 2>&1 &&
    grep -q 'err= 0' "$tmp/fio-verify.txt"; then
   ok "fio nbd randrw --verify=crc32c"
@@ -135,7 +135,7 @@ fi
 start_node "$tmp/node3.log" "$NODE" --backend "file:$tmp/dstore/" --export-size 64m --buckets d1 --direct
 N3=$PID; P3=$PORT
 if fio --name=dverify --ioengine=nbd --uri="nbd://127.0.0.1:$P3/d1" --rw=randrw --bs=4k \
-     --size=16m --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+     --size=16m --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
      --output="$tmp/fio-dverify.txt" >/dev/null 2>&1 &&
    grep -q 'err= 0' "$tmp/fio-dverify.txt" &&
    python3 "$HERE/nbd_faults.py" "$P3" d1 bounds midwrite durable >/dev/null &&
