@@ -34,6 +34,8 @@ struct ctlclient {
     uint64_t *prev;      /* per bucket: arrivals_period at the last report */
     uint64_t *carry;     /* per bucket: arrivals of the past interval that
                             a period start moved out of the counters */
+    uint64_t *served_rep;/* per bucket: IOs served this period when the last
+                            report was taken (see apply_tokens()) */
     size_t arr_cap;
 
     /* the controller's table: its index -> our scheduler index (or -1) */
@@ -138,8 +140,13 @@ static int arrays_fit(ctlclient_t *c, size_t n)
     if (!q)
         return -ENOMEM;
     c->carry = q;
+    uint64_t *s = realloc(c->served_rep, want * sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    c->served_rep = s;
     memset(c->prev + c->arr_cap, 0, (want - c->arr_cap) * sizeof *p);
     memset(c->carry + c->arr_cap, 0, (want - c->arr_cap) * sizeof *q);
+    memset(c->served_rep + c->arr_cap, 0, (want - c->arr_cap) * sizeof *s);
     c->arr_cap = want;
     return 0;
 }
@@ -155,6 +162,7 @@ static void period_start(ctlclient_t *c)
             if (sched_bucket_stats(c->s, b, &bs) == 0 && bs.arrivals >= c->prev[b])
                 c->carry[b] += bs.arrivals - c->prev[b];
             c->prev[b] = 0;
+            c->served_rep[b] = 0; /* the served counters restart */
         }
     }
     if (c->ops.period_start)
@@ -331,6 +339,7 @@ int ctlclient_report_now(ctlclient_t *c, double now)
         uint64_t ai = c->carry[b] + (bs.arrivals >= c->prev[b] ? bs.arrivals - c->prev[b] : 0);
         c->prev[b] = bs.arrivals;
         c->carry[b] = 0;
+        c->served_rep[b] = bs.served_r + bs.served_l + bs.served_o;
         /* Idle buckets are omitted: the controller reads them as zeros. */
         if (!bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l && !bs.served_o)
             continue;
@@ -405,6 +414,24 @@ static int take_ctl_table(ctlclient_t *c, const proto_msg_t *m)
     return 0;
 }
 
+/* The controller's counts are for the rest of the period as of our last
+ * report; the IOs this node served since then (on the old tokens) already
+ * used part of them.  Charging them here keeps a limit hard across the
+ * round trip: they come off the R-tokens first, then off the L-tokens. */
+static void net_of_served(ctlclient_t *c, int b, int64_t *r, int64_t *l)
+{
+    sched_bucket_stats_t bs;
+    if ((size_t)b >= c->arr_cap || sched_bucket_stats(c->s, b, &bs))
+        return;
+    uint64_t now = bs.served_r + bs.served_l + bs.served_o;
+    uint64_t since = now > c->served_rep[b] ? now - c->served_rep[b] : 0;
+    uint64_t from_r = since < (uint64_t)*r ? since : (uint64_t)*r;
+    *r -= (int64_t)from_r;
+    since -= from_r;
+    if (*l != SCHED_UNLIMITED)
+        *l = since < (uint64_t)*l ? *l - (int64_t)since : 0;
+}
+
 static void apply_tokens(ctlclient_t *c, const proto_msg_t *m)
 {
     for (size_t i = 0; i < m->count; i++)
@@ -418,7 +445,9 @@ static void apply_tokens(ctlclient_t *c, const proto_msg_t *m)
         int b = c->ctl_map[m->tokens[i].bucket];
         if (b < 0)
             continue;
-        if (op_set_tokens(c, b, m->tokens[i].r_tokens, m->tokens[i].l_tokens) == 0)
+        int64_t r = m->tokens[i].r_tokens, l = m->tokens[i].l_tokens;
+        net_of_served(c, b, &r, &l);
+        if (op_set_tokens(c, b, r, l) == 0)
             c->st.tokens_applied++;
     }
     if (c->ops.applied)
@@ -586,7 +615,9 @@ static void on_ev_read(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     ctlclient_t *c = arg;
-    ctlclient_on_readable(c, ctlclient_now());
+    /* A message may change the schedule (a welcome brings the period's
+     * timing), so recompute the next deadline rather than keep the old. */
+    arm_timer(c, ctlclient_tick(c, ctlclient_now()));
 }
 
 static void on_ev_timer(evutil_socket_t fd, short what, void *arg)
@@ -707,6 +738,7 @@ void ctlclient_destroy(ctlclient_t **cp)
     free(c->namev);
     free(c->prev);
     free(c->carry);
+    free(c->served_rep);
     free(c->ctl_map);
     free(c->endpoint);
     free(c);

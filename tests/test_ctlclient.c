@@ -586,6 +586,65 @@ START_TEST(test_ctlclient_heartbeat)
 }
 END_TEST
 
+/* The controller's counts hold as of the node's report: IOs served on the
+ * old tokens since then come off them, R first, then L (hard limits). */
+START_TEST(test_ctlclient_tokens_net_of_served)
+{
+    fake_t f;
+    fake_start(&f);
+    g_period_ms = 60000; /* two 30 s intervals: one report in this test */
+    g_intervals = 2;
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_add_bucket(s, "red", 1), 0);
+    ctlclient_t *c = client(&f, s);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    timing(&w, 5, 30500); /* the next interval starts in 0.5 s */
+    w.table = 1;
+    w.peer_table = f.m.table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names;
+    fake_send(&f, &w);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+    static sched_item_t items[8];
+    for (int i = 0; i < 8; i++)
+        sched_enqueue(s, 0, &items[i]);
+    ck_assert(wait_for(&f, c, PROTO_REPORT, 10.0)); /* nothing served yet */
+    send_tokens(&f, 5, 10, 20, 0, 0);
+    ck_assert(run_until(c, applied_at_least, 2, 10.0));
+    sched_bucket_stats_t bs;
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 10);
+    ck_assert_int_eq(bs.l_tokens, 20);
+
+    /* three IOs on those tokens before the controller's next counts */
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_nonnull(sched_dispatch(s, NULL));
+    send_tokens(&f, 5, 10, 20, 0, 0);
+    ck_assert(run_until(c, applied_at_least, 4, 10.0));
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 7);
+    ck_assert_int_eq(bs.l_tokens, 20);
+    send_tokens(&f, 5, 2, 20, 0, 0);
+    ck_assert(run_until(c, applied_at_least, 6, 10.0));
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 0);
+    ck_assert_int_eq(bs.l_tokens, 19);
+    send_tokens(&f, 5, 1, 1, 0, 0);
+    ck_assert(run_until(c, applied_at_least, 8, 10.0));
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(bs.r_tokens, 0);
+    ck_assert_int_eq(bs.l_tokens, 0);
+    proto_msg_clear(&w);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("ctlclient");
@@ -597,6 +656,7 @@ int main(void)
     tcase_add_test(tc, test_ctlclient_bad_messages);
     tcase_add_test(tc, test_ctlclient_libevent);
     tcase_add_test(tc, test_ctlclient_heartbeat);
+    tcase_add_test(tc, test_ctlclient_tokens_net_of_served);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
