@@ -28,6 +28,7 @@ estimate_cap_cfg_t estimate_cap_defaults(double profile)
         .floor = 0.25 * profile,
         .saturated = 0.95,
         .min_busy = 0.5,
+        .full_busy = 0.98,
         .window = 8,
     };
 }
@@ -48,6 +49,7 @@ void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg)
         c->cfg.floor = 0;
     c->cfg.saturated = clamp01(c->cfg.saturated);
     c->cfg.min_busy = clamp01(c->cfg.min_busy);
+    c->cfg.full_busy = clamp01(c->cfg.full_busy);
     if (c->cfg.window < 1)
         c->cfg.window = 1;
     if (c->cfg.window > ESTIMATE_WINDOW_MAX)
@@ -61,7 +63,8 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     if (!(interval_s > 0))
         return c->estimate;
     double u = (double)completions;
-    if (u >= c->cfg.saturated * c->estimate * interval_s && u > 0) {
+    int full = busy_s > 0 && busy_s >= c->cfg.full_busy * interval_s;
+    if (!full && u >= c->cfg.saturated * c->estimate * interval_s && u > 0) {
         /* Haechi adds one step; a server that did much more than that has
          * shown its rate directly. */
         c->estimate += c->cfg.step;

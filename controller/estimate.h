@@ -9,12 +9,16 @@
  * clients would starve.
  *
  * Capacity: Haechi's Adaptive Capacity Estimation (Algorithm 1) applied per
- * redistribution interval.  Start from the profiled IOPS; when a server
- * completed as many IOs as its estimate allowed, it may be able to do more:
- * add a step (or jump to the rate it reached, if higher); otherwise, if it was busy for a good part of the interval, its
- * rate while busy is a capacity sample: samples above a floor (a sample
- * below is a light-load artefact) enter a window of the last M samples and
- * the estimate becomes their mean. */
+ * redistribution interval.  Start from the profiled IOPS.  A server busy for
+ * (nearly) the whole interval has shown its capacity: its rate while busy is
+ * a sample.  Otherwise, when it completed as many IOs as its estimate
+ * allowed, it may be able to do more: add a step (or jump to the rate it
+ * reached, if higher); otherwise, if it was busy for a good part of the
+ * interval, its rate while busy is a sample.  Samples above a floor (a
+ * sample below is a light-load artefact) enter a window of the last M
+ * samples and the estimate becomes their mean.  (Stepping a server that is
+ * busy all the time would push the estimate past its real rate, where pShift
+ * places tokens the server cannot serve.) */
 #ifndef BQOS_ESTIMATE_H
 #define BQOS_ESTIMATE_H
 
@@ -45,13 +49,15 @@ typedef struct {
     double saturated;  /* completions >= saturated * estimate * interval
                           counts as "at its estimate" (e.g. 0.95) */
     double min_busy;   /* a sample needs busy >= min_busy * interval (0..1) */
+    double full_busy;  /* busy >= full_busy * interval: a sample, never a
+                          step (0..1) */
     int window;        /* samples averaged, 1..ESTIMATE_WINDOW_MAX */
 } estimate_cap_cfg_t;
 
 #define ESTIMATE_WINDOW_MAX 32
 
 /* Returns settings derived from a profile: step 5%, floor 25% of the
- * profile, saturated 0.95, min_busy 0.5, window 8. */
+ * profile, saturated 0.95, min_busy 0.5, full_busy 0.98, window 8. */
 estimate_cap_cfg_t estimate_cap_defaults(double profile);
 
 /* One server's capacity estimator: a plain value (no allocation). */

@@ -37,9 +37,10 @@ START_TEST(test_estimate_capacity_profile_and_step)
     estimate_cap_t c;
     estimate_cap_init(&c, &cfg);
     ck_assert_double_eq(c.estimate, 10000);
-    /* 0.2 s interval, served exactly its estimate: saturated, step up 5%. */
-    ck_assert_double_eq(estimate_cap_update(&c, 2000, 0.2, 0.2), 10500);
-    ck_assert_double_eq(estimate_cap_update(&c, 2100, 0.2, 0.2), 11000);
+    /* 0.2 s interval, served exactly its estimate with a little idle time:
+     * saturated, step up 5%. */
+    ck_assert_double_eq(estimate_cap_update(&c, 2000, 0.19, 0.2), 10500);
+    ck_assert_double_eq(estimate_cap_update(&c, 2100, 0.19, 0.2), 11000);
     ck_assert_uint_eq(c.steps, 2);
     /* Idle interval: ignored (not busy enough). */
     ck_assert_double_eq(estimate_cap_update(&c, 10, 0.01, 0.2), 11000);
@@ -55,6 +56,22 @@ START_TEST(test_estimate_capacity_profile_and_step)
 }
 END_TEST
 
+/* A server busy the whole time at its real rate must not be stepped past
+ * it (it would oscillate above its capacity): its busy rate is a sample. */
+START_TEST(test_estimate_capacity_full_busy_no_overshoot)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(20000);
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    for (int i = 0; i < 50; i++)
+        ck_assert_double_eq(estimate_cap_update(&c, 20000, 1.0, 1.0), 20000);
+    ck_assert_uint_eq(c.steps, 0);
+    ck_assert_uint_eq(c.samples, 50);
+    /* The same server with idle time left after its estimate: step. */
+    ck_assert_double_eq(estimate_cap_update(&c, 20000, 0.9, 1.0), 21000);
+}
+END_TEST
+
 START_TEST(test_estimate_capacity_window)
 {
     estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
@@ -66,9 +83,10 @@ START_TEST(test_estimate_capacity_window)
     ck_assert_double_eq(estimate_cap_update(&c, 400, 1, 1), 450); /* 600 dropped */
     /* Busy half the time at 400/s: sample 400. */
     ck_assert_double_eq(estimate_cap_update(&c, 200, 0.5, 1), 400);
-    /* Did far more than the estimate: jump to what it demonstrably did. */
-    ck_assert_double_eq(estimate_cap_update(&c, 900, 1, 1), 900);
-    ck_assert_double_eq(estimate_cap_update(&c, 900, 1, 1), 950);
+    /* Did far more than the estimate with time to spare: jump to what it
+     * demonstrably did. */
+    ck_assert_double_eq(estimate_cap_update(&c, 900, 0.9, 1), 900);
+    ck_assert_double_eq(estimate_cap_update(&c, 900, 0.9, 1), 950);
     cfg.window = 1000;
     cfg.profile = -5;
     estimate_cap_init(&c, &cfg);
@@ -95,6 +113,7 @@ int main(void)
     tcase_add_test(tc, test_estimate_demand_throttled_keeps_rate);
     tcase_add_test(tc, test_estimate_capacity_profile_and_step);
     tcase_add_test(tc, test_estimate_capacity_window);
+    tcase_add_test(tc, test_estimate_capacity_full_busy_no_overshoot);
     tcase_add_test(tc, test_estimate_changed_threshold);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
