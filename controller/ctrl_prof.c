@@ -207,8 +207,10 @@ int main(int argc, char **argv)
         }
     for (int i = 0; i < nodes; i++) {
         pn[i].ntable = full ? (size_t)buckets : pn[i].n;
-        if (full)
+        if (full) {
+            free(pn[i].tnames);
             pn[i].tnames = (const char **)bname;
+        }
     }
 
     ctrl_config_t cc = ctrl_config_default();

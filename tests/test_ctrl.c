@@ -610,6 +610,125 @@ START_TEST(test_ctrl_unreported_buckets_full_push_once)
 }
 END_TEST
 
+/* Differential: the same reports through a controller whose nodes hold
+ * every configured bucket (active pairs sparse in the table, so the
+ * computation copies them into a dense array) and one whose nodes hold
+ * only their active buckets (no copy) give the same tokens and the same
+ * per-bucket view, round after round, with pairs going idle and coming
+ * back, throttled pairs, skipped rounds and a node leaving and returning. */
+#define SP_NB 40
+#define SP_NN 3
+#define SP_ACT 12 /* buckets 0..11 can be active */
+
+static int sp_active(int node, int b)
+{
+    return b < SP_ACT && (b + node) % 4 != 0;
+}
+
+START_TEST(test_ctrl_sparse_tables_same_tokens)
+{
+    char *json = malloc(SP_NB * 96 + 32);
+    size_t len = (size_t)sprintf(json, "{\"buckets\":[");
+    for (int b = 0; b < SP_NB; b++) {
+        int res = 200 + 37 * b;
+        len += (size_t)sprintf(json + len, "%s{\"name\":\"k%02d\",\"reservation\":%d", b ? "," : "",
+                               b, res);
+        if (b % 3 == 0) /* limited, a little above the reservation */
+            len += (size_t)sprintf(json + len, ",\"limit\":%d", res + 150);
+        len += (size_t)sprintf(json + len, "}");
+    }
+    sprintf(json + len, "]}");
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0.1;
+    ctrl_t *c[2];
+    for (int v = 0; v < 2; v++) {
+        c[v] = ctrl_new(&cfg);
+        bucketfile_t *bf = load(json);
+        ck_assert_int_eq(ctrl_set_buckets(c[v], bf), 0);
+        bucketfile_destroy(&bf);
+        const char *const *names;
+        ctrl_table(c[v], &names, NULL);
+        for (int i = 0; i < SP_NN; i++) {
+            const char *tn[SP_NB];
+            size_t n = 0;
+            for (int b = 0; b < SP_NB; b++)
+                if (v == 0 || sp_active(i, b))
+                    tn[n++] = names[b];
+            char name[16];
+            snprintf(name, sizeof name, "n%d", i);
+            ck_assert_int_eq(ctrl_node_hello(c[v], name, 3000, 1, tn, n), i);
+        }
+    }
+    free(json);
+    int skipped = 0;
+    for (int t = 0; t < 20; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        int tv = t >= 12 && t < 15 ? 12 : t; /* steady demand: skipped rounds */
+        for (int v = 0; v < 2; v++) {
+            const char *const *names;
+            uint32_t gen = ctrl_table(c[v], &names, NULL);
+            ck_assert_int_eq(ctrl_round_begin(c[v], period, k, 0), 0);
+            for (int i = 0; i < SP_NN; i++) {
+                if (i == 2 && t >= 7 && t < 10) /* silent: marked down, then back */
+                    continue;
+                proto_report_rec_t recs[SP_NB];
+                size_t n = 0;
+                /* Indices recomputed for this controller's tables. */
+                int idx = 0;
+                for (int b = 0; b < SP_NB; b++) {
+                    int in_table = v == 0 || sp_active(i, b);
+                    if (!in_table)
+                        continue;
+                    int j = idx++;
+                    if (!sp_active(i, b))
+                        continue;
+                    int idle = (b + (int)period) % 5 == 0;
+                    recs[n++] = (proto_report_rec_t){
+                        .bucket = (uint32_t)j,
+                        .queued = idle ? 0 : (uint64_t)((b * 7 + tv * 3 + i) % 9),
+                        .arrivals_interval =
+                            idle ? 0 : 20 + (uint64_t)((b * 13 + tv * 11 + i * 5) % 60),
+                        .served_r = idle ? 0 : (uint64_t)(k * 30 + (uint32_t)b),
+                        .r_left = (tv + b) % 3 ? 10 : 0,
+                        .l_left = (tv + b) % 2 ? 0 : 5,
+                    };
+                }
+                ck_assert_int_eq(ctrl_node_report(c[v], i, period, k, 1, gen, 500 * (k + 1),
+                                                  0.15 * (k + 1), recs, n),
+                                 0);
+            }
+            ctrl_result_t res;
+            ck_assert_int_eq(ctrl_compute(c[v], &res), 0);
+            skipped += v == 0 && res.skipped;
+        }
+        for (int b = 0; b < SP_NB; b++) {
+            ctrl_bucket_info_t x, y;
+            ck_assert_int_eq(ctrl_bucket_info(c[0], b, &x), 0);
+            ck_assert_int_eq(ctrl_bucket_info(c[1], b, &y), 0);
+            ck_assert_int_eq(x.demand, y.demand);
+            ck_assert_int_eq(x.r_tokens, y.r_tokens);
+            ck_assert_int_eq(x.l_tokens, y.l_tokens);
+            ck_assert_uint_eq(x.served_r, y.served_r);
+            ck_assert_int_eq(x.servers, y.servers);
+            for (int i = 0; i < SP_NN; i++) {
+                if (!sp_active(i, b))
+                    continue;
+                int64_t r0 = -1, l0 = -1, r1 = -1, l1 = -1;
+                int f0 = find_tok(c[0], i, (uint32_t)b, &r0, &l0);
+                int f1 = find_tok(c[1], i, (uint32_t)b, &r1, &l1);
+                ck_assert_int_eq(f0, f1);
+                ck_assert_int_eq(r0, r1);
+                ck_assert_int_eq(l0, l1);
+            }
+        }
+    }
+    ck_assert_int_gt(skipped, 0);
+    for (int v = 0; v < 2; v++)
+        ctrl_destroy(&c[v]);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -628,6 +747,7 @@ int main(void)
     tcase_add_test(tc, test_ctrl_throttled_bucket_keeps_demand);
     tcase_add_test(tc, test_ctrl_backlog_floor);
     tcase_add_test(tc, test_ctrl_unreported_buckets_full_push_once);
+    tcase_add_test(tc, test_ctrl_sparse_tables_same_tokens);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
