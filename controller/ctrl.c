@@ -634,10 +634,10 @@ static int grow_scratch(ctrl_t *c)
     return 0;
 }
 
-/* Sums a solved problem's allocation per bucket (into *ralloc or *lalloc
- * of the buckets that are in it, as `which` says) and, if `load` is
- * non-NULL, per node (indexed through c->srv_node).  Walks the problem's
- * entries in its own order, sequentially. */
+/* Sums a solved problem's allocation per bucket (into ralloc of the
+ * buckets in the R problem, or lalloc of those in the L problem if
+ * `lpass`) and, if `load` is non-NULL, per problem server.  Walks the
+ * problem's entries in its own order, sequentially. */
 static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass, int64_t *load)
 {
     for (size_t b = 0; b < c->nb; b++) {
