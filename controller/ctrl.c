@@ -549,8 +549,10 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         const proto_report_rec_t *r = &recs[i];
         if (r->bucket >= nd->ntable)
             return -EINVAL;
-        if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable)
+        if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable) {
             pair_prefetch(nd, recs[i + PAIR_AHEAD].bucket, 1);
+            __builtin_prefetch(&nd->served[recs[i + PAIR_AHEAD].bucket], 1);
+        }
         pair_t *p = &nd->pairs[r->bucket];
         if (p->b < 0) {
             c->st.unknown_records++;
