@@ -284,11 +284,20 @@ static int64_t initial_bucket(pshift_problem_t *p, int b, remainder_t *scratch)
     }
     int64_t given = 0;
     size_t nrem = 0;
+    /* A * d needs 128 bits only when either is 2^32 or more (A <= D). */
+    int wide = (uint64_t)D > UINT32_MAX;
     for (size_t e = lo; e < hi; e++) {
-        unsigned __int128 q = (unsigned __int128)A * (uint64_t)p->ent[e].d;
-        p->alloc[e] = (int64_t)(q / (uint64_t)D);
+        uint64_t d = (uint64_t)p->ent[e].d, r;
+        if (wide) {
+            unsigned __int128 q = (unsigned __int128)A * d;
+            p->alloc[e] = (int64_t)(q / (uint64_t)D);
+            r = (uint64_t)(q % (uint64_t)D);
+        } else {
+            uint64_t q = (uint64_t)A * d;
+            p->alloc[e] = (int64_t)(q / (uint64_t)D);
+            r = q % (uint64_t)D;
+        }
         given += p->alloc[e];
-        uint64_t r = (uint64_t)(q % (uint64_t)D);
         if (r)
             scratch[nrem++] = (remainder_t){r, e};
     }
