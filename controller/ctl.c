@@ -40,7 +40,7 @@ static const struct opt {
      "Give up after MS milliseconds without a connection or an\nanswer (default 2000)."},
     {"reservation", OPT_RES, "N", "set: reserved IOs per second (integer >= 0)."},
     {"limit", OPT_LIMIT, "N|none",
-     "set: at most N IOs per second (>= reservation); none: no\nlimit.  Omitted: no limit."},
+     "set: at most N IOs per second (>= reservation); none: no\nlimit.  Omitted: unchanged (a new bucket has none)."},
     {"weight", OPT_WEIGHT, "N",
      "set: weight for weighted round robin (integer >= 1;\nomitted: 1 for a new bucket, unchanged otherwise)."},
     {"help", OPT_HELP, NULL, "Print this help and exit."},

@@ -874,13 +874,16 @@ static json_t *cmd_set(app_t *a, json_t *req)
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
     memcpy(b.name, name, nl + 1);
     int old = bucketfile_find(a->bf, name);
-    if (old >= 0)
+    if (old >= 0) { /* a change: what the request leaves out stays as it was */
         b.weight = bucketfile_get(a->bf, (size_t)old)->weight;
+        b.limit = bucketfile_get(a->bf, (size_t)old)->limit;
+    }
     if (get_rate(req, "reservation", BUCKETFILE_MAX_RATE, &b.reservation, msg, sizeof msg) < 0)
         return reply_error("invalid", msg);
     json_t *jl = json_object_get(req, "limit");
-    if (jl && !json_is_null(jl) &&
-        get_rate(req, "limit", BUCKETFILE_MAX_RATE, &b.limit, msg, sizeof msg) < 0)
+    if (jl && json_is_null(jl))
+        b.limit = BUCKETFILE_NO_LIMIT; /* explicitly none */
+    else if (jl && get_rate(req, "limit", BUCKETFILE_MAX_RATE, &b.limit, msg, sizeof msg) < 0)
         return reply_error("invalid", msg);
     if (json_object_get(req, "weight")) {
         int64_t w;

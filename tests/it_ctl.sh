@@ -34,6 +34,12 @@ ctl set green --reservation 60 --limit 90 >"$T/out" 2>&1
 check "set changes green" 'grep -q "bucket green changed" "$T/out"'
 ctl --json buckets >"$T/out"
 check "--json buckets shows the change" 'tr -d " \n" <"$T/out" | grep -q "\"name\":\"green\",\"reservation\":60,\"limit\":90,\"weight\":2"'
+ctl set green --reservation 70 >"$T/out" 2>&1
+ctl --json buckets >"$T/out"
+check "set without --limit keeps the limit" 'tr -d " \n" <"$T/out" | grep -q "\"name\":\"green\",\"reservation\":70,\"limit\":90,"'
+ctl set green --reservation 70 --limit none >"$T/out" 2>&1
+ctl --json buckets >"$T/out"
+check "--limit none removes it" 'tr -d " \n" <"$T/out" | grep -q "\"name\":\"green\",\"reservation\":70,\"limit\":null"'
 
 ctl remove ghost >"$T/out" 2>"$T/err"; rc=$?
 check "remove of an unknown bucket is refused with exit 1 (rc $rc)" '[ $rc -eq 1 ] && grep -q "not_found" "$T/err"'
