@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "storage-node/backend.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/nbdnode.h"
+#include "storage-node/nodeconf.h"
 #include "storage-node/front.h"
 
 #ifndef BQOS_VERSION
@@ -143,134 +143,15 @@ static void usage(FILE *out)
             "    docs/node.md, memcached(1), memccapable(1)\n");
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
+/* nodeconf callbacks: buckets and tokens go through the front. */
+static int add_bucket(void *f, const char *name, uint32_t weight)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -EINVAL;
-    *out = v;
-    return 0;
+    return front_add_bucket(f, name, weight);
 }
 
-static int parse_size(const char *s, size_t *out)
+static int set_tokens(void *f, const char *name, int64_t r, int64_t l)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || strchr(s, '-'))
-        return -EINVAL;
-    if (*end == 'k' || *end == 'K') {
-        v *= 1024;
-        end++;
-    } else if (*end == 'm' || *end == 'M') {
-        v *= 1024 * 1024;
-        end++;
-    }
-    if (*end || v == 0 || v > (1ull << 30))
-        return -EINVAL;
-    *out = (size_t)v;
-    return 0;
-}
-
-/* Adds the buckets of a controller bucket file.  Returns 0 or -errno. */
-static int load_config(front_t *f, const char *path)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    int rc = 0;
-    if (!root) {
-        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return -EINVAL;
-    }
-    json_t *arr = json_object_get(root, "buckets");
-    if (!json_is_array(arr)) {
-        log_error("%s: no \"buckets\" array", path);
-        rc = -EINVAL;
-        goto out;
-    }
-    size_t i;
-    json_t *b;
-    json_array_foreach(arr, i, b) {
-        const char *name = json_string_value(json_object_get(b, "name"));
-        json_t *w = json_object_get(b, "weight");
-        json_int_t weight = w ? json_integer_value(w) : 1;
-        if (!name || (w && !json_is_integer(w)) || weight < 1 || weight > UINT32_MAX) {
-            log_error("%s: bucket #%zu: need a \"name\" string and an integer weight >= 1",
-                      path, i);
-            rc = -EINVAL;
-            goto out;
-        }
-        int r = front_add_bucket(f, name, (uint32_t)weight);
-        if (r < 0) {
-            log_error("%s: bucket '%s': %s", path, name, strerror(-r));
-            rc = r;
-            goto out;
-        }
-    }
-    log_info("%s: %zu buckets", path, json_array_size(arr));
-out:
-    json_decref(root);
-    return rc;
-}
-
-static int tokens_value(json_t *v, int64_t *out)
-{
-    if (!v || json_is_null(v)) {
-        *out = SCHED_UNLIMITED;
-        return 0;
-    }
-    if (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0) {
-        *out = SCHED_UNLIMITED;
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return -EINVAL;
-    *out = json_integer_value(v);
-    return 0;
-}
-
-/* Test hook: applies {"bucket":{"r":R,"l":L},...}.  Returns 0 or -errno. */
-static int load_tokens(front_t *f, const char *path)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    int rc = 0, n = 0;
-    if (!root) {
-        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return -EINVAL;
-    }
-    if (!json_is_object(root)) {
-        log_error("%s: not a JSON object", path);
-        rc = -EINVAL;
-        goto out;
-    }
-    const char *name;
-    json_t *v;
-    json_object_foreach(root, name, v) {
-        int64_t r = 0, l;
-        json_t *jr = json_object_get(v, "r");
-        if (!json_is_object(v) || (jr && (!json_is_integer(jr) || json_integer_value(jr) < 0)) ||
-            tokens_value(json_object_get(v, "l"), &l) < 0) {
-            log_error("%s: bucket '%s': want {\"r\":N,\"l\":N|null}", path, name);
-            rc = -EINVAL;
-            continue;
-        }
-        if (jr)
-            r = json_integer_value(jr);
-        int e = front_set_tokens(f, name, r, l);
-        if (e < 0) {
-            log_error("%s: bucket '%s': %s", path, name, strerror(-e));
-            rc = e;
-            continue;
-        }
-        n++;
-    }
-    log_info("%s: tokens set for %d buckets", path, n);
-out:
-    json_decref(root);
-    return rc;
+    return front_set_tokens(f, name, r, l);
 }
 
 struct sigctx {
@@ -284,32 +165,13 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     struct sigctx *sc = arg;
     if (sig == SIGUSR1) {
         if (sc->tokens_file)
-            load_tokens(sc->f, sc->tokens_file);
+            nodeconf_load_tokens(sc->tokens_file, set_tokens, sc->f);
         else
             log_warn("SIGUSR1 without --tokens-file: ignored");
         return;
     }
     log_info("signal %d: shutting down", (int)sig);
     front_shutdown(sc->f);
-}
-
-static int split_hostport(const char *s, char *host, size_t cap, unsigned *port)
-{
-    const char *colon = strrchr(s, ':');
-    long p;
-    if (!colon || colon == s || (size_t)(colon - s) >= cap ||
-        parse_long(colon + 1, 0, 65535, &p) < 0)
-        return -EINVAL;
-    size_t n = (size_t)(colon - s);
-    if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
-        memcpy(host, s + 1, n - 2);
-        host[n - 2] = '\0';
-    } else {
-        memcpy(host, s, n);
-        host[n] = '\0';
-    }
-    *port = (unsigned)p;
-    return 0;
 }
 
 /* Controller client glue: tokens and policy go through the front so that
@@ -342,6 +204,7 @@ int main(int argc, char **argv)
     bqos_log_level_t level = BQOS_LOG_INFO;
     int workers_set = 0, max_auto = -1;
     long v;
+    uint64_t bytes;
 
     struct option lopts[NOPTS + 1];
     for (size_t i = 0; i < NOPTS; i++)
@@ -364,18 +227,18 @@ int main(int argc, char **argv)
                 goto bad;
             break;
         case OPT_WORKERS:
-            if (parse_long(optarg, 1, 256, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, 256, &v) < 0)
                 goto bad;
             cfg.workers = (int)v;
             workers_set = 1;
             break;
         case OPT_OUTSTANDING:
-            if (parse_long(optarg, 1, 1024, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, 1024, &v) < 0)
                 goto bad;
             cfg.outstanding = (int)v;
             break;
         case OPT_BATCH:
-            if (parse_long(optarg, 1, BACKEND_BATCH_MAX, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, BACKEND_BATCH_MAX, &v) < 0)
                 goto bad;
             cfg.batch = (int)v;
             break;
@@ -396,16 +259,17 @@ int main(int argc, char **argv)
                 goto bad;
             break;
         case OPT_MAX_AUTO:
-            if (parse_long(optarg, 0, 1000000, &v) < 0)
+            if (nodeconf_parse_long(optarg, 0, 1000000, &v) < 0)
                 goto bad;
             max_auto = (int)v;
             break;
         case OPT_MAX_ITEM:
-            if (parse_size(optarg, &cfg.max_item) < 0)
+            if (nodeconf_parse_bytes(optarg, 1ull << 30, &bytes) < 0)
                 goto bad;
+            cfg.max_item = (size_t)bytes;
             break;
         case OPT_MAX_CONNS:
-            if (parse_long(optarg, 1, 1000000, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, 1000000, &v) < 0)
                 goto bad;
             cfg.max_conns = (int)v;
             break;
@@ -437,7 +301,7 @@ int main(int argc, char **argv)
     cfg.max_auto_buckets = max_auto >= 0 ? max_auto : (config ? 0 : 1024);
 
     char lhost[256], bhost[256];
-    if (split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
+    if (nodeconf_split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
         fprintf(stderr, "bqos-node: bad --memcached-listen '%s'\n", listen);
         return 2;
     }
@@ -471,9 +335,9 @@ int main(int argc, char **argv)
         log_error("cannot start on %s (backend %s): %s", listen, backend, strerror(-err));
         goto out;
     }
-    if (config && load_config(f, config) < 0)
+    if (config && nodeconf_load_buckets(config, add_bucket, f) < 0)
         goto out;
-    if (tokens_file && load_tokens(f, tokens_file) < 0)
+    if (tokens_file && nodeconf_load_tokens(tokens_file, set_tokens, f) < 0)
         goto out;
     if (controller) {
         ctlclient_config_t cc;

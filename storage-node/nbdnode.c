@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "common/log.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/nbdfront.h"
+#include "storage-node/nodeconf.h"
 #include "storage-node/sched.h"
 
 #ifndef BQOS_VERSION
@@ -154,150 +154,15 @@ static void usage(FILE *out, const char *prog)
             "    docs/nbd.md, bqos-node(1), nbdinfo(1), nbdcopy(1), fio(1)\n", prog);
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
+/* nodeconf callbacks: buckets and tokens go through the front. */
+static int add_bucket(void *f, const char *name, uint32_t weight)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -EINVAL;
-    *out = v;
-    return 0;
+    return nbdfront_add_bucket(f, name, weight);
 }
 
-static int parse_bytes(const char *s, uint64_t *out)
+static int set_tokens(void *f, const char *name, int64_t r, int64_t l)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || strchr(s, '-'))
-        return -EINVAL;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    }
-    if (*end || v == 0 || v > (1ull << (50 - shift)))
-        return -EINVAL;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-static int split_hostport(const char *s, char *host, size_t cap, unsigned *port)
-{
-    const char *colon = strrchr(s, ':');
-    long p;
-    if (!colon || colon == s || (size_t)(colon - s) >= cap ||
-        parse_long(colon + 1, 0, 65535, &p) < 0)
-        return -EINVAL;
-    size_t n = (size_t)(colon - s);
-    if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
-        memcpy(host, s + 1, n - 2);
-        host[n - 2] = '\0';
-    } else {
-        memcpy(host, s, n);
-        host[n] = '\0';
-    }
-    *port = (unsigned)p;
-    return 0;
-}
-
-/* Adds the buckets of a controller bucket file.  Returns 0 or -errno. */
-static int load_config(nbdfront_t *f, const char *path)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    int rc = 0;
-    if (!root) {
-        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return -EINVAL;
-    }
-    json_t *arr = json_object_get(root, "buckets");
-    if (!json_is_array(arr)) {
-        log_error("%s: no \"buckets\" array", path);
-        rc = -EINVAL;
-        goto out;
-    }
-    size_t i;
-    json_t *b;
-    json_array_foreach(arr, i, b) {
-        const char *name = json_string_value(json_object_get(b, "name"));
-        json_t *w = json_object_get(b, "weight");
-        json_int_t weight = w ? json_integer_value(w) : 1;
-        if (!name || (w && !json_is_integer(w)) || weight < 1 || weight > UINT32_MAX) {
-            log_error("%s: bucket #%zu: need a \"name\" string and an integer weight >= 1",
-                      path, i);
-            rc = -EINVAL;
-            goto out;
-        }
-        int r = nbdfront_add_bucket(f, name, (uint32_t)weight);
-        if (r < 0) {
-            log_error("%s: bucket '%s': %s", path, name, strerror(-r));
-            rc = r;
-            goto out;
-        }
-    }
-    log_info("%s: %zu buckets", path, json_array_size(arr));
-out:
-    json_decref(root);
-    return rc;
-}
-
-static int tokens_value(json_t *v, int64_t *out)
-{
-    if (!v || json_is_null(v) ||
-        (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0)) {
-        *out = SCHED_UNLIMITED;
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return -EINVAL;
-    *out = json_integer_value(v);
-    return 0;
-}
-
-/* Test hook: applies {"bucket":{"r":R,"l":L},...}.  Returns 0 or -errno. */
-static int load_tokens(nbdfront_t *f, const char *path)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    int rc = 0, n = 0;
-    if (!root) {
-        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return -EINVAL;
-    }
-    if (!json_is_object(root)) {
-        log_error("%s: not a JSON object", path);
-        rc = -EINVAL;
-        goto out;
-    }
-    const char *name;
-    json_t *v;
-    json_object_foreach(root, name, v) {
-        int64_t r = 0, l;
-        json_t *jr = json_object_get(v, "r");
-        if (!json_is_object(v) || (jr && (!json_is_integer(jr) || json_integer_value(jr) < 0)) ||
-            tokens_value(json_object_get(v, "l"), &l) < 0) {
-            log_error("%s: bucket '%s': want {\"r\":N,\"l\":N|null}", path, name);
-            rc = -EINVAL;
-            continue;
-        }
-        if (jr)
-            r = json_integer_value(jr);
-        int e = nbdfront_set_tokens(f, name, r, l);
-        if (e < 0) {
-            log_error("%s: bucket '%s': %s", path, name, strerror(-e));
-            rc = e;
-            continue;
-        }
-        n++;
-    }
-    log_debug("%s: tokens set for %d buckets", path, n);
-out:
-    json_decref(root);
-    return rc;
+    return nbdfront_set_tokens(f, name, r, l);
 }
 
 /* Controller client hooks: act through the front so that what new tokens
@@ -347,7 +212,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     if (sig == SIGUSR1) {
         sched_period_start(sc->s);
         if (sc->tokens_file)
-            load_tokens(sc->f, sc->tokens_file);
+            nodeconf_load_tokens(sc->tokens_file, set_tokens, sc->f);
         return;
     }
     log_info("signal %d: shutting down", (int)sig);
@@ -399,7 +264,7 @@ int nbdnode_main(int argc, char **argv, const char *prog)
             backend = optarg + 5;
             break;
         case OPT_EXPORT_SIZE:
-            if (parse_bytes(optarg, &cfg.store.export_size) < 0)
+            if (nodeconf_parse_bytes(optarg, 1ull << 50, &cfg.store.export_size) < 0)
                 goto bad;
             break;
         case OPT_DIRECT: cfg.store.direct = 1; break;
@@ -412,12 +277,12 @@ int nbdnode_main(int argc, char **argv, const char *prog)
                 goto bad;
             break;
         case OPT_OUTSTANDING:
-            if (parse_long(optarg, 1, 1024, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, 1024, &v) < 0)
                 goto bad;
             cfg.outstanding = (int)v;
             break;
         case OPT_WORKERS:
-            if (parse_long(optarg, 1, 1024, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, 1024, &v) < 0)
                 goto bad;
             workers = (int)v;
             break;
@@ -426,12 +291,12 @@ int nbdnode_main(int argc, char **argv, const char *prog)
         case OPT_TOKENS_FILE: tokens_file = optarg; break;
         case OPT_CONTROLLER: controller = optarg; break;
         case OPT_CAPACITY:
-            if (parse_long(optarg, 0, 1000000000, &v) < 0)
+            if (nodeconf_parse_long(optarg, 0, 1000000000, &v) < 0)
                 goto bad;
             capacity = (uint64_t)v;
             break;
         case OPT_IO_TIME:
-            if (parse_long(optarg, 0, 10000000, &v) < 0)
+            if (nodeconf_parse_long(optarg, 0, 10000000, &v) < 0)
                 goto bad;
             cfg.store.io_time_us = (uint32_t)v;
             break;
@@ -441,7 +306,7 @@ int nbdnode_main(int argc, char **argv, const char *prog)
                 goto bad;
             break;
         case OPT_MAX_CONNS:
-            if (parse_long(optarg, 1, 1000000, &v) < 0)
+            if (nodeconf_parse_long(optarg, 1, 1000000, &v) < 0)
                 goto bad;
             cfg.max_conns = (int)v;
             break;
@@ -469,7 +334,7 @@ int nbdnode_main(int argc, char **argv, const char *prog)
         return 2;
     }
     char lhost[256];
-    if (split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
+    if (nodeconf_split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
         fprintf(stderr, "%s: bad --nbd-listen '%s'\n", prog, listen);
         return 2;
     }
@@ -514,9 +379,9 @@ int nbdnode_main(int argc, char **argv, const char *prog)
             goto out;
         }
     }
-    if (config && load_config(f, config) < 0)
+    if (config && nodeconf_load_buckets(config, add_bucket, f) < 0)
         goto out;
-    if (tokens_file && load_tokens(f, tokens_file) < 0)
+    if (tokens_file && nodeconf_load_tokens(tokens_file, set_tokens, f) < 0)
         goto out;
     if (controller) {
         ctlclient_config_t cc;

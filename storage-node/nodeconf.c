@@ -1,0 +1,160 @@
+/* nodeconf.c - command-line values and JSON files that both node kinds read. */
+#include "storage-node/nodeconf.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "storage-node/sched.h"
+
+int nodeconf_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int nodeconf_parse_bytes(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || strchr(s, '-'))
+        return -EINVAL;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    }
+    if (*end || v == 0 || v > (max >> shift))
+        return -EINVAL;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port)
+{
+    const char *colon = strrchr(s, ':');
+    long p;
+    if (!colon || colon == s || (size_t)(colon - s) >= cap ||
+        nodeconf_parse_long(colon + 1, 0, 65535, &p) < 0)
+        return -EINVAL;
+    size_t n = (size_t)(colon - s);
+    if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
+        memcpy(host, s + 1, n - 2);
+        host[n - 2] = '\0';
+    } else {
+        memcpy(host, s, n);
+        host[n] = '\0';
+    }
+    *port = (unsigned)p;
+    return 0;
+}
+
+static json_t *load_json(const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root)
+        log_error("%s:%d:%d: %s", path, je.line, je.column, je.text);
+    return root;
+}
+
+int nodeconf_load_buckets(const char *path,
+                          int (*add)(void *arg, const char *name, uint32_t weight), void *arg)
+{
+    json_t *root = load_json(path);
+    if (!root)
+        return -EINVAL;
+    int rc = 0;
+    json_t *arr = json_object_get(root, "buckets");
+    if (!json_is_array(arr)) {
+        log_error("%s: no \"buckets\" array", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    size_t i;
+    json_t *b;
+    json_array_foreach(arr, i, b) {
+        const char *name = json_string_value(json_object_get(b, "name"));
+        json_t *w = json_object_get(b, "weight");
+        json_int_t weight = w ? json_integer_value(w) : 1;
+        if (!name || (w && !json_is_integer(w)) || weight < 1 || weight > UINT32_MAX) {
+            log_error("%s: buckets[%zu]: need a \"name\" string and an integer weight >= 1",
+                      path, i);
+            rc = -EINVAL;
+            goto out;
+        }
+        if ((rc = add(arg, name, (uint32_t)weight)) < 0) {
+            log_error("%s: bucket '%s': %s", path, name, strerror(-rc));
+            goto out;
+        }
+        rc = 0;
+    }
+    log_info("%s: %zu buckets", path, json_array_size(arr));
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* An L count: a non-negative integer, or null / "unlimited" / absent. */
+static int tokens_value(json_t *v, int64_t *out)
+{
+    if (!v || json_is_null(v) ||
+        (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0)) {
+        *out = SCHED_UNLIMITED;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -EINVAL;
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int nodeconf_load_tokens(const char *path,
+                         int (*set)(void *arg, const char *name, int64_t r, int64_t l),
+                         void *arg)
+{
+    json_t *root = load_json(path);
+    if (!root)
+        return -EINVAL;
+    int rc = 0, n = 0;
+    if (!json_is_object(root)) {
+        log_error("%s: not a JSON object", path);
+        rc = -EINVAL;
+        goto out;
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(root, name, v) {
+        int64_t r = 0, l;
+        json_t *jr = json_object_get(v, "r");
+        if (!json_is_object(v) || (jr && (!json_is_integer(jr) || json_integer_value(jr) < 0)) ||
+            tokens_value(json_object_get(v, "l"), &l) < 0) {
+            log_error("%s: bucket '%s': want {\"r\":N,\"l\":N|null}", path, name);
+            rc = -EINVAL;
+            continue;
+        }
+        if (jr)
+            r = json_integer_value(jr);
+        int e = set(arg, name, r, l);
+        if (e < 0) {
+            log_error("%s: bucket '%s': %s", path, name, strerror(-e));
+            rc = e;
+            continue;
+        }
+        n++;
+    }
+    log_info("%s: tokens set for %d buckets", path, n);
+out:
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* nodeconf.h - command-line values and JSON files that both node kinds (memcached and block) read. */
+#ifndef BQOS_NODECONF_H
+#define BQOS_NODECONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses a decimal integer in [lo, hi].  Returns 0 and sets *out, or
+ * -EINVAL for anything else (trailing garbage, overflow, out of range). */
+int nodeconf_parse_long(const char *s, long lo, long hi, long *out);
+
+/* Parses a byte count with an optional k/m/g/t suffix (powers of 1024),
+ * 1 <= value <= max.  Returns 0 and sets *out, or -EINVAL. */
+int nodeconf_parse_bytes(const char *s, uint64_t max, uint64_t *out);
+
+/* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most
+ * cap - 1 bytes) and port 0..65535.  Returns 0 or -EINVAL. */
+int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port);
+
+/* Reads the buckets of a controller reservation file
+ * ({"buckets":[{"name":..,"weight":..},...]}, other members ignored) and
+ * calls add(arg, name, weight) for each (weight 1 if absent).  Stops at the
+ * first error.  Returns 0; -EINVAL for a bad file (logged with the file's
+ * line and column for syntax errors); or add()'s negative return. */
+int nodeconf_load_buckets(const char *path,
+                          int (*add)(void *arg, const char *name, uint32_t weight), void *arg);
+
+/* Reads a token test-hook file {"bucket":{"r":R,"l":L|null|"unlimited"},...}
+ * and calls set(arg, name, r, l) for each bucket (r 0 if absent; l
+ * SCHED_UNLIMITED for null, "unlimited" or absent).  Bad entries are
+ * logged and skipped.  Returns 0, or -EINVAL / set()'s negative return if
+ * any entry failed. */
+int nodeconf_load_tokens(const char *path,
+                         int (*set)(void *arg, const char *name, int64_t r, int64_t l),
+                         void *arg);
+
+#endif

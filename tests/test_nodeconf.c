@@ -1,0 +1,143 @@
+/* test_nodeconf.c - Check suite for storage-node/nodeconf: option values, bucket and token files. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage-node/nodeconf.h"
+#include "storage-node/sched.h"
+
+static char *write_tmp(const char *text)
+{
+    static char path[64];
+    strcpy(path, "/tmp/test_nodeconf.XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+typedef struct {
+    int n;
+    char names[8][16];
+    int64_t a[8], b[8];
+} seen_t;
+
+static int on_bucket(void *arg, const char *name, uint32_t weight)
+{
+    seen_t *s = arg;
+    if (strcmp(name, "boom") == 0)
+        return -ENOSPC;
+    snprintf(s->names[s->n], sizeof s->names[0], "%s", name);
+    s->a[s->n++] = weight;
+    return 0;
+}
+
+static int on_tokens(void *arg, const char *name, int64_t r, int64_t l)
+{
+    seen_t *s = arg;
+    snprintf(s->names[s->n], sizeof s->names[0], "%s", name);
+    s->a[s->n] = r;
+    s->b[s->n++] = l;
+    return 0;
+}
+
+START_TEST(test_nodeconf_numbers)
+{
+    long v;
+    uint64_t u;
+    ck_assert_int_eq(nodeconf_parse_long("42", 1, 100, &v), 0);
+    ck_assert_int_eq(v, 42);
+    ck_assert_int_eq(nodeconf_parse_long("101", 1, 100, &v), -EINVAL);
+    ck_assert_int_eq(nodeconf_parse_long("4x", 1, 100, &v), -EINVAL);
+    ck_assert_int_eq(nodeconf_parse_long("", 1, 100, &v), -EINVAL);
+    ck_assert_int_eq(nodeconf_parse_bytes("4k", 1ull << 30, &u), 0);
+    ck_assert_uint_eq(u, 4096);
+    ck_assert_int_eq(nodeconf_parse_bytes("1G", 1ull << 30, &u), 0);
+    ck_assert_uint_eq(u, 1ull << 30);
+    ck_assert_int_eq(nodeconf_parse_bytes("2g", 1ull << 30, &u), -EINVAL);
+    ck_assert_int_eq(nodeconf_parse_bytes("0", 1ull << 30, &u), -EINVAL);
+    ck_assert_int_eq(nodeconf_parse_bytes("-1", 1ull << 30, &u), -EINVAL);
+    ck_assert_int_eq(nodeconf_parse_bytes("3q", 1ull << 30, &u), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_nodeconf_hostport)
+{
+    char host[64];
+    unsigned port;
+    ck_assert_int_eq(nodeconf_split_hostport("127.0.0.1:11311", host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_uint_eq(port, 11311);
+    ck_assert_int_eq(nodeconf_split_hostport("[::1]:80", host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "::1");
+    ck_assert_int_eq(nodeconf_split_hostport("nohost", host, sizeof host, &port), -EINVAL);
+    ck_assert_int_eq(nodeconf_split_hostport(":80", host, sizeof host, &port), -EINVAL);
+    ck_assert_int_eq(nodeconf_split_hostport("h:99999", host, sizeof host, &port), -EINVAL);
+    ck_assert_int_eq(nodeconf_split_hostport("a-very-long-host:1", host, 4, &port), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_nodeconf_buckets_file)
+{
+    seen_t s = {0};
+    char *p = write_tmp("{\"buckets\":[{\"name\":\"red\",\"reservation\":5,\"weight\":3},"
+                        "{\"name\":\"blue\"}]}");
+    ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), 0);
+    unlink(p);
+    ck_assert_int_eq(s.n, 2);
+    ck_assert_str_eq(s.names[0], "red");
+    ck_assert_int_eq(s.a[0], 3);
+    ck_assert_int_eq(s.a[1], 1);
+    const char *bad[] = {"{\"buckets\":[{\"name\":\"x\",\"weight\":0}]}", "{\"buckets\":{}}",
+                         "{\"buckets\":[{\"weight\":1}]}", "{\"buckets\":[", "[]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        p = write_tmp(bad[i]);
+        ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -EINVAL);
+        unlink(p);
+    }
+    p = write_tmp("{\"buckets\":[{\"name\":\"boom\"}]}");
+    ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -ENOSPC);
+    unlink(p);
+    ck_assert_int_eq(nodeconf_load_buckets("/nonexistent/x.json", on_bucket, &s), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_nodeconf_tokens_file)
+{
+    seen_t s = {0};
+    char *p = write_tmp("{\"red\":{\"r\":10,\"l\":20},\"blue\":{\"l\":null},"
+                        "\"green\":{\"r\":1,\"l\":\"unlimited\"},\"bad\":{\"r\":-1}}");
+    ck_assert_int_eq(nodeconf_load_tokens(p, on_tokens, &s), -EINVAL); /* "bad" */
+    unlink(p);
+    ck_assert_int_eq(s.n, 3); /* the good entries are applied */
+    ck_assert_str_eq(s.names[0], "red");
+    ck_assert_int_eq(s.a[0], 10);
+    ck_assert_int_eq(s.b[0], 20);
+    ck_assert_int_eq(s.a[1], 0);
+    ck_assert_int_eq(s.b[1], SCHED_UNLIMITED);
+    ck_assert_int_eq(s.b[2], SCHED_UNLIMITED);
+    p = write_tmp("[1,2]");
+    ck_assert_int_eq(nodeconf_load_tokens(p, on_tokens, &s), -EINVAL);
+    unlink(p);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("nodeconf");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_nodeconf_numbers);
+    tcase_add_test(tc, test_nodeconf_hostport);
+    tcase_add_test(tc, test_nodeconf_buckets_file);
+    tcase_add_test(tc, test_nodeconf_tokens_file);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
