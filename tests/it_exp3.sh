@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_exp3.sh - a short Experiment 3 on loopback (real memcached, bqos-nodes, bqos-controller): with pShift every reservation is met (>= 99%) and, with limits, none is exceeded by more than 3%; without QoS (the profile run) the same checks fail.
+# it_exp3.sh - a short Experiment 3 on loopback (real memcached, bqos-nodes, bqos-controller): with pShift every reservation is met (>= 99%) and, with limits, none is exceeded by more than 1%; without QoS (the profile run) the same checks fail.
 #
 # One attempt takes about 20 s.  Rates are scaled to 70% of the paper's
 # (SCALE=70: reservations 42% of a server's profiled capacity, limits 84%):
@@ -8,9 +8,9 @@
 # with every token (client-side starvation, not a QoS failure).  Without QoS
 # b1 gets about a quarter of s1 and b4 about twice a server, so both checks
 # still tell QoS from none; the profile run (round robin nodes) is checked to
-# fail them.  Limits are held to 3%, not exp3.sh's 1%: the controller's
-# absolute token pushes let a bucket run 0-2% over its limit in a period
-# (docs/workloads.md, "Experiment 3 on this machine").  On a busy machine
+# fail them.  Limits are held to 1% as in the issue (nodes charge the IOs
+# served between a report and the next push against the new counts, which
+# closed the 0-2% overshoot docs/workloads.md describes).  On a busy machine
 # one server can lose a period to other processes, so a failed attempt is
 # retried once (both are printed); two failures in a row fail the test.
 set -u
@@ -36,8 +36,8 @@ verify() {
         b = "b" i
         check(a["res", b] >= 0.99 * r["res", b],
           sprintf("pShift-R: %s meets its reservation (%s >= 99%% of %s)", b, a["res", b], r["res", b]))
-        check(a["lim", b] >= 0.99 * r["lim", b] && a["lim", b] <= 1.03 * l["lim", b],
-          sprintf("pShift-R+L: %s meets its reservation and holds its limit (%s in [99%% of %s, 103%% of %s])",
+        check(a["lim", b] >= 0.99 * r["lim", b] && a["lim", b] <= 1.01 * l["lim", b],
+          sprintf("pShift-R+L: %s meets its reservation and holds its limit (%s in [99%% of %s, 101%% of %s])",
             b, a["lim", b], r["lim", b], l["lim", b]))
       }
       # The profile run: round robin nodes, no controller.
