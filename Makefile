@@ -12,7 +12,7 @@ BUILD = $(MAKE) -f mk/build.mk
 all check bench demo: deps
 	@$(BUILD) $@
 asan: deps
-	@$(BUILD) check O=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
+	@$(BUILD) check O=build-asan BIN=build-asan/bin SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
 deps:
 	@scripts/deps.sh
 clean:
