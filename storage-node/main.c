@@ -25,7 +25,7 @@ enum {
     OPT_NAME = 1, OPT_LISTEN, OPT_BACKEND, OPT_POLICY, OPT_WORKERS,
     OPT_OUTSTANDING, OPT_CONFIG, OPT_CONTROLLER, OPT_TOKENS_FILE,
     OPT_SEPARATOR, OPT_DEFAULT_BUCKET, OPT_MAX_AUTO, OPT_MAX_ITEM,
-    OPT_MAX_CONNS, OPT_WEIGHTED, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION,
+    OPT_MAX_CONNS, OPT_CAPACITY, OPT_WEIGHTED, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION,
     OPT_BATCH
 };
 
@@ -60,6 +60,9 @@ static const struct opt {
      "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070): the\n"
      "node says hello, reports every interval, applies the tokens it gets\n"
      "and falls back to rr while the controller is silent."},
+    {"capacity", OPT_CAPACITY, "IOPS", "0 (unknown)",
+     "Capacity profile sent to the controller in the hello (the starting\n"
+     "point of its capacity estimate; 0: the controller's --capacity)."},
     {"tokens-file", OPT_TOKENS_FILE, "FILE", "none",
      "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
      "and again on SIGUSR1; replaces each named bucket's tokens (\"l\"\n"
@@ -86,6 +89,15 @@ static const struct opt {
      "when --outstanding exceeds --workers."},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
+
+/* The long name of option `id` (the table's order need not follow the ids). */
+static const char *opt_name(int id)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (opts[i].id == id)
+            return opts[i].name;
+    return "?";
+}
 
 static void usage(FILE *out)
 {
@@ -204,7 +216,7 @@ int main(int argc, char **argv)
     bqos_log_level_t level = BQOS_LOG_INFO;
     int workers_set = 0, max_auto = -1;
     long v;
-    uint64_t bytes;
+    uint64_t bytes, capacity = 0;
 
     struct option lopts[NOPTS + 1];
     for (size_t i = 0; i < NOPTS; i++)
@@ -268,6 +280,11 @@ int main(int argc, char **argv)
                 goto bad;
             cfg.max_item = (size_t)bytes;
             break;
+        case OPT_CAPACITY:
+            if (nodeconf_parse_long(optarg, 0, 1000000000, &v) < 0)
+                goto bad;
+            capacity = (uint64_t)v;
+            break;
         case OPT_MAX_CONNS:
             if (nodeconf_parse_long(optarg, 1, 1000000, &v) < 0)
                 goto bad;
@@ -287,7 +304,7 @@ int main(int argc, char **argv)
         continue;
     bad:
         fprintf(stderr, "bqos-node: bad value '%s' for --%s\nTry 'bqos-node --help'.\n",
-                optarg, lopts[c - 1].name);
+                optarg, opt_name(c));
         return 2;
     }
     if (optind < argc) {
@@ -344,6 +361,7 @@ int main(int argc, char **argv)
         ctlclient_config_defaults(&cc);
         cc.endpoint = controller;
         cc.name = cfg.name;
+        cc.capacity = capacity;
         cc.normal = cfg.policy;
         ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
                                .set_policy = ctl_set_policy, .arg = f};

@@ -49,4 +49,7 @@ rc=$?
 [ $rc = 1 ] && grep -q 'bad.json:1:' "$tmp/bad.log" && ok "bad --config: exit 1 with line:column" || { bad "bad --config: exit $rc"; cat "$tmp/bad.log"; }
 "$NODE" --policy nonsense 2>/dev/null; rc=$?
 [ $rc = 2 ] && ok "bad option value: exit 2" || bad "bad option value: exit $rc"
+"$NODE" --capacity lots 2>"$tmp/opt.log"; rc=$?
+[ $rc = 2 ] && grep -q "bad value 'lots' for --capacity" "$tmp/opt.log" && ok "bad --capacity: exit 2, names the option" ||
+  { bad "bad --capacity: exit $rc"; cat "$tmp/opt.log"; }
 finish
