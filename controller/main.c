@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/proto.h"
 #include "controller/admission.h"
 #include "controller/bucketfile.h"
@@ -31,13 +32,7 @@ enum {
 };
 
 /* One row per option: drives getopt_long and --help. */
-static const struct opt {
-    const char *name;
-    int id;
-    const char *arg; /* NULL: no argument */
-    const char *deflt;
-    const char *help;
-} opts[] = {
+static const opts_t opts[] = {
     {"buckets", OPT_BUCKETS, "FILE", "(required)",
      "Bucket reservation file {\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\n"
      "\"limit\":60000,\"weight\":1},...]}, rates in IOs per second.  Re-read on\n"
@@ -112,21 +107,7 @@ static void usage(FILE *fp)
             "throttled.\n"
             "\n"
             "Options:\n");
-    for (size_t i = 0; i < NOPTS; i++) {
-        char head[64];
-        snprintf(head, sizeof head, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
-                 opts[i].arg ? opts[i].arg : "");
-        fprintf(fp, "  %s\n", head);
-        const char *h = opts[i].help;
-        while (*h) {
-            const char *nl = strchr(h, '\n');
-            int len = nl ? (int)(nl - h) : (int)strlen(h);
-            fprintf(fp, "      %.*s\n", len, h);
-            h += len + (nl ? 1 : 0);
-        }
-        if (opts[i].deflt)
-            fprintf(fp, "      Default: %s\n", opts[i].deflt);
-    }
+    opts_usage(fp, opts, NOPTS);
     fprintf(fp,
             "\n"
             "Signals:\n"
@@ -194,10 +175,7 @@ static int parse_args(int argc, char **argv, settings_t *s)
         .level = BQOS_LOG_INFO,
     };
     struct option lo[NOPTS + 1];
-    for (size_t i = 0; i < NOPTS; i++)
-        lo[i] = (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument,
-                                NULL, opts[i].id};
-    lo[NOPTS] = (struct option){0};
+    opts_getopt(opts, NOPTS, lo);
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         int bad = 0;
@@ -220,12 +198,8 @@ static int parse_args(int argc, char **argv, settings_t *s)
         default: fprintf(stderr, "Try 'bqos-controller --help'.\n"); return 2;
         }
         if (bad) {
-            const char *on = "?";
-            for (size_t i = 0; i < NOPTS; i++)
-                if (opts[i].id == c)
-                    on = opts[i].name;
             fprintf(stderr, "bqos-controller: bad value '%s' for --%s (try --help)\n", optarg,
-                    on);
+                    opts_name(opts, NOPTS, c));
             return 2;
         }
     }

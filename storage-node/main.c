@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 
 #include "common/log.h"
+#include "common/opts.h"
 #include "storage-node/backend.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/nbdnode.h"
@@ -29,13 +30,7 @@ enum {
     OPT_BATCH
 };
 
-static const struct opt {
-    const char *name;
-    int id;
-    const char *arg;     /* NULL: no argument */
-    const char *deflt;
-    const char *help;
-} opts[] = {
+static const opts_t opts[] = {
     {"name", OPT_NAME, "NAME", "node", "Node name, reported to the controller and in stats."},
     {"memcached-listen", OPT_LISTEN, "HOST:PORT", "127.0.0.1:11311",
      "Address of the memcached text-protocol port clients connect to.\n"
@@ -90,15 +85,6 @@ static const struct opt {
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
-/* The long name of option `id` (the table's order need not follow the ids). */
-static const char *opt_name(int id)
-{
-    for (size_t i = 0; i < NOPTS; i++)
-        if (opts[i].id == id)
-            return opts[i].name;
-    return "?";
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -118,19 +104,7 @@ static void usage(FILE *out)
             "    order.  The binary protocol is not supported (the connection is\n"
             "    closed).\n\n"
             "OPTIONS\n");
-    for (size_t i = 0; i < NOPTS; i++) {
-        const struct opt *o = &opts[i];
-        fprintf(out, "    --%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        const char *p = o->help;
-        while (*p) {
-            const char *nl = strchr(p, '\n');
-            int n = nl ? (int)(nl - p) : (int)strlen(p);
-            fprintf(out, "        %.*s\n", n, p);
-            p += n + (nl ? 1 : 0);
-        }
-        if (o->deflt)
-            fprintf(out, "        Default: %s.\n", o->deflt);
-    }
+    opts_usage(out, opts, NOPTS);
     /* The block node's own options (storage-node/nbdnode.h). */
     fprintf(out,
             "\nBLOCK NODE\n"
@@ -219,10 +193,7 @@ int main(int argc, char **argv)
     uint64_t bytes, capacity = 0;
 
     struct option lopts[NOPTS + 1];
-    for (size_t i = 0; i < NOPTS; i++)
-        lopts[i] = (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument,
-                                   NULL, opts[i].id};
-    lopts[NOPTS] = (struct option){0, 0, 0, 0};
+    opts_getopt(opts, NOPTS, lopts);
 
     int c;
     while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -304,7 +275,7 @@ int main(int argc, char **argv)
         continue;
     bad:
         fprintf(stderr, "bqos-node: bad value '%s' for --%s\nTry 'bqos-node --help'.\n",
-                optarg, opt_name(c));
+                optarg, opts_name(opts, NOPTS, c));
         return 2;
     }
     if (optind < argc) {
