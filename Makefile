@@ -6,7 +6,7 @@
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
 MAKEFLAGS += --no-print-directory
-BUILD = $(MAKE) -f mk/build.mk
+BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all check bench demo asan deps clean
 all check bench demo: deps
