@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "common/opts.h"
 #include "common/proto.h"
 
 #ifndef BQOS_VERSION
@@ -26,25 +27,19 @@ enum { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
 enum { OPT_ENDPOINT = 'e', OPT_JSON = 'j', OPT_TIMEOUT = 't', OPT_RES = 'r', OPT_LIMIT = 'l',
        OPT_WEIGHT = 'w', OPT_HELP = 'h', OPT_VERSION = 'V' };
 
-static const struct opt {
-    const char *name;
-    int id;
-    const char *arg; /* NULL: no argument */
-    const char *help;
-} opts[] = {
-    {"endpoint", OPT_ENDPOINT, "ENDPOINT",
-     "Controller admin endpoint (default " DEFAULT_ENDPOINT ",\n"
-     "or $BQOS_CTL_ENDPOINT if set)."},
-    {"json", OPT_JSON, NULL, "Print the controller's JSON reply instead of tables."},
-    {"timeout", OPT_TIMEOUT, "MS",
-     "Give up after MS milliseconds without a connection or an\nanswer (default 2000)."},
-    {"reservation", OPT_RES, "N", "set: reserved IOs per second (integer >= 0)."},
-    {"limit", OPT_LIMIT, "N|none",
-     "set: at most N IOs per second (>= reservation); none: no\nlimit.  Omitted: unchanged (a new bucket has none)."},
-    {"weight", OPT_WEIGHT, "N",
-     "set: weight for weighted round robin (integer >= 1;\nomitted: 1 for a new bucket, unchanged otherwise)."},
-    {"help", OPT_HELP, NULL, "Print this help and exit."},
-    {"version", OPT_VERSION, NULL, "Print the version and exit."},
+static const opts_t opts[] = {
+    {"endpoint", OPT_ENDPOINT, "ENDPOINT", DEFAULT_ENDPOINT " (or $BQOS_CTL_ENDPOINT if set)",
+     "Controller admin endpoint."},
+    {"json", OPT_JSON, NULL, NULL, "Print the controller's JSON reply instead of tables."},
+    {"timeout", OPT_TIMEOUT, "MS", "2000",
+     "Give up after MS milliseconds without a connection or an answer."},
+    {"reservation", OPT_RES, "N", NULL, "set: reserved IOs per second (integer >= 0)."},
+    {"limit", OPT_LIMIT, "N|none", "unchanged (a new bucket has none)",
+     "set: at most N IOs per second (>= reservation); none: no limit."},
+    {"weight", OPT_WEIGHT, "N", "1 for a new bucket, unchanged otherwise",
+     "set: weight for weighted round robin (integer >= 1)."},
+    {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
+    {"version", OPT_VERSION, NULL, NULL, "Print the version and exit."},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -66,18 +61,7 @@ static void usage(FILE *out)
             "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
             "\n"
             "Options:\n");
-    for (size_t i = 0; i < NOPTS; i++) {
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
-                 opts[i].arg ? opts[i].arg : "");
-        fprintf(out, "  %-20s  ", left);
-        for (const char *h = opts[i].help; *h; h++) {
-            putc(*h, out);
-            if (*h == '\n')
-                fprintf(out, "  %-20s  ", "");
-        }
-        putc('\n', out);
-    }
+    opts_usage(out, opts, NOPTS);
     fprintf(out,
             "\n"
             "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
@@ -384,10 +368,7 @@ static void print_status(json_t *r)
 int main(int argc, char **argv)
 {
     struct option lopts[NOPTS + 1];
-    for (size_t i = 0; i < NOPTS; i++)
-        lopts[i] = (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument,
-                                   NULL, opts[i].id};
-    lopts[NOPTS] = (struct option){NULL, 0, NULL, 0};
+    opts_getopt(opts, NOPTS, lopts);
 
     const char *endpoint = getenv("BQOS_CTL_ENDPOINT");
     if (!endpoint || !*endpoint)
