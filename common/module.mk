@@ -1,6 +1,6 @@
 # common/ - code shared by every program (logging, helpers)
 LIBS += common
-common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c
+common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/mono.c
 TESTS += test_log
 test_log_SRCS = tests/test_log.c
 test_log_LIBS = common
@@ -9,6 +9,9 @@ test_strmap_SRCS = tests/test_strmap.c
 test_strmap_LIBS = common
 test_bitset_SRCS = tests/test_bitset.c
 test_bitset_LIBS = common
+TESTS += test_mono
+test_mono_SRCS = tests/test_mono.c
+test_mono_LIBS = common
 TESTS += test_opts
 test_opts_SRCS = tests/test_opts.c
 test_opts_LIBS = common

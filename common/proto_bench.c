@@ -8,16 +8,11 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "common/mono.h"
 #include "common/proto.h"
 
 #define VERSION "0.1"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void usage(FILE *f)
 {
@@ -69,14 +64,14 @@ static double wire(const proto_msg_t *m, long iters)
     size_t idl;
     for (long it = 0; it < iters + 3; it++) {
         if (it == 3)
-            us = now();
+            us = mono_now();
         if (proto_send(dealer, NULL, 0, m, &e, 0) ||
             proto_recv(router, id, sizeof id, &idl, &d, NULL, NULL, NULL, NULL, 0)) {
             us = -1;
             goto out;
         }
     }
-    us = (now() - us) / (double)iters * 1e6;
+    us = (mono_now() - us) / (double)iters * 1e6;
 out:
     proto_enc_clear(&e);
     proto_msg_clear(&d);
@@ -135,10 +130,10 @@ static int bench(proto_type_t type, size_t n, int names, long iters, int zmq)
     for (size_t i = 0; i < e.nframes; i++)
         bytes += e.len[i];
     if (iters <= 0) { /* calibrate to ~0.2 s of encode+decode */
-        double t0 = now();
+        double t0 = mono_now();
         long k = 0;
         proto_frame_t f[3];
-        while (now() - t0 < 0.05) {
+        while (mono_now() - t0 < 0.05) {
             proto_encode(&m, &e);
             for (size_t i = 0; i < e.nframes; i++)
                 f[i] = (proto_frame_t){e.data[i], e.len[i]};
@@ -147,19 +142,19 @@ static int bench(proto_type_t type, size_t n, int names, long iters, int zmq)
         }
         iters = k * 4 < 10 ? 10 : k * 4;
     }
-    double t0 = now();
+    double t0 = mono_now();
     for (long it = 0; it < iters; it++)
         if (proto_encode(&m, &e))
             goto out;
-    double tenc = (now() - t0) / (double)iters;
+    double tenc = (mono_now() - t0) / (double)iters;
     proto_frame_t f[3];
     for (size_t i = 0; i < e.nframes; i++)
         f[i] = (proto_frame_t){e.data[i], e.len[i]};
-    t0 = now();
+    t0 = mono_now();
     for (long it = 0; it < iters; it++)
         if (proto_decode(&d, f, e.nframes, NULL, NULL))
             goto out;
-    double tdec = (now() - t0) / (double)iters;
+    double tdec = (mono_now() - t0) / (double)iters;
     if (d.count != n)
         goto out;
     printf("%-7s %8zu %6s %10zu %12.1f %12.1f %12.1f %10.1f", proto_type_str(type), n,

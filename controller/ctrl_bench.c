@@ -10,6 +10,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "common/proto.h"
 
 #ifndef BQOS_VERSION
@@ -43,12 +44,6 @@ typedef struct {
     int quiet;
 } opts_t;
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void usage(FILE *fp)
 {
@@ -260,7 +255,7 @@ int main(int argc, char **argv)
         hello(&fn[i], &enc);
 
     timing_t tm = {0};
-    double t0 = mono(), next_hello = t0 + 1, last_report = 0;
+    double t0 = mono_now(), next_hello = t0 + 1, last_report = 0;
     uint64_t rep_period = UINT64_MAX;
     int rep_interval = -1;
     uint64_t reports = 0, interval_rounds = 0;
@@ -268,7 +263,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.nodes; i++)
         items[i] = (zmq_pollitem_t){fn[i].sock, 0, ZMQ_POLLIN, 0};
     for (;;) {
-        double now = mono();
+        double now = mono_now();
         if (now - t0 >= o.seconds)
             break;
         if (now >= next_hello) {
@@ -350,7 +345,7 @@ int main(int argc, char **argv)
         int n = zmq_poll(items, o.nodes, (long)ceil(wait * 1000));
         if (n <= 0)
             continue;
-        now = mono();
+        now = mono_now();
         for (int i = 0; i < o.nodes; i++) {
             if (!(items[i].revents & ZMQ_POLLIN))
                 continue;

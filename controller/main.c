@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "common/opts.h"
 #include "common/proto.h"
 #include "controller/admission.h"
@@ -258,12 +259,6 @@ typedef struct {
     int stop;
 } app_t;
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static nodex_t *nodex(app_t *a, int node)
 {
@@ -312,10 +307,10 @@ static void fill_timing(app_t *a, proto_msg_t *m, double now)
 /* Encodes (timed as encode) and sends (timed as send) `m` to node `name`. */
 static int send_to(app_t *a, const char *name, proto_msg_t *m)
 {
-    double t0 = mono();
+    double t0 = mono_now();
     snprintf(m->node, sizeof m->node, "%s", name);
     int rc = proto_encode(m, &a->enc);
-    double t1 = mono();
+    double t1 = mono_now();
     a->cur.encode += t1 - t0;
     if (rc < 0) {
         log_error("cannot encode %s for %s: %s", proto_type_str(m->type), name, strerror(-rc));
@@ -332,7 +327,7 @@ static int send_to(app_t *a, const char *name, proto_msg_t *m)
             }
         }
     }
-    a->cur.send += mono() - t1;
+    a->cur.send += mono_now() - t1;
     if (rc < 0) {
         a->send_failed++;
         log_debug("send %s to %s failed: %s", proto_type_str(m->type), name, zmq_strerror(-rc));
@@ -395,14 +390,14 @@ static void close_round(app_t *a, double now)
     a->round_open = 0;
     a->cur.receive = (a->last_report > a->round_start ? a->last_report : now) - a->round_start;
     ctrl_result_t res;
-    double t0 = mono();
+    double t0 = mono_now();
     int rc = ctrl_compute(a->ctrl, &res);
-    a->cur.pshift = mono() - t0;
+    a->cur.pshift = mono_now() - t0;
     if (rc < 0) {
         log_error("token computation failed: %s; nodes keep their tokens", strerror(-rc));
         res = (ctrl_result_t){.skipped = 1};
     }
-    push_all(a, &res, mono());
+    push_all(a, &res, mono_now());
     a->last = a->cur;
     a->last_res = res;
     a->total.receive += a->cur.receive;
@@ -525,7 +520,7 @@ static void on_hello(app_t *a, proto_msg_t *m, double now)
     proto_msg_t w;
     proto_msg_init(&w);
     w.type = PROTO_WELCOME;
-    fill_timing(a, &w, mono());
+    fill_timing(a, &w, mono_now());
     w.peer_table = m->table;
     w.table = ctrl_table(a->ctrl, &names, &n);
     w.has_names = 1;
@@ -561,10 +556,10 @@ static void drain_router(app_t *a)
         char id[PROTO_NAME_MAX + 1];
         size_t idlen = 0;
         proto_reason_t why;
-        double t0 = mono();
+        double t0 = mono_now();
         int rc = proto_recv(a->router, id, sizeof id - 1, &idlen, &a->in, &a->pst, &why,
                             known_node, a, ZMQ_DONTWAIT);
-        double now = mono();
+        double now = mono_now();
         if (rc == -EAGAIN || rc == -EINTR)
             return;
         a->cur.decode += now - t0;
@@ -593,7 +588,7 @@ static void drain_router(app_t *a)
         nodex_t *x = nodex(a, node);
         if (x)
             x->last_msg = now;
-        double t1 = mono();
+        double t1 = mono_now();
         switch (m->type) {
         case PROTO_REPORT:
             maybe_adopt(a, m, now);
@@ -610,8 +605,8 @@ static void drain_router(app_t *a)
             log_debug("node %s sent a %s message; ignored", m->node, proto_type_str(m->type));
             break;
         }
-        a->cur.decode += mono() - t1;
-        tick(a, mono());
+        a->cur.decode += mono_now() - t1;
+        tick(a, mono_now());
     }
 }
 
@@ -708,7 +703,7 @@ static json_t *split_json(const split_t *s, double scale)
 
 static json_t *cmd_status(app_t *a)
 {
-    double now = mono();
+    double now = mono_now();
     json_t *r = reply_ok();
     double pms = a->set->period_s * 1000;
     double elapsed = (now - a->period_start) * 1000;
@@ -1073,12 +1068,12 @@ int main(int argc, char **argv)
              BQOS_VERSION, bucketfile_count(a.bf), set.buckets, set.listen, set.admin,
              set.period_s, set.intervals, set.admission == ADMISSION_ENFORCE ? "enforce" : "warn");
 
-    a.started = mono();
+    a.started = mono_now();
     a.period = 1;
     a.period_start = a.started;
     tick(&a, a.started);
     while (!a.stop) {
-        double now = mono();
+        double now = mono_now();
         tick(&a, now);
         double next = a.round_open ? a.round_deadline
                                    : a.period_start + (a.interval + 1) * interval_s(&a);

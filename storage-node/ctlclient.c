@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 
 /* Owned by the node's loop thread; no locks. */
 struct ctlclient {
@@ -61,9 +62,7 @@ struct ctlclient {
 
 double ctlclient_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return mono_now();
 }
 
 void ctlclient_config_defaults(ctlclient_config_t *cfg)

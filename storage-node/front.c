@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "storage-node/backend.h"
 #include "storage-node/mcproto.h"
 
@@ -122,17 +123,11 @@ static void conn_process(conn_t *c);
 static void dispatch_more(front_t *f);
 static void check_stopped(front_t *f);
 
-static double now_sec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Adds the busy time since the last mark (if anything was outstanding). */
 static void busy_account(front_t *f)
 {
-    double t = now_sec();
+    double t = mono_now();
     if (f->inflight > 0)
         f->busy_pending += t - f->busy_mark;
     f->busy_mark = t;
@@ -1026,7 +1021,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
                 f->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
         }
     }
-    f->busy_mark = now_sec();
+    f->busy_mark = mono_now();
 out:
     if (rc < 0) {
         front_destroy(&f);

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "common/mono.h"
+
 
 #ifndef BQOS_VERSION
 #define BQOS_VERSION "0.1.0"
@@ -41,12 +43,6 @@ static struct {
     int buckets;
 } cfg = {"127.0.0.1", 11211, 50, 5.0, 100, 10000, 0.9, 4};
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -205,11 +201,11 @@ int main(int argc, char **argv)
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
     }
-    double start = now(), end = start + cfg.seconds;
+    double start = mono_now(), end = start + cfg.seconds;
     unsigned long ops = 0, errors = 0;
     for (int i = 0; i < cfg.conns; i++) {
         next_request(&cs[i], value);
-        cs[i].sent_at = now();
+        cs[i].sent_at = mono_now();
         if (write(cs[i].fd, cs[i].out, cs[i].outlen) != (ssize_t)cs[i].outlen)
             return 1;
     }
@@ -217,7 +213,7 @@ int main(int argc, char **argv)
     double t = start;
     while (t < end) {
         int n = epoll_wait(ep, evs, 256, 100);
-        t = now();
+        t = mono_now();
         for (int i = 0; i < n; i++) {
             lconn_t *c = evs[i].data.ptr;
             ssize_t r = read(c->fd, c->in + c->inlen, sizeof c->in - c->inlen);
@@ -245,12 +241,12 @@ int main(int argc, char **argv)
             if (t >= end)
                 continue;
             next_request(c, value);
-            c->sent_at = now();
+            c->sent_at = mono_now();
             if (write(c->fd, c->out, c->outlen) != (ssize_t)c->outlen)
                 return 1;
         }
     }
-    double secs = now() - start;
+    double secs = mono_now() - start;
     qsort(lat, nlat, sizeof *lat, cmp_double);
     double p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[(size_t)((double)nlat * 0.99)] : 0;
     printf("ops=%lu seconds=%.2f ops_per_sec=%.0f p50_us=%.0f p99_us=%.0f errors=%lu\n", ops,

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "storage-node/nbd.h"
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
@@ -94,17 +95,11 @@ static void conn_update(nconn_t *c);
 static void dispatch_more(nbdfront_t *f);
 static void check_stopped(nbdfront_t *f);
 
-static double now_sec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Adds the busy time since the last mark (if anything was at the backend). */
 static void busy_account(nbdfront_t *f)
 {
-    double t = now_sec();
+    double t = mono_now();
     if (f->inflight > 0)
         f->busy_pending += t - f->busy_mark;
     f->busy_mark = t;
@@ -787,7 +782,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
         else if (bound.ss_family == AF_INET6)
             f->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
     }
-    f->busy_mark = now_sec();
+    f->busy_mark = mono_now();
 out:
     if (rc < 0) {
         nbdfront_destroy(&f);

@@ -12,4 +12,5 @@ test_mcproto_LIBS = node common
 
 PROGS += bqos-mcload
 bqos-mcload_SRCS = storage-node/mcload.c
+bqos-mcload_LIBS = common
 BENCHES += storage-node/bench-front.sh

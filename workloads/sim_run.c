@@ -10,6 +10,7 @@
 
 #include <omp.h>
 
+#include "common/mono.h"
 #include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "pshift/pshift.h"
@@ -264,12 +265,6 @@ void sim_result_destroy(sim_result_t **rp)
     *rp = NULL;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* State shared by the rounds of one run (main thread, except where noted). */
 typedef struct {
@@ -622,7 +617,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     size_t SB = (size_t)R.S * R.B;
     int mperiods = c->periods - c->warmup;
     int rc = -ENOMEM;
-    double t0 = now_s();
+    double t0 = mono_now();
     if (R.o->threads > 0)
         omp_set_num_threads(R.o->threads);
     sim_result_t *r = calloc(1, sizeof(*r));
@@ -683,12 +678,12 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                     R.dirty[i] = 1;
                 apply_pending(&R, t);
             } else if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
-                double c0 = now_s();
+                double c0 = mono_now();
                 rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k)
                                                  : clairvoyant_round(&R, t, t_end);
                 if (rc < 0)
                     goto out;
-                r->ctrl_s += now_s() - c0;
+                r->ctrl_s += mono_now() - c0;
                 if ((rc = advance_all(&R, t + c->delay)) < 0)
                     goto out;
                 apply_pending(&R, t + c->delay);
@@ -697,7 +692,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                 uint64_t ev = 0;
                 for (int s = 0; s < R.S; s++)
                     ev += R.sv[s].arrivals + R.sv[s].completions;
-                R.o->progress(R.o->arg, policy, p, k, ev, now_s() - t0);
+                R.o->progress(R.o->arg, policy, p, k, ev, mono_now() - t0);
             }
         }
     }
@@ -711,7 +706,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         r->dropped += sv->dropped + sched_drain(sv->sch, NULL, NULL);
     }
     r->events = r->arrivals + r->completions;
-    r->wall_s = now_s() - t0;
+    r->wall_s = mono_now() - t0;
     summarize(r);
     *out = r;
     r = NULL;
