@@ -90,6 +90,12 @@ typedef struct {
     int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
     int rn, ln;            /* entries added to the R / L problem so far */
     int64_t ralloc, lalloc;
+    uint8_t prov;          /* its tokens are a provisional split (limited,
+                              headroom left, no up node has reported it
+                              this period): see prov_walk() */
+    uint8_t walk;          /* this computation (re)writes or revokes that
+                              split on every node holding the bucket */
+    uint8_t fresh;         /* ... and the split begins with it */
 } bstate_t;
 
 struct ctrl {
@@ -718,6 +724,96 @@ static void scatter_all(node_t *nd)
     nd->gathered = 0;
 }
 
+/* Decides, after both passes, which limited buckets get a provisional
+ * split: headroom left, but no up node has reported the bucket this period
+ * and the estimates placed nothing for it (so it holds nothing to spend
+ * when its demand appears, e.g. in the first interval of a period).  Sets
+ * bs->prov, and bs->walk where prov_walk() must (re)write the split (new,
+ * or a forced round: period start, node or configuration change) or revoke
+ * it (a report brought the bucket into the computation).  Returns nonzero
+ * if any bucket needs a walk. */
+static int prov_plan(ctrl_t *c, int forced)
+{
+    int any = 0;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int was = bs->prov;
+        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->cnt[b] == 0 &&
+                   bs->ralloc == 0 && bs->lalloc == 0;
+        bs->walk = bs->prov ? (forced || !was) : was;
+        bs->fresh = bs->prov && !was;
+        any |= bs->walk;
+    }
+    return any;
+}
+
+/* Nonzero if pair pr (of a bucket no up node has reported this period) had
+ * a report in the previous period. */
+static int prov_recent(const ctrl_t *c, const pair_t *pr)
+{
+    return pr->has_report && c->period > 0 && pr->period == c->period - 1;
+}
+
+/* Writes the provisional splits prov_plan() asked for.  A bucket's split
+ * goes to the up nodes where it was reported in the previous period, or if
+ * there are none to every up node that holds it: its remaining reservation
+ * as R-tokens and the rest of its headroom as L-tokens, each divided evenly
+ * (the first nodes get one more token each for the remainder), so R + L
+ * over all nodes is exactly the headroom and the limit stays hard.  The
+ * other nodes holding it get R 0 and L 0.  A revoked split is set to R 0
+ * and L 0 on the nodes where the pair is not active (the passes wrote the
+ * active ones).  Pairs written here stay off the active lists: the bucket,
+ * not its pairs, is revisited.  Returns 0 or -ENOMEM. */
+static int prov_walk(ctrl_t *c)
+{
+    int rc;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        if (!bs->walk)
+            continue;
+        int64_t n = 0, nrecent = 0;
+        for (int i = 0; i < c->nn && bs->prov; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = nd->jof ? nd->jof[b] : -1;
+            if (!nd->up || j < 0)
+                continue;
+            n++;
+            nrecent += prov_recent(c, &nd->pairs[j]);
+        }
+        int only_recent = nrecent > 0;
+        if (only_recent)
+            n = nrecent;
+        int64_t rt = bs->r_rem, lt = bs->head - bs->r_rem, idx = 0;
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = nd->jof ? nd->jof[b] : -1;
+            if (!nd->up || j < 0)
+                continue;
+            pair_t *pr = &nd->pairs[j];
+            int64_t r = 0, l = 0;
+            int fresh = 0;
+            if (!bs->prov) {
+                if (nd->inact[j])
+                    continue;
+            } else if (!only_recent || prov_recent(c, pr)) {
+                r = rt / n + (idx < rt % n);
+                l = lt / n + (idx < lt % n);
+                idx++;
+                /* The node may have spent what we pushed before the split
+                 * began; only an unbroken split is known to be intact. */
+                fresh = bs->fresh;
+            }
+            if (!fresh && pr->tok_r == r && pr->tok_l == l)
+                continue;
+            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
+                return rc;
+            pr->tok_r = r;
+            pr->tok_l = l;
+        }
+    }
+    return 0;
+}
+
 int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 {
     ctrl_result_t rs = {0};
@@ -749,7 +845,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     /* One pass over the pairs: served this period (every node, up or
      * down), demand estimates (up nodes), and whether any estimate moved
      * enough to be worth a recomputation. */
-    int changed = c->force || c->cfg.skip_rel <= 0;
+    const int forced = c->force;
+    int changed = forced || c->cfg.skip_rel <= 0;
     for (size_t b = 0; b < c->nb; b++) {
         c->b[b].served = 0;
         c->b[b].arrivals = 0;
@@ -768,6 +865,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
         gather_prepare(nd);
+        const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
         for (size_t k = 0; k < nd->nact; k++) {
             pair_t *pr;
             if (nd->gathered) {
@@ -783,6 +881,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             if (pr->b < 0 || !pr->has_report) {
                 pr->demand = 0;
                 continue;
+            }
+            /* Reported in an older period, and the node's report of this
+             * one left it out: it is idle there (protocol.md), not still
+             * showing the queue and arrivals of its last record. */
+            if (pr->period < c->period && cur_rep) {
+                pr->queued = pr->arrivals = 0;
+                pr->throttled = 0;
             }
             pr->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
             c->b[pr->b].arrivals += (double)pr->arrivals;
@@ -970,6 +1075,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     for (size_t b = 0; b < c->nb; b++)
         if (c->b[b].l != CTRL_UNLIMITED)
             rs.l_tokens += c->b[b].head - c->b[b].ralloc;
+    int any_walk = prov_plan(c, forced);
 
     /* Records per up node: everything that can change its counts.
      * Headroom of a limited bucket that the estimates did not place is
@@ -1009,8 +1115,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             }
             int64_t r = pr->new_r, l = pr->new_l;
             /* Zero R and an L that cannot change by consumption (0 or
-             * unlimited), same as last time: the node already holds it. */
-            if (!(pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
+             * unlimited), same as last time: the node already holds it.
+             * A provisional split is written by prov_walk(). */
+            if (!bs->prov &&
+                !(pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
                 if ((rc = push_rec(nd, (uint32_t)pr->b, r, l)) < 0)
                     goto out;
                 pr->tok_r = r;
@@ -1021,8 +1129,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             /* Idle and holding nothing that can change: off the list until
              * the node reports the bucket again. */
             if (pr->demand == 0 && pr->queued == 0 && pr->arrivals == 0 &&
-                pair_served(c, pr) == 0 && pr->tok_r == 0 &&
-                (pr->tok_l == 0 || pr->tok_l == CTRL_UNLIMITED)) {
+                pair_served(c, pr) == 0 &&
+                (bs->prov || (pr->tok_r == 0 && (pr->tok_l == 0 || pr->tok_l == CTRL_UNLIMITED)))) {
                 nd->inact[j] = 0;
                 nd->act[k] = nd->act[--nd->nact];
                 if (nd->gathered)
@@ -1039,7 +1147,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (nd->full_push) {
             for (size_t j = 0; j < nd->ntable; j++) {
                 pair_t *pr = &nd->pairs[j];
-                if (nd->inact[j] || pr->b < 0)
+                if (nd->inact[j] || pr->b < 0 || (c->b[pr->b].prov && c->b[pr->b].walk))
                     continue;
                 int64_t l = c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
                 if (pr->tok_r == 0 && pr->tok_l == l)
@@ -1052,6 +1160,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             nd->full_push = 0;
         }
     }
+    if (any_walk && (rc = prov_walk(c)) < 0)
+        goto out;
     c->force = 0;
     c->st.computed++;
 out:

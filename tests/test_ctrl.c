@@ -610,19 +610,158 @@ START_TEST(test_ctrl_unreported_buckets_full_push_once)
 }
 END_TEST
 
+/* What each node holds after applying the pushed records (a node keeps a
+ * bucket's counts until a record for it arrives). */
+#define PV_NN 3
+#define PV_NB 3
+typedef struct {
+    int64_t r[PV_NN][PV_NB], l[PV_NN][PV_NB];
+} held_t;
+
+static void pv_apply(const ctrl_t *c, held_t *h)
+{
+    for (int i = 0; i < PV_NN; i++) {
+        const proto_tokens_rec_t *t;
+        size_t n = ctrl_node_tokens(c, i, &t);
+        for (size_t k = 0; k < n; k++) {
+            ck_assert_uint_lt(t[k].bucket, PV_NB);
+            h->r[i][t[k].bucket] = t[k].r_tokens;
+            h->l[i][t[k].bucket] = t[k].l_tokens;
+        }
+    }
+}
+
+/* Sum of R + L the nodes hold for limited bucket b. */
+static int64_t pv_sum(const held_t *h, int b)
+{
+    int64_t s = 0;
+    for (int i = 0; i < PV_NN; i++) {
+        ck_assert_int_ge(h->r[i][b], 0);
+        ck_assert_int_ne(h->l[i][b], CTRL_UNLIMITED);
+        s += h->r[i][b] + h->l[i][b];
+    }
+    return s;
+}
+
+/* Regression (Experiment 5 lost its first interval): limited buckets that
+ * no node has reported yet get a provisional split of their headroom, so
+ * that demand appearing on any node is served at once; a report with
+ * demand replaces it with the computation; the limit holds throughout;
+ * the next period's split goes to the node that had the demand. */
+START_TEST(test_ctrl_provisional_split_for_unreported_limited)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"lim\",\"reservation\":100,\"limit\":300},"
+                      "{\"name\":\"unl\",\"reservation\":50},"
+                      "{\"name\":\"cap\",\"reservation\":0,\"limit\":91}]}",
+                      PV_NN, 10000, NULL);
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, NULL);
+    held_t h;
+    memset(&h, 0, sizeof h);
+    ctrl_result_t res;
+
+    /* A fresh period, every node reports nothing. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report(c, i, 1, 0, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    ck_assert_int_eq(pv_sum(&h, 0), 300); /* the whole headroom, no more */
+    ck_assert_int_eq(pv_sum(&h, 2), 91);
+    int64_t rsum = 0;
+    for (int i = 0; i < PV_NN; i++) {
+        ck_assert_int_ge(h.r[i][0], 33); /* an even share of R on every node */
+        ck_assert_int_le(h.r[i][0], 34);
+        ck_assert_int_ge(h.l[i][0], 66);
+        ck_assert_int_ge(h.l[i][2], 30);
+        ck_assert_int_eq(h.r[i][1], 0);
+        ck_assert_int_eq(h.l[i][1], CTRL_UNLIMITED);
+        rsum += h.r[i][0];
+    }
+    ck_assert_int_eq(rsum, 100);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.r_tokens, 100);
+    ck_assert_int_eq(bi.l_tokens, 200);
+
+    /* Nothing changes while nobody reports: no records for the split. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report(c, i, 1, 1, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_uint_eq(ctrl_node_tokens(c, i, NULL), 0);
+
+    /* Node 1 reports demand for "lim" (it served 20 on its share): the
+     * computation takes over, the other nodes' shares are revoked. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
+    proto_report_rec_t rec = {.bucket = 0, .queued = 30, .arrivals_interval = 40,
+                              .arrivals_period = 50, .served_r = 20, .r_left = 14, .l_left = 67};
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 2, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 1, 1, 2, 1, gen, 20, 0.02, &rec, 1), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 2, 1, 2, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped);
+    pv_apply(c, &h);
+    ck_assert_int_eq(h.r[0][0] + h.l[0][0], 0);
+    ck_assert_int_eq(h.r[2][0] + h.l[2][0], 0);
+    ck_assert_int_eq(h.r[1][0], 80);            /* R - served */
+    ck_assert_int_eq(pv_sum(&h, 0), 300 - 20); /* limit - served, all on n1 */
+    ck_assert_int_eq(pv_sum(&h, 2), 91);       /* "cap" keeps its split */
+    for (int i = 0; i < PV_NN; i++) {
+        int64_t r, l;
+        ck_assert_int_ne(find_tok(c, i, 2, &r, &l), 0);
+    }
+
+    /* A new period: n1 leaves "lim" out of its report (idle now).  Its
+     * split goes to n1, where it had demand in the previous period. */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report(c, i, 2, 0, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.demand, 0); /* not the queue of its last record */
+    ck_assert_int_eq(h.r[1][0], 100);
+    ck_assert_int_eq(h.l[1][0], 200);
+    ck_assert_int_eq(pv_sum(&h, 0), 300);
+    ck_assert_int_eq(pv_sum(&h, 2), 91);
+
+    /* Node 2 goes away: the split of "cap" is re-dealt over the two left,
+     * never more than the headroom in all. */
+    ck_assert_int_eq(ctrl_node_goodbye(c, 2), 0);
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 1, 0), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(ctrl_node_report(c, i, 2, 1, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    ck_assert_int_eq(h.r[0][2] + h.l[0][2] + h.r[1][2] + h.l[1][2], 91);
+    ck_assert_int_ge(h.l[0][2], 45);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* Differential: the same reports through a controller whose nodes hold
- * every configured bucket (active pairs sparse in the table, so the
+ * every unlimited bucket (active pairs sparse in the table, so the
  * computation copies them into a dense array) and one whose nodes hold
  * only their active buckets (no copy) give the same tokens and the same
  * per-bucket view, round after round, with pairs going idle and coming
  * back, throttled pairs, skipped rounds and a node leaving and returning. */
-#define SP_NB 40
+#define SP_NB 60
 #define SP_NN 3
 #define SP_ACT 12 /* buckets 0..11 can be active */
 
 static int sp_active(int node, int b)
 {
     return b < SP_ACT && (b + node) % 4 != 0;
+}
+
+/* Whether node `node` of controller v holds bucket b.  A limited bucket no
+ * node has reported gets a provisional split over the nodes that hold it,
+ * so limited buckets are held by the same nodes in both. */
+static int sp_in_table(int v, int node, int b)
+{
+    return sp_active(node, b) || (v == 0 && b % 3 != 0);
 }
 
 START_TEST(test_ctrl_sparse_tables_same_tokens)
@@ -652,7 +791,7 @@ START_TEST(test_ctrl_sparse_tables_same_tokens)
             const char *tn[SP_NB];
             size_t n = 0;
             for (int b = 0; b < SP_NB; b++)
-                if (v == 0 || sp_active(i, b))
+                if (sp_in_table(v, i, b))
                     tn[n++] = names[b];
             char name[16];
             snprintf(name, sizeof name, "n%d", i);
@@ -677,7 +816,7 @@ START_TEST(test_ctrl_sparse_tables_same_tokens)
                 /* Indices recomputed for this controller's tables. */
                 int idx = 0;
                 for (int b = 0; b < SP_NB; b++) {
-                    int in_table = v == 0 || sp_active(i, b);
+                    int in_table = sp_in_table(v, i, b);
                     if (!in_table)
                         continue;
                     int j = idx++;
@@ -748,6 +887,7 @@ int main(void)
     tcase_add_test(tc, test_ctrl_backlog_floor);
     tcase_add_test(tc, test_ctrl_unreported_buckets_full_push_once);
     tcase_add_test(tc, test_ctrl_sparse_tables_same_tokens);
+    tcase_add_test(tc, test_ctrl_provisional_split_for_unreported_limited);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
