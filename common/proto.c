@@ -12,8 +12,8 @@
 #include <sys/types.h>
 #include <zmq.h>
 
-#define MAX_FRAMES 3        /* header, names, records */
-#define RECV_MAX_FRAMES 5   /* identity + 3 + one extra to detect excess */
+#define MAX_FRAMES PROTO_MAX_FRAMES /* header, names, weights, records */
+#define RECV_MAX_FRAMES (MAX_FRAMES + 2) /* identity + frames + one extra to detect excess */
 #define MAX_INTERVALS 100000u
 #define MAX_PERIOD_MS 86400000u
 #define MAX_BUSY 1e12
@@ -96,6 +96,7 @@ void proto_msg_clear(proto_msg_t *m)
     free(m->tokens);
     free(m->names_own);
     free(m->namebuf);
+    free(m->weights_own);
     proto_msg_init(m);
 }
 
@@ -152,6 +153,8 @@ static void msg_reset(proto_msg_t *m)
     m->cap_tokens = keep.cap_tokens;
     m->cap_names = keep.cap_names;
     m->cap_namebuf = keep.cap_namebuf;
+    m->weights_own = keep.weights_own;
+    m->cap_weights = keep.cap_weights;
 }
 
 /* ---- little-endian records ---- */
@@ -197,6 +200,10 @@ static int type_has_records(proto_type_t t)
 static int type_may_have_names(proto_type_t t)
 {
     return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_REPORT || t == PROTO_TOKENS;
+}
+static int type_may_have_weights(proto_type_t t)
+{
+    return t == PROTO_WELCOME || t == PROTO_TOKENS;
 }
 static int type_has_timing(proto_type_t t)
 {
@@ -272,6 +279,13 @@ static int enc_check(const proto_msg_t *m)
         return -EINVAL;
     if (m->has_names && (m->nnames > PROTO_MAX_RECORDS || (m->nnames && !m->names)))
         return -EINVAL;
+    if (m->has_weights) {
+        if (!m->has_names || !type_may_have_weights(m->type) || (m->nnames && !m->weights))
+            return -EINVAL;
+        for (size_t i = 0; i < m->nnames; i++)
+            if (m->weights[i] < 1 || m->weights[i] > PROTO_WEIGHT_MAX)
+                return -EINVAL;
+    }
     switch (m->type) {
     case PROTO_HELLO:
         if (!count_ok(m->capacity) || m->table == 0)
@@ -337,6 +351,8 @@ static json_t *enc_header(const proto_msg_t *m)
     }
     if (m->has_names)
         bad |= jset(h, "names", json_integer((json_int_t)m->nnames));
+    if (m->has_weights)
+        bad |= jset(h, "weights", json_integer((json_int_t)m->nnames));
     switch (m->type) {
     case PROTO_HELLO:
         bad |= jset(h, "capacity", json_integer((json_int_t)m->capacity));
@@ -467,6 +483,8 @@ static ssize_t fast_header(const proto_msg_t *m, char *buf, size_t cap)
     }
     if (m->has_names)
         hw_u64(&w, "names", m->nnames);
+    if (m->has_weights)
+        hw_u64(&w, "weights", m->nnames);
     switch (m->type) {
     case PROTO_HELLO:
         hw_u64(&w, "capacity", m->capacity);
@@ -559,6 +577,12 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
         if ((rc = enc_frame(e, 0, &p)))
             return rc;
     }
+    if (m->has_weights) {
+        if ((rc = enc_frame(e, m->nnames * 4, &p)))
+            return rc;
+        for (size_t i = 0; i < m->nnames; i++, p += 4)
+            put32(p, m->weights[i]);
+    }
 
     if (m->type == PROTO_REPORT) {
         if ((rc = enc_frame(e, m->count * PROTO_REPORT_REC_SIZE, &p)))
@@ -615,12 +639,12 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 enum {
     K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
-    K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K__N
+    K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K__N
 };
 static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
-    "dispatched", "busy", "code", "text",
+    "dispatched", "busy", "code", "text", "weights",
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;
@@ -637,7 +661,7 @@ typedef struct {
     hval_t v[K__N];
 } hview_t;
 
-static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4};
+static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4, 7};
 
 static int key_index(const char *k, size_t l)
 {
@@ -976,6 +1000,28 @@ out:
     return why;
 }
 
+/* Reads the weights frame (n u32, each 1..PROTO_WEIGHT_MAX) into
+ * m->weights. */
+static proto_reason_t dec_weights(proto_msg_t *m, const proto_frame_t *f, size_t n)
+{
+    if (f->len != n * 4)
+        return f->len < n * 4 && f->len % 4 == 0 ? PROTO_E_TRUNCATED : PROTO_E_COUNT;
+    if (n && !f->data)
+        return PROTO_E_TRUNCATED;
+    if (n && grow(&m->weights_own, &m->cap_weights, n, sizeof *m->weights_own))
+        return PROTO_E__COUNT; /* out of memory, see caller */
+    const unsigned char *p = f->data;
+    for (size_t i = 0; i < n; i++, p += 4) {
+        uint32_t w = get32(p);
+        if (w < 1 || w > PROTO_WEIGHT_MAX)
+            return PROTO_E_RANGE;
+        m->weights_own[i] = w;
+    }
+    m->weights = m->weights_own;
+    m->has_weights = 1;
+    return PROTO_OK;
+}
+
 static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
 {
 #if WIRE_LAYOUT
@@ -1084,6 +1130,19 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         }
         GET(K_NAMES, 1, PROTO_MAX_RECORDS, nnames);
     }
+    uint64_t nweights = 0;
+    int weights = hv.v[K_WEIGHTS].kind != V_NONE;
+    if (weights) {
+        if (!type_may_have_weights(m->type) || !names) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        GET(K_WEIGHTS, 1, PROTO_MAX_RECORDS, nweights);
+        if (nweights != nnames) {
+            why = PROTO_E_COUNT;
+            goto out;
+        }
+    }
     switch (m->type) {
     case PROTO_HELLO:
         GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);
@@ -1149,7 +1208,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
 
-    size_t want = 1 + (size_t)names + (size_t)type_has_records(m->type);
+    size_t want = 1 + (size_t)names + (size_t)weights + (size_t)type_has_records(m->type);
     if (nframes < want) {
         why = PROTO_E_TRUNCATED;
         goto out;
@@ -1165,6 +1224,11 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
             goto out;
         }
         if ((why = dec_names(m, &frames[fi], nnames)) != PROTO_OK)
+            goto out;
+        fi++;
+    }
+    if (weights) {
+        if ((why = dec_weights(m, &frames[fi], nweights)) != PROTO_OK)
             goto out;
         fi++;
     }

@@ -3,10 +3,12 @@
  * binary frames, pure encode/decode over buffers, and thin zmq send/recv.
  *
  * Wire format (docs/protocol.md has the full description and rationale):
- *   frame 0  JSON header  {"v":1,"type":"report","node":"n1","seq":7,...}
+ *   frame 0  JSON header  {"v":2,"type":"report","node":"n1","seq":7,...}
  *   frame 1  names        only if the header has "names":N: N bucket names,
  *                         each followed by one NUL byte (the sender's table)
- *   frame 2  records      only for report/tokens: "count" fixed-size records
+ *   frame 2  weights      only if the header has "weights":N (welcome and
+ *                         tokens with names): N u32 bucket weights
+ *   frame 3  records      only for report/tokens: "count" fixed-size records
  *                         (PROTO_REPORT_REC_SIZE / PROTO_TOKENS_REC_SIZE bytes)
  * Records name their bucket by index into the SENDER's bucket table (its
  * generation is "table"); the names frame is included until the receiver
@@ -22,7 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2              /* 2: weights frame (v1 peers are refused) */
+#define PROTO_ADMIN_VERSION 1        /* the admin protocol's "v" (bqos-ctl) */
+#define PROTO_WEIGHT_MAX 1000000u    /* bucket weights are 1..this */
+#define PROTO_MAX_FRAMES 4           /* header, names, weights, records */
 #define PROTO_NAME_MAX 250          /* bucket and node names: 1..250 bytes */
 #define PROTO_UNLIMITED INT64_MAX   /* l_tokens / l_left meaning "no limit" */
 #define PROTO_MAX_RECORDS 4000000u  /* more records than this is "absurd" */
@@ -113,10 +118,12 @@ typedef struct {
  *   hello     capacity* (IOs/s profile), table*, names* (= nnames, >= 0),
  *             timing (optional: the node's current view, for a restarted
  *             controller to adopt)
- *   welcome   timing*, peer_table*, table*, names (optional)
+ *   welcome   timing*, peer_table*, table*, names (optional), weights
+ *             (optional, only with names)
  *   report    period*, interval*, remaining_ms, table*, peer_table*,
  *             count*, names (optional), completions*, dispatched*, busy*
- *   tokens    timing*, table*, peer_table*, count*, names (optional)
+ *   tokens    timing*, table*, peer_table*, count*, names (optional),
+ *             weights (optional, only with names)
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
  *   goodbye   -
  *   error     code*, text
@@ -160,15 +167,23 @@ typedef struct {
     size_t nnames;
     const char **names;
 
+    /* weights frame (welcome/tokens, only with names): present iff
+     * has_weights; weights[i] (1..PROTO_WEIGHT_MAX) is the weight of
+     * bucket names[i].  Decoded into the message's own array; for encoding,
+     * point at nnames caller-owned values. */
+    int has_weights;
+    const uint32_t *weights;
+
     /* records (report or tokens), count of them */
     size_t count;
     proto_report_rec_t *report;
     proto_tokens_rec_t *tokens;
 
     /* private: capacities of the owned buffers */
-    size_t cap_names, cap_namebuf, cap_report, cap_tokens;
+    size_t cap_names, cap_namebuf, cap_report, cap_tokens, cap_weights;
     char *namebuf;
     const char **names_own;
+    uint32_t *weights_own;
 } proto_msg_t;
 
 /* Initialises an empty message (all zero); no allocation. */
@@ -182,13 +197,13 @@ void proto_msg_clear(proto_msg_t *m);
  * arrays.  Returns 0, -EINVAL (type without records and n > 0), -ENOMEM. */
 int proto_msg_reserve(proto_msg_t *m, size_t n, size_t nnames);
 
-/* Encoder output: up to three frames, buffers owned by the encoder and
+/* Encoder output: up to PROTO_MAX_FRAMES frames, buffers owned by the encoder and
  * reused across calls.  Frame i is data[i] / len[i]. */
 typedef struct {
     size_t nframes;
-    unsigned char *data[3];
-    size_t len[3];
-    size_t cap[3];
+    unsigned char *data[PROTO_MAX_FRAMES];
+    size_t len[PROTO_MAX_FRAMES];
+    size_t cap[PROTO_MAX_FRAMES];
 } proto_enc_t;
 
 void proto_enc_init(proto_enc_t *e);

@@ -169,7 +169,7 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         goto out;
     }
     json_t *v = json_object_get(reply, "v");
-    if (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION) {
+    if (!json_is_integer(v) || json_integer_value(v) != PROTO_ADMIN_VERSION) {
         fprintf(stderr, "bqos-ctl: the controller speaks another admin protocol version\n");
         json_decref(reply);
         reply = NULL;
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return EXIT_OK;
         case OPT_VERSION:
-            printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
+            printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_ADMIN_VERSION);
             return EXIT_OK;
         case ':':
             return usage_error("option '%s' needs an argument", argv[optind - 1]);
@@ -443,7 +443,7 @@ int main(int argc, char **argv)
             return usage_error("--limit %lld is below --reservation %lld", limit, res);
     }
 
-    json_t *req = json_pack("{s:i, s:s}", "v", PROTO_VERSION, "cmd", cmd);
+    json_t *req = json_pack("{s:i, s:s}", "v", PROTO_ADMIN_VERSION, "cmd", cmd);
     if (!req) {
         fputs("bqos-ctl: out of memory\n", stderr);
         return EXIT_UNREACHABLE;

@@ -11,6 +11,8 @@
 #include "controller/estimate.h"
 #include "pshift/pshift.h"
 
+_Static_assert(BUCKETFILE_MAX_WEIGHT <= PROTO_WEIGHT_MAX, "bucket weights must fit the protocol");
+
 /* One (bucket, node) pair: the node's last report for the bucket and what
  * was pushed.  Indexed by the node's table index, so every pass over the
  * pairs is sequential and touches only buckets the node holds. */
@@ -102,6 +104,7 @@ struct ctrl {
     ctrl_config_t cfg;
     bucketfile_t *bf;
     const char **bnames;
+    uint32_t *bweights;    /* [nb]: the buckets' weights, table order */
     bstate_t *b;
     size_t nb;
     uint32_t table_gen;
@@ -202,6 +205,7 @@ void ctrl_destroy(ctrl_t **cp)
     strmap_destroy(&c->node_ix);
     bucketfile_destroy(&c->bf);
     free(c->bnames);
+    free(c->bweights);
     free(c->b);
     free(c->cnt);
     free(c->given);
@@ -253,9 +257,10 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     size_t nb = bucketfile_count(bf);
     bucketfile_t *copy = bucketfile_dup(bf);
     const char **names = calloc(nb ? nb : 1, sizeof *names);
+    uint32_t *weights = calloc(nb ? nb : 1, sizeof *weights);
     bstate_t *bs = calloc(nb ? nb : 1, sizeof *bs);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
-    if (!copy || !names || !bs || !jofs)
+    if (!copy || !names || !weights || !bs || !jofs)
         goto fail;
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
@@ -263,6 +268,7 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(copy, b);
         names[b] = x->name;
+        weights[b] = x->weight;
         bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
         bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
@@ -277,6 +283,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     c->bf = copy;
     free(c->bnames);
     c->bnames = names;
+    free(c->bweights);
+    c->bweights = weights;
     free(c->b);
     c->b = bs;
     c->nb = nb;
@@ -292,6 +300,7 @@ fail:
     free(jofs);
     free(bs);
     free(names);
+    free(weights);
     bucketfile_destroy(&copy);
     return -ENOMEM;
 }
@@ -303,6 +312,11 @@ uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n)
     if (n)
         *n = c->nb;
     return c->table_gen;
+}
+
+const uint32_t *ctrl_table_weights(const ctrl_t *c)
+{
+    return c->bweights;
 }
 
 int ctrl_node_find(const ctrl_t *c, const char *name)

@@ -89,6 +89,11 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf);
  * the next ctrl_set_buckets(). */
 uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n);
 
+/* The buckets' weights (1..1,000,000) in the same order as ctrl_table()'s
+ * names, for the weights frame that goes with them; NULL before the first
+ * ctrl_set_buckets().  Belongs to `c`, valid as the names are. */
+const uint32_t *ctrl_table_weights(const ctrl_t *c);
+
 /* ---- nodes --------------------------------------------------------------- */
 
 /* Registers node `name` (or re-registers a known one, e.g. after its

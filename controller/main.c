@@ -375,6 +375,8 @@ static void push_all(app_t *a, const ctrl_result_t *res, double now)
                 m.has_names = 1;
                 m.nnames = nnames;
                 m.names = (const char **)names;
+                m.has_weights = 1; /* the weights go with the table */
+                m.weights = ctrl_table_weights(a->ctrl);
             }
             a->push_tokens++;
             a->records_sent += n;
@@ -526,6 +528,8 @@ static void on_hello(app_t *a, proto_msg_t *m, double now)
     w.has_names = 1;
     w.nnames = n;
     w.names = (const char **)names;
+    w.has_weights = 1;
+    w.weights = ctrl_table_weights(a->ctrl);
     send_to(a, m->node, &w);
 }
 

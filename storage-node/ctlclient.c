@@ -37,6 +37,9 @@ struct ctlclient {
                             a period start moved out of the counters */
     uint64_t *served_rep;/* per bucket: IOs served this period when the last
                             report was taken (see apply_tokens()) */
+    uint32_t *local_w;   /* per bucket: its weight before the controller's
+                            weight replaced it (0: the controller's weight
+                            does not apply; see take_weights()) */
     size_t arr_cap;
 
     /* the controller's table: its index -> our scheduler index (or -1) */
@@ -143,6 +146,11 @@ static int arrays_fit(ctlclient_t *c, size_t n)
     if (!s)
         return -ENOMEM;
     c->served_rep = s;
+    uint32_t *w = realloc(c->local_w, want * sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    c->local_w = w;
+    memset(c->local_w + c->arr_cap, 0, (want - c->arr_cap) * sizeof *w);
     memset(c->prev + c->arr_cap, 0, (want - c->arr_cap) * sizeof *p);
     memset(c->carry + c->arr_cap, 0, (want - c->arr_cap) * sizeof *q);
     memset(c->served_rep + c->arr_cap, 0, (want - c->arr_cap) * sizeof *s);
@@ -367,7 +375,31 @@ int ctlclient_report_now(ctlclient_t *c, double now)
 
 /* ---- receiving ---- */
 
-/* Rebuilds the controller-index -> scheduler-index map from m's names. */
+/* Sets scheduler bucket b to the controller's weight w, remembering the
+ * weight it had (the node's own --config weight, or 1) the first time. */
+static void take_weight(ctlclient_t *c, int b, uint32_t w)
+{
+    sched_bucket_stats_t bs;
+    if ((size_t)b >= c->arr_cap || sched_bucket_stats(c->s, b, &bs))
+        return;
+    if (!c->local_w[b])
+        c->local_w[b] = bs.weight;
+    if (bs.weight != w && sched_set_weight(c->s, b, w) == 0)
+        c->st.weights_applied++;
+}
+
+/* A bucket the controller no longer has gets its own weight back. */
+static void drop_weight(ctlclient_t *c, int b)
+{
+    if ((size_t)b >= c->arr_cap || !c->local_w[b])
+        return;
+    if (sched_set_weight(c->s, b, c->local_w[b]) == 0)
+        c->st.weights_applied++;
+    c->local_w[b] = 0;
+}
+
+/* Rebuilds the controller-index -> scheduler-index map from m's names,
+ * and applies the controller's bucket weights if m carries them. */
 static int take_ctl_table(ctlclient_t *c, const proto_msg_t *m)
 {
     size_t n = m->nnames;
@@ -401,11 +433,19 @@ static int take_ctl_table(ctlclient_t *c, const proto_msg_t *m)
         if (b >= 0 && b < nb)
             seen[b] = 1;
     }
+    int nnow = sched_nbuckets(c->s);
+    if (m->has_weights && arrays_fit(c, (size_t)(nnow > 0 ? nnow : 0)) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (c->ctl_map[i] >= 0)
+                take_weight(c, c->ctl_map[i], m->weights[i]);
     /* A bucket the controller dropped keeps serving, without reservation
-     * and without limit (it may still be in this node's own config). */
+     * and without limit (it may still be in this node's own config), with
+     * its own weight. */
     for (int b = 0; b < nb; b++)
-        if (was[b] && !seen[b])
+        if (was[b] && !seen[b]) {
             op_set_tokens(c, b, 0, SCHED_UNLIMITED);
+            drop_weight(c, b);
+        }
     free(was);
     free(seen);
     c->ctl_n = n;
@@ -738,6 +778,7 @@ void ctlclient_destroy(ctlclient_t **cp)
     free(c->prev);
     free(c->carry);
     free(c->served_rep);
+    free(c->local_w);
     free(c->ctl_map);
     free(c->endpoint);
     free(c);

@@ -1,7 +1,8 @@
 /* ctlclient.h - the node's side of the control protocol: a ZeroMQ DEALER to
  * the controller that says hello, reports the scheduler's counters at every
- * interval start, applies the tokens it receives, and falls back to a local
- * policy when the controller goes silent (docs/protocol.md).
+ * interval start, applies the tokens and bucket weights it receives, and
+ * falls back to a local policy when the controller goes silent
+ * (docs/protocol.md).
  *
  * Usage from a libevent loop (everything on the loop thread that owns the
  * scheduler; nothing here locks or blocks):
@@ -50,7 +51,13 @@ void ctlclient_config_defaults(ctlclient_config_t *cfg);
  * it directly on the scheduler" (sched_add_bucket with weight 1,
  * sched_set_tokens, sched_set_policy, sched_period_start).  The node's front
  * sets them so it can dispatch what new tokens allow.  All are called on
- * the caller's thread from inside ctlclient_on_readable()/ctlclient_tick(). */
+ * the caller's thread from inside ctlclient_on_readable()/ctlclient_tick().
+ *
+ * Weights: the controller's bucket weights (sent with its table) are set
+ * directly on the scheduler (sched_set_weight(); they change dispatch only
+ * in a scheduler made with `weighted`).  For a bucket in the controller's
+ * table the controller's weight wins over the node's own (--config) one;
+ * the node's weight comes back when the controller drops the bucket. */
 typedef struct {
     /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
     int (*bucket)(void *arg, const char *name);
@@ -71,6 +78,8 @@ typedef struct {
     uint64_t sent_hello, sent_report, sent_heartbeat, sent_goodbye, send_dropped;
     uint64_t recv_welcome, recv_tokens, recv_heartbeat, recv_error;
     uint64_t tokens_applied;     /* token records applied */
+    uint64_t weights_applied;    /* scheduler weight changes from the
+                                    controller's weights frame */
     uint64_t tokens_stale;       /* tokens messages for an older period */
     uint64_t fallbacks, resumes; /* policy switches */
     int fallback;                /* 1 while in fallback (or never welcomed) */

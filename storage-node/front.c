@@ -613,6 +613,7 @@ static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
                 fprintf(fp, "STAT %s:l_tokens unlimited\r\n", nm);
             else
                 fprintf(fp, "STAT %s:l_tokens %lld\r\n", nm, (long long)bs.l_tokens);
+            fprintf(fp, "STAT %s:weight %u\r\n", nm, (unsigned)bs.weight);
         }
     } else {
         fclose(fp);

@@ -60,6 +60,25 @@ print("ok" if buf == b"STORED\r\nVALUE red:k 0 2\r\nhi\r\nEND\r\n" else repr(buf
 PY
 )" = ok ]'
 check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
+# bucket_weight BUCKET: its weight in m1's scheduler (`stats buckets`).
+bucket_weight() {
+  python3 - "$NP" "$1" <<"PY"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"stats buckets\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+key = ("STAT %s:weight " % sys.argv[2]).encode()
+print(next((l[len(key):].decode() for l in buf.split(b"\r\n") if l.startswith(key)), "none"))
+PY
+}
+check "m1 starts with red's weight 1" '[ "$(bucket_weight red)" = 1 ]'
+"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" set red --reservation 100 --limit 200 --weight 7 >/dev/null 2>&1
+check "a weight set with bqos-ctl reaches m1's scheduler" 'until_true 10 "[ \"\$(bucket_weight red)\" = 7 ]"'
 check "n1 was welcomed" 'grep -q "welcomed" "$T/n1.log"'
 check "n1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/n1.log\""'
 both_reported() {

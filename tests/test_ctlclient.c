@@ -441,8 +441,8 @@ START_TEST(test_ctlclient_bad_messages)
     zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
     zmq_send(f.router, "\xff\x00junk", 6, 0);
     zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
-    const char *v2 = "{\"v\":2,\"type\":\"heartbeat\",\"node\":\"n1\"}";
-    zmq_send(f.router, v2, strlen(v2), 0);
+    const char *v1 = "{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\"}";
+    zmq_send(f.router, v1, strlen(v1), 0);
     send_tokens(&f, 1, 5, 5, 0, 0); /* table 1 never sent */
     proto_msg_t hb; /* for another node */
     proto_msg_init(&hb);
@@ -645,6 +645,91 @@ START_TEST(test_ctlclient_tokens_net_of_served)
 }
 END_TEST
 
+static int weights_at_least(const ctlclient_stats_t *st, uint64_t n)
+{
+    return st->weights_applied >= n;
+}
+
+static uint32_t weight_of(const sched_t *s, const char *name)
+{
+    int b = sched_find_bucket(s, name, strlen(name));
+    ck_assert_int_ge(b, 0);
+    sched_bucket_stats_t bs;
+    ck_assert_int_eq(sched_bucket_stats(s, b, &bs), 0);
+    return bs.weight;
+}
+
+/* The controller's bucket weights (sent with its table) reach the
+ * scheduler and win over the node's own; a bucket the controller drops
+ * gets the node's weight back; buckets only the node has keep theirs. */
+START_TEST(test_ctlclient_weights)
+{
+    fake_t f;
+    fake_start(&f);
+    g_period_ms = 60000;
+    g_intervals = 2;
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 1);
+    ck_assert_int_eq(sched_add_bucket(s, "red", 4), 0); /* as from --config */
+    ck_assert_int_eq(sched_add_bucket(s, "blue", 2), 1);
+    ctlclient_t *c = client(&f, s);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    timing(&w, 5, 59000);
+    w.table = 1;
+    w.peer_table = f.m.table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names; /* red, green */
+    static const uint32_t w1[] = {10, 3};
+    w.has_weights = 1;
+    w.weights = w1;
+    fake_send(&f, &w);
+    ck_assert(run_until(c, weights_at_least, 2, 10.0));
+    ck_assert_uint_eq(weight_of(s, "red"), 10);
+    ck_assert_uint_eq(weight_of(s, "green"), 3);
+    ck_assert_uint_eq(weight_of(s, "blue"), 2);
+
+    /* A new table without red, green's weight changed. */
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    timing(&m, 5, 58000);
+    m.table = 2;
+    static const char *t2[] = {"green"};
+    static const uint32_t w2[] = {5};
+    m.has_names = 1;
+    m.nnames = 1;
+    m.names = t2;
+    m.has_weights = 1;
+    m.weights = w2;
+    m.count = 0;
+    fake_send(&f, &m);
+    ck_assert(run_until(c, weights_at_least, 4, 10.0));
+    ck_assert_uint_eq(weight_of(s, "green"), 5);
+    ck_assert_uint_eq(weight_of(s, "red"), 4); /* its own again */
+    ck_assert_uint_eq(weight_of(s, "blue"), 2);
+
+    /* A table without weights leaves them alone. */
+    m.table = 3;
+    m.has_weights = 0;
+    m.weights = NULL;
+    fake_send(&f, &m);
+    run_for(c, 0.3);
+    ck_assert_uint_eq(weight_of(s, "green"), 5);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert_uint_eq(st.weights_applied, 4);
+    ck_assert_uint_eq(st.proto.rejected_total, 0);
+    proto_msg_clear(&w);
+    proto_msg_clear(&m);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("ctlclient");
@@ -657,6 +742,7 @@ int main(void)
     tcase_add_test(tc, test_ctlclient_libevent);
     tcase_add_test(tc, test_ctlclient_heartbeat);
     tcase_add_test(tc, test_ctlclient_tokens_net_of_served);
+    tcase_add_test(tc, test_ctlclient_weights);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -16,7 +16,7 @@ static int roundtrip(const proto_msg_t *m, proto_msg_t *out, proto_stats_t *st)
     proto_enc_t e;
     proto_enc_init(&e);
     ck_assert_int_eq(proto_encode(m, &e), 0);
-    proto_frame_t f[3];
+    proto_frame_t f[PROTO_MAX_FRAMES];
     for (size_t i = 0; i < e.nframes; i++) {
         f[i].data = e.data[i];
         f[i].len = e.len[i];
@@ -86,8 +86,14 @@ START_TEST(test_proto_roundtrip_welcome)
     m.has_names = 1;
     m.nnames = 3;
     m.names = names3;
+    static const uint32_t w[] = {2, 1, 9};
+    m.has_weights = 1;
+    m.weights = w;
     ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
     ck_assert_int_eq(d.type, PROTO_WELCOME);
+    ck_assert(d.has_weights);
+    ck_assert_uint_eq(d.weights[0], 2);
+    ck_assert_uint_eq(d.weights[2], 9);
     ck_assert(d.has_timing);
     ck_assert_uint_eq(d.period, 42);
     ck_assert_uint_eq(d.interval, 3);
@@ -169,6 +175,14 @@ START_TEST(test_proto_roundtrip_tokens)
     m.tokens[1] = (proto_tokens_rec_t){.bucket = 2, .r_tokens = 0, .l_tokens = PROTO_UNLIMITED};
     m.tokens[2] = (proto_tokens_rec_t){.bucket = 1, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 5};
     ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert(!d.has_weights); /* optional */
+    static const uint32_t w[] = {1, PROTO_WEIGHT_MAX, 3};
+    m.has_weights = 1;
+    m.weights = w;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert(d.has_weights);
+    ck_assert_uint_eq(d.weights[1], PROTO_WEIGHT_MAX);
+    ck_assert_uint_eq(d.weights[2], 3);
     ck_assert_int_eq(d.type, PROTO_TOKENS);
     ck_assert(d.has_timing);
     ck_assert_uint_eq(d.count, 3);
@@ -268,6 +282,24 @@ START_TEST(test_proto_encode_rejects_invalid)
     m.names = dup;
     m.nnames = 2;
     ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    static const char *okn[] = {"a", "b"};
+    m.names = okn;
+    m.has_weights = 1;
+    static const uint32_t w0[] = {1, 0}, wbig[] = {PROTO_WEIGHT_MAX + 1, 1}, wok[] = {1, 2};
+    m.weights = w0;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL); /* weight 0 */
+    m.weights = wbig;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.weights = wok;
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.nframes, 4);
+    m.has_names = 0; /* weights only with names */
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.type = PROTO_HELLO; /* and only controller -> node */
+    m.has_names = 1;
+    m.capacity = 1;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.has_weights = 0;
     m.type = PROTO_ERROR; /* needs a code */
     m.has_names = 0;
     ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
@@ -310,7 +342,7 @@ static void put_tok(unsigned char *p, uint32_t b, uint32_t fl, int64_t r, int64_
 }
 
 #define TOKHDR(extra)                                                                              \
-    "{\"v\":1,\"type\":\"tokens\",\"node\":\"n1\",\"period\":1,\"interval\":0,"                    \
+    "{\"v\":2,\"type\":\"tokens\",\"node\":\"n1\",\"period\":1,\"interval\":0,"                    \
     "\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":900,\"table\":1,\"peer_table\":0" extra "}"
 
 START_TEST(test_proto_reject_reasons)
@@ -327,13 +359,13 @@ START_TEST(test_proto_reject_reasons)
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "red", 3, recbuf, 24, &st),
                      PROTO_E_TRUNCATED);
     /* version */
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
+    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
     ck_assert_int_eq(DEC("{\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
     ck_assert_int_eq(DEC("{\"v\":\"1\",\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
     /* type */
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"frobnicate\",\"node\":\"n1\"}"), PROTO_E_TYPE);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":3,\"node\":\"n1\"}"), PROTO_E_TYPE);
-    ck_assert_int_eq(DEC("{\"v\":1,\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"frobnicate\",\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":3,\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":2,\"node\":\"n1\"}"), PROTO_E_TYPE);
     /* count */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 48, NULL, -1, &st), PROTO_E_COUNT);
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 25, NULL, -1, &st), PROTO_E_COUNT);
@@ -357,24 +389,24 @@ START_TEST(test_proto_reject_reasons)
     put_tok(recbuf, 1, 0, 1, 1); /* index beyond the names sent with it */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "red", 4, recbuf, 24, &st),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
                          "\"interval\":5,\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":1}"),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
                          "\"interval\":0,\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":1001}"),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"report\",\"node\":\"n1\",\"period\":1,\"interval\":0,"
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"report\",\"node\":\"n1\",\"period\":1,\"interval\":0,"
                          "\"table\":1,\"peer_table\":0,\"count\":0,\"completions\":1,"
                          "\"dispatched\":1,\"busy\":-0.5}"),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":-1,"
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":-1,"
                          "\"table\":1,\"names\":0}"),
                      PROTO_E_RANGE);
     /* json */
-    ck_assert_int_eq(DEC("{\"v\":1,"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("{\"v\":2,"), PROTO_E_JSON);
     ck_assert_int_eq(DEC("[1,2]"), PROTO_E_JSON);
     ck_assert_int_eq(DEC("\x01\x02garbage"), PROTO_E_JSON);
-    ck_assert_int_eq(DEC("{\"v\":1,\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("{\"v\":2,\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_JSON);
     char big[PROTO_HEADER_MAX + 64];
     memset(big, ' ', sizeof big - 1);
     big[sizeof big - 1] = '\0';
@@ -382,15 +414,15 @@ START_TEST(test_proto_reject_reasons)
     big[sizeof big - 2] = '}';
     ck_assert_int_eq(DEC(big), PROTO_E_JSON);
     /* field */
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"a b\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":7}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"a b\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":7}"), PROTO_E_FIELD);
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":\"1\""), recbuf, 24, NULL, -1, &st), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"error\",\"node\":\"n1\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1}"),
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"error\",\"node\":\"n1\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1}"),
                      PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\",\"names\":0}"),
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\",\"names\":0}"),
                      PROTO_E_FIELD);
     /* names */
     put_tok(recbuf, 0, 0, 1, 1);
@@ -406,7 +438,7 @@ START_TEST(test_proto_reject_reasons)
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), longname, 300, recbuf, 24, &st),
                      PROTO_E_NAMES);
     /* frames */
-    ck_assert_int_eq(dec3("{\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\"}", "x", 1, NULL, -1, &st),
+    ck_assert_int_eq(dec3("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}", "x", 1, NULL, -1, &st),
                      PROTO_E_FRAMES);
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, recbuf, 24, &st), PROTO_E_FRAMES);
 
@@ -430,6 +462,85 @@ START_TEST(test_proto_reject_reasons)
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"future\":[1]"), recbuf, 24, NULL, -1, &st),
                      PROTO_OK);
     ck_assert_uint_eq(st.ok, 1);
+}
+END_TEST
+
+/* Decodes a tokens header (TOKHDR) with names "red","blue", a weights
+ * frame of `wl` bytes (-1: no frame) and one tokens record; returns the
+ * reason. */
+static proto_reason_t dec_w(const char *hdr, const void *w, ssize_t wl, proto_stats_t *st)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    unsigned char rec[24];
+    put_tok(rec, 1, 0, 3, 4);
+    proto_frame_t f[PROTO_MAX_FRAMES] = {{hdr, strlen(hdr)}, {"red\0blue", 9}};
+    size_t n = 2;
+    if (wl >= 0)
+        f[n++] = (proto_frame_t){w, (size_t)wl};
+    f[n++] = (proto_frame_t){rec, sizeof rec};
+    proto_reason_t why = PROTO_E__COUNT;
+    int rc = proto_decode(&m, f, n, st, &why);
+    ck_assert_int_eq(rc, why == PROTO_OK ? 0 : -EPROTO);
+    if (rc == 0 && m.has_weights) { /* what decodes re-encodes the same */
+        proto_enc_t e;
+        proto_enc_init(&e);
+        ck_assert_int_eq(proto_encode(&m, &e), 0);
+        ck_assert_uint_eq(e.nframes, 4);
+        ck_assert_mem_eq(e.data[2], w, (size_t)wl);
+        proto_enc_clear(&e);
+    }
+    proto_msg_clear(&m);
+    return why;
+}
+
+/* The weights frame (protocol v2): only with names, only controller ->
+ * node, one u32 per name, each 1..PROTO_WEIGHT_MAX; anything else is
+ * rejected and counted. */
+START_TEST(test_proto_weights_rejected)
+{
+    proto_stats_t st = {0};
+    uint32_t w[3] = {3, 1, 5};
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 8, &st), PROTO_OK);
+    /* one name's weight missing, one too many, a partial one */
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 4, &st),
+                     PROTO_E_TRUNCATED);
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 12, &st),
+                     PROTO_E_COUNT);
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 7, &st),
+                     PROTO_E_COUNT);
+    /* the header's count disagrees with the names */
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":3"), w, 12, &st),
+                     PROTO_E_COUNT);
+    /* weight 0, above the maximum */
+    uint32_t bad0[2] = {0, 1}, bigw[2] = {1, PROTO_WEIGHT_MAX + 1};
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), bad0, 8, &st),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), bigw, 8, &st),
+                     PROTO_E_RANGE);
+    /* negative or non-integer count */
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":-2"), w, 8, &st),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":\"2\""), w, 8, &st),
+                     PROTO_E_FIELD);
+    /* the frame missing: the records frame is taken for it */
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), NULL, -1, &st),
+                     PROTO_E_TRUNCATED);
+    /* a weights frame nobody announced */
+    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2"), w, 8, &st), PROTO_E_FRAMES);
+    /* weights without names, or in a node's message */
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":0,\"weights\":0"), "", 0, "", 0, &st), PROTO_E_FIELD);
+    ck_assert_int_eq(dec3("{\"v\":2,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1,"
+                          "\"names\":1,\"weights\":1}",
+                          "red", 4, w, 4, &st),
+                     PROTO_E_FIELD);
+    ck_assert_uint_eq(st.ok, 1);
+    ck_assert_uint_eq(st.rejected[PROTO_E_TRUNCATED], 2);
+    ck_assert_uint_eq(st.rejected[PROTO_E_COUNT], 3);
+    ck_assert_uint_eq(st.rejected[PROTO_E_RANGE], 3);
+    ck_assert_uint_eq(st.rejected[PROTO_E_FIELD], 3);
+    ck_assert_uint_eq(st.rejected[PROTO_E_FRAMES], 1);
+    ck_assert_uint_eq(st.rejected_total, 12);
 }
 END_TEST
 
@@ -464,7 +575,7 @@ START_TEST(test_proto_fixtures)
 {
     DIR *d = opendir(FIXTURES);
     ck_assert_msg(d != NULL, "run from the repository root: no %s", FIXTURES);
-    static unsigned char bufs[3][8192];
+    static unsigned char bufs[PROTO_MAX_FRAMES][8192];
     int cases = 0, oks = 0;
     struct dirent *e;
     proto_msg_t m;
@@ -479,9 +590,9 @@ START_TEST(test_proto_fixtures)
         ck_assert_msg(f != NULL, "%s: no expect file", dir);
         ck_assert(fscanf(f, "%31s", expect) == 1);
         fclose(f);
-        proto_frame_t fr[3];
+        proto_frame_t fr[PROTO_MAX_FRAMES];
         size_t n = 0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < PROTO_MAX_FRAMES; i++) {
             ssize_t l = read_frame(dir, i, bufs[i], sizeof bufs[i]);
             if (l < 0)
                 break;
@@ -579,6 +690,12 @@ START_TEST(test_proto_fuzz_mutations)
     proto_msg_reserve(&seeds[1], 3, 0);
     for (int i = 0; i < 3; i++)
         seeds[1].tokens[i] = (proto_tokens_rec_t){.bucket = (uint32_t)i, .r_tokens = i, .l_tokens = 9};
+    static const uint32_t w3[] = {1, 7, PROTO_WEIGHT_MAX};
+    seeds[1].has_names = 1; /* header, names, weights, records */
+    seeds[1].nnames = 3;
+    seeds[1].names = names3;
+    seeds[1].has_weights = 1;
+    seeds[1].weights = w3;
     seeds[2].type = PROTO_HELLO;
     seeds[2].table = 1;
     seeds[2].capacity = 100;
@@ -599,11 +716,11 @@ START_TEST(test_proto_fuzz_mutations)
     proto_enc_t scratch;
     proto_enc_init(&scratch);
     enum { CAP = 1024, N = 20000 };
-    static unsigned char bufs[3][CAP];
+    static unsigned char bufs[PROTO_MAX_FRAMES][CAP];
     size_t total = 0;
     for (int it = 0; it < N; it++) {
         const proto_enc_t *src = &e[it % 3];
-        proto_frame_t f[3] = {{0}};
+        proto_frame_t f[PROTO_MAX_FRAMES] = {{0}};
         size_t nf = src->nframes;
         for (size_t i = 0; i < nf; i++) {
             size_t l = src->len[i] < CAP ? src->len[i] : CAP;
@@ -615,7 +732,7 @@ START_TEST(test_proto_fuzz_mutations)
         if (which == nf) { /* drop or duplicate a frame */
             if (xr() % 2) {
                 nf--;
-            } else if (nf < 3) {
+            } else if (nf < PROTO_MAX_FRAMES) {
                 f[nf] = f[nf - 1];
                 nf++;
             }
@@ -652,13 +769,13 @@ END_TEST
 START_TEST(test_proto_flat_parser_agrees)
 {
     static const char *seeds[] = {
-        "{\"v\":1,\"type\":\"report\",\"node\":\"n1\",\"seq\":12,\"period\":3,\"interval\":1,"
+        "{\"v\":2,\"type\":\"report\",\"node\":\"n1\",\"seq\":12,\"period\":3,\"interval\":1,"
         "\"remaining_ms\":700,\"table\":1,\"peer_table\":2,\"count\":10,\"completions\":10,"
         "\"dispatched\":10,\"busy\":0.25}",
         " { \"v\" : 1 , \"type\" : \"tokens\" , \"node\" : \"a-b.c\" , \"period\" : 0 , "
         "\"interval\" : 4 , \"intervals\":5,\"period_ms\":1000,\"remaining_ms\":-0,\"table\":9,"
         "\"peer_table\":0,\"count\":9223372036854775807,\"x\":true,\"y\":null,\"z\":false}\n",
-        "{\"v\":1,\"type\":\"error\",\"node\":\"n\",\"code\":\"unknown_node\",\"text\":\"a b\","
+        "{\"v\":2,\"type\":\"error\",\"node\":\"n\",\"code\":\"unknown_node\",\"text\":\"a b\","
         "\"busy\":1e-3,\"seq\":-9223372036854775808,\"names\":1.5E+2}",
         "{}",
     };
@@ -820,6 +937,7 @@ int main(void)
     tcase_add_test(tc, test_proto_roundtrip_small);
     tcase_add_test(tc, test_proto_encode_rejects_invalid);
     tcase_add_test(tc, test_proto_reject_reasons);
+    tcase_add_test(tc, test_proto_weights_rejected);
     tcase_add_test(tc, test_proto_fixtures);
     tcase_add_test(tc, test_proto_fuzz_mutations);
     tcase_add_test(tc, test_proto_flat_parser_agrees);
