@@ -25,7 +25,8 @@ print(next((n['state'] for n in d['nodes'] if n['name']=='$1'), 'absent'))" 2>/d
 }
 
 cat >"$T/b.json" <<'JSON'
-{"buckets":[{"name":"red","reservation":100,"limit":200},{"name":"blue","reservation":50}]}
+{"buckets":[{"name":"red","reservation":100,"limit":200},{"name":"blue","reservation":50},
+ {"name":"green","reservation":30,"limit":60}]}
 JSON
 start_controller "$T/b.json" 10000 "$T" || { echo "controller did not start"; exit 1; }
 ctl_ep=$CTRL_EP; admin_ep=$ADMIN_EP
@@ -60,9 +61,9 @@ print("ok" if buf == b"STORED\r\nVALUE red:k 0 2\r\nhi\r\nEND\r\n" else repr(buf
 PY
 )" = ok ]'
 check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
-# bucket_weight BUCKET: its weight in m1's scheduler (`stats buckets`).
-bucket_weight() {
-  python3 - "$NP" "$1" <<"PY"
+# bucket_stat BUCKET FIELD: that counter in m1's scheduler (`stats buckets`).
+bucket_stat() {
+  python3 - "$NP" "$1:$2" <<"PY"
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 s.sendall(b"stats buckets\r\n")
@@ -72,10 +73,18 @@ while not buf.endswith(b"END\r\n"):
     if not d:
         break
     buf += d
-key = ("STAT %s:weight " % sys.argv[2]).encode()
+key = ("STAT %s " % sys.argv[2]).encode()
 print(next((l[len(key):].decode() for l in buf.split(b"\r\n") if l.startswith(key)), "none"))
 PY
 }
+bucket_weight() { bucket_stat "$1" weight; }
+# green (limited, no traffic anywhere) gets a provisional share of its
+# headroom on every node (3 nodes: 10 R and 10 L each), never more in all.
+green_share() {
+  r=$(bucket_stat green r_tokens); l=$(bucket_stat green l_tokens)
+  [ "$r" -ge 10 ] 2>/dev/null && [ "$l" -ge 10 ] && [ $((r + l)) -le 60 ]
+}
+check "an unreported limited bucket holds a provisional share on m1" 'until_true 10 green_share'
 check "m1 starts with red's weight 1" '[ "$(bucket_weight red)" = 1 ]'
 "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" set red --reservation 100 --limit 200 --weight 7 >/dev/null 2>&1
 check "a weight set with bqos-ctl reaches m1's scheduler" 'until_true 10 "[ \"\$(bucket_weight red)\" = 7 ]"'
