@@ -89,15 +89,15 @@ typedef struct {
     /* per computation */
     int64_t served, r_rem, head;
     double arrivals;       /* over the up nodes, last interval */
-    int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
-    int rn, ln;            /* entries added to the R / L problem so far */
-    int64_t ralloc, lalloc;
     uint8_t prov;          /* its tokens are a provisional split (limited,
                               headroom left, no up node has reported it
                               this period): see prov_walk() */
     uint8_t walk;          /* this computation (re)writes or revokes that
                               split on every node holding the bucket */
     uint8_t fresh;         /* ... and the split begins with it */
+    int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
+    int rn, ln;            /* entries added to the R / L problem so far */
+    int64_t ralloc, lalloc;
 } bstate_t;
 
 struct ctrl {
