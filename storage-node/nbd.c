@@ -189,11 +189,12 @@ static int beyond(uint64_t off, uint64_t len, uint64_t size)
     return len > size || off > size - len;
 }
 
-uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size)
+uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size, int structured)
 {
+    uint16_t read_flags = NBD_CMD_FLAG_FUA | (structured ? NBD_CMD_FLAG_DF : 0);
     switch (req->type) {
     case NBD_CMD_READ:
-        if (req->flags & ~(uint16_t)NBD_CMD_FLAG_FUA)
+        if (req->flags & ~read_flags)
             return NBD_EINVAL;
         if (req->length > NBD_MAX_PAYLOAD)
             return NBD_EOVERFLOW;
@@ -224,6 +225,40 @@ size_t nbd_encode_simple_reply(uint8_t *buf, uint32_t error, uint64_t handle)
     put32(buf + 4, error);
     put64(buf + 8, handle);
     return NBD_SIMPLE_LEN;
+}
+
+size_t nbd_encode_chunk_header(uint8_t *buf, uint16_t flags, uint16_t type,
+                               uint64_t handle, uint32_t length)
+{
+    put32(buf, NBD_MAGIC_STRUCTURED);
+    put16(buf + 4, flags);
+    put16(buf + 6, type);
+    put64(buf + 8, handle);
+    put32(buf + 16, length);
+    return NBD_CHUNK_HDR_LEN;
+}
+
+size_t nbd_encode_offset_data(uint8_t *buf, uint16_t flags, uint64_t handle,
+                              uint64_t offset, uint32_t datalen)
+{
+    nbd_encode_chunk_header(buf, flags, NBD_REPLY_TYPE_OFFSET_DATA, handle, 8 + datalen);
+    put64(buf + NBD_CHUNK_HDR_LEN, offset);
+    return NBD_OFFSET_DATA_HDR_LEN;
+}
+
+size_t nbd_encode_error_chunk(uint8_t *buf, uint64_t handle, uint32_t error,
+                              const char *msg)
+{
+    size_t ml = msg ? strlen(msg) : 0;
+    if (ml > NBD_MAX_ERR_MSG)
+        ml = NBD_MAX_ERR_MSG;
+    nbd_encode_chunk_header(buf, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, handle,
+                            (uint32_t)(6 + ml));
+    put32(buf + NBD_CHUNK_HDR_LEN, error);
+    put16(buf + NBD_CHUNK_HDR_LEN + 4, (uint16_t)ml);
+    if (ml)
+        memcpy(buf + NBD_CHUNK_HDR_LEN + 6, msg, ml);
+    return NBD_CHUNK_HDR_LEN + 6 + ml;
 }
 
 size_t nbd_encode_option(uint8_t *buf, uint32_t option, uint32_t length)
@@ -269,6 +304,39 @@ int nbd_parse_simple_reply(const uint8_t *buf, size_t len, uint32_t *error,
         return fail(err, 0, -EPROTO, "reply magic 0x%08x is not a simple reply", magic);
     *error = get32(buf + 4);
     *handle = get64(buf + 8);
+    return 0;
+}
+
+int nbd_parse_chunk_header(const uint8_t *buf, size_t len, uint16_t *flags,
+                           uint16_t *type, uint64_t *handle, uint32_t *length,
+                           nbd_error_t *err)
+{
+    if (len < NBD_CHUNK_HDR_LEN)
+        return fail(err, len, -EAGAIN, "need %u bytes of reply chunk", NBD_CHUNK_HDR_LEN);
+    uint32_t magic = get32(buf);
+    if (magic != NBD_MAGIC_STRUCTURED)
+        return fail(err, 0, -EPROTO, "reply magic 0x%08x is not a structured reply", magic);
+    *flags = get16(buf + 4);
+    *type = get16(buf + 6);
+    *handle = get64(buf + 8);
+    *length = get32(buf + 16);
+    return 0;
+}
+
+int nbd_parse_error_payload(const uint8_t *buf, size_t len, uint32_t *error,
+                            const char **msg, uint16_t *msglen, nbd_error_t *err)
+{
+    if (len < 6)
+        return fail(err, len, -EPROTO, "error chunk payload shorter than 6 bytes");
+    uint32_t e = get32(buf);
+    if (e == 0)
+        return fail(err, 0, -EPROTO, "error chunk with error value 0");
+    uint16_t ml = get16(buf + 4);
+    if ((size_t)ml + 6 > len)
+        return fail(err, 4, -EPROTO, "error message of %u bytes overruns the payload", ml);
+    *error = e;
+    *msg = (const char *)buf + 6;
+    *msglen = ml;
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* nbd.h - the NBD wire protocol (fixed newstyle handshake, option haggling,
- * simple replies): pure encoding and parsing, no sockets, no state.
+ * simple and structured replies): pure encoding and parsing, no sockets, no
+ * state.
  *
  * Every number on the wire is big-endian.  Parsers take a byte buffer and its
  * length, return 0 when a whole message was decoded, -EAGAIN when more bytes
@@ -10,7 +11,9 @@
  *
  * Reference: NetworkBlockDevice doc/proto.md, sections "Newstyle
  * negotiation", "Fixed newstyle negotiation", "Option types", "Request
- * message", "Simple reply message", "Error values" (see docs/nbd.md). */
+ * message", "Simple reply message", "Structured reply chunk message",
+ * "Structured reply flags", "Structured reply types", "Error values" (see
+ * docs/nbd.md). */
 #ifndef BQOS_NBD_H
 #define BQOS_NBD_H
 
@@ -23,6 +26,7 @@
 #define NBD_MAGIC_REP       0x0003e889045565a9ull  /* option replies */
 #define NBD_MAGIC_REQUEST   0x25609513u
 #define NBD_MAGIC_SIMPLE    0x67446698u
+#define NBD_MAGIC_STRUCTURED 0x668e33efu
 
 /* Handshake flags (server) and client flags. */
 #define NBD_FLAG_FIXED_NEWSTYLE   (1u << 0)
@@ -37,6 +41,7 @@
 #define NBD_FLAG_SEND_FUA       (1u << 3)
 #define NBD_FLAG_ROTATIONAL     (1u << 4)
 #define NBD_FLAG_SEND_TRIM      (1u << 5)
+#define NBD_FLAG_SEND_DF        (1u << 7)  /* only with structured replies */
 #define NBD_FLAG_CAN_MULTI_CONN (1u << 8)
 
 /* Options. */
@@ -74,6 +79,15 @@
 #define NBD_CMD_FLUSH 3u
 #define NBD_CMD_TRIM  4u
 #define NBD_CMD_FLAG_FUA (1u << 0)
+#define NBD_CMD_FLAG_DF  (1u << 2)  /* READ: at most one content chunk */
+
+/* Structured reply chunks: flags and types. */
+#define NBD_REPLY_FLAG_DONE          (1u << 0)
+#define NBD_REPLY_TYPE_NONE          0u
+#define NBD_REPLY_TYPE_OFFSET_DATA   1u
+#define NBD_REPLY_TYPE_OFFSET_HOLE   2u
+#define NBD_REPLY_TYPE_ERROR         ((1u << 15) + 1)
+#define NBD_REPLY_TYPE_ERROR_OFFSET  ((1u << 15) + 2)
 
 /* Error values of replies (not the host's errno numbers). */
 #define NBD_EPERM     1u
@@ -91,6 +105,10 @@
 #define NBD_REP_HDR_LEN    20u
 #define NBD_REQUEST_LEN    28u
 #define NBD_SIMPLE_LEN     16u
+#define NBD_CHUNK_HDR_LEN  20u   /* structured reply chunk header */
+#define NBD_OFFSET_DATA_HDR_LEN 28u /* chunk header + 64-bit offset */
+#define NBD_MAX_ERR_MSG    128u  /* longest message we put in an error chunk */
+#define NBD_ERROR_CHUNK_MAX (NBD_CHUNK_HDR_LEN + 6 + NBD_MAX_ERR_MSG)
 #define NBD_EXPORT_REPLY_LEN 134u /* size, flags, 124 zeroes */
 #define NBD_MAX_OPT_DATA   8192u  /* longer option data is refused */
 #define NBD_MAX_NAME       4096u  /* longest string (proto.md Conventions) */
@@ -181,16 +199,38 @@ size_t nbd_encode_export_reply(uint8_t *buf, uint64_t size, uint16_t tflags,
 int nbd_parse_request(const uint8_t *buf, size_t len, nbd_request_t *req,
                       nbd_error_t *err);
 
-/* Checks a parsed request against an export of `size` bytes.  Returns 0 if
- * it may be executed, else the NBD error value to answer: NBD_EINVAL for an
- * unknown command or flag, a READ/TRIM beyond the end or a FLUSH/DISC with
- * a nonzero offset or length; NBD_ENOSPC for a WRITE beyond the end;
- * NBD_EOVERFLOW for a READ/WRITE longer than NBD_MAX_PAYLOAD.  A zero-length
- * READ/WRITE/TRIM inside the export is valid. */
-uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size);
+/* Checks a parsed request against an export of `size` bytes on a
+ * connection that negotiated structured replies (`structured` nonzero) or
+ * not.  Returns 0 if it may be executed, else the NBD error value to answer:
+ * NBD_EINVAL for an unknown command or flag (NBD_CMD_FLAG_DF is a READ flag
+ * only with structured replies), a READ/TRIM beyond the end or a FLUSH/DISC
+ * with a nonzero offset or length; NBD_ENOSPC for a WRITE beyond the end;
+ * NBD_EOVERFLOW for a READ/WRITE longer than NBD_MAX_PAYLOAD.  A
+ * zero-length READ/WRITE/TRIM inside the export is valid. */
+uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size, int structured);
 
 /* Writes a simple reply header (16 bytes) into buf.  Returns NBD_SIMPLE_LEN. */
 size_t nbd_encode_simple_reply(uint8_t *buf, uint32_t error, uint64_t handle);
+
+/* Writes a structured reply chunk header (20 bytes: magic, flags, type,
+ * handle, payload length) into buf.  Returns NBD_CHUNK_HDR_LEN. */
+size_t nbd_encode_chunk_header(uint8_t *buf, uint16_t flags, uint16_t type,
+                               uint64_t handle, uint32_t length);
+
+/* Writes the head of an NBD_REPLY_TYPE_OFFSET_DATA chunk carrying `datalen`
+ * bytes read at `offset` (chunk header with length 8 + datalen, then the
+ * offset) into buf (at least NBD_OFFSET_DATA_HDR_LEN bytes); the caller
+ * sends the data right after it.  datalen must be 1 .. UINT32_MAX - 8.
+ * Returns NBD_OFFSET_DATA_HDR_LEN. */
+size_t nbd_encode_offset_data(uint8_t *buf, uint16_t flags, uint64_t handle,
+                              uint64_t offset, uint32_t datalen);
+
+/* Writes a complete NBD_REPLY_TYPE_ERROR chunk with NBD_REPLY_FLAG_DONE:
+ * error value `error` (nonzero) and message `msg` (NUL-terminated; NULL or
+ * "" for none; cut to NBD_MAX_ERR_MSG bytes) into buf (at least
+ * NBD_ERROR_CHUNK_MAX bytes).  Returns the number of bytes written. */
+size_t nbd_encode_error_chunk(uint8_t *buf, uint64_t handle, uint32_t error,
+                              const char *msg);
 
 /* ---- the client side (load generators, tests) ---- */
 
@@ -211,6 +251,20 @@ size_t nbd_encode_request(uint8_t *buf, uint16_t flags, uint16_t type,
  * -EPROTO for a bad magic (a structured reply included). */
 int nbd_parse_simple_reply(const uint8_t *buf, size_t len, uint32_t *error,
                            uint64_t *handle, nbd_error_t *err);
+
+/* Parses a 20-byte structured reply chunk header.  Returns 0 and fills the
+ * fields, -EAGAIN if len < NBD_CHUNK_HDR_LEN, or -EPROTO for a magic other
+ * than NBD_MAGIC_STRUCTURED (a simple reply included). */
+int nbd_parse_chunk_header(const uint8_t *buf, size_t len, uint16_t *flags,
+                           uint16_t *type, uint64_t *handle, uint32_t *length,
+                           nbd_error_t *err);
+
+/* Parses the payload of an error chunk (`len` bytes, the header's length):
+ * 32-bit error, 16-bit message length, message.  Returns 0, sets *error and
+ * points *msg into buf (not NUL-terminated, *msglen bytes), or -EPROTO if
+ * len < 6, the error is zero or the message overruns the payload. */
+int nbd_parse_error_payload(const uint8_t *buf, size_t len, uint32_t *error,
+                            const char **msg, uint16_t *msglen, nbd_error_t *err);
 
 /* Maps a positive host errno to the protocol's error value (EDQUOT and EFBIG
  * become NBD_ENOSPC, unknown ones NBD_EIO).  0 maps to 0. */

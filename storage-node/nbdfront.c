@@ -55,12 +55,14 @@ typedef struct nconn {
     struct bufferevent *bev;
     int state;
     int no_zeroes;
+    int structured;        /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
     int nopts;
     uint64_t swallow;      /* payload bytes still to discard */
-    int reply_after;       /* after swallowing: 1 option error, 2 simple reply */
+    int reply_after;       /* after swallowing: 1 option error, 2 WRITE error */
     uint32_t ra_code;      /* ... its reply type or error value */
     uint32_t ra_opt;
-    uint64_t ra_handle;
+    uint64_t ra_handle, ra_offset;
+    uint32_t ra_length;
     int bucket;            /* export, in transmission */
     uint64_t size;
     nreq_t *reqs;          /* queued and in flight */
@@ -132,12 +134,38 @@ static void opt_reply(nconn_t *c, uint32_t opt, uint32_t type)
     out(c, b, nbd_encode_rep_header(b, opt, type, 0));
 }
 
-static void simple_reply(nconn_t *c, uint32_t error, uint64_t handle)
+/* Transmission flags for this connection: NBD_FLAG_SEND_DF only once
+ * structured replies are negotiated (proto.md, "Transmission flags"). */
+static uint16_t conn_tflags(const nconn_t *c)
 {
-    uint8_t b[NBD_SIMPLE_LEN];
-    out(c, b, nbd_encode_simple_reply(b, error, handle));
+    return (uint16_t)(TFLAGS | (c->structured ? NBD_FLAG_SEND_DF : 0));
+}
+
+/* Answers a request that carries no data back: a failure, or the success of
+ * anything but a READ with data.  Without structured replies that is a
+ * simple reply.  With them (proto.md, "Structured reply chunk message"): an
+ * error is one NBD_REPLY_TYPE_ERROR chunk with a message; a successful
+ * zero-length READ is NBD_REPLY_TYPE_NONE (a READ never gets a simple
+ * reply); other successes keep the simple reply, which the protocol allows
+ * for replies without payload. */
+static void cmd_reply(nconn_t *c, uint16_t type, uint32_t error, uint64_t handle,
+                      uint64_t offset, uint32_t length)
+{
+    uint8_t b[NBD_ERROR_CHUNK_MAX];
     if (error)
         c->f->st.errors++;
+    if (!c->structured) {
+        out(c, b, nbd_encode_simple_reply(b, error, handle));
+    } else if (error) {
+        char msg[NBD_MAX_ERR_MSG + 1];
+        snprintf(msg, sizeof msg, "%s of %u bytes at offset %llu: %s", nbd_cmd_name(type),
+                 length, (unsigned long long)offset, strerror((int)error));
+        out(c, b, nbd_encode_error_chunk(b, handle, error, msg));
+    } else if (type == NBD_CMD_READ) {
+        out(c, b, nbd_encode_chunk_header(b, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, handle, 0));
+    } else {
+        out(c, b, nbd_encode_simple_reply(b, 0, handle));
+    }
 }
 
 static void free_buf(const void *data, size_t len, void *arg)
@@ -186,13 +214,22 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
     if (result < 0)
         log_debug("%s: %s at %llu+%u: %s", c->peer, nbd_cmd_name(r->type),
                   (unsigned long long)r->op.offset, r->op.length, strerror(-result));
-    simple_reply(c, e, r->handle);
     if (!e && r->type == NBD_CMD_READ && r->op.length > 0) {
+        /* The data is complete before anything is sent, so one chunk that
+         * is also the last one is allowed (proto.md, "NBD_CMD_READ"). */
+        uint8_t b[NBD_OFFSET_DATA_HDR_LEN];
+        if (c->structured)
+            out(c, b, nbd_encode_offset_data(b, NBD_REPLY_FLAG_DONE, r->handle, r->op.offset,
+                                             r->op.length));
+        else
+            out(c, b, nbd_encode_simple_reply(b, 0, r->handle));
         struct evbuffer *ob = bufferevent_get_output(c->bev);
         if (evbuffer_add_reference(ob, r->op.buf, r->op.length, free_buf, NULL) == 0)
             r->op.buf = NULL;   /* the evbuffer frees it once sent */
         else
             c->state = ST_CLOSING; /* the reply is broken: end the session */
+    } else {
+        cmd_reply(c, r->type, e, r->handle, r->op.offset, r->op.length);
     }
     if (!e) {
         if (r->type == NBD_CMD_READ)
@@ -371,7 +408,7 @@ static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t 
         return;
     }
     uint8_t buf[64];
-    out(c, buf, nbd_encode_info_export(buf, opt, size, TFLAGS));
+    out(c, buf, nbd_encode_info_export(buf, opt, size, conn_tflags(c)));
     if (ir.want_block_size)
         out(c, buf, nbd_encode_info_block_size(buf, opt, 1, 4096, NBD_MAX_PAYLOAD));
     opt_reply(c, opt, NBD_REP_ACK);
@@ -404,7 +441,7 @@ static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t
             return -1;
         }
         uint8_t buf[NBD_EXPORT_REPLY_LEN];
-        out(c, buf, nbd_encode_export_reply(buf, size, TFLAGS, c->no_zeroes));
+        out(c, buf, nbd_encode_export_reply(buf, size, conn_tflags(c), c->no_zeroes));
         enter_transmission(c, b, size);
         return 0;
     }
@@ -422,8 +459,18 @@ static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t
     case NBD_OPT_GO:
         opt_info_go(c, opt, data, len);
         return 0;
+    case NBD_OPT_STRUCTURED_REPLY:
+        /* No data allowed; a second request is refused as nbdkit and
+         * qemu-nbd do (proto.md, "Option types"). */
+        if (len != 0 || c->structured) {
+            opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        } else {
+            c->structured = 1;
+            opt_reply(c, opt, NBD_REP_ACK);
+        }
+        return 0;
     default:
-        /* STRUCTURED_REPLY, STARTTLS, meta contexts and anything unknown. */
+        /* STARTTLS, meta contexts, extended headers and anything unknown. */
         opt_reply(c, opt, NBD_REP_ERR_UNSUP);
         return 0;
     }
@@ -448,7 +495,8 @@ static int process_input(nconn_t *c)
             if (c->reply_after == 1)
                 opt_reply(c, c->ra_opt, c->ra_code);
             else if (c->reply_after == 2)
-                simple_reply(c, c->ra_code, c->ra_handle);
+                cmd_reply(c, NBD_CMD_WRITE, c->ra_code, c->ra_handle, c->ra_offset,
+                          c->ra_length);
             c->reply_after = 0;
             continue;
         }
@@ -528,7 +576,7 @@ static int process_input(nconn_t *c)
             c->state = ST_CLOSING;
             return 0;
         }
-        uint32_t err = nbd_check_request(&q, c->size);
+        uint32_t err = nbd_check_request(&q, c->size, c->structured);
         if (!err && f->stopping)
             err = NBD_ESHUTDOWN;
         uint32_t payload = q.type == NBD_CMD_WRITE ? q.length : 0;
@@ -543,8 +591,10 @@ static int process_input(nconn_t *c)
                 c->reply_after = 2;
                 c->ra_code = err;
                 c->ra_handle = q.handle;
+                c->ra_offset = q.offset;
+                c->ra_length = q.length;
             } else {
-                simple_reply(c, err, q.handle);
+                cmd_reply(c, q.type, err, q.handle, q.offset, q.length);
             }
             continue;
         }

@@ -82,7 +82,7 @@ else
 fi
 
 if python3 "$HERE/nbd_faults.py" "$P1" red garbage badflags options export_name bounds \
-     badmagic midwrite durable abort; then
+     badmagic midwrite durable abort structured; then
   ok "bad input and faults"
 else
   bad "bad input and faults"
@@ -138,7 +138,7 @@ if fio --name=dverify --ioengine=nbd --uri="nbd://127.0.0.1:$P3/d1" --rw=randrw 
      --size=16m --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
      --output="$tmp/fio-dverify.txt" >/dev/null 2>&1 &&
    grep -q 'err= 0' "$tmp/fio-dverify.txt" &&
-   python3 "$HERE/nbd_faults.py" "$P3" d1 bounds midwrite durable >/dev/null &&
+   python3 "$HERE/nbd_faults.py" "$P3" d1 bounds midwrite durable structured >/dev/null &&
    nbdcopy "$tmp/in.bin" "nbd://127.0.0.1:$P3/d1" && nbdcopy "nbd://127.0.0.1:$P3/d1" "$tmp/out3.bin" &&
    cmp -n 12000000 "$tmp/in.bin" "$tmp/out3.bin" >/dev/null; then
   ok "--direct: fio verify, faults, nbdcopy round trip"

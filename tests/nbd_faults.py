@@ -3,7 +3,8 @@
 
 Usage: nbd_faults.py PORT EXPORT SCENARIO...   (exit 0 if every scenario passed)
 Scenarios: garbage badflags options export_name bounds badmagic midwrite
-           durable abort enospc (enospc expects writes past 8 MiB to fail).
+           durable abort structured enospc (enospc expects writes past 8 MiB
+           to fail).
 """
 import socket
 import struct
@@ -14,10 +15,15 @@ OPT_MAGIC = 0x49484156454F5054
 REP_MAGIC = 0x3e889045565a9
 REQ_MAGIC = 0x25609513
 SIMPLE_MAGIC = 0x67446698
+CHUNK_MAGIC = 0x668e33ef
+REPLY_DONE = 1
+RT_NONE, RT_OFFSET_DATA, RT_ERROR = 0, 1, (1 << 15) + 1
+SEND_DF, CMD_FLAG_DF = 1 << 7, 1 << 2
 REP_ACK, REP_SERVER, REP_INFO = 1, 2, 3
 ERR = 1 << 31
 ERR_UNSUP, ERR_INVALID, ERR_UNKNOWN, ERR_TOO_BIG = ERR | 1, ERR | 3, ERR | 6, ERR | 9
 OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_INFO, OPT_GO, OPT_SR = 1, 2, 3, 6, 7, 8
+OPT_LIST_META = 10
 CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_TRIM = 0, 1, 2, 3, 4
 FUA = 1
 EINVAL, ENOSPC = 22, 28
@@ -86,15 +92,24 @@ def info_data(name, reqs=()):
         struct.pack(">H", r) for r in reqs)
 
 
-def go(port, name):
+def go(port, name, structured=False, flags=None):
+    """Connects, optionally negotiates structured replies, enters transmission
+    on export `name`; returns (socket, size) and appends the transmission
+    flags to the list `flags` if given."""
     s = hello(port)
+    if structured:
+        send_opt(s, OPT_SR)
+        o, t, _ = recv_rep(s)
+        check(o == OPT_SR and t == REP_ACK, "STRUCTURED_REPLY: reply %x, want ACK" % t)
     send_opt(s, OPT_GO, info_data(name))
     size = None
     while True:
         opt, typ, data = recv_rep(s)
         check(opt == OPT_GO, "reply to option %d" % opt)
         if typ == REP_INFO and struct.unpack(">H", data[:2])[0] == 0:
-            size = struct.unpack(">Q", data[2:10])[0]
+            size, tflags = struct.unpack(">QH", data[2:12])
+            if flags is not None:
+                flags.append(tflags)
         elif typ == REP_ACK:
             break
         else:
@@ -112,6 +127,34 @@ def reply(s, handle, length=0):
     check(h == handle, "reply for handle %d, expected %d" % (h, handle))
     data = recvn(s, length) if err == 0 and length else b""
     return err, data
+
+
+def chunk(s, handle):
+    """Reads one structured reply chunk for `handle`: (flags, type, payload)."""
+    magic, flags, typ, h, ln = struct.unpack(">IHHQI", recvn(s, 20))
+    check(magic == CHUNK_MAGIC, "bad structured reply magic %x" % magic)
+    check(h == handle, "chunk for handle %d, expected %d" % (h, handle))
+    return flags, typ, recvn(s, ln) if ln else b""
+
+
+def sreply(s, handle, offset=None, length=0):
+    """Reads a whole structured reply; returns (error, data).  Checks the
+    data chunk's offset and that the last chunk carries DONE."""
+    data, err = b"", 0
+    while True:
+        flags, typ, p = chunk(s, handle)
+        if typ == RT_OFFSET_DATA:
+            off = struct.unpack(">Q", p[:8])[0]
+            check(off == offset and len(p) - 8 == length,
+                  "OFFSET_DATA at %d+%d, want %r+%d" % (off, len(p) - 8, offset, length))
+            data = p[8:]
+        elif typ == RT_ERROR:
+            err, ml = struct.unpack(">IH", p[:6])
+            check(err != 0 and ml == len(p) - 6 and ml > 0, "bad ERROR chunk %r" % p)
+        else:
+            check(typ == RT_NONE and not p, "unexpected chunk type %d" % typ)
+        if flags & REPLY_DONE:
+            return err, data
 
 
 def disc(s):
@@ -138,7 +181,7 @@ def sc_badflags(port, export):
 
 def sc_options(port, export):
     s = hello(port)
-    for opt in (OPT_SR, 99, 5):  # structured replies, unknown, STARTTLS
+    for opt in (OPT_LIST_META, 99, 5):  # meta contexts, unknown, STARTTLS
         send_opt(s, opt, b"xyz" if opt == 99 else b"")
         o, t, _ = recv_rep(s)
         check(o == opt and t == ERR_UNSUP, "option %d: reply %x, want ERR_UNSUP" % (opt, t))
@@ -270,6 +313,59 @@ def sc_abort(port, export):
     o, t, _ = recv_rep(s)
     check(o == OPT_ABORT and t == REP_ACK, "ABORT not acknowledged")
     check(closed(s), "no close after ABORT")
+
+
+def sc_structured(port, export):
+    # the option carries no data, and is acknowledged once
+    s = hello(port)
+    send_opt(s, OPT_SR, b"x")
+    check(recv_rep(s)[1] == ERR_INVALID, "STRUCTURED_REPLY with data not refused")
+    send_opt(s, OPT_SR)
+    check(recv_rep(s)[1] == REP_ACK, "STRUCTURED_REPLY not acknowledged")
+    send_opt(s, OPT_SR)
+    check(recv_rep(s)[1] == ERR_INVALID, "second STRUCTURED_REPLY not refused")
+    send_opt(s, OPT_ABORT)
+    recv_rep(s)
+    tf = []
+    s, size = go(port, export, structured=False, flags=tf)
+    check(not tf[0] & SEND_DF, "SEND_DF offered without structured replies")
+    disc(s)
+    s, size = go(port, export, structured=True, flags=tf)
+    check(tf[1] & SEND_DF, "SEND_DF not offered with structured replies")
+    off = 6 * 1024 * 1024
+    pat = bytes((i * 13) & 255 for i in range(8192))
+    request(s, CMD_WRITE, off, len(pat), 1, payload=pat)
+    check(reply(s, 1)[0] == 0, "write failed")
+    request(s, CMD_READ, off, 8192, 2, flags=CMD_FLAG_DF)
+    flags, typ, p = chunk(s, 2)  # one data chunk that is also the last
+    check(typ == RT_OFFSET_DATA and flags & REPLY_DONE, "READ: chunk %d flags %d" % (typ, flags))
+    check(p == struct.pack(">Q", off) + pat, "READ data wrong")
+    request(s, CMD_READ, size - 512, 1024, 3)
+    check(sreply(s, 3)[0] == EINVAL, "read beyond the end: not an EINVAL chunk")
+    request(s, CMD_READ, 0, 64 * 1024 * 1024, 4)
+    check(sreply(s, 4)[0] == 75, "64 MiB read: not an EOVERFLOW chunk")
+    request(s, CMD_READ, 0, 512, 5, flags=1 << 4)
+    check(sreply(s, 5)[0] == EINVAL, "unknown read flag: not an EINVAL chunk")
+    request(s, CMD_WRITE, size - 512, 1024, 6, payload=b"x" * 1024)
+    err = sreply(s, 6)[0]
+    check(err == ENOSPC, "write beyond the end: not an ENOSPC chunk")
+    request(s, CMD_READ, 0, 0, 7)
+    check(sreply(s, 7) == (0, b""), "zero-length read")
+    # pipelined reads, replies matched by handle
+    for h in range(100, 132):
+        request(s, CMD_READ, off + (h % 2) * 4096, 4096, h)
+    seen = set()
+    for _ in range(32):
+        magic, flags, typ, h, ln = struct.unpack(">IHHQI", recvn(s, 20))
+        check(magic == CHUNK_MAGIC and typ == RT_OFFSET_DATA and flags & REPLY_DONE
+              and ln == 8 + 4096, "pipelined read reply")
+        p = recvn(s, ln)
+        check(p[8:] == pat[(h % 2) * 4096:(h % 2) * 4096 + 4096], "pipelined data for %d" % h)
+        seen.add(h)
+    check(seen == set(range(100, 132)), "pipelined handles lost")
+    request(s, CMD_FLUSH, 0, 0, 8)
+    check(reply(s, 8)[0] == 0, "flush failed")
+    disc(s)
 
 
 def sc_enospc(port, export):

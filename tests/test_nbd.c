@@ -190,35 +190,35 @@ START_TEST(test_nbd_request_bounds)
 {
     const uint64_t size = 1 << 20;
     nbd_request_t q = {0, NBD_CMD_READ, 1, 0, 4096};
-    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), 0);
     q.offset = size - 4096; /* exactly at the end */
-    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), 0);
     q.offset = size - 4095;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     q.type = NBD_CMD_WRITE; /* write beyond: ENOSPC (proto.md, Error values) */
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_ENOSPC);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_ENOSPC);
     q.type = NBD_CMD_TRIM;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     /* offset + length wraps around 2^64 */
     q.type = NBD_CMD_READ;
     q.offset = UINT64_MAX - 10;
     q.length = 4096;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     q.type = NBD_CMD_WRITE;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_ENOSPC);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_ENOSPC);
     /* zero length at the very end is fine, one past is not */
     q.type = NBD_CMD_READ;
     q.offset = size;
     q.length = 0;
-    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), 0);
     q.offset = size + 1;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     /* too long for one payload */
     q.offset = 0;
     q.length = NBD_MAX_PAYLOAD + 1;
-    ck_assert_uint_eq(nbd_check_request(&q, UINT64_MAX), NBD_EOVERFLOW);
+    ck_assert_uint_eq(nbd_check_request(&q, UINT64_MAX, 0), NBD_EOVERFLOW);
     q.type = NBD_CMD_WRITE;
-    ck_assert_uint_eq(nbd_check_request(&q, UINT64_MAX), NBD_EOVERFLOW);
+    ck_assert_uint_eq(nbd_check_request(&q, UINT64_MAX, 0), NBD_EOVERFLOW);
 }
 END_TEST
 
@@ -226,20 +226,94 @@ START_TEST(test_nbd_request_flags_and_types)
 {
     const uint64_t size = 1 << 20;
     nbd_request_t q = {NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, 1, 0, 512};
-    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), 0);
     q.flags = 1u << 3; /* REQ_ONE: not for WRITE */
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     q.flags = 0;
     q.type = 9; /* unknown command */
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     q.type = 0xffff;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     q.type = NBD_CMD_FLUSH; /* offset and length must be zero */
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
     q.offset = q.length = 0;
-    ck_assert_uint_eq(nbd_check_request(&q, size), 0);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), 0);
     q.flags = NBD_CMD_FLAG_FUA;
-    ck_assert_uint_eq(nbd_check_request(&q, size), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&q, size, 0), NBD_EINVAL);
+    /* DF ("don't fragment") is a READ flag, and only once structured
+     * replies are negotiated (proto.md, "Command flags") */
+    nbd_request_t r = {NBD_CMD_FLAG_DF, NBD_CMD_READ, 2, 0, 4096};
+    ck_assert_uint_eq(nbd_check_request(&r, size, 0), NBD_EINVAL);
+    ck_assert_uint_eq(nbd_check_request(&r, size, 1), 0);
+    r.flags = NBD_CMD_FLAG_DF | NBD_CMD_FLAG_FUA;
+    ck_assert_uint_eq(nbd_check_request(&r, size, 1), 0);
+    r.type = NBD_CMD_WRITE;
+    ck_assert_uint_eq(nbd_check_request(&r, size, 1), NBD_EINVAL);
+    r.type = NBD_CMD_READ;
+    r.flags = NBD_CMD_FLAG_DF;
+    r.offset = size; /* still checked against the end */
+    ck_assert_uint_eq(nbd_check_request(&r, size, 1), NBD_EINVAL);
+}
+END_TEST
+
+/* Structured reply chunks (proto.md, "Structured reply chunk message",
+ * "Structured reply types"): exact bytes, and the client-side parsers. */
+START_TEST(test_nbd_structured_chunks)
+{
+    uint8_t b[NBD_ERROR_CHUNK_MAX + 8];
+    uint16_t fl, ty, ml;
+    uint64_t h;
+    uint32_t len, e;
+    const char *msg;
+    nbd_error_t err;
+    /* OFFSET_DATA: header length covers the offset and the data */
+    ck_assert_uint_eq(nbd_encode_offset_data(b, NBD_REPLY_FLAG_DONE, 0x0102030405060708ull,
+                                             1ull << 33, 4096),
+                      NBD_OFFSET_DATA_HDR_LEN);
+    static const uint8_t want[28] = {0x66, 0x8e, 0x33, 0xef, 0, 1, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8,
+                                     0, 0, 0x10, 0x08, 0, 0, 0, 2, 0, 0, 0, 0};
+    ck_assert(memcmp(b, want, sizeof want) == 0);
+    ck_assert_int_eq(nbd_parse_chunk_header(b, 20, &fl, &ty, &h, &len, &err), 0);
+    ck_assert(fl == NBD_REPLY_FLAG_DONE && ty == NBD_REPLY_TYPE_OFFSET_DATA &&
+              h == 0x0102030405060708ull && len == 4104);
+    ck_assert_int_eq(nbd_parse_chunk_header(b, 19, &fl, &ty, &h, &len, &err), -EAGAIN);
+    /* NONE + DONE */
+    ck_assert_uint_eq(nbd_encode_chunk_header(b, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, 5, 0),
+                      20);
+    ck_assert_int_eq(nbd_parse_chunk_header(b, 20, &fl, &ty, &h, &len, &err), 0);
+    ck_assert(fl == 1 && ty == 0 && h == 5 && len == 0);
+    /* a simple reply is not a chunk */
+    nbd_encode_simple_reply(b, 0, 5);
+    memset(b + 16, 0, 4);
+    ck_assert_int_eq(nbd_parse_chunk_header(b, 20, &fl, &ty, &h, &len, &err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err.text, "magic"));
+    /* ERROR: error, message length, message; DONE set */
+    size_t n = nbd_encode_error_chunk(b, 9, NBD_EINVAL, "READ beyond the end");
+    ck_assert_uint_eq(n, 20 + 6 + 19);
+    ck_assert_int_eq(nbd_parse_chunk_header(b, n, &fl, &ty, &h, &len, &err), 0);
+    ck_assert(fl == NBD_REPLY_FLAG_DONE && ty == NBD_REPLY_TYPE_ERROR && h == 9 && len == 25);
+    ck_assert(ty & (1u << 15)); /* every error type has bit 15 set */
+    ck_assert_int_eq(nbd_parse_error_payload(b + 20, len, &e, &msg, &ml, &err), 0);
+    ck_assert(e == NBD_EINVAL && ml == 19 && memcmp(msg, "READ beyond the end", 19) == 0);
+    /* no message; an over-long message is cut */
+    n = nbd_encode_error_chunk(b, 9, NBD_EIO, NULL);
+    ck_assert_uint_eq(n, 26);
+    ck_assert_int_eq(nbd_parse_error_payload(b + 20, 6, &e, &msg, &ml, &err), 0);
+    ck_assert(e == NBD_EIO && ml == 0);
+    char longmsg[600];
+    memset(longmsg, 'x', sizeof longmsg - 1);
+    longmsg[sizeof longmsg - 1] = 0;
+    n = nbd_encode_error_chunk(b, 9, NBD_EIO, longmsg);
+    ck_assert_uint_eq(n, NBD_ERROR_CHUNK_MAX);
+    /* bad error payloads */
+    ck_assert_int_eq(nbd_parse_error_payload(b + 20, 5, &e, &msg, &ml, &err), -EPROTO);
+    uint8_t z[6] = {0, 0, 0, 0, 0, 0}; /* error value 0 */
+    ck_assert_int_eq(nbd_parse_error_payload(z, 6, &e, &msg, &ml, &err), -EPROTO);
+    uint8_t o[8] = {0, 0, 0, 5, 0, 3, 'a', 'b'}; /* message overruns */
+    ck_assert_int_eq(nbd_parse_error_payload(o, 8, &e, &msg, &ml, &err), -EPROTO);
+    o[5] = 2; /* now it fits exactly */
+    ck_assert_int_eq(nbd_parse_error_payload(o, 8, &e, &msg, &ml, &err), 0);
+    ck_assert(ml == 2 && msg[0] == 'a');
 }
 END_TEST
 
@@ -323,12 +397,24 @@ START_TEST(test_nbd_fuzz_garbage)
             ck_assert_uint_eq(6 + ir.namelen + 2u * ir.nreqs, len);
             ck_assert_ptr_null(memchr(ir.name, 0, ir.namelen));
         }
+        uint16_t cf, ct, ml;
+        uint32_t cl, ev;
+        uint64_t ch;
+        const char *msg;
+        rc = nbd_parse_chunk_header(b, len, &cf, &ct, &ch, &cl, &e);
+        ck_assert(rc == 0 || rc == -EAGAIN || rc == -EPROTO);
+        rc = nbd_parse_error_payload(b, len, &ev, &msg, &ml, &e);
+        ck_assert(rc == 0 || rc == -EPROTO);
+        if (rc == 0)
+            ck_assert(ev != 0 && (size_t)ml + 6 <= len);
         rc = nbd_parse_request(b, len, &q, &e);
         ck_assert(rc == 0 || rc == -EAGAIN || rc == -EPROTO);
         if (rc == 0) {
-            uint32_t err = nbd_check_request(&q, 1 << 20);
+            uint32_t err = nbd_check_request(&q, 1 << 20, i & 1);
             if (err == 0 && q.type != NBD_CMD_FLUSH && q.type != NBD_CMD_DISC)
                 ck_assert(q.offset + q.length <= (1u << 20));
+            if (err == 0 && !(i & 1))
+                ck_assert_uint_eq(q.flags & NBD_CMD_FLAG_DF, 0);
         }
     }
     free(b);
@@ -350,6 +436,7 @@ static Suite *nbd_suite(void)
     tcase_add_test(tc, test_nbd_request_flags_and_types);
     tcase_add_test(tc, test_nbd_errno_mapping);
     tcase_add_test(tc, test_nbd_client_round_trip);
+    tcase_add_test(tc, test_nbd_structured_chunks);
     tcase_add_test(tc, test_nbd_fuzz_garbage);
     suite_add_tcase(s, tc);
     return s;

@@ -1,4 +1,4 @@
-/* test_nbdfront.c - Check suite for storage-node/nbdfront: a front on its own loop thread, a blocking NBD client: listing, round trip, token-blocked queues, client gone, shutdown answers ESHUTDOWN. */
+/* test_nbdfront.c - Check suite for storage-node/nbdfront: a front on its own loop thread, a blocking NBD client: listing, round trip, simple and structured replies, token-blocked queues, client gone, shutdown answers ESHUTDOWN. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -134,8 +134,9 @@ static int client(void)
     return fd;
 }
 
-/* Sends NBD_OPT_GO for `name`; returns the final reply type, *size set. */
-static uint32_t go(int fd, const char *name, uint64_t *size)
+/* Sends NBD_OPT_GO for `name`; returns the final reply type, *size and
+ * *tflags (transmission flags) set. */
+static uint32_t go_flags(int fd, const char *name, uint64_t *size, uint16_t *tflags)
 {
     uint8_t m[64];
     size_t nl = strlen(name);
@@ -157,10 +158,68 @@ static uint32_t go(int fd, const char *name, uint64_t *size)
             *size = 0;
             for (int i = 0; i < 8; i++)
                 *size = (*size << 8) | d[2 + i];
+            *tflags = (uint16_t)((d[10] << 8) | d[11]);
         }
         if (t != NBD_REP_INFO)
             return t;
     }
+}
+
+static uint32_t go(int fd, const char *name, uint64_t *size)
+{
+    uint16_t tf;
+    return go_flags(fd, name, size, &tf);
+}
+
+/* Sends option `opt` with `len` bytes of data (zeroes); returns the reply type. */
+static uint32_t option(int fd, uint32_t opt, uint32_t len)
+{
+    uint8_t m[NBD_OPT_HDR_LEN + 16] = {0};
+    ck_assert_uint_le(len, 16);
+    size_t n = nbd_encode_option(m, opt, len);
+    sendn(fd, m, n + len);
+    uint8_t h[NBD_REP_HDR_LEN];
+    uint32_t o, t, l;
+    recvn(fd, h, sizeof h);
+    ck_assert_int_eq(nbd_parse_rep_header(h, sizeof h, &o, &t, &l, NULL), 0);
+    ck_assert_uint_eq(o, opt);
+    ck_assert_uint_eq(l, 0);
+    return t;
+}
+
+/* Receives one structured reply chunk header; the payload is left unread. */
+static void chunk(int fd, uint16_t *flags, uint16_t *type, uint64_t *handle, uint32_t *len)
+{
+    uint8_t h[NBD_CHUNK_HDR_LEN];
+    recvn(fd, h, sizeof h);
+    ck_assert_int_eq(nbd_parse_chunk_header(h, sizeof h, flags, type, handle, len, NULL), 0);
+}
+
+/* Receives an error chunk for `handle` and returns its error value. */
+static uint32_t error_chunk(int fd, uint64_t handle)
+{
+    uint16_t fl, ty, ml;
+    uint64_t h;
+    uint32_t l, e;
+    uint8_t p[NBD_ERROR_CHUNK_MAX];
+    const char *msg;
+    chunk(fd, &fl, &ty, &h, &l);
+    ck_assert_uint_eq(h, handle);
+    ck_assert_uint_eq(ty, NBD_REPLY_TYPE_ERROR);
+    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
+    ck_assert_uint_le(l, sizeof p);
+    recvn(fd, p, l);
+    ck_assert_int_eq(nbd_parse_error_payload(p, l, &e, &msg, &ml, NULL), 0);
+    ck_assert_uint_gt(ml, 0); /* a message for humans */
+    return e;
+}
+
+static void request_flags(int fd, uint16_t flags, uint16_t type, uint64_t handle, uint64_t off,
+                          uint32_t len)
+{
+    uint8_t q[NBD_REQUEST_LEN];
+    nbd_encode_request(q, flags, type, handle, off, len);
+    sendn(fd, q, sizeof q);
 }
 
 static void request(int fd, uint16_t type, uint64_t handle, uint64_t off, uint32_t len,
@@ -218,6 +277,88 @@ START_TEST(test_nbdfront_list_and_round_trip)
     ck_assert(memcmp(r, w, sizeof r) == 0);
     request(fd, NBD_CMD_READ, 3, (1 << 20) - 100, 200, NULL);
     ck_assert_uint_eq(reply(fd, &h), NBD_EINVAL);
+    close(fd);
+}
+END_TEST
+
+/* Without NBD_OPT_STRUCTURED_REPLY every reply is simple and DF is neither
+ * offered nor accepted. */
+START_TEST(test_nbdfront_simple_without_negotiation)
+{
+    int fd = client();
+    uint64_t size, h;
+    uint16_t tf = 0;
+    ck_assert_uint_eq(go_flags(fd, "blue", &size, &tf), NBD_REP_ACK);
+    ck_assert_uint_eq(tf & NBD_FLAG_SEND_DF, 0);
+    request(fd, NBD_CMD_READ, 1, 0, 0, NULL); /* zero-length READ */
+    ck_assert_uint_eq(reply(fd, &h), 0);
+    ck_assert_uint_eq(h, 1);
+    request_flags(fd, NBD_CMD_FLAG_DF, NBD_CMD_READ, 2, 0, 512);
+    ck_assert_uint_eq(reply(fd, &h), NBD_EINVAL);
+    ck_assert_uint_eq(h, 2);
+    request(fd, NBD_CMD_FLUSH, 3, 0, 0, NULL);
+    ck_assert_uint_eq(reply(fd, &h), 0);
+    close(fd);
+}
+END_TEST
+
+/* NBD_OPT_STRUCTURED_REPLY: ACK once, ERR_INVALID with data or a second
+ * time; then READs come back as one OFFSET_DATA chunk flagged DONE, errors
+ * as ERROR chunks (never a simple reply to a READ), other successes as
+ * simple replies. */
+START_TEST(test_nbdfront_structured_replies)
+{
+    int fd = client();
+    ck_assert_uint_eq(option(fd, NBD_OPT_STRUCTURED_REPLY, 4), NBD_REP_ERR_INVALID);
+    ck_assert_uint_eq(option(fd, NBD_OPT_STRUCTURED_REPLY, 0), NBD_REP_ACK);
+    ck_assert_uint_eq(option(fd, NBD_OPT_STRUCTURED_REPLY, 0), NBD_REP_ERR_INVALID);
+    uint64_t size, h;
+    uint16_t tf = 0, fl, ty;
+    uint32_t len;
+    ck_assert_uint_eq(go_flags(fd, "red", &size, &tf), NBD_REP_ACK);
+    ck_assert_uint_ne(tf & NBD_FLAG_SEND_DF, 0);
+    char w[4096], r[4096];
+    for (size_t i = 0; i < sizeof w; i++)
+        w[i] = (char)(i * 7);
+    request(fd, NBD_CMD_WRITE, 1, 12288, sizeof w, w);
+    ck_assert_uint_eq(reply(fd, &h), 0); /* no payload: simple reply allowed */
+    ck_assert_uint_eq(h, 1);
+    request_flags(fd, NBD_CMD_FLAG_DF, NBD_CMD_READ, 2, 12288, sizeof r);
+    chunk(fd, &fl, &ty, &h, &len);
+    ck_assert(fl == NBD_REPLY_FLAG_DONE && ty == NBD_REPLY_TYPE_OFFSET_DATA && h == 2);
+    ck_assert_uint_eq(len, 8 + sizeof r);
+    uint8_t off[8];
+    recvn(fd, off, 8);
+    uint64_t o = 0;
+    for (int i = 0; i < 8; i++)
+        o = (o << 8) | off[i];
+    ck_assert_uint_eq(o, 12288);
+    recvn(fd, r, sizeof r);
+    ck_assert(memcmp(r, w, sizeof r) == 0);
+    /* zero-length READ: NONE + DONE */
+    request(fd, NBD_CMD_READ, 3, 100, 0, NULL);
+    chunk(fd, &fl, &ty, &h, &len);
+    ck_assert(fl == NBD_REPLY_FLAG_DONE && ty == NBD_REPLY_TYPE_NONE && h == 3 && len == 0);
+    /* refused before any IO: READ beyond the end, too long, bad flag;
+     * WRITE beyond the end (its payload skipped) */
+    request(fd, NBD_CMD_READ, 4, size - 100, 200, NULL);
+    ck_assert_uint_eq(error_chunk(fd, 4), NBD_EINVAL);
+    request(fd, NBD_CMD_READ, 5, 0, NBD_MAX_PAYLOAD + 1, NULL);
+    ck_assert_uint_eq(error_chunk(fd, 5), NBD_EOVERFLOW);
+    request_flags(fd, 1u << 3, NBD_CMD_READ, 6, 0, 512);
+    ck_assert_uint_eq(error_chunk(fd, 6), NBD_EINVAL);
+    request(fd, NBD_CMD_WRITE, 7, size - 100, sizeof w, w);
+    ck_assert_uint_eq(error_chunk(fd, 7), NBD_ENOSPC);
+    request(fd, 42, 8, 0, 0, NULL); /* unknown command */
+    ck_assert_uint_eq(error_chunk(fd, 8), NBD_EINVAL);
+    /* the stream is still in sync */
+    request(fd, NBD_CMD_READ, 9, 12288, 512, NULL);
+    chunk(fd, &fl, &ty, &h, &len);
+    ck_assert(fl == NBD_REPLY_FLAG_DONE && ty == NBD_REPLY_TYPE_OFFSET_DATA && h == 9);
+    ck_assert_uint_eq(len, 8 + 512);
+    recvn(fd, off, 8);
+    recvn(fd, r, 512);
+    ck_assert(memcmp(r, w, 512) == 0);
     close(fd);
 }
 END_TEST
@@ -290,15 +431,20 @@ static void do_shutdown(void *arg)
     nbdfront_shutdown(fx.f);
 }
 
-/* Shutdown answers queued requests with ESHUTDOWN and closes. */
+/* Shutdown answers queued requests with ESHUTDOWN and closes; on a
+ * connection with structured replies the answers are error chunks. */
 START_TEST(test_nbdfront_shutdown_answers_queued)
 {
     on_loop(block_red, NULL);
     int fd = client();
+    int fd2 = client();
     uint64_t size, h;
     ck_assert_uint_eq(go(fd, "red", &size), NBD_REP_ACK);
+    ck_assert_uint_eq(option(fd2, NBD_OPT_STRUCTURED_REPLY, 0), NBD_REP_ACK);
+    ck_assert_uint_eq(go(fd2, "red", &size), NBD_REP_ACK);
     request(fd, NBD_CMD_READ, 7, 0, 512, NULL);
     request(fd, NBD_CMD_FLUSH, 8, 0, 0, NULL);
+    request(fd2, NBD_CMD_READ, 17, 0, 512, NULL);
     usleep(200000);
     on_loop(do_shutdown, NULL);
     int seen = 0;
@@ -307,9 +453,12 @@ START_TEST(test_nbdfront_shutdown_answers_queued)
         seen |= h == 7 ? 1 : h == 8 ? 2 : 0;
     }
     ck_assert_int_eq(seen, 3);
+    ck_assert_uint_eq(error_chunk(fd2, 17), NBD_ESHUTDOWN);
     char c;
     ck_assert_int_eq(recv(fd, &c, 1, 0), 0); /* closed */
+    ck_assert_int_eq(recv(fd2, &c, 1, 0), 0);
     close(fd);
+    close(fd2);
     /* a new client is not accepted any more (listener disabled): connect
      * may succeed in the backlog, but nothing is served */
 }
@@ -322,6 +471,8 @@ static Suite *nbdfront_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_nbdfront_list_and_round_trip);
+    tcase_add_test(tc, test_nbdfront_simple_without_negotiation);
+    tcase_add_test(tc, test_nbdfront_structured_replies);
     tcase_add_test(tc, test_nbdfront_tokens_gate_and_client_gone);
     tcase_add_test(tc, test_nbdfront_shutdown_answers_queued);
     suite_add_tcase(s, tc);
