@@ -21,6 +21,7 @@
 #include "common/log.h"
 
 #define ALIGN 4096u
+#define AIO_BATCH 64       /* kernel AIO ops gathered into one io_submit */
 
 /* One opened export: a buffered descriptor, and with --direct an O_DIRECT
  * one for aligned IOs.  Written on the loop thread before any op of the
@@ -56,6 +57,13 @@ struct blockdev {
     int no_nowait;         /* RWF_NOWAIT unsupported here: stop trying */
     aio_context_t aio;     /* --direct: kernel AIO for aligned IOs (0: none) */
     int aio_inflight;      /* loop thread */
+    /* AIO ops submitted since the last io_submit (loop thread): they go
+     * to the kernel together once the loop's current callbacks are done
+     * (commit_ev), so a burst of requests costs one system call and one
+     * device notification instead of one each. */
+    struct iocb pend[AIO_BATCH];
+    int npend;
+    struct event *commit_ev;
     uint32_t io_time_us;
     /* single mode: the shared descriptors */
     int sfd, sdfd;
@@ -239,42 +247,76 @@ static void aio_reap(blockdev_t *bd, int wait)
             op->result = res < 0 ? (int)res : 0;
             bd->done(op, bd->arg);
         }
+        if (!wait && n < 64)
+            return; /* the ring is empty: no second system call to learn it */
     }
 }
 
+/* The eventfd is edge-triggered and never read: every write to it (a
+ * worker's, or the kernel's for an AIO completion) is a new edge, and the
+ * counter cannot overflow in practice (2^64 - 2 signals), so the read(2)
+ * each wake-up would cost is saved. */
 static void on_event(evutil_socket_t fd, short what, void *arg)
 {
+    (void)fd;
     (void)what;
     blockdev_t *bd = arg;
-    uint64_t v;
-    ssize_t r = read(fd, &v, sizeof v);
-    (void)r;
     if (bd->aio)
         aio_reap(bd, 0);
     deliver(bd);
 }
 
-/* Submits an aligned READ or non-FUA WRITE on the O_DIRECT descriptor as
- * kernel AIO, completion signalled on the eventfd.  Returns 0, or -errno
- * (the caller then uses the worker pool). */
-static int aio_submit(blockdev_t *bd, blockdev_op_t *op)
+static void queue_for_worker(blockdev_t *bd, blockdev_op_t *op);
+
+/* Hands the gathered AIO ops to the kernel in one io_submit; any the kernel
+ * refuses go to the worker pool instead.  Loop thread. */
+static void aio_commit(blockdev_t *bd)
+{
+    struct iocb *cbs[AIO_BATCH];
+    int n = bd->npend, done = 0;
+    bd->npend = 0;
+    for (int i = 0; i < n; i++)
+        cbs[i] = &bd->pend[i];
+    while (done < n) {
+        long k = syscall(SYS_io_submit, bd->aio, (long)(n - done), cbs + done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        bd->aio_inflight += (int)k;
+        done += (int)k;
+    }
+    for (int i = done; i < n; i++)
+        queue_for_worker(bd, (blockdev_op_t *)(uintptr_t)cbs[i]->aio_data);
+}
+
+static void on_commit(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    aio_commit(arg);
+}
+
+/* Gathers an aligned READ or non-FUA WRITE on the O_DIRECT descriptor for
+ * kernel AIO (completion signalled on the eventfd); the batch is submitted
+ * when the loop's current callbacks are done, or at once when full. */
+static void aio_add(blockdev_t *bd, blockdev_op_t *op)
 {
     bexport_t *e = &bd->ex[op->export_id];
-    struct iocb cb;
-    struct iocb *cbs[1] = {&cb};
-    memset(&cb, 0, sizeof cb);
-    cb.aio_data = (uint64_t)(uintptr_t)op;
-    cb.aio_lio_opcode = op->kind == BLOCKDEV_READ ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
-    cb.aio_fildes = (uint32_t)e->dfd;
-    cb.aio_buf = (uint64_t)(uintptr_t)op->buf;
-    cb.aio_nbytes = op->length;
-    cb.aio_offset = (int64_t)op->offset;
-    cb.aio_flags = IOCB_FLAG_RESFD;
-    cb.aio_resfd = (uint32_t)bd->efd;
-    if (syscall(SYS_io_submit, bd->aio, 1L, cbs) != 1)
-        return -errno;
-    bd->aio_inflight++;
-    return 0;
+    struct iocb *cb = &bd->pend[bd->npend++];
+    memset(cb, 0, sizeof *cb);
+    cb->aio_data = (uint64_t)(uintptr_t)op;
+    cb->aio_lio_opcode = op->kind == BLOCKDEV_READ ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
+    cb->aio_fildes = (uint32_t)e->dfd;
+    cb->aio_buf = (uint64_t)(uintptr_t)op->buf;
+    cb->aio_nbytes = op->length;
+    cb->aio_offset = (int64_t)op->offset;
+    cb->aio_flags = IOCB_FLAG_RESFD;
+    cb->aio_resfd = (uint32_t)bd->efd;
+    if (bd->npend == AIO_BATCH)
+        aio_commit(bd);
+    else if (bd->npend == 1)
+        event_active(bd->commit_ev, EV_TIMEOUT, 1);
 }
 
 /* Size of an open file or block device.  Returns 0 or -errno. */
@@ -411,8 +453,9 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
         log_warn("io_setup: %s; O_DIRECT IOs go through the worker pool", strerror(errno));
         bd->aio = 0;
     }
-    bd->ev = event_new(base, bd->efd, EV_READ | EV_PERSIST, on_event, bd);
-    if (!bd->ev || event_add(bd->ev, NULL) < 0) {
+    bd->ev = event_new(base, bd->efd, EV_READ | EV_PERSIST | EV_ET, on_event, bd);
+    bd->commit_ev = event_new(base, -1, 0, on_commit, bd);
+    if (!bd->ev || !bd->commit_ev || event_add(bd->ev, NULL) < 0) {
         rc = -ENOMEM;
         goto out;
     }
@@ -475,16 +518,24 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op)
     if (op->export_id < 0 || op->export_id >= bd->max_exports ||
         !bd->ex[op->export_id].opened)
         return -EINVAL;
-    if (bd->aio && !bd->stopping && op->length > 0 && aligned(op) &&
+    if (bd->stopping)
+        return -ESHUTDOWN;
+    if (bd->aio && op->length > 0 && aligned(op) &&
         (op->kind == BLOCKDEV_READ || (op->kind == BLOCKDEV_WRITE && !op->fua)) &&
-        bd->ex[op->export_id].dfd >= 0 && aio_submit(bd, op) == 0)
+        bd->ex[op->export_id].dfd >= 0) {
+        aio_add(bd, op);
         return 0;
+    }
+    queue_for_worker(bd, op);
+    return 0;
+}
+
+/* Appends op to the workers' queue (never refused: while stopping, the
+ * queue is collected by blockdev_destroy() and completed -ESHUTDOWN). */
+static void queue_for_worker(blockdev_t *bd, blockdev_op_t *op)
+{
     op->next = NULL;
     pthread_mutex_lock(&bd->mu);
-    if (bd->stopping) {
-        pthread_mutex_unlock(&bd->mu);
-        return -ESHUTDOWN;
-    }
     if (bd->qtail)
         bd->qtail->next = op;
     else
@@ -492,7 +543,6 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op)
     bd->qtail = op;
     pthread_cond_signal(&bd->cv);
     pthread_mutex_unlock(&bd->mu);
-    return 0;
 }
 
 int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op)
@@ -540,6 +590,8 @@ void blockdev_destroy(blockdev_t **bdp)
     if (!bdp || !*bdp)
         return;
     blockdev_t *bd = *bdp;
+    if (bd->npend > 0)
+        aio_commit(bd); /* gathered but not yet submitted: run them too */
     pthread_mutex_lock(&bd->mu);
     bd->stopping = 1;
     pthread_cond_broadcast(&bd->cv);
@@ -567,6 +619,8 @@ void blockdev_destroy(blockdev_t **bdp)
     }
     if (bd->ev)
         event_free(bd->ev);
+    if (bd->commit_ev)
+        event_free(bd->commit_ev);
     if (bd->efd >= 0)
         close(bd->efd);
     if (bd->ex) {

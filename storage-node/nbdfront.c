@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
@@ -13,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/mono.h"
@@ -26,6 +27,8 @@
 #define OUT_HIGH (8u * 1024 * 1024)    /* unsent reply bytes before we stop reading */
 #define BUF_HIGH (64u * 1024 * 1024)   /* per connection: request buffers before we stop reading */
 #define SHUTDOWN_GRACE_SEC 10
+#define READ_MIN (64u * 1024)          /* bytes asked of one read(2) ... */
+#define READ_MAX (1024u * 1024)        /* ... or more while a payload is awaited */
 #define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
                 NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
 
@@ -48,11 +51,25 @@ typedef struct nreq {
 } nreq_t;
 
 /* One client connection: a state machine (client flags, options,
- * transmission, closing).  Loop thread. */
+ * transmission, closing).  Loop thread.
+ *
+ * The socket is driven by hand rather than by a bufferevent, to save
+ * system calls (each costs ~1 us on a paravirtualised guest): a read event
+ * does one readv(2) into `in` (a bufferevent asks FIONREAD first); replies
+ * gather in `outb` and are written with one writev(2) per loop iteration
+ * (flush_ev), and a write event is armed only when the socket is full (a
+ * bufferevent arms and disarms it around every write: two epoll_ctl and an
+ * extra epoll_wait). */
 typedef struct nconn {
     struct nbdfront *f;
     struct nconn *prev, *next;
-    struct bufferevent *bev;
+    evutil_socket_t fd;
+    struct evbuffer *in, *outb;
+    struct event *rev, *wev;
+    int writing;           /* wev is armed */
+    int dirty;             /* on f->dirty: outb has bytes to write */
+    struct nconn *dnext;
+    size_t want;           /* bytes still missing of the message being read */
     int state;
     int no_zeroes;
     int structured;        /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
@@ -83,6 +100,8 @@ struct nbdfront {
     blockdev_t *bd;
     nconn_t *conns;
     int nconns;
+    nconn_t *dirty;        /* connections with replies to write */
+    struct event *flush_ev;
     int inflight;
     double busy_mark, busy_pending;
     int stopping;
@@ -93,6 +112,7 @@ struct nbdfront {
 };
 
 static void conn_free(nconn_t *c);
+static void conn_close_io(nconn_t *c);
 static void conn_update(nconn_t *c);
 static void dispatch_more(nbdfront_t *f);
 static void check_stopped(nbdfront_t *f);
@@ -123,9 +143,24 @@ void nbdfront_config_defaults(nbdfront_config_t *cfg)
 
 /* ---- replies ------------------------------------------------------------ */
 
+/* Queues connection c for the writing of its replies at the end of the
+ * current loop iteration (after every callback that may add more). */
+static void mark_dirty(nconn_t *c)
+{
+    if (c->dirty || c->writing)
+        return; /* already queued, or the write event will send it */
+    c->dirty = 1;
+    c->dnext = c->f->dirty;
+    if (!c->f->dirty)
+        event_active(c->f->flush_ev, EV_TIMEOUT, 1);
+    c->f->dirty = c;
+}
+
 static void out(nconn_t *c, const void *p, size_t n)
 {
-    bufferevent_write(c->bev, p, n);
+    if (evbuffer_add(c->outb, p, n) < 0)
+        c->state = ST_CLOSING; /* out of memory: the stream is broken */
+    mark_dirty(c);
 }
 
 static void opt_reply(nconn_t *c, uint32_t opt, uint32_t type)
@@ -223,7 +258,7 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
                                              r->op.length));
         else
             out(c, b, nbd_encode_simple_reply(b, 0, r->handle));
-        struct evbuffer *ob = bufferevent_get_output(c->bev);
+        struct evbuffer *ob = c->outb;
         if (evbuffer_add_reference(ob, r->op.buf, r->op.length, free_buf, NULL) == 0)
             r->op.buf = NULL;   /* the evbuffer frees it once sent */
         else
@@ -482,16 +517,19 @@ static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t
 static int process_input(nconn_t *c)
 {
     nbdfront_t *f = c->f;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *in = c->in;
     nbd_error_t e;
+    c->want = 0;
     for (;;) {
         size_t avail = evbuffer_get_length(in);
         if (c->swallow > 0) {
             size_t n = avail < c->swallow ? avail : (size_t)c->swallow;
             evbuffer_drain(in, n);
             c->swallow -= n;
-            if (c->swallow > 0)
+            if (c->swallow > 0) {
+                c->want = c->swallow;
                 return 0;
+            }
             if (c->reply_after == 1)
                 opt_reply(c, c->ra_opt, c->ra_code);
             else if (c->reply_after == 2)
@@ -559,7 +597,7 @@ static int process_input(nconn_t *c)
         }
         /* ST_TRANS */
         if (c->nreqs >= f->cfg.max_queued || c->buf_bytes > BUF_HIGH ||
-            evbuffer_get_length(bufferevent_get_output(c->bev)) > OUT_HIGH)
+            evbuffer_get_length(c->outb) > OUT_HIGH)
             return 0; /* a completion calls conn_update() again */
         uint8_t h[NBD_REQUEST_LEN];
         nbd_request_t q;
@@ -601,11 +639,9 @@ static int process_input(nconn_t *c)
         if (avail < NBD_REQUEST_LEN + (size_t)payload) {
             /* Wait for the whole payload: a client that goes away now
              * leaves nothing written. */
-            bufferevent_setwatermark(c->bev, EV_READ, NBD_REQUEST_LEN + (size_t)payload, 0);
+            c->want = NBD_REQUEST_LEN + (size_t)payload - avail;
             return 0;
         }
-        if (payload)
-            bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
         evbuffer_drain(in, sizeof h);
         if (start_request(c, &q, in) < 0)
             return -1;
@@ -630,7 +666,7 @@ static void conn_update(nconn_t *c)
             check_stopped(f);
         return;
     }
-    size_t outlen = evbuffer_get_length(bufferevent_get_output(c->bev));
+    size_t outlen = evbuffer_get_length(c->outb);
     if ((c->state == ST_CLOSING || f->stopping) && c->nreqs == 0 && c->swallow == 0 &&
         outlen == 0) {
         conn_free(c);
@@ -646,39 +682,120 @@ static void conn_update(nconn_t *c)
     if (want != c->reading) {
         c->reading = want;
         if (want)
-            bufferevent_enable(c->bev, EV_READ);
+            event_add(c->rev, NULL);
         else
-            bufferevent_disable(c->bev, EV_READ);
+            event_del(c->rev);
     }
 }
 
-static void on_read(struct bufferevent *bev, void *arg)
+/* The peer closed or the socket failed: drops the connection. */
+static void conn_gone(nconn_t *c, int err)
 {
-    (void)bev;
-    conn_update(arg);
-}
-
-static void on_write(struct bufferevent *bev, void *arg)
-{
-    (void)bev;
-    conn_update(arg);
-}
-
-static void on_event(struct bufferevent *bev, short what, void *arg)
-{
-    (void)bev;
-    nconn_t *c = arg;
     nbdfront_t *f = c->f;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        if (c->state != ST_CLOSING &&
-            (c->nreqs > 0 || c->swallow > 0 ||
-             evbuffer_get_length(bufferevent_get_input(c->bev)) > 0))
-            log_info("%s: client went away with %d requests pending, %zu bytes unread",
-                     c->peer, c->nreqs, evbuffer_get_length(bufferevent_get_input(c->bev)));
-        conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+    if (c->state != ST_CLOSING &&
+        (c->nreqs > 0 || c->swallow > 0 || evbuffer_get_length(c->in) > 0))
+        log_info("%s: client went away with %d requests pending, %zu bytes unread%s%s",
+                 c->peer, c->nreqs, evbuffer_get_length(c->in), err ? ": " : "",
+                 err ? strerror(err) : "");
+    conn_free(c);
+    if (f->stopping)
+        check_stopped(f);
+}
+
+/* Writes what it can of the replies.  Returns 0, or -1 if the connection
+ * was freed (write error). */
+static int conn_flush(nconn_t *c)
+{
+    while (evbuffer_get_length(c->outb) > 0) {
+        int n = evbuffer_write(c->outb, c->fd);
+        if (n < 0) {
+            int e = EVUTIL_SOCKET_ERROR();
+            if (e == EINTR)
+                continue;
+            if (e == EAGAIN || e == EWOULDBLOCK)
+                break;
+            conn_gone(c, e);
+            return -1;
+        }
+        if (n == 0)
+            break;
     }
+    int full = evbuffer_get_length(c->outb) > 0;
+    if (full != c->writing) {
+        c->writing = full;
+        if (full)
+            event_add(c->wev, NULL);
+        else
+            event_del(c->wev);
+    }
+    return 0;
+}
+
+/* End of a loop iteration's callbacks: writes every connection's replies. */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    nbdfront_t *f = arg;
+    while (f->dirty) {
+        nconn_t *c = f->dirty;
+        f->dirty = c->dnext;
+        c->dirty = 0;
+        c->dnext = NULL;
+        int was_blocked = !c->reading || c->state == ST_CLOSING || f->stopping;
+        if (conn_flush(c) == 0 && was_blocked && !c->writing)
+            conn_update(c); /* output drained: read on, or close */
+    }
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    nconn_t *c = arg;
+    if (conn_flush(c) == 0 && !c->writing)
+        conn_update(c);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    nconn_t *c = arg;
+    size_t ask = c->want > READ_MIN ? (c->want < READ_MAX ? c->want : READ_MAX) : READ_MIN;
+    struct evbuffer_iovec v[2];
+    int nv = evbuffer_reserve_space(c->in, (ev_ssize_t)ask, v, 2);
+    if (nv <= 0) {
+        conn_gone(c, ENOMEM);
+        return;
+    }
+    struct iovec iov[2];
+    for (int i = 0; i < nv; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    ssize_t n = readv(fd, iov, nv);
+    if (n < 0) {
+        int e = errno;
+        evbuffer_commit_space(c->in, v, 0);
+        if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR)
+            return;
+        conn_gone(c, e);
+        return;
+    }
+    if (n == 0) {
+        evbuffer_commit_space(c->in, v, 0);
+        conn_gone(c, 0);
+        return;
+    }
+    size_t left = (size_t)n;
+    int used = 0;
+    for (int i = 0; i < nv && left > 0; i++, used++) {
+        if (v[i].iov_len > left)
+            v[i].iov_len = left;
+        left -= v[i].iov_len;
+    }
+    evbuffer_commit_space(c->in, v, used);
+    conn_update(c);
 }
 
 static void conn_free(nconn_t *c)
@@ -700,8 +817,30 @@ static void conn_free(nconn_t *c)
     if (c->next)
         c->next->prev = c->prev;
     f->nconns--;
-    bufferevent_free(c->bev);
+    if (c->dirty) {
+        nconn_t **pp = &f->dirty;
+        while (*pp && *pp != c)
+            pp = &(*pp)->dnext;
+        if (*pp)
+            *pp = c->dnext;
+    }
+    conn_close_io(c);
     free(c);
+}
+
+/* Frees the socket side of a connection (also of a half-built one). */
+static void conn_close_io(nconn_t *c)
+{
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->in)
+        evbuffer_free(c->in);
+    if (c->outb)
+        evbuffer_free(c->outb); /* frees the read buffers referenced by replies */
+    if (c->fd >= 0)
+        evutil_closesocket(c->fd);
 }
 
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
@@ -725,9 +864,14 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->f = f;
     c->bucket = -1;
-    c->bev = bufferevent_socket_new(f->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!c->bev) {
-        evutil_closesocket(fd);
+    c->fd = fd;
+    c->in = evbuffer_new();
+    c->outb = evbuffer_new();
+    c->rev = event_new(f->base, fd, EV_READ | EV_PERSIST, on_readable, c);
+    c->wev = event_new(f->base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
+    if (evutil_make_socket_nonblocking(fd) < 0 || !c->in || !c->outb || !c->rev || !c->wev ||
+        event_add(c->rev, NULL) < 0) {
+        conn_close_io(c);
         free(c);
         return;
     }
@@ -739,8 +883,6 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     } else {
         snprintf(c->peer, sizeof c->peer, "nbd fd %d", (int)fd);
     }
-    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_set_max_single_read(c->bev, 1 << 20);
     c->next = f->conns;
     if (f->conns)
         f->conns->prev = c;
@@ -750,7 +892,6 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     uint8_t g[NBD_GREETING_LEN];
     out(c, g, nbd_encode_greeting(g, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES));
     c->reading = 1;
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
 static void on_accept_error(struct evconnlistener *lis, void *arg)
@@ -792,6 +933,11 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg.store.path = f->path;
     if (f->cfg.store.max_exports < 1)
         f->cfg.store.max_exports = MAX_EXPORTS;
+    f->flush_ev = event_new(base, -1, 0, on_flush, f);
+    if (!f->flush_ev) {
+        rc = -ENOMEM;
+        goto out;
+    }
     f->bd = blockdev_new(base, &f->cfg.store, on_done, f, &rc);
     if (!f->bd)
         goto out;
@@ -947,6 +1093,8 @@ void nbdfront_destroy(nbdfront_t **fp)
         sched_drain(f->s, drain_one, f);
     if (f->stop_timer)
         event_free(f->stop_timer);
+    if (f->flush_ev)
+        event_free(f->flush_ev);
     free(f->listen_host);
     free(f->path);
     free(f);
