@@ -74,8 +74,11 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
  * -errno from open/ftruncate/fstat.  Loop thread; blocks briefly. */
 int blockdev_export(blockdev_t *bd, int id, const char *name, uint64_t *size);
 
-/* Queues `op` for a worker (its export must have been opened).  Returns 0,
- * -EINVAL (unopened export), or -ESHUTDOWN while being destroyed. */
+/* Queues `op` for a worker (its export must have been opened); with
+ * O_DIRECT an aligned READ or non-FUA WRITE is instead gathered for kernel
+ * AIO and submitted, with the others gathered in the same loop iteration,
+ * once the loop's current callbacks are done.  Returns 0, -EINVAL
+ * (unopened export), or -ESHUTDOWN while being destroyed. */
 int blockdev_submit(blockdev_t *bd, blockdev_op_t *op);
 
 /* Tries to run a READ at once on the calling (loop) thread without

@@ -13,8 +13,9 @@
  * `outstanding` IOs are at the backend it calls sched_dispatch() and submits
  * the IO to a blockdev worker; the completion comes back on the loop thread,
  * is counted (sched_note_completion() with the backend busy time) and
- * answered with a simple reply.  Replies may leave in any order (proto.md,
- * "Transmission").
+ * answered with a simple reply, or structured reply chunks once the client
+ * negotiated NBD_OPT_STRUCTURED_REPLY.  Replies may leave in any order
+ * (proto.md, "Transmission").
  *
  * The front dispatches from the scheduler it is given and must be its only
  * dispatcher: every item in it must be an NBD request.  Threads: an
