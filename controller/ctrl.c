@@ -98,6 +98,8 @@ typedef struct {
     int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
     int rn, ln;            /* entries added to the R / L problem so far */
     int64_t ralloc, lalloc;
+    const int64_t *ra, *la;/* its entries' allocations in the solved R / L
+                              problem (pshift_bucket_allocs) */
 } bstate_t;
 
 struct ctrl {
@@ -124,8 +126,11 @@ struct ctrl {
     int *cnt, *given;      /* [nbuckets] leftover spreading */
     size_t capcnt;
     int *srv_node;         /* [nn]: problem server index -> node */
-    int64_t *srv_load;     /* [nn]: R-tokens placed per problem server */
     int capsrv;
+    /* The R and L problems, emptied and rebuilt every computation: kept
+     * so that their memory is reused instead of allocated (and
+     * page-faulted) anew each round. */
+    pshift_problem_t *rp, *lp;
 };
 
 /* Asks the CPU to fetch pair `j` of node nd (both cache lines a pair may
@@ -210,7 +215,8 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->cnt);
     free(c->given);
     free(c->srv_node);
-    free(c->srv_load);
+    pshift_problem_destroy(&c->rp);
+    pshift_problem_destroy(&c->lp);
     free(c);
     *cp = NULL;
 }
@@ -647,10 +653,6 @@ static int grow_scratch(ctrl_t *c)
         if (!sn)
             return -ENOMEM;
         c->srv_node = sn;
-        int64_t *sl = realloc(c->srv_load, (size_t)c->nn * sizeof *sl);
-        if (!sl)
-            return -ENOMEM;
-        c->srv_load = sl;
         c->capsrv = c->nn;
     }
     return 0;
@@ -658,9 +660,9 @@ static int grow_scratch(ctrl_t *c)
 
 /* Sums a solved problem's allocation per bucket (into ralloc of the
  * buckets in the R problem, or lalloc of those in the L problem if
- * `lpass`) and, if `load` is non-NULL, per problem server.  Walks the
- * problem's entries in its own order, sequentially. */
-static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass, int64_t *load)
+ * `lpass`) and keeps where each bucket's allocations are (ra / la).
+ * Walks the problem's entries in its own order, sequentially. */
+static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass)
 {
     for (size_t b = 0; b < c->nb; b++) {
         bstate_t *bs = &c->b[b];
@@ -669,18 +671,16 @@ static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass, int64_t *
             continue;
         int64_t sum = 0;
         size_t ne = pshift_bucket_nentries(p, pi);
-        for (size_t k = 0; k < ne; k++) {
-            int s;
-            int64_t a;
-            pshift_bucket_entry(p, pi, k, &s, NULL, &a);
-            sum += a;
-            if (load)
-                load[s] += a;
-        }
-        if (lpass)
+        const int64_t *al = pshift_bucket_allocs(p, pi);
+        for (size_t k = 0; k < ne; k++)
+            sum += al[k];
+        if (lpass) {
             bs->lalloc = sum;
-        else
+            bs->la = al;
+        } else {
             bs->ralloc = sum;
+            bs->ra = al;
+        }
     }
 }
 
@@ -935,11 +935,12 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 
     /* The R problem: up servers with their remaining capacity, buckets
      * with a remaining reservation and demand. */
-    p = pshift_problem_new();
-    if (!p) {
+    if (!c->rp && !(c->rp = pshift_problem_new())) {
         rc = -ENOMEM;
         goto out;
     }
+    p = c->rp;
+    pshift_problem_clear(p);
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->pidx = -1;
@@ -1020,10 +1021,9 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
          * entries in order), so that the pass over the pairs below can read
          * back R and build the L problem at once. */
         int ns = pshift_nservers(p);
-        memset(c->srv_load, 0, (size_t)ns * sizeof *c->srv_load);
-        sum_alloc(c, p, 0, c->srv_load);
+        sum_alloc(c, p, 0);
         for (int s = 0; s < ns; s++)
-            c->nodes[c->srv_node[s]].load = c->srv_load[s];
+            c->nodes[c->srv_node[s]].load = pshift_server_load(p, s);
     }
     for (size_t b = 0; b < c->nb; b++)
         rs.r_tokens += c->b[b].ralloc;
@@ -1035,11 +1035,12 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
      * nothing left to place.  One pass over the pairs reads back the R
      * allocation and builds the L problem. */
     if (any_l) {
-        q = pshift_problem_new();
-        if (!q) {
+        if (!c->lp && !(c->lp = pshift_problem_new())) {
             rc = -ENOMEM;
             goto out;
         }
+        q = c->lp;
+        pshift_problem_clear(q);
         for (int i = 0; i < c->nn; i++) {
             node_t *nd = &c->nodes[i];
             if (!nd->up)
@@ -1059,7 +1060,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 continue;
             bstate_t *bs = &c->b[pr->b];
             if (pr->rk >= 0)
-                pshift_bucket_entry(p, bs->pidx, (size_t)pr->rk, NULL, NULL, &pr->new_r);
+                pr->new_r = bs->ra[pr->rk];
             if (!q || pr->demand <= pr->new_r)
                 continue;
             if (bs->l == CTRL_UNLIMITED || bs->head <= bs->ralloc)
@@ -1084,7 +1085,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (c->cfg.solve_hook)
             c->cfg.solve_hook(q, 1, rs.t_lpass, c->cfg.solve_hook_arg);
         rs.lpass_shifts = pshift_stats(q)->shifts;
-        sum_alloc(c, q, 1, NULL);
+        sum_alloc(c, q, 1);
     }
     for (size_t b = 0; b < c->nb; b++)
         if (c->b[b].l != CTRL_UNLIMITED)
@@ -1115,11 +1116,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 continue;
             }
             bstate_t *bs = &c->b[pr->b];
-            if (pr->lk >= 0) {
-                int64_t a;
-                pshift_bucket_entry(q, bs->lpidx, (size_t)pr->lk, NULL, NULL, &a);
-                pr->new_l += a;
-            }
+            if (pr->lk >= 0)
+                pr->new_l += bs->la[pr->lk];
             if (bs->l != CTRL_UNLIMITED && pr->has_report && pr->period >= c->period) {
                 int64_t left = bs->head - bs->ralloc - bs->lalloc;
                 if (left > 0) {
@@ -1181,8 +1179,6 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 out:
     for (int i = 0; i < c->nn; i++)
         scatter_all(&c->nodes[i]); /* skipped round or error: state kept */
-    pshift_problem_destroy(&p);
-    pshift_problem_destroy(&q);
     if (rc < 0)
         for (int i = 0; i < c->nn; i++)
             c->nodes[i].nout = 0;

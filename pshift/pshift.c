@@ -26,9 +26,16 @@ struct pshift_problem {
 
     size_t nent, ent_cap;
     entry_t *ent;
+    entry_t *ent2;    /* scratch of build_csr's counting sort (swapped) */
+    size_t ent2_cap;
+    size_t *fill;     /* ... and its per-bucket cursors */
+    size_t fill_cap;
 
-    /* Solution state, valid when `solved`. */
+    /* Solution state, valid when `solved`.  The arrays outlive a solve
+     * (capacities below), so that solving a problem of the same size
+     * again, or after pshift_problem_clear(), allocates nothing. */
     int solved;
+    size_t alloc_cap, boff_cap, soff_cap, sent_cap, mark_cap, active_cap, load_cap, tms_cap;
     int64_t *alloc;   /* per entry */
     size_t *boff;     /* nbuckets + 1 */
     size_t *soff;     /* nservers + 1: per-server lists of shiftable entries */
@@ -47,6 +54,27 @@ typedef struct {
     int *parent, *dist, *queue;
 } bfs_t;
 
+
+/* Makes *arr hold at least `need` (>= 1) elements, contents not kept.
+ * Returns 0 or -ENOMEM (then *arr is NULL and *cap 0). */
+static int reserve(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    free(*arr);
+    *arr = malloc(need * elem);
+    *cap = *arr ? need : 0;
+    return *arr ? 0 : -ENOMEM;
+}
+
+/* As reserve(), and zeroes the first `need` elements. */
+static int reserve0(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (reserve(arr, cap, need, elem))
+        return -ENOMEM;
+    memset(*arr, 0, need * elem);
+    return 0;
+}
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
@@ -68,7 +96,14 @@ pshift_problem_t *pshift_problem_new(void)
     return calloc(1, sizeof(pshift_problem_t));
 }
 
+/* Forgets the solution; its arrays are kept for the next solve. */
 static void free_solution(pshift_problem_t *p)
+{
+    p->solved = 0;
+}
+
+/* Frees the solution's arrays. */
+static void release_solution(pshift_problem_t *p)
 {
     free(p->alloc);
     free(p->boff);
@@ -86,6 +121,8 @@ static void free_solution(pshift_problem_t *p)
     p->mark = NULL;
     p->active = NULL;
     p->load = p->tms = NULL;
+    p->alloc_cap = p->boff_cap = p->soff_cap = p->sent_cap = 0;
+    p->mark_cap = p->active_cap = p->load_cap = p->tms_cap = 0;
     p->solved = 0;
 }
 
@@ -94,18 +131,29 @@ void pshift_problem_destroy(pshift_problem_t **pp)
     if (!pp || !*pp)
         return;
     pshift_problem_t *p = *pp;
-    free_solution(p);
-    for (int i = 0; i < p->nservers; i++)
-        free(p->sname[i]);
-    for (int i = 0; i < p->nbuckets; i++)
-        free(p->bname[i]);
+    pshift_problem_clear(p);
+    release_solution(p);
     free(p->sname);
     free(p->bname);
     free(p->cap);
     free(p->target);
     free(p->ent);
+    free(p->ent2);
+    free(p->fill);
     free(p);
     *pp = NULL;
+}
+
+void pshift_problem_clear(pshift_problem_t *p)
+{
+    for (int i = 0; i < p->nservers; i++)
+        free(p->sname[i]);
+    for (int i = 0; i < p->nbuckets; i++)
+        free(p->bname[i]);
+    p->nservers = p->nbuckets = 0;
+    p->nent = 0;
+    free_solution(p);
+    memset(&p->stats, 0, sizeof p->stats);
 }
 
 static int dup_name(const char *name, char **out)
@@ -183,8 +231,7 @@ static int build_csr(pshift_problem_t *p, int nt)
     size_t nb = (size_t)p->nbuckets, n = p->nent;
     if (n >= UINT32_MAX)
         return -ENOMEM;
-    p->boff = calloc(nb + 1, sizeof *p->boff);
-    if (!p->boff)
+    if (reserve0((void **)&p->boff, &p->boff_cap, nb + 1, sizeof *p->boff))
         return -ENOMEM;
     int grouped = 1;
     for (size_t e = 0; e < n; e++) {
@@ -195,20 +242,19 @@ static int build_csr(pshift_problem_t *p, int nt)
     for (size_t b = 0; b < nb; b++)
         p->boff[b + 1] += p->boff[b];
     if (!grouped) {
-        entry_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
-        size_t *fill = malloc((nb ? nb : 1) * sizeof *fill);
-        if (!sorted || !fill) {
-            free(sorted);
-            free(fill);
+        if (reserve((void **)&p->ent2, &p->ent2_cap, n ? n : 1, sizeof *p->ent2) ||
+            reserve((void **)&p->fill, &p->fill_cap, nb ? nb : 1, sizeof *p->fill))
             return -ENOMEM;
-        }
+        entry_t *sorted = p->ent2;
+        size_t *fill = p->fill;
         memcpy(fill, p->boff, nb * sizeof *fill);
         for (size_t e = 0; e < n; e++)
             sorted[fill[p->ent[e].b]++] = p->ent[e];
-        free(fill);
-        free(p->ent);
+        p->ent2 = p->ent;
         p->ent = sorted;
-        p->ent_cap = n ? n : 1;
+        size_t c = p->ent2_cap;
+        p->ent2_cap = p->ent_cap;
+        p->ent_cap = c;
     }
     int err = 0;
     entry_t *ent = p->ent;
@@ -428,13 +474,13 @@ static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
 {
     size_t ns = (size_t)p->nservers, nb = (size_t)p->nbuckets;
     int nt = nthreads(o);
-    unsigned char *active = p->active = calloc(nb ? nb : 1, 1);
-    p->soff = calloc(ns + 1, sizeof *p->soff);
-    p->load = calloc(ns ? ns : 1, sizeof *p->load);
-    p->mark = calloc(nb / 64 + 1, sizeof *p->mark);
     size_t *cnt = calloc((size_t)nt * (ns ? ns : 1), sizeof *cnt);
-    if (!active || !p->soff || !p->load || !p->mark || !cnt)
+    if (!cnt || reserve0((void **)&p->active, &p->active_cap, nb ? nb : 1, 1) ||
+        reserve0((void **)&p->soff, &p->soff_cap, ns + 1, sizeof *p->soff) ||
+        reserve0((void **)&p->load, &p->load_cap, ns ? ns : 1, sizeof *p->load) ||
+        reserve0((void **)&p->mark, &p->mark_cap, nb / 64 + 1, sizeof *p->mark))
         goto nomem;
+    unsigned char *active = p->active;
     if (o->approx_top == 0) {
         memset(active, 1, nb);
     } else if (mark_top(p, o->approx_top, 0, active) ||
@@ -467,8 +513,16 @@ static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
                 }
             }
             p->soff[ns] = at;
-            p->sent = malloc((at ? at : 1) * sizeof *p->sent);
-            p->sbkt = malloc((at ? at : 1) * sizeof *p->sbkt);
+            size_t cap1 = p->sent_cap, cap2 = p->sent_cap;
+            if (reserve((void **)&p->sent, &cap1, at ? at : 1, sizeof *p->sent) ||
+                reserve((void **)&p->sbkt, &cap2, at ? at : 1, sizeof *p->sbkt)) {
+                free(p->sent);
+                free(p->sbkt);
+                p->sent = NULL;
+                p->sbkt = NULL;
+                cap1 = cap2 = 0;
+            }
+            p->sent_cap = cap1 < cap2 ? cap1 : cap2;
         }
         if (p->sent && p->sbkt) {
 #pragma omp for schedule(static)
@@ -505,8 +559,7 @@ static inline int64_t tm(const pshift_problem_t *p, size_t e, size_t f)
 static int make_map(pshift_problem_t *p, const pshift_opts_t *o)
 {
     size_t ns = (size_t)p->nservers, cells = ns * ns;
-    p->tms = calloc(ns ? cells : 1, sizeof *p->tms);
-    if (!p->tms)
+    if (reserve0((void **)&p->tms, &p->tms_cap, ns ? cells : 1, sizeof *p->tms))
         return -ENOMEM;
     int nt = nthreads(o), err = 0;
     int64_t **priv = calloc((size_t)nt, sizeof *priv);
@@ -781,8 +834,7 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
         err = check_sums(p);
     if (err)
         goto out;
-    p->alloc = malloc((p->nent ? p->nent : 1) * sizeof *p->alloc);
-    if (!p->alloc) {
+    if (reserve((void **)&p->alloc, &p->alloc_cap, p->nent ? p->nent : 1, sizeof *p->alloc)) {
         err = -ENOMEM;
         goto out;
     }
@@ -877,6 +929,13 @@ size_t pshift_bucket_nentries(const pshift_problem_t *p, int b)
     if (!p->solved || b < 0 || b >= p->nbuckets)
         return 0;
     return p->boff[b + 1] - p->boff[b];
+}
+
+const int64_t *pshift_bucket_allocs(const pshift_problem_t *p, int b)
+{
+    if (!p->solved || b < 0 || b >= p->nbuckets)
+        return NULL;
+    return p->alloc + p->boff[b];
 }
 
 void pshift_bucket_entry(const pshift_problem_t *p, int b, size_t k, int *server,

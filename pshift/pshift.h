@@ -56,6 +56,11 @@ pshift_problem_t *pshift_problem_new(void);
 /* Frees the problem and sets *pp to NULL.  Accepts NULL and *pp == NULL. */
 void pshift_problem_destroy(pshift_problem_t **pp);
 
+/* Empties the problem (no servers, buckets or demands, no solution) but
+ * keeps its memory, so that a problem rebuilt each round (the controller's)
+ * allocates and page-faults nothing once it has reached its size. */
+void pshift_problem_clear(pshift_problem_t *p);
+
 /* Adds a server with IO capacity `capacity` (tokens it can consume this
  * period).  `name` is copied; it may be NULL.  Returns the server's index
  * (0, 1, ... in order of addition), -EINVAL if capacity < 0, -ENOMEM. */
@@ -97,6 +102,13 @@ int64_t pshift_alloc(const pshift_problem_t *p, int b, int s);
 size_t pshift_bucket_nentries(const pshift_problem_t *p, int b);
 void pshift_bucket_entry(const pshift_problem_t *p, int b, size_t k, int *server,
                          int64_t *demand, int64_t *alloc);
+
+/* The allocations of bucket `b`'s entries after pshift_solve(): element k
+ * is what pshift_bucket_entry(p, b, k, ...) returns as alloc.  Points into
+ * the problem, valid until it is changed, solved again or destroyed; NULL
+ * before a successful solve or for a bad index.  For read-back loops that
+ * would otherwise call pshift_bucket_entry() per entry. */
+const int64_t *pshift_bucket_allocs(const pshift_problem_t *p, int b);
 
 /* Total tokens placed on server `s` (sum over buckets). */
 int64_t pshift_server_load(const pshift_problem_t *p, int s);

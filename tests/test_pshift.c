@@ -141,10 +141,8 @@ END_TEST
 
 /* A random small instance: zero capacities, zero demands, R > D, single
  * servers and one-server buckets all come up often. */
-static pshift_problem_t *random_problem(gen_rng_t *r)
+static void random_fill(pshift_problem_t *p, gen_rng_t *r)
 {
-    pshift_problem_t *p = pshift_problem_new();
-    ck_assert_ptr_nonnull(p);
     int ns = 1 + (int)gen_rng_below(r, 6);
     int nb = (int)gen_rng_below(r, 9);
     for (int s = 0; s < ns; s++) {
@@ -164,6 +162,13 @@ static pshift_problem_t *random_problem(gen_rng_t *r)
             ck_assert_int_eq(pshift_set_demand(p, b, s, d), 0);
         }
     }
+}
+
+static pshift_problem_t *random_problem(gen_rng_t *r)
+{
+    pshift_problem_t *p = pshift_problem_new();
+    ck_assert_ptr_nonnull(p);
+    random_fill(p, r);
     return p;
 }
 
@@ -249,6 +254,49 @@ START_TEST(test_pshift_random_optimal)
         ck_assert_int_le(aphi, phi); /* exact is never worse */
         pshift_problem_destroy(&p);
     }
+}
+END_TEST
+
+/* A problem emptied with pshift_problem_clear() and rebuilt (smaller or
+ * larger than before, its arrays kept) solves exactly as a fresh one, and
+ * pshift_bucket_allocs() reads the same allocation as pshift_bucket_entry(). */
+START_TEST(test_pshift_clear_reuse)
+{
+    gen_rng_t r;
+    gen_rng_seed(&r, 7);
+    pshift_problem_t *q = pshift_problem_new();
+    ck_assert_ptr_nonnull(q);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    int64_t a1[64], a2[64];
+    for (int iter = 0; iter < 500; iter++) {
+        gen_rng_t r2 = r;
+        pshift_problem_t *p = random_problem(&r);
+        pshift_problem_clear(q);
+        ck_assert_int_eq(pshift_nservers(q), 0);
+        ck_assert_ptr_null(pshift_bucket_allocs(q, 0));
+        random_fill(q, &r2);
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        ck_assert_int_eq(pshift_solve(q, &o), 0);
+        size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
+        ck_assert_int_eq(pshift_nbuckets(q), pshift_nbuckets(p));
+        snapshot(p, a1);
+        snapshot(q, a2);
+        ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0, "instance %d differs", iter);
+        ck_assert_int_eq(pshift_stats(q)->phi, pshift_stats(p)->phi);
+        ck_assert_int_eq(pshift_stats(q)->shifts, pshift_stats(p)->shifts);
+        for (int b = 0; b < pshift_nbuckets(q); b++) {
+            const int64_t *al = pshift_bucket_allocs(q, b);
+            ck_assert_ptr_nonnull(al);
+            for (size_t k = 0; k < pshift_bucket_nentries(q, b); k++) {
+                int64_t a;
+                pshift_bucket_entry(q, b, k, NULL, NULL, &a);
+                ck_assert_int_eq(al[k], a);
+            }
+        }
+        ck_assert_ptr_null(pshift_bucket_allocs(q, pshift_nbuckets(q)));
+        pshift_problem_destroy(&p);
+    }
+    pshift_problem_destroy(&q);
 }
 END_TEST
 
@@ -441,6 +489,7 @@ int main(void)
     tcase_add_test(tc, test_pshift_table3_map);
     tcase_add_test(tc, test_pshift_initial_allocation);
     tcase_add_test(tc, test_pshift_random_optimal);
+    tcase_add_test(tc, test_pshift_clear_reuse);
     tcase_add_test(tc, test_pshift_residual);
     tcase_add_test(tc, test_pshift_generated_matches_maxflow);
     tcase_add_test(tc, test_pshift_errors);
