@@ -350,20 +350,24 @@ static int64_t initial_bucket(pshift_problem_t *p, int b, remainder_t *scratch)
     int64_t left = A - given; /* < number of entries with a remainder */
     if (left > 0) {
         if (nrem <= 16) {
-            for (size_t i = 1; i < nrem; i++) {
-                remainder_t x = scratch[i];
-                size_t j = i;
-                while (j > 0 && cmp_remainder(&scratch[j - 1], &x) > 0) {
-                    scratch[j] = scratch[j - 1];
-                    j--;
-                }
-                scratch[j] = x;
+            /* Few entries (buckets are active on few servers): an entry
+             * gets a token if fewer than `left` entries come before it in
+             * the order of cmp_remainder().  Counting without branches
+             * beats sorting, whose comparisons of random remainders the
+             * CPU cannot predict. */
+            for (size_t i = 0; i < nrem; i++) {
+                uint64_t ri = scratch[i].rem;
+                size_t ei = scratch[i].e;
+                int64_t before = 0;
+                for (size_t j = 0; j < nrem; j++)
+                    before += (scratch[j].rem > ri) | ((scratch[j].rem == ri) & (scratch[j].e < ei));
+                p->alloc[ei] += before < left;
             }
         } else {
             qsort(scratch, nrem, sizeof *scratch, cmp_remainder);
+            for (int64_t k = 0; k < left; k++)
+                p->alloc[scratch[k].e]++;
         }
-        for (int64_t k = 0; k < left; k++)
-            p->alloc[scratch[k].e]++;
     }
     return A;
 }
