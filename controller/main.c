@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1024,16 +1023,6 @@ int main(int argc, char **argv)
     if (pr)
         return pr == 1 ? 0 : 2;
     bqos_log_init("bqos-controller", set.level);
-
-    /* Every round moves megabytes through malloc at 64 nodes x 10,000
-     * buckets (ZeroMQ's message buffers: reports in, tokens out, freed by
-     * the other thread).  With glibc's defaults the freed top of the heap is
-     * given back to the kernel and the large buffers are mmap'd and
-     * unmapped each time, so every round page-faults them in again (a
-     * quarter of the controller's CPU time).  Keep up to 64 MiB of freed
-     * memory instead; buffers under 32 MiB come from the heap. */
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
 
     int status = 1;
     app_t a = {.set = &set, .sigfd = -1};
