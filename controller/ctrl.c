@@ -127,9 +127,9 @@ struct ctrl {
     size_t capcnt;
     int *srv_node;         /* [nn]: problem server index -> node */
     int capsrv;
-    /* The R and L problems, emptied and rebuilt every computation: kept
-     * so that their memory is reused instead of allocated (and
-     * page-faulted) anew each round. */
+    /* The R and L problems, emptied (pshift_problem_clear) and rebuilt
+     * every computation: kept so that their memory is reused instead of
+     * allocated anew each round. */
     pshift_problem_t *rp, *lp;
 };
 
