@@ -20,7 +20,8 @@ struct backend {
     /* read-only after backend_new() */
     char host[256];
     unsigned port;
-    int nworkers;
+    int nworkers;            /* 0: inline, ops run on the loop thread */
+    memcached_st *mc;        /* inline mode's connection (loop thread) */
     int batch;               /* most ops a worker takes at once */
     backend_done_fn done;
     void *arg;
@@ -279,25 +280,48 @@ static int is_get(const backend_op_t *op)
     return op->cmd == MCP_CMD_GET || op->cmd == MCP_CMD_GETS;
 }
 
-/* Runs a batch taken from the FIFO in order; runs of gets share a round
- * trip (ops of one batch are all outstanding at once, so their relative
- * order is free -- the front never has two unfinished IOs of one key on
- * one connection). */
+/* Runs a batch taken from the FIFO: every get of the batch goes out as one
+ * multi-key get (one round trip), then the other ops run in order.  Ops of
+ * one batch are all outstanding at once, so their relative order is free:
+ * the front never has two unfinished IOs of one key on one connection, and
+ * a flush_all is alone on its connection. */
 static void run_batch(memcached_st *mc, backend_op_t **ops, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        size_t j = i;
-        while (mc && j < n && is_get(ops[j]))
-            j++;
-        if (j - i >= 2) {
-            do_get_many(mc, ops + i, j - i);
-            i = j;
-            continue;
-        }
-        run_op(mc, ops[i]);
-        i++;
+    backend_op_t *gets[BACKEND_BATCH_MAX];
+    size_t ng = 0;
+    for (size_t i = 0; mc && i < n; i++)
+        if (is_get(ops[i]))
+            gets[ng++] = ops[i];
+    if (ng == 1)
+        run_op(mc, gets[0]);
+    else if (ng > 1)
+        do_get_many(mc, gets, ng);
+    for (size_t i = 0; i < n; i++)
+        if (!mc || !is_get(ops[i]))
+            run_op(mc, ops[i]);
+}
+
+/* Appends the ops (linked in order through ->next, last->next NULL) to the
+ * completions and wakes the loop if they were empty. */
+static void hand_back(backend_t *b, backend_op_t *first, backend_op_t *last)
+{
+    pthread_mutex_lock(&b->done_lock);
+    int wake = b->done_head == NULL;
+    if (b->done_tail)
+        b->done_tail->next = first;
+    else
+        b->done_head = first;
+    b->done_tail = last;
+    pthread_mutex_unlock(&b->done_lock);
+    if (!wake)
+        return;
+    if (b->nworkers == 0) {
+        event_active(b->ev, EV_READ, 0); /* loop thread: no syscall */
+        return;
     }
+    uint64_t one = 1;
+    ssize_t w = write(b->efd, &one, sizeof one);
+    (void)w; /* the counter cannot overflow in practice */
 }
 
 static void *worker_main(void *arg)
@@ -329,20 +353,7 @@ static void *worker_main(void *arg)
         for (size_t i = 0; i + 1 < n; i++)
             ops[i]->next = ops[i + 1];
         ops[n - 1]->next = NULL;
-
-        pthread_mutex_lock(&b->done_lock);
-        int wake = b->done_head == NULL;
-        if (b->done_tail)
-            b->done_tail->next = ops[0];
-        else
-            b->done_head = ops[0];
-        b->done_tail = ops[n - 1];
-        pthread_mutex_unlock(&b->done_lock);
-        if (wake) {
-            uint64_t one = 1;
-            ssize_t w = write(b->efd, &one, sizeof one);
-            (void)w; /* the counter cannot overflow in practice */
-        }
+        hand_back(b, ops[0], ops[n - 1]);
         pthread_mutex_lock(&b->lock);
     }
     pthread_mutex_unlock(&b->lock);
@@ -366,6 +377,15 @@ static void deliver(backend_t *b)
     }
 }
 
+/* Inline mode: completions were queued by backend_submit_chain() on this
+ * thread and the event activated by hand. */
+static void on_inline_done(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    deliver(arg);
+}
+
 static void on_eventfd(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
@@ -382,7 +402,7 @@ backend_t *backend_new(struct event_base *base, const char *host,
     int rc = 0;
     backend_t *b = NULL;
     if (!base || !host || !*host || strlen(host) >= sizeof b->host ||
-        port == 0 || port > 65535 || nworkers < 1 || batch < 1 ||
+        port == 0 || port > 65535 || nworkers < 0 || batch < 1 ||
         batch > BACKEND_BATCH_MAX || !done) {
         rc = -EINVAL;
         goto out;
@@ -402,6 +422,13 @@ backend_t *backend_new(struct event_base *base, const char *host,
     pthread_mutex_init(&b->lock, NULL);
     pthread_mutex_init(&b->done_lock, NULL);
     pthread_cond_init(&b->cond, NULL);
+    if (nworkers == 0) {
+        b->mc = connect_mc(b);
+        b->ev = event_new(base, -1, 0, on_inline_done, b);
+        if (!b->mc || !b->ev)
+            rc = -ENOMEM;
+        goto out;
+    }
     b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->efd < 0) {
         rc = -errno;
@@ -435,6 +462,24 @@ out:
     return b;
 }
 
+/* Inline mode: runs the chain now, `batch` ops at a time, and queues the
+ * completions for the loop's next pass over active events. */
+static int run_inline(backend_t *b, backend_op_t *first, backend_op_t *last)
+{
+    if (b->stopping)
+        return -ESHUTDOWN;
+    backend_op_t *ops[BACKEND_BATCH_MAX];
+    backend_op_t *op = first;
+    while (op) {
+        size_t n = 0;
+        for (; op && n < (size_t)b->batch; op = op->next)
+            ops[n++] = op;
+        run_batch(b->mc, ops, n);
+    }
+    hand_back(b, first, last);
+    return 0;
+}
+
 int backend_submit(backend_t *b, backend_op_t *op)
 {
     op->next = NULL;
@@ -445,6 +490,8 @@ int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
                          size_t n)
 {
     last->next = NULL;
+    if (b->nworkers == 0)
+        return run_inline(b, first, last);
     pthread_mutex_lock(&b->lock);
     if (b->stopping) {
         pthread_mutex_unlock(&b->lock);
@@ -484,6 +531,8 @@ void backend_destroy(backend_t **bp)
         event_free(b->ev);
     if (b->efd >= 0)
         close(b->efd);
+    if (b->mc)
+        memcached_free(b->mc);
     free(b->threads);
     pthread_cond_destroy(&b->cond);
     pthread_mutex_destroy(&b->lock);

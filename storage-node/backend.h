@@ -3,11 +3,16 @@
  * back to a libevent loop thread.
  *
  * Each worker owns one memcached_st connection and runs one blocking
- * operation at a time.  The loop thread submits operations; when one is
+ * batch at a time.  The loop thread submits operations; when a batch is
  * done, a worker queues it and wakes the loop through an eventfd, and the
- * loop thread runs the completion callback.  How many operations are at the
+ * loop thread runs the completion callbacks.  How many operations are at the
  * backend at once is the caller's business (bqos-node keeps it at
- * --outstanding); operations beyond the number of workers wait in a FIFO. */
+ * --outstanding); operations beyond the number of workers wait in a FIFO.
+ *
+ * With 0 workers the pool is "inline": the loop thread's own memcached_st
+ * runs every submitted chain at once (blocking the loop for the round
+ * trips) and the callbacks run on the loop's next pass over active events.
+ * No thread hand-off at all; the price is a loop that waits for memcached. */
 #ifndef BQOS_BACKEND_H
 #define BQOS_BACKEND_H
 
@@ -52,19 +57,22 @@ typedef struct backend backend_t;
 
 #define BACKEND_BATCH_MAX 64
 
-/* Starts `nworkers` (>= 1) threads, each connected (lazily) to memcached at
- * host:port, and registers the completion event on `base` (the loop the
- * callback runs on).  A worker takes up to `batch` (1..BACKEND_BATCH_MAX)
- * queued ops at once and sends consecutive gets among them as one
- * multi-key get (one round trip); batch 1 runs every op on its own.
+/* Starts `nworkers` (>= 0; 0: inline, see above) threads, each connected
+ * (lazily) to memcached at host:port, and registers the completion event on
+ * `base` (the loop the callback runs on).  A worker takes up to `batch`
+ * (1..BACKEND_BATCH_MAX) queued ops at once and sends every get among them
+ * as one multi-key get (one round trip), then the others one by one; batch
+ * 1 runs every op on its own.
  * Returns the pool, or NULL and sets *err to -EINVAL (bad arguments),
  * -ENOMEM or another -errno.  Caller owns the pool. */
 backend_t *backend_new(struct event_base *base, const char *host,
                        unsigned port, int nworkers, int batch,
                        backend_done_fn done, void *arg, int *err);
 
-/* Queues `op` for a worker.  Loop thread (any thread, in fact: it locks).
- * Returns 0, or -ESHUTDOWN once backend_destroy() has begun. */
+/* Queues `op` for a worker.  Loop thread (with workers any thread, in fact:
+ * it locks; inline, the loop thread only, and the op has run on return).
+ * The callback never runs from inside this call.  Returns 0, or
+ * -ESHUTDOWN once backend_destroy() has begun. */
 int backend_submit(backend_t *b, backend_op_t *op);
 
 /* Queues the n ops linked first->next...->last (in that order) with one

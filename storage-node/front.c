@@ -111,6 +111,10 @@ struct front {
     double busy_pending;   /* busy seconds not yet reported */
     int stopping;
     struct event *stop_timer;
+    /* Dispatch runs once per pass of the event loop, after the reads and
+     * completions of that pass (see request_dispatch()). */
+    struct event *kick;
+    int kick_armed;
     mcp_req_t req;         /* parse scratch (large) */
     time_t started;
     /* stats */
@@ -120,7 +124,7 @@ struct front {
 
 static void conn_flush(conn_t *c);
 static void conn_process(conn_t *c);
-static void dispatch_more(front_t *f);
+static void request_dispatch(front_t *f);
 static void check_stopped(front_t *f);
 
 
@@ -755,7 +759,7 @@ static void conn_process(conn_t *c)
     }
     c->in_process = 0;
     conn_flush(c);
-    dispatch_more(f);
+    request_dispatch(f);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -869,7 +873,8 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 
 /* ---- scheduling and completions --------------------------------------- */
 
-static void dispatch_more(front_t *f)
+/* Hands the backend what the scheduler allows, as one chain. */
+static void dispatch_now(front_t *f)
 {
     backend_op_t *first = NULL, *last = NULL;
     size_t n = 0;
@@ -905,6 +910,29 @@ static void dispatch_more(front_t *f)
     }
 }
 
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    front_t *f = arg;
+    f->kick_armed = 0;
+    if (!f->stopping)
+        dispatch_now(f);
+}
+
+/* Asks for a dispatch at the end of this pass of the event loop rather
+ * than now: every request read and every completion delivered in one pass
+ * (one epoll_wait) then goes to the backend together, as one batch, and a
+ * pass with 50 completions dispatches once, not 50 times.  The order of
+ * dispatch is still the scheduler's alone. */
+static void request_dispatch(front_t *f)
+{
+    if (f->kick_armed)
+        return;
+    f->kick_armed = 1;
+    event_active(f->kick, EV_TIMEOUT, 0);
+}
+
 static void on_done(backend_op_t *op, void *arg)
 {
     front_t *f = arg;
@@ -932,7 +960,7 @@ static void on_done(backend_op_t *op, void *arg)
         }
     }
     if (!f->stopping)
-        dispatch_more(f);
+        request_dispatch(f);
     else
         check_stopped(f);
 }
@@ -943,7 +971,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
 {
     int rc = 0;
     front_t *f = NULL;
-    if (!base || !cfg || cfg->workers < 1 || cfg->outstanding < 1 ||
+    if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
         cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
         cfg->max_item < 1 || cfg->max_conns < 1 || cfg->max_auto_buckets < 0 ||
         !cfg->listen_host || !cfg->backend_host || cfg->listen_port > 65535) {
@@ -970,6 +998,11 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->cfg.backend_host = f->backend_host;
     f->s = sched_new(cfg->policy, cfg->weighted);
     if (!f->s) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->kick = event_new(base, -1, 0, on_kick, f);
+    if (!f->kick) {
         rc = -ENOMEM;
         goto out;
     }
@@ -1062,7 +1095,7 @@ int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l)
         return b;
     int rc = sched_set_tokens(f->s, b, r, l);
     if (rc == 0 && !f->stopping)
-        dispatch_more(f);
+        request_dispatch(f);
     return rc;
 }
 
@@ -1070,7 +1103,7 @@ void front_set_policy(front_t *f, sched_policy_t policy)
 {
     sched_set_policy(f->s, policy);
     if (!f->stopping)
-        dispatch_more(f);
+        request_dispatch(f);
 }
 
 static void drain_one(sched_item_t *it, void *arg)
@@ -1149,6 +1182,8 @@ void front_destroy(front_t **fp)
     sched_destroy(&f->s);
     if (f->stop_timer)
         event_free(f->stop_timer);
+    if (f->kick)
+        event_free(f->kick);
     free(f->name);
     free(f->listen_host);
     free(f->backend_host);

@@ -5,10 +5,12 @@
  * Life cycle of a request: the loop thread reads and parses a command
  * (mcproto), appends a reply slot to the connection's ordered slot list,
  * and enqueues one IO per key in the scheduler queue of the key's bucket.
- * Whenever fewer than `outstanding` IOs are at the backend, the loop calls
- * sched_dispatch() and hands the IO to a worker; its completion comes back
- * on the loop thread, which counts it (sched_note_completion() with backend
- * busy time), and writes every finished slot at the head of the list.  A
+ * Once per pass of the event loop (after that pass's reads and completions),
+ * while fewer than `outstanding` IOs are at the backend, the loop calls
+ * sched_dispatch() and hands the IOs to the backend as one chain; their
+ * completions come back on the loop thread, which counts them
+ * (sched_note_completion() with backend busy time), and writes every
+ * finished slot at the head of the list.  A
  * multi-key get is one slot with one IO per key, answered when all are done.
  *
  * Threads: a front_t and everything in it belong to the loop thread of the
@@ -35,7 +37,8 @@ typedef struct {
     unsigned listen_port;        /* ... 0 picks a free port (front_port()) */
     const char *backend_host;    /* the real memcached */
     unsigned backend_port;
-    int workers;                 /* backend threads, >= 1 */
+    int workers;                 /* backend threads, >= 0 (0: backend
+                                    calls on the loop thread, backend.h) */
     int outstanding;             /* max IOs at the backend, >= 1 */
     int batch;                   /* ops a worker may take at once (gets
                                     among them share a round trip) */

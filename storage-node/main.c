@@ -210,7 +210,7 @@ int main(int argc, char **argv)
                 goto bad;
             break;
         case OPT_WORKERS:
-            if (nodeconf_parse_long(optarg, 1, 256, &v) < 0)
+            if (nodeconf_parse_long(optarg, 0, 256, &v) < 0)
                 goto bad;
             cfg.workers = (int)v;
             workers_set = 1;
