@@ -145,9 +145,9 @@ void front_config_defaults(front_config_t *cfg)
     cfg->listen_port = 11311;
     cfg->backend_host = "127.0.0.1";
     cfg->backend_port = 11211;
-    cfg->workers = 2;
-    cfg->outstanding = 5;
-    cfg->batch = 16;
+    cfg->workers = 0;       /* inline: see backend.h */
+    cfg->outstanding = 64;
+    cfg->batch = 64;
     cfg->policy = SCHED_POLICY_TOKENS;
     cfg->separator = ':';
     cfg->default_mode = FRONT_DEFAULT_SERVE;
@@ -588,7 +588,8 @@ static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
         fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)f->cmd_touch);
         fprintf(fp, "STAT get_hits %llu\r\n", (unsigned long long)f->get_hits);
         fprintf(fp, "STAT get_misses %llu\r\n", (unsigned long long)f->get_misses);
-        fprintf(fp, "STAT threads %d\r\n", f->cfg.workers);
+        /* memcached counts its worker threads; inline, the loop is one. */
+        fprintf(fp, "STAT threads %d\r\n", f->cfg.workers > 0 ? f->cfg.workers : 1);
         fprintf(fp, "STAT bqos_node %s\r\n", f->name);
         fprintf(fp, "STAT bqos_policy %s\r\n",
                 sched_policy(f->s) == SCHED_POLICY_RR ? "rr" : "tokens");

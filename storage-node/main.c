@@ -41,12 +41,18 @@ static const opts_t opts[] = {
     {"policy", OPT_POLICY, "tokens|rr", "tokens",
      "tokens: R-tokens first, then L-tokens, round robin within each\n"
      "(paper Algorithm 1).  rr: plain round robin over buckets."},
-    {"workers", OPT_WORKERS, "N", "2 (at most --outstanding)",
+    {"workers", OPT_WORKERS, "N", "0 (inline)",
      "Backend worker threads, each with its own libmemcached connection\n"
-     "(1..256).  More threads than cores cost more in wake-ups than they\n"
-     "gain; IOs beyond the workers wait in their FIFO and are batched."},
-    {"outstanding", OPT_OUTSTANDING, "K", "5",
-     "Most requests at the backend at once (1..1024; the paper used 5)."},
+     "(0..256).  0: the event-loop thread makes the (batched) backend\n"
+     "calls itself, with no thread hand-off: fastest, but a stalled\n"
+     "memcached stalls every client for up to the 2 s poll timeout.\n"
+     "N >= 1: a pool of N threads; IOs beyond the workers wait in their\n"
+     "FIFO and are batched.  More threads than cores cost more in\n"
+     "wake-ups than they gain."},
+    {"outstanding", OPT_OUTSTANDING, "K", "64",
+     "Most requests at the backend at once (1..1024).  The paper used 5;\n"
+     "with 5 a node reaches about half of memcached's direct throughput\n"
+     "here (docs/performance.md)."},
     {"config", OPT_CONFIG, "FILE", "none",
      "Bucket file {\"buckets\":[{\"name\":\"red\",\"weight\":1},...]} (the\n"
      "controller's format; other fields are ignored).  These buckets exist\n"
@@ -78,10 +84,10 @@ static const opts_t opts[] = {
     {"log-level", OPT_LOG_LEVEL, "LEVEL", "info", "error, warn, info or debug (logs go to stderr)."},
     {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
     {"version", OPT_VERSION, NULL, NULL, "Print the version and exit."},
-    {"batch", OPT_BATCH, "N", "16",
-     "Most queued backend requests a worker takes at once (1..64); the\n"
-     "gets among them go to memcached as one multi-key get.  Only matters\n"
-     "when --outstanding exceeds --workers."},
+    {"batch", OPT_BATCH, "N", "64",
+     "Most backend requests sent together (1..64): a worker (or the loop\n"
+     "thread, with --workers 0) takes up to N at once and sends the gets\n"
+     "among them to memcached as one multi-key get."},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -99,8 +105,9 @@ static void usage(FILE *out)
             "    Speaks the memcached text protocol to clients, puts every key IO\n"
             "    in the queue of its bucket (the key prefix before the separator),\n"
             "    lets the token scheduler pick which bucket is served next and\n"
-            "    forwards the IO to the real memcached through a pool of\n"
-            "    libmemcached workers.  Replies on a connection keep request\n"
+            "    forwards the IO to the real memcached through libmemcached\n"
+            "    (batched, from the event loop or from a pool of worker threads,\n"
+            "    see --workers).  Replies on a connection keep request\n"
             "    order.  The binary protocol is not supported (the connection is\n"
             "    closed).\n\n"
             "OPTIONS\n");
@@ -188,7 +195,7 @@ int main(int argc, char **argv)
     const char *listen = "127.0.0.1:11311", *backend = "memcached://127.0.0.1:11211";
     const char *config = NULL, *controller = NULL, *tokens_file = NULL;
     bqos_log_level_t level = BQOS_LOG_INFO;
-    int workers_set = 0, max_auto = -1;
+    int max_auto = -1;
     long v;
     uint64_t bytes, capacity = 0;
 
@@ -213,7 +220,6 @@ int main(int argc, char **argv)
             if (nodeconf_parse_long(optarg, 0, 256, &v) < 0)
                 goto bad;
             cfg.workers = (int)v;
-            workers_set = 1;
             break;
         case OPT_OUTSTANDING:
             if (nodeconf_parse_long(optarg, 1, 1024, &v) < 0)
@@ -284,8 +290,6 @@ int main(int argc, char **argv)
         return 2;
     }
     bqos_log_init("bqos-node", level);
-    if (!workers_set)
-        cfg.workers = cfg.outstanding < 2 ? cfg.outstanding : 2;
     cfg.max_auto_buckets = max_auto >= 0 ? max_auto : (config ? 0 : 1024);
 
     char lhost[256], bhost[256];

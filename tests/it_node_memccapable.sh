@@ -1,13 +1,18 @@
 #!/bin/sh
-# it_node_memccapable.sh - bqos-node speaks memcached's text protocol: memccapable -a passes (rr and tokens), and replies to tests/data/node_proto/cases.txt are byte-identical to a real memcached's.
+# it_node_memccapable.sh - bqos-node speaks memcached's text protocol: memccapable -a passes (rr and tokens with the defaults, and with a worker pool), and replies to tests/data/node_proto/cases.txt are byte-identical to a real memcached's.
 set -u
 NAME=it_node_memccapable
 . "$(dirname "$0")/node_lib.sh"
 command -v memccapable >/dev/null 2>&1 || { echo "$NAME: memccapable not installed (scripts/deps.sh); skipped"; exit 0; }
 
 start_memcached
-for pol in rr tokens; do
-  start_node "$tmp/node-$pol.log" --policy $pol
+# rr and tokens with the defaults (backend calls on the loop thread), and
+# "pool": worker threads with a small batch (--workers 2).
+for pol in rr tokens pool; do
+  case $pol in
+    pool) start_node "$tmp/node-$pol.log" --policy rr --workers 2 --outstanding 5 --batch 4 ;;
+    *) start_node "$tmp/node-$pol.log" --policy $pol ;;
+  esac
   if memccapable -a -t 5 -h 127.0.0.1 -p "$NODE_PORT" >"$tmp/cap-$pol.out" 2>&1 &&
      grep -q "All tests passed" "$tmp/cap-$pol.out"; then
     ok "memccapable -a ($pol)"
