@@ -44,8 +44,9 @@ static const opts_t opts[] = {
     {"workers", OPT_WORKERS, "N", "0 (inline)",
      "Backend worker threads, each with its own libmemcached connection\n"
      "(0..256).  0: the event-loop thread makes the (batched) backend\n"
-     "calls itself, with no thread hand-off: fastest, but a stalled\n"
-     "memcached stalls every client for up to the 2 s poll timeout.\n"
+     "calls itself, with no thread hand-off: fastest, but a memcached\n"
+     "that hangs (without closing) stalls every client, local commands\n"
+     "too, until its calls time out (2 s each).\n"
      "N >= 1: a pool of N threads; IOs beyond the workers wait in their\n"
      "FIFO and are batched.  More threads than cores cost more in\n"
      "wake-ups than they gain."},
