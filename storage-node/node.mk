@@ -9,6 +9,9 @@ ITESTS += tests/it_node_memccapable.sh tests/it_node_order.sh tests/it_node_faul
 TESTS += test_mcproto
 test_mcproto_SRCS = tests/test_mcproto.c
 test_mcproto_LIBS = node common
+TESTS += test_backend
+test_backend_SRCS = tests/test_backend.c
+test_backend_LIBS = node common
 
 PROGS += bqos-mcload
 bqos-mcload_SRCS = storage-node/mcload.c

@@ -1,0 +1,278 @@
+/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR. */
+#include <check.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage-node/backend.h"
+
+static pid_t mc_pid = -1;
+static unsigned mc_port;
+
+static unsigned free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    unsigned p = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        p = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return p;
+}
+
+static int port_open(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Starts memcached on a free loopback port (suite fixture). */
+static void mc_start(void)
+{
+    mc_port = free_port();
+    char port[16];
+    snprintf(port, sizeof port, "%u", mc_port);
+    mc_pid = fork();
+    if (mc_pid == 0) {
+        if (getuid() == 0)
+            execlp("memcached", "memcached", "-u", "nobody", "-l", "127.0.0.1", "-p", port,
+                   "-U", "0", (char *)NULL);
+        else
+            execlp("memcached", "memcached", "-l", "127.0.0.1", "-p", port, "-U", "0",
+                   (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100 && !port_open(mc_port); i++)
+        usleep(50000);
+}
+
+static void mc_stop(void)
+{
+    if (mc_pid > 0) {
+        kill(mc_pid, SIGTERM);
+        waitpid(mc_pid, NULL, 0);
+    }
+    mc_pid = -1;
+}
+
+typedef struct {
+    int calls[16];
+    int total;
+    int in_submit;     /* set around submit: a callback there is a bug */
+    int during_submit; /* callbacks seen while in_submit */
+    backend_op_t *base_op;
+} done_t;
+
+static void on_done(backend_op_t *op, void *arg)
+{
+    done_t *d = arg;
+    d->calls[op - d->base_op]++;
+    d->total++;
+    if (d->in_submit)
+        d->during_submit++;
+}
+
+static void op_init(backend_op_t *op, mcp_cmd_t cmd, const char *key, const char *value)
+{
+    memset(op, 0, sizeof *op);
+    op->cmd = cmd;
+    op->key = key;
+    op->keylen = strlen(key);
+    op->value = value ? value : "";
+    op->vlen = value ? strlen(value) : 0;
+    op->delta = 1;
+}
+
+/* Submits ops[0..n-1] as one chain and runs the loop until all are done. */
+static void run_chain(struct event_base *base, backend_t *b, done_t *d, backend_op_t *ops,
+                      size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        ops[i].next = &ops[i + 1];
+    int want = d->total + (int)n;
+    d->in_submit = 1;
+    ck_assert_int_eq(backend_submit_chain(b, &ops[0], &ops[n - 1], n), 0);
+    d->in_submit = 0;
+    time_t end = time(NULL) + 10;
+    while (d->total < want && time(NULL) < end)
+        event_base_loop(base, EVLOOP_ONCE);
+    ck_assert_int_eq(d->total, want);
+}
+
+/* One batch mixing gets (hits, a miss, a duplicate key) with stores,
+ * delete and incr: every op gets its own result. */
+static void check_mixed_batch(int nworkers, int batch)
+{
+    struct event_base *base = event_base_new();
+    done_t d = {0};
+    backend_op_t ops[10];
+    d.base_op = ops;
+    int err = 0;
+    backend_t *b = backend_new(base, "127.0.0.1", mc_port, nworkers, batch, on_done, &d, &err);
+    ck_assert_ptr_nonnull(b);
+
+    op_init(&ops[0], MCP_CMD_SET, "t:a", "alpha");
+    op_init(&ops[1], MCP_CMD_SET, "t:b", "beta");
+    op_init(&ops[2], MCP_CMD_SET, "t:n", "41");
+    op_init(&ops[3], MCP_CMD_DELETE, "t:gone", NULL);
+    op_init(&ops[4], MCP_CMD_DELETE, "t:c", NULL); /* an earlier case added it */
+    run_chain(base, b, &d, ops, 5);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[2].reply, MCP_R_STORED);
+
+    op_init(&ops[0], MCP_CMD_GET, "t:a", NULL);
+    op_init(&ops[1], MCP_CMD_ADD, "t:c", "gamma");
+    op_init(&ops[2], MCP_CMD_GET, "t:b", NULL);
+    op_init(&ops[3], MCP_CMD_GET, "t:missing", NULL);
+    op_init(&ops[4], MCP_CMD_INCR, "t:n", NULL);
+    op_init(&ops[5], MCP_CMD_GETS, "t:a", NULL);
+    op_init(&ops[6], MCP_CMD_DELETE, "t:gone", NULL);
+    op_init(&ops[7], MCP_CMD_ADD, "t:a", "again");
+    memset(d.calls, 0, sizeof d.calls);
+    run_chain(base, b, &d, ops, 8);
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(d.calls[i], 1);
+    ck_assert_int_eq(d.during_submit, 0);
+    ck_assert_int_eq(ops[0].reply, MCP_R_VALUE);
+    ck_assert_int_eq((int)ops[0].rvlen, 5);
+    ck_assert_int_eq(memcmp(ops[0].rvalue, "alpha", 5), 0);
+    ck_assert_int_eq(ops[1].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[2].reply, MCP_R_VALUE);
+    ck_assert_int_eq(memcmp(ops[2].rvalue, "beta", 4), 0);
+    ck_assert_int_eq(ops[3].reply, MCP_R_MISS);
+    ck_assert_int_eq(ops[4].reply, MCP_R_NUMBER);
+    ck_assert_int_eq((int)ops[4].number, 42);
+    ck_assert_int_eq(ops[5].reply, MCP_R_VALUE);
+    ck_assert_int_ne((int)ops[5].rcas, 0);
+    ck_assert_int_eq(ops[6].reply, MCP_R_NOT_FOUND);
+    ck_assert_int_eq(ops[7].reply, MCP_R_NOT_STORED);
+    for (int i = 0; i < 8; i++)
+        free(ops[i].rvalue);
+    backend_destroy(&b);
+    ck_assert_ptr_null(b);
+    event_base_free(base);
+}
+
+START_TEST(test_backend_inline_batch)
+{
+    check_mixed_batch(0, 64);
+}
+END_TEST
+
+START_TEST(test_backend_inline_small_batches)
+{
+    check_mixed_batch(0, 3);
+}
+END_TEST
+
+START_TEST(test_backend_pool_batch)
+{
+    check_mixed_batch(2, 4);
+}
+END_TEST
+
+/* Nothing listens: every op is answered SERVER_ERROR, exactly once. */
+static void check_dead_server(int nworkers)
+{
+    struct event_base *base = event_base_new();
+    done_t d = {0};
+    backend_op_t ops[4];
+    d.base_op = ops;
+    int err = 0;
+    backend_t *b = backend_new(base, "127.0.0.1", free_port(), nworkers, 8, on_done, &d, &err);
+    ck_assert_ptr_nonnull(b);
+    op_init(&ops[0], MCP_CMD_GET, "x:1", NULL);
+    op_init(&ops[1], MCP_CMD_SET, "x:2", "v");
+    op_init(&ops[2], MCP_CMD_GET, "x:3", NULL);
+    op_init(&ops[3], MCP_CMD_TOUCH, "x:4", NULL);
+    run_chain(base, b, &d, ops, 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(d.calls[i], 1);
+        ck_assert_int_eq(ops[i].reply, MCP_R_SERVER_ERROR);
+        ck_assert_int_eq(strncmp(ops[i].errmsg, "SERVER_ERROR", 12), 0);
+    }
+    backend_destroy(&b);
+    event_base_free(base);
+}
+
+START_TEST(test_backend_dead_server_inline)
+{
+    check_dead_server(0);
+}
+END_TEST
+
+START_TEST(test_backend_dead_server_pool)
+{
+    check_dead_server(1);
+}
+END_TEST
+
+/* Bad settings are refused with -EINVAL; URLs parse or are refused. */
+START_TEST(test_backend_bad_arguments)
+{
+    struct event_base *base = event_base_new();
+    done_t d = {0};
+    int err = 0;
+    ck_assert_ptr_null(backend_new(base, "127.0.0.1", 11211, -1, 8, on_done, &d, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    err = 0;
+    ck_assert_ptr_null(backend_new(base, "127.0.0.1", 11211, 0, 0, on_done, &d, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    err = 0;
+    ck_assert_ptr_null(
+        backend_new(base, "127.0.0.1", 11211, 0, BACKEND_BATCH_MAX + 1, on_done, &d, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    backend_destroy(NULL);
+    char host[64];
+    unsigned port = 0;
+    ck_assert_int_eq(backend_parse_url("memcached://10.0.0.1:11211", host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "10.0.0.1");
+    ck_assert_uint_eq(port, 11211);
+    ck_assert_int_eq(backend_parse_url("memcached://10.0.0.1:0", host, sizeof host, &port),
+                     -EINVAL);
+    ck_assert_int_eq(backend_parse_url("nohost", host, sizeof host, &port), -EINVAL);
+    event_base_free(base);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("backend");
+    TCase *tc = tcase_create("memcached");
+    tcase_add_unchecked_fixture(tc, mc_start, mc_stop);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_backend_inline_batch);
+    tcase_add_test(tc, test_backend_inline_small_batches);
+    tcase_add_test(tc, test_backend_pool_batch);
+    tcase_add_test(tc, test_backend_dead_server_inline);
+    tcase_add_test(tc, test_backend_dead_server_pool);
+    tcase_add_test(tc, test_backend_bad_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
