@@ -124,7 +124,7 @@ struct front {
 
 static void conn_flush(conn_t *c);
 static void conn_process(conn_t *c);
-static void request_dispatch(front_t *f);
+static void request_dispatch(front_t *f, int next_pass);
 static void check_stopped(front_t *f);
 
 
@@ -760,7 +760,7 @@ static void conn_process(conn_t *c)
     }
     c->in_process = 0;
     conn_flush(c);
-    request_dispatch(f);
+    request_dispatch(f, 0);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -922,16 +922,24 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Asks for a dispatch at the end of this pass of the event loop rather
- * than now: every request read and every completion delivered in one pass
- * (one epoll_wait) then goes to the backend together, as one batch, and a
- * pass with 50 completions dispatches once, not 50 times.  The order of
- * dispatch is still the scheduler's alone. */
-static void request_dispatch(front_t *f)
+ * than now: every request read in one pass (one epoll_wait) then goes to
+ * the backend together, as one batch.  After completions (next_pass), the
+ * dispatch waits for the next pass instead, after the requests that
+ * arrived meanwhile were read: with inline backend calls, dispatching again
+ * in the same pass would serve everything already queued before reading
+ * anything new, so a bucket with R-tokens whose clients answer quickly
+ * would lose its priority over queued L-token work.  The order of dispatch
+ * is still the scheduler's alone. */
+static void request_dispatch(front_t *f, int next_pass)
 {
+    static const struct timeval now = {0, 0};
     if (f->kick_armed)
         return;
     f->kick_armed = 1;
-    event_active(f->kick, EV_TIMEOUT, 0);
+    if (next_pass)
+        evtimer_add(f->kick, &now);
+    else
+        event_active(f->kick, EV_TIMEOUT, 0);
 }
 
 static void on_done(backend_op_t *op, void *arg)
@@ -961,7 +969,7 @@ static void on_done(backend_op_t *op, void *arg)
         }
     }
     if (!f->stopping)
-        request_dispatch(f);
+        request_dispatch(f, 1);
     else
         check_stopped(f);
 }
@@ -1002,7 +1010,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         rc = -ENOMEM;
         goto out;
     }
-    f->kick = event_new(base, -1, 0, on_kick, f);
+    f->kick = evtimer_new(base, on_kick, f);
     if (!f->kick) {
         rc = -ENOMEM;
         goto out;
@@ -1096,7 +1104,7 @@ int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l)
         return b;
     int rc = sched_set_tokens(f->s, b, r, l);
     if (rc == 0 && !f->stopping)
-        request_dispatch(f);
+        request_dispatch(f, 0);
     return rc;
 }
 
@@ -1104,7 +1112,7 @@ void front_set_policy(front_t *f, sched_policy_t policy)
 {
     sched_set_policy(f->s, policy);
     if (!f->stopping)
-        request_dispatch(f);
+        request_dispatch(f, 0);
 }
 
 static void drain_one(sched_item_t *it, void *arg)
