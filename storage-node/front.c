@@ -146,7 +146,8 @@ void front_config_defaults(front_config_t *cfg)
     cfg->backend_host = "127.0.0.1";
     cfg->backend_port = 11211;
     cfg->workers = 0;       /* inline: see backend.h */
-    cfg->outstanding = 64;
+    cfg->outstanding = 5;   /* the paper's, for tokens; bqos-node uses 64
+                               with rr (docs/node.md) */
     cfg->batch = 64;
     cfg->policy = SCHED_POLICY_TOKENS;
     cfg->separator = ':';

@@ -1,17 +1,18 @@
 /* front.h - the memcached front of bqos-node: client connections on a
  * libevent loop, per-bucket scheduling of every key IO, forwarding through
- * the backend worker pool, and replies in request order per connection.
+ * the backend (backend.h), and replies in request order per connection.
  *
  * Life cycle of a request: the loop thread reads and parses a command
  * (mcproto), appends a reply slot to the connection's ordered slot list,
  * and enqueues one IO per key in the scheduler queue of the key's bucket.
- * Once per pass of the event loop (after that pass's reads and completions),
- * while fewer than `outstanding` IOs are at the backend, the loop calls
- * sched_dispatch() and hands the IOs to the backend as one chain; their
- * completions come back on the loop thread, which counts them
+ * Once per pass of the event loop (after that pass's reads; after
+ * completions, in the next pass, once the requests that arrived meanwhile
+ * are queued), while fewer than `outstanding` IOs are at the backend, the
+ * loop calls sched_dispatch() and hands the IOs to the backend as one
+ * chain; their completions come back on the loop thread, which counts them
  * (sched_note_completion() with backend busy time), and writes every
- * finished slot at the head of the list.  A
- * multi-key get is one slot with one IO per key, answered when all are done.
+ * finished slot at the head of the list.  A multi-key get is one slot with
+ * one IO per key, answered when all are done.
  *
  * Threads: a front_t and everything in it belong to the loop thread of the
  * event_base it was created on; every function here must be called there. */
