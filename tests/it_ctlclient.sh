@@ -47,35 +47,30 @@ done
 check "n1 is up at the controller" 'until_true 10 "[ \"\$(node_state n1)\" = up ]"'
 check "m1 (bqos-node) is up at the controller" 'until_true 10 "[ \"\$(node_state m1)\" = up ]"'
 check "m1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/m1.log\""'
-check "m1 still serves memcached" '[ "$(python3 - "$NP" <<"PY"
+# mc_reply REQUEST: m1's answer to REQUEST (\r\n written literally), read up to
+# its final END, with CRLF turned into "|".
+mc_reply() {
+  python3 - "$NP" "$1" <<"PY"
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(b"set red:k 0 0 2\r\nhi\r\nget red:k\r\n")
+s.sendall(sys.argv[2].encode().replace(b"\\r\\n", b"\r\n"))
 buf = b""
 while not buf.endswith(b"END\r\n"):
     d = s.recv(4096)
     if not d:
         break
     buf += d
-print("ok" if buf == b"STORED\r\nVALUE red:k 0 2\r\nhi\r\nEND\r\n" else repr(buf))
+print(buf.decode(errors="replace").replace("\r\n", "|"))
 PY
-)" = ok ]'
+}
+check "m1 still serves memcached" \
+  '[ "$(mc_reply "set red:k 0 0 2\r\nhi\r\nget red:k\r\n")" = "STORED|VALUE red:k 0 2|hi|END|" ]'
 check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
 # bucket_stat BUCKET FIELD: that counter in m1's scheduler (`stats buckets`).
 bucket_stat() {
-  python3 - "$NP" "$1:$2" <<"PY"
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(b"stats buckets\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    d = s.recv(4096)
-    if not d:
-        break
-    buf += d
-key = ("STAT %s " % sys.argv[2]).encode()
-print(next((l[len(key):].decode() for l in buf.split(b"\r\n") if l.startswith(key)), "none"))
-PY
+  mc_reply "stats buckets\r\n" | tr '|' '\n' |
+    awk -v k="STAT $1:$2 " 'index($0, k) == 1 { print substr($0, length(k) + 1); f = 1 }
+                             END { if (!f) print "none" }'
 }
 bucket_weight() { bucket_stat "$1" weight; }
 # green (limited, no traffic anywhere) gets a provisional share of its
