@@ -121,9 +121,10 @@ static void usage(FILE *out)
             "    With --backend file:PATH or --nbd-listen, bqos-node is a block node:\n"
             "    every bucket is an NBD export of the same name and every NBD request\n"
             "    one IO through the same token scheduler (docs/nbd.md).  --name,\n"
-            "    --policy, --workers, --outstanding, --config, --controller,\n"
-            "    --tokens-file, --weighted, --max-conns and --log-level apply as\n"
-            "    above; the memcached-only options are ignored; in addition:\n");
+            "    --policy, --outstanding, --config, --controller, --tokens-file,\n"
+            "    --weighted, --max-conns and --log-level apply as above; --workers N\n"
+            "    is the number of IO threads there (1..1024, default: --outstanding);\n"
+            "    the memcached-only options are ignored; in addition:\n");
     nbdnode_usage_options(out, 1);
     fprintf(out,
             "\nSIGNALS\n"
