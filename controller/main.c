@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1023,6 +1024,19 @@ int main(int argc, char **argv)
     if (pr)
         return pr == 1 ? 0 : 2;
     bqos_log_init("bqos-controller", set.level);
+
+    /* Every round at 64 nodes x 10,000 buckets moves megabytes through
+     * malloc in two threads: ZeroMQ's I/O thread allocates a buffer per
+     * report (~100 KB) that this thread frees after decoding, and zmq_send
+     * allocates a buffer per token message that the I/O thread frees after
+     * sending.  With glibc's default trim threshold (128 KiB) the freed top
+     * of each heap is handed back to the kernel (brk / MADV_DONTNEED) and
+     * page-faulted in again the next round: 150-300 faults and several ms
+     * of CPU per round (docs/performance.md, "Controller").  Keep up to
+     * 64 MiB of freed memory instead, and take buffers under 32 MiB (full
+     * node tables: 800 KB reports) from the heap rather than mmap. */
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
 
     int status = 1;
     app_t a = {.set = &set, .sigfd = -1};
