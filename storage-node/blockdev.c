@@ -21,7 +21,7 @@
 #include "common/log.h"
 
 #define ALIGN 4096u
-#define AIO_BATCH 64       /* kernel AIO ops gathered into one io_submit */
+#define AIO_BATCH 64       /* kernel AIO ops per io_submit / io_getevents */
 
 /* One opened export: a buffered descriptor, and with --direct an O_DIRECT
  * one for aligned IOs.  Written on the loop thread before any op of the
@@ -205,14 +205,16 @@ static void deliver(blockdev_t *bd)
     }
 }
 
+static void queue_for_worker(blockdev_t *bd, blockdev_op_t *op);
+
 /* Collects finished kernel AIO ops and runs their callbacks (loop thread).
  * With `wait`, blocks until every op in flight has finished. */
 static void aio_reap(blockdev_t *bd, int wait)
 {
-    struct io_event ev[64];
+    struct io_event ev[AIO_BATCH];
     while (bd->aio_inflight > 0) {
         struct timespec zero = {0, 0};
-        long n = syscall(SYS_io_getevents, bd->aio, wait ? 1 : 0, 64L, ev,
+        long n = syscall(SYS_io_getevents, bd->aio, wait ? 1 : 0, (long)AIO_BATCH, ev,
                          wait ? NULL : &zero);
         if (n < 0 && errno == EINTR)
             continue;
@@ -232,22 +234,14 @@ static void aio_reap(blockdev_t *bd, int wait)
                 } else {
                     /* A short write is redone whole by a worker (pwrite
                      * loops), never reported as success. */
-                    op->next = NULL;
-                    pthread_mutex_lock(&bd->mu);
-                    if (bd->qtail)
-                        bd->qtail->next = op;
-                    else
-                        bd->qhead = op;
-                    bd->qtail = op;
-                    pthread_cond_signal(&bd->cv);
-                    pthread_mutex_unlock(&bd->mu);
+                    queue_for_worker(bd, op);
                     continue;
                 }
             }
             op->result = res < 0 ? (int)res : 0;
             bd->done(op, bd->arg);
         }
-        if (!wait && n < 64)
+        if (!wait && n < AIO_BATCH)
             return; /* the ring is empty: no second system call to learn it */
     }
 }
@@ -265,8 +259,6 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
         aio_reap(bd, 0);
     deliver(bd);
 }
-
-static void queue_for_worker(blockdev_t *bd, blockdev_op_t *op);
 
 /* Hands the gathered AIO ops to the kernel in one io_submit; any the kernel
  * refuses go to the worker pool instead.  Loop thread. */
