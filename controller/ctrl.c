@@ -343,6 +343,13 @@ static node_t *get_node(const ctrl_t *c, int node)
     return node >= 0 && node < c->nn ? &c->nodes[node] : NULL;
 }
 
+/* Index of controller bucket b in node nd's table, or -1 if the node does
+ * not hold it. */
+static int node_slot(const node_t *nd, size_t b)
+{
+    return nd->jof ? nd->jof[b] : -1;
+}
+
 /* Puts table entry j on node nd's active list.  Returns 0 or -ENOMEM. */
 static int act_add(node_t *nd, size_t j)
 {
@@ -386,7 +393,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
             goto nomem;
         /* A bucket the node already had keeps its state. */
         int b = bucketfile_find(c->bf, names[j]);
-        int old = b >= 0 && nd->jof ? nd->jof[b] : -1;
+        int old = b >= 0 ? node_slot(nd, (size_t)b) : -1;
         if (old >= 0) {
             pairs[j] = nd->pairs[old];
             served[j] = nd->served[old];
@@ -788,7 +795,7 @@ static int prov_walk(ctrl_t *c)
         int64_t n = 0, nrecent = 0;
         for (int i = 0; i < c->nn && bs->prov; i++) {
             node_t *nd = &c->nodes[i];
-            int j = nd->jof ? nd->jof[b] : -1;
+            int j = node_slot(nd, (size_t)b);
             if (!nd->up || j < 0)
                 continue;
             n++;
@@ -800,7 +807,7 @@ static int prov_walk(ctrl_t *c)
         int64_t rt = bs->r_rem, lt = bs->head - bs->r_rem, idx = 0;
         for (int i = 0; i < c->nn; i++) {
             node_t *nd = &c->nodes[i];
-            int j = nd->jof ? nd->jof[b] : -1;
+            int j = node_slot(nd, (size_t)b);
             if (!nd->up || j < 0)
                 continue;
             pair_t *pr = &nd->pairs[j];
@@ -1218,7 +1225,7 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     int unl = c->b[b].l == CTRL_UNLIMITED;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
-        int j = nd->jof ? nd->jof[b] : -1;
+        int j = node_slot(nd, (size_t)b);
         if (j < 0)
             continue;
         const pair_t *p = &nd->pairs[j];
@@ -1279,7 +1286,7 @@ double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
     int any = 0;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
-        int j = nd->jof ? nd->jof[b] : -1;
+        int j = node_slot(nd, (size_t)b);
         if (!nd->up || j < 0)
             continue;
         const pair_t *p = &nd->pairs[j];
