@@ -35,7 +35,8 @@ struct pshift_problem {
      * (capacities below), so that solving a problem of the same size
      * again, or after pshift_problem_clear(), allocates nothing. */
     int solved;
-    size_t alloc_cap, boff_cap, soff_cap, sent_cap, mark_cap, active_cap, load_cap, tms_cap;
+    size_t alloc_cap, boff_cap, soff_cap, sent_cap, sbkt_cap, mark_cap, active_cap, load_cap,
+        tms_cap;
     int64_t *alloc;   /* per entry */
     size_t *boff;     /* nbuckets + 1 */
     size_t *soff;     /* nservers + 1: per-server lists of shiftable entries */
@@ -97,12 +98,12 @@ pshift_problem_t *pshift_problem_new(void)
 }
 
 /* Forgets the solution; its arrays are kept for the next solve. */
-static void free_solution(pshift_problem_t *p)
+static void forget_solution(pshift_problem_t *p)
 {
     p->solved = 0;
 }
 
-/* Frees the solution's arrays. */
+/* Frees the solution's arrays (pshift_problem_destroy()). */
 static void release_solution(pshift_problem_t *p)
 {
     free(p->alloc);
@@ -114,16 +115,6 @@ static void release_solution(pshift_problem_t *p)
     free(p->active);
     free(p->load);
     free(p->tms);
-    p->alloc = NULL;
-    p->boff = p->soff = NULL;
-    p->sent = NULL;
-    p->sbkt = NULL;
-    p->mark = NULL;
-    p->active = NULL;
-    p->load = p->tms = NULL;
-    p->alloc_cap = p->boff_cap = p->soff_cap = p->sent_cap = 0;
-    p->mark_cap = p->active_cap = p->load_cap = p->tms_cap = 0;
-    p->solved = 0;
 }
 
 void pshift_problem_destroy(pshift_problem_t **pp)
@@ -152,7 +143,7 @@ void pshift_problem_clear(pshift_problem_t *p)
         free(p->bname[i]);
     p->nservers = p->nbuckets = 0;
     p->nent = 0;
-    free_solution(p);
+    forget_solution(p);
     memset(&p->stats, 0, sizeof p->stats);
 }
 
@@ -517,16 +508,9 @@ static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
                 }
             }
             p->soff[ns] = at;
-            size_t cap1 = p->sent_cap, cap2 = p->sent_cap;
-            if (reserve((void **)&p->sent, &cap1, at ? at : 1, sizeof *p->sent) ||
-                reserve((void **)&p->sbkt, &cap2, at ? at : 1, sizeof *p->sbkt)) {
-                free(p->sent);
-                free(p->sbkt);
-                p->sent = NULL;
-                p->sbkt = NULL;
-                cap1 = cap2 = 0;
-            }
-            p->sent_cap = cap1 < cap2 ? cap1 : cap2;
+            /* On failure reserve() leaves the array NULL: checked below. */
+            reserve((void **)&p->sent, &p->sent_cap, at ? at : 1, sizeof *p->sent);
+            reserve((void **)&p->sbkt, &p->sbkt_cap, at ? at : 1, sizeof *p->sbkt);
         }
         if (p->sent && p->sbkt) {
 #pragma omp for schedule(static)
@@ -830,7 +814,7 @@ static void measure(pshift_problem_t *p, int64_t *phi, int64_t *excess)
 static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
 {
     pshift_opts_t o = opts ? *opts : PSHIFT_OPTS_DEFAULT;
-    free_solution(p);
+    forget_solution(p);
     memset(&p->stats, 0, sizeof p->stats);
     double t0 = omp_get_wtime();
     int err = build_csr(p, nthreads(&o));
@@ -875,7 +859,7 @@ out:
     if (err || map_only)
         p->solved = 0;
     if (err)
-        free_solution(p);
+        forget_solution(p);
     return err;
 }
 
@@ -888,12 +872,12 @@ int pshift_initial_map(pshift_problem_t *p, int64_t *out)
 {
     int err = solve(p, NULL, 1);
     if (err) {
-        free_solution(p);
+        forget_solution(p);
         return err;
     }
     size_t ns = (size_t)p->nservers;
     memcpy(out, p->tms, ns * ns * sizeof *out);
-    free_solution(p); /* not a solution: shifting did not run */
+    forget_solution(p); /* not a solution: shifting did not run */
     return 0;
 }
 
