@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/buffer.h>
-#include <event2/listener.h>
 #include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -96,10 +95,9 @@ typedef struct conn {
 
 struct front {
     front_config_t cfg;
-    char *name, *listen_host, *backend_host;
+    char *name, *backend_host;
     struct event_base *base;
-    struct evconnlistener *lis;
-    unsigned port;
+    listener_t *lis;
     sched_t *s;
     backend_t *be;
     int default_bucket;
@@ -141,8 +139,7 @@ void front_config_defaults(front_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->name = "node";
-    cfg->listen_host = "127.0.0.1";
-    cfg->listen_port = 11311;
+    listener_parse("127.0.0.1:11311", &cfg->listen);
     cfg->backend_host = "127.0.0.1";
     cfg->backend_port = 11211;
     cfg->workers = 0;       /* inline: see backend.h */
@@ -815,10 +812,8 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         check_stopped(f);
 }
 
-static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
-                      struct sockaddr *sa, int salen, void *arg)
+static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
 {
-    (void)lis;
     (void)sa;
     (void)salen;
     front_t *f = arg;
@@ -829,8 +824,6 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
         evutil_closesocket(fd);
         return;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     conn_t *c = calloc(1, sizeof *c);
     if (!c)
         goto fail;
@@ -863,14 +856,6 @@ fail:
         free(c);
     }
     evutil_closesocket(fd);
-}
-
-static void on_accept_error(struct evconnlistener *lis, void *arg)
-{
-    (void)lis;
-    (void)arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    log_warn("accept: %s", evutil_socket_error_to_string(e));
 }
 
 /* ---- scheduling and completions --------------------------------------- */
@@ -984,7 +969,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
         cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
         cfg->max_item < 1 || cfg->max_conns < 1 || cfg->max_auto_buckets < 0 ||
-        !cfg->listen_host || !cfg->backend_host || cfg->listen_port > 65535) {
+        !cfg->backend_host) {
         rc = -EINVAL;
         goto out;
     }
@@ -997,14 +982,12 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->base = base;
     f->started = time(NULL);
     f->name = strdup(cfg->name ? cfg->name : "node");
-    f->listen_host = strdup(cfg->listen_host);
     f->backend_host = strdup(cfg->backend_host);
-    if (!f->name || !f->listen_host || !f->backend_host) {
+    if (!f->name || !f->backend_host) {
         rc = -ENOMEM;
         goto out;
     }
     f->cfg.name = f->name;
-    f->cfg.listen_host = f->listen_host;
     f->cfg.backend_host = f->backend_host;
     f->s = sched_new(cfg->policy, cfg->weighted);
     if (!f->s) {
@@ -1026,45 +1009,8 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     if (!f->be)
         goto out;
 
-    struct sockaddr_storage ss;
-    int sslen;
-    memset(&ss, 0, sizeof ss);
-    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-    if (evutil_inet_pton(AF_INET, f->listen_host, &sin->sin_addr) == 1) {
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons((uint16_t)cfg->listen_port);
-        sslen = sizeof *sin;
-    } else if (evutil_inet_pton(AF_INET6, f->listen_host, &sin6->sin6_addr) == 1) {
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons((uint16_t)cfg->listen_port);
-        sslen = sizeof *sin6;
-    } else {
-        log_error("--memcached-listen: '%s' is not a numeric IPv4/IPv6 address",
-                  f->listen_host);
-        rc = -EINVAL;
+    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
         goto out;
-    }
-    f->lis = evconnlistener_new_bind(base, on_accept, f,
-                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                         LEV_OPT_CLOSE_ON_EXEC,
-                                     1024, (struct sockaddr *)&ss, sslen);
-    if (!f->lis) {
-        rc = errno ? -errno : -EADDRINUSE;
-        goto out;
-    }
-    evconnlistener_set_error_cb(f->lis, on_accept_error);
-    {
-        struct sockaddr_storage bound;
-        socklen_t blen = sizeof bound;
-        if (getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound,
-                        &blen) == 0) {
-            if (bound.ss_family == AF_INET)
-                f->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-            else if (bound.ss_family == AF_INET6)
-                f->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-        }
-    }
     f->busy_mark = mono_now();
 out:
     if (rc < 0) {
@@ -1078,7 +1024,12 @@ out:
 
 unsigned front_port(const front_t *f)
 {
-    return f->port;
+    return listener_port(f->lis);
+}
+
+const char *front_address(const front_t *f)
+{
+    return listener_name(f->lis);
 }
 
 sched_t *front_sched(front_t *f)
@@ -1147,8 +1098,7 @@ void front_shutdown(front_t *f)
     if (f->stopping)
         return;
     f->stopping = 1;
-    if (f->lis)
-        evconnlistener_disable(f->lis);
+    listener_disable(f->lis);
     size_t n = sched_drain(f->s, drain_one, NULL);
     log_info("shutting down: %zu queued requests failed, %d in flight", n,
              f->inflight);
@@ -1178,8 +1128,7 @@ void front_destroy(front_t **fp)
     if (!fp || !*fp)
         return;
     front_t *f = *fp;
-    if (f->lis)
-        evconnlistener_free(f->lis);
+    listener_destroy(&f->lis);
     /* Connections first (orphaning in-flight slots), then the backend,
      * whose shutdown delivers the last completions to on_done(), which
      * frees the orphans. */
@@ -1195,7 +1144,6 @@ void front_destroy(front_t **fp)
     if (f->kick)
         event_free(f->kick);
     free(f->name);
-    free(f->listen_host);
     free(f->backend_host);
     free(f);
     *fp = NULL;

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage-node/listener.h"
 #include "storage-node/sched.h"
 
 struct event_base;
@@ -34,8 +35,8 @@ typedef enum {
 /* Settings; the strings are copied by front_new(). */
 typedef struct {
     const char *name;            /* node name, shown in stats */
-    const char *listen_host;     /* memcached port to listen on ... */
-    unsigned listen_port;        /* ... 0 picks a free port (front_port()) */
+    listener_addr_t listen;      /* where clients connect (listener_parse());
+                                    port 0 picks a free one (front_port()) */
     const char *backend_host;    /* the real memcached */
     unsigned backend_port;
     int workers;                 /* backend threads, >= 0 (0: backend
@@ -64,8 +65,11 @@ typedef struct front front_t;
 front_t *front_new(struct event_base *base, const front_config_t *cfg,
                    int *err);
 
-/* Returns the port actually listened on. */
+/* Returns the TCP port actually listened on (0 on a Unix socket). */
 unsigned front_port(const front_t *f);
+
+/* Returns where clients connect, "ADDR:PORT" or "unix:PATH" (owned by f). */
+const char *front_address(const front_t *f);
 
 /* The scheduler (owned by the front; loop thread only), for counters. */
 sched_t *front_sched(front_t *f);

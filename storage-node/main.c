@@ -32,9 +32,11 @@ enum {
 
 static const opts_t opts[] = {
     {"name", OPT_NAME, "NAME", "node", "Node name, reported to the controller and in stats."},
-    {"memcached-listen", OPT_LISTEN, "HOST:PORT", "127.0.0.1:11311",
-     "Address of the memcached text-protocol port clients connect to.\n"
-     "PORT 0 picks a free port (printed in the start-up log line)."},
+    {"memcached-listen", OPT_LISTEN, "HOST:PORT|unix:PATH", "127.0.0.1:11311",
+     "Where memcached text-protocol clients connect: a numeric IPv4\n"
+     "address and port ([IPv6]:PORT), PORT 0 picking a free one (printed\n"
+     "in the start-up log line), or a Unix-domain socket at PATH (a stale\n"
+     "socket file is replaced; the file is removed at exit)."},
     {"backend", OPT_BACKEND, "URL", "memcached://127.0.0.1:11211",
      "The server's real memcached, as memcached://HOST:PORT; or file:PATH\n"
      "for a block node (see BLOCK NODE)."},
@@ -299,16 +301,16 @@ int main(int argc, char **argv)
         cfg.outstanding = cfg.policy == SCHED_POLICY_RR ? 64 : 5;
     cfg.max_auto_buckets = max_auto >= 0 ? max_auto : (config ? 0 : 1024);
 
-    char lhost[256], bhost[256];
-    if (nodeconf_split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
-        fprintf(stderr, "bqos-node: bad --memcached-listen '%s'\n", listen);
+    char bhost[256];
+    if (listener_parse(listen, &cfg.listen) < 0) {
+        fprintf(stderr, "bqos-node: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
+                listen);
         return 2;
     }
     if (backend_parse_url(backend, bhost, sizeof bhost, &cfg.backend_port) < 0) {
         fprintf(stderr, "bqos-node: bad --backend '%s'\n", backend);
         return 2;
     }
-    cfg.listen_host = lhost;
     cfg.backend_host = bhost;
 
     /* 1,000+ client connections need more than the usual 1,024 files. */
@@ -363,9 +365,9 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    log_info("node %s listening on %s port %u, backend %s:%u, policy %s, %d workers, "
+    log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
              "%d outstanding, batch %d",
-             cfg.name, lhost, front_port(f), bhost, cfg.backend_port,
+             cfg.name, front_address(f), bhost, cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding, cfg.batch);
     if (event_base_dispatch(base) < 0) {
         log_error("event loop failed");

@@ -1,10 +1,14 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
-node_SRCS = storage-node/sched.c storage-node/nodeconf.c
+node_SRCS = storage-node/sched.c storage-node/nodeconf.c storage-node/listener.c
 
 TESTS += test_sched
 test_sched_SRCS = tests/test_sched.c
 test_sched_LIBS = node common
+
+TESTS += test_listener
+test_listener_SRCS = tests/test_listener.c
+test_listener_LIBS = node common
 
 TESTS += test_nodeconf
 test_nodeconf_SRCS = tests/test_nodeconf.c

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -92,10 +91,9 @@ typedef struct nconn {
 
 struct nbdfront {
     nbdfront_config_t cfg;
-    char *listen_host, *path;
+    char *path;
     struct event_base *base;
-    struct evconnlistener *lis;
-    unsigned port;
+    listener_t *lis;
     sched_t *s;
     blockdev_t *bd;
     nconn_t *conns;
@@ -130,8 +128,7 @@ static void busy_account(nbdfront_t *f)
 void nbdfront_config_defaults(nbdfront_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->listen_host = "127.0.0.1";
-    cfg->listen_port = 10809;
+    listener_parse("127.0.0.1:10809", &cfg->listen);
     cfg->outstanding = 5;
     cfg->max_conns = 4096;
     cfg->max_queued = 256;
@@ -843,10 +840,8 @@ static void conn_close_io(nconn_t *c)
         evutil_closesocket(c->fd);
 }
 
-static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
-                      struct sockaddr *sa, int salen, void *arg)
+static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
 {
-    (void)lis;
     (void)salen;
     nbdfront_t *f = arg;
     if (f->stopping || f->nconns >= f->cfg.max_conns) {
@@ -860,8 +855,6 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
         evutil_closesocket(fd);
         return;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->f = f;
     c->bucket = -1;
     c->fd = fd;
@@ -877,7 +870,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     }
     if (sa->sa_family == AF_INET) {
         char a[INET_ADDRSTRLEN];
-        struct sockaddr_in *in = (struct sockaddr_in *)sa;
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
         evutil_inet_ntop(AF_INET, &in->sin_addr, a, sizeof a);
         snprintf(c->peer, sizeof c->peer, "nbd %s:%u", a, ntohs(in->sin_port));
     } else {
@@ -894,14 +887,6 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     c->reading = 1;
 }
 
-static void on_accept_error(struct evconnlistener *lis, void *arg)
-{
-    (void)lis;
-    (void)arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    log_warn("NBD accept: %s", evutil_socket_error_to_string(e));
-}
-
 /* ---- public ------------------------------------------------------------- */
 
 nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
@@ -910,8 +895,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     int rc = 0;
     nbdfront_t *f = NULL;
     if (!base || !s || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
-        cfg->max_queued < 1 || !cfg->listen_host || cfg->listen_port > 65535 ||
-        !cfg->store.path) {
+        cfg->max_queued < 1 || !cfg->store.path) {
         rc = -EINVAL;
         goto out;
     }
@@ -923,13 +907,11 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg = *cfg;
     f->base = base;
     f->s = s;
-    f->listen_host = strdup(cfg->listen_host);
     f->path = strdup(cfg->store.path);
-    if (!f->listen_host || !f->path) {
+    if (!f->path) {
         rc = -ENOMEM;
         goto out;
     }
-    f->cfg.listen_host = f->listen_host;
     f->cfg.store.path = f->path;
     if (f->cfg.store.max_exports < 1)
         f->cfg.store.max_exports = MAX_EXPORTS;
@@ -942,42 +924,8 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     if (!f->bd)
         goto out;
 
-    /* Not evutil_parse_sockaddr_port(): it refuses port 0. */
-    struct sockaddr_storage ss;
-    int sslen;
-    memset(&ss, 0, sizeof ss);
-    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-    if (evutil_inet_pton(AF_INET, f->listen_host, &s4->sin_addr) == 1) {
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)cfg->listen_port);
-        sslen = sizeof *s4;
-    } else if (evutil_inet_pton(AF_INET6, f->listen_host, &s6->sin6_addr) == 1) {
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)cfg->listen_port);
-        sslen = sizeof *s6;
-    } else {
-        rc = -EINVAL;
+    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
         goto out;
-    }
-    errno = 0;
-    f->lis = evconnlistener_new_bind(base, on_accept, f,
-                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                         LEV_OPT_CLOSE_ON_EXEC,
-                                     1024, (struct sockaddr *)&ss, sslen);
-    if (!f->lis) {
-        rc = errno ? -errno : -EADDRINUSE;
-        goto out;
-    }
-    evconnlistener_set_error_cb(f->lis, on_accept_error);
-    struct sockaddr_storage bound;
-    socklen_t blen = sizeof bound;
-    if (getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound, &blen) == 0) {
-        if (bound.ss_family == AF_INET)
-            f->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        else if (bound.ss_family == AF_INET6)
-            f->port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-    }
     f->busy_mark = mono_now();
 out:
     if (rc < 0) {
@@ -991,7 +939,12 @@ out:
 
 unsigned nbdfront_port(const nbdfront_t *f)
 {
-    return f->port;
+    return listener_port(f->lis);
+}
+
+const char *nbdfront_address(const nbdfront_t *f)
+{
+    return listener_name(f->lis);
 }
 
 int nbdfront_add_bucket(nbdfront_t *f, const char *name, uint32_t weight)
@@ -1061,8 +1014,7 @@ void nbdfront_shutdown(nbdfront_t *f)
     if (f->stopping)
         return;
     f->stopping = 1;
-    if (f->lis)
-        evconnlistener_disable(f->lis);
+    listener_disable(f->lis);
     size_t n = sched_drain(f->s, drain_one, f);
     log_info("NBD: shutting down: %zu queued requests failed, %d in flight", n, f->inflight);
     nconn_t *c = f->conns;
@@ -1084,8 +1036,7 @@ void nbdfront_destroy(nbdfront_t **fp)
         return;
     nbdfront_t *f = *fp;
     f->stopping = 1;
-    if (f->lis)
-        evconnlistener_free(f->lis);
+    listener_destroy(&f->lis);
     while (f->conns)
         conn_free(f->conns);
     blockdev_destroy(&f->bd); /* delivers the last completions: orphans freed */
@@ -1095,7 +1046,6 @@ void nbdfront_destroy(nbdfront_t **fp)
         event_free(f->stop_timer);
     if (f->flush_ev)
         event_free(f->flush_ev);
-    free(f->listen_host);
     free(f->path);
     free(f);
     *fp = NULL;

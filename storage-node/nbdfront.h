@@ -27,14 +27,15 @@
 #include <stdint.h>
 
 #include "storage-node/blockdev.h"
+#include "storage-node/listener.h"
 #include "storage-node/sched.h"
 
 struct event_base;
 
 /* Settings; the strings are copied by nbdfront_new(). */
 typedef struct {
-    const char *listen_host;   /* NBD port to listen on ... */
-    unsigned listen_port;      /* ... 0 picks a free port (nbdfront_port()) */
+    listener_addr_t listen;    /* where clients connect (listener_parse());
+                                  port 0 picks a free one (nbdfront_port()) */
     int outstanding;           /* max IOs at the backend, >= 1 */
     int max_conns;             /* connections beyond are closed at once */
     int max_queued;            /* per connection: reading pauses beyond */
@@ -58,8 +59,11 @@ typedef struct nbdfront nbdfront_t;
 nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
                          const nbdfront_config_t *cfg, int *err);
 
-/* Returns the port actually listened on. */
+/* Returns the TCP port actually listened on (0 on a Unix socket). */
 unsigned nbdfront_port(const nbdfront_t *f);
+
+/* Returns where clients connect, "ADDR:PORT" or "unix:PATH" (owned by f). */
+const char *nbdfront_address(const nbdfront_t *f);
 
 /* Adds bucket (= export) `name` or finds it, with weight w.  Returns its
  * index or -EINVAL/-ENOMEM as sched_add_bucket(). */

@@ -38,9 +38,12 @@ static const struct opt {
     int block_only;      /* listed in bqos-node --help's BLOCK NODE section */
 } opts[] = {
     {"name", OPT_NAME, "NAME", "node", "Node name, shown in the log.", 0},
-    {"nbd-listen", OPT_NBD_LISTEN, "HOST:PORT", "127.0.0.1:10809",
-     "Address of the NBD port (fixed newstyle handshake).  PORT 0 picks\n"
-     "a free port (printed in the start-up log line).", 1},
+    {"nbd-listen", OPT_NBD_LISTEN, "HOST:PORT|unix:PATH", "127.0.0.1:10809",
+     "Where NBD clients connect (fixed newstyle handshake): a numeric\n"
+     "IPv4 address and port ([IPv6]:PORT), PORT 0 picking a free one\n"
+     "(printed in the start-up log line), or a Unix-domain socket at PATH\n"
+     "(clients: nbd+unix:///EXPORT?socket=PATH; a stale socket file is\n"
+     "replaced; the file is removed at exit).", 1},
     {"backend", OPT_BACKEND, "file:PATH", NULL,
      "Block store.  PATH a directory: one sparse file PATH/BUCKET.img of\n"
      "--export-size bytes per bucket (created on first use; a trailing '/'\n"
@@ -333,15 +336,14 @@ int nbdnode_main(int argc, char **argv, const char *prog)
                 prog);
         return 2;
     }
-    char lhost[256];
-    if (nodeconf_split_hostport(listen, lhost, sizeof lhost, &cfg.listen_port) < 0) {
-        fprintf(stderr, "%s: bad --nbd-listen '%s'\n", prog, listen);
+    if (listener_parse(listen, &cfg.listen) < 0) {
+        fprintf(stderr, "%s: bad --nbd-listen '%s': expected " LISTENER_SYNTAX "\n", prog,
+                listen);
         return 2;
     }
     bqos_log_init(prog, level);
     if (mc_only)
         log_warn("%d memcached-only option(s) ignored: this is a block node", mc_only);
-    cfg.listen_host = lhost;
     cfg.store.path = backend;
     cfg.store.workers = workers ? workers : cfg.outstanding;
 
@@ -410,9 +412,9 @@ int nbdnode_main(int argc, char **argv, const char *prog)
             goto out;
         }
     }
-    log_info("node %s: NBD on %s port %u, backend file:%s%s, %d buckets, policy %s, "
+    log_info("node %s: NBD on %s, backend file:%s%s, %d buckets, policy %s, "
              "%d outstanding, %d workers%s%s",
-             name, lhost, nbdfront_port(f), backend, cfg.store.direct ? " (O_DIRECT)" : "",
+             name, nbdfront_address(f), backend, cfg.store.direct ? " (O_DIRECT)" : "",
              sched_nbuckets(s), policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
              cfg.store.workers, controller ? ", controller " : "", controller ? controller : "");
     if (event_base_dispatch(base) < 0) {

@@ -35,7 +35,7 @@ start_node() {
   PORT=""
   i=0
   while [ $i -lt 50 ]; do
-    PORT=$(sed -n 's/.* port \([0-9][0-9]*\),.*/\1/p' "$log" | head -1)
+    PORT=$(sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$log" | head -1)
     [ -n "$PORT" ] && return 0
     kill -0 "$PID" 2>/dev/null || break
     sleep 0.1; i=$((i + 1))
@@ -123,7 +123,7 @@ N2=$!; pids="$pids $N2"
 i=0; P2=""
 while [ $i -lt 50 ] && [ -z "$P2" ]; do
   sleep 0.1; i=$((i + 1))
-  P2=$(sed -n 's/.* port \([0-9][0-9]*\),.*/\1/p' "$tmp/node2.log" | head -1)
+  P2=$(sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$tmp/node2.log" | head -1)
 done
 if [ -n "$P2" ] && python3 "$HERE/nbd_faults.py" "$P2" vol enospc; then
   ok "full disk: ENOSPC, no partial write reported, data kept"
@@ -146,6 +146,22 @@ else
   bad "--direct"; cat "$tmp/fio-dverify.txt"
 fi
 kill -TERM "$N3"; wait "$N3" 2>/dev/null
+
+# ---- 4b. a Unix socket (--nbd-listen unix:PATH) -------------------------------
+"$NODE" --nbd-listen "unix:$tmp/nbd.sock" --backend "file:$tmp/ustore/" --export-size 64m \
+  --buckets u1 2>"$tmp/node4.log" &
+N4=$!; pids="$pids $N4"
+i=0; while [ $i -lt 50 ] && [ ! -S "$tmp/nbd.sock" ]; do sleep 0.1; i=$((i + 1)); done
+U="nbd+unix:///u1?socket=$tmp/nbd.sock"
+if nbdinfo --list "nbd+unix:///?socket=$tmp/nbd.sock" 2>&1 | grep -q 'export="u1"' &&
+   nbdcopy "$tmp/in.bin" "$U" && nbdcopy "$U" "$tmp/out4.bin" &&
+   cmp -n 12000000 "$tmp/in.bin" "$tmp/out4.bin" >/dev/null; then
+  ok "Unix socket: nbdinfo --list, nbdcopy round trip"
+else
+  bad "Unix socket"; cat "$tmp/node4.log"
+fi
+kill -TERM "$N4"; wait "$N4" 2>/dev/null
+[ ! -e "$tmp/nbd.sock" ] && ok "Unix socket file removed at exit" || bad "Unix socket file left behind"
 
 # ---- 5. clean stop ------------------------------------------------------------
 kill -TERM "$N1"

@@ -43,6 +43,32 @@ want="b'STORED\\r\\nSERVER_ERROR unknown bucket\\r\\nSERVER_ERROR unknown bucket
 [ "$got" = "$want" ] && ok "--config buckets served, others rejected" || bad "--default-bucket reject: got $got"
 stop_node
 
+# Clients on a Unix socket (--memcached-listen unix:PATH); its file goes with the node.
+"$NODE" --name it --memcached-listen "unix:$tmp/node.sock" --backend "memcached://127.0.0.1:$MC_PORT" \
+  --policy rr </dev/null >/dev/null 2>"$tmp/node-unix.log" &
+NODE_PID=$!; NODE_LOG=$tmp/node-unix.log; pids="$pids $NODE_PID"
+i=0; while [ $i -lt 50 ] && [ ! -S "$tmp/node.sock" ]; do sleep 0.1; i=$((i + 1)); done
+got=$(python3 - "$tmp/node.sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(b"set red:u 0 0 2\r\nhi\r\nget red:u\r\nversion\r\n")
+buf = b""
+while b"VERSION" not in buf:
+    b = s.recv(4096)
+    if not b:
+        break
+    buf += b
+print(repr(buf.split(b"VERSION")[0]))
+PY
+)
+want="b'STORED\\r\\nVALUE red:u 0 2\\r\\nhi\\r\\nEND\\r\\n'"
+[ "$got" = "$want" ] && ok "clients on a Unix socket" || { bad "Unix socket: got $got"; cat "$tmp/node-unix.log"; }
+stop_node
+[ "$NODE_RC" = 0 ] && [ ! -e "$tmp/node.sock" ] && ok "Unix socket file removed at exit" ||
+  bad "Unix socket: exit $NODE_RC, file $(ls "$tmp/node.sock" 2>&1)"
+
 printf '{"buckets":[{"name":"red",}]}\n' >"$tmp/bad.json"
 "$NODE" --memcached-listen 127.0.0.1:0 --backend "memcached://127.0.0.1:$MC_PORT" --config "$tmp/bad.json" 2>"$tmp/bad.log"
 rc=$?

@@ -48,7 +48,7 @@ start_node() {
   NODE_PORT=""
   i=0
   while [ $i -lt 50 ]; do
-    NODE_PORT=$(sed -n 's/.* port \([0-9][0-9]*\), backend.*/\1/p' "$log" 2>/dev/null | head -1)
+    NODE_PORT=$(sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$log" 2>/dev/null | head -1)
     [ -n "$NODE_PORT" ] && return 0
     kill -0 "$NODE_PID" 2>/dev/null || break
     sleep 0.1; i=$((i + 1))

@@ -76,7 +76,7 @@ static void setup(void)
     ck_assert_ptr_nonnull(fx.s);
     nbdfront_config_t cfg;
     nbdfront_config_defaults(&cfg);
-    cfg.listen_port = 0;
+    cfg.listen.port = 0;
     cfg.store.path = fx.dir;
     cfg.store.export_size = 1 << 20;
     int err = 0;
