@@ -11,6 +11,8 @@
 #   MODES="direct cached"  direct: O_DIRECT (fio --direct=1, bqos --direct,
 #                      nbdkit cache=none), page cache dropped before each run;
 #                      cached: the file is in the page cache (buffered IO)
+#   TRANSPORT=tcp      tcp: both NBD servers on loopback TCP; unix: both on
+#                      Unix-domain sockets (nbd+unix URIs)
 #   CSV=               also append "mode,server,round,iops,cpu_us_per_io" rows
 # Besides IOPS it prints each NBD server's CPU time (user + system) per IO,
 # which other jobs on a shared machine disturb much less than IOPS.
@@ -22,6 +24,8 @@ T=${T:-5}
 ROUNDS=${ROUNDS:-3}
 MODES=${MODES:-direct cached}
 CSV=${CSV:-}
+TRANSPORT=${TRANSPORT:-tcp}
+case $TRANSPORT in tcp|unix) ;; *) echo "bench-nbd: TRANSPORT must be tcp or unix" >&2; exit 2 ;; esac
 for t in fio nbdkit python3; do
   command -v $t >/dev/null 2>&1 || { echo "bench-nbd: $t not installed (scripts/deps.sh)"; exit 1; }
 done
@@ -42,6 +46,21 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 dropcache() { python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$F"; }
 warmcache() { cat "$F" >/dev/null; }
 iops() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$1" 2>/dev/null || echo 0; }
+# listen_spec NAME: sets LISTEN (the server's address) and URI_BASE; waits
+# with waitsrv.
+listen_spec() {
+  if [ "$TRANSPORT" = unix ]; then
+    SOCK="$tmp/$1.sock"; rm -f "$SOCK"; URI_BASE="nbd+unix://"; URI_TAIL="?socket=$SOCK"
+  else
+    PORT=$(freeport); URI_BASE="nbd://127.0.0.1:$PORT"; URI_TAIL=""
+  fi
+}
+waitsrv() {
+  if [ "$TRANSPORT" = unix ]; then
+    i=0; while [ $i -lt 50 ]; do [ -S "$SOCK" ] && return 0; sleep 0.1; i=$((i+1)); done; return 1
+  fi
+  waitport "$PORT"
+}
 waitport() { i=0; while [ $i -lt 50 ]; do python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),0.2)' "$1" 2>/dev/null && return 0; sleep 0.1; i=$((i+1)); done; return 1; }
 
 COMMON="--rw=randread --bs=4k --size=1g --time_based --runtime=$T --norandommap --randrepeat=0 --output-format=json --group_reporting"
@@ -55,41 +74,43 @@ run_direct_fio() { # mode
   iops "$tmp/o.json"
 }
 
-# run_nbd PORT EXPORT: prints "IOPS CPU_US_PER_IO", the second being the
+# run_nbd URI: prints "IOPS CPU_US_PER_IO", the second being the
 # server's ($srv) user+system CPU time per completed IO: a figure that
 # other jobs on the machine disturb far less than IOPS.
 run_nbd() {
   t0=$(awk '{ print $14 + $15 }' "/proc/$srv/stat")
-  fio --name=nbd --ioengine=nbd --uri="nbd://127.0.0.1:$1/$2" --iodepth="$QD" $COMMON --output="$tmp/o.json" >/dev/null 2>&1
+  fio --name=nbd --ioengine=nbd --uri="$1" --iodepth="$QD" $COMMON --output="$tmp/o.json" >/dev/null 2>&1
   t1=$(awk '{ print $14 + $15 }' "/proc/$srv/stat")
   i=$(iops "$tmp/o.json")
   echo "$i $(echo "$t0 $t1 $i $T $(getconf CLK_TCK)" | awk '{ printf "%.1f", ($3 > 0 ? ($2 - $1) / $5 * 1e6 / ($3 * $4) : 0) }')"
 }
 
 run_bqos() { # mode
-  p=$(freeport)
+  listen_spec bqos
   d=""; [ "$1" = direct ] && d=--direct
-  "$BIN/bqos-node" --nbd-listen "127.0.0.1:$p" --backend "file:$F" --buckets vol --policy rr \
+  if [ "$TRANSPORT" = unix ]; then l="unix:$SOCK"; else l="127.0.0.1:$PORT"; fi
+  "$BIN/bqos-node" --nbd-listen "$l" --backend "file:$F" --buckets vol --policy rr \
     --outstanding "$QD" $d --log-level warn 2>"$tmp/bqos.log" &
   srv=$!
-  waitport "$p" || { echo "0 0"; return; }
-  run_nbd "$p" vol
+  waitsrv || { echo "0 0"; return; }
+  run_nbd "$URI_BASE/vol$URI_TAIL"
   kill -TERM "$srv"; wait "$srv" 2>/dev/null; srv=""
 }
 
 run_nbdkit() { # mode
-  p=$(freeport)
+  listen_spec nbdkit
   c=""; [ "$1" = direct ] && c=cache=none
-  nbdkit -f -p "$p" -i 127.0.0.1 -t "$QD" file "$F" $c 2>"$tmp/nbdkit.log" &
+  if [ "$TRANSPORT" = unix ]; then l="-U $SOCK"; else l="-p $PORT -i 127.0.0.1"; fi
+  nbdkit -f $l -t "$QD" file "$F" $c 2>"$tmp/nbdkit.log" &
   srv=$!
-  waitport "$p" || { echo "0 0"; return; }
-  run_nbd "$p" ""
+  waitsrv || { echo "0 0"; return; }
+  run_nbd "$URI_BASE/$URI_TAIL"
   kill -TERM "$srv"; wait "$srv" 2>/dev/null; srv=""
 }
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-echo "bench-nbd: 4 KiB random reads of $F, queue depth $QD, ${T}s x $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-nbd: 4 KiB random reads of $F, queue depth $QD, ${T}s x $ROUNDS rounds, NBD over $TRANSPORT, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-8s %12s %12s %12s %9s %9s %11s %11s\n" mode "fio-file" "bqos-nbd" "nbdkit" "bqos/file" "bqos/kit" \
   "bqos us/IO" "kit us/IO"
 for mode in $MODES; do
