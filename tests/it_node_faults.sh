@@ -23,13 +23,20 @@ kill -0 "$NODE_PID" 2>/dev/null && ok "node alive" || bad "node died"
 stop_node
 [ "$NODE_RC" = 0 ] && ok "exit 0 after SIGTERM" || { bad "exit $NODE_RC after SIGTERM"; tail -20 "$tmp/node.log"; }
 
-# Buckets from --config; unknown buckets rejected.
-printf '{"buckets":[{"name":"red","weight":2,"reservation":10},{"name":"blue"}]}\n' >"$tmp/b.json"
-start_node "$tmp/node-rej.log" --config "$tmp/b.json" --default-bucket reject
-got=$(python3 - "$NODE_PORT" <<'PY'
+# exchange TARGET REQUEST: sends REQUEST (\r\n written as such) and "version" to
+# TARGET (a loopback port, or a Unix socket path); prints the reply before
+# VERSION as a Python bytes literal.
+exchange() {
+  python3 - "$1" "$2" <<'PY'
 import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
-s.sendall(b"set red:a 0 0 1\r\nx\r\nset green:a 0 0 1\r\nx\r\nget nosep\r\nget blue:a red:a\r\nversion\r\n")
+t, req = sys.argv[1], sys.argv[2].replace("\\r\\n", "\r\n").encode()
+if t.isdigit():
+    s = socket.create_connection(("127.0.0.1", int(t)), 5)
+else:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(t)
+s.sendall(req + b"version\r\n")
 buf = b""
 while b"VERSION" not in buf:
     b = s.recv(4096)
@@ -38,7 +45,12 @@ while b"VERSION" not in buf:
     buf += b
 print(repr(buf.split(b"VERSION")[0]))
 PY
-)
+}
+
+# Buckets from --config; unknown buckets rejected.
+printf '{"buckets":[{"name":"red","weight":2,"reservation":10},{"name":"blue"}]}\n' >"$tmp/b.json"
+start_node "$tmp/node-rej.log" --config "$tmp/b.json" --default-bucket reject
+got=$(exchange "$NODE_PORT" 'set red:a 0 0 1\r\nx\r\nset green:a 0 0 1\r\nx\r\nget nosep\r\nget blue:a red:a\r\n')
 want="b'STORED\\r\\nSERVER_ERROR unknown bucket\\r\\nSERVER_ERROR unknown bucket\\r\\nVALUE red:a 0 1\\r\\nx\\r\\nEND\\r\\n'"
 [ "$got" = "$want" ] && ok "--config buckets served, others rejected" || bad "--default-bucket reject: got $got"
 stop_node
@@ -48,21 +60,7 @@ stop_node
   --policy rr </dev/null >/dev/null 2>"$tmp/node-unix.log" &
 NODE_PID=$!; NODE_LOG=$tmp/node-unix.log; pids="$pids $NODE_PID"
 i=0; while [ $i -lt 50 ] && [ ! -S "$tmp/node.sock" ]; do sleep 0.1; i=$((i + 1)); done
-got=$(python3 - "$tmp/node.sock" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
-s.connect(sys.argv[1])
-s.sendall(b"set red:u 0 0 2\r\nhi\r\nget red:u\r\nversion\r\n")
-buf = b""
-while b"VERSION" not in buf:
-    b = s.recv(4096)
-    if not b:
-        break
-    buf += b
-print(repr(buf.split(b"VERSION")[0]))
-PY
-)
+got=$(exchange "$tmp/node.sock" 'set red:u 0 0 2\r\nhi\r\nget red:u\r\n')
 want="b'STORED\\r\\nVALUE red:u 0 2\\r\\nhi\\r\\nEND\\r\\n'"
 [ "$got" = "$want" ] && ok "clients on a Unix socket" || { bad "Unix socket: got $got"; cat "$tmp/node-unix.log"; }
 stop_node
