@@ -1060,9 +1060,8 @@ int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l)
     return rc;
 }
 
-void front_set_policy(front_t *f, sched_policy_t policy)
+void front_kick(front_t *f)
 {
-    sched_set_policy(f->s, policy);
     if (!f->stopping)
         request_dispatch(f, 0);
 }

@@ -84,8 +84,9 @@ int front_add_bucket(front_t *f, const char *name, uint32_t weight);
  * hook and for the controller client. */
 int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l);
 
-/* Switches policy and dispatches what the new policy allows. */
-void front_set_policy(front_t *f, sched_policy_t policy);
+/* Dispatches what the scheduler allows now (after changing its tokens or
+ * policy directly).  Loop thread only. */
+void front_kick(front_t *f);
 
 /* Begins a graceful stop: closes the listener, stops reading from clients,
  * answers every queued IO with "SERVER_ERROR shutting down", lets in-flight

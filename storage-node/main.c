@@ -1,20 +1,18 @@
-/* main.c - bqos-node: command line, bucket config, token test hook and signals around the memcached front. */
+/* main.c - bqos-node: the memcached node's command line and front; bucket and token files, the controller client and signals are noderun's. */
 #include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "common/log.h"
 #include "common/opts.h"
 #include "storage-node/backend.h"
-#include "storage-node/ctlclient.h"
 #include "storage-node/nbdnode.h"
 #include "storage-node/nodeconf.h"
+#include "storage-node/noderun.h"
 #include "storage-node/front.h"
 
 #ifndef BQOS_VERSION
@@ -71,8 +69,8 @@ static const opts_t opts[] = {
      "point of its capacity estimate; 0: the controller's --capacity)."},
     {"tokens-file", OPT_TOKENS_FILE, "FILE", "none",
      "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
-     "and again on SIGUSR1; replaces each named bucket's tokens (\"l\"\n"
-     "absent or null: no limit)."},
+     "and again on SIGUSR1 (which also starts a new QoS period); replaces\n"
+     "each named bucket's tokens (\"l\" absent or null: no limit)."},
     {"separator", OPT_SEPARATOR, "C", ":", "Bucket of a key = its prefix up to the first C."},
     {"default-bucket", OPT_DEFAULT_BUCKET, "serve|reject", "serve",
      "Keys of no known bucket (no separator, unknown prefix beyond\n"
@@ -132,7 +130,7 @@ static void usage(FILE *out)
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, finish in-flight requests, answer\n"
             "                     queued ones with SERVER_ERROR shutting down, exit 0.\n"
-            "    SIGUSR1          re-read --tokens-file.\n\n"
+            "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n\n"
             "EXIT STATUS\n"
             "    0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n\n"
             "EXAMPLE\n"
@@ -142,53 +140,25 @@ static void usage(FILE *out)
             "    docs/node.md, memcached(1), memccapable(1)\n");
 }
 
-/* nodeconf callbacks: buckets and tokens go through the front. */
-static int add_bucket(void *f, const char *name, uint32_t weight)
+/* The memcached front as noderun drives it. */
+static int fr_add_bucket(void *f, const char *name, uint32_t weight)
 {
     return front_add_bucket(f, name, weight);
 }
 
-static int set_tokens(void *f, const char *name, int64_t r, int64_t l)
+static int fr_set_tokens(void *f, const char *name, int64_t r, int64_t l)
 {
     return front_set_tokens(f, name, r, l);
 }
 
-struct sigctx {
-    front_t *f;
-    const char *tokens_file;
-};
-
-static void on_signal(evutil_socket_t sig, short what, void *arg)
+static void fr_kick(void *f)
 {
-    (void)what;
-    struct sigctx *sc = arg;
-    if (sig == SIGUSR1) {
-        if (sc->tokens_file)
-            nodeconf_load_tokens(sc->tokens_file, set_tokens, sc->f);
-        else
-            log_warn("SIGUSR1 without --tokens-file: ignored");
-        return;
-    }
-    log_info("signal %d: shutting down", (int)sig);
-    front_shutdown(sc->f);
+    front_kick(f);
 }
 
-/* Controller client glue: tokens and policy go through the front so that
- * what they allow is dispatched at once. */
-static int ctl_bucket(void *arg, const char *name)
+static void fr_shutdown(void *f)
 {
-    return front_add_bucket(arg, name, 1);
-}
-
-static int ctl_set_tokens(void *arg, int b, const char *name, int64_t r, int64_t l)
-{
-    (void)b;
-    return front_set_tokens(arg, name, r, l);
-}
-
-static void ctl_set_policy(void *arg, sched_policy_t policy)
-{
-    front_set_policy(arg, policy);
+    front_shutdown(f);
 }
 
 int main(int argc, char **argv)
@@ -313,20 +283,10 @@ int main(int argc, char **argv)
     }
     cfg.backend_host = bhost;
 
-    /* 1,000+ client connections need more than the usual 1,024 files. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    signal(SIGPIPE, SIG_IGN);
-
+    noderun_prepare();
     int rc = 1, err = 0;
     struct event_base *base = event_base_new();
     front_t *f = NULL;
-    ctlclient_t *ctl = NULL;
-    struct event *sigs[3] = {0};
-    struct sigctx sc = {0};
     if (!base) {
         log_error("cannot create the event loop");
         goto out;
@@ -336,50 +296,17 @@ int main(int argc, char **argv)
         log_error("cannot start on %s (backend %s): %s", listen, backend, strerror(-err));
         goto out;
     }
-    if (config && nodeconf_load_buckets(config, add_bucket, f) < 0)
-        goto out;
-    if (tokens_file && nodeconf_load_tokens(tokens_file, set_tokens, f) < 0)
-        goto out;
-    if (controller) {
-        ctlclient_config_t cc;
-        ctlclient_config_defaults(&cc);
-        cc.endpoint = controller;
-        cc.name = cfg.name;
-        cc.capacity = capacity;
-        cc.normal = cfg.policy;
-        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
-                               .set_policy = ctl_set_policy, .arg = f};
-        ctl = ctlclient_new(&cc, front_sched(f), &ops, &err);
-        if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
-            log_error("--controller %s: %s", controller, strerror(-err));
-            goto out;
-        }
-    }
-    sc.f = f;
-    sc.tokens_file = tokens_file;
-    int signos[3] = {SIGTERM, SIGINT, SIGUSR1};
-    for (int i = 0; i < 3; i++) {
-        sigs[i] = evsignal_new(base, signos[i], on_signal, &sc);
-        if (!sigs[i] || event_add(sigs[i], NULL) < 0) {
-            log_error("cannot install signal handlers");
-            goto out;
-        }
-    }
     log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
              "%d outstanding, batch %d",
              cfg.name, front_address(f), bhost, cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding, cfg.batch);
-    if (event_base_dispatch(base) < 0) {
-        log_error("event loop failed");
+    noderun_front_t fr = {f, front_sched(f), fr_add_bucket, fr_set_tokens, fr_kick, fr_shutdown};
+    noderun_config_t nc = {cfg.name, config, tokens_file, controller, capacity, cfg.policy};
+    if (noderun_run(base, &fr, &nc) < 0)
         goto out;
-    }
     log_info("stopped");
     rc = 0;
 out:
-    for (int i = 0; i < 3; i++)
-        if (sigs[i])
-            event_free(sigs[i]);
-    ctlclient_destroy(&ctl); /* goodbye; before the loop and the scheduler go */
     front_destroy(&f);
     if (base)
         event_base_free(base);

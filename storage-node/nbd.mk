@@ -2,7 +2,7 @@
 node_SRCS += storage-node/nbd.c storage-node/blockdev.c storage-node/nbdfront.c storage-node/nbdnode.c
 
 PROGS += bqos-nbd-node
-bqos-nbd-node_SRCS = storage-node/nbdmain.c storage-node/nbdnode.c
+bqos-nbd-node_SRCS = storage-node/nbdmain.c storage-node/nbdnode.c storage-node/noderun.c
 bqos-nbd-node_LIBS = ctlclient proto node common
 
 TESTS += test_nbd test_blockdev test_nbdfront

@@ -5,16 +5,14 @@
 #include <event2/event.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "common/log.h"
-#include "storage-node/ctlclient.h"
 #include "storage-node/nbdfront.h"
 #include "storage-node/nodeconf.h"
+#include "storage-node/noderun.h"
 #include "storage-node/sched.h"
 
 #ifndef BQOS_VERSION
@@ -157,69 +155,25 @@ static void usage(FILE *out, const char *prog)
             "    docs/nbd.md, bqos-node(1), nbdinfo(1), nbdcopy(1), fio(1)\n", prog);
 }
 
-/* nodeconf callbacks: buckets and tokens go through the front. */
-static int add_bucket(void *f, const char *name, uint32_t weight)
+/* The NBD front as noderun drives it. */
+static int fr_add_bucket(void *f, const char *name, uint32_t weight)
 {
     return nbdfront_add_bucket(f, name, weight);
 }
 
-static int set_tokens(void *f, const char *name, int64_t r, int64_t l)
+static int fr_set_tokens(void *f, const char *name, int64_t r, int64_t l)
 {
     return nbdfront_set_tokens(f, name, r, l);
 }
 
-/* Controller client hooks: act through the front so that what new tokens
- * or a policy switch allow is dispatched at once. */
-struct ctlctx {
-    nbdfront_t *f;
-    sched_t *s;
-};
-
-static int ctl_bucket(void *arg, const char *name)
+static void fr_kick(void *f)
 {
-    struct ctlctx *cx = arg;
-    int b = sched_find_bucket(cx->s, name, strlen(name));
-    return b >= 0 ? b : nbdfront_add_bucket(cx->f, name, 1); /* keep --config weights */
+    nbdfront_kick(f);
 }
 
-static int ctl_set_tokens(void *arg, int b, const char *name, int64_t r, int64_t l)
+static void fr_shutdown(void *f)
 {
-    struct ctlctx *cx = arg;
-    (void)b;
-    return nbdfront_set_tokens(cx->f, name, r, l);
-}
-
-static void ctl_set_policy(void *arg, sched_policy_t policy)
-{
-    struct ctlctx *cx = arg;
-    sched_set_policy(cx->s, policy);
-    nbdfront_kick(cx->f);
-}
-
-static void ctl_applied(void *arg)
-{
-    struct ctlctx *cx = arg;
-    nbdfront_kick(cx->f);
-}
-
-struct sigctx {
-    nbdfront_t *f;
-    sched_t *s;
-    const char *tokens_file;
-};
-
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-    (void)what;
-    struct sigctx *sc = arg;
-    if (sig == SIGUSR1) {
-        sched_period_start(sc->s);
-        if (sc->tokens_file)
-            nodeconf_load_tokens(sc->tokens_file, set_tokens, sc->f);
-        return;
-    }
-    log_info("signal %d: shutting down", (int)sig);
-    nbdfront_shutdown(sc->f);
+    nbdfront_shutdown(f);
 }
 
 int nbdnode_wanted(int argc, char **argv)
@@ -347,21 +301,11 @@ int nbdnode_main(int argc, char **argv, const char *prog)
     cfg.store.path = backend;
     cfg.store.workers = workers ? workers : cfg.outstanding;
 
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    signal(SIGPIPE, SIG_IGN);
-
+    noderun_prepare();
     int rc = 1, err = 0;
     struct event_base *base = event_base_new();
     sched_t *s = sched_new(policy, weighted);
     nbdfront_t *f = NULL;
-    ctlclient_t *ctl = NULL;
-    struct ctlctx cx = {0};
-    struct event *sigs[3] = {0};
-    struct sigctx sc = {0};
     char *list = strdup(buckets);
     if (!base || !s || !list) {
         log_error("out of memory");
@@ -381,46 +325,15 @@ int nbdnode_main(int argc, char **argv, const char *prog)
             goto out;
         }
     }
-    if (config && nodeconf_load_buckets(config, add_bucket, f) < 0)
-        goto out;
-    if (tokens_file && nodeconf_load_tokens(tokens_file, set_tokens, f) < 0)
-        goto out;
-    if (controller) {
-        ctlclient_config_t cc;
-        ctlclient_config_defaults(&cc);
-        cc.endpoint = controller;
-        cc.name = name;
-        cc.capacity = capacity;
-        cc.normal = policy;
-        cx.f = f;
-        cx.s = s;
-        ctlclient_ops_t ops = {ctl_bucket, ctl_set_tokens, ctl_set_policy, NULL, ctl_applied, &cx};
-        ctl = ctlclient_new(&cc, s, &ops, &err);
-        if (!ctl || ctlclient_attach(ctl, base) < 0) {
-            log_error("--controller %s: %s", controller, strerror(ctl ? ENOMEM : -err));
-            goto out;
-        }
-    }
-    sc.f = f;
-    sc.s = s;
-    sc.tokens_file = tokens_file;
-    int signos[3] = {SIGTERM, SIGINT, SIGUSR1};
-    for (int i = 0; i < 3; i++) {
-        sigs[i] = evsignal_new(base, signos[i], on_signal, &sc);
-        if (!sigs[i] || event_add(sigs[i], NULL) < 0) {
-            log_error("cannot install signal handlers");
-            goto out;
-        }
-    }
-    log_info("node %s: NBD on %s, backend file:%s%s, %d buckets, policy %s, "
+    log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
              "%d outstanding, %d workers%s%s",
              name, nbdfront_address(f), backend, cfg.store.direct ? " (O_DIRECT)" : "",
-             sched_nbuckets(s), policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
+             policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
              cfg.store.workers, controller ? ", controller " : "", controller ? controller : "");
-    if (event_base_dispatch(base) < 0) {
-        log_error("event loop failed");
+    noderun_front_t fr = {f, s, fr_add_bucket, fr_set_tokens, fr_kick, fr_shutdown};
+    noderun_config_t nc = {name, config, tokens_file, controller, capacity, policy};
+    if (noderun_run(base, &fr, &nc) < 0)
         goto out;
-    }
     nbdfront_stats_t st;
     nbdfront_stats(f, &st);
     log_info("stopped: %llu connections, %llu requests (%llu reads, %llu writes, %llu "
@@ -432,10 +345,6 @@ int nbdnode_main(int argc, char **argv, const char *prog)
              (unsigned long long)st.errors);
     rc = 0;
 out:
-    for (int i = 0; i < 3; i++)
-        if (sigs[i])
-            event_free(sigs[i]);
-    ctlclient_destroy(&ctl);
     nbdfront_destroy(&f);
     sched_destroy(&s);
     if (base)

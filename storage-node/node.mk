@@ -2,7 +2,9 @@
 node_SRCS += storage-node/mcproto.c storage-node/backend.c storage-node/front.c
 
 PROGS += bqos-node
-bqos-node_SRCS = storage-node/main.c
+# noderun.c (bucket/token files, controller client, signals) is linked into
+# the two node programs, not libnode: it calls ctlclient, linked before node.
+bqos-node_SRCS = storage-node/main.c storage-node/noderun.c
 bqos-node_LIBS = ctlclient proto node common
 ITESTS += tests/it_node_memccapable.sh tests/it_node_order.sh tests/it_node_faults.sh
 

@@ -1,0 +1,133 @@
+/* noderun.c - what both node kinds (memcached and block) do around their front: bucket and token files, the controller client, signals, the event loop. */
+#include "storage-node/noderun.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/log.h"
+#include "storage-node/ctlclient.h"
+#include "storage-node/nodeconf.h"
+
+typedef struct {
+    const noderun_front_t *fr;
+    const noderun_config_t *cfg;
+} run_t;
+
+void noderun_prepare(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* nodeconf callbacks */
+static int add_bucket(void *arg, const char *name, uint32_t weight)
+{
+    const run_t *r = arg;
+    return r->fr->add_bucket(r->fr->front, name, weight);
+}
+
+static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
+{
+    const run_t *r = arg;
+    return r->fr->set_tokens(r->fr->front, name, rt, lt);
+}
+
+/* Controller client hooks: they act through the front so that what new
+ * tokens or a policy switch allow is dispatched at once. */
+static int ctl_bucket(void *arg, const char *name)
+{
+    const run_t *r = arg;
+    int b = sched_find_bucket(r->fr->sched, name, strlen(name));
+    return b >= 0 ? b : r->fr->add_bucket(r->fr->front, name, 1); /* keep --config weights */
+}
+
+static int ctl_set_tokens(void *arg, int b, const char *name, int64_t rt, int64_t lt)
+{
+    (void)b;
+    return set_tokens(arg, name, rt, lt);
+}
+
+static void ctl_set_policy(void *arg, sched_policy_t policy)
+{
+    const run_t *r = arg;
+    sched_set_policy(r->fr->sched, policy);
+    r->fr->kick(r->fr->front);
+}
+
+static void ctl_applied(void *arg)
+{
+    const run_t *r = arg;
+    r->fr->kick(r->fr->front);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    const run_t *r = arg;
+    if (sig == SIGUSR1) {
+        sched_period_start(r->fr->sched);
+        if (r->cfg->tokens_file)
+            nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
+        else
+            log_warn("SIGUSR1 without --tokens-file: counters zeroed, tokens kept");
+        return;
+    }
+    log_info("signal %d: shutting down", (int)sig);
+    r->fr->shutdown(r->fr->front);
+}
+
+int noderun_run(struct event_base *base, const noderun_front_t *fr,
+                const noderun_config_t *cfg)
+{
+    int rc = -1, err = 0;
+    run_t r = {fr, cfg};
+    ctlclient_t *ctl = NULL;
+    static const int signos[] = {SIGTERM, SIGINT, SIGUSR1};
+    struct event *sigs[3] = {0};
+
+    if (cfg->config && nodeconf_load_buckets(cfg->config, add_bucket, &r) < 0)
+        goto out;
+    if (cfg->tokens_file && nodeconf_load_tokens(cfg->tokens_file, set_tokens, &r) < 0)
+        goto out;
+    if (cfg->controller) {
+        ctlclient_config_t cc;
+        ctlclient_config_defaults(&cc);
+        cc.endpoint = cfg->controller;
+        cc.name = cfg->name;
+        cc.capacity = cfg->capacity;
+        cc.normal = cfg->policy;
+        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
+                               .set_policy = ctl_set_policy, .applied = ctl_applied,
+                               .arg = &r};
+        ctl = ctlclient_new(&cc, fr->sched, &ops, &err);
+        if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
+            log_error("--controller %s: %s", cfg->controller, strerror(-err));
+            goto out;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        sigs[i] = evsignal_new(base, signos[i], on_signal, &r);
+        if (!sigs[i] || event_add(sigs[i], NULL) < 0) {
+            log_error("cannot install signal handlers");
+            goto out;
+        }
+    }
+    if (event_base_dispatch(base) < 0) {
+        log_error("event loop failed");
+        goto out;
+    }
+    rc = 0;
+out:
+    for (int i = 0; i < 3; i++)
+        if (sigs[i])
+            event_free(sigs[i]);
+    ctlclient_destroy(&ctl); /* goodbye; before the loop and the scheduler go */
+    return rc;
+}
