@@ -18,9 +18,10 @@
 #                    reservations 42% of a server's capacity, limits 84%)
 #
 # Expectations (paper Section IV-E): rr gives b1..b4 throughputs 3:7:13:25
-# (within 10%) when the servers are equally fast; the servers' own rates and
-# each bucket's deviation from an even split at every server are printed
-# beside it, since on one shared machine the servers' speeds can differ;
+# (within 10%) when the servers are equally fast (rates within 10%); on one
+# shared machine their speeds can differ, and then the check is that each
+# bucket gets an even split of every server it is on (within 10%); both
+# deviations and the servers' rates are printed;
 # res: every bucket gets >= 99% of its reservation; lim: additionally none
 # gets more than 101% of its limit.
 set -u
@@ -72,17 +73,24 @@ if [ -f "$OUT/rr/summary.json" ]; then
   # buckets, so bucket i gets sum_{j<=i} X_j / (5-j); with equal X_j that is
   # the paper's 3:7:13:25, the check.  The even-split deviations tell a
   # scheduling error apart from servers of unequal speed.
+  # When the servers' rates differ by more than 10% (one shared machine),
+  # 3:7:13:25 cannot hold; the check is then the even split per server.
   line=$(awk '/"name"/ { gsub(/[",]/, "", $2); n = $2 } /"completed"/ { gsub(/,/, "", $2); c[n] = $2 }
-    END { t = c["b1"] + c["b2"] + c["b3"] + c["b4"]; split("3 7 13 25", e, " "); bad = 0; s = ""; r = ""
-      x = 0
+    END { t = c["b1"] + c["b2"] + c["b3"] + c["b4"]; split("3 7 13 25", e, " "); bad = 0; bads = 0; s = ""; r = ""
+      x = 0; lo = c["s1"]; hi = c["s1"]
       for (i = 1; i <= 4; i++) {
-        x += c["s" i] / (5 - i); s = s sprintf("b%d %+.1f%% ", i, (c["b" i] - x) / x * 100)
+        if (c["s" i] < lo) lo = c["s" i]; if (c["s" i] > hi) hi = c["s" i]
+        x += c["s" i] / (5 - i); ds = (c["b" i] - x) / x * 100
+        s = s sprintf("b%d %+.1f%% ", i, ds); if (ds > 10 || ds < -10) bads = 1
         y = t * e[i] / 48; d = (c["b" i] - y) / y * 100
         r = r sprintf("b%d %+.1f%% ", i, d); if (d > 10 || d < -10) bad = 1 }
-      printf "%d %s| servers", bad, r
+      equal = hi <= lo * 1.1
+      printf "%d %s ", equal ? bad : bads, equal ? "throughputs follow 3:7:13:25 within 10%" : \
+        "servers differ by more than 10%, so each bucket gets its even split of every server it is on, within 10%"
+      printf "(vs 3:7:13:25: %s| servers", r
       for (j = 1; j <= 4; j++) printf " s%d %.0f/s", j, c["s" j] / '"$DUR"'
-      printf " | vs even split per server: %s\n", s }' "$OUT/rr/summary.json")
-  verdict "${line%% *}" "rr: throughputs follow 3:7:13:25 within 10% (${line#* })"
+      printf " | vs even split per server: %s)\n", s }' "$OUT/rr/summary.json")
+  verdict "${line%% *}" "rr: ${line#* }"
 fi
 [ -f "$OUT/res/summary.json" ] && { "$BIN/bqos-load" --table --check met "$OUT/res/summary.json" >/dev/null 2>&1; verdict $? "pShift-R: every bucket meets its reservation"; }
 [ -f "$OUT/lim/summary.json" ] && { "$BIN/bqos-load" --table --check all "$OUT/lim/summary.json" >/dev/null 2>&1; verdict $? "pShift-R+L: every reservation met, no limit exceeded by more than 1%"; }
