@@ -331,7 +331,7 @@ static int jset(json_t *o, const char *k, json_t *v)
     return v ? json_object_set_new(o, k, v) : -1;
 }
 
-static json_t *enc_header(const proto_msg_t *m)
+static json_t *enc_header(const proto_msg_t *m, int wide)
 {
     json_t *h = json_object();
     if (!h)
@@ -374,11 +374,15 @@ static json_t *enc_header(const proto_msg_t *m)
         bad |= jset(h, "completions", json_integer((json_int_t)m->completions));
         bad |= jset(h, "dispatched", json_integer((json_int_t)m->dispatched));
         bad |= jset(h, "busy", json_real(m->busy_seconds));
+        if (wide)
+            bad |= jset(h, "wide", json_integer(1));
         break;
     case PROTO_TOKENS:
         bad |= jset(h, "table", json_integer(m->table));
         bad |= jset(h, "peer_table", json_integer(m->peer_table));
         bad |= jset(h, "count", json_integer((json_int_t)m->count));
+        if (wide)
+            bad |= jset(h, "wide", json_integer(1));
         break;
     case PROTO_HEARTBEAT:
         if (m->peer_table)
@@ -465,7 +469,7 @@ static void hw_str(hw_t *w, const char *k, const char *s, size_t len)
 
 /* Writes m's header (same fields as enc_header) into buf.  Returns its
  * length, or -1 to ask for the jansson path. */
-static ssize_t fast_header(const proto_msg_t *m, char *buf, size_t cap)
+static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap)
 {
     hw_t w = {buf, 0, cap, 0};
     hw_raw(&w, "{", 1);
@@ -509,12 +513,16 @@ static ssize_t fast_header(const proto_msg_t *m, char *buf, size_t cap)
         int l = snprintf(t, sizeof t, "%.17g", m->busy_seconds);
         hw_key(&w, "busy");
         hw_raw(&w, t, (size_t)l);
+        if (wide)
+            hw_u64(&w, "wide", 1);
         break;
     }
     case PROTO_TOKENS:
         hw_u64(&w, "table", m->table);
         hw_u64(&w, "peer_table", m->peer_table);
         hw_u64(&w, "count", m->count);
+        if (wide)
+            hw_u64(&w, "wide", 1);
         break;
     case PROTO_HEARTBEAT:
         if (m->peer_table)
@@ -532,20 +540,111 @@ static ssize_t fast_header(const proto_msg_t *m, char *buf, size_t cap)
     return w.bad ? -1 : (ssize_t)w.n;
 }
 
+/* Checks the records (the protocol's ranges) and says whether they need the
+ * wide layout: *wide is set if m asks for it or a value does not fit a
+ * compact field.  Returns 0 or -EINVAL. */
+static int check_recs(const proto_msg_t *m, int *wide)
+{
+    int big = 0;
+    if (m->type == PROTO_REPORT) {
+        for (size_t i = 0; i < m->count; i++) {
+            const proto_report_rec_t *r = &m->report[i];
+            if (!count_ok(r->queued) || !count_ok(r->arrivals_interval) ||
+                !count_ok(r->arrivals_period) || !count_ok(r->served_r) || !count_ok(r->served_l) ||
+                !count_ok(r->served_o) || !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
+                r->flags != 0 || r->reserved != 0 || (m->has_names && r->bucket >= m->nnames))
+                return -EINVAL;
+            big |= r->queued > PROTO_COMPACT_MAX || r->arrivals_interval > PROTO_COMPACT_MAX ||
+                   r->arrivals_period > PROTO_COMPACT_MAX || r->served_r > PROTO_COMPACT_MAX ||
+                   r->served_l > PROTO_COMPACT_MAX || r->served_o > PROTO_COMPACT_MAX ||
+                   r->r_left > PROTO_COMPACT_MAX ||
+                   (r->l_left != PROTO_UNLIMITED && r->l_left > PROTO_COMPACT_MAX);
+        }
+    } else if (m->type == PROTO_TOKENS) {
+        for (size_t i = 0; i < m->count; i++) {
+            const proto_tokens_rec_t *t = &m->tokens[i];
+            int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
+            if ((t->flags & ~PROTO_TOK_UNLIMITED) || !tok_ok(t->r_tokens, 0) ||
+                (!unl && !tok_ok(t->l_tokens, 0)) || (m->has_names && t->bucket >= m->nnames))
+                return -EINVAL;
+            big |= t->r_tokens > PROTO_COMPACT_MAX || (!unl && t->l_tokens > PROTO_COMPACT_MAX);
+        }
+    }
+    *wide = m->wide || big;
+    return 0;
+}
+
+static void enc_report_recs(const proto_msg_t *m, int wide, unsigned char *p)
+{
+    if (wide) {
+#if WIRE_LAYOUT
+        if (m->count)
+            memcpy(p, m->report, m->count * PROTO_REPORT_REC_SIZE);
+#else
+        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
+            const proto_report_rec_t *r = &m->report[i];
+            put32(p, r->bucket);
+            put32(p + 4, 0);
+            put64(p + 8, r->queued);
+            put64(p + 16, r->arrivals_interval);
+            put64(p + 24, r->arrivals_period);
+            put64(p + 32, r->served_r);
+            put64(p + 40, r->served_l);
+            put64(p + 48, r->served_o);
+            put64(p + 56, (uint64_t)r->r_left);
+            put64(p + 64, (uint64_t)r->l_left);
+            put64(p + 72, 0);
+        }
+#endif
+        return;
+    }
+    for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_COMPACT_SIZE) {
+        const proto_report_rec_t *r = &m->report[i];
+        put32(p, r->bucket);
+        put32(p + 4, (uint32_t)r->queued);
+        put32(p + 8, (uint32_t)r->arrivals_interval);
+        put32(p + 12, (uint32_t)r->arrivals_period);
+        put32(p + 16, (uint32_t)r->served_r);
+        put32(p + 20, (uint32_t)r->served_l);
+        put32(p + 24, (uint32_t)r->served_o);
+        put32(p + 28, (uint32_t)r->r_left);
+        put32(p + 32, r->l_left == PROTO_UNLIMITED ? PROTO_COMPACT_UNLIMITED : (uint32_t)r->l_left);
+    }
+}
+
+static void enc_tokens_recs(const proto_msg_t *m, int wide, unsigned char *p)
+{
+    size_t rs = wide ? PROTO_TOKENS_REC_SIZE : PROTO_TOKENS_COMPACT_SIZE;
+    for (size_t i = 0; i < m->count; i++, p += rs) {
+        const proto_tokens_rec_t *t = &m->tokens[i];
+        int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
+        put32(p, t->bucket);
+        if (wide) {
+            put32(p + 4, unl ? PROTO_TOK_UNLIMITED : 0);
+            put64(p + 8, (uint64_t)t->r_tokens);
+            put64(p + 16, unl ? 0 : (uint64_t)t->l_tokens);
+        } else {
+            put32(p + 4, (uint32_t)t->r_tokens);
+            put32(p + 8, unl ? PROTO_COMPACT_UNLIMITED : (uint32_t)t->l_tokens);
+        }
+    }
+}
+
 int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 {
     int rc = enc_check(m);
-    if (rc)
+    int wide = 0;
+    if (rc || (rc = check_recs(m, &wide)))
         return rc;
     e->nframes = 0;
     unsigned char *p;
     if ((rc = enc_frame(e, PROTO_HEADER_MAX, &p)))
         return rc;
-    ssize_t fl = fast_header(m, (char *)p, PROTO_HEADER_MAX);
+    ssize_t fl = fast_header(m, wide, (char *)p, PROTO_HEADER_MAX);
     if (fl >= 0) {
         e->len[0] = (size_t)fl;
     } else {
-        json_t *h = enc_header(m);
+        json_t *h = enc_header(m, wide);
         if (!h)
             return -EINVAL; /* json_string refuses invalid UTF-8 in a node name */
         char *s = json_dumps(h, JSON_COMPACT);
@@ -584,50 +683,16 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
             put32(p, m->weights[i]);
     }
 
-    if (m->type == PROTO_REPORT) {
-        if ((rc = enc_frame(e, m->count * PROTO_REPORT_REC_SIZE, &p)))
+    if (type_has_records(m->type)) {
+        size_t rs = m->type == PROTO_REPORT
+                        ? (wide ? PROTO_REPORT_REC_SIZE : PROTO_REPORT_COMPACT_SIZE)
+                        : (wide ? PROTO_TOKENS_REC_SIZE : PROTO_TOKENS_COMPACT_SIZE);
+        if ((rc = enc_frame(e, m->count * rs, &p)))
             return rc;
-        for (size_t i = 0; i < m->count; i++) {
-            const proto_report_rec_t *r = &m->report[i];
-            if (!count_ok(r->queued) || !count_ok(r->arrivals_interval) ||
-                !count_ok(r->arrivals_period) || !count_ok(r->served_r) || !count_ok(r->served_l) ||
-                !count_ok(r->served_o) || !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
-                r->flags != 0 || r->reserved != 0 || (m->has_names && r->bucket >= m->nnames))
-                return -EINVAL;
-        }
-#if WIRE_LAYOUT
-        if (m->count)
-            memcpy(p, m->report, m->count * PROTO_REPORT_REC_SIZE);
-#else
-        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_REC_SIZE) {
-            const proto_report_rec_t *r = &m->report[i];
-            put32(p, r->bucket);
-            put32(p + 4, 0);
-            put64(p + 8, r->queued);
-            put64(p + 16, r->arrivals_interval);
-            put64(p + 24, r->arrivals_period);
-            put64(p + 32, r->served_r);
-            put64(p + 40, r->served_l);
-            put64(p + 48, r->served_o);
-            put64(p + 56, (uint64_t)r->r_left);
-            put64(p + 64, (uint64_t)r->l_left);
-            put64(p + 72, 0);
-        }
-#endif
-    } else if (m->type == PROTO_TOKENS) {
-        if ((rc = enc_frame(e, m->count * PROTO_TOKENS_REC_SIZE, &p)))
-            return rc;
-        for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
-            const proto_tokens_rec_t *t = &m->tokens[i];
-            int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
-            if ((t->flags & ~PROTO_TOK_UNLIMITED) || !tok_ok(t->r_tokens, 0) ||
-                (!unl && !tok_ok(t->l_tokens, 0)) || (m->has_names && t->bucket >= m->nnames))
-                return -EINVAL;
-            put32(p, t->bucket);
-            put32(p + 4, unl ? PROTO_TOK_UNLIMITED : 0);
-            put64(p + 8, (uint64_t)t->r_tokens);
-            put64(p + 16, unl ? 0 : (uint64_t)t->l_tokens);
-        }
+        if (m->type == PROTO_REPORT)
+            enc_report_recs(m, wide, p);
+        else
+            enc_tokens_recs(m, wide, p);
     }
     return 0;
 }
@@ -639,12 +704,12 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 enum {
     K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
-    K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K__N
+    K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K__N
 };
 static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
-    "dispatched", "busy", "code", "text", "weights",
+    "dispatched", "busy", "code", "text", "weights", "wide",
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;
@@ -661,7 +726,7 @@ typedef struct {
     hval_t v[K__N];
 } hview_t;
 
-static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4, 7};
+static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4, 7, 4};
 
 static int key_index(const char *k, size_t l)
 {
@@ -1022,8 +1087,31 @@ static proto_reason_t dec_weights(proto_msg_t *m, const proto_frame_t *f, size_t
     return PROTO_OK;
 }
 
+/* Compact fields hold 0..PROTO_COMPACT_MAX; PROTO_COMPACT_UNLIMITED only
+ * in l_left / l_tokens. */
 static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
 {
+    if (!m->wide) {
+        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_COMPACT_SIZE) {
+            proto_report_rec_t *r = &m->report[i];
+            uint32_t f[9];
+            memcpy(f, p, sizeof f);
+            if (__BYTE_ORDER != __LITTLE_ENDIAN)
+                for (int k = 0; k < 9; k++)
+                    f[k] = le32toh(f[k]);
+            if (f[1] > PROTO_COMPACT_MAX || f[2] > PROTO_COMPACT_MAX ||
+                f[3] > PROTO_COMPACT_MAX || f[4] > PROTO_COMPACT_MAX ||
+                f[5] > PROTO_COMPACT_MAX || f[6] > PROTO_COMPACT_MAX ||
+                f[7] > PROTO_COMPACT_MAX || (m->has_names && f[0] >= m->nnames))
+                return PROTO_E_RANGE;
+            *r = (proto_report_rec_t){
+                .bucket = f[0], .queued = f[1], .arrivals_interval = f[2],
+                .arrivals_period = f[3], .served_r = f[4], .served_l = f[5], .served_o = f[6],
+                .r_left = f[7], .l_left = f[8] == PROTO_COMPACT_UNLIMITED ? PROTO_UNLIMITED : f[8],
+            };
+        }
+        return PROTO_OK;
+    }
 #if WIRE_LAYOUT
     if (m->count)
         memcpy(m->report, p, m->count * PROTO_REPORT_REC_SIZE);
@@ -1057,6 +1145,20 @@ static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
 
 static proto_reason_t dec_tokens_recs(proto_msg_t *m, const unsigned char *p)
 {
+    if (!m->wide) {
+        for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_COMPACT_SIZE) {
+            proto_tokens_rec_t *t = &m->tokens[i];
+            uint32_t b = get32(p), r = get32(p + 4), l = get32(p + 8);
+            if (r > PROTO_COMPACT_MAX || (m->has_names && b >= m->nnames))
+                return PROTO_E_RANGE;
+            int unl = l == PROTO_COMPACT_UNLIMITED;
+            *t = (proto_tokens_rec_t){
+                .bucket = b, .flags = unl ? PROTO_TOK_UNLIMITED : 0, .r_tokens = r,
+                .l_tokens = unl ? PROTO_UNLIMITED : l,
+            };
+        }
+        return PROTO_OK;
+    }
     for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
         proto_tokens_rec_t *t = &m->tokens[i];
         t->bucket = get32(p);
@@ -1176,12 +1278,14 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
             goto out;
         }
         m->busy_seconds = busy;
+        GET(K_WIDE, 0, 1, m->wide);
         break;
     }
     case PROTO_TOKENS:
         GET(K_TABLE, 1, UINT32_MAX, m->table);
         GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
         GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
+        GET(K_WIDE, 0, 1, m->wide);
         break;
     case PROTO_HEARTBEAT:
         GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);
@@ -1233,7 +1337,9 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         fi++;
     }
     if (type_has_records(m->type)) {
-        size_t rs = m->type == PROTO_REPORT ? PROTO_REPORT_REC_SIZE : PROTO_TOKENS_REC_SIZE;
+        size_t rs = m->type == PROTO_REPORT
+                        ? (m->wide ? PROTO_REPORT_REC_SIZE : PROTO_REPORT_COMPACT_SIZE)
+                        : (m->wide ? PROTO_TOKENS_REC_SIZE : PROTO_TOKENS_COMPACT_SIZE);
         if (frames[fi].len != m->count * rs) {
             why = frames[fi].len < m->count * rs ? PROTO_E_TRUNCATED : PROTO_E_COUNT;
             /* A frame that is not a whole number of records, or holds more

@@ -3,13 +3,16 @@
  * binary frames, pure encode/decode over buffers, and thin zmq send/recv.
  *
  * Wire format (docs/protocol.md has the full description and rationale):
- *   frame 0  JSON header  {"v":2,"type":"report","node":"n1","seq":7,...}
+ *   frame 0  JSON header  {"v":3,"type":"report","node":"n1","seq":7,...}
  *   frame 1  names        only if the header has "names":N: N bucket names,
  *                         each followed by one NUL byte (the sender's table)
  *   frame 2  weights      only if the header has "weights":N (welcome and
  *                         tokens with names): N u32 bucket weights
- *   frame 3  records      only for report/tokens: "count" fixed-size records
- *                         (PROTO_REPORT_REC_SIZE / PROTO_TOKENS_REC_SIZE bytes)
+ *   frame 3  records      only for report/tokens: "count" fixed-size records,
+ *                         compact (PROTO_REPORT_COMPACT_SIZE /
+ *                         PROTO_TOKENS_COMPACT_SIZE bytes, 32-bit fields) or,
+ *                         if the header has "wide":1, wide
+ *                         (PROTO_REPORT_REC_SIZE / PROTO_TOKENS_REC_SIZE)
  * Records name their bucket by index into the SENDER's bucket table (its
  * generation is "table"); the names frame is included until the receiver
  * acknowledges that generation ("peer_table" in its own messages), so at
@@ -24,7 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_VERSION 2              /* 2: weights frame (v1 peers are refused) */
+#define PROTO_VERSION 3              /* 3: compact records; 2: weights frame
+                                        (older peers are refused) */
 #define PROTO_ADMIN_VERSION 1        /* the admin protocol's "v" (bqos-ctl) */
 #define PROTO_WEIGHT_MAX 1000000u    /* bucket weights are 1..this */
 #define PROTO_MAX_FRAMES 4           /* header, names, weights, records */
@@ -34,6 +38,12 @@
 #define PROTO_MAX_COUNT (UINT64_C(1) << 53) /* counters/tokens above are absurd
                                        (except PROTO_UNLIMITED where allowed) */
 #define PROTO_HEADER_MAX 4096       /* bytes of JSON header we accept */
+#define PROTO_COMPACT_MAX 0xfffffffeu /* largest count or token a compact
+                                       record holds; a message with a larger
+                                       value is sent wide (never saturated) */
+#define PROTO_COMPACT_UNLIMITED 0xffffffffu /* compact l_left / l_tokens:
+                                       "no limit"; in any other compact
+                                       field this value is out of range */
 
 typedef enum {
     PROTO_HELLO = 1,     /* node -> ctl: registration, always with names */
@@ -79,9 +89,13 @@ const char *proto_reason_str(proto_reason_t r);
 /* Counts a rejection found by the caller (unknown node, unknown table). */
 void proto_stats_note(proto_stats_t *st, proto_reason_t r);
 
-/* One report record: a bucket's counters on the reporting node.  Wire size
- * PROTO_REPORT_REC_SIZE: u32 bucket, u32 flags, then nine 64-bit fields in
- * this order, all little-endian. */
+/* One report record: a bucket's counters on the reporting node.  Compact
+ * wire layout (PROTO_REPORT_COMPACT_SIZE bytes): nine u32, little-endian:
+ * bucket, queued, arrivals_interval, arrivals_period, served_r, served_l,
+ * served_o, r_left, l_left (PROTO_COMPACT_UNLIMITED = PROTO_UNLIMITED).
+ * Wide layout (PROTO_REPORT_REC_SIZE, header "wide":1): exactly this
+ * struct, u32 bucket, u32 flags, then nine 64-bit fields in this order, all
+ * little-endian.  The decoder fills the struct from either. */
 typedef struct {
     uint32_t bucket;            /* index into the node's table */
     uint32_t flags;             /* reserved, 0 */
@@ -94,9 +108,13 @@ typedef struct {
     uint64_t reserved;          /* must be 0 */
 } proto_report_rec_t;
 #define PROTO_REPORT_REC_SIZE 80
+#define PROTO_REPORT_COMPACT_SIZE 36
 
-/* One tokens record: absolute counts for the rest of the period.  Wire size
- * PROTO_TOKENS_REC_SIZE: u32 bucket, u32 flags, i64 r_tokens, i64 l_tokens. */
+/* One tokens record: absolute counts for the rest of the period.  Compact
+ * wire layout (PROTO_TOKENS_COMPACT_SIZE bytes): u32 bucket, u32 r_tokens,
+ * u32 l_tokens (PROTO_COMPACT_UNLIMITED: no limit).  Wide layout
+ * (PROTO_TOKENS_REC_SIZE, header "wide":1): u32 bucket, u32 flags,
+ * i64 r_tokens, i64 l_tokens. */
 typedef struct {
     uint32_t bucket;     /* index into the controller's table */
     uint32_t flags;      /* PROTO_TOK_UNLIMITED: no limit (l_tokens ignored
@@ -105,6 +123,7 @@ typedef struct {
     int64_t l_tokens;    /* >= 0, or PROTO_UNLIMITED */
 } proto_tokens_rec_t;
 #define PROTO_TOKENS_REC_SIZE 24
+#define PROTO_TOKENS_COMPACT_SIZE 12
 #define PROTO_TOK_UNLIMITED 1u
 
 /* A message, decoded or to be encoded.  The arrays are owned by the message
@@ -121,9 +140,10 @@ typedef struct {
  *   welcome   timing*, peer_table*, table*, names (optional), weights
  *             (optional, only with names)
  *   report    period*, interval*, remaining_ms, table*, peer_table*,
- *             count*, names (optional), completions*, dispatched*, busy*
+ *             count*, names (optional), completions*, dispatched*, busy*,
+ *             wide (optional, 0 or 1)
  *   tokens    timing*, table*, peer_table*, count*, names (optional),
- *             weights (optional, only with names)
+ *             weights (optional, only with names), wide (optional)
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
  *   goodbye   -
  *   error     code*, text
@@ -174,8 +194,11 @@ typedef struct {
     int has_weights;
     const uint32_t *weights;
 
-    /* records (report or tokens), count of them */
+    /* records (report or tokens), count of them.  wide: the records were
+     * (decode) or must be (encode) in the wide layout; the encoder also
+     * sends wide by itself when a value exceeds PROTO_COMPACT_MAX. */
     size_t count;
+    int wide;
     proto_report_rec_t *report;
     proto_tokens_rec_t *tokens;
 

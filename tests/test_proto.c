@@ -2,6 +2,7 @@
  * type, every rejection reason, a mutation fuzzer, and the zmq helpers. */
 #include <check.h>
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +310,86 @@ START_TEST(test_proto_encode_rejects_invalid)
 }
 END_TEST
 
+/* Protocol v3: records go compact (32-bit fields) unless a value does not
+ * fit, then the whole message goes wide; never saturated, both decode to
+ * the same structs. */
+START_TEST(test_proto_compact_records)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    proto_enc_t e;
+    proto_enc_init(&e);
+    m.type = PROTO_REPORT;
+    strcpy(m.node, "n1");
+    m.table = 1;
+    m.count = 2;
+    ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
+    memset(m.report, 0, 2 * sizeof *m.report);
+    m.report[0] = (proto_report_rec_t){.bucket = 7, .queued = PROTO_COMPACT_MAX, .served_o = 3,
+                                       .r_left = PROTO_COMPACT_MAX, .l_left = PROTO_COMPACT_MAX};
+    m.report[1] = (proto_report_rec_t){.bucket = 1, .arrivals_period = 9, .l_left = PROTO_UNLIMITED};
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.len[1], 2 * PROTO_REPORT_COMPACT_SIZE);
+    ck_assert_ptr_null(memmem(e.data[0], e.len[0], "wide", 4));
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert(!d.wide);
+    ck_assert(memcmp(d.report, m.report, 2 * sizeof *m.report) == 0);
+    /* one value too big for 32 bits: the message goes wide, nothing lost */
+    static const struct { size_t off; int64_t v; } big[] = {
+        {offsetof(proto_report_rec_t, queued), (int64_t)PROTO_COMPACT_MAX + 1},
+        {offsetof(proto_report_rec_t, arrivals_interval), INT64_C(1) << 40},
+        {offsetof(proto_report_rec_t, served_r), (int64_t)PROTO_MAX_COUNT},
+        {offsetof(proto_report_rec_t, r_left), (int64_t)PROTO_COMPACT_MAX + 1},
+        {offsetof(proto_report_rec_t, l_left), (int64_t)PROTO_COMPACT_UNLIMITED},
+    };
+    for (size_t k = 0; k < sizeof big / sizeof big[0]; k++) {
+        proto_report_rec_t keep = m.report[1];
+        memcpy((char *)&m.report[1] + big[k].off, &big[k].v, 8);
+        ck_assert_int_eq(proto_encode(&m, &e), 0);
+        ck_assert_uint_eq(e.len[1], 2 * PROTO_REPORT_REC_SIZE);
+        ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+        ck_assert(d.wide);
+        ck_assert(memcmp(d.report, m.report, 2 * sizeof *m.report) == 0);
+        m.report[1] = keep;
+    }
+    m.wide = 1; /* asked for */
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.len[1], 2 * PROTO_REPORT_REC_SIZE);
+    ck_assert_ptr_nonnull(memmem(e.data[0], e.len[0], "\"wide\":1", 8));
+
+    proto_msg_clear(&m);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n1");
+    set_timing(&m);
+    m.table = 1;
+    m.count = 3;
+    ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = PROTO_COMPACT_MAX, .l_tokens = 0};
+    m.tokens[1] = (proto_tokens_rec_t){.bucket = 5, .r_tokens = 1, .l_tokens = PROTO_UNLIMITED};
+    m.tokens[2] = (proto_tokens_rec_t){.bucket = 2, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 2,
+                                       .l_tokens = PROTO_UNLIMITED};
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.len[1], 3 * PROTO_TOKENS_COMPACT_SIZE);
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert(!d.wide);
+    ck_assert_int_eq(d.tokens[0].r_tokens, PROTO_COMPACT_MAX);
+    ck_assert_int_eq(d.tokens[0].l_tokens, 0);
+    ck_assert_uint_eq(d.tokens[1].flags, PROTO_TOK_UNLIMITED);
+    ck_assert_int_eq(d.tokens[1].l_tokens, PROTO_UNLIMITED);
+    ck_assert(memcmp(&d.tokens[2], &m.tokens[2], sizeof m.tokens[2]) == 0);
+    m.tokens[0].l_tokens = (int64_t)PROTO_COMPACT_MAX + 1;
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.len[1], 3 * PROTO_TOKENS_REC_SIZE);
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert(d.wide);
+    ck_assert_int_eq(d.tokens[0].l_tokens, (int64_t)PROTO_COMPACT_MAX + 1);
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+    proto_enc_clear(&e);
+}
+END_TEST
+
 /* ---- bad messages ---- */
 
 static unsigned char recbuf[4096];
@@ -341,9 +422,11 @@ static void put_tok(unsigned char *p, uint32_t b, uint32_t fl, int64_t r, int64_
     memcpy(p + 16, &l, 8);
 }
 
+/* A tokens header with wide (24-byte) records, which put_tok() writes. */
 #define TOKHDR(extra)                                                                              \
-    "{\"v\":2,\"type\":\"tokens\",\"node\":\"n1\",\"period\":1,\"interval\":0,"                    \
-    "\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":900,\"table\":1,\"peer_table\":0" extra "}"
+    "{\"v\":3,\"type\":\"tokens\",\"node\":\"n1\",\"period\":1,\"interval\":0,"                    \
+    "\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":900,\"table\":1,\"peer_table\":0,"           \
+    "\"wide\":1" extra "}"
 
 START_TEST(test_proto_reject_reasons)
 {
@@ -360,12 +443,13 @@ START_TEST(test_proto_reject_reasons)
                      PROTO_E_TRUNCATED);
     /* version */
     ck_assert_int_eq(DEC("{\"v\":1,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
+    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
     ck_assert_int_eq(DEC("{\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
     ck_assert_int_eq(DEC("{\"v\":\"1\",\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_VERSION);
     /* type */
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"frobnicate\",\"node\":\"n1\"}"), PROTO_E_TYPE);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":3,\"node\":\"n1\"}"), PROTO_E_TYPE);
-    ck_assert_int_eq(DEC("{\"v\":2,\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"frobnicate\",\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":3,\"node\":\"n1\"}"), PROTO_E_TYPE);
+    ck_assert_int_eq(DEC("{\"v\":3,\"node\":\"n1\"}"), PROTO_E_TYPE);
     /* count */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 48, NULL, -1, &st), PROTO_E_COUNT);
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 25, NULL, -1, &st), PROTO_E_COUNT);
@@ -389,24 +473,24 @@ START_TEST(test_proto_reject_reasons)
     put_tok(recbuf, 1, 0, 1, 1); /* index beyond the names sent with it */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), "red", 4, recbuf, 24, &st),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
                          "\"interval\":5,\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":1}"),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"period\":1,"
                          "\"interval\":0,\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":1001}"),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"report\",\"node\":\"n1\",\"period\":1,\"interval\":0,"
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"report\",\"node\":\"n1\",\"period\":1,\"interval\":0,"
                          "\"table\":1,\"peer_table\":0,\"count\":0,\"completions\":1,"
                          "\"dispatched\":1,\"busy\":-0.5}"),
                      PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":-1,"
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":-1,"
                          "\"table\":1,\"names\":0}"),
                      PROTO_E_RANGE);
     /* json */
-    ck_assert_int_eq(DEC("{\"v\":2,"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("{\"v\":3,"), PROTO_E_JSON);
     ck_assert_int_eq(DEC("[1,2]"), PROTO_E_JSON);
     ck_assert_int_eq(DEC("\x01\x02garbage"), PROTO_E_JSON);
-    ck_assert_int_eq(DEC("{\"v\":2,\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_JSON);
+    ck_assert_int_eq(DEC("{\"v\":3,\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\"}"), PROTO_E_JSON);
     char big[PROTO_HEADER_MAX + 64];
     memset(big, ' ', sizeof big - 1);
     big[sizeof big - 1] = '\0';
@@ -414,15 +498,15 @@ START_TEST(test_proto_reject_reasons)
     big[sizeof big - 2] = '}';
     ck_assert_int_eq(DEC(big), PROTO_E_JSON);
     /* field */
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"a b\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":7}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"a b\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":7}"), PROTO_E_FIELD);
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":\"1\""), recbuf, 24, NULL, -1, &st), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"error\",\"node\":\"n1\"}"), PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1}"),
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"error\",\"node\":\"n1\"}"), PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1}"),
                      PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\",\"names\":0}"),
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"names\":0}"),
                      PROTO_E_FIELD);
     /* names */
     put_tok(recbuf, 0, 0, 1, 1);
@@ -438,14 +522,14 @@ START_TEST(test_proto_reject_reasons)
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"names\":1"), longname, 300, recbuf, 24, &st),
                      PROTO_E_NAMES);
     /* frames */
-    ck_assert_int_eq(dec3("{\"v\":2,\"type\":\"goodbye\",\"node\":\"n1\"}", "x", 1, NULL, -1, &st),
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\"}", "x", 1, NULL, -1, &st),
                      PROTO_E_FRAMES);
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, recbuf, 24, &st), PROTO_E_FRAMES);
 
     /* counted per reason */
     ck_assert_uint_eq(st.ok, 0);
     ck_assert_uint_eq(st.rejected[PROTO_E_TRUNCATED], 6);
-    ck_assert_uint_eq(st.rejected[PROTO_E_VERSION], 3);
+    ck_assert_uint_eq(st.rejected[PROTO_E_VERSION], 4);
     ck_assert_uint_eq(st.rejected[PROTO_E_TYPE], 3);
     ck_assert_uint_eq(st.rejected[PROTO_E_COUNT], 5);
     ck_assert_uint_eq(st.rejected[PROTO_E_RANGE], 11);
@@ -453,7 +537,7 @@ START_TEST(test_proto_reject_reasons)
     ck_assert_uint_eq(st.rejected[PROTO_E_FIELD], 8);
     ck_assert_uint_eq(st.rejected[PROTO_E_NAMES], 4);
     ck_assert_uint_eq(st.rejected[PROTO_E_FRAMES], 2);
-    ck_assert_uint_eq(st.rejected_total, 47);
+    ck_assert_uint_eq(st.rejected_total, 48);
     ck_assert_str_eq(proto_reason_str(PROTO_E_COUNT), "count");
     proto_stats_note(&st, PROTO_E_TABLE);
     ck_assert_uint_eq(st.rejected[PROTO_E_TABLE], 1);
@@ -530,7 +614,7 @@ START_TEST(test_proto_weights_rejected)
     ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2"), w, 8, &st), PROTO_E_FRAMES);
     /* weights without names, or in a node's message */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":0,\"weights\":0"), "", 0, "", 0, &st), PROTO_E_FIELD);
-    ck_assert_int_eq(dec3("{\"v\":2,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1,"
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1,"
                           "\"names\":1,\"weights\":1}",
                           "red", 4, w, 4, &st),
                      PROTO_E_FIELD);
@@ -769,13 +853,13 @@ END_TEST
 START_TEST(test_proto_flat_parser_agrees)
 {
     static const char *seeds[] = {
-        "{\"v\":2,\"type\":\"report\",\"node\":\"n1\",\"seq\":12,\"period\":3,\"interval\":1,"
+        "{\"v\":3,\"type\":\"report\",\"node\":\"n1\",\"seq\":12,\"period\":3,\"interval\":1,"
         "\"remaining_ms\":700,\"table\":1,\"peer_table\":2,\"count\":10,\"completions\":10,"
         "\"dispatched\":10,\"busy\":0.25}",
         " { \"v\" : 1 , \"type\" : \"tokens\" , \"node\" : \"a-b.c\" , \"period\" : 0 , "
         "\"interval\" : 4 , \"intervals\":5,\"period_ms\":1000,\"remaining_ms\":-0,\"table\":9,"
         "\"peer_table\":0,\"count\":9223372036854775807,\"x\":true,\"y\":null,\"z\":false}\n",
-        "{\"v\":2,\"type\":\"error\",\"node\":\"n\",\"code\":\"unknown_node\",\"text\":\"a b\","
+        "{\"v\":3,\"type\":\"error\",\"node\":\"n\",\"code\":\"unknown_node\",\"text\":\"a b\","
         "\"busy\":1e-3,\"seq\":-9223372036854775808,\"names\":1.5E+2}",
         "{}",
     };
@@ -936,6 +1020,7 @@ int main(void)
     tcase_add_test(tc, test_proto_roundtrip_tokens);
     tcase_add_test(tc, test_proto_roundtrip_small);
     tcase_add_test(tc, test_proto_encode_rejects_invalid);
+    tcase_add_test(tc, test_proto_compact_records);
     tcase_add_test(tc, test_proto_reject_reasons);
     tcase_add_test(tc, test_proto_weights_rejected);
     tcase_add_test(tc, test_proto_fixtures);
