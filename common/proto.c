@@ -191,6 +191,7 @@ _Static_assert(sizeof(proto_tokens_rec_t) == PROTO_TOKENS_REC_SIZE, "tokens reco
 #else
 #define WIRE_LAYOUT 0
 #endif
+_Static_assert(PROTO_TOK_UNLIMITED == 1, "compact tokens decode stores the flag as 0 or 1");
 
 /* What each type carries. */
 static int type_has_records(proto_type_t t)
@@ -542,32 +543,41 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
 
 /* Checks the records (the protocol's ranges) and says whether they need the
  * wide layout: *wide is set if m asks for it or a value does not fit a
- * compact field.  Returns 0 or -EINVAL. */
+ * compact field.  The first test of each record is the common case (every
+ * value fits 32 bits): one comparison for all counters.  Returns 0 or
+ * -EINVAL. */
 static int check_recs(const proto_msg_t *m, int *wide)
 {
     int big = 0;
+    uint64_t nb = m->has_names ? m->nnames : UINT64_MAX;
     if (m->type == PROTO_REPORT) {
         for (size_t i = 0; i < m->count; i++) {
             const proto_report_rec_t *r = &m->report[i];
+            uint64_t all = r->queued | r->arrivals_interval | r->arrivals_period | r->served_r |
+                           r->served_l | r->served_o | (uint64_t)r->r_left;
+            /* & and | rather than && and ||: no branch to mispredict */
+            if (((all >> 32) == 0) & (r->bucket < nb) & ((r->flags | r->reserved) == 0) &
+                (((uint64_t)r->l_left <= PROTO_COMPACT_MAX) | (r->l_left == PROTO_UNLIMITED)))
+                continue;
             if (!count_ok(r->queued) || !count_ok(r->arrivals_interval) ||
                 !count_ok(r->arrivals_period) || !count_ok(r->served_r) || !count_ok(r->served_l) ||
                 !count_ok(r->served_o) || !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
-                r->flags != 0 || r->reserved != 0 || (m->has_names && r->bucket >= m->nnames))
+                r->flags != 0 || r->reserved != 0 || r->bucket >= nb)
                 return -EINVAL;
-            big |= r->queued > PROTO_COMPACT_MAX || r->arrivals_interval > PROTO_COMPACT_MAX ||
-                   r->arrivals_period > PROTO_COMPACT_MAX || r->served_r > PROTO_COMPACT_MAX ||
-                   r->served_l > PROTO_COMPACT_MAX || r->served_o > PROTO_COMPACT_MAX ||
-                   r->r_left > PROTO_COMPACT_MAX ||
-                   (r->l_left != PROTO_UNLIMITED && r->l_left > PROTO_COMPACT_MAX);
+            big = 1;
         }
     } else if (m->type == PROTO_TOKENS) {
         for (size_t i = 0; i < m->count; i++) {
             const proto_tokens_rec_t *t = &m->tokens[i];
-            int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
+            int unl = ((t->flags & PROTO_TOK_UNLIMITED) != 0) | (t->l_tokens == PROTO_UNLIMITED);
+            if (((uint64_t)t->r_tokens <= UINT32_MAX) & (t->bucket < nb) &
+                ((t->flags & ~PROTO_TOK_UNLIMITED) == 0) &
+                (unl | ((uint64_t)t->l_tokens <= PROTO_COMPACT_MAX)))
+                continue;
             if ((t->flags & ~PROTO_TOK_UNLIMITED) || !tok_ok(t->r_tokens, 0) ||
-                (!unl && !tok_ok(t->l_tokens, 0)) || (m->has_names && t->bucket >= m->nnames))
+                (!unl && !tok_ok(t->l_tokens, 0)) || t->bucket >= nb)
                 return -EINVAL;
-            big |= t->r_tokens > PROTO_COMPACT_MAX || (!unl && t->l_tokens > PROTO_COMPACT_MAX);
+            big = 1;
         }
     }
     *wide = m->wide || big;
@@ -608,25 +618,31 @@ static void enc_report_recs(const proto_msg_t *m, int wide, unsigned char *p)
         put32(p + 20, (uint32_t)r->served_l);
         put32(p + 24, (uint32_t)r->served_o);
         put32(p + 28, (uint32_t)r->r_left);
-        put32(p + 32, r->l_left == PROTO_UNLIMITED ? PROTO_COMPACT_UNLIMITED : (uint32_t)r->l_left);
+        put32(p + 32, (uint32_t)r->l_left | -(uint32_t)(r->l_left == PROTO_UNLIMITED));
     }
 }
 
 static void enc_tokens_recs(const proto_msg_t *m, int wide, unsigned char *p)
 {
-    size_t rs = wide ? PROTO_TOKENS_REC_SIZE : PROTO_TOKENS_COMPACT_SIZE;
-    for (size_t i = 0; i < m->count; i++, p += rs) {
-        const proto_tokens_rec_t *t = &m->tokens[i];
-        int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
-        put32(p, t->bucket);
-        if (wide) {
+    if (wide) {
+        for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
+            const proto_tokens_rec_t *t = &m->tokens[i];
+            int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
+            put32(p, t->bucket);
             put32(p + 4, unl ? PROTO_TOK_UNLIMITED : 0);
             put64(p + 8, (uint64_t)t->r_tokens);
             put64(p + 16, unl ? 0 : (uint64_t)t->l_tokens);
-        } else {
-            put32(p + 4, (uint32_t)t->r_tokens);
-            put32(p + 8, unl ? PROTO_COMPACT_UNLIMITED : (uint32_t)t->l_tokens);
         }
+        return;
+    }
+    for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_COMPACT_SIZE) {
+        const proto_tokens_rec_t *t = &m->tokens[i];
+        /* all ones (PROTO_COMPACT_UNLIMITED) if unlimited, without a branch */
+        uint32_t unl = -(uint32_t)(((t->flags & PROTO_TOK_UNLIMITED) != 0) |
+                                   (t->l_tokens == PROTO_UNLIMITED));
+        put32(p, t->bucket);
+        put32(p + 4, (uint32_t)t->r_tokens);
+        put32(p + 8, (uint32_t)t->l_tokens | unl);
     }
 }
 
@@ -1087,28 +1103,29 @@ static proto_reason_t dec_weights(proto_msg_t *m, const proto_frame_t *f, size_t
     return PROTO_OK;
 }
 
-/* Compact fields hold 0..PROTO_COMPACT_MAX; PROTO_COMPACT_UNLIMITED only
- * in l_left / l_tokens. */
+/* Compact counters take any 32-bit value; in l_left / l_tokens
+ * PROTO_COMPACT_UNLIMITED means no limit. */
 static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
 {
     if (!m->wide) {
         for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_COMPACT_SIZE) {
             proto_report_rec_t *r = &m->report[i];
-            uint32_t f[9];
-            memcpy(f, p, sizeof f);
-            if (__BYTE_ORDER != __LITTLE_ENDIAN)
-                for (int k = 0; k < 9; k++)
-                    f[k] = le32toh(f[k]);
-            if (f[1] > PROTO_COMPACT_MAX || f[2] > PROTO_COMPACT_MAX ||
-                f[3] > PROTO_COMPACT_MAX || f[4] > PROTO_COMPACT_MAX ||
-                f[5] > PROTO_COMPACT_MAX || f[6] > PROTO_COMPACT_MAX ||
-                f[7] > PROTO_COMPACT_MAX || (m->has_names && f[0] >= m->nnames))
+            uint32_t b = get32(p), q = get32(p + 4), ai = get32(p + 8), ap = get32(p + 12);
+            uint32_t sr = get32(p + 16), sl = get32(p + 20), so = get32(p + 24);
+            uint32_t rl = get32(p + 28), ll = get32(p + 32);
+            if (m->has_names && b >= m->nnames)
                 return PROTO_E_RANGE;
-            *r = (proto_report_rec_t){
-                .bucket = f[0], .queued = f[1], .arrivals_interval = f[2],
-                .arrivals_period = f[3], .served_r = f[4], .served_l = f[5], .served_o = f[6],
-                .r_left = f[7], .l_left = f[8] == PROTO_COMPACT_UNLIMITED ? PROTO_UNLIMITED : f[8],
-            };
+            r->bucket = b;
+            r->flags = 0;
+            r->queued = q;
+            r->arrivals_interval = ai;
+            r->arrivals_period = ap;
+            r->served_r = sr;
+            r->served_l = sl;
+            r->served_o = so;
+            r->r_left = rl;
+            r->l_left = ll == PROTO_COMPACT_UNLIMITED ? PROTO_UNLIMITED : (int64_t)ll;
+            r->reserved = 0;
         }
         return PROTO_OK;
     }
@@ -1149,13 +1166,13 @@ static proto_reason_t dec_tokens_recs(proto_msg_t *m, const unsigned char *p)
         for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_COMPACT_SIZE) {
             proto_tokens_rec_t *t = &m->tokens[i];
             uint32_t b = get32(p), r = get32(p + 4), l = get32(p + 8);
-            if (r > PROTO_COMPACT_MAX || (m->has_names && b >= m->nnames))
+            if (m->has_names && b >= m->nnames)
                 return PROTO_E_RANGE;
-            int unl = l == PROTO_COMPACT_UNLIMITED;
-            *t = (proto_tokens_rec_t){
-                .bucket = b, .flags = unl ? PROTO_TOK_UNLIMITED : 0, .r_tokens = r,
-                .l_tokens = unl ? PROTO_UNLIMITED : l,
-            };
+            uint32_t unl = l == PROTO_COMPACT_UNLIMITED;
+            t->bucket = b;
+            t->flags = unl; /* PROTO_TOK_UNLIMITED */
+            t->r_tokens = r;
+            t->l_tokens = unl ? PROTO_UNLIMITED : (int64_t)l;
         }
         return PROTO_OK;
     }

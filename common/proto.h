@@ -38,12 +38,13 @@
 #define PROTO_MAX_COUNT (UINT64_C(1) << 53) /* counters/tokens above are absurd
                                        (except PROTO_UNLIMITED where allowed) */
 #define PROTO_HEADER_MAX 4096       /* bytes of JSON header we accept */
-#define PROTO_COMPACT_MAX 0xfffffffeu /* largest count or token a compact
-                                       record holds; a message with a larger
-                                       value is sent wide (never saturated) */
+#define PROTO_COMPACT_MAX 0xfffffffeu /* largest limit (l_left, l_tokens)
+                                       a compact record holds; its counters
+                                       and r_* take any 32-bit value.  A
+                                       message with a larger value is sent
+                                       wide (never saturated) */
 #define PROTO_COMPACT_UNLIMITED 0xffffffffu /* compact l_left / l_tokens:
-                                       "no limit"; in any other compact
-                                       field this value is out of range */
+                                       "no limit" (PROTO_UNLIMITED) */
 
 typedef enum {
     PROTO_HELLO = 1,     /* node -> ctl: registration, always with names */

@@ -326,8 +326,8 @@ START_TEST(test_proto_compact_records)
     m.count = 2;
     ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
     memset(m.report, 0, 2 * sizeof *m.report);
-    m.report[0] = (proto_report_rec_t){.bucket = 7, .queued = PROTO_COMPACT_MAX, .served_o = 3,
-                                       .r_left = PROTO_COMPACT_MAX, .l_left = PROTO_COMPACT_MAX};
+    m.report[0] = (proto_report_rec_t){.bucket = 7, .queued = UINT32_MAX, .served_o = 3,
+                                       .r_left = UINT32_MAX, .l_left = PROTO_COMPACT_MAX};
     m.report[1] = (proto_report_rec_t){.bucket = 1, .arrivals_period = 9, .l_left = PROTO_UNLIMITED};
     ck_assert_int_eq(proto_encode(&m, &e), 0);
     ck_assert_uint_eq(e.len[1], 2 * PROTO_REPORT_COMPACT_SIZE);
@@ -337,10 +337,10 @@ START_TEST(test_proto_compact_records)
     ck_assert(memcmp(d.report, m.report, 2 * sizeof *m.report) == 0);
     /* one value too big for 32 bits: the message goes wide, nothing lost */
     static const struct { size_t off; int64_t v; } big[] = {
-        {offsetof(proto_report_rec_t, queued), (int64_t)PROTO_COMPACT_MAX + 1},
+        {offsetof(proto_report_rec_t, queued), INT64_C(1) << 32},
         {offsetof(proto_report_rec_t, arrivals_interval), INT64_C(1) << 40},
         {offsetof(proto_report_rec_t, served_r), (int64_t)PROTO_MAX_COUNT},
-        {offsetof(proto_report_rec_t, r_left), (int64_t)PROTO_COMPACT_MAX + 1},
+        {offsetof(proto_report_rec_t, r_left), INT64_C(1) << 32},
         {offsetof(proto_report_rec_t, l_left), (int64_t)PROTO_COMPACT_UNLIMITED},
     };
     for (size_t k = 0; k < sizeof big / sizeof big[0]; k++) {
@@ -365,7 +365,7 @@ START_TEST(test_proto_compact_records)
     m.table = 1;
     m.count = 3;
     ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
-    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = PROTO_COMPACT_MAX, .l_tokens = 0};
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = UINT32_MAX, .l_tokens = 0};
     m.tokens[1] = (proto_tokens_rec_t){.bucket = 5, .r_tokens = 1, .l_tokens = PROTO_UNLIMITED};
     m.tokens[2] = (proto_tokens_rec_t){.bucket = 2, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 2,
                                        .l_tokens = PROTO_UNLIMITED};
@@ -373,7 +373,7 @@ START_TEST(test_proto_compact_records)
     ck_assert_uint_eq(e.len[1], 3 * PROTO_TOKENS_COMPACT_SIZE);
     ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
     ck_assert(!d.wide);
-    ck_assert_int_eq(d.tokens[0].r_tokens, PROTO_COMPACT_MAX);
+    ck_assert_int_eq(d.tokens[0].r_tokens, UINT32_MAX);
     ck_assert_int_eq(d.tokens[0].l_tokens, 0);
     ck_assert_uint_eq(d.tokens[1].flags, PROTO_TOK_UNLIMITED);
     ck_assert_int_eq(d.tokens[1].l_tokens, PROTO_UNLIMITED);
