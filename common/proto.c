@@ -1400,17 +1400,12 @@ int proto_decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes, pr
 
 /* ---- ZeroMQ helpers ---- */
 
-/* ZeroMQ's deallocator for a frame buffer handed over by proto_send_frames();
- * runs on whichever thread drops the last reference (usually the I/O
- * thread). */
-static void frame_free(void *data, void *hint)
+int proto_send(void *sock, const void *identity, size_t idlen, const proto_msg_t *m, proto_enc_t *e,
+               int zflags)
 {
-    (void)hint;
-    free(data);
-}
-
-int proto_send_frames(void *sock, const void *identity, size_t idlen, proto_enc_t *e, int zflags)
-{
+    int rc = proto_encode(m, e);
+    if (rc)
+        return rc;
     zflags &= ZMQ_DONTWAIT;
     if (identity && zmq_send(sock, identity, idlen, ZMQ_SNDMORE | zflags) < 0)
         return -zmq_errno();
@@ -1418,34 +1413,10 @@ int proto_send_frames(void *sock, const void *identity, size_t idlen, proto_enc_
         int more = i + 1 < e->nframes ? ZMQ_SNDMORE : 0;
         /* Once the first part is queued the rest of a multipart message is
          * accepted atomically, so only the first part can see EAGAIN. */
-        if (e->len[i] < PROTO_ZEROCOPY_MIN) {
-            if (zmq_send(sock, e->data[i], e->len[i], more | zflags) < 0)
-                return -zmq_errno();
-            continue;
-        }
-        /* A big frame (the records) goes without zmq_send's malloc and
-         * copy: ZeroMQ takes the buffer and frees it after sending. */
-        zmq_msg_t msg;
-        if (zmq_msg_init_data(&msg, e->data[i], e->len[i], frame_free, NULL) != 0)
+        if (zmq_send(sock, e->data[i], e->len[i], more | zflags) < 0)
             return -zmq_errno();
-        e->data[i] = NULL;
-        e->cap[i] = 0;
-        if (zmq_msg_send(&msg, sock, more | zflags) < 0) {
-            int err = zmq_errno();
-            zmq_msg_close(&msg); /* frees the buffer */
-            return -err;
-        }
     }
     return 0;
-}
-
-int proto_send(void *sock, const void *identity, size_t idlen, const proto_msg_t *m, proto_enc_t *e,
-               int zflags)
-{
-    int rc = proto_encode(m, e);
-    if (rc)
-        return rc;
-    return proto_send_frames(sock, identity, idlen, e, zflags);
 }
 
 int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen, proto_msg_t *m,

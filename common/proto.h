@@ -271,20 +271,6 @@ typedef int (*proto_known_fn)(const char *node, void *arg);
 int proto_send(void *sock, const void *identity, size_t idlen,
                const proto_msg_t *m, proto_enc_t *e, int zflags);
 
-/* Frames of at least this many bytes are handed to ZeroMQ without a copy. */
-#define PROTO_ZEROCOPY_MIN 8192
-
-/* Sends the frames proto_encode() left in `e` as one multipart message
- * (proto_send() is proto_encode() plus this; use it to time the two
- * apart).  `identity`, `idlen` and `zflags` as for proto_send().  A frame
- * of PROTO_ZEROCOPY_MIN bytes or more is not copied: its buffer is handed to
- * ZeroMQ, which frees it once sent, and `e` forgets it (the next encode
- * allocates a new one), so `e` must be encoded again before the next call.
- * Returns 0, -EAGAIN, -EHOSTUNREACH or another -errno from zmq; nothing is
- * sent when the first part fails. */
-int proto_send_frames(void *sock, const void *identity, size_t idlen, proto_enc_t *e,
-                      int zflags);
-
 /* Receives one multipart message from `sock` and decodes it into `m`.
  * With `identity` non-NULL (ROUTER side) the first frame is taken as the
  * peer identity, copied into identity[idcap] with its length in *idlen;

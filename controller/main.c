@@ -317,7 +317,17 @@ static int send_to(app_t *a, const char *name, proto_msg_t *m)
         log_error("cannot encode %s for %s: %s", proto_type_str(m->type), name, strerror(-rc));
         return rc;
     }
-    rc = proto_send_frames(a->router, name, strlen(name), &a->enc, ZMQ_DONTWAIT);
+    if (zmq_send(a->router, name, strlen(name), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        rc = -zmq_errno();
+    } else {
+        for (size_t i = 0; i < a->enc.nframes; i++) {
+            int more = i + 1 < a->enc.nframes ? ZMQ_SNDMORE : 0;
+            if (zmq_send(a->router, a->enc.data[i], a->enc.len[i], more | ZMQ_DONTWAIT) < 0) {
+                rc = -zmq_errno();
+                break;
+            }
+        }
+    }
     a->cur.send += mono_now() - t1;
     if (rc < 0) {
         a->send_failed++;
