@@ -231,9 +231,9 @@ void proto_enc_clear(proto_enc_t *e)
     proto_enc_init(e);
 }
 
-static int enc_frame(proto_enc_t *e, size_t len, unsigned char **out)
+/* Makes frame i of e `len` bytes long (buffer grown, contents kept). */
+static int frame_at(proto_enc_t *e, size_t i, size_t len, unsigned char **out)
 {
-    size_t i = e->nframes;
     if (len > e->cap[i] || !e->data[i]) {
         size_t want = len < 64 ? 64 : len;
         unsigned char *q = realloc(e->data[i], want);
@@ -243,9 +243,17 @@ static int enc_frame(proto_enc_t *e, size_t len, unsigned char **out)
         e->cap[i] = want;
     }
     e->len[i] = len;
-    e->nframes++;
     *out = e->data[i];
     return 0;
+}
+
+/* Appends a frame of `len` bytes. */
+static int enc_frame(proto_enc_t *e, size_t len, unsigned char **out)
+{
+    int rc = frame_at(e, e->nframes, len, out);
+    if (rc == 0)
+        e->nframes++;
+    return rc;
 }
 
 static int timing_ok(const proto_msg_t *m)
@@ -541,52 +549,80 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
     return w.bad ? -1 : (ssize_t)w.n;
 }
 
-/* Checks the records (the protocol's ranges) and says whether they need the
- * wide layout: *wide is set if m asks for it or a value does not fit a
- * compact field.  The first test of each record is the common case (every
- * value fits 32 bits): one comparison for all counters.  Returns 0 or
- * -EINVAL. */
-static int check_recs(const proto_msg_t *m, int *wide)
+/* The records' range checks.  *_fits() is the common case, true if the
+ * record is valid and every value fits its compact field; it uses & and |
+ * rather than && and || so that there is no branch to mispredict.
+ * *_valid() is the full check, for records that do not fit. */
+static int rep_fits(const proto_report_rec_t *r, uint64_t nb)
 {
-    int big = 0;
-    uint64_t nb = m->has_names ? m->nnames : UINT64_MAX;
+    uint64_t all = r->queued | r->arrivals_interval | r->arrivals_period | r->served_r |
+                   r->served_l | r->served_o | (uint64_t)r->r_left;
+    return ((all >> 32) == 0) & (r->bucket < nb) & ((r->flags | r->reserved) == 0) &
+           (((uint64_t)r->l_left <= PROTO_COMPACT_MAX) | (r->l_left == PROTO_UNLIMITED));
+}
+static int rep_valid(const proto_report_rec_t *r, uint64_t nb)
+{
+    return count_ok(r->queued) && count_ok(r->arrivals_interval) &&
+           count_ok(r->arrivals_period) && count_ok(r->served_r) && count_ok(r->served_l) &&
+           count_ok(r->served_o) && tok_ok(r->r_left, 0) && tok_ok(r->l_left, 1) &&
+           r->flags == 0 && r->reserved == 0 && r->bucket < nb;
+}
+static int tok_unlimited(const proto_tokens_rec_t *t)
+{
+    return ((t->flags & PROTO_TOK_UNLIMITED) != 0) | (t->l_tokens == PROTO_UNLIMITED);
+}
+static int tok_fits(const proto_tokens_rec_t *t, uint64_t nb)
+{
+    return ((uint64_t)t->r_tokens <= UINT32_MAX) & (t->bucket < nb) &
+           ((t->flags & ~PROTO_TOK_UNLIMITED) == 0) &
+           (tok_unlimited(t) | ((uint64_t)t->l_tokens <= PROTO_COMPACT_MAX));
+}
+static int tok_rec_valid(const proto_tokens_rec_t *t, uint64_t nb)
+{
+    return (t->flags & ~PROTO_TOK_UNLIMITED) == 0 && tok_ok(t->r_tokens, 0) &&
+           (tok_unlimited(t) || tok_ok(t->l_tokens, 0)) && t->bucket < nb;
+}
+
+/* Writes compact records into p while checking them.  Returns 0, 1 if a
+ * valid record does not fit (the message must go wide) or -EINVAL. */
+static int enc_compact(const proto_msg_t *m, uint64_t nb, unsigned char *p)
+{
     if (m->type == PROTO_REPORT) {
-        for (size_t i = 0; i < m->count; i++) {
+        for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_COMPACT_SIZE) {
             const proto_report_rec_t *r = &m->report[i];
-            uint64_t all = r->queued | r->arrivals_interval | r->arrivals_period | r->served_r |
-                           r->served_l | r->served_o | (uint64_t)r->r_left;
-            /* & and | rather than && and ||: no branch to mispredict */
-            if (((all >> 32) == 0) & (r->bucket < nb) & ((r->flags | r->reserved) == 0) &
-                (((uint64_t)r->l_left <= PROTO_COMPACT_MAX) | (r->l_left == PROTO_UNLIMITED)))
-                continue;
-            if (!count_ok(r->queued) || !count_ok(r->arrivals_interval) ||
-                !count_ok(r->arrivals_period) || !count_ok(r->served_r) || !count_ok(r->served_l) ||
-                !count_ok(r->served_o) || !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
-                r->flags != 0 || r->reserved != 0 || r->bucket >= nb)
-                return -EINVAL;
-            big = 1;
+            if (!rep_fits(r, nb))
+                return rep_valid(r, nb) ? 1 : -EINVAL;
+            put32(p, r->bucket);
+            put32(p + 4, (uint32_t)r->queued);
+            put32(p + 8, (uint32_t)r->arrivals_interval);
+            put32(p + 12, (uint32_t)r->arrivals_period);
+            put32(p + 16, (uint32_t)r->served_r);
+            put32(p + 20, (uint32_t)r->served_l);
+            put32(p + 24, (uint32_t)r->served_o);
+            put32(p + 28, (uint32_t)r->r_left);
+            /* all ones (PROTO_COMPACT_UNLIMITED) if unlimited, no branch */
+            put32(p + 32, (uint32_t)r->l_left | -(uint32_t)(r->l_left == PROTO_UNLIMITED));
         }
-    } else if (m->type == PROTO_TOKENS) {
-        for (size_t i = 0; i < m->count; i++) {
-            const proto_tokens_rec_t *t = &m->tokens[i];
-            int unl = ((t->flags & PROTO_TOK_UNLIMITED) != 0) | (t->l_tokens == PROTO_UNLIMITED);
-            if (((uint64_t)t->r_tokens <= UINT32_MAX) & (t->bucket < nb) &
-                ((t->flags & ~PROTO_TOK_UNLIMITED) == 0) &
-                (unl | ((uint64_t)t->l_tokens <= PROTO_COMPACT_MAX)))
-                continue;
-            if ((t->flags & ~PROTO_TOK_UNLIMITED) || !tok_ok(t->r_tokens, 0) ||
-                (!unl && !tok_ok(t->l_tokens, 0)) || t->bucket >= nb)
-                return -EINVAL;
-            big = 1;
-        }
+        return 0;
     }
-    *wide = m->wide || big;
+    for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_COMPACT_SIZE) {
+        const proto_tokens_rec_t *t = &m->tokens[i];
+        if (!tok_fits(t, nb))
+            return tok_rec_valid(t, nb) ? 1 : -EINVAL;
+        put32(p, t->bucket);
+        put32(p + 4, (uint32_t)t->r_tokens);
+        put32(p + 8, (uint32_t)t->l_tokens | -(uint32_t)tok_unlimited(t));
+    }
     return 0;
 }
 
-static void enc_report_recs(const proto_msg_t *m, int wide, unsigned char *p)
+/* Checks every record and writes the wide layout.  Returns 0 or -EINVAL. */
+static int enc_wide(const proto_msg_t *m, uint64_t nb, unsigned char *p)
 {
-    if (wide) {
+    if (m->type == PROTO_REPORT) {
+        for (size_t i = 0; i < m->count; i++)
+            if (!rep_valid(&m->report[i], nb))
+                return -EINVAL;
 #if WIRE_LAYOUT
         if (m->count)
             memcpy(p, m->report, m->count * PROTO_REPORT_REC_SIZE);
@@ -606,51 +642,55 @@ static void enc_report_recs(const proto_msg_t *m, int wide, unsigned char *p)
             put64(p + 72, 0);
         }
 #endif
-        return;
+        return 0;
     }
-    for (size_t i = 0; i < m->count; i++, p += PROTO_REPORT_COMPACT_SIZE) {
-        const proto_report_rec_t *r = &m->report[i];
-        put32(p, r->bucket);
-        put32(p + 4, (uint32_t)r->queued);
-        put32(p + 8, (uint32_t)r->arrivals_interval);
-        put32(p + 12, (uint32_t)r->arrivals_period);
-        put32(p + 16, (uint32_t)r->served_r);
-        put32(p + 20, (uint32_t)r->served_l);
-        put32(p + 24, (uint32_t)r->served_o);
-        put32(p + 28, (uint32_t)r->r_left);
-        put32(p + 32, (uint32_t)r->l_left | -(uint32_t)(r->l_left == PROTO_UNLIMITED));
+    for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
+        const proto_tokens_rec_t *t = &m->tokens[i];
+        if (!tok_rec_valid(t, nb))
+            return -EINVAL;
+        int unl = tok_unlimited(t);
+        put32(p, t->bucket);
+        put32(p + 4, unl ? PROTO_TOK_UNLIMITED : 0);
+        put64(p + 8, (uint64_t)t->r_tokens);
+        put64(p + 16, unl ? 0 : (uint64_t)t->l_tokens);
     }
+    return 0;
 }
 
-static void enc_tokens_recs(const proto_msg_t *m, int wide, unsigned char *p)
+/* Encodes m's records into frame `fi` of e: compact if m allows it and
+ * every value fits, else wide (*wide set).  Returns 0, -EINVAL, -ENOMEM. */
+static int enc_records(const proto_msg_t *m, proto_enc_t *e, size_t fi, int *wide)
 {
-    if (wide) {
-        for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_REC_SIZE) {
-            const proto_tokens_rec_t *t = &m->tokens[i];
-            int unl = (t->flags & PROTO_TOK_UNLIMITED) || t->l_tokens == PROTO_UNLIMITED;
-            put32(p, t->bucket);
-            put32(p + 4, unl ? PROTO_TOK_UNLIMITED : 0);
-            put64(p + 8, (uint64_t)t->r_tokens);
-            put64(p + 16, unl ? 0 : (uint64_t)t->l_tokens);
-        }
-        return;
+    uint64_t nb = m->has_names ? m->nnames : UINT64_MAX;
+    int rep = m->type == PROTO_REPORT;
+    unsigned char *p;
+    int rc;
+    *wide = m->wide;
+    if (!*wide) {
+        size_t rs = rep ? PROTO_REPORT_COMPACT_SIZE : PROTO_TOKENS_COMPACT_SIZE;
+        if ((rc = frame_at(e, fi, m->count * rs, &p)))
+            return rc;
+        if ((rc = enc_compact(m, nb, p)) <= 0)
+            return rc;
+        *wide = 1; /* a value too big for 32 bits: start again, wide */
     }
-    for (size_t i = 0; i < m->count; i++, p += PROTO_TOKENS_COMPACT_SIZE) {
-        const proto_tokens_rec_t *t = &m->tokens[i];
-        /* all ones (PROTO_COMPACT_UNLIMITED) if unlimited, without a branch */
-        uint32_t unl = -(uint32_t)(((t->flags & PROTO_TOK_UNLIMITED) != 0) |
-                                   (t->l_tokens == PROTO_UNLIMITED));
-        put32(p, t->bucket);
-        put32(p + 4, (uint32_t)t->r_tokens);
-        put32(p + 8, (uint32_t)t->l_tokens | unl);
-    }
+    size_t rs = rep ? PROTO_REPORT_REC_SIZE : PROTO_TOKENS_REC_SIZE;
+    if ((rc = frame_at(e, fi, m->count * rs, &p)))
+        return rc;
+    return enc_wide(m, nb, p);
 }
 
 int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 {
     int rc = enc_check(m);
+    if (rc)
+        return rc;
+    /* The records go first (into their frame, the last one) because the
+     * header says whether they are wide. */
+    e->nframes = 0;
     int wide = 0;
-    if (rc || (rc = check_recs(m, &wide)))
+    size_t rec_frame = 1 + (m->has_names ? 1 : 0) + (m->has_weights ? 1 : 0);
+    if (type_has_records(m->type) && (rc = enc_records(m, e, rec_frame, &wide)))
         return rc;
     e->nframes = 0;
     unsigned char *p;
@@ -699,17 +739,8 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
             put32(p, m->weights[i]);
     }
 
-    if (type_has_records(m->type)) {
-        size_t rs = m->type == PROTO_REPORT
-                        ? (wide ? PROTO_REPORT_REC_SIZE : PROTO_REPORT_COMPACT_SIZE)
-                        : (wide ? PROTO_TOKENS_REC_SIZE : PROTO_TOKENS_COMPACT_SIZE);
-        if ((rc = enc_frame(e, m->count * rs, &p)))
-            return rc;
-        if (m->type == PROTO_REPORT)
-            enc_report_recs(m, wide, p);
-        else
-            enc_tokens_recs(m, wide, p);
-    }
+    if (type_has_records(m->type))
+        e->nframes++; /* the records frame, written above */
     return 0;
 }
 
