@@ -789,10 +789,14 @@ START_TEST(test_proto_fuzz_mutations)
     for (int i = 0; i < 3; i++)
         strcpy(seeds[i].node, "fuzz");
 
-    proto_enc_t e[3];
-    for (int i = 0; i < 3; i++) {
+    /* e[0..2]: the seeds as sent (records compact); e[3], e[4]: the report
+     * and the tokens message with wide records */
+    enum { NENC = 5 };
+    proto_enc_t e[NENC];
+    for (int i = 0; i < NENC; i++) {
         proto_enc_init(&e[i]);
-        ck_assert_int_eq(proto_encode(&seeds[i], &e[i]), 0);
+        seeds[i % 3].wide = i >= 3;
+        ck_assert_int_eq(proto_encode(&seeds[i % 3], &e[i]), 0);
     }
     proto_stats_t st = {0};
     proto_msg_t d;
@@ -803,7 +807,7 @@ START_TEST(test_proto_fuzz_mutations)
     static unsigned char bufs[PROTO_MAX_FRAMES][CAP];
     size_t total = 0;
     for (int it = 0; it < N; it++) {
-        const proto_enc_t *src = &e[it % 3];
+        const proto_enc_t *src = &e[it % NENC];
         proto_frame_t f[PROTO_MAX_FRAMES] = {{0}};
         size_t nf = src->nframes;
         for (size_t i = 0; i < nf; i++) {
@@ -839,10 +843,10 @@ START_TEST(test_proto_fuzz_mutations)
     }
     ck_assert_uint_eq(st.ok + st.rejected_total, total);
     ck_assert_uint_gt(st.rejected_total, total / 2);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < NENC; i++)
         proto_enc_clear(&e[i]);
+    for (int i = 0; i < 3; i++)
         proto_msg_clear(&seeds[i]);
-    }
     proto_msg_clear(&d);
     proto_enc_clear(&scratch);
 }
