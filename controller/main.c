@@ -1027,9 +1027,9 @@ int main(int argc, char **argv)
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through
      * malloc in two threads: ZeroMQ's I/O thread allocates a buffer per
-     * report (~100 KB) that this thread frees after decoding, and zmq_send
-     * allocates a buffer per token message that the I/O thread frees after
-     * sending.  With glibc's default trim threshold (128 KiB) the freed top
+     * report (~45 KB; ~100 KB before protocol v3's compact records) that
+     * this thread frees after decoding, and zmq_send allocates a buffer per
+     * token message that the I/O thread frees after sending.  With glibc's default trim threshold (128 KiB) the freed top
      * of each heap is handed back to the kernel (brk / MADV_DONTNEED) and
      * page-faulted in again the next round: 150-300 faults and several ms
      * of CPU per round (docs/performance.md, "Controller").  Keep up to
