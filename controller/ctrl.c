@@ -13,28 +13,52 @@
 
 _Static_assert(BUCKETFILE_MAX_WEIGHT <= PROTO_WEIGHT_MAX, "bucket weights must fit the protocol");
 
-/* One (bucket, node) pair: the node's last report for the bucket and what
- * was pushed.  Indexed by the node's table index, so every pass over the
- * pairs is sequential and touches only buckets the node holds. */
+/* One (bucket, node) pair: the node's last report for the bucket and the
+ * demand estimator's state.  Indexed by the node's table index, so every
+ * pass over the pairs is sequential and touches only buckets the node
+ * holds.  What was pushed is in pair_push_t and what one computation works
+ * out in work_t: the passes over the active pairs are memory-bound, and
+ * each of these three arrays is streamed only by the passes that need it
+ * (one 112-byte record per pair made every pass stream all of it). */
 typedef struct {
     int b;                 /* controller bucket index, -1 if not configured */
-    int rk;                /* this computation: its entry among its bucket's
-                              entries in the R problem (pshift_bucket_entry),
-                              -1 if not in it */
+    uint8_t has_report;
+    uint8_t throttled;     /* last report: r_left <= 0 and l_left <= 0 */
     uint64_t queued, arrivals;             /* last report */
     int64_t served;        /* served_r + served_l + served_o of the last
                               report (<= 2^53), period `period` */
     uint64_t period;       /* period of the last report of this bucket */
     estimate_demand_t dem;
+} pair_t;
+
+/* What the computations made of a pair: the demand estimate and the tokens
+ * last pushed.  Same index as pair_t. */
+typedef struct {
+    int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
     int64_t demand;        /* estimate for the rest of the period */
     double rate_used;      /* demand per interval at the last computation */
-    double rate_now;       /* ... at this one (before the backlog floor) */
+} pair_push_t;
+
+/* One active pair during a computation, dense in active-list order: the
+ * first pass fills it from the pair, the passes that build the problems and
+ * read them back use only this. */
+typedef struct {
+    int b;                 /* as pair_t */
+    int rk, lk;            /* its entry among its bucket's entries in the R /
+                              L problem (pshift_bucket_allocs), -1 if none */
+    uint8_t flags;         /* WORK_* */
+    uint64_t arrivals;     /* as pair_t, after the idle reset */
+    int64_t demand;        /* estimate, then the backlog floor */
+    double rate_now;       /* demand per interval (before the floor) */
     int64_t new_r, new_l;  /* this computation's allocation */
-    int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
-    int lk;                /* ... in the L problem */
-    uint8_t has_report;
-    uint8_t throttled;     /* last report: r_left <= 0 and l_left <= 0 */
-} pair_t;
+} work_t;
+
+enum {
+    WORK_EST = 1,          /* estimated: configured and reported */
+    WORK_CUR = 2,          /* reported in this period (or the next) */
+    WORK_QUEUED = 4,       /* reported with requests waiting */
+    WORK_QUIET = 8,        /* nothing queued, arrived or served this period */
+};
 
 /* What only the status needs of a pair: the last report's served counters
  * by kind.  Apart from pair_t so that the passes of a computation stream
@@ -60,6 +84,7 @@ typedef struct {
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
     pair_t *pairs;         /* [ntable] */
+    pair_push_t *push;     /* [ntable] */
     pair_served_t *served; /* [ntable] */
     /* Active pairs: reported (and not idle since) or holding tokens that
      * can change.  Every pass of a computation visits only these, so a
@@ -68,14 +93,11 @@ typedef struct {
     uint32_t *act;         /* table indices */
     size_t nact, capact;
     uint8_t *inact;        /* [ntable]: 1 if in act */
-    /* During a computation, the active pairs of a node whose table is
-     * much larger than its active list are copied here (dense[k] is
-     * pairs[act[k]]) by the first pass and written back by the last, so
-     * the passes between them stream a dense array instead of missing the
-     * caches on scattered pairs. */
-    pair_t *dense;
-    size_t capdense;
-    int gathered;          /* dense holds the active pairs now */
+    /* During a computation, work[k] is active pair act[k]'s: the passes
+     * between the first and the last stream it instead of missing the
+     * caches on pairs scattered in a large table. */
+    work_t *work;
+    size_t capwork;
     int full_push;         /* next computation visits every pair once */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
@@ -133,20 +155,14 @@ struct ctrl {
     pshift_problem_t *rp, *lp;
 };
 
-/* Asks the CPU to fetch pair `j` of node nd (both cache lines a pair may
- * straddle) ahead of its use: the active pairs of a large table are
- * scattered, and their indices are known in advance. */
+/* Asks the CPU to fetch (for writing) the record of `size` bytes at `a`,
+ * both cache lines it may straddle, ahead of its use: the active pairs of a
+ * large table are scattered, and their indices are known in advance. */
 #define PAIR_AHEAD 16
-static inline void pair_prefetch(const node_t *nd, size_t j, int write)
+static inline void rec_prefetch(const void *a, size_t size)
 {
-    const char *a = (const char *)&nd->pairs[j];
-    if (write) {
-        __builtin_prefetch(a, 1);
-        __builtin_prefetch(a + sizeof(pair_t) - 1, 1);
-    } else {
-        __builtin_prefetch(a, 0);
-        __builtin_prefetch(a + sizeof(pair_t) - 1, 0);
-    }
+    __builtin_prefetch(a, 1);
+    __builtin_prefetch((const char *)a + size - 1, 1);
 }
 
 ctrl_config_t ctrl_config_default(void)
@@ -192,8 +208,9 @@ static void node_free(node_t *n)
     free(n->tnames);
     free(n->jof);
     free(n->pairs);
+    free(n->push);
     free(n->served);
-    free(n->dense);
+    free(n->work);
     free(n->act);
     free(n->inact);
     free(n->out);
@@ -226,14 +243,13 @@ const ctrl_config_t *ctrl_config(const ctrl_t *c)
     return &c->cfg;
 }
 
-static void pair_init(pair_t *p, int b)
+static void pair_init(pair_t *p, pair_push_t *pp, int b)
 {
     memset(p, 0, sizeof *p);
     p->b = b;
-    p->tok_r = -1;
-    p->tok_l = CTRL_UNLIMITED;
     p->period = UINT64_MAX;
     p->throttled = 1; /* no tokens left known */
+    *pp = (pair_push_t){.tok_r = -1, .tok_l = CTRL_UNLIMITED};
 }
 
 static int64_t rate_to_tokens(int64_t rate, double period_s)
@@ -382,11 +398,12 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         return -EINVAL;
     char **tn = calloc(n ? n : 1, sizeof *tn);
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
+    pair_push_t *push = malloc((n ? n : 1) * sizeof *push);
     pair_served_t *served = calloc(n ? n : 1, sizeof *served);
     int *jof = malloc((c->nb ? c->nb : 1) * sizeof *jof);
     uint8_t *inact = calloc(n ? n : 1, 1);
     uint32_t *act = malloc((n ? n : 1) * sizeof *act);
-    if (!tn || !pairs || !served || !jof || !inact || !act)
+    if (!tn || !pairs || !push || !served || !jof || !inact || !act)
         goto nomem;
     for (size_t j = 0; j < n; j++) {
         if (!(tn[j] = strdup(names[j])))
@@ -396,19 +413,22 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         int old = b >= 0 ? node_slot(nd, (size_t)b) : -1;
         if (old >= 0) {
             pairs[j] = nd->pairs[old];
+            push[j] = nd->push[old];
             served[j] = nd->served[old];
         } else
-            pair_init(&pairs[j], b);
+            pair_init(&pairs[j], &push[j], b);
     }
     for (size_t j = 0; j < nd->ntable; j++)
         free(nd->tnames[j]);
     free(nd->tnames);
     free(nd->pairs);
+    free(nd->push);
     free(nd->served);
     free(nd->act);
     free(nd->inact);
     nd->tnames = tn;
     nd->pairs = pairs;
+    nd->push = push;
     nd->served = served;
     nd->ntable = n;
     nd->table = table;
@@ -429,6 +449,7 @@ nomem:
             free(tn[j]);
     free(tn);
     free(pairs);
+    free(push);
     free(served);
     free(inact);
     free(act);
@@ -473,7 +494,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t tab
     /* Whatever we pushed before is unknown now (a restarted node starts
      * from defaults): push everything next time. */
     for (size_t j = 0; j < nd->ntable; j++)
-        nd->pairs[j].tok_r = -1;
+        nd->push[j].tok_r = -1;
     nd->full_push = 1;
     nd->peer_table = 0;
     if (!nd->up && nd->last_seen >= 0) {
@@ -499,7 +520,7 @@ int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
         c->st.nodes_back_up++;
         c->force = 1;
         for (size_t j = 0; j < nd->ntable; j++)
-            nd->pairs[j].tok_r = -1;
+            nd->push[j].tok_r = -1;
         nd->full_push = 1;
         log_info("node %s is back", nd->name);
     }
@@ -583,7 +604,7 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         if (r->bucket >= nd->ntable)
             return -EINVAL;
         if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable) {
-            pair_prefetch(nd, recs[i + PAIR_AHEAD].bucket, 1);
+            rec_prefetch(&nd->pairs[recs[i + PAIR_AHEAD].bucket], sizeof(pair_t));
             __builtin_prefetch(&nd->served[recs[i + PAIR_AHEAD].bucket], 1);
         }
         pair_t *p = &nd->pairs[r->bucket];
@@ -710,39 +731,32 @@ static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
     return 0;
 }
 
-/* The k-th active pair of node nd during a computation. */
-static inline pair_t *act_pair(node_t *nd, size_t k)
+/* Makes room in node nd's work array for its active pairs.  Returns 0 or
+ * -ENOMEM. */
+static int work_reserve(node_t *nd)
 {
-    return nd->gathered ? &nd->dense[k] : &nd->pairs[nd->act[k]];
+    if (nd->capwork >= nd->nact)
+        return 0;
+    size_t cap = nd->capact > nd->nact ? nd->capact : nd->nact;
+    work_t *w = realloc(nd->work, cap * sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    nd->work = w;
+    nd->capwork = cap;
+    return 0;
 }
 
-/* Decides whether node nd's active pairs are worth copying into a dense
- * array for this computation (sparse in a large table) and makes room.
- * Without memory the passes just use the pairs where they are. */
-static void gather_prepare(node_t *nd)
+/* Keeps what a computation that stopped (skipped or failed) estimated:
+ * the active pairs' demands, as its passes left them. */
+static void work_keep_demand(ctrl_t *c)
 {
-    nd->gathered = 0;
-    if (nd->nact == 0 || nd->nact * 4 > nd->ntable)
-        return;
-    if (nd->capdense < nd->nact) {
-        size_t cap = nd->capact > nd->nact ? nd->capact : nd->nact;
-        pair_t *d = realloc(nd->dense, cap * sizeof *d);
-        if (!d)
-            return;
-        nd->dense = d;
-        nd->capdense = cap;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        for (size_t k = 0; k < nd->nact; k++)
+            nd->push[nd->act[k]].demand = nd->work[k].demand;
     }
-    nd->gathered = 1;
-}
-
-/* Writes node nd's gathered pairs back (after an error or a skip). */
-static void scatter_all(node_t *nd)
-{
-    if (!nd->gathered)
-        return;
-    for (size_t k = 0; k < nd->nact; k++)
-        nd->pairs[nd->act[k]] = nd->dense[k];
-    nd->gathered = 0;
 }
 
 /* Decides, after both passes, which limited buckets get a provisional
@@ -824,13 +838,120 @@ static int prov_walk(ctrl_t *c)
                  * began; only an unbroken split is known to be intact. */
                 fresh = bs->fresh;
             }
-            if (!fresh && pr->tok_r == r && pr->tok_l == l)
+            pair_push_t *ps = &nd->push[j];
+            if (!fresh && ps->tok_r == r && ps->tok_l == l)
                 continue;
             if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
                 return rc;
-            pr->tok_r = r;
-            pr->tok_l = l;
+            ps->tok_r = r;
+            ps->tok_l = l;
         }
+    }
+    return 0;
+}
+
+/* The first pass over up node nd's active pairs: adds their served
+ * counters and arrivals to their buckets' sums, estimates their demands and
+ * fills nd->work for the passes that follow.  Returns nonzero if `changed`
+ * or if an estimate moved enough to be worth a recomputation. */
+static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
+{
+    const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
+    /* Sparse in a large table: fetch ahead, sequential access would not. */
+    const int sparse = nd->nact * 4 <= nd->ntable;
+    for (size_t k = 0; k < nd->nact; k++) {
+        if (sparse && k + PAIR_AHEAD < nd->nact)
+            rec_prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
+        pair_t *pr = &nd->pairs[nd->act[k]];
+        work_t *w = &nd->work[k];
+        int64_t served = pair_served(c, pr);
+        w->b = pr->b;
+        w->flags = 0;
+        w->demand = 0;
+        w->arrivals = 0;
+        if (pr->b >= 0)
+            c->b[pr->b].served += served;
+        if (pr->b >= 0 && pr->has_report) {
+            /* Reported in an older period, and the node's report of this
+             * one left it out: it is idle there (protocol.md), not still
+             * showing the queue and arrivals of its last record. */
+            if (pr->period < c->period && cur_rep) {
+                pr->queued = pr->arrivals = 0;
+                pr->throttled = 0;
+            }
+            w->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
+            w->arrivals = pr->arrivals;
+            c->b[pr->b].arrivals += (double)pr->arrivals;
+            w->rate_now = il > 0 ? (double)w->demand / il : 0;
+            w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
+                       (pr->queued > 0 ? WORK_QUEUED : 0);
+            if (!changed && estimate_changed(nd->push[nd->act[k]].rate_used, w->rate_now,
+                                             c->cfg.skip_rel, c->cfg.skip_abs))
+                changed = 1;
+        }
+        if (pr->queued == 0 && pr->arrivals == 0 && served == 0)
+            w->flags |= WORK_QUIET;
+    }
+    return changed;
+}
+
+/* The last pass over up node nd's active pairs, after both solves: their
+ * allocations become token records (nd->out) where they can change the
+ * node's counts.  Headroom of a limited bucket that the estimates did not
+ * place is split evenly (as L-tokens) over the up nodes where the bucket is
+ * active this period, so a bucket whose demand moves between them is
+ * served at once, never beyond its limit.  Pairs idle and holding nothing
+ * that can change leave the active list.  Returns 0 or -ENOMEM. */
+static int push_node(ctrl_t *c, node_t *nd)
+{
+    const int sparse = nd->nact * 4 <= nd->ntable;
+    size_t k = 0;
+    while (k < nd->nact) {
+        size_t j = nd->act[k];
+        work_t *w = &nd->work[k];
+        pair_push_t *ps = &nd->push[j];
+        if (sparse && k + PAIR_AHEAD < nd->nact)
+            rec_prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
+        ps->demand = w->demand;
+        if (w->flags & WORK_EST)
+            ps->rate_used = w->rate_now;
+        if (w->b < 0) {
+            k++;
+            continue;
+        }
+        bstate_t *bs = &c->b[w->b];
+        if (w->lk >= 0)
+            w->new_l += bs->la[w->lk];
+        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR)) {
+            int64_t left = bs->head - bs->ralloc - bs->lalloc;
+            if (left > 0) {
+                int n = c->cnt[w->b], idx = c->given[w->b]++;
+                w->new_l += left / n + (idx < left % n ? 1 : 0);
+            }
+        }
+        int64_t r = w->new_r, l = w->new_l;
+        /* Zero R and an L that cannot change by consumption (0 or
+         * unlimited), same as last time: the node already holds it.
+         * A provisional split is written by prov_walk(). */
+        if (!bs->prov &&
+            !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
+            int rc = push_rec(nd, (uint32_t)w->b, r, l);
+            if (rc < 0)
+                return rc;
+            ps->tok_r = r;
+            ps->tok_l = l;
+        }
+        /* Idle and holding nothing that can change: off the list until
+         * the node reports the bucket again. */
+        if (w->demand == 0 && (w->flags & WORK_QUIET) &&
+            (bs->prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
+            nd->inact[j] = 0;
+            nd->act[k] = nd->act[--nd->nact];
+            nd->work[k] = nd->work[nd->nact];
+            nd->act_sorted = 0;
+            continue;
+        }
+        k++;
     }
     return 0;
 }
@@ -840,6 +961,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     ctrl_result_t rs = {0};
     int rc = 0;
     pshift_problem_t *p = NULL, *q = NULL;
+    int estimated = 0;    /* the work arrays hold this round's estimates */
+    int pushed = 0;       /* ... and they have been applied */
     const double K = c->cfg.intervals;
     const double il = c->left * K;                 /* intervals left */
     const double rem_s = c->left * c->cfg.period_s; /* seconds left */
@@ -848,6 +971,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nout = 0;
+        if ((rc = work_reserve(nd)) < 0)
+            goto out;
         if (!nd->act_sorted) {
             qsort(nd->act, nd->nact, sizeof *nd->act, cmp_u32);
             nd->act_sorted = 1;
@@ -885,39 +1010,9 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
-        gather_prepare(nd);
-        const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
-        for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr;
-            if (nd->gathered) {
-                if (k + PAIR_AHEAD < nd->nact)
-                    pair_prefetch(nd, nd->act[k + PAIR_AHEAD], 0);
-                nd->dense[k] = nd->pairs[nd->act[k]];
-                pr = &nd->dense[k];
-            } else {
-                pr = &nd->pairs[nd->act[k]];
-            }
-            if (pr->b >= 0)
-                c->b[pr->b].served += pair_served(c, pr);
-            if (pr->b < 0 || !pr->has_report) {
-                pr->demand = 0;
-                continue;
-            }
-            /* Reported in an older period, and the node's report of this
-             * one left it out: it is idle there (protocol.md), not still
-             * showing the queue and arrivals of its last record. */
-            if (pr->period < c->period && cur_rep) {
-                pr->queued = pr->arrivals = 0;
-                pr->throttled = 0;
-            }
-            pr->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
-            c->b[pr->b].arrivals += (double)pr->arrivals;
-            pr->rate_now = il > 0 ? (double)pr->demand / il : 0;
-            if (!changed &&
-                estimate_changed(pr->rate_used, pr->rate_now, c->cfg.skip_rel, c->cfg.skip_abs))
-                changed = 1;
-        }
+        changed = estimate_node(c, nd, il, changed);
     }
+    estimated = 1;
     if (!changed) {
         c->st.skipped++;
         rs.skipped = 1;
@@ -969,15 +1064,15 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (!nd->up)
             continue;
         for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr = act_pair(nd, k);
-            pr->new_r = 0;
-            pr->new_l = pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
-            pr->rk = pr->lk = -1;
-            if (pr->b < 0)
+            work_t *w = &nd->work[k];
+            w->new_r = 0;
+            w->new_l = w->b < 0 || c->b[w->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+            w->rk = w->lk = -1;
+            if (w->b < 0)
                 continue;
-            if (pr->has_report && pr->period >= c->period)
-                c->cnt[pr->b]++; /* up nodes where it is active this period */
-            bstate_t *bs = &c->b[pr->b];
+            if (w->flags & WORK_CUR)
+                c->cnt[w->b]++; /* up nodes where it is active this period */
+            bstate_t *bs = &c->b[w->b];
             /* Backlog floor: a bucket with requests waiting here wants more
              * than it got.  Its arrivals come from clients that wait for
              * answers (closed loop), so they only show the service it got:
@@ -986,13 +1081,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
              * short of its reservation, its demand here is at least its
              * remaining reservation times this node's share of its
              * arrivals. */
-            if (pr->has_report && pr->queued > 0 && bs->r_rem > 0) {
-                double share = bs->arrivals > 0 ? (double)pr->arrivals / bs->arrivals : 1;
+            if ((w->flags & WORK_QUEUED) && bs->r_rem > 0) {
+                double share = bs->arrivals > 0 ? (double)w->arrivals / bs->arrivals : 1;
                 int64_t floor_d = (int64_t)ceil((double)bs->r_rem * share);
-                if (pr->demand < floor_d)
-                    pr->demand = floor_d;
+                if (w->demand < floor_d)
+                    w->demand = floor_d;
             }
-            if (pr->demand <= 0)
+            if (w->demand <= 0)
                 continue;
             any_l |= bs->l != CTRL_UNLIMITED && bs->head > 0;
             if (bs->r_rem <= 0)
@@ -1005,11 +1100,11 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 }
                 rs.buckets++;
             }
-            if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, pr->demand)) < 0)
+            if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, w->demand)) < 0)
                 goto out;
             /* Nodes are added in increasing server index, so this is the
              * bucket's rn-th entry in pshift's order too. */
-            pr->rk = bs->rn++;
+            w->rk = bs->rn++;
             rs.pairs++;
         }
     }
@@ -1062,13 +1157,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         if (!nd->up)
             continue;
         for (size_t k = 0; k < nd->nact; k++) {
-            pair_t *pr = act_pair(nd, k);
-            if (pr->b < 0)
+            work_t *w = &nd->work[k];
+            if (w->b < 0)
                 continue;
-            bstate_t *bs = &c->b[pr->b];
-            if (pr->rk >= 0)
-                pr->new_r = bs->ra[pr->rk];
-            if (!q || pr->demand <= pr->new_r)
+            bstate_t *bs = &c->b[w->b];
+            if (w->rk >= 0)
+                w->new_r = bs->ra[w->rk];
+            if (!q || w->demand <= w->new_r)
                 continue;
             if (bs->l == CTRL_UNLIMITED || bs->head <= bs->ralloc)
                 continue;
@@ -1079,9 +1174,9 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                     goto out;
                 }
             }
-            if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, pr->demand - pr->new_r)) < 0)
+            if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, w->demand - w->new_r)) < 0)
                 goto out;
-            pr->lk = bs->ln++;
+            w->lk = bs->ln++;
         }
     }
     if (q) {
@@ -1099,82 +1194,30 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             rs.l_tokens += c->b[b].head - c->b[b].ralloc;
     int any_walk = prov_plan(c, forced);
 
-    /* Records per up node: everything that can change its counts.
-     * Headroom of a limited bucket that the estimates did not place is
-     * split evenly (as L-tokens) over the up nodes where the bucket is
-     * active this period, so a bucket whose demand moves between them is
-     * served at once, never beyond its limit. */
+    /* Records per up node: everything that can change its counts. */
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->cap_used = nd->cap.estimate;
         if (!nd->up)
             continue;
-        size_t k = 0;
-        while (k < nd->nact) {
-            size_t j = nd->act[k];
-            pair_t *pr = act_pair(nd, k);
-            if (nd->gathered && k + PAIR_AHEAD < nd->nact)
-                pair_prefetch(nd, nd->act[k + PAIR_AHEAD], 1);
-            pr->rate_used = pr->rate_now;
-            if (pr->b < 0) {
-                if (nd->gathered)
-                    nd->pairs[j] = *pr;
-                k++;
-                continue;
-            }
-            bstate_t *bs = &c->b[pr->b];
-            if (pr->lk >= 0)
-                pr->new_l += bs->la[pr->lk];
-            if (bs->l != CTRL_UNLIMITED && pr->has_report && pr->period >= c->period) {
-                int64_t left = bs->head - bs->ralloc - bs->lalloc;
-                if (left > 0) {
-                    int n = c->cnt[pr->b], idx = c->given[pr->b]++;
-                    pr->new_l += left / n + (idx < left % n ? 1 : 0);
-                }
-            }
-            int64_t r = pr->new_r, l = pr->new_l;
-            /* Zero R and an L that cannot change by consumption (0 or
-             * unlimited), same as last time: the node already holds it.
-             * A provisional split is written by prov_walk(). */
-            if (!bs->prov &&
-                !(pr->tok_r == 0 && r == 0 && l == pr->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
-                if ((rc = push_rec(nd, (uint32_t)pr->b, r, l)) < 0)
-                    goto out;
-                pr->tok_r = r;
-                pr->tok_l = l;
-            }
-            if (nd->gathered)
-                nd->pairs[j] = *pr;
-            /* Idle and holding nothing that can change: off the list until
-             * the node reports the bucket again. */
-            if (pr->demand == 0 && pr->queued == 0 && pr->arrivals == 0 &&
-                pair_served(c, pr) == 0 &&
-                (bs->prov || (pr->tok_r == 0 && (pr->tok_l == 0 || pr->tok_l == CTRL_UNLIMITED)))) {
-                nd->inact[j] = 0;
-                nd->act[k] = nd->act[--nd->nact];
-                if (nd->gathered)
-                    nd->dense[k] = nd->dense[nd->nact];
-                nd->act_sorted = 0;
-                continue;
-            }
-            k++;
-        }
-        nd->gathered = 0;
+        if ((rc = push_node(c, nd)) < 0)
+            goto out;
         /* Once after a (re)registration or a configuration change: every
          * other pair gets R 0 and, for a limited bucket, L 0, so that no
          * bucket is unthrottled on a node that has not reported it. */
         if (nd->full_push) {
             for (size_t j = 0; j < nd->ntable; j++) {
-                pair_t *pr = &nd->pairs[j];
-                if (nd->inact[j] || pr->b < 0 || (c->b[pr->b].prov && c->b[pr->b].walk))
+                int b = nd->pairs[j].b;
+                pair_push_t *ps = &nd->push[j];
+                if (nd->inact[j] || b < 0 || (c->b[b].prov && c->b[b].walk))
                     continue;
-                int64_t l = c->b[pr->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
-                if (pr->tok_r == 0 && pr->tok_l == l)
+                int64_t l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+                if (ps->tok_r == 0 && ps->tok_l == l)
                     continue;
-                if ((rc = push_rec(nd, (uint32_t)pr->b, 0, l)) < 0)
+                if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     goto out;
-                pr->tok_r = 0;
-                pr->tok_l = l;
+                ps->tok_r = 0;
+                ps->tok_l = l;
             }
             nd->full_push = 0;
         }
@@ -1183,9 +1226,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     c->force = 0;
     c->st.computed++;
+    pushed = 1;
 out:
-    for (int i = 0; i < c->nn; i++)
-        scatter_all(&c->nodes[i]); /* skipped round or error: state kept */
+    if (estimated && !pushed)
+        work_keep_demand(c); /* skipped round or error */
     if (rc < 0)
         for (int i = 0; i < c->nn; i++)
             c->nodes[i].nout = 0;
@@ -1238,12 +1282,13 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             continue;
         if (p->has_report)
             out->queued += p->queued;
-        out->demand += p->demand;
-        out->servers += p->demand > 0;
-        if (p->tok_r > 0)
-            out->r_tokens += p->tok_r;
-        if (p->tok_r >= 0 && !unl && p->tok_l != CTRL_UNLIMITED)
-            out->l_tokens += p->tok_l;
+        const pair_push_t *ps = &nd->push[j];
+        out->demand += ps->demand;
+        out->servers += ps->demand > 0;
+        if (ps->tok_r > 0)
+            out->r_tokens += ps->tok_r;
+        if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
+            out->l_tokens += ps->tok_l;
     }
     if (unl)
         out->l_tokens = CTRL_UNLIMITED;
@@ -1292,7 +1337,7 @@ double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
         const pair_t *p = &nd->pairs[j];
         if (!p->has_report)
             continue;
-        if (p->demand > 0 || p->queued > 0 || p->arrivals > 0) {
+        if (nd->push[j].demand > 0 || p->queued > 0 || p->arrivals > 0) {
             s += nd->cap.estimate;
             any = 1;
         }
