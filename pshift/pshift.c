@@ -303,6 +303,27 @@ static int cmp_remainder(const void *x, const void *y)
     return a->e < b->e ? -1 : (a->e > b->e);
 }
 
+/* Gives one token each to the `left` entries of scratch[0..n) (n <= 16, in
+ * increasing entry order, remainders below 2^59) that come first in the
+ * order of cmp_remainder(): an entry gets its token iff fewer than `left`
+ * entries come before it.  Counting without branches beats sorting, whose
+ * comparisons of random remainders the CPU cannot predict.  The key
+ * remainder * 16 + (15 - position) orders entries as cmp_remainder() does
+ * (ties to the lower entry), so each pair costs one comparison. */
+static void give_leftover_small(int64_t *alloc, const remainder_t *scratch, size_t n,
+                                int64_t left)
+{
+    uint64_t key[16];
+    for (size_t i = 0; i < n; i++)
+        key[i] = scratch[i].rem << 4 | (15 - i);
+    for (size_t i = 0; i < n; i++) {
+        int64_t before = 0;
+        for (size_t j = 0; j < n; j++)
+            before += key[j] > key[i];
+        alloc[scratch[i].e] += before < left;
+    }
+}
+
 /* InitialTokenAllocation (Algorithm 3) for one bucket: A = min(R, D) tokens
  * in proportion to demand, floors first, then the leftover to the largest
  * remainders (ties to the lower server index).  a <= d holds because
@@ -340,12 +361,11 @@ static int64_t initial_bucket(pshift_problem_t *p, int b, remainder_t *scratch)
     }
     int64_t left = A - given; /* < number of entries with a remainder */
     if (left > 0) {
-        if (nrem <= 16) {
-            /* Few entries (buckets are active on few servers): an entry
-             * gets a token if fewer than `left` entries come before it in
-             * the order of cmp_remainder().  Counting without branches
-             * beats sorting, whose comparisons of random remainders the
-             * CPU cannot predict. */
+        if (nrem <= 16 && !wide) {
+            /* Few entries (buckets are active on few servers), and the
+             * remainders, below D < 2^32, leave room for the key. */
+            give_leftover_small(p->alloc, scratch, nrem, left);
+        } else if (nrem <= 16) {
             for (size_t i = 0; i < nrem; i++) {
                 uint64_t ri = scratch[i].rem;
                 size_t ei = scratch[i].e;
