@@ -712,23 +712,40 @@ static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass)
     }
 }
 
-static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+/* Makes room for `n` more token records for node nd.  Returns 0 or
+ * -ENOMEM. */
+static int out_reserve(node_t *nd, size_t n)
 {
-    if (nd->nout == nd->capout) {
-        size_t cap = nd->capout ? nd->capout * 2 : 64;
-        proto_tokens_rec_t *o = realloc(nd->out, cap * sizeof *o);
-        if (!o)
-            return -ENOMEM;
-        nd->out = o;
-        nd->capout = cap;
-    }
+    if (nd->capout - nd->nout >= n)
+        return 0;
+    size_t cap = nd->capout ? nd->capout * 2 : 64;
+    while (cap - nd->nout < n)
+        cap *= 2;
+    proto_tokens_rec_t *o = realloc(nd->out, cap * sizeof *o);
+    if (!o)
+        return -ENOMEM;
+    nd->out = o;
+    nd->capout = cap;
+    return 0;
+}
+
+/* Appends a token record for node nd, which has room for it (out_reserve). */
+static inline void out_add(node_t *nd, uint32_t b, int64_t r, int64_t l)
+{
     nd->out[nd->nout++] = (proto_tokens_rec_t){
         .bucket = b,
         .flags = l == CTRL_UNLIMITED ? PROTO_TOK_UNLIMITED : 0,
         .r_tokens = r,
         .l_tokens = l,
     };
-    return 0;
+}
+
+static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+{
+    int rc = out_reserve(nd, 1);
+    if (rc == 0)
+        out_add(nd, b, r, l);
+    return rc;
 }
 
 /* Makes room in node nd's work array for its active pairs.  Returns 0 or
@@ -905,6 +922,9 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
 static int push_node(ctrl_t *c, node_t *nd)
 {
     const int sparse = nd->nact * 4 <= nd->ntable;
+    int rc = out_reserve(nd, nd->nact); /* at most one record per pair */
+    if (rc < 0)
+        return rc;
     size_t k = 0;
     while (k < nd->nact) {
         size_t j = nd->act[k];
@@ -935,9 +955,7 @@ static int push_node(ctrl_t *c, node_t *nd)
          * A provisional split is written by prov_walk(). */
         if (!bs->prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
-            int rc = push_rec(nd, (uint32_t)w->b, r, l);
-            if (rc < 0)
-                return rc;
+            out_add(nd, (uint32_t)w->b, r, l);
             ps->tok_r = r;
             ps->tok_l = l;
         }
