@@ -17,7 +17,10 @@ int64_t estimate_demand(estimate_demand_t *st, uint64_t queued, uint64_t arrival
     double d = (double)queued + rate * intervals_left;
     if (!(d < (double)ESTIMATE_DEMAND_MAX))
         return ESTIMATE_DEMAND_MAX;
-    return (int64_t)llround(d);
+    /* llround(d) for 0 <= d < 2^50, without the libm call (once per pair
+     * and round in the controller): d - t is exact there. */
+    int64_t t = (int64_t)d;
+    return t + (d - (double)t >= 0.5);
 }
 
 estimate_cap_cfg_t estimate_cap_defaults(double profile)

@@ -202,7 +202,10 @@ int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand)
         return -EINVAL;
     if (demand == 0)
         return 0;
-    if (grow((void **)&p->ent, &p->ent_cap, p->nent + 1, sizeof *p->ent))
+    /* Called once per pair (80,000 times a round in the controller): the
+     * call to grow() only when the array is full. */
+    if (p->nent == p->ent_cap &&
+        grow((void **)&p->ent, &p->ent_cap, p->nent + 1, sizeof *p->ent))
         return -ENOMEM;
     p->ent[p->nent++] = (entry_t){.b = b, .s = s, .d = demand};
     p->solved = 0;

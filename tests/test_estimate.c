@@ -1,5 +1,6 @@
 /* test_estimate.c - Check suite for controller/estimate: demand estimates (incl. throttled backlog) and adaptive capacity estimation. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "controller/estimate.h"
@@ -28,6 +29,24 @@ START_TEST(test_estimate_demand_throttled_keeps_rate)
     /* Throttled but no backlog: the client really slowed down. */
     estimate_demand_t s2 = {.rate = 500};
     ck_assert_int_eq(estimate_demand(&s2, 0, 10, 1, 1), 10);
+}
+END_TEST
+
+/* The demand is queue + rate x intervals rounded as llround() does (half
+ * away from zero), also at halves and near the largest value. */
+START_TEST(test_estimate_demand_rounds_like_llround)
+{
+    const double il[] = {0.5, 1.5, 2.5, 0.2, 0.6, 1.0 / 3, 4.999999, 0.1234567};
+    const uint64_t arr[] = {0, 1, 3, 7, 10, 999, 123457, UINT64_C(1) << 40, (UINT64_C(1) << 49) - 1};
+    for (size_t i = 0; i < sizeof il / sizeof il[0]; i++)
+        for (size_t a = 0; a < sizeof arr / sizeof arr[0]; a++)
+            for (uint64_t q = 0; q < 3; q++) {
+                estimate_demand_t st = {0};
+                double d = (double)q + (double)arr[a] * il[i];
+                int64_t want = d < (double)ESTIMATE_DEMAND_MAX ? (int64_t)llround(d)
+                                                               : ESTIMATE_DEMAND_MAX;
+                ck_assert_int_eq(estimate_demand(&st, q, arr[a], 0, il[i]), want);
+            }
 }
 END_TEST
 
@@ -111,6 +130,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_estimate_demand_queue_plus_rate);
     tcase_add_test(tc, test_estimate_demand_throttled_keeps_rate);
+    tcase_add_test(tc, test_estimate_demand_rounds_like_llround);
     tcase_add_test(tc, test_estimate_capacity_profile_and_step);
     tcase_add_test(tc, test_estimate_capacity_window);
     tcase_add_test(tc, test_estimate_capacity_full_busy_no_overshoot);
