@@ -50,7 +50,6 @@ typedef struct {
     uint64_t arrivals;     /* as pair_t, after the idle reset */
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
-    int64_t new_r, new_l;  /* this computation's allocation */
 } work_t;
 
 enum {
@@ -98,6 +97,11 @@ typedef struct {
      * caches on pairs scattered in a large table. */
     work_t *work;
     size_t capwork;
+    /* ... and the positions k of the pairs that may want L-tokens (limited
+     * bucket with headroom, demand), in increasing order: the L pass visits
+     * only these. */
+    uint32_t *lcand;
+    size_t nlcand;
     int full_push;         /* next computation visits every pair once */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
@@ -211,6 +215,7 @@ static void node_free(node_t *n)
     free(n->push);
     free(n->served);
     free(n->work);
+    free(n->lcand);
     free(n->act);
     free(n->inact);
     free(n->out);
@@ -759,6 +764,10 @@ static int work_reserve(node_t *nd)
     if (!w)
         return -ENOMEM;
     nd->work = w;
+    uint32_t *lc = realloc(nd->lcand, cap * sizeof *lc);
+    if (!lc)
+        return -ENOMEM;
+    nd->lcand = lc;
     nd->capwork = cap;
     return 0;
 }
@@ -940,16 +949,17 @@ static int push_node(ctrl_t *c, node_t *nd)
             continue;
         }
         bstate_t *bs = &c->b[w->b];
+        int64_t r = w->rk >= 0 ? bs->ra[w->rk] : 0;
+        int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
         if (w->lk >= 0)
-            w->new_l += bs->la[w->lk];
+            l += bs->la[w->lk];
         if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR)) {
             int64_t left = bs->head - bs->ralloc - bs->lalloc;
             if (left > 0) {
                 int n = c->cnt[w->b], idx = c->given[w->b]++;
-                w->new_l += left / n + (idx < left % n ? 1 : 0);
+                l += left / n + (idx < left % n ? 1 : 0);
             }
         }
-        int64_t r = w->new_r, l = w->new_l;
         /* Zero R and an L that cannot change by consumption (0 or
          * unlimited), same as last time: the node already holds it.
          * A provisional split is written by prov_walk(). */
@@ -1079,12 +1089,11 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     int any_l = 0;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
+        nd->nlcand = 0;
         if (!nd->up)
             continue;
         for (size_t k = 0; k < nd->nact; k++) {
             work_t *w = &nd->work[k];
-            w->new_r = 0;
-            w->new_l = w->b < 0 || c->b[w->b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
             w->rk = w->lk = -1;
             if (w->b < 0)
                 continue;
@@ -1107,7 +1116,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             }
             if (w->demand <= 0)
                 continue;
-            any_l |= bs->l != CTRL_UNLIMITED && bs->head > 0;
+            if (bs->l != CTRL_UNLIMITED && bs->head > 0) {
+                any_l = 1;
+                nd->lcand[nd->nlcand++] = (uint32_t)k;
+            }
             if (bs->r_rem <= 0)
                 continue;
             if (bs->pidx < 0) {
@@ -1152,8 +1164,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
      * buckets want the headroom left after R.  Buckets without a limit are
      * not throttled, need no L-tokens and must not take the residual from
      * limited ones, so they are left out, as are limited buckets with
-     * nothing left to place.  One pass over the pairs reads back the R
-     * allocation and builds the L problem. */
+     * nothing left to place.  Only the pairs the R pass listed as
+     * candidates (nd->lcand) are visited; the token pass reads R back. */
     if (any_l) {
         if (!c->lp && !(c->lp = pshift_problem_new())) {
             rc = -ENOMEM;
@@ -1170,20 +1182,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 goto out;
         }
     }
-    for (int i = 0; i < c->nn; i++) {
+    for (int i = 0; i < c->nn && q; i++) {
         node_t *nd = &c->nodes[i];
-        if (!nd->up)
-            continue;
-        for (size_t k = 0; k < nd->nact; k++) {
-            work_t *w = &nd->work[k];
-            if (w->b < 0)
-                continue;
+        for (size_t x = 0; x < nd->nlcand; x++) {
+            work_t *w = &nd->work[nd->lcand[x]];
             bstate_t *bs = &c->b[w->b];
-            if (w->rk >= 0)
-                w->new_r = bs->ra[w->rk];
-            if (!q || w->demand <= w->new_r)
-                continue;
-            if (bs->l == CTRL_UNLIMITED || bs->head <= bs->ralloc)
+            int64_t new_r = w->rk >= 0 ? bs->ra[w->rk] : 0;
+            if (w->demand <= new_r || bs->head <= bs->ralloc)
                 continue;
             if (bs->lpidx < 0) {
                 bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
@@ -1192,7 +1197,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                     goto out;
                 }
             }
-            if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, w->demand - w->new_r)) < 0)
+            if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, w->demand - new_r)) < 0)
                 goto out;
             w->lk = bs->ln++;
         }
