@@ -153,6 +153,11 @@ struct ctrl {
     size_t capcnt;
     int *srv_node;         /* [nn]: problem server index -> node */
     int capsrv;
+    /* One node's entries for the R or L problem (problem bucket index,
+     * demand), handed to pshift_set_demands() at once: [largest nact]. */
+    int32_t *eb;
+    int64_t *ed;
+    size_t cape;
     /* The R and L problems, emptied (pshift_problem_clear) and rebuilt
      * every computation: kept so that their memory is reused instead of
      * allocated anew each round. */
@@ -237,6 +242,8 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->cnt);
     free(c->given);
     free(c->srv_node);
+    free(c->eb);
+    free(c->ed);
     pshift_problem_destroy(&c->rp);
     pshift_problem_destroy(&c->lp);
     free(c);
@@ -688,6 +695,21 @@ static int grow_scratch(ctrl_t *c)
         c->srv_node = sn;
         c->capsrv = c->nn;
     }
+    size_t most = 0;
+    for (int i = 0; i < c->nn; i++)
+        if (c->nodes[i].nact > most)
+            most = c->nodes[i].nact;
+    if (most > c->cape) {
+        int32_t *eb = realloc(c->eb, most * sizeof *eb);
+        if (!eb)
+            return -ENOMEM;
+        c->eb = eb;
+        int64_t *ed = realloc(c->ed, most * sizeof *ed);
+        if (!ed)
+            return -ENOMEM;
+        c->ed = ed;
+        c->cape = most;
+    }
     return 0;
 }
 
@@ -1092,6 +1114,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         nd->nlcand = 0;
         if (!nd->up)
             continue;
+        size_t ne = 0;
         for (size_t k = 0; k < nd->nact; k++) {
             work_t *w = &nd->work[k];
             w->rk = w->lk = -1;
@@ -1130,13 +1153,15 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                 }
                 rs.buckets++;
             }
-            if ((rc = pshift_set_demand(p, bs->pidx, nd->pidx, w->demand)) < 0)
-                goto out;
+            c->eb[ne] = bs->pidx;
+            c->ed[ne++] = w->demand;
             /* Nodes are added in increasing server index, so this is the
              * bucket's rn-th entry in pshift's order too. */
             w->rk = bs->rn++;
             rs.pairs++;
         }
+        if ((rc = pshift_set_demands(p, nd->pidx, c->eb, c->ed, ne)) < 0)
+            goto out;
     }
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     o.threads = c->cfg.threads;
@@ -1184,6 +1209,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     }
     for (int i = 0; i < c->nn && q; i++) {
         node_t *nd = &c->nodes[i];
+        size_t ne = 0;
         for (size_t x = 0; x < nd->nlcand; x++) {
             work_t *w = &nd->work[nd->lcand[x]];
             bstate_t *bs = &c->b[w->b];
@@ -1197,10 +1223,12 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
                     goto out;
                 }
             }
-            if ((rc = pshift_set_demand(q, bs->lpidx, nd->pidx, w->demand - new_r)) < 0)
-                goto out;
+            c->eb[ne] = bs->lpidx;
+            c->ed[ne++] = w->demand - new_r;
             w->lk = bs->ln++;
         }
+        if (ne && (rc = pshift_set_demands(q, nd->pidx, c->eb, c->ed, ne)) < 0)
+            goto out;
     }
     if (q) {
         if ((rc = pshift_solve(q, &o)) < 0)

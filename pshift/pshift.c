@@ -212,6 +212,26 @@ int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand)
     return 0;
 }
 
+int pshift_set_demands(pshift_problem_t *p, int s, const int32_t *b, const int64_t *d, size_t n)
+{
+    if (s < 0 || s >= p->nservers)
+        return -EINVAL;
+    if (p->ent_cap - p->nent < n &&
+        grow((void **)&p->ent, &p->ent_cap, p->nent + n, sizeof *p->ent))
+        return -ENOMEM;
+    size_t at = p->nent;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] < 0 || b[i] >= p->nbuckets || d[i] < 0)
+            return -EINVAL; /* p->nent not moved yet: nothing recorded */
+        p->ent[at] = (entry_t){.b = b[i], .s = s, .d = d[i]};
+        at += d[i] != 0; /* a zero demand's slot is overwritten */
+    }
+    if (at != p->nent)
+        p->solved = 0;
+    p->nent = at;
+    return 0;
+}
+
 static int nthreads(const pshift_opts_t *o)
 {
     return o->threads > 0 ? o->threads : omp_get_max_threads();

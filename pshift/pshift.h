@@ -76,6 +76,13 @@ int pshift_add_bucket(pshift_problem_t *p, const char *name, int64_t target);
  * the same (b, s) pair twice is reported by pshift_solve() as -EEXIST. */
 int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand);
 
+/* Records the demands of `n` buckets on server `s`: bucket b[i] wants d[i]
+ * there, as pshift_set_demand(p, b[i], s, d[i]) for i = 0, 1, ... would,
+ * in one call (a caller adding tens of thousands of pairs a round pays a
+ * call per server instead of per pair).  Returns 0; -EINVAL for a bad index
+ * or a negative demand (then none of them is recorded); -ENOMEM. */
+int pshift_set_demands(pshift_problem_t *p, int s, const int32_t *b, const int64_t *d, size_t n);
+
 /* Runs InitialTokenAllocation, MakeTokenMovementMap and ProgressiveShifting.
  * Afterwards every bucket holds exactly min(target, total demand) tokens,
  * no server gets more tokens of a bucket than its demand there, and Phi is

@@ -300,6 +300,68 @@ START_TEST(test_pshift_clear_reuse)
 }
 END_TEST
 
+/* pshift_set_demands() records what pshift_set_demand() per pair would:
+ * same solution on random problems; a bad index or demand records none. */
+START_TEST(test_pshift_set_demands_batch)
+{
+    gen_rng_t r;
+    gen_rng_seed(&r, 11);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    int64_t a1[64], a2[64];
+    for (int iter = 0; iter < 300; iter++) {
+        pshift_problem_t *p = random_problem(&r);
+        int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+        ck_assert_int_eq(pshift_solve(p, &o), 0); /* its entries readable */
+        pshift_problem_t *q = pshift_problem_new();
+        ck_assert_ptr_nonnull(q);
+        for (int s = 0; s < ns; s++)
+            ck_assert_int_eq(pshift_add_server(q, NULL, pshift_server_capacity(p, s)), s);
+        for (int b = 0; b < nb; b++)
+            ck_assert_int_eq(pshift_add_bucket(q, NULL, pshift_bucket_target(p, b)), b);
+        /* Server by server (the controller's order), zero demands included. */
+        for (int s = 0; s < ns; s++) {
+            int32_t bi[16];
+            int64_t d[16];
+            size_t n = 0;
+            for (int b = 0; b < nb; b++) {
+                int64_t dem = 0;
+                for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
+                    int sv;
+                    int64_t dv;
+                    pshift_bucket_entry(p, b, k, &sv, &dv, NULL);
+                    if (sv == s)
+                        dem = dv;
+                }
+                bi[n] = b;
+                d[n++] = dem;
+            }
+            ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
+        }
+        ck_assert_int_eq(pshift_solve(q, &o), 0);
+        size_t cells = (size_t)nb * (size_t)ns;
+        snapshot(p, a1);
+        snapshot(q, a2);
+        ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0, "instance %d differs", iter);
+        pshift_problem_destroy(&p);
+        pshift_problem_destroy(&q);
+    }
+    pshift_problem_t *q = pshift_problem_new();
+    ck_assert_int_eq(pshift_add_server(q, NULL, 10), 0);
+    ck_assert_int_eq(pshift_add_bucket(q, NULL, 10), 0);
+    const int32_t good[] = {0, 0}, bad[] = {0, 1};
+    const int64_t d[] = {5, 5}, neg[] = {5, -1};
+    ck_assert_int_eq(pshift_set_demands(q, 1, good, d, 1), -EINVAL);
+    ck_assert_int_eq(pshift_set_demands(q, 0, bad, d, 2), -EINVAL);
+    ck_assert_int_eq(pshift_set_demands(q, 0, good, neg, 2), -EINVAL);
+    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    ck_assert_int_eq(pshift_bucket_nentries(q, 0), 0); /* none recorded */
+    ck_assert_int_eq(pshift_set_demands(q, 0, good, d, 1), 0);
+    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    ck_assert_int_eq(pshift_alloc(q, 0, 0), 5);
+    pshift_problem_destroy(&q);
+}
+END_TEST
+
 START_TEST(test_pshift_residual)
 {
     gen_rng_t r;
@@ -490,6 +552,7 @@ int main(void)
     tcase_add_test(tc, test_pshift_initial_allocation);
     tcase_add_test(tc, test_pshift_random_optimal);
     tcase_add_test(tc, test_pshift_clear_reuse);
+    tcase_add_test(tc, test_pshift_set_demands_batch);
     tcase_add_test(tc, test_pshift_residual);
     tcase_add_test(tc, test_pshift_generated_matches_maxflow);
     tcase_add_test(tc, test_pshift_errors);
