@@ -333,6 +333,10 @@ START_TEST(test_ctrl_skip_when_unchanged)
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
     ck_assert(res.skipped);
     ck_assert_uint_eq(ctrl_node_tokens(c, 0, NULL), 0);
+    /* A skipped round still shows its estimate: 104 x 4 intervals left. */
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.demand, 416);
     ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
     rp[0].arrivals = 300;
     report(c, 0, 1, 2, rp, 1, 0, 0);
