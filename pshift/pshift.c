@@ -45,6 +45,8 @@ struct pshift_problem {
     uint64_t *mark;   /* one bit per bucket, scratch for move_tokens() */
     unsigned char *active; /* per bucket: may be shifted (approximation) */
     int64_t *load;    /* tokens per server */
+    int lists;        /* soff, sent and sbkt hold this solution's server
+                         lists (built only when something may shift) */
     int64_t *tms;     /* |S| x |S| token movement sums, row = source;
                          built only when multi-edge shift paths are searched */
     pshift_stats_t stats;
@@ -101,6 +103,7 @@ pshift_problem_t *pshift_problem_new(void)
 static void forget_solution(pshift_problem_t *p)
 {
     p->solved = 0;
+    p->lists = 0;
 }
 
 /* Frees the solution's arrays (pshift_problem_destroy()). */
@@ -508,22 +511,20 @@ static int mark_top(const pshift_problem_t *p, size_t m, int which, unsigned cha
  * the approximation's buckets) and the server loads.  Each thread counts and
  * then fills its own contiguous range of buckets, so every list keeps bucket
  * order whatever the thread count. */
-static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
+/* Marks the buckets that may be shifted (all, or the approximation's top
+ * ones) and sums each server's load. */
+static int mark_and_load(pshift_problem_t *p, const pshift_opts_t *o)
 {
     size_t ns = (size_t)p->nservers, nb = (size_t)p->nbuckets;
-    int nt = nthreads(o);
-    size_t *cnt = calloc((size_t)nt * (ns ? ns : 1), sizeof *cnt);
-    if (!cnt || reserve0((void **)&p->active, &p->active_cap, nb ? nb : 1, 1) ||
-        reserve0((void **)&p->soff, &p->soff_cap, ns + 1, sizeof *p->soff) ||
-        reserve0((void **)&p->load, &p->load_cap, ns ? ns : 1, sizeof *p->load) ||
-        reserve0((void **)&p->mark, &p->mark_cap, nb / 64 + 1, sizeof *p->mark))
-        goto nomem;
+    if (reserve0((void **)&p->active, &p->active_cap, nb ? nb : 1, 1) ||
+        reserve0((void **)&p->load, &p->load_cap, ns ? ns : 1, sizeof *p->load))
+        return -ENOMEM;
     unsigned char *active = p->active;
     if (o->approx_top == 0) {
         memset(active, 1, nb);
     } else if (mark_top(p, o->approx_top, 0, active) ||
                mark_top(p, o->approx_top, 1, active)) {
-        goto nomem;
+        return -ENOMEM;
     }
     size_t considered = 0;
     for (size_t b = 0; b < nb; b++)
@@ -531,6 +532,22 @@ static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
     p->stats.buckets_considered = considered;
     for (size_t e = 0; e < p->nent; e++)
         p->load[p->ent[e].s] += p->alloc[e];
+    return 0;
+}
+
+/* Builds the per-server lists of the shiftable buckets' entries (soff,
+ * sent, sbkt), which the shifting phases walk.  Only called when some server
+ * is overloaded and another underloaded: on a loaded system (the
+ * controller's usual case) nothing can shift and this is skipped. */
+static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
+{
+    size_t ns = (size_t)p->nservers, nb = (size_t)p->nbuckets;
+    int nt = nthreads(o);
+    size_t *cnt = calloc((size_t)nt * (ns ? ns : 1), sizeof *cnt);
+    if (!cnt || reserve0((void **)&p->soff, &p->soff_cap, ns + 1, sizeof *p->soff) ||
+        reserve0((void **)&p->mark, &p->mark_cap, nb / 64 + 1, sizeof *p->mark))
+        goto nomem;
+    const unsigned char *active = p->active;
 #pragma omp parallel num_threads(nt)
     {
         size_t *mine = cnt + (size_t)omp_get_thread_num() * ns;
@@ -567,7 +584,8 @@ static int build_server_lists(pshift_problem_t *p, const pshift_opts_t *o)
         }
     }
     free(cnt);
-    return p->sent && p->sbkt ? 0 : -ENOMEM;
+    p->lists = p->sent && p->sbkt;
+    return p->lists ? 0 : -ENOMEM;
 nomem:
     free(cnt);
     return -ENOMEM;
@@ -877,7 +895,7 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
         err = -ENOMEM;
         goto out;
     }
-    if ((err = initial_allocation(p, &o)) || (err = build_server_lists(p, &o)))
+    if ((err = initial_allocation(p, &o)) || (err = mark_and_load(p, &o)))
         goto out;
     measure(p, &p->stats.phi_initial, &p->stats.weak_excess_initial);
     double t1 = omp_get_wtime(), t_map = 0;
@@ -885,7 +903,12 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
         err = make_map(p, &o);
         goto out;
     }
-    direct_shifts(p);
+    p->stats.levels = 1;
+    if (shift_possible(p)) {
+        if ((err = build_server_lists(p, &o)))
+            goto out;
+        direct_shifts(p);
+    }
     if (shift_possible(p)) {
         double tm0 = omp_get_wtime();
         if ((err = make_map(p, &o)))
@@ -1004,6 +1027,15 @@ int64_t pshift_tms(const pshift_problem_t *p, int j, int k)
     if (!p->solved || j < 0 || k < 0 || j >= p->nservers || k >= p->nservers || j == k)
         return 0;
     int64_t sum = 0;
+    if (!p->lists) { /* nothing shifted: no server lists, scan the buckets */
+        for (int b = 0; b < p->nbuckets; b++) {
+            size_t e = p->active[b] ? find_entry(p, b, j) : SIZE_MAX;
+            size_t f = e != SIZE_MAX ? find_entry(p, b, k) : SIZE_MAX;
+            if (f != SIZE_MAX)
+                sum += tm(p, e, f);
+        }
+        return sum;
+    }
     for (size_t x = p->soff[j]; x < p->soff[j + 1]; x++) {
         size_t f = find_entry(p, p->sbkt[x], k);
         if (f != SIZE_MAX)

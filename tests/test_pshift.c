@@ -362,6 +362,48 @@ START_TEST(test_pshift_set_demands_batch)
 }
 END_TEST
 
+/* pshift_tms() of a solved problem is the sum over buckets of what one
+ * prudent transfer can move from server j to k, whether the solve shifted
+ * (server lists built) or not. */
+START_TEST(test_pshift_tms_matches_definition)
+{
+    gen_rng_t r;
+    gen_rng_seed(&r, 13);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    int shifted = 0, unshifted = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        pshift_problem_t *p = random_problem(&r);
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+        shifted += pshift_stats(p)->shifts > 0;
+        unshifted += pshift_stats(p)->shifts == 0;
+        for (int j = 0; j < ns; j++)
+            for (int k = 0; k < ns; k++) {
+                int64_t want = 0;
+                for (int b = 0; b < nb && j != k; b++) {
+                    int64_t aj = 0, dk = 0, ak = 0;
+                    int onj = 0, onk = 0;
+                    for (size_t x = 0; x < pshift_bucket_nentries(p, b); x++) {
+                        int sv;
+                        int64_t d, a;
+                        pshift_bucket_entry(p, b, x, &sv, &d, &a);
+                        if (sv == j)
+                            aj = a, onj = 1;
+                        if (sv == k)
+                            dk = d, ak = a, onk = 1;
+                    }
+                    if (onj && onk && aj > 0 && dk - ak > 0)
+                        want += aj < dk - ak ? aj : dk - ak;
+                }
+                ck_assert_int_eq(pshift_tms(p, j, k), want);
+            }
+        pshift_problem_destroy(&p);
+    }
+    ck_assert_int_gt(shifted, 0);
+    ck_assert_int_gt(unshifted, 0);
+}
+END_TEST
+
 START_TEST(test_pshift_residual)
 {
     gen_rng_t r;
@@ -553,6 +595,7 @@ int main(void)
     tcase_add_test(tc, test_pshift_random_optimal);
     tcase_add_test(tc, test_pshift_clear_reuse);
     tcase_add_test(tc, test_pshift_set_demands_batch);
+    tcase_add_test(tc, test_pshift_tms_matches_definition);
     tcase_add_test(tc, test_pshift_residual);
     tcase_add_test(tc, test_pshift_generated_matches_maxflow);
     tcase_add_test(tc, test_pshift_errors);
