@@ -47,7 +47,7 @@ typedef struct {
     int rk, lk;            /* its entry among its bucket's entries in the R /
                               L problem (pshift_bucket_allocs), -1 if none */
     uint8_t flags;         /* WORK_* */
-    uint64_t arrivals;     /* as pair_t, after the idle reset */
+    double arrivals;       /* as pair_t, after the idle reset */
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
 } work_t;
@@ -775,6 +775,15 @@ static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
     return rc;
 }
 
+/* (int64_t)ceil(x) for 0 <= x < 2^63 without the libm call (once per
+ * backlogged pair and round): t is exact in a double where x has a
+ * fraction. */
+static inline int64_t ceil_nonneg(double x)
+{
+    int64_t t = (int64_t)x;
+    return t + ((double)t < x);
+}
+
 /* Makes room in node nd's work array for its active pairs.  Returns 0 or
  * -ENOMEM. */
 static int work_reserve(node_t *nd)
@@ -928,8 +937,8 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
                 pr->throttled = 0;
             }
             w->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
-            w->arrivals = pr->arrivals;
-            c->b[pr->b].arrivals += (double)pr->arrivals;
+            w->arrivals = (double)pr->arrivals;
+            c->b[pr->b].arrivals += w->arrivals;
             w->rate_now = il > 0 ? (double)w->demand / il : 0;
             w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
                        (pr->queued > 0 ? WORK_QUEUED : 0);
@@ -1132,8 +1141,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
              * remaining reservation times this node's share of its
              * arrivals. */
             if ((w->flags & WORK_QUEUED) && bs->r_rem > 0) {
-                double share = bs->arrivals > 0 ? (double)w->arrivals / bs->arrivals : 1;
-                int64_t floor_d = (int64_t)ceil((double)bs->r_rem * share);
+                double share = bs->arrivals > 0 ? w->arrivals / bs->arrivals : 1;
+                int64_t floor_d = ceil_nonneg((double)bs->r_rem * share);
                 if (w->demand < floor_d)
                     w->demand = floor_d;
             }
