@@ -330,15 +330,30 @@ static int cmp_remainder(const void *x, const void *y)
 }
 
 /* Gives one token each to the `left` entries of scratch[0..n) (n <= 16, in
- * increasing entry order, remainders below 2^59) that come first in the
- * order of cmp_remainder(): an entry gets its token iff fewer than `left`
- * entries come before it.  Counting without branches beats sorting, whose
- * comparisons of random remainders the CPU cannot predict.  The key
+ * increasing entry order, remainders below D <= 2^32) that come first in
+ * the order of cmp_remainder(): an entry gets its token iff fewer than
+ * `left` entries come before it.  Counting without branches beats sorting,
+ * whose comparisons of random remainders the CPU cannot predict.  The key
  * remainder * 16 + (15 - position) orders entries as cmp_remainder() does
  * (ties to the lower entry), so each pair costs one comparison. */
 static void give_leftover_small(int64_t *alloc, const remainder_t *scratch, size_t n,
-                                int64_t left)
+                                int64_t left, uint64_t D)
 {
+    if (D <= UINT64_C(1) << 27) {
+        /* Keys below 2^31 (the usual case): 32-bit, and always 16 of them
+         * (padding 0 sorts after every key, remainders being >= 1), so that
+         * the compiler compares four at a time. */
+        int32_t k32[16] = {0};
+        for (size_t i = 0; i < n; i++)
+            k32[i] = (int32_t)(scratch[i].rem << 4 | (15 - i));
+        for (size_t i = 0; i < n; i++) {
+            int before = 0;
+            for (size_t j = 0; j < 16; j++)
+                before += k32[j] > k32[i];
+            alloc[scratch[i].e] += before < left;
+        }
+        return;
+    }
     uint64_t key[16];
     for (size_t i = 0; i < n; i++)
         key[i] = scratch[i].rem << 4 | (15 - i);
@@ -390,7 +405,7 @@ static int64_t initial_bucket(pshift_problem_t *p, int b, remainder_t *scratch)
         if (nrem <= 16 && !wide) {
             /* Few entries (buckets are active on few servers), and the
              * remainders, below D < 2^32, leave room for the key. */
-            give_leftover_small(p->alloc, scratch, nrem, left);
+            give_leftover_small(p->alloc, scratch, nrem, left, (uint64_t)D);
         } else if (nrem <= 16) {
             for (size_t i = 0; i < nrem; i++) {
                 uint64_t ri = scratch[i].rem;

@@ -404,6 +404,59 @@ START_TEST(test_pshift_tms_matches_definition)
 }
 END_TEST
 
+static int cmp_rem_ref(const void *x, const void *y)
+{
+    const unsigned __int128 *a = x, *b = y; /* remainder << 8 | (255 - index) */
+    return *a < *b ? 1 : *a > *b ? -1 : 0;
+}
+
+/* The proportional start (capacity to spare, nothing shifts) gives each
+ * entry floor(A d / D) and the leftover to the largest remainders, ties to
+ * the lower server, for small and very large demands alike (the remainder
+ * ranking has a path per magnitude of D). */
+START_TEST(test_pshift_initial_largest_remainders)
+{
+    gen_rng_t r;
+    gen_rng_seed(&r, 17);
+    const int shifts[] = {0, 20, 26, 27, 28, 31, 32, 33, 45};
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    for (int iter = 0; iter < 2000; iter++) {
+        int ns = 1 + (int)gen_rng_below(&r, 18);
+        int64_t scale = INT64_C(1) << shifts[iter % 9];
+        pshift_problem_t *p = pshift_problem_new();
+        ck_assert_ptr_nonnull(p);
+        for (int s = 0; s < ns; s++)
+            ck_assert_int_eq(pshift_add_server(p, NULL, INT64_C(1) << 55), s);
+        int64_t d[18], D = 0;
+        for (int s = 0; s < ns; s++) {
+            d[s] = gen_rng_below(&r, 3) ? scale + (int64_t)gen_rng_below(&r, 1000) : 0;
+            D += d[s];
+        }
+        int64_t A = D ? (int64_t)gen_rng_below(&r, 1u << 30) % D : 0;
+        ck_assert_int_eq(pshift_add_bucket(p, NULL, A), 0);
+        for (int s = 0; s < ns; s++)
+            ck_assert_int_eq(pshift_set_demand(p, 0, s, d[s]), 0);
+        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        int64_t want[18], given = 0;
+        unsigned __int128 rem[18];
+        int nr = 0;
+        for (int s = 0; s < ns; s++) {
+            unsigned __int128 q = D ? (unsigned __int128)A * (uint64_t)d[s] : 0;
+            want[s] = D ? (int64_t)(q / (uint64_t)D) : 0;
+            given += want[s];
+            if (D && d[s] && q % (uint64_t)D)
+                rem[nr++] = (q % (uint64_t)D) << 8 | (unsigned)(255 - s);
+        }
+        qsort(rem, (size_t)nr, sizeof *rem, cmp_rem_ref);
+        for (int k = 0; k < A - given; k++)
+            want[255 - (int)(rem[k] & 255)]++;
+        for (int s = 0; s < ns; s++)
+            ck_assert_int_eq(pshift_alloc(p, 0, s), want[s]);
+        pshift_problem_destroy(&p);
+    }
+}
+END_TEST
+
 START_TEST(test_pshift_residual)
 {
     gen_rng_t r;
@@ -596,6 +649,7 @@ int main(void)
     tcase_add_test(tc, test_pshift_clear_reuse);
     tcase_add_test(tc, test_pshift_set_demands_batch);
     tcase_add_test(tc, test_pshift_tms_matches_definition);
+    tcase_add_test(tc, test_pshift_initial_largest_remainders);
     tcase_add_test(tc, test_pshift_residual);
     tcase_add_test(tc, test_pshift_generated_matches_maxflow);
     tcase_add_test(tc, test_pshift_errors);
