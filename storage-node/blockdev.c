@@ -127,6 +127,14 @@ static int run_op(blockdev_t *bd, blockdev_op_t *op)
         return 0;
     case BLOCKDEV_FLUSH:
         return fdatasync(e->fd) < 0 ? -errno : 0;
+    case BLOCKDEV_EXTENTS: {
+        int n = blockdev_extents(bd, op->export_id, op->offset, op->length, op->buf,
+                                 op->max_extents);
+        if (n < 0)
+            return n;
+        op->nextents = (uint32_t)n;
+        return 0;
+    }
     case BLOCKDEV_TRIM:
         if (op->length == 0)
             return 0;
@@ -562,6 +570,59 @@ int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op)
     }
     op->result = 0;
     return 1;
+}
+
+int blockdev_extents(blockdev_t *bd, int id, uint64_t offset, uint32_t length,
+                     blockdev_extent_t *ext, uint32_t max)
+{
+    if (!bd || id < 0 || id >= bd->max_exports || !bd->ex[id].opened || length == 0 ||
+        max < 1 || !ext)
+        return -EINVAL;
+    const bexport_t *e = &bd->ex[id];
+    uint64_t end = offset + length;
+    if (end < offset || end > e->size)
+        return -EINVAL;
+    struct stat st;
+    if (fstat(e->fd, &st) < 0)
+        return -errno;
+    /* A file grown past its size would report the tail as data; an
+     * export never extends past e->size anyway. */
+    uint32_t n = 0;
+    uint64_t pos = offset;
+    while (pos < end && n < max) {
+        uint64_t next = end;
+        uint32_t flags = 0;
+        if (S_ISREG(st.st_mode)) {
+            off_t d = lseek(e->fd, (off_t)pos, SEEK_DATA);
+            if (d < 0 && errno == ENXIO) {
+                flags = BLOCKDEV_EXT_HOLE; /* no data from pos to the end of file */
+            } else if (d < 0) {
+                if (errno != EINVAL && errno != EOPNOTSUPP)
+                    return -errno;
+                /* no SEEK_DATA here: everything is data */
+            } else if ((uint64_t)d > pos) {
+                flags = BLOCKDEV_EXT_HOLE;
+                next = (uint64_t)d;
+            } else {
+                off_t h = lseek(e->fd, (off_t)pos, SEEK_HOLE);
+                if (h < 0 && errno != ENXIO)
+                    return -errno;
+                if (h >= 0 && (uint64_t)h > pos)
+                    next = (uint64_t)h;
+            }
+        }
+        if (next > end)
+            next = end;
+        if (n > 0 && ext[n - 1].flags == flags) {
+            ext[n - 1].length += (uint32_t)(next - pos); /* the file changed meanwhile */
+        } else {
+            ext[n].length = (uint32_t)(next - pos);
+            ext[n].flags = flags;
+            n++;
+        }
+        pos = next;
+    }
+    return (int)n;
 }
 
 int blockdev_direct(const blockdev_t *bd)

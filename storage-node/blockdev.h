@@ -21,8 +21,19 @@ typedef enum {
     BLOCKDEV_READ = 0,
     BLOCKDEV_WRITE = 1,
     BLOCKDEV_FLUSH = 2,   /* fdatasync of the export's file */
-    BLOCKDEV_TRIM = 3     /* punch a hole; success where holes are unsupported */
+    BLOCKDEV_TRIM = 3,    /* punch a hole; success where holes are unsupported */
+    BLOCKDEV_EXTENTS = 4  /* map [offset, offset+length) to extents, see
+                             blockdev_extents() */
 } blockdev_kind_t;
+
+#define BLOCKDEV_EXT_HOLE (1u << 0)  /* not allocated (reads as zeroes) */
+
+/* One extent of an export: `length` bytes (nonzero) that are all data
+ * (flags 0) or all hole (BLOCKDEV_EXT_HOLE). */
+typedef struct {
+    uint32_t length;
+    uint32_t flags;
+} blockdev_extent_t;
 
 /* One IO.  The caller owns the memory and fills the request part; between
  * blockdev_submit() and the completion callback the backend owns it. */
@@ -33,7 +44,11 @@ typedef struct blockdev_op {
     int export_id;             /* as given to blockdev_export() */
     uint64_t offset;
     uint32_t length;
-    void *buf;                 /* READ: filled; WRITE: source; caller-owned */
+    void *buf;                 /* READ: filled; WRITE: source; EXTENTS: an
+                                  array of max_extents blockdev_extent_t;
+                                  caller-owned */
+    uint32_t max_extents;      /* EXTENTS: capacity of buf (>= 1) */
+    uint32_t nextents;         /* EXTENTS: set with result 0, >= 1 */
     int result;                /* set by the worker: 0 or -errno.  A short
                                   read/write is retried, never reported as
                                   success. */
@@ -88,6 +103,19 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op);
  * Never for writes, O_DIRECT reads, with io_time_us, or where RWF_NOWAIT
  * is unsupported. */
 int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op);
+
+/* Maps [offset, offset+length) of export `id` (opened, length > 0, inside
+ * the export) to at most `max` (>= 1) consecutive extents starting at
+ * `offset`, alternating data and hole, with lseek(SEEK_DATA/SEEK_HOLE) on a
+ * regular file.  The extents may stop short of offset+length when `max`
+ * runs out, never go beyond it.  Where holes cannot be seen (a block
+ * device, a file system without SEEK_DATA) the whole range is one data
+ * extent.  Returns the number of extents (>= 1), or -EINVAL (bad
+ * arguments) or -errno from lseek.  Thread-safe (uses no file offset
+ * state that pread/pwrite rely on); blocks on file-system metadata, so a
+ * worker runs it for a BLOCKDEV_EXTENTS op. */
+int blockdev_extents(blockdev_t *bd, int id, uint64_t offset, uint32_t length,
+                     blockdev_extent_t *ext, uint32_t max);
 
 /* Returns nonzero if the backend was opened with O_DIRECT (buffers, offsets
  * and lengths must then be aligned to 4096 bytes, see blockdev_alloc()). */

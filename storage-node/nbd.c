@@ -114,6 +114,65 @@ int nbd_parse_info_request(const uint8_t *data, size_t len, nbd_info_req_t *req,
     return 0;
 }
 
+int nbd_parse_meta_request(const uint8_t *data, size_t len, nbd_meta_req_t *req,
+                           nbd_error_t *err)
+{
+    if (len < 8)
+        return fail(err, len, -EINVAL, "meta context request shorter than 8 bytes");
+    uint32_t nl = get32(data);
+    if (nl > NBD_MAX_NAME)
+        return fail(err, 0, -EINVAL, "export name of %u bytes is too long", nl);
+    if ((size_t)nl + 8 > len)
+        return fail(err, 0, -EINVAL, "export name length %u overruns the option data", nl);
+    if (memchr(data + 4, '\0', nl))
+        return fail(err, 4, -EINVAL, "export name contains NUL");
+    size_t pos = 4 + (size_t)nl;
+    uint32_t nq = get32(data + pos);
+    pos += 4;
+    size_t qstart = pos;
+    for (uint32_t i = 0; i < nq; i++) {
+        if (len - pos < 4)
+            return fail(err, pos, -EINVAL, "query %u of %u: length missing", i + 1, nq);
+        uint32_t ql = get32(data + pos);
+        if (ql > NBD_MAX_NAME)
+            return fail(err, pos, -EINVAL, "query %u of %u bytes is too long", i + 1, ql);
+        if ((size_t)ql > len - pos - 4)
+            return fail(err, pos, -EINVAL, "query %u length %u overruns the option data",
+                        i + 1, ql);
+        if (memchr(data + pos + 4, '\0', ql))
+            return fail(err, pos + 4, -EINVAL, "query %u contains NUL", i + 1);
+        pos += 4 + (size_t)ql;
+    }
+    if (pos != len)
+        return fail(err, pos, -EINVAL, "%zu bytes after %u queries", len - pos, nq);
+    req->name = (const char *)data + 4;
+    req->namelen = nl;
+    req->nqueries = nq;
+    req->queries = data + qstart;
+    req->querieslen = len - qstart;
+    return 0;
+}
+
+int nbd_meta_next_query(const nbd_meta_req_t *req, size_t *cursor, const char **q,
+                        uint32_t *qlen)
+{
+    if (*cursor + 4 > req->querieslen)
+        return 0;
+    uint32_t ql = get32(req->queries + *cursor);
+    *q = (const char *)req->queries + *cursor + 4;
+    *qlen = ql;
+    *cursor += 4 + (size_t)ql;
+    return 1;
+}
+
+int nbd_meta_query_matches(const char *q, uint32_t qlen, int list)
+{
+    static const char full[] = NBD_META_BASE_ALLOCATION;
+    if (qlen == sizeof full - 1 && memcmp(q, full, qlen) == 0)
+        return 1;
+    return list && qlen == 5 && memcmp(q, "base:", 5) == 0;
+}
+
 size_t nbd_encode_rep_header(uint8_t *buf, uint32_t option, uint32_t type,
                              uint32_t length)
 {
@@ -131,6 +190,29 @@ size_t nbd_encode_rep_server(uint8_t *buf, uint32_t option, const char *name,
     put32(buf + n, namelen);
     memcpy(buf + n + 4, name, namelen);
     return n + 4 + namelen;
+}
+
+size_t nbd_encode_rep_meta_context(uint8_t *buf, uint32_t option, uint32_t id,
+                                   const char *name)
+{
+    size_t nl = strlen(name);
+    size_t n = nbd_encode_rep_header(buf, option, NBD_REP_META_CONTEXT, (uint32_t)(4 + nl));
+    put32(buf + n, id);
+    memcpy(buf + n + 4, name, nl);
+    return n + 4 + nl;
+}
+
+int nbd_parse_rep_meta_context(const uint8_t *buf, size_t len, uint32_t *id,
+                               const char **name, uint32_t *namelen, nbd_error_t *err)
+{
+    if (len < 4)
+        return fail(err, len, -EPROTO, "meta context reply shorter than 4 bytes");
+    if (len - 4 > NBD_MAX_NAME)
+        return fail(err, 4, -EPROTO, "meta context name of %zu bytes is too long", len - 4);
+    *id = get32(buf);
+    *name = (const char *)buf + 4;
+    *namelen = (uint32_t)(len - 4);
+    return 0;
 }
 
 size_t nbd_encode_info_export(uint8_t *buf, uint32_t option, uint64_t size,
@@ -209,6 +291,12 @@ uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size, int structur
         if (req->flags & ~(uint16_t)NBD_CMD_FLAG_FUA)
             return NBD_EINVAL;
         return beyond(req->offset, req->length, size) ? NBD_EINVAL : 0;
+    case NBD_CMD_BLOCK_STATUS:
+        if (!structured || (req->flags & ~(uint16_t)(NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_REQ_ONE)))
+            return NBD_EINVAL;
+        if (req->length == 0)
+            return NBD_EINVAL;
+        return beyond(req->offset, req->length, size) ? NBD_EINVAL : 0;
     case NBD_CMD_FLUSH:
     case NBD_CMD_DISC:
         if (req->flags || req->offset || req->length)
@@ -244,6 +332,41 @@ size_t nbd_encode_offset_data(uint8_t *buf, uint16_t flags, uint64_t handle,
     nbd_encode_chunk_header(buf, flags, NBD_REPLY_TYPE_OFFSET_DATA, handle, 8 + datalen);
     put64(buf + NBD_CHUNK_HDR_LEN, offset);
     return NBD_OFFSET_DATA_HDR_LEN;
+}
+
+size_t nbd_encode_block_status(uint8_t *buf, uint16_t flags, uint64_t handle, uint32_t id,
+                               const nbd_extent_t *ext, uint32_t n)
+{
+    nbd_encode_chunk_header(buf, flags, NBD_REPLY_TYPE_BLOCK_STATUS, handle,
+                            4 + n * NBD_EXTENT_LEN);
+    put32(buf + NBD_CHUNK_HDR_LEN, id);
+    uint8_t *p = buf + NBD_BLOCK_STATUS_HDR_LEN;
+    for (uint32_t i = 0; i < n; i++, p += NBD_EXTENT_LEN) {
+        put32(p, ext[i].length);
+        put32(p + 4, ext[i].flags);
+    }
+    return (size_t)(p - buf);
+}
+
+int nbd_parse_block_status(const uint8_t *buf, size_t len, uint32_t *id, nbd_extent_t *ext,
+                           uint32_t max, uint32_t *n, nbd_error_t *err)
+{
+    if (len < 4 + NBD_EXTENT_LEN || (len - 4) % NBD_EXTENT_LEN != 0)
+        return fail(err, 0, -EPROTO, "block status payload of %zu bytes is not 4 + 8 * n",
+                    len);
+    uint32_t cnt = (uint32_t)((len - 4) / NBD_EXTENT_LEN);
+    for (uint32_t i = 0; i < cnt; i++) {
+        const uint8_t *p = buf + 4 + (size_t)i * NBD_EXTENT_LEN;
+        if (get32(p) == 0)
+            return fail(err, (size_t)(p - buf), -EPROTO, "descriptor %u has length 0", i + 1);
+        if (i < max) {
+            ext[i].length = get32(p);
+            ext[i].flags = get32(p + 4);
+        }
+    }
+    *id = get32(buf);
+    *n = cnt;
+    return 0;
 }
 
 size_t nbd_encode_error_chunk(uint8_t *buf, uint64_t handle, uint32_t error,
@@ -365,6 +488,8 @@ const char *nbd_opt_name(uint32_t option)
     case NBD_OPT_INFO: return "INFO";
     case NBD_OPT_GO: return "GO";
     case NBD_OPT_STRUCTURED_REPLY: return "STRUCTURED_REPLY";
+    case NBD_OPT_LIST_META_CONTEXT: return "LIST_META_CONTEXT";
+    case NBD_OPT_SET_META_CONTEXT: return "SET_META_CONTEXT";
     default: return "unknown";
     }
 }
@@ -377,6 +502,7 @@ const char *nbd_cmd_name(uint16_t type)
     case NBD_CMD_DISC: return "DISC";
     case NBD_CMD_FLUSH: return "FLUSH";
     case NBD_CMD_TRIM: return "TRIM";
+    case NBD_CMD_BLOCK_STATUS: return "BLOCK_STATUS";
     default: return "unknown";
     }
 }

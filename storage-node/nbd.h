@@ -12,8 +12,8 @@
  * Reference: NetworkBlockDevice doc/proto.md, sections "Newstyle
  * negotiation", "Fixed newstyle negotiation", "Option types", "Request
  * message", "Simple reply message", "Structured reply chunk message",
- * "Structured reply flags", "Structured reply types", "Error values" (see
- * docs/nbd.md). */
+ * "Structured reply flags", "Structured reply types", "Metadata querying",
+ * "The base: metadata namespace", "Error values" (see docs/nbd.md). */
 #ifndef BQOS_NBD_H
 #define BQOS_NBD_H
 
@@ -52,11 +52,14 @@
 #define NBD_OPT_INFO             6u
 #define NBD_OPT_GO               7u
 #define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_LIST_META_CONTEXT 9u
+#define NBD_OPT_SET_META_CONTEXT 10u
 
 /* Option reply types. */
 #define NBD_REP_ACK          1u
 #define NBD_REP_SERVER       2u
 #define NBD_REP_INFO         3u
+#define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_FLAG_ERROR   (1u << 31)
 #define NBD_REP_ERR_UNSUP    (NBD_REP_FLAG_ERROR | 1u)
 #define NBD_REP_ERR_POLICY   (NBD_REP_FLAG_ERROR | 2u)
@@ -78,16 +81,24 @@
 #define NBD_CMD_DISC  2u
 #define NBD_CMD_FLUSH 3u
 #define NBD_CMD_TRIM  4u
+#define NBD_CMD_BLOCK_STATUS 7u
 #define NBD_CMD_FLAG_FUA (1u << 0)
 #define NBD_CMD_FLAG_DF  (1u << 2)  /* READ: at most one content chunk */
+#define NBD_CMD_FLAG_REQ_ONE (1u << 3) /* BLOCK_STATUS: one descriptor */
 
 /* Structured reply chunks: flags and types. */
 #define NBD_REPLY_FLAG_DONE          (1u << 0)
 #define NBD_REPLY_TYPE_NONE          0u
 #define NBD_REPLY_TYPE_OFFSET_DATA   1u
 #define NBD_REPLY_TYPE_OFFSET_HOLE   2u
+#define NBD_REPLY_TYPE_BLOCK_STATUS  5u
 #define NBD_REPLY_TYPE_ERROR         ((1u << 15) + 1)
 #define NBD_REPLY_TYPE_ERROR_OFFSET  ((1u << 15) + 2)
+
+/* The one metadata context we know ("base:allocation") and its flags. */
+#define NBD_META_BASE_ALLOCATION "base:allocation"
+#define NBD_STATE_HOLE (1u << 0)
+#define NBD_STATE_ZERO (1u << 1)
 
 /* Error values of replies (not the host's errno numbers). */
 #define NBD_EPERM     1u
@@ -113,6 +124,8 @@
 #define NBD_MAX_OPT_DATA   8192u  /* longer option data is refused */
 #define NBD_MAX_NAME       4096u  /* longest string (proto.md Conventions) */
 #define NBD_MAX_PAYLOAD    (32u * 1024 * 1024) /* largest READ/WRITE */
+#define NBD_BLOCK_STATUS_HDR_LEN (NBD_CHUNK_HDR_LEN + 4) /* + context id */
+#define NBD_EXTENT_LEN     8u    /* one block status descriptor */
 
 /* Where and why a parse failed. */
 typedef struct {
@@ -133,6 +146,24 @@ typedef struct {
     uint16_t nreqs;      /* information requests */
     int want_block_size; /* NBD_INFO_BLOCK_SIZE was among them */
 } nbd_info_req_t;
+
+/* The data of NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT, checked
+ * as a whole by nbd_parse_meta_request(); walk the queries with
+ * nbd_meta_next_query(). */
+typedef struct {
+    const char *name;    /* export name: points into the parsed buffer, not
+                            NUL-terminated */
+    uint32_t namelen;
+    uint32_t nqueries;
+    const uint8_t *queries; /* nqueries x (32-bit length, string) */
+    size_t querieslen;
+} nbd_meta_req_t;
+
+/* One block status descriptor. */
+typedef struct {
+    uint32_t length;     /* nonzero */
+    uint32_t flags;      /* NBD_STATE_* for base:allocation */
+} nbd_extent_t;
 
 /* One transmission request header. */
 typedef struct {
@@ -166,6 +197,30 @@ int nbd_parse_option(const uint8_t *buf, size_t len, nbd_option_t *opt,
 int nbd_parse_info_request(const uint8_t *data, size_t len, nbd_info_req_t *req,
                            nbd_error_t *err);
 
+/* Parses the data of NBD_OPT_LIST_META_CONTEXT / SET_META_CONTEXT (`len`
+ * bytes): 32-bit export name length, name, 32-bit query count, then per
+ * query a 32-bit length and the query.  Every length is checked against
+ * `len` (the data must be used exactly), names and queries against
+ * NBD_MAX_NAME and for NUL bytes.  Returns 0 (req points into data), or
+ * -EINVAL with *err saying which field is wrong (answer
+ * NBD_REP_ERR_INVALID). */
+int nbd_parse_meta_request(const uint8_t *data, size_t len, nbd_meta_req_t *req,
+                           nbd_error_t *err);
+
+/* Steps through the queries of a request nbd_parse_meta_request()
+ * accepted: *cursor starts at 0.  Returns 1 and points *q at the next
+ * query (not NUL-terminated, *qlen bytes), or 0 when there are no more. */
+int nbd_meta_next_query(const nbd_meta_req_t *req, size_t *cursor, const char **q,
+                        uint32_t *qlen);
+
+/* Says whether query `q` (qlen bytes) selects "base:allocation": for LIST
+ * (`list` nonzero) "base:" is a wildcard for every base: context and the
+ * exact name matches; for SET only the exact name does ("base:" is ignored
+ * there, proto.md "The base: metadata namespace").  Other namespaces and
+ * unknown base: leaves never match (they are ignored, not errors).
+ * Returns 1 or 0. */
+int nbd_meta_query_matches(const char *q, uint32_t qlen, int list);
+
 /* Writes an option reply header (magic, option, type, length) into buf (at
  * least NBD_REP_HDR_LEN bytes).  Returns NBD_REP_HDR_LEN. */
 size_t nbd_encode_rep_header(uint8_t *buf, uint32_t option, uint32_t type,
@@ -193,6 +248,18 @@ size_t nbd_encode_info_block_size(uint8_t *buf, uint32_t option, uint32_t min,
 size_t nbd_encode_export_reply(uint8_t *buf, uint64_t size, uint16_t tflags,
                                int no_zeroes);
 
+/* Writes a complete NBD_REP_META_CONTEXT reply (context `id`, then the
+ * NUL-terminated `name`) into buf (at least NBD_REP_HDR_LEN + 4 +
+ * strlen(name) bytes).  Returns the number of bytes written. */
+size_t nbd_encode_rep_meta_context(uint8_t *buf, uint32_t option, uint32_t id,
+                                   const char *name);
+
+/* Parses the data of an NBD_REP_META_CONTEXT reply (`len` bytes).  Returns
+ * 0, sets *id and points *name into buf (*namelen bytes), or -EPROTO if
+ * len < 4 or the name is longer than NBD_MAX_NAME. */
+int nbd_parse_rep_meta_context(const uint8_t *buf, size_t len, uint32_t *id,
+                               const char **name, uint32_t *namelen, nbd_error_t *err);
+
 /* Parses a 28-byte request header.  Returns 0 and fills *req, -EAGAIN if
  * len < NBD_REQUEST_LEN, or -EPROTO for a bad magic (the stream cannot be
  * resynchronised: close the connection). */
@@ -206,7 +273,10 @@ int nbd_parse_request(const uint8_t *buf, size_t len, nbd_request_t *req,
  * only with structured replies), a READ/TRIM beyond the end or a FLUSH/DISC
  * with a nonzero offset or length; NBD_ENOSPC for a WRITE beyond the end;
  * NBD_EOVERFLOW for a READ/WRITE longer than NBD_MAX_PAYLOAD.  A
- * zero-length READ/WRITE/TRIM inside the export is valid. */
+ * zero-length READ/WRITE/TRIM inside the export is valid.
+ * NBD_CMD_BLOCK_STATUS is valid only with structured replies, flags FUA
+ * and REQ_ONE, a nonzero length and inside the export (else NBD_EINVAL);
+ * whether a metadata context was selected is the caller's check. */
 uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size, int structured);
 
 /* Writes a simple reply header (16 bytes) into buf.  Returns NBD_SIMPLE_LEN. */
@@ -224,6 +294,22 @@ size_t nbd_encode_chunk_header(uint8_t *buf, uint16_t flags, uint16_t type,
  * Returns NBD_OFFSET_DATA_HDR_LEN. */
 size_t nbd_encode_offset_data(uint8_t *buf, uint16_t flags, uint64_t handle,
                               uint64_t offset, uint32_t datalen);
+
+/* Writes a complete NBD_REPLY_TYPE_BLOCK_STATUS chunk for metadata context
+ * `id` with reply flags `flags` (NBD_REPLY_FLAG_DONE for the last chunk)
+ * and the `n` descriptors `ext` (n >= 1, every length nonzero) into buf (at
+ * least NBD_BLOCK_STATUS_HDR_LEN + n * NBD_EXTENT_LEN bytes).  Returns the
+ * number of bytes written. */
+size_t nbd_encode_block_status(uint8_t *buf, uint16_t flags, uint64_t handle, uint32_t id,
+                               const nbd_extent_t *ext, uint32_t n);
+
+/* Parses the payload of a block status chunk (`len` bytes, the header's
+ * length): context id, then descriptors.  Returns 0, sets *id and *n (the
+ * number of descriptors) and copies the first min(*n, max) of them into
+ * ext (which may be NULL if max is 0), or -EPROTO if len is not 4 + a
+ * positive multiple of 8 or a descriptor has length 0. */
+int nbd_parse_block_status(const uint8_t *buf, size_t len, uint32_t *id, nbd_extent_t *ext,
+                           uint32_t max, uint32_t *n, nbd_error_t *err);
 
 /* Writes a complete NBD_REPLY_TYPE_ERROR chunk with NBD_REPLY_FLAG_DONE:
  * error value `error` (nonzero) and message `msg` (NUL-terminated; NULL or

@@ -28,6 +28,8 @@
 #define SHUTDOWN_GRACE_SEC 10
 #define READ_MIN (64u * 1024)          /* bytes asked of one read(2) ... */
 #define READ_MAX (1024u * 1024)        /* ... or more while a payload is awaited */
+#define MAX_EXTENTS 1024               /* descriptors in one BLOCK_STATUS reply */
+#define META_ID_ALLOCATION 1           /* our context id of base:allocation */
 #define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
                 NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
 
@@ -72,6 +74,10 @@ typedef struct nconn {
     int state;
     int no_zeroes;
     int structured;        /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
+    int meta_bucket;       /* export of the last SET_META_CONTEXT, if it
+                              selected base:allocation; else -1 */
+    int meta;              /* in transmission: base:allocation selected for
+                              this export (BLOCK_STATUS allowed) */
     int nopts;
     uint64_t swallow;      /* payload bytes still to discard */
     int reply_after;       /* after swallowing: 1 option error, 2 WRITE error */
@@ -246,7 +252,20 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
     if (result < 0)
         log_debug("%s: %s at %llu+%u: %s", c->peer, nbd_cmd_name(r->type),
                   (unsigned long long)r->op.offset, r->op.length, strerror(-result));
-    if (!e && r->type == NBD_CMD_READ && r->op.length > 0) {
+    if (!e && r->type == NBD_CMD_BLOCK_STATUS) {
+        /* One chunk per selected context, and we have one (proto.md,
+         * "NBD_CMD_BLOCK_STATUS"): it is also the last. */
+        nbd_extent_t x[MAX_EXTENTS];
+        const blockdev_extent_t *be = r->op.buf;
+        uint32_t n = r->op.nextents;
+        for (uint32_t i = 0; i < n; i++) {
+            x[i].length = be[i].length;
+            x[i].flags = (be[i].flags & BLOCKDEV_EXT_HOLE) ? NBD_STATE_HOLE | NBD_STATE_ZERO : 0;
+        }
+        uint8_t b[NBD_BLOCK_STATUS_HDR_LEN + MAX_EXTENTS * NBD_EXTENT_LEN];
+        out(c, b, nbd_encode_block_status(b, NBD_REPLY_FLAG_DONE, r->handle, META_ID_ALLOCATION,
+                                          x, n));
+    } else if (!e && r->type == NBD_CMD_READ && r->op.length > 0) {
         /* The data is complete before anything is sent, so one chunk that
          * is also the last one is allowed (proto.md, "NBD_CMD_READ"). */
         uint8_t b[NBD_OFFSET_DATA_HDR_LEN];
@@ -349,6 +368,16 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
         r->op.kind = BLOCKDEV_FLUSH;
         f->st.flushes++;
         break;
+    case NBD_CMD_BLOCK_STATUS:
+        r->op.kind = BLOCKDEV_EXTENTS;
+        r->op.max_extents = (q->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : MAX_EXTENTS;
+        r->op.buf = calloc(r->op.max_extents, sizeof(blockdev_extent_t));
+        if (!r->op.buf) {
+            free(r);
+            return -1;
+        }
+        f->st.block_status++;
+        break;
     default:
         r->op.kind = BLOCKDEV_TRIM;
         f->st.trims++;
@@ -406,6 +435,7 @@ static void enter_transmission(nconn_t *c, int b, uint64_t size)
 {
     c->bucket = b;
     c->size = size;
+    c->meta = c->meta_bucket >= 0 && c->meta_bucket == b;
     c->state = ST_TRANS;
     log_debug("%s: export '%s' (%llu bytes)", c->peer, sched_bucket_name(c->f->s, b),
               (unsigned long long)size);
@@ -446,6 +476,54 @@ static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t 
     opt_reply(c, opt, NBD_REP_ACK);
     if (opt == NBD_OPT_GO)
         enter_transmission(c, b, size);
+}
+
+/* NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT (proto.md, "Option
+ * types", "Metadata querying", "The base: metadata namespace").  The only
+ * context is base:allocation.  LIST: all contexts for no query, "base:" or
+ * the exact name for a query, context id 0 ("reserved"); allowed without
+ * structured replies, as qemu-nbd does.  SET: needs structured replies,
+ * selects base:allocation only by its exact name, for the export named,
+ * and replaces the previous selection even when it fails.  Unknown
+ * namespaces and leaves are ignored; malformed data is
+ * NBD_REP_ERR_INVALID, an unknown export NBD_REP_ERR_UNKNOWN. */
+static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+    int list = opt == NBD_OPT_LIST_META_CONTEXT;
+    if (!list)
+        c->meta_bucket = -1;
+    if (!list && !c->structured) {
+        log_debug("%s: SET_META_CONTEXT before STRUCTURED_REPLY", c->peer);
+        opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        return;
+    }
+    nbd_meta_req_t mr;
+    nbd_error_t e;
+    if (nbd_parse_meta_request(data, len, &mr, &e) < 0) {
+        log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e.offset, e.text);
+        opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        return;
+    }
+    uint64_t size;
+    int b = find_export(c->f, mr.name, mr.namelen, &size);
+    if (b < 0) {
+        opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
+        return;
+    }
+    int match = list && mr.nqueries == 0;
+    size_t cur = 0;
+    const char *q;
+    uint32_t ql;
+    while (!match && nbd_meta_next_query(&mr, &cur, &q, &ql))
+        match = nbd_meta_query_matches(q, ql, list);
+    if (match) {
+        uint8_t buf[NBD_REP_HDR_LEN + 4 + sizeof NBD_META_BASE_ALLOCATION];
+        out(c, buf, nbd_encode_rep_meta_context(buf, opt, list ? 0 : META_ID_ALLOCATION,
+                                                NBD_META_BASE_ALLOCATION));
+        if (!list)
+            c->meta_bucket = b;
+    }
+    opt_reply(c, opt, NBD_REP_ACK);
 }
 
 /* Handles one option with its data.  Returns 0, or -1 to close at once. */
@@ -501,8 +579,12 @@ static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t
             opt_reply(c, opt, NBD_REP_ACK);
         }
         return 0;
+    case NBD_OPT_LIST_META_CONTEXT:
+    case NBD_OPT_SET_META_CONTEXT:
+        opt_meta(c, opt, data, len);
+        return 0;
     default:
-        /* STARTTLS, meta contexts, extended headers and anything unknown. */
+        /* STARTTLS, extended headers and anything unknown. */
         opt_reply(c, opt, NBD_REP_ERR_UNSUP);
         return 0;
     }
@@ -612,6 +694,8 @@ static int process_input(nconn_t *c)
             return 0;
         }
         uint32_t err = nbd_check_request(&q, c->size, c->structured);
+        if (!err && q.type == NBD_CMD_BLOCK_STATUS && !c->meta)
+            err = NBD_EINVAL; /* no context selected (proto.md, "Metadata querying") */
         if (!err && f->stopping)
             err = NBD_ESHUTDOWN;
         uint32_t payload = q.type == NBD_CMD_WRITE ? q.length : 0;
@@ -857,6 +941,7 @@ static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, 
     }
     c->f = f;
     c->bucket = -1;
+    c->meta_bucket = -1;
     c->fd = fd;
     c->in = evbuffer_new();
     c->outb = evbuffer_new();

@@ -1,6 +1,6 @@
 /* nbdfront.h - the NBD front of bqos-node: NBD client connections on a
- * libevent loop, every READ/WRITE/FLUSH/TRIM one scheduler item charged to
- * the export's bucket, executed by the block backend (blockdev).
+ * libevent loop, every READ/WRITE/FLUSH/TRIM/BLOCK_STATUS one scheduler item
+ * charged to the export's bucket, executed by the block backend (blockdev).
  *
  * Exports are the scheduler's buckets: export name = bucket name (the empty
  * name means the bucket "default" if it exists).  One request = one token,
@@ -81,6 +81,7 @@ void nbdfront_kick(nbdfront_t *f);
 /* Per-front counters. */
 typedef struct {
     uint64_t conns, requests, reads, writes, flushes, trims, errors;
+    uint64_t block_status;     /* NBD_CMD_BLOCK_STATUS requests executed */
     uint64_t bytes_read, bytes_written;
     uint64_t inline_reads;     /* of the reads: served from the page cache at once */
     int inflight;

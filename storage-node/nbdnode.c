@@ -337,10 +337,12 @@ int nbdnode_main(int argc, char **argv, const char *prog)
     nbdfront_stats_t st;
     nbdfront_stats(f, &st);
     log_info("stopped: %llu connections, %llu requests (%llu reads, %llu writes, %llu "
-             "flushes, %llu trims; %llu reads from the page cache inline), %llu errors",
+             "flushes, %llu trims, %llu block status; %llu reads from the page cache "
+             "inline), %llu errors",
              (unsigned long long)st.conns, (unsigned long long)st.requests,
              (unsigned long long)st.reads, (unsigned long long)st.writes,
              (unsigned long long)st.flushes, (unsigned long long)st.trims,
+             (unsigned long long)st.block_status,
              (unsigned long long)st.inline_reads,
              (unsigned long long)st.errors);
     rc = 0;
