@@ -1,4 +1,4 @@
-/* test_blockdev.c - Check suite for storage-node/blockdev: per-export files, reads/writes/flush/trim through the worker pool and kernel AIO, full disk, inline page-cache reads, shutdown. */
+/* test_blockdev.c - Check suite for storage-node/blockdev: per-export files, reads/writes/flush/trim through the worker pool and kernel AIO, hole/data extents, full disk, inline page-cache reads, shutdown. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -144,6 +144,79 @@ START_TEST(test_blockdev_dir_exports)
     blockdev_destroy(&bd);
     ck_assert_ptr_null(bd);
     blockdev_destroy(&bd); /* NULL is fine */
+    event_base_free(c.base);
+}
+END_TEST
+
+/* Writes `len` bytes of 'D' at `off` of export `id` and waits. */
+static void put_data(blockdev_t *bd, ctx_t *c, int id, uint64_t off, uint32_t len)
+{
+    char *w = blockdev_alloc(len);
+    memset(w, 'D', len);
+    blockdev_op_t op;
+    op_init(&op, BLOCKDEV_WRITE, id, off, len, w);
+    ck_assert_int_eq(blockdev_submit(bd, &op), 0);
+    wait_done(c, 1);
+    ck_assert_int_eq(op.result, 0);
+    free(w);
+}
+
+/* Extents of a sparse export follow what was written and trimmed: data
+ * where written, holes elsewhere; capped by `max`, never past the range;
+ * the same through a BLOCKDEV_EXTENTS op on a worker. */
+START_TEST(test_blockdev_extents)
+{
+    ctx_t c;
+    int err = 0;
+    blockdev_t *bd = make(&c, dir, 0, 1 << 20, &err);
+    ck_assert_ptr_nonnull(bd);
+    uint64_t size;
+    ck_assert_int_eq(blockdev_export(bd, 0, "v", &size), 0);
+    blockdev_extent_t x[8];
+    /* fresh file: one hole */
+    ck_assert_int_eq(blockdev_extents(bd, 0, 0, 1 << 20, x, 8), 1);
+    ck_assert(x[0].length == 1u << 20 && x[0].flags == BLOCKDEV_EXT_HOLE);
+    put_data(bd, &c, 0, 128 << 10, 64 << 10);
+    put_data(bd, &c, 0, 512 << 10, 4096);
+    ck_assert_int_eq(blockdev_extents(bd, 0, 0, 1 << 20, x, 8), 5);
+    static const uint32_t len[5] = {128 << 10, 64 << 10, 320 << 10, 4096, (508 << 10)};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(x[i].length, len[i]);
+        ck_assert_uint_eq(x[i].flags, (i % 2) ? 0 : BLOCKDEV_EXT_HOLE);
+    }
+    /* capped: two extents, stopping short of the range */
+    ck_assert_int_eq(blockdev_extents(bd, 0, 0, 1 << 20, x, 2), 2);
+    ck_assert_uint_eq(x[0].length + x[1].length, 192 << 10);
+    /* an unaligned range inside the data, and one across its end */
+    ck_assert_int_eq(blockdev_extents(bd, 0, (128 << 10) + 1000, 3000, x, 8), 1);
+    ck_assert(x[0].length == 3000 && x[0].flags == 0);
+    ck_assert_int_eq(blockdev_extents(bd, 0, (192 << 10) - 10, 30, x, 8), 2);
+    ck_assert(x[0].length == 10 && x[0].flags == 0);
+    ck_assert(x[1].length == 20 && x[1].flags == BLOCKDEV_EXT_HOLE);
+    /* the last byte */
+    ck_assert_int_eq(blockdev_extents(bd, 0, (1 << 20) - 1, 1, x, 8), 1);
+    ck_assert(x[0].length == 1 && x[0].flags == BLOCKDEV_EXT_HOLE);
+    /* bad arguments */
+    ck_assert_int_eq(blockdev_extents(bd, 0, (1 << 20) - 1, 2, x, 8), -EINVAL);
+    ck_assert_int_eq(blockdev_extents(bd, 0, UINT64_MAX - 5, 100, x, 8), -EINVAL);
+    ck_assert_int_eq(blockdev_extents(bd, 0, 0, 0, x, 8), -EINVAL);
+    ck_assert_int_eq(blockdev_extents(bd, 0, 0, 4096, x, 0), -EINVAL);
+    ck_assert_int_eq(blockdev_extents(bd, 3, 0, 4096, x, 8), -EINVAL); /* not opened */
+    /* a trim makes a hole again; the op runs on a worker */
+    blockdev_op_t op;
+    op_init(&op, BLOCKDEV_TRIM, 0, 128 << 10, 64 << 10, NULL);
+    ck_assert_int_eq(blockdev_submit(bd, &op), 0);
+    wait_done(&c, 1);
+    ck_assert_int_eq(op.result, 0);
+    op_init(&op, BLOCKDEV_EXTENTS, 0, 0, 1 << 20, x);
+    op.max_extents = 8;
+    ck_assert_int_eq(blockdev_submit(bd, &op), 0);
+    wait_done(&c, 1);
+    ck_assert_int_eq(op.result, 0);
+    ck_assert_uint_eq(op.nextents, 3);
+    ck_assert(x[0].length == 512u << 10 && x[0].flags == BLOCKDEV_EXT_HOLE);
+    ck_assert(x[1].length == 4096 && x[1].flags == 0);
+    blockdev_destroy(&bd);
     event_base_free(c.base);
 }
 END_TEST
@@ -371,6 +444,7 @@ static Suite *blockdev_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_blockdev_dir_exports);
+    tcase_add_test(tc, test_blockdev_extents);
     tcase_add_test(tc, test_blockdev_single_file_not_truncated);
     tcase_add_test(tc, test_blockdev_bad_config);
     tcase_add_test(tc, test_blockdev_full_disk);

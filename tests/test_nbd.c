@@ -365,6 +365,204 @@ START_TEST(test_nbd_client_round_trip)
 }
 END_TEST
 
+/* Builds LIST/SET_META_CONTEXT data: export name, count, queries. */
+static size_t mkmeta(uint8_t *b, const char *name, int nq, const char *const *qs)
+{
+    size_t nl = strlen(name), n = 0;
+    put32(b, (uint32_t)nl);
+    memcpy(b + 4, name, nl);
+    n = 4 + nl;
+    put32(b + n, (uint32_t)nq);
+    n += 4;
+    for (int i = 0; i < nq; i++) {
+        size_t ql = strlen(qs[i]);
+        put32(b + n, (uint32_t)ql);
+        memcpy(b + n + 4, qs[i], ql);
+        n += 4 + ql;
+    }
+    return n;
+}
+
+START_TEST(test_nbd_meta_request_good)
+{
+    uint8_t b[256];
+    const char *qs[3] = {"x-foo:bar", "base:allocation", ""};
+    nbd_meta_req_t m;
+    size_t n = mkmeta(b, "red", 3, qs);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, NULL), 0);
+    ck_assert_uint_eq(m.namelen, 3);
+    ck_assert(memcmp(m.name, "red", 3) == 0);
+    ck_assert_uint_eq(m.nqueries, 3);
+    size_t cur = 0;
+    const char *q;
+    uint32_t ql;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(nbd_meta_next_query(&m, &cur, &q, &ql), 1);
+        ck_assert_uint_eq(ql, strlen(qs[i]));
+        ck_assert(memcmp(q, qs[i], ql) == 0);
+    }
+    ck_assert_int_eq(nbd_meta_next_query(&m, &cur, &q, &ql), 0);
+    /* default export, no queries */
+    n = mkmeta(b, "", 0, NULL);
+    ck_assert_uint_eq(n, 8);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, NULL), 0);
+    ck_assert_uint_eq(m.namelen, 0);
+    ck_assert_uint_eq(m.nqueries, 0);
+    cur = 0;
+    ck_assert_int_eq(nbd_meta_next_query(&m, &cur, &q, &ql), 0);
+}
+END_TEST
+
+START_TEST(test_nbd_meta_request_garbage)
+{
+    uint8_t b[256];
+    const char *qs[2] = {"base:allocation", "qemu:dirty-bitmap:x"};
+    nbd_meta_req_t m;
+    nbd_error_t e;
+    size_t n = mkmeta(b, "red", 2, qs);
+    /* every truncation and one extra byte */
+    for (size_t l = 0; l < n; l++) {
+        e.text[0] = 0;
+        ck_assert_msg(nbd_parse_meta_request(b, l, &m, &e) == -EINVAL, "len %zu accepted", l);
+        ck_assert(e.text[0] != 0);
+    }
+    ck_assert_int_eq(nbd_parse_meta_request(b, n + 1, &m, &e), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.text, "after"));
+    /* name length overruns / beyond the maximum */
+    put32(b, 1000);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    ck_assert_uint_eq(e.offset, 0);
+    put32(b, 0xffffffffu);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    /* more queries announced than sent, and a huge count */
+    n = mkmeta(b, "red", 2, qs);
+    put32(b + 7, 3);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.text, "query 3"));
+    put32(b + 7, 0xffffffffu);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    /* fewer queries announced than sent: bytes left over */
+    put32(b + 7, 1);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    /* a query length that overruns, or is beyond the maximum */
+    n = mkmeta(b, "red", 2, qs);
+    put32(b + 11, 200);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    ck_assert_uint_eq(e.offset, 11);
+    put32(b + 11, 0x80000000u);
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    /* NUL in the name or in a query */
+    n = mkmeta(b, "red", 2, qs);
+    b[5] = 0;
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    n = mkmeta(b, "red", 2, qs);
+    b[15 + 4] = 0;
+    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.text, "NUL"));
+}
+END_TEST
+
+/* base:allocation by name; "base:" only as a LIST wildcard; anything else
+ * is ignored (proto.md, "The base: metadata namespace"). */
+START_TEST(test_nbd_meta_query_matching)
+{
+    static const struct {
+        const char *q;
+        int list, set;
+    } t[] = {
+        {"base:allocation", 1, 1}, {"base:", 1, 0},        {"base:alloc", 0, 0},
+        {"base:allocationX", 0, 0}, {"base", 0, 0},        {"BASE:allocation", 0, 0},
+        {"qemu:dirty-bitmap:a", 0, 0}, {"x-foo:", 0, 0},   {"", 0, 0},
+        {"nbd-server:allocation", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        uint32_t l = (uint32_t)strlen(t[i].q);
+        ck_assert_msg(nbd_meta_query_matches(t[i].q, l, 1) == t[i].list, "LIST %s", t[i].q);
+        ck_assert_msg(nbd_meta_query_matches(t[i].q, l, 0) == t[i].set, "SET %s", t[i].q);
+    }
+}
+END_TEST
+
+START_TEST(test_nbd_meta_context_reply)
+{
+    uint8_t b[64];
+    size_t n = nbd_encode_rep_meta_context(b, NBD_OPT_SET_META_CONTEXT, 7,
+                                           NBD_META_BASE_ALLOCATION);
+    ck_assert_uint_eq(n, NBD_REP_HDR_LEN + 4 + 15);
+    uint32_t o, t, l, id, nl;
+    const char *name;
+    ck_assert_int_eq(nbd_parse_rep_header(b, n, &o, &t, &l, NULL), 0);
+    ck_assert(o == NBD_OPT_SET_META_CONTEXT && t == NBD_REP_META_CONTEXT && l == 19);
+    ck_assert_int_eq(nbd_parse_rep_meta_context(b + NBD_REP_HDR_LEN, l, &id, &name, &nl, NULL),
+                     0);
+    ck_assert_uint_eq(id, 7);
+    ck_assert_uint_eq(nl, 15);
+    ck_assert(memcmp(name, "base:allocation", 15) == 0);
+    nbd_error_t e;
+    ck_assert_int_eq(nbd_parse_rep_meta_context(b + NBD_REP_HDR_LEN, 3, &id, &name, &nl, &e),
+                     -EPROTO);
+}
+END_TEST
+
+START_TEST(test_nbd_block_status_chunk)
+{
+    uint8_t b[NBD_BLOCK_STATUS_HDR_LEN + 3 * NBD_EXTENT_LEN];
+    nbd_extent_t x[3] = {{4096, 0}, {61440, NBD_STATE_HOLE | NBD_STATE_ZERO}, {1, 0}};
+    size_t n = nbd_encode_block_status(b, NBD_REPLY_FLAG_DONE, 99, 5, x, 3);
+    ck_assert_uint_eq(n, sizeof b);
+    uint16_t fl, ty;
+    uint64_t h;
+    uint32_t l, id, cnt;
+    ck_assert_int_eq(nbd_parse_chunk_header(b, n, &fl, &ty, &h, &l, NULL), 0);
+    ck_assert(fl == NBD_REPLY_FLAG_DONE && ty == NBD_REPLY_TYPE_BLOCK_STATUS && h == 99);
+    ck_assert_uint_eq(l, 4 + 3 * 8);
+    nbd_extent_t y[2];
+    ck_assert_int_eq(nbd_parse_block_status(b + NBD_CHUNK_HDR_LEN, l, &id, y, 2, &cnt, NULL), 0);
+    ck_assert_uint_eq(id, 5);
+    ck_assert_uint_eq(cnt, 3); /* all counted, the first 2 copied */
+    ck_assert(y[0].length == 4096 && y[0].flags == 0);
+    ck_assert(y[1].length == 61440 && y[1].flags == 3);
+    /* garbage: no descriptor, a partial one, a zero-length one */
+    nbd_error_t e;
+    const uint8_t *p = b + NBD_CHUNK_HDR_LEN;
+    ck_assert_int_eq(nbd_parse_block_status(p, 4, &id, y, 2, &cnt, &e), -EPROTO);
+    ck_assert_int_eq(nbd_parse_block_status(p, 0, &id, y, 2, &cnt, &e), -EPROTO);
+    ck_assert_int_eq(nbd_parse_block_status(p, 13, &id, y, 2, &cnt, &e), -EPROTO);
+    ck_assert_int_eq(nbd_parse_block_status(p, l - 1, &id, y, 2, &cnt, &e), -EPROTO);
+    x[1].length = 0;
+    nbd_encode_block_status(b, NBD_REPLY_FLAG_DONE, 99, 5, x, 3);
+    ck_assert_int_eq(nbd_parse_block_status(p, l, &id, NULL, 0, &cnt, &e), -EPROTO);
+    ck_assert_uint_eq(e.offset, 12);
+}
+END_TEST
+
+/* BLOCK_STATUS: structured replies only, flags FUA and REQ_ONE, nonzero
+ * length, inside the export. */
+START_TEST(test_nbd_block_status_request)
+{
+    nbd_request_t q = {.type = NBD_CMD_BLOCK_STATUS, .offset = 0, .length = 4096};
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), 0);
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 0), NBD_EINVAL);
+    q.flags = NBD_CMD_FLAG_REQ_ONE | NBD_CMD_FLAG_FUA;
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), 0);
+    q.flags = NBD_CMD_FLAG_DF;
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), NBD_EINVAL);
+    q.flags = 0;
+    q.length = 0;
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), NBD_EINVAL);
+    q.offset = (1 << 20) - 512;
+    q.length = 512;
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), 0);
+    q.length = 513;
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), NBD_EINVAL);
+    q.offset = UINT64_MAX - 10; /* wraps */
+    q.length = 100;
+    ck_assert_uint_eq(nbd_check_request(&q, 1 << 20, 1), NBD_EINVAL);
+    ck_assert_str_eq(nbd_cmd_name(NBD_CMD_BLOCK_STATUS), "BLOCK_STATUS");
+    ck_assert_str_eq(nbd_opt_name(NBD_OPT_SET_META_CONTEXT), "SET_META_CONTEXT");
+}
+END_TEST
+
 /* Random bytes into every parser: no crash, no read past the length (ASan
  * build), and every success is a consistent message. */
 START_TEST(test_nbd_fuzz_garbage)
@@ -407,10 +605,32 @@ START_TEST(test_nbd_fuzz_garbage)
         ck_assert(rc == 0 || rc == -EPROTO);
         if (rc == 0)
             ck_assert(ev != 0 && (size_t)ml + 6 <= len);
+        nbd_meta_req_t mr;
+        rc = nbd_parse_meta_request(b, len, &mr, &e);
+        ck_assert(rc == 0 || rc == -EINVAL);
+        if (rc == 0) {
+            size_t cur = 0, total = 8 + mr.namelen;
+            const char *mq;
+            uint32_t mql, k = 0;
+            while (nbd_meta_next_query(&mr, &cur, &mq, &mql)) {
+                total += 4 + mql;
+                k++;
+            }
+            ck_assert_uint_eq(k, mr.nqueries);
+            ck_assert_uint_eq(total, len);
+        }
+        uint32_t bid, bn;
+        nbd_extent_t bx[4];
+        rc = nbd_parse_block_status(b, len, &bid, bx, 4, &bn, &e);
+        ck_assert(rc == 0 || rc == -EPROTO);
+        if (rc == 0)
+            ck_assert(4 + 8 * (size_t)bn == len && bx[0].length != 0);
         rc = nbd_parse_request(b, len, &q, &e);
         ck_assert(rc == 0 || rc == -EAGAIN || rc == -EPROTO);
         if (rc == 0) {
             uint32_t err = nbd_check_request(&q, 1 << 20, i & 1);
+            if (err == 0 && q.type == NBD_CMD_BLOCK_STATUS)
+                ck_assert(q.length > 0 && (i & 1));
             if (err == 0 && q.type != NBD_CMD_FLUSH && q.type != NBD_CMD_DISC)
                 ck_assert(q.offset + q.length <= (1u << 20));
             if (err == 0 && !(i & 1))
@@ -437,6 +657,12 @@ static Suite *nbd_suite(void)
     tcase_add_test(tc, test_nbd_errno_mapping);
     tcase_add_test(tc, test_nbd_client_round_trip);
     tcase_add_test(tc, test_nbd_structured_chunks);
+    tcase_add_test(tc, test_nbd_meta_request_good);
+    tcase_add_test(tc, test_nbd_meta_request_garbage);
+    tcase_add_test(tc, test_nbd_meta_query_matching);
+    tcase_add_test(tc, test_nbd_meta_context_reply);
+    tcase_add_test(tc, test_nbd_block_status_chunk);
+    tcase_add_test(tc, test_nbd_block_status_request);
     tcase_add_test(tc, test_nbd_fuzz_garbage);
     suite_add_tcase(s, tc);
     return s;

@@ -1,4 +1,4 @@
-/* test_nbdfront.c - Check suite for storage-node/nbdfront: a front on its own loop thread, a blocking NBD client: listing, round trip, simple and structured replies, token-blocked queues, client gone, shutdown answers ESHUTDOWN. */
+/* test_nbdfront.c - Check suite for storage-node/nbdfront: a front on its own loop thread, a blocking NBD client: listing, round trip, simple and structured replies, token-blocked queues, client gone, shutdown answers ESHUTDOWN, meta contexts and BLOCK_STATUS. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -464,6 +464,195 @@ START_TEST(test_nbdfront_shutdown_answers_queued)
 }
 END_TEST
 
+/* Sends LIST_ or SET_META_CONTEXT for export `name` with `nq` queries (or
+ * raw data if `raw`), collects the NBD_REP_META_CONTEXT replies (*nctx,
+ * the id and name of the last in *id) and returns the final reply type. */
+static uint32_t meta(int fd, uint32_t opt, const char *name, int nq, const char *const *qs,
+                     const uint8_t *raw, size_t rawlen, int *nctx, uint32_t *id)
+{
+    uint8_t m[512];
+    size_t n = NBD_OPT_HDR_LEN;
+    if (raw) {
+        memcpy(m + n, raw, rawlen);
+        n += rawlen;
+    } else {
+        size_t nl = strlen(name);
+        uint8_t *p = m + n;
+        p[0] = p[1] = p[2] = 0;
+        p[3] = (uint8_t)nl;
+        memcpy(p + 4, name, nl);
+        p += 4 + nl;
+        p[0] = p[1] = p[2] = 0;
+        p[3] = (uint8_t)nq;
+        p += 4;
+        for (int i = 0; i < nq; i++) {
+            size_t ql = strlen(qs[i]);
+            p[0] = p[1] = p[2] = 0;
+            p[3] = (uint8_t)ql;
+            memcpy(p + 4, qs[i], ql);
+            p += 4 + ql;
+        }
+        n = (size_t)(p - m);
+    }
+    nbd_encode_option(m, opt, (uint32_t)(n - NBD_OPT_HDR_LEN));
+    sendn(fd, m, n);
+    *nctx = 0;
+    for (;;) {
+        uint8_t h[NBD_REP_HDR_LEN], d[64];
+        uint32_t o, t, l;
+        recvn(fd, h, sizeof h);
+        ck_assert_int_eq(nbd_parse_rep_header(h, sizeof h, &o, &t, &l, NULL), 0);
+        ck_assert_uint_eq(o, opt);
+        ck_assert_uint_le(l, sizeof d);
+        if (l)
+            recvn(fd, d, l);
+        if (t != NBD_REP_META_CONTEXT)
+            return t;
+        const char *cn;
+        uint32_t cl;
+        ck_assert_int_eq(nbd_parse_rep_meta_context(d, l, id, &cn, &cl, NULL), 0);
+        ck_assert_uint_eq(cl, 15);
+        ck_assert(memcmp(cn, "base:allocation", 15) == 0);
+        (*nctx)++;
+    }
+}
+
+/* Receives a BLOCK_STATUS reply for `handle`: one chunk flagged DONE for
+ * context `id`; returns the number of descriptors (at most max in x). */
+static uint32_t block_status(int fd, uint64_t handle, uint32_t id, nbd_extent_t *x, uint32_t max)
+{
+    uint16_t fl, ty;
+    uint64_t h;
+    uint32_t l, cid, n;
+    uint8_t p[NBD_BLOCK_STATUS_HDR_LEN + 1024 * NBD_EXTENT_LEN];
+    chunk(fd, &fl, &ty, &h, &l);
+    ck_assert_uint_eq(h, handle);
+    ck_assert_uint_eq(ty, NBD_REPLY_TYPE_BLOCK_STATUS);
+    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
+    ck_assert_uint_le(l, sizeof p);
+    recvn(fd, p, l);
+    ck_assert_int_eq(nbd_parse_block_status(p, l, &cid, x, max, &n, NULL), 0);
+    ck_assert_uint_eq(cid, id);
+    return n;
+}
+
+/* Meta contexts and BLOCK_STATUS: LIST/SET answers and their bad inputs;
+ * extents of a sparse export (data where written, hole + zero elsewhere);
+ * REQ_ONE; bad requests; a BLOCK_STATUS is a scheduler item (waits for a
+ * token); without a selected context, or with one for another export, it
+ * is EINVAL. */
+START_TEST(test_nbdfront_block_status)
+{
+    int fd = client();
+    int nctx;
+    uint32_t id = 99;
+    const char *all[1] = {"base:"};
+    const char *want[2] = {"x-foo:bar", "base:allocation"};
+    const char *other[2] = {"qemu:dirty-bitmap:a", "base:nothing"};
+    /* SET needs structured replies; LIST does not */
+    ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "red", 2, want, NULL, 0, &nctx, &id),
+                      NBD_REP_ERR_INVALID);
+    ck_assert_uint_eq(meta(fd, NBD_OPT_LIST_META_CONTEXT, "red", 0, NULL, NULL, 0, &nctx, &id),
+                      NBD_REP_ACK);
+    ck_assert_int_eq(nctx, 1);
+    ck_assert_uint_eq(id, 0); /* reserved in LIST replies */
+    ck_assert_uint_eq(option(fd, NBD_OPT_STRUCTURED_REPLY, 0), NBD_REP_ACK);
+    /* bad data: too short, a query overrunning the data, an unknown export */
+    static const uint8_t shortd[3] = {0, 0, 0};
+    static const uint8_t overrun[16] = {0, 0, 0, 3, 'r', 'e', 'd', 0, 0, 0, 1, 0, 0, 0, 200, 'b'};
+    ck_assert_uint_eq(meta(fd, NBD_OPT_LIST_META_CONTEXT, NULL, 0, NULL, shortd, sizeof shortd,
+                           &nctx, &id), NBD_REP_ERR_INVALID);
+    ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, NULL, 0, NULL, overrun, sizeof overrun,
+                           &nctx, &id), NBD_REP_ERR_INVALID);
+    ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "nope", 2, want, NULL, 0, &nctx, &id),
+                      NBD_REP_ERR_UNKNOWN);
+    /* queries: "base:" lists it, unknown namespaces and leaves are ignored */
+    ck_assert_uint_eq(meta(fd, NBD_OPT_LIST_META_CONTEXT, "red", 1, all, NULL, 0, &nctx, &id),
+                      NBD_REP_ACK);
+    ck_assert_int_eq(nctx, 1);
+    ck_assert_uint_eq(meta(fd, NBD_OPT_LIST_META_CONTEXT, "red", 2, other, NULL, 0, &nctx, &id),
+                      NBD_REP_ACK);
+    ck_assert_int_eq(nctx, 0);
+    ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "red", 1, all, NULL, 0, &nctx, &id),
+                      NBD_REP_ACK);
+    ck_assert_int_eq(nctx, 0); /* "base:" selects nothing in SET */
+    ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "red", 2, want, NULL, 0, &nctx, &id),
+                      NBD_REP_ACK);
+    ck_assert_int_eq(nctx, 1);
+    uint32_t ctx = id;
+    uint64_t size, h;
+    ck_assert_uint_eq(go(fd, "red", &size), NBD_REP_ACK);
+    /* a fresh export is one hole */
+    nbd_extent_t x[8];
+    request(fd, NBD_CMD_BLOCK_STATUS, 1, 0, (uint32_t)size, NULL);
+    ck_assert_uint_eq(block_status(fd, 1, ctx, x, 8), 1);
+    ck_assert(x[0].length == size && x[0].flags == (NBD_STATE_HOLE | NBD_STATE_ZERO));
+    char w[8192];
+    memset(w, 'b', sizeof w);
+    request(fd, NBD_CMD_WRITE, 2, 65536, sizeof w, w);
+    ck_assert_uint_eq(reply(fd, &h), 0);
+    request(fd, NBD_CMD_BLOCK_STATUS, 3, 0, (uint32_t)size, NULL);
+    ck_assert_uint_eq(block_status(fd, 3, ctx, x, 8), 3);
+    ck_assert(x[0].length == 65536 && x[0].flags == (NBD_STATE_HOLE | NBD_STATE_ZERO));
+    ck_assert(x[1].length == 8192 && x[1].flags == 0);
+    ck_assert(x[2].length == size - 65536 - 8192 &&
+              x[2].flags == (NBD_STATE_HOLE | NBD_STATE_ZERO));
+    /* REQ_ONE: one descriptor, inside the request */
+    request_flags(fd, NBD_CMD_FLAG_REQ_ONE, NBD_CMD_BLOCK_STATUS, 4, 4096, (uint32_t)size - 4096);
+    ck_assert_uint_eq(block_status(fd, 4, ctx, x, 8), 1);
+    ck_assert(x[0].length == 65536 - 4096 && x[0].flags == 3);
+    request(fd, NBD_CMD_BLOCK_STATUS, 5, 65536 + 100, 1000, NULL);
+    ck_assert_uint_eq(block_status(fd, 5, ctx, x, 8), 1);
+    ck_assert(x[0].length == 1000 && x[0].flags == 0);
+    /* beyond the end, zero length, a bad flag */
+    request(fd, NBD_CMD_BLOCK_STATUS, 6, size - 512, 1024, NULL);
+    ck_assert_uint_eq(error_chunk(fd, 6), NBD_EINVAL);
+    request(fd, NBD_CMD_BLOCK_STATUS, 7, 0, 0, NULL);
+    ck_assert_uint_eq(error_chunk(fd, 7), NBD_EINVAL);
+    request_flags(fd, NBD_CMD_FLAG_DF, NBD_CMD_BLOCK_STATUS, 8, 0, 512);
+    ck_assert_uint_eq(error_chunk(fd, 8), NBD_EINVAL);
+    /* one token per request: without tokens it waits in the bucket */
+    on_loop(block_red, NULL);
+    request(fd, NBD_CMD_BLOCK_STATUS, 9, 0, 4096, NULL);
+    usleep(200000);
+    qs_t q;
+    on_loop(read_stats, &q);
+    ck_assert_uint_eq(q.queued, 1);
+    on_loop(unblock_red, NULL);
+    ck_assert_uint_eq(block_status(fd, 9, ctx, x, 8), 1);
+    close(fd);
+
+    /* no context selected; a context for another export; SET replaced */
+    const char *none[1] = {"x-foo:bar"};
+    for (int k = 0; k < 3; k++) {
+        fd = client();
+        ck_assert_uint_eq(option(fd, NBD_OPT_STRUCTURED_REPLY, 0), NBD_REP_ACK);
+        if (k == 1)
+            ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "blue", 2, want, NULL, 0,
+                                   &nctx, &id), NBD_REP_ACK);
+        if (k == 2) {
+            ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "red", 2, want, NULL, 0,
+                                   &nctx, &id), NBD_REP_ACK);
+            ck_assert_uint_eq(meta(fd, NBD_OPT_SET_META_CONTEXT, "red", 1, none, NULL, 0,
+                                   &nctx, &id), NBD_REP_ACK);
+            ck_assert_int_eq(nctx, 0);
+        }
+        ck_assert_uint_eq(go(fd, "red", &size), NBD_REP_ACK);
+        request(fd, NBD_CMD_BLOCK_STATUS, 10, 0, 4096, NULL);
+        ck_assert_uint_eq(error_chunk(fd, 10), NBD_EINVAL);
+        request(fd, NBD_CMD_READ, 11, 65536, 512, NULL); /* still in sync */
+        uint16_t fl, ty;
+        uint32_t len;
+        chunk(fd, &fl, &ty, &h, &len);
+        ck_assert(ty == NBD_REPLY_TYPE_OFFSET_DATA && h == 11 && len == 8 + 512);
+        char r[8 + 512];
+        recvn(fd, r, sizeof r);
+        ck_assert_int_eq(r[8], 'b');
+        close(fd);
+    }
+}
+END_TEST
+
 static Suite *nbdfront_suite(void)
 {
     Suite *s = suite_create("nbdfront");
@@ -475,6 +664,7 @@ static Suite *nbdfront_suite(void)
     tcase_add_test(tc, test_nbdfront_structured_replies);
     tcase_add_test(tc, test_nbdfront_tokens_gate_and_client_gone);
     tcase_add_test(tc, test_nbdfront_shutdown_answers_queued);
+    tcase_add_test(tc, test_nbdfront_block_status);
     suite_add_tcase(s, tc);
     return s;
 }
