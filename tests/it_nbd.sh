@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nbd.sh - the block node against real clients: nbdinfo --list, nbdcopy round trip, fio nbd verify, bad input and faults, full disk, token ratio between two exports, O_DIRECT; bqos-node --backend file:DIR and bqos-nbd-node.
+# it_nbd.sh - the block node against real clients: nbdinfo --list, nbdcopy round trip, nbdinfo --map and a sparse nbdcopy (base:allocation), fio nbd verify, bad input and faults, full disk, token ratio between two exports, O_DIRECT; bqos-node --backend file:DIR and bqos-nbd-node.
 # Needs BIN (default bin); skips (exit 0 with a note) only if nbdinfo, nbdcopy, fio or python3 is missing.
 set -u
 BIN=${BIN:-bin}
@@ -57,7 +57,7 @@ cat >"$tmp/tokens.json" <<'EOF'
 EOF
 echo '{}' >"$tmp/none.json"
 start_node "$tmp/node.log" "$MAIN" --backend "file:$tmp/store/" --export-size 64m \
-  --buckets red,blue,green --outstanding 4 --tokens-file "$tmp/none.json" --separator :
+  --buckets red,blue,green,grey --outstanding 4 --tokens-file "$tmp/none.json" --separator :
 N1=$PID; P1=$PORT
 
 out=$(nbdinfo --list "nbd://127.0.0.1:$P1" 2>&1)
@@ -95,6 +95,33 @@ else
   bad "bad input and faults"
 fi
 kill -0 "$N1" 2>/dev/null && ok "node alive after faults" || bad "node died"
+
+# ---- 1b. base:allocation: 64 KiB written at 5 MiB of the fresh export grey ---
+if python3 "$HERE/nbd_faults.py" "$P1" grey meta; then
+  ok "meta contexts and BLOCK_STATUS (raw client)"
+else
+  bad "meta contexts and BLOCK_STATUS (raw client)"
+fi
+map=$(nbdinfo --map "nbd://127.0.0.1:$P1/grey" 2>&1)
+got=$(echo "$map" | awk '{print $1, $2, $3, $4}')
+want="0 5242880 3 hole,zero
+5242880 65536 0 data
+5308416 61800448 3 hole,zero"
+if [ "$got" = "$want" ]; then
+  ok "nbdinfo --map: data at 5 MiB, hole,zero elsewhere"
+else
+  bad "nbdinfo --map: $map"
+fi
+# nbdcopy asks for the map and skips the holes: the copy is sparse and equal
+truncate -s 64M "$tmp/grey.want"
+head -c 65536 /dev/zero | tr '\0' m | dd of="$tmp/grey.want" bs=1M seek=5 conv=notrunc 2>/dev/null
+if nbdcopy "nbd://127.0.0.1:$P1/grey" "$tmp/grey.img" &&
+   cmp "$tmp/grey.img" "$tmp/grey.want" >/dev/null &&
+   [ "$(stat -c %b "$tmp/grey.img")" -le 1024 ]; then
+  ok "nbdcopy of a sparse export: equal and sparse ($(stat -c %b "$tmp/grey.img") blocks)"
+else
+  bad "nbdcopy of a sparse export"; ls -ls "$tmp/grey.img"
+fi
 
 # ---- 2. token ratio: red 24, blue 8 R-tokens (no L) per 0.1 s period -------
 cp "$tmp/tokens.json" "$tmp/none.json"

@@ -23,8 +23,10 @@ REP_ACK, REP_SERVER, REP_INFO = 1, 2, 3
 ERR = 1 << 31
 ERR_UNSUP, ERR_INVALID, ERR_UNKNOWN, ERR_TOO_BIG = ERR | 1, ERR | 3, ERR | 6, ERR | 9
 OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_INFO, OPT_GO, OPT_SR = 1, 2, 3, 6, 7, 8
-OPT_LIST_META = 10
-CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_TRIM = 0, 1, 2, 3, 4
+OPT_LIST_META, OPT_SET_META, OPT_EXTENDED_HEADERS = 9, 10, 11
+REP_META_CONTEXT, RT_BLOCK_STATUS, REQ_ONE = 4, 5, 1 << 3
+CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_TRIM, CMD_BLOCK_STATUS = 0, 1, 2, 3, 4, 7
+HOLE_ZERO = 3  # NBD_STATE_HOLE | NBD_STATE_ZERO
 FUA = 1
 EINVAL, ENOSPC = 22, 28
 
@@ -181,7 +183,7 @@ def sc_badflags(port, export):
 
 def sc_options(port, export):
     s = hello(port)
-    for opt in (OPT_LIST_META, 99, 5):  # meta contexts, unknown, STARTTLS
+    for opt in (OPT_EXTENDED_HEADERS, 99, 5):  # extended headers, unknown, STARTTLS
         send_opt(s, opt, b"xyz" if opt == 99 else b"")
         o, t, _ = recv_rep(s)
         check(o == opt and t == ERR_UNSUP, "option %d: reply %x, want ERR_UNSUP" % (opt, t))
@@ -365,6 +367,95 @@ def sc_structured(port, export):
     check(seen == set(range(100, 132)), "pipelined handles lost")
     request(s, CMD_FLUSH, 0, 0, 8)
     check(reply(s, 8)[0] == 0, "flush failed")
+    disc(s)
+
+
+def meta_data(name, queries):
+    n = name.encode()
+    d = struct.pack(">I", len(n)) + n + struct.pack(">I", len(queries))
+    for q in queries:
+        d += struct.pack(">I", len(q)) + q.encode()
+    return d
+
+
+def meta_opt(s, opt, data):
+    """Sends LIST_/SET_META_CONTEXT; returns (final reply type, [(id, name)])."""
+    send_opt(s, opt, data)
+    ctx = []
+    while True:
+        o, t, d = recv_rep(s)
+        check(o == opt, "reply to option %d, want %d" % (o, opt))
+        if t != REP_META_CONTEXT:
+            return t, ctx
+        ctx.append((struct.unpack(">I", d[:4])[0], d[4:].decode()))
+
+
+def block_status(s, handle, ctx_id):
+    """Reads a BLOCK_STATUS reply: one DONE chunk; returns [(length, flags)]."""
+    flags, typ, p = chunk(s, handle)
+    check(typ == RT_BLOCK_STATUS and flags & REPLY_DONE, "BLOCK_STATUS: chunk %d" % typ)
+    check(len(p) >= 12 and (len(p) - 4) % 8 == 0, "BLOCK_STATUS payload of %d bytes" % len(p))
+    check(struct.unpack(">I", p[:4])[0] == ctx_id, "BLOCK_STATUS for another context")
+    ext = [struct.unpack(">II", p[i:i + 8]) for i in range(4, len(p), 8)]
+    check(all(ln > 0 for ln, _ in ext), "zero-length descriptor")
+    return ext
+
+
+def sc_meta(port, export):
+    """Meta contexts and BLOCK_STATUS on a fresh export: bad option data,
+    SET before structured replies, then 64 KiB written at 5 MiB show up as
+    data between holes; BLOCK_STATUS without a context is EINVAL."""
+    s = hello(port)
+    t, _ = meta_opt(s, OPT_SET_META, meta_data(export, ["base:allocation"]))
+    check(t == ERR_INVALID, "SET_META_CONTEXT before STRUCTURED_REPLY: %x" % t)
+    send_opt(s, OPT_SR)
+    check(recv_rep(s)[1] == REP_ACK, "STRUCTURED_REPLY not acknowledged")
+    good = meta_data(export, ["base:allocation"])
+    for bad in (b"", b"\x00\x00", good[:-1], good + b"x", b"\x00\x00\x10\x00" + good[4:],
+                meta_data(export, [])[:-4] + struct.pack(">I", 5),
+                meta_data(export, ["base:allo\x00ation"])):
+        for opt in (OPT_LIST_META, OPT_SET_META):
+            t, ctx = meta_opt(s, opt, bad)
+            check(t == ERR_INVALID and not ctx, "option %d with %r: %x" % (opt, bad, t))
+    t, ctx = meta_opt(s, OPT_LIST_META, meta_data("no-such-bucket", []))
+    check(t == ERR_UNKNOWN, "LIST_META_CONTEXT of an unknown export: %x" % t)
+    t, ctx = meta_opt(s, OPT_LIST_META, meta_data(export, []))
+    check(t == REP_ACK and ctx == [(0, "base:allocation")], "LIST all: %x %r" % (t, ctx))
+    t, ctx = meta_opt(s, OPT_LIST_META, meta_data(export, ["x-a:b", "base:"]))
+    check(t == REP_ACK and ctx == [(0, "base:allocation")], "LIST base: %x %r" % (t, ctx))
+    t, ctx = meta_opt(s, OPT_LIST_META, meta_data(export, ["qemu:dirty-bitmap:x"]))
+    check(t == REP_ACK and ctx == [], "LIST of an unknown namespace: %x %r" % (t, ctx))
+    t, ctx = meta_opt(s, OPT_SET_META, meta_data(export, ["x-a:b", "base:allocation"]))
+    check(t == REP_ACK and len(ctx) == 1 and ctx[0][1] == "base:allocation",
+          "SET base:allocation: %x %r" % (t, ctx))
+    cid = ctx[0][0]
+    send_opt(s, OPT_GO, info_data(export))
+    size = None
+    while True:
+        o, t, d = recv_rep(s)
+        if t == REP_INFO and struct.unpack(">H", d[:2])[0] == 0:
+            size = struct.unpack(">Q", d[2:10])[0]
+        if t != REP_INFO:
+            check(t == REP_ACK, "GO: %x" % t)
+            break
+    mib = 1024 * 1024
+    request(s, CMD_WRITE, 5 * mib, 65536, 1, payload=b"m" * 65536)
+    check(reply(s, 1)[0] == 0, "write failed")
+    request(s, CMD_BLOCK_STATUS, 0, size, 2)
+    ext = block_status(s, 2, cid)
+    want = [(5 * mib, HOLE_ZERO), (65536, 0), (size - 5 * mib - 65536, HOLE_ZERO)]
+    check(ext == want, "extents %r, want %r" % (ext, want))
+    request(s, CMD_BLOCK_STATUS, 5 * mib + 4096, size - 5 * mib - 4096, 3, flags=REQ_ONE)
+    ext = block_status(s, 3, cid)
+    check(ext == [(65536 - 4096, 0)], "REQ_ONE extents %r" % ext)
+    request(s, CMD_BLOCK_STATUS, size - 4096, 8192, 4)
+    check(sreply(s, 4)[0] == EINVAL, "BLOCK_STATUS beyond the end: not EINVAL")
+    disc(s)
+    s, size = go(port, export, structured=True)
+    request(s, CMD_BLOCK_STATUS, 0, 4096, 5)
+    check(sreply(s, 5)[0] == EINVAL, "BLOCK_STATUS without a context: not EINVAL")
+    request(s, CMD_READ, 5 * mib, 512, 6)
+    check(sreply(s, 6, 5 * mib, 512) == (0, b"m" * 512), "read after BLOCK_STATUS refused")
     disc(s)
 
 
