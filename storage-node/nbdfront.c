@@ -454,6 +454,17 @@ static void opt_list(nconn_t *c, uint32_t opt)
     opt_reply(c, opt, NBD_REP_ACK);
 }
 
+/* find_export() for an option: on failure answers it (unknown export, or
+ * the store could not be opened) and returns < 0. */
+static int opt_find_export(nconn_t *c, uint32_t opt, const char *name, size_t len,
+                           uint64_t *size)
+{
+    int b = find_export(c->f, name, len, size);
+    if (b < 0)
+        opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
+    return b;
+}
+
 static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
 {
     nbd_info_req_t ir;
@@ -464,11 +475,9 @@ static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t 
         return;
     }
     uint64_t size;
-    int b = find_export(c->f, ir.name, ir.namelen, &size);
-    if (b < 0) {
-        opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
+    int b = opt_find_export(c, opt, ir.name, ir.namelen, &size);
+    if (b < 0)
         return;
-    }
     uint8_t buf[64];
     out(c, buf, nbd_encode_info_export(buf, opt, size, conn_tflags(c)));
     if (ir.want_block_size)
@@ -505,11 +514,9 @@ static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len
         return;
     }
     uint64_t size;
-    int b = find_export(c->f, mr.name, mr.namelen, &size);
-    if (b < 0) {
-        opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
+    int b = opt_find_export(c, opt, mr.name, mr.namelen, &size);
+    if (b < 0)
         return;
-    }
     int match = list && mr.nqueries == 0;
     size_t cur = 0;
     const char *q;
