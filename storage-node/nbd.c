@@ -88,18 +88,32 @@ int nbd_parse_option(const uint8_t *buf, size_t len, nbd_option_t *opt,
     return 0;
 }
 
+/* Checks the length-prefixed string at data + off (32-bit length, then
+ * that many bytes, no NUL, at most NBD_MAX_NAME) with `need` more bytes
+ * after it within len; `what` names it in the error.  Returns 0 and sets
+ * *slen, or -EINVAL.  The caller has checked that the length field fits. */
+static int check_string(const uint8_t *data, size_t len, size_t off, size_t need,
+                        const char *what, uint32_t *slen, nbd_error_t *err)
+{
+    uint32_t n = get32(data + off);
+    if (n > NBD_MAX_NAME)
+        return fail(err, off, -EINVAL, "%s of %u bytes is too long", what, n);
+    if ((size_t)n + need > len - off - 4)
+        return fail(err, off, -EINVAL, "%s length %u overruns the option data", what, n);
+    if (memchr(data + off + 4, '\0', n))
+        return fail(err, off + 4, -EINVAL, "%s contains NUL", what);
+    *slen = n;
+    return 0;
+}
+
 int nbd_parse_info_request(const uint8_t *data, size_t len, nbd_info_req_t *req,
                            nbd_error_t *err)
 {
     if (len < 6)
         return fail(err, len, -EINVAL, "info request shorter than 6 bytes");
-    uint32_t nl = get32(data);
-    if (nl > NBD_MAX_NAME)
-        return fail(err, 0, -EINVAL, "export name of %u bytes is too long", nl);
-    if ((size_t)nl + 6 > len)
-        return fail(err, 0, -EINVAL, "export name length %u overruns the option data", nl);
-    if (memchr(data + 4, '\0', nl))
-        return fail(err, 4, -EINVAL, "export name contains NUL");
+    uint32_t nl;
+    if (check_string(data, len, 0, 2, "export name", &nl, err) < 0)
+        return -EINVAL;
     uint16_t n = get16(data + 4 + nl);
     if ((size_t)nl + 6 + 2 * (size_t)n != len)
         return fail(err, 4 + nl, -EINVAL, "%u information requests do not fill %zu bytes",
@@ -119,13 +133,9 @@ int nbd_parse_meta_request(const uint8_t *data, size_t len, nbd_meta_req_t *req,
 {
     if (len < 8)
         return fail(err, len, -EINVAL, "meta context request shorter than 8 bytes");
-    uint32_t nl = get32(data);
-    if (nl > NBD_MAX_NAME)
-        return fail(err, 0, -EINVAL, "export name of %u bytes is too long", nl);
-    if ((size_t)nl + 8 > len)
-        return fail(err, 0, -EINVAL, "export name length %u overruns the option data", nl);
-    if (memchr(data + 4, '\0', nl))
-        return fail(err, 4, -EINVAL, "export name contains NUL");
+    uint32_t nl;
+    if (check_string(data, len, 0, 4, "export name", &nl, err) < 0)
+        return -EINVAL;
     size_t pos = 4 + (size_t)nl;
     uint32_t nq = get32(data + pos);
     pos += 4;
@@ -133,14 +143,11 @@ int nbd_parse_meta_request(const uint8_t *data, size_t len, nbd_meta_req_t *req,
     for (uint32_t i = 0; i < nq; i++) {
         if (len - pos < 4)
             return fail(err, pos, -EINVAL, "query %u of %u: length missing", i + 1, nq);
-        uint32_t ql = get32(data + pos);
-        if (ql > NBD_MAX_NAME)
-            return fail(err, pos, -EINVAL, "query %u of %u bytes is too long", i + 1, ql);
-        if ((size_t)ql > len - pos - 4)
-            return fail(err, pos, -EINVAL, "query %u length %u overruns the option data",
-                        i + 1, ql);
-        if (memchr(data + pos + 4, '\0', ql))
-            return fail(err, pos + 4, -EINVAL, "query %u contains NUL", i + 1);
+        char what[24];
+        snprintf(what, sizeof what, "query %u", i + 1);
+        uint32_t ql;
+        if (check_string(data, len, pos, 0, what, &ql, err) < 0)
+            return -EINVAL;
         pos += 4 + (size_t)ql;
     }
     if (pos != len)

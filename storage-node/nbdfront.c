@@ -454,6 +454,13 @@ static void opt_list(nconn_t *c, uint32_t opt)
     opt_reply(c, opt, NBD_REP_ACK);
 }
 
+/* Answers an option whose data did not parse (logged at debug level). */
+static void opt_invalid(nconn_t *c, uint32_t opt, const nbd_error_t *e)
+{
+    log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e->offset, e->text);
+    opt_reply(c, opt, NBD_REP_ERR_INVALID);
+}
+
 /* find_export() for an option: on failure answers it (unknown export, or
  * the store could not be opened) and returns < 0. */
 static int opt_find_export(nconn_t *c, uint32_t opt, const char *name, size_t len,
@@ -470,8 +477,7 @@ static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t 
     nbd_info_req_t ir;
     nbd_error_t e;
     if (nbd_parse_info_request(data, len, &ir, &e) < 0) {
-        log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e.offset, e.text);
-        opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        opt_invalid(c, opt, &e);
         return;
     }
     uint64_t size;
@@ -509,8 +515,7 @@ static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len
     nbd_meta_req_t mr;
     nbd_error_t e;
     if (nbd_parse_meta_request(data, len, &mr, &e) < 0) {
-        log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e.offset, e.text);
-        opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        opt_invalid(c, opt, &e);
         return;
     }
     uint64_t size;
