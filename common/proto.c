@@ -1179,15 +1179,10 @@ static proto_reason_t dec_report_recs(proto_msg_t *m, const unsigned char *p)
         r->reserved = get64(p + 72);
     }
 #endif
-    for (size_t i = 0; i < m->count; i++) {
-        const proto_report_rec_t *r = &m->report[i];
-        if (r->flags != 0 || r->reserved != 0 || !count_ok(r->queued) ||
-            !count_ok(r->arrivals_interval) || !count_ok(r->arrivals_period) ||
-            !count_ok(r->served_r) || !count_ok(r->served_l) || !count_ok(r->served_o) ||
-            !tok_ok(r->r_left, 0) || !tok_ok(r->l_left, 1) ||
-            (m->has_names && r->bucket >= m->nnames))
+    uint64_t nb = m->has_names ? m->nnames : UINT64_MAX;
+    for (size_t i = 0; i < m->count; i++)
+        if (!rep_valid(&m->report[i], nb))
             return PROTO_E_RANGE;
-    }
     return PROTO_OK;
 }
 
