@@ -199,22 +199,6 @@ int pshift_add_bucket(pshift_problem_t *p, const char *name, int64_t target)
     return p->nbuckets++;
 }
 
-int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand)
-{
-    if (b < 0 || b >= p->nbuckets || s < 0 || s >= p->nservers || demand < 0)
-        return -EINVAL;
-    if (demand == 0)
-        return 0;
-    /* Called once per pair (80,000 times a round in the controller): the
-     * call to grow() only when the array is full. */
-    if (p->nent == p->ent_cap &&
-        grow((void **)&p->ent, &p->ent_cap, p->nent + 1, sizeof *p->ent))
-        return -ENOMEM;
-    p->ent[p->nent++] = (entry_t){.b = b, .s = s, .d = demand};
-    p->solved = 0;
-    return 0;
-}
-
 int pshift_set_demands(pshift_problem_t *p, int s, const int32_t *b, const int64_t *d, size_t n)
 {
     if (s < 0 || s >= p->nservers)
@@ -233,6 +217,12 @@ int pshift_set_demands(pshift_problem_t *p, int s, const int32_t *b, const int64
         p->solved = 0;
     p->nent = at;
     return 0;
+}
+
+int pshift_set_demand(pshift_problem_t *p, int b, int s, int64_t demand)
+{
+    int32_t one = b;
+    return pshift_set_demands(p, s, &one, &demand, 1);
 }
 
 static int nthreads(const pshift_opts_t *o)
