@@ -4,16 +4,16 @@ controller_SRCS = controller/bucketfile.c controller/admission.c controller/esti
                   controller/ctrl.c
 
 PROGS += bqos-controller
-bqos-controller_SRCS = controller/main.c
+bqos-controller_SRCS = controller/daemon/main.c
 bqos-controller_LIBS = controller pshift proto common
 
 PROGS += bqos-ctrl-bench
-bqos-ctrl-bench_SRCS = controller/ctrl_bench.c
+bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
 bqos-ctrl-bench_LIBS = proto common
-BENCHES += controller/bench-controller.sh
+BENCHES += controller/bench/bench-controller.sh
 
 PROGS += bqos-ctrl-prof
-bqos-ctrl-prof_SRCS = controller/ctrl_prof.c
+bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
 TESTS += test_bucketfile test_estimate test_admission test_ctrl
@@ -25,7 +25,7 @@ test_admission_SRCS = tests/test_admission.c
 test_admission_LIBS = controller common
 test_ctrl_SRCS = tests/test_ctrl.c
 test_ctrl_LIBS = controller pshift proto common
-ITESTS += tests/it_controller.sh tests/it_controller_nodes.sh
+ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh
 
 # bqos-ctl and friends (another engineer's fragment), if present.
 -include controller/ctl.mk

@@ -27,7 +27,7 @@
 set -u
 case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
+. "$HERE/../scripts/lib.sh"
 BIN=${BIN:-bin}
 OUT=${OUT:-out/exp3}
 DUR=${DUR:-6}

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "common/proto.h"
-#include "storage-node/sched.h"
+#include "storage-node/core/sched.h"
 
 typedef struct {
     const char *endpoint;     /* controller node endpoint (copied) */

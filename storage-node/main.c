@@ -9,11 +9,11 @@
 
 #include "common/log.h"
 #include "common/opts.h"
-#include "storage-node/backend.h"
-#include "storage-node/nbdnode.h"
+#include "storage-node/mc/backend.h"
+#include "storage-node/nbd/nbdnode.h"
 #include "storage-node/nodeconf.h"
 #include "storage-node/noderun.h"
-#include "storage-node/front.h"
+#include "storage-node/mc/front.h"
 
 #ifndef BQOS_VERSION
 #define BQOS_VERSION "0.1.0"
@@ -115,7 +115,7 @@ static void usage(FILE *out)
             "    closed).\n\n"
             "OPTIONS\n");
     opts_usage(out, opts, NOPTS);
-    /* The block node's own options (storage-node/nbdnode.h). */
+    /* The block node's own options (storage-node/nbd/nbdnode.h). */
     fprintf(out,
             "\nBLOCK NODE\n"
             "    With --backend file:PATH or --nbd-listen, bqos-node is a block node:\n"

@@ -1,6 +1,6 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
-node_SRCS = storage-node/sched.c storage-node/nodeconf.c storage-node/listener.c
+node_SRCS = storage-node/core/sched.c storage-node/nodeconf.c storage-node/listener.c
 
 TESTS += test_sched
 test_sched_SRCS = tests/test_sched.c
@@ -15,8 +15,8 @@ test_nodeconf_SRCS = tests/test_nodeconf.c
 test_nodeconf_LIBS = node common
 
 PROGS += bqos-sched-bench
-bqos-sched-bench_SRCS = storage-node/sched_bench.c
+bqos-sched-bench_SRCS = storage-node/bench/sched_bench.c
 bqos-sched-bench_LIBS = node common
-BENCHES += storage-node/bench-sched.sh
+BENCHES += storage-node/bench/bench-sched.sh
 -include storage-node/nbd.mk
 -include storage-node/node.mk

@@ -1,8 +1,8 @@
 # storage-node/nbd.mk - the block I/O path of bqos-node: NBD protocol, NBD front, file/device backend (included by storage-node/module.mk)
-node_SRCS += storage-node/nbd.c storage-node/blockdev.c storage-node/nbdfront.c storage-node/nbdnode.c
+node_SRCS += storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd/nbdfront.c storage-node/nbd/nbdnode.c
 
 PROGS += bqos-nbd-node
-bqos-nbd-node_SRCS = storage-node/nbdmain.c storage-node/nbdnode.c storage-node/noderun.c
+bqos-nbd-node_SRCS = storage-node/nbd/nbdmain.c storage-node/nbd/nbdnode.c storage-node/noderun.c
 bqos-nbd-node_LIBS = ctlclient proto node common
 
 TESTS += test_nbd test_blockdev test_nbdfront
@@ -13,9 +13,6 @@ test_blockdev_LIBS = node common
 test_nbdfront_SRCS = tests/test_nbdfront.c
 test_nbdfront_LIBS = node common
 
-ITESTS += tests/it_nbd.sh
-BENCHES += storage-node/bench-nbd.sh
+ITESTS += tests/it/it_nbd.sh
+BENCHES += storage-node/bench/bench-nbd.sh
 
-PROGS += bqos-nbd-load
-bqos-nbd-load_SRCS = storage-node/nbdload.c
-bqos-nbd-load_LIBS = workloads node common

@@ -1,12 +1,12 @@
 # storage-node/node.mk - the memcached front of bqos-node (included by storage-node/module.mk)
-node_SRCS += storage-node/mcproto.c storage-node/backend.c storage-node/front.c
+node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/front.c
 
 PROGS += bqos-node
 # noderun.c (bucket/token files, controller client, signals) is linked into
 # the two node programs, not libnode: it calls ctlclient, linked before node.
 bqos-node_SRCS = storage-node/main.c storage-node/noderun.c
 bqos-node_LIBS = ctlclient proto node common
-ITESTS += tests/it_node_memccapable.sh tests/it_node_order.sh tests/it_node_faults.sh
+ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
 
 TESTS += test_mcproto
 test_mcproto_SRCS = tests/test_mcproto.c
@@ -15,7 +15,4 @@ TESTS += test_backend
 test_backend_SRCS = tests/test_backend.c
 test_backend_LIBS = node common
 
-PROGS += bqos-mcload
-bqos-mcload_SRCS = storage-node/mcload.c
-bqos-mcload_LIBS = common
-BENCHES += storage-node/bench-front.sh
+BENCHES += storage-node/bench/bench-front.sh

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "storage-node/sched.h"
+#include "storage-node/core/sched.h"
 
 int nodeconf_parse_long(const char *s, long lo, long hi, long *out)
 {

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "storage-node/sched.h"
+#include "storage-node/core/sched.h"
 
 struct event_base;
 

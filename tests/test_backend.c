@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "storage-node/backend.h"
+#include "storage-node/mc/backend.h"
 
 static pid_t mc_pid = -1;
 static unsigned mc_port;

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "storage-node/blockdev.h"
+#include "storage-node/nbd/blockdev.h"
 
 static char dir[64];
 

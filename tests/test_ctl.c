@@ -1,4 +1,4 @@
-/* test_ctl.c - Check suite for bqos-ctl (controller/ctl.c): argument errors,
+/* test_ctl.c - Check suite for bqos-ctl (controller/ctl/ctl.c): argument errors,
  * an unreachable controller, and every command against a fake admin
  * endpoint (a REP socket on a free loopback port in a thread). */
 #include <check.h>

@@ -12,7 +12,7 @@
 
 #include "common/proto.h"
 #include "storage-node/ctlclient.h"
-#include "storage-node/sched.h"
+#include "storage-node/core/sched.h"
 
 typedef struct {
     void *ctx, *router;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage-node/mcproto.h"
+#include "storage-node/mc/mcproto.h"
 
 static mcp_req_t req;
 static mcp_result_t res;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage-node/nbd.h"
+#include "storage-node/nbd/nbd.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "storage-node/nbd.h"
-#include "storage-node/nbdfront.h"
-#include "storage-node/sched.h"
+#include "storage-node/nbd/nbd.h"
+#include "storage-node/nbd/nbdfront.h"
+#include "storage-node/core/sched.h"
 
 typedef struct {
     struct event_base *base;

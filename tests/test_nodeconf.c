@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "storage-node/nodeconf.h"
-#include "storage-node/sched.h"
+#include "storage-node/core/sched.h"
 
 static char *write_tmp(const char *text)
 {

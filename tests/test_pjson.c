@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "pshift/gen.h"
-#include "pshift/pjson.h"
+#include "pshift/tools/gen.h"
+#include "pshift/tools/pjson.h"
 
 #define BAD_DIR "tests/data/pshift/bad"
 

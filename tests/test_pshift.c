@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pshift/gen.h"
+#include "pshift/tools/gen.h"
 #include "pshift/pshift.h"
-#include "tests/maxflow.h"
+#include "pshift/tools/maxflow.h"
 
 /* Builds a problem from dense arrays: caps[ns], targets[nb], dem[nb][ns]. */
 static pshift_problem_t *build(int ns, int nb, const int64_t *caps, const int64_t *targets,

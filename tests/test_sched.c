@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "storage-node/sched.h"
+#include "storage-node/core/sched.h"
 
 /* A request as the node would embed it: the item plus an id to check order. */
 typedef struct {

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workloads/sim_engine.h"
-#include "workloads/sim_model.h"
-#include "workloads/sim_run.h"
+#include "workloads/sim/sim_engine.h"
+#include "workloads/sim/sim_model.h"
+#include "workloads/sim/sim_run.h"
 #include "workloads/zipf.h"
 
 START_TEST(test_sim_heap_orders_by_time_then_id)

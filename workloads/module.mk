@@ -2,15 +2,22 @@
 LIBS += workloads
 workloads_SRCS = workloads/zipf.c workloads/scenario.c workloads/report.c
 PROGS += bqos-load
-bqos-load_SRCS = workloads/load.c
+bqos-load_SRCS = workloads/load/load.c
 bqos-load_LIBS = workloads common
 TESTS += test_scenario
 test_scenario_SRCS = tests/test_scenario.c
 test_scenario_LIBS = workloads common
-ITESTS += tests/it_load.sh
+ITESTS += tests/it/it_load.sh
+# Load tools for the node benches: memcached (bqos-mcload) and NBD (bqos-nbd-load, speaks storage-node/nbd's codec).
+PROGS += bqos-mcload
+bqos-mcload_SRCS = workloads/load/mcload.c
+bqos-mcload_LIBS = common
+PROGS += bqos-nbd-load
+bqos-nbd-load_SRCS = workloads/load/nbdload.c
+bqos-nbd-load_LIBS = workloads node common
 -include workloads/sim.mk
 # The end-to-end Experiment 3 needs bqos-node's memcached front with its
 # controller client linked in.
 ifneq ($(and $(filter bqos-node,$(PROGS)),$(filter ctlclient,$(bqos-node_LIBS))),)
-ITESTS += tests/it_exp3.sh
+ITESTS += tests/it/it_exp3.sh
 endif

@@ -1,14 +1,14 @@
 # workloads/sim.mk - bqos-sim, the discrete-event simulator (included by workloads/module.mk).
 LIBS += sim
-sim_SRCS = workloads/sim_engine.c workloads/sim_model.c workloads/sim_run.c
+sim_SRCS = workloads/sim/sim_engine.c workloads/sim/sim_model.c workloads/sim/sim_run.c
 
 PROGS += bqos-sim
-bqos-sim_SRCS = workloads/sim.c
+bqos-sim_SRCS = workloads/sim/sim.c
 bqos-sim_LIBS = sim workloads controller pshift node proto common
 
 TESTS += test_sim
 test_sim_SRCS = tests/test_sim.c
 test_sim_LIBS = sim workloads controller pshift node proto common
 
-ITESTS += tests/it_sim.sh
-BENCHES += workloads/bench-sim.sh
+ITESTS += tests/it/it_sim.sh
+BENCHES += workloads/bench/bench-sim.sh

@@ -1,0 +1,401 @@
+/* ctrl_prof.c - bqos-ctrl-prof: the controller's per-round work (decode, compute, encode) in one process without sockets, for profilers and repeatable CPU figures. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/proto.h"
+#include "controller/bucketfile.h"
+#include "controller/ctrl.h"
+#include "pshift/tools/pjson.h"
+#include "pshift/pshift.h"
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "Usage: bqos-ctrl-prof [OPTION]...\n"
+            "\n"
+            "Runs the controller's per-interval work in one process, without sockets or\n"
+            "clocks, on the workload of bqos-ctrl-bench (same buckets, placement and\n"
+            "report values for the same seed): every round each simulated node's report\n"
+            "is encoded (node side, not counted), then decoded and applied (decode),\n"
+            "the tokens are computed (pshift: ctrl_compute) and each node's tokens\n"
+            "message is encoded (encode).  Sending is not simulated.  Prints the mean\n"
+            "CPU milliseconds per round of each phase (CLOCK_PROCESS_CPUTIME_ID, all\n"
+            "threads) and their share of the interval, after --warmup rounds, the\n"
+            "largest CPU time of one computation and the longest R-pass solve (wall),\n"
+            "and a hash of every token record computed (equal hashes: equal output).\n"
+            "Meant for perf and callgrind: the same options give the same work.\n"
+            "\n"
+            "Options:\n"
+            "  --nodes N       simulated nodes (default 64)\n"
+            "  --buckets B     buckets (default 10000); every fourth has a limit of\n"
+            "                  twice its reservation\n"
+            "  --active A      nodes each bucket is active on (default 8)\n"
+            "  --rounds R      measured rounds (default 50)\n"
+            "  --warmup W      rounds before measuring (default 5)\n"
+            "  --seed N        random seed (default 1)\n"
+            "  --capacity C    each node's capacity profile, IOs/s (default 20000)\n"
+            "  --reserved F    share of the total capacity reserved (default 0.9)\n"
+            "  --noise F       arrivals vary by +-F, queues 0..40F (default 0.2)\n"
+            "  --skip F        the controller's --skip-threshold (default 0)\n"
+            "  --threads N     pShift threads (default 1)\n"
+            "  --approx-top M  pShift approximation (default 0: exact)\n"
+            "  --intervals K   intervals per 1 s period (default 5)\n"
+            "  --full-tables   every node's table holds every bucket\n"
+            "  --dump-slow MS:FILE  write the slowest pShift solve (wall) that took at\n"
+            "                  least MS ms to FILE as a `bqos-pshift solve` instance\n"
+            "  --help, --version\n");
+}
+
+/* --dump-slow: keeps the slowest solve above a threshold as a JSON
+ * instance for `bqos-pshift solve`. */
+typedef struct {
+    const char *path;
+    double min_s, worst;
+    int dumped;
+} dump_t;
+
+static void solve_hook(const struct pshift_problem *p, int lpass, double seconds, void *arg)
+{
+    dump_t *d = arg;
+    if (seconds < d->min_s || seconds <= d->worst)
+        return;
+    d->worst = seconds;
+    FILE *f = fopen(d->path, "w");
+    if (!f) {
+        perror(d->path);
+        return;
+    }
+    json_t *meta = json_pack("{s:s, s:f}", "pass", lpass ? "L" : "R", "solve_seconds", seconds);
+    if (pjson_write_problem(f, p, NULL, meta, 0) < 0)
+        fprintf(stderr, "bqos-ctrl-prof: cannot write %s\n", d->path);
+    json_decref(meta);
+    fclose(f);
+    d->dumped++;
+    fprintf(stderr, "bqos-ctrl-prof: %s solve took %.1f ms: written to %s\n", lpass ? "L" : "R",
+            seconds * 1e3, d->path);
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+typedef struct {
+    size_t n;             /* buckets active here */
+    uint32_t *bucket;     /* global index per active entry */
+    uint64_t *served;
+    size_t ntable;
+    const char **tnames;
+} pnode_t;
+
+int main(int argc, char **argv)
+{
+    int nodes = 64, buckets = 10000, active = 8, rounds = 50, warmup = 5, full = 0, thr = 1;
+    int intervals = 5;
+    unsigned seed0 = 1;
+    double capacity = 20000, reserved = 0.9, noise = 0.2, skip = 0;
+    size_t approx = 0;
+    dump_t dump = {0};
+    static const struct option lo[] = {
+        {"nodes", required_argument, NULL, 'n'},    {"buckets", required_argument, NULL, 'b'},
+        {"active", required_argument, NULL, 'A'},   {"rounds", required_argument, NULL, 'r'},
+        {"warmup", required_argument, NULL, 'w'},   {"seed", required_argument, NULL, 'S'},
+        {"capacity", required_argument, NULL, 'c'}, {"reserved", required_argument, NULL, 'R'},
+        {"noise", required_argument, NULL, 'N'},    {"skip", required_argument, NULL, 'k'},
+        {"threads", required_argument, NULL, 't'},  {"approx-top", required_argument, NULL, 'a'},
+        {"intervals", required_argument, NULL, 'K'}, {"full-tables", no_argument, NULL, 'F'},
+        {"dump-slow", required_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
+        {0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'n': nodes = atoi(optarg); break;
+        case 'b': buckets = atoi(optarg); break;
+        case 'A': active = atoi(optarg); break;
+        case 'r': rounds = atoi(optarg); break;
+        case 'w': warmup = atoi(optarg); break;
+        case 'S': seed0 = (unsigned)atoi(optarg); break;
+        case 'c': capacity = atof(optarg); break;
+        case 'R': reserved = atof(optarg); break;
+        case 'N': noise = atof(optarg); break;
+        case 'k': skip = atof(optarg); break;
+        case 't': thr = atoi(optarg); break;
+        case 'a': approx = (size_t)atol(optarg); break;
+        case 'K': intervals = atoi(optarg); break;
+        case 'F': full = 1; break;
+        case 'D': {
+            char *colon = strchr(optarg, ':');
+            if (!colon || colon[1] == 0) {
+                fprintf(stderr, "bqos-ctrl-prof: --dump-slow wants MS:FILE\n");
+                return 2;
+            }
+            dump.min_s = atof(optarg) / 1e3;
+            dump.path = colon + 1;
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("bqos-ctrl-prof %s\n", BQOS_VERSION); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (nodes < 1 || nodes > 4096 || buckets < 1 || buckets > 1000000 || active < 1 ||
+        rounds < 1 || warmup < 0 || intervals < 1 || !(capacity > 0)) {
+        fprintf(stderr, "bqos-ctrl-prof: bad option value (try --help)\n");
+        return 2;
+    }
+    if (active > nodes)
+        active = nodes;
+    bqos_log_init("bqos-ctrl-prof", BQOS_LOG_WARN);
+
+    /* Buckets as bqos-ctrl-bench --write-buckets writes them. */
+    char **bname = calloc((size_t)buckets, sizeof *bname);
+    double *rate = calloc((size_t)buckets, sizeof *rate);
+    pnode_t *pn = calloc((size_t)nodes, sizeof *pn);
+    bucketfile_t *bf = bucketfile_new();
+    if (!bname || !rate || !pn || !bf)
+        return 1;
+    double wsum = 0;
+    for (int b = 0; b < buckets; b++)
+        wsum += 1 / sqrt(b + 1.0);
+    for (int b = 0; b < buckets; b++) {
+        rate[b] = floor(reserved * nodes * capacity / sqrt(b + 1.0) / wsum);
+        bname[b] = malloc(16);
+        snprintf(bname[b], 16, "b%05d", b);
+        bucketfile_bucket_t x = {.reservation = (int64_t)rate[b],
+                                 .limit = b % 4 == 3 ? (int64_t)(2 * rate[b]) : BUCKETFILE_NO_LIMIT,
+                                 .weight = 1};
+        snprintf(x.name, sizeof x.name, "%s", bname[b]);
+        if (bucketfile_set(bf, &x, NULL) < 0) {
+            fprintf(stderr, "bqos-ctrl-prof: bucket %d rejected\n", b);
+            return 1;
+        }
+    }
+    /* Placement as bqos-ctrl-bench: `active` consecutive nodes from a
+     * pseudo-random one. */
+    unsigned seed = seed0;
+    int *start = calloc((size_t)buckets, sizeof *start);
+    for (int b = 0; b < buckets; b++) {
+        (void)rand_r(&seed);
+        start[b] = rand_r(&seed) % nodes;
+        for (int k = 0; k < active; k++)
+            pn[(start[b] + k) % nodes].n++;
+    }
+    for (int i = 0; i < nodes; i++) {
+        pn[i].bucket = calloc(pn[i].n + 1, sizeof *pn[i].bucket);
+        pn[i].served = calloc(pn[i].n + 1, sizeof *pn[i].served);
+        pn[i].tnames = calloc(pn[i].n + 1, sizeof *pn[i].tnames);
+        pn[i].n = 0;
+    }
+    for (int b = 0; b < buckets; b++)
+        for (int k = 0; k < active; k++) {
+            pnode_t *f = &pn[(start[b] + k) % nodes];
+            f->tnames[f->n] = bname[b];
+            f->bucket[f->n++] = (uint32_t)b;
+        }
+    for (int i = 0; i < nodes; i++) {
+        pn[i].ntable = full ? (size_t)buckets : pn[i].n;
+        if (full) {
+            free(pn[i].tnames);
+            pn[i].tnames = (const char **)bname;
+        }
+    }
+
+    ctrl_config_t cc = ctrl_config_default();
+    cc.intervals = intervals;
+    cc.threads = thr;
+    cc.skip_rel = skip;
+    cc.approx_top = approx;
+    cc.default_capacity = capacity;
+    if (dump.path) {
+        cc.solve_hook = solve_hook;
+        cc.solve_hook_arg = &dump;
+    }
+    ctrl_t *c = ctrl_new(&cc);
+    if (!c || ctrl_set_buckets(c, bf) < 0)
+        return 1;
+    int *nid = calloc((size_t)nodes, sizeof *nid);
+    for (int i = 0; i < nodes; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "fake%03d", i);
+        nid[i] = ctrl_node_hello(c, nm, (uint64_t)capacity, 1, pn[i].tnames, pn[i].ntable);
+        if (nid[i] < 0) {
+            fprintf(stderr, "bqos-ctrl-prof: hello: %s\n", strerror(-nid[i]));
+            return 1;
+        }
+    }
+
+    proto_enc_t enc, tenc;
+    proto_enc_init(&enc);
+    proto_enc_init(&tenc);
+    proto_msg_t rep, in, tok;
+    proto_msg_init(&rep);
+    proto_msg_init(&in);
+    double max_comp = 0, max_rpass = 0;
+    double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0;
+    uint64_t recs_out = 0, computed = 0, sum_h = UINT64_C(14695981039346656037);
+    double isec = 1.0 / intervals;
+    for (int r = 0; r < warmup + rounds; r++) {
+        uint64_t period = (uint64_t)(r / intervals) + 1;
+        uint32_t k = (uint32_t)(r % intervals);
+        if (k == 0)
+            for (int i = 0; i < nodes; i++)
+                memset(pn[i].served, 0, pn[i].n * sizeof *pn[i].served);
+        ctrl_round_begin(c, period, k, 0);
+        int meas = r >= warmup;
+        for (int i = 0; i < nodes; i++) {
+            pnode_t *f = &pn[i];
+            rep.type = PROTO_REPORT;
+            snprintf(rep.node, sizeof rep.node, "fake%03d", i);
+            proto_msg_reserve(&rep, f->n ? f->n : 1, 0);
+            rep.period = period;
+            rep.interval = k;
+            rep.remaining_ms = (uint32_t)(1000 - 1000 * isec * k);
+            rep.table = 1;
+            rep.peer_table = 0;
+            rep.count = f->n;
+            uint64_t done = 0;
+            for (size_t j = 0; j < f->n; j++) {
+                double share = rate[f->bucket[j]] * isec / active;
+                double u = (rand_r(&seed) % 1000) / 1000.0;
+                double a = 1.5 * share * (1 - noise + 2 * noise * u);
+                uint64_t spend = (uint64_t)(0.8 * share);
+                f->served[j] += spend;
+                done += spend;
+                rep.report[j] = (proto_report_rec_t){
+                    .bucket = full ? f->bucket[j] : (uint32_t)j,
+                    .queued = (uint64_t)(rand_r(&seed) % (1 + (int)(40 * noise))),
+                    .arrivals_interval = (uint64_t)a,
+                    .arrivals_period = f->served[j],
+                    .served_r = f->served[j],
+                    .r_left = 0,
+                    .l_left = PROTO_UNLIMITED,
+                };
+            }
+            rep.completions = (uint64_t)(capacity * isec * (k + 1) * 0.9);
+            rep.busy_seconds = isec * (k + 1) * 0.9;
+            (void)done;
+            if (proto_encode(&rep, &enc) < 0) {
+                fprintf(stderr, "bqos-ctrl-prof: encode report failed\n");
+                return 1;
+            }
+            proto_frame_t fr[3];
+            for (size_t x = 0; x < enc.nframes; x++)
+                fr[x] = (proto_frame_t){enc.data[x], enc.len[x]};
+            double t0 = cpu_now();
+            if (proto_decode(&in, fr, enc.nframes, NULL, NULL) < 0) {
+                fprintf(stderr, "bqos-ctrl-prof: decode failed\n");
+                return 1;
+            }
+            int rc = ctrl_node_report(c, nid[i], in.period, in.interval, in.table,
+                                      in.peer_table, in.completions, in.busy_seconds,
+                                      in.report, in.count);
+            if (meas)
+                t_dec += cpu_now() - t0;
+            if (rc < 0) {
+                fprintf(stderr, "bqos-ctrl-prof: report: %s\n", strerror(-rc));
+                return 1;
+            }
+        }
+        ctrl_result_t res;
+        double t0 = cpu_now();
+        int rc = ctrl_compute(c, &res);
+        double t1 = cpu_now();
+        if (rc < 0) {
+            fprintf(stderr, "bqos-ctrl-prof: compute: %s\n", strerror(-rc));
+            return 1;
+        }
+        const char *const *names;
+        size_t nn;
+        uint32_t gen = ctrl_table(c, &names, &nn);
+        for (int i = 0; i < nodes; i++) {
+            const proto_tokens_rec_t *recs;
+            size_t n = ctrl_node_tokens(c, nid[i], &recs);
+            proto_msg_init(&tok);
+            tok.type = n ? PROTO_TOKENS : PROTO_HEARTBEAT;
+            snprintf(tok.node, sizeof tok.node, "fake%03d", i);
+            tok.period = period;
+            tok.interval = k;
+            tok.intervals = (uint32_t)intervals;
+            tok.period_ms = 1000;
+            tok.table = gen;
+            tok.count = n;
+            tok.tokens = (proto_tokens_rec_t *)recs;
+            if (ctrl_node_needs_names(c, nid[i])) {
+                tok.has_names = 1;
+                tok.nnames = nn;
+                tok.names = (const char **)names;
+            }
+            double te = cpu_now();
+            int erc = proto_encode(&tok, &tenc);
+            if (meas)
+                t_enc += cpu_now() - te;
+            if (erc < 0) {
+                fprintf(stderr, "bqos-ctrl-prof: encode tokens failed\n");
+                return 1;
+            }
+            if (meas)
+                recs_out += n;
+            for (size_t x = 0; x < n; x++) /* FNV-1a over every record pushed */
+                for (const unsigned char *q = (const unsigned char *)&recs[x],
+                                         *e = q + sizeof recs[x];
+                     q < e; q++)
+                    sum_h = (sum_h ^ *q) * UINT64_C(1099511628211);
+            ctrl_node_seen(c, nid[i], gen); /* the node acknowledges the table */
+        }
+        if (meas) {
+            if (t1 - t0 > max_comp)
+                max_comp = t1 - t0;
+            if (res.t_rpass > max_rpass)
+                max_rpass = res.t_rpass;
+            t_comp += t1 - t0;
+            t_rpass += res.t_rpass;
+            t_lpass += res.t_lpass;
+            computed += !res.skipped;
+        }
+    }
+    double iv_ms = 1000.0 / intervals, sum = (t_dec + t_comp + t_enc) * 1e3 / rounds;
+    printf("{\"nodes\": %d, \"buckets\": %d, \"active\": %d, \"full_tables\": %d, "
+           "\"noise\": %g, \"rounds\": %d, \"computed\": %llu, \"records_out_per_round\": %.0f,\n"
+           " \"tokens_hash\": \"%016llx\",\n"
+           " \"cpu_ms_per_round\": {\"decode\": %.3f, \"pshift\": %.3f, \"rpass_wall\": %.3f, "
+           "\"lpass_wall\": %.3f, \"encode\": %.3f, \"sum\": %.3f},\n"
+           " \"max_pshift_cpu_ms\": %.3f, \"max_rpass_wall_ms\": %.3f,\n"
+           " \"interval_ms\": %.1f, \"share_of_interval\": %.4f}\n",
+           nodes, buckets, active, full, noise, rounds, (unsigned long long)computed,
+           (double)recs_out / rounds, (unsigned long long)sum_h, t_dec * 1e3 / rounds, t_comp * 1e3 / rounds,
+           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, sum, max_comp * 1e3, max_rpass * 1e3, iv_ms,
+           sum / iv_ms);
+    ctrl_destroy(&c);
+    proto_msg_clear(&rep);
+    proto_msg_clear(&in);
+    proto_enc_clear(&enc);
+    proto_enc_clear(&tenc);
+    bucketfile_destroy(&bf);
+    for (int i = 0; i < nodes; i++) {
+        free(pn[i].bucket);
+        free(pn[i].served);
+        if (!full)
+            free(pn[i].tnames);
+    }
+    for (int b = 0; b < buckets; b++)
+        free(bname[b]);
+    free(bname);
+    free(rate);
+    free(pn);
+    free(start);
+    free(nid);
+    return 0;
+}

@@ -1,0 +1,292 @@
+/* sched_bench.c - bqos-sched-bench: ns per enqueue+dispatch of the token scheduler at several bucket counts. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "storage-node/core/sched.h"
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+#define MAX_SIZES 16
+
+static const char usage[] =
+    "Usage: bqos-sched-bench [OPTION]...\n"
+    "Measure the bqos-node token scheduler (storage-node/core/sched.c): nanoseconds\n"
+    "per enqueue+dispatch pair at several bucket counts.  The cost should not\n"
+    "grow with the number of buckets.\n"
+    "\n"
+    "Each run adds N buckets, queues requests in each, gives every bucket a\n"
+    "random token state (R-tokens 1..8 for a quarter of the buckets, else none;\n"
+    "L-tokens unlimited for a third of the buckets, 0..127 for the rest) and\n"
+    "then, OPS times: enqueues one request, dispatches one request (tokens\n"
+    "policy), and every 16th time replaces one random bucket's tokens as the\n"
+    "controller would.  The timed loop includes all three.  The mix of R, L\n"
+    "and O dispatches and of idle dispatches (nothing eligible) is printed.\n"
+    "ns/dispatch is the thread's CPU time per pair (CLOCK_THREAD_CPUTIME_ID),\n"
+    "so time spent descheduled on a busy machine does not count; wall-clock\n"
+    "time is printed beside it.\n"
+    "\n"
+    "Two arrival patterns (both by default):\n"
+    "  random   each request goes to a uniformly random bucket: the worst case\n"
+    "           for the caches once the buckets outgrow them\n"
+    "  closed   every bucket is a closed-loop client with 2 requests out (as in\n"
+    "           the paper's experiments): a served request comes straight back\n"
+    "           to its own bucket\n"
+    "\n"
+    "Options:\n"
+    "  -b, --buckets LIST   comma-separated bucket counts (default 10,1000,100000)\n"
+    "  -n, --ops N          enqueue+dispatch pairs per run (default 2000000)\n"
+    "  -p, --pattern P      random, closed or both (default both)\n"
+    "  -w, --weighted       use the weighted round robin (weights 1..4)\n"
+    "  -s, --seed N         random seed (default 1)\n"
+    "  -j, --json           print one JSON object instead of a table\n"
+    "  -h, --help           print this help and exit\n"
+    "  -V, --version        print the version and exit\n"
+    "\n"
+    "Exit status: 0 on success, 1 on a run-time failure, 2 on bad usage.\n"
+    "Example: bqos-sched-bench --buckets 10,100000 --ops 5000000 --json\n";
+
+enum { PAT_RANDOM = 1, PAT_CLOSED = 2 };
+static const char *const pat_names[] = {"", "random", "closed"};
+
+typedef struct {
+    int pattern;
+    int buckets;
+    uint64_t ops;
+    double ns_per_op;      /* thread CPU time: immune to being descheduled */
+    double wall_ns_per_op;
+    uint64_t r, l, o, idle;
+} result_t;
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+static void random_tokens(sched_t *s, int b)
+{
+    int64_t r = rnd() % 4 == 0 ? (int64_t)(rnd() % 8) + 1 : 0;
+    int64_t l = rnd() % 3 == 0 ? SCHED_UNLIMITED : (int64_t)(rnd() % 128);
+    sched_set_tokens(s, b, r, l);
+}
+
+static double now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* One measurement at n buckets.  Returns 0 or -ENOMEM. */
+static int run(int n, int pattern, uint64_t ops, int weighted, result_t *res)
+{
+    int rc = -ENOMEM;
+    size_t pool_n = (size_t)n * 4 + 1024, nfree = 0;
+    sched_item_t *items = calloc(pool_n, sizeof(*items));
+    sched_item_t **freel = calloc(pool_n, sizeof(*freel));
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, weighted);
+    if (!items || !freel || !s)
+        goto out;
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "bucket-%d", i);
+        if (sched_add_bucket(s, name, (uint32_t)(rnd() % 4) + 1) != i)
+            goto out;
+        random_tokens(s, i);
+    }
+    for (size_t i = 0; i < pool_n; i++)
+        freel[nfree++] = &items[i];
+    for (int q = 0; q < (pattern == PAT_CLOSED ? 2 : 1); q++)
+        for (int i = 0; i < n; i++)
+            sched_enqueue(s, i, freel[--nfree]);
+
+    memset(res, 0, sizeof(*res));
+    res->pattern = pattern;
+    res->buckets = n;
+    res->ops = ops;
+    uint64_t cnt[3] = {0, 0, 0};
+    double t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    sched_item_t *back = NULL; /* closed loop: the request to resubmit */
+    for (uint64_t i = 0; i < ops; i++) {
+        if (back) {
+            sched_enqueue(s, back->bucket, back);
+            back = NULL;
+        } else if (pattern == PAT_RANDOM && nfree) {
+            sched_enqueue(s, (int)(rnd() % (uint64_t)n), freel[--nfree]);
+        }
+        sched_class_t c;
+        sched_item_t *it = sched_dispatch(s, &c);
+        if (it) {
+            if (pattern == PAT_CLOSED)
+                back = it;
+            else
+                freel[nfree++] = it;
+            cnt[c]++;
+        } else {
+            res->idle++;
+        }
+        if ((i & 15) == 0)
+            random_tokens(s, (int)(rnd() % (uint64_t)n));
+    }
+    double c1 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1 = now_ns(CLOCK_MONOTONIC);
+    res->ns_per_op = (c1 - c0) / (double)ops;
+    res->wall_ns_per_op = (t1 - t0) / (double)ops;
+    res->r = cnt[SCHED_CLASS_R];
+    res->l = cnt[SCHED_CLASS_L];
+    res->o = cnt[SCHED_CLASS_O];
+    rc = 0;
+out:
+    sched_destroy(&s);
+    free(items);
+    free(freel);
+    return rc;
+}
+
+/* Parses "10,1000,100000" into sizes.  Returns the count or -EINVAL. */
+static int parse_sizes(const char *arg, int *sizes)
+{
+    int k = 0;
+    const char *p = arg;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 1 || v > 10000000 || k == MAX_SIZES)
+            return -EINVAL;
+        sizes[k++] = (int)v;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -EINVAL;
+        p = end;
+    }
+    return k ? k : -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"buckets", required_argument, NULL, 'b'},
+        {"ops", required_argument, NULL, 'n'},
+        {"pattern", required_argument, NULL, 'p'},
+        {"weighted", no_argument, NULL, 'w'},
+        {"seed", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int sizes[MAX_SIZES] = {10, 1000, 100000}, nsizes = 3;
+    uint64_t ops = 2000000, seed = 1;
+    int json = 0, weighted = 0, patterns = PAT_RANDOM | PAT_CLOSED, c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "b:n:p:ws:jhV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            nsizes = parse_sizes(optarg, sizes);
+            if (nsizes < 0) {
+                fprintf(stderr, "bqos-sched-bench: bad --buckets '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'n':
+            errno = 0;
+            ops = strtoull(optarg, &end, 10);
+            if (errno || *end || ops == 0 || optarg[0] == '-') {
+                fprintf(stderr, "bqos-sched-bench: bad --ops '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 's':
+            errno = 0;
+            seed = strtoull(optarg, &end, 10);
+            if (errno || *end || optarg[0] == '-') {
+                fprintf(stderr, "bqos-sched-bench: bad --seed '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'p':
+            if (strcmp(optarg, "random") == 0)
+                patterns = PAT_RANDOM;
+            else if (strcmp(optarg, "closed") == 0)
+                patterns = PAT_CLOSED;
+            else if (strcmp(optarg, "both") == 0)
+                patterns = PAT_RANDOM | PAT_CLOSED;
+            else {
+                fprintf(stderr, "bqos-sched-bench: bad --pattern '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'w':
+            weighted = 1;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case 'V':
+            printf("bqos-sched-bench %s\n", BQOS_VERSION);
+            return 0;
+        default:
+            fputs("Try 'bqos-sched-bench --help'.\n", stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "bqos-sched-bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+
+    result_t res[2 * MAX_SIZES];
+    int nres = 0;
+    for (int p = PAT_RANDOM; p <= PAT_CLOSED; p++) {
+        if (!(patterns & p))
+            continue;
+        for (int i = 0; i < nsizes; i++) {
+            rng_state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+            if (run(sizes[i], p, ops, weighted, &res[nres++]) < 0) {
+                fprintf(stderr, "bqos-sched-bench: out of memory at %d buckets\n", sizes[i]);
+                return 1;
+            }
+        }
+    }
+
+    if (json) {
+        printf("{\"bench\":\"sched\",\"policy\":\"tokens\",\"weighted\":%s,\"ops\":%" PRIu64
+               ",\"results\":[", weighted ? "true" : "false", ops);
+        for (int i = 0; i < nres; i++)
+            printf("%s{\"pattern\":\"%s\",\"buckets\":%d,\"ns_per_dispatch\":%.1f,"
+                   "\"wall_ns_per_dispatch\":%.1f,"
+                   "\"served_r\":%" PRIu64 ",\"served_l\":%" PRIu64 ",\"served_o\":%" PRIu64
+                   ",\"idle\":%" PRIu64 "}",
+                   i ? "," : "", pat_names[res[i].pattern], res[i].buckets, res[i].ns_per_op,
+                   res[i].wall_ns_per_op, res[i].r, res[i].l, res[i].o, res[i].idle);
+        printf("]}\n");
+        return 0;
+    }
+    printf("scheduler: tokens policy%s, %" PRIu64 " enqueue+dispatch pairs per run\n",
+           weighted ? " (weighted)" : "", ops);
+    printf("%-8s %10s %14s %10s %7s %7s %7s %7s\n", "pattern", "buckets", "ns/dispatch", "wall ns",
+           "R%", "L%", "O%", "idle%");
+    for (int i = 0; i < nres; i++) {
+        double d = (double)res[i].ops / 100.0;
+        printf("%-8s %10d %14.1f %10.1f %7.1f %7.1f %7.1f %7.1f\n", pat_names[res[i].pattern],
+               res[i].buckets, res[i].ns_per_op, res[i].wall_ns_per_op,
+               (double)res[i].r / d, (double)res[i].l / d, (double)res[i].o / d,
+               (double)res[i].idle / d);
+    }
+    return 0;
+}

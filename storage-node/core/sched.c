@@ -1,0 +1,455 @@
+/* sched.c - the token scheduler of bqos-node: paper Algorithm 1 over hierarchical ready bitmaps. */
+#include "storage-node/core/sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bitset.h"
+#include "common/strmap.h"
+
+#define NAME_MAX_LEN 250
+#define MIN_CAP 16
+
+/* The three searches a dispatch can make; also the "class" a weighted streak
+ * belongs to (L and O share step 2). */
+enum { STEP_R = 0, STEP_L = 1, STEP_RR = 2 };
+
+/* What enqueue and dispatch touch, in exactly one cache line: with 100,000
+ * buckets the array is far larger than L2, so each extra line per bucket is
+ * an extra memory miss per request.  Names and weights live apart. */
+typedef struct {
+    /* FIFO as a ring: tail->next is the head.  Every item's prev is exact
+     * except the head's, which is never read (the head is tail->next), so
+     * neither enqueue nor dispatch touches a third item's cache line. */
+    sched_item_t *tail;
+    uint64_t queued;
+    int64_t r, l;                /* tokens left; l may be SCHED_UNLIMITED */
+    uint64_t arrivals, served_r, served_l, served_o; /* this period */
+} __attribute__((aligned(64))) bucket_t;
+_Static_assert(sizeof(bucket_t) == 64, "bucket_t is one cache line");
+
+/* Owned by one thread (the node's loop thread or a simulator); no locks. */
+struct sched {
+    sched_policy_t policy;
+    int weighted;
+    bucket_t *b;            /* cap entries, 64-byte aligned */
+    char **name;            /* cap entries, owned, NUL-terminated */
+    uint32_t *weight;       /* cap entries */
+    int n, cap;
+    strmap_t *names;        /* name -> index */
+    bitset_t *elig_r;       /* queued > 0 && r > 0 */
+    bitset_t *elig_l;       /* queued > 0 && l > 0 */
+    bitset_t *pend;         /* queued > 0 */
+    int next;               /* round-robin start, shared by steps 1 and 2 */
+    int streak_b;           /* weighted: bucket being served in a row, or -1 */
+    int streak_step;
+    uint32_t streak_left;   /* further picks it may still take in a row */
+    sched_node_stats_t node;
+};
+
+sched_t *sched_new(sched_policy_t policy, int weighted)
+{
+    if (policy != SCHED_POLICY_TOKENS && policy != SCHED_POLICY_RR)
+        return NULL;
+    sched_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->policy = policy;
+    s->weighted = weighted != 0;
+    s->streak_b = -1;
+    s->cap = MIN_CAP;
+    s->b = aligned_alloc(64, (size_t)s->cap * sizeof(bucket_t));
+    s->name = calloc((size_t)s->cap, sizeof(char *));
+    s->weight = calloc((size_t)s->cap, sizeof(uint32_t));
+    s->names = strmap_new();
+    s->elig_r = bitset_new((size_t)s->cap);
+    s->elig_l = bitset_new((size_t)s->cap);
+    s->pend = bitset_new((size_t)s->cap);
+    if (!s->b || !s->name || !s->weight || !s->names || !s->elig_r || !s->elig_l || !s->pend)
+        sched_destroy(&s);
+    return s;
+}
+
+void sched_destroy(sched_t **sp)
+{
+    if (!sp || !*sp)
+        return;
+    sched_t *s = *sp;
+    if (s->name)
+        for (int i = 0; i < s->n; i++)
+            free(s->name[i]);
+    free(s->name);
+    free(s->weight);
+    free(s->b);
+    strmap_destroy(&s->names);
+    bitset_destroy(&s->elig_r);
+    bitset_destroy(&s->elig_l);
+    bitset_destroy(&s->pend);
+    free(s);
+    *sp = NULL;
+}
+
+void sched_set_policy(sched_t *s, sched_policy_t policy)
+{
+    if (!s || (policy != SCHED_POLICY_TOKENS && policy != SCHED_POLICY_RR))
+        return;
+    s->policy = policy;
+    s->streak_b = -1;
+}
+
+sched_policy_t sched_policy(const sched_t *s)
+{
+    return s->policy;
+}
+
+/* Recomputes bucket b's three eligibility bits from its queue and tokens. */
+static void refresh(sched_t *s, int b)
+{
+    const bucket_t *k = &s->b[b];
+    size_t i = (size_t)b;
+    if (k->queued == 0) {
+        bitset_clear(s->pend, i);
+        bitset_clear(s->elig_r, i);
+        bitset_clear(s->elig_l, i);
+        return;
+    }
+    bitset_set(s->pend, i);
+    if (k->r > 0)
+        bitset_set(s->elig_r, i);
+    else
+        bitset_clear(s->elig_r, i);
+    if (k->l > 0)
+        bitset_set(s->elig_l, i);
+    else
+        bitset_clear(s->elig_l, i);
+}
+
+/* A valid name is 1..250 bytes, none of them a space or control character
+ * (memcached's key rule). */
+static int name_ok(const char *name)
+{
+    if (!name)
+        return 0;
+    size_t len = strnlen(name, NAME_MAX_LEN + 1);
+    if (len == 0 || len > NAME_MAX_LEN)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c <= ' ' || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+/* Makes room for one more bucket.  Returns 0 or -ENOMEM (nothing changed
+ * that matters: bitsets only ever grow). */
+static int grow(sched_t *s)
+{
+    if (s->n < s->cap)
+        return 0;
+    if (s->cap > (1 << 29))
+        return -ENOMEM;
+    int ncap = s->cap * 2;
+    bucket_t *nb = aligned_alloc(64, (size_t)ncap * sizeof(bucket_t));
+    if (!nb)
+        return -ENOMEM;
+    char **nn = realloc(s->name, (size_t)ncap * sizeof(char *));
+    if (!nn) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->name = nn;
+    uint32_t *nw = realloc(s->weight, (size_t)ncap * sizeof(uint32_t));
+    if (!nw) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->weight = nw;
+    memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
+    free(s->b);
+    s->b = nb;
+    if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
+        bitset_resize(s->elig_l, (size_t)ncap) < 0 ||
+        bitset_resize(s->pend, (size_t)ncap) < 0)
+        return -ENOMEM;
+    s->cap = ncap;
+    return 0;
+}
+
+int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
+{
+    if (!s || !name_ok(name) || weight == 0)
+        return -EINVAL;
+    size_t len = strlen(name);
+    int idx;
+    if (strmap_find(s->names, name, len, &idx) == 0)
+        return idx;
+    int rc = grow(s);
+    if (rc < 0)
+        return rc;
+    char *copy = strdup(name);
+    if (!copy)
+        return -ENOMEM;
+    rc = strmap_insert(s->names, name, len, s->n);
+    if (rc < 0) {
+        free(copy);
+        return rc;
+    }
+    s->b[s->n] = (bucket_t){.r = 0, .l = SCHED_UNLIMITED};
+    s->name[s->n] = copy;
+    s->weight[s->n] = weight;
+    return s->n++;
+}
+
+int sched_find_bucket(const sched_t *s, const char *name, size_t len)
+{
+    int idx;
+    if (!s || !name || strmap_find(s->names, name, len, &idx) < 0)
+        return -ENOENT;
+    return idx;
+}
+
+int sched_nbuckets(const sched_t *s)
+{
+    return s->n;
+}
+
+const char *sched_bucket_name(const sched_t *s, int b)
+{
+    if (!s || b < 0 || b >= s->n)
+        return NULL;
+    return s->name[b];
+}
+
+int sched_set_weight(sched_t *s, int b, uint32_t weight)
+{
+    if (!s || b < 0 || b >= s->n || weight == 0)
+        return -EINVAL;
+    s->weight[b] = weight;
+    if (s->streak_b == b && s->streak_left > weight - 1)
+        s->streak_left = weight - 1;
+    return 0;
+}
+
+int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens)
+{
+    if (!s || b < 0 || b >= s->n || r_tokens < 0 || l_tokens < 0)
+        return -EINVAL;
+    s->b[b].r = r_tokens;
+    s->b[b].l = l_tokens;
+    refresh(s, b);
+    return 0;
+}
+
+int sched_enqueue(sched_t *s, int b, sched_item_t *item)
+{
+    if (!s || !item || b < 0 || b >= s->n)
+        return -EINVAL;
+    bucket_t *k = &s->b[b];
+    item->bucket = b;
+    if (k->tail) {
+        item->next = k->tail->next;
+        item->prev = k->tail;
+        k->tail->next = item;
+    } else {
+        item->next = item->prev = item;
+    }
+    k->tail = item;
+    k->arrivals++;
+    if (k->queued++ == 0)
+        refresh(s, b);
+    return 0;
+}
+
+/* Round-robin search of one ready bitmap starting at `next` (with wrap).
+ * The O(1) emptiness test first: in steady state most dispatches find no
+ * R-eligible bucket, and a failed search would climb every level twice. */
+static int search(const sched_t *s, const bitset_t *ready)
+{
+    if (!bitset_any(ready))
+        return -1;
+    return (int)bitset_next_wrap(ready, (size_t)s->next);
+}
+
+/* Moves `next` after serving bucket b in step `step`: to b + 1 as in the
+ * paper, unless the weighted round robin lets b go again. */
+static void advance(sched_t *s, int b, int step)
+{
+    if (s->weighted) {
+        if (s->streak_b == b && s->streak_step == step && s->streak_left > 0) {
+            s->streak_left--;
+        } else {
+            s->streak_b = b;
+            s->streak_step = step;
+            s->streak_left = s->weight[b] - 1;
+        }
+        if (s->streak_left > 0) {
+            s->next = b; /* search starts at b: it is found first if still eligible */
+            return;
+        }
+        s->streak_b = -1;
+    }
+    /* May equal n: the search then wraps to 0, or finds a bucket added
+     * since, which is next in index order. */
+    s->next = b + 1;
+}
+
+sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
+{
+    if (!s || s->n == 0)
+        return NULL;
+    int b, step;
+    sched_class_t c;
+    if (s->policy == SCHED_POLICY_RR) {
+        b = search(s, s->pend);
+        step = STEP_RR;
+        c = SCHED_CLASS_O;
+    } else if ((b = search(s, s->elig_r)) >= 0) {
+        step = STEP_R; /* Step 1: pending and R-tokens */
+        c = SCHED_CLASS_R;
+    } else {
+        b = search(s, s->elig_l); /* Step 2: pending and L-tokens */
+        step = STEP_L;
+        c = SCHED_CLASS_L;
+    }
+    if (b < 0)
+        return NULL; /* Step 3: nothing may be served now */
+
+    bucket_t *k = &s->b[b];
+    sched_item_t *item = k->tail->next;
+    if (item == k->tail)
+        k->tail = NULL;
+    else
+        k->tail->next = item->next;
+    item->next = item->prev = NULL;
+    k->queued--;
+
+    /* Only bits that can have changed are touched: all three when the queue
+     * empties, else the one of the token count that may have hit zero. */
+    switch (c) {
+    case SCHED_CLASS_R:
+        k->served_r++;
+        if (--k->r == 0)
+            bitset_clear(s->elig_r, (size_t)b);
+        break;
+    case SCHED_CLASS_L:
+        if (k->l == SCHED_UNLIMITED) {
+            c = SCHED_CLASS_O; /* no limit: nothing to consume */
+            k->served_o++;
+        } else {
+            k->served_l++;
+            if (--k->l == 0)
+                bitset_clear(s->elig_l, (size_t)b);
+        }
+        break;
+    case SCHED_CLASS_O:
+        k->served_o++;
+        break;
+    }
+    if (k->queued == 0)
+        refresh(s, b);
+    s->node.dispatched++;
+    advance(s, b, step);
+    if (cls)
+        *cls = c;
+    return item;
+}
+
+size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *arg)
+{
+    if (!s)
+        return 0;
+    size_t removed = 0;
+    long b = bitset_next(s->pend, 0);
+    while (b >= 0) {
+        bucket_t *k = &s->b[b];
+        /* Unlink the whole queue first (fn may free the items): open the
+         * ring after the tail. */
+        sched_item_t *it = k->tail->next;
+        k->tail->next = NULL;
+        k->tail = NULL;
+        k->queued = 0;
+        refresh(s, (int)b);
+        while (it) {
+            sched_item_t *nx = it->next;
+            it->next = it->prev = NULL;
+            if (fn)
+                fn(it, arg);
+            removed++;
+            it = nx;
+        }
+        b = bitset_next(s->pend, (size_t)b + 1);
+    }
+    return removed;
+}
+
+int sched_remove(sched_t *s, sched_item_t *item)
+{
+    if (!s || !item || !item->next || item->bucket < 0 || item->bucket >= s->n)
+        return -ENOENT;
+    bucket_t *k = &s->b[item->bucket];
+    if (!k->tail)
+        return -ENOENT;
+    if (item->next == item) {
+        k->tail = NULL;                    /* the only item */
+    } else if (item == k->tail->next) {
+        k->tail->next = item->next;        /* the head: its prev is stale */
+    } else {
+        item->prev->next = item->next;
+        if (item == k->tail)
+            k->tail = item->prev;
+        else
+            item->next->prev = item->prev; /* not the head: keep prev exact */
+    }
+    item->next = item->prev = NULL;
+    if (--k->queued == 0)
+        refresh(s, item->bucket);
+    return 0;
+}
+
+void sched_note_completion(sched_t *s, uint64_t n, double busy_seconds)
+{
+    if (!s)
+        return;
+    s->node.completions += n;
+    if (isfinite(busy_seconds) && busy_seconds > 0)
+        s->node.busy_seconds += busy_seconds;
+}
+
+int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out)
+{
+    if (!s || !out || b < 0 || b >= s->n)
+        return -EINVAL;
+    const bucket_t *k = &s->b[b];
+    *out = (sched_bucket_stats_t){
+        .arrivals = k->arrivals,
+        .served_r = k->served_r,
+        .served_l = k->served_l,
+        .served_o = k->served_o,
+        .queued = k->queued,
+        .r_tokens = k->r,
+        .l_tokens = k->l,
+        .weight = s->weight[b],
+    };
+    return 0;
+}
+
+void sched_node_stats(const sched_t *s, sched_node_stats_t *out)
+{
+    if (!s || !out)
+        return;
+    *out = s->node;
+}
+
+void sched_period_start(sched_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++) {
+        bucket_t *k = &s->b[i];
+        k->arrivals = k->served_r = k->served_l = k->served_o = 0;
+    }
+    s->node = (sched_node_stats_t){0};
+}

@@ -1,0 +1,94 @@
+/* backend.h - pool of worker threads forwarding single-key operations to the
+ * storage server's memcached through libmemcached, with completions handed
+ * back to a libevent loop thread.
+ *
+ * Each worker owns one memcached_st connection and runs one blocking
+ * batch at a time.  The loop thread submits operations; when a batch is
+ * done, a worker queues it and wakes the loop through an eventfd, and the
+ * loop thread runs the completion callbacks.  How many operations are at the
+ * backend at once is the caller's business (bqos-node keeps it at
+ * --outstanding); operations beyond the number of workers wait in a FIFO.
+ *
+ * With 0 workers the pool is "inline": the loop thread's own memcached_st
+ * runs every submitted chain at once (blocking the loop for the round
+ * trips) and the callbacks run on the loop's next pass over active events.
+ * No thread hand-off at all; the price is a loop that waits for memcached. */
+#ifndef BQOS_BACKEND_H
+#define BQOS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage-node/mc/mcproto.h"
+
+struct event_base;
+
+/* One operation.  The caller owns the memory and fills the request part;
+ * between backend_submit() and the completion callback the backend owns it
+ * and fills the result part (and the caller must not touch it). */
+typedef struct backend_op {
+    struct backend_op *next;  /* backend's link while submitted */
+    /* request: set by the caller */
+    mcp_cmd_t cmd;            /* get/gets, set..cas, delete, incr/decr,
+                                 touch, flush_all */
+    const char *key;          /* not NUL-terminated; caller-owned */
+    size_t keylen;
+    const char *value;        /* storage commands; caller-owned */
+    size_t vlen;
+    uint32_t flags;
+    int64_t exptime;          /* also flush_all's delay */
+    uint64_t cas;
+    uint64_t delta;
+    /* result: set by the worker */
+    mcp_reply_t reply;
+    char *rvalue;             /* get hit: malloc'd value, caller frees */
+    size_t rvlen;
+    uint32_t rflags;
+    uint64_t rcas;
+    uint64_t number;          /* incr/decr result */
+    char errmsg[120];         /* MCP_R_SERVER_ERROR: reply line, no CRLF */
+} backend_op_t;
+
+/* Called on the loop thread for every completed operation; the caller owns
+ * `op` again. */
+typedef void (*backend_done_fn)(backend_op_t *op, void *arg);
+
+typedef struct backend backend_t;
+
+#define BACKEND_BATCH_MAX 64
+
+/* Starts `nworkers` (>= 0; 0: inline, see above) threads, each connected
+ * (lazily) to memcached at host:port, and registers the completion event on
+ * `base` (the loop the callback runs on).  A worker takes up to `batch`
+ * (1..BACKEND_BATCH_MAX) queued ops at once and sends every get among them
+ * as one multi-key get (one round trip), then the others one by one; batch
+ * 1 runs every op on its own.
+ * Returns the pool, or NULL and sets *err to -EINVAL (bad arguments),
+ * -ENOMEM or another -errno.  Caller owns the pool. */
+backend_t *backend_new(struct event_base *base, const char *host,
+                       unsigned port, int nworkers, int batch,
+                       backend_done_fn done, void *arg, int *err);
+
+/* Queues `op` for a worker.  Loop thread (with workers any thread, in fact:
+ * it locks; inline, the loop thread only, and the op has run on return).
+ * The callback never runs from inside this call.  Returns 0, or
+ * -ESHUTDOWN once backend_destroy() has begun. */
+int backend_submit(backend_t *b, backend_op_t *op);
+
+/* Queues the n ops linked first->next...->last (in that order) with one
+ * lock round trip.  Returns 0, or -ESHUTDOWN (nothing queued). */
+int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
+                         size_t n);
+
+/* Stops the workers after their current operation and frees the pool; sets
+ * *bp to NULL.  Operations still waiting in the FIFO or completed but not
+ * yet delivered are delivered first (their callbacks run from here, on the
+ * calling thread, which must be the loop thread).  Accepts NULL. */
+void backend_destroy(backend_t **bp);
+
+/* Parses "memcached://HOST:PORT" (or "HOST:PORT") into host (NUL-terminated,
+ * at most hostcap bytes) and port.  Returns 0 or -EINVAL. */
+int backend_parse_url(const char *url, char *host, size_t hostcap,
+                      unsigned *port);
+
+#endif

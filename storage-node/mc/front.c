@@ -1,0 +1,1149 @@
+/* front.c - memcached front of bqos-node: connections, ordered reply slots,
+ * per-bucket scheduling and the backend hand-off (see front.h). */
+#include "storage-node/mc/front.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/mono.h"
+#include "storage-node/mc/backend.h"
+#include "storage-node/mc/mcproto.h"
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+#define RBUF_INITIAL 16384
+#define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */
+#define OUT_HIGH (4u * 1024 * 1024)  /* unsent reply bytes before we stop reading */
+#define SHUTDOWN_GRACE_SEC 10
+
+#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+
+enum { IO_NEW = 0, IO_BLOCKED, IO_QUEUED, IO_INFLIGHT, IO_DONE };
+
+#define KTAB_SIZE 256 /* per-connection table of keys with unfinished IOs */
+
+struct slot;
+struct conn;
+
+/* One backend IO (one key).  Lives inside its slot's allocation. */
+typedef struct io {
+    sched_item_t item;     /* scheduler's link while IO_QUEUED */
+    backend_op_t op;       /* backend's while IO_INFLIGHT */
+    struct slot *slot;
+    int state;
+    int bucket;            /* scheduler bucket, chosen on arrival */
+    /* Same-key ordering within a connection: the newest unfinished IO of a
+     * key is in the connection's key table; a later IO of the same key is
+     * its `waiter` (IO_BLOCKED) and enters the scheduler only when this one
+     * is finished, so a pipelined "set k; get k" reads its own write even
+     * though different workers run IOs concurrently. */
+    struct io *hnext;      /* key table chain */
+    struct io *waiter;
+    int in_tab;
+} io_t;
+
+/* One request's place in its connection's reply order.  Owned by the
+ * connection while it lives; a slot whose connection went away with IOs
+ * still at the backend is an orphan, freed by the last completion. */
+typedef struct slot {
+    struct slot *next;
+    struct conn *conn;     /* NULL: orphan */
+    mcp_cmd_t cmd;
+    int noreply;
+    int close_after;       /* quit / fatal error: close once written */
+    int nios, pending, inflight;
+    const char *ctext;     /* local reply (static) ... */
+    char *text;            /* ... or malloc'd */
+    size_t textlen;
+    io_t ios[];            /* then the copied keys and value */
+} slot_t;
+
+/* One client connection.  Loop thread. */
+typedef struct conn {
+    struct front *f;
+    struct conn *prev, *next;
+    evutil_socket_t fd;
+    struct event *rev, *wev;
+    char *rbuf;
+    size_t rlen, rcap;
+    size_t swallow;        /* bytes still to discard (too-large value) */
+    struct evbuffer *out;
+    slot_t *head, *tail;
+    int nslots;
+    io_t **ktab;           /* KTAB_SIZE chains, allocated on first IO */
+    int paused;            /* reading stopped for backpressure */
+    int in_process;        /* inside conn_process(): no recursion */
+    int closing;           /* quit or fatal parse error: read no more */
+    int barrier;           /* a flush_all is unanswered: parse nothing more */
+    int barrier_blocked;   /* parsing stopped at a barrier; resume when idle */
+    int close_when_written;
+    int broken;            /* EOF or write error: close now */
+} conn_t;
+
+struct front {
+    front_config_t cfg;
+    char *name, *backend_host;
+    struct event_base *base;
+    listener_t *lis;
+    sched_t *s;
+    backend_t *be;
+    int default_bucket;
+    int auto_buckets;
+    conn_t *conns;
+    int nconns;
+    int inflight;
+    double busy_mark;      /* last time busy time was accounted */
+    double busy_pending;   /* busy seconds not yet reported */
+    int stopping;
+    struct event *stop_timer;
+    /* Dispatch runs once per pass of the event loop, after the reads and
+     * completions of that pass (see request_dispatch()). */
+    struct event *kick;
+    int kick_armed;
+    mcp_req_t req;         /* parse scratch (large) */
+    time_t started;
+    /* stats */
+    uint64_t total_conns, cmd_get, cmd_set, get_hits, get_misses, cmd_touch,
+        cmd_other, rejected, backend_errors;
+};
+
+static void conn_flush(conn_t *c);
+static void conn_process(conn_t *c);
+static void request_dispatch(front_t *f, int next_pass);
+static void check_stopped(front_t *f);
+
+
+/* Adds the busy time since the last mark (if anything was outstanding). */
+static void busy_account(front_t *f)
+{
+    double t = mono_now();
+    if (f->inflight > 0)
+        f->busy_pending += t - f->busy_mark;
+    f->busy_mark = t;
+}
+
+void front_config_defaults(front_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->name = "node";
+    listener_parse("127.0.0.1:11311", &cfg->listen);
+    cfg->backend_host = "127.0.0.1";
+    cfg->backend_port = 11211;
+    cfg->workers = 0;       /* inline: see backend.h */
+    cfg->outstanding = 5;   /* the paper's, for tokens; bqos-node uses 64
+                               with rr (docs/node.md) */
+    cfg->batch = 64;
+    cfg->policy = SCHED_POLICY_TOKENS;
+    cfg->separator = ':';
+    cfg->default_mode = FRONT_DEFAULT_SERVE;
+    cfg->max_auto_buckets = 1024;
+    cfg->max_item = MCP_ITEM_MAX_DEFAULT;
+    cfg->max_conns = 4096;
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+static void slot_free(slot_t *sl)
+{
+    for (int i = 0; i < sl->nios; i++)
+        free(sl->ios[i].op.rvalue);
+    free(sl->text);
+    free(sl);
+}
+
+static void conn_append(conn_t *c, slot_t *sl)
+{
+    sl->conn = c;
+    if (c->tail)
+        c->tail->next = sl;
+    else
+        c->head = sl;
+    c->tail = sl;
+    c->nslots++;
+}
+
+/* A slot answered locally with a fixed line (no CRLF in `line`). */
+static void add_local(conn_t *c, const char *line, int noreply, int close_after)
+{
+    size_t n = strlen(line);
+    slot_t *sl = calloc(1, sizeof *sl);
+    char *t = malloc(n + 2);
+    if (!sl || !t) {
+        free(sl);
+        free(t);
+        c->broken = 1; /* out of memory: nothing sane to answer with */
+        return;
+    }
+    memcpy(t, line, n);
+    memcpy(t + n, "\r\n", 2);
+    sl->text = t;
+    sl->textlen = n + 2;
+    sl->noreply = noreply;
+    sl->close_after = close_after;
+    conn_append(c, sl);
+}
+
+static void add_local_text(conn_t *c, char *text, size_t len)
+{
+    slot_t *sl = calloc(1, sizeof *sl);
+    if (!sl) {
+        free(text);
+        c->broken = 1;
+        return;
+    }
+    sl->text = text;
+    sl->textlen = len;
+    conn_append(c, sl);
+}
+
+/* Writes a finished slot's reply to the connection's output buffer. */
+static void slot_write(front_t *f, conn_t *c, slot_t *sl)
+{
+    struct evbuffer *out = c->out;
+    if (sl->noreply)
+        return;
+    if (sl->text) {
+        evbuffer_add(out, sl->text, sl->textlen);
+        return;
+    }
+    if (sl->ctext) {
+        evbuffer_add(out, sl->ctext, strlen(sl->ctext));
+        return;
+    }
+    for (int i = 0; i < sl->nios; i++) {
+        backend_op_t *op = &sl->ios[i].op;
+        if (op->reply == MCP_R_SERVER_ERROR) {
+            /* One failed key fails the whole (multi-)get, as a proxy must:
+             * a partial VALUE list would read as misses. */
+            evbuffer_add_printf(out, "%s\r\n", op->errmsg);
+            return;
+        }
+    }
+    if (sl->cmd == MCP_CMD_GET || sl->cmd == MCP_CMD_GETS) {
+        for (int i = 0; i < sl->nios; i++) {
+            backend_op_t *op = &sl->ios[i].op;
+            if (op->reply != MCP_R_VALUE) {
+                f->get_misses++;
+                continue;
+            }
+            f->get_hits++;
+            char hdr[MCP_KEY_MAX + 96];
+            int n = mcp_format_value_header(hdr, sizeof hdr, op->key,
+                                            op->keylen, op->rflags, op->rvlen,
+                                            sl->cmd == MCP_CMD_GETS, op->rcas);
+            if (n < 0)
+                continue;
+            evbuffer_add(out, hdr, (size_t)n);
+            evbuffer_add(out, op->rvalue, op->rvlen);
+            evbuffer_add(out, "\r\n", 2);
+        }
+        evbuffer_add(out, "END\r\n", 5);
+        return;
+    }
+    backend_op_t *op = &sl->ios[0].op;
+    if (op->reply == MCP_R_NUMBER)
+        evbuffer_add_printf(out, "%llu\r\n", (unsigned long long)op->number);
+    else
+        evbuffer_add(out, mcp_reply_line(op->reply),
+                     strlen(mcp_reply_line(op->reply)));
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void conn_free(conn_t *c)
+{
+    front_t *f = c->f;
+    slot_t *sl = c->head;
+    while (sl) {
+        slot_t *next = sl->next;
+        for (int i = 0; i < sl->nios; i++) {
+            io_t *io = &sl->ios[i];
+            io->waiter = NULL; /* waiters die with this connection */
+            io->hnext = NULL;
+            io->in_tab = 0;
+            if (io->state == IO_QUEUED) {
+                sched_remove(f->s, &io->item);
+                io->state = IO_DONE;
+                sl->pending--;
+            } else if (io->state == IO_BLOCKED) {
+                io->state = IO_DONE;
+                sl->pending--;
+            }
+        }
+        if (sl->inflight > 0) {
+            sl->conn = NULL; /* orphan: the last completion frees it */
+            sl->next = NULL;
+        } else {
+            slot_free(sl);
+        }
+        sl = next;
+    }
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->out)
+        evbuffer_free(c->out);
+    free(c->ktab);
+    if (c->fd >= 0)
+        evutil_closesocket(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        f->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    f->nconns--;
+    free(c->rbuf);
+    free(c);
+}
+
+/* Closes the connection if it is done; returns 1 if it was freed.  Called
+ * at the end of every top-level callback that touched `c`. */
+static int conn_maybe_close(conn_t *c)
+{
+    if (c->broken ||
+        (c->close_when_written && evbuffer_get_length(c->out) == 0)) {
+        front_t *f = c->f;
+        conn_free(c);
+        if (f->stopping)
+            check_stopped(f);
+        return 1;
+    }
+    return 0;
+}
+
+static void conn_try_write(conn_t *c)
+{
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0) {
+            int e = EVUTIL_SOCKET_ERROR();
+            if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) {
+                event_add(c->wev, NULL);
+                return;
+            }
+            c->broken = 1;
+            return;
+        }
+        if (n == 0)
+            break;
+    }
+    if (evbuffer_get_length(c->out) == 0)
+        event_del(c->wev);
+}
+
+static void resume_if_room(conn_t *c)
+{
+    if (c->paused && !c->closing && !c->f->stopping &&
+        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->out) < OUT_HIGH / 2) {
+        c->paused = 0;
+        event_add(c->rev, NULL);
+        if (!c->in_process)
+            conn_process(c); /* requests already buffered */
+    }
+}
+
+/* Writes every finished slot at the head of the list, in order. */
+static void conn_flush(conn_t *c)
+{
+    int wrote = 0;
+    while (c->head && c->head->pending == 0) {
+        slot_t *sl = c->head;
+        c->head = sl->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->nslots--;
+        slot_write(c->f, c, sl);
+        wrote = 1;
+        if (sl->close_after) {
+            c->close_when_written = 1;
+            c->closing = 1;
+        }
+        slot_free(sl);
+        if (c->close_when_written)
+            break;
+    }
+    if (wrote)
+        conn_try_write(c);
+    if (c->barrier_blocked && !c->head && !c->in_process) {
+        c->barrier_blocked = 0;
+        conn_process(c);
+        return;
+    }
+    resume_if_room(c);
+}
+
+static unsigned key_hash(const char *k, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)k[i]) * 16777619u;
+    return h & (KTAB_SIZE - 1);
+}
+
+static int same_key(const io_t *a, const io_t *b)
+{
+    return a->op.keylen == b->op.keylen &&
+           memcmp(a->op.key, b->op.key, a->op.keylen) == 0;
+}
+
+/* Registers io as the newest unfinished IO of its key on connection c.
+ * Returns 1 if an earlier one exists (io is then its waiter and must not
+ * be enqueued yet), 0 if io may go to the scheduler now, -ENOMEM. */
+static int key_register(conn_t *c, io_t *io)
+{
+    if (!c->ktab) {
+        c->ktab = calloc(KTAB_SIZE, sizeof *c->ktab);
+        if (!c->ktab)
+            return -ENOMEM;
+    }
+    io_t **pp = &c->ktab[key_hash(io->op.key, io->op.keylen)];
+    for (; *pp; pp = &(*pp)->hnext) {
+        io_t *t = *pp;
+        if (!same_key(t, io))
+            continue;
+        t->waiter = io;
+        t->in_tab = 0;
+        io->hnext = t->hnext;
+        t->hnext = NULL;
+        *pp = io;
+        io->in_tab = 1;
+        return 1;
+    }
+    io->hnext = NULL;
+    *pp = io;
+    io->in_tab = 1;
+    return 0;
+}
+
+/* io is finished: drops it from the key table and returns its waiter (now
+ * free to go), or NULL. */
+static io_t *key_finish(conn_t *c, io_t *io)
+{
+    if (io->in_tab && c->ktab) {
+        io_t **pp = &c->ktab[key_hash(io->op.key, io->op.keylen)];
+        while (*pp && *pp != io)
+            pp = &(*pp)->hnext;
+        if (*pp)
+            *pp = io->hnext;
+        io->in_tab = 0;
+        io->hnext = NULL;
+    }
+    io_t *w = io->waiter;
+    io->waiter = NULL;
+    return w;
+}
+
+static void io_fail(io_t *io, const char *msg)
+{
+    io->op.reply = MCP_R_SERVER_ERROR;
+    snprintf(io->op.errmsg, sizeof io->op.errmsg, "%s", msg);
+    io->state = IO_DONE;
+    io->slot->pending--;
+}
+
+/* Lets the waiter of a finished io into the scheduler (or fails the chain
+ * when stopping).  Returns nonzero if some slot of c finished. */
+static void release_waiter(front_t *f, conn_t *c, io_t *done)
+{
+    io_t *w = key_finish(c, done);
+    while (w) {
+        if (!f->stopping && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
+            w->state = IO_QUEUED;
+            return;
+        }
+        io_fail(w, "SERVER_ERROR shutting down");
+        w = key_finish(c, w);
+    }
+}
+
+static int bucket_of(front_t *f, const char *key, size_t len)
+{
+    const char *sep = memchr(key, f->cfg.separator, len);
+    int reject = f->cfg.default_mode == FRONT_DEFAULT_REJECT;
+    if (!sep || sep == key)
+        return reject ? -ENOENT : f->default_bucket;
+    size_t n = (size_t)(sep - key);
+    int b = sched_find_bucket(f->s, key, n);
+    if (b >= 0)
+        return b;
+    if (f->auto_buckets < f->cfg.max_auto_buckets) {
+        char name[MCP_KEY_MAX + 1];
+        memcpy(name, key, n);
+        name[n] = '\0';
+        b = sched_add_bucket(f->s, name, 1);
+        if (b >= 0) {
+            f->auto_buckets++;
+            log_debug("bucket '%s' created on first sight (%d)", name, b);
+            return b;
+        }
+    }
+    return reject ? -ENOENT : f->default_bucket;
+}
+
+/* Builds the slot of a backend command and enqueues its IOs. */
+static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
+{
+    size_t nios = r->nkeys ? r->nkeys : 1;
+    size_t extra = r->nbytes;
+    for (size_t i = 0; i < r->nkeys; i++)
+        extra += r->keys[i].len;
+    slot_t *sl = calloc(1, sizeof *sl + nios * sizeof(io_t) + extra + 1);
+    if (!sl) {
+        add_local(c, "SERVER_ERROR out of memory", 0, 0);
+        return;
+    }
+    char *p = (char *)&sl->ios[nios];
+    sl->cmd = r->cmd;
+    sl->noreply = r->noreply;
+    sl->nios = (int)nios;
+    sl->pending = (int)nios;
+    const char *value = NULL;
+    if (r->nbytes) {
+        memcpy(p, r->data, r->nbytes);
+        value = p;
+        p += r->nbytes;
+    }
+    for (size_t i = 0; i < nios; i++) {
+        io_t *io = &sl->ios[i];
+        backend_op_t *op = &io->op;
+        io->slot = sl;
+        op->cmd = r->cmd;
+        if (r->nkeys) {
+            memcpy(p, r->keys[i].ptr, r->keys[i].len);
+            op->key = p;
+            op->keylen = r->keys[i].len;
+            p += r->keys[i].len;
+        }
+        op->value = value ? value : "";
+        op->vlen = r->nbytes;
+        op->flags = r->flags;
+        op->exptime = r->exptime;
+        op->cas = r->cas;
+        op->delta = r->delta;
+    }
+    conn_append(c, sl);
+    for (size_t i = 0; i < nios; i++) {
+        io_t *io = &sl->ios[i];
+        int b = r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
+                         : f->default_bucket;
+        if (b < 0) {
+            f->rejected++;
+            io_fail(io, "SERVER_ERROR unknown bucket");
+            continue;
+        }
+        io->bucket = b;
+        int k = r->nkeys ? key_register(c, io) : 0;
+        if (k < 0) {
+            io_fail(io, "SERVER_ERROR out of memory");
+            continue;
+        }
+        if (k > 0) {
+            io->state = IO_BLOCKED;
+            continue;
+        }
+        if (sched_enqueue(f->s, b, &io->item) < 0) {
+            key_finish(c, io);
+            io_fail(io, "SERVER_ERROR unknown bucket");
+            continue;
+        }
+        io->state = IO_QUEUED;
+    }
+}
+
+static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
+{
+    char *buf = NULL;
+    FILE *fp = open_memstream(&buf, len);
+    if (!fp)
+        return NULL;
+    if (arg->len == 0) {
+        sched_node_stats_t ns;
+        sched_node_stats(f->s, &ns);
+        fprintf(fp, "STAT pid %ld\r\n", (long)getpid());
+        fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - f->started));
+        fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
+        fprintf(fp, "STAT version bqos-node-%s\r\n", BQOS_VERSION);
+        fprintf(fp, "STAT curr_connections %d\r\n", f->nconns);
+        fprintf(fp, "STAT total_connections %llu\r\n",
+                (unsigned long long)f->total_conns);
+        fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)f->cmd_get);
+        fprintf(fp, "STAT cmd_set %llu\r\n", (unsigned long long)f->cmd_set);
+        fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)f->cmd_touch);
+        fprintf(fp, "STAT get_hits %llu\r\n", (unsigned long long)f->get_hits);
+        fprintf(fp, "STAT get_misses %llu\r\n", (unsigned long long)f->get_misses);
+        /* memcached counts its worker threads; inline, the loop is one. */
+        fprintf(fp, "STAT threads %d\r\n", f->cfg.workers > 0 ? f->cfg.workers : 1);
+        fprintf(fp, "STAT bqos_node %s\r\n", f->name);
+        fprintf(fp, "STAT bqos_policy %s\r\n",
+                sched_policy(f->s) == SCHED_POLICY_RR ? "rr" : "tokens");
+        fprintf(fp, "STAT bqos_buckets %d\r\n", sched_nbuckets(f->s));
+        fprintf(fp, "STAT bqos_outstanding %d\r\n", f->inflight);
+        fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)f->rejected);
+        fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
+                (unsigned long long)f->backend_errors);
+        fprintf(fp, "STAT bqos_completions %llu\r\n",
+                (unsigned long long)ns.completions);
+        fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", ns.busy_seconds);
+    } else if (arg->len == 7 && memcmp(arg->ptr, "buckets", 7) == 0) {
+        int n = sched_nbuckets(f->s);
+        for (int b = 0; b < n; b++) {
+            sched_bucket_stats_t bs;
+            if (sched_bucket_stats(f->s, b, &bs) < 0)
+                continue;
+            const char *nm = sched_bucket_name(f->s, b);
+            fprintf(fp, "STAT %s:queued %llu\r\n", nm, (unsigned long long)bs.queued);
+            fprintf(fp, "STAT %s:arrivals %llu\r\n", nm, (unsigned long long)bs.arrivals);
+            fprintf(fp, "STAT %s:served_r %llu\r\n", nm, (unsigned long long)bs.served_r);
+            fprintf(fp, "STAT %s:served_l %llu\r\n", nm, (unsigned long long)bs.served_l);
+            fprintf(fp, "STAT %s:served_o %llu\r\n", nm, (unsigned long long)bs.served_o);
+            fprintf(fp, "STAT %s:r_tokens %lld\r\n", nm, (long long)bs.r_tokens);
+            if (bs.l_tokens == SCHED_UNLIMITED)
+                fprintf(fp, "STAT %s:l_tokens unlimited\r\n", nm);
+            else
+                fprintf(fp, "STAT %s:l_tokens %lld\r\n", nm, (long long)bs.l_tokens);
+            fprintf(fp, "STAT %s:weight %u\r\n", nm, (unsigned)bs.weight);
+        }
+    } else {
+        fclose(fp);
+        free(buf);
+        return NULL;
+    }
+    fputs("END\r\n", fp);
+    fclose(fp);
+    return buf;
+}
+
+static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
+{
+    switch (r->cmd) {
+    case MCP_CMD_QUIT:
+        add_local(c, "", 1, 1);
+        c->closing = 1;
+        return;
+    case MCP_CMD_VERSION:
+        add_local(c, "VERSION bqos-node-" BQOS_VERSION, 0, 0);
+        return;
+    case MCP_CMD_VERBOSITY:
+        add_local(c, "OK", r->noreply, 0);
+        return;
+    case MCP_CMD_STATS: {
+        size_t len = 0;
+        if ((r->arg.len == 9 && memcmp(r->arg.ptr, "detail on", 9) == 0) ||
+            (r->arg.len == 10 && memcmp(r->arg.ptr, "detail off", 10) == 0)) {
+            add_local(c, "OK", 0, 0);
+            return;
+        }
+        if (r->arg.len == 5 && memcmp(r->arg.ptr, "reset", 5) == 0) {
+            add_local(c, "RESET", 0, 0);
+            return;
+        }
+        char *t = stats_text(f, &r->arg, &len);
+        if (t)
+            add_local_text(c, t, len);
+        else
+            add_local(c, "ERROR", 0, 0);
+        return;
+    }
+    case MCP_CMD_GET:
+    case MCP_CMD_GETS:
+        f->cmd_get += r->nkeys;
+        break;
+    case MCP_CMD_SET:
+    case MCP_CMD_ADD:
+    case MCP_CMD_REPLACE:
+    case MCP_CMD_APPEND:
+    case MCP_CMD_PREPEND:
+    case MCP_CMD_CAS:
+        f->cmd_set++;
+        break;
+    case MCP_CMD_TOUCH:
+        f->cmd_touch++;
+        break;
+    default:
+        f->cmd_other++;
+        break;
+    }
+    handle_backend(f, c, r);
+}
+
+/* Parses and starts every complete request in the read buffer. */
+static void conn_process(conn_t *c)
+{
+    front_t *f = c->f;
+    size_t off = 0;
+    c->in_process = 1;
+    while (off < c->rlen && !c->closing && !c->broken && !f->stopping) {
+        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->out) >= OUT_HIGH) {
+            if (!c->paused) {
+                c->paused = 1;
+                event_del(c->rev);
+            }
+            break;
+        }
+        if (c->barrier) {
+            if (c->head) {
+                c->barrier_blocked = 1;
+                break;
+            }
+            c->barrier = 0;
+        }
+        if (c->swallow) {
+            size_t n = c->rlen - off < c->swallow ? c->rlen - off : c->swallow;
+            off += n;
+            c->swallow -= n;
+            continue;
+        }
+        mcp_result_t res;
+        mcp_status_t st = mcp_parse(c->rbuf + off, c->rlen - off,
+                                    f->cfg.max_item, &f->req, &res);
+        if (st == MCP_NEED_MORE)
+            break;
+        if (st == MCP_OK && f->req.cmd == MCP_CMD_FLUSH_ALL) {
+            /* flush_all is a barrier on its connection: it runs once every
+             * earlier request is answered and nothing later starts before
+             * it is answered, as with memcached's sequential processing. */
+            if (c->head) {
+                c->barrier_blocked = 1;
+                break;
+            }
+            c->barrier = 1;
+        }
+        if (st == MCP_OK) {
+            handle(f, c, &f->req);
+        } else if (st == MCP_ERROR) {
+            log_debug("client error at column %zu: %s", res.column, res.error);
+            if (res.swallow && res.cmd == MCP_CMD_SET) {
+                /* memcached drops the old value of a key whose new value
+                 * was too large, so a later get cannot see stale data. */
+                mcp_req_t *d = &f->req;
+                d->cmd = MCP_CMD_DELETE;
+                d->keys[0] = res.key;
+                d->nkeys = 1;
+                d->nbytes = 0;
+                d->noreply = res.noreply;
+                handle_backend(f, c, d);
+                if (c->tail)
+                    c->tail->ctext = "SERVER_ERROR object too large for cache\r\n";
+            } else {
+                add_local(c, res.error, res.noreply, 0);
+            }
+            c->swallow = res.swallow;
+        } else {
+            if (res.error)
+                add_local(c, res.error, 0, 1);
+            else
+                c->broken = 1;
+            c->closing = 1;
+        }
+        off += res.consumed;
+    }
+    if (off > 0) {
+        memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+        c->rlen -= off;
+    }
+    c->in_process = 0;
+    conn_flush(c);
+    request_dispatch(f, 0);
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    conn_t *c = arg;
+    front_t *f = c->f;
+    if (c->rlen == c->rcap) {
+        size_t max = MCP_LINE_MAX + f->cfg.max_item + 64;
+        size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
+        if (ncap <= c->rcap) {
+            c->broken = 1; /* cannot happen: the parser bounds requests */
+            conn_maybe_close(c);
+            return;
+        }
+        char *nb = realloc(c->rbuf, ncap);
+        if (!nb) {
+            c->broken = 1;
+            conn_maybe_close(c);
+            return;
+        }
+        c->rbuf = nb;
+        c->rcap = ncap;
+    }
+    ssize_t n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        c->broken = 1; /* client gone: queued requests are discarded */
+        conn_maybe_close(c);
+        return;
+    }
+    if (n < 0)
+        return;
+    c->rlen += (size_t)n;
+    if (c->closing) {
+        c->rlen = 0; /* after quit: ignore */
+        return;
+    }
+    conn_process(c);
+    conn_maybe_close(c);
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_t *c = arg;
+    front_t *f = c->f;
+    conn_try_write(c);
+    resume_if_room(c);
+    if (!conn_maybe_close(c) && f->stopping)
+        check_stopped(f);
+}
+
+static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
+{
+    (void)sa;
+    (void)salen;
+    front_t *f = arg;
+    if (f->stopping || f->nconns >= f->cfg.max_conns) {
+        static const char msg[] = "ERROR Too many open connections\r\n";
+        ssize_t w = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL);
+        (void)w;
+        evutil_closesocket(fd);
+        return;
+    }
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        goto fail;
+    c->f = f;
+    c->fd = fd;
+    c->rcap = RBUF_INITIAL;
+    c->rbuf = malloc(c->rcap);
+    c->out = evbuffer_new();
+    c->rev = event_new(f->base, fd, EV_READ | EV_PERSIST, on_read, c);
+    c->wev = event_new(f->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    if (!c->rbuf || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0)
+        goto fail;
+    c->next = f->conns;
+    if (f->conns)
+        f->conns->prev = c;
+    f->conns = c;
+    f->nconns++;
+    f->total_conns++;
+    return;
+fail:
+    log_warn("out of memory accepting a connection");
+    if (c) {
+        if (c->rev)
+            event_free(c->rev);
+        if (c->wev)
+            event_free(c->wev);
+        if (c->out)
+            evbuffer_free(c->out);
+        free(c->rbuf);
+        free(c);
+    }
+    evutil_closesocket(fd);
+}
+
+/* ---- scheduling and completions --------------------------------------- */
+
+/* Hands the backend what the scheduler allows, as one chain. */
+static void dispatch_now(front_t *f)
+{
+    backend_op_t *first = NULL, *last = NULL;
+    size_t n = 0;
+    while (f->inflight < f->cfg.outstanding) {
+        sched_item_t *it = sched_dispatch(f->s, NULL);
+        if (!it)
+            break;
+        io_t *io = container_of(it, io_t, item);
+        busy_account(f);
+        io->state = IO_INFLIGHT;
+        io->slot->inflight++;
+        f->inflight++;
+        io->op.next = NULL;
+        if (last)
+            last->next = &io->op;
+        else
+            first = &io->op;
+        last = &io->op;
+        n++;
+    }
+    if (!n || backend_submit_chain(f->be, first, last, n) == 0)
+        return;
+    /* Only possible while tearing down. */
+    while (first) {
+        backend_op_t *next = first->next;
+        io_t *io = container_of(first, io_t, op);
+        f->inflight--;
+        io->slot->inflight--;
+        io_fail(io, "SERVER_ERROR shutting down");
+        if (io->slot->conn)
+            conn_flush(io->slot->conn);
+        first = next;
+    }
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    front_t *f = arg;
+    f->kick_armed = 0;
+    if (!f->stopping)
+        dispatch_now(f);
+}
+
+/* Asks for a dispatch at the end of this pass of the event loop rather
+ * than now: every request read in one pass (one epoll_wait) then goes to
+ * the backend together, as one batch.  After completions (next_pass), the
+ * dispatch waits for the next pass instead, after the requests that
+ * arrived meanwhile were read: with inline backend calls, dispatching again
+ * in the same pass would serve everything already queued before reading
+ * anything new, so a bucket with R-tokens whose clients answer quickly
+ * would lose its priority over queued L-token work.  The order of dispatch
+ * is still the scheduler's alone. */
+static void request_dispatch(front_t *f, int next_pass)
+{
+    static const struct timeval now = {0, 0};
+    if (f->kick_armed)
+        return;
+    f->kick_armed = 1;
+    if (next_pass)
+        evtimer_add(f->kick, &now);
+    else
+        event_active(f->kick, EV_TIMEOUT, 0);
+}
+
+static void on_done(backend_op_t *op, void *arg)
+{
+    front_t *f = arg;
+    io_t *io = container_of(op, io_t, op);
+    slot_t *sl = io->slot;
+    busy_account(f);
+    f->inflight--;
+    sched_note_completion(f->s, 1, f->busy_pending);
+    f->busy_pending = 0;
+    if (op->reply == MCP_R_SERVER_ERROR)
+        f->backend_errors++;
+    io->state = IO_DONE;
+    sl->inflight--;
+    sl->pending--;
+    conn_t *c = sl->conn;
+    if (!c) {
+        if (sl->inflight == 0)
+            slot_free(sl); /* its client went away */
+    } else {
+        if (op->key)
+            release_waiter(f, c, io);
+        if (c->head->pending == 0) {
+            conn_flush(c);
+            conn_maybe_close(c);
+        }
+    }
+    if (!f->stopping)
+        request_dispatch(f, 1);
+    else
+        check_stopped(f);
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
+{
+    int rc = 0;
+    front_t *f = NULL;
+    if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
+        cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
+        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->max_auto_buckets < 0 ||
+        !cfg->backend_host) {
+        rc = -EINVAL;
+        goto out;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->cfg = *cfg;
+    f->base = base;
+    f->started = time(NULL);
+    f->name = strdup(cfg->name ? cfg->name : "node");
+    f->backend_host = strdup(cfg->backend_host);
+    if (!f->name || !f->backend_host) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->cfg.name = f->name;
+    f->cfg.backend_host = f->backend_host;
+    f->s = sched_new(cfg->policy, cfg->weighted);
+    if (!f->s) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->kick = evtimer_new(base, on_kick, f);
+    if (!f->kick) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    f->default_bucket = sched_add_bucket(f->s, "default", 1);
+    if (f->default_bucket < 0) {
+        rc = f->default_bucket;
+        goto out;
+    }
+    f->be = backend_new(base, f->backend_host, cfg->backend_port, cfg->workers,
+                        cfg->batch, on_done, f, &rc);
+    if (!f->be)
+        goto out;
+
+    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
+        goto out;
+    f->busy_mark = mono_now();
+out:
+    if (rc < 0) {
+        front_destroy(&f);
+        if (err)
+            *err = rc;
+        return NULL;
+    }
+    return f;
+}
+
+unsigned front_port(const front_t *f)
+{
+    return listener_port(f->lis);
+}
+
+const char *front_address(const front_t *f)
+{
+    return listener_name(f->lis);
+}
+
+sched_t *front_sched(front_t *f)
+{
+    return f->s;
+}
+
+int front_add_bucket(front_t *f, const char *name, uint32_t weight)
+{
+    int b = sched_find_bucket(f->s, name, strlen(name));
+    if (b >= 0) {
+        int rc = sched_set_weight(f->s, b, weight);
+        return rc < 0 ? rc : b;
+    }
+    return sched_add_bucket(f->s, name, weight);
+}
+
+int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l)
+{
+    int b = sched_find_bucket(f->s, name, strlen(name));
+    if (b < 0)
+        b = sched_add_bucket(f->s, name, 1);
+    if (b < 0)
+        return b;
+    int rc = sched_set_tokens(f->s, b, r, l);
+    if (rc == 0 && !f->stopping)
+        request_dispatch(f, 0);
+    return rc;
+}
+
+void front_kick(front_t *f)
+{
+    if (!f->stopping)
+        request_dispatch(f, 0);
+}
+
+static void drain_one(sched_item_t *it, void *arg)
+{
+    (void)arg;
+    io_fail(container_of(it, io_t, item), "SERVER_ERROR shutting down");
+}
+
+static void check_stopped(front_t *f)
+{
+    if (f->inflight > 0)
+        return;
+    for (conn_t *c = f->conns; c; c = c->next)
+        if (c->head || evbuffer_get_length(c->out) > 0)
+            return;
+    log_info("every request answered; stopping");
+    event_base_loopexit(f->base, NULL);
+}
+
+static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    front_t *f = arg;
+    log_warn("shutdown grace period over; %d requests in flight, closing", f->inflight);
+    event_base_loopexit(f->base, NULL);
+}
+
+void front_shutdown(front_t *f)
+{
+    if (f->stopping)
+        return;
+    f->stopping = 1;
+    listener_disable(f->lis);
+    size_t n = sched_drain(f->s, drain_one, NULL);
+    log_info("shutting down: %zu queued requests failed, %d in flight", n,
+             f->inflight);
+    for (conn_t *c = f->conns; c; c = c->next)
+        for (slot_t *sl = c->head; sl; sl = sl->next)
+            for (int i = 0; i < sl->nios; i++)
+                if (sl->ios[i].state == IO_BLOCKED)
+                    io_fail(&sl->ios[i], "SERVER_ERROR shutting down");
+    conn_t *c = f->conns;
+    while (c) {
+        conn_t *next = c->next;
+        event_del(c->rev);
+        c->closing = 1;
+        conn_flush(c);
+        conn_maybe_close(c);
+        c = next;
+    }
+    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
+    f->stop_timer = evtimer_new(f->base, on_stop_timer, f);
+    if (f->stop_timer)
+        evtimer_add(f->stop_timer, &tv);
+    check_stopped(f);
+}
+
+void front_destroy(front_t **fp)
+{
+    if (!fp || !*fp)
+        return;
+    front_t *f = *fp;
+    listener_destroy(&f->lis);
+    /* Connections first (orphaning in-flight slots), then the backend,
+     * whose shutdown delivers the last completions to on_done(), which
+     * frees the orphans. */
+    f->stopping = 1;
+    while (f->conns)
+        conn_free(f->conns);
+    backend_destroy(&f->be);
+    if (f->s)
+        sched_drain(f->s, NULL, NULL);
+    sched_destroy(&f->s);
+    if (f->stop_timer)
+        event_free(f->stop_timer);
+    if (f->kick)
+        event_free(f->kick);
+    free(f->name);
+    free(f->backend_host);
+    free(f);
+    *fp = NULL;
+}

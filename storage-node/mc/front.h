@@ -1,0 +1,100 @@
+/* front.h - the memcached front of bqos-node: client connections on a
+ * libevent loop, per-bucket scheduling of every key IO, forwarding through
+ * the backend (backend.h), and replies in request order per connection.
+ *
+ * Life cycle of a request: the loop thread reads and parses a command
+ * (mcproto), appends a reply slot to the connection's ordered slot list,
+ * and enqueues one IO per key in the scheduler queue of the key's bucket.
+ * Once per pass of the event loop (after that pass's reads; after
+ * completions, in the next pass, once the requests that arrived meanwhile
+ * are queued), while fewer than `outstanding` IOs are at the backend, the
+ * loop calls sched_dispatch() and hands the IOs to the backend as one
+ * chain; their completions come back on the loop thread, which counts them
+ * (sched_note_completion() with backend busy time), and writes every
+ * finished slot at the head of the list.  A multi-key get is one slot with
+ * one IO per key, answered when all are done.
+ *
+ * Threads: a front_t and everything in it belong to the loop thread of the
+ * event_base it was created on; every function here must be called there. */
+#ifndef BQOS_FRONT_H
+#define BQOS_FRONT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage-node/listener.h"
+#include "storage-node/core/sched.h"
+
+struct event_base;
+
+typedef enum {
+    FRONT_DEFAULT_SERVE = 0,  /* keys of unknown buckets go to "default" */
+    FRONT_DEFAULT_REJECT = 1  /* ... are answered SERVER_ERROR unknown bucket */
+} front_default_t;
+
+/* Settings; the strings are copied by front_new(). */
+typedef struct {
+    const char *name;            /* node name, shown in stats */
+    listener_addr_t listen;      /* where clients connect (listener_parse());
+                                    port 0 picks a free one (front_port()) */
+    const char *backend_host;    /* the real memcached */
+    unsigned backend_port;
+    int workers;                 /* backend threads, >= 0 (0: backend
+                                    calls on the loop thread, backend.h) */
+    int outstanding;             /* max IOs at the backend, >= 1 */
+    int batch;                   /* ops a worker may take at once (gets
+                                    among them share a round trip) */
+    sched_policy_t policy;
+    int weighted;                /* weighted round robin (bucket weights) */
+    char separator;              /* bucket = key prefix up to this byte */
+    front_default_t default_mode;
+    int max_auto_buckets;        /* buckets created on first sight; 0: none */
+    size_t max_item;             /* largest value accepted */
+    int max_conns;               /* connections beyond are closed at once */
+} front_config_t;
+
+/* Fills *cfg with the defaults (see docs/node.md). */
+void front_config_defaults(front_config_t *cfg);
+
+typedef struct front front_t;
+
+/* Binds the listening socket, starts the backend pool and creates the
+ * scheduler with the bucket "default".  Returns the front (caller owns it,
+ * destroy with front_destroy()), or NULL and *err = -EINVAL (bad settings),
+ * -EADDRINUSE or another -errno from bind, -ENOMEM. */
+front_t *front_new(struct event_base *base, const front_config_t *cfg,
+                   int *err);
+
+/* Returns the TCP port actually listened on (0 on a Unix socket). */
+unsigned front_port(const front_t *f);
+
+/* Returns where clients connect, "ADDR:PORT" or "unix:PATH" (owned by f). */
+const char *front_address(const front_t *f);
+
+/* The scheduler (owned by the front; loop thread only), for counters. */
+sched_t *front_sched(front_t *f);
+
+/* Adds bucket `name` (or finds it) with weight w; returns its index or
+ * -EINVAL/-ENOMEM as sched_add_bucket(). */
+int front_add_bucket(front_t *f, const char *name, uint32_t weight);
+
+/* Sets bucket `name`'s tokens to absolute counts (creating the bucket if it
+ * is unknown) and dispatches what they allow.  l may be SCHED_UNLIMITED.
+ * Returns 0 or -EINVAL/-ENOMEM.  This is the entry point for the token test
+ * hook and for the controller client. */
+int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l);
+
+/* Dispatches what the scheduler allows now (after changing its tokens or
+ * policy directly).  Loop thread only. */
+void front_kick(front_t *f);
+
+/* Begins a graceful stop: closes the listener, stops reading from clients,
+ * answers every queued IO with "SERVER_ERROR shutting down", lets in-flight
+ * IOs finish, writes every reply, then breaks the event loop.  Idempotent. */
+void front_shutdown(front_t *f);
+
+/* Frees everything (connections are closed, the backend pool is stopped);
+ * sets *fp to NULL.  Accepts NULL. */
+void front_destroy(front_t **fp);
+
+#endif

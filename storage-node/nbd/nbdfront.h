@@ -1,0 +1,102 @@
+/* nbdfront.h - the NBD front of bqos-node: NBD client connections on a
+ * libevent loop, every READ/WRITE/FLUSH/TRIM/BLOCK_STATUS one scheduler item
+ * charged to the export's bucket, executed by the block backend (blockdev).
+ *
+ * Exports are the scheduler's buckets: export name = bucket name (the empty
+ * name means the bucket "default" if it exists).  One request = one token,
+ * whatever its length, as in the paper (see docs/nbd.md).
+ *
+ * Life cycle of a request: the loop thread reads a whole request (header
+ * and, for WRITE, payload) from the connection, checks it against the
+ * export size (bad ones are answered at once and cost no token), and
+ * enqueues it in its bucket's scheduler queue.  Whenever fewer than
+ * `outstanding` IOs are at the backend it calls sched_dispatch() and submits
+ * the IO to a blockdev worker; the completion comes back on the loop thread,
+ * is counted (sched_note_completion() with the backend busy time) and
+ * answered with a simple reply, or structured reply chunks once the client
+ * negotiated NBD_OPT_STRUCTURED_REPLY.  Replies may leave in any order
+ * (proto.md, "Transmission").
+ *
+ * The front dispatches from the scheduler it is given and must be its only
+ * dispatcher: every item in it must be an NBD request.  Threads: an
+ * nbdfront_t belongs to the loop thread of its event_base; every function
+ * here must be called there. */
+#ifndef BQOS_NBDFRONT_H
+#define BQOS_NBDFRONT_H
+
+#include <stdint.h>
+
+#include "storage-node/nbd/blockdev.h"
+#include "storage-node/listener.h"
+#include "storage-node/core/sched.h"
+
+struct event_base;
+
+/* Settings; the strings are copied by nbdfront_new(). */
+typedef struct {
+    listener_addr_t listen;    /* where clients connect (listener_parse());
+                                  port 0 picks a free one (nbdfront_port()) */
+    int outstanding;           /* max IOs at the backend, >= 1 */
+    int max_conns;             /* connections beyond are closed at once */
+    int max_queued;            /* per connection: reading pauses beyond */
+    int inline_reads;          /* serve page-cached reads on the loop thread
+                                  (preadv2 RWF_NOWAIT), default 1 */
+    blockdev_config_t store;   /* the backend (workers, path, size, direct) */
+} nbdfront_config_t;
+
+/* Fills *cfg with the defaults: 127.0.0.1:10809, outstanding 5, 4096
+ * connections, 256 queued requests per connection, 5 workers, export size
+ * 1 GiB, buffered IO, inline page-cache reads, no path (must be set). */
+void nbdfront_config_defaults(nbdfront_config_t *cfg);
+
+typedef struct nbdfront nbdfront_t;
+
+/* Opens the block backend, binds the listening socket and starts accepting.
+ * `s` is borrowed (it must outlive the front) and from now on only the front
+ * may dispatch from it.  Returns the front (caller owns it), or NULL and
+ * *err = -EINVAL (bad settings), -EADDRINUSE or another -errno from bind or
+ * from the backend, -ENOMEM. */
+nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
+                         const nbdfront_config_t *cfg, int *err);
+
+/* Returns the TCP port actually listened on (0 on a Unix socket). */
+unsigned nbdfront_port(const nbdfront_t *f);
+
+/* Returns where clients connect, "ADDR:PORT" or "unix:PATH" (owned by f). */
+const char *nbdfront_address(const nbdfront_t *f);
+
+/* Adds bucket (= export) `name` or finds it, with weight w.  Returns its
+ * index or -EINVAL/-ENOMEM as sched_add_bucket(). */
+int nbdfront_add_bucket(nbdfront_t *f, const char *name, uint32_t weight);
+
+/* Sets bucket `name`'s tokens to absolute counts (creating the bucket if
+ * unknown) and dispatches what they allow.  l may be SCHED_UNLIMITED.
+ * Returns 0 or -EINVAL/-ENOMEM.  Entry point of the token test hook. */
+int nbdfront_set_tokens(nbdfront_t *f, const char *name, int64_t r, int64_t l);
+
+/* Dispatches whatever the scheduler now allows (call after changing the
+ * scheduler's tokens or policy directly). */
+void nbdfront_kick(nbdfront_t *f);
+
+/* Per-front counters. */
+typedef struct {
+    uint64_t conns, requests, reads, writes, flushes, trims, errors;
+    uint64_t block_status;     /* NBD_CMD_BLOCK_STATUS requests executed */
+    uint64_t bytes_read, bytes_written;
+    uint64_t inline_reads;     /* of the reads: served from the page cache at once */
+    int inflight;
+} nbdfront_stats_t;
+void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *out);
+
+/* Begins a graceful stop: closes the listener, answers every queued request
+ * with ESHUTDOWN, lets in-flight IOs finish, writes every reply, closes the
+ * connections, then breaks the event loop (event_base_loopexit; after 10 s
+ * at the latest).  Idempotent. */
+void nbdfront_shutdown(nbdfront_t *f);
+
+/* Closes every connection, stops the backend (its last completions are
+ * delivered here) and frees everything; sets *fp to NULL.  Accepts NULL.
+ * The scheduler is left to its owner (queued items are removed). */
+void nbdfront_destroy(nbdfront_t **fp);
+
+#endif

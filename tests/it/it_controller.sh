@@ -1,0 +1,102 @@
+#!/bin/sh
+# it_controller.sh - bqos-controller on free loopback ports with simulated nodes (bqos-ctrl-bench): tokens flow, admission, node down/back, controller restart mid-period.
+set -u
+HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
+. "$HERE/lib.sh"
+BIN=${BIN:-bin}
+T=$(mktemp -d /tmp/it_controller.XXXXXX)
+trap 'cleanup; rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+fails=0
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
+check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+# jget FILE EXPR: a value from a JSON file (python3 expression on `d`).
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
+NODES=8; NB=200
+"$BIN/bqos-ctrl-bench" --nodes $NODES --buckets $NB --reserved 0.5 --write-buckets "$T/b.json" ||
+  { echo "cannot write the bucket file"; exit 1; }
+next_port; CP=$PORT; next_port; AP=$PORT
+CTRL_EP="tcp://127.0.0.1:$CP"; ADMIN_EP="tcp://127.0.0.1:$AP"
+ctl_start() {
+  spawn "$T/controller$1.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen "$CTRL_EP" \
+    --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity 20000 --down-after 2 \
+    --admission enforce --log-level debug
+  CTRL_PID=$SPAWNED
+  wait_port "$CP" 10
+}
+bench() { "$BIN/bqos-ctrl-bench" --endpoint "$CTRL_EP" --admin "$ADMIN_EP" --nodes $NODES \
+  --buckets $NB --active 3 --quiet "$@"; }
+ctl() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 3000 "$@"; }
+
+ctl_start 1 || { echo "controller did not start"; cat "$T/controller1.log"; exit 1; }
+
+# 1. Tokens flow to every node; nothing is rejected either way.
+bench --seconds 2 >"$T/run1.json"; rc=$?
+check "all $NODES simulated nodes welcomed (rc $rc)" '[ $rc -eq 0 ]'
+check "tokens pushed to the nodes" '[ "$(jget "$T/run1.json" "d[\"tokens_msgs\"]")" -ge $NODES ]'
+check "token records carried" '[ "$(jget "$T/run1.json" "d[\"token_records\"]")" -gt 0 ]'
+check "no bad messages at the nodes" '[ "$(jget "$T/run1.json" "d[\"bad_messages\"]")" = 0 ]'
+check "no message rejected by the controller" \
+  '[ "$(jget "$T/run1.json" "d[\"stats\"][\"messages_rejected\"]")" = 0 ]'
+check "the controller computed rounds" \
+  '[ "$(jget "$T/run1.json" "d[\"stats\"][\"computed\"]")" -ge 5 ]'
+check "time split reported" \
+  '[ -n "$(jget "$T/run1.json" "d[\"timing\"][\"mean_ms\"][\"pshift\"]")" ]'
+check "rounds logged with their time split" 'grep -q "ms receive .* pshift .* send" "$T/controller1.log"'
+
+# 2. Silent nodes are marked down (down-after 2 intervals = 0.4 s).
+sleep 1
+ctl --json status >"$T/st1.json"
+check "silent nodes are down" \
+  '[ "$(jget "$T/st1.json" "sum(1 for n in d[\"nodes\"] if n[\"state\"] == \"down\")")" = $NODES ]'
+check "down logged" 'grep -q "silent for 2 intervals: down" "$T/controller1.log"'
+
+# 3. Admission: with nodes up, a reservation beyond the cluster is refused
+#    and the file is untouched; a modest one is accepted and persisted.
+bench --seconds 3 >"$T/run2.json" &
+BP=$!
+sleep 1.5
+cp "$T/b.json" "$T/b.before"
+ctl set huge --reservation 100000000 >"$T/out" 2>"$T/err"; rc=$?
+check "admission refuses a huge reservation (rc $rc)" '[ $rc -ne 0 ] && grep -q "admission" "$T/err"'
+check "refused change not persisted" 'cmp -s "$T/b.json" "$T/b.before"'
+ctl set small --reservation 10 --limit 20 >"$T/out" 2>&1; rc=$?
+check "a small bucket is admitted (rc $rc)" '[ $rc -eq 0 ] && grep -q "\"small\"" "$T/b.json"'
+ctl --json status >"$T/st2.json"
+check "nodes are back up" \
+  '[ "$(jget "$T/st2.json" "sum(1 for n in d[\"nodes\"] if n[\"state\"] == \"up\")")" = $NODES ]'
+check "buckets have served counts" \
+  '[ "$(jget "$T/st2.json" "sum(b[\"served\"] for b in d[\"buckets\"])")" -gt 0 ]'
+wait $BP
+check "back-up logged" 'grep -q "is back" "$T/controller1.log"'
+
+# 4. Controller restart mid-period: the nodes re-register, the new controller
+#    adopts their period numbering and tokens flow again.
+bench --seconds 4 >"$T/run3.json" &
+BP=$!
+sleep 1.3
+stop_pid "$CTRL_PID"
+sleep 0.3
+ctl_start 2 || not_ok "controller restarted"
+wait $BP
+check "new controller adopted the nodes' clock" 'grep -q "adopted the nodes. clock" "$T/controller2.log"'
+check "nodes were told to say hello again" '[ "$(jget "$T/run3.json" "d[\"errors\"]")" -gt 0 ]'
+check "all nodes welcomed again" '[ "$(jget "$T/run3.json" "d[\"welcomed\"]")" = $NODES ]'
+check "the new controller computed and pushed tokens" \
+  '[ "$(jget "$T/run3.json" "d[\"stats\"][\"push_tokens\"]")" -gt 0 ]'
+check "the persisted bucket survived the restart" \
+  'grep -q "buckets from" "$T/controller2.log" && ctl buckets | grep -q "^small "'
+
+# 5. SIGHUP reloads the file.
+cat >"$T/b.json" <<'JSON'
+{"buckets":[{"name":"only","reservation":5}]}
+JSON
+kill -HUP "$CTRL_PID"
+sleep 0.5
+ctl buckets >"$T/out"
+check "SIGHUP reload" 'grep -q "^only " "$T/out" && [ "$(grep -c "^b0" "$T/out")" = 0 ]'
+
+[ $fails -eq 0 ] || { echo "$fails failed"; tail -30 "$T/controller1.log"; exit 1; }
+echo "all passed"

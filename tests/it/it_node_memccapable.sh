@@ -1,0 +1,38 @@
+#!/bin/sh
+# it_node_memccapable.sh - bqos-node speaks memcached's text protocol: memccapable -a passes (rr and tokens with the defaults, and with a worker pool), and replies to tests/data/node_proto/cases.txt are byte-identical to a real memcached's.
+set -u
+NAME=it_node_memccapable
+. "$(dirname "$0")/node_lib.sh"
+command -v memccapable >/dev/null 2>&1 || { echo "$NAME: memccapable not installed (scripts/deps.sh); skipped"; exit 0; }
+
+start_memcached
+# rr and tokens with the defaults (backend calls on the loop thread), and
+# "pool": worker threads with a small batch (--workers 2).
+for pol in rr tokens pool; do
+  case $pol in
+    pool) start_node "$tmp/node-$pol.log" --policy rr --workers 2 --outstanding 5 --batch 4 ;;
+    *) start_node "$tmp/node-$pol.log" --policy $pol ;;
+  esac
+  if memccapable -a -t 5 -h 127.0.0.1 -p "$NODE_PORT" >"$tmp/cap-$pol.out" 2>&1 &&
+     grep -q "All tests passed" "$tmp/cap-$pol.out"; then
+    ok "memccapable -a ($pol)"
+  else
+    bad "memccapable -a ($pol)"; cat "$tmp/cap-$pol.out"
+  fi
+  stop_node
+  [ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM ($pol)" || bad "exit status $NODE_RC after SIGTERM ($pol)"
+done
+
+# Differential: same scripts to a second, untouched memcached and to the node.
+ref=$MC_PORT
+start_memcached; ref_port=$MC_PORT
+MC_PORT=$ref
+start_node "$tmp/node-diff.log" --policy rr
+if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/cases.txt" >"$tmp/diff.out" 2>&1; then
+  ok "replies identical to memcached ($(grep -c . "$HERE/../data/node_proto/cases.txt") cases)"
+else
+  bad "replies differ from memcached"; cat "$tmp/diff.out"
+fi
+stop_node
+[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (diff)" || bad "exit status $NODE_RC after SIGTERM (diff)"
+finish

@@ -1,0 +1,643 @@
+/* nbdload.c - bqos-nbd-load: drive NBD block nodes with a bqos-load scenario (every bucket an export, 4 KiB random reads) and report what each bucket got. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "storage-node/nbd/nbd.h"
+#include "workloads/report.h"
+#include "workloads/scenario.h"
+#include "workloads/zipf.h"
+
+#define VERSION "0.1.0"
+#define MAX_SERVERS_OPT 256
+
+static const char usage_text[] =
+    "NAME\n"
+    "    bqos-nbd-load - bucket-aware block load generator for NBD servers\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    bqos-nbd-load [OPTIONS] SCENARIO.json\n"
+    "    bqos-nbd-load --profile SECONDS [OPTIONS] SCENARIO.json\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs a bqos-load scenario (docs/workloads.md) against NBD servers such as\n"
+    "    bqos-nbd-node: every bucket is the export of the same name on each server,\n"
+    "    and every request is a read of --block-size bytes at a uniformly random\n"
+    "    aligned offset.  For every bucket and every position in its active server\n"
+    "    set one thread keeps the bucket's OUTSTANDING requests pipelined on one NBD\n"
+    "    connection (closed loop), or issues them at the bucket's rate (open loop,\n"
+    "    \"demand_ratio\"; split over the positions by \"split_zipf\"), moving to\n"
+    "    the new server at each demand change.  Positions map to the active servers\n"
+    "    in a random order drawn per demand change, so that a change re-deals the\n"
+    "    split even when the set of servers stays the same.  The\n"
+    "    scenario's workload.get_ratio, value_size and preload are ignored.  At the\n"
+    "    end it prints bqos-load's table and, with --out, writes the same CSV files\n"
+    "    and summary.json as bqos-load (bqos-load --table reads them).\n"
+    "\n"
+    "OPTIONS\n"
+    "    -o, --out DIR          write intervals.csv, cumulative.csv, periods.csv and\n"
+    "                           summary.json into DIR (created if missing)\n"
+    "    -l, --label NAME       name of this run in summary.json and tables\n"
+    "    -d, --duration SECS    override the scenario's duration\n"
+    "    -c, --capacity IOPS    override the scenario's per-server capacity\n"
+    "        --seed N           override the scenario's seed\n"
+    "    -s, --server NAME=HOST:PORT\n"
+    "                           override server NAME's address; repeatable\n"
+    "        --block-size BYTES bytes per read (default 4096)\n"
+    "        --period-start T   align the run's QoS periods with the controller's:\n"
+    "                           wall-clock time (seconds since the epoch) at which\n"
+    "                           one of its periods started\n"
+    "        --profile SECS     measure each server's throughput instead: all\n"
+    "                           servers at once, closed loop; prints \"server NAME\n"
+    "                           IOPS\" lines, then \"capacity MEAN\" and \"min MIN\"\n"
+    "        --profile-outstanding N\n"
+    "                           requests in flight per server while profiling\n"
+    "                           (default 10)\n"
+    "    -q, --quiet            no progress line\n"
+    "        --log-level LEVEL  error, warn, info or debug (stderr)\n"
+    "    -h, --help             this text\n"
+    "    -V, --version          print the version\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 when the run completed, 1 on a failure, 2 on bad usage.\n"
+    "\n"
+    "EXAMPLE\n"
+    "    bqos-nbd-load -s s1=127.0.0.1:10809 -d 10 -o out/run examples/exp5.json\n"
+    "\n"
+    "SEE ALSO\n"
+    "    bqos-load(1), bqos-nbd-node(1), docs/nbd.md\n";
+
+typedef struct {
+    const scenario_t *s;
+    report_t *rep;
+    struct timespec start;
+    double end;
+    double align;
+    uint32_t bs;
+    atomic_int stop;
+} run_t;
+
+/* One client thread: bucket b at position pos of its active set (or a fixed
+ * server when profiling), k requests pipelined. */
+typedef struct {
+    run_t *run;
+    size_t b;
+    int pos;
+    int server;            /* >= 0: profile mode, fixed server */
+    int k;
+    double t0, t1;         /* profile window */
+    uint64_t done;         /* profile: IOs completed in the window */
+    uint64_t seed;
+} worker_t;
+
+static double since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+static void nap_until(const struct timespec *start, double t, double cap)
+{
+    double d = t - since(start);
+    if (d > cap)
+        d = cap;
+    if (d <= 0)
+        return;
+    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static int recv_all(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 ? -ECONNRESET : -errno;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int send_all(int fd, const void *buf, size_t n)
+{
+    size_t sent = 0;
+    while (sent < n) {
+        ssize_t r = send(fd, (const char *)buf + sent, n - sent, MSG_NOSIGNAL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        sent += (size_t)r;
+    }
+    return 0;
+}
+
+/* Connects to host:port, negotiates export `name` with NBD_OPT_GO and sets
+ * *size.  Returns the socket, or -errno (-ENOENT: no such export). */
+static int nbd_open(const char *host, int port, const char *name, uint64_t *size)
+{
+    struct addrinfo hints = {0}, *ai = NULL;
+    char ps[16];
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &ai) != 0 || !ai)
+        return -EHOSTUNREACH;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = 0;
+    if (fd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t g[NBD_GREETING_LEN];
+    if ((rc = recv_all(fd, g, sizeof g)) < 0)
+        goto out;
+    if (memcmp(g, "NBDMAGICIHAVEOPT", 16) != 0 || !(g[17] & NBD_FLAG_FIXED_NEWSTYLE)) {
+        rc = -EPROTO;
+        goto out;
+    }
+    size_t nl = strlen(name);
+    uint8_t m[4 + NBD_OPT_HDR_LEN + 4 + 256 + 2];
+    m[0] = m[1] = m[2] = 0;
+    m[3] = NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES;
+    size_t n = 4 + nbd_encode_option(m + 4, NBD_OPT_GO, (uint32_t)(4 + nl + 2));
+    m[n] = m[n + 1] = m[n + 2] = 0;
+    m[n + 3] = (uint8_t)nl;
+    memcpy(m + n + 4, name, nl);
+    n += 4 + nl;
+    m[n++] = 0;
+    m[n++] = 0;
+    if ((rc = send_all(fd, m, n)) < 0)
+        goto out;
+    *size = 0;
+    for (;;) {
+        uint8_t h[NBD_REP_HDR_LEN], d[64];
+        uint32_t opt, type, len;
+        if ((rc = recv_all(fd, h, sizeof h)) < 0)
+            goto out;
+        if (nbd_parse_rep_header(h, sizeof h, &opt, &type, &len, NULL) < 0 || len > sizeof d) {
+            rc = -EPROTO;
+            goto out;
+        }
+        if (len && (rc = recv_all(fd, d, len)) < 0)
+            goto out;
+        if (type == NBD_REP_ACK)
+            break;
+        if (type & NBD_REP_FLAG_ERROR) {
+            rc = type == NBD_REP_ERR_UNKNOWN ? -ENOENT : -EPROTO;
+            goto out;
+        }
+        if (type == NBD_REP_INFO && len >= 12 && d[0] == 0 && d[1] == NBD_INFO_EXPORT)
+            for (int i = 0; i < 8; i++)
+                *size = (*size << 8) | d[2 + i];
+    }
+    if (*size == 0)
+        rc = -EPROTO;
+out:
+    freeaddrinfo(ai);
+    if (rc < 0) {
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* Sends DISC and closes. */
+static void nbd_close(int fd)
+{
+    uint8_t q[NBD_REQUEST_LEN];
+    nbd_encode_request(q, 0, NBD_CMD_DISC, 0, 0, 0);
+    send_all(fd, q, sizeof q);
+    close(fd);
+}
+
+static uint64_t rng_next(uint64_t *x)
+{
+    /* splitmix64 */
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Reads one reply (and its data).  Returns the NBD error (0 ok) or -errno. */
+static int read_reply(int fd, uint8_t *buf, uint32_t bs)
+{
+    uint8_t h[NBD_SIMPLE_LEN];
+    uint32_t e;
+    uint64_t handle;
+    int rc = recv_all(fd, h, sizeof h);
+    if (rc < 0)
+        return rc;
+    if (nbd_parse_simple_reply(h, sizeof h, &e, &handle, NULL) < 0)
+        return -EPROTO;
+    if (e == 0 && (rc = recv_all(fd, buf, bs)) < 0)
+        return rc;
+    return (int)e;
+}
+
+/* The index in ph->servers that position `pos` of bucket b uses: the
+ * phase's servers in a random order drawn per bucket and phase, so that at
+ * each demand change the Zipf split of the bucket's demand lands on its
+ * servers in a new order (phases list servers in ascending order). */
+static int shuffled(uint64_t seed, size_t b, const scenario_phase_t *ph,
+                    const scenario_bucket_t *bk, int pos)
+{
+    int order[64], n = ph->n < 64 ? ph->n : 64;
+    uint64_t x = seed ^ ((uint64_t)b << 20) ^ (uint64_t)(ph - bk->phases) * 0x9e37u;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rng_next(&x) % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return pos < n ? order[pos] : pos;
+}
+
+static void *client_main(void *arg)
+{
+    worker_t *w = arg;
+    run_t *run = w->run;
+    const scenario_t *s = run->s;
+    const scenario_bucket_t *bk = &s->buckets[w->b];
+    uint64_t x = w->seed;
+    uint8_t *buf = malloc(run->bs);
+    int fd = -1, cur = -1, inflight = 0;
+    uint64_t size = 0, handle = 0;
+    const scenario_phase_t *due_phase = NULL;
+    double due = 0, gap = 0;
+    if (!buf)
+        return NULL;
+    nap_until(&run->start, 0, 10);
+    while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
+        double t = since(&run->start);
+        if (t >= run->end)
+            break;
+        int srv = w->server;
+        if (srv < 0) {
+            const scenario_phase_t *ph = scenario_phase_at(bk, t);
+            srv = w->pos < ph->n ? ph->servers[shuffled(s->seed, w->b, ph, bk, w->pos)] : -1;
+            if (srv >= 0 && bk->rate > 0 && ph != due_phase) {
+                /* This position's share of the bucket's rate. */
+                double wsum = 0;
+                for (int i = 0; i < ph->n; i++)
+                    wsum += 1.0 / pow(i + 1, bk->split_zipf);
+                double r = bk->rate * (1.0 / pow(w->pos + 1, bk->split_zipf)) / wsum;
+                gap = r > 0 ? 1.0 / r : INFINITY;
+                due = t + (double)(rng_next(&x) >> 11) * 0x1p-53 * gap;
+                due_phase = ph;
+            }
+        }
+        if (srv != cur) {
+            /* Finish what is in flight on the old server, then move. */
+            while (fd >= 0 && inflight > 0) {
+                int e = read_reply(fd, buf, run->bs);
+                inflight--;
+                if (e < 0)
+                    break;
+                if (e == 0)
+                    report_add(run->rep, w->b, (size_t)cur, since(&run->start));
+            }
+            if (fd >= 0)
+                nbd_close(fd);
+            fd = -1;
+            inflight = 0;
+            cur = srv;
+            if (srv < 0) {
+                double next = scenario_next_change(bk, t);
+                nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+                continue;
+            }
+            const scenario_server_t *sv = &s->servers[srv];
+            fd = nbd_open(sv->host, sv->port, bk->name, &size);
+            if (fd < 0) {
+                log_debug("bucket %s server %s: %s", bk->name, sv->name, strerror(-fd));
+                if (w->server < 0)
+                    report_add_error(run->rep, w->b);
+                cur = -2; /* retry */
+                nap_until(&run->start, t + 0.1, 0.1);
+                continue;
+            }
+            if (size < run->bs) {
+                log_error("export %s on %s is smaller than one block", bk->name, sv->name);
+                break;
+            }
+        }
+        if (srv < 0) {
+            double next = scenario_next_change(bk, t);
+            nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+            continue;
+        }
+        int open = w->server < 0 && bk->rate > 0;
+        if (inflight < w->k && (!open || due <= t)) {
+            uint64_t off = (rng_next(&x) % (size / run->bs)) * run->bs;
+            uint8_t q[NBD_REQUEST_LEN];
+            nbd_encode_request(q, 0, NBD_CMD_READ, ++handle, off, run->bs);
+            if (send_all(fd, q, sizeof q) < 0) {
+                close(fd);
+                fd = -1;
+                cur = -2;
+                inflight = 0;
+                continue;
+            }
+            inflight++;
+            if (open) {
+                due += gap;
+                if (due < t - 1.0)
+                    due = t; /* far behind: do not burst to catch up */
+            }
+            continue;
+        }
+        if (inflight == 0) {
+            nap_until(&run->start, due, 0.05);
+            continue;
+        }
+        /* Wait for a reply (open loop: no longer than until the next send). */
+        int ms = 100;
+        if (open && inflight < w->k)
+            ms = (int)ceil((due - t) * 1000);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, ms < 0 ? 0 : ms) <= 0)
+            continue;
+        int e = read_reply(fd, buf, run->bs);
+        double done = since(&run->start);
+        if (e < 0) {
+            log_debug("bucket %s: %s", bk->name, strerror(-e));
+            close(fd);
+            fd = -1;
+            cur = -2;
+            inflight = 0;
+            if (w->server < 0)
+                report_add_error(run->rep, w->b);
+            continue;
+        }
+        inflight--;
+        if (w->server >= 0) {
+            if (e == 0 && done >= w->t0 && done < w->t1)
+                w->done++;
+        } else if (e == 0) {
+            report_add(run->rep, w->b, (size_t)srv, done);
+        } else {
+            report_add_error(run->rep, w->b);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return NULL;
+}
+
+static int drive(run_t *run, worker_t *ws, size_t n, int show)
+{
+    pthread_t *tids = calloc(n, sizeof *tids);
+    if (!tids)
+        return -ENOMEM;
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &run->start);
+    double lead = 0.3 + (double)n * 100e-6;
+    if (run->align > 0) {
+        double now = (double)real.tv_sec + (double)real.tv_nsec * 1e-9, T = run->s->period;
+        double t0 = run->align + ceil((now + lead - run->align) / T) * T;
+        lead = t0 - now;
+    }
+    run->start.tv_nsec += (long)(lead * 1e9);
+    run->start.tv_sec += run->start.tv_nsec / 1000000000L;
+    run->start.tv_nsec %= 1000000000L;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    size_t started = 0;
+    for (; started < n; started++)
+        if (pthread_create(&tids[started], &attr, client_main, &ws[started]) != 0)
+            break;
+    pthread_attr_destroy(&attr);
+    int rc = started == n ? 0 : -EAGAIN;
+    if (rc < 0)
+        log_error("started only %zu of %zu client threads", started, n);
+    while (rc == 0) {
+        double t = since(&run->start);
+        if (t >= run->end)
+            break;
+        nap_until(&run->start, t + 1.0, 1.0);
+        if (show && run->rep && since(&run->start) > 0) {
+            uint64_t tot = 0;
+            for (size_t b = 0; b < run->s->nbuckets; b++)
+                tot += report_total(run->rep, b);
+            fprintf(stderr, "\r%6.1fs %10llu IOs", since(&run->start), (unsigned long long)tot);
+        }
+    }
+    atomic_store(&run->stop, 1);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    if (show)
+        fprintf(stderr, "\n");
+    free(tids);
+    return rc;
+}
+
+static int write_file(const char *dir, const char *name, const report_t *r, const char *label,
+                      int (*fn)(const report_t *, FILE *))
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("%s: %s", path, strerror(errno));
+        return -errno;
+    }
+    int rc = fn ? fn(r, f) : report_write_summary(r, label, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -EIO;
+    return rc;
+}
+
+enum { OPT_SEED = 256, OPT_BS, OPT_PSTART, OPT_PROFILE, OPT_PROFILE_OUT, OPT_LOG };
+
+int main(int argc, char **argv)
+{
+    scenario_opts_t so = SCENARIO_OPTS_DEFAULT;
+    const char *servers[MAX_SERVERS_OPT];
+    size_t nserv = 0;
+    const char *out = NULL, *label = NULL;
+    double period_start = 0, profile = 0;
+    long bs = 4096, per = 10;
+    int quiet = 0;
+    bqos_log_level_t level = BQOS_LOG_INFO;
+    static const struct option lo[] = {
+        {"out", required_argument, NULL, 'o'}, {"label", required_argument, NULL, 'l'},
+        {"duration", required_argument, NULL, 'd'}, {"capacity", required_argument, NULL, 'c'},
+        {"seed", required_argument, NULL, OPT_SEED}, {"server", required_argument, NULL, 's'},
+        {"block-size", required_argument, NULL, OPT_BS},
+        {"period-start", required_argument, NULL, OPT_PSTART},
+        {"profile", required_argument, NULL, OPT_PROFILE},
+        {"profile-outstanding", required_argument, NULL, OPT_PROFILE_OUT},
+        {"quiet", no_argument, NULL, 'q'}, {"log-level", required_argument, NULL, OPT_LOG},
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "o:l:d:c:s:qhV", lo, NULL)) != -1) {
+        errno = 0;
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'l': label = optarg; break;
+        case 'd': so.duration = strtod(optarg, &end); if (*end || so.duration <= 0) goto bad; break;
+        case 'c': so.capacity = strtod(optarg, &end); if (*end || so.capacity <= 0) goto bad; break;
+        case OPT_SEED: so.seed = strtoll(optarg, &end, 10); if (*end || so.seed < 0) goto bad; break;
+        case 's':
+            if (nserv == MAX_SERVERS_OPT)
+                goto bad;
+            servers[nserv++] = optarg;
+            break;
+        case OPT_BS:
+            bs = strtol(optarg, &end, 10);
+            if (*end || bs < 1 || bs > (long)NBD_MAX_PAYLOAD)
+                goto bad;
+            break;
+        case OPT_PSTART: period_start = strtod(optarg, &end); if (*end || period_start <= 0) goto bad; break;
+        case OPT_PROFILE: profile = strtod(optarg, &end); if (*end || profile <= 0) goto bad; break;
+        case OPT_PROFILE_OUT:
+            per = strtol(optarg, &end, 10);
+            if (*end || per < 1 || per > 1000)
+                goto bad;
+            break;
+        case 'q': quiet = 1; break;
+        case OPT_LOG: if (bqos_log_parse_level(optarg, &level) < 0) goto bad; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': printf("bqos-nbd-load %s\n", VERSION); return 0;
+        default: fprintf(stderr, "Try 'bqos-nbd-load --help'.\n"); return 2;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "bqos-nbd-load: bad value '%s'\nTry 'bqos-nbd-load --help'.\n", optarg);
+        return 2;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "bqos-nbd-load: need one SCENARIO.json\nTry 'bqos-nbd-load --help'.\n");
+        return 2;
+    }
+    bqos_log_init("bqos-nbd-load", level);
+    so.servers = servers;
+    so.nservers = nserv;
+    scenario_t *s = NULL;
+    scenario_error_t se;
+    int rc = scenario_load(argv[optind], &so, &s, &se);
+    if (rc < 0) {
+        fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);
+        return 2;
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    run_t run = {.s = s, .align = period_start, .bs = (uint32_t)bs};
+    worker_t *ws = NULL;
+    size_t n = 0;
+    rc = 1;
+    if (profile > 0) {
+        n = s->nservers * (size_t)per;
+        ws = calloc(n, sizeof *ws);
+        if (!ws)
+            goto done;
+        double warm = 0.3;
+        for (size_t i = 0; i < n; i++)
+            ws[i] = (worker_t){.run = &run, .b = i % s->nbuckets, .server = (int)(i / (size_t)per),
+                               .k = 1, .t0 = warm, .t1 = warm + profile, .seed = s->seed + i};
+        run.end = warm + profile;
+        log_info("profiling %zu servers for %.1fs with %ld reads in flight each", s->nservers,
+                 profile, per);
+        if (drive(&run, ws, n, 0) != 0)
+            goto done;
+        double sum = 0, min = INFINITY;
+        for (size_t j = 0; j < s->nservers; j++) {
+            uint64_t d = 0;
+            for (size_t i = j * (size_t)per; i < (j + 1) * (size_t)per; i++)
+                d += ws[i].done;
+            double r = (double)d / profile;
+            printf("server %s %.0f\n", s->servers[j].name, r);
+            sum += r;
+            if (r < min)
+                min = r;
+        }
+        printf("capacity %.0f\nmin %.0f\n", sum / (double)s->nservers, min);
+        rc = 0;
+        goto done;
+    }
+    run.rep = report_new(s);
+    if (!run.rep)
+        goto done;
+    for (size_t b = 0; b < s->nbuckets; b++)
+        n += (size_t)s->buckets[b].max_active;
+    ws = calloc(n ? n : 1, sizeof *ws);
+    if (!ws)
+        goto done;
+    size_t i = 0;
+    for (size_t b = 0; b < s->nbuckets; b++)
+        for (int p = 0; p < s->buckets[b].max_active; p++, i++)
+            ws[i] = (worker_t){.run = &run, .b = b, .pos = p, .server = -1,
+                               .k = s->buckets[b].outstanding > 0 ? s->buckets[b].outstanding : 1,
+                               .seed = s->seed * 1000003u + i * 7919u + 1};
+    run.end = s->duration;
+    log_info("running %zu buckets on %zu servers for %.1fs with %zu client threads", s->nbuckets,
+             s->nservers, s->duration, n);
+    if (drive(&run, ws, n, !quiet) != 0)
+        goto done;
+    if (out) {
+        if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+            log_error("%s: %s", out, strerror(errno));
+            goto done;
+        }
+        if (write_file(out, "intervals.csv", run.rep, NULL, report_write_intervals) < 0 ||
+            write_file(out, "cumulative.csv", run.rep, NULL, report_write_cumulative) < 0 ||
+            write_file(out, "periods.csv", run.rep, NULL, report_write_periods) < 0 ||
+            write_file(out, "summary.json", run.rep, label, NULL) < 0)
+            goto done;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/summary.json", out);
+        const char *paths[1] = {path};
+        report_print_table(stdout, paths, 1, 0);
+    } else {
+        for (size_t b = 0; b < s->nbuckets; b++)
+            printf("%s %.0f\n", s->buckets[b].name,
+                   (double)report_total(run.rep, b) / s->duration);
+    }
+    rc = 0;
+done:
+    free(ws);
+    report_destroy(&run.rep);
+    scenario_destroy(&s);
+    return rc;
+}

@@ -1,0 +1,733 @@
+/* sim_run.c - one policy over a bqos-sim model: per-server event loops around the real scheduler, control rounds in between. */
+#include "workloads/sim/sim_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include "common/mono.h"
+#include "controller/bucketfile.h"
+#include "controller/ctrl.h"
+#include "pshift/pshift.h"
+#include "storage-node/core/sched.h"
+#include "workloads/sim/sim_engine.h"
+#include "workloads/zipf.h"
+
+/* Seed streams: generator key k, server s (service times). */
+#define STREAM_GEN(k) ((UINT64_C(2) << 40) + (uint64_t)(k))
+#define STREAM_SVC(s) ((UINT64_C(3) << 40) + (uint64_t)(s))
+
+#define POOL_CHUNK 4096
+
+static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "clairvoyant"};
+
+const char *sim_policy_name(sim_policy_t p)
+{
+    return (unsigned)p < SIM_NPOLICIES ? policy_names[p] : "?";
+}
+
+int sim_policy_parse(const char *name)
+{
+    for (int i = 0; i < SIM_NPOLICIES; i++)
+        if (!strcmp(name, policy_names[i]))
+            return i;
+    return -EINVAL;
+}
+
+/* A request at a server: its link and the generator that sent it (a
+ * closed-loop generator sends the next one when it completes). */
+typedef struct {
+    sched_item_t it;    /* first: a sched_item_t * is a req_t * */
+    uint32_t seg;
+} req_t;
+
+typedef struct chunk {
+    struct chunk *next;
+    req_t reqs[POOL_CHUNK];
+} chunk_t;
+
+/* One simulated server; owned by whichever thread runs it between rounds. */
+typedef struct {
+    int index;
+    sched_t *sch;
+    sim_heap_t *heap;               /* generators by next arrival */
+    const sim_segment_t *segs;
+    zipf_rng_t *grng;               /* [nsegs] one stream per generator */
+    zipf_rng_t svc;
+    double lo, span;                /* service time = lo + span * u */
+    int busy;
+    double busy_until;
+    uint32_t cur_seg;               /* generator of the request in service */
+    req_t *free;                    /* request pool, linked by it.next */
+    req_t *requeue;                 /* closed-loop requests kept over a
+                                       period change */
+    chunk_t *chunks;
+    uint64_t arrivals, completions, dropped;
+    uint64_t completions_p;         /* this period, for the controller */
+    double busy_p;
+    int poisson;
+    int err;
+} server_t;
+
+static req_t *req_get(server_t *sv)
+{
+    if (!sv->free) {
+        chunk_t *c = malloc(sizeof(*c));
+        if (!c)
+            return NULL;
+        c->next = sv->chunks;
+        sv->chunks = c;
+        for (int i = 0; i < POOL_CHUNK; i++) {
+            c->reqs[i].it.next = (sched_item_t *)sv->free;
+            sv->free = &c->reqs[i];
+        }
+    }
+    req_t *r = sv->free;
+    sv->free = (req_t *)r->it.next;
+    return r;
+}
+
+static inline void req_put(server_t *sv, req_t *r)
+{
+    r->it.next = (sched_item_t *)sv->free;
+    sv->free = r;
+}
+
+/* Queues a new request of generator g.  Returns 0 or -ENOMEM. */
+static inline int issue(server_t *sv, uint32_t g)
+{
+    req_t *r = req_get(sv);
+    if (!r) {
+        sv->err = -ENOMEM;
+        return -ENOMEM;
+    }
+    r->seg = g;
+    sched_enqueue(sv->sch, sv->segs[g].bucket, &r->it);
+    sv->arrivals++;
+    return 0;
+}
+
+static inline double gap(server_t *sv, uint32_t g)
+{
+    double rate = sv->segs[g].rate;
+    if (sv->poisson)
+        return -log1p(-zipf_rng_uniform(&sv->grng[g])) / rate;
+    return 1.0 / rate;
+}
+
+/* Starts the next IO at time t if the server is idle and one may run. */
+static inline void kick(server_t *sv, double t)
+{
+    if (sv->busy)
+        return;
+    sched_item_t *it = sched_dispatch(sv->sch, NULL);
+    if (!it)
+        return;
+    req_t *r = (req_t *)it;
+    sv->cur_seg = r->seg;
+    req_put(sv, r);
+    double d = sv->lo + sv->span * zipf_rng_uniform(&sv->svc);
+    sv->busy = 1;
+    sv->busy_until = t + d;
+    sv->busy_p += d;
+}
+
+/* Runs server sv's events up to and including time `until`. */
+static void advance(server_t *sv, double until)
+{
+    for (;;) {
+        const sim_event_t *e = sim_heap_top(sv->heap);
+        double ta = e ? e->t : INFINITY;
+        if (sv->busy && sv->busy_until <= ta) {
+            if (sv->busy_until > until)
+                return;
+            double t = sv->busy_until;
+            sv->busy = 0;
+            sv->completions++;
+            sv->completions_p++;
+            const sim_segment_t *sg = &sv->segs[sv->cur_seg];
+            if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
+                return;
+            kick(sv, t);
+            continue;
+        }
+        if (ta > until)
+            return;
+        uint32_t g = e->id;
+        const sim_segment_t *sg = &sv->segs[g];
+        if (sg->outstanding) {
+            /* A closed-loop generator starts: its clients send their
+             * first requests; completions send the rest. */
+            sim_heap_pop(sv->heap, NULL);
+            for (int i = 0; i < sg->outstanding; i++)
+                if (issue(sv, g) < 0)
+                    return;
+        } else {
+            if (issue(sv, g) < 0)
+                return;
+            double next = ta + gap(sv, g);
+            if (next < sg->end)
+                sim_heap_retime_top(sv->heap, next);
+            else
+                sim_heap_pop(sv->heap, NULL);
+        }
+        kick(sv, ta);
+    }
+}
+
+/* sched_drain() callback at a period change: open-loop requests are
+ * dropped, closed-loop ones are kept aside to be queued again (their
+ * clients would resend them). */
+static void drop_cb(sched_item_t *it, void *arg)
+{
+    server_t *sv = arg;
+    req_t *r = (req_t *)it;
+    if (sv->segs[r->seg].outstanding) {
+        r->it.next = (sched_item_t *)sv->requeue;
+        sv->requeue = r;
+        return;
+    }
+    sv->dropped++;
+    req_put(sv, r);
+}
+
+static void server_free(server_t *sv)
+{
+    sched_destroy(&sv->sch);
+    sim_heap_destroy(&sv->heap);
+    free(sv->grng);
+    while (sv->chunks) {
+        chunk_t *c = sv->chunks;
+        sv->chunks = c->next;
+        free(c);
+    }
+}
+
+/* Weight of bucket b in weighted mode: its reservation over the smallest
+ * reservation, rounded, at least 1. */
+static uint32_t bucket_weight(const sim_model_t *m, int b, double rmin)
+{
+    double w = rmin > 0 ? m->buckets[b].reservation / rmin : 1;
+    if (!(w >= 1))
+        return 1;
+    return w > 1e6 ? 1000000 : (uint32_t)llround(w);
+}
+
+static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p, int weighted,
+                       double rmin)
+{
+    const sim_config_t *c = &m->cfg;
+    sv->index = s;
+    sv->segs = m->segs[s];
+    sv->poisson = c->poisson;
+    sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weighted);
+    sv->heap = sim_heap_new(m->nsegs[s]);
+    sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(zipf_rng_t));
+    if (!sv->sch || !sv->heap || !sv->grng)
+        return -ENOMEM;
+    char name[32];
+    for (int b = 0; b < c->buckets; b++) {
+        snprintf(name, sizeof(name), "b%d", b);
+        if (sched_add_bucket(sv->sch, name, weighted ? bucket_weight(m, b, rmin) : 1) != b)
+            return -ENOMEM;
+    }
+    for (size_t g = 0; g < m->nsegs[s]; g++) {
+        const sim_segment_t *sg = &sv->segs[g];
+        zipf_rng_seed(&sv->grng[g], c->seed, STREAM_GEN(sg->key));
+        /* Even arrivals start at a random phase; Poisson ones at an
+         * exponential gap after the segment starts. */
+        double first = sg->outstanding ? sg->start
+                       : c->poisson ? sg->start - log1p(-zipf_rng_uniform(&sv->grng[g])) / sg->rate
+                                    : sg->start + zipf_rng_uniform(&sv->grng[g]) / sg->rate;
+        if (first < sg->end && sim_heap_push(sv->heap, first, (uint32_t)g) < 0)
+            return -ENOMEM;
+    }
+    zipf_rng_seed(&sv->svc, c->seed, STREAM_SVC(s));
+    double mean = 1.0 / m->capacity[s];
+    sv->lo = mean * (1 - c->svc_spread);
+    sv->span = 2 * mean * c->svc_spread;
+    return 0;
+}
+
+void sim_result_destroy(sim_result_t **rp)
+{
+    if (!rp || !*rp)
+        return;
+    free((*rp)->reserved);
+    free((*rp)->served);
+    free((*rp)->served_iv);
+    free(*rp);
+    *rp = NULL;
+}
+
+
+/* State shared by the rounds of one run (main thread, except where noted). */
+typedef struct {
+    const sim_model_t *m;
+    sim_policy_t policy;
+    const sim_run_opts_t *o;
+    int S, B, K;
+    server_t *sv;                 /* [S] */
+    uint64_t *cum;                /* [B] served this period, all servers */
+    uint64_t *cum_prev;           /* [B] ... at the previous round */
+    uint32_t *arr_iv;             /* [S][B] arrivals in the past interval */
+    uint64_t *arr_snap;           /* [S][B] period arrivals at the last round */
+    int64_t *dem;                 /* [S][B] clairvoyant: demand for the rest */
+    int64_t *pend_r, *pend_l;     /* [S][B] tokens to apply ... */
+    uint8_t *dirty;               /* [S][B] ... where set */
+    int64_t *res_tokens;          /* [B] reservation in tokens per period */
+    ctrl_t *ctl;                  /* pshift: the controller's loop state */
+    int *c2b;                     /* [B] controller bucket index -> bucket */
+    proto_report_rec_t *recs;     /* [B] one node's report */
+    sim_result_t *r;
+} run_t;
+
+/* Collects per-bucket service and per-(server, bucket) arrivals at a round
+ * boundary, and stores the interval's service if the period is measured. */
+static void gather(run_t *R, int period, int interval_done)
+{
+    int S = R->S, B = R->B;
+    #pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        uint64_t sum = 0;
+        for (int s = 0; s < S; s++) {
+            sched_bucket_stats_t st;
+            sched_bucket_stats(R->sv[s].sch, b, &st);
+            sum += st.served_r + st.served_l + st.served_o;
+            size_t i = (size_t)s * B + b;
+            R->arr_iv[i] = (uint32_t)(st.arrivals - R->arr_snap[i]);
+            R->arr_snap[i] = st.arrivals;
+        }
+        R->cum[b] = sum;
+    }
+    int mp = period - R->m->cfg.warmup;
+    if (mp >= 0) {
+        sim_result_t *r = R->r;
+        uint32_t *iv = r->served_iv + ((size_t)mp * R->K + interval_done) * B;
+        for (int b = 0; b < B; b++)
+            iv[b] = (uint32_t)(R->cum[b] - R->cum_prev[b]);
+        if (interval_done == R->K - 1)
+            for (int b = 0; b < B; b++)
+                r->served[(size_t)mp * B + b] = R->cum[b];
+    }
+    memcpy(R->cum_prev, R->cum, (size_t)B * sizeof(uint64_t));
+}
+
+/* New period on every server: drop the backlog, zero the counters. */
+static void period_reset(run_t *R)
+{
+    #pragma omp parallel for schedule(static)
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        sched_drain(sv->sch, drop_cb, sv);
+        sched_period_start(sv->sch);
+        /* Requeued in reverse drain order; that order is deterministic. */
+        while (sv->requeue) {
+            req_t *r = sv->requeue;
+            sv->requeue = (req_t *)r->it.next;
+            sched_enqueue(sv->sch, sv->segs[r->seg].bucket, &r->it);
+        }
+        sv->completions_p = 0;
+        sv->busy_p = 0;
+        memset(R->arr_snap + (size_t)s * R->B, 0, (size_t)R->B * sizeof(uint64_t));
+    }
+    memset(R->cum, 0, (size_t)R->B * sizeof(uint64_t));
+    memset(R->cum_prev, 0, (size_t)R->B * sizeof(uint64_t));
+}
+
+/* The node's side of a tokens message: replaces the listed counts. */
+static void apply_pending(run_t *R, double t)
+{
+    #pragma omp parallel for schedule(static)
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        size_t base = (size_t)s * R->B;
+        for (int b = 0; b < R->B; b++)
+            if (R->dirty[base + b]) {
+                sched_set_tokens(sv->sch, b, R->pend_r[base + b], R->pend_l[base + b]);
+                R->dirty[base + b] = 0;
+            }
+        kick(sv, t);
+    }
+}
+
+/* Sets every (server, bucket) R-token count to `alloc` (NULL: 0), no limit. */
+static void pend_all(run_t *R, const int64_t *alloc)
+{
+    size_t SB = (size_t)R->S * R->B;
+    for (size_t i = 0; i < SB; i++) {
+        R->pend_r[i] = alloc ? alloc[i] : 0;
+        R->pend_l[i] = SCHED_UNLIMITED;
+        R->dirty[i] = 1;
+    }
+}
+
+/* The controller for the pshift policy: the real control-loop state, fed
+ * the reports the nodes would send. */
+static int ctl_setup(run_t *R)
+{
+    const sim_model_t *m = R->m;
+    int rc = -ENOMEM;
+    bucketfile_t *bf = bucketfile_new();
+    char **names = calloc((size_t)R->B, sizeof(char *));
+    R->c2b = malloc((size_t)R->B * sizeof(int));
+    R->recs = calloc((size_t)R->B, sizeof(proto_report_rec_t));
+    if (!bf || !names || !R->c2b || !R->recs)
+        goto out;
+    for (int b = 0; b < R->B; b++) {
+        bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
+                                  .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        snprintf(bb.name, sizeof(bb.name), "b%d", b);
+        if (!(names[b] = strdup(bb.name)))
+            goto out;
+        if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
+            goto out;
+        rc = -ENOMEM;
+    }
+    ctrl_config_t cc = ctrl_config_default();
+    cc.period_s = m->cfg.period;
+    cc.intervals = m->cfg.intervals;
+    cc.threads = R->o->threads > 0 ? R->o->threads : 0;
+    cc.down_after = 1 << 30;
+    cc.default_capacity = m->cfg.capacity;
+    if (!(R->ctl = ctrl_new(&cc)) || (rc = ctrl_set_buckets(R->ctl, bf)) < 0)
+        goto out;
+    const char *const *cn;
+    size_t n;
+    ctrl_table(R->ctl, &cn, &n);
+    rc = -EPROTO;
+    if (n != (size_t)R->B)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (sscanf(cn[i], "b%d", &R->c2b[i]) != 1 || R->c2b[i] < 0 || R->c2b[i] >= R->B)
+            goto out;
+    for (int s = 0; s < R->S; s++) {
+        char sn[32];
+        snprintf(sn, sizeof(sn), "s%d", s);
+        rc = ctrl_node_hello(R->ctl, sn, (uint64_t)llround(m->capacity[s]), 1,
+                             (const char *const *)names, (size_t)R->B);
+        if (rc < 0)
+            goto out;
+        if (rc != s) {
+            rc = -EPROTO;
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (names)
+        for (int b = 0; b < R->B; b++)
+            free(names[b]);
+    free(names);
+    bucketfile_destroy(&bf);
+    return rc;
+}
+
+/* pshift: one controller round at interval k of period p. */
+static int ctl_round(run_t *R, int p, int k)
+{
+    int S = R->S, B = R->B;
+    uint32_t gen = ctrl_table(R->ctl, NULL, NULL);
+    int rc = ctrl_round_begin(R->ctl, (uint64_t)p, (uint32_t)k, 0);
+    if (rc < 0)
+        return rc;
+    for (int s = 0; s < S; s++) {
+        server_t *sv = &R->sv[s];
+        for (int b = 0; b < B; b++) {
+            sched_bucket_stats_t st;
+            sched_bucket_stats(sv->sch, b, &st);
+            R->recs[b] = (proto_report_rec_t){
+                .bucket = (uint32_t)b, .queued = st.queued,
+                .arrivals_interval = R->arr_iv[(size_t)s * B + b],
+                .arrivals_period = st.arrivals, .served_r = st.served_r,
+                .served_l = st.served_l, .served_o = st.served_o, .r_left = st.r_tokens,
+                .l_left = st.l_tokens};
+        }
+        rc = ctrl_node_report(R->ctl, s, (uint64_t)p, (uint32_t)k, 1, gen, sv->completions_p,
+                              sv->busy_p, R->recs, (size_t)B);
+        if (rc < 0)
+            return rc;
+    }
+    ctrl_result_t res;
+    if ((rc = ctrl_compute(R->ctl, &res)) < 0)
+        return rc;
+    R->r->rounds++;
+    R->r->skipped += res.skipped;
+    for (int s = 0; s < S; s++) {
+        const proto_tokens_rec_t *tr;
+        size_t n = ctrl_node_tokens(R->ctl, s, &tr);
+        for (size_t i = 0; i < n; i++) {
+            if (tr[i].bucket >= (uint32_t)B)
+                return -EPROTO;
+            size_t j = (size_t)s * B + R->c2b[tr[i].bucket];
+            R->pend_r[j] = tr[i].r_tokens;
+            R->pend_l[j] = (tr[i].flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : tr[i].l_tokens;
+            R->dirty[j] = 1;
+        }
+    }
+    return 0;
+}
+
+/* clairvoyant: pShift over each (bucket, server)'s queue plus its true
+ * demand for the rest of the period, and the true capacities. */
+static int clairvoyant_round(run_t *R, double t, double t_end)
+{
+    const sim_model_t *m = R->m;
+    int S = R->S, B = R->B, nomem = 0;
+    #pragma omp parallel reduction(| : nomem)
+    {
+        double *acc = calloc((size_t)S, sizeof(double));
+        nomem |= !acc;
+        #pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            if (!acc)
+                continue;
+            memset(acc, 0, (size_t)S * sizeof(double));
+            sim_model_demand(m, b, t, t_end, acc);
+            for (int s = 0; s < S; s++) {
+                sched_bucket_stats_t st;
+                sched_bucket_stats(R->sv[s].sch, b, &st);
+                R->dem[(size_t)s * B + b] = (int64_t)st.queued + llround(acc[s]);
+            }
+        }
+        free(acc);
+    }
+    if (nomem)
+        return -ENOMEM;
+    pshift_problem_t *p = pshift_problem_new();
+    int *bidx = malloc((size_t)B * sizeof(int));
+    int rc = -ENOMEM;
+    if (!p || !bidx)
+        goto out;
+    for (int s = 0; s < S; s++)
+        if ((rc = pshift_add_server(p, NULL, llround(m->capacity[s] * (t_end - t)))) < 0)
+            goto out;
+    for (int b = 0; b < B; b++) {
+        bidx[b] = -1;
+        int64_t target = R->res_tokens[b] - (int64_t)R->cum[b];
+        int any = 0;
+        for (int s = 0; s < S && !any; s++)
+            any = R->dem[(size_t)s * B + b] > 0;
+        if (target <= 0 || !any)
+            continue;
+        if ((rc = pshift_add_bucket(p, NULL, target)) < 0)
+            goto out;
+        bidx[b] = rc;
+        for (int s = 0; s < S; s++) {
+            int64_t d = R->dem[(size_t)s * B + b];
+            if (d > 0 && (rc = pshift_set_demand(p, bidx[b], s, d)) < 0)
+                goto out;
+        }
+    }
+    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
+    po.threads = R->o->threads;
+    if ((rc = pshift_solve(p, &po)) < 0)
+        goto out;
+    pend_all(R, NULL);
+    for (int b = 0; b < B; b++) {
+        if (bidx[b] < 0)
+            continue;
+        size_t n = pshift_bucket_nentries(p, bidx[b]);
+        for (size_t e = 0; e < n; e++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
+            R->pend_r[(size_t)s * B + b] = a;
+        }
+    }
+    R->r->rounds++;
+    rc = 0;
+out:
+    pshift_problem_destroy(&p);
+    free(bidx);
+    return rc;
+}
+
+/* static: the reservation split by the initial demand, every period. */
+static void static_tokens(run_t *R)
+{
+    int64_t *alloc = R->dem; /* scratch */
+    memset(alloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
+    for (int b = 0; b < R->B; b++) {
+        const sim_bucket_t *bk = &R->m->buckets[b];
+        const sim_phase_t *ph = &bk->phases[0];
+        /* A closed-loop bucket wants the same everywhere it is active. */
+        double sum = 0;
+        for (int i = 0; i < ph->n; i++)
+            sum += bk->outstanding ? 1 : ph->rates[i];
+        if (!(sum > 0))
+            continue;
+        for (int i = 0; i < ph->n; i++)
+            alloc[(size_t)ph->servers[i] * R->B + b] +=
+                llround(R->res_tokens[b] * (bk->outstanding ? 1 : ph->rates[i]) / sum);
+    }
+    pend_all(R, alloc);
+}
+
+static void summarize(sim_result_t *r)
+{
+    size_t n = 0, m95 = 0, m99 = 0;
+    double err = 0, worst = INFINITY;
+    for (int p = 0; p < r->periods; p++)
+        for (int b = 0; b < r->buckets; b++) {
+            double want = r->reserved[b];
+            if (!(want >= 1))
+                continue;
+            double x = r->served[(size_t)p * r->buckets + b] / want;
+            n++;
+            m95 += x >= 0.95;
+            m99 += x >= 0.99;
+            err += x < 1 ? 1 - x : 0;
+            if (x < worst)
+                worst = x;
+        }
+    r->samples = n;
+    r->meet95 = n ? (double)m95 / n : 1;
+    r->meet99 = n ? (double)m99 / n : 1;
+    r->mean_err = n ? err / n : 0;
+    r->worst = n ? worst : 1;
+}
+
+/* Runs every server up to time t (in parallel).  Returns 0 or -ENOMEM. */
+static int advance_all(run_t *R, double t)
+{
+    int bad = 0;
+    #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+    for (int s = 0; s < R->S; s++) {
+        advance(&R->sv[s], t);
+        bad |= R->sv[s].err;
+    }
+    return bad ? -ENOMEM : 0;
+}
+
+int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opts,
+            sim_result_t **out)
+{
+    if ((unsigned)policy >= SIM_NPOLICIES)
+        return -EINVAL;
+    sim_run_opts_t defo = {0};
+    const sim_config_t *c = &m->cfg;
+    run_t R = {.m = m, .policy = policy, .o = opts ? opts : &defo, .S = c->servers,
+               .B = c->buckets, .K = c->intervals};
+    size_t SB = (size_t)R.S * R.B;
+    int mperiods = c->periods - c->warmup;
+    int rc = -ENOMEM;
+    double t0 = mono_now();
+    if (R.o->threads > 0)
+        omp_set_num_threads(R.o->threads);
+    sim_result_t *r = calloc(1, sizeof(*r));
+    R.r = r;
+    R.sv = calloc((size_t)R.S, sizeof(server_t));
+    R.cum = calloc((size_t)R.B, sizeof(uint64_t));
+    R.cum_prev = calloc((size_t)R.B, sizeof(uint64_t));
+    R.arr_iv = calloc(SB, sizeof(uint32_t));
+    R.arr_snap = calloc(SB, sizeof(uint64_t));
+    R.dem = calloc(SB, sizeof(int64_t));
+    R.pend_r = calloc(SB, sizeof(int64_t));
+    R.pend_l = calloc(SB, sizeof(int64_t));
+    R.dirty = calloc(SB, 1);
+    R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
+    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.arr_iv || !R.arr_snap || !R.dem ||
+        !R.pend_r || !R.pend_l || !R.dirty || !R.res_tokens)
+        goto out;
+    r->policy = policy;
+    r->buckets = R.B;
+    r->intervals = R.K;
+    r->periods = mperiods;
+    r->reserved = calloc((size_t)R.B, sizeof(double));
+    r->served = calloc((size_t)mperiods * R.B, sizeof(uint64_t));
+    r->served_iv = calloc((size_t)mperiods * R.K * R.B, sizeof(uint32_t));
+    if (!r->reserved || !r->served || !r->served_iv)
+        goto out;
+    for (int b = 0; b < R.B; b++) {
+        r->reserved[b] = m->buckets[b].reservation * c->period;
+        R.res_tokens[b] = llround(r->reserved[b]);
+    }
+    double rmin = INFINITY;
+    for (int b = 0; b < R.B; b++)
+        if (m->buckets[b].reservation > 0 && m->buckets[b].reservation < rmin)
+            rmin = m->buckets[b].reservation;
+    int bad = 0;
+    #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+    for (int s = 0; s < R.S; s++)
+        bad |= server_init(&R.sv[s], m, s, policy, R.o->weighted, rmin) < 0;
+    if (bad)
+        goto out;
+    if (policy == SIM_POLICY_PSHIFT && (rc = ctl_setup(&R)) < 0)
+        goto out;
+    if (policy == SIM_POLICY_STATIC)
+        static_tokens(&R);
+    double ivl = c->period / R.K;
+    for (int p = 0; p < c->periods; p++) {
+        for (int k = 0; k < R.K; k++) {
+            double t = p * c->period + k * ivl;
+            double t_end = (p + 1) * c->period;
+            if ((rc = advance_all(&R, t)) < 0)
+                goto out;
+            if (p || k)
+                gather(&R, k ? p : p - 1, k ? k - 1 : R.K - 1);
+            if (k == 0)
+                period_reset(&R);
+            if (policy == SIM_POLICY_STATIC && k == 0) {
+                for (size_t i = 0; i < SB; i++)
+                    R.dirty[i] = 1;
+                apply_pending(&R, t);
+            } else if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
+                double c0 = mono_now();
+                rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k)
+                                                 : clairvoyant_round(&R, t, t_end);
+                if (rc < 0)
+                    goto out;
+                r->ctrl_s += mono_now() - c0;
+                if ((rc = advance_all(&R, t + c->delay)) < 0)
+                    goto out;
+                apply_pending(&R, t + c->delay);
+            }
+            if (R.o->progress) {
+                uint64_t ev = 0;
+                for (int s = 0; s < R.S; s++)
+                    ev += R.sv[s].arrivals + R.sv[s].completions;
+                R.o->progress(R.o->arg, policy, p, k, ev, mono_now() - t0);
+            }
+        }
+    }
+    if ((rc = advance_all(&R, m->horizon)) < 0)
+        goto out;
+    gather(&R, c->periods - 1, R.K - 1);
+    for (int s = 0; s < R.S; s++) {
+        server_t *sv = &R.sv[s];
+        r->arrivals += sv->arrivals;
+        r->completions += sv->completions;
+        r->dropped += sv->dropped + sched_drain(sv->sch, NULL, NULL);
+    }
+    r->events = r->arrivals + r->completions;
+    r->wall_s = mono_now() - t0;
+    summarize(r);
+    *out = r;
+    r = NULL;
+    rc = 0;
+out:
+    if (R.sv)
+        for (int s = 0; s < R.S; s++)
+            server_free(&R.sv[s]);
+    ctrl_destroy(&R.ctl);
+    free(R.c2b);
+    free(R.recs);
+    free(R.sv);
+    free(R.cum);
+    free(R.cum_prev);
+    free(R.arr_iv);
+    free(R.arr_snap);
+    free(R.dem);
+    free(R.pend_r);
+    free(R.pend_l);
+    free(R.dirty);
+    free(R.res_tokens);
+    sim_result_destroy(&r);
+    return rc;
+}

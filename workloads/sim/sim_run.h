@@ -1,0 +1,89 @@
+/* sim_run.h - runs one QoS policy over a bqos-sim model in simulated time and measures what each bucket received.
+ *
+ * Every server is a real scheduler core (storage-node/core/sched.h) fed by the
+ * model's request generators and drained by one IO at a time with service
+ * times uniform in (1 +- spread) / C.  Servers only interact through the
+ * controller, so between control rounds each server is simulated on its
+ * own (in parallel, OpenMP), which keeps a run deterministic for a seed
+ * whatever the thread count.  Open-loop requests still queued when a period
+ * ends are dropped (overload would otherwise grow the queues forever);
+ * closed-loop ones stay queued.
+ *
+ * Policies:
+ *   rr           the scheduler's round-robin policy, no tokens
+ *   static       token policy; each bucket's reservation split over its
+ *                initial servers in proportion to its initial demand, the
+ *                same split every period
+ *   pshift       token policy; the controller's own control loop
+ *                (controller/ctrl.h: estimators, skip rule, R and L pShift
+ *                passes) gets every node's report at each interval
+ *                boundary, and the token records it pushes apply after the
+ *                controller delay
+ *   clairvoyant  as pshift, but pShift gets each (bucket, server)'s true
+ *                future demand for the rest of the period and the true
+ *                capacities */
+#ifndef BQOS_SIM_RUN_H
+#define BQOS_SIM_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "workloads/sim/sim_model.h"
+
+typedef enum {
+    SIM_POLICY_RR = 0,
+    SIM_POLICY_STATIC,
+    SIM_POLICY_PSHIFT,
+    SIM_POLICY_CLAIRVOYANT,
+    SIM_NPOLICIES
+} sim_policy_t;
+
+/* "rr", "static", "pshift", "clairvoyant"; "?" for a bad value. */
+const char *sim_policy_name(sim_policy_t p);
+
+/* Returns the policy named `name`, or -EINVAL. */
+int sim_policy_parse(const char *name);
+
+/* Called by sim_run() on its calling thread after each control round. */
+typedef void (*sim_progress_fn)(void *arg, sim_policy_t p, int period, int interval,
+                                uint64_t events, double wall_s);
+
+typedef struct {
+    int threads;              /* OpenMP threads for servers and pShift; <= 0: default */
+    int weighted;             /* schedulers in weighted mode, weight of a bucket
+                                 = its reservation / the smallest one */
+    sim_progress_fn progress; /* may be NULL */
+    void *arg;
+} sim_run_opts_t;
+
+/* What one policy achieved.  Arrays are indexed [period][interval][bucket]
+ * over the measured (non-warm-up) periods only. */
+typedef struct {
+    sim_policy_t policy;
+    int buckets, intervals, periods;   /* periods = measured periods */
+    double *reserved;       /* [B] IOs per period a bucket reserves */
+    uint64_t *served;       /* [periods][B] IOs served in the period */
+    uint32_t *served_iv;    /* [periods][intervals][B] IOs served per interval */
+    uint64_t events;        /* arrivals + completions simulated (all periods) */
+    uint64_t arrivals, completions, dropped;
+    uint64_t rounds;        /* control rounds (pshift, clairvoyant) */
+    uint64_t skipped;       /* pshift: rounds the controller skipped */
+    double wall_s;          /* wall-clock seconds of the run */
+    double ctrl_s;          /* ... of which in estimation + pShift */
+    /* Over all (measured period, bucket) pairs with a reservation: */
+    size_t samples;
+    double meet95, meet99;  /* share served >= 95% / 99% of the reservation */
+    double mean_err;        /* mean of max(0, 1 - served/reserved) */
+    double worst;           /* smallest served/reserved */
+} sim_result_t;
+
+/* Simulates policy `p` over model `m` (read-only, may be shared by
+ * concurrent runs).  Returns 0 and a new result in *out (caller owns it,
+ * free with sim_result_destroy()); -EINVAL for a bad policy; -ENOMEM; or a
+ * pShift error. */
+int sim_run(const sim_model_t *m, sim_policy_t p, const sim_run_opts_t *opts, sim_result_t **out);
+
+/* Frees a result and sets *rp to NULL.  Accepts NULL. */
+void sim_result_destroy(sim_result_t **rp);
+
+#endif
