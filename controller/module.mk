@@ -1,7 +1,7 @@
 # controller/ - bqos-controller: reservation files, admission control, estimators, control loop
 LIBS += controller
 controller_SRCS = controller/bucketfile.c controller/admission.c controller/estimate.c \
-                  controller/ctrl.c
+                  controller/ctrl.c controller/round.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c

@@ -1,0 +1,188 @@
+/* ctrl_int.h - private to ctrl.c and round.c: the controller state's structs and the helpers both use. */
+#ifndef BQOS_CTRL_INT_H
+#define BQOS_CTRL_INT_H
+
+#include "common/strmap.h"
+#include "controller/ctrl.h"
+#include "controller/estimate.h"
+#include "pshift/pshift.h"
+
+/* Everything here belongs to the ctrl_t it hangs from, and so to the one
+ * thread that owns that ctrl_t (ctrl.h); nothing locks.  Helpers shared by
+ * the two files carry the ctrl__ prefix. */
+
+/* One (bucket, node) pair: the node's last report for the bucket and the
+ * demand estimator's state.  Indexed by the node's table index, so every
+ * pass over the pairs is sequential and touches only buckets the node
+ * holds.  What was pushed is in pair_push_t and what one computation works
+ * out in work_t: the passes over the active pairs are memory-bound, and
+ * each of these three arrays is streamed only by the passes that need it
+ * (one 112-byte record per pair made every pass stream all of it). */
+typedef struct {
+    int b;                 /* controller bucket index, -1 if not configured */
+    uint8_t has_report;
+    uint8_t throttled;     /* last report: r_left <= 0 and l_left <= 0 */
+    uint64_t queued, arrivals;             /* last report */
+    int64_t served;        /* served_r + served_l + served_o of the last
+                              report (<= 2^53), period `period` */
+    uint64_t period;       /* period of the last report of this bucket */
+    estimate_demand_t dem;
+} pair_t;
+
+/* What the computations made of a pair: the demand estimate and the tokens
+ * last pushed.  Same index as pair_t. */
+typedef struct {
+    int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
+    int64_t demand;        /* estimate for the rest of the period */
+    double rate_used;      /* demand per interval at the last computation */
+} pair_push_t;
+
+/* One active pair during a computation, dense in active-list order: the
+ * first pass fills it from the pair, the passes that build the problems and
+ * read them back use only this. */
+typedef struct {
+    int b;                 /* as pair_t */
+    int rk, lk;            /* its entry among its bucket's entries in the R /
+                              L problem (pshift_bucket_allocs), -1 if none */
+    uint8_t flags;         /* WORK_* */
+    double arrivals;       /* as pair_t, after the idle reset */
+    int64_t demand;        /* estimate, then the backlog floor */
+    double rate_now;       /* demand per interval (before the floor) */
+} work_t;
+
+enum {
+    WORK_EST = 1,          /* estimated: configured and reported */
+    WORK_CUR = 2,          /* reported in this period (or the next) */
+    WORK_QUEUED = 4,       /* reported with requests waiting */
+    WORK_QUIET = 8,        /* nothing queued, arrived or served this period */
+};
+
+/* What only the status needs of a pair: the last report's served counters
+ * by kind.  Apart from pair_t so that the passes of a computation stream
+ * fewer bytes. */
+typedef struct {
+    uint64_t r, l, o;
+} pair_served_t;
+
+typedef struct {
+    char *name;
+    int up;
+    int64_t last_seen;     /* round number, -1 never */
+    uint32_t table;        /* the node's table generation */
+    char **tnames;         /* the node's table (copies) */
+    size_t ntable;
+    int *jof;              /* [nbuckets]: controller bucket -> table index or -1 */
+    uint32_t peer_table;   /* controller generation the node holds */
+    int have_rep;
+    uint64_t rep_period;
+    uint32_t rep_interval;
+    uint64_t completions;
+    double busy;
+    estimate_cap_t cap;
+    double cap_used;       /* estimate at the last computation */
+    pair_t *pairs;         /* [ntable] */
+    pair_push_t *push;     /* [ntable] */
+    pair_served_t *served; /* [ntable] */
+    /* Active pairs: reported (and not idle since) or holding tokens that
+     * can change.  Every pass of a computation visits only these, so a
+     * node whose table holds every configured bucket costs what its busy
+     * buckets cost. */
+    uint32_t *act;         /* table indices */
+    size_t nact, capact;
+    uint8_t *inact;        /* [ntable]: 1 if in act */
+    /* During a computation, work[k] is active pair act[k]'s: the passes
+     * between the first and the last stream it instead of missing the
+     * caches on pairs scattered in a large table. */
+    work_t *work;
+    size_t capwork;
+    /* ... and the positions k of the pairs that may want L-tokens (limited
+     * bucket with headroom, demand), in increasing order: the L pass visits
+     * only these. */
+    uint32_t *lcand;
+    size_t nlcand;
+    int full_push;         /* next computation visits every pair once */
+    int act_sorted;        /* act is in table order (sequential passes) */
+    proto_tokens_rec_t *out;
+    size_t nout, capout;
+    int pidx;              /* server index in this round's problems */
+    int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
+} node_t;
+
+typedef struct {
+    int64_t r, l;          /* tokens per period; l CTRL_UNLIMITED: no limit */
+    /* per computation */
+    int64_t served, r_rem, head;
+    double arrivals;       /* over the up nodes, last interval */
+    uint8_t prov;          /* its tokens are a provisional split (limited,
+                              headroom left, no up node has reported it
+                              this period): see prov_walk() */
+    uint8_t walk;          /* this computation (re)writes or revokes that
+                              split on every node holding the bucket */
+    uint8_t fresh;         /* ... and the split begins with it */
+    int pidx, lpidx;       /* bucket index in the R / L problem, -1 none */
+    int rn, ln;            /* entries added to the R / L problem so far */
+    int64_t ralloc, lalloc;
+    const int64_t *ra, *la;/* its entries' allocations in the solved R / L
+                              problem (pshift_bucket_allocs) */
+} bstate_t;
+
+struct ctrl {
+    ctrl_config_t cfg;
+    bucketfile_t *bf;
+    const char **bnames;
+    uint32_t *bweights;    /* [nb]: the buckets' weights, table order */
+    bstate_t *b;
+    size_t nb;
+    uint32_t table_gen;
+    node_t *nodes;
+    int nn, capn;
+    strmap_t *node_ix;
+    uint64_t period;
+    uint32_t interval;
+    double left;
+    int64_t round_no;
+    int started;
+    int force;             /* next computation may not be skipped */
+    int computed_once;
+    uint64_t last_period_computed;
+    ctrl_stats_t st;
+    /* scratch for one computation */
+    int *cnt, *given;      /* [nbuckets] leftover spreading */
+    size_t capcnt;
+    int *srv_node;         /* [nn]: problem server index -> node */
+    int capsrv;
+    /* One node's entries for the R or L problem (problem bucket index,
+     * demand), handed to pshift_set_demands() at once: [largest nact]. */
+    int32_t *eb;
+    int64_t *ed;
+    size_t cape;
+    /* The R and L problems, emptied (pshift_problem_clear) and rebuilt
+     * every computation: kept so that their memory is reused instead of
+     * allocated anew each round. */
+    pshift_problem_t *rp, *lp;
+};
+
+/* Asks the CPU to fetch (for writing) the record of `size` bytes at `a`,
+ * both cache lines it may straddle, ahead of its use: the active pairs of a
+ * large table are scattered, and their indices are known in advance. */
+#define PAIR_AHEAD 16
+static inline void ctrl__prefetch(const void *a, size_t size)
+{
+    __builtin_prefetch(a, 1);
+    __builtin_prefetch((const char *)a + size - 1, 1);
+}
+
+/* Node `node`, or NULL if there is no such node. */
+static inline node_t *ctrl__get_node(const ctrl_t *c, int node)
+{
+    return node >= 0 && node < c->nn ? &c->nodes[node] : NULL;
+}
+
+/* Index of controller bucket b in node nd's table, or -1 if the node does
+ * not hold it. */
+static inline int ctrl__node_slot(const node_t *nd, size_t b)
+{
+    return nd->jof ? nd->jof[b] : -1;
+}
+
+#endif

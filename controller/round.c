@@ -1,0 +1,703 @@
+/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, budgets, the R and L pShift passes, token records, provisional splits. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrl.h"
+#include "controller/ctrl_int.h"
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t pair_served(const ctrl_t *c, const pair_t *p)
+{
+    if (!p->has_report || p->period != c->period)
+        return 0;
+    return p->served;
+}
+
+static int grow_scratch(ctrl_t *c)
+{
+    if (c->nb + 1 > c->capcnt) {
+        size_t cap = c->nb + 1;
+        int *a = realloc(c->cnt, cap * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        c->cnt = a;
+        int *g = realloc(c->given, cap * sizeof *g);
+        if (!g)
+            return -ENOMEM;
+        c->given = g;
+        c->capcnt = cap;
+    }
+    if (c->nn > c->capsrv) {
+        int *sn = realloc(c->srv_node, (size_t)c->nn * sizeof *sn);
+        if (!sn)
+            return -ENOMEM;
+        c->srv_node = sn;
+        c->capsrv = c->nn;
+    }
+    size_t most = 0;
+    for (int i = 0; i < c->nn; i++)
+        if (c->nodes[i].nact > most)
+            most = c->nodes[i].nact;
+    if (most > c->cape) {
+        int32_t *eb = realloc(c->eb, most * sizeof *eb);
+        if (!eb)
+            return -ENOMEM;
+        c->eb = eb;
+        int64_t *ed = realloc(c->ed, most * sizeof *ed);
+        if (!ed)
+            return -ENOMEM;
+        c->ed = ed;
+        c->cape = most;
+    }
+    return 0;
+}
+
+/* Sums a solved problem's allocation per bucket (into ralloc of the
+ * buckets in the R problem, or lalloc of those in the L problem if
+ * `lpass`) and keeps where each bucket's allocations are (ra / la).
+ * Walks the problem's entries in its own order, sequentially. */
+static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass)
+{
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int pi = lpass ? bs->lpidx : bs->pidx;
+        if (pi < 0)
+            continue;
+        int64_t sum = 0;
+        size_t ne = pshift_bucket_nentries(p, pi);
+        const int64_t *al = pshift_bucket_allocs(p, pi);
+        for (size_t k = 0; k < ne; k++)
+            sum += al[k];
+        if (lpass) {
+            bs->lalloc = sum;
+            bs->la = al;
+        } else {
+            bs->ralloc = sum;
+            bs->ra = al;
+        }
+    }
+}
+
+/* Makes room for `n` more token records for node nd.  Returns 0 or
+ * -ENOMEM. */
+static int out_reserve(node_t *nd, size_t n)
+{
+    if (nd->capout - nd->nout >= n)
+        return 0;
+    size_t cap = nd->capout ? nd->capout * 2 : 64;
+    while (cap - nd->nout < n)
+        cap *= 2;
+    proto_tokens_rec_t *o = realloc(nd->out, cap * sizeof *o);
+    if (!o)
+        return -ENOMEM;
+    nd->out = o;
+    nd->capout = cap;
+    return 0;
+}
+
+/* Appends a token record for node nd, which has room for it (out_reserve). */
+static inline void out_add(node_t *nd, uint32_t b, int64_t r, int64_t l)
+{
+    nd->out[nd->nout++] = (proto_tokens_rec_t){
+        .bucket = b,
+        .flags = l == CTRL_UNLIMITED ? PROTO_TOK_UNLIMITED : 0,
+        .r_tokens = r,
+        .l_tokens = l,
+    };
+}
+
+static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+{
+    int rc = out_reserve(nd, 1);
+    if (rc == 0)
+        out_add(nd, b, r, l);
+    return rc;
+}
+
+/* (int64_t)ceil(x) for 0 <= x < 2^63 without the libm call (once per
+ * backlogged pair and round): t is exact in a double where x has a
+ * fraction. */
+static inline int64_t ceil_nonneg(double x)
+{
+    int64_t t = (int64_t)x;
+    return t + ((double)t < x);
+}
+
+/* Makes room in node nd's work array for its active pairs.  Returns 0 or
+ * -ENOMEM. */
+static int work_reserve(node_t *nd)
+{
+    if (nd->capwork >= nd->nact)
+        return 0;
+    size_t cap = nd->capact > nd->nact ? nd->capact : nd->nact;
+    work_t *w = realloc(nd->work, cap * sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    nd->work = w;
+    uint32_t *lc = realloc(nd->lcand, cap * sizeof *lc);
+    if (!lc)
+        return -ENOMEM;
+    nd->lcand = lc;
+    nd->capwork = cap;
+    return 0;
+}
+
+/* Keeps what a computation that stopped (skipped or failed) estimated:
+ * the active pairs' demands, as its passes left them. */
+static void work_keep_demand(ctrl_t *c)
+{
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        for (size_t k = 0; k < nd->nact; k++)
+            nd->push[nd->act[k]].demand = nd->work[k].demand;
+    }
+}
+
+/* Decides, after both passes, which limited buckets get a provisional
+ * split: headroom left, but no up node has reported the bucket this period
+ * and the estimates placed nothing for it (so it holds nothing to spend
+ * when its demand appears, e.g. in the first interval of a period).  Sets
+ * bs->prov, and bs->walk where prov_walk() must (re)write the split (new,
+ * or a forced round: period start, node or configuration change) or revoke
+ * it (a report brought the bucket into the computation).  Returns nonzero
+ * if any bucket needs a walk. */
+static int prov_plan(ctrl_t *c, int forced)
+{
+    int any = 0;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int was = bs->prov;
+        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->cnt[b] == 0 &&
+                   bs->ralloc == 0 && bs->lalloc == 0;
+        bs->walk = bs->prov ? (forced || !was) : was;
+        bs->fresh = bs->prov && !was;
+        any |= bs->walk;
+    }
+    return any;
+}
+
+/* Nonzero if pair pr (of a bucket no up node has reported this period) had
+ * a report in the previous period. */
+static int prov_recent(const ctrl_t *c, const pair_t *pr)
+{
+    return pr->has_report && c->period > 0 && pr->period == c->period - 1;
+}
+
+/* Writes the provisional splits prov_plan() asked for.  A bucket's split
+ * goes to the up nodes where it was reported in the previous period, or if
+ * there are none to every up node that holds it: its remaining reservation
+ * as R-tokens and the rest of its headroom as L-tokens, each divided evenly
+ * (the first nodes get one more token each for the remainder), so R + L
+ * over all nodes is exactly the headroom and the limit stays hard.  The
+ * other nodes holding it get R 0 and L 0.  A revoked split is set to R 0
+ * and L 0 on the nodes where the pair is not active (the passes wrote the
+ * active ones).  Pairs written here stay off the active lists: the bucket,
+ * not its pairs, is revisited.  Returns 0 or -ENOMEM. */
+static int prov_walk(ctrl_t *c)
+{
+    int rc;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        if (!bs->walk)
+            continue;
+        int64_t n = 0, nrecent = 0;
+        for (int i = 0; i < c->nn && bs->prov; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = ctrl__node_slot(nd, (size_t)b);
+            if (!nd->up || j < 0)
+                continue;
+            n++;
+            nrecent += prov_recent(c, &nd->pairs[j]);
+        }
+        int only_recent = nrecent > 0;
+        if (only_recent)
+            n = nrecent;
+        int64_t rt = bs->r_rem, lt = bs->head - bs->r_rem, idx = 0;
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = ctrl__node_slot(nd, (size_t)b);
+            if (!nd->up || j < 0)
+                continue;
+            pair_t *pr = &nd->pairs[j];
+            int64_t r = 0, l = 0;
+            int fresh = 0;
+            if (!bs->prov) {
+                if (nd->inact[j])
+                    continue;
+            } else if (!only_recent || prov_recent(c, pr)) {
+                r = rt / n + (idx < rt % n);
+                l = lt / n + (idx < lt % n);
+                idx++;
+                /* The node may have spent what we pushed before the split
+                 * began; only an unbroken split is known to be intact. */
+                fresh = bs->fresh;
+            }
+            pair_push_t *ps = &nd->push[j];
+            if (!fresh && ps->tok_r == r && ps->tok_l == l)
+                continue;
+            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
+                return rc;
+            ps->tok_r = r;
+            ps->tok_l = l;
+        }
+    }
+    return 0;
+}
+
+/* The first pass over up node nd's active pairs: adds their served
+ * counters and arrivals to their buckets' sums, estimates their demands and
+ * fills nd->work for the passes that follow.  Returns nonzero if `changed`
+ * or if an estimate moved enough to be worth a recomputation. */
+static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
+{
+    const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
+    /* Sparse in a large table: fetch ahead, sequential access would not. */
+    const int sparse = nd->nact * 4 <= nd->ntable;
+    for (size_t k = 0; k < nd->nact; k++) {
+        if (sparse && k + PAIR_AHEAD < nd->nact)
+            ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
+        pair_t *pr = &nd->pairs[nd->act[k]];
+        work_t *w = &nd->work[k];
+        int64_t served = pair_served(c, pr);
+        w->b = pr->b;
+        w->flags = 0;
+        w->demand = 0;
+        w->arrivals = 0;
+        if (pr->b >= 0)
+            c->b[pr->b].served += served;
+        if (pr->b >= 0 && pr->has_report) {
+            /* Reported in an older period, and the node's report of this
+             * one left it out: it is idle there (protocol.md), not still
+             * showing the queue and arrivals of its last record. */
+            if (pr->period < c->period && cur_rep) {
+                pr->queued = pr->arrivals = 0;
+                pr->throttled = 0;
+            }
+            w->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
+            w->arrivals = (double)pr->arrivals;
+            c->b[pr->b].arrivals += w->arrivals;
+            w->rate_now = il > 0 ? (double)w->demand / il : 0;
+            w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
+                       (pr->queued > 0 ? WORK_QUEUED : 0);
+            if (!changed && estimate_changed(nd->push[nd->act[k]].rate_used, w->rate_now,
+                                             c->cfg.skip_rel, c->cfg.skip_abs))
+                changed = 1;
+        }
+        if (pr->queued == 0 && pr->arrivals == 0 && served == 0)
+            w->flags |= WORK_QUIET;
+    }
+    return changed;
+}
+
+/* The last pass over up node nd's active pairs, after both solves: their
+ * allocations become token records (nd->out) where they can change the
+ * node's counts.  Headroom of a limited bucket that the estimates did not
+ * place is split evenly (as L-tokens) over the up nodes where the bucket is
+ * active this period, so a bucket whose demand moves between them is
+ * served at once, never beyond its limit.  Pairs idle and holding nothing
+ * that can change leave the active list.  Returns 0 or -ENOMEM. */
+static int push_node(ctrl_t *c, node_t *nd)
+{
+    const int sparse = nd->nact * 4 <= nd->ntable;
+    int rc = out_reserve(nd, nd->nact); /* at most one record per pair */
+    if (rc < 0)
+        return rc;
+    size_t k = 0;
+    while (k < nd->nact) {
+        size_t j = nd->act[k];
+        work_t *w = &nd->work[k];
+        pair_push_t *ps = &nd->push[j];
+        if (sparse && k + PAIR_AHEAD < nd->nact)
+            ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
+        ps->demand = w->demand;
+        if (w->flags & WORK_EST)
+            ps->rate_used = w->rate_now;
+        if (w->b < 0) {
+            k++;
+            continue;
+        }
+        bstate_t *bs = &c->b[w->b];
+        int64_t r = w->rk >= 0 ? bs->ra[w->rk] : 0;
+        int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+        if (w->lk >= 0)
+            l += bs->la[w->lk];
+        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR)) {
+            int64_t left = bs->head - bs->ralloc - bs->lalloc;
+            if (left > 0) {
+                int n = c->cnt[w->b], idx = c->given[w->b]++;
+                l += left / n + (idx < left % n ? 1 : 0);
+            }
+        }
+        /* Zero R and an L that cannot change by consumption (0 or
+         * unlimited), same as last time: the node already holds it.
+         * A provisional split is written by prov_walk(). */
+        if (!bs->prov &&
+            !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
+            out_add(nd, (uint32_t)w->b, r, l);
+            ps->tok_r = r;
+            ps->tok_l = l;
+        }
+        /* Idle and holding nothing that can change: off the list until
+         * the node reports the bucket again. */
+        if (w->demand == 0 && (w->flags & WORK_QUIET) &&
+            (bs->prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
+            nd->inact[j] = 0;
+            nd->act[k] = nd->act[--nd->nact];
+            nd->work[k] = nd->work[nd->nact];
+            nd->act_sorted = 0;
+            continue;
+        }
+        k++;
+    }
+    return 0;
+}
+
+/* ---- the phases ---------------------------------------------------------- */
+
+/* Phase 1, liveness: empties every node's records, sorts its active list,
+ * and marks down the nodes silent for down_after rounds (forcing a
+ * recomputation).  Counts nodes_up and nodes_down_now into *rs.  Returns 0
+ * or -ENOMEM. */
+static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
+{
+    int rc;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->nout = 0;
+        if ((rc = work_reserve(nd)) < 0)
+            return rc;
+        if (!nd->act_sorted) {
+            qsort(nd->act, nd->nact, sizeof *nd->act, cmp_u32);
+            nd->act_sorted = 1;
+        }
+        if (nd->up && c->round_no - nd->last_seen >= c->cfg.down_after) {
+            nd->up = 0;
+            rs->nodes_down_now++;
+            c->st.nodes_marked_down++;
+            c->force = 1;
+            log_warn("node %s silent for %d intervals: down, re-planning its buckets",
+                     nd->name, c->cfg.down_after);
+        }
+        rs->nodes_up += nd->up;
+    }
+    return 0;
+}
+
+/* Phase 2, estimates: one pass over the pairs: served this period (every
+ * node, up or down), demand estimates (up nodes, into their work arrays),
+ * with `il` intervals left.  Returns nonzero if `changed` or if some
+ * capacity or demand estimate moved enough to be worth a recomputation. */
+static int phase_estimate(ctrl_t *c, double il, int changed)
+{
+    const double K = c->cfg.intervals;
+    for (size_t b = 0; b < c->nb; b++) {
+        c->b[b].served = 0;
+        c->b[b].arrivals = 0;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up) {
+            for (size_t k = 0; k < nd->nact; k++) {
+                const pair_t *pr = &nd->pairs[nd->act[k]];
+                if (pr->b >= 0)
+                    c->b[pr->b].served += pair_served(c, pr);
+            }
+            continue;
+        }
+        if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
+                             c->cfg.skip_abs * K / c->cfg.period_s))
+            changed = 1;
+        changed = estimate_node(c, nd, il, changed);
+    }
+    return changed;
+}
+
+/* Phase 3, budgets: each bucket's headroom (limit - served) and remaining
+ * reservation (at most the headroom) for the rest of the period; clears
+ * the per-bucket state of the passes. */
+static void phase_budgets(ctrl_t *c)
+{
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int64_t served = bs->served;
+        bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED
+                                           : (bs->l > served ? bs->l - served : 0);
+        bs->r_rem = bs->r > served ? bs->r - served : 0;
+        if (bs->r_rem > bs->head)
+            bs->r_rem = bs->head;
+        bs->pidx = bs->lpidx = -1;
+        bs->rn = bs->ln = 0;
+        bs->ralloc = bs->lalloc = 0;
+        c->cnt[b] = c->given[b] = 0;
+    }
+}
+
+/* Phase 4, the R pass: builds the R problem (up servers with their
+ * capacity for the `rem_s` seconds left, buckets with a remaining
+ * reservation and demand), solves it with `o`, and sums its allocation per
+ * bucket and per node.  On the way it raises backlogged demands to their
+ * floor and lists each node's L candidates (nd->lcand); *any_l is set if
+ * there are any.  Fills buckets, pairs, phi, r_tokens and the R times of
+ * *rs.  Returns 0, -ENOMEM or a pshift error. */
+static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_result_t *rs,
+                       int *any_l)
+{
+    int rc;
+    if (!c->rp && !(c->rp = pshift_problem_new()))
+        return -ENOMEM;
+    pshift_problem_t *p = c->rp;
+    pshift_problem_clear(p);
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->pidx = -1;
+        if (!nd->up)
+            continue;
+        double capt = nd->cap.estimate * rem_s;
+        nd->capt = capt > 0 ? (int64_t)capt : 0;
+        nd->load = 0;
+        nd->pidx = pshift_add_server(p, NULL, nd->capt);
+        if (nd->pidx < 0)
+            return nd->pidx;
+        c->srv_node[nd->pidx] = i;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->nlcand = 0;
+        if (!nd->up)
+            continue;
+        size_t ne = 0;
+        for (size_t k = 0; k < nd->nact; k++) {
+            work_t *w = &nd->work[k];
+            w->rk = w->lk = -1;
+            if (w->b < 0)
+                continue;
+            if (w->flags & WORK_CUR)
+                c->cnt[w->b]++; /* up nodes where it is active this period */
+            bstate_t *bs = &c->b[w->b];
+            /* Backlog floor: a bucket with requests waiting here wants more
+             * than it got.  Its arrivals come from clients that wait for
+             * answers (closed loop), so they only show the service it got:
+             * estimated that way, a bucket sharing a server would never be
+             * given more than its current rate.  While it is backlogged and
+             * short of its reservation, its demand here is at least its
+             * remaining reservation times this node's share of its
+             * arrivals. */
+            if ((w->flags & WORK_QUEUED) && bs->r_rem > 0) {
+                double share = bs->arrivals > 0 ? w->arrivals / bs->arrivals : 1;
+                int64_t floor_d = ceil_nonneg((double)bs->r_rem * share);
+                if (w->demand < floor_d)
+                    w->demand = floor_d;
+            }
+            if (w->demand <= 0)
+                continue;
+            if (bs->l != CTRL_UNLIMITED && bs->head > 0) {
+                *any_l = 1;
+                nd->lcand[nd->nlcand++] = (uint32_t)k;
+            }
+            if (bs->r_rem <= 0)
+                continue;
+            if (bs->pidx < 0) {
+                bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
+                if (bs->pidx < 0)
+                    return bs->pidx;
+                rs->buckets++;
+            }
+            c->eb[ne] = bs->pidx;
+            c->ed[ne++] = w->demand;
+            /* Nodes are added in increasing server index, so this is the
+             * bucket's rn-th entry in pshift's order too. */
+            w->rk = bs->rn++;
+            rs->pairs++;
+        }
+        if ((rc = pshift_set_demands(p, nd->pidx, c->eb, c->ed, ne)) < 0)
+            return rc;
+    }
+    if ((rc = pshift_solve(p, o)) < 0)
+        return rc;
+    rs->phi = pshift_stats(p)->phi;
+    rs->t_pshift += pshift_stats(p)->t_total;
+    rs->t_rpass = pshift_stats(p)->t_total;
+    if (c->cfg.solve_hook)
+        c->cfg.solve_hook(p, 0, rs->t_rpass, c->cfg.solve_hook_arg);
+    /* Per bucket and per node totals straight from the solution (its
+     * entries in order), so that the pass over the pairs that follows can
+     * read back R and build the L problem at once. */
+    int ns = pshift_nservers(p);
+    sum_alloc(c, p, 0);
+    for (int s = 0; s < ns; s++)
+        c->nodes[c->srv_node[s]].load = pshift_server_load(p, s);
+    for (size_t b = 0; b < c->nb; b++)
+        rs->r_tokens += c->b[b].ralloc;
+    return 0;
+}
+
+/* Phase 5, the L pass (paper III-D) on the residual capacity and demand:
+ * limited buckets want the headroom left after R.  Buckets without a limit
+ * are not throttled, need no L-tokens and must not take the residual from
+ * limited ones, so they are left out, as are limited buckets with nothing
+ * left to place.  Only the pairs the R pass listed as candidates
+ * (nd->lcand) are visited, and only if `any_l`; the token phase reads R
+ * back.  Fills l_tokens, lpass_shifts and the L times of *rs.  Returns 0,
+ * -ENOMEM or a pshift error. */
+static int phase_lpass(ctrl_t *c, int any_l, const pshift_opts_t *o, ctrl_result_t *rs)
+{
+    int rc;
+    pshift_problem_t *q = NULL;
+    if (any_l) {
+        if (!c->lp && !(c->lp = pshift_problem_new()))
+            return -ENOMEM;
+        q = c->lp;
+        pshift_problem_clear(q);
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            if (!nd->up)
+                continue;
+            if ((rc = pshift_add_server(q, NULL, nd->capt > nd->load ? nd->capt - nd->load : 0)) <
+                0)
+                return rc;
+        }
+    }
+    for (int i = 0; i < c->nn && q; i++) {
+        node_t *nd = &c->nodes[i];
+        size_t ne = 0;
+        for (size_t x = 0; x < nd->nlcand; x++) {
+            work_t *w = &nd->work[nd->lcand[x]];
+            bstate_t *bs = &c->b[w->b];
+            int64_t new_r = w->rk >= 0 ? bs->ra[w->rk] : 0;
+            if (w->demand <= new_r || bs->head <= bs->ralloc)
+                continue;
+            if (bs->lpidx < 0) {
+                bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
+                if (bs->lpidx < 0)
+                    return bs->lpidx;
+            }
+            c->eb[ne] = bs->lpidx;
+            c->ed[ne++] = w->demand - new_r;
+            w->lk = bs->ln++;
+        }
+        if (ne && (rc = pshift_set_demands(q, nd->pidx, c->eb, c->ed, ne)) < 0)
+            return rc;
+    }
+    if (q) {
+        if ((rc = pshift_solve(q, o)) < 0)
+            return rc;
+        rs->t_pshift += pshift_stats(q)->t_total;
+        rs->t_lpass = pshift_stats(q)->t_total;
+        if (c->cfg.solve_hook)
+            c->cfg.solve_hook(q, 1, rs->t_lpass, c->cfg.solve_hook_arg);
+        rs->lpass_shifts = pshift_stats(q)->shifts;
+        sum_alloc(c, q, 1);
+    }
+    for (size_t b = 0; b < c->nb; b++)
+        if (c->b[b].l != CTRL_UNLIMITED)
+            rs->l_tokens += c->b[b].head - c->b[b].ralloc;
+    return 0;
+}
+
+/* Phase 6, token records per up node: everything that can change its
+ * counts (push_node), and once after a (re)registration or a configuration
+ * change every other pair: R 0 and, for a limited bucket, L 0, so that no
+ * bucket is unthrottled on a node that has not reported it.  Returns 0 or
+ * -ENOMEM. */
+static int phase_push(ctrl_t *c)
+{
+    int rc;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->cap_used = nd->cap.estimate;
+        if (!nd->up)
+            continue;
+        if ((rc = push_node(c, nd)) < 0)
+            return rc;
+        if (nd->full_push) {
+            for (size_t j = 0; j < nd->ntable; j++) {
+                int b = nd->pairs[j].b;
+                pair_push_t *ps = &nd->push[j];
+                if (nd->inact[j] || b < 0 || (c->b[b].prov && c->b[b].walk))
+                    continue;
+                int64_t l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
+                if (ps->tok_r == 0 && ps->tok_l == l)
+                    continue;
+                if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
+                    return rc;
+                ps->tok_r = 0;
+                ps->tok_l = l;
+            }
+            nd->full_push = 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- one round ------------------------------------------------------------ */
+
+int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
+{
+    ctrl_result_t rs = {0};
+    int rc = 0;
+    int estimated = 0;    /* the work arrays hold this round's estimates */
+    int pushed = 0;       /* ... and they have been applied */
+    const double il = c->left * c->cfg.intervals;   /* intervals left */
+    const double rem_s = c->left * c->cfg.period_s; /* seconds left */
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.threads = c->cfg.threads;
+    o.approx_top = c->cfg.approx_top;
+    int any_l = 0;
+
+    if ((rc = phase_liveness(c, &rs)) < 0)
+        goto out;
+    const int forced = c->force; /* liveness may have forced it */
+    int changed = phase_estimate(c, il, forced || c->cfg.skip_rel <= 0);
+    estimated = 1;
+    if (!changed) {
+        c->st.skipped++;
+        rs.skipped = 1;
+        goto out;
+    }
+    if ((rc = grow_scratch(c)) < 0)
+        goto out;
+    phase_budgets(c);
+    if ((rc = phase_rpass(c, rem_s, &o, &rs, &any_l)) < 0)
+        goto out;
+    if ((rc = phase_lpass(c, any_l, &o, &rs)) < 0)
+        goto out;
+    int any_walk = prov_plan(c, forced);
+    if ((rc = phase_push(c)) < 0)
+        goto out;
+    if (any_walk && (rc = prov_walk(c)) < 0)
+        goto out;
+    c->force = 0;
+    c->st.computed++;
+    pushed = 1;
+out:
+    if (estimated && !pushed)
+        work_keep_demand(c); /* skipped round or error */
+    if (rc < 0)
+        for (int i = 0; i < c->nn; i++)
+            c->nodes[i].nout = 0;
+    if (res)
+        *res = rs;
+    return rc;
+}
+
+size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **recs)
+{
+    const node_t *nd = ctrl__get_node(c, node);
+    if (!nd || !nd->up) {
+        if (recs)
+            *recs = NULL;
+        return 0;
+    }
+    if (recs)
+        *recs = nd->out;
+    return nd->nout;
+}
