@@ -4,7 +4,8 @@ controller_SRCS = controller/bucketfile.c controller/admission.c controller/esti
                   controller/ctrl.c controller/round.c
 
 PROGS += bqos-controller
-bqos-controller_SRCS = controller/daemon/main.c
+bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
+                      controller/daemon/admin.c
 bqos-controller_LIBS = controller pshift proto common
 
 PROGS += bqos-ctrl-bench

@@ -1,0 +1,396 @@
+/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the REP socket, dispatched through the command table, and the configuration changes (admission, save, apply). */
+#include "controller/daemon/admin.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/mono.h"
+
+/* ---- configuration changes ----------------------------------------------- */
+
+static double view_bucket(const char *name, void *arg)
+{
+    return ctrl_bucket_capacity(arg, name);
+}
+
+/* Admission for a candidate configuration.  Returns 0 if it may be
+ * applied; -EDQUOT (msg filled) if enforce refuses it. */
+static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
+{
+    admission_view_t v = {
+        .total_capacity = ctrl_total_capacity(ad->ctrl),
+        .bucket_capacity = view_bucket,
+        .arg = ad->ctrl,
+    };
+    int rc = admission_check(bf, &v, msg, size);
+    if (rc == 0) {
+        if (msg[0])
+            log_info("admission: %s", msg);
+        return 0;
+    }
+    if (ad->mode == ADMISSION_ENFORCE) {
+        log_warn("admission refused the configuration: %s", msg);
+        return rc;
+    }
+    log_warn("admission (warn only): %s", msg);
+    return 0;
+}
+
+/* Makes `bf` (owned, consumed) the configuration. */
+static int apply(admin_t *ad, bucketfile_t *bf)
+{
+    int rc = ctrl_set_buckets(ad->ctrl, bf);
+    if (rc < 0) {
+        bucketfile_destroy(&bf);
+        return rc;
+    }
+    bucketfile_destroy(&ad->bf);
+    ad->bf = bf;
+    return 0;
+}
+
+const char *admin_reload(admin_t *ad, char *msg, size_t size)
+{
+    bucketfile_t *bf = NULL;
+    bucketfile_error_t err;
+    int rc = bucketfile_load(ad->path, &bf, &err);
+    if (rc < 0) {
+        bucketfile_strerror(&err, msg, size);
+        log_error("reload: %s; keeping the current buckets", msg);
+        return rc == -EINVAL ? "invalid" : "io";
+    }
+    if (admit(ad, bf, msg, size) < 0) {
+        bucketfile_destroy(&bf);
+        return "admission";
+    }
+    size_t n = bucketfile_count(bf);
+    if (apply(ad, bf) < 0) {
+        snprintf(msg, size, "out of memory");
+        return "internal";
+    }
+    log_info("loaded %zu buckets from %s", n, ad->path);
+    return NULL;
+}
+
+/* ---- the commands ------------------------------------------------------ */
+
+static json_t *reply_error(const char *code, const char *msg)
+{
+    return json_pack("{s:i, s:b, s:s, s:s}", "v", 1, "ok", 0, "error", code, "message", msg);
+}
+
+static json_t *reply_ok(void)
+{
+    return json_pack("{s:i, s:b}", "v", 1, "ok", 1);
+}
+
+static json_t *limit_json(int64_t limit)
+{
+    return limit == BUCKETFILE_NO_LIMIT ? json_null() : json_integer(limit);
+}
+
+static json_t *split_json(const split_t *s, double scale)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "receive", s->receive * scale, "decode",
+                     s->decode * scale, "pshift", s->pshift * scale, "encode", s->encode * scale,
+                     "send", s->send * scale);
+}
+
+static json_t *cmd_status(admin_t *ad, json_t *req)
+{
+    (void)req;
+    double now = mono_now();
+    json_t *r = reply_ok();
+    double pms = ad->clk->period_s * 1000;
+    double elapsed = (now - ad->clk->period_start) * 1000;
+    if (elapsed < 0)
+        elapsed = 0;
+    json_object_set_new(r, "period", json_integer((json_int_t)ad->clk->period));
+    json_object_set_new(r, "interval", json_integer(ad->clk->interval));
+    json_object_set_new(r, "intervals", json_integer(ad->clk->intervals));
+    json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(pms)));
+    json_object_set_new(r, "elapsed_ms", json_integer((json_int_t)llround(elapsed)));
+    json_t *nodes = json_array();
+    for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
+        ctrl_node_info_t ni;
+        ctrl_node_info(ad->ctrl, i, &ni);
+        double last = nodes_last_msg(ad->nodes, i);
+        json_t *age = last > 0 ? json_integer((json_int_t)llround((now - last) * 1000))
+                               : json_null();
+        json_array_append_new(
+            nodes, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I}", "name", ni.name, "state",
+                             ni.up ? "up" : "down", "last_report_ms", age, "capacity",
+                             (json_int_t)llround(ni.capacity), "profile",
+                             (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets));
+    }
+    json_object_set_new(r, "nodes", nodes);
+    json_t *bs = json_array();
+    for (int b = 0; b < ctrl_nbuckets(ad->ctrl); b++) {
+        ctrl_bucket_info_t bi;
+        ctrl_bucket_info(ad->ctrl, b, &bi);
+        uint64_t served = bi.served_r + bi.served_l + bi.served_o;
+        double res_tokens = (double)bi.reservation * ad->clk->period_s;
+        int on_track = bi.reservation == 0 || (double)served >= res_tokens ||
+                       (double)served >= res_tokens * elapsed / pms || bi.queued == 0;
+        json_t *o = json_pack(
+            "{s:s, s:I, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:o}", "name", bi.name,
+            "reservation", (json_int_t)bi.reservation, "limit", limit_json(bi.limit), "weight",
+            (int)bi.weight, "served", (json_int_t)served, "served_r", (json_int_t)bi.served_r,
+            "served_l", (json_int_t)bi.served_l, "served_o", (json_int_t)bi.served_o, "queued",
+            (json_int_t)bi.queued, "on_track", on_track, "demand", (json_int_t)bi.demand,
+            "r_tokens", (json_int_t)bi.r_tokens, "l_tokens",
+            bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
+        json_array_append_new(bs, o);
+    }
+    json_object_set_new(r, "buckets", bs);
+    const ctrl_stats_t *cs = ctrl_stats(ad->ctrl);
+    json_t *st = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rounds",
+        (json_int_t)cs->rounds, "computed", (json_int_t)cs->computed, "skipped",
+        (json_int_t)cs->skipped, "reports", (json_int_t)cs->reports, "stale_reports",
+        (json_int_t)cs->stale_reports, "unknown_records", (json_int_t)cs->unknown_records,
+        "nodes_marked_down", (json_int_t)cs->nodes_marked_down, "nodes_back_up",
+        (json_int_t)cs->nodes_back_up, "push_tokens", (json_int_t)ad->nodes->push_tokens,
+        "push_heartbeats", (json_int_t)ad->nodes->push_heartbeats, "send_failed",
+        (json_int_t)ad->nodes->send_failed, "messages_ok", (json_int_t)ad->nodes->pst.ok, "messages_rejected",
+        (json_int_t)ad->nodes->pst.rejected_total);
+    json_t *rej = json_object();
+    for (int i = 1; i < PROTO_E__COUNT; i++)
+        if (ad->nodes->pst.rejected[i])
+            json_object_set_new(rej, proto_reason_str((proto_reason_t)i),
+                                json_integer((json_int_t)ad->nodes->pst.rejected[i]));
+    json_object_set_new(st, "rejected", rej);
+    json_object_set_new(r, "stats", st);
+    json_t *tm = json_object();
+    json_object_set_new(tm, "last_ms", split_json(&ad->tm->last, 1e3));
+    json_object_set_new(tm, "mean_ms",
+                        split_json(&ad->tm->total, ad->tm->nsplits ? 1e3 / (double)ad->tm->nsplits : 0));
+    json_object_set_new(tm, "rounds", json_integer((json_int_t)ad->tm->nsplits));
+    json_object_set_new(tm, "cpu_ms_per_round",
+                        json_real(ad->tm->nsplits > 1 ? ad->tm->cpu_total * 1e3 / (double)(ad->tm->nsplits - 1) : 0));
+    json_object_set_new(tm, "last_skipped", json_boolean(ad->tm->last_res.skipped));
+    json_object_set_new(r, "timing", tm);
+    return r;
+}
+
+static json_t *cmd_buckets(admin_t *ad, json_t *req)
+{
+    (void)req;
+    json_t *r = reply_ok();
+    json_t *arr = json_array();
+    for (size_t i = 0; i < bucketfile_count(ad->bf); i++) {
+        const bucketfile_bucket_t *b = bucketfile_get(ad->bf, i);
+        json_array_append_new(arr, json_pack("{s:s, s:I, s:o, s:i}", "name", b->name,
+                                             "reservation", (json_int_t)b->reservation, "limit",
+                                             limit_json(b->limit), "weight", (int)b->weight));
+    }
+    json_object_set_new(r, "buckets", arr);
+    return r;
+}
+
+/* Validates, admits, persists, then applies `bf` (consumed). */
+static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
+{
+    char msg[512];
+    if (admit(ad, bf, msg, sizeof msg) < 0) {
+        bucketfile_destroy(&bf);
+        json_decref(ok);
+        return reply_error("admission", msg);
+    }
+    int rc = bucketfile_save(bf, ad->path);
+    if (rc < 0) {
+        snprintf(msg, sizeof msg, "cannot write %s: %s", ad->path, strerror(-rc));
+        log_error("%s", msg);
+        bucketfile_destroy(&bf);
+        json_decref(ok);
+        return reply_error("io", msg);
+    }
+    if (apply(ad, bf) < 0) {
+        json_decref(ok);
+        return reply_error("internal", "out of memory");
+    }
+    return ok;
+}
+
+static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, char *msg,
+                    size_t size)
+{
+    json_t *v = json_object_get(req, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
+        snprintf(msg, size, "%s must be an integer in 0..%lld", key, (long long)max);
+        return -EINVAL;
+    }
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static json_t *cmd_set(admin_t *ad, json_t *req)
+{
+    char msg[400];
+    json_t *jn = json_object_get(req, "name");
+    if (!json_is_string(jn))
+        return reply_error("bad_request", "\"name\" (string) is required");
+    if (!json_object_get(req, "reservation"))
+        return reply_error("bad_request", "\"reservation\" is required");
+    const char *name = json_string_value(jn);
+    size_t nl = json_string_length(jn);
+    if (bucketfile_check_name(name, nl) < 0 || strlen(name) != nl)
+        return reply_error("invalid", "bad bucket name: 1..250 bytes without whitespace, "
+                                      "control characters or ':'");
+    bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+    memcpy(b.name, name, nl + 1);
+    int old = bucketfile_find(ad->bf, name);
+    if (old >= 0) { /* a change: what the request leaves out stays as it was */
+        b.weight = bucketfile_get(ad->bf, (size_t)old)->weight;
+        b.limit = bucketfile_get(ad->bf, (size_t)old)->limit;
+    }
+    if (get_rate(req, "reservation", BUCKETFILE_MAX_RATE, &b.reservation, msg, sizeof msg) < 0)
+        return reply_error("invalid", msg);
+    json_t *jl = json_object_get(req, "limit");
+    if (jl && json_is_null(jl))
+        b.limit = BUCKETFILE_NO_LIMIT; /* explicitly none */
+    else if (jl && get_rate(req, "limit", BUCKETFILE_MAX_RATE, &b.limit, msg, sizeof msg) < 0)
+        return reply_error("invalid", msg);
+    if (json_object_get(req, "weight")) {
+        int64_t w;
+        if (get_rate(req, "weight", BUCKETFILE_MAX_WEIGHT, &w, msg, sizeof msg) < 0 || w < 1)
+            return reply_error("invalid", "weight must be an integer in 1..1000000");
+        b.weight = (uint32_t)w;
+    }
+    bucketfile_error_t err;
+    if (bucketfile_check_bucket(&b, &err) < 0) {
+        snprintf(msg, sizeof msg, "%s: %s", err.path, err.text);
+        return reply_error("invalid", msg);
+    }
+    bucketfile_t *bf = bucketfile_dup(ad->bf);
+    if (!bf || bucketfile_set(bf, &b, &err) < 0) {
+        bucketfile_destroy(&bf);
+        return reply_error("internal", "out of memory");
+    }
+    json_t *ok = reply_ok();
+    json_object_set_new(ok, "created", json_boolean(old < 0));
+    json_t *r = commit_change(ad, bf, ok);
+    if (json_is_true(json_object_get(r, "ok")))
+        log_info("bucket %s %s: reservation %lld limit %lld weight %u", b.name,
+                 old < 0 ? "created" : "changed", (long long)b.reservation,
+                 (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight);
+    return r;
+}
+
+static json_t *cmd_remove(admin_t *ad, json_t *req)
+{
+    json_t *jn = json_object_get(req, "name");
+    if (!json_is_string(jn))
+        return reply_error("bad_request", "\"name\" (string) is required");
+    if (bucketfile_find(ad->bf, json_string_value(jn)) < 0)
+        return reply_error("not_found", "no such bucket");
+    bucketfile_t *bf = bucketfile_dup(ad->bf);
+    if (!bf)
+        return reply_error("internal", "out of memory");
+    bucketfile_remove(bf, json_string_value(jn));
+    json_t *r = commit_change(ad, bf, reply_ok());
+    if (json_is_true(json_object_get(r, "ok")))
+        log_info("bucket %s removed", json_string_value(jn));
+    return r;
+}
+
+static json_t *cmd_reload(admin_t *ad, json_t *req)
+{
+    (void)req;
+    char msg[512];
+    const char *code = admin_reload(ad, msg, sizeof msg);
+    if (code)
+        return reply_error(code, msg);
+    json_t *r = reply_ok();
+    json_object_set_new(r, "buckets", json_integer((json_int_t)bucketfile_count(ad->bf)));
+    return r;
+}
+
+/* ---- the command table --------------------------------------------------- */
+
+/* One admin command: its "cmd", what runs it (the request is borrowed; the
+ * reply returned is the caller's), and what it may change. */
+typedef struct {
+    const char *name;
+    json_t *(*run)(admin_t *ad, json_t *req);
+    const char *changes;
+} admin_cmd_t;
+
+static const admin_cmd_t admin_cmds[] = {
+    {"status", cmd_status, "nothing: the clock, nodes, buckets, counters and round timing"},
+    {"buckets", cmd_buckets, "nothing: the configuration in force"},
+    {"set", cmd_set, "one bucket, created or changed; admitted, then the file is rewritten"},
+    {"remove", cmd_remove, "one bucket, removed; the file is rewritten"},
+    {"reload", cmd_reload, "the whole configuration, re-read from the file and admitted"},
+};
+
+static const admin_cmd_t *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < sizeof admin_cmds / sizeof admin_cmds[0]; i++)
+        if (strcmp(admin_cmds[i].name, name) == 0)
+            return &admin_cmds[i];
+    return NULL;
+}
+
+static json_t *admin_request(admin_t *ad, const char *data, size_t len)
+{
+    json_error_t jerr;
+    json_t *req = json_loadb(data, len, 0, &jerr);
+    if (!json_is_object(req)) {
+        json_decref(req);
+        return reply_error("bad_request", "request must be a JSON object");
+    }
+    json_t *r;
+    json_t *v = json_object_get(req, "v");
+    const char *cmd = json_string_value(json_object_get(req, "cmd"));
+    if (!json_is_integer(v) || json_integer_value(v) != 1)
+        r = reply_error("bad_request", "\"v\" must be 1");
+    else if (!cmd)
+        r = reply_error("bad_request", "\"cmd\" (string) is required");
+    else {
+        const admin_cmd_t *c = find_cmd(cmd);
+        r = c ? c->run(ad, req) : reply_error("bad_request", "unknown cmd");
+    }
+    json_decref(req);
+    return r;
+}
+
+void admin_drain(admin_t *ad)
+{
+    for (;;) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, ad->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            return;
+        }
+        /* REP: a multipart request is read whole, answered once. */
+        int more = zmq_msg_more(&msg);
+        json_t *r = more ? reply_error("bad_request", "one frame per request")
+                         : admin_request(ad, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        zmq_msg_close(&msg);
+        while (more) {
+            zmq_msg_t x;
+            zmq_msg_init(&x);
+            if (zmq_msg_recv(&x, ad->sock, 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
+            more = zmq_msg_more(&x);
+            zmq_msg_close(&x);
+        }
+        char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+        json_decref(r);
+        const char *out = text ? text : "{\"v\":1,\"ok\":false,\"error\":\"internal\","
+                                        "\"message\":\"out of memory\"}";
+        if (zmq_send(ad->sock, out, strlen(out), 0) < 0)
+            log_warn("admin reply failed: %s", zmq_strerror(zmq_errno()));
+        free(text);
+    }
+}

@@ -1,0 +1,43 @@
+/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, buckets, set, remove, reload), and the configuration changes they and SIGHUP make.
+ *
+ * Requests and replies are one JSON object each ({"v":1,"cmd":...}; the
+ * protocol is in docs/controller.md).  An admin_t belongs to the
+ * controller's loop thread, as does everything it borrows; nothing locks. */
+#ifndef BQOS_ADMIN_H
+#define BQOS_ADMIN_H
+
+#include <stddef.h>
+
+#include "controller/admission.h"
+#include "controller/bucketfile.h"
+#include "controller/ctrl.h"
+#include "controller/daemon/clock.h"
+#include "controller/daemon/nodes.h"
+#include "controller/daemon/timing.h"
+
+typedef struct {
+    void *sock;              /* bound REP (borrowed: the caller closes it) */
+    const char *path;        /* the bucket file (borrowed) */
+    admission_mode_t mode;   /* what a refused admission does */
+    ctrl_t *ctrl;            /* borrowed */
+    bucketfile_t *bf;        /* owned: the configuration in force, as given
+                                to ctrl_set_buckets(); the caller destroys
+                                it at the end (bucketfile_destroy(&ad->bf)) */
+    const pclock_t *clk;     /* borrowed, for the status */
+    const nodes_t *nodes;    /* borrowed, for the status */
+    const timing_t *tm;      /* borrowed, for the status */
+} admin_t;
+
+/* Answers every request waiting on the socket, without blocking.  A
+ * request that is not understood gets an error reply; a reply that cannot
+ * be sent is logged. */
+void admin_drain(admin_t *ad);
+
+/* Re-reads the bucket file and, if it is valid and admitted, makes it the
+ * configuration (ctrl_set_buckets; ad->bf replaced).  Returns NULL, or the
+ * name of the error ("invalid", "io", "admission", "internal") with `msg`
+ * (`size` bytes) filled; the configuration is then unchanged.  Logs the
+ * outcome.  For SIGHUP and the reload command. */
+const char *admin_reload(admin_t *ad, char *msg, size_t size);
+
+#endif

@@ -1,0 +1,87 @@
+/* clock.h - bqos-controller's period clock: where "now" falls in the QoS periods and their redistribution intervals, when a round opens and closes, and adoption of the nodes' clock after a restart.
+ *
+ * No sockets and no clock reads: every function takes `now` (monotonic
+ * seconds, common/mono.h) from the caller.  A pclock_t belongs to the
+ * controller's loop thread; nothing locks.  (The prefix is pclock_, for
+ * "period clock": clock_ is the C library's.)
+ *
+ * The loop's use, at every wake-up:
+ *   if (pclock_due(pc, now)) {       a new interval (or the first one)
+ *       if (pc->round_open)  ...close the round: pclock_close(pc, now)...
+ *       left = pclock_begin(pc, now); ctrl_round_begin(..., left)
+ *   }
+ *   if (pc->round_open && (pclock_expired(pc, now) || all nodes reported))
+ *       ...close the round...
+ *   sleep until pclock_next(pc)
+ */
+#ifndef BQOS_CLOCK_H
+#define BQOS_CLOCK_H
+
+#include <stdint.h>
+
+#include "common/proto.h"
+
+typedef struct {
+    double period_s;       /* QoS period T, seconds (> 0) */
+    int intervals;         /* K >= 1 redistribution intervals per period */
+    double wait;           /* how long a round waits for reports, as a
+                              fraction of an interval (0..1) */
+    double started;        /* when the clock started */
+    double period_start;   /* start of the current period */
+    uint64_t period;       /* current period number (first: 1) */
+    uint32_t interval;     /* current interval, 0..K-1 */
+    int adopted;           /* the nodes' clock was considered (once) */
+    int round_open;        /* a round waits for reports */
+    double round_start;    /* when the current round began; 0: none yet */
+    double round_deadline; /* when it computes with what has arrived */
+    double last_report;    /* when its last report arrived; 0: none */
+} pclock_t;
+
+/* Starts the clock at `now`: period 1 begins, no round is open (the first
+ * pclock_due() is true).  `period_s` > 0, `intervals` >= 1, `wait` 0..1. */
+void pclock_init(pclock_t *pc, double period_s, int intervals, double wait, double now);
+
+/* Length of one redistribution interval in seconds (T / K). */
+double pclock_interval_s(const pclock_t *pc);
+
+/* Nonzero if `now` lies in another interval than the current round's, or
+ * if no round has begun yet: the caller closes the open round (if any)
+ * and calls pclock_begin(). */
+int pclock_due(const pclock_t *pc, double now);
+
+/* Moves the clock to the interval that holds `now` (whole periods skipped
+ * if the loop slept through them) and opens its round, with its deadline
+ * `wait` intervals (at least 1 ms) ahead.  Returns the fraction of the
+ * period still to run, (0..1], for ctrl_round_begin(). */
+double pclock_begin(pclock_t *pc, double now);
+
+/* Nonzero if the open round's deadline has passed at `now`. */
+int pclock_expired(const pclock_t *pc, double now);
+
+/* Notes that a report arrived at `now` (the round's receive time ends at
+ * its last report). */
+void pclock_report(pclock_t *pc, double now);
+
+/* Closes the open round at `now`.  Returns its receive time: from its
+ * start to its last report, or to `now` if none came. */
+double pclock_close(pclock_t *pc, double now);
+
+/* When the loop must wake next: the open round's deadline, or else the
+ * next interval boundary. */
+double pclock_next(const pclock_t *pc);
+
+/* Fills the timing fields of a message to a node (period, interval,
+ * intervals, period length and the milliseconds left in the period, as
+ * seen at `now`) and sets m->has_timing. */
+void pclock_fill_timing(const pclock_t *pc, proto_msg_t *m, double now);
+
+/* A controller that just started takes the period numbering and phase of
+ * the first node that gives them (`period` > 0, with `interval` and
+ * `remaining_ms`, 0 if unknown), so the nodes' period counters stay valid
+ * across its restart.  Considered once, within 2 periods of the start, and
+ * only if the node's clock differs from ours.  Returns nonzero if the clock
+ * moved: no round is open then, and the caller runs its tick at once. */
+int pclock_adopt(pclock_t *pc, uint64_t period, uint32_t interval, uint32_t remaining_ms,
+                 double now);
+
+#endif

@@ -1,0 +1,252 @@
+/* nodes.c - bqos-controller's node endpoint: receives the nodes' messages on the ROUTER socket and sends them welcomes, tokens, heartbeats and errors. */
+#include "controller/daemon/nodes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/log.h"
+#include "common/mono.h"
+
+void nodes_init(nodes_t *ns, void *sock, ctrl_t *ctrl, pclock_t *clk, split_t *cur,
+                const nodes_hooks_t *hooks)
+{
+    *ns = (nodes_t){.sock = sock, .ctrl = ctrl, .clk = clk, .cur = cur, .hooks = *hooks};
+    proto_msg_init(&ns->in);
+    proto_enc_init(&ns->enc);
+}
+
+void nodes_clear(nodes_t *ns)
+{
+    proto_msg_clear(&ns->in);
+    proto_enc_clear(&ns->enc);
+    free(ns->last_msg);
+    ns->last_msg = NULL;
+    ns->nlast = 0;
+}
+
+/* Node `node`'s last-message slot, grown as nodes register; NULL if out of
+ * memory or node < 0. */
+static double *last_msg(nodes_t *ns, int node)
+{
+    if (node < 0)
+        return NULL;
+    if (node >= ns->nlast) {
+        int n = node + 16;
+        double *v = realloc(ns->last_msg, (size_t)n * sizeof *v);
+        if (!v)
+            return NULL;
+        memset(v + ns->nlast, 0, (size_t)(n - ns->nlast) * sizeof *v);
+        ns->last_msg = v;
+        ns->nlast = n;
+    }
+    return &ns->last_msg[node];
+}
+
+double nodes_last_msg(const nodes_t *ns, int node)
+{
+    return node >= 0 && node < ns->nlast ? ns->last_msg[node] : 0;
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+/* Encodes (timed as encode) and sends (timed as send) `m` to node `name`. */
+static int send_to(nodes_t *ns, const char *name, proto_msg_t *m)
+{
+    double t0 = mono_now();
+    snprintf(m->node, sizeof m->node, "%s", name);
+    int rc = proto_encode(m, &ns->enc);
+    double t1 = mono_now();
+    ns->cur->encode += t1 - t0;
+    if (rc < 0) {
+        log_error("cannot encode %s for %s: %s", proto_type_str(m->type), name, strerror(-rc));
+        return rc;
+    }
+    if (zmq_send(ns->sock, name, strlen(name), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        rc = -zmq_errno();
+    } else {
+        for (size_t i = 0; i < ns->enc.nframes; i++) {
+            int more = i + 1 < ns->enc.nframes ? ZMQ_SNDMORE : 0;
+            if (zmq_send(ns->sock, ns->enc.data[i], ns->enc.len[i], more | ZMQ_DONTWAIT) < 0) {
+                rc = -zmq_errno();
+                break;
+            }
+        }
+    }
+    ns->cur->send += mono_now() - t1;
+    if (rc < 0) {
+        ns->send_failed++;
+        log_debug("send %s to %s failed: %s", proto_type_str(m->type), name, zmq_strerror(-rc));
+    }
+    return rc;
+}
+
+static void send_error(nodes_t *ns, const char *node, const char *code, const char *text)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_ERROR;
+    snprintf(m.code, sizeof m.code, "%s", code);
+    snprintf(m.text, sizeof m.text, "%s", text ? text : "");
+    send_to(ns, node, &m);
+}
+
+void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
+{
+    const char *const *names;
+    size_t nnames;
+    uint32_t gen = ctrl_table(ns->ctrl, &names, &nnames);
+    for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
+        if (!ctrl_node_up(ns->ctrl, i))
+            continue;
+        ctrl_node_info_t ni;
+        ctrl_node_info(ns->ctrl, i, &ni);
+        const proto_tokens_rec_t *recs;
+        size_t n = ctrl_node_tokens(ns->ctrl, i, &recs);
+        int names_needed = ctrl_node_needs_names(ns->ctrl, i);
+        proto_msg_t m;
+        proto_msg_init(&m);
+        pclock_fill_timing(ns->clk, &m, now);
+        m.peer_table = ctrl_node_table_gen(ns->ctrl, i);
+        if (res->skipped || (n == 0 && !names_needed)) {
+            m.type = PROTO_HEARTBEAT;
+            ns->push_heartbeats++;
+        } else {
+            m.type = PROTO_TOKENS;
+            m.table = gen;
+            m.count = n;
+            m.tokens = (proto_tokens_rec_t *)recs; /* borrowed; never freed via m */
+            if (names_needed) {
+                m.has_names = 1;
+                m.nnames = nnames;
+                m.names = (const char **)names;
+                m.has_weights = 1; /* the weights go with the table */
+                m.weights = ctrl_table_weights(ns->ctrl);
+            }
+            ns->push_tokens++;
+            ns->records_sent += n;
+        }
+        send_to(ns, ni.name, &m);
+    }
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static int known_node(const char *node, void *arg)
+{
+    return ctrl_node_find(((nodes_t *)arg)->ctrl, node) >= 0;
+}
+
+static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
+{
+    if (m->has_timing)
+        ns->hooks.adopt(ns->hooks.arg, m, now);
+    int node = ctrl_node_hello(ns->ctrl, m->node, m->capacity, m->table, m->names, m->nnames);
+    if (node < 0) {
+        log_warn("hello from %s refused: %s", m->node, strerror(-node));
+        send_error(ns, m->node, "bad_message", "registration failed");
+        return;
+    }
+    double *x = last_msg(ns, node);
+    if (x)
+        *x = now;
+    log_info("node %s registered (%zu buckets, capacity %llu IOs/s)", m->node, m->nnames,
+             (unsigned long long)m->capacity);
+    const char *const *names;
+    size_t n;
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    pclock_fill_timing(ns->clk, &w, mono_now());
+    w.peer_table = m->table;
+    w.table = ctrl_table(ns->ctrl, &names, &n);
+    w.has_names = 1;
+    w.nnames = n;
+    w.names = (const char **)names;
+    w.has_weights = 1;
+    w.weights = ctrl_table_weights(ns->ctrl);
+    send_to(ns, m->node, &w);
+}
+
+static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
+{
+    if (m->has_names) {
+        int rc = ctrl_node_table(ns->ctrl, node, m->table, m->names, m->nnames);
+        if (rc < 0) {
+            log_error("node %s: cannot take its table: %s", m->node, strerror(-rc));
+            return;
+        }
+    }
+    int rc = ctrl_node_report(ns->ctrl, node, m->period, m->interval, m->table, m->peer_table,
+                              m->completions, m->busy_seconds, m->report, m->count);
+    if (rc == -ESTALE) {
+        proto_stats_note(&ns->pst, PROTO_E_TABLE);
+        send_error(ns, m->node, "unknown_table", "send your bucket names");
+    } else if (rc < 0) {
+        proto_stats_note(&ns->pst, PROTO_E_RANGE);
+        send_error(ns, m->node, "bad_message", "record outside your table");
+    }
+    pclock_report(ns->clk, now);
+}
+
+void nodes_drain(nodes_t *ns)
+{
+    for (int budget = 0; budget < 100000; budget++) {
+        char id[PROTO_NAME_MAX + 1];
+        size_t idlen = 0;
+        proto_reason_t why;
+        double t0 = mono_now();
+        int rc = proto_recv(ns->sock, id, sizeof id - 1, &idlen, &ns->in, &ns->pst, &why,
+                            known_node, ns, ZMQ_DONTWAIT);
+        double now = mono_now();
+        if (rc == -EAGAIN || rc == -EINTR)
+            return;
+        ns->cur->decode += now - t0;
+        if (rc == -EPROTO) {
+            id[idlen] = '\0';
+            log_warn("bad message from '%s' dropped: %s", id, proto_reason_str(why));
+            continue;
+        }
+        if (rc < 0) {
+            log_error("receive: %s", zmq_strerror(-rc));
+            return;
+        }
+        proto_msg_t *m = &ns->in;
+        if (rc == PROTO_RECV_UNKNOWN) {
+            if (m->type == PROTO_REPORT)
+                ns->hooks.adopt(ns->hooks.arg, m, now);
+            if (m->type != PROTO_GOODBYE)
+                send_error(ns, m->node, "unknown_node", "say hello first");
+            continue;
+        }
+        if (m->type == PROTO_HELLO) {
+            on_hello(ns, m, now);
+            continue;
+        }
+        int node = ctrl_node_find(ns->ctrl, m->node);
+        double *x = last_msg(ns, node);
+        if (x)
+            *x = now;
+        double t1 = mono_now();
+        switch (m->type) {
+        case PROTO_REPORT:
+            ns->hooks.adopt(ns->hooks.arg, m, now);
+            on_report(ns, m, node, now);
+            break;
+        case PROTO_HEARTBEAT:
+            ctrl_node_seen(ns->ctrl, node, m->peer_table);
+            break;
+        case PROTO_GOODBYE:
+            ctrl_node_goodbye(ns->ctrl, node);
+            break;
+        default:
+            proto_stats_note(&ns->pst, PROTO_E_TYPE);
+            log_debug("node %s sent a %s message; ignored", m->node, proto_type_str(m->type));
+            break;
+        }
+        ns->cur->decode += mono_now() - t1;
+        ns->hooks.tick(ns->hooks.arg, mono_now());
+    }
+}

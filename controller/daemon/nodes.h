@@ -1,0 +1,65 @@
+/* nodes.h - bqos-controller's node endpoint: the ROUTER socket's side of the control protocol (hellos and welcomes, reports, heartbeats, goodbyes in; tokens, heartbeats and errors out).
+ *
+ * A nodes_t belongs to the controller's loop thread, as do the socket, the
+ * ctrl_t, the clock and the timing it borrows; nothing locks. */
+#ifndef BQOS_NODES_H
+#define BQOS_NODES_H
+
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "controller/ctrl.h"
+#include "controller/daemon/clock.h"
+#include "controller/daemon/timing.h"
+
+/* What the node endpoint asks of the loop while it drains messages. */
+typedef struct {
+    /* A message from a node carried its clock (hello with timing, report):
+     * the loop may adopt it (pclock_adopt) and then tick. */
+    void (*adopt)(void *arg, const proto_msg_t *m, double now);
+    /* After each message of a registered node: the loop moves its clock
+     * (a round may close once every node has reported). */
+    void (*tick)(void *arg, double now);
+    void *arg;
+} nodes_hooks_t;
+
+typedef struct {
+    void *sock;            /* bound ROUTER (borrowed: the caller closes it) */
+    ctrl_t *ctrl;          /* borrowed */
+    pclock_t *clk;         /* borrowed: timing of what is sent; reports noted */
+    split_t *cur;          /* borrowed: decode, encode and send times of the
+                              round are added here */
+    nodes_hooks_t hooks;
+    proto_msg_t in;        /* the message being handled */
+    proto_enc_t enc;       /* encoder buffers, reused */
+    proto_stats_t pst;     /* messages accepted and rejected, by reason */
+    uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
+    double *last_msg;      /* [nlast]: per node index, monotonic seconds of
+                              its last message, 0 = never */
+    int nlast;
+} nodes_t;
+
+/* Sets up ns around the bound ROUTER socket `sock` with what it borrows.
+ * Cannot fail. */
+void nodes_init(nodes_t *ns, void *sock, ctrl_t *ctrl, pclock_t *clk, split_t *cur,
+                const nodes_hooks_t *hooks);
+
+/* Frees what ns owns (not the socket).  Accepts a zeroed ns. */
+void nodes_clear(nodes_t *ns);
+
+/* Handles every message waiting on the socket (at most 100,000 at a time),
+ * without blocking: registers nodes and welcomes them, applies reports
+ * (answering unknown_table or bad_message errors), notes heartbeats and
+ * goodbyes, and tells the unknown to say hello.  Bad messages are counted
+ * and logged, never fatal. */
+void nodes_drain(nodes_t *ns);
+
+/* Sends every up node its token records of the round just computed, or a
+ * heartbeat if the round was skipped (`res`) or there is nothing to say.
+ * A send that fails (full queue, node gone) is counted and dropped. */
+void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now);
+
+/* Monotonic seconds of node `node`'s last message; 0 if never or unknown. */
+double nodes_last_msg(const nodes_t *ns, int node);
+
+#endif
