@@ -1,4 +1,5 @@
-# controller/ - bqos-controller: reservation files, admission control, estimators, control loop
+# controller/ - bqos-controller: reservation files, admission control, estimators, control loop;
+# daemon/ is the program, ctl/ is bqos-ctl, bench/ the benchmarks.
 LIBS += controller
 controller_SRCS = controller/bucketfile.c controller/admission.c controller/estimate.c \
                   controller/ctrl.c controller/round.c
@@ -7,6 +8,10 @@ PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
                       controller/daemon/admin.c
 bqos-controller_LIBS = controller pshift proto common
+
+PROGS += bqos-ctl
+bqos-ctl_SRCS = controller/ctl/ctl.c
+bqos-ctl_LIBS = proto common
 
 PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
@@ -17,7 +22,7 @@ PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
-TESTS += test_bucketfile test_estimate test_admission test_ctrl
+TESTS += test_bucketfile test_estimate test_admission test_ctrl test_clock test_ctl
 test_bucketfile_SRCS = tests/test_bucketfile.c
 test_bucketfile_LIBS = controller common
 test_estimate_SRCS = tests/test_estimate.c
@@ -26,7 +31,8 @@ test_admission_SRCS = tests/test_admission.c
 test_admission_LIBS = controller common
 test_ctrl_SRCS = tests/test_ctrl.c
 test_ctrl_LIBS = controller pshift proto common
-ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh
-
-# bqos-ctl and friends (another engineer's fragment), if present.
--include controller/ctl.mk
+test_clock_SRCS = tests/test_clock.c controller/daemon/clock.c
+test_clock_LIBS = proto common
+test_ctl_SRCS = tests/test_ctl.c
+test_ctl_LIBS = common
+ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh

@@ -1,0 +1,121 @@
+/* test_clock.c - Check suite for controller/daemon/clock: intervals, round deadlines, skipped periods, timing fields and adoption of the nodes' clock. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "controller/daemon/clock.h"
+
+/* T = 1 s in K = 4 intervals of 0.25 s, rounds wait half an interval;
+ * started at t = 10 (binary fractions: the arithmetic is exact). */
+static void start(pclock_t *pc)
+{
+    pclock_init(pc, 1.0, 4, 0.5, 10.0);
+}
+
+START_TEST(test_clock_rounds)
+{
+    pclock_t pc;
+    start(&pc);
+    ck_assert(pclock_due(&pc, 10.0)); /* no round yet */
+    ck_assert_double_eq(pclock_begin(&pc, 10.0), 1.0);
+    ck_assert_uint_eq(pc.period, 1);
+    ck_assert_uint_eq(pc.interval, 0);
+    ck_assert(pc.round_open);
+    ck_assert(!pclock_due(&pc, 10.2));
+    ck_assert(!pclock_expired(&pc, 10.0625));
+    ck_assert(pclock_expired(&pc, 10.125));
+    ck_assert_double_eq(pclock_next(&pc), 10.125); /* the deadline */
+    pclock_report(&pc, 10.0625);
+    ck_assert_double_eq(pclock_close(&pc, 10.125), 0.0625); /* to the last report */
+    ck_assert(!pc.round_open);
+    ck_assert_double_eq(pclock_next(&pc), 10.25); /* the next boundary */
+    ck_assert(pclock_due(&pc, 10.25));
+    ck_assert_double_eq(pclock_begin(&pc, 10.25), 0.75);
+    ck_assert_uint_eq(pc.interval, 1);
+    ck_assert_double_eq(pclock_close(&pc, 10.5), 0.25); /* no report: to now */
+}
+END_TEST
+
+START_TEST(test_clock_skips_periods)
+{
+    pclock_t pc;
+    start(&pc);
+    pclock_begin(&pc, 10.0);
+    ck_assert(pclock_due(&pc, 13.5));
+    ck_assert_double_eq(pclock_begin(&pc, 13.5), 0.5);
+    ck_assert_uint_eq(pc.period, 4);
+    ck_assert_uint_eq(pc.interval, 2);
+    ck_assert_double_eq(pc.period_start, 13.0);
+}
+END_TEST
+
+START_TEST(test_clock_timing)
+{
+    pclock_t pc;
+    start(&pc);
+    pclock_begin(&pc, 10.5);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    pclock_fill_timing(&pc, &m, 10.75);
+    ck_assert(m.has_timing);
+    ck_assert_uint_eq(m.period, 1);
+    ck_assert_uint_eq(m.interval, 2);
+    ck_assert_uint_eq(m.intervals, 4);
+    ck_assert_uint_eq(m.period_ms, 1000);
+    ck_assert_uint_eq(m.remaining_ms, 250);
+    pclock_fill_timing(&pc, &m, 12.0); /* late: nothing left */
+    ck_assert_uint_eq(m.remaining_ms, 0);
+}
+END_TEST
+
+START_TEST(test_clock_adopt)
+{
+    pclock_t pc;
+    start(&pc);
+    pclock_begin(&pc, 10.0);
+    ck_assert(!pclock_adopt(&pc, 0, 0, 0, 10.5)); /* no clock given: not considered */
+    ck_assert(pclock_adopt(&pc, 7, 2, 250, 10.5));
+    ck_assert_uint_eq(pc.period, 7);
+    ck_assert_double_eq(pc.period_start, 9.75);
+    ck_assert(!pc.round_open);
+    ck_assert(pclock_due(&pc, 10.5));
+    pclock_begin(&pc, 10.5);
+    ck_assert_uint_eq(pc.period, 7);
+    ck_assert_uint_eq(pc.interval, 3);
+    ck_assert(!pclock_adopt(&pc, 3, 0, 900, 10.6)); /* once only */
+}
+END_TEST
+
+START_TEST(test_clock_adopt_own_or_late)
+{
+    pclock_t pc;
+    start(&pc);
+    pclock_begin(&pc, 10.0);
+    /* A node that follows our clock already: nothing to adopt. */
+    ck_assert(!pclock_adopt(&pc, 1, 1, 750, 10.25));
+    ck_assert_uint_eq(pc.period, 1);
+    start(&pc);
+    pclock_begin(&pc, 10.0);
+    /* More than two periods after the start: too late to adopt. */
+    ck_assert(!pclock_adopt(&pc, 9, 0, 500, 12.5));
+    ck_assert_uint_eq(pc.period, 1);
+}
+END_TEST
+
+int main(void)
+{
+    bqos_log_init("test_clock", BQOS_LOG_ERROR);
+    Suite *s = suite_create("clock");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_clock_rounds);
+    tcase_add_test(tc, test_clock_skips_periods);
+    tcase_add_test(tc, test_clock_timing);
+    tcase_add_test(tc, test_clock_adopt);
+    tcase_add_test(tc, test_clock_adopt_own_or_late);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
