@@ -7,6 +7,19 @@
 #include "controller/ctrl.h"
 #include "controller/ctrl_int.h"
 
+/* ctrl_compute() (at the end) runs the phases in this order:
+ *   phase_liveness   silent nodes down, records emptied
+ *   phase_estimate   served sums, demand estimates; nothing moved: skipped
+ *   phase_budgets    headroom and remaining reservation per bucket
+ *   phase_rpass      the R problem: build, solve, read back
+ *   phase_lpass      the L problem on the residual: build, solve, read back
+ *   prov_plan        which limited buckets get a provisional split
+ *   phase_push       token records per up node
+ *   prov_walk        the provisional splits' records
+ * The helpers of those phases come first. */
+
+/* ---- helpers ------------------------------------------------------------- */
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -20,6 +33,8 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
     return p->served;
 }
 
+/* Grows the scratch arrays of a computation to the current numbers of
+ * buckets, nodes and active pairs.  Returns 0 or -ENOMEM. */
 static int grow_scratch(ctrl_t *c)
 {
     if (c->nb + 1 > c->capcnt) {
