@@ -183,25 +183,39 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
 {
     int rc = 0;
     struct option *lo = calloc(cmd->n + 1, sizeof *lo);
-    if (!lo)
-        return opts_fail(cmd, "out of memory");
+    char *so = malloc(2 * cmd->n + 2);
+    if (!lo || !so) {
+        rc = opts_fail(cmd, "out of memory");
+        goto out;
+    }
+    size_t sn = 0;
+    so[sn++] = ':';
     for (size_t i = 0; i < cmd->n; i++) {
         const opts_row_t *r = &cmd->rows[i];
         lo[i] = (struct option){r->name, r->type == OPTS_FLAG ? no_argument : required_argument,
                                 NULL, ID0 + (int)i};
+        if (r->shrt) {
+            so[sn++] = r->shrt;
+            if (r->type != OPTS_FLAG)
+                so[sn++] = ':';
+        }
         if (r->deflt && r->type != OPTS_FLAG && set_value(r, r->deflt) < 0) {
             rc = bad_value(cmd, r, r->deflt, "default");
             goto out;
         }
     }
+    so[sn] = '\0';
     optind = 0; /* glibc: start afresh (tests parse several argv) */
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
         if (c == ':') {
             rc = opts_fail(cmd, "option '%s' needs an argument", argv[optind - 1]);
             goto out;
         }
+        for (size_t i = 0; c > 0 && c < ID0 && i < cmd->n; i++)
+            if (cmd->rows[i].shrt == c)
+                c = ID0 + (int)i;
         if (c < ID0 || c >= ID0 + (int)cmd->n) {
             if (optopt && optopt < ID0)
                 rc = opts_fail(cmd, "unknown option '-%c'", optopt);
@@ -230,6 +244,7 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
         rc = opts_fail(cmd, "unexpected argument '%s'", argv[optind]);
 out:
     free(lo);
+    free(so);
     return rc;
 }
 
@@ -277,10 +292,14 @@ static void expand(const opts_row_t *r, char *out, size_t cap)
 }
 
 /* Prints one row in man-page style. */
-static void print_man(FILE *out, const char *name, const char *arg, const char *help,
+static void print_man(FILE *out, char shrt, const char *name, const char *arg, const char *help,
                       const char *deflt)
 {
-    fprintf(out, "    --%s%s%s\n", name, arg ? " " : "", arg ? arg : "");
+    if (shrt)
+        fprintf(out, "    -%c, ", shrt);
+    else
+        fputs("    ", out);
+    fprintf(out, "--%s%s%s\n", name, arg ? " " : "", arg ? arg : "");
     for (const char *p = help; p && *p;) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
@@ -298,7 +317,7 @@ void opts_help(FILE *out, const opts_row_t *t, size_t n)
         if (!t[i].help)
             continue;
         expand(&t[i], text, sizeof text);
-        print_man(out, t[i].name, t[i].arg, text,
+        print_man(out, t[i].shrt, t[i].name, t[i].arg, text,
                   strstr(t[i].help, "{default}") ? NULL : shown_default(&t[i]));
     }
 }
@@ -311,7 +330,10 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width)
         if (!r->help)
             continue;
         expand(r, text, sizeof text);
-        int hl = snprintf(head, sizeof head, "--%s%s%s", r->name, r->arg ? " " : "",
+        char sh[8] = "";
+        if (r->shrt)
+            snprintf(sh, sizeof sh, "-%c, ", r->shrt);
+        int hl = snprintf(head, sizeof head, "%s--%s%s%s", sh, r->name, r->arg ? " " : "",
                           r->arg ? r->arg : "");
         if (hl + 2 <= width)
             fprintf(out, "  %-*s", width, head);
@@ -346,7 +368,7 @@ void opts_getopt(const opts_t *t, size_t n, struct option *lo)
 void opts_usage(FILE *out, const opts_t *t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        print_man(out, t[i].name, t[i].arg, t[i].help, t[i].deflt);
+        print_man(out, 0, t[i].name, t[i].arg, t[i].help, t[i].deflt);
 }
 
 const char *opts_name(const opts_t *t, size_t n, int id)

@@ -34,6 +34,7 @@ enum {
 typedef struct {
     const char *name;         /* long option, without "--" */
     opts_type_t type;
+    char shrt;                /* short option letter, or 0 for none */
     void *target;             /* where the value goes (see opts_type_t); NULL: ignored */
     const char *deflt;        /* text parsed into target before argv (and shown as the
                                * default); NULL: the caller initialises the target */
@@ -74,12 +75,12 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi);
  * for the checks a program makes after opts_parse().  Returns -EINVAL. */
 int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prints the rows as man-page text: "    --name ARG", the help lines indented
+/* Prints the rows as man-page text: "    --name ARG" (or "    -x, --name ARG"), the help lines indented
  * by 8, then "        Default: X." (X from show or deflt, unless the help
  * already says "{default}"). */
 void opts_help(FILE *out, const opts_row_t *t, size_t n);
 
-/* Prints the rows as a compact list: "  --name ARG" padded to `width`
+/* Prints the rows as a compact list: "  --name ARG" (or "  -x, --name ARG") padded to `width`
  * columns (or followed by two spaces when longer), the help lines
  * (continuations indented to the same column), and " (default X)" after
  * the last line unless the help says "{default}" or there is none. */

@@ -103,9 +103,9 @@ static void rows_for(set_t *s, opts_row_t *rows)
     const opts_row_t t[] = {
         {.name = "file", .type = OPTS_STRING, .target = &s->file, .arg = "FILE",
          .show = "(required)", .help = "Input file."},
-        {.name = "flag", .type = OPTS_FLAG, .target = &s->flag, .help = "A flag."},
-        {.name = "n", .type = OPTS_INT, .target = &s->n, .arg = "N", .deflt = "5", .min = 1,
-         .max = 10, .help = "Count ({range})."},
+        {.name = "flag", .type = OPTS_FLAG, .shrt = 'f', .target = &s->flag, .help = "A flag."},
+        {.name = "n", .type = OPTS_INT, .shrt = 'n', .target = &s->n, .arg = "N", .deflt = "5",
+         .min = 1, .max = 10, .help = "Count ({range})."},
         {.name = "u", .type = OPTS_UINT, .target = &s->u, .arg = "N", .deflt = "7",
          .help = "Unsigned."},
         {.name = "big", .type = OPTS_I64, .target = &s->big, .arg = "N", .min = -5,
@@ -242,6 +242,17 @@ START_TEST(test_opts_parse_stop_and_arguments)
     ck_assert_int_eq(parse(&s, (const char *[]){"--n", "3", "--stop", "--n", "0", NULL}, NULL), 1);
     ck_assert_int_eq(s.stop, 1);
     ck_assert_int_eq(s.n, 3);
+    /* Short letters; a bundle of flags and a value. */
+    ck_assert_int_eq(parse(&s, (const char *[]){"-f", "-n", "7", NULL}, NULL), 0);
+    ck_assert_int_eq(s.flag, 1);
+    ck_assert_int_eq(s.n, 7);
+    ck_assert_int_eq(parse(&s, (const char *[]){"-fn8", NULL}, NULL), 0);
+    ck_assert_int_eq(s.flag, 1);
+    ck_assert_int_eq(s.n, 8);
+    ck_assert_int_eq(parse(&s, (const char *[]){"-n", "0", NULL}, NULL), -EINVAL);
+    ck_assert_str_eq(errbuf, "prog: bad value '0' for --n (an integer 1..10)\nTry 'prog --help'.\n");
+    ck_assert_int_eq(parse(&s, (const char *[]){"-n", NULL}, NULL), -EINVAL);
+    ck_assert_str_eq(errbuf, "prog: option '-n' needs an argument\nTry 'prog --help'.\n");
     /* The last of a repeated option wins. */
     ck_assert_int_eq(parse(&s, (const char *[]){"--n", "3", "--n", "4", NULL}, NULL), 0);
     ck_assert_int_eq(s.n, 4);
@@ -295,9 +306,9 @@ START_TEST(test_opts_help_man)
     ck_assert_str_eq(buf, "    --file FILE\n"
                           "        Input file.\n"
                           "        Default: (required).\n"
-                          "    --flag\n"
+                          "    -f, --flag\n"
                           "        A flag.\n"
-                          "    --n N\n"
+                          "    -n, --n N\n"
                           "        Count (1..10).\n"
                           "        Default: 5.\n"
                           "    --u N\n"
@@ -334,8 +345,8 @@ START_TEST(test_opts_help_list)
 {
     char *buf = help_text(1);
     ck_assert_str_eq(buf, "  --file FILE     Input file. (default (required))\n"
-                          "  --flag          A flag.\n"
-                          "  --n N           Count (1..10). (default 5)\n"
+                          "  -f, --flag      A flag.\n"
+                          "  -n, --n N       Count (1..10). (default 5)\n"
                           "  --u N           Unsigned. (default 7)\n");
     free(buf);
     /* Long heads push the text two spaces on; continuations line up. */
