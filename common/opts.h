@@ -6,6 +6,26 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Example (controller/daemon/main.c, controller/ctl/ctl.c follow it):
+ *
+ *     typedef struct { int intervals; const char *file; int help; } settings_t;
+ *     settings_t s = {0};
+ *     const opts_row_t rows[] = {
+ *         {.name = "intervals", .type = OPTS_INT, .target = &s.intervals, .arg = "K",
+ *          .deflt = "5", .min = 1, .max = 1000, .help = "Intervals per period ({range})."},
+ *         {.name = "file", .type = OPTS_STRING, .target = &s.file, .arg = "FILE",
+ *          .show = "(required)", .help = "Input file."},
+ *         {.name = "help", .type = OPTS_FLAG, .target = &s.help, .flags = OPTS_STOP,
+ *          .help = "Print this help and exit."},
+ *     };
+ *     const opts_cmd_t cmd = {.prog = "prog", .rows = rows, .n = 3};
+ *     int rc = opts_parse(&cmd, argc, argv, NULL);
+ *     if (rc < 0)
+ *         return 2;
+ *     if (s.help)
+ *         return opts_help(stdout, rows, 3), 0;
+ */
+
 /* What an option's argument is and what its target points to. */
 typedef enum {
     OPTS_FLAG,     /* no argument; int target set to 1 */
@@ -37,7 +57,8 @@ typedef struct {
     char shrt;                /* short option letter, or 0 for none */
     void *target;             /* where the value goes (see opts_type_t); NULL: ignored */
     const char *deflt;        /* text parsed into target before argv (and shown as the
-                               * default); NULL: the caller initialises the target */
+                               * default; OPTS_FLAG: only shown); NULL: the caller
+                               * initialises the target */
     double min, max;          /* inclusive bounds of numbers when min < max; otherwise
                                * the target type's range (integer bounds within 2^53) */
     const char *arg;          /* argument name in --help; NULL for OPTS_FLAG */
@@ -79,6 +100,7 @@ int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...) __attribute__((format
  * by 8, then "        Default: X." (X from show or deflt, unless the help
  * already says "{default}"). */
 void opts_help(FILE *out, const opts_row_t *t, size_t n);
+/* (The help printers only read the rows: any thread may call them.) */
 
 /* Prints the rows as a compact list: "  --name ARG" (or "  -x, --name ARG") padded to `width`
  * columns (or followed by two spaces when longer), the help lines
