@@ -1,6 +1,6 @@
 # common/ - code shared by every program (logging, helpers)
 LIBS += common
-common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/mono.c
+common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c
 TESTS += test_log
 test_log_SRCS = tests/test_log.c
 test_log_LIBS = common

@@ -1,7 +1,361 @@
-/* opts.c - option tables for getopt_long and --help. */
+/* opts.c - the typed option table: defaults, getopt_long parsing with types and bounds, and --help from the rows. */
 #include "common/opts.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/num.h"
+
+/* Long options get ids past every character getopt_long may return. */
+#define ID0 256
+
+/* ---- values -------------------------------------------------------------- */
+
+static int is_integer(opts_type_t t)
+{
+    return t == OPTS_INT || t == OPTS_UINT || t == OPTS_I64 || t == OPTS_U64 || t == OPTS_SIZE;
+}
+
+/* The largest value the target type holds, as a double. */
+static double type_max(opts_type_t t)
+{
+    switch (t) {
+    case OPTS_INT: return INT_MAX;
+    case OPTS_UINT: return UINT_MAX;
+    case OPTS_I64: return (double)INT64_MAX;
+    case OPTS_U64: return (double)UINT64_MAX;
+    case OPTS_SIZE: return (double)SIZE_MAX;
+    default: return INFINITY;
+    }
+}
+
+static int bounded(const opts_row_t *r)
+{
+    return r->min < r->max;
+}
+
+static int in_bounds(const opts_row_t *r, double v)
+{
+    if ((bounded(r) || (r->flags & OPTS_XMIN)) && !((r->flags & OPTS_XMIN) ? v > r->min : v >= r->min))
+        return 0;
+    return !bounded(r) || v <= r->max;
+}
+
+/* Parses arg into r's target.  Returns 0, -EINVAL or -ERANGE. */
+static int set_value(const opts_row_t *r, const char *arg)
+{
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0;
+    int rc = 0;
+    switch (r->type) {
+    case OPTS_FLAG:
+        break;
+    case OPTS_STRING:
+        if (r->target)
+            *(const char **)r->target = arg;
+        return 0;
+    case OPTS_INT:
+    case OPTS_I64:
+        rc = num_i64(arg, &i);
+        if (rc == 0 && r->type == OPTS_INT && (i < INT_MIN || i > INT_MAX))
+            rc = -ERANGE;
+        d = (double)i;
+        break;
+    case OPTS_UINT:
+    case OPTS_U64:
+    case OPTS_SIZE:
+        rc = num_u64(arg, &u);
+        if (rc == 0 && (double)u > type_max(r->type))
+            rc = -ERANGE;
+        d = (double)u;
+        break;
+    case OPTS_DOUBLE:
+        rc = num_double(arg, &d);
+        break;
+    case OPTS_DURATION:
+        rc = num_duration(arg, &d);
+        break;
+    case OPTS_ENUM:
+        for (size_t k = 0; r->names && r->names[k]; k++) {
+            if (strcmp(arg, r->names[k]) == 0) {
+                if (r->target)
+                    *(int *)r->target = (int)k;
+                return 0;
+            }
+        }
+        return -EINVAL;
+    case OPTS_FUNC:
+        return r->func ? r->func(arg, r->target) : -EINVAL;
+    }
+    if (rc == 0 && !in_bounds(r, d))
+        rc = -ERANGE;
+    if (rc < 0 || !r->target)
+        return rc;
+    switch (r->type) {
+    case OPTS_FLAG: *(int *)r->target = 1; break;
+    case OPTS_INT: *(int *)r->target = (int)i; break;
+    case OPTS_I64: *(int64_t *)r->target = i; break;
+    case OPTS_UINT: *(unsigned *)r->target = (unsigned)u; break;
+    case OPTS_U64: *(uint64_t *)r->target = u; break;
+    case OPTS_SIZE: *(size_t *)r->target = (size_t)u; break;
+    default: *(double *)r->target = d; break;
+    }
+    return 0;
+}
+
+/* Formats a bound: integers in full ("9007199254740992", not "9.0e+15"). */
+static const char *fmt_num(double v, char *buf, size_t cap)
+{
+    if (v == floor(v) && fabs(v) < 1e19)
+        snprintf(buf, cap, "%.0f", v);
+    else
+        snprintf(buf, cap, "%.15g", v);
+    return buf;
+}
+
+/* What the option wants, for error messages: "an integer 1..1000". */
+static void want(const opts_row_t *r, char *buf, size_t cap)
+{
+    const char *what = is_integer(r->type) ? "an integer"
+                       : r->type == OPTS_DOUBLE ? "a number"
+                       : r->type == OPTS_DURATION ? "a duration"
+                       : NULL;
+    if (r->type == OPTS_ENUM) {
+        size_t len = 0;
+        buf[0] = '\0';
+        for (size_t k = 0; r->names && r->names[k] && len < cap; k++)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", k == 0 ? "" : !r->names[k + 1] ? " or " : ", ",
+                                    r->names[k]);
+        return;
+    }
+    if (!what) {
+        snprintf(buf, cap, "%s", r->arg ? r->arg : "a value");
+        return;
+    }
+    const char *ge = (r->flags & OPTS_XMIN) ? ">" : ">=";
+    const char *unit = r->type == OPTS_DURATION ? " s; unit s or ms" : "";
+    char lo[32], hi[32];
+    fmt_num(r->min, lo, sizeof lo);
+    fmt_num(r->max, hi, sizeof hi);
+    if (bounded(r) && r->max < type_max(r->type))
+        snprintf(buf, cap, "%s %s..%s%s", what, lo, hi, unit);
+    else if (bounded(r) || (r->flags & OPTS_XMIN))
+        snprintf(buf, cap, "%s %s %s%s", what, ge, lo, unit);
+    else if (r->type == OPTS_UINT || r->type == OPTS_U64 || r->type == OPTS_SIZE)
+        snprintf(buf, cap, "%s >= 0", what);
+    else
+        snprintf(buf, cap, "%s%s", what, r->type == OPTS_DURATION ? " (s or ms)" : "");
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+static void vfail(const opts_cmd_t *cmd, const char *fmt, va_list ap)
+{
+    FILE *err = cmd->err ? cmd->err : stderr;
+    fprintf(err, "%s: ", cmd->prog);
+    vfprintf(err, fmt, ap);
+    fprintf(err, "\nTry '%s --help'.\n", cmd->prog);
+}
+
+int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(cmd, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static int bad_value(const opts_cmd_t *cmd, const opts_row_t *r, const char *arg, const char *what)
+{
+    char w[256];
+    want(r, w, sizeof w);
+    return opts_fail(cmd, "bad %s '%s' for --%s (%s)", what, arg, r->name, w);
+}
+
+int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
+{
+    int rc = 0;
+    struct option *lo = calloc(cmd->n + 1, sizeof *lo);
+    char *so = malloc(2 * cmd->n + 2);
+    if (!lo || !so) {
+        rc = opts_fail(cmd, "out of memory");
+        goto out;
+    }
+    size_t sn = 0;
+    so[sn++] = ':';
+    for (size_t i = 0; i < cmd->n; i++) {
+        const opts_row_t *r = &cmd->rows[i];
+        lo[i] = (struct option){r->name, r->type == OPTS_FLAG ? no_argument : required_argument,
+                                NULL, ID0 + (int)i};
+        if (r->shrt) {
+            so[sn++] = r->shrt;
+            if (r->type != OPTS_FLAG)
+                so[sn++] = ':';
+        }
+        if (r->deflt && r->type != OPTS_FLAG && set_value(r, r->deflt) < 0) {
+            rc = bad_value(cmd, r, r->deflt, "default");
+            goto out;
+        }
+    }
+    so[sn] = '\0';
+    optind = 0; /* glibc: start afresh (tests parse several argv) */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+        if (c == ':') {
+            rc = opts_fail(cmd, "option '%s' needs an argument", argv[optind - 1]);
+            goto out;
+        }
+        for (size_t i = 0; c > 0 && c < ID0 && i < cmd->n; i++)
+            if (cmd->rows[i].shrt == c)
+                c = ID0 + (int)i;
+        if (c < ID0 || c >= ID0 + (int)cmd->n) {
+            if (optopt && optopt < ID0)
+                rc = opts_fail(cmd, "unknown option '-%c'", optopt);
+            else
+                rc = opts_fail(cmd, "unknown option '%s'", argv[optind - 1]);
+            goto out;
+        }
+        const opts_row_t *r = &cmd->rows[c - ID0];
+        if (r->type == OPTS_FLAG) {
+            if (r->target)
+                *(int *)r->target = 1;
+        } else if (set_value(r, optarg) < 0) {
+            rc = bad_value(cmd, r, optarg, "value");
+            goto out;
+        }
+        if (r->given)
+            *r->given = 1;
+        if (r->flags & OPTS_STOP) {
+            rc = 1;
+            goto out;
+        }
+    }
+    if (argi)
+        *argi = optind;
+    else if (optind < argc)
+        rc = opts_fail(cmd, "unexpected argument '%s'", argv[optind]);
+out:
+    free(lo);
+    free(so);
+    return rc;
+}
+
+/* ---- help ---------------------------------------------------------------- */
+
+static const char *shown_default(const opts_row_t *r)
+{
+    return r->show ? r->show : r->deflt;
+}
+
+/* Copies r's help into out with {default}, {min}, {max} and {range}
+ * replaced (truncated to cap). */
+static void expand(const opts_row_t *r, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (const char *p = r->help; *p && len + 1 < cap;) {
+        char val[96], lo[32], hi[32];
+        const char *v = NULL;
+        size_t skip = 0;
+        if (strncmp(p, "{default}", 9) == 0) {
+            v = shown_default(r) ? shown_default(r) : "";
+            skip = 9;
+        } else if (strncmp(p, "{min}", 5) == 0) {
+            fmt_num(r->min, val, sizeof val);
+            v = val, skip = 5;
+        } else if (strncmp(p, "{max}", 5) == 0) {
+            fmt_num(r->max, val, sizeof val);
+            v = val, skip = 5;
+        } else if (strncmp(p, "{range}", 7) == 0) {
+            snprintf(val, sizeof val, "%s..%s", fmt_num(r->min, lo, sizeof lo),
+                     fmt_num(r->max, hi, sizeof hi));
+            v = val, skip = 7;
+        }
+        if (v) {
+            len += (size_t)snprintf(out + len, cap - len, "%s", v);
+            if (len >= cap)
+                len = cap - 1;
+            p += skip;
+        } else {
+            out[len++] = *p++;
+            out[len] = '\0';
+        }
+    }
+}
+
+/* Prints one row in man-page style. */
+static void print_man(FILE *out, char shrt, const char *name, const char *arg, const char *help,
+                      const char *deflt)
+{
+    if (shrt)
+        fprintf(out, "    -%c, ", shrt);
+    else
+        fputs("    ", out);
+    fprintf(out, "--%s%s%s\n", name, arg ? " " : "", arg ? arg : "");
+    for (const char *p = help; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(out, "        %.*s\n", len, p);
+        p += len + (nl ? 1 : 0);
+    }
+    if (deflt)
+        fprintf(out, "        Default: %s.\n", deflt);
+}
+
+void opts_help(FILE *out, const opts_row_t *t, size_t n)
+{
+    char text[4096];
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].help)
+            continue;
+        expand(&t[i], text, sizeof text);
+        print_man(out, t[i].shrt, t[i].name, t[i].arg, text,
+                  strstr(t[i].help, "{default}") ? NULL : shown_default(&t[i]));
+    }
+}
+
+void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width)
+{
+    char text[4096], head[128];
+    for (size_t i = 0; i < n; i++) {
+        const opts_row_t *r = &t[i];
+        if (!r->help)
+            continue;
+        expand(r, text, sizeof text);
+        char sh[8] = "";
+        if (r->shrt)
+            snprintf(sh, sizeof sh, "-%c, ", r->shrt);
+        int hl = snprintf(head, sizeof head, "%s--%s%s%s", sh, r->name, r->arg ? " " : "",
+                          r->arg ? r->arg : "");
+        if (hl + 2 <= width)
+            fprintf(out, "  %-*s", width, head);
+        else
+            fprintf(out, "  %s  ", head);
+        const char *d = strstr(r->help, "{default}") ? NULL : shown_default(r);
+        const char *p = text;
+        int first = 1;
+        do {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            fprintf(out, "%*s%.*s", first ? 0 : width + 2, "", len, p);
+            if (!nl && d)
+                fprintf(out, "%s(default %s)", len ? " " : "", d);
+            fputc('\n', out);
+            p = nl ? nl + 1 : p + len;
+            first = 0;
+        } while (*p);
+    }
+}
+
+/* ---- legacy table -------------------------------------------------------- */
 
 void opts_getopt(const opts_t *t, size_t n, struct option *lo)
 {
@@ -13,17 +367,8 @@ void opts_getopt(const opts_t *t, size_t n, struct option *lo)
 
 void opts_usage(FILE *out, const opts_t *t, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        fprintf(out, "    --%s%s%s\n", t[i].name, t[i].arg ? " " : "", t[i].arg ? t[i].arg : "");
-        for (const char *p = t[i].help; p && *p;) {
-            const char *nl = strchr(p, '\n');
-            int len = nl ? (int)(nl - p) : (int)strlen(p);
-            fprintf(out, "        %.*s\n", len, p);
-            p += len + (nl ? 1 : 0);
-        }
-        if (t[i].deflt)
-            fprintf(out, "        Default: %s.\n", t[i].deflt);
-    }
+    for (size_t i = 0; i < n; i++)
+        print_man(out, 0, t[i].name, t[i].arg, t[i].help, t[i].deflt);
 }
 
 const char *opts_name(const opts_t *t, size_t n, int id)

@@ -1,10 +1,114 @@
-/* opts.h - option tables: one row per long option drives getopt_long, the --help text and error messages. */
+/* opts.h - the typed option table: one row per long option gives its name, type, target, default, bounds and help; one call parses argv into the targets and --help is printed from the rows. */
 #ifndef BQOS_OPTS_H
 #define BQOS_OPTS_H
 
 #include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
+
+/* Example (controller/daemon/main.c, controller/ctl/ctl.c follow it):
+ *
+ *     typedef struct { int intervals; const char *file; int help; } settings_t;
+ *     settings_t s = {0};
+ *     const opts_row_t rows[] = {
+ *         {.name = "intervals", .type = OPTS_INT, .target = &s.intervals, .arg = "K",
+ *          .deflt = "5", .min = 1, .max = 1000, .help = "Intervals per period ({range})."},
+ *         {.name = "file", .type = OPTS_STRING, .target = &s.file, .arg = "FILE",
+ *          .show = "(required)", .help = "Input file."},
+ *         {.name = "help", .type = OPTS_FLAG, .target = &s.help, .flags = OPTS_STOP,
+ *          .help = "Print this help and exit."},
+ *     };
+ *     const opts_cmd_t cmd = {.prog = "prog", .rows = rows, .n = 3};
+ *     int rc = opts_parse(&cmd, argc, argv, NULL);
+ *     if (rc < 0)
+ *         return 2;
+ *     if (s.help)
+ *         return opts_help(stdout, rows, 3), 0;
+ */
+
+/* What an option's argument is and what its target points to. */
+typedef enum {
+    OPTS_FLAG,     /* no argument; int target set to 1 */
+    OPTS_STRING,   /* const char * target set to the argument (argv's memory) */
+    OPTS_INT,      /* int; num_i64() */
+    OPTS_UINT,     /* unsigned; num_u64() */
+    OPTS_I64,      /* int64_t; num_i64() */
+    OPTS_U64,      /* uint64_t; num_u64() */
+    OPTS_SIZE,     /* size_t; num_u64() */
+    OPTS_DOUBLE,   /* double; num_double() */
+    OPTS_DURATION, /* double seconds; num_duration(): "2", "2s", "500ms" */
+    OPTS_ENUM,     /* int set to the index of the argument in .names */
+    OPTS_FUNC      /* .func(arg, target) parses it; returns 0 or -errno */
+} opts_type_t;
+
+/* Row flags. */
+enum {
+    OPTS_STOP = 1u, /* when seen, opts_parse() stops and returns 1 (--help, --version) */
+    OPTS_XMIN = 2u  /* the lower bound is exclusive: value > min */
+};
+
+/* One option.  Rows are constant tables (static const in the program)
+ * whose targets point into the caller's settings struct.  Help texts may
+ * use "{default}", "{min}", "{max}" and "{range}" (MIN..MAX), replaced by
+ * the row's values when --help is printed. */
+typedef struct {
+    const char *name;         /* long option, without "--" */
+    opts_type_t type;
+    char shrt;                /* short option letter, or 0 for none */
+    void *target;             /* where the value goes (see opts_type_t); NULL: ignored */
+    const char *deflt;        /* text parsed into target before argv (and shown as the
+                               * default; OPTS_FLAG: only shown); NULL: the caller
+                               * initialises the target */
+    double min, max;          /* inclusive bounds of numbers when min < max; otherwise
+                               * the target type's range (integer bounds within 2^53) */
+    const char *arg;          /* argument name in --help; NULL for OPTS_FLAG */
+    const char *help;         /* lines separated by '\n'; NULL: not listed in --help */
+    const char *show;         /* default shown in --help instead of deflt; NULL: deflt */
+    const char *const *names; /* OPTS_ENUM: the accepted words, NULL-terminated */
+    int (*func)(const char *arg, void *target); /* OPTS_FUNC */
+    int *given;               /* if not NULL, set to 1 when the option is used */
+    unsigned flags;           /* OPTS_STOP, OPTS_XMIN */
+} opts_row_t;
+
+/* A program's table.  Read-only; may be a static const. */
+typedef struct {
+    const char *prog;        /* program name that starts every message */
+    const opts_row_t *rows;
+    size_t n;
+    FILE *err;               /* where messages go; NULL: stderr */
+} opts_cmd_t;
+
+/* Sets every target that has a default, then parses argv (getopt_long,
+ * long options only, "--name=value" or "--name value", options and
+ * arguments in any order) into the targets, checking types and bounds.
+ * argi: if not NULL, receives the index of the first non-option argument
+ * (argc if none); if NULL, non-option arguments are refused.
+ * Returns 0 to go on, 1 when an OPTS_STOP row was seen (its target is set;
+ * the caller prints help or version and exits 0), or -EINVAL after
+ * printing "PROG: bad value 'ARG' for --NAME (WHAT IT WANTS)" (or unknown
+ * option, missing argument, unexpected argument) and "Try 'PROG --help'."
+ * to cmd->err: the caller exits 2.  A default that does not parse is a
+ * programming error and reported the same way.  Uses getopt's globals:
+ * call from one thread only, usually main's. */
+int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi);
+
+/* Prints "PROG: <formatted message>" and "Try 'PROG --help'." to cmd->err,
+ * for the checks a program makes after opts_parse().  Returns -EINVAL. */
+int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints the rows as man-page text: "    --name ARG" (or "    -x, --name ARG"), the help lines indented
+ * by 8, then "        Default: X." (X from show or deflt, unless the help
+ * already says "{default}"). */
+void opts_help(FILE *out, const opts_row_t *t, size_t n);
+/* (The help printers only read the rows: any thread may call them.) */
+
+/* Prints the rows as a compact list: "  --name ARG" (or "  -x, --name ARG") padded to `width`
+ * columns (or followed by two spaces when longer), the help lines
+ * (continuations indented to the same column), and " (default X)" after
+ * the last line unless the help says "{default}" or there is none. */
+void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
+
+/* ---- legacy table, until storage-node/ and workloads/ are converted ------ */
 
 typedef struct {
     const char *name;  /* long option, without "--" */
@@ -18,8 +122,7 @@ typedef struct {
  * entries; the last is the zero terminator). */
 void opts_getopt(const opts_t *t, size_t n, struct option *lo);
 
-/* Prints the rows as man-page text: "    --name ARG", the help lines
- * indented by 8, then "Default: ...". */
+/* Prints the rows as opts_help() does. */
 void opts_usage(FILE *out, const opts_t *t, size_t n);
 
 /* The long name of option `id`, or "?" if no row has it. */

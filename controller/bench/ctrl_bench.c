@@ -1,6 +1,6 @@
 /* ctrl_bench.c - bqos-ctrl-bench: many simulated storage nodes (DEALER sockets speaking the real protocol) driving a running bqos-controller, for its time split and for tests. */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/opts.h"
 #include "common/proto.h"
 
 #ifndef BQOS_VERSION
@@ -34,6 +35,7 @@ typedef struct {
     uint64_t completions;
 } fnode_t;
 
+/* The command line; read-only once parsed. */
 typedef struct {
     const char *endpoint, *admin;
     int nodes, buckets, active;
@@ -42,10 +44,57 @@ typedef struct {
     int full;
     unsigned seed;
     int quiet;
-} opts_t;
+    int help, version;
+} bench_cfg_t;
+
+#define NOPTS 15
+
+/* Fills rows[NOPTS], the option table, with targets in *o. */
+static void option_rows(bench_cfg_t *o, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "endpoint", .type = OPTS_STRING, .target = &o->endpoint, .arg = "EP",
+         .deflt = "tcp://127.0.0.1:7070", .help = "controller node endpoint"},
+        {.name = "admin", .type = OPTS_STRING, .target = &o->admin, .arg = "EP",
+         .deflt = "tcp://127.0.0.1:7071", .help = "controller admin endpoint"},
+        {.name = "nodes", .type = OPTS_INT, .target = &o->nodes, .arg = "N", .deflt = "8",
+         .min = 1, .max = 4096, .help = "simulated nodes"},
+        {.name = "buckets", .type = OPTS_INT, .target = &o->buckets, .arg = "B", .deflt = "200",
+         .min = 1, .max = 1000000,
+         .help = "buckets b00000..; must match the controller's file ({default})"},
+        {.name = "active", .type = OPTS_INT, .target = &o->active, .arg = "A", .deflt = "3",
+         .min = 1, .max = INT_MAX, .help = "nodes each bucket is active on"},
+        {.name = "seconds", .type = OPTS_DOUBLE, .target = &o->seconds, .arg = "S",
+         .deflt = "5", .flags = OPTS_XMIN, .help = "how long to run"},
+        {.name = "seed", .type = OPTS_UINT, .target = &o->seed, .arg = "N", .deflt = "1",
+         .help = "random seed"},
+        {.name = "capacity", .type = OPTS_DOUBLE, .target = &o->capacity, .arg = "C",
+         .deflt = "20000", .help = "each node's capacity profile, IOs/s"},
+        {.name = "reserved", .type = OPTS_DOUBLE, .target = &o->reserved, .arg = "F",
+         .deflt = "0.9",
+         .help = "share of the total capacity reserved (default {default}):\n"
+                 "bucket b reserves F*nodes*C/(b+1)^0.5 normalised; its\n"
+                 "demand is 1.5x that, split evenly over its nodes, and\n"
+                 "each node serves 0.8x its share of the reservation"},
+        {.name = "noise", .type = OPTS_DOUBLE, .target = &o->noise, .arg = "F", .deflt = "0.2",
+         .help = "arrivals vary uniformly by +-F around the mean, queues\n"
+                 "are 0..40F long"},
+        {.name = "full-tables", .type = OPTS_FLAG, .target = &o->full,
+         .help = "every node's table holds every bucket (as real nodes do\n"
+                 "once they created the controller's buckets); reports\n"
+                 "still carry only the buckets active on the node"},
+        {.name = "write-buckets", .type = OPTS_STRING, .target = &o->write, .arg = "FILE",
+         .help = "write the matching bucket file and exit"},
+        {.name = "quiet", .type = OPTS_FLAG, .target = &o->quiet, .help = "no progress lines"},
+        {.name = "help", .type = OPTS_FLAG, .target = &o->help, .flags = OPTS_STOP},
+        {.name = "version", .type = OPTS_FLAG, .target = &o->version, .flags = OPTS_STOP},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
 
 
-static void usage(FILE *fp)
+static void usage(FILE *fp, const opts_row_t *rows)
 {
     fprintf(fp,
             "Usage: bqos-ctrl-bench [OPTION]...\n"
@@ -59,27 +108,9 @@ static void usage(FILE *fp)
             "for its status and prints one JSON object: what the nodes saw plus the\n"
             "controller's timing split (receive, decode, pshift, encode, send).\n"
             "\n"
-            "Options:\n"
-            "  --endpoint EP   controller node endpoint (default tcp://127.0.0.1:7070)\n"
-            "  --admin EP      controller admin endpoint (default tcp://127.0.0.1:7071)\n"
-            "  --nodes N       simulated nodes (default 8)\n"
-            "  --buckets B     buckets b00000..; must match the controller's file (200)\n"
-            "  --active A      nodes each bucket is active on (default 3)\n"
-            "  --seconds S     how long to run (default 5)\n"
-            "  --seed N        random seed (default 1)\n"
-            "  --capacity C    each node's capacity profile, IOs/s (default 20000)\n"
-            "  --reserved F    share of the total capacity reserved (default 0.9):\n"
-            "                  bucket b reserves F*nodes*C/(b+1)^0.5 normalised; its\n"
-            "                  demand is 1.5x that, split evenly over its nodes, and\n"
-            "                  each node serves 0.8x its share of the reservation\n"
-            "  --noise F       arrivals vary uniformly by +-F around the mean, queues\n"
-            "                  are 0..40F long (default 0.2)\n"
-            "  --full-tables   every node's table holds every bucket (as real nodes do\n"
-            "                  once they created the controller's buckets); reports\n"
-            "                  still carry only the buckets active on the node\n"
-            "  --write-buckets FILE  write the matching bucket file and exit\n"
-            "  --quiet         no progress lines\n"
-            "  --help, --version\n");
+            "Options:\n");
+    opts_help_list(fp, rows, NOPTS, 16);
+    fprintf(fp, "  --help, --version\n");
 }
 
 static int send_msg(fnode_t *f, proto_msg_t *m, proto_enc_t *e)
@@ -124,44 +155,20 @@ static void take_timing(timing_t *t, const proto_msg_t *m, double now)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {"tcp://127.0.0.1:7070", "tcp://127.0.0.1:7071", 8, 200, 3, 5, 20000, 0.9, 0.2,
-                NULL, 0, 1, 0};
-    static const struct option lo[] = {
-        {"endpoint", required_argument, NULL, 'e'}, {"admin", required_argument, NULL, 'a'},
-        {"nodes", required_argument, NULL, 'n'},    {"buckets", required_argument, NULL, 'b'},
-        {"active", required_argument, NULL, 'A'},   {"seconds", required_argument, NULL, 's'},
-        {"seed", required_argument, NULL, 'S'},     {"quiet", no_argument, NULL, 'q'},
-        {"capacity", required_argument, NULL, 'c'}, {"reserved", required_argument, NULL, 'r'},
-        {"write-buckets", required_argument, NULL, 'w'},
-        {"noise", required_argument, NULL, 'N'},
-        {"full-tables", no_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
-        {0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case 'e': o.endpoint = optarg; break;
-        case 'a': o.admin = optarg; break;
-        case 'n': o.nodes = atoi(optarg); break;
-        case 'b': o.buckets = atoi(optarg); break;
-        case 'A': o.active = atoi(optarg); break;
-        case 's': o.seconds = atof(optarg); break;
-        case 'S': o.seed = (unsigned)atoi(optarg); break;
-        case 'q': o.quiet = 1; break;
-        case 'c': o.capacity = atof(optarg); break;
-        case 'r': o.reserved = atof(optarg); break;
-        case 'w': o.write = optarg; break;
-        case 'N': o.noise = atof(optarg); break;
-        case 'F': o.full = 1; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("bqos-ctrl-bench %s\n", BQOS_VERSION); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (o.nodes < 1 || o.nodes > 4096 || o.buckets < 1 || o.buckets > 1000000 || o.active < 1 ||
-        !(o.seconds > 0)) {
-        fprintf(stderr, "bqos-ctrl-bench: bad option value (try --help)\n");
+    bench_cfg_t o = {0};
+    opts_row_t rows[NOPTS];
+    option_rows(&o, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-ctrl-bench", .rows = rows, .n = NOPTS};
+    int rc = opts_parse(&cmd, argc, argv, NULL);
+    if (rc < 0)
         return 2;
+    if (o.help) {
+        usage(stdout, rows);
+        return 0;
+    }
+    if (o.version) {
+        printf("bqos-ctrl-bench %s\n", BQOS_VERSION);
+        return 0;
     }
     if (o.active > o.nodes)
         o.active = o.nodes;

@@ -1,6 +1,6 @@
 /* ctrl_prof.c - bqos-ctrl-prof: the controller's per-round work (decode, compute, encode) in one process without sockets, for profilers and repeatable CPU figures. */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/num.h"
+#include "common/opts.h"
 #include "common/proto.h"
 #include "controller/bucketfile.h"
 #include "controller/ctrl.h"
@@ -17,44 +19,6 @@
 #ifndef BQOS_VERSION
 #define BQOS_VERSION "0.1.0"
 #endif
-
-static void usage(FILE *fp)
-{
-    fprintf(fp,
-            "Usage: bqos-ctrl-prof [OPTION]...\n"
-            "\n"
-            "Runs the controller's per-interval work in one process, without sockets or\n"
-            "clocks, on the workload of bqos-ctrl-bench (same buckets, placement and\n"
-            "report values for the same seed): every round each simulated node's report\n"
-            "is encoded (node side, not counted), then decoded and applied (decode),\n"
-            "the tokens are computed (pshift: ctrl_compute) and each node's tokens\n"
-            "message is encoded (encode).  Sending is not simulated.  Prints the mean\n"
-            "CPU milliseconds per round of each phase (CLOCK_PROCESS_CPUTIME_ID, all\n"
-            "threads) and their share of the interval, after --warmup rounds, the\n"
-            "largest CPU time of one computation and the longest R-pass solve (wall),\n"
-            "and a hash of every token record computed (equal hashes: equal output).\n"
-            "Meant for perf and callgrind: the same options give the same work.\n"
-            "\n"
-            "Options:\n"
-            "  --nodes N       simulated nodes (default 64)\n"
-            "  --buckets B     buckets (default 10000); every fourth has a limit of\n"
-            "                  twice its reservation\n"
-            "  --active A      nodes each bucket is active on (default 8)\n"
-            "  --rounds R      measured rounds (default 50)\n"
-            "  --warmup W      rounds before measuring (default 5)\n"
-            "  --seed N        random seed (default 1)\n"
-            "  --capacity C    each node's capacity profile, IOs/s (default 20000)\n"
-            "  --reserved F    share of the total capacity reserved (default 0.9)\n"
-            "  --noise F       arrivals vary by +-F, queues 0..40F (default 0.2)\n"
-            "  --skip F        the controller's --skip-threshold (default 0)\n"
-            "  --threads N     pShift threads (default 1)\n"
-            "  --approx-top M  pShift approximation (default 0: exact)\n"
-            "  --intervals K   intervals per 1 s period (default 5)\n"
-            "  --full-tables   every node's table holds every bucket\n"
-            "  --dump-slow MS:FILE  write the slowest pShift solve (wall) that took at\n"
-            "                  least MS ms to FILE as a `bqos-pshift solve` instance\n"
-            "  --help, --version\n");
-}
 
 /* --dump-slow: keeps the slowest solve above a threshold as a JSON
  * instance for `bqos-pshift solve`. */
@@ -85,6 +49,103 @@ static void solve_hook(const struct pshift_problem *p, int lpass, double seconds
             seconds * 1e3, d->path);
 }
 
+/* The command line; read-only once parsed. */
+typedef struct {
+    int nodes, buckets, active, rounds, warmup, full, threads, intervals;
+    unsigned seed;
+    double capacity, reserved, noise, skip;
+    size_t approx;
+    dump_t dump;
+    int help, version;
+} prof_cfg_t;
+
+/* OPTS_FUNC for --dump-slow MS:FILE; target is the dump_t. */
+static int parse_dump(const char *arg, void *target)
+{
+    dump_t *d = target;
+    const char *colon = strchr(arg, ':');
+    char ms[64];
+    if (!colon || colon[1] == 0 || (size_t)(colon - arg) >= sizeof ms)
+        return -EINVAL;
+    memcpy(ms, arg, (size_t)(colon - arg));
+    ms[colon - arg] = '\0';
+    int rc = num_double(ms, &d->min_s);
+    if (rc < 0)
+        return rc;
+    d->min_s /= 1e3;
+    d->path = colon + 1;
+    return 0;
+}
+
+#define NOPTS 17
+
+/* Fills rows[NOPTS], the option table, with targets in *c. */
+static void option_rows(prof_cfg_t *c, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "nodes", .type = OPTS_INT, .target = &c->nodes, .arg = "N", .deflt = "64",
+         .min = 1, .max = 4096, .help = "simulated nodes"},
+        {.name = "buckets", .type = OPTS_INT, .target = &c->buckets, .arg = "B",
+         .deflt = "10000", .min = 1, .max = 1000000,
+         .help = "buckets (default {default}); every fourth has a limit of\n"
+                 "twice its reservation"},
+        {.name = "active", .type = OPTS_INT, .target = &c->active, .arg = "A", .deflt = "8",
+         .min = 1, .max = INT_MAX, .help = "nodes each bucket is active on"},
+        {.name = "rounds", .type = OPTS_INT, .target = &c->rounds, .arg = "R", .deflt = "50",
+         .min = 1, .max = INT_MAX, .help = "measured rounds"},
+        {.name = "warmup", .type = OPTS_INT, .target = &c->warmup, .arg = "W", .deflt = "5",
+         .min = 0, .max = INT_MAX, .help = "rounds before measuring"},
+        {.name = "seed", .type = OPTS_UINT, .target = &c->seed, .arg = "N", .deflt = "1",
+         .help = "random seed"},
+        {.name = "capacity", .type = OPTS_DOUBLE, .target = &c->capacity, .arg = "C",
+         .deflt = "20000", .flags = OPTS_XMIN, .help = "each node's capacity profile, IOs/s"},
+        {.name = "reserved", .type = OPTS_DOUBLE, .target = &c->reserved, .arg = "F",
+         .deflt = "0.9", .help = "share of the total capacity reserved"},
+        {.name = "noise", .type = OPTS_DOUBLE, .target = &c->noise, .arg = "F", .deflt = "0.2",
+         .help = "arrivals vary by +-F, queues 0..40F"},
+        {.name = "skip", .type = OPTS_DOUBLE, .target = &c->skip, .arg = "F", .deflt = "0",
+         .help = "the controller's --skip-threshold"},
+        {.name = "threads", .type = OPTS_INT, .target = &c->threads, .arg = "N", .deflt = "1",
+         .help = "pShift threads"},
+        {.name = "approx-top", .type = OPTS_SIZE, .target = &c->approx, .arg = "M",
+         .deflt = "0", .help = "pShift approximation (default {default}: exact)"},
+        {.name = "intervals", .type = OPTS_INT, .target = &c->intervals, .arg = "K",
+         .deflt = "5", .min = 1, .max = INT_MAX, .help = "intervals per 1 s period"},
+        {.name = "full-tables", .type = OPTS_FLAG, .target = &c->full,
+         .help = "every node's table holds every bucket"},
+        {.name = "dump-slow", .type = OPTS_FUNC, .target = &c->dump, .func = parse_dump,
+         .arg = "MS:FILE",
+         .help = "write the slowest pShift solve (wall) that took at\n"
+                 "least MS ms to FILE as a `bqos-pshift solve` instance"},
+        {.name = "help", .type = OPTS_FLAG, .target = &c->help, .flags = OPTS_STOP},
+        {.name = "version", .type = OPTS_FLAG, .target = &c->version, .flags = OPTS_STOP},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+static void usage(FILE *fp, const opts_row_t *rows)
+{
+    fprintf(fp,
+            "Usage: bqos-ctrl-prof [OPTION]...\n"
+            "\n"
+            "Runs the controller's per-interval work in one process, without sockets or\n"
+            "clocks, on the workload of bqos-ctrl-bench (same buckets, placement and\n"
+            "report values for the same seed): every round each simulated node's report\n"
+            "is encoded (node side, not counted), then decoded and applied (decode),\n"
+            "the tokens are computed (pshift: ctrl_compute) and each node's tokens\n"
+            "message is encoded (encode).  Sending is not simulated.  Prints the mean\n"
+            "CPU milliseconds per round of each phase (CLOCK_PROCESS_CPUTIME_ID, all\n"
+            "threads) and their share of the interval, after --warmup rounds, the\n"
+            "largest CPU time of one computation and the longest R-pass solve (wall),\n"
+            "and a hash of every token record computed (equal hashes: equal output).\n"
+            "Meant for perf and callgrind: the same options give the same work.\n"
+            "\n"
+            "Options:\n");
+    opts_help_list(fp, rows, NOPTS, 16);
+    fprintf(fp, "  --help, --version\n");
+}
+
 static double cpu_now(void)
 {
     struct timespec ts;
@@ -102,60 +163,26 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int nodes = 64, buckets = 10000, active = 8, rounds = 50, warmup = 5, full = 0, thr = 1;
-    int intervals = 5;
-    unsigned seed0 = 1;
-    double capacity = 20000, reserved = 0.9, noise = 0.2, skip = 0;
-    size_t approx = 0;
-    dump_t dump = {0};
-    static const struct option lo[] = {
-        {"nodes", required_argument, NULL, 'n'},    {"buckets", required_argument, NULL, 'b'},
-        {"active", required_argument, NULL, 'A'},   {"rounds", required_argument, NULL, 'r'},
-        {"warmup", required_argument, NULL, 'w'},   {"seed", required_argument, NULL, 'S'},
-        {"capacity", required_argument, NULL, 'c'}, {"reserved", required_argument, NULL, 'R'},
-        {"noise", required_argument, NULL, 'N'},    {"skip", required_argument, NULL, 'k'},
-        {"threads", required_argument, NULL, 't'},  {"approx-top", required_argument, NULL, 'a'},
-        {"intervals", required_argument, NULL, 'K'}, {"full-tables", no_argument, NULL, 'F'},
-        {"dump-slow", required_argument, NULL, 'D'},
-        {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
-        {0}};
-    int ch;
-    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'n': nodes = atoi(optarg); break;
-        case 'b': buckets = atoi(optarg); break;
-        case 'A': active = atoi(optarg); break;
-        case 'r': rounds = atoi(optarg); break;
-        case 'w': warmup = atoi(optarg); break;
-        case 'S': seed0 = (unsigned)atoi(optarg); break;
-        case 'c': capacity = atof(optarg); break;
-        case 'R': reserved = atof(optarg); break;
-        case 'N': noise = atof(optarg); break;
-        case 'k': skip = atof(optarg); break;
-        case 't': thr = atoi(optarg); break;
-        case 'a': approx = (size_t)atol(optarg); break;
-        case 'K': intervals = atoi(optarg); break;
-        case 'F': full = 1; break;
-        case 'D': {
-            char *colon = strchr(optarg, ':');
-            if (!colon || colon[1] == 0) {
-                fprintf(stderr, "bqos-ctrl-prof: --dump-slow wants MS:FILE\n");
-                return 2;
-            }
-            dump.min_s = atof(optarg) / 1e3;
-            dump.path = colon + 1;
-            break;
-        }
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("bqos-ctrl-prof %s\n", BQOS_VERSION); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (nodes < 1 || nodes > 4096 || buckets < 1 || buckets > 1000000 || active < 1 ||
-        rounds < 1 || warmup < 0 || intervals < 1 || !(capacity > 0)) {
-        fprintf(stderr, "bqos-ctrl-prof: bad option value (try --help)\n");
+    prof_cfg_t cfg = {0};
+    opts_row_t rows[NOPTS];
+    option_rows(&cfg, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-ctrl-prof", .rows = rows, .n = NOPTS};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0)
         return 2;
+    if (cfg.help) {
+        usage(stdout, rows);
+        return 0;
     }
+    if (cfg.version) {
+        printf("bqos-ctrl-prof %s\n", BQOS_VERSION);
+        return 0;
+    }
+    int nodes = cfg.nodes, buckets = cfg.buckets, active = cfg.active, rounds = cfg.rounds;
+    int warmup = cfg.warmup, full = cfg.full, thr = cfg.threads, intervals = cfg.intervals;
+    unsigned seed0 = cfg.seed;
+    double capacity = cfg.capacity, reserved = cfg.reserved, noise = cfg.noise, skip = cfg.skip;
+    size_t approx = cfg.approx;
+    dump_t dump = cfg.dump;
     if (active > nodes)
         active = nodes;
     bqos_log_init("bqos-ctrl-prof", BQOS_LOG_WARN);

@@ -1,7 +1,6 @@
 /* ctl.c - bqos-ctl: the operator's command line for a running bqos-controller
  * (status, buckets, set, remove, reload) over the JSON admin endpoint. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
 
@@ -18,32 +18,67 @@
 #endif
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
-#define DEFAULT_TIMEOUT_MS 2000
 
 /* Exit statuses (documented in --help). */
 enum { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
 
-/* Option table: drives getopt_long and --help. */
-enum { OPT_ENDPOINT = 'e', OPT_JSON = 'j', OPT_TIMEOUT = 't', OPT_RES = 'r', OPT_LIMIT = 'l',
-       OPT_WEIGHT = 'w', OPT_HELP = 'h', OPT_VERSION = 'V' };
+/* What the command line sets; read-only once parsed. */
+typedef struct {
+    const char *endpoint;
+    int json_out;
+    int64_t timeout;    /* ms */
+    int64_t res;        /* -1: not given */
+    int64_t limit;      /* with have_limit and !limit_none */
+    int64_t weight;     /* -1: not given */
+    int have_limit, limit_none;
+    int help, version;
+} ctl_opts_t;
 
-static const opts_t opts[] = {
-    {"endpoint", OPT_ENDPOINT, "ENDPOINT", DEFAULT_ENDPOINT " (or $BQOS_CTL_ENDPOINT if set)",
-     "Controller admin endpoint."},
-    {"json", OPT_JSON, NULL, NULL, "Print the controller's JSON reply instead of tables."},
-    {"timeout", OPT_TIMEOUT, "MS", "2000",
-     "Give up after MS milliseconds without a connection or an answer."},
-    {"reservation", OPT_RES, "N", NULL, "set: reserved IOs per second (integer >= 0)."},
-    {"limit", OPT_LIMIT, "N|none", "unchanged (a new bucket has none)",
-     "set: at most N IOs per second (>= reservation); none: no limit."},
-    {"weight", OPT_WEIGHT, "N", "1 for a new bucket, unchanged otherwise",
-     "set: weight for weighted round robin (integer >= 1)."},
-    {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
-    {"version", OPT_VERSION, NULL, NULL, "Print the version and exit."},
-};
-#define NOPTS (sizeof opts / sizeof opts[0])
+/* OPTS_FUNC for --limit N|none: target is the ctl_opts_t. */
+static int parse_limit(const char *arg, void *target)
+{
+    ctl_opts_t *o = target;
+    if (strcmp(arg, "none") == 0) {
+        o->limit_none = 1;
+        return 0;
+    }
+    o->limit_none = 0;
+    return num_i64_in(arg, 0, (int64_t)PROTO_MAX_COUNT, &o->limit);
+}
 
-static void usage(FILE *out)
+#define NOPTS 8
+
+/* Fills rows[NOPTS], the option table, with targets in *o. */
+static void option_rows(ctl_opts_t *o, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "endpoint", .type = OPTS_STRING, .target = &o->endpoint, .arg = "ENDPOINT",
+         .show = DEFAULT_ENDPOINT " (or $BQOS_CTL_ENDPOINT if set)",
+         .help = "Controller admin endpoint."},
+        {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
+         .help = "Print the controller's JSON reply instead of tables."},
+        {.name = "timeout", .type = OPTS_I64, .target = &o->timeout, .arg = "MS", .deflt = "2000",
+         .min = 1, .max = 3600000,
+         .help = "Give up after MS milliseconds without a connection or an answer."},
+        {.name = "reservation", .type = OPTS_I64, .target = &o->res, .arg = "N", .min = 0,
+         .max = (double)PROTO_MAX_COUNT,
+         .help = "set: reserved IOs per second (integer >= {min})."},
+        {.name = "limit", .type = OPTS_FUNC, .target = o, .func = parse_limit, .arg = "N|none",
+         .given = &o->have_limit, .show = "unchanged (a new bucket has none)",
+         .help = "set: at most N IOs per second (>= reservation); none: no limit."},
+        {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
+         .max = UINT32_MAX, .show = "1 for a new bucket, unchanged otherwise",
+         .help = "set: weight for weighted round robin (integer >= {min})."},
+        {.name = "help", .type = OPTS_FLAG, .target = &o->help, .flags = OPTS_STOP,
+         .help = "Print this help and exit."},
+        {.name = "version", .type = OPTS_FLAG, .target = &o->version, .flags = OPTS_STOP,
+         .help = "Print the version and exit."},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+static void usage(FILE *out, const opts_row_t *rows)
 {
     fprintf(out,
             "Usage: bqos-ctl [OPTION]... COMMAND [ARG]...\n"
@@ -61,7 +96,7 @@ static void usage(FILE *out)
             "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
             "\n"
             "Options:\n");
-    opts_usage(out, opts, NOPTS);
+    opts_help(out, rows, NOPTS);
     fprintf(out,
             "\n"
             "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
@@ -83,31 +118,8 @@ static void usage(FILE *out)
             "The admin protocol is described in docs/protocol.md.\n");
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("bqos-ctl: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\nTry 'bqos-ctl --help'.\n", stderr);
-    return EXIT_USAGE;
-}
-
-/* Parses a decimal integer in [min, max].  Returns 0 or -EINVAL. */
-static int parse_int(const char *s, long long min, long long max, long long *out)
-{
-    char *end;
-    if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
-        return -EINVAL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
+/* Prints the usage error and returns the exit status for it. */
+#define usage_error(cmd, ...) (opts_fail(cmd, __VA_ARGS__), EXIT_USAGE)
 
 /* ---- transport ---- */
 
@@ -367,80 +379,52 @@ static void print_status(json_t *r)
 
 int main(int argc, char **argv)
 {
-    struct option lopts[NOPTS + 1];
-    opts_getopt(opts, NOPTS, lopts);
-
-    const char *endpoint = getenv("BQOS_CTL_ENDPOINT");
-    if (!endpoint || !*endpoint)
-        endpoint = DEFAULT_ENDPOINT;
-    int json_out = 0;
-    long long timeout = DEFAULT_TIMEOUT_MS, res = -1, limit = -1, weight = -1;
-    int have_limit = 0, limit_none = 0;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_ENDPOINT:
-            endpoint = optarg;
-            break;
-        case OPT_JSON:
-            json_out = 1;
-            break;
-        case OPT_TIMEOUT:
-            if (parse_int(optarg, 1, 3600000, &timeout))
-                return usage_error("--timeout wants milliseconds 1..3600000, not '%s'", optarg);
-            break;
-        case OPT_RES:
-            if (parse_int(optarg, 0, (long long)PROTO_MAX_COUNT, &res))
-                return usage_error("--reservation wants an integer >= 0, not '%s'", optarg);
-            break;
-        case OPT_LIMIT:
-            have_limit = 1;
-            if (strcmp(optarg, "none") == 0)
-                limit_none = 1;
-            else if (parse_int(optarg, 0, (long long)PROTO_MAX_COUNT, &limit))
-                return usage_error("--limit wants an integer >= 0 or 'none', not '%s'", optarg);
-            break;
-        case OPT_WEIGHT:
-            if (parse_int(optarg, 1, UINT32_MAX, &weight))
-                return usage_error("--weight wants an integer >= 1, not '%s'", optarg);
-            break;
-        case OPT_HELP:
-            usage(stdout);
-            return EXIT_OK;
-        case OPT_VERSION:
-            printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_ADMIN_VERSION);
-            return EXIT_OK;
-        case ':':
-            return usage_error("option '%s' needs an argument", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    ctl_opts_t o = {.endpoint = getenv("BQOS_CTL_ENDPOINT"), .res = -1, .weight = -1};
+    if (!o.endpoint || !*o.endpoint)
+        o.endpoint = DEFAULT_ENDPOINT;
+    opts_row_t rows[NOPTS];
+    option_rows(&o, rows);
+    const opts_cmd_t oc = {.prog = "bqos-ctl", .rows = rows, .n = NOPTS};
+    int argi;
+    int rc = opts_parse(&oc, argc, argv, &argi);
+    if (rc < 0)
+        return EXIT_USAGE;
+    if (o.help) {
+        usage(stdout, rows);
+        return EXIT_OK;
     }
-    if (optind >= argc)
-        return usage_error("no command given (status, buckets, set, remove, reload)");
-    const char *cmd = argv[optind++];
-    int nargs = argc - optind;
-    const char *name = nargs > 0 ? argv[optind] : NULL;
+    if (o.version) {
+        printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_ADMIN_VERSION);
+        return EXIT_OK;
+    }
+    const char *endpoint = o.endpoint;
+    int64_t res = o.res, limit = o.limit, weight = o.weight;
+    int have_limit = o.have_limit, limit_none = o.limit_none;
+    if (argi >= argc)
+        return usage_error(&oc, "no command given (status, buckets, set, remove, reload)");
+    const char *cmd = argv[argi++];
+    int nargs = argc - argi;
+    const char *name = nargs > 0 ? argv[argi] : NULL;
     int is_set = strcmp(cmd, "set") == 0;
     int wants_name = is_set || strcmp(cmd, "remove") == 0;
     if (!is_set && strcmp(cmd, "remove") && strcmp(cmd, "status") && strcmp(cmd, "buckets") &&
         strcmp(cmd, "reload"))
-        return usage_error("unknown command '%s'", cmd);
+        return usage_error(&oc, "unknown command '%s'", cmd);
     if (wants_name && nargs != 1)
-        return usage_error(nargs == 0 ? "%s needs a bucket NAME" : "%s takes one NAME", cmd);
+        return usage_error(&oc, nargs == 0 ? "%s needs a bucket NAME" : "%s takes one NAME", cmd);
     if (!wants_name && nargs != 0)
-        return usage_error("%s takes no arguments (got '%s')", cmd, name);
+        return usage_error(&oc, "%s takes no arguments (got '%s')", cmd, name);
     if (!is_set && (res >= 0 || have_limit || weight >= 0))
-        return usage_error("--reservation, --limit and --weight go with 'set' only");
+        return usage_error(&oc, "--reservation, --limit and --weight go with 'set' only");
     if (wants_name && proto_name_check(name, strlen(name)))
-        return usage_error("bad bucket name '%s' (1..250 bytes, no spaces or control characters)",
+        return usage_error(&oc, "bad bucket name '%s' (1..250 bytes, no spaces or control characters)",
                            name);
     if (is_set) {
         if (res < 0)
-            return usage_error("set needs --reservation N");
+            return usage_error(&oc, "set needs --reservation N");
         if (have_limit && !limit_none && limit < res)
-            return usage_error("--limit %lld is below --reservation %lld", limit, res);
+            return usage_error(&oc, "--limit %lld is below --reservation %lld", (long long)limit,
+                               (long long)res);
     }
 
     json_t *req = json_pack("{s:i, s:s}", "v", PROTO_ADMIN_VERSION, "cmd", cmd);
@@ -458,11 +442,11 @@ int main(int argc, char **argv)
             json_object_set_new(req, "weight", json_integer(weight));
     }
     int code;
-    json_t *reply = request(endpoint, (int)timeout, req, &code);
+    json_t *reply = request(endpoint, (int)o.timeout, req, &code);
     json_decref(req);
     if (!reply)
         return code;
-    if (json_out) {
+    if (o.json_out) {
         char *s = json_dumps(reply, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (s) {
             puts(s);

@@ -1,6 +1,5 @@
 /* main.c - bqos-controller: the options, the wiring of ctrl.c to the clock, the node and admin endpoints, and the loop (rounds, signals). */
 #include <errno.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <math.h>
 #include <signal.h>
@@ -30,58 +29,6 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-enum {
-    OPT_BUCKETS = 1, OPT_LISTEN, OPT_ADMIN, OPT_PERIOD, OPT_INTERVALS, OPT_THREADS,
-    OPT_ADMISSION, OPT_DOWN_AFTER, OPT_CAPACITY, OPT_SKIP, OPT_WAIT, OPT_APPROX, OPT_LOG_LEVEL,
-    OPT_HELP, OPT_VERSION
-};
-
-/* One row per option: drives getopt_long and --help. */
-static const opts_t opts[] = {
-    {"buckets", OPT_BUCKETS, "FILE", "(required)",
-     "Bucket reservation file {\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\n"
-     "\"limit\":60000,\"weight\":1},...]}, rates in IOs per second.  Re-read on\n"
-     "SIGHUP and on the admin \"reload\" request; admin \"set\"/\"remove\" rewrite\n"
-     "it atomically."},
-    {"listen", OPT_LISTEN, "ENDPOINT", "tcp://127.0.0.1:7070",
-     "ZeroMQ endpoint (ROUTER) the storage nodes connect to."},
-    {"admin", OPT_ADMIN, "ENDPOINT", "tcp://127.0.0.1:7071",
-     "ZeroMQ endpoint (REP) for bqos-ctl: status, buckets, set, remove, reload."},
-    {"period", OPT_PERIOD, "DURATION", "1s",
-     "QoS period T: reservations and limits are per period.  DURATION is a\n"
-     "number with an optional unit ms or s (default s), e.g. 500ms, 2s."},
-    {"intervals", OPT_INTERVALS, "K", "5",
-     "Redistribution intervals per period (1..1000): nodes report and tokens\n"
-     "are recomputed at every interval start."},
-    {"threads", OPT_THREADS, "N", "1", "OpenMP threads for pShift (0: OpenMP default)."},
-    {"admission", OPT_ADMISSION, "warn|enforce", "warn",
-     "Admission control: a configuration whose total reservation exceeds the\n"
-     "cluster's estimated capacity, or a bucket whose reservation exceeds the\n"
-     "capacity of the servers it is placed on, is logged (warn) or refused\n"
-     "(enforce; at start-up, on reload and on set)."},
-    {"down-after", OPT_DOWN_AFTER, "N", "3",
-     "A node silent for N intervals is marked down and its buckets are\n"
-     "re-planned on the others; it is taken back when it talks again."},
-    {"capacity", OPT_CAPACITY, "IOPS", "50000",
-     "Capacity profile of a node whose hello gives none (IOs per second); the\n"
-     "estimate then adapts to what the node reports."},
-    {"skip-threshold", OPT_SKIP, "FRACTION", "0.1",
-     "Skip the recomputation and push only heartbeats when no demand rate or\n"
-     "capacity estimate moved by more than this fraction (0: never skip)."},
-    {"report-wait", OPT_WAIT, "FRACTION", "0.25",
-     "How long into an interval to wait for missing reports before computing\n"
-     "with what arrived, as a fraction of the interval."},
-    {"approx-top", OPT_APPROX, "M", "0",
-     "pShift approximation (paper III-C2): shift only the top M buckets by\n"
-     "tokens and by spare demand; 0 = exact.  Cuts the solve time of large\n"
-     "configurations at a small loss of effective capacity."},
-    {"log-level", OPT_LOG_LEVEL, "LEVEL", "info",
-     "error, warn, info or debug (debug logs the time split of every round)."},
-    {"help", OPT_HELP, NULL, NULL, "Print this help and exit."},
-    {"version", OPT_VERSION, NULL, NULL, "Print the version and exit."},
-};
-#define NOPTS (sizeof opts / sizeof opts[0])
-
 /* Read-only after parse_args(). */
 typedef struct {
     const char *buckets;
@@ -90,16 +37,89 @@ typedef struct {
     double period_s;
     int intervals;
     int threads;
-    admission_mode_t admission;
+    int admission; /* admission_mode_t: index in admission_names */
     int down_after;
     double capacity;
     double skip;
     double wait;
     int approx;
-    bqos_log_level_t level;
+    int level;     /* bqos_log_level_t: index in level_names */
+    int help, version;
 } settings_t;
 
-static void usage(FILE *fp)
+static const char *const admission_names[] = {"warn", "enforce", NULL};
+_Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names order");
+static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
+_Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
+
+#define NOPTS 15
+
+/* Fills rows[NOPTS], the option table, with targets in *s. */
+static void option_rows(settings_t *s, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "buckets", .type = OPTS_STRING, .target = &s->buckets, .arg = "FILE",
+         .show = "(required)",
+         .help = "Bucket reservation file {\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\n"
+                 "\"limit\":60000,\"weight\":1},...]}, rates in IOs per second.  Re-read on\n"
+                 "SIGHUP and on the admin \"reload\" request; admin \"set\"/\"remove\" rewrite\n"
+                 "it atomically."},
+        {.name = "listen", .type = OPTS_STRING, .target = &s->listen, .arg = "ENDPOINT",
+         .deflt = "tcp://127.0.0.1:7070",
+         .help = "ZeroMQ endpoint (ROUTER) the storage nodes connect to."},
+        {.name = "admin", .type = OPTS_STRING, .target = &s->admin, .arg = "ENDPOINT",
+         .deflt = "tcp://127.0.0.1:7071",
+         .help = "ZeroMQ endpoint (REP) for bqos-ctl: status, buckets, set, remove, reload."},
+        {.name = "period", .type = OPTS_DURATION, .target = &s->period_s, .arg = "DURATION",
+         .deflt = "1s", .min = 0.001, .max = 3600,
+         .help = "QoS period T: reservations and limits are per period.  DURATION is a\n"
+                 "number with an optional unit ms or s (default s), e.g. 500ms, 2s."},
+        {.name = "intervals", .type = OPTS_INT, .target = &s->intervals, .arg = "K", .deflt = "5",
+         .min = 1, .max = 1000,
+         .help = "Redistribution intervals per period ({range}): nodes report and tokens\n"
+                 "are recomputed at every interval start."},
+        {.name = "threads", .type = OPTS_INT, .target = &s->threads, .arg = "N", .deflt = "1",
+         .min = 0, .max = 1024, .help = "OpenMP threads for pShift (0: OpenMP default)."},
+        {.name = "admission", .type = OPTS_ENUM, .target = &s->admission, .arg = "warn|enforce",
+         .deflt = "warn", .names = admission_names,
+         .help = "Admission control: a configuration whose total reservation exceeds the\n"
+                 "cluster's estimated capacity, or a bucket whose reservation exceeds the\n"
+                 "capacity of the servers it is placed on, is logged (warn) or refused\n"
+                 "(enforce; at start-up, on reload and on set)."},
+        {.name = "down-after", .type = OPTS_INT, .target = &s->down_after, .arg = "N",
+         .deflt = "3", .min = 1, .max = 1000000,
+         .help = "A node silent for N intervals is marked down and its buckets are\n"
+                 "re-planned on the others; it is taken back when it talks again."},
+        {.name = "capacity", .type = OPTS_DOUBLE, .target = &s->capacity, .arg = "IOPS",
+         .deflt = "50000", .min = 1, .max = 1e12,
+         .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
+                 "estimate then adapts to what the node reports."},
+        {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
+         .deflt = "0.1", .min = 0, .max = 1e6,
+         .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"
+                 "capacity estimate moved by more than this fraction (0: never skip)."},
+        {.name = "report-wait", .type = OPTS_DOUBLE, .target = &s->wait, .arg = "FRACTION",
+         .deflt = "0.25", .min = 0, .max = 1,
+         .help = "How long into an interval to wait for missing reports before computing\n"
+                 "with what arrived, as a fraction of the interval."},
+        {.name = "approx-top", .type = OPTS_INT, .target = &s->approx, .arg = "M", .deflt = "0",
+         .min = 0, .max = 100000000,
+         .help = "pShift approximation (paper III-C2): shift only the top M buckets by\n"
+                 "tokens and by spare demand; 0 = exact.  Cuts the solve time of large\n"
+                 "configurations at a small loss of effective capacity."},
+        {.name = "log-level", .type = OPTS_ENUM, .target = &s->level, .arg = "LEVEL",
+         .deflt = "info", .names = level_names,
+         .help = "error, warn, info or debug (debug logs the time split of every round)."},
+        {.name = "help", .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP,
+         .help = "Print this help and exit."},
+        {.name = "version", .type = OPTS_FLAG, .target = &s->version, .flags = OPTS_STOP,
+         .help = "Print the version and exit."},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+static void usage(FILE *fp, const opts_row_t *rows)
 {
     fprintf(fp,
             "Usage: bqos-controller --buckets FILE [OPTION]...\n"
@@ -112,7 +132,7 @@ static void usage(FILE *fp)
             "throttled.\n"
             "\n"
             "Options:\n");
-    opts_usage(fp, opts, NOPTS);
+    opts_help(fp, rows, NOPTS);
     fprintf(fp,
             "\n"
             "Signals:\n"
@@ -124,100 +144,30 @@ static void usage(FILE *fp)
             "Exit status: 0 after a signal, 1 on a start-up error, 2 on bad usage.\n");
 }
 
-static int parse_duration(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
-        return -EINVAL;
-    if (strcmp(end, "ms") == 0)
-        v /= 1000;
-    else if (*end && strcmp(end, "s") != 0)
-        return -EINVAL;
-    if (v < 0.001 || v > 3600)
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
-static int parse_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -EINVAL;
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_num(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo) || !(v <= hi))
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
 /* Returns 0 to run, 1 to exit 0 (help/version), 2 on bad usage. */
 static int parse_args(int argc, char **argv, settings_t *s)
 {
-    *s = (settings_t){
-        .listen = "tcp://127.0.0.1:7070",
-        .admin = "tcp://127.0.0.1:7071",
-        .period_s = 1,
-        .intervals = 5,
-        .threads = 1,
-        .admission = ADMISSION_WARN,
-        .down_after = 3,
-        .capacity = 50000,
-        .skip = 0.1,
-        .wait = 0.25,
-        .level = BQOS_LOG_INFO,
-    };
-    struct option lo[NOPTS + 1];
-    opts_getopt(opts, NOPTS, lo);
-    int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case OPT_BUCKETS: s->buckets = optarg; break;
-        case OPT_LISTEN: s->listen = optarg; break;
-        case OPT_ADMIN: s->admin = optarg; break;
-        case OPT_PERIOD: bad = parse_duration(optarg, &s->period_s); break;
-        case OPT_INTERVALS: bad = parse_int(optarg, 1, 1000, &s->intervals); break;
-        case OPT_THREADS: bad = parse_int(optarg, 0, 1024, &s->threads); break;
-        case OPT_ADMISSION: bad = admission_parse_mode(optarg, &s->admission); break;
-        case OPT_DOWN_AFTER: bad = parse_int(optarg, 1, 1000000, &s->down_after); break;
-        case OPT_CAPACITY: bad = parse_num(optarg, 1, 1e12, &s->capacity); break;
-        case OPT_SKIP: bad = parse_num(optarg, 0, 1e6, &s->skip); break;
-        case OPT_WAIT: bad = parse_num(optarg, 0, 1, &s->wait); break;
-        case OPT_APPROX: bad = parse_int(optarg, 0, 100000000, &s->approx); break;
-        case OPT_LOG_LEVEL: bad = bqos_log_parse_level(optarg, &s->level); break;
-        case OPT_HELP: usage(stdout); return 1;
-        case OPT_VERSION: printf("bqos-controller %s\n", BQOS_VERSION); return 1;
-        default: fprintf(stderr, "Try 'bqos-controller --help'.\n"); return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "bqos-controller: bad value '%s' for --%s (try --help)\n", optarg,
-                    opts_name(opts, NOPTS, c));
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "bqos-controller: unexpected argument '%s'\n", argv[optind]);
+    *s = (settings_t){0};
+    opts_row_t rows[NOPTS];
+    option_rows(s, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-controller", .rows = rows, .n = NOPTS};
+    int rc = opts_parse(&cmd, argc, argv, NULL);
+    if (rc < 0)
         return 2;
+    if (s->help) {
+        usage(stdout, rows);
+        return 1;
+    }
+    if (s->version) {
+        printf("bqos-controller %s\n", BQOS_VERSION);
+        return 1;
     }
     if (!s->buckets) {
-        fprintf(stderr, "bqos-controller: --buckets FILE is required (try --help)\n");
+        opts_fail(&cmd, "--buckets FILE is required");
         return 2;
     }
     if (s->period_s * 1000 / s->intervals < 1) {
-        fprintf(stderr, "bqos-controller: intervals shorter than 1 ms\n");
+        opts_fail(&cmd, "intervals shorter than 1 ms");
         return 2;
     }
     return 0;
@@ -368,7 +318,7 @@ int main(int argc, char **argv)
     int pr = parse_args(argc, argv, &set);
     if (pr)
         return pr == 1 ? 0 : 2;
-    bqos_log_init("bqos-controller", set.level);
+    bqos_log_init("bqos-controller", (bqos_log_level_t)set.level);
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through
      * malloc in two threads: ZeroMQ's I/O thread allocates a buffer per
@@ -429,7 +379,7 @@ int main(int argc, char **argv)
     a.admin = (admin_t){
         .sock = a.asock,
         .path = set.buckets,
-        .mode = set.admission,
+        .mode = (admission_mode_t)set.admission,
         .ctrl = a.ctrl,
         .bf = bf,
         .clk = &a.clk,
