@@ -122,8 +122,8 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
  * left as it is. */
 void agent_destroy(agent_t **ap);
 
-/* Fills *m (initialised by the caller with proto_msg_init(); all of it is
- * overwritten) with a hello: the node's whole table (the scheduler's
+/* Fills *m with a hello (all of *m is overwritten and owns nothing
+ * afterwards: pass a message that owns no buffers, e.g. one on the stack): the node's whole table (the scheduler's
  * buckets, table generation bumped when their number changed), capacity,
  * and the node's timing once it has one.  m->names points into the agent
  * and the scheduler: valid until the next call into the agent.  Returns 0
@@ -142,7 +142,8 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m);
  * (nothing taken); -ENOMEM. */
 int agent_report(agent_t *a, double now, proto_msg_t *m);
 
-/* Fills *m with a heartbeat (peer_table = the controller table held). */
+/* Fills *m with a heartbeat (peer_table = the controller table held); as
+ * for agent_hello(), *m is overwritten and owns nothing. */
 void agent_heartbeat(const agent_t *a, proto_msg_t *m);
 
 /* Handles one decoded controller message (welcome, tokens, heartbeat,
