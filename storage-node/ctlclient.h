@@ -1,8 +1,8 @@
-/* ctlclient.h - the node's side of the control protocol: a ZeroMQ DEALER to
- * the controller that says hello, reports the scheduler's counters at every
- * interval start, applies the tokens and bucket weights it receives, and
- * falls back to a local policy when the controller goes silent
- * (docs/protocol.md).
+/* ctlclient.h - the node's side of the control protocol on the wire: a ZeroMQ DEALER to
+ * the controller around the node's agent (storage-node/core/agent.h, which
+ * holds the logic: hello, reports of the scheduler's counters at every
+ * interval start, tokens and bucket weights applied by index, fallback to a
+ * local policy when the controller goes silent; docs/protocol.md).
  *
  * Usage from a libevent loop (everything on the loop thread that owns the
  * scheduler; nothing here locks or blocks):
@@ -47,11 +47,14 @@ typedef struct {
 /* Fills *cfg with the defaults above (endpoint and name NULL). */
 void ctlclient_config_defaults(ctlclient_config_t *cfg);
 
-/* How the client acts on the node.  Every member may be NULL, meaning "do
- * it directly on the scheduler" (sched_add_bucket with weight 1,
- * sched_set_tokens, sched_set_policy, sched_period_start).  The node's front
- * sets them so it can dispatch what new tokens allow.  All are called on
- * the caller's thread from inside ctlclient_on_readable()/ctlclient_tick().
+/* How the client acts on the node (agent_ops_t, with the bucket's name
+ * added to set_tokens).  Every member may be NULL, meaning "do it directly
+ * on the scheduler" (sched_add_bucket with weight 1, sched_set_tokens,
+ * sched_set_policy, sched_period_start).  Best leave set_tokens NULL: the
+ * tokens then go to the scheduler by index, and `applied` (once per
+ * message) lets the front dispatch what they allow; a set_tokens hook is
+ * given the scheduler index and its name.  All are called on the caller's
+ * thread from inside ctlclient_on_readable()/ctlclient_tick().
  *
  * Weights: the controller's bucket weights (sent with its table) are set
  * directly on the scheduler (sched_set_weight(); they change dispatch only
@@ -66,7 +69,8 @@ typedef struct {
     int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l);
     void (*set_policy)(void *arg, sched_policy_t policy);
     void (*period_start)(void *arg);
-    /* Called once after a tokens message was applied (may be NULL). */
+    /* Called once after a tokens message was applied, or a new controller
+     * table dropped buckets (may be NULL). */
     void (*applied)(void *arg);
     void *arg;
 } ctlclient_ops_t;

@@ -1,10 +1,10 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
-node_SRCS = storage-node/core/sched.c storage-node/nodeconf.c storage-node/listener.c
+node_SRCS = storage-node/nodeconf.c storage-node/listener.c
 
 TESTS += test_sched
 test_sched_SRCS = tests/test_sched.c
-test_sched_LIBS = node common
+test_sched_LIBS = nodecore common
 
 TESTS += test_listener
 test_listener_SRCS = tests/test_listener.c
@@ -16,7 +16,8 @@ test_nodeconf_LIBS = node common
 
 PROGS += bqos-sched-bench
 bqos-sched-bench_SRCS = storage-node/bench/sched_bench.c
-bqos-sched-bench_LIBS = node common
+bqos-sched-bench_LIBS = nodecore common
 BENCHES += storage-node/bench/bench-sched.sh
+include storage-node/core/core.mk storage-node/ctlclient.mk
 -include storage-node/nbd.mk
 -include storage-node/node.mk

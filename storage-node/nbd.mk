@@ -3,15 +3,15 @@ node_SRCS += storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd
 
 PROGS += bqos-nbd-node
 bqos-nbd-node_SRCS = storage-node/nbd/nbdmain.c storage-node/nbd/nbdnode.c storage-node/noderun.c
-bqos-nbd-node_LIBS = ctlclient proto node common
+bqos-nbd-node_LIBS = ctlclient node nodecore proto common
 
 TESTS += test_nbd test_blockdev test_nbdfront
 test_nbd_SRCS = tests/test_nbd.c
-test_nbd_LIBS = node common
+test_nbd_LIBS = node nodecore common
 test_blockdev_SRCS = tests/test_blockdev.c
-test_blockdev_LIBS = node common
+test_blockdev_LIBS = node nodecore common
 test_nbdfront_SRCS = tests/test_nbdfront.c
-test_nbdfront_LIBS = node common
+test_nbdfront_LIBS = node nodecore common
 
 ITESTS += tests/it/it_nbd.sh
 BENCHES += storage-node/bench/bench-nbd.sh

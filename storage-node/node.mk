@@ -5,14 +5,14 @@ PROGS += bqos-node
 # noderun.c (bucket/token files, controller client, signals) is linked into
 # the two node programs, not libnode: it calls ctlclient, linked before node.
 bqos-node_SRCS = storage-node/main.c storage-node/noderun.c
-bqos-node_LIBS = ctlclient proto node common
+bqos-node_LIBS = ctlclient node nodecore proto common
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
 
 TESTS += test_mcproto
 test_mcproto_SRCS = tests/test_mcproto.c
-test_mcproto_LIBS = node common
+test_mcproto_LIBS = node nodecore common
 TESTS += test_backend
 test_backend_SRCS = tests/test_backend.c
-test_backend_LIBS = node common
+test_backend_LIBS = node nodecore common
 
 BENCHES += storage-node/bench/bench-front.sh

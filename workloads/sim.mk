@@ -4,11 +4,11 @@ sim_SRCS = workloads/sim/sim_engine.c workloads/sim/sim_model.c workloads/sim/si
 
 PROGS += bqos-sim
 bqos-sim_SRCS = workloads/sim/sim.c
-bqos-sim_LIBS = sim workloads controller pshift node proto common
+bqos-sim_LIBS = sim workloads controller pshift nodecore proto common
 
 TESTS += test_sim
 test_sim_SRCS = tests/test_sim.c
-test_sim_LIBS = sim workloads controller pshift node proto common
+test_sim_LIBS = sim workloads controller pshift nodecore proto common
 
 ITESTS += tests/it/it_sim.sh
 BENCHES += workloads/bench/bench-sim.sh

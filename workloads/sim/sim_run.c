@@ -1,4 +1,4 @@
-/* sim_run.c - one policy over a bqos-sim model: per-server event loops around the real scheduler, control rounds in between. */
+/* sim_run.c - one policy over a bqos-sim model: per-server event loops around the node's real core (scheduler and agent), control rounds in between. */
 #include "workloads/sim/sim_run.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "pshift/pshift.h"
+#include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 #include "workloads/sim/sim_engine.h"
 #include "workloads/zipf.h"
@@ -23,6 +24,9 @@
 #define STREAM_SVC(s) ((UINT64_C(3) << 40) + (uint64_t)(s))
 
 #define POOL_CHUNK 4096
+
+/* Generation of the table the non-pshift policies "send" (names b0..). */
+#define SIM_TABLE 1
 
 static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "clairvoyant"};
 
@@ -54,7 +58,17 @@ typedef struct chunk {
 /* One simulated server; owned by whichever thread runs it between rounds. */
 typedef struct {
     int index;
+    char name[16];                  /* "s<index>", the node's name */
     sched_t *sch;
+    agent_t *agent;                 /* the node's side of the protocol */
+    uint32_t table;                 /* the node's table generation (hello) */
+    double now;                     /* time of the message being handled */
+    /* what the controller pushes this round: tokens (push_n records at
+     * push_recs, borrowed) or a heartbeat */
+    proto_type_t push_type;
+    const proto_tokens_rec_t *push_recs;
+    size_t push_n;
+    int push_names;
     sim_heap_t *heap;               /* generators by next arrival */
     const sim_segment_t *segs;
     zipf_rng_t *grng;               /* [nsegs] one stream per generator */
@@ -68,8 +82,6 @@ typedef struct {
                                        period change */
     chunk_t *chunks;
     uint64_t arrivals, completions, dropped;
-    uint64_t completions_p;         /* this period, for the controller */
-    double busy_p;
     int poisson;
     int err;
 } server_t;
@@ -134,7 +146,7 @@ static inline void kick(server_t *sv, double t)
     double d = sv->lo + sv->span * zipf_rng_uniform(&sv->svc);
     sv->busy = 1;
     sv->busy_until = t + d;
-    sv->busy_p += d;
+    sched_note_completion(sv->sch, 0, d); /* busy time, for the controller */
 }
 
 /* Runs server sv's events up to and including time `until`. */
@@ -149,7 +161,7 @@ static void advance(server_t *sv, double until)
             double t = sv->busy_until;
             sv->busy = 0;
             sv->completions++;
-            sv->completions_p++;
+            sched_note_completion(sv->sch, 1, 0);
             const sim_segment_t *sg = &sv->segs[sv->cur_seg];
             if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
                 return;
@@ -196,8 +208,32 @@ static void drop_cb(sched_item_t *it, void *arg)
     req_put(sv, r);
 }
 
+/* The agent's period_start hook: a new period on this server drops the
+ * open-loop backlog, keeps the closed-loop requests and zeroes the
+ * scheduler's counters, as a node does. */
+static void server_period_start(void *arg)
+{
+    server_t *sv = arg;
+    sched_drain(sv->sch, drop_cb, sv);
+    sched_period_start(sv->sch);
+    /* Requeued in reverse drain order; that order is deterministic. */
+    while (sv->requeue) {
+        req_t *r = sv->requeue;
+        sv->requeue = (req_t *)r->it.next;
+        sched_enqueue(sv->sch, sv->segs[r->seg].bucket, &r->it);
+    }
+}
+
+/* The agent's applied hook: new tokens may let the server start an IO. */
+static void server_applied(void *arg)
+{
+    server_t *sv = arg;
+    kick(sv, sv->now);
+}
+
 static void server_free(server_t *sv)
 {
+    agent_destroy(&sv->agent);
     sched_destroy(&sv->sch);
     sim_heap_destroy(&sv->heap);
     free(sv->grng);
@@ -218,14 +254,17 @@ static uint32_t bucket_weight(const sim_model_t *m, int b, double rmin)
     return w > 1e6 ? 1000000 : (uint32_t)llround(w);
 }
 
-static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p, int weighted,
-                       double rmin)
+/* Sets up server s: its scheduler with every bucket (weights[b]), its
+ * agent, its generators and service times.  Returns 0 or -ENOMEM. */
+static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p,
+                       const uint32_t *weights)
 {
     const sim_config_t *c = &m->cfg;
     sv->index = s;
+    snprintf(sv->name, sizeof(sv->name), "s%d", s);
     sv->segs = m->segs[s];
     sv->poisson = c->poisson;
-    sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weighted);
+    sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weights != NULL);
     sv->heap = sim_heap_new(m->nsegs[s]);
     sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(zipf_rng_t));
     if (!sv->sch || !sv->heap || !sv->grng)
@@ -233,9 +272,19 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     char name[32];
     for (int b = 0; b < c->buckets; b++) {
         snprintf(name, sizeof(name), "b%d", b);
-        if (sched_add_bucket(sv->sch, name, weighted ? bucket_weight(m, b, rmin) : 1) != b)
+        if (sched_add_bucket(sv->sch, name, weights ? weights[b] : 1) != b)
             return -ENOMEM;
     }
+    /* The simulator picks the policy, so the agent never switches it. */
+    agent_config_t ac;
+    agent_config_defaults(&ac);
+    ac.name = sv->name;
+    ac.capacity = (uint64_t)llround(m->capacity[s]);
+    ac.manage_policy = 0;
+    agent_ops_t ops = {.period_start = server_period_start, .applied = server_applied, .arg = sv};
+    int err = -ENOMEM;
+    if (!(sv->agent = agent_new(&ac, sv->sch, &ops, 0, &err)))
+        return err;
     for (size_t g = 0; g < m->nsegs[s]; g++) {
         const sim_segment_t *sg = &sv->segs[g];
         zipf_rng_seed(&sv->grng[g], c->seed, STREAM_GEN(sg->key));
@@ -275,20 +324,18 @@ typedef struct {
     server_t *sv;                 /* [S] */
     uint64_t *cum;                /* [B] served this period, all servers */
     uint64_t *cum_prev;           /* [B] ... at the previous round */
-    uint32_t *arr_iv;             /* [S][B] arrivals in the past interval */
-    uint64_t *arr_snap;           /* [S][B] period arrivals at the last round */
     int64_t *dem;                 /* [S][B] clairvoyant: demand for the rest */
-    int64_t *pend_r, *pend_l;     /* [S][B] tokens to apply ... */
-    uint8_t *dirty;               /* [S][B] ... where set */
+    proto_tokens_rec_t *tok;      /* [S][B] static, clairvoyant: the tokens to push */
     int64_t *res_tokens;          /* [B] reservation in tokens per period */
+    uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
+    char **names;                 /* [B] "b<index>": the buckets' names */
     ctrl_t *ctl;                  /* pshift: the controller's loop state */
-    int *c2b;                     /* [B] controller bucket index -> bucket */
-    proto_report_rec_t *recs;     /* [B] one node's report */
+    proto_msg_t rep;              /* one node's report */
     sim_result_t *r;
 } run_t;
 
-/* Collects per-bucket service and per-(server, bucket) arrivals at a round
- * boundary, and stores the interval's service if the period is measured. */
+/* Collects per-bucket service at a round boundary, and stores the
+ * interval's service if the period is measured. */
 static void gather(run_t *R, int period, int interval_done)
 {
     int S = R->S, B = R->B;
@@ -299,9 +346,6 @@ static void gather(run_t *R, int period, int interval_done)
             sched_bucket_stats_t st;
             sched_bucket_stats(R->sv[s].sch, b, &st);
             sum += st.served_r + st.served_l + st.served_o;
-            size_t i = (size_t)s * B + b;
-            R->arr_iv[i] = (uint32_t)(st.arrivals - R->arr_snap[i]);
-            R->arr_snap[i] = st.arrivals;
         }
         R->cum[b] = sum;
     }
@@ -318,73 +362,172 @@ static void gather(run_t *R, int period, int interval_done)
     memcpy(R->cum_prev, R->cum, (size_t)B * sizeof(uint64_t));
 }
 
-/* New period on every server: drop the backlog, zero the counters. */
-static void period_reset(run_t *R)
+/* The controller's timing of interval k of period p, in simulated time:
+ * the nodes share the simulator's clock, so the period end is exact. */
+static agent_timing_t timing(const run_t *R, int p, int k)
 {
-    #pragma omp parallel for schedule(static)
+    const sim_config_t *c = &R->m->cfg;
+    return (agent_timing_t){.period = (uint64_t)p, .interval = (uint32_t)k,
+                            .intervals = (uint32_t)R->K, .period_s = c->period,
+                            .end = (p + 1) * c->period};
+}
+
+/* Every node hellos; the controller (ctrl_t for pshift, else the
+ * simulator with its own table of the same buckets) welcomes it with its
+ * table and weights at time 0. */
+static int nodes_join(run_t *R)
+{
+    const char *const *names = (const char *const *)R->names;
+    const uint32_t *weights = R->weights;
+    uint32_t gen = SIM_TABLE;
+    if (R->ctl) {
+        size_t n;
+        gen = ctrl_table(R->ctl, &names, &n);
+        weights = ctrl_table_weights(R->ctl);
+        if (n != (size_t)R->B)
+            return -EPROTO;
+    }
+    agent_timing_t tm = timing(R, 0, 0);
     for (int s = 0; s < R->S; s++) {
         server_t *sv = &R->sv[s];
-        sched_drain(sv->sch, drop_cb, sv);
-        sched_period_start(sv->sch);
-        /* Requeued in reverse drain order; that order is deterministic. */
-        while (sv->requeue) {
-            req_t *r = sv->requeue;
-            sv->requeue = (req_t *)r->it.next;
-            sched_enqueue(sv->sch, sv->segs[r->seg].bucket, &r->it);
+        proto_msg_t m;
+        int rc = agent_hello(sv->agent, 0, &m);
+        if (rc < 0)
+            return rc;
+        sv->table = m.table;
+        if (R->ctl) {
+            rc = ctrl_node_hello(R->ctl, sv->name, m.capacity, m.table, m.names, m.nnames);
+            if (rc < 0)
+                return rc;
+            if (rc != s)
+                return -EPROTO;
         }
-        sv->completions_p = 0;
-        sv->busy_p = 0;
-        memset(R->arr_snap + (size_t)s * R->B, 0, (size_t)R->B * sizeof(uint64_t));
+        proto_msg_init(&m);
+        m.type = PROTO_WELCOME;
+        strcpy(m.node, sv->name);
+        m.peer_table = sv->table;
+        m.table = gen;
+        m.has_names = 1;
+        m.nnames = (size_t)R->B;
+        m.names = (const char **)names;
+        m.has_weights = weights != NULL;
+        m.weights = weights;
+        agent_handle(sv->agent, &m, &tm, 0);
     }
-    memset(R->cum, 0, (size_t)R->B * sizeof(uint64_t));
-    memset(R->cum_prev, 0, (size_t)R->B * sizeof(uint64_t));
+    return 0;
 }
 
-/* The node's side of a tokens message: replaces the listed counts. */
-static void apply_pending(run_t *R, double t)
+/* Every node's interval start at time t: its agent starts the new period
+ * if one began (server_period_start()). */
+static void node_ticks(run_t *R, double t)
 {
     #pragma omp parallel for schedule(static)
     for (int s = 0; s < R->S; s++) {
         server_t *sv = &R->sv[s];
-        size_t base = (size_t)s * R->B;
-        for (int b = 0; b < R->B; b++)
-            if (R->dirty[base + b]) {
-                sched_set_tokens(sv->sch, b, R->pend_r[base + b], R->pend_l[base + b]);
-                R->dirty[base + b] = 0;
-            }
-        kick(sv, t);
+        agent_tick(sv->agent, t);
+        sv->push_type = PROTO_HEARTBEAT; /* unless the controller has tokens */
+        sv->push_n = 0;
+        sv->push_names = 0;
     }
 }
 
-/* Sets every (server, bucket) R-token count to `alloc` (NULL: 0), no limit. */
-static void pend_all(run_t *R, const int64_t *alloc)
+/* Node s takes its report of the interval that starts at t into R->rep and,
+ * for pshift, the controller gets it.  The simulator reports at every
+ * boundary, also the first one right after the welcome (where a node's own
+ * clock would wait for the next boundary), as the controller needs a round
+ * of reports for each of its rounds.  Returns 0 or -errno. */
+static int node_report(run_t *R, int s, double t)
 {
-    size_t SB = (size_t)R->S * R->B;
-    for (size_t i = 0; i < SB; i++) {
-        R->pend_r[i] = alloc ? alloc[i] : 0;
-        R->pend_l[i] = SCHED_UNLIMITED;
-        R->dirty[i] = 1;
+    const proto_msg_t *m = &R->rep;
+    int rc = agent_report(R->sv[s].agent, t, &R->rep);
+    if (rc < 0 || !R->ctl)
+        return rc;
+    if (m->has_names && (rc = ctrl_node_table(R->ctl, s, m->table, m->names, m->nnames)) < 0)
+        return rc;
+    return ctrl_node_report(R->ctl, s, m->period, m->interval, m->table, m->peer_table,
+                            m->completions, m->busy_seconds, m->report, m->count);
+}
+
+/* The controller's push of interval k of period p arrives at every node at
+ * time t: tokens (applied by the agent, net of what the node served since
+ * its report) or a heartbeat. */
+static void push_all(run_t *R, int p, int k, double t)
+{
+    const char *const *names = (const char *const *)R->names;
+    const uint32_t *weights = R->weights;
+    size_t nnames = (size_t)R->B;
+    uint32_t gen = R->ctl ? ctrl_table(R->ctl, &names, &nnames) : SIM_TABLE;
+    if (R->ctl)
+        weights = ctrl_table_weights(R->ctl);
+    agent_timing_t tm = timing(R, p, k);
+    #pragma omp parallel for schedule(static)
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        proto_msg_t m;
+        proto_msg_init(&m);
+        strcpy(m.node, sv->name);
+        m.type = sv->push_type;
+        m.has_timing = 1;
+        m.period = tm.period;
+        m.interval = tm.interval;
+        m.intervals = tm.intervals;
+        m.peer_table = sv->table;
+        if (m.type == PROTO_TOKENS) {
+            m.table = gen;
+            m.count = sv->push_n;
+            m.tokens = (proto_tokens_rec_t *)sv->push_recs; /* borrowed */
+            if (sv->push_names) {
+                m.has_names = 1;
+                m.nnames = nnames;
+                m.names = (const char **)names;
+                m.has_weights = weights != NULL;
+                m.weights = weights;
+            }
+        }
+        sv->now = t;
+        agent_handle(sv->agent, &m, &tm, t);
     }
 }
 
-/* The controller for the pshift policy: the real control-loop state, fed
- * the reports the nodes would send. */
+/* Queues tokens records [S][B] in R->tok for every node. */
+static void push_tok(run_t *R)
+{
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        sv->push_type = PROTO_TOKENS;
+        sv->push_recs = R->tok + (size_t)s * R->B;
+        sv->push_n = (size_t)R->B;
+    }
+}
+
+/* Sets every (server, bucket) record of R->tok to R-tokens `alloc` (NULL:
+ * 0), no limit. */
+static void tok_all(run_t *R, const int64_t *alloc)
+{
+    for (int s = 0; s < R->S; s++)
+        for (int b = 0; b < R->B; b++) {
+            size_t i = (size_t)s * R->B + b;
+            R->tok[i] = (proto_tokens_rec_t){.bucket = (uint32_t)b,
+                                             .flags = PROTO_TOK_UNLIMITED,
+                                             .r_tokens = alloc ? alloc[i] : 0,
+                                             .l_tokens = PROTO_UNLIMITED};
+        }
+}
+
+/* The controller for the pshift policy: the real control-loop state, with
+ * the simulator's buckets and weights. */
 static int ctl_setup(run_t *R)
 {
     const sim_model_t *m = R->m;
     int rc = -ENOMEM;
     bucketfile_t *bf = bucketfile_new();
-    char **names = calloc((size_t)R->B, sizeof(char *));
-    R->c2b = malloc((size_t)R->B * sizeof(int));
-    R->recs = calloc((size_t)R->B, sizeof(proto_report_rec_t));
-    if (!bf || !names || !R->c2b || !R->recs)
+    if (!bf)
         goto out;
     for (int b = 0; b < R->B; b++) {
         bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
-                                  .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-        snprintf(bb.name, sizeof(bb.name), "b%d", b);
-        if (!(names[b] = strdup(bb.name)))
-            goto out;
+                                  .limit = BUCKETFILE_NO_LIMIT,
+                                  .weight = R->weights ? R->weights[b] : 1};
+        snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
         if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
             goto out;
         rc = -ENOMEM;
@@ -397,78 +540,36 @@ static int ctl_setup(run_t *R)
     cc.default_capacity = m->cfg.capacity;
     if (!(R->ctl = ctrl_new(&cc)) || (rc = ctrl_set_buckets(R->ctl, bf)) < 0)
         goto out;
-    const char *const *cn;
-    size_t n;
-    ctrl_table(R->ctl, &cn, &n);
-    rc = -EPROTO;
-    if (n != (size_t)R->B)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        if (sscanf(cn[i], "b%d", &R->c2b[i]) != 1 || R->c2b[i] < 0 || R->c2b[i] >= R->B)
-            goto out;
-    for (int s = 0; s < R->S; s++) {
-        char sn[32];
-        snprintf(sn, sizeof(sn), "s%d", s);
-        rc = ctrl_node_hello(R->ctl, sn, (uint64_t)llround(m->capacity[s]), 1,
-                             (const char *const *)names, (size_t)R->B);
-        if (rc < 0)
-            goto out;
-        if (rc != s) {
-            rc = -EPROTO;
-            goto out;
-        }
-    }
     rc = 0;
 out:
-    if (names)
-        for (int b = 0; b < R->B; b++)
-            free(names[b]);
-    free(names);
     bucketfile_destroy(&bf);
     return rc;
 }
 
-/* pshift: one controller round at interval k of period p. */
-static int ctl_round(run_t *R, int p, int k)
+/* pshift: one controller round at interval k of period p (time t), fed
+ * the nodes' reports; queues each node's push. */
+static int ctl_round(run_t *R, int p, int k, double t)
 {
-    int S = R->S, B = R->B;
-    uint32_t gen = ctrl_table(R->ctl, NULL, NULL);
+    int S = R->S;
     int rc = ctrl_round_begin(R->ctl, (uint64_t)p, (uint32_t)k, 0);
     if (rc < 0)
         return rc;
-    for (int s = 0; s < S; s++) {
-        server_t *sv = &R->sv[s];
-        for (int b = 0; b < B; b++) {
-            sched_bucket_stats_t st;
-            sched_bucket_stats(sv->sch, b, &st);
-            R->recs[b] = (proto_report_rec_t){
-                .bucket = (uint32_t)b, .queued = st.queued,
-                .arrivals_interval = R->arr_iv[(size_t)s * B + b],
-                .arrivals_period = st.arrivals, .served_r = st.served_r,
-                .served_l = st.served_l, .served_o = st.served_o, .r_left = st.r_tokens,
-                .l_left = st.l_tokens};
-        }
-        rc = ctrl_node_report(R->ctl, s, (uint64_t)p, (uint32_t)k, 1, gen, sv->completions_p,
-                              sv->busy_p, R->recs, (size_t)B);
-        if (rc < 0)
+    for (int s = 0; s < S; s++)
+        if ((rc = node_report(R, s, t)) < 0)
             return rc;
-    }
     ctrl_result_t res;
     if ((rc = ctrl_compute(R->ctl, &res)) < 0)
         return rc;
     R->r->rounds++;
     R->r->skipped += res.skipped;
+    /* As bqos-controller pushes: a heartbeat when the round was skipped or
+     * there is nothing to say. */
     for (int s = 0; s < S; s++) {
-        const proto_tokens_rec_t *tr;
-        size_t n = ctrl_node_tokens(R->ctl, s, &tr);
-        for (size_t i = 0; i < n; i++) {
-            if (tr[i].bucket >= (uint32_t)B)
-                return -EPROTO;
-            size_t j = (size_t)s * B + R->c2b[tr[i].bucket];
-            R->pend_r[j] = tr[i].r_tokens;
-            R->pend_l[j] = (tr[i].flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : tr[i].l_tokens;
-            R->dirty[j] = 1;
-        }
+        server_t *sv = &R->sv[s];
+        sv->push_n = ctrl_node_tokens(R->ctl, s, &sv->push_recs);
+        sv->push_names = ctrl_node_needs_names(R->ctl, s);
+        if (!res.skipped && (sv->push_n > 0 || sv->push_names))
+            sv->push_type = PROTO_TOKENS;
     }
     return 0;
 }
@@ -528,7 +629,7 @@ static int clairvoyant_round(run_t *R, double t, double t_end)
     po.threads = R->o->threads;
     if ((rc = pshift_solve(p, &po)) < 0)
         goto out;
-    pend_all(R, NULL);
+    tok_all(R, NULL);
     for (int b = 0; b < B; b++) {
         if (bidx[b] < 0)
             continue;
@@ -537,9 +638,10 @@ static int clairvoyant_round(run_t *R, double t, double t_end)
             int s;
             int64_t a;
             pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
-            R->pend_r[(size_t)s * B + b] = a;
+            R->tok[(size_t)s * B + b].r_tokens = a;
         }
     }
+    push_tok(R);
     R->r->rounds++;
     rc = 0;
 out:
@@ -566,7 +668,7 @@ static void static_tokens(run_t *R)
             alloc[(size_t)ph->servers[i] * R->B + b] +=
                 llround(R->res_tokens[b] * (bk->outstanding ? 1 : ph->rates[i]) / sum);
     }
-    pend_all(R, alloc);
+    tok_all(R, alloc);
 }
 
 static void summarize(sim_result_t *r)
@@ -625,16 +727,18 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.sv = calloc((size_t)R.S, sizeof(server_t));
     R.cum = calloc((size_t)R.B, sizeof(uint64_t));
     R.cum_prev = calloc((size_t)R.B, sizeof(uint64_t));
-    R.arr_iv = calloc(SB, sizeof(uint32_t));
-    R.arr_snap = calloc(SB, sizeof(uint64_t));
     R.dem = calloc(SB, sizeof(int64_t));
-    R.pend_r = calloc(SB, sizeof(int64_t));
-    R.pend_l = calloc(SB, sizeof(int64_t));
-    R.dirty = calloc(SB, 1);
+    R.tok = calloc(SB, sizeof(proto_tokens_rec_t));
     R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
-    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.arr_iv || !R.arr_snap || !R.dem ||
-        !R.pend_r || !R.pend_l || !R.dirty || !R.res_tokens)
+    R.names = calloc((size_t)R.B, sizeof(char *));
+    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names)
         goto out;
+    for (int b = 0; b < R.B; b++) {
+        char name[32];
+        snprintf(name, sizeof(name), "b%d", b);
+        if (!(R.names[b] = strdup(name)))
+            goto out;
+    }
     r->policy = policy;
     r->buckets = R.B;
     r->intervals = R.K;
@@ -648,17 +752,25 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         r->reserved[b] = m->buckets[b].reservation * c->period;
         R.res_tokens[b] = llround(r->reserved[b]);
     }
-    double rmin = INFINITY;
-    for (int b = 0; b < R.B; b++)
-        if (m->buckets[b].reservation > 0 && m->buckets[b].reservation < rmin)
-            rmin = m->buckets[b].reservation;
+    if (R.o->weighted) {
+        double rmin = INFINITY;
+        for (int b = 0; b < R.B; b++)
+            if (m->buckets[b].reservation > 0 && m->buckets[b].reservation < rmin)
+                rmin = m->buckets[b].reservation;
+        if (!(R.weights = malloc((size_t)R.B * sizeof(uint32_t))))
+            goto out;
+        for (int b = 0; b < R.B; b++)
+            R.weights[b] = bucket_weight(m, b, rmin);
+    }
     int bad = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
     for (int s = 0; s < R.S; s++)
-        bad |= server_init(&R.sv[s], m, s, policy, R.o->weighted, rmin) < 0;
+        bad |= server_init(&R.sv[s], m, s, policy, R.weights) < 0;
     if (bad)
         goto out;
     if (policy == SIM_POLICY_PSHIFT && (rc = ctl_setup(&R)) < 0)
+        goto out;
+    if ((rc = nodes_join(&R)) < 0)
         goto out;
     if (policy == SIM_POLICY_STATIC)
         static_tokens(&R);
@@ -671,22 +783,29 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                 goto out;
             if (p || k)
                 gather(&R, k ? p : p - 1, k ? k - 1 : R.K - 1);
-            if (k == 0)
-                period_reset(&R);
-            if (policy == SIM_POLICY_STATIC && k == 0) {
-                for (size_t i = 0; i < SB; i++)
-                    R.dirty[i] = 1;
-                apply_pending(&R, t);
-            } else if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
+            if (k == 0) {
+                memset(R.cum, 0, (size_t)R.B * sizeof(uint64_t));
+                memset(R.cum_prev, 0, (size_t)R.B * sizeof(uint64_t));
+            }
+            node_ticks(&R, t);
+            if (policy != SIM_POLICY_PSHIFT)
+                for (int s = 0; s < R.S; s++)
+                    if ((rc = node_report(&R, s, t)) < 0)
+                        goto out;
+            if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
                 double c0 = mono_now();
-                rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k)
+                rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k, t)
                                                  : clairvoyant_round(&R, t, t_end);
                 if (rc < 0)
                     goto out;
                 r->ctrl_s += mono_now() - c0;
                 if ((rc = advance_all(&R, t + c->delay)) < 0)
                     goto out;
-                apply_pending(&R, t + c->delay);
+                push_all(&R, p, k, t + c->delay);
+            } else {
+                if (policy == SIM_POLICY_STATIC && k == 0)
+                    push_tok(&R); /* the same tokens every period, at once */
+                push_all(&R, p, k, t);
             }
             if (R.o->progress) {
                 uint64_t ev = 0;
@@ -716,18 +835,18 @@ out:
         for (int s = 0; s < R.S; s++)
             server_free(&R.sv[s]);
     ctrl_destroy(&R.ctl);
-    free(R.c2b);
-    free(R.recs);
+    proto_msg_clear(&R.rep);
     free(R.sv);
     free(R.cum);
     free(R.cum_prev);
-    free(R.arr_iv);
-    free(R.arr_snap);
     free(R.dem);
-    free(R.pend_r);
-    free(R.pend_l);
-    free(R.dirty);
+    free(R.tok);
     free(R.res_tokens);
+    free(R.weights);
+    if (R.names)
+        for (int b = 0; b < R.B; b++)
+            free(R.names[b]);
+    free(R.names);
     sim_result_destroy(&r);
     return rc;
 }

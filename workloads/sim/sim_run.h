@@ -1,13 +1,14 @@
 /* sim_run.h - runs one QoS policy over a bqos-sim model in simulated time and measures what each bucket received.
  *
- * Every server is a real scheduler core (storage-node/core/sched.h) fed by the
- * model's request generators and drained by one IO at a time with service
- * times uniform in (1 +- spread) / C.  Servers only interact through the
- * controller, so between control rounds each server is simulated on its
- * own (in parallel, OpenMP), which keeps a run deterministic for a seed
- * whatever the thread count.  Open-loop requests still queued when a period
- * ends are dropped (overload would otherwise grow the queues forever);
- * closed-loop ones stay queued.
+ * Every server is the node's real core (storage-node/core: the scheduler,
+ * and the agent that reports its counters and applies tokens, as in
+ * bqos-node) fed by the model's request generators and drained by one IO
+ * at a time with service times uniform in (1 +- spread) / C.  Servers only
+ * interact through the controller, so between control rounds each server
+ * is simulated on its own (in parallel, OpenMP), which keeps a run
+ * deterministic for a seed whatever the thread count.  Open-loop requests
+ * still queued when a period ends are dropped (overload would otherwise
+ * grow the queues forever); closed-loop ones stay queued.
  *
  * Policies:
  *   rr           the scheduler's round-robin policy, no tokens
@@ -16,12 +17,15 @@
  *                same split every period
  *   pshift       token policy; the controller's own control loop
  *                (controller/ctrl.h: estimators, skip rule, R and L pShift
- *                passes) gets every node's report at each interval
- *                boundary, and the token records it pushes apply after the
- *                controller delay
+ *                passes) gets every node agent's report at each interval
+ *                boundary, and the tokens it pushes reach the agents after
+ *                the controller delay (applied net of what each node served
+ *                since its report, as on a real node)
  *   clairvoyant  as pshift, but pShift gets each (bucket, server)'s true
  *                future demand for the rest of the period and the true
- *                capacities */
+ *                capacities
+ * Every policy's tokens (and heartbeats, for rr and the intervals static
+ * leaves alone) go through the agents, which also start each period. */
 #ifndef BQOS_SIM_RUN_H
 #define BQOS_SIM_RUN_H
 

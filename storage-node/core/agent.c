@@ -1,0 +1,662 @@
+/* agent.c - the node's side of the control protocol over a scheduler: tables, reports, tokens net of served, period tracking, fallback; no sockets, no clocks. */
+#include "storage-node/core/agent.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/* Owned by the thread that owns the scheduler; no locks. */
+struct agent {
+    agent_config_t cfg;
+    char name[PROTO_NAME_MAX + 1];
+    char *peer;          /* log label, NULL: quiet */
+    sched_t *s;
+    agent_ops_t ops;
+    agent_stats_t st;
+
+    /* our table: the scheduler's buckets, indices 0..my_n-1 */
+    uint32_t my_table;   /* generation, bumped when the bucket count changes */
+    int my_n;
+    uint32_t peer_ack;   /* our generation the controller says it holds */
+    const char **namev;  /* names for the names frame (point into sched) */
+    size_t namev_cap;
+    uint64_t *prev;      /* per bucket: arrivals_period at the last report */
+    uint64_t *carry;     /* per bucket: arrivals of the past interval that
+                            a period start moved out of the counters */
+    uint64_t *served_rep;/* per bucket: IOs served this period when the last
+                            report was taken (see net_of_served()) */
+    uint32_t *local_w;   /* per bucket: its weight before the controller's
+                            weight replaced it (0: the controller's weight
+                            does not apply; see take_weight()) */
+    size_t arr_cap;
+
+    /* the controller's table: its index -> our scheduler index (or -1) */
+    uint32_t ctl_table;
+    int *ctl_map;
+    size_t ctl_n, ctl_cap;
+
+    /* timing, in the caller's clock */
+    int has_timing;
+    uint64_t period;
+    uint32_t intervals;
+    double period_s, interval_s;
+    double period_end;
+    double next_report;
+    uint64_t last_rep_period; /* (period, interval) of the last report, */
+    int64_t last_rep_interval;/* to avoid reporting one interval twice */
+    double last_ctl;          /* when the controller last spoke */
+};
+
+void agent_config_defaults(agent_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->manage_policy = 1;
+    cfg->normal = SCHED_POLICY_TOKENS;
+    cfg->fallback = SCHED_POLICY_RR;
+    cfg->silence_intervals = 1.5;
+}
+
+static const char *policy_str(sched_policy_t p)
+{
+    return p == SCHED_POLICY_RR ? "rr" : "tokens";
+}
+
+/* ---- acting on the node ---- */
+
+static int op_bucket(agent_t *a, const char *name)
+{
+    return a->ops.bucket ? a->ops.bucket(a->ops.arg, name) : sched_add_bucket(a->s, name, 1);
+}
+
+static int op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
+{
+    if (a->ops.set_tokens)
+        return a->ops.set_tokens(a->ops.arg, b, r, l);
+    return sched_set_tokens(a->s, b, r, l);
+}
+
+static void op_set_policy(agent_t *a, sched_policy_t p)
+{
+    if (a->ops.set_policy)
+        a->ops.set_policy(a->ops.arg, p);
+    else
+        sched_set_policy(a->s, p);
+}
+
+static void op_applied(agent_t *a)
+{
+    if (a->ops.applied)
+        a->ops.applied(a->ops.arg);
+}
+
+static void enter_fallback(agent_t *a, const char *why)
+{
+    if (a->st.fallback)
+        return;
+    a->st.fallback = 1;
+    a->st.fallbacks++;
+    if (a->cfg.manage_policy)
+        op_set_policy(a, a->cfg.fallback);
+    if (a->peer)
+        log_warn("controller %s silent (%s): falling back to policy %s", a->peer, why,
+                 policy_str(a->cfg.fallback));
+}
+
+static void resume(agent_t *a)
+{
+    if (!a->st.fallback)
+        return;
+    a->st.fallback = 0;
+    a->st.resumes++;
+    if (a->cfg.manage_policy)
+        op_set_policy(a, a->cfg.normal);
+    if (a->peer)
+        log_info("controller %s is back: resuming policy %s", a->peer, policy_str(a->cfg.normal));
+}
+
+/* Makes the per-bucket arrays cover n buckets (new entries zero). */
+static int arrays_fit(agent_t *a, size_t n)
+{
+    if (n <= a->arr_cap)
+        return 0;
+    size_t want = a->arr_cap ? a->arr_cap : 64;
+    while (want < n)
+        want *= 2;
+    uint64_t *p = realloc(a->prev, want * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    a->prev = p;
+    uint64_t *q = realloc(a->carry, want * sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    a->carry = q;
+    uint64_t *s = realloc(a->served_rep, want * sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    a->served_rep = s;
+    uint32_t *w = realloc(a->local_w, want * sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    a->local_w = w;
+    memset(a->local_w + a->arr_cap, 0, (want - a->arr_cap) * sizeof *w);
+    memset(a->prev + a->arr_cap, 0, (want - a->arr_cap) * sizeof *p);
+    memset(a->carry + a->arr_cap, 0, (want - a->arr_cap) * sizeof *q);
+    memset(a->served_rep + a->arr_cap, 0, (want - a->arr_cap) * sizeof *s);
+    a->arr_cap = want;
+    return 0;
+}
+
+/* Starts a new QoS period on the node, keeping the arrivals of the
+ * interval that just ended for the next report. */
+static void period_start(agent_t *a)
+{
+    int n = sched_nbuckets(a->s);
+    if (arrays_fit(a, (size_t)n) == 0) {
+        for (int b = 0; b < n; b++) {
+            sched_bucket_stats_t bs;
+            if (sched_bucket_stats(a->s, b, &bs) == 0 && bs.arrivals >= a->prev[b])
+                a->carry[b] += bs.arrivals - a->prev[b];
+            a->prev[b] = 0;
+            a->served_rep[b] = 0; /* the served counters restart */
+        }
+    }
+    if (a->ops.period_start)
+        a->ops.period_start(a->ops.arg);
+    else
+        sched_period_start(a->s);
+}
+
+/* ---- timing ---- */
+
+/* The next interval boundary strictly after `now`. */
+static double next_boundary(const agent_t *a, double now)
+{
+    double start = a->period_end - a->period_s;
+    double k = floor((now - start) / a->interval_s + 1e-9) + 1;
+    double t = start + k * a->interval_s;
+    if (t > a->period_end || k >= a->intervals)
+        t = a->period_end;
+    if (t <= now)
+        t = now + a->interval_s;
+    return t;
+}
+
+static uint32_t cur_interval(const agent_t *a, double now)
+{
+    double el = a->period_s - (a->period_end - now);
+    double k = floor(el / a->interval_s + 1e-6);
+    if (k < 0)
+        k = 0;
+    if (k > a->intervals - 1)
+        k = a->intervals - 1;
+    return (uint32_t)k;
+}
+
+/* The timing a message carries, measured from `now`. */
+static agent_timing_t msg_timing(const proto_msg_t *m, double now)
+{
+    return (agent_timing_t){.period = m->period, .interval = m->interval,
+                            .intervals = m->intervals, .period_s = m->period_ms / 1000.0,
+                            .end = now + m->remaining_ms / 1000.0};
+}
+
+/* Applies the timing of a controller message.  Returns 1 if the message is
+ * for an older period than ours (stale), else 0.  `adopt` forces the
+ * controller's numbering (a new session after welcome). */
+static int take_timing(agent_t *a, const agent_timing_t *tm, double now, int adopt)
+{
+    if (!(tm->period_s > 0) || tm->intervals < 1 || tm->interval >= tm->intervals)
+        return 1; /* the decoder never lets this through; a direct caller might */
+    if (a->has_timing && !adopt && tm->period < a->period)
+        return 1;
+    if (a->has_timing && tm->period != a->period)
+        period_start(a);
+    a->period = tm->period;
+    a->intervals = tm->intervals;
+    a->period_s = tm->period_s;
+    a->interval_s = a->period_s / tm->intervals;
+    a->period_end = tm->end;
+    a->has_timing = 1;
+    a->next_report = next_boundary(a, now);
+    a->st.period = a->period;
+    a->st.interval = tm->interval;
+    return 0;
+}
+
+static void fill_timing(const agent_t *a, proto_msg_t *m, double now)
+{
+    double rem = (a->period_end - now) * 1000.0;
+    uint32_t pms = (uint32_t)lround(a->period_s * 1000.0);
+    m->period = a->period;
+    m->interval = cur_interval(a, now);
+    m->intervals = a->intervals;
+    m->period_ms = pms ? pms : 1;
+    m->remaining_ms = rem <= 0 ? 0 : rem >= m->period_ms ? m->period_ms : (uint32_t)rem;
+}
+
+/* ---- outgoing ---- */
+
+/* Refreshes our table from the scheduler; fills namev.  Returns 0/-ENOMEM. */
+static int refresh_table(agent_t *a)
+{
+    int n = sched_nbuckets(a->s);
+    if (n < 0)
+        n = 0;
+    if (n != a->my_n) {
+        a->my_n = n;
+        a->my_table++;
+        if (a->my_table == 0)
+            a->my_table = 1;
+    }
+    if ((size_t)n > a->namev_cap) {
+        const char **p = realloc(a->namev, (size_t)n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        a->namev = p;
+        a->namev_cap = (size_t)n;
+    }
+    for (int b = 0; b < n; b++)
+        a->namev[b] = sched_bucket_name(a->s, b);
+    return arrays_fit(a, (size_t)n);
+}
+
+static uint64_t clampc(uint64_t v)
+{
+    return v > PROTO_MAX_COUNT ? PROTO_MAX_COUNT : v;
+}
+
+static int64_t clampt(int64_t v)
+{
+    if (v == PROTO_UNLIMITED)
+        return v;
+    if (v < 0)
+        return 0;
+    return (uint64_t)v > PROTO_MAX_COUNT ? (int64_t)PROTO_MAX_COUNT : v;
+}
+
+int agent_hello(agent_t *a, double now, proto_msg_t *m)
+{
+    int rc = refresh_table(a);
+    if (rc)
+        return rc;
+    proto_msg_init(m); /* borrows namev; owns nothing */
+    m->type = PROTO_HELLO;
+    strcpy(m->node, a->name);
+    m->capacity = clampc(a->cfg.capacity);
+    m->table = a->my_table;
+    m->has_names = 1;
+    m->nnames = (size_t)a->my_n;
+    m->names = a->namev;
+    if (a->has_timing) {
+        m->has_timing = 1;
+        fill_timing(a, m, now);
+    }
+    return 0;
+}
+
+void agent_heartbeat(const agent_t *a, proto_msg_t *m)
+{
+    proto_msg_init(m);
+    m->type = PROTO_HEARTBEAT;
+    strcpy(m->node, a->name);
+    m->peer_table = a->ctl_table;
+}
+
+int agent_report(agent_t *a, double now, proto_msg_t *m)
+{
+    if (!a->has_timing)
+        return -EAGAIN;
+    int rc = refresh_table(a);
+    if (rc)
+        return rc;
+    m->type = PROTO_REPORT;
+    if ((rc = proto_msg_reserve(m, a->my_n ? (size_t)a->my_n : 1, 0)))
+        return rc;
+    strcpy(m->node, a->name);
+    fill_timing(a, m, now);
+    m->intervals = 0;
+    m->period_ms = 0;
+    m->has_timing = 0;
+    m->table = a->my_table;
+    m->peer_table = a->ctl_table;
+    sched_node_stats_t ns;
+    sched_node_stats(a->s, &ns);
+    m->completions = clampc(ns.completions);
+    m->dispatched = clampc(ns.dispatched);
+    m->busy_seconds = ns.busy_seconds >= 0 && ns.busy_seconds < 1e12 ? ns.busy_seconds : 0;
+    m->has_names = a->peer_ack != a->my_table;
+    m->nnames = m->has_names ? (size_t)a->my_n : 0;
+    m->names = m->has_names ? a->namev : NULL;
+    m->has_weights = 0;
+    size_t k = 0;
+    for (int b = 0; b < a->my_n; b++) {
+        sched_bucket_stats_t bs;
+        if (sched_bucket_stats(a->s, b, &bs))
+            continue;
+        uint64_t ai = a->carry[b] + (bs.arrivals >= a->prev[b] ? bs.arrivals - a->prev[b] : 0);
+        a->prev[b] = bs.arrivals;
+        a->carry[b] = 0;
+        a->served_rep[b] = bs.served_r + bs.served_l + bs.served_o;
+        /* Idle buckets are omitted: the controller reads them as zeros. */
+        if (!bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l && !bs.served_o)
+            continue;
+        proto_report_rec_t *r = &m->report[k++];
+        memset(r, 0, sizeof *r);
+        r->bucket = (uint32_t)b;
+        r->queued = clampc(bs.queued);
+        r->arrivals_interval = clampc(ai);
+        r->arrivals_period = clampc(bs.arrivals);
+        r->served_r = clampc(bs.served_r);
+        r->served_l = clampc(bs.served_l);
+        r->served_o = clampc(bs.served_o);
+        r->r_left = clampt(bs.r_tokens);
+        r->l_left = clampt(bs.l_tokens);
+    }
+    m->count = k;
+    a->last_rep_period = a->period;
+    a->last_rep_interval = m->interval;
+    return 0;
+}
+
+/* ---- incoming ---- */
+
+/* Sets scheduler bucket b to the controller's weight w, remembering the
+ * weight it had (the node's own --config weight, or 1) the first time. */
+static void take_weight(agent_t *a, int b, uint32_t w)
+{
+    sched_bucket_stats_t bs;
+    if ((size_t)b >= a->arr_cap || sched_bucket_stats(a->s, b, &bs))
+        return;
+    if (!a->local_w[b])
+        a->local_w[b] = bs.weight;
+    if (bs.weight != w && sched_set_weight(a->s, b, w) == 0)
+        a->st.weights_applied++;
+}
+
+/* A bucket the controller no longer has gets its own weight back. */
+static void drop_weight(agent_t *a, int b)
+{
+    if ((size_t)b >= a->arr_cap || !a->local_w[b])
+        return;
+    if (sched_set_weight(a->s, b, a->local_w[b]) == 0)
+        a->st.weights_applied++;
+    a->local_w[b] = 0;
+}
+
+/* Rebuilds the controller-index -> scheduler-index map from m's names,
+ * and applies the controller's bucket weights if m carries them.  Returns
+ * the number of buckets the controller dropped (now R = 0, no limit), or
+ * -ENOMEM (nothing changed). */
+static int take_ctl_table(agent_t *a, const proto_msg_t *m)
+{
+    size_t n = m->nnames;
+    int nb = sched_nbuckets(a->s), dropped = 0, rc = -ENOMEM;
+    char *seen = calloc((size_t)(nb > 0 ? nb : 1) + n, 1);
+    char *was = calloc((size_t)(nb > 0 ? nb : 1), 1); /* the controller's before */
+    if (!seen || !was)
+        goto out;
+    if (n > a->ctl_cap) {
+        int *p = realloc(a->ctl_map, n * sizeof *p);
+        if (!p)
+            goto out;
+        a->ctl_map = p;
+        a->ctl_cap = n;
+    }
+    for (size_t i = 0; i < a->ctl_n; i++)
+        if (a->ctl_map[i] >= 0 && a->ctl_map[i] < nb)
+            was[a->ctl_map[i]] = 1;
+    for (size_t i = 0; i < n; i++) {
+        int b = op_bucket(a, m->names[i]);
+        if (b < 0 && a->peer)
+            log_warn("controller bucket '%s' not usable here: %s", m->names[i], strerror(-b));
+        a->ctl_map[i] = b;
+        if (b >= 0 && b < nb)
+            seen[b] = 1;
+    }
+    int nnow = sched_nbuckets(a->s);
+    if (m->has_weights && arrays_fit(a, (size_t)(nnow > 0 ? nnow : 0)) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (a->ctl_map[i] >= 0)
+                take_weight(a, a->ctl_map[i], m->weights[i]);
+    /* A bucket the controller dropped keeps serving, without reservation
+     * and without limit (it may still be in this node's own config), with
+     * its own weight. */
+    for (int b = 0; b < nb; b++)
+        if (was[b] && !seen[b]) {
+            op_set_tokens(a, b, 0, SCHED_UNLIMITED);
+            drop_weight(a, b);
+            dropped++;
+        }
+    a->ctl_n = n;
+    a->ctl_table = m->table;
+    rc = dropped;
+out:
+    free(was);
+    free(seen);
+    return rc;
+}
+
+/* The controller's counts are for the rest of the period as of our last
+ * report; the IOs this node served since then (on the old tokens) already
+ * used part of them.  Charging them here keeps a limit hard across the
+ * round trip: they come off the R-tokens first, then off the L-tokens. */
+static void net_of_served(const agent_t *a, int b, int64_t *r, int64_t *l)
+{
+    sched_bucket_stats_t bs;
+    if ((size_t)b >= a->arr_cap || sched_bucket_stats(a->s, b, &bs))
+        return;
+    uint64_t now = bs.served_r + bs.served_l + bs.served_o;
+    uint64_t since = now > a->served_rep[b] ? now - a->served_rep[b] : 0;
+    uint64_t from_r = since < (uint64_t)*r ? since : (uint64_t)*r;
+    *r -= (int64_t)from_r;
+    since -= from_r;
+    if (*l != SCHED_UNLIMITED)
+        *l = since < (uint64_t)*l ? *l - (int64_t)since : 0;
+}
+
+/* Applies a tokens message's records: controller index -> scheduler index
+ * through the table map, then straight to the scheduler by index. */
+static void apply_tokens(agent_t *a, const proto_msg_t *m)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (m->tokens[i].bucket >= a->ctl_n) {
+            proto_stats_note(&a->st.proto, PROTO_E_TABLE);
+            if (a->peer)
+                log_warn("controller tokens refer to bucket %u beyond its table (%zu)",
+                         m->tokens[i].bucket, a->ctl_n);
+            return;
+        }
+    for (size_t i = 0; i < m->count; i++) {
+        const proto_tokens_rec_t *t = &m->tokens[i];
+        int b = a->ctl_map[t->bucket];
+        if (b < 0)
+            continue;
+        int64_t r = t->r_tokens;
+        int64_t l = (t->flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : t->l_tokens;
+        net_of_served(a, b, &r, &l);
+        if (op_set_tokens(a, b, r, l) == 0)
+            a->st.tokens_applied++;
+    }
+    op_applied(a);
+}
+
+int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now)
+{
+    if (strcmp(m->node, a->name) != 0) {
+        proto_stats_note(&a->st.proto, PROTO_E_UNKNOWN_NODE);
+        if (a->peer)
+            log_debug("controller message for node '%s' ignored", m->node);
+        return 0;
+    }
+    agent_timing_t mt = tm ? *tm : msg_timing(m, now);
+    switch (m->type) {
+    case PROTO_WELCOME:
+        a->st.recv_welcome++;
+        a->last_ctl = now;
+        if (!a->st.welcomed && a->peer)
+            log_info("controller %s: welcomed (period %llu)", a->peer,
+                     (unsigned long long)mt.period);
+        a->st.welcomed = 1;
+        a->peer_ack = m->peer_table;
+        take_timing(a, &mt, now, 1);
+        /* A welcome starts a session: a controller table not sent with it
+         * may be another controller's, so forget ours. */
+        if (m->has_names) {
+            int rc = take_ctl_table(a, m);
+            if (rc < 0)
+                a->ctl_table = 0;
+            else if (rc > 0)
+                op_applied(a);
+        } else {
+            a->ctl_table = 0;
+            a->ctl_n = 0;
+        }
+        break;
+    case PROTO_TOKENS:
+        a->st.recv_tokens++;
+        a->last_ctl = now;
+        a->peer_ack = m->peer_table;
+        if (take_timing(a, &mt, now, 0)) {
+            a->st.tokens_stale++;
+            break;
+        }
+        if (m->has_names) {
+            if (take_ctl_table(a, m) < 0) {
+                a->ctl_table = 0;
+                break;
+            }
+        } else if (m->table != a->ctl_table) {
+            proto_stats_note(&a->st.proto, PROTO_E_TABLE);
+            break;
+        }
+        apply_tokens(a, m);
+        resume(a);
+        break;
+    case PROTO_HEARTBEAT:
+        a->st.recv_heartbeat++;
+        a->last_ctl = now;
+        if (m->peer_table)
+            a->peer_ack = m->peer_table;
+        if ((m->has_timing || tm) && a->st.welcomed) {
+            if (take_timing(a, &mt, now, 0) == 0 && a->ctl_table)
+                resume(a);
+        }
+        break;
+    case PROTO_ERROR:
+        a->st.recv_error++;
+        a->last_ctl = now;
+        if (a->peer)
+            log_info("controller %s says %s%s%s", a->peer, m->code, m->text[0] ? ": " : "",
+                     m->text);
+        if (strcmp(m->code, "unknown_node") == 0) {
+            a->st.welcomed = 0;
+            return AGENT_SEND_HELLO;
+        }
+        if (strcmp(m->code, "unknown_table") == 0)
+            a->peer_ack = 0; /* names go with the next report */
+        break;
+    default:
+        if (a->peer)
+            log_debug("controller sent a %s message; ignored", proto_type_str(m->type));
+        break;
+    }
+    return 0;
+}
+
+/* ---- the clock's side ---- */
+
+int agent_tick(agent_t *a, double now)
+{
+    /* The tolerance absorbs rounding between the caller's boundaries and
+     * ours (the simulator computes them independently). */
+    if (!a->has_timing || now + 1e-6 * a->interval_s < a->next_report)
+        return 0;
+    if (now >= a->period_end) {
+        double n = floor((now - a->period_end) / a->period_s) + 1;
+        a->period += (uint64_t)n;
+        a->period_end += n * a->period_s;
+        period_start(a);
+        a->st.period = a->period;
+    }
+    /* Silent for a while and not heard at all in this period: the tokens
+     * we hold are for a period that has ended.  (A controller that goes
+     * quiet mid-period leaves its tokens valid until the period ends.) */
+    if (!a->st.fallback && now - a->last_ctl > a->cfg.silence_intervals * a->interval_s &&
+        a->last_ctl < a->period_end - a->period_s)
+        enter_fallback(a, "no tokens or heartbeat in this period");
+    uint32_t k = cur_interval(a, now);
+    a->st.interval = k;
+    int due = !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
+    a->next_report = next_boundary(a, now);
+    return due;
+}
+
+double agent_next_tick(const agent_t *a)
+{
+    return a->has_timing ? a->next_report : INFINITY;
+}
+
+int agent_welcomed(const agent_t *a)
+{
+    return a->st.welcomed;
+}
+
+void agent_stats(const agent_t *a, agent_stats_t *out)
+{
+    *out = a->st;
+}
+
+/* ---- life cycle ---- */
+
+agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t *ops,
+                   double now, int *err)
+{
+    int rc = -EINVAL;
+    agent_t *a = NULL;
+    if (!cfg || !sched || !cfg->name || proto_name_check(cfg->name, strlen(cfg->name)) ||
+        !(cfg->silence_intervals > 0))
+        goto out;
+    rc = -ENOMEM;
+    if (!(a = calloc(1, sizeof *a)) || (cfg->peer && !(a->peer = strdup(cfg->peer))))
+        goto out;
+    a->cfg = *cfg;
+    strcpy(a->name, cfg->name);
+    a->cfg.name = a->name;
+    a->cfg.peer = a->peer;
+    a->s = sched;
+    if (ops)
+        a->ops = *ops;
+    a->last_rep_interval = -1;
+    a->my_table = 1;
+    a->st.fallback = 1; /* until the controller speaks */
+    if (a->cfg.manage_policy)
+        op_set_policy(a, a->cfg.fallback);
+    a->last_ctl = now;
+    if (refresh_table(a))
+        goto out;
+    return a;
+out:
+    if (err)
+        *err = rc;
+    agent_destroy(&a);
+    return NULL;
+}
+
+void agent_destroy(agent_t **ap)
+{
+    if (!ap || !*ap)
+        return;
+    agent_t *a = *ap;
+    free(a->namev);
+    free(a->prev);
+    free(a->carry);
+    free(a->served_rep);
+    free(a->local_w);
+    free(a->ctl_map);
+    free(a->peer);
+    free(a);
+    *ap = NULL;
+}

@@ -1,0 +1,179 @@
+/* agent.h - the node's side of the control protocol without sockets or clocks: reports from the scheduler's counters, tokens applied by bucket index, fallback and resume (docs/protocol.md).
+ *
+ * The agent turns a scheduler (core/sched.h) into protocol messages and back:
+ * it keeps the node's bucket table, the map from the controller's table to
+ * scheduler indices, the period and interval the node is in, the per-bucket
+ * counters a report needs (arrivals since the last report, IOs served when
+ * it was taken), and decides when the controller has gone silent.  It never
+ * sends, receives or reads a clock: time is the `now` argument (seconds on
+ * any monotonic clock, the same one for every call), and the caller moves
+ * the messages.  storage-node/ctlclient.c wraps it in a ZeroMQ DEALER;
+ * workloads/sim drives it in simulated time.
+ *
+ *   agent_t *a = agent_new(&cfg, sched, &ops, now, &err);
+ *   agent_hello(a, now, &m)              -> send m
+ *   on a controller message m:  agent_handle(a, &m, NULL, now)
+ *                               (AGENT_SEND_HELLO: send a hello now)
+ *   at agent_next_tick(a):      if (agent_tick(a, now))
+ *                                   agent_report(a, now, &m) -> send m
+ *   agent_destroy(&a);
+ *
+ * An agent_t and its scheduler belong to one thread (the node's loop
+ * thread, or the simulator thread that runs that server); nothing here
+ * locks or blocks. */
+#ifndef BQOS_AGENT_H
+#define BQOS_AGENT_H
+
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "storage-node/core/sched.h"
+
+typedef struct {
+    const char *name;         /* node name (copied): our messages' `node`;
+                                 a message for another node is dropped */
+    const char *peer;         /* the controller, for log lines (copied);
+                                 NULL: the agent logs nothing */
+    uint64_t capacity;        /* capacity profile for hello, IOs/s (0 = unknown) */
+    int manage_policy;        /* switch policy: `normal` while the controller
+                                 is alive, `fallback` otherwise (default 1) */
+    sched_policy_t normal;    /* policy while alive (default tokens) */
+    sched_policy_t fallback;  /* policy when silent (default rr) */
+    double silence_intervals; /* fallback at an interval start when the
+                                 controller has been silent for more than
+                                 this many intervals and not spoken in the
+                                 current period (1.5) */
+} agent_config_t;
+
+/* Fills *cfg with the defaults above (name and peer NULL). */
+void agent_config_defaults(agent_config_t *cfg);
+
+/* How the agent acts on the node.  Every member may be NULL, meaning "do it
+ * directly on the scheduler": sched_add_bucket() with weight 1 (which finds
+ * an existing bucket and keeps its weight), sched_set_tokens(),
+ * sched_set_policy(), sched_period_start().  All are called on the
+ * caller's thread from inside agent_new(), agent_handle() and agent_tick().
+ *
+ * Weights: the controller's bucket weights (sent with its table) are set
+ * directly on the scheduler (sched_set_weight()).  For a bucket in the
+ * controller's table the controller's weight wins over the node's own;
+ * the node's weight comes back when the controller drops the bucket. */
+typedef struct {
+    /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
+    int (*bucket)(void *arg, const char *name);
+    /* Sets scheduler bucket b to absolute token counts (l may be
+     * SCHED_UNLIMITED).  Returns 0 or -errno. */
+    int (*set_tokens)(void *arg, int b, int64_t r, int64_t l);
+    void (*set_policy)(void *arg, sched_policy_t policy);
+    /* Starts a new QoS period on the scheduler (and whatever the node
+     * keeps per period); must call sched_period_start() or do its work. */
+    void (*period_start)(void *arg);
+    /* Called once after a message changed tokens: a tokens message was
+     * applied, or a new controller table dropped buckets (may be NULL).
+     * The node dispatches what the new tokens allow. */
+    void (*applied)(void *arg);
+    void *arg;
+} agent_ops_t;
+
+/* Timing of a controller message in the caller's clock: period number,
+ * interval (0..intervals-1), intervals K >= 1, period length (> 0 s) and
+ * the time `end` at which the period ends. */
+typedef struct {
+    uint64_t period;
+    uint32_t interval, intervals;
+    double period_s;
+    double end;
+} agent_timing_t;
+
+/* Counters, for logs and tests. */
+typedef struct {
+    uint64_t recv_welcome, recv_tokens, recv_heartbeat, recv_error;
+    uint64_t tokens_applied;     /* token records applied */
+    uint64_t weights_applied;    /* scheduler weight changes from the
+                                    controller's weights frame */
+    uint64_t tokens_stale;       /* tokens messages for an older period */
+    uint64_t fallbacks, resumes; /* policy switches */
+    int fallback;                /* 1 while in fallback (or never welcomed) */
+    int welcomed;
+    uint64_t period;             /* current period number (local view) */
+    uint32_t interval;
+    proto_stats_t proto;         /* messages the agent dropped: addressed to
+                                    another node (unknown_node), or for a
+                                    controller table it lacks (table) */
+} agent_stats_t;
+
+typedef struct agent agent_t;
+
+/* agent_handle() result bit: the controller does not know this node (an
+ * `unknown_node` error); send agent_hello() now.  The agent is no longer
+ * welcomed. */
+#define AGENT_SEND_HELLO 1
+
+/* Creates an agent for `sched` (borrowed; must outlive the agent).  `ops`
+ * is copied (may be NULL).  Until a welcome and tokens arrive the node runs
+ * the fallback policy (set at once when manage_policy); `now` counts as the
+ * controller's last word for the silence check.  Returns the agent (caller
+ * owns it; agent_destroy()), or NULL with *err = -EINVAL (bad name,
+ * silence_intervals <= 0) or -ENOMEM. */
+agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t *ops,
+                   double now, int *err);
+
+/* Frees the agent and sets *ap to NULL.  Accepts NULL.  The scheduler is
+ * left as it is. */
+void agent_destroy(agent_t **ap);
+
+/* Fills *m with a hello (all of *m is overwritten and owns nothing
+ * afterwards: pass a message that owns no buffers, e.g. one on the stack): the node's whole table (the scheduler's
+ * buckets, table generation bumped when their number changed), capacity,
+ * and the node's timing once it has one.  m->names points into the agent
+ * and the scheduler: valid until the next call into the agent.  Returns 0
+ * or -ENOMEM. */
+int agent_hello(agent_t *a, double now, proto_msg_t *m);
+
+/* Takes the report of the current interval into *m: cumulative counters of
+ * the period per bucket (buckets whose counters are all zero are left out),
+ * arrivals since the previous report, node completions and busy time, and
+ * the names while the controller has not acknowledged the node's table
+ * (m->names as for agent_hello()).  Records go into m's own arrays
+ * (proto_msg_reserve(); the caller owns m and clears it).  The report is
+ * taken whether or not the caller manages to send it: the next report's
+ * arrivals start here, and tokens that arrive later are net of what was
+ * served since.  Returns 0; -EAGAIN before the controller's timing is known
+ * (nothing taken); -ENOMEM. */
+int agent_report(agent_t *a, double now, proto_msg_t *m);
+
+/* Fills *m with a heartbeat (peer_table = the controller table held); as
+ * for agent_hello(), *m is overwritten and owns nothing. */
+void agent_heartbeat(const agent_t *a, proto_msg_t *m);
+
+/* Handles one decoded controller message (welcome, tokens, heartbeat,
+ * error; others are ignored): timing, the controller's table and weights,
+ * tokens (by index, net of what this node served since its last report),
+ * resume from fallback.  `tm` gives the message's timing in the caller's
+ * clock; NULL takes it from m (period_ms, and remaining_ms counted from
+ * `now`).  A caller that shares the controller's clock (the simulator)
+ * passes it exactly; a heartbeat with `tm` counts as one with timing.
+ * Returns 0 or AGENT_SEND_HELLO.  Bad or stale messages are counted in the
+ * stats, never an error. */
+int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now);
+
+/* The interval-start work, to call at agent_next_tick(): starts the new
+ * period if one began (ops.period_start), switches to the fallback policy
+ * when the controller has been silent (see agent_config_t), and returns 1
+ * if the current interval has not been reported yet (the caller then takes
+ * agent_report() and sends it), else 0.  Before agent_next_tick() (less a
+ * millionth of an interval of clock jitter), or without timing, it does
+ * nothing and returns 0. */
+int agent_tick(agent_t *a, double now);
+
+/* When agent_tick() next has work: the next interval start (or period end)
+ * after the last tick or timing update; INFINITY before any timing. */
+double agent_next_tick(const agent_t *a);
+
+/* Nonzero once a welcome arrived (until an unknown_node error). */
+int agent_welcomed(const agent_t *a);
+
+/* Copies the counters. */
+void agent_stats(const agent_t *a, agent_stats_t *out);
+
+#endif

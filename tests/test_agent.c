@@ -1,0 +1,596 @@
+/* test_agent.c - Check suite for storage-node/core/agent: reports from the scheduler's counters, tokens by index, net of served, fallback after silence, resume, stale and newer periods, in a clock the test drives. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/proto.h"
+#include "storage-node/core/agent.h"
+#include "storage-node/core/sched.h"
+
+/* Period 10 s cut in 5 intervals of 2 s; the test's clock starts at 100. */
+#define T0 100.0
+#define PERIOD 10.0
+#define K 5
+
+/* What the hooks saw. */
+typedef struct {
+    sched_t *s;
+    int set_calls, last_b, applied, period_starts, policy_calls;
+    int64_t last_r, last_l;
+} seen_t;
+
+static int h_set_tokens(void *arg, int b, int64_t r, int64_t l)
+{
+    seen_t *sn = arg;
+    sn->set_calls++;
+    sn->last_b = b;
+    sn->last_r = r;
+    sn->last_l = l;
+    return sched_set_tokens(sn->s, b, r, l);
+}
+
+static void h_applied(void *arg)
+{
+    ((seen_t *)arg)->applied++;
+}
+
+static void h_period_start(void *arg)
+{
+    seen_t *sn = arg;
+    sn->period_starts++;
+    sched_period_start(sn->s);
+}
+
+static void h_set_policy(void *arg, sched_policy_t p)
+{
+    seen_t *sn = arg;
+    sn->policy_calls++;
+    sched_set_policy(sn->s, p);
+}
+
+typedef struct {
+    sched_t *s;
+    agent_t *a;
+    seen_t sn;
+    uint32_t node_table;
+    sched_item_t items[64];
+    int nitems;
+} fx_t;
+
+/* A scheduler with buckets red (0), blue (1), green (2) and an agent on it,
+ * with every hook recorded. */
+static void fx_start(fx_t *f, int manage_policy)
+{
+    memset(f, 0, sizeof *f);
+    f->s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_ptr_nonnull(f->s);
+    ck_assert_int_eq(sched_add_bucket(f->s, "red", 1), 0);
+    ck_assert_int_eq(sched_add_bucket(f->s, "blue", 3), 1);
+    ck_assert_int_eq(sched_add_bucket(f->s, "green", 1), 2);
+    f->sn.s = f->s;
+    agent_config_t cfg;
+    agent_config_defaults(&cfg);
+    cfg.name = "n1";
+    cfg.capacity = 777;
+    cfg.manage_policy = manage_policy;
+    agent_ops_t ops = {.set_tokens = h_set_tokens, .applied = h_applied,
+                       .period_start = h_period_start, .set_policy = h_set_policy,
+                       .arg = &f->sn};
+    int err = 0;
+    f->a = agent_new(&cfg, f->s, &ops, T0, &err);
+    ck_assert_msg(f->a != NULL, "agent_new: %d", err);
+    proto_msg_t m;
+    ck_assert_int_eq(agent_hello(f->a, T0, &m), 0);
+    f->node_table = m.table;
+}
+
+static void fx_stop(fx_t *f)
+{
+    agent_destroy(&f->a);
+    ck_assert_ptr_null(f->a);
+    sched_destroy(&f->s);
+}
+
+static agent_timing_t tm_at(uint64_t period, double now)
+{
+    double start = T0 + (double)period * PERIOD;
+    double k = floor((now - start) / (PERIOD / K) + 1e-9);
+    k = k < 0 ? 0 : k > K - 1 ? K - 1 : k;
+    return (agent_timing_t){.period = period, .interval = (uint32_t)k, .intervals = K,
+                            .period_s = PERIOD, .end = start + PERIOD};
+}
+
+/* The controller's table: its index 0 is green, 1 red, 2 "new". */
+static const char *ctl_names[] = {"green", "red", "new"};
+static const uint32_t ctl_weights[] = {1, 1, 1};
+
+static void welcome(fx_t *f, uint64_t period, double now)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_WELCOME;
+    strcpy(m.node, "n1");
+    m.table = 7;
+    m.peer_table = f->node_table;
+    m.has_names = 1;
+    m.nnames = 3;
+    m.names = ctl_names;
+    agent_timing_t tm = tm_at(period, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* A tokens message (controller table 7) for the n records given. */
+static void tokens(fx_t *f, uint64_t period, double now, const proto_tokens_rec_t *recs, size_t n)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n1");
+    m.table = 7;
+    m.peer_table = f->node_table;
+    m.count = n;
+    m.tokens = (proto_tokens_rec_t *)recs;
+    agent_timing_t tm = tm_at(period, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+static void arrive(fx_t *f, int b, int n)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(sched_enqueue(f->s, b, &f->items[f->nitems++]), 0);
+}
+
+static void serve(fx_t *f, int n)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_ptr_nonnull(sched_dispatch(f->s, NULL));
+}
+
+static sched_bucket_stats_t bstats(fx_t *f, int b)
+{
+    sched_bucket_stats_t bs;
+    ck_assert_int_eq(sched_bucket_stats(f->s, b, &bs), 0);
+    return bs;
+}
+
+static const proto_report_rec_t *rec_of(const proto_msg_t *m, uint32_t b)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (m->report[i].bucket == b)
+            return &m->report[i];
+    return NULL;
+}
+
+START_TEST(test_agent_hello_lists_the_table)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* fallback until told */
+    proto_msg_t m;
+    ck_assert_int_eq(agent_hello(f.a, T0, &m), 0);
+    ck_assert_int_eq(m.type, PROTO_HELLO);
+    ck_assert_str_eq(m.node, "n1");
+    ck_assert_uint_eq(m.capacity, 777);
+    ck_assert_uint_eq(m.nnames, 3);
+    ck_assert_str_eq(m.names[1], "blue");
+    ck_assert(!m.has_timing);
+    ck_assert_uint_eq(m.table, f.node_table);
+    ck_assert_int_eq(agent_report(f.a, T0, &m), -EAGAIN); /* no timing yet */
+    ck_assert(isinf(agent_next_tick(f.a)));
+    ck_assert_int_eq(agent_tick(f.a, T0 + 1000), 0);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_report_from_counters)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome(&f, 0, T0 + 0.5);
+    ck_assert(agent_welcomed(f.a));
+    /* welcome created "new" (index 3): the node's table grew */
+    ck_assert_int_eq(sched_find_bucket(f.s, "new", 3), 3);
+    arrive(&f, 0, 5);
+    arrive(&f, 2, 2);
+    sched_set_policy(f.s, SCHED_POLICY_RR);
+    serve(&f, 3);
+    sched_note_completion(f.s, 3, 0.25);
+
+    ck_assert_double_eq(agent_next_tick(f.a), T0 + 2);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 1.0), 0); /* not yet */
+    ck_assert_int_eq(agent_tick(f.a, T0 + 2.0), 1);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2.0, &m), 0);
+    ck_assert_int_eq(m.type, PROTO_REPORT);
+    ck_assert_uint_eq(m.period, 0);
+    ck_assert_uint_eq(m.interval, 1);
+    ck_assert_uint_eq(m.remaining_ms, 8000);
+    ck_assert_uint_eq(m.peer_table, 7);
+    ck_assert(m.has_names); /* the welcome acknowledged the old table */
+    ck_assert_uint_eq(m.nnames, 4);
+    ck_assert_uint_eq(m.completions, 3);
+    ck_assert_double_eq(m.busy_seconds, 0.25);
+    ck_assert_uint_eq(m.count, 2); /* blue and new are idle: left out */
+    const proto_report_rec_t *r = rec_of(&m, 0), *g = rec_of(&m, 2);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(r->arrivals_interval, 5);
+    ck_assert_uint_eq(r->arrivals_period, 5);
+    ck_assert_uint_eq(r->served_o + g->served_o, 3);
+    ck_assert_uint_eq(r->queued + g->queued, 4);
+    ck_assert_int_eq(g->l_left, PROTO_UNLIMITED);
+    /* the same interval is not reported twice */
+    ck_assert_int_eq(agent_tick(f.a, T0 + 2.0), 0);
+
+    /* next interval: arrivals since the last report only */
+    arrive(&f, 0, 1);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 4.0), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 4.0, &m), 0);
+    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_interval, 1);
+    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_period, 6);
+    ck_assert_uint_eq(rec_of(&m, 2)->arrivals_interval, 0);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_tokens_applied_by_index)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome(&f, 0, T0);
+    ck_assert_int_eq(f.sn.applied, 0);
+    /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
+    proto_tokens_rec_t recs[] = {
+        {.bucket = 1, .r_tokens = 10, .l_tokens = 20},
+        {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED},
+        {.bucket = 2, .r_tokens = 6, .l_tokens = 0}};
+    tokens(&f, 0, T0 + 0.1, recs, 3);
+    ck_assert_int_eq(f.sn.set_calls, 3);
+    ck_assert_int_eq(f.sn.applied, 1); /* once per message */
+    ck_assert_int_eq(f.sn.last_b, 3);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    ck_assert_int_eq(bstats(&f, 2).r_tokens, 4);
+    ck_assert_int_eq(bstats(&f, 2).l_tokens, SCHED_UNLIMITED);
+    ck_assert_int_eq(bstats(&f, 3).r_tokens, 6);
+    ck_assert_int_eq(bstats(&f, 1).r_tokens, 0); /* blue: not the controller's */
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* resumed */
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.tokens_applied, 3);
+    ck_assert_uint_eq(st.resumes, 1);
+    ck_assert_int_eq(st.fallback, 0);
+
+    /* an index beyond the controller's table: the whole message dropped */
+    proto_tokens_rec_t bad[] = {{.bucket = 0, .r_tokens = 99}, {.bucket = 3, .r_tokens = 1}};
+    tokens(&f, 0, T0 + 0.2, bad, 2);
+    ck_assert_int_eq(bstats(&f, 2).r_tokens, 4);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+
+    /* a table generation the node lacks, without names: dropped */
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n1");
+    m.table = 8;
+    m.count = 1;
+    m.tokens = recs;
+    agent_timing_t tm = tm_at(0, T0 + 0.3);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 2);
+    ck_assert_uint_eq(st.tokens_applied, 3);
+
+    /* another node's message */
+    strcpy(m.node, "n2");
+    m.table = 7;
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
+    ck_assert_uint_eq(st.tokens_applied, 3);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_net_of_served)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    welcome(&f, 0, T0);
+    arrive(&f, 0, 30);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0, &m), 0); /* the controller's view */
+    serve(&f, 5); /* served on the old tokens (opportunistic) meanwhile */
+    proto_tokens_rec_t r1[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.01, r1, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 5); /* 10 - 5 */
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+
+    /* more served since the report than R: the rest comes off L */
+    ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0);
+    serve(&f, 12); /* 5 R, then 7 L */
+    proto_tokens_rec_t r2[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 2.01, r2, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 18);
+
+    /* no limit stays no limit; a limit never goes below 0 */
+    proto_tokens_rec_t r3[] = {
+        {.bucket = 1, .r_tokens = 1, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED}};
+    tokens(&f, 0, T0 + 2.02, r3, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, SCHED_UNLIMITED);
+    proto_tokens_rec_t r4[] = {{.bucket = 1, .r_tokens = 3, .l_tokens = 4}};
+    tokens(&f, 0, T0 + 2.03, r4, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 0);
+
+    /* a new report: nothing served since, counts as sent */
+    ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0);
+    tokens(&f, 0, T0 + 4.01, r1, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_fallback_after_silence)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
+    tokens(&f, 0, T0 + 0.1, r, 1); /* the controller's last word, interval 0 */
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    /* silent for the rest of the period: the tokens stay valid */
+    for (int k = 1; k < K; k++) {
+        agent_tick(f.a, T0 + 2.0 * k);
+        ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    }
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    /* the period ends without a word in it: fallback */
+    ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD), 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    ck_assert_int_eq(f.sn.period_starts, 1);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    ck_assert_uint_eq(st.fallbacks, 1);
+    ck_assert_uint_eq(st.period, 1);
+    ck_assert_uint_eq(st.interval, 0);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_quiet_last_interval_falls_back_in_next_period)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
+    tokens(&f, 0, T0 + 8.1, r, 1); /* heard in the last interval */
+    ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD), 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* 1.9 s < 1.5 intervals */
+    ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD + 2), 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_resume)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome(&f, 0, T0);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* welcome alone: not yet */
+    /* a heartbeat with timing, holding the controller's table: resume */
+    proto_msg_t hb;
+    agent_heartbeat(f.a, &hb);
+    ck_assert_int_eq(hb.type, PROTO_HEARTBEAT);
+    ck_assert_uint_eq(hb.peer_table, 7);
+    strcpy(hb.node, "n1");
+    agent_timing_t tm = tm_at(0, T0 + 1);
+    ck_assert_int_eq(agent_handle(f.a, &hb, &tm, T0 + 1), 0);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    /* silence over a period end, then tokens: resume again */
+    agent_tick(f.a, T0 + PERIOD);
+    agent_tick(f.a, T0 + PERIOD + 2);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
+    tokens(&f, 1, T0 + PERIOD + 2.5, r, 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.resumes, 2);
+    ck_assert_uint_eq(st.fallbacks, 1);
+    ck_assert_int_eq(f.sn.policy_calls, 4); /* rr at start, tokens, rr, tokens */
+
+    /* the controller forgot the node: hello again */
+    proto_msg_t e;
+    proto_msg_init(&e);
+    e.type = PROTO_ERROR;
+    strcpy(e.node, "n1");
+    strcpy(e.code, "unknown_node");
+    ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + PERIOD + 3), AGENT_SEND_HELLO);
+    ck_assert(!agent_welcomed(f.a));
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_stale_period)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    welcome(&f, 3, T0 + 3 * PERIOD);
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
+    tokens(&f, 2, T0 + 3 * PERIOD + 1, r, 1); /* an older period's tokens */
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.tokens_stale, 1);
+    ck_assert_uint_eq(st.tokens_applied, 0);
+    ck_assert_int_eq(f.sn.period_starts, 0);
+
+    /* a newer period's tokens start it at once */
+    arrive(&f, 0, 4);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 3 * PERIOD + 9, &m), 0);
+    arrive(&f, 0, 2); /* after the report, before the period ends */
+    tokens(&f, 4, T0 + 4 * PERIOD - 0.01, r, 1);
+    ck_assert_int_eq(f.sn.period_starts, 1);
+    ck_assert_uint_eq(bstats(&f, 0).arrivals, 0); /* counters restarted */
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);  /* nothing served since */
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.period, 4);
+    /* the clock then reaches the boundary the tokens anticipated: no
+     * second period start; the first report of period 4 carries the
+     * arrivals of period 3's last interval */
+    ck_assert_int_eq(agent_tick(f.a, T0 + 4 * PERIOD), 1);
+    ck_assert_int_eq(f.sn.period_starts, 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 4 * PERIOD, &m), 0);
+    ck_assert_uint_eq(m.period, 4);
+    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_interval, 2);
+    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_period, 0);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_period_roll_by_clock)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    /* timing from the message's ms fields, counted from `now` */
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    strcpy(w.node, "n1");
+    w.period = 9;
+    w.interval = 4;
+    w.intervals = K;
+    w.period_ms = 10000;
+    w.remaining_ms = 1000;
+    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    ck_assert_double_eq_tol(agent_next_tick(f.a), T0 + 1, 1e-9);
+    arrive(&f, 1, 3);
+    /* a clock that skipped a whole period */
+    ck_assert_int_eq(agent_tick(f.a, T0 + 1 + PERIOD + 0.5), 1);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.period, 11);
+    ck_assert_uint_eq(st.interval, 0);
+    ck_assert_int_eq(f.sn.period_starts, 1);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 1 + PERIOD + 0.5, &m), 0);
+    ck_assert_uint_eq(m.count, 1);
+    ck_assert_uint_eq(m.report[0].bucket, 1);
+    ck_assert_uint_eq(m.report[0].arrivals_interval, 3);
+    ck_assert_uint_eq(m.remaining_ms, 9500);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    strcpy(w.node, "n1");
+    w.table = 7;
+    w.has_names = 1;
+    w.nnames = 3;
+    w.names = ctl_names;
+    w.has_weights = 1;
+    w.weights = ctl_weights;
+    const char *blue_too[] = {"blue", "green"};
+    const uint32_t w5[] = {5, 5};
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0), 0);
+    w.names = blue_too;
+    w.nnames = 2;
+    w.weights = w5;
+    w.table = 8;
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0), 0);
+    ck_assert_uint_eq(bstats(&f, 1).weight, 5);
+    proto_tokens_rec_t r[] = {{.bucket = 0, .r_tokens = 9, .l_tokens = 9}};
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n1");
+    m.table = 8;
+    m.count = 1;
+    m.tokens = r;
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0), 0);
+    ck_assert_int_eq(bstats(&f, 1).l_tokens, 9);
+    /* blue leaves the controller's table: R 0, no limit, weight 3 again */
+    int applied = f.sn.applied;
+    w.names = ctl_names;
+    w.nnames = 3;
+    w.weights = ctl_weights;
+    w.table = 9;
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0), 0);
+    ck_assert_int_eq(bstats(&f, 1).r_tokens, 0);
+    ck_assert_int_eq(bstats(&f, 1).l_tokens, SCHED_UNLIMITED);
+    ck_assert_uint_eq(bstats(&f, 1).weight, 3);
+    ck_assert_int_eq(f.sn.applied, applied + 1); /* the front dispatches */
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(test_agent_new_rejects_bad_config)
+{
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    agent_config_t cfg;
+    agent_config_defaults(&cfg);
+    int err = 0;
+    ck_assert_ptr_null(agent_new(&cfg, s, NULL, 0, &err)); /* no name */
+    ck_assert_int_eq(err, -EINVAL);
+    cfg.name = "has space";
+    ck_assert_ptr_null(agent_new(&cfg, s, NULL, 0, &err));
+    cfg.name = "n1";
+    cfg.silence_intervals = 0;
+    ck_assert_ptr_null(agent_new(&cfg, s, NULL, 0, &err));
+    cfg.silence_intervals = 1.5;
+    agent_t *a = agent_new(&cfg, s, NULL, 0, &err);
+    ck_assert_ptr_nonnull(a);
+    agent_destroy(&a);
+    agent_destroy(&a); /* NULL is fine */
+    agent_destroy(NULL);
+    sched_destroy(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("agent");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_agent_hello_lists_the_table);
+    tcase_add_test(tc, test_agent_report_from_counters);
+    tcase_add_test(tc, test_agent_tokens_applied_by_index);
+    tcase_add_test(tc, test_agent_net_of_served);
+    tcase_add_test(tc, test_agent_fallback_after_silence);
+    tcase_add_test(tc, test_agent_quiet_last_interval_falls_back_in_next_period);
+    tcase_add_test(tc, test_agent_resume);
+    tcase_add_test(tc, test_agent_stale_period);
+    tcase_add_test(tc, test_agent_period_roll_by_clock);
+    tcase_add_test(tc, test_agent_dropped_bucket_keeps_serving_with_own_weight);
+    tcase_add_test(tc, test_agent_new_rejects_bad_config);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
