@@ -5,11 +5,11 @@ controller_SRCS = controller/bucketfile.c controller/admission.c controller/esti
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c
-bqos-controller_LIBS = controller pshift proto common
+bqos-controller_LIBS = controller pshift protozmq proto common
 
 PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
-bqos-ctrl-bench_LIBS = proto common
+bqos-ctrl-bench_LIBS = protozmq proto common
 BENCHES += controller/bench/bench-controller.sh
 
 PROGS += bqos-ctrl-prof

@@ -19,7 +19,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: bqos-proto-bench [--buckets N[,N...]] [--iterations N] [--names]\n"
             "\n"
-            "Measures the bqos control protocol codec (common/proto.c): for each bucket\n"
+            "Measures the bqos control protocol codec (common/proto/): for each bucket\n"
             "count, builds a report message (one compact 36-byte record per bucket) and a\n"
             "tokens message (one compact 12-byte record per bucket), then times\n"
             "proto_encode() and proto_decode() separately, averaged over the iterations,\n"
