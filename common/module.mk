@@ -1,4 +1,4 @@
-# common/ - code shared by every program (logging, helpers)
+# common/ - code shared by every program (logging, helpers, version.h: the one BQOS_VERSION)
 LIBS += common
 common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/mono.c
 TESTS += test_log
@@ -18,4 +18,7 @@ test_opts_LIBS = common
 TESTS += test_jsonloc
 test_jsonloc_SRCS = tests/test_jsonloc.c
 test_jsonloc_LIBS = common
+TESTS += test_version
+test_version_SRCS = tests/test_version.c
+test_version_LIBS = common
 include common/proto.mk

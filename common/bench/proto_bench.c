@@ -10,8 +10,8 @@
 
 #include "common/mono.h"
 #include "common/proto.h"
+#include "common/version.h"
 
-#define VERSION "0.1"
 
 
 static void usage(FILE *f)
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         case 'V':
-            printf("bqos-proto-bench %s (protocol v%d)\n", VERSION, PROTO_VERSION);
+            printf("bqos-proto-bench %s (protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
             return 0;
         default:
             usage(stderr);

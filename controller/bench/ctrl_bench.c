@@ -12,10 +12,8 @@
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/proto.h"
+#include "common/version.h"
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 typedef struct {
     char name[32];

@@ -9,14 +9,12 @@
 
 #include "common/log.h"
 #include "common/proto.h"
+#include "common/version.h"
 #include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "pshift/tools/pjson.h"
 #include "pshift/pshift.h"
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 static void usage(FILE *fp)
 {

@@ -9,13 +9,13 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "pshift/tools/bench.h"
 #include "pshift/tools/gen.h"
 #include "pshift/tools/pjson.h"
 #include "pshift/pshift.h"
 
 #define PROG "bqos-pshift"
-#define VERSION "0.1.0"
 
 /* Exit codes. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -513,7 +513,7 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (strcmp(c, "--version") == 0) {
-        printf(PROG " " VERSION "\n");
+        printf(PROG " " BQOS_VERSION "\n");
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -18,11 +18,11 @@
 #include <libmemcached/memcached.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "workloads/report.h"
 #include "workloads/scenario.h"
 #include "workloads/zipf.h"
 
-#define BQOS_LOAD_VERSION "0.1.0"
 
 static const char usage_text[] =
     "NAME\n"
@@ -718,7 +718,7 @@ static int parse_settings(int argc, char **argv, settings_t *st)
             break;
         }
         case 'h': fputs(usage_text, stdout); exit(0);
-        case 'V': printf("bqos-load %s\n", BQOS_LOAD_VERSION); exit(0);
+        case 'V': printf("bqos-load %s\n", BQOS_VERSION); exit(0);
         default:
             fprintf(stderr, "Try 'bqos-load --help'.\n");
             return -EINVAL;

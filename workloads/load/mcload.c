@@ -13,11 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "common/mono.h"
+#include "common/version.h"
 
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 /* One client connection with one request outstanding at a time. */
 typedef struct {

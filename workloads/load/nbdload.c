@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "storage-node/nbd/nbd.h"
 #include "workloads/report.h"
 #include "workloads/scenario.h"
 #include "workloads/zipf.h"
 
-#define VERSION "0.1.0"
 #define MAX_SERVERS_OPT 256
 
 static const char usage_text[] =
@@ -535,7 +535,7 @@ int main(int argc, char **argv)
         case 'q': quiet = 1; break;
         case OPT_LOG: if (bqos_log_parse_level(optarg, &level) < 0) goto bad; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("bqos-nbd-load %s\n", VERSION); return 0;
+        case 'V': printf("bqos-nbd-load %s\n", BQOS_VERSION); return 0;
         default: fprintf(stderr, "Try 'bqos-nbd-load --help'.\n"); return 2;
         }
         continue;
