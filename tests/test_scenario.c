@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "workloads/scenario.h"
-#include "workloads/zipf.h"
 
 #define SERVERS \
     "\"servers\": [{\"name\": \"s1\", \"address\": \"127.0.0.1:7001\", \"backend\": " \
@@ -312,42 +311,6 @@ START_TEST(test_scenario_write_buckets)
 }
 END_TEST
 
-START_TEST(test_scenario_zipf_helpers)
-{
-    int64_t parts[7];
-    ck_assert_int_eq(zipf_split(parts, 7, 1000, 0.5), 0);
-    int64_t sum = 0;
-    for (int i = 0; i < 7; i++) {
-        sum += parts[i];
-        if (i)
-            ck_assert_int_le(parts[i], parts[i - 1]);
-    }
-    ck_assert_int_eq(sum, 1000);
-    ck_assert_int_eq(zipf_split(parts, 0, 10, 1), -EINVAL);
-    ck_assert_int_eq(zipf_split(parts, 3, -1, 1), -EINVAL);
-    double w[3];
-    ck_assert_int_eq(zipf_weights(w, 3, 0), 0);
-    ck_assert_double_eq_tol(w[2], 1.0 / 3, 1e-12);
-    zipf_rng_t r;
-    zipf_rng_seed(&r, 1, 2);
-    int pick[8];
-    for (int round = 0; round < 100; round++) {
-        ck_assert_int_eq(zipf_pick(&r, pick, 6, 8), 0);
-        for (int i = 0; i < 6; i++) {
-            ck_assert(pick[i] >= 0 && pick[i] < 8);
-            if (i)
-                ck_assert_int_lt(pick[i - 1], pick[i]);
-        }
-    }
-    ck_assert_int_eq(zipf_pick(&r, pick, 9, 8), -EINVAL);
-    for (int i = 0; i < 1000; i++) {
-        double u = zipf_rng_uniform(&r);
-        ck_assert(u >= 0 && u < 1);
-        ck_assert_uint_lt(zipf_rng_below(&r, 5), 5);
-    }
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("scenario");
@@ -360,7 +323,6 @@ int main(void)
     tcase_add_loop_test(tc, test_scenario_rejects_malformed, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_scenario_load_file_errors);
     tcase_add_test(tc, test_scenario_write_buckets);
-    tcase_add_test(tc, test_scenario_zipf_helpers);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "common/jsonloc.h"
-#include "workloads/zipf.h"
+#include "common/rng.h"
 
 /* Path steps kept for an error position; deeper values are reported at
  * their ancestor this many steps down (scenarios nest 5 deep). */
@@ -428,11 +428,11 @@ static int get_placement(ctx_t *c, const at_t *o, const placement_t *def, placem
     return 0;
 }
 
-static int make_phase(ctx_t *c, const placement_t *pl, zipf_rng_t *rng, double at,
+static int make_phase(ctx_t *c, const placement_t *pl, rng_t *rng, double at,
                       scenario_phase_t *ph)
 {
     ph->at = at;
-    int k = pl->lo + (int)zipf_rng_below(rng, (uint64_t)(pl->hi - pl->lo + 1));
+    int k = pl->lo + (int)rng_below(rng, (uint64_t)(pl->hi - pl->lo + 1));
     ph->servers = malloc((size_t)k * sizeof *ph->servers);
     if (!ph->servers)
         return -ENOMEM;
@@ -444,7 +444,7 @@ static int make_phase(ctx_t *c, const placement_t *pl, zipf_rng_t *rng, double a
         qsort(ph->servers, (size_t)k, sizeof *ph->servers, cmp_int);
         return 0;
     }
-    return zipf_pick(rng, ph->servers, k, (int)c->s->nservers);
+    return rng_pick(rng, ph->servers, k, (int)c->s->nservers);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -457,7 +457,7 @@ static int cmp_double(const void *a, const void *b)
  * "changes" (an array; changes->v NULL if absent) and `nrandom` changes at
  * random times that re-pick a set from the initial placement's range. */
 static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
-                        const at_t *changes, long long nrandom, zipf_rng_t *rng)
+                        const at_t *changes, long long nrandom, rng_t *rng)
 {
     static const char *const keys[] = {"at", "servers", "active", NULL};
     const scenario_t *s = c->s;
@@ -505,7 +505,7 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
         if (!times)
             return -ENOMEM;
         for (long long i = 0; i < nrandom; i++)
-            times[i] = zipf_rng_uniform(rng) * s->duration;
+            times[i] = rng_uniform(rng) * s->duration;
         qsort(times, (size_t)nrandom, sizeof *times, cmp_double);
         for (long long i = 0; i < nrandom && rc == 0; i++) {
             if (times[i] <= b->phases[b->nphases - 1].at)
@@ -566,8 +566,8 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
     if ((rc = get_placement(c, o, &all, &pl)) < 0)
         return rc;
-    zipf_rng_t rng;
-    zipf_rng_seed(&rng, s->seed, idx);
+    rng_t rng;
+    rng_seed(&rng, s->seed, idx);
     return build_phases(c, b, &pl, &changes, nrandom, &rng);
 }
 
@@ -625,7 +625,7 @@ static int parse_generate(ctx_t *c, const at_t *g, size_t first)
     }
     s->buckets = nb;
     memset(nb + first, 0, (size_t)count * sizeof *nb);
-    zipf_weights(w, (size_t)count, zipf);
+    rng_zipf_weights(w, (size_t)count, zipf);
     double total = reserved >= 0 ? reserved * s->capacity * (double)s->nservers : 0;
     const char *pre = prefix.v ? json_string_value(prefix.v) : "g";
     at_t none = {NULL, g, "changes", 0};
@@ -659,8 +659,8 @@ static int parse_generate(ctx_t *c, const at_t *g, size_t first)
         }
         b->rate = demand * b->reservation;
         b->split_zipf = split;
-        zipf_rng_t rng;
-        zipf_rng_seed(&rng, s->seed, first + (size_t)i);
+        rng_t rng;
+        rng_seed(&rng, s->seed, first + (size_t)i);
         rc = build_phases(c, b, &pl, &none, nrandom, &rng);
     }
     free(w);
