@@ -2,6 +2,8 @@
  * the wire, reject counters and message storage (init, clear, reserve). */
 #include "common/proto/internal.h"
 
+#include "common/names.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +58,12 @@ void proto_stats_note(proto_stats_t *st, proto_reason_t r)
     st->rejected_total++;
 }
 
+/* The rule has one owner, common/names. */
+_Static_assert(PROTO_NAME_MAX == NAMES_MAX, "protocol names follow common/names");
+
 int proto_name_check(const char *name, size_t len)
 {
-    if (!name || len == 0 || len > PROTO_NAME_MAX)
-        return -EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c <= 0x20 || c == 0x7f)
-            return -EINVAL;
-    }
-    return 0;
+    return names_check(name, len);
 }
 
 /* ---- message storage ---- */
