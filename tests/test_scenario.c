@@ -20,7 +20,7 @@
 static scenario_t *parse_ok(const char *text)
 {
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     int rc = scenario_parse(text, strlen(text), "t.json", NULL, &s, &err);
     ck_assert_msg(rc == 0, "unexpected error %s:%d:%d: %s", err.source, err.line, err.col,
                   err.text);
@@ -146,7 +146,7 @@ START_TEST(test_scenario_generate_zipf)
     scenario_destroy(&again);
     scenario_opts_t o = SCENARIO_OPTS_DEFAULT;
     o.seed = 99;
-    scenario_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(scenario_parse(text, strlen(text), NULL, &o, &again, &err), 0);
     int differ = 0;
     for (size_t i = 0; i < s->nbuckets; i++)
@@ -173,7 +173,7 @@ START_TEST(test_scenario_overrides)
                        ", \"buckets\": [{\"name\": \"a\", \"reservation\": \"50%\"}]}";
     scenario_opts_t o = {.capacity = 3000, .duration = 1.5, .preload = 40, .seed = -1};
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(scenario_parse(text, strlen(text), "x", &o, &s, &err), 0);
     ck_assert_double_eq(s->duration, 1.5);
     ck_assert_uint_eq(s->preload, 40);
@@ -255,7 +255,7 @@ START_TEST(test_scenario_rejects_malformed)
 {
     const char *text = bad[_i].text;
     scenario_t *s = (scenario_t *)0x1;
-    scenario_error_t err;
+    jsonloc_err_t err;
     int rc = scenario_parse(text, strlen(text), "bad.json", NULL, &s, &err);
     ck_assert_msg(rc == -EINVAL, "case %d: accepted %s", _i, text);
     ck_assert_ptr_null(s);
@@ -271,7 +271,7 @@ END_TEST
 START_TEST(test_scenario_load_file_errors)
 {
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(scenario_load("/nonexistent/x.json", NULL, &s, &err), -ENOENT);
     ck_assert_str_eq(err.source, "/nonexistent/x.json");
     char path[] = "/tmp/test_scenario_XXXXXX";

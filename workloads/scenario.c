@@ -30,7 +30,7 @@ typedef struct at {
 
 /* Parse state: one per scenario_parse() call. */
 typedef struct {
-    scenario_error_t *err;
+    jsonloc_err_t *err;
     scenario_t *s;
     const char *text;  /* the JSON text, for positions */
     size_t len;
@@ -54,8 +54,9 @@ static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
  * (NULL: no position, line 0).  Returns -EINVAL. */
 static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
 {
-    char path[96] = "";
-    c->err->line = c->err->col = 0;
+    jsonloc_err_t *e = c->err;
+    e->line = e->col = 0;
+    e->path[0] = '\0';
     if (at) {
         jsonloc_step_t steps[PATH_DEPTH];
         size_t n = 0;
@@ -66,13 +67,13 @@ static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
             p = p->up;
         for (size_t i = n; i-- > 0; p = p->up)
             steps[i] = (jsonloc_step_t){p->key, p->index};
-        jsonloc_find(c->text, c->len, steps, n, &c->err->line, &c->err->col);
-        jsonloc_format(steps, n, path, sizeof path);
+        jsonloc_err_at(e, c->text, c->len, steps, n);
     }
-    int o = snprintf(c->err->text, sizeof c->err->text, "%s%s", path, path[0] ? ": " : "");
+    /* The text starts with (at most 95 bytes of) the path. */
+    int o = snprintf(e->text, sizeof e->text, "%.95s%s", e->path, e->path[0] ? ": " : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err->text + o, sizeof c->err->text - (size_t)o, fmt, ap);
+    vsnprintf(e->text + o, sizeof e->text - (size_t)o, fmt, ap);
     va_end(ap);
     return -EINVAL;
 }
@@ -771,12 +772,12 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
 }
 
 int scenario_parse(const char *text, size_t len, const char *source,
-                   const scenario_opts_t *opts, scenario_t **out, scenario_error_t *err)
+                   const scenario_opts_t *opts, scenario_t **out, jsonloc_err_t *err)
 {
-    scenario_error_t dummy;
+    jsonloc_err_t dummy;
     scenario_opts_t defaults = SCENARIO_OPTS_DEFAULT;
     ctx_t c = {.err = err ? err : &dummy, .text = text, .len = len};
-    memset(c.err, 0, sizeof *c.err);
+    jsonloc_err_clear(c.err);
     snprintf(c.err->source, sizeof c.err->source, "%s", source ? source : "<string>");
     *out = NULL;
     int rc = 0;
@@ -809,12 +810,12 @@ out:
 }
 
 int scenario_load(const char *path, const scenario_opts_t *opts, scenario_t **out,
-                  scenario_error_t *err)
+                  jsonloc_err_t *err)
 {
-    scenario_error_t dummy;
+    jsonloc_err_t dummy;
     if (!err)
         err = &dummy;
-    memset(err, 0, sizeof *err);
+    jsonloc_err_clear(err);
     snprintf(err->source, sizeof err->source, "%s", path);
     *out = NULL;
     char *buf = NULL;

@@ -251,11 +251,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, const opt_t *opts,
 
 /* ---- solve -------------------------------------------------------------- */
 
-static void print_input_error(const char *file, const pjson_error_t *e)
+static void print_input_error(const char *file, const jsonloc_err_t *e)
 {
     const char *name = strcmp(file, "-") == 0 ? "<stdin>" : file;
     if (e->line > 0)
-        fprintf(stderr, PROG ": %s:%d:%d: ", name, e->line, e->column);
+        fprintf(stderr, PROG ": %s:%d:%d: ", name, e->line, e->col);
     else
         fprintf(stderr, PROG ": %s: ", name);
     if (e->path[0]) fprintf(stderr, "%s: ", e->path);
@@ -302,7 +302,7 @@ static int cmd_solve(int argc, char **argv)
     }
 
     pjson_input_t in;
-    pjson_error_t err;
+    jsonloc_err_t err;
     pshift_problem_t *lim = NULL;
     int64_t *targets = NULL;
     int status = EXIT_FAIL;

@@ -759,7 +759,7 @@ int main(int argc, char **argv)
         return 1;
     }
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     int rc = scenario_load(argv[0], &st.sopts, &s, &err);
     if (rc < 0) {
         if (err.line > 0)

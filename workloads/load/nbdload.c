@@ -544,7 +544,7 @@ int main(int argc, char **argv)
     so.servers = servers;
     so.nservers = nserv;
     scenario_t *s = NULL;
-    scenario_error_t se;
+    jsonloc_err_t se;
     int rc = scenario_load(argv[optind], &so, &s, &se);
     if (rc < 0) {
         fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);
