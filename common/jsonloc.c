@@ -21,28 +21,86 @@ static void skip_ws(scan_t *s)
         s->i++;
 }
 
+/* Reads the 4 hex digits at t[at..at+4); 0 if they are not (the text was
+ * accepted by jansson, so they are). */
+static unsigned hex4(const scan_t *s, size_t at)
+{
+    unsigned v = 0;
+    for (size_t k = 0; k < 4; k++) {
+        int c = at + k < s->len ? (unsigned char)s->t[at + k] : -1;
+        int h = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (h < 0)
+            return 0;
+        v = v * 16 + (unsigned)h;
+    }
+    return v;
+}
+
+/* Encodes code point cp as UTF-8 into out; returns its length. */
+static size_t utf8(unsigned cp, unsigned char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (cp >> 6));
+        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (cp >> 12));
+        out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (cp >> 18));
+    out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
 /* At '"': skips the string.  If `key` is non-NULL, returns 1 if the string's
- * unescaped content equals key (simple escapes compared as the character
- * they stand for; \u escapes never match, keys with them are rare). */
+ * unescaped content equals key (escapes compared as the bytes they stand
+ * for, \uXXXX and surrogate pairs as UTF-8). */
 static int skip_string(scan_t *s, const char *key)
 {
     size_t k = 0;
     int match = key != NULL;
     s->i++;
-    for (int c; (c = peek(s)) >= 0 && c != '"'; s->i++) {
+    for (int c; (c = peek(s)) >= 0 && c != '"';) {
+        unsigned char u[4];
+        size_t n = 1;
+        s->i++;
+        u[0] = (unsigned char)c;
         if (c == '\\') {
-            s->i++;
             c = peek(s);
-            static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
-            const char *m = c > 0 ? strchr(from, c) : NULL;
-            if (m)
-                c = to[m - from];
-            else if (c == 'u')
-                match = 0;
+            s->i++;
+            if (c == 'u') {
+                unsigned cp = hex4(s, s->i);
+                s->i = s->i + 4 < s->len ? s->i + 4 : s->len;
+                if (cp >= 0xD800 && cp < 0xDC00 && s->i + 6 <= s->len && s->t[s->i] == '\\' &&
+                    s->t[s->i + 1] == 'u') {
+                    unsigned lo = hex4(s, s->i + 2);
+                    if (lo >= 0xDC00 && lo < 0xE000) {
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                        s->i += 6;
+                    }
+                }
+                n = utf8(cp, u);
+            } else {
+                static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
+                const char *m = c > 0 ? strchr(from, c) : NULL;
+                u[0] = (unsigned char)(m ? to[m - from] : c);
+            }
         }
-        if (match && (key[k] == '\0' || (unsigned char)key[k] != c))
-            match = 0;
-        k++;
+        for (size_t j = 0; match && j < n; j++, k++)
+            if (key[k] == '\0' || (unsigned char)key[k] != u[j])
+                match = 0;
     }
     if (match && key[k] != '\0')
         match = 0;
@@ -170,4 +228,17 @@ void jsonloc_format(const jsonloc_step_t *path, size_t n, char *out, size_t cap)
             break;
         o += (size_t)w;
     }
+}
+
+void jsonloc_err_clear(jsonloc_err_t *e)
+{
+    if (e)
+        memset(e, 0, sizeof *e);
+}
+
+size_t jsonloc_err_at(jsonloc_err_t *e, const char *text, size_t len, const jsonloc_step_t *path,
+                      size_t n)
+{
+    jsonloc_format(path, n, e->path, sizeof e->path);
+    return jsonloc_find(text, len, path, n, &e->line, &e->col);
 }

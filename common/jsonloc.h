@@ -1,4 +1,5 @@
-/* jsonloc.h - where a value sits in JSON text (line, column), for error messages about parsed documents.
+/* jsonloc.h - where a value sits in JSON text (line, column) and the one error struct of the
+ * JSON file parsers (pShift instances, scenarios, bucket files).
  *
  * jansson reports positions of syntax errors but keeps none for values, so a
  * semantic error ("buckets[3].limit is below the reservation") would have no
@@ -21,13 +22,35 @@ typedef struct {
  * jansson does, one per UTF-8 sequence).  Where a step is missing (a member
  * not present), stops at the deepest value found, so the position points at
  * the object that lacks the member.  Returns the number of steps matched
- * (n if the value was found).  Keys are compared after unescaping.  Safe on
- * any input: garbage just matches fewer steps.  Thread-safe, no allocation. */
+ * (n if the value was found).  Keys are compared after unescaping (\uXXXX
+ * and surrogate pairs as UTF-8).  Safe on any input: garbage just matches
+ * fewer steps.  Thread-safe, no allocation. */
 size_t jsonloc_find(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
                     int *line, int *col);
 
 /* Writes the path as "buckets[3].limit" into out (always NUL-terminated,
  * truncated to cap). */
 void jsonloc_format(const jsonloc_step_t *path, size_t n, char *out, size_t cap);
+
+/* Why and where a document was rejected; print it as "SOURCE:LINE:COL: TEXT"
+ * (without ":LINE:COL" when line is 0).  Filled by the parser the caller
+ * passes it to; owned by the caller, no pointers inside. */
+typedef struct {
+    char source[256]; /* the file name, "-" or "<string>"; "" if none was given */
+    char path[160];   /* the offending value ("buckets[3].limit"); "" for syntax
+                         errors and errors about no value */
+    int line;         /* 1-based; 0 when no position applies */
+    int col;          /* 1-based, characters as jansson counts them; 0 when none */
+    char text[256];   /* what is wrong, one line */
+} jsonloc_err_t;
+
+/* Zeroes *e.  Accepts NULL. */
+void jsonloc_err_clear(jsonloc_err_t *e);
+
+/* Points *e at the value at path[0..n) of `len` bytes of `text`: sets
+ * e->path (jsonloc_format) and e->line, e->col (jsonloc_find: the deepest
+ * value found).  Returns the number of steps matched, as jsonloc_find(). */
+size_t jsonloc_err_at(jsonloc_err_t *e, const char *text, size_t len, const jsonloc_step_t *path,
+                      size_t n);
 
 #endif

@@ -1,6 +1,7 @@
-# common/ - code shared by every program (logging, helpers)
+# common/ - code shared by every program (logging, helpers, version.h: the one BQOS_VERSION)
 LIBS += common
-common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c
+common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c \
+	common/rng.c common/names.c
 TESTS += test_log
 test_log_SRCS = tests/test_log.c
 test_log_LIBS = common
@@ -18,4 +19,13 @@ test_opts_LIBS = common
 TESTS += test_jsonloc
 test_jsonloc_SRCS = tests/test_jsonloc.c
 test_jsonloc_LIBS = common
+TESTS += test_names
+test_names_SRCS = tests/test_names.c
+test_names_LIBS = proto common
+TESTS += test_rng
+test_rng_SRCS = tests/test_rng.c
+test_rng_LIBS = common
+TESTS += test_version
+test_version_SRCS = tests/test_version.c
+test_version_LIBS = common
 include common/proto.mk

@@ -1,10 +1,15 @@
-# common/proto.mk - the control protocol codec (libproto), its tests and benchmark.
+# common/proto.mk - the control protocol: the codec (libproto, common/proto/*.c but zmq.c),
+# its ZeroMQ transport (libprotozmq, common/proto/zmq.c: link `protozmq proto common`),
+# their tests and the codec benchmark.
 LIBS += proto
-proto_SRCS = common/proto.c
+proto_SRCS = common/proto/msg.c common/proto/check.c common/proto/header.c \
+	common/proto/compact.c common/proto/wide.c common/proto/encode.c common/proto/decode.c
+LIBS += protozmq
+protozmq_SRCS = common/proto/zmq.c
 TESTS += test_proto
 test_proto_SRCS = tests/test_proto.c
-test_proto_LIBS = proto common
+test_proto_LIBS = protozmq proto common
 PROGS += bqos-proto-bench
 bqos-proto-bench_SRCS = common/bench/proto_bench.c
-bqos-proto-bench_LIBS = proto common
+bqos-proto-bench_LIBS = protozmq proto common
 BENCHES += common/bench/bench-proto.sh

@@ -7,7 +7,7 @@ controller_SRCS = controller/bucketfile.c controller/admission.c controller/esti
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
                       controller/daemon/admin.c
-bqos-controller_LIBS = controller pshift proto common
+bqos-controller_LIBS = controller pshift protozmq proto common
 
 PROGS += bqos-ctl
 bqos-ctl_SRCS = controller/ctl/ctl.c
@@ -15,7 +15,7 @@ bqos-ctl_LIBS = proto common
 
 PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
-bqos-ctrl-bench_LIBS = proto common
+bqos-ctrl-bench_LIBS = protozmq proto common
 BENCHES += controller/bench/bench-controller.sh
 
 PROGS += bqos-ctrl-prof

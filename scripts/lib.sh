@@ -70,6 +70,52 @@ cleanup() {
   LIB_PIDS=""
 }
 
+# wait_for CMD [SECONDS]: evaluates CMD (a shell string) every 0.1 s until it
+# succeeds (returns 0) or SECONDS (default 10) have passed (returns 1).  For
+# waiting on a condition instead of sleeping a guessed time.
+wait_for() {
+  wf_n=$(( ${2:-10} * 10 ))
+  while [ "$wf_n" -gt 0 ]; do
+    eval "$1" && return 0
+    sleep 0.1
+    wf_n=$((wf_n - 1))
+  done
+  eval "$1"
+}
+
+# ---- integration tests ----------------------------------------------------
+# it_begin NAME: the start every tests/it script shares.  Sets -u, BIN
+# (default bin), T (a new scratch directory /tmp/NAME.XXXXXX) and fails=0;
+# on exit stops every process started with spawn and removes T; INT and TERM
+# exit 130.  Defines the result helpers:
+#   ok MSG          prints "ok - MSG"
+#   not_ok MSG      prints "not ok - MSG" and counts a failure
+#   check MSG EXPR  ok or not_ok as EXPR (evaluated) succeeds or not
+it_begin() {
+  set -u
+  IT_NAME=$1
+  BIN=${BIN:-bin}
+  T=$(mktemp -d "/tmp/$1.XXXXXX") || { echo "$1: no scratch directory"; exit 1; }
+  trap 'cleanup; rm -rf "$T"' EXIT
+  trap 'exit 130' INT TERM
+  fails=0
+  ok() { echo "ok - $1"; }
+  not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
+  check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+}
+
+# it_end [CMD]: the end: prints "NAME: all passed" and exits 0, or prints
+# "NAME: N failed", evaluates CMD (for instance showing logs) and exits 1.
+it_end() {
+  if [ "$fails" -eq 0 ]; then
+    echo "$IT_NAME: all passed"
+    exit 0
+  fi
+  echo "$IT_NAME: $fails failed"
+  [ -n "${1:-}" ] && eval "$1"
+  exit 1
+}
+
 # start_memcached PORT LOGFILE: a memcached on 127.0.0.1:PORT (64 MB, 2
 # threads); waits until it listens.
 start_memcached() {

@@ -3,7 +3,7 @@ node_SRCS += storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd
 
 PROGS += bqos-nbd-node
 bqos-nbd-node_SRCS = storage-node/nbd/nbdmain.c storage-node/nbd/nbdnode.c storage-node/noderun.c
-bqos-nbd-node_LIBS = ctlclient node nodecore proto common
+bqos-nbd-node_LIBS = ctlclient node nodecore protozmq proto common
 
 TESTS += test_nbd test_blockdev test_nbdfront
 test_nbd_SRCS = tests/test_nbd.c

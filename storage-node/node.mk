@@ -5,7 +5,7 @@ PROGS += bqos-node
 # noderun.c (bucket/token files, controller client, signals) is linked into
 # the two node programs, not libnode: it calls ctlclient, linked before node.
 bqos-node_SRCS = storage-node/main.c storage-node/noderun.c
-bqos-node_LIBS = ctlclient node nodecore proto common
+bqos-node_LIBS = ctlclient node nodecore protozmq proto common
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
 
 TESTS += test_mcproto

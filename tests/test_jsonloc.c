@@ -93,6 +93,49 @@ START_TEST(test_jsonloc_format)
 }
 END_TEST
 
+START_TEST(test_jsonloc_unicode_escaped_key_matches)
+{
+    int line, col;
+    /* "n\u00e4me" is the key "n\xc3\xa4me" */
+    jsonloc_step_t p[] = {{"buckets", 0}, {NULL, 2}, {"n\xc3\xa4me", 0}};
+    ck_assert_uint_eq(find(p, 3, &line, &col), 3);
+    ck_assert_int_eq(line, 5);
+    ck_assert_int_eq(col, 19);
+    /* a surrogate pair is one code point, four UTF-8 bytes */
+    static const char pair[] = "{\"a\\ud83d\\ude00\": 1, \"b\\/\": 2}";
+    jsonloc_step_t q[] = {{"a\xf0\x9f\x98\x80", 0}};
+    ck_assert_uint_eq(jsonloc_find(pair, strlen(pair), q, 1, &line, &col), 1);
+    ck_assert_int_eq(col, 19);
+    jsonloc_step_t r[] = {{"b/", 0}};
+    ck_assert_uint_eq(jsonloc_find(pair, strlen(pair), r, 1, &line, &col), 1);
+    ck_assert_int_eq(col, 29);
+    jsonloc_step_t t[] = {{"a", 0}}; /* a prefix of the key is not the key */
+    ck_assert_uint_eq(jsonloc_find(pair, strlen(pair), t, 1, &line, &col), 0);
+}
+END_TEST
+
+START_TEST(test_jsonloc_err_at_fills_path_and_position)
+{
+    jsonloc_err_t e;
+    memset(&e, 0x55, sizeof e);
+    jsonloc_err_clear(&e);
+    ck_assert_int_eq(e.line, 0);
+    ck_assert_str_eq(e.path, "");
+    ck_assert_str_eq(e.text, "");
+    jsonloc_err_clear(NULL);
+    jsonloc_step_t p[] = {{"buckets", 0}, {NULL, 1}, {"limit", 0}, {NULL, 1}};
+    ck_assert_uint_eq(jsonloc_err_at(&e, doc, strlen(doc), p, 4), 4);
+    ck_assert_str_eq(e.path, "buckets[1].limit[1]");
+    ck_assert_int_eq(e.line, 4);
+    ck_assert_int_eq(e.col, 37);
+    jsonloc_step_t q[] = {{"buckets", 0}, {NULL, 0}, {"limit", 0}};
+    ck_assert_uint_eq(jsonloc_err_at(&e, doc, strlen(doc), q, 3), 2);
+    ck_assert_str_eq(e.path, "buckets[0].limit");
+    ck_assert_int_eq(e.line, 3); /* the object that lacks it */
+    ck_assert_int_eq(e.col, 5);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonloc");
@@ -102,6 +145,8 @@ int main(void)
     tcase_add_test(tc, test_jsonloc_missing_steps_stop_at_parent);
     tcase_add_test(tc, test_jsonloc_garbage_is_safe);
     tcase_add_test(tc, test_jsonloc_format);
+    tcase_add_test(tc, test_jsonloc_unicode_escaped_key_matches);
+    tcase_add_test(tc, test_jsonloc_err_at_fills_path_and_position);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

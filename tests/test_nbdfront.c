@@ -388,6 +388,20 @@ static void read_stats(void *arg)
     q->served = st.served_r + st.served_l + st.served_o;
 }
 
+/* Polls bucket red's counters until `want` requests are queued or 5 s
+ * have passed; returns the last counters seen, for the caller to check. */
+static qs_t wait_queued(uint64_t want)
+{
+    qs_t q;
+    for (int i = 0; i < 500; i++) {
+        on_loop(read_stats, &q);
+        if (q.queued == want)
+            break;
+        usleep(10000);
+    }
+    return q;
+}
+
 /* Requests of a bucket without tokens wait in its queue; new tokens let
  * them through; a client that goes away leaves nothing queued. */
 START_TEST(test_nbdfront_tokens_gate_and_client_gone)
@@ -398,9 +412,7 @@ START_TEST(test_nbdfront_tokens_gate_and_client_gone)
     ck_assert_uint_eq(go(fd, "red", &size), NBD_REP_ACK);
     for (int i = 0; i < 4; i++)
         request(fd, NBD_CMD_READ, 10 + (uint64_t)i, 0, 512, NULL);
-    usleep(200000);
-    qs_t q;
-    on_loop(read_stats, &q);
+    qs_t q = wait_queued(4);
     ck_assert_uint_eq(q.queued, 4);
     ck_assert_uint_eq(q.served, 0);
     on_loop(unblock_red, NULL);
@@ -415,12 +427,10 @@ START_TEST(test_nbdfront_tokens_gate_and_client_gone)
     on_loop(block_red, NULL);
     for (int i = 0; i < 3; i++)
         request(fd, NBD_CMD_READ, 20 + (uint64_t)i, 0, 512, NULL);
-    usleep(200000);
-    on_loop(read_stats, &q);
+    q = wait_queued(3);
     ck_assert_uint_eq(q.queued, 3);
     close(fd);
-    usleep(200000);
-    on_loop(read_stats, &q);
+    q = wait_queued(0);
     ck_assert_uint_eq(q.queued, 0);
 }
 END_TEST
@@ -445,7 +455,7 @@ START_TEST(test_nbdfront_shutdown_answers_queued)
     request(fd, NBD_CMD_READ, 7, 0, 512, NULL);
     request(fd, NBD_CMD_FLUSH, 8, 0, 0, NULL);
     request(fd2, NBD_CMD_READ, 17, 0, 512, NULL);
-    usleep(200000);
+    ck_assert_uint_eq(wait_queued(3).queued, 3); /* all three wait for tokens */
     on_loop(do_shutdown, NULL);
     int seen = 0;
     for (int i = 0; i < 2; i++) {
@@ -614,10 +624,7 @@ START_TEST(test_nbdfront_block_status)
     /* one token per request: without tokens it waits in the bucket */
     on_loop(block_red, NULL);
     request(fd, NBD_CMD_BLOCK_STATUS, 9, 0, 4096, NULL);
-    usleep(200000);
-    qs_t q;
-    on_loop(read_stats, &q);
-    ck_assert_uint_eq(q.queued, 1);
+    ck_assert_uint_eq(wait_queued(1).queued, 1);
     on_loop(unblock_red, NULL);
     ck_assert_uint_eq(block_status(fd, 9, ctx, x, 8), 1);
     close(fd);

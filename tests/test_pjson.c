@@ -35,7 +35,7 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-static int parse_str(const char *s, pjson_input_t *in, pjson_error_t *e)
+static int parse_str(const char *s, pjson_input_t *in, jsonloc_err_t *e)
 {
     return pjson_parse(s, strlen(s), in, e);
 }
@@ -43,7 +43,7 @@ static int parse_str(const char *s, pjson_input_t *in, pjson_error_t *e)
 START_TEST(test_pjson_good)
 {
     pjson_input_t in;
-    pjson_error_t e;
+    jsonloc_err_t e;
     const char *doc =
         "{\"meta\": {\"anything\": [1, 2]},\n"
         " \"servers\": [{\"name\": \"s1\", \"capacity\": 100}, {\"capacity\": 0, \"name\": \"s2\"}],\n"
@@ -98,12 +98,12 @@ START_TEST(test_pjson_bad_fixtures)
         char *text = slurp(path, &len), *want = slurp(errpath, &elen);
         while (elen && want[elen - 1] == '\n') want[--elen] = '\0';
         pjson_input_t in;
-        pjson_error_t e;
+        jsonloc_err_t e;
         int rc = pjson_parse(text, len, &in, &e);
         ck_assert_msg(rc == -EINVAL, "%s: accepted (rc %d)", path, rc);
         ck_assert_ptr_null(in.problem);
         char got[512];
-        snprintf(got, sizeof got, "%d:%d: %s%s%s", e.line, e.column, e.path,
+        snprintf(got, sizeof got, "%d:%d: %s%s%s", e.line, e.col, e.path,
                  e.path[0] ? ": " : "", e.text);
         ck_assert_msg(strcmp(got, want) == 0, "%s:\n got  '%s'\n want '%s'", path, got, want);
         free(text);
@@ -118,7 +118,7 @@ END_TEST
 START_TEST(test_pjson_read_file)
 {
     pjson_input_t in;
-    pjson_error_t e;
+    jsonloc_err_t e;
     ck_assert_int_eq(pjson_read_file("tests/data/pshift/table2.json", &in, &e), 0);
     ck_assert_int_eq(pshift_nservers(in.problem), 3);
     ck_assert_int_eq(pshift_nbuckets(in.problem), 3);
@@ -178,9 +178,9 @@ START_TEST(test_pjson_roundtrip)
     size_t len;
     char *doc = to_memory(write_problem, &w, &len);
     pjson_input_t in;
-    pjson_error_t e;
+    jsonloc_err_t e;
     int rc = pjson_parse(doc, len, &in, &e);
-    ck_assert_msg(rc == 0, "%d:%d: %s: %s", e.line, e.column, e.path, e.text);
+    ck_assert_msg(rc == 0, "%d:%d: %s: %s", e.line, e.col, e.path, e.text);
     ck_assert_int_eq(pshift_nservers(in.problem), g.servers);
     ck_assert_int_eq(pshift_nbuckets(in.problem), g.buckets);
     ck_assert_int_eq(pshift_solve(in.problem, &o), 0);
@@ -262,7 +262,7 @@ START_TEST(test_pjson_alloc_failures)
     int ok = 0, nomem = 0;
     for (long k = 0; k < 10000 && !ok; k++) {
         pjson_input_t in;
-        pjson_error_t e;
+        jsonloc_err_t e;
         budget = k;
         int rc = pjson_parse(text, len, &in, &e);
         budget = -1;

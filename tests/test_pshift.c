@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "pshift/tools/gen.h"
 #include "pshift/pshift.h"
 #include "pshift/tools/maxflow.h"
@@ -141,30 +142,30 @@ END_TEST
 
 /* A random small instance: zero capacities, zero demands, R > D, single
  * servers and one-server buckets all come up often. */
-static void random_fill(pshift_problem_t *p, gen_rng_t *r)
+static void random_fill(pshift_problem_t *p, rng_x256_t *r)
 {
-    int ns = 1 + (int)gen_rng_below(r, 6);
-    int nb = (int)gen_rng_below(r, 9);
+    int ns = 1 + (int)rng_x256_below(r, 6);
+    int nb = (int)rng_x256_below(r, 9);
     for (int s = 0; s < ns; s++) {
-        int64_t c = gen_rng_below(r, 5) == 0 ? 0 : (int64_t)gen_rng_below(r, 40);
+        int64_t c = rng_x256_below(r, 5) == 0 ? 0 : (int64_t)rng_x256_below(r, 40);
         ck_assert_int_eq(pshift_add_server(p, NULL, c), s);
     }
     for (int b = 0; b < nb; b++) {
-        int64_t t = (int64_t)gen_rng_below(r, 60);
+        int64_t t = (int64_t)rng_x256_below(r, 60);
         ck_assert_int_eq(pshift_add_bucket(p, NULL, t), b);
-        int mode = (int)gen_rng_below(r, 4);
+        int mode = (int)rng_x256_below(r, 4);
         for (int s = 0; s < ns; s++) {
             int64_t d = 0;
             if (mode == 0) /* one-server bucket */
-                d = s == 0 ? (int64_t)gen_rng_below(r, 30) : 0;
-            else if (gen_rng_below(r, 3) != 0)
-                d = (int64_t)gen_rng_below(r, 25);
+                d = s == 0 ? (int64_t)rng_x256_below(r, 30) : 0;
+            else if (rng_x256_below(r, 3) != 0)
+                d = (int64_t)rng_x256_below(r, 25);
             ck_assert_int_eq(pshift_set_demand(p, b, s, d), 0);
         }
     }
 }
 
-static pshift_problem_t *random_problem(gen_rng_t *r)
+static pshift_problem_t *random_problem(rng_x256_t *r)
 {
     pshift_problem_t *p = pshift_problem_new();
     ck_assert_ptr_nonnull(p);
@@ -223,8 +224,8 @@ END_TEST
 
 START_TEST(test_pshift_random_optimal)
 {
-    gen_rng_t r;
-    gen_rng_seed(&r, 42);
+    rng_x256_t r;
+    rng_x256_seed(&r, 42);
     int64_t a1[64], a2[64];
     for (int iter = 0; iter < 3000; iter++) {
         pshift_problem_t *p = random_problem(&r);
@@ -248,7 +249,7 @@ START_TEST(test_pshift_random_optimal)
         ck_assert_int_eq(pshift_stats(p)->phi, phi);
 
         o.threads = 1;
-        o.approx_top = 1 + gen_rng_below(&r, 3);
+        o.approx_top = 1 + rng_x256_below(&r, 3);
         ck_assert_int_eq(pshift_solve(p, &o), 0);
         int64_t aphi = check_solution(p);
         ck_assert_int_le(aphi, phi); /* exact is never worse */
@@ -262,14 +263,14 @@ END_TEST
  * pshift_bucket_allocs() reads the same allocation as pshift_bucket_entry(). */
 START_TEST(test_pshift_clear_reuse)
 {
-    gen_rng_t r;
-    gen_rng_seed(&r, 7);
+    rng_x256_t r;
+    rng_x256_seed(&r, 7);
     pshift_problem_t *q = pshift_problem_new();
     ck_assert_ptr_nonnull(q);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     int64_t a1[64], a2[64];
     for (int iter = 0; iter < 500; iter++) {
-        gen_rng_t r2 = r;
+        rng_x256_t r2 = r;
         pshift_problem_t *p = random_problem(&r);
         pshift_problem_clear(q);
         ck_assert_int_eq(pshift_nservers(q), 0);
@@ -304,8 +305,8 @@ END_TEST
  * same solution on random problems; a bad index or demand records none. */
 START_TEST(test_pshift_set_demands_batch)
 {
-    gen_rng_t r;
-    gen_rng_seed(&r, 11);
+    rng_x256_t r;
+    rng_x256_seed(&r, 11);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     int64_t a1[64], a2[64];
     for (int iter = 0; iter < 300; iter++) {
@@ -367,8 +368,8 @@ END_TEST
  * (server lists built) or not. */
 START_TEST(test_pshift_tms_matches_definition)
 {
-    gen_rng_t r;
-    gen_rng_seed(&r, 13);
+    rng_x256_t r;
+    rng_x256_seed(&r, 13);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     int shifted = 0, unshifted = 0;
     for (int iter = 0; iter < 400; iter++) {
@@ -416,12 +417,12 @@ static int cmp_rem_ref(const void *x, const void *y)
  * ranking has a path per magnitude of D). */
 START_TEST(test_pshift_initial_largest_remainders)
 {
-    gen_rng_t r;
-    gen_rng_seed(&r, 17);
+    rng_x256_t r;
+    rng_x256_seed(&r, 17);
     const int shifts[] = {0, 20, 26, 27, 28, 31, 32, 33, 45};
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     for (int iter = 0; iter < 2000; iter++) {
-        int ns = 1 + (int)gen_rng_below(&r, 18);
+        int ns = 1 + (int)rng_x256_below(&r, 18);
         int64_t scale = INT64_C(1) << shifts[iter % 9];
         pshift_problem_t *p = pshift_problem_new();
         ck_assert_ptr_nonnull(p);
@@ -429,10 +430,10 @@ START_TEST(test_pshift_initial_largest_remainders)
             ck_assert_int_eq(pshift_add_server(p, NULL, INT64_C(1) << 55), s);
         int64_t d[18], D = 0;
         for (int s = 0; s < ns; s++) {
-            d[s] = gen_rng_below(&r, 3) ? scale + (int64_t)gen_rng_below(&r, 1000) : 0;
+            d[s] = rng_x256_below(&r, 3) ? scale + (int64_t)rng_x256_below(&r, 1000) : 0;
             D += d[s];
         }
-        int64_t A = D ? (int64_t)gen_rng_below(&r, 1u << 30) % D : 0;
+        int64_t A = D ? (int64_t)rng_x256_below(&r, 1u << 30) % D : 0;
         ck_assert_int_eq(pshift_add_bucket(p, NULL, A), 0);
         for (int s = 0; s < ns; s++)
             ck_assert_int_eq(pshift_set_demand(p, 0, s, d[s]), 0);
@@ -459,8 +460,8 @@ END_TEST
 
 START_TEST(test_pshift_residual)
 {
-    gen_rng_t r;
-    gen_rng_seed(&r, 7);
+    rng_x256_t r;
+    rng_x256_seed(&r, 7);
     for (int iter = 0; iter < 1000; iter++) {
         pshift_problem_t *p = random_problem(&r);
         int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
@@ -468,7 +469,7 @@ START_TEST(test_pshift_residual)
         ck_assert_int_eq(pshift_solve(p, &o), 0);
         int64_t targets[16];
         for (int b = 0; b < nb; b++)
-            targets[b] = gen_rng_below(&r, 4) == 0 ? INT64_MAX : (int64_t)gen_rng_below(&r, 30);
+            targets[b] = rng_x256_below(&r, 4) == 0 ? INT64_MAX : (int64_t)rng_x256_below(&r, 30);
         pshift_problem_t *q = pshift_residual_new(p, targets);
         ck_assert_ptr_nonnull(q);
         ck_assert_int_eq(pshift_nservers(q), ns);

@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "workloads/scenario.h"
-#include "workloads/zipf.h"
 
 #define SERVERS \
     "\"servers\": [{\"name\": \"s1\", \"address\": \"127.0.0.1:7001\", \"backend\": " \
@@ -21,7 +20,7 @@
 static scenario_t *parse_ok(const char *text)
 {
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     int rc = scenario_parse(text, strlen(text), "t.json", NULL, &s, &err);
     ck_assert_msg(rc == 0, "unexpected error %s:%d:%d: %s", err.source, err.line, err.col,
                   err.text);
@@ -147,7 +146,7 @@ START_TEST(test_scenario_generate_zipf)
     scenario_destroy(&again);
     scenario_opts_t o = SCENARIO_OPTS_DEFAULT;
     o.seed = 99;
-    scenario_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(scenario_parse(text, strlen(text), NULL, &o, &again, &err), 0);
     int differ = 0;
     for (size_t i = 0; i < s->nbuckets; i++)
@@ -174,7 +173,7 @@ START_TEST(test_scenario_overrides)
                        ", \"buckets\": [{\"name\": \"a\", \"reservation\": \"50%\"}]}";
     scenario_opts_t o = {.capacity = 3000, .duration = 1.5, .preload = 40, .seed = -1};
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(scenario_parse(text, strlen(text), "x", &o, &s, &err), 0);
     ck_assert_double_eq(s->duration, 1.5);
     ck_assert_uint_eq(s->preload, 40);
@@ -256,7 +255,7 @@ START_TEST(test_scenario_rejects_malformed)
 {
     const char *text = bad[_i].text;
     scenario_t *s = (scenario_t *)0x1;
-    scenario_error_t err;
+    jsonloc_err_t err;
     int rc = scenario_parse(text, strlen(text), "bad.json", NULL, &s, &err);
     ck_assert_msg(rc == -EINVAL, "case %d: accepted %s", _i, text);
     ck_assert_ptr_null(s);
@@ -272,7 +271,7 @@ END_TEST
 START_TEST(test_scenario_load_file_errors)
 {
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(scenario_load("/nonexistent/x.json", NULL, &s, &err), -ENOENT);
     ck_assert_str_eq(err.source, "/nonexistent/x.json");
     char path[] = "/tmp/test_scenario_XXXXXX";
@@ -312,42 +311,6 @@ START_TEST(test_scenario_write_buckets)
 }
 END_TEST
 
-START_TEST(test_scenario_zipf_helpers)
-{
-    int64_t parts[7];
-    ck_assert_int_eq(zipf_split(parts, 7, 1000, 0.5), 0);
-    int64_t sum = 0;
-    for (int i = 0; i < 7; i++) {
-        sum += parts[i];
-        if (i)
-            ck_assert_int_le(parts[i], parts[i - 1]);
-    }
-    ck_assert_int_eq(sum, 1000);
-    ck_assert_int_eq(zipf_split(parts, 0, 10, 1), -EINVAL);
-    ck_assert_int_eq(zipf_split(parts, 3, -1, 1), -EINVAL);
-    double w[3];
-    ck_assert_int_eq(zipf_weights(w, 3, 0), 0);
-    ck_assert_double_eq_tol(w[2], 1.0 / 3, 1e-12);
-    zipf_rng_t r;
-    zipf_rng_seed(&r, 1, 2);
-    int pick[8];
-    for (int round = 0; round < 100; round++) {
-        ck_assert_int_eq(zipf_pick(&r, pick, 6, 8), 0);
-        for (int i = 0; i < 6; i++) {
-            ck_assert(pick[i] >= 0 && pick[i] < 8);
-            if (i)
-                ck_assert_int_lt(pick[i - 1], pick[i]);
-        }
-    }
-    ck_assert_int_eq(zipf_pick(&r, pick, 9, 8), -EINVAL);
-    for (int i = 0; i < 1000; i++) {
-        double u = zipf_rng_uniform(&r);
-        ck_assert(u >= 0 && u < 1);
-        ck_assert_uint_lt(zipf_rng_below(&r, 5), 5);
-    }
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("scenario");
@@ -360,7 +323,6 @@ int main(void)
     tcase_add_loop_test(tc, test_scenario_rejects_malformed, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_scenario_load_file_errors);
     tcase_add_test(tc, test_scenario_write_buckets);
-    tcase_add_test(tc, test_scenario_zipf_helpers);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

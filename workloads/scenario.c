@@ -10,7 +10,8 @@
 #include <jansson.h>
 
 #include "common/jsonloc.h"
-#include "workloads/zipf.h"
+#include "common/names.h"
+#include "common/rng.h"
 
 /* Path steps kept for an error position; deeper values are reported at
  * their ancestor this many steps down (scenarios nest 5 deep). */
@@ -29,7 +30,7 @@ typedef struct at {
 
 /* Parse state: one per scenario_parse() call. */
 typedef struct {
-    scenario_error_t *err;
+    jsonloc_err_t *err;
     scenario_t *s;
     const char *text;  /* the JSON text, for positions */
     size_t len;
@@ -53,8 +54,9 @@ static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
  * (NULL: no position, line 0).  Returns -EINVAL. */
 static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
 {
-    char path[96] = "";
-    c->err->line = c->err->col = 0;
+    jsonloc_err_t *e = c->err;
+    e->line = e->col = 0;
+    e->path[0] = '\0';
     if (at) {
         jsonloc_step_t steps[PATH_DEPTH];
         size_t n = 0;
@@ -65,13 +67,13 @@ static int fail(ctx_t *c, const at_t *at, const char *fmt, ...)
             p = p->up;
         for (size_t i = n; i-- > 0; p = p->up)
             steps[i] = (jsonloc_step_t){p->key, p->index};
-        jsonloc_find(c->text, c->len, steps, n, &c->err->line, &c->err->col);
-        jsonloc_format(steps, n, path, sizeof path);
+        jsonloc_err_at(e, c->text, c->len, steps, n);
     }
-    int o = snprintf(c->err->text, sizeof c->err->text, "%s%s", path, path[0] ? ": " : "");
+    /* The text starts with (at most 95 bytes of) the path. */
+    int o = snprintf(e->text, sizeof e->text, "%.95s%s", e->path, e->path[0] ? ": " : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err->text + o, sizeof c->err->text - (size_t)o, fmt, ap);
+    vsnprintf(e->text + o, sizeof e->text - (size_t)o, fmt, ap);
     va_end(ap);
     return -EINVAL;
 }
@@ -226,10 +228,11 @@ static int check_name(ctx_t *c, const at_t *v, const char *what)
     size_t n = strlen(str);
     if (n == 0 || n > SCENARIO_NAME_MAX)
         return fail(c, v, "%s must be 1 to %d bytes long", what, SCENARIO_NAME_MAX);
-    for (const char *p = str; *p; p++)
-        if (*p == ':' || *p == '"' || *p == '\\' || (unsigned char)*p <= ' ' || *p == 0x7f)
-            return fail(c, v, "%s \"%s\" may not contain ':', quotes, backslashes, "
-                        "spaces or control characters", what, str);
+    /* The bucket name rule, narrowed: no quotes or backslashes either (the
+     * CSV report writes names as they are). */
+    if (names_check_bucket(str, n) < 0 || strpbrk(str, "\"\\"))
+        return fail(c, v, "%s \"%s\" may not contain ':', quotes, backslashes, "
+                    "spaces or control characters", what, str);
     return 0;
 }
 
@@ -428,11 +431,11 @@ static int get_placement(ctx_t *c, const at_t *o, const placement_t *def, placem
     return 0;
 }
 
-static int make_phase(ctx_t *c, const placement_t *pl, zipf_rng_t *rng, double at,
+static int make_phase(ctx_t *c, const placement_t *pl, rng_t *rng, double at,
                       scenario_phase_t *ph)
 {
     ph->at = at;
-    int k = pl->lo + (int)zipf_rng_below(rng, (uint64_t)(pl->hi - pl->lo + 1));
+    int k = pl->lo + (int)rng_below(rng, (uint64_t)(pl->hi - pl->lo + 1));
     ph->servers = malloc((size_t)k * sizeof *ph->servers);
     if (!ph->servers)
         return -ENOMEM;
@@ -444,7 +447,7 @@ static int make_phase(ctx_t *c, const placement_t *pl, zipf_rng_t *rng, double a
         qsort(ph->servers, (size_t)k, sizeof *ph->servers, cmp_int);
         return 0;
     }
-    return zipf_pick(rng, ph->servers, k, (int)c->s->nservers);
+    return rng_pick(rng, ph->servers, k, (int)c->s->nservers);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -457,7 +460,7 @@ static int cmp_double(const void *a, const void *b)
  * "changes" (an array; changes->v NULL if absent) and `nrandom` changes at
  * random times that re-pick a set from the initial placement's range. */
 static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
-                        const at_t *changes, long long nrandom, zipf_rng_t *rng)
+                        const at_t *changes, long long nrandom, rng_t *rng)
 {
     static const char *const keys[] = {"at", "servers", "active", NULL};
     const scenario_t *s = c->s;
@@ -505,7 +508,7 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
         if (!times)
             return -ENOMEM;
         for (long long i = 0; i < nrandom; i++)
-            times[i] = zipf_rng_uniform(rng) * s->duration;
+            times[i] = rng_uniform(rng) * s->duration;
         qsort(times, (size_t)nrandom, sizeof *times, cmp_double);
         for (long long i = 0; i < nrandom && rc == 0; i++) {
             if (times[i] <= b->phases[b->nphases - 1].at)
@@ -566,8 +569,8 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
     if ((rc = get_placement(c, o, &all, &pl)) < 0)
         return rc;
-    zipf_rng_t rng;
-    zipf_rng_seed(&rng, s->seed, idx);
+    rng_t rng;
+    rng_seed(&rng, s->seed, idx);
     return build_phases(c, b, &pl, &changes, nrandom, &rng);
 }
 
@@ -625,7 +628,7 @@ static int parse_generate(ctx_t *c, const at_t *g, size_t first)
     }
     s->buckets = nb;
     memset(nb + first, 0, (size_t)count * sizeof *nb);
-    zipf_weights(w, (size_t)count, zipf);
+    rng_zipf_weights(w, (size_t)count, zipf);
     double total = reserved >= 0 ? reserved * s->capacity * (double)s->nservers : 0;
     const char *pre = prefix.v ? json_string_value(prefix.v) : "g";
     at_t none = {NULL, g, "changes", 0};
@@ -659,8 +662,8 @@ static int parse_generate(ctx_t *c, const at_t *g, size_t first)
         }
         b->rate = demand * b->reservation;
         b->split_zipf = split;
-        zipf_rng_t rng;
-        zipf_rng_seed(&rng, s->seed, first + (size_t)i);
+        rng_t rng;
+        rng_seed(&rng, s->seed, first + (size_t)i);
         rc = build_phases(c, b, &pl, &none, nrandom, &rng);
     }
     free(w);
@@ -769,12 +772,12 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
 }
 
 int scenario_parse(const char *text, size_t len, const char *source,
-                   const scenario_opts_t *opts, scenario_t **out, scenario_error_t *err)
+                   const scenario_opts_t *opts, scenario_t **out, jsonloc_err_t *err)
 {
-    scenario_error_t dummy;
+    jsonloc_err_t dummy;
     scenario_opts_t defaults = SCENARIO_OPTS_DEFAULT;
     ctx_t c = {.err = err ? err : &dummy, .text = text, .len = len};
-    memset(c.err, 0, sizeof *c.err);
+    jsonloc_err_clear(c.err);
     snprintf(c.err->source, sizeof c.err->source, "%s", source ? source : "<string>");
     *out = NULL;
     int rc = 0;
@@ -807,12 +810,12 @@ out:
 }
 
 int scenario_load(const char *path, const scenario_opts_t *opts, scenario_t **out,
-                  scenario_error_t *err)
+                  jsonloc_err_t *err)
 {
-    scenario_error_t dummy;
+    jsonloc_err_t dummy;
     if (!err)
         err = &dummy;
-    memset(err, 0, sizeof *err);
+    jsonloc_err_clear(err);
     snprintf(err->source, sizeof err->source, "%s", path);
     *out = NULL;
     char *buf = NULL;

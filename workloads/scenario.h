@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/jsonloc.h"
+
 /* `limit` of a bucket without a limit. */
 #define SCENARIO_NO_LIMIT (-1.0)
 #define SCENARIO_NAME_MAX 64
@@ -85,17 +87,13 @@ typedef struct {
 
 #define SCENARIO_OPTS_DEFAULT ((scenario_opts_t){0, 0, -1, -1, NULL, 0})
 
-/* Where and why a scenario was rejected: print it as
- * "SOURCE:LINE:COL: TEXT" (line 0 when unknown).  Semantic errors point at
- * the value's first character and TEXT starts with its path
- * ("buckets[2].limit: limit ... is below ..."); syntax errors carry
- * jansson's text and position (the offending token's last character; column
- * 0 for an empty text). */
-typedef struct {
-    char source[256];
-    int line, col;
-    char text[256];
-} scenario_error_t;
+/* Where and why a scenario was rejected (common/jsonloc's error struct):
+ * print it as "SOURCE:LINE:COL: TEXT" (line 0 when unknown).  Semantic
+ * errors point at the value's first character, set `path` and TEXT starts
+ * with the path too ("buckets[2].limit: limit ... is below ..."); syntax
+ * errors carry jansson's text and position (the offending token's last
+ * character; column 0 for an empty text). */
+typedef jsonloc_err_t scenario_error_t; /* the old name, for workloads/sim until it is converted */
 
 /* Parses and validates `len` bytes of scenario JSON; `source` names the text
  * in errors (NULL: "<string>"), `opts` may be NULL.  Returns 0 and stores a
@@ -107,13 +105,13 @@ typedef struct {
  * of order or outside the run, no buckets at all, a server override that
  * names no server or has a bad address (reported at line 0). */
 int scenario_parse(const char *text, size_t len, const char *source,
-                   const scenario_opts_t *opts, scenario_t **out, scenario_error_t *err);
+                   const scenario_opts_t *opts, scenario_t **out, jsonloc_err_t *err);
 
 /* Reads file `path` and parses it as scenario_parse() with `path` as the
  * source.  Returns as scenario_parse(), or -errno if the file cannot be read
  * (err filled). */
 int scenario_load(const char *path, const scenario_opts_t *opts, scenario_t **out,
-                  scenario_error_t *err);
+                  jsonloc_err_t *err);
 
 /* Frees a scenario and sets *sp to NULL.  Accepts NULL and *sp == NULL. */
 void scenario_destroy(scenario_t **sp);

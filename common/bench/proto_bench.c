@@ -10,8 +10,8 @@
 
 #include "common/mono.h"
 #include "common/proto.h"
+#include "common/version.h"
 
-#define VERSION "0.1"
 
 
 static void usage(FILE *f)
@@ -19,7 +19,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: bqos-proto-bench [--buckets N[,N...]] [--iterations N] [--names]\n"
             "\n"
-            "Measures the bqos control protocol codec (common/proto.c): for each bucket\n"
+            "Measures the bqos control protocol codec (common/proto/): for each bucket\n"
             "count, builds a report message (one compact 36-byte record per bucket) and a\n"
             "tokens message (one compact 12-byte record per bucket), then times\n"
             "proto_encode() and proto_decode() separately, averaged over the iterations,\n"
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         case 'V':
-            printf("bqos-proto-bench %s (protocol v%d)\n", VERSION, PROTO_VERSION);
+            printf("bqos-proto-bench %s (protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
             return 0;
         default:
             usage(stderr);

@@ -13,10 +13,9 @@
 #include "common/mono.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/rng.h"
+#include "common/version.h"
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 typedef struct {
     char name[32];
@@ -205,12 +204,13 @@ int main(int argc, char **argv)
         free(rate);
         return fclose(fp) ? 1 : 0;
     }
-    unsigned seed = o.seed;
+    rng_lcg_t rng; /* glibc rand_r()'s sequence: the figures depend on it */
+    rng_lcg_seed(&rng, o.seed);
     for (int b = 0; b < o.buckets; b++) {
         bname[b] = malloc(16);
         snprintf(bname[b], 16, "b%05d", b);
-        (void)rand_r(&seed);
-        int start = rand_r(&seed) % o.nodes;
+        (void)rng_lcg_next(&rng);
+        int start = rng_lcg_next(&rng) % o.nodes;
         for (int k = 0; k < o.active; k++)
             fn[(start + k) % o.nodes].n++;
     }
@@ -236,10 +236,10 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    seed = o.seed;
+    rng_lcg_seed(&rng, o.seed);
     for (int b = 0; b < o.buckets; b++) {
-        (void)rand_r(&seed);
-        int start = rand_r(&seed) % o.nodes;
+        (void)rng_lcg_next(&rng);
+        int start = rng_lcg_next(&rng) % o.nodes;
         for (int k = 0; k < o.active; k++) {
             fnode_t *f = &fn[(start + k) % o.nodes];
             f->names[f->n] = bname[b];
@@ -316,14 +316,14 @@ int main(int argc, char **argv)
                     uint64_t done = 0;
                     for (size_t j = 0; j < f->n; j++) {
                         double share = rate[f->bucket[j]] * isec / o.active;
-                        double u = (rand_r(&seed) % 1000) / 1000.0;
+                        double u = (rng_lcg_next(&rng) % 1000) / 1000.0;
                         double r = 1.5 * share * (1 - o.noise + 2 * o.noise * u);
                         uint64_t spend = (uint64_t)(0.8 * share);
                         f->served[j] += spend;
                         done += spend;
                         rep.report[j] = (proto_report_rec_t){
                             .bucket = o.full ? f->bucket[j] : (uint32_t)j,
-                            .queued = (uint64_t)(rand_r(&seed) % (1 + (int)(40 * o.noise))),
+                            .queued = (uint64_t)(rng_lcg_next(&rng) % (1 + (int)(40 * o.noise))),
                             .arrivals_interval = (uint64_t)r,
                             .arrivals_period = f->served[j],
                             .served_r = f->served[j],

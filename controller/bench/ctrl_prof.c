@@ -11,14 +11,13 @@
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/rng.h"
+#include "common/version.h"
 #include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "pshift/tools/pjson.h"
 #include "pshift/pshift.h"
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 /* --dump-slow: keeps the slowest solve above a threshold as a JSON
  * instance for `bqos-pshift solve`. */
@@ -212,11 +211,12 @@ int main(int argc, char **argv)
     }
     /* Placement as bqos-ctrl-bench: `active` consecutive nodes from a
      * pseudo-random one. */
-    unsigned seed = seed0;
+    rng_lcg_t rng; /* glibc rand_r()'s sequence: the figures depend on it */
+    rng_lcg_seed(&rng, seed0);
     int *start = calloc((size_t)buckets, sizeof *start);
     for (int b = 0; b < buckets; b++) {
-        (void)rand_r(&seed);
-        start[b] = rand_r(&seed) % nodes;
+        (void)rng_lcg_next(&rng);
+        start[b] = rng_lcg_next(&rng) % nodes;
         for (int k = 0; k < active; k++)
             pn[(start[b] + k) % nodes].n++;
     }
@@ -296,14 +296,14 @@ int main(int argc, char **argv)
             uint64_t done = 0;
             for (size_t j = 0; j < f->n; j++) {
                 double share = rate[f->bucket[j]] * isec / active;
-                double u = (rand_r(&seed) % 1000) / 1000.0;
+                double u = (rng_lcg_next(&rng) % 1000) / 1000.0;
                 double a = 1.5 * share * (1 - noise + 2 * noise * u);
                 uint64_t spend = (uint64_t)(0.8 * share);
                 f->served[j] += spend;
                 done += spend;
                 rep.report[j] = (proto_report_rec_t){
                     .bucket = full ? f->bucket[j] : (uint32_t)j,
-                    .queued = (uint64_t)(rand_r(&seed) % (1 + (int)(40 * noise))),
+                    .queued = (uint64_t)(rng_lcg_next(&rng) % (1 + (int)(40 * noise))),
                     .arrivals_interval = (uint64_t)a,
                     .arrivals_period = f->served[j],
                     .served_r = f->served[j],

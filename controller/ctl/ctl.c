@@ -12,10 +12,8 @@
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/version.h"
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
 

@@ -9,13 +9,13 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "pshift/tools/bench.h"
 #include "pshift/tools/gen.h"
 #include "pshift/tools/pjson.h"
 #include "pshift/pshift.h"
 
 #define PROG "bqos-pshift"
-#define VERSION "0.1.0"
 
 /* Exit codes. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -251,11 +251,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, const opt_t *opts,
 
 /* ---- solve -------------------------------------------------------------- */
 
-static void print_input_error(const char *file, const pjson_error_t *e)
+static void print_input_error(const char *file, const jsonloc_err_t *e)
 {
     const char *name = strcmp(file, "-") == 0 ? "<stdin>" : file;
     if (e->line > 0)
-        fprintf(stderr, PROG ": %s:%d:%d: ", name, e->line, e->column);
+        fprintf(stderr, PROG ": %s:%d:%d: ", name, e->line, e->col);
     else
         fprintf(stderr, PROG ": %s: ", name);
     if (e->path[0]) fprintf(stderr, "%s: ", e->path);
@@ -302,7 +302,7 @@ static int cmd_solve(int argc, char **argv)
     }
 
     pjson_input_t in;
-    pjson_error_t err;
+    jsonloc_err_t err;
     pshift_problem_t *lim = NULL;
     int64_t *targets = NULL;
     int status = EXIT_FAIL;
@@ -513,7 +513,7 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (strcmp(c, "--version") == 0) {
-        printf(PROG " " VERSION "\n");
+        printf(PROG " " BQOS_VERSION "\n");
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

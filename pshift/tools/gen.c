@@ -7,46 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-void gen_rng_seed(gen_rng_t *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t gen_rng_next(gen_rng_t *r)
-{
-    uint64_t *s = r->s;
-    uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return out;
-}
-
-uint64_t gen_rng_below(gen_rng_t *r, uint64_t n)
-{
-    /* Rejection sampling keeps the draw exactly uniform. */
-    uint64_t lim = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = gen_rng_next(r);
-    while (x >= lim);
-    return x % n;
-}
+#include "common/rng.h"
 
 int gen_check(const gen_params_t *g, char *msg, size_t n)
 {
@@ -157,8 +118,8 @@ int gen_problem(const gen_params_t *g, pshift_problem_t **out, int64_t **limits)
     apportion(total, w, nb, res, rem);
     for (size_t k = 0; k < na; k++) sw[k] = pow((double)(k + 1), -g->split_zipf);
 
-    gen_rng_t rng;
-    gen_rng_seed(&rng, g->seed);
+    rng_x256_t rng;
+    rng_x256_seed(&rng, g->seed);
     for (size_t i = 0; i < nb; i++) {
         double dd = round(g->demand_ratio * (double)res[i]);
         if (dd >= 9.0e18) { rc = -EOVERFLOW; goto out; }
@@ -177,7 +138,7 @@ int gen_problem(const gen_params_t *g, pshift_problem_t **out, int64_t **limits)
         /* Partial Fisher-Yates: the first `active` entries of perm become a
          * uniform random ordered choice of distinct servers. */
         for (size_t k = 0; k < na; k++) {
-            size_t j = k + (size_t)gen_rng_below(&rng, (uint64_t)g->servers - k);
+            size_t j = k + (size_t)rng_x256_below(&rng, (uint64_t)g->servers - k);
             int t = perm[k];
             perm[k] = perm[j];
             perm[j] = t;

@@ -47,19 +47,4 @@ int gen_check(const gen_params_t *g, char *msg, size_t n);
  * parameters, -EOVERFLOW if a number does not fit in int64_t, -ENOMEM. */
 int gen_problem(const gen_params_t *g, pshift_problem_t **out, int64_t **limits);
 
-/* Small fast PRNG (xoshiro256**, seeded by splitmix64) for generators and
- * tests that must be reproducible without touching rand(). */
-typedef struct {
-    uint64_t s[4];
-} gen_rng_t;
-
-/* Seeds `r` from `seed`. */
-void gen_rng_seed(gen_rng_t *r, uint64_t seed);
-
-/* Returns the next 64 random bits. */
-uint64_t gen_rng_next(gen_rng_t *r);
-
-/* Returns a uniform integer in [0, n); n must be >= 1. */
-uint64_t gen_rng_below(gen_rng_t *r, uint64_t n);
-
 #endif

@@ -7,12 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One step of the path to a value: an object key, or an array index when
- * `key` is NULL. */
-typedef struct {
-    const char *key;
-    size_t index;
-} step_t;
+#include "common/jsonloc.h"
 
 #define MAX_DEPTH 4
 
@@ -21,225 +16,28 @@ typedef struct {
 typedef struct {
     const char *text;
     size_t len;
-    pjson_error_t *err;
-    step_t path[MAX_DEPTH];
+    jsonloc_err_t *err;
+    jsonloc_step_t path[MAX_DEPTH];
     int depth;
 } ctx_t;
 
-/* ---- locating a value in the raw text ---------------------------------- */
-
-/* The locator walks text that jansson has already accepted, so it trusts the
- * syntax and only has to skip values and compare keys. */
-
-static size_t skip_ws(const char *t, size_t len, size_t i)
-{
-    while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
-        i++;
-    return i;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static unsigned read_hex4(const char *t, size_t len, size_t i)
-{
-    unsigned v = 0;
-    for (size_t k = 0; k < 4; k++) {
-        int h = i + k < len ? hexval(t[i + k]) : -1;
-        if (h < 0) return 0;
-        v = v * 16 + (unsigned)h;
-    }
-    return v;
-}
-
-static size_t put_utf8(char *out, unsigned cp)
-{
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Scans the string starting at the quote t[i] and returns the index after
- * its closing quote.  If `buf` is not NULL the decoded string (at most as long
- * as the raw one, so a buffer of the raw length suffices) goes there and its
- * length to *n. */
-static size_t scan_string(const char *t, size_t len, size_t i, char *buf, size_t *n)
-{
-    size_t o = 0;
-    i++;
-    while (i < len && t[i] != '"') {
-        if (t[i] != '\\') {
-            if (buf) buf[o++] = t[i];
-            i++;
-            continue;
-        }
-        if (i + 1 >= len) break;
-        char c = t[i + 1];
-        i += 2;
-        if (c == 'u') {
-            unsigned cp = read_hex4(t, len, i);
-            i += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && i + 6 <= len && t[i] == '\\' && t[i + 1] == 'u') {
-                unsigned lo = read_hex4(t, len, i + 2);
-                if (lo >= 0xDC00 && lo < 0xE000) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    i += 6;
-                }
-            }
-            if (buf) o += put_utf8(buf + o, cp);
-            continue;
-        }
-        if (buf) {
-            switch (c) {
-            case 'b': buf[o++] = '\b'; break;
-            case 'f': buf[o++] = '\f'; break;
-            case 'n': buf[o++] = '\n'; break;
-            case 'r': buf[o++] = '\r'; break;
-            case 't': buf[o++] = '\t'; break;
-            default: buf[o++] = c; break; /* '"', '\\', '/' */
-            }
-        }
-    }
-    if (n) *n = o;
-    return i < len ? i + 1 : len;
-}
-
-/* Returns the index just after the value starting at t[i]. */
-static size_t skip_value(const char *t, size_t len, size_t i)
-{
-    if (i >= len) return len;
-    if (t[i] == '"') return scan_string(t, len, i, NULL, NULL);
-    if (t[i] == '{' || t[i] == '[') {
-        int nest = 0;
-        while (i < len) {
-            char c = t[i];
-            if (c == '"') { i = scan_string(t, len, i, NULL, NULL); continue; }
-            if (c == '{' || c == '[') nest++;
-            else if (c == '}' || c == ']') {
-                if (--nest == 0) return i + 1;
-            }
-            i++;
-        }
-        return len;
-    }
-    while (i < len && t[i] != ',' && t[i] != '}' && t[i] != ']' && t[i] != ' ' &&
-           t[i] != '\t' && t[i] != '\n' && t[i] != '\r')
-        i++;
-    return i;
-}
-
-/* Finds the offset of the value at path[0..depth) in the text; returns 0 and
- * sets *at, or -1 if it cannot (then the caller reports no position). */
-static int locate(const ctx_t *c, int depth, size_t *at)
-{
-    const char *t = c->text;
-    size_t len = c->len, i = skip_ws(t, len, 0);
-    for (int d = 0; d < depth; d++) {
-        const step_t *s = &c->path[d];
-        if (s->key) {
-            if (i >= len || t[i] != '{') return -1;
-            size_t want = strlen(s->key);
-            i = skip_ws(t, len, i + 1);
-            for (;;) {
-                if (i >= len || t[i] != '"') return -1;
-                size_t start = i;
-                size_t end = scan_string(t, len, i, NULL, NULL);
-                char *buf = malloc(end - start + 1);
-                size_t n = 0;
-                if (!buf) return -1;
-                scan_string(t, len, start, buf, &n);
-                int match = n == want && memcmp(buf, s->key, n) == 0;
-                free(buf);
-                i = skip_ws(t, len, end);
-                if (i >= len || t[i] != ':') return -1;
-                i = skip_ws(t, len, i + 1);
-                if (match) break;
-                i = skip_ws(t, len, skip_value(t, len, i));
-                if (i >= len || t[i] != ',') return -1;
-                i = skip_ws(t, len, i + 1);
-            }
-        } else {
-            if (i >= len || t[i] != '[') return -1;
-            i = skip_ws(t, len, i + 1);
-            for (size_t k = 0; k < s->index; k++) {
-                i = skip_ws(t, len, skip_value(t, len, i));
-                if (i >= len || t[i] != ',') return -1;
-                i = skip_ws(t, len, i + 1);
-            }
-        }
-    }
-    *at = i;
-    return 0;
-}
-
-/* Line and character column (1-based) of offset `at`, counted as jansson
- * counts them: a new line at '\n', one column per UTF-8 lead byte. */
-static void line_col(const char *t, size_t at, int *line, int *col)
-{
-    int l = 1, k = 0;
-    for (size_t i = 0; i < at; i++) {
-        unsigned char ch = (unsigned char)t[i];
-        if (ch == '\n') { l++; k = 0; }
-        else if ((ch & 0xC0) != 0x80) k++;
-    }
-    *line = l;
-    *col = k + 1;
-}
-
 /* ---- errors ------------------------------------------------------------ */
-
-static void format_path(const ctx_t *c, int depth, char *out, size_t cap)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (int d = 0; d < depth && o < cap; d++) {
-        int w;
-        if (c->path[d].key)
-            w = snprintf(out + o, cap - o, "%s%s", d ? "." : "", c->path[d].key);
-        else
-            w = snprintf(out + o, cap - o, "[%zu]", c->path[d].index);
-        if (w < 0) break;
-        o += (size_t)w;
-    }
-}
 
 /* Records an error about the value at the current path (`depth` steps of
  * it) and returns -EINVAL. */
 __attribute__((format(printf, 3, 4)))
 static int fail_at(ctx_t *c, int depth, const char *fmt, ...)
 {
-    pjson_error_t *e = c->err;
+    jsonloc_err_t *e = c->err;
     if (!e) return -EINVAL;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->text, sizeof e->text, fmt, ap);
     va_end(ap);
-    format_path(c, depth, e->path, sizeof e->path);
-    size_t at;
-    if (locate(c, depth, &at) == 0) {
-        line_col(c->text, at, &e->line, &e->column);
-    } else {
+    /* A value that is not (all) there has no position. */
+    if (jsonloc_err_at(e, c->text, c->len, c->path, (size_t)depth) < (size_t)depth) {
         e->line = 0;
-        e->column = 0;
+        e->col = 0;
     }
     return -EINVAL;
 }
@@ -502,7 +300,7 @@ out:
     return rc;
 }
 
-int pjson_parse(const char *text, size_t len, pjson_input_t *out, pjson_error_t *err)
+int pjson_parse(const char *text, size_t len, pjson_input_t *out, jsonloc_err_t *err)
 {
     static const char *const keys[] = {"servers", "buckets", "meta", NULL};
     ctx_t c = {.text = text, .len = len, .err = err, .depth = 0};
@@ -511,7 +309,7 @@ int pjson_parse(const char *text, size_t len, pjson_input_t *out, pjson_error_t 
     int rc = 0;
 
     memset(out, 0, sizeof *out);
-    if (err) memset(err, 0, sizeof *err);
+    jsonloc_err_clear(err);
     memset(&je, 0, sizeof je); /* json_loadb() may fail before touching it */
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
@@ -521,7 +319,7 @@ int pjson_parse(const char *text, size_t len, pjson_input_t *out, pjson_error_t 
             return -ENOMEM;
         if (err) {
             err->line = je.line > 0 ? je.line : 0;
-            err->column = je.column > 0 ? je.column : 0;
+            err->col = je.column > 0 ? je.column : 0;
             snprintf(err->text, sizeof err->text, "%s", je.text);
         }
         return -EINVAL;
@@ -552,7 +350,7 @@ out:
     return rc;
 }
 
-int pjson_read_file(const char *path, pjson_input_t *out, pjson_error_t *err)
+int pjson_read_file(const char *path, pjson_input_t *out, jsonloc_err_t *err)
 {
     FILE *f = NULL;
     char *buf = NULL;
@@ -560,7 +358,7 @@ int pjson_read_file(const char *path, pjson_input_t *out, pjson_error_t *err)
     int rc = 0;
 
     memset(out, 0, sizeof *out);
-    if (err) memset(err, 0, sizeof *err);
+    jsonloc_err_clear(err);
     if (strcmp(path, "-") == 0) {
         f = stdin;
     } else if (!(f = fopen(path, "rb"))) {

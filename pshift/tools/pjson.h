@@ -8,19 +8,8 @@
 
 #include <jansson.h>
 
+#include "common/jsonloc.h"
 #include "pshift/pshift.h"
-
-/* Where and why a document was rejected.  `line` and `column` are 1-based
- * (column counts characters, as jansson does) and 0 when no position applies
- * (for instance a file that cannot be opened).  `path` names the offending
- * value, e.g. "buckets[3].demand.s9", or is empty.  `text` says what is wrong
- * in a few words, e.g. "demand on unknown server \"s9\"". */
-typedef struct {
-    int line;
-    int column;
-    char path[160];
-    char text[200];
-} pjson_error_t;
 
 /* "No limit" marker in pjson_input_t.limits. */
 #define PJSON_NO_LIMIT (-1)
@@ -45,14 +34,16 @@ typedef struct {
  * on an unknown server, duplicate names or keys, an empty or missing server
  * list, a limit below the reservation.
  * Returns 0 and fills *out (caller owns it); -EINVAL for a bad document
- * (err filled); -ENOMEM.  `err` may be NULL.  On error *out is zeroed. */
+ * (err filled: line and col 0 when no position applies, path the offending
+ * value or "", text what is wrong; source is not set); -ENOMEM.  `err` may
+ * be NULL.  On error *out is zeroed. */
 int pjson_parse(const char *text, size_t len, pjson_input_t *out,
-                pjson_error_t *err);
+                jsonloc_err_t *err);
 
 /* Reads the whole file `path` ("-" means stdin) and parses it as
  * pjson_parse().  Returns 0, -EINVAL (bad document), -errno of open/read (err
  * filled with the reason), -ENOMEM. */
-int pjson_read_file(const char *path, pjson_input_t *out, pjson_error_t *err);
+int pjson_read_file(const char *path, pjson_input_t *out, jsonloc_err_t *err);
 
 /* Frees what `in` holds and zeroes it.  Accepts NULL. */
 void pjson_input_clear(pjson_input_t *in);

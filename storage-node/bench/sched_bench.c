@@ -7,11 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/version.h"
 #include "storage-node/core/sched.h"
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 #define MAX_SIZES 16
 

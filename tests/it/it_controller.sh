@@ -1,16 +1,7 @@
 #!/bin/sh
 # it_controller.sh - bqos-controller on free loopback ports with simulated nodes (bqos-ctrl-bench): tokens flow, admission, node down/back, controller restart mid-period.
-set -u
-HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
-. "$HERE/lib.sh"
-BIN=${BIN:-bin}
-T=$(mktemp -d /tmp/it_controller.XXXXXX)
-trap 'cleanup; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-fails=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_controller
 # jget FILE EXPR: a value from a JSON file (python3 expression on `d`).
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
@@ -47,17 +38,20 @@ check "time split reported" \
 check "rounds logged with their time split" 'grep -q "ms receive .* pshift .* send" "$T/controller1.log"'
 
 # 2. Silent nodes are marked down (down-after 2 intervals = 0.4 s).
-sleep 1
-ctl --json status >"$T/st1.json"
-check "silent nodes are down" \
-  '[ "$(jget "$T/st1.json" "sum(1 for n in d[\"nodes\"] if n[\"state\"] == \"down\")")" = $NODES ]'
+# nodes_in STATE: how many nodes the controller lists in STATE (in $T/st.json).
+nodes_in() {
+  ctl --json status >"$T/st.json" &&
+    jget "$T/st.json" "sum(1 for n in d[\"nodes\"] if n[\"state\"] == \"$1\")"
+}
+wait_for '[ "$(nodes_in down)" = $NODES ]' 5
+check "silent nodes are down" '[ "$(nodes_in down)" = $NODES ]'
 check "down logged" 'grep -q "silent for 2 intervals: down" "$T/controller1.log"'
 
 # 3. Admission: with nodes up, a reservation beyond the cluster is refused
 #    and the file is untouched; a modest one is accepted and persisted.
 bench --seconds 3 >"$T/run2.json" &
 BP=$!
-sleep 1.5
+wait_for '[ "$(nodes_in up)" = $NODES ]' 5
 cp "$T/b.json" "$T/b.before"
 ctl set huge --reservation 100000000 >"$T/out" 2>"$T/err"; rc=$?
 check "admission refuses a huge reservation (rc $rc)" '[ $rc -ne 0 ] && grep -q "admission" "$T/err"'
@@ -76,9 +70,9 @@ check "back-up logged" 'grep -q "is back" "$T/controller1.log"'
 #    adopts their period numbering and tokens flow again.
 bench --seconds 4 >"$T/run3.json" &
 BP=$!
-sleep 1.3
+wait_for '[ "$(nodes_in up)" = $NODES ]' 5 # registered: they hold the period numbering
 stop_pid "$CTRL_PID"
-sleep 0.3
+wait_for '! ss -Hltn "sport = :$CP" | grep -q .' 5 # the port is free again
 ctl_start 2 || not_ok "controller restarted"
 wait $BP
 check "new controller adopted the nodes' clock" 'grep -q "adopted the nodes. clock" "$T/controller2.log"'
@@ -94,9 +88,8 @@ cat >"$T/b.json" <<'JSON'
 {"buckets":[{"name":"only","reservation":5}]}
 JSON
 kill -HUP "$CTRL_PID"
-sleep 0.5
+wait_for 'ctl buckets 2>/dev/null | grep -q "^only "' 5
 ctl buckets >"$T/out"
 check "SIGHUP reload" 'grep -q "^only " "$T/out" && [ "$(grep -c "^b0" "$T/out")" = 0 ]'
 
-[ $fails -eq 0 ] || { echo "$fails failed"; tail -30 "$T/controller1.log"; exit 1; }
-echo "all passed"
+it_end 'tail -30 "$T/controller1.log"'

@@ -1,16 +1,7 @@
 #!/bin/sh
 # it_controller_nodes.sh - bqos-controller with real storage nodes (two bqos-nbd-nodes, emulated 2,500 IOs/s devices) and closed-loop clients: a bucket whose demand sits on one server gets its reservation there (it does not under rr); then a node is killed and the controller is killed and restarted while clients run, with no client request lost.
-set -u
-HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
-. "$HERE/lib.sh"
-BIN=${BIN:-bin}
-T=$(mktemp -d /tmp/it_controller_nodes.XXXXXX)
-trap 'cleanup; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-fails=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_controller_nodes
 for b in bqos-nbd-node bqos-nbd-load bqos-load bqos-controller bqos-ctl; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
 done
@@ -82,10 +73,15 @@ ctl_start() {
 }
 ctl_start 1 || { echo "controller did not start"; exit 1; }
 start_nodes tokens "$CTRL_EP" || { echo "nodes did not start"; exit 1; }
-sleep 1.5
-"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$T/st1.json" 2>&1
-check "both nodes registered and up" \
-  '[ "$(python3 -c "import json,sys; print(sum(n[\"state\"]==\"up\" for n in json.load(open(sys.argv[1]))[\"nodes\"]))" "$T/st1.json")" = 2 ]'
+# status FILE: the controller's status into FILE.  node_is FILE NAME STATE:
+# whether FILE lists node NAME in STATE.  up_count FILE: nodes up in FILE.
+status() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$1" 2>&1; }
+node_is() {
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(n['name']==sys.argv[2] and n['state']==sys.argv[3] for n in d['nodes']) else 1)" "$@" 2>/dev/null
+}
+up_count() { python3 -c "import json,sys; print(sum(n['state']=='up' for n in json.load(open(sys.argv[1]))['nodes']))" "$1" 2>/dev/null; }
+wait_for 'status "$T/st1.json" && [ "$(up_count "$T/st1.json")" = 2 ]' 10
+check "both nodes registered and up" '[ "$(up_count "$T/st1.json")" = 2 ]'
 EL=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['elapsed_ms'])" "$T/st1.json")
 ALIGN=$(echo "$(date +%s.%N) $EL" | awk '{ printf "%.3f", $1 - $2 / 1000 }')
 # Timing-sensitive: a machine loaded by other jobs can stall every process
@@ -106,24 +102,20 @@ check "no client request failed" '[ "$(jerr "$T/qos/summary.json" all)" = 0 ]'
 #    controller is killed and restarted (nodes re-register); no request lost.
 load "$T/faults" -d 5 &
 LP=$!
-sleep 1.2
+sleep 1.2 # the clients are running when the faults come
 eval "kill -9 \$PID_s2"
-sleep 1
-"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$T/st2.json" 2>&1
-check "killed node marked down" 'grep -q "\"name\": *\"s2\", *\"state\": *\"down\"" "$T/st2.json" ||
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(n[\"name\"]==\"s2\" and n[\"state\"]==\"down\" for n in d[\"nodes\"]) else 1)" "$T/st2.json"'
+wait_for 'status "$T/st2.json" && node_is "$T/st2.json" s2 down' 5
+check "killed node marked down" 'node_is "$T/st2.json" s2 down'
 stop_pid "$CTRL_PID"
-sleep 0.5
+wait_for '! ss -Hltn "sport = :$CP" | grep -q .' 5 # the port is free again
 ctl_start 2 || not_ok "controller restarted"
-sleep 1.5
-"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$T/st3.json" 2>&1
-check "s1 registered with the restarted controller" \
-  'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(n[\"name\"]==\"s1\" and n[\"state\"]==\"up\" for n in d[\"nodes\"]) else 1)" "$T/st3.json"'
-check "restarted controller pushes tokens" 'sleep 0.5; grep -q "computed, 1 nodes up" "$T/controller2.log"'
+wait_for 'status "$T/st3.json" && node_is "$T/st3.json" s1 up' 10
+check "s1 registered with the restarted controller" 'node_is "$T/st3.json" s1 up'
+wait_for 'grep -q "computed, 1 nodes up" "$T/controller2.log"' 5
+check "restarted controller pushes tokens" 'grep -q "computed, 1 nodes up" "$T/controller2.log"'
 wait $LP
 check "b1's requests (s1 only) all answered across the controller restart" \
   '[ "$(jerr "$T/faults/summary.json" b1)" = 0 ] && [ "$(jerr "$T/faults/summary.json" b1 completed)" -gt 1000 ]'
 stop_nodes
 
-[ $fails -eq 0 ] || { echo "$fails failed"; for f in "$T"/controller*.log; do echo "== $f"; tail -15 "$f"; done; cat "$T/qos.table" "$T/rr.table" 2>/dev/null; exit 1; }
-echo "all passed"
+it_end 'for f in "$T"/controller*.log; do echo "== $f"; tail -15 "$f"; done; cat "$T/qos.table" "$T/rr.table" 2>/dev/null'

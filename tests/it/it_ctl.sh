@@ -1,16 +1,8 @@
 #!/bin/sh
 # it_ctl.sh - bqos-ctl against a real bqos-controller on free loopback ports: status, buckets, set/remove with persistence, reload, refusals, --json, and a stopped controller.
-set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
-BIN=${BIN:-bin}
+it_begin it_ctl
 CTL=$BIN/bqos-ctl
-T=$(mktemp -d /tmp/it_ctl.XXXXXX)
-trap 'cleanup; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-fails=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 
 cat >"$T/b.json" <<'JSON'
 {"buckets":[{"name":"red","reservation":300,"limit":600},{"name":"blue","reservation":100}]}
@@ -70,5 +62,4 @@ check "stopped controller: exit 3 (rc $rc)" '[ $rc -eq 3 ]'
 check "stopped controller: no hang (${secs}s)" '[ $secs -le 10 ]'
 check "stopped controller: says unreachable" 'grep -q "unreachable" "$T/err"'
 
-[ $fails -eq 0 ] || { echo "$fails failed"; cat "$T/controller.log"; exit 1; }
-echo "all passed"
+it_end 'cat "$T/controller.log"'

@@ -1,21 +1,7 @@
 #!/bin/sh
 # it_ctlclient.sh - the node side of the control protocol in real daemons: two bqos-nbd-nodes and a bqos-node (memcached) with --controller register with a real bqos-controller (seen through bqos-ctl), fall back to rr when the controller dies, resume when it returns, and say goodbye on exit.
-set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
-BIN=${BIN:-bin}
-T=$(mktemp -d /tmp/it_ctlclient.XXXXXX)
-trap 'cleanup; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-fails=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
-# until_true SECONDS CMD: polls CMD every 0.1 s until it succeeds.
-until_true() {
-  n=$(( $1 * 10 )); shift
-  while [ $n -gt 0 ]; do eval "$1" && return 0; sleep 0.1; n=$((n - 1)); done
-  return 1
-}
+it_begin it_ctlclient
 # node_state NAME: the node's state in `bqos-ctl --json status` (or "absent").
 node_state() {
   "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 2000 --json status 2>/dev/null |
@@ -44,9 +30,9 @@ for n in n1 n2; do
   eval "PID_$n=\$SPAWNED"
 done
 
-check "n1 is up at the controller" 'until_true 10 "[ \"\$(node_state n1)\" = up ]"'
-check "m1 (bqos-node) is up at the controller" 'until_true 10 "[ \"\$(node_state m1)\" = up ]"'
-check "m1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/m1.log\""'
+check "n1 is up at the controller" 'wait_for "[ \"\$(node_state n1)\" = up ]" 10'
+check "m1 (bqos-node) is up at the controller" 'wait_for "[ \"\$(node_state m1)\" = up ]" 10'
+check "m1 runs on tokens" 'wait_for "grep -q \"resuming policy tokens\" \"$T/m1.log\"" 10'
 # mc_reply REQUEST: m1's answer to REQUEST (\r\n written literally), read up to
 # its final END, with CRLF turned into "|".
 mc_reply() {
@@ -65,7 +51,7 @@ PY
 }
 check "m1 still serves memcached" \
   '[ "$(mc_reply "set red:k 0 0 2\r\nhi\r\nget red:k\r\n")" = "STORED|VALUE red:k 0 2|hi|END|" ]'
-check "n2 is up at the controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
+check "n2 is up at the controller" 'wait_for "[ \"\$(node_state n2)\" = up ]" 10'
 # bucket_stat BUCKET FIELD: that counter in m1's scheduler (`stats buckets`).
 bucket_stat() {
   mc_reply "stats buckets\r\n" | tr '|' '\n' |
@@ -79,24 +65,24 @@ green_share() {
   r=$(bucket_stat green r_tokens); l=$(bucket_stat green l_tokens)
   [ "$r" -ge 10 ] 2>/dev/null && [ "$l" -ge 10 ] && [ $((r + l)) -le 60 ]
 }
-check "an unreported limited bucket holds a provisional share on m1" 'until_true 10 green_share'
+check "an unreported limited bucket holds a provisional share on m1" 'wait_for green_share 10'
 check "m1 starts with red's weight 1" '[ "$(bucket_weight red)" = 1 ]'
 "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" set red --reservation 100 --limit 200 --weight 7 >/dev/null 2>&1
-check "a weight set with bqos-ctl reaches m1's scheduler" 'until_true 10 "[ \"\$(bucket_weight red)\" = 7 ]"'
+check "a weight set with bqos-ctl reaches m1's scheduler" 'wait_for "[ \"\$(bucket_weight red)\" = 7 ]" 10'
 check "n1 was welcomed" 'grep -q "welcomed" "$T/n1.log"'
-check "n1 runs on tokens" 'until_true 10 "grep -q \"resuming policy tokens\" \"$T/n1.log\""'
+check "n1 runs on tokens" 'wait_for "grep -q \"resuming policy tokens\" \"$T/n1.log\"" 10'
 both_reported() {
   "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status >"$T/status.txt" 2>&1
   [ "$(grep -Ec "^n[12] +up +[0-9]+ ms +5000 " "$T/status.txt")" -eq 2 ]
 }
-check "status lists both nodes with a recent report" 'until_true 10 both_reported'
+check "status lists both nodes with a recent report" 'wait_for both_reported 10'
 
 # The controller dies: the nodes keep their tokens until the period ends,
 # then fall back to rr.
 stop_controller
-check "n1 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/n1.log\""'
-check "n2 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/n2.log\""'
-check "m1 falls back to rr" 'until_true 10 "grep -q \"falling back to policy rr\" \"$T/m1.log\""'
+check "n1 falls back to rr" 'wait_for "grep -q \"falling back to policy rr\" \"$T/n1.log\"" 10'
+check "n2 falls back to rr" 'wait_for "grep -q \"falling back to policy rr\" \"$T/n2.log\"" 10'
+check "m1 falls back to rr" 'wait_for "grep -q \"falling back to policy rr\" \"$T/m1.log\"" 10'
 
 # It comes back on the same endpoints: the nodes are told they are unknown,
 # say hello again and resume tokens.
@@ -106,17 +92,16 @@ spawn "$T/controller2.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen
 CTRL_PID=$SPAWNED
 wait_port "$cp_port" 10
 check "n1 resumes tokens" \
-  'until_true 15 "[ \$(grep -c \"resuming policy tokens\" \"$T/n1.log\") -ge 2 ]"'
-check "n2 is up at the new controller" 'until_true 10 "[ \"\$(node_state n2)\" = up ]"'
+  'wait_for "[ \$(grep -c \"resuming policy tokens\" \"$T/n1.log\") -ge 2 ]" 15'
+check "n2 is up at the new controller" 'wait_for "[ \"\$(node_state n2)\" = up ]" 10'
 
 # n2 leaves cleanly: its goodbye marks it down at once (silence would take
 # --down-after 50 intervals = 10 s).
 stop_pid "$PID_n2"
-check "n2 is down right after its goodbye" 'until_true 3 "[ \"\$(node_state n2)\" = down ]"'
+check "n2 is down right after its goodbye" 'wait_for "[ \"\$(node_state n2)\" = down ]" 3'
 check "n1 stays up" '[ "$(node_state n1)" = up ]'
 check "m1 resumes tokens" \
-  'until_true 15 "[ \$(grep -c \"resuming policy tokens\" \"$T/m1.log\") -ge 2 ]"'
+  'wait_for "[ \$(grep -c \"resuming policy tokens\" \"$T/m1.log\") -ge 2 ]" 15'
 check "no decoder rejections at the nodes" '! grep -q "bad message" "$T/n1.log" "$T/n2.log" "$T/m1.log"'
 
-[ $fails -eq 0 ] || { echo "$fails failed"; tail -n 20 "$T"/*.log; exit 1; }
-echo "all passed"
+it_end 'tail -n 20 "$T"/*.log'

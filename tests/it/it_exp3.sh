@@ -13,10 +13,9 @@
 # closed the 0-2% overshoot docs/workloads.md describes).  On a busy machine
 # one server can lose a period to other processes, so a failed attempt is
 # retried once (both are printed); two failures in a row fail the test.
-set -u
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_exp3
 EX=$(cd "$(dirname "$0")/../../examples" && pwd)
-T=$(mktemp -d /tmp/it_exp3.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 SCALE=70
 
 # verify OUT: the checks on the summaries in OUT; prints one line per check

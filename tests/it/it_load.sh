@@ -1,16 +1,8 @@
 #!/bin/sh
 # it_load.sh - bqos-load against two real memcached servers: closed and open loops, a demand change, CSV and summary contents, profile, checks and scenario errors.
-set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
-BIN=${BIN:-bin}
+it_begin it_load
 LOAD=$BIN/bqos-load
-T=$(mktemp -d /tmp/it_load.XXXXXX)
-trap 'cleanup; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-fails=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 
 next_port; p1=$PORT; next_port; p2=$PORT
 start_memcached "$p1" "$T/mc1.log" || { echo "memcached 1 did not start"; exit 1; }
@@ -96,7 +88,7 @@ check "a dead server is survived and its failures counted" \
 # Ctrl-C: exit 130, outputs cover only the periods that ran.
 "$LOAD" -q -d 20 --preload 0 -o "$T/intr" "$T/s.json" >/dev/null 2>&1 &
 lp=$!
-sleep 2.7
+sleep 2.7 # interrupted in its third period: not a wait for a condition
 kill -INT "$lp"
 wait "$lp"
 rc=$?
@@ -109,5 +101,4 @@ open_rate=$(awk '/"name": "open"/ { f = 1 } f && /"achieved"/ { gsub(/,/, "", $2
 check "an interrupted run's rates are not diluted ($open_rate)" \
   'awk -v r="$open_rate" "BEGIN { exit !(r >= 270 && r <= 330) }"'
 
-[ $fails -eq 0 ] && echo "it_load: all passed" || echo "it_load: $fails failed"
-exit $fails
+it_end

@@ -1,8 +1,8 @@
 #!/bin/sh
 # it_nbd.sh - the block node against real clients: nbdinfo --list, nbdcopy round trip, nbdinfo --map and a sparse nbdcopy (base:allocation), fio nbd verify, bad input and faults, full disk, token ratio between two exports, O_DIRECT; bqos-node --backend file:DIR and bqos-nbd-node.
 # Needs BIN (default bin); skips (exit 0 with a note) only if nbdinfo, nbdcopy, fio or python3 is missing.
-set -u
-BIN=${BIN:-bin}
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_nbd
 NODE="$BIN/bqos-nbd-node"
 MAIN="$BIN/bqos-node"     # the same block node behind bqos-node --backend file:
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -11,19 +11,11 @@ for t in nbdinfo nbdcopy fio python3; do
 done
 [ -x "$NODE" ] || { echo "it_nbd: $NODE not built"; exit 1; }
 [ -x "$MAIN" ] || { echo "it_nbd: $MAIN not built"; exit 1; }
+tmp=$T
+bad() { not_ok "$1"; }
 
-tmp=$(mktemp -d /tmp/it_nbd.XXXXXX)
-pids=""
-cleanup() {
-  for p in $pids; do kill -TERM "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+# logged_port LOG: the port a block node logged it listens on (empty if none yet).
+logged_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null | head -1; }
 
 # start_node LOG PROGRAM ARGS...: starts a block node on a free port (port
 # 0), sets PID and PORT.
@@ -31,15 +23,10 @@ start_node() {
   log=$1; prog=$2; shift 2
   "$prog" --nbd-listen 127.0.0.1:0 "$@" 2>"$log" &
   PID=$!
-  pids="$pids $PID"
-  PORT=""
-  i=0
-  while [ $i -lt 50 ]; do
-    PORT=$(sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$log" | head -1)
-    [ -n "$PORT" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1; i=$((i + 1))
-  done
+  LIB_PIDS="$LIB_PIDS $PID"
+  wait_for '[ -n "$(logged_port "$log")" ] || ! kill -0 "$PID" 2>/dev/null' 5
+  PORT=$(logged_port "$log")
+  [ -n "$PORT" ] && return 0
   echo "it_nbd: node did not start:"; cat "$log"
   exit 1
 }
@@ -130,7 +117,7 @@ kill -USR1 "$N1"
     kill -USR1 "$N1" 2>/dev/null; sleep 0.1
   done ) &
 ticker=$!
-pids="$pids $ticker"
+LIB_PIDS="$LIB_PIDS $ticker"
 fio --output-format=json --output="$tmp/ratio.json" --ioengine=nbd --rw=randread --bs=4k \
   --size=32m --iodepth=4 --time_based --runtime=3 \
   --name=red --uri="nbd://127.0.0.1:$P1/red" \
@@ -153,12 +140,9 @@ fi
 truncate -s 16M "$tmp/small.img"
 ( trap '' XFSZ; ulimit -f 8192; exec "$NODE" --nbd-listen 127.0.0.1:0 \
     --backend "file:$tmp/small.img" --buckets vol 2>"$tmp/node2.log" ) &
-N2=$!; pids="$pids $N2"
-i=0; P2=""
-while [ $i -lt 50 ] && [ -z "$P2" ]; do
-  sleep 0.1; i=$((i + 1))
-  P2=$(sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$tmp/node2.log" | head -1)
-done
+N2=$!; LIB_PIDS="$LIB_PIDS $N2"
+wait_for '[ -n "$(logged_port "$tmp/node2.log")" ]' 5
+P2=$(logged_port "$tmp/node2.log")
 if [ -n "$P2" ] && python3 "$HERE/nbd_faults.py" "$P2" vol enospc; then
   ok "full disk: ENOSPC, no partial write reported, data kept"
 else
@@ -183,8 +167,8 @@ kill -TERM "$N3"; wait "$N3" 2>/dev/null
 # ---- 4b. a Unix socket (--nbd-listen unix:PATH) -------------------------------
 "$NODE" --nbd-listen "unix:$tmp/nbd.sock" --backend "file:$tmp/ustore/" --export-size 64m \
   --buckets u1 2>"$tmp/node4.log" &
-N4=$!; pids="$pids $N4"
-i=0; while [ $i -lt 50 ] && [ ! -S "$tmp/nbd.sock" ]; do sleep 0.1; i=$((i + 1)); done
+N4=$!; LIB_PIDS="$LIB_PIDS $N4"
+wait_for '[ -S "$tmp/nbd.sock" ]' 5
 U="nbd+unix:///u1?socket=$tmp/nbd.sock"
 if nbdinfo --list "nbd+unix:///?socket=$tmp/nbd.sock" 2>&1 | grep -q 'export="u1"' &&
    roundtrip "$U"; then
@@ -201,5 +185,4 @@ wait "$N1"; rc=$?
 [ $rc -eq 0 ] && ok "SIGTERM: clean exit" || bad "SIGTERM: exit $rc"
 grep -q 'stopped:' "$tmp/node.log" || bad "no final stats line"
 
-[ $fails -eq 0 ] || { echo "it_nbd: $fails failed; node log:"; tail -20 "$tmp/node.log"; exit 1; }
-echo "it_nbd: all passed"
+it_end 'echo "node log:"; tail -20 "$tmp/node.log"'

@@ -4,7 +4,7 @@ set -u
 NAME=it_node_faults
 . "$(dirname "$0")/node_lib.sh"
 
-start_memcached
+start_mc
 mc_port=$MC_PORT
 start_node "$tmp/node.log" --policy rr
 run() { # run WHAT ARGS...: one node_client.py step, indented output
@@ -16,7 +16,7 @@ run conns "$NODE_PORT" 1000
 
 kill -TERM "$MC_PID"; wait "$MC_PID" 2>/dev/null
 run backend "$NODE_PORT" down
-start_memcached "$mc_port"
+start_mc "$mc_port"
 run backend "$NODE_PORT" up
 
 kill -0 "$NODE_PID" 2>/dev/null && ok "node alive" || bad "node died"
@@ -58,8 +58,8 @@ stop_node
 # Clients on a Unix socket (--memcached-listen unix:PATH); its file goes with the node.
 "$NODE" --name it --memcached-listen "unix:$tmp/node.sock" --backend "memcached://127.0.0.1:$MC_PORT" \
   --policy rr </dev/null >/dev/null 2>"$tmp/node-unix.log" &
-NODE_PID=$!; NODE_LOG=$tmp/node-unix.log; pids="$pids $NODE_PID"
-i=0; while [ $i -lt 50 ] && [ ! -S "$tmp/node.sock" ]; do sleep 0.1; i=$((i + 1)); done
+NODE_PID=$!; NODE_LOG=$tmp/node-unix.log; LIB_PIDS="$LIB_PIDS $NODE_PID"
+wait_for '[ -S "$tmp/node.sock" ]' 5
 got=$(exchange "$tmp/node.sock" 'set red:u 0 0 2\r\nhi\r\nget red:u\r\n')
 want="b'STORED\\r\\nVALUE red:u 0 2\\r\\nhi\\r\\nEND\\r\\n'"
 [ "$got" = "$want" ] && ok "clients on a Unix socket" || { bad "Unix socket: got $got"; cat "$tmp/node-unix.log"; }

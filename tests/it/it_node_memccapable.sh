@@ -5,7 +5,7 @@ NAME=it_node_memccapable
 . "$(dirname "$0")/node_lib.sh"
 command -v memccapable >/dev/null 2>&1 || { echo "$NAME: memccapable not installed (scripts/deps.sh); skipped"; exit 0; }
 
-start_memcached
+start_mc
 # rr and tokens with the defaults (backend calls on the loop thread), and
 # "pool": worker threads with a small batch (--workers 2).
 for pol in rr tokens pool; do
@@ -25,7 +25,7 @@ done
 
 # Differential: same scripts to a second, untouched memcached and to the node.
 ref=$MC_PORT
-start_memcached; ref_port=$MC_PORT
+start_mc; ref_port=$MC_PORT
 MC_PORT=$ref
 start_node "$tmp/node-diff.log" --policy rr
 if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/cases.txt" >"$tmp/diff.out" 2>&1; then

@@ -4,7 +4,7 @@ set -u
 NAME=it_node_order
 . "$(dirname "$0")/node_lib.sh"
 
-start_memcached
+start_mc
 for pol in rr tokens batched; do
   case $pol in
     batched) start_node "$tmp/node-$pol.log" --policy rr --outstanding 48 --workers 2 --batch 16 ;;

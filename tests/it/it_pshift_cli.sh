@@ -1,15 +1,11 @@
 #!/bin/sh
 # it_pshift_cli.sh - bqos-pshift end to end: solve fixtures, every bad input with its exact error line, gen, bench.
 # Usage: sh tests/it/it_pshift_cli.sh   (from the repository root; BIN defaults to bin)
-set -u
-BIN=${BIN:-bin}
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_pshift_cli
 P="$BIN/bqos-pshift"
 D=tests/data/pshift
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT INT TERM
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { :; }
+fail() { not_ok "$*"; }
 
 [ -x "$P" ] || { echo "FAIL: $P not built"; exit 1; }
 
@@ -132,5 +128,4 @@ expect_rc 0 "$P" bench --fig 7 --quick --json --quiet
 pycheck "$T/out" 'len(j) == 3' 'all(r["phi"] == r["maxflow_phi"] and not r["mismatch"] for r in j)'
 expect_rc 2 "$P" bench --fig 8
 
-[ $fails -eq 0 ] || { echo "it_pshift_cli: $fails failure(s)"; exit 1; }
-echo "it_pshift_cli: ok"
+it_end

@@ -1,15 +1,8 @@
 #!/bin/sh
 # it_sim.sh - bqos-sim end to end: a scaled-down Experiment 1 (pshift beats rr and static, within 1 point of clairvoyant), determinism, CSV outputs, scenario files, usage errors.
-set -u
-BIN=${BIN:-bin}
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_sim
 SIM=$BIN/bqos-sim
-T=$(mktemp -d /tmp/it_sim.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-fails=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 # jget FILE POLICY KEY: a number from the summary JSON
 jget() { python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
@@ -85,5 +78,4 @@ echo '{"duration": 1,' >"$T/bad.json"
 $SIM --scenario "$T/bad.json" -q >/dev/null 2>"$T/err"; rc=$?
 check "malformed scenario: FILE:LINE:COL" "[ $rc -eq 1 ] && grep -q 'bad.json:[0-9]*:[0-9]*:' '$T/err'"
 
-[ $fails -eq 0 ] && echo "all ok" || echo "$fails failed"
-[ $fails -eq 0 ]
+it_end

@@ -165,6 +165,17 @@ def stats(port, arg=b""):
     return d
 
 
+def wait_until(cond, timeout=5.0):
+    """Polls cond() every 0.05 s until it is true or `timeout` seconds have
+    passed; returns its last value, for the caller to check."""
+    deadline = time.time() + timeout
+    while True:
+        v = cond()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(0.05)
+
+
 def quiet_recv(s, secs):
     s.settimeout(secs)
     try:
@@ -184,8 +195,11 @@ def cmd_tokens(node, pid, tokfile):
         os.rename(tokfile + ".tmp", tokfile)
         os.kill(pid, signal.SIGUSR1)
 
+    def red(key):
+        return lambda: stats(node, b"buckets").get("red:" + key)
+
     tokens({"red": {"r": 0, "l": 0}})
-    time.sleep(0.3)
+    wait_until(lambda: red("r_tokens")() == "0" and red("l_tokens")() == "0")
     s1 = connect(node)
     s1.sendall(b"set red:x 0 0 1\r\nr\r\nset blue:y 0 0 1\r\nb\r\n"
                b"get blue:y\r\nget red:x blue:y\r\n")
@@ -200,11 +214,11 @@ def cmd_tokens(node, pid, tokfile):
           "another connection is not held up by red")
     s3 = connect(node)
     s3.sendall(b"set red:gone 0 0 1\r\nx\r\nget red:gone2\r\n")
-    time.sleep(0.2)
-    check(stats(node, b"buckets").get("red:queued") == "3", "red queue has the other client's 2 IOs")
+    wait_until(lambda: red("queued")() == "3")
+    check(red("queued")() == "3", "red queue has the other client's 2 IOs")
     s3.close()
-    time.sleep(0.3)
-    check(stats(node, b"buckets").get("red:queued") == "1", "client gone: its queued IOs left the red queue")
+    wait_until(lambda: red("queued")() == "1")
+    check(red("queued")() == "1", "client gone: its queued IOs left the red queue")
     tokens({"red": {"r": 5, "l": 5}})
     want = (b"STORED\r\nSTORED\r\nVALUE blue:y 0 1\r\nb\r\nEND\r\n"
             b"VALUE red:x 0 1\r\nr\r\nVALUE blue:y 0 1\r\nb\r\nEND\r\n")
@@ -219,10 +233,10 @@ def cmd_tokens(node, pid, tokfile):
           "completions and backend busy time counted (%s, %s)" % (g.get("bqos_completions"), g.get("bqos_busy_seconds")))
     # Shutdown with a request queued: it is answered, then the node exits.
     tokens({"red": {"r": 0, "l": 0}})
-    time.sleep(0.3)
+    wait_until(lambda: red("r_tokens")() == "0")
     s4 = connect(node)
     s4.sendall(b"get red:x\r\n")
-    time.sleep(0.3)
+    wait_until(lambda: red("queued")() == "1")  # the request waits for tokens
     os.kill(pid, signal.SIGTERM)
     got = recv_until(s4, end=b"\r\n")
     check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)

@@ -18,11 +18,11 @@
 #include <libmemcached/memcached.h>
 
 #include "common/log.h"
+#include "common/rng.h"
+#include "common/version.h"
 #include "workloads/report.h"
 #include "workloads/scenario.h"
-#include "workloads/zipf.h"
 
-#define BQOS_LOAD_VERSION "0.1.0"
 
 static const char usage_text[] =
     "NAME\n"
@@ -219,15 +219,15 @@ static memcached_st *connect_server(const scenario_server_t *sv, int backend, in
 
 /* Issues one get or set of bucket `name`.  Returns 1 if the server answered
  * (a get miss counts), 0 on failure. */
-static int one_request(memcached_st *mc, const run_t *run, const char *name, zipf_rng_t *rng,
+static int one_request(memcached_st *mc, const run_t *run, const char *name, rng_t *rng,
                        memcached_return_t *why)
 {
     const scenario_t *s = run->s;
     char key[SCENARIO_NAME_MAX + 32];
     int klen = snprintf(key, sizeof key, "%s:obj%llu", name,
-                        (unsigned long long)zipf_rng_below(rng, s->keys));
+                        (unsigned long long)rng_below(rng, s->keys));
     memcached_return_t rc;
-    if (zipf_rng_uniform(rng) < s->get_ratio) {
+    if (rng_uniform(rng) < s->get_ratio) {
         size_t vlen;
         uint32_t flags;
         char *v = memcached_get(mc, key, (size_t)klen, &vlen, &flags, &rc);
@@ -245,8 +245,8 @@ static void *client_main(void *arg)
     run_t *run = w->run;
     const scenario_t *s = run->s;
     const scenario_bucket_t *bk = &s->buckets[w->b];
-    zipf_rng_t rng;
-    zipf_rng_seed(&rng, s->seed ^ 0x5eed, ((uint64_t)w->b << 24) ^ ((uint64_t)w->pos << 12) ^
+    rng_t rng;
+    rng_seed(&rng, s->seed ^ 0x5eed, ((uint64_t)w->b << 24) ^ ((uint64_t)w->pos << 12) ^
                                               (uint64_t)w->k ^ ((uint64_t)(w->server + 1) << 40));
     memcached_st *mc = NULL;
     int cur = -1;
@@ -275,7 +275,7 @@ static void *client_main(void *arg)
                     double r = bk->rate * (1.0 / pow(w->pos + 1, bk->split_zipf)) / wsum /
                                bk->outstanding;
                     gap = r > 0 ? 1.0 / r : INFINITY;
-                    due = t + zipf_rng_uniform(&rng) * gap;
+                    due = t + rng_uniform(&rng) * gap;
                     due_phase = ph;
                 }
                 if (due > t) {
@@ -451,10 +451,10 @@ static void progress(const run_t *run, double t, uint64_t *last, double *last_t,
 
 static void fill_value(char *v, size_t n, uint64_t seed)
 {
-    zipf_rng_t r;
-    zipf_rng_seed(&r, seed, 77);
+    rng_t r;
+    rng_seed(&r, seed, 77);
     for (size_t i = 0; i < n; i++)
-        v[i] = (char)('a' + zipf_rng_below(&r, 26));
+        v[i] = (char)('a' + rng_below(&r, 26));
 }
 
 /* Runs the client threads until the end of the run or a signal.  Returns 0,
@@ -718,7 +718,7 @@ static int parse_settings(int argc, char **argv, settings_t *st)
             break;
         }
         case 'h': fputs(usage_text, stdout); exit(0);
-        case 'V': printf("bqos-load %s\n", BQOS_LOAD_VERSION); exit(0);
+        case 'V': printf("bqos-load %s\n", BQOS_VERSION); exit(0);
         default:
             fprintf(stderr, "Try 'bqos-load --help'.\n");
             return -EINVAL;
@@ -759,7 +759,7 @@ int main(int argc, char **argv)
         return 1;
     }
     scenario_t *s = NULL;
-    scenario_error_t err;
+    jsonloc_err_t err;
     int rc = scenario_load(argv[0], &st.sopts, &s, &err);
     if (rc < 0) {
         if (err.line > 0)

@@ -13,11 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "common/mono.h"
+#include "common/rng.h"
+#include "common/version.h"
 
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 /* One client connection with one request outstanding at a time. */
 typedef struct {
@@ -28,7 +27,7 @@ typedef struct {
     size_t outlen, outoff;
     char in[65536];
     size_t inlen;
-    unsigned seed;
+    rng_lcg_t rng; /* glibc rand_r()'s sequence, as always */
 } lconn_t;
 
 /* Settings (read-only after parsing). */
@@ -73,9 +72,9 @@ static int dial(void)
 /* Builds the next request of c into c->out. */
 static void next_request(lconn_t *c, const char *value)
 {
-    int k = (int)(rand_r(&c->seed) % (unsigned)cfg.keys);
+    int k = (int)(rng_lcg_next(&c->rng) % (unsigned)cfg.keys);
     int b = k % cfg.buckets;
-    c->is_get = (double)rand_r(&c->seed) / RAND_MAX < cfg.get_ratio;
+    c->is_get = (double)rng_lcg_next(&c->rng) / RNG_LCG_MAX < cfg.get_ratio;
     if (c->is_get)
         c->outlen = (size_t)sprintf(c->out, "get b%d:key%d\r\n", b, k);
     else
@@ -191,7 +190,7 @@ int main(int argc, char **argv)
 
     for (int i = 0; i < cfg.conns; i++) {
         lconn_t *c = &cs[i];
-        c->seed = (unsigned)i * 7919u + 1;
+        rng_lcg_seed(&c->rng, (unsigned)i * 7919u + 1);
         c->out = malloc(cfg.vsize + 128);
         c->fd = dial();
         if (c->fd < 0 || !c->out) {

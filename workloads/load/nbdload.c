@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/rng.h"
+#include "common/version.h"
 #include "storage-node/nbd/nbd.h"
 #include "workloads/report.h"
 #include "workloads/scenario.h"
-#include "workloads/zipf.h"
 
-#define VERSION "0.1.0"
 #define MAX_SERVERS_OPT 256
 
 static const char usage_text[] =
@@ -239,15 +239,6 @@ static void nbd_close(int fd)
     close(fd);
 }
 
-static uint64_t rng_next(uint64_t *x)
-{
-    /* splitmix64 */
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Reads one reply (and its data).  Returns the NBD error (0 ok) or -errno. */
 static int read_reply(int fd, uint8_t *buf, uint32_t bs)
 {
@@ -272,7 +263,8 @@ static int shuffled(uint64_t seed, size_t b, const scenario_phase_t *ph,
                     const scenario_bucket_t *bk, int pos)
 {
     int order[64], n = ph->n < 64 ? ph->n : 64;
-    uint64_t x = seed ^ ((uint64_t)b << 20) ^ (uint64_t)(ph - bk->phases) * 0x9e37u;
+    rng_t x; /* splitmix64 from a raw state, as this sequence always was */
+    rng_seed_raw(&x, seed ^ ((uint64_t)b << 20) ^ (uint64_t)(ph - bk->phases) * 0x9e37u);
     for (int i = 0; i < n; i++)
         order[i] = i;
     for (int i = n - 1; i > 0; i--) {
@@ -290,7 +282,8 @@ static void *client_main(void *arg)
     run_t *run = w->run;
     const scenario_t *s = run->s;
     const scenario_bucket_t *bk = &s->buckets[w->b];
-    uint64_t x = w->seed;
+    rng_t x;
+    rng_seed_raw(&x, w->seed);
     uint8_t *buf = malloc(run->bs);
     int fd = -1, cur = -1, inflight = 0;
     uint64_t size = 0, handle = 0;
@@ -314,7 +307,7 @@ static void *client_main(void *arg)
                     wsum += 1.0 / pow(i + 1, bk->split_zipf);
                 double r = bk->rate * (1.0 / pow(w->pos + 1, bk->split_zipf)) / wsum;
                 gap = r > 0 ? 1.0 / r : INFINITY;
-                due = t + (double)(rng_next(&x) >> 11) * 0x1p-53 * gap;
+                due = t + rng_uniform(&x) * gap;
                 due_phase = ph;
             }
         }
@@ -535,7 +528,7 @@ int main(int argc, char **argv)
         case 'q': quiet = 1; break;
         case OPT_LOG: if (bqos_log_parse_level(optarg, &level) < 0) goto bad; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("bqos-nbd-load %s\n", VERSION); return 0;
+        case 'V': printf("bqos-nbd-load %s\n", BQOS_VERSION); return 0;
         default: fprintf(stderr, "Try 'bqos-nbd-load --help'.\n"); return 2;
         }
         continue;
@@ -551,7 +544,7 @@ int main(int argc, char **argv)
     so.servers = servers;
     so.nservers = nserv;
     scenario_t *s = NULL;
-    scenario_error_t se;
+    jsonloc_err_t se;
     int rc = scenario_load(argv[optind], &so, &s, &se);
     if (rc < 0) {
         fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);

@@ -1,0 +1,78 @@
+/* check.c - what a message must satisfy before it is encoded: known type,
+ * valid names, timing and counters in range, arrays present.  The records'
+ * values are checked by the layouts as they write them (internal.h). */
+#include "common/proto/internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Validates a message for encoding (internal.h).  Returns 0 or -EINVAL. */
+int proto__check(const proto_msg_t *m)
+{
+    if (!proto_type_str(m->type))
+        return -EINVAL;
+    if (proto_name_check(m->node, strnlen(m->node, sizeof m->node)) != 0)
+        return -EINVAL;
+    if (m->seq > (uint64_t)INT64_MAX)
+        return -EINVAL;
+    if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))
+        return -EINVAL;
+    if (m->has_names && !type_may_have_names(m->type))
+        return -EINVAL;
+    if (m->has_names && (m->nnames > PROTO_MAX_RECORDS || (m->nnames && !m->names)))
+        return -EINVAL;
+    if (m->has_weights) {
+        if (!m->has_names || !type_may_have_weights(m->type) || (m->nnames && !m->weights))
+            return -EINVAL;
+        for (size_t i = 0; i < m->nnames; i++)
+            if (m->weights[i] < 1 || m->weights[i] > PROTO_WEIGHT_MAX)
+                return -EINVAL;
+    }
+    switch (m->type) {
+    case PROTO_HELLO:
+        if (!count_ok(m->capacity) || m->table == 0)
+            return -EINVAL;
+        break;
+    case PROTO_WELCOME:
+        if (m->has_names && m->table == 0)
+            return -EINVAL;
+        break;
+    case PROTO_REPORT:
+        if (m->period > PROTO_MAX_COUNT || m->table == 0 || !count_ok(m->completions) ||
+            !count_ok(m->dispatched) || !(m->busy_seconds >= 0 && m->busy_seconds <= MAX_BUSY) ||
+            m->remaining_ms > MAX_PERIOD_MS || m->interval >= MAX_INTERVALS)
+            return -EINVAL;
+        break;
+    case PROTO_TOKENS:
+        if (m->table == 0)
+            return -EINVAL;
+        break;
+    case PROTO_ERROR:
+        if (m->code[0] == '\0')
+            return -EINVAL;
+        break;
+    default:
+        break;
+    }
+    if (type_has_records(m->type)) {
+        if (m->count > PROTO_MAX_RECORDS)
+            return -EINVAL;
+        if (m->count && !(m->type == PROTO_REPORT ? (void *)m->report : (void *)m->tokens))
+            return -EINVAL;
+    }
+    if (m->has_names) {
+        for (size_t i = 0; i < m->nnames; i++)
+            if (!m->names[i] || proto_name_check(m->names[i], strnlen(m->names[i], PROTO_NAME_MAX + 1)))
+                return -EINVAL;
+    }
+    return 0;
+}
+
+/* The full check of a report record (internal.h). */
+int proto__rep_valid(const proto_report_rec_t *r, uint64_t nb)
+{
+    return count_ok(r->queued) && count_ok(r->arrivals_interval) &&
+           count_ok(r->arrivals_period) && count_ok(r->served_r) && count_ok(r->served_l) &&
+           count_ok(r->served_o) && tok_ok(r->r_left, 0) && tok_ok(r->l_left, 1) &&
+           r->flags == 0 && r->reserved == 0 && r->bucket < nb;
+}

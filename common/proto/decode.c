@@ -1,0 +1,352 @@
+/* decode.c - proto_decode(): frames into a message, checking the header's
+ * fields, the names and weights frames and the records frame's size; any
+ * byte sequence is safe and every rejection has a counted reason. */
+#include "common/proto/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads an unsigned integer field.  Returns PROTO_OK, PROTO_E_FIELD (missing
+ * and required, or not an integer) or PROTO_E_RANGE (negative or > max). */
+static proto_reason_t get_uint(const hview_t *h, int key, int required, uint64_t max, uint64_t *out)
+{
+    const hval_t *v = &h->v[key];
+    *out = 0;
+    if (v->kind == V_NONE)
+        return required ? PROTO_E_FIELD : PROTO_OK;
+    if (v->kind != V_INT)
+        return PROTO_E_FIELD;
+    if (v->i < 0 || (uint64_t)v->i > max)
+        return PROTO_E_RANGE;
+    *out = (uint64_t)v->i;
+    return PROTO_OK;
+}
+
+#define GET(key, req, max, dst)                                                                    \
+    do {                                                                                           \
+        uint64_t v_;                                                                               \
+        if ((why = get_uint(h, key, req, max, &v_)) != PROTO_OK)                                   \
+            goto out;                                                                              \
+        dst = v_;                                                                                  \
+    } while (0)
+
+static proto_reason_t dec_timing(const hview_t *h, proto_msg_t *m, int required)
+{
+    proto_reason_t why;
+    if (!required && h->v[K_PERIOD].kind == V_NONE)
+        return PROTO_OK;
+    GET(K_PERIOD, 1, PROTO_MAX_COUNT, m->period);
+    GET(K_INTERVAL, 1, MAX_INTERVALS, m->interval);
+    GET(K_INTERVALS, 1, MAX_INTERVALS, m->intervals);
+    GET(K_PERIOD_MS, 1, MAX_PERIOD_MS, m->period_ms);
+    GET(K_REMAINING_MS, 1, MAX_PERIOD_MS, m->remaining_ms);
+    if (!timing_ok(m))
+        return PROTO_E_RANGE;
+    m->has_timing = 1;
+out:
+    return why;
+}
+
+static proto_reason_t dec_string(const hview_t *h, int key, int required, char *dst, size_t cap)
+{
+    const hval_t *v = &h->v[key];
+    if (v->kind == V_NONE)
+        return required ? PROTO_E_FIELD : PROTO_OK;
+    if (v->kind != V_STR)
+        return PROTO_E_FIELD;
+    if (v->len >= cap)
+        return PROTO_E_RANGE;
+    memcpy(dst, v->s, v->len);
+    dst[v->len] = '\0';
+    if (memchr(dst, '\0', v->len))
+        return PROTO_E_FIELD;
+    return PROTO_OK;
+}
+
+static uint32_t hash_name(const char *s, size_t l)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < l; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* Splits and validates the names frame into m->names / m->namebuf. */
+static proto_reason_t dec_names(proto_msg_t *m, const proto_frame_t *f, size_t declared)
+{
+    const unsigned char *d = f->data;
+    size_t len = f->len;
+    if (len == 0 && declared != 0)
+        return PROTO_E_COUNT;
+    if (len > 0 && d[len - 1] != '\0')
+        return PROTO_E_TRUNCATED; /* the last name is cut off */
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += d[i] == '\0';
+    if (n != declared)
+        return PROTO_E_COUNT;
+    if (proto__grow(&m->namebuf, &m->cap_namebuf, len ? len : 1, 1) ||
+        (n && proto__grow(&m->names_own, &m->cap_names, n, sizeof *m->names_own)))
+        return PROTO_OK + PROTO_E__COUNT; /* out of memory, see caller */
+    memcpy(m->namebuf, d, len);
+    /* Open-addressed set of name indices to catch duplicates. */
+    size_t hcap = 16;
+    while (hcap < 2 * n)
+        hcap *= 2;
+    uint32_t *set = n ? calloc(hcap, sizeof *set) : NULL;
+    if (n && !set)
+        return PROTO_OK + PROTO_E__COUNT;
+    proto_reason_t why = PROTO_OK;
+    size_t k = 0;
+    char *p = m->namebuf;
+    m->names = m->names_own;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(p);
+        if (proto_name_check(p, l)) {
+            why = PROTO_E_NAMES;
+            break;
+        }
+        size_t slot = hash_name(p, l) & (hcap - 1);
+        while (set[slot]) {
+            const char *o = m->names[set[slot] - 1];
+            if (strcmp(o, p) == 0) {
+                why = PROTO_E_NAMES;
+                goto out;
+            }
+            slot = (slot + 1) & (hcap - 1);
+        }
+        set[slot] = (uint32_t)(i + 1);
+        m->names[k++] = p;
+        p += l + 1;
+    }
+out:
+    free(set);
+    if (why == PROTO_OK) {
+        m->nnames = n;
+        m->has_names = 1;
+    }
+    return why;
+}
+
+/* Reads the weights frame (n u32, each 1..PROTO_WEIGHT_MAX) into
+ * m->weights. */
+static proto_reason_t dec_weights(proto_msg_t *m, const proto_frame_t *f, size_t n)
+{
+    if (f->len != n * 4)
+        return f->len < n * 4 && f->len % 4 == 0 ? PROTO_E_TRUNCATED : PROTO_E_COUNT;
+    if (n && !f->data)
+        return PROTO_E_TRUNCATED;
+    if (n && proto__grow(&m->weights_own, &m->cap_weights, n, sizeof *m->weights_own))
+        return PROTO_E__COUNT; /* out of memory, see caller */
+    const unsigned char *p = f->data;
+    for (size_t i = 0; i < n; i++, p += 4) {
+        uint32_t w = get32(p);
+        if (w < 1 || w > PROTO_WEIGHT_MAX)
+            return PROTO_E_RANGE;
+        m->weights_own[i] = w;
+    }
+    m->weights = m->weights_own;
+    m->has_weights = 1;
+    return PROTO_OK;
+}
+
+static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes)
+{
+    proto_reason_t why = PROTO_OK;
+    void *jh = NULL; /* what the header view points into */
+    proto__msg_reset(m);
+    if (!frames || nframes == 0 || !frames[0].data || frames[0].len == 0)
+        return PROTO_E_TRUNCATED;
+    if (frames[0].len > PROTO_HEADER_MAX)
+        return PROTO_E_JSON;
+    hview_t hv;
+    const hview_t *h = &hv;
+    if (proto__header_read(frames[0].data, frames[0].len, &hv, &jh)) {
+        why = PROTO_E_JSON;
+        goto out;
+    }
+    const hval_t *v = &hv.v[K_V];
+    if (v->kind != V_INT || v->i != PROTO_VERSION) {
+        why = PROTO_E_VERSION;
+        goto out;
+    }
+    const hval_t *t = &hv.v[K_TYPE];
+    if (t->kind != V_STR) {
+        why = PROTO_E_TYPE;
+        goto out;
+    }
+    int type = 0;
+    for (int i = 1; i < NTYPES; i++)
+        if (strlen(proto__type_names[i]) == t->len && memcmp(t->s, proto__type_names[i], t->len) == 0)
+            type = i;
+    if (!type) {
+        why = PROTO_E_TYPE;
+        goto out;
+    }
+    m->type = (proto_type_t)type;
+    if ((why = dec_string(h, K_NODE, 1, m->node, sizeof m->node)) != PROTO_OK)
+        goto out;
+    if (proto_name_check(m->node, strlen(m->node))) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_SEQ, 0, (uint64_t)INT64_MAX, m->seq);
+
+    uint64_t nnames = 0;
+    int names = hv.v[K_NAMES].kind != V_NONE;
+    if (names) {
+        if (!type_may_have_names(m->type)) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        GET(K_NAMES, 1, PROTO_MAX_RECORDS, nnames);
+    }
+    uint64_t nweights = 0;
+    int weights = hv.v[K_WEIGHTS].kind != V_NONE;
+    if (weights) {
+        if (!type_may_have_weights(m->type) || !names) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        GET(K_WEIGHTS, 1, PROTO_MAX_RECORDS, nweights);
+        if (nweights != nnames) {
+            why = PROTO_E_COUNT;
+            goto out;
+        }
+    }
+    switch (m->type) {
+    case PROTO_HELLO:
+        GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        if (!names) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        break;
+    case PROTO_WELCOME:
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        break;
+    case PROTO_REPORT: {
+        GET(K_PERIOD, 1, PROTO_MAX_COUNT, m->period);
+        GET(K_INTERVAL, 1, MAX_INTERVALS - 1, m->interval);
+        GET(K_REMAINING_MS, 0, MAX_PERIOD_MS, m->remaining_ms);
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
+        GET(K_COMPLETIONS, 1, PROTO_MAX_COUNT, m->completions);
+        GET(K_DISPATCHED, 1, PROTO_MAX_COUNT, m->dispatched);
+        const hval_t *b = &hv.v[K_BUSY];
+        if (b->kind != V_INT && b->kind != V_REAL) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        double busy = b->kind == V_INT ? (double)b->i : b->r;
+        if (!(busy >= 0 && busy <= MAX_BUSY)) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        m->busy_seconds = busy;
+        GET(K_WIDE, 0, 1, m->wide);
+        break;
+    }
+    case PROTO_TOKENS:
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
+        GET(K_WIDE, 0, 1, m->wide);
+        break;
+    case PROTO_HEARTBEAT:
+        GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);
+        break;
+    case PROTO_ERROR:
+        if ((why = dec_string(h, K_CODE, 1, m->code, sizeof m->code)) != PROTO_OK ||
+            (why = dec_string(h, K_TEXT, 0, m->text, sizeof m->text)) != PROTO_OK)
+            goto out;
+        if (m->code[0] == '\0') {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        break;
+    default:
+        break;
+    }
+    if ((type_has_timing(m->type) || type_may_have_timing(m->type)) &&
+        (why = dec_timing(h, m, type_has_timing(m->type))) != PROTO_OK)
+        goto out;
+    if ((m->type == PROTO_HELLO || m->type == PROTO_REPORT || m->type == PROTO_TOKENS ||
+         (m->type == PROTO_WELCOME && names)) &&
+        m->table == 0) {
+        why = PROTO_E_RANGE;
+        goto out;
+    }
+
+    size_t want = 1 + (size_t)names + (size_t)weights + (size_t)type_has_records(m->type);
+    if (nframes < want) {
+        why = PROTO_E_TRUNCATED;
+        goto out;
+    }
+    if (nframes > want) {
+        why = PROTO_E_FRAMES;
+        goto out;
+    }
+    size_t fi = 1;
+    if (names) {
+        if (!frames[fi].data && frames[fi].len) {
+            why = PROTO_E_TRUNCATED;
+            goto out;
+        }
+        if ((why = dec_names(m, &frames[fi], nnames)) != PROTO_OK)
+            goto out;
+        fi++;
+    }
+    if (weights) {
+        if ((why = dec_weights(m, &frames[fi], nweights)) != PROTO_OK)
+            goto out;
+        fi++;
+    }
+    if (type_has_records(m->type)) {
+        size_t rs = m->type == PROTO_REPORT
+                        ? (m->wide ? PROTO_REPORT_REC_SIZE : PROTO_REPORT_COMPACT_SIZE)
+                        : (m->wide ? PROTO_TOKENS_REC_SIZE : PROTO_TOKENS_COMPACT_SIZE);
+        if (frames[fi].len != m->count * rs) {
+            why = frames[fi].len < m->count * rs ? PROTO_E_TRUNCATED : PROTO_E_COUNT;
+            /* A frame that is not a whole number of records, or holds more
+             * records than declared, disagrees with the count. */
+            if (frames[fi].len % rs != 0 || frames[fi].len > m->count * rs)
+                why = PROTO_E_COUNT;
+            goto out;
+        }
+        if (m->count && !frames[fi].data) {
+            why = PROTO_E_TRUNCATED;
+            goto out;
+        }
+        if (proto_msg_reserve(m, m->count, 0)) {
+            why = PROTO_E__COUNT;
+            goto out;
+        }
+        why = m->wide ? proto__dec_wide(m, frames[fi].data)
+                      : proto__dec_compact(m, frames[fi].data);
+    }
+out:
+    proto__header_release(jh);
+    if (why != PROTO_OK) {
+        proto_type_t ty = m->type;
+        proto__msg_reset(m);
+        m->type = why == PROTO_E_TYPE ? 0 : ty;
+    }
+    return why;
+}
+
+int proto_decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes, proto_stats_t *st,
+                 proto_reason_t *why)
+{
+    proto_reason_t r = decode(m, frames, nframes);
+    if (why)
+        *why = r == PROTO_E__COUNT ? PROTO_OK : r;
+    if (r == PROTO_E__COUNT)
+        return -ENOMEM;
+    proto_stats_note(st, r);
+    return r == PROTO_OK ? 0 : -EPROTO;
+}

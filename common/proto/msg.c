@@ -1,0 +1,141 @@
+/* msg.c - the protocol's names (types, reject reasons), the name rule on
+ * the wire, reject counters and message storage (init, clear, reserve). */
+#include "common/proto/internal.h"
+
+#include "common/names.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const proto__type_names[NTYPES] = {
+    [PROTO_HELLO] = "hello",         [PROTO_WELCOME] = "welcome",
+    [PROTO_REPORT] = "report",       [PROTO_TOKENS] = "tokens",
+    [PROTO_HEARTBEAT] = "heartbeat", [PROTO_GOODBYE] = "goodbye",
+    [PROTO_ERROR] = "error",
+};
+
+static const char *const reason_names[PROTO_E__COUNT] = {
+    [PROTO_OK] = "ok",
+    [PROTO_E_TRUNCATED] = "truncated",
+    [PROTO_E_VERSION] = "version",
+    [PROTO_E_TYPE] = "type",
+    [PROTO_E_COUNT] = "count",
+    [PROTO_E_RANGE] = "range",
+    [PROTO_E_JSON] = "json",
+    [PROTO_E_FIELD] = "field",
+    [PROTO_E_NAMES] = "names",
+    [PROTO_E_FRAMES] = "frames",
+    [PROTO_E_UNKNOWN_NODE] = "unknown_node",
+    [PROTO_E_TABLE] = "table",
+};
+
+const char *proto_reason_str(proto_reason_t r)
+{
+    if ((int)r < 0 || r >= PROTO_E__COUNT)
+        return "invalid";
+    return reason_names[r];
+}
+
+const char *proto_type_str(proto_type_t t)
+{
+    if ((int)t <= 0 || (int)t >= NTYPES)
+        return NULL;
+    return proto__type_names[t];
+}
+
+void proto_stats_note(proto_stats_t *st, proto_reason_t r)
+{
+    if (!st)
+        return;
+    if (r == PROTO_OK) {
+        st->ok++;
+        return;
+    }
+    if ((int)r < 0 || r >= PROTO_E__COUNT)
+        return;
+    st->rejected[r]++;
+    st->rejected_total++;
+}
+
+/* The rule has one owner, common/names. */
+_Static_assert(PROTO_NAME_MAX == NAMES_MAX, "protocol names follow common/names");
+
+int proto_name_check(const char *name, size_t len)
+{
+    return names_check(name, len);
+}
+
+/* ---- message storage ---- */
+
+void proto_msg_init(proto_msg_t *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void proto_msg_clear(proto_msg_t *m)
+{
+    if (!m)
+        return;
+    free(m->report);
+    free(m->tokens);
+    free(m->names_own);
+    free(m->namebuf);
+    free(m->weights_own);
+    proto_msg_init(m);
+}
+
+int proto__grow(void *pp, size_t *cap, size_t n, size_t sz)
+{
+    void **p = pp;
+    if (n <= *cap && *p)
+        return 0;
+    size_t want = *cap ? *cap : 16;
+    while (want < n)
+        want *= 2;
+    if (want > SIZE_MAX / sz)
+        return -ENOMEM;
+    void *q = realloc(*p, want * sz);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = want;
+    return 0;
+}
+
+int proto_msg_reserve(proto_msg_t *m, size_t n, size_t nnames)
+{
+    int rc;
+    if (n > 0) {
+        if (m->type == PROTO_REPORT)
+            rc = proto__grow(&m->report, &m->cap_report, n, sizeof *m->report);
+        else if (m->type == PROTO_TOKENS)
+            rc = proto__grow(&m->tokens, &m->cap_tokens, n, sizeof *m->tokens);
+        else
+            return -EINVAL;
+        if (rc)
+            return rc;
+    }
+    if (nnames > 0) {
+        if ((rc = proto__grow(&m->names_own, &m->cap_names, nnames, sizeof *m->names_own)))
+            return rc;
+        m->names = m->names_own;
+    }
+    return 0;
+}
+
+void proto__msg_reset(proto_msg_t *m)
+{
+    proto_msg_t keep = *m;
+    memset(m, 0, sizeof *m);
+    m->report = keep.report;
+    m->tokens = keep.tokens;
+    m->names_own = keep.names_own;
+    m->namebuf = keep.namebuf;
+    m->cap_report = keep.cap_report;
+    m->cap_tokens = keep.cap_tokens;
+    m->cap_names = keep.cap_names;
+    m->cap_namebuf = keep.cap_namebuf;
+    m->weights_own = keep.weights_own;
+    m->cap_weights = keep.cap_weights;
+}

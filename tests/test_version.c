@@ -1,0 +1,39 @@
+/* test_version.c - Check suite for common/version.h: one "MAJOR.MINOR.PATCH" literal. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/version.h"
+
+START_TEST(test_version_is_three_numbers)
+{
+    static const char v[] = BQOS_VERSION; /* a literal: this only compiles if it is one */
+    int dots = 0, digits = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p == '.') {
+            ck_assert_int_gt(digits, 0); /* no empty part */
+            dots++;
+            digits = 0;
+        } else {
+            ck_assert_msg(*p >= '0' && *p <= '9', "not a digit in %s", v);
+            digits++;
+        }
+    }
+    ck_assert_int_eq(dots, 2);
+    ck_assert_int_gt(digits, 0);
+    ck_assert_str_eq("bqos-" BQOS_VERSION, "bqos-0.1.0");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("version");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_version_is_three_numbers);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
