@@ -140,27 +140,6 @@ static void usage(FILE *out)
             "    docs/node.md, memcached(1), memccapable(1)\n");
 }
 
-/* The memcached front as noderun drives it. */
-static int fr_add_bucket(void *f, const char *name, uint32_t weight)
-{
-    return front_add_bucket(f, name, weight);
-}
-
-static int fr_set_tokens(void *f, const char *name, int64_t r, int64_t l)
-{
-    return front_set_tokens(f, name, r, l);
-}
-
-static void fr_kick(void *f)
-{
-    front_kick(f);
-}
-
-static void fr_shutdown(void *f)
-{
-    front_shutdown(f);
-}
-
 int main(int argc, char **argv)
 {
     /* Block node: --backend file:PATH or --nbd-listen (docs/nbd.md). */
@@ -298,11 +277,10 @@ int main(int argc, char **argv)
     }
     log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
              "%d outstanding, batch %d",
-             cfg.name, front_address(f), bhost, cfg.backend_port,
+             cfg.name, gate_address(front_gate(f)), bhost, cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding, cfg.batch);
-    noderun_front_t fr = {f, front_sched(f), fr_add_bucket, fr_set_tokens, fr_kick, fr_shutdown};
     noderun_config_t nc = {cfg.name, config, tokens_file, controller, capacity, cfg.policy};
-    if (noderun_run(base, &fr, &nc) < 0)
+    if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
     log_info("stopped");
     rc = 0;

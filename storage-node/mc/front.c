@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/mono.h"
+#include "storage-node/gate.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/mcproto.h"
 
@@ -27,7 +27,6 @@
 #define RBUF_INITIAL 16384
 #define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */
 #define OUT_HIGH (4u * 1024 * 1024)  /* unsent reply bytes before we stop reading */
-#define SHUTDOWN_GRACE_SEC 10
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
@@ -73,8 +72,8 @@ typedef struct slot {
 
 /* One client connection.  Loop thread. */
 typedef struct conn {
+    gate_conn_t link;      /* in the gate's list */
     struct front *f;
-    struct conn *prev, *next;
     evutil_socket_t fd;
     struct event *rev, *wev;
     char *rbuf;
@@ -97,43 +96,24 @@ struct front {
     front_config_t cfg;
     char *name, *backend_host;
     struct event_base *base;
-    listener_t *lis;
     sched_t *s;
+    /* Listener, connections, window, dispatch once per pass of the event
+     * loop (after the reads and completions of that pass), stop. */
+    gate_t *g;
     backend_t *be;
     int default_bucket;
     int auto_buckets;
-    conn_t *conns;
-    int nconns;
-    int inflight;
-    double busy_mark;      /* last time busy time was accounted */
-    double busy_pending;   /* busy seconds not yet reported */
-    int stopping;
-    struct event *stop_timer;
-    /* Dispatch runs once per pass of the event loop, after the reads and
-     * completions of that pass (see request_dispatch()). */
-    struct event *kick;
-    int kick_armed;
     mcp_req_t req;         /* parse scratch (large) */
     time_t started;
     /* stats */
-    uint64_t total_conns, cmd_get, cmd_set, get_hits, get_misses, cmd_touch,
+    uint64_t cmd_get, cmd_set, get_hits, get_misses, cmd_touch,
         cmd_other, rejected, backend_errors;
 };
 
+#define conn_of(l) container_of(l, conn_t, link)
+
 static void conn_flush(conn_t *c);
 static void conn_process(conn_t *c);
-static void request_dispatch(front_t *f, int next_pass);
-static void check_stopped(front_t *f);
-
-
-/* Adds the busy time since the last mark (if anything was outstanding). */
-static void busy_account(front_t *f)
-{
-    double t = mono_now();
-    if (f->inflight > 0)
-        f->busy_pending += t - f->busy_mark;
-    f->busy_mark = t;
-}
 
 void front_config_defaults(front_config_t *cfg)
 {
@@ -300,13 +280,7 @@ static void conn_free(conn_t *c)
     free(c->ktab);
     if (c->fd >= 0)
         evutil_closesocket(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        f->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    f->nconns--;
+    gate_conn_remove(f->g, &c->link);
     free(c->rbuf);
     free(c);
 }
@@ -319,8 +293,8 @@ static int conn_maybe_close(conn_t *c)
         (c->close_when_written && evbuffer_get_length(c->out) == 0)) {
         front_t *f = c->f;
         conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+        if (gate_stopping(f->g))
+            gate_check_stopped(f->g);
         return 1;
     }
     return 0;
@@ -348,7 +322,7 @@ static void conn_try_write(conn_t *c)
 
 static void resume_if_room(conn_t *c)
 {
-    if (c->paused && !c->closing && !c->f->stopping &&
+    if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
         c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->out) < OUT_HIGH / 2) {
         c->paused = 0;
         event_add(c->rev, NULL);
@@ -462,7 +436,7 @@ static void release_waiter(front_t *f, conn_t *c, io_t *done)
 {
     io_t *w = key_finish(c, done);
     while (w) {
-        if (!f->stopping && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
+        if (!gate_stopping(f->g) && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
             w->state = IO_QUEUED;
             return;
         }
@@ -578,9 +552,9 @@ static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
         fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - f->started));
         fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
         fprintf(fp, "STAT version bqos-node-%s\r\n", BQOS_VERSION);
-        fprintf(fp, "STAT curr_connections %d\r\n", f->nconns);
+        fprintf(fp, "STAT curr_connections %d\r\n", gate_nconns(f->g));
         fprintf(fp, "STAT total_connections %llu\r\n",
-                (unsigned long long)f->total_conns);
+                (unsigned long long)gate_total_conns(f->g));
         fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)f->cmd_get);
         fprintf(fp, "STAT cmd_set %llu\r\n", (unsigned long long)f->cmd_set);
         fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)f->cmd_touch);
@@ -592,7 +566,7 @@ static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
         fprintf(fp, "STAT bqos_policy %s\r\n",
                 sched_policy(f->s) == SCHED_POLICY_RR ? "rr" : "tokens");
         fprintf(fp, "STAT bqos_buckets %d\r\n", sched_nbuckets(f->s));
-        fprintf(fp, "STAT bqos_outstanding %d\r\n", f->inflight);
+        fprintf(fp, "STAT bqos_outstanding %d\r\n", gate_inflight(f->g));
         fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)f->rejected);
         fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
                 (unsigned long long)f->backend_errors);
@@ -687,7 +661,7 @@ static void conn_process(conn_t *c)
     front_t *f = c->f;
     size_t off = 0;
     c->in_process = 1;
-    while (off < c->rlen && !c->closing && !c->broken && !f->stopping) {
+    while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
         if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->out) >= OUT_HIGH) {
             if (!c->paused) {
                 c->paused = 1;
@@ -758,7 +732,7 @@ static void conn_process(conn_t *c)
     }
     c->in_process = 0;
     conn_flush(c);
-    request_dispatch(f, 0);
+    gate_request_dispatch(f->g, 0);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -808,22 +782,24 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     front_t *f = c->f;
     conn_try_write(c);
     resume_if_room(c);
-    if (!conn_maybe_close(c) && f->stopping)
-        check_stopped(f);
+    if (!conn_maybe_close(c) && gate_stopping(f->g))
+        gate_check_stopped(f->g);
 }
 
-static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
+/* The gate refuses a connection (stopping, or --max-conns reached). */
+static void on_refuse(void *arg, evutil_socket_t fd)
+{
+    (void)arg;
+    static const char msg[] = "ERROR Too many open connections\r\n";
+    ssize_t w = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL);
+    (void)w;
+}
+
+static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)sa;
     (void)salen;
     front_t *f = arg;
-    if (f->stopping || f->nconns >= f->cfg.max_conns) {
-        static const char msg[] = "ERROR Too many open connections\r\n";
-        ssize_t w = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL);
-        (void)w;
-        evutil_closesocket(fd);
-        return;
-    }
     conn_t *c = calloc(1, sizeof *c);
     if (!c)
         goto fail;
@@ -836,12 +812,7 @@ static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, 
     c->wev = event_new(f->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
     if (!c->rbuf || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0)
         goto fail;
-    c->next = f->conns;
-    if (f->conns)
-        f->conns->prev = c;
-    f->conns = c;
-    f->nconns++;
-    f->total_conns++;
+    gate_conn_add(f->g, &c->link);
     return;
 fail:
     log_warn("out of memory accepting a connection");
@@ -860,20 +831,18 @@ fail:
 
 /* ---- scheduling and completions --------------------------------------- */
 
-/* Hands the backend what the scheduler allows, as one chain. */
-static void dispatch_now(front_t *f)
+/* Hands the backend what the scheduler allows, as one chain (the gate's
+ * dispatch hook, run once per pass of the loop). */
+static void dispatch_now(void *arg)
 {
+    front_t *f = arg;
     backend_op_t *first = NULL, *last = NULL;
     size_t n = 0;
-    while (f->inflight < f->cfg.outstanding) {
-        sched_item_t *it = sched_dispatch(f->s, NULL);
-        if (!it)
-            break;
+    sched_item_t *it;
+    while ((it = gate_take(f->g)) != NULL) {
         io_t *io = container_of(it, io_t, item);
-        busy_account(f);
         io->state = IO_INFLIGHT;
         io->slot->inflight++;
-        f->inflight++;
         io->op.next = NULL;
         if (last)
             last->next = &io->op;
@@ -888,7 +857,7 @@ static void dispatch_now(front_t *f)
     while (first) {
         backend_op_t *next = first->next;
         io_t *io = container_of(first, io_t, op);
-        f->inflight--;
+        gate_untake(f->g);
         io->slot->inflight--;
         io_fail(io, "SERVER_ERROR shutting down");
         if (io->slot->conn)
@@ -897,46 +866,12 @@ static void dispatch_now(front_t *f)
     }
 }
 
-static void on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    front_t *f = arg;
-    f->kick_armed = 0;
-    if (!f->stopping)
-        dispatch_now(f);
-}
-
-/* Asks for a dispatch at the end of this pass of the event loop rather
- * than now: every request read in one pass (one epoll_wait) then goes to
- * the backend together, as one batch.  After completions (next_pass), the
- * dispatch waits for the next pass instead, after the requests that
- * arrived meanwhile were read: with inline backend calls, dispatching again
- * in the same pass would serve everything already queued before reading
- * anything new, so a bucket with R-tokens whose clients answer quickly
- * would lose its priority over queued L-token work.  The order of dispatch
- * is still the scheduler's alone. */
-static void request_dispatch(front_t *f, int next_pass)
-{
-    static const struct timeval now = {0, 0};
-    if (f->kick_armed)
-        return;
-    f->kick_armed = 1;
-    if (next_pass)
-        evtimer_add(f->kick, &now);
-    else
-        event_active(f->kick, EV_TIMEOUT, 0);
-}
-
 static void on_done(backend_op_t *op, void *arg)
 {
     front_t *f = arg;
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
-    busy_account(f);
-    f->inflight--;
-    sched_note_completion(f->s, 1, f->busy_pending);
-    f->busy_pending = 0;
+    gate_done(f->g);
     if (op->reply == MCP_R_SERVER_ERROR)
         f->backend_errors++;
     io->state = IO_DONE;
@@ -954,10 +889,49 @@ static void on_done(backend_op_t *op, void *arg)
             conn_maybe_close(c);
         }
     }
-    if (!f->stopping)
-        request_dispatch(f, 1);
+    if (!gate_stopping(f->g))
+        gate_request_dispatch(f->g, 1);
     else
-        check_stopped(f);
+        gate_check_stopped(f->g);
+}
+
+/* ---- stopping (the gate's hooks) ------------------------------------------- */
+
+static void drain_one(sched_item_t *it, void *arg)
+{
+    (void)arg;
+    io_fail(container_of(it, io_t, item), "SERVER_ERROR shutting down");
+}
+
+/* After the drain: IOs waiting behind a same-key IO fail too, and no
+ * connection reads any more. */
+static void on_stop(void *arg)
+{
+    front_t *f = arg;
+    for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+        for (slot_t *sl = conn_of(l)->head; sl; sl = sl->next)
+            for (int i = 0; i < sl->nios; i++)
+                if (sl->ios[i].state == IO_BLOCKED)
+                    io_fail(&sl->ios[i], "SERVER_ERROR shutting down");
+    gate_conn_t *l = gate_conns(f->g);
+    while (l) {
+        gate_conn_t *next = l->next;
+        conn_t *c = conn_of(l);
+        event_del(c->rev);
+        c->closing = 1;
+        conn_flush(c);
+        conn_maybe_close(c);
+        l = next;
+    }
+}
+
+static int on_idle(void *arg)
+{
+    front_t *f = arg;
+    for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+        if (conn_of(l)->head || evbuffer_get_length(conn_of(l)->out) > 0)
+            return 0;
+    return 1;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -994,11 +968,11 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         rc = -ENOMEM;
         goto out;
     }
-    f->kick = evtimer_new(base, on_kick, f);
-    if (!f->kick) {
-        rc = -ENOMEM;
+    static const gate_hooks_t hooks = {dispatch_now, drain_one, on_stop, on_idle,
+                                       on_accept, on_refuse};
+    gate_config_t gc = {"", cfg->outstanding, cfg->max_conns, 0, 1};
+    if (!(f->g = gate_new(base, f->s, &gc, &hooks, f, &rc)))
         goto out;
-    }
     f->default_bucket = sched_add_bucket(f->s, "default", 1);
     if (f->default_bucket < 0) {
         rc = f->default_bucket;
@@ -1008,10 +982,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
                         cfg->batch, on_done, f, &rc);
     if (!f->be)
         goto out;
-
-    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
-        goto out;
-    f->busy_mark = mono_now();
+    rc = gate_listen(f->g, &cfg->listen);
 out:
     if (rc < 0) {
         front_destroy(&f);
@@ -1022,104 +993,9 @@ out:
     return f;
 }
 
-unsigned front_port(const front_t *f)
+gate_t *front_gate(front_t *f)
 {
-    return listener_port(f->lis);
-}
-
-const char *front_address(const front_t *f)
-{
-    return listener_name(f->lis);
-}
-
-sched_t *front_sched(front_t *f)
-{
-    return f->s;
-}
-
-int front_add_bucket(front_t *f, const char *name, uint32_t weight)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b >= 0) {
-        int rc = sched_set_weight(f->s, b, weight);
-        return rc < 0 ? rc : b;
-    }
-    return sched_add_bucket(f->s, name, weight);
-}
-
-int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b < 0)
-        b = sched_add_bucket(f->s, name, 1);
-    if (b < 0)
-        return b;
-    int rc = sched_set_tokens(f->s, b, r, l);
-    if (rc == 0 && !f->stopping)
-        request_dispatch(f, 0);
-    return rc;
-}
-
-void front_kick(front_t *f)
-{
-    if (!f->stopping)
-        request_dispatch(f, 0);
-}
-
-static void drain_one(sched_item_t *it, void *arg)
-{
-    (void)arg;
-    io_fail(container_of(it, io_t, item), "SERVER_ERROR shutting down");
-}
-
-static void check_stopped(front_t *f)
-{
-    if (f->inflight > 0)
-        return;
-    for (conn_t *c = f->conns; c; c = c->next)
-        if (c->head || evbuffer_get_length(c->out) > 0)
-            return;
-    log_info("every request answered; stopping");
-    event_base_loopexit(f->base, NULL);
-}
-
-static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    front_t *f = arg;
-    log_warn("shutdown grace period over; %d requests in flight, closing", f->inflight);
-    event_base_loopexit(f->base, NULL);
-}
-
-void front_shutdown(front_t *f)
-{
-    if (f->stopping)
-        return;
-    f->stopping = 1;
-    listener_disable(f->lis);
-    size_t n = sched_drain(f->s, drain_one, NULL);
-    log_info("shutting down: %zu queued requests failed, %d in flight", n,
-             f->inflight);
-    for (conn_t *c = f->conns; c; c = c->next)
-        for (slot_t *sl = c->head; sl; sl = sl->next)
-            for (int i = 0; i < sl->nios; i++)
-                if (sl->ios[i].state == IO_BLOCKED)
-                    io_fail(&sl->ios[i], "SERVER_ERROR shutting down");
-    conn_t *c = f->conns;
-    while (c) {
-        conn_t *next = c->next;
-        event_del(c->rev);
-        c->closing = 1;
-        conn_flush(c);
-        conn_maybe_close(c);
-        c = next;
-    }
-    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
-    f->stop_timer = evtimer_new(f->base, on_stop_timer, f);
-    if (f->stop_timer)
-        evtimer_add(f->stop_timer, &tv);
-    check_stopped(f);
+    return f->g;
 }
 
 void front_destroy(front_t **fp)
@@ -1127,21 +1003,17 @@ void front_destroy(front_t **fp)
     if (!fp || !*fp)
         return;
     front_t *f = *fp;
-    listener_destroy(&f->lis);
     /* Connections first (orphaning in-flight slots), then the backend,
      * whose shutdown delivers the last completions to on_done(), which
      * frees the orphans. */
-    f->stopping = 1;
-    while (f->conns)
-        conn_free(f->conns);
+    gate_close(f->g);
+    while (f->g && gate_conns(f->g))
+        conn_free(conn_of(gate_conns(f->g)));
     backend_destroy(&f->be);
     if (f->s)
         sched_drain(f->s, NULL, NULL);
+    gate_destroy(&f->g);
     sched_destroy(&f->s);
-    if (f->stop_timer)
-        event_free(f->stop_timer);
-    if (f->kick)
-        event_free(f->kick);
     free(f->name);
     free(f->backend_host);
     free(f);

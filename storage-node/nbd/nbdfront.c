@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/mono.h"
+#include "storage-node/gate.h"
 #include "storage-node/nbd/nbd.h"
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
@@ -25,7 +25,6 @@
 #define MAX_OPTIONS 1024               /* per connection: more is a DoS */
 #define OUT_HIGH (8u * 1024 * 1024)    /* unsent reply bytes before we stop reading */
 #define BUF_HIGH (64u * 1024 * 1024)   /* per connection: request buffers before we stop reading */
-#define SHUTDOWN_GRACE_SEC 10
 #define READ_MIN (64u * 1024)          /* bytes asked of one read(2) ... */
 #define READ_MAX (1024u * 1024)        /* ... or more while a payload is awaited */
 #define MAX_EXTENTS 1024               /* descriptors in one BLOCK_STATUS reply */
@@ -62,8 +61,8 @@ typedef struct nreq {
  * bufferevent arms and disarms it around every write: two epoll_ctl and an
  * extra epoll_wait). */
 typedef struct nconn {
+    gate_conn_t link;      /* in the gate's list */
     struct nbdfront *f;
-    struct nconn *prev, *next;
     evutil_socket_t fd;
     struct evbuffer *in, *outb;
     struct event *rev, *wev;
@@ -99,37 +98,22 @@ struct nbdfront {
     nbdfront_config_t cfg;
     char *path;
     struct event_base *base;
-    listener_t *lis;
     sched_t *s;
+    gate_t *g;             /* listener, connections, window, stop */
     blockdev_t *bd;
-    nconn_t *conns;
-    int nconns;
     nconn_t *dirty;        /* connections with replies to write */
     struct event *flush_ev;
-    int inflight;
-    double busy_mark, busy_pending;
-    int stopping;
     int dispatching;       /* inside dispatch_more() */
     uint64_t inline_done;  /* reads served from the page cache at once */
-    struct event *stop_timer;
     nbdfront_stats_t st;
 };
+
+#define conn_of(l) container_of(l, nconn_t, link)
 
 static void conn_free(nconn_t *c);
 static void conn_close_io(nconn_t *c);
 static void conn_update(nconn_t *c);
-static void dispatch_more(nbdfront_t *f);
-static void check_stopped(nbdfront_t *f);
-
-
-/* Adds the busy time since the last mark (if anything was at the backend). */
-static void busy_account(nbdfront_t *f)
-{
-    double t = mono_now();
-    if (f->inflight > 0)
-        f->busy_pending += t - f->busy_mark;
-    f->busy_mark = t;
-}
+static void dispatch_more(void *arg);
 
 void nbdfront_config_defaults(nbdfront_config_t *cfg)
 {
@@ -298,28 +282,25 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
  * read the page cache can satisfy completes here at once (no worker round
  * trip); its reply may let connections read on, which may call back in
  * here: the nested call returns and this loop picks their requests up. */
-static void dispatch_more(nbdfront_t *f)
+static void dispatch_more(void *arg)
 {
+    nbdfront_t *f = arg;
     if (f->dispatching)
         return;
     f->dispatching = 1;
-    while (f->inflight < f->cfg.outstanding) {
-        sched_item_t *it = sched_dispatch(f->s, NULL);
-        if (!it)
-            break;
+    sched_item_t *it;
+    while ((it = gate_take(f->g)) != NULL) {
         nreq_t *r = container_of(it, nreq_t, item);
-        busy_account(f);
         r->state = RQ_INFLIGHT;
         if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
             f->inline_done++;
-            sched_note_completion(f->s, 1, 0);
+            gate_done_inline(f->g);
             req_finish(f, r, r->op.result, 1);
             continue;
         }
-        f->inflight++;
         int rc = blockdev_submit(f->bd, &r->op);
         if (rc < 0) {
-            f->inflight--;
+            gate_untake(f->g);
             req_finish(f, r, rc, 1);
         }
     }
@@ -330,15 +311,12 @@ static void on_done(blockdev_op_t *op, void *arg)
 {
     nbdfront_t *f = arg;
     nreq_t *r = container_of(op, nreq_t, op);
-    busy_account(f);
-    f->inflight--;
-    sched_note_completion(f->s, 1, f->busy_pending);
-    f->busy_pending = 0;
+    gate_done(f->g);
     req_finish(f, r, op->result, 1);
-    if (!f->stopping)
+    if (!gate_stopping(f->g))
         dispatch_more(f);
     else
-        check_stopped(f);
+        gate_check_stopped(f->g);
 }
 
 /* Starts a request whose header is consumed and whose WRITE payload is
@@ -543,7 +521,7 @@ static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t
 {
     nbdfront_t *f = c->f;
     log_debug("%s: option %s (%u), %u bytes", c->peer, nbd_opt_name(opt), opt, len);
-    if (f->stopping && opt != NBD_OPT_ABORT) {
+    if (gate_stopping(f->g) && opt != NBD_OPT_ABORT) {
         if (opt == NBD_OPT_EXPORT_NAME)
             return -1;
         opt_reply(c, opt, NBD_REP_ERR_SHUTDOWN);
@@ -708,7 +686,7 @@ static int process_input(nconn_t *c)
         uint32_t err = nbd_check_request(&q, c->size, c->structured);
         if (!err && q.type == NBD_CMD_BLOCK_STATUS && !c->meta)
             err = NBD_EINVAL; /* no context selected (proto.md, "Metadata querying") */
-        if (!err && f->stopping)
+        if (!err && gate_stopping(f->g))
             err = NBD_ESHUTDOWN;
         uint32_t payload = q.type == NBD_CMD_WRITE ? q.length : 0;
         if (err) {
@@ -755,22 +733,22 @@ static void conn_update(nconn_t *c)
     c->in_process = 0;
     if (rc < 0) {
         conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+        if (gate_stopping(f->g))
+            gate_check_stopped(f->g);
         return;
     }
     size_t outlen = evbuffer_get_length(c->outb);
-    if ((c->state == ST_CLOSING || f->stopping) && c->nreqs == 0 && c->swallow == 0 &&
+    if ((c->state == ST_CLOSING || gate_stopping(f->g)) && c->nreqs == 0 && c->swallow == 0 &&
         outlen == 0) {
         conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+        if (gate_stopping(f->g))
+            gate_check_stopped(f->g);
         return;
     }
     /* Backpressure: stop reading while too much is queued or unsent.  A
      * payload being discarded is read even then. */
     int want = c->swallow > 0 ||
-               (c->state != ST_CLOSING && !f->stopping && c->nreqs < f->cfg.max_queued &&
+               (c->state != ST_CLOSING && !gate_stopping(f->g) && c->nreqs < f->cfg.max_queued &&
                 c->buf_bytes <= BUF_HIGH && outlen <= OUT_HIGH);
     if (want != c->reading) {
         c->reading = want;
@@ -791,8 +769,8 @@ static void conn_gone(nconn_t *c, int err)
                  c->peer, c->nreqs, evbuffer_get_length(c->in), err ? ": " : "",
                  err ? strerror(err) : "");
     conn_free(c);
-    if (f->stopping)
-        check_stopped(f);
+    if (gate_stopping(f->g))
+        gate_check_stopped(f->g);
 }
 
 /* Writes what it can of the replies.  Returns 0, or -1 if the connection
@@ -835,7 +813,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
         f->dirty = c->dnext;
         c->dirty = 0;
         c->dnext = NULL;
-        int was_blocked = !c->reading || c->state == ST_CLOSING || f->stopping;
+        int was_blocked = !c->reading || c->state == ST_CLOSING || gate_stopping(f->g);
         if (conn_flush(c) == 0 && was_blocked && !c->writing)
             conn_update(c); /* output drained: read on, or close */
     }
@@ -903,13 +881,7 @@ static void conn_free(nconn_t *c)
         }
         /* in flight: now an orphan, freed by its completion */
     }
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        f->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    f->nconns--;
+    gate_conn_remove(f->g, &c->link);
     if (c->dirty) {
         nconn_t **pp = &f->dirty;
         while (*pp && *pp != c)
@@ -936,16 +908,19 @@ static void conn_close_io(nconn_t *c)
         evutil_closesocket(c->fd);
 }
 
-static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
+/* The gate refuses a connection (stopping, or max_conns reached). */
+static void on_refuse(void *arg, evutil_socket_t fd)
+{
+    (void)fd;
+    nbdfront_t *f = arg;
+    log_warn("NBD connection refused (%d open%s)", gate_nconns(f->g),
+             gate_stopping(f->g) ? ", shutting down" : "");
+}
+
+static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)salen;
     nbdfront_t *f = arg;
-    if (f->stopping || f->nconns >= f->cfg.max_conns) {
-        log_warn("NBD connection refused (%d open%s)", f->nconns,
-                 f->stopping ? ", shutting down" : "");
-        evutil_closesocket(fd);
-        return;
-    }
     nconn_t *c = calloc(1, sizeof *c);
     if (!c) {
         evutil_closesocket(fd);
@@ -973,15 +948,38 @@ static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, 
     } else {
         snprintf(c->peer, sizeof c->peer, "nbd fd %d", (int)fd);
     }
-    c->next = f->conns;
-    if (f->conns)
-        f->conns->prev = c;
-    f->conns = c;
-    f->nconns++;
-    f->st.conns++;
+    gate_conn_add(f->g, &c->link);
     uint8_t g[NBD_GREETING_LEN];
     out(c, g, nbd_encode_greeting(g, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES));
     c->reading = 1;
+}
+
+/* ---- stopping (the gate's hooks) ------------------------------------------- */
+
+static void drain_one(sched_item_t *it, void *arg)
+{
+    nbdfront_t *f = arg;
+    nreq_t *r = container_of(it, nreq_t, item);
+    req_finish(f, r, -ESHUTDOWN, 0); /* no scheduler calls from in here */
+}
+
+/* After the drain: every connection stops reading, and closes once it has
+ * nothing left to answer. */
+static void on_stop(void *arg)
+{
+    nbdfront_t *f = arg;
+    gate_conn_t *l = gate_conns(f->g);
+    while (l) {
+        gate_conn_t *next = l->next;
+        conn_update(conn_of(l));
+        l = next;
+    }
+}
+
+static int on_idle(void *arg)
+{
+    nbdfront_t *f = arg;
+    return gate_conns(f->g) == NULL;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -1012,6 +1010,12 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg.store.path = f->path;
     if (f->cfg.store.max_exports < 1)
         f->cfg.store.max_exports = MAX_EXPORTS;
+    static const gate_hooks_t hooks = {dispatch_more, drain_one, on_stop, on_idle,
+                                       on_accept, on_refuse};
+    gate_config_t gc = {"NBD: ", cfg->outstanding, cfg->max_conns,
+                        f->cfg.store.max_exports, 0};
+    if (!(f->g = gate_new(base, s, &gc, &hooks, f, &rc)))
+        goto out;
     f->flush_ev = event_new(base, -1, 0, on_flush, f);
     if (!f->flush_ev) {
         rc = -ENOMEM;
@@ -1020,10 +1024,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->bd = blockdev_new(base, &f->cfg.store, on_done, f, &rc);
     if (!f->bd)
         goto out;
-
-    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
-        goto out;
-    f->busy_mark = mono_now();
+    rc = gate_listen(f->g, &cfg->listen);
 out:
     if (rc < 0) {
         nbdfront_destroy(&f);
@@ -1034,97 +1035,17 @@ out:
     return f;
 }
 
-unsigned nbdfront_port(const nbdfront_t *f)
+gate_t *nbdfront_gate(nbdfront_t *f)
 {
-    return listener_port(f->lis);
-}
-
-const char *nbdfront_address(const nbdfront_t *f)
-{
-    return listener_name(f->lis);
-}
-
-int nbdfront_add_bucket(nbdfront_t *f, const char *name, uint32_t weight)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b >= 0) {
-        int rc = sched_set_weight(f->s, b, weight);
-        return rc < 0 ? rc : b;
-    }
-    if (sched_nbuckets(f->s) >= f->cfg.store.max_exports)
-        return -ENOMEM;
-    return sched_add_bucket(f->s, name, weight);
-}
-
-int nbdfront_set_tokens(nbdfront_t *f, const char *name, int64_t r, int64_t l)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b < 0)
-        b = nbdfront_add_bucket(f, name, 1);
-    if (b < 0)
-        return b;
-    int rc = sched_set_tokens(f->s, b, r, l);
-    if (rc == 0 && !f->stopping)
-        dispatch_more(f);
-    return rc;
-}
-
-void nbdfront_kick(nbdfront_t *f)
-{
-    if (!f->stopping)
-        dispatch_more(f);
+    return f->g;
 }
 
 void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *o)
 {
     *o = f->st;
-    o->inflight = f->inflight;
+    o->conns = gate_total_conns(f->g);
+    o->inflight = gate_inflight(f->g);
     o->inline_reads = f->inline_done;
-}
-
-static void drain_one(sched_item_t *it, void *arg)
-{
-    nbdfront_t *f = arg;
-    nreq_t *r = container_of(it, nreq_t, item);
-    req_finish(f, r, -ESHUTDOWN, 0); /* no scheduler calls from in here */
-}
-
-static void check_stopped(nbdfront_t *f)
-{
-    if (f->inflight > 0 || f->conns)
-        return;
-    log_info("NBD: every request answered; stopping");
-    event_base_loopexit(f->base, NULL);
-}
-
-static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    nbdfront_t *f = arg;
-    log_warn("NBD: shutdown grace period over; %d IOs in flight, closing", f->inflight);
-    event_base_loopexit(f->base, NULL);
-}
-
-void nbdfront_shutdown(nbdfront_t *f)
-{
-    if (f->stopping)
-        return;
-    f->stopping = 1;
-    listener_disable(f->lis);
-    size_t n = sched_drain(f->s, drain_one, f);
-    log_info("NBD: shutting down: %zu queued requests failed, %d in flight", n, f->inflight);
-    nconn_t *c = f->conns;
-    while (c) {
-        nconn_t *next = c->next;
-        conn_update(c);
-        c = next;
-    }
-    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
-    f->stop_timer = evtimer_new(f->base, on_stop_timer, f);
-    if (f->stop_timer)
-        evtimer_add(f->stop_timer, &tv);
-    check_stopped(f);
 }
 
 void nbdfront_destroy(nbdfront_t **fp)
@@ -1132,15 +1053,13 @@ void nbdfront_destroy(nbdfront_t **fp)
     if (!fp || !*fp)
         return;
     nbdfront_t *f = *fp;
-    f->stopping = 1;
-    listener_destroy(&f->lis);
-    while (f->conns)
-        conn_free(f->conns);
+    gate_close(f->g);
+    while (f->g && gate_conns(f->g))
+        conn_free(conn_of(gate_conns(f->g)));
     blockdev_destroy(&f->bd); /* delivers the last completions: orphans freed */
     if (f->s)
         sched_drain(f->s, drain_one, f);
-    if (f->stop_timer)
-        event_free(f->stop_timer);
+    gate_destroy(&f->g);
     if (f->flush_ev)
         event_free(f->flush_ev);
     free(f->path);

@@ -155,27 +155,6 @@ static void usage(FILE *out, const char *prog)
             "    docs/nbd.md, bqos-node(1), nbdinfo(1), nbdcopy(1), fio(1)\n", prog);
 }
 
-/* The NBD front as noderun drives it. */
-static int fr_add_bucket(void *f, const char *name, uint32_t weight)
-{
-    return nbdfront_add_bucket(f, name, weight);
-}
-
-static int fr_set_tokens(void *f, const char *name, int64_t r, int64_t l)
-{
-    return nbdfront_set_tokens(f, name, r, l);
-}
-
-static void fr_kick(void *f)
-{
-    nbdfront_kick(f);
-}
-
-static void fr_shutdown(void *f)
-{
-    nbdfront_shutdown(f);
-}
-
 int nbdnode_wanted(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -319,7 +298,7 @@ int nbdnode_main(int argc, char **argv, const char *prog)
     }
     char *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int b = nbdfront_add_bucket(f, t, 1);
+        int b = gate_add_bucket(nbdfront_gate(f), t, 1);
         if (b < 0) {
             log_error("--buckets: '%s': %s", t, strerror(-b));
             goto out;
@@ -327,12 +306,11 @@ int nbdnode_main(int argc, char **argv, const char *prog)
     }
     log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
              "%d outstanding, %d workers%s%s",
-             name, nbdfront_address(f), backend, cfg.store.direct ? " (O_DIRECT)" : "",
+             name, gate_address(nbdfront_gate(f)), backend, cfg.store.direct ? " (O_DIRECT)" : "",
              policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
              cfg.store.workers, controller ? ", controller " : "", controller ? controller : "");
-    noderun_front_t fr = {f, s, fr_add_bucket, fr_set_tokens, fr_kick, fr_shutdown};
     noderun_config_t nc = {name, config, tokens_file, controller, capacity, policy};
-    if (noderun_run(base, &fr, &nc) < 0)
+    if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
         goto out;
     nbdfront_stats_t st;
     nbdfront_stats(f, &st);
