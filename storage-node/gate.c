@@ -2,6 +2,7 @@
 #include "storage-node/gate.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +119,31 @@ sched_t *gate_sched(gate_t *g)
 
 /* ---- connections -------------------------------------------------------- */
 
-void gate_conn_add(gate_t *g, gate_conn_t *c)
+/* Frees what gate_conn_open() made (not the socket). */
+static void free_io(gate_conn_t *c)
 {
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->out)
+        evbuffer_free(c->out);
+    c->rev = c->wev = NULL;
+    c->out = NULL;
+}
+
+int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
+                   event_callback_fn on_read, event_callback_fn on_write, void *arg)
+{
+    c->fd = fd;
+    c->writing = 0;
+    c->out = evbuffer_new();
+    c->rev = event_new(g->base, fd, EV_READ | EV_PERSIST, on_read, arg);
+    c->wev = event_new(g->base, fd, EV_WRITE | EV_PERSIST, on_write, arg);
+    if (!c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
+        free_io(c);
+        return -ENOMEM;
+    }
     c->prev = NULL;
     c->next = g->conns;
     if (g->conns)
@@ -127,10 +151,41 @@ void gate_conn_add(gate_t *g, gate_conn_t *c)
     g->conns = c;
     g->nconns++;
     g->total_conns++;
+    return 0;
 }
 
-void gate_conn_remove(gate_t *g, gate_conn_t *c)
+int gate_conn_write(gate_conn_t *c)
 {
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0) {
+            int e = EVUTIL_SOCKET_ERROR();
+            if (e == EINTR)
+                continue;
+            if (e == EAGAIN || e == EWOULDBLOCK)
+                break;
+            return -e;
+        }
+        if (n == 0)
+            break;
+    }
+    int full = evbuffer_get_length(c->out) > 0;
+    if (full != c->writing) {
+        c->writing = full;
+        if (full)
+            event_add(c->wev, NULL);
+        else
+            event_del(c->wev);
+    }
+    return 0;
+}
+
+void gate_conn_close(gate_t *g, gate_conn_t *c)
+{
+    free_io(c);
+    if (c->fd >= 0)
+        evutil_closesocket(c->fd);
+    c->fd = -1;
     if (c->prev)
         c->prev->next = c->next;
     else

@@ -17,6 +17,7 @@
 #ifndef BQOS_GATE_H
 #define BQOS_GATE_H
 
+#include <event2/event.h>
 #include <event2/util.h>
 #include <stdint.h>
 
@@ -26,11 +27,18 @@
 struct event_base;
 struct sockaddr;
 
-/* A front's connection, as the gate lists it: embed one in the front's
- * connection struct (container_of to get back).  The links are the gate's
- * between gate_conn_add() and gate_conn_remove(). */
+/* The socket side of a front's connection: embed one in the front's
+ * connection struct (container_of to get back).  Set up by
+ * gate_conn_open(), freed by gate_conn_close(); loop thread. */
 typedef struct gate_conn {
-    struct gate_conn *prev, *next;
+    struct gate_conn *prev, *next; /* the gate's list */
+    evutil_socket_t fd;
+    struct event *rev;             /* read event, persistent; the front arms
+                                      and disarms it (backpressure) */
+    struct event *wev;             /* write event, armed by gate_conn_write()
+                                      only while the socket is full */
+    struct evbuffer *out;          /* replies not yet written */
+    int writing;                   /* wev is armed */
 } gate_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -92,12 +100,21 @@ sched_t *gate_sched(gate_t *g);
 
 /* ---- connections ---- */
 
-/* Lists an accepted connection (counted in gate_nconns() and, for good,
- * in gate_total_conns()). */
-void gate_conn_add(gate_t *g, gate_conn_t *c);
+/* Sets up c for the accepted socket fd: a read event (armed) calling
+ * on_read(fd, what, arg), a write event calling on_write, an empty output
+ * buffer; lists c (counted in gate_nconns() and, for good, in
+ * gate_total_conns()).  Returns 0, or -ENOMEM with nothing made and c not
+ * listed (fd is still the caller's to close). */
+int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
+                   event_callback_fn on_read, event_callback_fn on_write, void *arg);
 
-/* Unlists a connection (before the front frees it). */
-void gate_conn_remove(gate_t *g, gate_conn_t *c);
+/* Writes what the socket takes of c->out; arms the write event while
+ * bytes are left, disarms it once all is written.  Returns 0 (written, or
+ * the socket is full), or -errno for a broken socket. */
+int gate_conn_write(gate_conn_t *c);
+
+/* Unlists c, frees its events and output buffer and closes its socket. */
+void gate_conn_close(gate_t *g, gate_conn_t *c);
 
 /* The first listed connection (then c->next), or NULL. */
 gate_conn_t *gate_conns(gate_t *g);

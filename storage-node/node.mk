@@ -1,5 +1,5 @@
 # storage-node/node.mk - the memcached front of bqos-node (included by storage-node/module.mk)
-node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/front.c
+node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/keyorder.c storage-node/mc/mcstats.c storage-node/mc/front.c
 
 PROGS += bqos-node
 # noderun.c (bucket/token files, controller client, signals) is linked into

@@ -18,7 +18,9 @@
 #include "common/log.h"
 #include "storage-node/gate.h"
 #include "storage-node/mc/backend.h"
+#include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcproto.h"
+#include "storage-node/mc/mcstats.h"
 
 #ifndef BQOS_VERSION
 #define BQOS_VERSION "0.1.0"
@@ -32,7 +34,6 @@
 
 enum { IO_NEW = 0, IO_BLOCKED, IO_QUEUED, IO_INFLIGHT, IO_DONE };
 
-#define KTAB_SIZE 256 /* per-connection table of keys with unfinished IOs */
 
 struct slot;
 struct conn;
@@ -44,14 +45,10 @@ typedef struct io {
     struct slot *slot;
     int state;
     int bucket;            /* scheduler bucket, chosen on arrival */
-    /* Same-key ordering within a connection: the newest unfinished IO of a
-     * key is in the connection's key table; a later IO of the same key is
-     * its `waiter` (IO_BLOCKED) and enters the scheduler only when this one
-     * is finished, so a pipelined "set k; get k" reads its own write even
-     * though different workers run IOs concurrently. */
-    struct io *hnext;      /* key table chain */
-    struct io *waiter;
-    int in_tab;
+    /* Same-key ordering within a connection (keyorder.h): a later IO of
+     * the same key is this one's waiter (IO_BLOCKED) and enters the
+     * scheduler only when this one is finished. */
+    keyorder_entry_t ko;
 } io_t;
 
 /* One request's place in its connection's reply order.  Owned by the
@@ -72,17 +69,14 @@ typedef struct slot {
 
 /* One client connection.  Loop thread. */
 typedef struct conn {
-    gate_conn_t link;      /* in the gate's list */
+    gate_conn_t sock;      /* socket, events, output buffer (the gate's) */
     struct front *f;
-    evutil_socket_t fd;
-    struct event *rev, *wev;
     char *rbuf;
     size_t rlen, rcap;
     size_t swallow;        /* bytes still to discard (too-large value) */
-    struct evbuffer *out;
     slot_t *head, *tail;
     int nslots;
-    io_t **ktab;           /* KTAB_SIZE chains, allocated on first IO */
+    keyorder_t keys;       /* keys with unfinished IOs */
     int paused;            /* reading stopped for backpressure */
     int in_process;        /* inside conn_process(): no recursion */
     int closing;           /* quit or fatal parse error: read no more */
@@ -104,13 +98,11 @@ struct front {
     int default_bucket;
     int auto_buckets;
     mcp_req_t req;         /* parse scratch (large) */
-    time_t started;
-    /* stats */
-    uint64_t cmd_get, cmd_set, get_hits, get_misses, cmd_touch,
-        cmd_other, rejected, backend_errors;
+    mcstats_t st;          /* counters of the stats command */
+    uint64_t cmd_other;
 };
 
-#define conn_of(l) container_of(l, conn_t, link)
+#define conn_of(l) container_of(l, conn_t, sock)
 
 static void conn_flush(conn_t *c);
 static void conn_process(conn_t *c);
@@ -192,7 +184,7 @@ static void add_local_text(conn_t *c, char *text, size_t len)
 /* Writes a finished slot's reply to the connection's output buffer. */
 static void slot_write(front_t *f, conn_t *c, slot_t *sl)
 {
-    struct evbuffer *out = c->out;
+    struct evbuffer *out = c->sock.out;
     if (sl->noreply)
         return;
     if (sl->text) {
@@ -216,10 +208,10 @@ static void slot_write(front_t *f, conn_t *c, slot_t *sl)
         for (int i = 0; i < sl->nios; i++) {
             backend_op_t *op = &sl->ios[i].op;
             if (op->reply != MCP_R_VALUE) {
-                f->get_misses++;
+                f->st.get_misses++;
                 continue;
             }
-            f->get_hits++;
+            f->st.get_hits++;
             char hdr[MCP_KEY_MAX + 96];
             int n = mcp_format_value_header(hdr, sizeof hdr, op->key,
                                             op->keylen, op->rflags, op->rvlen,
@@ -251,9 +243,7 @@ static void conn_free(conn_t *c)
         slot_t *next = sl->next;
         for (int i = 0; i < sl->nios; i++) {
             io_t *io = &sl->ios[i];
-            io->waiter = NULL; /* waiters die with this connection */
-            io->hnext = NULL;
-            io->in_tab = 0;
+            keyorder_forget(&io->ko); /* waiters die with this connection */
             if (io->state == IO_QUEUED) {
                 sched_remove(f->s, &io->item);
                 io->state = IO_DONE;
@@ -271,16 +261,8 @@ static void conn_free(conn_t *c)
         }
         sl = next;
     }
-    if (c->rev)
-        event_free(c->rev);
-    if (c->wev)
-        event_free(c->wev);
-    if (c->out)
-        evbuffer_free(c->out);
-    free(c->ktab);
-    if (c->fd >= 0)
-        evutil_closesocket(c->fd);
-    gate_conn_remove(f->g, &c->link);
+    keyorder_free(&c->keys);
+    gate_conn_close(f->g, &c->sock);
     free(c->rbuf);
     free(c);
 }
@@ -290,7 +272,7 @@ static void conn_free(conn_t *c)
 static int conn_maybe_close(conn_t *c)
 {
     if (c->broken ||
-        (c->close_when_written && evbuffer_get_length(c->out) == 0)) {
+        (c->close_when_written && evbuffer_get_length(c->sock.out) == 0)) {
         front_t *f = c->f;
         conn_free(c);
         if (gate_stopping(f->g))
@@ -302,30 +284,16 @@ static int conn_maybe_close(conn_t *c)
 
 static void conn_try_write(conn_t *c)
 {
-    while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
-        if (n < 0) {
-            int e = EVUTIL_SOCKET_ERROR();
-            if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) {
-                event_add(c->wev, NULL);
-                return;
-            }
-            c->broken = 1;
-            return;
-        }
-        if (n == 0)
-            break;
-    }
-    if (evbuffer_get_length(c->out) == 0)
-        event_del(c->wev);
+    if (gate_conn_write(&c->sock) < 0)
+        c->broken = 1;
 }
 
 static void resume_if_room(conn_t *c)
 {
     if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
-        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->out) < OUT_HIGH / 2) {
+        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2) {
         c->paused = 0;
-        event_add(c->rev, NULL);
+        event_add(c->sock.rev, NULL);
         if (!c->in_process)
             conn_process(c); /* requests already buffered */
     }
@@ -361,65 +329,9 @@ static void conn_flush(conn_t *c)
     resume_if_room(c);
 }
 
-static unsigned key_hash(const char *k, size_t n)
+static io_t *waiter_io(keyorder_entry_t *e)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)k[i]) * 16777619u;
-    return h & (KTAB_SIZE - 1);
-}
-
-static int same_key(const io_t *a, const io_t *b)
-{
-    return a->op.keylen == b->op.keylen &&
-           memcmp(a->op.key, b->op.key, a->op.keylen) == 0;
-}
-
-/* Registers io as the newest unfinished IO of its key on connection c.
- * Returns 1 if an earlier one exists (io is then its waiter and must not
- * be enqueued yet), 0 if io may go to the scheduler now, -ENOMEM. */
-static int key_register(conn_t *c, io_t *io)
-{
-    if (!c->ktab) {
-        c->ktab = calloc(KTAB_SIZE, sizeof *c->ktab);
-        if (!c->ktab)
-            return -ENOMEM;
-    }
-    io_t **pp = &c->ktab[key_hash(io->op.key, io->op.keylen)];
-    for (; *pp; pp = &(*pp)->hnext) {
-        io_t *t = *pp;
-        if (!same_key(t, io))
-            continue;
-        t->waiter = io;
-        t->in_tab = 0;
-        io->hnext = t->hnext;
-        t->hnext = NULL;
-        *pp = io;
-        io->in_tab = 1;
-        return 1;
-    }
-    io->hnext = NULL;
-    *pp = io;
-    io->in_tab = 1;
-    return 0;
-}
-
-/* io is finished: drops it from the key table and returns its waiter (now
- * free to go), or NULL. */
-static io_t *key_finish(conn_t *c, io_t *io)
-{
-    if (io->in_tab && c->ktab) {
-        io_t **pp = &c->ktab[key_hash(io->op.key, io->op.keylen)];
-        while (*pp && *pp != io)
-            pp = &(*pp)->hnext;
-        if (*pp)
-            *pp = io->hnext;
-        io->in_tab = 0;
-        io->hnext = NULL;
-    }
-    io_t *w = io->waiter;
-    io->waiter = NULL;
-    return w;
+    return e ? container_of(e, io_t, ko) : NULL;
 }
 
 static void io_fail(io_t *io, const char *msg)
@@ -434,14 +346,14 @@ static void io_fail(io_t *io, const char *msg)
  * when stopping).  Returns nonzero if some slot of c finished. */
 static void release_waiter(front_t *f, conn_t *c, io_t *done)
 {
-    io_t *w = key_finish(c, done);
+    io_t *w = waiter_io(keyorder_finish(&c->keys, &done->ko));
     while (w) {
         if (!gate_stopping(f->g) && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
             w->state = IO_QUEUED;
             return;
         }
         io_fail(w, "SERVER_ERROR shutting down");
-        w = key_finish(c, w);
+        w = waiter_io(keyorder_finish(&c->keys, &w->ko));
     }
 }
 
@@ -516,12 +428,12 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         int b = r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
                          : f->default_bucket;
         if (b < 0) {
-            f->rejected++;
+            f->st.rejected++;
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
         io->bucket = b;
-        int k = r->nkeys ? key_register(c, io) : 0;
+        int k = r->nkeys ? keyorder_register(&c->keys, &io->ko, io->op.key, io->op.keylen) : 0;
         if (k < 0) {
             io_fail(io, "SERVER_ERROR out of memory");
             continue;
@@ -531,7 +443,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
             continue;
         }
         if (sched_enqueue(f->s, b, &io->item) < 0) {
-            key_finish(c, io);
+            keyorder_finish(&c->keys, &io->ko);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
@@ -539,67 +451,13 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
     }
 }
 
+/* The `stats` command's text (mcstats.h) with this front's counters. */
 static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
 {
-    char *buf = NULL;
-    FILE *fp = open_memstream(&buf, len);
-    if (!fp)
-        return NULL;
-    if (arg->len == 0) {
-        sched_node_stats_t ns;
-        sched_node_stats(f->s, &ns);
-        fprintf(fp, "STAT pid %ld\r\n", (long)getpid());
-        fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - f->started));
-        fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
-        fprintf(fp, "STAT version bqos-node-%s\r\n", BQOS_VERSION);
-        fprintf(fp, "STAT curr_connections %d\r\n", gate_nconns(f->g));
-        fprintf(fp, "STAT total_connections %llu\r\n",
-                (unsigned long long)gate_total_conns(f->g));
-        fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)f->cmd_get);
-        fprintf(fp, "STAT cmd_set %llu\r\n", (unsigned long long)f->cmd_set);
-        fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)f->cmd_touch);
-        fprintf(fp, "STAT get_hits %llu\r\n", (unsigned long long)f->get_hits);
-        fprintf(fp, "STAT get_misses %llu\r\n", (unsigned long long)f->get_misses);
-        /* memcached counts its worker threads; inline, the loop is one. */
-        fprintf(fp, "STAT threads %d\r\n", f->cfg.workers > 0 ? f->cfg.workers : 1);
-        fprintf(fp, "STAT bqos_node %s\r\n", f->name);
-        fprintf(fp, "STAT bqos_policy %s\r\n",
-                sched_policy(f->s) == SCHED_POLICY_RR ? "rr" : "tokens");
-        fprintf(fp, "STAT bqos_buckets %d\r\n", sched_nbuckets(f->s));
-        fprintf(fp, "STAT bqos_outstanding %d\r\n", gate_inflight(f->g));
-        fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)f->rejected);
-        fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
-                (unsigned long long)f->backend_errors);
-        fprintf(fp, "STAT bqos_completions %llu\r\n",
-                (unsigned long long)ns.completions);
-        fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", ns.busy_seconds);
-    } else if (arg->len == 7 && memcmp(arg->ptr, "buckets", 7) == 0) {
-        int n = sched_nbuckets(f->s);
-        for (int b = 0; b < n; b++) {
-            sched_bucket_stats_t bs;
-            if (sched_bucket_stats(f->s, b, &bs) < 0)
-                continue;
-            const char *nm = sched_bucket_name(f->s, b);
-            fprintf(fp, "STAT %s:queued %llu\r\n", nm, (unsigned long long)bs.queued);
-            fprintf(fp, "STAT %s:arrivals %llu\r\n", nm, (unsigned long long)bs.arrivals);
-            fprintf(fp, "STAT %s:served_r %llu\r\n", nm, (unsigned long long)bs.served_r);
-            fprintf(fp, "STAT %s:served_l %llu\r\n", nm, (unsigned long long)bs.served_l);
-            fprintf(fp, "STAT %s:served_o %llu\r\n", nm, (unsigned long long)bs.served_o);
-            fprintf(fp, "STAT %s:r_tokens %lld\r\n", nm, (long long)bs.r_tokens);
-            if (bs.l_tokens == SCHED_UNLIMITED)
-                fprintf(fp, "STAT %s:l_tokens unlimited\r\n", nm);
-            else
-                fprintf(fp, "STAT %s:l_tokens %lld\r\n", nm, (long long)bs.l_tokens);
-            fprintf(fp, "STAT %s:weight %u\r\n", nm, (unsigned)bs.weight);
-        }
-    } else {
-        fclose(fp);
-        free(buf);
-        return NULL;
-    }
-    fputs("END\r\n", fp);
-    fclose(fp);
-    return buf;
+    f->st.curr_conns = gate_nconns(f->g);
+    f->st.total_conns = gate_total_conns(f->g);
+    f->st.outstanding = gate_inflight(f->g);
+    return mcstats_text(&f->st, f->s, arg->ptr, arg->len, len);
 }
 
 static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
@@ -635,7 +493,7 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
     }
     case MCP_CMD_GET:
     case MCP_CMD_GETS:
-        f->cmd_get += r->nkeys;
+        f->st.cmd_get += r->nkeys;
         break;
     case MCP_CMD_SET:
     case MCP_CMD_ADD:
@@ -643,10 +501,10 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
     case MCP_CMD_APPEND:
     case MCP_CMD_PREPEND:
     case MCP_CMD_CAS:
-        f->cmd_set++;
+        f->st.cmd_set++;
         break;
     case MCP_CMD_TOUCH:
-        f->cmd_touch++;
+        f->st.cmd_touch++;
         break;
     default:
         f->cmd_other++;
@@ -662,10 +520,10 @@ static void conn_process(conn_t *c)
     size_t off = 0;
     c->in_process = 1;
     while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
-        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->out) >= OUT_HIGH) {
+        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH) {
             if (!c->paused) {
                 c->paused = 1;
-                event_del(c->rev);
+                event_del(c->sock.rev);
             }
             break;
         }
@@ -801,32 +659,18 @@ static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, 
     (void)salen;
     front_t *f = arg;
     conn_t *c = calloc(1, sizeof *c);
-    if (!c)
-        goto fail;
-    c->f = f;
-    c->fd = fd;
-    c->rcap = RBUF_INITIAL;
-    c->rbuf = malloc(c->rcap);
-    c->out = evbuffer_new();
-    c->rev = event_new(f->base, fd, EV_READ | EV_PERSIST, on_read, c);
-    c->wev = event_new(f->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
-    if (!c->rbuf || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0)
-        goto fail;
-    gate_conn_add(f->g, &c->link);
-    return;
-fail:
-    log_warn("out of memory accepting a connection");
     if (c) {
-        if (c->rev)
-            event_free(c->rev);
-        if (c->wev)
-            event_free(c->wev);
-        if (c->out)
-            evbuffer_free(c->out);
-        free(c->rbuf);
-        free(c);
+        c->f = f;
+        c->rcap = RBUF_INITIAL;
+        c->rbuf = malloc(c->rcap);
     }
-    evutil_closesocket(fd);
+    if (!c || !c->rbuf || gate_conn_open(f->g, &c->sock, fd, on_read, on_write, c) < 0) {
+        log_warn("out of memory accepting a connection");
+        if (c)
+            free(c->rbuf);
+        free(c);
+        evutil_closesocket(fd);
+    }
 }
 
 /* ---- scheduling and completions --------------------------------------- */
@@ -873,7 +717,7 @@ static void on_done(backend_op_t *op, void *arg)
     slot_t *sl = io->slot;
     gate_done(f->g);
     if (op->reply == MCP_R_SERVER_ERROR)
-        f->backend_errors++;
+        f->st.backend_errors++;
     io->state = IO_DONE;
     sl->inflight--;
     sl->pending--;
@@ -917,7 +761,7 @@ static void on_stop(void *arg)
     while (l) {
         gate_conn_t *next = l->next;
         conn_t *c = conn_of(l);
-        event_del(c->rev);
+        event_del(c->sock.rev);
         c->closing = 1;
         conn_flush(c);
         conn_maybe_close(c);
@@ -929,7 +773,7 @@ static int on_idle(void *arg)
 {
     front_t *f = arg;
     for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
-        if (conn_of(l)->head || evbuffer_get_length(conn_of(l)->out) > 0)
+        if (conn_of(l)->head || evbuffer_get_length(conn_of(l)->sock.out) > 0)
             return 0;
     return 1;
 }
@@ -954,7 +798,6 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     }
     f->cfg = *cfg;
     f->base = base;
-    f->started = time(NULL);
     f->name = strdup(cfg->name ? cfg->name : "node");
     f->backend_host = strdup(cfg->backend_host);
     if (!f->name || !f->backend_host) {
@@ -962,6 +805,10 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         goto out;
     }
     f->cfg.name = f->name;
+    f->st.name = f->name;
+    f->st.started = time(NULL);
+    /* memcached counts its worker threads; inline, the loop is one. */
+    f->st.threads = cfg->workers > 0 ? cfg->workers : 1;
     f->cfg.backend_host = f->backend_host;
     f->s = sched_new(cfg->policy, cfg->weighted);
     if (!f->s) {
