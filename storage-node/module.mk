@@ -10,6 +10,10 @@ TESTS += test_listener
 test_listener_SRCS = tests/test_listener.c
 test_listener_LIBS = node common
 
+TESTS += test_gate
+test_gate_SRCS = tests/test_gate.c
+test_gate_LIBS = node common
+
 TESTS += test_nodeconf
 test_nodeconf_SRCS = tests/test_nodeconf.c
 test_nodeconf_LIBS = node common
