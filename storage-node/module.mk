@@ -1,6 +1,6 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
-node_SRCS = storage-node/core/sched.c storage-node/nodeconf.c storage-node/listener.c storage-node/gate.c
+node_SRCS = storage-node/core/sched.c storage-node/nodeconf.c storage-node/listener.c storage-node/gate.c storage-node/workpool.c
 
 TESTS += test_sched
 test_sched_SRCS = tests/test_sched.c
@@ -13,6 +13,10 @@ test_listener_LIBS = node common
 TESTS += test_gate
 test_gate_SRCS = tests/test_gate.c
 test_gate_LIBS = node common
+
+TESTS += test_workpool
+test_workpool_SRCS = tests/test_workpool.c
+test_workpool_LIBS = node common
 
 TESTS += test_nodeconf
 test_nodeconf_SRCS = tests/test_nodeconf.c

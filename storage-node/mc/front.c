@@ -687,9 +687,9 @@ static void dispatch_now(void *arg)
         io_t *io = container_of(it, io_t, item);
         io->state = IO_INFLIGHT;
         io->slot->inflight++;
-        io->op.next = NULL;
+        io->op.link.next = NULL;
         if (last)
-            last->next = &io->op;
+            last->link.next = &io->op.link;
         else
             first = &io->op;
         last = &io->op;
@@ -698,15 +698,14 @@ static void dispatch_now(void *arg)
     if (!n || backend_submit_chain(f->be, first, last, n) == 0)
         return;
     /* Only possible while tearing down. */
-    while (first) {
-        backend_op_t *next = first->next;
-        io_t *io = container_of(first, io_t, op);
+    for (workpool_item_t *l = &first->link, *next; l; l = next) {
+        next = l->next;
+        io_t *io = container_of(l, io_t, op.link);
         gate_untake(f->g);
         io->slot->inflight--;
         io_fail(io, "SERVER_ERROR shutting down");
         if (io->slot->conn)
             conn_flush(io->slot->conn);
-        first = next;
     }
 }
 
