@@ -8,10 +8,10 @@
  * Once per pass of the event loop (after that pass's reads; after
  * completions, in the next pass, once the requests that arrived meanwhile
  * are queued), while fewer than `outstanding` IOs are at the backend, the
- * loop calls sched_dispatch() and hands the IOs to the backend as one
- * chain; their completions come back on the loop thread, which counts them
- * (sched_note_completion() with backend busy time), and writes every
- * finished slot at the head of the list.  A multi-key get is one slot with
+ * front takes IOs through its gate (gate_take(), gate.h) and hands them to
+ * the backend as one chain; their completions come back on the loop
+ * thread, which counts them (gate_done(): backend busy time) and writes
+ * every finished slot at the head of the list.  A multi-key get is one slot with
  * one IO per key, answered when all are done.
  *
  * Threads: a front_t and everything in it belong to the loop thread of the
