@@ -1,6 +1,8 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
-node_SRCS = storage-node/core/sched.c storage-node/nodeconf.c storage-node/listener.c storage-node/gate.c storage-node/workpool.c
+node_SRCS = storage-node/core/sched.c storage-node/nodeconf.c storage-node/listener.c
+# what both fronts share (gate) and both backends (workpool)
+node_SRCS += storage-node/gate.c storage-node/workpool.c
 
 TESTS += test_sched
 test_sched_SRCS = tests/test_sched.c

@@ -121,7 +121,8 @@ static void sendn(int fd, const void *buf, size_t n)
 static int client(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)gate_port(nbdfront_gate(fx.f))),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)gate_port(nbdfront_gate(fx.f))),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     struct timeval tv = {5, 0};

@@ -342,7 +342,9 @@ backend_t *backend_new(struct event_base *base, const char *host,
     b->port = port;
     b->done = done;
     b->arg = arg;
-    workpool_config_t pc = {nworkers, batch, 1, connect_mc, disconnect_mc, run_items, deliver, b};
+    workpool_config_t pc = {.workers = nworkers, .batch = batch, .finish_queued = 1,
+                            .thread_start = connect_mc, .thread_stop = disconnect_mc,
+                            .run = run_items, .ready = deliver, .arg = b};
     b->wp = workpool_new(base, &pc, &rc);
 out:
     if (rc < 0) {

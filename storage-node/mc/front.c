@@ -814,9 +814,12 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         rc = -ENOMEM;
         goto out;
     }
-    static const gate_hooks_t hooks = {dispatch_now, drain_one, on_stop, on_idle,
-                                       on_accept, on_refuse};
-    gate_config_t gc = {"", cfg->outstanding, cfg->max_conns, 0, 1};
+    static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
+                                       .stop = on_stop, .idle = on_idle,
+                                       .accept = on_accept, .refuse = on_refuse};
+    /* One dispatch at the end of each pass of the loop (docs/node.md). */
+    gate_config_t gc = {.tag = "", .outstanding = cfg->outstanding,
+                        .max_conns = cfg->max_conns, .max_buckets = 0, .defer = 1};
     if (!(f->g = gate_new(base, f->s, &gc, &hooks, f, &rc)))
         goto out;
     f->default_bucket = sched_add_bucket(f->s, "default", 1);

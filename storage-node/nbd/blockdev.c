@@ -400,7 +400,8 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
         if (rc < 0)
             goto out;
     }
-    workpool_config_t pc = {bd->nworkers, 1, 0, NULL, NULL, run_item, on_ready, bd};
+    workpool_config_t pc = {.workers = bd->nworkers, .batch = 1, .finish_queued = 0,
+                            .run = run_item, .ready = on_ready, .arg = bd};
     if (!(bd->wp = workpool_new(base, &pc, &rc)))
         goto out;
     if (bd->direct && !bd->io_time_us &&

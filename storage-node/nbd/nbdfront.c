@@ -696,10 +696,12 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg.store.path = f->path;
     if (f->cfg.store.max_exports < 1)
         f->cfg.store.max_exports = MAX_EXPORTS;
-    static const gate_hooks_t hooks = {dispatch_more, drain_one, on_stop, on_idle,
-                                       on_accept, on_refuse};
-    gate_config_t gc = {"NBD: ", cfg->outstanding, cfg->max_conns,
-                        f->cfg.store.max_exports, 0};
+    static const gate_hooks_t hooks = {.dispatch = dispatch_more, .drain = drain_one,
+                                       .stop = on_stop, .idle = on_idle,
+                                       .accept = on_accept, .refuse = on_refuse};
+    gate_config_t gc = {.tag = "NBD: ", .outstanding = cfg->outstanding,
+                        .max_conns = cfg->max_conns, .max_buckets = f->cfg.store.max_exports,
+                        .defer = 0};
     if (!(f->g = gate_new(base, s, &gc, &hooks, f, &rc)))
         goto out;
     f->flush_ev = event_new(base, -1, 0, on_flush, f);
