@@ -116,7 +116,7 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
  * " (default X)" after the last line are as in opts_help_list(). */
 void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width);
 
-/* ---- legacy table, until storage-node/ and workloads/ are converted ------ */
+/* ---- legacy table, until storage-node/ is converted --------------------- */
 
 typedef struct {
     const char *name;  /* long option, without "--" */
