@@ -6,7 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "common/log.h"
@@ -229,6 +231,17 @@ int ctlclient_attach(ctlclient_t *c, struct event_base *base)
 
 /* ---- life cycle ---- */
 
+/* A random process id in 1..2^53 (what JSON readers keep exact). */
+static uint64_t random_instance(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+        v = (uint64_t)time(NULL) * 6364136223846793005ULL ^ (uint64_t)getpid() << 20 ^
+            (uint64_t)(mono_now() * 1e9);
+    v &= PROTO_MAX_COUNT - 1;
+    return v ? v : 1;
+}
+
 ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const ctlclient_ops_t *ops,
                            int *err)
 {
@@ -257,7 +270,11 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         goto out;
     }
     int one = 1, zero = 0, hwm = 64, ivl = 100, ivlmax = 1000;
-    zmq_setsockopt(c->sock, ZMQ_ROUTING_ID, c->name, strlen(c->name));
+    if (!c->cfg.instance || c->cfg.instance > PROTO_MAX_COUNT)
+        c->cfg.instance = random_instance();
+    unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
+                                       under our name is another peer */
+    zmq_setsockopt(c->sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));
     zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(c->sock, ZMQ_IMMEDIATE, &one, sizeof one);
     zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -273,6 +290,7 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     ac.name = c->name;
     ac.peer = c->endpoint;
     ac.capacity = cfg->capacity;
+    ac.instance = c->cfg.instance;
     ac.manage_policy = cfg->manage_policy;
     ac.normal = cfg->normal;
     ac.fallback = cfg->fallback;
@@ -288,7 +306,8 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     if (!(c->agent = agent_new(&ac, sched, &ao, now, &rc)))
         goto out;
     c->next_hello = now; /* first tick sends it */
-    log_info("controller client: node %s -> %s", c->name, c->endpoint);
+    log_info("controller client: node %s (process %016llx) -> %s", c->name,
+             (unsigned long long)c->cfg.instance, c->endpoint);
     return c;
 out:
     if (err)

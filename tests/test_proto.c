@@ -626,6 +626,80 @@ START_TEST(test_proto_epoch)
 }
 END_TEST
 
+/* A hello may carry the node process's instance id (absent when 0); on any
+ * other type it is a field error; above 2^53 a range error. */
+START_TEST(test_proto_instance)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    strcpy(m.node, "n1");
+    m.type = PROTO_HELLO;
+    m.table = 1;
+    m.has_names = 1;
+    m.instance = (UINT64_C(1) << 53) - 3;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.instance, (UINT64_C(1) << 53) - 3);
+    m.instance = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.instance, 0);
+    m.instance = (UINT64_C(1) << 53) + 1; /* the encoder refuses what no reader keeps */
+    proto_enc_t e;
+    proto_enc_init(&e);
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    proto_enc_clear(&e);
+    /* a heartbeat never carries one: the encoder leaves it out */
+    m.type = PROTO_HEARTBEAT;
+    m.has_names = 0;
+    m.instance = 9;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.instance, 0);
+    proto_msg_clear(&d);
+    proto_stats_t st = {0};
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
+                          "\"table\":1,\"names\":0,\"instance\":42}", "", 0, NULL, -1, &st),
+                     PROTO_OK);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"instance\":5}"),
+                     PROTO_E_FIELD);
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
+                          "\"table\":1,\"names\":0,\"instance\":9007199254740993}", "", 0,
+                          NULL, -1, &st),
+                     PROTO_E_RANGE);
+    (void)st;
+}
+END_TEST
+
+/* The routing id of a node process: its name, then (instance != 0) a NUL
+ * and the instance's low 32 bits; the controller reads both back. */
+START_TEST(test_proto_node_id)
+{
+    unsigned char id[PROTO_ID_MAX];
+    size_t n = proto_node_id("n1", 0, id);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(memcmp(id, "n1", 2), 0);
+    uint32_t inst = 1;
+    ck_assert_int_eq(proto_node_id_split(id, n, "n1", &inst), 0);
+    ck_assert_uint_eq(inst, 0);
+    n = proto_node_id("n1", UINT64_C(0x1234567890abcdef), id);
+    ck_assert_uint_eq(n, 7);
+    ck_assert_int_eq(id[2], 0);
+    ck_assert_int_eq(proto_node_id_split(id, n, "n1", &inst), 1);
+    ck_assert_uint_eq(inst, 0x90abcdefu);
+    ck_assert_uint_eq(inst, proto_instance_tag(UINT64_C(0x1234567890abcdef)));
+    ck_assert_int_eq(proto_node_id_split(id, n, "n2", &inst), -EINVAL);
+    ck_assert_int_eq(proto_node_id_split(id, n, "n", &inst), -EINVAL);
+    ck_assert_int_eq(proto_node_id_split(id, 6, "n1", &inst), -EINVAL); /* short suffix */
+    /* the longest name still fits ZeroMQ's 255-byte routing id */
+    char big[PROTO_NAME_MAX + 1];
+    memset(big, 'x', PROTO_NAME_MAX);
+    big[PROTO_NAME_MAX] = '\0';
+    n = proto_node_id(big, 5, id);
+    ck_assert_uint_eq(n, 255);
+    ck_assert_int_eq(proto_node_id_split(id, n, big, &inst), 1);
+    ck_assert_uint_eq(inst, 5);
+}
+END_TEST
+
 START_TEST(test_proto_weights_rejected)
 {
     proto_stats_t st = {0};
@@ -1073,6 +1147,8 @@ int main(void)
     tcase_add_test(tc, test_proto_reject_reasons);
     tcase_add_test(tc, test_proto_weights_rejected);
     tcase_add_test(tc, test_proto_epoch);
+    tcase_add_test(tc, test_proto_instance);
+    tcase_add_test(tc, test_proto_node_id);
     tcase_add_test(tc, test_proto_fixtures);
     tcase_add_test(tc, test_proto_fuzz_mutations);
     tcase_add_test(tc, test_proto_flat_parser_agrees);

@@ -257,7 +257,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nodes; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "fake%03d", i);
-        nid[i] = ctrl_node_hello(c, nm, (uint64_t)capacity, 1, pn[i].tnames, pn[i].ntable);
+        nid[i] = ctrl_node_hello(c, nm, 0, (uint64_t)capacity, 1, pn[i].tnames, pn[i].ntable);
         if (nid[i] < 0) {
             fprintf(stderr, "bqos-ctrl-prof: hello: %s\n", strerror(-nid[i]));
             return 1;

@@ -35,6 +35,8 @@ struct agent {
 
     /* the controller's table: its index -> our scheduler index (or -1) */
     uint32_t ctl_table;
+    int default_route;   /* scheduler index of the controller's `default`
+                            bucket that unconfigured buckets route to, -1 */
     int *ctl_map;
     size_t ctl_n, ctl_cap;
 
@@ -98,7 +100,7 @@ static void enter_fallback(agent_t *a, const char *why)
         return;
     a->st.fallback = 1;
     a->st.fallbacks++;
-    if (a->cfg.manage_policy)
+    if (a->cfg.manage_policy && !a->st.refused)
         op_set_policy(a, a->cfg.fallback);
     if (a->peer)
         log_warn("controller %s silent (%s): falling back to policy %s", a->peer, why,
@@ -167,6 +169,47 @@ static void period_start(agent_t *a)
         a->ops.period_start(a->ops.arg);
     else
         sched_period_start(a->s);
+}
+
+/* The controller refuses our name (duplicate_name): hold every request,
+ * queued now or later, in bucket 0 with no tokens under the tokens policy.
+ * Nothing is served until a welcome (release_hold()). */
+static void hold(agent_t *a)
+{
+    a->st.welcomed = 0;
+    if (a->st.refused)
+        return;
+    a->st.refused = 1;
+    int n = sched_nbuckets(a->s);
+    if (n <= 0)
+        return;
+    for (int b = 0; b < n; b++)
+        sched_set_route(a->s, b, 0);
+    sched_set_new_route(a->s, 0);
+    op_set_tokens(a, 0, 0, 0);
+    op_set_policy(a, SCHED_POLICY_TOKENS);
+}
+
+/* A welcome after a refusal: routes come from the controller's table (or
+ * are undone), bucket 0 is the controller's to fill, or unlimited again if
+ * the controller lacks it; the policy is the fallback's until tokens come. */
+static void release_hold(agent_t *a, int in_table)
+{
+    if (!a->st.refused)
+        return;
+    a->st.refused = 0;
+    if (!in_table) {
+        int n = sched_nbuckets(a->s);
+        for (int b = 0; b < n; b++)
+            if (sched_route(a->s, b) == 0)
+                sched_set_route(a->s, b, a->default_route >= 0 ? a->default_route : b);
+        sched_set_new_route(a->s, a->default_route);
+    }
+    op_set_tokens(a, 0, 0, in_table ? 0 : SCHED_UNLIMITED);
+    if (a->cfg.manage_policy)
+        op_set_policy(a, a->st.fallback ? a->cfg.fallback : a->cfg.normal);
+    if (a->peer)
+        log_info("controller %s accepted this node's name again", a->peer);
 }
 
 /* ---- timing ---- */
@@ -286,6 +329,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->type = PROTO_HELLO;
     strcpy(m->node, a->name);
     m->capacity = clampc(a->cfg.capacity);
+    m->instance = a->cfg.instance <= PROTO_MAX_COUNT ? a->cfg.instance : 0;
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -386,6 +430,51 @@ static void drop_weight(agent_t *a, int b)
     a->local_w[b] = 0;
 }
 
+/* With a `default` bucket in the controller's table (m's names, already
+ * mapped in ctl_map), every scheduler bucket the table lacks - a key prefix
+ * nobody configured, a bucket the controller removed, one only this node's
+ * --config names - is routed to it: its requests wait in `default`'s queue
+ * and pay its tokens, so together they stay within its limit.  Buckets
+ * created later start routed there too (sched_set_new_route()).  Without
+ * `default` in the table every bucket is its own queue again (the
+ * behaviour before there was a default bucket).  Returns the number of
+ * buckets whose route changed (their waiting requests moved).  O(buckets),
+ * once per controller table. */
+static int route_default(agent_t *a, const proto_msg_t *m)
+{
+    int d = -1, nnow = sched_nbuckets(a->s), changed = 0;
+    for (size_t i = 0; i < m->nnames && d < 0; i++)
+        if (a->ctl_map[i] >= 0 && strcmp(m->names[i], "default") == 0)
+            d = a->ctl_map[i];
+    char *in = calloc((size_t)(nnow > 0 ? nnow : 1), 1);
+    if (!in) {
+        /* Cannot tell the table's buckets apart: route nothing new away,
+         * keep what is routed (fail closed). */
+        sched_set_new_route(a->s, d);
+        return 0;
+    }
+    for (size_t i = 0; i < m->nnames; i++)
+        if (a->ctl_map[i] >= 0 && a->ctl_map[i] < nnow)
+            in[a->ctl_map[i]] = 1;
+    for (int b = 0; b < nnow; b++) {
+        int to = d >= 0 && !in[b] ? d : b;
+        if (sched_route(a->s, b) != to) {
+            sched_set_route(a->s, b, to);
+            changed++;
+        }
+    }
+    sched_set_new_route(a->s, d);
+    if (a->peer && a->default_route != d)
+        log_info(d >= 0 ? "controller %s has a `default` bucket: keys of buckets it does not "
+                          "configure are held to its limit"
+                        : "controller %s has no `default` bucket: keys of buckets it does not "
+                          "configure are not limited",
+                 a->peer);
+    a->default_route = d;
+    free(in);
+    return changed;
+}
+
 /* Rebuilds the controller-index -> scheduler-index map from m's names,
  * and applies the controller's bucket weights if m carries them.  Returns
  * the number of buckets the controller dropped (now R = 0, no limit), or
@@ -431,6 +520,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
             dropped++;
         }
     a->ctl_n = n;
+    dropped += route_default(a, m);
     a->ctl_table = m->table;
     rc = dropped;
 out:
@@ -514,6 +604,13 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
             a->ctl_table = 0;
             a->ctl_n = 0;
         }
+        if (a->st.refused) {
+            int in = 0;
+            for (size_t i = 0; i < a->ctl_n && a->ctl_table; i++)
+                in |= a->ctl_map[i] == 0;
+            release_hold(a, in);
+            op_applied(a);
+        }
         break;
     case PROTO_TOKENS:
         a->st.recv_tokens++;
@@ -557,6 +654,17 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
         }
         if (strcmp(m->code, "unknown_table") == 0)
             a->peer_ack = 0; /* names go with the next report */
+        if (strcmp(m->code, "duplicate_name") == 0) {
+            if (a->peer && a->st.duplicate_name % 60 == 0)
+                log_error("controller %s refuses node name '%s': another running node is "
+                          "registered under it.  Give this node a unique --name.  Until the "
+                          "controller accepts it, this node holds every request (serves "
+                          "nothing) and keeps saying hello",
+                          a->peer, a->name);
+            a->st.duplicate_name++;
+            hold(a);
+            return AGENT_REFUSED;
+        }
         break;
     default:
         if (a->peer)
@@ -630,6 +738,7 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     if (ops)
         a->ops = *ops;
     a->last_rep_interval = -1;
+    a->default_route = -1;
     a->my_table = 1;
     a->st.fallback = 1; /* until the controller speaks */
     if (a->cfg.manage_policy)

@@ -35,6 +35,10 @@ typedef struct {
     const char *peer;         /* the controller, for log lines (copied);
                                  NULL: the agent logs nothing */
     uint64_t capacity;        /* capacity profile for hello, IOs/s (0 = unknown) */
+    uint64_t instance;        /* this process's random id for hello
+                                 (1..PROTO_MAX_COUNT; 0 = not said): the
+                                 controller refuses a second process under
+                                 a name that is up (`duplicate_name`) */
     int manage_policy;        /* switch policy: `normal` while the controller
                                  is alive, `fallback` otherwise (default 1) */
     sched_policy_t normal;    /* policy while alive (default tokens) */
@@ -95,6 +99,9 @@ typedef struct {
     uint64_t fallbacks, resumes; /* policy switches */
     int fallback;                /* 1 while in fallback (or never welcomed) */
     int welcomed;
+    int refused;                 /* 1 while the controller refuses our name
+                                    (duplicate_name): every request is held */
+    uint64_t duplicate_name;     /* duplicate_name errors received */
     uint64_t period;             /* current period number (local view) */
     uint32_t interval;
     proto_stats_t proto;         /* messages the agent dropped: addressed to
@@ -108,6 +115,15 @@ typedef struct agent agent_t;
  * `unknown_node` error); send agent_hello() now.  The agent is no longer
  * welcomed. */
 #define AGENT_SEND_HELLO 1
+
+/* agent_handle() result bit: the controller refused our hello because
+ * another running node is registered under our name (`duplicate_name`).
+ * The agent logs an error saying to choose a unique --name and holds every
+ * request (tokens policy, every bucket routed to bucket 0 holding no
+ * tokens): a node the controller does not know must not serve unthrottled.
+ * Keep sending hellos at the normal pace; the first welcome (the other
+ * node went down) releases the hold. */
+#define AGENT_REFUSED 2
 
 /* Creates an agent for `sched` (borrowed; must outlive the agent).  `ops`
  * is copied (may be NULL).  Until a welcome and tokens arrive the node runs
