@@ -314,6 +314,43 @@ static void print_buckets_table(json_t *buckets, int with_served)
     }
 }
 
+/* The status's "default" object: the limit that holds traffic of buckets
+ * the file lacks (or that there is none), and that traffic by bucket. */
+static void print_default(json_t *d)
+{
+    if (!json_is_object(d))
+        return;
+    char x[4][32];
+    if (json_is_true(json_object_get(d, "configured")))
+        printf("\ndefault: reservation %s, limit %s: holds the traffic of every bucket "
+               "not in the file\n",
+               cell(d, "reservation", "?", x[0], 32), cell(d, "limit", "none", x[1], 32));
+    else
+        printf("\ndefault: unlimited (no `default` bucket in the file): the traffic of buckets "
+               "not in the file is not limited\n");
+    json_t *u = json_object_get(d, "unconfigured");
+    json_t *o = json_object_get(d, "other");
+    if (json_array_size(u) == 0 && !json_is_object(o))
+        return;
+    table_t t = {.ncols = 4, .right = {0, 1, 1, 1}};
+    t_row(&t, "  NOT CONFIGURED", "ARRIVALS", "SERVED", "NODES");
+    size_t i;
+    json_t *e;
+    json_array_foreach(u, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        char nm[300];
+        snprintf(nm, sizeof nm, "  %s", name ? name : "?");
+        t_row(&t, nm, cell(e, "arrivals", "-", x[0], 32), cell(e, "served", "-", x[1], 32),
+              cell(e, "nodes", "-", x[2], 32));
+    }
+    if (json_is_object(o)) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "  (other: %s buckets)", cell(o, "buckets", "?", x[3], 32));
+        t_row(&t, nm, cell(o, "arrivals", "-", x[0], 32), cell(o, "served", "-", x[1], 32), "-");
+    }
+    t_print(&t);
+}
+
 static void print_status(json_t *r)
 {
     char a[32], b[32], c[32], d[32], e[32];
@@ -340,6 +377,7 @@ static void print_status(json_t *r)
     }
     putchar('\n');
     print_buckets_table(json_object_get(r, "buckets"), 1);
+    print_default(json_object_get(r, "default"));
 
     /* Optional extras (docs/protocol.md): round and message counters, and
      * where the controller's time goes. */
@@ -359,6 +397,10 @@ static void print_status(json_t *r)
             first = 0;
         }
         printf("%s\n", first ? "" : ")");
+        json_t *dup = json_object_get(st, "duplicate_names");
+        if (json_integer_value(dup) > 0)
+            printf("hellos refused for a duplicate node name: %s\n",
+                   cell(st, "duplicate_names", "?", x[5], 32));
     }
     json_t *tm = json_object_get(json_object_get(r, "timing"), "mean_ms");
     if (json_is_object(tm)) {
