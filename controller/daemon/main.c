@@ -11,12 +11,12 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/opts.h"
 #include "common/proto.h"
 #include "controller/admission.h"
-#include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/clock.h"
@@ -337,7 +337,7 @@ int main(int argc, char **argv)
     app_t a = {.set = &set, .sigfd = -1};
     bucketfile_t *bf = NULL;
 
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     int rc = bucketfile_load(set.buckets, &bf, &err);
     if (rc < 0) {
         char buf[600];

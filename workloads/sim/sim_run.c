@@ -10,8 +10,8 @@
 
 #include <omp.h>
 
+#include "common/bucketfile.h"
 #include "common/mono.h"
-#include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "pshift/pshift.h"
 #include "storage-node/core/agent.h"
