@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "storage-node/core/sched.h"
 
@@ -71,37 +72,28 @@ static json_t *load_json(const char *path)
 int nodeconf_load_buckets(const char *path,
                           int (*add)(void *arg, const char *name, uint32_t weight), void *arg)
 {
-    json_t *root = load_json(path);
-    if (!root)
-        return -EINVAL;
-    int rc = 0;
-    json_t *arr = json_object_get(root, "buckets");
-    if (!json_is_array(arr)) {
-        log_error("%s: no \"buckets\" array", path);
-        rc = -EINVAL;
-        goto out;
+    /* The controller's reader and validator (common/bucketfile): the node
+     * accepts exactly the files the controller does. */
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    int rc = bucketfile_load(path, &bf, &err);
+    if (rc < 0) {
+        char buf[700];
+        log_error("%s", bucketfile_strerror(&err, buf, sizeof buf));
+        return rc == -ENOMEM ? rc : -EINVAL;
     }
-    size_t i;
-    json_t *b;
-    json_array_foreach(arr, i, b) {
-        const char *name = json_string_value(json_object_get(b, "name"));
-        json_t *w = json_object_get(b, "weight");
-        json_int_t weight = w ? json_integer_value(w) : 1;
-        if (!name || (w && !json_is_integer(w)) || weight < 1 || weight > UINT32_MAX) {
-            log_error("%s: buckets[%zu]: need a \"name\" string and an integer weight >= 1",
-                      path, i);
-            rc = -EINVAL;
-            goto out;
-        }
-        if ((rc = add(arg, name, (uint32_t)weight)) < 0) {
-            log_error("%s: bucket '%s': %s", path, name, strerror(-rc));
+    size_t n = bucketfile_count(bf);
+    for (size_t i = 0; i < n; i++) {
+        const bucketfile_bucket_t *b = bucketfile_get(bf, i);
+        if ((rc = add(arg, b->name, b->weight)) < 0) {
+            log_error("%s: bucket '%s': %s", path, b->name, strerror(-rc));
             goto out;
         }
         rc = 0;
     }
-    log_info("%s: %zu buckets", path, json_array_size(arr));
+    log_info("%s: %zu buckets", path, n);
 out:
-    json_decref(root);
+    bucketfile_destroy(&bf);
     return rc;
 }
 
