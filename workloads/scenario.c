@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "common/bucketfile.h"
 #include "common/jsonloc.h"
 #include "common/names.h"
 #include "common/rng.h"
@@ -304,9 +305,8 @@ static int override_server(ctx_t *c, const char *spec)
     free(sv->host);
     sv->host = host;
     sv->port = port;
-    if (!bhost && !(bhost = strdup(host))) {
+    if (!bhost && !(bhost = strdup(host)))
         return -ENOMEM;
-    }
     if (!comma)
         bport = port;
     free(sv->backend_host);
@@ -360,7 +360,6 @@ static int parse_servers(ctx_t *c, const at_t *arr)
     }
     return 0;
 }
-
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -526,8 +525,15 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
     return 0;
 }
 
+/* Checks a bucket's rates as --print-buckets writes them: within the bucket file's bounds
+ * (common/bucketfile; "N%" rates and generated splits may pass them), limit >= reservation. */
 static int check_limit(ctx_t *c, const at_t *at, const scenario_bucket_t *b)
 {
+    double max = (double)BUCKETFILE_MAX_RATE, lim = b->limit == SCENARIO_NO_LIMIT ? 0 : b->limit;
+    int over_l = ceil(lim) > max;
+    if (over_l || floor(b->reservation) > max)
+        return fail(c, at, "%s (%.0f IOs/s) is above the bucket file's maximum (%.0f IOs/s)",
+                    over_l ? "limit" : "reservation", over_l ? lim : b->reservation, max);
     if (b->limit != SCENARIO_NO_LIMIT && b->limit < b->reservation)
         return fail(c, at, "limit (%.0f IOs/s) is below the reservation (%.0f IOs/s)",
                     b->limit, b->reservation);
@@ -890,18 +896,4 @@ double scenario_next_change(const scenario_bucket_t *b, double t)
         if (b->phases[i].at > t)
             return b->phases[i].at;
     return INFINITY;
-}
-
-int scenario_write_buckets(const scenario_t *s, FILE *f)
-{
-    fprintf(f, "{\"buckets\": [\n");
-    for (size_t i = 0; i < s->nbuckets; i++) {
-        const scenario_bucket_t *b = &s->buckets[i];
-        fprintf(f, "  {\"name\": \"%s\", \"reservation\": %.0f", b->name, floor(b->reservation));
-        if (b->limit != SCENARIO_NO_LIMIT)
-            fprintf(f, ", \"limit\": %.0f", ceil(b->limit));
-        fprintf(f, "}%s\n", i + 1 < s->nbuckets ? "," : "");
-    }
-    fprintf(f, "]}\n");
-    return ferror(f) ? -EIO : 0;
 }

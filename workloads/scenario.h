@@ -122,9 +122,12 @@ const scenario_phase_t *scenario_phase_at(const scenario_bucket_t *b, double t);
 /* Returns the start of the first phase of `b` after time `t`, or +infinity. */
 double scenario_next_change(const scenario_bucket_t *b, double t);
 
-/* Writes the controller's bucket reservation file for the scenario
- * ({"buckets":[{"name","reservation","limit"}]}, integer IOs/s, no "limit"
- * for unlimited buckets) to `f`.  Returns 0 or -EIO. */
+/* Writes the controller's bucket reservation file for the scenario to `f`
+ * with common/bucketfile's writer (bucketfile_dumps(): one bucket per line,
+ * {"name", "reservation", "limit", "weight"}; integer IOs/s, the reservation
+ * rounded down and the limit up, no "limit" for unlimited buckets, weight
+ * 1).  Returns 0, -EIO if writing fails, -ENOMEM, or -EINVAL if a bucket is
+ * outside the bucket file's bounds (scenario_parse() refuses those). */
 int scenario_write_buckets(const scenario_t *s, FILE *f);
 
 #endif
