@@ -16,16 +16,13 @@
 #include "common/mono.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/version.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
-
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 /* ---- options ------------------------------------------------------------- */
 
