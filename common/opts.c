@@ -355,6 +355,46 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width)
     }
 }
 
+void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width)
+{
+    char text[4096], head[128];
+    int shorts = 0;
+    for (size_t i = 0; i < n; i++)
+        shorts |= t[i].help && t[i].shrt;
+    for (size_t i = 0; i < n; i++) {
+        const opts_row_t *r = &t[i];
+        if (!r->help)
+            continue;
+        expand(r, text, sizeof text);
+        char sh[8] = "";
+        if (r->shrt)
+            snprintf(sh, sizeof sh, "-%c, ", r->shrt);
+        else if (shorts)
+            snprintf(sh, sizeof sh, "    ");
+        int hl = snprintf(head, sizeof head, "%s--%s%s%s", sh, r->name, r->arg ? " " : "",
+                          r->arg ? r->arg : "");
+        int first = 1;
+        if (hl + 1 <= width) {
+            fprintf(out, "%*s%-*s", indent, "", width, head);
+        } else {
+            fprintf(out, "%*s%s\n", indent, "", head);
+            first = 0;
+        }
+        const char *d = strstr(r->help, "{default}") ? NULL : shown_default(r);
+        const char *p = text;
+        do {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            fprintf(out, "%*s%.*s", first ? 0 : indent + width, "", len, p);
+            if (!nl && d)
+                fprintf(out, "%s(default %s)", len ? " " : "", d);
+            fputc('\n', out);
+            p = nl ? nl + 1 : p + len;
+            first = 0;
+        } while (*p);
+    }
+}
+
 /* ---- legacy table -------------------------------------------------------- */
 
 void opts_getopt(const opts_t *t, size_t n, struct option *lo)

@@ -108,7 +108,15 @@ void opts_help(FILE *out, const opts_row_t *t, size_t n);
  * the last line unless the help says "{default}" or there is none. */
 void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
 
-/* ---- legacy table, until storage-node/ and workloads/ are converted ------ */
+/* Prints the rows as a manual's OPTIONS list: `indent` spaces, then
+ * "-x, --name ARG" (or, when some row of the table has a short letter,
+ * "    --name ARG" so that long names line up) padded to `width` columns
+ * with at least one space before the help; a longer head gets a line of
+ * its own and the help starts on the next line.  Continuations and the
+ * " (default X)" after the last line are as in opts_help_list(). */
+void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width);
+
+/* ---- legacy table, until storage-node/ is converted --------------------- */
 
 typedef struct {
     const char *name;  /* long option, without "--" */

@@ -148,6 +148,8 @@ typedef struct {
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
  *   goodbye   -
  *   error     code*, text
+ *   welcome, tokens, heartbeat, error: epoch (optional, > 0: the sending
+ *             controller's leadership epoch)
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -164,6 +166,12 @@ typedef struct {
     uint32_t intervals;    /* K >= 1 */
     uint32_t period_ms;    /* T in ms, >= 1 */
     uint32_t remaining_ms; /* <= period_ms */
+
+    /* welcome, tokens, heartbeat, error (controller -> node): the sending
+     * controller's leadership epoch, a number that only grows when another
+     * controller takes over (etcd election); 0 = none (a lone controller).
+     * A node obeys only the highest epoch it has seen. */
+    uint64_t epoch;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */

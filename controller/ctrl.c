@@ -204,6 +204,38 @@ int ctrl_nnodes(const ctrl_t *c)
 }
 
 /* Puts table entry j on node nd's active list.  Returns 0 or -ENOMEM. */
+/* A bucket absent from a report is idle on that node (docs/protocol.md: the
+ * node leaves out exactly the buckets whose counters are all zero): every
+ * active pair the report of `period` did not carry but an earlier report of
+ * the same period did reads zero queued and arrivals from now on (what it
+ * served this period stays counted).  Clears the marks the report's records
+ * left.  O(active pairs of the node). */
+static void absent_idle(node_t *nd, uint64_t period)
+{
+    for (size_t k = 0; k < nd->nact; k++) {
+        uint32_t j = nd->act[k];
+        if (nd->inact[j] & INACT_REPORTED) {
+            nd->inact[j] &= (uint8_t)~INACT_REPORTED;
+            continue;
+        }
+        pair_t *p = &nd->pairs[j];
+        if (!p->has_report || p->period != period)
+            continue; /* an older period's record: the idle reset of the
+                         computation reads it, the provisional split
+                         remembers where the demand was */
+        p->queued = 0;
+        p->arrivals = 0;
+        p->throttled = 0;
+    }
+}
+
+/* Clears the marks of a report that was not taken to its end. */
+static void unmark(node_t *nd)
+{
+    for (size_t k = 0; k < nd->nact; k++)
+        nd->inact[nd->act[k]] &= (uint8_t)~INACT_REPORTED;
+}
+
 static int act_add(node_t *nd, size_t j)
 {
     if (nd->inact[j])
@@ -217,7 +249,7 @@ static int act_add(node_t *nd, size_t j)
         nd->capact = cap;
     }
     nd->act[nd->nact++] = (uint32_t)j;
-    nd->inact[j] = 1;
+    nd->inact[j] = INACT_LISTED;
     nd->act_sorted = 0;
     return 0;
 }
@@ -432,8 +464,10 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
     }
     for (size_t i = 0; i < n; i++) {
         const proto_report_rec_t *r = &recs[i];
-        if (r->bucket >= nd->ntable)
+        if (r->bucket >= nd->ntable) {
+            unmark(nd);
             return -EINVAL;
+        }
         if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable) {
             ctrl__prefetch(&nd->pairs[recs[i + PAIR_AHEAD].bucket], sizeof(pair_t));
             __builtin_prefetch(&nd->served[recs[i + PAIR_AHEAD].bucket], 1);
@@ -453,9 +487,13 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;
-        if (act_add(nd, r->bucket) < 0)
+        if (act_add(nd, r->bucket) < 0) {
+            unmark(nd);
             return -ENOMEM;
+        }
+        nd->inact[r->bucket] |= INACT_REPORTED;
     }
+    absent_idle(nd, period);
     return 0;
 }
 

@@ -18,6 +18,9 @@
  * out in work_t: the passes over the active pairs are memory-bound, and
  * each of these three arrays is streamed only by the passes that need it
  * (one 112-byte record per pair made every pass stream all of it). */
+/* node_t.inact flags */
+enum { INACT_LISTED = 1, INACT_REPORTED = 2 };
+
 typedef struct {
     int b;                 /* controller bucket index, -1 if not configured */
     uint8_t has_report;
@@ -89,7 +92,8 @@ typedef struct {
      * buckets cost. */
     uint32_t *act;         /* table indices */
     size_t nact, capact;
-    uint8_t *inact;        /* [ntable]: 1 if in act */
+    uint8_t *inact;        /* [ntable]: INACT_LISTED if in act, INACT_REPORTED
+                              while ctrl_node_report() runs over a report */
     /* During a computation, work[k] is active pair act[k]'s: the passes
      * between the first and the last stream it instead of missing the
      * caches on pairs scattered in a large table. */

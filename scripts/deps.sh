@@ -13,6 +13,7 @@ pc   libmemcached       libmemcached-dev
 pc   libevent_pthreads  libevent-dev
 pc   check              check
 pc   igraph             libigraph-dev
+pc   libcurl            libcurl4-gnutls-dev
 file /usr/include/subunit/child.h libsubunit-dev
 cmd  pkg-config         pkg-config
 cmd  memcached          memcached
@@ -24,6 +25,7 @@ cmd  python3            python3
 cmd  fio                fio
 cmd  nbdkit             nbdkit
 cmd  nbdinfo            libnbd-bin
+cmd  etcd               etcd-server
 '
 
 missing=""

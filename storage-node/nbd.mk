@@ -1,9 +1,5 @@
 # storage-node/nbd.mk - the block I/O path of bqos-node: NBD protocol, NBD front, file/device backend (included by storage-node/module.mk)
-node_SRCS += storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd/nbdfront.c storage-node/nbd/nbdnode.c
-
-PROGS += bqos-nbd-node
-bqos-nbd-node_SRCS = storage-node/nbd/nbdmain.c storage-node/nbd/nbdnode.c storage-node/noderun.c
-bqos-nbd-node_LIBS = ctlclient node nodecore protozmq proto common
+node_SRCS += storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd/nbdfront.c storage-node/nbd/nbdopts.c
 
 TESTS += test_nbd test_blockdev test_nbdfront
 test_nbd_SRCS = tests/test_nbd.c

@@ -1,11 +1,15 @@
 # storage-node/node.mk - the memcached front of bqos-node (included by storage-node/module.mk)
-node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/front.c
+node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/keyorder.c storage-node/mc/mcstats.c storage-node/mc/front.c
 
-PROGS += bqos-node
-# noderun.c (bucket/token files, controller client, signals) is linked into
-# the two node programs, not libnode: it calls ctlclient, linked before node.
+# One node program, memcached or block (storage-node/main.c), built under
+# both names: bqos-nbd-node is always a block node (by argv[0]).  noderun.c
+# (bucket/token files, controller client, signals) is linked into the
+# program, not libnode: it calls ctlclient, linked before node.
+PROGS += bqos-node bqos-nbd-node
 bqos-node_SRCS = storage-node/main.c storage-node/noderun.c
 bqos-node_LIBS = ctlclient node nodecore protozmq proto common
+bqos-nbd-node_SRCS = $(bqos-node_SRCS)
+bqos-nbd-node_LIBS = $(bqos-node_LIBS)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
 
 TESTS += test_mcproto

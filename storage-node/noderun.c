@@ -12,7 +12,7 @@
 #include "storage-node/nodeconf.h"
 
 typedef struct {
-    const noderun_front_t *fr;
+    gate_t *g;
     const noderun_config_t *cfg;
 } run_t;
 
@@ -30,13 +30,13 @@ void noderun_prepare(void)
 static int add_bucket(void *arg, const char *name, uint32_t weight)
 {
     const run_t *r = arg;
-    return r->fr->add_bucket(r->fr->front, name, weight);
+    return gate_add_bucket(r->g, name, weight);
 }
 
 static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
 {
     const run_t *r = arg;
-    return r->fr->set_tokens(r->fr->front, name, rt, lt);
+    return gate_set_tokens(r->g, name, rt, lt);
 }
 
 /* Controller client hooks: they act through the front so that what new
@@ -44,8 +44,8 @@ static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
 static int ctl_bucket(void *arg, const char *name)
 {
     const run_t *r = arg;
-    int b = sched_find_bucket(r->fr->sched, name, strlen(name));
-    return b >= 0 ? b : r->fr->add_bucket(r->fr->front, name, 1); /* keep --config weights */
+    int b = sched_find_bucket(gate_sched(r->g), name, strlen(name));
+    return b >= 0 ? b : gate_add_bucket(r->g, name, 1); /* keep --config weights */
 }
 
 static int ctl_set_tokens(void *arg, int b, const char *name, int64_t rt, int64_t lt)
@@ -57,14 +57,14 @@ static int ctl_set_tokens(void *arg, int b, const char *name, int64_t rt, int64_
 static void ctl_set_policy(void *arg, sched_policy_t policy)
 {
     const run_t *r = arg;
-    sched_set_policy(r->fr->sched, policy);
-    r->fr->kick(r->fr->front);
+    sched_set_policy(gate_sched(r->g), policy);
+    gate_kick(r->g);
 }
 
 static void ctl_applied(void *arg)
 {
     const run_t *r = arg;
-    r->fr->kick(r->fr->front);
+    gate_kick(r->g);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -72,7 +72,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     const run_t *r = arg;
     if (sig == SIGUSR1) {
-        sched_period_start(r->fr->sched);
+        sched_period_start(gate_sched(r->g));
         if (r->cfg->tokens_file)
             nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
         else
@@ -80,14 +80,13 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     log_info("signal %d: shutting down", (int)sig);
-    r->fr->shutdown(r->fr->front);
+    gate_shutdown(r->g);
 }
 
-int noderun_run(struct event_base *base, const noderun_front_t *fr,
-                const noderun_config_t *cfg)
+int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
-    run_t r = {fr, cfg};
+    run_t r = {g, cfg};
     ctlclient_t *ctl = NULL;
     static const int signos[] = {SIGTERM, SIGINT, SIGUSR1};
     struct event *sigs[3] = {0};
@@ -106,7 +105,7 @@ int noderun_run(struct event_base *base, const noderun_front_t *fr,
         ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
                                .set_policy = ctl_set_policy, .applied = ctl_applied,
                                .arg = &r};
-        ctl = ctlclient_new(&cc, fr->sched, &ops, &err);
+        ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));
             goto out;

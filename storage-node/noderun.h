@@ -5,26 +5,9 @@
 #include <stdint.h>
 
 #include "storage-node/core/sched.h"
+#include "storage-node/gate.h"
 
 struct event_base;
-
-/* The front as noderun drives it: the memcached front (front.h) or the NBD
- * front (nbdfront.h).  Every call is made on the loop thread. */
-typedef struct {
-    void *front;
-    sched_t *sched;  /* the scheduler the front dispatches from */
-    /* Adds bucket `name` or finds it (then sets its weight); returns its
-     * index or -errno. */
-    int (*add_bucket)(void *front, const char *name, uint32_t weight);
-    /* Sets a bucket's tokens (adding it with weight 1 if new) and
-     * dispatches what they allow; 0 or -errno. */
-    int (*set_tokens)(void *front, const char *name, int64_t r, int64_t l);
-    /* Dispatches what the scheduler allows now (after a policy switch or a
-     * tokens message). */
-    void (*kick)(void *front);
-    /* Begins a graceful stop; the front breaks the loop when done. */
-    void (*shutdown)(void *front);
-} noderun_front_t;
 
 /* The options around the front; strings are borrowed for the call. */
 typedef struct {
@@ -42,14 +25,16 @@ typedef struct {
  * the sockets. */
 void noderun_prepare(void);
 
-/* Loads cfg->config's buckets and cfg->tokens_file, attaches the controller
- * client (cfg->controller), handles SIGTERM and SIGINT (fr->shutdown) and
+/* Drives a front through its gate (the memcached front's or the NBD
+ * front's, gate.h): loads cfg->config's buckets (gate_add_bucket()) and
+ * cfg->tokens_file (gate_set_tokens()), attaches the controller client
+ * (cfg->controller) to the gate's scheduler, handles SIGTERM and SIGINT
+ * (gate_shutdown()) and
  * SIGUSR1 (a new period: per-period counters zeroed, the tokens file read
  * again), then runs the loop until the front breaks it.  Returns 0 after a
  * clean stop, -1 after an error (logged).  The controller client has said
  * goodbye and the signal events are gone when it returns; the front and the
  * loop are the caller's.  Main thread only. */
-int noderun_run(struct event_base *base, const noderun_front_t *fr,
-                const noderun_config_t *cfg);
+int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg);
 
 #endif

@@ -104,7 +104,7 @@ static void run_chain(struct event_base *base, backend_t *b, done_t *d, backend_
                       size_t n)
 {
     for (size_t i = 0; i + 1 < n; i++)
-        ops[i].next = &ops[i + 1];
+        ops[i].link.next = &ops[i + 1].link;
     int want = d->total + (int)n;
     d->in_submit = 1;
     ck_assert_int_eq(backend_submit_chain(b, &ops[0], &ops[n - 1], n), 0);

@@ -82,15 +82,15 @@ static void setup(void)
     int err = 0;
     fx.f = nbdfront_new(fx.base, fx.s, &cfg, &err);
     ck_assert_msg(fx.f != NULL, "nbdfront_new: %s", strerror(-err));
-    ck_assert_int_ge(nbdfront_add_bucket(fx.f, "red", 1), 0);
-    ck_assert_int_ge(nbdfront_add_bucket(fx.f, "blue", 1), 0);
+    ck_assert_int_ge(gate_add_bucket(nbdfront_gate(fx.f), "red", 1), 0);
+    ck_assert_int_ge(gate_add_bucket(nbdfront_gate(fx.f), "blue", 1), 0);
     ck_assert_int_eq(pthread_create(&fx.thr, NULL, loop_main, NULL), 0);
 }
 
 static void teardown(void)
 {
     /* Thread-safe with evthread_use_pthreads(); harmless if the loop has
-     * already left (after nbdfront_shutdown()). */
+     * already left (after gate_shutdown()). */
     event_base_loopbreak(fx.base);
     pthread_join(fx.thr, NULL);
     nbdfront_destroy(&fx.f);
@@ -121,7 +121,8 @@ static void sendn(int fd, const void *buf, size_t n)
 static int client(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)nbdfront_port(fx.f)),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)gate_port(nbdfront_gate(fx.f))),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     struct timeval tv = {5, 0};
@@ -366,13 +367,13 @@ END_TEST
 static void block_red(void *arg)
 {
     (void)arg;
-    ck_assert_int_eq(nbdfront_set_tokens(fx.f, "red", 0, 0), 0); /* never served */
+    ck_assert_int_eq(gate_set_tokens(nbdfront_gate(fx.f), "red", 0, 0), 0); /* never served */
 }
 
 static void unblock_red(void *arg)
 {
     (void)arg;
-    ck_assert_int_eq(nbdfront_set_tokens(fx.f, "red", 100, SCHED_UNLIMITED), 0);
+    ck_assert_int_eq(gate_set_tokens(nbdfront_gate(fx.f), "red", 100, SCHED_UNLIMITED), 0);
 }
 
 typedef struct {
@@ -438,7 +439,7 @@ END_TEST
 static void do_shutdown(void *arg)
 {
     (void)arg;
-    nbdfront_shutdown(fx.f);
+    gate_shutdown(nbdfront_gate(fx.f));
 }
 
 /* Shutdown answers queued requests with ESHUTDOWN and closes; on a

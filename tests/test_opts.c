@@ -369,6 +369,32 @@ START_TEST(test_opts_help_list)
 }
 END_TEST
 
+START_TEST(test_opts_help_table)
+{
+    int n = 0, q = 0;
+    const opts_row_t rows[] = {
+        {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = NULL, .arg = "DIR",
+         .help = "write into DIR\n(created)"},
+        {.name = "profile-outstanding", .type = OPTS_INT, .target = &n, .arg = "N",
+         .deflt = "10", .help = "in flight"},
+        {.name = "n", .type = OPTS_INT, .target = &n, .arg = "N", .deflt = "8",
+         .help = "nodes"},
+        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &q},
+    };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    opts_help_table(f, rows, 4, 4, 16);
+    fclose(f);
+    ck_assert_str_eq(buf, "    -o, --out DIR   write into DIR\n"
+                          "                    (created)\n"
+                          "        --profile-outstanding N\n"
+                          "                    in flight (default 10)\n"
+                          "        --n N       nodes (default 8)\n");
+    free(buf);
+}
+END_TEST
+
 /* ---- legacy table -------------------------------------------------------- */
 
 enum { OPT_A = 1, OPT_B, OPT_C };
@@ -432,6 +458,7 @@ int main(void)
     tcase_add_test(tc, test_opts_bad_default);
     tcase_add_test(tc, test_opts_help_man);
     tcase_add_test(tc, test_opts_help_list);
+    tcase_add_test(tc, test_opts_help_table);
     tcase_add_test(tc, test_opts_legacy_getopt_and_name);
     tcase_add_test(tc, test_opts_legacy_usage_text);
     suite_add_tcase(s, tc);

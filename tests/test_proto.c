@@ -581,6 +581,51 @@ static proto_reason_t dec_w(const char *hdr, const void *w, ssize_t wl, proto_st
 /* The weights frame (protocol v2): only with names, only controller ->
  * node, one u32 per name, each 1..PROTO_WEIGHT_MAX; anything else is
  * rejected and counted. */
+/* The controller's leadership epoch rides on what a controller sends a node
+ * (welcome, tokens, heartbeat, error), absent when 0; anywhere else it is a
+ * field error. */
+START_TEST(test_proto_epoch)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    strcpy(m.node, "n1");
+    m.type = PROTO_HEARTBEAT;
+    set_timing(&m);
+    m.has_timing = 1;
+    m.epoch = 77;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.epoch, 77);
+    m.epoch = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.epoch, 0);
+    m.type = PROTO_ERROR;
+    strcpy(m.code, "deposed");
+    m.epoch = UINT64_C(1) << 40;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.epoch, UINT64_C(1) << 40);
+    /* the jansson writer (non-ASCII text) says the same */
+    strcpy(m.text, "caf\xc3\xa9");
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.epoch, UINT64_C(1) << 40);
+    /* a node's message never carries one: the encoder leaves it out */
+    m.type = PROTO_GOODBYE;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.epoch, 0);
+    proto_msg_clear(&d);
+
+    proto_stats_t st = {0};
+    put_tok(recbuf, 0, 0, 1, 2);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"epoch\":5"), recbuf, 24, NULL, -1, &st), PROTO_OK);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"epoch\":5}"),
+                     PROTO_E_FIELD);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":-1}"),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":\"5\"}"),
+                     PROTO_E_FIELD);
+}
+END_TEST
+
 START_TEST(test_proto_weights_rejected)
 {
     proto_stats_t st = {0};
@@ -1027,6 +1072,7 @@ int main(void)
     tcase_add_test(tc, test_proto_compact_records);
     tcase_add_test(tc, test_proto_reject_reasons);
     tcase_add_test(tc, test_proto_weights_rejected);
+    tcase_add_test(tc, test_proto_epoch);
     tcase_add_test(tc, test_proto_fixtures);
     tcase_add_test(tc, test_proto_fuzz_mutations);
     tcase_add_test(tc, test_proto_flat_parser_agrees);

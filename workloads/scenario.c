@@ -12,6 +12,7 @@
 #include "common/bucketfile.h"
 #include "common/jsonloc.h"
 #include "common/names.h"
+#include "common/num.h"
 #include "common/rng.h"
 
 /* Path steps kept for an error position; deeper values are reported at
@@ -196,9 +197,16 @@ static int rate_value(ctx_t *c, const at_t *v, const char *key, double *out)
     }
     if (json_is_string(v->v)) {
         const char *str = json_string_value(v->v);
-        char *end;
-        double pct = strtod(str, &end);
-        if (end == str || strcmp(end, "%") != 0 || !(pct >= 0) || pct > 1e6)
+        char num[64];
+        size_t n = strlen(str);
+        double pct = 0;
+        int bad = n < 2 || n >= sizeof num || str[n - 1] != '%';
+        if (!bad) {
+            memcpy(num, str, n - 1);
+            num[n - 1] = '\0';
+            bad = num_double_in(num, 0, 1e6, &pct) < 0;
+        }
+        if (bad)
             return fail(c, v, "%s must be a number of IOs/s or a string \"N%%\" (of one "
                         "server's capacity), not \"%s\"", key, str);
         if (c->s->capacity <= 0)
@@ -246,9 +254,8 @@ static int parse_address(ctx_t *c, const at_t *at, const char *str, const char *
     if (strncmp(a, "memcached://", 12) == 0)
         a += 12;
     const char *colon = strrchr(a, ':');
-    char *end;
-    long p = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || colon == a || colon[1] == '\0' || *end || p < 1 || p > 65535)
+    int64_t p;
+    if (!colon || colon == a || num_i64_in(colon + 1, 1, 65535, &p) < 0)
         return fail(c, at, "%s must be \"HOST:PORT\" with a port 1-65535, not \"%s\"", what,
                     str);
     *host = strndup(a, (size_t)(colon - a));
@@ -305,8 +312,9 @@ static int override_server(ctx_t *c, const char *spec)
     free(sv->host);
     sv->host = host;
     sv->port = port;
-    if (!bhost && !(bhost = strdup(host)))
+    if (!bhost && !(bhost = strdup(host))) {
         return -ENOMEM;
+    }
     if (!comma)
         bport = port;
     free(sv->backend_host);
@@ -360,6 +368,7 @@ static int parse_servers(ctx_t *c, const at_t *arr)
     }
     return 0;
 }
+
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -858,42 +867,4 @@ out:
     free(buf);
     fclose(f);
     return rc;
-}
-
-void scenario_destroy(scenario_t **sp)
-{
-    if (!sp || !*sp)
-        return;
-    scenario_t *s = *sp;
-    for (size_t i = 0; i < s->nservers; i++) {
-        free(s->servers[i].name);
-        free(s->servers[i].host);
-        free(s->servers[i].backend_host);
-    }
-    free(s->servers);
-    for (size_t i = 0; i < s->nbuckets; i++) {
-        for (size_t j = 0; j < s->buckets[i].nphases; j++)
-            free(s->buckets[i].phases[j].servers);
-        free(s->buckets[i].phases);
-        free(s->buckets[i].name);
-    }
-    free(s->buckets);
-    free(s);
-    *sp = NULL;
-}
-
-const scenario_phase_t *scenario_phase_at(const scenario_bucket_t *b, double t)
-{
-    size_t i = 0;
-    while (i + 1 < b->nphases && b->phases[i + 1].at <= t)
-        i++;
-    return &b->phases[i];
-}
-
-double scenario_next_change(const scenario_bucket_t *b, double t)
-{
-    for (size_t i = 0; i < b->nphases; i++)
-        if (b->phases[i].at > t)
-            return b->phases[i].at;
-    return INFINITY;
 }

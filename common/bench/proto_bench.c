@@ -1,7 +1,7 @@
 /* proto_bench.c - bqos-proto-bench: time to encode and decode report and
  * tokens messages at a given number of buckets (docs/performance.md). */
 #include <errno.h>
-#include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +9,59 @@
 #include <zmq.h>
 
 #include "common/mono.h"
+#include "common/num.h"
+#include "common/opts.h"
 #include "common/proto.h"
 #include "common/version.h"
 
 
 
-static void usage(FILE *f)
+/* The command line; read-only once parsed. */
+typedef struct {
+    const char *list;
+    int64_t iters;
+    int names, zmq;
+    int help, version;
+} settings_t;
+
+/* The short letters -b -i -n -z -h -V were never listed in --help: they are
+ * unlisted rows after the listed ones (getopt_long matches a long name to
+ * the first row that has it). */
+#define NOPTS 12
+
+/* Fills rows[NOPTS], the option table, with targets in *s. */
+static void option_rows(settings_t *s, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "buckets", .type = OPTS_STRING, .target = &s->list, .arg = "LIST",
+         .deflt = "200,10000", .help = "comma-separated bucket counts"},
+        {.name = "iterations", .type = OPTS_I64, .target = &s->iters, .arg = "N",
+         .flags = OPTS_XMIN,
+         .help = "repetitions per measurement (default: enough for ~0.2 s)"},
+        {.name = "names", .type = OPTS_FLAG, .target = &s->names,
+         .help = "also include the names frame (first contact / table\nchange) in every message"},
+        {.name = "zmq", .type = OPTS_FLAG, .target = &s->zmq,
+         .help = "also time the whole trip: encode, send over a ZeroMQ\n"
+                 "DEALER -> ROUTER pair on TCP loopback, receive, decode\n"
+                 "(one message in flight; column wire_us)"},
+        {.name = "help", .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP,
+         .help = "show this text"},
+        {.name = "version", .type = OPTS_FLAG, .target = &s->version, .flags = OPTS_STOP,
+         .help = "show the version"},
+        {.name = "buckets", .shrt = 'b', .type = OPTS_STRING, .target = &s->list},
+        {.name = "iterations", .shrt = 'i', .type = OPTS_I64, .target = &s->iters,
+         .flags = OPTS_XMIN},
+        {.name = "names", .shrt = 'n', .type = OPTS_FLAG, .target = &s->names},
+        {.name = "zmq", .shrt = 'z', .type = OPTS_FLAG, .target = &s->zmq},
+        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP},
+        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &s->version,
+         .flags = OPTS_STOP},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+static void usage(FILE *f, const opts_row_t *rows)
 {
     fprintf(f,
             "Usage: bqos-proto-bench [--buckets N[,N...]] [--iterations N] [--names]\n"
@@ -26,18 +73,9 @@ static void usage(FILE *f)
             "with buffers reused as a daemon reuses them.  Prints one line per message\n"
             "type and size.\n"
             "\n"
-            "Options:\n"
-            "  --buckets LIST     comma-separated bucket counts (default 200,10000)\n"
-            "  --iterations N     repetitions per measurement (default: enough for ~0.2 s)\n"
-            "  --names            also include the names frame (first contact / table\n"
-            "                     change) in every message\n"
-            "  --zmq              also time the whole trip: encode, send over a ZeroMQ\n"
-            "                     DEALER -> ROUTER pair on TCP loopback, receive, decode\n"
-            "                     (one message in flight; column wire_us)\n"
-            "  --help             show this text\n"
-            "  --version          show the version\n"
-            "\n"
-            "Exit status: 0 on success, 1 on a failed encode/decode, 2 on bad usage.\n");
+            "Options:\n");
+    opts_help_list(f, rows, NOPTS, 19);
+    fprintf(f, "\nExit status: 0 on success, 1 on a failed encode/decode, 2 on bad usage.\n");
 }
 
 /* Times one message shape; prints a row.  Returns 0 or -1. */
@@ -180,50 +218,23 @@ out:
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"buckets", required_argument, NULL, 'b'}, {"iterations", required_argument, NULL, 'i'},
-        {"names", no_argument, NULL, 'n'},         {"help", no_argument, NULL, 'h'},
-        {"zmq", no_argument, NULL, 'z'},
-        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
-    const char *list = "200,10000";
-    long iters = 0;
-    int names = 0, zmq = 0, c;
-    while ((c = getopt_long(argc, argv, "b:i:nzhV", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            list = optarg;
-            break;
-        case 'i': {
-            char *end;
-            errno = 0;
-            iters = strtol(optarg, &end, 10);
-            if (errno || *end || iters <= 0) {
-                fprintf(stderr, "bqos-proto-bench: bad --iterations '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        }
-        case 'n':
-            names = 1;
-            break;
-        case 'z':
-            zmq = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            printf("bqos-proto-bench %s (protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "bqos-proto-bench: unexpected argument '%s'\n", argv[optind]);
+    settings_t s = {0};
+    opts_row_t rows[NOPTS];
+    option_rows(&s, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-proto-bench", .rows = rows, .n = NOPTS};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0)
         return 2;
+    if (s.help) {
+        usage(stdout, rows);
+        return 0;
     }
+    if (s.version) {
+        printf("bqos-proto-bench %s (protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
+        return 0;
+    }
+    const char *list = s.list;
+    long iters = (long)s.iters;
+    int names = s.names, zmq = s.zmq;
     printf("%-7s %8s %6s %10s %12s %12s %12s %10s%s\n", "type", "buckets", "names", "bytes",
            "encode_us", "decode_us", "total_us", "MB/s", zmq ? "    wire_us" : "");
     char *copy = strdup(list), *save = NULL;
@@ -231,17 +242,15 @@ int main(int argc, char **argv)
         return 1;
     int rc = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        errno = 0;
-        long n = strtol(tok, &end, 10);
-        if (errno || *end || n < 0 || n > (long)PROTO_MAX_RECORDS) {
+        int64_t n;
+        if (num_i64_in(tok, 0, PROTO_MAX_RECORDS, &n) < 0) {
             fprintf(stderr, "bqos-proto-bench: bad bucket count '%s'\n", tok);
             free(copy);
             return 2;
         }
         if (bench(PROTO_REPORT, (size_t)n, names, iters, zmq) ||
             bench(PROTO_TOKENS, (size_t)n, names, iters, zmq)) {
-            fprintf(stderr, "bqos-proto-bench: encode/decode failed at %ld buckets\n", n);
+            fprintf(stderr, "bqos-proto-bench: encode/decode failed at %lld buckets\n", (long long)n);
             rc = 1;
         }
     }

@@ -192,6 +192,11 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_SEQ, 0, (uint64_t)INT64_MAX, m->seq);
+    if (hv.v[K_EPOCH].kind != V_NONE && !type_has_epoch(m->type)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_EPOCH, 0, PROTO_MAX_COUNT, m->epoch);
 
     uint64_t nnames = 0;
     int names = hv.v[K_NAMES].kind != V_NONE;

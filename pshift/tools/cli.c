@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/version.h"
 #include "pshift/tools/bench.h"
 #include "pshift/tools/gen.h"
@@ -78,13 +79,9 @@ static const char usage_solve[] =
     "    \"limit_allocation\" and \"limit_stats\"; solve_seconds then covers both\n"
     "    passes.  Allocations list every server where the bucket has demand.\n"
     "\n"
-    "OPTIONS\n"
-    "    --threads N      OpenMP threads (default 1; 0 = OpenMP default).  The\n"
-    "                     result is the same for any N.\n"
-    "    --approx-top M   shift only the top M buckets by tokens and by spare\n"
-    "                     demand (default 0 = exact, optimal Phi)\n"
-    "    --pretty         indent the output\n"
-    "    --help           print this text\n"
+    "OPTIONS\n";
+
+static const char usage_solve_tail[] =
     "\n"
     "ERRORS\n"
     "    Bad input is rejected with exit status 2 and one line naming the\n"
@@ -107,19 +104,7 @@ static const char usage_gen[] =
     "    same options and seed give the same output on every machine.  The\n"
     "    parameters are echoed under \"meta\".\n"
     "\n"
-    "OPTIONS\n"
-    "    --servers N            servers s1..sN (default 64)\n"
-    "    --buckets N            buckets b1..bN (default 10000)\n"
-    "    --reserved-fraction R  share of the total capacity reserved, 0..1 (1.0)\n"
-    "    --demand-ratio M       demand / reservation of every bucket, >= 1 (1.5)\n"
-    "    --zipf S               Zipf exponent of the reservations (0.5)\n"
-    "    --split-zipf S2        Zipf exponent of the demand split (0.5)\n"
-    "    --active N             servers with demand per bucket (8, at most servers)\n"
-    "    --capacity C           capacity of every server (100000)\n"
-    "    --limit-ratio L        give each bucket limit L * reservation; 0 = none (0)\n"
-    "    --seed N               random seed (1)\n"
-    "    --pretty               indent the output\n"
-    "    --help                 print this text\n";
+    "OPTIONS\n";
 
 static const char usage_bench[] =
     "NAME\n"
@@ -144,32 +129,26 @@ static const char usage_bench[] =
     "             with the peak RSS (getrusage)\n"
     "    Progress lines go to stderr.\n"
     "\n"
-    "OPTIONS\n"
-    "    --fig LIST        comma-separated subset of 5,6,7 (default: all three\n"
-    "                      unless --large is given)\n"
-    "    --quick           fewer points and one repetition\n"
-    "    --large           run the large case\n"
-    "    --large-maxflow   also run igraph on the large case (slow, several GB)\n"
-    "    --no-maxflow      skip the max-flow baseline\n"
-    "    --threads-max N   thread counts 1..N (default: number of CPUs)\n"
-    "    --repeat N        solves per point, the fastest is reported (3)\n"
-    "    --seed N          instance seed (1)\n"
-    "    --json            a JSON array instead of the table\n"
-    "    --quiet           no progress lines\n"
-    "    --help            print this text\n";
+    "OPTIONS\n";
 
 /* ---- option tables ------------------------------------------------------ */
 
-typedef enum { OPT_INT, OPT_I64, OPT_U64, OPT_DBL, OPT_FLAG, OPT_STR } opt_type_t;
+/* "-h" is --help too: a second, unlisted row (getopt_long matches "--help"
+ * to the first). */
+#define HELP_ROWS(flag)                                                                   \
+    {.name = "help", .type = OPTS_FLAG, .target = (flag), .flags = OPTS_STOP,            \
+     .help = "print this text"},                                                             \
+    {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = (flag), .flags = OPTS_STOP}
 
-/* One option: its name without "--", its type, where it goes and the bounds
- * of numeric values.  OPT_FLAG stores `min` (as int) into *dst. */
-typedef struct {
-    const char *name;
-    opt_type_t type;
-    void *dst;
-    double min, max;
-} opt_t;
+/* Prints a subcommand's manual: head, the option rows, tail (may be NULL). */
+static void print_usage(const char *head, const opts_row_t *rows, size_t n, int width,
+                        const char *tail)
+{
+    fputs(head, stdout);
+    opts_help_table(stdout, rows, n, 4, width);
+    if (tail)
+        fputs(tail, stdout);
+}
 
 static int bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
@@ -177,76 +156,6 @@ static int bad_usage(const char *cmd, const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nTry '" PROG "%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
     return -EINVAL;
-}
-
-static int set_value(const char *cmd, const opt_t *o, const char *val)
-{
-    char *end = NULL;
-    errno = 0;
-    switch (o->type) {
-    case OPT_INT:
-    case OPT_I64:
-    case OPT_U64: {
-        if (o->type == OPT_U64 && val[0] == '-') break;
-        long long n = strtoll(val, &end, 10);
-        if (errno || end == val || *end || (double)n < o->min || (double)n > o->max) break;
-        if (o->type == OPT_INT) *(int *)o->dst = (int)n;
-        else if (o->type == OPT_I64) *(int64_t *)o->dst = n;
-        else *(uint64_t *)o->dst = (uint64_t)n;
-        return 0;
-    }
-    case OPT_DBL: {
-        double d = strtod(val, &end);
-        if (errno || end == val || *end || !isfinite(d) || d < o->min || d > o->max) break;
-        *(double *)o->dst = d;
-        return 0;
-    }
-    case OPT_STR:
-        *(const char **)o->dst = val;
-        return 0;
-    case OPT_FLAG:
-        break;
-    }
-    char msg[160];
-    snprintf(msg, sizeof msg, "bad value for --%s: '%%s' (expected a %s in [%g, %g])", o->name,
-             o->type == OPT_DBL ? "number" : "whole number", o->min, o->max);
-    return bad_usage(cmd, msg, val);
-}
-
-/* Parses argv[1..argc) against `opts`: "--name value", "--name=value" and
- * flags; other arguments ("-" included) go to pos[] (at most `maxpos`).
- * Returns the number of positional arguments, 1000 for --help, or -EINVAL
- * after printing the reason. */
-static int parse_opts(const char *cmd, int argc, char **argv, const opt_t *opts,
-                      const char **pos, int maxpos)
-{
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1000;
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            if (strcmp(a, "--") == 0) continue;
-            if (a[0] == '-' && a[1] != '\0') return bad_usage(cmd, "unknown option '%s'", a);
-            if (npos >= maxpos) return bad_usage(cmd, "unexpected argument '%s'", a);
-            pos[npos++] = a;
-            continue;
-        }
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const opt_t *o = NULL;
-        for (const opt_t *p = opts; p->name; p++)
-            if (strlen(p->name) == nlen && strncmp(p->name, name, nlen) == 0) o = p;
-        if (!o) return bad_usage(cmd, "unknown option '%s'", a);
-        if (o->type == OPT_FLAG) {
-            if (eq) return bad_usage(cmd, "option '%s' takes no value", a);
-            *(int *)o->dst = (int)o->min;
-            continue;
-        }
-        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!val) return bad_usage(cmd, "option '%s' needs a value", a);
-        if (set_value(cmd, o, val) < 0) return -EINVAL;
-    }
-    return npos;
 }
 
 /* ---- solve -------------------------------------------------------------- */
@@ -279,34 +188,63 @@ static int solve_error(const char *file, int rc)
     }
 }
 
+/* solve's command line. */
+typedef struct {
+    int threads;
+    int64_t approx;
+    int pretty;
+    int help;
+} solve_settings_t;
+
+#define NSOLVE 5
+
+static void solve_rows(solve_settings_t *s, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "threads", .type = OPTS_INT, .target = &s->threads, .arg = "N", .deflt = "1",
+         .min = 0, .max = 1024,
+         .help = "OpenMP threads (default {default}; 0 = OpenMP default).  The\n"
+                 "result is the same for any N."},
+        {.name = "approx-top", .type = OPTS_I64, .target = &s->approx, .arg = "M", .deflt = "0",
+         .min = 0, .max = 1e15,
+         .help = "shift only the top M buckets by tokens and by spare\n"
+                 "demand (default {default} = exact, optimal Phi)"},
+        {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
+        HELP_ROWS(&s->help),
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NSOLVE, "NSOLVE");
+    memcpy(rows, t, sizeof t);
+}
+
 static int cmd_solve(int argc, char **argv)
 {
-    int threads = 1, pretty = 0;
-    int64_t approx = 0;
-    const opt_t opts[] = {
-        {"threads", OPT_INT, &threads, 0, 1024},
-        {"approx-top", OPT_I64, &approx, 0, 1e15},
-        {"pretty", OPT_FLAG, &pretty, 1, 1},
-        {NULL, OPT_FLAG, NULL, 0, 0},
-    };
-    const char *pos[1];
-    int n = parse_opts("solve", argc, argv, opts, pos, 1);
-    if (n == 1000) {
-        fputs(usage_solve, stdout);
+    solve_settings_t s = {0};
+    opts_row_t rows[NSOLVE];
+    solve_rows(&s, rows);
+    const opts_cmd_t cmd = {.prog = PROG " solve", .rows = rows, .n = NSOLVE};
+    int argi;
+    int rc = opts_parse(&cmd, argc, argv, &argi);
+    if (rc < 0) return EXIT_USAGE;
+    if (s.help) {
+        print_usage(usage_solve, rows, NSOLVE, 17, usage_solve_tail);
         return EXIT_OK;
     }
-    if (n < 0) return EXIT_USAGE;
-    if (n != 1) {
-        bad_usage("solve", "%s", "missing FILE (use - for stdin)");
+    if (argi >= argc) {
+        opts_fail(&cmd, "missing FILE (use - for stdin)");
         return EXIT_USAGE;
     }
+    if (argc - argi > 1) {
+        opts_fail(&cmd, "unexpected argument '%s'", argv[argi + 1]);
+        return EXIT_USAGE;
+    }
+    const char *pos[1] = {argv[argi]};
 
     pjson_input_t in;
     jsonloc_err_t err;
     pshift_problem_t *lim = NULL;
     int64_t *targets = NULL;
     int status = EXIT_FAIL;
-    int rc = pjson_read_file(pos[0], &in, &err);
+    rc = pjson_read_file(pos[0], &in, &err);
     if (rc < 0) {
         if (rc == -ENOMEM) {
             fprintf(stderr, PROG ": out of memory\n");
@@ -316,8 +254,8 @@ static int cmd_solve(int argc, char **argv)
         return EXIT_USAGE; /* bad document, or a file that cannot be read */
     }
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    o.threads = threads;
-    o.approx_top = (size_t)approx;
+    o.threads = s.threads;
+    o.approx_top = (size_t)s.approx;
     if ((rc = pshift_solve(in.problem, &o)) < 0) {
         status = solve_error(pos[0], rc);
         goto out;
@@ -342,7 +280,7 @@ static int cmd_solve(int argc, char **argv)
             goto out;
         }
     }
-    if (pjson_write_solution(stdout, in.problem, lim, pretty) < 0) {
+    if (pjson_write_solution(stdout, in.problem, lim, s.pretty) < 0) {
         fprintf(stderr, PROG ": cannot write the solution: %s\n", strerror(errno));
         goto out;
     }
@@ -359,37 +297,70 @@ out:
 
 /* ---- gen ---------------------------------------------------------------- */
 
+/* gen's command line. */
+typedef struct {
+    gen_params_t g;
+    int active_given;
+    int pretty;
+    int help;
+} gen_settings_t;
+
+#define NGEN 13
+
+static void gen_rows(gen_settings_t *s, opts_row_t *rows)
+{
+    gen_params_t *g = &s->g;
+    const opts_row_t t[] = {
+        {.name = "servers", .type = OPTS_INT, .target = &g->servers, .arg = "N", .deflt = "64",
+         .min = 1, .max = 1 << 20, .help = "servers s1..sN (default {default})"},
+        {.name = "buckets", .type = OPTS_INT, .target = &g->buckets, .arg = "N",
+         .deflt = "10000", .min = 0, .max = 1 << 30, .help = "buckets b1..bN (default {default})"},
+        {.name = "reserved-fraction", .type = OPTS_DOUBLE, .target = &g->reserved_fraction,
+         .arg = "R", .deflt = "1.0", .min = 0, .max = 1,
+         .help = "share of the total capacity reserved, 0..1 ({default})"},
+        {.name = "demand-ratio", .type = OPTS_DOUBLE, .target = &g->demand_ratio, .arg = "M",
+         .deflt = "1.5", .min = 1, .max = 1e6,
+         .help = "demand / reservation of every bucket, >= 1 ({default})"},
+        {.name = "zipf", .type = OPTS_DOUBLE, .target = &g->zipf, .arg = "S", .deflt = "0.5",
+         .min = 0, .max = 100, .help = "Zipf exponent of the reservations ({default})"},
+        {.name = "split-zipf", .type = OPTS_DOUBLE, .target = &g->split_zipf, .arg = "S2",
+         .deflt = "0.5", .min = 0, .max = 100,
+         .help = "Zipf exponent of the demand split ({default})"},
+        {.name = "active", .type = OPTS_INT, .target = &g->active, .arg = "N",
+         .show = "8, at most servers", .min = 1, .max = 1 << 20, .given = &s->active_given,
+         .help = "servers with demand per bucket ({default})"},
+        {.name = "capacity", .type = OPTS_I64, .target = &g->capacity, .arg = "C",
+         .deflt = "100000", .min = 0, .max = 1e15,
+         .help = "capacity of every server ({default})"},
+        {.name = "limit-ratio", .type = OPTS_DOUBLE, .target = &g->limit_ratio, .arg = "L",
+         .deflt = "0", .min = 0, .max = 1e6,
+         .help = "give each bucket limit L * reservation; 0 = none ({default})"},
+        {.name = "seed", .type = OPTS_U64, .target = &g->seed, .arg = "N", .deflt = "1",
+         .min = 0, .max = 9.2e18, .help = "random seed ({default})"},
+        {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
+        HELP_ROWS(&s->help),
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NGEN, "NGEN");
+    memcpy(rows, t, sizeof t);
+}
+
 static int cmd_gen(int argc, char **argv)
 {
-    gen_params_t g = GEN_PARAMS_DEFAULT;
-    int pretty = 0;
-    g.active = -1;
-    const opt_t opts[] = {
-        {"servers", OPT_INT, &g.servers, 1, 1 << 20},
-        {"buckets", OPT_INT, &g.buckets, 0, 1 << 30},
-        {"reserved-fraction", OPT_DBL, &g.reserved_fraction, 0, 1},
-        {"demand-ratio", OPT_DBL, &g.demand_ratio, 1, 1e6},
-        {"zipf", OPT_DBL, &g.zipf, 0, 100},
-        {"split-zipf", OPT_DBL, &g.split_zipf, 0, 100},
-        {"active", OPT_INT, &g.active, 1, 1 << 20},
-        {"capacity", OPT_I64, &g.capacity, 0, 1e15},
-        {"limit-ratio", OPT_DBL, &g.limit_ratio, 0, 1e6},
-        {"seed", OPT_U64, &g.seed, 0, 9.2e18},
-        {"pretty", OPT_FLAG, &pretty, 1, 1},
-        {NULL, OPT_FLAG, NULL, 0, 0},
-    };
-    const char *pos[1];
-    int n = parse_opts("gen", argc, argv, opts, pos, 0);
-    if (n == 1000) {
-        fputs(usage_gen, stdout);
+    gen_settings_t s = {.g = GEN_PARAMS_DEFAULT};
+    opts_row_t rows[NGEN];
+    gen_rows(&s, rows);
+    const opts_cmd_t cmd = {.prog = PROG " gen", .rows = rows, .n = NGEN};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
+    if (s.help) {
+        print_usage(usage_gen, rows, NGEN, 23, NULL);
         return EXIT_OK;
     }
-    if (n < 0) return EXIT_USAGE;
+    gen_params_t g = s.g;
     /* The paper's 8 active servers, unless there are fewer servers. */
-    if (g.active < 0) g.active = g.servers < 8 ? g.servers : 8;
+    if (!s.active_given) g.active = g.servers < 8 ? g.servers : 8;
     char msg[128];
     if (gen_check(&g, msg, sizeof msg) < 0) {
-        bad_usage("gen", "%s", msg);
+        opts_fail(&cmd, "%s", msg);
         return EXIT_USAGE;
     }
 
@@ -418,7 +389,7 @@ static int cmd_gen(int argc, char **argv)
         fprintf(stderr, PROG ": out of memory\n");
         goto out;
     }
-    if (pjson_write_problem(stdout, p, g.limit_ratio > 0 ? limits : NULL, meta, pretty) < 0) {
+    if (pjson_write_problem(stdout, p, g.limit_ratio > 0 ? limits : NULL, meta, s.pretty) < 0) {
         fprintf(stderr, PROG ": cannot write the problem: %s\n", strerror(errno));
         goto out;
     }
@@ -432,38 +403,67 @@ out:
 
 /* ---- bench -------------------------------------------------------------- */
 
+/* bench's command line. */
+typedef struct {
+    bench_opts_t b;
+    const char *figs;
+    int quiet, no_mf;
+    int help;
+} bench_settings_t;
+
+#define NBENCH 12
+
+static void bench_rows(bench_settings_t *s, opts_row_t *rows)
+{
+    bench_opts_t *b = &s->b;
+    const opts_row_t t[] = {
+        {.name = "fig", .type = OPTS_STRING, .target = &s->figs, .arg = "LIST",
+         .help = "comma-separated subset of 5,6,7 (default: all three\n"
+                 "unless --large is given)"},
+        {.name = "quick", .type = OPTS_FLAG, .target = &b->quick,
+         .help = "fewer points and one repetition"},
+        {.name = "large", .type = OPTS_FLAG, .target = &b->large, .help = "run the large case"},
+        {.name = "large-maxflow", .type = OPTS_FLAG, .target = &b->large_maxflow,
+         .help = "also run igraph on the large case (slow, several GB)"},
+        {.name = "no-maxflow", .type = OPTS_FLAG, .target = &s->no_mf,
+         .help = "skip the max-flow baseline"},
+        {.name = "threads-max", .type = OPTS_INT, .target = &b->threads_max, .arg = "N",
+         .min = 1, .max = 1024, .help = "thread counts 1..N (default: number of CPUs)"},
+        {.name = "repeat", .type = OPTS_INT, .target = &b->repeat, .arg = "N", .deflt = "3",
+         .min = 1, .max = 1000,
+         .help = "solves per point, the fastest is reported ({default})"},
+        {.name = "seed", .type = OPTS_U64, .target = &b->seed, .arg = "N", .deflt = "1",
+         .min = 0, .max = 9.2e18, .help = "instance seed ({default})"},
+        {.name = "json", .type = OPTS_FLAG, .target = &b->json,
+         .help = "a JSON array instead of the table"},
+        {.name = "quiet", .type = OPTS_FLAG, .target = &s->quiet, .help = "no progress lines"},
+        HELP_ROWS(&s->help),
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NBENCH, "NBENCH");
+    memcpy(rows, t, sizeof t);
+}
+
 static int cmd_bench(int argc, char **argv)
 {
-    bench_opts_t b = BENCH_OPTS_DEFAULT;
-    const char *figs = NULL;
-    int quiet = 0, no_mf = 0;
-    const opt_t opts[] = {
-        {"fig", OPT_STR, &figs, 0, 0},
-        {"quick", OPT_FLAG, &b.quick, 1, 1},
-        {"large", OPT_FLAG, &b.large, 1, 1},
-        {"large-maxflow", OPT_FLAG, &b.large_maxflow, 1, 1},
-        {"no-maxflow", OPT_FLAG, &no_mf, 1, 1},
-        {"threads-max", OPT_INT, &b.threads_max, 1, 1024},
-        {"repeat", OPT_INT, &b.repeat, 1, 1000},
-        {"seed", OPT_U64, &b.seed, 0, 9.2e18},
-        {"json", OPT_FLAG, &b.json, 1, 1},
-        {"quiet", OPT_FLAG, &quiet, 1, 1},
-        {NULL, OPT_FLAG, NULL, 0, 0},
-    };
-    const char *pos[1];
-    int n = parse_opts("bench", argc, argv, opts, pos, 0);
-    if (n == 1000) {
-        fputs(usage_bench, stdout);
+    bench_settings_t s = {.b = BENCH_OPTS_DEFAULT};
+    opts_row_t rows[NBENCH];
+    bench_rows(&s, rows);
+    const opts_cmd_t cmd = {.prog = PROG " bench", .rows = rows, .n = NBENCH};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
+    if (s.help) {
+        print_usage(usage_bench, rows, NBENCH, 18, NULL);
         return EXIT_OK;
     }
-    if (n < 0) return EXIT_USAGE;
+    bench_opts_t b = s.b;
+    const char *figs = s.figs;
+    int quiet = s.quiet, no_mf = s.no_mf;
     if (figs) {
         for (const char *c = figs; *c; c++) {
             if (*c == '5') b.fig5 = 1;
             else if (*c == '6') b.fig6 = 1;
             else if (*c == '7') b.fig7 = 1;
             else if (*c != ',') {
-                bad_usage("bench", "bad --fig list '%s' (expected e.g. 5,6,7)", figs);
+                opts_fail(&cmd, "bad --fig list '%s' (expected e.g. 5,6,7)", figs);
                 return EXIT_USAGE;
             }
         }

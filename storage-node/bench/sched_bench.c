@@ -1,12 +1,13 @@
 /* sched_bench.c - bqos-sched-bench: ns per enqueue+dispatch of the token scheduler at several bucket counts. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/num.h"
+#include "common/opts.h"
 #include "common/version.h"
 #include "storage-node/core/sched.h"
 
@@ -37,15 +38,9 @@ static const char usage[] =
     "           the paper's experiments): a served request comes straight back\n"
     "           to its own bucket\n"
     "\n"
-    "Options:\n"
-    "  -b, --buckets LIST   comma-separated bucket counts (default 10,1000,100000)\n"
-    "  -n, --ops N          enqueue+dispatch pairs per run (default 2000000)\n"
-    "  -p, --pattern P      random, closed or both (default both)\n"
-    "  -w, --weighted       use the weighted round robin (weights 1..4)\n"
-    "  -s, --seed N         random seed (default 1)\n"
-    "  -j, --json           print one JSON object instead of a table\n"
-    "  -h, --help           print this help and exit\n"
-    "  -V, --version        print the version and exit\n"
+    "Options:\n";
+
+static const char usage_tail[] =
     "\n"
     "Exit status: 0 on success, 1 on a run-time failure, 2 on bad usage.\n"
     "Example: bqos-sched-bench --buckets 10,100000 --ops 5000000 --json\n";
@@ -151,102 +146,97 @@ out:
     return rc;
 }
 
-/* Parses "10,1000,100000" into sizes.  Returns the count or -EINVAL. */
-static int parse_sizes(const char *arg, int *sizes)
+/* Bucket counts of --buckets. */
+typedef struct {
+    int n;
+    int v[MAX_SIZES];
+} sizes_t;
+
+/* OPTS_FUNC: parses "10,1000,100000" into the sizes_t at target.  Returns 0
+ * or -EINVAL. */
+static int parse_sizes(const char *arg, void *target)
 {
-    int k = 0;
-    const char *p = arg;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 1 || v > 10000000 || k == MAX_SIZES)
+    sizes_t *sz = target, out = {0};
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
+        return -EINVAL;
+    char *p = buf;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        int64_t v;
+        if (out.n == MAX_SIZES || num_i64_in(p, 1, 10000000, &v) < 0)
             return -EINVAL;
-        sizes[k++] = (int)v;
-        if (*end == ',')
-            end++;
-        else if (*end)
-            return -EINVAL;
-        p = end;
+        out.v[out.n++] = (int)v;
+        if (!comma || !comma[1])
+            break;
+        p = comma + 1;
     }
-    return k ? k : -EINVAL;
+    *sz = out;
+    return 0;
+}
+
+/* The command line; read-only once parsed. */
+typedef struct {
+    sizes_t sizes;
+    uint64_t ops, seed;
+    int pattern; /* index in pattern_names: PAT_* bits minus one */
+    int weighted, json;
+    int help, version;
+} settings_t;
+
+static const char *const pattern_names[] = {"random", "closed", "both", NULL};
+
+#define NOPTS 8
+
+/* Fills rows[NOPTS], the option table, with targets in *s. */
+static void option_rows(settings_t *s, opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "buckets", .shrt = 'b', .type = OPTS_FUNC, .target = &s->sizes,
+         .func = parse_sizes, .arg = "LIST", .deflt = "10,1000,100000",
+         .help = "comma-separated bucket counts"},
+        {.name = "ops", .shrt = 'n', .type = OPTS_U64, .target = &s->ops, .arg = "N",
+         .deflt = "2000000", .flags = OPTS_XMIN, .help = "enqueue+dispatch pairs per run"},
+        {.name = "pattern", .shrt = 'p', .type = OPTS_ENUM, .target = &s->pattern, .arg = "P",
+         .names = pattern_names, .deflt = "both", .help = "random, closed or both"},
+        {.name = "weighted", .shrt = 'w', .type = OPTS_FLAG, .target = &s->weighted,
+         .help = "use the weighted round robin (weights 1..4)"},
+        {.name = "seed", .shrt = 's', .type = OPTS_U64, .target = &s->seed, .arg = "N",
+         .deflt = "1", .help = "random seed"},
+        {.name = "json", .shrt = 'j', .type = OPTS_FLAG, .target = &s->json,
+         .help = "print one JSON object instead of a table"},
+        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP,
+         .help = "print this help and exit"},
+        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &s->version,
+         .flags = OPTS_STOP, .help = "print the version and exit"},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"buckets", required_argument, NULL, 'b'},
-        {"ops", required_argument, NULL, 'n'},
-        {"pattern", required_argument, NULL, 'p'},
-        {"weighted", no_argument, NULL, 'w'},
-        {"seed", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
-    int sizes[MAX_SIZES] = {10, 1000, 100000}, nsizes = 3;
-    uint64_t ops = 2000000, seed = 1;
-    int json = 0, weighted = 0, patterns = PAT_RANDOM | PAT_CLOSED, c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "b:n:p:ws:jhV", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            nsizes = parse_sizes(optarg, sizes);
-            if (nsizes < 0) {
-                fprintf(stderr, "bqos-sched-bench: bad --buckets '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'n':
-            errno = 0;
-            ops = strtoull(optarg, &end, 10);
-            if (errno || *end || ops == 0 || optarg[0] == '-') {
-                fprintf(stderr, "bqos-sched-bench: bad --ops '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 's':
-            errno = 0;
-            seed = strtoull(optarg, &end, 10);
-            if (errno || *end || optarg[0] == '-') {
-                fprintf(stderr, "bqos-sched-bench: bad --seed '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'p':
-            if (strcmp(optarg, "random") == 0)
-                patterns = PAT_RANDOM;
-            else if (strcmp(optarg, "closed") == 0)
-                patterns = PAT_CLOSED;
-            else if (strcmp(optarg, "both") == 0)
-                patterns = PAT_RANDOM | PAT_CLOSED;
-            else {
-                fprintf(stderr, "bqos-sched-bench: bad --pattern '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'w':
-            weighted = 1;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        case 'V':
-            printf("bqos-sched-bench %s\n", BQOS_VERSION);
-            return 0;
-        default:
-            fputs("Try 'bqos-sched-bench --help'.\n", stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "bqos-sched-bench: unexpected argument '%s'\n", argv[optind]);
+    settings_t s = {0};
+    opts_row_t rows[NOPTS];
+    option_rows(&s, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-sched-bench", .rows = rows, .n = NOPTS};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0)
         return 2;
+    if (s.help) {
+        fputs(usage, stdout);
+        opts_help_list(stdout, rows, NOPTS, 21);
+        fputs(usage_tail, stdout);
+        return 0;
     }
+    if (s.version) {
+        printf("bqos-sched-bench %s\n", BQOS_VERSION);
+        return 0;
+    }
+    const int *sizes = s.sizes.v, nsizes = s.sizes.n;
+    const uint64_t ops = s.ops, seed = s.seed;
+    const int json = s.json, weighted = s.weighted, patterns = s.pattern + 1;
 
     result_t res[2 * MAX_SIZES];
     int nres = 0;

@@ -1,55 +1,42 @@
-/* backend.c - libmemcached worker pool with eventfd completions (see backend.h). */
+/* backend.c - memcached backend: libmemcached calls on a worker pool (workpool.h) or inline (see backend.h). */
 #include "storage-node/mc/backend.h"
 
 #include <errno.h>
-#include <event2/event.h>
 #include <libmemcached/memcached.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "common/log.h"
+#include "storage-node/workpool.h"
 
-/* Shared between the loop thread and the workers: the read-only settings,
- * then the submit FIFO under `lock`, then the completions under
- * `done_lock`. */
+_Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's");
+
+#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+
+/* The settings are read-only after backend_new() (the workers read them);
+ * the pool has its own locks. */
 struct backend {
-    /* read-only after backend_new() */
     char host[256];
     unsigned port;
-    int nworkers;            /* 0: inline, ops run on the loop thread */
-    memcached_st *mc;        /* inline mode's connection (loop thread) */
-    int batch;               /* most ops a worker takes at once */
     backend_done_fn done;
     void *arg;
-    int efd;
-    struct event *ev;        /* loop thread */
-    pthread_t *threads;
-    int nthreads;            /* started */
-
-    pthread_mutex_t lock;    /* the submit side: */
-    pthread_cond_t cond;
-    backend_op_t *todo_head, *todo_tail; /* FIFO of submitted ops */
-    int idle;                /* workers waiting on cond */
-    int stopping;
-    /* The completion side has its own lock so that workers handing back
-     * results do not contend with the loop thread submitting work. */
-    pthread_mutex_t done_lock;
-    backend_op_t *done_head, *done_tail; /* completed, not yet delivered */
+    workpool_t *wp;          /* each worker (inline: the loop thread) with
+                                its own memcached_st */
 };
 
-static memcached_st *connect_mc(const backend_t *b)
+/* The pool's thread_start: each worker's (inline: the loop thread's)
+ * libmemcached handle; it connects on first use. */
+static void *connect_mc(void *arg)
 {
+    const backend_t *b = arg;
     memcached_st *mc = memcached_create(NULL);
     if (!mc)
-        return NULL;
+        goto fail;
     if (memcached_server_add(mc, b->host, (in_port_t)b->port) !=
         MEMCACHED_SUCCESS) {
         memcached_free(mc);
-        return NULL;
+        goto fail;
     }
     memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 1);
     memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
@@ -62,6 +49,16 @@ static memcached_st *connect_mc(const backend_t *b)
     memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
     memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT, 0);
     return mc;
+fail:
+    log_error("backend: cannot create a libmemcached handle");
+    return NULL;
+}
+
+static void disconnect_mc(void *ctx, void *arg)
+{
+    (void)arg;
+    if (ctx)
+        memcached_free(ctx);
 }
 
 static void set_error(backend_op_t *op, memcached_st *mc, memcached_return_t rc)
@@ -301,98 +298,27 @@ static void run_batch(memcached_st *mc, backend_op_t **ops, size_t n)
             run_op(mc, ops[i]);
 }
 
-/* Appends the ops (linked in order through ->next, last->next NULL) to the
- * completions and wakes the loop if they were empty. */
-static void hand_back(backend_t *b, backend_op_t *first, backend_op_t *last)
+/* The pool's run: a batch on this thread's connection (NULL: none). */
+static void run_items(void *ctx, workpool_item_t **items, size_t n, void *arg)
 {
-    pthread_mutex_lock(&b->done_lock);
-    int wake = b->done_head == NULL;
-    if (b->done_tail)
-        b->done_tail->next = first;
-    else
-        b->done_head = first;
-    b->done_tail = last;
-    pthread_mutex_unlock(&b->done_lock);
-    if (!wake)
-        return;
-    if (b->nworkers == 0) {
-        event_active(b->ev, EV_READ, 0); /* loop thread: no syscall */
-        return;
-    }
-    uint64_t one = 1;
-    ssize_t w = write(b->efd, &one, sizeof one);
-    (void)w; /* the counter cannot overflow in practice */
+    (void)arg;
+    backend_op_t *ops[BACKEND_BATCH_MAX];
+    for (size_t i = 0; i < n; i++)
+        ops[i] = container_of(items[i], backend_op_t, link);
+    run_batch(ctx, ops, n);
 }
 
-static void *worker_main(void *arg)
+/* The pool's ready, on the loop thread: runs the callbacks in order. */
+static void deliver(void *arg)
 {
     backend_t *b = arg;
-    backend_op_t *ops[BACKEND_BATCH_MAX];
-    memcached_st *mc = connect_mc(b);
-    if (!mc)
-        log_error("backend: cannot create a libmemcached handle");
-    pthread_mutex_lock(&b->lock);
-    for (;;) {
-        while (!b->todo_head && !b->stopping) {
-            b->idle++;
-            pthread_cond_wait(&b->cond, &b->lock);
-            b->idle--;
-        }
-        if (!b->todo_head)
-            break; /* stopping and nothing left */
-        size_t n = 0;
-        while (b->todo_head && n < (size_t)b->batch) {
-            ops[n++] = b->todo_head;
-            b->todo_head = b->todo_head->next;
-        }
-        if (!b->todo_head)
-            b->todo_tail = NULL;
-        pthread_mutex_unlock(&b->lock);
-
-        run_batch(mc, ops, n);
-        for (size_t i = 0; i + 1 < n; i++)
-            ops[i]->next = ops[i + 1];
-        ops[n - 1]->next = NULL;
-        hand_back(b, ops[0], ops[n - 1]);
-        pthread_mutex_lock(&b->lock);
+    workpool_item_t *it = workpool_collect(b->wp);
+    while (it) {
+        workpool_item_t *next = it->next;
+        it->next = NULL;
+        b->done(container_of(it, backend_op_t, link), b->arg);
+        it = next;
     }
-    pthread_mutex_unlock(&b->lock);
-    if (mc)
-        memcached_free(mc);
-    return NULL;
-}
-
-/* Loop thread: takes every completed op and runs the callbacks in order. */
-static void deliver(backend_t *b)
-{
-    pthread_mutex_lock(&b->done_lock);
-    backend_op_t *op = b->done_head;
-    b->done_head = b->done_tail = NULL;
-    pthread_mutex_unlock(&b->done_lock);
-    while (op) {
-        backend_op_t *next = op->next;
-        op->next = NULL;
-        b->done(op, b->arg);
-        op = next;
-    }
-}
-
-/* Inline mode: completions were queued by backend_submit_chain() on this
- * thread and the event activated by hand. */
-static void on_inline_done(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    deliver(arg);
-}
-
-static void on_eventfd(evutil_socket_t fd, short what, void *arg)
-{
-    (void)what;
-    uint64_t n;
-    ssize_t r = read(fd, &n, sizeof n);
-    (void)r; /* EAGAIN only if another read raced: harmless */
-    deliver(arg);
 }
 
 backend_t *backend_new(struct event_base *base, const char *host,
@@ -414,44 +340,12 @@ backend_t *backend_new(struct event_base *base, const char *host,
     }
     snprintf(b->host, sizeof b->host, "%s", host);
     b->port = port;
-    b->nworkers = nworkers;
-    b->batch = batch;
     b->done = done;
     b->arg = arg;
-    b->efd = -1;
-    pthread_mutex_init(&b->lock, NULL);
-    pthread_mutex_init(&b->done_lock, NULL);
-    pthread_cond_init(&b->cond, NULL);
-    if (nworkers == 0) {
-        b->mc = connect_mc(b);
-        b->ev = event_new(base, -1, 0, on_inline_done, b);
-        if (!b->mc || !b->ev)
-            rc = -ENOMEM;
-        goto out;
-    }
-    b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (b->efd < 0) {
-        rc = -errno;
-        goto out;
-    }
-    b->ev = event_new(base, b->efd, EV_READ | EV_PERSIST, on_eventfd, b);
-    if (!b->ev || event_add(b->ev, NULL) < 0) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    b->threads = calloc((size_t)nworkers, sizeof *b->threads);
-    if (!b->threads) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (int i = 0; i < nworkers; i++) {
-        int e = pthread_create(&b->threads[i], NULL, worker_main, b);
-        if (e) {
-            rc = -e;
-            goto out;
-        }
-        b->nthreads++;
-    }
+    workpool_config_t pc = {.workers = nworkers, .batch = batch, .finish_queued = 1,
+                            .thread_start = connect_mc, .thread_stop = disconnect_mc,
+                            .run = run_items, .ready = deliver, .arg = b};
+    b->wp = workpool_new(base, &pc, &rc);
 out:
     if (rc < 0) {
         backend_destroy(&b);
@@ -462,56 +356,15 @@ out:
     return b;
 }
 
-/* Inline mode: runs the chain now, `batch` ops at a time, and queues the
- * completions for the loop's next pass over active events. */
-static int run_inline(backend_t *b, backend_op_t *first, backend_op_t *last)
-{
-    if (b->stopping)
-        return -ESHUTDOWN;
-    backend_op_t *ops[BACKEND_BATCH_MAX];
-    backend_op_t *op = first;
-    while (op) {
-        size_t n = 0;
-        for (; op && n < (size_t)b->batch; op = op->next)
-            ops[n++] = op;
-        run_batch(b->mc, ops, n);
-    }
-    hand_back(b, first, last);
-    return 0;
-}
-
 int backend_submit(backend_t *b, backend_op_t *op)
 {
-    op->next = NULL;
-    return backend_submit_chain(b, op, op, 1);
+    return workpool_submit_chain(b->wp, &op->link, &op->link, 1);
 }
 
 int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
                          size_t n)
 {
-    last->next = NULL;
-    if (b->nworkers == 0)
-        return run_inline(b, first, last);
-    pthread_mutex_lock(&b->lock);
-    if (b->stopping) {
-        pthread_mutex_unlock(&b->lock);
-        return -ESHUTDOWN;
-    }
-    if (b->todo_tail)
-        b->todo_tail->next = first;
-    else
-        b->todo_head = first;
-    b->todo_tail = last;
-    /* Busy workers come back for more by themselves; wake an idle one
-     * (all of them for more than a batch). */
-    if (b->idle > 0) {
-        if (n > (size_t)b->batch)
-            pthread_cond_broadcast(&b->cond);
-        else
-            pthread_cond_signal(&b->cond);
-    }
-    pthread_mutex_unlock(&b->lock);
-    return 0;
+    return workpool_submit_chain(b->wp, &first->link, &last->link, n);
 }
 
 void backend_destroy(backend_t **bp)
@@ -519,24 +372,11 @@ void backend_destroy(backend_t **bp)
     if (!bp || !*bp)
         return;
     backend_t *b = *bp;
-    pthread_mutex_lock(&b->lock);
-    b->stopping = 1;
-    pthread_cond_broadcast(&b->cond);
-    pthread_mutex_unlock(&b->lock);
-    for (int i = 0; i < b->nthreads; i++)
-        pthread_join(b->threads[i], NULL);
-    if (b->done)
+    if (b->wp) {
+        workpool_stop(b->wp); /* the workers finish the queue first */
         deliver(b);
-    if (b->ev)
-        event_free(b->ev);
-    if (b->efd >= 0)
-        close(b->efd);
-    if (b->mc)
-        memcached_free(b->mc);
-    free(b->threads);
-    pthread_cond_destroy(&b->cond);
-    pthread_mutex_destroy(&b->lock);
-    pthread_mutex_destroy(&b->done_lock);
+        workpool_destroy(&b->wp);
+    }
     free(b);
     *bp = NULL;
 }

@@ -1,6 +1,7 @@
-/* backend.h - pool of worker threads forwarding single-key operations to the
- * storage server's memcached through libmemcached, with completions handed
- * back to a libevent loop thread.
+/* backend.h - the memcached backend: single-key operations forwarded to the
+ * storage server's memcached through libmemcached, on a pool of worker
+ * threads (workpool.h) with completions handed back to a libevent loop
+ * thread, or inline on the loop thread.
  *
  * Each worker owns one memcached_st connection and runs one blocking
  * batch at a time.  The loop thread submits operations; when a batch is
@@ -20,6 +21,7 @@
 #include <stdint.h>
 
 #include "storage-node/mc/mcproto.h"
+#include "storage-node/workpool.h"
 
 struct event_base;
 
@@ -27,7 +29,8 @@ struct event_base;
  * between backend_submit() and the completion callback the backend owns it
  * and fills the result part (and the caller must not touch it). */
 typedef struct backend_op {
-    struct backend_op *next;  /* backend's link while submitted */
+    workpool_item_t link;     /* the pool's while submitted; chains for
+                                 backend_submit_chain() */
     /* request: set by the caller */
     mcp_cmd_t cmd;            /* get/gets, set..cas, delete, incr/decr,
                                  touch, flush_all */
@@ -75,7 +78,7 @@ backend_t *backend_new(struct event_base *base, const char *host,
  * -ESHUTDOWN once backend_destroy() has begun. */
 int backend_submit(backend_t *b, backend_op_t *op);
 
-/* Queues the n ops linked first->next...->last (in that order) with one
+/* Queues the n ops linked first->link.next...->last (in that order) with one
  * lock round trip.  Returns 0, or -ESHUTDOWN (nothing queued). */
 int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
                          size_t n);

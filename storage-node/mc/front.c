@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/mono.h"
+#include "storage-node/gate.h"
 #include "storage-node/mc/backend.h"
+#include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcproto.h"
+#include "storage-node/mc/mcstats.h"
 
 #ifndef BQOS_VERSION
 #define BQOS_VERSION "0.1.0"
@@ -27,13 +29,11 @@
 #define RBUF_INITIAL 16384
 #define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */
 #define OUT_HIGH (4u * 1024 * 1024)  /* unsent reply bytes before we stop reading */
-#define SHUTDOWN_GRACE_SEC 10
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
 enum { IO_NEW = 0, IO_BLOCKED, IO_QUEUED, IO_INFLIGHT, IO_DONE };
 
-#define KTAB_SIZE 256 /* per-connection table of keys with unfinished IOs */
 
 struct slot;
 struct conn;
@@ -45,14 +45,10 @@ typedef struct io {
     struct slot *slot;
     int state;
     int bucket;            /* scheduler bucket, chosen on arrival */
-    /* Same-key ordering within a connection: the newest unfinished IO of a
-     * key is in the connection's key table; a later IO of the same key is
-     * its `waiter` (IO_BLOCKED) and enters the scheduler only when this one
-     * is finished, so a pipelined "set k; get k" reads its own write even
-     * though different workers run IOs concurrently. */
-    struct io *hnext;      /* key table chain */
-    struct io *waiter;
-    int in_tab;
+    /* Same-key ordering within a connection (keyorder.h): a later IO of
+     * the same key is this one's waiter (IO_BLOCKED) and enters the
+     * scheduler only when this one is finished. */
+    keyorder_entry_t ko;
 } io_t;
 
 /* One request's place in its connection's reply order.  Owned by the
@@ -73,17 +69,14 @@ typedef struct slot {
 
 /* One client connection.  Loop thread. */
 typedef struct conn {
+    gate_conn_t sock;      /* socket, events, output buffer (the gate's) */
     struct front *f;
-    struct conn *prev, *next;
-    evutil_socket_t fd;
-    struct event *rev, *wev;
     char *rbuf;
     size_t rlen, rcap;
     size_t swallow;        /* bytes still to discard (too-large value) */
-    struct evbuffer *out;
     slot_t *head, *tail;
     int nslots;
-    io_t **ktab;           /* KTAB_SIZE chains, allocated on first IO */
+    keyorder_t keys;       /* keys with unfinished IOs */
     int paused;            /* reading stopped for backpressure */
     int in_process;        /* inside conn_process(): no recursion */
     int closing;           /* quit or fatal parse error: read no more */
@@ -97,43 +90,22 @@ struct front {
     front_config_t cfg;
     char *name, *backend_host;
     struct event_base *base;
-    listener_t *lis;
     sched_t *s;
+    /* Listener, connections, window, dispatch once per pass of the event
+     * loop (after the reads and completions of that pass), stop. */
+    gate_t *g;
     backend_t *be;
     int default_bucket;
     int auto_buckets;
-    conn_t *conns;
-    int nconns;
-    int inflight;
-    double busy_mark;      /* last time busy time was accounted */
-    double busy_pending;   /* busy seconds not yet reported */
-    int stopping;
-    struct event *stop_timer;
-    /* Dispatch runs once per pass of the event loop, after the reads and
-     * completions of that pass (see request_dispatch()). */
-    struct event *kick;
-    int kick_armed;
     mcp_req_t req;         /* parse scratch (large) */
-    time_t started;
-    /* stats */
-    uint64_t total_conns, cmd_get, cmd_set, get_hits, get_misses, cmd_touch,
-        cmd_other, rejected, backend_errors;
+    mcstats_t st;          /* counters of the stats command */
+    uint64_t cmd_other;
 };
+
+#define conn_of(l) container_of(l, conn_t, sock)
 
 static void conn_flush(conn_t *c);
 static void conn_process(conn_t *c);
-static void request_dispatch(front_t *f, int next_pass);
-static void check_stopped(front_t *f);
-
-
-/* Adds the busy time since the last mark (if anything was outstanding). */
-static void busy_account(front_t *f)
-{
-    double t = mono_now();
-    if (f->inflight > 0)
-        f->busy_pending += t - f->busy_mark;
-    f->busy_mark = t;
-}
 
 void front_config_defaults(front_config_t *cfg)
 {
@@ -212,7 +184,7 @@ static void add_local_text(conn_t *c, char *text, size_t len)
 /* Writes a finished slot's reply to the connection's output buffer. */
 static void slot_write(front_t *f, conn_t *c, slot_t *sl)
 {
-    struct evbuffer *out = c->out;
+    struct evbuffer *out = c->sock.out;
     if (sl->noreply)
         return;
     if (sl->text) {
@@ -236,10 +208,10 @@ static void slot_write(front_t *f, conn_t *c, slot_t *sl)
         for (int i = 0; i < sl->nios; i++) {
             backend_op_t *op = &sl->ios[i].op;
             if (op->reply != MCP_R_VALUE) {
-                f->get_misses++;
+                f->st.get_misses++;
                 continue;
             }
-            f->get_hits++;
+            f->st.get_hits++;
             char hdr[MCP_KEY_MAX + 96];
             int n = mcp_format_value_header(hdr, sizeof hdr, op->key,
                                             op->keylen, op->rflags, op->rvlen,
@@ -271,9 +243,7 @@ static void conn_free(conn_t *c)
         slot_t *next = sl->next;
         for (int i = 0; i < sl->nios; i++) {
             io_t *io = &sl->ios[i];
-            io->waiter = NULL; /* waiters die with this connection */
-            io->hnext = NULL;
-            io->in_tab = 0;
+            keyorder_forget(&io->ko); /* waiters die with this connection */
             if (io->state == IO_QUEUED) {
                 sched_remove(f->s, &io->item);
                 io->state = IO_DONE;
@@ -291,22 +261,8 @@ static void conn_free(conn_t *c)
         }
         sl = next;
     }
-    if (c->rev)
-        event_free(c->rev);
-    if (c->wev)
-        event_free(c->wev);
-    if (c->out)
-        evbuffer_free(c->out);
-    free(c->ktab);
-    if (c->fd >= 0)
-        evutil_closesocket(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        f->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    f->nconns--;
+    keyorder_free(&c->keys);
+    gate_conn_close(f->g, &c->sock);
     free(c->rbuf);
     free(c);
 }
@@ -316,11 +272,11 @@ static void conn_free(conn_t *c)
 static int conn_maybe_close(conn_t *c)
 {
     if (c->broken ||
-        (c->close_when_written && evbuffer_get_length(c->out) == 0)) {
+        (c->close_when_written && evbuffer_get_length(c->sock.out) == 0)) {
         front_t *f = c->f;
         conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+        if (gate_stopping(f->g))
+            gate_check_stopped(f->g);
         return 1;
     }
     return 0;
@@ -328,30 +284,16 @@ static int conn_maybe_close(conn_t *c)
 
 static void conn_try_write(conn_t *c)
 {
-    while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
-        if (n < 0) {
-            int e = EVUTIL_SOCKET_ERROR();
-            if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) {
-                event_add(c->wev, NULL);
-                return;
-            }
-            c->broken = 1;
-            return;
-        }
-        if (n == 0)
-            break;
-    }
-    if (evbuffer_get_length(c->out) == 0)
-        event_del(c->wev);
+    if (gate_conn_write(&c->sock) < 0)
+        c->broken = 1;
 }
 
 static void resume_if_room(conn_t *c)
 {
-    if (c->paused && !c->closing && !c->f->stopping &&
-        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->out) < OUT_HIGH / 2) {
+    if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
+        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2) {
         c->paused = 0;
-        event_add(c->rev, NULL);
+        event_add(c->sock.rev, NULL);
         if (!c->in_process)
             conn_process(c); /* requests already buffered */
     }
@@ -387,65 +329,9 @@ static void conn_flush(conn_t *c)
     resume_if_room(c);
 }
 
-static unsigned key_hash(const char *k, size_t n)
+static io_t *waiter_io(keyorder_entry_t *e)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)k[i]) * 16777619u;
-    return h & (KTAB_SIZE - 1);
-}
-
-static int same_key(const io_t *a, const io_t *b)
-{
-    return a->op.keylen == b->op.keylen &&
-           memcmp(a->op.key, b->op.key, a->op.keylen) == 0;
-}
-
-/* Registers io as the newest unfinished IO of its key on connection c.
- * Returns 1 if an earlier one exists (io is then its waiter and must not
- * be enqueued yet), 0 if io may go to the scheduler now, -ENOMEM. */
-static int key_register(conn_t *c, io_t *io)
-{
-    if (!c->ktab) {
-        c->ktab = calloc(KTAB_SIZE, sizeof *c->ktab);
-        if (!c->ktab)
-            return -ENOMEM;
-    }
-    io_t **pp = &c->ktab[key_hash(io->op.key, io->op.keylen)];
-    for (; *pp; pp = &(*pp)->hnext) {
-        io_t *t = *pp;
-        if (!same_key(t, io))
-            continue;
-        t->waiter = io;
-        t->in_tab = 0;
-        io->hnext = t->hnext;
-        t->hnext = NULL;
-        *pp = io;
-        io->in_tab = 1;
-        return 1;
-    }
-    io->hnext = NULL;
-    *pp = io;
-    io->in_tab = 1;
-    return 0;
-}
-
-/* io is finished: drops it from the key table and returns its waiter (now
- * free to go), or NULL. */
-static io_t *key_finish(conn_t *c, io_t *io)
-{
-    if (io->in_tab && c->ktab) {
-        io_t **pp = &c->ktab[key_hash(io->op.key, io->op.keylen)];
-        while (*pp && *pp != io)
-            pp = &(*pp)->hnext;
-        if (*pp)
-            *pp = io->hnext;
-        io->in_tab = 0;
-        io->hnext = NULL;
-    }
-    io_t *w = io->waiter;
-    io->waiter = NULL;
-    return w;
+    return e ? container_of(e, io_t, ko) : NULL;
 }
 
 static void io_fail(io_t *io, const char *msg)
@@ -460,14 +346,14 @@ static void io_fail(io_t *io, const char *msg)
  * when stopping).  Returns nonzero if some slot of c finished. */
 static void release_waiter(front_t *f, conn_t *c, io_t *done)
 {
-    io_t *w = key_finish(c, done);
+    io_t *w = waiter_io(keyorder_finish(&c->keys, &done->ko));
     while (w) {
-        if (!f->stopping && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
+        if (!gate_stopping(f->g) && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
             w->state = IO_QUEUED;
             return;
         }
         io_fail(w, "SERVER_ERROR shutting down");
-        w = key_finish(c, w);
+        w = waiter_io(keyorder_finish(&c->keys, &w->ko));
     }
 }
 
@@ -542,12 +428,12 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         int b = r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
                          : f->default_bucket;
         if (b < 0) {
-            f->rejected++;
+            f->st.rejected++;
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
         io->bucket = b;
-        int k = r->nkeys ? key_register(c, io) : 0;
+        int k = r->nkeys ? keyorder_register(&c->keys, &io->ko, io->op.key, io->op.keylen) : 0;
         if (k < 0) {
             io_fail(io, "SERVER_ERROR out of memory");
             continue;
@@ -557,7 +443,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
             continue;
         }
         if (sched_enqueue(f->s, b, &io->item) < 0) {
-            key_finish(c, io);
+            keyorder_finish(&c->keys, &io->ko);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
@@ -565,67 +451,13 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
     }
 }
 
+/* The `stats` command's text (mcstats.h) with this front's counters. */
 static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
 {
-    char *buf = NULL;
-    FILE *fp = open_memstream(&buf, len);
-    if (!fp)
-        return NULL;
-    if (arg->len == 0) {
-        sched_node_stats_t ns;
-        sched_node_stats(f->s, &ns);
-        fprintf(fp, "STAT pid %ld\r\n", (long)getpid());
-        fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - f->started));
-        fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
-        fprintf(fp, "STAT version bqos-node-%s\r\n", BQOS_VERSION);
-        fprintf(fp, "STAT curr_connections %d\r\n", f->nconns);
-        fprintf(fp, "STAT total_connections %llu\r\n",
-                (unsigned long long)f->total_conns);
-        fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)f->cmd_get);
-        fprintf(fp, "STAT cmd_set %llu\r\n", (unsigned long long)f->cmd_set);
-        fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)f->cmd_touch);
-        fprintf(fp, "STAT get_hits %llu\r\n", (unsigned long long)f->get_hits);
-        fprintf(fp, "STAT get_misses %llu\r\n", (unsigned long long)f->get_misses);
-        /* memcached counts its worker threads; inline, the loop is one. */
-        fprintf(fp, "STAT threads %d\r\n", f->cfg.workers > 0 ? f->cfg.workers : 1);
-        fprintf(fp, "STAT bqos_node %s\r\n", f->name);
-        fprintf(fp, "STAT bqos_policy %s\r\n",
-                sched_policy(f->s) == SCHED_POLICY_RR ? "rr" : "tokens");
-        fprintf(fp, "STAT bqos_buckets %d\r\n", sched_nbuckets(f->s));
-        fprintf(fp, "STAT bqos_outstanding %d\r\n", f->inflight);
-        fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)f->rejected);
-        fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
-                (unsigned long long)f->backend_errors);
-        fprintf(fp, "STAT bqos_completions %llu\r\n",
-                (unsigned long long)ns.completions);
-        fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", ns.busy_seconds);
-    } else if (arg->len == 7 && memcmp(arg->ptr, "buckets", 7) == 0) {
-        int n = sched_nbuckets(f->s);
-        for (int b = 0; b < n; b++) {
-            sched_bucket_stats_t bs;
-            if (sched_bucket_stats(f->s, b, &bs) < 0)
-                continue;
-            const char *nm = sched_bucket_name(f->s, b);
-            fprintf(fp, "STAT %s:queued %llu\r\n", nm, (unsigned long long)bs.queued);
-            fprintf(fp, "STAT %s:arrivals %llu\r\n", nm, (unsigned long long)bs.arrivals);
-            fprintf(fp, "STAT %s:served_r %llu\r\n", nm, (unsigned long long)bs.served_r);
-            fprintf(fp, "STAT %s:served_l %llu\r\n", nm, (unsigned long long)bs.served_l);
-            fprintf(fp, "STAT %s:served_o %llu\r\n", nm, (unsigned long long)bs.served_o);
-            fprintf(fp, "STAT %s:r_tokens %lld\r\n", nm, (long long)bs.r_tokens);
-            if (bs.l_tokens == SCHED_UNLIMITED)
-                fprintf(fp, "STAT %s:l_tokens unlimited\r\n", nm);
-            else
-                fprintf(fp, "STAT %s:l_tokens %lld\r\n", nm, (long long)bs.l_tokens);
-            fprintf(fp, "STAT %s:weight %u\r\n", nm, (unsigned)bs.weight);
-        }
-    } else {
-        fclose(fp);
-        free(buf);
-        return NULL;
-    }
-    fputs("END\r\n", fp);
-    fclose(fp);
-    return buf;
+    f->st.curr_conns = gate_nconns(f->g);
+    f->st.total_conns = gate_total_conns(f->g);
+    f->st.outstanding = gate_inflight(f->g);
+    return mcstats_text(&f->st, f->s, arg->ptr, arg->len, len);
 }
 
 static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
@@ -661,7 +493,7 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
     }
     case MCP_CMD_GET:
     case MCP_CMD_GETS:
-        f->cmd_get += r->nkeys;
+        f->st.cmd_get += r->nkeys;
         break;
     case MCP_CMD_SET:
     case MCP_CMD_ADD:
@@ -669,10 +501,10 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
     case MCP_CMD_APPEND:
     case MCP_CMD_PREPEND:
     case MCP_CMD_CAS:
-        f->cmd_set++;
+        f->st.cmd_set++;
         break;
     case MCP_CMD_TOUCH:
-        f->cmd_touch++;
+        f->st.cmd_touch++;
         break;
     default:
         f->cmd_other++;
@@ -687,11 +519,11 @@ static void conn_process(conn_t *c)
     front_t *f = c->f;
     size_t off = 0;
     c->in_process = 1;
-    while (off < c->rlen && !c->closing && !c->broken && !f->stopping) {
-        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->out) >= OUT_HIGH) {
+    while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
+        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH) {
             if (!c->paused) {
                 c->paused = 1;
-                event_del(c->rev);
+                event_del(c->sock.rev);
             }
             break;
         }
@@ -758,7 +590,7 @@ static void conn_process(conn_t *c)
     }
     c->in_process = 0;
     conn_flush(c);
-    request_dispatch(f, 0);
+    gate_request_dispatch(f->g, 0);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -808,75 +640,56 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     front_t *f = c->f;
     conn_try_write(c);
     resume_if_room(c);
-    if (!conn_maybe_close(c) && f->stopping)
-        check_stopped(f);
+    if (!conn_maybe_close(c) && gate_stopping(f->g))
+        gate_check_stopped(f->g);
 }
 
-static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
+/* The gate refuses a connection (stopping, or --max-conns reached). */
+static void on_refuse(void *arg, evutil_socket_t fd)
+{
+    (void)arg;
+    static const char msg[] = "ERROR Too many open connections\r\n";
+    ssize_t w = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL);
+    (void)w;
+}
+
+static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)sa;
     (void)salen;
     front_t *f = arg;
-    if (f->stopping || f->nconns >= f->cfg.max_conns) {
-        static const char msg[] = "ERROR Too many open connections\r\n";
-        ssize_t w = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL);
-        (void)w;
-        evutil_closesocket(fd);
-        return;
-    }
     conn_t *c = calloc(1, sizeof *c);
-    if (!c)
-        goto fail;
-    c->f = f;
-    c->fd = fd;
-    c->rcap = RBUF_INITIAL;
-    c->rbuf = malloc(c->rcap);
-    c->out = evbuffer_new();
-    c->rev = event_new(f->base, fd, EV_READ | EV_PERSIST, on_read, c);
-    c->wev = event_new(f->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
-    if (!c->rbuf || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0)
-        goto fail;
-    c->next = f->conns;
-    if (f->conns)
-        f->conns->prev = c;
-    f->conns = c;
-    f->nconns++;
-    f->total_conns++;
-    return;
-fail:
-    log_warn("out of memory accepting a connection");
     if (c) {
-        if (c->rev)
-            event_free(c->rev);
-        if (c->wev)
-            event_free(c->wev);
-        if (c->out)
-            evbuffer_free(c->out);
-        free(c->rbuf);
-        free(c);
+        c->f = f;
+        c->rcap = RBUF_INITIAL;
+        c->rbuf = malloc(c->rcap);
     }
-    evutil_closesocket(fd);
+    if (!c || !c->rbuf || gate_conn_open(f->g, &c->sock, fd, on_read, on_write, c) < 0) {
+        log_warn("out of memory accepting a connection");
+        if (c)
+            free(c->rbuf);
+        free(c);
+        evutil_closesocket(fd);
+    }
 }
 
 /* ---- scheduling and completions --------------------------------------- */
 
-/* Hands the backend what the scheduler allows, as one chain. */
-static void dispatch_now(front_t *f)
+/* Hands the backend what the scheduler allows, as one chain (the gate's
+ * dispatch hook, run once per pass of the loop). */
+static void dispatch_now(void *arg)
 {
+    front_t *f = arg;
     backend_op_t *first = NULL, *last = NULL;
     size_t n = 0;
-    while (f->inflight < f->cfg.outstanding) {
-        sched_item_t *it = sched_dispatch(f->s, NULL);
-        if (!it)
-            break;
+    sched_item_t *it;
+    while ((it = gate_take(f->g)) != NULL) {
         io_t *io = container_of(it, io_t, item);
-        busy_account(f);
         io->state = IO_INFLIGHT;
         io->slot->inflight++;
-        f->inflight++;
-        io->op.next = NULL;
+        io->op.link.next = NULL;
         if (last)
-            last->next = &io->op;
+            last->link.next = &io->op.link;
         else
             first = &io->op;
         last = &io->op;
@@ -885,47 +698,15 @@ static void dispatch_now(front_t *f)
     if (!n || backend_submit_chain(f->be, first, last, n) == 0)
         return;
     /* Only possible while tearing down. */
-    while (first) {
-        backend_op_t *next = first->next;
-        io_t *io = container_of(first, io_t, op);
-        f->inflight--;
+    for (workpool_item_t *l = &first->link, *next; l; l = next) {
+        next = l->next;
+        io_t *io = container_of(l, io_t, op.link);
+        gate_untake(f->g);
         io->slot->inflight--;
         io_fail(io, "SERVER_ERROR shutting down");
         if (io->slot->conn)
             conn_flush(io->slot->conn);
-        first = next;
     }
-}
-
-static void on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    front_t *f = arg;
-    f->kick_armed = 0;
-    if (!f->stopping)
-        dispatch_now(f);
-}
-
-/* Asks for a dispatch at the end of this pass of the event loop rather
- * than now: every request read in one pass (one epoll_wait) then goes to
- * the backend together, as one batch.  After completions (next_pass), the
- * dispatch waits for the next pass instead, after the requests that
- * arrived meanwhile were read: with inline backend calls, dispatching again
- * in the same pass would serve everything already queued before reading
- * anything new, so a bucket with R-tokens whose clients answer quickly
- * would lose its priority over queued L-token work.  The order of dispatch
- * is still the scheduler's alone. */
-static void request_dispatch(front_t *f, int next_pass)
-{
-    static const struct timeval now = {0, 0};
-    if (f->kick_armed)
-        return;
-    f->kick_armed = 1;
-    if (next_pass)
-        evtimer_add(f->kick, &now);
-    else
-        event_active(f->kick, EV_TIMEOUT, 0);
 }
 
 static void on_done(backend_op_t *op, void *arg)
@@ -933,12 +714,9 @@ static void on_done(backend_op_t *op, void *arg)
     front_t *f = arg;
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
-    busy_account(f);
-    f->inflight--;
-    sched_note_completion(f->s, 1, f->busy_pending);
-    f->busy_pending = 0;
+    gate_done(f->g);
     if (op->reply == MCP_R_SERVER_ERROR)
-        f->backend_errors++;
+        f->st.backend_errors++;
     io->state = IO_DONE;
     sl->inflight--;
     sl->pending--;
@@ -954,10 +732,49 @@ static void on_done(backend_op_t *op, void *arg)
             conn_maybe_close(c);
         }
     }
-    if (!f->stopping)
-        request_dispatch(f, 1);
+    if (!gate_stopping(f->g))
+        gate_request_dispatch(f->g, 1);
     else
-        check_stopped(f);
+        gate_check_stopped(f->g);
+}
+
+/* ---- stopping (the gate's hooks) ------------------------------------------- */
+
+static void drain_one(sched_item_t *it, void *arg)
+{
+    (void)arg;
+    io_fail(container_of(it, io_t, item), "SERVER_ERROR shutting down");
+}
+
+/* After the drain: IOs waiting behind a same-key IO fail too, and no
+ * connection reads any more. */
+static void on_stop(void *arg)
+{
+    front_t *f = arg;
+    for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+        for (slot_t *sl = conn_of(l)->head; sl; sl = sl->next)
+            for (int i = 0; i < sl->nios; i++)
+                if (sl->ios[i].state == IO_BLOCKED)
+                    io_fail(&sl->ios[i], "SERVER_ERROR shutting down");
+    gate_conn_t *l = gate_conns(f->g);
+    while (l) {
+        gate_conn_t *next = l->next;
+        conn_t *c = conn_of(l);
+        event_del(c->sock.rev);
+        c->closing = 1;
+        conn_flush(c);
+        conn_maybe_close(c);
+        l = next;
+    }
+}
+
+static int on_idle(void *arg)
+{
+    front_t *f = arg;
+    for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+        if (conn_of(l)->head || evbuffer_get_length(conn_of(l)->sock.out) > 0)
+            return 0;
+    return 1;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -980,7 +797,6 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     }
     f->cfg = *cfg;
     f->base = base;
-    f->started = time(NULL);
     f->name = strdup(cfg->name ? cfg->name : "node");
     f->backend_host = strdup(cfg->backend_host);
     if (!f->name || !f->backend_host) {
@@ -988,17 +804,24 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         goto out;
     }
     f->cfg.name = f->name;
+    f->st.name = f->name;
+    f->st.started = time(NULL);
+    /* memcached counts its worker threads; inline, the loop is one. */
+    f->st.threads = cfg->workers > 0 ? cfg->workers : 1;
     f->cfg.backend_host = f->backend_host;
     f->s = sched_new(cfg->policy, cfg->weighted);
     if (!f->s) {
         rc = -ENOMEM;
         goto out;
     }
-    f->kick = evtimer_new(base, on_kick, f);
-    if (!f->kick) {
-        rc = -ENOMEM;
+    static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
+                                       .stop = on_stop, .idle = on_idle,
+                                       .accept = on_accept, .refuse = on_refuse};
+    /* One dispatch at the end of each pass of the loop (docs/node.md). */
+    gate_config_t gc = {.tag = "", .outstanding = cfg->outstanding,
+                        .max_conns = cfg->max_conns, .max_buckets = 0, .defer = 1};
+    if (!(f->g = gate_new(base, f->s, &gc, &hooks, f, &rc)))
         goto out;
-    }
     f->default_bucket = sched_add_bucket(f->s, "default", 1);
     if (f->default_bucket < 0) {
         rc = f->default_bucket;
@@ -1008,10 +831,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
                         cfg->batch, on_done, f, &rc);
     if (!f->be)
         goto out;
-
-    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
-        goto out;
-    f->busy_mark = mono_now();
+    rc = gate_listen(f->g, &cfg->listen);
 out:
     if (rc < 0) {
         front_destroy(&f);
@@ -1022,104 +842,9 @@ out:
     return f;
 }
 
-unsigned front_port(const front_t *f)
+gate_t *front_gate(front_t *f)
 {
-    return listener_port(f->lis);
-}
-
-const char *front_address(const front_t *f)
-{
-    return listener_name(f->lis);
-}
-
-sched_t *front_sched(front_t *f)
-{
-    return f->s;
-}
-
-int front_add_bucket(front_t *f, const char *name, uint32_t weight)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b >= 0) {
-        int rc = sched_set_weight(f->s, b, weight);
-        return rc < 0 ? rc : b;
-    }
-    return sched_add_bucket(f->s, name, weight);
-}
-
-int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b < 0)
-        b = sched_add_bucket(f->s, name, 1);
-    if (b < 0)
-        return b;
-    int rc = sched_set_tokens(f->s, b, r, l);
-    if (rc == 0 && !f->stopping)
-        request_dispatch(f, 0);
-    return rc;
-}
-
-void front_kick(front_t *f)
-{
-    if (!f->stopping)
-        request_dispatch(f, 0);
-}
-
-static void drain_one(sched_item_t *it, void *arg)
-{
-    (void)arg;
-    io_fail(container_of(it, io_t, item), "SERVER_ERROR shutting down");
-}
-
-static void check_stopped(front_t *f)
-{
-    if (f->inflight > 0)
-        return;
-    for (conn_t *c = f->conns; c; c = c->next)
-        if (c->head || evbuffer_get_length(c->out) > 0)
-            return;
-    log_info("every request answered; stopping");
-    event_base_loopexit(f->base, NULL);
-}
-
-static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    front_t *f = arg;
-    log_warn("shutdown grace period over; %d requests in flight, closing", f->inflight);
-    event_base_loopexit(f->base, NULL);
-}
-
-void front_shutdown(front_t *f)
-{
-    if (f->stopping)
-        return;
-    f->stopping = 1;
-    listener_disable(f->lis);
-    size_t n = sched_drain(f->s, drain_one, NULL);
-    log_info("shutting down: %zu queued requests failed, %d in flight", n,
-             f->inflight);
-    for (conn_t *c = f->conns; c; c = c->next)
-        for (slot_t *sl = c->head; sl; sl = sl->next)
-            for (int i = 0; i < sl->nios; i++)
-                if (sl->ios[i].state == IO_BLOCKED)
-                    io_fail(&sl->ios[i], "SERVER_ERROR shutting down");
-    conn_t *c = f->conns;
-    while (c) {
-        conn_t *next = c->next;
-        event_del(c->rev);
-        c->closing = 1;
-        conn_flush(c);
-        conn_maybe_close(c);
-        c = next;
-    }
-    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
-    f->stop_timer = evtimer_new(f->base, on_stop_timer, f);
-    if (f->stop_timer)
-        evtimer_add(f->stop_timer, &tv);
-    check_stopped(f);
+    return f->g;
 }
 
 void front_destroy(front_t **fp)
@@ -1127,21 +852,17 @@ void front_destroy(front_t **fp)
     if (!fp || !*fp)
         return;
     front_t *f = *fp;
-    listener_destroy(&f->lis);
     /* Connections first (orphaning in-flight slots), then the backend,
      * whose shutdown delivers the last completions to on_done(), which
      * frees the orphans. */
-    f->stopping = 1;
-    while (f->conns)
-        conn_free(f->conns);
+    gate_close(f->g);
+    while (f->g && gate_conns(f->g))
+        conn_free(conn_of(gate_conns(f->g)));
     backend_destroy(&f->be);
     if (f->s)
         sched_drain(f->s, NULL, NULL);
+    gate_destroy(&f->g);
     sched_destroy(&f->s);
-    if (f->stop_timer)
-        event_free(f->stop_timer);
-    if (f->kick)
-        event_free(f->kick);
     free(f->name);
     free(f->backend_host);
     free(f);

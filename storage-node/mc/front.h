@@ -8,10 +8,10 @@
  * Once per pass of the event loop (after that pass's reads; after
  * completions, in the next pass, once the requests that arrived meanwhile
  * are queued), while fewer than `outstanding` IOs are at the backend, the
- * loop calls sched_dispatch() and hands the IOs to the backend as one
- * chain; their completions come back on the loop thread, which counts them
- * (sched_note_completion() with backend busy time), and writes every
- * finished slot at the head of the list.  A multi-key get is one slot with
+ * front takes IOs through its gate (gate_take(), gate.h) and hands them to
+ * the backend as one chain; their completions come back on the loop
+ * thread, which counts them (gate_done(): backend busy time) and writes
+ * every finished slot at the head of the list.  A multi-key get is one slot with
  * one IO per key, answered when all are done.
  *
  * Threads: a front_t and everything in it belong to the loop thread of the
@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage-node/gate.h"
 #include "storage-node/listener.h"
 #include "storage-node/core/sched.h"
 
@@ -36,7 +37,7 @@ typedef enum {
 typedef struct {
     const char *name;            /* node name, shown in stats */
     listener_addr_t listen;      /* where clients connect (listener_parse());
-                                    port 0 picks a free one (front_port()) */
+                                    port 0 picks a free one (gate_port()) */
     const char *backend_host;    /* the real memcached */
     unsigned backend_port;
     int workers;                 /* backend threads, >= 0 (0: backend
@@ -58,40 +59,20 @@ void front_config_defaults(front_config_t *cfg);
 
 typedef struct front front_t;
 
-/* Binds the listening socket, starts the backend pool and creates the
- * scheduler with the bucket "default".  Returns the front (caller owns it,
+/* Creates the scheduler with the bucket "default" and the gate, starts the
+ * backend pool and binds the listening socket.  Returns the front (caller owns it,
  * destroy with front_destroy()), or NULL and *err = -EINVAL (bad settings),
  * -EADDRINUSE or another -errno from bind, -ENOMEM. */
 front_t *front_new(struct event_base *base, const front_config_t *cfg,
                    int *err);
 
-/* Returns the TCP port actually listened on (0 on a Unix socket). */
-unsigned front_port(const front_t *f);
-
-/* Returns where clients connect, "ADDR:PORT" or "unix:PATH" (owned by f). */
-const char *front_address(const front_t *f);
-
-/* The scheduler (owned by the front; loop thread only), for counters. */
-sched_t *front_sched(front_t *f);
-
-/* Adds bucket `name` (or finds it) with weight w; returns its index or
- * -EINVAL/-ENOMEM as sched_add_bucket(). */
-int front_add_bucket(front_t *f, const char *name, uint32_t weight);
-
-/* Sets bucket `name`'s tokens to absolute counts (creating the bucket if it
- * is unknown) and dispatches what they allow.  l may be SCHED_UNLIMITED.
- * Returns 0 or -EINVAL/-ENOMEM.  This is the entry point for the token test
- * hook and for the controller client. */
-int front_set_tokens(front_t *f, const char *name, int64_t r, int64_t l);
-
-/* Dispatches what the scheduler allows now (after changing its tokens or
- * policy directly).  Loop thread only. */
-void front_kick(front_t *f);
-
-/* Begins a graceful stop: closes the listener, stops reading from clients,
- * answers every queued IO with "SERVER_ERROR shutting down", lets in-flight
- * IOs finish, writes every reply, then breaks the event loop.  Idempotent. */
-void front_shutdown(front_t *f);
+/* The front's gate (owned by the front): its address and port, the
+ * scheduler (gate_sched()), buckets and tokens (gate_set_tokens(): the
+ * token test hook and the controller client), gate_kick() and the graceful
+ * stop, gate_shutdown(): the listener closes, reading stops, every queued
+ * IO is answered "SERVER_ERROR shutting down", in-flight IOs finish, every
+ * reply is written, then the event loop breaks. */
+gate_t *front_gate(front_t *f);
 
 /* Frees everything (connections are closed, the backend pool is stopped);
  * sets *fp to NULL.  Accepts NULL. */

@@ -1,4 +1,4 @@
-/* blockdev.c - file/device block backend: per-export files, worker pool, eventfd completions (see blockdev.h). */
+/* blockdev.c - file/device block backend: per-export files, worker pool (workpool.h), kernel AIO with O_DIRECT (see blockdev.h). */
 #include "storage-node/nbd/blockdev.h"
 
 #include <errno.h>
@@ -6,11 +6,9 @@
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <linux/fs.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +17,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "storage-node/workpool.h"
+
+#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
 #define ALIGN 4096u
 #define AIO_BATCH 64       /* kernel AIO ops per io_submit / io_getevents */
@@ -44,16 +45,9 @@ struct blockdev {
     int nworkers;
     int max_exports;
     bexport_t *ex;         /* max_exports entries */
-    pthread_t *threads;
-    int started;
-    /* queue and completions: protected by mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    blockdev_op_t *qhead, *qtail;
-    blockdev_op_t *dhead, *dtail;
-    int stopping;
-    int efd;
-    struct event *ev;
+    workpool_t *wp;        /* the workers, one op at a time; its eventfd
+                              also signals kernel AIO completions */
+    int stopping;          /* loop thread: blockdev_destroy() has begun */
     int no_nowait;         /* RWF_NOWAIT unsupported here: stop trying */
     aio_context_t aio;     /* --direct: kernel AIO for aligned IOs (0: none) */
     int aio_inflight;      /* loop thread */
@@ -152,64 +146,36 @@ static int run_op(blockdev_t *bd, blockdev_op_t *op)
     return -EINVAL;
 }
 
-static void *worker_main(void *arg)
+/* The pool's run, on a worker: one op (batch 1). */
+static void run_item(void *ctx, workpool_item_t **items, size_t n, void *arg)
 {
+    (void)ctx;
+    (void)n;
     blockdev_t *bd = arg;
-    pthread_mutex_lock(&bd->mu);
-    for (;;) {
-        while (!bd->qhead && !bd->stopping)
-            pthread_cond_wait(&bd->cv, &bd->mu);
-        if (bd->stopping)
-            break;
-        blockdev_op_t *op = bd->qhead;
-        bd->qhead = op->next;
-        if (!bd->qhead)
-            bd->qtail = NULL;
-        pthread_mutex_unlock(&bd->mu);
-
-        struct timespec t0;
-        if (bd->io_time_us)
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-        op->result = run_op(bd, op);
-        if (bd->io_time_us) {
-            /* Emulated device time: sleep out the rest of io_time_us. */
-            t0.tv_nsec += (long)bd->io_time_us * 1000;
-            t0.tv_sec += t0.tv_nsec / 1000000000L;
-            t0.tv_nsec %= 1000000000L;
-            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t0, NULL) == EINTR)
-                ;
-        }
-
-        pthread_mutex_lock(&bd->mu);
-        op->next = NULL;
-        int wake = bd->dhead == NULL;
-        if (bd->dtail)
-            bd->dtail->next = op;
-        else
-            bd->dhead = op;
-        bd->dtail = op;
-        if (wake) {
-            uint64_t one = 1;
-            ssize_t w = write(bd->efd, &one, sizeof one);
-            (void)w; /* counter overflow is impossible; EAGAIN means already set */
-        }
+    blockdev_op_t *op = container_of(items[0], blockdev_op_t, link);
+    struct timespec t0;
+    if (bd->io_time_us)
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+    op->result = run_op(bd, op);
+    if (bd->io_time_us) {
+        /* Emulated device time: sleep out the rest of io_time_us. */
+        t0.tv_nsec += (long)bd->io_time_us * 1000;
+        t0.tv_sec += t0.tv_nsec / 1000000000L;
+        t0.tv_nsec %= 1000000000L;
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t0, NULL) == EINTR)
+            ;
     }
-    pthread_mutex_unlock(&bd->mu);
-    return NULL;
 }
 
-/* Runs the callbacks of every finished op.  Loop thread. */
+/* Runs the callbacks of every op the workers finished.  Loop thread. */
 static void deliver(blockdev_t *bd)
 {
-    pthread_mutex_lock(&bd->mu);
-    blockdev_op_t *op = bd->dhead;
-    bd->dhead = bd->dtail = NULL;
-    pthread_mutex_unlock(&bd->mu);
-    while (op) {
-        blockdev_op_t *next = op->next;
-        op->next = NULL;
-        bd->done(op, bd->arg);
-        op = next;
+    workpool_item_t *it = workpool_collect(bd->wp);
+    while (it) {
+        workpool_item_t *next = it->next;
+        it->next = NULL;
+        bd->done(container_of(it, blockdev_op_t, link), bd->arg);
+        it = next;
     }
 }
 
@@ -254,14 +220,10 @@ static void aio_reap(blockdev_t *bd, int wait)
     }
 }
 
-/* The eventfd is edge-triggered and never read: every write to it (a
- * worker's, or the kernel's for an AIO completion) is a new edge, and the
- * counter cannot overflow in practice (2^64 - 2 signals), so the read(2)
- * each wake-up would cost is saved. */
-static void on_event(evutil_socket_t fd, short what, void *arg)
+/* The pool's ready: a worker finished an op, or the kernel an AIO one (both
+ * write the pool's eventfd). */
+static void on_ready(void *arg)
 {
-    (void)fd;
-    (void)what;
     blockdev_t *bd = arg;
     if (bd->aio)
         aio_reap(bd, 0);
@@ -312,7 +274,7 @@ static void aio_add(blockdev_t *bd, blockdev_op_t *op)
     cb->aio_nbytes = op->length;
     cb->aio_offset = (int64_t)op->offset;
     cb->aio_flags = IOCB_FLAG_RESFD;
-    cb->aio_resfd = (uint32_t)bd->efd;
+    cb->aio_resfd = (uint32_t)workpool_eventfd(bd->wp);
     if (bd->npend == AIO_BATCH)
         aio_commit(bd);
     else if (bd->npend == 1)
@@ -412,7 +374,6 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
         rc = -ENOMEM;
         goto out;
     }
-    bd->efd = -1;
     bd->sfd = bd->sdfd = -1;
     bd->base = base;
     bd->done = done;
@@ -424,12 +385,9 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
     bd->max_exports = cfg->max_exports;
     bd->io_time_us = cfg->io_time_us;
     bd->no_nowait = cfg->io_time_us > 0;
-    pthread_mutex_init(&bd->mu, NULL);
-    pthread_cond_init(&bd->cv, NULL);
     bd->path = strdup(cfg->path);
     bd->ex = calloc((size_t)cfg->max_exports, sizeof *bd->ex);
-    bd->threads = calloc((size_t)cfg->workers, sizeof *bd->threads);
-    if (!bd->path || !bd->ex || !bd->threads) {
+    if (!bd->path || !bd->ex) {
         rc = -ENOMEM;
         goto out;
     }
@@ -442,30 +400,20 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
         if (rc < 0)
             goto out;
     }
-    bd->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (bd->efd < 0) {
-        rc = -errno;
+    workpool_config_t pc = {.workers = bd->nworkers, .batch = 1, .finish_queued = 0,
+                            .run = run_item, .ready = on_ready, .arg = bd};
+    if (!(bd->wp = workpool_new(base, &pc, &rc)))
         goto out;
-    }
     if (bd->direct && !bd->io_time_us &&
         syscall(SYS_io_setup, (unsigned)(bd->nworkers < 64 ? 256 : 4 * bd->nworkers),
                 &bd->aio) < 0) {
         log_warn("io_setup: %s; O_DIRECT IOs go through the worker pool", strerror(errno));
         bd->aio = 0;
     }
-    bd->ev = event_new(base, bd->efd, EV_READ | EV_PERSIST | EV_ET, on_event, bd);
     bd->commit_ev = event_new(base, -1, 0, on_commit, bd);
-    if (!bd->ev || !bd->commit_ev || event_add(bd->ev, NULL) < 0) {
+    if (!bd->commit_ev) {
         rc = -ENOMEM;
         goto out;
-    }
-    for (int i = 0; i < bd->nworkers; i++) {
-        int e = pthread_create(&bd->threads[i], NULL, worker_main, bd);
-        if (e) {
-            rc = -e;
-            goto out;
-        }
-        bd->started++;
     }
 out:
     if (rc < 0) {
@@ -530,19 +478,11 @@ int blockdev_submit(blockdev_t *bd, blockdev_op_t *op)
     return 0;
 }
 
-/* Appends op to the workers' queue (never refused: while stopping, the
- * queue is collected by blockdev_destroy() and completed -ESHUTDOWN). */
+/* Appends op to the workers' queue (never refused before
+ * blockdev_destroy(), which completes what is still queued -ESHUTDOWN). */
 static void queue_for_worker(blockdev_t *bd, blockdev_op_t *op)
 {
-    op->next = NULL;
-    pthread_mutex_lock(&bd->mu);
-    if (bd->qtail)
-        bd->qtail->next = op;
-    else
-        bd->qhead = op;
-    bd->qtail = op;
-    pthread_cond_signal(&bd->cv);
-    pthread_mutex_unlock(&bd->mu);
+    workpool_submit_chain(bd->wp, &op->link, &op->link, 1);
 }
 
 int blockdev_try_inline(blockdev_t *bd, blockdev_op_t *op)
@@ -645,12 +585,10 @@ void blockdev_destroy(blockdev_t **bdp)
     blockdev_t *bd = *bdp;
     if (bd->npend > 0)
         aio_commit(bd); /* gathered but not yet submitted: run them too */
-    pthread_mutex_lock(&bd->mu);
     bd->stopping = 1;
-    pthread_cond_broadcast(&bd->cv);
-    blockdev_op_t *never = bd->qhead;
-    bd->qhead = bd->qtail = NULL;
-    pthread_mutex_unlock(&bd->mu);
+    /* The workers stop after their current op; what they never started
+     * completes -ESHUTDOWN. */
+    workpool_item_t *never = bd->wp ? workpool_stop(bd->wp) : NULL;
     if (bd->aio) {
         /* Kernel AIO cannot be abandoned: wait for it, then deliver. */
         if (bd->done)
@@ -658,24 +596,20 @@ void blockdev_destroy(blockdev_t **bdp)
         syscall(SYS_io_destroy, bd->aio);
         bd->aio = 0;
     }
-    for (int i = 0; i < bd->started; i++)
-        pthread_join(bd->threads[i], NULL);
-    if (bd->done) {
+    if (bd->done && bd->wp) {
         deliver(bd);
         while (never) {
-            blockdev_op_t *next = never->next;
+            workpool_item_t *next = never->next;
             never->next = NULL;
-            never->result = -ESHUTDOWN;
-            bd->done(never, bd->arg);
+            blockdev_op_t *op = container_of(never, blockdev_op_t, link);
+            op->result = -ESHUTDOWN;
+            bd->done(op, bd->arg);
             never = next;
         }
     }
-    if (bd->ev)
-        event_free(bd->ev);
+    workpool_destroy(&bd->wp);
     if (bd->commit_ev)
         event_free(bd->commit_ev);
-    if (bd->efd >= 0)
-        close(bd->efd);
     if (bd->ex) {
         for (int i = 0; i < bd->max_exports; i++) {
             if (bd->single || !bd->ex[i].opened)
@@ -689,10 +623,7 @@ void blockdev_destroy(blockdev_t **bdp)
         close(bd->sfd);
     if (bd->sdfd >= 0)
         close(bd->sdfd);
-    pthread_mutex_destroy(&bd->mu);
-    pthread_cond_destroy(&bd->cv);
     free(bd->ex);
-    free(bd->threads);
     free(bd->path);
     free(bd);
     *bdp = NULL;

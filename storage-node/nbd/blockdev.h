@@ -2,7 +2,7 @@
  * per export in a directory (or one file or device shared by every export),
  * pread/pwrite/fdatasync/fallocate on a pool of worker threads (with
  * O_DIRECT, aligned reads and writes as kernel AIO instead), completions
- * handed back to a libevent loop thread.
+ * handed back to a libevent loop thread (the pool is workpool.h).
  *
  * Threads: blockdev_new(), blockdev_export(), blockdev_submit() and
  * blockdev_destroy() are called on the loop thread that owns the event_base;
@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "storage-node/workpool.h"
 
 struct event_base;
 
@@ -38,7 +40,7 @@ typedef struct {
 /* One IO.  The caller owns the memory and fills the request part; between
  * blockdev_submit() and the completion callback the backend owns it. */
 typedef struct blockdev_op {
-    struct blockdev_op *next;  /* backend's link while submitted */
+    workpool_item_t link;      /* backend's while submitted */
     blockdev_kind_t kind;
     int fua;                   /* WRITE: durable before completion */
     int export_id;             /* as given to blockdev_export() */

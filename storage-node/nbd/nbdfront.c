@@ -1,4 +1,4 @@
-/* nbdfront.c - NBD front of bqos-node: handshake and transmission state machine per connection, scheduling, replies (see nbdfront.h). */
+/* nbdfront.c - NBD front of bqos-node: the state machine per connection, transmission, dispatch through the gate, replies; option haggling is nbdopts.c (see nbdfront.h). */
 #include "storage-node/nbd/nbdfront.h"
 
 #include <errno.h>
@@ -16,120 +16,22 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/mono.h"
+#include "storage-node/gate.h"
 #include "storage-node/nbd/nbd.h"
+#include "storage-node/nbd/nbdconn.h"
 
-#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
-
-#define MAX_EXPORTS 65536
 #define MAX_OPTIONS 1024               /* per connection: more is a DoS */
 #define OUT_HIGH (8u * 1024 * 1024)    /* unsent reply bytes before we stop reading */
 #define BUF_HIGH (64u * 1024 * 1024)   /* per connection: request buffers before we stop reading */
-#define SHUTDOWN_GRACE_SEC 10
 #define READ_MIN (64u * 1024)          /* bytes asked of one read(2) ... */
 #define READ_MAX (1024u * 1024)        /* ... or more while a payload is awaited */
 #define MAX_EXTENTS 1024               /* descriptors in one BLOCK_STATUS reply */
-#define META_ID_ALLOCATION 1           /* our context id of base:allocation */
-#define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
-                NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
 
-enum { ST_FLAGS = 0, ST_OPTS, ST_TRANS, ST_CLOSING };
-enum { RQ_QUEUED = 0, RQ_INFLIGHT };
-
-struct nconn;
-
-/* One transmission request.  Owned by its connection while it lives; one
- * whose connection went away while the IO was at the backend is an orphan,
- * freed by its completion. */
-typedef struct nreq {
-    sched_item_t item;     /* scheduler's link while RQ_QUEUED */
-    blockdev_op_t op;      /* backend's while RQ_INFLIGHT */
-    struct nconn *conn;    /* NULL: orphan */
-    struct nreq *prev, *next;
-    uint64_t handle;
-    uint16_t type;
-    int state;
-} nreq_t;
-
-/* One client connection: a state machine (client flags, options,
- * transmission, closing).  Loop thread.
- *
- * The socket is driven by hand rather than by a bufferevent, to save
- * system calls (each costs ~1 us on a paravirtualised guest): a read event
- * does one readv(2) into `in` (a bufferevent asks FIONREAD first); replies
- * gather in `outb` and are written with one writev(2) per loop iteration
- * (flush_ev), and a write event is armed only when the socket is full (a
- * bufferevent arms and disarms it around every write: two epoll_ctl and an
- * extra epoll_wait). */
-typedef struct nconn {
-    struct nbdfront *f;
-    struct nconn *prev, *next;
-    evutil_socket_t fd;
-    struct evbuffer *in, *outb;
-    struct event *rev, *wev;
-    int writing;           /* wev is armed */
-    int dirty;             /* on f->dirty: outb has bytes to write */
-    struct nconn *dnext;
-    size_t want;           /* bytes still missing of the message being read */
-    int state;
-    int no_zeroes;
-    int structured;        /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
-    int meta_bucket;       /* export of the last SET_META_CONTEXT, if it
-                              selected base:allocation; else -1 */
-    int meta;              /* in transmission: base:allocation selected for
-                              this export (BLOCK_STATUS allowed) */
-    int nopts;
-    uint64_t swallow;      /* payload bytes still to discard */
-    int reply_after;       /* after swallowing: 1 option error, 2 WRITE error */
-    uint32_t ra_code;      /* ... its reply type or error value */
-    uint32_t ra_opt;
-    uint64_t ra_handle, ra_offset;
-    uint32_t ra_length;
-    int bucket;            /* export, in transmission */
-    uint64_t size;
-    nreq_t *reqs;          /* queued and in flight */
-    int nreqs;
-    uint64_t buf_bytes;    /* READ/WRITE buffers of those */
-    int reading;
-    int in_process;
-    char peer[64];
-} nconn_t;
-
-struct nbdfront {
-    nbdfront_config_t cfg;
-    char *path;
-    struct event_base *base;
-    listener_t *lis;
-    sched_t *s;
-    blockdev_t *bd;
-    nconn_t *conns;
-    int nconns;
-    nconn_t *dirty;        /* connections with replies to write */
-    struct event *flush_ev;
-    int inflight;
-    double busy_mark, busy_pending;
-    int stopping;
-    int dispatching;       /* inside dispatch_more() */
-    uint64_t inline_done;  /* reads served from the page cache at once */
-    struct event *stop_timer;
-    nbdfront_stats_t st;
-};
+#define conn_of(l) container_of(l, nconn_t, sock)
 
 static void conn_free(nconn_t *c);
-static void conn_close_io(nconn_t *c);
 static void conn_update(nconn_t *c);
-static void dispatch_more(nbdfront_t *f);
-static void check_stopped(nbdfront_t *f);
-
-
-/* Adds the busy time since the last mark (if anything was at the backend). */
-static void busy_account(nbdfront_t *f)
-{
-    double t = mono_now();
-    if (f->inflight > 0)
-        f->busy_pending += t - f->busy_mark;
-    f->busy_mark = t;
-}
+static void dispatch_more(void *arg);
 
 void nbdfront_config_defaults(nbdfront_config_t *cfg)
 {
@@ -150,7 +52,7 @@ void nbdfront_config_defaults(nbdfront_config_t *cfg)
  * current loop iteration (after every callback that may add more). */
 static void mark_dirty(nconn_t *c)
 {
-    if (c->dirty || c->writing)
+    if (c->dirty || c->sock.writing)
         return; /* already queued, or the write event will send it */
     c->dirty = 1;
     c->dnext = c->f->dirty;
@@ -159,22 +61,20 @@ static void mark_dirty(nconn_t *c)
     c->f->dirty = c;
 }
 
-static void out(nconn_t *c, const void *p, size_t n)
+void nbdf_out(nconn_t *c, const void *p, size_t n)
 {
-    if (evbuffer_add(c->outb, p, n) < 0)
+    if (evbuffer_add(c->sock.out, p, n) < 0)
         c->state = ST_CLOSING; /* out of memory: the stream is broken */
     mark_dirty(c);
 }
 
-static void opt_reply(nconn_t *c, uint32_t opt, uint32_t type)
+void nbdf_opt_reply(nconn_t *c, uint32_t opt, uint32_t type)
 {
     uint8_t b[NBD_REP_HDR_LEN];
-    out(c, b, nbd_encode_rep_header(b, opt, type, 0));
+    nbdf_out(c, b, nbd_encode_rep_header(b, opt, type, 0));
 }
 
-/* Transmission flags for this connection: NBD_FLAG_SEND_DF only once
- * structured replies are negotiated (proto.md, "Transmission flags"). */
-static uint16_t conn_tflags(const nconn_t *c)
+uint16_t nbdf_tflags(const nconn_t *c)
 {
     return (uint16_t)(TFLAGS | (c->structured ? NBD_FLAG_SEND_DF : 0));
 }
@@ -193,16 +93,16 @@ static void cmd_reply(nconn_t *c, uint16_t type, uint32_t error, uint64_t handle
     if (error)
         c->f->st.errors++;
     if (!c->structured) {
-        out(c, b, nbd_encode_simple_reply(b, error, handle));
+        nbdf_out(c, b, nbd_encode_simple_reply(b, error, handle));
     } else if (error) {
         char msg[NBD_MAX_ERR_MSG + 1];
         snprintf(msg, sizeof msg, "%s of %u bytes at offset %llu: %s", nbd_cmd_name(type),
                  length, (unsigned long long)offset, strerror((int)error));
-        out(c, b, nbd_encode_error_chunk(b, handle, error, msg));
+        nbdf_out(c, b, nbd_encode_error_chunk(b, handle, error, msg));
     } else if (type == NBD_CMD_READ) {
-        out(c, b, nbd_encode_chunk_header(b, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, handle, 0));
+        nbdf_out(c, b, nbd_encode_chunk_header(b, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, handle, 0));
     } else {
-        out(c, b, nbd_encode_simple_reply(b, 0, handle));
+        nbdf_out(c, b, nbd_encode_simple_reply(b, 0, handle));
     }
 }
 
@@ -263,18 +163,18 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
             x[i].flags = (be[i].flags & BLOCKDEV_EXT_HOLE) ? NBD_STATE_HOLE | NBD_STATE_ZERO : 0;
         }
         uint8_t b[NBD_BLOCK_STATUS_HDR_LEN + MAX_EXTENTS * NBD_EXTENT_LEN];
-        out(c, b, nbd_encode_block_status(b, NBD_REPLY_FLAG_DONE, r->handle, META_ID_ALLOCATION,
+        nbdf_out(c, b, nbd_encode_block_status(b, NBD_REPLY_FLAG_DONE, r->handle, META_ID_ALLOCATION,
                                           x, n));
     } else if (!e && r->type == NBD_CMD_READ && r->op.length > 0) {
         /* The data is complete before anything is sent, so one chunk that
          * is also the last one is allowed (proto.md, "NBD_CMD_READ"). */
         uint8_t b[NBD_OFFSET_DATA_HDR_LEN];
         if (c->structured)
-            out(c, b, nbd_encode_offset_data(b, NBD_REPLY_FLAG_DONE, r->handle, r->op.offset,
+            nbdf_out(c, b, nbd_encode_offset_data(b, NBD_REPLY_FLAG_DONE, r->handle, r->op.offset,
                                              r->op.length));
         else
-            out(c, b, nbd_encode_simple_reply(b, 0, r->handle));
-        struct evbuffer *ob = c->outb;
+            nbdf_out(c, b, nbd_encode_simple_reply(b, 0, r->handle));
+        struct evbuffer *ob = c->sock.out;
         if (evbuffer_add_reference(ob, r->op.buf, r->op.length, free_buf, NULL) == 0)
             r->op.buf = NULL;   /* the evbuffer frees it once sent */
         else
@@ -298,28 +198,25 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
  * read the page cache can satisfy completes here at once (no worker round
  * trip); its reply may let connections read on, which may call back in
  * here: the nested call returns and this loop picks their requests up. */
-static void dispatch_more(nbdfront_t *f)
+static void dispatch_more(void *arg)
 {
+    nbdfront_t *f = arg;
     if (f->dispatching)
         return;
     f->dispatching = 1;
-    while (f->inflight < f->cfg.outstanding) {
-        sched_item_t *it = sched_dispatch(f->s, NULL);
-        if (!it)
-            break;
+    sched_item_t *it;
+    while ((it = gate_take(f->g)) != NULL) {
         nreq_t *r = container_of(it, nreq_t, item);
-        busy_account(f);
         r->state = RQ_INFLIGHT;
         if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
             f->inline_done++;
-            sched_note_completion(f->s, 1, 0);
+            gate_done_inline(f->g);
             req_finish(f, r, r->op.result, 1);
             continue;
         }
-        f->inflight++;
         int rc = blockdev_submit(f->bd, &r->op);
         if (rc < 0) {
-            f->inflight--;
+            gate_untake(f->g);
             req_finish(f, r, rc, 1);
         }
     }
@@ -330,15 +227,12 @@ static void on_done(blockdev_op_t *op, void *arg)
 {
     nbdfront_t *f = arg;
     nreq_t *r = container_of(op, nreq_t, op);
-    busy_account(f);
-    f->inflight--;
-    sched_note_completion(f->s, 1, f->busy_pending);
-    f->busy_pending = 0;
+    gate_done(f->g);
     req_finish(f, r, op->result, 1);
-    if (!f->stopping)
+    if (!gate_stopping(f->g))
         dispatch_more(f);
     else
-        check_stopped(f);
+        gate_check_stopped(f->g);
 }
 
 /* Starts a request whose header is consumed and whose WRITE payload is
@@ -410,198 +304,6 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     return 0;
 }
 
-/* ---- handshake ---------------------------------------------------------- */
-
-/* Looks up an export by name (empty: "default") and opens its store.
- * Returns the bucket index, -ENOENT, or -errno from the backend. */
-static int find_export(nbdfront_t *f, const char *name, size_t len, uint64_t *size)
-{
-    if (len == 0) {
-        name = "default";
-        len = 7;
-    }
-    int b = sched_find_bucket(f->s, name, len);
-    if (b < 0)
-        return -ENOENT;
-    int rc = blockdev_export(f->bd, b, sched_bucket_name(f->s, b), size);
-    if (rc < 0) {
-        log_warn("export '%s': %s", sched_bucket_name(f->s, b), strerror(-rc));
-        return rc;
-    }
-    return b;
-}
-
-static void enter_transmission(nconn_t *c, int b, uint64_t size)
-{
-    c->bucket = b;
-    c->size = size;
-    c->meta = c->meta_bucket >= 0 && c->meta_bucket == b;
-    c->state = ST_TRANS;
-    log_debug("%s: export '%s' (%llu bytes)", c->peer, sched_bucket_name(c->f->s, b),
-              (unsigned long long)size);
-}
-
-static void opt_list(nconn_t *c, uint32_t opt)
-{
-    nbdfront_t *f = c->f;
-    int n = sched_nbuckets(f->s);
-    for (int b = 0; b < n; b++) {
-        const char *name = sched_bucket_name(f->s, b);
-        size_t nl = strlen(name);
-        uint8_t buf[NBD_REP_HDR_LEN + 4 + 256];
-        out(c, buf, nbd_encode_rep_server(buf, opt, name, (uint32_t)nl));
-    }
-    opt_reply(c, opt, NBD_REP_ACK);
-}
-
-/* Answers an option whose data did not parse (logged at debug level). */
-static void opt_invalid(nconn_t *c, uint32_t opt, const nbd_error_t *e)
-{
-    log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e->offset, e->text);
-    opt_reply(c, opt, NBD_REP_ERR_INVALID);
-}
-
-/* find_export() for an option: on failure answers it (unknown export, or
- * the store could not be opened) and returns < 0. */
-static int opt_find_export(nconn_t *c, uint32_t opt, const char *name, size_t len,
-                           uint64_t *size)
-{
-    int b = find_export(c->f, name, len, size);
-    if (b < 0)
-        opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
-    return b;
-}
-
-static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
-{
-    nbd_info_req_t ir;
-    nbd_error_t e;
-    if (nbd_parse_info_request(data, len, &ir, &e) < 0) {
-        opt_invalid(c, opt, &e);
-        return;
-    }
-    uint64_t size;
-    int b = opt_find_export(c, opt, ir.name, ir.namelen, &size);
-    if (b < 0)
-        return;
-    uint8_t buf[64];
-    out(c, buf, nbd_encode_info_export(buf, opt, size, conn_tflags(c)));
-    if (ir.want_block_size)
-        out(c, buf, nbd_encode_info_block_size(buf, opt, 1, 4096, NBD_MAX_PAYLOAD));
-    opt_reply(c, opt, NBD_REP_ACK);
-    if (opt == NBD_OPT_GO)
-        enter_transmission(c, b, size);
-}
-
-/* NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT (proto.md, "Option
- * types", "Metadata querying", "The base: metadata namespace").  The only
- * context is base:allocation.  LIST: all contexts for no query, "base:" or
- * the exact name for a query, context id 0 ("reserved"); allowed without
- * structured replies, as qemu-nbd does.  SET: needs structured replies,
- * selects base:allocation only by its exact name, for the export named,
- * and replaces the previous selection even when it fails.  Unknown
- * namespaces and leaves are ignored; malformed data is
- * NBD_REP_ERR_INVALID, an unknown export NBD_REP_ERR_UNKNOWN. */
-static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
-{
-    int list = opt == NBD_OPT_LIST_META_CONTEXT;
-    if (!list)
-        c->meta_bucket = -1;
-    if (!list && !c->structured) {
-        log_debug("%s: SET_META_CONTEXT before STRUCTURED_REPLY", c->peer);
-        opt_reply(c, opt, NBD_REP_ERR_INVALID);
-        return;
-    }
-    nbd_meta_req_t mr;
-    nbd_error_t e;
-    if (nbd_parse_meta_request(data, len, &mr, &e) < 0) {
-        opt_invalid(c, opt, &e);
-        return;
-    }
-    uint64_t size;
-    int b = opt_find_export(c, opt, mr.name, mr.namelen, &size);
-    if (b < 0)
-        return;
-    int match = list && mr.nqueries == 0;
-    size_t cur = 0;
-    const char *q;
-    uint32_t ql;
-    while (!match && nbd_meta_next_query(&mr, &cur, &q, &ql))
-        match = nbd_meta_query_matches(q, ql, list);
-    if (match) {
-        uint8_t buf[NBD_REP_HDR_LEN + 4 + sizeof NBD_META_BASE_ALLOCATION];
-        out(c, buf, nbd_encode_rep_meta_context(buf, opt, list ? 0 : META_ID_ALLOCATION,
-                                                NBD_META_BASE_ALLOCATION));
-        if (!list)
-            c->meta_bucket = b;
-    }
-    opt_reply(c, opt, NBD_REP_ACK);
-}
-
-/* Handles one option with its data.  Returns 0, or -1 to close at once. */
-static int handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
-{
-    nbdfront_t *f = c->f;
-    log_debug("%s: option %s (%u), %u bytes", c->peer, nbd_opt_name(opt), opt, len);
-    if (f->stopping && opt != NBD_OPT_ABORT) {
-        if (opt == NBD_OPT_EXPORT_NAME)
-            return -1;
-        opt_reply(c, opt, NBD_REP_ERR_SHUTDOWN);
-        return 0;
-    }
-    switch (opt) {
-    case NBD_OPT_EXPORT_NAME: {
-        /* No way to answer an error: an unknown export ends the session
-         * (proto.md, "Termination of the session during option haggling"). */
-        uint64_t size;
-        if (len > NBD_MAX_NAME || memchr(data, '\0', len))
-            return -1;
-        int b = find_export(f, (const char *)data, len, &size);
-        if (b < 0) {
-            log_info("%s: EXPORT_NAME '%.*s': no such export; closing", c->peer,
-                     (int)(len > 64 ? 64 : len), (const char *)data);
-            return -1;
-        }
-        uint8_t buf[NBD_EXPORT_REPLY_LEN];
-        out(c, buf, nbd_encode_export_reply(buf, size, conn_tflags(c), c->no_zeroes));
-        enter_transmission(c, b, size);
-        return 0;
-    }
-    case NBD_OPT_ABORT:
-        opt_reply(c, opt, NBD_REP_ACK);
-        c->state = ST_CLOSING;
-        return 0;
-    case NBD_OPT_LIST:
-        if (len != 0)
-            opt_reply(c, opt, NBD_REP_ERR_INVALID);
-        else
-            opt_list(c, opt);
-        return 0;
-    case NBD_OPT_INFO:
-    case NBD_OPT_GO:
-        opt_info_go(c, opt, data, len);
-        return 0;
-    case NBD_OPT_STRUCTURED_REPLY:
-        /* No data allowed; a second request is refused as nbdkit and
-         * qemu-nbd do (proto.md, "Option types"). */
-        if (len != 0 || c->structured) {
-            opt_reply(c, opt, NBD_REP_ERR_INVALID);
-        } else {
-            c->structured = 1;
-            opt_reply(c, opt, NBD_REP_ACK);
-        }
-        return 0;
-    case NBD_OPT_LIST_META_CONTEXT:
-    case NBD_OPT_SET_META_CONTEXT:
-        opt_meta(c, opt, data, len);
-        return 0;
-    default:
-        /* STARTTLS, extended headers and anything unknown. */
-        opt_reply(c, opt, NBD_REP_ERR_UNSUP);
-        return 0;
-    }
-}
-
 /* ---- connection --------------------------------------------------------- */
 
 /* Consumes what it can from the input.  Returns 0, or -1 to close now. */
@@ -622,7 +324,7 @@ static int process_input(nconn_t *c)
                 return 0;
             }
             if (c->reply_after == 1)
-                opt_reply(c, c->ra_opt, c->ra_code);
+                nbdf_opt_reply(c, c->ra_opt, c->ra_code);
             else if (c->reply_after == 2)
                 cmd_reply(c, NBD_CMD_WRITE, c->ra_code, c->ra_handle, c->ra_offset,
                           c->ra_length);
@@ -680,7 +382,7 @@ static int process_input(nconn_t *c)
             const uint8_t *data = o.length ? evbuffer_pullup(in, o.length) : none;
             if (!data)
                 return -1;
-            int rc = handle_option(c, o.option, data, o.length);
+            int rc = nbdf_handle_option(c, o.option, data, o.length);
             evbuffer_drain(in, o.length);
             if (rc < 0)
                 return -1;
@@ -688,7 +390,7 @@ static int process_input(nconn_t *c)
         }
         /* ST_TRANS */
         if (c->nreqs >= f->cfg.max_queued || c->buf_bytes > BUF_HIGH ||
-            evbuffer_get_length(c->outb) > OUT_HIGH)
+            evbuffer_get_length(c->sock.out) > OUT_HIGH)
             return 0; /* a completion calls conn_update() again */
         uint8_t h[NBD_REQUEST_LEN];
         nbd_request_t q;
@@ -708,7 +410,7 @@ static int process_input(nconn_t *c)
         uint32_t err = nbd_check_request(&q, c->size, c->structured);
         if (!err && q.type == NBD_CMD_BLOCK_STATUS && !c->meta)
             err = NBD_EINVAL; /* no context selected (proto.md, "Metadata querying") */
-        if (!err && f->stopping)
+        if (!err && gate_stopping(f->g))
             err = NBD_ESHUTDOWN;
         uint32_t payload = q.type == NBD_CMD_WRITE ? q.length : 0;
         if (err) {
@@ -755,29 +457,29 @@ static void conn_update(nconn_t *c)
     c->in_process = 0;
     if (rc < 0) {
         conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+        if (gate_stopping(f->g))
+            gate_check_stopped(f->g);
         return;
     }
-    size_t outlen = evbuffer_get_length(c->outb);
-    if ((c->state == ST_CLOSING || f->stopping) && c->nreqs == 0 && c->swallow == 0 &&
+    size_t outlen = evbuffer_get_length(c->sock.out);
+    if ((c->state == ST_CLOSING || gate_stopping(f->g)) && c->nreqs == 0 && c->swallow == 0 &&
         outlen == 0) {
         conn_free(c);
-        if (f->stopping)
-            check_stopped(f);
+        if (gate_stopping(f->g))
+            gate_check_stopped(f->g);
         return;
     }
     /* Backpressure: stop reading while too much is queued or unsent.  A
      * payload being discarded is read even then. */
     int want = c->swallow > 0 ||
-               (c->state != ST_CLOSING && !f->stopping && c->nreqs < f->cfg.max_queued &&
+               (c->state != ST_CLOSING && !gate_stopping(f->g) && c->nreqs < f->cfg.max_queued &&
                 c->buf_bytes <= BUF_HIGH && outlen <= OUT_HIGH);
     if (want != c->reading) {
         c->reading = want;
         if (want)
-            event_add(c->rev, NULL);
+            event_add(c->sock.rev, NULL);
         else
-            event_del(c->rev);
+            event_del(c->sock.rev);
     }
 }
 
@@ -791,35 +493,18 @@ static void conn_gone(nconn_t *c, int err)
                  c->peer, c->nreqs, evbuffer_get_length(c->in), err ? ": " : "",
                  err ? strerror(err) : "");
     conn_free(c);
-    if (f->stopping)
-        check_stopped(f);
+    if (gate_stopping(f->g))
+        gate_check_stopped(f->g);
 }
 
 /* Writes what it can of the replies.  Returns 0, or -1 if the connection
  * was freed (write error). */
 static int conn_flush(nconn_t *c)
 {
-    while (evbuffer_get_length(c->outb) > 0) {
-        int n = evbuffer_write(c->outb, c->fd);
-        if (n < 0) {
-            int e = EVUTIL_SOCKET_ERROR();
-            if (e == EINTR)
-                continue;
-            if (e == EAGAIN || e == EWOULDBLOCK)
-                break;
-            conn_gone(c, e);
-            return -1;
-        }
-        if (n == 0)
-            break;
-    }
-    int full = evbuffer_get_length(c->outb) > 0;
-    if (full != c->writing) {
-        c->writing = full;
-        if (full)
-            event_add(c->wev, NULL);
-        else
-            event_del(c->wev);
+    int rc = gate_conn_write(&c->sock);
+    if (rc < 0) {
+        conn_gone(c, -rc);
+        return -1;
     }
     return 0;
 }
@@ -835,8 +520,8 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
         f->dirty = c->dnext;
         c->dirty = 0;
         c->dnext = NULL;
-        int was_blocked = !c->reading || c->state == ST_CLOSING || f->stopping;
-        if (conn_flush(c) == 0 && was_blocked && !c->writing)
+        int was_blocked = !c->reading || c->state == ST_CLOSING || gate_stopping(f->g);
+        if (conn_flush(c) == 0 && was_blocked && !c->sock.writing)
             conn_update(c); /* output drained: read on, or close */
     }
 }
@@ -846,7 +531,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     nconn_t *c = arg;
-    if (conn_flush(c) == 0 && !c->writing)
+    if (conn_flush(c) == 0 && !c->sock.writing)
         conn_update(c);
 }
 
@@ -903,13 +588,6 @@ static void conn_free(nconn_t *c)
         }
         /* in flight: now an orphan, freed by its completion */
     }
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        f->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    f->nconns--;
     if (c->dirty) {
         nconn_t **pp = &f->dirty;
         while (*pp && *pp != c)
@@ -917,52 +595,36 @@ static void conn_free(nconn_t *c)
         if (*pp)
             *pp = c->dnext;
     }
-    conn_close_io(c);
+    evbuffer_free(c->in);
+    gate_conn_close(f->g, &c->sock); /* its buffer frees the read buffers replies refer to */
     free(c);
 }
 
-/* Frees the socket side of a connection (also of a half-built one). */
-static void conn_close_io(nconn_t *c)
+/* The gate refuses a connection (stopping, or max_conns reached). */
+static void on_refuse(void *arg, evutil_socket_t fd)
 {
-    if (c->rev)
-        event_free(c->rev);
-    if (c->wev)
-        event_free(c->wev);
-    if (c->in)
-        evbuffer_free(c->in);
-    if (c->outb)
-        evbuffer_free(c->outb); /* frees the read buffers referenced by replies */
-    if (c->fd >= 0)
-        evutil_closesocket(c->fd);
+    (void)fd;
+    nbdfront_t *f = arg;
+    log_warn("NBD connection refused (%d open%s)", gate_nconns(f->g),
+             gate_stopping(f->g) ? ", shutting down" : "");
 }
 
-static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
+static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)salen;
     nbdfront_t *f = arg;
-    if (f->stopping || f->nconns >= f->cfg.max_conns) {
-        log_warn("NBD connection refused (%d open%s)", f->nconns,
-                 f->stopping ? ", shutting down" : "");
-        evutil_closesocket(fd);
-        return;
-    }
     nconn_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        evutil_closesocket(fd);
-        return;
+    if (c) {
+        c->f = f;
+        c->bucket = -1;
+        c->meta_bucket = -1;
+        c->in = evbuffer_new();
     }
-    c->f = f;
-    c->bucket = -1;
-    c->meta_bucket = -1;
-    c->fd = fd;
-    c->in = evbuffer_new();
-    c->outb = evbuffer_new();
-    c->rev = event_new(f->base, fd, EV_READ | EV_PERSIST, on_readable, c);
-    c->wev = event_new(f->base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
-    if (evutil_make_socket_nonblocking(fd) < 0 || !c->in || !c->outb || !c->rev || !c->wev ||
-        event_add(c->rev, NULL) < 0) {
-        conn_close_io(c);
+    if (!c || !c->in || gate_conn_open(f->g, &c->sock, fd, on_readable, on_writable, c) < 0) {
+        if (c && c->in)
+            evbuffer_free(c->in);
         free(c);
+        evutil_closesocket(fd);
         return;
     }
     if (sa->sa_family == AF_INET) {
@@ -973,15 +635,37 @@ static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, 
     } else {
         snprintf(c->peer, sizeof c->peer, "nbd fd %d", (int)fd);
     }
-    c->next = f->conns;
-    if (f->conns)
-        f->conns->prev = c;
-    f->conns = c;
-    f->nconns++;
-    f->st.conns++;
     uint8_t g[NBD_GREETING_LEN];
-    out(c, g, nbd_encode_greeting(g, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES));
+    nbdf_out(c, g, nbd_encode_greeting(g, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES));
     c->reading = 1;
+}
+
+/* ---- stopping (the gate's hooks) ------------------------------------------- */
+
+static void drain_one(sched_item_t *it, void *arg)
+{
+    nbdfront_t *f = arg;
+    nreq_t *r = container_of(it, nreq_t, item);
+    req_finish(f, r, -ESHUTDOWN, 0); /* no scheduler calls from in here */
+}
+
+/* After the drain: every connection stops reading, and closes once it has
+ * nothing left to answer. */
+static void on_stop(void *arg)
+{
+    nbdfront_t *f = arg;
+    gate_conn_t *l = gate_conns(f->g);
+    while (l) {
+        gate_conn_t *next = l->next;
+        conn_update(conn_of(l));
+        l = next;
+    }
+}
+
+static int on_idle(void *arg)
+{
+    nbdfront_t *f = arg;
+    return gate_conns(f->g) == NULL;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -1012,6 +696,14 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg.store.path = f->path;
     if (f->cfg.store.max_exports < 1)
         f->cfg.store.max_exports = MAX_EXPORTS;
+    static const gate_hooks_t hooks = {.dispatch = dispatch_more, .drain = drain_one,
+                                       .stop = on_stop, .idle = on_idle,
+                                       .accept = on_accept, .refuse = on_refuse};
+    gate_config_t gc = {.tag = "NBD: ", .outstanding = cfg->outstanding,
+                        .max_conns = cfg->max_conns, .max_buckets = f->cfg.store.max_exports,
+                        .defer = 0};
+    if (!(f->g = gate_new(base, s, &gc, &hooks, f, &rc)))
+        goto out;
     f->flush_ev = event_new(base, -1, 0, on_flush, f);
     if (!f->flush_ev) {
         rc = -ENOMEM;
@@ -1020,10 +712,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->bd = blockdev_new(base, &f->cfg.store, on_done, f, &rc);
     if (!f->bd)
         goto out;
-
-    if (!(f->lis = listener_new(base, &cfg->listen, on_accept, f, &rc)))
-        goto out;
-    f->busy_mark = mono_now();
+    rc = gate_listen(f->g, &cfg->listen);
 out:
     if (rc < 0) {
         nbdfront_destroy(&f);
@@ -1034,97 +723,17 @@ out:
     return f;
 }
 
-unsigned nbdfront_port(const nbdfront_t *f)
+gate_t *nbdfront_gate(nbdfront_t *f)
 {
-    return listener_port(f->lis);
-}
-
-const char *nbdfront_address(const nbdfront_t *f)
-{
-    return listener_name(f->lis);
-}
-
-int nbdfront_add_bucket(nbdfront_t *f, const char *name, uint32_t weight)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b >= 0) {
-        int rc = sched_set_weight(f->s, b, weight);
-        return rc < 0 ? rc : b;
-    }
-    if (sched_nbuckets(f->s) >= f->cfg.store.max_exports)
-        return -ENOMEM;
-    return sched_add_bucket(f->s, name, weight);
-}
-
-int nbdfront_set_tokens(nbdfront_t *f, const char *name, int64_t r, int64_t l)
-{
-    int b = sched_find_bucket(f->s, name, strlen(name));
-    if (b < 0)
-        b = nbdfront_add_bucket(f, name, 1);
-    if (b < 0)
-        return b;
-    int rc = sched_set_tokens(f->s, b, r, l);
-    if (rc == 0 && !f->stopping)
-        dispatch_more(f);
-    return rc;
-}
-
-void nbdfront_kick(nbdfront_t *f)
-{
-    if (!f->stopping)
-        dispatch_more(f);
+    return f->g;
 }
 
 void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *o)
 {
     *o = f->st;
-    o->inflight = f->inflight;
+    o->conns = gate_total_conns(f->g);
+    o->inflight = gate_inflight(f->g);
     o->inline_reads = f->inline_done;
-}
-
-static void drain_one(sched_item_t *it, void *arg)
-{
-    nbdfront_t *f = arg;
-    nreq_t *r = container_of(it, nreq_t, item);
-    req_finish(f, r, -ESHUTDOWN, 0); /* no scheduler calls from in here */
-}
-
-static void check_stopped(nbdfront_t *f)
-{
-    if (f->inflight > 0 || f->conns)
-        return;
-    log_info("NBD: every request answered; stopping");
-    event_base_loopexit(f->base, NULL);
-}
-
-static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    nbdfront_t *f = arg;
-    log_warn("NBD: shutdown grace period over; %d IOs in flight, closing", f->inflight);
-    event_base_loopexit(f->base, NULL);
-}
-
-void nbdfront_shutdown(nbdfront_t *f)
-{
-    if (f->stopping)
-        return;
-    f->stopping = 1;
-    listener_disable(f->lis);
-    size_t n = sched_drain(f->s, drain_one, f);
-    log_info("NBD: shutting down: %zu queued requests failed, %d in flight", n, f->inflight);
-    nconn_t *c = f->conns;
-    while (c) {
-        nconn_t *next = c->next;
-        conn_update(c);
-        c = next;
-    }
-    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
-    f->stop_timer = evtimer_new(f->base, on_stop_timer, f);
-    if (f->stop_timer)
-        evtimer_add(f->stop_timer, &tv);
-    check_stopped(f);
 }
 
 void nbdfront_destroy(nbdfront_t **fp)
@@ -1132,15 +741,13 @@ void nbdfront_destroy(nbdfront_t **fp)
     if (!fp || !*fp)
         return;
     nbdfront_t *f = *fp;
-    f->stopping = 1;
-    listener_destroy(&f->lis);
-    while (f->conns)
-        conn_free(f->conns);
+    gate_close(f->g);
+    while (f->g && gate_conns(f->g))
+        conn_free(conn_of(gate_conns(f->g)));
     blockdev_destroy(&f->bd); /* delivers the last completions: orphans freed */
     if (f->s)
         sched_drain(f->s, drain_one, f);
-    if (f->stop_timer)
-        event_free(f->stop_timer);
+    gate_destroy(&f->g);
     if (f->flush_ev)
         event_free(f->flush_ev);
     free(f->path);

@@ -10,8 +10,8 @@
  * and, for WRITE, payload) from the connection, checks it against the
  * export size (bad ones are answered at once and cost no token), and
  * enqueues it in its bucket's scheduler queue.  Whenever fewer than
- * `outstanding` IOs are at the backend it calls sched_dispatch() and submits
- * the IO to a blockdev worker; the completion comes back on the loop thread,
+ * `outstanding` IOs are at the backend it takes the next one from the gate
+ * (gate_take(), gate.h) and submits it to a blockdev worker; the completion comes back on the loop thread,
  * is counted (sched_note_completion() with the backend busy time) and
  * answered with a simple reply, or structured reply chunks once the client
  * negotiated NBD_OPT_STRUCTURED_REPLY.  Replies may leave in any order
@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "storage-node/nbd/blockdev.h"
+#include "storage-node/gate.h"
 #include "storage-node/listener.h"
 #include "storage-node/core/sched.h"
 
@@ -35,7 +36,7 @@ struct event_base;
 /* Settings; the strings are copied by nbdfront_new(). */
 typedef struct {
     listener_addr_t listen;    /* where clients connect (listener_parse());
-                                  port 0 picks a free one (nbdfront_port()) */
+                                  port 0 picks a free one (gate_port()) */
     int outstanding;           /* max IOs at the backend, >= 1 */
     int max_conns;             /* connections beyond are closed at once */
     int max_queued;            /* per connection: reading pauses beyond */
@@ -59,24 +60,14 @@ typedef struct nbdfront nbdfront_t;
 nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
                          const nbdfront_config_t *cfg, int *err);
 
-/* Returns the TCP port actually listened on (0 on a Unix socket). */
-unsigned nbdfront_port(const nbdfront_t *f);
-
-/* Returns where clients connect, "ADDR:PORT" or "unix:PATH" (owned by f). */
-const char *nbdfront_address(const nbdfront_t *f);
-
-/* Adds bucket (= export) `name` or finds it, with weight w.  Returns its
- * index or -EINVAL/-ENOMEM as sched_add_bucket(). */
-int nbdfront_add_bucket(nbdfront_t *f, const char *name, uint32_t weight);
-
-/* Sets bucket `name`'s tokens to absolute counts (creating the bucket if
- * unknown) and dispatches what they allow.  l may be SCHED_UNLIMITED.
- * Returns 0 or -EINVAL/-ENOMEM.  Entry point of the token test hook. */
-int nbdfront_set_tokens(nbdfront_t *f, const char *name, int64_t r, int64_t l);
-
-/* Dispatches whatever the scheduler now allows (call after changing the
- * scheduler's tokens or policy directly). */
-void nbdfront_kick(nbdfront_t *f);
+/* The front's gate (owned by the front): its address and port, buckets
+ * (= exports; gate_add_bucket() refuses beyond store.max_exports) and
+ * tokens (gate_set_tokens(), the token test hook's entry point),
+ * gate_kick(), and the graceful stop, gate_shutdown(): the listener closes,
+ * every queued request is answered ESHUTDOWN, in-flight IOs finish, every
+ * reply is written and every connection closed, then the event loop breaks
+ * (after 10 s at the latest). */
+gate_t *nbdfront_gate(nbdfront_t *f);
 
 /* Per-front counters. */
 typedef struct {
@@ -87,12 +78,6 @@ typedef struct {
     int inflight;
 } nbdfront_stats_t;
 void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *out);
-
-/* Begins a graceful stop: closes the listener, answers every queued request
- * with ESHUTDOWN, lets in-flight IOs finish, writes every reply, closes the
- * connections, then breaks the event loop (event_base_loopexit; after 10 s
- * at the latest).  Idempotent. */
-void nbdfront_shutdown(nbdfront_t *f);
 
 /* Closes every connection, stops the backend (its last completions are
  * delivered here) and frees everything; sets *fp to NULL.  Accepts NULL.

@@ -1,6 +1,5 @@
 /* load.c - bqos-load: drive memcached-protocol servers (bqos-node fronts or memcached) with a scenario's buckets and report what each got. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,6 +17,8 @@
 #include <libmemcached/memcached.h>
 
 #include "common/log.h"
+#include "common/num.h"
+#include "common/opts.h"
 #include "common/rng.h"
 #include "common/version.h"
 #include "workloads/report.h"
@@ -47,48 +48,9 @@ static const char usage_text[] =
     "    docs/workloads.md.  Met means achieved >= 99% of the reservation, over means\n"
     "    achieved > 101% of the limit, both averaged over the measured QoS periods.\n"
     "\n"
-    "OPTIONS\n"
-    "    -o, --out DIR          write intervals.csv, cumulative.csv, periods.csv and\n"
-    "                           summary.json into DIR (created if missing)\n"
-    "    -l, --label NAME       name of this run in summary.json and tables\n"
-    "    -d, --duration SECS    override the scenario's duration\n"
-    "    -c, --capacity IOPS    override the scenario's per-server capacity (used by\n"
-    "                           \"N%\" rates and generate.reserved)\n"
-    "        --preload N        override workload.preload (objects per server); 0\n"
-    "                           skips the preload\n"
-    "        --seed N           override the scenario's seed\n"
-    "    -s, --server NAME=HOST:PORT[,BACKEND_HOST:PORT]\n"
-    "                           override server NAME's address (and the backend\n"
-    "                           memcached the preload writes to); repeatable\n"
-    "        --profile SECS     measure each server's throughput instead of running\n"
-    "                           the scenario: all servers at once, closed loop; prints\n"
-    "                           \"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
-    "                           \"min MIN\" (IOs/s per server)\n"
-    "        --profile-outstanding N\n"
-    "                           requests in flight per server while profiling\n"
-    "                           (default: the scenario's own, its buckets' initial\n"
-    "                           active servers times outstanding over the servers)\n"
-    "        --print-buckets    print the controller's bucket reservation file for the\n"
-    "                           scenario ({\"buckets\":[...]}) on stdout and exit\n"
-    "        --table            read the SUMMARY.json files of earlier runs and print\n"
-    "                           them side by side\n"
-    "        --rows N           at most N bucket rows in tables (default: all)\n"
-    "        --check WHAT       exit 3 unless every bucket met its reservation\n"
-    "                           (WHAT=met), none exceeded its limit (limits), or both\n"
-    "                           (all); with --table every summary is checked\n"
-    "        --server-cpus LIST comma-separated CPU numbers, one per server in\n"
-    "                           scenario order: a client thread runs on the CPU\n"
-    "                           of the server it currently talks to (pin that\n"
-    "                           server's processes there too, e.g. with taskset,\n"
-    "                           to make servers behave like separate machines)\n"
-    "        --period-start T   align the run's QoS periods with the controller's:\n"
-    "                           T is the wall-clock time (Unix seconds, fractions\n"
-    "                           allowed) at which one of its periods started; the\n"
-    "                           run starts at the next period boundary\n"
-    "    -q, --quiet            no progress line\n"
-    "        --log-level LEVEL  error, warn, info (default) or debug\n"
-    "    -h, --help             show this text and exit\n"
-    "    -V, --version          show the version and exit\n"
+    "OPTIONS\n";
+
+static const char usage_tail[] =
     "\n"
     "EXIT STATUS\n"
     "    0 success; 1 bad usage or scenario (FILE:LINE:COL: what); 2 runtime failure\n"
@@ -100,42 +62,6 @@ static const char usage_text[] =
     "    bqos-load -c 20000 -o out/rr -l rr examples/exp3.json\n"
     "    bqos-load --table out/rr/summary.json out/qos/summary.json\n";
 
-enum {
-    OPT_PRELOAD = 256,
-    OPT_SEED,
-    OPT_PROFILE,
-    OPT_PROFILE_OUT,
-    OPT_PRINT_BUCKETS,
-    OPT_TABLE,
-    OPT_ROWS,
-    OPT_CHECK,
-    OPT_LOG_LEVEL,
-    OPT_PERIOD_START,
-    OPT_SERVER_CPUS
-};
-
-static const struct option long_opts[] = {
-    {"out", required_argument, NULL, 'o'},
-    {"label", required_argument, NULL, 'l'},
-    {"duration", required_argument, NULL, 'd'},
-    {"capacity", required_argument, NULL, 'c'},
-    {"preload", required_argument, NULL, OPT_PRELOAD},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"server", required_argument, NULL, 's'},
-    {"profile", required_argument, NULL, OPT_PROFILE},
-    {"profile-outstanding", required_argument, NULL, OPT_PROFILE_OUT},
-    {"print-buckets", no_argument, NULL, OPT_PRINT_BUCKETS},
-    {"table", no_argument, NULL, OPT_TABLE},
-    {"rows", required_argument, NULL, OPT_ROWS},
-    {"check", required_argument, NULL, OPT_CHECK},
-    {"period-start", required_argument, NULL, OPT_PERIOD_START},
-    {"server-cpus", required_argument, NULL, OPT_SERVER_CPUS},
-    {"quiet", no_argument, NULL, 'q'},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0}};
-
 /* Command-line settings: filled once by main(), read-only afterwards. */
 typedef struct {
     const char *out;
@@ -145,13 +71,16 @@ typedef struct {
     int profile_outstanding;
     int print_buckets;
     int table;
-    long rows;
+    int64_t rows;
     int check;   /* bit 1 met, bit 2 limits */
+    int check_word; /* index in check_words, -1 none */
     int quiet;
     double period_start;  /* > 0: align to this wall-clock period start */
     int cpus[256];        /* --server-cpus, by server index */
     int ncpus;
     const char *servers[256];
+    bqos_log_level_t log_level;
+    int help, version;
 } settings_t;
 
 /* One run: shared by the main thread and every client thread.  Only `stop`
@@ -608,122 +537,151 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
     return rc;
 }
 
-static int parse_double(const char *arg, const char *opt, double lo, double *out)
+/* OPTS_FUNC: one more --server for the settings_t at target.  Returns 0
+ * or -EINVAL (too many). */
+static int add_server(const char *arg, void *target)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (errno || end == arg || *end || !(v >= lo) || !isfinite(v)) {
-        fprintf(stderr, "bqos-load: %s needs a number >= %g, not \"%s\"\n", opt, lo, arg);
+    settings_t *st = target;
+    if (st->sopts.nservers == sizeof st->servers / sizeof st->servers[0])
         return -EINVAL;
-    }
-    *out = v;
+    st->servers[st->sopts.nservers++] = arg;
+    st->sopts.servers = st->servers;
     return 0;
 }
 
-static int parse_settings(int argc, char **argv, settings_t *st)
+/* OPTS_FUNC: "0,1,1,0" into the settings_t's cpus.  Returns 0 or -EINVAL. */
+static int parse_cpus(const char *arg, void *target)
 {
-    *st = (settings_t){.sopts = SCENARIO_OPTS_DEFAULT, .profile_outstanding = 0};
-    int c;
-    double v;
-    while ((c = getopt_long(argc, argv, "o:l:d:c:s:qhV", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'o': st->out = optarg; break;
-        case 'l': st->label = optarg; break;
-        case 's':
-            if (st->sopts.nservers == sizeof st->servers / sizeof st->servers[0]) {
-                fprintf(stderr, "bqos-load: too many --server options\n");
-                return -EINVAL;
-            }
-            st->servers[st->sopts.nservers++] = optarg;
-            st->sopts.servers = st->servers;
-            break;
-        case 'd':
-            if (parse_double(optarg, "--duration", 0.001, &st->sopts.duration) < 0)
-                return -EINVAL;
-            break;
-        case 'c':
-            if (parse_double(optarg, "--capacity", 1, &st->sopts.capacity) < 0)
-                return -EINVAL;
-            break;
-        case OPT_PRELOAD:
-            if (parse_double(optarg, "--preload", 0, &v) < 0)
-                return -EINVAL;
-            st->sopts.preload = (long long)v;
-            break;
-        case OPT_SEED:
-            if (parse_double(optarg, "--seed", 0, &v) < 0)
-                return -EINVAL;
-            st->sopts.seed = (long long)v;
-            break;
-        case OPT_PROFILE:
-            if (parse_double(optarg, "--profile", 0.1, &st->profile) < 0)
-                return -EINVAL;
-            break;
-        case OPT_PROFILE_OUT:
-            if (parse_double(optarg, "--profile-outstanding", 1, &v) < 0 || v > 1000)
-                return -EINVAL;
-            st->profile_outstanding = (int)v;
-            break;
-        case OPT_PRINT_BUCKETS: st->print_buckets = 1; break;
-        case OPT_TABLE: st->table = 1; break;
-        case OPT_ROWS:
-            if (parse_double(optarg, "--rows", 0, &v) < 0)
-                return -EINVAL;
-            st->rows = (long)v;
-            break;
-        case OPT_CHECK:
-            if (strcmp(optarg, "met") == 0)
-                st->check = 1;
-            else if (strcmp(optarg, "limits") == 0)
-                st->check = 2;
-            else if (strcmp(optarg, "all") == 0)
-                st->check = 3;
-            else {
-                fprintf(stderr, "bqos-load: --check takes met, limits or all, not \"%s\"\n",
-                        optarg);
-                return -EINVAL;
-            }
-            break;
-        case 'q': st->quiet = 1; break;
-        case OPT_SERVER_CPUS: {
-            char *p = optarg, *end;
-            st->ncpus = 0;
-            for (;;) {
-                long cpu = strtol(p, &end, 10);
-                if (end == p || cpu < 0 || cpu >= CPU_SETSIZE || st->ncpus == 256 ||
-                    (*end && *end != ',')) {
-                    fprintf(stderr, "bqos-load: --server-cpus takes CPU numbers like 0,1,1,0, "
-                            "not \"%s\"\n", optarg);
-                    return -EINVAL;
-                }
-                st->cpus[st->ncpus++] = (int)cpu;
-                if (!*end)
-                    break;
-                p = end + 1;
-            }
-            break;
-        }
-        case OPT_PERIOD_START:
-            if (parse_double(optarg, "--period-start", 1, &st->period_start) < 0)
-                return -EINVAL;
-            break;
-        case OPT_LOG_LEVEL: {
-            bqos_log_level_t lvl;
-            if (bqos_log_parse_level(optarg, &lvl) < 0) {
-                fprintf(stderr, "bqos-load: unknown log level \"%s\"\n", optarg);
-                return -EINVAL;
-            }
-            bqos_log_init("bqos-load", lvl);
-            break;
-        }
-        case 'h': fputs(usage_text, stdout); exit(0);
-        case 'V': printf("bqos-load %s\n", BQOS_VERSION); exit(0);
-        default:
-            fprintf(stderr, "Try 'bqos-load --help'.\n");
+    settings_t *st = target;
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
+        return -EINVAL;
+    int n = 0;
+    for (char *p = buf;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        int64_t cpu;
+        if (n == 256 || num_i64_in(p, 0, CPU_SETSIZE - 1, &cpu) < 0)
             return -EINVAL;
-        }
+        st->cpus[n++] = (int)cpu;
+        if (!comma)
+            break;
+        p = comma + 1;
     }
+    st->ncpus = n;
+    return 0;
+}
+
+/* OPTS_FUNC: a log level word into the bqos_log_level_t at target. */
+static int parse_level(const char *arg, void *target)
+{
+    return bqos_log_parse_level(arg, target) < 0 ? -EINVAL : 0;
+}
+
+static const char *const check_words[] = {"met", "limits", "all", NULL};
+
+#define NOPTS 19
+
+/* Fills rows[NOPTS], the option table, with targets in *st. */
+static void option_rows(settings_t *st, opts_row_t *rows)
+{
+    scenario_opts_t *so = &st->sopts;
+    const opts_row_t t[] = {
+        {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = &st->out, .arg = "DIR",
+         .help = "write intervals.csv, cumulative.csv, periods.csv and\n"
+                 "summary.json into DIR (created if missing)"},
+        {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = &st->label, .arg = "NAME",
+         .help = "name of this run in summary.json and tables"},
+        {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
+         .arg = "SECS", .min = 0.001, .max = INFINITY, .help = "override the scenario's duration"},
+        {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
+         .arg = "IOPS", .min = 1, .max = INFINITY,
+         .help = "override the scenario's per-server capacity (used by\n"
+                 "\"N%\" rates and generate.reserved)"},
+        {.name = "preload", .type = OPTS_I64, .target = &so->preload, .arg = "N", .min = 0,
+         .max = INFINITY,
+         .help = "override workload.preload (objects per server); 0\nskips the preload"},
+        {.name = "seed", .type = OPTS_I64, .target = &so->seed, .arg = "N", .min = 0,
+         .max = INFINITY, .help = "override the scenario's seed"},
+        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
+         .arg = "NAME=HOST:PORT[,BACKEND_HOST:PORT]",
+         .help = "override server NAME's address (and the backend\n"
+                 "memcached the preload writes to); repeatable"},
+        {.name = "profile", .type = OPTS_DOUBLE, .target = &st->profile, .arg = "SECS",
+         .min = 0.1, .max = INFINITY,
+         .help = "measure each server's throughput instead of running\n"
+                 "the scenario: all servers at once, closed loop; prints\n"
+                 "\"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
+                 "\"min MIN\" (IOs/s per server)"},
+        {.name = "profile-outstanding", .type = OPTS_INT, .target = &st->profile_outstanding,
+         .arg = "N", .min = 1, .max = 1000,
+         .help = "requests in flight per server while profiling\n"
+                 "(default: the scenario's own, its buckets' initial\n"
+                 "active servers times outstanding over the servers)"},
+        {.name = "print-buckets", .type = OPTS_FLAG, .target = &st->print_buckets,
+         .help = "print the controller's bucket reservation file for the\n"
+                 "scenario ({\"buckets\":[...]}) on stdout and exit"},
+        {.name = "table", .type = OPTS_FLAG, .target = &st->table,
+         .help = "read the SUMMARY.json files of earlier runs and print\nthem side by side"},
+        {.name = "rows", .type = OPTS_I64, .target = &st->rows, .arg = "N", .min = 0,
+         .max = INFINITY, .help = "at most N bucket rows in tables (default: all)"},
+        {.name = "check", .type = OPTS_ENUM, .target = &st->check_word, .names = check_words,
+         .arg = "WHAT",
+         .help = "exit 3 unless every bucket met its reservation\n"
+                 "(WHAT=met), none exceeded its limit (limits), or both\n"
+                 "(all); with --table every summary is checked"},
+        {.name = "server-cpus", .type = OPTS_FUNC, .target = st, .func = parse_cpus,
+         .arg = "LIST",
+         .help = "comma-separated CPU numbers, one per server in\n"
+                 "scenario order: a client thread runs on the CPU\n"
+                 "of the server it currently talks to (pin that\n"
+                 "server's processes there too, e.g. with taskset,\n"
+                 "to make servers behave like separate machines)"},
+        {.name = "period-start", .type = OPTS_DOUBLE, .target = &st->period_start, .arg = "T",
+         .min = 1, .max = INFINITY,
+         .help = "align the run's QoS periods with the controller's:\n"
+                 "T is the wall-clock time (Unix seconds, fractions\n"
+                 "allowed) at which one of its periods started; the\n"
+                 "run starts at the next period boundary"},
+        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
+         .help = "no progress line"},
+        {.name = "log-level", .type = OPTS_FUNC, .target = &st->log_level, .func = parse_level,
+         .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
+        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
+         .help = "show this text and exit"},
+        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
+         .flags = OPTS_STOP, .help = "show the version and exit"},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+/* Fills *st from argv; *argi receives the index of the first argument.
+ * Returns 0, 1 when --help or --version was printed, or -EINVAL after
+ * saying why. */
+static int parse_settings(int argc, char **argv, settings_t *st, int *argi)
+{
+    *st = (settings_t){.sopts = SCENARIO_OPTS_DEFAULT, .check_word = -1,
+                       .log_level = BQOS_LOG_INFO};
+    opts_row_t rows[NOPTS];
+    option_rows(st, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-load", .rows = rows, .n = NOPTS};
+    int rc = opts_parse(&cmd, argc, argv, argi);
+    if (rc < 0)
+        return rc;
+    if (st->help) {
+        fputs(usage_text, stdout);
+        opts_help_table(stdout, rows, NOPTS, 4, 23);
+        fputs(usage_tail, stdout);
+        return 1;
+    }
+    if (st->version) {
+        printf("bqos-load %s\n", BQOS_VERSION);
+        return 1;
+    }
+    st->check = st->check_word + 1; /* met 1, limits 2, all 3 */
+    bqos_log_init("bqos-load", st->log_level);
     return 0;
 }
 
@@ -748,10 +706,12 @@ int main(int argc, char **argv)
 {
     settings_t st;
     bqos_log_init("bqos-load", BQOS_LOG_INFO);
-    if (parse_settings(argc, argv, &st) < 0)
-        return 1;
-    argc -= optind;
-    argv += optind;
+    int argi;
+    int rc = parse_settings(argc, argv, &st, &argi);
+    if (rc)
+        return rc > 0 ? 0 : 1;
+    argc -= argi;
+    argv += argi;
     if (st.table)
         return table_mode(&st, argc, argv);
     if (argc != 1) {
@@ -760,7 +720,7 @@ int main(int argc, char **argv)
     }
     scenario_t *s = NULL;
     jsonloc_err_t err;
-    int rc = scenario_load(argv[0], &st.sopts, &s, &err);
+    rc = scenario_load(argv[0], &st.sopts, &s, &err);
     if (rc < 0) {
         if (err.line > 0)
             fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.col, err.text);

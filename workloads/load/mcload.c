@@ -1,6 +1,6 @@
 /* mcload.c - bqos-mcload: closed-loop memcached text-protocol load generator reporting throughput and p50/p99 latency. */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "common/mono.h"
+#include "common/num.h"
+#include "common/opts.h"
 #include "common/rng.h"
 #include "common/version.h"
 
@@ -30,17 +32,23 @@ typedef struct {
     rng_lcg_t rng; /* glibc rand_r()'s sequence, as always */
 } lconn_t;
 
-/* Settings (read-only after parsing). */
-static struct {
+/* --server's value. */
+typedef struct {
     char host[256];
     int port;
+} server_t;
+
+/* Settings (read-only after parsing; defaults in option_rows()). */
+static struct {
+    server_t srv;
     int conns;
     double seconds;
     size_t vsize;
     int keys;
     double get_ratio;
     int buckets;
-} cfg = {"127.0.0.1", 11211, 50, 5.0, 100, 10000, 0.9, 4};
+    int help, version;
+} cfg;
 
 
 static int cmp_double(const void *a, const void *b)
@@ -53,8 +61,8 @@ static int dial(void)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
     char port[16];
-    snprintf(port, sizeof port, "%d", cfg.port);
-    if (getaddrinfo(cfg.host, port, &hints, &ai) != 0)
+    snprintf(port, sizeof port, "%d", cfg.srv.port);
+    if (getaddrinfo(cfg.srv.host, port, &hints, &ai) != 0)
         return -1;
     int fd = socket(ai->ai_family, SOCK_STREAM, 0);
     if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
@@ -97,7 +105,52 @@ static int reply_done(const lconn_t *c)
     return c->inlen >= 5 && memcmp(c->in + c->inlen - 5, "END\r\n", 5) == 0;
 }
 
-static void usage(FILE *out)
+/* OPTS_FUNC: "HOST:PORT" (the last colon splits) into the server_t at
+ * target.  Returns 0 or -EINVAL. */
+static int parse_server(const char *arg, void *target)
+{
+    server_t *srv = target;
+    const char *colon = strrchr(arg, ':');
+    int64_t port;
+    if (!colon || (size_t)(colon - arg) >= sizeof srv->host ||
+        num_i64_in(colon + 1, 1, 65535, &port) < 0)
+        return -EINVAL;
+    memcpy(srv->host, arg, (size_t)(colon - arg));
+    srv->host[colon - arg] = '\0';
+    srv->port = (int)port;
+    return 0;
+}
+
+#define NOPTS 9
+
+/* Fills rows[NOPTS], the option table, with targets in cfg. */
+static void option_rows(opts_row_t *rows)
+{
+    const opts_row_t t[] = {
+        {.name = "server", .type = OPTS_FUNC, .target = &cfg.srv, .func = parse_server,
+         .arg = "HOST:PORT", .deflt = "127.0.0.1:11211", .help = "memcached to load"},
+        {.name = "conns", .type = OPTS_INT, .target = &cfg.conns, .arg = "N", .deflt = "50",
+         .min = 1, .max = INT_MAX, .help = "connections, one request in flight on each"},
+        {.name = "seconds", .type = OPTS_DOUBLE, .target = &cfg.seconds, .arg = "S",
+         .deflt = "5", .flags = OPTS_XMIN, .help = "how long to run"},
+        {.name = "value-size", .type = OPTS_SIZE, .target = &cfg.vsize, .arg = "B",
+         .deflt = "100", .min = 1, .max = 60000, .help = "bytes per value set"},
+        {.name = "keys", .type = OPTS_INT, .target = &cfg.keys, .arg = "K", .deflt = "10000",
+         .min = 1, .max = INT_MAX, .help = "keys bI:keyJ, J < K"},
+        {.name = "get-ratio", .type = OPTS_DOUBLE, .target = &cfg.get_ratio, .arg = "R",
+         .deflt = "0.9", .help = "probability that a request is a get"},
+        {.name = "buckets", .type = OPTS_INT, .target = &cfg.buckets, .arg = "N", .deflt = "4",
+         .min = 1, .max = INT_MAX, .help = "buckets bI, I = J mod N"},
+        {.name = "help", .type = OPTS_FLAG, .target = &cfg.help, .flags = OPTS_STOP,
+         .help = "show this text and exit"},
+        {.name = "version", .type = OPTS_FLAG, .target = &cfg.version, .flags = OPTS_STOP,
+         .help = "show the version and exit"},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+static void usage(FILE *out, const opts_row_t *rows)
 {
     fprintf(out,
             "NAME\n    bqos-mcload - closed-loop memcached load: throughput, p50/p99 latency\n\n"
@@ -108,43 +161,25 @@ static void usage(FILE *out)
             "    (get with probability R, else set of a B-byte value) on keys\n"
             "    bI:keyJ (J < K, I = J mod N buckets).  First sets every key once.\n"
             "    Prints one line: ops, seconds, ops_per_sec, p50_us, p99_us, errors.\n\n"
-            "OPTIONS (defaults)\n"
-            "    --server 127.0.0.1:11211   --conns 50   --seconds 5   --value-size 100\n"
-            "    --keys 10000   --get-ratio 0.9   --buckets 4   --help   --version\n");
+            "OPTIONS\n");
+    opts_help_table(out, rows, NOPTS, 4, 23);
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"server", 1, 0, 's'}, {"conns", 1, 0, 'c'}, {"seconds", 1, 0, 't'},
-        {"value-size", 1, 0, 'v'}, {"keys", 1, 0, 'k'}, {"get-ratio", 1, 0, 'g'},
-        {"buckets", 1, 0, 'b'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
-    int o;
-    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        char *colon;
-        switch (o) {
-        case 's':
-            colon = strrchr(optarg, ':');
-            if (!colon || (size_t)(colon - optarg) >= sizeof cfg.host)
-                goto bad;
-            memcpy(cfg.host, optarg, (size_t)(colon - optarg));
-            cfg.host[colon - optarg] = '\0';
-            cfg.port = atoi(colon + 1);
-            break;
-        case 'c': cfg.conns = atoi(optarg); break;
-        case 't': cfg.seconds = atof(optarg); break;
-        case 'v': cfg.vsize = (size_t)atol(optarg); break;
-        case 'k': cfg.keys = atoi(optarg); break;
-        case 'g': cfg.get_ratio = atof(optarg); break;
-        case 'b': cfg.buckets = atoi(optarg); break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("bqos-mcload %s\n", BQOS_VERSION); return 0;
-        default: goto bad;
-        }
+    opts_row_t rows[NOPTS];
+    option_rows(rows);
+    const opts_cmd_t cmd = {.prog = "bqos-mcload", .rows = rows, .n = NOPTS};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0)
+        return 2;
+    if (cfg.help) {
+        usage(stdout, rows);
+        return 0;
     }
-    if (cfg.conns < 1 || cfg.seconds <= 0 || cfg.vsize < 1 || cfg.vsize > 60000 ||
-        cfg.keys < 1 || cfg.buckets < 1 || cfg.port < 1 || cfg.port > 65535)
-        goto bad;
+    if (cfg.version) {
+        printf("bqos-mcload %s\n", BQOS_VERSION);
+        return 0;
+    }
 
     char *value = malloc(cfg.vsize + 1);
     lconn_t *cs = calloc((size_t)cfg.conns, sizeof *cs);
@@ -161,7 +196,7 @@ int main(int argc, char **argv)
     /* Load every key once over one connection (pipelined in chunks). */
     int fd0 = dial();
     if (fd0 < 0) {
-        fprintf(stderr, "bqos-mcload: cannot connect to %s:%d\n", cfg.host, cfg.port);
+        fprintf(stderr, "bqos-mcload: cannot connect to %s:%d\n", cfg.srv.host, cfg.srv.port);
         return 1;
     }
     {
@@ -251,7 +286,4 @@ int main(int argc, char **argv)
     printf("ops=%lu seconds=%.2f ops_per_sec=%.0f p50_us=%.0f p99_us=%.0f errors=%lu\n", ops,
            secs, (double)ops / secs, p50, p99, errors);
     return errors ? 3 : 0;
-bad:
-    usage(stderr);
-    return 2;
 }

@@ -1,6 +1,5 @@
 /* nbdload.c - bqos-nbd-load: drive NBD block nodes with a bqos-load scenario (every bucket an export, 4 KiB random reads) and report what each bucket got. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/rng.h"
 #include "common/version.h"
 #include "storage-node/nbd/nbd.h"
@@ -50,29 +50,9 @@ static const char usage_text[] =
     "    end it prints bqos-load's table and, with --out, writes the same CSV files\n"
     "    and summary.json as bqos-load (bqos-load --table reads them).\n"
     "\n"
-    "OPTIONS\n"
-    "    -o, --out DIR          write intervals.csv, cumulative.csv, periods.csv and\n"
-    "                           summary.json into DIR (created if missing)\n"
-    "    -l, --label NAME       name of this run in summary.json and tables\n"
-    "    -d, --duration SECS    override the scenario's duration\n"
-    "    -c, --capacity IOPS    override the scenario's per-server capacity\n"
-    "        --seed N           override the scenario's seed\n"
-    "    -s, --server NAME=HOST:PORT\n"
-    "                           override server NAME's address; repeatable\n"
-    "        --block-size BYTES bytes per read (default 4096)\n"
-    "        --period-start T   align the run's QoS periods with the controller's:\n"
-    "                           wall-clock time (seconds since the epoch) at which\n"
-    "                           one of its periods started\n"
-    "        --profile SECS     measure each server's throughput instead: all\n"
-    "                           servers at once, closed loop; prints \"server NAME\n"
-    "                           IOPS\" lines, then \"capacity MEAN\" and \"min MIN\"\n"
-    "        --profile-outstanding N\n"
-    "                           requests in flight per server while profiling\n"
-    "                           (default 10)\n"
-    "    -q, --quiet            no progress line\n"
-    "        --log-level LEVEL  error, warn, info or debug (stderr)\n"
-    "    -h, --help             this text\n"
-    "    -V, --version          print the version\n"
+    "OPTIONS\n";
+
+static const char usage_tail[] =
     "\n"
     "EXIT STATUS\n"
     "    0 when the run completed, 1 on a failure, 2 on bad usage.\n"
@@ -475,77 +455,119 @@ static int write_file(const char *dir, const char *name, const report_t *r, cons
     return rc;
 }
 
-enum { OPT_SEED = 256, OPT_BS, OPT_PSTART, OPT_PROFILE, OPT_PROFILE_OUT, OPT_LOG };
+/* The command line; read-only once parsed. */
+typedef struct {
+    scenario_opts_t so;
+    const char *servers[MAX_SERVERS_OPT];
+    const char *out, *label;
+    double period_start, profile;
+    int64_t bs;
+    int per;
+    int quiet;
+    bqos_log_level_t level;
+    int help, version;
+} settings_t;
+
+/* OPTS_FUNC: one more --server for the settings_t at target.  Returns 0
+ * or -EINVAL (too many). */
+static int add_server(const char *arg, void *target)
+{
+    settings_t *st = target;
+    if (st->so.nservers == MAX_SERVERS_OPT)
+        return -EINVAL;
+    st->servers[st->so.nservers++] = arg;
+    st->so.servers = st->servers;
+    return 0;
+}
+
+/* OPTS_FUNC: a log level word into the bqos_log_level_t at target. */
+static int parse_level(const char *arg, void *target)
+{
+    return bqos_log_parse_level(arg, target) < 0 ? -EINVAL : 0;
+}
+
+#define NOPTS 14
+
+/* Fills rows[NOPTS], the option table, with targets in *st. */
+static void option_rows(settings_t *st, opts_row_t *rows)
+{
+    scenario_opts_t *so = &st->so;
+    const opts_row_t t[] = {
+        {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = &st->out, .arg = "DIR",
+         .help = "write intervals.csv, cumulative.csv, periods.csv and\n"
+                 "summary.json into DIR (created if missing)"},
+        {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = &st->label, .arg = "NAME",
+         .help = "name of this run in summary.json and tables"},
+        {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
+         .arg = "SECS", .flags = OPTS_XMIN, .help = "override the scenario's duration"},
+        {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
+         .arg = "IOPS", .flags = OPTS_XMIN,
+         .help = "override the scenario's per-server capacity"},
+        {.name = "seed", .type = OPTS_I64, .target = &so->seed, .arg = "N", .min = 0,
+         .max = INFINITY, .help = "override the scenario's seed"},
+        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
+         .arg = "NAME=HOST:PORT", .help = "override server NAME's address; repeatable"},
+        {.name = "block-size", .type = OPTS_I64, .target = &st->bs, .arg = "BYTES",
+         .deflt = "4096", .min = 1, .max = NBD_MAX_PAYLOAD, .help = "bytes per read"},
+        {.name = "period-start", .type = OPTS_DOUBLE, .target = &st->period_start, .arg = "T",
+         .flags = OPTS_XMIN,
+         .help = "align the run's QoS periods with the controller's:\n"
+                 "wall-clock time (seconds since the epoch) at which\n"
+                 "one of its periods started"},
+        {.name = "profile", .type = OPTS_DOUBLE, .target = &st->profile, .arg = "SECS",
+         .flags = OPTS_XMIN,
+         .help = "measure each server's throughput instead: all\n"
+                 "servers at once, closed loop; prints \"server NAME\n"
+                 "IOPS\" lines, then \"capacity MEAN\" and \"min MIN\""},
+        {.name = "profile-outstanding", .type = OPTS_INT, .target = &st->per, .arg = "N",
+         .deflt = "10", .min = 1, .max = 1000,
+         .help = "requests in flight per server while profiling\n(default {default})"},
+        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
+         .help = "no progress line"},
+        {.name = "log-level", .type = OPTS_FUNC, .target = &st->level, .func = parse_level,
+         .arg = "LEVEL", .help = "error, warn, info or debug (stderr)"},
+        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
+         .help = "this text"},
+        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
+         .flags = OPTS_STOP, .help = "print the version"},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
 
 int main(int argc, char **argv)
 {
-    scenario_opts_t so = SCENARIO_OPTS_DEFAULT;
-    const char *servers[MAX_SERVERS_OPT];
-    size_t nserv = 0;
-    const char *out = NULL, *label = NULL;
-    double period_start = 0, profile = 0;
-    long bs = 4096, per = 10;
-    int quiet = 0;
-    bqos_log_level_t level = BQOS_LOG_INFO;
-    static const struct option lo[] = {
-        {"out", required_argument, NULL, 'o'}, {"label", required_argument, NULL, 'l'},
-        {"duration", required_argument, NULL, 'd'}, {"capacity", required_argument, NULL, 'c'},
-        {"seed", required_argument, NULL, OPT_SEED}, {"server", required_argument, NULL, 's'},
-        {"block-size", required_argument, NULL, OPT_BS},
-        {"period-start", required_argument, NULL, OPT_PSTART},
-        {"profile", required_argument, NULL, OPT_PROFILE},
-        {"profile-outstanding", required_argument, NULL, OPT_PROFILE_OUT},
-        {"quiet", no_argument, NULL, 'q'}, {"log-level", required_argument, NULL, OPT_LOG},
-        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
-    int c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "o:l:d:c:s:qhV", lo, NULL)) != -1) {
-        errno = 0;
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'l': label = optarg; break;
-        case 'd': so.duration = strtod(optarg, &end); if (*end || so.duration <= 0) goto bad; break;
-        case 'c': so.capacity = strtod(optarg, &end); if (*end || so.capacity <= 0) goto bad; break;
-        case OPT_SEED: so.seed = strtoll(optarg, &end, 10); if (*end || so.seed < 0) goto bad; break;
-        case 's':
-            if (nserv == MAX_SERVERS_OPT)
-                goto bad;
-            servers[nserv++] = optarg;
-            break;
-        case OPT_BS:
-            bs = strtol(optarg, &end, 10);
-            if (*end || bs < 1 || bs > (long)NBD_MAX_PAYLOAD)
-                goto bad;
-            break;
-        case OPT_PSTART: period_start = strtod(optarg, &end); if (*end || period_start <= 0) goto bad; break;
-        case OPT_PROFILE: profile = strtod(optarg, &end); if (*end || profile <= 0) goto bad; break;
-        case OPT_PROFILE_OUT:
-            per = strtol(optarg, &end, 10);
-            if (*end || per < 1 || per > 1000)
-                goto bad;
-            break;
-        case 'q': quiet = 1; break;
-        case OPT_LOG: if (bqos_log_parse_level(optarg, &level) < 0) goto bad; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("bqos-nbd-load %s\n", BQOS_VERSION); return 0;
-        default: fprintf(stderr, "Try 'bqos-nbd-load --help'.\n"); return 2;
-        }
-        continue;
-    bad:
-        fprintf(stderr, "bqos-nbd-load: bad value '%s'\nTry 'bqos-nbd-load --help'.\n", optarg);
+    settings_t st = {.so = SCENARIO_OPTS_DEFAULT, .level = BQOS_LOG_INFO};
+    opts_row_t rows[NOPTS];
+    option_rows(&st, rows);
+    const opts_cmd_t cmd = {.prog = "bqos-nbd-load", .rows = rows, .n = NOPTS};
+    int argi;
+    if (opts_parse(&cmd, argc, argv, &argi) < 0)
+        return 2;
+    if (st.help) {
+        fputs(usage_text, stdout);
+        opts_help_table(stdout, rows, NOPTS, 4, 23);
+        fputs(usage_tail, stdout);
+        return 0;
+    }
+    if (st.version) {
+        printf("bqos-nbd-load %s\n", BQOS_VERSION);
+        return 0;
+    }
+    if (argi != argc - 1) {
+        opts_fail(&cmd, "need one SCENARIO.json");
         return 2;
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "bqos-nbd-load: need one SCENARIO.json\nTry 'bqos-nbd-load --help'.\n");
-        return 2;
-    }
+    const scenario_opts_t so = st.so;
+    const char *out = st.out, *label = st.label;
+    const double period_start = st.period_start, profile = st.profile;
+    const long bs = (long)st.bs, per = st.per;
+    const int quiet = st.quiet;
+    const bqos_log_level_t level = st.level;
     bqos_log_init("bqos-nbd-load", level);
-    so.servers = servers;
-    so.nservers = nserv;
     scenario_t *s = NULL;
     jsonloc_err_t se;
-    int rc = scenario_load(argv[optind], &so, &s, &se);
+    int rc = scenario_load(argv[argi], &so, &s, &se);
     if (rc < 0) {
         fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);
         return 2;

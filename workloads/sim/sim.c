@@ -1,6 +1,5 @@
 /* sim.c - bqos-sim: runs rr, static, pshift and clairvoyant over the same simulated cluster and reports how many buckets got their reservations. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/version.h"
 #include "workloads/scenario.h"
 #include "workloads/sim/sim_model.h"
@@ -46,32 +46,6 @@ static const char usage_text[] =
     "OPTIONS\n";
 
 static const char usage_tail[] =
-    "    -p, --policies LIST    comma-separated policies to run, in order\n"
-    "                           (default rr,static,pshift,clairvoyant)\n"
-    "        --changes-exact    exactly CHANGES demand changes per period (default:\n"
-    "                           uniform 0..CHANGES per bucket and period)\n"
-    "        --poisson          Poisson arrivals (default: evenly spaced, as the paper)\n"
-    "        --weighted         run the schedulers in weighted round robin, a bucket's\n"
-    "                           weight being its reservation over the smallest one\n"
-    "                           (default: plain round robin, the paper's Algorithm 1)\n"
-    "        --true-capacity    pshift gets the true server capacities instead of\n"
-    "                           the Haechi estimates\n"
-    "        --scenario FILE    simulate a bqos-load scenario file (servers, capacity,\n"
-    "                           period, intervals, duration, seed, buckets: open loop\n"
-    "                           with \"rate\" and \"split_zipf\", else closed loop with\n"
-    "                           \"outstanding\"; changes); generator options are then\n"
-    "                           ignored; see docs/simulator.md\n"
-    "    -j, --json FILE        write the summary JSON to FILE instead of stdout\n"
-    "        --csv FILE         per-bucket results: policy,period,bucket,reserved,\n"
-    "                           served,ratio\n"
-    "        --intervals-csv FILE\n"
-    "                           IOs per bucket per interval for every SAMPLE-th bucket:\n"
-    "                           policy,period,bucket,reserved,i1..iK (Fig. 3(c))\n"
-    "        --sample N         bucket stride of --intervals-csv (default 50)\n"
-    "    -t, --threads N        OpenMP threads (default: OpenMP's)\n"
-    "    -q, --quiet            no progress output\n"
-    "    -h, --help             show this text and exit\n"
-    "    -V, --version          show the version and exit\n"
     "\n"
     "ENVIRONMENT\n"
     "    OMP_NUM_THREADS    threads, as --threads\n"
@@ -91,112 +65,127 @@ static const char usage_tail[] =
     "    docs/simulator.md (model, outputs, scenario mapping, results),\n"
     "    examples/exp1.sh, examples/exp2.sh, bqos-load(1)\n";
 
-typedef enum { T_INT, T_DBL, T_U64 } opt_type_t;
-
-/* The generator's numeric settings: one row per option of sim_config_t. */
-typedef struct {
-    const char *name;
-    char shrt;
-    opt_type_t type;
-    size_t off;
-    double min, max;
-    const char *arg, *help;
-} num_opt_t;
-
-#define OFF(f) offsetof(sim_config_t, f)
-static const num_opt_t num_opts[] = {
-    {"servers", 'S', T_INT, OFF(servers), 1, 65536, "N", "servers"},
-    {"buckets", 'B', T_INT, OFF(buckets), 1, 1e7, "N", "buckets"},
-    {"capacity", 'C', T_DBL, OFF(capacity), 1e-9, 1e9, "IOPS", "mean IOPS of a server"},
-    {"spread", 0, T_DBL, OFF(svc_spread), 0, 1, "F", "service time spread around 1/C"},
-    {"period", 'T', T_DBL, OFF(period), 1e-6, 1e6, "SECS", "QoS period"},
-    {"intervals", 'K', T_INT, OFF(intervals), 1, 10000, "K", "redistribution intervals per period"},
-    {"periods", 'P', T_INT, OFF(periods), 1, 100000, "N", "periods simulated (incl. warm-up)"},
-    {"warmup", 'W', T_INT, OFF(warmup), 0, 99999, "N", "first periods not measured"},
-    {"delay", 0, T_DBL, OFF(delay), 0, 1e6, "SECS", "controller delay before tokens apply"},
-    {"reserved", 'r', T_DBL, OFF(reserved), 0, 1, "F", "share of capacity reserved"},
-    {"res-zipf", 0, T_DBL, OFF(res_zipf), 0, 10, "S", "Zipf exponent of reservations"},
-    {"demand", 'D', T_DBL, OFF(demand), 0, 1000, "F", "demand / reservation"},
-    {"active", 'A', T_INT, OFF(active), 1, 65536, "N", "active servers per bucket (N_A)"},
-    {"split-zipf", 0, T_DBL, OFF(split_zipf), 0, 10, "S", "Zipf exponent of the split"},
-    {"changes", 'N', T_INT, OFF(changes), 0, 10000, "N", "demand changes per period (N_D)"},
-    {"outstanding", 0, T_INT, OFF(outstanding), 0, 100000, "N",
-     "closed loop: requests in flight per active server (0: open loop)"},
-    {"seed", 's', T_U64, OFF(seed), 0, 1.8e19, "N", "random seed"},
-};
-#define NNUM (sizeof(num_opts) / sizeof(num_opts[0]))
-
-enum {
-    OPT_NUM = 1000, /* + index into num_opts */
-    OPT_EXACT = 2000,
-    OPT_POISSON,
-    OPT_WEIGHTED,
-    OPT_TRUECAP,
-    OPT_SCENARIO,
-    OPT_CSV,
-    OPT_IVCSV,
-    OPT_SAMPLE
-};
-
 /* Command-line settings: filled once by main(), read-only afterwards. */
 typedef struct {
     sim_config_t cfg;
     int policies[SIM_NPOLICIES];
     int npolicies;
+    const char *policy_list;
+    int changes_exact;
     const char *scenario, *json, *csv, *ivcsv;
     int sample;
     int threads;
     int weighted;
     int quiet;
+    int help, version;
 } settings_t;
 
-static void usage(FILE *f)
+/* The generator's options first, one per field of sim_config_t; their
+ * defaults are sim_config_default()'s (the caller sets them, option_rows()
+ * prints them into `shown` for --help). */
+#define NGEN 17
+#define NOPTS (NGEN + 13)
+
+/* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
+ * receives the generator's defaults as text. */
+static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
 {
-    sim_config_t d = sim_config_default();
-    char opts[4096] = "", line[256];
-    for (size_t i = 0; i < NNUM; i++) {
-        const num_opt_t *o = &num_opts[i];
-        char head[64], def[32];
-        if (o->shrt)
-            snprintf(head, sizeof(head), "-%c, --%s %s", o->shrt, o->name, o->arg);
-        else
-            snprintf(head, sizeof(head), "    --%s %s", o->name, o->arg);
-        const char *p = (const char *)&d + o->off;
-        if (o->type == T_INT)
-            snprintf(def, sizeof(def), "%d", *(const int *)p);
-        else if (o->type == T_DBL)
-            snprintf(def, sizeof(def), "%g", *(const double *)p);
-        else
-            snprintf(def, sizeof(def), "%llu", (unsigned long long)*(const uint64_t *)p);
-        snprintf(line, sizeof(line), "    %-22s %s (default %s)\n", head, o->help, def);
-        strncat(opts, line, sizeof(opts) - strlen(opts) - 1);
-    }
+    sim_config_t *c = &st->cfg;
+    const sim_config_t d = sim_config_default();
+    const double dflt[NGEN] = {d.servers, d.buckets, d.capacity, d.svc_spread, d.period,
+                               d.intervals, d.periods, d.warmup, d.delay, d.reserved,
+                               d.res_zipf, d.demand, d.active, d.split_zipf, d.changes,
+                               d.outstanding, (double)d.seed};
+    for (int i = 0; i < NGEN; i++)
+        snprintf(shown[i], 32, "%g", dflt[i]);
+    snprintf(shown[NGEN - 1], 32, "%llu", (unsigned long long)d.seed);
+    const opts_row_t t[] = {
+        {.name = "servers", .shrt = 'S', .type = OPTS_INT, .target = &c->servers, .arg = "N",
+         .show = shown[0], .min = 1, .max = 65536, .help = "servers"},
+        {.name = "buckets", .shrt = 'B', .type = OPTS_INT, .target = &c->buckets, .arg = "N",
+         .show = shown[1], .min = 1, .max = 1e7, .help = "buckets"},
+        {.name = "capacity", .shrt = 'C', .type = OPTS_DOUBLE, .target = &c->capacity,
+         .arg = "IOPS", .show = shown[2], .min = 1e-9, .max = 1e9,
+         .help = "mean IOPS of a server"},
+        {.name = "spread", .type = OPTS_DOUBLE, .target = &c->svc_spread, .arg = "F",
+         .show = shown[3], .min = 0, .max = 1, .help = "service time spread around 1/C"},
+        {.name = "period", .shrt = 'T', .type = OPTS_DOUBLE, .target = &c->period, .arg = "SECS",
+         .show = shown[4], .min = 1e-6, .max = 1e6, .help = "QoS period"},
+        {.name = "intervals", .shrt = 'K', .type = OPTS_INT, .target = &c->intervals, .arg = "K",
+         .show = shown[5], .min = 1, .max = 10000, .help = "redistribution intervals per period"},
+        {.name = "periods", .shrt = 'P', .type = OPTS_INT, .target = &c->periods, .arg = "N",
+         .show = shown[6], .min = 1, .max = 100000, .help = "periods simulated (incl. warm-up)"},
+        {.name = "warmup", .shrt = 'W', .type = OPTS_INT, .target = &c->warmup, .arg = "N",
+         .show = shown[7], .min = 0, .max = 99999, .help = "first periods not measured"},
+        {.name = "delay", .type = OPTS_DOUBLE, .target = &c->delay, .arg = "SECS",
+         .show = shown[8], .min = 0, .max = 1e6, .help = "controller delay before tokens apply"},
+        {.name = "reserved", .shrt = 'r', .type = OPTS_DOUBLE, .target = &c->reserved,
+         .arg = "F", .show = shown[9], .min = 0, .max = 1, .help = "share of capacity reserved"},
+        {.name = "res-zipf", .type = OPTS_DOUBLE, .target = &c->res_zipf, .arg = "S",
+         .show = shown[10], .min = 0, .max = 10, .help = "Zipf exponent of reservations"},
+        {.name = "demand", .shrt = 'D', .type = OPTS_DOUBLE, .target = &c->demand, .arg = "F",
+         .show = shown[11], .min = 0, .max = 1000, .help = "demand / reservation"},
+        {.name = "active", .shrt = 'A', .type = OPTS_INT, .target = &c->active, .arg = "N",
+         .show = shown[12], .min = 1, .max = 65536, .help = "active servers per bucket (N_A)"},
+        {.name = "split-zipf", .type = OPTS_DOUBLE, .target = &c->split_zipf, .arg = "S",
+         .show = shown[13], .min = 0, .max = 10, .help = "Zipf exponent of the split"},
+        {.name = "changes", .shrt = 'N', .type = OPTS_INT, .target = &c->changes, .arg = "N",
+         .show = shown[14], .min = 0, .max = 10000, .help = "demand changes per period (N_D)"},
+        {.name = "outstanding", .type = OPTS_INT, .target = &c->outstanding, .arg = "N",
+         .show = shown[15], .min = 0, .max = 100000,
+         .help = "closed loop: requests in flight per active server (0: open loop)"},
+        {.name = "seed", .shrt = 's', .type = OPTS_U64, .target = &c->seed, .arg = "N",
+         .show = shown[16], .help = "random seed"},
+        {.name = "policies", .shrt = 'p', .type = OPTS_STRING, .target = &st->policy_list,
+         .arg = "LIST", .deflt = "rr,static,pshift,clairvoyant",
+         .help = "comma-separated policies to run, in order\n(default {default})"},
+        {.name = "changes-exact", .type = OPTS_FLAG, .target = &st->changes_exact,
+         .help = "exactly CHANGES demand changes per period (default:\n"
+                 "uniform 0..CHANGES per bucket and period)"},
+        {.name = "poisson", .type = OPTS_FLAG, .target = &c->poisson,
+         .help = "Poisson arrivals (default: evenly spaced, as the paper)"},
+        {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
+         .help = "run the schedulers in weighted round robin, a bucket's\n"
+                 "weight being its reservation over the smallest one\n"
+                 "(default: plain round robin, the paper's Algorithm 1)"},
+        {.name = "scenario", .type = OPTS_STRING, .target = &st->scenario, .arg = "FILE",
+         .help = "simulate a bqos-load scenario file (servers, capacity,\n"
+                 "period, intervals, duration, seed, buckets: open loop\n"
+                 "with \"rate\" and \"split_zipf\", else closed loop with\n"
+                 "\"outstanding\"; changes); generator options are then\n"
+                 "ignored; see docs/simulator.md"},
+        {.name = "json", .shrt = 'j', .type = OPTS_STRING, .target = &st->json, .arg = "FILE",
+         .help = "write the summary JSON to FILE instead of stdout"},
+        {.name = "csv", .type = OPTS_STRING, .target = &st->csv, .arg = "FILE",
+         .help = "per-bucket results: policy,period,bucket,reserved,\nserved,ratio"},
+        {.name = "intervals-csv", .type = OPTS_STRING, .target = &st->ivcsv, .arg = "FILE",
+         .help = "IOs per bucket per interval for every SAMPLE-th bucket:\n"
+                 "policy,period,bucket,reserved,i1..iK (Fig. 3(c))"},
+        {.name = "sample", .type = OPTS_INT, .target = &st->sample, .arg = "N", .deflt = "50",
+         .min = 1, .max = 1000000000, .help = "bucket stride of --intervals-csv"},
+        {.name = "threads", .shrt = 't', .type = OPTS_INT, .target = &st->threads, .arg = "N",
+         .min = 1, .max = 1024, .help = "OpenMP threads (default: OpenMP's)"},
+        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
+         .help = "no progress output"},
+        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
+         .help = "show this text and exit"},
+        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
+         .flags = OPTS_STOP, .help = "show the version and exit"},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
+    memcpy(rows, t, sizeof t);
+}
+
+static void usage(FILE *f, const opts_row_t *rows)
+{
     fputs(usage_text, f);
-    fputs(opts, f);
+    opts_help_table(f, rows, NOPTS, 4, 23);
     fputs(usage_tail, f);
 }
 
-static int set_num(sim_config_t *c, const num_opt_t *o, const char *arg)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (errno || end == arg || *end || !(v >= o->min && v <= o->max) ||
-        (o->type != T_DBL && v != (double)(long long)v)) {
-        fprintf(stderr, "bqos-sim: --%s: bad value '%s' (%g..%g)\n", o->name, arg, o->min, o->max);
-        return -EINVAL;
-    }
-    char *p = (char *)c + o->off;
-    if (o->type == T_INT)
-        *(int *)p = (int)v;
-    else if (o->type == T_DBL)
-        *(double *)p = v;
-    else
-        *(uint64_t *)p = strtoull(arg, NULL, 10);
-    return 0;
-}
-
-static int parse_policies(settings_t *st, const char *arg)
+/* Parses the --policies list into st->policies.  Returns 0, or -EINVAL
+ * after saying why. */
+static int parse_policies(settings_t *st, const char *arg, const opts_cmd_t *cmd)
 {
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", arg);
@@ -204,105 +193,34 @@ static int parse_policies(settings_t *st, const char *arg)
     for (char *sp, *tok = strtok_r(buf, ",", &sp); tok; tok = strtok_r(NULL, ",", &sp)) {
         int p = sim_policy_parse(tok);
         if (p < 0 || st->npolicies == SIM_NPOLICIES) {
-            fprintf(stderr, "bqos-sim: --policies: unknown or repeated policy '%s'\n", tok);
-            return -EINVAL;
+            return opts_fail(cmd, "--policies: unknown or repeated policy '%s'", tok);
         }
         st->policies[st->npolicies++] = p;
     }
-    return st->npolicies ? 0 : -EINVAL;
-}
-
-static long parse_long(const char *name, const char *arg, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (errno || end == arg || *end || v < min || v > max) {
-        fprintf(stderr, "bqos-sim: --%s: bad value '%s' (%ld..%ld)\n", name, arg, min, max);
-        return -1;
-    }
-    return v;
+    return st->npolicies ? 0 : opts_fail(cmd, "--policies: no policy in '%s'", arg);
 }
 
 /* Fills *st from argv.  Returns 0, 1 if the program should exit 0 (help,
  * version), -EINVAL for bad usage. */
 static int parse_args(int argc, char **argv, settings_t *st)
 {
-    struct option lo[NNUM + 20];
-    char so[128] = "p:j:t:qhV";
-    size_t n = 0;
-    for (size_t i = 0; i < NNUM; i++) {
-        lo[n++] = (struct option){num_opts[i].name, required_argument, NULL, (int)(OPT_NUM + i)};
-        if (num_opts[i].shrt) {
-            size_t l = strlen(so);
-            so[l] = num_opts[i].shrt;
-            so[l + 1] = ':';
-            so[l + 2] = 0;
-        }
-    }
-    const struct option fixed[] = {
-        {"policies", required_argument, NULL, 'p'},
-        {"changes-exact", no_argument, NULL, OPT_EXACT},
-        {"poisson", no_argument, NULL, OPT_POISSON},
-        {"weighted", no_argument, NULL, OPT_WEIGHTED},
-            {"scenario", required_argument, NULL, OPT_SCENARIO},
-        {"json", required_argument, NULL, 'j'},
-        {"csv", required_argument, NULL, OPT_CSV},
-        {"intervals-csv", required_argument, NULL, OPT_IVCSV},
-        {"sample", required_argument, NULL, OPT_SAMPLE},
-        {"threads", required_argument, NULL, 't'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
-    memcpy(&lo[n], fixed, sizeof(fixed));
-    int c;
-    long v;
-    while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
-        const num_opt_t *o = NULL;
-        for (size_t i = 0; i < NNUM && !o; i++)
-            if (c == (int)(OPT_NUM + i) || (num_opts[i].shrt && c == num_opts[i].shrt))
-                o = &num_opts[i];
-        if (o) {
-            if (set_num(&st->cfg, o, optarg) < 0)
-                return -EINVAL;
-            continue;
-        }
-        switch (c) {
-        case 'p':
-            if (parse_policies(st, optarg) < 0)
-                return -EINVAL;
-            break;
-        case OPT_EXACT: st->cfg.changes_upto = 0; break;
-        case OPT_POISSON: st->cfg.poisson = 1; break;
-        case OPT_WEIGHTED: st->weighted = 1; break;
-        case OPT_SCENARIO: st->scenario = optarg; break;
-        case 'j': st->json = optarg; break;
-        case OPT_CSV: st->csv = optarg; break;
-        case OPT_IVCSV: st->ivcsv = optarg; break;
-        case OPT_SAMPLE:
-            if ((v = parse_long("sample", optarg, 1, 1000000000)) < 0)
-                return -EINVAL;
-            st->sample = (int)v;
-            break;
-        case 't':
-            if ((v = parse_long("threads", optarg, 1, 1024)) < 0)
-                return -EINVAL;
-            st->threads = (int)v;
-            break;
-        case 'q': st->quiet = 1; break;
-        case 'h': usage(stdout); return 1;
-        case 'V': printf("bqos-sim %s\n", BQOS_VERSION); return 1;
-        default:
-            fprintf(stderr, "Try 'bqos-sim --help'.\n");
-            return -EINVAL;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "bqos-sim: unexpected argument '%s'\nTry 'bqos-sim --help'.\n", argv[optind]);
+    opts_row_t rows[NOPTS];
+    char shown[NGEN][32];
+    option_rows(st, rows, shown);
+    const opts_cmd_t cmd = {.prog = "bqos-sim", .rows = rows, .n = NOPTS};
+    if (opts_parse(&cmd, argc, argv, NULL) < 0)
         return -EINVAL;
+    if (st->help) {
+        usage(stdout, rows);
+        return 1;
     }
-    return 0;
+    if (st->version) {
+        printf("bqos-sim %s\n", BQOS_VERSION);
+        return 1;
+    }
+    if (st->changes_exact)
+        st->cfg.changes_upto = 0;
+    return parse_policies(st, st->policy_list, &cmd);
 }
 
 typedef struct {
@@ -403,13 +321,10 @@ int main(int argc, char **argv)
      * when it loads, so set it and start again; the user's value wins. */
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
         execv("/proc/self/exe", argv); /* on failure, just run as we are */
-    settings_t st = {.cfg = sim_config_default(), .sample = 50};
+    settings_t st = {.cfg = sim_config_default()};
     int rc = parse_args(argc, argv, &st);
     if (rc)
         return rc > 0 ? 0 : 1;
-    if (!st.npolicies)
-        for (int i = 0; i < SIM_NPOLICIES; i++)
-            st.policies[st.npolicies++] = i;
     char err[512];
     sim_model_t *m = NULL;
     sim_result_t *res[SIM_NPOLICIES] = {0};

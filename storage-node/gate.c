@@ -1,0 +1,382 @@
+/* gate.c - what both node fronts share: listener, connections, outstanding window, dispatch, busy time, buckets and tokens, graceful stop (see gate.h). */
+#include "storage-node/gate.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/mono.h"
+
+#define SHUTDOWN_GRACE_SEC 10
+
+struct gate {
+    gate_config_t cfg;
+    gate_hooks_t hooks;
+    void *front;
+    struct event_base *base;
+    sched_t *s;
+    listener_t *lis;
+    gate_conn_t *conns;
+    int nconns;
+    uint64_t total_conns;
+    int inflight;
+    double busy_mark;      /* last time busy time was accounted */
+    double busy_pending;   /* busy seconds not yet reported */
+    int stopping;
+    struct event *stop_timer;
+    /* gate_request_dispatch(): one dispatch per pass of the event loop. */
+    struct event *kick;
+    int kick_armed;
+};
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gate_t *g = arg;
+    g->kick_armed = 0;
+    if (!g->stopping)
+        g->hooks.dispatch(g->front);
+}
+
+static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
+{
+    gate_t *g = arg;
+    if (g->stopping || g->nconns >= g->cfg.max_conns) {
+        if (g->hooks.refuse)
+            g->hooks.refuse(g->front, fd);
+        evutil_closesocket(fd);
+        return;
+    }
+    g->hooks.accept(g->front, fd, sa, salen);
+}
+
+gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
+                 const gate_hooks_t *hooks, void *front, int *err)
+{
+    int rc = 0;
+    gate_t *g = NULL;
+    if (!base || !s || !cfg || !hooks || !hooks->dispatch || !hooks->drain || !hooks->stop ||
+        !hooks->idle || !hooks->accept || cfg->outstanding < 1 || cfg->max_conns < 1 ||
+        cfg->max_buckets < 0) {
+        rc = -EINVAL;
+        goto out;
+    }
+    g = calloc(1, sizeof *g);
+    if (!g) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    g->cfg = *cfg;
+    if (!g->cfg.tag)
+        g->cfg.tag = "";
+    g->hooks = *hooks;
+    g->front = front;
+    g->base = base;
+    g->s = s;
+    g->kick = evtimer_new(base, on_kick, g);
+    if (!g->kick) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    g->busy_mark = mono_now();
+out:
+    if (rc < 0) {
+        gate_destroy(&g);
+        if (err)
+            *err = rc;
+        return NULL;
+    }
+    return g;
+}
+
+int gate_listen(gate_t *g, const listener_addr_t *addr)
+{
+    int rc = 0;
+    if (g->lis)
+        return -EINVAL;
+    g->lis = listener_new(g->base, addr, on_accept, g, &rc);
+    return g->lis ? 0 : rc;
+}
+
+unsigned gate_port(const gate_t *g)
+{
+    return g->lis ? listener_port(g->lis) : 0;
+}
+
+const char *gate_address(const gate_t *g)
+{
+    return g->lis ? listener_name(g->lis) : "";
+}
+
+sched_t *gate_sched(gate_t *g)
+{
+    return g->s;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+/* Frees what gate_conn_open() made (not the socket). */
+static void free_io(gate_conn_t *c)
+{
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->out)
+        evbuffer_free(c->out);
+    c->rev = c->wev = NULL;
+    c->out = NULL;
+}
+
+int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
+                   event_callback_fn on_read, event_callback_fn on_write, void *arg)
+{
+    c->fd = fd;
+    c->writing = 0;
+    c->out = evbuffer_new();
+    c->rev = event_new(g->base, fd, EV_READ | EV_PERSIST, on_read, arg);
+    c->wev = event_new(g->base, fd, EV_WRITE | EV_PERSIST, on_write, arg);
+    if (!c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
+        free_io(c);
+        return -ENOMEM;
+    }
+    c->prev = NULL;
+    c->next = g->conns;
+    if (g->conns)
+        g->conns->prev = c;
+    g->conns = c;
+    g->nconns++;
+    g->total_conns++;
+    return 0;
+}
+
+int gate_conn_write(gate_conn_t *c)
+{
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0) {
+            int e = EVUTIL_SOCKET_ERROR();
+            if (e == EINTR)
+                continue;
+            if (e == EAGAIN || e == EWOULDBLOCK)
+                break;
+            return -e;
+        }
+        if (n == 0)
+            break;
+    }
+    int full = evbuffer_get_length(c->out) > 0;
+    if (full != c->writing) {
+        c->writing = full;
+        if (full)
+            event_add(c->wev, NULL);
+        else
+            event_del(c->wev);
+    }
+    return 0;
+}
+
+void gate_conn_close(gate_t *g, gate_conn_t *c)
+{
+    free_io(c);
+    if (c->fd >= 0)
+        evutil_closesocket(c->fd);
+    c->fd = -1;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        g->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    g->nconns--;
+}
+
+gate_conn_t *gate_conns(gate_t *g)
+{
+    return g->conns;
+}
+
+int gate_nconns(const gate_t *g)
+{
+    return g->nconns;
+}
+
+uint64_t gate_total_conns(const gate_t *g)
+{
+    return g->total_conns;
+}
+
+/* ---- the window ----------------------------------------------------------- */
+
+/* Adds the busy time since the last mark (if anything was outstanding). */
+static void busy_account(gate_t *g)
+{
+    double t = mono_now();
+    if (g->inflight > 0)
+        g->busy_pending += t - g->busy_mark;
+    g->busy_mark = t;
+}
+
+sched_item_t *gate_take(gate_t *g)
+{
+    if (g->inflight >= g->cfg.outstanding)
+        return NULL;
+    sched_item_t *it = sched_dispatch(g->s, NULL);
+    if (!it)
+        return NULL;
+    busy_account(g);
+    g->inflight++;
+    return it;
+}
+
+void gate_done(gate_t *g)
+{
+    busy_account(g);
+    g->inflight--;
+    sched_note_completion(g->s, 1, g->busy_pending);
+    g->busy_pending = 0;
+}
+
+void gate_done_inline(gate_t *g)
+{
+    g->inflight--;
+    sched_note_completion(g->s, 1, 0);
+}
+
+void gate_untake(gate_t *g)
+{
+    g->inflight--;
+}
+
+int gate_inflight(const gate_t *g)
+{
+    return g->inflight;
+}
+
+/* Asks for a dispatch at the end of this pass of the event loop rather
+ * than now: every request read in one pass (one epoll_wait) then goes to
+ * the backend together, as one batch.  After completions (next_pass), the
+ * dispatch waits for the next pass instead, after the requests that
+ * arrived meanwhile were read: with inline backend calls, dispatching again
+ * in the same pass would serve everything already queued before reading
+ * anything new, so a bucket with R-tokens whose clients answer quickly
+ * would lose its priority over queued L-token work.  The order of dispatch
+ * is still the scheduler's alone. */
+void gate_request_dispatch(gate_t *g, int next_pass)
+{
+    static const struct timeval now = {0, 0};
+    if (g->kick_armed || g->stopping)
+        return;
+    g->kick_armed = 1;
+    if (next_pass)
+        evtimer_add(g->kick, &now);
+    else
+        event_active(g->kick, EV_TIMEOUT, 0);
+}
+
+/* ---- buckets and tokens --------------------------------------------------- */
+
+int gate_add_bucket(gate_t *g, const char *name, uint32_t weight)
+{
+    int b = sched_find_bucket(g->s, name, strlen(name));
+    if (b >= 0) {
+        int rc = sched_set_weight(g->s, b, weight);
+        return rc < 0 ? rc : b;
+    }
+    if (g->cfg.max_buckets > 0 && sched_nbuckets(g->s) >= g->cfg.max_buckets)
+        return -ENOMEM;
+    return sched_add_bucket(g->s, name, weight);
+}
+
+int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l)
+{
+    int b = sched_find_bucket(g->s, name, strlen(name));
+    if (b < 0)
+        b = gate_add_bucket(g, name, 1);
+    if (b < 0)
+        return b;
+    int rc = sched_set_tokens(g->s, b, r, l);
+    if (rc == 0)
+        gate_kick(g);
+    return rc;
+}
+
+void gate_kick(gate_t *g)
+{
+    if (g->stopping)
+        return;
+    if (g->cfg.defer)
+        gate_request_dispatch(g, 0);
+    else
+        g->hooks.dispatch(g->front);
+}
+
+/* ---- stopping ------------------------------------------------------------- */
+
+void gate_check_stopped(gate_t *g)
+{
+    if (g->inflight > 0 || !g->hooks.idle(g->front))
+        return;
+    log_info("%severy request answered; stopping", g->cfg.tag);
+    event_base_loopexit(g->base, NULL);
+}
+
+static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gate_t *g = arg;
+    log_warn("%sshutdown grace period over; %d IOs in flight, closing", g->cfg.tag,
+             g->inflight);
+    event_base_loopexit(g->base, NULL);
+}
+
+void gate_shutdown(gate_t *g)
+{
+    if (g->stopping)
+        return;
+    g->stopping = 1;
+    if (g->lis)
+        listener_disable(g->lis);
+    size_t n = sched_drain(g->s, g->hooks.drain, g->front);
+    log_info("%sshutting down: %zu queued requests failed, %d in flight", g->cfg.tag, n,
+             g->inflight);
+    g->hooks.stop(g->front);
+    struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
+    g->stop_timer = evtimer_new(g->base, on_stop_timer, g);
+    if (g->stop_timer)
+        evtimer_add(g->stop_timer, &tv);
+    gate_check_stopped(g);
+}
+
+int gate_stopping(const gate_t *g)
+{
+    return g->stopping;
+}
+
+void gate_close(gate_t *g)
+{
+    if (!g)
+        return;
+    g->stopping = 1;
+    listener_destroy(&g->lis);
+}
+
+void gate_destroy(gate_t **gp)
+{
+    if (!gp || !*gp)
+        return;
+    gate_t *g = *gp;
+    listener_destroy(&g->lis);
+    if (g->stop_timer)
+        event_free(g->stop_timer);
+    if (g->kick)
+        event_free(g->kick);
+    free(g);
+    *gp = NULL;
+}

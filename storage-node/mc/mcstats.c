@@ -1,0 +1,73 @@
+/* mcstats.c - the text of the memcached front's stats commands (see mcstats.h). */
+#include "storage-node/mc/mcstats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef BQOS_VERSION
+#define BQOS_VERSION "0.1.0"
+#endif
+
+char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_t arglen,
+                   size_t *len)
+{
+    char *buf = NULL;
+    FILE *fp = open_memstream(&buf, len);
+    if (!fp)
+        return NULL;
+    if (arglen == 0) {
+        sched_node_stats_t ns;
+        sched_node_stats(s, &ns);
+        fprintf(fp, "STAT pid %ld\r\n", (long)getpid());
+        fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - st->started));
+        fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
+        fprintf(fp, "STAT version bqos-node-%s\r\n", BQOS_VERSION);
+        fprintf(fp, "STAT curr_connections %d\r\n", st->curr_conns);
+        fprintf(fp, "STAT total_connections %llu\r\n", (unsigned long long)st->total_conns);
+        fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)st->cmd_get);
+        fprintf(fp, "STAT cmd_set %llu\r\n", (unsigned long long)st->cmd_set);
+        fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)st->cmd_touch);
+        fprintf(fp, "STAT get_hits %llu\r\n", (unsigned long long)st->get_hits);
+        fprintf(fp, "STAT get_misses %llu\r\n", (unsigned long long)st->get_misses);
+        fprintf(fp, "STAT threads %d\r\n", st->threads);
+        fprintf(fp, "STAT bqos_node %s\r\n", st->name);
+        fprintf(fp, "STAT bqos_policy %s\r\n",
+                sched_policy(s) == SCHED_POLICY_RR ? "rr" : "tokens");
+        fprintf(fp, "STAT bqos_buckets %d\r\n", sched_nbuckets(s));
+        fprintf(fp, "STAT bqos_outstanding %d\r\n", st->outstanding);
+        fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)st->rejected);
+        fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
+                (unsigned long long)st->backend_errors);
+        fprintf(fp, "STAT bqos_completions %llu\r\n",
+                (unsigned long long)ns.completions);
+        fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", ns.busy_seconds);
+    } else if (arglen == 7 && memcmp(arg, "buckets", 7) == 0) {
+        int n = sched_nbuckets(s);
+        for (int b = 0; b < n; b++) {
+            sched_bucket_stats_t bs;
+            if (sched_bucket_stats(s, b, &bs) < 0)
+                continue;
+            const char *nm = sched_bucket_name(s, b);
+            fprintf(fp, "STAT %s:queued %llu\r\n", nm, (unsigned long long)bs.queued);
+            fprintf(fp, "STAT %s:arrivals %llu\r\n", nm, (unsigned long long)bs.arrivals);
+            fprintf(fp, "STAT %s:served_r %llu\r\n", nm, (unsigned long long)bs.served_r);
+            fprintf(fp, "STAT %s:served_l %llu\r\n", nm, (unsigned long long)bs.served_l);
+            fprintf(fp, "STAT %s:served_o %llu\r\n", nm, (unsigned long long)bs.served_o);
+            fprintf(fp, "STAT %s:r_tokens %lld\r\n", nm, (long long)bs.r_tokens);
+            if (bs.l_tokens == SCHED_UNLIMITED)
+                fprintf(fp, "STAT %s:l_tokens unlimited\r\n", nm);
+            else
+                fprintf(fp, "STAT %s:l_tokens %lld\r\n", nm, (long long)bs.l_tokens);
+            fprintf(fp, "STAT %s:weight %u\r\n", nm, (unsigned)bs.weight);
+        }
+    } else {
+        fclose(fp);
+        free(buf);
+        return NULL;
+    }
+    fputs("END\r\n", fp);
+    fclose(fp);
+    return buf;
+}

@@ -1,0 +1,113 @@
+/* nbdconn.h - private to the NBD front (nbdfront.c, nbdopts.c): the front's and a
+ * connection's state, and the helpers the option-haggling phase shares with
+ * the transmission phase.  Not a public header: prefix nbdf_.
+ *
+ * Threads: everything here belongs to the front's loop thread. */
+#ifndef BQOS_NBDCONN_H
+#define BQOS_NBDCONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage-node/gate.h"
+#include "storage-node/nbd/blockdev.h"
+#include "storage-node/nbd/nbd.h"
+#include "storage-node/nbd/nbdfront.h"
+
+#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+
+#define MAX_EXPORTS 65536
+#define META_ID_ALLOCATION 1           /* our context id of base:allocation */
+#define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
+                NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
+
+enum { ST_FLAGS = 0, ST_OPTS, ST_TRANS, ST_CLOSING };
+enum { RQ_QUEUED = 0, RQ_INFLIGHT };
+
+struct nconn;
+
+/* One transmission request.  Owned by its connection while it lives; one
+ * whose connection went away while the IO was at the backend is an orphan,
+ * freed by its completion. */
+typedef struct nreq {
+    sched_item_t item;     /* scheduler's link while RQ_QUEUED */
+    blockdev_op_t op;      /* backend's while RQ_INFLIGHT */
+    struct nconn *conn;    /* NULL: orphan */
+    struct nreq *prev, *next;
+    uint64_t handle;
+    uint16_t type;
+    int state;
+} nreq_t;
+
+/* One client connection: a state machine (client flags, options,
+ * transmission, closing).  Loop thread.
+ *
+ * The socket is driven by hand rather than by a bufferevent, to save
+ * system calls (each costs ~1 us on a paravirtualised guest): a read event
+ * does one readv(2) into `in` (a bufferevent asks FIONREAD first); replies
+ * gather in `sock.out` and are written with one writev(2) per loop iteration
+ * (flush_ev), and a write event is armed only when the socket is full (a
+ * bufferevent arms and disarms it around every write: two epoll_ctl and an
+ * extra epoll_wait). */
+typedef struct nconn {
+    gate_conn_t sock;      /* socket, events, reply buffer `out` (the gate's) */
+    struct nbdfront *f;
+    struct evbuffer *in;
+    int dirty;             /* on f->dirty: sock.out has bytes to write */
+    struct nconn *dnext;
+    size_t want;           /* bytes still missing of the message being read */
+    int state;
+    int no_zeroes;
+    int structured;        /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
+    int meta_bucket;       /* export of the last SET_META_CONTEXT, if it
+                              selected base:allocation; else -1 */
+    int meta;              /* in transmission: base:allocation selected for
+                              this export (BLOCK_STATUS allowed) */
+    int nopts;
+    uint64_t swallow;      /* payload bytes still to discard */
+    int reply_after;       /* after swallowing: 1 option error, 2 WRITE error */
+    uint32_t ra_code;      /* ... its reply type or error value */
+    uint32_t ra_opt;
+    uint64_t ra_handle, ra_offset;
+    uint32_t ra_length;
+    int bucket;            /* export, in transmission */
+    uint64_t size;
+    nreq_t *reqs;          /* queued and in flight */
+    int nreqs;
+    uint64_t buf_bytes;    /* READ/WRITE buffers of those */
+    int reading;
+    int in_process;
+    char peer[64];
+} nconn_t;
+
+struct nbdfront {
+    nbdfront_config_t cfg;
+    char *path;
+    struct event_base *base;
+    sched_t *s;
+    gate_t *g;             /* listener, connections, window, stop */
+    blockdev_t *bd;
+    nconn_t *dirty;        /* connections with replies to write */
+    struct event *flush_ev;
+    int dispatching;       /* inside dispatch_more() */
+    uint64_t inline_done;  /* reads served from the page cache at once */
+    nbdfront_stats_t st;
+};
+
+/* Queues n bytes of reply on c, written at the end of this loop pass (out
+ * of memory breaks the stream: the connection closes). */
+void nbdf_out(nconn_t *c, const void *p, size_t n);
+
+/* Queues an option reply without data. */
+void nbdf_opt_reply(nconn_t *c, uint32_t opt, uint32_t type);
+
+/* Transmission flags for this connection: NBD_FLAG_SEND_DF only once
+ * structured replies are negotiated (proto.md, "Transmission flags"). */
+uint16_t nbdf_tflags(const nconn_t *c);
+
+/* Handles one option (nbdopts.c) with its data, in ST_OPTS; may move the
+ * connection to ST_TRANS or ST_CLOSING.  Returns 0, or -1 to close at
+ * once. */
+int nbdf_handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len);
+
+#endif

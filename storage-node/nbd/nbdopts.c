@@ -1,0 +1,197 @@
+/* nbdopts.c - the option-haggling phase of the NBD front: exports, INFO/GO, LIST, STRUCTURED_REPLY, meta contexts (see nbdconn.h). */
+#include "storage-node/nbd/nbdconn.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/* Looks up an export by name (empty: "default") and opens its store.
+ * Returns the bucket index, -ENOENT, or -errno from the backend. */
+static int find_export(nbdfront_t *f, const char *name, size_t len, uint64_t *size)
+{
+    if (len == 0) {
+        name = "default";
+        len = 7;
+    }
+    int b = sched_find_bucket(f->s, name, len);
+    if (b < 0)
+        return -ENOENT;
+    int rc = blockdev_export(f->bd, b, sched_bucket_name(f->s, b), size);
+    if (rc < 0) {
+        log_warn("export '%s': %s", sched_bucket_name(f->s, b), strerror(-rc));
+        return rc;
+    }
+    return b;
+}
+
+static void enter_transmission(nconn_t *c, int b, uint64_t size)
+{
+    c->bucket = b;
+    c->size = size;
+    c->meta = c->meta_bucket >= 0 && c->meta_bucket == b;
+    c->state = ST_TRANS;
+    log_debug("%s: export '%s' (%llu bytes)", c->peer, sched_bucket_name(c->f->s, b),
+              (unsigned long long)size);
+}
+
+static void opt_list(nconn_t *c, uint32_t opt)
+{
+    nbdfront_t *f = c->f;
+    int n = sched_nbuckets(f->s);
+    for (int b = 0; b < n; b++) {
+        const char *name = sched_bucket_name(f->s, b);
+        size_t nl = strlen(name);
+        uint8_t buf[NBD_REP_HDR_LEN + 4 + 256];
+        nbdf_out(c, buf, nbd_encode_rep_server(buf, opt, name, (uint32_t)nl));
+    }
+    nbdf_opt_reply(c, opt, NBD_REP_ACK);
+}
+
+/* Answers an option whose data did not parse (logged at debug level). */
+static void opt_invalid(nconn_t *c, uint32_t opt, const nbd_error_t *e)
+{
+    log_debug("%s: %s at byte %zu: %s", c->peer, nbd_opt_name(opt), e->offset, e->text);
+    nbdf_opt_reply(c, opt, NBD_REP_ERR_INVALID);
+}
+
+/* find_export() for an option: on failure answers it (unknown export, or
+ * the store could not be opened) and returns < 0. */
+static int opt_find_export(nconn_t *c, uint32_t opt, const char *name, size_t len,
+                           uint64_t *size)
+{
+    int b = find_export(c->f, name, len, size);
+    if (b < 0)
+        nbdf_opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
+    return b;
+}
+
+static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+    nbd_info_req_t ir;
+    nbd_error_t e;
+    if (nbd_parse_info_request(data, len, &ir, &e) < 0) {
+        opt_invalid(c, opt, &e);
+        return;
+    }
+    uint64_t size;
+    int b = opt_find_export(c, opt, ir.name, ir.namelen, &size);
+    if (b < 0)
+        return;
+    uint8_t buf[64];
+    nbdf_out(c, buf, nbd_encode_info_export(buf, opt, size, nbdf_tflags(c)));
+    if (ir.want_block_size)
+        nbdf_out(c, buf, nbd_encode_info_block_size(buf, opt, 1, 4096, NBD_MAX_PAYLOAD));
+    nbdf_opt_reply(c, opt, NBD_REP_ACK);
+    if (opt == NBD_OPT_GO)
+        enter_transmission(c, b, size);
+}
+
+/* NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT (proto.md, "Option
+ * types", "Metadata querying", "The base: metadata namespace").  The only
+ * context is base:allocation.  LIST: all contexts for no query, "base:" or
+ * the exact name for a query, context id 0 ("reserved"); allowed without
+ * structured replies, as qemu-nbd does.  SET: needs structured replies,
+ * selects base:allocation only by its exact name, for the export named,
+ * and replaces the previous selection even when it fails.  Unknown
+ * namespaces and leaves are ignored; malformed data is
+ * NBD_REP_ERR_INVALID, an unknown export NBD_REP_ERR_UNKNOWN. */
+static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+    int list = opt == NBD_OPT_LIST_META_CONTEXT;
+    if (!list)
+        c->meta_bucket = -1;
+    if (!list && !c->structured) {
+        log_debug("%s: SET_META_CONTEXT before STRUCTURED_REPLY", c->peer);
+        nbdf_opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        return;
+    }
+    nbd_meta_req_t mr;
+    nbd_error_t e;
+    if (nbd_parse_meta_request(data, len, &mr, &e) < 0) {
+        opt_invalid(c, opt, &e);
+        return;
+    }
+    uint64_t size;
+    int b = opt_find_export(c, opt, mr.name, mr.namelen, &size);
+    if (b < 0)
+        return;
+    int match = list && mr.nqueries == 0;
+    size_t cur = 0;
+    const char *q;
+    uint32_t ql;
+    while (!match && nbd_meta_next_query(&mr, &cur, &q, &ql))
+        match = nbd_meta_query_matches(q, ql, list);
+    if (match) {
+        uint8_t buf[NBD_REP_HDR_LEN + 4 + sizeof NBD_META_BASE_ALLOCATION];
+        nbdf_out(c, buf, nbd_encode_rep_meta_context(buf, opt, list ? 0 : META_ID_ALLOCATION,
+                                                NBD_META_BASE_ALLOCATION));
+        if (!list)
+            c->meta_bucket = b;
+    }
+    nbdf_opt_reply(c, opt, NBD_REP_ACK);
+}
+
+int nbdf_handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+    nbdfront_t *f = c->f;
+    log_debug("%s: option %s (%u), %u bytes", c->peer, nbd_opt_name(opt), opt, len);
+    if (gate_stopping(f->g) && opt != NBD_OPT_ABORT) {
+        if (opt == NBD_OPT_EXPORT_NAME)
+            return -1;
+        nbdf_opt_reply(c, opt, NBD_REP_ERR_SHUTDOWN);
+        return 0;
+    }
+    switch (opt) {
+    case NBD_OPT_EXPORT_NAME: {
+        /* No way to answer an error: an unknown export ends the session
+         * (proto.md, "Termination of the session during option haggling"). */
+        uint64_t size;
+        if (len > NBD_MAX_NAME || memchr(data, '\0', len))
+            return -1;
+        int b = find_export(f, (const char *)data, len, &size);
+        if (b < 0) {
+            log_info("%s: EXPORT_NAME '%.*s': no such export; closing", c->peer,
+                     (int)(len > 64 ? 64 : len), (const char *)data);
+            return -1;
+        }
+        uint8_t buf[NBD_EXPORT_REPLY_LEN];
+        nbdf_out(c, buf, nbd_encode_export_reply(buf, size, nbdf_tflags(c), c->no_zeroes));
+        enter_transmission(c, b, size);
+        return 0;
+    }
+    case NBD_OPT_ABORT:
+        nbdf_opt_reply(c, opt, NBD_REP_ACK);
+        c->state = ST_CLOSING;
+        return 0;
+    case NBD_OPT_LIST:
+        if (len != 0)
+            nbdf_opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        else
+            opt_list(c, opt);
+        return 0;
+    case NBD_OPT_INFO:
+    case NBD_OPT_GO:
+        opt_info_go(c, opt, data, len);
+        return 0;
+    case NBD_OPT_STRUCTURED_REPLY:
+        /* No data allowed; a second request is refused as nbdkit and
+         * qemu-nbd do (proto.md, "Option types"). */
+        if (len != 0 || c->structured) {
+            nbdf_opt_reply(c, opt, NBD_REP_ERR_INVALID);
+        } else {
+            c->structured = 1;
+            nbdf_opt_reply(c, opt, NBD_REP_ACK);
+        }
+        return 0;
+    case NBD_OPT_LIST_META_CONTEXT:
+    case NBD_OPT_SET_META_CONTEXT:
+        opt_meta(c, opt, data, len);
+        return 0;
+    default:
+        /* STARTTLS, extended headers and anything unknown. */
+        nbdf_opt_reply(c, opt, NBD_REP_ERR_UNSUP);
+        return 0;
+    }
+}
+

@@ -1,0 +1,332 @@
+/* test_gate.c - Check suite for storage-node/gate: the outstanding window, busy time, dispatch at once or at the end of the pass, buckets and tokens, the graceful stop, and connections (admit, refuse, write). */
+#include <check.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "storage-node/gate.h"
+
+/* A fake front: counts the hook calls. */
+typedef struct {
+    gate_t *g;
+    int dispatches, drained, stops, idle, accepted, refused;
+    evutil_socket_t last_fd;
+} fake_t;
+
+static void f_dispatch(void *arg)
+{
+    ((fake_t *)arg)->dispatches++;
+}
+
+static void f_drain(sched_item_t *it, void *arg)
+{
+    (void)it;
+    ((fake_t *)arg)->drained++;
+}
+
+static void f_stop(void *arg)
+{
+    ((fake_t *)arg)->stops++;
+}
+
+static int f_idle(void *arg)
+{
+    return ((fake_t *)arg)->idle;
+}
+
+static void f_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
+{
+    (void)sa;
+    (void)salen;
+    fake_t *f = arg;
+    f->accepted++;
+    f->last_fd = fd;
+}
+
+static void f_refuse(void *arg, evutil_socket_t fd)
+{
+    (void)fd;
+    ((fake_t *)arg)->refused++;
+}
+
+static const gate_hooks_t hooks = {f_dispatch, f_drain, f_stop, f_idle, f_accept, f_refuse};
+
+static struct event_base *base;
+static sched_t *s;
+static fake_t fk;
+
+static gate_t *make(int outstanding, int defer, int max_buckets, int max_conns)
+{
+    gate_config_t gc = {"test: ", outstanding, max_conns, max_buckets, defer};
+    int err = 0;
+    gate_t *g = gate_new(base, s, &gc, &hooks, &fk, &err);
+    ck_assert_msg(g != NULL, "gate_new: %s", strerror(-err));
+    fk.g = g;
+    return g;
+}
+
+static void setup(void)
+{
+    bqos_log_init("test_gate", BQOS_LOG_ERROR);
+    memset(&fk, 0, sizeof fk);
+    base = event_base_new();
+    s = sched_new(SCHED_POLICY_RR, 0);
+    ck_assert_ptr_nonnull(base);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(sched_add_bucket(s, "default", 1), 0);
+}
+
+static void teardown(void)
+{
+    gate_destroy(&fk.g);
+    sched_drain(s, NULL, NULL);
+    sched_destroy(&s);
+    event_base_free(base);
+}
+
+START_TEST(test_gate_bad_settings)
+{
+    gate_config_t gc = {"", 0, 1, 0, 0};
+    int err = 0;
+    ck_assert_ptr_null(gate_new(base, s, &gc, &hooks, &fk, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    gc.outstanding = 1;
+    gate_hooks_t h = hooks;
+    h.dispatch = NULL;
+    ck_assert_ptr_null(gate_new(base, s, &gc, &h, &fk, &err));
+    ck_assert_int_eq(err, -EINVAL);
+}
+END_TEST
+
+/* gate_take() stops at `outstanding`; each way out of the window frees
+ * one place; completions are counted, untaken IOs are not. */
+START_TEST(test_gate_window)
+{
+    gate_t *g = make(2, 0, 0, 10);
+    sched_item_t it[5];
+    memset(it, 0, sizeof it);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(sched_enqueue(s, 0, &it[i]), 0);
+    ck_assert_ptr_eq(gate_take(g), &it[0]);
+    ck_assert_ptr_eq(gate_take(g), &it[1]);
+    ck_assert_ptr_null(gate_take(g));
+    ck_assert_int_eq(gate_inflight(g), 2);
+    gate_done(g);
+    ck_assert_ptr_eq(gate_take(g), &it[2]);
+    ck_assert_ptr_null(gate_take(g));
+    gate_untake(g);
+    ck_assert_ptr_eq(gate_take(g), &it[3]);
+    gate_done_inline(g);
+    ck_assert_ptr_eq(gate_take(g), &it[4]);
+    ck_assert_ptr_null(gate_take(g)); /* window full: nothing taken */
+    gate_done(g);
+    gate_done(g);
+    ck_assert_int_eq(gate_inflight(g), 0);
+    ck_assert_ptr_null(gate_take(g)); /* queue empty */
+    sched_node_stats_t ns;
+    sched_node_stats(s, &ns);
+    ck_assert_uint_eq(ns.completions, 4); /* 3 done + 1 inline; not the untaken one */
+    ck_assert_uint_eq(ns.dispatched, 5);
+}
+END_TEST
+
+/* Busy time is the time with at least one IO outstanding, reported with
+ * the completion that ends it; an inline completion adds none. */
+START_TEST(test_gate_busy_time)
+{
+    gate_t *g = make(4, 0, 0, 10);
+    sched_item_t a = {0}, b = {0};
+    sched_enqueue(s, 0, &a);
+    sched_enqueue(s, 0, &b);
+    ck_assert_ptr_nonnull(gate_take(g));
+    struct timespec ts = {0, 30 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    gate_done(g);
+    sched_node_stats_t ns;
+    sched_node_stats(s, &ns);
+    ck_assert_msg(ns.busy_seconds >= 0.025 && ns.busy_seconds < 1.0, "busy %f", ns.busy_seconds);
+    double before = ns.busy_seconds;
+    nanosleep(&ts, NULL); /* idle: not busy */
+    ck_assert_ptr_nonnull(gate_take(g));
+    gate_done_inline(g);
+    sched_node_stats(s, &ns);
+    ck_assert(ns.busy_seconds == before);
+}
+END_TEST
+
+/* Without defer, gate_kick() dispatches at once; with defer, once at the
+ * end of the pass however often it is asked, and not at all while
+ * stopping. */
+START_TEST(test_gate_dispatch_points)
+{
+    gate_t *g = make(1, 0, 0, 10);
+    gate_kick(g);
+    ck_assert_int_eq(fk.dispatches, 1);
+    gate_destroy(&fk.g);
+    g = make(1, 1, 0, 10);
+    fk.dispatches = 0;
+    gate_kick(g);
+    gate_kick(g);
+    gate_request_dispatch(g, 0);
+    ck_assert_int_eq(fk.dispatches, 0);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    ck_assert_int_eq(fk.dispatches, 1);
+    gate_request_dispatch(g, 1); /* next pass: a zero timer */
+    event_base_loop(base, EVLOOP_ONCE);
+    ck_assert_int_eq(fk.dispatches, 2);
+    fk.idle = 0;
+    gate_shutdown(g);
+    gate_kick(g);
+    gate_request_dispatch(g, 0);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    ck_assert_int_eq(fk.dispatches, 2);
+}
+END_TEST
+
+START_TEST(test_gate_buckets_and_tokens)
+{
+    gate_t *g = make(1, 0, 3, 10);
+    ck_assert_int_eq(gate_add_bucket(g, "red", 2), 1);
+    ck_assert_int_eq(gate_add_bucket(g, "red", 5), 1); /* found: weight set */
+    sched_bucket_stats_t bs;
+    sched_bucket_stats(s, 1, &bs);
+    ck_assert_uint_eq(bs.weight, 5);
+    ck_assert_int_eq(gate_add_bucket(g, "bad name", 1), -EINVAL);
+    ck_assert_int_eq(gate_add_bucket(g, "blue", 1), 2);
+    ck_assert_int_eq(gate_add_bucket(g, "green", 1), -ENOMEM); /* max_buckets 3 */
+    ck_assert_int_eq(gate_set_tokens(g, "red", 7, 9), 0);
+    ck_assert_int_eq(fk.dispatches, 1); /* the new tokens are dispatched */
+    sched_bucket_stats(s, 1, &bs);
+    ck_assert_int_eq(bs.r_tokens, 7);
+    ck_assert_int_eq(bs.l_tokens, 9);
+    ck_assert_int_eq(gate_set_tokens(g, "green", 1, 1), -ENOMEM);
+    ck_assert_int_eq(gate_set_tokens(g, "red", -1, 1), -EINVAL);
+    ck_assert_int_eq(fk.dispatches, 1);
+    gate_destroy(&fk.g);
+    g = make(1, 0, 0, 10); /* no cap: an unknown bucket is added, weight 1 */
+    ck_assert_int_eq(gate_set_tokens(g, "green", 1, SCHED_UNLIMITED), 0);
+    ck_assert_int_eq(sched_find_bucket(s, "green", 5), 3);
+}
+END_TEST
+
+static void on_loop_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    *(int *)arg = 1;
+    event_base_loopbreak(base);
+}
+
+/* The stop drains the queue through the front, calls its stop hook, and
+ * ends the loop only once nothing is at the backend and the front is idle. */
+START_TEST(test_gate_graceful_stop)
+{
+    gate_t *g = make(1, 1, 0, 10);
+    sched_item_t a = {0}, b = {0}, c = {0};
+    sched_enqueue(s, 0, &a);
+    sched_enqueue(s, 0, &b);
+    sched_enqueue(s, 0, &c);
+    ck_assert_ptr_nonnull(gate_take(g));
+    gate_shutdown(g);
+    gate_shutdown(g); /* idempotent */
+    ck_assert(gate_stopping(g));
+    ck_assert_int_eq(fk.drained, 2);
+    ck_assert_int_eq(fk.stops, 1);
+    ck_assert(!event_base_got_exit(base));
+    gate_done(g); /* the last IO: but the front is not idle yet */
+    gate_check_stopped(g);
+    ck_assert(!event_base_got_exit(base));
+    fk.idle = 1;
+    gate_check_stopped(g);
+    int timed_out = 0;
+    struct timeval tv = {2, 0};
+    event_base_once(base, -1, EV_TIMEOUT, on_loop_timeout, &timed_out, &tv);
+    event_base_loop(base, 0);
+    ck_assert(event_base_got_exit(base));
+    ck_assert_int_eq(timed_out, 0);
+}
+END_TEST
+
+static int connect_to(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+static void nothing(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+/* Connections below max_conns reach the front, the next one is refused;
+ * gate_conn_write() sends the output buffer; closing unlists. */
+START_TEST(test_gate_connections)
+{
+    gate_t *g = make(1, 0, 0, 1);
+    listener_addr_t la;
+    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
+    ck_assert_int_eq(gate_listen(g, &la), 0);
+    ck_assert_uint_gt(gate_port(g), 0);
+    ck_assert(strncmp(gate_address(g), "127.0.0.1:", 10) == 0);
+    int c1 = connect_to(gate_port(g));
+    while (fk.accepted == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    gate_conn_t gc = {0};
+    ck_assert_int_eq(gate_conn_open(g, &gc, fk.last_fd, nothing, nothing, NULL), 0);
+    ck_assert_int_eq(gate_nconns(g), 1);
+    ck_assert_ptr_eq(gate_conns(g), &gc);
+    int c2 = connect_to(gate_port(g));
+    while (fk.refused == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    char buf[8];
+    ck_assert_int_eq(recv(c2, buf, sizeof buf, 0), 0); /* closed by the gate */
+    evbuffer_add(gc.out, "hello", 5);
+    ck_assert_int_eq(gate_conn_write(&gc), 0);
+    ck_assert_int_eq(gc.writing, 0);
+    ck_assert_int_eq(recv(c1, buf, sizeof buf, 0), 5);
+    ck_assert(memcmp(buf, "hello", 5) == 0);
+    gate_conn_close(g, &gc);
+    ck_assert_int_eq(gate_nconns(g), 0);
+    ck_assert_uint_eq(gate_total_conns(g), 1);
+    ck_assert_int_eq(recv(c1, buf, sizeof buf, 0), 0);
+    close(c1);
+    close(c2);
+}
+END_TEST
+
+static Suite *gate_suite(void)
+{
+    Suite *su = suite_create("gate");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_gate_bad_settings);
+    tcase_add_test(tc, test_gate_window);
+    tcase_add_test(tc, test_gate_busy_time);
+    tcase_add_test(tc, test_gate_dispatch_points);
+    tcase_add_test(tc, test_gate_buckets_and_tokens);
+    tcase_add_test(tc, test_gate_graceful_stop);
+    tcase_add_test(tc, test_gate_connections);
+    suite_add_tcase(su, tc);
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(gate_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
