@@ -37,6 +37,7 @@ typedef enum {
     OPTS_SIZE,     /* size_t; num_u64() */
     OPTS_DOUBLE,   /* double; num_double() */
     OPTS_DURATION, /* double seconds; num_duration(): "2", "2s", "500ms" */
+    OPTS_BYTES,    /* uint64_t bytes; num_bytes(): "4096", "64k", "1g" */
     OPTS_ENUM,     /* int set to the index of the argument in .names */
     OPTS_FUNC      /* .func(arg, target) parses it; returns 0 or -errno */
 } opts_type_t;

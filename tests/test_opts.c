@@ -79,7 +79,7 @@ typedef struct {
     int flag, n, level, stop, given;
     unsigned u;
     int64_t big;
-    uint64_t u64;
+    uint64_t u64, bytes;
     size_t sz;
     double frac, period, pos;
     const char *pair;
@@ -96,7 +96,7 @@ static int parse_pair(const char *arg, void *target)
     return 0;
 }
 
-#define NROWS 14
+#define NROWS 15
 
 static void rows_for(set_t *s, opts_row_t *rows)
 {
@@ -113,6 +113,8 @@ static void rows_for(set_t *s, opts_row_t *rows)
         {.name = "u64", .type = OPTS_U64, .target = &s->u64, .arg = "N", .help = "Any."},
         {.name = "size", .type = OPTS_SIZE, .target = &s->sz, .arg = "N", .deflt = "3",
          .help = "A size."},
+        {.name = "bytes", .type = OPTS_BYTES, .target = &s->bytes, .arg = "BYTES", .deflt = "1m",
+         .min = 1, .max = 1 << 30, .help = "A byte count ({range})."},
         {.name = "frac", .type = OPTS_DOUBLE, .target = &s->frac, .arg = "F", .deflt = "0.25",
          .min = 0, .max = 1, .help = "Fraction, default {default}."},
         {.name = "period", .type = OPTS_DURATION, .target = &s->period, .arg = "D",
@@ -160,6 +162,7 @@ START_TEST(test_opts_parse_defaults)
     ck_assert_int_eq(s.n, 5);
     ck_assert_uint_eq(s.u, 7);
     ck_assert_uint_eq(s.sz, 3);
+    ck_assert_uint_eq(s.bytes, 1 << 20);
     ck_assert_double_eq(s.frac, 0.25);
     ck_assert_double_eq(s.period, 1);
     ck_assert_int_eq(s.level, 1);
@@ -172,7 +175,7 @@ START_TEST(test_opts_parse_types)
 {
     set_t s;
     const char *args[] = {"--file", "f.json", "--flag", "--n=10", "--u", "4294967295",
-                          "--big", "-5", "--u64", "18446744073709551615", "--size", "9",
+                          "--big", "-5", "--u64", "18446744073709551615", "--size", "9", "--bytes", "64k",
                           "--frac", "1", "--period", "250ms", "--pos", "0.001",
                           "--level", "high", "--pair", "a:b", NULL};
     ck_assert_int_eq(parse(&s, args, NULL), 0);
@@ -183,6 +186,7 @@ START_TEST(test_opts_parse_types)
     ck_assert_int_eq(s.big, -5);
     ck_assert_uint_eq(s.u64, UINT64_MAX);
     ck_assert_uint_eq(s.sz, 9);
+    ck_assert_uint_eq(s.bytes, 65536);
     ck_assert_double_eq(s.frac, 1);
     ck_assert_double_eq(s.period, 0.25);
     ck_assert_double_eq(s.pos, 0.001);
@@ -205,6 +209,12 @@ START_TEST(test_opts_parse_bad_values)
         {{"--u", "-1"}, "prog: bad value '-1' for --u (an integer >= 0)\n"},
         {{"--u", "4294967296"}, "prog: bad value '4294967296' for --u (an integer >= 0)\n"},
         {{"--big", "-6"}, "prog: bad value '-6' for --big (an integer >= -5)\n"},
+        {{"--bytes", "0"},
+         "prog: bad value '0' for --bytes (a byte count 1..1g; suffix k, m, g or t)\n"},
+        {{"--bytes", "2g"},
+         "prog: bad value '2g' for --bytes (a byte count 1..1g; suffix k, m, g or t)\n"},
+        {{"--bytes", "1x"},
+         "prog: bad value '1x' for --bytes (a byte count 1..1g; suffix k, m, g or t)\n"},
         {{"--frac", "1.5"}, "prog: bad value '1.5' for --frac (a number 0..1)\n"},
         {{"--frac", "nan"}, "prog: bad value 'nan' for --frac (a number 0..1)\n"},
         {{"--period", "0ms"},
@@ -321,6 +331,9 @@ START_TEST(test_opts_help_man)
                           "    --size N\n"
                           "        A size.\n"
                           "        Default: 3.\n"
+                          "    --bytes BYTES\n"
+                          "        A byte count (1..1g).\n"
+                          "        Default: 1m.\n"
                           "    --frac F\n"
                           "        Fraction, default 0.25.\n"
                           "    --period D\n"
