@@ -145,6 +145,10 @@ static const char *fmt_bound(const opts_row_t *r, double v, char *buf, size_t ca
 /* What the option wants, for error messages: "an integer 1..1000". */
 static void want(const opts_row_t *r, char *buf, size_t cap)
 {
+    if (r->wants) {
+        snprintf(buf, cap, "%s", r->wants);
+        return;
+    }
     const char *what = r->type == OPTS_BYTES ? "a byte count"
                        : is_integer(r->type) ? "an integer"
                        : r->type == OPTS_DOUBLE ? "a number"

@@ -66,6 +66,8 @@ typedef struct {
     const char *help;         /* lines separated by '\n'; NULL: not listed in --help */
     const char *show;         /* default shown in --help instead of deflt; NULL: deflt */
     const char *const *names; /* OPTS_ENUM: the accepted words, NULL-terminated */
+    const char *wants;        /* what a bad value is told it should be; NULL: from the
+                               * type and bounds ("an integer 1..64"; OPTS_FUNC: arg) */
     int (*func)(const char *arg, void *target); /* OPTS_FUNC */
     int *given;               /* if not NULL, set to 1 when the option is used */
     unsigned flags;           /* OPTS_STOP, OPTS_XMIN */

@@ -96,7 +96,7 @@ static int parse_pair(const char *arg, void *target)
     return 0;
 }
 
-#define NROWS 15
+#define NROWS 16
 
 static void rows_for(set_t *s, opts_row_t *rows)
 {
@@ -125,6 +125,8 @@ static void rows_for(set_t *s, opts_row_t *rows)
          .names = levels, .help = "low, mid or high."},
         {.name = "pair", .type = OPTS_FUNC, .target = &s->pair, .func = parse_pair,
          .arg = "A:B", .given = &s->given, .help = "A pair\nof two."},
+        {.name = "told", .type = OPTS_INT, .target = &s->n, .arg = "N", .min = 1, .max = 9,
+         .wants = "one digit but 0", .help = "Told."},
         {.name = "stop", .type = OPTS_FLAG, .target = &s->stop, .flags = OPTS_STOP,
          .help = "Stop."},
         {.name = "hidden", .type = OPTS_FLAG, .target = &s->flag},
@@ -224,6 +226,7 @@ START_TEST(test_opts_parse_bad_values)
         {{"--pos", "0"}, "prog: bad value '0' for --pos (a number > 0)\n"},
         {{"--level", "max"}, "prog: bad value 'max' for --level (low, mid or high)\n"},
         {{"--pair", "ab"}, "prog: bad value 'ab' for --pair (A:B)\n"},
+        {{"--told", "0"}, "prog: bad value '0' for --told (one digit but 0)\n"},
         {{"--nope"}, "prog: unknown option '--nope'\n"},
         {{"-x"}, "prog: unknown option '-x'\n"},
         {{"--n"}, "prog: option '--n' needs an argument\n"},
@@ -348,6 +351,8 @@ START_TEST(test_opts_help_man)
                           "    --pair A:B\n"
                           "        A pair\n"
                           "        of two.\n"
+                          "    --told N\n"
+                          "        Told.\n"
                           "    --stop\n"
                           "        Stop.\n");
     free(buf);
