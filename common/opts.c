@@ -2,6 +2,7 @@
 #include "common/opts.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -424,28 +425,4 @@ void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int w
             first = 0;
         } while (*p);
     }
-}
-
-/* ---- legacy table -------------------------------------------------------- */
-
-void opts_getopt(const opts_t *t, size_t n, struct option *lo)
-{
-    for (size_t i = 0; i < n; i++)
-        lo[i] = (struct option){t[i].name, t[i].arg ? required_argument : no_argument, NULL,
-                                t[i].id};
-    lo[n] = (struct option){0};
-}
-
-void opts_usage(FILE *out, const opts_t *t, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        print_man(out, 0, t[i].name, t[i].arg, t[i].help, t[i].deflt);
-}
-
-const char *opts_name(const opts_t *t, size_t n, int id)
-{
-    for (size_t i = 0; i < n; i++)
-        if (t[i].id == id)
-            return t[i].name;
-    return "?";
 }
