@@ -40,6 +40,9 @@ struct sched {
     int *route;             /* cap entries: the queue a bucket's requests
                                wait in (itself unless routed) */
     int new_route;          /* route of buckets added from now on, -1: self */
+    int nrouted;            /* buckets routed elsewhere: while 0, enqueue
+                               does not read `route` (one cache line less
+                               per request at 100,000 buckets) */
     int n, cap;
     strmap_t *names;        /* name -> index */
     bitset_t *elig_r;       /* queued > 0 && r > 0 */
@@ -196,6 +199,7 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
     s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
+    s->nrouted += s->route[s->n] != s->n;
     return s->n++;
 }
 
@@ -261,7 +265,7 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
     if (!s || !item || b < 0 || b >= s->n)
         return -EINVAL;
     item->origin = b;
-    int q = s->route[b];
+    int q = s->nrouted ? s->route[b] : b;
     if (q != b) {
         s->b[b].arrivals++; /* who sent it; the queue's bucket counts it too */
         b = q;
@@ -288,6 +292,7 @@ int sched_set_route(sched_t *s, int b, int to)
         return -EINVAL;
     if (to < 0)
         to = b;
+    s->nrouted += (to != b) - (s->route[b] != b);
     s->route[b] = to;
     bucket_t *k = &s->b[b];
     if (to == b || !k->tail)
