@@ -1119,6 +1119,47 @@ START_TEST(test_proto_zmq_router_dealer)
     ck_assert_int_eq(proto_recv(nodes[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, ZMQ_DONTWAIT),
                      -EAGAIN);
 
+    /* Two processes under the name n3 (routing ids with instance tags):
+     * both are accepted as n3, each is addressed on its own, and neither
+     * may speak for another name. */
+    void *twins[2];
+    for (int i = 0; i < 2; i++) {
+        unsigned char tid[PROTO_ID_MAX];
+        size_t tl = proto_node_id("n3", (uint64_t)(i + 1) << 40 | 7u * (unsigned)(i + 1), tid);
+        twins[i] = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(twins[i], ZMQ_ROUTING_ID, tid, tl);
+        zmq_setsockopt(twins[i], ZMQ_RCVTIMEO, &to, sizeof to);
+        ck_assert_int_eq(zmq_connect(twins[i], "inproc://proto-test"), 0);
+    }
+    proto_msg_t h;
+    proto_msg_init(&h);
+    h.type = PROTO_HEARTBEAT;
+    strcpy(h.node, "n3");
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(proto_send(twins[i], NULL, 0, &h, &e, 0), 0);
+        ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, NULL, NULL, NULL, 0), 0);
+        uint32_t tag = 0;
+        ck_assert_int_eq(proto_node_id_split(id, idlen, "n3", &tag), 1);
+        ck_assert_uint_eq(tag, 7u * (unsigned)(i + 1));
+    }
+    strcpy(h.node, "n1");
+    ck_assert_int_eq(proto_send(twins[0], NULL, 0, &h, &e, 0), 0);
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, &why, NULL, NULL, 0),
+                     -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_UNKNOWN_NODE);
+    strcpy(h.node, "n3");
+    unsigned char tid[PROTO_ID_MAX];
+    size_t tl = proto_node_id("n3", (UINT64_C(2) << 40) | 14u, tid);
+    ck_assert_int_eq(proto_send(router, tid, tl, &h, &e, ZMQ_DONTWAIT), 0);
+    ck_assert_int_eq(proto_recv(twins[1], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, 0), 0);
+    ck_assert_int_eq(proto_recv(twins[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, ZMQ_DONTWAIT),
+                     -EAGAIN);
+    for (int i = 0; i < 2; i++) {
+        int z = 0;
+        zmq_setsockopt(twins[i], ZMQ_LINGER, &z, sizeof z);
+        zmq_close(twins[i]);
+    }
+
     proto_msg_clear(&m);
     proto_msg_clear(&d);
     proto_enc_clear(&e);

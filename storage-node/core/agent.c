@@ -697,7 +697,10 @@ int agent_tick(agent_t *a, double now)
         enter_fallback(a, "no tokens or heartbeat in this period");
     uint32_t k = cur_interval(a, now);
     a->st.interval = k;
-    int due = !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
+    /* A refused node (duplicate_name) only says hello: its reports would
+     * each earn an unknown_node and one more hello. */
+    int due = !a->st.refused &&
+              !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
     a->next_report = next_boundary(a, now);
     return due;
 }

@@ -177,7 +177,8 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
  * period if one began (ops.period_start), switches to the fallback policy
  * when the controller has been silent (see agent_config_t), and returns 1
  * if the current interval has not been reported yet (the caller then takes
- * agent_report() and sends it), else 0.  Before agent_next_tick() (less a
+ * agent_report() and sends it), else 0 (also while the controller refuses
+ * our name: AGENT_REFUSED).  Before agent_next_tick() (less a
  * millionth of an interval of clock jitter), or without timing, it does
  * nothing and returns 0. */
 int agent_tick(agent_t *a, double now);
