@@ -97,6 +97,17 @@ run() {
   "$BIN/bqos-load" -q $al -o "$T/$1" -l "$1" "$T/$1.json" >"$T/$1.table" 2>"$T/$1.log"
 }
 
+# run_busy NAME BUCKETS...: run NAME; if the BUCKETS got nothing in every
+# measured period (the 2-core machine shared with other test suites can
+# stall every process for seconds), run it once more.
+run_busy() {
+  n=$1; shift
+  run "$n"; rb=$?
+  [ $rb -eq 0 ] && [ "$(period_max "$T/$n" "$@" 2>/dev/null)" != 0 ] && return 0
+  echo "# $n: nothing measured (machine stalled?); running it again"
+  run "$n"
+}
+
 # period_max DIR BUCKETS...: the most IOs the BUCKETS completed together in
 # one period after the first (the warm-up: its window opens 50 ms before the
 # controller's period, when that period's unused tokens are still there).
@@ -116,7 +127,7 @@ dups_counted() { status_has '"duplicate_names":[1-9]'; }
 
 # 1. A prefix nobody configured: held to default's limit, listed under default.
 scenario evil evil
-run evil; rc=$?
+run_busy evil evil; rc=$?
 check "load on prefix evil ran (rc $rc)" '[ $rc -eq 0 ] && [ -s "$T/evil/periods.csv" ]'
 m=$(period_max "$T/evil" evil)
 check "evil: at most 1.05 x default's limit per period ($m <= $DLIM x 1.05)" \
@@ -131,7 +142,7 @@ check "bqos-ctl status prints evil under it" 'grep -Eq "^  evil +[0-9]+ +[0-9]+ 
 ctl remove noisy >/dev/null 2>&1
 check "noisy removed" 'wait_for "! noisy_configured" 5'
 scenario removed noisy evil
-run removed; rc=$?
+run_busy removed noisy evil; rc=$?
 check "load on noisy and evil ran (rc $rc)" '[ $rc -eq 0 ] && [ -s "$T/removed/periods.csv" ]'
 m=$(period_max "$T/removed" noisy evil)
 mn=$(period_max "$T/removed" noisy)
@@ -166,11 +177,17 @@ PY
 )
 check "second s1 holds a request instead of serving it ($held)" '[ "$held" = held ]'
 scenario after evil
-run after; rc=$?
+run_busy after evil; rc=$?
 m=$(period_max "$T/after" evil)
 check "first s1 still serves, with tokens ($m IOs per period, <= $DLIM x 1.05)" \
   '[ $rc -eq 0 ] && [ "$m" -gt 0 ] && [ "$m" -le $((DLIM * 105 / 100)) ]'
-check "first s1 never fell back" '! grep -q "falling back" "$T/node1.log"'
+# Orphaned, it would stay in its fallback (round robin, no limit) and the
+# run above would have exceeded the limit; a process stall may still cause
+# a fallback, but it must end at the next tokens.
+in_tokens() {
+  [ "$(grep -c "falling back" "$T/node1.log")" -lt "$(grep -c "resuming policy tokens" "$T/node1.log")" ]
+}
+check "first s1 runs on tokens" 'wait_for in_tokens 3'
 check "status: s1 up" 'status_has "{\"name\":\"s1\",\"state\":\"up\""'
 
 # 4. The first s1 goes away (goodbye): the second is accepted.
