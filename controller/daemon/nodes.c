@@ -300,7 +300,10 @@ void nodes_drain(nodes_t *ns)
         int node = ctrl_node_find(ns->ctrl, m->node);
         if (!from_registered(ns, m, node)) {
             /* Another process under a registered name (one that was
-             * refused, or an old one that was replaced): not this node. */
+             * refused, or an old one that was replaced): not this node.
+             * The decoder counted it ok; it is an unknown_node. */
+            if (ns->pst.ok)
+                ns->pst.ok--;
             proto_stats_note(&ns->pst, PROTO_E_UNKNOWN_NODE);
             if (m->type != PROTO_GOODBYE)
                 send_error(ns, m->node, "unknown_node", "say hello first");

@@ -37,6 +37,8 @@ struct agent {
     uint32_t ctl_table;
     int default_route;   /* scheduler index of the controller's `default`
                             bucket that unconfigured buckets route to, -1 */
+    sched_policy_t policy_before_hold; /* restored after a refusal when the
+                            caller manages the policy (manage_policy 0) */
     int *ctl_map;
     size_t ctl_n, ctl_cap;
 
@@ -180,6 +182,7 @@ static void hold(agent_t *a)
     if (a->st.refused)
         return;
     a->st.refused = 1;
+    a->policy_before_hold = sched_policy(a->s);
     int n = sched_nbuckets(a->s);
     if (n <= 0)
         return;
@@ -187,7 +190,8 @@ static void hold(agent_t *a)
         sched_set_route(a->s, b, 0);
     sched_set_new_route(a->s, 0);
     op_set_tokens(a, 0, 0, 0);
-    op_set_policy(a, SCHED_POLICY_TOKENS);
+    op_set_policy(a, SCHED_POLICY_TOKENS); /* even when the caller manages the
+                                              policy: round robin would serve it */
 }
 
 /* A welcome after a refusal: routes come from the controller's table (or
@@ -206,8 +210,9 @@ static void release_hold(agent_t *a, int in_table)
         sched_set_new_route(a->s, a->default_route);
     }
     op_set_tokens(a, 0, 0, in_table ? 0 : SCHED_UNLIMITED);
-    if (a->cfg.manage_policy)
-        op_set_policy(a, a->st.fallback ? a->cfg.fallback : a->cfg.normal);
+    op_set_policy(a, !a->cfg.manage_policy ? a->policy_before_hold
+                     : a->st.fallback      ? a->cfg.fallback
+                                           : a->cfg.normal);
     if (a->peer)
         log_info("controller %s accepted this node's name again", a->peer);
 }
