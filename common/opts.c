@@ -191,7 +191,8 @@ static void vfail(const opts_cmd_t *cmd, const char *fmt, va_list ap)
 {
     FILE *err = cmd->err ? cmd->err : stderr;
     fprintf(err, "%s: ", cmd->prog);
-    vfprintf(err, fmt, ap);
+    if (fmt) /* never NULL; says so to gcc -fsanitize=undefined, which warns otherwise */
+        vfprintf(err, fmt, ap);
     fprintf(err, "\nTry '%s --help'.\n", cmd->prog);
 }
 
