@@ -1,6 +1,7 @@
 /* cli.c - bqos-pshift: solve pShift token allocation problems from JSON, generate instances, run the benchmark. */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,6 +511,15 @@ static const command_t commands[] = {
 
 int main(int argc, char **argv)
 {
+    /* No glibc fastbins.  Reading a document builds jansson's tree of a few
+     * hundred thousand small blocks (250,000 at 64 x 10,000) and frees it;
+     * fastbins would keep them unmerged, and glibc merges them all
+     * (malloc_consolidate) at the next allocation of 1 KiB or more: the
+     * solver's first array, which then took 13-25 ms instead of
+     * microseconds, 4-10x the rest of the solve.  Without fastbins each
+     * block is merged with its free neighbours when it is freed, in the
+     * order it was allocated, which costs less in total. */
+    mallopt(M_MXFAST, 0);
     bqos_log_init(PROG, BQOS_LOG_WARN);
     if (argc < 2) {
         fputs(usage_main, stderr);
