@@ -10,6 +10,9 @@
 #   warm   `bench --file FILE`: 10 solves of the same problem in one
 #          process after a first one (arrays allocated, pages touched,
 #          caches warm): their median, and the fastest (bench's solve_ms);
+#          The same process's first solve, right after reading the file as
+#          `solve` does, is shown as cold_bench_ms (cold and warm in one
+#          process, a check on the cross-process figures);
 #   igraph the same process's igraph push-relabel max-flow, fastest of 10
 #          (graph building not counted; its first run is shown as well).
 # Targets (docs/performance.md), medians over the rounds: cold / warm <= 1.5
@@ -33,8 +36,8 @@ ms() { awk -v s="$1" 'BEGIN { printf "%.3f", s * 1000 }'; }
 
 echo "pShift cold vs warm vs igraph, 64 x 10,000, r 1.0, m 1.1; $ROUNDS rounds"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%5s %9s %9s %9s %13s %9s %13s\n' round cold_ms t_init_ms warm_ms warm_best_ms igraph_ms \
-  igraph_1st_ms
+printf '%5s %9s %9s %13s %9s %13s %9s %13s\n' round cold_ms t_init_ms cold_bench_ms warm_ms \
+  warm_best_ms igraph_ms igraph_1st_ms
 : >"$T/cold"; : >"$T/warm"; : >"$T/best"; : >"$T/mf"
 i=0
 while [ "$i" -lt "$ROUNDS" ]; do
@@ -46,12 +49,13 @@ while [ "$i" -lt "$ROUNDS" ]; do
   grep -q '"mismatch":false' "$T/bench.json" || { echo "Phi differs from max-flow" >&2; exit 1; }
   warm=$(field solve_median_seconds <"$T/bench.json")
   best=$(field solve_seconds <"$T/bench.json")
+  first=$(field first_solve_seconds <"$T/bench.json")
   mf=$(field maxflow_seconds <"$T/bench.json")
   mf1=$(field maxflow_first_seconds <"$T/bench.json")
   echo "$cold" >>"$T/cold"; echo "$warm" >>"$T/warm"; echo "$best" >>"$T/best"
   echo "$mf" >>"$T/mf"
-  printf '%5d %9s %9s %9s %13s %9s %13s\n' "$i" "$(ms "$cold")" "$(ms "$init")" "$(ms "$warm")" \
-    "$(ms "$best")" "$(ms "$mf")" "$(ms "$mf1")"
+  printf '%5d %9s %9s %13s %9s %13s %9s %13s\n' "$i" "$(ms "$cold")" "$(ms "$init")" \
+    "$(ms "$first")" "$(ms "$warm")" "$(ms "$best")" "$(ms "$mf")" "$(ms "$mf1")"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
