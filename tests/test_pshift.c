@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -524,6 +525,44 @@ START_TEST(test_pshift_generated_matches_maxflow)
 }
 END_TEST
 
+/* Names are copied into blocks that never move: every name reads back
+ * intact after thousands more were added (one longer than a block), and a
+ * problem cleared and rebuilt with the same names reuses the same memory. */
+START_TEST(test_pshift_names_kept)
+{
+    enum { N = 3000 };
+    static char longname[10000], names[N][16];
+    memset(longname, 'x', sizeof longname - 1);
+    pshift_problem_t *p = pshift_problem_new();
+    const char *first = NULL, *last = NULL;
+    for (int round = 0; round < 2; round++) {
+        /* Every 7th bucket unnamed, one name longer than a block. */
+        for (int i = 0; i < N; i++) {
+            snprintf(names[i], sizeof names[i], "bucket-%d", i);
+            const char *n = i % 7 == 3 ? NULL : i == 1500 ? longname : names[i];
+            ck_assert_int_eq(pshift_add_bucket(p, n, 1), i);
+        }
+        ck_assert_int_eq(pshift_add_server(p, "s1", 10), 0);
+        for (int i = 0; i < N; i++) {
+            if (i % 7 == 3)
+                ck_assert_ptr_null(pshift_bucket_name(p, i));
+            else
+                ck_assert_str_eq(pshift_bucket_name(p, i), i == 1500 ? longname : names[i]);
+        }
+        ck_assert_str_eq(pshift_server_name(p, 0), "s1");
+        if (round == 0) {
+            first = pshift_bucket_name(p, 0);
+            last = pshift_bucket_name(p, N - 1);
+            pshift_problem_clear(p);
+        } else {
+            ck_assert_ptr_eq(pshift_bucket_name(p, 0), first);
+            ck_assert_ptr_eq(pshift_bucket_name(p, N - 1), last);
+        }
+    }
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
 START_TEST(test_pshift_errors)
 {
     pshift_problem_t *p = pshift_problem_new();
@@ -653,6 +692,7 @@ int main(void)
     tcase_add_test(tc, test_pshift_initial_largest_remainders);
     tcase_add_test(tc, test_pshift_residual);
     tcase_add_test(tc, test_pshift_generated_matches_maxflow);
+    tcase_add_test(tc, test_pshift_names_kept);
     tcase_add_test(tc, test_pshift_errors);
     tcase_add_test(tc, test_pshift_degenerate);
     tcase_add_test(tc, test_pshift_gen_deterministic);
