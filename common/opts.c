@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/num.h"
 
 /* Long options get ids past every character getopt_long may return. */
@@ -161,6 +162,11 @@ static void vfail(const opts_cmd_t *cmd, const char *fmt, va_list ap)
     fprintf(err, "%s: ", cmd->prog);
     vfprintf(err, fmt, ap);
     fprintf(err, "\nTry '%s --help'.\n", cmd->prog);
+}
+
+int opts_log_level(const char *arg, void *target)
+{
+    return bqos_log_parse_level(arg, target) < 0 ? -EINVAL : 0;
 }
 
 int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...)

@@ -96,6 +96,11 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi);
  * for the checks a program makes after opts_parse().  Returns -EINVAL. */
 int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* OPTS_FUNC for --log-level: a level word (bqos_log_parse_level(): error,
+ * warn, info, debug) into the bqos_log_level_t at target.  Returns 0 or
+ * -EINVAL. */
+int opts_log_level(const char *arg, void *target);
+
 /* Prints the rows as man-page text: "    --name ARG" (or "    -x, --name ARG"), the help lines indented
  * by 8, then "        Default: X." (X from show or deflt, unless the help
  * already says "{default}"). */
