@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/admission.h"
+#include "tests/testlib.h"
 
 static bucketfile_t *load(const char *t)
 {
@@ -76,9 +77,5 @@ int main(void)
     tcase_add_test(tc, test_admission_aggregate);
     tcase_add_test(tc, test_admission_local);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

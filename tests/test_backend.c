@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "storage-node/mc/backend.h"
+#include "tests/testlib.h"
 
 static pid_t mc_pid = -1;
 static unsigned mc_port;
@@ -270,9 +271,5 @@ static Suite *suite(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return testlib_run(suite());
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "common/bitset.h"
+#include "tests/testlib.h"
 
 /* Deterministic xorshift so failures reproduce. */
 static uint64_t rng = 88172645463325252ULL;
@@ -141,9 +142,5 @@ int main(void)
     tcase_add_test(tc, test_bitset_random_vs_reference);
     tcase_add_test(tc, test_bitset_resize_keeps_bits);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "storage-node/nbd/blockdev.h"
+#include "tests/testlib.h"
 
 static char dir[64];
 
@@ -456,9 +457,5 @@ static Suite *blockdev_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(blockdev_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(blockdev_suite());
 }

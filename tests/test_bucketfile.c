@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/bucketfile.h"
+#include "tests/testlib.h"
 
 static int parse(const char *text, bucketfile_t **out, jsonloc_err_t *err)
 {
@@ -296,9 +297,5 @@ int main(void)
     tcase_add_test(tc, test_bucketfile_edit);
     tcase_add_test(tc, test_bucketfile_save_atomic_roundtrip);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "controller/daemon/clock.h"
+#include "tests/testlib.h"
 
 /* T = 1 s in K = 4 intervals of 0.25 s, rounds wait half an interval;
  * started at t = 10 (binary fractions: the arithmetic is exact). */
@@ -113,9 +114,5 @@ int main(void)
     tcase_add_test(tc, test_clock_adopt);
     tcase_add_test(tc, test_clock_adopt_own_or_late);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

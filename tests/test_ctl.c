@@ -2,6 +2,8 @@
  * an unreachable controller, and every command against a fake admin
  * endpoint (a REP socket on a free loopback port in a thread). */
 #include <check.h>
+
+#include "tests/testlib.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -315,9 +317,5 @@ int main(void)
     tcase_add_test(tc, test_ctl_unreachable);
     tcase_add_test(tc, test_ctl_commands);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

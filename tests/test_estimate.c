@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "controller/estimate.h"
+#include "tests/testlib.h"
 
 START_TEST(test_estimate_demand_queue_plus_rate)
 {
@@ -136,9 +137,5 @@ int main(void)
     tcase_add_test(tc, test_estimate_capacity_full_busy_no_overshoot);
     tcase_add_test(tc, test_estimate_changed_threshold);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

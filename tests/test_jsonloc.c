@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/jsonloc.h"
+#include "tests/testlib.h"
 
 static const char doc[] =
     "{\n"
@@ -148,9 +149,5 @@ int main(void)
     tcase_add_test(tc, test_jsonloc_unicode_escaped_key_matches);
     tcase_add_test(tc, test_jsonloc_err_at_fills_path_and_position);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

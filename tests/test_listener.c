@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "storage-node/listener.h"
+#include "tests/testlib.h"
 
 typedef struct {
     int accepted;
@@ -186,9 +187,5 @@ int main(void)
     tcase_add_test(tc, test_listener_tcp);
     tcase_add_test(tc, test_listener_unix);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(su);
 }

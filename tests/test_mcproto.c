@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "storage-node/mc/mcproto.h"
+#include "tests/testlib.h"
 
 static mcp_req_t req;
 static mcp_result_t res;
@@ -211,9 +212,5 @@ int main(void)
     tcase_add_test(tc, test_mcproto_format);
     tcase_add_test(tc, test_mcproto_prefixes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

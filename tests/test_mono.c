@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "common/mono.h"
+#include "tests/testlib.h"
 
 START_TEST(test_mono_advances_in_seconds)
 {
@@ -28,9 +29,5 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_mono_advances_in_seconds);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

@@ -6,6 +6,7 @@
 
 #include "common/names.h"
 #include "common/proto.h"
+#include "tests/testlib.h"
 
 #define CHECK(f, s) f(s, strlen(s))
 
@@ -66,9 +67,5 @@ int main(void)
     tcase_add_test(tc, test_names_bucket_has_no_colon);
     tcase_add_test(tc, test_names_is_the_protocol_rule);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

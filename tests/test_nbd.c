@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "storage-node/nbd/nbd.h"
+#include "tests/testlib.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -670,9 +671,5 @@ static Suite *nbd_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(nbd_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(nbd_suite());
 }

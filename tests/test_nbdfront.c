@@ -16,6 +16,7 @@
 #include "storage-node/nbd/nbd.h"
 #include "storage-node/nbd/nbdfront.h"
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 typedef struct {
     struct event_base *base;
@@ -680,9 +681,5 @@ static Suite *nbdfront_suite(void)
 int main(void)
 {
     bqos_log_init("test_nbdfront", BQOS_LOG_ERROR);
-    SRunner *sr = srunner_create(nbdfront_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(nbdfront_suite());
 }

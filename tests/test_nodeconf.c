@@ -8,6 +8,7 @@
 
 #include "storage-node/nodeconf.h"
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 static char *write_tmp(const char *text)
 {
@@ -155,9 +156,5 @@ int main(void)
     tcase_add_test(tc, test_nodeconf_buckets_file);
     tcase_add_test(tc, test_nodeconf_tokens_file);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(su);
 }

@@ -7,6 +7,7 @@
 
 #include "common/num.h"
 #include "common/opts.h"
+#include "tests/testlib.h"
 
 /* ---- common/num ---------------------------------------------------------- */
 
@@ -462,9 +463,5 @@ int main(void)
     tcase_add_test(tc, test_opts_legacy_getopt_and_name);
     tcase_add_test(tc, test_opts_legacy_usage_text);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

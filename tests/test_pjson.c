@@ -10,6 +10,7 @@
 
 #include "pshift/tools/gen.h"
 #include "pshift/tools/pjson.h"
+#include "tests/testlib.h"
 
 #define BAD_DIR "tests/data/pshift/bad"
 
@@ -299,9 +300,5 @@ int main(void)
     tcase_add_test(tc, test_pjson_solution);
     tcase_add_test(tc, test_pjson_alloc_failures);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

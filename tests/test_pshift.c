@@ -9,6 +9,7 @@
 #include "pshift/tools/gen.h"
 #include "pshift/pshift.h"
 #include "pshift/tools/maxflow.h"
+#include "tests/testlib.h"
 
 /* Builds a problem from dense arrays: caps[ns], targets[nb], dem[nb][ns]. */
 static pshift_problem_t *build(int ns, int nb, const int64_t *caps, const int64_t *targets,
@@ -657,9 +658,5 @@ int main(void)
     tcase_add_test(tc, test_pshift_degenerate);
     tcase_add_test(tc, test_pshift_gen_deterministic);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

@@ -9,6 +9,7 @@
 #include "workloads/sim/sim_engine.h"
 #include "workloads/sim/sim_model.h"
 #include "workloads/sim/sim_run.h"
+#include "tests/testlib.h"
 
 START_TEST(test_sim_heap_orders_by_time_then_id)
 {
@@ -289,9 +290,5 @@ int main(void)
     tcase_add_test(tc, test_sim_run_deterministic_across_threads);
     tcase_add_test(tc, test_sim_run_policies_meet_easy_reservations);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

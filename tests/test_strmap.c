@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "common/strmap.h"
+#include "tests/testlib.h"
 
 START_TEST(test_strmap_insert_find)
 {
@@ -226,9 +227,5 @@ int main(void)
     tcase_add_test(tc, test_strmap_churn);
     tcase_add_test(tc, test_strmap_out_of_memory);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

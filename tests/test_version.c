@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "tests/testlib.h"
 
 START_TEST(test_version_is_three_numbers)
 {
@@ -31,9 +32,5 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_version_is_three_numbers);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "storage-node/workpool.h"
+#include "tests/testlib.h"
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
@@ -268,9 +269,5 @@ static Suite *workpool_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(workpool_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(workpool_suite());
 }
