@@ -150,6 +150,22 @@ static void print_usage(const char *head, const opts_row_t *rows, size_t n, int 
         fputs(tail, stdout);
 }
 
+/* Parses a subcommand's argv by cmd's rows (argi: where its arguments
+ * start; NULL refuses arguments); after --help prints its manual (head,
+ * the rows at `width`, tail).  Returns -1 to go on, or the exit status the
+ * subcommand returns: EXIT_OK after --help, EXIT_USAGE after bad usage. */
+static int parse_cmd(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const int *help,
+                     const char *head, int width, const char *tail)
+{
+    if (opts_parse(cmd, argc, argv, argi) < 0)
+        return EXIT_USAGE;
+    if (*help) {
+        print_usage(head, cmd->rows, cmd->n, width, tail);
+        return EXIT_OK;
+    }
+    return -1;
+}
+
 static int bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
     fprintf(stderr, PROG ": ");
@@ -223,12 +239,8 @@ static int cmd_solve(int argc, char **argv)
     solve_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " solve", .rows = rows, .n = NSOLVE};
     int argi;
-    int rc = opts_parse(&cmd, argc, argv, &argi);
-    if (rc < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_solve, rows, NSOLVE, 17, usage_solve_tail);
-        return EXIT_OK;
-    }
+    int rc = parse_cmd(&cmd, argc, argv, &argi, &s.help, usage_solve, 17, usage_solve_tail);
+    if (rc >= 0) return rc;
     if (argi >= argc) {
         opts_fail(&cmd, "missing FILE (use - for stdin)");
         return EXIT_USAGE;
@@ -350,11 +362,8 @@ static int cmd_gen(int argc, char **argv)
     opts_row_t rows[NGEN];
     gen_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " gen", .rows = rows, .n = NGEN};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_gen, rows, NGEN, 23, NULL);
-        return EXIT_OK;
-    }
+    int done = parse_cmd(&cmd, argc, argv, NULL, &s.help, usage_gen, 23, NULL);
+    if (done >= 0) return done;
     gen_params_t g = s.g;
     /* The paper's 8 active servers, unless there are fewer servers. */
     if (!s.active_given) g.active = g.servers < 8 ? g.servers : 8;
@@ -449,11 +458,8 @@ static int cmd_bench(int argc, char **argv)
     opts_row_t rows[NBENCH];
     bench_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " bench", .rows = rows, .n = NBENCH};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_bench, rows, NBENCH, 18, NULL);
-        return EXIT_OK;
-    }
+    int done = parse_cmd(&cmd, argc, argv, NULL, &s.help, usage_bench, 18, NULL);
+    if (done >= 0) return done;
     bench_opts_t b = s.b;
     const char *figs = s.figs;
     int quiet = s.quiet, no_mf = s.no_mf;
