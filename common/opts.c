@@ -400,6 +400,19 @@ void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int w
     }
 }
 
+void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n)
+{
+    fputs(u->head, out);
+    if (u->layout == OPTS_LAYOUT_MAN)
+        opts_help(out, t, n);
+    else if (u->layout == OPTS_LAYOUT_LIST)
+        opts_help_list(out, t, n, u->width);
+    else
+        opts_help_table(out, t, n, u->indent, u->width);
+    if (u->tail)
+        fputs(u->tail, out);
+}
+
 /* ---- legacy table -------------------------------------------------------- */
 
 void opts_getopt(const opts_t *t, size_t n, struct option *lo)

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Example (controller/daemon/main.c, controller/ctl/ctl.c follow it):
  *
@@ -120,6 +121,44 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
  * its own and the help starts on the next line.  Continuations and the
  * " (default X)" after the last line are as in opts_help_list(). */
 void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width);
+
+/* Which printer above lays out the rows of a --help text. */
+typedef enum {
+    OPTS_LAYOUT_MAN,   /* opts_help() */
+    OPTS_LAYOUT_LIST,  /* opts_help_list(width) */
+    OPTS_LAYOUT_TABLE  /* opts_help_table(indent, width) */
+} opts_layout_t;
+
+/* A program's --help text: head, its option rows in `layout`, tail.
+ * Constant data, usually one static const per program. */
+typedef struct {
+    const char *head;     /* printed as is before the rows */
+    opts_layout_t layout;
+    int indent;           /* OPTS_LAYOUT_TABLE */
+    int width;            /* OPTS_LAYOUT_LIST, OPTS_LAYOUT_TABLE */
+    const char *tail;     /* printed as is after the rows; NULL: nothing */
+} opts_usage_t;
+
+/* Prints u's text with the n rows of t to out. */
+void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n);
+
+/* The --help and --version rows that end a program's table: OPTS_STOP
+ * flags into the int at `where`, short letter `letter` (0: none), help line
+ * `text` (NULL: not listed in --help). */
+#define OPTS_HELP_ROW(letter, where, text)                                              \
+    {.name = "help", .shrt = (letter), .type = OPTS_FLAG, .target = (where),            \
+     .flags = OPTS_STOP, .help = (text)}
+#define OPTS_VERSION_ROW(letter, where, text)                                           \
+    {.name = "version", .shrt = (letter), .type = OPTS_FLAG, .target = (where),         \
+     .flags = OPTS_STOP, .help = (text)}
+
+/* Copies `local`, an array of rows built with the targets of this call,
+ * into rows[0..n-1]; fails to compile unless local has exactly n rows. */
+#define OPTS_COPY_ROWS(rows, local, n)                                                  \
+    do {                                                                                \
+        _Static_assert(sizeof(local) / sizeof((local)[0]) == (n), "rows: " #n);         \
+        memcpy((rows), (local), sizeof(local));                                         \
+    } while (0)
 
 /* ---- legacy table, until storage-node/ is converted --------------------- */
 

@@ -565,13 +565,10 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .help = "no progress line"},
         {.name = "log-level", .type = OPTS_FUNC, .target = &st->log_level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
-        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
-         .help = "show this text and exit"},
-        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
-         .flags = OPTS_STOP, .help = "show the version and exit"},
+        OPTS_HELP_ROW('h', &st->help, "show this text and exit"),
+        OPTS_VERSION_ROW('V', &st->version, "show the version and exit"),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 /* Fills *st from argv; *argi receives the index of the first argument.
@@ -588,9 +585,7 @@ static int parse_settings(int argc, char **argv, settings_t *st, int *argi)
     if (rc < 0)
         return rc;
     if (st->help) {
-        fputs(usage_text, stdout);
-        opts_help_table(stdout, rows, NOPTS, 4, 23);
-        fputs(usage_tail, stdout);
+        driver_print_usage(usage_text, rows, NOPTS, usage_tail);
         return 1;
     }
     if (st->version) {

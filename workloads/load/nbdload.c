@@ -469,13 +469,10 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .help = "no progress line"},
         {.name = "log-level", .type = OPTS_FUNC, .target = &st->level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info or debug (stderr)"},
-        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
-         .help = "this text"},
-        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
-         .flags = OPTS_STOP, .help = "print the version"},
+        OPTS_HELP_ROW('h', &st->help, "this text"),
+        OPTS_VERSION_ROW('V', &st->version, "print the version"),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 int main(int argc, char **argv)
@@ -488,9 +485,7 @@ int main(int argc, char **argv)
     if (opts_parse(&cmd, argc, argv, &argi) < 0)
         return 2;
     if (st.help) {
-        fputs(usage_text, stdout);
-        opts_help_table(stdout, rows, NOPTS, 4, 23);
-        fputs(usage_tail, stdout);
+        driver_print_usage(usage_text, rows, NOPTS, usage_tail);
         return 0;
     }
     if (st.version) {
