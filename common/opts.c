@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/num.h"
+#include "common/version.h"
 
 /* Long options get ids past every character getopt_long may return. */
 #define ID0 256
@@ -411,6 +412,32 @@ void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, siz
         opts_help_table(out, t, n, u->indent, u->width);
     if (u->tail)
         fputs(u->tail, out);
+}
+
+/* The int target of cmd's first row named `name`; NULL if it has none. */
+static const int *stop_flag(const opts_cmd_t *cmd, const char *name)
+{
+    for (size_t i = 0; i < cmd->n; i++)
+        if (strcmp(cmd->rows[i].name, name) == 0)
+            return cmd->rows[i].target;
+    return NULL;
+}
+
+int opts_start(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const opts_usage_t *u,
+               const char *note)
+{
+    if (opts_parse(cmd, argc, argv, argi) < 0)
+        return 2;
+    const int *help = stop_flag(cmd, "help"), *version = stop_flag(cmd, "version");
+    if (help && *help) {
+        opts_print_usage(stdout, u, cmd->rows, cmd->n);
+        return 0;
+    }
+    if (version && *version) {
+        printf("%s %s%s\n", cmd->prog, BQOS_VERSION, note ? note : "");
+        return 0;
+    }
+    return -1;
 }
 
 /* ---- legacy table -------------------------------------------------------- */

@@ -142,6 +142,15 @@ typedef struct {
 /* Prints u's text with the n rows of t to out. */
 void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n);
 
+/* The start of a program's main(): opts_parse(cmd, argc, argv, argi), then
+ * --help and --version, found as the rows of cmd named "help" and
+ * "version" (int targets): prints u's text with cmd's rows, or
+ * "PROG BQOS_VERSION" and `note` (NULL: nothing) on a line, on stdout.
+ * Returns -1 to go on, 0 after --help or --version, 2 after bad usage
+ * (opts_parse() said why). */
+int opts_start(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const opts_usage_t *u,
+               const char *note);
+
 /* The --help and --version rows that end a program's table: OPTS_STOP
  * flags into the int at `where`, short letter `letter` (0: none), help line
  * `text` (NULL: not listed in --help). */

@@ -10,13 +10,6 @@
 
 #include "common/log.h"
 
-void driver_print_usage(const char *head, const opts_row_t *rows, size_t n, const char *tail)
-{
-    const opts_usage_t u = {.head = head, .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = 23,
-                            .tail = tail};
-    opts_print_usage(stdout, &u, rows, n);
-}
-
 double driver_since(const struct timespec *start)
 {
     struct timespec now;

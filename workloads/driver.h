@@ -19,9 +19,10 @@
     {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = (where), .arg = "NAME", \
      .help = "name of this run in summary.json and tables"}
 
-/* Prints a load tool's --help on stdout: head, the n rows as a manual's
- * OPTIONS table (indent 4, heads padded to 23 columns), tail. */
-void driver_print_usage(const char *head, const opts_row_t *rows, size_t n, const char *tail);
+/* A load tool's --help (opts_usage_t): before, the rows as a manual's
+ * OPTIONS table (indent 4, heads padded to 23 columns), after. */
+#define DRIVER_USAGE(before, after)                                                        \
+    {.head = (before), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = 23, .tail = (after)}
 
 /* Seconds from `start` (CLOCK_MONOTONIC) to now; negative before it. */
 double driver_since(const struct timespec *start);

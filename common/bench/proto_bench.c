@@ -218,16 +218,11 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = "bqos-proto-bench", .rows = rows, .n = NOPTS};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0)
-        return 2;
-    if (s.help) {
-        opts_print_usage(stdout, &usage, rows, NOPTS);
-        return 0;
-    }
-    if (s.version) {
-        printf("bqos-proto-bench %s (protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
-        return 0;
-    }
+    char note[32];
+    snprintf(note, sizeof note, " (protocol v%d)", PROTO_VERSION);
+    int early = opts_start(&cmd, argc, argv, NULL, &usage, note);
+    if (early >= 0)
+        return early;
     const char *list = s.list;
     long iters = (long)s.iters;
     int names = s.names, zmq = s.zmq;

@@ -157,17 +157,9 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(&o, rows);
     const opts_cmd_t cmd = {.prog = "bqos-ctrl-bench", .rows = rows, .n = NOPTS};
-    int rc = opts_parse(&cmd, argc, argv, NULL);
-    if (rc < 0)
-        return 2;
-    if (o.help) {
-        opts_print_usage(stdout, &usage, rows, NOPTS);
-        return 0;
-    }
-    if (o.version) {
-        printf("bqos-ctrl-bench %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int rc = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (o.active > o.nodes)
         o.active = o.nodes;
     bqos_log_init("bqos-ctrl-bench", BQOS_LOG_WARN);

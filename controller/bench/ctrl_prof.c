@@ -165,16 +165,9 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(&cfg, rows);
     const opts_cmd_t cmd = {.prog = "bqos-ctrl-prof", .rows = rows, .n = NOPTS};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0)
-        return 2;
-    if (cfg.help) {
-        opts_print_usage(stdout, &usage, rows, NOPTS);
-        return 0;
-    }
-    if (cfg.version) {
-        printf("bqos-ctrl-prof %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int early = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (early >= 0)
+        return early;
     int nodes = cfg.nodes, buckets = cfg.buckets, active = cfg.active, rounds = cfg.rounds;
     int warmup = cfg.warmup, full = cfg.full, thr = cfg.threads, intervals = cfg.intervals;
     unsigned seed0 = cfg.seed;

@@ -381,17 +381,11 @@ int main(int argc, char **argv)
     option_rows(&o, rows);
     const opts_cmd_t oc = {.prog = "bqos-ctl", .rows = rows, .n = NOPTS};
     int argi;
-    int rc = opts_parse(&oc, argc, argv, &argi);
-    if (rc < 0)
-        return EXIT_USAGE;
-    if (o.help) {
-        opts_print_usage(stdout, &usage, rows, NOPTS);
-        return EXIT_OK;
-    }
-    if (o.version) {
-        printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_ADMIN_VERSION);
-        return EXIT_OK;
-    }
+    char note[32];
+    snprintf(note, sizeof note, " (admin protocol v%d)", PROTO_ADMIN_VERSION);
+    int rc = opts_start(&oc, argc, argv, &argi, &usage, note);
+    if (rc >= 0)
+        return rc;
     const char *endpoint = o.endpoint;
     int64_t res = o.res, limit = o.limit, weight = o.weight;
     int have_limit = o.have_limit, limit_none = o.limit_none;

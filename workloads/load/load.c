@@ -62,6 +62,9 @@ static const char usage_tail[] =
     "    bqos-load -c 20000 -o out/rr -l rr examples/exp3.json\n"
     "    bqos-load --table out/rr/summary.json out/qos/summary.json\n";
 
+/* What --help prints: usage_text, the option rows, usage_tail. */
+static const opts_usage_t usage = DRIVER_USAGE(usage_text, usage_tail);
+
 /* Command-line settings: filled once by main(), read-only afterwards. */
 typedef struct {
     const char *out;
@@ -581,17 +584,9 @@ static int parse_settings(int argc, char **argv, settings_t *st, int *argi)
     opts_row_t rows[NOPTS];
     option_rows(st, rows);
     const opts_cmd_t cmd = {.prog = "bqos-load", .rows = rows, .n = NOPTS};
-    int rc = opts_parse(&cmd, argc, argv, argi);
-    if (rc < 0)
-        return rc;
-    if (st->help) {
-        driver_print_usage(usage_text, rows, NOPTS, usage_tail);
-        return 1;
-    }
-    if (st->version) {
-        printf("bqos-load %s\n", BQOS_VERSION);
-        return 1;
-    }
+    int rc = opts_start(&cmd, argc, argv, argi, &usage, NULL);
+    if (rc >= 0)
+        return rc == 0 ? 1 : -EINVAL;
     st->check = st->check_word + 1; /* met 1, limits 2, all 3 */
     bqos_log_init("bqos-load", st->log_level);
     return 0;

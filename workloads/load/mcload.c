@@ -168,16 +168,9 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(rows);
     const opts_cmd_t cmd = {.prog = "bqos-mcload", .rows = rows, .n = NOPTS};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0)
-        return 2;
-    if (cfg.help) {
-        opts_print_usage(stdout, &usage, rows, NOPTS);
-        return 0;
-    }
-    if (cfg.version) {
-        printf("bqos-mcload %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int early = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (early >= 0)
+        return early;
 
     char *value = malloc(cfg.vsize + 1);
     lconn_t *cs = calloc((size_t)cfg.conns, sizeof *cs);

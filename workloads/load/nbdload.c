@@ -63,6 +63,9 @@ static const char usage_tail[] =
     "SEE ALSO\n"
     "    bqos-load(1), bqos-nbd-node(1), docs/nbd.md\n";
 
+/* What --help prints: usage_text, the option rows, usage_tail. */
+static const opts_usage_t usage = DRIVER_USAGE(usage_text, usage_tail);
+
 typedef struct {
     const scenario_t *s;
     report_t *rep;
@@ -482,16 +485,9 @@ int main(int argc, char **argv)
     option_rows(&st, rows);
     const opts_cmd_t cmd = {.prog = "bqos-nbd-load", .rows = rows, .n = NOPTS};
     int argi;
-    if (opts_parse(&cmd, argc, argv, &argi) < 0)
-        return 2;
-    if (st.help) {
-        driver_print_usage(usage_text, rows, NOPTS, usage_tail);
-        return 0;
-    }
-    if (st.version) {
-        printf("bqos-nbd-load %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int early = opts_start(&cmd, argc, argv, &argi, &usage, NULL);
+    if (early >= 0)
+        return early;
     if (argi != argc - 1) {
         opts_fail(&cmd, "need one SCENARIO.json");
         return 2;
