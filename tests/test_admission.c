@@ -71,11 +71,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("admission");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_admission_mode);
-    tcase_add_test(tc, test_admission_aggregate);
-    tcase_add_test(tc, test_admission_local);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_admission_mode, test_admission_aggregate,
+                                  test_admission_local};
+    return testlib_run_tests("admission", tests, sizeof tests / sizeof tests[0]);
 }

@@ -288,14 +288,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bucketfile");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_bucketfile_parse_valid);
-    tcase_add_test(tc, test_bucketfile_syntax_error_position);
-    tcase_add_test(tc, test_bucketfile_semantic_error_positions);
-    tcase_add_test(tc, test_bucketfile_error_positions_subtle);
-    tcase_add_test(tc, test_bucketfile_edit);
-    tcase_add_test(tc, test_bucketfile_save_atomic_roundtrip);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_bucketfile_parse_valid,
+                                  test_bucketfile_syntax_error_position,
+                                  test_bucketfile_semantic_error_positions,
+                                  test_bucketfile_error_positions_subtle, test_bucketfile_edit,
+                                  test_bucketfile_save_atomic_roundtrip};
+    return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

@@ -127,15 +127,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("estimate");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_estimate_demand_queue_plus_rate);
-    tcase_add_test(tc, test_estimate_demand_throttled_keeps_rate);
-    tcase_add_test(tc, test_estimate_demand_rounds_like_llround);
-    tcase_add_test(tc, test_estimate_capacity_profile_and_step);
-    tcase_add_test(tc, test_estimate_capacity_window);
-    tcase_add_test(tc, test_estimate_capacity_full_busy_no_overshoot);
-    tcase_add_test(tc, test_estimate_changed_threshold);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_estimate_demand_queue_plus_rate,
+                                  test_estimate_demand_throttled_keeps_rate,
+                                  test_estimate_demand_rounds_like_llround,
+                                  test_estimate_capacity_profile_and_step,
+                                  test_estimate_capacity_window,
+                                  test_estimate_capacity_full_busy_no_overshoot,
+                                  test_estimate_changed_threshold};
+    return testlib_run_tests("estimate", tests, sizeof tests / sizeof tests[0]);
 }

@@ -139,15 +139,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("jsonloc");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_jsonloc_member_and_index);
-    tcase_add_test(tc, test_jsonloc_escaped_key_and_utf8_columns);
-    tcase_add_test(tc, test_jsonloc_missing_steps_stop_at_parent);
-    tcase_add_test(tc, test_jsonloc_garbage_is_safe);
-    tcase_add_test(tc, test_jsonloc_format);
-    tcase_add_test(tc, test_jsonloc_unicode_escaped_key_matches);
-    tcase_add_test(tc, test_jsonloc_err_at_fills_path_and_position);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_jsonloc_member_and_index,
+                                  test_jsonloc_escaped_key_and_utf8_columns,
+                                  test_jsonloc_missing_steps_stop_at_parent,
+                                  test_jsonloc_garbage_is_safe, test_jsonloc_format,
+                                  test_jsonloc_unicode_escaped_key_matches,
+                                  test_jsonloc_err_at_fills_path_and_position};
+    return testlib_run_tests("jsonloc", tests, sizeof tests / sizeof tests[0]);
 }

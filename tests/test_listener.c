@@ -181,11 +181,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("listener");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_listener_parse);
-    tcase_add_test(tc, test_listener_tcp);
-    tcase_add_test(tc, test_listener_unix);
-    suite_add_tcase(su, tc);
-    return testlib_run(su);
+    const TTest *const tests[] = {test_listener_parse, test_listener_tcp, test_listener_unix};
+    return testlib_run_tests("listener", tests, sizeof tests / sizeof tests[0]);
 }

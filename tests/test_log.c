@@ -31,10 +31,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("log");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_log_parse_level);
-    tcase_add_test(tc, test_log_threshold);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_log_parse_level, test_log_threshold};
+    return testlib_run_tests("log", tests, sizeof tests / sizeof tests[0]);
 }

@@ -25,9 +25,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("mono");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_mono_advances_in_seconds);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_mono_advances_in_seconds};
+    return testlib_run_tests("mono", tests, sizeof tests / sizeof tests[0]);
 }

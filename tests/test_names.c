@@ -60,12 +60,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("names");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_names_accepts_printable_and_utf8);
-    tcase_add_test(tc, test_names_rejects_empty_space_control);
-    tcase_add_test(tc, test_names_bucket_has_no_colon);
-    tcase_add_test(tc, test_names_is_the_protocol_rule);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_names_accepts_printable_and_utf8,
+                                  test_names_rejects_empty_space_control,
+                                  test_names_bucket_has_no_colon, test_names_is_the_protocol_rule};
+    return testlib_run_tests("names", tests, sizeof tests / sizeof tests[0]);
 }

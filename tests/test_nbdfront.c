@@ -197,20 +197,30 @@ static void chunk(int fd, uint16_t *flags, uint16_t *type, uint64_t *handle, uin
     ck_assert_int_eq(nbd_parse_chunk_header(h, sizeof h, flags, type, handle, len, NULL), 0);
 }
 
+/* Receives the chunk of `handle`'s reply flagged DONE, of type `type`, and
+ * its payload into p (at most cap bytes); returns the payload's length. */
+static uint32_t last_chunk(int fd, uint64_t handle, uint16_t type, uint8_t *p, size_t cap)
+{
+    uint16_t fl, ty;
+    uint64_t h;
+    uint32_t l;
+    chunk(fd, &fl, &ty, &h, &l);
+    ck_assert_uint_eq(h, handle);
+    ck_assert_uint_eq(ty, type);
+    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
+    ck_assert_uint_le(l, cap);
+    recvn(fd, p, l);
+    return l;
+}
+
 /* Receives an error chunk for `handle` and returns its error value. */
 static uint32_t error_chunk(int fd, uint64_t handle)
 {
-    uint16_t fl, ty, ml;
-    uint64_t h;
-    uint32_t l, e;
+    uint16_t ml;
+    uint32_t e;
     uint8_t p[NBD_ERROR_CHUNK_MAX];
     const char *msg;
-    chunk(fd, &fl, &ty, &h, &l);
-    ck_assert_uint_eq(h, handle);
-    ck_assert_uint_eq(ty, NBD_REPLY_TYPE_ERROR);
-    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
-    ck_assert_uint_le(l, sizeof p);
-    recvn(fd, p, l);
+    uint32_t l = last_chunk(fd, handle, NBD_REPLY_TYPE_ERROR, p, sizeof p);
     ck_assert_int_eq(nbd_parse_error_payload(p, l, &e, &msg, &ml, NULL), 0);
     ck_assert_uint_gt(ml, 0); /* a message for humans */
     return e;
@@ -533,16 +543,9 @@ static uint32_t meta(int fd, uint32_t opt, const char *name, int nq, const char 
  * context `id`; returns the number of descriptors (at most max in x). */
 static uint32_t block_status(int fd, uint64_t handle, uint32_t id, nbd_extent_t *x, uint32_t max)
 {
-    uint16_t fl, ty;
-    uint64_t h;
-    uint32_t l, cid, n;
+    uint32_t cid, n;
     uint8_t p[NBD_BLOCK_STATUS_HDR_LEN + 1024 * NBD_EXTENT_LEN];
-    chunk(fd, &fl, &ty, &h, &l);
-    ck_assert_uint_eq(h, handle);
-    ck_assert_uint_eq(ty, NBD_REPLY_TYPE_BLOCK_STATUS);
-    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
-    ck_assert_uint_le(l, sizeof p);
-    recvn(fd, p, l);
+    uint32_t l = last_chunk(fd, handle, NBD_REPLY_TYPE_BLOCK_STATUS, p, sizeof p);
     ck_assert_int_eq(nbd_parse_block_status(p, l, &cid, x, max, &n, NULL), 0);
     ck_assert_uint_eq(cid, id);
     return n;

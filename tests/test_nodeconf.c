@@ -149,12 +149,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("nodeconf");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_nodeconf_numbers);
-    tcase_add_test(tc, test_nodeconf_hostport);
-    tcase_add_test(tc, test_nodeconf_buckets_file);
-    tcase_add_test(tc, test_nodeconf_tokens_file);
-    suite_add_tcase(su, tc);
-    return testlib_run(su);
+    const TTest *const tests[] = {test_nodeconf_numbers, test_nodeconf_hostport,
+                                  test_nodeconf_buckets_file, test_nodeconf_tokens_file};
+    return testlib_run_tests("nodeconf", tests, sizeof tests / sizeof tests[0]);
 }

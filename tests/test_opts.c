@@ -448,20 +448,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("opts");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_opts_num_integers);
-    tcase_add_test(tc, test_opts_num_doubles_durations_bytes);
-    tcase_add_test(tc, test_opts_parse_defaults);
-    tcase_add_test(tc, test_opts_parse_types);
-    tcase_add_test(tc, test_opts_parse_bad_values);
-    tcase_add_test(tc, test_opts_parse_stop_and_arguments);
-    tcase_add_test(tc, test_opts_bad_default);
-    tcase_add_test(tc, test_opts_help_man);
-    tcase_add_test(tc, test_opts_help_list);
-    tcase_add_test(tc, test_opts_help_table);
-    tcase_add_test(tc, test_opts_legacy_getopt_and_name);
-    tcase_add_test(tc, test_opts_legacy_usage_text);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_opts_num_integers, test_opts_num_doubles_durations_bytes,
+                                  test_opts_parse_defaults, test_opts_parse_types,
+                                  test_opts_parse_bad_values, test_opts_parse_stop_and_arguments,
+                                  test_opts_bad_default, test_opts_help_man, test_opts_help_list,
+                                  test_opts_help_table, test_opts_legacy_getopt_and_name,
+                                  test_opts_legacy_usage_text};
+    return testlib_run_tests("opts", tests, sizeof tests / sizeof tests[0]);
 }

@@ -291,14 +291,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("pjson");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_pjson_good);
-    tcase_add_test(tc, test_pjson_bad_fixtures);
-    tcase_add_test(tc, test_pjson_read_file);
-    tcase_add_test(tc, test_pjson_roundtrip);
-    tcase_add_test(tc, test_pjson_solution);
-    tcase_add_test(tc, test_pjson_alloc_failures);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_pjson_good, test_pjson_bad_fixtures, test_pjson_read_file,
+                                  test_pjson_roundtrip, test_pjson_solution,
+                                  test_pjson_alloc_failures};
+    return testlib_run_tests("pjson", tests, sizeof tests / sizeof tests[0]);
 }

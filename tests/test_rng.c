@@ -108,12 +108,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rng");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_rng_splitmix_sequence);
-    tcase_add_test(tc, test_rng_x256_sequence);
-    tcase_add_test(tc, test_rng_lcg_is_glibc_rand_r);
-    tcase_add_test(tc, test_rng_zipf_split_weights_pick);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_rng_splitmix_sequence, test_rng_x256_sequence,
+                                  test_rng_lcg_is_glibc_rand_r, test_rng_zipf_split_weights_pick};
+    return testlib_run_tests("rng", tests, sizeof tests / sizeof tests[0]);
 }

@@ -28,9 +28,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("version");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_version_is_three_numbers);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_version_is_three_numbers};
+    return testlib_run_tests("version", tests, sizeof tests / sizeof tests[0]);
 }

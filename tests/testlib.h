@@ -1,4 +1,4 @@
-/* testlib.h - what every Check suite's main() shares: run the suite, turn its failures into the exit status. */
+/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status. */
 #ifndef BQOS_TESTLIB_H
 #define BQOS_TESTLIB_H
 
@@ -15,6 +15,18 @@ static inline int testlib_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Runs tests[0..n-1] as suite `name`'s one test case, "core" (the usual
+ * suite of a module without fixtures).  Returns as testlib_run(). */
+static inline int testlib_run_tests(const char *name, const TTest *const *tests, size_t n)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create("core");
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return testlib_run(s);
 }
 
 #endif
