@@ -140,31 +140,14 @@ static const char usage_bench[] =
      .help = "print this text"},                                                             \
     {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = (flag), .flags = OPTS_STOP}
 
-/* Prints a subcommand's manual: head, the option rows, tail (may be NULL). */
-static void print_usage(const char *head, const opts_row_t *rows, size_t n, int width,
-                        const char *tail)
-{
-    fputs(head, stdout);
-    opts_help_table(stdout, rows, n, 4, width);
-    if (tail)
-        fputs(tail, stdout);
-}
-
-/* Parses a subcommand's argv by cmd's rows (argi: where its arguments
- * start; NULL refuses arguments); after --help prints its manual (head,
- * the rows at `width`, tail).  Returns -1 to go on, or the exit status the
- * subcommand returns: EXIT_OK after --help, EXIT_USAGE after bad usage. */
-static int parse_cmd(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const int *help,
-                     const char *head, int width, const char *tail)
-{
-    if (opts_parse(cmd, argc, argv, argi) < 0)
-        return EXIT_USAGE;
-    if (*help) {
-        print_usage(head, cmd->rows, cmd->n, width, tail);
-        return EXIT_OK;
-    }
-    return -1;
-}
+/* The subcommands' manuals: head, the option rows as an OPTIONS table
+ * (heads padded to `width`), tail. */
+#define CMD_USAGE(head_text, width_cols, tail_text)                                       \
+    {.head = (head_text), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = (width_cols), \
+     .tail = (tail_text)}
+static const opts_usage_t solve_usage = CMD_USAGE(usage_solve, 17, usage_solve_tail);
+static const opts_usage_t gen_usage = CMD_USAGE(usage_gen, 23, NULL);
+static const opts_usage_t bench_usage = CMD_USAGE(usage_bench, 18, NULL);
 
 static int bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
@@ -228,8 +211,7 @@ static void solve_rows(solve_settings_t *s, opts_row_t *rows)
         {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NSOLVE, "NSOLVE");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NSOLVE);
 }
 
 static int cmd_solve(int argc, char **argv)
@@ -239,7 +221,7 @@ static int cmd_solve(int argc, char **argv)
     solve_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " solve", .rows = rows, .n = NSOLVE};
     int argi;
-    int rc = parse_cmd(&cmd, argc, argv, &argi, &s.help, usage_solve, 17, usage_solve_tail);
+    int rc = opts_start(&cmd, argc, argv, &argi, &solve_usage, NULL);
     if (rc >= 0) return rc;
     if (argi >= argc) {
         opts_fail(&cmd, "missing FILE (use - for stdin)");
@@ -352,8 +334,7 @@ static void gen_rows(gen_settings_t *s, opts_row_t *rows)
         {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NGEN, "NGEN");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NGEN);
 }
 
 static int cmd_gen(int argc, char **argv)
@@ -362,7 +343,7 @@ static int cmd_gen(int argc, char **argv)
     opts_row_t rows[NGEN];
     gen_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " gen", .rows = rows, .n = NGEN};
-    int done = parse_cmd(&cmd, argc, argv, NULL, &s.help, usage_gen, 23, NULL);
+    int done = opts_start(&cmd, argc, argv, NULL, &gen_usage, NULL);
     if (done >= 0) return done;
     gen_params_t g = s.g;
     /* The paper's 8 active servers, unless there are fewer servers. */
@@ -448,8 +429,7 @@ static void bench_rows(bench_settings_t *s, opts_row_t *rows)
         {.name = "quiet", .type = OPTS_FLAG, .target = &s->quiet, .help = "no progress lines"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NBENCH, "NBENCH");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NBENCH);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -458,7 +438,7 @@ static int cmd_bench(int argc, char **argv)
     opts_row_t rows[NBENCH];
     bench_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " bench", .rows = rows, .n = NBENCH};
-    int done = parse_cmd(&cmd, argc, argv, NULL, &s.help, usage_bench, 18, NULL);
+    int done = opts_start(&cmd, argc, argv, NULL, &bench_usage, NULL);
     if (done >= 0) return done;
     bench_opts_t b = s.b;
     const char *figs = s.figs;
