@@ -134,13 +134,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bitset");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60); /* sanitizer builds on a loaded 2-core machine */
-    tcase_add_test(tc, test_bitset_empty);
-    tcase_add_test(tc, test_bitset_boundaries);
-    tcase_add_test(tc, test_bitset_random_vs_reference);
-    tcase_add_test(tc, test_bitset_resize_keeps_bits);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_bitset_empty, test_bitset_boundaries,
+                                  test_bitset_random_vs_reference, test_bitset_resize_keeps_bits};
+    /* sanitizer builds on a loaded 2-core machine */
+    return testlib_run_case("bitset", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -217,15 +217,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("strmap");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60); /* sanitizer builds on a loaded 2-core machine */
-    tcase_add_test(tc, test_strmap_insert_find);
-    tcase_add_test(tc, test_strmap_slice_lookup);
-    tcase_add_test(tc, test_strmap_set_and_remove);
-    tcase_add_test(tc, test_strmap_many_keys);
-    tcase_add_test(tc, test_strmap_churn);
-    tcase_add_test(tc, test_strmap_out_of_memory);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_strmap_insert_find, test_strmap_slice_lookup,
+                                  test_strmap_set_and_remove, test_strmap_many_keys,
+                                  test_strmap_churn, test_strmap_out_of_memory};
+    /* sanitizer builds on a loaded 2-core machine */
+    return testlib_run_case("strmap", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -18,15 +18,25 @@ static inline int testlib_run(Suite *s)
 }
 
 /* Runs tests[0..n-1] as suite `name`'s one test case, "core" (the usual
- * suite of a module without fixtures).  Returns as testlib_run(). */
-static inline int testlib_run_tests(const char *name, const TTest *const *tests, size_t n)
+ * suite of a module without fixtures), each test allowed `timeout` seconds
+ * (0: Check's default).  Returns as testlib_run(). */
+static inline int testlib_run_case(const char *name, double timeout, const TTest *const *tests,
+                                   size_t n)
 {
     Suite *s = suite_create(name);
     TCase *tc = tcase_create("core");
+    if (timeout > 0)
+        tcase_set_timeout(tc, timeout);
     for (size_t i = 0; i < n; i++)
         tcase_add_test(tc, tests[i]);
     suite_add_tcase(s, tc);
     return testlib_run(s);
+}
+
+/* testlib_run_case() with Check's default timeout. */
+static inline int testlib_run_tests(const char *name, const TTest *const *tests, size_t n)
+{
+    return testlib_run_case(name, 0, tests, n);
 }
 
 #endif
