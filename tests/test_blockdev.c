@@ -67,6 +67,17 @@ static blockdev_t *make(ctx_t *c, const char *path, int direct, uint64_t size, i
     return blockdev_new(c->base, &cfg, on_done, c, err);
 }
 
+/* make() on dir/sub, asserting that it succeeds (a sub ending in '/' is a
+ * directory of exports, created); path[128] receives the full path. */
+static blockdev_t *make_in(ctx_t *c, const char *sub, int direct, uint64_t size, char *path)
+{
+    int err = 0;
+    snprintf(path, 128, "%s/%s", dir, sub);
+    blockdev_t *bd = make(c, path, direct, size, &err);
+    ck_assert_ptr_nonnull(bd);
+    return bd;
+}
+
 static void op_init(blockdev_op_t *op, blockdev_kind_t kind, int id, uint64_t off, uint32_t len,
                     void *buf)
 {
@@ -82,11 +93,8 @@ static void op_init(blockdev_op_t *op, blockdev_kind_t kind, int id, uint64_t of
 START_TEST(test_blockdev_dir_exports)
 {
     ctx_t c;
-    int err = 0;
     char path[128];
-    snprintf(path, sizeof path, "%s/store/", dir); /* trailing '/': created */
-    blockdev_t *bd = make(&c, path, 0, 1 << 20, &err);
-    ck_assert_ptr_nonnull(bd);
+    blockdev_t *bd = make_in(&c, "store/", 0, 1 << 20, path); /* trailing '/': created */
     uint64_t size = 0;
     ck_assert_int_eq(blockdev_export(bd, 0, "red", &size), 0);
     ck_assert_uint_eq(size, 1 << 20);
@@ -318,11 +326,8 @@ END_TEST
 START_TEST(test_blockdev_direct_aio)
 {
     ctx_t c;
-    int err = 0;
     char path[128];
-    snprintf(path, sizeof path, "%s/d/", dir);
-    blockdev_t *bd = make(&c, path, 1, 1 << 22, &err);
-    ck_assert_ptr_nonnull(bd);
+    blockdev_t *bd = make_in(&c, "d/", 1, 1 << 22, path);
     ck_assert_int_eq(blockdev_direct(bd), 1);
     uint64_t size;
     if (blockdev_export(bd, 0, "v", &size) == -EINVAL) {
@@ -383,11 +388,8 @@ END_TEST
 START_TEST(test_blockdev_inline_and_io_time)
 {
     ctx_t c;
-    int err = 0;
     char path[128];
-    snprintf(path, sizeof path, "%s/v/", dir);
-    blockdev_t *bd = make(&c, path, 0, 1 << 20, &err);
-    ck_assert_ptr_nonnull(bd);
+    blockdev_t *bd = make_in(&c, "v/", 0, 1 << 20, path);
     uint64_t size;
     ck_assert_int_eq(blockdev_export(bd, 0, "v", &size), 0);
     char *b = blockdev_alloc(4096);
@@ -412,6 +414,7 @@ START_TEST(test_blockdev_inline_and_io_time)
                              .max_exports = 4, .io_time_us = 20000};
     c.base = event_base_new();
     c.done = 0;
+    int err = 0;
     bd = blockdev_new(c.base, &cfg, on_done, &c, &err);
     ck_assert_ptr_nonnull(bd);
     ck_assert_int_eq(blockdev_export(bd, 0, "v", &size), 0);
