@@ -208,20 +208,34 @@ static void *release_later(void *arg)
     return NULL;
 }
 
+/* Holds the workers (P.hold) and submits items[0..n-1], zeroed. */
+static void submit_held(item_t *items, size_t n)
+{
+    P.hold = 1;
+    memset(items, 0, n * sizeof *items);
+    ck_assert_int_eq(submit(items, n), 0);
+}
+
+/* Stops the pool while its workers are held, another thread releasing them
+ * 100 ms later; returns what workpool_stop() returned. */
+static workpool_item_t *stop_then_release(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, release_later, NULL);
+    workpool_item_t *never = workpool_stop(P.wp);
+    pthread_join(t, NULL);
+    return never;
+}
+
 /* Without finish_queued, stop leaves the queue: the items never started
  * come back from workpool_stop(), in order; the started ones finish. */
 START_TEST(test_workpool_stop_leaves_queue)
 {
     make(1, 1, 0);
-    P.hold = 1;
     item_t items[5];
-    memset(items, 0, sizeof items);
-    ck_assert_int_eq(submit(items, 5), 0);
+    submit_held(items, 5);
     usleep(50 * 1000); /* the worker takes item 0 and waits */
-    pthread_t t;
-    pthread_create(&t, NULL, release_later, NULL);
-    workpool_item_t *never = workpool_stop(P.wp);
-    pthread_join(t, NULL);
+    workpool_item_t *never = stop_then_release();
     int n = 0;
     for (workpool_item_t *l = never; l; l = l->next, n++)
         ck_assert_ptr_eq(l, &items[1 + n].link);
@@ -237,14 +251,9 @@ END_TEST
 START_TEST(test_workpool_stop_finishes_queue)
 {
     make(2, 2, 1);
-    P.hold = 1;
     item_t items[9];
-    memset(items, 0, sizeof items);
-    ck_assert_int_eq(submit(items, 9), 0);
-    pthread_t t;
-    pthread_create(&t, NULL, release_later, NULL);
-    ck_assert_ptr_null(workpool_stop(P.wp));
-    pthread_join(t, NULL);
+    submit_held(items, 9);
+    ck_assert_ptr_null(stop_then_release());
     t_ready(&P);
     for (int i = 0; i < 9; i++) {
         ck_assert_int_eq(items[i].runs, 1);
