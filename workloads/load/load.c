@@ -25,7 +25,8 @@
 #include "workloads/scenario.h"
 
 
-static const char usage_text[] =
+/* --help: this manual around the option rows. */
+static const opts_usage_t usage = DRIVER_USAGE(
     "NAME\n"
     "    bqos-load - bucket-aware YCSB-A load generator for memcached-protocol servers\n"
     "\n"
@@ -48,9 +49,8 @@ static const char usage_text[] =
     "    docs/workloads.md.  Met means achieved >= 99% of the reservation, over means\n"
     "    achieved > 101% of the limit, both averaged over the measured QoS periods.\n"
     "\n"
-    "OPTIONS\n";
-
-static const char usage_tail[] =
+    "OPTIONS\n",
+    /* the option rows */
     "\n"
     "EXIT STATUS\n"
     "    0 success; 1 bad usage or scenario (FILE:LINE:COL: what); 2 runtime failure\n"
@@ -60,10 +60,7 @@ static const char usage_tail[] =
     "EXAMPLES\n"
     "    bqos-load --profile 2 examples/exp3.json\n"
     "    bqos-load -c 20000 -o out/rr -l rr examples/exp3.json\n"
-    "    bqos-load --table out/rr/summary.json out/qos/summary.json\n";
-
-/* What --help prints: usage_text, the option rows, usage_tail. */
-static const opts_usage_t usage = DRIVER_USAGE(usage_text, usage_tail);
+    "    bqos-load --table out/rr/summary.json out/qos/summary.json\n");
 
 /* Command-line settings: filled once by main(), read-only afterwards. */
 typedef struct {

@@ -27,7 +27,8 @@
 
 #define MAX_SERVERS_OPT 256
 
-static const char usage_text[] =
+/* --help: this manual around the option rows. */
+static const opts_usage_t usage = DRIVER_USAGE(
     "NAME\n"
     "    bqos-nbd-load - bucket-aware block load generator for NBD servers\n"
     "\n"
@@ -50,9 +51,8 @@ static const char usage_text[] =
     "    end it prints bqos-load's table and, with --out, writes the same CSV files\n"
     "    and summary.json as bqos-load (bqos-load --table reads them).\n"
     "\n"
-    "OPTIONS\n";
-
-static const char usage_tail[] =
+    "OPTIONS\n",
+    /* the option rows */
     "\n"
     "EXIT STATUS\n"
     "    0 when the run completed, 1 on a failure, 2 on bad usage.\n"
@@ -61,10 +61,7 @@ static const char usage_tail[] =
     "    bqos-nbd-load -s s1=127.0.0.1:10809 -d 10 -o out/run examples/exp5.json\n"
     "\n"
     "SEE ALSO\n"
-    "    bqos-load(1), bqos-nbd-node(1), docs/nbd.md\n";
-
-/* What --help prints: usage_text, the option rows, usage_tail. */
-static const opts_usage_t usage = DRIVER_USAGE(usage_text, usage_tail);
+    "    bqos-load(1), bqos-nbd-node(1), docs/nbd.md\n");
 
 typedef struct {
     const scenario_t *s;
