@@ -441,24 +441,13 @@ START_TEST(test_blockdev_inline_and_io_time)
 }
 END_TEST
 
-static Suite *blockdev_suite(void)
-{
-    Suite *s = suite_create("blockdev");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_blockdev_dir_exports);
-    tcase_add_test(tc, test_blockdev_extents);
-    tcase_add_test(tc, test_blockdev_single_file_not_truncated);
-    tcase_add_test(tc, test_blockdev_bad_config);
-    tcase_add_test(tc, test_blockdev_full_disk);
-    tcase_add_test(tc, test_blockdev_direct_aio);
-    tcase_add_test(tc, test_blockdev_inline_and_io_time);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return testlib_run(blockdev_suite());
+    const TTest *const tests[] = {test_blockdev_dir_exports, test_blockdev_extents,
+                                  test_blockdev_single_file_not_truncated, test_blockdev_bad_config,
+                                  test_blockdev_full_disk, test_blockdev_direct_aio,
+                                  test_blockdev_inline_and_io_time};
+    const testlib_case_t c = {.name = "blockdev", .timeout = 30,
+                              .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -106,13 +106,7 @@ END_TEST
 int main(void)
 {
     bqos_log_init("test_clock", BQOS_LOG_ERROR);
-    Suite *s = suite_create("clock");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_clock_rounds);
-    tcase_add_test(tc, test_clock_skips_periods);
-    tcase_add_test(tc, test_clock_timing);
-    tcase_add_test(tc, test_clock_adopt);
-    tcase_add_test(tc, test_clock_adopt_own_or_late);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_clock_rounds, test_clock_skips_periods, test_clock_timing,
+                                  test_clock_adopt, test_clock_adopt_own_or_late};
+    return testlib_run_tests("clock", tests, sizeof tests / sizeof tests[0]);
 }

@@ -309,13 +309,8 @@ int main(void)
         fprintf(stderr, "test_ctl: %s not built\n", ctl_path);
         return EXIT_FAILURE;
     }
-    Suite *s = suite_create("ctl");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_ctl_help_version);
-    tcase_add_test(tc, test_ctl_usage_errors);
-    tcase_add_test(tc, test_ctl_unreachable);
-    tcase_add_test(tc, test_ctl_commands);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_ctl_help_version, test_ctl_usage_errors,
+                                  test_ctl_unreachable, test_ctl_commands};
+    const testlib_case_t c = {.name = "ctl", .timeout = 30};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

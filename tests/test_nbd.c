@@ -629,34 +629,18 @@ START_TEST(test_nbd_fuzz_garbage)
 }
 END_TEST
 
-static Suite *nbd_suite(void)
-{
-    Suite *s = suite_create("nbd");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_nbd_greeting_bytes);
-    tcase_add_test(tc, test_nbd_client_flags);
-    tcase_add_test(tc, test_nbd_option_header);
-    tcase_add_test(tc, test_nbd_info_request_good);
-    tcase_add_test(tc, test_nbd_info_request_garbage);
-    tcase_add_test(tc, test_nbd_option_replies);
-    tcase_add_test(tc, test_nbd_request_parse);
-    tcase_add_test(tc, test_nbd_request_bounds);
-    tcase_add_test(tc, test_nbd_request_flags_and_types);
-    tcase_add_test(tc, test_nbd_errno_mapping);
-    tcase_add_test(tc, test_nbd_client_round_trip);
-    tcase_add_test(tc, test_nbd_structured_chunks);
-    tcase_add_test(tc, test_nbd_meta_request_good);
-    tcase_add_test(tc, test_nbd_meta_request_garbage);
-    tcase_add_test(tc, test_nbd_meta_query_matching);
-    tcase_add_test(tc, test_nbd_meta_context_reply);
-    tcase_add_test(tc, test_nbd_block_status_chunk);
-    tcase_add_test(tc, test_nbd_block_status_request);
-    tcase_add_test(tc, test_nbd_fuzz_garbage);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return testlib_run(nbd_suite());
+    const TTest *const tests[] = {test_nbd_greeting_bytes, test_nbd_client_flags,
+                                  test_nbd_option_header, test_nbd_info_request_good,
+                                  test_nbd_info_request_garbage, test_nbd_option_replies,
+                                  test_nbd_request_parse, test_nbd_request_bounds,
+                                  test_nbd_request_flags_and_types, test_nbd_errno_mapping,
+                                  test_nbd_client_round_trip, test_nbd_structured_chunks,
+                                  test_nbd_meta_request_good, test_nbd_meta_request_garbage,
+                                  test_nbd_meta_query_matching, test_nbd_meta_context_reply,
+                                  test_nbd_block_status_chunk, test_nbd_block_status_request,
+                                  test_nbd_fuzz_garbage};
+    const testlib_case_t c = {.name = "nbd"};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -665,24 +665,16 @@ START_TEST(test_nbdfront_block_status)
 }
 END_TEST
 
-static Suite *nbdfront_suite(void)
-{
-    Suite *s = suite_create("nbdfront");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_nbdfront_list_and_round_trip);
-    tcase_add_test(tc, test_nbdfront_simple_without_negotiation);
-    tcase_add_test(tc, test_nbdfront_structured_replies);
-    tcase_add_test(tc, test_nbdfront_tokens_gate_and_client_gone);
-    tcase_add_test(tc, test_nbdfront_shutdown_answers_queued);
-    tcase_add_test(tc, test_nbdfront_block_status);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
     bqos_log_init("test_nbdfront", BQOS_LOG_ERROR);
-    return testlib_run(nbdfront_suite());
+    const TTest *const tests[] = {test_nbdfront_list_and_round_trip,
+                                  test_nbdfront_simple_without_negotiation,
+                                  test_nbdfront_structured_replies,
+                                  test_nbdfront_tokens_gate_and_client_gone,
+                                  test_nbdfront_shutdown_answers_queued,
+                                  test_nbdfront_block_status};
+    const testlib_case_t c = {.name = "nbdfront", .timeout = 30,
+                              .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

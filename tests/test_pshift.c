@@ -647,5 +647,6 @@ int main(void)
                                   test_pshift_initial_largest_remainders, test_pshift_residual,
                                   test_pshift_generated_matches_maxflow, test_pshift_errors,
                                   test_pshift_degenerate, test_pshift_gen_deterministic};
-    return testlib_run_case("pshift", 120, tests, sizeof tests / sizeof tests[0]);
+    const testlib_case_t c = {.name = "pshift", .timeout = 120};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -285,5 +285,6 @@ int main(void)
                                   test_sim_policy_names_round_trip, test_sim_run_conserves_requests,
                                   test_sim_run_deterministic_across_threads,
                                   test_sim_run_policies_meet_easy_reservations};
-    return testlib_run_case("sim", 60, tests, sizeof tests / sizeof tests[0]);
+    const testlib_case_t c = {.name = "sim", .timeout = 60};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

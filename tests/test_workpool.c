@@ -262,21 +262,11 @@ START_TEST(test_workpool_stop_finishes_queue)
 }
 END_TEST
 
-static Suite *workpool_suite(void)
-{
-    Suite *su = suite_create("workpool");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_workpool_bad_settings);
-    tcase_add_test(tc, test_workpool_pooled);
-    tcase_add_test(tc, test_workpool_inline);
-    tcase_add_test(tc, test_workpool_stop_leaves_queue);
-    tcase_add_test(tc, test_workpool_stop_finishes_queue);
-    suite_add_tcase(su, tc);
-    return su;
-}
-
 int main(void)
 {
-    return testlib_run(workpool_suite());
+    const TTest *const tests[] = {test_workpool_bad_settings, test_workpool_pooled,
+                                  test_workpool_inline, test_workpool_stop_leaves_queue,
+                                  test_workpool_stop_finishes_queue};
+    const testlib_case_t c = {.name = "workpool", .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

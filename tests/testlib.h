@@ -17,26 +17,34 @@ static inline int testlib_run(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-/* Runs tests[0..n-1] as suite `name`'s one test case, "core" (the usual
- * suite of a module without fixtures), each test allowed `timeout` seconds
- * (0: Check's default).  Returns as testlib_run(). */
-static inline int testlib_run_case(const char *name, double timeout, const TTest *const *tests,
-                                   size_t n)
+/* The usual suite of a module: one test case, "core". */
+typedef struct {
+    const char *name;        /* the suite's */
+    double timeout;          /* seconds per test; 0: Check's default */
+    void (*setup)(void);     /* checked fixture, run around every test; NULL: none */
+    void (*teardown)(void);
+} testlib_case_t;
+
+/* Runs tests[0..n-1] as c's suite.  Returns as testlib_run(). */
+static inline int testlib_run_case(const testlib_case_t *c, const TTest *const *tests, size_t n)
 {
-    Suite *s = suite_create(name);
+    Suite *s = suite_create(c->name);
     TCase *tc = tcase_create("core");
-    if (timeout > 0)
-        tcase_set_timeout(tc, timeout);
+    if (c->setup || c->teardown)
+        tcase_add_checked_fixture(tc, c->setup, c->teardown);
+    if (c->timeout > 0)
+        tcase_set_timeout(tc, c->timeout);
     for (size_t i = 0; i < n; i++)
         tcase_add_test(tc, tests[i]);
     suite_add_tcase(s, tc);
     return testlib_run(s);
 }
 
-/* testlib_run_case() with Check's default timeout. */
+/* testlib_run_case() without fixture or timeout. */
 static inline int testlib_run_tests(const char *name, const TTest *const *tests, size_t n)
 {
-    return testlib_run_case(name, 0, tests, n);
+    const testlib_case_t c = {.name = name};
+    return testlib_run_case(&c, tests, n);
 }
 
 #endif
