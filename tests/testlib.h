@@ -17,20 +17,24 @@ static inline int testlib_run(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-/* The usual suite of a module: one test case, "core". */
+/* The usual suite of a module: one test case. */
 typedef struct {
     const char *name;        /* the suite's */
+    const char *tcase;       /* the test case's; NULL: "core" */
     double timeout;          /* seconds per test; 0: Check's default */
-    void (*setup)(void);     /* checked fixture, run around every test; NULL: none */
+    void (*setup)(void);     /* fixture; NULL: none */
     void (*teardown)(void);
+    int unchecked;           /* 1: the fixture runs once around the case, not per test */
 } testlib_case_t;
 
 /* Runs tests[0..n-1] as c's suite.  Returns as testlib_run(). */
 static inline int testlib_run_case(const testlib_case_t *c, const TTest *const *tests, size_t n)
 {
     Suite *s = suite_create(c->name);
-    TCase *tc = tcase_create("core");
-    if (c->setup || c->teardown)
+    TCase *tc = tcase_create(c->tcase ? c->tcase : "core");
+    if ((c->setup || c->teardown) && c->unchecked)
+        tcase_add_unchecked_fixture(tc, c->setup, c->teardown);
+    else if (c->setup || c->teardown)
         tcase_add_checked_fixture(tc, c->setup, c->teardown);
     if (c->timeout > 0)
         tcase_set_timeout(tc, c->timeout);
