@@ -10,6 +10,7 @@
 #include "pshift/tools/gen.h"
 #include "pshift/pshift.h"
 #include "pshift/tools/maxflow.h"
+#include "tests/testlib.h"
 
 /* Builds a problem from dense arrays: caps[ns], targets[nb], dem[nb][ns]. */
 static pshift_problem_t *build(int ns, int nb, const int64_t *caps, const int64_t *targets,
@@ -678,28 +679,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("pshift");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_pshift_table1);
-    tcase_add_test(tc, test_pshift_table2);
-    tcase_add_test(tc, test_pshift_table3_map);
-    tcase_add_test(tc, test_pshift_initial_allocation);
-    tcase_add_test(tc, test_pshift_random_optimal);
-    tcase_add_test(tc, test_pshift_clear_reuse);
-    tcase_add_test(tc, test_pshift_set_demands_batch);
-    tcase_add_test(tc, test_pshift_tms_matches_definition);
-    tcase_add_test(tc, test_pshift_initial_largest_remainders);
-    tcase_add_test(tc, test_pshift_residual);
-    tcase_add_test(tc, test_pshift_generated_matches_maxflow);
-    tcase_add_test(tc, test_pshift_names_kept);
-    tcase_add_test(tc, test_pshift_errors);
-    tcase_add_test(tc, test_pshift_degenerate);
-    tcase_add_test(tc, test_pshift_gen_deterministic);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_pshift_table1, test_pshift_table2, test_pshift_table3_map,
+                                  test_pshift_initial_allocation, test_pshift_random_optimal,
+                                  test_pshift_clear_reuse, test_pshift_set_demands_batch,
+                                  test_pshift_tms_matches_definition,
+                                  test_pshift_initial_largest_remainders, test_pshift_residual,
+                                  test_pshift_generated_matches_maxflow, test_pshift_names_kept,
+                                  test_pshift_errors,
+                                  test_pshift_degenerate, test_pshift_gen_deterministic};
+    const testlib_case_t c = {.name = "pshift", .timeout = 120};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

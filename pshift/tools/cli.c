@@ -144,15 +144,14 @@ static const char usage_bench[] =
      .help = "print this text"},                                                             \
     {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = (flag), .flags = OPTS_STOP}
 
-/* Prints a subcommand's manual: head, the option rows, tail (may be NULL). */
-static void print_usage(const char *head, const opts_row_t *rows, size_t n, int width,
-                        const char *tail)
-{
-    fputs(head, stdout);
-    opts_help_table(stdout, rows, n, 4, width);
-    if (tail)
-        fputs(tail, stdout);
-}
+/* The subcommands' manuals: head, the option rows as an OPTIONS table
+ * (heads padded to `width`), tail. */
+#define CMD_USAGE(head_text, width_cols, tail_text)                                       \
+    {.head = (head_text), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = (width_cols), \
+     .tail = (tail_text)}
+static const opts_usage_t solve_usage = CMD_USAGE(usage_solve, 17, usage_solve_tail);
+static const opts_usage_t gen_usage = CMD_USAGE(usage_gen, 23, NULL);
+static const opts_usage_t bench_usage = CMD_USAGE(usage_bench, 18, NULL);
 
 static int bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
@@ -216,8 +215,7 @@ static void solve_rows(solve_settings_t *s, opts_row_t *rows)
         {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NSOLVE, "NSOLVE");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NSOLVE);
 }
 
 static int cmd_solve(int argc, char **argv)
@@ -227,12 +225,8 @@ static int cmd_solve(int argc, char **argv)
     solve_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " solve", .rows = rows, .n = NSOLVE};
     int argi;
-    int rc = opts_parse(&cmd, argc, argv, &argi);
-    if (rc < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_solve, rows, NSOLVE, 17, usage_solve_tail);
-        return EXIT_OK;
-    }
+    int rc = opts_start(&cmd, argc, argv, &argi, &solve_usage, NULL);
+    if (rc >= 0) return rc;
     if (argi >= argc) {
         opts_fail(&cmd, "missing FILE (use - for stdin)");
         return EXIT_USAGE;
@@ -344,8 +338,7 @@ static void gen_rows(gen_settings_t *s, opts_row_t *rows)
         {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NGEN, "NGEN");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NGEN);
 }
 
 static int cmd_gen(int argc, char **argv)
@@ -354,11 +347,8 @@ static int cmd_gen(int argc, char **argv)
     opts_row_t rows[NGEN];
     gen_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " gen", .rows = rows, .n = NGEN};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_gen, rows, NGEN, 23, NULL);
-        return EXIT_OK;
-    }
+    int done = opts_start(&cmd, argc, argv, NULL, &gen_usage, NULL);
+    if (done >= 0) return done;
     gen_params_t g = s.g;
     /* The paper's 8 active servers, unless there are fewer servers. */
     if (!s.active_given) g.active = g.servers < 8 ? g.servers : 8;
@@ -446,8 +436,7 @@ static void bench_rows(bench_settings_t *s, opts_row_t *rows)
         {.name = "quiet", .type = OPTS_FLAG, .target = &s->quiet, .help = "no progress lines"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NBENCH, "NBENCH");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NBENCH);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -456,11 +445,8 @@ static int cmd_bench(int argc, char **argv)
     opts_row_t rows[NBENCH];
     bench_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " bench", .rows = rows, .n = NBENCH};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_bench, rows, NBENCH, 18, NULL);
-        return EXIT_OK;
-    }
+    int done = opts_start(&cmd, argc, argv, NULL, &bench_usage, NULL);
+    if (done >= 0) return done;
     bench_opts_t b = s.b;
     const char *figs = s.figs;
     int quiet = s.quiet, no_mf = s.no_mf;
