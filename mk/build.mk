@@ -9,7 +9,7 @@
 O   ?= build
 BIN ?= bin
 SAN ?=
-PKGS := libzmq jansson libmemcached libevent libevent_pthreads check igraph
+PKGS := libzmq jansson libmemcached libevent libevent_pthreads check igraph libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 CC      ?= gcc

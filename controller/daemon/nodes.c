@@ -56,6 +56,11 @@ double nodes_last_msg(const nodes_t *ns, int node)
 static int send_to(nodes_t *ns, const char *name, proto_msg_t *m)
 {
     double t0 = mono_now();
+    if (ns->hooks.may_send && !ns->hooks.may_send(ns->hooks.arg, t0)) {
+        ns->fenced++; /* fail closed: a standby or deposed leader is silent */
+        return -EPERM;
+    }
+    m->epoch = ns->epoch;
     snprintf(m->node, sizeof m->node, "%s", name);
     int rc = proto_encode(m, &ns->enc);
     double t1 = mono_now();
@@ -98,6 +103,10 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
     const char *const *names;
     size_t nnames;
     uint32_t gen = ctrl_table(ns->ctrl, &names, &nnames);
+    if (ns->hooks.may_send && !ns->hooks.may_send(ns->hooks.arg, now)) {
+        ns->fenced++;
+        return;
+    }
     for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
         if (!ctrl_node_up(ns->ctrl, i))
             continue;

@@ -20,6 +20,10 @@ typedef struct {
     /* After each message of a registered node: the loop moves its clock
      * (a round may close once every node has reported). */
     void (*tick)(void *arg, double now);
+    /* NULL, or whether the controller may send to nodes at `now` (a
+     * standby or a deposed leader may not: every send is then dropped and
+     * counted in `fenced`; docs/controller.md "High availability"). */
+    int (*may_send)(void *arg, double now);
     void *arg;
 } nodes_hooks_t;
 
@@ -34,6 +38,8 @@ typedef struct {
     proto_enc_t enc;       /* encoder buffers, reused */
     proto_stats_t pst;     /* messages accepted and rejected, by reason */
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
+    uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
+    uint64_t fenced;       /* messages not sent: hooks.may_send said no */
     double *last_msg;      /* [nlast]: per node index, monotonic seconds of
                               its last message, 0 = never */
     int nlast;

@@ -1,0 +1,157 @@
+#!/bin/sh
+# it_etcd_failover.sh - controller failover through a real etcd on free loopback ports: one leader, epochs, standby silence, bucket table through etcd, kill -9 and SIGSTOP of the leader, restart as standby.
+#
+# Two bqos-controllers (--etcd, --lease-ttl 1s, period 1 s in 5 intervals)
+# and raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER per
+# controller) that log every message with its epoch.  When bqos-node takes
+# a list of controllers (--controller A,B in its --help), a real node and
+# memcached join and must follow the new leader.
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_etcd_failover
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etcd-server)"; exit 1; }
+PY=python3
+$PY -c "import zmq" 2>/dev/null || PY=/usr/bin/python3
+$PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh installs python3-zmq)"; exit 1; }
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
+# etcd with a short election timeout, so that it grants 1 s leases.
+next_port; EP=$PORT; next_port; PP=$PORT
+ETCD="http://127.0.0.1:$EP"
+# Its data in memory when /dev/shm exists: fsyncs on a busy disk would
+# otherwise make its answers late (the controllers allow 100 ms).
+ED="$T/etcd"
+[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/it_etcd.XXXXXX) && trap 'cleanup; rm -rf "$T" "$ED"' EXIT
+spawn "$T/etcd.log" etcd --name default --data-dir "$ED" --listen-client-urls "$ETCD" \
+  --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
+  --initial-cluster "default=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
+wait_port "$EP" 15 || { echo "etcd did not start"; cat "$T/etcd.log"; exit 1; }
+
+echo '{"buckets":[{"name":"red","reservation":100,"limit":200}]}' >"$T/b1.json"
+cp "$T/b1.json" "$T/b2.json"
+next_port; L1=$PORT; next_port; A1=$PORT; next_port; L2=$PORT; next_port; A2=$PORT
+LS1="tcp://127.0.0.1:$L1"; AD1="tcp://127.0.0.1:$A1"
+LS2="tcp://127.0.0.1:$L2"; AD2="tcp://127.0.0.1:$A2"
+# ctl_start I: controller cI (bucket file bI.json, endpoints LSI, ADI).
+ctl_start() {
+  eval "ls=\$LS$1 ad=\$AD$1"
+  spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" --listen "$ls" \
+    --admin "$ad" --period 1s --intervals 5 --etcd "$ETCD" --id "c$1" --cluster it \
+    --lease-ttl 1s --log-level debug
+  eval "PID$1=\$SPAWNED"
+}
+ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
+# status I FIELD: a field of cI's status.
+status() {
+  eval "ad=\$AD$1"
+  ctl --endpoint "$ad" --json status >"$T/st$1.json" 2>/dev/null && jget "$T/st$1.json" "d[\"$2\"]"
+}
+observe() { # observe I NAME: a raw node on cI's node endpoint, log in $T/NAME.log
+  eval "ls=\$LS$1"
+  spawn "$T/$2.err" "$PY" "$HERE/ha_observer.py" "$ls" "$2" "$T/$2.log" 60
+}
+# last_epoch NAME: the epoch of NAME's last message; msgs_after NAME T: its
+# messages after wall-clock time T; first_epoch_after NAME E: wall time of
+# its first message with an epoch above E.
+last_epoch() { tail -1 "$T/$1.log" 2>/dev/null | awk '{ print $3 }'; }
+msgs_after() { awk -v t="$2" '$1 > t { n++ } END { print n + 0 }' "$T/$1.log" 2>/dev/null; }
+first_epoch_after() { awk -v e="$2" '$3 > e { print $1; exit }' "$T/$1.log" 2>/dev/null; }
+now() { date +%s.%N; }
+logs() { for f in "$T"/c*.log; do echo "== $f"; tail -25 "$f"; done; }
+
+# 1. One leader: c1 starts first and leads; c2 is a standby that knows it.
+ctl_start 1
+wait_for '[ "$(status 1 leader)" = True ]' 10
+check "c1 leads" '[ "$(status 1 leader)" = True ]'
+ctl_start 2
+wait_for '[ "$(status 2 leader_id)" = c1 ]' 10
+E1=$(status 1 epoch)
+check "c2 is a standby that names c1 (epoch $E1)" \
+  '[ "$(status 2 leader)" = False ] && [ "$(status 2 epoch)" = "$E1" ] && [ "$E1" -gt 0 ]'
+check "bqos-ctl status over both endpoints shows the leader" \
+  'ctl --endpoint "$AD2,$AD1" status | grep -q "controller c1: leader, epoch $E1"'
+
+# 2. The leader stamps its epoch; the standby says nothing to nodes.
+observe 1 obs1; observe 2 obs2
+wait_for '[ -s "$T/obs1.log" ] && [ "$(wc -l <"$T/obs1.log")" -ge 5 ]' 5
+check "the leader welcomes and pushes with epoch $E1" \
+  'grep -q " welcome $E1\$" "$T/obs1.log" && [ "$(last_epoch obs1)" = "$E1" ]'
+check "every message of the leader carries its epoch" \
+  '[ "$(awk -v e="$E1" "\$3 != e" "$T/obs1.log" | wc -l)" = 0 ]'
+check "the standby sends nodes nothing" '[ ! -s "$T/obs2.log" ]'
+
+# 3. The bucket table lives in etcd: set through the standby's endpoint
+#    (bqos-ctl goes on to the leader), both controllers agree, both files
+#    are the exported backup.
+ctl --endpoint "$AD2" set blue --reservation 10 >/dev/null 2>"$T/nl.err"; rc=$?
+check "a standby refuses set with not_leader naming c1 (rc $rc)" \
+  '[ $rc = 1 ] && grep -q "not_leader.*leader is c1" "$T/nl.err"'
+ctl --endpoint "$AD2,$AD1" set blue --reservation 10 --limit 50 >"$T/set.out" 2>&1; rc=$?
+check "set through the standby's endpoint reaches the leader (rc $rc)" \
+  '[ $rc = 0 ] && grep -q "blue created" "$T/set.out"'
+wait_for 'ctl --endpoint "$AD2" buckets | grep -q "^blue"' 3
+ctl --endpoint "$AD1" --json buckets >"$T/bk1.json"; ctl --endpoint "$AD2" --json buckets >"$T/bk2.json"
+check "both controllers hold the same table" \
+  'cmp -s "$T/bk1.json" "$T/bk2.json" && grep -q blue "$T/bk1.json"'
+check "both bucket files are the exported table" \
+  'grep -q blue "$T/b1.json" && grep -q blue "$T/b2.json"'
+
+# 4. kill -9 the leader mid-period: c2 leads with a higher epoch and pushes
+#    to its nodes within the lease (1 s), etcd's expiry check (every 0.5 s)
+#    and 2 intervals (0.4 s).
+sleep 0.5
+K0=$(now)
+kill -9 "$PID1"
+wait_for '[ -n "$(first_epoch_after obs2 "$E1")" ]' 5
+K1=$(first_epoch_after obs2 "$E1")
+E2=$(status 2 epoch)
+TAKE=$(echo "$K0 ${K1:-0}" | awk '{ printf "%.3f", $2 - $1 }')
+echo "takeover after kill -9: ${TAKE} s (first message of epoch $E2 at a node)"
+check "c2 leads with a higher epoch ($E1 -> $E2)" \
+  '[ "$(status 2 leader)" = True ] && [ "$E2" -gt "$E1" ]'
+check "c2 pushed to its node within lease + 2 intervals (${TAKE} s)" \
+  'awk -v t="$TAKE" "BEGIN { exit !(t > 0 && t <= 1.0 + 0.5 + 0.4) }"'
+check "nothing from the dead leader after the kill" '[ "$(msgs_after obs1 "$K0")" = 0 ]'
+
+# 5. The old leader restarts and joins as a standby.
+ctl_start 1
+wait_for '[ "$(status 1 leader_id)" = c2 ]' 5
+check "restarted c1 is a standby naming c2" \
+  '[ "$(status 1 leader)" = False ] && [ "$(status 1 epoch)" = "$E2" ]'
+observe 1 obs1b
+sleep 1
+check "the new standby sends nodes nothing" '[ ! -s "$T/obs1b.log" ]'
+
+# 6. Pause the leader for 5 s: c1 takes over; after SIGCONT c2 notices it
+#    lost the lease by its own clock and sends nothing more.
+wait_for '[ "$(wc -l <"$T/obs2.log")" -ge 3 ]' 3
+kill -STOP "$PID2"
+P0=$(now)
+wait_for '[ "$(status 1 leader)" = True ]' 4
+E3=$(status 1 epoch)
+check "c1 leads while c2 is paused ($E2 -> $E3)" '[ "$E3" -gt "$E2" ]'
+wait_for '[ -n "$(first_epoch_after obs1b "$E2")" ]' 3
+check "c1 pushes with epoch $E3" '[ "$(last_epoch obs1b)" = "$E3" ]'
+elapsed=$(echo "$P0 $(now)" | awk '{ printf "%d", 5 - ($2 - $1) + 0.5 }')
+[ "$elapsed" -gt 0 ] && sleep "$elapsed"
+C0=$(now)
+kill -CONT "$PID2"
+sleep 1.5
+check "the paused leader sent nothing after SIGCONT" '[ "$(msgs_after obs2 "$C0")" = 0 ]'
+check "it knows it lost the lease" 'grep -q "no longer leading" "$T"/c2.*.log'
+check "and now names c1 as the leader" \
+  '[ "$(status 2 leader)" = False ] && [ "$(status 2 leader_id)" = c1 ] && [ "$(status 2 epoch)" = "$E3" ]'
+check "no message of the old epoch after the new leader's first" \
+  '[ "$(awk -v e="$E3" "\$3 != 0 && \$3 < e && \$1 > $C0" "$T"/obs*.log | wc -l)" = 0 ]'
+
+# 7. A clean stop hands over at once (the lease is revoked).
+S0=$(now)
+stop_pid "$PID1"
+wait_for '[ "$(status 2 leader)" = True ]' 3
+S1=$(now)
+check "after SIGTERM of the leader the standby leads at once" \
+  'awk -v a="$S0" -v b="$S1" "BEGIN { exit !(b - a < 1.0) }"'
+
+it_end logs
