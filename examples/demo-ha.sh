@@ -67,8 +67,8 @@ start_ctl 1 "$L1" "$A1"
 wait_for '[ "$(leader_of "$A1" | cut -d" " -f1)" = True ]' 10
 start_ctl 2 "$L2" "$A2"
 wait_for 'ctl --endpoint "tcp://127.0.0.1:$A2" status 2>/dev/null | grep -q "(leader c1)"' 10
-echo; ctl --endpoint "$AD" status | grep '^controller'
-ctl --endpoint "tcp://127.0.0.1:$A2" status | grep '^controller'
+echo; ctl --endpoint "$AD" status | grep '^controller c'
+ctl --endpoint "tcp://127.0.0.1:$A2" status | grep '^controller c'
 check "one leader (c1), c2 a standby that names it" \
   'ctl --endpoint "tcp://127.0.0.1:$A2" status | grep -q "controller c2: standby, epoch [1-9][0-9]* (leader c1)"'
 E1=$(leader_of "$A1" | cut -d" " -f2)
@@ -110,7 +110,7 @@ check "the bucket table survived (from etcd)" 'ctl --endpoint "tcp://127.0.0.1:$
 
 start_ctl 1 "$L1" "$A1"
 wait_for 'ctl --endpoint "tcp://127.0.0.1:$A1" status 2>/dev/null | grep -q "(leader c2)"' 10
-echo; ctl --endpoint "tcp://127.0.0.1:$A1" status | grep '^controller'
+echo; ctl --endpoint "tcp://127.0.0.1:$A1" status | grep '^controller c'
 check "c1 restarted and follows c2 as a standby" \
   'ctl --endpoint "tcp://127.0.0.1:$A1" status | grep -q "controller c1: standby.*(leader c2)"'
 echo

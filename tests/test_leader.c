@@ -91,23 +91,26 @@ static int f_revoke(void *s, int64_t id)
     return 0;
 }
 
-static void f_read(fstore_t *f, const char *key, etcd_kv_t *kv)
+static void f_read(fstore_t *f, const char *key, etcd_kv_t *kv, int keys_only)
 {
     memset(kv, 0, sizeof *kv);
     fkey_t *k = f_find(f, key);
     if (!k)
         return;
     kv->found = 1;
-    kv->value = malloc(k->len + 1);
-    memcpy(kv->value, k->value, k->len);
-    kv->value[k->len] = '\0';
-    kv->len = k->len;
+    if (!keys_only) {
+        kv->value = malloc(k->len + 1);
+        memcpy(kv->value, k->value, k->len);
+        kv->value[k->len] = '\0';
+        kv->len = k->len;
+    }
     kv->create_rev = k->create_rev;
     kv->mod_rev = k->mod_rev;
     kv->lease = k->lease;
 }
 
-static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2)
+static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+                  int keys_only2)
 {
     fstore_t *f = s;
     memset(v1, 0, sizeof *v1);
@@ -115,8 +118,8 @@ static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_k
     if (f->down)
         return -EIO;
     f_expire(f);
-    f_read(f, k1, v1);
-    f_read(f, k2, v2);
+    f_read(f, k1, v1, 0);
+    f_read(f, k2, v2, keys_only2);
     return 0;
 }
 

@@ -177,6 +177,13 @@ static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
     if (strcmp(code, "not_leader") == 0 && ad->ld && ad->ld->leader_id[0]) {
         json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
         json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
+        const leader_t *l = ad->ld;
+        json_object_set_new(
+            r, "ha",
+            json_pack("{s:I, s:I, s:I, s:I, s:f}", "polls", (json_int_t)l->polls, "errors",
+                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
+                      (json_int_t)l->stepdowns, "poll_ms_mean",
+                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0));
     }
     return r;
 }
@@ -230,6 +237,13 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_object_set_new(r, "id", json_string(ad->ld->cfg.id));
         json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
         json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
+        const leader_t *l = ad->ld;
+        json_object_set_new(
+            r, "ha",
+            json_pack("{s:I, s:I, s:I, s:I, s:f}", "polls", (json_int_t)l->polls, "errors",
+                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
+                      (json_int_t)l->stepdowns, "poll_ms_mean",
+                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0));
     }
     json_t *nodes = json_array();
     for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {

@@ -325,9 +325,11 @@ static int take_range(json_t *resp, etcd_kv_t *kv)
     if (!k)
         return 0;
     const char *v = json_string_value(json_object_get(k, "value"));
-    int rc = etcd_b64_decode(v ? v : "", &kv->value, &kv->len);
-    if (rc < 0)
-        return rc == -EINVAL ? -EIO : rc;
+    if (v) { /* absent: keys_only (or an empty value) */
+        int rc = etcd_b64_decode(v, &kv->value, &kv->len);
+        if (rc < 0)
+            return rc == -EINVAL ? -EIO : rc;
+    }
     kv->found = 1;
     kv->create_rev = jint(k, "create_revision");
     kv->mod_rev = jint(k, "mod_revision");
@@ -335,13 +337,15 @@ static int take_range(json_t *resp, etcd_kv_t *kv)
     return 0;
 }
 
-int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2)
+int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+              int keys_only2)
 {
     memset(v1, 0, sizeof *v1);
     memset(v2, 0, sizeof *v2);
     json_t *r;
-    json_t *body = json_pack("{s:[{s:{s:o}}, {s:{s:o}}]}", "success", "request_range", "key",
-                             jb64(k1, strlen(k1)), "request_range", "key", jb64(k2, strlen(k2)));
+    json_t *body = json_pack("{s:[{s:{s:o}}, {s:{s:o, s:b}}]}", "success", "request_range", "key",
+                             jb64(k1, strlen(k1)), "request_range", "key", jb64(k2, strlen(k2)),
+                             "keys_only", keys_only2);
     int rc = call(e, "/v3/kv/txn", body, &r);
     json_decref(body);
     if (rc < 0)

@@ -65,8 +65,11 @@ void etcd_kv_clear(etcd_kv_t *kv);
 
 /* Reads keys `k1` and `k2` in one transaction (one consistent revision).
  * Fills *v1 and *v2 (caller clears them, also on error: they are zeroed
- * first).  Returns 0 or an error. */
-int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2);
+ * first).  `keys_only2`: k2's revisions without its value (v2->value stays
+ * NULL), so that a large value is fetched only when it changed.  Returns 0
+ * or an error. */
+int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+              int keys_only2);
 
 /* One compare of a transaction: key `key`'s CREATE (create_revision) or
  * MOD (mod_revision) revision equals `rev` (0: the key does not exist). */

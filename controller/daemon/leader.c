@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 
 /* ---- the etcd store ------------------------------------------------------ */
 
@@ -26,9 +27,10 @@ static int s_revoke(void *s, int64_t id)
     return etcd_lease_revoke(s, id);
 }
 
-static int s_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2)
+static int s_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+                  int keys_only2)
 {
-    return etcd_get2(s, k1, v1, k2, v2);
+    return etcd_get2(s, k1, v1, k2, v2, keys_only2);
 }
 
 static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
@@ -187,9 +189,17 @@ static void follow_table(leader_t *ld, const etcd_kv_t *kv)
     }
     if (kv->mod_rev == ld->buckets_rev)
         return;
-    ld->buckets_rev = kv->mod_rev;
-    if (ld->hooks.apply)
-        ld->hooks.apply(ld->hooks.arg, kv->value, kv->len, kv->mod_rev);
+    etcd_kv_t lk, bk; /* it changed: now the value */
+    int rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 0);
+    if (rc < 0) {
+        log_warn("leader %s: cannot read the bucket table: %s", ld->cfg.id, strerror(-rc));
+    } else if (bk.found && bk.value) {
+        ld->buckets_rev = bk.mod_rev;
+        if (ld->hooks.apply)
+            ld->hooks.apply(ld->hooks.arg, bk.value, bk.len, bk.mod_rev);
+    }
+    etcd_kv_clear(&lk);
+    etcd_kv_clear(&bk);
 }
 
 int leader_poll(leader_t *ld, double now)
@@ -200,6 +210,7 @@ int leader_poll(leader_t *ld, double now)
         return 0;
     ld->next_poll = now + ld->cfg.poll_s;
     ld->polls++;
+    double t0 = mono_now();
     int rc = renew(ld, now);
     if (rc < 0)
         goto out;
@@ -208,7 +219,7 @@ int leader_poll(leader_t *ld, double now)
         goto out;
     }
     etcd_kv_t lk, bk;
-    rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk);
+    rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 1);
     if (rc < 0) {
         etcd_kv_clear(&lk);
         etcd_kv_clear(&bk);
@@ -250,6 +261,7 @@ out:
     }
     if (ld->leading && !leader_may_push(ld, now))
         step_down(ld, "lease not renewed in time");
+    ld->poll_seconds += mono_now() - t0;
     return rc;
 }
 

@@ -21,9 +21,10 @@
  * standby can only take the key after etcd expired the lease, i.e. after
  * the old leader stopped.  The nodes' epoch check is the second fence.
  *
- * The bucket table: at each poll the leader key and the table key are read
- * in one transaction; a table whose mod_revision differs from the one last
- * applied is handed to hooks.apply (leader and standbys alike).  A missing
+ * The bucket table: at each poll the leader key and the table key's
+ * revisions are read in one transaction; a table whose mod_revision differs
+ * from the one last applied is then read whole and handed to hooks.apply
+ * (leader and standbys alike).  A missing
  * table key is created from hooks.bootstrap (the --buckets file).  The
  * leader writes a change with leader_write_buckets(): a transaction that
  * compares the table's mod_revision (no lost update) and the leader key's
@@ -48,7 +49,8 @@ typedef struct {
     int (*grant)(void *s, int64_t ttl, int64_t *id, int64_t *granted);
     int (*keepalive)(void *s, int64_t id, int64_t *ttl);
     int (*revoke)(void *s, int64_t id);
-    int (*get2)(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2);
+    int (*get2)(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+                int keys_only2);
     int (*put_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                   const char *value, size_t len, int64_t lease, int64_t *rev);
     void *s;
@@ -97,6 +99,7 @@ typedef struct {
     int64_t buckets_rev;    /* mod_revision of the table last applied */
     double next_poll;
     uint64_t polls, errors, elections, stepdowns;
+    double poll_seconds;    /* wall time the polls took (etcd's cost to the loop) */
 } leader_t;
 
 /* Sets up `ld` (nothing is sent yet; the first leader_poll() does).

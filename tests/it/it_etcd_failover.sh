@@ -19,7 +19,7 @@ jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)"
 # etcd with a short election timeout, so that it grants short leases.  The
 # lease is 2 s (1 s works on a quiet machine, docs/performance.md, but a
 # busy one delays etcd's answers past its margin).
-TTL=2
+TTL=${TTL:-2}
 next_port; EP=$PORT; next_port; PP=$PORT
 ETCD="http://127.0.0.1:$EP"
 # Its data in memory when /dev/shm exists: fsyncs on a busy disk would
