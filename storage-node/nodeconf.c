@@ -8,45 +8,15 @@
 
 #include "common/bucketfile.h"
 #include "common/log.h"
+#include "common/num.h"
 #include "storage-node/core/sched.h"
-
-int nodeconf_parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
-int nodeconf_parse_bytes(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || strchr(s, '-'))
-        return -EINVAL;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    }
-    if (*end || v == 0 || v > (max >> shift))
-        return -EINVAL;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
 
 int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port)
 {
     const char *colon = strrchr(s, ':');
-    long p;
+    int64_t p;
     if (!colon || colon == s || (size_t)(colon - s) >= cap ||
-        nodeconf_parse_long(colon + 1, 0, 65535, &p) < 0)
+        num_i64_in(colon + 1, 0, 65535, &p) < 0)
         return -EINVAL;
     size_t n = (size_t)(colon - s);
     if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {

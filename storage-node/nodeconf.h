@@ -5,14 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parses a decimal integer in [lo, hi].  Returns 0 and sets *out, or
- * -EINVAL for anything else (trailing garbage, overflow, out of range). */
-int nodeconf_parse_long(const char *s, long lo, long hi, long *out);
-
-/* Parses a byte count with an optional k/m/g/t suffix (powers of 1024),
- * 1 <= value <= max.  Returns 0 and sets *out, or -EINVAL. */
-int nodeconf_parse_bytes(const char *s, uint64_t max, uint64_t *out);
-
 /* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most
  * cap - 1 bytes) and port 0..65535.  Returns 0 or -EINVAL. */
 int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port);

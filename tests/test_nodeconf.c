@@ -45,26 +45,6 @@ static int on_tokens(void *arg, const char *name, int64_t r, int64_t l)
     return 0;
 }
 
-START_TEST(test_nodeconf_numbers)
-{
-    long v;
-    uint64_t u;
-    ck_assert_int_eq(nodeconf_parse_long("42", 1, 100, &v), 0);
-    ck_assert_int_eq(v, 42);
-    ck_assert_int_eq(nodeconf_parse_long("101", 1, 100, &v), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_long("4x", 1, 100, &v), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_long("", 1, 100, &v), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("4k", 1ull << 30, &u), 0);
-    ck_assert_uint_eq(u, 4096);
-    ck_assert_int_eq(nodeconf_parse_bytes("1G", 1ull << 30, &u), 0);
-    ck_assert_uint_eq(u, 1ull << 30);
-    ck_assert_int_eq(nodeconf_parse_bytes("2g", 1ull << 30, &u), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("0", 1ull << 30, &u), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("-1", 1ull << 30, &u), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("3q", 1ull << 30, &u), -EINVAL);
-}
-END_TEST
-
 START_TEST(test_nodeconf_hostport)
 {
     char host[64];
@@ -150,7 +130,6 @@ int main(void)
 {
     Suite *su = suite_create("nodeconf");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_nodeconf_numbers);
     tcase_add_test(tc, test_nodeconf_hostport);
     tcase_add_test(tc, test_nodeconf_buckets_file);
     tcase_add_test(tc, test_nodeconf_tokens_file);
