@@ -101,6 +101,26 @@ check "both controllers hold the same table" \
 check "both bucket files are the exported table" \
   'grep -q blue "$T/b1.json" && grep -q blue "$T/b2.json"'
 
+# 3b. With nodes that take every controller: a real bqos-node (memcached
+#     behind it) reports to both and follows the leader.
+NODE_HA=0
+"$BIN/bqos-node" --help 2>&1 | grep -q -- "--controller ENDPOINT\[," && NODE_HA=1
+if [ $NODE_HA = 1 ]; then
+  next_port; MP=$PORT; next_port; NP=$PORT
+  start_memcached "$MP" "$T/memcached.log"
+  spawn "$T/node.log" "$BIN/bqos-node" --name s1 --memcached-listen "127.0.0.1:$NP" \
+    --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
+  wait_port "$NP" 10
+  # node_up I: cI lists s1 as up.
+  node_up() { status "$1" nodes >/dev/null; jget "$T/st$1.json" \
+    "[n['state'] for n in d['nodes'] if n['name'] == 's1'][0]" | grep -q up; }
+  wait_for 'node_up 1 && node_up 2' 5
+  check "a real node reports to the leader and to the standby" 'node_up 1 && node_up 2'
+  check "it follows the leader's epoch $E1" 'wait_for "grep -q \"following .*epoch $E1\" \"$T/node.log\"" 3'
+else
+  echo "# bqos-node takes one controller: the real node's part is skipped"
+fi
+
 # 4. kill -9 the leader mid-period: c2 leads with a higher epoch and pushes
 #    to its nodes within the lease, etcd's expiry check (every 0.5 s) and 2
 #    intervals (0.4 s), plus 0.3 s for a busy machine.
@@ -117,6 +137,12 @@ check "c2 leads with a higher epoch ($E1 -> $E2)" \
 check "c2 pushed to its node within lease + 2 intervals (${TAKE} s)" \
   'awk -v t="$TAKE" -v l="$TTL" "BEGIN { exit !(t > 0 && t <= l + 0.5 + 0.4 + 0.3) }"'
 check "nothing from the dead leader after the kill" '[ "$(msgs_after obs1 "$K0")" = 0 ]'
+if [ $NODE_HA = 1 ]; then
+  check "the real node follows c2's epoch $E2" \
+    'wait_for "grep -q \"following .*epoch $E2\" \"$T/node.log\"" 3'
+  check "c2 pushes it tokens" \
+    '[ "$(status 2 stats >/dev/null; jget "$T/st2.json" "d[\"stats\"][\"push_tokens\"]")" -gt 0 ]'
+fi
 
 # 5. The old leader restarts and joins as a standby.
 ctl_start 1
