@@ -162,9 +162,11 @@ static void usage(FILE *fp, const opts_row_t *rows)
     fprintf(fp,
             "\n"
             "Signals:\n"
-            "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused)\n"
+            "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused);\n"
+            "                  with --etcd only at the leader, which writes it to etcd\n"
             "  SIGINT, SIGTERM stop; nodes keep their tokens until the period ends, then\n"
-            "                  fall back to their local policy\n"
+            "                  fall back to their local policy; with --etcd the leader\n"
+            "                  gives up its lease first, so a standby leads at once\n"
             "\n"
             "Protocol: docs/protocol.md.  Design and status fields: docs/controller.md.\n"
             "Exit status: 0 after a signal, 1 on a start-up error, 2 on bad usage.\n");

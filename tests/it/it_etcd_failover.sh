@@ -101,6 +101,13 @@ check "both controllers hold the same table" \
 check "both bucket files are the exported table" \
   'grep -q blue "$T/b1.json" && grep -q blue "$T/b2.json"'
 
+# SIGHUP at the leader imports its file into etcd; the standby follows.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['buckets'].append({'name':'green','reservation':5}); json.dump(d, open(sys.argv[1],'w'))" "$T/b1.json"
+kill -HUP "$PID1"
+wait_for 'ctl --endpoint "$AD2" buckets | grep -q "^green"' 3
+check "SIGHUP at the leader reaches the standby through etcd" \
+  'ctl --endpoint "$AD2" buckets | grep -q "^green" && grep -q green "$T/b2.json"'
+
 # 3b. With nodes that take every controller: a real bqos-node (memcached
 #     behind it) reports to both and follows the leader.
 NODE_HA=0
