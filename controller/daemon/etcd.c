@@ -136,9 +136,13 @@ etcd_t *etcd_new(const char *urls, double timeout_s)
     }
     if (!e->nurls || !(e->curl = curl_easy_init()))
         goto fail;
+    /* No "Expect: 100-continue" on large bodies (a table of many buckets):
+     * it would cost a round trip, or a wait, within our timeout. */
     e->headers = curl_slist_append(NULL, "Content-Type: application/json");
-    if (!e->headers)
+    struct curl_slist *h = e->headers ? curl_slist_append(e->headers, "Expect:") : NULL;
+    if (!h)
         goto fail;
+    e->headers = h;
     curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
     curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);

@@ -252,11 +252,13 @@ int leader_poll(leader_t *ld, double now)
 out:
     if (rc < 0) {
         /* etcd unreachable or slow: a failed request may have cost the loop
-         * a whole timeout, so the next poll waits longer (at most a quarter
-         * of the lease, so that a leader still renews in time). */
+         * a whole timeout, so a standby's next poll waits longer (a quarter
+         * of the lease).  A leader keeps trying at every poll: its lease,
+         * and the nodes' tokens, depend on the next renewal. */
         ld->errors++;
         double backoff = ld->cfg.ttl_s / 4 > ld->cfg.poll_s ? ld->cfg.ttl_s / 4 : ld->cfg.poll_s;
-        ld->next_poll = now + backoff;
+        if (!ld->leading)
+            ld->next_poll = now + backoff;
         log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));
     }
     if (ld->leading && !leader_may_push(ld, now))
