@@ -340,8 +340,10 @@ static void on_role(void *arg, uint64_t epoch)
 {
     app_t *a = arg;
     a->nodes.epoch = epoch;
-    if (epoch) /* a standby's "pushes" never left: push everything */
+    if (epoch) { /* a standby's "pushes" never left: push everything */
         ctrl_forget_pushed(a->ctrl);
+        nodes_hail_unknown(&a->nodes);
+    }
 }
 
 /* leader_hooks_t: etcd has no table; offer the bucket file's. */

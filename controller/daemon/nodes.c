@@ -25,6 +25,30 @@ void nodes_clear(nodes_t *ns)
     free(ns->last_msg);
     ns->last_msg = NULL;
     ns->nlast = 0;
+    for (int i = 0; i < ns->nunknown; i++)
+        free(ns->unknown[i]);
+    free(ns->unknown);
+    ns->unknown = NULL;
+    ns->nunknown = 0;
+}
+
+#define UNKNOWN_MAX 4096 /* names kept for nodes_hail_unknown() */
+
+/* Notes an unregistered node that wrote while sends are fenced (once per
+ * name; at most UNKNOWN_MAX, then it waits for its next report). */
+static void note_unknown(nodes_t *ns, const char *name)
+{
+    for (int i = 0; i < ns->nunknown; i++)
+        if (strcmp(ns->unknown[i], name) == 0)
+            return;
+    if (ns->nunknown == UNKNOWN_MAX)
+        return;
+    char **v = realloc(ns->unknown, (size_t)(ns->nunknown + 1) * sizeof *v);
+    if (!v)
+        return;
+    ns->unknown = v;
+    if ((v[ns->nunknown] = strdup(name)))
+        ns->nunknown++;
 }
 
 /* Node `node`'s last-message slot, grown as nodes register; NULL if out of
@@ -88,14 +112,24 @@ static int send_to(nodes_t *ns, const char *name, proto_msg_t *m)
     return rc;
 }
 
-static void send_error(nodes_t *ns, const char *node, const char *code, const char *text)
+static int send_error(nodes_t *ns, const char *node, const char *code, const char *text)
 {
     proto_msg_t m;
     proto_msg_init(&m);
     m.type = PROTO_ERROR;
     snprintf(m.code, sizeof m.code, "%s", code);
     snprintf(m.text, sizeof m.text, "%s", text ? text : "");
-    send_to(ns, node, &m);
+    return send_to(ns, node, &m);
+}
+
+void nodes_hail_unknown(nodes_t *ns)
+{
+    for (int i = 0; i < ns->nunknown; i++) {
+        if (ctrl_node_find(ns->ctrl, ns->unknown[i]) < 0)
+            send_error(ns, ns->unknown[i], "unknown_node", "say hello first");
+        free(ns->unknown[i]);
+    }
+    ns->nunknown = 0;
 }
 
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
@@ -226,8 +260,9 @@ void nodes_drain(nodes_t *ns)
         if (rc == PROTO_RECV_UNKNOWN) {
             if (m->type == PROTO_REPORT)
                 ns->hooks.adopt(ns->hooks.arg, m, now);
-            if (m->type != PROTO_GOODBYE)
-                send_error(ns, m->node, "unknown_node", "say hello first");
+            if (m->type != PROTO_GOODBYE &&
+                send_error(ns, m->node, "unknown_node", "say hello first") == -EPERM)
+                note_unknown(ns, m->node);
             continue;
         }
         if (m->type == PROTO_HELLO) {

@@ -43,6 +43,10 @@ typedef struct {
     double *last_msg;      /* [nlast]: per node index, monotonic seconds of
                               its last message, 0 = never */
     int nlast;
+    char **unknown;        /* [nunknown]: names of unregistered nodes that
+                              wrote while sends were fenced (a standby's),
+                              to be told to say hello at once on takeover */
+    int nunknown;
 } nodes_t;
 
 /* Sets up ns around the bound ROUTER socket `sock` with what it borrows.
@@ -64,6 +68,12 @@ void nodes_drain(nodes_t *ns);
  * heartbeat if the round was skipped (`res`) or there is nothing to say.
  * A send that fails (full queue, node gone) is counted and dropped. */
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now);
+
+/* This controller just became the leader: tells every unregistered node
+ * that wrote to it while it was a standby to say hello (error unknown_node,
+ * with the new epoch), instead of waiting for its next report.  Forgets
+ * the list. */
+void nodes_hail_unknown(nodes_t *ns);
 
 /* Monotonic seconds of node `node`'s last message; 0 if never or unknown. */
 double nodes_last_msg(const nodes_t *ns, int node);
