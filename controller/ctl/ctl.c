@@ -46,6 +46,44 @@ static int parse_limit(const char *arg, void *target)
     return num_i64_in(arg, 0, BUCKETFILE_MAX_RATE, &o->limit);
 }
 
+/* What --help prints around the option rows. */
+static const opts_usage_t usage = {
+    .head = "Usage: bqos-ctl [OPTION]... COMMAND [ARG]...\n"
+            "\n"
+            "Inspect and change a running bqos-controller through its admin endpoint.\n"
+            "\n"
+            "Commands:\n"
+            "  status                 nodes (up/down, age of their last report) and buckets\n"
+            "                         (reservation, limit, served this period, on track)\n"
+            "  buckets                the configured buckets\n"
+            "  set NAME --reservation N [--limit N|none] [--weight N]\n"
+            "                         add bucket NAME or change it; the controller applies\n"
+            "                         it from the next interval and saves its bucket file\n"
+            "  remove NAME            remove bucket NAME\n"
+            "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
+            "\n"
+            "Options:\n",
+    .layout = OPTS_LAYOUT_MAN,
+    .tail = "\n"
+            "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
+            "it has served at least the elapsed share of its reservation this period, or\n"
+            "has nothing queued.\n"
+            "\n"
+            "Exit status:\n"
+            "  0  success\n"
+            "  1  the controller refused the request (its reason is printed)\n"
+            "  2  bad usage\n"
+            "  3  the controller is unreachable or did not answer within the timeout,\n"
+            "     or its answer was not understood\n"
+            "\n"
+            "Examples:\n"
+            "  bqos-ctl status\n"
+            "  bqos-ctl set red --reservation 30000 --limit 60000\n"
+            "  bqos-ctl --json buckets\n"
+            "\n"
+            "The admin protocol is described in docs/protocol.md.\n",
+};
+
 #define NOPTS 8
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
@@ -72,53 +110,10 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
          .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
-        {.name = "help", .type = OPTS_FLAG, .target = &o->help, .flags = OPTS_STOP,
-         .help = "Print this help and exit."},
-        {.name = "version", .type = OPTS_FLAG, .target = &o->version, .flags = OPTS_STOP,
-         .help = "Print the version and exit."},
+        OPTS_HELP_ROW(0, &o->help, "Print this help and exit."),
+        OPTS_VERSION_ROW(0, &o->version, "Print the version and exit."),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
-}
-
-static void usage(FILE *out, const opts_row_t *rows)
-{
-    fprintf(out,
-            "Usage: bqos-ctl [OPTION]... COMMAND [ARG]...\n"
-            "\n"
-            "Inspect and change a running bqos-controller through its admin endpoint.\n"
-            "\n"
-            "Commands:\n"
-            "  status                 nodes (up/down, age of their last report) and buckets\n"
-            "                         (reservation, limit, served this period, on track)\n"
-            "  buckets                the configured buckets\n"
-            "  set NAME --reservation N [--limit N|none] [--weight N]\n"
-            "                         add bucket NAME or change it; the controller applies\n"
-            "                         it from the next interval and saves its bucket file\n"
-            "  remove NAME            remove bucket NAME\n"
-            "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
-            "\n"
-            "Options:\n");
-    opts_help(out, rows, NOPTS);
-    fprintf(out,
-            "\n"
-            "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
-            "it has served at least the elapsed share of its reservation this period, or\n"
-            "has nothing queued.\n"
-            "\n"
-            "Exit status:\n"
-            "  0  success\n"
-            "  1  the controller refused the request (its reason is printed)\n"
-            "  2  bad usage\n"
-            "  3  the controller is unreachable or did not answer within the timeout,\n"
-            "     or its answer was not understood\n"
-            "\n"
-            "Examples:\n"
-            "  bqos-ctl status\n"
-            "  bqos-ctl set red --reservation 30000 --limit 60000\n"
-            "  bqos-ctl --json buckets\n"
-            "\n"
-            "The admin protocol is described in docs/protocol.md.\n");
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 /* Prints the usage error and returns the exit status for it. */
@@ -469,17 +464,11 @@ int main(int argc, char **argv)
     option_rows(&o, rows);
     const opts_cmd_t oc = {.prog = "bqos-ctl", .rows = rows, .n = NOPTS};
     int argi;
-    int rc = opts_parse(&oc, argc, argv, &argi);
-    if (rc < 0)
-        return EXIT_USAGE;
-    if (o.help) {
-        usage(stdout, rows);
-        return EXIT_OK;
-    }
-    if (o.version) {
-        printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_ADMIN_VERSION);
-        return EXIT_OK;
-    }
+    char note[32];
+    snprintf(note, sizeof note, " (admin protocol v%d)", PROTO_ADMIN_VERSION);
+    int rc = opts_start(&oc, argc, argv, &argi, &usage, note);
+    if (rc >= 0)
+        return rc;
     const char *endpoint = o.endpoint;
     int64_t res = o.res, limit = o.limit, weight = o.weight;
     int have_limit = o.have_limit, limit_none = o.limit_none;
