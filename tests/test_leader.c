@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
+#include "tests/testlib.h"
 
 /* ---- an in-memory etcd: keys with revisions, leases expiring by fake time */
 
@@ -446,21 +448,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("leader");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_leader_one_leader);
-    tcase_add_test(tc, test_leader_kill_takeover);
-    tcase_add_test(tc, test_leader_pause);
-    tcase_add_test(tc, test_leader_etcd_down);
-    tcase_add_test(tc, test_leader_table);
-    tcase_add_test(tc, test_leader_resign);
-    tcase_add_test(tc, test_leader_bad_config);
-    tcase_add_test(tc, test_leader_base64);
-    tcase_add_test(tc, test_leader_etcd_unreachable);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    bqos_log_init("test_leader", BQOS_LOG_ERROR);
+    const TTest *const tests[] = {test_leader_one_leader, test_leader_kill_takeover,
+                                  test_leader_pause,      test_leader_etcd_down,
+                                  test_leader_table,      test_leader_resign,
+                                  test_leader_bad_config, test_leader_base64,
+                                  test_leader_etcd_unreachable};
+    return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);
 }

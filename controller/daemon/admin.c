@@ -180,10 +180,11 @@ static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
         const leader_t *l = ad->ld;
         json_object_set_new(
             r, "ha",
-            json_pack("{s:I, s:I, s:I, s:I, s:f}", "polls", (json_int_t)l->polls, "errors",
+            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
                       (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
                       (json_int_t)l->stepdowns, "poll_ms_mean",
-                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0));
+                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
+                      (json_int_t)ad->nodes->fenced));
     }
     return r;
 }
@@ -240,10 +241,11 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         const leader_t *l = ad->ld;
         json_object_set_new(
             r, "ha",
-            json_pack("{s:I, s:I, s:I, s:I, s:f}", "polls", (json_int_t)l->polls, "errors",
+            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
                       (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
                       (json_int_t)l->stepdowns, "poll_ms_mean",
-                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0));
+                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
+                      (json_int_t)ad->nodes->fenced));
     }
     json_t *nodes = json_array();
     for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
