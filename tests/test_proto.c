@@ -39,20 +39,55 @@ static void set_timing(proto_msg_t *m)
 
 static const char *names3[] = {"red", "green", "blue"};
 
+/* Starts m as an empty message of type from node, and d as an empty one to
+ * decode into; the test clears both. */
+static void msg_start(proto_msg_t *m, proto_msg_t *d, proto_type_t type, const char *node)
+{
+    proto_msg_init(m);
+    proto_msg_init(d);
+    m->type = type;
+    strcpy(m->node, node);
+}
+
+/* Gives m the three names of names3. */
+static void set_names3(proto_msg_t *m)
+{
+    m->has_names = 1;
+    m->nnames = 3;
+    m->names = names3;
+}
+
+/* Makes m a tokens message with set_timing()'s timing, table generation
+ * table and room for count records (to fill in). */
+static void set_tokens(proto_msg_t *m, uint32_t table, size_t count)
+{
+    m->type = PROTO_TOKENS;
+    set_timing(m);
+    m->table = table;
+    m->count = count;
+    ck_assert_int_eq(proto_msg_reserve(m, count, 0), 0);
+}
+
+/* Checks that d carries set_timing()'s timing. */
+static void expect_timing(const proto_msg_t *d)
+{
+    ck_assert(d->has_timing);
+    ck_assert_uint_eq(d->period, 42);
+    ck_assert_uint_eq(d->interval, 3);
+    ck_assert_uint_eq(d->intervals, 5);
+    ck_assert_uint_eq(d->period_ms, 1000);
+    ck_assert_uint_eq(d->remaining_ms, 350);
+}
+
 START_TEST(test_proto_roundtrip_hello)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
+    msg_start(&m, &d, PROTO_HELLO, "n1");
     proto_stats_t st = {0};
-    m.type = PROTO_HELLO;
-    strcpy(m.node, "n1");
     m.seq = 9;
     m.capacity = 50000;
     m.table = 7;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = names3;
+    set_names3(&m);
     ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
     ck_assert_int_eq(d.type, PROTO_HELLO);
     ck_assert_str_eq(d.node, "n1");
@@ -78,16 +113,11 @@ END_TEST
 START_TEST(test_proto_roundtrip_welcome)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    m.type = PROTO_WELCOME;
-    strcpy(m.node, "n1");
+    msg_start(&m, &d, PROTO_WELCOME, "n1");
     set_timing(&m);
     m.table = 3;
     m.peer_table = 7;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = names3;
+    set_names3(&m);
     static const uint32_t w[] = {2, 1, 9};
     m.has_weights = 1;
     m.weights = w;
@@ -96,12 +126,7 @@ START_TEST(test_proto_roundtrip_welcome)
     ck_assert(d.has_weights);
     ck_assert_uint_eq(d.weights[0], 2);
     ck_assert_uint_eq(d.weights[2], 9);
-    ck_assert(d.has_timing);
-    ck_assert_uint_eq(d.period, 42);
-    ck_assert_uint_eq(d.interval, 3);
-    ck_assert_uint_eq(d.intervals, 5);
-    ck_assert_uint_eq(d.period_ms, 1000);
-    ck_assert_uint_eq(d.remaining_ms, 350);
+    expect_timing(&d);
     ck_assert_uint_eq(d.table, 3);
     ck_assert_uint_eq(d.peer_table, 7);
     ck_assert_str_eq(d.names[1], "green");
@@ -112,10 +137,7 @@ END_TEST
 START_TEST(test_proto_roundtrip_report)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    m.type = PROTO_REPORT;
-    strcpy(m.node, "node-7");
+    msg_start(&m, &d, PROTO_REPORT, "node-7");
     m.period = 11;
     m.interval = 4;
     m.remaining_ms = 10;
@@ -161,18 +183,10 @@ END_TEST
 START_TEST(test_proto_roundtrip_tokens)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n2");
-    set_timing(&m);
-    m.table = 4;
+    msg_start(&m, &d, PROTO_TOKENS, "n2");
+    set_tokens(&m, 4, 3);
     m.peer_table = 1;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = names3;
-    m.count = 3;
-    ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
+    set_names3(&m);
     m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 100, .l_tokens = 200};
     m.tokens[1] = (proto_tokens_rec_t){.bucket = 2, .r_tokens = 0, .l_tokens = PROTO_UNLIMITED};
     m.tokens[2] = (proto_tokens_rec_t){.bucket = 1, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 5};
@@ -206,10 +220,7 @@ END_TEST
 START_TEST(test_proto_roundtrip_small)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    strcpy(m.node, "n3");
-    m.type = PROTO_HEARTBEAT;
+    msg_start(&m, &d, PROTO_HEARTBEAT, "n3");
     ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
     ck_assert_int_eq(d.type, PROTO_HEARTBEAT);
     ck_assert(!d.has_timing);
@@ -317,12 +328,9 @@ END_TEST
 START_TEST(test_proto_compact_records)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
+    msg_start(&m, &d, PROTO_REPORT, "n1");
     proto_enc_t e;
     proto_enc_init(&e);
-    m.type = PROTO_REPORT;
-    strcpy(m.node, "n1");
     m.table = 1;
     m.count = 2;
     ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
@@ -360,12 +368,8 @@ START_TEST(test_proto_compact_records)
     ck_assert_ptr_nonnull(memmem(e.data[0], e.len[0], "\"wide\":1", 8));
 
     proto_msg_clear(&m);
-    m.type = PROTO_TOKENS;
     strcpy(m.node, "n1");
-    set_timing(&m);
-    m.table = 1;
-    m.count = 3;
-    ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
+    set_tokens(&m, 1, 3);
     m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = UINT32_MAX, .l_tokens = 0};
     m.tokens[1] = (proto_tokens_rec_t){.bucket = 5, .r_tokens = 1, .l_tokens = PROTO_UNLIMITED};
     m.tokens[2] = (proto_tokens_rec_t){.bucket = 2, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 2,
@@ -588,10 +592,7 @@ static proto_reason_t dec_w(const char *hdr, const void *w, ssize_t wl, proto_st
 START_TEST(test_proto_epoch)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    strcpy(m.node, "n1");
-    m.type = PROTO_HEARTBEAT;
+    msg_start(&m, &d, PROTO_HEARTBEAT, "n1");
     set_timing(&m);
     m.has_timing = 1;
     m.epoch = 77;
@@ -632,10 +633,7 @@ END_TEST
 START_TEST(test_proto_instance)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    strcpy(m.node, "n1");
-    m.type = PROTO_HELLO;
+    msg_start(&m, &d, PROTO_HELLO, "n1");
     m.table = 1;
     m.has_names = 1;
     m.instance = (UINT64_C(1) << 53) - 3;
@@ -880,32 +878,22 @@ START_TEST(test_proto_fuzz_mutations)
     seeds[0].type = PROTO_REPORT;
     seeds[0].table = 1;
     seeds[0].count = 4;
-    seeds[0].has_names = 1;
-    seeds[0].nnames = 3;
-    seeds[0].names = names3;
+    set_names3(&seeds[0]);
     proto_msg_reserve(&seeds[0], 4, 0);
     memset(seeds[0].report, 0, 4 * sizeof *seeds[0].report);
     seeds[0].report[3].bucket = 2;
     seeds[0].report[3].l_left = PROTO_UNLIMITED;
-    seeds[1].type = PROTO_TOKENS;
-    set_timing(&seeds[1]);
-    seeds[1].table = 1;
-    seeds[1].count = 3;
-    proto_msg_reserve(&seeds[1], 3, 0);
+    set_tokens(&seeds[1], 1, 3);
     for (int i = 0; i < 3; i++)
         seeds[1].tokens[i] = (proto_tokens_rec_t){.bucket = (uint32_t)i, .r_tokens = i, .l_tokens = 9};
     static const uint32_t w3[] = {1, 7, PROTO_WEIGHT_MAX};
-    seeds[1].has_names = 1; /* header, names, weights, records */
-    seeds[1].nnames = 3;
-    seeds[1].names = names3;
+    set_names3(&seeds[1]); /* header, names, weights, records */
     seeds[1].has_weights = 1;
     seeds[1].weights = w3;
     seeds[2].type = PROTO_HELLO;
     seeds[2].table = 1;
     seeds[2].capacity = 100;
-    seeds[2].has_names = 1;
-    seeds[2].nnames = 3;
-    seeds[2].names = names3;
+    set_names3(&seeds[2]);
     for (int i = 0; i < 3; i++)
         strcpy(seeds[i].node, "fuzz");
 
@@ -1105,11 +1093,7 @@ START_TEST(test_proto_zmq_router_dealer)
     ck_assert_uint_eq(st.ok, 2);
 
     /* controller -> n1 tokens */
-    m.type = PROTO_TOKENS;
-    set_timing(&m);
-    m.table = 3;
-    m.count = 1;
-    proto_msg_reserve(&m, 1, 0);
+    set_tokens(&m, 3, 1);
     m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED};
     ck_assert_int_eq(proto_send(router, "n1", 2, &m, &e, ZMQ_DONTWAIT), 0);
     ck_assert_int_eq(proto_recv(nodes[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, 0), 0);
