@@ -714,34 +714,39 @@ END_TEST
 START_TEST(test_proto_weights_rejected)
 {
     proto_stats_t st = {0};
-    uint32_t w[3] = {3, 1, 5};
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 8, &st), PROTO_OK);
-    /* one name's weight missing, one too many, a partial one */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 4, &st),
-                     PROTO_E_TRUNCATED);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 12, &st),
-                     PROTO_E_COUNT);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 7, &st),
-                     PROTO_E_COUNT);
-    /* the header's count disagrees with the names */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":3"), w, 12, &st),
-                     PROTO_E_COUNT);
-    /* weight 0, above the maximum */
-    uint32_t bad0[2] = {0, 1}, bigw[2] = {1, PROTO_WEIGHT_MAX + 1};
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), bad0, 8, &st),
-                     PROTO_E_RANGE);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), bigw, 8, &st),
-                     PROTO_E_RANGE);
-    /* negative or non-integer count */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":-2"), w, 8, &st),
-                     PROTO_E_RANGE);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":\"2\""), w, 8, &st),
-                     PROTO_E_FIELD);
-    /* the frame missing: the records frame is taken for it */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), NULL, -1, &st),
-                     PROTO_E_TRUNCATED);
-    /* a weights frame nobody announced */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2"), w, 8, &st), PROTO_E_FRAMES);
+    static const uint32_t w[3] = {3, 1, 5};
+    static const uint32_t bad0[2] = {0, 1}, bigw[2] = {1, PROTO_WEIGHT_MAX + 1};
+#define W2 ",\"count\":1,\"names\":2,\"weights\":2"
+    static const struct {
+        const char *hdr;
+        const uint32_t *w;
+        ssize_t wl; /* -1: no weights frame */
+        proto_reason_t want;
+    } cases[] = {
+        {TOKHDR(W2), w, 8, PROTO_OK},
+        /* one name's weight missing, one too many, a partial one */
+        {TOKHDR(W2), w, 4, PROTO_E_TRUNCATED},
+        {TOKHDR(W2), w, 12, PROTO_E_COUNT},
+        {TOKHDR(W2), w, 7, PROTO_E_COUNT},
+        /* the header's count disagrees with the names */
+        {TOKHDR(",\"count\":1,\"names\":2,\"weights\":3"), w, 12, PROTO_E_COUNT},
+        /* weight 0, above the maximum */
+        {TOKHDR(W2), bad0, 8, PROTO_E_RANGE},
+        {TOKHDR(W2), bigw, 8, PROTO_E_RANGE},
+        /* negative or non-integer count */
+        {TOKHDR(",\"count\":1,\"names\":2,\"weights\":-2"), w, 8, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"names\":2,\"weights\":\"2\""), w, 8, PROTO_E_FIELD},
+        /* the frame missing: the records frame is taken for it */
+        {TOKHDR(W2), NULL, -1, PROTO_E_TRUNCATED},
+        /* a weights frame nobody announced */
+        {TOKHDR(",\"count\":1,\"names\":2"), w, 8, PROTO_E_FRAMES},
+    };
+#undef W2
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_reason_t why = dec_w(cases[i].hdr, cases[i].w, cases[i].wl, &st);
+        ck_assert_msg(why == cases[i].want, "case %zu: got %s, want %s", i, proto_reason_str(why),
+                      proto_reason_str(cases[i].want));
+    }
     /* weights without names, or in a node's message */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":0,\"weights\":0"), "", 0, "", 0, &st), PROTO_E_FIELD);
     ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1,"
