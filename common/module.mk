@@ -3,33 +3,19 @@
 LIBS += common
 common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c \
 	common/rng.c common/names.c common/bucketfile.c
-TESTS += test_log
-test_log_SRCS = tests/test_log.c
-test_log_LIBS = common
-TESTS += test_strmap test_bitset
-test_strmap_SRCS = tests/test_strmap.c
-test_strmap_LIBS = common
-test_bitset_SRCS = tests/test_bitset.c
-test_bitset_LIBS = common
-TESTS += test_mono
-test_mono_SRCS = tests/test_mono.c
-test_mono_LIBS = common
-TESTS += test_opts
-test_opts_SRCS = tests/test_opts.c
-test_opts_LIBS = common
-TESTS += test_jsonloc
-test_jsonloc_SRCS = tests/test_jsonloc.c
-test_jsonloc_LIBS = common
-TESTS += test_names
-test_names_SRCS = tests/test_names.c
-test_names_LIBS = proto common
-TESTS += test_rng
-test_rng_SRCS = tests/test_rng.c
-test_rng_LIBS = common
-TESTS += test_bucketfile
-test_bucketfile_SRCS = tests/test_bucketfile.c
-test_bucketfile_LIBS = common
-TESTS += test_version
-test_version_SRCS = tests/test_version.c
-test_version_LIBS = common
+# $(call check_suite,NAME,LIBS): the Check suite NAME, from tests/NAME.c linked with the
+# archives LIBS (dependents first), i.e. TESTS += NAME with its NAME_SRCS and NAME_LIBS.
+# Defined here, in the first module.mk mk/build.mk includes (it sorts them by name), for all.
+check_suite = $(eval TESTS += $(1))$(eval $(1)_SRCS = tests/$(1).c)$(eval $(1)_LIBS = $(2))
+
+$(call check_suite,test_log,common)
+$(call check_suite,test_strmap,common)
+$(call check_suite,test_bitset,common)
+$(call check_suite,test_mono,common)
+$(call check_suite,test_opts,common)
+$(call check_suite,test_jsonloc,common)
+$(call check_suite,test_names,proto common)
+$(call check_suite,test_rng,common)
+$(call check_suite,test_bucketfile,common)
+$(call check_suite,test_version,common)
 include common/proto.mk

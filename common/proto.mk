@@ -6,9 +6,7 @@ proto_SRCS = common/proto/msg.c common/proto/check.c common/proto/header.c \
 	common/proto/compact.c common/proto/wide.c common/proto/encode.c common/proto/decode.c
 LIBS += protozmq
 protozmq_SRCS = common/proto/zmq.c
-TESTS += test_proto
-test_proto_SRCS = tests/test_proto.c
-test_proto_LIBS = protozmq proto common
+$(call check_suite,test_proto,protozmq proto common)
 PROGS += bqos-proto-bench
 bqos-proto-bench_SRCS = common/bench/proto_bench.c
 bqos-proto-bench_LIBS = protozmq proto common

@@ -13,6 +13,13 @@ static void start(pclock_t *pc)
     pclock_init(pc, 1.0, 4, 0.5, 10.0);
 }
 
+/* start(), then the first round begins at now. */
+static void start_at(pclock_t *pc, double now)
+{
+    start(pc);
+    pclock_begin(pc, now);
+}
+
 START_TEST(test_clock_rounds)
 {
     pclock_t pc;
@@ -40,8 +47,7 @@ END_TEST
 START_TEST(test_clock_skips_periods)
 {
     pclock_t pc;
-    start(&pc);
-    pclock_begin(&pc, 10.0);
+    start_at(&pc, 10.0);
     ck_assert(pclock_due(&pc, 13.5));
     ck_assert_double_eq(pclock_begin(&pc, 13.5), 0.5);
     ck_assert_uint_eq(pc.period, 4);
@@ -53,8 +59,7 @@ END_TEST
 START_TEST(test_clock_timing)
 {
     pclock_t pc;
-    start(&pc);
-    pclock_begin(&pc, 10.5);
+    start_at(&pc, 10.5);
     proto_msg_t m;
     proto_msg_init(&m);
     pclock_fill_timing(&pc, &m, 10.75);
@@ -72,8 +77,7 @@ END_TEST
 START_TEST(test_clock_adopt)
 {
     pclock_t pc;
-    start(&pc);
-    pclock_begin(&pc, 10.0);
+    start_at(&pc, 10.0);
     ck_assert(!pclock_adopt(&pc, 0, 0, 0, 10.5)); /* no clock given: not considered */
     ck_assert(pclock_adopt(&pc, 7, 2, 250, 10.5));
     ck_assert_uint_eq(pc.period, 7);
@@ -90,13 +94,11 @@ END_TEST
 START_TEST(test_clock_adopt_own_or_late)
 {
     pclock_t pc;
-    start(&pc);
-    pclock_begin(&pc, 10.0);
+    start_at(&pc, 10.0);
     /* A node that follows our clock already: nothing to adopt. */
     ck_assert(!pclock_adopt(&pc, 1, 1, 750, 10.25));
     ck_assert_uint_eq(pc.period, 1);
-    start(&pc);
-    pclock_begin(&pc, 10.0);
+    start_at(&pc, 10.0);
     /* More than two periods after the start: too late to adopt. */
     ck_assert(!pclock_adopt(&pc, 9, 0, 500, 12.5));
     ck_assert_uint_eq(pc.period, 1);

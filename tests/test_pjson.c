@@ -10,6 +10,7 @@
 
 #include "pshift/tools/gen.h"
 #include "pshift/tools/pjson.h"
+#include "tests/pshift_fixtures.h"
 #include "tests/testlib.h"
 
 #define BAD_DIR "tests/data/pshift/bad"
@@ -167,15 +168,12 @@ static int write_solution(FILE *f, void *arg)
 
 START_TEST(test_pjson_roundtrip)
 {
-    gen_params_t g = GEN_PARAMS_DEFAULT;
-    g.servers = 12;
-    g.buckets = 200;
+    gen_params_t g = pshift_fixture_params(12, 200);
     g.active = 4;
     g.limit_ratio = 1.25;
     wargs_t w = {0};
-    ck_assert_int_eq(gen_problem(&g, &w.p, &w.limits), 0);
+    pshift_fixture_solved(&g, &w.p, &w.limits);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    ck_assert_int_eq(pshift_solve(w.p, &o), 0);
     size_t len;
     char *doc = to_memory(write_problem, &w, &len);
     pjson_input_t in;

@@ -39,20 +39,67 @@ static void set_timing(proto_msg_t *m)
 
 static const char *names3[] = {"red", "green", "blue"};
 
+/* Starts m as an empty message of type from node, and d as an empty one to
+ * decode into; the test clears both. */
+static void msg_start(proto_msg_t *m, proto_msg_t *d, proto_type_t type, const char *node)
+{
+    proto_msg_init(m);
+    proto_msg_init(d);
+    m->type = type;
+    strcpy(m->node, node);
+}
+
+/* Gives m the three names of names3. */
+static void set_names3(proto_msg_t *m)
+{
+    m->has_names = 1;
+    m->nnames = 3;
+    m->names = names3;
+}
+
+/* Makes m a tokens message with set_timing()'s timing, table generation
+ * table and room for count records (to fill in). */
+static void set_tokens(proto_msg_t *m, uint32_t table, size_t count)
+{
+    m->type = PROTO_TOKENS;
+    set_timing(m);
+    m->table = table;
+    m->count = count;
+    ck_assert_int_eq(proto_msg_reserve(m, count, 0), 0);
+}
+
+/* Checks every counter of st against want: accepted, rejected for each
+ * reason (unnamed reasons in want: none), rejected in all. */
+static void expect_stats(const proto_stats_t *st, const proto_stats_t *want)
+{
+    ck_assert_uint_eq(st->ok, want->ok);
+    for (int r = 0; r < PROTO_E__COUNT; r++)
+        ck_assert_msg(st->rejected[r] == want->rejected[r], "%s: %llu rejected, want %llu",
+                      proto_reason_str((proto_reason_t)r), (unsigned long long)st->rejected[r],
+                      (unsigned long long)want->rejected[r]);
+    ck_assert_uint_eq(st->rejected_total, want->rejected_total);
+}
+
+/* Checks that d carries set_timing()'s timing. */
+static void expect_timing(const proto_msg_t *d)
+{
+    ck_assert(d->has_timing);
+    ck_assert_uint_eq(d->period, 42);
+    ck_assert_uint_eq(d->interval, 3);
+    ck_assert_uint_eq(d->intervals, 5);
+    ck_assert_uint_eq(d->period_ms, 1000);
+    ck_assert_uint_eq(d->remaining_ms, 350);
+}
+
 START_TEST(test_proto_roundtrip_hello)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
+    msg_start(&m, &d, PROTO_HELLO, "n1");
     proto_stats_t st = {0};
-    m.type = PROTO_HELLO;
-    strcpy(m.node, "n1");
     m.seq = 9;
     m.capacity = 50000;
     m.table = 7;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = names3;
+    set_names3(&m);
     ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
     ck_assert_int_eq(d.type, PROTO_HELLO);
     ck_assert_str_eq(d.node, "n1");
@@ -78,16 +125,11 @@ END_TEST
 START_TEST(test_proto_roundtrip_welcome)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    m.type = PROTO_WELCOME;
-    strcpy(m.node, "n1");
+    msg_start(&m, &d, PROTO_WELCOME, "n1");
     set_timing(&m);
     m.table = 3;
     m.peer_table = 7;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = names3;
+    set_names3(&m);
     static const uint32_t w[] = {2, 1, 9};
     m.has_weights = 1;
     m.weights = w;
@@ -96,12 +138,7 @@ START_TEST(test_proto_roundtrip_welcome)
     ck_assert(d.has_weights);
     ck_assert_uint_eq(d.weights[0], 2);
     ck_assert_uint_eq(d.weights[2], 9);
-    ck_assert(d.has_timing);
-    ck_assert_uint_eq(d.period, 42);
-    ck_assert_uint_eq(d.interval, 3);
-    ck_assert_uint_eq(d.intervals, 5);
-    ck_assert_uint_eq(d.period_ms, 1000);
-    ck_assert_uint_eq(d.remaining_ms, 350);
+    expect_timing(&d);
     ck_assert_uint_eq(d.table, 3);
     ck_assert_uint_eq(d.peer_table, 7);
     ck_assert_str_eq(d.names[1], "green");
@@ -112,10 +149,7 @@ END_TEST
 START_TEST(test_proto_roundtrip_report)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    m.type = PROTO_REPORT;
-    strcpy(m.node, "node-7");
+    msg_start(&m, &d, PROTO_REPORT, "node-7");
     m.period = 11;
     m.interval = 4;
     m.remaining_ms = 10;
@@ -161,18 +195,10 @@ END_TEST
 START_TEST(test_proto_roundtrip_tokens)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n2");
-    set_timing(&m);
-    m.table = 4;
+    msg_start(&m, &d, PROTO_TOKENS, "n2");
+    set_tokens(&m, 4, 3);
     m.peer_table = 1;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = names3;
-    m.count = 3;
-    ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
+    set_names3(&m);
     m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 100, .l_tokens = 200};
     m.tokens[1] = (proto_tokens_rec_t){.bucket = 2, .r_tokens = 0, .l_tokens = PROTO_UNLIMITED};
     m.tokens[2] = (proto_tokens_rec_t){.bucket = 1, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 5};
@@ -206,10 +232,7 @@ END_TEST
 START_TEST(test_proto_roundtrip_small)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    strcpy(m.node, "n3");
-    m.type = PROTO_HEARTBEAT;
+    msg_start(&m, &d, PROTO_HEARTBEAT, "n3");
     ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
     ck_assert_int_eq(d.type, PROTO_HEARTBEAT);
     ck_assert(!d.has_timing);
@@ -317,12 +340,9 @@ END_TEST
 START_TEST(test_proto_compact_records)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
+    msg_start(&m, &d, PROTO_REPORT, "n1");
     proto_enc_t e;
     proto_enc_init(&e);
-    m.type = PROTO_REPORT;
-    strcpy(m.node, "n1");
     m.table = 1;
     m.count = 2;
     ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
@@ -360,12 +380,8 @@ START_TEST(test_proto_compact_records)
     ck_assert_ptr_nonnull(memmem(e.data[0], e.len[0], "\"wide\":1", 8));
 
     proto_msg_clear(&m);
-    m.type = PROTO_TOKENS;
     strcpy(m.node, "n1");
-    set_timing(&m);
-    m.table = 1;
-    m.count = 3;
-    ck_assert_int_eq(proto_msg_reserve(&m, 3, 0), 0);
+    set_tokens(&m, 1, 3);
     m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = UINT32_MAX, .l_tokens = 0};
     m.tokens[1] = (proto_tokens_rec_t){.bucket = 5, .r_tokens = 1, .l_tokens = PROTO_UNLIMITED};
     m.tokens[2] = (proto_tokens_rec_t){.bucket = 2, .flags = PROTO_TOK_UNLIMITED, .r_tokens = 2,
@@ -528,17 +544,17 @@ START_TEST(test_proto_reject_reasons)
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":1"), recbuf, 24, recbuf, 24, &st), PROTO_E_FRAMES);
 
     /* counted per reason */
-    ck_assert_uint_eq(st.ok, 0);
-    ck_assert_uint_eq(st.rejected[PROTO_E_TRUNCATED], 6);
-    ck_assert_uint_eq(st.rejected[PROTO_E_VERSION], 4);
-    ck_assert_uint_eq(st.rejected[PROTO_E_TYPE], 3);
-    ck_assert_uint_eq(st.rejected[PROTO_E_COUNT], 5);
-    ck_assert_uint_eq(st.rejected[PROTO_E_RANGE], 11);
-    ck_assert_uint_eq(st.rejected[PROTO_E_JSON], 5);
-    ck_assert_uint_eq(st.rejected[PROTO_E_FIELD], 8);
-    ck_assert_uint_eq(st.rejected[PROTO_E_NAMES], 4);
-    ck_assert_uint_eq(st.rejected[PROTO_E_FRAMES], 2);
-    ck_assert_uint_eq(st.rejected_total, 48);
+    expect_stats(&st, &(proto_stats_t){.ok = 0,
+                                       .rejected = {[PROTO_E_TRUNCATED] = 6,
+                                                    [PROTO_E_VERSION] = 4,
+                                                    [PROTO_E_TYPE] = 3,
+                                                    [PROTO_E_COUNT] = 5,
+                                                    [PROTO_E_RANGE] = 11,
+                                                    [PROTO_E_JSON] = 5,
+                                                    [PROTO_E_FIELD] = 8,
+                                                    [PROTO_E_NAMES] = 4,
+                                                    [PROTO_E_FRAMES] = 2},
+                                       .rejected_total = 48});
     ck_assert_str_eq(proto_reason_str(PROTO_E_COUNT), "count");
     proto_stats_note(&st, PROTO_E_TABLE);
     ck_assert_uint_eq(st.rejected[PROTO_E_TABLE], 1);
@@ -588,10 +604,7 @@ static proto_reason_t dec_w(const char *hdr, const void *w, ssize_t wl, proto_st
 START_TEST(test_proto_epoch)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    strcpy(m.node, "n1");
-    m.type = PROTO_HEARTBEAT;
+    msg_start(&m, &d, PROTO_HEARTBEAT, "n1");
     set_timing(&m);
     m.has_timing = 1;
     m.epoch = 77;
@@ -632,10 +645,7 @@ END_TEST
 START_TEST(test_proto_instance)
 {
     proto_msg_t m, d;
-    proto_msg_init(&m);
-    proto_msg_init(&d);
-    strcpy(m.node, "n1");
-    m.type = PROTO_HELLO;
+    msg_start(&m, &d, PROTO_HELLO, "n1");
     m.table = 1;
     m.has_names = 1;
     m.instance = (UINT64_C(1) << 53) - 3;
@@ -704,47 +714,52 @@ END_TEST
 START_TEST(test_proto_weights_rejected)
 {
     proto_stats_t st = {0};
-    uint32_t w[3] = {3, 1, 5};
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 8, &st), PROTO_OK);
-    /* one name's weight missing, one too many, a partial one */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 4, &st),
-                     PROTO_E_TRUNCATED);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 12, &st),
-                     PROTO_E_COUNT);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), w, 7, &st),
-                     PROTO_E_COUNT);
-    /* the header's count disagrees with the names */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":3"), w, 12, &st),
-                     PROTO_E_COUNT);
-    /* weight 0, above the maximum */
-    uint32_t bad0[2] = {0, 1}, bigw[2] = {1, PROTO_WEIGHT_MAX + 1};
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), bad0, 8, &st),
-                     PROTO_E_RANGE);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), bigw, 8, &st),
-                     PROTO_E_RANGE);
-    /* negative or non-integer count */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":-2"), w, 8, &st),
-                     PROTO_E_RANGE);
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":\"2\""), w, 8, &st),
-                     PROTO_E_FIELD);
-    /* the frame missing: the records frame is taken for it */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2,\"weights\":2"), NULL, -1, &st),
-                     PROTO_E_TRUNCATED);
-    /* a weights frame nobody announced */
-    ck_assert_int_eq(dec_w(TOKHDR(",\"count\":1,\"names\":2"), w, 8, &st), PROTO_E_FRAMES);
+    static const uint32_t w[3] = {3, 1, 5};
+    static const uint32_t bad0[2] = {0, 1}, bigw[2] = {1, PROTO_WEIGHT_MAX + 1};
+#define W2 ",\"count\":1,\"names\":2,\"weights\":2"
+    static const struct {
+        const char *hdr;
+        const uint32_t *w;
+        ssize_t wl; /* -1: no weights frame */
+        proto_reason_t want;
+    } cases[] = {
+        {TOKHDR(W2), w, 8, PROTO_OK},
+        /* one name's weight missing, one too many, a partial one */
+        {TOKHDR(W2), w, 4, PROTO_E_TRUNCATED},
+        {TOKHDR(W2), w, 12, PROTO_E_COUNT},
+        {TOKHDR(W2), w, 7, PROTO_E_COUNT},
+        /* the header's count disagrees with the names */
+        {TOKHDR(",\"count\":1,\"names\":2,\"weights\":3"), w, 12, PROTO_E_COUNT},
+        /* weight 0, above the maximum */
+        {TOKHDR(W2), bad0, 8, PROTO_E_RANGE},
+        {TOKHDR(W2), bigw, 8, PROTO_E_RANGE},
+        /* negative or non-integer count */
+        {TOKHDR(",\"count\":1,\"names\":2,\"weights\":-2"), w, 8, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"names\":2,\"weights\":\"2\""), w, 8, PROTO_E_FIELD},
+        /* the frame missing: the records frame is taken for it */
+        {TOKHDR(W2), NULL, -1, PROTO_E_TRUNCATED},
+        /* a weights frame nobody announced */
+        {TOKHDR(",\"count\":1,\"names\":2"), w, 8, PROTO_E_FRAMES},
+    };
+#undef W2
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_reason_t why = dec_w(cases[i].hdr, cases[i].w, cases[i].wl, &st);
+        ck_assert_msg(why == cases[i].want, "case %zu: got %s, want %s", i, proto_reason_str(why),
+                      proto_reason_str(cases[i].want));
+    }
     /* weights without names, or in a node's message */
     ck_assert_int_eq(dec3(TOKHDR(",\"count\":0,\"weights\":0"), "", 0, "", 0, &st), PROTO_E_FIELD);
     ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,\"table\":1,"
                           "\"names\":1,\"weights\":1}",
                           "red", 4, w, 4, &st),
                      PROTO_E_FIELD);
-    ck_assert_uint_eq(st.ok, 1);
-    ck_assert_uint_eq(st.rejected[PROTO_E_TRUNCATED], 2);
-    ck_assert_uint_eq(st.rejected[PROTO_E_COUNT], 3);
-    ck_assert_uint_eq(st.rejected[PROTO_E_RANGE], 3);
-    ck_assert_uint_eq(st.rejected[PROTO_E_FIELD], 3);
-    ck_assert_uint_eq(st.rejected[PROTO_E_FRAMES], 1);
-    ck_assert_uint_eq(st.rejected_total, 12);
+    expect_stats(&st, &(proto_stats_t){.ok = 1,
+                                       .rejected = {[PROTO_E_TRUNCATED] = 2,
+                                                    [PROTO_E_COUNT] = 3,
+                                                    [PROTO_E_RANGE] = 3,
+                                                    [PROTO_E_FIELD] = 3,
+                                                    [PROTO_E_FRAMES] = 1},
+                                       .rejected_total = 12});
 }
 END_TEST
 
@@ -880,32 +895,22 @@ START_TEST(test_proto_fuzz_mutations)
     seeds[0].type = PROTO_REPORT;
     seeds[0].table = 1;
     seeds[0].count = 4;
-    seeds[0].has_names = 1;
-    seeds[0].nnames = 3;
-    seeds[0].names = names3;
+    set_names3(&seeds[0]);
     proto_msg_reserve(&seeds[0], 4, 0);
     memset(seeds[0].report, 0, 4 * sizeof *seeds[0].report);
     seeds[0].report[3].bucket = 2;
     seeds[0].report[3].l_left = PROTO_UNLIMITED;
-    seeds[1].type = PROTO_TOKENS;
-    set_timing(&seeds[1]);
-    seeds[1].table = 1;
-    seeds[1].count = 3;
-    proto_msg_reserve(&seeds[1], 3, 0);
+    set_tokens(&seeds[1], 1, 3);
     for (int i = 0; i < 3; i++)
         seeds[1].tokens[i] = (proto_tokens_rec_t){.bucket = (uint32_t)i, .r_tokens = i, .l_tokens = 9};
     static const uint32_t w3[] = {1, 7, PROTO_WEIGHT_MAX};
-    seeds[1].has_names = 1; /* header, names, weights, records */
-    seeds[1].nnames = 3;
-    seeds[1].names = names3;
+    set_names3(&seeds[1]); /* header, names, weights, records */
     seeds[1].has_weights = 1;
     seeds[1].weights = w3;
     seeds[2].type = PROTO_HELLO;
     seeds[2].table = 1;
     seeds[2].capacity = 100;
-    seeds[2].has_names = 1;
-    seeds[2].nnames = 3;
-    seeds[2].names = names3;
+    set_names3(&seeds[2]);
     for (int i = 0; i < 3; i++)
         strcpy(seeds[i].node, "fuzz");
 
@@ -1105,11 +1110,7 @@ START_TEST(test_proto_zmq_router_dealer)
     ck_assert_uint_eq(st.ok, 2);
 
     /* controller -> n1 tokens */
-    m.type = PROTO_TOKENS;
-    set_timing(&m);
-    m.table = 3;
-    m.count = 1;
-    proto_msg_reserve(&m, 1, 0);
+    set_tokens(&m, 3, 1);
     m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED};
     ck_assert_int_eq(proto_send(router, "n1", 2, &m, &e, ZMQ_DONTWAIT), 0);
     ck_assert_int_eq(proto_recv(nodes[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, 0), 0);

@@ -10,6 +10,7 @@
 #include "pshift/tools/gen.h"
 #include "pshift/pshift.h"
 #include "pshift/tools/maxflow.h"
+#include "tests/pshift_fixtures.h"
 #include "tests/testlib.h"
 
 /* Builds a problem from dense arrays: caps[ns], targets[nb], dem[nb][ns]. */
@@ -497,15 +498,12 @@ END_TEST
 START_TEST(test_pshift_generated_matches_maxflow)
 {
     /* A paper-shaped instance at the stress point r = 1.0, m = 1.1. */
-    gen_params_t g = GEN_PARAMS_DEFAULT;
-    g.servers = 32;
-    g.buckets = 2000;
+    gen_params_t g = pshift_fixture_params(32, 2000);
     g.demand_ratio = 1.1;
     g.names = 0;
     pshift_problem_t *p = NULL;
-    ck_assert_int_eq(gen_problem(&g, &p, NULL), 0);
+    pshift_fixture_solved(&g, &p, NULL);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
     int64_t phi = check_solution(p);
     ck_assert_int_eq(phi, maxflow_optimum(p));
     size_t cells = (size_t)g.buckets * (size_t)g.servers;
@@ -628,17 +626,12 @@ END_TEST
 
 START_TEST(test_pshift_gen_deterministic)
 {
-    gen_params_t g = GEN_PARAMS_DEFAULT;
-    g.servers = 16;
-    g.buckets = 300;
+    gen_params_t g = pshift_fixture_params(16, 300);
     g.limit_ratio = 1.5;
     pshift_problem_t *p = NULL, *q = NULL;
     int64_t *lp = NULL, *lq = NULL;
-    ck_assert_int_eq(gen_problem(&g, &p, &lp), 0);
-    ck_assert_int_eq(gen_problem(&g, &q, &lq), 0);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
-    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    pshift_fixture_solved(&g, &p, &lp);
+    pshift_fixture_solved(&g, &q, &lq);
     int64_t rsum = 0;
     for (int b = 0; b < g.buckets; b++) {
         int64_t r = pshift_bucket_target(p, b), d = 0;
@@ -660,8 +653,7 @@ START_TEST(test_pshift_gen_deterministic)
     pshift_problem_destroy(&q);
     free(lq);
     g.seed = 2;
-    ck_assert_int_eq(gen_problem(&g, &q, NULL), 0);
-    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    pshift_fixture_solved(&g, &q, NULL);
     int differ = 0;
     for (int b = 0; b < g.buckets && !differ; b++)
         for (int s = 0; s < g.servers; s++)

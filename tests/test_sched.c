@@ -787,43 +787,18 @@ START_TEST(test_sched_many_buckets)
 }
 END_TEST
 
-/* Returns the process's virtual size in bytes from /proc, or 0. */
-static size_t vm_size(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t kb = 0;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
-
 /* Out of memory while adding buckets: -ENOMEM, and the scheduler stays
  * consistent and usable.  The address-space limit makes the growth of the
  * bucket array, the name map or a name copy fail (whichever comes first).
  * Skipped under ASan and valgrind, which need the address space themselves. */
 START_TEST(test_sched_out_of_memory)
 {
-#if defined(__SANITIZE_ADDRESS__)
-    return;
-#endif
-    const char *pre = getenv("LD_PRELOAD");
-    if (pre && strstr(pre, "vgpreload"))
+    if (testlib_oom_skip())
         return;
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3);
     enq(s, 1, 2);
-    struct rlimit old, lim;
-    ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
-    size_t vm = vm_size();
-    ck_assert_uint_gt(vm, 0);
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm + ((size_t)48 << 20));
-    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur)
-        lim.rlim_cur = old.rlim_cur;
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    struct rlimit old;
+    testlib_limit_memory((size_t)48 << 20, &old);
     int rc = 0, i;
     char name[32];
     for (i = 3; i < 50000000; i++) {

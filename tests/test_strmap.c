@@ -160,37 +160,15 @@ START_TEST(test_strmap_churn)
 }
 END_TEST
 
-static size_t vm_size(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t kb = 0;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
-
 /* Inserting until memory runs out returns -ENOMEM and loses nothing.
  * Skipped under ASan and valgrind, which need the address space. */
 START_TEST(test_strmap_out_of_memory)
 {
-#if defined(__SANITIZE_ADDRESS__)
-    return;
-#endif
-    const char *pre = getenv("LD_PRELOAD");
-    if (pre && strstr(pre, "vgpreload"))
+    if (testlib_oom_skip())
         return;
     strmap_t *m = strmap_new();
-    struct rlimit old, lim;
-    ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm_size() + ((size_t)32 << 20));
-    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur)
-        lim.rlim_cur = old.rlim_cur;
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    struct rlimit old;
+    testlib_limit_memory((size_t)32 << 20, &old);
     char k[32];
     int rc = 0, i, n = 0;
     for (i = 0; i < 100000000; i++) {

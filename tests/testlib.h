@@ -1,9 +1,12 @@
-/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status. */
+/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status; and the address-space cap of the out-of-memory tests. */
 #ifndef BQOS_TESTLIB_H
 #define BQOS_TESTLIB_H
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 
 /* Runs every case of suite s (the runner takes s over and frees it) with
  * CK_NORMAL output.  Returns EXIT_SUCCESS when all passed, EXIT_FAILURE
@@ -49,6 +52,47 @@ static inline int testlib_run_tests(const char *name, const TTest *const *tests,
 {
     const testlib_case_t c = {.name = name};
     return testlib_run_case(&c, tests, n);
+}
+
+/* Returns 1 when an out-of-memory test must skip: under ASan or valgrind,
+ * which need the address space themselves.  0 otherwise. */
+static inline int testlib_oom_skip(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#endif
+    const char *pre = getenv("LD_PRELOAD");
+    return pre && strstr(pre, "vgpreload");
+}
+
+/* Returns the process's virtual size in bytes from /proc, or 0. */
+static inline size_t testlib_vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmSize: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* Caps the address space at the process's size now plus extra bytes (never
+ * above the cap it had), and saves the old cap in *old: the test puts it back
+ * with setrlimit(RLIMIT_AS, old).  Fails the test when it cannot. */
+static inline void testlib_limit_memory(size_t extra, struct rlimit *old)
+{
+    struct rlimit lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, old), 0);
+    size_t vm = testlib_vm_size();
+    ck_assert_uint_gt(vm, 0);
+    lim = *old;
+    lim.rlim_cur = (rlim_t)(vm + extra);
+    if (old->rlim_cur != RLIM_INFINITY && old->rlim_cur < lim.rlim_cur)
+        lim.rlim_cur = old->rlim_cur;
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
 }
 
 #endif

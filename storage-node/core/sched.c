@@ -270,19 +270,8 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
         s->b[b].arrivals++; /* who sent it; the queue's bucket counts it too */
         b = q;
     }
-    bucket_t *k = &s->b[b];
-    item->bucket = b;
-    if (k->tail) {
-        item->next = k->tail->next;
-        item->prev = k->tail;
-        k->tail->next = item;
-    } else {
-        item->next = item->prev = item;
-    }
-    k->tail = item;
-    k->arrivals++;
-    if (k->queued++ == 0)
-        refresh(s, b);
+    s->b[b].arrivals++;
+    push_tail(s, b, item);
     return 0;
 }
 
