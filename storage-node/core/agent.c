@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "storage-node/core/grant.h"
 
 /* Owned by the thread that owns the scheduler; no locks. */
 struct agent {
@@ -48,6 +50,15 @@ struct agent {
     uint64_t last_rep_period; /* (period, interval) of the last report, */
     int64_t last_rep_interval;/* to avoid reporting one interval twice */
     double last_ctl;          /* when the controller last spoke */
+    uint64_t ctl_pos;         /* the controller's own clock in its last
+                                 message with timing: period * K + interval */
+    int ctl_pos_known;
+
+    /* fail static */
+    grant_t grant;            /* the last covered period's grant */
+    double fallback_since;    /* when the current fallback began */
+    uint64_t warned_period;   /* period of the last "no controller" warning */
+    int warned;
 };
 
 void agent_config_defaults(agent_config_t *cfg)
@@ -55,13 +66,20 @@ void agent_config_defaults(agent_config_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->manage_policy = 1;
     cfg->normal = SCHED_POLICY_TOKENS;
+    cfg->mode = AGENT_FALLBACK_STATIC;
     cfg->fallback = SCHED_POLICY_RR;
-    cfg->silence_intervals = 1.5;
+    cfg->silence_intervals = 2.0;
+    cfg->grace_s = 0.1;
 }
 
 static const char *policy_str(sched_policy_t p)
 {
     return p == SCHED_POLICY_RR ? "rr" : "tokens";
+}
+
+const char *agent_mode_str(agent_fallback_t mode)
+{
+    return mode == AGENT_FALLBACK_RR ? "rr" : "static";
 }
 
 /* ---- acting on the node ---- */
@@ -92,29 +110,67 @@ static void op_applied(agent_t *a)
         a->ops.applied(a->ops.arg);
 }
 
-static void enter_fallback(agent_t *a, const char *why)
+/* The static fallback's tokens for every bucket: its remembered grant less
+ * what it served in this period (at a period start: the whole grant).
+ * Nothing before the first covered period (there is no grant to keep). */
+static void static_tokens(agent_t *a)
+{
+    if (a->cfg.mode != AGENT_FALLBACK_STATIC || !a->grant.snapshots)
+        return;
+    int n = sched_nbuckets(a->s);
+    for (int b = 0; b < n; b++) {
+        int64_t r, l;
+        if (grant_tokens(&a->grant, a->s, b, &r, &l) == 0)
+            op_set_tokens(a, b, r, l);
+    }
+    op_applied(a);
+}
+
+/* `fresh`: the tokens the node holds were set by the controller for the
+ * current period (it spoke in it), so they stay; otherwise they are an
+ * older period's and the remembered grant replaces them. */
+static void enter_fallback(agent_t *a, const char *why, double now, int fresh)
 {
     if (a->st.fallback)
         return;
     a->st.fallback = 1;
     a->st.fallbacks++;
-    if (a->cfg.manage_policy)
-        op_set_policy(a, a->cfg.fallback);
+    a->fallback_since = now;
+    a->warned = 1; /* this warning is the period's */
+    a->warned_period = a->period;
+    a->st.warn_unreachable++;
+    if (a->cfg.mode == AGENT_FALLBACK_RR) {
+        if (a->cfg.manage_policy)
+            op_set_policy(a, a->cfg.fallback);
+    } else if (!fresh) {
+        static_tokens(a);
+    }
     if (a->peer)
-        log_warn("controller %s silent (%s): falling back to policy %s", a->peer, why,
-                 policy_str(a->cfg.fallback));
+        log_warn("controller %s silent for %.2f s (%s): falling back to %s (%s)", a->peer,
+                 now - a->last_ctl, why, agent_mode_str(a->cfg.mode),
+                 a->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
+                 : a->grant.snapshots ? "last period's grant"
+                                      : "no grant yet: tokens kept");
 }
 
-static void resume(agent_t *a)
+static void resume(agent_t *a, double now)
 {
     if (!a->st.fallback)
         return;
     a->st.fallback = 0;
     a->st.resumes++;
+    a->warned = 0;
     if (a->cfg.manage_policy)
         op_set_policy(a, a->cfg.normal);
-    if (a->peer)
-        log_info("controller %s is back: resuming policy %s", a->peer, policy_str(a->cfg.normal));
+    if (a->peer) {
+        if (a->st.welcomed && a->st.fallbacks)
+            log_warn("controller %s is back after %.2f s in fallback %s: resuming policy %s",
+                     a->peer, now - a->fallback_since, agent_mode_str(a->cfg.mode),
+                     policy_str(a->cfg.normal));
+        else
+            log_info("controller %s: following it (policy %s)", a->peer,
+                     policy_str(a->cfg.normal));
+    }
 }
 
 /* Makes the per-bucket arrays cover n buckets (new entries zero). */
@@ -153,6 +209,10 @@ static int arrays_fit(agent_t *a, size_t n)
  * interval that just ended for the next report. */
 static void period_start(agent_t *a)
 {
+    /* The period that ends was the controller's (the node followed it to
+     * its end): its grant is the one to keep if the controller goes. */
+    if (!a->st.fallback && grant_snapshot(&a->grant, a->s) < 0 && a->peer)
+        log_warn("cannot remember this period's grant (out of memory): keeping the last one");
     int n = sched_nbuckets(a->s);
     if (arrays_fit(a, (size_t)n) == 0) {
         for (int b = 0; b < n; b++) {
@@ -167,6 +227,10 @@ static void period_start(agent_t *a)
         a->ops.period_start(a->ops.arg);
     else
         sched_period_start(a->s);
+    if (a->st.fallback && a->cfg.mode == AGENT_FALLBACK_STATIC && a->grant.snapshots) {
+        static_tokens(a); /* renewed each period */
+        a->st.static_periods++;
+    }
 }
 
 /* ---- timing ---- */
@@ -223,6 +287,10 @@ static int take_timing(agent_t *a, const agent_timing_t *tm, double now, int ado
     a->next_report = next_boundary(a, now);
     a->st.period = a->period;
     a->st.interval = tm->interval;
+    a->st.period_s = a->period_s;
+    a->st.silent_s = 0;
+    a->ctl_pos = tm->period * tm->intervals + tm->interval;
+    a->ctl_pos_known = 1;
     return 0;
 }
 
@@ -483,13 +551,61 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
     op_applied(a);
 }
 
+/* Fencing: whether a message from `src` with m->epoch is obeyed.  A higher
+ * epoch makes `src` the leader; *adopt then says that the old leader's
+ * session (table, period numbering) must be forgotten. */
+static int epoch_ok(agent_t *a, const proto_msg_t *m, int src, int *adopt)
+{
+    *adopt = 0;
+    if (m->type != PROTO_WELCOME && m->type != PROTO_TOKENS && m->type != PROTO_HEARTBEAT &&
+        m->type != PROTO_ERROR)
+        return 1;
+    if (m->epoch < a->st.epoch ||
+        (m->epoch == a->st.epoch && a->st.leader >= 0 && a->st.leader != src &&
+         !a->st.fallback)) {
+        a->st.stale_epoch++;
+        if (a->peer)
+            log_debug("controller message (%s, epoch %llu, source %d) from a deposed or "
+                      "standby controller ignored (leader epoch %llu, source %d)",
+                      proto_type_str(m->type), (unsigned long long)m->epoch, src,
+                      (unsigned long long)a->st.epoch, a->st.leader);
+        return 0;
+    }
+    if (m->epoch > a->st.epoch || (a->st.leader >= 0 && a->st.leader != src)) {
+        if (a->peer)
+            log_warn("controller %s: following source %d, epoch %llu (was source %d, epoch %llu)",
+                     a->peer, src, (unsigned long long)m->epoch, a->st.leader,
+                     (unsigned long long)a->st.epoch);
+        *adopt = a->st.leader >= 0 || a->st.epoch > 0;
+    }
+    a->st.epoch = m->epoch;
+    a->st.leader = src;
+    return 1;
+}
+
 int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now)
+{
+    return agent_handle_from(a, m, tm, now, 0);
+}
+
+int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int src)
 {
     if (strcmp(m->node, a->name) != 0) {
         proto_stats_note(&a->st.proto, PROTO_E_UNKNOWN_NODE);
         if (a->peer)
             log_debug("controller message for node '%s' ignored", m->node);
         return 0;
+    }
+    int adopt;
+    if (src < 0 || !epoch_ok(a, m, src, &adopt))
+        return 0;
+    if (adopt) {
+        /* A new leader: its table generations and period numbering are its
+         * own.  Until it sends its names, its tokens cannot be mapped. */
+        a->ctl_table = 0;
+        a->ctl_n = 0;
+        a->ctl_pos_known = 0;
     }
     agent_timing_t mt = tm ? *tm : msg_timing(m, now);
     switch (m->type) {
@@ -519,7 +635,7 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
         a->st.recv_tokens++;
         a->last_ctl = now;
         a->peer_ack = m->peer_table;
-        if (take_timing(a, &mt, now, 0)) {
+        if (take_timing(a, &mt, now, adopt)) {
             a->st.tokens_stale++;
             break;
         }
@@ -533,7 +649,7 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
             break;
         }
         apply_tokens(a, m);
-        resume(a);
+        resume(a, now);
         break;
     case PROTO_HEARTBEAT:
         a->st.recv_heartbeat++;
@@ -541,8 +657,8 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
         if (m->peer_table)
             a->peer_ack = m->peer_table;
         if ((m->has_timing || tm) && a->st.welcomed) {
-            if (take_timing(a, &mt, now, 0) == 0 && a->ctl_table)
-                resume(a);
+            if (take_timing(a, &mt, now, adopt) == 0 && a->ctl_table)
+                resume(a, now);
         }
         break;
     case PROTO_ERROR:
@@ -581,14 +697,42 @@ int agent_tick(agent_t *a, double now)
         period_start(a);
         a->st.period = a->period;
     }
-    /* Silent for a while and not heard at all in this period: the tokens
-     * we hold are for a period that has ended.  (A controller that goes
-     * quiet mid-period leaves its tokens valid until the period ends.) */
-    if (!a->st.fallback && now - a->last_ctl > a->cfg.silence_intervals * a->interval_s &&
-        a->last_ctl < a->period_end - a->period_s)
-        enter_fallback(a, "no tokens or heartbeat in this period");
     uint32_t k = cur_interval(a, now);
     a->st.interval = k;
+    a->st.silent_s = now - a->last_ctl;
+    /* Silent for a while and not heard at all in this period: the tokens
+     * we hold are for a period that has ended.  (A controller that goes
+     * quiet mid-period leaves its tokens valid until the period ends.)  A
+     * late controller is not a dead one: the silence must exceed the
+     * threshold plus a grace for scheduling delay on either host, and the
+     * controller's own clock, as its last message stamped it, must be that
+     * many intervals behind ours. */
+    double grace = a->cfg.grace_s > 0.25 * a->interval_s ? a->cfg.grace_s : 0.25 * a->interval_s;
+    uint64_t pos = a->period * a->intervals + k;
+    double behind = a->ctl_pos_known && pos > a->ctl_pos ? (double)(pos - a->ctl_pos) : 0;
+    if (!a->ctl_pos_known)
+        behind = INFINITY; /* no word from this leader yet */
+    if (!a->st.fallback && a->st.silent_s > a->cfg.silence_intervals * a->interval_s + grace &&
+        behind >= a->cfg.silence_intervals && a->last_ctl < a->period_end - a->period_s) {
+        char why[96];
+        snprintf(why, sizeof why, "no tokens or heartbeat since period %llu interval %llu",
+                 (unsigned long long)(a->ctl_pos / a->intervals),
+                 (unsigned long long)(a->ctl_pos % a->intervals));
+        enter_fallback(a, why, now, 0);
+    }
+    /* Say once a period that no controller is heard. */
+    if (a->st.fallback && (!a->warned || a->warned_period != a->period) &&
+        a->st.silent_s > a->interval_s) {
+        a->warned = 1;
+        a->warned_period = a->period;
+        a->st.warn_unreachable++;
+        if (a->peer)
+            log_warn("no controller heard for %.1f s (period %llu): fallback %s, %s", a->st.silent_s,
+                     (unsigned long long)a->period, agent_mode_str(a->cfg.mode),
+                     a->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
+                     : a->grant.snapshots ? "enforcing the last period's grant"
+                                          : "no grant to enforce yet");
+    }
     int due = !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
     a->next_report = next_boundary(a, now);
     return due;
@@ -597,6 +741,15 @@ int agent_tick(agent_t *a, double now)
 double agent_next_tick(const agent_t *a)
 {
     return a->has_timing ? a->next_report : INFINITY;
+}
+
+const char *agent_state_str(const agent_t *a)
+{
+    if (!a->st.fallback)
+        return "following";
+    if (!a->st.welcomed && !a->st.fallbacks)
+        return "waiting";
+    return agent_mode_str(a->cfg.mode);
 }
 
 int agent_welcomed(const agent_t *a)
@@ -617,7 +770,8 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     int rc = -EINVAL;
     agent_t *a = NULL;
     if (!cfg || !sched || !cfg->name || proto_name_check(cfg->name, strlen(cfg->name)) ||
-        !(cfg->silence_intervals > 0))
+        !(cfg->silence_intervals > 0) || !(cfg->grace_s >= 0) ||
+        (cfg->mode != AGENT_FALLBACK_STATIC && cfg->mode != AGENT_FALLBACK_RR))
         goto out;
     rc = -ENOMEM;
     if (!(a = calloc(1, sizeof *a)) || (cfg->peer && !(a->peer = strdup(cfg->peer))))
@@ -632,8 +786,11 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     a->last_rep_interval = -1;
     a->my_table = 1;
     a->st.fallback = 1; /* until the controller speaks */
+    a->st.mode = a->cfg.mode;
+    a->st.leader = -1;
+    grant_init(&a->grant);
     if (a->cfg.manage_policy)
-        op_set_policy(a, a->cfg.fallback);
+        op_set_policy(a, a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback : a->cfg.normal);
     a->last_ctl = now;
     if (refresh_table(a))
         goto out;
@@ -656,6 +813,7 @@ void agent_destroy(agent_t **ap)
     free(a->served_rep);
     free(a->local_w);
     free(a->ctl_map);
+    grant_clear(&a->grant);
     free(a->peer);
     free(a);
     *ap = NULL;
