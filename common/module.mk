@@ -1,7 +1,8 @@
-# common/ - code shared by every program (logging, helpers, version.h: the one BQOS_VERSION)
+# common/ - code shared by every program (logging, helpers, version.h: the one BQOS_VERSION,
+# bucketfile: the one owner of the bucket reservation file format)
 LIBS += common
 common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c \
-	common/rng.c common/names.c
+	common/rng.c common/names.c common/bucketfile.c
 TESTS += test_log
 test_log_SRCS = tests/test_log.c
 test_log_LIBS = common
@@ -25,6 +26,9 @@ test_names_LIBS = proto common
 TESTS += test_rng
 test_rng_SRCS = tests/test_rng.c
 test_rng_LIBS = common
+TESTS += test_bucketfile
+test_bucketfile_SRCS = tests/test_bucketfile.c
+test_bucketfile_LIBS = common
 TESTS += test_version
 test_version_SRCS = tests/test_version.c
 test_version_LIBS = common

@@ -2,6 +2,7 @@
 #include "common/opts.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -18,7 +19,8 @@
 
 static int is_integer(opts_type_t t)
 {
-    return t == OPTS_INT || t == OPTS_UINT || t == OPTS_I64 || t == OPTS_U64 || t == OPTS_SIZE;
+    return t == OPTS_INT || t == OPTS_UINT || t == OPTS_I64 || t == OPTS_U64 || t == OPTS_SIZE ||
+           t == OPTS_BYTES;
 }
 
 /* The largest value the target type holds, as a double. */
@@ -28,7 +30,8 @@ static double type_max(opts_type_t t)
     case OPTS_INT: return INT_MAX;
     case OPTS_UINT: return UINT_MAX;
     case OPTS_I64: return (double)INT64_MAX;
-    case OPTS_U64: return (double)UINT64_MAX;
+    case OPTS_U64:
+    case OPTS_BYTES: return (double)UINT64_MAX;
     case OPTS_SIZE: return (double)SIZE_MAX;
     default: return INFINITY;
     }
@@ -75,6 +78,10 @@ static int set_value(const opts_row_t *r, const char *arg)
             rc = -ERANGE;
         d = (double)u;
         break;
+    case OPTS_BYTES:
+        rc = num_bytes(arg, &u);
+        d = (double)u;
+        break;
     case OPTS_DOUBLE:
         rc = num_double(arg, &d);
         break;
@@ -102,7 +109,8 @@ static int set_value(const opts_row_t *r, const char *arg)
     case OPTS_INT: *(int *)r->target = (int)i; break;
     case OPTS_I64: *(int64_t *)r->target = i; break;
     case OPTS_UINT: *(unsigned *)r->target = (unsigned)u; break;
-    case OPTS_U64: *(uint64_t *)r->target = u; break;
+    case OPTS_U64:
+    case OPTS_BYTES: *(uint64_t *)r->target = u; break;
     case OPTS_SIZE: *(size_t *)r->target = (size_t)u; break;
     default: *(double *)r->target = d; break;
     }
@@ -119,10 +127,31 @@ static const char *fmt_num(double v, char *buf, size_t cap)
     return buf;
 }
 
+/* Formats a bound of r: bytes with the largest suffix that divides them
+ * ("1g", not "1073741824"), other numbers as fmt_num(). */
+static const char *fmt_bound(const opts_row_t *r, double v, char *buf, size_t cap)
+{
+    int k = 0;
+    if (r->type != OPTS_BYTES || v < 1024 || v != floor(v) || v >= 0x1p64)
+        return fmt_num(v, buf, cap);
+    uint64_t u = (uint64_t)v;
+    while (k < 4 && u % 1024 == 0)
+        u /= 1024, k++;
+    if (k == 0)
+        return fmt_num(v, buf, cap);
+    snprintf(buf, cap, "%llu%c", (unsigned long long)u, "kmgt"[k - 1]);
+    return buf;
+}
+
 /* What the option wants, for error messages: "an integer 1..1000". */
 static void want(const opts_row_t *r, char *buf, size_t cap)
 {
-    const char *what = is_integer(r->type) ? "an integer"
+    if (r->wants) {
+        snprintf(buf, cap, "%s", r->wants);
+        return;
+    }
+    const char *what = r->type == OPTS_BYTES ? "a byte count"
+                       : is_integer(r->type) ? "an integer"
                        : r->type == OPTS_DOUBLE ? "a number"
                        : r->type == OPTS_DURATION ? "a duration"
                        : NULL;
@@ -139,16 +168,19 @@ static void want(const opts_row_t *r, char *buf, size_t cap)
         return;
     }
     const char *ge = (r->flags & OPTS_XMIN) ? ">" : ">=";
-    const char *unit = r->type == OPTS_DURATION ? " s; unit s or ms" : "";
+    const char *unit = r->type == OPTS_DURATION ? " s; unit s or ms"
+                       : r->type == OPTS_BYTES ? "; suffix k, m, g or t"
+                       : "";
     char lo[32], hi[32];
-    fmt_num(r->min, lo, sizeof lo);
-    fmt_num(r->max, hi, sizeof hi);
+    fmt_bound(r, r->min, lo, sizeof lo);
+    fmt_bound(r, r->max, hi, sizeof hi);
     if (bounded(r) && r->max < type_max(r->type))
         snprintf(buf, cap, "%s %s..%s%s", what, lo, hi, unit);
     else if (bounded(r) || (r->flags & OPTS_XMIN))
         snprintf(buf, cap, "%s %s %s%s", what, ge, lo, unit);
-    else if (r->type == OPTS_UINT || r->type == OPTS_U64 || r->type == OPTS_SIZE)
-        snprintf(buf, cap, "%s >= 0", what);
+    else if (r->type == OPTS_UINT || r->type == OPTS_U64 || r->type == OPTS_SIZE ||
+             r->type == OPTS_BYTES)
+        snprintf(buf, cap, "%s >= 0%s", what, unit);
     else
         snprintf(buf, cap, "%s%s", what, r->type == OPTS_DURATION ? " (s or ms)" : "");
 }
@@ -269,14 +301,14 @@ static void expand(const opts_row_t *r, char *out, size_t cap)
             v = shown_default(r) ? shown_default(r) : "";
             skip = 9;
         } else if (strncmp(p, "{min}", 5) == 0) {
-            fmt_num(r->min, val, sizeof val);
+            fmt_bound(r, r->min, val, sizeof val);
             v = val, skip = 5;
         } else if (strncmp(p, "{max}", 5) == 0) {
-            fmt_num(r->max, val, sizeof val);
+            fmt_bound(r, r->max, val, sizeof val);
             v = val, skip = 5;
         } else if (strncmp(p, "{range}", 7) == 0) {
-            snprintf(val, sizeof val, "%s..%s", fmt_num(r->min, lo, sizeof lo),
-                     fmt_num(r->max, hi, sizeof hi));
+            snprintf(val, sizeof val, "%s..%s", fmt_bound(r, r->min, lo, sizeof lo),
+                     fmt_bound(r, r->max, hi, sizeof hi));
             v = val, skip = 7;
         }
         if (v) {
@@ -393,28 +425,4 @@ void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int w
             first = 0;
         } while (*p);
     }
-}
-
-/* ---- legacy table -------------------------------------------------------- */
-
-void opts_getopt(const opts_t *t, size_t n, struct option *lo)
-{
-    for (size_t i = 0; i < n; i++)
-        lo[i] = (struct option){t[i].name, t[i].arg ? required_argument : no_argument, NULL,
-                                t[i].id};
-    lo[n] = (struct option){0};
-}
-
-void opts_usage(FILE *out, const opts_t *t, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        print_man(out, 0, t[i].name, t[i].arg, t[i].help, t[i].deflt);
-}
-
-const char *opts_name(const opts_t *t, size_t n, int id)
-{
-    for (size_t i = 0; i < n; i++)
-        if (t[i].id == id)
-            return t[i].name;
-    return "?";
 }

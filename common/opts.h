@@ -2,7 +2,6 @@
 #ifndef BQOS_OPTS_H
 #define BQOS_OPTS_H
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -37,6 +36,7 @@ typedef enum {
     OPTS_SIZE,     /* size_t; num_u64() */
     OPTS_DOUBLE,   /* double; num_double() */
     OPTS_DURATION, /* double seconds; num_duration(): "2", "2s", "500ms" */
+    OPTS_BYTES,    /* uint64_t bytes; num_bytes(): "4096", "64k", "1g" */
     OPTS_ENUM,     /* int set to the index of the argument in .names */
     OPTS_FUNC      /* .func(arg, target) parses it; returns 0 or -errno */
 } opts_type_t;
@@ -65,6 +65,8 @@ typedef struct {
     const char *help;         /* lines separated by '\n'; NULL: not listed in --help */
     const char *show;         /* default shown in --help instead of deflt; NULL: deflt */
     const char *const *names; /* OPTS_ENUM: the accepted words, NULL-terminated */
+    const char *wants;        /* what a bad value is told it should be; NULL: from the
+                               * type and bounds ("an integer 1..64"; OPTS_FUNC: arg) */
     int (*func)(const char *arg, void *target); /* OPTS_FUNC */
     int *given;               /* if not NULL, set to 1 when the option is used */
     unsigned flags;           /* OPTS_STOP, OPTS_XMIN */
@@ -115,25 +117,5 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
  * its own and the help starts on the next line.  Continuations and the
  * " (default X)" after the last line are as in opts_help_list(). */
 void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width);
-
-/* ---- legacy table, until storage-node/ is converted --------------------- */
-
-typedef struct {
-    const char *name;  /* long option, without "--" */
-    int id;            /* what getopt_long returns for it */
-    const char *arg;   /* argument name in --help; NULL: takes no argument */
-    const char *deflt; /* default shown in --help; NULL: none */
-    const char *help;  /* lines separated by '\n', no trailing newline */
-} opts_t;
-
-/* Fills lo[0..n] for getopt_long from the n rows of t (lo must hold n + 1
- * entries; the last is the zero terminator). */
-void opts_getopt(const opts_t *t, size_t n, struct option *lo);
-
-/* Prints the rows as opts_help() does. */
-void opts_usage(FILE *out, const opts_t *t, size_t n);
-
-/* The long name of option `id`, or "?" if no row has it. */
-const char *opts_name(const opts_t *t, size_t n, int id);
 
 #endif

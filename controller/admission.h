@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "controller/bucketfile.h"
+#include "common/bucketfile.h"
 
 typedef enum {
     ADMISSION_WARN = 0,   /* log violations, accept the configuration */

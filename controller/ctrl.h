@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bucketfile.h"
 #include "common/proto.h"
-#include "controller/bucketfile.h"
 
 #define CTRL_UNLIMITED INT64_MAX /* == PROTO_UNLIMITED */
 

@@ -1,8 +1,7 @@
-# controller/ - bqos-controller: reservation files, admission control, estimators, control loop;
+# controller/ - bqos-controller: admission control, estimators, control loop;
 # daemon/ is the program, ctl/ is bqos-ctl, bench/ the benchmarks.
 LIBS += controller
-controller_SRCS = controller/bucketfile.c controller/admission.c controller/estimate.c \
-                  controller/ctrl.c controller/round.c
+controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
@@ -22,9 +21,7 @@ PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
-TESTS += test_bucketfile test_estimate test_admission test_ctrl test_clock test_ctl
-test_bucketfile_SRCS = tests/test_bucketfile.c
-test_bucketfile_LIBS = controller common
+TESTS += test_estimate test_admission test_ctrl test_clock test_ctl
 test_estimate_SRCS = tests/test_estimate.c
 test_estimate_LIBS = controller common
 test_admission_SRCS = tests/test_admission.c

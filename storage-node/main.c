@@ -1,157 +1,229 @@
 /* main.c - bqos-node (and bqos-nbd-node, the same program): one option table, then the memcached front or the NBD front; bucket and token files, the controller client and signals are noderun's. */
 #include <errno.h>
 #include <event2/event.h>
-#include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/version.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/front.h"
 #include "storage-node/nbd/nbdfront.h"
-#include "storage-node/nodeconf.h"
 #include "storage-node/noderun.h"
-
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 /* Which node an option is for. */
 enum { MC = 1, BLK = 2, BOTH = MC | BLK };
 
-enum {
-    OPT_NAME = 1, OPT_LISTEN, OPT_NBD_LISTEN, OPT_BACKEND, OPT_EXPORT_SIZE, OPT_DIRECT,
-    OPT_POLICY, OPT_WORKERS, OPT_OUTSTANDING, OPT_BATCH, OPT_BUCKETS, OPT_CONFIG,
-    OPT_CONTROLLER, OPT_CAPACITY, OPT_TOKENS_FILE, OPT_IO_TIME, OPT_SEPARATOR,
-    OPT_DEFAULT_BUCKET, OPT_MAX_AUTO, OPT_MAX_ITEM, OPT_MAX_CONNS, OPT_WEIGHTED,
-    OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION
-};
+/* Everything the command line says, for either node kind.  Filled by
+ * parse_args() on main's thread; read-only after. */
+typedef struct {
+    const char *prog;
+    int block;                      /* a block node */
+    const char *name, *listen, *nbd_listen, *backend, *buckets;
+    const char *config, *controller, *tokens_file;
+    int policy;                     /* sched_policy_t: index in policy_names */
+    int weighted, direct;
+    int workers, outstanding;       /* -1: the node kind's default */
+    int batch, max_auto, max_conns; /* max_auto -1: by --config */
+    char separator;
+    int default_mode;               /* front_default_t: index in default_names */
+    uint64_t max_item, export_size, capacity;
+    unsigned io_time_us;
+    int level;                      /* bqos_log_level_t: index in level_names */
+    int help, version;
+    int ignored;                    /* memcached-only options given to a block node */
+} args_t;
 
-/* The option table of both node kinds: one row per option (name, id,
- * argument, default, help; then which node it is for).  It drives
- * getopt_long, both --help texts and the error messages.  A memcached-only
- * option given to a block node is accepted and ignored (one command line
- * template serves both kinds); a block-only option given to a memcached
- * node is a usage error. */
-static const struct row {
-    opts_t o;
-    int modes;
-} rows[] = {
-    {{"name", OPT_NAME, "NAME", "node", "Node name: in the log, in stats and reported to the controller."}, BOTH},
-    {{"memcached-listen", OPT_LISTEN, "HOST:PORT|unix:PATH", "127.0.0.1:11311",
-      "Where memcached text-protocol clients connect: a numeric IPv4\n"
-      "address and port ([IPv6]:PORT), PORT 0 picking a free one (printed\n"
-      "in the start-up log line), or a Unix-domain socket at PATH (a stale\n"
-      "socket file is replaced; the file is removed at exit)."}, MC},
-    {{"nbd-listen", OPT_NBD_LISTEN, "HOST:PORT|unix:PATH", "127.0.0.1:10809",
-      "Where NBD clients connect (fixed newstyle handshake): a numeric\n"
-      "IPv4 address and port ([IPv6]:PORT), PORT 0 picking a free one\n"
-      "(printed in the start-up log line), or a Unix-domain socket at PATH\n"
-      "(clients: nbd+unix:///EXPORT?socket=PATH; a stale socket file is\n"
-      "replaced; the file is removed at exit).  Makes bqos-node a block node."}, BLK},
-    {{"backend", OPT_BACKEND, "URL", "memcached://127.0.0.1:11211; a block node needs file:PATH",
-      "memcached://HOST:PORT: the server's real memcached.\n"
-      "file:PATH: a block store (bqos-node is then a block node).  PATH a\n"
-      "directory: one sparse file PATH/BUCKET.img of --export-size bytes per\n"
-      "bucket (created on first use; a trailing '/' creates the directory).\n"
-      "PATH a regular file or block device: every bucket's export is that\n"
-      "whole file (an empty or new file is grown to --export-size)."}, BOTH},
-    {{"export-size", OPT_EXPORT_SIZE, "BYTES", "1g", "Size of each bucket's file (suffix k, m, g or t)."}, BLK},
-    {{"direct", OPT_DIRECT, NULL, "off",
-      "Open the store with O_DIRECT as well: IOs aligned to 4 KiB bypass\n"
-      "the page cache as kernel AIO from the event loop; unaligned ones,\n"
-      "FUA writes, FLUSH and TRIM use a buffered descriptor and the workers."}, BLK},
-    {{"buckets", OPT_BUCKETS, "A,B,...", "default",
-      "Buckets (= NBD exports) that exist from the start, weight 1."}, BLK},
-    {{"policy", OPT_POLICY, "tokens|rr", "tokens",
-      "tokens: R-tokens first, then L-tokens, round robin within each\n"
-      "(paper Algorithm 1).  rr: plain round robin over buckets."}, BOTH},
-    {{"workers", OPT_WORKERS, "N", "0 (inline); a block node: = --outstanding",
-      "Backend worker threads.  Memcached node (0..256): each with its own\n"
-      "libmemcached connection; 0: the event-loop thread makes the\n"
-      "(batched) backend calls itself, with no thread hand-off: fastest, but\n"
-      "a memcached that hangs (without closing) stalls every client, local\n"
-      "commands too, until its calls time out (2 s each).  N >= 1: a pool of\n"
-      "N threads; IOs beyond the workers wait in their FIFO and are batched.\n"
-      "More threads than cores cost more in wake-ups than they gain.\n"
-      "Block node (1..1024): the IO threads."}, BOTH},
-    {{"outstanding", OPT_OUTSTANDING, "K", "5 with --policy tokens, 64 with rr; a block node: 5",
-      "Most requests at the backend at once (1..1024).  The scheduler only\n"
-      "orders what waits beyond these K, so QoS (tokens) keeps the paper's\n"
-      "5; without QoS (rr) 64 lets one multi-get carry ~50 requests: with 5\n"
-      "a node reaches about half of memcached's direct throughput here,\n"
-      "with 64 about 90% (docs/performance.md)."}, BOTH},
-    {{"batch", OPT_BATCH, "N", "64",
-      "Most backend requests sent together (1..64): a worker (or the loop\n"
-      "thread, with --workers 0) takes up to N at once and sends the gets\n"
-      "among them to memcached as one multi-key get."}, MC},
-    {{"config", OPT_CONFIG, "FILE", "none",
-      "Bucket file {\"buckets\":[{\"name\":\"red\",\"weight\":1},...]} (the\n"
-      "controller's format; other fields are ignored).  These buckets exist\n"
-      "from the start."}, BOTH},
-    {{"controller", OPT_CONTROLLER, "ENDPOINT", "none",
-      "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070): the\n"
-      "node says hello, reports every interval, applies the tokens it gets\n"
-      "and falls back to rr while the controller is silent."}, BOTH},
-    {{"capacity", OPT_CAPACITY, "IOPS", "0 (unknown)",
-      "Capacity profile sent to the controller in the hello (the starting\n"
-      "point of its capacity estimate; 0: the controller's --capacity)."}, BOTH},
-    {{"tokens-file", OPT_TOKENS_FILE, "FILE", "none",
-      "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
-      "and again on SIGUSR1 (which also starts a new QoS period); replaces\n"
-      "each named bucket's tokens (\"l\" absent or null: no limit)."}, BOTH},
-    {{"io-time-us", OPT_IO_TIME, "N", "0 (off)",
-      "EXPERIMENT HOOK: every IO keeps its worker busy for at least N\n"
-      "microseconds, emulating a slower device (capacity = workers x\n"
-      "1e6 / N IOs/s), so that several nodes sharing one machine behave\n"
-      "like separate servers.  Page-cache reads are then not served inline."}, BLK},
-    {{"separator", OPT_SEPARATOR, "C", ":", "Bucket of a key = its prefix up to the first C."}, MC},
-    {{"default-bucket", OPT_DEFAULT_BUCKET, "serve|reject", "serve",
-      "Keys of no known bucket (no separator, unknown prefix beyond\n"
-      "--max-auto-buckets): serve them in bucket \"default\", or answer\n"
-      "SERVER_ERROR unknown bucket."}, MC},
-    {{"max-auto-buckets", OPT_MAX_AUTO, "N", "1024 without --config, else 0",
-      "Buckets created when first seen in a key; beyond, keys go to the\n"
-      "default bucket."}, MC},
-    {{"max-item-size", OPT_MAX_ITEM, "BYTES", "1m",
-      "Largest value accepted (suffix k or m); larger ones get\n"
-      "SERVER_ERROR object too large for cache."}, MC},
-    {{"max-conns", OPT_MAX_CONNS, "N", "4096", "Client connections beyond are refused."}, BOTH},
-    {{"weighted", OPT_WEIGHTED, NULL, "off", "Weighted round robin by bucket weight."}, BOTH},
-    {{"log-level", OPT_LOG_LEVEL, "LEVEL", "info", "error, warn, info or debug (logs go to stderr)."}, BOTH},
-    {{"help", OPT_HELP, NULL, NULL, "Print this help and exit."}, BOTH},
-    {{"version", OPT_VERSION, NULL, NULL, "Print the version and exit."}, BOTH},
-};
-#define NROWS (sizeof rows / sizeof rows[0])
+static const char *const policy_names[] = {"tokens", "rr", NULL};
+_Static_assert(SCHED_POLICY_TOKENS == 0 && SCHED_POLICY_RR == 1, "policy_names order");
+static const char *const default_names[] = {"serve", "reject", NULL};
+_Static_assert(FRONT_DEFAULT_SERVE == 0 && FRONT_DEFAULT_REJECT == 1, "default_names order");
+static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
+_Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-/* Prints the rows for `modes` exactly (BOTH: every row a memcached node
- * takes; BLK: the block-only ones), or every row of a block node. */
-static void print_rows(FILE *out, int want, int exact)
+/* OPTS_FUNC: a block node's --backend, "file:PATH", into the const char *
+ * at target.  Returns 0 or -EINVAL. */
+static int parse_file_url(const char *arg, void *target)
 {
-    for (size_t i = 0; i < NROWS; i++)
-        if (exact ? rows[i].modes == want : (rows[i].modes & want) != 0)
-            opts_usage(out, &rows[i].o, 1);
-}
-
-static const char *row_name(int id)
-{
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i].o.id == id)
-            return rows[i].o.name;
-    return "?";
-}
-
-static int row_modes(int id)
-{
-    for (size_t i = 0; i < NROWS; i++)
-        if (rows[i].o.id == id)
-            return rows[i].modes;
+    if (strncmp(arg, "file:", 5) != 0 || !arg[5])
+        return -EINVAL;
+    *(const char **)target = arg;
     return 0;
 }
 
-static void usage_memcached(FILE *out)
+/* OPTS_FUNC: --separator, one character other than a space, into the char
+ * at target.  Returns 0 or -EINVAL. */
+static int parse_separator(const char *arg, void *target)
+{
+    if (strlen(arg) != 1 || arg[0] == ' ')
+        return -EINVAL;
+    *(char *)target = arg[0];
+    return 0;
+}
+
+/* OPTS_FUNC: a memcached-only option given to a block node: accepted
+ * unchecked and counted in the int at target. */
+static int count_ignored(const char *arg, void *target)
+{
+    (void)arg;
+    ++*(int *)target;
+    return 0;
+}
+
+/* One row of the node's table: an option and the node kinds it is for. */
+typedef struct {
+    int modes; /* MC, BLK or BOTH */
+    opts_row_t o;
+} node_row_t;
+
+#define NROWS 25
+
+/* Fills rows[NROWS], the option table of both node kinds, with targets in
+ * *a (the --backend and --workers rows follow a->block).  It drives
+ * parse_args(), both --help texts and the error messages.  A
+ * memcached-only option given to a block node is accepted and ignored (one
+ * command line template serves both kinds); a block-only option given to a
+ * memcached node is a usage error. */
+static void option_rows(args_t *a, node_row_t *rows)
+{
+    const node_row_t t[] = {
+        {BOTH, {.name = "name", .type = OPTS_STRING, .target = &a->name, .arg = "NAME",
+                .deflt = "node",
+                .help = "Node name: in the log, in stats and reported to the controller."}},
+        {MC, {.name = "memcached-listen", .type = OPTS_STRING, .target = &a->listen,
+              .arg = "HOST:PORT|unix:PATH", .deflt = "127.0.0.1:11311",
+              .help = "Where memcached text-protocol clients connect: a numeric IPv4\n"
+                      "address and port ([IPv6]:PORT), PORT 0 picking a free one (printed\n"
+                      "in the start-up log line), or a Unix-domain socket at PATH (a stale\n"
+                      "socket file is replaced; the file is removed at exit)."}},
+        {BLK, {.name = "nbd-listen", .type = OPTS_STRING, .target = &a->nbd_listen,
+               .arg = "HOST:PORT|unix:PATH", .deflt = "127.0.0.1:10809",
+               .help = "Where NBD clients connect (fixed newstyle handshake): a numeric\n"
+                       "IPv4 address and port ([IPv6]:PORT), PORT 0 picking a free one\n"
+                       "(printed in the start-up log line), or a Unix-domain socket at PATH\n"
+                       "(clients: nbd+unix:///EXPORT?socket=PATH; a stale socket file is\n"
+                       "replaced; the file is removed at exit).  Makes bqos-node a block node."}},
+        {BOTH, {.name = "backend", .type = a->block ? OPTS_FUNC : OPTS_STRING,
+                .target = &a->backend, .func = parse_file_url, .arg = "URL",
+                .wants = a->block ? "a block node needs file:PATH" : NULL,
+                .deflt = a->block ? NULL : "memcached://127.0.0.1:11211",
+                .show = "memcached://127.0.0.1:11211; a block node needs file:PATH",
+                .help = "memcached://HOST:PORT: the server's real memcached.\n"
+                        "file:PATH: a block store (bqos-node is then a block node).  PATH a\n"
+                        "directory: one sparse file PATH/BUCKET.img of --export-size bytes per\n"
+                        "bucket (created on first use; a trailing '/' creates the directory).\n"
+                        "PATH a regular file or block device: every bucket's export is that\n"
+                        "whole file (an empty or new file is grown to --export-size)."}},
+        {BLK, {.name = "export-size", .type = OPTS_BYTES, .target = &a->export_size,
+               .arg = "BYTES", .deflt = "1g", .min = 1, .max = 0x1p50,
+               .help = "Size of each bucket's file (suffix k, m, g or t)."}},
+        {BLK, {.name = "direct", .type = OPTS_FLAG, .target = &a->direct, .deflt = "off",
+               .help = "Open the store with O_DIRECT as well: IOs aligned to 4 KiB bypass\n"
+                       "the page cache as kernel AIO from the event loop; unaligned ones,\n"
+                       "FUA writes, FLUSH and TRIM use a buffered descriptor and the workers."}},
+        {BLK, {.name = "buckets", .type = OPTS_STRING, .target = &a->buckets, .arg = "A,B,...",
+               .deflt = "default",
+               .help = "Buckets (= NBD exports) that exist from the start, weight 1."}},
+        {BOTH, {.name = "policy", .type = OPTS_ENUM, .target = &a->policy, .arg = "tokens|rr",
+                .deflt = "tokens", .names = policy_names,
+                .help = "tokens: R-tokens first, then L-tokens, round robin within each\n"
+                        "(paper Algorithm 1).  rr: plain round robin over buckets."}},
+        {BOTH, {.name = "workers", .type = OPTS_INT, .target = &a->workers, .arg = "N",
+                .min = a->block ? 1 : 0, .max = a->block ? 1024 : 256,
+                .show = "0 (inline); a block node: = --outstanding",
+                .help = "Backend worker threads.  Memcached node (0..256): each with its own\n"
+                        "libmemcached connection; 0: the event-loop thread makes the\n"
+                        "(batched) backend calls itself, with no thread hand-off: fastest, but\n"
+                        "a memcached that hangs (without closing) stalls every client, local\n"
+                        "commands too, until its calls time out (2 s each).  N >= 1: a pool of\n"
+                        "N threads; IOs beyond the workers wait in their FIFO and are batched.\n"
+                        "More threads than cores cost more in wake-ups than they gain.\n"
+                        "Block node (1..1024): the IO threads."}},
+        {BOTH, {.name = "outstanding", .type = OPTS_INT, .target = &a->outstanding, .arg = "K",
+                .min = 1, .max = 1024,
+                .show = "5 with --policy tokens, 64 with rr; a block node: 5",
+                .help = "Most requests at the backend at once (1..1024).  The scheduler only\n"
+                        "orders what waits beyond these K, so QoS (tokens) keeps the paper's\n"
+                        "5; without QoS (rr) 64 lets one multi-get carry ~50 requests: with 5\n"
+                        "a node reaches about half of memcached's direct throughput here,\n"
+                        "with 64 about 90% (docs/performance.md)."}},
+        {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
+              .min = 1, .max = BACKEND_BATCH_MAX,
+              .help = "Most backend requests sent together (1..64): a worker (or the loop\n"
+                      "thread, with --workers 0) takes up to N at once and sends the gets\n"
+                      "among them to memcached as one multi-key get."}},
+        {BOTH, {.name = "config", .type = OPTS_STRING, .target = &a->config, .arg = "FILE",
+                .show = "none",
+                .help = "Bucket file {\"buckets\":[{\"name\":\"red\",\"weight\":1},...]} (the\n"
+                        "controller's format; other fields are ignored).  These buckets exist\n"
+                        "from the start."}},
+        {BOTH, {.name = "controller", .type = OPTS_STRING, .target = &a->controller,
+                .arg = "ENDPOINT", .show = "none",
+                .help = "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070): the\n"
+                        "node says hello, reports every interval, applies the tokens it gets\n"
+                        "and falls back to rr while the controller is silent."}},
+        {BOTH, {.name = "capacity", .type = OPTS_U64, .target = &a->capacity, .arg = "IOPS",
+                .deflt = "0", .min = 0, .max = 1e9, .show = "0 (unknown)",
+                .help = "Capacity profile sent to the controller in the hello (the starting\n"
+                        "point of its capacity estimate; 0: the controller's --capacity)."}},
+        {BOTH, {.name = "tokens-file", .type = OPTS_STRING, .target = &a->tokens_file,
+                .arg = "FILE", .show = "none",
+                .help = "TEST HOOK: token counts {\"red\":{\"r\":100,\"l\":200},...} read at start\n"
+                        "and again on SIGUSR1 (which also starts a new QoS period); replaces\n"
+                        "each named bucket's tokens (\"l\" absent or null: no limit)."}},
+        {BLK, {.name = "io-time-us", .type = OPTS_UINT, .target = &a->io_time_us, .arg = "N",
+               .deflt = "0", .min = 0, .max = 1e7, .show = "0 (off)",
+               .help = "EXPERIMENT HOOK: every IO keeps its worker busy for at least N\n"
+                       "microseconds, emulating a slower device (capacity = workers x\n"
+                       "1e6 / N IOs/s), so that several nodes sharing one machine behave\n"
+                       "like separate servers.  Page-cache reads are then not served inline."}},
+        {MC, {.name = "separator", .type = OPTS_FUNC, .target = &a->separator,
+              .func = parse_separator, .arg = "C", .deflt = ":",
+              .wants = "one character, not a space",
+              .help = "Bucket of a key = its prefix up to the first C."}},
+        {MC, {.name = "default-bucket", .type = OPTS_ENUM, .target = &a->default_mode,
+              .arg = "serve|reject", .deflt = "serve", .names = default_names,
+              .help = "Keys of no known bucket (no separator, unknown prefix beyond\n"
+                      "--max-auto-buckets): serve them in bucket \"default\", or answer\n"
+                      "SERVER_ERROR unknown bucket."}},
+        {MC, {.name = "max-auto-buckets", .type = OPTS_INT, .target = &a->max_auto, .arg = "N",
+              .min = 0, .max = 1000000, .show = "1024 without --config, else 0",
+              .help = "Buckets created when first seen in a key; beyond, keys go to the\n"
+                      "default bucket."}},
+        {MC, {.name = "max-item-size", .type = OPTS_BYTES, .target = &a->max_item,
+              .arg = "BYTES", .deflt = "1m", .min = 1, .max = 0x1p30,
+              .help = "Largest value accepted (suffix k or m); larger ones get\n"
+                      "SERVER_ERROR object too large for cache."}},
+        {BOTH, {.name = "max-conns", .type = OPTS_INT, .target = &a->max_conns, .arg = "N",
+                .deflt = "4096", .min = 1, .max = 1000000,
+                .help = "Client connections beyond are refused."}},
+        {BOTH, {.name = "weighted", .type = OPTS_FLAG, .target = &a->weighted, .deflt = "off",
+                .help = "Weighted round robin by bucket weight."}},
+        {BOTH, {.name = "log-level", .type = OPTS_ENUM, .target = &a->level, .arg = "LEVEL",
+                .deflt = "info", .names = level_names,
+                .help = "error, warn, info or debug (logs go to stderr)."}},
+        {BOTH, {.name = "help", .type = OPTS_FLAG, .target = &a->help, .flags = OPTS_STOP,
+                .help = "Print this help and exit."}},
+        {BOTH, {.name = "version", .type = OPTS_FLAG, .target = &a->version, .flags = OPTS_STOP,
+                .help = "Print the version and exit."}},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == NROWS, "NROWS");
+    memcpy(rows, t, sizeof t);
+}
+
+/* Prints the rows for `want` exactly (BLK: the block-only ones), or every
+ * row that a `want` node takes. */
+static void print_rows(FILE *out, const node_row_t *rows, int want, int exact)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (exact ? rows[i].modes == want : (rows[i].modes & want) != 0)
+            opts_help(out, &rows[i].o, 1);
+}
+
+static void usage_memcached(FILE *out, const node_row_t *rows)
 {
     fprintf(out,
             "NAME\n"
@@ -171,7 +243,7 @@ static void usage_memcached(FILE *out)
             "    order.  The binary protocol is not supported (the connection is\n"
             "    closed).\n\n"
             "OPTIONS\n");
-    print_rows(out, MC, 0);
+    print_rows(out, rows, MC, 0);
     fprintf(out,
             "\nBLOCK NODE\n"
             "    With --backend file:PATH or --nbd-listen, bqos-node is a block node\n"
@@ -180,7 +252,7 @@ static void usage_memcached(FILE *out)
             "    IO through the same token scheduler (docs/nbd.md).  The options\n"
             "    above apply as described; the memcached-only ones are accepted and\n"
             "    ignored; in addition:\n");
-    print_rows(out, BLK, 1);
+    print_rows(out, rows, BLK, 1);
     fprintf(out,
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, finish in-flight requests, answer\n"
@@ -195,7 +267,7 @@ static void usage_memcached(FILE *out)
             "    docs/node.md, docs/nbd.md, memcached(1), memccapable(1)\n");
 }
 
-static void usage_block(FILE *out, const char *prog)
+static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
 {
     fprintf(out,
             "NAME\n"
@@ -218,7 +290,7 @@ static void usage_block(FILE *out, const char *prog)
             "    the same program, always a block node (docs/nbd.md).  bqos-node's\n"
             "    memcached-only options are accepted and ignored.\n\n"
             "OPTIONS\n");
-    print_rows(out, BLK, 0);
+    print_rows(out, rows, BLK, 0);
     fprintf(out,
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, answer queued requests with ESHUTDOWN,\n"
@@ -233,24 +305,6 @@ static void usage_block(FILE *out, const char *prog)
             "SEE ALSO\n"
             "    docs/nbd.md, bqos-node(1), nbdinfo(1), nbdcopy(1), fio(1)\n", prog);
 }
-
-/* Everything the command line says, for either node kind. */
-typedef struct {
-    const char *prog;
-    int block;                 /* a block node */
-    const char *name, *listen, *nbd_listen, *backend, *buckets;
-    const char *config, *controller, *tokens_file;
-    sched_policy_t policy;
-    int weighted, direct;
-    long workers, outstanding; /* -1: the node kind's default */
-    long batch, max_auto, max_conns;
-    char separator;
-    front_default_t default_mode;
-    uint64_t max_item, export_size, capacity;
-    uint32_t io_time_us;
-    bqos_log_level_t level;
-    int ignored;               /* memcached-only options given to a block node */
-} args_t;
 
 /* Returns 1 if the command line asks for a block node: the program is
  * called bqos-nbd-node, or --backend names a file: store, or --nbd-listen
@@ -273,117 +327,52 @@ static int block_wanted(int argc, char **argv, const char *prog)
     return 0;
 }
 
-/* Parses one option's value into *a.  Returns 0, or -EINVAL for a bad
- * value. */
-static int set_option(args_t *a, int id, const char *v)
-{
-    long n;
-    switch (id) {
-    case OPT_NAME: a->name = v; return 0;
-    case OPT_LISTEN: a->listen = v; return 0;
-    case OPT_NBD_LISTEN: a->nbd_listen = v; return 0;
-    case OPT_BACKEND:
-        if (a->block && (strncmp(v, "file:", 5) != 0 || !v[5]))
-            return -EINVAL;
-        a->backend = v;
-        return 0;
-    case OPT_EXPORT_SIZE: return nodeconf_parse_bytes(v, 1ull << 50, &a->export_size);
-    case OPT_DIRECT: a->direct = 1; return 0;
-    case OPT_BUCKETS: a->buckets = v; return 0;
-    case OPT_POLICY:
-        if (strcmp(v, "tokens") == 0)
-            a->policy = SCHED_POLICY_TOKENS;
-        else if (strcmp(v, "rr") == 0)
-            a->policy = SCHED_POLICY_RR;
-        else
-            return -EINVAL;
-        return 0;
-    case OPT_WORKERS:
-        return nodeconf_parse_long(v, a->block ? 1 : 0, a->block ? 1024 : 256, &a->workers);
-    case OPT_OUTSTANDING: return nodeconf_parse_long(v, 1, 1024, &a->outstanding);
-    case OPT_BATCH: return nodeconf_parse_long(v, 1, BACKEND_BATCH_MAX, &a->batch);
-    case OPT_CONFIG: a->config = v; return 0;
-    case OPT_CONTROLLER: a->controller = v; return 0;
-    case OPT_TOKENS_FILE: a->tokens_file = v; return 0;
-    case OPT_CAPACITY:
-        if (nodeconf_parse_long(v, 0, 1000000000, &n) < 0)
-            return -EINVAL;
-        a->capacity = (uint64_t)n;
-        return 0;
-    case OPT_IO_TIME:
-        if (nodeconf_parse_long(v, 0, 10000000, &n) < 0)
-            return -EINVAL;
-        a->io_time_us = (uint32_t)n;
-        return 0;
-    case OPT_SEPARATOR:
-        if (strlen(v) != 1 || v[0] == ' ')
-            return -EINVAL;
-        a->separator = v[0];
-        return 0;
-    case OPT_DEFAULT_BUCKET:
-        if (strcmp(v, "serve") == 0)
-            a->default_mode = FRONT_DEFAULT_SERVE;
-        else if (strcmp(v, "reject") == 0)
-            a->default_mode = FRONT_DEFAULT_REJECT;
-        else
-            return -EINVAL;
-        return 0;
-    case OPT_MAX_AUTO: return nodeconf_parse_long(v, 0, 1000000, &a->max_auto);
-    case OPT_MAX_ITEM: return nodeconf_parse_bytes(v, 1ull << 30, &a->max_item);
-    case OPT_MAX_CONNS: return nodeconf_parse_long(v, 1, 1000000, &a->max_conns);
-    case OPT_WEIGHTED: a->weighted = 1; return 0;
-    case OPT_LOG_LEVEL: return bqos_log_parse_level(v, &a->level);
-    }
-    return -EINVAL;
-}
-
-/* Parses argv into *a.  Returns -1 to go on, or the exit status (0 after
- * --help or --version, 2 on bad usage, with a message). */
+/* Parses argv into *a (a->prog and a->block set; the -1 defaults in
+ * place).  Returns -1 to go on, or the exit status (0 after --help or
+ * --version, 2 on bad usage, with a message). */
 static int parse_args(int argc, char **argv, args_t *a)
 {
-    struct option lopts[NROWS + 1];
-    opts_t t[NROWS];
-    for (size_t i = 0; i < NROWS; i++)
-        t[i] = rows[i].o;
-    opts_getopt(t, NROWS, lopts);
-    int mode = a->block ? BLK : MC, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-        if (c == OPT_HELP) {
-            if (a->block)
-                usage_block(stdout, a->prog);
-            else
-                usage_memcached(stdout);
-            return 0;
-        }
-        if (c == OPT_VERSION) {
-            printf("%s %s\n", a->prog, BQOS_VERSION);
-            return 0;
-        }
-        int m = row_modes(c);
-        if (!m) {
-            fprintf(stderr, "Try '%s --help'.\n", a->prog);
-            return 2;
-        }
-        if (!(m & mode)) {
-            if (a->block) {
-                a->ignored++; /* a memcached-only option: accepted, ignored */
-                continue;
-            }
-            fprintf(stderr, "%s: --%s is for a block node (--backend file:PATH)\n"
-                    "Try '%s --help'.\n", a->prog, row_name(c), a->prog);
-            return 2;
-        }
-        if (set_option(a, c, optarg) < 0) {
-            fprintf(stderr, "%s: bad value '%s' for --%s\nTry '%s --help'.\n", a->prog, optarg,
-                    row_name(c), a->prog);
-            return 2;
-        }
+    node_row_t rows[NROWS];
+    opts_row_t p[NROWS];
+    int refused[NROWS] = {0};
+    option_rows(a, rows);
+    /* The rows opts_parse() gets: this kind's as they are; the other
+     * kind's ignored (memcached-only ones, all with an argument, on a block
+     * node) or refused (block-only ones on a memcached node: parsing stops
+     * there and the message below says why). */
+    int mode = a->block ? BLK : MC;
+    for (size_t i = 0; i < NROWS; i++) {
+        p[i] = rows[i].o;
+        if (rows[i].modes & mode)
+            continue;
+        if (a->block)
+            p[i] = (opts_row_t){.name = p[i].name, .type = OPTS_FUNC, .target = &a->ignored,
+                                .func = count_ignored};
+        else
+            p[i] = (opts_row_t){.name = p[i].name,
+                                .type = p[i].type == OPTS_FLAG ? OPTS_FLAG : OPTS_STRING,
+                                .given = &refused[i], .flags = OPTS_STOP};
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\nTry '%s --help'.\n", a->prog,
-                argv[optind], a->prog);
+    const opts_cmd_t cmd = {.prog = a->prog, .rows = p, .n = NROWS};
+    int rc = opts_parse(&cmd, argc, argv, NULL);
+    if (rc < 0)
         return 2;
+    if (a->help) {
+        if (a->block)
+            usage_block(stdout, a->prog, rows);
+        else
+            usage_memcached(stdout, rows);
+        return 0;
+    }
+    if (a->version) {
+        printf("%s %s\n", a->prog, BQOS_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; rc == 1 && i < NROWS; i++) {
+        if (refused[i]) {
+            opts_fail(&cmd, "--%s is for a block node (--backend file:PATH)", p[i].name);
+            return 2;
+        }
     }
     return -1;
 }
@@ -394,17 +383,17 @@ static int run_memcached(const args_t *a)
     front_config_t cfg;
     front_config_defaults(&cfg);
     cfg.name = a->name;
-    cfg.policy = a->policy;
+    cfg.policy = (sched_policy_t)a->policy;
     cfg.weighted = a->weighted;
-    cfg.workers = a->workers >= 0 ? (int)a->workers : 0;
-    cfg.outstanding = a->outstanding >= 0 ? (int)a->outstanding
+    cfg.workers = a->workers >= 0 ? a->workers : 0;
+    cfg.outstanding = a->outstanding >= 0 ? a->outstanding
                                           : (a->policy == SCHED_POLICY_RR ? 64 : 5);
-    cfg.batch = (int)a->batch;
+    cfg.batch = a->batch;
     cfg.separator = a->separator;
-    cfg.default_mode = a->default_mode;
-    cfg.max_auto_buckets = a->max_auto >= 0 ? (int)a->max_auto : (a->config ? 0 : 1024);
+    cfg.default_mode = (front_default_t)a->default_mode;
+    cfg.max_auto_buckets = a->max_auto >= 0 ? a->max_auto : (a->config ? 0 : 1024);
     cfg.max_item = (size_t)a->max_item;
-    cfg.max_conns = (int)a->max_conns;
+    cfg.max_conns = a->max_conns;
     char bhost[256];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
@@ -466,18 +455,18 @@ static int run_block(const args_t *a)
     if (a->ignored)
         log_warn("%d memcached-only option(s) ignored: this is a block node", a->ignored);
     const char *path = a->backend + 5; /* after "file:" */
-    cfg.outstanding = a->outstanding >= 0 ? (int)a->outstanding : 5;
-    cfg.max_conns = (int)a->max_conns;
+    cfg.outstanding = a->outstanding >= 0 ? a->outstanding : 5;
+    cfg.max_conns = a->max_conns;
     cfg.store.path = path;
     cfg.store.export_size = a->export_size;
     cfg.store.direct = a->direct;
     cfg.store.io_time_us = a->io_time_us;
-    cfg.store.workers = a->workers >= 1 ? (int)a->workers : cfg.outstanding;
+    cfg.store.workers = a->workers >= 1 ? a->workers : cfg.outstanding;
 
     noderun_prepare();
     int rc = 1, err = 0;
     struct event_base *base = event_base_new();
-    sched_t *s = sched_new(a->policy, a->weighted);
+    sched_t *s = sched_new((sched_policy_t)a->policy, a->weighted);
     nbdfront_t *f = NULL;
     char *list = strdup(a->buckets);
     if (!base || !s || !list) {
@@ -505,7 +494,7 @@ static int run_block(const args_t *a)
              cfg.store.workers, a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
     noderun_config_t nc = {a->name, a->config, a->tokens_file, a->controller, a->capacity,
-                           a->policy};
+                           (sched_policy_t)a->policy};
     if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
         goto out;
     nbdfront_stats_t st;
@@ -534,18 +523,12 @@ int main(int argc, char **argv)
     base = base ? base + 1 : (argc > 0 ? argv[0] : "");
     args_t a = {
         .prog = strcmp(base, "bqos-nbd-node") == 0 ? "bqos-nbd-node" : "bqos-node",
-        .name = "node", .listen = "127.0.0.1:11311", .nbd_listen = "127.0.0.1:10809",
-        .buckets = "default", .policy = SCHED_POLICY_TOKENS, .workers = -1,
-        .outstanding = -1, .batch = 64, .max_auto = -1, .max_conns = 4096, .separator = ':',
-        .default_mode = FRONT_DEFAULT_SERVE, .max_item = MCP_ITEM_MAX_DEFAULT,
-        .export_size = 1ull << 30, .level = BQOS_LOG_INFO,
+        .workers = -1, .outstanding = -1, .max_auto = -1, /* the rest: the rows' defaults */
     };
     a.block = block_wanted(argc, argv, a.prog);
-    if (!a.block)
-        a.backend = "memcached://127.0.0.1:11211";
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    bqos_log_init(a.prog, a.level);
+    bqos_log_init(a.prog, (bqos_log_level_t)a.level);
     return a.block ? run_block(&a) : run_memcached(&a);
 }

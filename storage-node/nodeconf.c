@@ -6,46 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
+#include "common/num.h"
 #include "storage-node/core/sched.h"
-
-int nodeconf_parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
-int nodeconf_parse_bytes(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || strchr(s, '-'))
-        return -EINVAL;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    }
-    if (*end || v == 0 || v > (max >> shift))
-        return -EINVAL;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
 
 int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port)
 {
     const char *colon = strrchr(s, ':');
-    long p;
+    int64_t p;
     if (!colon || colon == s || (size_t)(colon - s) >= cap ||
-        nodeconf_parse_long(colon + 1, 0, 65535, &p) < 0)
+        num_i64_in(colon + 1, 0, 65535, &p) < 0)
         return -EINVAL;
     size_t n = (size_t)(colon - s);
     if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
@@ -71,37 +42,28 @@ static json_t *load_json(const char *path)
 int nodeconf_load_buckets(const char *path,
                           int (*add)(void *arg, const char *name, uint32_t weight), void *arg)
 {
-    json_t *root = load_json(path);
-    if (!root)
-        return -EINVAL;
-    int rc = 0;
-    json_t *arr = json_object_get(root, "buckets");
-    if (!json_is_array(arr)) {
-        log_error("%s: no \"buckets\" array", path);
-        rc = -EINVAL;
-        goto out;
+    /* The controller's reader and validator (common/bucketfile): the node
+     * accepts exactly the files the controller does. */
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    int rc = bucketfile_load(path, &bf, &err);
+    if (rc < 0) {
+        char buf[700];
+        log_error("%s", bucketfile_strerror(&err, buf, sizeof buf));
+        return rc == -ENOMEM ? rc : -EINVAL;
     }
-    size_t i;
-    json_t *b;
-    json_array_foreach(arr, i, b) {
-        const char *name = json_string_value(json_object_get(b, "name"));
-        json_t *w = json_object_get(b, "weight");
-        json_int_t weight = w ? json_integer_value(w) : 1;
-        if (!name || (w && !json_is_integer(w)) || weight < 1 || weight > UINT32_MAX) {
-            log_error("%s: buckets[%zu]: need a \"name\" string and an integer weight >= 1",
-                      path, i);
-            rc = -EINVAL;
-            goto out;
-        }
-        if ((rc = add(arg, name, (uint32_t)weight)) < 0) {
-            log_error("%s: bucket '%s': %s", path, name, strerror(-rc));
+    size_t n = bucketfile_count(bf);
+    for (size_t i = 0; i < n; i++) {
+        const bucketfile_bucket_t *b = bucketfile_get(bf, i);
+        if ((rc = add(arg, b->name, b->weight)) < 0) {
+            log_error("%s: bucket '%s': %s", path, b->name, strerror(-rc));
             goto out;
         }
         rc = 0;
     }
-    log_info("%s: %zu buckets", path, json_array_size(arr));
+    log_info("%s: %zu buckets", path, n);
 out:
-    json_decref(root);
+    bucketfile_destroy(&bf);
     return rc;
 }
 

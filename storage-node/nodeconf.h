@@ -5,23 +5,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parses a decimal integer in [lo, hi].  Returns 0 and sets *out, or
- * -EINVAL for anything else (trailing garbage, overflow, out of range). */
-int nodeconf_parse_long(const char *s, long lo, long hi, long *out);
-
-/* Parses a byte count with an optional k/m/g/t suffix (powers of 1024),
- * 1 <= value <= max.  Returns 0 and sets *out, or -EINVAL. */
-int nodeconf_parse_bytes(const char *s, uint64_t max, uint64_t *out);
-
 /* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most
  * cap - 1 bytes) and port 0..65535.  Returns 0 or -EINVAL. */
 int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port);
 
-/* Reads the buckets of a controller reservation file
- * ({"buckets":[{"name":..,"weight":..},...]}, other members ignored) and
- * calls add(arg, name, weight) for each (weight 1 if absent).  Stops at the
- * first error.  Returns 0; -EINVAL for a bad file (logged with the file's
- * line and column for syntax errors); or add()'s negative return. */
+/* Reads the buckets of a controller reservation file with the controller's
+ * reader (common/bucketfile: the whole file is validated as the controller
+ * does, before any add() call) and calls add(arg, name, weight) for each in
+ * file order (weight 1 if absent).  Stops at add()'s first error.  Returns
+ * 0; -EINVAL for a file that cannot be read or is not valid (logged as
+ * "FILE:LINE:COL: PATH: TEXT"); -ENOMEM; or add()'s negative return.
+ * Called on one thread; add() runs on it. */
 int nodeconf_load_buckets(const char *path,
                           int (*add)(void *arg, const char *name, uint32_t weight), void *arg);
 

@@ -1,4 +1,4 @@
-/* test_bucketfile.c - Check suite for controller/bucketfile: parsing, validation errors with positions, edits, atomic save. */
+/* test_bucketfile.c - Check suite for common/bucketfile: parsing, validation errors with positions, edits, atomic save. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "controller/bucketfile.h"
+#include "common/bucketfile.h"
 
-static int parse(const char *text, bucketfile_t **out, bucketfile_error_t *err)
+static int parse(const char *text, bucketfile_t **out, jsonloc_err_t *err)
 {
     return bucketfile_parse(text, strlen(text), "t.json", out, err);
 }
@@ -20,15 +20,15 @@ static void expect_error(const char *text, const char *path, int line, int col,
                          const char *needle)
 {
     bucketfile_t *bf = NULL;
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     int rc = parse(text, &bf, &err);
     ck_assert_msg(rc == -EINVAL, "expected -EINVAL for %s, got %d", text, rc);
     ck_assert_ptr_null(bf);
     ck_assert_str_eq(err.source, "t.json");
     ck_assert_msg(strcmp(err.path, path) == 0, "path '%s' != '%s' (%s)", err.path, path,
                   err.text);
-    ck_assert_msg(err.line == line && err.column == col, "%s: at %d:%d, expected %d:%d (%s)",
-                  path, err.line, err.column, line, col, err.text);
+    ck_assert_msg(err.line == line && err.col == col, "%s: at %d:%d, expected %d:%d (%s)",
+                  path, err.line, err.col, line, col, err.text);
     ck_assert_msg(strstr(err.text, needle), "'%s' lacks '%s'", err.text, needle);
 }
 
@@ -40,7 +40,7 @@ START_TEST(test_bucketfile_parse_valid)
                     " {\"name\":\"caf\\u00e9/x\",\"reservation\":5,\"limit\":5}\n"
                     "]}";
     bucketfile_t *bf = NULL;
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(parse(t, &bf, &err), 0);
     ck_assert_uint_eq(bucketfile_count(bf), 3);
     const bucketfile_bucket_t *b = bucketfile_get(bf, 0);
@@ -67,10 +67,10 @@ END_TEST
 START_TEST(test_bucketfile_syntax_error_position)
 {
     bucketfile_t *bf = NULL;
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(parse("{\"buckets\":[\n  {\"name\": \"a\",, }\n]}", &bf, &err), -EINVAL);
     ck_assert_int_eq(err.line, 2);
-    ck_assert_int_ge(err.column, 15);
+    ck_assert_int_ge(err.col, 15);
     ck_assert_str_eq(err.path, "");
     char buf[512];
     bucketfile_strerror(&err, buf, sizeof buf);
@@ -87,7 +87,7 @@ END_TEST
 
 START_TEST(test_bucketfile_semantic_error_positions)
 {
-    /* Columns are 1-based bytes; the value's first byte is reported. */
+    /* Columns are 1-based; the value's first character is reported. */
     expect_error("{\"buckets\":[\n"
                  "  {\"name\":\"a\",\"reservation\":1},\n"
                  "  {\"name\":\"a\",\"reservation\":2}\n"
@@ -143,11 +143,49 @@ START_TEST(test_bucketfile_semantic_error_positions)
 }
 END_TEST
 
+/* Where the locator (common/jsonloc) is subtle: columns count characters as
+ * jansson's syntax errors do, escaped keys match, a missing member points at
+ * its object, and long member names are kept whole in the path. */
+START_TEST(test_bucketfile_error_positions_subtle)
+{
+    /* "caf\xc3\xa9" is 4 characters in 5 bytes: the column counts 42, not 43. */
+    expect_error("{\"buckets\":[{\"name\":\"caf\xc3\xa9\",\"reservation\":-1}]}",
+                 "buckets[0].reservation", 1, 42, "negative");
+    /* A key written with an escape is the member it decodes to. */
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"re\\u0073ervation\":-1}]}",
+                 "buckets[0].reservation", 1, 44, "negative");
+    /* Missing members: the object that lacks them, also after other buckets. */
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1},\n"
+                 "  {\"name\":\"b\"}]}",
+                 "buckets[1]", 2, 3, "no \"reservation\"");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1},\n"
+                 "   {\"limit\":4}]}",
+                 "buckets[1]", 2, 4, "no \"name\"");
+    /* A 40-byte unknown member: the path names it whole, the text cuts it at 40. */
+    char key[41], text[200], path[80];
+    memset(key, 'k', 40);
+    key[40] = '\0';
+    snprintf(text, sizeof text, "{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"%s\":2}]}",
+             key);
+    snprintf(path, sizeof path, "buckets[0].%s", key);
+    expect_error(text, path, 1, 84, "unknown member");
+    /* bucketfile_strerror() puts it together. */
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse("{\"buckets\":[\n {\"name\":\"a\",\"reservation\":5,\"limit\":4}]}",
+                           &bf, &err),
+                     -EINVAL);
+    char buf[600];
+    ck_assert_str_eq(bucketfile_strerror(&err, buf, sizeof buf),
+                     "t.json:2:38: buckets[0].limit: limit 4 is below the reservation 5");
+}
+END_TEST
+
 START_TEST(test_bucketfile_edit)
 {
     bucketfile_t *bf = bucketfile_new();
     ck_assert_ptr_nonnull(bf);
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     char name[32];
     for (int i = 0; i < 1000; i++) {
         bucketfile_bucket_t b = {.reservation = i, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
@@ -210,7 +248,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     const char *t = "{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":60000},"
                     "{\"name\":\"q\\\"uote\\\\\",\"reservation\":7,\"weight\":9}]}";
     bucketfile_t *bf = NULL, *back = NULL;
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     ck_assert_int_eq(parse(t, &bf, &err), 0);
     ck_assert_int_eq(bucketfile_save(bf, path), 0);
     ck_assert_int_eq(count_entries(dir), 1); /* no temporary left */
@@ -254,6 +292,7 @@ int main(void)
     tcase_add_test(tc, test_bucketfile_parse_valid);
     tcase_add_test(tc, test_bucketfile_syntax_error_position);
     tcase_add_test(tc, test_bucketfile_semantic_error_positions);
+    tcase_add_test(tc, test_bucketfile_error_positions_subtle);
     tcase_add_test(tc, test_bucketfile_edit);
     tcase_add_test(tc, test_bucketfile_save_atomic_roundtrip);
     suite_add_tcase(s, tc);

@@ -45,26 +45,6 @@ static int on_tokens(void *arg, const char *name, int64_t r, int64_t l)
     return 0;
 }
 
-START_TEST(test_nodeconf_numbers)
-{
-    long v;
-    uint64_t u;
-    ck_assert_int_eq(nodeconf_parse_long("42", 1, 100, &v), 0);
-    ck_assert_int_eq(v, 42);
-    ck_assert_int_eq(nodeconf_parse_long("101", 1, 100, &v), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_long("4x", 1, 100, &v), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_long("", 1, 100, &v), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("4k", 1ull << 30, &u), 0);
-    ck_assert_uint_eq(u, 4096);
-    ck_assert_int_eq(nodeconf_parse_bytes("1G", 1ull << 30, &u), 0);
-    ck_assert_uint_eq(u, 1ull << 30);
-    ck_assert_int_eq(nodeconf_parse_bytes("2g", 1ull << 30, &u), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("0", 1ull << 30, &u), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("-1", 1ull << 30, &u), -EINVAL);
-    ck_assert_int_eq(nodeconf_parse_bytes("3q", 1ull << 30, &u), -EINVAL);
-}
-END_TEST
-
 START_TEST(test_nodeconf_hostport)
 {
     char host[64];
@@ -85,21 +65,41 @@ START_TEST(test_nodeconf_buckets_file)
 {
     seen_t s = {0};
     char *p = write_tmp("{\"buckets\":[{\"name\":\"red\",\"reservation\":5,\"weight\":3},"
-                        "{\"name\":\"blue\"}]}");
+                        "{\"name\":\"blue\",\"reservation\":0,\"limit\":9}]}");
     ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), 0);
     unlink(p);
     ck_assert_int_eq(s.n, 2);
     ck_assert_str_eq(s.names[0], "red");
     ck_assert_int_eq(s.a[0], 3);
     ck_assert_int_eq(s.a[1], 1);
-    const char *bad[] = {"{\"buckets\":[{\"name\":\"x\",\"weight\":0}]}", "{\"buckets\":{}}",
-                         "{\"buckets\":[{\"weight\":1}]}", "{\"buckets\":[", "[]"};
+    /* The controller's rule (common/bucketfile): what it refuses, the node refuses. */
+    const char *bad[] = {"{\"buckets\":[{\"name\":\"x\",\"reservation\":1,\"weight\":0}]}",
+                         "{\"buckets\":{}}", "{\"buckets\":[{\"weight\":1}]}", "{\"buckets\":[", "[]",
+                         /* no reservation (the node used to take it) */
+                         "{\"buckets\":[{\"name\":\"x\"}]}",
+                         /* unknown members, here and at the top */
+                         "{\"buckets\":[{\"name\":\"x\",\"reservation\":1,\"limt\":5}]}",
+                         "{\"buckets\":[],\"nodes\":[]}",
+                         /* weight above 10^6 (the node took up to 2^32 - 1) */
+                         "{\"buckets\":[{\"name\":\"x\",\"reservation\":1,\"weight\":1000001}]}",
+                         /* ':' in a name, a duplicate name, limit below the reservation */
+                         "{\"buckets\":[{\"name\":\"a:b\",\"reservation\":1}]}",
+                         "{\"buckets\":[{\"name\":\"x\",\"reservation\":1},{\"name\":\"x\",\"reservation\":1}]}",
+                         "{\"buckets\":[{\"name\":\"x\",\"reservation\":5,\"limit\":4}]}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        s.n = 0;
         p = write_tmp(bad[i]);
-        ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -EINVAL);
+        ck_assert_msg(nodeconf_load_buckets(p, on_bucket, &s) == -EINVAL, "accepted %s", bad[i]);
         unlink(p);
+        ck_assert_msg(s.n == 0, "%s: add() called before the file was validated", bad[i]);
     }
-    p = write_tmp("{\"buckets\":[{\"name\":\"boom\"}]}");
+    /* A bad bucket after good ones: nothing is added. */
+    s.n = 0;
+    p = write_tmp("{\"buckets\":[{\"name\":\"ok\",\"reservation\":1},{\"name\":\"x\",\"weight\":0}]}");
+    ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -EINVAL);
+    unlink(p);
+    ck_assert_int_eq(s.n, 0);
+    p = write_tmp("{\"buckets\":[{\"name\":\"boom\",\"reservation\":1}]}");
     ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -ENOSPC);
     unlink(p);
     ck_assert_int_eq(nodeconf_load_buckets("/nonexistent/x.json", on_bucket, &s), -EINVAL);
@@ -130,7 +130,6 @@ int main(void)
 {
     Suite *su = suite_create("nodeconf");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_nodeconf_numbers);
     tcase_add_test(tc, test_nodeconf_hostport);
     tcase_add_test(tc, test_nodeconf_buckets_file);
     tcase_add_test(tc, test_nodeconf_tokens_file);

@@ -79,7 +79,7 @@ typedef struct {
     int flag, n, level, stop, given;
     unsigned u;
     int64_t big;
-    uint64_t u64;
+    uint64_t u64, bytes;
     size_t sz;
     double frac, period, pos;
     const char *pair;
@@ -96,7 +96,7 @@ static int parse_pair(const char *arg, void *target)
     return 0;
 }
 
-#define NROWS 14
+#define NROWS 16
 
 static void rows_for(set_t *s, opts_row_t *rows)
 {
@@ -113,6 +113,8 @@ static void rows_for(set_t *s, opts_row_t *rows)
         {.name = "u64", .type = OPTS_U64, .target = &s->u64, .arg = "N", .help = "Any."},
         {.name = "size", .type = OPTS_SIZE, .target = &s->sz, .arg = "N", .deflt = "3",
          .help = "A size."},
+        {.name = "bytes", .type = OPTS_BYTES, .target = &s->bytes, .arg = "BYTES", .deflt = "1m",
+         .min = 1, .max = 1 << 30, .help = "A byte count ({range})."},
         {.name = "frac", .type = OPTS_DOUBLE, .target = &s->frac, .arg = "F", .deflt = "0.25",
          .min = 0, .max = 1, .help = "Fraction, default {default}."},
         {.name = "period", .type = OPTS_DURATION, .target = &s->period, .arg = "D",
@@ -123,6 +125,8 @@ static void rows_for(set_t *s, opts_row_t *rows)
          .names = levels, .help = "low, mid or high."},
         {.name = "pair", .type = OPTS_FUNC, .target = &s->pair, .func = parse_pair,
          .arg = "A:B", .given = &s->given, .help = "A pair\nof two."},
+        {.name = "told", .type = OPTS_INT, .target = &s->n, .arg = "N", .min = 1, .max = 9,
+         .wants = "one digit but 0", .help = "Told."},
         {.name = "stop", .type = OPTS_FLAG, .target = &s->stop, .flags = OPTS_STOP,
          .help = "Stop."},
         {.name = "hidden", .type = OPTS_FLAG, .target = &s->flag},
@@ -160,6 +164,7 @@ START_TEST(test_opts_parse_defaults)
     ck_assert_int_eq(s.n, 5);
     ck_assert_uint_eq(s.u, 7);
     ck_assert_uint_eq(s.sz, 3);
+    ck_assert_uint_eq(s.bytes, 1 << 20);
     ck_assert_double_eq(s.frac, 0.25);
     ck_assert_double_eq(s.period, 1);
     ck_assert_int_eq(s.level, 1);
@@ -172,7 +177,7 @@ START_TEST(test_opts_parse_types)
 {
     set_t s;
     const char *args[] = {"--file", "f.json", "--flag", "--n=10", "--u", "4294967295",
-                          "--big", "-5", "--u64", "18446744073709551615", "--size", "9",
+                          "--big", "-5", "--u64", "18446744073709551615", "--size", "9", "--bytes", "64k",
                           "--frac", "1", "--period", "250ms", "--pos", "0.001",
                           "--level", "high", "--pair", "a:b", NULL};
     ck_assert_int_eq(parse(&s, args, NULL), 0);
@@ -183,6 +188,7 @@ START_TEST(test_opts_parse_types)
     ck_assert_int_eq(s.big, -5);
     ck_assert_uint_eq(s.u64, UINT64_MAX);
     ck_assert_uint_eq(s.sz, 9);
+    ck_assert_uint_eq(s.bytes, 65536);
     ck_assert_double_eq(s.frac, 1);
     ck_assert_double_eq(s.period, 0.25);
     ck_assert_double_eq(s.pos, 0.001);
@@ -205,6 +211,12 @@ START_TEST(test_opts_parse_bad_values)
         {{"--u", "-1"}, "prog: bad value '-1' for --u (an integer >= 0)\n"},
         {{"--u", "4294967296"}, "prog: bad value '4294967296' for --u (an integer >= 0)\n"},
         {{"--big", "-6"}, "prog: bad value '-6' for --big (an integer >= -5)\n"},
+        {{"--bytes", "0"},
+         "prog: bad value '0' for --bytes (a byte count 1..1g; suffix k, m, g or t)\n"},
+        {{"--bytes", "2g"},
+         "prog: bad value '2g' for --bytes (a byte count 1..1g; suffix k, m, g or t)\n"},
+        {{"--bytes", "1x"},
+         "prog: bad value '1x' for --bytes (a byte count 1..1g; suffix k, m, g or t)\n"},
         {{"--frac", "1.5"}, "prog: bad value '1.5' for --frac (a number 0..1)\n"},
         {{"--frac", "nan"}, "prog: bad value 'nan' for --frac (a number 0..1)\n"},
         {{"--period", "0ms"},
@@ -214,6 +226,7 @@ START_TEST(test_opts_parse_bad_values)
         {{"--pos", "0"}, "prog: bad value '0' for --pos (a number > 0)\n"},
         {{"--level", "max"}, "prog: bad value 'max' for --level (low, mid or high)\n"},
         {{"--pair", "ab"}, "prog: bad value 'ab' for --pair (A:B)\n"},
+        {{"--told", "0"}, "prog: bad value '0' for --told (one digit but 0)\n"},
         {{"--nope"}, "prog: unknown option '--nope'\n"},
         {{"-x"}, "prog: unknown option '-x'\n"},
         {{"--n"}, "prog: option '--n' needs an argument\n"},
@@ -321,6 +334,9 @@ START_TEST(test_opts_help_man)
                           "    --size N\n"
                           "        A size.\n"
                           "        Default: 3.\n"
+                          "    --bytes BYTES\n"
+                          "        A byte count (1..1g).\n"
+                          "        Default: 1m.\n"
                           "    --frac F\n"
                           "        Fraction, default 0.25.\n"
                           "    --period D\n"
@@ -335,6 +351,8 @@ START_TEST(test_opts_help_man)
                           "    --pair A:B\n"
                           "        A pair\n"
                           "        of two.\n"
+                          "    --told N\n"
+                          "        Told.\n"
                           "    --stop\n"
                           "        Stop.\n");
     free(buf);
@@ -395,56 +413,6 @@ START_TEST(test_opts_help_table)
 }
 END_TEST
 
-/* ---- legacy table -------------------------------------------------------- */
-
-enum { OPT_A = 1, OPT_B, OPT_C };
-static const opts_t table[] = {
-    {"alpha", OPT_A, "N", "5", "First line.\nSecond line."},
-    {"beta", OPT_B, NULL, NULL, "A flag."},
-    {"gamma", OPT_C, "FILE", NULL, ""},
-};
-#define N (sizeof table / sizeof table[0])
-
-START_TEST(test_opts_legacy_getopt_and_name)
-{
-    struct option lo[N + 1];
-    opts_getopt(table, N, lo);
-    ck_assert_str_eq(lo[0].name, "alpha");
-    ck_assert_int_eq(lo[0].has_arg, required_argument);
-    ck_assert_int_eq(lo[1].has_arg, no_argument);
-    ck_assert_int_eq(lo[2].val, OPT_C);
-    ck_assert_ptr_null(lo[3].name);
-    ck_assert_str_eq(opts_name(table, N, OPT_B), "beta");
-    ck_assert_str_eq(opts_name(table, N, 99), "?");
-    char *argv[] = {"prog", "--gamma", "f.json", "--beta", NULL};
-    optind = 0;
-    opterr = 1;
-    ck_assert_int_eq(getopt_long(4, argv, "", lo, NULL), OPT_C);
-    ck_assert_str_eq(optarg, "f.json");
-    ck_assert_int_eq(getopt_long(4, argv, "", lo, NULL), OPT_B);
-    ck_assert_int_eq(getopt_long(4, argv, "", lo, NULL), -1);
-}
-END_TEST
-
-START_TEST(test_opts_legacy_usage_text)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_ptr_nonnull(f);
-    opts_usage(f, table, N);
-    fclose(f);
-    ck_assert_str_eq(buf, "    --alpha N\n"
-                          "        First line.\n"
-                          "        Second line.\n"
-                          "        Default: 5.\n"
-                          "    --beta\n"
-                          "        A flag.\n"
-                          "    --gamma FILE\n");
-    free(buf);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("opts");
@@ -459,8 +427,6 @@ int main(void)
     tcase_add_test(tc, test_opts_help_man);
     tcase_add_test(tc, test_opts_help_list);
     tcase_add_test(tc, test_opts_help_table);
-    tcase_add_test(tc, test_opts_legacy_getopt_and_name);
-    tcase_add_test(tc, test_opts_legacy_usage_text);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

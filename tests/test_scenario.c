@@ -219,6 +219,13 @@ static const struct {
      2, 39, "unknown server \"s9\""},
     {"{\"duration\": 1, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", \"reservation\": 50, "
      "\"limit\": 10}]}", 2, 55, "buckets[0].limit: limit (10 IOs/s) is below the reservation"},
+    /* Rates --print-buckets could not write: over common/bucketfile's maximum. */
+    {"{\"duration\": 1, \"capacity\": 1e12, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", "
+     "\"reservation\": \"200%\"}]}", 2, 13,
+     "buckets[0]: reservation (2000000000000 IOs/s) is above the bucket file's maximum"},
+    {"{\"duration\": 1, \"capacity\": 1e12, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", "
+     "\"reservation\": 1, \"limit\": \"300%\"}]}", 2, 54,
+     "buckets[0].limit: limit (3000000000000 IOs/s) is above the bucket file's maximum"},
     {"{\"duration\": 1, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", \"reservation\": \"60%\"}]}",
      2, 42, "capacity is unknown"},
     {"{\"duration\": 1, \"capacity\": 10, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", "
@@ -305,6 +312,8 @@ START_TEST(test_scenario_write_buckets)
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(arr, 0), "reservation")), 10);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(arr, 0), "limit")), 21);
     ck_assert_ptr_null(json_object_get(json_array_get(arr, 1), "limit"));
+    /* common/bucketfile's writer: every bucket carries its weight. */
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(arr, 1), "weight")), 1);
     json_decref(j);
     free(buf);
     scenario_destroy(&s);

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "workloads/sim/sim_engine.h"
 #include "workloads/sim/sim_model.h"
 #include "workloads/sim/sim_run.h"
-#include "workloads/zipf.h"
 
 START_TEST(test_sim_heap_orders_by_time_then_id)
 {
@@ -38,13 +38,13 @@ END_TEST
 START_TEST(test_sim_heap_random_retime_pops_sorted)
 {
     sim_heap_t *h = sim_heap_new(4);
-    zipf_rng_t r;
-    zipf_rng_seed(&r, 7, 0);
+    rng_t r;
+    rng_seed(&r, 7, 0);
     for (uint32_t i = 0; i < 5000; i++)
-        ck_assert_int_eq(sim_heap_push(h, zipf_rng_uniform(&r), i), 0);
+        ck_assert_int_eq(sim_heap_push(h, rng_uniform(&r), i), 0);
     for (int i = 0; i < 20000; i++) {
         const sim_event_t *t = sim_heap_top(h);
-        ck_assert_int_eq(sim_heap_retime_top(h, t->t + zipf_rng_uniform(&r)), 0);
+        ck_assert_int_eq(sim_heap_retime_top(h, t->t + rng_uniform(&r)), 0);
     }
     ck_assert_uint_eq(sim_heap_size(h), 5000);
     double last = -1;

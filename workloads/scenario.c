@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "common/bucketfile.h"
 #include "common/jsonloc.h"
 #include "common/names.h"
 #include "common/num.h"
@@ -533,8 +534,15 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
     return 0;
 }
 
+/* Checks a bucket's rates as --print-buckets writes them: within the bucket file's bounds
+ * (common/bucketfile; "N%" rates and generated splits may pass them), limit >= reservation. */
 static int check_limit(ctx_t *c, const at_t *at, const scenario_bucket_t *b)
 {
+    double max = (double)BUCKETFILE_MAX_RATE, lim = b->limit == SCENARIO_NO_LIMIT ? 0 : b->limit;
+    int over_l = ceil(lim) > max;
+    if (over_l || floor(b->reservation) > max)
+        return fail(c, at, "%s (%.0f IOs/s) is above the bucket file's maximum (%.0f IOs/s)",
+                    over_l ? "limit" : "reservation", over_l ? lim : b->reservation, max);
     if (b->limit != SCENARIO_NO_LIMIT && b->limit < b->reservation)
         return fail(c, at, "limit (%.0f IOs/s) is below the reservation (%.0f IOs/s)",
                     b->limit, b->reservation);

@@ -87,21 +87,21 @@ typedef struct {
 
 #define SCENARIO_OPTS_DEFAULT ((scenario_opts_t){0, 0, -1, -1, NULL, 0})
 
-/* Where and why a scenario was rejected (common/jsonloc's error struct):
+/* Where and why a scenario was rejected is a jsonloc_err_t (common/jsonloc):
  * print it as "SOURCE:LINE:COL: TEXT" (line 0 when unknown).  Semantic
  * errors point at the value's first character, set `path` and TEXT starts
  * with the path too ("buckets[2].limit: limit ... is below ..."); syntax
  * errors carry jansson's text and position (the offending token's last
- * character; column 0 for an empty text). */
-typedef jsonloc_err_t scenario_error_t; /* the old name, for workloads/sim until it is converted */
-
-/* Parses and validates `len` bytes of scenario JSON; `source` names the text
+ * character; column 0 for an empty text).
+ *
+ * Parses and validates `len` bytes of scenario JSON; `source` names the text
  * in errors (NULL: "<string>"), `opts` may be NULL.  Returns 0 and stores a
  * new scenario in *out (caller owns it, free with scenario_destroy());
  * -EINVAL for a bad scenario (err filled if non-NULL); -ENOMEM.  Rejected:
  * malformed JSON, unknown keys, wrong types, out-of-range numbers, "N%" rates
  * without a capacity, unknown or duplicate server names, duplicate bucket
- * names or names unusable as key prefixes, limit < reservation, changes out
+ * names or names unusable as key prefixes, limit < reservation, rates over
+ * the bucket file's maximum (BUCKETFILE_MAX_RATE), changes out
  * of order or outside the run, no buckets at all, a server override that
  * names no server or has a bad address (reported at line 0). */
 int scenario_parse(const char *text, size_t len, const char *source,
@@ -122,9 +122,12 @@ const scenario_phase_t *scenario_phase_at(const scenario_bucket_t *b, double t);
 /* Returns the start of the first phase of `b` after time `t`, or +infinity. */
 double scenario_next_change(const scenario_bucket_t *b, double t);
 
-/* Writes the controller's bucket reservation file for the scenario
- * ({"buckets":[{"name","reservation","limit"}]}, integer IOs/s, no "limit"
- * for unlimited buckets) to `f`.  Returns 0 or -EIO. */
+/* Writes the controller's bucket reservation file for the scenario to `f`
+ * with common/bucketfile's writer (bucketfile_dumps(): one bucket per line,
+ * {"name", "reservation", "limit", "weight"}; integer IOs/s, the reservation
+ * rounded down and the limit up, no "limit" for unlimited buckets, weight
+ * 1).  Returns 0, -EIO if writing fails, -ENOMEM, or -EINVAL if a bucket is
+ * outside the bucket file's bounds (scenario_parse() refuses those). */
 int scenario_write_buckets(const scenario_t *s, FILE *f);
 
 #endif

@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "common/bucketfile.h"
 
 void scenario_destroy(scenario_t **sp)
 {
@@ -45,14 +48,29 @@ double scenario_next_change(const scenario_bucket_t *b, double t)
 
 int scenario_write_buckets(const scenario_t *s, FILE *f)
 {
-    fprintf(f, "{\"buckets\": [\n");
+    /* Through the bucket file's own writer, so the file is one the
+     * controller and the nodes accept (scenario_parse() checked the bounds). */
+    int rc = -ENOMEM;
+    char *text = NULL;
+    bucketfile_t *bf = bucketfile_new();
+    if (!bf)
+        goto out;
     for (size_t i = 0; i < s->nbuckets; i++) {
         const scenario_bucket_t *b = &s->buckets[i];
-        fprintf(f, "  {\"name\": \"%s\", \"reservation\": %.0f", b->name, floor(b->reservation));
-        if (b->limit != SCENARIO_NO_LIMIT)
-            fprintf(f, ", \"limit\": %.0f", ceil(b->limit));
-        fprintf(f, "}%s\n", i + 1 < s->nbuckets ? "," : "");
+        bucketfile_bucket_t x = {.reservation = (int64_t)floor(b->reservation),
+                                 .limit = b->limit == SCENARIO_NO_LIMIT ? BUCKETFILE_NO_LIMIT
+                                                                        : (int64_t)ceil(b->limit),
+                                 .weight = 1};
+        snprintf(x.name, sizeof x.name, "%s", b->name);
+        if ((rc = bucketfile_set(bf, &x, NULL)) < 0)
+            goto out;
     }
-    fprintf(f, "]}\n");
-    return ferror(f) ? -EIO : 0;
+    rc = -ENOMEM;
+    if (!(text = bucketfile_dumps(bf)))
+        goto out;
+    rc = fputs(text, f) < 0 || ferror(f) ? -EIO : 0;
+out:
+    free(text);
+    bucketfile_destroy(&bf);
+    return rc;
 }

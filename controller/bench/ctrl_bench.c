@@ -9,6 +9,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/opts.h"
@@ -184,25 +185,26 @@ int main(int argc, char **argv)
         wsum += 1 / sqrt(b + 1.0);
     for (int b = 0; b < o.buckets; b++)
         rate[b] = floor(o.reserved * o.nodes * o.capacity / sqrt(b + 1.0) / wsum); /* R_b, IOs/s */
-    if (o.write) {
-        FILE *fp = fopen(o.write, "w");
-        if (!fp) {
-            perror(o.write);
-            return 1;
+    if (o.write) { /* the controller's file, written by its owner (common/bucketfile) */
+        bucketfile_t *bf = bucketfile_new();
+        rc = bf ? 0 : -ENOMEM;
+        for (int b = 0; rc == 0 && b < o.buckets; b++) {
+            /* every fourth bucket has a limit of twice its reservation */
+            bucketfile_bucket_t x = {.reservation = (int64_t)rate[b], .weight = 1,
+                                     .limit = b % 4 == 3 ? (int64_t)(2 * rate[b])
+                                                         : BUCKETFILE_NO_LIMIT};
+            snprintf(x.name, sizeof x.name, "b%05d", b);
+            rc = bucketfile_set(bf, &x, NULL);
         }
-        fprintf(fp, "{\"buckets\": [\n");
-        for (int b = 0; b < o.buckets; b++) {
-            char lim[48] = "";
-            if (b % 4 == 3) /* every fourth bucket has a limit of twice its reservation */
-                snprintf(lim, sizeof lim, ", \"limit\": %.0f", 2 * rate[b]);
-            fprintf(fp, "  {\"name\": \"b%05d\", \"reservation\": %.0f%s}%s\n", b, rate[b], lim,
-                    b + 1 < o.buckets ? "," : "");
-        }
-        fprintf(fp, "]}\n");
+        if (rc == 0)
+            rc = bucketfile_save(bf, o.write);
+        if (rc < 0)
+            fprintf(stderr, "bqos-ctrl-bench: %s: %s\n", o.write, strerror(-rc));
+        bucketfile_destroy(&bf);
         free(bname);
         free(fn);
         free(rate);
-        return fclose(fp) ? 1 : 0;
+        return rc < 0 ? 1 : 0;
     }
     rng_lcg_t rng; /* glibc rand_r()'s sequence: the figures depend on it */
     rng_lcg_seed(&rng, o.seed);

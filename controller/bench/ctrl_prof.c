@@ -7,16 +7,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
 #include "common/rng.h"
 #include "common/version.h"
-#include "controller/bucketfile.h"
 #include "controller/ctrl.h"
-#include "pshift/tools/pjson.h"
 #include "pshift/pshift.h"
+#include "pshift/tools/pjson.h"
 
 
 /* --dump-slow: keeps the slowest solve above a threshold as a JSON

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "common/bucketfile.h"
+#include "common/names.h"
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
@@ -41,7 +43,7 @@ static int parse_limit(const char *arg, void *target)
         return 0;
     }
     o->limit_none = 0;
-    return num_i64_in(arg, 0, (int64_t)PROTO_MAX_COUNT, &o->limit);
+    return num_i64_in(arg, 0, BUCKETFILE_MAX_RATE, &o->limit);
 }
 
 #define NOPTS 8
@@ -59,13 +61,13 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .min = 1, .max = 3600000,
          .help = "Give up after MS milliseconds without a connection or an answer."},
         {.name = "reservation", .type = OPTS_I64, .target = &o->res, .arg = "N", .min = 0,
-         .max = (double)PROTO_MAX_COUNT,
+         .max = (double)BUCKETFILE_MAX_RATE,
          .help = "set: reserved IOs per second (integer >= {min})."},
         {.name = "limit", .type = OPTS_FUNC, .target = o, .func = parse_limit, .arg = "N|none",
          .given = &o->have_limit, .show = "unchanged (a new bucket has none)",
          .help = "set: at most N IOs per second (>= reservation); none: no limit."},
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
-         .max = UINT32_MAX, .show = "1 for a new bucket, unchanged otherwise",
+         .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
         {.name = "help", .type = OPTS_FLAG, .target = &o->help, .flags = OPTS_STOP,
          .help = "Print this help and exit."},
@@ -414,9 +416,11 @@ int main(int argc, char **argv)
         return usage_error(&oc, "%s takes no arguments (got '%s')", cmd, name);
     if (!is_set && (res >= 0 || have_limit || weight >= 0))
         return usage_error(&oc, "--reservation, --limit and --weight go with 'set' only");
-    if (wants_name && proto_name_check(name, strlen(name)))
-        return usage_error(&oc, "bad bucket name '%s' (1..250 bytes, no spaces or control characters)",
-                           name);
+    /* The bucket file's own rules (common/bucketfile), so that what is refused
+     * here is what the controller would refuse. */
+    if (wants_name && names_check_bucket(name, strlen(name)))
+        return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
+                           "or ':')", name, BUCKETFILE_NAME_MAX);
     if (is_set) {
         if (res < 0)
             return usage_error(&oc, "set needs --reservation N");

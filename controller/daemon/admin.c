@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/names.h"
 
 /* ---- configuration changes ----------------------------------------------- */
 
@@ -58,7 +59,7 @@ static int apply(admin_t *ad, bucketfile_t *bf)
 const char *admin_reload(admin_t *ad, char *msg, size_t size)
 {
     bucketfile_t *bf = NULL;
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     int rc = bucketfile_load(ad->path, &bf, &err);
     if (rc < 0) {
         bucketfile_strerror(&err, msg, size);
@@ -240,7 +241,7 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         return reply_error("bad_request", "\"reservation\" is required");
     const char *name = json_string_value(jn);
     size_t nl = json_string_length(jn);
-    if (bucketfile_check_name(name, nl) < 0 || strlen(name) != nl)
+    if (names_check_bucket(name, nl) < 0 || strlen(name) != nl)
         return reply_error("invalid", "bad bucket name: 1..250 bytes without whitespace, "
                                       "control characters or ':'");
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
@@ -263,9 +264,9 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
             return reply_error("invalid", "weight must be an integer in 1..1000000");
         b.weight = (uint32_t)w;
     }
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     if (bucketfile_check_bucket(&b, &err) < 0) {
-        snprintf(msg, sizeof msg, "%s: %s", err.path, err.text);
+        snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text); /* path: a member name */
         return reply_error("invalid", msg);
     }
     bucketfile_t *bf = bucketfile_dup(ad->bf);

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
+#include "common/bucketfile.h"
 #include "controller/admission.h"
-#include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/nodes.h"

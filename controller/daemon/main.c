@@ -11,21 +11,18 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/version.h"
 #include "controller/admission.h"
-#include "controller/bucketfile.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
-
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -337,7 +334,7 @@ int main(int argc, char **argv)
     app_t a = {.set = &set, .sigfd = -1};
     bucketfile_t *bf = NULL;
 
-    bucketfile_error_t err;
+    jsonloc_err_t err;
     int rc = bucketfile_load(set.buckets, &bf, &err);
     if (rc < 0) {
         char buf[600];

@@ -8,6 +8,7 @@
 
 #include "common/num.h"
 #include "common/opts.h"
+#include "common/rng.h"
 #include "common/version.h"
 #include "storage-node/core/sched.h"
 
@@ -57,20 +58,10 @@ typedef struct {
     uint64_t r, l, o, idle;
 } result_t;
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
+static void random_tokens(rng_t *g, sched_t *s, int b)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static void random_tokens(sched_t *s, int b)
-{
-    int64_t r = rnd() % 4 == 0 ? (int64_t)(rnd() % 8) + 1 : 0;
-    int64_t l = rnd() % 3 == 0 ? SCHED_UNLIMITED : (int64_t)(rnd() % 128);
+    int64_t r = rng_below(g, 4) == 0 ? (int64_t)rng_below(g, 8) + 1 : 0;
+    int64_t l = rng_below(g, 3) == 0 ? SCHED_UNLIMITED : (int64_t)rng_below(g, 128);
     sched_set_tokens(s, b, r, l);
 }
 
@@ -82,7 +73,7 @@ static double now_ns(clockid_t clk)
 }
 
 /* One measurement at n buckets.  Returns 0 or -ENOMEM. */
-static int run(int n, int pattern, uint64_t ops, int weighted, result_t *res)
+static int run(rng_t *g, int n, int pattern, uint64_t ops, int weighted, result_t *res)
 {
     int rc = -ENOMEM;
     size_t pool_n = (size_t)n * 4 + 1024, nfree = 0;
@@ -94,9 +85,9 @@ static int run(int n, int pattern, uint64_t ops, int weighted, result_t *res)
     char name[32];
     for (int i = 0; i < n; i++) {
         snprintf(name, sizeof(name), "bucket-%d", i);
-        if (sched_add_bucket(s, name, (uint32_t)(rnd() % 4) + 1) != i)
+        if (sched_add_bucket(s, name, (uint32_t)rng_below(g, 4) + 1) != i)
             goto out;
-        random_tokens(s, i);
+        random_tokens(g, s, i);
     }
     for (size_t i = 0; i < pool_n; i++)
         freel[nfree++] = &items[i];
@@ -116,7 +107,7 @@ static int run(int n, int pattern, uint64_t ops, int weighted, result_t *res)
             sched_enqueue(s, back->bucket, back);
             back = NULL;
         } else if (pattern == PAT_RANDOM && nfree) {
-            sched_enqueue(s, (int)(rnd() % (uint64_t)n), freel[--nfree]);
+            sched_enqueue(s, (int)rng_below(g, (uint64_t)n), freel[--nfree]);
         }
         sched_class_t c;
         sched_item_t *it = sched_dispatch(s, &c);
@@ -130,7 +121,7 @@ static int run(int n, int pattern, uint64_t ops, int weighted, result_t *res)
             res->idle++;
         }
         if ((i & 15) == 0)
-            random_tokens(s, (int)(rnd() % (uint64_t)n));
+            random_tokens(g, s, (int)rng_below(g, (uint64_t)n));
     }
     double c1 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1 = now_ns(CLOCK_MONOTONIC);
     res->ns_per_op = (c1 - c0) / (double)ops;
@@ -244,8 +235,9 @@ int main(int argc, char **argv)
         if (!(patterns & p))
             continue;
         for (int i = 0; i < nsizes; i++) {
-            rng_state = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
-            if (run(sizes[i], p, ops, weighted, &res[nres++]) < 0) {
+            rng_t g;
+            rng_seed(&g, seed, 0);
+            if (run(&g, sizes[i], p, ops, weighted, &res[nres++]) < 0) {
                 fprintf(stderr, "bqos-sched-bench: out of memory at %d buckets\n", sizes[i]);
                 return 1;
             }

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "common/bitset.h"
+#include "common/names.h"
 #include "common/strmap.h"
 
-#define NAME_MAX_LEN 250
 #define MIN_CAP 16
 
 /* The three searches a dispatch can make; also the "class" a weighted streak
@@ -126,23 +126,6 @@ static void refresh(sched_t *s, int b)
         bitset_clear(s->elig_l, i);
 }
 
-/* A valid name is 1..250 bytes, none of them a space or control character
- * (memcached's key rule). */
-static int name_ok(const char *name)
-{
-    if (!name)
-        return 0;
-    size_t len = strnlen(name, NAME_MAX_LEN + 1);
-    if (len == 0 || len > NAME_MAX_LEN)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c <= ' ' || c == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
 /* Makes room for one more bucket.  Returns 0 or -ENOMEM (nothing changed
  * that matters: bitsets only ever grow). */
 static int grow(sched_t *s)
@@ -180,7 +163,7 @@ static int grow(sched_t *s)
 
 int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
 {
-    if (!s || !name_ok(name) || weight == 0)
+    if (!s || !name || names_check(name, strnlen(name, NAMES_MAX + 1)) < 0 || weight == 0)
         return -EINVAL;
     size_t len = strlen(name);
     int idx;

@@ -16,15 +16,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "storage-node/gate.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcproto.h"
 #include "storage-node/mc/mcstats.h"
-
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
 
 #define RBUF_INITIAL 16384
 #define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */

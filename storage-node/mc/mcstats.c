@@ -6,9 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef BQOS_VERSION
-#define BQOS_VERSION "0.1.0"
-#endif
+#include "common/version.h"
 
 char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_t arglen,
                    size_t *len)

@@ -48,7 +48,7 @@ PY
 }
 
 # Buckets from --config; unknown buckets rejected.
-printf '{"buckets":[{"name":"red","weight":2,"reservation":10},{"name":"blue"}]}\n' >"$tmp/b.json"
+printf '{"buckets":[{"name":"red","weight":2,"reservation":10},{"name":"blue","reservation":0}]}\n' >"$tmp/b.json"
 start_node "$tmp/node-rej.log" --config "$tmp/b.json" --default-bucket reject
 got=$(exchange "$NODE_PORT" 'set red:a 0 0 1\r\nx\r\nset green:a 0 0 1\r\nx\r\nget nosep\r\nget blue:a red:a\r\n')
 want="b'STORED\\r\\nSERVER_ERROR unknown bucket\\r\\nSERVER_ERROR unknown bucket\\r\\nVALUE red:a 0 1\\r\\nx\\r\\nEND\\r\\n'"

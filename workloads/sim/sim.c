@@ -9,11 +9,10 @@
 
 #include "common/log.h"
 #include "common/opts.h"
+#include "common/version.h"
 #include "workloads/scenario.h"
 #include "workloads/sim/sim_model.h"
 #include "workloads/sim/sim_run.h"
-
-#define BQOS_SIM_VERSION "0.1.0"
 
 static const char usage_text[] =
     "NAME\n"
@@ -216,7 +215,7 @@ static int parse_args(int argc, char **argv, settings_t *st)
         return 1;
     }
     if (st->version) {
-        printf("bqos-sim %s\n", BQOS_SIM_VERSION);
+        printf("bqos-sim %s\n", BQOS_VERSION);
         return 1;
     }
     if (st->changes_exact)
@@ -333,7 +332,7 @@ int main(int argc, char **argv)
     int nres = 0, status = 2;
     if (st.scenario) {
         scenario_t *sc = NULL;
-        scenario_error_t se;
+        jsonloc_err_t se;
         if (scenario_load(st.scenario, NULL, &sc, &se) < 0) {
             fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);
             return 1;
@@ -368,7 +367,7 @@ int main(int argc, char **argv)
         json_decref(pol);
         goto out;
     }
-    json_object_set_new(root, "version", json_string(BQOS_SIM_VERSION));
+    json_object_set_new(root, "version", json_string(BQOS_VERSION));
     json_object_set_new(root, "config", config_json(m, &st));
     json_object_set_new(root, "policies", pol);
     for (int i = 0; i < nres; i++)

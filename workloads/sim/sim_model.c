@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workloads/zipf.h"
+#include "common/rng.h"
 
 /* Seed stream of bucket b's demand timeline (generators use their keys). */
 #define STREAM_BUCKET(b) ((UINT64_C(1) << 40) + (uint64_t)(b))
@@ -197,12 +197,12 @@ static int build_segments(sim_model_t *m)
 
 /* Fills phase ph with a fresh random set of servers and a Zipf split of
  * `total` IOs/s over them (largest share on a random one of them). */
-static void random_phase(const sim_config_t *c, zipf_rng_t *r, const double *w, double total,
+static void random_phase(const sim_config_t *c, rng_t *r, const double *w, double total,
                          sim_phase_t *ph)
 {
-    zipf_pick(r, ph->servers, ph->n, c->servers);
+    rng_pick(r, ph->servers, ph->n, c->servers);
     for (int i = ph->n - 1; i > 0; i--) {
-        int j = (int)zipf_rng_below(r, (uint64_t)i + 1);
+        int j = (int)rng_below(r, (uint64_t)i + 1);
         int t = ph->servers[i];
         ph->servers[i] = ph->servers[j];
         ph->servers[j] = t;
@@ -223,8 +223,8 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
     double *times = malloc(((size_t)cfg->changes + 1) * sizeof(double));
     if (!m || !wres || !wsplit || !times)
         goto out;
-    zipf_weights(wres, (size_t)cfg->buckets, cfg->res_zipf);
-    zipf_weights(wsplit, (size_t)cfg->active, cfg->split_zipf);
+    rng_zipf_weights(wres, (size_t)cfg->buckets, cfg->res_zipf);
+    rng_zipf_weights(wsplit, (size_t)cfg->active, cfg->split_zipf);
     double total = cfg->reserved * cfg->servers * cfg->capacity;
     for (int b = 0; b < cfg->buckets; b++) {
         sim_bucket_t *bk = &m->buckets[b];
@@ -234,18 +234,18 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
             bk->reservation = 1;
         double want = cfg->demand * bk->reservation;
         bk->outstanding = cfg->outstanding;
-        zipf_rng_t r;
-        zipf_rng_seed(&r, cfg->seed, STREAM_BUCKET(b));
+        rng_t r;
+        rng_seed(&r, cfg->seed, STREAM_BUCKET(b));
         size_t cap = 0;
         sim_phase_t *ph = phase_add(bk, &cap, 0, cfg->active);
         if (!ph)
             goto out;
         random_phase(cfg, &r, wsplit, want, ph);
         for (int p = 0; p < cfg->periods; p++) {
-            int n = cfg->changes_upto ? (int)zipf_rng_below(&r, (uint64_t)cfg->changes + 1)
+            int n = cfg->changes_upto ? (int)rng_below(&r, (uint64_t)cfg->changes + 1)
                                       : cfg->changes;
             for (int i = 0; i < n; i++)
-                times[i] = (p + zipf_rng_uniform(&r)) * cfg->period;
+                times[i] = (p + rng_uniform(&r)) * cfg->period;
             qsort(times, (size_t)n, sizeof(double), cmp_double);
             for (int i = 0; i < n; i++) {
                 double t = times[i];

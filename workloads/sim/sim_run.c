@@ -10,14 +10,14 @@
 
 #include <omp.h>
 
+#include "common/bucketfile.h"
 #include "common/mono.h"
-#include "controller/bucketfile.h"
+#include "common/rng.h"
 #include "controller/ctrl.h"
 #include "pshift/pshift.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 #include "workloads/sim/sim_engine.h"
-#include "workloads/zipf.h"
 
 /* Seed streams: generator key k, server s (service times). */
 #define STREAM_GEN(k) ((UINT64_C(2) << 40) + (uint64_t)(k))
@@ -71,8 +71,8 @@ typedef struct {
     int push_names;
     sim_heap_t *heap;               /* generators by next arrival */
     const sim_segment_t *segs;
-    zipf_rng_t *grng;               /* [nsegs] one stream per generator */
-    zipf_rng_t svc;
+    rng_t *grng;               /* [nsegs] one stream per generator */
+    rng_t svc;
     double lo, span;                /* service time = lo + span * u */
     int busy;
     double busy_until;
@@ -128,7 +128,7 @@ static inline double gap(server_t *sv, uint32_t g)
 {
     double rate = sv->segs[g].rate;
     if (sv->poisson)
-        return -log1p(-zipf_rng_uniform(&sv->grng[g])) / rate;
+        return -log1p(-rng_uniform(&sv->grng[g])) / rate;
     return 1.0 / rate;
 }
 
@@ -143,7 +143,7 @@ static inline void kick(server_t *sv, double t)
     req_t *r = (req_t *)it;
     sv->cur_seg = r->seg;
     req_put(sv, r);
-    double d = sv->lo + sv->span * zipf_rng_uniform(&sv->svc);
+    double d = sv->lo + sv->span * rng_uniform(&sv->svc);
     sv->busy = 1;
     sv->busy_until = t + d;
     sched_note_completion(sv->sch, 0, d); /* busy time, for the controller */
@@ -266,7 +266,7 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     sv->poisson = c->poisson;
     sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weights != NULL);
     sv->heap = sim_heap_new(m->nsegs[s]);
-    sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(zipf_rng_t));
+    sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(rng_t));
     if (!sv->sch || !sv->heap || !sv->grng)
         return -ENOMEM;
     char name[32];
@@ -287,16 +287,16 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
         return err;
     for (size_t g = 0; g < m->nsegs[s]; g++) {
         const sim_segment_t *sg = &sv->segs[g];
-        zipf_rng_seed(&sv->grng[g], c->seed, STREAM_GEN(sg->key));
+        rng_seed(&sv->grng[g], c->seed, STREAM_GEN(sg->key));
         /* Even arrivals start at a random phase; Poisson ones at an
          * exponential gap after the segment starts. */
         double first = sg->outstanding ? sg->start
-                       : c->poisson ? sg->start - log1p(-zipf_rng_uniform(&sv->grng[g])) / sg->rate
-                                    : sg->start + zipf_rng_uniform(&sv->grng[g]) / sg->rate;
+                       : c->poisson ? sg->start - log1p(-rng_uniform(&sv->grng[g])) / sg->rate
+                                    : sg->start + rng_uniform(&sv->grng[g]) / sg->rate;
         if (first < sg->end && sim_heap_push(sv->heap, first, (uint32_t)g) < 0)
             return -ENOMEM;
     }
-    zipf_rng_seed(&sv->svc, c->seed, STREAM_SVC(s));
+    rng_seed(&sv->svc, c->seed, STREAM_SVC(s));
     double mean = 1.0 / m->capacity[s];
     sv->lo = mean * (1 - c->svc_spread);
     sv->span = 2 * mean * c->svc_spread;

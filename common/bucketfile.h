@@ -1,5 +1,11 @@
 /* bucketfile.h - bucket reservation files: load and validate, edit in memory, save atomically.
  *
+ * The one owner of the format: the controller (bqos-controller, bqos-ctl's
+ * admin commands), the node's --config (storage-node/nodeconf), bqos-load's
+ * --print-buckets (workloads/scenario) and the simulator all read, check or
+ * write bucket files through this module, so they share one validator and
+ * one set of bounds.
+ *
  * File format (rates in IOs per second; `limit` and `weight` optional):
  *   {"buckets":[{"name":"red","reservation":30000,"limit":60000,"weight":1}, ...]}
  *
@@ -11,8 +17,10 @@
  * prefixes); reservation and limit are integers in 0..BUCKETFILE_MAX_RATE;
  * reservation <= limit; weight is an integer in 1..BUCKETFILE_MAX_WEIGHT.
  *
- * Errors carry the file name, the JSON path of the offending value
- * ("buckets[3].limit") and its line and column (1-based) in the text.
+ * Errors are common/jsonloc's jsonloc_err_t: the file name, the JSON path of
+ * the offending value ("buckets[3].limit") and its line and column (1-based,
+ * columns in characters as jansson counts them) in the text.  A member that
+ * is missing is reported at the object that lacks it ("buckets[0]").
  *
  * A bucketfile_t is a plain value owned by one thread; nothing here locks. */
 #ifndef BQOS_BUCKETFILE_H
@@ -21,9 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/jsonloc.h"
+#include "common/names.h"
+
 /* `limit` of a bucket without a limit (never throttled). */
 #define BUCKETFILE_NO_LIMIT INT64_MAX
-#define BUCKETFILE_NAME_MAX 250
+#define BUCKETFILE_NAME_MAX NAMES_MAX /* 250 */
 #define BUCKETFILE_MAX_RATE 1000000000000LL /* 10^12 IOs per second */
 #define BUCKETFILE_MAX_WEIGHT 1000000u
 
@@ -33,14 +44,6 @@ typedef struct {
     int64_t limit;       /* IOs per second >= reservation, or BUCKETFILE_NO_LIMIT */
     uint32_t weight;     /* 1..BUCKETFILE_MAX_WEIGHT, default 1 */
 } bucketfile_bucket_t;
-
-typedef struct {
-    char source[256]; /* file name, or "<string>" */
-    char path[64];    /* JSON path of the bad value, "" for syntax errors */
-    int line;         /* 1-based; 0 if unknown */
-    int column;       /* 1-based; 0 if unknown */
-    char text[256];   /* what is wrong, one line */
-} bucketfile_error_t;
 
 typedef struct bucketfile bucketfile_t;
 
@@ -56,11 +59,11 @@ void bucketfile_destroy(bucketfile_t **bp);
  * (caller owns it).  Returns -EINVAL for invalid text (and fills *err if
  * non-NULL), -ENOMEM.  *out is untouched on error. */
 int bucketfile_parse(const char *text, size_t len, const char *source,
-                     bucketfile_t **out, bucketfile_error_t *err);
+                     bucketfile_t **out, jsonloc_err_t *err);
 
 /* Reads and parses file `path` as bucketfile_parse().  Returns 0, -EINVAL,
  * -ENOMEM, or the -errno of open/read (err->text says which). */
-int bucketfile_load(const char *path, bucketfile_t **out, bucketfile_error_t *err);
+int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err);
 
 /* Writes the set to `path` atomically: a temporary file in the same
  * directory is written, fsync'ed and renamed over `path`, then the directory
@@ -81,17 +84,16 @@ const bucketfile_bucket_t *bucketfile_get(const bucketfile_t *bf, size_t i);
 /* Index of bucket `name`, or -ENOENT. */
 int bucketfile_find(const bucketfile_t *bf, const char *name);
 
-/* Checks one bucket (name, ranges, reservation <= limit).  Returns 0, or
- * -EINVAL and fills *err (path and text; no position) if non-NULL. */
-int bucketfile_check_bucket(const bucketfile_bucket_t *b, bucketfile_error_t *err);
-
-/* Returns 0 if `name` (`len` bytes) is a valid bucket name, else -EINVAL. */
-int bucketfile_check_name(const char *name, size_t len);
+/* Checks one bucket (name by names_check_bucket(), ranges, reservation <=
+ * limit).  Returns 0, or -EINVAL and fills err->path and err->text (the
+ * member's name, "limit"; no source or position: those fields are left as
+ * they were) if err is non-NULL. */
+int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err);
 
 /* Adds bucket *b, or replaces the bucket of the same name in place.
  * Returns 0, -EINVAL if the bucket is invalid (fills *err if non-NULL),
  * -ENOMEM. */
-int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, bucketfile_error_t *err);
+int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t *err);
 
 /* Removes bucket `name`, keeping the order of the others.  Returns 0 or
  * -ENOENT. */
@@ -102,6 +104,6 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf);
 
 /* Formats *err as "FILE:LINE:COL: PATH: TEXT" (parts that are unknown are
  * left out) into buf.  Returns buf. */
-const char *bucketfile_strerror(const bucketfile_error_t *err, char *buf, size_t size);
+const char *bucketfile_strerror(const jsonloc_err_t *err, char *buf, size_t size);
 
 #endif

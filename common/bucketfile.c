@@ -1,5 +1,5 @@
 /* bucketfile.c - bucket reservation files: load and validate, edit in memory, save atomically. */
-#include "controller/bucketfile.h"
+#include "common/bucketfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/jsonloc.h"
+#include "common/names.h"
 
 struct bucketfile {
     bucketfile_bucket_t *v; /* file order */
@@ -126,10 +129,10 @@ static int append(bucketfile_t *bf, const bucketfile_bucket_t *b)
 
 /* ---- validation ---------------------------------------------------------- */
 
-static void set_err(bucketfile_error_t *err, const char *path, const char *fmt, ...)
+static void set_err(jsonloc_err_t *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void set_err(bucketfile_error_t *err, const char *path, const char *fmt, ...)
+static void set_err(jsonloc_err_t *err, const char *path, const char *fmt, ...)
 {
     if (!err)
         return;
@@ -140,22 +143,10 @@ static void set_err(bucketfile_error_t *err, const char *path, const char *fmt, 
     va_end(ap);
 }
 
-int bucketfile_check_name(const char *name, size_t len)
-{
-    if (!name || len < 1 || len > BUCKETFILE_NAME_MAX)
-        return -EINVAL;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c <= 0x20 || c == 0x7f || c == ':')
-            return -EINVAL;
-    }
-    return 0;
-}
-
-int bucketfile_check_bucket(const bucketfile_bucket_t *b, bucketfile_error_t *err)
+int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
 {
     size_t len = strnlen(b->name, sizeof b->name);
-    if (len > BUCKETFILE_NAME_MAX || bucketfile_check_name(b->name, len) < 0) {
+    if (len > BUCKETFILE_NAME_MAX || names_check_bucket(b->name, len) < 0) {
         set_err(err, "name",
                 "bucket name must be 1..%d bytes without whitespace, control characters or ':'",
                 BUCKETFILE_NAME_MAX);
@@ -183,7 +174,7 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, bucketfile_error_t *er
     return 0;
 }
 
-int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, bucketfile_error_t *err)
+int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t *err)
 {
     if (bucketfile_check_bucket(b, err) < 0)
         return -EINVAL;
@@ -233,167 +224,12 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
     return c;
 }
 
-/* ---- value positions ------------------------------------------------------
- * jansson keeps no positions for values, so semantic errors re-scan the
- * (already syntax-checked) text to find where buckets[idx].member starts. */
-
-typedef struct {
-    const char *s;
-    size_t n, i;
-    int line, col;
-} scan_t;
-
-static void sc_adv(scan_t *sc)
-{
-    if (sc->i >= sc->n)
-        return;
-    if (sc->s[sc->i] == '\n') {
-        sc->line++;
-        sc->col = 1;
-    } else {
-        sc->col++;
-    }
-    sc->i++;
-}
-
-static int sc_peek(const scan_t *sc)
-{
-    return sc->i < sc->n ? (unsigned char)sc->s[sc->i] : -1;
-}
-
-static void sc_ws(scan_t *sc)
-{
-    int c;
-    while ((c = sc_peek(sc)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-        sc_adv(sc);
-}
-
-/* At '"': skips the string; stores its raw content span. */
-static void sc_string(scan_t *sc, size_t *start, size_t *len)
-{
-    sc_adv(sc);
-    size_t b = sc->i;
-    int c;
-    while ((c = sc_peek(sc)) >= 0 && c != '"') {
-        if (c == '\\')
-            sc_adv(sc);
-        sc_adv(sc);
-    }
-    if (start)
-        *start = b;
-    if (len)
-        *len = sc->i - b;
-    sc_adv(sc);
-}
-
-static void sc_value(scan_t *sc, int depth)
-{
-    sc_ws(sc);
-    int c = sc_peek(sc);
-    if (c == '"') {
-        sc_string(sc, NULL, NULL);
-    } else if ((c == '{' || c == '[') && depth < 4096) {
-        int close = c == '{' ? '}' : ']';
-        sc_adv(sc);
-        for (;;) {
-            sc_ws(sc);
-            c = sc_peek(sc);
-            if (c < 0)
-                return;
-            if (c == close) {
-                sc_adv(sc);
-                return;
-            }
-            if (c == ',' || c == ':') {
-                sc_adv(sc);
-                continue;
-            }
-            sc_value(sc, depth + 1);
-        }
-    } else {
-        while ((c = sc_peek(sc)) >= 0 && c != ',' && c != '}' && c != ']' && c != ' ' &&
-               c != '\t' && c != '\n' && c != '\r')
-            sc_adv(sc);
-    }
-}
-
-/* At '{': finds member `key` and leaves the scanner at its value.  Returns 1
- * if found, 0 if not (scanner at the object's end). */
-static int sc_member(scan_t *sc, const char *key)
-{
-    sc_adv(sc);
-    for (;;) {
-        sc_ws(sc);
-        int c = sc_peek(sc);
-        if (c == ',') {
-            sc_adv(sc);
-            continue;
-        }
-        if (c != '"')
-            return 0;
-        size_t ks, kl;
-        sc_string(sc, &ks, &kl);
-        sc_ws(sc);
-        if (sc_peek(sc) == ':')
-            sc_adv(sc);
-        sc_ws(sc);
-        if (kl == strlen(key) && memcmp(sc->s + ks, key, kl) == 0)
-            return 1;
-        sc_value(sc, 0);
-    }
-}
-
-/* Locates the top-level member `top`, then (idx >= 0) its idx-th element,
- * then (member != NULL) that element's member.  Stops at the deepest part
- * found, so a missing member points at its object.  Best effort. */
-static void locate(const char *text, size_t len, const char *top, long idx, const char *member,
-                   int *line, int *col)
-{
-    scan_t sc = {text, len, 0, 1, 1};
-    sc_ws(&sc);
-    *line = sc.line;
-    *col = sc.col;
-    if (!top || sc_peek(&sc) != '{')
-        return;
-    scan_t obj = sc;
-    if (!sc_member(&sc, top)) {
-        *line = obj.line;
-        *col = obj.col;
-        return;
-    }
-    *line = sc.line;
-    *col = sc.col;
-    if (idx < 0 || sc_peek(&sc) != '[')
-        return;
-    sc_adv(&sc);
-    for (long k = 0;; k++) {
-        sc_ws(&sc);
-        if (sc_peek(&sc) == ',') {
-            sc_adv(&sc);
-            sc_ws(&sc);
-        }
-        if (sc_peek(&sc) < 0 || sc_peek(&sc) == ']')
-            return;
-        if (k == idx)
-            break;
-        sc_value(&sc, 0);
-    }
-    *line = sc.line;
-    *col = sc.col;
-    if (!member || sc_peek(&sc) != '{')
-        return;
-    if (sc_member(&sc, member)) {
-        *line = sc.line;
-        *col = sc.col;
-    }
-}
-
 /* ---- parsing ------------------------------------------------------------- */
 
 typedef struct {
     const char *text;
     size_t len;
-    bucketfile_error_t *err;
+    jsonloc_err_t *err;
 } pctx_t;
 
 static int fail_at(pctx_t *p, const char *top, long idx, const char *member, const char *fmt,
@@ -402,18 +238,22 @@ static int fail_at(pctx_t *p, const char *top, long idx, const char *member, con
 static int fail_at(pctx_t *p, const char *top, long idx, const char *member, const char *fmt,
                    ...)
 {
-    bucketfile_error_t *err = p->err;
+    jsonloc_err_t *err = p->err;
     if (!err)
         return -EINVAL;
-    if (!top)
-        err->path[0] = '\0';
-    else if (idx < 0)
-        snprintf(err->path, sizeof err->path, "%s", top);
-    else if (!member)
-        snprintf(err->path, sizeof err->path, "%s[%ld]", top, idx);
-    else
-        snprintf(err->path, sizeof err->path, "%s[%ld].%.30s", top, idx, member);
-    locate(p->text, p->len, top, idx, member, &err->line, &err->column);
+    /* The path top[idx].member, as far as it is given; jsonloc stops at the
+     * deepest value present, so a missing member points at its object. */
+    jsonloc_step_t steps[3];
+    size_t n = 0;
+    if (top) {
+        steps[n++] = (jsonloc_step_t){top, 0};
+        if (idx >= 0) {
+            steps[n++] = (jsonloc_step_t){NULL, (size_t)idx};
+            if (member)
+                steps[n++] = (jsonloc_step_t){member, 0};
+        }
+    }
+    jsonloc_err_at(err, p->text, p->len, steps, n);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->text, sizeof err->text, fmt, ap);
@@ -461,7 +301,7 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     if (!json_is_string(v))
         return fail_at(p, "buckets", idx, "name", "name must be a string");
     size_t nl = json_string_length(v);
-    if (bucketfile_check_name(json_string_value(v), nl) < 0)
+    if (names_check_bucket(json_string_value(v), nl) < 0)
         return fail_at(p, "buckets", idx, "name",
                        "bad bucket name: must be 1..%d bytes without whitespace, control "
                        "characters or ':'",
@@ -490,10 +330,10 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
 }
 
 int bucketfile_parse(const char *text, size_t len, const char *source, bucketfile_t **out,
-                     bucketfile_error_t *err)
+                     jsonloc_err_t *err)
 {
     if (err) {
-        memset(err, 0, sizeof *err);
+        jsonloc_err_clear(err);
         snprintf(err->source, sizeof err->source, "%s", source ? source : "<string>");
     }
     pctx_t p = {text, len, err};
@@ -502,7 +342,7 @@ int bucketfile_parse(const char *text, size_t len, const char *source, bucketfil
     if (!root) {
         if (err) {
             err->line = jerr.line > 0 ? jerr.line : 0;
-            err->column = jerr.column > 0 ? jerr.column : 0;
+            err->col = jerr.column > 0 ? jerr.column : 0;
             snprintf(err->text, sizeof err->text, "%s", jerr.text);
         }
         return -EINVAL;
@@ -550,7 +390,7 @@ out:
     return rc;
 }
 
-int bucketfile_load(const char *path, bucketfile_t **out, bucketfile_error_t *err)
+int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
 {
     int rc = 0;
     char *buf = NULL;
@@ -590,7 +430,7 @@ int bucketfile_load(const char *path, bucketfile_t **out, bucketfile_error_t *er
     return rc;
 io_err:
     if (err) {
-        memset(err, 0, sizeof *err);
+        jsonloc_err_clear(err);
         snprintf(err->source, sizeof err->source, "%s", path);
         snprintf(err->text, sizeof err->text, "cannot read: %s", strerror(-rc));
     }
@@ -721,7 +561,7 @@ out:
     return rc;
 }
 
-const char *bucketfile_strerror(const bucketfile_error_t *err, char *buf, size_t size)
+const char *bucketfile_strerror(const jsonloc_err_t *err, char *buf, size_t size)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -733,7 +573,7 @@ const char *bucketfile_strerror(const bucketfile_error_t *err, char *buf, size_t
     if (err->source[0])
         APPEND("%s:", err->source);
     if (err->line > 0)
-        APPEND("%d:%d:", err->line, err->column);
+        APPEND("%d:%d:", err->line, err->col);
     if (n)
         APPEND(" ");
     if (err->path[0])
