@@ -58,7 +58,7 @@ void ctlclient_config_defaults(ctlclient_config_t *cfg)
     cfg->fallback = SCHED_POLICY_RR;
     cfg->hello_s = 1.0;
     cfg->heartbeat_s = 1.0;
-    cfg->silence_intervals = 2.0;
+    cfg->silence_intervals = 3.0;
     cfg->grace_s = 0.1;
 }
 

@@ -49,7 +49,7 @@ typedef struct {
     double hello_s;           /* hello retry while not welcomed (1.0) */
     double heartbeat_s;       /* heartbeat when nothing else was sent for
                                  this long while welcomed (1.0) */
-    double silence_intervals; /* agent_config_t.silence_intervals (2) */
+    double silence_intervals; /* agent_config_t.silence_intervals (3) */
     double grace_s;           /* agent_config_t.grace_s (0.1) */
 } ctlclient_config_t;
 

@@ -701,6 +701,32 @@ START_TEST(test_agent_static_mid_period_charges_served)
 }
 END_TEST
 
+/* A silence longer than a period: the period the controller never reached
+ * (its tokens: leftovers, all used) is no grant; the last one it covered
+ * stays the one enforced. */
+START_TEST(test_agent_static_keeps_last_covered_grant)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 10.0, 0.1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    arrive(&f, 0, 40);
+    ck_assert_int_eq(serve_all(&f, 0), 30);
+    tick_through(&f, T0 + 2, T0 + 2 * PERIOD); /* period 1: silent, no fallback yet */
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 0);
+    agent_tick(f.a, T0 + 2 * PERIOD);
+    agent_tick(f.a, T0 + 2 * PERIOD + 2); /* 21.9 s > 10 x 2 s + 0.5 s */
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    fx_stop(&f);
+}
+END_TEST
+
 /* `rr` only when asked: round robin, no limits, then tokens on resume. */
 START_TEST(test_agent_rr_fallback_and_resume)
 {
@@ -902,6 +928,7 @@ int main(void)
     tcase_add_test(tc, test_agent_new_rejects_bad_config);
     tcase_add_test(tc, test_agent_static_keeps_limits);
     tcase_add_test(tc, test_agent_static_mid_period_charges_served);
+    tcase_add_test(tc, test_agent_static_keeps_last_covered_grant);
     tcase_add_test(tc, test_agent_rr_fallback_and_resume);
     tcase_add_test(tc, test_agent_static_resume);
     tcase_add_test(tc, test_agent_late_controller_no_fallback);

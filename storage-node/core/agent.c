@@ -53,6 +53,8 @@ struct agent {
     uint64_t ctl_pos;         /* the controller's own clock in its last
                                  message with timing: period * K + interval */
     int ctl_pos_known;
+    uint64_t heard_period;    /* our period in which the leader last spoke */
+    int heard;
 
     /* fail static */
     grant_t grant;            /* the last covered period's grant */
@@ -68,7 +70,7 @@ void agent_config_defaults(agent_config_t *cfg)
     cfg->normal = SCHED_POLICY_TOKENS;
     cfg->mode = AGENT_FALLBACK_STATIC;
     cfg->fallback = SCHED_POLICY_RR;
-    cfg->silence_intervals = 2.0;
+    cfg->silence_intervals = 3.0;
     cfg->grace_s = 0.1;
 }
 
@@ -168,7 +170,7 @@ static void resume(agent_t *a, double now)
                      a->peer, now - a->fallback_since, agent_mode_str(a->cfg.mode),
                      policy_str(a->cfg.normal));
         else
-            log_info("controller %s: following it (policy %s)", a->peer,
+            log_info("controller %s: first tokens: resuming policy %s", a->peer,
                      policy_str(a->cfg.normal));
     }
 }
@@ -210,8 +212,12 @@ static int arrays_fit(agent_t *a, size_t n)
 static void period_start(agent_t *a)
 {
     /* The period that ends was the controller's (the node followed it to
-     * its end): its grant is the one to keep if the controller goes. */
-    if (!a->st.fallback && grant_snapshot(&a->grant, a->s) < 0 && a->peer)
+     * its end, and the controller spoke in it: tokens for its rest, or a
+     * heartbeat saying "keep them"): its grant is the one to keep if the
+     * controller goes.  A period it never reached keeps the older grant
+     * (the tokens held then were a period's leftovers, not a grant). */
+    if (!a->st.fallback && a->heard && a->heard_period == a->period &&
+        grant_snapshot(&a->grant, a->s) < 0 && a->peer)
         log_warn("cannot remember this period's grant (out of memory): keeping the last one");
     int n = sched_nbuckets(a->s);
     if (arrays_fit(a, (size_t)n) == 0) {
@@ -583,6 +589,9 @@ static int epoch_ok(agent_t *a, const proto_msg_t *m, int src, int *adopt)
     return 1;
 }
 
+static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int adopt);
+
 int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now)
 {
     return agent_handle_from(a, m, tm, now, 0);
@@ -607,6 +616,18 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->ctl_n = 0;
         a->ctl_pos_known = 0;
     }
+    int rc = handle_msg(a, m, tm, now, adopt);
+    if (a->has_timing) {
+        a->heard = 1;
+        a->heard_period = a->period;
+    }
+    return rc;
+}
+
+/* agent_handle_from() past the fencing: `tm` as there (may be NULL). */
+static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int adopt)
+{
     agent_timing_t mt = tm ? *tm : msg_timing(m, now);
     switch (m->type) {
     case PROTO_WELCOME:
@@ -692,9 +713,9 @@ int agent_tick(agent_t *a, double now)
         return 0;
     if (now >= a->period_end) {
         double n = floor((now - a->period_end) / a->period_s) + 1;
+        period_start(a); /* sees the period that ends (its grant) */
         a->period += (uint64_t)n;
         a->period_end += n * a->period_s;
-        period_start(a);
         a->st.period = a->period;
     }
     uint32_t k = cur_interval(a, now);

@@ -58,7 +58,7 @@ typedef struct {
                                  own clock (the period and interval its last
                                  message carried) is at least that many
                                  intervals behind ours, and it has not spoken
-                                 in the current period (2) */
+                                 in the current period (3) */
     double grace_s;           /* allowance for scheduling delay on either
                                  host, added to the silence: the larger of
                                  this and a quarter interval (0.1 s) */
