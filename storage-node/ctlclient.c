@@ -40,6 +40,7 @@ struct ctlclient {
     double next_hello;
     double last_send;    /* when we last sent anything */
     double next_warn;    /* "no controller" warning before any welcome */
+    int leader;          /* the agent's leader at the last message (-1) */
 
     struct event *ev_timer; /* ctlclient_attach() */
 };
@@ -188,10 +189,17 @@ static int drain(ctlclient_t *c, int i, double now)
             continue;
         if (rc < 0)
             return rc;
+        int was = c->leader;
         if (agent_handle_from(c->agent, &c->in, NULL, now, i) & AGENT_SEND_HELLO) {
             c->next_hello = now + c->cfg.hello_s;
             send_hello(c, now);
         }
+        agent_stats_t as;
+        agent_stats(c->agent, &as);
+        c->leader = as.leader;
+        if (as.leader != was && as.leader >= 0 && c->npeers > 1)
+            log_info("controller %s is the leader now (source %d, epoch %llu)",
+                     c->peer[as.leader].endpoint, as.leader, (unsigned long long)as.epoch);
     }
 }
 
@@ -411,6 +419,7 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     if (!(c->agent = agent_new(&ac, sched, &ao, now, &rc)))
         goto out;
     c->next_hello = now; /* first tick sends it */
+    c->leader = -1;
     log_info("controller client: node %s -> %s (%d controller%s; fallback %s, silence %.3g "
              "intervals)", c->name, c->endpoint, c->npeers, c->npeers > 1 ? "s" : "",
              agent_mode_str(cfg->mode), cfg->silence_intervals);
