@@ -874,7 +874,7 @@ START_TEST(test_agent_epoch_fencing)
     ck_assert_uint_eq(st.stale_epoch, 3);
     /* a new leader (epoch 6): adopted; the old table is forgotten, so its
      * tokens without names are dropped, with names applied */
-    ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.4, r99, 1, 6, 1, 7, 0), 0);
+    ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.4, r99, 1, 6, 1, 7, 0), AGENT_SEND_HELLO);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
     agent_stats(f.a, &st);
     ck_assert_uint_eq(st.epoch, 6);
@@ -889,6 +889,47 @@ START_TEST(test_agent_epoch_fencing)
     agent_stats(f.a, &st);
     ck_assert_uint_eq(st.stale_epoch, 4);
     ck_assert_int_eq(st.fallback, 0);
+    fx_stop(&f);
+}
+END_TEST
+
+/* Two lone controllers (epoch 0) welcome a starting node: it follows the
+ * first and ignores the second; when the first is gone (fallback, and
+ * quiet), the second takes over. */
+START_TEST(test_agent_two_lone_controllers)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 3.0, 0.1);
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    strcpy(w.node, "n1");
+    w.table = 7;
+    w.peer_table = f.node_table;
+    w.has_names = 1;
+    w.nnames = 3;
+    w.names = ctl_names;
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
+    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0 + 0.01, 1), 0); /* ignored */
+    proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    proto_tokens_rec_t r5[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 5}};
+    tokens_from(&f, 0, T0 + 0.1, r10, 1, 0, 0, 7, 0);
+    tokens_from(&f, 0, T0 + 0.2, r5, 1, 0, 1, 7, 1); /* ignored */
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.leader, 0);
+    ck_assert_uint_eq(st.stale_epoch, 2);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    /* controller 0 dies: fallback in period 1, then 1's tokens are obeyed */
+    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    tokens_from(&f, 2, T0 + 2 * PERIOD + 0.1, r5, 1, 0, 1, 8, 1);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.leader, 1);
+    ck_assert_int_eq(st.fallback, 0);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 5);
     fx_stop(&f);
 }
 END_TEST
@@ -933,6 +974,7 @@ int main(void)
     tcase_add_test(tc, test_agent_static_resume);
     tcase_add_test(tc, test_agent_late_controller_no_fallback);
     tcase_add_test(tc, test_agent_epoch_fencing);
+    tcase_add_test(tc, test_agent_two_lone_controllers);
     tcase_add_test(tc, test_agent_warns_once_a_period);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);

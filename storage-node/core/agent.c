@@ -54,6 +54,7 @@ struct agent {
                                  message with timing: period * K + interval */
     int ctl_pos_known;
     uint64_t heard_period;    /* our period in which the leader last spoke */
+    double asked_names;       /* when we last said hello for a table */
     int heard;
 
     /* fail static */
@@ -560,15 +561,19 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
 /* Fencing: whether a message from `src` with m->epoch is obeyed.  A higher
  * epoch makes `src` the leader; *adopt then says that the old leader's
  * session (table, period numbering) must be forgotten. */
-static int epoch_ok(agent_t *a, const proto_msg_t *m, int src, int *adopt)
+static int epoch_ok(agent_t *a, const proto_msg_t *m, int src, double now, int *adopt)
 {
     *adopt = 0;
     if (m->type != PROTO_WELCOME && m->type != PROTO_TOKENS && m->type != PROTO_HEARTBEAT &&
         m->type != PROTO_ERROR)
         return 1;
+    /* Another controller at the leader's epoch takes over only a node in
+     * fallback whose leader has also been quiet for an interval (0.5 s
+     * before any timing): not while two of them welcome a starting node. */
+    double quiet = a->has_timing ? a->interval_s : 0.5;
+    int gone = a->st.fallback && now - a->last_ctl > quiet;
     if (m->epoch < a->st.epoch ||
-        (m->epoch == a->st.epoch && a->st.leader >= 0 && a->st.leader != src &&
-         !a->st.fallback)) {
+        (m->epoch == a->st.epoch && a->st.leader >= 0 && a->st.leader != src && !gone)) {
         a->st.stale_epoch++;
         if (a->peer)
             log_debug("controller message (%s, epoch %llu, source %d) from a deposed or "
@@ -607,7 +612,7 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         return 0;
     }
     int adopt;
-    if (src < 0 || !epoch_ok(a, m, src, &adopt))
+    if (src < 0 || !epoch_ok(a, m, src, now, &adopt))
         return 0;
     if (adopt) {
         /* A new leader: its table generations and period numbering are its
@@ -617,6 +622,13 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->ctl_pos_known = 0;
     }
     int rc = handle_msg(a, m, tm, now, adopt);
+    /* A new leader that did not send its names: a hello makes it welcome
+     * the node with them (a controller resends names only when told its
+     * table is not held, and peer_table 0 tells it nothing). */
+    if (adopt && !m->has_names && m->type != PROTO_ERROR) {
+        a->asked_names = now;
+        rc |= AGENT_SEND_HELLO;
+    }
     if (a->has_timing) {
         a->heard = 1;
         a->heard_period = a->period;
@@ -667,6 +679,12 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             }
         } else if (m->table != a->ctl_table) {
             proto_stats_note(&a->st.proto, PROTO_E_TABLE);
+            /* No table at all (a new leader's tokens came first): a hello
+             * makes it welcome us with its names; once an interval. */
+            if (!a->ctl_table && now - a->asked_names > a->interval_s) {
+                a->asked_names = now;
+                return AGENT_SEND_HELLO;
+            }
             break;
         }
         apply_tokens(a, m);

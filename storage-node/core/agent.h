@@ -135,9 +135,10 @@ typedef struct {
 
 typedef struct agent agent_t;
 
-/* agent_handle() result bit: the controller does not know this node (an
- * `unknown_node` error); send agent_hello() now.  The agent is no longer
- * welcomed. */
+/* agent_handle() result bit: send agent_hello() now.  Either the controller
+ * does not know this node (an `unknown_node` error; the agent is no longer
+ * welcomed), or a new leader's messages cannot be mapped without its table
+ * (its welcome to the hello brings it; the agent stays welcomed). */
 #define AGENT_SEND_HELLO 1
 
 /* Creates an agent for `sched` (borrowed; must outlive the agent).  `ops`
@@ -183,8 +184,9 @@ void agent_heartbeat(const agent_t *a, proto_msg_t *m);
  * as stale_epoch); a higher epoch is adopted at once (a new leader: the old
  * leader's table and period numbering are forgotten, as with a welcome) and
  * its source becomes the leader; at the leader's epoch only the leader's
- * source is obeyed, unless the agent is in fallback (the leader is gone: a
- * controller restarted at the same epoch, e.g. 0, takes over).  Otherwise as
+ * source is obeyed, unless the agent is in fallback and the leader has been
+ * quiet for an interval (it is gone: another controller at the same epoch,
+ * e.g. a lone one at 0, takes over).  Otherwise as
  * agent_handle().  Returns 0 or AGENT_SEND_HELLO. */
 int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
                       int src);

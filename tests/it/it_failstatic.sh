@@ -166,4 +166,27 @@ check "rr: lim exceeds 1.5 x $LIMIT/s after the kill ($RR)" \
 check "rr: the fallback is logged at warn" 'grep -q "warn: controller .*falling back to rr" "$T/node-b.log"'
 stop_pid "$NODE_PID"
 
-it_end 'tail -n 25 "$T"/node-*.log "$T"/controller*.log'
+# 6. Two controllers (lone ones, epoch 0 both): the node reports to both,
+#    obeys the first that leads and ignores the other; when the leader is
+#    killed it falls back, then follows the other.
+ctl_start 3 || not_ok "controller 3 started"
+next_port; CP2=$PORT; next_port; AP2=$PORT
+spawn "$T/controller4.log" "$BIN/bqos-controller" --buckets "$T/b.json" \
+  --listen "tcp://127.0.0.1:$CP2" --admin "tcp://127.0.0.1:$AP2" --period 1s --intervals 5 \
+  --capacity 20000
+CTRL2_PID=$SPAWNED
+wait_port "$CP2" 10 || not_ok "controller 4 started"
+CTRL_EP="$CTRL_EP,tcp://127.0.0.1:$CP2"
+node_start c static || { echo "node did not start"; cat "$T/node-c.log"; exit 1; }
+check "two endpoints: the node follows one controller" \
+  'wait_for following 10 && [ "$(stat bqos_ctl_endpoints)" = 2 ]'
+check "the other controller's tokens are ignored (stale epoch)" \
+  'wait_for "[ \"\$(stat bqos_ctl_stale_epoch)\" -gt 0 ]" 5'
+L1=$(stat bqos_ctl_leader)
+case "$L1" in *":$CP2") kill -9 "$CTRL2_PID" ;; *) kill -9 "$CTRL_PID" ;; esac
+check "the leader ($L1) is killed: the node follows the other" \
+  'wait_for "following && [ \"\$(stat bqos_ctl_leader)\" != \"$L1\" ] && [ \"\$(stat bqos_ctl_leader)\" != none ]" 10'
+check "and logs the switch" 'grep -q "is the leader now" "$T/node-c.log"'
+stop_pid "$NODE_PID"
+
+it_end 'cp "$T"/*.log /tmp/fslogs/; tail -n 25 "$T"/node-*.log "$T"/controller*.log'
