@@ -144,8 +144,18 @@ for i in 1 2 3; do
   kill -STOP "$CTRL_PID"; sleep 0.4; A=$(stat bqos_ctl_messages); kill -CONT "$CTRL_PID"
   wait_for '[ "$(stat bqos_ctl_messages)" -gt "$A" ]' 5 # it speaks again
 done
-check "a controller late by 2 intervals is not a dead one: no fallback" \
-  '[ "$(stat bqos_ctl_fallbacks)" = "$FB" ] && following'
+# A loaded machine can keep the controller itself silent for seconds after
+# a stop (it was, once, 4.4 s: its own catching up); a fallback is right
+# then.  What must never happen is a fallback on a silence shorter than
+# --silence: every fallback line says how long the controller was silent.
+SHORT=$(awk '/falling back/ { for (i = 1; i < NF; i++) if ($i == "for" && $(i+2) == "s") \
+  if ($(i+1) + 0 < 2.1) print $(i+1) }' "$T/node-b.log")
+if [ "$(stat bqos_ctl_fallbacks)" != "$FB" ] && [ -z "$SHORT" ]; then
+  echo "# the controller was silent for longer than --silence after a stop (load average" \
+    "$(cut -d' ' -f1 /proc/loadavg)): $(grep 'falling back' "$T/node-b.log" | head -1)"
+fi
+check "a controller late by 2 intervals is not a dead one: no fallback on a shorter silence" \
+  '[ -z "$SHORT" ] && wait_for following 5'
 
 # 5. The controller is killed under load: round robin lifts the limit.
 load "$T/rr" 8
