@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/num.h"
+#include "common/version.h"
 
 /* Long options get ids past every character getopt_long may return. */
 #define ID0 256
@@ -191,8 +193,14 @@ static void vfail(const opts_cmd_t *cmd, const char *fmt, va_list ap)
 {
     FILE *err = cmd->err ? cmd->err : stderr;
     fprintf(err, "%s: ", cmd->prog);
-    vfprintf(err, fmt, ap);
+    if (fmt) /* never NULL; says so to gcc -fsanitize=undefined, which warns otherwise */
+        vfprintf(err, fmt, ap);
     fprintf(err, "\nTry '%s --help'.\n", cmd->prog);
+}
+
+int opts_log_level(const char *arg, void *target)
+{
+    return bqos_log_parse_level(arg, target) < 0 ? -EINVAL : 0;
 }
 
 int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...)
@@ -354,6 +362,40 @@ void opts_help(FILE *out, const opts_row_t *t, size_t n)
     }
 }
 
+/* Writes row r's "-x, --name ARG" into head (pad stands where r has no
+ * short letter) and its help, placeholders expanded, into text.  Returns
+ * the length of head. */
+static int row_head(const opts_row_t *r, const char *pad, char *head, size_t hn, char *text,
+                    size_t tn)
+{
+    expand(r, text, tn);
+    char sh[8] = "";
+    if (r->shrt)
+        snprintf(sh, sizeof sh, "-%c, ", r->shrt);
+    else
+        snprintf(sh, sizeof sh, "%s", pad);
+    return snprintf(head, hn, "%s--%s%s%s", sh, r->name, r->arg ? " " : "", r->arg ? r->arg : "");
+}
+
+/* Prints the lines of text, row r's expanded help: the first where the
+ * cursor is when `first`, every other one indented by col; " (default X)"
+ * after the last unless the help shows {default} itself. */
+static void print_help_lines(FILE *out, const opts_row_t *r, const char *text, int first, int col)
+{
+    const char *d = strstr(r->help, "{default}") ? NULL : shown_default(r);
+    const char *p = text;
+    do {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(out, "%*s%.*s", first ? 0 : col, "", len, p);
+        if (!nl && d)
+            fprintf(out, "%s(default %s)", len ? " " : "", d);
+        fputc('\n', out);
+        p = nl ? nl + 1 : p + len;
+        first = 0;
+    } while (*p);
+}
+
 void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width)
 {
     char text[4096], head[128];
@@ -361,29 +403,12 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width)
         const opts_row_t *r = &t[i];
         if (!r->help)
             continue;
-        expand(r, text, sizeof text);
-        char sh[8] = "";
-        if (r->shrt)
-            snprintf(sh, sizeof sh, "-%c, ", r->shrt);
-        int hl = snprintf(head, sizeof head, "%s--%s%s%s", sh, r->name, r->arg ? " " : "",
-                          r->arg ? r->arg : "");
+        int hl = row_head(r, "", head, sizeof head, text, sizeof text);
         if (hl + 2 <= width)
             fprintf(out, "  %-*s", width, head);
         else
             fprintf(out, "  %s  ", head);
-        const char *d = strstr(r->help, "{default}") ? NULL : shown_default(r);
-        const char *p = text;
-        int first = 1;
-        do {
-            const char *nl = strchr(p, '\n');
-            int len = nl ? (int)(nl - p) : (int)strlen(p);
-            fprintf(out, "%*s%.*s", first ? 0 : width + 2, "", len, p);
-            if (!nl && d)
-                fprintf(out, "%s(default %s)", len ? " " : "", d);
-            fputc('\n', out);
-            p = nl ? nl + 1 : p + len;
-            first = 0;
-        } while (*p);
+        print_help_lines(out, r, text, 1, width + 2);
     }
 }
 
@@ -397,14 +422,7 @@ void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int w
         const opts_row_t *r = &t[i];
         if (!r->help)
             continue;
-        expand(r, text, sizeof text);
-        char sh[8] = "";
-        if (r->shrt)
-            snprintf(sh, sizeof sh, "-%c, ", r->shrt);
-        else if (shorts)
-            snprintf(sh, sizeof sh, "    ");
-        int hl = snprintf(head, sizeof head, "%s--%s%s%s", sh, r->name, r->arg ? " " : "",
-                          r->arg ? r->arg : "");
+        int hl = row_head(r, shorts ? "    " : "", head, sizeof head, text, sizeof text);
         int first = 1;
         if (hl + 1 <= width) {
             fprintf(out, "%*s%-*s", indent, "", width, head);
@@ -412,17 +430,45 @@ void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int w
             fprintf(out, "%*s%s\n", indent, "", head);
             first = 0;
         }
-        const char *d = strstr(r->help, "{default}") ? NULL : shown_default(r);
-        const char *p = text;
-        do {
-            const char *nl = strchr(p, '\n');
-            int len = nl ? (int)(nl - p) : (int)strlen(p);
-            fprintf(out, "%*s%.*s", first ? 0 : indent + width, "", len, p);
-            if (!nl && d)
-                fprintf(out, "%s(default %s)", len ? " " : "", d);
-            fputc('\n', out);
-            p = nl ? nl + 1 : p + len;
-            first = 0;
-        } while (*p);
+        print_help_lines(out, r, text, first, indent + width);
     }
+}
+
+void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n)
+{
+    fputs(u->head, out);
+    if (u->layout == OPTS_LAYOUT_MAN)
+        opts_help(out, t, n);
+    else if (u->layout == OPTS_LAYOUT_LIST)
+        opts_help_list(out, t, n, u->width);
+    else
+        opts_help_table(out, t, n, u->indent, u->width);
+    if (u->tail)
+        fputs(u->tail, out);
+}
+
+/* The int target of cmd's first row named `name`; NULL if it has none. */
+static const int *stop_flag(const opts_cmd_t *cmd, const char *name)
+{
+    for (size_t i = 0; i < cmd->n; i++)
+        if (strcmp(cmd->rows[i].name, name) == 0)
+            return cmd->rows[i].target;
+    return NULL;
+}
+
+int opts_start(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const opts_usage_t *u,
+               const char *note)
+{
+    if (opts_parse(cmd, argc, argv, argi) < 0)
+        return 2;
+    const int *help = stop_flag(cmd, "help"), *version = stop_flag(cmd, "version");
+    if (help && *help) {
+        opts_print_usage(stdout, u, cmd->rows, cmd->n);
+        return 0;
+    }
+    if (version && *version) {
+        printf("%s %s%s\n", cmd->prog, BQOS_VERSION, note ? note : "");
+        return 0;
+    }
+    return -1;
 }

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Example (controller/daemon/main.c, controller/ctl/ctl.c follow it):
  *
@@ -98,6 +99,11 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi);
  * for the checks a program makes after opts_parse().  Returns -EINVAL. */
 int opts_fail(const opts_cmd_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* OPTS_FUNC for --log-level: a level word (bqos_log_parse_level(): error,
+ * warn, info, debug) into the bqos_log_level_t at target.  Returns 0 or
+ * -EINVAL. */
+int opts_log_level(const char *arg, void *target);
+
 /* Prints the rows as man-page text: "    --name ARG" (or "    -x, --name ARG"), the help lines indented
  * by 8, then "        Default: X." (X from show or deflt, unless the help
  * already says "{default}"). */
@@ -117,5 +123,52 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
  * its own and the help starts on the next line.  Continuations and the
  * " (default X)" after the last line are as in opts_help_list(). */
 void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width);
+
+/* Which printer above lays out the rows of a --help text. */
+typedef enum {
+    OPTS_LAYOUT_MAN,   /* opts_help() */
+    OPTS_LAYOUT_LIST,  /* opts_help_list(width) */
+    OPTS_LAYOUT_TABLE  /* opts_help_table(indent, width) */
+} opts_layout_t;
+
+/* A program's --help text: head, its option rows in `layout`, tail.
+ * Constant data, usually one static const per program. */
+typedef struct {
+    const char *head;     /* printed as is before the rows */
+    opts_layout_t layout;
+    int indent;           /* OPTS_LAYOUT_TABLE */
+    int width;            /* OPTS_LAYOUT_LIST, OPTS_LAYOUT_TABLE */
+    const char *tail;     /* printed as is after the rows; NULL: nothing */
+} opts_usage_t;
+
+/* Prints u's text with the n rows of t to out. */
+void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n);
+
+/* The start of a program's main(): opts_parse(cmd, argc, argv, argi), then
+ * --help and --version, found as the rows of cmd named "help" and
+ * "version" (int targets): prints u's text with cmd's rows, or
+ * "PROG BQOS_VERSION" and `note` (NULL: nothing) on a line, on stdout.
+ * Returns -1 to go on, 0 after --help or --version, 2 after bad usage
+ * (opts_parse() said why). */
+int opts_start(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const opts_usage_t *u,
+               const char *note);
+
+/* The --help and --version rows that end a program's table: OPTS_STOP
+ * flags into the int at `where`, short letter `letter` (0: none), help line
+ * `text` (NULL: not listed in --help). */
+#define OPTS_HELP_ROW(letter, where, text)                                              \
+    {.name = "help", .shrt = (letter), .type = OPTS_FLAG, .target = (where),            \
+     .flags = OPTS_STOP, .help = (text)}
+#define OPTS_VERSION_ROW(letter, where, text)                                           \
+    {.name = "version", .shrt = (letter), .type = OPTS_FLAG, .target = (where),         \
+     .flags = OPTS_STOP, .help = (text)}
+
+/* Copies `local`, an array of rows built with the targets of this call,
+ * into rows[0..n-1]; fails to compile unless local has exactly n rows. */
+#define OPTS_COPY_ROWS(rows, local, n)                                                  \
+    do {                                                                                \
+        _Static_assert(sizeof(local) / sizeof((local)[0]) == (n), "rows: " #n);         \
+        memcpy((rows), (local), sizeof(local));                                         \
+    } while (0)
 
 #endif

@@ -148,6 +148,7 @@ typedef struct {
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
  *   goodbye   -
  *   error     code*, text
+ *   hello: instance (optional, 1..2^53: the node process's random id)
  *   welcome, tokens, heartbeat, error: epoch (optional, > 0: the sending
  *             controller's leadership epoch)
  * timing = period, interval, intervals, period_ms, remaining_ms. */
@@ -178,6 +179,10 @@ typedef struct {
 
     /* hello */
     uint64_t capacity;     /* node's capacity profile, IOs per second */
+    uint64_t instance;     /* optional: the node process's random id
+                              (1..PROTO_MAX_COUNT), so that the controller
+                              can tell a second node under the same name
+                              from the first; 0 = not said */
 
     /* report: node-wide counters this period */
     uint64_t completions;
@@ -299,6 +304,27 @@ const char *proto_type_str(proto_type_t t);
 /* Returns 0 if `name` (`len` bytes) is a valid node/bucket name: 1..250
  * bytes, no NUL, no whitespace or control characters; else -EINVAL. */
 int proto_name_check(const char *name, size_t len);
+
+/* A node's DEALER routing id: its name and, for an instance != 0, a NUL
+ * byte and the instance's low 32 bits (little-endian; proto_instance_tag()),
+ * so that a second process under the same name is another peer of the
+ * controller's ROUTER instead of taking over the first one's connection.
+ * At most PROTO_ID_MAX (255, ZeroMQ's limit) bytes. */
+#define PROTO_ID_MAX (PROTO_NAME_MAX + 5)
+
+/* The 32 bits of `instance` its routing id carries.  Pure. */
+uint32_t proto_instance_tag(uint64_t instance);
+
+/* Writes node `name`'s routing id for `instance` into id (PROTO_ID_MAX
+ * bytes, caller's) and returns its length.  `name` must be a valid name.
+ * Pure; any thread. */
+size_t proto_node_id(const char *name, uint64_t instance, unsigned char *id);
+
+/* Reads a routing id (`len` bytes) of a message whose header names node
+ * `name`: 0 if the id is the bare name (*tag = 0), 1 if it carries an
+ * instance tag (in *tag), or -EINVAL if the id is not `name`'s (another name, or a malformed
+ * suffix).  Pure; any thread. */
+int proto_node_id_split(const void *id, size_t len, const char *name, uint32_t *tag);
 
 /* Internal, for tests: returns 2 if the fast flat-object header parser
  * accepts `data` and reads the same fields as jansson, 1 if it declines

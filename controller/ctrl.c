@@ -320,12 +320,17 @@ nomem:
     return -ENOMEM;
 }
 
-int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t table,
-                    const char *const *names, size_t n)
+int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
+                    uint32_t table, const char *const *names, size_t n)
 {
     if (!name || proto_name_check(name, strlen(name)) < 0)
         return -EINVAL;
     int idx = ctrl_node_find(c, name);
+    if (idx >= 0 && c->nodes[idx].up && c->nodes[idx].instance && instance &&
+        c->nodes[idx].instance != instance) {
+        c->st.duplicate_names++;
+        return -EEXIST;
+    }
     if (idx < 0) {
         if (c->nn == c->capn) {
             int cap = c->capn ? c->capn * 2 : 8;
@@ -346,6 +351,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t tab
         idx = c->nn++;
     }
     node_t *nd = &c->nodes[idx];
+    nd->instance = instance;
     double prof = capacity > 0 ? (double)capacity : c->cfg.default_capacity;
     if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
         estimate_cap_cfg_t cc = estimate_cap_defaults(prof);
@@ -474,7 +480,11 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         pair_t *p = &nd->pairs[r->bucket];
         if (p->b < 0) {
+            /* Not configured: nothing to plan, but the status shows it. */
             c->st.unknown_records++;
+            nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o,
+                                                    r->arrivals_period};
+            p->period = period; /* has_report stays 0: no computation reads it */
             continue;
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
@@ -483,7 +493,7 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         p->arrivals = r->arrivals_interval;
         uint64_t sv = r->served_r + r->served_l + r->served_o;
         p->served = sv > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)sv;
-        nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o};
+        nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o, 0};
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;
@@ -580,6 +590,7 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .capacity = nd->cap.estimate,
         .profile = nd->cap.cfg.profile,
         .buckets = nd->ntable,
+        .instance = nd->instance,
         .period = nd->rep_period,
         .interval = nd->rep_interval,
     };
@@ -621,4 +632,68 @@ double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c)
 {
     return &c->st;
+}
+
+static int unconf_busier(const void *x, const void *y)
+{
+    const ctrl_unconf_t *a = x, *b = y;
+    if (a->arrivals != b->arrivals)
+        return a->arrivals > b->arrivals ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unconf_t *rest)
+{
+    int rc = -ENOMEM;
+    size_t n = 0, cap = 0;
+    ctrl_unconf_t *all = NULL;
+    strmap_t *ix = strmap_new();
+    if (!ix)
+        goto out;
+    for (int i = 0; i < c->nn; i++) {
+        const node_t *nd = &c->nodes[i];
+        for (size_t j = 0; j < nd->ntable; j++) {
+            const pair_t *p = &nd->pairs[j];
+            if (p->b >= 0 || p->period != c->period)
+                continue;
+            const pair_served_t *sv = &nd->served[j];
+            const char *name = nd->tnames[j];
+            int k;
+            if (strmap_find(ix, name, strlen(name), &k) < 0) {
+                if (n == cap) {
+                    size_t nc = cap ? cap * 2 : 16;
+                    ctrl_unconf_t *v = realloc(all, nc * sizeof *v);
+                    if (!v)
+                        goto out;
+                    all = v;
+                    cap = nc;
+                }
+                if (strmap_insert(ix, name, strlen(name), (int)n) < 0)
+                    goto out;
+                k = (int)n;
+                all[n++] = (ctrl_unconf_t){.name = name};
+            }
+            all[k].arrivals += sv->arrivals;
+            all[k].served += sv->r + sv->l + sv->o;
+            all[k].nodes++;
+        }
+    }
+    if (n > 1)
+        qsort(all, n, sizeof *all, unconf_busier);
+    *rest = (ctrl_unconf_t){.name = "(other)"};
+    size_t w = n < max ? n : max;
+    for (size_t k = 0; k < n; k++) {
+        if (k < w) {
+            out[k] = all[k];
+            continue;
+        }
+        rest->arrivals += all[k].arrivals;
+        rest->served += all[k].served;
+        rest->nodes++;
+    }
+    rc = (int)w;
+out:
+    strmap_destroy(&ix);
+    free(all);
+    return rc;
 }

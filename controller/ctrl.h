@@ -96,13 +96,18 @@ const uint32_t *ctrl_table_weights(const ctrl_t *c);
 
 /* ---- nodes --------------------------------------------------------------- */
 
-/* Registers node `name` (or re-registers a known one, e.g. after its
- * restart) with its capacity profile (IOPS; 0 = the default) and its bucket
- * table (generation `table`, `n` names, index order).  The node is up and
- * nothing has been pushed to it yet.  Returns the node's index (stable for
- * the life of `c`), -EINVAL for a bad name, -ENOMEM. */
-int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t capacity, uint32_t table,
-                    const char *const *names, size_t n);
+/* Registers node `name` running as process `instance` (the hello's random
+ * id; 0 = not said) or re-registers a known one (a reconnect, or a restart
+ * after its old process went down), with its capacity profile (IOPS; 0 =
+ * the default) and its bucket table (generation `table`, `n` names, index
+ * order).  The node is up and nothing has been pushed to it yet.  A name
+ * that is up under another instance (both non-zero) is refused: a second
+ * node started under the same name must not take the first one's place
+ * (counted in ctrl_stats()'s duplicate_names; the first is unchanged).
+ * Returns the node's index (stable for the life of `c`), -EEXIST for such
+ * a duplicate, -EINVAL for a bad name, -ENOMEM. */
+int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
+                    uint32_t table, const char *const *names, size_t n);
 
 /* Index of node `name`, or -ENOENT. */
 int ctrl_node_find(const ctrl_t *c, const char *name);
@@ -212,6 +217,7 @@ typedef struct {
     double capacity;         /* current estimate, IOPS */
     double profile;          /* profiled capacity, IOPS */
     size_t buckets;          /* names in its table */
+    uint64_t instance;       /* its process's id from its hello, 0 = none */
     uint64_t period;         /* period of its last report */
     uint32_t interval;       /* interval of its last report */
 } ctrl_node_info_t;
@@ -231,8 +237,28 @@ typedef struct {
     uint64_t rounds, computed, skipped;
     uint64_t reports, stale_reports, unknown_records;
     uint64_t nodes_marked_down, nodes_back_up;
+    uint64_t duplicate_names; /* hellos refused: the name is up elsewhere */
 } ctrl_stats_t;
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c);
+
+/* Traffic of buckets the configuration lacks, by name, summed over the
+ * nodes' reports of the current period: key prefixes nobody configured,
+ * buckets the controller removed, buckets only a node's --config names.
+ * With a `default` bucket configured the nodes queue it in `default` and
+ * charge it to `default`'s tokens (so `default`'s own figures include it);
+ * without one it is not limited. */
+typedef struct {
+    const char *name;        /* owned by c: valid until the node's table changes */
+    uint64_t arrivals;       /* this period, all nodes */
+    uint64_t served;         /* this period, all nodes */
+    int nodes;               /* nodes that reported it */
+} ctrl_unconf_t;
+
+/* Fills out[0..max-1] with the `max` busiest (by arrivals, then name) such
+ * buckets and adds the others into *rest (rest->nodes = how many buckets
+ * they are).  Returns how many were written, or -ENOMEM.  O(pairs of the
+ * up nodes' tables): for the admin status, never per round. */
+int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unconf_t *rest);
 
 #endif

@@ -65,10 +65,13 @@ enum {
  * fewer bytes. */
 typedef struct {
     uint64_t r, l, o;
+    uint64_t arrivals;     /* arrivals this period (only an unconfigured
+                              bucket's are kept: for ctrl_unconfigured()) */
 } pair_served_t;
 
 typedef struct {
     char *name;
+    uint64_t instance;     /* the registered process's id, 0 = not said */
     int up;
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */

@@ -33,3 +33,5 @@ test_clock_LIBS = proto common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
 ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh
+# no path around a limit: the default bucket, removed buckets, duplicate node names
+ITESTS += tests/it/it_nolimitpath.sh

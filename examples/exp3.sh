@@ -39,12 +39,7 @@ CPU_OF=${CPU_OF:-0 1 1 0}
 SCEN_RES=$HERE/exp3.json
 SCEN_LIM=$HERE/exp3-limits.json
 
-die() { echo "exp3: $*" >&2; exit 1; }
-trap 'cleanup' EXIT
-trap 'echo "exp3: interrupted" >&2; exit 130' INT TERM
-for b in bqos-load bqos-node; do
-  [ -x "$BIN/$b" ] || die "missing $BIN/$b (run make)"
-done
+example_begin exp3 bqos-load bqos-node
 mkdir -p "$OUT" || die "cannot create $OUT"
 specs=""
 for run in $RUNS; do

@@ -32,12 +32,7 @@ SIZES=${SIZES:-10 200}
 RUNS=${RUNS:-rr qos}
 ROWS=${ROWS:-20}
 
-die() { echo "exp4: $*" >&2; exit 1; }
-trap 'cleanup' EXIT
-trap 'echo "exp4: interrupted" >&2; exit 130' INT TERM
-for b in bqos-load bqos-node; do
-  [ -x "$BIN/$b" ] || die "missing $BIN/$b (run make)"
-done
+example_begin exp4 bqos-load bqos-node
 mkdir -p "$OUT" || die "cannot create $OUT"
 
 for size in $SIZES; do

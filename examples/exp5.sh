@@ -45,12 +45,7 @@ SCEN=$HERE/exp5.json
 NSRV=8
 LOGS=$OUT/logs
 
-die() { echo "exp5: $*" >&2; exit 1; }
-trap 'cleanup' EXIT
-trap 'echo "exp5: interrupted" >&2; exit 130' INT TERM
-for b in bqos-node bqos-nbd-load bqos-load; do
-  [ -x "$BIN/$b" ] || die "missing $BIN/$b (run make)"
-done
+example_begin exp5 bqos-node bqos-nbd-load bqos-load
 mkdir -p "$LOGS" "$DATA" || die "cannot create $OUT or $DATA"
 VOL=$DATA/vol.img
 if [ "$(stat -c %s "$VOL" 2>/dev/null)" != 1073741824 ]; then

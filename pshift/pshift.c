@@ -15,7 +15,18 @@ typedef struct {
     int64_t d;
 } entry_t;
 
+/* A block of names (NUL-terminated, back to back).  Blocks never move, so a
+ * name's pointer stays valid; pshift_problem_clear() empties them and keeps
+ * them for the next round. */
+typedef struct nameblock {
+    struct nameblock *next;
+    size_t cap, used;
+    char text[];
+} nameblock_t;
+
 struct pshift_problem {
+    nameblock_t *names, *names_cur; /* every name; the block being filled */
+
     int nservers, servers_cap;
     int64_t *cap;
     char **sname;
@@ -127,6 +138,10 @@ void pshift_problem_destroy(pshift_problem_t **pp)
     pshift_problem_t *p = *pp;
     pshift_problem_clear(p);
     release_solution(p);
+    for (nameblock_t *b = p->names, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
     free(p->sname);
     free(p->bname);
     free(p->cap);
@@ -140,23 +155,49 @@ void pshift_problem_destroy(pshift_problem_t **pp)
 
 void pshift_problem_clear(pshift_problem_t *p)
 {
-    for (int i = 0; i < p->nservers; i++)
-        free(p->sname[i]);
-    for (int i = 0; i < p->nbuckets; i++)
-        free(p->bname[i]);
+    for (nameblock_t *b = p->names; b; b = b->next)
+        b->used = 0;
+    p->names_cur = p->names;
     p->nservers = p->nbuckets = 0;
     p->nent = 0;
     forget_solution(p);
     memset(&p->stats, 0, sizeof p->stats);
 }
 
-static int dup_name(const char *name, char **out)
+/* Copies `name` (NULL stays NULL) into the problem's name blocks: one
+ * allocation per block, not per name, so that 10,000 named buckets are a
+ * few blocks rather than 10,000 small blocks scattered over the heap (which
+ * also fragment the free memory the solver's arrays come from).  A new
+ * block is twice the size of the last one. */
+static int dup_name(pshift_problem_t *p, const char *name, char **out)
 {
     *out = NULL;
     if (!name)
         return 0;
-    *out = strdup(name);
-    return *out ? 0 : -ENOMEM;
+    size_t n = strlen(name) + 1;
+    nameblock_t *b = p->names_cur, *last = b;
+    while (b && b->cap - b->used < n) {
+        last = b;
+        b = b->next;
+    }
+    if (!b) {
+        size_t cap = last ? 2 * last->cap : 4096;
+        if (cap < n)
+            cap = n;
+        if (!(b = malloc(sizeof *b + cap)))
+            return -ENOMEM;
+        b->next = NULL;
+        b->cap = cap;
+        b->used = 0;
+        if (last)
+            last->next = b;
+        else
+            p->names = b;
+    }
+    p->names_cur = b;
+    *out = memcpy(b->text + b->used, name, n);
+    b->used += n;
+    return 0;
 }
 
 int pshift_add_server(pshift_problem_t *p, const char *name, int64_t capacity)
@@ -171,7 +212,7 @@ int pshift_add_server(pshift_problem_t *p, const char *name, int64_t capacity)
         return -ENOMEM;
     p->servers_cap = (int)(cap < cap2 ? cap : cap2);
     char *copy;
-    if (dup_name(name, &copy))
+    if (dup_name(p, name, &copy))
         return -ENOMEM;
     p->cap[p->nservers] = capacity;
     p->sname[p->nservers] = copy;
@@ -191,7 +232,7 @@ int pshift_add_bucket(pshift_problem_t *p, const char *name, int64_t target)
         return -ENOMEM;
     p->buckets_cap = (int)(cap < cap2 ? cap : cap2);
     char *copy;
-    if (dup_name(name, &copy))
+    if (dup_name(p, name, &copy))
         return -ENOMEM;
     p->target[p->nbuckets] = target;
     p->bname[p->nbuckets] = copy;

@@ -57,8 +57,9 @@ pshift_problem_t *pshift_problem_new(void);
 void pshift_problem_destroy(pshift_problem_t **pp);
 
 /* Empties the problem (no servers, buckets or demands, no solution) but
- * keeps its memory, so that a problem rebuilt each round (the controller's)
- * allocates and page-faults nothing once it has reached its size. */
+ * keeps its memory, names' included, so that a problem rebuilt each round
+ * (the controller's) allocates and page-faults nothing once it has reached
+ * its size. */
 void pshift_problem_clear(pshift_problem_t *p);
 
 /* Adds a server with IO capacity `capacity` (tokens it can consume this
@@ -92,7 +93,8 @@ int pshift_set_demands(pshift_problem_t *p, int s, const int32_t *b, const int64
  * On error the problem keeps no allocation. */
 int pshift_solve(pshift_problem_t *p, const pshift_opts_t *opts);
 
-/* Counts and names.  Names are owned by the problem (NULL if none given). */
+/* Counts and names.  Names are owned by the problem (NULL if none given)
+ * and stay valid until pshift_problem_clear() or pshift_problem_destroy(). */
 int pshift_nservers(const pshift_problem_t *p);
 int pshift_nbuckets(const pshift_problem_t *p);
 const char *pshift_server_name(const pshift_problem_t *p, int s);

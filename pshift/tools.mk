@@ -18,3 +18,4 @@ test_pjson_LIBS = pshiftio pshift common
 
 ITESTS += tests/it/it_pshift_cli.sh
 BENCHES += pshift/bench/bench-pshift.sh
+BENCHES += pshift/bench/bench-pshift-cold.sh

@@ -70,6 +70,23 @@ cleanup() {
   LIB_PIDS=""
 }
 
+# example_begin NAME PROG...: how every example script starts its runs:
+# die MSG then says "NAME: MSG" on stderr and exits 1, cleanup runs on exit,
+# an interrupt says "NAME: interrupted" and exits 130, and every PROG must
+# be built in $BIN.
+example_begin() {
+  EXAMPLE=$1
+  shift
+  trap 'cleanup' EXIT
+  trap 'echo "$EXAMPLE: interrupted" >&2; exit 130' INT TERM
+  for b in "$@"; do
+    [ -x "$BIN/$b" ] || die "missing $BIN/$b (run make)"
+  done
+}
+
+# die MSG: after example_begin, says "NAME: MSG" on stderr and exits 1.
+die() { echo "$EXAMPLE: $*" >&2; exit 1; }
+
 # wait_for CMD [SECONDS]: evaluates CMD (a shell string) every 0.1 s until it
 # succeeds (returns 0) or SECONDS (default 10) have passed (returns 1).  For
 # waiting on a condition instead of sleeping a guessed time.

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "common/log.h"
@@ -321,6 +323,17 @@ int ctlclient_attach(ctlclient_t *c, struct event_base *base)
 
 /* ---- life cycle ---- */
 
+/* A random process id in 1..2^53 (what JSON readers keep exact). */
+static uint64_t random_instance(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+        v = (uint64_t)time(NULL) * 6364136223846793005ULL ^ (uint64_t)getpid() << 20 ^
+            (uint64_t)(mono_now() * 1e9);
+    v &= PROTO_MAX_COUNT - 1;
+    return v ? v : 1;
+}
+
 /* Cuts c->split at its commas into c->peer[].endpoint.  Returns 0 or
  * -EINVAL (an empty endpoint, more than CTLCLIENT_MAX_ENDPOINTS). */
 static int split_endpoints(ctlclient_t *c)
@@ -347,7 +360,9 @@ static int peer_open(ctlclient_t *c, int i)
         return -zmq_errno();
     c->peer[i].sock = sock;
     int one = 1, zero = 0, hwm = 64, ivl = 100, ivlmax = 1000;
-    zmq_setsockopt(sock, ZMQ_ROUTING_ID, c->name, strlen(c->name));
+    unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
+                                       under our name is another peer */
+    zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -393,6 +408,8 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         rc = -zmq_errno();
         goto out;
     }
+    if (!c->cfg.instance || c->cfg.instance > PROTO_MAX_COUNT)
+        c->cfg.instance = random_instance();
     for (int i = 0; i < c->npeers; i++)
         if ((rc = peer_open(c, i)) < 0)
             goto out;
@@ -401,6 +418,7 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     ac.name = c->name;
     ac.peer = c->endpoint;
     ac.capacity = cfg->capacity;
+    ac.instance = c->cfg.instance;
     ac.manage_policy = cfg->manage_policy;
     ac.normal = cfg->normal;
     ac.mode = cfg->mode;
@@ -420,9 +438,10 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         goto out;
     c->next_hello = now; /* first tick sends it */
     c->leader = -1;
-    log_info("controller client: node %s -> %s (%d controller%s; fallback %s, silence %.3g "
-             "intervals)", c->name, c->endpoint, c->npeers, c->npeers > 1 ? "s" : "",
-             agent_mode_str(cfg->mode), cfg->silence_intervals);
+    log_info("controller client: node %s (process %016llx) -> %s (%d controller%s; fallback %s, "
+             "silence %.3g intervals)", c->name, (unsigned long long)c->cfg.instance, c->endpoint,
+             c->npeers, c->npeers > 1 ? "s" : "", agent_mode_str(cfg->mode),
+             cfg->silence_intervals);
     return c;
 out:
     if (err)

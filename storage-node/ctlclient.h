@@ -39,6 +39,8 @@ typedef struct {
                                  each, at most CTLCLIENT_MAX_ENDPOINTS) */
     const char *name;         /* node name = DEALER identity (copied) */
     uint64_t capacity;        /* capacity profile, IOs/s (0 = unknown) */
+    uint64_t instance;        /* this process's id in hello and routing id
+                                 (1..2^53; 0: a random one, the default) */
     int manage_policy;        /* switch policy: tokens while the controller
                                  is alive, fallback otherwise (default 1) */
     sched_policy_t normal;    /* policy while alive (default tokens) */

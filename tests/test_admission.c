@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "controller/admission.h"
+#include "tests/testlib.h"
 
 static bucketfile_t *load(const char *t)
 {
@@ -70,15 +71,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("admission");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_admission_mode);
-    tcase_add_test(tc, test_admission_aggregate);
-    tcase_add_test(tc, test_admission_local);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_admission_mode, test_admission_aggregate,
+                                  test_admission_local};
+    return testlib_run_tests("admission", tests, sizeof tests / sizeof tests[0]);
 }

@@ -559,6 +559,135 @@ START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
 }
 END_TEST
 
+/* Controller tables for the default-bucket tests: generation g, names. */
+static void ctl_table_msg(fx_t *f, uint64_t period, double now, uint32_t g, const char **names,
+                          size_t n, const proto_tokens_rec_t *recs, size_t nrec)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n1");
+    m.table = g;
+    m.peer_table = f->node_table;
+    m.has_names = 1;
+    m.nnames = n;
+    m.names = names;
+    m.count = nrec;
+    m.tokens = (proto_tokens_rec_t *)recs;
+    agent_timing_t tm = tm_at(period, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* With `default` in the controller's table, a bucket the table lacks (blue:
+ * only the node knows it; "evil": a prefix seen later; red once the
+ * controller removes it) queues in `default` and pays its tokens; the
+ * report still shows who sent what.  Without `default` every bucket is its
+ * own queue again. */
+START_TEST(test_agent_default_bucket_holds_unconfigured)
+{
+    fx_t f;
+    fx_start(&f, 0); /* tokens policy throughout */
+    welcome(&f, 0, T0 + 0.5);
+    const char *t1[] = {"green", "red", "default"};
+    proto_tokens_rec_t lim = {.bucket = 2, .r_tokens = 0, .l_tokens = 2};
+    ctl_table_msg(&f, 0, T0 + 0.6, 8, t1, 3, &lim, 1);
+    int d = sched_find_bucket(f.s, "default", 7);
+    ck_assert_int_ge(d, 0);
+    ck_assert_int_eq(sched_route(f.s, d), d);
+    ck_assert_int_eq(sched_route(f.s, 0), 0);       /* red: configured */
+    ck_assert_int_eq(sched_route(f.s, 1), d);       /* blue: not */
+    ck_assert_int_eq(sched_route(f.s, 2), 2);
+    int evil = sched_add_bucket(f.s, "evil", 1);    /* the front meets a new prefix */
+    ck_assert_int_eq(sched_route(f.s, evil), d);
+    arrive(&f, 1, 3);
+    arrive(&f, evil, 2);
+    serve(&f, 2);
+    ck_assert_ptr_null(sched_dispatch(f.s, NULL)); /* default's limit holds all of it */
+    ck_assert_uint_eq(bstats(&f, d).queued, 3);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2.0, &m), 0);
+    const proto_report_rec_t *rd = rec_of(&m, (uint32_t)d), *rb = rec_of(&m, 1),
+                             *re = rec_of(&m, (uint32_t)evil);
+    ck_assert_ptr_nonnull(rd);
+    ck_assert_ptr_nonnull(rb);
+    ck_assert_ptr_nonnull(re);
+    ck_assert_uint_eq(rd->arrivals_period, 5);
+    ck_assert_uint_eq(rd->served_l, 2);
+    ck_assert_uint_eq(rd->queued, 3);
+    ck_assert_uint_eq(rb->arrivals_period + re->arrivals_period, 5);
+    ck_assert_uint_eq(rb->served_l + re->served_l, 2);
+    proto_msg_clear(&m);
+    /* red removed: its traffic is default traffic from now on */
+    const char *t2[] = {"green", "default"};
+    ctl_table_msg(&f, 0, T0 + 2.5, 9, t2, 2, NULL, 0);
+    ck_assert_int_eq(sched_route(f.s, 0), d);
+    arrive(&f, 0, 1);
+    ck_assert_uint_eq(bstats(&f, d).queued, 4);
+    ck_assert_ptr_null(sched_dispatch(f.s, NULL));
+    /* no `default` in the table: every bucket is its own queue again */
+    const char *t3[] = {"green", "red"};
+    ctl_table_msg(&f, 0, T0 + 3.0, 10, t3, 2, NULL, 0);
+    for (int b = 0; b < sched_nbuckets(f.s); b++)
+        ck_assert_int_eq(sched_route(f.s, b), b);
+    ck_assert_int_eq(sched_route(f.s, sched_add_bucket(f.s, "later", 1)),
+                     sched_find_bucket(f.s, "later", 5));
+    fx_stop(&f);
+}
+END_TEST
+
+/* A controller that refuses our name (another node runs under it): the
+ * hello carries our instance, the agent says AGENT_REFUSED and holds every
+ * request - the fallback's round robin must not serve them unthrottled -
+ * until a welcome releases it. */
+START_TEST(test_agent_duplicate_name_holds_everything)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    agent_destroy(&f.a);
+    agent_config_t cfg;
+    agent_config_defaults(&cfg);
+    cfg.name = "n1";
+    cfg.instance = 0xabcdef;
+    cfg.mode = AGENT_FALLBACK_RR; /* whose round robin must not serve them */
+    agent_ops_t ops = {.set_tokens = h_set_tokens, .applied = h_applied,
+                       .period_start = h_period_start, .set_policy = h_set_policy,
+                       .arg = &f.sn};
+    f.a = agent_new(&cfg, f.s, &ops, T0, NULL);
+    ck_assert_ptr_nonnull(f.a);
+    proto_msg_t m;
+    ck_assert_int_eq(agent_hello(f.a, T0, &m), 0);
+    ck_assert_uint_eq(m.instance, 0xabcdef);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    proto_msg_t e;
+    proto_msg_init(&e);
+    e.type = PROTO_ERROR;
+    strcpy(e.node, "n1");
+    strcpy(e.code, "duplicate_name");
+    ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 0.1), AGENT_REFUSED);
+    ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 1.1), AGENT_REFUSED);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.refused, 1);
+    ck_assert_uint_eq(st.duplicate_name, 2);
+    ck_assert(!agent_welcomed(f.a));
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    arrive(&f, 1, 2);
+    arrive(&f, 2, 1);
+    int later = sched_add_bucket(f.s, "later", 1);
+    arrive(&f, later, 1);
+    ck_assert_ptr_null(sched_dispatch(f.s, NULL)); /* nothing is served */
+    ck_assert_uint_eq(bstats(&f, 0).queued, 4);
+    /* the other node went away: a welcome releases the hold */
+    welcome(&f, 0, T0 + 3.0);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.refused, 0);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* fallback until tokens */
+    serve(&f, 4);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_new_rejects_bad_config)
 {
     sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
@@ -976,6 +1105,8 @@ int main(void)
     tcase_add_test(tc, test_agent_epoch_fencing);
     tcase_add_test(tc, test_agent_two_lone_controllers);
     tcase_add_test(tc, test_agent_warns_once_a_period);
+    tcase_add_test(tc, test_agent_default_bucket_holds_unconfigured);
+    tcase_add_test(tc, test_agent_duplicate_name_holds_everything);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

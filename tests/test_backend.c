@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "storage-node/mc/backend.h"
+#include "tests/testlib.h"
 
 static pid_t mc_pid = -1;
 static unsigned mc_port;
@@ -251,28 +252,13 @@ START_TEST(test_backend_bad_arguments)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("backend");
-    TCase *tc = tcase_create("memcached");
-    tcase_add_unchecked_fixture(tc, mc_start, mc_stop);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_backend_inline_batch);
-    tcase_add_test(tc, test_backend_inline_small_batches);
-    tcase_add_test(tc, test_backend_pool_batch);
-    tcase_add_test(tc, test_backend_dead_server_inline);
-    tcase_add_test(tc, test_backend_dead_server_pool);
-    tcase_add_test(tc, test_backend_bad_arguments);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const TTest *const tests[] = {test_backend_inline_batch, test_backend_inline_small_batches,
+                                  test_backend_pool_batch, test_backend_dead_server_inline,
+                                  test_backend_dead_server_pool, test_backend_bad_arguments};
+    const testlib_case_t c = {.name = "backend", .tcase = "memcached", .timeout = 60,
+                              .setup = mc_start, .teardown = mc_stop, .unchecked = 1};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "common/bitset.h"
+#include "tests/testlib.h"
 
 /* Deterministic xorshift so failures reproduce. */
 static uint64_t rng = 88172645463325252ULL;
@@ -133,17 +134,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bitset");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60); /* sanitizer builds on a loaded 2-core machine */
-    tcase_add_test(tc, test_bitset_empty);
-    tcase_add_test(tc, test_bitset_boundaries);
-    tcase_add_test(tc, test_bitset_random_vs_reference);
-    tcase_add_test(tc, test_bitset_resize_keeps_bits);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_bitset_empty, test_bitset_boundaries,
+                                  test_bitset_random_vs_reference, test_bitset_resize_keeps_bits};
+    /* sanitizer builds on a loaded 2-core machine */
+    const testlib_case_t c = {.name = "bitset", .timeout = 60};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "storage-node/nbd/blockdev.h"
+#include "tests/testlib.h"
 
 static char dir[64];
 
@@ -66,6 +67,17 @@ static blockdev_t *make(ctx_t *c, const char *path, int direct, uint64_t size, i
     return blockdev_new(c->base, &cfg, on_done, c, err);
 }
 
+/* make() on dir/sub, asserting that it succeeds (a sub ending in '/' is a
+ * directory of exports, created); path[128] receives the full path. */
+static blockdev_t *make_in(ctx_t *c, const char *sub, int direct, uint64_t size, char *path)
+{
+    int err = 0;
+    snprintf(path, 128, "%s/%s", dir, sub);
+    blockdev_t *bd = make(c, path, direct, size, &err);
+    ck_assert_ptr_nonnull(bd);
+    return bd;
+}
+
 static void op_init(blockdev_op_t *op, blockdev_kind_t kind, int id, uint64_t off, uint32_t len,
                     void *buf)
 {
@@ -81,11 +93,8 @@ static void op_init(blockdev_op_t *op, blockdev_kind_t kind, int id, uint64_t of
 START_TEST(test_blockdev_dir_exports)
 {
     ctx_t c;
-    int err = 0;
     char path[128];
-    snprintf(path, sizeof path, "%s/store/", dir); /* trailing '/': created */
-    blockdev_t *bd = make(&c, path, 0, 1 << 20, &err);
-    ck_assert_ptr_nonnull(bd);
+    blockdev_t *bd = make_in(&c, "store/", 0, 1 << 20, path); /* trailing '/': created */
     uint64_t size = 0;
     ck_assert_int_eq(blockdev_export(bd, 0, "red", &size), 0);
     ck_assert_uint_eq(size, 1 << 20);
@@ -317,11 +326,8 @@ END_TEST
 START_TEST(test_blockdev_direct_aio)
 {
     ctx_t c;
-    int err = 0;
     char path[128];
-    snprintf(path, sizeof path, "%s/d/", dir);
-    blockdev_t *bd = make(&c, path, 1, 1 << 22, &err);
-    ck_assert_ptr_nonnull(bd);
+    blockdev_t *bd = make_in(&c, "d/", 1, 1 << 22, path);
     ck_assert_int_eq(blockdev_direct(bd), 1);
     uint64_t size;
     if (blockdev_export(bd, 0, "v", &size) == -EINVAL) {
@@ -382,11 +388,8 @@ END_TEST
 START_TEST(test_blockdev_inline_and_io_time)
 {
     ctx_t c;
-    int err = 0;
     char path[128];
-    snprintf(path, sizeof path, "%s/v/", dir);
-    blockdev_t *bd = make(&c, path, 0, 1 << 20, &err);
-    ck_assert_ptr_nonnull(bd);
+    blockdev_t *bd = make_in(&c, "v/", 0, 1 << 20, path);
     uint64_t size;
     ck_assert_int_eq(blockdev_export(bd, 0, "v", &size), 0);
     char *b = blockdev_alloc(4096);
@@ -411,6 +414,7 @@ START_TEST(test_blockdev_inline_and_io_time)
                              .max_exports = 4, .io_time_us = 20000};
     c.base = event_base_new();
     c.done = 0;
+    int err = 0;
     bd = blockdev_new(c.base, &cfg, on_done, &c, &err);
     ck_assert_ptr_nonnull(bd);
     ck_assert_int_eq(blockdev_export(bd, 0, "v", &size), 0);
@@ -437,28 +441,13 @@ START_TEST(test_blockdev_inline_and_io_time)
 }
 END_TEST
 
-static Suite *blockdev_suite(void)
-{
-    Suite *s = suite_create("blockdev");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_blockdev_dir_exports);
-    tcase_add_test(tc, test_blockdev_extents);
-    tcase_add_test(tc, test_blockdev_single_file_not_truncated);
-    tcase_add_test(tc, test_blockdev_bad_config);
-    tcase_add_test(tc, test_blockdev_full_disk);
-    tcase_add_test(tc, test_blockdev_direct_aio);
-    tcase_add_test(tc, test_blockdev_inline_and_io_time);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(blockdev_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_blockdev_dir_exports, test_blockdev_extents,
+                                  test_blockdev_single_file_not_truncated, test_blockdev_bad_config,
+                                  test_blockdev_full_disk, test_blockdev_direct_aio,
+                                  test_blockdev_inline_and_io_time};
+    const testlib_case_t c = {.name = "blockdev", .timeout = 30,
+                              .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

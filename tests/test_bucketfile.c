@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/bucketfile.h"
+#include "tests/testlib.h"
 
 static int parse(const char *text, bucketfile_t **out, jsonloc_err_t *err)
 {
@@ -287,18 +288,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bucketfile");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_bucketfile_parse_valid);
-    tcase_add_test(tc, test_bucketfile_syntax_error_position);
-    tcase_add_test(tc, test_bucketfile_semantic_error_positions);
-    tcase_add_test(tc, test_bucketfile_error_positions_subtle);
-    tcase_add_test(tc, test_bucketfile_edit);
-    tcase_add_test(tc, test_bucketfile_save_atomic_roundtrip);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_bucketfile_parse_valid,
+                                  test_bucketfile_syntax_error_position,
+                                  test_bucketfile_semantic_error_positions,
+                                  test_bucketfile_error_positions_subtle, test_bucketfile_edit,
+                                  test_bucketfile_save_atomic_roundtrip};
+    return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

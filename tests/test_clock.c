@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "controller/daemon/clock.h"
+#include "tests/testlib.h"
 
 /* T = 1 s in K = 4 intervals of 0.25 s, rounds wait half an interval;
  * started at t = 10 (binary fractions: the arithmetic is exact). */
@@ -105,17 +106,7 @@ END_TEST
 int main(void)
 {
     bqos_log_init("test_clock", BQOS_LOG_ERROR);
-    Suite *s = suite_create("clock");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_clock_rounds);
-    tcase_add_test(tc, test_clock_skips_periods);
-    tcase_add_test(tc, test_clock_timing);
-    tcase_add_test(tc, test_clock_adopt);
-    tcase_add_test(tc, test_clock_adopt_own_or_late);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_clock_rounds, test_clock_skips_periods, test_clock_timing,
+                                  test_clock_adopt, test_clock_adopt_own_or_late};
+    return testlib_run_tests("clock", tests, sizeof tests / sizeof tests[0]);
 }

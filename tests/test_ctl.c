@@ -2,6 +2,8 @@
  * an unreachable controller, and every command against a fake admin
  * endpoint (a REP socket on a free loopback port in a thread). */
 #include <check.h>
+
+#include "tests/testlib.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -307,17 +309,8 @@ int main(void)
         fprintf(stderr, "test_ctl: %s not built\n", ctl_path);
         return EXIT_FAILURE;
     }
-    Suite *s = suite_create("ctl");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_ctl_help_version);
-    tcase_add_test(tc, test_ctl_usage_errors);
-    tcase_add_test(tc, test_ctl_unreachable);
-    tcase_add_test(tc, test_ctl_commands);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_ctl_help_version, test_ctl_usage_errors,
+                                  test_ctl_unreachable, test_ctl_commands};
+    const testlib_case_t c = {.name = "ctl", .timeout = 30};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

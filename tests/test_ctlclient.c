@@ -21,6 +21,8 @@ typedef struct {
     proto_enc_t enc;
     proto_msg_t m;
     proto_stats_t st;
+    unsigned char id[PROTO_ID_MAX]; /* the node's routing id (name + instance tag) */
+    size_t idl;
 } fake_t;
 
 static void fake_start(fake_t *f)
@@ -55,10 +57,8 @@ static int wait_for(fake_t *f, ctlclient_t *c, proto_type_t type, double secs)
         ctlclient_tick(c, ctlclient_now());
         zmq_pollitem_t pi = {f->router, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&pi, 1, 5) > 0) {
-            char id[64];
-            size_t idl;
-            int rc = proto_recv(f->router, id, sizeof id, &idl, &f->m, &f->st, NULL, NULL, NULL,
-                                ZMQ_DONTWAIT);
+            int rc = proto_recv(f->router, f->id, sizeof f->id, &f->idl, &f->m, &f->st, NULL,
+                                NULL, NULL, ZMQ_DONTWAIT);
             if (rc == 0 && f->m.type == type)
                 return 1;
         }
@@ -136,7 +136,7 @@ static int rejected_at_least(const ctlclient_stats_t *st, uint64_t n)
 static void fake_send(fake_t *f, proto_msg_t *m)
 {
     strcpy(m->node, "n1");
-    ck_assert_int_eq(proto_send(f->router, "n1", 2, m, &f->enc, 0), 0);
+    ck_assert_int_eq(proto_send(f->router, f->id, f->idl, m, &f->enc, 0), 0);
 }
 
 /* The fake controller's period: short for the silence test; long for the
@@ -448,9 +448,9 @@ START_TEST(test_ctlclient_bad_messages)
     ctlclient_t *c = client(&f, s);
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     /* garbage frames, a wrong version, tokens for an unknown table */
-    zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
+    zmq_send(f.router, f.id, f.idl, ZMQ_SNDMORE);
     zmq_send(f.router, "\xff\x00junk", 6, 0);
-    zmq_send(f.router, "n1", 2, ZMQ_SNDMORE);
+    zmq_send(f.router, f.id, f.idl, ZMQ_SNDMORE);
     const char *v1 = "{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\"}";
     zmq_send(f.router, v1, strlen(v1), 0);
     send_tokens(&f, 1, 5, 5, 0, 0); /* table 1 never sent */
@@ -458,7 +458,7 @@ START_TEST(test_ctlclient_bad_messages)
     proto_msg_init(&hb);
     hb.type = PROTO_HEARTBEAT;
     strcpy(hb.node, "n9");
-    ck_assert_int_eq(proto_send(f.router, "n1", 2, &hb, &f.enc, 0), 0);
+    ck_assert_int_eq(proto_send(f.router, f.id, f.idl, &hb, &f.enc, 0), 0);
     ck_assert(run_until(c, rejected_at_least, 4, 10.0));
     run_for(c, 0.05);
     ctlclient_stats_t st;
@@ -511,9 +511,7 @@ START_TEST(test_ctlclient_libevent)
         event_base_loop(base, EVLOOP_NONBLOCK);
         zmq_pollitem_t pi = {f.router, 0, ZMQ_POLLIN, 0};
         zmq_poll(&pi, 1, 2);
-        char id[64];
-        size_t idl;
-        while (proto_recv(f.router, id, sizeof id, &idl, &f.m, &f.st, NULL, NULL, NULL,
+        while (proto_recv(f.router, f.id, sizeof f.id, &f.idl, &f.m, &f.st, NULL, NULL, NULL,
                           ZMQ_DONTWAIT) == 0)
             if (f.m.type == PROTO_HELLO)
                 got_hello = 1;
@@ -583,9 +581,7 @@ START_TEST(test_ctlclient_heartbeat)
     int got_bye = 0;
     double end = ctlclient_now() + 10.0;
     while (!got_bye && ctlclient_now() < end && zmq_poll(&pi, 1, 100) >= 0) {
-        char id[64];
-        size_t idl;
-        while (proto_recv(f.router, id, sizeof id, &idl, &f.m, &f.st, NULL, NULL, NULL,
+        while (proto_recv(f.router, f.id, sizeof f.id, &f.idl, &f.m, &f.st, NULL, NULL, NULL,
                           ZMQ_DONTWAIT) == 0)
             got_bye |= f.m.type == PROTO_GOODBYE;
     }

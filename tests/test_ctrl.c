@@ -31,7 +31,7 @@ static ctrl_t *setup(const char *buckets, int nnodes, uint64_t cap, ctrl_config_
     for (int i = 0; i < nnodes; i++) {
         char name[16];
         snprintf(name, sizeof name, "n%d", i);
-        ck_assert_int_eq(ctrl_node_hello(c, name, cap, 1, names, nb), i);
+        ck_assert_int_eq(ctrl_node_hello(c, name, 0, cap, 1, names, nb), i);
     }
     return c;
 }
@@ -76,6 +76,76 @@ static int find_tok(const ctrl_t *c, int node, uint32_t b, int64_t *r, int64_t *
     }
     return -1;
 }
+
+/* A second process under a name that is up is refused and counted; the
+ * same process re-registers; after a goodbye (or going silent) a new
+ * process is accepted; a hello without an instance cannot be told apart. */
+START_TEST(test_ctrl_duplicate_name_refused)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10}]}", 0, 1000, NULL);
+    const char *names[] = {"a"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 111, 1000, 1, names, 1), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 222, 1000, 1, names, 1), -EEXIST);
+    ck_assert_uint_eq(ctrl_stats(c)->duplicate_names, 1);
+    ctrl_node_info_t ni;
+    ctrl_node_info(c, 0, &ni);
+    ck_assert_uint_eq(ni.instance, 111);
+    ck_assert(ni.up);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 111, 1000, 1, names, 1), 0);
+    ck_assert_int_eq(ctrl_node_goodbye(c, 0), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 222, 1000, 1, names, 1), 0);
+    ctrl_node_info(c, 0, &ni);
+    ck_assert_uint_eq(ni.instance, 222);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 0, 1000, 1, names, 1), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->duplicate_names, 1);
+    /* silent past --down-after: down, and a new process is welcome */
+    ctrl_node_hello(c, "n2", 5, 1000, 1, names, 1);
+    ctrl_result_t res;
+    for (uint32_t k = 0; k < 4; k++) {
+        ctrl_round_begin(c, 1, k, 0);
+        ctrl_compute(c, &res);
+    }
+    ck_assert(!ctrl_node_up(c, 1));
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 6, 1000, 1, names, 1), 1);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Buckets the nodes report but the configuration lacks are listed for the
+ * status, busiest first, summed over nodes, the rest in one line. */
+START_TEST(test_ctrl_unconfigured_listed)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"default\",\"reservation\":0,\"limit\":50}]}",
+                      0, 1000, NULL);
+    const char *names[] = {"default", "evil", "noisy", "quiet"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 1, 1000, 1, names, 4), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 2, 1000, 1, names, 4), 1);
+    ctrl_round_begin(c, 3, 0, 0);
+    proto_report_rec_t r[3] = {
+        {.bucket = 1, .arrivals_period = 30, .served_l = 20},
+        {.bucket = 2, .arrivals_period = 5, .served_l = 5},
+        {.bucket = 3, .arrivals_period = 1, .served_o = 1},
+    };
+    const char *const *tn;
+    uint32_t gen = ctrl_table(c, &tn, NULL);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 3, 0, 1, gen, 0, 0, r, 3), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 1, 3, 0, 1, gen, 0, 0, r, 1), 0);
+    ctrl_unconf_t out[2], rest;
+    ck_assert_int_eq(ctrl_unconfigured(c, out, 2, &rest), 2);
+    ck_assert_str_eq(out[0].name, "evil");
+    ck_assert_uint_eq(out[0].arrivals, 60);
+    ck_assert_uint_eq(out[0].served, 40);
+    ck_assert_int_eq(out[0].nodes, 2);
+    ck_assert_str_eq(out[1].name, "noisy");
+    ck_assert_int_eq(rest.nodes, 1);               /* quiet */
+    ck_assert_uint_eq(rest.arrivals, 1);
+    /* a new period: last period's figures are not this period's */
+    ctrl_round_begin(c, 4, 0, 0);
+    ck_assert_int_eq(ctrl_unconfigured(c, out, 2, &rest), 0);
+    ck_assert_int_eq(rest.nodes, 0);
+    ctrl_destroy(&c);
+}
+END_TEST
 
 START_TEST(test_ctrl_reservation_follows_demand)
 {
@@ -414,7 +484,7 @@ START_TEST(test_ctrl_tables_and_bad_reports)
                       1, 50000, NULL);
     ck_assert_int_eq(ctrl_node_find(c, "n0"), 0);
     ck_assert_int_eq(ctrl_node_find(c, "nx"), -ENOENT);
-    ck_assert_int_eq(ctrl_node_hello(c, "bad name", 0, 1, NULL, 0), -EINVAL);
+    ck_assert_int_eq(ctrl_node_hello(c, "bad name", 0, 0, 1, NULL, 0), -EINVAL);
     ck_assert_int_eq(ctrl_round_begin(c, 1, 5, 0), -EINVAL);
     ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
     proto_report_rec_t rec = {.bucket = 0, .queued = 1, .arrivals_interval = 10};
@@ -842,7 +912,7 @@ START_TEST(test_ctrl_sparse_tables_same_tokens)
                     tn[n++] = names[b];
             char name[16];
             snprintf(name, sizeof name, "n%d", i);
-            ck_assert_int_eq(ctrl_node_hello(c[v], name, 3000, 1, tn, n), i);
+            ck_assert_int_eq(ctrl_node_hello(c[v], name, 0, 3000, 1, tn, n), i);
         }
     }
     free(json);
@@ -936,6 +1006,8 @@ int main(void)
     tcase_add_test(tc, test_ctrl_unreported_buckets_full_push_once);
     tcase_add_test(tc, test_ctrl_sparse_tables_same_tokens);
     tcase_add_test(tc, test_ctrl_provisional_split_for_unreported_limited);
+    tcase_add_test(tc, test_ctrl_duplicate_name_refused);
+    tcase_add_test(tc, test_ctrl_unconfigured_listed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

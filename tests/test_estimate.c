@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "controller/estimate.h"
+#include "tests/testlib.h"
 
 START_TEST(test_estimate_demand_queue_plus_rate)
 {
@@ -126,19 +127,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("estimate");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_estimate_demand_queue_plus_rate);
-    tcase_add_test(tc, test_estimate_demand_throttled_keeps_rate);
-    tcase_add_test(tc, test_estimate_demand_rounds_like_llround);
-    tcase_add_test(tc, test_estimate_capacity_profile_and_step);
-    tcase_add_test(tc, test_estimate_capacity_window);
-    tcase_add_test(tc, test_estimate_capacity_full_busy_no_overshoot);
-    tcase_add_test(tc, test_estimate_changed_threshold);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_estimate_demand_queue_plus_rate,
+                                  test_estimate_demand_throttled_keeps_rate,
+                                  test_estimate_demand_rounds_like_llround,
+                                  test_estimate_capacity_profile_and_step,
+                                  test_estimate_capacity_window,
+                                  test_estimate_capacity_full_busy_no_overshoot,
+                                  test_estimate_changed_threshold};
+    return testlib_run_tests("estimate", tests, sizeof tests / sizeof tests[0]);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/jsonloc.h"
+#include "tests/testlib.h"
 
 static const char doc[] =
     "{\n"
@@ -138,19 +139,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("jsonloc");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_jsonloc_member_and_index);
-    tcase_add_test(tc, test_jsonloc_escaped_key_and_utf8_columns);
-    tcase_add_test(tc, test_jsonloc_missing_steps_stop_at_parent);
-    tcase_add_test(tc, test_jsonloc_garbage_is_safe);
-    tcase_add_test(tc, test_jsonloc_format);
-    tcase_add_test(tc, test_jsonloc_unicode_escaped_key_matches);
-    tcase_add_test(tc, test_jsonloc_err_at_fills_path_and_position);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_jsonloc_member_and_index,
+                                  test_jsonloc_escaped_key_and_utf8_columns,
+                                  test_jsonloc_missing_steps_stop_at_parent,
+                                  test_jsonloc_garbage_is_safe, test_jsonloc_format,
+                                  test_jsonloc_unicode_escaped_key_matches,
+                                  test_jsonloc_err_at_fills_path_and_position};
+    return testlib_run_tests("jsonloc", tests, sizeof tests / sizeof tests[0]);
 }

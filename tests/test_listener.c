@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "storage-node/listener.h"
+#include "tests/testlib.h"
 
 typedef struct {
     int accepted;
@@ -180,15 +181,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("listener");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_listener_parse);
-    tcase_add_test(tc, test_listener_tcp);
-    tcase_add_test(tc, test_listener_unix);
-    suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_listener_parse, test_listener_tcp, test_listener_unix};
+    return testlib_run_tests("listener", tests, sizeof tests / sizeof tests[0]);
 }

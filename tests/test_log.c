@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "tests/testlib.h"
 
 START_TEST(test_log_parse_level)
 {
@@ -30,14 +31,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("log");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_log_parse_level);
-    tcase_add_test(tc, test_log_threshold);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_log_parse_level, test_log_threshold};
+    return testlib_run_tests("log", tests, sizeof tests / sizeof tests[0]);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "storage-node/mc/mcproto.h"
+#include "tests/testlib.h"
 
 static mcp_req_t req;
 static mcp_result_t res;
@@ -197,23 +198,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("mcproto");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_mcproto_get_multi);
-    tcase_add_test(tc, test_mcproto_set_with_data);
-    tcase_add_test(tc, test_mcproto_incomplete);
-    tcase_add_test(tc, test_mcproto_errors);
-    tcase_add_test(tc, test_mcproto_long_key);
-    tcase_add_test(tc, test_mcproto_too_large_swallows);
-    tcase_add_test(tc, test_mcproto_bad_data_chunk);
-    tcase_add_test(tc, test_mcproto_line_too_long_and_binary);
-    tcase_add_test(tc, test_mcproto_misc_commands);
-    tcase_add_test(tc, test_mcproto_format);
-    tcase_add_test(tc, test_mcproto_prefixes);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_mcproto_get_multi, test_mcproto_set_with_data,
+                                  test_mcproto_incomplete, test_mcproto_errors,
+                                  test_mcproto_long_key, test_mcproto_too_large_swallows,
+                                  test_mcproto_bad_data_chunk,
+                                  test_mcproto_line_too_long_and_binary, test_mcproto_misc_commands,
+                                  test_mcproto_format, test_mcproto_prefixes};
+    return testlib_run_tests("mcproto", tests, sizeof tests / sizeof tests[0]);
 }

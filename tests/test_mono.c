@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "common/mono.h"
+#include "tests/testlib.h"
 
 START_TEST(test_mono_advances_in_seconds)
 {
@@ -24,13 +25,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("mono");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_mono_advances_in_seconds);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_mono_advances_in_seconds};
+    return testlib_run_tests("mono", tests, sizeof tests / sizeof tests[0]);
 }

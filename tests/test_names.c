@@ -6,6 +6,7 @@
 
 #include "common/names.h"
 #include "common/proto.h"
+#include "tests/testlib.h"
 
 #define CHECK(f, s) f(s, strlen(s))
 
@@ -59,16 +60,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("names");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_names_accepts_printable_and_utf8);
-    tcase_add_test(tc, test_names_rejects_empty_space_control);
-    tcase_add_test(tc, test_names_bucket_has_no_colon);
-    tcase_add_test(tc, test_names_is_the_protocol_rule);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_names_accepts_printable_and_utf8,
+                                  test_names_rejects_empty_space_control,
+                                  test_names_bucket_has_no_colon, test_names_is_the_protocol_rule};
+    return testlib_run_tests("names", tests, sizeof tests / sizeof tests[0]);
 }

@@ -6,34 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/be.h"
 #include "storage-node/nbd/nbd.h"
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
+#include "tests/testlib.h"
 
 /* Builds a request header. */
 static void mkreq(uint8_t *b, uint32_t magic, uint16_t flags, uint16_t type, uint64_t handle,
                   uint64_t off, uint32_t len)
 {
-    put32(b, magic);
+    be_put32(b, magic);
     b[4] = (uint8_t)(flags >> 8);
     b[5] = (uint8_t)flags;
     b[6] = (uint8_t)(type >> 8);
     b[7] = (uint8_t)type;
-    put64(b + 8, handle);
-    put64(b + 16, off);
-    put32(b + 24, len);
+    be_put64(b + 8, handle);
+    be_put64(b + 16, off);
+    be_put32(b + 24, len);
 }
 
 START_TEST(test_nbd_greeting_bytes)
@@ -68,9 +56,9 @@ START_TEST(test_nbd_option_header)
     uint8_t b[16];
     nbd_option_t o;
     nbd_error_t e;
-    put64(b, NBD_MAGIC_OPT);
-    put32(b + 8, NBD_OPT_GO);
-    put32(b + 12, 77);
+    be_put64(b, NBD_MAGIC_OPT);
+    be_put32(b + 8, NBD_OPT_GO);
+    be_put32(b + 12, 77);
     ck_assert_int_eq(nbd_parse_option(b, 16, &o, &e), 0);
     ck_assert_uint_eq(o.option, NBD_OPT_GO);
     ck_assert_uint_eq(o.length, 77);
@@ -85,7 +73,7 @@ END_TEST
 static size_t mkinfo(uint8_t *b, const char *name, int n, const uint16_t *reqs)
 {
     size_t nl = strlen(name);
-    put32(b, (uint32_t)nl);
+    be_put32(b, (uint32_t)nl);
     memcpy(b + 4, name, nl);
     b[4 + nl] = (uint8_t)(n >> 8);
     b[5 + nl] = (uint8_t)n;
@@ -125,11 +113,11 @@ START_TEST(test_nbd_info_request_garbage)
     ck_assert_int_eq(nbd_parse_info_request(b, n - 1, &q, &e), -EINVAL);
     ck_assert_int_eq(nbd_parse_info_request(b, n + 1, &q, &e), -EINVAL);
     /* name length overruns the data */
-    put32(b, 1000);
+    be_put32(b, 1000);
     ck_assert_int_eq(nbd_parse_info_request(b, n, &q, &e), -EINVAL);
     ck_assert_uint_eq(e.offset, 0);
     /* name length beyond the protocol's maximum */
-    put32(b, 0xffffffffu);
+    be_put32(b, 0xffffffffu);
     ck_assert_int_eq(nbd_parse_info_request(b, n, &q, &e), -EINVAL);
     /* NUL inside the name */
     n = mkinfo(b, "r\x01" "d", 0, NULL);
@@ -369,14 +357,14 @@ END_TEST
 static size_t mkmeta(uint8_t *b, const char *name, int nq, const char *const *qs)
 {
     size_t nl = strlen(name), n = 0;
-    put32(b, (uint32_t)nl);
+    be_put32(b, (uint32_t)nl);
     memcpy(b + 4, name, nl);
     n = 4 + nl;
-    put32(b + n, (uint32_t)nq);
+    be_put32(b + n, (uint32_t)nq);
     n += 4;
     for (int i = 0; i < nq; i++) {
         size_t ql = strlen(qs[i]);
-        put32(b + n, (uint32_t)ql);
+        be_put32(b + n, (uint32_t)ql);
         memcpy(b + n + 4, qs[i], ql);
         n += 4 + ql;
     }
@@ -429,27 +417,27 @@ START_TEST(test_nbd_meta_request_garbage)
     ck_assert_int_eq(nbd_parse_meta_request(b, n + 1, &m, &e), -EINVAL);
     ck_assert_ptr_nonnull(strstr(e.text, "after"));
     /* name length overruns / beyond the maximum */
-    put32(b, 1000);
+    be_put32(b, 1000);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     ck_assert_uint_eq(e.offset, 0);
-    put32(b, 0xffffffffu);
+    be_put32(b, 0xffffffffu);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     /* more queries announced than sent, and a huge count */
     n = mkmeta(b, "red", 2, qs);
-    put32(b + 7, 3);
+    be_put32(b + 7, 3);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     ck_assert_ptr_nonnull(strstr(e.text, "query 3"));
-    put32(b + 7, 0xffffffffu);
+    be_put32(b + 7, 0xffffffffu);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     /* fewer queries announced than sent: bytes left over */
-    put32(b + 7, 1);
+    be_put32(b + 7, 1);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     /* a query length that overruns, or is beyond the maximum */
     n = mkmeta(b, "red", 2, qs);
-    put32(b + 11, 200);
+    be_put32(b + 11, 200);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     ck_assert_uint_eq(e.offset, 11);
-    put32(b + 11, 0x80000000u);
+    be_put32(b + 11, 0x80000000u);
     ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, &e), -EINVAL);
     /* NUL in the name or in a query */
     n = mkmeta(b, "red", 2, qs);
@@ -575,9 +563,9 @@ START_TEST(test_nbd_fuzz_garbage)
         for (size_t j = 0; j < len; j++)
             b[j] = (uint8_t)rand_r(&seed);
         if (i % 3 == 0 && len >= 8)
-            put64(b, NBD_MAGIC_OPT);
+            be_put64(b, NBD_MAGIC_OPT);
         if (i % 3 == 1 && len >= 4)
-            put32(b, NBD_MAGIC_REQUEST);
+            be_put32(b, NBD_MAGIC_REQUEST);
         nbd_error_t e;
         uint32_t f;
         nbd_option_t o;
@@ -641,38 +629,18 @@ START_TEST(test_nbd_fuzz_garbage)
 }
 END_TEST
 
-static Suite *nbd_suite(void)
-{
-    Suite *s = suite_create("nbd");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_nbd_greeting_bytes);
-    tcase_add_test(tc, test_nbd_client_flags);
-    tcase_add_test(tc, test_nbd_option_header);
-    tcase_add_test(tc, test_nbd_info_request_good);
-    tcase_add_test(tc, test_nbd_info_request_garbage);
-    tcase_add_test(tc, test_nbd_option_replies);
-    tcase_add_test(tc, test_nbd_request_parse);
-    tcase_add_test(tc, test_nbd_request_bounds);
-    tcase_add_test(tc, test_nbd_request_flags_and_types);
-    tcase_add_test(tc, test_nbd_errno_mapping);
-    tcase_add_test(tc, test_nbd_client_round_trip);
-    tcase_add_test(tc, test_nbd_structured_chunks);
-    tcase_add_test(tc, test_nbd_meta_request_good);
-    tcase_add_test(tc, test_nbd_meta_request_garbage);
-    tcase_add_test(tc, test_nbd_meta_query_matching);
-    tcase_add_test(tc, test_nbd_meta_context_reply);
-    tcase_add_test(tc, test_nbd_block_status_chunk);
-    tcase_add_test(tc, test_nbd_block_status_request);
-    tcase_add_test(tc, test_nbd_fuzz_garbage);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(nbd_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_nbd_greeting_bytes, test_nbd_client_flags,
+                                  test_nbd_option_header, test_nbd_info_request_good,
+                                  test_nbd_info_request_garbage, test_nbd_option_replies,
+                                  test_nbd_request_parse, test_nbd_request_bounds,
+                                  test_nbd_request_flags_and_types, test_nbd_errno_mapping,
+                                  test_nbd_client_round_trip, test_nbd_structured_chunks,
+                                  test_nbd_meta_request_good, test_nbd_meta_request_garbage,
+                                  test_nbd_meta_query_matching, test_nbd_meta_context_reply,
+                                  test_nbd_block_status_chunk, test_nbd_block_status_request,
+                                  test_nbd_fuzz_garbage};
+    const testlib_case_t c = {.name = "nbd"};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

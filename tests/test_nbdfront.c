@@ -16,6 +16,7 @@
 #include "storage-node/nbd/nbd.h"
 #include "storage-node/nbd/nbdfront.h"
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 typedef struct {
     struct event_base *base;
@@ -196,20 +197,30 @@ static void chunk(int fd, uint16_t *flags, uint16_t *type, uint64_t *handle, uin
     ck_assert_int_eq(nbd_parse_chunk_header(h, sizeof h, flags, type, handle, len, NULL), 0);
 }
 
+/* Receives the chunk of `handle`'s reply flagged DONE, of type `type`, and
+ * its payload into p (at most cap bytes); returns the payload's length. */
+static uint32_t last_chunk(int fd, uint64_t handle, uint16_t type, uint8_t *p, size_t cap)
+{
+    uint16_t fl, ty;
+    uint64_t h;
+    uint32_t l;
+    chunk(fd, &fl, &ty, &h, &l);
+    ck_assert_uint_eq(h, handle);
+    ck_assert_uint_eq(ty, type);
+    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
+    ck_assert_uint_le(l, cap);
+    recvn(fd, p, l);
+    return l;
+}
+
 /* Receives an error chunk for `handle` and returns its error value. */
 static uint32_t error_chunk(int fd, uint64_t handle)
 {
-    uint16_t fl, ty, ml;
-    uint64_t h;
-    uint32_t l, e;
+    uint16_t ml;
+    uint32_t e;
     uint8_t p[NBD_ERROR_CHUNK_MAX];
     const char *msg;
-    chunk(fd, &fl, &ty, &h, &l);
-    ck_assert_uint_eq(h, handle);
-    ck_assert_uint_eq(ty, NBD_REPLY_TYPE_ERROR);
-    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
-    ck_assert_uint_le(l, sizeof p);
-    recvn(fd, p, l);
+    uint32_t l = last_chunk(fd, handle, NBD_REPLY_TYPE_ERROR, p, sizeof p);
     ck_assert_int_eq(nbd_parse_error_payload(p, l, &e, &msg, &ml, NULL), 0);
     ck_assert_uint_gt(ml, 0); /* a message for humans */
     return e;
@@ -532,16 +543,9 @@ static uint32_t meta(int fd, uint32_t opt, const char *name, int nq, const char 
  * context `id`; returns the number of descriptors (at most max in x). */
 static uint32_t block_status(int fd, uint64_t handle, uint32_t id, nbd_extent_t *x, uint32_t max)
 {
-    uint16_t fl, ty;
-    uint64_t h;
-    uint32_t l, cid, n;
+    uint32_t cid, n;
     uint8_t p[NBD_BLOCK_STATUS_HDR_LEN + 1024 * NBD_EXTENT_LEN];
-    chunk(fd, &fl, &ty, &h, &l);
-    ck_assert_uint_eq(h, handle);
-    ck_assert_uint_eq(ty, NBD_REPLY_TYPE_BLOCK_STATUS);
-    ck_assert_uint_eq(fl, NBD_REPLY_FLAG_DONE);
-    ck_assert_uint_le(l, sizeof p);
-    recvn(fd, p, l);
+    uint32_t l = last_chunk(fd, handle, NBD_REPLY_TYPE_BLOCK_STATUS, p, sizeof p);
     ck_assert_int_eq(nbd_parse_block_status(p, l, &cid, x, max, &n, NULL), 0);
     ck_assert_uint_eq(cid, id);
     return n;
@@ -661,28 +665,16 @@ START_TEST(test_nbdfront_block_status)
 }
 END_TEST
 
-static Suite *nbdfront_suite(void)
-{
-    Suite *s = suite_create("nbdfront");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_nbdfront_list_and_round_trip);
-    tcase_add_test(tc, test_nbdfront_simple_without_negotiation);
-    tcase_add_test(tc, test_nbdfront_structured_replies);
-    tcase_add_test(tc, test_nbdfront_tokens_gate_and_client_gone);
-    tcase_add_test(tc, test_nbdfront_shutdown_answers_queued);
-    tcase_add_test(tc, test_nbdfront_block_status);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
     bqos_log_init("test_nbdfront", BQOS_LOG_ERROR);
-    SRunner *sr = srunner_create(nbdfront_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_nbdfront_list_and_round_trip,
+                                  test_nbdfront_simple_without_negotiation,
+                                  test_nbdfront_structured_replies,
+                                  test_nbdfront_tokens_gate_and_client_gone,
+                                  test_nbdfront_shutdown_answers_queued,
+                                  test_nbdfront_block_status};
+    const testlib_case_t c = {.name = "nbdfront", .timeout = 30,
+                              .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -8,6 +8,7 @@
 
 #include "storage-node/nodeconf.h"
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 static char *write_tmp(const char *text)
 {
@@ -128,15 +129,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("nodeconf");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_nodeconf_hostport);
-    tcase_add_test(tc, test_nodeconf_buckets_file);
-    tcase_add_test(tc, test_nodeconf_tokens_file);
-    suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_nodeconf_hostport,
+                                  test_nodeconf_buckets_file, test_nodeconf_tokens_file};
+    return testlib_run_tests("nodeconf", tests, sizeof tests / sizeof tests[0]);
 }

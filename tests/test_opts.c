@@ -7,6 +7,7 @@
 
 #include "common/num.h"
 #include "common/opts.h"
+#include "tests/testlib.h"
 
 /* ---- common/num ---------------------------------------------------------- */
 
@@ -415,22 +416,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("opts");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_opts_num_integers);
-    tcase_add_test(tc, test_opts_num_doubles_durations_bytes);
-    tcase_add_test(tc, test_opts_parse_defaults);
-    tcase_add_test(tc, test_opts_parse_types);
-    tcase_add_test(tc, test_opts_parse_bad_values);
-    tcase_add_test(tc, test_opts_parse_stop_and_arguments);
-    tcase_add_test(tc, test_opts_bad_default);
-    tcase_add_test(tc, test_opts_help_man);
-    tcase_add_test(tc, test_opts_help_list);
-    tcase_add_test(tc, test_opts_help_table);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_opts_num_integers, test_opts_num_doubles_durations_bytes,
+                                  test_opts_parse_defaults, test_opts_parse_types,
+                                  test_opts_parse_bad_values, test_opts_parse_stop_and_arguments,
+                                  test_opts_bad_default, test_opts_help_man, test_opts_help_list,
+                                  test_opts_help_table};
+    return testlib_run_tests("opts", tests, sizeof tests / sizeof tests[0]);
 }

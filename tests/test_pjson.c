@@ -10,6 +10,7 @@
 
 #include "pshift/tools/gen.h"
 #include "pshift/tools/pjson.h"
+#include "tests/testlib.h"
 
 #define BAD_DIR "tests/data/pshift/bad"
 
@@ -290,18 +291,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("pjson");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_pjson_good);
-    tcase_add_test(tc, test_pjson_bad_fixtures);
-    tcase_add_test(tc, test_pjson_read_file);
-    tcase_add_test(tc, test_pjson_roundtrip);
-    tcase_add_test(tc, test_pjson_solution);
-    tcase_add_test(tc, test_pjson_alloc_failures);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_pjson_good, test_pjson_bad_fixtures, test_pjson_read_file,
+                                  test_pjson_roundtrip, test_pjson_solution,
+                                  test_pjson_alloc_failures};
+    return testlib_run_tests("pjson", tests, sizeof tests / sizeof tests[0]);
 }

@@ -626,6 +626,80 @@ START_TEST(test_proto_epoch)
 }
 END_TEST
 
+/* A hello may carry the node process's instance id (absent when 0); on any
+ * other type it is a field error; above 2^53 a range error. */
+START_TEST(test_proto_instance)
+{
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    strcpy(m.node, "n1");
+    m.type = PROTO_HELLO;
+    m.table = 1;
+    m.has_names = 1;
+    m.instance = (UINT64_C(1) << 53) - 3;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.instance, (UINT64_C(1) << 53) - 3);
+    m.instance = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.instance, 0);
+    m.instance = (UINT64_C(1) << 53) + 1; /* the encoder refuses what no reader keeps */
+    proto_enc_t e;
+    proto_enc_init(&e);
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    proto_enc_clear(&e);
+    /* a heartbeat never carries one: the encoder leaves it out */
+    m.type = PROTO_HEARTBEAT;
+    m.has_names = 0;
+    m.instance = 9;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.instance, 0);
+    proto_msg_clear(&d);
+    proto_stats_t st = {0};
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
+                          "\"table\":1,\"names\":0,\"instance\":42}", "", 0, NULL, -1, &st),
+                     PROTO_OK);
+    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"instance\":5}"),
+                     PROTO_E_FIELD);
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
+                          "\"table\":1,\"names\":0,\"instance\":9007199254740993}", "", 0,
+                          NULL, -1, &st),
+                     PROTO_E_RANGE);
+    (void)st;
+}
+END_TEST
+
+/* The routing id of a node process: its name, then (instance != 0) a NUL
+ * and the instance's low 32 bits; the controller reads both back. */
+START_TEST(test_proto_node_id)
+{
+    unsigned char id[PROTO_ID_MAX];
+    size_t n = proto_node_id("n1", 0, id);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(memcmp(id, "n1", 2), 0);
+    uint32_t inst = 1;
+    ck_assert_int_eq(proto_node_id_split(id, n, "n1", &inst), 0);
+    ck_assert_uint_eq(inst, 0);
+    n = proto_node_id("n1", UINT64_C(0x1234567890abcdef), id);
+    ck_assert_uint_eq(n, 7);
+    ck_assert_int_eq(id[2], 0);
+    ck_assert_int_eq(proto_node_id_split(id, n, "n1", &inst), 1);
+    ck_assert_uint_eq(inst, 0x90abcdefu);
+    ck_assert_uint_eq(inst, proto_instance_tag(UINT64_C(0x1234567890abcdef)));
+    ck_assert_int_eq(proto_node_id_split(id, n, "n2", &inst), -EINVAL);
+    ck_assert_int_eq(proto_node_id_split(id, n, "n", &inst), -EINVAL);
+    ck_assert_int_eq(proto_node_id_split(id, 6, "n1", &inst), -EINVAL); /* short suffix */
+    /* the longest name still fits ZeroMQ's 255-byte routing id */
+    char big[PROTO_NAME_MAX + 1];
+    memset(big, 'x', PROTO_NAME_MAX);
+    big[PROTO_NAME_MAX] = '\0';
+    n = proto_node_id(big, 5, id);
+    ck_assert_uint_eq(n, 255);
+    ck_assert_int_eq(proto_node_id_split(id, n, big, &inst), 1);
+    ck_assert_uint_eq(inst, 5);
+}
+END_TEST
+
 START_TEST(test_proto_weights_rejected)
 {
     proto_stats_t st = {0};
@@ -1045,6 +1119,47 @@ START_TEST(test_proto_zmq_router_dealer)
     ck_assert_int_eq(proto_recv(nodes[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, ZMQ_DONTWAIT),
                      -EAGAIN);
 
+    /* Two processes under the name n3 (routing ids with instance tags):
+     * both are accepted as n3, each is addressed on its own, and neither
+     * may speak for another name. */
+    void *twins[2];
+    for (int i = 0; i < 2; i++) {
+        unsigned char tid[PROTO_ID_MAX];
+        size_t tl = proto_node_id("n3", (uint64_t)(i + 1) << 40 | 7u * (unsigned)(i + 1), tid);
+        twins[i] = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(twins[i], ZMQ_ROUTING_ID, tid, tl);
+        zmq_setsockopt(twins[i], ZMQ_RCVTIMEO, &to, sizeof to);
+        ck_assert_int_eq(zmq_connect(twins[i], "inproc://proto-test"), 0);
+    }
+    proto_msg_t h;
+    proto_msg_init(&h);
+    h.type = PROTO_HEARTBEAT;
+    strcpy(h.node, "n3");
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(proto_send(twins[i], NULL, 0, &h, &e, 0), 0);
+        ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, NULL, NULL, NULL, 0), 0);
+        uint32_t tag = 0;
+        ck_assert_int_eq(proto_node_id_split(id, idlen, "n3", &tag), 1);
+        ck_assert_uint_eq(tag, 7u * (unsigned)(i + 1));
+    }
+    strcpy(h.node, "n1");
+    ck_assert_int_eq(proto_send(twins[0], NULL, 0, &h, &e, 0), 0);
+    ck_assert_int_eq(proto_recv(router, id, sizeof id, &idlen, &d, &st, &why, NULL, NULL, 0),
+                     -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_UNKNOWN_NODE);
+    strcpy(h.node, "n3");
+    unsigned char tid[PROTO_ID_MAX];
+    size_t tl = proto_node_id("n3", (UINT64_C(2) << 40) | 14u, tid);
+    ck_assert_int_eq(proto_send(router, tid, tl, &h, &e, ZMQ_DONTWAIT), 0);
+    ck_assert_int_eq(proto_recv(twins[1], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, 0), 0);
+    ck_assert_int_eq(proto_recv(twins[0], NULL, 0, NULL, &d, &st, NULL, NULL, NULL, ZMQ_DONTWAIT),
+                     -EAGAIN);
+    for (int i = 0; i < 2; i++) {
+        int z = 0;
+        zmq_setsockopt(twins[i], ZMQ_LINGER, &z, sizeof z);
+        zmq_close(twins[i]);
+    }
+
     proto_msg_clear(&m);
     proto_msg_clear(&d);
     proto_enc_clear(&e);
@@ -1073,6 +1188,8 @@ int main(void)
     tcase_add_test(tc, test_proto_reject_reasons);
     tcase_add_test(tc, test_proto_weights_rejected);
     tcase_add_test(tc, test_proto_epoch);
+    tcase_add_test(tc, test_proto_instance);
+    tcase_add_test(tc, test_proto_node_id);
     tcase_add_test(tc, test_proto_fixtures);
     tcase_add_test(tc, test_proto_fuzz_mutations);
     tcase_add_test(tc, test_proto_flat_parser_agrees);

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "pshift/tools/gen.h"
 #include "pshift/pshift.h"
 #include "pshift/tools/maxflow.h"
+#include "tests/testlib.h"
 
 /* Builds a problem from dense arrays: caps[ns], targets[nb], dem[nb][ns]. */
 static pshift_problem_t *build(int ns, int nb, const int64_t *caps, const int64_t *targets,
@@ -524,6 +526,44 @@ START_TEST(test_pshift_generated_matches_maxflow)
 }
 END_TEST
 
+/* Names are copied into blocks that never move: every name reads back
+ * intact after thousands more were added (one longer than a block), and a
+ * problem cleared and rebuilt with the same names reuses the same memory. */
+START_TEST(test_pshift_names_kept)
+{
+    enum { N = 3000 };
+    static char longname[10000], names[N][16];
+    memset(longname, 'x', sizeof longname - 1);
+    pshift_problem_t *p = pshift_problem_new();
+    const char *first = NULL, *last = NULL;
+    for (int round = 0; round < 2; round++) {
+        /* Every 7th bucket unnamed, one name longer than a block. */
+        for (int i = 0; i < N; i++) {
+            snprintf(names[i], sizeof names[i], "bucket-%d", i);
+            const char *n = i % 7 == 3 ? NULL : i == 1500 ? longname : names[i];
+            ck_assert_int_eq(pshift_add_bucket(p, n, 1), i);
+        }
+        ck_assert_int_eq(pshift_add_server(p, "s1", 10), 0);
+        for (int i = 0; i < N; i++) {
+            if (i % 7 == 3)
+                ck_assert_ptr_null(pshift_bucket_name(p, i));
+            else
+                ck_assert_str_eq(pshift_bucket_name(p, i), i == 1500 ? longname : names[i]);
+        }
+        ck_assert_str_eq(pshift_server_name(p, 0), "s1");
+        if (round == 0) {
+            first = pshift_bucket_name(p, 0);
+            last = pshift_bucket_name(p, N - 1);
+            pshift_problem_clear(p);
+        } else {
+            ck_assert_ptr_eq(pshift_bucket_name(p, 0), first);
+            ck_assert_ptr_eq(pshift_bucket_name(p, N - 1), last);
+        }
+    }
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
 START_TEST(test_pshift_errors)
 {
     pshift_problem_t *p = pshift_problem_new();
@@ -639,27 +679,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("pshift");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_pshift_table1);
-    tcase_add_test(tc, test_pshift_table2);
-    tcase_add_test(tc, test_pshift_table3_map);
-    tcase_add_test(tc, test_pshift_initial_allocation);
-    tcase_add_test(tc, test_pshift_random_optimal);
-    tcase_add_test(tc, test_pshift_clear_reuse);
-    tcase_add_test(tc, test_pshift_set_demands_batch);
-    tcase_add_test(tc, test_pshift_tms_matches_definition);
-    tcase_add_test(tc, test_pshift_initial_largest_remainders);
-    tcase_add_test(tc, test_pshift_residual);
-    tcase_add_test(tc, test_pshift_generated_matches_maxflow);
-    tcase_add_test(tc, test_pshift_errors);
-    tcase_add_test(tc, test_pshift_degenerate);
-    tcase_add_test(tc, test_pshift_gen_deterministic);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_pshift_table1, test_pshift_table2, test_pshift_table3_map,
+                                  test_pshift_initial_allocation, test_pshift_random_optimal,
+                                  test_pshift_clear_reuse, test_pshift_set_demands_batch,
+                                  test_pshift_tms_matches_definition,
+                                  test_pshift_initial_largest_remainders, test_pshift_residual,
+                                  test_pshift_generated_matches_maxflow, test_pshift_names_kept,
+                                  test_pshift_errors,
+                                  test_pshift_degenerate, test_pshift_gen_deterministic};
+    const testlib_case_t c = {.name = "pshift", .timeout = 120};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "common/rng.h"
+#include "tests/testlib.h"
 
 /* Values recorded from the generators before they moved here. */
 START_TEST(test_rng_splitmix_sequence)
@@ -107,16 +108,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rng");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_rng_splitmix_sequence);
-    tcase_add_test(tc, test_rng_x256_sequence);
-    tcase_add_test(tc, test_rng_lcg_is_glibc_rand_r);
-    tcase_add_test(tc, test_rng_zipf_split_weights_pick);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_rng_splitmix_sequence, test_rng_x256_sequence,
+                                  test_rng_lcg_is_glibc_rand_r, test_rng_zipf_split_weights_pick};
+    return testlib_run_tests("rng", tests, sizeof tests / sizeof tests[0]);
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "workloads/scenario.h"
+#include "tests/testlib.h"
 
 #define SERVERS \
     "\"servers\": [{\"name\": \"s1\", \"address\": \"127.0.0.1:7001\", \"backend\": " \
@@ -333,9 +334,5 @@ int main(void)
     tcase_add_test(tc, test_scenario_load_file_errors);
     tcase_add_test(tc, test_scenario_write_buckets);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return testlib_run(s);
 }

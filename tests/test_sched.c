@@ -359,6 +359,60 @@ START_TEST(test_sched_weights_keep_r_first)
 END_TEST
 
 /* rr: backlogged buckets in turn, tokens neither needed nor consumed. */
+/* A routed bucket's requests wait in its route's queue and pay its tokens
+ * (so unconfigured traffic stays within `default`'s limit); both buckets
+ * count them; waiting requests move with the route; new buckets start
+ * routed where sched_set_new_route() says. */
+START_TEST(test_sched_route_pays_the_targets_tokens)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3); /* b0 plays `default` */
+    ck_assert_int_eq(sched_route(s, 1), 1);
+    enq(s, 1, 2);                                 /* waiting before the route */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 3), 0);
+    ck_assert_int_eq(sched_set_route(s, 1, 0), 0);
+    ck_assert_int_eq(sched_route(s, 1), 0);
+    sched_bucket_stats_t b0, b1;
+    sched_bucket_stats(s, 0, &b0);
+    sched_bucket_stats(s, 1, &b1);
+    ck_assert_uint_eq(b0.queued, 2);              /* moved, in order */
+    ck_assert_uint_eq(b1.queued, 0);
+    enq(s, 1, 3);
+    enq(s, 2, 1);                                 /* unlimited, not routed */
+    ck_assert_int_eq(expect(s, 0, SCHED_CLASS_L)->id, 0);
+    ck_assert_int_eq(expect(s, 2, SCHED_CLASS_O)->id, 5); /* round robin, as b1 would */
+    ck_assert_int_eq(expect(s, 0, SCHED_CLASS_L)->id, 1);
+    ck_assert_int_eq(expect(s, 0, SCHED_CLASS_L)->id, 2);
+    expect_none(s);                               /* b1's traffic is held at b0's limit */
+    sched_bucket_stats(s, 0, &b0);
+    sched_bucket_stats(s, 1, &b1);
+    ck_assert_uint_eq(b0.arrivals, 3);            /* enqueued through the route */
+    ck_assert_uint_eq(b0.served_l, 3);
+    ck_assert_uint_eq(b0.queued, 2);
+    ck_assert_int_eq(b0.l_tokens, 0);
+    ck_assert_uint_eq(b1.arrivals, 5);            /* who sent them */
+    ck_assert_uint_eq(b1.served_l, 3);
+    ck_assert_int_eq(b1.l_tokens, U);             /* its own tokens are not used */
+    /* new buckets follow the new-bucket route */
+    ck_assert_int_eq(sched_set_new_route(s, 0), 0);
+    ck_assert_int_eq(sched_add_bucket(s, "b3", 1), 3);
+    ck_assert_int_eq(sched_route(s, 3), 0);
+    ck_assert_int_eq(sched_set_new_route(s, -1), 0);
+    ck_assert_int_eq(sched_add_bucket(s, "b4", 1), 4);
+    ck_assert_int_eq(sched_route(s, 4), 4);
+    /* back to itself: what waits in b0 stays there; removal still works */
+    ck_assert_int_eq(sched_set_route(s, 1, -1), 0);
+    ck_assert_int_eq(sched_route(s, 1), 1);
+    ck_assert_int_eq(sched_remove(s, &pool[3].item), 0);
+    sched_bucket_stats(s, 0, &b0);
+    ck_assert_uint_eq(b0.queued, 1);
+    ck_assert_int_eq(sched_set_route(s, 9, 0), -EINVAL);
+    ck_assert_int_eq(sched_set_route(s, 1, 9), -EINVAL);
+    ck_assert_int_eq(sched_set_new_route(s, 9), -EINVAL);
+    ck_assert_int_eq(sched_route(s, 9), -EINVAL);
+    sched_destroy(&s);
+}
+END_TEST
+
 START_TEST(test_sched_rr_policy)
 {
     sched_t *s = make(SCHED_POLICY_RR, 0, 3);
@@ -814,6 +868,7 @@ int main(void)
     tcase_add_test(tc, test_sched_weights_share);
     tcase_add_test(tc, test_sched_weights_keep_r_first);
     tcase_add_test(tc, test_sched_rr_policy);
+    tcase_add_test(tc, test_sched_route_pays_the_targets_tokens);
     tcase_add_test(tc, test_sched_drain_and_remove);
     tcase_add_test(tc, test_sched_counters_and_period);
     tcase_add_test(tc, test_sched_experiment3_rr_ratio);

@@ -9,6 +9,7 @@
 #include "workloads/sim/sim_engine.h"
 #include "workloads/sim/sim_model.h"
 #include "workloads/sim/sim_run.h"
+#include "tests/testlib.h"
 
 START_TEST(test_sim_heap_orders_by_time_then_id)
 {
@@ -276,22 +277,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sim");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_sim_heap_orders_by_time_then_id);
-    tcase_add_test(tc, test_sim_heap_random_retime_pops_sorted);
-    tcase_add_test(tc, test_sim_config_rejects_bad_settings);
-    tcase_add_test(tc, test_sim_model_generates_experiment_shape);
-    tcase_add_test(tc, test_sim_model_same_seed_same_model);
-    tcase_add_test(tc, test_sim_policy_names_round_trip);
-    tcase_add_test(tc, test_sim_run_conserves_requests);
-    tcase_add_test(tc, test_sim_run_deterministic_across_threads);
-    tcase_add_test(tc, test_sim_run_policies_meet_easy_reservations);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_sim_heap_orders_by_time_then_id,
+                                  test_sim_heap_random_retime_pops_sorted,
+                                  test_sim_config_rejects_bad_settings,
+                                  test_sim_model_generates_experiment_shape,
+                                  test_sim_model_same_seed_same_model,
+                                  test_sim_policy_names_round_trip, test_sim_run_conserves_requests,
+                                  test_sim_run_deterministic_across_threads,
+                                  test_sim_run_policies_meet_easy_reservations};
+    const testlib_case_t c = {.name = "sim", .timeout = 60};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

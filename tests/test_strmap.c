@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "common/strmap.h"
+#include "tests/testlib.h"
 
 START_TEST(test_strmap_insert_find)
 {
@@ -216,19 +217,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("strmap");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60); /* sanitizer builds on a loaded 2-core machine */
-    tcase_add_test(tc, test_strmap_insert_find);
-    tcase_add_test(tc, test_strmap_slice_lookup);
-    tcase_add_test(tc, test_strmap_set_and_remove);
-    tcase_add_test(tc, test_strmap_many_keys);
-    tcase_add_test(tc, test_strmap_churn);
-    tcase_add_test(tc, test_strmap_out_of_memory);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_strmap_insert_find, test_strmap_slice_lookup,
+                                  test_strmap_set_and_remove, test_strmap_many_keys,
+                                  test_strmap_churn, test_strmap_out_of_memory};
+    /* sanitizer builds on a loaded 2-core machine */
+    const testlib_case_t c = {.name = "strmap", .timeout = 60};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

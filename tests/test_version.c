@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "tests/testlib.h"
 
 START_TEST(test_version_is_three_numbers)
 {
@@ -27,13 +28,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("version");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_version_is_three_numbers);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_version_is_three_numbers};
+    return testlib_run_tests("version", tests, sizeof tests / sizeof tests[0]);
 }

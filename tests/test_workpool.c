@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "storage-node/workpool.h"
+#include "tests/testlib.h"
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
@@ -207,20 +208,34 @@ static void *release_later(void *arg)
     return NULL;
 }
 
+/* Holds the workers (P.hold) and submits items[0..n-1], zeroed. */
+static void submit_held(item_t *items, size_t n)
+{
+    P.hold = 1;
+    memset(items, 0, n * sizeof *items);
+    ck_assert_int_eq(submit(items, n), 0);
+}
+
+/* Stops the pool while its workers are held, another thread releasing them
+ * 100 ms later; returns what workpool_stop() returned. */
+static workpool_item_t *stop_then_release(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, release_later, NULL);
+    workpool_item_t *never = workpool_stop(P.wp);
+    pthread_join(t, NULL);
+    return never;
+}
+
 /* Without finish_queued, stop leaves the queue: the items never started
  * come back from workpool_stop(), in order; the started ones finish. */
 START_TEST(test_workpool_stop_leaves_queue)
 {
     make(1, 1, 0);
-    P.hold = 1;
     item_t items[5];
-    memset(items, 0, sizeof items);
-    ck_assert_int_eq(submit(items, 5), 0);
+    submit_held(items, 5);
     usleep(50 * 1000); /* the worker takes item 0 and waits */
-    pthread_t t;
-    pthread_create(&t, NULL, release_later, NULL);
-    workpool_item_t *never = workpool_stop(P.wp);
-    pthread_join(t, NULL);
+    workpool_item_t *never = stop_then_release();
     int n = 0;
     for (workpool_item_t *l = never; l; l = l->next, n++)
         ck_assert_ptr_eq(l, &items[1 + n].link);
@@ -236,14 +251,9 @@ END_TEST
 START_TEST(test_workpool_stop_finishes_queue)
 {
     make(2, 2, 1);
-    P.hold = 1;
     item_t items[9];
-    memset(items, 0, sizeof items);
-    ck_assert_int_eq(submit(items, 9), 0);
-    pthread_t t;
-    pthread_create(&t, NULL, release_later, NULL);
-    ck_assert_ptr_null(workpool_stop(P.wp));
-    pthread_join(t, NULL);
+    submit_held(items, 9);
+    ck_assert_ptr_null(stop_then_release());
     t_ready(&P);
     for (int i = 0; i < 9; i++) {
         ck_assert_int_eq(items[i].runs, 1);
@@ -252,25 +262,11 @@ START_TEST(test_workpool_stop_finishes_queue)
 }
 END_TEST
 
-static Suite *workpool_suite(void)
-{
-    Suite *su = suite_create("workpool");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_workpool_bad_settings);
-    tcase_add_test(tc, test_workpool_pooled);
-    tcase_add_test(tc, test_workpool_inline);
-    tcase_add_test(tc, test_workpool_stop_leaves_queue);
-    tcase_add_test(tc, test_workpool_stop_finishes_queue);
-    suite_add_tcase(su, tc);
-    return su;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(workpool_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_workpool_bad_settings, test_workpool_pooled,
+                                  test_workpool_inline, test_workpool_stop_leaves_queue,
+                                  test_workpool_stop_finishes_queue};
+    const testlib_case_t c = {.name = "workpool", .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -27,6 +27,23 @@ typedef struct {
 /* The short letters -b -i -n -z -h -V were never listed in --help: they are
  * unlisted rows after the listed ones (getopt_long matches a long name to
  * the first row that has it). */
+/* What --help prints around the option rows. */
+static const opts_usage_t usage = {
+    .head = "Usage: bqos-proto-bench [--buckets N[,N...]] [--iterations N] [--names]\n"
+            "\n"
+            "Measures the bqos control protocol codec (common/proto/): for each bucket\n"
+            "count, builds a report message (one compact 36-byte record per bucket) and a\n"
+            "tokens message (one compact 12-byte record per bucket), then times\n"
+            "proto_encode() and proto_decode() separately, averaged over the iterations,\n"
+            "with buffers reused as a daemon reuses them.  Prints one line per message\n"
+            "type and size.\n"
+            "\n"
+            "Options:\n",
+    .layout = OPTS_LAYOUT_LIST,
+    .width = 19,
+    .tail = "\nExit status: 0 on success, 1 on a failed encode/decode, 2 on bad usage.\n",
+};
+
 #define NOPTS 12
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
@@ -44,38 +61,17 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "also time the whole trip: encode, send over a ZeroMQ\n"
                  "DEALER -> ROUTER pair on TCP loopback, receive, decode\n"
                  "(one message in flight; column wire_us)"},
-        {.name = "help", .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP,
-         .help = "show this text"},
-        {.name = "version", .type = OPTS_FLAG, .target = &s->version, .flags = OPTS_STOP,
-         .help = "show the version"},
+        OPTS_HELP_ROW(0, &s->help, "show this text"),
+        OPTS_VERSION_ROW(0, &s->version, "show the version"),
         {.name = "buckets", .shrt = 'b', .type = OPTS_STRING, .target = &s->list},
         {.name = "iterations", .shrt = 'i', .type = OPTS_I64, .target = &s->iters,
          .flags = OPTS_XMIN},
         {.name = "names", .shrt = 'n', .type = OPTS_FLAG, .target = &s->names},
         {.name = "zmq", .shrt = 'z', .type = OPTS_FLAG, .target = &s->zmq},
-        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP},
-        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &s->version,
-         .flags = OPTS_STOP},
+        OPTS_HELP_ROW('h', &s->help, NULL),
+        OPTS_VERSION_ROW('V', &s->version, NULL),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
-}
-
-static void usage(FILE *f, const opts_row_t *rows)
-{
-    fprintf(f,
-            "Usage: bqos-proto-bench [--buckets N[,N...]] [--iterations N] [--names]\n"
-            "\n"
-            "Measures the bqos control protocol codec (common/proto/): for each bucket\n"
-            "count, builds a report message (one compact 36-byte record per bucket) and a\n"
-            "tokens message (one compact 12-byte record per bucket), then times\n"
-            "proto_encode() and proto_decode() separately, averaged over the iterations,\n"
-            "with buffers reused as a daemon reuses them.  Prints one line per message\n"
-            "type and size.\n"
-            "\n"
-            "Options:\n");
-    opts_help_list(f, rows, NOPTS, 19);
-    fprintf(f, "\nExit status: 0 on success, 1 on a failed encode/decode, 2 on bad usage.\n");
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 /* Times one message shape; prints a row.  Returns 0 or -1. */
@@ -222,16 +218,11 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = "bqos-proto-bench", .rows = rows, .n = NOPTS};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0)
-        return 2;
-    if (s.help) {
-        usage(stdout, rows);
-        return 0;
-    }
-    if (s.version) {
-        printf("bqos-proto-bench %s (protocol v%d)\n", BQOS_VERSION, PROTO_VERSION);
-        return 0;
-    }
+    char note[32];
+    snprintf(note, sizeof note, " (protocol v%d)", PROTO_VERSION);
+    int early = opts_start(&cmd, argc, argv, NULL, &usage, note);
+    if (early >= 0)
+        return early;
     const char *list = s.list;
     long iters = (long)s.iters;
     int names = s.names, zmq = s.zmq;

@@ -30,7 +30,7 @@ int proto__check(const proto_msg_t *m)
     }
     switch (m->type) {
     case PROTO_HELLO:
-        if (!count_ok(m->capacity) || m->table == 0)
+        if (!count_ok(m->capacity) || m->table == 0 || m->instance > PROTO_MAX_COUNT)
             return -EINVAL;
         break;
     case PROTO_WELCOME:

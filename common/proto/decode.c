@@ -197,6 +197,11 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_EPOCH, 0, PROTO_MAX_COUNT, m->epoch);
+    if (hv.v[K_INSTANCE].kind != V_NONE && !type_has_instance(m->type)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_INSTANCE, 0, PROTO_MAX_COUNT, m->instance);
 
     uint64_t nnames = 0;
     int names = hv.v[K_NAMES].kind != V_NONE;

@@ -30,6 +30,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "seq", json_integer((json_int_t)m->seq));
     if (m->epoch && type_has_epoch(m->type))
         bad |= jset(h, "epoch", json_integer((json_int_t)m->epoch));
+    if (m->instance && type_has_instance(m->type))
+        bad |= jset(h, "instance", json_integer((json_int_t)m->instance));
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
@@ -168,6 +170,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "seq", m->seq);
     if (m->epoch && type_has_epoch(m->type))
         hw_u64(&w, "epoch", m->epoch);
+    if (m->instance && type_has_instance(m->type))
+        hw_u64(&w, "instance", m->instance);
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         hw_u64(&w, "period", m->period);
         hw_u64(&w, "interval", m->interval);
@@ -258,10 +262,10 @@ ssize_t proto__header_write(const proto_msg_t *m, int wide, char *buf, size_t ca
 static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
-    "dispatched", "busy", "code", "text", "weights", "wide", "epoch",
+    "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance",
 };
 
-static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4, 7, 4, 5};
+static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4, 7, 4, 5, 8};
 
 static int key_index(const char *k, size_t l)
 {

@@ -66,6 +66,38 @@ int proto_name_check(const char *name, size_t len)
     return names_check(name, len);
 }
 
+uint32_t proto_instance_tag(uint64_t instance)
+{
+    return (uint32_t)instance;
+}
+
+size_t proto_node_id(const char *name, uint64_t instance, unsigned char *id)
+{
+    size_t n = strnlen(name, PROTO_NAME_MAX);
+    memcpy(id, name, n);
+    if (!instance)
+        return n;
+    uint32_t t = proto_instance_tag(instance);
+    id[n] = 0;
+    for (int i = 0; i < 4; i++)
+        id[n + 1 + (size_t)i] = (unsigned char)(t >> (8 * i));
+    return n + 5;
+}
+
+int proto_node_id_split(const void *id, size_t len, const char *name, uint32_t *tag)
+{
+    const unsigned char *p = id;
+    size_t n = strlen(name);
+    if (len < n || memcmp(p, name, n) != 0 || (len != n && (len != n + 5 || p[n] != 0)))
+        return -EINVAL;
+    uint32_t t = 0;
+    if (len == n + 5)
+        for (int i = 0; i < 4; i++)
+            t |= (uint32_t)p[n + 1 + (size_t)i] << (8 * i);
+    *tag = t;
+    return len == n + 5;
+}
+
 /* ---- message storage ---- */
 
 void proto_msg_init(proto_msg_t *m)

@@ -82,8 +82,9 @@ int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen, proto_ms
         }
     }
     if (r == PROTO_OK && identity) {
-        size_t l = zmq_msg_size(&parts[0]);
-        if (l != strlen(m->node) || memcmp(zmq_msg_data(&parts[0]), m->node, l) != 0)
+        uint32_t tag;
+        if (proto_node_id_split(zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), m->node,
+                                &tag) < 0)
             r = PROTO_E_UNKNOWN_NODE;
     }
     if (r != PROTO_OK) {

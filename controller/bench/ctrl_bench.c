@@ -47,6 +47,25 @@ typedef struct {
     int help, version;
 } bench_cfg_t;
 
+/* What --help prints around the option rows. */
+static const opts_usage_t usage = {
+    .head = "Usage: bqos-ctrl-bench [OPTION]...\n"
+            "\n"
+            "Simulates storage nodes against a running bqos-controller: each node is a\n"
+            "ZeroMQ DEALER that says hello with its bucket table, follows the controller's\n"
+            "timing, sends a report (80-byte records, one per bucket it holds) at every\n"
+            "interval start and applies the tokens it gets.  Bucket b is active on\n"
+            "--active consecutive nodes starting at a pseudo-random one; its arrivals per\n"
+            "interval vary randomly.  At the end it asks the controller's admin endpoint\n"
+            "for its status and prints one JSON object: what the nodes saw plus the\n"
+            "controller's timing split (receive, decode, pshift, encode, send).\n"
+            "\n"
+            "Options:\n",
+    .layout = OPTS_LAYOUT_LIST,
+    .width = 16,
+    .tail = "  --help, --version\n",
+};
+
 #define NOPTS 15
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
@@ -86,31 +105,10 @@ static void option_rows(bench_cfg_t *o, opts_row_t *rows)
         {.name = "write-buckets", .type = OPTS_STRING, .target = &o->write, .arg = "FILE",
          .help = "write the matching bucket file and exit"},
         {.name = "quiet", .type = OPTS_FLAG, .target = &o->quiet, .help = "no progress lines"},
-        {.name = "help", .type = OPTS_FLAG, .target = &o->help, .flags = OPTS_STOP},
-        {.name = "version", .type = OPTS_FLAG, .target = &o->version, .flags = OPTS_STOP},
+        OPTS_HELP_ROW(0, &o->help, NULL),
+        OPTS_VERSION_ROW(0, &o->version, NULL),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
-}
-
-
-static void usage(FILE *fp, const opts_row_t *rows)
-{
-    fprintf(fp,
-            "Usage: bqos-ctrl-bench [OPTION]...\n"
-            "\n"
-            "Simulates storage nodes against a running bqos-controller: each node is a\n"
-            "ZeroMQ DEALER that says hello with its bucket table, follows the controller's\n"
-            "timing, sends a report (80-byte records, one per bucket it holds) at every\n"
-            "interval start and applies the tokens it gets.  Bucket b is active on\n"
-            "--active consecutive nodes starting at a pseudo-random one; its arrivals per\n"
-            "interval vary randomly.  At the end it asks the controller's admin endpoint\n"
-            "for its status and prints one JSON object: what the nodes saw plus the\n"
-            "controller's timing split (receive, decode, pshift, encode, send).\n"
-            "\n"
-            "Options:\n");
-    opts_help_list(fp, rows, NOPTS, 16);
-    fprintf(fp, "  --help, --version\n");
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 static int send_msg(fnode_t *f, proto_msg_t *m, proto_enc_t *e)
@@ -159,17 +157,9 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(&o, rows);
     const opts_cmd_t cmd = {.prog = "bqos-ctrl-bench", .rows = rows, .n = NOPTS};
-    int rc = opts_parse(&cmd, argc, argv, NULL);
-    if (rc < 0)
-        return 2;
-    if (o.help) {
-        usage(stdout, rows);
-        return 0;
-    }
-    if (o.version) {
-        printf("bqos-ctrl-bench %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int rc = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (o.active > o.nodes)
         o.active = o.nodes;
     bqos_log_init("bqos-ctrl-bench", BQOS_LOG_WARN);

@@ -76,6 +76,28 @@ static int parse_dump(const char *arg, void *target)
     return 0;
 }
 
+/* What --help prints around the option rows. */
+static const opts_usage_t usage = {
+    .head = "Usage: bqos-ctrl-prof [OPTION]...\n"
+            "\n"
+            "Runs the controller's per-interval work in one process, without sockets or\n"
+            "clocks, on the workload of bqos-ctrl-bench (same buckets, placement and\n"
+            "report values for the same seed): every round each simulated node's report\n"
+            "is encoded (node side, not counted), then decoded and applied (decode),\n"
+            "the tokens are computed (pshift: ctrl_compute) and each node's tokens\n"
+            "message is encoded (encode).  Sending is not simulated.  Prints the mean\n"
+            "CPU milliseconds per round of each phase (CLOCK_PROCESS_CPUTIME_ID, all\n"
+            "threads) and their share of the interval, after --warmup rounds, the\n"
+            "largest CPU time of one computation and the longest R-pass solve (wall),\n"
+            "and a hash of every token record computed (equal hashes: equal output).\n"
+            "Meant for perf and callgrind: the same options give the same work.\n"
+            "\n"
+            "Options:\n",
+    .layout = OPTS_LAYOUT_LIST,
+    .width = 16,
+    .tail = "  --help, --version\n",
+};
+
 #define NOPTS 17
 
 /* Fills rows[NOPTS], the option table, with targets in *c. */
@@ -116,33 +138,10 @@ static void option_rows(prof_cfg_t *c, opts_row_t *rows)
          .arg = "MS:FILE",
          .help = "write the slowest pShift solve (wall) that took at\n"
                  "least MS ms to FILE as a `bqos-pshift solve` instance"},
-        {.name = "help", .type = OPTS_FLAG, .target = &c->help, .flags = OPTS_STOP},
-        {.name = "version", .type = OPTS_FLAG, .target = &c->version, .flags = OPTS_STOP},
+        OPTS_HELP_ROW(0, &c->help, NULL),
+        OPTS_VERSION_ROW(0, &c->version, NULL),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
-}
-
-static void usage(FILE *fp, const opts_row_t *rows)
-{
-    fprintf(fp,
-            "Usage: bqos-ctrl-prof [OPTION]...\n"
-            "\n"
-            "Runs the controller's per-interval work in one process, without sockets or\n"
-            "clocks, on the workload of bqos-ctrl-bench (same buckets, placement and\n"
-            "report values for the same seed): every round each simulated node's report\n"
-            "is encoded (node side, not counted), then decoded and applied (decode),\n"
-            "the tokens are computed (pshift: ctrl_compute) and each node's tokens\n"
-            "message is encoded (encode).  Sending is not simulated.  Prints the mean\n"
-            "CPU milliseconds per round of each phase (CLOCK_PROCESS_CPUTIME_ID, all\n"
-            "threads) and their share of the interval, after --warmup rounds, the\n"
-            "largest CPU time of one computation and the longest R-pass solve (wall),\n"
-            "and a hash of every token record computed (equal hashes: equal output).\n"
-            "Meant for perf and callgrind: the same options give the same work.\n"
-            "\n"
-            "Options:\n");
-    opts_help_list(fp, rows, NOPTS, 16);
-    fprintf(fp, "  --help, --version\n");
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 static double cpu_now(void)
@@ -166,16 +165,9 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(&cfg, rows);
     const opts_cmd_t cmd = {.prog = "bqos-ctrl-prof", .rows = rows, .n = NOPTS};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0)
-        return 2;
-    if (cfg.help) {
-        usage(stdout, rows);
-        return 0;
-    }
-    if (cfg.version) {
-        printf("bqos-ctrl-prof %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int early = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (early >= 0)
+        return early;
     int nodes = cfg.nodes, buckets = cfg.buckets, active = cfg.active, rounds = cfg.rounds;
     int warmup = cfg.warmup, full = cfg.full, thr = cfg.threads, intervals = cfg.intervals;
     unsigned seed0 = cfg.seed;
@@ -257,7 +249,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nodes; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "fake%03d", i);
-        nid[i] = ctrl_node_hello(c, nm, (uint64_t)capacity, 1, pn[i].tnames, pn[i].ntable);
+        nid[i] = ctrl_node_hello(c, nm, 0, (uint64_t)capacity, 1, pn[i].tnames, pn[i].ntable);
         if (nid[i] < 0) {
             fprintf(stderr, "bqos-ctrl-prof: hello: %s\n", strerror(-nid[i]));
             return 1;

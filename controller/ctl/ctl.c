@@ -46,6 +46,44 @@ static int parse_limit(const char *arg, void *target)
     return num_i64_in(arg, 0, BUCKETFILE_MAX_RATE, &o->limit);
 }
 
+/* What --help prints around the option rows. */
+static const opts_usage_t usage = {
+    .head = "Usage: bqos-ctl [OPTION]... COMMAND [ARG]...\n"
+            "\n"
+            "Inspect and change a running bqos-controller through its admin endpoint.\n"
+            "\n"
+            "Commands:\n"
+            "  status                 nodes (up/down, age of their last report) and buckets\n"
+            "                         (reservation, limit, served this period, on track)\n"
+            "  buckets                the configured buckets\n"
+            "  set NAME --reservation N [--limit N|none] [--weight N]\n"
+            "                         add bucket NAME or change it; the controller applies\n"
+            "                         it from the next interval and saves its bucket file\n"
+            "  remove NAME            remove bucket NAME\n"
+            "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
+            "\n"
+            "Options:\n",
+    .layout = OPTS_LAYOUT_MAN,
+    .tail = "\n"
+            "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
+            "it has served at least the elapsed share of its reservation this period, or\n"
+            "has nothing queued.\n"
+            "\n"
+            "Exit status:\n"
+            "  0  success\n"
+            "  1  the controller refused the request (its reason is printed)\n"
+            "  2  bad usage\n"
+            "  3  the controller is unreachable or did not answer within the timeout,\n"
+            "     or its answer was not understood\n"
+            "\n"
+            "Examples:\n"
+            "  bqos-ctl status\n"
+            "  bqos-ctl set red --reservation 30000 --limit 60000\n"
+            "  bqos-ctl --json buckets\n"
+            "\n"
+            "The admin protocol is described in docs/protocol.md.\n",
+};
+
 #define NOPTS 8
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
@@ -69,53 +107,10 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
          .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
-        {.name = "help", .type = OPTS_FLAG, .target = &o->help, .flags = OPTS_STOP,
-         .help = "Print this help and exit."},
-        {.name = "version", .type = OPTS_FLAG, .target = &o->version, .flags = OPTS_STOP,
-         .help = "Print the version and exit."},
+        OPTS_HELP_ROW(0, &o->help, "Print this help and exit."),
+        OPTS_VERSION_ROW(0, &o->version, "Print the version and exit."),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
-}
-
-static void usage(FILE *out, const opts_row_t *rows)
-{
-    fprintf(out,
-            "Usage: bqos-ctl [OPTION]... COMMAND [ARG]...\n"
-            "\n"
-            "Inspect and change a running bqos-controller through its admin endpoint.\n"
-            "\n"
-            "Commands:\n"
-            "  status                 nodes (up/down, age of their last report) and buckets\n"
-            "                         (reservation, limit, served this period, on track)\n"
-            "  buckets                the configured buckets\n"
-            "  set NAME --reservation N [--limit N|none] [--weight N]\n"
-            "                         add bucket NAME or change it; the controller applies\n"
-            "                         it from the next interval and saves its bucket file\n"
-            "  remove NAME            remove bucket NAME\n"
-            "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
-            "\n"
-            "Options:\n");
-    opts_help(out, rows, NOPTS);
-    fprintf(out,
-            "\n"
-            "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
-            "it has served at least the elapsed share of its reservation this period, or\n"
-            "has nothing queued.\n"
-            "\n"
-            "Exit status:\n"
-            "  0  success\n"
-            "  1  the controller refused the request (its reason is printed)\n"
-            "  2  bad usage\n"
-            "  3  the controller is unreachable or did not answer within the timeout,\n"
-            "     or its answer was not understood\n"
-            "\n"
-            "Examples:\n"
-            "  bqos-ctl status\n"
-            "  bqos-ctl set red --reservation 30000 --limit 60000\n"
-            "  bqos-ctl --json buckets\n"
-            "\n"
-            "The admin protocol is described in docs/protocol.md.\n");
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 /* Prints the usage error and returns the exit status for it. */
@@ -316,6 +311,43 @@ static void print_buckets_table(json_t *buckets, int with_served)
     }
 }
 
+/* The status's "default" object: the limit that holds traffic of buckets
+ * the file lacks (or that there is none), and that traffic by bucket. */
+static void print_default(json_t *d)
+{
+    if (!json_is_object(d))
+        return;
+    char x[4][32];
+    if (json_is_true(json_object_get(d, "configured")))
+        printf("\ndefault: reservation %s, limit %s: holds the traffic of every bucket "
+               "not in the file\n",
+               cell(d, "reservation", "?", x[0], 32), cell(d, "limit", "none", x[1], 32));
+    else
+        printf("\ndefault: unlimited (no `default` bucket in the file): the traffic of buckets "
+               "not in the file is not limited\n");
+    json_t *u = json_object_get(d, "unconfigured");
+    json_t *o = json_object_get(d, "other");
+    if (json_array_size(u) == 0 && !json_is_object(o))
+        return;
+    table_t t = {.ncols = 4, .right = {0, 1, 1, 1}};
+    t_row(&t, "  NOT CONFIGURED", "ARRIVALS", "SERVED", "NODES");
+    size_t i;
+    json_t *e;
+    json_array_foreach(u, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        char nm[300];
+        snprintf(nm, sizeof nm, "  %s", name ? name : "?");
+        t_row(&t, nm, cell(e, "arrivals", "-", x[0], 32), cell(e, "served", "-", x[1], 32),
+              cell(e, "nodes", "-", x[2], 32));
+    }
+    if (json_is_object(o)) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "  (other: %s buckets)", cell(o, "buckets", "?", x[3], 32));
+        t_row(&t, nm, cell(o, "arrivals", "-", x[0], 32), cell(o, "served", "-", x[1], 32), "-");
+    }
+    t_print(&t);
+}
+
 static void print_status(json_t *r)
 {
     char a[32], b[32], c[32], d[32], e[32];
@@ -342,6 +374,7 @@ static void print_status(json_t *r)
     }
     putchar('\n');
     print_buckets_table(json_object_get(r, "buckets"), 1);
+    print_default(json_object_get(r, "default"));
 
     /* Optional extras (docs/protocol.md): round and message counters, and
      * where the controller's time goes. */
@@ -361,6 +394,10 @@ static void print_status(json_t *r)
             first = 0;
         }
         printf("%s\n", first ? "" : ")");
+        json_t *dup = json_object_get(st, "duplicate_names");
+        if (json_integer_value(dup) > 0)
+            printf("hellos refused for a duplicate node name: %s\n",
+                   cell(st, "duplicate_names", "?", x[5], 32));
     }
     json_t *tm = json_object_get(json_object_get(r, "timing"), "mean_ms");
     if (json_is_object(tm)) {
@@ -386,17 +423,11 @@ int main(int argc, char **argv)
     option_rows(&o, rows);
     const opts_cmd_t oc = {.prog = "bqos-ctl", .rows = rows, .n = NOPTS};
     int argi;
-    int rc = opts_parse(&oc, argc, argv, &argi);
-    if (rc < 0)
-        return EXIT_USAGE;
-    if (o.help) {
-        usage(stdout, rows);
-        return EXIT_OK;
-    }
-    if (o.version) {
-        printf("bqos-ctl %s (admin protocol v%d)\n", BQOS_VERSION, PROTO_ADMIN_VERSION);
-        return EXIT_OK;
-    }
+    char note[32];
+    snprintf(note, sizeof note, " (admin protocol v%d)", PROTO_ADMIN_VERSION);
+    int rc = opts_start(&oc, argc, argv, &argi, &usage, note);
+    if (rc >= 0)
+        return rc;
     const char *endpoint = o.endpoint;
     int64_t res = o.res, limit = o.limit, weight = o.weight;
     int have_limit = o.have_limit, limit_none = o.limit_none;

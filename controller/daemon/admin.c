@@ -103,6 +103,40 @@ static json_t *split_json(const split_t *s, double scale)
                      "send", s->send * scale);
 }
 
+/* The status's "default" object: whether the bucket file has a `default`
+ * bucket (the limit of all traffic of buckets it lacks) and that traffic by
+ * bucket, the 64 busiest, the rest summed as "(other)". */
+#define STATUS_UNCONF_MAX 64
+static json_t *default_json(admin_t *ad)
+{
+    json_t *o = json_object();
+    int b = bucketfile_find(ad->bf, "default");
+    if (b >= 0) {
+        const bucketfile_bucket_t *x = bucketfile_get(ad->bf, (size_t)b);
+        json_object_set_new(o, "configured", json_true());
+        json_object_set_new(o, "reservation", json_integer((json_int_t)x->reservation));
+        json_object_set_new(o, "limit", limit_json(x->limit));
+    } else {
+        json_object_set_new(o, "configured", json_false());
+        json_object_set_new(o, "limit", json_null());
+        json_object_set_new(o, "note", json_string("unlimited (no `default` bucket in the file)"));
+    }
+    ctrl_unconf_t u[STATUS_UNCONF_MAX], rest;
+    int n = ctrl_unconfigured(ad->ctrl, u, STATUS_UNCONF_MAX, &rest);
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:i}", "name", u[i].name,
+                                             "arrivals", (json_int_t)u[i].arrivals, "served",
+                                             (json_int_t)u[i].served, "nodes", u[i].nodes));
+    json_object_set_new(o, "unconfigured", arr);
+    if (n >= 0 && rest.nodes > 0)
+        json_object_set_new(o, "other",
+                            json_pack("{s:i, s:I, s:I}", "buckets", rest.nodes, "arrivals",
+                                      (json_int_t)rest.arrivals, "served",
+                                      (json_int_t)rest.served));
+    return o;
+}
+
 static json_t *cmd_status(admin_t *ad, json_t *req)
 {
     (void)req;
@@ -150,6 +184,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_array_append_new(bs, o);
     }
     json_object_set_new(r, "buckets", bs);
+    json_object_set_new(r, "default", default_json(ad));
     const ctrl_stats_t *cs = ctrl_stats(ad->ctrl);
     json_t *st = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rounds",
@@ -167,6 +202,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
             json_object_set_new(rej, proto_reason_str((proto_reason_t)i),
                                 json_integer((json_int_t)ad->nodes->pst.rejected[i]));
     json_object_set_new(st, "rejected", rej);
+    json_object_set_new(st, "duplicate_names", json_integer((json_int_t)cs->duplicate_names));
     json_object_set_new(r, "stats", st);
     json_t *tm = json_object();
     json_object_set_new(tm, "last_ms", split_json(&ad->tm->last, 1e3));

@@ -52,8 +52,10 @@ double nodes_last_msg(const nodes_t *ns, int node)
 
 /* ---- sending ------------------------------------------------------------- */
 
-/* Encodes (timed as encode) and sends (timed as send) `m` to node `name`. */
-static int send_to(nodes_t *ns, const char *name, proto_msg_t *m)
+/* Encodes (timed as encode) and sends (timed as send) `m` to node `name`
+ * at routing id `id` (`idlen` bytes: the name, or the name and its
+ * process's instance tag, proto_node_id()). */
+static int send_id(nodes_t *ns, const void *id, size_t idlen, const char *name, proto_msg_t *m)
 {
     double t0 = mono_now();
     snprintf(m->node, sizeof m->node, "%s", name);
@@ -64,7 +66,7 @@ static int send_to(nodes_t *ns, const char *name, proto_msg_t *m)
         log_error("cannot encode %s for %s: %s", proto_type_str(m->type), name, strerror(-rc));
         return rc;
     }
-    if (zmq_send(ns->sock, name, strlen(name), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    if (zmq_send(ns->sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
         rc = -zmq_errno();
     } else {
         for (size_t i = 0; i < ns->enc.nframes; i++) {
@@ -83,6 +85,19 @@ static int send_to(nodes_t *ns, const char *name, proto_msg_t *m)
     return rc;
 }
 
+/* Sends `m` to registered node `node`, at the routing id of the process
+ * it registered. */
+static int send_node(nodes_t *ns, int node, proto_msg_t *m)
+{
+    ctrl_node_info_t ni;
+    if (ctrl_node_info(ns->ctrl, node, &ni) < 0)
+        return -EINVAL;
+    unsigned char id[PROTO_ID_MAX];
+    size_t n = proto_node_id(ni.name, ni.instance, id);
+    return send_id(ns, id, n, ni.name, m);
+}
+
+/* Answers the sender of the message in hand (ns->id) with an error. */
 static void send_error(nodes_t *ns, const char *node, const char *code, const char *text)
 {
     proto_msg_t m;
@@ -90,7 +105,7 @@ static void send_error(nodes_t *ns, const char *node, const char *code, const ch
     m.type = PROTO_ERROR;
     snprintf(m.code, sizeof m.code, "%s", code);
     snprintf(m.text, sizeof m.text, "%s", text ? text : "");
-    send_to(ns, node, &m);
+    send_id(ns, ns->id, ns->idlen, node, &m);
 }
 
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
@@ -128,22 +143,78 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
             ns->push_tokens++;
             ns->records_sent += n;
         }
-        send_to(ns, ni.name, &m);
+        send_node(ns, i, &m);
     }
 }
 
 /* ---- receiving ----------------------------------------------------------- */
+
+/* Nonzero if the message in hand comes from the process registered as
+ * `node` (a node that gave no instance matches any routing id of its
+ * name). */
+static int from_registered(const nodes_t *ns, const proto_msg_t *m, int node)
+{
+    ctrl_node_info_t ni;
+    if (ctrl_node_info(ns->ctrl, node, &ni) < 0)
+        return 0;
+    if (!ni.instance)
+        return 1;
+    uint32_t tag = 0;
+    return proto_node_id_split(ns->id, ns->idlen, m->node, &tag) == 1 &&
+           tag == proto_instance_tag(ni.instance);
+}
 
 static int known_node(const char *node, void *arg)
 {
     return ctrl_node_find(((nodes_t *)arg)->ctrl, node) >= 0;
 }
 
+/* A hello under a name that is up as another process: refused, so that
+ * the first node keeps its tokens and its connection (its routing id
+ * differs: proto_node_id()).  Logged at most once per 10 s. */
+static void refuse_duplicate(nodes_t *ns, const proto_msg_t *m, uint64_t instance, double now)
+{
+    ns->dup_suppressed++;
+    if (now >= ns->dup_log_next) {
+        int idx = ctrl_node_find(ns->ctrl, m->node);
+        ctrl_node_info_t ni = {0};
+        ctrl_node_info(ns->ctrl, idx, &ni);
+        log_warn("node name '%s' is up as process %016llx: refused a hello from another "
+                 "process (%016llx) under the same name (%llu refused since the last such "
+                 "line); give each node a unique --name",
+                 m->node, (unsigned long long)ni.instance, (unsigned long long)instance,
+                 (unsigned long long)ns->dup_suppressed);
+        ns->dup_suppressed = 0;
+        ns->dup_log_next = now + 10;
+    }
+    char text[sizeof m->text];
+    snprintf(text, sizeof text, "another running node is registered as '%.60s'; "
+             "choose a unique --name", m->node);
+    send_error(ns, m->node, "duplicate_name", text);
+}
+
 static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
 {
-    if (m->has_timing)
+    /* The process's instance counts only if its routing id says the same
+     * (else the node could not be addressed as that process). */
+    uint32_t tag = 0;
+    int tagged = proto_node_id_split(ns->id, ns->idlen, m->node, &tag);
+    uint64_t instance = tagged == 1 && tag == proto_instance_tag(m->instance) ? m->instance : 0;
+    /* A refused process's clock is not adopted: it says nothing here. */
+    int node = ctrl_node_find(ns->ctrl, m->node), dup = 0;
+    if (node >= 0 && ctrl_node_up(ns->ctrl, node) && instance) {
+        ctrl_node_info_t ni;
+        ctrl_node_info(ns->ctrl, node, &ni);
+        dup = ni.instance && ni.instance != instance;
+    }
+    if (m->has_timing && !dup)
         ns->hooks.adopt(ns->hooks.arg, m, now);
-    int node = ctrl_node_hello(ns->ctrl, m->node, m->capacity, m->table, m->names, m->nnames);
+    node = ctrl_node_hello(ns->ctrl, m->node, instance, m->capacity, m->table, m->names,
+                           m->nnames);
+    if (node == -EEXIST) {
+        refuse_duplicate(ns, m, instance, now);
+        return;
+    }
     if (node < 0) {
         log_warn("hello from %s refused: %s", m->node, strerror(-node));
         send_error(ns, m->node, "bad_message", "registration failed");
@@ -167,7 +238,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.names = (const char **)names;
     w.has_weights = 1;
     w.weights = ctrl_table_weights(ns->ctrl);
-    send_to(ns, m->node, &w);
+    send_node(ns, node, &w);
 }
 
 static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
@@ -194,18 +265,19 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
 void nodes_drain(nodes_t *ns)
 {
     for (int budget = 0; budget < 100000; budget++) {
-        char id[PROTO_NAME_MAX + 1];
-        size_t idlen = 0;
         proto_reason_t why;
         double t0 = mono_now();
-        int rc = proto_recv(ns->sock, id, sizeof id - 1, &idlen, &ns->in, &ns->pst, &why,
+        ns->idlen = 0;
+        int rc = proto_recv(ns->sock, ns->id, sizeof ns->id, &ns->idlen, &ns->in, &ns->pst, &why,
                             known_node, ns, ZMQ_DONTWAIT);
         double now = mono_now();
         if (rc == -EAGAIN || rc == -EINTR)
             return;
         ns->cur->decode += now - t0;
         if (rc == -EPROTO) {
-            id[idlen] = '\0';
+            char id[PROTO_ID_MAX + 1];
+            memcpy(id, ns->id, ns->idlen);
+            id[ns->idlen] = '\0'; /* the name part, up to an instance tag */
             log_warn("bad message from '%s' dropped: %s", id, proto_reason_str(why));
             continue;
         }
@@ -226,6 +298,17 @@ void nodes_drain(nodes_t *ns)
             continue;
         }
         int node = ctrl_node_find(ns->ctrl, m->node);
+        if (!from_registered(ns, m, node)) {
+            /* Another process under a registered name (one that was
+             * refused, or an old one that was replaced): not this node.
+             * The decoder counted it ok; it is an unknown_node. */
+            if (ns->pst.ok)
+                ns->pst.ok--;
+            proto_stats_note(&ns->pst, PROTO_E_UNKNOWN_NODE);
+            if (m->type != PROTO_GOODBYE)
+                send_error(ns, m->node, "unknown_node", "say hello first");
+            continue;
+        }
         double *x = last_msg(ns, node);
         if (x)
             *x = now;

@@ -37,6 +37,10 @@ typedef struct {
     double *last_msg;      /* [nlast]: per node index, monotonic seconds of
                               its last message, 0 = never */
     int nlast;
+    unsigned char id[PROTO_ID_MAX]; /* routing id of the message in hand */
+    size_t idlen;
+    double dup_log_next;   /* duplicate-name warnings: next one not before */
+    uint64_t dup_suppressed;
 } nodes_t;
 
 /* Sets up ns around the bound ROUTER socket `sock` with what it borrows.
@@ -48,7 +52,8 @@ void nodes_init(nodes_t *ns, void *sock, ctrl_t *ctrl, pclock_t *clk, split_t *c
 void nodes_clear(nodes_t *ns);
 
 /* Handles every message waiting on the socket (at most 100,000 at a time),
- * without blocking: registers nodes and welcomes them, applies reports
+ * without blocking: registers nodes and welcomes them (refusing a second
+ * process under a name that is up with `duplicate_name`), applies reports
  * (answering unknown_table or bad_message errors), notes heartbeats and
  * goodbyes, and tells the unknown to say hello.  Bad messages are counted
  * and logged, never fatal. */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "pshift/tools/gen.h"
+#include "pshift/tools/pjson.h"
 #include "pshift/pshift.h"
 #include "pshift/tools/maxflow.h"
 
@@ -24,6 +25,9 @@ typedef struct {
     maxflow_result_t mf;
     int64_t reference;     /* optimum to compare phi with, -1 if unknown */
     long rss_kib;          /* peak RSS so far, 0 if not reported */
+    double median;         /* wall seconds of the median solve */
+    double first;          /* file: seconds of the process's first solve */
+    double mf_first;       /* file: ... and of its first max-flow */
 } row_t;
 
 /* Printer state: rows printed so far, for headers and JSON commas. */
@@ -77,6 +81,11 @@ static void print_row(run_t *run, const row_t *r)
                     r->mf.value, r->mf.t_build, r->mf.t_flow, r->mf.cpu_flow,
                     r->st.t_total > 0 ? r->mf.t_flow / r->st.t_total : 0.0);
         if (r->rss_kib) fprintf(f, ",\"peak_rss_kib\":%ld", r->rss_kib);
+        if (strcmp(r->fig, "file") == 0) {
+            fprintf(f, ",\"solve_median_seconds\":%.6f,\"first_solve_seconds\":%.6f", r->median,
+                    r->first);
+            if (r->have_mf) fprintf(f, ",\"maxflow_first_seconds\":%.6f", r->mf_first);
+        }
         fputc('}', f);
     } else {
         if (!run->last_fig || strcmp(run->last_fig, r->fig) != 0) {
@@ -113,14 +122,23 @@ static void progress(const run_t *run, const char *fig, const gen_params_t *g, c
             g->buckets, g->reserved_fraction, g->demand_ratio, g->zipf, what);
 }
 
-/* Solves `p` o->repeat times and keeps the stats of the fastest run. */
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Solves `p` o->repeat times and keeps the stats of the fastest run, and
+ * (if `median` is not NULL) the median wall time. */
 static int solve_best(const bench_opts_t *o, pshift_problem_t *p, int threads, size_t approx,
-                      pshift_stats_t *best, double *cpu)
+                      pshift_stats_t *best, double *cpu, double *median)
 {
     pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
     po.threads = threads;
     po.approx_top = approx;
     int reps = o->repeat > 0 ? o->repeat : 1;
+    double t[1000]; /* --repeat is at most 1,000 */
+    if (reps > 1000) reps = 1000;
     for (int i = 0; i < reps; i++) {
         double c0 = cpu_now();
         int rc = pshift_solve(p, &po);
@@ -129,6 +147,11 @@ static int solve_best(const bench_opts_t *o, pshift_problem_t *p, int threads, s
         const pshift_stats_t *st = pshift_stats(p);
         if (i == 0 || st->t_total < best->t_total) *best = *st;
         if (i == 0 || c < *cpu) *cpu = c;
+        t[i] = st->t_total;
+    }
+    if (median) {
+        qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+        *median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
     }
     return 0;
 }
@@ -190,7 +213,7 @@ static int run_fig5(run_t *run)
             if (o->maxflow) r.reference = r.mf.value;
             for (int t = 1; t <= threads_max(o); t++) {
                 r.threads = t;
-                if ((rc = solve_best(o, p, t, 0, &r.st, &r.cpu)) < 0) goto next;
+                if ((rc = solve_best(o, p, t, 0, &r.st, &r.cpu, NULL)) < 0) goto next;
                 print_row(run, &r);
             }
         next:
@@ -223,7 +246,7 @@ static int run_fig6(run_t *run)
         for (size_t mi = 0; mi < nm; mi++) {
             r.approx = ms[mi];
             r.have_mf = o->maxflow && ms[mi] == 0;
-            if ((rc = solve_best(o, p, t, ms[mi], &r.st, &r.cpu)) < 0) goto next;
+            if ((rc = solve_best(o, p, t, ms[mi], &r.st, &r.cpu, NULL)) < 0) goto next;
             /* The exact row (M = 0, listed first) is the reference. */
             if (ms[mi] == 0) r.reference = o->maxflow ? r.mf.value : r.st.phi;
             print_row(run, &r);
@@ -254,7 +277,7 @@ static int run_fig7(run_t *run)
                    .reference = -1};
         if ((rc = prepare(run, "fig7", &g, o->maxflow, &p, &r.mf)) < 0) goto next;
         if (o->maxflow) r.reference = r.mf.value;
-        if ((rc = solve_best(o, p, 1, 0, &r.st, &r.cpu)) < 0) goto next;
+        if ((rc = solve_best(o, p, 1, 0, &r.st, &r.cpu, NULL)) < 0) goto next;
         print_row(run, &r);
     next:
         pshift_problem_destroy(&p);
@@ -286,7 +309,7 @@ static int run_large(run_t *run)
         snprintf(what, sizeof what, "solving with %d thread%s", t, t > 1 ? "s" : "");
         progress(run, "large", &g, what);
         r.threads = t;
-        if ((rc = solve_best(o, p, t, 0, &r.st, &r.cpu)) < 0) goto out;
+        if ((rc = solve_best(o, p, t, 0, &r.st, &r.cpu, NULL)) < 0) goto out;
         /* Before igraph, whose graph is several times pShift's memory. */
         if (t == 1) r.rss_kib = peak_rss_kib();
         if (t == 1 && o->large_maxflow) {
@@ -302,11 +325,63 @@ out:
     return rc;
 }
 
+/* One instance from a solve document (limits are ignored: the reservation
+ * pass only).  The first solve comes right after reading, as in
+ * `bqos-pshift solve`, so that first_solve_seconds is the one-shot (cold)
+ * time and solve_ms the fastest of the repeats (warm); likewise for
+ * max-flow. */
+static int run_file(run_t *run)
+{
+    const bench_opts_t *o = run->o;
+    pjson_input_t in;
+    jsonloc_err_t err;
+    int rc = pjson_read_file(o->file, &in, &err);
+    if (rc < 0) {
+        if (rc != -ENOMEM) {
+            fprintf(stderr, "bench: %s:", o->file);
+            if (err.line > 0) fprintf(stderr, "%d:%d:", err.line, err.col);
+            fprintf(stderr, " %s%s%s\n", err.path, err.path[0] ? ": " : "", err.text);
+        }
+        return rc;
+    }
+    pshift_problem_t *p = in.problem;
+    gen_params_t g = GEN_PARAMS_DEFAULT;
+    g.servers = pshift_nservers(p);
+    g.buckets = pshift_nbuckets(p);
+    g.active = 0;
+    g.reserved_fraction = g.demand_ratio = g.zipf = 0;
+    row_t r = {.fig = "file", .g = &g, .have_mf = o->maxflow, .reference = -1};
+    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
+    if ((rc = pshift_solve(p, &po)) < 0) {
+        fprintf(stderr, "bench: %s: cannot solve: %s\n", o->file, strerror(-rc));
+        goto out;
+    }
+    r.first = pshift_stats(p)->t_total;
+    if (o->maxflow) {
+        progress(run, "file", &g, "max-flow baseline");
+        maxflow_result_t first;
+        if ((rc = maxflow_solve(p, &first)) < 0) goto out;
+        r.mf_first = first.t_flow;
+        if ((rc = maxflow_best(o, p, &r.mf)) < 0) goto out;
+        if (first.t_flow < r.mf.t_flow) r.mf = first;
+        r.reference = r.mf.value;
+    }
+    for (int t = 1; t <= threads_max(o); t++) {
+        r.threads = t;
+        if ((rc = solve_best(o, p, t, 0, &r.st, &r.cpu, &r.median)) < 0) goto out;
+        print_row(run, &r);
+    }
+out:
+    pjson_input_clear(&in);
+    return rc;
+}
+
 int bench_run(const bench_opts_t *o, FILE *out)
 {
     run_t run = {.o = o, .out = out};
-    int any = o->fig5 || o->fig6 || o->fig7 || o->large;
+    int any = o->fig5 || o->fig6 || o->fig7 || o->large || o->file;
     int rc = 0;
+    if (o->file && (rc = run_file(&run)) < 0) goto out;
     if ((!any || o->fig5) && (rc = run_fig5(&run)) < 0) goto out;
     if ((!any || o->fig6) && (rc = run_fig6(&run)) < 0) goto out;
     if ((!any || o->fig7) && (rc = run_fig7(&run)) < 0) goto out;

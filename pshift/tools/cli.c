@@ -1,6 +1,7 @@
 /* cli.c - bqos-pshift: solve pShift token allocation problems from JSON, generate instances, run the benchmark. */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,8 @@ static const char usage_main[] =
     "    bqos-pshift gen [--servers N] [--buckets N] [--reserved-fraction R]\n"
     "                    [--demand-ratio M] [--zipf S] [--split-zipf S] [--active N]\n"
     "                    [--capacity C] [--limit-ratio L] [--seed N] [--pretty]\n"
-    "    bqos-pshift bench [--fig LIST] [--quick] [--large] [--large-maxflow]\n"
-    "                      [--no-maxflow] [--threads-max N] [--repeat N] [--seed N]\n"
+    "    bqos-pshift bench [--fig LIST] [--file FILE] [--quick] [--large]\n"
+    "                      [--large-maxflow] [--no-maxflow] [--threads-max N] [--repeat N] [--seed N]\n"
     "                      [--json] [--quiet]\n"
     "    bqos-pshift COMMAND --help\n"
     "    bqos-pshift --help | --version\n"
@@ -127,6 +128,9 @@ static const char usage_bench[] =
     "      fig7   64 servers x 100..1,000 buckets, r 1.0, m 1.1, 1 thread\n"
     "      large  1,024 x 1,000,000, 8 active, r 1.0, m 1.1, threads 1..N,\n"
     "             with the peak RSS (getrusage)\n"
+    "      file   the problem in FILE (--file; reservations only), threads\n"
+    "             1..N; the JSON rows add the process's first (cold) solve\n"
+    "             and max-flow times\n"
     "    Progress lines go to stderr.\n"
     "\n"
     "OPTIONS\n";
@@ -140,15 +144,14 @@ static const char usage_bench[] =
      .help = "print this text"},                                                             \
     {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = (flag), .flags = OPTS_STOP}
 
-/* Prints a subcommand's manual: head, the option rows, tail (may be NULL). */
-static void print_usage(const char *head, const opts_row_t *rows, size_t n, int width,
-                        const char *tail)
-{
-    fputs(head, stdout);
-    opts_help_table(stdout, rows, n, 4, width);
-    if (tail)
-        fputs(tail, stdout);
-}
+/* The subcommands' manuals: head, the option rows as an OPTIONS table
+ * (heads padded to `width`), tail. */
+#define CMD_USAGE(head_text, width_cols, tail_text)                                       \
+    {.head = (head_text), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = (width_cols), \
+     .tail = (tail_text)}
+static const opts_usage_t solve_usage = CMD_USAGE(usage_solve, 17, usage_solve_tail);
+static const opts_usage_t gen_usage = CMD_USAGE(usage_gen, 23, NULL);
+static const opts_usage_t bench_usage = CMD_USAGE(usage_bench, 18, NULL);
 
 static int bad_usage(const char *cmd, const char *fmt, const char *arg)
 {
@@ -212,8 +215,7 @@ static void solve_rows(solve_settings_t *s, opts_row_t *rows)
         {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NSOLVE, "NSOLVE");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NSOLVE);
 }
 
 static int cmd_solve(int argc, char **argv)
@@ -223,12 +225,8 @@ static int cmd_solve(int argc, char **argv)
     solve_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " solve", .rows = rows, .n = NSOLVE};
     int argi;
-    int rc = opts_parse(&cmd, argc, argv, &argi);
-    if (rc < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_solve, rows, NSOLVE, 17, usage_solve_tail);
-        return EXIT_OK;
-    }
+    int rc = opts_start(&cmd, argc, argv, &argi, &solve_usage, NULL);
+    if (rc >= 0) return rc;
     if (argi >= argc) {
         opts_fail(&cmd, "missing FILE (use - for stdin)");
         return EXIT_USAGE;
@@ -340,8 +338,7 @@ static void gen_rows(gen_settings_t *s, opts_row_t *rows)
         {.name = "pretty", .type = OPTS_FLAG, .target = &s->pretty, .help = "indent the output"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NGEN, "NGEN");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NGEN);
 }
 
 static int cmd_gen(int argc, char **argv)
@@ -350,11 +347,8 @@ static int cmd_gen(int argc, char **argv)
     opts_row_t rows[NGEN];
     gen_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " gen", .rows = rows, .n = NGEN};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_gen, rows, NGEN, 23, NULL);
-        return EXIT_OK;
-    }
+    int done = opts_start(&cmd, argc, argv, NULL, &gen_usage, NULL);
+    if (done >= 0) return done;
     gen_params_t g = s.g;
     /* The paper's 8 active servers, unless there are fewer servers. */
     if (!s.active_given) g.active = g.servers < 8 ? g.servers : 8;
@@ -411,7 +405,7 @@ typedef struct {
     int help;
 } bench_settings_t;
 
-#define NBENCH 12
+#define NBENCH 13
 
 static void bench_rows(bench_settings_t *s, opts_row_t *rows)
 {
@@ -420,6 +414,9 @@ static void bench_rows(bench_settings_t *s, opts_row_t *rows)
         {.name = "fig", .type = OPTS_STRING, .target = &s->figs, .arg = "LIST",
          .help = "comma-separated subset of 5,6,7 (default: all three\n"
                  "unless --large is given)"},
+        {.name = "file", .type = OPTS_STRING, .target = &b->file, .arg = "FILE",
+         .help = "time the problem in FILE (a solve document) instead\n"
+                 "of the figures"},
         {.name = "quick", .type = OPTS_FLAG, .target = &b->quick,
          .help = "fewer points and one repetition"},
         {.name = "large", .type = OPTS_FLAG, .target = &b->large, .help = "run the large case"},
@@ -439,8 +436,7 @@ static void bench_rows(bench_settings_t *s, opts_row_t *rows)
         {.name = "quiet", .type = OPTS_FLAG, .target = &s->quiet, .help = "no progress lines"},
         HELP_ROWS(&s->help),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NBENCH, "NBENCH");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NBENCH);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -449,11 +445,8 @@ static int cmd_bench(int argc, char **argv)
     opts_row_t rows[NBENCH];
     bench_rows(&s, rows);
     const opts_cmd_t cmd = {.prog = PROG " bench", .rows = rows, .n = NBENCH};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0) return EXIT_USAGE;
-    if (s.help) {
-        print_usage(usage_bench, rows, NBENCH, 18, NULL);
-        return EXIT_OK;
-    }
+    int done = opts_start(&cmd, argc, argv, NULL, &bench_usage, NULL);
+    if (done >= 0) return done;
     bench_opts_t b = s.b;
     const char *figs = s.figs;
     int quiet = s.quiet, no_mf = s.no_mf;
@@ -467,8 +460,8 @@ static int cmd_bench(int argc, char **argv)
                 return EXIT_USAGE;
             }
         }
-    } else if (b.large) {
-        b.fig5 = b.fig6 = b.fig7 = 0; /* --large alone runs only the large case */
+    } else if (b.large || b.file) {
+        b.fig5 = b.fig6 = b.fig7 = 0; /* --large or --file alone runs only that */
     }
     if (b.large_maxflow) b.large = 1;
     if (b.quick && b.repeat == BENCH_OPTS_DEFAULT.repeat) b.repeat = 1;
@@ -480,6 +473,8 @@ static int cmd_bench(int argc, char **argv)
         fprintf(stderr, PROG ": bench: pShift's Phi differs from the max-flow optimum\n");
         return EXIT_FAIL;
     }
+    if (rc < 0 && b.file && rc != -ENOMEM && rc != -EIO)
+        return EXIT_USAGE; /* the file cannot be read or solved: said on stderr */
     if (rc < 0) {
         fprintf(stderr, PROG ": bench: %s\n", strerror(-rc));
         return EXIT_FAIL;
@@ -502,6 +497,15 @@ static const command_t commands[] = {
 
 int main(int argc, char **argv)
 {
+    /* No glibc fastbins.  Reading a document builds jansson's tree of a few
+     * hundred thousand small blocks (250,000 at 64 x 10,000) and frees it;
+     * fastbins would keep them unmerged, and glibc merges them all
+     * (malloc_consolidate) at the next allocation of 1 KiB or more: the
+     * solver's first array, which then took 13-25 ms instead of
+     * microseconds, 4-10x the rest of the solve.  Without fastbins each
+     * block is merged with its free neighbours when it is freed, in the
+     * order it was allocated, which costs less in total. */
+    mallopt(M_MXFAST, 0);
     bqos_log_init(PROG, BQOS_LOG_WARN);
     if (argc < 2) {
         fputs(usage_main, stderr);

@@ -8,61 +8,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "storage-node/core/grant.h"
+#include "storage-node/core/agent_int.h"
 
-/* Owned by the thread that owns the scheduler; no locks. */
-struct agent {
-    agent_config_t cfg;
-    char name[PROTO_NAME_MAX + 1];
-    char *peer;          /* log label, NULL: quiet */
-    sched_t *s;
-    agent_ops_t ops;
-    agent_stats_t st;
-
-    /* our table: the scheduler's buckets, indices 0..my_n-1 */
-    uint32_t my_table;   /* generation, bumped when the bucket count changes */
-    int my_n;
-    uint32_t peer_ack;   /* our generation the controller says it holds */
-    const char **namev;  /* names for the names frame (point into sched) */
-    size_t namev_cap;
-    uint64_t *prev;      /* per bucket: arrivals_period at the last report */
-    uint64_t *carry;     /* per bucket: arrivals of the past interval that
-                            a period start moved out of the counters */
-    uint64_t *served_rep;/* per bucket: IOs served this period when the last
-                            report was taken (see net_of_served()) */
-    uint32_t *local_w;   /* per bucket: its weight before the controller's
-                            weight replaced it (0: the controller's weight
-                            does not apply; see take_weight()) */
-    size_t arr_cap;
-
-    /* the controller's table: its index -> our scheduler index (or -1) */
-    uint32_t ctl_table;
-    int *ctl_map;
-    size_t ctl_n, ctl_cap;
-
-    /* timing, in the caller's clock */
-    int has_timing;
-    uint64_t period;
-    uint32_t intervals;
-    double period_s, interval_s;
-    double period_end;
-    double next_report;
-    uint64_t last_rep_period; /* (period, interval) of the last report, */
-    int64_t last_rep_interval;/* to avoid reporting one interval twice */
-    double last_ctl;          /* when the controller last spoke */
-    uint64_t ctl_pos;         /* the controller's own clock in its last
-                                 message with timing: period * K + interval */
-    int ctl_pos_known;
-    uint64_t heard_period;    /* our period in which the leader last spoke */
-    double asked_names;       /* when we last said hello for a table */
-    int heard;
-
-    /* fail static */
-    grant_t grant;            /* the last covered period's grant */
-    double fallback_since;    /* when the current fallback began */
-    uint64_t warned_period;   /* period of the last "no controller" warning */
-    int warned;
-};
 
 void agent_config_defaults(agent_config_t *cfg)
 {
@@ -75,15 +22,6 @@ void agent_config_defaults(agent_config_t *cfg)
     cfg->grace_s = 0.1;
 }
 
-static const char *policy_str(sched_policy_t p)
-{
-    return p == SCHED_POLICY_RR ? "rr" : "tokens";
-}
-
-const char *agent_mode_str(agent_fallback_t mode)
-{
-    return mode == AGENT_FALLBACK_RR ? "rr" : "static";
-}
 
 /* ---- acting on the node ---- */
 
@@ -92,14 +30,14 @@ static int op_bucket(agent_t *a, const char *name)
     return a->ops.bucket ? a->ops.bucket(a->ops.arg, name) : sched_add_bucket(a->s, name, 1);
 }
 
-static int op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
+int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
 {
     if (a->ops.set_tokens)
         return a->ops.set_tokens(a->ops.arg, b, r, l);
     return sched_set_tokens(a->s, b, r, l);
 }
 
-static void op_set_policy(agent_t *a, sched_policy_t p)
+void agent__op_set_policy(agent_t *a, sched_policy_t p)
 {
     if (a->ops.set_policy)
         a->ops.set_policy(a->ops.arg, p);
@@ -107,73 +45,10 @@ static void op_set_policy(agent_t *a, sched_policy_t p)
         sched_set_policy(a->s, p);
 }
 
-static void op_applied(agent_t *a)
+void agent__op_applied(agent_t *a)
 {
     if (a->ops.applied)
         a->ops.applied(a->ops.arg);
-}
-
-/* The static fallback's tokens for every bucket: its remembered grant less
- * what it served in this period (at a period start: the whole grant).
- * Nothing before the first covered period (there is no grant to keep). */
-static void static_tokens(agent_t *a)
-{
-    if (a->cfg.mode != AGENT_FALLBACK_STATIC || !a->grant.snapshots)
-        return;
-    int n = sched_nbuckets(a->s);
-    for (int b = 0; b < n; b++) {
-        int64_t r, l;
-        if (grant_tokens(&a->grant, a->s, b, &r, &l) == 0)
-            op_set_tokens(a, b, r, l);
-    }
-    op_applied(a);
-}
-
-/* `fresh`: the tokens the node holds were set by the controller for the
- * current period (it spoke in it), so they stay; otherwise they are an
- * older period's and the remembered grant replaces them. */
-static void enter_fallback(agent_t *a, const char *why, double now, int fresh)
-{
-    if (a->st.fallback)
-        return;
-    a->st.fallback = 1;
-    a->st.fallbacks++;
-    a->fallback_since = now;
-    a->warned = 1; /* this warning is the period's */
-    a->warned_period = a->period;
-    a->st.warn_unreachable++;
-    if (a->cfg.mode == AGENT_FALLBACK_RR) {
-        if (a->cfg.manage_policy)
-            op_set_policy(a, a->cfg.fallback);
-    } else if (!fresh) {
-        static_tokens(a);
-    }
-    if (a->peer)
-        log_warn("controller %s silent for %.2f s (%s): falling back to %s (%s)", a->peer,
-                 now - a->last_ctl, why, agent_mode_str(a->cfg.mode),
-                 a->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
-                 : a->grant.snapshots ? "last period's grant"
-                                      : "no grant yet: tokens kept");
-}
-
-static void resume(agent_t *a, double now)
-{
-    if (!a->st.fallback)
-        return;
-    a->st.fallback = 0;
-    a->st.resumes++;
-    a->warned = 0;
-    if (a->cfg.manage_policy)
-        op_set_policy(a, a->cfg.normal);
-    if (a->peer) {
-        if (a->st.welcomed && a->st.fallbacks)
-            log_warn("controller %s is back after %.2f s in fallback %s: resuming policy %s",
-                     a->peer, now - a->fallback_since, agent_mode_str(a->cfg.mode),
-                     policy_str(a->cfg.normal));
-        else
-            log_info("controller %s: first tokens: resuming policy %s", a->peer,
-                     policy_str(a->cfg.normal));
-    }
 }
 
 /* Makes the per-bucket arrays cover n buckets (new entries zero). */
@@ -235,9 +110,53 @@ static void period_start(agent_t *a)
     else
         sched_period_start(a->s);
     if (a->st.fallback && a->cfg.mode == AGENT_FALLBACK_STATIC && a->grant.snapshots) {
-        static_tokens(a); /* renewed each period */
+        agent__static_tokens(a); /* renewed each period */
         a->st.static_periods++;
     }
+}
+
+/* The controller refuses our name (duplicate_name): hold every request,
+ * queued now or later, in bucket 0 with no tokens under the tokens policy.
+ * Nothing is served until a welcome (release_hold()). */
+static void hold(agent_t *a)
+{
+    a->st.welcomed = 0;
+    if (a->st.refused)
+        return;
+    a->st.refused = 1;
+    a->policy_before_hold = sched_policy(a->s);
+    int n = sched_nbuckets(a->s);
+    if (n <= 0)
+        return;
+    for (int b = 0; b < n; b++)
+        sched_set_route(a->s, b, 0);
+    sched_set_new_route(a->s, 0);
+    agent__op_set_tokens(a, 0, 0, 0);
+    agent__op_set_policy(a, SCHED_POLICY_TOKENS); /* even when the caller manages the
+                                              policy: round robin would serve it */
+}
+
+/* A welcome after a refusal: routes come from the controller's table (or
+ * are undone), bucket 0 is the controller's to fill, or unlimited again if
+ * the controller lacks it; the policy is the fallback's until tokens come. */
+static void release_hold(agent_t *a, int in_table)
+{
+    if (!a->st.refused)
+        return;
+    a->st.refused = 0;
+    if (!in_table) {
+        int n = sched_nbuckets(a->s);
+        for (int b = 0; b < n; b++)
+            if (sched_route(a->s, b) == 0)
+                sched_set_route(a->s, b, a->default_route >= 0 ? a->default_route : b);
+        sched_set_new_route(a->s, a->default_route);
+    }
+    agent__op_set_tokens(a, 0, 0, in_table ? 0 : SCHED_UNLIMITED);
+    agent__op_set_policy(a, !a->cfg.manage_policy ? a->policy_before_hold
+                     : a->st.fallback && a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback
+                                                                          : a->cfg.normal);
+    if (a->peer)
+        log_info("controller %s accepted this node's name again", a->peer);
 }
 
 /* ---- timing ---- */
@@ -361,6 +280,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->type = PROTO_HELLO;
     strcpy(m->node, a->name);
     m->capacity = clampc(a->cfg.capacity);
+    m->instance = a->cfg.instance <= PROTO_MAX_COUNT ? a->cfg.instance : 0;
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -461,6 +381,51 @@ static void drop_weight(agent_t *a, int b)
     a->local_w[b] = 0;
 }
 
+/* With a `default` bucket in the controller's table (m's names, already
+ * mapped in ctl_map), every scheduler bucket the table lacks - a key prefix
+ * nobody configured, a bucket the controller removed, one only this node's
+ * --config names - is routed to it: its requests wait in `default`'s queue
+ * and pay its tokens, so together they stay within its limit.  Buckets
+ * created later start routed there too (sched_set_new_route()).  Without
+ * `default` in the table every bucket is its own queue again (the
+ * behaviour before there was a default bucket).  Returns the number of
+ * buckets whose route changed (their waiting requests moved).  O(buckets),
+ * once per controller table. */
+static int route_default(agent_t *a, const proto_msg_t *m)
+{
+    int d = -1, nnow = sched_nbuckets(a->s), changed = 0;
+    for (size_t i = 0; i < m->nnames && d < 0; i++)
+        if (a->ctl_map[i] >= 0 && strcmp(m->names[i], "default") == 0)
+            d = a->ctl_map[i];
+    char *in = calloc((size_t)(nnow > 0 ? nnow : 1), 1);
+    if (!in) {
+        /* Cannot tell the table's buckets apart: route nothing new away,
+         * keep what is routed (fail closed). */
+        sched_set_new_route(a->s, d);
+        return 0;
+    }
+    for (size_t i = 0; i < m->nnames; i++)
+        if (a->ctl_map[i] >= 0 && a->ctl_map[i] < nnow)
+            in[a->ctl_map[i]] = 1;
+    for (int b = 0; b < nnow; b++) {
+        int to = d >= 0 && !in[b] ? d : b;
+        if (sched_route(a->s, b) != to) {
+            sched_set_route(a->s, b, to);
+            changed++;
+        }
+    }
+    sched_set_new_route(a->s, d);
+    if (a->peer && a->default_route != d)
+        log_info(d >= 0 ? "controller %s has a `default` bucket: keys of buckets it does not "
+                          "configure are held to its limit"
+                        : "controller %s has no `default` bucket: keys of buckets it does not "
+                          "configure are not limited",
+                 a->peer);
+    a->default_route = d;
+    free(in);
+    return changed;
+}
+
 /* Rebuilds the controller-index -> scheduler-index map from m's names,
  * and applies the controller's bucket weights if m carries them.  Returns
  * the number of buckets the controller dropped (now R = 0, no limit), or
@@ -501,11 +466,12 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
      * its own weight. */
     for (int b = 0; b < nb; b++)
         if (was[b] && !seen[b]) {
-            op_set_tokens(a, b, 0, SCHED_UNLIMITED);
+            agent__op_set_tokens(a, b, 0, SCHED_UNLIMITED);
             drop_weight(a, b);
             dropped++;
         }
     a->ctl_n = n;
+    dropped += route_default(a, m);
     a->ctl_table = m->table;
     rc = dropped;
 out:
@@ -552,46 +518,10 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
         int64_t r = t->r_tokens;
         int64_t l = (t->flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : t->l_tokens;
         net_of_served(a, b, &r, &l);
-        if (op_set_tokens(a, b, r, l) == 0)
+        if (agent__op_set_tokens(a, b, r, l) == 0)
             a->st.tokens_applied++;
     }
-    op_applied(a);
-}
-
-/* Fencing: whether a message from `src` with m->epoch is obeyed.  A higher
- * epoch makes `src` the leader; *adopt then says that the old leader's
- * session (table, period numbering) must be forgotten. */
-static int epoch_ok(agent_t *a, const proto_msg_t *m, int src, double now, int *adopt)
-{
-    *adopt = 0;
-    if (m->type != PROTO_WELCOME && m->type != PROTO_TOKENS && m->type != PROTO_HEARTBEAT &&
-        m->type != PROTO_ERROR)
-        return 1;
-    /* Another controller at the leader's epoch takes over only a node in
-     * fallback whose leader has also been quiet for an interval (0.5 s
-     * before any timing): not while two of them welcome a starting node. */
-    double quiet = a->has_timing ? a->interval_s : 0.5;
-    int gone = a->st.fallback && now - a->last_ctl > quiet;
-    if (m->epoch < a->st.epoch ||
-        (m->epoch == a->st.epoch && a->st.leader >= 0 && a->st.leader != src && !gone)) {
-        a->st.stale_epoch++;
-        if (a->peer)
-            log_debug("controller message (%s, epoch %llu, source %d) from a deposed or "
-                      "standby controller ignored (leader epoch %llu, source %d)",
-                      proto_type_str(m->type), (unsigned long long)m->epoch, src,
-                      (unsigned long long)a->st.epoch, a->st.leader);
-        return 0;
-    }
-    if (m->epoch > a->st.epoch || (a->st.leader >= 0 && a->st.leader != src)) {
-        if (a->peer)
-            log_warn("controller %s: following source %d, epoch %llu (was source %d, epoch %llu)",
-                     a->peer, src, (unsigned long long)m->epoch, a->st.leader,
-                     (unsigned long long)a->st.epoch);
-        *adopt = a->st.leader >= 0 || a->st.epoch > 0;
-    }
-    a->st.epoch = m->epoch;
-    a->st.leader = src;
-    return 1;
+    agent__op_applied(a);
 }
 
 static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
@@ -612,7 +542,7 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         return 0;
     }
     int adopt;
-    if (src < 0 || !epoch_ok(a, m, src, now, &adopt))
+    if (src < 0 || !agent__epoch_ok(a, m, src, now, &adopt))
         return 0;
     if (adopt) {
         /* A new leader: its table generations and period numbering are its
@@ -658,10 +588,17 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             if (rc < 0)
                 a->ctl_table = 0;
             else if (rc > 0)
-                op_applied(a);
+                agent__op_applied(a);
         } else {
             a->ctl_table = 0;
             a->ctl_n = 0;
+        }
+        if (a->st.refused) {
+            int in = 0;
+            for (size_t i = 0; i < a->ctl_n && a->ctl_table; i++)
+                in |= a->ctl_map[i] == 0;
+            release_hold(a, in);
+            agent__op_applied(a);
         }
         break;
     case PROTO_TOKENS:
@@ -688,7 +625,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             break;
         }
         apply_tokens(a, m);
-        resume(a, now);
+        agent__resume(a, now);
         break;
     case PROTO_HEARTBEAT:
         a->st.recv_heartbeat++;
@@ -697,7 +634,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             a->peer_ack = m->peer_table;
         if ((m->has_timing || tm) && a->st.welcomed) {
             if (take_timing(a, &mt, now, adopt) == 0 && a->ctl_table)
-                resume(a, now);
+                agent__resume(a, now);
         }
         break;
     case PROTO_ERROR:
@@ -712,6 +649,17 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         }
         if (strcmp(m->code, "unknown_table") == 0)
             a->peer_ack = 0; /* names go with the next report */
+        if (strcmp(m->code, "duplicate_name") == 0) {
+            if (a->peer && a->st.duplicate_name % 60 == 0)
+                log_error("controller %s refuses node name '%s': another running node is "
+                          "registered under it.  Give this node a unique --name.  Until the "
+                          "controller accepts it, this node holds every request (serves "
+                          "nothing) and keeps saying hello",
+                          a->peer, a->name);
+            a->st.duplicate_name++;
+            hold(a);
+            return AGENT_REFUSED;
+        }
         break;
     default:
         if (a->peer)
@@ -738,41 +686,11 @@ int agent_tick(agent_t *a, double now)
     }
     uint32_t k = cur_interval(a, now);
     a->st.interval = k;
-    a->st.silent_s = now - a->last_ctl;
-    /* Silent for a while and not heard at all in this period: the tokens
-     * we hold are for a period that has ended.  (A controller that goes
-     * quiet mid-period leaves its tokens valid until the period ends.)  A
-     * late controller is not a dead one: the silence must exceed the
-     * threshold plus a grace for scheduling delay on either host, and the
-     * controller's own clock, as its last message stamped it, must be that
-     * many intervals behind ours. */
-    double grace = a->cfg.grace_s > 0.25 * a->interval_s ? a->cfg.grace_s : 0.25 * a->interval_s;
-    uint64_t pos = a->period * a->intervals + k;
-    double behind = a->ctl_pos_known && pos > a->ctl_pos ? (double)(pos - a->ctl_pos) : 0;
-    if (!a->ctl_pos_known)
-        behind = INFINITY; /* no word from this leader yet */
-    if (!a->st.fallback && a->st.silent_s > a->cfg.silence_intervals * a->interval_s + grace &&
-        behind >= a->cfg.silence_intervals && a->last_ctl < a->period_end - a->period_s) {
-        char why[96];
-        snprintf(why, sizeof why, "no tokens or heartbeat since period %llu interval %llu",
-                 (unsigned long long)(a->ctl_pos / a->intervals),
-                 (unsigned long long)(a->ctl_pos % a->intervals));
-        enter_fallback(a, why, now, 0);
-    }
-    /* Say once a period that no controller is heard. */
-    if (a->st.fallback && (!a->warned || a->warned_period != a->period) &&
-        a->st.silent_s > a->interval_s) {
-        a->warned = 1;
-        a->warned_period = a->period;
-        a->st.warn_unreachable++;
-        if (a->peer)
-            log_warn("no controller heard for %.1f s (period %llu): fallback %s, %s", a->st.silent_s,
-                     (unsigned long long)a->period, agent_mode_str(a->cfg.mode),
-                     a->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
-                     : a->grant.snapshots ? "enforcing the last period's grant"
-                                          : "no grant to enforce yet");
-    }
-    int due = !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
+    agent__watch(a, now, k);
+    /* A refused node (duplicate_name) only says hello: its reports would
+     * each earn an unknown_node and one more hello. */
+    int due = !a->st.refused &&
+              !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
     a->next_report = next_boundary(a, now);
     return due;
 }
@@ -780,15 +698,6 @@ int agent_tick(agent_t *a, double now)
 double agent_next_tick(const agent_t *a)
 {
     return a->has_timing ? a->next_report : INFINITY;
-}
-
-const char *agent_state_str(const agent_t *a)
-{
-    if (!a->st.fallback)
-        return "following";
-    if (!a->st.welcomed && !a->st.fallbacks)
-        return "waiting";
-    return agent_mode_str(a->cfg.mode);
 }
 
 int agent_welcomed(const agent_t *a)
@@ -823,13 +732,14 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     if (ops)
         a->ops = *ops;
     a->last_rep_interval = -1;
+    a->default_route = -1;
     a->my_table = 1;
     a->st.fallback = 1; /* until the controller speaks */
     a->st.mode = a->cfg.mode;
     a->st.leader = -1;
     grant_init(&a->grant);
     if (a->cfg.manage_policy)
-        op_set_policy(a, a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback : a->cfg.normal);
+        agent__op_set_policy(a, a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback : a->cfg.normal);
     a->last_ctl = now;
     if (refresh_table(a))
         goto out;

@@ -47,6 +47,10 @@ typedef struct {
     const char *peer;         /* the controller, for log lines (copied);
                                  NULL: the agent logs nothing */
     uint64_t capacity;        /* capacity profile for hello, IOs/s (0 = unknown) */
+    uint64_t instance;        /* this process's random id for hello
+                                 (1..PROTO_MAX_COUNT; 0 = not said): the
+                                 controller refuses a second process under
+                                 a name that is up (`duplicate_name`) */
     int manage_policy;        /* switch policy: `normal` while the controller
                                  is alive, `fallback` otherwise (default 1) */
     sched_policy_t normal;    /* policy while alive (default tokens) */
@@ -126,6 +130,9 @@ typedef struct {
     double silent_s;             /* seconds since the leader last spoke (at
                                     the last tick or message) */
     double period_s;             /* period length once known (else 0) */
+    int refused;                 /* 1 while the controller refuses our name
+                                    (duplicate_name): every request is held */
+    uint64_t duplicate_name;     /* duplicate_name errors received */
     uint64_t period;             /* current period number (local view) */
     uint32_t interval;
     proto_stats_t proto;         /* messages the agent dropped: addressed to
@@ -140,6 +147,15 @@ typedef struct agent agent_t;
  * welcomed), or a new leader's messages cannot be mapped without its table
  * (its welcome to the hello brings it; the agent stays welcomed). */
 #define AGENT_SEND_HELLO 1
+
+/* agent_handle() result bit: the controller refused our hello because
+ * another running node is registered under our name (`duplicate_name`).
+ * The agent logs an error saying to choose a unique --name and holds every
+ * request (tokens policy, every bucket routed to bucket 0 holding no
+ * tokens): a node the controller does not know must not serve unthrottled.
+ * Keep sending hellos at the normal pace; the first welcome (the other
+ * node went down) releases the hold. */
+#define AGENT_REFUSED 2
 
 /* Creates an agent for `sched` (borrowed; must outlive the agent).  `ops`
  * is copied (may be NULL).  Until a welcome and tokens arrive the node runs
@@ -209,7 +225,8 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
  * controller has been silent (see agent_config_t; logged at warn with the
  * reason and how long it was silent), and returns 1
  * if the current interval has not been reported yet (the caller then takes
- * agent_report() and sends it), else 0.  Before agent_next_tick() (less a
+ * agent_report() and sends it), else 0 (also while the controller refuses
+ * our name: AGENT_REFUSED).  Before agent_next_tick() (less a
  * millionth of an interval of clock jitter), or without timing, it does
  * nothing and returns 0. */
 int agent_tick(agent_t *a, double now);

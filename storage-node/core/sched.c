@@ -37,6 +37,12 @@ struct sched {
     bucket_t *b;            /* cap entries, 64-byte aligned */
     char **name;            /* cap entries, owned, NUL-terminated */
     uint32_t *weight;       /* cap entries */
+    int *route;             /* cap entries: the queue a bucket's requests
+                               wait in (itself unless routed) */
+    int new_route;          /* route of buckets added from now on, -1: self */
+    int nrouted;            /* buckets routed elsewhere: while 0, enqueue
+                               does not read `route` (one cache line less
+                               per request at 100,000 buckets) */
     int n, cap;
     strmap_t *names;        /* name -> index */
     bitset_t *elig_r;       /* queued > 0 && r > 0 */
@@ -59,15 +65,17 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->policy = policy;
     s->weighted = weighted != 0;
     s->streak_b = -1;
+    s->new_route = -1;
     s->cap = MIN_CAP;
     s->b = aligned_alloc(64, (size_t)s->cap * sizeof(bucket_t));
     s->name = calloc((size_t)s->cap, sizeof(char *));
     s->weight = calloc((size_t)s->cap, sizeof(uint32_t));
+    s->route = calloc((size_t)s->cap, sizeof(int));
     s->names = strmap_new();
     s->elig_r = bitset_new((size_t)s->cap);
     s->elig_l = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
-    if (!s->b || !s->name || !s->weight || !s->names || !s->elig_r || !s->elig_l || !s->pend)
+    if (!s->b || !s->name || !s->weight || !s->route || !s->names || !s->elig_r || !s->elig_l || !s->pend)
         sched_destroy(&s);
     return s;
 }
@@ -82,6 +90,7 @@ void sched_destroy(sched_t **sp)
             free(s->name[i]);
     free(s->name);
     free(s->weight);
+    free(s->route);
     free(s->b);
     strmap_destroy(&s->names);
     bitset_destroy(&s->elig_r);
@@ -150,6 +159,12 @@ static int grow(sched_t *s)
         return -ENOMEM;
     }
     s->weight = nw;
+    int *nr = realloc(s->route, (size_t)ncap * sizeof(int));
+    if (!nr) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->route = nr;
     memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
     free(s->b);
     s->b = nb;
@@ -183,6 +198,8 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     s->b[s->n] = (bucket_t){.r = 0, .l = SCHED_UNLIMITED};
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
+    s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
+    s->nrouted += s->route[s->n] != s->n;
     return s->n++;
 }
 
@@ -226,10 +243,33 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens)
     return 0;
 }
 
+/* Appends item to queue q's FIFO (no counters but the queue length). */
+static void push_tail(sched_t *s, int q, sched_item_t *item)
+{
+    bucket_t *k = &s->b[q];
+    item->bucket = q;
+    if (k->tail) {
+        item->next = k->tail->next;
+        item->prev = k->tail;
+        k->tail->next = item;
+    } else {
+        item->next = item->prev = item;
+    }
+    k->tail = item;
+    if (k->queued++ == 0)
+        refresh(s, q);
+}
+
 int sched_enqueue(sched_t *s, int b, sched_item_t *item)
 {
     if (!s || !item || b < 0 || b >= s->n)
         return -EINVAL;
+    item->origin = b;
+    int q = s->nrouted ? s->route[b] : b;
+    if (q != b) {
+        s->b[b].arrivals++; /* who sent it; the queue's bucket counts it too */
+        b = q;
+    }
     bucket_t *k = &s->b[b];
     item->bucket = b;
     if (k->tail) {
@@ -243,6 +283,47 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
     k->arrivals++;
     if (k->queued++ == 0)
         refresh(s, b);
+    return 0;
+}
+
+int sched_set_route(sched_t *s, int b, int to)
+{
+    if (!s || b < 0 || b >= s->n || to < -1 || to >= s->n)
+        return -EINVAL;
+    if (to < 0)
+        to = b;
+    s->nrouted += (to != b) - (s->route[b] != b);
+    s->route[b] = to;
+    bucket_t *k = &s->b[b];
+    if (to == b || !k->tail)
+        return 0;
+    /* Move the waiting requests over, oldest first: open the ring after
+     * the tail, then append each to `to`'s queue. */
+    sched_item_t *it = k->tail->next;
+    k->tail->next = NULL;
+    k->tail = NULL;
+    k->queued = 0;
+    refresh(s, b);
+    while (it) {
+        sched_item_t *nx = it->next;
+        push_tail(s, to, it);
+        it = nx;
+    }
+    return 0;
+}
+
+int sched_route(const sched_t *s, int b)
+{
+    if (!s || b < 0 || b >= s->n)
+        return -EINVAL;
+    return s->route[b];
+}
+
+int sched_set_new_route(sched_t *s, int to)
+{
+    if (!s || to < -1 || to >= s->n)
+        return -EINVAL;
+    s->new_route = to;
     return 0;
 }
 
@@ -333,6 +414,15 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
     }
     if (k->queued == 0)
         refresh(s, b);
+    if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
+        bucket_t *o = &s->b[item->origin]; /* routed: who sent it */
+        if (c == SCHED_CLASS_R)
+            o->served_r++;
+        else if (c == SCHED_CLASS_L)
+            o->served_l++;
+        else
+            o->served_o++;
+    }
     s->node.dispatched++;
     advance(s, b, step);
     if (cls)

@@ -54,7 +54,9 @@ typedef enum {
 typedef struct sched_item {
     struct sched_item *next; /* owned by the scheduler while queued */
     struct sched_item *prev; /* ditto: O(1) sched_remove() */
-    int bucket;              /* set by sched_enqueue() */
+    int bucket;              /* the queue it waits in: set by sched_enqueue()
+                                (the route of `origin`) */
+    int origin;              /* the bucket it was enqueued for */
 } sched_item_t;
 
 /* Per-bucket counters for the current QoS period (reset by
@@ -118,12 +120,33 @@ int sched_set_weight(sched_t *s, int b, uint32_t weight);
  * r >= 0; l >= 0 or SCHED_UNLIMITED.  Returns 0 or -EINVAL. */
 int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens);
 
-/* Appends `item` to bucket b's queue and counts an arrival.  Returns 0 or
- * -EINVAL for a bad index. */
+/* Appends `item` to the queue of bucket b's route (b itself unless
+ * sched_set_route() said otherwise) and counts an arrival on b and, if
+ * routed, on the route too.  Returns 0 or -EINVAL for a bad index. */
 int sched_enqueue(sched_t *s, int b, sched_item_t *item);
 
+/* Routes bucket b to bucket `to` (to == b, or -1: to itself).  A routed
+ * bucket's requests wait in `to`'s queue, are dispatched in its turn and
+ * pay its tokens, exactly like `to`'s own: this is how traffic of a bucket
+ * the controller does not configure is held to the `default` bucket's
+ * limit.  b's own counters still count their arrivals and service (so that
+ * a report shows who sent them); `to`'s counters count them too.  Requests
+ * already waiting in b's queue move to the tail of `to`'s, in order
+ * (O(their number); a route changes with the controller's table, not per
+ * request).  One hop: enqueue never follows `to`'s own route.  Returns 0,
+ * or -EINVAL for a bad index. */
+int sched_set_route(sched_t *s, int b, int to);
+
+/* Bucket b's route (b if not routed), or -EINVAL for a bad index. */
+int sched_route(const sched_t *s, int b);
+
+/* The route of buckets created from now on by sched_add_bucket(): `to`, or
+ * -1 for themselves (the default).  Returns 0 or -EINVAL. */
+int sched_set_new_route(sched_t *s, int to);
+
 /* Picks the next request per the policy, removes it from its queue, consumes
- * its token and counts it.  Returns the item (caller owns it again) and sets
+ * its token and counts it (on its queue's bucket, and on its origin if that
+ * was routed there).  Returns the item (caller owns it again) and sets
  * *cls if non-NULL; NULL if no bucket may be served now (empty, or every
  * backlogged bucket is out of L-tokens). */
 sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls);

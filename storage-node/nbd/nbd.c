@@ -6,40 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    return ((uint64_t)get32(p) << 32) | get32(p + 4);
-}
+#include "common/be.h"
 
 static int fail(nbd_error_t *err, size_t offset, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -58,9 +25,9 @@ static int fail(nbd_error_t *err, size_t offset, int rc, const char *fmt, ...)
 
 size_t nbd_encode_greeting(uint8_t *buf, uint16_t hflags)
 {
-    put64(buf, NBD_MAGIC_INIT);
-    put64(buf + 8, NBD_MAGIC_OPT);
-    put16(buf + 16, hflags);
+    be_put64(buf, NBD_MAGIC_INIT);
+    be_put64(buf + 8, NBD_MAGIC_OPT);
+    be_put16(buf + 16, hflags);
     return NBD_GREETING_LEN;
 }
 
@@ -69,7 +36,7 @@ int nbd_parse_client_flags(const uint8_t *buf, size_t len, uint32_t *flags,
 {
     if (len < 4)
         return fail(err, len, -EAGAIN, "need 4 bytes of client flags");
-    uint32_t f = get32(buf);
+    uint32_t f = be_get32(buf);
     if (f & ~(uint32_t)(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES))
         return fail(err, 0, -EPROTO, "unknown client flags 0x%08x", f);
     *flags = f;
@@ -81,10 +48,10 @@ int nbd_parse_option(const uint8_t *buf, size_t len, nbd_option_t *opt,
 {
     if (len < NBD_OPT_HDR_LEN)
         return fail(err, len, -EAGAIN, "need %u bytes of option header", NBD_OPT_HDR_LEN);
-    if (get64(buf) != NBD_MAGIC_OPT)
+    if (be_get64(buf) != NBD_MAGIC_OPT)
         return fail(err, 0, -EPROTO, "option magic is not IHAVEOPT");
-    opt->option = get32(buf + 8);
-    opt->length = get32(buf + 12);
+    opt->option = be_get32(buf + 8);
+    opt->length = be_get32(buf + 12);
     return 0;
 }
 
@@ -95,7 +62,7 @@ int nbd_parse_option(const uint8_t *buf, size_t len, nbd_option_t *opt,
 static int check_string(const uint8_t *data, size_t len, size_t off, size_t need,
                         const char *what, uint32_t *slen, nbd_error_t *err)
 {
-    uint32_t n = get32(data + off);
+    uint32_t n = be_get32(data + off);
     if (n > NBD_MAX_NAME)
         return fail(err, off, -EINVAL, "%s of %u bytes is too long", what, n);
     if ((size_t)n + need > len - off - 4)
@@ -114,7 +81,7 @@ int nbd_parse_info_request(const uint8_t *data, size_t len, nbd_info_req_t *req,
     uint32_t nl;
     if (check_string(data, len, 0, 2, "export name", &nl, err) < 0)
         return -EINVAL;
-    uint16_t n = get16(data + 4 + nl);
+    uint16_t n = be_get16(data + 4 + nl);
     if ((size_t)nl + 6 + 2 * (size_t)n != len)
         return fail(err, 4 + nl, -EINVAL, "%u information requests do not fill %zu bytes",
                     n, len);
@@ -123,7 +90,7 @@ int nbd_parse_info_request(const uint8_t *data, size_t len, nbd_info_req_t *req,
     req->nreqs = n;
     req->want_block_size = 0;
     for (uint16_t i = 0; i < n; i++)
-        if (get16(data + 6 + nl + 2 * (size_t)i) == NBD_INFO_BLOCK_SIZE)
+        if (be_get16(data + 6 + nl + 2 * (size_t)i) == NBD_INFO_BLOCK_SIZE)
             req->want_block_size = 1;
     return 0;
 }
@@ -137,7 +104,7 @@ int nbd_parse_meta_request(const uint8_t *data, size_t len, nbd_meta_req_t *req,
     if (check_string(data, len, 0, 4, "export name", &nl, err) < 0)
         return -EINVAL;
     size_t pos = 4 + (size_t)nl;
-    uint32_t nq = get32(data + pos);
+    uint32_t nq = be_get32(data + pos);
     pos += 4;
     size_t qstart = pos;
     for (uint32_t i = 0; i < nq; i++) {
@@ -165,7 +132,7 @@ int nbd_meta_next_query(const nbd_meta_req_t *req, size_t *cursor, const char **
 {
     if (*cursor + 4 > req->querieslen)
         return 0;
-    uint32_t ql = get32(req->queries + *cursor);
+    uint32_t ql = be_get32(req->queries + *cursor);
     *q = (const char *)req->queries + *cursor + 4;
     *qlen = ql;
     *cursor += 4 + (size_t)ql;
@@ -183,10 +150,10 @@ int nbd_meta_query_matches(const char *q, uint32_t qlen, int list)
 size_t nbd_encode_rep_header(uint8_t *buf, uint32_t option, uint32_t type,
                              uint32_t length)
 {
-    put64(buf, NBD_MAGIC_REP);
-    put32(buf + 8, option);
-    put32(buf + 12, type);
-    put32(buf + 16, length);
+    be_put64(buf, NBD_MAGIC_REP);
+    be_put32(buf + 8, option);
+    be_put32(buf + 12, type);
+    be_put32(buf + 16, length);
     return NBD_REP_HDR_LEN;
 }
 
@@ -194,7 +161,7 @@ size_t nbd_encode_rep_server(uint8_t *buf, uint32_t option, const char *name,
                              uint32_t namelen)
 {
     size_t n = nbd_encode_rep_header(buf, option, NBD_REP_SERVER, 4 + namelen);
-    put32(buf + n, namelen);
+    be_put32(buf + n, namelen);
     memcpy(buf + n + 4, name, namelen);
     return n + 4 + namelen;
 }
@@ -204,7 +171,7 @@ size_t nbd_encode_rep_meta_context(uint8_t *buf, uint32_t option, uint32_t id,
 {
     size_t nl = strlen(name);
     size_t n = nbd_encode_rep_header(buf, option, NBD_REP_META_CONTEXT, (uint32_t)(4 + nl));
-    put32(buf + n, id);
+    be_put32(buf + n, id);
     memcpy(buf + n + 4, name, nl);
     return n + 4 + nl;
 }
@@ -216,7 +183,7 @@ int nbd_parse_rep_meta_context(const uint8_t *buf, size_t len, uint32_t *id,
         return fail(err, len, -EPROTO, "meta context reply shorter than 4 bytes");
     if (len - 4 > NBD_MAX_NAME)
         return fail(err, 4, -EPROTO, "meta context name of %zu bytes is too long", len - 4);
-    *id = get32(buf);
+    *id = be_get32(buf);
     *name = (const char *)buf + 4;
     *namelen = (uint32_t)(len - 4);
     return 0;
@@ -226,9 +193,9 @@ size_t nbd_encode_info_export(uint8_t *buf, uint32_t option, uint64_t size,
                               uint16_t tflags)
 {
     size_t n = nbd_encode_rep_header(buf, option, NBD_REP_INFO, 12);
-    put16(buf + n, NBD_INFO_EXPORT);
-    put64(buf + n + 2, size);
-    put16(buf + n + 10, tflags);
+    be_put16(buf + n, NBD_INFO_EXPORT);
+    be_put64(buf + n + 2, size);
+    be_put16(buf + n + 10, tflags);
     return n + 12;
 }
 
@@ -236,18 +203,18 @@ size_t nbd_encode_info_block_size(uint8_t *buf, uint32_t option, uint32_t min,
                                   uint32_t preferred, uint32_t max)
 {
     size_t n = nbd_encode_rep_header(buf, option, NBD_REP_INFO, 14);
-    put16(buf + n, NBD_INFO_BLOCK_SIZE);
-    put32(buf + n + 2, min);
-    put32(buf + n + 6, preferred);
-    put32(buf + n + 10, max);
+    be_put16(buf + n, NBD_INFO_BLOCK_SIZE);
+    be_put32(buf + n + 2, min);
+    be_put32(buf + n + 6, preferred);
+    be_put32(buf + n + 10, max);
     return n + 14;
 }
 
 size_t nbd_encode_export_reply(uint8_t *buf, uint64_t size, uint16_t tflags,
                                int no_zeroes)
 {
-    put64(buf, size);
-    put16(buf + 8, tflags);
+    be_put64(buf, size);
+    be_put16(buf + 8, tflags);
     if (no_zeroes)
         return 10;
     memset(buf + 10, 0, 124);
@@ -259,15 +226,15 @@ int nbd_parse_request(const uint8_t *buf, size_t len, nbd_request_t *req,
 {
     if (len < NBD_REQUEST_LEN)
         return fail(err, len, -EAGAIN, "need %u bytes of request header", NBD_REQUEST_LEN);
-    uint32_t magic = get32(buf);
+    uint32_t magic = be_get32(buf);
     if (magic != NBD_MAGIC_REQUEST)
         return fail(err, 0, -EPROTO, "request magic 0x%08x is not 0x%08x", magic,
                     NBD_MAGIC_REQUEST);
-    req->flags = get16(buf + 4);
-    req->type = get16(buf + 6);
-    req->handle = get64(buf + 8);
-    req->offset = get64(buf + 16);
-    req->length = get32(buf + 24);
+    req->flags = be_get16(buf + 4);
+    req->type = be_get16(buf + 6);
+    req->handle = be_get64(buf + 8);
+    req->offset = be_get64(buf + 16);
+    req->length = be_get32(buf + 24);
     return 0;
 }
 
@@ -316,20 +283,20 @@ uint32_t nbd_check_request(const nbd_request_t *req, uint64_t size, int structur
 
 size_t nbd_encode_simple_reply(uint8_t *buf, uint32_t error, uint64_t handle)
 {
-    put32(buf, NBD_MAGIC_SIMPLE);
-    put32(buf + 4, error);
-    put64(buf + 8, handle);
+    be_put32(buf, NBD_MAGIC_SIMPLE);
+    be_put32(buf + 4, error);
+    be_put64(buf + 8, handle);
     return NBD_SIMPLE_LEN;
 }
 
 size_t nbd_encode_chunk_header(uint8_t *buf, uint16_t flags, uint16_t type,
                                uint64_t handle, uint32_t length)
 {
-    put32(buf, NBD_MAGIC_STRUCTURED);
-    put16(buf + 4, flags);
-    put16(buf + 6, type);
-    put64(buf + 8, handle);
-    put32(buf + 16, length);
+    be_put32(buf, NBD_MAGIC_STRUCTURED);
+    be_put16(buf + 4, flags);
+    be_put16(buf + 6, type);
+    be_put64(buf + 8, handle);
+    be_put32(buf + 16, length);
     return NBD_CHUNK_HDR_LEN;
 }
 
@@ -337,7 +304,7 @@ size_t nbd_encode_offset_data(uint8_t *buf, uint16_t flags, uint64_t handle,
                               uint64_t offset, uint32_t datalen)
 {
     nbd_encode_chunk_header(buf, flags, NBD_REPLY_TYPE_OFFSET_DATA, handle, 8 + datalen);
-    put64(buf + NBD_CHUNK_HDR_LEN, offset);
+    be_put64(buf + NBD_CHUNK_HDR_LEN, offset);
     return NBD_OFFSET_DATA_HDR_LEN;
 }
 
@@ -346,11 +313,11 @@ size_t nbd_encode_block_status(uint8_t *buf, uint16_t flags, uint64_t handle, ui
 {
     nbd_encode_chunk_header(buf, flags, NBD_REPLY_TYPE_BLOCK_STATUS, handle,
                             4 + n * NBD_EXTENT_LEN);
-    put32(buf + NBD_CHUNK_HDR_LEN, id);
+    be_put32(buf + NBD_CHUNK_HDR_LEN, id);
     uint8_t *p = buf + NBD_BLOCK_STATUS_HDR_LEN;
     for (uint32_t i = 0; i < n; i++, p += NBD_EXTENT_LEN) {
-        put32(p, ext[i].length);
-        put32(p + 4, ext[i].flags);
+        be_put32(p, ext[i].length);
+        be_put32(p + 4, ext[i].flags);
     }
     return (size_t)(p - buf);
 }
@@ -364,14 +331,14 @@ int nbd_parse_block_status(const uint8_t *buf, size_t len, uint32_t *id, nbd_ext
     uint32_t cnt = (uint32_t)((len - 4) / NBD_EXTENT_LEN);
     for (uint32_t i = 0; i < cnt; i++) {
         const uint8_t *p = buf + 4 + (size_t)i * NBD_EXTENT_LEN;
-        if (get32(p) == 0)
+        if (be_get32(p) == 0)
             return fail(err, (size_t)(p - buf), -EPROTO, "descriptor %u has length 0", i + 1);
         if (i < max) {
-            ext[i].length = get32(p);
-            ext[i].flags = get32(p + 4);
+            ext[i].length = be_get32(p);
+            ext[i].flags = be_get32(p + 4);
         }
     }
-    *id = get32(buf);
+    *id = be_get32(buf);
     *n = cnt;
     return 0;
 }
@@ -384,8 +351,8 @@ size_t nbd_encode_error_chunk(uint8_t *buf, uint64_t handle, uint32_t error,
         ml = NBD_MAX_ERR_MSG;
     nbd_encode_chunk_header(buf, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, handle,
                             (uint32_t)(6 + ml));
-    put32(buf + NBD_CHUNK_HDR_LEN, error);
-    put16(buf + NBD_CHUNK_HDR_LEN + 4, (uint16_t)ml);
+    be_put32(buf + NBD_CHUNK_HDR_LEN, error);
+    be_put16(buf + NBD_CHUNK_HDR_LEN + 4, (uint16_t)ml);
     if (ml)
         memcpy(buf + NBD_CHUNK_HDR_LEN + 6, msg, ml);
     return NBD_CHUNK_HDR_LEN + 6 + ml;
@@ -393,9 +360,9 @@ size_t nbd_encode_error_chunk(uint8_t *buf, uint64_t handle, uint32_t error,
 
 size_t nbd_encode_option(uint8_t *buf, uint32_t option, uint32_t length)
 {
-    put64(buf, NBD_MAGIC_OPT);
-    put32(buf + 8, option);
-    put32(buf + 12, length);
+    be_put64(buf, NBD_MAGIC_OPT);
+    be_put32(buf + 8, option);
+    be_put32(buf + 12, length);
     return NBD_OPT_HDR_LEN;
 }
 
@@ -404,23 +371,23 @@ int nbd_parse_rep_header(const uint8_t *buf, size_t len, uint32_t *option,
 {
     if (len < NBD_REP_HDR_LEN)
         return fail(err, len, -EAGAIN, "need %u bytes of option reply", NBD_REP_HDR_LEN);
-    if (get64(buf) != NBD_MAGIC_REP)
+    if (be_get64(buf) != NBD_MAGIC_REP)
         return fail(err, 0, -EPROTO, "option reply magic is wrong");
-    *option = get32(buf + 8);
-    *type = get32(buf + 12);
-    *length = get32(buf + 16);
+    *option = be_get32(buf + 8);
+    *type = be_get32(buf + 12);
+    *length = be_get32(buf + 16);
     return 0;
 }
 
 size_t nbd_encode_request(uint8_t *buf, uint16_t flags, uint16_t type,
                           uint64_t handle, uint64_t offset, uint32_t length)
 {
-    put32(buf, NBD_MAGIC_REQUEST);
-    put16(buf + 4, flags);
-    put16(buf + 6, type);
-    put64(buf + 8, handle);
-    put64(buf + 16, offset);
-    put32(buf + 24, length);
+    be_put32(buf, NBD_MAGIC_REQUEST);
+    be_put16(buf + 4, flags);
+    be_put16(buf + 6, type);
+    be_put64(buf + 8, handle);
+    be_put64(buf + 16, offset);
+    be_put32(buf + 24, length);
     return NBD_REQUEST_LEN;
 }
 
@@ -429,11 +396,11 @@ int nbd_parse_simple_reply(const uint8_t *buf, size_t len, uint32_t *error,
 {
     if (len < NBD_SIMPLE_LEN)
         return fail(err, len, -EAGAIN, "need %u bytes of reply", NBD_SIMPLE_LEN);
-    uint32_t magic = get32(buf);
+    uint32_t magic = be_get32(buf);
     if (magic != NBD_MAGIC_SIMPLE)
         return fail(err, 0, -EPROTO, "reply magic 0x%08x is not a simple reply", magic);
-    *error = get32(buf + 4);
-    *handle = get64(buf + 8);
+    *error = be_get32(buf + 4);
+    *handle = be_get64(buf + 8);
     return 0;
 }
 
@@ -443,13 +410,13 @@ int nbd_parse_chunk_header(const uint8_t *buf, size_t len, uint16_t *flags,
 {
     if (len < NBD_CHUNK_HDR_LEN)
         return fail(err, len, -EAGAIN, "need %u bytes of reply chunk", NBD_CHUNK_HDR_LEN);
-    uint32_t magic = get32(buf);
+    uint32_t magic = be_get32(buf);
     if (magic != NBD_MAGIC_STRUCTURED)
         return fail(err, 0, -EPROTO, "reply magic 0x%08x is not a structured reply", magic);
-    *flags = get16(buf + 4);
-    *type = get16(buf + 6);
-    *handle = get64(buf + 8);
-    *length = get32(buf + 16);
+    *flags = be_get16(buf + 4);
+    *type = be_get16(buf + 6);
+    *handle = be_get64(buf + 8);
+    *length = be_get32(buf + 16);
     return 0;
 }
 
@@ -458,10 +425,10 @@ int nbd_parse_error_payload(const uint8_t *buf, size_t len, uint32_t *error,
 {
     if (len < 6)
         return fail(err, len, -EPROTO, "error chunk payload shorter than 6 bytes");
-    uint32_t e = get32(buf);
+    uint32_t e = be_get32(buf);
     if (e == 0)
         return fail(err, 0, -EPROTO, "error chunk with error value 0");
-    uint16_t ml = get16(buf + 4);
+    uint16_t ml = be_get16(buf + 4);
     if ((size_t)ml + 6 > len)
         return fail(err, 4, -EPROTO, "error message of %u bytes overruns the payload", ml);
     *error = e;

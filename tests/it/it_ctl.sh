@@ -15,6 +15,8 @@ check "status exits 0 (rc $rc)" '[ $rc -eq 0 ]'
 check "status shows the period line" 'grep -q "^period [0-9]*  interval [0-4]/5" "$T/out"'
 check "status lists red with its limit" 'grep -Eq "^red +300 +600 " "$T/out"'
 check "status lists blue without limit" 'grep -Eq "^blue +100 +none " "$T/out"'
+check "status says default is unlimited (no default bucket)" \
+  'grep -q "^default: unlimited (no .default. bucket in the file)" "$T/out"'
 
 ctl buckets >"$T/out"
 check "buckets lists two buckets" '[ "$(grep -Ec "^(red|blue) " "$T/out")" -eq 2 ]'

@@ -127,5 +127,12 @@ expect_rc 2 "$P" gen --reserved-fraction 1.5;      grep -q "reserved-fraction" "
 expect_rc 0 "$P" bench --fig 7 --quick --json --quiet
 pycheck "$T/out" 'len(j) == 3' 'all(r["phi"] == r["maxflow_phi"] and not r["mismatch"] for r in j)'
 expect_rc 2 "$P" bench --fig 8
+# --file: one instance from a solve document, first (cold) and fastest solves
+expect_rc 0 "$P" bench --file $D/table2.json --repeat 2 --threads-max 2 --json --quiet
+pycheck "$T/out" 'len(j) == 2' 'all(r["fig"] == "file" and r["phi"] == 300 == r["maxflow_phi"] for r in j)' \
+  'all(r["first_solve_seconds"] > 0 and r["maxflow_first_seconds"] >= 0 for r in j)'
+expect_rc 2 "$P" bench --file $D/bad/unknown_server.json
+grep -q 'unknown_server.json:4:65: buckets\[1\].demand.s9' "$T/err" || fail "bench --file bad input message"
+expect_rc 2 "$P" bench --file $D/no-such-file.json
 
 it_end

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,11 +20,13 @@
 #include "common/opts.h"
 #include "common/rng.h"
 #include "common/version.h"
+#include "workloads/driver.h"
 #include "workloads/report.h"
 #include "workloads/scenario.h"
 
 
-static const char usage_text[] =
+/* --help: this manual around the option rows. */
+static const opts_usage_t usage = DRIVER_USAGE(
     "NAME\n"
     "    bqos-load - bucket-aware YCSB-A load generator for memcached-protocol servers\n"
     "\n"
@@ -48,9 +49,8 @@ static const char usage_text[] =
     "    docs/workloads.md.  Met means achieved >= 99% of the reservation, over means\n"
     "    achieved > 101% of the limit, both averaged over the measured QoS periods.\n"
     "\n"
-    "OPTIONS\n";
-
-static const char usage_tail[] =
+    "OPTIONS\n",
+    /* the option rows */
     "\n"
     "EXIT STATUS\n"
     "    0 success; 1 bad usage or scenario (FILE:LINE:COL: what); 2 runtime failure\n"
@@ -60,7 +60,7 @@ static const char usage_tail[] =
     "EXAMPLES\n"
     "    bqos-load --profile 2 examples/exp3.json\n"
     "    bqos-load -c 20000 -o out/rr -l rr examples/exp3.json\n"
-    "    bqos-load --table out/rr/summary.json out/qos/summary.json\n";
+    "    bqos-load --table out/rr/summary.json out/qos/summary.json\n");
 
 /* Command-line settings: filled once by main(), read-only afterwards. */
 typedef struct {
@@ -107,25 +107,6 @@ typedef struct {
     uint64_t done;             /* profile mode: IOs completed in the window */
     double t0, t1;             /* profile window */
 } worker_t;
-
-static double since(const struct timespec *start)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
-}
-
-/* Sleeps until `t` seconds after `start`, at most `cap` seconds. */
-static void nap_until(const struct timespec *start, double t, double cap)
-{
-    double d = t - since(start);
-    if (d > cap)
-        d = cap;
-    if (d <= 0)
-        return;
-    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 static memcached_st *connect_server(const scenario_server_t *sv, int backend, int timeout_ms)
 {
@@ -181,9 +162,9 @@ static void *client_main(void *arg)
     int cur = -1;
     const scenario_phase_t *due_phase = NULL;
     double due = 0, gap = 0;
-    nap_until(&run->start, 0, 10);
+    driver_nap_until(&run->start, 0, 10);
     while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
-        double t = since(&run->start);
+        double t = driver_since(&run->start);
         if (t >= run->end)
             break;
         int srv = w->server;
@@ -191,24 +172,20 @@ static void *client_main(void *arg)
             const scenario_phase_t *ph = scenario_phase_at(bk, t);
             if (w->pos >= ph->n) {
                 double next = scenario_next_change(bk, t);
-                nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+                driver_nap_until(&run->start, next < run->end ? next : run->end, 0.05);
                 continue;
             }
             srv = ph->servers[w->pos];
             if (bk->rate > 0) {
                 if (ph != due_phase) {
                     /* This server's share of the bucket's rate, per slot. */
-                    double wsum = 0;
-                    for (int i = 0; i < ph->n; i++)
-                        wsum += 1.0 / pow(i + 1, bk->split_zipf);
-                    double r = bk->rate * (1.0 / pow(w->pos + 1, bk->split_zipf)) / wsum /
-                               bk->outstanding;
+                    double r = driver_position_rate(bk, ph, w->pos) / bk->outstanding;
                     gap = r > 0 ? 1.0 / r : INFINITY;
                     due = t + rng_uniform(&rng) * gap;
                     due_phase = ph;
                 }
                 if (due > t) {
-                    nap_until(&run->start, due, 0.05);
+                    driver_nap_until(&run->start, due, 0.05);
                     continue;
                 }
                 due += gap;
@@ -233,7 +210,7 @@ static void *client_main(void *arg)
         }
         memcached_return_t why;
         int ok = one_request(mc, run, bk->name, &rng, &why);
-        double done = since(&run->start);
+        double done = driver_since(&run->start);
         if (w->server >= 0) {
             if (ok && done >= w->t0 && done < w->t1)
                 w->done++;
@@ -243,7 +220,7 @@ static void *client_main(void *arg)
             report_add_error(run->rep, w->b);
             log_debug("bucket %s server %s: %s", bk->name, s->servers[srv].name,
                       memcached_strerror(mc, why));
-            nap_until(&run->start, done + 0.01, 0.01);
+            driver_nap_until(&run->start, done + 0.01, 0.01);
         }
     }
     memcached_free(mc);
@@ -393,27 +370,16 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     pthread_t *tids = calloc(n, sizeof *tids);
     if (!tids)
         return -ENOMEM;
-    struct timespec real;
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &run->start);
     /* Time zero a little after the threads start, so they start together;
      * with --period-start, on the next period boundary after that. */
-    double lead = 0.2 + (double)n * 50e-6;
-    if (run->align > 0) {
-        double now = (double)real.tv_sec + (double)real.tv_nsec * 1e-9, T = run->s->period;
-        double t0 = run->align + ceil((now + lead - run->align) / T) * T;
-        lead = t0 - now;
-    }
-    run->start.tv_nsec += (long)(lead * 1e9);
-    run->start.tv_sec += run->start.tv_nsec / 1000000000L;
-    run->start.tv_nsec %= 1000000000L;
+    driver_set_start(&run->start, 0.2 + (double)n * 50e-6, run->align, run->s->period);
     size_t started = start_clients(ws, tids, n);
     int rc = started == n ? 0 : -EAGAIN;
     int tty = isatty(STDERR_FILENO);
     uint64_t last = 0;
     double last_t = 0, tick = tty ? 0.5 : run->s->period;
     while (rc == 0) {
-        double t = since(&run->start);
+        double t = driver_since(&run->start);
         if (t >= run->end)
             break;
         double next = t < 0 ? 0 : (floor(t / tick) + 1) * tick;
@@ -423,10 +389,10 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
             rc = 1;
             break;
         }
-        if (show && run->rep && since(&run->start) > 0.01)
-            progress(run, since(&run->start), &last, &last_t, tty);
+        if (show && run->rep && driver_since(&run->start) > 0.01)
+            progress(run, driver_since(&run->start), &last, &last_t, tty);
     }
-    double stopped = since(&run->start);
+    double stopped = driver_since(&run->start);
     atomic_store(&run->stop, 1);
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
@@ -436,41 +402,6 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
         fprintf(stderr, "\n");
     free(tids);
     return rc;
-}
-
-static int write_file(const char *dir, const char *name, int (*fn)(const report_t *, FILE *),
-                      const report_t *rep, const char *label)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("cannot write %s: %s", path, strerror(errno));
-        return -errno;
-    }
-    int rc = fn ? fn(rep, f) : report_write_summary(rep, label, f);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -EIO;
-    if (rc < 0)
-        log_error("cannot write %s: %s", path, strerror(-rc));
-    return rc;
-}
-
-static int write_outputs(const settings_t *st, const report_t *rep)
-{
-    if (!st->out)
-        return 0;
-    if (mkdir(st->out, 0777) < 0 && errno != EEXIST) {
-        log_error("cannot create %s: %s", st->out, strerror(errno));
-        return -errno;
-    }
-    int rc = 0;
-    if ((rc = write_file(st->out, "intervals.csv", report_write_intervals, rep, NULL)) < 0 ||
-        (rc = write_file(st->out, "cumulative.csv", report_write_cumulative, rep, NULL)) < 0 ||
-        (rc = write_file(st->out, "periods.csv", report_write_periods, rep, NULL)) < 0 ||
-        (rc = write_file(st->out, "summary.json", NULL, rep, st->label)) < 0)
-        return rc;
-    return 0;
 }
 
 static int run_scenario(const settings_t *st, const scenario_t *s, run_t *run)
@@ -519,19 +450,14 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
              st->profile, per);
     run->end = warm + st->profile;
     int rc = drive(run, ws, n, 0);
-    if (rc == 0) {
-        double sum = 0, min = INFINITY;
-        for (size_t j = 0; j < s->nservers; j++) {
-            uint64_t done = 0;
-            for (size_t i = j * per; i < (j + 1) * per; i++)
-                done += ws[i].done;
-            double r = (double)done / st->profile;
-            printf("server %s %.0f\n", s->servers[j].name, r);
-            sum += r;
-            if (r < min)
-                min = r;
-        }
-        printf("capacity %.0f\nmin %.0f\n", sum / (double)s->nservers, min);
+    uint64_t *done = rc == 0 ? calloc(s->nservers, sizeof *done) : NULL;
+    if (done) {
+        for (size_t i = 0; i < n; i++)
+            done[i / per] += ws[i].done;
+        driver_print_capacity(s, done, st->profile);
+        free(done);
+    } else if (rc == 0) {
+        rc = -ENOMEM;
     }
     free(ws);
     return rc;
@@ -573,12 +499,6 @@ static int parse_cpus(const char *arg, void *target)
     return 0;
 }
 
-/* OPTS_FUNC: a log level word into the bqos_log_level_t at target. */
-static int parse_level(const char *arg, void *target)
-{
-    return bqos_log_parse_level(arg, target) < 0 ? -EINVAL : 0;
-}
-
 static const char *const check_words[] = {"met", "limits", "all", NULL};
 
 #define NOPTS 19
@@ -588,11 +508,8 @@ static void option_rows(settings_t *st, opts_row_t *rows)
 {
     scenario_opts_t *so = &st->sopts;
     const opts_row_t t[] = {
-        {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = &st->out, .arg = "DIR",
-         .help = "write intervals.csv, cumulative.csv, periods.csv and\n"
-                 "summary.json into DIR (created if missing)"},
-        {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = &st->label, .arg = "NAME",
-         .help = "name of this run in summary.json and tables"},
+        DRIVER_OPTS_OUT(&st->out),
+        DRIVER_OPTS_LABEL(&st->label),
         {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
          .arg = "SECS", .min = 0.001, .max = INFINITY, .help = "override the scenario's duration"},
         {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
@@ -646,15 +563,12 @@ static void option_rows(settings_t *st, opts_row_t *rows)
                  "run starts at the next period boundary"},
         {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
          .help = "no progress line"},
-        {.name = "log-level", .type = OPTS_FUNC, .target = &st->log_level, .func = parse_level,
+        {.name = "log-level", .type = OPTS_FUNC, .target = &st->log_level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
-        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
-         .help = "show this text and exit"},
-        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
-         .flags = OPTS_STOP, .help = "show the version and exit"},
+        OPTS_HELP_ROW('h', &st->help, "show this text and exit"),
+        OPTS_VERSION_ROW('V', &st->version, "show the version and exit"),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 /* Fills *st from argv; *argi receives the index of the first argument.
@@ -667,19 +581,9 @@ static int parse_settings(int argc, char **argv, settings_t *st, int *argi)
     opts_row_t rows[NOPTS];
     option_rows(st, rows);
     const opts_cmd_t cmd = {.prog = "bqos-load", .rows = rows, .n = NOPTS};
-    int rc = opts_parse(&cmd, argc, argv, argi);
-    if (rc < 0)
-        return rc;
-    if (st->help) {
-        fputs(usage_text, stdout);
-        opts_help_table(stdout, rows, NOPTS, 4, 23);
-        fputs(usage_tail, stdout);
-        return 1;
-    }
-    if (st->version) {
-        printf("bqos-load %s\n", BQOS_VERSION);
-        return 1;
-    }
+    int rc = opts_start(&cmd, argc, argv, argi, &usage, NULL);
+    if (rc >= 0)
+        return rc == 0 ? 1 : -EINVAL;
     st->check = st->check_word + 1; /* met 1, limits 2, all 3 */
     bqos_log_init("bqos-load", st->log_level);
     return 0;
@@ -777,7 +681,7 @@ int main(int argc, char **argv)
         log_warn("interrupted; writing what was measured");
         status = 130;
     }
-    if (write_outputs(&st, run.rep) < 0) {
+    if (st.out && driver_write_outputs(st.out, 0777, run.rep, st.label) < 0) {
         status = 2;
         goto out;
     }

@@ -121,6 +121,22 @@ static int parse_server(const char *arg, void *target)
     return 0;
 }
 
+/* What --help prints around the option rows. */
+static const opts_usage_t usage = {
+    .head = "NAME\n    bqos-mcload - closed-loop memcached load: throughput, p50/p99 latency\n\n"
+            "SYNOPSIS\n    bqos-mcload [--server HOST:PORT] [--conns N] [--seconds S]\n"
+            "                [--value-size B] [--keys K] [--get-ratio R] [--buckets N]\n\n"
+            "DESCRIPTION\n"
+            "    Opens N connections, each with one request outstanding at a time\n"
+            "    (get with probability R, else set of a B-byte value) on keys\n"
+            "    bI:keyJ (J < K, I = J mod N buckets).  First sets every key once.\n"
+            "    Prints one line: ops, seconds, ops_per_sec, p50_us, p99_us, errors.\n\n"
+            "OPTIONS\n",
+    .layout = OPTS_LAYOUT_TABLE,
+    .indent = 4,
+    .width = 23,
+};
+
 #define NOPTS 9
 
 /* Fills rows[NOPTS], the option table, with targets in cfg. */
@@ -141,28 +157,10 @@ static void option_rows(opts_row_t *rows)
          .deflt = "0.9", .help = "probability that a request is a get"},
         {.name = "buckets", .type = OPTS_INT, .target = &cfg.buckets, .arg = "N", .deflt = "4",
          .min = 1, .max = INT_MAX, .help = "buckets bI, I = J mod N"},
-        {.name = "help", .type = OPTS_FLAG, .target = &cfg.help, .flags = OPTS_STOP,
-         .help = "show this text and exit"},
-        {.name = "version", .type = OPTS_FLAG, .target = &cfg.version, .flags = OPTS_STOP,
-         .help = "show the version and exit"},
+        OPTS_HELP_ROW(0, &cfg.help, "show this text and exit"),
+        OPTS_VERSION_ROW(0, &cfg.version, "show the version and exit"),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
-}
-
-static void usage(FILE *out, const opts_row_t *rows)
-{
-    fprintf(out,
-            "NAME\n    bqos-mcload - closed-loop memcached load: throughput, p50/p99 latency\n\n"
-            "SYNOPSIS\n    bqos-mcload [--server HOST:PORT] [--conns N] [--seconds S]\n"
-            "                [--value-size B] [--keys K] [--get-ratio R] [--buckets N]\n\n"
-            "DESCRIPTION\n"
-            "    Opens N connections, each with one request outstanding at a time\n"
-            "    (get with probability R, else set of a B-byte value) on keys\n"
-            "    bI:keyJ (J < K, I = J mod N buckets).  First sets every key once.\n"
-            "    Prints one line: ops, seconds, ops_per_sec, p50_us, p99_us, errors.\n\n"
-            "OPTIONS\n");
-    opts_help_table(out, rows, NOPTS, 4, 23);
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 int main(int argc, char **argv)
@@ -170,16 +168,9 @@ int main(int argc, char **argv)
     opts_row_t rows[NOPTS];
     option_rows(rows);
     const opts_cmd_t cmd = {.prog = "bqos-mcload", .rows = rows, .n = NOPTS};
-    if (opts_parse(&cmd, argc, argv, NULL) < 0)
-        return 2;
-    if (cfg.help) {
-        usage(stdout, rows);
-        return 0;
-    }
-    if (cfg.version) {
-        printf("bqos-mcload %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int early = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (early >= 0)
+        return early;
 
     char *value = malloc(cfg.vsize + 1);
     lconn_t *cs = calloc((size_t)cfg.conns, sizeof *cs);

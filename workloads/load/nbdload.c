@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,12 +21,14 @@
 #include "common/rng.h"
 #include "common/version.h"
 #include "storage-node/nbd/nbd.h"
+#include "workloads/driver.h"
 #include "workloads/report.h"
 #include "workloads/scenario.h"
 
 #define MAX_SERVERS_OPT 256
 
-static const char usage_text[] =
+/* --help: this manual around the option rows. */
+static const opts_usage_t usage = DRIVER_USAGE(
     "NAME\n"
     "    bqos-nbd-load - bucket-aware block load generator for NBD servers\n"
     "\n"
@@ -50,9 +51,8 @@ static const char usage_text[] =
     "    end it prints bqos-load's table and, with --out, writes the same CSV files\n"
     "    and summary.json as bqos-load (bqos-load --table reads them).\n"
     "\n"
-    "OPTIONS\n";
-
-static const char usage_tail[] =
+    "OPTIONS\n",
+    /* the option rows */
     "\n"
     "EXIT STATUS\n"
     "    0 when the run completed, 1 on a failure, 2 on bad usage.\n"
@@ -61,7 +61,7 @@ static const char usage_tail[] =
     "    bqos-nbd-load -s s1=127.0.0.1:10809 -d 10 -o out/run examples/exp5.json\n"
     "\n"
     "SEE ALSO\n"
-    "    bqos-load(1), bqos-nbd-node(1), docs/nbd.md\n";
+    "    bqos-load(1), bqos-nbd-node(1), docs/nbd.md\n");
 
 typedef struct {
     const scenario_t *s;
@@ -85,24 +85,6 @@ typedef struct {
     uint64_t done;         /* profile: IOs completed in the window */
     uint64_t seed;
 } worker_t;
-
-static double since(const struct timespec *start)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
-}
-
-static void nap_until(const struct timespec *start, double t, double cap)
-{
-    double d = t - since(start);
-    if (d > cap)
-        d = cap;
-    if (d <= 0)
-        return;
-    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 static int recv_all(int fd, void *buf, size_t n)
 {
@@ -271,9 +253,9 @@ static void *client_main(void *arg)
     double due = 0, gap = 0;
     if (!buf)
         return NULL;
-    nap_until(&run->start, 0, 10);
+    driver_nap_until(&run->start, 0, 10);
     while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
-        double t = since(&run->start);
+        double t = driver_since(&run->start);
         if (t >= run->end)
             break;
         int srv = w->server;
@@ -282,10 +264,7 @@ static void *client_main(void *arg)
             srv = w->pos < ph->n ? ph->servers[shuffled(s->seed, w->b, ph, bk, w->pos)] : -1;
             if (srv >= 0 && bk->rate > 0 && ph != due_phase) {
                 /* This position's share of the bucket's rate. */
-                double wsum = 0;
-                for (int i = 0; i < ph->n; i++)
-                    wsum += 1.0 / pow(i + 1, bk->split_zipf);
-                double r = bk->rate * (1.0 / pow(w->pos + 1, bk->split_zipf)) / wsum;
+                double r = driver_position_rate(bk, ph, w->pos);
                 gap = r > 0 ? 1.0 / r : INFINITY;
                 due = t + rng_uniform(&x) * gap;
                 due_phase = ph;
@@ -299,7 +278,7 @@ static void *client_main(void *arg)
                 if (e < 0)
                     break;
                 if (e == 0)
-                    report_add(run->rep, w->b, (size_t)cur, since(&run->start));
+                    report_add(run->rep, w->b, (size_t)cur, driver_since(&run->start));
             }
             if (fd >= 0)
                 nbd_close(fd);
@@ -308,7 +287,7 @@ static void *client_main(void *arg)
             cur = srv;
             if (srv < 0) {
                 double next = scenario_next_change(bk, t);
-                nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+                driver_nap_until(&run->start, next < run->end ? next : run->end, 0.05);
                 continue;
             }
             const scenario_server_t *sv = &s->servers[srv];
@@ -318,7 +297,7 @@ static void *client_main(void *arg)
                 if (w->server < 0)
                     report_add_error(run->rep, w->b);
                 cur = -2; /* retry */
-                nap_until(&run->start, t + 0.1, 0.1);
+                driver_nap_until(&run->start, t + 0.1, 0.1);
                 continue;
             }
             if (size < run->bs) {
@@ -328,7 +307,7 @@ static void *client_main(void *arg)
         }
         if (srv < 0) {
             double next = scenario_next_change(bk, t);
-            nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+            driver_nap_until(&run->start, next < run->end ? next : run->end, 0.05);
             continue;
         }
         int open = w->server < 0 && bk->rate > 0;
@@ -352,7 +331,7 @@ static void *client_main(void *arg)
             continue;
         }
         if (inflight == 0) {
-            nap_until(&run->start, due, 0.05);
+            driver_nap_until(&run->start, due, 0.05);
             continue;
         }
         /* Wait for a reply (open loop: no longer than until the next send). */
@@ -363,7 +342,7 @@ static void *client_main(void *arg)
         if (poll(&p, 1, ms < 0 ? 0 : ms) <= 0)
             continue;
         int e = read_reply(fd, buf, run->bs);
-        double done = since(&run->start);
+        double done = driver_since(&run->start);
         if (e < 0) {
             log_debug("bucket %s: %s", bk->name, strerror(-e));
             close(fd);
@@ -395,18 +374,7 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     pthread_t *tids = calloc(n, sizeof *tids);
     if (!tids)
         return -ENOMEM;
-    struct timespec real;
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &run->start);
-    double lead = 0.3 + (double)n * 100e-6;
-    if (run->align > 0) {
-        double now = (double)real.tv_sec + (double)real.tv_nsec * 1e-9, T = run->s->period;
-        double t0 = run->align + ceil((now + lead - run->align) / T) * T;
-        lead = t0 - now;
-    }
-    run->start.tv_nsec += (long)(lead * 1e9);
-    run->start.tv_sec += run->start.tv_nsec / 1000000000L;
-    run->start.tv_nsec %= 1000000000L;
+    driver_set_start(&run->start, 0.3 + (double)n * 100e-6, run->align, run->s->period);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -419,15 +387,15 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     if (rc < 0)
         log_error("started only %zu of %zu client threads", started, n);
     while (rc == 0) {
-        double t = since(&run->start);
+        double t = driver_since(&run->start);
         if (t >= run->end)
             break;
-        nap_until(&run->start, t + 1.0, 1.0);
-        if (show && run->rep && since(&run->start) > 0) {
+        driver_nap_until(&run->start, t + 1.0, 1.0);
+        if (show && run->rep && driver_since(&run->start) > 0) {
             uint64_t tot = 0;
             for (size_t b = 0; b < run->s->nbuckets; b++)
                 tot += report_total(run->rep, b);
-            fprintf(stderr, "\r%6.1fs %10llu IOs", since(&run->start), (unsigned long long)tot);
+            fprintf(stderr, "\r%6.1fs %10llu IOs", driver_since(&run->start), (unsigned long long)tot);
         }
     }
     atomic_store(&run->stop, 1);
@@ -436,22 +404,6 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     if (show)
         fprintf(stderr, "\n");
     free(tids);
-    return rc;
-}
-
-static int write_file(const char *dir, const char *name, const report_t *r, const char *label,
-                      int (*fn)(const report_t *, FILE *))
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("%s: %s", path, strerror(errno));
-        return -errno;
-    }
-    int rc = fn ? fn(r, f) : report_write_summary(r, label, f);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -EIO;
     return rc;
 }
 
@@ -480,12 +432,6 @@ static int add_server(const char *arg, void *target)
     return 0;
 }
 
-/* OPTS_FUNC: a log level word into the bqos_log_level_t at target. */
-static int parse_level(const char *arg, void *target)
-{
-    return bqos_log_parse_level(arg, target) < 0 ? -EINVAL : 0;
-}
-
 #define NOPTS 14
 
 /* Fills rows[NOPTS], the option table, with targets in *st. */
@@ -493,11 +439,8 @@ static void option_rows(settings_t *st, opts_row_t *rows)
 {
     scenario_opts_t *so = &st->so;
     const opts_row_t t[] = {
-        {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = &st->out, .arg = "DIR",
-         .help = "write intervals.csv, cumulative.csv, periods.csv and\n"
-                 "summary.json into DIR (created if missing)"},
-        {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = &st->label, .arg = "NAME",
-         .help = "name of this run in summary.json and tables"},
+        DRIVER_OPTS_OUT(&st->out),
+        DRIVER_OPTS_LABEL(&st->label),
         {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
          .arg = "SECS", .flags = OPTS_XMIN, .help = "override the scenario's duration"},
         {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
@@ -524,15 +467,12 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .help = "requests in flight per server while profiling\n(default {default})"},
         {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
          .help = "no progress line"},
-        {.name = "log-level", .type = OPTS_FUNC, .target = &st->level, .func = parse_level,
+        {.name = "log-level", .type = OPTS_FUNC, .target = &st->level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info or debug (stderr)"},
-        {.name = "help", .shrt = 'h', .type = OPTS_FLAG, .target = &st->help, .flags = OPTS_STOP,
-         .help = "this text"},
-        {.name = "version", .shrt = 'V', .type = OPTS_FLAG, .target = &st->version,
-         .flags = OPTS_STOP, .help = "print the version"},
+        OPTS_HELP_ROW('h', &st->help, "this text"),
+        OPTS_VERSION_ROW('V', &st->version, "print the version"),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
 int main(int argc, char **argv)
@@ -542,18 +482,9 @@ int main(int argc, char **argv)
     option_rows(&st, rows);
     const opts_cmd_t cmd = {.prog = "bqos-nbd-load", .rows = rows, .n = NOPTS};
     int argi;
-    if (opts_parse(&cmd, argc, argv, &argi) < 0)
-        return 2;
-    if (st.help) {
-        fputs(usage_text, stdout);
-        opts_help_table(stdout, rows, NOPTS, 4, 23);
-        fputs(usage_tail, stdout);
-        return 0;
-    }
-    if (st.version) {
-        printf("bqos-nbd-load %s\n", BQOS_VERSION);
-        return 0;
-    }
+    int early = opts_start(&cmd, argc, argv, &argi, &usage, NULL);
+    if (early >= 0)
+        return early;
     if (argi != argc - 1) {
         opts_fail(&cmd, "need one SCENARIO.json");
         return 2;
@@ -594,20 +525,13 @@ int main(int argc, char **argv)
         run.end = warm + profile;
         log_info("profiling %zu servers for %.1fs with %ld reads in flight each", s->nservers,
                  profile, per);
-        if (drive(&run, ws, n, 0) != 0)
+        uint64_t *done = NULL;
+        if (drive(&run, ws, n, 0) != 0 || !(done = calloc(s->nservers, sizeof *done)))
             goto done;
-        double sum = 0, min = INFINITY;
-        for (size_t j = 0; j < s->nservers; j++) {
-            uint64_t d = 0;
-            for (size_t i = j * (size_t)per; i < (j + 1) * (size_t)per; i++)
-                d += ws[i].done;
-            double r = (double)d / profile;
-            printf("server %s %.0f\n", s->servers[j].name, r);
-            sum += r;
-            if (r < min)
-                min = r;
-        }
-        printf("capacity %.0f\nmin %.0f\n", sum / (double)s->nservers, min);
+        for (size_t i = 0; i < n; i++)
+            done[i / (size_t)per] += ws[i].done;
+        driver_print_capacity(s, done, profile);
+        free(done);
         rc = 0;
         goto done;
     }
@@ -631,14 +555,7 @@ int main(int argc, char **argv)
     if (drive(&run, ws, n, !quiet) != 0)
         goto done;
     if (out) {
-        if (mkdir(out, 0755) < 0 && errno != EEXIST) {
-            log_error("%s: %s", out, strerror(errno));
-            goto done;
-        }
-        if (write_file(out, "intervals.csv", run.rep, NULL, report_write_intervals) < 0 ||
-            write_file(out, "cumulative.csv", run.rep, NULL, report_write_cumulative) < 0 ||
-            write_file(out, "periods.csv", run.rep, NULL, report_write_periods) < 0 ||
-            write_file(out, "summary.json", run.rep, label, NULL) < 0)
+        if (driver_write_outputs(out, 0755, run.rep, label) < 0)
             goto done;
         char path[4096];
         snprintf(path, sizeof path, "%s/summary.json", out);

@@ -396,7 +396,8 @@ static int nodes_join(run_t *R)
             return rc;
         sv->table = m.table;
         if (R->ctl) {
-            rc = ctrl_node_hello(R->ctl, sv->name, m.capacity, m.table, m.names, m.nnames);
+            rc = ctrl_node_hello(R->ctl, sv->name, m.instance, m.capacity, m.table, m.names,
+                                 m.nnames);
             if (rc < 0)
                 return rc;
             if (rc != s)

@@ -1,0 +1,100 @@
+/* driver.c - the pieces of a scenario run that bqos-load and bqos-nbd-load share (see driver.h). */
+#include "workloads/driver.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+
+double driver_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+void driver_nap_until(const struct timespec *start, double t, double cap)
+{
+    double d = t - driver_since(start);
+    if (d > cap)
+        d = cap;
+    if (d <= 0)
+        return;
+    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+void driver_set_start(struct timespec *start, double lead, double align, double period)
+{
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, start);
+    if (align > 0) {
+        double now = (double)real.tv_sec + (double)real.tv_nsec * 1e-9, T = period;
+        double t0 = align + ceil((now + lead - align) / T) * T;
+        lead = t0 - now;
+    }
+    start->tv_nsec += (long)(lead * 1e9);
+    start->tv_sec += start->tv_nsec / 1000000000L;
+    start->tv_nsec %= 1000000000L;
+}
+
+double driver_position_rate(const scenario_bucket_t *bk, const scenario_phase_t *ph, int pos)
+{
+    double wsum = 0;
+    for (int i = 0; i < ph->n; i++)
+        wsum += 1.0 / pow(i + 1, bk->split_zipf);
+    return bk->rate * (1.0 / pow(pos + 1, bk->split_zipf)) / wsum;
+}
+
+void driver_print_capacity(const scenario_t *s, const uint64_t *done, double secs)
+{
+    double sum = 0, min = INFINITY;
+    for (size_t j = 0; j < s->nservers; j++) {
+        double r = (double)done[j] / secs;
+        printf("server %s %.0f\n", s->servers[j].name, r);
+        sum += r;
+        if (r < min)
+            min = r;
+    }
+    printf("capacity %.0f\nmin %.0f\n", sum / (double)s->nservers, min);
+}
+
+/* Writes one file of the run into dir: fn(rep), or the summary when fn is
+ * NULL.  Returns 0 or -errno after logging. */
+static int write_file(const char *dir, const char *name, int (*fn)(const report_t *, FILE *),
+                      const report_t *rep, const char *label)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("cannot write %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    int rc = fn ? fn(rep, f) : report_write_summary(rep, label, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -EIO;
+    if (rc < 0)
+        log_error("cannot write %s: %s", path, strerror(-rc));
+    return rc;
+}
+
+int driver_write_outputs(const char *dir, int mode, const report_t *rep, const char *label)
+{
+    if (mkdir(dir, (mode_t)mode) < 0 && errno != EEXIST) {
+        log_error("cannot create %s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    int rc = 0;
+    if ((rc = write_file(dir, "intervals.csv", report_write_intervals, rep, NULL)) < 0 ||
+        (rc = write_file(dir, "cumulative.csv", report_write_cumulative, rep, NULL)) < 0 ||
+        (rc = write_file(dir, "periods.csv", report_write_periods, rep, NULL)) < 0 ||
+        (rc = write_file(dir, "summary.json", NULL, rep, label)) < 0)
+        return rc;
+    return 0;
+}

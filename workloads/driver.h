@@ -1,0 +1,54 @@
+/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their --out/--label rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
+#ifndef BQOS_WORKLOADS_DRIVER_H
+#define BQOS_WORKLOADS_DRIVER_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "common/opts.h"
+#include "workloads/report.h"
+#include "workloads/scenario.h"
+
+/* The option rows for where a run's files go (driver_write_outputs()) and
+ * what its summary calls it; where: the const char * they set. */
+#define DRIVER_OPTS_OUT(where)                                                           \
+    {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = (where), .arg = "DIR",  \
+     .help = "write intervals.csv, cumulative.csv, periods.csv and\n"                    \
+             "summary.json into DIR (created if missing)"}
+#define DRIVER_OPTS_LABEL(where)                                                          \
+    {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = (where), .arg = "NAME", \
+     .help = "name of this run in summary.json and tables"}
+
+/* A load tool's --help (opts_usage_t): before, the rows as a manual's
+ * OPTIONS table (indent 4, heads padded to 23 columns), after. */
+#define DRIVER_USAGE(before, after)                                                        \
+    {.head = (before), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = 23, .tail = (after)}
+
+/* Seconds from `start` (CLOCK_MONOTONIC) to now; negative before it. */
+double driver_since(const struct timespec *start);
+
+/* Sleeps until `t` seconds after `start`, at most `cap` seconds; returns at
+ * once when `t` has passed. */
+void driver_nap_until(const struct timespec *start, double t, double cap);
+
+/* Sets *start (CLOCK_MONOTONIC) to time zero of a run: `lead` seconds from
+ * now, or with align > 0 the first boundary of a QoS period of `period`
+ * seconds (periods start at wall-clock time align + k * period) at least
+ * `lead` seconds from now. */
+void driver_set_start(struct timespec *start, double lead, double align, double period);
+
+/* IOs/s of open-loop bucket bk that position `pos` of phase ph carries: its
+ * Zipf share (exponent bk->split_zipf) of bk->rate. */
+double driver_position_rate(const scenario_bucket_t *bk, const scenario_phase_t *ph, int pos);
+
+/* Prints a profile's result on stdout: "server NAME IOPS" per server, from
+ * done[j] (IOs server j completed in `secs` seconds), then "capacity MEAN"
+ * and "min MIN". */
+void driver_print_capacity(const scenario_t *s, const uint64_t *done, double secs);
+
+/* Writes intervals.csv, cumulative.csv, periods.csv and summary.json
+ * (labelled `label`, may be NULL) of rep into directory `dir`, created with
+ * `mode` if missing.  Returns 0, or -errno after logging what failed. */
+int driver_write_outputs(const char *dir, int mode, const report_t *rep, const char *label);
+
+#endif
