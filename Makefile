@@ -3,13 +3,14 @@
 #   make          build every program into bin/
 #   make check    build and run the whole test suite (unit + integration)
 #   make demo     run the main job: memcached, controller and nodes on loopback
+#   make demo-ha  controller failover: etcd, two controllers, kill -9 the leader
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
 MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all check bench demo asan deps clean
-all check bench demo: deps
+.PHONY: all check bench demo demo-ha asan deps clean
+all check bench demo demo-ha: deps
 	@$(BUILD) $@
 asan: deps
 	@$(BUILD) check O=build-asan BIN=build-asan/bin SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"

@@ -411,6 +411,18 @@ int ctrl_node_goodbye(ctrl_t *c, int node)
     return 0;
 }
 
+void ctrl_forget_pushed(ctrl_t *c)
+{
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        for (size_t j = 0; j < nd->ntable; j++)
+            nd->push[j].tok_r = -1;
+        nd->full_push = 1;
+        nd->peer_table = 0;
+    }
+    c->force = 1;
+}
+
 uint32_t ctrl_node_table_gen(const ctrl_t *c, int node)
 {
     const node_t *nd = ctrl__get_node(c, node);

@@ -139,6 +139,12 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
 /* The generation of node `node`'s own table that we hold (0 if none). */
 uint32_t ctrl_node_table_gen(const ctrl_t *c, int node);
 
+/* Forgets what was pushed to every node (this controller just became the
+ * leader: what it computed as a standby never left, and the nodes hold the
+ * old leader's tokens and table).  The next ctrl_compute() is forced and
+ * lists every record of every up node, and tokens carry the names. */
+void ctrl_forget_pushed(ctrl_t *c);
+
 /* Nonzero if the node is up. */
 int ctrl_node_up(const ctrl_t *c, int node);
 

@@ -5,7 +5,7 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
-                      controller/daemon/admin.c
+                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c
 bqos-controller_LIBS = controller pshift protozmq proto common
 
 PROGS += bqos-ctl
@@ -21,7 +21,7 @@ PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
-TESTS += test_estimate test_admission test_ctrl test_clock test_ctl
+TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader
 test_estimate_SRCS = tests/test_estimate.c
 test_estimate_LIBS = controller common
 test_admission_SRCS = tests/test_admission.c
@@ -30,8 +30,11 @@ test_ctrl_SRCS = tests/test_ctrl.c
 test_ctrl_LIBS = controller pshift proto common
 test_clock_SRCS = tests/test_clock.c controller/daemon/clock.c
 test_clock_LIBS = proto common
+test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/daemon/etcd.c
+test_leader_LIBS = common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
-ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh
+ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh \
+          tests/it/it_etcd_failover.sh
 # no path around a limit: the default bucket, removed buckets, duplicate node names
 ITESTS += tests/it/it_nolimitpath.sh

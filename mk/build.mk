@@ -9,7 +9,7 @@
 O   ?= build
 BIN ?= bin
 SAN ?=
-PKGS := libzmq jansson libmemcached libevent libevent_pthreads check igraph
+PKGS := libzmq jansson libmemcached libevent libevent_pthreads check igraph libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 CC      ?= gcc
@@ -28,7 +28,7 @@ include $(sort $(wildcard */module.mk))
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 arc = $(foreach l,$(1),$(O)/lib$(l).a)
 
-.PHONY: all check bench demo
+.PHONY: all check bench demo demo-ha
 all: $(addprefix $(BIN)/,$(PROGS)) $(addprefix $(O)/tests/,$(TESTS))
 
 $(O)/obj/%.o: %.c
@@ -58,5 +58,8 @@ bench: all
 
 demo: all
 	@BIN=$(BIN) examples/demo.sh
+
+demo-ha: all
+	@BIN=$(BIN) sh examples/demo-ha.sh
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -2,7 +2,8 @@
 # deps.sh - install the Debian packages bqos needs, only those that are missing.
 #
 # Each line of the table below is "probe-kind probe package": a probe is a
-# pkg-config module (pc), a command on PATH (cmd) or a file (file).  A package
+# pkg-config module (pc), a command on PATH (cmd), a file (file) or a module
+# of Debian's python3 (py: /usr/bin/python3 can import it).  A package
 # is installed only when its probe fails; nothing is done when all pass.
 set -eu
 
@@ -26,6 +27,7 @@ cmd  fio                fio
 cmd  nbdkit             nbdkit
 cmd  nbdinfo            libnbd-bin
 cmd  etcd               etcd-server
+py   zmq                python3-zmq
 '
 
 missing=""
@@ -36,6 +38,7 @@ echo "$table" | {
       pc)   command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$probe" && continue ;;
       cmd)  command -v "$probe" >/dev/null 2>&1 && continue ;;
       file) [ -e "$probe" ] && continue ;;
+      py)   /usr/bin/python3 -c "import $probe" 2>/dev/null && continue ;;
     esac
     missing="$missing $pkg"
   done

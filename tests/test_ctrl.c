@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "controller/ctrl.h"
+#include "tests/testlib.h"
 
 static bucketfile_t *load(const char *t)
 {
@@ -988,30 +989,16 @@ END_TEST
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
-    Suite *s = suite_create("ctrl");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_ctrl_reservation_follows_demand);
-    tcase_add_test(tc, test_ctrl_limits_never_exceeded);
-    tcase_add_test(tc, test_ctrl_absent_bucket_is_idle);
-    tcase_add_test(tc, test_ctrl_new_period_resets_accounting);
-    tcase_add_test(tc, test_ctrl_restart_rebuilds_from_reports);
-    tcase_add_test(tc, test_ctrl_node_down_and_back);
-    tcase_add_test(tc, test_ctrl_skip_when_unchanged);
-    tcase_add_test(tc, test_ctrl_tables_and_bad_reports);
-    tcase_add_test(tc, test_ctrl_capacity_limits_reservation_tokens);
-    tcase_add_test(tc, test_ctrl_capacity_estimate_from_reports);
-    tcase_add_test(tc, test_ctrl_leftover_headroom_spread);
-    tcase_add_test(tc, test_ctrl_throttled_bucket_keeps_demand);
-    tcase_add_test(tc, test_ctrl_backlog_floor);
-    tcase_add_test(tc, test_ctrl_unreported_buckets_full_push_once);
-    tcase_add_test(tc, test_ctrl_sparse_tables_same_tokens);
-    tcase_add_test(tc, test_ctrl_provisional_split_for_unreported_limited);
-    tcase_add_test(tc, test_ctrl_duplicate_name_refused);
-    tcase_add_test(tc, test_ctrl_unconfigured_listed);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {
+        test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
+        test_ctrl_absent_bucket_is_idle, test_ctrl_new_period_resets_accounting,
+        test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
+        test_ctrl_skip_when_unchanged, test_ctrl_tables_and_bad_reports,
+        test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
+        test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,
+        test_ctrl_backlog_floor, test_ctrl_unreported_buckets_full_push_once,
+        test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
+        test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed
+    };
+    return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "storage-node/gate.h"
+#include "tests/testlib.h"
 
 /* A fake front: counts the hook calls. */
 typedef struct {
@@ -306,27 +307,12 @@ START_TEST(test_gate_connections)
 }
 END_TEST
 
-static Suite *gate_suite(void)
-{
-    Suite *su = suite_create("gate");
-    TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_gate_bad_settings);
-    tcase_add_test(tc, test_gate_window);
-    tcase_add_test(tc, test_gate_busy_time);
-    tcase_add_test(tc, test_gate_dispatch_points);
-    tcase_add_test(tc, test_gate_buckets_and_tokens);
-    tcase_add_test(tc, test_gate_graceful_stop);
-    tcase_add_test(tc, test_gate_connections);
-    suite_add_tcase(su, tc);
-    return su;
-}
-
 int main(void)
 {
-    SRunner *sr = srunner_create(gate_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {test_gate_bad_settings,    test_gate_window,
+                                  test_gate_busy_time,       test_gate_dispatch_points,
+                                  test_gate_buckets_and_tokens, test_gate_graceful_stop,
+                                  test_gate_connections};
+    const testlib_case_t c = {.name = "gate", .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

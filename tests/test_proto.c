@@ -10,6 +10,7 @@
 #include <zmq.h>
 
 #include "common/proto.h"
+#include "tests/testlib.h"
 
 /* Encodes m and decodes the frames into out; returns decode's result. */
 static int roundtrip(const proto_msg_t *m, proto_msg_t *out, proto_stats_t *st)
@@ -1176,28 +1177,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("proto");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_proto_roundtrip_hello);
-    tcase_add_test(tc, test_proto_roundtrip_welcome);
-    tcase_add_test(tc, test_proto_roundtrip_report);
-    tcase_add_test(tc, test_proto_roundtrip_tokens);
-    tcase_add_test(tc, test_proto_roundtrip_small);
-    tcase_add_test(tc, test_proto_encode_rejects_invalid);
-    tcase_add_test(tc, test_proto_compact_records);
-    tcase_add_test(tc, test_proto_reject_reasons);
-    tcase_add_test(tc, test_proto_weights_rejected);
-    tcase_add_test(tc, test_proto_epoch);
-    tcase_add_test(tc, test_proto_instance);
-    tcase_add_test(tc, test_proto_node_id);
-    tcase_add_test(tc, test_proto_fixtures);
-    tcase_add_test(tc, test_proto_fuzz_mutations);
-    tcase_add_test(tc, test_proto_flat_parser_agrees);
-    tcase_add_test(tc, test_proto_zmq_router_dealer);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {
+        test_proto_roundtrip_hello, test_proto_roundtrip_welcome, test_proto_roundtrip_report,
+        test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
+        test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
+        test_proto_epoch, test_proto_instance, test_proto_node_id, test_proto_fixtures,
+        test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer
+    };
+    return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

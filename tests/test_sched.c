@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 /* A request as the node would embed it: the item plus an id to check order. */
 typedef struct {
@@ -854,31 +855,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sched");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_sched_bad_args);
-    tcase_add_test(tc, test_sched_fifo_within_bucket);
-    tcase_add_test(tc, test_sched_r_before_l);
-    tcase_add_test(tc, test_sched_round_robin_next);
-    tcase_add_test(tc, test_sched_next_shared_by_steps);
-    tcase_add_test(tc, test_sched_no_service_without_l_tokens);
-    tcase_add_test(tc, test_sched_token_decrement);
-    tcase_add_test(tc, test_sched_token_replacement);
-    tcase_add_test(tc, test_sched_weights_share);
-    tcase_add_test(tc, test_sched_weights_keep_r_first);
-    tcase_add_test(tc, test_sched_rr_policy);
-    tcase_add_test(tc, test_sched_route_pays_the_targets_tokens);
-    tcase_add_test(tc, test_sched_drain_and_remove);
-    tcase_add_test(tc, test_sched_counters_and_period);
-    tcase_add_test(tc, test_sched_experiment3_rr_ratio);
-    tcase_add_test(tc, test_sched_matches_linear_scan_model);
-    tcase_add_test(tc, test_sched_many_buckets);
-    tcase_add_test(tc, test_sched_out_of_memory);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {
+        test_sched_bad_args, test_sched_fifo_within_bucket, test_sched_r_before_l,
+        test_sched_round_robin_next, test_sched_next_shared_by_steps,
+        test_sched_no_service_without_l_tokens, test_sched_token_decrement,
+        test_sched_token_replacement, test_sched_weights_share, test_sched_weights_keep_r_first,
+        test_sched_rr_policy, test_sched_route_pays_the_targets_tokens,
+        test_sched_drain_and_remove, test_sched_counters_and_period,
+        test_sched_experiment3_rr_ratio, test_sched_matches_linear_scan_model,
+        test_sched_many_buckets, test_sched_out_of_memory
+    };
+    const testlib_case_t c = {.name = "sched", .timeout = 60};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

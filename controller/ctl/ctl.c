@@ -92,7 +92,10 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
     const opts_row_t t[] = {
         {.name = "endpoint", .type = OPTS_STRING, .target = &o->endpoint, .arg = "ENDPOINT",
          .show = DEFAULT_ENDPOINT " (or $BQOS_CTL_ENDPOINT if set)",
-         .help = "Controller admin endpoint."},
+         .help = "Controller admin endpoint, or a comma-separated list of the\n"
+                 "endpoints of controllers that share etcd: status and buckets come\n"
+                 "from the leader, set/remove/reload go to it (a standby's not_leader\n"
+                 "answer names it)."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables."},
         {.name = "timeout", .type = OPTS_I64, .target = &o->timeout, .arg = "MS", .deflt = "2000",
@@ -117,6 +120,10 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
 #define usage_error(cmd, ...) (opts_fail(cmd, __VA_ARGS__), EXIT_USAGE)
 
 /* ---- transport ---- */
+
+/* Set while several endpoints are tried: a standby's not_leader refusal is
+ * then not printed unless no leader answers (request_any()). */
+static int quiet_not_leader;
 
 /* Sends `req` to the admin endpoint and waits for the reply.  Returns the
  * parsed reply (caller owns it) or NULL with a message printed; *code is
@@ -185,7 +192,8 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
     if (!json_is_true(json_object_get(reply, "ok"))) {
         const char *ec = json_string_value(json_object_get(reply, "error"));
         const char *msgtext = json_string_value(json_object_get(reply, "message"));
-        fprintf(stderr, "bqos-ctl: controller refused: %s%s%s\n", ec ? ec : "error",
+        if (!(quiet_not_leader && ec && strcmp(ec, "not_leader") == 0))
+            fprintf(stderr, "bqos-ctl: controller refused: %s%s%s\n", ec ? ec : "error",
                 msgtext ? ": " : "", msgtext ? msgtext : "");
         *code = EXIT_REFUSED;
     } else {
@@ -198,6 +206,77 @@ out:
     if (ctx)
         zmq_ctx_term(ctx);
     return reply;
+}
+
+/* Nonzero if `reply` is a not_leader refusal. */
+static int not_leader(json_t *reply)
+{
+    const char *ec = json_string_value(json_object_get(reply, "error"));
+    return reply && ec && strcmp(ec, "not_leader") == 0;
+}
+
+/* request() over the comma-separated endpoint list `list`: the first
+ * leader's answer.  Endpoints are asked in order; a standby's answer
+ * (status with "leader": false, or a not_leader refusal) sends the request
+ * on to the leader it names (if not in the list, it is asked too), else to
+ * the next endpoint; with no leader found the first answer is returned.
+ * Messages of endpoints that did not answer are printed only if none did. */
+static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *code)
+{
+    char *eps[17];
+    int n = 0;
+    char *copy = strdup(list), *save = NULL;
+    if (!copy) {
+        *code = EXIT_UNREACHABLE;
+        return NULL;
+    }
+    for (char *t = strtok_r(copy, ",", &save); t && n < 16; t = strtok_r(NULL, ",", &save))
+        eps[n++] = t;
+    if (n <= 1) {
+        json_t *r = request(n ? eps[0] : list, timeout_ms, req, code);
+        free(copy);
+        return r;
+    }
+    quiet_not_leader = 1;
+    json_t *first = NULL;
+    int first_code = EXIT_UNREACHABLE;
+    char named[300] = "";
+    for (int i = 0; i < n; i++) {
+        int c;
+        json_t *r = request(eps[i], timeout_ms, req, &c);
+        if (!r)
+            continue;
+        int standby = not_leader(r) || json_is_false(json_object_get(r, "leader"));
+        if (!standby) {
+            json_decref(first);
+            free(copy);
+            *code = c;
+            return r;
+        }
+        const char *la = json_string_value(json_object_get(r, "leader_admin"));
+        if (la && *la && !named[0]) {
+            snprintf(named, sizeof named, "%s", la);
+            int listed = 0;
+            for (int k = 0; k < n; k++)
+                listed |= strcmp(eps[k], la) == 0;
+            if (!listed && n < 17)
+                eps[n++] = named; /* ask the leader it names too */
+        }
+        if (!first) {
+            first = r;
+            first_code = c;
+        } else {
+            json_decref(r);
+        }
+    }
+    free(copy);
+    *code = first_code;
+    if (first && not_leader(first)) {
+        const char *m = json_string_value(json_object_get(first, "message"));
+        fprintf(stderr, "bqos-ctl: controller refused: not_leader: %s; no leader answered among %s\n",
+                m ? m : "", list);
+    }
+    return first;
 }
 
 /* ---- tables ---- */
@@ -354,6 +433,10 @@ static void print_status(json_t *r)
     printf("period %s  interval %s/%s  elapsed %s/%s ms\n\n", cell(r, "period", "?", a, 32),
            cell(r, "interval", "?", b, 32), cell(r, "intervals", "?", c, 32),
            cell(r, "elapsed_ms", "?", d, 32), cell(r, "period_ms", "?", e, 32));
+    if (json_object_get(r, "id"))
+        printf("controller %s: %s, epoch %s (leader %s)\n", cell(r, "id", "?", a, 32),
+               json_is_true(json_object_get(r, "leader")) ? "leader" : "standby",
+               cell(r, "epoch", "?", b, 32), cell(r, "leader_id", "unknown", c, 32));
     json_t *nodes = json_object_get(r, "nodes");
     if (json_array_size(nodes) == 0) {
         printf("(no nodes)\n");
@@ -475,7 +558,7 @@ int main(int argc, char **argv)
             json_object_set_new(req, "weight", json_integer(weight));
     }
     int code;
-    json_t *reply = request(endpoint, (int)o.timeout, req, &code);
+    json_t *reply = request_any(endpoint, (int)o.timeout, req, &code);
     json_decref(req);
     if (!reply)
         return code;

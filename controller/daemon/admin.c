@@ -56,8 +56,84 @@ static int apply(admin_t *ad, bucketfile_t *bf)
     return 0;
 }
 
+/* With etcd: the leader writes `bf` (borrowed) to the table key before it
+ * applies it, so that what runs is what etcd holds.  Returns NULL, or the
+ * error code with `msg` filled. */
+static const char *publish(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
+{
+    char *text = bucketfile_dumps(bf);
+    if (!text) {
+        snprintf(msg, size, "out of memory");
+        return "internal";
+    }
+    int rc = leader_write_buckets(ad->ld, text, strlen(text), mono_now());
+    free(text);
+    if (rc == 0)
+        return NULL;
+    if (rc == -EPERM) {
+        snprintf(msg, size, "not the leader (the leader is %s)",
+                 ad->ld->leader_id[0] ? ad->ld->leader_id : "unknown");
+        return "not_leader";
+    }
+    if (rc == -EAGAIN)
+        snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
+    else
+        snprintf(msg, size, "cannot write the bucket table to etcd: %s", strerror(-rc));
+    log_warn("%s", msg);
+    return "io";
+}
+
+/* Exports `bf` to the bucket file (the backup, with etcd) if the file's
+ * text differs; a failure is logged only. */
+static void export_file(admin_t *ad, const bucketfile_t *bf)
+{
+    bucketfile_t *cur = NULL;
+    jsonloc_err_t err;
+    char *a = NULL, *b = NULL;
+    if (bucketfile_load(ad->path, &cur, &err) == 0) {
+        a = bucketfile_dumps(cur);
+        b = bucketfile_dumps(bf);
+    }
+    if (!a || !b || strcmp(a, b) != 0) {
+        int rc = bucketfile_save(bf, ad->path);
+        if (rc < 0)
+            log_error("cannot export the bucket table to %s: %s", ad->path, strerror(-rc));
+    }
+    free(a);
+    free(b);
+    bucketfile_destroy(&cur);
+}
+
+int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
+{
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    char src[64];
+    snprintf(src, sizeof src, "etcd@%lld", (long long)rev);
+    int rc = bucketfile_parse(text, len, src, &bf, &err);
+    if (rc < 0) {
+        char buf[600];
+        log_error("bucket table in etcd refused: %s", bucketfile_strerror(&err, buf, sizeof buf));
+        return rc;
+    }
+    export_file(ad, bf);
+    size_t n = bucketfile_count(bf);
+    rc = apply(ad, bf);
+    if (rc < 0) {
+        log_error("cannot apply the bucket table of etcd: %s", strerror(-rc));
+        return rc;
+    }
+    log_info("bucket table from etcd (revision %lld): %zu buckets", (long long)rev, n);
+    return 0;
+}
+
 const char *admin_reload(admin_t *ad, char *msg, size_t size)
 {
+    if (ad->ld && !leader_may_push(ad->ld, mono_now())) {
+        snprintf(msg, size, "not the leader: the bucket table is etcd's; reload at the leader");
+        log_info("reload: %s", msg);
+        return "not_leader";
+    }
     bucketfile_t *bf = NULL;
     jsonloc_err_t err;
     int rc = bucketfile_load(ad->path, &bf, &err);
@@ -71,6 +147,13 @@ const char *admin_reload(admin_t *ad, char *msg, size_t size)
         return "admission";
     }
     size_t n = bucketfile_count(bf);
+    if (ad->ld) {
+        const char *code = publish(ad, bf, msg, size);
+        if (code) {
+            bucketfile_destroy(&bf);
+            return code;
+        }
+    }
     if (apply(ad, bf) < 0) {
         snprintf(msg, size, "out of memory");
         return "internal";
@@ -84,6 +167,37 @@ const char *admin_reload(admin_t *ad, char *msg, size_t size)
 static json_t *reply_error(const char *code, const char *msg)
 {
     return json_pack("{s:i, s:b, s:s, s:s}", "v", 1, "ok", 0, "error", code, "message", msg);
+}
+
+/* An error reply; not_leader names the leader (its id and admin endpoint,
+ * when known) so that bqos-ctl can go there. */
+static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
+{
+    json_t *r = reply_error(code, msg);
+    if (strcmp(code, "not_leader") == 0 && ad->ld && ad->ld->leader_id[0]) {
+        json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
+        json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
+        const leader_t *l = ad->ld;
+        json_object_set_new(
+            r, "ha",
+            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
+                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
+                      (json_int_t)l->stepdowns, "poll_ms_mean",
+                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
+                      (json_int_t)ad->nodes->fenced));
+    }
+    return r;
+}
+
+/* NULL if this controller may change the table; else the not_leader reply. */
+static json_t *check_leader(admin_t *ad)
+{
+    if (!ad->ld || leader_may_push(ad->ld, mono_now()))
+        return NULL;
+    char msg[400];
+    snprintf(msg, sizeof msg, "this controller (%s) is a standby; the leader is %s",
+             ad->ld->cfg.id, ad->ld->leader_id[0] ? ad->ld->leader_id : "not known yet");
+    return reply_not_leader(ad, "not_leader", msg);
 }
 
 static json_t *reply_ok(void)
@@ -151,6 +265,22 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(r, "intervals", json_integer(ad->clk->intervals));
     json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(pms)));
     json_object_set_new(r, "elapsed_ms", json_integer((json_int_t)llround(elapsed)));
+    /* High availability: alone (no etcd) a controller always leads, epoch 0. */
+    json_object_set_new(r, "leader", json_boolean(!ad->ld || leader_may_push(ad->ld, now)));
+    json_object_set_new(r, "epoch", json_integer(ad->ld ? (json_int_t)ad->ld->leader_epoch : 0));
+    if (ad->ld) {
+        json_object_set_new(r, "id", json_string(ad->ld->cfg.id));
+        json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
+        json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
+        const leader_t *l = ad->ld;
+        json_object_set_new(
+            r, "ha",
+            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
+                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
+                      (json_int_t)l->stepdowns, "poll_ms_mean",
+                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
+                      (json_int_t)ad->nodes->fenced));
+    }
     json_t *nodes = json_array();
     for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
         ctrl_node_info_t ni;
@@ -240,6 +370,20 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
         json_decref(ok);
         return reply_error("admission", msg);
     }
+    if (ad->ld) { /* etcd is the table; the file is its backup */
+        const char *code = publish(ad, bf, msg, sizeof msg);
+        if (code) {
+            bucketfile_destroy(&bf);
+            json_decref(ok);
+            return reply_not_leader(ad, code, msg);
+        }
+        export_file(ad, bf);
+        if (apply(ad, bf) < 0) {
+            json_decref(ok);
+            return reply_error("internal", "out of memory");
+        }
+        return ok;
+    }
     int rc = bucketfile_save(bf, ad->path);
     if (rc < 0) {
         snprintf(msg, sizeof msg, "cannot write %s: %s", ad->path, strerror(-rc));
@@ -270,6 +414,9 @@ static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, cha
 static json_t *cmd_set(admin_t *ad, json_t *req)
 {
     char msg[400];
+    json_t *standby = check_leader(ad);
+    if (standby)
+        return standby;
     json_t *jn = json_object_get(req, "name");
     if (!json_is_string(jn))
         return reply_error("bad_request", "\"name\" (string) is required");
@@ -322,6 +469,9 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
 
 static json_t *cmd_remove(admin_t *ad, json_t *req)
 {
+    json_t *standby = check_leader(ad);
+    if (standby)
+        return standby;
     json_t *jn = json_object_get(req, "name");
     if (!json_is_string(jn))
         return reply_error("bad_request", "\"name\" (string) is required");
@@ -343,7 +493,7 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
     char msg[512];
     const char *code = admin_reload(ad, msg, sizeof msg);
     if (code)
-        return reply_error(code, msg);
+        return reply_not_leader(ad, code, msg);
     json_t *r = reply_ok();
     json_object_set_new(r, "buckets", json_integer((json_int_t)bucketfile_count(ad->bf)));
     return r;

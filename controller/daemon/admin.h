@@ -12,6 +12,7 @@
 #include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/clock.h"
+#include "controller/daemon/leader.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
@@ -26,6 +27,12 @@ typedef struct {
     const pclock_t *clk;     /* borrowed, for the status */
     const nodes_t *nodes;    /* borrowed, for the status */
     const timing_t *tm;      /* borrowed, for the status */
+    leader_t *ld;            /* borrowed; NULL without etcd (the controller
+                                runs alone and its file is the table).  With
+                                it, only the leader changes the table: it
+                                writes etcd first, then applies and exports
+                                the file as a backup; standbys answer
+                                set/remove/reload with not_leader */
 } admin_t;
 
 /* Answers every request waiting on the socket, without blocking.  A
@@ -39,5 +46,12 @@ void admin_drain(admin_t *ad);
  * (`size` bytes) filled; the configuration is then unchanged.  Logs the
  * outcome.  For SIGHUP and the reload command. */
 const char *admin_reload(admin_t *ad, char *msg, size_t size);
+
+/* The table key in etcd holds `text` (`len` bytes, borrowed) at revision
+ * `rev`: parse it, make it the configuration (no admission: the leader
+ * admitted it) and export it to the bucket file if that differs.  Returns 0
+ * or -errno (logged; the configuration is then unchanged).  For
+ * leader_hooks_t.apply. */
+int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev);
 
 #endif

@@ -1,4 +1,5 @@
 /* main.c - bqos-controller: the options, the wiring of ctrl.c to the clock, the node and admin endpoints, and the loop (rounds, signals). */
+#include <curl/curl.h>
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
@@ -21,6 +22,8 @@
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/clock.h"
+#include "controller/daemon/etcd.h"
+#include "controller/daemon/leader.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
@@ -41,6 +44,11 @@ typedef struct {
     double wait;
     int approx;
     int level;     /* bqos_log_level_t: index in level_names */
+    const char *etcd;     /* NULL: alone */
+    const char *id;
+    const char *cluster;
+    double lease_ttl;
+    double etcd_timeout;
     int help, version;
 } settings_t;
 
@@ -49,7 +57,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 15
+#define NOPTS 20
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -107,6 +115,27 @@ static void option_rows(settings_t *s, opts_row_t *rows)
         {.name = "log-level", .type = OPTS_ENUM, .target = &s->level, .arg = "LEVEL",
          .deflt = "info", .names = level_names,
          .help = "error, warn, info or debug (debug logs the time split of every round)."},
+        {.name = "etcd", .type = OPTS_STRING, .target = &s->etcd, .arg = "URL[,URL...]",
+         .show = "none: this controller runs alone on its bucket file",
+         .help = "High availability: etcd v3 client URLs (http://HOST:2379,...).  The\n"
+                 "controllers of one --cluster elect a leader through etcd; only the\n"
+                 "leader talks to the nodes, stamping its epoch on every message.  The\n"
+                 "bucket table lives in etcd (--buckets imports it when etcd has none\n"
+                 "and keeps an exported backup); standbys follow it."},
+        {.name = "id", .type = OPTS_STRING, .target = &s->id, .arg = "NAME",
+         .show = "the host name and --listen",
+         .help = "With --etcd: this controller's name, unique in the cluster."},
+        {.name = "cluster", .type = OPTS_STRING, .target = &s->cluster, .arg = "NAME",
+         .deflt = "default", .help = "With --etcd: the keys' prefix, /bqos/NAME/."},
+        {.name = "lease-ttl", .type = OPTS_DURATION, .target = &s->lease_ttl, .arg = "DURATION",
+         .deflt = "2s", .min = 1, .max = 60,
+         .help = "With --etcd: the leader's lease; a dead leader is replaced this long\n"
+                 "after its last renewal (etcd may raise it to its own minimum)."},
+        {.name = "etcd-timeout", .type = OPTS_DURATION, .target = &s->etcd_timeout,
+         .arg = "DURATION", .deflt = "100ms", .min = 0.001, .max = 10,
+         .help = "With --etcd: the longest one request to etcd may take.  The loop waits\n"
+                 "for etcd (at most one timeout per poll when it does not answer, and\n"
+                 "then polls less often): keep it well below the interval."},
         {.name = "help", .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP,
          .help = "Print this help and exit."},
         {.name = "version", .type = OPTS_FLAG, .target = &s->version, .flags = OPTS_STOP,
@@ -133,9 +162,11 @@ static void usage(FILE *fp, const opts_row_t *rows)
     fprintf(fp,
             "\n"
             "Signals:\n"
-            "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused)\n"
+            "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused);\n"
+            "                  with --etcd only at the leader, which writes it to etcd\n"
             "  SIGINT, SIGTERM stop; nodes keep their tokens until the period ends, then\n"
-            "                  fall back to their local policy\n"
+            "                  fall back to their local policy; with --etcd the leader\n"
+            "                  gives up its lease first, so a standby leads at once\n"
             "\n"
             "Protocol: docs/protocol.md.  Design and status fields: docs/controller.md.\n"
             "Exit status: 0 after a signal, 1 on a start-up error, 2 on bad usage.\n");
@@ -163,6 +194,10 @@ static int parse_args(int argc, char **argv, settings_t *s)
         opts_fail(&cmd, "--buckets FILE is required");
         return 2;
     }
+    if (!s->etcd && s->id) {
+        opts_fail(&cmd, "--id goes with --etcd");
+        return 2;
+    }
     if (s->period_s * 1000 / s->intervals < 1) {
         opts_fail(&cmd, "intervals shorter than 1 ms");
         return 2;
@@ -182,6 +217,9 @@ typedef struct {
     nodes_t nodes;
     admin_t admin;
     timing_t tm;
+    etcd_t *etcd;      /* NULL: alone */
+    leader_t ld;       /* with etcd */
+    char id[300];
     int stop;
 } app_t;
 
@@ -260,6 +298,19 @@ static void tick(app_t *a, double now)
 static void on_adopt(void *arg, const proto_msg_t *m, double now)
 {
     app_t *a = arg;
+    if (a->etcd && !leader_may_push(&a->ld, now) && m->period) {
+        /* A standby keeps following the nodes' clock (the leader's), not
+         * only after its start, so that it takes over on the same periods
+         * and its accounting is the nodes' all along.  A report's
+         * remaining_ms is as of its sending: only a gap of a quarter
+         * interval or a different period number is a different clock. */
+        double end = now + (m->remaining_ms > 0 ? m->remaining_ms / 1000.0 : 0);
+        if (m->period == a->clk.period && m->remaining_ms > 0 &&
+            fabs(end - (a->clk.period_start + a->clk.period_s)) < 0.25 * pclock_interval_s(&a->clk))
+            return;
+        a->clk.adopted = 0;
+        a->clk.started = now;
+    }
     if (pclock_adopt(&a->clk, m->period, m->interval, m->remaining_ms, now))
         tick(a, now);
 }
@@ -268,6 +319,79 @@ static void on_adopt(void *arg, const proto_msg_t *m, double now)
 static void on_tick(void *arg, double now)
 {
     tick(arg, now);
+}
+
+/* ---- high availability (--etcd) ------------------------------------------ */
+
+/* nodes_hooks_t: only a leader whose lease is alive by our clock sends. */
+static int may_send(void *arg, double now)
+{
+    return leader_may_push(&((app_t *)arg)->ld, now);
+}
+
+/* leader_hooks_t: the table key changed. */
+static int on_table(void *arg, const char *text, size_t len, int64_t rev)
+{
+    return admin_apply_text(&((app_t *)arg)->admin, text, len, rev);
+}
+
+/* leader_hooks_t: we lead from now on (epoch > 0), or no longer. */
+static void on_role(void *arg, uint64_t epoch)
+{
+    app_t *a = arg;
+    a->nodes.epoch = epoch;
+    if (epoch) { /* a standby's "pushes" never left: push everything */
+        ctrl_forget_pushed(a->ctrl);
+        nodes_hail_unknown(&a->nodes);
+    }
+}
+
+/* leader_hooks_t: etcd has no table; offer the bucket file's. */
+static char *on_bootstrap(void *arg, size_t *len)
+{
+    char *t = bucketfile_dumps(((app_t *)arg)->admin.bf);
+    if (t)
+        *len = strlen(t);
+    return t;
+}
+
+/* Starts the etcd client and the election.  Returns 0 or -1 (logged). */
+static int ha_start(app_t *a)
+{
+    const settings_t *s = a->set;
+    if (s->id) {
+        snprintf(a->id, sizeof a->id, "%s", s->id);
+    } else {
+        char host[256] = "";
+        gethostname(host, sizeof host - 1);
+        snprintf(a->id, sizeof a->id, "%s-%s", host, s->listen);
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 ||
+        !(a->etcd = etcd_new(s->etcd, s->etcd_timeout))) {
+        log_error("--etcd %s: bad URL list or libcurl failed", s->etcd);
+        return -1;
+    }
+    double iv = s->period_s / s->intervals;
+    const leader_config_t lc = {
+        .cluster = s->cluster,
+        .id = a->id,
+        .admin = s->admin,
+        .listen = s->listen,
+        .ttl_s = s->lease_ttl,
+        .margin_s = 0.25,
+        .poll_s = iv < 0.1 ? iv : 0.1,
+    };
+    leader_store_t st = leader_store_etcd(a->etcd);
+    leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap, .arg = a};
+    if (leader_init(&a->ld, &lc, &st, &h) < 0) {
+        log_error("--cluster and --id: 1..100 and 1..200 bytes, no '/' in the cluster name");
+        return -1;
+    }
+    a->admin.ld = &a->ld;
+    a->nodes.hooks.may_send = may_send;
+    log_info("high availability: id %s, cluster %s, etcd %s, lease %.0f s; standby until elected",
+             a->id, s->cluster, s->etcd, s->lease_ttl);
+    return 0;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -336,6 +460,10 @@ int main(int argc, char **argv)
 
     jsonloc_err_t err;
     int rc = bucketfile_load(set.buckets, &bf, &err);
+    if (rc == -ENOENT && set.etcd) { /* the table comes from etcd */
+        log_info("%s does not exist: the bucket table will come from etcd", set.buckets);
+        rc = (bf = bucketfile_new()) ? 0 : -ENOMEM;
+    }
     if (rc < 0) {
         char buf[600];
         log_error("%s", bucketfile_strerror(&err, buf, sizeof buf));
@@ -384,6 +512,8 @@ int main(int argc, char **argv)
         .tm = &a.tm,
     };
     bf = NULL; /* the admin endpoint's now */
+    if (set.etcd && ha_start(&a) < 0)
+        goto out;
     log_info("bqos-controller %s: %zu buckets from %s, nodes on %s, admin on %s, period %.3f s "
              "in %d intervals, admission %s",
              BQOS_VERSION, bucketfile_count(a.admin.bf), set.buckets, set.listen, set.admin,
@@ -396,6 +526,12 @@ int main(int argc, char **argv)
         double now = mono_now();
         tick(&a, now);
         double next = pclock_next(&a.clk);
+        if (a.etcd) {
+            leader_poll(&a.ld, now);
+            now = mono_now(); /* the poll may have waited for etcd */
+            if (leader_next(&a.ld) < next)
+                next = leader_next(&a.ld);
+        }
         long tmo = (long)ceil((next - now) * 1000);
         if (tmo < 0)
             tmo = 0;
@@ -420,6 +556,12 @@ int main(int argc, char **argv)
     }
     status = 0;
 out:
+    if (a.etcd) {
+        leader_resign(&a.ld); /* a standby takes over at its next poll */
+        leader_clear(&a.ld);
+        etcd_destroy(&a.etcd);
+        curl_global_cleanup();
+    }
     if (a.router)
         zmq_close(a.router);
     if (a.asock)

@@ -25,6 +25,31 @@ void nodes_clear(nodes_t *ns)
     free(ns->last_msg);
     ns->last_msg = NULL;
     ns->nlast = 0;
+    free(ns->unknown);
+    ns->unknown = NULL;
+    ns->nunknown = 0;
+}
+
+#define UNKNOWN_MAX 4096 /* processes kept for nodes_hail_unknown() */
+
+/* Notes the sender of the message in hand (ns->id), an unregistered process
+ * named `name` that wrote while sends are fenced (once per routing id; at
+ * most UNKNOWN_MAX, then it waits for its next report). */
+static void note_unknown(nodes_t *ns, const char *name)
+{
+    for (int i = 0; i < ns->nunknown; i++)
+        if (ns->unknown[i].idlen == ns->idlen && memcmp(ns->unknown[i].id, ns->id, ns->idlen) == 0)
+            return;
+    if (ns->nunknown == UNKNOWN_MAX)
+        return;
+    nodes_unknown_t *v = realloc(ns->unknown, (size_t)(ns->nunknown + 1) * sizeof *v);
+    if (!v)
+        return;
+    ns->unknown = v;
+    nodes_unknown_t *u = &v[ns->nunknown++];
+    memcpy(u->id, ns->id, ns->idlen);
+    u->idlen = ns->idlen;
+    snprintf(u->name, sizeof u->name, "%s", name);
 }
 
 /* Node `node`'s last-message slot, grown as nodes register; NULL if out of
@@ -58,6 +83,11 @@ double nodes_last_msg(const nodes_t *ns, int node)
 static int send_id(nodes_t *ns, const void *id, size_t idlen, const char *name, proto_msg_t *m)
 {
     double t0 = mono_now();
+    if (ns->hooks.may_send && !ns->hooks.may_send(ns->hooks.arg, t0)) {
+        ns->fenced++; /* fail closed: a standby or deposed leader is silent */
+        return -EPERM;
+    }
+    m->epoch = ns->epoch;
     snprintf(m->node, sizeof m->node, "%s", name);
     int rc = proto_encode(m, &ns->enc);
     double t1 = mono_now();
@@ -98,14 +128,30 @@ static int send_node(nodes_t *ns, int node, proto_msg_t *m)
 }
 
 /* Answers the sender of the message in hand (ns->id) with an error. */
-static void send_error(nodes_t *ns, const char *node, const char *code, const char *text)
+static int send_error(nodes_t *ns, const char *node, const char *code, const char *text)
 {
     proto_msg_t m;
     proto_msg_init(&m);
     m.type = PROTO_ERROR;
     snprintf(m.code, sizeof m.code, "%s", code);
     snprintf(m.text, sizeof m.text, "%s", text ? text : "");
-    send_id(ns, ns->id, ns->idlen, node, &m);
+    return send_id(ns, ns->id, ns->idlen, node, &m);
+}
+
+void nodes_hail_unknown(nodes_t *ns)
+{
+    for (int i = 0; i < ns->nunknown; i++) {
+        const nodes_unknown_t *u = &ns->unknown[i];
+        if (ctrl_node_find(ns->ctrl, u->name) >= 0)
+            continue;
+        proto_msg_t m;
+        proto_msg_init(&m);
+        m.type = PROTO_ERROR;
+        snprintf(m.code, sizeof m.code, "unknown_node");
+        snprintf(m.text, sizeof m.text, "say hello first");
+        send_id(ns, u->id, u->idlen, u->name, &m);
+    }
+    ns->nunknown = 0;
 }
 
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
@@ -113,6 +159,10 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
     const char *const *names;
     size_t nnames;
     uint32_t gen = ctrl_table(ns->ctrl, &names, &nnames);
+    if (ns->hooks.may_send && !ns->hooks.may_send(ns->hooks.arg, now)) {
+        ns->fenced++;
+        return;
+    }
     for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
         if (!ctrl_node_up(ns->ctrl, i))
             continue;
@@ -289,8 +339,9 @@ void nodes_drain(nodes_t *ns)
         if (rc == PROTO_RECV_UNKNOWN) {
             if (m->type == PROTO_REPORT)
                 ns->hooks.adopt(ns->hooks.arg, m, now);
-            if (m->type != PROTO_GOODBYE)
-                send_error(ns, m->node, "unknown_node", "say hello first");
+            if (m->type != PROTO_GOODBYE &&
+                send_error(ns, m->node, "unknown_node", "say hello first") == -EPERM)
+                note_unknown(ns, m->node);
             continue;
         }
         if (m->type == PROTO_HELLO) {

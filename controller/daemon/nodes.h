@@ -20,8 +20,20 @@ typedef struct {
     /* After each message of a registered node: the loop moves its clock
      * (a round may close once every node has reported). */
     void (*tick)(void *arg, double now);
+    /* NULL, or whether the controller may send to nodes at `now` (a
+     * standby or a deposed leader may not: every send is then dropped and
+     * counted in `fenced`; docs/controller.md "High availability"). */
+    int (*may_send)(void *arg, double now);
     void *arg;
 } nodes_hooks_t;
+
+/* An unregistered process that wrote to a fenced controller: its routing id
+ * (name and instance tag, proto_node_id()) and its name. */
+typedef struct {
+    unsigned char id[PROTO_ID_MAX];
+    size_t idlen;
+    char name[PROTO_NAME_MAX + 1];
+} nodes_unknown_t;
 
 typedef struct {
     void *sock;            /* bound ROUTER (borrowed: the caller closes it) */
@@ -34,6 +46,8 @@ typedef struct {
     proto_enc_t enc;       /* encoder buffers, reused */
     proto_stats_t pst;     /* messages accepted and rejected, by reason */
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
+    uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
+    uint64_t fenced;       /* messages not sent: hooks.may_send said no */
     double *last_msg;      /* [nlast]: per node index, monotonic seconds of
                               its last message, 0 = never */
     int nlast;
@@ -41,6 +55,10 @@ typedef struct {
     size_t idlen;
     double dup_log_next;   /* duplicate-name warnings: next one not before */
     uint64_t dup_suppressed;
+    nodes_unknown_t *unknown; /* [nunknown]: unregistered processes that
+                              wrote while sends were fenced (a standby's),
+                              to be told to say hello at once on takeover */
+    int nunknown;
 } nodes_t;
 
 /* Sets up ns around the bound ROUTER socket `sock` with what it borrows.
@@ -63,6 +81,12 @@ void nodes_drain(nodes_t *ns);
  * heartbeat if the round was skipped (`res`) or there is nothing to say.
  * A send that fails (full queue, node gone) is counted and dropped. */
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now);
+
+/* This controller just became the leader: tells every unregistered node
+ * that wrote to it while it was a standby to say hello (error unknown_node,
+ * with the new epoch), instead of waiting for its next report.  Forgets
+ * the list. */
+void nodes_hail_unknown(nodes_t *ns);
 
 /* Monotonic seconds of node `node`'s last message; 0 if never or unknown. */
 double nodes_last_msg(const nodes_t *ns, int node);

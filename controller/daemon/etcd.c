@@ -1,0 +1,390 @@
+/* etcd.c - bqos-controller's etcd v3 client: JSON-gateway requests over libcurl with bounded time and size, base64 keys and values, failover between URLs. */
+#include "controller/daemon/etcd.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/mono.h"
+
+struct etcd {
+    CURL *curl;                  /* one handle: its connection is reused */
+    struct curl_slist *headers;
+    char *urls[ETCD_MAX_URLS];
+    int nurls, cur;              /* cur: the URL that answered last */
+    long timeout_ms;
+    char *buf;                   /* the answer being received */
+    size_t len, cap;
+    int too_big;
+    double seconds;
+    uint64_t requests;
+};
+
+/* ---- base64 -------------------------------------------------------------- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *etcd_b64_encode(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    char *out = malloc((len + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < len)
+            v |= p[i + 2];
+        out[o++] = b64[v >> 18 & 63];
+        out[o++] = b64[v >> 12 & 63];
+        out[o++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < len ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int b64_val(int c)
+{
+    const char *q = c ? strchr(b64, c) : NULL;
+    return q ? (int)(q - b64) : -1;
+}
+
+int etcd_b64_decode(const char *s, char **out, size_t *len)
+{
+    size_t n = strlen(s);
+    if (n % 4)
+        return -EINVAL;
+    char *d = malloc(n / 4 * 3 + 1);
+    if (!d)
+        return -ENOMEM;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            v[k] = s[i + k] == '=' && i + 4 == n && k >= 2 ? 0 : b64_val(s[i + k]);
+            if (v[k] < 0) {
+                free(d);
+                return -EINVAL;
+            }
+        }
+        uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        d[o++] = (char)(x >> 16);
+        if (s[i + 2] != '=')
+            d[o++] = (char)(x >> 8 & 255);
+        if (s[i + 3] != '=')
+            d[o++] = (char)(x & 255);
+    }
+    d[o] = '\0';
+    *out = d;
+    *len = o;
+    return 0;
+}
+
+/* ---- the client ---------------------------------------------------------- */
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+    etcd_t *e = arg;
+    size_t n = size * nmemb;
+    if (e->len + n + 1 > ETCD_MAX_RESPONSE) {
+        e->too_big = 1;
+        return 0; /* curl stops with CURLE_WRITE_ERROR */
+    }
+    if (e->len + n + 1 > e->cap) {
+        size_t cap = e->cap ? e->cap : 4096;
+        while (cap < e->len + n + 1)
+            cap *= 2;
+        char *b = realloc(e->buf, cap);
+        if (!b)
+            return 0;
+        e->buf = b;
+        e->cap = cap;
+    }
+    memcpy(e->buf + e->len, p, n);
+    e->len += n;
+    e->buf[e->len] = '\0';
+    return n;
+}
+
+etcd_t *etcd_new(const char *urls, double timeout_s)
+{
+    if (!urls || timeout_s < 0.001)
+        return NULL;
+    etcd_t *e = calloc(1, sizeof *e);
+    char *list = strdup(urls);
+    if (!e || !list)
+        goto fail;
+    e->timeout_ms = (long)(timeout_s * 1000 + 0.5);
+    char *save = NULL;
+    for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+        size_t l = strlen(u);
+        while (l && u[l - 1] == '/')
+            u[--l] = '\0';
+        if (!l)
+            continue;
+        if (e->nurls == ETCD_MAX_URLS || strncmp(u, "http", 4) != 0 || !(e->urls[e->nurls] = strdup(u)))
+            goto fail;
+        e->nurls++;
+    }
+    if (!e->nurls || !(e->curl = curl_easy_init()))
+        goto fail;
+    /* No "Expect: 100-continue" on large bodies (a table of many buckets):
+     * it would cost a round trip, or a wait, within our timeout. */
+    e->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *h = e->headers ? curl_slist_append(e->headers, "Expect:") : NULL;
+    if (!h)
+        goto fail;
+    e->headers = h;
+    curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
+    curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
+    curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->headers);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
+    curl_easy_setopt(e->curl, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    free(list);
+    return e;
+fail:
+    free(list);
+    etcd_destroy(&e);
+    return NULL;
+}
+
+void etcd_destroy(etcd_t **ep)
+{
+    etcd_t *e = ep ? *ep : NULL;
+    if (!e)
+        return;
+    if (e->curl)
+        curl_easy_cleanup(e->curl);
+    curl_slist_free_all(e->headers);
+    for (int i = 0; i < e->nurls; i++)
+        free(e->urls[i]);
+    free(e->buf);
+    free(e);
+    *ep = NULL;
+}
+
+const char *etcd_url(const etcd_t *e)
+{
+    return e->urls[e->cur];
+}
+
+double etcd_seconds(const etcd_t *e)
+{
+    return e->seconds;
+}
+
+uint64_t etcd_requests(const etcd_t *e)
+{
+    return e->requests;
+}
+
+/* POSTs `body` (borrowed) to `path` ("/v3/...") on the current URL, then on
+ * the next ones while time is left.  On 0, *out is the parsed answer
+ * object (caller owns it). */
+static int call(etcd_t *e, const char *path, json_t *body, json_t **out)
+{
+    *out = NULL;
+    if (!body)
+        return -ENOMEM;
+    char *text = json_dumps(body, JSON_COMPACT);
+    if (!text)
+        return -ENOMEM;
+    int rc = -EIO;
+    double t0 = mono_now();
+    for (int tried = 0; tried < e->nurls; tried++) {
+        if (tried && mono_now() - t0 > e->timeout_ms / 1000.0)
+            break;
+        char url[600];
+        snprintf(url, sizeof url, "%s%s", e->urls[e->cur], path);
+        e->len = 0;
+        e->too_big = 0;
+        curl_easy_setopt(e->curl, CURLOPT_URL, url);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, text);
+        e->requests++;
+        CURLcode cc = curl_easy_perform(e->curl);
+        long status = 0;
+        curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (cc == CURLE_OK && status == 200 && e->buf) {
+            json_error_t jerr;
+            json_t *r = json_loadb(e->buf, e->len, 0, &jerr);
+            if (json_is_object(r)) {
+                *out = r;
+                rc = 0;
+                break;
+            }
+            json_decref(r);
+            log_warn("etcd %s%s: answer is not a JSON object", e->urls[e->cur], path);
+        } else if (e->too_big) {
+            rc = -E2BIG;
+            log_warn("etcd %s%s: answer over %u bytes", e->urls[e->cur], path, ETCD_MAX_RESPONSE);
+            break;
+        } else {
+            log_debug("etcd %s%s: %s (HTTP %ld)", e->urls[e->cur], path,
+                      cc != CURLE_OK ? curl_easy_strerror(cc) : "bad status", status);
+        }
+        e->cur = (e->cur + 1) % e->nurls;
+    }
+    e->seconds += mono_now() - t0;
+    free(text);
+    return rc;
+}
+
+/* An int64 of the gateway's JSON: a string of digits, or a number; 0 if
+ * absent (proto3 leaves zero values out). */
+static int64_t jint(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_string(v))
+        return strtoll(json_string_value(v), NULL, 10);
+    return 0;
+}
+
+static json_t *jstr64(int64_t v)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%" PRId64, v);
+    return json_string(b);
+}
+
+/* A base64 JSON string of a NUL-terminated or `len`-byte value. */
+static json_t *jb64(const char *s, size_t len)
+{
+    char *t = etcd_b64_encode(s, len);
+    json_t *j = t ? json_string(t) : NULL;
+    free(t);
+    return j;
+}
+
+int etcd_lease_grant(etcd_t *e, int64_t ttl, int64_t *id, int64_t *granted)
+{
+    json_t *r;
+    json_t *body = json_pack("{s:o}", "TTL", jstr64(ttl));
+    int rc = call(e, "/v3/lease/grant", body, &r);
+    json_decref(body);
+    if (rc < 0)
+        return rc;
+    *id = jint(r, "ID");
+    *granted = jint(r, "TTL");
+    rc = *id && *granted > 0 ? 0 : -EIO;
+    if (rc < 0)
+        log_warn("etcd: lease grant refused: %s", json_string_value(json_object_get(r, "error")) ?: "?");
+    json_decref(r);
+    return rc;
+}
+
+int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl)
+{
+    json_t *r;
+    json_t *body = json_pack("{s:o}", "ID", jstr64(id));
+    int rc = call(e, "/v3/lease/keepalive", body, &r);
+    json_decref(body);
+    if (rc < 0)
+        return rc;
+    json_t *res = json_object_get(r, "result"); /* a stream of one answer */
+    if (!json_is_object(res))
+        rc = -EIO;
+    else if ((*ttl = jint(res, "TTL")) <= 0)
+        rc = -ENOENT;
+    json_decref(r);
+    return rc;
+}
+
+int etcd_lease_revoke(etcd_t *e, int64_t id)
+{
+    json_t *r;
+    json_t *body = json_pack("{s:o}", "ID", jstr64(id));
+    int rc = call(e, "/v3/lease/revoke", body, &r);
+    json_decref(body);
+    json_decref(r);
+    return rc;
+}
+
+void etcd_kv_clear(etcd_kv_t *kv)
+{
+    free(kv->value);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* Fills *kv from a response_range (absent kvs: not found). */
+static int take_range(json_t *resp, etcd_kv_t *kv)
+{
+    json_t *rr = json_object_get(resp, "response_range");
+    if (!json_is_object(rr))
+        return -EIO;
+    json_t *kvs = json_object_get(rr, "kvs");
+    json_t *k = json_array_get(kvs, 0);
+    if (!k)
+        return 0;
+    const char *v = json_string_value(json_object_get(k, "value"));
+    if (v) { /* absent: keys_only (or an empty value) */
+        int rc = etcd_b64_decode(v, &kv->value, &kv->len);
+        if (rc < 0)
+            return rc == -EINVAL ? -EIO : rc;
+    }
+    kv->found = 1;
+    kv->create_rev = jint(k, "create_revision");
+    kv->mod_rev = jint(k, "mod_revision");
+    kv->lease = jint(k, "lease");
+    return 0;
+}
+
+int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+              int keys_only2)
+{
+    memset(v1, 0, sizeof *v1);
+    memset(v2, 0, sizeof *v2);
+    json_t *r;
+    json_t *body = json_pack("{s:[{s:{s:o}}, {s:{s:o, s:b}}]}", "success", "request_range", "key",
+                             jb64(k1, strlen(k1)), "request_range", "key", jb64(k2, strlen(k2)),
+                             "keys_only", keys_only2);
+    int rc = call(e, "/v3/kv/txn", body, &r);
+    json_decref(body);
+    if (rc < 0)
+        return rc;
+    json_t *resps = json_object_get(r, "responses");
+    rc = take_range(json_array_get(resps, 0), v1);
+    if (rc == 0)
+        rc = take_range(json_array_get(resps, 1), v2);
+    json_decref(r);
+    return rc;
+}
+
+int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
+                const char *value, size_t len, int64_t lease, int64_t *rev)
+{
+    json_t *cmps = json_array();
+    for (size_t i = 0; i < ncmp; i++)
+        json_array_append_new(cmps, json_pack("{s:o, s:s, s:s, s:o}", "key",
+                                              jb64(cmp[i].key, strlen(cmp[i].key)), "target",
+                                              cmp[i].mod ? "MOD" : "CREATE", "result", "EQUAL",
+                                              cmp[i].mod ? "mod_revision" : "create_revision",
+                                              jstr64(cmp[i].rev)));
+    json_t *put = json_pack("{s:o, s:o}", "key", jb64(key, strlen(key)), "value", jb64(value, len));
+    if (put && lease)
+        json_object_set_new(put, "lease", jstr64(lease));
+    json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", "request_put", put);
+    json_t *r;
+    int rc = call(e, "/v3/kv/txn", body, &r);
+    json_decref(body);
+    if (rc < 0)
+        return rc;
+    if (json_is_true(json_object_get(r, "succeeded"))) {
+        *rev = jint(json_object_get(r, "header"), "revision");
+        rc = 1;
+    }
+    json_decref(r);
+    return rc;
+}

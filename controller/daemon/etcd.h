@@ -1,0 +1,97 @@
+/* etcd.h - a small etcd v3 client for bqos-controller: leases, one-key transactions and two-key reads through etcd's JSON gateway (HTTP POST /v3/..., libcurl + jansson).
+ *
+ * Every call is synchronous and bounded: one HTTP request per URL tried,
+ * each limited to the client's timeout (connect and transfer), and the
+ * whole call stops trying further URLs once the timeout has passed, so a
+ * call blocks at most about twice the timeout.  A URL that fails
+ * (connection, timeout, HTTP status other than 200, unreadable answer) is
+ * left for the next one in the list, and the client keeps using the URL
+ * that answered last.  Responses are capped at ETCD_MAX_RESPONSE bytes.
+ * Keys and values are byte strings; the gateway's base64 is done here.
+ *
+ * An etcd_t belongs to one thread (the controller's loop); nothing locks.
+ * Returns are 0 or a negative errno: -EINVAL (bad argument), -ENOMEM,
+ * -EIO (no URL answered, or an answer that is not what etcd sends),
+ * -E2BIG (an answer over the cap). */
+#ifndef BQOS_ETCD_H
+#define BQOS_ETCD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ETCD_MAX_RESPONSE (16u << 20) /* bytes of one HTTP answer */
+#define ETCD_MAX_URLS 16
+
+typedef struct etcd etcd_t;
+
+/* Returns a client for the comma-separated URL list `urls` ("http://h:p",
+ * 1..ETCD_MAX_URLS of them, no trailing slash needed), each request limited
+ * to `timeout_s` seconds (>= 0.001), or NULL (bad list, out of memory,
+ * libcurl failed).  Caller owns it (etcd_destroy()).  Must be created on
+ * the thread that uses it; call curl_global_init() first (main does). */
+etcd_t *etcd_new(const char *urls, double timeout_s);
+
+/* Frees the client and sets *ep to NULL.  Accepts NULL. */
+void etcd_destroy(etcd_t **ep);
+
+/* The URL that answered last (or the first), for logs.  Belongs to e. */
+const char *etcd_url(const etcd_t *e);
+
+/* Wall seconds and requests spent in HTTP so far (for the status). */
+double etcd_seconds(const etcd_t *e);
+uint64_t etcd_requests(const etcd_t *e);
+
+/* Grants a lease of `ttl` seconds.  On 0, *id is the lease and *granted
+ * its TTL as etcd granted it (etcd raises TTLs below its minimum). */
+int etcd_lease_grant(etcd_t *e, int64_t ttl, int64_t *id, int64_t *granted);
+
+/* Renews lease `id` once.  On 0, *ttl is its TTL from now; -ENOENT if the
+ * lease no longer exists (expired or revoked). */
+int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl);
+
+/* Revokes lease `id` (its keys go with it).  Returns 0 or an error. */
+int etcd_lease_revoke(etcd_t *e, int64_t id);
+
+/* One key as read. */
+typedef struct {
+    int found;             /* 0: the key does not exist (the rest is 0) */
+    char *value;           /* NUL-terminated copy (caller frees); may hold NULs */
+    size_t len;
+    int64_t create_rev, mod_rev, lease;
+} etcd_kv_t;
+
+/* Frees kv->value and zeroes *kv.  Accepts a zeroed kv. */
+void etcd_kv_clear(etcd_kv_t *kv);
+
+/* Reads keys `k1` and `k2` in one transaction (one consistent revision).
+ * Fills *v1 and *v2 (caller clears them, also on error: they are zeroed
+ * first).  `keys_only2`: k2's revisions without its value (v2->value stays
+ * NULL), so that a large value is fetched only when it changed.  Returns 0
+ * or an error. */
+int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+              int keys_only2);
+
+/* One compare of a transaction: key `key`'s CREATE (create_revision) or
+ * MOD (mod_revision) revision equals `rev` (0: the key does not exist). */
+typedef struct {
+    const char *key;
+    int mod;               /* 0: create_revision, 1: mod_revision */
+    int64_t rev;
+} etcd_cmp_t;
+
+/* Puts `key` = `value` (`len` bytes; with lease `lease`, 0 for none) if
+ * every compare of `cmp[0..ncmp)` holds.  Returns 1 if it was written (*rev
+ * then is the revision of the write: the key's create_revision if it was
+ * created), 0 if a compare failed (nothing written), or an error. */
+int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
+                const char *value, size_t len, int64_t lease, int64_t *rev);
+
+/* Base64 (standard alphabet, padded) of `len` bytes into a new string
+ * (caller frees); NULL if out of memory. */
+char *etcd_b64_encode(const void *data, size_t len);
+
+/* Decodes base64 text `s` into a new NUL-terminated buffer (caller frees),
+ * *len its length.  Returns 0, -EINVAL (not base64), -ENOMEM. */
+int etcd_b64_decode(const char *s, char **out, size_t *len);
+
+#endif

@@ -1,0 +1,299 @@
+/* leader.c - bqos-controller's election through etcd: the lease, the leader key's transaction, stepping down by our own clock, and the bucket table key every controller follows. */
+#include "controller/daemon/leader.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/mono.h"
+
+/* ---- the etcd store ------------------------------------------------------ */
+
+static int s_grant(void *s, int64_t ttl, int64_t *id, int64_t *granted)
+{
+    return etcd_lease_grant(s, ttl, id, granted);
+}
+
+static int s_keepalive(void *s, int64_t id, int64_t *ttl)
+{
+    return etcd_lease_keepalive(s, id, ttl);
+}
+
+static int s_revoke(void *s, int64_t id)
+{
+    return etcd_lease_revoke(s, id);
+}
+
+static int s_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+                  int keys_only2)
+{
+    return etcd_get2(s, k1, v1, k2, v2, keys_only2);
+}
+
+static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
+                    const char *value, size_t len, int64_t lease, int64_t *rev)
+{
+    return etcd_put_if(s, cmp, ncmp, key, value, len, lease, rev);
+}
+
+leader_store_t leader_store_etcd(etcd_t *e)
+{
+    return (leader_store_t){s_grant, s_keepalive, s_revoke, s_get2, s_put_if, e};
+}
+
+/* ---- set up -------------------------------------------------------------- */
+
+int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *st,
+                const leader_hooks_t *hooks)
+{
+    memset(ld, 0, sizeof *ld);
+    if (!cfg->cluster || !*cfg->cluster || strlen(cfg->cluster) > 100 ||
+        strchr(cfg->cluster, '/') || !cfg->id || !*cfg->id || strlen(cfg->id) > 200 ||
+        cfg->ttl_s < 1 || cfg->poll_s <= 0 || cfg->margin_s < 0 || cfg->margin_s >= cfg->ttl_s)
+        return -EINVAL;
+    ld->cfg = *cfg;
+    ld->st = *st;
+    ld->hooks = *hooks;
+    json_t *v = json_pack("{s:s, s:s, s:s}", "id", cfg->id, "admin", cfg->admin ? cfg->admin : "",
+                          "listen", cfg->listen ? cfg->listen : "");
+    ld->value = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    size_t n = strlen(cfg->cluster) + 32;
+    ld->key_leader = malloc(n);
+    ld->key_buckets = malloc(n);
+    if (!ld->value || !ld->key_leader || !ld->key_buckets) {
+        leader_clear(ld);
+        return -ENOMEM;
+    }
+    snprintf(ld->key_leader, n, "/bqos/%s/leader", cfg->cluster);
+    snprintf(ld->key_buckets, n, "/bqos/%s/buckets", cfg->cluster);
+    return 0;
+}
+
+void leader_clear(leader_t *ld)
+{
+    free(ld->key_leader);
+    free(ld->key_buckets);
+    free(ld->value);
+    ld->key_leader = ld->key_buckets = ld->value = NULL;
+}
+
+/* ---- roles --------------------------------------------------------------- */
+
+int leader_may_push(const leader_t *ld, double now)
+{
+    return ld->leading && now < ld->lease_until - ld->cfg.margin_s;
+}
+
+double leader_next(const leader_t *ld)
+{
+    double t = ld->next_poll;
+    if (ld->leading && ld->lease_until - ld->cfg.margin_s < t)
+        t = ld->lease_until - ld->cfg.margin_s;
+    return t;
+}
+
+static void step_down(leader_t *ld, const char *why)
+{
+    if (!ld->leading)
+        return;
+    log_warn("leader %s: no longer leading (epoch %llu): %s", ld->cfg.id,
+             (unsigned long long)ld->epoch, why);
+    ld->leading = 0;
+    ld->epoch = 0;
+    ld->stepdowns++;
+    if (ld->hooks.role)
+        ld->hooks.role(ld->hooks.arg, 0);
+}
+
+static void become_leader(leader_t *ld, uint64_t epoch)
+{
+    ld->leading = 1;
+    ld->epoch = epoch;
+    ld->leader_epoch = epoch;
+    snprintf(ld->leader_id, sizeof ld->leader_id, "%s", ld->cfg.id);
+    snprintf(ld->leader_admin, sizeof ld->leader_admin, "%s", ld->cfg.admin ? ld->cfg.admin : "");
+    ld->elections++;
+    log_warn("leader %s: leading with epoch %llu (lease %lld, %lld s)", ld->cfg.id,
+             (unsigned long long)epoch, (long long)ld->lease, (long long)ld->lease_ttl);
+    if (ld->hooks.role)
+        ld->hooks.role(ld->hooks.arg, epoch);
+}
+
+/* Notes who leads from the leader key's value (JSON {"id","admin"}). */
+static void note_leader(leader_t *ld, const etcd_kv_t *kv)
+{
+    json_error_t jerr;
+    json_t *v = json_loadb(kv->value, kv->len, 0, &jerr);
+    const char *id = json_string_value(json_object_get(v, "id"));
+    const char *admin = json_string_value(json_object_get(v, "admin"));
+    if (ld->leader_epoch != (uint64_t)kv->create_rev && !ld->leading)
+        log_info("leader %s: the leader is %s (epoch %lld)", ld->cfg.id, id ? id : "?",
+                 (long long)kv->create_rev);
+    snprintf(ld->leader_id, sizeof ld->leader_id, "%s", id ? id : "");
+    snprintf(ld->leader_admin, sizeof ld->leader_admin, "%s", admin ? admin : "");
+    ld->leader_epoch = (uint64_t)kv->create_rev;
+    json_decref(v);
+}
+
+/* ---- the poll ------------------------------------------------------------ */
+
+/* Renews the lease, or grants one.  Returns 0 when a lease is held. */
+static int renew(leader_t *ld, double now)
+{
+    int rc;
+    if (ld->lease) {
+        int64_t ttl = 0;
+        rc = ld->st.keepalive(ld->st.s, ld->lease, &ttl);
+        if (rc == 0) {
+            ld->lease_until = now + (double)ttl;
+            return 0;
+        }
+        if (rc != -ENOENT)
+            return rc;
+        log_warn("leader %s: lease %lld expired", ld->cfg.id, (long long)ld->lease);
+        step_down(ld, "lease expired at etcd");
+        ld->lease = 0;
+    }
+    int64_t id = 0, granted = 0;
+    rc = ld->st.grant(ld->st.s, (int64_t)(ld->cfg.ttl_s + 0.5), &id, &granted);
+    if (rc < 0)
+        return rc;
+    ld->lease = id;
+    ld->lease_ttl = granted;
+    ld->lease_until = now + (double)granted;
+    return 0;
+}
+
+/* Applies the table in `kv` if it is new; creates the key if missing. */
+static void follow_table(leader_t *ld, const etcd_kv_t *kv)
+{
+    if (!kv->found) {
+        size_t len = 0;
+        char *text = ld->hooks.bootstrap ? ld->hooks.bootstrap(ld->hooks.arg, &len) : NULL;
+        if (!text)
+            return;
+        int64_t rev = 0;
+        etcd_cmp_t c = {.key = ld->key_buckets, .mod = 0, .rev = 0};
+        int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_buckets, text, len, 0, &rev);
+        if (rc == 1) {
+            log_info("leader %s: bucket table %s created from the bucket file (revision %lld)",
+                     ld->cfg.id, ld->key_buckets, (long long)rev);
+            ld->buckets_rev = rev; /* it is what we run already */
+        }
+        free(text);
+        return;
+    }
+    if (kv->mod_rev == ld->buckets_rev)
+        return;
+    etcd_kv_t lk, bk; /* it changed: now the value */
+    int rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 0);
+    if (rc < 0) {
+        log_warn("leader %s: cannot read the bucket table: %s", ld->cfg.id, strerror(-rc));
+    } else if (bk.found && bk.value) {
+        ld->buckets_rev = bk.mod_rev;
+        if (ld->hooks.apply)
+            ld->hooks.apply(ld->hooks.arg, bk.value, bk.len, bk.mod_rev);
+    }
+    etcd_kv_clear(&lk);
+    etcd_kv_clear(&bk);
+}
+
+int leader_poll(leader_t *ld, double now)
+{
+    if (ld->leading && !leader_may_push(ld, now))
+        step_down(ld, "lease not renewed in time by our clock");
+    if (now < ld->next_poll)
+        return 0;
+    ld->next_poll = now + ld->cfg.poll_s;
+    ld->polls++;
+    double t0 = mono_now();
+    int rc = renew(ld, now);
+    if (rc < 0)
+        goto out;
+    if (ld->leading && !leader_may_push(ld, now)) {
+        step_down(ld, "lease about to end");
+        goto out;
+    }
+    etcd_kv_t lk, bk;
+    rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 1);
+    if (rc < 0) {
+        etcd_kv_clear(&lk);
+        etcd_kv_clear(&bk);
+        goto out;
+    }
+    if (lk.found && lk.lease == ld->lease) {
+        if (!ld->leading) /* our campaign's answer was lost; the key is ours */
+            become_leader(ld, (uint64_t)lk.create_rev);
+    } else if (lk.found) {
+        step_down(ld, "another controller holds the leader key");
+        note_leader(ld, &lk);
+    } else {
+        step_down(ld, "the leader key is gone");
+        int64_t rev = 0;
+        etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = 0};
+        int won = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, ld->value, strlen(ld->value),
+                                ld->lease, &rev);
+        if (won == 1)
+            become_leader(ld, (uint64_t)rev);
+        else if (won < 0)
+            rc = won;
+        /* lost: the winner is read at the next poll */
+        if (won != 1) {
+            ld->leader_id[0] = ld->leader_admin[0] = '\0';
+        }
+    }
+    follow_table(ld, &bk);
+    etcd_kv_clear(&lk);
+    etcd_kv_clear(&bk);
+out:
+    if (rc < 0) {
+        /* etcd unreachable or slow: a failed request may have cost the loop
+         * a whole timeout, so a standby's next poll waits longer (a quarter
+         * of the lease).  A leader keeps trying at every poll: its lease,
+         * and the nodes' tokens, depend on the next renewal. */
+        ld->errors++;
+        double backoff = ld->cfg.ttl_s / 4 > ld->cfg.poll_s ? ld->cfg.ttl_s / 4 : ld->cfg.poll_s;
+        if (!ld->leading)
+            ld->next_poll = now + backoff;
+        log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));
+    }
+    if (ld->leading && !leader_may_push(ld, now))
+        step_down(ld, "lease not renewed in time");
+    ld->poll_seconds += mono_now() - t0;
+    return rc;
+}
+
+int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now)
+{
+    if (!leader_may_push(ld, now))
+        return -EPERM;
+    etcd_cmp_t c[2] = {
+        {.key = ld->key_buckets, .mod = 1, .rev = ld->buckets_rev},
+        {.key = ld->key_leader, .mod = 0, .rev = (int64_t)ld->epoch},
+    };
+    int64_t rev = 0;
+    int rc = ld->st.put_if(ld->st.s, c, 2, ld->key_buckets, text, len, 0, &rev);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        ld->next_poll = 0; /* find out what changed at once */
+        return -EAGAIN;
+    }
+    ld->buckets_rev = rev;
+    return 0;
+}
+
+void leader_resign(leader_t *ld)
+{
+    if (ld->lease) {
+        int rc = ld->st.revoke(ld->st.s, ld->lease);
+        if (rc < 0)
+            log_warn("leader %s: cannot revoke lease: %s", ld->cfg.id, strerror(-rc));
+    }
+    step_down(ld, "shutting down");
+    ld->lease = 0;
+}

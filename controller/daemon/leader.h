@@ -1,0 +1,138 @@
+/* leader.h - bqos-controller's leader election and shared bucket table in etcd: a lease kept alive, a leader key created under it by transaction, the leader's epoch, and the bucket table key that every controller follows.
+ *
+ * Keys (PREFIX = "/bqos/<cluster>/"):
+ *   PREFIX "leader"   the leader's identity, JSON {"id","admin","listen"},
+ *                     attached to its lease: it disappears when the lease
+ *                     expires or is revoked
+ *   PREFIX "buckets"  the bucket table as a bucket file's JSON
+ *
+ * Election: every controller holds a lease of `ttl_s` and renews it at
+ * each poll.  A controller that finds no leader key creates it in a
+ * transaction ("create_revision == 0", put with its lease); the one whose
+ * transaction succeeds leads, and its epoch is the key's create_revision
+ * (etcd's revision, which only grows, so each new leader has a higher
+ * epoch than every earlier one).
+ *
+ * Fencing by our own clock: the lease cannot expire at etcd before
+ * (send time of the last successful grant or keepalive) + TTL, so the
+ * leader considers itself leader only until that instant less `margin_s`
+ * (leader_may_push()).  A leader that cannot renew in time, or was paused
+ * (SIGSTOP) past it, stops at once, before it talks to etcd again; a
+ * standby can only take the key after etcd expired the lease, i.e. after
+ * the old leader stopped.  The nodes' epoch check is the second fence.
+ *
+ * The bucket table: at each poll the leader key and the table key's
+ * revisions are read in one transaction; a table whose mod_revision differs
+ * from the one last applied is then read whole and handed to hooks.apply
+ * (leader and standbys alike).  A missing
+ * table key is created from hooks.bootstrap (the --buckets file).  The
+ * leader writes a change with leader_write_buckets(): a transaction that
+ * compares the table's mod_revision (no lost update) and the leader key's
+ * create_revision (a deposed leader cannot write).
+ *
+ * etcd is reached through leader_store_t, so that tests can drive the
+ * state machine with a store of their own and fake time.
+ *
+ * A leader_t belongs to the controller's loop thread, as does its store;
+ * nothing locks.  Every call that reaches the store blocks for at most the
+ * store's own bound (etcd.h). */
+#ifndef BQOS_LEADER_H
+#define BQOS_LEADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/daemon/etcd.h"
+
+/* The etcd operations the election needs (etcd.h's, with `s` the etcd_t). */
+typedef struct {
+    int (*grant)(void *s, int64_t ttl, int64_t *id, int64_t *granted);
+    int (*keepalive)(void *s, int64_t id, int64_t *ttl);
+    int (*revoke)(void *s, int64_t id);
+    int (*get2)(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+                int keys_only2);
+    int (*put_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
+                  const char *value, size_t len, int64_t lease, int64_t *rev);
+    void *s;
+} leader_store_t;
+
+/* The store that talks to etcd through `e` (borrowed). */
+leader_store_t leader_store_etcd(etcd_t *e);
+
+/* What the election asks of the controller.  Called from leader_poll()
+ * and leader_write_buckets() on the loop thread. */
+typedef struct {
+    /* The table key holds `text` (`len` bytes, borrowed) at revision `rev`:
+     * make it the configuration.  Returns 0, or an error (logged by the
+     * callee; the revision is not applied again). */
+    int (*apply)(void *arg, const char *text, size_t len, int64_t rev);
+    /* We became the leader (epoch > 0) or stopped leading (epoch 0). */
+    void (*role)(void *arg, uint64_t epoch);
+    /* The table to create when the key is missing: a new text (caller of
+     * the hook frees it) or NULL for none. */
+    char *(*bootstrap)(void *arg, size_t *len);
+    void *arg;
+} leader_hooks_t;
+
+typedef struct {
+    const char *cluster;   /* key prefix part, 1..100 bytes, no '/' */
+    const char *id;        /* this controller's name, unique in the cluster */
+    const char *admin;     /* its admin endpoint (told to bqos-ctl), may be "" */
+    const char *listen;    /* its node endpoint, may be "" */
+    double ttl_s;          /* lease TTL asked for, >= 1 */
+    double margin_s;       /* stop leading this long before the lease's end */
+    double poll_s;         /* time between polls, > 0 */
+} leader_config_t;
+
+typedef struct {
+    leader_config_t cfg;
+    leader_store_t st;
+    leader_hooks_t hooks;
+    char *key_leader, *key_buckets, *value; /* owned */
+    int64_t lease;          /* 0: none */
+    int64_t lease_ttl;      /* as granted */
+    double lease_until;     /* our clock: the lease cannot end before this */
+    int leading;
+    uint64_t epoch;         /* ours while leading, else 0 */
+    uint64_t leader_epoch;  /* the leader key's create_revision last seen */
+    char leader_id[256], leader_admin[256]; /* from the leader key; "" unknown */
+    int64_t buckets_rev;    /* mod_revision of the table last applied */
+    double next_poll;
+    uint64_t polls, errors, elections, stepdowns;
+    double poll_seconds;    /* wall time the polls took (etcd's cost to the loop) */
+} leader_t;
+
+/* Sets up `ld` (nothing is sent yet; the first leader_poll() does).
+ * Returns 0, -EINVAL (bad config), -ENOMEM. */
+int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *st,
+                const leader_hooks_t *hooks);
+
+/* Frees what ld owns.  Accepts a zeroed ld. */
+void leader_clear(leader_t *ld);
+
+/* If a poll is due at `now` (monotonic seconds, taken just before the
+ * call): renews (or grants) the lease, steps down if it is lost or
+ * about to end, reads the leader and table keys, campaigns if there is no
+ * leader, applies a new table.  Also steps down without a poll when the
+ * lease is about to end.  Returns 0, or the store's error (logged; the next
+ * poll tries again). */
+int leader_poll(leader_t *ld, double now);
+
+/* Nonzero if this controller may send to nodes and write the table at
+ * `now`: it leads and its lease is safely alive by its own clock. */
+int leader_may_push(const leader_t *ld, double now);
+
+/* When the loop must next call leader_poll(). */
+double leader_next(const leader_t *ld);
+
+/* The leader writes table `text` (`len` bytes).  Returns 0 (written; its
+ * revision counts as applied), -EPERM (not the leader), -EAGAIN (the table
+ * or the leadership changed meanwhile: nothing written), or the store's
+ * error. */
+int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now);
+
+/* Gives up leadership and the lease (clean shutdown): the key goes at
+ * once, so a standby takes over at its next poll. */
+void leader_resign(leader_t *ld);
+
+#endif

@@ -1,0 +1,215 @@
+#!/bin/sh
+# it_etcd_failover.sh - controller failover through a real etcd on free loopback ports: one leader, epochs, standby silence, bucket table through etcd, kill -9 and SIGSTOP of the leader, restart as standby.
+#
+# Two bqos-controllers (--etcd, --lease-ttl 2s, period 1 s in 5 intervals)
+# and raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER per
+# controller) that log every message with its epoch.  When bqos-node takes
+# a list of controllers (--controller A,B in its --help), a real node and
+# memcached join and must follow the new leader.
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_etcd_failover
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etcd-server)"; exit 1; }
+PY=python3
+$PY -c "import zmq" 2>/dev/null || PY=/usr/bin/python3
+$PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh installs python3-zmq)"; exit 1; }
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
+# etcd with a short election timeout, so that it grants short leases.  The
+# lease is 2 s (1 s works on a quiet machine, docs/performance.md, but a
+# busy one delays etcd's answers past its margin).
+TTL=${TTL:-2}
+next_port; EP=$PORT; next_port; PP=$PORT
+ETCD="http://127.0.0.1:$EP"
+# Its data in memory when /dev/shm exists: fsyncs on a busy disk would
+# otherwise make its answers late (the controllers allow 100 ms).
+ED="$T/etcd"
+[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/it_etcd.XXXXXX) && trap 'cleanup; rm -rf "$T" "$ED"' EXIT
+spawn "$T/etcd.log" etcd --name default --data-dir "$ED" --listen-client-urls "$ETCD" \
+  --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
+  --initial-cluster "default=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
+wait_port "$EP" 15 || { echo "etcd did not start"; cat "$T/etcd.log"; exit 1; }
+
+echo '{"buckets":[{"name":"red","reservation":100,"limit":200}]}' >"$T/b1.json"
+cp "$T/b1.json" "$T/b2.json"
+next_port; L1=$PORT; next_port; A1=$PORT; next_port; L2=$PORT; next_port; A2=$PORT
+LS1="tcp://127.0.0.1:$L1"; AD1="tcp://127.0.0.1:$A1"
+LS2="tcp://127.0.0.1:$L2"; AD2="tcp://127.0.0.1:$A2"
+# ctl_start I: controller cI (bucket file bI.json, endpoints LSI, ADI).
+ctl_start() {
+  eval "ls=\$LS$1 ad=\$AD$1"
+  spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" --listen "$ls" \
+    --admin "$ad" --period 1s --intervals 5 --etcd "$ETCD" --id "c$1" --cluster it \
+    --lease-ttl "$TTL" --etcd-timeout 250ms --log-level debug
+  eval "PID$1=\$SPAWNED"
+}
+ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
+# status I FIELD: a field of cI's status.
+status() {
+  eval "ad=\$AD$1"
+  ctl --endpoint "$ad" --json status >"$T/st$1.json" 2>/dev/null && jget "$T/st$1.json" "d[\"$2\"]"
+}
+observe() { # observe I NAME: a raw node on cI's node endpoint, log in $T/NAME.log
+  eval "ls=\$LS$1"
+  spawn "$T/$2.err" "$PY" "$HERE/ha_observer.py" "$ls" "$2" "$T/$2.log" 60
+}
+# last_epoch NAME: the epoch of NAME's last message; msgs_after NAME T: its
+# messages after wall-clock time T; first_epoch_after NAME E: wall time of
+# its first message with an epoch above E.
+last_epoch() { tail -1 "$T/$1.log" 2>/dev/null | awk '{ print $3 }'; }
+msgs_after() { awk -v t="$2" '$1 > t { n++ } END { print n + 0 }' "$T/$1.log" 2>/dev/null; }
+first_epoch_after() { awk -v e="$2" '$3 > e { print $1; exit }' "$T/$1.log" 2>/dev/null; }
+now() { date +%s.%N; }
+logs() { for f in "$T"/c*.log "$T"/obs*.log; do echo "== $f"; tail -25 "$f"; done; }
+
+# 1. One leader: c1 starts first and leads; c2 is a standby that knows it.
+ctl_start 1
+wait_for '[ "$(status 1 leader)" = True ]' 10
+check "c1 leads" '[ "$(status 1 leader)" = True ]'
+ctl_start 2
+wait_for '[ "$(status 2 leader_id)" = c1 ]' 10
+E1=$(status 1 epoch)
+check "c2 is a standby that names c1 (epoch $E1)" \
+  '[ "$(status 2 leader)" = False ] && [ "$(status 2 epoch)" = "$E1" ] && [ "$E1" -gt 0 ]'
+check "bqos-ctl status over both endpoints shows the leader" \
+  'ctl --endpoint "$AD2,$AD1" status | grep -q "controller c1: leader, epoch $E1"'
+
+# 2. The leader stamps its epoch; the standby says nothing to nodes.
+observe 1 obs1; observe 2 obs2
+wait_for '[ -s "$T/obs1.log" ] && [ "$(wc -l <"$T/obs1.log")" -ge 5 ]' 5
+check "the leader welcomes and pushes with epoch $E1" \
+  'grep -q " welcome $E1\$" "$T/obs1.log" && [ "$(last_epoch obs1)" = "$E1" ]'
+check "every message of the leader carries its epoch" \
+  '[ "$(awk -v e="$E1" "\$3 != e" "$T/obs1.log" | wc -l)" = 0 ]'
+check "the standby sends nodes nothing" '[ ! -s "$T/obs2.log" ]'
+
+# 3. The bucket table lives in etcd: set through the standby's endpoint
+#    (bqos-ctl goes on to the leader), both controllers agree, both files
+#    are the exported backup.
+ctl --endpoint "$AD2" set blue --reservation 10 >/dev/null 2>"$T/nl.err"; rc=$?
+check "a standby refuses set with not_leader naming c1 (rc $rc)" \
+  '[ $rc = 1 ] && grep -q "not_leader.*leader is c1" "$T/nl.err"'
+ctl --endpoint "$AD2,$AD1" set blue --reservation 10 --limit 50 >"$T/set.out" 2>&1; rc=$?
+check "set through the standby's endpoint reaches the leader (rc $rc)" \
+  '[ $rc = 0 ] && grep -q "blue created" "$T/set.out"'
+wait_for 'ctl --endpoint "$AD2" buckets | grep -q "^blue"' 3
+ctl --endpoint "$AD1" --json buckets >"$T/bk1.json"; ctl --endpoint "$AD2" --json buckets >"$T/bk2.json"
+check "both controllers hold the same table" \
+  'cmp -s "$T/bk1.json" "$T/bk2.json" && grep -q blue "$T/bk1.json"'
+check "both bucket files are the exported table" \
+  'grep -q blue "$T/b1.json" && grep -q blue "$T/b2.json"'
+
+# From here on the roles are read, not assumed: on a busy machine etcd may
+# answer late enough for a leadership to move between two steps.
+# leader_now: 1 or 2, the controller that leads (waits up to 5 s for one).
+leader_now() {
+  wait_for '[ "$(status 1 leader)" = True ] || [ "$(status 2 leader)" = True ]' 5
+  if [ "$(status 1 leader)" = True ]; then echo 1; else echo 2; fi
+}
+other() { if [ "$1" = 1 ]; then echo 2; else echo 1; fi; }
+
+# SIGHUP at the leader imports its file into etcd; the standby follows.
+L=$(leader_now); S=$(other "$L")
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['buckets'].append({'name':'green','reservation':5}); json.dump(d, open(sys.argv[1],'w'))" "$T/b$L.json"
+eval "kill -HUP \$PID$L"
+eval "ads=\$AD$S"
+wait_for 'ctl --endpoint "$ads" buckets | grep -q "^green"' 3
+check "SIGHUP at the leader (c$L) reaches the standby through etcd" \
+  'ctl --endpoint "$ads" buckets | grep -q "^green" && grep -q green "$T/b$S.json"'
+
+# 3b. With nodes that take every controller: a real bqos-node (memcached
+#     behind it) reports to both and follows the leader.
+NODE_HA=0
+"$BIN/bqos-node" --help 2>&1 | grep -q -- "--controller ENDPOINT\[," && NODE_HA=1
+if [ $NODE_HA = 1 ]; then
+  next_port; MP=$PORT; next_port; NP=$PORT
+  start_memcached "$MP" "$T/memcached.log"
+  spawn "$T/node.log" "$BIN/bqos-node" --name s1 --memcached-listen "127.0.0.1:$NP" \
+    --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
+  wait_port "$NP" 10
+  # node_up I: cI lists s1 as up.
+  node_up() { status "$1" nodes >/dev/null; jget "$T/st$1.json" \
+    "[n['state'] for n in d['nodes'] if n['name'] == 's1'][0]" | grep -q up; }
+  wait_for 'node_up 1 && node_up 2' 5
+  check "a real node reports to the leader and to the standby" 'node_up 1 && node_up 2'
+  check "it follows the leader's epoch" \
+    'wait_for "grep -q \"following .*epoch $(status "$(leader_now)" epoch)\" \"$T/node.log\"" 3'
+else
+  echo "# bqos-node takes one controller: the real node's part is skipped"
+fi
+
+# 4. kill -9 the leader mid-period: the standby leads with a higher epoch
+#    and pushes to its nodes within the lease, etcd's expiry check (every
+#    0.5 s) and 2 intervals (0.4 s), plus 0.3 s for a busy machine.
+sleep 0.5
+L=$(leader_now); S=$(other "$L")
+E1=$(status "$L" epoch)
+K0=$(now)
+eval "kill -9 \$PID$L"
+wait_for '[ -n "$(first_epoch_after obs$S "$E1")" ]' 6
+K1=$(first_epoch_after "obs$S" "$E1")
+E2=$(status "$S" epoch)
+TAKE=$(echo "$K0 ${K1:-0}" | awk '{ printf "%.3f", $2 - $1 }')
+echo "takeover after kill -9 of c$L: ${TAKE} s (first message of epoch $E2 at a node)"
+check "c$S leads with a higher epoch ($E1 -> $E2)" \
+  '[ "$(status "$S" leader)" = True ] && [ "$E2" -gt "$E1" ]'
+check "c$S pushed to its node within lease + 2 intervals (${TAKE} s)" \
+  'awk -v t="$TAKE" -v l="$TTL" "BEGIN { exit !(t > 0 && t <= l + 0.5 + 0.4 + 0.3) }"'
+check "nothing from the dead leader after the kill" '[ "$(msgs_after "obs$L" "$K0")" = 0 ]'
+if [ $NODE_HA = 1 ]; then
+  check "the real node follows c$S's epoch $E2" \
+    'wait_for "grep -q \"following .*epoch $E2\" \"$T/node.log\"" 3'
+  check "c$S pushes it tokens" \
+    '[ "$(status "$S" stats >/dev/null; jget "$T/st$S.json" "d[\"stats\"][\"push_tokens\"]")" -gt 0 ]'
+fi
+
+# 5. The old leader restarts and joins as a standby.
+ctl_start "$L"
+wait_for '[ "$(status "$L" leader_id)" = "c$S" ]' 5
+check "restarted c$L is a standby naming c$S" \
+  '[ "$(status "$L" leader)" = False ] && [ "$(status "$L" epoch)" -ge "$E2" ]'
+observe "$L" obsR
+sleep 1
+# (only a leadership of its own, with a higher epoch, would let it speak;
+# on a busy machine the lease may move to it in this second)
+check "the new standby sends nodes nothing" \
+  '[ "$(awk -v e="$E2" "\$3 <= e" "$T/obsR.log" 2>/dev/null | wc -l)" = 0 ]'
+
+# 6. Pause the leader for 5 s: the standby takes over; after SIGCONT the old
+#    leader notices it lost the lease by its own clock and sends nothing more.
+L=$(leader_now); S=$(other "$L")
+E2=$(status "$L" epoch)
+wait_for '[ "$(wc -l <"$T/obs$L.log")" -ge 3 ]' 3
+eval "kill -STOP \$PID$L"
+P0=$(now)
+wait_for '[ "$(status "$S" leader)" = True ]' 6
+E3=$(status "$S" epoch)
+check "c$S leads while c$L is paused ($E2 -> $E3)" '[ "$E3" -gt "$E2" ]'
+elapsed=$(echo "$P0 $(now)" | awk '{ printf "%d", 5 - ($2 - $1) + 0.5 }')
+[ "$elapsed" -gt 0 ] && sleep "$elapsed"
+C0=$(now)
+eval "kill -CONT \$PID$L"
+sleep 1.5
+check "the paused leader sent nothing after SIGCONT" '[ "$(msgs_after "obs$L" "$C0")" = 0 ]'
+check "it knows it lost the lease" 'grep -q "no longer leading" "$T"/c$L.*.log'
+check "and now names c$S as the leader" \
+  '[ "$(status "$L" leader)" = False ] && [ "$(status "$L" leader_id)" = "c$S" ] && [ "$(status "$L" epoch)" -ge "$E3" ]'
+check "no message of an old epoch after SIGCONT" \
+  '[ "$(awk -v e="$E3" "\$3 != 0 && \$3 < e && \$1 > $C0" "$T"/obs*.log | wc -l)" = 0 ]'
+check "the new leader's node hears its epoch" \
+  '[ "$(cat "$T"/obs*.log | awk -v e="$E3" "\$3 >= e" | wc -l)" -gt 0 ]'
+
+# 7. A clean stop hands over at once (the lease is revoked).
+L=$(leader_now); S=$(other "$L")
+S0=$(now)
+eval "stop_pid \$PID$L"
+wait_for '[ "$(status "$S" leader)" = True ]' 3
+S1=$(now)
+HAND=$(echo "$S0 $S1" | awk '{ printf "%.3f", $2 - $1 }')
+echo "hand-over after SIGTERM: $HAND s"
+check "after SIGTERM of the leader the standby leads before the lease could expire" \
+  'awk -v t="$HAND" -v l="$TTL" "BEGIN { exit !(t < l) }"'
+
+it_end logs

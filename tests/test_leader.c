@@ -1,0 +1,458 @@
+/* test_leader.c - Check suite for controller/daemon/leader (the election state machine, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put) and etcd's base64. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/daemon/etcd.h"
+#include "controller/daemon/leader.h"
+#include "tests/testlib.h"
+
+/* ---- an in-memory etcd: keys with revisions, leases expiring by fake time */
+
+#define NKEYS 8
+#define NLEASES 16
+
+typedef struct {
+    char key[64];
+    char *value;
+    size_t len;
+    int64_t create_rev, mod_rev, lease;
+} fkey_t;
+
+typedef struct {
+    double now;
+    int64_t rev;
+    fkey_t keys[NKEYS];
+    struct { int64_t id; double until; int alive; } leases[NLEASES];
+    int nleases;
+    int down;          /* every call fails with -EIO */
+} fstore_t;
+
+static void f_expire(fstore_t *f)
+{
+    for (int i = 0; i < f->nleases; i++) {
+        if (!f->leases[i].alive || f->leases[i].until > f->now)
+            continue;
+        f->leases[i].alive = 0;
+        for (int k = 0; k < NKEYS; k++)
+            if (f->keys[k].key[0] && f->keys[k].lease == f->leases[i].id) {
+                free(f->keys[k].value);
+                memset(&f->keys[k], 0, sizeof f->keys[k]);
+                f->rev++;
+            }
+    }
+}
+
+static fkey_t *f_find(fstore_t *f, const char *key)
+{
+    for (int k = 0; k < NKEYS; k++)
+        if (f->keys[k].key[0] && strcmp(f->keys[k].key, key) == 0)
+            return &f->keys[k];
+    return NULL;
+}
+
+static int f_grant(void *s, int64_t ttl, int64_t *id, int64_t *granted)
+{
+    fstore_t *f = s;
+    if (f->down)
+        return -EIO;
+    f_expire(f);
+    int i = f->nleases++;
+    f->leases[i].id = 1000 + i;
+    f->leases[i].until = f->now + (double)ttl;
+    f->leases[i].alive = 1;
+    *id = f->leases[i].id;
+    *granted = ttl;
+    return 0;
+}
+
+static int f_keepalive(void *s, int64_t id, int64_t *ttl)
+{
+    fstore_t *f = s;
+    if (f->down)
+        return -EIO;
+    f_expire(f);
+    for (int i = 0; i < f->nleases; i++)
+        if (f->leases[i].id == id && f->leases[i].alive) {
+            f->leases[i].until = f->now + 1; /* the tests use 1 s leases */
+            *ttl = 1;
+            return 0;
+        }
+    return -ENOENT;
+}
+
+static int f_revoke(void *s, int64_t id)
+{
+    fstore_t *f = s;
+    for (int i = 0; i < f->nleases; i++)
+        if (f->leases[i].id == id)
+            f->leases[i].until = f->now;
+    f_expire(f);
+    return 0;
+}
+
+static void f_read(fstore_t *f, const char *key, etcd_kv_t *kv, int keys_only)
+{
+    memset(kv, 0, sizeof *kv);
+    fkey_t *k = f_find(f, key);
+    if (!k)
+        return;
+    kv->found = 1;
+    if (!keys_only) {
+        kv->value = malloc(k->len + 1);
+        memcpy(kv->value, k->value, k->len);
+        kv->value[k->len] = '\0';
+        kv->len = k->len;
+    }
+    kv->create_rev = k->create_rev;
+    kv->mod_rev = k->mod_rev;
+    kv->lease = k->lease;
+}
+
+static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
+                  int keys_only2)
+{
+    fstore_t *f = s;
+    memset(v1, 0, sizeof *v1);
+    memset(v2, 0, sizeof *v2);
+    if (f->down)
+        return -EIO;
+    f_expire(f);
+    f_read(f, k1, v1, 0);
+    f_read(f, k2, v2, keys_only2);
+    return 0;
+}
+
+static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
+                    const char *value, size_t len, int64_t lease, int64_t *rev)
+{
+    fstore_t *f = s;
+    if (f->down)
+        return -EIO;
+    f_expire(f);
+    for (size_t i = 0; i < ncmp; i++) {
+        fkey_t *k = f_find(f, cmp[i].key);
+        int64_t have = !k ? 0 : cmp[i].mod ? k->mod_rev : k->create_rev;
+        if (have != cmp[i].rev)
+            return 0;
+    }
+    fkey_t *k = f_find(f, key);
+    if (!k) {
+        for (int j = 0; j < NKEYS && !k; j++)
+            if (!f->keys[j].key[0])
+                k = &f->keys[j];
+        ck_assert_ptr_nonnull(k);
+        strcpy(k->key, key);
+        k->create_rev = f->rev + 1;
+    }
+    free(k->value);
+    k->value = malloc(len + 1);
+    memcpy(k->value, value, len);
+    k->len = len;
+    k->lease = lease;
+    k->mod_rev = ++f->rev;
+    *rev = f->rev;
+    return 1;
+}
+
+static void f_clear(fstore_t *f)
+{
+    for (int k = 0; k < NKEYS; k++)
+        free(f->keys[k].value);
+}
+
+/* ---- controllers under test ---------------------------------------------- */
+
+typedef struct {
+    leader_t ld;
+    uint64_t role_epoch;
+    int roles;
+    char applied[256];
+    int64_t applied_rev;
+    const char *boot;
+} ctl_t;
+
+static int h_apply(void *arg, const char *text, size_t len, int64_t rev)
+{
+    ctl_t *c = arg;
+    ck_assert_uint_lt(len, sizeof c->applied);
+    memcpy(c->applied, text, len);
+    c->applied[len] = '\0';
+    c->applied_rev = rev;
+    return 0;
+}
+
+static void h_role(void *arg, uint64_t epoch)
+{
+    ctl_t *c = arg;
+    c->role_epoch = epoch;
+    c->roles++;
+}
+
+static char *h_boot(void *arg, size_t *len)
+{
+    ctl_t *c = arg;
+    if (!c->boot)
+        return NULL;
+    *len = strlen(c->boot);
+    return strdup(c->boot);
+}
+
+static void ctl_init(ctl_t *c, fstore_t *f, const char *id)
+{
+    memset(c, 0, sizeof *c);
+    leader_config_t lc = {.cluster = "t", .id = id, .admin = "tcp://x", .listen = "tcp://y",
+                          .ttl_s = 1, .margin_s = 0.25, .poll_s = 0.1};
+    leader_store_t st = {f_grant, f_keepalive, f_revoke, f_get2, f_put_if, f};
+    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot, .arg = c};
+    ck_assert_int_eq(leader_init(&c->ld, &lc, &st, &h), 0);
+}
+
+/* Polls c at fake time t. */
+static void poll_at(ctl_t *c, fstore_t *f, double t)
+{
+    f->now = t;
+    leader_poll(&c->ld, t);
+}
+
+START_TEST(test_leader_one_leader)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a, b;
+    ctl_init(&a, &f, "a");
+    ctl_init(&b, &f, "b");
+    poll_at(&a, &f, 0);
+    poll_at(&b, &f, 0.01);
+    ck_assert(leader_may_push(&a.ld, 0.02));
+    ck_assert(!leader_may_push(&b.ld, 0.02));
+    ck_assert_uint_gt(a.role_epoch, 0);
+    ck_assert_uint_eq(b.roles, 0);
+    ck_assert_str_eq(b.ld.leader_id, "a");
+    ck_assert_str_eq(b.ld.leader_admin, "tcp://x");
+    ck_assert_uint_eq(b.ld.leader_epoch, a.ld.epoch);
+    /* steady state: renewals keep it so */
+    for (double t = 0.1; t < 3; t += 0.1) {
+        poll_at(&a, &f, t);
+        poll_at(&b, &f, t + 0.01);
+    }
+    ck_assert(leader_may_push(&a.ld, 3));
+    ck_assert(!leader_may_push(&b.ld, 3));
+    ck_assert_uint_eq(a.ld.elections, 1);
+    ck_assert_uint_eq(b.ld.elections, 0);
+    leader_clear(&a.ld);
+    leader_clear(&b.ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* The leader dies (no more polls): the standby leads once the lease has
+ * expired, with a higher epoch, and not before. */
+START_TEST(test_leader_kill_takeover)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a, b;
+    ctl_init(&a, &f, "a");
+    ctl_init(&b, &f, "b");
+    poll_at(&a, &f, 0);
+    poll_at(&b, &f, 0.05);
+    uint64_t e1 = a.ld.epoch;
+    poll_at(&a, &f, 0.1); /* its last renewal: lease until 1.1 */
+    double t = 0.15;
+    for (; t < 1.09; t += 0.1) {
+        poll_at(&b, &f, t);
+        ck_assert(!b.ld.leading);
+    }
+    for (; t < 1.3; t += 0.1)
+        poll_at(&b, &f, t);
+    ck_assert(b.ld.leading);
+    ck_assert_uint_gt(b.ld.epoch, e1);
+    ck_assert_uint_eq(b.role_epoch, b.ld.epoch);
+    ck_assert(leader_may_push(&b.ld, t));
+    leader_clear(&a.ld);
+    leader_clear(&b.ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* A paused leader: after the pause it may not push, before it polls; its
+ * poll then makes it a standby that names the new leader. */
+START_TEST(test_leader_pause)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a, b;
+    ctl_init(&a, &f, "a");
+    ctl_init(&b, &f, "b");
+    poll_at(&a, &f, 0);
+    poll_at(&b, &f, 0.05);
+    ck_assert(leader_may_push(&a.ld, 0.5));
+    ck_assert(!leader_may_push(&a.ld, 0.76)); /* lease until 1.0, margin 0.25 */
+    for (double t = 0.1; t < 5; t += 0.1)
+        poll_at(&b, &f, t); /* a is stopped */
+    ck_assert(b.ld.leading);
+    ck_assert(!leader_may_push(&a.ld, 5.0)); /* SIGCONT: fenced at once */
+    int roles = a.roles;
+    poll_at(&a, &f, 5.0);
+    ck_assert(!a.ld.leading);
+    ck_assert_int_eq(a.roles, roles + 1);
+    ck_assert_uint_eq(a.role_epoch, 0);
+    ck_assert_str_eq(a.ld.leader_id, "b");
+    ck_assert_uint_eq(a.ld.leader_epoch, b.ld.epoch);
+    leader_clear(&a.ld);
+    leader_clear(&b.ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* etcd unreachable: the leader stops by its own clock before its lease can
+ * have ended at etcd, and polls less often meanwhile. */
+START_TEST(test_leader_etcd_down)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a;
+    ctl_init(&a, &f, "a");
+    poll_at(&a, &f, 0);
+    ck_assert(a.ld.leading);
+    f.down = 1;
+    int polls = 0, standby_polls = 0;
+    for (double t = 0.1; t < 2; t += 0.01) {
+        uint64_t before = a.ld.polls;
+        int leading = a.ld.leading;
+        poll_at(&a, &f, t);
+        polls += a.ld.polls != before;
+        standby_polls += a.ld.polls != before && !leading;
+        if (t >= 0.75)
+            ck_assert(!leader_may_push(&a.ld, t));
+    }
+    ck_assert(!a.ld.leading);
+    ck_assert_int_ge(polls - standby_polls, 6); /* the leader kept trying */
+    ck_assert_int_le(standby_polls, 6);        /* then backed off to a quarter lease */
+    f.down = 0;
+    for (double t = 2; t < 3.5; t += 0.1)
+        poll_at(&a, &f, t);
+    ck_assert(a.ld.leading); /* back, with a new lease and epoch */
+    leader_clear(&a.ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* The table key: created from the bootstrap once, followed by standbys;
+ * writes only by the leader, refused on a stale revision. */
+START_TEST(test_leader_table)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a, b;
+    ctl_init(&a, &f, "a");
+    ctl_init(&b, &f, "b");
+    a.boot = "{\"buckets\":[]}";
+    b.boot = "{\"buckets\":[{\"name\":\"x\",\"reservation\":1}]}";
+    poll_at(&a, &f, 0);
+    poll_at(&b, &f, 0.01);
+    ck_assert_str_eq(b.applied, "{\"buckets\":[]}"); /* a's import won */
+    ck_assert_int_eq(a.applied_rev, 0);                /* a runs it already */
+    const char *t2 = "{\"buckets\":[{\"name\":\"y\",\"reservation\":2}]}";
+    ck_assert_int_eq(leader_write_buckets(&b.ld, t2, strlen(t2), 0.02), -EPERM);
+    ck_assert_int_eq(leader_write_buckets(&a.ld, t2, strlen(t2), 0.02), 0);
+    poll_at(&a, &f, 0.1);
+    ck_assert_int_eq(a.applied_rev, 0); /* its own write is not applied again */
+    poll_at(&b, &f, 0.11);
+    ck_assert_str_eq(b.applied, t2);
+    /* a write from an older revision loses */
+    a.ld.buckets_rev--;
+    ck_assert_int_eq(leader_write_buckets(&a.ld, "{}", 2, 0.15), -EAGAIN);
+    leader_clear(&a.ld);
+    leader_clear(&b.ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* A clean stop revokes the lease: the standby leads at its next poll. */
+START_TEST(test_leader_resign)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a, b;
+    ctl_init(&a, &f, "a");
+    ctl_init(&b, &f, "b");
+    poll_at(&a, &f, 0);
+    poll_at(&b, &f, 0.01);
+    leader_resign(&a.ld);
+    ck_assert(!a.ld.leading);
+    poll_at(&b, &f, 0.11);
+    ck_assert(b.ld.leading);
+    leader_clear(&a.ld);
+    leader_clear(&b.ld);
+    f_clear(&f);
+}
+END_TEST
+
+START_TEST(test_leader_bad_config)
+{
+    fstore_t f = {0};
+    leader_t ld;
+    leader_store_t st = {f_grant, f_keepalive, f_revoke, f_get2, f_put_if, &f};
+    leader_hooks_t h = {0};
+    leader_config_t lc = {.cluster = "a/b", .id = "x", .ttl_s = 1, .margin_s = 0.25, .poll_s = 0.1};
+    ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
+    lc.cluster = "c";
+    lc.margin_s = 1;
+    ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
+    lc.margin_s = 0.25;
+    ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), 0);
+    ck_assert_str_eq(ld.key_leader, "/bqos/c/leader");
+    ck_assert_str_eq(ld.key_buckets, "/bqos/c/buckets");
+    leader_clear(&ld);
+}
+END_TEST
+
+START_TEST(test_leader_base64)
+{
+    const char *in[] = {"", "f", "fo", "foo", "foob", "/bqos/x/leader", "a\0b"};
+    size_t lens[] = {0, 1, 2, 3, 4, 14, 3};
+    const char *want[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "L2Jxb3MveC9sZWFkZXI=", "YQBi"};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        char *e = etcd_b64_encode(in[i], lens[i]);
+        ck_assert_str_eq(e, want[i]);
+        char *d;
+        size_t n;
+        ck_assert_int_eq(etcd_b64_decode(e, &d, &n), 0);
+        ck_assert_uint_eq(n, lens[i]);
+        ck_assert_mem_eq(d, in[i], n);
+        free(d);
+        free(e);
+    }
+    char *d;
+    size_t n;
+    ck_assert_int_eq(etcd_b64_decode("Zm9", &d, &n), -EINVAL);
+    ck_assert_int_eq(etcd_b64_decode("Zm9*", &d, &n), -EINVAL);
+    ck_assert_int_eq(etcd_b64_decode("Z=9v", &d, &n), -EINVAL);
+}
+END_TEST
+
+/* The client refuses bad URL lists; a URL nobody listens on is an error
+ * within the timeout, not a hang. */
+START_TEST(test_leader_etcd_unreachable)
+{
+    ck_assert_ptr_null(etcd_new("", 0.1));
+    ck_assert_ptr_null(etcd_new("ftp://x", 0.1));
+    etcd_t *e = etcd_new("http://127.0.0.1:1,http://127.0.0.1:2/", 0.1);
+    ck_assert_ptr_nonnull(e);
+    int64_t id, ttl;
+    ck_assert_int_eq(etcd_lease_grant(e, 1, &id, &ttl), -EIO);
+    ck_assert_uint_eq(etcd_requests(e), 2); /* both URLs tried */
+    ck_assert(etcd_seconds(e) < 1);
+    etcd_destroy(&e);
+    ck_assert_ptr_null(e);
+}
+END_TEST
+
+int main(void)
+{
+    bqos_log_init("test_leader", BQOS_LOG_ERROR);
+    const TTest *const tests[] = {test_leader_one_leader, test_leader_kill_takeover,
+                                  test_leader_pause,      test_leader_etcd_down,
+                                  test_leader_table,      test_leader_resign,
+                                  test_leader_bad_config, test_leader_base64,
+                                  test_leader_etcd_unreachable};
+    return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);
+}
