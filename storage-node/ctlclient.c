@@ -1,9 +1,10 @@
-/* ctlclient.c - bqos-node's controller client: the node's agent (storage-node/core/agent.h) moved over a ZeroMQ DEALER, timed on a libevent loop. */
+/* ctlclient.c - bqos-node's controller client: the node's agent (storage-node/core/agent.h) moved over one ZeroMQ DEALER per controller, timed on a libevent loop. */
 #include "storage-node/ctlclient.h"
 
 #include <errno.h>
 #include <event2/event.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -15,23 +16,35 @@
 #include "common/mono.h"
 #include "storage-node/core/agent.h"
 
+/* One controller: its endpoint and DEALER (index = the agent's source). */
+typedef struct {
+    char *endpoint;      /* points into ctlclient.endpoint (the list) */
+    void *sock;
+    struct event *ev_read; /* ctlclient_attach() */
+} ctlpeer_t;
+
 /* Owned by the node's loop thread; no locks. */
 struct ctlclient {
     ctlclient_config_t cfg;
-    char *endpoint;
+    char *endpoint;      /* the list as given (log label) */
+    char *split;         /* the list cut at its commas (peer endpoints) */
     char name[PROTO_NAME_MAX + 1];
     sched_t *s;
     ctlclient_ops_t ops;
     agent_t *agent;      /* the protocol's logic; this file moves its messages */
-    void *zctx, *sock;
+    void *zctx;
+    ctlpeer_t peer[CTLCLIENT_MAX_ENDPOINTS];
+    int npeers;
     proto_enc_t enc;
     proto_msg_t in, out;
     ctlclient_stats_t st; /* send counters; the rest comes from the agent */
     uint64_t seq;
     double next_hello;
     double last_send;    /* when we last sent anything */
+    double next_warn;    /* "no controller" warning before any welcome */
+    int leader;          /* the agent's leader at the last message (-1) */
 
-    struct event *ev_read, *ev_timer; /* ctlclient_attach() */
+    struct event *ev_timer; /* ctlclient_attach() */
 };
 
 double ctlclient_now(void)
@@ -44,10 +57,12 @@ void ctlclient_config_defaults(ctlclient_config_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->manage_policy = 1;
     cfg->normal = SCHED_POLICY_TOKENS;
+    cfg->mode = AGENT_FALLBACK_STATIC;
     cfg->fallback = SCHED_POLICY_RR;
     cfg->hello_s = 1.0;
     cfg->heartbeat_s = 1.0;
-    cfg->silence_intervals = 1.5;
+    cfg->silence_intervals = 3.0;
+    cfg->grace_s = 0.1;
 }
 
 /* ---- the caller's hooks, as the agent calls them ---- */
@@ -84,18 +99,49 @@ static void hook_applied(void *arg)
 
 /* ---- sending ---- */
 
+/* Sends the encoded frames on one DEALER without blocking.  Returns 0 or
+ * -errno (-EAGAIN: not connected, ZMQ_IMMEDIATE, or the queue is full). */
+static int send_frames(void *sock, const proto_enc_t *e)
+{
+    for (size_t i = 0; i < e->nframes; i++) {
+        int more = i + 1 < e->nframes ? ZMQ_SNDMORE : 0;
+        /* Once the first part is queued the rest is accepted atomically. */
+        if (zmq_send(sock, e->data[i], e->len[i], more | ZMQ_DONTWAIT) < 0)
+            return -zmq_errno();
+    }
+    return 0;
+}
+
+/* Sends m to every controller (the leader and the standbys: all of them
+ * know the node, so any can take over).  Encoded once.  Returns 0 if at
+ * least one took it, else the last error (-EAGAIN: none connected). */
 static int send_msg(ctlclient_t *c, proto_msg_t *m)
 {
     strcpy(m->node, c->name);
     m->seq = ++c->seq;
-    int rc = proto_send(c->sock, NULL, 0, m, &c->enc, ZMQ_DONTWAIT);
-    if (rc == 0)
-        c->last_send = ctlclient_now();
-    if (rc == -EAGAIN)
-        c->st.send_dropped++;
-    else if (rc < 0)
-        log_warn("controller %s: send %s failed: %s", c->endpoint, proto_type_str(m->type),
+    int rc = proto_encode(m, &c->enc), any = 0;
+    if (rc < 0) {
+        log_warn("controller %s: cannot encode %s: %s", c->endpoint, proto_type_str(m->type),
                  strerror(-rc));
+        return rc;
+    }
+    for (int i = 0; i < c->npeers; i++) {
+        int r = send_frames(c->peer[i].sock, &c->enc);
+        if (r == 0) {
+            any = 1;
+            continue;
+        }
+        rc = r;
+        if (r == -EAGAIN)
+            c->st.send_dropped++;
+        else
+            log_warn("controller %s: send %s failed: %s", c->peer[i].endpoint,
+                     proto_type_str(m->type), strerror(-r));
+    }
+    if (any) {
+        c->last_send = ctlclient_now();
+        return 0;
+    }
     return rc;
 }
 
@@ -127,27 +173,47 @@ int ctlclient_report_now(ctlclient_t *c, double now)
 
 /* ---- receiving ---- */
 
-int ctlclient_on_readable(ctlclient_t *c, double now)
+/* Drains controller i's socket into the agent. */
+static int drain(ctlclient_t *c, int i, double now)
 {
     for (;;) {
         proto_reason_t why;
-        int rc = proto_recv(c->sock, NULL, 0, NULL, &c->in, &c->st.proto, &why, NULL, NULL,
-                            ZMQ_DONTWAIT);
+        int rc = proto_recv(c->peer[i].sock, NULL, 0, NULL, &c->in, &c->st.proto, &why, NULL,
+                            NULL, ZMQ_DONTWAIT);
         if (rc == -EAGAIN)
             return 0;
         if (rc == -EPROTO) {
-            log_warn("controller %s: bad message (%s) dropped", c->endpoint, proto_reason_str(why));
+            log_warn("controller %s: bad message (%s) dropped", c->peer[i].endpoint,
+                     proto_reason_str(why));
             continue;
         }
         if (rc == -EINTR)
             continue;
         if (rc < 0)
             return rc;
-        if (agent_handle(c->agent, &c->in, NULL, now) & AGENT_SEND_HELLO) {
+        int was = c->leader;
+        if (agent_handle_from(c->agent, &c->in, NULL, now, i) & AGENT_SEND_HELLO) {
             c->next_hello = now + c->cfg.hello_s;
             send_hello(c, now);
         }
+        agent_stats_t as;
+        agent_stats(c->agent, &as);
+        c->leader = as.leader;
+        if (as.leader != was && as.leader >= 0 && c->npeers > 1)
+            log_info("controller %s is the leader now (source %d, epoch %llu)",
+                     c->peer[as.leader].endpoint, as.leader, (unsigned long long)as.epoch);
     }
+}
+
+int ctlclient_on_readable(ctlclient_t *c, double now)
+{
+    int rc = 0;
+    for (int i = 0; i < c->npeers; i++) {
+        int r = drain(c, i, now);
+        if (r < 0)
+            rc = r;
+    }
+    return rc;
 }
 
 double ctlclient_tick(ctlclient_t *c, double now)
@@ -158,6 +224,19 @@ double ctlclient_tick(ctlclient_t *c, double now)
          * so a node that starts with its controller is welcomed at once. */
         int rc = send_hello(c, now);
         c->next_hello = now + (rc == -EAGAIN && c->cfg.hello_s > 0.05 ? 0.05 : c->cfg.hello_s);
+    }
+    agent_stats_t as;
+    agent_stats(c->agent, &as);
+    if (!as.welcomed && as.fallback && !as.period_s && now >= c->next_warn) {
+        /* Before any timing the agent cannot count periods: a warning a
+         * second (the agent takes over once it knows the period). */
+        if (c->next_warn > 0) {
+            c->st.warn_unreachable++;
+            log_warn("no controller reachable at %s: %s", c->endpoint,
+                     c->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
+                                                      : "no grant to enforce yet");
+        }
+        c->next_warn = now + 1.0;
     }
     if (agent_tick(c->agent, now))
         ctlclient_report_now(c, now);
@@ -208,22 +287,35 @@ static void on_ev_timer(evutil_socket_t fd, short what, void *arg)
     arm_timer(c, ctlclient_tick(c, ctlclient_now()));
 }
 
+static void detach(ctlclient_t *c)
+{
+    for (int i = 0; i < c->npeers; i++)
+        if (c->peer[i].ev_read) {
+            event_free(c->peer[i].ev_read);
+            c->peer[i].ev_read = NULL;
+        }
+    if (c->ev_timer)
+        event_free(c->ev_timer);
+    c->ev_timer = NULL;
+}
+
 int ctlclient_attach(ctlclient_t *c, struct event_base *base)
 {
-    if (!c || !base || c->ev_read)
+    if (!c || !base || c->ev_timer)
         return -EINVAL;
-    int fd = ctlclient_fd(c);
-    if (fd < 0)
-        return -EINVAL;
-    c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, on_ev_read, c);
-    c->ev_timer = evtimer_new(base, on_ev_timer, c);
-    if (!c->ev_read || !c->ev_timer || event_add(c->ev_read, NULL) != 0) {
-        if (c->ev_read)
-            event_free(c->ev_read);
-        if (c->ev_timer)
-            event_free(c->ev_timer);
-        c->ev_read = c->ev_timer = NULL;
+    if (!(c->ev_timer = evtimer_new(base, on_ev_timer, c)))
         return -ENOMEM;
+    for (int i = 0; i < c->npeers; i++) {
+        int fd = ctlclient_fd_at(c, i);
+        if (fd < 0) {
+            detach(c);
+            return -EINVAL;
+        }
+        c->peer[i].ev_read = event_new(base, fd, EV_READ | EV_PERSIST, on_ev_read, c);
+        if (!c->peer[i].ev_read || event_add(c->peer[i].ev_read, NULL) != 0) {
+            detach(c);
+            return -ENOMEM;
+        }
     }
     arm_timer(c, 0);
     return 0;
@@ -242,6 +334,48 @@ static uint64_t random_instance(void)
     return v ? v : 1;
 }
 
+/* Cuts c->split at its commas into c->peer[].endpoint.  Returns 0 or
+ * -EINVAL (an empty endpoint, more than CTLCLIENT_MAX_ENDPOINTS). */
+static int split_endpoints(ctlclient_t *c)
+{
+    char *p = c->split;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (!*p || c->npeers == CTLCLIENT_MAX_ENDPOINTS)
+            return -EINVAL;
+        c->peer[c->npeers++].endpoint = p;
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
+}
+
+/* Opens controller i's DEALER and connects it.  Returns 0 or -errno. */
+static int peer_open(ctlclient_t *c, int i)
+{
+    void *sock = zmq_socket(c->zctx, ZMQ_DEALER);
+    if (!sock)
+        return -zmq_errno();
+    c->peer[i].sock = sock;
+    int one = 1, zero = 0, hwm = 64, ivl = 100, ivlmax = 1000;
+    unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
+                                       under our name is another peer */
+    zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));
+    zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(sock, ZMQ_RECONNECT_IVL_MAX, &ivlmax, sizeof ivlmax);
+    if (zmq_connect(sock, c->peer[i].endpoint) != 0) {
+        int rc = -zmq_errno();
+        log_error("controller endpoint '%s': %s", c->peer[i].endpoint, zmq_strerror(-rc));
+        return rc;
+    }
+    return 0;
+}
+
 ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const ctlclient_ops_t *ops,
                            int *err)
 {
@@ -249,11 +383,11 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     ctlclient_t *c = NULL;
     if (!cfg || !sched || !cfg->endpoint || !cfg->name ||
         proto_name_check(cfg->name, strlen(cfg->name)) || !(cfg->hello_s > 0) ||
-        !(cfg->heartbeat_s > 0) ||
-        !(cfg->silence_intervals > 0))
+        !(cfg->heartbeat_s > 0) || !(cfg->silence_intervals > 0) || !(cfg->grace_s >= 0))
         goto out;
     rc = -ENOMEM;
-    if (!(c = calloc(1, sizeof *c)) || !(c->endpoint = strdup(cfg->endpoint)))
+    if (!(c = calloc(1, sizeof *c)) || !(c->endpoint = strdup(cfg->endpoint)) ||
+        !(c->split = strdup(cfg->endpoint)))
         goto out;
     c->cfg = *cfg;
     c->cfg.endpoint = c->endpoint;
@@ -265,26 +399,20 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     proto_enc_init(&c->enc);
     proto_msg_init(&c->in);
     proto_msg_init(&c->out);
-    if (!(c->zctx = zmq_ctx_new()) || !(c->sock = zmq_socket(c->zctx, ZMQ_DEALER))) {
+    if ((rc = split_endpoints(c)) < 0) {
+        log_error("controller endpoints '%s': 1..%d endpoints, comma-separated, none empty",
+                  c->endpoint, CTLCLIENT_MAX_ENDPOINTS);
+        goto out;
+    }
+    if (!(c->zctx = zmq_ctx_new())) {
         rc = -zmq_errno();
         goto out;
     }
-    int one = 1, zero = 0, hwm = 64, ivl = 100, ivlmax = 1000;
     if (!c->cfg.instance || c->cfg.instance > PROTO_MAX_COUNT)
         c->cfg.instance = random_instance();
-    unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
-                                       under our name is another peer */
-    zmq_setsockopt(c->sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));
-    zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(c->sock, ZMQ_IMMEDIATE, &one, sizeof one);
-    zmq_setsockopt(c->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(c->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
-    zmq_setsockopt(c->sock, ZMQ_RECONNECT_IVL_MAX, &ivlmax, sizeof ivlmax);
-    if (zmq_connect(c->sock, c->endpoint) != 0) {
-        rc = -zmq_errno();
-        log_error("controller endpoint '%s': %s", c->endpoint, zmq_strerror(-rc));
-        goto out;
-    }
+    for (int i = 0; i < c->npeers; i++)
+        if ((rc = peer_open(c, i)) < 0)
+            goto out;
     agent_config_t ac;
     agent_config_defaults(&ac);
     ac.name = c->name;
@@ -293,8 +421,10 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     ac.instance = c->cfg.instance;
     ac.manage_policy = cfg->manage_policy;
     ac.normal = cfg->normal;
+    ac.mode = cfg->mode;
     ac.fallback = cfg->fallback;
     ac.silence_intervals = cfg->silence_intervals;
+    ac.grace_s = cfg->grace_s;
     agent_ops_t ao = {
         .bucket = c->ops.bucket ? hook_bucket : NULL,
         .set_tokens = c->ops.set_tokens ? hook_set_tokens : NULL,
@@ -303,11 +433,15 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         .applied = c->ops.applied ? hook_applied : NULL,
         .arg = c};
     double now = ctlclient_now();
+    rc = -EINVAL;
     if (!(c->agent = agent_new(&ac, sched, &ao, now, &rc)))
         goto out;
     c->next_hello = now; /* first tick sends it */
-    log_info("controller client: node %s (process %016llx) -> %s", c->name,
-             (unsigned long long)c->cfg.instance, c->endpoint);
+    c->leader = -1;
+    log_info("controller client: node %s (process %016llx) -> %s (%d controller%s; fallback %s, "
+             "silence %.3g intervals)", c->name, (unsigned long long)c->cfg.instance, c->endpoint,
+             c->npeers, c->npeers > 1 ? "s" : "", agent_mode_str(cfg->mode),
+             cfg->silence_intervals);
     return c;
 out:
     if (err)
@@ -321,22 +455,21 @@ void ctlclient_destroy(ctlclient_t **cp)
     if (!cp || !*cp)
         return;
     ctlclient_t *c = *cp;
-    if (c->ev_read)
-        event_free(c->ev_read);
-    if (c->ev_timer)
-        event_free(c->ev_timer);
-    if (c->sock) {
-        if (c->agent && agent_welcomed(c->agent)) {
-            int linger = 100;
-            zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
-            proto_msg_t m;
-            proto_msg_init(&m);
-            m.type = PROTO_GOODBYE;
-            if (send_msg(c, &m) == 0)
-                c->st.sent_goodbye++;
-        }
-        zmq_close(c->sock);
+    detach(c);
+    if (c->npeers && c->peer[0].sock && c->agent && agent_welcomed(c->agent)) {
+        int linger = 100;
+        for (int i = 0; i < c->npeers; i++)
+            if (c->peer[i].sock)
+                zmq_setsockopt(c->peer[i].sock, ZMQ_LINGER, &linger, sizeof linger);
+        proto_msg_t m;
+        proto_msg_init(&m);
+        m.type = PROTO_GOODBYE;
+        if (send_msg(c, &m) == 0)
+            c->st.sent_goodbye++;
     }
+    for (int i = 0; i < c->npeers; i++)
+        if (c->peer[i].sock)
+            zmq_close(c->peer[i].sock);
     if (c->zctx)
         zmq_ctx_term(c->zctx);
     proto_enc_clear(&c->enc);
@@ -344,17 +477,29 @@ void ctlclient_destroy(ctlclient_t **cp)
     proto_msg_clear(&c->out);
     agent_destroy(&c->agent);
     free(c->endpoint);
+    free(c->split);
     free(c);
     *cp = NULL;
 }
 
-int ctlclient_fd(const ctlclient_t *c)
+int ctlclient_fd_at(const ctlclient_t *c, int i)
 {
     int fd = -1;
     size_t len = sizeof fd;
-    if (!c || zmq_getsockopt(c->sock, ZMQ_FD, &fd, &len) != 0)
+    if (!c || i < 0 || i >= c->npeers || !c->peer[i].sock ||
+        zmq_getsockopt(c->peer[i].sock, ZMQ_FD, &fd, &len) != 0)
         return -1;
     return fd;
+}
+
+int ctlclient_nendpoints(const ctlclient_t *c)
+{
+    return c ? c->npeers : 0;
+}
+
+int ctlclient_fd(const ctlclient_t *c)
+{
+    return ctlclient_fd_at(c, 0);
 }
 
 void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out)
@@ -373,6 +518,17 @@ void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out)
     out->resumes = as.resumes;
     out->fallback = as.fallback;
     out->welcomed = as.welcomed;
+    out->mode = as.mode;
+    out->static_periods = as.static_periods;
+    out->warn_unreachable = c->st.warn_unreachable + as.warn_unreachable;
+    out->epoch = as.epoch;
+    out->leader = as.leader;
+    out->leader_endpoint = as.leader >= 0 && as.leader < c->npeers ? c->peer[as.leader].endpoint
+                                                                   : NULL;
+    out->stale_epoch = as.stale_epoch;
+    out->silent_s = as.silent_s;
+    out->state = agent_state_str(c->agent);
+    out->endpoints = c->npeers;
     out->period = as.period;
     out->interval = as.interval;
     /* Decoder verdicts here, the agent's own drops (wrong node, unknown

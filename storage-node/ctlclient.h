@@ -1,8 +1,10 @@
-/* ctlclient.h - the node's side of the control protocol on the wire: a ZeroMQ DEALER to
- * the controller around the node's agent (storage-node/core/agent.h, which
+/* ctlclient.h - the node's side of the control protocol on the wire: one ZeroMQ DEALER
+ * per controller around the node's agent (storage-node/core/agent.h, which
  * holds the logic: hello, reports of the scheduler's counters at every
- * interval start, tokens and bucket weights applied by index, fallback to a
- * local policy when the controller goes silent; docs/protocol.md).
+ * interval start, tokens and bucket weights applied by index, fail static
+ * or round robin when the controller goes silent, obeying only the highest
+ * leadership epoch; docs/protocol.md).  Hellos, reports, heartbeats and the
+ * goodbye go to every controller; the agent obeys the leader.
  *
  * Usage from a libevent loop (everything on the loop thread that owns the
  * scheduler; nothing here locks or blocks):
@@ -25,10 +27,16 @@
 #include <stdint.h>
 
 #include "common/proto.h"
+#include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 
+/* Most controllers one node talks to (--controller A,B,...). */
+#define CTLCLIENT_MAX_ENDPOINTS 8
+
 typedef struct {
-    const char *endpoint;     /* controller node endpoint (copied) */
+    const char *endpoint;     /* controller node endpoint, or several
+                                 separated by commas (copied; one DEALER
+                                 each, at most CTLCLIENT_MAX_ENDPOINTS) */
     const char *name;         /* node name = DEALER identity (copied) */
     uint64_t capacity;        /* capacity profile, IOs/s (0 = unknown) */
     uint64_t instance;        /* this process's id in hello and routing id
@@ -36,14 +44,15 @@ typedef struct {
     int manage_policy;        /* switch policy: tokens while the controller
                                  is alive, fallback otherwise (default 1) */
     sched_policy_t normal;    /* policy while alive (default tokens) */
-    sched_policy_t fallback;  /* policy when silent (default rr) */
+    agent_fallback_t mode;    /* what silence means: static (default) keeps
+                                 enforcing the last period's grant, rr
+                                 switches to `fallback` */
+    sched_policy_t fallback;  /* policy when silent in mode rr (default rr) */
     double hello_s;           /* hello retry while not welcomed (1.0) */
     double heartbeat_s;       /* heartbeat when nothing else was sent for
                                  this long while welcomed (1.0) */
-    double silence_intervals; /* fallback at an interval start when the
-                                 controller has been silent for more than
-                                 this many intervals and not spoken in the
-                                 current period (1.5) */
+    double silence_intervals; /* agent_config_t.silence_intervals (3) */
+    double grace_s;           /* agent_config_t.grace_s (0.1) */
 } ctlclient_config_t;
 
 /* Fills *cfg with the defaults above (endpoint and name NULL). */
@@ -87,9 +96,23 @@ typedef struct {
     uint64_t weights_applied;    /* scheduler weight changes from the
                                     controller's weights frame */
     uint64_t tokens_stale;       /* tokens messages for an older period */
-    uint64_t fallbacks, resumes; /* policy switches */
+    uint64_t fallbacks, resumes; /* entering / leaving fallback */
     int fallback;                /* 1 while in fallback (or never welcomed) */
     int welcomed;
+    agent_fallback_t mode;       /* configured fallback */
+    const char *state;           /* agent_state_str(): waiting, following,
+                                    static, rr (a constant) */
+    uint64_t static_periods;     /* periods started on the remembered grant */
+    uint64_t warn_unreachable;   /* "no controller" warnings (one a period;
+                                    one a second before any timing) */
+    uint64_t epoch;              /* highest leadership epoch seen */
+    int leader;                  /* index of the controller obeyed, -1 none */
+    const char *leader_endpoint; /* its endpoint (owned by the client), or
+                                    NULL */
+    uint64_t stale_epoch;        /* messages from deposed or standby
+                                    controllers ignored */
+    double silent_s;             /* seconds the leader has been silent */
+    int endpoints;               /* controllers configured */
     uint64_t period;             /* current period number (local view) */
     uint32_t interval;
     proto_stats_t proto;         /* decoder accepts / rejects by reason */
@@ -100,8 +123,9 @@ typedef struct {
  * outlive the client; `ops` is copied (may be NULL).  Sends the first hello
  * at once; until a welcome and tokens arrive the node runs the fallback
  * policy (when manage_policy).  Returns the client (caller owns it), or
- * NULL with *err = -EINVAL (bad name/endpoint/config), -ENOMEM, or another
- * -errno from ZeroMQ. */
+ * NULL with *err = -EINVAL (bad name/endpoint/config: an empty endpoint in
+ * the list, more than CTLCLIENT_MAX_ENDPOINTS), -ENOMEM, or another -errno
+ * from ZeroMQ. */
 ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched,
                            const ctlclient_ops_t *ops, int *err);
 
@@ -109,12 +133,17 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched,
  * closes the socket and frees the client; sets *cp to NULL.  Accepts NULL. */
 void ctlclient_destroy(ctlclient_t **cp);
 
-/* The ZeroMQ socket's file descriptor (ZMQ_FD) to watch for readability.
- * Returns -1 on error. */
+/* The ZeroMQ socket's file descriptor (ZMQ_FD) of controller 0 (the first
+ * endpoint) to watch for readability; ctlclient_fd_at() gives controller
+ * i's (0 <= i < ctlclient_nendpoints()).  Every socket must be watched
+ * (ctlclient_attach() does); any of them becoming readable may call
+ * ctlclient_on_readable(), which drains them all.  Returns -1 on error. */
 int ctlclient_fd(const ctlclient_t *c);
+int ctlclient_fd_at(const ctlclient_t *c, int i);
+int ctlclient_nendpoints(const ctlclient_t *c);
 
-/* Handles every message waiting on the socket.  Returns 0, or -errno from
- * ZeroMQ (bad messages are counted, never an error). */
+/* Handles every message waiting on every controller's socket.  Returns 0,
+ * or -errno from ZeroMQ (bad messages are counted, never an error). */
 int ctlclient_on_readable(ctlclient_t *c, double now);
 
 /* Does the timed work due at `now`: hello retries, period starts, reports,
@@ -127,7 +156,7 @@ double ctlclient_tick(ctlclient_t *c, double now);
 int ctlclient_report_now(ctlclient_t *c, double now);
 
 /* Convenience for a libevent loop: registers a persistent read event on
- * ctlclient_fd() calling ctlclient_on_readable() and a timer calling
+ * every controller's ZMQ_FD calling ctlclient_on_readable() and a timer calling
  * ctlclient_tick() (re-armed to the delay it returns), both with
  * ctlclient_now().  The first tick runs at once.  Call at most once; the
  * events are freed by ctlclient_destroy(), which must run before

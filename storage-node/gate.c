@@ -30,7 +30,21 @@ struct gate {
     /* gate_request_dispatch(): one dispatch per pass of the event loop. */
     struct event *kick;
     int kick_armed;
+    gate_status_fn status; /* gate_set_status() */
+    void *status_arg;
 };
+
+void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
+{
+    g->status = fn;
+    g->status_arg = arg;
+}
+
+void gate_status_hook(const gate_t *g, gate_status_fn *fn, void **arg)
+{
+    *fn = g->status;
+    *arg = g->status_arg;
+}
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {

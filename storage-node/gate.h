@@ -20,6 +20,7 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "storage-node/core/sched.h"
 #include "storage-node/listener.h"
@@ -166,6 +167,15 @@ int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l);
  * changed): hooks->dispatch at once, or at the end of this pass with
  * `defer`.  Nothing while stopping. */
 void gate_kick(gate_t *g);
+
+/* Statistics lines from the node around the front (noderun: the controller
+ * client's state), each "STAT name value\r\n" written to fp.  fn is called on
+ * the loop thread while a front formats its stats; NULL removes it. */
+typedef void (*gate_status_fn)(void *arg, FILE *fp);
+void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
+
+/* The hook set by gate_set_status() (NULL, NULL if none). */
+void gate_status_hook(const gate_t *g, gate_status_fn *fn, void **arg);
 
 /* ---- stopping ---- */
 

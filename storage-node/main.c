@@ -25,6 +25,8 @@ typedef struct {
     const char *name, *listen, *nbd_listen, *backend, *buckets;
     const char *config, *controller, *tokens_file;
     int policy;                     /* sched_policy_t: index in policy_names */
+    int fallback;                   /* agent_fallback_t: index in fallback_names */
+    double silence;                 /* --silence, intervals */
     int weighted, direct;
     int workers, outstanding;       /* -1: the node kind's default */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
@@ -39,6 +41,8 @@ typedef struct {
 
 static const char *const policy_names[] = {"tokens", "rr", NULL};
 _Static_assert(SCHED_POLICY_TOKENS == 0 && SCHED_POLICY_RR == 1, "policy_names order");
+static const char *const fallback_names[] = {"static", "rr", NULL};
+_Static_assert(AGENT_FALLBACK_STATIC == 0 && AGENT_FALLBACK_RR == 1, "fallback_names order");
 static const char *const default_names[] = {"serve", "reject", NULL};
 _Static_assert(FRONT_DEFAULT_SERVE == 0 && FRONT_DEFAULT_REJECT == 1, "default_names order");
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
@@ -79,7 +83,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 25
+#define NROWS 27
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -161,10 +165,35 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "controller's format; other fields are ignored).  These buckets exist\n"
                         "from the start."}},
         {BOTH, {.name = "controller", .type = OPTS_STRING, .target = &a->controller,
-                .arg = "ENDPOINT", .show = "none",
-                .help = "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070): the\n"
-                        "node says hello, reports every interval, applies the tokens it gets\n"
-                        "and falls back to rr while the controller is silent."}},
+                .arg = "ENDPOINT[,ENDPOINT...]", .show = "none",
+                .help = "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070), or\n"
+                        "up to 8 separated by commas (a leader and its standbys): the node\n"
+                        "says hello and reports to every one every interval, and obeys only\n"
+                        "the controller with the highest leadership epoch it has seen (a\n"
+                        "deposed leader's late tokens are ignored).  Without a controller\n"
+                        "the node runs on --config and --tokens-file alone."}},
+        {BOTH, {.name = "fallback", .type = OPTS_ENUM, .target = &a->fallback,
+                .arg = "static|rr", .deflt = "static", .names = fallback_names,
+                .help = "What the node does while no controller is heard (--silence).\n"
+                        "static: keeps enforcing.  Each period every bucket gets what the\n"
+                        "controller granted it on this node in the last period it covered\n"
+                        "(reservation placement and limit share), so a limit summed over\n"
+                        "the nodes stays within the bucket's limit; a bucket without a\n"
+                        "limit stays unlimited; a bucket never granted here gets no\n"
+                        "reservation and the smallest limited share of this node.  Demand\n"
+                        "that moves between nodes during the outage is not followed.\n"
+                        "rr: plain round robin, no reservations and NO LIMITS, until the\n"
+                        "controller is back; only when an operator prefers that."}},
+        {BOTH, {.name = "silence", .type = OPTS_DOUBLE, .target = &a->silence, .arg = "N",
+                .deflt = "3", .min = 0.5, .max = 1000,
+                .help = "Intervals ({range}) without tokens or heartbeat from the leader\n"
+                        "before the node falls back, plus a grace for scheduling delay\n"
+                        "(0.1 s or a quarter interval, the larger), counted on the node's\n"
+                        "clock and on the controller's (the period and interval its last\n"
+                        "message carried).  A controller that is late but alive does not\n"
+                        "trigger it; tokens already given stay good to the period's end, so\n"
+                        "the switch happens at a period start at the earliest.  Every\n"
+                        "fallback and resume is logged at warn and counted in stats."}},
         {BOTH, {.name = "capacity", .type = OPTS_U64, .target = &a->capacity, .arg = "IOPS",
                 .deflt = "0", .min = 0, .max = 1e9, .show = "0 (unknown)",
                 .help = "Capacity profile sent to the controller in the hello (the starting\n"
@@ -425,7 +454,7 @@ static int run_memcached(const args_t *a)
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding,
              cfg.batch);
     noderun_config_t nc = {cfg.name, a->config, a->tokens_file, a->controller, a->capacity,
-                           cfg.policy};
+                           cfg.policy, (agent_fallback_t)a->fallback, a->silence};
     if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
     log_info("stopped");
@@ -494,7 +523,8 @@ static int run_block(const args_t *a)
              cfg.store.workers, a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
     noderun_config_t nc = {a->name, a->config, a->tokens_file, a->controller, a->capacity,
-                           (sched_policy_t)a->policy};
+                           (sched_policy_t)a->policy, (agent_fallback_t)a->fallback,
+                           a->silence};
     if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
         goto out;
     nbdfront_stats_t st;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -14,6 +15,7 @@
 typedef struct {
     gate_t *g;
     const noderun_config_t *cfg;
+    ctlclient_t *ctl;
 } run_t;
 
 void noderun_prepare(void)
@@ -67,6 +69,45 @@ static void ctl_applied(void *arg)
     gate_kick(r->g);
 }
 
+/* The controller client's state as `stats` lines (gate_set_status()). */
+static void ctl_status(void *arg, FILE *fp)
+{
+    const run_t *r = arg;
+    ctlclient_stats_t st;
+    ctlclient_stats(r->ctl, &st);
+    fprintf(fp, "STAT bqos_ctl_state %s\r\n", st.state);
+    fprintf(fp, "STAT bqos_ctl_fallback_mode %s\r\n", agent_mode_str(st.mode));
+    fprintf(fp, "STAT bqos_ctl_welcomed %d\r\n", st.welcomed);
+    fprintf(fp, "STAT bqos_ctl_endpoints %d\r\n", st.endpoints);
+    fprintf(fp, "STAT bqos_ctl_leader %s\r\n", st.leader_endpoint ? st.leader_endpoint : "none");
+    fprintf(fp, "STAT bqos_ctl_epoch %llu\r\n", (unsigned long long)st.epoch);
+    fprintf(fp, "STAT bqos_ctl_silent_seconds %.3f\r\n", st.silent_s);
+    fprintf(fp, "STAT bqos_ctl_fallbacks %llu\r\n", (unsigned long long)st.fallbacks);
+    fprintf(fp, "STAT bqos_ctl_resumes %llu\r\n", (unsigned long long)st.resumes);
+    fprintf(fp, "STAT bqos_ctl_static_periods %llu\r\n", (unsigned long long)st.static_periods);
+    fprintf(fp, "STAT bqos_ctl_unreachable_warnings %llu\r\n",
+            (unsigned long long)st.warn_unreachable);
+    fprintf(fp, "STAT bqos_ctl_stale_epoch %llu\r\n", (unsigned long long)st.stale_epoch);
+    fprintf(fp, "STAT bqos_ctl_period %llu\r\n", (unsigned long long)st.period);
+    fprintf(fp, "STAT bqos_ctl_tokens_applied %llu\r\n", (unsigned long long)st.tokens_applied);
+    fprintf(fp, "STAT bqos_ctl_messages %llu\r\n",
+            (unsigned long long)(st.recv_welcome + st.recv_tokens + st.recv_heartbeat +
+                                 st.recv_error));
+}
+
+/* The controller client's state at exit, for the log (both node kinds). */
+static void ctl_log(const ctlclient_t *ctl)
+{
+    ctlclient_stats_t st;
+    ctlclient_stats(ctl, &st);
+    log_info("controller client: state %s (fallback %s), epoch %llu, leader %s, fallbacks %llu, "
+             "resumes %llu, static periods %llu, stale epoch %llu, tokens applied %llu",
+             st.state, agent_mode_str(st.mode), (unsigned long long)st.epoch,
+             st.leader_endpoint ? st.leader_endpoint : "none", (unsigned long long)st.fallbacks,
+             (unsigned long long)st.resumes, (unsigned long long)st.static_periods,
+             (unsigned long long)st.stale_epoch, (unsigned long long)st.tokens_applied);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -86,7 +127,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
-    run_t r = {g, cfg};
+    run_t r = {g, cfg, NULL};
     ctlclient_t *ctl = NULL;
     static const int signos[] = {SIGTERM, SIGINT, SIGUSR1};
     struct event *sigs[3] = {0};
@@ -102,6 +143,9 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.name = cfg->name;
         cc.capacity = cfg->capacity;
         cc.normal = cfg->policy;
+        cc.mode = cfg->fallback;
+        if (cfg->silence > 0)
+            cc.silence_intervals = cfg->silence;
         ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
                                .set_policy = ctl_set_policy, .applied = ctl_applied,
                                .arg = &r};
@@ -110,6 +154,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
             log_error("--controller %s: %s", cfg->controller, strerror(-err));
             goto out;
         }
+        r.ctl = ctl;
+        gate_set_status(g, ctl_status, &r);
     }
     for (int i = 0; i < 3; i++) {
         sigs[i] = evsignal_new(base, signos[i], on_signal, &r);
@@ -127,6 +173,9 @@ out:
     for (int i = 0; i < 3; i++)
         if (sigs[i])
             event_free(sigs[i]);
+    gate_set_status(g, NULL, NULL); /* r goes with this frame */
+    if (ctl)
+        ctl_log(ctl);
     ctlclient_destroy(&ctl); /* goodbye; before the loop and the scheduler go */
     return rc;
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 #include "storage-node/gate.h"
 
@@ -14,10 +15,13 @@ typedef struct {
     const char *name;        /* node name, registered with the controller */
     const char *config;      /* bucket file (--config) or NULL */
     const char *tokens_file; /* token test hook (--tokens-file) or NULL */
-    const char *controller;  /* controller endpoint (--controller) or NULL */
+    const char *controller;  /* controller endpoint(s), comma-separated
+                                (--controller) or NULL */
     uint64_t capacity;       /* capacity profile, IOs/s; 0 = not given */
-    sched_policy_t policy;   /* the local policy (also the fallback when the
-                                controller goes away) */
+    sched_policy_t policy;   /* the local policy (the policy while the
+                                controller leads, and under fallback static) */
+    agent_fallback_t fallback; /* --fallback: static or rr */
+    double silence;          /* --silence, intervals (0: the default) */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections
@@ -28,7 +32,9 @@ void noderun_prepare(void);
 /* Drives a front through its gate (the memcached front's or the NBD
  * front's, gate.h): loads cfg->config's buckets (gate_add_bucket()) and
  * cfg->tokens_file (gate_set_tokens()), attaches the controller client
- * (cfg->controller) to the gate's scheduler, handles SIGTERM and SIGINT
+ * (cfg->controller) to the gate's scheduler (its state shows in the
+ * front's stats through gate_set_status(), and is logged at exit), handles
+ * SIGTERM and SIGINT
  * (gate_shutdown()) and
  * SIGUSR1 (a new period: per-period counters zeroed, the tokens file read
  * again), then runs the loop until the front breaks it.  Returns 0 after a

@@ -1,4 +1,4 @@
-/* test_agent.c - Check suite for storage-node/core/agent: reports from the scheduler's counters, tokens by index, net of served, fallback after silence, resume, stale and newer periods, in a clock the test drives. */
+/* test_agent.c - Check suite for storage-node/core/agent: reports from the scheduler's counters, tokens by index, net of served, fallback after silence (static and rr), resume, late controllers, epochs, stale and newer periods, in a clock the test drives. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -60,8 +60,10 @@ typedef struct {
 } fx_t;
 
 /* A scheduler with buckets red (0), blue (1), green (2) and an agent on it,
- * with every hook recorded. */
-static void fx_start(fx_t *f, int manage_policy)
+ * with every hook recorded, falling back as configured (rr, 1.5 intervals,
+ * no grace: the behaviour before fail static, for the older cases). */
+static void fx_start_mode(fx_t *f, int manage_policy, agent_fallback_t mode, double silence,
+                          double grace)
 {
     memset(f, 0, sizeof *f);
     f->s = sched_new(SCHED_POLICY_TOKENS, 0);
@@ -75,6 +77,9 @@ static void fx_start(fx_t *f, int manage_policy)
     cfg.name = "n1";
     cfg.capacity = 777;
     cfg.manage_policy = manage_policy;
+    cfg.mode = mode;
+    cfg.silence_intervals = silence;
+    cfg.grace_s = grace;
     agent_ops_t ops = {.set_tokens = h_set_tokens, .applied = h_applied,
                        .period_start = h_period_start, .set_policy = h_set_policy,
                        .arg = &f->sn};
@@ -84,6 +89,11 @@ static void fx_start(fx_t *f, int manage_policy)
     proto_msg_t m;
     ck_assert_int_eq(agent_hello(f->a, T0, &m), 0);
     f->node_table = m.table;
+}
+
+static void fx_start(fx_t *f, int manage_policy)
+{
+    fx_start_mode(f, manage_policy, AGENT_FALLBACK_RR, 1.5, 0);
 }
 
 static void fx_stop(fx_t *f)
@@ -639,6 +649,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     agent_config_defaults(&cfg);
     cfg.name = "n1";
     cfg.instance = 0xabcdef;
+    cfg.mode = AGENT_FALLBACK_RR; /* whose round robin must not serve them */
     agent_ops_t ops = {.set_tokens = h_set_tokens, .applied = h_applied,
                        .period_start = h_period_start, .set_policy = h_set_policy,
                        .arg = &f.sn};
@@ -700,6 +711,376 @@ START_TEST(test_agent_new_rejects_bad_config)
 }
 END_TEST
 
+/* ---- fail static, silence, epochs (issue 13) ---- */
+
+/* A tokens message from controller `src` at leadership epoch `epoch`;
+ * with_names sends the controller's table (generation `table`) along. */
+static int tokens_from(fx_t *f, uint64_t period, double now, const proto_tokens_rec_t *recs,
+                       size_t n, uint64_t epoch, int src, uint32_t table, int with_names)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    strcpy(m.node, "n1");
+    m.table = table;
+    m.peer_table = f->node_table;
+    m.epoch = epoch;
+    m.count = n;
+    m.tokens = (proto_tokens_rec_t *)recs;
+    if (with_names) {
+        m.has_names = 1;
+        m.nnames = 3;
+        m.names = ctl_names;
+    }
+    agent_timing_t tm = tm_at(period, now);
+    return agent_handle_from(f->a, &m, &tm, now, src);
+}
+
+/* Serves everything the tokens allow; returns how many of bucket b. */
+static int serve_all(fx_t *f, int b)
+{
+    int n = 0;
+    sched_item_t *it;
+    while ((it = sched_dispatch(f->s, NULL)))
+        n += it->bucket == b;
+    return n;
+}
+
+/* Ticks every interval start in [from, to). */
+static void tick_through(fx_t *f, double from, double to)
+{
+    for (double t = from; t < to - 1e-9; t += PERIOD / K)
+        agent_tick(f->a, t);
+}
+
+/* The controller gave red R 10 + L 20 in period 0 and went away: in
+ * periods 1, 2, 3 red is served exactly 30 a period on this node, the
+ * scheduler stays in tokens mode, a bucket without a limit stays
+ * unlimited, and a bucket never seen gets the tightest limited share. */
+START_TEST(test_agent_static_keeps_limits)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* static: tokens mode */
+    welcome(&f, 0, T0);
+    /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
+    proto_tokens_rec_t recs[] = {
+        {.bucket = 1, .r_tokens = 10, .l_tokens = 20},
+        {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED},
+        {.bucket = 2, .r_tokens = 0, .l_tokens = 7}};
+    tokens(&f, 0, T0 + 0.1, recs, 3);
+    arrive(&f, 0, 12);
+    ck_assert_int_eq(serve_all(&f, 0), 12); /* 10 R + 2 L this period */
+    tick_through(&f, T0 + 2, T0 + PERIOD);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    for (int p = 1; p <= 3; p++) {
+        double start = T0 + p * PERIOD;
+        agent_tick(f.a, start);
+        agent_stats_t st;
+        agent_stats(f.a, &st);
+        ck_assert_int_eq(st.fallback, 1);
+        ck_assert_uint_eq(st.fallbacks, 1);
+        ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+        ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+        ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+        ck_assert_int_eq(bstats(&f, 2).l_tokens, SCHED_UNLIMITED); /* green: no limit */
+        ck_assert_int_eq(bstats(&f, 3).l_tokens, 7);
+        f.nitems = 0;
+        arrive(&f, 0, 50);
+        ck_assert_int_eq(serve_all(&f, 0), 30); /* never more than the grant */
+        sched_drain(f.s, NULL, NULL);
+        tick_through(&f, start + 2, start + PERIOD);
+        ck_assert_str_eq(agent_state_str(f.a), "static");
+    }
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.static_periods, 2); /* period 1 was entered, 2 and 3 renewed */
+    /* a bucket never seen: no reservation, the tightest limited share (7) */
+    ck_assert_int_eq(sched_add_bucket(f.s, "late", 1), 4);
+    agent_tick(f.a, T0 + 4 * PERIOD);
+    ck_assert_int_eq(bstats(&f, 4).r_tokens, 0);
+    ck_assert_int_eq(bstats(&f, 4).l_tokens, 7);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    fx_stop(&f);
+}
+END_TEST
+
+/* A controller that dies before its first push of a period: the node held
+ * period 0's leftover tokens; the static fallback charges what it served
+ * in period 1 so far against the grant. */
+START_TEST(test_agent_static_mid_period_charges_served)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 10}};
+    tokens(&f, 0, T0 + 8.1, recs, 1); /* heard in the last interval */
+    agent_tick(f.a, T0 + PERIOD);    /* period 1: not silent long enough */
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    arrive(&f, 0, 8);
+    ck_assert_int_eq(serve_all(&f, 0), 8); /* on period 0's leftover tokens */
+    agent_tick(f.a, T0 + PERIOD + 2);
+    agent_tick(f.a, T0 + PERIOD + 4); /* 5.9 s > 2 x 2 s + 0.5 s */
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 7); /* 15 - 8 */
+    fx_stop(&f);
+}
+END_TEST
+
+/* A silence longer than a period: the period the controller never reached
+ * (its tokens: leftovers, all used) is no grant; the last one it covered
+ * stays the one enforced. */
+START_TEST(test_agent_static_keeps_last_covered_grant)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 10.0, 0.1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    arrive(&f, 0, 40);
+    ck_assert_int_eq(serve_all(&f, 0), 30);
+    tick_through(&f, T0 + 2, T0 + 2 * PERIOD); /* period 1: silent, no fallback yet */
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 0);
+    agent_tick(f.a, T0 + 2 * PERIOD);
+    agent_tick(f.a, T0 + 2 * PERIOD + 2); /* 21.9 s > 10 x 2 s + 0.5 s */
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    fx_stop(&f);
+}
+END_TEST
+
+/* `rr` only when asked: round robin, no limits, then tokens on resume. */
+START_TEST(test_agent_rr_fallback_and_resume)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_RR, 2.0, 0.1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    ck_assert_str_eq(agent_state_str(f.a), "rr");
+    arrive(&f, 0, 40);
+    ck_assert_int_eq(serve_all(&f, 0), 40); /* the limit is gone */
+    tokens(&f, 2, T0 + 2 * PERIOD + 0.1, recs, 1);
+    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    ck_assert_str_eq(agent_state_str(f.a), "following");
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.fallbacks, 1);
+    ck_assert_uint_eq(st.resumes, 2); /* the first tokens, then this */
+    ck_assert_uint_eq(st.static_periods, 0);
+    fx_stop(&f);
+}
+END_TEST
+
+/* Static fallback, then the controller is back: its tokens replace the
+ * grant at once and the node follows it again. */
+START_TEST(test_agent_static_resume)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    proto_tokens_rec_t more[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
+    tokens(&f, 2, T0 + 2 * PERIOD + 0.5, more, 1);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 0);
+    ck_assert_uint_eq(st.resumes, 2);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 1);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 2);
+    /* the next period start renews nothing: the controller rules */
+    agent_tick(f.a, T0 + 3 * PERIOD);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 1);
+    fx_stop(&f);
+}
+END_TEST
+
+/* A late but alive controller: every push arrives 1.75 intervals late
+ * around a period start (a starved host).  The old rule (1.5 intervals,
+ * no grace) fell back and resumed; the default does not. */
+static uint64_t late_controller_fallbacks(double silence, double grace)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, silence, grace);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    for (int p = 0; p < 4; p++)
+        for (int k = 0; k < K; k++) {
+            double t = T0 + p * PERIOD + k * (PERIOD / K);
+            agent_tick(f.a, t);
+            /* the push of interval k: late by 1.75 intervals at k = 0 */
+            double late = k == 0 && p > 0 ? 1.75 * (PERIOD / K) : 0.05;
+            agent_tick(f.a, t + (PERIOD / K) * 0.99); /* nothing due */
+            proto_msg_t m;
+            proto_msg_init(&m);
+            m.type = PROTO_TOKENS;
+            strcpy(m.node, "n1");
+            m.table = 7;
+            m.peer_table = f.node_table;
+            m.count = 1;
+            m.tokens = recs;
+            if (late > PERIOD / K) {
+                /* the next interval start comes first */
+                agent_tick(f.a, t + PERIOD / K);
+                k++;
+            }
+            agent_timing_t tm = tm_at((uint64_t)p, t + late);
+            tm.interval = 0 + (uint32_t)(late > PERIOD / K ? 0 : k);
+            agent_handle(f.a, &m, &tm, t + late);
+        }
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    fx_stop(&f);
+    return st.fallbacks;
+}
+
+START_TEST(test_agent_late_controller_no_fallback)
+{
+    ck_assert_uint_eq(late_controller_fallbacks(2.0, 0.1), 0);
+    ck_assert_uint_ge(late_controller_fallbacks(1.5, 0), 1); /* the old rule */
+}
+END_TEST
+
+/* Epochs: a lower epoch is ignored, the leader's epoch from another
+ * controller too, a higher one is adopted (and its table must come with
+ * it); a deposed leader stays ignored. */
+START_TEST(test_agent_epoch_fencing)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    strcpy(w.node, "n1");
+    w.table = 7;
+    w.peer_table = f.node_table;
+    w.has_names = 1;
+    w.nnames = 3;
+    w.names = ctl_names;
+    w.epoch = 5;
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
+    proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    proto_tokens_rec_t r99[] = {{.bucket = 1, .r_tokens = 99, .l_tokens = PROTO_UNLIMITED,
+                                 .flags = PROTO_TOK_UNLIMITED}};
+    tokens_from(&f, 0, T0 + 0.1, r10, 1, 5, 0, 7, 0);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.epoch, 5);
+    ck_assert_int_eq(st.leader, 0);
+    /* a deposed leader (epoch 3): ignored, even its unknown_node error */
+    tokens_from(&f, 0, T0 + 0.2, r99, 1, 3, 1, 7, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    proto_msg_t e;
+    proto_msg_init(&e);
+    e.type = PROTO_ERROR;
+    strcpy(e.node, "n1");
+    strcpy(e.code, "unknown_node");
+    e.epoch = 3;
+    ck_assert_int_eq(agent_handle_from(f.a, &e, NULL, T0 + 0.2, 1), 0);
+    ck_assert(agent_welcomed(f.a));
+    /* another controller at the leader's epoch: ignored while it leads */
+    tokens_from(&f, 0, T0 + 0.3, r99, 1, 5, 1, 7, 1);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.stale_epoch, 3);
+    /* a new leader (epoch 6): adopted; the old table is forgotten, so its
+     * tokens without names are dropped, with names applied */
+    ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.4, r99, 1, 6, 1, 7, 0), AGENT_SEND_HELLO);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.epoch, 6);
+    ck_assert_int_eq(st.leader, 1);
+    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+    tokens_from(&f, 0, T0 + 0.5, r99, 1, 6, 1, 9, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 99);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, SCHED_UNLIMITED);
+    /* the old leader wakes up (SIGCONT) and pushes epoch 5: ignored */
+    tokens_from(&f, 0, T0 + 0.6, r10, 1, 5, 0, 7, 1);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 99);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.stale_epoch, 4);
+    ck_assert_int_eq(st.fallback, 0);
+    fx_stop(&f);
+}
+END_TEST
+
+/* Two lone controllers (epoch 0) welcome a starting node: it follows the
+ * first and ignores the second; when the first is gone (fallback, and
+ * quiet), the second takes over. */
+START_TEST(test_agent_two_lone_controllers)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 3.0, 0.1);
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    strcpy(w.node, "n1");
+    w.table = 7;
+    w.peer_table = f.node_table;
+    w.has_names = 1;
+    w.nnames = 3;
+    w.names = ctl_names;
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
+    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0 + 0.01, 1), 0); /* ignored */
+    proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    proto_tokens_rec_t r5[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 5}};
+    tokens_from(&f, 0, T0 + 0.1, r10, 1, 0, 0, 7, 0);
+    tokens_from(&f, 0, T0 + 0.2, r5, 1, 0, 1, 7, 1); /* ignored */
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.leader, 0);
+    ck_assert_uint_eq(st.stale_epoch, 2);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
+    /* controller 0 dies: fallback in period 1, then 1's tokens are obeyed */
+    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.fallback, 1);
+    tokens_from(&f, 2, T0 + 2 * PERIOD + 0.1, r5, 1, 0, 1, 8, 1);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.leader, 1);
+    ck_assert_int_eq(st.fallback, 0);
+    ck_assert_int_eq(bstats(&f, 0).r_tokens, 5);
+    fx_stop(&f);
+}
+END_TEST
+
+/* Silent for three periods: one warning a period, not one an interval. */
+START_TEST(test_agent_warns_once_a_period)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    tick_through(&f, T0 + 2, T0 + 4 * PERIOD);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.fallbacks, 1);
+    ck_assert_uint_eq(st.warn_unreachable, 3); /* periods 1, 2, 3 */
+    ck_assert_double_gt(st.silent_s, 3 * PERIOD);
+    fx_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("agent");
@@ -715,6 +1096,15 @@ int main(void)
     tcase_add_test(tc, test_agent_period_roll_by_clock);
     tcase_add_test(tc, test_agent_dropped_bucket_keeps_serving_with_own_weight);
     tcase_add_test(tc, test_agent_new_rejects_bad_config);
+    tcase_add_test(tc, test_agent_static_keeps_limits);
+    tcase_add_test(tc, test_agent_static_mid_period_charges_served);
+    tcase_add_test(tc, test_agent_static_keeps_last_covered_grant);
+    tcase_add_test(tc, test_agent_rr_fallback_and_resume);
+    tcase_add_test(tc, test_agent_static_resume);
+    tcase_add_test(tc, test_agent_late_controller_no_fallback);
+    tcase_add_test(tc, test_agent_epoch_fencing);
+    tcase_add_test(tc, test_agent_two_lone_controllers);
+    tcase_add_test(tc, test_agent_warns_once_a_period);
     tcase_add_test(tc, test_agent_default_bucket_holds_unconfigured);
     tcase_add_test(tc, test_agent_duplicate_name_holds_everything);
     suite_add_tcase(su, tc);

@@ -1,6 +1,7 @@
 /* test_ctlclient.c - Check suite for storage-node/ctlclient against a fake
  * controller (a ROUTER on a free loopback port): hello, welcome, reports,
- * tokens, silence fallback and resume, errors and bad messages. */
+ * tokens, silence fallback and resume, errors and bad messages, two
+ * controllers and their epochs. */
 #include <check.h>
 #include <event2/event.h>
 #include <errno.h>
@@ -122,6 +123,11 @@ static int in_fallback(const ctlclient_stats_t *st, uint64_t want)
     return (uint64_t)st->fallback == want;
 }
 
+static int stale_epoch_at_least(const ctlclient_stats_t *st, uint64_t n)
+{
+    return st->stale_epoch >= n;
+}
+
 static int rejected_at_least(const ctlclient_stats_t *st, uint64_t n)
 {
     return st->proto.rejected_total >= n;
@@ -137,6 +143,8 @@ static void fake_send(fake_t *f, proto_msg_t *m)
  * session test so that a loaded machine cannot push it over a boundary. */
 static uint32_t g_period_ms = 300, g_intervals = 3;
 static double g_heartbeat_s = 1.0;
+/* The older cases check round robin in fallback: they ask for it. */
+static agent_fallback_t g_mode = AGENT_FALLBACK_RR;
 
 static void timing(proto_msg_t *m, uint64_t period, uint32_t remaining)
 {
@@ -181,6 +189,8 @@ static ctlclient_t *client_h(fake_t *f, sched_t *s, double hello_s)
     cc.capacity = 1234;
     cc.hello_s = hello_s;
     cc.heartbeat_s = g_heartbeat_s;
+    cc.mode = g_mode;
+    cc.silence_intervals = 1.5;
     int err = 0;
     ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
     ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
@@ -726,6 +736,127 @@ START_TEST(test_ctlclient_weights)
 }
 END_TEST
 
+/* Two controllers: the node says hello and reports to both, obeys the one
+ * with the highest epoch, ignores the other's lower or equal epoch, and
+ * follows a new leader with a higher epoch. */
+START_TEST(test_ctlclient_two_controllers_epochs)
+{
+    fake_t a, b;
+    fake_start(&a);
+    fake_start(&b);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    sched_add_bucket(s, "red", 1);
+    char list[300];
+    snprintf(list, sizeof list, "%s,%s", a.endpoint, b.endpoint);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = list;
+    cc.name = "n1";
+    cc.hello_s = 0.1;
+    int err = 0;
+    ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    ck_assert_int_eq(ctlclient_nendpoints(c), 2);
+    ck_assert_int_ge(ctlclient_fd_at(c, 1), 0);
+    ck_assert_int_lt(ctlclient_fd_at(c, 2), 0);
+    ck_assert(wait_for(&a, c, PROTO_HELLO, 10.0));
+    ck_assert(wait_for(&b, c, PROTO_HELLO, 10.0));
+    uint32_t node_table = b.m.table;
+    g_period_ms = 3000;
+    g_intervals = 3;
+    /* a leads at epoch 4 */
+    proto_msg_t w;
+    proto_msg_init(&w);
+    w.type = PROTO_WELCOME;
+    timing(&w, 1, 2900);
+    w.table = 1;
+    w.peer_table = node_table;
+    w.has_names = 1;
+    w.nnames = 2;
+    w.names = ctl_names;
+    w.epoch = 4;
+    fake_send(&a, &w);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_TOKENS;
+    timing(&m, 1, 2800);
+    m.table = 1;
+    m.peer_table = node_table;
+    m.epoch = 4;
+    m.count = 1;
+    ck_assert_int_eq(proto_msg_reserve(&m, 1, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 11, .l_tokens = 12};
+    fake_send(&a, &m);
+    ck_assert(run_until(c, applied_at_least, 1, 10.0));
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert_uint_eq(st.epoch, 4);
+    ck_assert_int_eq(st.leader, 0);
+    ck_assert_str_eq(st.leader_endpoint, a.endpoint);
+    ck_assert_str_eq(st.state, "following");
+    ck_assert_int_eq(st.endpoints, 2);
+    /* both hear the reports */
+    ck_assert(wait_for(&a, c, PROTO_REPORT, 10.0));
+    ck_assert(wait_for(&b, c, PROTO_REPORT, 10.0));
+    /* b at a lower epoch, then at a's epoch: ignored */
+    m.epoch = 3;
+    m.tokens[0].r_tokens = 99;
+    m.has_names = 1;
+    m.nnames = 2;
+    m.names = ctl_names;
+    fake_send(&b, &m);
+    m.epoch = 4;
+    fake_send(&b, &m);
+    ck_assert(run_until(c, stale_epoch_at_least, 2, 10.0));
+    sched_bucket_stats_t bs;
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_le(bs.r_tokens, 11);
+    /* b takes over at epoch 5 */
+    m.epoch = 5;
+    fake_send(&b, &m);
+    ck_assert(run_until(c, applied_at_least, 2, 10.0));
+    ctlclient_stats(c, &st);
+    ck_assert_uint_eq(st.epoch, 5);
+    ck_assert_int_eq(st.leader, 1);
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_ge(bs.r_tokens, 90); /* 99 less what it served since */
+    /* a, deposed, pushes again: ignored */
+    m.epoch = 4;
+    m.tokens[0].r_tokens = 1;
+    fake_send(&a, &m);
+    ck_assert(run_until(c, stale_epoch_at_least, 3, 10.0));
+    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_ge(bs.r_tokens, 90);
+    proto_msg_clear(&m);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&a);
+    fake_stop(&b);
+    g_period_ms = 300;
+}
+END_TEST
+
+START_TEST(test_ctlclient_bad_endpoint_lists)
+{
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.name = "n1";
+    const char *bad[] = {"", ",", "tcp://127.0.0.1:1,", ",tcp://127.0.0.1:1",
+                         "tcp://127.0.0.1:1,,tcp://127.0.0.1:2",
+                         "tcp://a:1,tcp://a:2,tcp://a:3,tcp://a:4,tcp://a:5,tcp://a:6,tcp://a:7,"
+                         "tcp://a:8,tcp://a:9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int err = 0;
+        cc.endpoint = bad[i];
+        ck_assert_ptr_null(ctlclient_new(&cc, s, NULL, &err));
+        ck_assert_int_eq(err, -EINVAL);
+    }
+    sched_destroy(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("ctlclient");
@@ -739,6 +870,8 @@ int main(void)
     tcase_add_test(tc, test_ctlclient_heartbeat);
     tcase_add_test(tc, test_ctlclient_tokens_net_of_served);
     tcase_add_test(tc, test_ctlclient_weights);
+    tcase_add_test(tc, test_ctlclient_two_controllers_epochs);
+    tcase_add_test(tc, test_ctlclient_bad_endpoint_lists);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -3,70 +3,25 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "storage-node/core/agent_int.h"
 
-/* Owned by the thread that owns the scheduler; no locks. */
-struct agent {
-    agent_config_t cfg;
-    char name[PROTO_NAME_MAX + 1];
-    char *peer;          /* log label, NULL: quiet */
-    sched_t *s;
-    agent_ops_t ops;
-    agent_stats_t st;
-
-    /* our table: the scheduler's buckets, indices 0..my_n-1 */
-    uint32_t my_table;   /* generation, bumped when the bucket count changes */
-    int my_n;
-    uint32_t peer_ack;   /* our generation the controller says it holds */
-    const char **namev;  /* names for the names frame (point into sched) */
-    size_t namev_cap;
-    uint64_t *prev;      /* per bucket: arrivals_period at the last report */
-    uint64_t *carry;     /* per bucket: arrivals of the past interval that
-                            a period start moved out of the counters */
-    uint64_t *served_rep;/* per bucket: IOs served this period when the last
-                            report was taken (see net_of_served()) */
-    uint32_t *local_w;   /* per bucket: its weight before the controller's
-                            weight replaced it (0: the controller's weight
-                            does not apply; see take_weight()) */
-    size_t arr_cap;
-
-    /* the controller's table: its index -> our scheduler index (or -1) */
-    uint32_t ctl_table;
-    int default_route;   /* scheduler index of the controller's `default`
-                            bucket that unconfigured buckets route to, -1 */
-    sched_policy_t policy_before_hold; /* restored after a refusal when the
-                            caller manages the policy (manage_policy 0) */
-    int *ctl_map;
-    size_t ctl_n, ctl_cap;
-
-    /* timing, in the caller's clock */
-    int has_timing;
-    uint64_t period;
-    uint32_t intervals;
-    double period_s, interval_s;
-    double period_end;
-    double next_report;
-    uint64_t last_rep_period; /* (period, interval) of the last report, */
-    int64_t last_rep_interval;/* to avoid reporting one interval twice */
-    double last_ctl;          /* when the controller last spoke */
-};
 
 void agent_config_defaults(agent_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->manage_policy = 1;
     cfg->normal = SCHED_POLICY_TOKENS;
+    cfg->mode = AGENT_FALLBACK_STATIC;
     cfg->fallback = SCHED_POLICY_RR;
-    cfg->silence_intervals = 1.5;
+    cfg->silence_intervals = 3.0;
+    cfg->grace_s = 0.1;
 }
 
-static const char *policy_str(sched_policy_t p)
-{
-    return p == SCHED_POLICY_RR ? "rr" : "tokens";
-}
 
 /* ---- acting on the node ---- */
 
@@ -75,14 +30,14 @@ static int op_bucket(agent_t *a, const char *name)
     return a->ops.bucket ? a->ops.bucket(a->ops.arg, name) : sched_add_bucket(a->s, name, 1);
 }
 
-static int op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
+int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
 {
     if (a->ops.set_tokens)
         return a->ops.set_tokens(a->ops.arg, b, r, l);
     return sched_set_tokens(a->s, b, r, l);
 }
 
-static void op_set_policy(agent_t *a, sched_policy_t p)
+void agent__op_set_policy(agent_t *a, sched_policy_t p)
 {
     if (a->ops.set_policy)
         a->ops.set_policy(a->ops.arg, p);
@@ -90,35 +45,10 @@ static void op_set_policy(agent_t *a, sched_policy_t p)
         sched_set_policy(a->s, p);
 }
 
-static void op_applied(agent_t *a)
+void agent__op_applied(agent_t *a)
 {
     if (a->ops.applied)
         a->ops.applied(a->ops.arg);
-}
-
-static void enter_fallback(agent_t *a, const char *why)
-{
-    if (a->st.fallback)
-        return;
-    a->st.fallback = 1;
-    a->st.fallbacks++;
-    if (a->cfg.manage_policy && !a->st.refused)
-        op_set_policy(a, a->cfg.fallback);
-    if (a->peer)
-        log_warn("controller %s silent (%s): falling back to policy %s", a->peer, why,
-                 policy_str(a->cfg.fallback));
-}
-
-static void resume(agent_t *a)
-{
-    if (!a->st.fallback)
-        return;
-    a->st.fallback = 0;
-    a->st.resumes++;
-    if (a->cfg.manage_policy)
-        op_set_policy(a, a->cfg.normal);
-    if (a->peer)
-        log_info("controller %s is back: resuming policy %s", a->peer, policy_str(a->cfg.normal));
 }
 
 /* Makes the per-bucket arrays cover n buckets (new entries zero). */
@@ -157,6 +87,14 @@ static int arrays_fit(agent_t *a, size_t n)
  * interval that just ended for the next report. */
 static void period_start(agent_t *a)
 {
+    /* The period that ends was the controller's (the node followed it to
+     * its end, and the controller spoke in it: tokens for its rest, or a
+     * heartbeat saying "keep them"): its grant is the one to keep if the
+     * controller goes.  A period it never reached keeps the older grant
+     * (the tokens held then were a period's leftovers, not a grant). */
+    if (!a->st.fallback && a->heard && a->heard_period == a->period &&
+        grant_snapshot(&a->grant, a->s) < 0 && a->peer)
+        log_warn("cannot remember this period's grant (out of memory): keeping the last one");
     int n = sched_nbuckets(a->s);
     if (arrays_fit(a, (size_t)n) == 0) {
         for (int b = 0; b < n; b++) {
@@ -171,6 +109,10 @@ static void period_start(agent_t *a)
         a->ops.period_start(a->ops.arg);
     else
         sched_period_start(a->s);
+    if (a->st.fallback && a->cfg.mode == AGENT_FALLBACK_STATIC && a->grant.snapshots) {
+        agent__static_tokens(a); /* renewed each period */
+        a->st.static_periods++;
+    }
 }
 
 /* The controller refuses our name (duplicate_name): hold every request,
@@ -189,8 +131,8 @@ static void hold(agent_t *a)
     for (int b = 0; b < n; b++)
         sched_set_route(a->s, b, 0);
     sched_set_new_route(a->s, 0);
-    op_set_tokens(a, 0, 0, 0);
-    op_set_policy(a, SCHED_POLICY_TOKENS); /* even when the caller manages the
+    agent__op_set_tokens(a, 0, 0, 0);
+    agent__op_set_policy(a, SCHED_POLICY_TOKENS); /* even when the caller manages the
                                               policy: round robin would serve it */
 }
 
@@ -209,10 +151,10 @@ static void release_hold(agent_t *a, int in_table)
                 sched_set_route(a->s, b, a->default_route >= 0 ? a->default_route : b);
         sched_set_new_route(a->s, a->default_route);
     }
-    op_set_tokens(a, 0, 0, in_table ? 0 : SCHED_UNLIMITED);
-    op_set_policy(a, !a->cfg.manage_policy ? a->policy_before_hold
-                     : a->st.fallback      ? a->cfg.fallback
-                                           : a->cfg.normal);
+    agent__op_set_tokens(a, 0, 0, in_table ? 0 : SCHED_UNLIMITED);
+    agent__op_set_policy(a, !a->cfg.manage_policy ? a->policy_before_hold
+                     : a->st.fallback && a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback
+                                                                          : a->cfg.normal);
     if (a->peer)
         log_info("controller %s accepted this node's name again", a->peer);
 }
@@ -271,6 +213,10 @@ static int take_timing(agent_t *a, const agent_timing_t *tm, double now, int ado
     a->next_report = next_boundary(a, now);
     a->st.period = a->period;
     a->st.interval = tm->interval;
+    a->st.period_s = a->period_s;
+    a->st.silent_s = 0;
+    a->ctl_pos = tm->period * tm->intervals + tm->interval;
+    a->ctl_pos_known = 1;
     return 0;
 }
 
@@ -520,7 +466,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
      * its own weight. */
     for (int b = 0; b < nb; b++)
         if (was[b] && !seen[b]) {
-            op_set_tokens(a, b, 0, SCHED_UNLIMITED);
+            agent__op_set_tokens(a, b, 0, SCHED_UNLIMITED);
             drop_weight(a, b);
             dropped++;
         }
@@ -572,13 +518,22 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
         int64_t r = t->r_tokens;
         int64_t l = (t->flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : t->l_tokens;
         net_of_served(a, b, &r, &l);
-        if (op_set_tokens(a, b, r, l) == 0)
+        if (agent__op_set_tokens(a, b, r, l) == 0)
             a->st.tokens_applied++;
     }
-    op_applied(a);
+    agent__op_applied(a);
 }
 
+static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int adopt);
+
 int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now)
+{
+    return agent_handle_from(a, m, tm, now, 0);
+}
+
+int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int src)
 {
     if (strcmp(m->node, a->name) != 0) {
         proto_stats_note(&a->st.proto, PROTO_E_UNKNOWN_NODE);
@@ -586,6 +541,35 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
             log_debug("controller message for node '%s' ignored", m->node);
         return 0;
     }
+    int adopt;
+    if (src < 0 || !agent__epoch_ok(a, m, src, now, &adopt))
+        return 0;
+    if (adopt) {
+        /* A new leader: its table generations and period numbering are its
+         * own.  Until it sends its names, its tokens cannot be mapped. */
+        a->ctl_table = 0;
+        a->ctl_n = 0;
+        a->ctl_pos_known = 0;
+    }
+    int rc = handle_msg(a, m, tm, now, adopt);
+    /* A new leader that did not send its names: a hello makes it welcome
+     * the node with them (a controller resends names only when told its
+     * table is not held, and peer_table 0 tells it nothing). */
+    if (adopt && !m->has_names && m->type != PROTO_ERROR) {
+        a->asked_names = now;
+        rc |= AGENT_SEND_HELLO;
+    }
+    if (a->has_timing) {
+        a->heard = 1;
+        a->heard_period = a->period;
+    }
+    return rc;
+}
+
+/* agent_handle_from() past the fencing: `tm` as there (may be NULL). */
+static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int adopt)
+{
     agent_timing_t mt = tm ? *tm : msg_timing(m, now);
     switch (m->type) {
     case PROTO_WELCOME:
@@ -604,7 +588,7 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
             if (rc < 0)
                 a->ctl_table = 0;
             else if (rc > 0)
-                op_applied(a);
+                agent__op_applied(a);
         } else {
             a->ctl_table = 0;
             a->ctl_n = 0;
@@ -614,14 +598,14 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
             for (size_t i = 0; i < a->ctl_n && a->ctl_table; i++)
                 in |= a->ctl_map[i] == 0;
             release_hold(a, in);
-            op_applied(a);
+            agent__op_applied(a);
         }
         break;
     case PROTO_TOKENS:
         a->st.recv_tokens++;
         a->last_ctl = now;
         a->peer_ack = m->peer_table;
-        if (take_timing(a, &mt, now, 0)) {
+        if (take_timing(a, &mt, now, adopt)) {
             a->st.tokens_stale++;
             break;
         }
@@ -632,10 +616,16 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
             }
         } else if (m->table != a->ctl_table) {
             proto_stats_note(&a->st.proto, PROTO_E_TABLE);
+            /* No table at all (a new leader's tokens came first): a hello
+             * makes it welcome us with its names; once an interval. */
+            if (!a->ctl_table && now - a->asked_names > a->interval_s) {
+                a->asked_names = now;
+                return AGENT_SEND_HELLO;
+            }
             break;
         }
         apply_tokens(a, m);
-        resume(a);
+        agent__resume(a, now);
         break;
     case PROTO_HEARTBEAT:
         a->st.recv_heartbeat++;
@@ -643,8 +633,8 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
         if (m->peer_table)
             a->peer_ack = m->peer_table;
         if ((m->has_timing || tm) && a->st.welcomed) {
-            if (take_timing(a, &mt, now, 0) == 0 && a->ctl_table)
-                resume(a);
+            if (take_timing(a, &mt, now, adopt) == 0 && a->ctl_table)
+                agent__resume(a, now);
         }
         break;
     case PROTO_ERROR:
@@ -689,19 +679,14 @@ int agent_tick(agent_t *a, double now)
         return 0;
     if (now >= a->period_end) {
         double n = floor((now - a->period_end) / a->period_s) + 1;
+        period_start(a); /* sees the period that ends (its grant) */
         a->period += (uint64_t)n;
         a->period_end += n * a->period_s;
-        period_start(a);
         a->st.period = a->period;
     }
-    /* Silent for a while and not heard at all in this period: the tokens
-     * we hold are for a period that has ended.  (A controller that goes
-     * quiet mid-period leaves its tokens valid until the period ends.) */
-    if (!a->st.fallback && now - a->last_ctl > a->cfg.silence_intervals * a->interval_s &&
-        a->last_ctl < a->period_end - a->period_s)
-        enter_fallback(a, "no tokens or heartbeat in this period");
     uint32_t k = cur_interval(a, now);
     a->st.interval = k;
+    agent__watch(a, now, k);
     /* A refused node (duplicate_name) only says hello: its reports would
      * each earn an unknown_node and one more hello. */
     int due = !a->st.refused &&
@@ -733,7 +718,8 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     int rc = -EINVAL;
     agent_t *a = NULL;
     if (!cfg || !sched || !cfg->name || proto_name_check(cfg->name, strlen(cfg->name)) ||
-        !(cfg->silence_intervals > 0))
+        !(cfg->silence_intervals > 0) || !(cfg->grace_s >= 0) ||
+        (cfg->mode != AGENT_FALLBACK_STATIC && cfg->mode != AGENT_FALLBACK_RR))
         goto out;
     rc = -ENOMEM;
     if (!(a = calloc(1, sizeof *a)) || (cfg->peer && !(a->peer = strdup(cfg->peer))))
@@ -749,8 +735,11 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     a->default_route = -1;
     a->my_table = 1;
     a->st.fallback = 1; /* until the controller speaks */
+    a->st.mode = a->cfg.mode;
+    a->st.leader = -1;
+    grant_init(&a->grant);
     if (a->cfg.manage_policy)
-        op_set_policy(a, a->cfg.fallback);
+        agent__op_set_policy(a, a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback : a->cfg.normal);
     a->last_ctl = now;
     if (refresh_table(a))
         goto out;
@@ -773,6 +762,7 @@ void agent_destroy(agent_t **ap)
     free(a->served_rep);
     free(a->local_w);
     free(a->ctl_map);
+    grant_clear(&a->grant);
     free(a->peer);
     free(a);
     *ap = NULL;

@@ -4,7 +4,9 @@
  * it keeps the node's bucket table, the map from the controller's table to
  * scheduler indices, the period and interval the node is in, the per-bucket
  * counters a report needs (arrivals since the last report, IOs served when
- * it was taken), and decides when the controller has gone silent.  It never
+ * it was taken), decides when the controller has gone silent, what the node
+ * then enforces (fail static: last period's grant, core/grant.h; or round
+ * robin), and which controller it obeys (the highest leadership epoch).  It never
  * sends, receives or reads a clock: time is the `now` argument (seconds on
  * any monotonic clock, the same one for every call), and the caller moves
  * the messages.  storage-node/ctlclient.c wraps it in a ZeroMQ DEALER;
@@ -29,6 +31,16 @@
 #include "common/proto.h"
 #include "storage-node/core/sched.h"
 
+/* What a node does while its controller is silent. */
+typedef enum {
+    AGENT_FALLBACK_STATIC = 0, /* keep enforcing: every period each bucket
+                                  gets this node's grant of the last period
+                                  the controller covered (core/grant.h); the
+                                  scheduler stays in `normal` */
+    AGENT_FALLBACK_RR = 1      /* switch the scheduler to `fallback` (rr):
+                                  no reservations, no limits */
+} agent_fallback_t;
+
 typedef struct {
     const char *name;         /* node name (copied): our messages' `node`;
                                  a message for another node is dropped */
@@ -42,11 +54,18 @@ typedef struct {
     int manage_policy;        /* switch policy: `normal` while the controller
                                  is alive, `fallback` otherwise (default 1) */
     sched_policy_t normal;    /* policy while alive (default tokens) */
-    sched_policy_t fallback;  /* policy when silent (default rr) */
+    agent_fallback_t mode;    /* what silence means (default static) */
+    sched_policy_t fallback;  /* policy when silent in mode rr (default rr) */
     double silence_intervals; /* fallback at an interval start when the
                                  controller has been silent for more than
-                                 this many intervals and not spoken in the
-                                 current period (1.5) */
+                                 this many intervals plus the grace, its
+                                 own clock (the period and interval its last
+                                 message carried) is at least that many
+                                 intervals behind ours, and it has not spoken
+                                 in the current period (3) */
+    double grace_s;           /* allowance for scheduling delay on either
+                                 host, added to the silence: the larger of
+                                 this and a quarter interval (0.1 s) */
 } agent_config_t;
 
 /* Fills *cfg with the defaults above (name and peer NULL). */
@@ -57,6 +76,8 @@ void agent_config_defaults(agent_config_t *cfg);
  * an existing bucket and keeps its weight), sched_set_tokens(),
  * sched_set_policy(), sched_period_start().  All are called on the
  * caller's thread from inside agent_new(), agent_handle() and agent_tick().
+ * The static fallback sets tokens through set_tokens at each period start
+ * while the controller is silent, then calls applied.
  *
  * Weights: the controller's bucket weights (sent with its table) are set
  * directly on the scheduler (sched_set_weight()).  For a bucket in the
@@ -96,9 +117,19 @@ typedef struct {
     uint64_t weights_applied;    /* scheduler weight changes from the
                                     controller's weights frame */
     uint64_t tokens_stale;       /* tokens messages for an older period */
-    uint64_t fallbacks, resumes; /* policy switches */
+    uint64_t fallbacks, resumes; /* entering / leaving fallback */
     int fallback;                /* 1 while in fallback (or never welcomed) */
     int welcomed;
+    agent_fallback_t mode;       /* the configured fallback */
+    uint64_t static_periods;     /* periods started on the remembered grant */
+    uint64_t warn_unreachable;   /* "no controller" warnings (one a period) */
+    uint64_t epoch;              /* highest leadership epoch seen (0: none) */
+    int leader;                  /* source of the messages obeyed (-1: none) */
+    uint64_t stale_epoch;        /* messages ignored: lower epoch, or another
+                                    source at the leader's epoch */
+    double silent_s;             /* seconds since the leader last spoke (at
+                                    the last tick or message) */
+    double period_s;             /* period length once known (else 0) */
     int refused;                 /* 1 while the controller refuses our name
                                     (duplicate_name): every request is held */
     uint64_t duplicate_name;     /* duplicate_name errors received */
@@ -111,9 +142,10 @@ typedef struct {
 
 typedef struct agent agent_t;
 
-/* agent_handle() result bit: the controller does not know this node (an
- * `unknown_node` error); send agent_hello() now.  The agent is no longer
- * welcomed. */
+/* agent_handle() result bit: send agent_hello() now.  Either the controller
+ * does not know this node (an `unknown_node` error; the agent is no longer
+ * welcomed), or a new leader's messages cannot be mapped without its table
+ * (its welcome to the hello brings it; the agent stays welcomed). */
 #define AGENT_SEND_HELLO 1
 
 /* agent_handle() result bit: the controller refused our hello because
@@ -162,6 +194,19 @@ int agent_report(agent_t *a, double now, proto_msg_t *m);
  * for agent_hello(), *m is overwritten and owns nothing. */
 void agent_heartbeat(const agent_t *a, proto_msg_t *m);
 
+/* Handles one decoded controller message from source `src` (an index the
+ * caller gives each controller it talks to, >= 0; 0 with one controller).
+ * Epochs: a message with an epoch below the highest seen is ignored (counted
+ * as stale_epoch); a higher epoch is adopted at once (a new leader: the old
+ * leader's table and period numbering are forgotten, as with a welcome) and
+ * its source becomes the leader; at the leader's epoch only the leader's
+ * source is obeyed, unless the agent is in fallback and the leader has been
+ * quiet for an interval (it is gone: another controller at the same epoch,
+ * e.g. a lone one at 0, takes over).  Otherwise as
+ * agent_handle().  Returns 0 or AGENT_SEND_HELLO. */
+int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
+                      int src);
+
 /* Handles one decoded controller message (welcome, tokens, heartbeat,
  * error; others are ignored): timing, the controller's table and weights,
  * tokens (by index, net of what this node served since its last report),
@@ -170,12 +215,15 @@ void agent_heartbeat(const agent_t *a, proto_msg_t *m);
  * `now`).  A caller that shares the controller's clock (the simulator)
  * passes it exactly; a heartbeat with `tm` counts as one with timing.
  * Returns 0 or AGENT_SEND_HELLO.  Bad or stale messages are counted in the
- * stats, never an error. */
+ * stats, never an error.  Same as agent_handle_from() with source 0. */
 int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now);
 
 /* The interval-start work, to call at agent_next_tick(): starts the new
- * period if one began (ops.period_start), switches to the fallback policy
- * when the controller has been silent (see agent_config_t), and returns 1
+ * period if one began (ops.period_start; in the static fallback, each
+ * bucket's tokens are then set to its remembered grant, and a warning says
+ * once a period that no controller is heard), falls back when the
+ * controller has been silent (see agent_config_t; logged at warn with the
+ * reason and how long it was silent), and returns 1
  * if the current interval has not been reported yet (the caller then takes
  * agent_report() and sends it), else 0 (also while the controller refuses
  * our name: AGENT_REFUSED).  Before agent_next_tick() (less a
@@ -186,6 +234,13 @@ int agent_tick(agent_t *a, double now);
 /* When agent_tick() next has work: the next interval start (or period end)
  * after the last tick or timing update; INFINITY before any timing. */
 double agent_next_tick(const agent_t *a);
+
+/* The controller state in a word, for stats: "waiting" (never welcomed),
+ * "following" (obeying the controller), "static" or "rr" (in fallback). */
+const char *agent_state_str(const agent_t *a);
+
+/* "static" or "rr". */
+const char *agent_mode_str(agent_fallback_t mode);
 
 /* Nonzero once a welcome arrived (until an unknown_node error). */
 int agent_welcomed(const agent_t *a);

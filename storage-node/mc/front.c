@@ -454,6 +454,7 @@ static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
     f->st.curr_conns = gate_nconns(f->g);
     f->st.total_conns = gate_total_conns(f->g);
     f->st.outstanding = gate_inflight(f->g);
+    gate_status_hook(f->g, &f->st.status, &f->st.status_arg);
     return mcstats_text(&f->st, f->s, arg->ptr, arg->len, len);
 }
 

@@ -41,6 +41,8 @@ char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_
         fprintf(fp, "STAT bqos_completions %llu\r\n",
                 (unsigned long long)ns.completions);
         fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", ns.busy_seconds);
+        if (st->status)
+            st->status(st->status_arg, fp);
     } else if (arglen == 7 && memcmp(arg, "buckets", 7) == 0) {
         int n = sched_nbuckets(s);
         for (int b = 0; b < n; b++) {

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "storage-node/core/sched.h"
@@ -20,6 +21,11 @@ typedef struct {
     uint64_t cmd_get, cmd_set, cmd_touch, get_hits, get_misses;
     uint64_t rejected;      /* IOs of unknown buckets refused */
     uint64_t backend_errors;
+    /* More `stats` lines from the node around the front (the controller
+     * client's state, gate_set_status()); NULL: none.  Filled in before
+     * each mcstats_text(). */
+    void (*status)(void *arg, FILE *fp);
+    void *status_arg;
 } mcstats_t;
 
 /* Formats the reply to "stats" (arglen 0: memcached's general counters, the

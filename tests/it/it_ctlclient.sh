@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_ctlclient.sh - the node side of the control protocol in real daemons: two bqos-nbd-nodes and a bqos-node (memcached) with --controller register with a real bqos-controller (seen through bqos-ctl), fall back to rr when the controller dies, resume when it returns, and say goodbye on exit.
+# it_ctlclient.sh - the node side of the control protocol in real daemons: two bqos-nbd-nodes and a bqos-node (memcached) with --controller register with a real bqos-controller (seen through bqos-ctl), fall back when the controller dies (n1 to rr, asked for; the others to static, the default), resume when it returns, and say goodbye on exit.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_ctlclient
 # node_state NAME: the node's state in `bqos-ctl --json status` (or "absent").
@@ -24,9 +24,10 @@ spawn "$T/m1.log" "$BIN/bqos-node" --name m1 --memcached-listen "127.0.0.1:$NP" 
   --backend "memcached://127.0.0.1:$MP" --config "$T/b.json" --controller "$CTRL_EP"
 wait_port "$NP" 10 || { echo "bqos-node did not start"; cat "$T/m1.log"; exit 1; }
 for n in n1 n2; do
+  fb=static; [ $n = n1 ] && fb=rr
   spawn "$T/$n.log" "$BIN/bqos-nbd-node" --name "$n" --nbd-listen 127.0.0.1:0 \
     --backend "file:$T/store/$n/" --export-size 1m --buckets red --controller "$CTRL_EP" \
-    --capacity 5000
+    --capacity 5000 --fallback $fb
   eval "PID_$n=\$SPAWNED"
 done
 
@@ -78,11 +79,13 @@ both_reported() {
 check "status lists both nodes with a recent report" 'wait_for both_reported 10'
 
 # The controller dies: the nodes keep their tokens until the period ends,
-# then fall back to rr.
+# then fall back: n1 to rr (it asked), n2 and m1 to static.
 stop_controller
-check "n1 falls back to rr" 'wait_for "grep -q \"falling back to policy rr\" \"$T/n1.log\"" 10'
-check "n2 falls back to rr" 'wait_for "grep -q \"falling back to policy rr\" \"$T/n2.log\"" 10'
-check "m1 falls back to rr" 'wait_for "grep -q \"falling back to policy rr\" \"$T/m1.log\"" 10'
+check "n1 falls back to rr" 'wait_for "grep -q \"warn: .*falling back to rr\" \"$T/n1.log\"" 10'
+check "n2 falls back to static" 'wait_for "grep -q \"warn: .*falling back to static\" \"$T/n2.log\"" 10'
+check "m1 falls back to static" 'wait_for "grep -q \"warn: .*falling back to static\" \"$T/m1.log\"" 10'
+check "m1 shows it in stats" \
+  '[ "$(mc_reply "stats\r\n" | tr "|" "\n" | grep "^STAT bqos_ctl_state ")" = "STAT bqos_ctl_state static" ]'
 
 # It comes back on the same endpoints: the nodes are told they are unknown,
 # say hello again and resume tokens.

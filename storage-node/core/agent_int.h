@@ -1,0 +1,100 @@
+/* agent_int.h - what storage-node/core/agent.c and agent_fallback.c share: the agent's state and its hooks on the node (private to the agent; prefix agent__). */
+#ifndef BQOS_AGENT_INT_H
+#define BQOS_AGENT_INT_H
+
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "storage-node/core/agent.h"
+#include "storage-node/core/grant.h"
+#include "storage-node/core/sched.h"
+
+/* Owned by the thread that owns the scheduler; no locks. */
+struct agent {
+    agent_config_t cfg;
+    char name[PROTO_NAME_MAX + 1];
+    char *peer;          /* log label, NULL: quiet */
+    sched_t *s;
+    agent_ops_t ops;
+    agent_stats_t st;
+
+    /* our table: the scheduler's buckets, indices 0..my_n-1 */
+    uint32_t my_table;   /* generation, bumped when the bucket count changes */
+    int my_n;
+    uint32_t peer_ack;   /* our generation the controller says it holds */
+    const char **namev;  /* names for the names frame (point into sched) */
+    size_t namev_cap;
+    uint64_t *prev;      /* per bucket: arrivals_period at the last report */
+    uint64_t *carry;     /* per bucket: arrivals of the past interval that
+                            a period start moved out of the counters */
+    uint64_t *served_rep;/* per bucket: IOs served this period when the last
+                            report was taken (see net_of_served()) */
+    uint32_t *local_w;   /* per bucket: its weight before the controller's
+                            weight replaced it (0: the controller's weight
+                            does not apply; see take_weight()) */
+    size_t arr_cap;
+
+    /* the controller's table: its index -> our scheduler index (or -1) */
+    uint32_t ctl_table;
+    int default_route;   /* scheduler index of the controller's `default`
+                            bucket that unconfigured buckets route to, -1 */
+    sched_policy_t policy_before_hold; /* restored after a refusal when the
+                            caller manages the policy (manage_policy 0) */
+    int *ctl_map;
+    size_t ctl_n, ctl_cap;
+
+    /* timing, in the caller's clock */
+    int has_timing;
+    uint64_t period;
+    uint32_t intervals;
+    double period_s, interval_s;
+    double period_end;
+    double next_report;
+    uint64_t last_rep_period; /* (period, interval) of the last report, */
+    int64_t last_rep_interval;/* to avoid reporting one interval twice */
+    double last_ctl;          /* when the controller last spoke */
+    uint64_t ctl_pos;         /* the controller's own clock in its last
+                                 message with timing: period * K + interval */
+    int ctl_pos_known;
+    uint64_t heard_period;    /* our period in which the leader last spoke */
+    double asked_names;       /* when we last said hello for a table */
+    int heard;
+
+    /* fail static */
+    grant_t grant;            /* the last covered period's grant */
+    double fallback_since;    /* when the current fallback began */
+    uint64_t warned_period;   /* period of the last "no controller" warning */
+    int warned;
+};
+
+/* agent.c: acting on the node through the caller's hooks (agent_ops_t) or
+ * directly on the scheduler. */
+int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l);
+void agent__op_set_policy(agent_t *a, sched_policy_t p);
+void agent__op_applied(agent_t *a);
+
+/* agent_fallback.c: fail static or rr, resume, fencing, silence. */
+
+/* Sets every bucket to its remembered grant less what it served in this
+ * period (static mode only; nothing before the first grant or while
+ * refused). */
+void agent__static_tokens(agent_t *a);
+
+/* Enters the fallback (logged at warn with `why`); `fresh`: the tokens held
+ * are the current period's and stay. */
+void agent__enter_fallback(agent_t *a, const char *why, double now, int fresh);
+
+/* Leaves the fallback (logged at warn with its duration, or at info for
+ * the first tokens). */
+void agent__resume(agent_t *a, double now);
+
+/* Whether a message from `src` is obeyed (epochs, one leader); *adopt: a
+ * new leader whose session replaces the old one's. */
+int agent__epoch_ok(agent_t *a, const proto_msg_t *m, int src, double now, int *adopt);
+
+/* The interval-start silence check (k: the current interval): falls back
+ * when the leader is silent (agent_config_t.silence_intervals), and warns
+ * once a period while no controller is heard. */
+void agent__watch(agent_t *a, double now, uint32_t k);
+
+#endif
