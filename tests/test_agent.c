@@ -8,6 +8,7 @@
 #include "common/proto.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 /* Period 10 s cut in 5 intervals of 2 s; the test's clock starts at 100. */
 #define T0 100.0
@@ -1083,34 +1084,18 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("agent");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_agent_hello_lists_the_table);
-    tcase_add_test(tc, test_agent_report_from_counters);
-    tcase_add_test(tc, test_agent_tokens_applied_by_index);
-    tcase_add_test(tc, test_agent_net_of_served);
-    tcase_add_test(tc, test_agent_fallback_after_silence);
-    tcase_add_test(tc, test_agent_quiet_last_interval_falls_back_in_next_period);
-    tcase_add_test(tc, test_agent_resume);
-    tcase_add_test(tc, test_agent_stale_period);
-    tcase_add_test(tc, test_agent_period_roll_by_clock);
-    tcase_add_test(tc, test_agent_dropped_bucket_keeps_serving_with_own_weight);
-    tcase_add_test(tc, test_agent_new_rejects_bad_config);
-    tcase_add_test(tc, test_agent_static_keeps_limits);
-    tcase_add_test(tc, test_agent_static_mid_period_charges_served);
-    tcase_add_test(tc, test_agent_static_keeps_last_covered_grant);
-    tcase_add_test(tc, test_agent_rr_fallback_and_resume);
-    tcase_add_test(tc, test_agent_static_resume);
-    tcase_add_test(tc, test_agent_late_controller_no_fallback);
-    tcase_add_test(tc, test_agent_epoch_fencing);
-    tcase_add_test(tc, test_agent_two_lone_controllers);
-    tcase_add_test(tc, test_agent_warns_once_a_period);
-    tcase_add_test(tc, test_agent_default_bucket_holds_unconfigured);
-    tcase_add_test(tc, test_agent_duplicate_name_holds_everything);
-    suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {
+        test_agent_hello_lists_the_table, test_agent_report_from_counters,
+        test_agent_tokens_applied_by_index, test_agent_net_of_served,
+        test_agent_fallback_after_silence,
+        test_agent_quiet_last_interval_falls_back_in_next_period, test_agent_resume,
+        test_agent_stale_period, test_agent_period_roll_by_clock,
+        test_agent_dropped_bucket_keeps_serving_with_own_weight, test_agent_new_rejects_bad_config,
+        test_agent_static_keeps_limits, test_agent_static_mid_period_charges_served,
+        test_agent_static_keeps_last_covered_grant, test_agent_rr_fallback_and_resume,
+        test_agent_static_resume, test_agent_late_controller_no_fallback, test_agent_epoch_fencing,
+        test_agent_two_lone_controllers, test_agent_warns_once_a_period,
+        test_agent_default_bucket_holds_unconfigured, test_agent_duplicate_name_holds_everything
+    };
+    return testlib_run_tests("agent", tests, sizeof tests / sizeof tests[0]);
 }

@@ -14,6 +14,7 @@
 #include "common/proto.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/core/sched.h"
+#include "tests/testlib.h"
 
 typedef struct {
     void *ctx, *router;
@@ -859,23 +860,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("ctlclient");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_ctlclient_session);
-    tcase_add_test(tc, test_ctlclient_silence_fallback_resume);
-    tcase_add_test(tc, test_ctlclient_tokens_last_until_period_end);
-    tcase_add_test(tc, test_ctlclient_bad_messages);
-    tcase_add_test(tc, test_ctlclient_libevent);
-    tcase_add_test(tc, test_ctlclient_heartbeat);
-    tcase_add_test(tc, test_ctlclient_tokens_net_of_served);
-    tcase_add_test(tc, test_ctlclient_weights);
-    tcase_add_test(tc, test_ctlclient_two_controllers_epochs);
-    tcase_add_test(tc, test_ctlclient_bad_endpoint_lists);
-    suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {
+        test_ctlclient_session, test_ctlclient_silence_fallback_resume,
+        test_ctlclient_tokens_last_until_period_end, test_ctlclient_bad_messages,
+        test_ctlclient_libevent, test_ctlclient_heartbeat, test_ctlclient_tokens_net_of_served,
+        test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
+        test_ctlclient_bad_endpoint_lists
+    };
+    const testlib_case_t c = {.name = "ctlclient", .timeout = 60};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }
