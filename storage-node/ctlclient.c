@@ -178,7 +178,7 @@ static int drain(ctlclient_t *c, int i, double now)
 {
     for (;;) {
         proto_reason_t why;
-        int rc = proto_recv(c->peer[i].sock, NULL, 0, NULL, &c->in, &c->st.proto, &why, NULL,
+        int rc = proto_recv(c->peer[i].sock, NULL, 0, NULL, &c->in, &c->st.agent.proto, &why, NULL,
                             NULL, ZMQ_DONTWAIT);
         if (rc == -EAGAIN)
             return 0;
@@ -231,7 +231,7 @@ double ctlclient_tick(ctlclient_t *c, double now)
         /* Before any timing the agent cannot count periods: a warning a
          * second (the agent takes over once it knows the period). */
         if (c->next_warn > 0) {
-            c->st.warn_unreachable++;
+            c->st.agent.warn_unreachable++;
             log_warn("no controller reachable at %s: %s", c->endpoint,
                      c->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
                                                       : "no grant to enforce yet");
@@ -504,37 +504,17 @@ int ctlclient_fd(const ctlclient_t *c)
 
 void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out)
 {
-    agent_stats_t as;
-    agent_stats(c->agent, &as);
     *out = c->st;
-    out->recv_welcome = as.recv_welcome;
-    out->recv_tokens = as.recv_tokens;
-    out->recv_heartbeat = as.recv_heartbeat;
-    out->recv_error = as.recv_error;
-    out->tokens_applied = as.tokens_applied;
-    out->weights_applied = as.weights_applied;
-    out->tokens_stale = as.tokens_stale;
-    out->fallbacks = as.fallbacks;
-    out->resumes = as.resumes;
-    out->fallback = as.fallback;
-    out->welcomed = as.welcomed;
-    out->mode = as.mode;
-    out->static_periods = as.static_periods;
-    out->warn_unreachable = c->st.warn_unreachable + as.warn_unreachable;
-    out->epoch = as.epoch;
-    out->leader = as.leader;
-    out->leader_endpoint = as.leader >= 0 && as.leader < c->npeers ? c->peer[as.leader].endpoint
-                                                                   : NULL;
-    out->stale_epoch = as.stale_epoch;
-    out->silent_s = as.silent_s;
-    out->state = agent_state_str(c->agent);
-    out->endpoints = c->npeers;
-    out->period = as.period;
-    out->interval = as.interval;
+    agent_stats(c->agent, &out->agent);
+    out->agent.warn_unreachable += c->st.agent.warn_unreachable;
     /* Decoder verdicts here, the agent's own drops (wrong node, unknown
      * table) there: one set of reasons. */
     for (int r = 0; r < PROTO_E__COUNT; r++)
-        out->proto.rejected[r] += as.proto.rejected[r];
-    out->proto.rejected_total += as.proto.rejected_total;
-    out->proto.ok += as.proto.ok;
+        out->agent.proto.rejected[r] += c->st.agent.proto.rejected[r];
+    out->agent.proto.rejected_total += c->st.agent.proto.rejected_total;
+    out->agent.proto.ok += c->st.agent.proto.ok;
+    int l = out->agent.leader;
+    out->leader_endpoint = l >= 0 && l < c->npeers ? c->peer[l].endpoint : NULL;
+    out->state = agent_state_str(c->agent);
+    out->endpoints = c->npeers;
 }

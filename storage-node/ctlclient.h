@@ -88,34 +88,17 @@ typedef struct {
 
 typedef struct ctlclient ctlclient_t;
 
-/* Counters, for logs and tests. */
+/* Counters, for logs and tests: what the client sent, and the agent's own
+ * (agent.warn_unreachable also counts the client's warnings from before any
+ * controller timing; agent.proto also the decoder's verdicts). */
 typedef struct {
     uint64_t sent_hello, sent_report, sent_heartbeat, sent_goodbye, send_dropped;
-    uint64_t recv_welcome, recv_tokens, recv_heartbeat, recv_error;
-    uint64_t tokens_applied;     /* token records applied */
-    uint64_t weights_applied;    /* scheduler weight changes from the
-                                    controller's weights frame */
-    uint64_t tokens_stale;       /* tokens messages for an older period */
-    uint64_t fallbacks, resumes; /* entering / leaving fallback */
-    int fallback;                /* 1 while in fallback (or never welcomed) */
-    int welcomed;
-    agent_fallback_t mode;       /* configured fallback */
+    agent_stats_t agent;
     const char *state;           /* agent_state_str(): waiting, following,
                                     static, rr (a constant) */
-    uint64_t static_periods;     /* periods started on the remembered grant */
-    uint64_t warn_unreachable;   /* "no controller" warnings (one a period;
-                                    one a second before any timing) */
-    uint64_t epoch;              /* highest leadership epoch seen */
-    int leader;                  /* index of the controller obeyed, -1 none */
-    const char *leader_endpoint; /* its endpoint (owned by the client), or
-                                    NULL */
-    uint64_t stale_epoch;        /* messages from deposed or standby
-                                    controllers ignored */
-    double silent_s;             /* seconds the leader has been silent */
+    const char *leader_endpoint; /* the obeyed controller's endpoint (owned
+                                    by the client), or NULL */
     int endpoints;               /* controllers configured */
-    uint64_t period;             /* current period number (local view) */
-    uint32_t interval;
-    proto_stats_t proto;         /* decoder accepts / rejects by reason */
 } ctlclient_stats_t;
 
 /* Creates the client and connects (asynchronously: an absent controller is

@@ -76,23 +76,23 @@ static void ctl_status(void *arg, FILE *fp)
     ctlclient_stats_t st;
     ctlclient_stats(r->ctl, &st);
     fprintf(fp, "STAT bqos_ctl_state %s\r\n", st.state);
-    fprintf(fp, "STAT bqos_ctl_fallback_mode %s\r\n", agent_mode_str(st.mode));
-    fprintf(fp, "STAT bqos_ctl_welcomed %d\r\n", st.welcomed);
+    fprintf(fp, "STAT bqos_ctl_fallback_mode %s\r\n", agent_mode_str(st.agent.mode));
+    fprintf(fp, "STAT bqos_ctl_welcomed %d\r\n", st.agent.welcomed);
     fprintf(fp, "STAT bqos_ctl_endpoints %d\r\n", st.endpoints);
     fprintf(fp, "STAT bqos_ctl_leader %s\r\n", st.leader_endpoint ? st.leader_endpoint : "none");
-    fprintf(fp, "STAT bqos_ctl_epoch %llu\r\n", (unsigned long long)st.epoch);
-    fprintf(fp, "STAT bqos_ctl_silent_seconds %.3f\r\n", st.silent_s);
-    fprintf(fp, "STAT bqos_ctl_fallbacks %llu\r\n", (unsigned long long)st.fallbacks);
-    fprintf(fp, "STAT bqos_ctl_resumes %llu\r\n", (unsigned long long)st.resumes);
-    fprintf(fp, "STAT bqos_ctl_static_periods %llu\r\n", (unsigned long long)st.static_periods);
+    fprintf(fp, "STAT bqos_ctl_epoch %llu\r\n", (unsigned long long)st.agent.epoch);
+    fprintf(fp, "STAT bqos_ctl_silent_seconds %.3f\r\n", st.agent.silent_s);
+    fprintf(fp, "STAT bqos_ctl_fallbacks %llu\r\n", (unsigned long long)st.agent.fallbacks);
+    fprintf(fp, "STAT bqos_ctl_resumes %llu\r\n", (unsigned long long)st.agent.resumes);
+    fprintf(fp, "STAT bqos_ctl_static_periods %llu\r\n", (unsigned long long)st.agent.static_periods);
     fprintf(fp, "STAT bqos_ctl_unreachable_warnings %llu\r\n",
-            (unsigned long long)st.warn_unreachable);
-    fprintf(fp, "STAT bqos_ctl_stale_epoch %llu\r\n", (unsigned long long)st.stale_epoch);
-    fprintf(fp, "STAT bqos_ctl_period %llu\r\n", (unsigned long long)st.period);
-    fprintf(fp, "STAT bqos_ctl_tokens_applied %llu\r\n", (unsigned long long)st.tokens_applied);
+            (unsigned long long)st.agent.warn_unreachable);
+    fprintf(fp, "STAT bqos_ctl_stale_epoch %llu\r\n", (unsigned long long)st.agent.stale_epoch);
+    fprintf(fp, "STAT bqos_ctl_period %llu\r\n", (unsigned long long)st.agent.period);
+    fprintf(fp, "STAT bqos_ctl_tokens_applied %llu\r\n", (unsigned long long)st.agent.tokens_applied);
     fprintf(fp, "STAT bqos_ctl_messages %llu\r\n",
-            (unsigned long long)(st.recv_welcome + st.recv_tokens + st.recv_heartbeat +
-                                 st.recv_error));
+            (unsigned long long)(st.agent.recv_welcome + st.agent.recv_tokens + st.agent.recv_heartbeat +
+                                 st.agent.recv_error));
 }
 
 /* The controller client's state at exit, for the log (both node kinds). */
@@ -102,10 +102,10 @@ static void ctl_log(const ctlclient_t *ctl)
     ctlclient_stats(ctl, &st);
     log_info("controller client: state %s (fallback %s), epoch %llu, leader %s, fallbacks %llu, "
              "resumes %llu, static periods %llu, stale epoch %llu, tokens applied %llu",
-             st.state, agent_mode_str(st.mode), (unsigned long long)st.epoch,
-             st.leader_endpoint ? st.leader_endpoint : "none", (unsigned long long)st.fallbacks,
-             (unsigned long long)st.resumes, (unsigned long long)st.static_periods,
-             (unsigned long long)st.stale_epoch, (unsigned long long)st.tokens_applied);
+             st.state, agent_mode_str(st.agent.mode), (unsigned long long)st.agent.epoch,
+             st.leader_endpoint ? st.leader_endpoint : "none", (unsigned long long)st.agent.fallbacks,
+             (unsigned long long)st.agent.resumes, (unsigned long long)st.agent.static_periods,
+             (unsigned long long)st.agent.stale_epoch, (unsigned long long)st.agent.tokens_applied);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)

@@ -109,29 +109,29 @@ static int run_until(ctlclient_t *c, pred_fn pred, uint64_t arg, double secs)
 static int is_welcomed(const ctlclient_stats_t *st, uint64_t a)
 {
     (void)a;
-    return st->welcomed;
+    return st->agent.welcomed;
 }
 static int applied_at_least(const ctlclient_stats_t *st, uint64_t n)
 {
-    return st->tokens_applied >= n;
+    return st->agent.tokens_applied >= n;
 }
 static int stale_at_least(const ctlclient_stats_t *st, uint64_t n)
 {
-    return st->tokens_stale >= n;
+    return st->agent.tokens_stale >= n;
 }
 static int in_fallback(const ctlclient_stats_t *st, uint64_t want)
 {
-    return (uint64_t)st->fallback == want;
+    return (uint64_t)st->agent.fallback == want;
 }
 
 static int stale_epoch_at_least(const ctlclient_stats_t *st, uint64_t n)
 {
-    return st->stale_epoch >= n;
+    return st->agent.stale_epoch >= n;
 }
 
 static int rejected_at_least(const ctlclient_stats_t *st, uint64_t n)
 {
-    return st->proto.rejected_total >= n;
+    return st->agent.proto.rejected_total >= n;
 }
 
 static void fake_send(fake_t *f, proto_msg_t *m)
@@ -249,7 +249,7 @@ START_TEST(test_ctlclient_session)
     ck_assert_msg(f.m.period == 5,
                   "report period %llu interval %u, node period %llu; reports sent %llu, "
                   "dropped %llu, hellos %llu",
-                  (unsigned long long)f.m.period, f.m.interval, (unsigned long long)st.period,
+                  (unsigned long long)f.m.period, f.m.interval, (unsigned long long)st.agent.period,
                   (unsigned long long)st.sent_report, (unsigned long long)st.send_dropped,
                   (unsigned long long)st.sent_hello);
     ck_assert(f.m.has_names);
@@ -273,8 +273,8 @@ START_TEST(test_ctlclient_session)
     ck_assert_int_eq(bs.l_tokens, SCHED_UNLIMITED);
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
     ctlclient_stats(c, &st);
-    ck_assert(!st.fallback);
-    ck_assert_uint_eq(st.tokens_applied, 2);
+    ck_assert(!st.agent.fallback);
+    ck_assert_uint_eq(st.agent.tokens_applied, 2);
 
     /* stale tokens (older period) are ignored */
     send_tokens(&f, 4, 99, 99, 0, 0);
@@ -282,7 +282,7 @@ START_TEST(test_ctlclient_session)
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 10);
     ctlclient_stats(c, &st);
-    ck_assert_uint_eq(st.tokens_stale, 1);
+    ck_assert_uint_eq(st.agent.tokens_stale, 1);
 
     /* a newer period resets the counters; names go on until acknowledged */
     uint32_t node_table2 = f.m.table;
@@ -352,17 +352,17 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     /* A loaded machine can stall this process (the fake controller) for
      * longer than the silence threshold (150 ms); then a fallback is right. */
     if (gap < 0.1)
-        ck_assert_uint_eq(st.fallbacks, 0);
+        ck_assert_uint_eq(st.agent.fallbacks, 0);
     else
         fprintf(stderr, "test_ctlclient: stalled %.3f s; liveness check skipped\n", gap);
-    uint64_t fb0 = st.fallbacks;
-    ck_assert_uint_ge(st.period, 2);
+    uint64_t fb0 = st.agent.fallbacks;
+    ck_assert_uint_ge(st.agent.period, 2);
 
     /* silence: after the period ends the node falls back */
     ck_assert(run_until(c, in_fallback, 1, 10.0));
     ctlclient_stats(c, &st);
-    ck_assert_uint_ge(st.fallbacks, fb0 > 0 ? fb0 : 1);
-    uint64_t resumes = st.resumes; /* the first tokens ended the start-up fallback */
+    ck_assert_uint_ge(st.agent.fallbacks, fb0 > 0 ? fb0 : 1);
+    uint64_t resumes = st.agent.resumes; /* the first tokens ended the start-up fallback */
     ck_assert_uint_ge(resumes, 1);
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR);
     /* tokens keep their last values in fallback */
@@ -371,10 +371,10 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     ck_assert_int_eq(bs.r_tokens, 5);
 
     /* the controller comes back; + 1: the node may pass a boundary meanwhile */
-    send_tokens(&f, st.period + 1, 8, 9, 0, 0);
+    send_tokens(&f, st.agent.period + 1, 8, 9, 0, 0);
     ck_assert(run_until(c, in_fallback, 0, 10.0));
     ctlclient_stats(c, &st);
-    ck_assert_uint_eq(st.resumes, resumes + 1);
+    ck_assert_uint_eq(st.agent.resumes, resumes + 1);
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 8);
@@ -429,12 +429,12 @@ START_TEST(test_ctlclient_tokens_last_until_period_end)
     ctlclient_stats_t st;
     ctlclient_stats(c, &st);
     if (ctlclient_now() - t0 < 1.3) /* unless the machine stalled us past the end */
-        ck_assert_msg(!st.fallback, "fell back mid-period");
+        ck_assert_msg(!st.agent.fallback, "fell back mid-period");
     /* the period ends (1.4 s after t0): now the tokens are stale */
     ck_assert(run_until(c, in_fallback, 1, 10.0));
     ck_assert_double_ge(ctlclient_now() - t0, 1.35);
     ctlclient_stats(c, &st);
-    ck_assert_uint_ge(st.period, 8);
+    ck_assert_uint_ge(st.agent.period, 8);
     ctlclient_destroy(&c);
     sched_destroy(&s);
     fake_stop(&f);
@@ -464,12 +464,12 @@ START_TEST(test_ctlclient_bad_messages)
     run_for(c, 0.05);
     ctlclient_stats_t st;
     ctlclient_stats(c, &st);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_JSON], 1);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_VERSION], 1);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
-    ck_assert_uint_eq(st.tokens_applied, 0);
-    ck_assert(st.fallback);
+    ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_JSON], 1);
+    ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_VERSION], 1);
+    ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_TABLE], 1);
+    ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
+    ck_assert_uint_eq(st.agent.tokens_applied, 0);
+    ck_assert(st.agent.fallback);
 
     /* bad configurations */
     ctlclient_config_t cc;
@@ -533,11 +533,11 @@ START_TEST(test_ctlclient_libevent)
             sent = 1;
         }
         ctlclient_stats(c, &st);
-        if (st.tokens_applied >= 2)
+        if (st.agent.tokens_applied >= 2)
             break;
     }
     ck_assert(got_hello);
-    ck_assert_uint_ge(st.tokens_applied, 2);
+    ck_assert_uint_ge(st.agent.tokens_applied, 2);
     ck_assert_uint_eq(st.sent_hello, 1);
     sched_bucket_stats_t bs;
     sched_bucket_stats(s, 0, &bs);
@@ -654,7 +654,7 @@ END_TEST
 
 static int weights_at_least(const ctlclient_stats_t *st, uint64_t n)
 {
-    return st->weights_applied >= n;
+    return st->agent.weights_applied >= n;
 }
 
 static uint32_t weight_of(const sched_t *s, const char *name)
@@ -727,8 +727,8 @@ START_TEST(test_ctlclient_weights)
     ck_assert_uint_eq(weight_of(s, "green"), 5);
     ctlclient_stats_t st;
     ctlclient_stats(c, &st);
-    ck_assert_uint_eq(st.weights_applied, 4);
-    ck_assert_uint_eq(st.proto.rejected_total, 0);
+    ck_assert_uint_eq(st.agent.weights_applied, 4);
+    ck_assert_uint_eq(st.agent.proto.rejected_total, 0);
     proto_msg_clear(&w);
     proto_msg_clear(&m);
     ctlclient_destroy(&c);
@@ -792,8 +792,8 @@ START_TEST(test_ctlclient_two_controllers_epochs)
     ck_assert(run_until(c, applied_at_least, 1, 10.0));
     ctlclient_stats_t st;
     ctlclient_stats(c, &st);
-    ck_assert_uint_eq(st.epoch, 4);
-    ck_assert_int_eq(st.leader, 0);
+    ck_assert_uint_eq(st.agent.epoch, 4);
+    ck_assert_int_eq(st.agent.leader, 0);
     ck_assert_str_eq(st.leader_endpoint, a.endpoint);
     ck_assert_str_eq(st.state, "following");
     ck_assert_int_eq(st.endpoints, 2);
@@ -818,8 +818,8 @@ START_TEST(test_ctlclient_two_controllers_epochs)
     fake_send(&b, &m);
     ck_assert(run_until(c, applied_at_least, 2, 10.0));
     ctlclient_stats(c, &st);
-    ck_assert_uint_eq(st.epoch, 5);
-    ck_assert_int_eq(st.leader, 1);
+    ck_assert_uint_eq(st.agent.epoch, 5);
+    ck_assert_int_eq(st.agent.leader, 1);
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_ge(bs.r_tokens, 90); /* 99 less what it served since */
     /* a, deposed, pushes again: ignored */
