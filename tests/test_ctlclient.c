@@ -162,6 +162,20 @@ static void timing(proto_msg_t *m, uint64_t period, uint32_t remaining)
 static const char *ctl_names[] = {"red", "green"};
 
 /* Sends tokens for red (r, l) and green (unlimited), with names if asked. */
+/* Makes w (initialised) a welcome to period `period` with `remaining` ms
+ * left, the controller's table 1 of ctl_names, holding the node's table
+ * `peer`. */
+static void welcome_msg(proto_msg_t *w, uint64_t period, uint32_t remaining, uint32_t peer)
+{
+    w->type = PROTO_WELCOME;
+    timing(w, period, remaining);
+    w->table = 1;
+    w->peer_table = peer;
+    w->has_names = 1;
+    w->nnames = 2;
+    w->names = ctl_names;
+}
+
 static void send_tokens(fake_t *f, uint64_t period, int64_t r, int64_t l, int names, uint32_t peer)
 {
     proto_msg_t m;
@@ -203,6 +217,24 @@ static ctlclient_t *client(fake_t *f, sched_t *s)
     return client_h(f, s, 0.1);
 }
 
+/* A fake controller, a tokens scheduler and a client that has said hello. */
+static ctlclient_t *started(fake_t *f, sched_t **s)
+{
+    fake_start(f);
+    *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ctlclient_t *c = client(f, *s);
+    ck_assert(wait_for(f, c, PROTO_HELLO, 10.0));
+    return c;
+}
+
+/* Undoes started() (or the same three made by hand). */
+static void stopped(fake_t *f, sched_t **s, ctlclient_t **c)
+{
+    ctlclient_destroy(c);
+    sched_destroy(s);
+    fake_stop(f);
+}
+
 START_TEST(test_ctlclient_session)
 {
     fake_t f;
@@ -225,15 +257,9 @@ START_TEST(test_ctlclient_session)
     /* welcome with the controller's table: green is created on the node */
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
     g_period_ms = 60000; /* 100 ms intervals; no period ends by itself */
     g_intervals = 600;
-    timing(&w, 5, 59990);
-    w.table = 1;
-    w.peer_table = node_table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names;
+    welcome_msg(&w, 5, 59990, node_table);
     fake_send(&f, &w);
     ck_assert(run_until(c, is_welcomed, 0, 10.0));
     ctlclient_stats_t st;
@@ -315,15 +341,9 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
     g_period_ms = 300;
     g_intervals = 3;
-    timing(&w, 1, 280);
-    w.table = 1;
-    w.peer_table = f.m.table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names;
+    welcome_msg(&w, 1, 280, f.m.table);
     double p1_end = ctlclient_now() + 0.28; /* the fake controller's clock */
     fake_send(&f, &w);
     send_tokens(&f, 1, 5, 5, 0, 0);
@@ -388,9 +408,7 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     ck_assert(f.m.has_timing); /* our period, for the new controller */
     ck_assert_uint_ge(f.m.period, 2);
-    ctlclient_destroy(&c);
-    sched_destroy(&s);
-    fake_stop(&f);
+    stopped(&f, &s, &c);
 }
 END_TEST
 
@@ -399,21 +417,13 @@ END_TEST
 START_TEST(test_ctlclient_tokens_last_until_period_end)
 {
     fake_t f;
-    fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    sched_t *s;
+    ctlclient_t *c = started(&f, &s);
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
     g_period_ms = 3000; /* 30 intervals of 100 ms; 1.4 s of it left */
     g_intervals = 30;
-    timing(&w, 7, 1400);
-    w.table = 1;
-    w.peer_table = f.m.table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names;
+    welcome_msg(&w, 7, 1400, f.m.table);
     double t0 = ctlclient_now();
     fake_send(&f, &w);
     proto_msg_t t;
@@ -435,19 +445,15 @@ START_TEST(test_ctlclient_tokens_last_until_period_end)
     ck_assert_double_ge(ctlclient_now() - t0, 1.35);
     ctlclient_stats(c, &st);
     ck_assert_uint_ge(st.agent.period, 8);
-    ctlclient_destroy(&c);
-    sched_destroy(&s);
-    fake_stop(&f);
+    stopped(&f, &s, &c);
 }
 END_TEST
 
 START_TEST(test_ctlclient_bad_messages)
 {
     fake_t f;
-    fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    sched_t *s;
+    ctlclient_t *c = started(&f, &s);
     /* garbage frames, a wrong version, tokens for an unknown table */
     zmq_send(f.router, f.id, f.idl, ZMQ_SNDMORE);
     zmq_send(f.router, "\xff\x00junk", 6, 0);
@@ -519,15 +525,9 @@ START_TEST(test_ctlclient_libevent)
         if (got_hello && !sent) {
             proto_msg_t w;
             proto_msg_init(&w);
-            w.type = PROTO_WELCOME;
             g_period_ms = 60000;
             g_intervals = 2;
-            timing(&w, 3, 59000);
-            w.table = 1;
-            w.peer_table = 1;
-            w.has_names = 1;
-            w.nnames = 2;
-            w.names = ctl_names;
+            welcome_msg(&w, 3, 59000, 1);
             fake_send(&f, &w);
             send_tokens(&f, 3, 40, 50, 0, 1);
             sent = 1;
@@ -560,15 +560,9 @@ START_TEST(test_ctlclient_heartbeat)
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
     g_period_ms = 60000; /* 30 s intervals: no report for a long time */
     g_intervals = 2;
-    timing(&w, 3, 59000);
-    w.table = 1;
-    w.peer_table = f.m.table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names;
+    welcome_msg(&w, 3, 59000, f.m.table);
     fake_send(&f, &w);
     ck_assert(wait_for(&f, c, PROTO_HEARTBEAT, 10.0));
     ck_assert_uint_eq(f.m.peer_table, 1); /* it holds our table */
@@ -607,13 +601,7 @@ START_TEST(test_ctlclient_tokens_net_of_served)
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    timing(&w, 5, 30500); /* the next interval starts in 0.5 s */
-    w.table = 1;
-    w.peer_table = f.m.table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names;
+    welcome_msg(&w, 5, 30500, f.m.table); /* the next interval starts in 0.5 s */
     fake_send(&f, &w);
     ck_assert(run_until(c, is_welcomed, 0, 10.0));
     static sched_item_t items[8];
@@ -646,9 +634,7 @@ START_TEST(test_ctlclient_tokens_net_of_served)
     ck_assert_int_eq(bs.r_tokens, 0);
     ck_assert_int_eq(bs.l_tokens, 0);
     proto_msg_clear(&w);
-    ctlclient_destroy(&c);
-    sched_destroy(&s);
-    fake_stop(&f);
+    stopped(&f, &s, &c);
 }
 END_TEST
 
@@ -682,13 +668,7 @@ START_TEST(test_ctlclient_weights)
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    timing(&w, 5, 59000);
-    w.table = 1;
-    w.peer_table = f.m.table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names; /* red, green */
+    welcome_msg(&w, 5, 59000, f.m.table); /* red, green */
     static const uint32_t w1[] = {10, 3};
     w.has_weights = 1;
     w.weights = w1;
@@ -731,9 +711,7 @@ START_TEST(test_ctlclient_weights)
     ck_assert_uint_eq(st.agent.proto.rejected_total, 0);
     proto_msg_clear(&w);
     proto_msg_clear(&m);
-    ctlclient_destroy(&c);
-    sched_destroy(&s);
-    fake_stop(&f);
+    stopped(&f, &s, &c);
 }
 END_TEST
 
@@ -768,13 +746,7 @@ START_TEST(test_ctlclient_two_controllers_epochs)
     /* a leads at epoch 4 */
     proto_msg_t w;
     proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    timing(&w, 1, 2900);
-    w.table = 1;
-    w.peer_table = node_table;
-    w.has_names = 1;
-    w.nnames = 2;
-    w.names = ctl_names;
+    welcome_msg(&w, 1, 2900, node_table);
     w.epoch = 4;
     fake_send(&a, &w);
     ck_assert(run_until(c, is_welcomed, 0, 10.0));
