@@ -169,23 +169,29 @@ static json_t *reply_error(const char *code, const char *msg)
     return json_pack("{s:i, s:b, s:s, s:s}", "v", 1, "ok", 0, "error", code, "message", msg);
 }
 
+/* Adds to r who leads (leader_id, leader_admin) and the HA counters ("ha")
+ * of a controller with etcd (ad->ld not NULL). */
+static void set_leader(json_t *r, const admin_t *ad)
+{
+    json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
+    json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
+    const leader_t *l = ad->ld;
+    json_object_set_new(
+        r, "ha",
+        json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
+                  (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
+                  (json_int_t)l->stepdowns, "poll_ms_mean",
+                  l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
+                  (json_int_t)ad->nodes->fenced));
+}
+
 /* An error reply; not_leader names the leader (its id and admin endpoint,
  * when known) so that bqos-ctl can go there. */
 static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
 {
     json_t *r = reply_error(code, msg);
-    if (strcmp(code, "not_leader") == 0 && ad->ld && ad->ld->leader_id[0]) {
-        json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
-        json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
-        const leader_t *l = ad->ld;
-        json_object_set_new(
-            r, "ha",
-            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
-                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
-                      (json_int_t)l->stepdowns, "poll_ms_mean",
-                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
-                      (json_int_t)ad->nodes->fenced));
-    }
+    if (strcmp(code, "not_leader") == 0 && ad->ld && ad->ld->leader_id[0])
+        set_leader(r, ad);
     return r;
 }
 
@@ -270,16 +276,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(r, "epoch", json_integer(ad->ld ? (json_int_t)ad->ld->leader_epoch : 0));
     if (ad->ld) {
         json_object_set_new(r, "id", json_string(ad->ld->cfg.id));
-        json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
-        json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
-        const leader_t *l = ad->ld;
-        json_object_set_new(
-            r, "ha",
-            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
-                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
-                      (json_int_t)l->stepdowns, "poll_ms_mean",
-                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
-                      (json_int_t)ad->nodes->fenced));
+        set_leader(r, ad);
     }
     json_t *nodes = json_array();
     for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
