@@ -408,15 +408,26 @@ static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, cha
     return 0;
 }
 
-static json_t *cmd_set(admin_t *ad, json_t *req)
+/* The start of a change to one bucket: NULL, with *jn the request's "name"
+ * (a string), if this controller may change the table; else the reply
+ * (not_leader, or bad_request when the name is missing). */
+static json_t *check_change(admin_t *ad, json_t *req, json_t **jn)
 {
-    char msg[400];
     json_t *standby = check_leader(ad);
     if (standby)
         return standby;
-    json_t *jn = json_object_get(req, "name");
-    if (!json_is_string(jn))
+    *jn = json_object_get(req, "name");
+    if (!json_is_string(*jn))
         return reply_error("bad_request", "\"name\" (string) is required");
+    return NULL;
+}
+
+static json_t *cmd_set(admin_t *ad, json_t *req)
+{
+    char msg[400];
+    json_t *jn, *refused = check_change(ad, req, &jn);
+    if (refused)
+        return refused;
     if (!json_object_get(req, "reservation"))
         return reply_error("bad_request", "\"reservation\" is required");
     const char *name = json_string_value(jn);
@@ -466,12 +477,9 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
 
 static json_t *cmd_remove(admin_t *ad, json_t *req)
 {
-    json_t *standby = check_leader(ad);
-    if (standby)
-        return standby;
-    json_t *jn = json_object_get(req, "name");
-    if (!json_is_string(jn))
-        return reply_error("bad_request", "\"name\" (string) is required");
+    json_t *jn, *refused = check_change(ad, req, &jn);
+    if (refused)
+        return refused;
     if (bucketfile_find(ad->bf, json_string_value(jn)) < 0)
         return reply_error("not_found", "no such bucket");
     bucketfile_t *bf = bucketfile_dup(ad->bf);
