@@ -236,17 +236,27 @@ static void unmark(node_t *nd)
         nd->inact[nd->act[k]] &= (uint8_t)~INACT_REPORTED;
 }
 
+/* Doubles the array v of *cap elements of `size` bytes (to `first` when
+ * empty).  Returns the new array, *cap updated; NULL with v and *cap
+ * unchanged when out of memory. */
+static void *grow(void *v, size_t *cap, size_t size, size_t first)
+{
+    size_t nc = *cap ? *cap * 2 : first;
+    void *p = realloc(v, nc * size);
+    if (p)
+        *cap = nc;
+    return p;
+}
+
 static int act_add(node_t *nd, size_t j)
 {
     if (nd->inact[j])
         return 0;
     if (nd->nact == nd->capact) {
-        size_t cap = nd->capact ? nd->capact * 2 : 64;
-        uint32_t *a = realloc(nd->act, cap * sizeof *a);
+        uint32_t *a = grow(nd->act, &nd->capact, sizeof *a, 64);
         if (!a)
             return -ENOMEM;
         nd->act = a;
-        nd->capact = cap;
     }
     nd->act[nd->nact++] = (uint32_t)j;
     nd->inact[j] = INACT_LISTED;
@@ -673,12 +683,10 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             int k;
             if (strmap_find(ix, name, strlen(name), &k) < 0) {
                 if (n == cap) {
-                    size_t nc = cap ? cap * 2 : 16;
-                    ctrl_unconf_t *v = realloc(all, nc * sizeof *v);
+                    ctrl_unconf_t *v = grow(all, &cap, sizeof *v, 16);
                     if (!v)
                         goto out;
                     all = v;
-                    cap = nc;
                 }
                 if (strmap_insert(ix, name, strlen(name), (int)n) < 0)
                     goto out;

@@ -13,17 +13,12 @@
 # limits per 1 s period); docs/controller.md, "High availability", shows three
 # controllers on three hosts.
 set -u
-case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../scripts/lib.sh"
-BIN=${BIN:-bin}
+example_init "$@"
 TTL=${TTL:-2}
 DUR=${DUR:-8}
-T=$(mktemp -d /tmp/bqos-demo-ha.XXXXXX)
-ED=$T/etcd
-[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/bqos-demo-ha.XXXXXX)
-trap 'cleanup; rm -rf "$T" "$ED"' EXIT
-trap 'exit 130' INT TERM
+etcd_scratch bqos-demo-ha
 fails=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
@@ -40,13 +35,7 @@ period 1 s in 5 intervals; 4 simulated nodes x 50 buckets on c2's node
 endpoint.  c1 starts first and leads; c2 is a standby.  Then kill -9 c1.
 
 TXT
-next_port; EP=$PORT; next_port; PP=$PORT
-ETCD="http://127.0.0.1:$EP"
-spawn "$T/etcd.log" etcd --name demo --data-dir "$ED" --listen-client-urls "$ETCD" \
-  --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
-  --initial-cluster "demo=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
-wait_port "$EP" 15 || { echo "demo-ha: etcd did not start"; cat "$T/etcd.log"; exit 1; }
+start_etcd demo "$T/etcd.log" || { echo "demo-ha: etcd did not start"; cat "$T/etcd.log"; exit 1; }
 echo "etcd on $ETCD"
 
 "$BIN/bqos-ctrl-bench" --nodes 4 --buckets 50 --reserved 0.5 --write-buckets "$T/b1.json" || exit 1

@@ -25,10 +25,9 @@
 # res: every bucket gets >= 99% of its reservation; lim: additionally none
 # gets more than 101% of its limit.
 set -u
-case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../scripts/lib.sh"
-BIN=${BIN:-bin}
+example_init "$@"
 OUT=${OUT:-out/exp3}
 DUR=${DUR:-6}
 PROFILE=${PROFILE:-2}

@@ -19,11 +19,10 @@
 # their reservations and none exceeding limits with pShift, against 68.5%
 # meeting and 83.5% staying within limits without QoS.
 set -u
-case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 PIN=${PIN:-0}
 . "$HERE/../scripts/lib.sh"
-BIN=${BIN:-bin}
+example_init "$@"
 OUT=${OUT:-out/exp4}
 DUR=${DUR:-5}
 PROFILE=${PROFILE:-2}

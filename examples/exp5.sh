@@ -28,10 +28,9 @@
 # The paper (Section IV-E, Fig. 10): with pShift only 1 bucket (0.5%) missed its
 # reservation by more than 1%, and no bucket exceeded its limit.
 set -u
-case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../scripts/lib.sh"
-BIN=${BIN:-bin}
+example_init "$@"
 OUT=${OUT:-out/exp5}
 DATA=${DATA:-/var/tmp/bqos-exp5}
 IO_TIME_US=${IO_TIME_US:-5000}

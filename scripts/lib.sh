@@ -70,6 +70,14 @@ cleanup() {
   LIB_PIDS=""
 }
 
+# example_init [ARGS]: how every example that sources this file reads its
+# arguments: -h or --help prints the script's header comment (line 2 up to
+# `set -u`, without the leading "# ") and exits 0; BIN defaults to bin.
+example_init() {
+  case "${1:-}" in -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+  BIN=${BIN:-bin}
+}
+
 # example_begin NAME PROG...: how every example script starts its runs:
 # die MSG then says "NAME: MSG" on stderr and exits 1, cleanup runs on exit,
 # an interrupt says "NAME: interrupted" and exits 130, and every PROG must
@@ -98,6 +106,32 @@ wait_for() {
     wf_n=$((wf_n - 1))
   done
   eval "$1"
+}
+
+# etcd_scratch NAME: a scratch directory T (/tmp/NAME.XXXXXX) and an etcd
+# data directory ED (in /dev/shm when it is writable, for fast fsyncs;
+# otherwise $T/etcd).  On exit stops every process started with spawn and
+# removes both (KEEP=1 keeps T and says where); INT and TERM exit 130.
+etcd_scratch() {
+  T=$(mktemp -d "/tmp/$1.XXXXXX")
+  ED=$T/etcd
+  [ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d "/dev/shm/$1.XXXXXX")
+  trap 'cleanup; [ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"; rm -rf "$ED"' EXIT
+  trap 'exit 130' INT TERM
+}
+
+# start_etcd NAME LOG: a one-member etcd cluster NAME on two free loopback
+# ports, its data in $ED and its output in LOG.  Sets ETCD (its client URL)
+# and EP, PP (its client and peer ports), then waits up to 15 s for the
+# client port: returns 1 if it did not open.
+start_etcd() {
+  next_port; EP=$PORT; next_port; PP=$PORT
+  ETCD="http://127.0.0.1:$EP"
+  spawn "$2" etcd --name "$1" --data-dir "$ED" --listen-client-urls "$ETCD" \
+    --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
+    --initial-cluster "$1=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
+  wait_port "$EP" 15
 }
 
 # ---- integration tests ----------------------------------------------------

@@ -61,6 +61,26 @@ static void report(ctrl_t *c, int node, uint64_t period, uint32_t interval, cons
         ctrl_node_report(c, node, period, interval, 1, gen, completions, busy, recs, nb), 0);
 }
 
+/* Starts round (period, k) and has node i report reps[i], nb buckets, for
+ * i < nn (no completions, never busy); a NULL reps[i] leaves node i silent. */
+static void round_reports(ctrl_t *c, uint64_t period, uint32_t k, const rep_t *const *reps, int nn,
+                          size_t nb)
+{
+    ck_assert_int_eq(ctrl_round_begin(c, period, k, 0), 0);
+    for (int i = 0; i < nn; i++)
+        if (reps[i])
+            report(c, i, period, k, reps[i], nb, 0, 0);
+}
+
+/* round_reports(), then the round's computation, which must succeed, into
+ * *res. */
+static void round_run(ctrl_t *c, uint64_t period, uint32_t k, const rep_t *const *reps, int nn,
+                      size_t nb, ctrl_result_t *res)
+{
+    round_reports(c, period, k, reps, nn, nb);
+    ck_assert_int_eq(ctrl_compute(c, res), 0);
+}
+
 /* Tokens pushed to `node` for bucket b (-1 if no record). */
 static int find_tok(const ctrl_t *c, int node, uint32_t b, int64_t *r, int64_t *l)
 {
@@ -76,6 +96,14 @@ static int find_tok(const ctrl_t *c, int node, uint32_t b, int64_t *r, int64_t *
         }
     }
     return -1;
+}
+
+/* The R-tokens pushed to `node` for bucket b, which must have a record. */
+static int64_t tok_r(const ctrl_t *c, int node, uint32_t b)
+{
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, node, b, &r, &l), 0);
+    return r;
 }
 
 /* A second process under a name that is up is refused and counted; the
@@ -154,12 +182,9 @@ START_TEST(test_ctrl_reservation_follows_demand)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000},"
                       "{\"name\":\"blue\",\"reservation\":0}]}",
                       3, 50000, NULL);
-    ck_assert_int_eq(ctrl_round_begin(c, 7, 0, 0), 0);
     rep_t idle[2] = {{0, 0, 0, 0, CTRL_UNLIMITED}, {5, 8000, 0, 0, CTRL_UNLIMITED}};
     rep_t busy[2] = {{5, 10000, 0, 0, CTRL_UNLIMITED}, {5, 8000, 0, 0, CTRL_UNLIMITED}};
-    report(c, 0, 7, 0, idle, 2, 0, 0);
-    report(c, 1, 7, 0, busy, 2, 0, 0);
-    report(c, 2, 7, 0, idle, 2, 0, 0);
+    round_reports(c, 7, 0, (const rep_t *const[]){idle, busy, idle}, 3, 2);
     ck_assert(ctrl_node_reported(c, 1));
     ctrl_result_t res;
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
@@ -182,12 +207,8 @@ START_TEST(test_ctrl_reservation_follows_demand)
     ck_assert_int_eq(bi.demand, 50005);
 
     /* Next interval: 12,000 served on n1; the rest (18,000) stays there. */
-    ck_assert_int_eq(ctrl_round_begin(c, 7, 1, 0), 0);
     busy[0].served = 12000;
-    report(c, 0, 7, 1, idle, 2, 0, 0);
-    report(c, 1, 7, 1, busy, 2, 0, 0);
-    report(c, 2, 7, 1, idle, 2, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 7, 1, (const rep_t *const[]){idle, busy, idle}, 3, 2, &res);
     /* Same rates: n1 already holds the 18,000 R-tokens it did not spend,
      * so the round is skipped. */
     ck_assert(res.skipped);
@@ -196,18 +217,16 @@ START_TEST(test_ctrl_reservation_follows_demand)
     ck_assert_uint_eq(bi.served_r, 12000);
 
     /* The demand moves to n2: the remaining reservation follows it. */
-    ck_assert_int_eq(ctrl_round_begin(c, 7, 2, 0), 0);
     busy[0].served = 0;
     idle[0].served = 12000;
+    ck_assert_int_eq(ctrl_round_begin(c, 7, 2, 0), 0);
     report(c, 0, 7, 2, idle, 2, 0, 0);
     idle[0].served = 0;
     report(c, 1, 7, 2, idle, 2, 0, 0);
     report(c, 2, 7, 2, busy, 2, 0, 0);
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    ck_assert_int_eq(find_tok(c, 2, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 18000);
-    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 0);
+    ck_assert_int_eq(tok_r(c, 2, 0), 18000);
+    ck_assert_int_eq(tok_r(c, 1, 0), 0);
     ctrl_destroy(&c);
     ck_assert_ptr_null(c);
 }
@@ -240,19 +259,15 @@ START_TEST(test_ctrl_absent_bucket_is_idle)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000},"
                       "{\"name\":\"blue\",\"reservation\":1000}]}",
                       1, 50000, NULL);
-    ck_assert_int_eq(ctrl_round_begin(c, 3, 0, 0), 0);
     rep_t both[2] = {{40, 900, 0, 0, CTRL_UNLIMITED}, {40, 900, 0, 0, CTRL_UNLIMITED}};
-    report(c, 0, 3, 0, both, 2, 0, 0);
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 3, 0, (const rep_t *const[]){both}, 1, 2, &res);
     ctrl_bucket_info_t bi;
     ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
     ck_assert_uint_eq(bi.queued, 40);
 
     /* Interval 1: only red is reported; blue went idle. */
-    ck_assert_int_eq(ctrl_round_begin(c, 3, 1, 0), 0);
-    report(c, 0, 3, 1, both, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 3, 1, (const rep_t *const[]){both}, 1, 1, &res);
     ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
     ck_assert_uint_eq(bi.queued, 0);
     ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 0);
@@ -265,8 +280,7 @@ START_TEST(test_ctrl_absent_bucket_is_idle)
     const char *const *names;
     uint32_t gen = ctrl_table(c, &names, NULL);
     ck_assert_int_eq(ctrl_node_report(c, 0, 3, 2, 1, gen, 0, 0, bad, 2), -EINVAL);
-    ck_assert_int_eq(ctrl_round_begin(c, 3, 2, 0), 0);
-    report(c, 0, 3, 2, both, 1, 0, 0);
+    round_reports(c, 3, 2, (const rep_t *const[]){both}, 1, 1);
     ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
     ck_assert_uint_eq(bi.queued, 0);
     ctrl_destroy(&c);
@@ -326,19 +340,15 @@ START_TEST(test_ctrl_new_period_resets_accounting)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1,
                       50000, NULL);
     rep_t rp[1] = {{10, 500, 1500, 0, 0}};
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 4, 0), 0);
-    report(c, 0, 1, 4, rp, 1, 0, 0);
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 4, (const rep_t *const[]){rp}, 1, 1, &res);
     int64_t r, l;
     ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
     ck_assert_int_eq(r, 0);   /* reservation met */
     ck_assert_int_eq(l, 500); /* headroom 2000 - 1500 */
     /* New period: before the node's report of it, nothing is served. */
-    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
     rp[0].served = 0;
-    report(c, 0, 2, 0, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 2, 0, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
     ck_assert_int_eq(r, 1000);
     ck_assert_int_eq(r + l, 2000);
@@ -348,9 +358,7 @@ START_TEST(test_ctrl_new_period_resets_accounting)
     cfg.period_s = 0.5;
     c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1, 50000,
               &cfg);
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
-    report(c, 0, 1, 0, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
     ck_assert_int_eq(r, 500);
     ck_assert_int_eq(r + l, 1000);
@@ -364,12 +372,9 @@ START_TEST(test_ctrl_restart_rebuilds_from_reports)
      * first round of reports: only the rest of the reservation is placed. */
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":40000}]}",
                       2, 50000, NULL);
-    ck_assert_int_eq(ctrl_round_begin(c, 41, 3, 0), 0);
     rep_t a[1] = {{5, 4000, 9000, 100, 0}}, b[1] = {{5, 4000, 11000, 100, 0}};
-    report(c, 0, 41, 3, a, 1, 0, 0);
-    report(c, 1, 41, 3, b, 1, 0, 0);
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 41, 3, (const rep_t *const[]){a, b}, 2, 1, &res);
     ck_assert_int_eq(res.r_tokens, 10000);
     int64_t r0, l0, r1, l1;
     ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
@@ -387,26 +392,19 @@ START_TEST(test_ctrl_node_down_and_back)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000}]}", 2, 50000, &cfg);
     rep_t rp[1] = {{5, 20000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
-    int64_t r, l;
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
-    report(c, 0, 1, 0, rp, 1, 0, 0);
-    report(c, 1, 1, 0, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 15000);
+    round_run(c, 1, 0, (const rep_t *const[]){rp, rp}, 2, 1, &res);
+    ck_assert_int_eq(tok_r(c, 0, 0), 15000);
     /* n1 falls silent: one round is tolerated, the second marks it down
      * and its share is re-planned on n0. */
     for (uint32_t k = 1; k <= 2; k++) {
-        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
-        report(c, 0, 1, k, rp, 1, 0, 0);
+        round_reports(c, 1, k, (const rep_t *const[]){rp}, 1, 1);
         ck_assert(!ctrl_node_reported(c, 1));
         ck_assert_int_eq(ctrl_compute(c, &res), 0);
         ck_assert_int_eq(ctrl_node_up(c, 1), k < 2);
     }
     ck_assert_int_eq(res.nodes_down_now, 1);
     ck_assert_int_eq(res.nodes_up, 1);
-    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 30000);
+    ck_assert_int_eq(tok_r(c, 0, 0), 30000);
     ck_assert_uint_eq(ctrl_node_tokens(c, 1, NULL), 0);
     ck_assert_double_eq(ctrl_total_capacity(c), 50000);
     ctrl_node_info_t ni;
@@ -414,14 +412,11 @@ START_TEST(test_ctrl_node_down_and_back)
     ck_assert(!ni.up);
     ck_assert_int_eq(ni.rounds_silent, 2);
     /* It comes back: taken back at once. */
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 3, 0), 0);
-    report(c, 0, 1, 3, rp, 1, 0, 0);
-    report(c, 1, 1, 3, rp, 1, 0, 0);
+    round_reports(c, 1, 3, (const rep_t *const[]){rp, rp}, 2, 1);
     ck_assert(ctrl_node_up(c, 1));
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
     ck_assert(!res.skipped);
-    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 15000);
+    ck_assert_int_eq(tok_r(c, 1, 0), 15000);
     /* Goodbye: down at once. */
     ck_assert_int_eq(ctrl_node_goodbye(c, 1), 0);
     ck_assert(!ctrl_node_up(c, 1));
@@ -437,29 +432,21 @@ START_TEST(test_ctrl_skip_when_unchanged)
     /* Steady queue-free demand: the rate per interval stays 100. */
     rep_t rp[1] = {{0, 100, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
-    report(c, 0, 1, 0, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert(!res.skipped);
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
     rp[0].arrivals = 104;
-    report(c, 0, 1, 1, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 1, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert(res.skipped);
     ck_assert_uint_eq(ctrl_node_tokens(c, 0, NULL), 0);
     /* A skipped round still shows its estimate: 104 x 4 intervals left. */
     ctrl_bucket_info_t bi;
     ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
     ck_assert_int_eq(bi.demand, 416);
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
     rp[0].arrivals = 300;
-    report(c, 0, 1, 2, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 2, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert(!res.skipped);
     /* A new period always recomputes. */
-    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
-    report(c, 0, 2, 0, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 2, 0, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert(!res.skipped);
     ck_assert_uint_eq(ctrl_stats(c)->skipped, 1);
     ck_assert_uint_eq(ctrl_stats(c)->computed, 3);
@@ -469,9 +456,7 @@ START_TEST(test_ctrl_skip_when_unchanged)
     cfg.skip_rel = 0;
     c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000}]}", 1, 50000, &cfg);
     for (uint32_t k = 0; k < 3; k++) {
-        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
-        report(c, 0, 1, k, rp, 1, 0, 0);
-        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        round_run(c, 1, k, (const rep_t *const[]){rp}, 1, 1, &res);
         ck_assert(!res.skipped);
     }
     ctrl_destroy(&c);
@@ -533,9 +518,7 @@ START_TEST(test_ctrl_tables_and_bad_reports)
     ck_assert_double_eq(ctrl_bucket_capacity(c, "green"), -1);
     ctrl_result_t res;
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    int64_t r, l;
-    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
-    ck_assert_int_eq(r, 900);
+    ck_assert_int_eq(tok_r(c, 0, 1), 900);
     ctrl_destroy(&c);
     ctrl_config_t cfg = ctrl_config_default();
     cfg.intervals = 0;
@@ -550,20 +533,14 @@ START_TEST(test_ctrl_capacity_limits_reservation_tokens)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000},"
                       "{\"name\":\"blue\",\"reservation\":30000}]}",
                       2, 40000, NULL);
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
     rep_t n0[2] = {{0, 8000, 0, 0, CTRL_UNLIMITED}, {0, 8000, 0, 0, CTRL_UNLIMITED}};
     rep_t n1[2] = {{0, 0, 0, 0, CTRL_UNLIMITED}, {0, 8000, 0, 0, CTRL_UNLIMITED}};
-    report(c, 0, 1, 0, n0, 2, 0, 0);
-    report(c, 1, 1, 0, n1, 2, 0, 0);
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 0, (const rep_t *const[]){n0, n1}, 2, 2, &res);
     ck_assert_int_eq(res.phi, 60000);
-    int64_t r, l;
-    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 30000);
-    int64_t load0 = r;
-    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
-    load0 += r;
+    int64_t load0 = tok_r(c, 0, 0);
+    ck_assert_int_eq(load0, 30000);
+    load0 += tok_r(c, 0, 1);
     ck_assert_int_le(load0, 40000);
     ctrl_destroy(&c);
 }
@@ -574,9 +551,7 @@ START_TEST(test_ctrl_capacity_estimate_from_reports)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100}]}", 1, 10000, NULL);
     rep_t rp[1] = {{50, 3000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
-    report(c, 0, 1, 0, rp, 1, 0, 0.0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
     /* Busy the whole 0.2 s interval, 1,200 completions: 6,000/s. */
     ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
     report(c, 0, 1, 1, rp, 1, 1200, 0.2);
@@ -597,13 +572,9 @@ START_TEST(test_ctrl_leftover_headroom_spread)
      * total never exceeds the limit. */
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":3000}]}", 3,
                       50000, NULL);
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
     rep_t busy[1] = {{0, 100, 0, 0, 0}}, idle[1] = {{0, 0, 0, 0, 0}};
-    report(c, 0, 1, 0, busy, 1, 0, 0);
-    report(c, 1, 1, 0, idle, 1, 0, 0);
-    report(c, 2, 1, 0, idle, 1, 0, 0);
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 0, (const rep_t *const[]){busy, idle, idle}, 3, 1, &res);
     int64_t r[3], l[3], sum = 0;
     for (int n = 0; n < 3; n++) {
         ck_assert_int_eq(find_tok(c, n, 0, &r[n], &l[n]), 0);
@@ -631,21 +602,15 @@ START_TEST(test_ctrl_throttled_bucket_keeps_demand)
     ctrl_result_t res;
     ctrl_bucket_info_t bi;
     rep_t rp[1] = {{4, 2000, 0, 0, 5000}};
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
-    report(c, 0, 1, 0, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
     ck_assert_int_eq(bi.demand, 10004);
     rp[0] = (rep_t){4, 10, 2000, 0, 0}; /* out of tokens, backlogged */
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
-    report(c, 0, 1, 1, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 1, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
     ck_assert_int_eq(bi.demand, 8004);
     rp[0] = (rep_t){0, 10, 4000, 50, 50}; /* has tokens, no backlog: real drop */
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
-    report(c, 0, 1, 2, rp, 1, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    round_run(c, 1, 2, (const rep_t *const[]){rp}, 1, 1, &res);
     ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
     ck_assert_int_eq(bi.demand, 30);
     ctrl_destroy(&c);
@@ -661,29 +626,18 @@ START_TEST(test_ctrl_backlog_floor)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1500},"
                       "{\"name\":\"blue\",\"reservation\":1500}]}",
                       2, 2000, NULL);
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
     rep_t n0[2] = {{16, 200, 0, 10, CTRL_UNLIMITED}, {16, 200, 0, 10, CTRL_UNLIMITED}};
     rep_t n1[2] = {{0, 0, 0, 0, CTRL_UNLIMITED}, {16, 400, 0, 10, CTRL_UNLIMITED}};
-    report(c, 0, 1, 0, n0, 2, 0, 0);
-    report(c, 1, 1, 0, n1, 2, 0, 0);
     ctrl_result_t res;
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    int64_t r, l;
-    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 1500); /* all of red's reservation, on n0 */
-    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
-    ck_assert_int_le(r, 500);  /* blue: what n0 has left */
-    int64_t b0 = r;
-    ck_assert_int_eq(find_tok(c, 1, 1, &r, &l), 0);
-    ck_assert_int_eq(r + b0, 1500);
+    round_run(c, 1, 0, (const rep_t *const[]){n0, n1}, 2, 2, &res);
+    ck_assert_int_eq(tok_r(c, 0, 0), 1500); /* all of red's reservation, on n0 */
+    int64_t b0 = tok_r(c, 0, 1);
+    ck_assert_int_le(b0, 500); /* blue: what n0 has left */
+    ck_assert_int_eq(tok_r(c, 1, 1) + b0, 1500);
     /* Not backlogged: the plain estimate (200 x 5 = 1000) stands. */
-    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
     n0[0].queued = 0;
-    report(c, 0, 2, 0, n0, 2, 0, 0);
-    report(c, 1, 2, 0, n1, 2, 0, 0);
-    ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
-    ck_assert_int_eq(r, 1000);
+    round_run(c, 2, 0, (const rep_t *const[]){n0, n1}, 2, 2, &res);
+    ck_assert_int_eq(tok_r(c, 0, 0), 1000);
     ctrl_destroy(&c);
 }
 END_TEST

@@ -217,33 +217,53 @@ static void poll_at(ctl_t *c, fstore_t *f, double t)
     leader_poll(&c->ld, t);
 }
 
+/* Two controllers, "a" and "b", on one store. */
+typedef struct {
+    fstore_t f;
+    ctl_t a, b;
+} two_t;
+
+/* Starts w with the bootstrap texts boot_a and boot_b (NULL: none): a polls
+ * at time 0 and leads, b polls at tb and finds a leading. */
+static void two_start(two_t *w, double tb, const char *boot_a, const char *boot_b)
+{
+    memset(&w->f, 0, sizeof w->f);
+    ctl_init(&w->a, &w->f, "a");
+    ctl_init(&w->b, &w->f, "b");
+    w->a.boot = boot_a;
+    w->b.boot = boot_b;
+    poll_at(&w->a, &w->f, 0);
+    poll_at(&w->b, &w->f, tb);
+}
+
+static void two_end(two_t *w)
+{
+    leader_clear(&w->a.ld);
+    leader_clear(&w->b.ld);
+    f_clear(&w->f);
+}
+
 START_TEST(test_leader_one_leader)
 {
-    fstore_t f = {.now = 0};
-    ctl_t a, b;
-    ctl_init(&a, &f, "a");
-    ctl_init(&b, &f, "b");
-    poll_at(&a, &f, 0);
-    poll_at(&b, &f, 0.01);
-    ck_assert(leader_may_push(&a.ld, 0.02));
-    ck_assert(!leader_may_push(&b.ld, 0.02));
-    ck_assert_uint_gt(a.role_epoch, 0);
-    ck_assert_uint_eq(b.roles, 0);
-    ck_assert_str_eq(b.ld.leader_id, "a");
-    ck_assert_str_eq(b.ld.leader_admin, "tcp://x");
-    ck_assert_uint_eq(b.ld.leader_epoch, a.ld.epoch);
+    two_t w;
+    two_start(&w, 0.01, NULL, NULL);
+    ck_assert(leader_may_push(&w.a.ld, 0.02));
+    ck_assert(!leader_may_push(&w.b.ld, 0.02));
+    ck_assert_uint_gt(w.a.role_epoch, 0);
+    ck_assert_uint_eq(w.b.roles, 0);
+    ck_assert_str_eq(w.b.ld.leader_id, "a");
+    ck_assert_str_eq(w.b.ld.leader_admin, "tcp://x");
+    ck_assert_uint_eq(w.b.ld.leader_epoch, w.a.ld.epoch);
     /* steady state: renewals keep it so */
     for (double t = 0.1; t < 3; t += 0.1) {
-        poll_at(&a, &f, t);
-        poll_at(&b, &f, t + 0.01);
+        poll_at(&w.a, &w.f, t);
+        poll_at(&w.b, &w.f, t + 0.01);
     }
-    ck_assert(leader_may_push(&a.ld, 3));
-    ck_assert(!leader_may_push(&b.ld, 3));
-    ck_assert_uint_eq(a.ld.elections, 1);
-    ck_assert_uint_eq(b.ld.elections, 0);
-    leader_clear(&a.ld);
-    leader_clear(&b.ld);
-    f_clear(&f);
+    ck_assert(leader_may_push(&w.a.ld, 3));
+    ck_assert(!leader_may_push(&w.b.ld, 3));
+    ck_assert_uint_eq(w.a.ld.elections, 1);
+    ck_assert_uint_eq(w.b.ld.elections, 0);
+    two_end(&w);
 }
 END_TEST
 
@@ -251,28 +271,22 @@ END_TEST
  * expired, with a higher epoch, and not before. */
 START_TEST(test_leader_kill_takeover)
 {
-    fstore_t f = {.now = 0};
-    ctl_t a, b;
-    ctl_init(&a, &f, "a");
-    ctl_init(&b, &f, "b");
-    poll_at(&a, &f, 0);
-    poll_at(&b, &f, 0.05);
-    uint64_t e1 = a.ld.epoch;
-    poll_at(&a, &f, 0.1); /* its last renewal: lease until 1.1 */
+    two_t w;
+    two_start(&w, 0.05, NULL, NULL);
+    uint64_t e1 = w.a.ld.epoch;
+    poll_at(&w.a, &w.f, 0.1); /* its last renewal: lease until 1.1 */
     double t = 0.15;
     for (; t < 1.09; t += 0.1) {
-        poll_at(&b, &f, t);
-        ck_assert(!b.ld.leading);
+        poll_at(&w.b, &w.f, t);
+        ck_assert(!w.b.ld.leading);
     }
     for (; t < 1.3; t += 0.1)
-        poll_at(&b, &f, t);
-    ck_assert(b.ld.leading);
-    ck_assert_uint_gt(b.ld.epoch, e1);
-    ck_assert_uint_eq(b.role_epoch, b.ld.epoch);
-    ck_assert(leader_may_push(&b.ld, t));
-    leader_clear(&a.ld);
-    leader_clear(&b.ld);
-    f_clear(&f);
+        poll_at(&w.b, &w.f, t);
+    ck_assert(w.b.ld.leading);
+    ck_assert_uint_gt(w.b.ld.epoch, e1);
+    ck_assert_uint_eq(w.b.role_epoch, w.b.ld.epoch);
+    ck_assert(leader_may_push(&w.b.ld, t));
+    two_end(&w);
 }
 END_TEST
 
@@ -280,28 +294,22 @@ END_TEST
  * poll then makes it a standby that names the new leader. */
 START_TEST(test_leader_pause)
 {
-    fstore_t f = {.now = 0};
-    ctl_t a, b;
-    ctl_init(&a, &f, "a");
-    ctl_init(&b, &f, "b");
-    poll_at(&a, &f, 0);
-    poll_at(&b, &f, 0.05);
-    ck_assert(leader_may_push(&a.ld, 0.5));
-    ck_assert(!leader_may_push(&a.ld, 0.76)); /* lease until 1.0, margin 0.25 */
+    two_t w;
+    two_start(&w, 0.05, NULL, NULL);
+    ck_assert(leader_may_push(&w.a.ld, 0.5));
+    ck_assert(!leader_may_push(&w.a.ld, 0.76)); /* lease until 1.0, margin 0.25 */
     for (double t = 0.1; t < 5; t += 0.1)
-        poll_at(&b, &f, t); /* a is stopped */
-    ck_assert(b.ld.leading);
-    ck_assert(!leader_may_push(&a.ld, 5.0)); /* SIGCONT: fenced at once */
-    int roles = a.roles;
-    poll_at(&a, &f, 5.0);
-    ck_assert(!a.ld.leading);
-    ck_assert_int_eq(a.roles, roles + 1);
-    ck_assert_uint_eq(a.role_epoch, 0);
-    ck_assert_str_eq(a.ld.leader_id, "b");
-    ck_assert_uint_eq(a.ld.leader_epoch, b.ld.epoch);
-    leader_clear(&a.ld);
-    leader_clear(&b.ld);
-    f_clear(&f);
+        poll_at(&w.b, &w.f, t); /* a is stopped */
+    ck_assert(w.b.ld.leading);
+    ck_assert(!leader_may_push(&w.a.ld, 5.0)); /* SIGCONT: fenced at once */
+    int roles = w.a.roles;
+    poll_at(&w.a, &w.f, 5.0);
+    ck_assert(!w.a.ld.leading);
+    ck_assert_int_eq(w.a.roles, roles + 1);
+    ck_assert_uint_eq(w.a.role_epoch, 0);
+    ck_assert_str_eq(w.a.ld.leader_id, "b");
+    ck_assert_uint_eq(w.a.ld.leader_epoch, w.b.ld.epoch);
+    two_end(&w);
 }
 END_TEST
 
@@ -341,48 +349,35 @@ END_TEST
  * writes only by the leader, refused on a stale revision. */
 START_TEST(test_leader_table)
 {
-    fstore_t f = {.now = 0};
-    ctl_t a, b;
-    ctl_init(&a, &f, "a");
-    ctl_init(&b, &f, "b");
-    a.boot = "{\"buckets\":[]}";
-    b.boot = "{\"buckets\":[{\"name\":\"x\",\"reservation\":1}]}";
-    poll_at(&a, &f, 0);
-    poll_at(&b, &f, 0.01);
-    ck_assert_str_eq(b.applied, "{\"buckets\":[]}"); /* a's import won */
-    ck_assert_int_eq(a.applied_rev, 0);                /* a runs it already */
+    two_t w;
+    two_start(&w, 0.01, "{\"buckets\":[]}",
+              "{\"buckets\":[{\"name\":\"x\",\"reservation\":1}]}");
+    ck_assert_str_eq(w.b.applied, "{\"buckets\":[]}"); /* a's import won */
+    ck_assert_int_eq(w.a.applied_rev, 0);                  /* a runs it already */
     const char *t2 = "{\"buckets\":[{\"name\":\"y\",\"reservation\":2}]}";
-    ck_assert_int_eq(leader_write_buckets(&b.ld, t2, strlen(t2), 0.02), -EPERM);
-    ck_assert_int_eq(leader_write_buckets(&a.ld, t2, strlen(t2), 0.02), 0);
-    poll_at(&a, &f, 0.1);
-    ck_assert_int_eq(a.applied_rev, 0); /* its own write is not applied again */
-    poll_at(&b, &f, 0.11);
-    ck_assert_str_eq(b.applied, t2);
+    ck_assert_int_eq(leader_write_buckets(&w.b.ld, t2, strlen(t2), 0.02), -EPERM);
+    ck_assert_int_eq(leader_write_buckets(&w.a.ld, t2, strlen(t2), 0.02), 0);
+    poll_at(&w.a, &w.f, 0.1);
+    ck_assert_int_eq(w.a.applied_rev, 0); /* its own write is not applied again */
+    poll_at(&w.b, &w.f, 0.11);
+    ck_assert_str_eq(w.b.applied, t2);
     /* a write from an older revision loses */
-    a.ld.buckets_rev--;
-    ck_assert_int_eq(leader_write_buckets(&a.ld, "{}", 2, 0.15), -EAGAIN);
-    leader_clear(&a.ld);
-    leader_clear(&b.ld);
-    f_clear(&f);
+    w.a.ld.buckets_rev--;
+    ck_assert_int_eq(leader_write_buckets(&w.a.ld, "{}", 2, 0.15), -EAGAIN);
+    two_end(&w);
 }
 END_TEST
 
 /* A clean stop revokes the lease: the standby leads at its next poll. */
 START_TEST(test_leader_resign)
 {
-    fstore_t f = {.now = 0};
-    ctl_t a, b;
-    ctl_init(&a, &f, "a");
-    ctl_init(&b, &f, "b");
-    poll_at(&a, &f, 0);
-    poll_at(&b, &f, 0.01);
-    leader_resign(&a.ld);
-    ck_assert(!a.ld.leading);
-    poll_at(&b, &f, 0.11);
-    ck_assert(b.ld.leading);
-    leader_clear(&a.ld);
-    leader_clear(&b.ld);
-    f_clear(&f);
+    two_t w;
+    two_start(&w, 0.01, NULL, NULL);
+    leader_resign(&w.a.ld);
+    ck_assert(!w.a.ld.leading);
+    poll_at(&w.b, &w.f, 0.11);
+    ck_assert(w.b.ld.leading);
+    two_end(&w);
 }
 END_TEST
 

@@ -14,19 +14,9 @@ DUR=${DUR:-14}
 KILL_AT=${KILL_AT:-7.5}
 "$NODE_BIN/bqos-node" --help 2>&1 | grep -q -- "--controller ENDPOINT\[," ||
   { echo "bench-ha-e2e: $NODE_BIN/bqos-node takes one controller; nothing to measure"; exit 0; }
-T=$(mktemp -d /tmp/bench-ha-e2e.XXXXXX)
-ED=$T/etcd
-[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/bench-ha-e2e.XXXXXX)
-trap 'cleanup; [ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"; rm -rf "$ED"' EXIT
-trap 'exit 130' INT TERM
+etcd_scratch bench-ha-e2e
 
-next_port; EP=$PORT; next_port; PP=$PORT
-ETCD="http://127.0.0.1:$EP"
-spawn "$T/etcd.log" etcd --name e --data-dir "$ED" --listen-client-urls "$ETCD" \
-  --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
-  --initial-cluster "e=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
-wait_port "$EP" 15 || { echo "etcd did not start"; exit 1; }
+start_etcd e "$T/etcd.log" || { echo "etcd did not start"; exit 1; }
 
 start_backends 2 "$T" || exit 1
 set -- $MC_PORTS; MC1=$1; MC2=$2

@@ -13,20 +13,10 @@ KILLS=${2:-5}
 NODES=${NODES:-16}
 BUCKETS=${BUCKETS:-2000}
 TTL=${TTL:-1}
-T=$(mktemp -d /tmp/bench-ha.XXXXXX)
-ED=$T/etcd
-[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/bench-ha.XXXXXX)
-trap 'cleanup; [ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"; rm -rf "$ED"' EXIT
-trap 'exit 130' INT TERM
+etcd_scratch bench-ha
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
-next_port; EP=$PORT; next_port; PP=$PORT
-ETCD="http://127.0.0.1:$EP"
-spawn "$T/etcd.log" etcd --name b --data-dir "$ED" --listen-client-urls "$ETCD" \
-  --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
-  --initial-cluster "b=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
-wait_port "$EP" 15 || { echo "etcd did not start"; exit 1; }
+start_etcd b "$T/etcd.log" || { echo "etcd did not start"; exit 1; }
 "$BIN/bqos-ctrl-bench" --nodes "$NODES" --buckets "$BUCKETS" --write-buckets "$T/b.json" || exit 1
 
 # ctl_run NAME EXTRA...: a controller with simulated nodes for SECS; prints

@@ -169,23 +169,29 @@ static json_t *reply_error(const char *code, const char *msg)
     return json_pack("{s:i, s:b, s:s, s:s}", "v", 1, "ok", 0, "error", code, "message", msg);
 }
 
+/* Adds to r who leads (leader_id, leader_admin) and the HA counters ("ha")
+ * of a controller with etcd (ad->ld not NULL). */
+static void set_leader(json_t *r, const admin_t *ad)
+{
+    json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
+    json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
+    const leader_t *l = ad->ld;
+    json_object_set_new(
+        r, "ha",
+        json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
+                  (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
+                  (json_int_t)l->stepdowns, "poll_ms_mean",
+                  l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
+                  (json_int_t)ad->nodes->fenced));
+}
+
 /* An error reply; not_leader names the leader (its id and admin endpoint,
  * when known) so that bqos-ctl can go there. */
 static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
 {
     json_t *r = reply_error(code, msg);
-    if (strcmp(code, "not_leader") == 0 && ad->ld && ad->ld->leader_id[0]) {
-        json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
-        json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
-        const leader_t *l = ad->ld;
-        json_object_set_new(
-            r, "ha",
-            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
-                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
-                      (json_int_t)l->stepdowns, "poll_ms_mean",
-                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
-                      (json_int_t)ad->nodes->fenced));
-    }
+    if (strcmp(code, "not_leader") == 0 && ad->ld && ad->ld->leader_id[0])
+        set_leader(r, ad);
     return r;
 }
 
@@ -270,16 +276,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(r, "epoch", json_integer(ad->ld ? (json_int_t)ad->ld->leader_epoch : 0));
     if (ad->ld) {
         json_object_set_new(r, "id", json_string(ad->ld->cfg.id));
-        json_object_set_new(r, "leader_id", json_string(ad->ld->leader_id));
-        json_object_set_new(r, "leader_admin", json_string(ad->ld->leader_admin));
-        const leader_t *l = ad->ld;
-        json_object_set_new(
-            r, "ha",
-            json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
-                      (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
-                      (json_int_t)l->stepdowns, "poll_ms_mean",
-                      l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
-                      (json_int_t)ad->nodes->fenced));
+        set_leader(r, ad);
     }
     json_t *nodes = json_array();
     for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
@@ -411,15 +408,26 @@ static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, cha
     return 0;
 }
 
-static json_t *cmd_set(admin_t *ad, json_t *req)
+/* The start of a change to one bucket: NULL, with *jn the request's "name"
+ * (a string), if this controller may change the table; else the reply
+ * (not_leader, or bad_request when the name is missing). */
+static json_t *check_change(admin_t *ad, json_t *req, json_t **jn)
 {
-    char msg[400];
     json_t *standby = check_leader(ad);
     if (standby)
         return standby;
-    json_t *jn = json_object_get(req, "name");
-    if (!json_is_string(jn))
+    *jn = json_object_get(req, "name");
+    if (!json_is_string(*jn))
         return reply_error("bad_request", "\"name\" (string) is required");
+    return NULL;
+}
+
+static json_t *cmd_set(admin_t *ad, json_t *req)
+{
+    char msg[400];
+    json_t *jn, *refused = check_change(ad, req, &jn);
+    if (refused)
+        return refused;
     if (!json_object_get(req, "reservation"))
         return reply_error("bad_request", "\"reservation\" is required");
     const char *name = json_string_value(jn);
@@ -469,12 +477,9 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
 
 static json_t *cmd_remove(admin_t *ad, json_t *req)
 {
-    json_t *standby = check_leader(ad);
-    if (standby)
-        return standby;
-    json_t *jn = json_object_get(req, "name");
-    if (!json_is_string(jn))
-        return reply_error("bad_request", "\"name\" (string) is required");
+    json_t *jn, *refused = check_change(ad, req, &jn);
+    if (refused)
+        return refused;
     if (bucketfile_find(ad->bf, json_string_value(jn)) < 0)
         return reply_error("not_found", "no such bucket");
     bucketfile_t *bf = bucketfile_dup(ad->bf);

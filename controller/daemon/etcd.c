@@ -189,15 +189,16 @@ uint64_t etcd_requests(const etcd_t *e)
     return e->requests;
 }
 
-/* POSTs `body` (borrowed) to `path` ("/v3/...") on the current URL, then on
- * the next ones while time is left.  On 0, *out is the parsed answer
- * object (caller owns it). */
+/* POSTs `body` (stolen: call frees it, also on failure) to `path`
+ * ("/v3/...") on the current URL, then on the next ones while time is left.
+ * On 0, *out is the parsed answer object (caller owns it). */
 static int call(etcd_t *e, const char *path, json_t *body, json_t **out)
 {
     *out = NULL;
     if (!body)
         return -ENOMEM;
     char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
     if (!text)
         return -ENOMEM;
     int rc = -EIO;
@@ -271,9 +272,7 @@ static json_t *jb64(const char *s, size_t len)
 int etcd_lease_grant(etcd_t *e, int64_t ttl, int64_t *id, int64_t *granted)
 {
     json_t *r;
-    json_t *body = json_pack("{s:o}", "TTL", jstr64(ttl));
-    int rc = call(e, "/v3/lease/grant", body, &r);
-    json_decref(body);
+    int rc = call(e, "/v3/lease/grant", json_pack("{s:o}", "TTL", jstr64(ttl)), &r);
     if (rc < 0)
         return rc;
     *id = jint(r, "ID");
@@ -288,9 +287,7 @@ int etcd_lease_grant(etcd_t *e, int64_t ttl, int64_t *id, int64_t *granted)
 int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl)
 {
     json_t *r;
-    json_t *body = json_pack("{s:o}", "ID", jstr64(id));
-    int rc = call(e, "/v3/lease/keepalive", body, &r);
-    json_decref(body);
+    int rc = call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", jstr64(id)), &r);
     if (rc < 0)
         return rc;
     json_t *res = json_object_get(r, "result"); /* a stream of one answer */
@@ -305,9 +302,7 @@ int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl)
 int etcd_lease_revoke(etcd_t *e, int64_t id)
 {
     json_t *r;
-    json_t *body = json_pack("{s:o}", "ID", jstr64(id));
-    int rc = call(e, "/v3/lease/revoke", body, &r);
-    json_decref(body);
+    int rc = call(e, "/v3/lease/revoke", json_pack("{s:o}", "ID", jstr64(id)), &r);
     json_decref(r);
     return rc;
 }
@@ -351,7 +346,6 @@ int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_
                              jb64(k1, strlen(k1)), "request_range", "key", jb64(k2, strlen(k2)),
                              "keys_only", keys_only2);
     int rc = call(e, "/v3/kv/txn", body, &r);
-    json_decref(body);
     if (rc < 0)
         return rc;
     json_t *resps = json_object_get(r, "responses");
@@ -378,7 +372,6 @@ int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
     json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", "request_put", put);
     json_t *r;
     int rc = call(e, "/v3/kv/txn", body, &r);
-    json_decref(body);
     if (rc < 0)
         return rc;
     if (json_is_true(json_object_get(r, "succeeded"))) {

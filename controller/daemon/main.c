@@ -136,19 +136,14 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "With --etcd: the longest one request to etcd may take.  The loop waits\n"
                  "for etcd (at most one timeout per poll when it does not answer, and\n"
                  "then polls less often): keep it well below the interval."},
-        {.name = "help", .type = OPTS_FLAG, .target = &s->help, .flags = OPTS_STOP,
-         .help = "Print this help and exit."},
-        {.name = "version", .type = OPTS_FLAG, .target = &s->version, .flags = OPTS_STOP,
-         .help = "Print the version and exit."},
+        OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
+        OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
-    _Static_assert(sizeof t / sizeof t[0] == NOPTS, "NOPTS");
-    memcpy(rows, t, sizeof t);
+    OPTS_COPY_ROWS(rows, t, NOPTS);
 }
 
-static void usage(FILE *fp, const opts_row_t *rows)
-{
-    fprintf(fp,
-            "Usage: bqos-controller --buckets FILE [OPTION]...\n"
+static const opts_usage_t usage = {
+    .head = "Usage: bqos-controller --buckets FILE [OPTION]...\n"
             "\n"
             "The bqos controller: every redistribution interval it gathers the storage\n"
             "nodes' reports, estimates each bucket's demand on each node and each node's\n"
@@ -157,10 +152,9 @@ static void usage(FILE *fp, const opts_row_t *rows)
             "QoS period.  Limits are hard across nodes; buckets without a limit are not\n"
             "throttled.\n"
             "\n"
-            "Options:\n");
-    opts_help(fp, rows, NOPTS);
-    fprintf(fp,
-            "\n"
+            "Options:\n",
+    .layout = OPTS_LAYOUT_MAN,
+    .tail = "\n"
             "Signals:\n"
             "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused);\n"
             "                  with --etcd only at the leader, which writes it to etcd\n"
@@ -169,27 +163,20 @@ static void usage(FILE *fp, const opts_row_t *rows)
             "                  gives up its lease first, so a standby leads at once\n"
             "\n"
             "Protocol: docs/protocol.md.  Design and status fields: docs/controller.md.\n"
-            "Exit status: 0 after a signal, 1 on a start-up error, 2 on bad usage.\n");
-}
+            "Exit status: 0 after a signal, 1 on a start-up error, 2 on bad usage.\n",
+};
 
-/* Returns 0 to run, 1 to exit 0 (help/version), 2 on bad usage. */
+/* Returns -1 to run, 0 to exit 0 (after --help or --version), 2 on bad
+ * usage (as opts_start()). */
 static int parse_args(int argc, char **argv, settings_t *s)
 {
     *s = (settings_t){0};
     opts_row_t rows[NOPTS];
     option_rows(s, rows);
     const opts_cmd_t cmd = {.prog = "bqos-controller", .rows = rows, .n = NOPTS};
-    int rc = opts_parse(&cmd, argc, argv, NULL);
-    if (rc < 0)
-        return 2;
-    if (s->help) {
-        usage(stdout, rows);
-        return 1;
-    }
-    if (s->version) {
-        printf("bqos-controller %s\n", BQOS_VERSION);
-        return 1;
-    }
+    int rc = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (!s->buckets) {
         opts_fail(&cmd, "--buckets FILE is required");
         return 2;
@@ -202,7 +189,7 @@ static int parse_args(int argc, char **argv, settings_t *s)
         opts_fail(&cmd, "intervals shorter than 1 ms");
         return 2;
     }
-    return 0;
+    return -1;
 }
 
 /* ---- state --------------------------------------------------------------- */
@@ -437,8 +424,8 @@ int main(int argc, char **argv)
 {
     settings_t set;
     int pr = parse_args(argc, argv, &set);
-    if (pr)
-        return pr == 1 ? 0 : 2;
+    if (pr >= 0)
+        return pr;
     bqos_log_init("bqos-controller", (bqos_log_level_t)set.level);
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through
