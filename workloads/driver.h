@@ -1,4 +1,4 @@
-/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their --out/--label rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
+/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their --out/--label/--duration/--capacity/--seed rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
 #ifndef BQOS_WORKLOADS_DRIVER_H
 #define BQOS_WORKLOADS_DRIVER_H
 
@@ -18,6 +18,19 @@
 #define DRIVER_OPTS_LABEL(where)                                                          \
     {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = (where), .arg = "NAME", \
      .help = "name of this run in summary.json and tables"}
+
+/* The option rows that override a scenario's duration, per-server capacity
+ * and seed, in the scenario_opts_t fields at where; the rest of a row (its
+ * bounds; the capacity's help text) is the tool's own. */
+#define DRIVER_OPTS_DURATION(where, ...)                                                  \
+    {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = (where),             \
+     .arg = "SECS", __VA_ARGS__, .help = "override the scenario's duration"}
+#define DRIVER_OPTS_CAPACITY(where, text, ...)                                            \
+    {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = (where),             \
+     .arg = "IOPS", __VA_ARGS__, .help = (text)}
+#define DRIVER_OPTS_SEED(where)                                                           \
+    {.name = "seed", .type = OPTS_I64, .target = (where), .arg = "N", .min = 0,           \
+     .max = INFINITY, .help = "override the scenario's seed"}
 
 /* A load tool's --help (opts_usage_t): before, the rows as a manual's
  * OPTIONS table (indent 4, heads padded to 23 columns), after. */

@@ -510,17 +510,15 @@ static void option_rows(settings_t *st, opts_row_t *rows)
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
-        {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
-         .arg = "SECS", .min = 0.001, .max = INFINITY, .help = "override the scenario's duration"},
-        {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
-         .arg = "IOPS", .min = 1, .max = INFINITY,
-         .help = "override the scenario's per-server capacity (used by\n"
-                 "\"N%\" rates and generate.reserved)"},
+        DRIVER_OPTS_DURATION(&so->duration, .min = 0.001, .max = INFINITY),
+        DRIVER_OPTS_CAPACITY(&so->capacity,
+                             "override the scenario's per-server capacity (used by\n"
+                             "\"N%\" rates and generate.reserved)",
+                             .min = 1, .max = INFINITY),
         {.name = "preload", .type = OPTS_I64, .target = &so->preload, .arg = "N", .min = 0,
          .max = INFINITY,
          .help = "override workload.preload (objects per server); 0\nskips the preload"},
-        {.name = "seed", .type = OPTS_I64, .target = &so->seed, .arg = "N", .min = 0,
-         .max = INFINITY, .help = "override the scenario's seed"},
+        DRIVER_OPTS_SEED(&so->seed),
         {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
          .arg = "NAME=HOST:PORT[,BACKEND_HOST:PORT]",
          .help = "override server NAME's address (and the backend\n"
