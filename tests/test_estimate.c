@@ -6,30 +6,53 @@
 #include "controller/estimate.h"
 #include "tests/testlib.h"
 
+/* One interval's counts given to estimate_demand() and the demand it must
+ * return. */
+typedef struct {
+    uint64_t queued, arrivals;
+    int throttled;
+    double intervals;
+    int64_t want;
+} demand_step_t;
+
+/* Feeds steps[0..n) to st in order, checking each demand. */
+static void feed_demand(estimate_demand_t *st, const demand_step_t *steps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(estimate_demand(st, steps[i].queued, steps[i].arrivals, steps[i].throttled,
+                                      steps[i].intervals) == steps[i].want,
+                      "step %zu: want %lld", i, (long long)steps[i].want);
+}
+
 START_TEST(test_estimate_demand_queue_plus_rate)
 {
     estimate_demand_t st = {0};
-    /* 10 queued, 100 arrivals last interval, 3 intervals left. */
-    ck_assert_int_eq(estimate_demand(&st, 10, 100, 0, 3), 310);
-    ck_assert_int_eq(estimate_demand(&st, 0, 0, 0, 2), 0);
-    ck_assert_int_eq(estimate_demand(&st, 5, 0, 0, 0), 5);
-    ck_assert_int_eq(estimate_demand(&st, 0, 7, 0, 1.5), 11);
-    ck_assert_int_eq(estimate_demand(&st, UINT64_MAX, UINT64_MAX, 0, 5), ESTIMATE_DEMAND_MAX);
+    const demand_step_t steps[] = {
+        {10, 100, 0, 3, 310}, /* 10 queued, 100 arrivals last interval, 3 intervals left */
+        {0, 0, 0, 2, 0},
+        {5, 0, 0, 0, 5},
+        {0, 7, 0, 1.5, 11},
+        {UINT64_MAX, UINT64_MAX, 0, 5, ESTIMATE_DEMAND_MAX},
+    };
+    feed_demand(&st, steps, sizeof steps / sizeof steps[0]);
 }
 END_TEST
 
 START_TEST(test_estimate_demand_throttled_keeps_rate)
 {
     estimate_demand_t st = {0};
-    ck_assert_int_eq(estimate_demand(&st, 4, 1000, 0, 4), 4004);
-    /* Throttled with a backlog: a closed-loop client could only send 3. */
-    ck_assert_int_eq(estimate_demand(&st, 4, 3, 1, 3), 3004);
-    ck_assert_int_eq(estimate_demand(&st, 4, 3, 1, 2), 2004);
-    /* Not throttled any more: the real rate counts again. */
-    ck_assert_int_eq(estimate_demand(&st, 0, 3, 0, 2), 6);
+    const demand_step_t steps[] = {
+        {4, 1000, 0, 4, 4004},
+        /* Throttled with a backlog: a closed-loop client could only send 3. */
+        {4, 3, 1, 3, 3004},
+        {4, 3, 1, 2, 2004},
+        /* Not throttled any more: the real rate counts again. */
+        {0, 3, 0, 2, 6},
+    };
+    feed_demand(&st, steps, sizeof steps / sizeof steps[0]);
     /* Throttled but no backlog: the client really slowed down. */
     estimate_demand_t s2 = {.rate = 500};
-    ck_assert_int_eq(estimate_demand(&s2, 0, 10, 1, 1), 10);
+    feed_demand(&s2, &(demand_step_t){0, 10, 1, 1, 10}, 1);
 }
 END_TEST
 
@@ -66,6 +89,15 @@ static void feed_cap(estimate_cap_t *c, const cap_step_t *steps, size_t n)
                       "step %zu: estimate %g, want %g", i, c->estimate, steps[i].want);
 }
 
+/* c's counters: steps taken, samples averaged, intervals ignored. */
+static void expect_cap_counts(const estimate_cap_t *c, uint64_t steps, uint64_t samples,
+                              uint64_t ignored)
+{
+    ck_assert_uint_eq(c->steps, steps);
+    ck_assert_uint_eq(c->samples, samples);
+    ck_assert_uint_eq(c->ignored, ignored);
+}
+
 /* A capacity estimator with defaults for `profile`, or `window` if > 0. */
 static void cap_start(estimate_cap_t *c, double profile, int window)
 {
@@ -87,7 +119,7 @@ START_TEST(test_estimate_capacity_profile_and_step)
         {2100, 0.19, 0.2, 11000},
     };
     feed_cap(&c, steps, sizeof steps / sizeof steps[0]);
-    ck_assert_uint_eq(c.steps, 2);
+    expect_cap_counts(&c, 2, 0, 0);
     const cap_step_t more[] = {
         /* Idle interval: ignored (not busy enough). */
         {10, 0.01, 0.2, 11000},
@@ -96,12 +128,11 @@ START_TEST(test_estimate_capacity_profile_and_step)
         {1200, 0.2, 0.2, 7000},
         /* Below the floor (2500/s): a light-load artefact, ignored. */
         {400, 0.2, 0.2, 7000},
+        /* Bad intervals change nothing. */
+        {400, 0.2, 0, 7000},
     };
     feed_cap(&c, more, sizeof more / sizeof more[0]);
-    ck_assert_uint_eq(c.ignored, 2);
-    ck_assert_uint_eq(c.samples, 2);
-    /* Bad intervals change nothing. */
-    feed_cap(&c, &(cap_step_t){400, 0.2, 0, 7000}, 1);
+    expect_cap_counts(&c, 2, 2, 2);
 }
 END_TEST
 
@@ -113,8 +144,7 @@ START_TEST(test_estimate_capacity_full_busy_no_overshoot)
     cap_start(&c, 20000, 0);
     for (int i = 0; i < 50; i++)
         feed_cap(&c, &(cap_step_t){20000, 1.0, 1.0, 20000}, 1);
-    ck_assert_uint_eq(c.steps, 0);
-    ck_assert_uint_eq(c.samples, 50);
+    expect_cap_counts(&c, 0, 50, 0);
     /* The same server with idle time left after its estimate: step. */
     feed_cap(&c, &(cap_step_t){20000, 0.9, 1.0, 21000}, 1);
 }
