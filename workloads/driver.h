@@ -1,4 +1,4 @@
-/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their --out/--label/--duration/--capacity/--seed rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
+/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their common option rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
 #ifndef BQOS_WORKLOADS_DRIVER_H
 #define BQOS_WORKLOADS_DRIVER_H
 
@@ -31,6 +31,20 @@
 #define DRIVER_OPTS_SEED(where)                                                           \
     {.name = "seed", .type = OPTS_I64, .target = (where), .arg = "N", .min = 0,           \
      .max = INFINITY, .help = "override the scenario's seed"}
+/* The rows for profiling each server's throughput instead of running the
+ * scenario (a double of seconds at where), aligning the run's periods with
+ * the controller's (a double, wall-clock time, at where) and silencing the
+ * progress line (an int flag at where); help text and bounds are the
+ * tool's own. */
+#define DRIVER_OPTS_PROFILE(where, text, ...)                                             \
+    {.name = "profile", .type = OPTS_DOUBLE, .target = (where), .arg = "SECS",            \
+     __VA_ARGS__, .help = (text)}
+#define DRIVER_OPTS_PERIOD_START(where, text, ...)                                        \
+    {.name = "period-start", .type = OPTS_DOUBLE, .target = (where), .arg = "T",          \
+     __VA_ARGS__, .help = (text)}
+#define DRIVER_OPTS_QUIET(where)                                                          \
+    {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = (where),                 \
+     .help = "no progress line"}
 
 /* A load tool's --help (opts_usage_t): before, the rows as a manual's
  * OPTIONS table (indent 4, heads padded to 23 columns), after. */

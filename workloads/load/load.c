@@ -523,12 +523,12 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .arg = "NAME=HOST:PORT[,BACKEND_HOST:PORT]",
          .help = "override server NAME's address (and the backend\n"
                  "memcached the preload writes to); repeatable"},
-        {.name = "profile", .type = OPTS_DOUBLE, .target = &st->profile, .arg = "SECS",
-         .min = 0.1, .max = INFINITY,
-         .help = "measure each server's throughput instead of running\n"
-                 "the scenario: all servers at once, closed loop; prints\n"
-                 "\"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
-                 "\"min MIN\" (IOs/s per server)"},
+        DRIVER_OPTS_PROFILE(&st->profile,
+                            "measure each server's throughput instead of running\n"
+                            "the scenario: all servers at once, closed loop; prints\n"
+                            "\"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
+                            "\"min MIN\" (IOs/s per server)",
+                            .min = 0.1, .max = INFINITY),
         {.name = "profile-outstanding", .type = OPTS_INT, .target = &st->profile_outstanding,
          .arg = "N", .min = 1, .max = 1000,
          .help = "requests in flight per server while profiling\n"
@@ -553,14 +553,13 @@ static void option_rows(settings_t *st, opts_row_t *rows)
                  "of the server it currently talks to (pin that\n"
                  "server's processes there too, e.g. with taskset,\n"
                  "to make servers behave like separate machines)"},
-        {.name = "period-start", .type = OPTS_DOUBLE, .target = &st->period_start, .arg = "T",
-         .min = 1, .max = INFINITY,
-         .help = "align the run's QoS periods with the controller's:\n"
-                 "T is the wall-clock time (Unix seconds, fractions\n"
-                 "allowed) at which one of its periods started; the\n"
-                 "run starts at the next period boundary"},
-        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
-         .help = "no progress line"},
+        DRIVER_OPTS_PERIOD_START(&st->period_start,
+                                 "align the run's QoS periods with the controller's:\n"
+                                 "T is the wall-clock time (Unix seconds, fractions\n"
+                                 "allowed) at which one of its periods started; the\n"
+                                 "run starts at the next period boundary",
+                                 .min = 1, .max = INFINITY),
+        DRIVER_OPTS_QUIET(&st->quiet),
         {.name = "log-level", .type = OPTS_FUNC, .target = &st->log_level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
         OPTS_HELP_ROW('h', &st->help, "show this text and exit"),

@@ -449,21 +449,20 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .arg = "NAME=HOST:PORT", .help = "override server NAME's address; repeatable"},
         {.name = "block-size", .type = OPTS_I64, .target = &st->bs, .arg = "BYTES",
          .deflt = "4096", .min = 1, .max = NBD_MAX_PAYLOAD, .help = "bytes per read"},
-        {.name = "period-start", .type = OPTS_DOUBLE, .target = &st->period_start, .arg = "T",
-         .flags = OPTS_XMIN,
-         .help = "align the run's QoS periods with the controller's:\n"
-                 "wall-clock time (seconds since the epoch) at which\n"
-                 "one of its periods started"},
-        {.name = "profile", .type = OPTS_DOUBLE, .target = &st->profile, .arg = "SECS",
-         .flags = OPTS_XMIN,
-         .help = "measure each server's throughput instead: all\n"
-                 "servers at once, closed loop; prints \"server NAME\n"
-                 "IOPS\" lines, then \"capacity MEAN\" and \"min MIN\""},
+        DRIVER_OPTS_PERIOD_START(&st->period_start,
+                                 "align the run's QoS periods with the controller's:\n"
+                                 "wall-clock time (seconds since the epoch) at which\n"
+                                 "one of its periods started",
+                                 .flags = OPTS_XMIN),
+        DRIVER_OPTS_PROFILE(&st->profile,
+                            "measure each server's throughput instead: all\n"
+                            "servers at once, closed loop; prints \"server NAME\n"
+                            "IOPS\" lines, then \"capacity MEAN\" and \"min MIN\"",
+                            .flags = OPTS_XMIN),
         {.name = "profile-outstanding", .type = OPTS_INT, .target = &st->per, .arg = "N",
          .deflt = "10", .min = 1, .max = 1000,
          .help = "requests in flight per server while profiling\n(default {default})"},
-        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
-         .help = "no progress line"},
+        DRIVER_OPTS_QUIET(&st->quiet),
         {.name = "log-level", .type = OPTS_FUNC, .target = &st->level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info or debug (stderr)"},
         OPTS_HELP_ROW('h', &st->help, "this text"),
