@@ -98,3 +98,12 @@ int driver_write_outputs(const char *dir, int mode, const report_t *rep, const c
         return rc;
     return 0;
 }
+
+int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg)
+{
+    if (so->nservers == max)
+        return -EINVAL;
+    servers[so->nservers++] = arg;
+    so->servers = servers;
+    return 0;
+}

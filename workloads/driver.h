@@ -51,6 +51,11 @@
 #define DRIVER_USAGE(before, after)                                                        \
     {.head = (before), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = 23, .tail = (after)}
 
+/* One more --server override: arg (borrowed) goes into servers[], which
+ * holds room for max, and so->servers points at them.  Returns 0, or
+ * -EINVAL when max are there already. */
+int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg);
+
 /* Seconds from `start` (CLOCK_MONOTONIC) to now; negative before it. */
 double driver_since(const struct timespec *start);
 

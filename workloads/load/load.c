@@ -468,11 +468,8 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
 static int add_server(const char *arg, void *target)
 {
     settings_t *st = target;
-    if (st->sopts.nservers == sizeof st->servers / sizeof st->servers[0])
-        return -EINVAL;
-    st->servers[st->sopts.nservers++] = arg;
-    st->sopts.servers = st->servers;
-    return 0;
+    return driver_add_server(&st->sopts, st->servers, sizeof st->servers / sizeof st->servers[0],
+                             arg);
 }
 
 /* OPTS_FUNC: "0,1,1,0" into the settings_t's cpus.  Returns 0 or -EINVAL. */

@@ -425,11 +425,7 @@ typedef struct {
 static int add_server(const char *arg, void *target)
 {
     settings_t *st = target;
-    if (st->so.nservers == MAX_SERVERS_OPT)
-        return -EINVAL;
-    st->servers[st->so.nservers++] = arg;
-    st->so.servers = st->servers;
-    return 0;
+    return driver_add_server(&st->so, st->servers, MAX_SERVERS_OPT, arg);
 }
 
 #define NOPTS 14
