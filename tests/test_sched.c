@@ -61,6 +61,14 @@ static void expect_order(sched_t *s, const char *order)
     }
 }
 
+/* Bucket b's counters, checking that sched_bucket_stats() succeeds. */
+static sched_bucket_stats_t stats(sched_t *s, int b)
+{
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, b, &st), 0);
+    return st;
+}
+
 static void expect_none(sched_t *s)
 {
     ck_assert_ptr_null(sched_dispatch(s, NULL));
@@ -98,8 +106,7 @@ START_TEST(test_sched_bad_args)
     ck_assert_int_eq(sched_add_bucket(s, "red", 0), -EINVAL);
     ck_assert_int_eq(sched_add_bucket(s, "red", 2), 1);
     ck_assert_int_eq(sched_add_bucket(s, "red", 5), 1); /* known: same index */
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    sched_bucket_stats_t st = stats(s, 1);
     ck_assert_uint_eq(st.weight, 2);
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, U);
@@ -234,8 +241,7 @@ START_TEST(test_sched_no_service_without_l_tokens)
     enq(s, 1, 1);
     expect(s, 1, SCHED_CLASS_O);
     expect_none(s);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_uint_eq(st.queued, 2);
     ck_assert_uint_eq(st.served_l, 1);
     ck_assert_int_eq(st.l_tokens, 0);
@@ -252,14 +258,13 @@ START_TEST(test_sched_token_decrement)
     enq(s, 0, 10);
     for (int i = 0; i < 3; i++)
         expect(s, 0, SCHED_CLASS_R);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, 5); /* R service did not take L-tokens */
     for (int i = 0; i < 5; i++)
         expect(s, 0, SCHED_CLASS_L);
     expect_none(s);
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    st = stats(s, 0);
     ck_assert_int_eq(st.l_tokens, 0);
     ck_assert_uint_eq(st.served_r, 3);
     ck_assert_uint_eq(st.served_l, 5);
@@ -268,7 +273,7 @@ START_TEST(test_sched_token_decrement)
     ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
     enq(s, 1, 3);
     expect_order(s, "R1 O1 O1");
-    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    st = stats(s, 1);
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, U);
     ck_assert_uint_eq(st.served_o, 2);
@@ -416,8 +421,7 @@ START_TEST(test_sched_rr_policy)
     enq(s, 2, 3);
     for (int b = 0; b < 3; b++)
         expect(s, b, SCHED_CLASS_O);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    sched_bucket_stats_t st = stats(s, 1);
     ck_assert_int_eq(st.r_tokens, 5);
     ck_assert_uint_eq(st.served_o, 1);
     ck_assert_uint_eq(st.served_r, 0);
@@ -481,8 +485,7 @@ START_TEST(test_sched_drain_and_remove)
         ck_assert_int_eq(seen[i], 1);
     expect_none(s);
     ck_assert_uint_eq(sched_drain(s, drained, seen), 0);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_uint_eq(st.queued, 0);
     ck_assert_uint_eq(st.arrivals, 8); /* counters untouched by drain/remove */
     /* Usable afterwards; NULL callback allowed. */
@@ -503,8 +506,7 @@ START_TEST(test_sched_counters_and_period)
     sched_note_completion(s, 3, 0.25);
     sched_note_completion(s, 1, -1.0); /* bogus time ignored */
     sched_note_completion(s, 0, 0.5);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_uint_eq(st.arrivals, 5);
     ck_assert_uint_eq(st.served_r, 2);
     ck_assert_uint_eq(st.served_l, 1);
@@ -520,7 +522,7 @@ START_TEST(test_sched_counters_and_period)
 
     ck_assert_int_eq(sched_set_tokens(s, 0, 7, 9), 0);
     sched_period_start(s);
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    st = stats(s, 0);
     ck_assert_uint_eq(st.arrivals, 0);
     ck_assert_uint_eq(st.served_r + st.served_l + st.served_o, 0);
     ck_assert_uint_eq(st.queued, 2);    /* state, not a period counter */
@@ -531,7 +533,7 @@ START_TEST(test_sched_counters_and_period)
     ck_assert_uint_eq(ns.completions, 0);
     ck_assert_double_eq(ns.busy_seconds, 0.0);
     expect(s, 0, SCHED_CLASS_R);
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    st = stats(s, 0);
     ck_assert_uint_eq(st.served_r, 1);
     sched_destroy(&s);
 }
