@@ -640,6 +640,14 @@ START_TEST(test_proto_epoch)
 }
 END_TEST
 
+/* Round trips m with instance id `id` into d; returns the id d carries. */
+static uint64_t roundtrip_instance(proto_msg_t *m, proto_msg_t *d, uint64_t id)
+{
+    m->instance = id;
+    ck_assert_int_eq(roundtrip(m, d, NULL), 0);
+    return d->instance;
+}
+
 /* A hello may carry the node process's instance id (absent when 0); on any
  * other type it is a field error; above 2^53 a range error. */
 START_TEST(test_proto_instance)
@@ -648,12 +656,9 @@ START_TEST(test_proto_instance)
     msg_start(&m, &d, PROTO_HELLO, "n1");
     m.table = 1;
     m.has_names = 1;
-    m.instance = (UINT64_C(1) << 53) - 3;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.instance, (UINT64_C(1) << 53) - 3);
-    m.instance = 0;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.instance, 0);
+    ck_assert_uint_eq(roundtrip_instance(&m, &d, (UINT64_C(1) << 53) - 3),
+                      (UINT64_C(1) << 53) - 3);
+    ck_assert_uint_eq(roundtrip_instance(&m, &d, 0), 0);
     m.instance = (UINT64_C(1) << 53) + 1; /* the encoder refuses what no reader keeps */
     proto_enc_t e;
     proto_enc_init(&e);
@@ -662,9 +667,7 @@ START_TEST(test_proto_instance)
     /* a heartbeat never carries one: the encoder leaves it out */
     m.type = PROTO_HEARTBEAT;
     m.has_names = 0;
-    m.instance = 9;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.instance, 0);
+    ck_assert_uint_eq(roundtrip_instance(&m, &d, 9), 0);
     proto_msg_clear(&d);
     proto_stats_t st = {0};
     ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
