@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "common/log.h"
@@ -106,4 +107,13 @@ int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, con
     servers[so->nservers++] = arg;
     so->servers = servers;
     return 0;
+}
+
+void driver_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }

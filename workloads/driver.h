@@ -56,6 +56,10 @@
  * -EINVAL when max are there already. */
 int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg);
 
+/* Raises the soft limit on open files to the hard limit, for a run's many
+ * connections; where that fails the limit stays as it was. */
+void driver_raise_nofile(void);
+
 /* Seconds from `start` (CLOCK_MONOTONIC) to now; negative before it. */
 double driver_since(const struct timespec *start);
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -495,11 +494,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);
         return 2;
     }
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    driver_raise_nofile();
     signal(SIGPIPE, SIG_IGN);
     run_t run = {.s = s, .align = period_start, .bs = (uint32_t)bs};
     worker_t *ws = NULL;
