@@ -1,5 +1,6 @@
 /* test_clock.c - Check suite for controller/daemon/clock: intervals, round deadlines, skipped periods, timing fields and adoption of the nodes' clock. */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -20,14 +21,20 @@ static void start_at(pclock_t *pc, double now)
     pclock_begin(pc, now);
 }
 
+/* Checks that pc is in interval `interval` of period `period`. */
+static void expect_at(const pclock_t *pc, uint64_t period, uint32_t interval)
+{
+    ck_assert_uint_eq(pc->period, period);
+    ck_assert_uint_eq(pc->interval, interval);
+}
+
 START_TEST(test_clock_rounds)
 {
     pclock_t pc;
     start(&pc);
     ck_assert(pclock_due(&pc, 10.0)); /* no round yet */
     ck_assert_double_eq(pclock_begin(&pc, 10.0), 1.0);
-    ck_assert_uint_eq(pc.period, 1);
-    ck_assert_uint_eq(pc.interval, 0);
+    expect_at(&pc, 1, 0);
     ck_assert(pc.round_open);
     ck_assert(!pclock_due(&pc, 10.2));
     ck_assert(!pclock_expired(&pc, 10.0625));
@@ -50,8 +57,7 @@ START_TEST(test_clock_skips_periods)
     start_at(&pc, 10.0);
     ck_assert(pclock_due(&pc, 13.5));
     ck_assert_double_eq(pclock_begin(&pc, 13.5), 0.5);
-    ck_assert_uint_eq(pc.period, 4);
-    ck_assert_uint_eq(pc.interval, 2);
+    expect_at(&pc, 4, 2);
     ck_assert_double_eq(pc.period_start, 13.0);
 }
 END_TEST
@@ -85,8 +91,7 @@ START_TEST(test_clock_adopt)
     ck_assert(!pc.round_open);
     ck_assert(pclock_due(&pc, 10.5));
     pclock_begin(&pc, 10.5);
-    ck_assert_uint_eq(pc.period, 7);
-    ck_assert_uint_eq(pc.interval, 3);
+    expect_at(&pc, 7, 3);
     ck_assert(!pclock_adopt(&pc, 3, 0, 900, 10.6)); /* once only */
 }
 END_TEST

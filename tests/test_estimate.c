@@ -6,30 +6,53 @@
 #include "controller/estimate.h"
 #include "tests/testlib.h"
 
+/* One interval's counts given to estimate_demand() and the demand it must
+ * return. */
+typedef struct {
+    uint64_t queued, arrivals;
+    int throttled;
+    double intervals;
+    int64_t want;
+} demand_step_t;
+
+/* Feeds steps[0..n) to st in order, checking each demand. */
+static void feed_demand(estimate_demand_t *st, const demand_step_t *steps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(estimate_demand(st, steps[i].queued, steps[i].arrivals, steps[i].throttled,
+                                      steps[i].intervals) == steps[i].want,
+                      "step %zu: want %lld", i, (long long)steps[i].want);
+}
+
 START_TEST(test_estimate_demand_queue_plus_rate)
 {
     estimate_demand_t st = {0};
-    /* 10 queued, 100 arrivals last interval, 3 intervals left. */
-    ck_assert_int_eq(estimate_demand(&st, 10, 100, 0, 3), 310);
-    ck_assert_int_eq(estimate_demand(&st, 0, 0, 0, 2), 0);
-    ck_assert_int_eq(estimate_demand(&st, 5, 0, 0, 0), 5);
-    ck_assert_int_eq(estimate_demand(&st, 0, 7, 0, 1.5), 11);
-    ck_assert_int_eq(estimate_demand(&st, UINT64_MAX, UINT64_MAX, 0, 5), ESTIMATE_DEMAND_MAX);
+    const demand_step_t steps[] = {
+        {10, 100, 0, 3, 310}, /* 10 queued, 100 arrivals last interval, 3 intervals left */
+        {0, 0, 0, 2, 0},
+        {5, 0, 0, 0, 5},
+        {0, 7, 0, 1.5, 11},
+        {UINT64_MAX, UINT64_MAX, 0, 5, ESTIMATE_DEMAND_MAX},
+    };
+    feed_demand(&st, steps, sizeof steps / sizeof steps[0]);
 }
 END_TEST
 
 START_TEST(test_estimate_demand_throttled_keeps_rate)
 {
     estimate_demand_t st = {0};
-    ck_assert_int_eq(estimate_demand(&st, 4, 1000, 0, 4), 4004);
-    /* Throttled with a backlog: a closed-loop client could only send 3. */
-    ck_assert_int_eq(estimate_demand(&st, 4, 3, 1, 3), 3004);
-    ck_assert_int_eq(estimate_demand(&st, 4, 3, 1, 2), 2004);
-    /* Not throttled any more: the real rate counts again. */
-    ck_assert_int_eq(estimate_demand(&st, 0, 3, 0, 2), 6);
+    const demand_step_t steps[] = {
+        {4, 1000, 0, 4, 4004},
+        /* Throttled with a backlog: a closed-loop client could only send 3. */
+        {4, 3, 1, 3, 3004},
+        {4, 3, 1, 2, 2004},
+        /* Not throttled any more: the real rate counts again. */
+        {0, 3, 0, 2, 6},
+    };
+    feed_demand(&st, steps, sizeof steps / sizeof steps[0]);
     /* Throttled but no backlog: the client really slowed down. */
     estimate_demand_t s2 = {.rate = 500};
-    ck_assert_int_eq(estimate_demand(&s2, 0, 10, 1, 1), 10);
+    feed_demand(&s2, &(demand_step_t){0, 10, 1, 1, 10}, 1);
 }
 END_TEST
 
@@ -51,28 +74,65 @@ START_TEST(test_estimate_demand_rounds_like_llround)
 }
 END_TEST
 
+/* One interval fed to estimate_cap_update() and the estimate it must give. */
+typedef struct {
+    uint64_t completions;
+    double busy_s, interval_s, want;
+} cap_step_t;
+
+/* Feeds steps[0..n) to c in order, checking each resulting estimate. */
+static void feed_cap(estimate_cap_t *c, const cap_step_t *steps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(estimate_cap_update(c, steps[i].completions, steps[i].busy_s,
+                                          steps[i].interval_s) == steps[i].want,
+                      "step %zu: estimate %g, want %g", i, c->estimate, steps[i].want);
+}
+
+/* c's counters: steps taken, samples averaged, intervals ignored. */
+static void expect_cap_counts(const estimate_cap_t *c, uint64_t steps, uint64_t samples,
+                              uint64_t ignored)
+{
+    ck_assert_uint_eq(c->steps, steps);
+    ck_assert_uint_eq(c->samples, samples);
+    ck_assert_uint_eq(c->ignored, ignored);
+}
+
+/* A capacity estimator with defaults for `profile`, or `window` if > 0. */
+static void cap_start(estimate_cap_t *c, double profile, int window)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(profile);
+    if (window > 0)
+        cfg.window = window;
+    estimate_cap_init(c, &cfg);
+}
+
 START_TEST(test_estimate_capacity_profile_and_step)
 {
-    estimate_cap_cfg_t cfg = estimate_cap_defaults(10000);
     estimate_cap_t c;
-    estimate_cap_init(&c, &cfg);
+    cap_start(&c, 10000, 0);
     ck_assert_double_eq(c.estimate, 10000);
-    /* 0.2 s interval, served exactly its estimate with a little idle time:
-     * saturated, step up 5%. */
-    ck_assert_double_eq(estimate_cap_update(&c, 2000, 0.19, 0.2), 10500);
-    ck_assert_double_eq(estimate_cap_update(&c, 2100, 0.19, 0.2), 11000);
-    ck_assert_uint_eq(c.steps, 2);
-    /* Idle interval: ignored (not busy enough). */
-    ck_assert_double_eq(estimate_cap_update(&c, 10, 0.01, 0.2), 11000);
-    /* Busy the whole interval but only 1600: capacity is 8000/s. */
-    ck_assert_double_eq(estimate_cap_update(&c, 1600, 0.2, 0.2), 8000);
-    ck_assert_double_eq(estimate_cap_update(&c, 1200, 0.2, 0.2), 7000);
-    /* Below the floor (2500/s): a light-load artefact, ignored. */
-    ck_assert_double_eq(estimate_cap_update(&c, 400, 0.2, 0.2), 7000);
-    ck_assert_uint_eq(c.ignored, 2);
-    ck_assert_uint_eq(c.samples, 2);
-    /* Bad intervals change nothing. */
-    ck_assert_double_eq(estimate_cap_update(&c, 400, 0.2, 0), 7000);
+    const cap_step_t steps[] = {
+        /* 0.2 s interval, served exactly its estimate with a little idle
+         * time: saturated, step up 5%. */
+        {2000, 0.19, 0.2, 10500},
+        {2100, 0.19, 0.2, 11000},
+    };
+    feed_cap(&c, steps, sizeof steps / sizeof steps[0]);
+    expect_cap_counts(&c, 2, 0, 0);
+    const cap_step_t more[] = {
+        /* Idle interval: ignored (not busy enough). */
+        {10, 0.01, 0.2, 11000},
+        /* Busy the whole interval but only 1600: capacity is 8000/s. */
+        {1600, 0.2, 0.2, 8000},
+        {1200, 0.2, 0.2, 7000},
+        /* Below the floor (2500/s): a light-load artefact, ignored. */
+        {400, 0.2, 0.2, 7000},
+        /* Bad intervals change nothing. */
+        {400, 0.2, 0, 7000},
+    };
+    feed_cap(&c, more, sizeof more / sizeof more[0]);
+    expect_cap_counts(&c, 2, 2, 2);
 }
 END_TEST
 
@@ -80,33 +140,33 @@ END_TEST
  * it (it would oscillate above its capacity): its busy rate is a sample. */
 START_TEST(test_estimate_capacity_full_busy_no_overshoot)
 {
-    estimate_cap_cfg_t cfg = estimate_cap_defaults(20000);
     estimate_cap_t c;
-    estimate_cap_init(&c, &cfg);
+    cap_start(&c, 20000, 0);
     for (int i = 0; i < 50; i++)
-        ck_assert_double_eq(estimate_cap_update(&c, 20000, 1.0, 1.0), 20000);
-    ck_assert_uint_eq(c.steps, 0);
-    ck_assert_uint_eq(c.samples, 50);
+        feed_cap(&c, &(cap_step_t){20000, 1.0, 1.0, 20000}, 1);
+    expect_cap_counts(&c, 0, 50, 0);
     /* The same server with idle time left after its estimate: step. */
-    ck_assert_double_eq(estimate_cap_update(&c, 20000, 0.9, 1.0), 21000);
+    feed_cap(&c, &(cap_step_t){20000, 0.9, 1.0, 21000}, 1);
 }
 END_TEST
 
 START_TEST(test_estimate_capacity_window)
 {
-    estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
-    cfg.window = 2;
     estimate_cap_t c;
-    estimate_cap_init(&c, &cfg);
-    ck_assert_double_eq(estimate_cap_update(&c, 600, 1, 1), 600);
-    ck_assert_double_eq(estimate_cap_update(&c, 500, 1, 1), 550);
-    ck_assert_double_eq(estimate_cap_update(&c, 400, 1, 1), 450); /* 600 dropped */
-    /* Busy half the time at 400/s: sample 400. */
-    ck_assert_double_eq(estimate_cap_update(&c, 200, 0.5, 1), 400);
-    /* Did far more than the estimate with time to spare: jump to what it
-     * demonstrably did. */
-    ck_assert_double_eq(estimate_cap_update(&c, 900, 0.9, 1), 900);
-    ck_assert_double_eq(estimate_cap_update(&c, 900, 0.9, 1), 950);
+    cap_start(&c, 1000, 2);
+    const cap_step_t steps[] = {
+        {600, 1, 1, 600},
+        {500, 1, 1, 550},
+        {400, 1, 1, 450}, /* 600 dropped */
+        /* Busy half the time at 400/s: sample 400. */
+        {200, 0.5, 1, 400},
+        /* Did far more than the estimate with time to spare: jump to what
+         * it demonstrably did. */
+        {900, 0.9, 1, 900},
+        {900, 0.9, 1, 950},
+    };
+    feed_cap(&c, steps, sizeof steps / sizeof steps[0]);
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
     cfg.window = 1000;
     cfg.profile = -5;
     estimate_cap_init(&c, &cfg);

@@ -84,20 +84,26 @@ static size_t mkinfo(uint8_t *b, const char *name, int n, const uint16_t *reqs)
     return 6 + nl + 2 * (size_t)n;
 }
 
+/* Builds mkinfo(b, name, n, reqs), checks that it parses into q and that
+ * q names the export `name`. */
+static void parse_info_ok(uint8_t *b, const char *name, int n, const uint16_t *reqs,
+                          nbd_info_req_t *q)
+{
+    size_t len = mkinfo(b, name, n, reqs);
+    ck_assert_int_eq(nbd_parse_info_request(b, len, q, NULL), 0);
+    ck_assert_uint_eq(q->namelen, strlen(name));
+    ck_assert(memcmp(q->name, name, q->namelen) == 0);
+}
+
 START_TEST(test_nbd_info_request_good)
 {
     uint8_t b[64];
     uint16_t r[2] = {NBD_INFO_NAME, NBD_INFO_BLOCK_SIZE};
     nbd_info_req_t q;
-    size_t n = mkinfo(b, "red", 2, r);
-    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, NULL), 0);
-    ck_assert_uint_eq(q.namelen, 3);
-    ck_assert(memcmp(q.name, "red", 3) == 0);
+    parse_info_ok(b, "red", 2, r, &q);
     ck_assert_uint_eq(q.nreqs, 2);
     ck_assert_int_eq(q.want_block_size, 1);
-    n = mkinfo(b, "", 0, NULL); /* default export, no requests */
-    ck_assert_int_eq(nbd_parse_info_request(b, n, &q, NULL), 0);
-    ck_assert_uint_eq(q.namelen, 0);
+    parse_info_ok(b, "", 0, NULL, &q); /* default export, no requests */
     ck_assert_int_eq(q.want_block_size, 0);
 }
 END_TEST
@@ -371,15 +377,24 @@ static size_t mkmeta(uint8_t *b, const char *name, int nq, const char *const *qs
     return n;
 }
 
+/* Builds mkmeta(b, name, nq, qs), checks that it parses into m and that m
+ * names the export `name`; returns the request's length. */
+static size_t parse_meta_ok(uint8_t *b, const char *name, int nq, const char *const *qs,
+                            nbd_meta_req_t *m)
+{
+    size_t len = mkmeta(b, name, nq, qs);
+    ck_assert_int_eq(nbd_parse_meta_request(b, len, m, NULL), 0);
+    ck_assert_uint_eq(m->namelen, strlen(name));
+    ck_assert(memcmp(m->name, name, m->namelen) == 0);
+    return len;
+}
+
 START_TEST(test_nbd_meta_request_good)
 {
     uint8_t b[256];
     const char *qs[3] = {"x-foo:bar", "base:allocation", ""};
     nbd_meta_req_t m;
-    size_t n = mkmeta(b, "red", 3, qs);
-    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, NULL), 0);
-    ck_assert_uint_eq(m.namelen, 3);
-    ck_assert(memcmp(m.name, "red", 3) == 0);
+    parse_meta_ok(b, "red", 3, qs, &m);
     ck_assert_uint_eq(m.nqueries, 3);
     size_t cur = 0;
     const char *q;
@@ -391,10 +406,7 @@ START_TEST(test_nbd_meta_request_good)
     }
     ck_assert_int_eq(nbd_meta_next_query(&m, &cur, &q, &ql), 0);
     /* default export, no queries */
-    n = mkmeta(b, "", 0, NULL);
-    ck_assert_uint_eq(n, 8);
-    ck_assert_int_eq(nbd_parse_meta_request(b, n, &m, NULL), 0);
-    ck_assert_uint_eq(m.namelen, 0);
+    ck_assert_uint_eq(parse_meta_ok(b, "", 0, NULL, &m), 8);
     ck_assert_uint_eq(m.nqueries, 0);
     cur = 0;
     ck_assert_int_eq(nbd_meta_next_query(&m, &cur, &q, &ql), 0);

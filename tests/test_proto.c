@@ -598,6 +598,13 @@ static proto_reason_t dec_w(const char *hdr, const void *w, ssize_t wl, proto_st
 /* The weights frame (protocol v2): only with names, only controller ->
  * node, one u32 per name, each 1..PROTO_WEIGHT_MAX; anything else is
  * rejected and counted. */
+/* Round trips m into d; returns the epoch d carries. */
+static uint64_t roundtrip_epoch(const proto_msg_t *m, proto_msg_t *d)
+{
+    ck_assert_int_eq(roundtrip(m, d, NULL), 0);
+    return d->epoch;
+}
+
 /* The controller's leadership epoch rides on what a controller sends a node
  * (welcome, tokens, heartbeat, error), absent when 0; anywhere else it is a
  * field error. */
@@ -608,24 +615,19 @@ START_TEST(test_proto_epoch)
     set_timing(&m);
     m.has_timing = 1;
     m.epoch = 77;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.epoch, 77);
+    ck_assert_uint_eq(roundtrip_epoch(&m, &d), 77);
     m.epoch = 0;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.epoch, 0);
+    ck_assert_uint_eq(roundtrip_epoch(&m, &d), 0);
     m.type = PROTO_ERROR;
     strcpy(m.code, "deposed");
     m.epoch = UINT64_C(1) << 40;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.epoch, UINT64_C(1) << 40);
+    ck_assert_uint_eq(roundtrip_epoch(&m, &d), UINT64_C(1) << 40);
     /* the jansson writer (non-ASCII text) says the same */
     strcpy(m.text, "caf\xc3\xa9");
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.epoch, UINT64_C(1) << 40);
+    ck_assert_uint_eq(roundtrip_epoch(&m, &d), UINT64_C(1) << 40);
     /* a node's message never carries one: the encoder leaves it out */
     m.type = PROTO_GOODBYE;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.epoch, 0);
+    ck_assert_uint_eq(roundtrip_epoch(&m, &d), 0);
     proto_msg_clear(&d);
 
     proto_stats_t st = {0};
@@ -640,6 +642,14 @@ START_TEST(test_proto_epoch)
 }
 END_TEST
 
+/* Round trips m with instance id `id` into d; returns the id d carries. */
+static uint64_t roundtrip_instance(proto_msg_t *m, proto_msg_t *d, uint64_t id)
+{
+    m->instance = id;
+    ck_assert_int_eq(roundtrip(m, d, NULL), 0);
+    return d->instance;
+}
+
 /* A hello may carry the node process's instance id (absent when 0); on any
  * other type it is a field error; above 2^53 a range error. */
 START_TEST(test_proto_instance)
@@ -648,12 +658,9 @@ START_TEST(test_proto_instance)
     msg_start(&m, &d, PROTO_HELLO, "n1");
     m.table = 1;
     m.has_names = 1;
-    m.instance = (UINT64_C(1) << 53) - 3;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.instance, (UINT64_C(1) << 53) - 3);
-    m.instance = 0;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.instance, 0);
+    ck_assert_uint_eq(roundtrip_instance(&m, &d, (UINT64_C(1) << 53) - 3),
+                      (UINT64_C(1) << 53) - 3);
+    ck_assert_uint_eq(roundtrip_instance(&m, &d, 0), 0);
     m.instance = (UINT64_C(1) << 53) + 1; /* the encoder refuses what no reader keeps */
     proto_enc_t e;
     proto_enc_init(&e);
@@ -662,9 +669,7 @@ START_TEST(test_proto_instance)
     /* a heartbeat never carries one: the encoder leaves it out */
     m.type = PROTO_HEARTBEAT;
     m.has_names = 0;
-    m.instance = 9;
-    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
-    ck_assert_uint_eq(d.instance, 0);
+    ck_assert_uint_eq(roundtrip_instance(&m, &d, 9), 0);
     proto_msg_clear(&d);
     proto_stats_t st = {0};
     ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"

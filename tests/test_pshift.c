@@ -28,15 +28,24 @@ static pshift_problem_t *build(int ns, int nb, const int64_t *caps, const int64_
     return p;
 }
 
-static int64_t demand_of(const pshift_problem_t *p, int b, int s)
+/* Finds bucket b's entry on server s: returns 1 and sets *d and *a (each
+ * may be NULL) to its demand and allocation, or returns 0 when b has no
+ * entry there (*d and *a then say nothing). */
+static int entry_on(const pshift_problem_t *p, int b, int s, int64_t *d, int64_t *a)
 {
     for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
         int sv;
-        int64_t d;
-        pshift_bucket_entry(p, b, k, &sv, &d, NULL);
-        if (sv == s) return d;
+        pshift_bucket_entry(p, b, k, &sv, d, a);
+        if (sv == s)
+            return 1;
     }
     return 0;
+}
+
+static int64_t demand_of(const pshift_problem_t *p, int b, int s)
+{
+    int64_t d;
+    return entry_on(p, b, s, &d, NULL) ? d : 0;
 }
 
 /* Checks prudence, conservation, the loads and that Phi is what the
@@ -328,16 +337,8 @@ START_TEST(test_pshift_set_demands_batch)
             int64_t d[16];
             size_t n = 0;
             for (int b = 0; b < nb; b++) {
-                int64_t dem = 0;
-                for (size_t k = 0; k < pshift_bucket_nentries(p, b); k++) {
-                    int sv;
-                    int64_t dv;
-                    pshift_bucket_entry(p, b, k, &sv, &dv, NULL);
-                    if (sv == s)
-                        dem = dv;
-                }
                 bi[n] = b;
-                d[n++] = dem;
+                d[n++] = demand_of(p, b, s);
             }
             ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
         }
@@ -385,18 +386,9 @@ START_TEST(test_pshift_tms_matches_definition)
             for (int k = 0; k < ns; k++) {
                 int64_t want = 0;
                 for (int b = 0; b < nb && j != k; b++) {
-                    int64_t aj = 0, dk = 0, ak = 0;
-                    int onj = 0, onk = 0;
-                    for (size_t x = 0; x < pshift_bucket_nentries(p, b); x++) {
-                        int sv;
-                        int64_t d, a;
-                        pshift_bucket_entry(p, b, x, &sv, &d, &a);
-                        if (sv == j)
-                            aj = a, onj = 1;
-                        if (sv == k)
-                            dk = d, ak = a, onk = 1;
-                    }
-                    if (onj && onk && aj > 0 && dk - ak > 0)
+                    int64_t aj, dk, ak;
+                    if (entry_on(p, b, j, NULL, &aj) && entry_on(p, b, k, &dk, &ak) && aj > 0 &&
+                        dk - ak > 0)
                         want += aj < dk - ak ? aj : dk - ak;
                 }
                 ck_assert_int_eq(pshift_tms(p, j, k), want);

@@ -43,6 +43,32 @@ static req_t *expect(sched_t *s, int bucket, sched_class_t cls)
     return REQ(it);
 }
 
+/* Dispatches as `order` says, checking each step with expect(): steps
+ * separated by spaces, each a class letter (R, L or O) and a bucket index,
+ * as in "R1 O0". */
+static void expect_order(sched_t *s, const char *order)
+{
+    const char *p = order;
+    while (*p) {
+        sched_class_t cls = *p == 'R' ? SCHED_CLASS_R : *p == 'L' ? SCHED_CLASS_L : SCHED_CLASS_O;
+        ck_assert_msg(strchr("RLO", *p) != NULL, "bad step in \"%s\"", order);
+        char *end;
+        long b = strtol(p + 1, &end, 10);
+        ck_assert_msg(end > p + 1, "bad step in \"%s\"", order);
+        expect(s, (int)b, cls);
+        for (p = end; *p == ' '; p++)
+            ;
+    }
+}
+
+/* Bucket b's counters, checking that sched_bucket_stats() succeeds. */
+static sched_bucket_stats_t stats(sched_t *s, int b)
+{
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, b, &st), 0);
+    return st;
+}
+
 static void expect_none(sched_t *s)
 {
     ck_assert_ptr_null(sched_dispatch(s, NULL));
@@ -80,8 +106,7 @@ START_TEST(test_sched_bad_args)
     ck_assert_int_eq(sched_add_bucket(s, "red", 0), -EINVAL);
     ck_assert_int_eq(sched_add_bucket(s, "red", 2), 1);
     ck_assert_int_eq(sched_add_bucket(s, "red", 5), 1); /* known: same index */
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    sched_bucket_stats_t st = stats(s, 1);
     ck_assert_uint_eq(st.weight, 2);
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, U);
@@ -143,12 +168,7 @@ START_TEST(test_sched_r_before_l)
     ck_assert_int_eq(sched_set_tokens(s, 1, 2, U), 0);
     enq(s, 0, 3);
     enq(s, 1, 3);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 0, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O);
-    expect(s, 0, SCHED_CLASS_O);
-    expect(s, 0, SCHED_CLASS_O);
+    expect_order(s, "R1 R1 O0 O1 O0 O0");
     expect_none(s);
     sched_destroy(&s);
 }
@@ -173,10 +193,7 @@ START_TEST(test_sched_round_robin_next)
     enq(s, 3, 2);
     expect(s, 1, SCHED_CLASS_R);
     enq(s, 2, 1);
-    expect(s, 2, SCHED_CLASS_R);
-    expect(s, 3, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_R); /* wrapped */
-    expect(s, 3, SCHED_CLASS_R);
+    expect_order(s, "R2 R3 R1 R3"); /* then 1: wrapped */
     expect_none(s);
 
     /* A bucket added later sits after the last one in the cycle. */
@@ -184,8 +201,7 @@ START_TEST(test_sched_round_robin_next)
     ck_assert_int_eq(sched_set_tokens(s, 4, 100, U), 0);
     enq(s, 0, 1);
     enq(s, 4, 1);
-    expect(s, 4, SCHED_CLASS_R); /* next was 4 after serving 3 */
-    expect(s, 0, SCHED_CLASS_R);
+    expect_order(s, "R4 R0"); /* next was 4 after serving 3 */
     sched_destroy(&s);
 }
 END_TEST
@@ -200,13 +216,11 @@ START_TEST(test_sched_next_shared_by_steps)
     enq(s, 0, 5);
     enq(s, 1, 5);
     enq(s, 2, 5);
-    expect(s, 0, SCHED_CLASS_R); /* next = 1 */
-    expect(s, 1, SCHED_CLASS_O); /* next = 2 */
+    expect_order(s, "R0 O1"); /* next = 1, then 2 */
     enq(s, 3, 1);
-    expect(s, 3, SCHED_CLASS_R); /* R first; next = 4, wraps */
-    expect(s, 1, SCHED_CLASS_O); /* not 2: the R dispatch moved next past it */
-    expect(s, 2, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O);
+    /* R first (next = 4, wraps); then 1, not 2: the R dispatch moved next
+     * past it. */
+    expect_order(s, "R3 O1 O2 O1");
     sched_destroy(&s);
 }
 END_TEST
@@ -227,8 +241,7 @@ START_TEST(test_sched_no_service_without_l_tokens)
     enq(s, 1, 1);
     expect(s, 1, SCHED_CLASS_O);
     expect_none(s);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_uint_eq(st.queued, 2);
     ck_assert_uint_eq(st.served_l, 1);
     ck_assert_int_eq(st.l_tokens, 0);
@@ -245,14 +258,13 @@ START_TEST(test_sched_token_decrement)
     enq(s, 0, 10);
     for (int i = 0; i < 3; i++)
         expect(s, 0, SCHED_CLASS_R);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, 5); /* R service did not take L-tokens */
     for (int i = 0; i < 5; i++)
         expect(s, 0, SCHED_CLASS_L);
     expect_none(s);
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    st = stats(s, 0);
     ck_assert_int_eq(st.l_tokens, 0);
     ck_assert_uint_eq(st.served_r, 3);
     ck_assert_uint_eq(st.served_l, 5);
@@ -260,10 +272,8 @@ START_TEST(test_sched_token_decrement)
 
     ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
     enq(s, 1, 3);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O);
-    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    expect_order(s, "R1 O1 O1");
+    st = stats(s, 1);
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, U);
     ck_assert_uint_eq(st.served_o, 2);
@@ -278,19 +288,13 @@ START_TEST(test_sched_token_replacement)
     ck_assert_int_eq(sched_set_tokens(s, 0, 5, 0), 0);
     enq(s, 0, 20);
     enq(s, 1, 20);
-    expect(s, 0, SCHED_CLASS_R);
-    expect(s, 0, SCHED_CLASS_R);
+    expect_order(s, "R0 R0");
     ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0), 0); /* replaced, not added */
-    expect(s, 0, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O); /* bucket 0: r = 0, l = 0 */
+    expect_order(s, "R0 O1 O1"); /* bucket 0: r = 0, l = 0 */
     /* Giving bucket 1 R-tokens mid-stream and bucket 0 L-tokens. */
     ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2), 0);
     ck_assert_int_eq(sched_set_tokens(s, 1, 2, 0), 0);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 0, SCHED_CLASS_L);
-    expect(s, 0, SCHED_CLASS_L);
+    expect_order(s, "R1 R1 L0 L0");
     expect_none(s);
     /* Taking tokens away stops service at once. */
     ck_assert_int_eq(sched_set_tokens(s, 0, 3, U), 0);
@@ -339,22 +343,15 @@ START_TEST(test_sched_weights_keep_r_first)
     ck_assert_int_eq(sched_set_tokens(s, 1, 2, U), 0);
     enq(s, 0, 20);
     enq(s, 1, 20);
-    expect(s, 0, SCHED_CLASS_R); /* run of 3 begins */
-    expect(s, 1, SCHED_CLASS_R); /* 0 has L-tokens but 1 has an R-token */
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 0, SCHED_CLASS_O); /* step 2: a fresh run of 3 */
-    expect(s, 0, SCHED_CLASS_O);
-    expect(s, 0, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O);
-    expect(s, 0, SCHED_CLASS_O);
+    /* A run of 3 begins at 0; then 1, because 0 has L-tokens but 1 has an
+     * R-token; step 2: a fresh run of 3. */
+    expect_order(s, "R0 R1 R1 O0 O0 O0 O1 O0");
     /* An R-token for bucket 1 in the middle of 0's run preempts it. */
     ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 0, SCHED_CLASS_O);
+    expect_order(s, "R1 O0");
     /* Lowering the weight shortens the current run. */
     ck_assert_int_eq(sched_set_weight(s, 0, 2), 0);
-    expect(s, 0, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O);
+    expect_order(s, "O0 O1");
     sched_destroy(&s);
 }
 END_TEST
@@ -424,22 +421,17 @@ START_TEST(test_sched_rr_policy)
     enq(s, 2, 3);
     for (int b = 0; b < 3; b++)
         expect(s, b, SCHED_CLASS_O);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    sched_bucket_stats_t st = stats(s, 1);
     ck_assert_int_eq(st.r_tokens, 5);
     ck_assert_uint_eq(st.served_o, 1);
     ck_assert_uint_eq(st.served_r, 0);
     /* Fall back to tokens: bucket 1 (R) first, bucket 0 (no L) never. */
     sched_set_policy(s, SCHED_POLICY_TOKENS);
     ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_R);
-    expect(s, 2, SCHED_CLASS_O);
-    expect(s, 2, SCHED_CLASS_O);
+    expect_order(s, "R1 R1 O2 O2");
     expect_none(s);
     sched_set_policy(s, SCHED_POLICY_RR);
-    expect(s, 0, SCHED_CLASS_O);
-    expect(s, 0, SCHED_CLASS_O);
+    expect_order(s, "O0 O0");
     expect_none(s);
     sched_destroy(&s);
 }
@@ -493,8 +485,7 @@ START_TEST(test_sched_drain_and_remove)
         ck_assert_int_eq(seen[i], 1);
     expect_none(s);
     ck_assert_uint_eq(sched_drain(s, drained, seen), 0);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_uint_eq(st.queued, 0);
     ck_assert_uint_eq(st.arrivals, 8); /* counters untouched by drain/remove */
     /* Usable afterwards; NULL callback allowed. */
@@ -510,16 +501,12 @@ START_TEST(test_sched_counters_and_period)
     ck_assert_int_eq(sched_set_tokens(s, 0, 2, 1), 0);
     enq(s, 0, 5);
     enq(s, 1, 1);
-    expect(s, 0, SCHED_CLASS_R);
-    expect(s, 0, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_O);
-    expect(s, 0, SCHED_CLASS_L);
+    expect_order(s, "R0 R0 O1 L0");
     expect_none(s);
     sched_note_completion(s, 3, 0.25);
     sched_note_completion(s, 1, -1.0); /* bogus time ignored */
     sched_note_completion(s, 0, 0.5);
-    sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    sched_bucket_stats_t st = stats(s, 0);
     ck_assert_uint_eq(st.arrivals, 5);
     ck_assert_uint_eq(st.served_r, 2);
     ck_assert_uint_eq(st.served_l, 1);
@@ -535,7 +522,7 @@ START_TEST(test_sched_counters_and_period)
 
     ck_assert_int_eq(sched_set_tokens(s, 0, 7, 9), 0);
     sched_period_start(s);
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    st = stats(s, 0);
     ck_assert_uint_eq(st.arrivals, 0);
     ck_assert_uint_eq(st.served_r + st.served_l + st.served_o, 0);
     ck_assert_uint_eq(st.queued, 2);    /* state, not a period counter */
@@ -546,7 +533,7 @@ START_TEST(test_sched_counters_and_period)
     ck_assert_uint_eq(ns.completions, 0);
     ck_assert_double_eq(ns.busy_seconds, 0.0);
     expect(s, 0, SCHED_CLASS_R);
-    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    st = stats(s, 0);
     ck_assert_uint_eq(st.served_r, 1);
     sched_destroy(&s);
 }
@@ -819,8 +806,7 @@ START_TEST(test_sched_out_of_memory)
     ck_assert_int_eq(sched_set_tokens(s, i - 1, 1, U), 0);
     enq(s, i - 1, 1);
     expect(s, i - 1, SCHED_CLASS_R);
-    expect(s, 1, SCHED_CLASS_O);
-    expect(s, 1, SCHED_CLASS_O);
+    expect_order(s, "O1 O1");
     expect_none(s);
     snprintf(name, sizeof(name), "oom-bucket-%d", i);
     ck_assert_int_eq(sched_add_bucket(s, name, 1), i);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "common/log.h"
@@ -97,4 +98,22 @@ int driver_write_outputs(const char *dir, int mode, const report_t *rep, const c
         (rc = write_file(dir, "summary.json", NULL, rep, label)) < 0)
         return rc;
     return 0;
+}
+
+int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg)
+{
+    if (so->nservers == max)
+        return -EINVAL;
+    servers[so->nservers++] = arg;
+    so->servers = servers;
+    return 0;
+}
+
+void driver_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }

@@ -1,4 +1,4 @@
-/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their --out/--label rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
+/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their common option rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
 #ifndef BQOS_WORKLOADS_DRIVER_H
 #define BQOS_WORKLOADS_DRIVER_H
 
@@ -19,10 +19,46 @@
     {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = (where), .arg = "NAME", \
      .help = "name of this run in summary.json and tables"}
 
+/* The option rows that override a scenario's duration, per-server capacity
+ * and seed, in the scenario_opts_t fields at where; the rest of a row (its
+ * bounds; the capacity's help text) is the tool's own. */
+#define DRIVER_OPTS_DURATION(where, ...)                                                  \
+    {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = (where),             \
+     .arg = "SECS", __VA_ARGS__, .help = "override the scenario's duration"}
+#define DRIVER_OPTS_CAPACITY(where, text, ...)                                            \
+    {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = (where),             \
+     .arg = "IOPS", __VA_ARGS__, .help = (text)}
+#define DRIVER_OPTS_SEED(where)                                                           \
+    {.name = "seed", .type = OPTS_I64, .target = (where), .arg = "N", .min = 0,           \
+     .max = INFINITY, .help = "override the scenario's seed"}
+/* The rows for profiling each server's throughput instead of running the
+ * scenario (a double of seconds at where), aligning the run's periods with
+ * the controller's (a double, wall-clock time, at where) and silencing the
+ * progress line (an int flag at where); help text and bounds are the
+ * tool's own. */
+#define DRIVER_OPTS_PROFILE(where, text, ...)                                             \
+    {.name = "profile", .type = OPTS_DOUBLE, .target = (where), .arg = "SECS",            \
+     __VA_ARGS__, .help = (text)}
+#define DRIVER_OPTS_PERIOD_START(where, text, ...)                                        \
+    {.name = "period-start", .type = OPTS_DOUBLE, .target = (where), .arg = "T",          \
+     __VA_ARGS__, .help = (text)}
+#define DRIVER_OPTS_QUIET(where)                                                          \
+    {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = (where),                 \
+     .help = "no progress line"}
+
 /* A load tool's --help (opts_usage_t): before, the rows as a manual's
  * OPTIONS table (indent 4, heads padded to 23 columns), after. */
 #define DRIVER_USAGE(before, after)                                                        \
     {.head = (before), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = 23, .tail = (after)}
+
+/* One more --server override: arg (borrowed) goes into servers[], which
+ * holds room for max, and so->servers points at them.  Returns 0, or
+ * -EINVAL when max are there already. */
+int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg);
+
+/* Raises the soft limit on open files to the hard limit, for a run's many
+ * connections; where that fails the limit stays as it was. */
+void driver_raise_nofile(void);
 
 /* Seconds from `start` (CLOCK_MONOTONIC) to now; negative before it. */
 double driver_since(const struct timespec *start);

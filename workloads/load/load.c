@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -468,11 +467,8 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
 static int add_server(const char *arg, void *target)
 {
     settings_t *st = target;
-    if (st->sopts.nservers == sizeof st->servers / sizeof st->servers[0])
-        return -EINVAL;
-    st->servers[st->sopts.nservers++] = arg;
-    st->sopts.servers = st->servers;
-    return 0;
+    return driver_add_server(&st->sopts, st->servers, sizeof st->servers / sizeof st->servers[0],
+                             arg);
 }
 
 /* OPTS_FUNC: "0,1,1,0" into the settings_t's cpus.  Returns 0 or -EINVAL. */
@@ -510,27 +506,25 @@ static void option_rows(settings_t *st, opts_row_t *rows)
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
-        {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
-         .arg = "SECS", .min = 0.001, .max = INFINITY, .help = "override the scenario's duration"},
-        {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
-         .arg = "IOPS", .min = 1, .max = INFINITY,
-         .help = "override the scenario's per-server capacity (used by\n"
-                 "\"N%\" rates and generate.reserved)"},
+        DRIVER_OPTS_DURATION(&so->duration, .min = 0.001, .max = INFINITY),
+        DRIVER_OPTS_CAPACITY(&so->capacity,
+                             "override the scenario's per-server capacity (used by\n"
+                             "\"N%\" rates and generate.reserved)",
+                             .min = 1, .max = INFINITY),
         {.name = "preload", .type = OPTS_I64, .target = &so->preload, .arg = "N", .min = 0,
          .max = INFINITY,
          .help = "override workload.preload (objects per server); 0\nskips the preload"},
-        {.name = "seed", .type = OPTS_I64, .target = &so->seed, .arg = "N", .min = 0,
-         .max = INFINITY, .help = "override the scenario's seed"},
+        DRIVER_OPTS_SEED(&so->seed),
         {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
          .arg = "NAME=HOST:PORT[,BACKEND_HOST:PORT]",
          .help = "override server NAME's address (and the backend\n"
                  "memcached the preload writes to); repeatable"},
-        {.name = "profile", .type = OPTS_DOUBLE, .target = &st->profile, .arg = "SECS",
-         .min = 0.1, .max = INFINITY,
-         .help = "measure each server's throughput instead of running\n"
-                 "the scenario: all servers at once, closed loop; prints\n"
-                 "\"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
-                 "\"min MIN\" (IOs/s per server)"},
+        DRIVER_OPTS_PROFILE(&st->profile,
+                            "measure each server's throughput instead of running\n"
+                            "the scenario: all servers at once, closed loop; prints\n"
+                            "\"server NAME IOPS\" lines, then \"capacity MEAN\" and\n"
+                            "\"min MIN\" (IOs/s per server)",
+                            .min = 0.1, .max = INFINITY),
         {.name = "profile-outstanding", .type = OPTS_INT, .target = &st->profile_outstanding,
          .arg = "N", .min = 1, .max = 1000,
          .help = "requests in flight per server while profiling\n"
@@ -555,14 +549,13 @@ static void option_rows(settings_t *st, opts_row_t *rows)
                  "of the server it currently talks to (pin that\n"
                  "server's processes there too, e.g. with taskset,\n"
                  "to make servers behave like separate machines)"},
-        {.name = "period-start", .type = OPTS_DOUBLE, .target = &st->period_start, .arg = "T",
-         .min = 1, .max = INFINITY,
-         .help = "align the run's QoS periods with the controller's:\n"
-                 "T is the wall-clock time (Unix seconds, fractions\n"
-                 "allowed) at which one of its periods started; the\n"
-                 "run starts at the next period boundary"},
-        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
-         .help = "no progress line"},
+        DRIVER_OPTS_PERIOD_START(&st->period_start,
+                                 "align the run's QoS periods with the controller's:\n"
+                                 "T is the wall-clock time (Unix seconds, fractions\n"
+                                 "allowed) at which one of its periods started; the\n"
+                                 "run starts at the next period boundary",
+                                 .min = 1, .max = INFINITY),
+        DRIVER_OPTS_QUIET(&st->quiet),
         {.name = "log-level", .type = OPTS_FUNC, .target = &st->log_level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info (default) or debug"},
         OPTS_HELP_ROW('h', &st->help, "show this text and exit"),
@@ -644,11 +637,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    driver_raise_nofile();
     int status = 0;
     run_t run = {.s = s, .align = st.period_start, .cpus = st.ncpus ? st.cpus : NULL,
                  .ncpus = st.ncpus};

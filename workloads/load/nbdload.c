@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -425,11 +424,7 @@ typedef struct {
 static int add_server(const char *arg, void *target)
 {
     settings_t *st = target;
-    if (st->so.nservers == MAX_SERVERS_OPT)
-        return -EINVAL;
-    st->servers[st->so.nservers++] = arg;
-    st->so.servers = st->servers;
-    return 0;
+    return driver_add_server(&st->so, st->servers, MAX_SERVERS_OPT, arg);
 }
 
 #define NOPTS 14
@@ -441,32 +436,28 @@ static void option_rows(settings_t *st, opts_row_t *rows)
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
-        {.name = "duration", .shrt = 'd', .type = OPTS_DOUBLE, .target = &so->duration,
-         .arg = "SECS", .flags = OPTS_XMIN, .help = "override the scenario's duration"},
-        {.name = "capacity", .shrt = 'c', .type = OPTS_DOUBLE, .target = &so->capacity,
-         .arg = "IOPS", .flags = OPTS_XMIN,
-         .help = "override the scenario's per-server capacity"},
-        {.name = "seed", .type = OPTS_I64, .target = &so->seed, .arg = "N", .min = 0,
-         .max = INFINITY, .help = "override the scenario's seed"},
+        DRIVER_OPTS_DURATION(&so->duration, .flags = OPTS_XMIN),
+        DRIVER_OPTS_CAPACITY(&so->capacity, "override the scenario's per-server capacity",
+                             .flags = OPTS_XMIN),
+        DRIVER_OPTS_SEED(&so->seed),
         {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
          .arg = "NAME=HOST:PORT", .help = "override server NAME's address; repeatable"},
         {.name = "block-size", .type = OPTS_I64, .target = &st->bs, .arg = "BYTES",
          .deflt = "4096", .min = 1, .max = NBD_MAX_PAYLOAD, .help = "bytes per read"},
-        {.name = "period-start", .type = OPTS_DOUBLE, .target = &st->period_start, .arg = "T",
-         .flags = OPTS_XMIN,
-         .help = "align the run's QoS periods with the controller's:\n"
-                 "wall-clock time (seconds since the epoch) at which\n"
-                 "one of its periods started"},
-        {.name = "profile", .type = OPTS_DOUBLE, .target = &st->profile, .arg = "SECS",
-         .flags = OPTS_XMIN,
-         .help = "measure each server's throughput instead: all\n"
-                 "servers at once, closed loop; prints \"server NAME\n"
-                 "IOPS\" lines, then \"capacity MEAN\" and \"min MIN\""},
+        DRIVER_OPTS_PERIOD_START(&st->period_start,
+                                 "align the run's QoS periods with the controller's:\n"
+                                 "wall-clock time (seconds since the epoch) at which\n"
+                                 "one of its periods started",
+                                 .flags = OPTS_XMIN),
+        DRIVER_OPTS_PROFILE(&st->profile,
+                            "measure each server's throughput instead: all\n"
+                            "servers at once, closed loop; prints \"server NAME\n"
+                            "IOPS\" lines, then \"capacity MEAN\" and \"min MIN\"",
+                            .flags = OPTS_XMIN),
         {.name = "profile-outstanding", .type = OPTS_INT, .target = &st->per, .arg = "N",
          .deflt = "10", .min = 1, .max = 1000,
          .help = "requests in flight per server while profiling\n(default {default})"},
-        {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st->quiet,
-         .help = "no progress line"},
+        DRIVER_OPTS_QUIET(&st->quiet),
         {.name = "log-level", .type = OPTS_FUNC, .target = &st->level, .func = opts_log_level,
          .arg = "LEVEL", .help = "error, warn, info or debug (stderr)"},
         OPTS_HELP_ROW('h', &st->help, "this text"),
@@ -503,11 +494,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s:%d:%d: %s\n", se.source, se.line, se.col, se.text);
         return 2;
     }
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    driver_raise_nofile();
     signal(SIGPIPE, SIG_IGN);
     run_t run = {.s = s, .align = period_start, .bs = (uint32_t)bs};
     worker_t *ws = NULL;
