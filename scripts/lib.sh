@@ -108,6 +108,25 @@ wait_for() {
   eval "$1"
 }
 
+# mc_ask PORT REQUEST [SECONDS]: the answer of the memcached-protocol server
+# on 127.0.0.1:PORT to REQUEST (\r\n written literally), read up to its
+# final END (or until the server closes), with CRLF turned into "|".  Gives
+# up after SECONDS (default 5) without an answer.
+mc_ask() {
+  python3 - "$1" "$2" "${3:-5}" <<"PY"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=float(sys.argv[3]))
+s.sendall(sys.argv[2].encode().replace(b"\\r\\n", b"\r\n"))
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    d = s.recv(65536)
+    if not d:
+        break
+    buf += d
+print(buf.decode(errors="replace").replace("\r\n", "|"))
+PY
+}
+
 # etcd_scratch NAME: a scratch directory T (/tmp/NAME.XXXXXX) and an etcd
 # data directory ED (in /dev/shm when it is writable, for fast fsyncs;
 # otherwise $T/etcd).  On exit stops every process started with spawn and

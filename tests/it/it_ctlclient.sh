@@ -36,20 +36,7 @@ check "m1 (bqos-node) is up at the controller" 'wait_for "[ \"\$(node_state m1)\
 check "m1 runs on tokens" 'wait_for "grep -q \"resuming policy tokens\" \"$T/m1.log\"" 10'
 # mc_reply REQUEST: m1's answer to REQUEST (\r\n written literally), read up to
 # its final END, with CRLF turned into "|".
-mc_reply() {
-  python3 - "$NP" "$1" <<"PY"
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(sys.argv[2].encode().replace(b"\\r\\n", b"\r\n"))
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    d = s.recv(4096)
-    if not d:
-        break
-    buf += d
-print(buf.decode(errors="replace").replace("\r\n", "|"))
-PY
-}
+mc_reply() { mc_ask "$NP" "$1"; }
 check "m1 still serves memcached" \
   '[ "$(mc_reply "set red:k 0 0 2\r\nhi\r\nget red:k\r\n")" = "STORED|VALUE red:k 0 2|hi|END|" ]'
 check "n2 is up at the controller" 'wait_for "[ \"\$(node_state n2)\" = up ]" 10'

@@ -45,19 +45,9 @@ node_start() {
 }
 # stat NAME: a line of the node's `stats` (or "none").
 stat() {
-  python3 - "$NP" "$1" <<"PY" 2>/dev/null || echo none
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
-s.sendall(b"stats\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    d = s.recv(65536)
-    if not d:
-        break
-    buf += d
-v = [l.split(" ", 2)[2] for l in buf.decode().split("\r\n") if l.startswith("STAT " + sys.argv[2] + " ")]
-print(v[0] if v else "none")
-PY
+  mc_ask "$NP" 'stats\r\n' 3 2>/dev/null | tr '|' '\n' |
+    awk -v k="STAT $1 " 'index($0, k) == 1 { print substr($0, length(k) + 1); f = 1; exit }
+                         END { if (!f) print "none" }'
 }
 # load DIR SECS: the scenario through the node, in the background (LOAD_PID),
 # and a poller writing DIR.periods: "PERIOD SERVED STATE" for every node
