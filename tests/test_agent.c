@@ -175,13 +175,20 @@ static agent_stats_t st_of(fx_t *f)
 }
 
 /* Starts f falling back by `mode` after `silence` intervals (0.1 s grace),
- * welcomed to period 0 at T0 and granted (r, l) for blue at T0 + 0.1. */
-static void fx_following(fx_t *f, agent_fallback_t mode, double silence, int64_t r, int64_t l)
+ * welcomed to period 0 at T0 and granted (r, l) for blue at `at`. */
+static void fx_granted_at(fx_t *f, agent_fallback_t mode, double silence, double at, int64_t r,
+                          int64_t l)
 {
     fx_start_mode(f, 1, mode, silence, 0.1);
     welcome(f, 0, T0);
     proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = r, .l_tokens = l}};
-    tokens(f, 0, T0 + 0.1, recs, 1);
+    tokens(f, 0, at, recs, 1);
+}
+
+/* fx_granted_at() with the grant at T0 + 0.1, early in interval 0. */
+static void fx_following(fx_t *f, agent_fallback_t mode, double silence, int64_t r, int64_t l)
+{
+    fx_granted_at(f, mode, silence, T0 + 0.1, r, l);
 }
 
 static const proto_report_rec_t *rec_of(const proto_msg_t *m, uint32_t b)
@@ -822,10 +829,8 @@ END_TEST
 START_TEST(test_agent_static_mid_period_charges_served)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 10}};
-    tokens(&f, 0, T0 + 8.1, recs, 1); /* heard in the last interval */
+    /* heard in the last interval */
+    fx_granted_at(&f, AGENT_FALLBACK_STATIC, 2.0, T0 + 8.1, 5, 10);
     agent_tick(f.a, T0 + PERIOD);    /* period 1: not silent long enough */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     arrive(&f, 0, 8);
