@@ -166,6 +166,31 @@ static sched_bucket_stats_t bstats(fx_t *f, int b)
     return bs;
 }
 
+/* The agent's counters now. */
+static agent_stats_t st_of(fx_t *f)
+{
+    agent_stats_t st;
+    agent_stats(f->a, &st);
+    return st;
+}
+
+/* Starts f falling back by `mode` after `silence` intervals (0.1 s grace),
+ * welcomed to period 0 at T0 and granted (r, l) for blue at `at`. */
+static void fx_granted_at(fx_t *f, agent_fallback_t mode, double silence, double at, int64_t r,
+                          int64_t l)
+{
+    fx_start_mode(f, 1, mode, silence, 0.1);
+    welcome(f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = r, .l_tokens = l}};
+    tokens(f, 0, at, recs, 1);
+}
+
+/* fx_granted_at() with the grant at T0 + 0.1, early in interval 0. */
+static void fx_following(fx_t *f, agent_fallback_t mode, double silence, int64_t r, int64_t l)
+{
+    fx_granted_at(f, mode, silence, T0 + 0.1, r, l);
+}
+
 static const proto_report_rec_t *rec_of(const proto_msg_t *m, uint32_t b)
 {
     for (size_t i = 0; i < m->count; i++)
@@ -270,8 +295,7 @@ START_TEST(test_agent_tokens_applied_by_index)
     ck_assert_int_eq(bstats(&f, 3).r_tokens, 6);
     ck_assert_int_eq(bstats(&f, 1).r_tokens, 0); /* blue: not the controller's */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* resumed */
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.tokens_applied, 3);
     ck_assert_uint_eq(st.resumes, 1);
     ck_assert_int_eq(st.fallback, 0);
@@ -280,7 +304,7 @@ START_TEST(test_agent_tokens_applied_by_index)
     proto_tokens_rec_t bad[] = {{.bucket = 0, .r_tokens = 99}, {.bucket = 3, .r_tokens = 1}};
     tokens(&f, 0, T0 + 0.2, bad, 2);
     ck_assert_int_eq(bstats(&f, 2).r_tokens, 4);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
 
     /* a table generation the node lacks, without names: dropped */
@@ -293,7 +317,7 @@ START_TEST(test_agent_tokens_applied_by_index)
     m.tokens = recs;
     agent_timing_t tm = tm_at(0, T0 + 0.3);
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 2);
     ck_assert_uint_eq(st.tokens_applied, 3);
 
@@ -301,7 +325,7 @@ START_TEST(test_agent_tokens_applied_by_index)
     strcpy(m.node, "n2");
     m.table = 7;
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
     ck_assert_uint_eq(st.tokens_applied, 3);
     fx_stop(&f);
@@ -370,8 +394,7 @@ START_TEST(test_agent_fallback_after_silence)
     ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD), 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
     ck_assert_int_eq(f.sn.period_starts, 1);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_int_eq(st.fallback, 1);
     ck_assert_uint_eq(st.fallbacks, 1);
     ck_assert_uint_eq(st.period, 1);
@@ -417,8 +440,7 @@ START_TEST(test_agent_resume)
     proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 1, T0 + PERIOD + 2.5, r, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.resumes, 2);
     ck_assert_uint_eq(st.fallbacks, 1);
     ck_assert_int_eq(f.sn.policy_calls, 4); /* rr at start, tokens, rr, tokens */
@@ -443,8 +465,7 @@ START_TEST(test_agent_stale_period)
     proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 2, T0 + 3 * PERIOD + 1, r, 1); /* an older period's tokens */
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.tokens_stale, 1);
     ck_assert_uint_eq(st.tokens_applied, 0);
     ck_assert_int_eq(f.sn.period_starts, 0);
@@ -459,7 +480,7 @@ START_TEST(test_agent_stale_period)
     ck_assert_int_eq(f.sn.period_starts, 1);
     ck_assert_uint_eq(bstats(&f, 0).arrivals, 0); /* counters restarted */
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);  /* nothing served since */
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.period, 4);
     /* the clock then reaches the boundary the tokens anticipated: no
      * second period start; the first report of period 4 carries the
@@ -494,8 +515,7 @@ START_TEST(test_agent_period_roll_by_clock)
     arrive(&f, 1, 3);
     /* a clock that skipped a whole period */
     ck_assert_int_eq(agent_tick(f.a, T0 + 1 + PERIOD + 0.5), 1);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.period, 11);
     ck_assert_uint_eq(st.interval, 0);
     ck_assert_int_eq(f.sn.period_starts, 1);
@@ -667,8 +687,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     strcpy(e.code, "duplicate_name");
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 0.1), AGENT_REFUSED);
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 1.1), AGENT_REFUSED);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_int_eq(st.refused, 1);
     ck_assert_uint_eq(st.duplicate_name, 2);
     ck_assert(!agent_welcomed(f.a));
@@ -681,7 +700,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     ck_assert_uint_eq(bstats(&f, 0).queued, 4);
     /* the other node went away: a welcome releases the hold */
     welcome(&f, 0, T0 + 3.0);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_int_eq(st.refused, 0);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* fallback until tokens */
     serve(&f, 4);
@@ -777,8 +796,7 @@ START_TEST(test_agent_static_keeps_limits)
     for (int p = 1; p <= 3; p++) {
         double start = T0 + p * PERIOD;
         agent_tick(f.a, start);
-        agent_stats_t st;
-        agent_stats(f.a, &st);
+        agent_stats_t st = st_of(&f);
         ck_assert_int_eq(st.fallback, 1);
         ck_assert_uint_eq(st.fallbacks, 1);
         ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
@@ -793,8 +811,7 @@ START_TEST(test_agent_static_keeps_limits)
         tick_through(&f, start + 2, start + PERIOD);
         ck_assert_str_eq(agent_state_str(f.a), "static");
     }
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.static_periods, 2); /* period 1 was entered, 2 and 3 renewed */
     /* a bucket never seen: no reservation, the tightest limited share (7) */
     ck_assert_int_eq(sched_add_bucket(f.s, "late", 1), 4);
@@ -812,18 +829,15 @@ END_TEST
 START_TEST(test_agent_static_mid_period_charges_served)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 10}};
-    tokens(&f, 0, T0 + 8.1, recs, 1); /* heard in the last interval */
+    /* heard in the last interval */
+    fx_granted_at(&f, AGENT_FALLBACK_STATIC, 2.0, T0 + 8.1, 5, 10);
     agent_tick(f.a, T0 + PERIOD);    /* period 1: not silent long enough */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     arrive(&f, 0, 8);
     ck_assert_int_eq(serve_all(&f, 0), 8); /* on period 0's leftover tokens */
     agent_tick(f.a, T0 + PERIOD + 2);
     agent_tick(f.a, T0 + PERIOD + 4); /* 5.9 s > 2 x 2 s + 0.5 s */
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_int_eq(st.fallback, 1);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 7); /* 15 - 8 */
@@ -837,19 +851,15 @@ END_TEST
 START_TEST(test_agent_static_keeps_last_covered_grant)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 10.0, 0.1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
-    tokens(&f, 0, T0 + 0.1, recs, 1);
+    fx_following(&f, AGENT_FALLBACK_STATIC, 10.0, 10, 20);
     arrive(&f, 0, 40);
     ck_assert_int_eq(serve_all(&f, 0), 30);
     tick_through(&f, T0 + 2, T0 + 2 * PERIOD); /* period 1: silent, no fallback yet */
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_int_eq(st.fallback, 0);
     agent_tick(f.a, T0 + 2 * PERIOD);
     agent_tick(f.a, T0 + 2 * PERIOD + 2); /* 21.9 s > 10 x 2 s + 0.5 s */
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_int_eq(st.fallback, 1);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
@@ -875,8 +885,7 @@ START_TEST(test_agent_rr_fallback_and_resume)
     tokens(&f, 2, T0 + 2 * PERIOD + 0.1, recs, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     ck_assert_str_eq(agent_state_str(f.a), "following");
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.fallbacks, 1);
     ck_assert_uint_eq(st.resumes, 2); /* the first tokens, then this */
     ck_assert_uint_eq(st.static_periods, 0);
@@ -889,17 +898,13 @@ END_TEST
 START_TEST(test_agent_static_resume)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
-    tokens(&f, 0, T0 + 0.1, recs, 1);
+    fx_following(&f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
     tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_int_eq(st.fallback, 1);
     proto_tokens_rec_t more[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
     tokens(&f, 2, T0 + 2 * PERIOD + 0.5, more, 1);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_int_eq(st.fallback, 0);
     ck_assert_uint_eq(st.resumes, 2);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 1);
@@ -944,8 +949,7 @@ static uint64_t late_controller_fallbacks(double silence, double grace)
             tm.interval = 0 + (uint32_t)(late > PERIOD / K ? 0 : k);
             agent_handle(f.a, &m, &tm, t + late);
         }
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     fx_stop(&f);
     return st.fallbacks;
 }
@@ -981,8 +985,7 @@ START_TEST(test_agent_epoch_fencing)
                                  .flags = PROTO_TOK_UNLIMITED}};
     tokens_from(&f, 0, T0 + 0.1, r10, 1, 5, 0, 7, 0);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.epoch, 5);
     ck_assert_int_eq(st.leader, 0);
     /* a deposed leader (epoch 3): ignored, even its unknown_node error */
@@ -1000,13 +1003,13 @@ START_TEST(test_agent_epoch_fencing)
     /* another controller at the leader's epoch: ignored while it leads */
     tokens_from(&f, 0, T0 + 0.3, r99, 1, 5, 1, 7, 1);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.stale_epoch, 3);
     /* a new leader (epoch 6): adopted; the old table is forgotten, so its
      * tokens without names are dropped, with names applied */
     ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.4, r99, 1, 6, 1, 7, 0), AGENT_SEND_HELLO);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.epoch, 6);
     ck_assert_int_eq(st.leader, 1);
     ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
@@ -1016,7 +1019,7 @@ START_TEST(test_agent_epoch_fencing)
     /* the old leader wakes up (SIGCONT) and pushes epoch 5: ignored */
     tokens_from(&f, 0, T0 + 0.6, r10, 1, 5, 0, 7, 1);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 99);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_uint_eq(st.stale_epoch, 4);
     ck_assert_int_eq(st.fallback, 0);
     fx_stop(&f);
@@ -1046,17 +1049,16 @@ START_TEST(test_agent_two_lone_controllers)
     proto_tokens_rec_t r5[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 5}};
     tokens_from(&f, 0, T0 + 0.1, r10, 1, 0, 0, 7, 0);
     tokens_from(&f, 0, T0 + 0.2, r5, 1, 0, 1, 7, 1); /* ignored */
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_int_eq(st.leader, 0);
     ck_assert_uint_eq(st.stale_epoch, 2);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
     /* controller 0 dies: fallback in period 1, then 1's tokens are obeyed */
     tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_int_eq(st.fallback, 1);
     tokens_from(&f, 2, T0 + 2 * PERIOD + 0.1, r5, 1, 0, 1, 8, 1);
-    agent_stats(f.a, &st);
+    st = st_of(&f);
     ck_assert_int_eq(st.leader, 1);
     ck_assert_int_eq(st.fallback, 0);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 5);
@@ -1068,13 +1070,9 @@ END_TEST
 START_TEST(test_agent_warns_once_a_period)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
-    tokens(&f, 0, T0 + 0.1, recs, 1);
+    fx_following(&f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
     tick_through(&f, T0 + 2, T0 + 4 * PERIOD);
-    agent_stats_t st;
-    agent_stats(f.a, &st);
+    agent_stats_t st = st_of(&f);
     ck_assert_uint_eq(st.fallbacks, 1);
     ck_assert_uint_eq(st.warn_unreachable, 3); /* periods 1, 2, 3 */
     ck_assert_double_gt(st.silent_s, 3 * PERIOD);

@@ -176,13 +176,35 @@ static void welcome_msg(proto_msg_t *w, uint64_t period, uint32_t remaining, uin
     w->names = ctl_names;
 }
 
+/* Sets the fake controller's period (period_ms in `intervals`) and sends a
+ * welcome (welcome_msg) to period `period` with `remaining` ms left. */
+static void send_welcome(fake_t *f, uint32_t period_ms, uint32_t intervals, uint64_t period,
+                         uint32_t remaining, uint32_t peer)
+{
+    g_period_ms = period_ms;
+    g_intervals = intervals;
+    proto_msg_t w;
+    proto_msg_init(&w);
+    welcome_msg(&w, period, remaining, peer);
+    fake_send(f, &w);
+    proto_msg_clear(&w);
+}
+
+/* Makes m a tokens message of the controller's table `table` for period
+ * `period` with `remaining` ms left, no records yet. */
+static void tokens_msg(proto_msg_t *m, uint64_t period, uint32_t remaining, uint32_t table)
+{
+    proto_msg_init(m);
+    m->type = PROTO_TOKENS;
+    timing(m, period, remaining);
+    m->table = table;
+    m->count = 0;
+}
+
 static void send_tokens(fake_t *f, uint64_t period, int64_t r, int64_t l, int names, uint32_t peer)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    timing(&m, period, g_period_ms - 50);
-    m.table = 1;
+    tokens_msg(&m, period, g_period_ms - 50, 1);
     m.peer_table = peer;
     m.has_names = names;
     m.nnames = names ? 2 : 0;
@@ -255,12 +277,8 @@ START_TEST(test_ctlclient_session)
     uint32_t node_table = f.m.table;
 
     /* welcome with the controller's table: green is created on the node */
-    proto_msg_t w;
-    proto_msg_init(&w);
-    g_period_ms = 60000; /* 100 ms intervals; no period ends by itself */
-    g_intervals = 600;
-    welcome_msg(&w, 5, 59990, node_table);
-    fake_send(&f, &w);
+    /* 100 ms intervals; no period ends by itself */
+    send_welcome(&f, 60000, 600, 5, 59990, node_table);
     ck_assert(run_until(c, is_welcomed, 0, 10.0));
     ctlclient_stats_t st;
     ck_assert_int_eq(sched_find_bucket(s, "green", 5), 2);
@@ -323,7 +341,6 @@ START_TEST(test_ctlclient_session)
     ck_assert(wait_report(&f, c, 7, 10.0));
     ck_assert(!f.m.has_names);
     ck_assert_uint_eq(f.m.table, node_table2);
-    proto_msg_clear(&w);
     ctlclient_destroy(&c);
     ck_assert_ptr_null(c);
     sched_destroy(&s);
@@ -339,13 +356,8 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     sched_add_bucket(s, "red", 1);
     ctlclient_t *c = client(&f, s);
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
-    proto_msg_t w;
-    proto_msg_init(&w);
-    g_period_ms = 300;
-    g_intervals = 3;
-    welcome_msg(&w, 1, 280, f.m.table);
     double p1_end = ctlclient_now() + 0.28; /* the fake controller's clock */
-    fake_send(&f, &w);
+    send_welcome(&f, 300, 3, 1, 280, f.m.table);
     send_tokens(&f, 1, 5, 5, 0, 0);
     ck_assert(run_until(c, applied_at_least, 2, 10.0));
     ck_assert(run_until(c, in_fallback, 0, 10.0));
@@ -419,19 +431,11 @@ START_TEST(test_ctlclient_tokens_last_until_period_end)
     fake_t f;
     sched_t *s;
     ctlclient_t *c = started(&f, &s);
-    proto_msg_t w;
-    proto_msg_init(&w);
-    g_period_ms = 3000; /* 30 intervals of 100 ms; 1.4 s of it left */
-    g_intervals = 30;
-    welcome_msg(&w, 7, 1400, f.m.table);
     double t0 = ctlclient_now();
-    fake_send(&f, &w);
+    /* 30 intervals of 100 ms; 1.4 s of it left */
+    send_welcome(&f, 3000, 30, 7, 1400, f.m.table);
     proto_msg_t t;
-    proto_msg_init(&t);
-    t.type = PROTO_TOKENS;
-    timing(&t, 7, 1400);
-    t.table = 1;
-    t.count = 0;
+    tokens_msg(&t, 7, 1400, 1);
     fake_send(&f, &t);
     ck_assert(run_until(c, in_fallback, 0, 10.0));
     /* silent for 0.8 s = 8 intervals, but still in period 7 */
@@ -523,12 +527,7 @@ START_TEST(test_ctlclient_libevent)
             if (f.m.type == PROTO_HELLO)
                 got_hello = 1;
         if (got_hello && !sent) {
-            proto_msg_t w;
-            proto_msg_init(&w);
-            g_period_ms = 60000;
-            g_intervals = 2;
-            welcome_msg(&w, 3, 59000, 1);
-            fake_send(&f, &w);
+            send_welcome(&f, 60000, 2, 3, 59000, 1);
             send_tokens(&f, 3, 40, 50, 0, 1);
             sent = 1;
         }
@@ -558,12 +557,8 @@ START_TEST(test_ctlclient_heartbeat)
     g_heartbeat_s = 0.1;
     ctlclient_t *c = client(&f, s);
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
-    proto_msg_t w;
-    proto_msg_init(&w);
-    g_period_ms = 60000; /* 30 s intervals: no report for a long time */
-    g_intervals = 2;
-    welcome_msg(&w, 3, 59000, f.m.table);
-    fake_send(&f, &w);
+    /* 30 s intervals: no report for a long time */
+    send_welcome(&f, 60000, 2, 3, 59000, f.m.table);
     ck_assert(wait_for(&f, c, PROTO_HEARTBEAT, 10.0));
     ck_assert_uint_eq(f.m.peer_table, 1); /* it holds our table */
     ctlclient_stats_t st;
@@ -593,16 +588,13 @@ START_TEST(test_ctlclient_tokens_net_of_served)
 {
     fake_t f;
     fake_start(&f);
-    g_period_ms = 60000; /* two 30 s intervals: one report in this test */
-    g_intervals = 2;
     sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
     ck_assert_int_eq(sched_add_bucket(s, "red", 1), 0);
     ctlclient_t *c = client(&f, s);
     ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
-    proto_msg_t w;
-    proto_msg_init(&w);
-    welcome_msg(&w, 5, 30500, f.m.table); /* the next interval starts in 0.5 s */
-    fake_send(&f, &w);
+    /* two 30 s intervals: one report in this test; the next interval
+     * starts in 0.5 s */
+    send_welcome(&f, 60000, 2, 5, 30500, f.m.table);
     ck_assert(run_until(c, is_welcomed, 0, 10.0));
     static sched_item_t items[8];
     for (int i = 0; i < 8; i++)
@@ -633,7 +625,6 @@ START_TEST(test_ctlclient_tokens_net_of_served)
     sched_bucket_stats(s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 0);
     ck_assert_int_eq(bs.l_tokens, 0);
-    proto_msg_clear(&w);
     stopped(&f, &s, &c);
 }
 END_TEST
@@ -680,10 +671,7 @@ START_TEST(test_ctlclient_weights)
 
     /* A new table without red, green's weight changed. */
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    timing(&m, 5, 58000);
-    m.table = 2;
+    tokens_msg(&m, 5, 58000, 2);
     static const char *t2[] = {"green"};
     static const uint32_t w2[] = {5};
     m.has_names = 1;
@@ -691,7 +679,6 @@ START_TEST(test_ctlclient_weights)
     m.names = t2;
     m.has_weights = 1;
     m.weights = w2;
-    m.count = 0;
     fake_send(&f, &m);
     ck_assert(run_until(c, weights_at_least, 4, 10.0));
     ck_assert_uint_eq(weight_of(s, "green"), 5);
@@ -751,10 +738,7 @@ START_TEST(test_ctlclient_two_controllers_epochs)
     fake_send(&a, &w);
     ck_assert(run_until(c, is_welcomed, 0, 10.0));
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    timing(&m, 1, 2800);
-    m.table = 1;
+    tokens_msg(&m, 1, 2800, 1);
     m.peer_table = node_table;
     m.epoch = 4;
     m.count = 1;
