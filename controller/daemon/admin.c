@@ -339,6 +339,8 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(tm, "cpu_ms_per_round",
                         json_real(ad->tm->nsplits > 1 ? ad->tm->cpu_total * 1e3 / (double)(ad->tm->nsplits - 1) : 0));
     json_object_set_new(tm, "last_skipped", json_boolean(ad->tm->last_res.skipped));
+    json_object_set_new(tm, "late_rounds", json_integer((json_int_t)ad->tm->late_rounds));
+    json_object_set_new(tm, "late_max_ms", json_real(ad->tm->late_max * 1e3));
     json_object_set_new(r, "timing", tm);
     return r;
 }

@@ -266,10 +266,37 @@ static int all_reported(const app_t *a)
     return 1;
 }
 
+/* A round that begins more than half an interval after its boundary means
+ * this host is starved or was paused: the nodes see a late controller and,
+ * after --silence intervals, fall back.  Counted, and said at warn at most
+ * once a period, so that the controller's log shows what the nodes saw. */
+static void note_late(app_t *a, double now)
+{
+    const pclock_t *pc = &a->clk;
+    if (!pc->round_start)
+        return;
+    double iv = pclock_interval_s(pc);
+    double late = now - (pc->period_start + (pc->interval + 1) * iv);
+    if (late <= 0.5 * iv)
+        return;
+    a->tm.late_rounds++;
+    if (late > a->tm.late_max)
+        a->tm.late_max = late;
+    if (a->tm.late_logged_period != pc->period) {
+        a->tm.late_logged_period = pc->period;
+        log_warn("the round after period %llu interval %u begins %.0f ms after its boundary "
+                 "(host busy or paused?): nodes hear no tokens and fall back after "
+                 "their --silence; %llu late rounds so far",
+                 (unsigned long long)pc->period, pc->interval, late * 1e3,
+                 (unsigned long long)a->tm.late_rounds);
+    }
+}
+
 /* Moves the clock to `now`; starts a round at each interval boundary. */
 static void tick(app_t *a, double now)
 {
     if (pclock_due(&a->clk, now)) {
+        note_late(a, now);
         if (a->clk.round_open)
             close_round(a, now);
         double left = pclock_begin(&a->clk, now);

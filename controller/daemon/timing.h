@@ -21,6 +21,10 @@ typedef struct {
     double cpu_mark;      /* process CPU seconds (all threads) at the last close */
     double cpu_total;     /* ... between the first and the last close */
     ctrl_result_t last_res; /* the last round's outcome */
+    uint64_t late_rounds; /* rounds begun more than half an interval after
+                             their boundary (a starved or paused host) */
+    double late_max;      /* the latest of them, seconds after the boundary */
+    uint64_t late_logged_period; /* the period of the last warning */
 } timing_t;
 
 #endif

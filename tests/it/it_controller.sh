@@ -92,4 +92,14 @@ wait_for 'ctl buckets 2>/dev/null | grep -q "^only "' 5
 ctl buckets >"$T/out"
 check "SIGHUP reload" 'grep -q "^only " "$T/out" && [ "$(grep -c "^b0" "$T/out")" = 0 ]'
 
+# 6. A paused controller (SIGSTOP for 3 intervals) says so when it wakes: its
+#    late rounds are logged at warn and counted in the status.
+ctl --json status >"$T/st3.json"
+late0=$(jget "$T/st3.json" "d[\"timing\"][\"late_rounds\"]")
+kill -STOP "$CTRL_PID"; sleep 0.6; kill -CONT "$CTRL_PID"
+late_now() { ctl --json status >"$T/st3.json" && jget "$T/st3.json" "d[\"timing\"][\"late_rounds\"]"; }
+wait_for '[ "$(late_now)" -gt "${late0:-0}" ]' 5
+check "late round logged at warn" 'grep -q "warn.*after its boundary (host busy or paused?)" "$T/controller2.log"'
+check "late rounds counted in the status" '[ "$(late_now)" -gt "${late0:-0}" ]'
+
 it_end 'tail -30 "$T/controller1.log"'
