@@ -239,22 +239,31 @@ static ctlclient_t *client(fake_t *f, sched_t *s)
     return client_h(f, s, 0.1);
 }
 
-/* A fake controller, a tokens scheduler and a client that has said hello. */
-static ctlclient_t *started(fake_t *f, sched_t **s)
+/* A fake controller, a tokens scheduler and a client: one test's session. */
+typedef struct {
+    fake_t f;
+    sched_t *s;
+    ctlclient_t *c;
+} session_t;
+
+/* Starts x: the fake controller, a tokens scheduler with the bucket
+ * `bucket` (weight 1) unless NULL, and a client that has said hello. */
+static void session_start(session_t *x, const char *bucket)
 {
-    fake_start(f);
-    *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    ctlclient_t *c = client(f, *s);
-    ck_assert(wait_for(f, c, PROTO_HELLO, 10.0));
-    return c;
+    fake_start(&x->f);
+    x->s = sched_new(SCHED_POLICY_TOKENS, 0);
+    if (bucket)
+        ck_assert_int_eq(sched_add_bucket(x->s, bucket, 1), 0);
+    x->c = client(&x->f, x->s);
+    ck_assert(wait_for(&x->f, x->c, PROTO_HELLO, 10.0));
 }
 
-/* Undoes started() (or the same three made by hand). */
-static void stopped(fake_t *f, sched_t **s, ctlclient_t **c)
+/* Undoes session_start() (or the same three made by hand). */
+static void session_stop(session_t *x)
 {
-    ctlclient_destroy(c);
-    sched_destroy(s);
-    fake_stop(f);
+    ctlclient_destroy(&x->c);
+    sched_destroy(&x->s);
+    fake_stop(&x->f);
 }
 
 START_TEST(test_ctlclient_session)
@@ -350,18 +359,14 @@ END_TEST
 
 START_TEST(test_ctlclient_silence_fallback_resume)
 {
-    fake_t f;
-    fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    sched_add_bucket(s, "red", 1);
-    ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    session_t x;
+    session_start(&x, "red");
     double p1_end = ctlclient_now() + 0.28; /* the fake controller's clock */
-    send_welcome(&f, 300, 3, 1, 280, f.m.table);
-    send_tokens(&f, 1, 5, 5, 0, 0);
-    ck_assert(run_until(c, applied_at_least, 2, 10.0));
-    ck_assert(run_until(c, in_fallback, 0, 10.0));
-    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
+    send_welcome(&x.f, 300, 3, 1, 280, x.f.m.table);
+    send_tokens(&x.f, 1, 5, 5, 0, 0);
+    ck_assert(run_until(x.c, applied_at_least, 2, 10.0));
+    ck_assert(run_until(x.c, in_fallback, 0, 10.0));
+    ck_assert_int_eq(sched_policy(x.s), SCHED_POLICY_TOKENS);
     ctlclient_stats_t st;
 
     /* a controller that only sends heartbeats (pushes skipped) for several
@@ -377,10 +382,10 @@ START_TEST(test_ctlclient_silence_fallback_resume)
         hb.has_timing = 1;
         double now = ctlclient_now(), k = now > p1_end ? ceil((now - p1_end) / 0.3) : 0;
         timing(&hb, 1 + (uint64_t)k, (uint32_t)((p1_end + k * 0.3 - now) * 1000));
-        fake_send(&f, &hb);
-        run_for(c, 0.04);
+        fake_send(&x.f, &hb);
+        run_for(x.c, 0.04);
     }
-    ctlclient_stats(c, &st);
+    ctlclient_stats(x.c, &st);
     /* A loaded machine can stall this process (the fake controller) for
      * longer than the silence threshold (150 ms); then a fallback is right. */
     if (gap < 0.1)
@@ -391,24 +396,24 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     ck_assert_uint_ge(st.agent.period, 2);
 
     /* silence: after the period ends the node falls back */
-    ck_assert(run_until(c, in_fallback, 1, 10.0));
-    ctlclient_stats(c, &st);
+    ck_assert(run_until(x.c, in_fallback, 1, 10.0));
+    ctlclient_stats(x.c, &st);
     ck_assert_uint_ge(st.agent.fallbacks, fb0 > 0 ? fb0 : 1);
     uint64_t resumes = st.agent.resumes; /* the first tokens ended the start-up fallback */
     ck_assert_uint_ge(resumes, 1);
-    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_RR);
+    ck_assert_int_eq(sched_policy(x.s), SCHED_POLICY_RR);
     /* tokens keep their last values in fallback */
     sched_bucket_stats_t bs;
-    sched_bucket_stats(s, 0, &bs);
+    sched_bucket_stats(x.s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 5);
 
     /* the controller comes back; + 1: the node may pass a boundary meanwhile */
-    send_tokens(&f, st.agent.period + 1, 8, 9, 0, 0);
-    ck_assert(run_until(c, in_fallback, 0, 10.0));
-    ctlclient_stats(c, &st);
+    send_tokens(&x.f, st.agent.period + 1, 8, 9, 0, 0);
+    ck_assert(run_until(x.c, in_fallback, 0, 10.0));
+    ctlclient_stats(x.c, &st);
     ck_assert_uint_eq(st.agent.resumes, resumes + 1);
-    ck_assert_int_eq(sched_policy(s), SCHED_POLICY_TOKENS);
-    sched_bucket_stats(s, 0, &bs);
+    ck_assert_int_eq(sched_policy(x.s), SCHED_POLICY_TOKENS);
+    sched_bucket_stats(x.s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 8);
 
     /* a restarted controller does not know us: it says so, we say hello */
@@ -416,11 +421,11 @@ START_TEST(test_ctlclient_silence_fallback_resume)
     proto_msg_init(&e);
     e.type = PROTO_ERROR;
     strcpy(e.code, "unknown_node");
-    fake_send(&f, &e);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
-    ck_assert(f.m.has_timing); /* our period, for the new controller */
-    ck_assert_uint_ge(f.m.period, 2);
-    stopped(&f, &s, &c);
+    fake_send(&x.f, &e);
+    ck_assert(wait_for(&x.f, x.c, PROTO_HELLO, 10.0));
+    ck_assert(x.f.m.has_timing); /* our period, for the new controller */
+    ck_assert_uint_ge(x.f.m.period, 2);
+    session_stop(&x);
 }
 END_TEST
 
@@ -428,52 +433,50 @@ END_TEST
  * period ends; only then does the node fall back. */
 START_TEST(test_ctlclient_tokens_last_until_period_end)
 {
-    fake_t f;
-    sched_t *s;
-    ctlclient_t *c = started(&f, &s);
+    session_t x;
+    session_start(&x, NULL);
     double t0 = ctlclient_now();
     /* 30 intervals of 100 ms; 1.4 s of it left */
-    send_welcome(&f, 3000, 30, 7, 1400, f.m.table);
+    send_welcome(&x.f, 3000, 30, 7, 1400, x.f.m.table);
     proto_msg_t t;
     tokens_msg(&t, 7, 1400, 1);
-    fake_send(&f, &t);
-    ck_assert(run_until(c, in_fallback, 0, 10.0));
+    fake_send(&x.f, &t);
+    ck_assert(run_until(x.c, in_fallback, 0, 10.0));
     /* silent for 0.8 s = 8 intervals, but still in period 7 */
-    run_for(c, 0.8);
+    run_for(x.c, 0.8);
     ctlclient_stats_t st;
-    ctlclient_stats(c, &st);
+    ctlclient_stats(x.c, &st);
     if (ctlclient_now() - t0 < 1.3) /* unless the machine stalled us past the end */
         ck_assert_msg(!st.agent.fallback, "fell back mid-period");
     /* the period ends (1.4 s after t0): now the tokens are stale */
-    ck_assert(run_until(c, in_fallback, 1, 10.0));
+    ck_assert(run_until(x.c, in_fallback, 1, 10.0));
     ck_assert_double_ge(ctlclient_now() - t0, 1.35);
-    ctlclient_stats(c, &st);
+    ctlclient_stats(x.c, &st);
     ck_assert_uint_ge(st.agent.period, 8);
-    stopped(&f, &s, &c);
+    session_stop(&x);
 }
 END_TEST
 
 START_TEST(test_ctlclient_bad_messages)
 {
-    fake_t f;
-    sched_t *s;
-    ctlclient_t *c = started(&f, &s);
+    session_t x;
+    session_start(&x, NULL);
     /* garbage frames, a wrong version, tokens for an unknown table */
-    zmq_send(f.router, f.id, f.idl, ZMQ_SNDMORE);
-    zmq_send(f.router, "\xff\x00junk", 6, 0);
-    zmq_send(f.router, f.id, f.idl, ZMQ_SNDMORE);
+    zmq_send(x.f.router, x.f.id, x.f.idl, ZMQ_SNDMORE);
+    zmq_send(x.f.router, "\xff\x00junk", 6, 0);
+    zmq_send(x.f.router, x.f.id, x.f.idl, ZMQ_SNDMORE);
     const char *v1 = "{\"v\":1,\"type\":\"heartbeat\",\"node\":\"n1\"}";
-    zmq_send(f.router, v1, strlen(v1), 0);
-    send_tokens(&f, 1, 5, 5, 0, 0); /* table 1 never sent */
+    zmq_send(x.f.router, v1, strlen(v1), 0);
+    send_tokens(&x.f, 1, 5, 5, 0, 0); /* table 1 never sent */
     proto_msg_t hb; /* for another node */
     proto_msg_init(&hb);
     hb.type = PROTO_HEARTBEAT;
     strcpy(hb.node, "n9");
-    ck_assert_int_eq(proto_send(f.router, f.id, f.idl, &hb, &f.enc, 0), 0);
-    ck_assert(run_until(c, rejected_at_least, 4, 10.0));
-    run_for(c, 0.05);
+    ck_assert_int_eq(proto_send(x.f.router, x.f.id, x.f.idl, &hb, &x.f.enc, 0), 0);
+    ck_assert(run_until(x.c, rejected_at_least, 4, 10.0));
+    run_for(x.c, 0.05);
     ctlclient_stats_t st;
-    ctlclient_stats(c, &st);
+    ctlclient_stats(x.c, &st);
     ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_JSON], 1);
     ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_VERSION], 1);
     ck_assert_uint_eq(st.agent.proto.rejected[PROTO_E_TABLE], 1);
@@ -485,18 +488,17 @@ START_TEST(test_ctlclient_bad_messages)
     ctlclient_config_t cc;
     ctlclient_config_defaults(&cc);
     int err = 0;
-    cc.endpoint = f.endpoint;
+    cc.endpoint = x.f.endpoint;
     cc.name = "has space";
-    ck_assert_ptr_null(ctlclient_new(&cc, s, NULL, &err));
+    ck_assert_ptr_null(ctlclient_new(&cc, x.s, NULL, &err));
     ck_assert_int_eq(err, -EINVAL);
     cc.name = "ok";
     cc.endpoint = "nonsense://x";
-    ck_assert_ptr_null(ctlclient_new(&cc, s, NULL, &err));
+    ck_assert_ptr_null(ctlclient_new(&cc, x.s, NULL, &err));
     ck_assert_int_lt(err, 0);
-    ctlclient_destroy(&c);
-    ctlclient_destroy(&c); /* NULL is fine */
-    sched_destroy(&s);
-    fake_stop(&f);
+    ctlclient_destroy(&x.c);
+    ctlclient_destroy(&x.c); /* NULL is fine */
+    session_stop(&x);
 }
 END_TEST
 
@@ -586,46 +588,42 @@ END_TEST
  * old tokens since then come off them, R first, then L (hard limits). */
 START_TEST(test_ctlclient_tokens_net_of_served)
 {
-    fake_t f;
-    fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    ck_assert_int_eq(sched_add_bucket(s, "red", 1), 0);
-    ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    session_t x;
+    session_start(&x, "red");
     /* two 30 s intervals: one report in this test; the next interval
      * starts in 0.5 s */
-    send_welcome(&f, 60000, 2, 5, 30500, f.m.table);
-    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+    send_welcome(&x.f, 60000, 2, 5, 30500, x.f.m.table);
+    ck_assert(run_until(x.c, is_welcomed, 0, 10.0));
     static sched_item_t items[8];
     for (int i = 0; i < 8; i++)
-        sched_enqueue(s, 0, &items[i]);
-    ck_assert(wait_for(&f, c, PROTO_REPORT, 10.0)); /* nothing served yet */
-    send_tokens(&f, 5, 10, 20, 0, 0);
-    ck_assert(run_until(c, applied_at_least, 2, 10.0));
+        sched_enqueue(x.s, 0, &items[i]);
+    ck_assert(wait_for(&x.f, x.c, PROTO_REPORT, 10.0)); /* nothing served yet */
+    send_tokens(&x.f, 5, 10, 20, 0, 0);
+    ck_assert(run_until(x.c, applied_at_least, 2, 10.0));
     sched_bucket_stats_t bs;
-    sched_bucket_stats(s, 0, &bs);
+    sched_bucket_stats(x.s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 10);
     ck_assert_int_eq(bs.l_tokens, 20);
 
     /* three IOs on those tokens before the controller's next counts */
     for (int i = 0; i < 3; i++)
-        ck_assert_ptr_nonnull(sched_dispatch(s, NULL));
-    send_tokens(&f, 5, 10, 20, 0, 0);
-    ck_assert(run_until(c, applied_at_least, 4, 10.0));
-    sched_bucket_stats(s, 0, &bs);
+        ck_assert_ptr_nonnull(sched_dispatch(x.s, NULL));
+    send_tokens(&x.f, 5, 10, 20, 0, 0);
+    ck_assert(run_until(x.c, applied_at_least, 4, 10.0));
+    sched_bucket_stats(x.s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 7);
     ck_assert_int_eq(bs.l_tokens, 20);
-    send_tokens(&f, 5, 2, 20, 0, 0);
-    ck_assert(run_until(c, applied_at_least, 6, 10.0));
-    sched_bucket_stats(s, 0, &bs);
+    send_tokens(&x.f, 5, 2, 20, 0, 0);
+    ck_assert(run_until(x.c, applied_at_least, 6, 10.0));
+    sched_bucket_stats(x.s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 0);
     ck_assert_int_eq(bs.l_tokens, 19);
-    send_tokens(&f, 5, 1, 1, 0, 0);
-    ck_assert(run_until(c, applied_at_least, 8, 10.0));
-    sched_bucket_stats(s, 0, &bs);
+    send_tokens(&x.f, 5, 1, 1, 0, 0);
+    ck_assert(run_until(x.c, applied_at_least, 8, 10.0));
+    sched_bucket_stats(x.s, 0, &bs);
     ck_assert_int_eq(bs.r_tokens, 0);
     ck_assert_int_eq(bs.l_tokens, 0);
-    stopped(&f, &s, &c);
+    session_stop(&x);
 }
 END_TEST
 
@@ -648,26 +646,26 @@ static uint32_t weight_of(const sched_t *s, const char *name)
  * gets the node's weight back; buckets only the node has keep theirs. */
 START_TEST(test_ctlclient_weights)
 {
-    fake_t f;
-    fake_start(&f);
+    session_t x;
+    fake_start(&x.f);
     g_period_ms = 60000;
     g_intervals = 2;
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 1);
-    ck_assert_int_eq(sched_add_bucket(s, "red", 4), 0); /* as from --config */
-    ck_assert_int_eq(sched_add_bucket(s, "blue", 2), 1);
-    ctlclient_t *c = client(&f, s);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    x.s = sched_new(SCHED_POLICY_TOKENS, 1);
+    ck_assert_int_eq(sched_add_bucket(x.s, "red", 4), 0); /* as from --config */
+    ck_assert_int_eq(sched_add_bucket(x.s, "blue", 2), 1);
+    x.c = client(&x.f, x.s);
+    ck_assert(wait_for(&x.f, x.c, PROTO_HELLO, 10.0));
     proto_msg_t w;
     proto_msg_init(&w);
-    welcome_msg(&w, 5, 59000, f.m.table); /* red, green */
+    welcome_msg(&w, 5, 59000, x.f.m.table); /* red, green */
     static const uint32_t w1[] = {10, 3};
     w.has_weights = 1;
     w.weights = w1;
-    fake_send(&f, &w);
-    ck_assert(run_until(c, weights_at_least, 2, 10.0));
-    ck_assert_uint_eq(weight_of(s, "red"), 10);
-    ck_assert_uint_eq(weight_of(s, "green"), 3);
-    ck_assert_uint_eq(weight_of(s, "blue"), 2);
+    fake_send(&x.f, &w);
+    ck_assert(run_until(x.c, weights_at_least, 2, 10.0));
+    ck_assert_uint_eq(weight_of(x.s, "red"), 10);
+    ck_assert_uint_eq(weight_of(x.s, "green"), 3);
+    ck_assert_uint_eq(weight_of(x.s, "blue"), 2);
 
     /* A new table without red, green's weight changed. */
     proto_msg_t m;
@@ -679,26 +677,26 @@ START_TEST(test_ctlclient_weights)
     m.names = t2;
     m.has_weights = 1;
     m.weights = w2;
-    fake_send(&f, &m);
-    ck_assert(run_until(c, weights_at_least, 4, 10.0));
-    ck_assert_uint_eq(weight_of(s, "green"), 5);
-    ck_assert_uint_eq(weight_of(s, "red"), 4); /* its own again */
-    ck_assert_uint_eq(weight_of(s, "blue"), 2);
+    fake_send(&x.f, &m);
+    ck_assert(run_until(x.c, weights_at_least, 4, 10.0));
+    ck_assert_uint_eq(weight_of(x.s, "green"), 5);
+    ck_assert_uint_eq(weight_of(x.s, "red"), 4); /* its own again */
+    ck_assert_uint_eq(weight_of(x.s, "blue"), 2);
 
     /* A table without weights leaves them alone. */
     m.table = 3;
     m.has_weights = 0;
     m.weights = NULL;
-    fake_send(&f, &m);
-    run_for(c, 0.3);
-    ck_assert_uint_eq(weight_of(s, "green"), 5);
+    fake_send(&x.f, &m);
+    run_for(x.c, 0.3);
+    ck_assert_uint_eq(weight_of(x.s, "green"), 5);
     ctlclient_stats_t st;
-    ctlclient_stats(c, &st);
+    ctlclient_stats(x.c, &st);
     ck_assert_uint_eq(st.agent.weights_applied, 4);
     ck_assert_uint_eq(st.agent.proto.rejected_total, 0);
     proto_msg_clear(&w);
     proto_msg_clear(&m);
-    stopped(&f, &s, &c);
+    session_stop(&x);
 }
 END_TEST
 
