@@ -117,19 +117,35 @@ static agent_timing_t tm_at(uint64_t period, double now)
 static const char *ctl_names[] = {"green", "red", "new"};
 static const uint32_t ctl_weights[] = {1, 1, 1};
 
+/* The controller's welcome to f: its table 7 and names. */
+static void welcome_msg(fx_t *f, proto_msg_t *m)
+{
+    proto_msg_init(m);
+    m->type = PROTO_WELCOME;
+    strcpy(m->node, "n1");
+    m->table = 7;
+    m->peer_table = f->node_table;
+    m->has_names = 1;
+    m->nnames = 3;
+    m->names = ctl_names;
+}
+
 static void welcome(fx_t *f, uint64_t period, double now)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_WELCOME;
-    strcpy(m.node, "n1");
-    m.table = 7;
-    m.peer_table = f->node_table;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = ctl_names;
+    welcome_msg(f, &m);
     agent_timing_t tm = tm_at(period, now);
     ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* welcome() to period 0 from controller `src` at leadership `epoch`. */
+static void welcome_from(fx_t *f, double now, uint64_t epoch, int src)
+{
+    proto_msg_t m;
+    welcome_msg(f, &m);
+    m.epoch = epoch;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle_from(f->a, &m, &tm, now, src), 0);
 }
 
 /* A tokens message (controller table 7) for the n records given. */
@@ -1001,18 +1017,7 @@ START_TEST(test_agent_epoch_fencing)
 {
     fx_t f;
     fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
-    proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
-    w.table = 7;
-    w.peer_table = f.node_table;
-    w.has_names = 1;
-    w.nnames = 3;
-    w.names = ctl_names;
-    w.epoch = 5;
-    agent_timing_t tm = tm_at(0, T0);
-    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
+    welcome_from(&f, T0, 5, 0);
     proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     proto_tokens_rec_t r99[] = {{.bucket = 1, .r_tokens = 99, .l_tokens = PROTO_UNLIMITED,
                                  .flags = PROTO_TOK_UNLIMITED}};
@@ -1062,18 +1067,8 @@ START_TEST(test_agent_two_lone_controllers)
 {
     fx_t f;
     fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 3.0, 0.1);
-    proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
-    w.table = 7;
-    w.peer_table = f.node_table;
-    w.has_names = 1;
-    w.nnames = 3;
-    w.names = ctl_names;
-    agent_timing_t tm = tm_at(0, T0);
-    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
-    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0 + 0.01, 1), 0); /* ignored */
+    welcome_from(&f, T0, 0, 0);
+    welcome_from(&f, T0 + 0.01, 0, 1); /* ignored */
     proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     proto_tokens_rec_t r5[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 5}};
     tokens_from(&f, 0, T0 + 0.1, r10, 1, 0, 0, 7, 0);
