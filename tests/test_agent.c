@@ -408,23 +408,25 @@ START_TEST(test_agent_net_of_served)
     serve(&f, 5); /* served on the old tokens (opportunistic) meanwhile */
     proto_tokens_rec_t r1[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     tokens(&f, 0, T0 + 0.01, r1, 1);
-    /* 10 - 5 */
+    expect_tokens(&f, __LINE__, 0, 5, 20); /* 10 - 5 */
+
     /* more served since the report than R: the rest comes off L */
-    expect_tokens(&f, __LINE__, 0, 5, 20);
     ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0);
     serve(&f, 12); /* 5 R, then 7 L */
     proto_tokens_rec_t r2[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     tokens(&f, 0, T0 + 2.01, r2, 1);
-    /* no limit stays no limit; a limit never goes below 0 */
     expect_tokens(&f, __LINE__, 0, 0, 18);
+
+    /* no limit stays no limit; a limit never goes below 0 */
     proto_tokens_rec_t r3[] = {
         {.bucket = 1, .r_tokens = 1, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 0, T0 + 2.02, r3, 1);
     expect_tokens(&f, __LINE__, 0, 0, SCHED_UNLIMITED);
     proto_tokens_rec_t r4[] = {{.bucket = 1, .r_tokens = 3, .l_tokens = 4}};
     tokens(&f, 0, T0 + 2.03, r4, 1);
-    /* a new report: nothing served since, counts as sent */
     expect_tokens(&f, __LINE__, 0, 0, 0);
+
+    /* a new report: nothing served since, counts as sent */
     ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0);
     tokens(&f, 0, T0 + 4.01, r1, 1);
     expect_tokens(&f, __LINE__, 0, 10, 20);
@@ -866,43 +868,53 @@ START_TEST(test_agent_static_keeps_limits)
 }
 END_TEST
 
-/* A controller that dies before its first push of a period: the node held
- * period 0's leftover tokens; the static fallback charges what it served
- * in period 1 so far against the grant. */
-START_TEST(test_agent_static_mid_period_charges_served)
-{
-    fx_t f;
-    /* heard in the last interval */
-    fx_granted_at(&f, AGENT_FALLBACK_STATIC, 2.0, T0 + 8.1, 5, 10);
-    agent_tick(f.a, T0 + PERIOD);    /* period 1: not silent long enough */
-    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
-    arrive(&f, 0, 8);
-    ck_assert_int_eq(serve_all(&f, 0), 8); /* on period 0's leftover tokens */
-    agent_tick(f.a, T0 + PERIOD + 2);
-    agent_tick(f.a, T0 + PERIOD + 4); /* 5.9 s > 2 x 2 s + 0.5 s */
-    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
-    /* 15 - 8 */
-    expect_tokens(&f, __LINE__, 0, 0, 7);
-    fx_stop(&f);
-}
-END_TEST
+/* Static fallback after a silence, and the grant it enforces:
+ * - a controller that dies before its first push of a period: the node held
+ *   period 0's leftover tokens; the fallback charges what it served in
+ *   period 1 so far against the grant;
+ * - a silence longer than a period: the period the controller never reached
+ *   (its tokens: leftovers, all used) is no grant; the last one it covered
+ *   stays the one enforced. */
+typedef struct {
+    int line;
+    double silence, at;          /* fallback after; when the grant came */
+    int64_t r, l;                /* the grant */
+    double quiet_from, quiet_to; /* silent before serving */
+    int arrive, served;
+    double still_to;        /* silent, no fallback yet, up to here */
+    double fall_to;         /* silent up to here: fallback */
+    int64_t want_r, want_l; /* what the fallback enforces */
+} static_grant_case_t;
 
-/* A silence longer than a period: the period the controller never reached
- * (its tokens: leftovers, all used) is no grant; the last one it covered
- * stays the one enforced. */
-START_TEST(test_agent_static_keeps_last_covered_grant)
+START_TEST(test_agent_static_grant_after_silence)
 {
-    fx_t f;
-    fx_following(&f, AGENT_FALLBACK_STATIC, 10.0, 10, 20);
-    arrive(&f, 0, 40);
-    ck_assert_int_eq(serve_all(&f, 0), 30);
-    fx_silent(&f, T0 + 2, T0 + 2 * PERIOD); /* period 1: silent, no fallback yet */
-    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(0)});
-    agent_tick(f.a, T0 + 2 * PERIOD);
-    agent_tick(f.a, T0 + 2 * PERIOD + 2); /* 21.9 s > 10 x 2 s + 0.5 s */
-    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
-    expect_tokens(&f, __LINE__, 0, 10, 20);
-    fx_stop(&f);
+    static const static_grant_case_t cases[] = {
+        /* heard in the last interval; period 1 not silent long enough;
+         * 8 served on period 0's leftover tokens; 5.9 s > 2 x 2 s + 0.5 s;
+         * 15 - 8 */
+        {__LINE__, 2.0, T0 + 8.1, 5, 10, T0 + PERIOD, T0 + PERIOD + 2, 8, 8, T0 + PERIOD + 2,
+         T0 + PERIOD + 6, 0, 7},
+        /* period 1: silent, no fallback yet; 21.9 s > 10 x 2 s + 0.5 s */
+        {__LINE__, 10.0, T0 + 0.1, 10, 20, T0 + 2, T0 + 2, 40, 30, T0 + 2 * PERIOD,
+         T0 + 2 * PERIOD + 4, 10, 20},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const static_grant_case_t *c = &cases[i];
+        fx_t f;
+        fx_granted_at(&f, AGENT_FALLBACK_STATIC, c->silence, c->at, c->r, c->l);
+        fx_silent(&f, c->quiet_from, c->quiet_to);
+        ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+        arrive(&f, 0, c->arrive);
+        int served = serve_all(&f, 0);
+        ck_assert_msg(served == c->served, "line %d: served %d, want %d", c->line, served,
+                      c->served);
+        fx_silent(&f, c->quiet_to, c->still_to);
+        expect_stats(&f, c->line, (stats_want_t){.fallback = W(0)});
+        fx_silent(&f, c->still_to, c->fall_to);
+        expect_stats(&f, c->line, (stats_want_t){.fallback = W(1)});
+        expect_tokens(&f, c->line, 0, c->want_r, c->want_l);
+        fx_stop(&f);
+    }
 }
 END_TEST
 
@@ -942,8 +954,8 @@ START_TEST(test_agent_static_resume)
     proto_tokens_rec_t more[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
     tokens(&f, 2, T0 + 2 * PERIOD + 0.5, more, 1);
     expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(0), .resumes = W(2)});
-    /* the next period start renews nothing: the controller rules */
     expect_tokens(&f, __LINE__, 0, 1, 2);
+    /* the next period start renews nothing: the controller rules */
     agent_tick(f.a, T0 + 3 * PERIOD);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 1);
     fx_stop(&f);
@@ -1081,18 +1093,26 @@ END_TEST
 
 int main(void)
 {
-    const TTest *const tests[] = {
-        test_agent_hello_lists_the_table, test_agent_report_from_counters,
-        test_agent_tokens_applied_by_index, test_agent_net_of_served,
-        test_agent_fallback_after_silence,
-        test_agent_quiet_last_interval_falls_back_in_next_period, test_agent_resume,
-        test_agent_stale_period, test_agent_period_roll_by_clock,
-        test_agent_dropped_bucket_keeps_serving_with_own_weight, test_agent_new_rejects_bad_config,
-        test_agent_static_keeps_limits, test_agent_static_mid_period_charges_served,
-        test_agent_static_keeps_last_covered_grant, test_agent_rr_fallback_and_resume,
-        test_agent_static_resume, test_agent_late_controller_no_fallback, test_agent_epoch_fencing,
-        test_agent_two_lone_controllers, test_agent_warns_once_a_period,
-        test_agent_default_bucket_holds_unconfigured, test_agent_duplicate_name_holds_everything
-    };
+    const TTest *const tests[] = {test_agent_hello_lists_the_table,
+                                  test_agent_report_from_counters,
+                                  test_agent_tokens_applied_by_index,
+                                  test_agent_net_of_served,
+                                  test_agent_fallback_after_silence,
+                                  test_agent_quiet_last_interval_falls_back_in_next_period,
+                                  test_agent_resume,
+                                  test_agent_stale_period,
+                                  test_agent_period_roll_by_clock,
+                                  test_agent_dropped_bucket_keeps_serving_with_own_weight,
+                                  test_agent_new_rejects_bad_config,
+                                  test_agent_static_keeps_limits,
+                                  test_agent_static_grant_after_silence,
+                                  test_agent_rr_fallback_and_resume,
+                                  test_agent_static_resume,
+                                  test_agent_late_controller_no_fallback,
+                                  test_agent_epoch_fencing,
+                                  test_agent_two_lone_controllers,
+                                  test_agent_warns_once_a_period,
+                                  test_agent_default_bucket_holds_unconfigured,
+                                  test_agent_duplicate_name_holds_everything};
     return testlib_run_tests("agent", tests, sizeof tests / sizeof tests[0]);
 }
