@@ -586,13 +586,7 @@ START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
     fx_t f;
     fx_start(&f, 0);
     proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
-    w.table = 7;
-    w.has_names = 1;
-    w.nnames = 3;
-    w.names = ctl_names;
+    welcome_msg(&f, &w); /* with the controller's weights */
     w.has_weights = 1;
     w.weights = ctl_weights;
     const char *blue_too[] = {"blue", "green"};
