@@ -937,13 +937,20 @@ START_TEST(test_agent_rr_fallback_and_resume)
 }
 END_TEST
 
+/* f follows a static-fallback controller (2 intervals of silence) that
+ * granted R 10 + L 20 early in period 0 and then says nothing until `to`. */
+static void fx_static_gone(fx_t *f, double to)
+{
+    fx_following(f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
+    fx_silent(f, T0 + 2, to);
+}
+
 /* Static fallback, then the controller is back: its tokens replace the
  * grant at once and the node follows it again. */
 START_TEST(test_agent_static_resume)
 {
     fx_t f;
-    fx_following(&f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
-    fx_silent(&f, T0 + 2, T0 + 2 * PERIOD);
+    fx_static_gone(&f, T0 + 2 * PERIOD);
     expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
     proto_tokens_rec_t more[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
     tokens(&f, 2, T0 + 2 * PERIOD + 0.5, more, 1);
@@ -1037,8 +1044,8 @@ START_TEST(test_agent_epoch_fencing)
     st = expect_stats(&f, __LINE__, (stats_want_t){.epoch = W(6), .leader = W(1)});
     ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
     tokens_from(&f, 0, T0 + 0.5, r99, 1, 6, 1, 9, 1);
-    /* the old leader wakes up (SIGCONT) and pushes epoch 5: ignored */
     expect_tokens(&f, __LINE__, 0, 99, SCHED_UNLIMITED);
+    /* the old leader wakes up (SIGCONT) and pushes epoch 5: ignored */
     tokens_from(&f, 0, T0 + 0.6, r10, 1, 5, 0, 7, 1);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 99);
     expect_stats(&f, __LINE__, (stats_want_t){.stale_epoch = W(4), .fallback = W(0)});
@@ -1075,8 +1082,7 @@ END_TEST
 START_TEST(test_agent_warns_once_a_period)
 {
     fx_t f;
-    fx_following(&f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
-    fx_silent(&f, T0 + 2, T0 + 4 * PERIOD);
+    fx_static_gone(&f, T0 + 4 * PERIOD);
     /* periods 1, 2, 3 */
     agent_stats_t st =
         expect_stats(&f, __LINE__, (stats_want_t){.fallbacks = W(1), .warn_unreachable = W(3)});
