@@ -253,6 +253,16 @@ static void fx_granted_at(fx_t *f, agent_fallback_t mode, double silence, double
     tokens(f, 0, at, recs, 1);
 }
 
+/* The older rr fallback (fx_start()): welcomed to period 0 at T0 and
+ * granted blue R 10 without a limit at `at`. */
+static void fx_rr_granted_at(fx_t *f, double at)
+{
+    fx_start(f, 1);
+    welcome(f, 0, T0);
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
+    tokens(f, 0, at, r, 1);
+}
+
 /* fx_granted_at() with the grant at T0 + 0.1, early in interval 0. */
 static void fx_following(fx_t *f, agent_fallback_t mode, double silence, int64_t r, int64_t l)
 {
@@ -438,10 +448,7 @@ END_TEST
 START_TEST(test_agent_fallback_after_silence)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
-    tokens(&f, 0, T0 + 0.1, r, 1); /* the controller's last word, interval 0 */
+    fx_rr_granted_at(&f, T0 + 0.1); /* the controller's last word, interval 0 */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     /* silent for the rest of the period: the tokens stay valid */
     for (int k = 1; k < K; k++) {
@@ -463,10 +470,7 @@ END_TEST
 START_TEST(test_agent_quiet_last_interval_falls_back_in_next_period)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
-    tokens(&f, 0, T0 + 8.1, r, 1); /* heard in the last interval */
+    fx_rr_granted_at(&f, T0 + 8.1); /* heard in the last interval */
     ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD), 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* 1.9 s < 1.5 intervals */
     ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD + 2), 1);
