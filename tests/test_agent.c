@@ -138,6 +138,13 @@ static void welcome(fx_t *f, uint64_t period, double now)
     ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
 }
 
+/* fx_start(), welcomed to period 0 at T0. */
+static void fx_welcomed(fx_t *f, int manage_policy)
+{
+    fx_start(f, manage_policy);
+    welcome(f, 0, T0);
+}
+
 /* welcome() to period 0 from controller `src` at leadership `epoch`. */
 static void welcome_from(fx_t *f, double now, uint64_t epoch, int src)
 {
@@ -212,6 +219,8 @@ typedef struct {
 typedef struct {
     want_t fallback, fallbacks, resumes, static_periods, period, interval;
     want_t tokens_stale, tokens_applied, epoch, leader, stale_epoch, warn_unreachable;
+    want_t refused, duplicate_name;
+    want_t rejected_table, rejected_unknown_node; /* proto.rejected[PROTO_E_...] */
 } stats_want_t;
 
 static void want_eq(int line, const char *name, long long got, want_t w)
@@ -238,7 +247,13 @@ static agent_stats_t expect_stats(fx_t *f, int line, stats_want_t w)
     WANT_FIELD(leader);
     WANT_FIELD(stale_epoch);
     WANT_FIELD(warn_unreachable);
+    WANT_FIELD(refused);
+    WANT_FIELD(duplicate_name);
 #undef WANT_FIELD
+    want_eq(line, "proto.rejected[PROTO_E_TABLE]", (long long)st.proto.rejected[PROTO_E_TABLE],
+            w.rejected_table);
+    want_eq(line, "proto.rejected[PROTO_E_UNKNOWN_NODE]",
+            (long long)st.proto.rejected[PROTO_E_UNKNOWN_NODE], w.rejected_unknown_node);
     return st;
 }
 
@@ -257,8 +272,7 @@ static void fx_granted_at(fx_t *f, agent_fallback_t mode, double silence, double
  * granted blue R 10 without a limit at `at`. */
 static void fx_rr_granted_at(fx_t *f, double at)
 {
-    fx_start(f, 1);
-    welcome(f, 0, T0);
+    fx_welcomed(f, 1);
     proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
     tokens(f, 0, at, r, 1);
 }
@@ -354,8 +368,7 @@ END_TEST
 START_TEST(test_agent_tokens_applied_by_index)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
+    fx_welcomed(&f, 1);
     ck_assert_int_eq(f.sn.applied, 0);
     /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
     proto_tokens_rec_t recs[] = {
@@ -371,15 +384,14 @@ START_TEST(test_agent_tokens_applied_by_index)
     ck_assert_int_eq(bstats(&f, 3).r_tokens, 6);
     ck_assert_int_eq(bstats(&f, 1).r_tokens, 0); /* blue: not the controller's */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* resumed */
-    agent_stats_t st = expect_stats(
-        &f, __LINE__, (stats_want_t){.tokens_applied = W(3), .resumes = W(1), .fallback = W(0)});
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.tokens_applied = W(3), .resumes = W(1), .fallback = W(0)});
 
     /* an index beyond the controller's table: the whole message dropped */
     proto_tokens_rec_t bad[] = {{.bucket = 0, .r_tokens = 99}, {.bucket = 3, .r_tokens = 1}};
     tokens(&f, 0, T0 + 0.2, bad, 2);
     ck_assert_int_eq(bstats(&f, 2).r_tokens, 4);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+    expect_stats(&f, __LINE__, (stats_want_t){.rejected_table = W(1)});
 
     /* a table generation the node lacks, without names: dropped */
     proto_msg_t m;
@@ -391,17 +403,14 @@ START_TEST(test_agent_tokens_applied_by_index)
     m.tokens = recs;
     agent_timing_t tm = tm_at(0, T0 + 0.3);
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 2);
-    ck_assert_uint_eq(st.tokens_applied, 3);
+    expect_stats(&f, __LINE__, (stats_want_t){.rejected_table = W(2), .tokens_applied = W(3)});
 
     /* another node's message */
     strcpy(m.node, "n2");
     m.table = 7;
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
-    ck_assert_uint_eq(st.tokens_applied, 3);
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.rejected_unknown_node = W(1), .tokens_applied = W(3)});
     fx_stop(&f);
 }
 END_TEST
@@ -409,8 +418,7 @@ END_TEST
 START_TEST(test_agent_net_of_served)
 {
     fx_t f;
-    fx_start(&f, 0);
-    welcome(&f, 0, T0);
+    fx_welcomed(&f, 0);
     arrive(&f, 0, 30);
     proto_msg_t m;
     proto_msg_init(&m);
@@ -482,8 +490,7 @@ END_TEST
 START_TEST(test_agent_resume)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
+    fx_welcomed(&f, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* welcome alone: not yet */
     /* a heartbeat with timing, holding the controller's table: resume */
     proto_msg_t hb;
@@ -734,9 +741,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     strcpy(e.code, "duplicate_name");
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 0.1), AGENT_REFUSED);
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 1.1), AGENT_REFUSED);
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.refused, 1);
-    ck_assert_uint_eq(st.duplicate_name, 2);
+    expect_stats(&f, __LINE__, (stats_want_t){.refused = W(1), .duplicate_name = W(2)});
     ck_assert(!agent_welcomed(f.a));
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     arrive(&f, 1, 2);
@@ -747,8 +752,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     ck_assert_uint_eq(bstats(&f, 0).queued, 4);
     /* the other node went away: a welcome releases the hold */
     welcome(&f, 0, T0 + 3.0);
-    st = st_of(&f);
-    ck_assert_int_eq(st.refused, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.refused = W(0)});
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* fallback until tokens */
     serve(&f, 4);
     fx_stop(&f);
@@ -1025,7 +1029,7 @@ START_TEST(test_agent_epoch_fencing)
                                  .flags = PROTO_TOK_UNLIMITED}};
     tokens_from(&f, 0, T0 + 0.1, r10, 1, 5, 0, 7, 0);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    agent_stats_t st = expect_stats(&f, __LINE__, (stats_want_t){.epoch = W(5), .leader = W(0)});
+    expect_stats(&f, __LINE__, (stats_want_t){.epoch = W(5), .leader = W(0)});
     /* a deposed leader (epoch 3): ignored, even its unknown_node error */
     tokens_from(&f, 0, T0 + 0.2, r99, 1, 3, 1, 7, 1);
     expect_tokens(&f, __LINE__, 0, 10, 20);
@@ -1040,13 +1044,13 @@ START_TEST(test_agent_epoch_fencing)
     /* another controller at the leader's epoch: ignored while it leads */
     tokens_from(&f, 0, T0 + 0.3, r99, 1, 5, 1, 7, 1);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    st = expect_stats(&f, __LINE__, (stats_want_t){.stale_epoch = W(3)});
+    expect_stats(&f, __LINE__, (stats_want_t){.stale_epoch = W(3)});
     /* a new leader (epoch 6): adopted; the old table is forgotten, so its
      * tokens without names are dropped, with names applied */
     ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.4, r99, 1, 6, 1, 7, 0), AGENT_SEND_HELLO);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    st = expect_stats(&f, __LINE__, (stats_want_t){.epoch = W(6), .leader = W(1)});
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.epoch = W(6), .leader = W(1), .rejected_table = W(1)});
     tokens_from(&f, 0, T0 + 0.5, r99, 1, 6, 1, 9, 1);
     expect_tokens(&f, __LINE__, 0, 99, SCHED_UNLIMITED);
     /* the old leader wakes up (SIGCONT) and pushes epoch 5: ignored */
