@@ -291,6 +291,20 @@ static const proto_report_rec_t *rec_of(const proto_msg_t *m, uint32_t b)
     return NULL;
 }
 
+/* Checks the arrivals report m gives for bucket b (interval, period). */
+static void expect_arrivals(const proto_msg_t *m, int line, uint32_t b, uint64_t interval,
+                            uint64_t period)
+{
+    const proto_report_rec_t *r = rec_of(m, b);
+    ck_assert_msg(r != NULL, "line %d: no record for bucket %u", line, b);
+    ck_assert_msg(r->arrivals_interval == interval,
+                  "line %d: bucket %u arrivals_interval is %llu, want %llu", line, b,
+                  (unsigned long long)r->arrivals_interval, (unsigned long long)interval);
+    ck_assert_msg(r->arrivals_period == period,
+                  "line %d: bucket %u arrivals_period is %llu, want %llu", line, b,
+                  (unsigned long long)r->arrivals_period, (unsigned long long)period);
+}
+
 START_TEST(test_agent_hello_lists_the_table)
 {
     fx_t f;
@@ -357,8 +371,7 @@ START_TEST(test_agent_report_from_counters)
     arrive(&f, 0, 1);
     ck_assert_int_eq(agent_tick(f.a, T0 + 4.0), 1);
     ck_assert_int_eq(agent_report(f.a, T0 + 4.0, &m), 0);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_interval, 1);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_period, 6);
+    expect_arrivals(&m, __LINE__, 0, 1, 6);
     ck_assert_uint_eq(rec_of(&m, 2)->arrivals_interval, 0);
     proto_msg_clear(&m);
     fx_stop(&f);
@@ -552,8 +565,7 @@ START_TEST(test_agent_stale_period)
     ck_assert_int_eq(f.sn.period_starts, 1);
     ck_assert_int_eq(agent_report(f.a, T0 + 4 * PERIOD, &m), 0);
     ck_assert_uint_eq(m.period, 4);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_interval, 2);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_period, 0);
+    expect_arrivals(&m, __LINE__, 0, 2, 0);
     proto_msg_clear(&m);
     fx_stop(&f);
 }
