@@ -117,12 +117,18 @@ static agent_timing_t tm_at(uint64_t period, double now)
 static const char *ctl_names[] = {"green", "red", "new"};
 static const uint32_t ctl_weights[] = {1, 1, 1};
 
+/* An empty message of `type` addressed to node n1. */
+static void msg_to_n1(proto_msg_t *m, proto_type_t type)
+{
+    proto_msg_init(m);
+    m->type = type;
+    strcpy(m->node, "n1");
+}
+
 /* The controller's welcome to f: its table 7 and names. */
 static void welcome_msg(fx_t *f, proto_msg_t *m)
 {
-    proto_msg_init(m);
-    m->type = PROTO_WELCOME;
-    strcpy(m->node, "n1");
+    msg_to_n1(m, PROTO_WELCOME);
     m->table = 7;
     m->peer_table = f->node_table;
     m->has_names = 1;
@@ -159,9 +165,7 @@ static void welcome_from(fx_t *f, double now, uint64_t epoch, int src)
 static void tokens(fx_t *f, uint64_t period, double now, const proto_tokens_rec_t *recs, size_t n)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = 7;
     m.peer_table = f->node_table;
     m.count = n;
@@ -408,9 +412,7 @@ START_TEST(test_agent_tokens_applied_by_index)
 
     /* a table generation the node lacks, without names: dropped */
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = 8;
     m.count = 1;
     m.tokens = recs;
@@ -526,9 +528,7 @@ START_TEST(test_agent_resume)
 
     /* the controller forgot the node: hello again */
     proto_msg_t e;
-    proto_msg_init(&e);
-    e.type = PROTO_ERROR;
-    strcpy(e.node, "n1");
+    msg_to_n1(&e, PROTO_ERROR);
     strcpy(e.code, "unknown_node");
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + PERIOD + 3), AGENT_SEND_HELLO);
     ck_assert(!agent_welcomed(f.a));
@@ -577,9 +577,7 @@ START_TEST(test_agent_period_roll_by_clock)
     fx_start(&f, 0);
     /* timing from the message's ms fields, counted from `now` */
     proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
+    msg_to_n1(&w, PROTO_WELCOME);
     w.period = 9;
     w.interval = 4;
     w.intervals = K;
@@ -624,9 +622,7 @@ START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
     ck_assert_uint_eq(bstats(&f, 1).weight, 5);
     proto_tokens_rec_t r[] = {{.bucket = 0, .r_tokens = 9, .l_tokens = 9}};
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = 8;
     m.count = 1;
     m.tokens = r;
@@ -651,9 +647,7 @@ static void ctl_table_msg(fx_t *f, uint64_t period, double now, uint32_t g, cons
                           size_t n, const proto_tokens_rec_t *recs, size_t nrec)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = g;
     m.peer_table = f->node_table;
     m.has_names = 1;
@@ -747,9 +741,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     ck_assert_uint_eq(m.instance, 0xabcdef);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
     proto_msg_t e;
-    proto_msg_init(&e);
-    e.type = PROTO_ERROR;
-    strcpy(e.node, "n1");
+    msg_to_n1(&e, PROTO_ERROR);
     strcpy(e.code, "duplicate_name");
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 0.1), AGENT_REFUSED);
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 1.1), AGENT_REFUSED);
@@ -802,9 +794,7 @@ static int tokens_from(fx_t *f, uint64_t period, double now, const proto_tokens_
                        size_t n, uint64_t epoch, int src, uint32_t table, int with_names)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = table;
     m.peer_table = f->node_table;
     m.epoch = epoch;
@@ -1000,9 +990,7 @@ static uint64_t late_controller_fallbacks(double silence, double grace)
             double late = k == 0 && p > 0 ? 1.75 * (PERIOD / K) : 0.05;
             agent_tick(f.a, t + (PERIOD / K) * 0.99); /* nothing due */
             proto_msg_t m;
-            proto_msg_init(&m);
-            m.type = PROTO_TOKENS;
-            strcpy(m.node, "n1");
+            msg_to_n1(&m, PROTO_TOKENS);
             m.table = 7;
             m.peer_table = f.node_table;
             m.count = 1;
@@ -1046,9 +1034,7 @@ START_TEST(test_agent_epoch_fencing)
     tokens_from(&f, 0, T0 + 0.2, r99, 1, 3, 1, 7, 1);
     expect_tokens(&f, __LINE__, 0, 10, 20);
     proto_msg_t e;
-    proto_msg_init(&e);
-    e.type = PROTO_ERROR;
-    strcpy(e.node, "n1");
+    msg_to_n1(&e, PROTO_ERROR);
     strcpy(e.code, "unknown_node");
     e.epoch = 3;
     ck_assert_int_eq(agent_handle_from(f.a, &e, NULL, T0 + 0.2, 1), 0);
