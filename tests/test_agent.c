@@ -117,28 +117,55 @@ static agent_timing_t tm_at(uint64_t period, double now)
 static const char *ctl_names[] = {"green", "red", "new"};
 static const uint32_t ctl_weights[] = {1, 1, 1};
 
+/* An empty message of `type` addressed to node n1. */
+static void msg_to_n1(proto_msg_t *m, proto_type_t type)
+{
+    proto_msg_init(m);
+    m->type = type;
+    strcpy(m->node, "n1");
+}
+
+/* The controller's welcome to f: its table 7 and names. */
+static void welcome_msg(fx_t *f, proto_msg_t *m)
+{
+    msg_to_n1(m, PROTO_WELCOME);
+    m->table = 7;
+    m->peer_table = f->node_table;
+    m->has_names = 1;
+    m->nnames = 3;
+    m->names = ctl_names;
+}
+
 static void welcome(fx_t *f, uint64_t period, double now)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_WELCOME;
-    strcpy(m.node, "n1");
-    m.table = 7;
-    m.peer_table = f->node_table;
-    m.has_names = 1;
-    m.nnames = 3;
-    m.names = ctl_names;
+    welcome_msg(f, &m);
     agent_timing_t tm = tm_at(period, now);
     ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* fx_start(), welcomed to period 0 at T0. */
+static void fx_welcomed(fx_t *f, int manage_policy)
+{
+    fx_start(f, manage_policy);
+    welcome(f, 0, T0);
+}
+
+/* welcome() to period 0 from controller `src` at leadership `epoch`. */
+static void welcome_from(fx_t *f, double now, uint64_t epoch, int src)
+{
+    proto_msg_t m;
+    welcome_msg(f, &m);
+    m.epoch = epoch;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle_from(f->a, &m, &tm, now, src), 0);
 }
 
 /* A tokens message (controller table 7) for the n records given. */
 static void tokens(fx_t *f, uint64_t period, double now, const proto_tokens_rec_t *recs, size_t n)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = 7;
     m.peer_table = f->node_table;
     m.count = n;
@@ -166,11 +193,71 @@ static sched_bucket_stats_t bstats(fx_t *f, int b)
     return bs;
 }
 
+/* Checks bucket b's reservation r and limit l, naming the caller's line. */
+static void expect_tokens(fx_t *f, int line, int b, int64_t r, int64_t l)
+{
+    sched_bucket_stats_t bs = bstats(f, b);
+    ck_assert_msg(bs.r_tokens == r, "line %d: bucket %d r_tokens is %lld, want %lld", line, b,
+                  (long long)bs.r_tokens, (long long)r);
+    ck_assert_msg(bs.l_tokens == l, "line %d: bucket %d l_tokens is %lld, want %lld", line, b,
+                  (long long)bs.l_tokens, (long long)l);
+}
+
 /* The agent's counters now. */
 static agent_stats_t st_of(fx_t *f)
 {
     agent_stats_t st;
     agent_stats(f->a, &st);
+    return st;
+}
+
+/* One expected counter: checked only when `on` (a leader of -1 is a real
+ * value, so "not checked" is its own flag rather than a number). */
+typedef struct {
+    int on;
+    long long v;
+} want_t;
+#define W(x) ((want_t){1, (long long)(x)})
+
+/* The counters tests check; a field left out is not checked. */
+typedef struct {
+    want_t fallback, fallbacks, resumes, static_periods, period, interval;
+    want_t tokens_stale, tokens_applied, epoch, leader, stale_epoch, warn_unreachable;
+    want_t refused, duplicate_name;
+    want_t rejected_table, rejected_unknown_node; /* proto.rejected[PROTO_E_...] */
+} stats_want_t;
+
+static void want_eq(int line, const char *name, long long got, want_t w)
+{
+    if (w.on)
+        ck_assert_msg(got == w.v, "line %d: stats.%s is %lld, want %lld", line, name, got, w.v);
+}
+
+/* Checks f's counters against w, naming the first field that differs and
+ * the caller's line; returns the counters for further checks. */
+static agent_stats_t expect_stats(fx_t *f, int line, stats_want_t w)
+{
+    agent_stats_t st = st_of(f);
+#define WANT_FIELD(x) want_eq(line, #x, (long long)st.x, w.x)
+    WANT_FIELD(fallback);
+    WANT_FIELD(fallbacks);
+    WANT_FIELD(resumes);
+    WANT_FIELD(static_periods);
+    WANT_FIELD(period);
+    WANT_FIELD(interval);
+    WANT_FIELD(tokens_stale);
+    WANT_FIELD(tokens_applied);
+    WANT_FIELD(epoch);
+    WANT_FIELD(leader);
+    WANT_FIELD(stale_epoch);
+    WANT_FIELD(warn_unreachable);
+    WANT_FIELD(refused);
+    WANT_FIELD(duplicate_name);
+#undef WANT_FIELD
+    want_eq(line, "proto.rejected[PROTO_E_TABLE]", (long long)st.proto.rejected[PROTO_E_TABLE],
+            w.rejected_table);
+    want_eq(line, "proto.rejected[PROTO_E_UNKNOWN_NODE]",
+            (long long)st.proto.rejected[PROTO_E_UNKNOWN_NODE], w.rejected_unknown_node);
     return st;
 }
 
@@ -185,6 +272,15 @@ static void fx_granted_at(fx_t *f, agent_fallback_t mode, double silence, double
     tokens(f, 0, at, recs, 1);
 }
 
+/* The older rr fallback (fx_start()): welcomed to period 0 at T0 and
+ * granted blue R 10 without a limit at `at`. */
+static void fx_rr_granted_at(fx_t *f, double at)
+{
+    fx_welcomed(f, 1);
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
+    tokens(f, 0, at, r, 1);
+}
+
 /* fx_granted_at() with the grant at T0 + 0.1, early in interval 0. */
 static void fx_following(fx_t *f, agent_fallback_t mode, double silence, int64_t r, int64_t l)
 {
@@ -197,6 +293,20 @@ static const proto_report_rec_t *rec_of(const proto_msg_t *m, uint32_t b)
         if (m->report[i].bucket == b)
             return &m->report[i];
     return NULL;
+}
+
+/* Checks the arrivals report m gives for bucket b (interval, period). */
+static void expect_arrivals(const proto_msg_t *m, int line, uint32_t b, uint64_t interval,
+                            uint64_t period)
+{
+    const proto_report_rec_t *r = rec_of(m, b);
+    ck_assert_msg(r != NULL, "line %d: no record for bucket %u", line, b);
+    ck_assert_msg(r->arrivals_interval == interval,
+                  "line %d: bucket %u arrivals_interval is %llu, want %llu", line, b,
+                  (unsigned long long)r->arrivals_interval, (unsigned long long)interval);
+    ck_assert_msg(r->arrivals_period == period,
+                  "line %d: bucket %u arrivals_period is %llu, want %llu", line, b,
+                  (unsigned long long)r->arrivals_period, (unsigned long long)period);
 }
 
 START_TEST(test_agent_hello_lists_the_table)
@@ -265,8 +375,7 @@ START_TEST(test_agent_report_from_counters)
     arrive(&f, 0, 1);
     ck_assert_int_eq(agent_tick(f.a, T0 + 4.0), 1);
     ck_assert_int_eq(agent_report(f.a, T0 + 4.0, &m), 0);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_interval, 1);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_period, 6);
+    expect_arrivals(&m, __LINE__, 0, 1, 6);
     ck_assert_uint_eq(rec_of(&m, 2)->arrivals_interval, 0);
     proto_msg_clear(&m);
     fx_stop(&f);
@@ -276,8 +385,7 @@ END_TEST
 START_TEST(test_agent_tokens_applied_by_index)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
+    fx_welcomed(&f, 1);
     ck_assert_int_eq(f.sn.applied, 0);
     /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
     proto_tokens_rec_t recs[] = {
@@ -288,46 +396,36 @@ START_TEST(test_agent_tokens_applied_by_index)
     ck_assert_int_eq(f.sn.set_calls, 3);
     ck_assert_int_eq(f.sn.applied, 1); /* once per message */
     ck_assert_int_eq(f.sn.last_b, 3);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    ck_assert_int_eq(bstats(&f, 2).r_tokens, 4);
-    ck_assert_int_eq(bstats(&f, 2).l_tokens, SCHED_UNLIMITED);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    expect_tokens(&f, __LINE__, 2, 4, SCHED_UNLIMITED);
     ck_assert_int_eq(bstats(&f, 3).r_tokens, 6);
     ck_assert_int_eq(bstats(&f, 1).r_tokens, 0); /* blue: not the controller's */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* resumed */
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.tokens_applied, 3);
-    ck_assert_uint_eq(st.resumes, 1);
-    ck_assert_int_eq(st.fallback, 0);
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.tokens_applied = W(3), .resumes = W(1), .fallback = W(0)});
 
     /* an index beyond the controller's table: the whole message dropped */
     proto_tokens_rec_t bad[] = {{.bucket = 0, .r_tokens = 99}, {.bucket = 3, .r_tokens = 1}};
     tokens(&f, 0, T0 + 0.2, bad, 2);
     ck_assert_int_eq(bstats(&f, 2).r_tokens, 4);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+    expect_stats(&f, __LINE__, (stats_want_t){.rejected_table = W(1)});
 
     /* a table generation the node lacks, without names: dropped */
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = 8;
     m.count = 1;
     m.tokens = recs;
     agent_timing_t tm = tm_at(0, T0 + 0.3);
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 2);
-    ck_assert_uint_eq(st.tokens_applied, 3);
+    expect_stats(&f, __LINE__, (stats_want_t){.rejected_table = W(2), .tokens_applied = W(3)});
 
     /* another node's message */
     strcpy(m.node, "n2");
     m.table = 7;
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_UNKNOWN_NODE], 1);
-    ck_assert_uint_eq(st.tokens_applied, 3);
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.rejected_unknown_node = W(1), .tokens_applied = W(3)});
     fx_stop(&f);
 }
 END_TEST
@@ -335,8 +433,7 @@ END_TEST
 START_TEST(test_agent_net_of_served)
 {
     fx_t f;
-    fx_start(&f, 0);
-    welcome(&f, 0, T0);
+    fx_welcomed(&f, 0);
     arrive(&f, 0, 30);
     proto_msg_t m;
     proto_msg_init(&m);
@@ -344,33 +441,28 @@ START_TEST(test_agent_net_of_served)
     serve(&f, 5); /* served on the old tokens (opportunistic) meanwhile */
     proto_tokens_rec_t r1[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     tokens(&f, 0, T0 + 0.01, r1, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 5); /* 10 - 5 */
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    expect_tokens(&f, __LINE__, 0, 5, 20); /* 10 - 5 */
 
     /* more served since the report than R: the rest comes off L */
     ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0);
     serve(&f, 12); /* 5 R, then 7 L */
     proto_tokens_rec_t r2[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     tokens(&f, 0, T0 + 2.01, r2, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 18);
+    expect_tokens(&f, __LINE__, 0, 0, 18);
 
     /* no limit stays no limit; a limit never goes below 0 */
     proto_tokens_rec_t r3[] = {
         {.bucket = 1, .r_tokens = 1, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 0, T0 + 2.02, r3, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, SCHED_UNLIMITED);
+    expect_tokens(&f, __LINE__, 0, 0, SCHED_UNLIMITED);
     proto_tokens_rec_t r4[] = {{.bucket = 1, .r_tokens = 3, .l_tokens = 4}};
     tokens(&f, 0, T0 + 2.03, r4, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 0);
+    expect_tokens(&f, __LINE__, 0, 0, 0);
 
     /* a new report: nothing served since, counts as sent */
     ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0);
     tokens(&f, 0, T0 + 4.01, r1, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
     proto_msg_clear(&m);
     fx_stop(&f);
 }
@@ -379,10 +471,7 @@ END_TEST
 START_TEST(test_agent_fallback_after_silence)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
-    tokens(&f, 0, T0 + 0.1, r, 1); /* the controller's last word, interval 0 */
+    fx_rr_granted_at(&f, T0 + 0.1); /* the controller's last word, interval 0 */
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     /* silent for the rest of the period: the tokens stay valid */
     for (int k = 1; k < K; k++) {
@@ -394,11 +483,9 @@ START_TEST(test_agent_fallback_after_silence)
     ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD), 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
     ck_assert_int_eq(f.sn.period_starts, 1);
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 1);
-    ck_assert_uint_eq(st.fallbacks, 1);
-    ck_assert_uint_eq(st.period, 1);
-    ck_assert_uint_eq(st.interval, 0);
+    expect_stats(
+        &f, __LINE__,
+        (stats_want_t){.fallback = W(1), .fallbacks = W(1), .period = W(1), .interval = W(0)});
     fx_stop(&f);
 }
 END_TEST
@@ -406,10 +493,7 @@ END_TEST
 START_TEST(test_agent_quiet_last_interval_falls_back_in_next_period)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
-    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
-    tokens(&f, 0, T0 + 8.1, r, 1); /* heard in the last interval */
+    fx_rr_granted_at(&f, T0 + 8.1); /* heard in the last interval */
     ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD), 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* 1.9 s < 1.5 intervals */
     ck_assert_int_eq(agent_tick(f.a, T0 + PERIOD + 2), 1);
@@ -421,8 +505,7 @@ END_TEST
 START_TEST(test_agent_resume)
 {
     fx_t f;
-    fx_start(&f, 1);
-    welcome(&f, 0, T0);
+    fx_welcomed(&f, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* welcome alone: not yet */
     /* a heartbeat with timing, holding the controller's table: resume */
     proto_msg_t hb;
@@ -440,16 +523,12 @@ START_TEST(test_agent_resume)
     proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 1, T0 + PERIOD + 2.5, r, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.resumes, 2);
-    ck_assert_uint_eq(st.fallbacks, 1);
+    expect_stats(&f, __LINE__, (stats_want_t){.resumes = W(2), .fallbacks = W(1)});
     ck_assert_int_eq(f.sn.policy_calls, 4); /* rr at start, tokens, rr, tokens */
 
     /* the controller forgot the node: hello again */
     proto_msg_t e;
-    proto_msg_init(&e);
-    e.type = PROTO_ERROR;
-    strcpy(e.node, "n1");
+    msg_to_n1(&e, PROTO_ERROR);
     strcpy(e.code, "unknown_node");
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + PERIOD + 3), AGENT_SEND_HELLO);
     ck_assert(!agent_welcomed(f.a));
@@ -465,9 +544,7 @@ START_TEST(test_agent_stale_period)
     proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 2, T0 + 3 * PERIOD + 1, r, 1); /* an older period's tokens */
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.tokens_stale, 1);
-    ck_assert_uint_eq(st.tokens_applied, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.tokens_stale = W(1), .tokens_applied = W(0)});
     ck_assert_int_eq(f.sn.period_starts, 0);
 
     /* a newer period's tokens start it at once */
@@ -480,8 +557,7 @@ START_TEST(test_agent_stale_period)
     ck_assert_int_eq(f.sn.period_starts, 1);
     ck_assert_uint_eq(bstats(&f, 0).arrivals, 0); /* counters restarted */
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);  /* nothing served since */
-    st = st_of(&f);
-    ck_assert_uint_eq(st.period, 4);
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(4)});
     /* the clock then reaches the boundary the tokens anticipated: no
      * second period start; the first report of period 4 carries the
      * arrivals of period 3's last interval */
@@ -489,8 +565,7 @@ START_TEST(test_agent_stale_period)
     ck_assert_int_eq(f.sn.period_starts, 1);
     ck_assert_int_eq(agent_report(f.a, T0 + 4 * PERIOD, &m), 0);
     ck_assert_uint_eq(m.period, 4);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_interval, 2);
-    ck_assert_uint_eq(rec_of(&m, 0)->arrivals_period, 0);
+    expect_arrivals(&m, __LINE__, 0, 2, 0);
     proto_msg_clear(&m);
     fx_stop(&f);
 }
@@ -502,9 +577,7 @@ START_TEST(test_agent_period_roll_by_clock)
     fx_start(&f, 0);
     /* timing from the message's ms fields, counted from `now` */
     proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
+    msg_to_n1(&w, PROTO_WELCOME);
     w.period = 9;
     w.interval = 4;
     w.intervals = K;
@@ -515,9 +588,7 @@ START_TEST(test_agent_period_roll_by_clock)
     arrive(&f, 1, 3);
     /* a clock that skipped a whole period */
     ck_assert_int_eq(agent_tick(f.a, T0 + 1 + PERIOD + 0.5), 1);
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.period, 11);
-    ck_assert_uint_eq(st.interval, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(11), .interval = W(0)});
     ck_assert_int_eq(f.sn.period_starts, 1);
     proto_msg_t m;
     proto_msg_init(&m);
@@ -536,13 +607,7 @@ START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
     fx_t f;
     fx_start(&f, 0);
     proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
-    w.table = 7;
-    w.has_names = 1;
-    w.nnames = 3;
-    w.names = ctl_names;
+    welcome_msg(&f, &w); /* with the controller's weights */
     w.has_weights = 1;
     w.weights = ctl_weights;
     const char *blue_too[] = {"blue", "green"};
@@ -557,9 +622,7 @@ START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
     ck_assert_uint_eq(bstats(&f, 1).weight, 5);
     proto_tokens_rec_t r[] = {{.bucket = 0, .r_tokens = 9, .l_tokens = 9}};
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = 8;
     m.count = 1;
     m.tokens = r;
@@ -572,8 +635,7 @@ START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
     w.weights = ctl_weights;
     w.table = 9;
     ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0), 0);
-    ck_assert_int_eq(bstats(&f, 1).r_tokens, 0);
-    ck_assert_int_eq(bstats(&f, 1).l_tokens, SCHED_UNLIMITED);
+    expect_tokens(&f, __LINE__, 1, 0, SCHED_UNLIMITED);
     ck_assert_uint_eq(bstats(&f, 1).weight, 3);
     ck_assert_int_eq(f.sn.applied, applied + 1); /* the front dispatches */
     fx_stop(&f);
@@ -585,9 +647,7 @@ static void ctl_table_msg(fx_t *f, uint64_t period, double now, uint32_t g, cons
                           size_t n, const proto_tokens_rec_t *recs, size_t nrec)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = g;
     m.peer_table = f->node_table;
     m.has_names = 1;
@@ -681,15 +741,11 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     ck_assert_uint_eq(m.instance, 0xabcdef);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
     proto_msg_t e;
-    proto_msg_init(&e);
-    e.type = PROTO_ERROR;
-    strcpy(e.node, "n1");
+    msg_to_n1(&e, PROTO_ERROR);
     strcpy(e.code, "duplicate_name");
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 0.1), AGENT_REFUSED);
     ck_assert_int_eq(agent_handle(f.a, &e, NULL, T0 + 1.1), AGENT_REFUSED);
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.refused, 1);
-    ck_assert_uint_eq(st.duplicate_name, 2);
+    expect_stats(&f, __LINE__, (stats_want_t){.refused = W(1), .duplicate_name = W(2)});
     ck_assert(!agent_welcomed(f.a));
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     arrive(&f, 1, 2);
@@ -700,8 +756,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     ck_assert_uint_eq(bstats(&f, 0).queued, 4);
     /* the other node went away: a welcome releases the hold */
     welcome(&f, 0, T0 + 3.0);
-    st = st_of(&f);
-    ck_assert_int_eq(st.refused, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.refused = W(0)});
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* fallback until tokens */
     serve(&f, 4);
     fx_stop(&f);
@@ -739,9 +794,7 @@ static int tokens_from(fx_t *f, uint64_t period, double now, const proto_tokens_
                        size_t n, uint64_t epoch, int src, uint32_t table, int with_names)
 {
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_TOKENS;
-    strcpy(m.node, "n1");
+    msg_to_n1(&m, PROTO_TOKENS);
     m.table = table;
     m.peer_table = f->node_table;
     m.epoch = epoch;
@@ -766,8 +819,8 @@ static int serve_all(fx_t *f, int b)
     return n;
 }
 
-/* Ticks every interval start in [from, to). */
-static void tick_through(fx_t *f, double from, double to)
+/* The controller says nothing in [from, to): ticks every interval start. */
+static void fx_silent(fx_t *f, double from, double to)
 {
     for (double t = from; t < to - 1e-9; t += PERIOD / K)
         agent_tick(f->a, t);
@@ -791,79 +844,81 @@ START_TEST(test_agent_static_keeps_limits)
     tokens(&f, 0, T0 + 0.1, recs, 3);
     arrive(&f, 0, 12);
     ck_assert_int_eq(serve_all(&f, 0), 12); /* 10 R + 2 L this period */
-    tick_through(&f, T0 + 2, T0 + PERIOD);
+    fx_silent(&f, T0 + 2, T0 + PERIOD);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     for (int p = 1; p <= 3; p++) {
         double start = T0 + p * PERIOD;
         agent_tick(f.a, start);
-        agent_stats_t st = st_of(&f);
-        ck_assert_int_eq(st.fallback, 1);
-        ck_assert_uint_eq(st.fallbacks, 1);
+        expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1), .fallbacks = W(1)});
         ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
-        ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-        ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+        expect_tokens(&f, __LINE__, 0, 10, 20);
         ck_assert_int_eq(bstats(&f, 2).l_tokens, SCHED_UNLIMITED); /* green: no limit */
         ck_assert_int_eq(bstats(&f, 3).l_tokens, 7);
         f.nitems = 0;
         arrive(&f, 0, 50);
         ck_assert_int_eq(serve_all(&f, 0), 30); /* never more than the grant */
         sched_drain(f.s, NULL, NULL);
-        tick_through(&f, start + 2, start + PERIOD);
+        fx_silent(&f, start + 2, start + PERIOD);
         ck_assert_str_eq(agent_state_str(f.a), "static");
     }
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.static_periods, 2); /* period 1 was entered, 2 and 3 renewed */
+    /* period 1 was entered, 2 and 3 renewed */
+    expect_stats(&f, __LINE__, (stats_want_t){.static_periods = W(2)});
     /* a bucket never seen: no reservation, the tightest limited share (7) */
     ck_assert_int_eq(sched_add_bucket(f.s, "late", 1), 4);
     agent_tick(f.a, T0 + 4 * PERIOD);
-    ck_assert_int_eq(bstats(&f, 4).r_tokens, 0);
-    ck_assert_int_eq(bstats(&f, 4).l_tokens, 7);
+    expect_tokens(&f, __LINE__, 4, 0, 7);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
     fx_stop(&f);
 }
 END_TEST
 
-/* A controller that dies before its first push of a period: the node held
- * period 0's leftover tokens; the static fallback charges what it served
- * in period 1 so far against the grant. */
-START_TEST(test_agent_static_mid_period_charges_served)
-{
-    fx_t f;
-    /* heard in the last interval */
-    fx_granted_at(&f, AGENT_FALLBACK_STATIC, 2.0, T0 + 8.1, 5, 10);
-    agent_tick(f.a, T0 + PERIOD);    /* period 1: not silent long enough */
-    ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
-    arrive(&f, 0, 8);
-    ck_assert_int_eq(serve_all(&f, 0), 8); /* on period 0's leftover tokens */
-    agent_tick(f.a, T0 + PERIOD + 2);
-    agent_tick(f.a, T0 + PERIOD + 4); /* 5.9 s > 2 x 2 s + 0.5 s */
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 0);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 7); /* 15 - 8 */
-    fx_stop(&f);
-}
-END_TEST
+/* Static fallback after a silence, and the grant it enforces:
+ * - a controller that dies before its first push of a period: the node held
+ *   period 0's leftover tokens; the fallback charges what it served in
+ *   period 1 so far against the grant;
+ * - a silence longer than a period: the period the controller never reached
+ *   (its tokens: leftovers, all used) is no grant; the last one it covered
+ *   stays the one enforced. */
+typedef struct {
+    int line;
+    double silence, at;          /* fallback after; when the grant came */
+    int64_t r, l;                /* the grant */
+    double quiet_from, quiet_to; /* silent before serving */
+    int arrive, served;
+    double still_to;        /* silent, no fallback yet, up to here */
+    double fall_to;         /* silent up to here: fallback */
+    int64_t want_r, want_l; /* what the fallback enforces */
+} static_grant_case_t;
 
-/* A silence longer than a period: the period the controller never reached
- * (its tokens: leftovers, all used) is no grant; the last one it covered
- * stays the one enforced. */
-START_TEST(test_agent_static_keeps_last_covered_grant)
+START_TEST(test_agent_static_grant_after_silence)
 {
-    fx_t f;
-    fx_following(&f, AGENT_FALLBACK_STATIC, 10.0, 10, 20);
-    arrive(&f, 0, 40);
-    ck_assert_int_eq(serve_all(&f, 0), 30);
-    tick_through(&f, T0 + 2, T0 + 2 * PERIOD); /* period 1: silent, no fallback yet */
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 0);
-    agent_tick(f.a, T0 + 2 * PERIOD);
-    agent_tick(f.a, T0 + 2 * PERIOD + 2); /* 21.9 s > 10 x 2 s + 0.5 s */
-    st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    fx_stop(&f);
+    static const static_grant_case_t cases[] = {
+        /* heard in the last interval; period 1 not silent long enough;
+         * 8 served on period 0's leftover tokens; 5.9 s > 2 x 2 s + 0.5 s;
+         * 15 - 8 */
+        {__LINE__, 2.0, T0 + 8.1, 5, 10, T0 + PERIOD, T0 + PERIOD + 2, 8, 8, T0 + PERIOD + 2,
+         T0 + PERIOD + 6, 0, 7},
+        /* period 1: silent, no fallback yet; 21.9 s > 10 x 2 s + 0.5 s */
+        {__LINE__, 10.0, T0 + 0.1, 10, 20, T0 + 2, T0 + 2, 40, 30, T0 + 2 * PERIOD,
+         T0 + 2 * PERIOD + 4, 10, 20},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const static_grant_case_t *c = &cases[i];
+        fx_t f;
+        fx_granted_at(&f, AGENT_FALLBACK_STATIC, c->silence, c->at, c->r, c->l);
+        fx_silent(&f, c->quiet_from, c->quiet_to);
+        ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+        arrive(&f, 0, c->arrive);
+        int served = serve_all(&f, 0);
+        ck_assert_msg(served == c->served, "line %d: served %d, want %d", c->line, served,
+                      c->served);
+        fx_silent(&f, c->quiet_to, c->still_to);
+        expect_stats(&f, c->line, (stats_want_t){.fallback = W(0)});
+        fx_silent(&f, c->still_to, c->fall_to);
+        expect_stats(&f, c->line, (stats_want_t){.fallback = W(1)});
+        expect_tokens(&f, c->line, 0, c->want_r, c->want_l);
+        fx_stop(&f);
+    }
 }
 END_TEST
 
@@ -877,7 +932,7 @@ START_TEST(test_agent_rr_fallback_and_resume)
     proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
     tokens(&f, 0, T0 + 0.1, recs, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
-    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
+    fx_silent(&f, T0 + 2, T0 + 2 * PERIOD);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
     ck_assert_str_eq(agent_state_str(f.a), "rr");
     arrive(&f, 0, 40);
@@ -885,30 +940,32 @@ START_TEST(test_agent_rr_fallback_and_resume)
     tokens(&f, 2, T0 + 2 * PERIOD + 0.1, recs, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
     ck_assert_str_eq(agent_state_str(f.a), "following");
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.fallbacks, 1);
-    ck_assert_uint_eq(st.resumes, 2); /* the first tokens, then this */
-    ck_assert_uint_eq(st.static_periods, 0);
+    /* the first tokens, then this */
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.fallbacks = W(1), .resumes = W(2), .static_periods = W(0)});
     fx_stop(&f);
 }
 END_TEST
+
+/* f follows a static-fallback controller (2 intervals of silence) that
+ * granted R 10 + L 20 early in period 0 and then says nothing until `to`. */
+static void fx_static_gone(fx_t *f, double to)
+{
+    fx_following(f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
+    fx_silent(f, T0 + 2, to);
+}
 
 /* Static fallback, then the controller is back: its tokens replace the
  * grant at once and the node follows it again. */
 START_TEST(test_agent_static_resume)
 {
     fx_t f;
-    fx_following(&f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
-    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 1);
+    fx_static_gone(&f, T0 + 2 * PERIOD);
+    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
     proto_tokens_rec_t more[] = {{.bucket = 1, .r_tokens = 1, .l_tokens = 2}};
     tokens(&f, 2, T0 + 2 * PERIOD + 0.5, more, 1);
-    st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 0);
-    ck_assert_uint_eq(st.resumes, 2);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 1);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 2);
+    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(0), .resumes = W(2)});
+    expect_tokens(&f, __LINE__, 0, 1, 2);
     /* the next period start renews nothing: the controller rules */
     agent_tick(f.a, T0 + 3 * PERIOD);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 1);
@@ -933,9 +990,7 @@ static uint64_t late_controller_fallbacks(double silence, double grace)
             double late = k == 0 && p > 0 ? 1.75 * (PERIOD / K) : 0.05;
             agent_tick(f.a, t + (PERIOD / K) * 0.99); /* nothing due */
             proto_msg_t m;
-            proto_msg_init(&m);
-            m.type = PROTO_TOKENS;
-            strcpy(m.node, "n1");
+            msg_to_n1(&m, PROTO_TOKENS);
             m.table = 7;
             m.peer_table = f.node_table;
             m.count = 1;
@@ -968,34 +1023,18 @@ START_TEST(test_agent_epoch_fencing)
 {
     fx_t f;
     fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
-    proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
-    w.table = 7;
-    w.peer_table = f.node_table;
-    w.has_names = 1;
-    w.nnames = 3;
-    w.names = ctl_names;
-    w.epoch = 5;
-    agent_timing_t tm = tm_at(0, T0);
-    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
+    welcome_from(&f, T0, 5, 0);
     proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     proto_tokens_rec_t r99[] = {{.bucket = 1, .r_tokens = 99, .l_tokens = PROTO_UNLIMITED,
                                  .flags = PROTO_TOK_UNLIMITED}};
     tokens_from(&f, 0, T0 + 0.1, r10, 1, 5, 0, 7, 0);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.epoch, 5);
-    ck_assert_int_eq(st.leader, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.epoch = W(5), .leader = W(0)});
     /* a deposed leader (epoch 3): ignored, even its unknown_node error */
     tokens_from(&f, 0, T0 + 0.2, r99, 1, 3, 1, 7, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
     proto_msg_t e;
-    proto_msg_init(&e);
-    e.type = PROTO_ERROR;
-    strcpy(e.node, "n1");
+    msg_to_n1(&e, PROTO_ERROR);
     strcpy(e.code, "unknown_node");
     e.epoch = 3;
     ck_assert_int_eq(agent_handle_from(f.a, &e, NULL, T0 + 0.2, 1), 0);
@@ -1003,25 +1042,19 @@ START_TEST(test_agent_epoch_fencing)
     /* another controller at the leader's epoch: ignored while it leads */
     tokens_from(&f, 0, T0 + 0.3, r99, 1, 5, 1, 7, 1);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.stale_epoch, 3);
+    expect_stats(&f, __LINE__, (stats_want_t){.stale_epoch = W(3)});
     /* a new leader (epoch 6): adopted; the old table is forgotten, so its
      * tokens without names are dropped, with names applied */
     ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.4, r99, 1, 6, 1, 7, 0), AGENT_SEND_HELLO);
     ck_assert_int_eq(bstats(&f, 0).l_tokens, 20);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.epoch, 6);
-    ck_assert_int_eq(st.leader, 1);
-    ck_assert_uint_eq(st.proto.rejected[PROTO_E_TABLE], 1);
+    expect_stats(&f, __LINE__,
+                 (stats_want_t){.epoch = W(6), .leader = W(1), .rejected_table = W(1)});
     tokens_from(&f, 0, T0 + 0.5, r99, 1, 6, 1, 9, 1);
-    ck_assert_int_eq(bstats(&f, 0).r_tokens, 99);
-    ck_assert_int_eq(bstats(&f, 0).l_tokens, SCHED_UNLIMITED);
+    expect_tokens(&f, __LINE__, 0, 99, SCHED_UNLIMITED);
     /* the old leader wakes up (SIGCONT) and pushes epoch 5: ignored */
     tokens_from(&f, 0, T0 + 0.6, r10, 1, 5, 0, 7, 1);
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 99);
-    st = st_of(&f);
-    ck_assert_uint_eq(st.stale_epoch, 4);
-    ck_assert_int_eq(st.fallback, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.stale_epoch = W(4), .fallback = W(0)});
     fx_stop(&f);
 }
 END_TEST
@@ -1033,34 +1066,19 @@ START_TEST(test_agent_two_lone_controllers)
 {
     fx_t f;
     fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 3.0, 0.1);
-    proto_msg_t w;
-    proto_msg_init(&w);
-    w.type = PROTO_WELCOME;
-    strcpy(w.node, "n1");
-    w.table = 7;
-    w.peer_table = f.node_table;
-    w.has_names = 1;
-    w.nnames = 3;
-    w.names = ctl_names;
-    agent_timing_t tm = tm_at(0, T0);
-    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0, 0), 0);
-    ck_assert_int_eq(agent_handle_from(f.a, &w, &tm, T0 + 0.01, 1), 0); /* ignored */
+    welcome_from(&f, T0, 0, 0);
+    welcome_from(&f, T0 + 0.01, 0, 1); /* ignored */
     proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     proto_tokens_rec_t r5[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 5}};
     tokens_from(&f, 0, T0 + 0.1, r10, 1, 0, 0, 7, 0);
     tokens_from(&f, 0, T0 + 0.2, r5, 1, 0, 1, 7, 1); /* ignored */
-    agent_stats_t st = st_of(&f);
-    ck_assert_int_eq(st.leader, 0);
-    ck_assert_uint_eq(st.stale_epoch, 2);
+    expect_stats(&f, __LINE__, (stats_want_t){.leader = W(0), .stale_epoch = W(2)});
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 10);
     /* controller 0 dies: fallback in period 1, then 1's tokens are obeyed */
-    tick_through(&f, T0 + 2, T0 + 2 * PERIOD);
-    st = st_of(&f);
-    ck_assert_int_eq(st.fallback, 1);
+    fx_silent(&f, T0 + 2, T0 + 2 * PERIOD);
+    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
     tokens_from(&f, 2, T0 + 2 * PERIOD + 0.1, r5, 1, 0, 1, 8, 1);
-    st = st_of(&f);
-    ck_assert_int_eq(st.leader, 1);
-    ck_assert_int_eq(st.fallback, 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.leader = W(1), .fallback = W(0)});
     ck_assert_int_eq(bstats(&f, 0).r_tokens, 5);
     fx_stop(&f);
 }
@@ -1070,11 +1088,10 @@ END_TEST
 START_TEST(test_agent_warns_once_a_period)
 {
     fx_t f;
-    fx_following(&f, AGENT_FALLBACK_STATIC, 2.0, 10, 20);
-    tick_through(&f, T0 + 2, T0 + 4 * PERIOD);
-    agent_stats_t st = st_of(&f);
-    ck_assert_uint_eq(st.fallbacks, 1);
-    ck_assert_uint_eq(st.warn_unreachable, 3); /* periods 1, 2, 3 */
+    fx_static_gone(&f, T0 + 4 * PERIOD);
+    /* periods 1, 2, 3 */
+    agent_stats_t st =
+        expect_stats(&f, __LINE__, (stats_want_t){.fallbacks = W(1), .warn_unreachable = W(3)});
     ck_assert_double_gt(st.silent_s, 3 * PERIOD);
     fx_stop(&f);
 }
@@ -1082,18 +1099,26 @@ END_TEST
 
 int main(void)
 {
-    const TTest *const tests[] = {
-        test_agent_hello_lists_the_table, test_agent_report_from_counters,
-        test_agent_tokens_applied_by_index, test_agent_net_of_served,
-        test_agent_fallback_after_silence,
-        test_agent_quiet_last_interval_falls_back_in_next_period, test_agent_resume,
-        test_agent_stale_period, test_agent_period_roll_by_clock,
-        test_agent_dropped_bucket_keeps_serving_with_own_weight, test_agent_new_rejects_bad_config,
-        test_agent_static_keeps_limits, test_agent_static_mid_period_charges_served,
-        test_agent_static_keeps_last_covered_grant, test_agent_rr_fallback_and_resume,
-        test_agent_static_resume, test_agent_late_controller_no_fallback, test_agent_epoch_fencing,
-        test_agent_two_lone_controllers, test_agent_warns_once_a_period,
-        test_agent_default_bucket_holds_unconfigured, test_agent_duplicate_name_holds_everything
-    };
+    const TTest *const tests[] = {test_agent_hello_lists_the_table,
+                                  test_agent_report_from_counters,
+                                  test_agent_tokens_applied_by_index,
+                                  test_agent_net_of_served,
+                                  test_agent_fallback_after_silence,
+                                  test_agent_quiet_last_interval_falls_back_in_next_period,
+                                  test_agent_resume,
+                                  test_agent_stale_period,
+                                  test_agent_period_roll_by_clock,
+                                  test_agent_dropped_bucket_keeps_serving_with_own_weight,
+                                  test_agent_new_rejects_bad_config,
+                                  test_agent_static_keeps_limits,
+                                  test_agent_static_grant_after_silence,
+                                  test_agent_rr_fallback_and_resume,
+                                  test_agent_static_resume,
+                                  test_agent_late_controller_no_fallback,
+                                  test_agent_epoch_fencing,
+                                  test_agent_two_lone_controllers,
+                                  test_agent_warns_once_a_period,
+                                  test_agent_default_bucket_holds_unconfigured,
+                                  test_agent_duplicate_name_holds_everything};
     return testlib_run_tests("agent", tests, sizeof tests / sizeof tests[0]);
 }
