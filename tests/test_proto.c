@@ -39,6 +39,17 @@ static void set_timing(proto_msg_t *m)
 
 static const char *names3[] = {"red", "green", "blue"};
 
+static void msg_start(proto_msg_t *m, proto_msg_t *d, proto_type_t type, const char *node);
+
+/* msg_start(), then the test timing, marked present (welcome and tokens
+ * always carry it; heartbeat and hello only so marked). */
+static void timed_start(proto_msg_t *m, proto_msg_t *d, proto_type_t type, const char *node)
+{
+    msg_start(m, d, type, node);
+    set_timing(m);
+    m->has_timing = 1;
+}
+
 /* Starts m as an empty message of type from node, and d as an empty one to
  * decode into; the test clears both. */
 static void msg_start(proto_msg_t *m, proto_msg_t *d, proto_type_t type, const char *node)
@@ -125,8 +136,7 @@ END_TEST
 START_TEST(test_proto_roundtrip_welcome)
 {
     proto_msg_t m, d;
-    msg_start(&m, &d, PROTO_WELCOME, "n1");
-    set_timing(&m);
+    timed_start(&m, &d, PROTO_WELCOME, "n1");
     m.table = 3;
     m.peer_table = 7;
     set_names3(&m);
@@ -595,14 +605,11 @@ static proto_reason_t dec_w(const char *hdr, const void *w, ssize_t wl, proto_st
     return why;
 }
 
-/* The weights frame (protocol v2): only with names, only controller ->
- * node, one u32 per name, each 1..PROTO_WEIGHT_MAX; anything else is
- * rejected and counted. */
-/* Round trips m into d; returns the epoch d carries. */
-static uint64_t roundtrip_epoch(const proto_msg_t *m, proto_msg_t *d)
+/* Round trips m into d (which must decode); returns d, to read a field. */
+static const proto_msg_t *rt(const proto_msg_t *m, proto_msg_t *d)
 {
     ck_assert_int_eq(roundtrip(m, d, NULL), 0);
-    return d->epoch;
+    return d;
 }
 
 /* The controller's leadership epoch rides on what a controller sends a node
@@ -611,44 +618,24 @@ static uint64_t roundtrip_epoch(const proto_msg_t *m, proto_msg_t *d)
 START_TEST(test_proto_epoch)
 {
     proto_msg_t m, d;
-    msg_start(&m, &d, PROTO_HEARTBEAT, "n1");
-    set_timing(&m);
-    m.has_timing = 1;
+    timed_start(&m, &d, PROTO_HEARTBEAT, "n1");
     m.epoch = 77;
-    ck_assert_uint_eq(roundtrip_epoch(&m, &d), 77);
+    ck_assert_uint_eq(rt(&m, &d)->epoch, 77);
     m.epoch = 0;
-    ck_assert_uint_eq(roundtrip_epoch(&m, &d), 0);
+    ck_assert_uint_eq(rt(&m, &d)->epoch, 0);
     m.type = PROTO_ERROR;
     strcpy(m.code, "deposed");
     m.epoch = UINT64_C(1) << 40;
-    ck_assert_uint_eq(roundtrip_epoch(&m, &d), UINT64_C(1) << 40);
+    ck_assert_uint_eq(rt(&m, &d)->epoch, UINT64_C(1) << 40);
     /* the jansson writer (non-ASCII text) says the same */
     strcpy(m.text, "caf\xc3\xa9");
-    ck_assert_uint_eq(roundtrip_epoch(&m, &d), UINT64_C(1) << 40);
+    ck_assert_uint_eq(rt(&m, &d)->epoch, UINT64_C(1) << 40);
     /* a node's message never carries one: the encoder leaves it out */
     m.type = PROTO_GOODBYE;
-    ck_assert_uint_eq(roundtrip_epoch(&m, &d), 0);
+    ck_assert_uint_eq(rt(&m, &d)->epoch, 0);
     proto_msg_clear(&d);
-
-    proto_stats_t st = {0};
-    put_tok(recbuf, 0, 0, 1, 2);
-    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"epoch\":5"), recbuf, 24, NULL, -1, &st), PROTO_OK);
-    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"epoch\":5}"),
-                     PROTO_E_FIELD);
-    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":-1}"),
-                     PROTO_E_RANGE);
-    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":\"5\"}"),
-                     PROTO_E_FIELD);
 }
 END_TEST
-
-/* Round trips m with instance id `id` into d; returns the id d carries. */
-static uint64_t roundtrip_instance(proto_msg_t *m, proto_msg_t *d, uint64_t id)
-{
-    m->instance = id;
-    ck_assert_int_eq(roundtrip(m, d, NULL), 0);
-    return d->instance;
-}
 
 /* A hello may carry the node process's instance id (absent when 0); on any
  * other type it is a field error; above 2^53 a range error. */
@@ -658,9 +645,10 @@ START_TEST(test_proto_instance)
     msg_start(&m, &d, PROTO_HELLO, "n1");
     m.table = 1;
     m.has_names = 1;
-    ck_assert_uint_eq(roundtrip_instance(&m, &d, (UINT64_C(1) << 53) - 3),
-                      (UINT64_C(1) << 53) - 3);
-    ck_assert_uint_eq(roundtrip_instance(&m, &d, 0), 0);
+    m.instance = (UINT64_C(1) << 53) - 3;
+    ck_assert_uint_eq(rt(&m, &d)->instance, (UINT64_C(1) << 53) - 3);
+    m.instance = 0;
+    ck_assert_uint_eq(rt(&m, &d)->instance, 0);
     m.instance = (UINT64_C(1) << 53) + 1; /* the encoder refuses what no reader keeps */
     proto_enc_t e;
     proto_enc_init(&e);
@@ -669,19 +657,43 @@ START_TEST(test_proto_instance)
     /* a heartbeat never carries one: the encoder leaves it out */
     m.type = PROTO_HEARTBEAT;
     m.has_names = 0;
-    ck_assert_uint_eq(roundtrip_instance(&m, &d, 9), 0);
+    m.instance = 9;
+    ck_assert_uint_eq(rt(&m, &d)->instance, 0);
     proto_msg_clear(&d);
+}
+END_TEST
+
+/* The optional header fields a message type may or may not carry (epoch:
+ * what a controller sends; instance: hello), as the decoder reads them. */
+START_TEST(test_proto_optional_field_rules)
+{
+    static const struct {
+        const char *hdr;
+        int tokens_frame; /* with one wide tokens record */
+        proto_reason_t want;
+    } cases[] = {
+        {TOKHDR(",\"count\":1,\"epoch\":5"), 1, PROTO_OK},
+        {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"epoch\":5}", 0, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":-1}", 0, PROTO_E_RANGE},
+        {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":\"5\"}", 0, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"instance\":5}", 0, PROTO_E_FIELD},
+    };
     proto_stats_t st = {0};
+    put_tok(recbuf, 0, 0, 1, 2);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_reason_t got = cases[i].tokens_frame ? dec3(cases[i].hdr, recbuf, 24, NULL, -1, &st)
+                                                   : DEC(cases[i].hdr);
+        ck_assert_msg(got == cases[i].want, "case %zu (%s): reason %d, want %d", i, cases[i].hdr,
+                      (int)got, (int)cases[i].want);
+    }
+    /* a hello's instance: taken up to 2^53, a range error above */
     ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
                           "\"table\":1,\"names\":0,\"instance\":42}", "", 0, NULL, -1, &st),
                      PROTO_OK);
-    ck_assert_int_eq(DEC("{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"instance\":5}"),
-                     PROTO_E_FIELD);
     ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
                           "\"table\":1,\"names\":0,\"instance\":9007199254740993}", "", 0,
                           NULL, -1, &st),
                      PROTO_E_RANGE);
-    (void)st;
 }
 END_TEST
 
@@ -716,6 +728,9 @@ START_TEST(test_proto_node_id)
 }
 END_TEST
 
+/* The weights frame (protocol v2): only with names, only controller ->
+ * node, one u32 per name, each 1..PROTO_WEIGHT_MAX; anything else is
+ * rejected and counted. */
 START_TEST(test_proto_weights_rejected)
 {
     proto_stats_t st = {0};
@@ -1187,8 +1202,8 @@ int main(void)
         test_proto_roundtrip_hello, test_proto_roundtrip_welcome, test_proto_roundtrip_report,
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
-        test_proto_epoch, test_proto_instance, test_proto_node_id, test_proto_fixtures,
-        test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer
+        test_proto_epoch, test_proto_instance, test_proto_optional_field_rules, test_proto_node_id,
+        test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }
