@@ -46,20 +46,27 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
     return c;
 }
 
-static void node_free(node_t *n)
+/* Frees what a node's bucket table owns: its names and the per-pair arrays
+ * indexed by them (not the scratch arrays of a computation). */
+static void table_free(node_t *n)
 {
-    free(n->name);
     for (size_t i = 0; i < n->ntable; i++)
         free(n->tnames[i]);
     free(n->tnames);
-    free(n->jof);
     free(n->pairs);
     free(n->push);
     free(n->served);
-    free(n->work);
-    free(n->lcand);
     free(n->act);
     free(n->inact);
+}
+
+static void node_free(node_t *n)
+{
+    free(n->name);
+    table_free(n);
+    free(n->jof);
+    free(n->work);
+    free(n->lcand);
     free(n->out);
 }
 
@@ -291,14 +298,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         } else
             pair_init(&pairs[j], &push[j], b);
     }
-    for (size_t j = 0; j < nd->ntable; j++)
-        free(nd->tnames[j]);
-    free(nd->tnames);
-    free(nd->pairs);
-    free(nd->push);
-    free(nd->served);
-    free(nd->act);
-    free(nd->inact);
+    table_free(nd);
     nd->tnames = tn;
     nd->pairs = pairs;
     nd->push = push;
