@@ -27,7 +27,7 @@ void nodes_clear(nodes_t *ns)
     ns->nlast = 0;
     free(ns->unknown);
     ns->unknown = NULL;
-    ns->nunknown = 0;
+    ns->nunknown = ns->capunknown = 0;
 }
 
 #define UNKNOWN_MAX 4096 /* processes kept for nodes_hail_unknown() */
@@ -42,11 +42,16 @@ static void note_unknown(nodes_t *ns, const char *name)
             return;
     if (ns->nunknown == UNKNOWN_MAX)
         return;
-    nodes_unknown_t *v = realloc(ns->unknown, (size_t)(ns->nunknown + 1) * sizeof *v);
-    if (!v)
-        return;
-    ns->unknown = v;
-    nodes_unknown_t *u = &v[ns->nunknown++];
+    if (ns->nunknown == ns->capunknown) { /* doubling: a flood of unknown
+                                             processes costs O(n) copying */
+        int cap = ns->capunknown ? 2 * ns->capunknown : 16;
+        nodes_unknown_t *v = realloc(ns->unknown, (size_t)cap * sizeof *v);
+        if (!v)
+            return;
+        ns->unknown = v;
+        ns->capunknown = cap;
+    }
+    nodes_unknown_t *u = &ns->unknown[ns->nunknown++];
     memcpy(u->id, ns->id, ns->idlen);
     u->idlen = ns->idlen;
     snprintf(u->name, sizeof u->name, "%s", name);

@@ -58,7 +58,7 @@ typedef struct {
     nodes_unknown_t *unknown; /* [nunknown]: unregistered processes that
                               wrote while sends were fenced (a standby's),
                               to be told to say hello at once on takeover */
-    int nunknown;
+    int nunknown, capunknown;
 } nodes_t;
 
 /* Sets up ns around the bound ROUTER socket `sock` with what it borrows.
