@@ -14,9 +14,11 @@
 
 /* What the node endpoint asks of the loop while it drains messages. */
 typedef struct {
-    /* A message from a node carried its clock (hello with timing, report):
-     * the loop may adopt it (pclock_adopt) and then tick. */
-    void (*adopt)(void *arg, const proto_msg_t *m, double now);
+    /* A registered node's message (hello with timing, report) carried a
+     * clock that differs from ours and that a strict majority of the
+     * registered nodes with a clock agree on: the loop may adopt it
+     * (pclock_adopt) and then tick. */
+    void (*adopt)(void *arg, const pclock_reading_t *r, double now);
     /* After each message of a registered node: the loop moves its clock
      * (a round may close once every node has reported). */
     void (*tick)(void *arg, double now);
@@ -35,6 +37,12 @@ typedef struct {
     char name[PROTO_NAME_MAX + 1];
 } nodes_unknown_t;
 
+/* What the endpoint remembers of a registered node. */
+typedef struct {
+    double last_msg;       /* monotonic seconds of its last message, 0 = never */
+    pclock_reading_t clock; /* its clock as last given (period 0: none) */
+} nodes_peer_t;
+
 typedef struct {
     void *sock;            /* bound ROUTER (borrowed: the caller closes it) */
     ctrl_t *ctrl;          /* borrowed */
@@ -48,9 +56,8 @@ typedef struct {
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
     uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
     uint64_t fenced;       /* messages not sent: hooks.may_send said no */
-    double *last_msg;      /* [nlast]: per node index, monotonic seconds of
-                              its last message, 0 = never */
-    int nlast;
+    nodes_peer_t *peer;    /* [npeer]: per node index */
+    int npeer;
     unsigned char id[PROTO_ID_MAX]; /* routing id of the message in hand */
     size_t idlen;
     double dup_log_next;   /* duplicate-name warnings: next one not before */
