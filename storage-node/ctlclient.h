@@ -88,11 +88,20 @@ typedef struct {
 
 typedef struct ctlclient ctlclient_t;
 
+/* A node in fallback (the controller not heard) closes its controller
+ * sockets and connects anew this often: a half-open connection, or our
+ * routing id taken over at the controller by another process, would
+ * otherwise leave us unheard for good. */
+#define CTLCLIENT_REOPEN_S 2.0
+
 /* Counters, for logs and tests: what the client sent, and the agent's own
  * (agent.warn_unreachable also counts the client's warnings from before any
  * controller timing; agent.proto also the decoder's verdicts). */
 typedef struct {
     uint64_t sent_hello, sent_report, sent_heartbeat, sent_goodbye, send_dropped;
+    uint64_t reconnects;         /* times the sockets were made anew because
+                                    the controller was not heard (every
+                                    CTLCLIENT_REOPEN_S of fallback) */
     agent_stats_t agent;
     const char *state;           /* agent_state_str(): waiting, following,
                                     static, rr (a constant) */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree.
+# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4).
 #
 # Raw protocol nodes (tests/it/rogue_node.py, a pyzmq DEALER each) claim
 # the clock they are told to; the controller's status shows its period.
@@ -48,4 +48,24 @@ check "the liar hears the majority's clock" 'wait_for "grep -Eqs \"^(tokens|hear
 stop_pid "$P1" "$P2" "$P3"
 stop_controller
 
-it_end 'for f in controller liar n1 n2 n3; do echo "== $f"; tail -n 15 "$T/$f.log" 2>/dev/null; done'
+# 3. Defect 4: another process connects under a live node's exact routing
+#    id (ZMQ_ROUTER_HANDOVER gives it the pipe) and then says nothing.  The
+#    node, no longer heard, falls back, connects anew and is heard again,
+#    while the impostor is still connected.
+start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; exit 1; }
+spawn "$T/s1.log" "$BIN/bqos-nbd-node" --name s1 --nbd-listen 127.0.0.1:0 \
+  --backend "file:$T/store/" --export-size 1m --buckets red --controller "$CTRL_EP" --capacity 1000
+S1=$SPAWNED
+check "s1 follows the controller" 'wait_for "grep -q \"resuming policy tokens\" \"$T/s1.log\"" 10'
+inst=$(sed -n 's/.*(process \([0-9a-f]*\)).*/\1/p' "$T/s1.log" | head -n 1)
+spawn "$T/imp.log" "$PY" "$HERE/impostor.py" "$CTRL_EP" s1 "$inst" 12
+IMP=$SPAWNED
+check "s1 notices it is not heard and connects anew" \
+  'wait_for "grep -q \"connecting anew\" \"$T/s1.log\"" 10'
+check "s1 is heard again while the impostor is connected" \
+  'wait_for "grep -q \"is back after\" \"$T/s1.log\"" 10'
+check "the impostor is still connected" 'kill -0 $IMP'
+stop_pid "$IMP" "$S1"
+stop_controller
+
+it_end 'for f in controller liar n1 n2 n3 s1 imp; do echo "== $f"; tail -n 15 "$T/$f.log" 2>/dev/null; done'
