@@ -6,6 +6,7 @@
 #   TESTS    += TEST      Check suite $(O)/tests/TEST from TEST_SRCS + archives TEST_LIBS, run by make check
 #   ITESTS   += SCRIPT    integration script run by make check after the unit tests (gets BIN and O in env)
 #   BENCHES  += SCRIPT    benchmark script run by make bench
+#   FUZZERS  += NAME      libFuzzer harness tests/fuzz/NAME.c + NAME_SRCS, run by make fuzz
 O   ?= build
 BIN ?= bin
 SAN ?=
@@ -23,6 +24,7 @@ PROGS :=
 TESTS :=
 ITESTS :=
 BENCHES :=
+FUZZERS :=
 include $(sort $(wildcard */module.mk))
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
@@ -61,5 +63,24 @@ demo: all
 
 demo-ha: all
 	@BIN=$(BIN) sh examples/demo-ha.sh
+
+# ---- make fuzz: clang, ASan+UBSan, every harness FUZZ_SECONDS on a scratch copy of its seeds ----
+FUZZ_O ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all -fno-omit-frame-pointer $(shell pkg-config --cflags jansson)
+FUZZ_LIBS := $(shell pkg-config --libs jansson) -lm
+define fuzz_rule
+$(FUZZ_O)/$(1): tests/fuzz/$(1).c $($(1)_SRCS)
+	@mkdir -p $$(dir $$@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $$@ $$^ $(FUZZ_LIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(addprefix $(FUZZ_O)/,$(FUZZERS))
+fuzz: fuzz-build
+	@FUZZ_O=$(FUZZ_O) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh $(FUZZERS)
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
