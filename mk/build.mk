@@ -64,6 +64,21 @@ demo: all
 demo-ha: all
 	@BIN=$(BIN) sh examples/demo-ha.sh
 
+# ---- make tsan (CC=clang O=build-tsan SAN=-fsanitize=thread): the threaded parts only: the
+# worker pool under both backends, the node with --workers, the controller client's ZeroMQ
+# glue, and pShift with OpenMP threads.  clang's libomp with Archer (OMP_TOOL_LIBRARIES) tells
+# TSan about OpenMP's barriers, so pShift runs multi-threaded under it (gcc's libgomp is not
+# instrumented: TSan reports false races there); ignore_noninstrumented_modules keeps libzmq's
+# and libmemcached's own threads (not instrumented) out of the reports (docs/fuzzing.md). ----
+TSAN_TESTS := test_workpool test_backend test_blockdev test_gate test_ctlclient test_pshift test_ctrl
+TSAN_ITESTS := tests/it/it_nbd.sh tests/it/it_node_order.sh
+ARCHER ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
+.PHONY: tsan-check
+tsan-check: $(addprefix $(BIN)/,$(PROGS)) $(addprefix $(O)/tests/,$(TSAN_TESTS))
+	@OMP_TOOL_LIBRARIES=$(ARCHER) \
+		TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 $(TSAN_OPTIONS)" \
+		BIN=$(BIN) O=$(O) scripts/run-tests.sh $(addprefix $(O)/tests/,$(TSAN_TESTS)) $(TSAN_ITESTS)
+
 # ---- make fuzz: clang, ASan+UBSan, every harness FUZZ_SECONDS on a scratch copy of its seeds ----
 FUZZ_O ?= build-fuzz
 FUZZ_SECONDS ?= 30

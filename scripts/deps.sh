@@ -28,8 +28,6 @@ cmd  nbdkit             nbdkit
 cmd  nbdinfo            libnbd-bin
 cmd  etcd               etcd-server
 py   zmq                python3-zmq
-cmd  clang              clang
-file /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
 '
 
 missing=""
