@@ -6,12 +6,16 @@
 #   make demo-ha  controller failover: etcd, two controllers, kill -9 the leader
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
+#   make install  PREFIX=/usr/local DESTDIR= : programs, man pages, systemd units, examples
+#   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all check bench demo demo-ha asan clean
-all:
+.PHONY: all check bench demo demo-ha asan install uninstall clean
+all install:
 	@scripts/deps.sh build
+	@$(BUILD) $@
+uninstall:
 	@$(BUILD) $@
 check:
 	@scripts/deps.sh build test

@@ -7,7 +7,8 @@
 #   ITESTS   += SCRIPT    integration script run by make check after the unit tests (gets BIN and O in env)
 #   BENCHES  += SCRIPT    benchmark script run by make bench
 #
-# Targets: all (the programs), tests (the Check suites), check, bench, demo, demo-ha.
+# Targets: all (programs and man pages), tests (the Check suites), check, bench, demo, demo-ha,
+# install and uninstall (PREFIX, DESTDIR and the *DIR variables below).
 O   ?= build
 BIN ?= bin
 SAN ?=
@@ -42,8 +43,8 @@ include $(sort $(wildcard */module.mk))
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 arc = $(foreach l,$(1),$(O)/lib$(l).a)
 
-.PHONY: all tests check bench demo demo-ha
-all: $(addprefix $(BIN)/,$(PROGS))
+.PHONY: all tests man units check bench demo demo-ha install uninstall
+all: $(addprefix $(BIN)/,$(PROGS)) man units
 tests: $(addprefix $(O)/tests/,$(TESTS))
 
 $(O)/obj/%.o: %.c $(O)/features
@@ -76,5 +77,7 @@ demo: all
 
 demo-ha: all
 	@BIN=$(BIN) sh examples/demo-ha.sh
+
+include mk/install.mk
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
