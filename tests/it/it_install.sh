@@ -68,38 +68,36 @@ else
   echo "ok - # SKIP systemd-analyze verify: systemd-analyze is not installed"
 fi
 
-# sd_notify: each installed daemon, run as under Type=notify, says READY=1
-# once it listens and STOPPING=1 when SIGTERM stops it.
-if grep -q HAVE_SYSTEMD "$O/features" 2>/dev/null; then
-  spawn "$T/notify.log" python3 -u -c '
+# notified WHAT PORT CMD...: runs CMD, a daemon that listens on PORT, as
+# under Type=notify (NOTIFY_SOCKET: a datagram socket whose messages go to
+# $T/WHAT.notify); checks READY=1 arrives and it then listens, STOPPING=1
+# on SIGTERM, exit 0.
+notified() {
+  what=$1; port=$2; shift 2
+  spawn "$T/$what.notify" python3 -u -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 while True:
-    print(s.recv(4096).decode().replace("\n", " "))' "$T/notify.sock"
-  wait_for '[ -S "$T/notify.sock" ]' 5
-  next_port; lp=$PORT; next_port; ap=$PORT
-  spawn "$T/ctl.log" env NOTIFY_SOCKET="$T/notify.sock" "$P/sbin/bqos-controller" \
-    --buckets "$P/share/doc/bqos/examples/buckets.json" --listen "tcp://127.0.0.1:$lp" \
-    --admin "tcp://127.0.0.1:$ap"
+    print(s.recv(4096).decode().replace("\n", " "))' "$T/$what.sock"
+  wait_for '[ -S "$T/$what.sock" ]' 5
+  spawn "$T/$what.log" env NOTIFY_SOCKET="$T/$what.sock" "$@"
   pid=$SPAWNED
-  check "the controller (example bucket file) sends READY=1" 'wait_for "grep -qx READY=1 \"$T/notify.log\"" 10'
-  check "the controller listens when READY=1 arrives" 'ss -Hltn "sport = :$lp" | grep -q .'
+  check "$what sends READY=1" 'wait_for "grep -qx READY=1 \"$T/$what.notify\"" 10'
+  check "$what listens by then" 'ss -Hltn "sport = :$port" | grep -q .'
   kill -TERM "$pid"
-  check "the controller sends STOPPING=1 on SIGTERM" 'wait_for "grep -qx STOPPING=1 \"$T/notify.log\"" 10'
+  check "$what sends STOPPING=1 on SIGTERM" 'wait_for "grep -qx STOPPING=1 \"$T/$what.notify\"" 10'
   wait "$pid"; rc=$?
-  check "the controller exits 0 (rc $rc)" '[ $rc -eq 0 ]'
-  : >"$T/notify.log"
-  next_port; np=$PORT
-  spawn "$T/node.log" env NOTIFY_SOCKET="$T/notify.sock" "$P/sbin/bqos-node" --name n1 \
-    --memcached-listen "127.0.0.1:$np"
-  pid=$SPAWNED
-  check "the node sends READY=1" 'wait_for "grep -qx READY=1 \"$T/notify.log\"" 10'
-  check "the node listens when READY=1 arrives" 'ss -Hltn "sport = :$np" | grep -q .'
-  kill -TERM "$pid"
-  check "the node sends STOPPING=1 on SIGTERM" 'wait_for "grep -qx STOPPING=1 \"$T/notify.log\"" 10'
-  wait "$pid"; rc=$?
-  check "the node exits 0 (rc $rc)" '[ $rc -eq 0 ]'
+  check "$what exits 0 (rc $rc)" '[ $rc -eq 0 ]'
+}
+
+# sd_notify: each installed daemon tells the service manager it is ready and
+# stopping (the controller on the example bucket file).
+if grep -q HAVE_SYSTEMD "$O/features" 2>/dev/null; then
+  next_port; lp=$PORT; next_port; ap=$PORT; next_port; np=$PORT
+  notified controller "$lp" "$P/sbin/bqos-controller" --buckets "$P/share/doc/bqos/examples/buckets.json" \
+    --listen "tcp://127.0.0.1:$lp" --admin "tcp://127.0.0.1:$ap"
+  notified node "$np" "$P/sbin/bqos-node" --name n1 --memcached-listen "127.0.0.1:$np"
 else
   echo "ok - # SKIP sd_notify: built without libsystemd"
 fi
