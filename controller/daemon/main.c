@@ -14,8 +14,8 @@
 
 #include "common/bucketfile.h"
 #include "common/log.h"
-#include "common/notify.h"
 #include "common/mono.h"
+#include "common/notify.h"
 #include "common/opts.h"
 #include "common/proto.h"
 #include "common/version.h"
