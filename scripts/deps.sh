@@ -18,6 +18,7 @@ set -eu
 table='
 [build]
 cmd  cc                 gcc
+file /usr/include/stdio.h libc6-dev
 cmd  pkg-config         pkg-config
 pc   libzmq             libzmq3-dev
 pc   jansson            libjansson-dev
