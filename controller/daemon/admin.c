@@ -129,7 +129,7 @@ int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
 
 const char *admin_reload(admin_t *ad, char *msg, size_t size)
 {
-    if (ad->ld && !leader_may_push(ad->ld, mono_now())) {
+    if (ad->ld && !leader_leads(ad->ld, mono_now())) {
         snprintf(msg, size, "not the leader: the bucket table is etcd's; reload at the leader");
         log_info("reload: %s", msg);
         return "not_leader";
@@ -178,11 +178,12 @@ static void set_leader(json_t *r, const admin_t *ad)
     const leader_t *l = ad->ld;
     json_object_set_new(
         r, "ha",
-        json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
-                  (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
-                  (json_int_t)l->stepdowns, "poll_ms_mean",
+        json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:f}", "polls", (json_int_t)l->polls,
+                  "errors", (json_int_t)l->errors, "elections", (json_int_t)l->elections,
+                  "stepdowns", (json_int_t)l->stepdowns, "poll_ms_mean",
                   l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
-                  (json_int_t)ad->nodes->fenced));
+                  (json_int_t)ad->nodes->fenced, "heartbeats", (json_int_t)l->beats,
+                  "depositions", (json_int_t)l->depositions, "stale_ms", l->cfg.stale_s * 1e3));
 }
 
 /* An error reply; not_leader names the leader (its id and admin endpoint,
@@ -198,7 +199,7 @@ static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
 /* NULL if this controller may change the table; else the not_leader reply. */
 static json_t *check_leader(admin_t *ad)
 {
-    if (!ad->ld || leader_may_push(ad->ld, mono_now()))
+    if (!ad->ld || leader_leads(ad->ld, mono_now()))
         return NULL;
     char msg[400];
     snprintf(msg, sizeof msg, "this controller (%s) is a standby; the leader is %s",
@@ -272,7 +273,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(pms)));
     json_object_set_new(r, "elapsed_ms", json_integer((json_int_t)llround(elapsed)));
     /* High availability: alone (no etcd) a controller always leads, epoch 0. */
-    json_object_set_new(r, "leader", json_boolean(!ad->ld || leader_may_push(ad->ld, now)));
+    json_object_set_new(r, "leader", json_boolean(!ad->ld || leader_leads(ad->ld, now)));
     json_object_set_new(r, "epoch", json_integer(ad->ld ? (json_int_t)ad->ld->leader_epoch : 0));
     if (ad->ld) {
         json_object_set_new(r, "id", json_string(ad->ld->cfg.id));

@@ -307,6 +307,14 @@ int etcd_lease_revoke(etcd_t *e, int64_t id)
     return rc;
 }
 
+int etcd_compact(etcd_t *e, int64_t rev)
+{
+    json_t *r;
+    int rc = call(e, "/v3/kv/compaction", json_pack("{s:o}", "revision", jstr64(rev)), &r);
+    json_decref(r);
+    return rc;
+}
+
 void etcd_kv_clear(etcd_kv_t *kv)
 {
     free(kv->value);

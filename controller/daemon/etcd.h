@@ -52,6 +52,11 @@ int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl);
 /* Revokes lease `id` (its keys go with it).  Returns 0 or an error. */
 int etcd_lease_revoke(etcd_t *e, int64_t id);
 
+/* Compacts the key-value history up to revision `rev` (the leader's
+ * heartbeats write a revision every poll).  Returns 0 or an error (also
+ * when `rev` is compacted already). */
+int etcd_compact(etcd_t *e, int64_t rev);
+
 /* One key as read. */
 typedef struct {
     int found;             /* 0: the key does not exist (the rest is 0) */
