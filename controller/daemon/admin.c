@@ -286,11 +286,14 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         double last = nodes_last_msg(ad->nodes, i);
         json_t *age = last > 0 ? json_integer((json_int_t)llround((now - last) * 1000))
                                : json_null();
+        uint64_t falls = 0;
+        int fb = nodes_fallback(ad->nodes, i, &falls);
         json_array_append_new(
-            nodes, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I}", "name", ni.name, "state",
-                             ni.up ? "up" : "down", "last_report_ms", age, "capacity",
+            nodes, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:b, s:I}", "name", ni.name,
+                             "state", ni.up ? "up" : "down", "last_report_ms", age, "capacity",
                              (json_int_t)llround(ni.capacity), "profile",
-                             (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets));
+                             (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets,
+                             "fallback", fb, "fallbacks", (json_int_t)falls));
     }
     json_object_set_new(r, "nodes", nodes);
     json_t *bs = json_array();
@@ -331,6 +334,8 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
                                 json_integer((json_int_t)ad->nodes->pst.rejected[i]));
     json_object_set_new(st, "rejected", rej);
     json_object_set_new(st, "duplicate_names", json_integer((json_int_t)cs->duplicate_names));
+    json_object_set_new(st, "node_fallbacks", json_integer((json_int_t)ad->nodes->node_fallbacks));
+    json_object_set_new(st, "node_resumes", json_integer((json_int_t)ad->nodes->node_resumes));
     json_object_set_new(r, "stats", st);
     json_t *tm = json_object();
     json_object_set_new(tm, "last_ms", split_json(&ad->tm->last, 1e3));

@@ -147,6 +147,26 @@ fi
 check "a controller late by 2 intervals is not a dead one: no fallback on a shorter silence" \
   '[ -z "$SHORT" ] && wait_for following 5'
 
+# 4b. Stopped for longer than node b's silence (3 s > 2.1 s): the node
+#     falls back (rr) and resumes after SIGCONT; its reports say so, and the
+#     controller logs both at warn and counts them in its status.
+FB=$(stat bqos_ctl_fallbacks)
+kill -STOP "$CTRL_PID"
+wait_for '[ "$(stat bqos_ctl_fallbacks)" -gt "$FB" ]' 6
+sleep 0.5 # a report or two in fallback, queued for the stopped controller
+kill -CONT "$CTRL_PID"
+check "the node fell back while the controller was stopped, and resumed" \
+  '[ "$(stat bqos_ctl_fallbacks)" -gt "$FB" ] && wait_for following 10'
+ctl_json() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$T/st.json" 2>/dev/null &&
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$T/st.json"; }
+check "the controller logs the node's fallback and its resume at warn" \
+  'wait_for "grep -q \"warn: node s1 reports it left fallback\" \"$T/controller2.log\"" 5 &&
+   grep -q "warn: node s1 reports it is in fallback" "$T/controller2.log"'
+check "its status counts them: nodes[].fallbacks >= 1, fallback false again" \
+  '[ "$(ctl_json "d[\"nodes\"][0][\"fallbacks\"] >= 1 and not d[\"nodes\"][0][\"fallback\"] and d[\"stats\"][\"node_fallbacks\"] >= 1")" = True ]'
+check "and the status table has the column" \
+  '"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status | grep -q "FALLBACKS"'
+
 # 5. The controller is killed under load: round robin lifts the limit.
 load "$T/rr" 8
 wait_for '[ "$(stat bqos_completions)" -gt 0 ] 2>/dev/null' 10
