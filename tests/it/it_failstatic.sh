@@ -56,28 +56,7 @@ load() {
   "$BIN/bqos-load" -q -s "s1=127.0.0.1:$NP,127.0.0.1:$MP" -o "$1" -d "$2" \
     "$T/scen.json" >"$1.table" 2>"$1.log" &
   LOAD_PID=$!
-  python3 - "$NP" "$(( $2 + 1 ))" >"$1.periods" 2>/dev/null <<"PY" &
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
-end = time.time() + float(sys.argv[2]); last = None; top = 0; state = ""
-while time.time() < end:
-    s.sendall(b"stats buckets\r\nstats\r\n")
-    buf = b""
-    while buf.count(b"END\r\n") < 2:
-        d = s.recv(65536)
-        if not d:
-            sys.exit(0)
-        buf += d
-    st = dict(l.split(" ", 2)[1:] for l in buf.decode().split("\r\n") if l.count(" ") >= 2)
-    p = st.get("bqos_ctl_period")
-    n = sum(int(st.get("lim:served_" + c, 0)) for c in "rlo")
-    if p != last:
-        if last is not None:
-            print(last, top, state, flush=True)
-        last = p; top = 0
-    top = max(top, n); state = st.get("bqos_ctl_state", "")
-    time.sleep(0.03)
-PY
+  python3 "$(dirname "$0")/node_periods.py" "$NP" "$(( $2 + 1 ))" >"$1.periods" 2>/dev/null &
   POLL_PID=$!
 }
 # rates DIR STATE [ALL]: lim's IOs in each node period spent in STATE after
