@@ -28,6 +28,7 @@ typedef struct {
     struct { int64_t id; double until; int alive; } leases[NLEASES];
     int nleases;
     int down;          /* every call fails with -EIO */
+    int beat_before_delete; /* the next delete_if finds the key written meanwhile */
 } fstore_t;
 
 static void f_expire(fstore_t *f)
@@ -164,6 +165,31 @@ static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
     return 1;
 }
 
+static int f_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key)
+{
+    fstore_t *f = s;
+    if (f->down)
+        return -EIO;
+    f_expire(f);
+    fkey_t *k = f_find(f, key);
+    if (k && f->beat_before_delete) { /* the leader's heartbeat lands first */
+        f->beat_before_delete = 0;
+        k->mod_rev = ++f->rev;
+    }
+    for (size_t i = 0; i < ncmp; i++) {
+        fkey_t *x = f_find(f, cmp[i].key);
+        int64_t have = !x ? 0 : cmp[i].mod ? x->mod_rev : x->create_rev;
+        if (have != cmp[i].rev)
+            return 0;
+    }
+    if (k) {
+        free(k->value);
+        memset(k, 0, sizeof *k);
+        f->rev++;
+    }
+    return 1;
+}
+
 static void f_clear(fstore_t *f)
 {
     for (int k = 0; k < NKEYS; k++)
@@ -210,7 +236,8 @@ static char *h_boot(void *arg, size_t *len)
 static leader_store_t f_store(fstore_t *f)
 {
     return (leader_store_t){.grant = f_grant, .keepalive = f_keepalive, .revoke = f_revoke,
-                            .get2 = f_get2, .put_if = f_put_if, .s = f};
+                            .get2 = f_get2, .put_if = f_put_if, .delete_if = f_delete_if,
+                            .s = f};
 }
 
 /* A controller polling every `poll` s; `stale` > 0: with a heartbeat. */
@@ -498,6 +525,29 @@ START_TEST(test_leader_heartbeat_late)
 }
 END_TEST
 
+/* The deposition is a compare-and-delete on the heartbeat seen stale: a
+ * heartbeat that lands between the standby's read and its delete (the
+ * leader may push on after it) cancels it. */
+START_TEST(test_leader_heartbeat_race)
+{
+    two_t w;
+    two_start_hb(&w);
+    run_both(&w, 0.05, 1.0, 1);
+    run_both(&w, 1.0, 1.25, 0); /* a late: its last heartbeat at 0.95 */
+    ck_assert(!w.b.ld.leading);
+    w.f.beat_before_delete = 1;
+    poll_at(&w.b, &w.f, 1.31); /* stale for 0.34 s: b tries */
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    poll_at(&w.a, &w.f, 1.32); /* a goes on leading */
+    ck_assert(w.a.ld.leading);
+    run_both(&w, 1.35, 2.5, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert(!w.b.ld.leading);
+    two_end(&w);
+}
+END_TEST
+
 /* A leader without a heartbeat (stale 0, or an older bqos: no stale_ms in
  * its key) is replaced only when its lease expires. */
 START_TEST(test_leader_heartbeat_none)
@@ -588,6 +638,7 @@ int main(void)
                                   test_leader_table,      test_leader_resign,
                                   test_leader_heartbeat_steady, test_leader_heartbeat_kill,
                                   test_leader_heartbeat_late, test_leader_heartbeat_none,
+                                  test_leader_heartbeat_race,
                                   test_leader_bad_config, test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

@@ -91,6 +91,11 @@ typedef struct {
 int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                 const char *value, size_t len, int64_t lease, int64_t *rev);
 
+/* Deletes `key` if every compare of `cmp[0..ncmp)` holds.  Returns 1 if
+ * the transaction ran (the key is gone), 0 if a compare failed (nothing
+ * deleted), or an error. */
+int etcd_delete_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key);
+
 /* Base64 (standard alphabet, padded) of `len` bytes into a new string
  * (caller frees); NULL if out of memory. */
 char *etcd_b64_encode(const void *data, size_t len);

@@ -28,6 +28,11 @@ static int s_revoke(void *s, int64_t id)
     return etcd_lease_revoke(s, id);
 }
 
+static int s_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key)
+{
+    return etcd_delete_if(s, cmp, ncmp, key);
+}
+
 static int s_compact(void *s, int64_t rev)
 {
     return etcd_compact(s, rev);
@@ -48,7 +53,8 @@ static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
 leader_store_t leader_store_etcd(etcd_t *e)
 {
     return (leader_store_t){.grant = s_grant, .keepalive = s_keepalive, .revoke = s_revoke,
-                            .get2 = s_get2, .put_if = s_put_if, .compact = s_compact, .s = e};
+                            .get2 = s_get2, .put_if = s_put_if, .delete_if = s_delete_if,
+                            .compact = s_compact, .s = e};
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -272,6 +278,31 @@ static int leader_stale(leader_t *ld, const etcd_kv_t *lk, double seen)
     return ld->leader_stale_s > 0 && seen - ld->seen_at > ld->leader_stale_s;
 }
 
+/* The leader key `lk` has shown the same heartbeat for longer than its
+ * leader declared: the leader has stopped pushing by its own clock
+ * (leader_may_push()).  Its key is deleted by a transaction that requires
+ * the heartbeat we saw stale, so that one landing meanwhile (which would
+ * let it push on) cancels the deposition; then we campaign.  (Revoking
+ * its lease instead could not be made conditional.)  Returns 0 or the
+ * store's error. */
+static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
+{
+    etcd_cmp_t c[2] = {
+        {.key = ld->key_leader, .mod = 1, .rev = lk->mod_rev},
+        {.key = ld->key_leader, .mod = 0, .rev = lk->create_rev},
+    };
+    int rc = ld->st.delete_if(ld->st.s, c, 2, ld->key_leader);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return 0; /* it beat meanwhile, or another standby was first: next poll */
+    ld->depositions++;
+    log_warn("leader %s: leader %s (epoch %lld) wrote no heartbeat for %.0f ms: deposed, "
+             "taking over", ld->cfg.id, ld->leader_id[0] ? ld->leader_id : "?",
+             (long long)lk->create_rev, (seen - ld->seen_at) * 1e3);
+    return campaign(ld, sent);
+}
+
 /* Applies the table in `kv` if it is new; creates the key if missing. */
 static void follow_table(leader_t *ld, const etcd_kv_t *kv)
 {
@@ -338,21 +369,8 @@ int leader_poll(leader_t *ld, double now)
     } else if (lk.found) {
         step_down(ld, "another controller holds the leader key");
         note_leader(ld, &lk);
-        if (leader_stale(ld, &lk, seen)) {
-            /* Its heartbeat stopped: it has stopped pushing by its own
-             * clock (leader_may_push()).  Revoking its lease deletes the
-             * key; whoever creates it next leads, with a higher epoch. */
-            ld->depositions++;
-            log_warn("leader %s: leader %s (epoch %llu) wrote no heartbeat for %.0f ms: "
-                     "revoking its lease and taking over",
-                     ld->cfg.id, ld->leader_id[0] ? ld->leader_id : "?",
-                     (unsigned long long)lk.create_rev, (seen - ld->seen_at) * 1e3);
-            int rrc = ld->st.revoke(ld->st.s, lk.lease);
-            if (rrc < 0)
-                log_info("leader %s: revoking lease %lld: %s (another standby's?)", ld->cfg.id,
-                         (long long)lk.lease, strerror(-rrc));
-            rc = campaign(ld, poll_clock(now, t0));
-        }
+        if (leader_stale(ld, &lk, seen))
+            rc = depose(ld, &lk, seen, poll_clock(now, t0));
     } else {
         step_down(ld, "the leader key is gone");
         rc = campaign(ld, poll_clock(now, t0));

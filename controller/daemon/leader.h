@@ -3,7 +3,8 @@
  * Keys (PREFIX = "/bqos/<cluster>/"):
  *   PREFIX "leader"   the leader's identity, JSON {"id","admin","listen"},
  *                     attached to its lease: it disappears when the lease
- *                     expires or is revoked
+ *                     expires or is revoked, or when a standby deposes
+ *                     the leader (below)
  *   PREFIX "buckets"  the bucket table as a bucket file's JSON
  *
  * Election: every controller holds a lease of `ttl_s` and renews it at
@@ -19,13 +20,15 @@
  * its epoch), so that the key's mod_revision moves; its value declares
  * "stale_ms".  A standby that sees the mod_revision unchanged for longer
  * than the leader declared, by its own clock from the answer that first
- * showed it, revokes the leader's lease (the key goes with it) and
+ * showed it, deletes the key by a transaction that requires that same
+ * mod_revision (a heartbeat that lands meanwhile cancels it) and
  * campaigns: a killed leader is replaced within stale_s plus two polls
  * (main: 1.25 intervals + 2 x interval/4 = at most 1.75 intervals) instead
  * of a lease.  The trade-off: a leader that is alive but cannot write a
  * heartbeat for that long (a GC-like pause, a starved host, a slow etcd)
  * is deposed after about 1.5 intervals; it learns it at its next etcd
- * call (keepalive: lease gone; heartbeat: key not its own) and steps down.
+ * call (its heartbeat's compare fails: the key is not its own) and steps
+ * down.
  * A leader whose value has no stale_ms (0, or an older bqos) is replaced
  * only when its lease expires.
  *
@@ -73,6 +76,7 @@ typedef struct {
                 int keys_only2);
     int (*put_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                   const char *value, size_t len, int64_t lease, int64_t *rev);
+    int (*delete_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key);
     int (*compact)(void *s, int64_t rev); /* may be NULL */
     void *s;
 } leader_store_t;
