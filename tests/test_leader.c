@@ -190,6 +190,11 @@ static int f_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *
     return 1;
 }
 
+static double f_clock(void *s)
+{
+    return ((fstore_t *)s)->now;
+}
+
 static void f_clear(fstore_t *f)
 {
     for (int k = 0; k < NKEYS; k++)
@@ -237,7 +242,7 @@ static leader_store_t f_store(fstore_t *f)
 {
     return (leader_store_t){.grant = f_grant, .keepalive = f_keepalive, .revoke = f_revoke,
                             .get2 = f_get2, .put_if = f_put_if, .delete_if = f_delete_if,
-                            .s = f};
+                            .clock = f_clock, .s = f};
 }
 
 /* A controller polling every `poll` s; `stale` > 0: with a heartbeat. */
@@ -533,7 +538,7 @@ START_TEST(test_leader_heartbeat_race)
     two_t w;
     two_start_hb(&w);
     run_both(&w, 0.05, 1.0, 1);
-    run_both(&w, 1.0, 1.25, 0); /* a late: its last heartbeat at 0.95 */
+    run_both(&w, 1.0, 1.2, 0); /* a late: its last heartbeat at 0.95 */
     ck_assert(!w.b.ld.leading);
     w.f.beat_before_delete = 1;
     poll_at(&w.b, &w.f, 1.31); /* stale for 0.34 s: b tries */

@@ -180,10 +180,11 @@ static void note_leader(leader_t *ld, const etcd_kv_t *kv)
 /* ---- the poll ------------------------------------------------------------ */
 
 /* Our clock now, for a poll that began at `now` (its caller's clock) when
- * mono_now() read t0: the time the poll has spent in requests added. */
-static double poll_clock(double now, double t0)
+ * mono_now() read t0: the time the poll has spent in requests added (or
+ * the store's clock, a test's). */
+static double poll_clock(const leader_t *ld, double now, double t0)
 {
-    return now + (mono_now() - t0);
+    return ld->st.clock ? ld->st.clock(ld->st.s) : now + (mono_now() - t0);
 }
 
 /* Renews the lease, or grants one.  Returns 0 when a lease is held. */
@@ -360,20 +361,20 @@ int leader_poll(leader_t *ld, double now)
         etcd_kv_clear(&bk);
         goto out;
     }
-    double seen = poll_clock(now, t0); /* the answer is at least this recent */
+    double seen = poll_clock(ld, now, t0); /* the answer is at least this recent */
     if (lk.found && lk.lease == ld->lease) {
         if (!ld->leading) /* our campaign's answer was lost; the key is ours */
             become_leader(ld, (uint64_t)lk.create_rev, -INFINITY); /* pushes after a beat */
         if (ld->cfg.stale_s > 0)
-            rc = beat(ld, poll_clock(now, t0));
+            rc = beat(ld, poll_clock(ld, now, t0));
     } else if (lk.found) {
         step_down(ld, "another controller holds the leader key");
         note_leader(ld, &lk);
         if (leader_stale(ld, &lk, seen))
-            rc = depose(ld, &lk, seen, poll_clock(now, t0));
+            rc = depose(ld, &lk, seen, poll_clock(ld, now, t0));
     } else {
         step_down(ld, "the leader key is gone");
-        rc = campaign(ld, poll_clock(now, t0));
+        rc = campaign(ld, poll_clock(ld, now, t0));
     }
     follow_table(ld, &bk);
     etcd_kv_clear(&lk);

@@ -78,6 +78,7 @@ typedef struct {
                   const char *value, size_t len, int64_t lease, int64_t *rev);
     int (*delete_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key);
     int (*compact)(void *s, int64_t rev); /* may be NULL */
+    double (*clock)(void *s); /* NULL: mono_now(); tests pass their fake time */
     void *s;
 } leader_store_t;
 
