@@ -130,8 +130,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "default", .help = "With --etcd: the keys' prefix, /bqos/NAME/."},
         {.name = "lease-ttl", .type = OPTS_DURATION, .target = &s->lease_ttl, .arg = "DURATION",
          .deflt = "2s", .min = 1, .max = 60,
-         .help = "With --etcd: the leader's lease; a dead leader is replaced this long\n"
-                 "after its last renewal (etcd may raise it to its own minimum)."},
+         .help = "With --etcd: the leader's lease (etcd may raise it to its own\n"
+                 "minimum).  A dead leader is replaced this long after its last renewal\n"
+                 "if its heartbeat cannot say so sooner (--takeover-after 0)."},
         {.name = "etcd-timeout", .type = OPTS_DURATION, .target = &s->etcd_timeout,
          .arg = "DURATION", .deflt = "100ms", .min = 0.001, .max = 10,
          .help = "With --etcd: the longest one request to etcd may take.  The loop waits\n"
@@ -140,12 +141,12 @@ static void option_rows(settings_t *s, opts_row_t *rows)
         {.name = "takeover-after", .type = OPTS_DOUBLE, .target = &s->takeover,
          .arg = "INTERVALS", .deflt = "1.25", .min = 0, .max = 1000,
          .help = "With --etcd: the leader writes a heartbeat to etcd every quarter interval;\n"
-                 "a standby that sees none for this many intervals revokes the leader's\n"
-                 "lease and takes over (a killed leader is replaced within about 1.75\n"
-                 "intervals, and the new leader pushes at once).  The leader stops pushing\n"
-                 "by its own clock a quarter interval before it could be deposed, so a\n"
-                 "leader paused or starved this long is replaced.  0: only when its lease\n"
-                 "expires (--lease-ttl)."},
+                 "a standby that sees none for this many intervals deposes it (deletes\n"
+                 "its key, if still unchanged) and takes over, pushing at once: a killed\n"
+                 "leader is replaced 1-1.5 intervals after its death, plus etcd's delays.\n"
+                 "The leader stops pushing by its own clock a quarter interval before it\n"
+                 "could be deposed, so a leader paused or starved this long is replaced.\n"
+                 "0: only when its lease expires (--lease-ttl)."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
