@@ -23,8 +23,8 @@
  * showed it, deletes the key by a transaction that requires that same
  * mod_revision (a heartbeat that lands meanwhile cancels it) and
  * campaigns: a killed leader is replaced within stale_s plus two polls
- * (main: 1.25 intervals + 2 x interval/4 = at most 1.75 intervals) instead
- * of a lease.  The trade-off: a leader that is alive but cannot write a
+ * of its last heartbeat (main: 1.25 intervals + 2 x interval/4; from its
+ * death 1-1.75 intervals) instead of a lease.  The trade-off: a leader that is alive but cannot write a
  * heartbeat for that long (a GC-like pause, a starved host, a slow etcd)
  * is deposed after about 1.5 intervals; it learns it at its next etcd
  * call (its heartbeat's compare fails: the key is not its own) and steps

@@ -143,7 +143,7 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "With --etcd: the leader writes a heartbeat to etcd every quarter interval;\n"
                  "a standby that sees none for this many intervals deposes it (deletes\n"
                  "its key, if still unchanged) and takes over, pushing at once: a killed\n"
-                 "leader is replaced 1-1.5 intervals after its death, plus etcd's delays.\n"
+                 "leader is replaced 1-1.75 intervals after its death, plus etcd's delays.\n"
                  "The leader stops pushing by its own clock a quarter interval before it\n"
                  "could be deposed, so a leader paused or starved this long is replaced.\n"
                  "0: only when its lease expires (--lease-ttl)."},
