@@ -1,4 +1,4 @@
-/* test_leader.c - Check suite for controller/daemon/leader (the election state machine, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put) and etcd's base64. */
+/* test_leader.c - Check suite for controller/daemon/leader (the election state machine, the heartbeat and deposition, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put or -delete) and etcd's base64. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
