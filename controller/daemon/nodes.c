@@ -22,9 +22,9 @@ void nodes_clear(nodes_t *ns)
 {
     proto_msg_clear(&ns->in);
     proto_enc_clear(&ns->enc);
-    free(ns->peer);
-    ns->peer = NULL;
-    ns->npeer = 0;
+    free(ns->peers);
+    ns->peers = NULL;
+    ns->npeers = 0;
     free(ns->unknown);
     ns->unknown = NULL;
     ns->nunknown = ns->capunknown = 0;
@@ -63,16 +63,16 @@ static nodes_peer_t *peer(nodes_t *ns, int node)
 {
     if (node < 0)
         return NULL;
-    if (node >= ns->npeer) {
+    if (node >= ns->npeers) {
         int n = node + 16;
-        nodes_peer_t *v = realloc(ns->peer, (size_t)n * sizeof *v);
+        nodes_peer_t *v = realloc(ns->peers, (size_t)n * sizeof *v);
         if (!v)
             return NULL;
-        memset(v + ns->npeer, 0, (size_t)(n - ns->npeer) * sizeof *v);
-        ns->peer = v;
-        ns->npeer = n;
+        memset(v + ns->npeers, 0, (size_t)(n - ns->npeers) * sizeof *v);
+        ns->peers = v;
+        ns->npeers = n;
     }
-    return &ns->peer[node];
+    return &ns->peers[node];
 }
 
 /* Registered node `node` gave its clock in m (issue 18, defect 3: one
@@ -91,11 +91,11 @@ static void note_clock(nodes_t *ns, const proto_msg_t *m, int node, double now)
     if (!p->clock.period || pclock_same(ns->clk, &p->clock, &ours))
         return;
     int votes = 0, voters = 0;
-    for (int i = 0; i < ns->npeer; i++) {
-        if (!ns->peer[i].clock.period || !ctrl_node_up(ns->ctrl, i))
+    for (int i = 0; i < ns->npeers; i++) {
+        if (!ns->peers[i].clock.period || !ctrl_node_up(ns->ctrl, i))
             continue;
         voters++;
-        votes += pclock_same(ns->clk, &ns->peer[i].clock, &p->clock);
+        votes += pclock_same(ns->clk, &ns->peers[i].clock, &p->clock);
     }
     if (2 * votes > voters)
         ns->hooks.adopt(ns->hooks.arg, &p->clock, now);
@@ -103,7 +103,14 @@ static void note_clock(nodes_t *ns, const proto_msg_t *m, int node, double now)
 
 double nodes_last_msg(const nodes_t *ns, int node)
 {
-    return node >= 0 && node < ns->npeer ? ns->peer[node].last_msg : 0;
+    return node >= 0 && node < ns->npeers ? ns->peers[node].last_msg : 0;
+}
+
+int nodes_fallback(const nodes_t *ns, int node, uint64_t *fallbacks)
+{
+    const nodes_peer_t *p = node >= 0 && node < ns->npeers ? &ns->peers[node] : NULL;
+    *fallbacks = p ? p->fallbacks : 0;
+    return p && p->fallback;
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -294,7 +301,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     }
     nodes_peer_t *p = peer(ns, node);
     if (p)
-        *p = (nodes_peer_t){.last_msg = now};
+        p->last_msg = now;
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
     note_clock(ns, m, node, now);
@@ -316,8 +323,34 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     send_node(ns, node, &w);
 }
 
+/* The node's report says whether it is in fallback (it heard no tokens or
+ * heartbeat from the leader for its --silence) and how often it was:
+ * logged at warn on each change, so that this log shows what the nodes
+ * did, and counted. */
+static void note_fallback(nodes_t *ns, const proto_msg_t *m, int node)
+{
+    nodes_peer_t *p = peer(ns, node);
+    if (!p)
+        return;
+    if (m->fallbacks < p->fallbacks) /* another process under the name */
+        p->fallback = 0;
+    if (m->fallback && !p->fallback) {
+        ns->node_fallbacks++;
+        log_warn("node %s reports it is in fallback (its fallback %llu): it heard no tokens or "
+                 "heartbeat for its --silence and enforces its --fallback policy",
+                 m->node, (unsigned long long)m->fallbacks);
+    } else if (!m->fallback && p->fallback) {
+        ns->node_resumes++;
+        log_warn("node %s reports it left fallback: it follows the controller's tokens again",
+                 m->node);
+    }
+    p->fallback = m->fallback;
+    p->fallbacks = m->fallbacks;
+}
+
 static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
 {
+    note_fallback(ns, m, node);
     if (m->has_names) {
         int rc = ctrl_node_table(ns->ctrl, node, m->table, m->names, m->nnames);
         if (rc < 0) {
