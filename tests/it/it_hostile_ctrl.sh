@@ -1,8 +1,9 @@
 #!/bin/sh
 # it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4).
 #
-# Raw protocol nodes (tests/it/rogue_node.py, a pyzmq DEALER each) claim
-# the clock they are told to; the controller's status shows its period.
+# Raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER each) claim
+# the clock they are told to and log "TIME TYPE EPOCH PERIOD" for every
+# message they get; the controller's status shows its period.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_hostile_ctrl
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +14,7 @@ jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)"
 echo '{"buckets":[{"name":"red","reservation":10}]}' >"$T/b.json"
 ORIGIN=$(date +%s.%N)
 ctl() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 3000 "$@"; }
-rogue() { spawn "$T/$1.err" "$PY" "$HERE/rogue_node.py" "$CTRL_EP" "$1" "$2" "$ORIGIN" "$T/$1.log" 30; }
+rogue() { spawn "$T/$1.err" "$PY" "$HERE/ha_observer.py" "$CTRL_EP" "$1" "$T/$1.log" 30 "$2" "$ORIGIN"; }
 period() { ctl --json status >"$T/st.json" 2>/dev/null && jget "$T/st.json" 'd["period"]'; }
 
 # 1. Defect 3: a lone node claiming period 2^53 right after the start.
@@ -21,11 +22,11 @@ start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; cat
 rogue liar 9007199254740992
 R1=$SPAWNED
 check "the liar is welcomed (the controller can still encode)" \
-  'wait_for "grep -qs \"^welcome\" \"$T/liar.log\"" 10'
+  'wait_for "grep -qs \" welcome \" \"$T/liar.log\"" 10'
 p=$(period)
 check "the controller kept a plausible period ($p)" '[ -n "$p" ] && [ "$p" -lt 1000 ]'
 check "the liar gets tokens or heartbeats after its welcome" \
-  'wait_for "grep -Eqs \"^(tokens|heartbeat)\" \"$T/liar.log\"" 5'
+  'wait_for "grep -Eqs \" (tokens|heartbeat) \" \"$T/liar.log\"" 5'
 stop_pid "$R1"
 stop_controller
 
@@ -34,17 +35,17 @@ stop_controller
 start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; exit 1; }
 rogue n3 1000000000
 P3=$SPAWNED
-wait_for 'grep -qs "^welcome" "$T/n3.log"' 10
+wait_for 'grep -qs " welcome " "$T/n3.log"' 10
 rogue n1 500
 P1=$SPAWNED
-wait_for 'grep -qs "^welcome" "$T/n1.log"' 10
+wait_for 'grep -qs " welcome " "$T/n1.log"' 10
 rogue n2 500
 P2=$SPAWNED
-check "the honest nodes are welcomed" 'wait_for "grep -qs \"^welcome\" \"$T/n2.log\"" 10'
+check "the honest nodes are welcomed" 'wait_for "grep -qs \" welcome \" \"$T/n2.log\"" 10'
 sleep 0.5
 p=$(period)
 check "the clock is the majority's (period $p, not 10^9)" '[ -n "$p" ] && [ "$p" -ge 500 ] && [ "$p" -lt 600 ]'
-check "the liar hears the majority's clock" 'wait_for "grep -Eqs \"^(tokens|heartbeat) 5[0-9][0-9]$\" \"$T/n3.log\"" 5'
+check "the liar hears the majority's clock" 'wait_for "grep -Eqs \" (tokens|heartbeat) [0-9]+ 5[0-9][0-9]$\" \"$T/n3.log\"" 5'
 stop_pid "$P1" "$P2" "$P3"
 stop_controller
 
