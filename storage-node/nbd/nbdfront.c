@@ -26,6 +26,7 @@
 #define READ_MIN (64u * 1024)          /* bytes asked of one read(2) ... */
 #define READ_MAX (1024u * 1024)        /* ... or more while a payload is awaited */
 #define MAX_EXTENTS 1024               /* descriptors in one BLOCK_STATUS reply */
+#define REQS_KEEP 1024                 /* free request records a front keeps */
 
 #define conn_of(l) container_of(l, nconn_t, sock)
 
@@ -133,10 +134,10 @@ static void req_unlink(nreq_t *r)
     r->conn = NULL;
 }
 
-static void req_free(nreq_t *r)
+static void req_free(nbdfront_t *f, nreq_t *r)
 {
     free(r->op.buf);
-    free(r);
+    freelist_put(&f->reqs, r);
 }
 
 /* Answers a finished request on its connection (if it still has one) and
@@ -145,7 +146,7 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
 {
     nconn_t *c = r->conn;
     if (!c) {
-        req_free(r);
+        req_free(f, r);
         return;
     }
     uint32_t e = nbd_errno_to_wire(-result);
@@ -189,7 +190,7 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
             f->st.bytes_written += r->op.length;
     }
     req_unlink(r);
-    req_free(r);
+    req_free(f, r);
     if (update)
         conn_update(c);
 }
@@ -240,9 +241,10 @@ static void on_done(blockdev_op_t *op, void *arg)
 static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in)
 {
     nbdfront_t *f = c->f;
-    nreq_t *r = calloc(1, sizeof *r);
+    nreq_t *r = freelist_get(&f->reqs);
     if (!r)
         return -1;
+    memset(r, 0, sizeof *r);
     r->handle = q->handle;
     r->type = q->type;
     r->op.export_id = c->bucket;
@@ -267,7 +269,7 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
         r->op.max_extents = (q->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : MAX_EXTENTS;
         r->op.buf = calloc(r->op.max_extents, sizeof(blockdev_extent_t));
         if (!r->op.buf) {
-            free(r);
+            req_free(f, r);
             return -1;
         }
         f->st.block_status++;
@@ -280,12 +282,12 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE) {
         r->op.buf = blockdev_alloc(q->length);
         if (!r->op.buf) {
-            free(r);
+            req_free(f, r);
             return -1;
         }
         if (q->type == NBD_CMD_WRITE && q->length > 0 &&
             evbuffer_remove(in, r->op.buf, q->length) != (int)q->length) {
-            req_free(r);
+            req_free(f, r);
             return -1;
         }
     }
@@ -584,7 +586,7 @@ static void conn_free(nconn_t *c)
         req_unlink(r);
         if (r->state == RQ_QUEUED) {
             sched_remove(f->s, &r->item);
-            req_free(r);
+            req_free(f, r);
         }
         /* in flight: now an orphan, freed by its completion */
     }
@@ -688,6 +690,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg = *cfg;
     f->base = base;
     f->s = s;
+    freelist_init(&f->reqs, sizeof(nreq_t), REQS_KEEP);
     f->path = strdup(cfg->store.path);
     if (!f->path) {
         rc = -ENOMEM;
@@ -750,6 +753,7 @@ void nbdfront_destroy(nbdfront_t **fp)
     gate_destroy(&f->g);
     if (f->flush_ev)
         event_free(f->flush_ev);
+    freelist_fini(&f->reqs);
     free(f->path);
     free(f);
     *fp = NULL;
