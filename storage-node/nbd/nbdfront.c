@@ -236,6 +236,32 @@ static void on_done(blockdev_op_t *op, void *arg)
         gate_check_stopped(f->g);
 }
 
+/* What a transmission command becomes at the backend, and the counter of
+ * nbdfront_stats_t it counts in (nbd_check_request() lets only these
+ * through; the last row is the default). */
+typedef struct {
+    uint16_t type;
+    blockdev_kind_t kind;
+    size_t count; /* offsetof(nbdfront_stats_t, ...), a uint64_t */
+} cmd_row_t;
+
+static const cmd_row_t cmd_rows[] = {
+    {NBD_CMD_READ, BLOCKDEV_READ, offsetof(nbdfront_stats_t, reads)},
+    {NBD_CMD_WRITE, BLOCKDEV_WRITE, offsetof(nbdfront_stats_t, writes)},
+    {NBD_CMD_FLUSH, BLOCKDEV_FLUSH, offsetof(nbdfront_stats_t, flushes)},
+    {NBD_CMD_BLOCK_STATUS, BLOCKDEV_EXTENTS, offsetof(nbdfront_stats_t, block_status)},
+    {NBD_CMD_TRIM, BLOCKDEV_TRIM, offsetof(nbdfront_stats_t, trims)},
+};
+
+static const cmd_row_t *cmd_row(uint16_t type)
+{
+    size_t n = sizeof cmd_rows / sizeof cmd_rows[0];
+    for (size_t i = 0; i < n - 1; i++)
+        if (cmd_rows[i].type == type)
+            return &cmd_rows[i];
+    return &cmd_rows[n - 1];
+}
+
 /* Starts a request whose header is consumed and whose WRITE payload is
  * complete in `in`.  Returns 0, or -1 if the connection must close. */
 static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in)
@@ -251,34 +277,17 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     r->op.offset = q->offset;
     r->op.length = q->length;
     r->op.fua = (q->flags & NBD_CMD_FLAG_FUA) != 0;
-    switch (q->type) {
-    case NBD_CMD_READ:
-        r->op.kind = BLOCKDEV_READ;
-        f->st.reads++;
-        break;
-    case NBD_CMD_WRITE:
-        r->op.kind = BLOCKDEV_WRITE;
-        f->st.writes++;
-        break;
-    case NBD_CMD_FLUSH:
-        r->op.kind = BLOCKDEV_FLUSH;
-        f->st.flushes++;
-        break;
-    case NBD_CMD_BLOCK_STATUS:
-        r->op.kind = BLOCKDEV_EXTENTS;
+    const cmd_row_t *k = cmd_row(q->type);
+    r->op.kind = k->kind;
+    if (k->kind == BLOCKDEV_EXTENTS) {
         r->op.max_extents = (q->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : MAX_EXTENTS;
         r->op.buf = calloc(r->op.max_extents, sizeof(blockdev_extent_t));
         if (!r->op.buf) {
             req_free(f, r);
             return -1;
         }
-        f->st.block_status++;
-        break;
-    default:
-        r->op.kind = BLOCKDEV_TRIM;
-        f->st.trims++;
-        break;
     }
+    (*(uint64_t *)(void *)((char *)&f->st + k->count))++;
     if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE) {
         r->op.buf = blockdev_alloc(q->length);
         if (!r->op.buf) {
@@ -307,6 +316,13 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
 }
 
 /* ---- connection --------------------------------------------------------- */
+
+/* Copies the next n bytes of the input (a message header) to h, leaving
+ * them there.  Returns 1, or 0 while fewer than n are buffered. */
+static int peek(struct evbuffer *in, void *h, size_t n)
+{
+    return evbuffer_copyout(in, h, n) == (ev_ssize_t)n;
+}
 
 /* Consumes what it can from the input.  Returns 0, or -1 to close now. */
 static int process_input(nconn_t *c)
@@ -338,9 +354,8 @@ static int process_input(nconn_t *c)
         if (c->state == ST_FLAGS) {
             uint32_t fl;
             uint8_t b[4];
-            if (avail < 4)
+            if (!peek(in, b, sizeof b))
                 return 0;
-            evbuffer_copyout(in, b, 4);
             if (nbd_parse_client_flags(b, 4, &fl, &e) < 0) {
                 log_info("%s: handshake: %s; closing", c->peer, e.text);
                 return -1;
@@ -353,9 +368,8 @@ static int process_input(nconn_t *c)
         if (c->state == ST_OPTS) {
             uint8_t h[NBD_OPT_HDR_LEN];
             nbd_option_t o;
-            if (avail < NBD_OPT_HDR_LEN)
+            if (!peek(in, h, sizeof h))
                 return 0;
-            evbuffer_copyout(in, h, sizeof h);
             if (nbd_parse_option(h, sizeof h, &o, &e) < 0) {
                 log_info("%s: option haggling: %s at byte %zu; closing", c->peer, e.text,
                          e.offset);
@@ -396,9 +410,8 @@ static int process_input(nconn_t *c)
             return 0; /* a completion calls conn_update() again */
         uint8_t h[NBD_REQUEST_LEN];
         nbd_request_t q;
-        if (avail < NBD_REQUEST_LEN)
+        if (!peek(in, h, sizeof h))
             return 0;
-        evbuffer_copyout(in, h, sizeof h);
         if (nbd_parse_request(h, sizeof h, &q, &e) < 0) {
             log_info("%s: transmission: %s; closing", c->peer, e.text);
             return -1;
