@@ -1,4 +1,4 @@
-/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR. */
+/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR, what standard clients send (control bytes in keys, large values, cas/touch/append, memcached's own errors). */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -188,6 +188,90 @@ START_TEST(test_backend_pool_batch)
 }
 END_TEST
 
+/* What a standard client may send: keys with control bytes (memcaslap's;
+ * libmemcached could not read their VALUE lines back), values larger than
+ * the socket buffers in both directions, cas, touch, append, a non-numeric
+ * incr, and a value memcached refuses as too large, after which the same
+ * connection keeps serving. */
+static void check_standard_client(int nworkers)
+{
+    struct event_base *base = event_base_new();
+    done_t d = {0};
+    backend_op_t ops[10];
+    d.base_op = ops;
+    int err = 0;
+    backend_t *b = backend_new(base, "127.0.0.1", mc_port, nworkers, 64, on_done, &d, &err);
+    ck_assert_ptr_nonnull(b);
+    static char big[600 * 1024], huge[2 * 1024 * 1024];
+    memset(big, 'b', sizeof big - 1);
+    memset(huge, 'h', sizeof huge - 1);
+    const char *k1 = "c:\x10\x10\xf0key", *k2 = "c:\x7f\x01";
+
+    op_init(&ops[0], MCP_CMD_SET, k1, "ctl");
+    op_init(&ops[1], MCP_CMD_SET, k2, big);
+    op_init(&ops[2], MCP_CMD_SET, "c:huge", huge);
+    op_init(&ops[3], MCP_CMD_SET, "c:word", "abc");
+    op_init(&ops[4], MCP_CMD_GET, k1, NULL);
+    op_init(&ops[5], MCP_CMD_GET, k2, NULL);
+    run_chain(base, b, &d, ops, 6);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[2].reply, MCP_R_SERVER_ERROR);
+    ck_assert_str_eq(ops[2].errmsg, "SERVER_ERROR object too large for cache");
+    ck_assert_int_eq(ops[3].reply, MCP_R_STORED);
+    /* gets go out first: in one batch they see the values from before */
+    for (int i = 4; i < 6; i++)
+        free(ops[i].rvalue);
+
+    op_init(&ops[0], MCP_CMD_GETS, k1, NULL);
+    op_init(&ops[1], MCP_CMD_GET, k2, NULL);
+    op_init(&ops[2], MCP_CMD_INCR, "c:word", NULL);
+    op_init(&ops[3], MCP_CMD_APPEND, "c:word", "def");
+    op_init(&ops[4], MCP_CMD_TOUCH, k1, NULL);
+    op_init(&ops[5], MCP_CMD_TOUCH, "c:none", NULL);
+    op_init(&ops[6], MCP_CMD_DECR, "c:none", NULL);
+    run_chain(base, b, &d, ops, 7);
+    ck_assert_int_eq(ops[0].reply, MCP_R_VALUE);
+    ck_assert_int_eq((int)ops[0].rvlen, 3);
+    ck_assert_int_eq(memcmp(ops[0].rvalue, "ctl", 3), 0);
+    ck_assert_int_eq(ops[1].reply, MCP_R_VALUE);
+    ck_assert_uint_eq(ops[1].rvlen, sizeof big - 1);
+    ck_assert_int_eq(memcmp(ops[1].rvalue, big, sizeof big - 1), 0);
+    ck_assert_int_eq(ops[2].reply, MCP_R_NON_NUMERIC);
+    ck_assert_int_eq(ops[3].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[4].reply, MCP_R_TOUCHED);
+    ck_assert_int_eq(ops[5].reply, MCP_R_NOT_FOUND);
+    ck_assert_int_eq(ops[6].reply, MCP_R_NOT_FOUND);
+    uint64_t cas = ops[0].rcas;
+    for (int i = 0; i < 7; i++)
+        free(ops[i].rvalue);
+
+    op_init(&ops[0], MCP_CMD_CAS, k1, "new");
+    ops[0].cas = cas;
+    op_init(&ops[1], MCP_CMD_CAS, "c:word", "x");
+    ops[1].cas = cas + 1000;
+    op_init(&ops[2], MCP_CMD_FLUSH_ALL, "", NULL);
+    ops[2].keylen = 0;
+    run_chain(base, b, &d, ops, 3);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_EXISTS);
+    ck_assert_int_eq(ops[2].reply, MCP_R_OK);
+    backend_destroy(&b);
+    event_base_free(base);
+}
+
+START_TEST(test_backend_standard_client_inline)
+{
+    check_standard_client(0);
+}
+END_TEST
+
+START_TEST(test_backend_standard_client_pool)
+{
+    check_standard_client(1);
+}
+END_TEST
+
 /* Nothing listens: every op is answered SERVER_ERROR, exactly once. */
 static void check_dead_server(int nworkers)
 {
@@ -257,7 +341,9 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const TTest *const tests[] = {test_backend_inline_batch, test_backend_inline_small_batches,
                                   test_backend_pool_batch, test_backend_dead_server_inline,
-                                  test_backend_dead_server_pool, test_backend_bad_arguments};
+                                  test_backend_dead_server_pool, test_backend_bad_arguments,
+                                  test_backend_standard_client_inline,
+                                  test_backend_standard_client_pool};
     const testlib_case_t c = {.name = "backend", .tcase = "memcached", .timeout = 60,
                               .setup = mc_start, .teardown = mc_stop, .unchecked = 1};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

@@ -368,10 +368,16 @@ static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
         }
         char key[MCP_KEY_MAX + 1];
         const char *sp = memchr(l + 6, ' ', len - 6);
-        unsigned long flags;
-        unsigned long long bytes, cas = 0;
-        if (!sp || (size_t)(sp - (l + 6)) > MCP_KEY_MAX ||
-            sscanf(sp, " %lu %llu %llu", &flags, &bytes, &cas) < 2)
+        if (!sp || (size_t)(sp - (l + 6)) > MCP_KEY_MAX)
+            return -EPROTO;
+        char *end;
+        unsigned long flags = strtoul(sp, &end, 10);
+        if (*end != ' ')
+            return -EPROTO;
+        unsigned long long bytes = strtoull(end, &end, 10), cas = 0;
+        if (*end == ' ')
+            cas = strtoull(end, &end, 10);
+        if (*end != '\0')
             return -EPROTO;
         size_t kl = (size_t)(sp - (l + 6));
         memcpy(key, l + 6, kl); /* get_data() may move the buffer */
