@@ -25,18 +25,7 @@ trap 'exit 1' INT TERM
 next_port; mc=$PORT; next_port; tw=$PORT; next_port; tws=$PORT; next_port; rr=$PORT; next_port; tk=$PORT
 start_memcached "$mc" "$T/mc.log" || exit 1
 mcpid=$SPAWNED
-cat >"$T/tw.yml" <<EOT
-bench:
-  listen: 127.0.0.1:$tw
-  hash: fnv1a_64
-  distribution: ketama
-  timeout: 2000
-  preconnect: true
-  auto_eject_hosts: false
-  servers:
-   - 127.0.0.1:$mc:1
-EOT
-spawn "$T/tw.log" nutcracker -c "$T/tw.yml" -s "$tws" -a 127.0.0.1
+start_twemproxy "$tw" "$tws" "$mc" "$T" || exit 1
 twpid=$SPAWNED
 # shellcheck disable=SC2086
 spawn "$T/rr.log" "$BIN/bqos-node" --name rr --memcached-listen "127.0.0.1:$rr" \
@@ -46,7 +35,7 @@ rrpid=$SPAWNED
 spawn "$T/tk.log" "$BIN/bqos-node" --name tokens --memcached-listen "127.0.0.1:$tk" \
   --backend "memcached://127.0.0.1:$mc" --policy tokens --log-level warn $NODE_ARGS
 tkpid=$SPAWNED
-for p in "$tw" "$rr" "$tk"; do wait_port "$p" 10 || exit 1; done
+for p in "$rr" "$tk"; do wait_port "$p" 10 || exit 1; done
 
 tck=$(getconf CLK_TCK)
 echo "# $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
