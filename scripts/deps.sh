@@ -42,6 +42,7 @@ py   zmq                python3-zmq
 [bench]
 pc   igraph             libigraph-dev
 cmd  memcached          memcached
+cmd  memcaslap          libmemcached-tools
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
 cmd  ss                 iproute2

@@ -139,7 +139,7 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .min = a->block ? 1 : 0, .max = a->block ? 1024 : 256,
                 .show = "0 (inline); a block node: = --outstanding",
                 .help = "Backend worker threads.  Memcached node (0..256): each with its own\n"
-                        "libmemcached connection; 0: the event-loop thread makes the\n"
+                        "connection to memcached; 0: the event-loop thread makes the\n"
                         "(batched) backend calls itself, with no thread hand-off: fastest, but\n"
                         "a memcached that hangs (without closing) stalls every client, local\n"
                         "commands too, until its calls time out (2 s each).  N >= 1: a pool of\n"
@@ -266,7 +266,7 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "    Speaks the memcached text protocol to clients, puts every key IO\n"
             "    in the queue of its bucket (the key prefix before the separator),\n"
             "    lets the token scheduler pick which bucket is served next and\n"
-            "    forwards the IO to the real memcached through libmemcached\n"
+            "    forwards the IO to the real memcached, pipelined\n"
             "    (batched, from the event loop or from a pool of worker threads,\n"
             "    see --workers).  Replies on a connection keep request\n"
             "    order.  The binary protocol is not supported (the connection is\n"

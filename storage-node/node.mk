@@ -21,3 +21,4 @@ test_backend_SRCS = tests/test_backend.c
 test_backend_LIBS = node nodecore common
 
 BENCHES += storage-node/bench/bench-front.sh
+BENCHES += storage-node/bench/bench-twemproxy.sh
