@@ -20,16 +20,19 @@ typedef struct {
     sched_t *s;
     int set_calls, last_b, applied, period_starts, policy_calls;
     int64_t last_r, last_l;
+    double last_until, last_now;
 } seen_t;
 
-static int h_set_tokens(void *arg, int b, int64_t r, int64_t l)
+static int h_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, double now)
 {
     seen_t *sn = arg;
     sn->set_calls++;
     sn->last_b = b;
     sn->last_r = r;
     sn->last_l = l;
-    return sched_set_tokens(sn->s, b, r, l);
+    sn->last_until = until;
+    sn->last_now = now;
+    return sched_set_tokens(sn->s, b, r, l, until, now);
 }
 
 static void h_applied(void *arg)
@@ -183,7 +186,7 @@ static void arrive(fx_t *f, int b, int n)
 static void serve(fx_t *f, int n)
 {
     for (int i = 0; i < n; i++)
-        ck_assert_ptr_nonnull(sched_dispatch(f->s, NULL));
+        ck_assert_ptr_nonnull(sched_dispatch(f->s, 0, NULL));
 }
 
 static sched_bucket_stats_t bstats(fx_t *f, int b)
@@ -683,7 +686,7 @@ START_TEST(test_agent_default_bucket_holds_unconfigured)
     arrive(&f, 1, 3);
     arrive(&f, evil, 2);
     serve(&f, 2);
-    ck_assert_ptr_null(sched_dispatch(f.s, NULL)); /* default's limit holds all of it */
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL)); /* default's limit holds all of it */
     ck_assert_uint_eq(bstats(&f, d).queued, 3);
     proto_msg_t m;
     proto_msg_init(&m);
@@ -705,7 +708,7 @@ START_TEST(test_agent_default_bucket_holds_unconfigured)
     ck_assert_int_eq(sched_route(f.s, 0), d);
     arrive(&f, 0, 1);
     ck_assert_uint_eq(bstats(&f, d).queued, 4);
-    ck_assert_ptr_null(sched_dispatch(f.s, NULL));
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL));
     /* no `default` in the table: every bucket is its own queue again */
     const char *t3[] = {"green", "red"};
     ctl_table_msg(&f, 0, T0 + 3.0, 10, t3, 2, NULL, 0);
@@ -752,7 +755,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     arrive(&f, 2, 1);
     int later = sched_add_bucket(f.s, "later", 1);
     arrive(&f, later, 1);
-    ck_assert_ptr_null(sched_dispatch(f.s, NULL)); /* nothing is served */
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL)); /* nothing is served */
     ck_assert_uint_eq(bstats(&f, 0).queued, 4);
     /* the other node went away: a welcome releases the hold */
     welcome(&f, 0, T0 + 3.0);
@@ -814,7 +817,7 @@ static int serve_all(fx_t *f, int b)
 {
     int n = 0;
     sched_item_t *it;
-    while ((it = sched_dispatch(f->s, NULL)))
+    while ((it = sched_dispatch(f->s, 0, NULL)))
         n += it->bucket == b;
     return n;
 }
