@@ -925,6 +925,43 @@ START_TEST(test_agent_static_grant_after_silence)
 }
 END_TEST
 
+/* Grants end with the period: the controller's tokens are paced from the
+ * time they arrive to the end of the period they are for, and the static
+ * fallback's grant at a period start to the end of the new period. */
+START_TEST(test_agent_grants_end_with_the_period)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    ck_assert_int_eq(sched_set_pacing(f.s, 1, 0), 0);
+    welcome(&f, 0, T0);
+    /* red (controller index 1): R 10 + L 20 for the 9.9 s left */
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    ck_assert_int_eq(f.sn.last_b, 0);
+    ck_assert(fabs(f.sn.last_until - (T0 + PERIOD)) < 1e-9);
+    ck_assert(fabs(f.sn.last_now - (T0 + 0.1)) < 1e-9);
+    arrive(&f, 0, 10);
+    /* one unit of each class at once, then one L every 9.9 / 20 s */
+    ck_assert_ptr_nonnull(sched_dispatch(f.s, T0 + 0.1, NULL));
+    ck_assert_ptr_nonnull(sched_dispatch(f.s, T0 + 0.1, NULL));
+    ck_assert_ptr_null(sched_dispatch(f.s, T0 + 0.1, NULL));
+    ck_assert(fabs(sched_next_ready(f.s) - (T0 + 0.1 + 9.9 / 20)) < 1e-9);
+    sched_drain(f.s, NULL, NULL);
+    /* silent: static fallback; each period start grants to its end */
+    fx_silent(&f, T0 + 2, T0 + PERIOD);
+    for (int p = 1; p <= 2; p++) {
+        double start = T0 + p * PERIOD;
+        agent_tick(f.a, start);
+        expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
+        ck_assert(fabs(f.sn.last_now - start) < 1e-9);
+        ck_assert_msg(fabs(f.sn.last_until - (start + PERIOD)) < 1e-9, "period %d: until %.3f",
+                      p, f.sn.last_until);
+        fx_silent(&f, start + 2, start + PERIOD);
+    }
+    fx_stop(&f);
+}
+END_TEST
+
 /* `rr` only when asked: round robin, no limits, then tokens on resume. */
 START_TEST(test_agent_rr_fallback_and_resume)
 {
@@ -1115,6 +1152,7 @@ int main(void)
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,
                                   test_agent_static_grant_after_silence,
+                                  test_agent_grants_end_with_the_period,
                                   test_agent_rr_fallback_and_resume,
                                   test_agent_static_resume,
                                   test_agent_late_controller_no_fallback,

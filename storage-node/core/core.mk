@@ -6,3 +6,7 @@ nodecore_SRCS = storage-node/core/sched.c storage-node/core/pace.c storage-node/
 TESTS += test_agent
 test_agent_SRCS = tests/test_agent.c
 test_agent_LIBS = nodecore proto common
+
+TESTS += test_pace
+test_pace_SRCS = tests/test_pace.c
+test_pace_LIBS = nodecore common
