@@ -162,11 +162,11 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "Algorithm 1).  Tokens from --tokens-file are never paced."}},
         {BOTH, {.name = "burst", .type = OPTS_DURATION, .target = &a->burst_s, .arg = "DURATION",
                 .deflt = "20ms", .min = 0, .max = SCHED_BURST_MAX,
-                .help = "Burst depth of paced tokens: the credit a bucket may save up is\n"
-                        "this long at its paced rate, at least one token per class (e.g.\n"
-                        "20ms: 2 IOs at 100/s).  A limited bucket then does at most\n"
-                        "depth + rate x T in any window T: up to 50ms keeps it within\n"
-                        "1.25 x its limit over 200 ms and 1.05 x over 1 s."}},
+                .help = "Burst depth of paced tokens: a bucket may save up one IO plus\n"
+                        "this long at its paced rate, per class (R, L): 20ms at 100/s is\n"
+                        "3 IOs.  It absorbs a late timer; a limited bucket does at most\n"
+                        "2 + L x (T + burst) in any window T, within 1.25 x L over 200 ms\n"
+                        "and 1.05 x L over 1 s for L >= 67/s at 20ms.  0: strict."}},
         {BOTH, {.name = "r-order", .type = OPTS_ENUM, .target = &a->r_order, .arg = "rr|urgency",
                 .deflt = "urgency", .names = order_names,
                 .help = "Which bucket with usable R-tokens is served first.  urgency: in\n"

@@ -68,7 +68,7 @@ void pace_grant(pace_t *p, int64_t tokens, double until, double now, double burs
     }
     double left = until - now;
     p->rate = tokens > 0 && left > 0 ? (double)tokens / left : 0;
-    p->depth = burst_s * p->rate > 1 ? burst_s * p->rate : 1;
+    p->depth = 1 + burst_s * p->rate;
     p->credit = credit < p->depth ? credit : p->depth;
     p->stamp = now;
     p->until = until;

@@ -151,8 +151,8 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
                      double now);
 
 /* Turns pacing on or off (off in a new scheduler), and sets the burst
- * depth: the credit a class may hold is burst_s seconds of its paced rate,
- * at least one token (0 <= burst_s <= SCHED_BURST_MAX).  Off: every token is
+ * depth: the credit a class may hold is one token plus burst_s seconds of
+ * its paced rate (0 <= burst_s <= SCHED_BURST_MAX).  Off: every token is
  * usable at once (the paper).  A new depth applies from each bucket's next
  * grant.  O(buckets).  Returns 0 or -EINVAL. */
 int sched_set_pacing(sched_t *s, int on, double burst_s);
