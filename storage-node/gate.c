@@ -244,10 +244,10 @@ uint64_t gate_total_conns(const gate_t *g)
 
 /* ---- the window ----------------------------------------------------------- */
 
-/* Adds the busy time up to t (now) since the last mark (if anything was
- * outstanding). */
-static void busy_account(gate_t *g, double t)
+/* Adds the busy time since the last mark (if anything was outstanding). */
+static void busy_account(gate_t *g)
 {
+    double t = mono_now();
     if (g->inflight > 0)
         g->busy_pending += t - g->busy_mark;
     g->busy_mark = t;
@@ -277,14 +277,14 @@ sched_item_t *gate_take(gate_t *g)
         pace_arm(g, now);
         return NULL;
     }
-    busy_account(g, now);
+    busy_account(g);
     g->inflight++;
     return it;
 }
 
 void gate_done(gate_t *g)
 {
-    busy_account(g, mono_now());
+    busy_account(g);
     g->inflight--;
     sched_note_completion(g->s, 1, g->busy_pending);
     g->busy_pending = 0;
