@@ -76,10 +76,10 @@ static int hook_bucket(void *arg, const char *name)
     return c->ops.bucket(c->ops.arg, name);
 }
 
-static int hook_set_tokens(void *arg, int b, int64_t r, int64_t l)
+static int hook_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, double now)
 {
     ctlclient_t *c = arg;
-    return c->ops.set_tokens(c->ops.arg, b, sched_bucket_name(c->s, b), r, l);
+    return c->ops.set_tokens(c->ops.arg, b, sched_bucket_name(c->s, b), r, l, until, now);
 }
 
 static void hook_set_policy(void *arg, sched_policy_t p)

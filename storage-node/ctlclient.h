@@ -76,8 +76,11 @@ typedef struct {
     /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
     int (*bucket)(void *arg, const char *name);
     /* Sets bucket b (named `name`) to absolute token counts; l may be
-     * SCHED_UNLIMITED.  Returns 0 or -errno. */
-    int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l);
+     * SCHED_UNLIMITED; `until` and `now` as for sched_set_tokens() (the
+     * grant's end and the time, on the client's clock: mono_now()).
+     * Returns 0 or -errno. */
+    int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l, double until,
+                      double now);
     void (*set_policy)(void *arg, sched_policy_t policy);
     void (*period_start)(void *arg);
     /* Called once after a tokens message was applied, or a new controller

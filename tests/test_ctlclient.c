@@ -607,7 +607,7 @@ START_TEST(test_ctlclient_tokens_net_of_served)
 
     /* three IOs on those tokens before the controller's next counts */
     for (int i = 0; i < 3; i++)
-        ck_assert_ptr_nonnull(sched_dispatch(x.s, NULL));
+        ck_assert_ptr_nonnull(sched_dispatch(x.s, 0, NULL));
     send_tokens(&x.f, 5, 10, 20, 0, 0);
     ck_assert(run_until(x.c, applied_at_least, 4, 10.0));
     sched_bucket_stats(x.s, 0, &bs);
