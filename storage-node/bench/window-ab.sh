@@ -1,0 +1,52 @@
+#!/bin/sh
+# window-ab.sh - throughput of bqos-node's memcached front under --policy rr and --policy tokens (auto window, or any other node options) with memcaslap, a client we did not write: interleaved rounds on one memcached, then the median TPS of each variant and the load average.
+# Usage: window-ab.sh [ROUNDS] [SECONDS]
+#   VARIANTS  '|'-separated node options, one variant each (default
+#             "--policy rr|--policy tokens|--policy tokens --outstanding 5")
+#   MEMCASLAP memcaslap options besides -s and -t (default "-T 2 -c 50 -X 100")
+#   BIN       where bqos-node is (default bin)
+# Prints one line per run ("variant=N round=R tps=... window=...") and one
+# "median" line per variant.
+set -u
+. "$(dirname "$0")/../../scripts/lib.sh"
+ROUNDS=${1:-5}; SECS=${2:-5}; BIN=${BIN:-bin}
+VARIANTS=${VARIANTS:-"--policy rr|--policy tokens|--policy tokens --outstanding 5"}
+MEMCASLAP=${MEMCASLAP:-"-T 2 -c 50 -X 100"}
+command -v memcaslap >/dev/null || { echo "window-ab: memcaslap missing (scripts/deps.sh)" >&2; exit 1; }
+T=$(mktemp -d /tmp/window-ab.XXXXXX)
+trap 'cleanup; rm -rf "$T"' EXIT
+next_port; mc=$PORT
+start_memcached "$mc" "$T/mc.log" || exit 1
+nv=$(echo "$VARIANTS" | awk -F'|' '{ print NF }')
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+  v=1
+  while [ "$v" -le "$nv" ]; do
+    opts=$(echo "$VARIANTS" | awk -F'|' -v i="$v" '{ print $i }')
+    next_port; nd=$PORT
+    # shellcheck disable=SC2086
+    spawn "$T/node.log" "$BIN/bqos-node" --name ab --memcached-listen "127.0.0.1:$nd" \
+      --backend "memcached://127.0.0.1:$mc" --log-level warn $opts
+    np=$SPAWNED
+    wait_port "$nd" 10 || exit 1
+    # shellcheck disable=SC2086
+    tps=$(memcaslap -s "127.0.0.1:$nd" -t "${SECS}s" $MEMCASLAP 2>&1 |
+      awk '/^Run time/ { for (i = 1; i < NF; i++) if ($i == "TPS:") t = $(i + 1) } END { print t + 0 }')
+    win=$(mc_ask "$nd" 'stats\r\n' | tr '|' '\n' | awk '$2 == "bqos_window" { print $3 }')
+    stop_pid "$np"
+    echo "variant=$v round=$r tps=$tps window=$win opts=\"$opts\""
+    echo "$v $tps" >>"$T/all"
+    v=$((v + 1))
+  done
+  r=$((r + 1))
+done
+v=1
+while [ "$v" -le "$nv" ]; do
+  opts=$(echo "$VARIANTS" | awk -F'|' -v i="$v" '{ print $i }')
+  awk -v v="$v" '$1 == v { print $2 }' "$T/all" | sort -n |
+    awk -v o="$opts" '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+      printf "median tps=%.0f (min %d, max %d, %d runs) opts=\"%s\"\n", m, a[1], a[NR], NR, o }'
+  v=$((v + 1))
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
