@@ -19,6 +19,7 @@ file /usr/include/subunit/child.h libsubunit-dev
 cmd  pkg-config         pkg-config
 cmd  memcached          memcached
 cmd  memccapable        libmemcached-tools
+cmd  memcaslap          libmemcached-tools
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
 cmd  ss                 iproute2

@@ -31,6 +31,7 @@ typedef struct {
     int weighted, direct;
     int workers, outstanding;       /* -1: the node kind's default; outstanding 0: auto */
     int window_min, window_max;     /* --outstanding auto's bounds */
+    double window_latency;          /* and its latency target, x base */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
     char separator;
     int default_mode;               /* front_default_t: index in default_names */
@@ -91,6 +92,7 @@ static int window_setup(const args_t *a, gate_t *g)
     window_config_defaults(&wc);
     wc.floor = a->window_min;
     wc.ceiling = a->window_max;
+    wc.target = a->window_latency;
     int rc = gate_set_window(g, &wc);
     if (rc < 0)
         log_error("--outstanding auto: %s", strerror(-rc));
@@ -122,7 +124,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 29
+#define NROWS 30
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -202,6 +204,12 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .deflt = "64", .min = 1, .max = 1024,
                 .help = "Largest window of --outstanding auto ({range}, >= --window-min;\n"
                         "a block node: also the default --workers)."}},
+        {BOTH, {.name = "window-latency", .type = OPTS_DOUBLE, .target = &a->window_latency,
+                .arg = "F", .deflt = "1", .min = 1, .max = 100,
+                .help = "--outstanding auto lets the latency at the backend rise to about F\n"
+                        "times the lowest it has seen ({range}): 1 keeps the window at the\n"
+                        "backend's knee (a few IOs waiting there); more trades latency, and\n"
+                        "the scheduler's hold on the order, for throughput."}},
         {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
               .min = 1, .max = BACKEND_BATCH_MAX,
               .help = "Most backend requests sent together (1..64): a worker (or the loop\n"

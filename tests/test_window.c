@@ -1,4 +1,4 @@
-/* test_window.c - Check suite for storage-node/core/window: the adaptive window on a simulated backend with a known knee (converges near it, shrinks when latency rises, stays within floor and ceiling, steady under noise, does not grow without demand). */
+/* test_window.c - Check suite for storage-node/core/window: the adaptive window on a simulated backend with a known knee (converges near it, a latency target above the base, shrinks when latency rises, stays within floor and ceiling, steady under noise, does not grow without demand). */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -105,6 +105,32 @@ START_TEST(test_window_converges_to_knee)
     ck_assert_double_le(st.latency, 1.7 * st.base); /* a few IOs wait at the backend, not all */
     window_destroy(&w);
     ck_assert_ptr_null(w);
+}
+END_TEST
+
+/* target 2: the latency at the backend may rise to twice the base, so on
+ * the same backend the window settles at about 2 * knee + alpha. */
+START_TEST(test_window_latency_target)
+{
+    sim_t s;
+    sim_init(&s, 16, 100e-6, 0, 1000);
+    window_config_t c;
+    window_config_defaults(&c);
+    c.target = 2;
+    c.alpha = 2;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    double tput;
+    sim_run(&s, w, 2, 2, 64, &tput);
+    double mean = sim_run(&s, w, 1, 2, 64, &tput);
+    ck_assert_msg(mean >= 32 && mean <= 32 + 2 + 2, "mean window %.1f", mean);
+    window_stats_t st;
+    window_stats(w, &st);
+    ck_assert_msg(st.latency > 1.9 * st.base && st.latency < 2.3 * st.base, "latency %g, base %g",
+                  st.latency, st.base);
+    window_destroy(&w);
+    c.target = 0.5;
+    ck_assert_ptr_null(window_new(&c, 0, NULL));
 }
 END_TEST
 
@@ -249,6 +275,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
+                            test_window_latency_target,
                             test_window_within_floor_and_ceiling, test_window_steady_under_noise,
                             test_window_no_growth_without_demand, test_window_fixed,
                             test_window_bad_settings};

@@ -5,8 +5,9 @@
 #             "--policy rr|--policy tokens|--policy tokens --outstanding 5")
 #   MEMCASLAP memcaslap options besides -s and -t (default "-T 2 -c 50 -X 100")
 #   BIN       where bqos-node is (default bin)
-# Prints one line per run ("variant=N round=R tps=... window=...") and one
-# "median" line per variant.
+# Prints one line per run ("variant=N round=R tps=... node_us_per_op=...
+# window=...": memcaslap's TPS, the node's CPU time (user + system) per
+# transaction, the window after the run) and one "median" line per variant.
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 ROUNDS=${1:-5}; SECS=${2:-5}; BIN=${BIN:-bin}
@@ -17,6 +18,12 @@ T=$(mktemp -d /tmp/window-ab.XXXXXX)
 trap 'cleanup; rm -rf "$T"' EXIT
 next_port; mc=$PORT
 start_memcached "$mc" "$T/mc.log" || exit 1
+tck=$(getconf CLK_TCK)
+# median: the median of the numbers on stdin, one a line, and their range.
+median() {
+  sort -n | awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+    printf "%.6g (%g..%g, %d runs)", m, a[1], a[NR], NR }'
+}
 nv=$(echo "$VARIANTS" | awk -F'|' '{ print NF }')
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 r=1
@@ -30,13 +37,16 @@ while [ "$r" -le "$ROUNDS" ]; do
       --backend "memcached://127.0.0.1:$mc" --log-level warn $opts
     np=$SPAWNED
     wait_port "$nd" 10 || exit 1
+    t0=$(awk '{print $14 + $15}' "/proc/$np/stat")
     # shellcheck disable=SC2086
     tps=$(memcaslap -s "127.0.0.1:$nd" -t "${SECS}s" $MEMCASLAP 2>&1 |
       awk '/^Run time/ { for (i = 1; i < NF; i++) if ($i == "TPS:") t = $(i + 1) } END { print t + 0 }')
+    t1=$(awk '{print $14 + $15}' "/proc/$np/stat")
+    us=$(echo "$t0 $t1 $tps $SECS $tck" | awk '{ printf "%.1f", $3 ? ($2 - $1) / $5 * 1e6 / ($3 * $4) : 0 }')
     win=$(mc_ask "$nd" 'stats\r\n' | tr '|' '\n' | awk '$2 == "bqos_window" { print $3 }')
     stop_pid "$np"
-    echo "variant=$v round=$r tps=$tps window=$win opts=\"$opts\""
-    echo "$v $tps" >>"$T/all"
+    echo "variant=$v round=$r tps=$tps node_us_per_op=$us window=$win opts=\"$opts\""
+    echo "$v $tps $us" >>"$T/all"
     v=$((v + 1))
   done
   r=$((r + 1))
@@ -44,9 +54,9 @@ done
 v=1
 while [ "$v" -le "$nv" ]; do
   opts=$(echo "$VARIANTS" | awk -F'|' -v i="$v" '{ print $i }')
-  awk -v v="$v" '$1 == v { print $2 }' "$T/all" | sort -n |
-    awk -v o="$opts" '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-      printf "median tps=%.0f (min %d, max %d, %d runs) opts=\"%s\"\n", m, a[1], a[NR], NR, o }'
+  tps=$(awk -v v="$v" '$1 == v { print $2 }' "$T/all" | median)
+  us=$(awk -v v="$v" '$1 == v { print $3 }' "$T/all" | median)
+  echo "median tps=$tps node_us_per_op=$us opts=\"$opts\""
   v=$((v + 1))
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -22,7 +22,7 @@ struct window {
 void window_config_defaults(window_config_t *cfg)
 {
     *cfg = (window_config_t){.adaptive = 1, .start = 2, .floor = 2, .ceiling = 64,
-                             .gain = 0.5, .alpha = 8, .epoch = 0.01, .min_samples = 32};
+                             .gain = 0.5, .alpha = 8, .target = 1, .epoch = 0.01, .min_samples = 32};
 }
 
 static double clamp(const window_config_t *c, double w)
@@ -35,7 +35,7 @@ window_t *window_new(const window_config_t *cfg, double now, int *err)
     int rc = -EINVAL;
     window_t *w = NULL;
     if (!cfg || cfg->floor < 1 || cfg->ceiling < cfg->floor || !(cfg->gain > 0) ||
-        cfg->gain > 1 || !(cfg->alpha > 0) || !(cfg->epoch > 0) || cfg->min_samples < 1)
+        cfg->gain > 1 || !(cfg->alpha > 0) || !(cfg->target >= 1) || !(cfg->epoch > 0) || cfg->min_samples < 1)
         goto out;
     rc = -ENOMEM;
     if (!(w = calloc(1, sizeof *w)))
@@ -79,7 +79,8 @@ static void account(window_t *w, double now)
 }
 
 /* Ends the epoch if it lasted long enough and saw enough completions:
- * measures, then moves the window (adaptive) toward base / L * w + alpha. */
+ * measures, then moves the window (adaptive) toward target * base / L * w
+ * + alpha. */
 static void epoch_end(window_t *w, double now)
 {
     double dt = now - w->epoch_start;
@@ -95,7 +96,7 @@ static void epoch_end(window_t *w, double now)
         w->base = w->latency;
     w->epochs++;
     if (w->cfg.adaptive && w->latency > 0) {
-        double target = w->base / w->latency * w->w + w->cfg.alpha;
+        double target = w->cfg.target * w->base / w->latency * w->w + w->cfg.alpha;
         if (!w->filled && target > w->w)
             target = w->w; /* not window-limited: no reason to grow */
         w->w = clamp(&w->cfg, (1 - w->cfg.gain) * w->w + w->cfg.gain * target);

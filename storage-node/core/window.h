@@ -8,15 +8,21 @@
  * the IOs outstanding over the epoch) / completions; no per-IO timestamp.
  * At the end of each epoch it updates
  *
- *     w' = (1 - gain) w + gain (base / L * w + alpha),  clamped to [floor, ceiling]
+ *     w' = (1 - gain) w + gain (target * base / L * w + alpha),
  *
- * where base is the lowest L seen (or the last L measured at the floor,
- * so that a backend that became slower for good gets a new base).  At the fixed point
- * w (1 - base / L) = alpha: about alpha IOs wait at the backend beyond what
- * its throughput needs, the rest wait at the node where the scheduler
- * orders them.  While latency stays at base the window grows by up to
- * gain * alpha per epoch; when latency rises above base it shrinks in
- * proportion.  The window grows only in epochs where it was filled (as TCP
+ * clamped to [floor, ceiling], where base is the lowest L seen (or the
+ * last L measured at the floor, so that a backend that became slower for
+ * good gets a new base).  With target 1 this is FAST TCP's rule: at the
+ * fixed point w (1 - base / L) = alpha, about alpha IOs wait at the
+ * backend beyond what its throughput needs and the rest wait at the node,
+ * where the scheduler orders them; a backend with flat latency up to k IOs
+ * gets a window of k + alpha.  A target above 1 (PARDA's latency
+ * threshold, relative to the base) lets the latency at the backend rise to
+ * about target * base before the window stops growing: for a backend that
+ * serves larger batches more efficiently (a multi-key get) throughput
+ * keeps growing with latency, and target trades latency for it.  While
+ * latency stays below target * base the window grows by up to gain *
+ * ((target - 1) w + alpha) per epoch; above it, it shrinks in proportion.  The window grows only in epochs where it was filled (as TCP
  * grows a congestion window only when the flight reached it): a node whose
  * clients keep fewer IOs in flight than the window does not inflate it.
  *
@@ -36,6 +42,7 @@ typedef struct {
     int ceiling;
     double gain;       /* share of the new estimate per epoch, 0 < gain <= 1 */
     double alpha;      /* IOs let wait at the backend at the fixed point, > 0 */
+    double target;     /* latency aimed at, as a multiple of the base, >= 1 */
     double epoch;      /* seconds an epoch lasts at least, > 0 */
     int min_samples;   /* completions an epoch needs at least (longer otherwise), >= 1 */
 } window_config_t;
@@ -53,7 +60,7 @@ typedef struct {
 typedef struct window window_t;
 
 /* Fills *cfg with the defaults: adaptive, start 2, floor 2, ceiling 64,
- * gain 0.5, alpha 8, epoch 10 ms, 32 samples. */
+ * gain 0.5, alpha 8, target 1, epoch 10 ms, 32 samples. */
 void window_config_defaults(window_config_t *cfg);
 
 /* Makes a window whose first epoch begins at `now`.  Returns it (caller
