@@ -66,7 +66,8 @@ set datafile separator ","
 set multiplot layout 2,1 title "bqos-node adaptive window under memcaslap ($PHASES s:connections)"
 set key top left
 set ylabel "IOs"
-set y2label "latency (us)"
+set y2label "latency (us, log)"
+set logscale y2
 set y2tics
 set ytics nomirror
 plot "$CSV" using 1:2 with steps title "window" axes x1y1, \
@@ -76,6 +77,7 @@ set xlabel "time (s)"
 set ylabel "ops/s"
 unset y2label
 unset y2tics
+unset logscale y2
 plot "$CSV" using 1:5 with lines title "throughput"
 unset multiplot
 GP
