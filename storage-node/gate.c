@@ -297,13 +297,14 @@ int gate_inflight(const gate_t *g)
 int gate_set_window(gate_t *g, const window_config_t *cfg)
 {
     int rc = 0;
+    double now = mono_now();
     window_config_t wc = *cfg;
     wc.start = window_limit(g->win);
-    window_t *w = window_new(&wc, mono_now(), &rc);
+    window_t *w = window_new(&wc, now, &rc);
     if (!w)
         return rc;
     for (int i = window_inflight(g->win); i > 0; i--)
-        window_take(w, mono_now());
+        window_take(w, now);
     window_destroy(&g->win);
     g->win = w;
     return 0;
