@@ -316,7 +316,7 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "SYNOPSIS\n"
             "    bqos-node --name NAME --memcached-listen HOST:PORT\n"
             "              --backend memcached://HOST:PORT [--policy tokens|rr]\n"
-            "              [--workers N] [--outstanding K] [--config FILE]\n"
+            "              [--workers N] [--outstanding K|auto] [--config FILE]\n"
             "              [--controller ENDPOINT] [--log-level L] [OPTION]...\n\n"
             "DESCRIPTION\n"
             "    Speaks the memcached text protocol to clients, puts every key IO\n"
@@ -361,7 +361,7 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "SYNOPSIS\n"
             "    %s --backend file:PATH [--nbd-listen HOST:PORT]\n"
             "        [--export-size BYTES] [--direct] [--policy tokens|rr]\n"
-            "        [--outstanding K] [--buckets A,B,...]\n"
+            "        [--outstanding K|auto] [--buckets A,B,...]\n"
             "        [--controller ENDPOINT] [OPTION]...\n\n", prog, prog);
     fprintf(out,
             "DESCRIPTION\n"
