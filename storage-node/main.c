@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/num.h"
 #include "common/opts.h"
 #include "common/version.h"
 #include "storage-node/mc/backend.h"
@@ -31,7 +32,9 @@ typedef struct {
     double burst_s;                 /* --burst, seconds */
     int r_order;                    /* sched_order_t: index in order_names */
     int weighted, direct;
-    int workers, outstanding;       /* -1: the node kind's default */
+    int workers, outstanding;       /* -1: the node kind's default; outstanding 0: auto */
+    int window_min, window_max;     /* --outstanding auto's bounds */
+    double window_latency;          /* and its latency target, x base */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
     char separator;
     int default_mode;               /* front_default_t: index in default_names */
@@ -74,6 +77,44 @@ static int parse_separator(const char *arg, void *target)
     return 0;
 }
 
+/* OPTS_FUNC: --outstanding, "auto" (0) or 1..1024, into the int at
+ * target.  Returns 0 or -EINVAL. */
+static int parse_outstanding(const char *arg, void *target)
+{
+    int64_t k = 0;
+    if (strcmp(arg, "auto") != 0 && num_i64_in(arg, 1, 1024, &k) < 0)
+        return -EINVAL;
+    *(int *)target = (int)k;
+    return 0;
+}
+
+/* With --outstanding auto, makes g's window adaptive within
+ * [--window-min, --window-max].  Returns 0 or -errno (logged). */
+static int window_setup(const args_t *a, gate_t *g)
+{
+    if (a->outstanding != 0)
+        return 0;
+    window_config_t wc;
+    window_config_defaults(&wc);
+    wc.floor = a->window_min;
+    wc.ceiling = a->window_max;
+    wc.target = a->window_latency;
+    int rc = gate_set_window(g, &wc);
+    if (rc < 0)
+        log_error("--outstanding auto: %s", strerror(-rc));
+    return rc;
+}
+
+/* "K", or "auto MIN..MAX" (the start-up log line). */
+static const char *window_text(const args_t *a, int k, char *buf, size_t cap)
+{
+    if (a->outstanding == 0)
+        snprintf(buf, cap, "auto %d..%d", a->window_min, a->window_max);
+    else
+        snprintf(buf, cap, "%d", k);
+    return buf;
+}
+
 /* OPTS_FUNC: a memcached-only option given to a block node: accepted
  * unchecked and counted in the int at target. */
 static int count_ignored(const char *arg, void *target)
@@ -89,7 +130,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 30
+#define NROWS 33
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -174,14 +215,29 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "with 1,000 R-tokens is served 10 times as often as one with 100.\n"
                         "rr: round robin (the paper; with --pacing off, the paper's\n"
                         "scheduler)."}},
-        {BOTH, {.name = "outstanding", .type = OPTS_INT, .target = &a->outstanding, .arg = "K",
-                .min = 1, .max = 1024,
-                .show = "5 with --policy tokens, 64 with rr; a block node: 5",
-                .help = "Most requests at the backend at once (1..1024).  The scheduler only\n"
-                        "orders what waits beyond these K, so QoS (tokens) keeps the paper's\n"
-                        "5; without QoS (rr) 64 lets one multi-get carry ~50 requests: with 5\n"
-                        "a node reaches about half of memcached's direct throughput here,\n"
-                        "with 64 about 90% (docs/performance.md)."}},
+        {BOTH, {.name = "outstanding", .type = OPTS_FUNC, .target = &a->outstanding,
+                .func = parse_outstanding, .arg = "K|auto", .wants = "1..1024 or auto",
+                .show = "auto with --policy tokens, 64 with rr; a block node: 5",
+                .help = "Most requests at the backend at once (1..1024), or auto: a window\n"
+                        "that follows the backend's latency (docs/node.md), within\n"
+                        "--window-min..--window-max.  The scheduler only orders what waits\n"
+                        "beyond the window: a small fixed K (the paper's 5) leaves the\n"
+                        "backend idle between round trips, a large one lets requests wait\n"
+                        "at the backend instead of the node; auto keeps a few waiting there\n"
+                        "(docs/performance.md)."}},
+        {BOTH, {.name = "window-min", .type = OPTS_INT, .target = &a->window_min, .arg = "N",
+                .deflt = "2", .min = 1, .max = 1024,
+                .help = "Smallest window of --outstanding auto ({range})."}},
+        {BOTH, {.name = "window-max", .type = OPTS_INT, .target = &a->window_max, .arg = "N",
+                .deflt = "64", .min = 1, .max = 1024,
+                .help = "Largest window of --outstanding auto ({range}, >= --window-min;\n"
+                        "a block node: also the default --workers)."}},
+        {BOTH, {.name = "window-latency", .type = OPTS_DOUBLE, .target = &a->window_latency,
+                .arg = "F", .deflt = "1", .min = 1, .max = 100,
+                .help = "--outstanding auto lets the latency at the backend rise to about F\n"
+                        "times the lowest it has seen ({range}): 1 keeps the window at the\n"
+                        "backend's knee (a few IOs waiting there); more trades latency, and\n"
+                        "the scheduler's hold on the order, for throughput."}},
         {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
               .min = 1, .max = BACKEND_BATCH_MAX,
               .help = "Most backend requests sent together (1..64): a worker (or the loop\n"
@@ -288,7 +344,7 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "SYNOPSIS\n"
             "    bqos-node --name NAME --memcached-listen HOST:PORT\n"
             "              --backend memcached://HOST:PORT [--policy tokens|rr]\n"
-            "              [--workers N] [--outstanding K] [--config FILE]\n"
+            "              [--workers N] [--outstanding K|auto] [--config FILE]\n"
             "              [--controller ENDPOINT] [--log-level L] [OPTION]...\n\n"
             "DESCRIPTION\n"
             "    Speaks the memcached text protocol to clients, puts every key IO\n"
@@ -333,7 +389,7 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "SYNOPSIS\n"
             "    %s --backend file:PATH [--nbd-listen HOST:PORT]\n"
             "        [--export-size BYTES] [--direct] [--policy tokens|rr]\n"
-            "        [--outstanding K] [--buckets A,B,...]\n"
+            "        [--outstanding K|auto] [--buckets A,B,...]\n"
             "        [--controller ENDPOINT] [OPTION]...\n\n", prog, prog);
     fprintf(out,
             "DESCRIPTION\n"
@@ -425,6 +481,11 @@ static int parse_args(int argc, char **argv, args_t *a)
         printf("%s %s\n", a->prog, BQOS_VERSION);
         return 0;
     }
+    if (a->window_min > a->window_max) {
+        opts_fail(&cmd, "--window-min %d is above --window-max %d", a->window_min,
+                  a->window_max);
+        return 2;
+    }
     for (size_t i = 0; rc == 1 && i < NROWS; i++) {
         if (refused[i]) {
             opts_fail(&cmd, "--%s is for a block node (--backend file:PATH)", p[i].name);
@@ -451,15 +512,15 @@ static int run_memcached(const args_t *a)
     cfg.policy = (sched_policy_t)a->policy;
     cfg.weighted = a->weighted;
     cfg.workers = a->workers >= 0 ? a->workers : 0;
-    cfg.outstanding = a->outstanding >= 0 ? a->outstanding
-                                          : (a->policy == SCHED_POLICY_RR ? 64 : 5);
+    cfg.outstanding = a->outstanding > 0 ? a->outstanding
+                      : a->outstanding == 0 ? a->window_min : 64;
     cfg.batch = a->batch;
     cfg.separator = a->separator;
     cfg.default_mode = (front_default_t)a->default_mode;
     cfg.max_auto_buckets = a->max_auto >= 0 ? a->max_auto : (a->config ? 0 : 1024);
     cfg.max_item = (size_t)a->max_item;
     cfg.max_conns = a->max_conns;
-    char bhost[256];
+    char bhost[256], wtext[32];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
                 a->prog, a->listen);
@@ -484,11 +545,13 @@ static int run_memcached(const args_t *a)
         log_error("cannot start on %s (backend %s): %s", a->listen, a->backend, strerror(-err));
         goto out;
     }
+    if (window_setup(a, front_gate(f)) < 0)
+        goto out;
     log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
-             "%d outstanding, batch %d",
+             "%s outstanding, batch %d",
              cfg.name, gate_address(front_gate(f)), bhost, cfg.backend_port,
-             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding,
-             cfg.batch);
+             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
+             window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
     noderun_config_t nc = run_config(a);
     if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
@@ -510,6 +573,7 @@ static int run_block(const args_t *a)
         return 2;
     }
     nbdfront_config_t cfg;
+    char wtext[32];
     nbdfront_config_defaults(&cfg);
     if (listener_parse(a->nbd_listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --nbd-listen '%s': expected " LISTENER_SYNTAX "\n", a->prog,
@@ -519,13 +583,15 @@ static int run_block(const args_t *a)
     if (a->ignored)
         log_warn("%d memcached-only option(s) ignored: this is a block node", a->ignored);
     const char *path = a->backend + 5; /* after "file:" */
-    cfg.outstanding = a->outstanding >= 0 ? a->outstanding : 5;
+    cfg.outstanding = a->outstanding > 0 ? a->outstanding : a->outstanding == 0 ? a->window_min : 5;
     cfg.max_conns = a->max_conns;
     cfg.store.path = path;
     cfg.store.export_size = a->export_size;
     cfg.store.direct = a->direct;
     cfg.store.io_time_us = a->io_time_us;
-    cfg.store.workers = a->workers >= 1 ? a->workers : cfg.outstanding;
+    cfg.store.workers = a->workers >= 1        ? a->workers
+                        : a->outstanding == 0 ? a->window_max
+                                              : cfg.outstanding;
 
     noderun_prepare();
     int rc = 1, err = 0;
@@ -551,10 +617,13 @@ static int run_block(const args_t *a)
             goto out;
         }
     }
+    if (window_setup(a, nbdfront_gate(f)) < 0)
+        goto out;
     log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
-             "%d outstanding, %d workers%s%s",
+             "%s outstanding, %d workers%s%s",
              a->name, gate_address(nbdfront_gate(f)), path, cfg.store.direct ? " (O_DIRECT)" : "",
-             a->policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
+             a->policy == SCHED_POLICY_RR ? "rr" : "tokens",
+             window_text(a, cfg.outstanding, wtext, sizeof wtext),
              cfg.store.workers, a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
     noderun_config_t nc = run_config(a);
@@ -592,6 +661,8 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (!a.block && a.outstanding < 0 && a.policy != SCHED_POLICY_RR)
+        a.outstanding = 0; /* tokens: an auto window by default */
     bqos_log_init(a.prog, (bqos_log_level_t)a.level);
     return a.block ? run_block(&a) : run_memcached(&a);
 }
