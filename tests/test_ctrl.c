@@ -389,6 +389,7 @@ START_TEST(test_ctrl_node_down_and_back)
 {
     ctrl_config_t cfg = ctrl_config_default();
     cfg.down_after = 2;
+    cfg.cap_cold = 0; /* place R up to the profile (no samples here) */
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000}]}", 2, 50000, &cfg);
     rep_t rp[1] = {{5, 20000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
@@ -552,15 +553,26 @@ START_TEST(test_ctrl_capacity_estimate_from_reports)
     rep_t rp[1] = {{50, 3000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
     round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
-    /* Busy the whole 0.2 s interval, 1,200 completions: 6,000/s. */
+    /* Busy the whole 0.2 s interval, 1,200 completions: a sample of
+     * 6,000/s; the estimate moves 10% per update towards it, the
+     * conservative capacity (before two samples) is 80% of the estimate. */
     ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
     report(c, 0, 1, 1, rp, 1, 1200, 0.2);
     ctrl_node_info_t ni;
     ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
-    ck_assert_double_eq_tol(ni.capacity, 6000, 1e-6);
+    ck_assert_double_eq_tol(ni.capacity, 9000, 1e-6);
+    ck_assert_double_eq_tol(ni.conservative, 7200, 1e-6);
     ck_assert_double_eq(ni.profile, 10000);
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    ck_assert(!res.skipped); /* capacity moved by 40% */
+    /* The same again: two samples of 6,000/s, no spread, so the
+     * conservative capacity is their mean. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
+    report(c, 0, 1, 2, (rep_t[]){{50, 3000, 0, 0, CTRL_UNLIMITED}}, 1, 2400, 0.4);
+    ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
+    ck_assert_double_eq_tol(ni.capacity, 8100, 1e-6);
+    ck_assert_double_eq_tol(ni.conservative, 6000, 1e-6);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped); /* conservative capacity moved by 17% */
     ctrl_destroy(&c);
 }
 END_TEST
@@ -722,10 +734,12 @@ static int64_t pv_sum(const held_t *h, int b)
  * the next period's split goes to the node that had the demand. */
 START_TEST(test_ctrl_provisional_split_for_unreported_limited)
 {
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.conv_slack = -1; /* "lim" idle in interval 0 keeps all its R */
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"lim\",\"reservation\":100,\"limit\":300},"
                       "{\"name\":\"unl\",\"reservation\":50},"
                       "{\"name\":\"cap\",\"reservation\":0,\"limit\":91}]}",
-                      PV_NN, 10000, NULL);
+                      PV_NN, 10000, &cfg);
     const char *const *names;
     uint32_t gen = ctrl_table(c, &names, NULL);
     held_t h;
