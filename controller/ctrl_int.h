@@ -124,8 +124,10 @@ typedef struct {
     /* Token conversion (phase_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last
      * round. */
-    int64_t conv, srv_prev;
+    double conv;
+    int64_t srv_prev;
     uint8_t backlog;       /* queued on some up node at this round's reports */
+    uint8_t backlog_prev;  /* ... at the last round's */
     int nr;                /* R-problem entries (pairs with demand) */
     int64_t ss_alloc;      /* R placed for a single-server bucket (nr == 1):
                               its `ra` points here */
