@@ -127,7 +127,6 @@ typedef struct {
     double conv;
     int64_t srv_prev;
     uint8_t backlog;       /* queued on some up node at this round's reports */
-    uint8_t backlog_prev;  /* ... at the last round's */
     int nr;                /* R-problem entries (pairs with demand) */
     int64_t ss_alloc;      /* R placed for a single-server bucket (nr == 1):
                               its `ra` points here */

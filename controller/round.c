@@ -444,20 +444,22 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
 }
 
 /* Phase 2b, token conversion (Haechi's, per bucket), every round, also
- * skipped ones: over the interval since the last round a bucket that was
- * not backlogged throughout (requests queued on some up node both at the
- * last round's reports and at this one's) has left unused the part of its
- * reservation's pace, R x (time elapsed) / T, that it was not served; that
- * part is added to bs->conv, which phase_budgets() takes off its remaining
- * reservation.  A backlogged bucket converts nothing: what it is short of
- * was withheld, not declined.  Restarts at zero each period. */
+ * skipped ones: over the interval since the last round a bucket that is
+ * not backlogged now (nothing queued on any up node's report) has left
+ * unused the part of its reservation's pace, R x (time elapsed) / T, that
+ * it was not served; that part is added to bs->conv, which phase_budgets()
+ * takes off its remaining reservation.  A backlogged bucket converts
+ * nothing: what it is short of was withheld, not declined (also in the
+ * interval where its demand appeared or moved to servers that held no
+ * tokens for it: judging by the queue at both ends of the interval
+ * converted those, and cost Experiment 1 five points).  Restarts at zero
+ * each period. */
 static void phase_convert(ctrl_t *c)
 {
     if (!c->conv_started || c->conv_period != c->period) {
         for (size_t b = 0; b < c->nb; b++) {
             c->b[b].conv = 0;
             c->b[b].srv_prev = 0;
-            c->b[b].backlog_prev = 0;
         }
         c->conv_started = 1;
         c->conv_period = c->period;
@@ -469,9 +471,8 @@ static void phase_convert(ctrl_t *c)
         bstate_t *bs = &c->b[b];
         double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
         bs->srv_prev = bs->served;
-        if (el > 0 && !(bs->backlog && bs->backlog_prev) && unused > 0)
+        if (el > 0 && !bs->backlog && unused > 0)
             bs->conv += unused;
-        bs->backlog_prev = bs->backlog;
     }
 }
 

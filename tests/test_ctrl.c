@@ -1032,11 +1032,13 @@ START_TEST(test_ctrl_single_server_within_conservative_capacity)
 END_TEST
 
 /* Issue 14, token conversion: "late" (R 1,000 per 1 s period, K = 5) is
- * idle for four intervals and then shows a backlog: what it left unused
- * (R x 0.8) is converted, it keeps R x 0.2 plus the slack (5% of R), so
- * its late claim cannot take the node from "busy", which was backlogged
- * all along and keeps its whole remaining reservation.  Without conversion
- * (conv_slack < 0) the late claim is the whole reservation. */
+ * idle for three intervals and shows a backlog at the end of the fourth:
+ * what it left unused in the first three (R x 0.6) is converted, it keeps
+ * R x 0.4 (the interval left and the one its demand appeared in) plus the
+ * slack (5% of R), so its late claim cannot take the node from "busy",
+ * which was backlogged all along and keeps its whole remaining
+ * reservation.  Without conversion (conv_slack < 0) the late claim is the
+ * whole reservation. */
 START_TEST(test_ctrl_conversion_of_unused_reservation)
 {
     for (int conv = 1; conv >= 0; conv--) {
@@ -1056,7 +1058,7 @@ START_TEST(test_ctrl_conversion_of_unused_reservation)
         rep_t rp[2] = {{500, 500, 0, 0, CTRL_UNLIMITED}, {200, 500, 2000, 0, CTRL_UNLIMITED}};
         round_run(c, 1, 4, (const rep_t *const[]){rp}, 1, 2, &res);
         ck_assert(!res.skipped);
-        ck_assert_int_eq(tok_r(c, 0, 0), conv ? 250 : 1000);
+        ck_assert_int_eq(tok_r(c, 0, 0), conv ? 450 : 1000);
         ck_assert_int_eq(tok_r(c, 0, 1), 3000);              /* R - served */
         ctrl_destroy(&c);
     }
