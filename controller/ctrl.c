@@ -21,7 +21,7 @@ ctrl_config_t ctrl_config_default(void)
         .skip_rel = 0.10,
         .skip_abs = 2,
         .default_capacity = 50000,
-        .cap_sd = 2,
+        .cap_sd = 0,
         .cap_cold = 0.2,
         .conv_slack = 0.05,
     };

@@ -70,7 +70,7 @@ typedef struct {
 } ctrl_config_t;
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
- * capacity 50,000 IOPS, cap_sd 2, cap_cold 0.2, conv_slack 0.05. */
+ * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05. */
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;

@@ -33,7 +33,7 @@ estimate_cap_cfg_t estimate_cap_defaults(double profile)
         .min_busy = 0.5,
         .window = 8,
         .max_change = 0.1,
-        .k_sd = 2,
+        .k_sd = 0,
         .cold_margin = 0.2,
         .max_margin = 0.5,
     };

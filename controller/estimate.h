@@ -78,7 +78,7 @@ typedef struct {
 
 /* Returns settings derived from a profile: step 5%, floor 25% of the
  * profile, saturated 0.95, min_busy 0.5, window 8,
- * max_change 0.1, k_sd 2, cold_margin 0.2, max_margin 0.5. */
+ * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5. */
 estimate_cap_cfg_t estimate_cap_defaults(double profile);
 
 /* One server's capacity estimator: a plain value (no allocation). */

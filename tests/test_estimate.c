@@ -217,6 +217,7 @@ START_TEST(test_estimate_capacity_steady_under_noise)
     rng_t r;
     rng_seed(&r, 14, 0);
     estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
+    cfg.k_sd = 2;
     estimate_cap_t c;
     estimate_cap_init(&c, &cfg);
     double worst = feed_noisy(&c, &r, 1000, 500, 8);
@@ -224,6 +225,7 @@ START_TEST(test_estimate_capacity_steady_under_noise)
     /* A profile 20% above the server's real rate: before any sample the
      * conservative capacity is still below what it delivers. */
     cfg = estimate_cap_defaults(1200);
+    cfg.k_sd = 2;
     estimate_cap_init(&c, &cfg);
     ck_assert(c.conservative <= 1000);
     feed_noisy(&c, &r, 1000, 200, 10);

@@ -101,10 +101,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
                  "estimate then adapts to what the node reports."},
         {.name = "capacity-sd", .type = OPTS_DOUBLE, .target = &s->cap_sd, .arg = "K",
-         .deflt = "2", .min = 0, .max = 100,
+         .deflt = "0", .min = 0, .max = 100,
          .help = "Reservation tokens are placed within each node's conservative capacity:\n"
                  "the mean of its last 8 capacity samples minus K standard deviations\n"
-                 "(Haechi's floor; at most the estimate, at least half of it)."},
+                 "(Haechi's floor; at most the estimate, at least half of it).  Raise it\n"
+                 "(e.g. 2) for nodes whose rate varies from interval to interval."},
         {.name = "capacity-cold-margin", .type = OPTS_DOUBLE, .target = &s->cap_cold,
          .arg = "FRACTION", .deflt = "0.2", .min = 0, .max = 1,
          .help = "Until a node has given two capacity samples its conservative capacity\n"
