@@ -114,7 +114,6 @@ typedef struct {
     size_t nout, capout;
     int pidx;              /* server index in this round's problems */
     int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
-    int64_t ssum;          /* single-server buckets' R claims here (tokens) */
 } node_t;
 
 typedef struct {

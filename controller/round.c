@@ -452,8 +452,8 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
  * nothing: what it is short of was withheld, not declined (also in the
  * interval where its demand appeared or moved to servers that held no
  * tokens for it: judging by the queue at both ends of the interval
- * converted those, and cost Experiment 1 five points).  Restarts at zero
- * each period. */
+ * converted those, and cost Experiment 1 five points, 99.9% -> 94.8% of
+ * buckets at >= 95%).  Restarts at zero each period. */
 static void phase_convert(ctrl_t *c)
 {
     if (!c->conv_started || c->conv_period != c->period) {
@@ -527,20 +527,21 @@ static void backlog_floor(work_t *w, const bstate_t *bs)
  * are their own (bs->ss_alloc), their sum nd->load. */
 static void place_single(ctrl_t *c, node_t *nd, int64_t cons, ctrl_result_t *rs)
 {
-    nd->ssum = nd->load = 0;
+    int64_t sum = 0;
+    nd->load = 0;
     for (size_t k = 0; k < nd->nact; k++) {
         const work_t *w = &nd->work[k];
         if (w->rk == 0 && c->b[w->b].nr == 1)
-            nd->ssum += w->demand < c->b[w->b].r_rem ? w->demand : c->b[w->b].r_rem;
+            sum += w->demand < c->b[w->b].r_rem ? w->demand : c->b[w->b].r_rem;
     }
-    if (nd->ssum == 0)
+    if (sum == 0)
         return;
-    double scale = nd->ssum > cons ? (double)cons / (double)nd->ssum : 1;
+    double scale = sum > cons ? (double)cons / (double)sum : 1;
     for (size_t k = 0; k < nd->nact; k++) {
         const work_t *w = &nd->work[k];
-        bstate_t *bs = &c->b[w->b];
-        if (w->rk != 0 || bs->nr != 1)
+        if (w->rk != 0 || c->b[w->b].nr != 1)
             continue;
+        bstate_t *bs = &c->b[w->b];
         int64_t claim = w->demand < bs->r_rem ? w->demand : bs->r_rem;
         bs->ss_alloc = scale < 1 ? (int64_t)((double)claim * scale) : claim;
         bs->ralloc = bs->ss_alloc;
