@@ -41,6 +41,7 @@ typedef struct {
     int admission; /* admission_mode_t: index in admission_names */
     int down_after;
     double capacity;
+    double cap_sd, cap_cold, conv_slack;
     double skip;
     double wait;
     int approx;
@@ -59,7 +60,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 21
+#define NOPTS 24
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -101,6 +102,21 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "50000", .min = 1, .max = 1e12,
          .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
                  "estimate then adapts to what the node reports."},
+        {.name = "capacity-sd", .type = OPTS_DOUBLE, .target = &s->cap_sd, .arg = "K",
+         .deflt = "0", .min = 0, .max = 100,
+         .help = "Reservation tokens are placed within each node's conservative capacity:\n"
+                 "the mean of its last 8 capacity samples minus K standard deviations\n"
+                 "(Haechi's floor; at most the estimate, at least half of it).  Raise it\n"
+                 "(e.g. 2) for nodes whose rate varies from interval to interval."},
+        {.name = "capacity-cold-margin", .type = OPTS_DOUBLE, .target = &s->cap_cold,
+         .arg = "FRACTION", .deflt = "0.2", .min = 0, .max = 1,
+         .help = "Until a node has given two capacity samples its conservative capacity\n"
+                 "is its estimate (the profile) less this fraction."},
+        {.name = "conversion-slack", .type = OPTS_DOUBLE, .target = &s->conv_slack,
+         .arg = "FRACTION", .deflt = "0.05", .min = -1, .max = 1,
+         .help = "Token conversion: reservation a bucket left unused while it had nothing\n"
+                 "queued is converted (no longer claimed with priority) beyond this\n"
+                 "fraction of its reservation per period; negative: no conversion."},
         {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
          .deflt = "0.1", .min = 0, .max = 1e6,
          .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"
@@ -532,6 +548,9 @@ int main(int argc, char **argv)
     cc.down_after = set.down_after;
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
+    cc.cap_sd = set.cap_sd;
+    cc.cap_cold = set.cap_cold;
+    cc.conv_slack = set.conv_slack;
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);
