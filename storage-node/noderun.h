@@ -22,6 +22,7 @@ typedef struct {
                                 controller leads, and under fallback static) */
     agent_fallback_t fallback; /* --fallback: static or rr */
     double silence;          /* --silence, intervals (0: the default) */
+    const char *curve_key, *controller_key; /* --curve-key, --controller-key */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections

@@ -323,8 +323,9 @@ void nodes_drain(nodes_t *ns)
         proto_reason_t why;
         double t0 = mono_now();
         ns->idlen = 0;
-        int rc = proto_recv(ns->sock, ns->id, sizeof ns->id, &ns->idlen, &ns->in, &ns->pst, &why,
-                            known_node, ns, ZMQ_DONTWAIT);
+        proto_peer_t peer;
+        int rc = proto_recv_peer(ns->sock, ns->id, sizeof ns->id, &ns->idlen, &ns->in, &ns->pst,
+                                 &why, known_node, ns, ZMQ_DONTWAIT, &peer);
         double now = mono_now();
         if (rc == -EAGAIN || rc == -EINTR)
             return;
@@ -341,6 +342,8 @@ void nodes_drain(nodes_t *ns)
             return;
         }
         proto_msg_t *m = &ns->in;
+        if (auth_node(ns->auth, &peer, m->node) < 0)
+            continue; /* counted and logged; no answer: it learns nothing */
         if (rc == PROTO_RECV_UNKNOWN) {
             if (m->type == PROTO_REPORT)
                 ns->hooks.adopt(ns->hooks.arg, m, now);

@@ -1,0 +1,167 @@
+/* test_authkeys.c - Check suite for the controller's authorized keys file (controller/daemon/authkeys: parse, errors at line:column, duplicates, lookup) and auth's checks (roles, name binding, reachable endpoints). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "controller/daemon/auth.h"
+#include "controller/daemon/authkeys.h"
+#include "tests/testlib.h"
+
+static char k1[41], k2[41], k3[41];
+
+static void keys(void)
+{
+    char s[41];
+    ck_assert_int_eq(zmq_curve_keypair(k1, s), 0);
+    ck_assert_int_eq(zmq_curve_keypair(k2, s), 0);
+    ck_assert_int_eq(zmq_curve_keypair(k3, s), 0);
+}
+
+static int parse(const char *text, authkeys_t **a, jsonloc_err_t *err)
+{
+    return authkeys_parse(text, strlen(text), "ak", a, err);
+}
+
+START_TEST(test_authkeys_parses_roles_and_finds_by_key)
+{
+    keys();
+    char text[512];
+    snprintf(text, sizeof text,
+             "# the cluster's peers\n\nnode n1 %s\n  admin\talice %s   # no: comments are whole lines\n",
+             k1, k2);
+    authkeys_t *a;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse(text, &a, &err), -EINVAL);
+    ck_assert_int_eq(err.line, 4);
+    ck_assert_int_eq(err.col, 58);
+    snprintf(text, sizeof text, "# peers\n\nnode n1 %s\n  admin\talice %s\nreader mon %s", k1, k2,
+             k3);
+    ck_assert_int_eq(parse(text, &a, &err), 0);
+    ck_assert_uint_eq(authkeys_count(a), 3);
+    const authkeys_entry_t *e = authkeys_find_key(a, k2);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->role, AUTHKEYS_ADMIN);
+    ck_assert_str_eq(e->name, "alice");
+    e = authkeys_find_key(a, k3);
+    ck_assert_int_eq(e->role, AUTHKEYS_READER);
+    ck_assert_str_eq(e->name, "mon");
+    ck_assert_str_eq(authkeys_find_key(a, k1)->name, "n1");
+    char other[41], s[41];
+    zmq_curve_keypair(other, s);
+    ck_assert_ptr_null(authkeys_find_key(a, other));
+    authkeys_destroy(&a);
+    ck_assert_ptr_null(a);
+    ck_assert_int_eq(parse("", &a, &err), 0); /* nobody */
+    ck_assert_uint_eq(authkeys_count(a), 0);
+    authkeys_destroy(&a);
+}
+END_TEST
+
+START_TEST(test_authkeys_errors_have_line_and_column)
+{
+    keys();
+    struct {
+        const char *fmt;
+        int line, col;
+        const char *what;
+    } cases[] = {
+        {"node n1 %s\nwizard w %s\n", 2, 1, "role"},
+        {"node n1\n", 1, 6, "expected ROLE NAME PUBKEY"},
+        {"admin\n", 1, 1, "expected ROLE NAME PUBKEY"},
+        {"node n1 %.39s\n", 1, 9, "not a CURVE public key"},
+        {"node n1 %s x\n", 1, 50, "unexpected"},
+        {"node n1 %s\nnode n2 %s\n", 2, 9, "already authorized"},
+        {"node n1 %s\n\nnode n1 %s\n", 3, 6, "already given"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, cases[i].fmt, k1, i == 5 ? k1 : k2);
+        authkeys_t *a = (authkeys_t *)1;
+        jsonloc_err_t err;
+        ck_assert_int_eq(parse(text, &a, &err), -EINVAL);
+        ck_assert_ptr_null(a);
+        ck_assert_msg(err.line == cases[i].line && err.col == cases[i].col,
+                      "case %zu: %d:%d, want %d:%d (%s)", i, err.line, err.col, cases[i].line,
+                      cases[i].col, err.text);
+        ck_assert_msg(strstr(err.text, cases[i].what), "case %zu: %s", i, err.text);
+        ck_assert_str_eq(err.source, "ak");
+    }
+    /* the same name under two roles is two peers */
+    char text[512];
+    snprintf(text, sizeof text, "node x %s\nadmin x %s\n", k1, k2);
+    authkeys_t *a;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse(text, &a, &err), 0);
+    authkeys_destroy(&a);
+    ck_assert_int_eq(authkeys_load("/nonexistent/ak", &a, &err), -ENOENT);
+    ck_assert_str_eq(err.source, "/nonexistent/ak");
+}
+END_TEST
+
+/* auth_node(), auth_admin(): what a peer may do by its key. */
+START_TEST(test_auth_checks_roles_and_names)
+{
+    keys();
+    char text[512];
+    snprintf(text, sizeof text, "node n1 %s\nadmin alice %s\nreader mon %s\n", k1, k2, k3);
+    auth_t au = {.path = "ak"};
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse(text, &au.keys, &err), 0);
+    proto_peer_t n1 = {.user = "node n1"}, alice = {.user = "admin alice"},
+                 mon = {.user = "reader mon"}, gone = {.user = "node n9"};
+    memcpy(n1.key, k1, 41);
+    memcpy(alice.key, k2, 41);
+    memcpy(mon.key, k3, 41);
+    char s[41];
+    zmq_curve_keypair(gone.key, s);
+    ck_assert_int_eq(auth_node(&au, &n1, "n1"), 0);
+    ck_assert_int_eq(auth_node(&au, &n1, "n2"), -EPERM); /* a stolen name */
+    ck_assert_uint_eq(au.refused[AUTH_NAME_MISMATCH], 1);
+    ck_assert_int_eq(auth_node(&au, &alice, "alice"), -EPERM);
+    ck_assert_uint_eq(au.refused[AUTH_WRONG_ROLE], 1);
+    ck_assert_int_eq(auth_node(&au, &gone, "n9"), -EPERM);
+    ck_assert_uint_eq(au.refused[AUTH_UNKNOWN_KEY], 1);
+    const char *who;
+    char msg[200];
+    ck_assert_int_eq(auth_admin(&au, &mon, "status", 0, &who, msg, sizeof msg), 0);
+    ck_assert_str_eq(who, "reader mon");
+    ck_assert_int_eq(auth_admin(&au, &mon, "set", 1, &who, msg, sizeof msg), -EPERM);
+    ck_assert_ptr_nonnull(strstr(msg, "set"));
+    ck_assert_uint_eq(au.refused[AUTH_WRONG_ROLE], 2);
+    ck_assert_int_eq(auth_admin(&au, &alice, "set", 1, &who, msg, sizeof msg), 0);
+    ck_assert_str_eq(who, "admin alice");
+    ck_assert_int_eq(auth_admin(&au, &n1, "status", 0, &who, msg, sizeof msg), -EPERM);
+    /* no CURVE: anyone, anything */
+    ck_assert_int_eq(auth_node(NULL, &gone, "x"), 0);
+    ck_assert_int_eq(auth_admin(NULL, &gone, "set", 1, &who, msg, sizeof msg), 0);
+    ck_assert_str_eq(who, "anonymous");
+    auth_clear(&au);
+}
+END_TEST
+
+START_TEST(test_auth_endpoint_local)
+{
+    static const char *const local[] = {"tcp://127.0.0.1:7070", "tcp://127.9.8.7:1",
+                                        "tcp://localhost:7070", "tcp://[::1]:7070",
+                                        "ipc:///tmp/x", "inproc://x", "tcp://lo:7070"};
+    static const char *const reachable[] = {"tcp://*:7070", "tcp://0.0.0.0:7070",
+                                            "tcp://10.1.2.3:7070", "tcp://[::]:7070",
+                                            "tcp://eth0:7070", "tcp://128.0.0.1:1",
+                                            "tcp://127.0.0.1;10.0.0.1:7070", "udp://x"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        ck_assert_msg(auth_endpoint_local(local[i]), "%s", local[i]);
+    for (size_t i = 0; i < sizeof reachable / sizeof reachable[0]; i++)
+        ck_assert_msg(!auth_endpoint_local(reachable[i]), "%s", reachable[i]);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {test_authkeys_parses_roles_and_finds_by_key,
+                                  test_authkeys_errors_have_line_and_column,
+                                  test_auth_checks_roles_and_names, test_auth_endpoint_local};
+    return testlib_run_tests("authkeys", tests, sizeof tests / sizeof tests[0]);
+}
