@@ -171,8 +171,12 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         if (zmq_errno() == EAGAIN)
             fprintf(stderr,
                     "bqos-ctl: controller unreachable at %s (no connection within %d ms); "
-                    "is bqos-controller running with this admin endpoint?\n",
-                    endpoint, timeout_ms);
+                    "is bqos-controller running with this admin endpoint?%s\n",
+                    endpoint, timeout_ms,
+                    keys ? "  Or it does not accept our key (--curve-key), or it is not the "
+                           "key of --controller-key"
+                         : "  A controller with --curve-key takes only clients with keys "
+                           "(--curve-key, --controller-key)");
         else
             fprintf(stderr, "bqos-ctl: send to %s failed: %s\n", endpoint,
                     zmq_strerror(zmq_errno()));
