@@ -15,7 +15,7 @@ bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
-bqos-ctrl-bench_LIBS = protozmq proto common
+bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 
 PROGS += bqos-ctrl-prof
