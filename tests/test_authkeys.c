@@ -74,11 +74,11 @@ START_TEST(test_authkeys_errors_have_line_and_column)
         {"node n1 %.39s\n", 1, 9, "not a CURVE public key"},
         {"node n1 %s x\n", 1, 50, "unexpected"},
         {"node n1 %s\nnode n2 %s\n", 2, 9, "already authorized"},
-        {"node n1 %s\n\nnode n1 %s\n", 3, 6, "already given"},
+        {"node n1 %s\n\nadmin n1 %s\n", 3, 10, "already authorized"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512];
-        snprintf(text, sizeof text, cases[i].fmt, k1, i == 5 ? k1 : k2);
+        snprintf(text, sizeof text, cases[i].fmt, k1, i >= 5 ? k1 : k2);
         authkeys_t *a = (authkeys_t *)1;
         jsonloc_err_t err;
         ck_assert_int_eq(parse(text, &a, &err), -EINVAL);
@@ -89,12 +89,15 @@ START_TEST(test_authkeys_errors_have_line_and_column)
         ck_assert_msg(strstr(err.text, cases[i].what), "case %zu: %s", i, err.text);
         ck_assert_str_eq(err.source, "ak");
     }
-    /* the same name under two roles is two peers */
+    /* the same name under two roles is two peers; two keys of one name, a
+     * rotation */
     char text[512];
-    snprintf(text, sizeof text, "node x %s\nadmin x %s\n", k1, k2);
+    snprintf(text, sizeof text, "node x %s\nadmin x %s\nnode x %s\n", k1, k2, k3);
     authkeys_t *a;
     jsonloc_err_t err;
     ck_assert_int_eq(parse(text, &a, &err), 0);
+    ck_assert_str_eq(authkeys_find_key(a, k3)->name, "x");
+    ck_assert_str_eq(authkeys_find_key(a, k1)->name, "x");
     authkeys_destroy(&a);
     ck_assert_int_eq(authkeys_load("/nonexistent/ak", &a, &err), -ENOENT);
     ck_assert_str_eq(err.source, "/nonexistent/ak");

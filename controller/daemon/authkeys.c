@@ -16,8 +16,7 @@
 struct authkeys {
     authkeys_entry_t *v; /* [n] */
     size_t n;
-    strmap_t *by_key;  /* Z85 key -> index in v */
-    strmap_t *by_name; /* "ROLE NAME" -> index in v (duplicates) */
+    strmap_t *by_key; /* Z85 key -> index in v */
 };
 
 static const char *const role_names[AUTHKEYS__COUNT] = {"node", "admin", "reader"};
@@ -33,7 +32,6 @@ void authkeys_destroy(authkeys_t **ap)
         return;
     authkeys_t *a = *ap;
     strmap_destroy(&a->by_key);
-    strmap_destroy(&a->by_name);
     free(a->v);
     free(a);
     *ap = NULL;
@@ -83,18 +81,10 @@ static int add_line(authkeys_t *a, const curvekey_word_t *w, const char *source,
     e->name[w[1].len] = '\0';
     memcpy(e->key, w[2].s, CURVEKEY_Z85_LEN);
     e->key[CURVEKEY_Z85_LEN] = '\0';
-    char rn[300];
-    int rl = snprintf(rn, sizeof rn, "%s %s", role_names[role], e->name);
     int rc = strmap_insert(a->by_key, e->key, CURVEKEY_Z85_LEN, (int)a->n);
     if (rc == -EEXIST)
         return fail(err, -EINVAL, source, line, w[2].col,
-                    "this key is already authorized on an earlier line (one key per peer)");
-    if (rc == 0) {
-        rc = strmap_insert(a->by_name, rn, (size_t)rl, (int)a->n);
-        if (rc == -EEXIST)
-            return fail(err, -EINVAL, source, line, w[1].col,
-                        "this role and name are already given on an earlier line");
-    }
+                    "this key is already authorized on an earlier line (one peer per key)");
     if (rc < 0)
         return rc;
     a->n++;
@@ -108,7 +98,7 @@ int authkeys_parse(const char *text, size_t len, const char *source, authkeys_t 
     authkeys_t *a = calloc(1, sizeof *a);
     int rc = -ENOMEM;
     size_t cap = 0;
-    if (!a || !(a->by_key = strmap_new()) || !(a->by_name = strmap_new()))
+    if (!a || !(a->by_key = strmap_new()))
         goto out;
     rc = 0;
     int line = 1;

@@ -8,8 +8,9 @@
  *
  * A node key speaks only for the node of its name; an admin key may use
  * every admin command, a reader key only the read-only ones (status,
- * buckets).  Names follow the node name rule (common/names).  A key or a
- * (role, name) pair given twice is refused.  An authkeys_t is immutable once
+ * buckets).  Names follow the node name rule (common/names).  A key given
+ * twice is refused; a name may have several keys (a rotation: the old and
+ * the new key side by side).  An authkeys_t is immutable once
  * loaded; its owner (the controller's loop thread) replaces it whole on
  * SIGHUP.  docs/security.md. */
 #ifndef BQOS_AUTHKEYS_H
