@@ -595,15 +595,15 @@ int main(int argc, char **argv)
         log_error("signalfd: %s", strerror(errno));
         goto out;
     }
-    curvekey_t key;
-    if (secure_start(&a, &key) < 0)
+    curvekey_t key = {.secret_z85 = ""};
+    if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
+        (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
+                              AUTH_DOMAIN_NODES)))
+        a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
+                            AUTH_DOMAIN_ADMIN);
+    explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
+    if (!a.asock)
         goto out;
-    const curvekey_t *kp = a.auth.zap ? &key : NULL;
-    a.zctx = a.zctx ? a.zctx : zmq_ctx_new();
-    if (!a.zctx || !(a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, kp, AUTH_DOMAIN_NODES)) ||
-        !(a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, kp, AUTH_DOMAIN_ADMIN)))
-        goto out;
-    explicit_bzero(&key, sizeof key);
     nodes_init(&a.nodes, a.router, a.ctrl, &a.clk, &a.tm.cur,
                &(nodes_hooks_t){.adopt = on_adopt, .tick = on_tick, .arg = &a});
     a.admin = (admin_t){
