@@ -17,7 +17,7 @@
 #define LOG_EVERY_S 10.0   /* one refusal line per reason at most this often */
 
 static const char *const reason_names[AUTH__NREASONS] = {"unknown_key", "wrong_role",
-                                                         "name_mismatch"};
+                                                         "name_mismatch", "handshake"};
 
 const char *auth_reason_str(auth_reason_t r)
 {
@@ -76,11 +76,58 @@ int auth_start(auth_t *au, void *zctx, const char *path)
     return 0;
 }
 
+int auth_monitor(auth_t *au, void *zctx, void *sock, int slot, const char *domain)
+{
+    char ep[64];
+    int zero = 0;
+    snprintf(ep, sizeof ep, "inproc://bqos-auth-monitor-%d", slot);
+    au->mon_domain[slot] = domain;
+    if (zmq_socket_monitor(sock, ep, ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) < 0 ||
+        !(au->mon[slot] = zmq_socket(zctx, ZMQ_PAIR)) ||
+        zmq_setsockopt(au->mon[slot], ZMQ_LINGER, &zero, sizeof zero) < 0 ||
+        zmq_connect(au->mon[slot], ep) < 0) {
+        log_error("cannot monitor the %s endpoint: %s", domain, zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    return 0;
+}
+
+void auth_drain_monitor(auth_t *au, int slot)
+{
+    for (;;) {
+        zmq_msg_t ev;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, au->mon[slot], ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        int more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        while (more) { /* the endpoint frame */
+            zmq_msg_t x;
+            zmq_msg_init(&x);
+            if (zmq_msg_recv(&x, au->mon[slot], 0) < 0) {
+                zmq_msg_close(&x);
+                break;
+            }
+            more = zmq_msg_more(&x);
+            zmq_msg_close(&x);
+        }
+        refused(au, AUTH_HANDSHAKE, "%s endpoint: a connection failed its handshake (a client "
+                "without --curve-key, or whose --controller-key is not this controller's)",
+                au->mon_domain[slot]);
+    }
+}
+
 void auth_clear(auth_t *au)
 {
+    for (int i = 0; i < 2; i++)
+        if (au->mon[i])
+            zmq_close(au->mon[i]);
     if (au->zap)
         zmq_close(au->zap);
-    au->zap = NULL;
+    au->zap = au->mon[0] = au->mon[1] = NULL;
     authkeys_destroy(&au->keys);
 }
 

@@ -21,6 +21,9 @@ typedef enum {
                              reader key on the node endpoint, a reader's
                              change */
     AUTH_NAME_MISMATCH,   /* a node key speaking for another node's name */
+    AUTH_HANDSHAKE,       /* a connection whose handshake failed before ZAP:
+                             a client without CURVE, or one that expects
+                             another controller key (seen by a monitor) */
     AUTH__NREASONS
 } auth_reason_t;
 
@@ -32,6 +35,9 @@ typedef struct {
     const char *path;          /* --authorized-keys (borrowed) */
     authkeys_t *keys;          /* owned; replaced whole by auth_reload() */
     void *zap;                 /* owned REP socket, bound */
+    void *mon[2];              /* owned PAIR sockets: handshake failures of
+                                  the node and admin endpoints */
+    const char *mon_domain[2];
     uint64_t accepted;         /* connections admitted */
     uint64_t refused[AUTH__NREASONS];
     double log_next[AUTH__NREASONS];   /* refusal lines: next one not before */
@@ -52,6 +58,14 @@ void auth_clear(auth_t *au);
  * once per 10 s per reason). */
 void auth_drain(auth_t *au);
 
+/* Watches bound socket `sock` (endpoint `domain`, slot 0 or 1) for
+ * handshakes that fail before ZAP; returns 0 or -1 (logged). */
+int auth_monitor(auth_t *au, void *zctx, void *sock, int slot, const char *domain);
+
+/* Counts and logs the handshake failures waiting on monitor `slot`,
+ * without blocking. */
+void auth_drain_monitor(auth_t *au, int slot);
+
 /* Re-reads the authorized keys (SIGHUP).  On error the old ones stay in
  * force (logged); a key removed is refused on its next connection and on
  * its next message.  Returns 0 or -errno. */
@@ -70,7 +84,8 @@ int auth_node(auth_t *au, const proto_peer_t *p, const char *node);
 int auth_admin(auth_t *au, const proto_peer_t *p, const char *cmd, int writes,
                const char **who, char *msg, size_t size);
 
-/* "unknown_key", "wrong_role", "name_mismatch" (status JSON keys). */
+/* "unknown_key", "wrong_role", "name_mismatch", "handshake" (status JSON
+ * keys). */
 const char *auth_reason_str(auth_reason_t r);
 
 /* Nonzero if ZeroMQ endpoint `ep` can only be reached from this host:

@@ -604,6 +604,9 @@ int main(int argc, char **argv)
     explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
     if (!a.asock)
         goto out;
+    if (a.auth.zap && (auth_monitor(&a.auth, a.zctx, a.router, 0, AUTH_DOMAIN_NODES) < 0 ||
+                       auth_monitor(&a.auth, a.zctx, a.asock, 1, AUTH_DOMAIN_ADMIN) < 0))
+        goto out;
     nodes_init(&a.nodes, a.router, a.ctrl, &a.clk, &a.tm.cur,
                &(nodes_hooks_t){.adopt = on_adopt, .tick = on_tick, .arg = &a});
     a.admin = (admin_t){
@@ -642,13 +645,15 @@ int main(int argc, char **argv)
         long tmo = (long)ceil((next - now) * 1000);
         if (tmo < 0)
             tmo = 0;
-        zmq_pollitem_t items[4] = {
+        zmq_pollitem_t items[6] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
-            {a.auth.zap, 0, ZMQ_POLLIN, 0}, /* last: absent without CURVE */
+            {a.auth.zap, 0, ZMQ_POLLIN, 0}, /* these three: with CURVE only */
+            {a.auth.mon[0], 0, ZMQ_POLLIN, 0},
+            {a.auth.mon[1], 0, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, a.auth.zap ? 4 : 3, tmo);
+        int n = zmq_poll(items, a.auth.zap ? 6 : 3, tmo);
         if (n < 0) {
             if (zmq_errno() == EINTR)
                 continue;
@@ -663,6 +668,9 @@ int main(int argc, char **argv)
             on_signals(&a);
         if (items[3].revents & ZMQ_POLLIN)
             auth_drain(&a.auth);
+        for (int i = 0; i < 2; i++)
+            if (items[4 + i].revents & ZMQ_POLLIN)
+                auth_drain_monitor(&a.auth, i);
         warn_insecure(&a, now);
     }
     status = 0;

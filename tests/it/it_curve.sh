@@ -113,10 +113,15 @@ as alice set green --reservation 5 >"$T/out" 2>&1; rc=$?
 check "an admin can set (rc $rc)" '[ $rc -eq 0 ] && grep -q green "$T/b.json"'
 check "the change is audited with the admin's key name" \
   'grep -q "audit: set by admin alice: .*\"green\"" "$T/controller.log"'
+h0=$(field auth.refused.handshake)
 as n2 --timeout 500 status >"$T/out" 2>&1; rc=$?
 check "a node key is refused on the admin endpoint (rc $rc)" '[ $rc -eq 3 ]'
+check "... as wrong_role, not as a failed handshake" \
+  '[ "$(field auth.refused.wrong_role)" -ge 3 ] && [ "$(field auth.refused.handshake)" = "$h0" ]'
 "$CTL" --endpoint "$ADMIN_EP" --timeout 500 status >"$T/out" 2>&1; rc=$?
 check "a client without keys gets nothing (rc $rc)" '[ $rc -eq 3 ]'
+wait_for '[ "$(field auth.refused.handshake)" -ge 1 ]' 5
+check "its failed handshake is counted" '[ "$(field auth.refused.handshake)" -ge 1 ]'
 chmod 640 "$K/alice.key"
 as alice status >"$T/out" 2>&1; rc=$?
 check "bqos-ctl refuses its own key file of mode 640 (rc $rc)" \
