@@ -430,7 +430,7 @@ int main(int argc, char **argv)
     /* The controller's own view. */
     json_t *status = NULL;
     void *req = zmq_socket(ctx, ZMQ_REQ);
-    int linger = 0, tmo = 3000;
+    int linger = 0, tmo = 10000; /* a loaded host answers a 10,000-bucket status slowly */
     zmq_setsockopt(req, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(req, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
     zmq_setsockopt(req, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
