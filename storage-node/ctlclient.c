@@ -236,9 +236,13 @@ double ctlclient_tick(ctlclient_t *c, double now)
          * second (the agent takes over once it knows the period). */
         if (c->next_warn > 0) {
             c->st.agent.warn_unreachable++;
-            log_warn("no controller reachable at %s: %s", c->endpoint,
+            log_warn("no controller reachable at %s: %s%s", c->endpoint,
                      c->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
-                                                      : "no grant to enforce yet");
+                                                      : "no grant to enforce yet",
+                     c->curve ? " (with CURVE: is this node's key in the controller's "
+                                "--authorized-keys under its --name, and --controller-key "
+                                "the controller's?)"
+                              : "");
         }
         c->next_warn = now + 1.0;
     }

@@ -166,9 +166,12 @@ static int curve_client(void *sock, const char *dir, const char *name)
     snprintf(key, sizeof key, "%s/%s.key", dir, name);
     snprintf(pub, sizeof pub, "%s/ctrl.pub", dir);
     int on;
-    if (curvekey_load_client(key, pub, &own, &srv, &on, &err) < 0 ||
-        curvekey_set_client(sock, &own, &srv) < 0) {
+    if (curvekey_load_client(key, pub, &own, &srv, &on, &err) < 0) {
         fprintf(stderr, "bqos-ctrl-bench: %s\n", bucketfile_strerror(&err, buf, sizeof buf));
+        return -1;
+    }
+    if (curvekey_set_client(sock, &own, &srv) < 0) {
+        fprintf(stderr, "bqos-ctrl-bench: CURVE: %s\n", zmq_strerror(zmq_errno()));
         return -1;
     }
     return 0;
