@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "controller/daemon/auth.h"
@@ -145,6 +146,86 @@ START_TEST(test_auth_checks_roles_and_names)
 }
 END_TEST
 
+/* The ZAP handler in a real ZeroMQ context: a listed node key gets through
+ * with its name and key on every message; an unlisted one never does. */
+START_TEST(test_auth_zap_admits_listed_keys_only)
+{
+    char spub[41], ssec[41], npub[41], nsec[41], xpub[41], xsec[41], path[] = "/tmp/test_auth.XXXXXX";
+    ck_assert_int_eq(zmq_curve_keypair(spub, ssec), 0);
+    ck_assert_int_eq(zmq_curve_keypair(npub, nsec), 0);
+    ck_assert_int_eq(zmq_curve_keypair(xpub, xsec), 0);
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "node n1 %s\n", npub);
+    fclose(f);
+    void *ctx = zmq_ctx_new();
+    auth_t au;
+    ck_assert_int_eq(auth_start(&au, ctx, path), 0);
+    curvekey_t server = {{0}, {0}}, node = {{0}, {0}}, stranger = {{0}, {0}};
+    memcpy(server.public_z85, spub, 41);
+    memcpy(server.secret_z85, ssec, 41);
+    memcpy(node.public_z85, npub, 41);
+    memcpy(node.secret_z85, nsec, 41);
+    memcpy(stranger.public_z85, xpub, 41);
+    memcpy(stranger.secret_z85, xsec, 41);
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    ck_assert_int_eq(curvekey_set_server(router, &server, AUTH_DOMAIN_NODES), 0);
+    /* tcp: inproc has no handshake, hence no security mechanism */
+    char ep[64];
+    size_t epl = sizeof ep;
+    ck_assert_int_eq(zmq_bind(router, "tcp://127.0.0.1:*"), 0);
+    ck_assert_int_eq(zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, ep, &epl), 0);
+    void *good = zmq_socket(ctx, ZMQ_DEALER), *bad = zmq_socket(ctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(bad, ZMQ_LINGER, &zero, sizeof zero); /* its message never leaves */
+    ck_assert_int_eq(curvekey_set_client(good, &node, &server), 0);
+    ck_assert_int_eq(curvekey_set_client(bad, &stranger, &server), 0);
+    ck_assert_int_eq(zmq_connect(bad, ep), 0);
+    ck_assert_int_eq(zmq_connect(good, ep), 0);
+    zmq_send(bad, "x", 1, ZMQ_DONTWAIT);
+    zmq_send(good, "hi", 2, ZMQ_DONTWAIT);
+    int got = 0;
+    for (int i = 0; i < 500 && !got; i++) { /* the loop's job: answer ZAP, read */
+        zmq_pollitem_t it[2] = {{au.zap, 0, ZMQ_POLLIN, 0}, {router, 0, ZMQ_POLLIN, 0}};
+        zmq_poll(it, 2, 10);
+        if (it[0].revents & ZMQ_POLLIN)
+            auth_drain(&au);
+        if (!(it[1].revents & ZMQ_POLLIN))
+            continue;
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        zmq_msg_init(&body);
+        ck_assert_int_ge(zmq_msg_recv(&id, router, 0), 0);
+        ck_assert_int_ge(zmq_msg_recv(&body, router, 0), 0);
+        ck_assert_int_eq((int)zmq_msg_size(&body), 2); /* never the stranger's */
+        proto_peer_t p;
+        proto_peer_get(&body, &p);
+        ck_assert_str_eq(p.user, "node n1");
+        ck_assert_str_eq(p.key, npub);
+        ck_assert_int_eq(auth_node(&au, &p, "n1"), 0);
+        ck_assert_int_eq(auth_node(&au, &p, "n2"), -EPERM);
+        zmq_msg_close(&id);
+        zmq_msg_close(&body);
+        got = 1;
+    }
+    ck_assert_int_eq(got, 1);
+    for (int i = 0; i < 100 && au.refused[AUTH_UNKNOWN_KEY] == 0; i++) {
+        zmq_pollitem_t it = {au.zap, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 10) > 0)
+            auth_drain(&au);
+    }
+    ck_assert_uint_eq(au.refused[AUTH_UNKNOWN_KEY], 1);
+    ck_assert_uint_eq(au.accepted, 1);
+    zmq_close(good);
+    zmq_close(bad);
+    zmq_close(router);
+    auth_clear(&au);
+    zmq_ctx_term(ctx);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(test_auth_endpoint_local)
 {
     static const char *const local[] = {"tcp://127.0.0.1:7070", "tcp://127.9.8.7:1",
@@ -165,6 +246,7 @@ int main(void)
 {
     const TTest *const tests[] = {test_authkeys_parses_roles_and_finds_by_key,
                                   test_authkeys_errors_have_line_and_column,
-                                  test_auth_checks_roles_and_names, test_auth_endpoint_local};
+                                  test_auth_checks_roles_and_names,
+                                  test_auth_zap_admits_listed_keys_only, test_auth_endpoint_local};
     return testlib_run_tests("authkeys", tests, sizeof tests / sizeof tests[0]);
 }
