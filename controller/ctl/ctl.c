@@ -507,6 +507,17 @@ static void print_status(json_t *r)
             printf("hellos refused for a duplicate node name: %s\n",
                    cell(st, "duplicate_names", "?", x[5], 32));
     }
+    json_t *au = json_object_get(r, "auth"), *arf = json_object_get(au, "refused");
+    if (json_is_object(arf)) { /* CURVE (docs/security.md) */
+        const char *k;
+        json_t *v;
+        printf("CURVE: %" JSON_INTEGER_FORMAT " keys, %" JSON_INTEGER_FORMAT " connections "
+               "accepted; refused:", json_integer_value(json_object_get(au, "keys")),
+               json_integer_value(json_object_get(au, "accepted")));
+        json_object_foreach(arf, k, v)
+            printf(" %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+        putchar('\n');
+    }
     json_t *tm = json_object_get(json_object_get(r, "timing"), "mean_ms");
     if (json_is_object(tm)) {
         static const char *const parts[] = {"receive", "decode", "pshift", "encode", "send"};

@@ -101,6 +101,8 @@ stop_pid "$THIEF_PID"
 # ---- roles on the admin endpoint -------------------------------------------
 as mon status >"$T/out" 2>&1; rc=$?
 check "a reader may read status (rc $rc)" '[ $rc -eq 0 ] && grep -q "^red " "$T/out"'
+check "status says CURVE and its refusals" \
+  'grep -Eq "^CURVE: 4 keys, [0-9]+ connections accepted; refused:.* name_mismatch [1-9]" "$T/out"'
 as mon buckets >"$T/out" 2>&1; rc=$?
 check "a reader may read buckets (rc $rc)" '[ $rc -eq 0 ]'
 as mon set green --reservation 5 >"$T/out" 2>&1; rc=$?
