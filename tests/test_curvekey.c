@@ -43,6 +43,15 @@ static void write_file(const char *p, mode_t mode, const char *text)
     ck_assert_int_eq(chmod(p, mode), 0);
 }
 
+/* Generates dir/NAME's pair; its .key path into kp[160]. */
+static void generate(const char *name, char *kp)
+{
+    char base[128];
+    jsonloc_err_t err;
+    ck_assert_int_eq(curvekey_generate(path(base, sizeof base, name), &err), 0);
+    snprintf(kp, 160, "%s.key", base);
+}
+
 START_TEST(test_curvekey_generate_modes_and_load)
 {
     char base[128], kp[160], pp[160];
@@ -71,10 +80,9 @@ END_TEST
 START_TEST(test_curvekey_generate_never_overwrites)
 {
     char base[128], kp[160];
-    path(base, sizeof base, "c");
     jsonloc_err_t err;
-    ck_assert_int_eq(curvekey_generate(base, &err), 0);
-    snprintf(kp, sizeof kp, "%s.key", base);
+    generate("c", kp);
+    path(base, sizeof base, "c");
     curvekey_t before, after;
     ck_assert_int_eq(curvekey_load(kp, 1, &before, &err), 0);
     ck_assert_int_eq(curvekey_generate(base, &err), -EEXIST);
@@ -94,11 +102,9 @@ END_TEST
 
 START_TEST(test_curvekey_refuses_secret_readable_by_others)
 {
-    char base[128], kp[160];
-    path(base, sizeof base, "s");
+    char kp[160];
     jsonloc_err_t err;
-    ck_assert_int_eq(curvekey_generate(base, &err), 0);
-    snprintf(kp, sizeof kp, "%s.key", base);
+    generate("s", kp);
     static const mode_t bad[] = {0640, 0604, 0660, 0602};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(chmod(kp, bad[i]), 0);
