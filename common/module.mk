@@ -19,4 +19,8 @@ $(call check_suite,test_names,proto common)
 $(call check_suite,test_rng,common)
 $(call check_suite,test_bucketfile,common)
 $(call check_suite,test_version,common)
+# libcurvekey: the CURVE key files (common/curvekey.c; links libzmq)
+LIBS += curvekey
+curvekey_SRCS = common/curvekey.c
+$(call check_suite,test_curvekey,curvekey common)
 include common/proto.mk

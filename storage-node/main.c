@@ -25,6 +25,7 @@ typedef struct {
     int block;                      /* a block node */
     const char *name, *listen, *nbd_listen, *backend, *buckets;
     const char *config, *controller, *tokens_file;
+    const char *curve_key, *controller_key; /* CURVE to the controller */
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */
@@ -130,7 +131,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 33
+#define NROWS 35
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -256,6 +257,15 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "the controller with the highest leadership epoch it has seen (a\n"
                         "deposed leader's late tokens are ignored).  Without a controller\n"
                         "the node runs on --config and --tokens-file alone."}},
+        {BOTH, {.name = "curve-key", .type = OPTS_STRING, .target = &a->curve_key,
+                .arg = "FILE", .show = "none: plain",
+                .help = "This node's CURVE secret key (bqos-ctl keygen; mode 0600), for a\n"
+                        "controller with --curve-key: authenticated, encrypted control traffic.\n"
+                        "The controller's authorized keys bind it to this node's --name."}},
+        {BOTH, {.name = "controller-key", .type = OPTS_STRING, .target = &a->controller_key,
+                .arg = "FILE", .show = "none",
+                .help = "With --curve-key: the controller's public key (its .pub); one key\n"
+                        "serves all the controllers of --controller."}},
         {BOTH, {.name = "fallback", .type = OPTS_ENUM, .target = &a->fallback,
                 .arg = "static|rr", .deflt = "static", .names = fallback_names,
                 .help = "What the node does while no controller is heard (--silence).\n"
@@ -500,7 +510,8 @@ static noderun_config_t run_config(const args_t *a)
 {
     return (noderun_config_t){a->name, a->config, a->tokens_file, a->controller, a->capacity,
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
-                              a->pacing, a->burst_s, (sched_order_t)a->r_order};
+                              a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
+                              a->controller_key};
 }
 
 /* The memcached node: front_t in front of memcached. */

@@ -150,6 +150,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.capacity = cfg->capacity;
         cc.normal = cfg->policy;
         cc.mode = cfg->fallback;
+        cc.curve_key = cfg->curve_key;
+        cc.controller_key = cfg->controller_key;
         if (cfg->silence > 0)
             cc.silence_intervals = cfg->silence;
         ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,

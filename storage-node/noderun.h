@@ -25,6 +25,7 @@ typedef struct {
     int pacing;              /* --pacing: paced tokens (sched_set_pacing()) */
     double burst_s;          /* --burst: depth, seconds of the paced rate */
     sched_order_t r_order;   /* --r-order: step 1 by round robin or urgency */
+    const char *curve_key, *controller_key; /* --curve-key, --controller-key */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections

@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "common/bucketfile.h"
+#include "common/curvekey.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/notify.h"
@@ -22,6 +23,7 @@
 #include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
+#include "controller/daemon/auth.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
@@ -52,6 +54,8 @@ typedef struct {
     double lease_ttl;
     double etcd_timeout;
     double takeover;      /* intervals without a heartbeat before a standby deposes */
+    const char *curve_key, *authorized_keys; /* both or neither */
+    int insecure;
     int help, version;
 } settings_t;
 
@@ -60,7 +64,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 24
+#define NOPTS 27
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -164,6 +168,21 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "The leader stops pushing by its own clock a quarter interval before it\n"
                  "could be deposed, so a leader paused or starved this long is replaced.\n"
                  "0: only when its lease expires (--lease-ttl)."},
+        {.name = "curve-key", .type = OPTS_STRING, .target = &s->curve_key, .arg = "FILE",
+         .show = "none: no authentication, no encryption",
+         .help = "This controller's CURVE secret key (bqos-ctl keygen; mode 0600).  With\n"
+                 "--authorized-keys, both endpoints take only CURVE connections of the\n"
+                 "keys listed there, encrypted (docs/security.md)."},
+        {.name = "authorized-keys", .type = OPTS_STRING, .target = &s->authorized_keys,
+         .arg = "FILE", .show = "none",
+         .help = "With --curve-key: one 'node NAME KEY', 'admin NAME KEY' or 'reader NAME\n"
+                 "KEY' line per peer.  A node key speaks only for its node name; a\n"
+                 "reader may only read (status, buckets).  Re-read on SIGHUP."},
+        {.name = "insecure", .type = OPTS_FLAG, .target = &s->insecure,
+         .help = "Allow --listen or --admin on an address other hosts can reach without\n"
+                 "CURVE keys (else refused at start): anyone who reaches it can change the\n"
+                 "buckets and impersonate nodes.  Warned at start and every period (at most\n"
+                 "once a minute)."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
@@ -185,7 +204,8 @@ static const opts_usage_t usage = {
     .tail = "\n"
             "Signals:\n"
             "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused);\n"
-            "                  with --etcd only at the leader, which writes it to etcd\n"
+            "                  with --etcd only at the leader, which writes it to etcd; and\n"
+            "                  the --authorized-keys file\n"
             "  SIGINT, SIGTERM stop; nodes keep their tokens until the period ends, then\n"
             "                  fall back to their local policy; with --etcd the leader\n"
             "                  gives up its lease first, so a standby leads at once\n"
@@ -213,6 +233,10 @@ static int parse_args(int argc, char **argv, settings_t *s)
         opts_fail(&cmd, "--id goes with --etcd");
         return 2;
     }
+    if (!s->curve_key != !s->authorized_keys) {
+        opts_fail(&cmd, "--curve-key and --authorized-keys go together");
+        return 2;
+    }
     if (s->period_s * 1000 / s->intervals < 1) {
         opts_fail(&cmd, "intervals shorter than 1 ms");
         return 2;
@@ -234,6 +258,8 @@ typedef struct {
     timing_t tm;
     etcd_t *etcd;      /* NULL: alone */
     leader_t ld;       /* with etcd */
+    auth_t auth;       /* with --curve-key: the ZAP handler */
+    double insecure_warn_next; /* --insecure on a reachable address: next warning */
     char id[300];
     int stop;
     int takeover_push;  /* we just became the leader: push at once */
@@ -466,6 +492,56 @@ static int ha_start(app_t *a)
     return 0;
 }
 
+/* ---- security (--curve-key, --insecure; docs/security.md) ---------------- */
+
+/* Nonzero if --listen or --admin can be reached from another host. */
+static int reachable(const settings_t *s)
+{
+    return !auth_endpoint_local(s->listen) || !auth_endpoint_local(s->admin);
+}
+
+/* With keys: loads ours and starts the ZAP handler (in a new a->zctx)
+ * before any CURVE socket binds.  Without: refuses a reachable endpoint
+ * unless --insecure.  Returns 0 or -1 (logged). */
+static int secure_start(app_t *a, curvekey_t *key)
+{
+    const settings_t *s = a->set;
+    a->insecure_warn_next = -1;
+    if (!s->curve_key) {
+        if (reachable(s) && !s->insecure) {
+            log_error("--listen %s / --admin %s can be reached from other hosts, and without "
+                      "--curve-key and --authorized-keys anyone there could change the buckets "
+                      "and impersonate nodes: give keys (docs/security.md), bind 127.0.0.1, or "
+                      "say --insecure", s->listen, s->admin);
+            return -1;
+        }
+        a->insecure_warn_next = reachable(s) ? mono_now() : -1;
+        return 0;
+    }
+    jsonloc_err_t err;
+    if (curvekey_load(s->curve_key, 1, key, &err) < 0) {
+        char buf[700];
+        log_error("--curve-key %s", bucketfile_strerror(&err, buf, sizeof buf));
+        return -1;
+    }
+    if (!(a->zctx = zmq_ctx_new()) || auth_start(&a->auth, a->zctx, s->authorized_keys) < 0)
+        return -1;
+    log_info("CURVE on both endpoints; this controller's public key is %s", key->public_z85);
+    return 0;
+}
+
+/* --insecure on a reachable endpoint: says so at warn, at most once a
+ * period and once a minute. */
+static void warn_insecure(app_t *a, double now)
+{
+    if (a->insecure_warn_next < 0 || now < a->insecure_warn_next)
+        return;
+    log_warn("running --insecure: %s and %s take any peer, unauthenticated and in clear "
+             "(docs/security.md)", a->set->listen, a->set->admin);
+    double every = a->set->period_s > 60 ? a->set->period_s : 60;
+    a->insecure_warn_next = now + every;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void on_signals(app_t *a)
@@ -476,6 +552,8 @@ static void on_signals(app_t *a)
             char msg[512];
             log_info("SIGHUP: reloading %s", a->set->buckets);
             admin_reload(&a->admin, msg, sizeof msg);
+            if (a->auth.zap)
+                auth_reload(&a->auth);
         } else {
             log_info("signal %u: stopping", si.ssi_signo);
             a->stop = 1;
@@ -483,11 +561,19 @@ static void on_signals(app_t *a)
     }
 }
 
-static void *bind_sock(void *ctx, int type, const char *ep)
+/* Binds a socket of `type` at `ep`, a CURVE server with `key` in ZAP
+ * `domain` when key is not NULL. */
+static void *bind_sock(void *ctx, int type, const char *ep, const curvekey_t *key,
+                       const char *domain)
 {
     void *s = zmq_socket(ctx, type);
     if (!s)
         return NULL;
+    if (key && curvekey_set_server(s, key, domain) < 0) {
+        log_error("cannot make %s a CURVE server: %s", ep, zmq_strerror(zmq_errno()));
+        zmq_close(s);
+        return NULL;
+    }
     int linger = 0, hwm = 10000, one = 1;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -570,9 +656,17 @@ int main(int argc, char **argv)
         log_error("signalfd: %s", strerror(errno));
         goto out;
     }
-    a.zctx = zmq_ctx_new();
-    if (!a.zctx || !(a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen)) ||
-        !(a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin)))
+    curvekey_t key = {.secret_z85 = ""};
+    if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
+        (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
+                              AUTH_DOMAIN_NODES)))
+        a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
+                            AUTH_DOMAIN_ADMIN);
+    explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
+    if (!a.asock)
+        goto out;
+    if (a.auth.zap && (auth_monitor(&a.auth, a.zctx, a.router, 0, AUTH_DOMAIN_NODES) < 0 ||
+                       auth_monitor(&a.auth, a.zctx, a.asock, 1, AUTH_DOMAIN_ADMIN) < 0))
         goto out;
     nodes_init(&a.nodes, a.router, a.ctrl, &a.clk, &a.tm.cur,
                &(nodes_hooks_t){.adopt = on_adopt, .tick = on_tick, .arg = &a});
@@ -585,7 +679,9 @@ int main(int argc, char **argv)
         .clk = &a.clk,
         .nodes = &a.nodes,
         .tm = &a.tm,
+        .auth = a.auth.zap ? &a.auth : NULL,
     };
+    a.nodes.auth = a.admin.auth;
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
@@ -613,12 +709,15 @@ int main(int argc, char **argv)
         long tmo = (long)ceil((next - now) * 1000);
         if (tmo < 0)
             tmo = 0;
-        zmq_pollitem_t items[3] = {
+        zmq_pollitem_t items[6] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
+            {a.auth.zap, 0, ZMQ_POLLIN, 0}, /* these three: with CURVE only */
+            {a.auth.mon[0], 0, ZMQ_POLLIN, 0},
+            {a.auth.mon[1], 0, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, 3, tmo);
+        int n = zmq_poll(items, a.auth.zap ? 6 : 3, tmo);
         if (n < 0) {
             if (zmq_errno() == EINTR)
                 continue;
@@ -631,6 +730,12 @@ int main(int argc, char **argv)
             admin_drain(&a.admin);
         if (items[2].revents & ZMQ_POLLIN)
             on_signals(&a);
+        if (items[3].revents & ZMQ_POLLIN)
+            auth_drain(&a.auth);
+        for (int i = 0; i < 2; i++)
+            if (items[4 + i].revents & ZMQ_POLLIN)
+                auth_drain_monitor(&a.auth, i);
+        warn_insecure(&a, now);
     }
     notify_stopping();
     status = 0;
@@ -645,6 +750,7 @@ out:
         zmq_close(a.router);
     if (a.asock)
         zmq_close(a.asock);
+    auth_clear(&a.auth);
     if (a.zctx)
         zmq_ctx_term(a.zctx);
     if (a.sigfd >= 0)
