@@ -5,7 +5,8 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
-                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c
+                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
+                      controller/daemon/metrics.c
 bqos-controller_LIBS = controller pshift protozmq proto common
 
 PROGS += bqos-ctl

@@ -22,6 +22,8 @@ typedef struct {
                                 controller leads, and under fallback static) */
     agent_fallback_t fallback; /* --fallback: static or rr */
     double silence;          /* --silence, intervals (0: the default) */
+    const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
+    const char *kind;        /* "memcached" or "block" (metrics) */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections
@@ -37,7 +39,10 @@ void noderun_prepare(void);
  * SIGTERM and SIGINT
  * (gate_shutdown()) and
  * SIGUSR1 (a new period: per-period counters zeroed, the tokens file read
- * again), then runs the loop until the front breaks it.  Returns 0 after a
+ * again) and SIGHUP (cfg->config and cfg->tokens_file read again: new
+ * buckets added, weights and tokens set; a file that does not load is
+ * logged and changes nothing), serves cfg->metrics (storage-node/
+ * nodemetrics.h), then runs the loop until the front breaks it.  Returns 0 after a
  * clean stop, -1 after an error (logged).  The controller client has said
  * goodbye and the signal events are gone when it returns; the front and the
  * loop are the caller's.  Main thread only. */

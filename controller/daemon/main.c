@@ -13,7 +13,9 @@
 #include <zmq.h>
 
 #include "common/bucketfile.h"
+#include "common/hostport.h"
 #include "common/log.h"
+#include "common/metricsd.h"
 #include "common/mono.h"
 #include "common/notify.h"
 #include "common/opts.h"
@@ -25,6 +27,7 @@
 #include "controller/daemon/clock.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
+#include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
@@ -50,6 +53,7 @@ typedef struct {
     const char *cluster;
     double lease_ttl;
     double etcd_timeout;
+    const char *metrics;  /* --metrics-listen HOST:PORT, NULL: none */
     int help, version;
 } settings_t;
 
@@ -58,7 +62,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 20
+#define NOPTS 21
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -137,6 +141,10 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "With --etcd: the longest one request to etcd may take.  The loop waits\n"
                  "for etcd (at most one timeout per poll when it does not answer, and\n"
                  "then polls less often): keep it well below the interval."},
+        {.name = "metrics-listen", .type = OPTS_STRING, .target = &s->metrics,
+         .arg = "HOST:PORT", .show = "none",
+         .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
+                 "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
@@ -208,6 +216,8 @@ typedef struct {
     etcd_t *etcd;      /* NULL: alone */
     leader_t ld;       /* with etcd */
     char id[300];
+    cmetrics_t met;    /* what /metrics shows */
+    metricsd_t *md;    /* --metrics-listen; NULL: none */
     int stop;
 } app_t;
 
@@ -301,6 +311,8 @@ static void tick(app_t *a, double now)
         if (a->clk.round_open)
             close_round(a, now);
         double left = pclock_begin(&a->clk, now);
+        if (a->clk.period != ctrl_period(a->ctrl))
+            cmetrics_period_end(&a->met, now);
         ctrl_round_begin(a->ctrl, a->clk.period, a->clk.interval, left);
     }
     /* Reports that came a little before our boundary (the nodes' clocks
@@ -431,7 +443,8 @@ static void *bind_sock(void *ctx, int type, const char *ep)
     void *s = zmq_socket(ctx, type);
     if (!s)
         return NULL;
-    int linger = 0, hwm = 10000, one = 1;
+    int linger = 0, hwm = 10000, one = 1, v6 = hostport_zmq_ipv6(ep);
+    zmq_setsockopt(s, ZMQ_IPV6, &v6, sizeof v6);
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
@@ -529,6 +542,15 @@ int main(int argc, char **argv)
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
+    if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
+        goto out;
+    int merr = 0;
+    if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
+        log_error("--metrics-listen %s: %s", set.metrics, strerror(-merr));
+        goto out;
+    }
+    if (a.md)
+        log_info("metrics on http://%s/metrics", metricsd_address(a.md));
     log_info("bqos-controller %s: %zu buckets from %s, nodes on %s, admin on %s, period %.3f s "
              "in %d intervals, admission %s",
              BQOS_VERSION, bucketfile_count(a.admin.bf), set.buckets, set.listen, set.admin,
@@ -551,12 +573,13 @@ int main(int argc, char **argv)
         long tmo = (long)ceil((next - now) * 1000);
         if (tmo < 0)
             tmo = 0;
-        zmq_pollitem_t items[3] = {
+        zmq_pollitem_t items[4] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
+            {NULL, a.md ? metricsd_fd(a.md) : -1, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, 3, tmo);
+        int n = zmq_poll(items, a.md ? 4 : 3, tmo);
         if (n < 0) {
             if (zmq_errno() == EINTR)
                 continue;
@@ -569,10 +592,14 @@ int main(int argc, char **argv)
             admin_drain(&a.admin);
         if (items[2].revents & ZMQ_POLLIN)
             on_signals(&a);
+        if (items[3].revents & ZMQ_POLLIN)
+            metricsd_serve(a.md);
     }
     notify_stopping();
     status = 0;
 out:
+    metricsd_destroy(&a.md);
+    cmetrics_clear(&a.met);
     if (a.etcd) {
         leader_resign(&a.ld); /* a standby takes over at its next poll */
         leader_clear(&a.ld);

@@ -466,7 +466,7 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
         c->closing = 1;
         return;
     case MCP_CMD_VERSION:
-        add_local(c, "VERSION bqos-node-" BQOS_VERSION, 0, 0);
+        add_local(c, "VERSION " BQOS_MEMCACHED_VERSION, 0, 0);
         return;
     case MCP_CMD_VERBOSITY:
         add_local(c, "OK", r->noreply, 0);
