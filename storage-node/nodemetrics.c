@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "storage-node/iolat.h"
 
 /* Totals of the periods that ended, per scheduler bucket index. */
 typedef struct {
@@ -17,6 +18,7 @@ struct nodemetrics {
     const ctlclient_t *ctl;
     char *name;
     const char *kind;
+    iolat_t *lat;           /* latency and wait, fed by the fronts */
     totals_t *tot;          /* [cap], zeroed beyond the buckets seen */
     int cap;
     uint64_t periods;       /* period ends folded */
@@ -27,7 +29,9 @@ struct nodemetrics {
 nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind)
 {
     nodemetrics_t *m = calloc(1, sizeof *m);
-    if (!m || !(m->name = strdup(name))) {
+    if (!m || !(m->name = strdup(name)) || !(m->lat = iolat_new())) {
+        if (m)
+            free(m->name);
         free(m);
         return NULL;
     }
@@ -40,10 +44,16 @@ void nodemetrics_destroy(nodemetrics_t **mp)
 {
     if (!mp || !*mp)
         return;
+    iolat_destroy(&(*mp)->lat);
     free((*mp)->tot);
     free((*mp)->name);
     free(*mp);
     *mp = NULL;
+}
+
+struct iolat *nodemetrics_iolat(nodemetrics_t *m)
+{
+    return m->lat;
 }
 
 void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl)
@@ -158,7 +168,7 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
     const sched_t *s = gate_sched(m->g);
     int n = sched_nbuckets(s);
     static const char *const cls[] = {"R", "L", "O"};
-    enum { ARRIVALS, SERVED, QUEUED, TOKENS, NFAM };
+    enum { ARRIVALS, SERVED, QUEUED, TOKENS, WAIT, LATENCY, NFAM };
     static const struct {
         const char *name, *help;
         promtext_type_t type;
@@ -170,7 +180,14 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
         {"bqos_bucket_queued", "IOs waiting in the bucket's queue now.", PROMTEXT_GAUGE},
         {"bqos_bucket_tokens", "Tokens left this period by class (L absent: no limit).",
          PROMTEXT_GAUGE},
+        {"bqos_bucket_wait_seconds_total",
+         "Time the completed IOs waited at the node before the backend (queue, throttling, "
+         "same-key order).", PROMTEXT_COUNTER},
+        {"bqos_bucket_latency_seconds",
+         "IOs from arrival at the node to the backend's completion.", PROMTEXT_HISTOGRAM},
     };
+    const iolat_t *lat = gate_iolat(m->g);
+    static const iolat_bucket_t none;
     for (int f = 0; f < NFAM; f++) {
         promtext_family(p, fam[f].name, fam[f].type, fam[f].help);
         for (int b = 0; b < n; b++) {
@@ -194,6 +211,16 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
             case QUEUED:
                 promtext_u64(p, l, 2, bs.queued);
                 break;
+            case WAIT:
+            case LATENCY: {
+                const iolat_bucket_t *lb = iolat_bucket(lat, b);
+                lb = lb ? lb : &none;
+                if (f == WAIT)
+                    promtext_value(p, l, 2, lb->wait);
+                else
+                    promtext_histogram(p, l, 2, iolat_bounds, IOLAT_NBOUNDS, lb->counts, lb->sum);
+                break;
+            }
             default:
                 l[2].value = "R";
                 promtext_value(p, l, 3, (double)bs.r_tokens);

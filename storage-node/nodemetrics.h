@@ -20,6 +20,10 @@ nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind);
 /* Frees *mp and sets it to NULL.  Accepts NULL. */
 void nodemetrics_destroy(nodemetrics_t **mp);
 
+/* The IO timing recorder the gate's fronts feed (gate_set_iolat()); owned
+ * by m. */
+struct iolat *nodemetrics_iolat(nodemetrics_t *m);
+
 /* The controller client whose state to export (borrowed; NULL: none). */
 void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl);
 

@@ -163,6 +163,7 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
     int err = 0;
     if (!(r->nm = nodemetrics_new(r->g, r->cfg->name, r->cfg->kind)))
         return -ENOMEM;
+    gate_set_iolat(r->g, nodemetrics_iolat(r->nm)); /* the fronts time every IO */
     nodemetrics_set_ctl(r->nm, r->ctl);
     if (!(*md = metricsd_new(r->cfg->metrics, nodemetrics_render, r->nm, &err)))
         return err;
@@ -231,6 +232,7 @@ out:
     if (mev)
         event_free(mev);
     metricsd_destroy(&md);
+    gate_set_iolat(g, NULL);
     nodemetrics_destroy(&r.nm);
     gate_set_status(g, NULL, NULL); /* r goes with this frame */
     if (ctl)

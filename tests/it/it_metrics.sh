@@ -58,6 +58,12 @@ served=$(val "$T/node.2" bqos_bucket_served_total node=it bucket=red class=R)
 arr=$(val "$T/node.2" bqos_bucket_arrivals_total node=it bucket=red)
 check "node: red's arrivals count both loads across period ends ($arr >= 400)" '[ "${arr:-0}" -ge 400 ]'
 check "node: red served with R tokens ($served)" '[ "${served:-0}" -gt 0 ]'
+lc=$(val "$T/node.2" bqos_bucket_latency_seconds_count node=it bucket=red)
+linf=$(val "$T/node.2" bqos_bucket_latency_seconds_bucket node=it bucket=red le=+Inf)
+check "node: red's latency histogram counts its IOs ($lc = +Inf bucket $linf, <= arrivals)" \
+  '[ "${lc:-0}" -gt 0 ] && [ "$lc" = "$linf" ] && [ "$lc" -le "$arr" ]'
+blc=$(val "$T/blk.2" bqos_bucket_latency_seconds_count node=blk bucket=red)
+check "block node: red's latency histogram ($blc)" '[ "${blc:-0}" -gt 0 ]'
 check "node: following the controller" \
   '[ "$(val "$T/node.2" bqos_node_controller_state node=it state=following)" = 1 ]'
 check "block node: kind block" '[ "$(val "$T/blk.2" bqos_node_info node=blk kind=block)" = 1 ]'
