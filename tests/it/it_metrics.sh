@@ -79,6 +79,13 @@ check "controller: rejected messages by reason" \
 code=$(curl -s -o /dev/null -w '%{http_code}' "$(metrics_url "$T/node.log" | sed 's,/metrics$,/other,')")
 check "other paths: 404 ($code)" '[ "$code" = 404 ]'
 
+# The example alerting rules: YAML naming only metrics the daemons export.
+if "$PY" -c 'import yaml' 2>/dev/null; then
+  n=$("$PY" "$HERE/rules_check.py" "$HERE/../../examples/prometheus/bqos-alerts.yml" \
+    "$T/ctrl.2" "$T/node.2"); rc=$?
+  check "examples/prometheus/bqos-alerts.yml: $n rules (rc $rc)" '[ $rc -eq 0 ]'
+fi
+
 # 2. SIGHUP reloads the bucket file (a new bucket appears) and the node runs on;
 # a broken file changes nothing.
 cat >"$T/b.json" <<EOF
