@@ -2,8 +2,8 @@
 #include "storage-node/iolat.h"
 
 #include <stdlib.h>
-#include <string.h>
 
+#include "common/growarr.h"
 #include "common/mono.h"
 #include "common/promtext.h"
 
@@ -40,17 +40,10 @@ void iolat_done(iolat_t *l, int bucket, const iolat_ts_t *ts)
 {
     if (!l || bucket < 0)
         return;
-    if (bucket >= l->cap) { /* a bucket's first completion: grow */
-        int cap = l->cap ? l->cap : 64;
-        while (cap <= bucket)
-            cap *= 2;
-        iolat_bucket_t *nb = realloc(l->b, (size_t)cap * sizeof *nb);
-        if (!nb)
-            return;
-        memset(nb + l->cap, 0, (size_t)(cap - l->cap) * sizeof *nb);
-        l->b = nb;
-        l->cap = cap;
-    }
+    void *arr = l->b;
+    if (growarr(&arr, &l->cap, bucket + 1, sizeof *l->b) < 0) /* a new bucket */
+        return;
+    l->b = arr;
     double lat = mono_now() - ts->arrival;
     iolat_bucket_t *b = &l->b[bucket];
     b->counts[promtext_bucket(iolat_bounds, IOLAT_NBOUNDS, lat)]++;

@@ -1,10 +1,10 @@
 /* nodemetrics.c - a node's /metrics: cumulative per-bucket counters folded in at period ends, queues, tokens, controller state (see nodemetrics.h). */
 #include "storage-node/nodemetrics.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/growarr.h"
 #include "common/version.h"
 #include "storage-node/iolat.h"
 
@@ -61,27 +61,12 @@ void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl)
     m->ctl = ctl;
 }
 
-/* Room for n buckets' totals.  Returns 0 or -ENOMEM. */
-static int fit(nodemetrics_t *m, int n)
-{
-    if (n <= m->cap)
-        return 0;
-    int cap = m->cap ? m->cap : 64;
-    while (cap < n)
-        cap *= 2;
-    totals_t *t = realloc(m->tot, (size_t)cap * sizeof *t);
-    if (!t)
-        return -ENOMEM;
-    memset(t + m->cap, 0, (size_t)(cap - m->cap) * sizeof *t);
-    m->tot = t;
-    m->cap = cap;
-    return 0;
-}
-
 int nodemetrics_period_end(nodemetrics_t *m)
 {
     const sched_t *s = gate_sched(m->g);
-    int n = sched_nbuckets(s), rc = fit(m, n);
+    void *arr = m->tot;
+    int n = sched_nbuckets(s), rc = growarr(&arr, &m->cap, n, sizeof *m->tot);
+    m->tot = arr;
     if (rc < 0)
         n = m->cap;
     for (int b = 0; b < n; b++) {
