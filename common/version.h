@@ -8,9 +8,10 @@
 
 /* What the memcached node answers to `version` (and shows as `stats`
  * version): a memcached version number first, as libmemcached's tools
- * (memcstat, memcping) parse it, then the bqos release.  1.4.8 is the last
- * memcached release whose text-protocol commands are all the front speaks
- * (touch came in 1.4.8; gat in 1.5.3, meta commands in 1.6). */
-#define BQOS_MEMCACHED_VERSION "1.4.8-bqos-" BQOS_VERSION
+ * (memcstat, memcping) parse it, then the bqos release.  1.6.18 is the
+ * memcached whose replies the front reproduces byte for byte
+ * (it_node_memccapable); memccapable holds a server below 1.6 to older,
+ * stricter replies. */
+#define BQOS_MEMCACHED_VERSION "1.6.18-bqos-" BQOS_VERSION
 
 #endif

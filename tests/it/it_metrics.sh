@@ -107,7 +107,7 @@ check "node serves after SIGHUP (rc $rc)" '[ $rc -eq 0 ]'
 # 3. memcstat (libmemcached) reads the node's version and stats.
 if command -v memcstat >/dev/null 2>&1; then
   memcstat --servers="127.0.0.1:$NODE_PORT" >"$T/memcstat.out" 2>&1; rc=$?
-  check "memcstat against the node (rc $rc)" '[ $rc -eq 0 ] && grep -q "version: 1.4.8-bqos-" "$T/memcstat.out"'
+  check "memcstat against the node (rc $rc)" '[ $rc -eq 0 ] && grep -q "version: 1.6.18-bqos-" "$T/memcstat.out"'
 else
   echo "memcstat not installed (libmemcached-tools): skipped"
 fi
