@@ -64,6 +64,9 @@ void cmetrics_period_end(cmetrics_t *m, double now)
     if (!judge)
         return;
     double T = m->clk->period_s;
+    /* The last reports of a period are taken at its last interval's start:
+     * the served counters cover (K - 1) / K of it. */
+    double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
     for (int b = 0; b < ctrl_nbuckets(m->ctrl); b++) {
         ctrl_bucket_info_t bi;
         cmetrics_outcome_t *o;
@@ -72,12 +75,15 @@ void cmetrics_period_end(cmetrics_t *m, double now)
         double served = (double)(bi.served_r + bi.served_l + bi.served_o);
         double r = (double)bi.r_tokens, want = (double)bi.demand;
         if (bi.reservation > 0) {
-            /* One token (or 1%) of slack: rates times T round. */
-            double res = (double)bi.reservation * T;
-            if (served + r >= res * 0.99 - 1 || want <= r)
-                o->met++;
-            else
+            /* One token (or 1%) of slack: rates times T round.  Missed:
+             * behind the reservation's pace at the last report while
+             * backlogged, or short of it even with the R-tokens placed
+             * for the rest while asking for more. */
+            double res = (double)bi.reservation * T * 0.99 - 1;
+            if ((served < res * seen && bi.queued > 0) || (served + r < res && want > r))
                 o->missed++;
+            else
+                o->met++;
         }
         if (bi.limit != BUCKETFILE_NO_LIMIT && bi.l_tokens != CTRL_UNLIMITED) {
             double cap = served + r + (double)bi.l_tokens;

@@ -45,12 +45,14 @@ void cmetrics_clear(cmetrics_t *m);
 
 /* The loop is about to start period clk->period in ctrl (ctrl_round_begin
  * of a new period): judges every bucket on the period that ends, from the
- * served counters of its reports and the tokens pushed for its rest, and
- * counts each outcome (docs/operations.md "Metrics"):
- *   reservation_met     reservation > 0 and served + R-tokens pushed for the
- *                       rest >= the reservation (or it asked for no more)
- *   reservation_missed  reservation > 0, short of it, and the demand
- *                       estimate exceeded the R-tokens it got
+ * served counters of its last reports (taken at the last interval's start:
+ * (K - 1) / K of the period) and the tokens pushed for its rest, and counts
+ * each outcome (docs/operations.md "Metrics"):
+ *   reservation_missed  reservation > 0 and either behind its pace at the
+ *                       last report while requests queued, or short of it
+ *                       even with the R-tokens placed for the rest while
+ *                       the demand estimate exceeded them
+ *   reservation_met     reservation > 0 and not missed
  *   held_at_limit       limited, served + R + L tokens for the rest reach
  *                       the limit, and the demand estimate exceeded them
  * Only a controller that may push (alone or the leader) judges, and only
