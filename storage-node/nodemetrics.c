@@ -206,7 +206,7 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
                     promtext_histogram(p, l, 2, iolat_bounds, IOLAT_NBOUNDS, lb->counts, lb->sum);
                 break;
             }
-            default:
+            case TOKENS:
                 l[2].value = "R";
                 promtext_value(p, l, 3, (double)bs.r_tokens);
                 if (bs.l_tokens != SCHED_UNLIMITED) {
