@@ -6,7 +6,7 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
                       controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
-                      controller/daemon/auth.c controller/daemon/authkeys.c
+                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -22,7 +22,7 @@ PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
-TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader
+TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader test_cmetrics
 test_estimate_SRCS = tests/test_estimate.c
 test_estimate_LIBS = controller common
 test_admission_SRCS = tests/test_admission.c
@@ -33,6 +33,10 @@ test_clock_SRCS = tests/test_clock.c controller/daemon/clock.c
 test_clock_LIBS = proto common
 test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/daemon/etcd.c
 test_leader_LIBS = common
+test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
+                     controller/daemon/leader.c controller/daemon/etcd.c controller/daemon/clock.c \
+                     controller/daemon/auth.c controller/daemon/authkeys.c
+test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
 TESTS += test_authkeys

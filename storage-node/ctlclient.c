@@ -14,6 +14,7 @@
 
 #include "common/bucketfile.h"
 #include "common/curvekey.h"
+#include "common/hostport.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "storage-node/core/agent.h"
@@ -390,6 +391,8 @@ static int peer_open(ctlclient_t *c, int i)
         return -zmq_errno();
     c->peer[i].sock = sock;
     int one = 1, zero = 0, hwm = 64, ivl = 100, ivlmax = 1000;
+    int v6 = hostport_zmq_ipv6(c->peer[i].endpoint);
+    zmq_setsockopt(sock, ZMQ_IPV6, &v6, sizeof v6);
     unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
                                        under our name is another peer */
     zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));

@@ -11,6 +11,7 @@
 
 #include "common/bucketfile.h"
 #include "common/curvekey.h"
+#include "common/hostport.h"
 #include "common/names.h"
 #include "common/num.h"
 #include "common/opts.h"
@@ -155,7 +156,8 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
         goto out;
     }
-    int zero = 0, one = 1;
+    int zero = 0, one = 1, v6 = hostport_zmq_ipv6(endpoint);
+    zmq_setsockopt(sock, ZMQ_IPV6, &v6, sizeof v6);
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);

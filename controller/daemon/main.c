@@ -14,7 +14,9 @@
 
 #include "common/bucketfile.h"
 #include "common/curvekey.h"
+#include "common/hostport.h"
 #include "common/log.h"
+#include "common/metricsd.h"
 #include "common/mono.h"
 #include "common/notify.h"
 #include "common/opts.h"
@@ -27,6 +29,7 @@
 #include "controller/daemon/clock.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
+#include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
@@ -56,6 +59,7 @@ typedef struct {
     double takeover;      /* intervals without a heartbeat before a standby deposes */
     const char *curve_key, *authorized_keys; /* both or neither */
     int insecure;
+    const char *metrics;  /* --metrics-listen HOST:PORT, NULL: none */
     int help, version;
 } settings_t;
 
@@ -64,7 +68,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 27
+#define NOPTS 28
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -183,6 +187,10 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "CURVE keys (else refused at start): anyone who reaches it can change the\n"
                  "buckets and impersonate nodes.  Warned at start and every period (at most\n"
                  "once a minute)."},
+        {.name = "metrics-listen", .type = OPTS_STRING, .target = &s->metrics,
+         .arg = "HOST:PORT", .show = "none",
+         .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
+                 "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
@@ -261,6 +269,8 @@ typedef struct {
     auth_t auth;       /* with --curve-key: the ZAP handler */
     double insecure_warn_next; /* --insecure on a reachable address: next warning */
     char id[300];
+    cmetrics_t met;    /* what /metrics shows */
+    metricsd_t *md;    /* --metrics-listen; NULL: none */
     int stop;
     int takeover_push;  /* we just became the leader: push at once */
 } app_t;
@@ -355,6 +365,8 @@ static void tick(app_t *a, double now)
         if (a->clk.round_open)
             close_round(a, now);
         double left = pclock_begin(&a->clk, now);
+        if (a->clk.period != ctrl_period(a->ctrl))
+            cmetrics_period_end(&a->met, now);
         ctrl_round_begin(a->ctrl, a->clk.period, a->clk.interval, left);
     }
     /* Reports that came a little before our boundary (the nodes' clocks
@@ -574,7 +586,8 @@ static void *bind_sock(void *ctx, int type, const char *ep, const curvekey_t *ke
         zmq_close(s);
         return NULL;
     }
-    int linger = 0, hwm = 10000, one = 1;
+    int linger = 0, hwm = 10000, one = 1, v6 = hostport_zmq_ipv6(ep);
+    zmq_setsockopt(s, ZMQ_IPV6, &v6, sizeof v6);
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
@@ -685,6 +698,15 @@ int main(int argc, char **argv)
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
+    if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
+        goto out;
+    int merr = 0;
+    if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
+        log_error("--metrics-listen %s: %s", set.metrics, strerror(-merr));
+        goto out;
+    }
+    if (a.md)
+        log_info("metrics on http://%s/metrics", metricsd_address(a.md));
     log_info("bqos-controller %s: %zu buckets from %s, nodes on %s, admin on %s, period %.3f s "
              "in %d intervals, admission %s",
              BQOS_VERSION, bucketfile_count(a.admin.bf), set.buckets, set.listen, set.admin,
@@ -709,15 +731,25 @@ int main(int argc, char **argv)
         long tmo = (long)ceil((next - now) * 1000);
         if (tmo < 0)
             tmo = 0;
-        zmq_pollitem_t items[6] = {
+        /* the node and admin sockets, the signals; then, when on, the
+         * metrics thread's wake-ups and the CURVE handler's three sockets */
+        zmq_pollitem_t items[7] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
-            {a.auth.zap, 0, ZMQ_POLLIN, 0}, /* these three: with CURVE only */
-            {a.auth.mon[0], 0, ZMQ_POLLIN, 0},
-            {a.auth.mon[1], 0, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, a.auth.zap ? 6 : 3, tmo);
+        int ni = 3, imd = -1, izap = -1;
+        if (a.md) {
+            imd = ni;
+            items[ni++] = (zmq_pollitem_t){NULL, metricsd_fd(a.md), ZMQ_POLLIN, 0};
+        }
+        if (a.auth.zap) {
+            izap = ni;
+            items[ni++] = (zmq_pollitem_t){a.auth.zap, 0, ZMQ_POLLIN, 0};
+            items[ni++] = (zmq_pollitem_t){a.auth.mon[0], 0, ZMQ_POLLIN, 0};
+            items[ni++] = (zmq_pollitem_t){a.auth.mon[1], 0, ZMQ_POLLIN, 0};
+        }
+        int n = zmq_poll(items, ni, tmo);
         if (n < 0) {
             if (zmq_errno() == EINTR)
                 continue;
@@ -730,16 +762,22 @@ int main(int argc, char **argv)
             admin_drain(&a.admin);
         if (items[2].revents & ZMQ_POLLIN)
             on_signals(&a);
-        if (items[3].revents & ZMQ_POLLIN)
-            auth_drain(&a.auth);
-        for (int i = 0; i < 2; i++)
-            if (items[4 + i].revents & ZMQ_POLLIN)
-                auth_drain_monitor(&a.auth, i);
+        if (imd >= 0 && (items[imd].revents & ZMQ_POLLIN))
+            metricsd_serve(a.md);
+        if (izap >= 0) {
+            if (items[izap].revents & ZMQ_POLLIN)
+                auth_drain(&a.auth);
+            for (int i = 0; i < 2; i++)
+                if (items[izap + 1 + i].revents & ZMQ_POLLIN)
+                    auth_drain_monitor(&a.auth, i);
+        }
         warn_insecure(&a, now);
     }
     notify_stopping();
     status = 0;
 out:
+    metricsd_destroy(&a.md);
+    cmetrics_clear(&a.met);
     if (a.etcd) {
         leader_resign(&a.ld); /* a standby takes over at its next poll */
         leader_clear(&a.ld);
