@@ -75,12 +75,14 @@ void cmetrics_period_end(cmetrics_t *m, double now)
         double served = (double)(bi.served_r + bi.served_l + bi.served_o);
         double r = (double)bi.r_tokens, want = (double)bi.demand;
         if (bi.reservation > 0) {
-            /* One token (or 1%) of slack: rates times T round.  Missed:
-             * behind the reservation's pace at the last report while
-             * backlogged, or short of it even with the R-tokens placed
-             * for the rest while asking for more. */
+            /* One token (or 1%) of slack: rates times T round.  Missed,
+             * only while backlogged at the last report (a bucket that asks
+             * for less has its reservation converted, docs/controller.md,
+             * and is not short of it): behind the reservation's pace, or
+             * short of it even with the R-tokens placed for the rest while
+             * asking for more. */
             double res = (double)bi.reservation * T * 0.99 - 1;
-            if ((served < res * seen && bi.queued > 0) || (served + r < res && want > r))
+            if (bi.queued > 0 && (served < res * seen || (served + r < res && want > r)))
                 o->missed++;
             else
                 o->met++;
