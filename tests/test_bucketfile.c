@@ -251,7 +251,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     bucketfile_t *bf = NULL, *back = NULL;
     jsonloc_err_t err;
     ck_assert_int_eq(parse(t, &bf, &err), 0);
-    ck_assert_int_eq(bucketfile_save(bf, path), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, NULL, 0), 0);
     ck_assert_int_eq(count_entries(dir), 1); /* no temporary left */
     ck_assert_int_eq(bucketfile_load(path, &back, &err), 0);
     ck_assert_uint_eq(bucketfile_count(back), 2);
@@ -264,7 +264,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     /* Mode of an existing file is kept. */
     chmod(path, 0600);
     ck_assert_int_eq(bucketfile_remove(bf, "red"), 0);
-    ck_assert_int_eq(bucketfile_save(bf, path), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, NULL, 0), 0);
     struct stat st;
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0600);
@@ -275,7 +275,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     /* A failed save leaves nothing behind. */
     char bad[300];
     snprintf(bad, sizeof bad, "%s/nodir/b.json", dir);
-    ck_assert_int_eq(bucketfile_save(bf, bad), -ENOENT);
+    ck_assert_int_eq(bucketfile_save(bf, bad, NULL, 0), -ENOENT);
     ck_assert_int_eq(bucketfile_load(bad, &back, &err), -ENOENT);
     ck_assert_msg(strstr(err.text, "cannot read"), "%s", err.text);
     ck_assert_int_eq(count_entries(dir), 1);
