@@ -393,6 +393,10 @@ static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
             err->col = jerr.column > 0 ? jerr.column : 0;
             snprintf(err->text, sizeof err->text, "%s", jerr.text);
         }
+        if (p->report) {
+            p->report(p->arg, err);
+            p->problems++;
+        }
         return -EINVAL;
     }
     int rc = 0;
