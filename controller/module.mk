@@ -34,7 +34,7 @@ test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/dae
 test_leader_LIBS = common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
-ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh \
+ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh tests/it/it_config.sh \
           tests/it/it_etcd_failover.sh
 # no path around a limit: the default bucket, removed buckets, duplicate node names
 ITESTS += tests/it/it_nolimitpath.sh
