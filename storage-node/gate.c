@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,10 @@ struct gate {
     /* gate_request_dispatch(): one dispatch per pass of the event loop. */
     struct event *kick;
     int kick_armed;
+    /* Paced tokens: one timer for the time the scheduler says credit
+     * returns (sched_next_ready()), armed when a dispatch finds nothing. */
+    struct event *pace;
+    double pace_at;        /* when it fires; INFINITY: not armed */
     gate_status_fn status; /* gate_set_status() */
     void *status_arg;
 };
@@ -52,6 +57,16 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     gate_t *g = arg;
     g->kick_armed = 0;
+    if (!g->stopping)
+        g->hooks.dispatch(g->front);
+}
+
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gate_t *g = arg;
+    g->pace_at = INFINITY;
     if (!g->stopping)
         g->hooks.dispatch(g->front);
 }
@@ -92,7 +107,9 @@ gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
     g->base = base;
     g->s = s;
     g->kick = evtimer_new(base, on_kick, g);
-    if (!g->kick) {
+    g->pace = evtimer_new(base, on_pace, g);
+    g->pace_at = INFINITY;
+    if (!g->kick || !g->pace) {
         rc = -ENOMEM;
         goto out;
     }
@@ -236,13 +253,30 @@ static void busy_account(gate_t *g)
     g->busy_mark = t;
 }
 
+/* Nothing may be dispatched at `now`: if a paced bucket waits for credit,
+ * the pacing timer fires when it returns (moved earlier if needed; one
+ * timer for the whole scheduler). */
+static void pace_arm(gate_t *g, double now)
+{
+    double t = sched_next_ready(g->s);
+    if (!(t < g->pace_at) || g->stopping)
+        return;
+    g->pace_at = t;
+    long long us = t > now ? (long long)ceil((t - now) * 1e6) : 0; /* never early */
+    struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+    evtimer_add(g->pace, &tv);
+}
+
 sched_item_t *gate_take(gate_t *g)
 {
     if (g->inflight >= g->cfg.outstanding)
         return NULL;
-    sched_item_t *it = sched_dispatch(g->s, NULL);
-    if (!it)
+    double now = mono_now();
+    sched_item_t *it = sched_dispatch(g->s, now, NULL);
+    if (!it) {
+        pace_arm(g, now);
         return NULL;
+    }
     busy_account(g);
     g->inflight++;
     return it;
@@ -314,7 +348,7 @@ int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l)
         b = gate_add_bucket(g, name, 1);
     if (b < 0)
         return b;
-    int rc = sched_set_tokens(g->s, b, r, l);
+    int rc = sched_set_tokens(g->s, b, r, l, INFINITY, 0); /* a test hook: unpaced */
     if (rc == 0)
         gate_kick(g);
     return rc;
@@ -391,6 +425,8 @@ void gate_destroy(gate_t **gp)
         event_free(g->stop_timer);
     if (g->kick)
         event_free(g->kick);
+    if (g->pace)
+        event_free(g->pace);
     free(g);
     *gp = NULL;
 }

@@ -126,7 +126,9 @@ uint64_t gate_total_conns(const gate_t *g);
 
 /* Returns the next IO the scheduler allows while fewer than `outstanding`
  * are at the backend, or NULL.  The IO counts as outstanding from now on;
- * it ends with gate_done(), gate_done_inline() or gate_untake(). */
+ * it ends with gate_done(), gate_done_inline() or gate_untake().  When the
+ * scheduler allows nothing because paced buckets wait for credit, one
+ * timer calls hooks->dispatch when the first credit returns. */
 sched_item_t *gate_take(gate_t *g);
 
 /* A backend completion of an IO from gate_take(): adds the busy time

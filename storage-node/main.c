@@ -28,6 +28,9 @@ typedef struct {
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */
+    int pacing;                     /* --pacing: index in onoff_names (1: on) */
+    double burst_s;                 /* --burst, seconds */
+    int r_order;                    /* sched_order_t: index in order_names */
     int weighted, direct;
     int workers, outstanding;       /* -1: the node kind's default */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
@@ -47,6 +50,9 @@ static const char *const fallback_names[] = {"static", "rr", NULL};
 _Static_assert(AGENT_FALLBACK_STATIC == 0 && AGENT_FALLBACK_RR == 1, "fallback_names order");
 static const char *const default_names[] = {"serve", "reject", NULL};
 _Static_assert(FRONT_DEFAULT_SERVE == 0 && FRONT_DEFAULT_REJECT == 1, "default_names order");
+static const char *const onoff_names[] = {"off", "on", NULL};
+static const char *const order_names[] = {"rr", "urgency", NULL};
+_Static_assert(SCHED_ORDER_RR == 0 && SCHED_ORDER_URGENCY == 1, "order_names order");
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
@@ -85,7 +91,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 28
+#define NROWS 31
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -141,13 +147,35 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .min = a->block ? 1 : 0, .max = a->block ? 1024 : 256,
                 .show = "0 (inline); a block node: = --outstanding",
                 .help = "Backend worker threads.  Memcached node (0..256): each with its own\n"
-                        "libmemcached connection; 0: the event-loop thread makes the\n"
+                        "connection to memcached; 0: the event-loop thread makes the\n"
                         "(batched) backend calls itself, with no thread hand-off: fastest, but\n"
                         "a memcached that hangs (without closing) stalls every client, local\n"
                         "commands too, until its calls time out (2 s each).  N >= 1: a pool of\n"
                         "N threads; IOs beyond the workers wait in their FIFO and are batched.\n"
                         "More threads than cores cost more in wake-ups than they gain.\n"
                         "Block node (1..1024): the IO threads."}},
+        {BOTH, {.name = "pacing", .type = OPTS_ENUM, .target = &a->pacing, .arg = "on|off",
+                .deflt = "on", .names = onoff_names,
+                .help = "on: a bucket's tokens from the controller become usable at a paced\n"
+                        "rate, tokens left / time left in the period (R and L each), so a\n"
+                        "limited bucket runs at its limit instead of spending its period's\n"
+                        "tokens in a burst and then waiting; a bucket out of credit waits\n"
+                        "for it on a timer.  off: every token is usable at once (paper\n"
+                        "Algorithm 1).  Tokens from --tokens-file are never paced."}},
+        {BOTH, {.name = "burst", .type = OPTS_DURATION, .target = &a->burst_s, .arg = "DURATION",
+                .deflt = "20ms", .min = 0, .max = SCHED_BURST_MAX,
+                .help = "Burst depth of paced tokens: a bucket may save up one IO plus\n"
+                        "this long at its paced rate, per class (R, L): 20ms at 100/s is\n"
+                        "3 IOs.  It absorbs a late timer; a limited bucket does at most\n"
+                        "2 + L x (T + burst) in any window T, within 1.25 x L over 200 ms\n"
+                        "and 1.05 x L over 1 s for L >= 67/s at 20ms.  0: strict."}},
+        {BOTH, {.name = "r-order", .type = OPTS_ENUM, .target = &a->r_order, .arg = "rr|urgency",
+                .deflt = "urgency", .names = order_names,
+                .help = "Which bucket with usable R-tokens is served first.  urgency: in\n"
+                        "proportion to its R-tokens left (times its weight), so a bucket\n"
+                        "with 1,000 R-tokens is served 10 times as often as one with 100.\n"
+                        "rr: round robin (the paper; with --pacing off, the paper's\n"
+                        "scheduler)."}},
         {BOTH, {.name = "outstanding", .type = OPTS_INT, .target = &a->outstanding, .arg = "K",
                 .min = 1, .max = 1024,
                 .show = "5 with --policy tokens, 64 with rr; a block node: 5",
@@ -272,7 +300,7 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "    Speaks the memcached text protocol to clients, puts every key IO\n"
             "    in the queue of its bucket (the key prefix before the separator),\n"
             "    lets the token scheduler pick which bucket is served next and\n"
-            "    forwards the IO to the real memcached through libmemcached\n"
+            "    forwards the IO to the real memcached, pipelined\n"
             "    (batched, from the event loop or from a pool of worker threads,\n"
             "    see --workers).  Replies on a connection keep request\n"
             "    order.  The binary protocol is not supported (the connection is\n"
@@ -418,6 +446,14 @@ static int parse_args(int argc, char **argv, args_t *a)
     return -1;
 }
 
+/* What noderun takes from the command line (policy and name as given). */
+static noderun_config_t run_config(const args_t *a)
+{
+    return (noderun_config_t){a->name, a->config, a->tokens_file, a->controller, a->capacity,
+                              (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
+                              a->pacing, a->burst_s, (sched_order_t)a->r_order};
+}
+
 /* The memcached node: front_t in front of memcached. */
 static int run_memcached(const args_t *a)
 {
@@ -465,8 +501,7 @@ static int run_memcached(const args_t *a)
              cfg.name, gate_address(front_gate(f)), bhost, cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding,
              cfg.batch);
-    noderun_config_t nc = {cfg.name, a->config, a->tokens_file, a->controller, a->capacity,
-                           cfg.policy, (agent_fallback_t)a->fallback, a->silence};
+    noderun_config_t nc = run_config(a);
     if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
     log_info("stopped");
@@ -534,9 +569,7 @@ static int run_block(const args_t *a)
              a->policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
              cfg.store.workers, a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
-    noderun_config_t nc = {a->name, a->config, a->tokens_file, a->controller, a->capacity,
-                           (sched_policy_t)a->policy, (agent_fallback_t)a->fallback,
-                           a->silence};
+    noderun_config_t nc = run_config(a);
     if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
         goto out;
     nbdfront_stats_t st;

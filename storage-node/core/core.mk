@@ -1,8 +1,12 @@
 # storage-node/core/core.mk - libnodecore: the node's socket-free core (sched: the token scheduler; agent: the node's side of the control protocol) and its Check suites (included by storage-node/module.mk).
 # Users link it after node and before proto: the agent calls the protocol codec.
 LIBS += nodecore
-nodecore_SRCS = storage-node/core/sched.c storage-node/core/agent.c storage-node/core/agent_fallback.c storage-node/core/grant.c
+nodecore_SRCS = storage-node/core/sched.c storage-node/core/pace.c storage-node/core/agent.c storage-node/core/agent_fallback.c storage-node/core/grant.c
 
 TESTS += test_agent
 test_agent_SRCS = tests/test_agent.c
 test_agent_LIBS = nodecore proto common
+
+TESTS += test_pace
+test_pace_SRCS = tests/test_pace.c
+test_pace_LIBS = nodecore common
