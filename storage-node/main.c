@@ -373,13 +373,16 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
 
 /* Returns 1 if the command line asks for a block node: the program is
  * called bqos-nbd-node, or --backend names a file: store, or --nbd-listen
- * is given.  Reads argv only. */
+ * is given (on argv or in the --settings file). */
 static int block_wanted(int argc, char **argv, const char *prog)
 {
     char v[16];
-    if (strcmp(prog, "bqos-nbd-node") == 0 || opts_settings_peek(argc, argv, "nbd-listen", v, sizeof v) ||
+    if (strcmp(prog, "bqos-nbd-node") == 0)
+        return 1;
+    /* So may a settings file (--settings) that names either. */
+    if (opts_settings_peek(argc, argv, "nbd-listen", v, sizeof v) ||
         (opts_settings_peek(argc, argv, "backend", v, sizeof v) && strncmp(v, "file:", 5) == 0))
-        return 1; /* the settings file can make it a block node; the command line overrides */
+        return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0)
