@@ -9,6 +9,141 @@
 
 #include <jansson.h>
 
+/* ---- per-window accuracy ------------------------------------------------ */
+
+/* One bucket's figures for one window length. */
+typedef struct {
+    uint64_t windows, r_windows, r_met;
+    double l_worst, r_worst;
+} win_acc_t;
+
+/* One bucket: its rates, the long window being summed, its figures. */
+typedef struct {
+    double res, lim;
+    uint64_t served, waiting, arrived;  /* running long window */
+    size_t nfed;                        /* short windows in it so far */
+    win_acc_t acc[2];
+} win_bucket_t;
+
+struct report_win {
+    size_t nb, per_long;
+    double len[2];
+    win_bucket_t *b;
+};
+
+/* Rounds x to the nearest count, at least 1. */
+static size_t count_of(double x)
+{
+    double n = floor(x + 0.5);
+    return n < 1 ? 1 : (size_t)n;
+}
+
+void report_win_layout(double period, size_t *nshort, size_t *per_long)
+{
+    size_t nlong = count_of(period / REPORT_WIN_LONG_S);
+    *per_long = count_of(period / (double)nlong / REPORT_WIN_SHORT_S);
+    *nshort = nlong * *per_long;
+}
+
+report_win_t *report_win_new(size_t nbuckets, double period, const double *res, const double *lim)
+{
+    report_win_t *w = calloc(1, sizeof *w);
+    if (!w || !(w->b = calloc(nbuckets ? nbuckets : 1, sizeof *w->b))) {
+        free(w);
+        return NULL;
+    }
+    size_t nshort;
+    report_win_layout(period, &nshort, &w->per_long);
+    w->nb = nbuckets;
+    w->len[REPORT_WIN_SHORT] = period / (double)nshort;
+    w->len[REPORT_WIN_LONG] = w->len[REPORT_WIN_SHORT] * (double)w->per_long;
+    for (size_t b = 0; b < nbuckets; b++) {
+        w->b[b].res = res[b];
+        w->b[b].lim = lim[b];
+        for (int k = 0; k < 2; k++)
+            w->b[b].acc[k].r_worst = INFINITY;
+    }
+    return w;
+}
+
+void report_win_destroy(report_win_t **wp)
+{
+    if (!wp || !*wp)
+        return;
+    free((*wp)->b);
+    free(*wp);
+    *wp = NULL;
+}
+
+double report_win_short_len(const report_win_t *w)
+{
+    return w->len[REPORT_WIN_SHORT];
+}
+
+/* Counts one closed window of length len for bucket x in a. */
+static void win_close(const win_bucket_t *x, win_acc_t *a, double len, uint64_t served,
+                      uint64_t demand)
+{
+    a->windows++;
+    if (x->lim >= 0) {
+        double ratio = x->lim > 0 ? (double)served / (x->lim * len) : served ? INFINITY : 0;
+        if (ratio > a->l_worst)
+            a->l_worst = ratio;
+    }
+    double want = x->res * len;
+    if (want > 0 && (double)demand >= want) {
+        double ratio = (double)served / want;
+        a->r_windows++;
+        a->r_met += ratio >= REPORT_WIN_R_SHARE;
+        if (ratio < a->r_worst)
+            a->r_worst = ratio;
+    }
+}
+
+void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waiting,
+                     uint64_t arrived)
+{
+    if (b >= w->nb)
+        return;
+    win_bucket_t *x = &w->b[b];
+    win_close(x, &x->acc[REPORT_WIN_SHORT], w->len[REPORT_WIN_SHORT], served, waiting + arrived);
+    if (x->nfed == 0) {
+        x->served = x->arrived = 0;
+        x->waiting = waiting;
+    }
+    x->served += served;
+    x->arrived += arrived;
+    if (++x->nfed == w->per_long) {
+        win_close(x, &x->acc[REPORT_WIN_LONG], w->len[REPORT_WIN_LONG], x->served,
+                  x->waiting + x->arrived);
+        x->nfed = 0;
+    }
+}
+
+report_win_fig_t report_win_figures(const report_win_t *w, long b, int which)
+{
+    report_win_fig_t f = {.len = w->len[which], .r_worst = INFINITY};
+    for (size_t i = b < 0 ? 0 : (size_t)b; i < w->nb && (b < 0 || i == (size_t)b); i++) {
+        const win_acc_t *a = &w->b[i].acc[which];
+        f.windows += a->windows;
+        if (w->b[i].lim >= 0) {
+            f.l_windows += a->windows;
+            if (a->l_worst > f.l_worst)
+                f.l_worst = a->l_worst;
+        }
+        f.r_windows += a->r_windows;
+        f.r_met += a->r_met;
+        if (a->r_worst < f.r_worst)
+            f.r_worst = a->r_worst;
+    }
+    f.r_share = f.r_windows ? (double)f.r_met / (double)f.r_windows : 1;
+    if (!f.r_windows)
+        f.r_worst = 1;
+    return f;
+}
+
+/* ---- bqos-load's counters ------------------------------------------------ */
+
 struct report {
     const scenario_t *s;
     double slot_len;       /* seconds per redistribution interval */

@@ -13,6 +13,70 @@
 #define REPORT_MET_SHARE 0.99
 #define REPORT_OVER_SHARE 1.01
 
+/* ---- Per-window accuracy (issue 14) ------------------------------------
+ *
+ * A QoS period is cut into equal windows aligned to its start: "long"
+ * windows of about 1 s (round(T / 1 s) of them, at least 1) and "short"
+ * windows of about 200 ms (each long window cut into round(long / 200 ms),
+ * at least 1), so a long window is a whole number of short ones (T = 5 s:
+ * 5 x 1 s and 25 x 200 ms; T = 1 s: 1 x 1 s and 5 x 200 ms).  For each
+ * bucket-window:
+ *   L ratio  served / (limit x window length), buckets with a limit;
+ *   R        the window counts when the bucket's demand in it (requests
+ *            waiting at its start plus requests arriving in it) is at
+ *            least reservation x window length, and meets R when served >=
+ *            REPORT_WIN_R_SHARE x reservation x window length.
+ * Memory is fixed per bucket (the running long window and the figures);
+ * nothing is allocated per IO or per window. */
+#define REPORT_WIN_LONG_S 1.0
+#define REPORT_WIN_SHORT_S 0.2
+#define REPORT_WIN_R_SHARE 0.95
+
+enum { REPORT_WIN_LONG = 0, REPORT_WIN_SHORT = 1 };
+
+/* Figures of one window length (index REPORT_WIN_LONG or _SHORT). */
+typedef struct {
+    double len;          /* window length, seconds */
+    uint64_t windows;    /* bucket-windows fed */
+    uint64_t l_windows;  /* ... of buckets with a limit */
+    double l_worst;      /* largest L ratio (0 if no l_windows) */
+    uint64_t r_windows;  /* bucket-windows with demand >= R pro rata */
+    uint64_t r_met;      /* ... of which served >= 95% of R pro rata */
+    double r_share;      /* r_met / r_windows (1 if no r_windows) */
+    double r_worst;      /* smallest served / (R pro rata) over r_windows (1 if none) */
+} report_win_fig_t;
+
+typedef struct report_win report_win_t;
+
+/* Number of short windows per period (*nshort) and per long window
+ * (*per_long) for a period of `period` seconds. */
+void report_win_layout(double period, size_t *nshort, size_t *per_long);
+
+/* Returns an accumulator for `nbuckets` buckets with reservations res[b]
+ * and limits lim[b] in IOs/s (lim[b] < 0: no limit; both copied), for
+ * periods of `period` seconds; NULL if out of memory.  Caller owns it; free
+ * with report_win_destroy().  One thread at a time. */
+report_win_t *report_win_new(size_t nbuckets, double period, const double *res, const double *lim);
+
+/* Frees the accumulator and sets *wp to NULL.  Accepts NULL. */
+void report_win_destroy(report_win_t **wp);
+
+/* Length in seconds of the short windows. */
+double report_win_short_len(const report_win_t *w);
+
+/* Feeds the next short window of bucket b: `served` IOs completed in it,
+ * `waiting` requests waiting (or in flight) at its start, `arrived`
+ * requests issued in it.  Windows of one bucket are fed in time order,
+ * whole periods at a time starting at a period start (a long window closes
+ * with its last short window; a long window left incomplete is not
+ * counted). */
+void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waiting,
+                     uint64_t arrived);
+
+/* The figures over every bucket (b < 0) or one bucket, for window length
+ * `which` (REPORT_WIN_LONG or REPORT_WIN_SHORT). */
+report_win_fig_t report_win_figures(const report_win_t *w, long b, int which);
+
 /* Completion counters of one run.  report_add() and report_add_error() may
  * be called from any thread (atomic counters); everything else reads, and
  * should run after the load threads stopped (or accept a moving picture). */

@@ -83,7 +83,7 @@ typedef struct {
 /* The generator's options first, one per field of sim_config_t; their
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
-#define NGEN 17
+#define NGEN 18
 #define NOPTS (NGEN + 13)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
@@ -95,7 +95,7 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
     const double dflt[NGEN] = {d.servers, d.buckets, d.capacity, d.svc_spread, d.period,
                                d.intervals, d.periods, d.warmup, d.delay, d.reserved,
                                d.res_zipf, d.demand, d.active, d.split_zipf, d.changes,
-                               d.outstanding, (double)d.seed};
+                               d.outstanding, d.limit, (double)d.seed};
     for (int i = 0; i < NGEN; i++)
         snprintf(shown[i], 32, "%g", dflt[i]);
     snprintf(shown[NGEN - 1], 32, "%llu", (unsigned long long)d.seed);
@@ -134,10 +134,13 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
         {.name = "outstanding", .type = OPTS_INT, .target = &c->outstanding, .arg = "N",
          .show = shown[15], .min = 0, .max = 100000,
          .help = "closed loop: requests in flight per active server (0: open loop)"},
+        {.name = "limit", .shrt = 'L', .type = OPTS_DOUBLE, .target = &c->limit, .arg = "F",
+         .show = shown[16], .min = 0, .max = 1000,
+         .help = "limit / reservation of every bucket (0: no limits)"},
         {.name = "seed", .shrt = 's', .type = OPTS_U64, .target = &c->seed, .arg = "N",
-         .show = shown[16], .help = "random seed"},
+         .show = shown[17], .help = "random seed"},
         {.name = "policies", .shrt = 'p', .type = OPTS_STRING, .target = &st->policy_list,
-         .arg = "LIST", .deflt = "rr,static,pshift,clairvoyant",
+         .arg = "LIST", .deflt = "rr,static,pshift,pshift-paced,clairvoyant",
          .help = "comma-separated policies to run, in order\n(default {default})"},
         {.name = "changes-exact", .type = OPTS_FLAG, .target = &st->changes_exact,
          .help = "exactly CHANGES demand changes per period (default:\n"
@@ -259,12 +262,42 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
     return j;
 }
 
+/* The per-window figures of one window length. */
+static json_t *window_json(const report_win_fig_t *f)
+{
+    return json_pack("{s:f,s:I,s:I,s:f,s:I,s:I,s:f,s:f}", "len_s", f->len, "windows",
+                     (json_int_t)f->windows, "l_windows", (json_int_t)f->l_windows, "l_worst",
+                     f->l_worst, "r_windows", (json_int_t)f->r_windows, "r_met",
+                     (json_int_t)f->r_met, "r_share", f->r_share, "r_worst", f->r_worst);
+}
+
+/* Prints the side-by-side table of the policies' results to f. */
+static void print_table(FILE *f, sim_result_t *const *res, int n)
+{
+    fprintf(f, "%-13s %9s %9s %7s | %12s %12s | %10s %10s\n", "policy", "R>=95%/T", "R>=99%/T",
+            "worst", "R>=95% 1s", "R>=95% 200ms", "L max 1s", "L max 200ms");
+    for (int i = 0; i < n; i++) {
+        const sim_result_t *r = res[i];
+        const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
+        char l1[16] = "-", l2[16] = "-";
+        if (wl->l_windows)
+            snprintf(l1, sizeof l1, "%.3f", wl->l_worst);
+        if (ws->l_windows)
+            snprintf(l2, sizeof l2, "%.3f", ws->l_worst);
+        fprintf(f, "%-13s %8.2f%% %8.2f%% %7.3f | %11.2f%% %11.2f%% | %10s %10s\n",
+                sim_policy_name(r->policy), 100 * r->meet95, 100 * r->meet99, r->worst,
+                100 * wl->r_share, 100 * ws->r_share, l1, l2);
+    }
+}
+
 static json_t *result_json(const sim_result_t *r)
 {
-    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
+    json_t *w = json_pack("{s:o,s:o}", "long", window_json(&r->win[REPORT_WIN_LONG]), "short",
+                          window_json(&r->win[REPORT_WIN_SHORT]));
+    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:o*,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
                      sim_policy_name(r->policy), "samples", (json_int_t)r->samples, "meet95",
                      r->meet95, "meet99", r->meet99, "mean_error", r->mean_err, "worst", r->worst,
-                     "events", (json_int_t)r->events, "events_per_s",
+                     "windows", w, "events", (json_int_t)r->events, "events_per_s",
                      r->wall_s > 0 ? r->events / r->wall_s : 0.0, "wall_s", r->wall_s, "ctrl_s",
                      r->ctrl_s, "rounds", (json_int_t)r->rounds, "skipped", (json_int_t)r->skipped, "arrivals",
                      (json_int_t)r->arrivals, "completions", (json_int_t)r->completions,
@@ -361,6 +394,8 @@ int main(int argc, char **argv)
                     pr.tty ? "\r\033[K" : "", sim_policy_name(r->policy), r->meet95, r->meet99,
                     r->mean_err, r->wall_s > 0 ? r->events / r->wall_s / 1e6 : 0, r->wall_s);
     }
+    if (!st.quiet && nres)
+        print_table(stderr, res, nres);
     root = json_object();
     json_t *pol = json_array();
     if (!root || !pol) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,14 @@
 /* Generation of the table the non-pshift policies "send" (names b0..). */
 #define SIM_TABLE 1
 
-static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "clairvoyant"};
+static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "pshift-paced",
+                                                        "clairvoyant"};
+
+/* Policies run by the controller's own loop (ctrl_t). */
+static int is_ctrl(sim_policy_t p)
+{
+    return p == SIM_POLICY_PSHIFT || p == SIM_POLICY_PSHIFT_PACED;
+}
 
 const char *sim_policy_name(sim_policy_t p)
 {
@@ -82,9 +90,17 @@ typedef struct {
                                        period change */
     chunk_t *chunks;
     uint64_t arrivals, completions, dropped;
+    /* [bucket] the run's per-bucket counts since the start, shared by
+     * every server (relaxed atomics: read at window boundaries only) */
+    _Atomic uint64_t *b_arr, *b_done, *b_drop;
     int poisson;
     int err;
 } server_t;
+
+static inline void bump(_Atomic uint64_t *c, int b)
+{
+    atomic_fetch_add_explicit(&c[b], 1, memory_order_relaxed);
+}
 
 static req_t *req_get(server_t *sv)
 {
@@ -121,6 +137,7 @@ static inline int issue(server_t *sv, uint32_t g)
     r->seg = g;
     sched_enqueue(sv->sch, sv->segs[g].bucket, &r->it);
     sv->arrivals++;
+    bump(sv->b_arr, sv->segs[g].bucket);
     return 0;
 }
 
@@ -163,6 +180,7 @@ static void advance(server_t *sv, double until)
             sv->completions++;
             sched_note_completion(sv->sch, 1, 0);
             const sim_segment_t *sg = &sv->segs[sv->cur_seg];
+            bump(sv->b_done, sg->bucket);
             if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
                 return;
             kick(sv, t);
@@ -205,6 +223,7 @@ static void drop_cb(sched_item_t *it, void *arg)
         return;
     }
     sv->dropped++;
+    bump(sv->b_drop, sv->segs[r->seg].bucket);
     req_put(sv, r);
 }
 
@@ -326,13 +345,50 @@ typedef struct {
     uint64_t *cum_prev;           /* [B] ... at the previous round */
     int64_t *dem;                 /* [S][B] clairvoyant: demand for the rest */
     proto_tokens_rec_t *tok;      /* [S][B] static, clairvoyant: the tokens to push */
+    int64_t *lal;                 /* [S][B] static, clairvoyant: L-tokens (scratch) */
+    int any_limit;                /* some bucket has a limit */
     int64_t *res_tokens;          /* [B] reservation in tokens per period */
     uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
     char **names;                 /* [B] "b<index>": the buckets' names */
     ctrl_t *ctl;                  /* pshift: the controller's loop state */
     proto_msg_t rep;              /* one node's report */
     sim_result_t *r;
+    /* per-window accuracy: the servers' per-bucket counts since the
+     * start, their values at the start of the open window, the window */
+    _Atomic uint64_t *b_arr, *b_done, *b_drop;   /* [B] */
+    uint64_t *w_arr, *w_done;                    /* [B] */
+    report_win_t *win;
+    size_t wn;                    /* short windows per period */
+    uint64_t wcur;                /* index of the open window since the start */
 } run_t;
+
+/* Start of short window w (counted from the run's start): windows are
+ * aligned to the periods. */
+static double window_start(const run_t *R, uint64_t w)
+{
+    double T = R->m->cfg.period;
+    return (double)(w / R->wn) * T + (double)(w % R->wn) * T / (double)R->wn;
+}
+
+/* Closes the open window at its end: feeds every bucket's served IOs,
+ * requests waiting at its start (drops happen only at period starts, the
+ * start of a window, so they are taken off) and arrivals to R->win if the
+ * window's period is measured. */
+static void window_close(run_t *R)
+{
+    int measured = (int)(R->wcur / R->wn) >= R->m->cfg.warmup;
+    for (int b = 0; b < R->B; b++) {
+        uint64_t a = atomic_load_explicit(&R->b_arr[b], memory_order_relaxed);
+        uint64_t d = atomic_load_explicit(&R->b_done[b], memory_order_relaxed);
+        uint64_t x = atomic_load_explicit(&R->b_drop[b], memory_order_relaxed);
+        if (measured)
+            report_win_feed(R->win, (size_t)b, d - R->w_done[b],
+                            R->w_arr[b] - R->w_done[b] - x, a - R->w_arr[b]);
+        R->w_arr[b] = a;
+        R->w_done[b] = d;
+    }
+    R->wcur++;
+}
 
 /* Collects per-bucket service at a round boundary, and stores the
  * interval's service if the period is measured. */
@@ -501,18 +557,27 @@ static void push_tok(run_t *R)
     }
 }
 
-/* Sets every (server, bucket) record of R->tok to R-tokens `alloc` (NULL:
- * 0), no limit. */
-static void tok_all(run_t *R, const int64_t *alloc)
+/* Sets every (server, bucket) record of R->tok to R-tokens `alloc` and,
+ * for a bucket with a limit, L-tokens `lalloc` (NULL: 0). */
+static void tok_all(run_t *R, const int64_t *alloc, const int64_t *lalloc)
 {
     for (int s = 0; s < R->S; s++)
         for (int b = 0; b < R->B; b++) {
             size_t i = (size_t)s * R->B + b;
-            R->tok[i] = (proto_tokens_rec_t){.bucket = (uint32_t)b,
-                                             .flags = PROTO_TOK_UNLIMITED,
-                                             .r_tokens = alloc ? alloc[i] : 0,
-                                             .l_tokens = PROTO_UNLIMITED};
+            int unl = R->m->buckets[b].limit < 0;
+            R->tok[i] = (proto_tokens_rec_t){
+                .bucket = (uint32_t)b,
+                .flags = unl ? PROTO_TOK_UNLIMITED : 0,
+                .r_tokens = alloc ? alloc[i] : 0,
+                .l_tokens = unl ? PROTO_UNLIMITED : lalloc ? lalloc[i] : 0};
         }
+}
+
+/* A bucket's limit in tokens per period, or BUCKETFILE_NO_LIMIT. */
+static int64_t limit_tokens(const run_t *R, int b)
+{
+    double l = R->m->buckets[b].limit;
+    return l < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(l * R->m->cfg.period));
 }
 
 /* The controller for the pshift policy: the real control-loop state, with
@@ -525,8 +590,9 @@ static int ctl_setup(run_t *R)
     if (!bf)
         goto out;
     for (int b = 0; b < R->B; b++) {
+        double lim = m->buckets[b].limit;
         bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
-                                  .limit = BUCKETFILE_NO_LIMIT,
+                                  .limit = lim < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(lim)),
                                   .weight = R->weights ? R->weights[b] : 1};
         snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
         if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
@@ -573,6 +639,74 @@ static int ctl_round(run_t *R, int p, int k, double t)
             sv->push_type = PROTO_TOKENS;
     }
     return 0;
+}
+
+/* Copies the allocation of solved problem p (bucket b at index bidx[b],
+ * -1 if absent) into R->tok's R-tokens (lclass 0) or L-tokens (1). */
+static void take_solution(run_t *R, pshift_problem_t *p, const int *bidx, int lclass)
+{
+    for (int b = 0; b < R->B; b++) {
+        if (bidx[b] < 0)
+            continue;
+        size_t n = pshift_bucket_nentries(p, bidx[b]);
+        for (size_t e = 0; e < n; e++) {
+            int s;
+            int64_t a;
+            pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
+            proto_tokens_rec_t *tr = &R->tok[(size_t)s * R->B + b];
+            *(lclass ? &tr->l_tokens : &tr->r_tokens) = a;
+        }
+    }
+}
+
+/* clairvoyant, L pass (as the controller's, paper III-D): limited buckets
+ * get their headroom (limit - served - R-tokens) placed by pShift on the
+ * true capacity left after R and their true demand beyond their R-tokens.
+ * Reads R->tok's R-tokens, fills its L-tokens; bidx is scratch.  Returns 0,
+ * -ENOMEM or a pShift error. */
+static int clairvoyant_lpass(run_t *R, double t, double t_end, int *bidx)
+{
+    int S = R->S, B = R->B, rc = -ENOMEM;
+    pshift_problem_t *q = pshift_problem_new();
+    if (!q)
+        goto out;
+    for (int s = 0; s < S; s++) {
+        int64_t used = 0;
+        for (int b = 0; b < B; b++)
+            used += R->tok[(size_t)s * B + b].r_tokens;
+        int64_t cap = llround(R->m->capacity[s] * (t_end - t)) - used;
+        if ((rc = pshift_add_server(q, NULL, cap > 0 ? cap : 0)) < 0)
+            goto out;
+    }
+    for (int b = 0; b < B; b++) {
+        bidx[b] = -1;
+        int64_t lim = limit_tokens(R, b), rsum = 0;
+        if (lim == BUCKETFILE_NO_LIMIT)
+            continue;
+        for (int s = 0; s < S; s++)
+            rsum += R->tok[(size_t)s * B + b].r_tokens;
+        int64_t head = lim - (int64_t)R->cum[b] - rsum;
+        if (head <= 0)
+            continue;
+        for (int s = 0; s < S; s++) {
+            int64_t d = R->dem[(size_t)s * B + b] - R->tok[(size_t)s * B + b].r_tokens;
+            if (d <= 0)
+                continue;
+            if (bidx[b] < 0 && (bidx[b] = rc = pshift_add_bucket(q, NULL, head)) < 0)
+                goto out;
+            if ((rc = pshift_set_demand(q, bidx[b], s, d)) < 0)
+                goto out;
+        }
+    }
+    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
+    po.threads = R->o->threads;
+    if ((rc = pshift_solve(q, &po)) < 0)
+        goto out;
+    take_solution(R, q, bidx, 1);
+    rc = 0;
+out:
+    pshift_problem_destroy(&q);
+    return rc;
 }
 
 /* clairvoyant: pShift over each (bucket, server)'s queue plus its true
@@ -630,18 +764,10 @@ static int clairvoyant_round(run_t *R, double t, double t_end)
     po.threads = R->o->threads;
     if ((rc = pshift_solve(p, &po)) < 0)
         goto out;
-    tok_all(R, NULL);
-    for (int b = 0; b < B; b++) {
-        if (bidx[b] < 0)
-            continue;
-        size_t n = pshift_bucket_nentries(p, bidx[b]);
-        for (size_t e = 0; e < n; e++) {
-            int s;
-            int64_t a;
-            pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
-            R->tok[(size_t)s * B + b].r_tokens = a;
-        }
-    }
+    tok_all(R, NULL, NULL);
+    take_solution(R, p, bidx, 0);
+    if (R->any_limit && (rc = clairvoyant_lpass(R, t, t_end, bidx)) < 0)
+        goto out;
     push_tok(R);
     R->r->rounds++;
     rc = 0;
@@ -651,11 +777,13 @@ out:
     return rc;
 }
 
-/* static: the reservation split by the initial demand, every period. */
+/* static: the reservation and the limit's headroom split by the initial
+ * demand, every period. */
 static void static_tokens(run_t *R)
 {
-    int64_t *alloc = R->dem; /* scratch */
+    int64_t *alloc = R->dem, *lalloc = R->lal; /* scratch */
     memset(alloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
+    memset(lalloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
     for (int b = 0; b < R->B; b++) {
         const sim_bucket_t *bk = &R->m->buckets[b];
         const sim_phase_t *ph = &bk->phases[0];
@@ -665,11 +793,15 @@ static void static_tokens(run_t *R)
             sum += bk->outstanding ? 1 : ph->rates[i];
         if (!(sum > 0))
             continue;
-        for (int i = 0; i < ph->n; i++)
-            alloc[(size_t)ph->servers[i] * R->B + b] +=
-                llround(R->res_tokens[b] * (bk->outstanding ? 1 : ph->rates[i]) / sum);
+        int64_t lim = limit_tokens(R, b);
+        int64_t head = lim == BUCKETFILE_NO_LIMIT ? 0 : lim - R->res_tokens[b];
+        for (int i = 0; i < ph->n; i++) {
+            double share = (bk->outstanding ? 1 : ph->rates[i]) / sum;
+            alloc[(size_t)ph->servers[i] * R->B + b] += llround(R->res_tokens[b] * share);
+            lalloc[(size_t)ph->servers[i] * R->B + b] += llround((double)head * share);
+        }
     }
-    tok_all(R, alloc);
+    tok_all(R, alloc, lalloc);
 }
 
 static void summarize(sim_result_t *r)
@@ -708,6 +840,17 @@ static int advance_all(run_t *R, double t)
     return bad ? -ENOMEM : 0;
 }
 
+/* Runs every server up to time t, closing each window that ends on the
+ * way at its end.  Returns 0 or -ENOMEM. */
+static int advance_to(run_t *R, double t)
+{
+    int rc;
+    for (double te; (te = window_start(R, R->wcur + 1)) <= t; window_close(R))
+        if ((rc = advance_all(R, te)) < 0)
+            return rc;
+    return advance_all(R, t);
+}
+
 int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opts,
             sim_result_t **out)
 {
@@ -732,7 +875,14 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.tok = calloc(SB, sizeof(proto_tokens_rec_t));
     R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
     R.names = calloc((size_t)R.B, sizeof(char *));
-    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names)
+    R.lal = calloc(SB, sizeof(int64_t));
+    R.b_arr = calloc((size_t)R.B, sizeof(*R.b_arr));
+    R.b_done = calloc((size_t)R.B, sizeof(*R.b_done));
+    R.b_drop = calloc((size_t)R.B, sizeof(*R.b_drop));
+    R.w_arr = calloc((size_t)R.B, sizeof(uint64_t));
+    R.w_done = calloc((size_t)R.B, sizeof(uint64_t));
+    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names ||
+        !R.lal || !R.b_arr || !R.b_done || !R.b_drop || !R.w_arr || !R.w_done)
         goto out;
     for (int b = 0; b < R.B; b++) {
         char name[32];
@@ -749,10 +899,22 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     r->served_iv = calloc((size_t)mperiods * R.K * R.B, sizeof(uint32_t));
     if (!r->reserved || !r->served || !r->served_iv)
         goto out;
+    double *wres = malloc(2 * (size_t)R.B * sizeof(double)), *wlim = wres + R.B;
+    if (!wres)
+        goto out;
     for (int b = 0; b < R.B; b++) {
         r->reserved[b] = m->buckets[b].reservation * c->period;
         R.res_tokens[b] = llround(r->reserved[b]);
+        R.any_limit |= m->buckets[b].limit >= 0;
+        wres[b] = m->buckets[b].reservation;
+        wlim[b] = m->buckets[b].limit;
     }
+    size_t per_long;
+    report_win_layout(c->period, &R.wn, &per_long);
+    R.win = report_win_new((size_t)R.B, c->period, wres, wlim);
+    free(wres);
+    if (!R.win)
+        goto out;
     if (R.o->weighted) {
         double rmin = INFINITY;
         for (int b = 0; b < R.B; b++)
@@ -765,11 +927,15 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     }
     int bad = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
-    for (int s = 0; s < R.S; s++)
+    for (int s = 0; s < R.S; s++) {
+        R.sv[s].b_arr = R.b_arr;
+        R.sv[s].b_done = R.b_done;
+        R.sv[s].b_drop = R.b_drop;
         bad |= server_init(&R.sv[s], m, s, policy, R.weights) < 0;
+    }
     if (bad)
         goto out;
-    if (policy == SIM_POLICY_PSHIFT && (rc = ctl_setup(&R)) < 0)
+    if (is_ctrl(policy) && (rc = ctl_setup(&R)) < 0)
         goto out;
     if ((rc = nodes_join(&R)) < 0)
         goto out;
@@ -780,7 +946,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         for (int k = 0; k < R.K; k++) {
             double t = p * c->period + k * ivl;
             double t_end = (p + 1) * c->period;
-            if ((rc = advance_all(&R, t)) < 0)
+            if ((rc = advance_to(&R, t)) < 0)
                 goto out;
             if (p || k)
                 gather(&R, k ? p : p - 1, k ? k - 1 : R.K - 1);
@@ -789,18 +955,17 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                 memset(R.cum_prev, 0, (size_t)R.B * sizeof(uint64_t));
             }
             node_ticks(&R, t);
-            if (policy != SIM_POLICY_PSHIFT)
+            if (!is_ctrl(policy))
                 for (int s = 0; s < R.S; s++)
                     if ((rc = node_report(&R, s, t)) < 0)
                         goto out;
-            if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
+            if (is_ctrl(policy) || policy == SIM_POLICY_CLAIRVOYANT) {
                 double c0 = mono_now();
-                rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k, t)
-                                                 : clairvoyant_round(&R, t, t_end);
+                rc = is_ctrl(policy) ? ctl_round(&R, p, k, t) : clairvoyant_round(&R, t, t_end);
                 if (rc < 0)
                     goto out;
                 r->ctrl_s += mono_now() - c0;
-                if ((rc = advance_all(&R, t + c->delay)) < 0)
+                if ((rc = advance_to(&R, t + c->delay)) < 0)
                     goto out;
                 push_all(&R, p, k, t + c->delay);
             } else {
@@ -816,7 +981,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
             }
         }
     }
-    if ((rc = advance_all(&R, m->horizon)) < 0)
+    if ((rc = advance_to(&R, m->horizon)) < 0)
         goto out;
     gather(&R, c->periods - 1, R.K - 1);
     for (int s = 0; s < R.S; s++) {
@@ -828,6 +993,8 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     r->events = r->arrivals + r->completions;
     r->wall_s = mono_now() - t0;
     summarize(r);
+    r->win[REPORT_WIN_LONG] = report_win_figures(R.win, -1, REPORT_WIN_LONG);
+    r->win[REPORT_WIN_SHORT] = report_win_figures(R.win, -1, REPORT_WIN_SHORT);
     *out = r;
     r = NULL;
     rc = 0;
@@ -844,6 +1011,13 @@ out:
     free(R.tok);
     free(R.res_tokens);
     free(R.weights);
+    free(R.lal);
+    free(R.b_arr);
+    free(R.b_done);
+    free(R.b_drop);
+    free(R.w_arr);
+    free(R.w_done);
+    report_win_destroy(&R.win);
     if (R.names)
         for (int b = 0; b < R.B; b++)
             free(R.names[b]);
