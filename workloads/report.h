@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "workloads/scenario.h"
 
 /* Met: achieved >= REPORT_MET_SHARE x reservation.  Over: achieved >
@@ -77,6 +79,11 @@ void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waitin
  * `which` (REPORT_WIN_LONG or REPORT_WIN_SHORT). */
 report_win_fig_t report_win_figures(const report_win_t *w, long b, int which);
 
+/* Returns {"long": {...}, "short": {...}} with the fields of f[REPORT_WIN_LONG]
+ * and f[REPORT_WIN_SHORT] (len_s, windows, l_windows, l_worst, r_windows,
+ * r_met, r_share, r_worst), or NULL if out of memory.  Caller owns it. */
+json_t *report_win_json(const report_win_fig_t *f);
+
 /* Completion counters of one run.  report_add() and report_add_error() may
  * be called from any thread (atomic counters); everything else reads, and
  * should run after the load threads stopped (or accept a moving picture). */
@@ -100,6 +107,26 @@ uint64_t report_server_total(const report_t *r, size_t srv);
 
 /* Counts one failed request of bucket `b` (not a completed IO).  Thread-safe. */
 void report_add_error(report_t *r, size_t b);
+
+/* Per-window accuracy of a run (report_win_*): completions (report_add())
+ * and requests sent (report_sent()) are counted per short window in a ring
+ * of REPORT_RING windows per bucket; report_fold() moves finished windows
+ * into the accumulator, so memory does not grow with the run.  Windows of
+ * the warm-up periods are not counted.  A bucket's requests waiting at a
+ * window's start are those sent and neither completed nor failed. */
+#define REPORT_RING 64
+/* How long after a window's end report_fold() waits for late counts. */
+#define REPORT_FOLD_LAG 1.0
+
+/* Counts one request of bucket `b` sent at `t` seconds.  Thread-safe. */
+void report_sent(report_t *r, size_t b, double t);
+
+/* Folds the windows that ended at or before `upto` seconds (and before the
+ * run's end).  Call from one thread (the main thread) at least every few
+ * seconds while the load runs, with `upto` = now - REPORT_FOLD_LAG (counts
+ * more than REPORT_RING windows ahead of the last fold are lost), and once
+ * after the load threads stopped with `upto` = INFINITY. */
+void report_fold(report_t *r, double upto);
 
 /* Marks the run as ended after `t` seconds (an interrupted run): periods
  * after `t` are left out of periods.csv and the summary.  Call after the
@@ -130,7 +157,10 @@ int report_write_periods(const report_t *r, FILE *f);
  * min/max period, met, over, periods met and over, errors; met_share and
  * over_share (of buckets), period_met_share and period_over_share (of
  * bucket-periods); total IOs/s; per server its completed IOs and mean IOs/s
- * over the run.  `label` (may be NULL) names the run.
+ * over the run; "windows": {"long", "short"} per-window accuracy (see
+ * report_win_figures(): len_s, windows, l_windows, l_worst, r_windows,
+ * r_met, r_share, r_worst) over all buckets at the top and per bucket.
+ * `label` (may be NULL) names the run.
  * Returns 0, -EIO, -ENOMEM. */
 int report_write_summary(const report_t *r, const char *label, FILE *f);
 

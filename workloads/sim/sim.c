@@ -262,15 +262,6 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
     return j;
 }
 
-/* The per-window figures of one window length. */
-static json_t *window_json(const report_win_fig_t *f)
-{
-    return json_pack("{s:f,s:I,s:I,s:f,s:I,s:I,s:f,s:f}", "len_s", f->len, "windows",
-                     (json_int_t)f->windows, "l_windows", (json_int_t)f->l_windows, "l_worst",
-                     f->l_worst, "r_windows", (json_int_t)f->r_windows, "r_met",
-                     (json_int_t)f->r_met, "r_share", f->r_share, "r_worst", f->r_worst);
-}
-
 /* Prints the side-by-side table of the policies' results to f. */
 static void print_table(FILE *f, sim_result_t *const *res, int n)
 {
@@ -292,8 +283,7 @@ static void print_table(FILE *f, sim_result_t *const *res, int n)
 
 static json_t *result_json(const sim_result_t *r)
 {
-    json_t *w = json_pack("{s:o,s:o}", "long", window_json(&r->win[REPORT_WIN_LONG]), "short",
-                          window_json(&r->win[REPORT_WIN_SHORT]));
+    json_t *w = report_win_json(r->win);
     return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:o*,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
                      sim_policy_name(r->policy), "samples", (json_int_t)r->samples, "meet95",
                      r->meet95, "meet99", r->meet99, "mean_error", r->mean_err, "worst", r->worst,
