@@ -470,15 +470,15 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
         pall += measured;
         total_rate += achieved;
         total_errors += report_errors(r, b);
-        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:I, s:o*}",
+        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:o*, s:I}",
                                "name", bk->name, "reservation", bk->reservation, "limit",
                                bk->limit == SCENARIO_NO_LIMIT ? json_null() : json_real(bk->limit),
                                "achieved", achieved, "min_period", minp, "max_period", maxp,
                                "met", m, "over", o, "periods_met", (json_int_t)bmet,
                                "periods_over", (json_int_t)bover, "completed",
-                               (json_int_t)report_total(r, b), "errors",
-                               (json_int_t)report_errors(r, b), "windows",
-                               win_json(r->win, (long)b));
+                               (json_int_t)report_total(r, b), "windows",
+                               win_json(r->win, (long)b), "errors",
+                               (json_int_t)report_errors(r, b));
         if (!jb || json_array_append_new(arr, jb) < 0)
             goto out;
     }
