@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,17 +89,13 @@ typedef struct {
                                        period change */
     chunk_t *chunks;
     uint64_t arrivals, completions, dropped;
-    /* [bucket] the run's per-bucket counts since the start, shared by
-     * every server (relaxed atomics: read at window boundaries only) */
-    _Atomic uint64_t *b_arr, *b_done, *b_drop;
+    /* [bucket] this server's arrivals, completions and drops per bucket
+     * since the start (read at window boundaries, between advances) */
+    uint64_t *b_arr, *b_done, *b_drop;
     int poisson;
     int err;
 } server_t;
 
-static inline void bump(_Atomic uint64_t *c, int b)
-{
-    atomic_fetch_add_explicit(&c[b], 1, memory_order_relaxed);
-}
 
 static req_t *req_get(server_t *sv)
 {
@@ -137,7 +132,7 @@ static inline int issue(server_t *sv, uint32_t g)
     r->seg = g;
     sched_enqueue(sv->sch, sv->segs[g].bucket, &r->it);
     sv->arrivals++;
-    bump(sv->b_arr, sv->segs[g].bucket);
+    sv->b_arr[sv->segs[g].bucket]++;
     return 0;
 }
 
@@ -180,7 +175,7 @@ static void advance(server_t *sv, double until)
             sv->completions++;
             sched_note_completion(sv->sch, 1, 0);
             const sim_segment_t *sg = &sv->segs[sv->cur_seg];
-            bump(sv->b_done, sg->bucket);
+            sv->b_done[sg->bucket]++;
             if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
                 return;
             kick(sv, t);
@@ -223,7 +218,7 @@ static void drop_cb(sched_item_t *it, void *arg)
         return;
     }
     sv->dropped++;
-    bump(sv->b_drop, sv->segs[r->seg].bucket);
+    sv->b_drop[sv->segs[r->seg].bucket]++;
     req_put(sv, r);
 }
 
@@ -354,9 +349,11 @@ typedef struct {
     proto_msg_t rep;              /* one node's report */
     sim_result_t *r;
     /* per-window accuracy: the servers' per-bucket counts since the
-     * start, their values at the start of the open window, the window */
-    _Atomic uint64_t *b_arr, *b_done, *b_drop;   /* [B] */
-    uint64_t *w_arr, *w_done;                    /* [B] */
+     * start (their rows of cnt), summed at window boundaries into sum, and
+     * the sums at the start of the open window */
+    uint64_t *cnt;                /* [S][3][B] arrivals, completions, drops */
+    uint64_t *sum;                /* [3][B] */
+    uint64_t *w_arr, *w_done;     /* [B] */
     report_win_t *win;
     size_t wn;                    /* short windows per period */
     uint64_t wcur;                /* index of the open window since the start */
@@ -377,10 +374,15 @@ static double window_start(const run_t *R, uint64_t w)
 static void window_close(run_t *R)
 {
     int measured = (int)(R->wcur / R->wn) >= R->m->cfg.warmup;
+    size_t n3 = 3 * (size_t)R->B;
+    memset(R->sum, 0, n3 * sizeof(uint64_t));
+    for (int s = 0; s < R->S; s++) {
+        const uint64_t *c = R->cnt + (size_t)s * n3;
+        for (size_t i = 0; i < n3; i++)
+            R->sum[i] += c[i];
+    }
     for (int b = 0; b < R->B; b++) {
-        uint64_t a = atomic_load_explicit(&R->b_arr[b], memory_order_relaxed);
-        uint64_t d = atomic_load_explicit(&R->b_done[b], memory_order_relaxed);
-        uint64_t x = atomic_load_explicit(&R->b_drop[b], memory_order_relaxed);
+        uint64_t a = R->sum[b], d = R->sum[R->B + b], x = R->sum[2 * R->B + b];
         if (measured)
             report_win_feed(R->win, (size_t)b, d - R->w_done[b],
                             R->w_arr[b] - R->w_done[b] - x, a - R->w_arr[b]);
@@ -876,13 +878,12 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
     R.names = calloc((size_t)R.B, sizeof(char *));
     R.lal = calloc(SB, sizeof(int64_t));
-    R.b_arr = calloc((size_t)R.B, sizeof(*R.b_arr));
-    R.b_done = calloc((size_t)R.B, sizeof(*R.b_done));
-    R.b_drop = calloc((size_t)R.B, sizeof(*R.b_drop));
+    R.cnt = calloc(3 * SB, sizeof(uint64_t));
+    R.sum = calloc(3 * (size_t)R.B, sizeof(uint64_t));
     R.w_arr = calloc((size_t)R.B, sizeof(uint64_t));
     R.w_done = calloc((size_t)R.B, sizeof(uint64_t));
     if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names ||
-        !R.lal || !R.b_arr || !R.b_done || !R.b_drop || !R.w_arr || !R.w_done)
+        !R.lal || !R.cnt || !R.sum || !R.w_arr || !R.w_done)
         goto out;
     for (int b = 0; b < R.B; b++) {
         char name[32];
@@ -928,9 +929,9 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     int bad = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
     for (int s = 0; s < R.S; s++) {
-        R.sv[s].b_arr = R.b_arr;
-        R.sv[s].b_done = R.b_done;
-        R.sv[s].b_drop = R.b_drop;
+        R.sv[s].b_arr = R.cnt + (size_t)s * 3 * R.B;
+        R.sv[s].b_done = R.sv[s].b_arr + R.B;
+        R.sv[s].b_drop = R.sv[s].b_done + R.B;
         bad |= server_init(&R.sv[s], m, s, policy, R.weights) < 0;
     }
     if (bad)
@@ -1012,9 +1013,8 @@ out:
     free(R.res_tokens);
     free(R.weights);
     free(R.lal);
-    free(R.b_arr);
-    free(R.b_done);
-    free(R.b_drop);
+    free(R.cnt);
+    free(R.sum);
     free(R.w_arr);
     free(R.w_done);
     report_win_destroy(&R.win);
