@@ -14,19 +14,15 @@
 #include "common/mono.h"
 #include "common/rng.h"
 #include "controller/ctrl.h"
-#include "pshift/pshift.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 #include "workloads/sim/sim_engine.h"
+#include "workloads/sim/sim_run_int.h"
 
 /* Seed streams: generator key k, server s (service times). */
 #define STREAM_GEN(k) ((UINT64_C(2) << 40) + (uint64_t)(k))
 #define STREAM_SVC(s) ((UINT64_C(3) << 40) + (uint64_t)(s))
 
-#define POOL_CHUNK 4096
-
-/* Generation of the table the non-pshift policies "send" (names b0..). */
-#define SIM_TABLE 1
 
 static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "pshift-paced",
                                                         "clairvoyant"};
@@ -49,53 +45,6 @@ int sim_policy_parse(const char *name)
             return i;
     return -EINVAL;
 }
-
-/* A request at a server: its link and the generator that sent it (a
- * closed-loop generator sends the next one when it completes). */
-typedef struct {
-    sched_item_t it;    /* first: a sched_item_t * is a req_t * */
-    uint32_t seg;
-} req_t;
-
-typedef struct chunk {
-    struct chunk *next;
-    req_t reqs[POOL_CHUNK];
-} chunk_t;
-
-/* One simulated server; owned by whichever thread runs it between rounds. */
-typedef struct {
-    int index;
-    char name[16];                  /* "s<index>", the node's name */
-    sched_t *sch;
-    agent_t *agent;                 /* the node's side of the protocol */
-    uint32_t table;                 /* the node's table generation (hello) */
-    double now;                     /* time of the message being handled */
-    /* what the controller pushes this round: tokens (push_n records at
-     * push_recs, borrowed) or a heartbeat */
-    proto_type_t push_type;
-    const proto_tokens_rec_t *push_recs;
-    size_t push_n;
-    int push_names;
-    sim_heap_t *heap;               /* generators by next arrival */
-    const sim_segment_t *segs;
-    rng_t *grng;               /* [nsegs] one stream per generator */
-    rng_t svc;
-    double lo, span;                /* service time = lo + span * u */
-    int busy;
-    double busy_until;
-    uint32_t cur_seg;               /* generator of the request in service */
-    req_t *free;                    /* request pool, linked by it.next */
-    req_t *requeue;                 /* closed-loop requests kept over a
-                                       period change */
-    chunk_t *chunks;
-    uint64_t arrivals, completions, dropped;
-    /* [bucket] this server's arrivals, completions and drops per bucket
-     * since the start (read at window boundaries, between advances) */
-    uint64_t *b_arr, *b_done, *b_drop;
-    int poisson;
-    int err;
-} server_t;
-
 
 static req_t *req_get(server_t *sv)
 {
@@ -329,36 +278,6 @@ void sim_result_destroy(sim_result_t **rp)
 }
 
 
-/* State shared by the rounds of one run (main thread, except where noted). */
-typedef struct {
-    const sim_model_t *m;
-    sim_policy_t policy;
-    const sim_run_opts_t *o;
-    int S, B, K;
-    server_t *sv;                 /* [S] */
-    uint64_t *cum;                /* [B] served this period, all servers */
-    uint64_t *cum_prev;           /* [B] ... at the previous round */
-    int64_t *dem;                 /* [S][B] clairvoyant: demand for the rest */
-    proto_tokens_rec_t *tok;      /* [S][B] static, clairvoyant: the tokens to push */
-    int64_t *lal;                 /* [S][B] static, clairvoyant: L-tokens (scratch) */
-    int any_limit;                /* some bucket has a limit */
-    int64_t *res_tokens;          /* [B] reservation in tokens per period */
-    uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
-    char **names;                 /* [B] "b<index>": the buckets' names */
-    ctrl_t *ctl;                  /* pshift: the controller's loop state */
-    proto_msg_t rep;              /* one node's report */
-    sim_result_t *r;
-    /* per-window accuracy: the servers' per-bucket counts since the
-     * start (their rows of cnt), summed at window boundaries into sum, and
-     * the sums at the start of the open window */
-    uint64_t *cnt;                /* [S][3][B] arrivals, completions, drops */
-    uint64_t *sum;                /* [3][B] */
-    uint64_t *w_arr, *w_done;     /* [B] */
-    report_win_t *win;
-    size_t wn;                    /* short windows per period */
-    uint64_t wcur;                /* index of the open window since the start */
-} run_t;
-
 /* Start of short window w (counted from the run's start): windows are
  * aligned to the periods. */
 static double window_start(const run_t *R, uint64_t w)
@@ -548,40 +467,6 @@ static void push_all(run_t *R, int p, int k, double t)
     }
 }
 
-/* Queues tokens records [S][B] in R->tok for every node. */
-static void push_tok(run_t *R)
-{
-    for (int s = 0; s < R->S; s++) {
-        server_t *sv = &R->sv[s];
-        sv->push_type = PROTO_TOKENS;
-        sv->push_recs = R->tok + (size_t)s * R->B;
-        sv->push_n = (size_t)R->B;
-    }
-}
-
-/* Sets every (server, bucket) record of R->tok to R-tokens `alloc` and,
- * for a bucket with a limit, L-tokens `lalloc` (NULL: 0). */
-static void tok_all(run_t *R, const int64_t *alloc, const int64_t *lalloc)
-{
-    for (int s = 0; s < R->S; s++)
-        for (int b = 0; b < R->B; b++) {
-            size_t i = (size_t)s * R->B + b;
-            int unl = R->m->buckets[b].limit < 0;
-            R->tok[i] = (proto_tokens_rec_t){
-                .bucket = (uint32_t)b,
-                .flags = unl ? PROTO_TOK_UNLIMITED : 0,
-                .r_tokens = alloc ? alloc[i] : 0,
-                .l_tokens = unl ? PROTO_UNLIMITED : lalloc ? lalloc[i] : 0};
-        }
-}
-
-/* A bucket's limit in tokens per period, or BUCKETFILE_NO_LIMIT. */
-static int64_t limit_tokens(const run_t *R, int b)
-{
-    double l = R->m->buckets[b].limit;
-    return l < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(l * R->m->cfg.period));
-}
-
 /* The controller for the pshift policy: the real control-loop state, with
  * the simulator's buckets and weights. */
 static int ctl_setup(run_t *R)
@@ -641,169 +526,6 @@ static int ctl_round(run_t *R, int p, int k, double t)
             sv->push_type = PROTO_TOKENS;
     }
     return 0;
-}
-
-/* Copies the allocation of solved problem p (bucket b at index bidx[b],
- * -1 if absent) into R->tok's R-tokens (lclass 0) or L-tokens (1). */
-static void take_solution(run_t *R, pshift_problem_t *p, const int *bidx, int lclass)
-{
-    for (int b = 0; b < R->B; b++) {
-        if (bidx[b] < 0)
-            continue;
-        size_t n = pshift_bucket_nentries(p, bidx[b]);
-        for (size_t e = 0; e < n; e++) {
-            int s;
-            int64_t a;
-            pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
-            proto_tokens_rec_t *tr = &R->tok[(size_t)s * R->B + b];
-            *(lclass ? &tr->l_tokens : &tr->r_tokens) = a;
-        }
-    }
-}
-
-/* clairvoyant, L pass (as the controller's, paper III-D): limited buckets
- * get their headroom (limit - served - R-tokens) placed by pShift on the
- * true capacity left after R and their true demand beyond their R-tokens.
- * Reads R->tok's R-tokens, fills its L-tokens; bidx is scratch.  Returns 0,
- * -ENOMEM or a pShift error. */
-static int clairvoyant_lpass(run_t *R, double t, double t_end, int *bidx)
-{
-    int S = R->S, B = R->B, rc = -ENOMEM;
-    pshift_problem_t *q = pshift_problem_new();
-    if (!q)
-        goto out;
-    for (int s = 0; s < S; s++) {
-        int64_t used = 0;
-        for (int b = 0; b < B; b++)
-            used += R->tok[(size_t)s * B + b].r_tokens;
-        int64_t cap = llround(R->m->capacity[s] * (t_end - t)) - used;
-        if ((rc = pshift_add_server(q, NULL, cap > 0 ? cap : 0)) < 0)
-            goto out;
-    }
-    for (int b = 0; b < B; b++) {
-        bidx[b] = -1;
-        int64_t lim = limit_tokens(R, b), rsum = 0;
-        if (lim == BUCKETFILE_NO_LIMIT)
-            continue;
-        for (int s = 0; s < S; s++)
-            rsum += R->tok[(size_t)s * B + b].r_tokens;
-        int64_t head = lim - (int64_t)R->cum[b] - rsum;
-        if (head <= 0)
-            continue;
-        for (int s = 0; s < S; s++) {
-            int64_t d = R->dem[(size_t)s * B + b] - R->tok[(size_t)s * B + b].r_tokens;
-            if (d <= 0)
-                continue;
-            if (bidx[b] < 0 && (bidx[b] = rc = pshift_add_bucket(q, NULL, head)) < 0)
-                goto out;
-            if ((rc = pshift_set_demand(q, bidx[b], s, d)) < 0)
-                goto out;
-        }
-    }
-    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
-    po.threads = R->o->threads;
-    if ((rc = pshift_solve(q, &po)) < 0)
-        goto out;
-    take_solution(R, q, bidx, 1);
-    rc = 0;
-out:
-    pshift_problem_destroy(&q);
-    return rc;
-}
-
-/* clairvoyant: pShift over each (bucket, server)'s queue plus its true
- * demand for the rest of the period, and the true capacities. */
-static int clairvoyant_round(run_t *R, double t, double t_end)
-{
-    const sim_model_t *m = R->m;
-    int S = R->S, B = R->B, nomem = 0;
-    #pragma omp parallel reduction(| : nomem)
-    {
-        double *acc = calloc((size_t)S, sizeof(double));
-        nomem |= !acc;
-        #pragma omp for schedule(static)
-        for (int b = 0; b < B; b++) {
-            if (!acc)
-                continue;
-            memset(acc, 0, (size_t)S * sizeof(double));
-            sim_model_demand(m, b, t, t_end, acc);
-            for (int s = 0; s < S; s++) {
-                sched_bucket_stats_t st;
-                sched_bucket_stats(R->sv[s].sch, b, &st);
-                R->dem[(size_t)s * B + b] = (int64_t)st.queued + llround(acc[s]);
-            }
-        }
-        free(acc);
-    }
-    if (nomem)
-        return -ENOMEM;
-    pshift_problem_t *p = pshift_problem_new();
-    int *bidx = malloc((size_t)B * sizeof(int));
-    int rc = -ENOMEM;
-    if (!p || !bidx)
-        goto out;
-    for (int s = 0; s < S; s++)
-        if ((rc = pshift_add_server(p, NULL, llround(m->capacity[s] * (t_end - t)))) < 0)
-            goto out;
-    for (int b = 0; b < B; b++) {
-        bidx[b] = -1;
-        int64_t target = R->res_tokens[b] - (int64_t)R->cum[b];
-        int any = 0;
-        for (int s = 0; s < S && !any; s++)
-            any = R->dem[(size_t)s * B + b] > 0;
-        if (target <= 0 || !any)
-            continue;
-        if ((rc = pshift_add_bucket(p, NULL, target)) < 0)
-            goto out;
-        bidx[b] = rc;
-        for (int s = 0; s < S; s++) {
-            int64_t d = R->dem[(size_t)s * B + b];
-            if (d > 0 && (rc = pshift_set_demand(p, bidx[b], s, d)) < 0)
-                goto out;
-        }
-    }
-    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
-    po.threads = R->o->threads;
-    if ((rc = pshift_solve(p, &po)) < 0)
-        goto out;
-    tok_all(R, NULL, NULL);
-    take_solution(R, p, bidx, 0);
-    if (R->any_limit && (rc = clairvoyant_lpass(R, t, t_end, bidx)) < 0)
-        goto out;
-    push_tok(R);
-    R->r->rounds++;
-    rc = 0;
-out:
-    pshift_problem_destroy(&p);
-    free(bidx);
-    return rc;
-}
-
-/* static: the reservation and the limit's headroom split by the initial
- * demand, every period. */
-static void static_tokens(run_t *R)
-{
-    int64_t *alloc = R->dem, *lalloc = R->lal; /* scratch */
-    memset(alloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
-    memset(lalloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
-    for (int b = 0; b < R->B; b++) {
-        const sim_bucket_t *bk = &R->m->buckets[b];
-        const sim_phase_t *ph = &bk->phases[0];
-        /* A closed-loop bucket wants the same everywhere it is active. */
-        double sum = 0;
-        for (int i = 0; i < ph->n; i++)
-            sum += bk->outstanding ? 1 : ph->rates[i];
-        if (!(sum > 0))
-            continue;
-        int64_t lim = limit_tokens(R, b);
-        int64_t head = lim == BUCKETFILE_NO_LIMIT ? 0 : lim - R->res_tokens[b];
-        for (int i = 0; i < ph->n; i++) {
-            double share = (bk->outstanding ? 1 : ph->rates[i]) / sum;
-            alloc[(size_t)ph->servers[i] * R->B + b] += llround(R->res_tokens[b] * share);
-            lalloc[(size_t)ph->servers[i] * R->B + b] += llround((double)head * share);
-        }
-    }
-    tok_all(R, alloc, lalloc);
 }
 
 static void summarize(sim_result_t *r)
@@ -941,7 +663,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     if ((rc = nodes_join(&R)) < 0)
         goto out;
     if (policy == SIM_POLICY_STATIC)
-        static_tokens(&R);
+        sim_run__static_tokens(&R);
     double ivl = c->period / R.K;
     for (int p = 0; p < c->periods; p++) {
         for (int k = 0; k < R.K; k++) {
@@ -962,7 +684,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                         goto out;
             if (is_ctrl(policy) || policy == SIM_POLICY_CLAIRVOYANT) {
                 double c0 = mono_now();
-                rc = is_ctrl(policy) ? ctl_round(&R, p, k, t) : clairvoyant_round(&R, t, t_end);
+                rc = is_ctrl(policy) ? ctl_round(&R, p, k, t) : sim_run__clairvoyant_round(&R, t, t_end);
                 if (rc < 0)
                     goto out;
                 r->ctrl_s += mono_now() - c0;
@@ -971,7 +693,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                 push_all(&R, p, k, t + c->delay);
             } else {
                 if (policy == SIM_POLICY_STATIC && k == 0)
-                    push_tok(&R); /* the same tokens every period, at once */
+                    sim_run__push_tok(&R); /* the same tokens every period, at once */
                 push_all(&R, p, k, t);
             }
             if (R.o->progress) {
