@@ -1,4 +1,4 @@
-/* report.c - per-interval completion counters and the CSV, JSON and table outputs of bqos-load. */
+/* report.c - per-interval completion counters and the CSV, JSON and table outputs of bqos-load; per-window accuracy (report_win_*), shared with bqos-sim. */
 #include "workloads/report.h"
 
 #include <errno.h>
@@ -142,10 +142,11 @@ report_win_fig_t report_win_figures(const report_win_t *w, long b, int which)
 
 static json_t *fig_json(const report_win_fig_t *f)
 {
+    json_t *lw = f->l_windows ? json_real(f->l_worst) : json_null();
     return json_pack("{s:f,s:I,s:I,s:o,s:I,s:I,s:f,s:f}", "len_s", f->len, "windows",
-                     (json_int_t)f->windows, "l_windows", (json_int_t)f->l_windows, "l_worst",
-                     f->l_windows ? json_real(f->l_worst) : json_null(), "r_windows", (json_int_t)f->r_windows, "r_met",
-                     (json_int_t)f->r_met, "r_share", f->r_share, "r_worst", f->r_worst);
+                     (json_int_t)f->windows, "l_windows", (json_int_t)f->l_windows, "l_worst", lw,
+                     "r_windows", (json_int_t)f->r_windows, "r_met", (json_int_t)f->r_met,
+                     "r_share", f->r_share, "r_worst", f->r_worst);
 }
 
 json_t *report_win_json(const report_win_fig_t *f)
@@ -209,7 +210,8 @@ report_t *report_new(const scenario_t *s)
     }
     report_win_layout(s->period, &r->wn, &per_long);
     r->wlen = s->period / (double)r->wn;
-    if (s->duration > s->warmup_periods * s->period)
+    /* As the summary's periods: warm-up only if a full period follows it. */
+    if (floor(s->duration / s->period + 1e-9) > s->warmup_periods)
         r->wfirst = (uint64_t)s->warmup_periods * r->wn;
     r->ring_done = calloc(nb * REPORT_RING, sizeof *r->ring_done);
     r->ring_sent = calloc(nb * REPORT_RING, sizeof *r->ring_sent);

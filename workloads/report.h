@@ -1,4 +1,4 @@
-/* report.h - bqos-load's counters and outputs: completed IOs per bucket per interval and period, CSV, summary JSON, tables. */
+/* report.h - bqos-load's counters and outputs: completed IOs per bucket per interval and period, CSV, summary JSON, tables; and per-window accuracy (1 s and 200 ms windows), shared with bqos-sim. */
 #ifndef BQOS_REPORT_H
 #define BQOS_REPORT_H
 
