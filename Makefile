@@ -1,20 +1,33 @@
-# Makefile - bqos public targets; each installs missing Debian packages, then builds through mk/build.mk.
+# Makefile - bqos public targets; each installs the missing Debian packages of its group, then builds through mk/build.mk.
 #
-#   make          build every program into bin/
+#   make          build every program into bin/ (needs only the build group of scripts/deps.sh)
 #   make check    build and run the whole test suite (unit + integration)
 #   make demo     run the main job: memcached, controller and nodes on loopback
 #   make demo-ha  controller failover: etcd, two controllers, kill -9 the leader
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
+#   make install  PREFIX=/usr/local DESTDIR= : programs, man pages, systemd units, examples
+#   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all check bench demo demo-ha asan deps clean
-all check bench demo demo-ha: deps
+.PHONY: all check bench demo demo-ha asan install uninstall clean
+all install:
+	@scripts/deps.sh build
 	@$(BUILD) $@
-asan: deps
+uninstall:
+	@$(BUILD) $@
+check:
+	@scripts/deps.sh build test
+	@$(BUILD) $@
+bench:
+	@scripts/deps.sh build bench
+	@$(BUILD) $@
+demo demo-ha:
+	@scripts/deps.sh build demo
+	@$(BUILD) $@
+asan:
+	@scripts/deps.sh build test
 	@$(BUILD) check O=build-asan BIN=build-asan/bin SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
-deps:
-	@scripts/deps.sh
 clean:
 	rm -rf bin build build-asan

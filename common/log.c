@@ -1,4 +1,4 @@
-/* log.c - leveled logging to stderr, one write(2) per line. */
+/* log.c - leveled logging to stderr, one write(2) per line, stamped with the UTC date and time (ISO-8601, ms). */
 #include "common/log.h"
 
 #include <errno.h>
@@ -37,18 +37,24 @@ int bqos_log_enabled(bqos_log_level_t level)
     return level <= settings.level;
 }
 
+int bqos_log_format_time(const struct timespec *ts, char *buf, size_t cap)
+{
+    struct tm tm;
+    if (!gmtime_r(&ts->tv_sec, &tm))
+        return snprintf(buf, cap, "?");
+    return snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000L);
+}
+
 void bqos_log(bqos_log_level_t level, const char *fmt, ...)
 {
     if (!bqos_log_enabled(level))
         return;
-    char line[2048];
+    char line[2048], when[40];
     struct timespec ts;
-    struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof line, "%02d:%02d:%02d.%03ld %s %s: ", tm.tm_hour,
-                     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L, settings.prog,
-                     level_names[level]);
+    bqos_log_format_time(&ts, when, sizeof when);
+    int n = snprintf(line, sizeof line, "%s %s %s: ", when, settings.prog, level_names[level]);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

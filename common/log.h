@@ -3,6 +3,8 @@
 #define BQOS_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <time.h>
 
 typedef enum {
     BQOS_LOG_ERROR = 0,
@@ -23,10 +25,16 @@ int bqos_log_parse_level(const char *s, bqos_log_level_t *out);
 /* Returns nonzero if messages at `level` are printed. */
 int bqos_log_enabled(bqos_log_level_t level);
 
-/* Writes one line "TIME PROG LEVEL message" to stderr if `level` passes the
- * threshold.  Thread-safe: each line is written with a single write(2). */
+/* Writes one line "TIME PROG LEVEL: message" to stderr if `level` passes
+ * the threshold, TIME as bqos_log_format_time() ("2026-11-23T21:54:38.123Z").
+ * Thread-safe: each line is written with a single write(2). */
 void bqos_log(bqos_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Writes ts (CLOCK_REALTIME) into buf as ISO-8601 UTC with milliseconds,
+ * "YYYY-MM-DDTHH:MM:SS.mmmZ" (24 characters; truncated to cap like
+ * snprintf).  Returns snprintf's count.  Any thread. */
+int bqos_log_format_time(const struct timespec *ts, char *buf, size_t cap);
 
 #define log_error(...) bqos_log(BQOS_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) bqos_log(BQOS_LOG_WARN, __VA_ARGS__)

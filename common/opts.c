@@ -221,6 +221,10 @@ static int bad_value(const opts_cmd_t *cmd, const opts_row_t *r, const char *arg
 
 int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
 {
+    if (argc >= 2 && strcmp(argv[1], "--help-man") == 0) { /* the build's man page generator */
+        opts_help_roff(stdout, cmd->rows, cmd->n);
+        exit(fflush(stdout) == 0 ? 0 : 1);
+    }
     int rc = 0;
     struct option *lo = calloc(cmd->n + 1, sizeof *lo);
     char *so = malloc(2 * cmd->n + 2);
@@ -431,6 +435,66 @@ void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int w
             first = 0;
         }
         print_help_lines(out, r, text, first, indent + width);
+    }
+}
+
+/* Writes the n bytes at s as roff text: a backslash as \e, '-' as \- (a
+ * real hyphen-minus, so that options can be pasted), \& before a '.' or
+ * '\'' that would start a line (a control line otherwise), and a break point
+ * \: after a comma within a word. */
+static void roff_text(FILE *out, const char *s, size_t n, int line_start)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (line_start && (s[i] == '.' || s[i] == '\''))
+            fputs("\\&", out);
+        line_start = 0;
+        if (s[i] == '\\')
+            fputs("\\e", out);
+        else if (s[i] == '-')
+            fputs("\\-", out);
+        else
+            fputc(s[i], out);
+        if (s[i] == ',' && i + 1 < n && s[i + 1] != ' ')
+            fputs("\\:", out); /* JSON and lists may break there */
+    }
+}
+
+void opts_help_roff(FILE *out, const opts_row_t *t, size_t n)
+{
+    char text[4096];
+    for (size_t i = 0; i < n; i++) {
+        const opts_row_t *r = &t[i];
+        if (!r->help)
+            continue;
+        fputs(".TP\n", out);
+        if (r->shrt)
+            fprintf(out, "\\fB\\-%c\\fR, ", r->shrt);
+        fputs("\\fB", out);
+        roff_text(out, "--", 2, 0);
+        roff_text(out, r->name, strlen(r->name), 0);
+        fputs("\\fR", out);
+        if (r->arg) {
+            fputs(" \\fI", out);
+            roff_text(out, r->arg, strlen(r->arg), 0);
+            fputs("\\fR", out);
+        }
+        fputc('\n', out);
+        expand(r, text, sizeof text);
+        for (const char *p = text; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            if (len == 0)
+                fputs(".sp", out);
+            roff_text(out, p, len, 1);
+            fputc('\n', out);
+            p += len + (nl ? 1 : 0);
+        }
+        const char *d = strstr(r->help, "{default}") ? NULL : shown_default(r);
+        if (d) {
+            fputs(".br\nDefault: ", out);
+            roff_text(out, d, strlen(d), 0);
+            fputs(".\n", out);
+        }
     }
 }
 

@@ -91,7 +91,10 @@ typedef struct {
  * printing "PROG: bad value 'ARG' for --NAME (WHAT IT WANTS)" (or unknown
  * option, missing argument, unexpected argument) and "Try 'PROG --help'."
  * to cmd->err: the caller exits 2.  A default that does not parse is a
- * programming error and reported the same way.  Uses getopt's globals:
+ * programming error and reported the same way.  A first argument
+ * "--help-man" (hidden, for the build) prints the rows with
+ * opts_help_roff() on stdout and exits the process: 0, or 1 if stdout
+ * fails.  Uses getopt's globals:
  * call from one thread only, usually main's. */
 int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi);
 
@@ -123,6 +126,16 @@ void opts_help_list(FILE *out, const opts_row_t *t, size_t n, int width);
  * its own and the help starts on the next line.  Continuations and the
  * " (default X)" after the last line are as in opts_help_list(). */
 void opts_help_table(FILE *out, const opts_row_t *t, size_t n, int indent, int width);
+
+/* Prints the rows as the body of a manual page's OPTIONS section in roff
+ * (man(7) macros): per row a .TP paragraph with "\fB-x\fR, \fB--name\fR
+ * \fIARG\fR" as its tag, the expanded help lines (filled by the formatter:
+ * a '\n' in a help text is a space there, an empty line a paragraph break)
+ * and "Default: X." on a line of its own.  Text is escaped for roff.
+ * opts_parse() calls it when the first argument is the hidden --help-man
+ * (see there): mk/build.mk generates every program's OPTIONS section from
+ * its own table, so manual pages never drift from the code. */
+void opts_help_roff(FILE *out, const opts_row_t *t, size_t n);
 
 /* Which printer above lays out the rows of a --help text. */
 typedef enum {

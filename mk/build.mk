@@ -6,17 +6,32 @@
 #   TESTS    += TEST      Check suite $(O)/tests/TEST from TEST_SRCS + archives TEST_LIBS, run by make check
 #   ITESTS   += SCRIPT    integration script run by make check after the unit tests (gets BIN and O in env)
 #   BENCHES  += SCRIPT    benchmark script run by make bench
+#
+# Targets: all (programs and man pages), tests (the Check suites), check, bench, demo, demo-ha,
+# install and uninstall (PREFIX, DESTDIR and the *DIR variables below).
 O   ?= build
 BIN ?= bin
 SAN ?=
-PKGS := libzmq jansson libmemcached libevent libevent_pthreads check igraph libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+# What every program needs (scripts/deps.sh build), what only the tests need (deps.sh test), and
+# optional libraries used when pkg-config finds them: libsystemd (sd_notify, common/notify.c) and
+# igraph (bqos-pshift's max-flow baseline; the tests and benches install it).  HAVE_X macros say
+# which were found; $(O)/features changes when that does, and every object depends on it.
+PKGS      := libzmq jansson libmemcached libevent libevent_pthreads libcurl
+TEST_PKGS := check
+OPTIONAL  := libsystemd:HAVE_SYSTEMD igraph:HAVE_IGRAPH
+FOUND     := $(foreach o,$(OPTIONAL),$(if $(shell pkg-config --exists $(word 1,$(subst :, ,$(o))) && echo y),$(o)))
+FOUND_PKGS := $(foreach o,$(FOUND),$(word 1,$(subst :, ,$(o))))
+FEATURES  := $(foreach o,$(FOUND),-D$(word 2,$(subst :, ,$(o))))
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(FOUND_PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) $(FOUND_PKGS))
+TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS)) -lsubunit
 CC      ?= gcc
 OPT     ?= -O2 -g
-CFLAGS  := $(OPT) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -MMD -MP -I. $(PKG_CFLAGS)
+CFLAGS  := $(OPT) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -MMD -MP -I. $(PKG_CFLAGS) \
+           $(FEATURES)
 LDFLAGS := $(SAN) -fopenmp -Wl,--as-needed
-LDLIBS  := $(PKG_LIBS) -lsubunit -lm -lpthread -lrt
+LDLIBS  := $(PKG_LIBS) -lm -lpthread -lrt
+$(shell mkdir -p $(O); echo '$(FEATURES)' | cmp -s - $(O)/features || echo '$(FEATURES)' > $(O)/features)
 
 LIBS :=
 PROGS :=
@@ -28,10 +43,11 @@ include $(sort $(wildcard */module.mk))
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 arc = $(foreach l,$(1),$(O)/lib$(l).a)
 
-.PHONY: all check bench demo demo-ha
-all: $(addprefix $(BIN)/,$(PROGS)) $(addprefix $(O)/tests/,$(TESTS))
+.PHONY: all tests man units check bench demo demo-ha install uninstall
+all: $(addprefix $(BIN)/,$(PROGS)) man units
+tests: $(addprefix $(O)/tests/,$(TESTS))
 
-$(O)/obj/%.o: %.c
+$(O)/obj/%.o: %.c $(O)/features
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -45,12 +61,12 @@ $(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
 define link_rule
 $(2)/$(1): $(call obj,$($(1)_SRCS)) $(call arc,$($(1)_LIBS))
 	@mkdir -p $$(dir $$@)
-	$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS) $(3)
 endef
 $(foreach p,$(PROGS),$(eval $(call link_rule,$(p),$(BIN))))
-$(foreach t,$(TESTS),$(eval $(call link_rule,$(t),$(O)/tests)))
+$(foreach t,$(TESTS),$(eval $(call link_rule,$(t),$(O)/tests,$$(TEST_LIBS))))
 
-check: all
+check: all tests
 	@BIN=$(BIN) O=$(O) scripts/run-tests.sh $(addprefix $(O)/tests/,$(TESTS)) $(ITESTS)
 
 bench: all
@@ -61,5 +77,7 @@ demo: all
 
 demo-ha: all
 	@BIN=$(BIN) sh examples/demo-ha.sh
+
+include mk/install.mk
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -1,24 +1,47 @@
 #!/bin/sh
 # deps.sh - install the Debian packages bqos needs, only those that are missing.
 #
-# Each line of the table below is "probe-kind probe package": a probe is a
-# pkg-config module (pc), a command on PATH (cmd), a file (file) or a module
-# of Debian's python3 (py: /usr/bin/python3 can import it).  A package
-# is installed only when its probe fails; nothing is done when all pass.
+# Usage: scripts/deps.sh [GROUP]...   GROUP: build (default), test, bench, demo.
+#   build  what the programs need to compile and link (make, make install)
+#   test   make check: the Check suites and what the integration tests run
+#   bench  make bench and the paper's experiments (examples/exp*.sh)
+#   demo   make demo and make demo-ha
+#
+# The table below lists each group's packages under a "[group]" line; each
+# package line is "probe-kind probe package": a probe is a pkg-config module
+# (pc), a command on PATH (cmd), a file (file) or a module of Debian's
+# python3 (py: /usr/bin/python3 can import it).  A package is installed only
+# when its probe fails; nothing is done when all pass.  A package several
+# groups need is listed in each.
 set -eu
 
 table='
+[build]
+cmd  cc                 gcc
+file /usr/include/stdio.h libc6-dev
+cmd  pkg-config         pkg-config
 pc   libzmq             libzmq3-dev
 pc   jansson            libjansson-dev
 pc   libmemcached       libmemcached-dev
 pc   libevent_pthreads  libevent-dev
+pc   libcurl            libcurl4-gnutls-dev
+pc   libsystemd         libsystemd-dev
+[test]
 pc   check              check
 pc   igraph             libigraph-dev
-pc   libcurl            libcurl4-gnutls-dev
 file /usr/include/subunit/child.h libsubunit-dev
-cmd  pkg-config         pkg-config
 cmd  memcached          memcached
 cmd  memccapable        libmemcached-tools
+cmd  ss                 iproute2
+cmd  python3            python3
+cmd  fio                fio
+cmd  nbdinfo            libnbd-bin
+cmd  etcd               etcd-server
+cmd  man                man-db
+py   zmq                python3-zmq
+[bench]
+pc   igraph             libigraph-dev
+cmd  memcached          memcached
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
 cmd  ss                 iproute2
@@ -27,13 +50,31 @@ cmd  fio                fio
 cmd  nbdkit             nbdkit
 cmd  nbdinfo            libnbd-bin
 cmd  etcd               etcd-server
-py   zmq                python3-zmq
+[demo]
+cmd  memcached          memcached
+cmd  ss                 iproute2
+cmd  python3            python3
+cmd  etcd               etcd-server
 '
+
+groups="${*:-build}"
+for g in $groups; do
+  case "$g" in
+    build|test|bench|demo) ;;
+    *) echo "deps: unknown group '$g' (build, test, bench or demo)" >&2; exit 2 ;;
+  esac
+done
 
 missing=""
 echo "$table" | {
+  group=""
   while read -r kind probe pkg; do
-    [ -n "${kind:-}" ] || continue
+    case "${kind:-}" in
+      "") continue ;;
+      \[*\]) group=${kind#[}; group=${group%]}; continue ;;
+    esac
+    case " $groups " in *" $group "*) ;; *) continue ;; esac
+    case " $missing " in *" $pkg "*) continue ;; esac
     case "$kind" in
       pc)   command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$probe" && continue ;;
       cmd)  command -v "$probe" >/dev/null 2>&1 && continue ;;
@@ -43,7 +84,7 @@ echo "$table" | {
     missing="$missing $pkg"
   done
   [ -z "$missing" ] && exit 0
-  echo "deps: installing missing Debian packages:$missing"
+  echo "deps: installing missing Debian packages ($groups):$missing"
   if [ "$(id -u)" != 0 ]; then
     echo "deps: not root; run as root: apt-get install -y$missing" >&2
     exit 1

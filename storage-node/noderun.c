@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "common/log.h"
+#include "common/notify.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/nodeconf.h"
 
@@ -121,6 +122,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     log_info("signal %d: shutting down", (int)sig);
+    notify_stopping();
     gate_shutdown(r->g);
 }
 
@@ -164,6 +166,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
             goto out;
         }
     }
+    notify_ready();
     if (event_base_dispatch(base) < 0) {
         log_error("event loop failed");
         goto out;

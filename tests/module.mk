@@ -1,2 +1,2 @@
 # tests/ - checks over the whole tree (the suites themselves are registered by the component they test)
-ITESTS += tests/it/it_layout.sh
+ITESTS += tests/it/it_layout.sh tests/it/it_install.sh

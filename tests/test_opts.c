@@ -414,12 +414,43 @@ START_TEST(test_opts_help_table)
 }
 END_TEST
 
+START_TEST(test_opts_help_roff)
+{
+    int flag = 0;
+    const char *file = NULL;
+    const opts_row_t rows[] = {
+        {.name = "flag", .shrt = 'f', .type = OPTS_FLAG, .target = &flag, .help = "A flag."},
+        {.name = "file", .type = OPTS_STRING, .target = &file, .arg = "FILE", .deflt = "a-b",
+         .help = "Path\n.hidden, 'quoted' or C:\\dir\n\nFormat {\"a\":[1,2]}, x, y."},
+        {.name = "secret", .type = OPTS_FLAG, .target = &flag},
+    };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    opts_help_roff(f, rows, 3);
+    fclose(f);
+    ck_assert_str_eq(buf, ".TP\n"
+                          "\\fB\\-f\\fR, \\fB\\-\\-flag\\fR\n"
+                          "A flag.\n"
+                          ".TP\n"
+                          "\\fB\\-\\-file\\fR \\fIFILE\\fR\n"
+                          "Path\n"
+                          "\\&.hidden, 'quoted' or C:\\edir\n"
+                          ".sp\n"
+                          "Format {\"a\":[1,\\:2]}, x, y.\n"
+                          ".br\n"
+                          "Default: a\\-b.\n");
+    free(buf);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_opts_num_integers, test_opts_num_doubles_durations_bytes,
                                   test_opts_parse_defaults, test_opts_parse_types,
                                   test_opts_parse_bad_values, test_opts_parse_stop_and_arguments,
                                   test_opts_bad_default, test_opts_help_man, test_opts_help_list,
-                                  test_opts_help_table};
+                                  test_opts_help_table, test_opts_help_roff};
     return testlib_run_tests("opts", tests, sizeof tests / sizeof tests[0]);
 }

@@ -15,6 +15,7 @@
 #include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/notify.h"
 #include "common/opts.h"
 #include "common/proto.h"
 #include "common/version.h"
@@ -532,6 +533,7 @@ int main(int argc, char **argv)
              "in %d intervals, admission %s",
              BQOS_VERSION, bucketfile_count(a.admin.bf), set.buckets, set.listen, set.admin,
              set.period_s, set.intervals, set.admission == ADMISSION_ENFORCE ? "enforce" : "warn");
+    notify_ready();
 
     double started = mono_now();
     pclock_init(&a.clk, set.period_s, set.intervals, set.wait, started);
@@ -568,6 +570,7 @@ int main(int argc, char **argv)
         if (items[2].revents & ZMQ_POLLIN)
             on_signals(&a);
     }
+    notify_stopping();
     status = 0;
 out:
     if (a.etcd) {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <time.h>
 
+#ifdef HAVE_IGRAPH /* mk/build.mk: igraph is installed (it is a test and bench dependency only) */
 #include <igraph.h>
 
 static double clock_s(clockid_t id)
@@ -84,6 +85,14 @@ out:
     if (have_edges) igraph_vector_int_destroy(&edges);
     return rc;
 }
+
+#else
+int maxflow_solve(const pshift_problem_t *p, maxflow_result_t *r)
+{
+    (void)p, (void)r;
+    return -ENOTSUP;
+}
+#endif
 
 int64_t maxflow_optimum(const pshift_problem_t *p)
 {

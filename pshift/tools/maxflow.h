@@ -21,7 +21,8 @@ typedef struct {
  * maximum flow with igraph's push-relabel.  Demands are read through
  * pshift_bucket_entry(), so `p` must have been solved.  Capacities are
  * igraph_real_t (double): exact while every sum stays below 2^53.
- * Returns 0 and fills *r; -ENOMEM, or -EIO if igraph fails. */
+ * Returns 0 and fills *r; -ENOMEM, -EIO if igraph fails, or -ENOTSUP when
+ * built without igraph (mk/build.mk's HAVE_IGRAPH). */
 int maxflow_solve(const pshift_problem_t *p, maxflow_result_t *r);
 
 /* Returns the max-flow value of `p` as maxflow_solve(), or -1 on error. */
