@@ -110,7 +110,20 @@ static inline void kick(server_t *sv, double t)
     sched_note_completion(sv->sch, 0, d); /* busy time, for the controller */
 }
 
-/* Runs server sv's events up to and including time `until`. */
+/* Takes the server's counters as they are at the end of every window that
+ * ends before t (incl: at or before t). */
+static inline void snap_to(server_t *sv, double t, int incl)
+{
+    while (sv->wnext_t < t || (incl && sv->wnext_t == t)) {
+        size_t n3 = sv->n3;
+        memcpy(sv->snap + (sv->wnext % sv->nsnap) * n3, sv->b_arr, n3 * sizeof(uint32_t));
+        sv->wnext++;
+        sv->wnext_t = sim_run__window_end(sv->period, sv->wn, sv->wnext);
+    }
+}
+
+/* Runs server sv's events up to and including time `until`; an event at a
+ * window's end counts in that window. */
 static void advance(server_t *sv, double until)
 {
     for (;;) {
@@ -118,8 +131,9 @@ static void advance(server_t *sv, double until)
         double ta = e ? e->t : INFINITY;
         if (sv->busy && sv->busy_until <= ta) {
             if (sv->busy_until > until)
-                return;
+                break;
             double t = sv->busy_until;
+            snap_to(sv, t, 0);
             sv->busy = 0;
             sv->completions++;
             sched_note_completion(sv->sch, 1, 0);
@@ -131,7 +145,8 @@ static void advance(server_t *sv, double until)
             continue;
         }
         if (ta > until)
-            return;
+            break;
+        snap_to(sv, ta, 0);
         uint32_t g = e->id;
         const sim_segment_t *sg = &sv->segs[g];
         if (sg->outstanding) {
@@ -152,6 +167,7 @@ static void advance(server_t *sv, double until)
         }
         kick(sv, ta);
     }
+    snap_to(sv, until, 1);
 }
 
 /* sched_drain() callback at a period change: open-loop requests are
@@ -278,35 +294,32 @@ void sim_result_destroy(sim_result_t **rp)
 }
 
 
-/* Start of short window w (counted from the run's start): windows are
- * aligned to the periods. */
-static double window_start(const run_t *R, uint64_t w)
-{
-    double T = R->m->cfg.period;
-    return (double)(w / R->wn) * T + (double)(w % R->wn) * T / (double)R->wn;
-}
-
-/* Closes the open window at its end: feeds every bucket's served IOs,
- * requests waiting at its start (drops happen only at period starts, the
- * start of a window, so they are taken off) and arrivals to R->win if the
- * window's period is measured. */
+/* Closes the open window (every server has passed its end): sums the
+ * servers' counts in it (their snapshots' increase over the previous
+ * window's), and feeds every bucket's served IOs, requests waiting at its
+ * start (drops happen only at period starts, the start of a window, so
+ * they are taken off) and arrivals to R->win if the window's period is
+ * measured. */
 static void window_close(run_t *R)
 {
     int measured = (int)(R->wcur / R->wn) >= R->m->cfg.warmup;
-    size_t n3 = 3 * (size_t)R->B;
+    size_t n3 = 3 * (size_t)R->B, nsnap = R->sv[0].nsnap;
     memset(R->sum, 0, n3 * sizeof(uint64_t));
     for (int s = 0; s < R->S; s++) {
-        const uint64_t *c = R->cnt + (size_t)s * n3;
+        const uint32_t *base = R->snaps + (size_t)s * nsnap * n3;
+        const uint32_t *cur = base + (R->wcur % nsnap) * n3;
+        const uint32_t *prev = base + ((R->wcur + nsnap - 1) % nsnap) * n3;
         for (size_t i = 0; i < n3; i++)
-            R->sum[i] += c[i];
+            R->sum[i] += (uint32_t)(cur[i] - (R->wcur ? prev[i] : 0));
     }
     for (int b = 0; b < R->B; b++) {
-        uint64_t a = R->sum[b], d = R->sum[R->B + b], x = R->sum[2 * R->B + b];
+        uint64_t da = R->sum[b], dd = R->sum[R->B + b], dx = R->sum[2 * R->B + b];
+        uint64_t x = R->w_drop[b] + dx;
         if (measured)
-            report_win_feed(R->win, (size_t)b, d - R->w_done[b],
-                            R->w_arr[b] - R->w_done[b] - x, a - R->w_arr[b]);
-        R->w_arr[b] = a;
-        R->w_done[b] = d;
+            report_win_feed(R->win, (size_t)b, dd, R->w_arr[b] - R->w_done[b] - x, da);
+        R->w_arr[b] += da;
+        R->w_done[b] += dd;
+        R->w_drop[b] = x;
     }
     R->wcur++;
 }
@@ -564,15 +577,14 @@ static int advance_all(run_t *R, double t)
     return bad ? -ENOMEM : 0;
 }
 
-/* Runs every server up to time t, closing each window that ends on the
- * way at its end.  Returns 0 or -ENOMEM. */
+/* Runs every server up to time t, then closes the windows that ended by
+ * then.  Returns 0 or -ENOMEM. */
 static int advance_to(run_t *R, double t)
 {
-    int rc;
-    for (double te; (te = window_start(R, R->wcur + 1)) <= t; window_close(R))
-        if ((rc = advance_all(R, te)) < 0)
-            return rc;
-    return advance_all(R, t);
+    int rc = advance_all(R, t);
+    while (rc == 0 && sim_run__window_end(R->m->cfg.period, R->wn, R->wcur) <= t)
+        window_close(R);
+    return rc;
 }
 
 int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opts,
@@ -600,12 +612,19 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
     R.names = calloc((size_t)R.B, sizeof(char *));
     R.lal = calloc(SB, sizeof(int64_t));
-    R.cnt = calloc(3 * SB, sizeof(uint64_t));
+    /* Windows are closed at every round and delay: at most one interval's
+     * windows, plus the one before, are in the servers' rings. */
+    size_t per_long;
+    report_win_layout(c->period, &R.wn, &per_long);
+    size_t nsnap = (size_t)ceil((double)R.wn / R.K) + 3;
+    R.cnt = calloc(3 * SB, sizeof(uint32_t));
+    R.snaps = calloc(3 * SB * nsnap, sizeof(uint32_t));
     R.sum = calloc(3 * (size_t)R.B, sizeof(uint64_t));
+    R.w_drop = calloc((size_t)R.B, sizeof(uint64_t));
     R.w_arr = calloc((size_t)R.B, sizeof(uint64_t));
     R.w_done = calloc((size_t)R.B, sizeof(uint64_t));
     if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names ||
-        !R.lal || !R.cnt || !R.sum || !R.w_arr || !R.w_done)
+        !R.lal || !R.cnt || !R.snaps || !R.sum || !R.w_arr || !R.w_done || !R.w_drop)
         goto out;
     for (int b = 0; b < R.B; b++) {
         char name[32];
@@ -632,8 +651,6 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         wres[b] = m->buckets[b].reservation;
         wlim[b] = m->buckets[b].limit;
     }
-    size_t per_long;
-    report_win_layout(c->period, &R.wn, &per_long);
     R.win = report_win_new((size_t)R.B, c->period, wres, wlim);
     free(wres);
     if (!R.win)
@@ -651,9 +668,16 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     int bad = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
     for (int s = 0; s < R.S; s++) {
-        R.sv[s].b_arr = R.cnt + (size_t)s * 3 * R.B;
-        R.sv[s].b_done = R.sv[s].b_arr + R.B;
-        R.sv[s].b_drop = R.sv[s].b_done + R.B;
+        server_t *sv = &R.sv[s];
+        sv->b_arr = R.cnt + (size_t)s * 3 * R.B;
+        sv->b_done = sv->b_arr + R.B;
+        sv->b_drop = sv->b_done + R.B;
+        sv->snap = R.snaps + (size_t)s * nsnap * 3 * R.B;
+        sv->nsnap = nsnap;
+        sv->wn = R.wn;
+        sv->n3 = 3 * (size_t)R.B;
+        sv->period = c->period;
+        sv->wnext_t = sim_run__window_end(c->period, R.wn, 0);
         bad |= server_init(&R.sv[s], m, s, policy, R.weights) < 0;
     }
     if (bad)
@@ -736,7 +760,9 @@ out:
     free(R.weights);
     free(R.lal);
     free(R.cnt);
+    free(R.snaps);
     free(R.sum);
+    free(R.w_drop);
     free(R.w_arr);
     free(R.w_done);
     report_win_destroy(&R.win);

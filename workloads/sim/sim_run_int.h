@@ -58,9 +58,15 @@ typedef struct {
                                        period change */
     chunk_t *chunks;
     uint64_t arrivals, completions, dropped;
-    /* [bucket] this server's arrivals, completions and drops per bucket
-     * since the start (read at window boundaries, between advances) */
-    uint64_t *b_arr, *b_done, *b_drop;
+    /* per-window accuracy: this server's arrivals, completions and drops
+     * per bucket since the start, modulo 2^32 ([3][B]: b_arr, b_done,
+     * b_drop), copied into snap[w % nsnap] when its clock passes the end of
+     * window w (the next one: wnext, ending at wnext_t) */
+    uint32_t *b_arr, *b_done, *b_drop;
+    uint32_t *snap;                 /* [nsnap][3][B] */
+    size_t nsnap, wn, n3;           /* ring slots; short windows per period; 3B */
+    uint64_t wnext;
+    double wnext_t, period;
     int poisson;
     int err;
 } server_t;
@@ -85,16 +91,26 @@ typedef struct {
     ctrl_t *ctl;                  /* pshift: the controller's loop state */
     proto_msg_t rep;              /* one node's report */
     sim_result_t *r;
-    /* per-window accuracy: the servers' per-bucket counts since the
-     * start (their rows of cnt), summed at window boundaries into sum, and
-     * the sums at the start of the open window */
-    uint64_t *cnt;                /* [S][3][B] arrivals, completions, drops */
+    /* per-window accuracy: the servers' counters and snapshots, the
+     * snapshots' increase summed over the servers for one window, and the
+     * per-bucket totals at the start of the open window */
+    uint32_t *cnt;                /* [S][3][B] */
+    uint32_t *snaps;              /* [S][nsnap][3][B] */
     uint64_t *sum;                /* [3][B] */
-    uint64_t *w_arr, *w_done;     /* [B] */
+    uint64_t *w_arr, *w_done, *w_drop;   /* [B] */
     report_win_t *win;
     size_t wn;                    /* short windows per period */
     uint64_t wcur;                /* index of the open window since the start */
 } run_t;
+
+/* End of short window w (counted from the run's start) of a run with
+ * periods of `period` seconds cut into `wn` windows: windows are aligned
+ * to the periods. */
+static inline double sim_run__window_end(double period, size_t wn, uint64_t w)
+{
+    uint64_t n = w + 1;
+    return (double)(n / wn) * period + (double)(n % wn) * period / (double)wn;
+}
 
 /* Queues the token records [S][B] in R->tok as every node's push. */
 void sim_run__push_tok(run_t *R);
