@@ -142,7 +142,8 @@ typedef struct {
  *             (optional, only with names)
  *   report    period*, interval*, remaining_ms, table*, peer_table*,
  *             count*, names (optional), completions*, dispatched*, busy*,
- *             wide (optional, 0 or 1)
+ *             wide (optional, 0 or 1), fallback (optional, 0 or 1),
+ *             fallbacks (optional, 0..2^53)
  *   tokens    timing*, table*, peer_table*, count*, names (optional),
  *             weights (optional, only with names), wide (optional)
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
@@ -188,6 +189,12 @@ typedef struct {
     uint64_t completions;
     uint64_t dispatched;
     double busy_seconds;   /* >= 0 */
+    /* report, optional (absent = 0; a node that does not say is taken as
+     * following): the node is in fallback now (1: it hears no controller
+     * and enforces its --fallback policy), and how many times it has
+     * fallen back since it started (0..PROTO_MAX_COUNT). */
+    int fallback;
+    uint64_t fallbacks;
 
     /* error */
     char code[32];

@@ -507,6 +507,12 @@ START_TEST(test_agent_resume)
     fx_t f;
     fx_welcomed(&f, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR); /* welcome alone: not yet */
+    /* waiting for the first tokens is not a fallback: the report says so */
+    proto_msg_t rep;
+    proto_msg_init(&rep);
+    ck_assert_int_eq(agent_report(f.a, T0 + 0.5, &rep), 0);
+    ck_assert_int_eq(rep.fallback, 0);
+    ck_assert_uint_eq(rep.fallbacks, 0);
     /* a heartbeat with timing, holding the controller's table: resume */
     proto_msg_t hb;
     agent_heartbeat(f.a, &hb);
@@ -520,9 +526,17 @@ START_TEST(test_agent_resume)
     agent_tick(f.a, T0 + PERIOD);
     agent_tick(f.a, T0 + PERIOD + 2);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_RR);
+    /* the reports tell the controller: in fallback, once so far */
+    ck_assert_int_eq(agent_report(f.a, T0 + PERIOD + 2.1, &rep), 0);
+    ck_assert_int_eq(rep.fallback, 1);
+    ck_assert_uint_eq(rep.fallbacks, 1);
     proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = PROTO_UNLIMITED}};
     tokens(&f, 1, T0 + PERIOD + 2.5, r, 1);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS);
+    ck_assert_int_eq(agent_report(f.a, T0 + PERIOD + 4, &rep), 0);
+    ck_assert_int_eq(rep.fallback, 0); /* resumed; the count stays */
+    ck_assert_uint_eq(rep.fallbacks, 1);
+    proto_msg_clear(&rep);
     expect_stats(&f, __LINE__, (stats_want_t){.resumes = W(2), .fallbacks = W(1)});
     ck_assert_int_eq(f.sn.policy_calls, 4); /* rr at start, tokens, rr, tokens */
 

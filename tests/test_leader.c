@@ -1,4 +1,4 @@
-/* test_leader.c - Check suite for controller/daemon/leader (the election state machine, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put) and etcd's base64. */
+/* test_leader.c - Check suite for controller/daemon/leader (the election state machine, the heartbeat and deposition, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put or -delete) and etcd's base64. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +28,7 @@ typedef struct {
     struct { int64_t id; double until; int alive; } leases[NLEASES];
     int nleases;
     int down;          /* every call fails with -EIO */
+    int beat_before_delete; /* the next delete_if finds the key written meanwhile */
 } fstore_t;
 
 static void f_expire(fstore_t *f)
@@ -132,6 +133,13 @@ static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
     if (f->down)
         return -EIO;
     f_expire(f);
+    if (lease) { /* etcd refuses a put with a lease that does not exist */
+        int alive = 0;
+        for (int i = 0; i < f->nleases; i++)
+            alive |= f->leases[i].id == lease && f->leases[i].alive;
+        if (!alive)
+            return -EIO;
+    }
     for (size_t i = 0; i < ncmp; i++) {
         fkey_t *k = f_find(f, cmp[i].key);
         int64_t have = !k ? 0 : cmp[i].mod ? k->mod_rev : k->create_rev;
@@ -155,6 +163,36 @@ static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
     k->mod_rev = ++f->rev;
     *rev = f->rev;
     return 1;
+}
+
+static int f_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key)
+{
+    fstore_t *f = s;
+    if (f->down)
+        return -EIO;
+    f_expire(f);
+    fkey_t *k = f_find(f, key);
+    if (k && f->beat_before_delete) { /* the leader's heartbeat lands first */
+        f->beat_before_delete = 0;
+        k->mod_rev = ++f->rev;
+    }
+    for (size_t i = 0; i < ncmp; i++) {
+        fkey_t *x = f_find(f, cmp[i].key);
+        int64_t have = !x ? 0 : cmp[i].mod ? x->mod_rev : x->create_rev;
+        if (have != cmp[i].rev)
+            return 0;
+    }
+    if (k) {
+        free(k->value);
+        memset(k, 0, sizeof *k);
+        f->rev++;
+    }
+    return 1;
+}
+
+static double f_clock(void *s)
+{
+    return ((fstore_t *)s)->now;
 }
 
 static void f_clear(fstore_t *f)
@@ -200,14 +238,27 @@ static char *h_boot(void *arg, size_t *len)
     return strdup(c->boot);
 }
 
-static void ctl_init(ctl_t *c, fstore_t *f, const char *id)
+static leader_store_t f_store(fstore_t *f)
+{
+    return (leader_store_t){.grant = f_grant, .keepalive = f_keepalive, .revoke = f_revoke,
+                            .get2 = f_get2, .put_if = f_put_if, .delete_if = f_delete_if,
+                            .clock = f_clock, .s = f};
+}
+
+/* A controller polling every `poll` s; `stale` > 0: with a heartbeat. */
+static void ctl_init_hb(ctl_t *c, fstore_t *f, const char *id, double poll, double stale)
 {
     memset(c, 0, sizeof *c);
     leader_config_t lc = {.cluster = "t", .id = id, .admin = "tcp://x", .listen = "tcp://y",
-                          .ttl_s = 1, .margin_s = 0.25, .poll_s = 0.1};
-    leader_store_t st = {f_grant, f_keepalive, f_revoke, f_get2, f_put_if, f};
+                          .ttl_s = 1, .margin_s = 0.25, .poll_s = poll, .stale_s = stale};
+    leader_store_t st = f_store(f);
     leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot, .arg = c};
     ck_assert_int_eq(leader_init(&c->ld, &lc, &st, &h), 0);
+}
+
+static void ctl_init(ctl_t *c, fstore_t *f, const char *id)
+{
+    ctl_init_hb(c, f, id, 0.1, 0);
 }
 
 /* Polls c at fake time t. */
@@ -381,11 +432,151 @@ START_TEST(test_leader_resign)
 }
 END_TEST
 
+/* ---- the heartbeat: takeover within stale_s and two polls ---------------- */
+
+#define HB_POLL 0.05
+#define HB_STALE 0.25
+
+/* Two controllers with a heartbeat: a leads, b polls 10 ms after it. */
+static void two_start_hb(two_t *w)
+{
+    memset(&w->f, 0, sizeof w->f);
+    ctl_init_hb(&w->a, &w->f, "a", HB_POLL, HB_STALE);
+    ctl_init_hb(&w->b, &w->f, "b", HB_POLL, HB_STALE);
+    poll_at(&w->a, &w->f, 0);
+    poll_at(&w->b, &w->f, 0.01);
+}
+
+/* Both poll every HB_POLL from `from` to `to` (a only if a_alive). */
+static void run_both(two_t *w, double from, double to, int a_alive)
+{
+    for (double t = from; t < to - 1e-9; t += HB_POLL) {
+        if (a_alive)
+            poll_at(&w->a, &w->f, t);
+        poll_at(&w->b, &w->f, t + 0.01);
+    }
+}
+
+/* A leader that beats is never deposed, even when its polls come late by
+ * up to one poll; the standby names it all along. */
+START_TEST(test_leader_heartbeat_steady)
+{
+    two_t w;
+    two_start_hb(&w);
+    for (double t = 0.05; t < 3; t += HB_POLL) {
+        if ((int)(t * 100 + 0.5) % 40 != 0) /* every 8th poll skipped: a late loop */
+            poll_at(&w.a, &w.f, t);
+        poll_at(&w.b, &w.f, t + 0.01);
+    }
+    ck_assert(w.a.ld.leading);
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    ck_assert_uint_gt(w.a.ld.beats, 40);
+    ck_assert(leader_may_push(&w.a.ld, 2.99));
+    ck_assert_double_eq_tol(w.b.ld.leader_stale_s, HB_STALE, 1e-9); /* declared by a */
+    two_end(&w);
+}
+END_TEST
+
+/* kill -9: the standby leads within HB_STALE and two polls of the leader's
+ * last heartbeat, long before the 1 s lease could expire, and not before
+ * HB_STALE; the dead leader's own clock fenced it one poll earlier. */
+START_TEST(test_leader_heartbeat_kill)
+{
+    two_t w;
+    two_start_hb(&w);
+    run_both(&w, 0.05, 1.0, 1);
+    uint64_t e1 = w.a.ld.epoch;
+    double last_beat = 0.95; /* a's last poll */
+    ck_assert(leader_may_push(&w.a.ld, last_beat + HB_STALE - HB_POLL - 0.001));
+    ck_assert(!leader_may_push(&w.a.ld, last_beat + HB_STALE - HB_POLL + 0.001));
+    double t = 1.0, led = 0;
+    for (; t < 2 && !led; t += HB_POLL) {
+        poll_at(&w.b, &w.f, t + 0.01);
+        if (w.b.ld.leading)
+            led = t + 0.01;
+    }
+    ck_assert(led > last_beat + HB_STALE);
+    ck_assert(led <= last_beat + HB_STALE + 2 * HB_POLL + 0.011);
+    ck_assert_uint_gt(w.b.ld.epoch, e1);
+    ck_assert_uint_eq(w.b.ld.depositions, 1);
+    ck_assert(leader_may_push(&w.b.ld, led));
+    two_end(&w);
+}
+END_TEST
+
+/* A leader that is late but alive (paused 0.5 s): deposed; it stopped
+ * pushing by its own clock before the standby could take over, and its
+ * next poll finds its lease revoked: it steps down and names the new one. */
+START_TEST(test_leader_heartbeat_late)
+{
+    two_t w;
+    two_start_hb(&w);
+    run_both(&w, 0.05, 1.0, 1);
+    run_both(&w, 1.0, 1.5, 0); /* a paused */
+    ck_assert(w.b.ld.leading);
+    ck_assert(!leader_may_push(&w.a.ld, 1.5)); /* on waking, before any poll */
+    ck_assert(w.a.ld.leading);                 /* it does not know yet */
+    poll_at(&w.a, &w.f, 1.5);
+    ck_assert(!w.a.ld.leading);
+    ck_assert_uint_eq(w.a.role_epoch, 0);
+    run_both(&w, 1.55, 2.5, 1);
+    ck_assert(!w.a.ld.leading);
+    ck_assert(w.b.ld.leading);
+    ck_assert_str_eq(w.a.ld.leader_id, "b");
+    ck_assert_uint_eq(w.a.ld.leader_epoch, w.b.ld.epoch);
+    ck_assert_uint_eq(w.a.ld.depositions, 0); /* b beats: a never deposes it */
+    two_end(&w);
+}
+END_TEST
+
+/* The deposition is a compare-and-delete on the heartbeat seen stale: a
+ * heartbeat that lands between the standby's read and its delete (the
+ * leader may push on after it) cancels it. */
+START_TEST(test_leader_heartbeat_race)
+{
+    two_t w;
+    two_start_hb(&w);
+    run_both(&w, 0.05, 1.0, 1);
+    run_both(&w, 1.0, 1.2, 0); /* a late: its last heartbeat at 0.95 */
+    ck_assert(!w.b.ld.leading);
+    w.f.beat_before_delete = 1;
+    poll_at(&w.b, &w.f, 1.31); /* stale for 0.34 s: b tries */
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    poll_at(&w.a, &w.f, 1.32); /* a goes on leading */
+    ck_assert(w.a.ld.leading);
+    run_both(&w, 1.35, 2.5, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert(!w.b.ld.leading);
+    two_end(&w);
+}
+END_TEST
+
+/* A leader without a heartbeat (stale 0, or an older bqos: no stale_ms in
+ * its key) is replaced only when its lease expires. */
+START_TEST(test_leader_heartbeat_none)
+{
+    two_t w;
+    memset(&w.f, 0, sizeof w.f);
+    ctl_init_hb(&w.a, &w.f, "a", HB_POLL, 0);
+    ctl_init_hb(&w.b, &w.f, "b", HB_POLL, HB_STALE);
+    poll_at(&w.a, &w.f, 0);
+    run_both(&w, 0.05, 0.5, 1);
+    run_both(&w, 0.5, 1.4, 0); /* a dies at 0.45: lease until 1.45 */
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    run_both(&w, 1.4, 1.7, 0);
+    ck_assert(w.b.ld.leading);
+    two_end(&w);
+}
+END_TEST
+
 START_TEST(test_leader_bad_config)
 {
     fstore_t f = {0};
     leader_t ld;
-    leader_store_t st = {f_grant, f_keepalive, f_revoke, f_get2, f_put_if, &f};
+    leader_store_t st = f_store(&f);
     leader_hooks_t h = {0};
     leader_config_t lc = {.cluster = "a/b", .id = "x", .ttl_s = 1, .margin_s = 0.25, .poll_s = 0.1};
     ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
@@ -393,6 +584,9 @@ START_TEST(test_leader_bad_config)
     lc.margin_s = 1;
     ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
     lc.margin_s = 0.25;
+    lc.stale_s = 0.15; /* under two polls: a standby could not tell late from dead */
+    ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
+    lc.stale_s = 0.25;
     ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), 0);
     ck_assert_str_eq(ld.key_leader, "/bqos/c/leader");
     ck_assert_str_eq(ld.key_buckets, "/bqos/c/buckets");
@@ -447,6 +641,9 @@ int main(void)
     const TTest *const tests[] = {test_leader_one_leader, test_leader_kill_takeover,
                                   test_leader_pause,      test_leader_etcd_down,
                                   test_leader_table,      test_leader_resign,
+                                  test_leader_heartbeat_steady, test_leader_heartbeat_kill,
+                                  test_leader_heartbeat_late, test_leader_heartbeat_none,
+                                  test_leader_heartbeat_race,
                                   test_leader_bad_config, test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

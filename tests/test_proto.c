@@ -455,6 +455,11 @@ static void put_tok(unsigned char *p, uint32_t b, uint32_t fl, int64_t r, int64_
     "\"intervals\":5,\"period_ms\":1000,\"remaining_ms\":900,\"table\":1,\"peer_table\":0,"           \
     "\"wide\":1" extra "}"
 
+/* A report header without records (count 0: the records frame is empty). */
+#define REPHDR(extra)                                                                              \
+    "{\"v\":3,\"type\":\"report\",\"node\":\"n1\",\"period\":1,\"interval\":0,\"table\":1,"      \
+    "\"peer_table\":0,\"count\":0,\"completions\":0,\"dispatched\":0,\"busy\":0" extra "}"
+
 START_TEST(test_proto_reject_reasons)
 {
     proto_stats_t st = {0};
@@ -663,13 +668,54 @@ START_TEST(test_proto_instance)
 }
 END_TEST
 
+/* A report says whether the node is in fallback and how many times it fell
+ * back (absent when 0: a node that does not say is following); both
+ * writers agree; the encoder refuses what the decoder would. */
+START_TEST(test_proto_fallback)
+{
+    proto_msg_t m, d;
+    msg_start(&m, &d, PROTO_REPORT, "n1");
+    m.period = 3;
+    m.table = 1;
+    m.fallback = 1;
+    m.fallbacks = 14;
+    ck_assert_int_eq(rt(&m, &d)->fallback, 1);
+    ck_assert_uint_eq(d.fallbacks, 14);
+    m.fallback = 0; /* resumed: the count stays */
+    ck_assert_int_eq(rt(&m, &d)->fallback, 0);
+    ck_assert_uint_eq(d.fallbacks, 14);
+    m.fallbacks = 0;
+    ck_assert_uint_eq(rt(&m, &d)->fallbacks, 0);
+    /* the jansson writer (a non-ASCII node name) says the same */
+    strcpy(m.node, "n\xc3\xa9");
+    m.fallback = 1;
+    m.fallbacks = PROTO_MAX_COUNT;
+    ck_assert_int_eq(rt(&m, &d)->fallback, 1);
+    ck_assert_uint_eq(d.fallbacks, PROTO_MAX_COUNT);
+    proto_enc_t e;
+    proto_enc_init(&e);
+    m.fallback = 2;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    m.fallback = 1;
+    m.fallbacks = PROTO_MAX_COUNT + 1;
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    proto_enc_clear(&e);
+    /* a heartbeat never carries them: the encoder leaves them out */
+    m.type = PROTO_HEARTBEAT;
+    m.fallbacks = 3;
+    ck_assert_int_eq(rt(&m, &d)->fallback, 0);
+    ck_assert_uint_eq(d.fallbacks, 0);
+    proto_msg_clear(&d);
+}
+END_TEST
+
 /* The optional header fields a message type may or may not carry (epoch:
  * what a controller sends; instance: hello), as the decoder reads them. */
 START_TEST(test_proto_optional_field_rules)
 {
     static const struct {
         const char *hdr;
-        int tokens_frame; /* with one wide tokens record */
+        int tokens_frame; /* 1: with one wide tokens record; 2: an empty records frame */
         proto_reason_t want;
     } cases[] = {
         {TOKHDR(",\"count\":1,\"epoch\":5"), 1, PROTO_OK},
@@ -677,12 +723,21 @@ START_TEST(test_proto_optional_field_rules)
         {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":-1}", 0, PROTO_E_RANGE},
         {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"epoch\":\"5\"}", 0, PROTO_E_FIELD},
         {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"instance\":5}", 0, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"fallback\":1}", 0, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"fallbacks\":2}", 0, PROTO_E_FIELD},
+        {REPHDR(",\"fallback\":1,\"fallbacks\":2"), 2, PROTO_OK},
+        {REPHDR(",\"fallback\":2"), 2, PROTO_E_RANGE},
+        {REPHDR(",\"fallbacks\":-1"), 2, PROTO_E_RANGE},
+        {REPHDR(",\"fallbacks\":9007199254740993"), 2, PROTO_E_RANGE},
+        {REPHDR(",\"fallback\":true"), 2, PROTO_E_FIELD},
     };
     proto_stats_t st = {0};
     put_tok(recbuf, 0, 0, 1, 2);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        proto_reason_t got = cases[i].tokens_frame ? dec3(cases[i].hdr, recbuf, 24, NULL, -1, &st)
-                                                   : DEC(cases[i].hdr);
+        int fr = cases[i].tokens_frame;
+        proto_reason_t got = fr == 1   ? dec3(cases[i].hdr, recbuf, 24, NULL, -1, &st)
+                             : fr == 2 ? dec3(cases[i].hdr, "", 0, NULL, -1, &st)
+                                       : DEC(cases[i].hdr);
         ck_assert_msg(got == cases[i].want, "case %zu (%s): reason %d, want %d", i, cases[i].hdr,
                       (int)got, (int)cases[i].want);
     }
@@ -1202,7 +1257,7 @@ int main(void)
         test_proto_roundtrip_hello, test_proto_roundtrip_welcome, test_proto_roundtrip_report,
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
-        test_proto_epoch, test_proto_instance, test_proto_optional_field_rules, test_proto_node_id,
+        test_proto_epoch, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);

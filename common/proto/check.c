@@ -40,7 +40,8 @@ int proto__check(const proto_msg_t *m)
     case PROTO_REPORT:
         if (m->period > PROTO_MAX_COUNT || m->table == 0 || !count_ok(m->completions) ||
             !count_ok(m->dispatched) || !(m->busy_seconds >= 0 && m->busy_seconds <= MAX_BUSY) ||
-            m->remaining_ms > MAX_PERIOD_MS || m->interval >= MAX_INTERVALS)
+            m->remaining_ms > MAX_PERIOD_MS || m->interval >= MAX_INTERVALS ||
+            (m->fallback != 0 && m->fallback != 1) || !count_ok(m->fallbacks))
             return -EINVAL;
         break;
     case PROTO_TOKENS:

@@ -202,6 +202,11 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_INSTANCE, 0, PROTO_MAX_COUNT, m->instance);
+    if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE) &&
+        m->type != PROTO_REPORT) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
 
     uint64_t nnames = 0;
     int names = hv.v[K_NAMES].kind != V_NONE;
@@ -259,6 +264,8 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         }
         m->busy_seconds = busy;
         GET(K_WIDE, 0, 1, m->wide);
+        GET(K_FALLBACK, 0, 1, m->fallback);
+        GET(K_FALLBACKS, 0, PROTO_MAX_COUNT, m->fallbacks);
         break;
     }
     case PROTO_TOKENS:

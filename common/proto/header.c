@@ -66,6 +66,10 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "busy", json_real(m->busy_seconds));
         if (wide)
             bad |= jset(h, "wide", json_integer(1));
+        if (m->fallback)
+            bad |= jset(h, "fallback", json_integer(1));
+        if (m->fallbacks)
+            bad |= jset(h, "fallbacks", json_integer((json_int_t)m->fallbacks));
         break;
     case PROTO_TOKENS:
         bad |= jset(h, "table", json_integer(m->table));
@@ -209,6 +213,10 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_raw(&w, t, (size_t)l);
         if (wide)
             hw_u64(&w, "wide", 1);
+        if (m->fallback)
+            hw_u64(&w, "fallback", 1);
+        if (m->fallbacks)
+            hw_u64(&w, "fallbacks", m->fallbacks);
         break;
     }
     case PROTO_TOKENS:
@@ -262,10 +270,12 @@ ssize_t proto__header_write(const proto_msg_t *m, int wide, char *buf, size_t ca
 static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
-    "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance",
+    "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
+    "fallbacks",
 };
 
-static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10, 4, 4, 4, 7, 4, 5, 8};
+static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9};
 
 static int key_index(const char *k, size_t l)
 {

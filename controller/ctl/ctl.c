@@ -53,7 +53,8 @@ static const opts_usage_t usage = {
             "Inspect and change a running bqos-controller through its admin endpoint.\n"
             "\n"
             "Commands:\n"
-            "  status                 nodes (up/down, age of their last report) and buckets\n"
+            "  status                 nodes (up/down, age of their last report, fallbacks\n"
+            "                         they reported) and buckets\n"
             "                         (reservation, limit, served this period, on track)\n"
             "  buckets                the configured buckets\n"
             "  set NAME --reservation N [--limit N|none] [--weight N]\n"
@@ -441,17 +442,21 @@ static void print_status(json_t *r)
     if (json_array_size(nodes) == 0) {
         printf("(no nodes)\n");
     } else {
-        table_t t = {.ncols = 5, .right = {0, 0, 1, 1, 1}};
-        t_row(&t, "NODE", "STATE", "LAST REPORT", "CAPACITY", "BUCKETS");
+        table_t t = {.ncols = 6, .right = {0, 0, 1, 1, 1, 1}};
+        t_row(&t, "NODE", "STATE", "LAST REPORT", "CAPACITY", "BUCKETS", "FALLBACKS");
         size_t i;
         json_t *n;
         json_array_foreach(nodes, i, n) {
-            char x[5][48];
+            char x[6][48];
             const char *age = cell(n, "last_report_ms", "never", x[2], 40);
             if (age == x[2])
                 strcat(x[2], " ms");
-            t_row(&t, cell(n, "name", "?", x[0], 48), cell(n, "state", "?", x[1], 48), age,
-                  cell(n, "capacity", "-", x[3], 48), cell(n, "buckets", "-", x[4], 48));
+            const char *state = cell(n, "state", "?", x[1], 32);
+            if (json_is_true(json_object_get(n, "fallback")) && state == x[1])
+                strcat(x[1], ", fallback"); /* the node's own report */
+            t_row(&t, cell(n, "name", "?", x[0], 48), state, age,
+                  cell(n, "capacity", "-", x[3], 48), cell(n, "buckets", "-", x[4], 48),
+                  cell(n, "fallbacks", "-", x[5], 48));
         }
         t_print(&t);
     }

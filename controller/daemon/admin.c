@@ -129,7 +129,7 @@ int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
 
 const char *admin_reload(admin_t *ad, char *msg, size_t size)
 {
-    if (ad->ld && !leader_may_push(ad->ld, mono_now())) {
+    if (ad->ld && !leader_leads(ad->ld, mono_now())) {
         snprintf(msg, size, "not the leader: the bucket table is etcd's; reload at the leader");
         log_info("reload: %s", msg);
         return "not_leader";
@@ -178,11 +178,12 @@ static void set_leader(json_t *r, const admin_t *ad)
     const leader_t *l = ad->ld;
     json_object_set_new(
         r, "ha",
-        json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "polls", (json_int_t)l->polls, "errors",
-                  (json_int_t)l->errors, "elections", (json_int_t)l->elections, "stepdowns",
-                  (json_int_t)l->stepdowns, "poll_ms_mean",
+        json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:f}", "polls", (json_int_t)l->polls,
+                  "errors", (json_int_t)l->errors, "elections", (json_int_t)l->elections,
+                  "stepdowns", (json_int_t)l->stepdowns, "poll_ms_mean",
                   l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
-                  (json_int_t)ad->nodes->fenced));
+                  (json_int_t)ad->nodes->fenced, "heartbeats", (json_int_t)l->beats,
+                  "depositions", (json_int_t)l->depositions, "stale_ms", l->cfg.stale_s * 1e3));
 }
 
 /* An error reply; not_leader names the leader (its id and admin endpoint,
@@ -198,7 +199,7 @@ static json_t *reply_not_leader(admin_t *ad, const char *code, const char *msg)
 /* NULL if this controller may change the table; else the not_leader reply. */
 static json_t *check_leader(admin_t *ad)
 {
-    if (!ad->ld || leader_may_push(ad->ld, mono_now()))
+    if (!ad->ld || leader_leads(ad->ld, mono_now()))
         return NULL;
     char msg[400];
     snprintf(msg, sizeof msg, "this controller (%s) is a standby; the leader is %s",
@@ -272,7 +273,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(pms)));
     json_object_set_new(r, "elapsed_ms", json_integer((json_int_t)llround(elapsed)));
     /* High availability: alone (no etcd) a controller always leads, epoch 0. */
-    json_object_set_new(r, "leader", json_boolean(!ad->ld || leader_may_push(ad->ld, now)));
+    json_object_set_new(r, "leader", json_boolean(!ad->ld || leader_leads(ad->ld, now)));
     json_object_set_new(r, "epoch", json_integer(ad->ld ? (json_int_t)ad->ld->leader_epoch : 0));
     if (ad->ld) {
         json_object_set_new(r, "id", json_string(ad->ld->cfg.id));
@@ -285,11 +286,14 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         double last = nodes_last_msg(ad->nodes, i);
         json_t *age = last > 0 ? json_integer((json_int_t)llround((now - last) * 1000))
                                : json_null();
+        uint64_t falls = 0;
+        int fb = nodes_fallback(ad->nodes, i, &falls);
         json_array_append_new(
-            nodes, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I}", "name", ni.name, "state",
-                             ni.up ? "up" : "down", "last_report_ms", age, "capacity",
+            nodes, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:b, s:I}", "name", ni.name,
+                             "state", ni.up ? "up" : "down", "last_report_ms", age, "capacity",
                              (json_int_t)llround(ni.capacity), "profile",
-                             (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets));
+                             (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets,
+                             "fallback", fb, "fallbacks", (json_int_t)falls));
     }
     json_object_set_new(r, "nodes", nodes);
     json_t *bs = json_array();
@@ -330,6 +334,8 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
                                 json_integer((json_int_t)ad->nodes->pst.rejected[i]));
     json_object_set_new(st, "rejected", rej);
     json_object_set_new(st, "duplicate_names", json_integer((json_int_t)cs->duplicate_names));
+    json_object_set_new(st, "node_fallbacks", json_integer((json_int_t)ad->nodes->node_fallbacks));
+    json_object_set_new(st, "node_resumes", json_integer((json_int_t)ad->nodes->node_resumes));
     json_object_set_new(r, "stats", st);
     json_t *tm = json_object();
     json_object_set_new(tm, "last_ms", split_json(&ad->tm->last, 1e3));

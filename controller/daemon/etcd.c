@@ -307,6 +307,14 @@ int etcd_lease_revoke(etcd_t *e, int64_t id)
     return rc;
 }
 
+int etcd_compact(etcd_t *e, int64_t rev)
+{
+    json_t *r;
+    int rc = call(e, "/v3/kv/compaction", json_pack("{s:o}", "revision", jstr64(rev)), &r);
+    json_decref(r);
+    return rc;
+}
+
 void etcd_kv_clear(etcd_kv_t *kv)
 {
     free(kv->value);
@@ -356,8 +364,12 @@ int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_
     return rc;
 }
 
-int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
-                const char *value, size_t len, int64_t lease, int64_t *rev)
+/* Runs a transaction: if every compare of cmp[0..ncmp) holds, the one
+ * request `op` ("request_put", "request_delete_range") with body `req`
+ * (stolen).  Returns 1 if it ran (*rev: the revision after it), 0 if a
+ * compare failed, or an error. */
+static int txn_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *op, json_t *req,
+                  int64_t *rev)
 {
     json_t *cmps = json_array();
     for (size_t i = 0; i < ncmp; i++)
@@ -366,10 +378,7 @@ int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                                               cmp[i].mod ? "MOD" : "CREATE", "result", "EQUAL",
                                               cmp[i].mod ? "mod_revision" : "create_revision",
                                               jstr64(cmp[i].rev)));
-    json_t *put = json_pack("{s:o, s:o}", "key", jb64(key, strlen(key)), "value", jb64(value, len));
-    if (put && lease)
-        json_object_set_new(put, "lease", jstr64(lease));
-    json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", "request_put", put);
+    json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", op, req);
     json_t *r;
     int rc = call(e, "/v3/kv/txn", body, &r);
     if (rc < 0)
@@ -380,4 +389,20 @@ int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
     }
     json_decref(r);
     return rc;
+}
+
+int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
+                const char *value, size_t len, int64_t lease, int64_t *rev)
+{
+    json_t *put = json_pack("{s:o, s:o}", "key", jb64(key, strlen(key)), "value", jb64(value, len));
+    if (put && lease)
+        json_object_set_new(put, "lease", jstr64(lease));
+    return txn_if(e, cmp, ncmp, "request_put", put, rev);
+}
+
+int etcd_delete_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key)
+{
+    int64_t rev = 0;
+    return txn_if(e, cmp, ncmp, "request_delete_range",
+                  json_pack("{s:o}", "key", jb64(key, strlen(key))), &rev);
 }

@@ -52,6 +52,11 @@ int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl);
 /* Revokes lease `id` (its keys go with it).  Returns 0 or an error. */
 int etcd_lease_revoke(etcd_t *e, int64_t id);
 
+/* Compacts the key-value history up to revision `rev` (the leader's
+ * heartbeats write a revision every poll).  Returns 0 or an error (also
+ * when `rev` is compacted already). */
+int etcd_compact(etcd_t *e, int64_t rev);
+
 /* One key as read. */
 typedef struct {
     int found;             /* 0: the key does not exist (the rest is 0) */
@@ -85,6 +90,11 @@ typedef struct {
  * created), 0 if a compare failed (nothing written), or an error. */
 int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                 const char *value, size_t len, int64_t lease, int64_t *rev);
+
+/* Deletes `key` if every compare of `cmp[0..ncmp)` holds.  Returns 1 if
+ * the transaction ran (the key is gone), 0 if a compare failed (nothing
+ * deleted), or an error. */
+int etcd_delete_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key);
 
 /* Base64 (standard alphabet, padded) of `len` bytes into a new string
  * (caller frees); NULL if out of memory. */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,16 @@ static int s_revoke(void *s, int64_t id)
     return etcd_lease_revoke(s, id);
 }
 
+static int s_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key)
+{
+    return etcd_delete_if(s, cmp, ncmp, key);
+}
+
+static int s_compact(void *s, int64_t rev)
+{
+    return etcd_compact(s, rev);
+}
+
 static int s_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
                   int keys_only2)
 {
@@ -41,7 +52,9 @@ static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
 
 leader_store_t leader_store_etcd(etcd_t *e)
 {
-    return (leader_store_t){s_grant, s_keepalive, s_revoke, s_get2, s_put_if, e};
+    return (leader_store_t){.grant = s_grant, .keepalive = s_keepalive, .revoke = s_revoke,
+                            .get2 = s_get2, .put_if = s_put_if, .delete_if = s_delete_if,
+                            .compact = s_compact, .s = e};
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -52,13 +65,17 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
     memset(ld, 0, sizeof *ld);
     if (!cfg->cluster || !*cfg->cluster || strlen(cfg->cluster) > 100 ||
         strchr(cfg->cluster, '/') || !cfg->id || !*cfg->id || strlen(cfg->id) > 200 ||
-        cfg->ttl_s < 1 || cfg->poll_s <= 0 || cfg->margin_s < 0 || cfg->margin_s >= cfg->ttl_s)
+        cfg->ttl_s < 1 || cfg->poll_s <= 0 || cfg->margin_s < 0 || cfg->margin_s >= cfg->ttl_s ||
+        cfg->stale_s < 0 || (cfg->stale_s > 0 && cfg->stale_s < 2 * cfg->poll_s))
         return -EINVAL;
     ld->cfg = *cfg;
     ld->st = *st;
     ld->hooks = *hooks;
-    json_t *v = json_pack("{s:s, s:s, s:s}", "id", cfg->id, "admin", cfg->admin ? cfg->admin : "",
-                          "listen", cfg->listen ? cfg->listen : "");
+    /* stale_ms: how long a standby must see our heartbeat unchanged before
+     * it may depose us (0: never, wait for the lease). */
+    json_t *v = json_pack("{s:s, s:s, s:s, s:I}", "id", cfg->id, "admin",
+                          cfg->admin ? cfg->admin : "", "listen", cfg->listen ? cfg->listen : "",
+                          "stale_ms", (json_int_t)llround(cfg->stale_s * 1e3));
     ld->value = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
     size_t n = strlen(cfg->cluster) + 32;
@@ -83,9 +100,24 @@ void leader_clear(leader_t *ld)
 
 /* ---- roles --------------------------------------------------------------- */
 
+/* Our lease is safely alive at `now` by our own clock. */
+static int lease_ok(const leader_t *ld, double now)
+{
+    return now < ld->lease_until - ld->cfg.margin_s;
+}
+
+/* Until when our last heartbeat keeps every standby from deposing us: a
+ * standby deposes only after seeing the same heartbeat for stale_s, and it
+ * cannot have seen it before we sent it; one poll less, for the messages
+ * on their way. */
+static double beat_fence(const leader_t *ld)
+{
+    return ld->beat_at + ld->cfg.stale_s - ld->cfg.poll_s;
+}
+
 int leader_may_push(const leader_t *ld, double now)
 {
-    return ld->leading && now < ld->lease_until - ld->cfg.margin_s;
+    return ld->leading && lease_ok(ld, now) && (ld->cfg.stale_s <= 0 || now < beat_fence(ld));
 }
 
 double leader_next(const leader_t *ld)
@@ -109,9 +141,11 @@ static void step_down(leader_t *ld, const char *why)
         ld->hooks.role(ld->hooks.arg, 0);
 }
 
-static void become_leader(leader_t *ld, uint64_t epoch)
+/* `sent`: our clock when the request that made the key ours left. */
+static void become_leader(leader_t *ld, uint64_t epoch, double sent)
 {
     ld->leading = 1;
+    ld->beat_at = sent;
     ld->epoch = epoch;
     ld->leader_epoch = epoch;
     snprintf(ld->leader_id, sizeof ld->leader_id, "%s", ld->cfg.id);
@@ -130,6 +164,10 @@ static void note_leader(leader_t *ld, const etcd_kv_t *kv)
     json_t *v = json_loadb(kv->value, kv->len, 0, &jerr);
     const char *id = json_string_value(json_object_get(v, "id"));
     const char *admin = json_string_value(json_object_get(v, "admin"));
+    json_t *stale = json_object_get(v, "stale_ms"); /* absent: an older bqos, no heartbeat */
+    ld->leader_stale_s = json_is_integer(stale) && json_integer_value(stale) > 0
+                             ? (double)json_integer_value(stale) / 1e3
+                             : 0;
     if (ld->leader_epoch != (uint64_t)kv->create_rev && !ld->leading)
         log_info("leader %s: the leader is %s (epoch %lld)", ld->cfg.id, id ? id : "?",
                  (long long)kv->create_rev);
@@ -140,6 +178,14 @@ static void note_leader(leader_t *ld, const etcd_kv_t *kv)
 }
 
 /* ---- the poll ------------------------------------------------------------ */
+
+/* Our clock now, for a poll that began at `now` (its caller's clock) when
+ * mono_now() read t0: the time the poll has spent in requests added (or
+ * the store's clock, a test's). */
+static double poll_clock(const leader_t *ld, double now, double t0)
+{
+    return ld->st.clock ? ld->st.clock(ld->st.s) : now + (mono_now() - t0);
+}
 
 /* Renews the lease, or grants one.  Returns 0 when a lease is held. */
 static int renew(leader_t *ld, double now)
@@ -154,8 +200,8 @@ static int renew(leader_t *ld, double now)
         }
         if (rc != -ENOENT)
             return rc;
-        log_warn("leader %s: lease %lld expired", ld->cfg.id, (long long)ld->lease);
-        step_down(ld, "lease expired at etcd");
+        log_warn("leader %s: lease %lld expired or revoked", ld->cfg.id, (long long)ld->lease);
+        step_down(ld, "lease expired or revoked at etcd");
         ld->lease = 0;
     }
     int64_t id = 0, granted = 0;
@@ -166,6 +212,96 @@ static int renew(leader_t *ld, double now)
     ld->lease_ttl = granted;
     ld->lease_until = now + (double)granted;
     return 0;
+}
+
+#define COMPACT_EVERY 10000 /* etcd revisions between two compactions */
+
+/* The leader's heartbeat: the leader key written again (same value, same
+ * lease) if its create_revision is still our epoch, so that its
+ * mod_revision moves; `sent` is our clock as the request leaves.  Losing
+ * the compare means another controller took the key: we step down.  Every
+ * COMPACT_EVERY revisions the history the heartbeats leave is compacted.
+ * Returns 0 or the store's error. */
+static int beat(leader_t *ld, double sent)
+{
+    etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = (int64_t)ld->epoch};
+    int64_t rev = 0;
+    int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, ld->value, strlen(ld->value),
+                           ld->lease, &rev);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        step_down(ld, "another controller took the leader key (we were deposed)");
+        return 0;
+    }
+    ld->beat_at = sent;
+    ld->beats++;
+    if (!ld->compact_next) {
+        ld->compact_next = rev + COMPACT_EVERY;
+    } else if (rev >= ld->compact_next && ld->st.compact) {
+        ld->compact_next = rev + COMPACT_EVERY;
+        int crc = ld->st.compact(ld->st.s, rev);
+        if (crc < 0)
+            log_debug("leader %s: etcd compaction at %lld: %s", ld->cfg.id, (long long)rev,
+                      strerror(-crc));
+    }
+    return 0;
+}
+
+/* Puts the leader key with our lease if there is none.  `sent`: our clock
+ * as the request leaves.  Returns 0 (won or lost) or the store's error. */
+static int campaign(leader_t *ld, double sent)
+{
+    int64_t rev = 0;
+    etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = 0};
+    int won = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, ld->value, strlen(ld->value),
+                            ld->lease, &rev);
+    if (won == 1) {
+        become_leader(ld, (uint64_t)rev, sent);
+        return 0;
+    }
+    ld->leader_id[0] = ld->leader_admin[0] = '\0'; /* the winner is read at the next poll */
+    return won < 0 ? won : 0;
+}
+
+/* A standby's watch on another controller's leader key `lk`, read by the
+ * answer that came at `seen` (our clock): nonzero if its heartbeat (its
+ * mod_revision) has not moved for longer than the leader itself declared
+ * (its "stale_ms"; none: never). */
+static int leader_stale(leader_t *ld, const etcd_kv_t *lk, double seen)
+{
+    if (lk->create_rev != ld->seen_create || lk->mod_rev != ld->seen_mod) {
+        ld->seen_create = lk->create_rev;
+        ld->seen_mod = lk->mod_rev;
+        ld->seen_at = seen;
+        return 0;
+    }
+    return ld->leader_stale_s > 0 && seen - ld->seen_at > ld->leader_stale_s;
+}
+
+/* The leader key `lk` has shown the same heartbeat for longer than its
+ * leader declared: the leader has stopped pushing by its own clock
+ * (leader_may_push()).  Its key is deleted by a transaction that requires
+ * the heartbeat we saw stale, so that one landing meanwhile (which would
+ * let it push on) cancels the deposition; then we campaign.  (Revoking
+ * its lease instead could not be made conditional.)  Returns 0 or the
+ * store's error. */
+static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
+{
+    etcd_cmp_t c[2] = {
+        {.key = ld->key_leader, .mod = 1, .rev = lk->mod_rev},
+        {.key = ld->key_leader, .mod = 0, .rev = lk->create_rev},
+    };
+    int rc = ld->st.delete_if(ld->st.s, c, 2, ld->key_leader);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return 0; /* it beat meanwhile, or another standby was first: next poll */
+    ld->depositions++;
+    log_warn("leader %s: leader %s (epoch %lld) wrote no heartbeat for %.0f ms: deposed, "
+             "taking over", ld->cfg.id, ld->leader_id[0] ? ld->leader_id : "?",
+             (long long)lk->create_rev, (seen - ld->seen_at) * 1e3);
+    return campaign(ld, sent);
 }
 
 /* Applies the table in `kv` if it is new; creates the key if missing. */
@@ -204,7 +340,7 @@ static void follow_table(leader_t *ld, const etcd_kv_t *kv)
 
 int leader_poll(leader_t *ld, double now)
 {
-    if (ld->leading && !leader_may_push(ld, now))
+    if (ld->leading && !lease_ok(ld, now))
         step_down(ld, "lease not renewed in time by our clock");
     if (now < ld->next_poll)
         return 0;
@@ -214,7 +350,7 @@ int leader_poll(leader_t *ld, double now)
     int rc = renew(ld, now);
     if (rc < 0)
         goto out;
-    if (ld->leading && !leader_may_push(ld, now)) {
+    if (ld->leading && !lease_ok(ld, now)) {
         step_down(ld, "lease about to end");
         goto out;
     }
@@ -225,26 +361,20 @@ int leader_poll(leader_t *ld, double now)
         etcd_kv_clear(&bk);
         goto out;
     }
+    double seen = poll_clock(ld, now, t0); /* the answer is at least this recent */
     if (lk.found && lk.lease == ld->lease) {
         if (!ld->leading) /* our campaign's answer was lost; the key is ours */
-            become_leader(ld, (uint64_t)lk.create_rev);
+            become_leader(ld, (uint64_t)lk.create_rev, -INFINITY); /* pushes after a beat */
+        if (ld->cfg.stale_s > 0)
+            rc = beat(ld, poll_clock(ld, now, t0));
     } else if (lk.found) {
         step_down(ld, "another controller holds the leader key");
         note_leader(ld, &lk);
+        if (leader_stale(ld, &lk, seen))
+            rc = depose(ld, &lk, seen, poll_clock(ld, now, t0));
     } else {
         step_down(ld, "the leader key is gone");
-        int64_t rev = 0;
-        etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = 0};
-        int won = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, ld->value, strlen(ld->value),
-                                ld->lease, &rev);
-        if (won == 1)
-            become_leader(ld, (uint64_t)rev);
-        else if (won < 0)
-            rc = won;
-        /* lost: the winner is read at the next poll */
-        if (won != 1) {
-            ld->leader_id[0] = ld->leader_admin[0] = '\0';
-        }
+        rc = campaign(ld, poll_clock(ld, now, t0));
     }
     follow_table(ld, &bk);
     etcd_kv_clear(&lk);
@@ -261,15 +391,20 @@ out:
             ld->next_poll = now + backoff;
         log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));
     }
-    if (ld->leading && !leader_may_push(ld, now))
+    if (ld->leading && !lease_ok(ld, now))
         step_down(ld, "lease not renewed in time");
     ld->poll_seconds += mono_now() - t0;
     return rc;
 }
 
+int leader_leads(const leader_t *ld, double now)
+{
+    return ld->leading && lease_ok(ld, now);
+}
+
 int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now)
 {
-    if (!leader_may_push(ld, now))
+    if (!leader_leads(ld, now))
         return -EPERM;
     etcd_cmp_t c[2] = {
         {.key = ld->key_buckets, .mod = 1, .rev = ld->buckets_rev},

@@ -3,7 +3,8 @@
  * Keys (PREFIX = "/bqos/<cluster>/"):
  *   PREFIX "leader"   the leader's identity, JSON {"id","admin","listen"},
  *                     attached to its lease: it disappears when the lease
- *                     expires or is revoked
+ *                     expires or is revoked, or when a standby deposes
+ *                     the leader (below)
  *   PREFIX "buckets"  the bucket table as a bucket file's JSON
  *
  * Election: every controller holds a lease of `ttl_s` and renews it at
@@ -13,13 +14,35 @@
  * (etcd's revision, which only grows, so each new leader has a higher
  * epoch than every earlier one).
  *
+ * Takeover within two intervals: the leader's heartbeat.  With `stale_s`
+ * > 0 the leader writes its key again at every poll (same value and
+ * lease, in a transaction that requires the key's create_revision to be
+ * its epoch), so that the key's mod_revision moves; its value declares
+ * "stale_ms".  A standby that sees the mod_revision unchanged for longer
+ * than the leader declared, by its own clock from the answer that first
+ * showed it, deletes the key by a transaction that requires that same
+ * mod_revision (a heartbeat that lands meanwhile cancels it) and
+ * campaigns: a killed leader is replaced within stale_s plus two polls
+ * of its last heartbeat (main: 1.25 intervals + 2 x interval/4; from its
+ * death 1-1.75 intervals) instead of a lease.  The trade-off: a leader that is alive but cannot write a
+ * heartbeat for that long (a GC-like pause, a starved host, a slow etcd)
+ * is deposed after about 1.5 intervals; it learns it at its next etcd
+ * call (its heartbeat's compare fails: the key is not its own) and steps
+ * down.
+ * A leader whose value has no stale_ms (0, or an older bqos) is replaced
+ * only when its lease expires.
+ *
  * Fencing by our own clock: the lease cannot expire at etcd before
  * (send time of the last successful grant or keepalive) + TTL, so the
- * leader considers itself leader only until that instant less `margin_s`
- * (leader_may_push()).  A leader that cannot renew in time, or was paused
- * (SIGSTOP) past it, stops at once, before it talks to etcd again; a
- * standby can only take the key after etcd expired the lease, i.e. after
- * the old leader stopped.  The nodes' epoch check is the second fence.
+ * leader considers itself leader only until that instant less `margin_s`.
+ * And no standby can depose it before (send time of its last successful
+ * heartbeat) + stale_s, so it pushes to nodes only until that instant less
+ * one poll (leader_may_push()): a leader that cannot beat in time stops
+ * pushing at once, before it talks to etcd again, and pushes again after
+ * its next heartbeat if it was not deposed meanwhile.  A paused (SIGSTOP)
+ * leader is fenced by both when it wakes.  The nodes' epoch check is the
+ * second fence: a new leader's epoch is higher, and nodes obey only the
+ * highest they have seen.
  *
  * The bucket table: at each poll the leader key and the table key's
  * revisions are read in one transaction; a table whose mod_revision differs
@@ -53,6 +76,9 @@ typedef struct {
                 int keys_only2);
     int (*put_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                   const char *value, size_t len, int64_t lease, int64_t *rev);
+    int (*delete_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key);
+    int (*compact)(void *s, int64_t rev); /* may be NULL */
+    double (*clock)(void *s); /* NULL: mono_now(); tests pass their fake time */
     void *s;
 } leader_store_t;
 
@@ -82,6 +108,9 @@ typedef struct {
     double ttl_s;          /* lease TTL asked for, >= 1 */
     double margin_s;       /* stop leading this long before the lease's end */
     double poll_s;         /* time between polls, > 0 */
+    double stale_s;        /* 0: no heartbeat (takeover at lease expiry);
+                              else >= 2 x poll_s: a standby may depose us
+                              after this long without a heartbeat */
 } leader_config_t;
 
 typedef struct {
@@ -97,6 +126,13 @@ typedef struct {
     uint64_t leader_epoch;  /* the leader key's create_revision last seen */
     char leader_id[256], leader_admin[256]; /* from the leader key; "" unknown */
     int64_t buckets_rev;    /* mod_revision of the table last applied */
+    double beat_at;         /* leading: our clock when our last successful
+                               heartbeat (or campaign) was sent */
+    int64_t compact_next;   /* revision of the next compaction (0: unset) */
+    double leader_stale_s;  /* the leader's declared stale_ms / 1000 (0: none) */
+    int64_t seen_create, seen_mod; /* standby: the leader key's revisions last seen */
+    double seen_at;         /* our clock when they were first seen */
+    uint64_t beats, depositions; /* heartbeats written; leaders we deposed */
     double next_poll;
     uint64_t polls, errors, elections, stepdowns;
     double poll_seconds;    /* wall time the polls took (etcd's cost to the loop) */
@@ -112,21 +148,29 @@ void leader_clear(leader_t *ld);
 
 /* If a poll is due at `now` (monotonic seconds, taken just before the
  * call): renews (or grants) the lease, steps down if it is lost or
- * about to end, reads the leader and table keys, campaigns if there is no
- * leader, applies a new table.  Also steps down without a poll when the
+ * about to end, reads the leader and table keys, writes the leader's
+ * heartbeat (stepping down if the key is no longer its own), campaigns if
+ * there is no leader or deposes a leader whose heartbeat is stale, applies
+ * a new table.  Also steps down without a poll when the
  * lease is about to end.  Returns 0, or the store's error (logged; the next
  * poll tries again). */
 int leader_poll(leader_t *ld, double now);
 
-/* Nonzero if this controller may send to nodes and write the table at
- * `now`: it leads and its lease is safely alive by its own clock. */
+/* Nonzero if this controller may send to nodes at `now`: it leads, its
+ * lease is safely alive by its own clock and (with a heartbeat) no standby
+ * can have deposed it yet. */
 int leader_may_push(const leader_t *ld, double now);
+
+/* Nonzero if this controller leads at `now` (its lease is safely alive by
+ * its own clock): it may write the table and says "leader" in its status,
+ * even while a late heartbeat keeps it from pushing. */
+int leader_leads(const leader_t *ld, double now);
 
 /* When the loop must next call leader_poll(). */
 double leader_next(const leader_t *ld);
 
 /* The leader writes table `text` (`len` bytes).  Returns 0 (written; its
- * revision counts as applied), -EPERM (not the leader), -EAGAIN (the table
+ * revision counts as applied), -EPERM (not leader_leads()), -EAGAIN (the table
  * or the leadership changed meanwhile: nothing written), or the store's
  * error. */
 int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now);

@@ -50,6 +50,7 @@ typedef struct {
     const char *cluster;
     double lease_ttl;
     double etcd_timeout;
+    double takeover;      /* intervals without a heartbeat before a standby deposes */
     int help, version;
 } settings_t;
 
@@ -58,7 +59,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 20
+#define NOPTS 21
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -130,13 +131,23 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "default", .help = "With --etcd: the keys' prefix, /bqos/NAME/."},
         {.name = "lease-ttl", .type = OPTS_DURATION, .target = &s->lease_ttl, .arg = "DURATION",
          .deflt = "2s", .min = 1, .max = 60,
-         .help = "With --etcd: the leader's lease; a dead leader is replaced this long\n"
-                 "after its last renewal (etcd may raise it to its own minimum)."},
+         .help = "With --etcd: the leader's lease (etcd may raise it to its own\n"
+                 "minimum).  A dead leader is replaced this long after its last renewal\n"
+                 "if its heartbeat cannot say so sooner (--takeover-after 0)."},
         {.name = "etcd-timeout", .type = OPTS_DURATION, .target = &s->etcd_timeout,
          .arg = "DURATION", .deflt = "100ms", .min = 0.001, .max = 10,
          .help = "With --etcd: the longest one request to etcd may take.  The loop waits\n"
                  "for etcd (at most one timeout per poll when it does not answer, and\n"
                  "then polls less often): keep it well below the interval."},
+        {.name = "takeover-after", .type = OPTS_DOUBLE, .target = &s->takeover,
+         .arg = "INTERVALS", .deflt = "1.25", .min = 0, .max = 1000,
+         .help = "With --etcd: the leader writes a heartbeat to etcd every quarter interval;\n"
+                 "a standby that sees none for this many intervals deposes it (deletes\n"
+                 "its key, if still unchanged) and takes over, pushing at once: a killed\n"
+                 "leader is replaced 1-1.75 intervals after its death, plus etcd's delays.\n"
+                 "The leader stops pushing by its own clock a quarter interval before it\n"
+                 "could be deposed, so a leader paused or starved this long is replaced.\n"
+                 "0: only when its lease expires (--lease-ttl)."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
@@ -209,6 +220,7 @@ typedef struct {
     leader_t ld;       /* with etcd */
     char id[300];
     int stop;
+    int takeover_push;  /* we just became the leader: push at once */
 } app_t;
 
 /* CPU seconds used by the whole process (loop, ZeroMQ I/O thread, OpenMP):
@@ -313,7 +325,7 @@ static void tick(app_t *a, double now)
 static void on_adopt(void *arg, const proto_msg_t *m, double now)
 {
     app_t *a = arg;
-    if (a->etcd && !leader_may_push(&a->ld, now) && m->period) {
+    if (a->etcd && !leader_leads(&a->ld, now) && m->period) {
         /* A standby keeps following the nodes' clock (the leader's), not
          * only after its start, so that it takes over on the same periods
          * and its accounting is the nodes' all along.  A report's
@@ -358,7 +370,33 @@ static void on_role(void *arg, uint64_t epoch)
     if (epoch) { /* a standby's "pushes" never left: push everything */
         ctrl_forget_pushed(a->ctrl);
         nodes_hail_unknown(&a->nodes);
+        a->takeover_push = 1;
     }
+}
+
+/* We just became the leader: the current round's tokens go out now, not at
+ * the next interval boundary, so that the nodes hear the new epoch within
+ * the takeover time.  The round is computed from the nodes' reports like
+ * any other (this controller received them as a standby); forced by
+ * ctrl_forget_pushed(), it sends every pair's count.  A push in the middle
+ * of an interval loses nothing: nodes take tokens net of what they served
+ * since the report the counts were computed from. */
+static void push_takeover(app_t *a, double now)
+{
+    a->takeover_push = 0;
+    if (!a->clk.round_start || pclock_due(&a->clk, now))
+        return; /* no round yet, or one begins now: tick() pushes it */
+    if (a->clk.round_open) {
+        close_round(a, now);
+        return;
+    }
+    ctrl_result_t res;
+    if (ctrl_compute(a->ctrl, &res) < 0)
+        res = (ctrl_result_t){.skipped = 1};
+    nodes_push(&a->nodes, &res, now);
+    log_info("took over in period %llu interval %u: pushed %s at once",
+             (unsigned long long)a->clk.period, a->clk.interval,
+             res.skipped ? "heartbeats" : "every node's tokens");
 }
 
 /* leader_hooks_t: etcd has no table; offer the bucket file's. */
@@ -386,7 +424,13 @@ static int ha_start(app_t *a)
         log_error("--etcd %s: bad URL list or libcurl failed", s->etcd);
         return -1;
     }
+    /* Polls every quarter interval (10-250 ms); the heartbeat's staleness
+     * is at least two polls. */
     double iv = s->period_s / s->intervals;
+    double poll = iv / 4 < 0.01 ? 0.01 : iv / 4 > 0.25 ? 0.25 : iv / 4;
+    double stale = s->takeover * iv;
+    if (stale > 0 && stale < 2 * poll)
+        stale = 2 * poll;
     const leader_config_t lc = {
         .cluster = s->cluster,
         .id = a->id,
@@ -394,7 +438,8 @@ static int ha_start(app_t *a)
         .listen = s->listen,
         .ttl_s = s->lease_ttl,
         .margin_s = 0.25,
-        .poll_s = iv < 0.1 ? iv : 0.1,
+        .poll_s = poll,
+        .stale_s = stale,
     };
     leader_store_t st = leader_store_etcd(a->etcd);
     leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap, .arg = a};
@@ -404,8 +449,10 @@ static int ha_start(app_t *a)
     }
     a->admin.ld = &a->ld;
     a->nodes.hooks.may_send = may_send;
-    log_info("high availability: id %s, cluster %s, etcd %s, lease %.0f s; standby until elected",
-             a->id, s->cluster, s->etcd, s->lease_ttl);
+    log_info("high availability: id %s, cluster %s, etcd %s, lease %.0f s, poll %.0f ms, "
+             "takeover after %.0f ms without a heartbeat%s; standby until elected",
+             a->id, s->cluster, s->etcd, s->lease_ttl, poll * 1e3, stale * 1e3,
+             stale > 0 ? "" : " (off: at lease expiry)");
     return 0;
 }
 
@@ -545,6 +592,8 @@ int main(int argc, char **argv)
         if (a.etcd) {
             leader_poll(&a.ld, now);
             now = mono_now(); /* the poll may have waited for etcd */
+            if (a.takeover_push)
+                push_takeover(&a, now);
             if (leader_next(&a.ld) < next)
                 next = leader_next(&a.ld);
         }

@@ -22,9 +22,9 @@ void nodes_clear(nodes_t *ns)
 {
     proto_msg_clear(&ns->in);
     proto_enc_clear(&ns->enc);
-    free(ns->last_msg);
-    ns->last_msg = NULL;
-    ns->nlast = 0;
+    free(ns->peers);
+    ns->peers = NULL;
+    ns->npeers = 0;
     free(ns->unknown);
     ns->unknown = NULL;
     ns->nunknown = ns->capunknown = 0;
@@ -57,27 +57,34 @@ static void note_unknown(nodes_t *ns, const char *name)
     snprintf(u->name, sizeof u->name, "%s", name);
 }
 
-/* Node `node`'s last-message slot, grown as nodes register; NULL if out of
- * memory or node < 0. */
-static double *last_msg(nodes_t *ns, int node)
+/* Node `node`'s slot, grown as nodes register; NULL if out of memory or
+ * node < 0. */
+static nodes_peer_t *peer(nodes_t *ns, int node)
 {
     if (node < 0)
         return NULL;
-    if (node >= ns->nlast) {
+    if (node >= ns->npeers) {
         int n = node + 16;
-        double *v = realloc(ns->last_msg, (size_t)n * sizeof *v);
+        nodes_peer_t *v = realloc(ns->peers, (size_t)n * sizeof *v);
         if (!v)
             return NULL;
-        memset(v + ns->nlast, 0, (size_t)(n - ns->nlast) * sizeof *v);
-        ns->last_msg = v;
-        ns->nlast = n;
+        memset(v + ns->npeers, 0, (size_t)(n - ns->npeers) * sizeof *v);
+        ns->peers = v;
+        ns->npeers = n;
     }
-    return &ns->last_msg[node];
+    return &ns->peers[node];
 }
 
 double nodes_last_msg(const nodes_t *ns, int node)
 {
-    return node >= 0 && node < ns->nlast ? ns->last_msg[node] : 0;
+    return node >= 0 && node < ns->npeers ? ns->peers[node].last_msg : 0;
+}
+
+int nodes_fallback(const nodes_t *ns, int node, uint64_t *fallbacks)
+{
+    const nodes_peer_t *p = node >= 0 && node < ns->npeers ? &ns->peers[node] : NULL;
+    *fallbacks = p ? p->fallbacks : 0;
+    return p && p->fallback;
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -275,9 +282,9 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, "bad_message", "registration failed");
         return;
     }
-    double *x = last_msg(ns, node);
-    if (x)
-        *x = now;
+    nodes_peer_t *p = peer(ns, node);
+    if (p)
+        p->last_msg = now;
     log_info("node %s registered (%zu buckets, capacity %llu IOs/s)", m->node, m->nnames,
              (unsigned long long)m->capacity);
     const char *const *names;
@@ -296,8 +303,34 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     send_node(ns, node, &w);
 }
 
+/* The node's report says whether it is in fallback (it heard no tokens or
+ * heartbeat from the leader for its --silence) and how often it was:
+ * logged at warn on each change, so that this log shows what the nodes
+ * did, and counted. */
+static void note_fallback(nodes_t *ns, const proto_msg_t *m, int node)
+{
+    nodes_peer_t *p = peer(ns, node);
+    if (!p)
+        return;
+    if (m->fallbacks < p->fallbacks) /* another process under the name */
+        p->fallback = 0;
+    if (m->fallback && !p->fallback) {
+        ns->node_fallbacks++;
+        log_warn("node %s reports it is in fallback (its fallback %llu): it heard no tokens or "
+                 "heartbeat for its --silence and enforces its --fallback policy",
+                 m->node, (unsigned long long)m->fallbacks);
+    } else if (!m->fallback && p->fallback) {
+        ns->node_resumes++;
+        log_warn("node %s reports it left fallback: it follows the controller's tokens again",
+                 m->node);
+    }
+    p->fallback = m->fallback;
+    p->fallbacks = m->fallbacks;
+}
+
 static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
 {
+    note_fallback(ns, m, node);
     if (m->has_names) {
         int rc = ctrl_node_table(ns->ctrl, node, m->table, m->names, m->nnames);
         if (rc < 0) {
@@ -365,9 +398,9 @@ void nodes_drain(nodes_t *ns)
                 send_error(ns, m->node, "unknown_node", "say hello first");
             continue;
         }
-        double *x = last_msg(ns, node);
-        if (x)
-            *x = now;
+        nodes_peer_t *p = peer(ns, node);
+        if (p)
+            p->last_msg = now;
         double t1 = mono_now();
         switch (m->type) {
         case PROTO_REPORT:

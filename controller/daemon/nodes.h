@@ -27,6 +27,13 @@ typedef struct {
     void *arg;
 } nodes_hooks_t;
 
+/* What the node endpoint keeps per registered node (by ctrl node index). */
+typedef struct {
+    double last_msg;       /* monotonic seconds of its last message, 0 = never */
+    int fallback;          /* its last report said it is in fallback */
+    uint64_t fallbacks;    /* its own count of fallbacks, as last reported */
+} nodes_peer_t;
+
 /* An unregistered process that wrote to a fenced controller: its routing id
  * (name and instance tag, proto_node_id()) and its name. */
 typedef struct {
@@ -48,9 +55,10 @@ typedef struct {
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
     uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
     uint64_t fenced;       /* messages not sent: hooks.may_send said no */
-    double *last_msg;      /* [nlast]: per node index, monotonic seconds of
-                              its last message, 0 = never */
-    int nlast;
+    nodes_peer_t *peers;   /* [npeers], by node index */
+    int npeers;
+    uint64_t node_fallbacks, node_resumes; /* nodes seen entering / leaving
+                              fallback in their reports */
     unsigned char id[PROTO_ID_MAX]; /* routing id of the message in hand */
     size_t idlen;
     double dup_log_next;   /* duplicate-name warnings: next one not before */
@@ -72,7 +80,8 @@ void nodes_clear(nodes_t *ns);
 /* Handles every message waiting on the socket (at most 100,000 at a time),
  * without blocking: registers nodes and welcomes them (refusing a second
  * process under a name that is up with `duplicate_name`), applies reports
- * (answering unknown_table or bad_message errors), notes heartbeats and
+ * (answering unknown_table or bad_message errors; a node that reports
+ * entering or leaving fallback is logged at warn and counted), notes heartbeats and
  * goodbyes, and tells the unknown to say hello.  Bad messages are counted
  * and logged, never fatal. */
 void nodes_drain(nodes_t *ns);
@@ -90,5 +99,9 @@ void nodes_hail_unknown(nodes_t *ns);
 
 /* Monotonic seconds of node `node`'s last message; 0 if never or unknown. */
 double nodes_last_msg(const nodes_t *ns, int node);
+
+/* Node `node`'s fallback as its last report said: nonzero if in fallback,
+ * and its count in *fallbacks (0 for an unknown node). */
+int nodes_fallback(const nodes_t *ns, int node, uint64_t *fallbacks);
 
 #endif

@@ -322,6 +322,9 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     m->completions = clampc(ns.completions);
     m->dispatched = clampc(ns.dispatched);
     m->busy_seconds = ns.busy_seconds >= 0 && ns.busy_seconds < 1e12 ? ns.busy_seconds : 0;
+    /* The controller logs and counts our fallbacks (never welcomed is not one). */
+    m->fallback = a->st.fallback && a->st.fallbacks > 0;
+    m->fallbacks = clampc(a->st.fallbacks);
     m->has_names = a->peer_ack != a->my_table;
     m->nnames = m->has_names ? (size_t)a->my_n : 0;
     m->names = m->has_names ? a->namev : NULL;

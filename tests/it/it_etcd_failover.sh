@@ -1,11 +1,18 @@
 #!/bin/sh
 # it_etcd_failover.sh - controller failover through a real etcd on free loopback ports: one leader, epochs, standby silence, bucket table through etcd, kill -9 and SIGSTOP of the leader, restart as standby.
 #
-# Two bqos-controllers (--etcd, --lease-ttl 2s, period 1 s in 5 intervals)
-# and raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER per
-# controller) that log every message with its epoch.  When bqos-node takes
-# a list of controllers (--controller A,B in its --help), a real node and
-# memcached join and must follow the new leader.
+# Two bqos-controllers (--etcd, --lease-ttl 2s, period 1 s in K=2
+# intervals of 500 ms; K=5 gives the default 200 ms) and raw protocol nodes
+# (tests/it/ha_observer.py, a pyzmq DEALER per controller) that log every
+# message with its epoch.  When bqos-node takes a list of controllers
+# (--controller A,B in its --help), a real node and memcached join and must
+# follow the new leader, under load (bqos-load) through the kill.
+#
+# The takeover must reach a node within 2 intervals (the issue's bound).
+# It takes 1-1.75 intervals plus etcd's and the hosts' delays (up to 180 ms
+# measured at load 16-27 on the 2-core VM, docs/performance.md): with 200 ms
+# intervals 2 intervals leave 50-200 ms for those delays, too little on a
+# loaded machine; with 500 ms they leave 125-500 ms.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_etcd_failover
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +27,8 @@ jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)"
 # lease is 2 s (1 s works on a quiet machine, docs/performance.md, but a
 # busy one delays etcd's answers past its margin).
 TTL=${TTL:-2}
+K=${K:-2}
+IV=$(echo "$K" | awk '{ printf "%.3f", 1 / $1 }')
 next_port; EP=$PORT; next_port; PP=$PORT
 ETCD="http://127.0.0.1:$EP"
 # Its data in memory when /dev/shm exists: fsyncs on a busy disk would
@@ -41,7 +50,7 @@ LS2="tcp://127.0.0.1:$L2"; AD2="tcp://127.0.0.1:$A2"
 ctl_start() {
   eval "ls=\$LS$1 ad=\$AD$1"
   spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" --listen "$ls" \
-    --admin "$ad" --period 1s --intervals 5 --etcd "$ETCD" --id "c$1" --cluster it \
+    --admin "$ad" --period 1s --intervals "$K" --etcd "$ETCD" --id "c$1" --cluster it \
     --lease-ttl "$TTL" --etcd-timeout 250ms --log-level debug
   eval "PID$1=\$SPAWNED"
 }
@@ -140,29 +149,68 @@ else
   echo "# bqos-node takes one controller: the real node's part is skipped"
 fi
 
-# 4. kill -9 the leader mid-period: the standby leads with a higher epoch
-#    and pushes to its nodes within the lease, etcd's expiry check (every
-#    0.5 s) and 2 intervals (0.4 s), plus 0.3 s for a busy machine.
-sleep 0.5
+# 4. kill -9 the leader mid-period: the standby deposes it (its heartbeat
+#    in etcd is stale for 1.25 intervals), leads with a higher epoch and
+#    pushes at once: a node hears the new epoch within 2 intervals.  With
+#    the real node under load: bucket red (limit 200/s) stays within 1.05 x
+#    its limit in every 1 s period (the periods below its reservation are
+#    counted, not checked: on a machine at load 15, with etcd answering
+#    late, there were two).
+if [ $NODE_HA = 1 ]; then
+  cat >"$T/scen.json" <<EOF
+{"duration": 7, "period": 1, "intervals": $K, "warmup_periods": 0, "seed": 1, "capacity": 20000,
+ "workload": {"outstanding": 8, "timeout_ms": 10000, "preload": 200},
+ "servers": [{"name": "s1", "address": "127.0.0.1:1"}],
+ "buckets": [{"name": "red", "reservation": 100, "limit": 200, "servers": ["s1"]}]}
+EOF
+  "$BIN/bqos-load" -q -s "s1=127.0.0.1:$NP,127.0.0.1:$MP" -o "$T/load" -d 7 "$T/scen.json" \
+    >"$T/load.table" 2>"$T/load.log" &
+  LOAD_PID=$!
+  python3 "$HERE/node_periods.py" "$NP" 9 red >"$T/load.periods" 2>/dev/null &
+  POLL_PID=$!
+  sleep 2
+fi
+sleep 0.$(( $(od -An -N1 -tu1 /dev/urandom | tr -d ' ') % 9 + 1 )) # anywhere in a period
 L=$(leader_now); S=$(other "$L")
 E1=$(status "$L" epoch)
 K0=$(now)
 eval "kill -9 \$PID$L"
 wait_for '[ -n "$(first_epoch_after obs$S "$E1")" ]' 6
 K1=$(first_epoch_after "obs$S" "$E1")
+KT=$(awk -v e="$E1" '$3 > e && $2 == "tokens" { print $1; exit }' "$T/obs$S.log")
 E2=$(status "$S" epoch)
 TAKE=$(echo "$K0 ${K1:-0}" | awk '{ printf "%.3f", $2 - $1 }')
-echo "takeover after kill -9 of c$L: ${TAKE} s (first message of epoch $E2 at a node)"
+echo "takeover after kill -9 of c$L: ${TAKE} s to the first message of epoch $E2 at a node," \
+  "$(echo "$K0 ${KT:-0}" | awk '{ printf "%.3f", $2 - $1 }') s to its first tokens" \
+  "(intervals ${IV} s, load $(cut -d' ' -f1 /proc/loadavg))"
 check "c$S leads with a higher epoch ($E1 -> $E2)" \
   '[ "$(status "$S" leader)" = True ] && [ "$E2" -gt "$E1" ]'
-check "c$S pushed to its node within lease + 2 intervals (${TAKE} s)" \
-  'awk -v t="$TAKE" -v l="$TTL" "BEGIN { exit !(t > 0 && t <= l + 0.5 + 0.4 + 0.3) }"'
+check "c$S reached its node within 2 intervals (${TAKE} s <= 2 x $IV s)" \
+  'awk -v t="$TAKE" -v i="$IV" "BEGIN { exit !(t > 0 && t <= 2 * i) }"'
+check "it deposed c$L for a stale heartbeat, not at lease expiry" \
+  'grep -q "wrote no heartbeat for" "$T"/c$S.*.log'
 check "nothing from the dead leader after the kill" '[ "$(msgs_after "obs$L" "$K0")" = 0 ]'
 if [ $NODE_HA = 1 ]; then
   check "the real node follows c$S's epoch $E2" \
     'wait_for "grep -q \"following .*epoch $E2\" \"$T/node.log\"" 3'
   check "c$S pushes it tokens" \
     '[ "$(status "$S" stats >/dev/null; jget "$T/st$S.json" "d[\"stats\"][\"push_tokens\"]")" -gt 0 ]'
+  wait "$LOAD_PID"
+  LEND=$(now)
+  wait "$POLL_PID"
+  # the node's periods that ran entirely under load: not the first (the
+  # load starts in it), nor those after its traffic stopped (it exits after
+  # writing its results: trailing periods with under 100 IOs; the kill is
+  # 2-3 s into a 7 s load, so they are not the failover's)
+  R=$(awk -v e="$LEND" 'NR > 1 && $4 <= e { v[++n] = $2 }
+    END { while (n > 0 && v[n] < 100) n--; for (i = 1; i <= n; i++) printf "%s ", v[i] }' \
+    "$T/load.periods")
+  echo "# red per 1 s period through the kill (limit 200, reservation 100): $R" \
+    "($(echo $R | tr " " "\n" | awk "NF && \$1 < 100" | wc -l) below the reservation)"
+  check "red within 1.05 x its limit in every 1 s period through the failover ($R)" \
+    '[ $(echo $R | wc -w) -ge 3 ] && [ "$(echo $R | tr " " "\n" | awk "\$1 > 210" | wc -l)" = 0 ]'
+  check "and served: the load reached the limit" \
+    '[ "$(echo $R | tr " " "\n" | awk "\$1 >= 190" | wc -l)" -ge 1 ]'
 fi
 
 # 5. The old leader restarts and joins as a standby.

@@ -56,28 +56,7 @@ load() {
   "$BIN/bqos-load" -q -s "s1=127.0.0.1:$NP,127.0.0.1:$MP" -o "$1" -d "$2" \
     "$T/scen.json" >"$1.table" 2>"$1.log" &
   LOAD_PID=$!
-  python3 - "$NP" "$(( $2 + 1 ))" >"$1.periods" 2>/dev/null <<"PY" &
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
-end = time.time() + float(sys.argv[2]); last = None; top = 0; state = ""
-while time.time() < end:
-    s.sendall(b"stats buckets\r\nstats\r\n")
-    buf = b""
-    while buf.count(b"END\r\n") < 2:
-        d = s.recv(65536)
-        if not d:
-            sys.exit(0)
-        buf += d
-    st = dict(l.split(" ", 2)[1:] for l in buf.decode().split("\r\n") if l.count(" ") >= 2)
-    p = st.get("bqos_ctl_period")
-    n = sum(int(st.get("lim:served_" + c, 0)) for c in "rlo")
-    if p != last:
-        if last is not None:
-            print(last, top, state, flush=True)
-        last = p; top = 0
-    top = max(top, n); state = st.get("bqos_ctl_state", "")
-    time.sleep(0.03)
-PY
+  python3 "$(dirname "$0")/node_periods.py" "$NP" "$(( $2 + 1 ))" >"$1.periods" 2>/dev/null &
   POLL_PID=$!
 }
 # rates DIR STATE [ALL]: lim's IOs in each node period spent in STATE after
@@ -146,6 +125,26 @@ if [ "$(stat bqos_ctl_fallbacks)" != "$FB" ] && [ -z "$SHORT" ]; then
 fi
 check "a controller late by 2 intervals is not a dead one: no fallback on a shorter silence" \
   '[ -z "$SHORT" ] && wait_for following 5'
+
+# 4b. Stopped for longer than node b's silence (3 s > 2.1 s): the node
+#     falls back (rr) and resumes after SIGCONT; its reports say so, and the
+#     controller logs both at warn and counts them in its status.
+FB=$(stat bqos_ctl_fallbacks)
+kill -STOP "$CTRL_PID"
+wait_for '[ "$(stat bqos_ctl_fallbacks)" -gt "$FB" ]' 6
+sleep 0.5 # a report or two in fallback, queued for the stopped controller
+kill -CONT "$CTRL_PID"
+check "the node fell back while the controller was stopped, and resumed" \
+  '[ "$(stat bqos_ctl_fallbacks)" -gt "$FB" ] && wait_for following 10'
+ctl_json() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json status >"$T/st.json" 2>/dev/null &&
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$T/st.json"; }
+check "the controller logs the node's fallback and its resume at warn" \
+  'wait_for "grep -q \"warn: node s1 reports it left fallback\" \"$T/controller2.log\"" 5 &&
+   grep -q "warn: node s1 reports it is in fallback" "$T/controller2.log"'
+check "its status counts them: nodes[].fallbacks >= 1, fallback false again" \
+  '[ "$(ctl_json "d[\"nodes\"][0][\"fallbacks\"] >= 1 and not d[\"nodes\"][0][\"fallback\"] and d[\"stats\"][\"node_fallbacks\"] >= 1")" = True ]'
+check "and the status table has the column" \
+  '"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status | grep -q "FALLBACKS"'
 
 # 5. The controller is killed under load: round robin lifts the limit.
 load "$T/rr" 8
