@@ -6,12 +6,14 @@
 #   make demo-ha  controller failover: etcd, two controllers, kill -9 the leader
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
+#   make tsan     the threaded parts under ThreadSanitizer (clang, Archer for OpenMP; build-tsan/)
+#   make fuzz     libFuzzer harnesses (clang), FUZZ_SECONDS each (default 30); fails on a crash
 #   make install  PREFIX=/usr/local DESTDIR= : programs, man pages, systemd units, examples
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all check bench demo demo-ha asan install uninstall clean
+.PHONY: all check bench demo demo-ha asan tsan fuzz install uninstall clean
 all install:
 	@scripts/deps.sh build
 	@$(BUILD) $@
@@ -29,5 +31,11 @@ demo demo-ha:
 asan:
 	@scripts/deps.sh build test
 	@$(BUILD) check O=build-asan BIN=build-asan/bin SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
+tsan:
+	@scripts/deps.sh build test sanitize
+	@$(BUILD) tsan-check CC=clang O=build-tsan BIN=build-tsan/bin SAN="-fsanitize=thread -fno-omit-frame-pointer"
+fuzz:
+	@scripts/deps.sh build sanitize
+	@$(BUILD) fuzz
 clean:
-	rm -rf bin build build-asan
+	rm -rf bin build build-asan build-tsan build-fuzz

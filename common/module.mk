@@ -1,7 +1,7 @@
 # common/ - code shared by every program (logging, helpers, version.h: the one BQOS_VERSION,
 # bucketfile: the one owner of the bucket reservation file format)
 LIBS += common
-common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c \
+common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c common/iheap.c \
 	common/rng.c common/names.c common/bucketfile.c common/notify.c
 # $(call check_suite,NAME,LIBS): the Check suite NAME, from tests/NAME.c linked with the
 # archives LIBS (dependents first), i.e. TESTS += NAME with its NAME_SRCS and NAME_LIBS.
@@ -11,6 +11,7 @@ check_suite = $(eval TESTS += $(1))$(eval $(1)_SRCS = tests/$(1).c)$(eval $(1)_L
 $(call check_suite,test_log,common)
 $(call check_suite,test_strmap,common)
 $(call check_suite,test_bitset,common)
+$(call check_suite,test_iheap,common)
 $(call check_suite,test_mono,common)
 $(call check_suite,test_opts,common)
 $(call check_suite,test_jsonloc,common)

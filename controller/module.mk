@@ -38,3 +38,4 @@ ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_
           tests/it/it_etcd_failover.sh
 # no path around a limit: the default bucket, removed buckets, duplicate node names
 ITESTS += tests/it/it_nolimitpath.sh
+ITESTS += tests/it/it_hostile_ctrl.sh

@@ -6,8 +6,10 @@
 #   TESTS    += TEST      Check suite $(O)/tests/TEST from TEST_SRCS + archives TEST_LIBS, run by make check
 #   ITESTS   += SCRIPT    integration script run by make check after the unit tests (gets BIN and O in env)
 #   BENCHES  += SCRIPT    benchmark script run by make bench
+#   FUZZERS  += NAME      libFuzzer harness tests/fuzz/NAME.c + NAME_SRCS, run by make fuzz
 #
 # Targets: all (programs and man pages), tests (the Check suites), check, bench, demo, demo-ha,
+# tsan-check, fuzz-build, fuzz,
 # install and uninstall (PREFIX, DESTDIR and the *DIR variables below).
 O   ?= build
 BIN ?= bin
@@ -38,6 +40,7 @@ PROGS :=
 TESTS :=
 ITESTS :=
 BENCHES :=
+FUZZERS :=
 include $(sort $(wildcard */module.mk))
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
@@ -78,6 +81,39 @@ demo: all
 demo-ha: all
 	@BIN=$(BIN) sh examples/demo-ha.sh
 
+# ---- make tsan (CC=clang O=build-tsan SAN=-fsanitize=thread): the threaded parts only: the
+# worker pool under both backends, the node with --workers, the controller client's ZeroMQ
+# glue, and pShift with OpenMP threads.  clang's libomp with Archer (OMP_TOOL_LIBRARIES) tells
+# TSan about OpenMP's barriers, so pShift runs multi-threaded under it (gcc's libgomp is not
+# instrumented: TSan reports false races there); ignore_noninstrumented_modules keeps libzmq's
+# and libmemcached's own threads (not instrumented) out of the reports (docs/fuzzing.md). ----
+TSAN_TESTS := test_workpool test_backend test_blockdev test_gate test_ctlclient test_pshift test_ctrl
+TSAN_ITESTS := tests/it/it_nbd.sh tests/it/it_node_order.sh
+ARCHER ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
+.PHONY: tsan-check
+tsan-check: $(addprefix $(BIN)/,$(PROGS)) $(addprefix $(O)/tests/,$(TSAN_TESTS))
+	@OMP_TOOL_LIBRARIES=$(ARCHER) \
+		TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 $(TSAN_OPTIONS)" \
+		BIN=$(BIN) O=$(O) scripts/run-tests.sh $(addprefix $(O)/tests/,$(TSAN_TESTS)) $(TSAN_ITESTS)
+
+# ---- make fuzz: clang, ASan+UBSan, every harness FUZZ_SECONDS on a scratch copy of its seeds ----
+FUZZ_O ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all -fno-omit-frame-pointer $(shell pkg-config --cflags jansson)
+FUZZ_LIBS := $(shell pkg-config --libs jansson) -lm
+define fuzz_rule
+$(FUZZ_O)/$(1): tests/fuzz/$(1).c $($(1)_SRCS)
+	@mkdir -p $$(dir $$@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $$@ $$^ $(FUZZ_LIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(addprefix $(FUZZ_O)/,$(FUZZERS))
+fuzz: fuzz-build
+	@FUZZ_O=$(FUZZ_O) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh $(FUZZERS)
 include mk/install.mk
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -42,6 +42,7 @@ py   zmq                python3-zmq
 [bench]
 pc   igraph             libigraph-dev
 cmd  memcached          memcached
+cmd  memcaslap          libmemcached-tools
 cmd  nutcracker         nutcracker
 cmd  gnuplot            gnuplot-nox
 cmd  ss                 iproute2
@@ -50,6 +51,10 @@ cmd  fio                fio
 cmd  nbdkit             nbdkit
 cmd  nbdinfo            libnbd-bin
 cmd  etcd               etcd-server
+[sanitize]
+cmd  clang              clang
+file /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
+file /usr/lib/llvm-14/lib/libarcher.so libomp-14-dev
 [demo]
 cmd  memcached          memcached
 cmd  ss                 iproute2
@@ -60,8 +65,8 @@ cmd  etcd               etcd-server
 groups="${*:-build}"
 for g in $groups; do
   case "$g" in
-    build|test|bench|demo) ;;
-    *) echo "deps: unknown group '$g' (build, test, bench or demo)" >&2; exit 2 ;;
+    build|test|bench|demo|sanitize) ;;
+    *) echo "deps: unknown group '$g' (build, test, bench, demo or sanitize)" >&2; exit 2 ;;
   esac
 done
 

@@ -193,6 +193,25 @@ start_memcached() {
   wait_port "$1" 10
 }
 
+# start_twemproxy PORT STATS_PORT MC_PORT DIR: a twemproxy (nutcracker) on
+# 127.0.0.1:PORT, one pool whose only server is the memcached on MC_PORT
+# (config tw.yml and log tw.log in DIR); waits until it listens.
+start_twemproxy() {
+  cat >"$4/tw.yml" <<EOT
+bench:
+  listen: 127.0.0.1:$1
+  hash: fnv1a_64
+  distribution: ketama
+  timeout: 2000
+  preconnect: true
+  auto_eject_hosts: false
+  servers:
+   - 127.0.0.1:$3:1
+EOT
+  spawn "$4/tw.log" nutcracker -c "$4/tw.yml" -s "$2" -a 127.0.0.1
+  wait_port "$1" 10
+}
+
 # table_field TABLE BUCKET COLUMN: from a bqos-load table, prints field
 # COLUMN (1-based, '|' separators dropped) of BUCKET's row.
 table_field() {

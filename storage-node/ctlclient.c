@@ -42,10 +42,13 @@ struct ctlclient {
     double next_hello;
     double last_send;    /* when we last sent anything */
     double next_warn;    /* "no controller" warning before any welcome */
+    double next_reopen;  /* in fallback: when the sockets are made anew */
     int leader;          /* the agent's leader at the last message (-1) */
 
     struct event *ev_timer; /* ctlclient_attach() */
 };
+
+static int peer_reopen(ctlclient_t *c, int i);
 
 double ctlclient_now(void)
 {
@@ -73,10 +76,10 @@ static int hook_bucket(void *arg, const char *name)
     return c->ops.bucket(c->ops.arg, name);
 }
 
-static int hook_set_tokens(void *arg, int b, int64_t r, int64_t l)
+static int hook_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, double now)
 {
     ctlclient_t *c = arg;
-    return c->ops.set_tokens(c->ops.arg, b, sched_bucket_name(c->s, b), r, l);
+    return c->ops.set_tokens(c->ops.arg, b, sched_bucket_name(c->s, b), r, l, until, now);
 }
 
 static void hook_set_policy(void *arg, sched_policy_t p)
@@ -126,7 +129,7 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
         return rc;
     }
     for (int i = 0; i < c->npeers; i++) {
-        int r = send_frames(c->peer[i].sock, &c->enc);
+        int r = c->peer[i].sock ? send_frames(c->peer[i].sock, &c->enc) : -ENOTCONN;
         if (r == 0) {
             any = 1;
             continue;
@@ -176,6 +179,8 @@ int ctlclient_report_now(ctlclient_t *c, double now)
 /* Drains controller i's socket into the agent. */
 static int drain(ctlclient_t *c, int i, double now)
 {
+    if (!c->peer[i].sock)
+        return 0; /* a failed peer_reopen(): the next one tries again */
     for (;;) {
         proto_reason_t why;
         int rc = proto_recv(c->peer[i].sock, NULL, 0, NULL, &c->in, &c->st.agent.proto, &why, NULL,
@@ -240,6 +245,23 @@ double ctlclient_tick(ctlclient_t *c, double now)
     }
     if (agent_tick(c->agent, now))
         ctlclient_report_now(c, now);
+    agent_stats(c->agent, &as);
+    if (as.fallback && as.period_s > 0 && now >= c->next_reopen) {
+        /* Not heard (issue 18, defect 4): our connection may be half-open,
+         * or another process may have taken our routing id at the
+         * controller (ZMQ_ROUTER_HANDOVER) and left us unread.  A new
+         * connection under our id takes it back; every few seconds while
+         * the silence lasts. */
+        if (c->next_reopen > 0) {
+            log_warn("controller not heard for %.1f s: connecting anew", as.silent_s);
+            for (int i = 0; i < c->npeers; i++)
+                peer_reopen(c, i);
+            c->st.reconnects++;
+        }
+        c->next_reopen = now + CTLCLIENT_REOPEN_S;
+    } else if (!as.fallback) {
+        c->next_reopen = 0;
+    }
     if (agent_welcomed(c->agent) && now - c->last_send >= c->cfg.heartbeat_s) {
         proto_msg_t hb; /* reports double as heartbeats; this covers long intervals */
         agent_heartbeat(c->agent, &hb);
@@ -373,6 +395,29 @@ static int peer_open(ctlclient_t *c, int i)
         log_error("controller endpoint '%s': %s", c->peer[i].endpoint, zmq_strerror(-rc));
         return rc;
     }
+    return 0;
+}
+
+/* Closes peer i's socket and opens it anew (same routing id), moving its
+ * read event to the new descriptor.  Returns 0 or -errno (then the peer
+ * has no socket until the next try). */
+static int peer_reopen(ctlclient_t *c, int i)
+{
+    struct event_base *base = c->peer[i].ev_read ? event_get_base(c->peer[i].ev_read) : NULL;
+    if (c->peer[i].ev_read) {
+        event_free(c->peer[i].ev_read);
+        c->peer[i].ev_read = NULL;
+    }
+    if (c->peer[i].sock)
+        zmq_close(c->peer[i].sock);
+    c->peer[i].sock = NULL;
+    int rc = peer_open(c, i);
+    if (rc < 0 || !base)
+        return rc;
+    int fd = ctlclient_fd_at(c, i);
+    c->peer[i].ev_read = fd >= 0 ? event_new(base, fd, EV_READ | EV_PERSIST, on_ev_read, c) : NULL;
+    if (!c->peer[i].ev_read || event_add(c->peer[i].ev_read, NULL) != 0)
+        return -ENOMEM;
     return 0;
 }
 

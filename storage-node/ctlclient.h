@@ -76,8 +76,11 @@ typedef struct {
     /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
     int (*bucket)(void *arg, const char *name);
     /* Sets bucket b (named `name`) to absolute token counts; l may be
-     * SCHED_UNLIMITED.  Returns 0 or -errno. */
-    int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l);
+     * SCHED_UNLIMITED; `until` and `now` as for sched_set_tokens() (the
+     * grant's end and the time, on the client's clock: mono_now()).
+     * Returns 0 or -errno. */
+    int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l, double until,
+                      double now);
     void (*set_policy)(void *arg, sched_policy_t policy);
     void (*period_start)(void *arg);
     /* Called once after a tokens message was applied, or a new controller
@@ -88,11 +91,20 @@ typedef struct {
 
 typedef struct ctlclient ctlclient_t;
 
+/* A node in fallback (the controller not heard) closes its controller
+ * sockets and connects anew this often: a half-open connection, or our
+ * routing id taken over at the controller by another process, would
+ * otherwise leave us unheard for good. */
+#define CTLCLIENT_REOPEN_S 2.0
+
 /* Counters, for logs and tests: what the client sent, and the agent's own
  * (agent.warn_unreachable also counts the client's warnings from before any
  * controller timing; agent.proto also the decoder's verdicts). */
 typedef struct {
     uint64_t sent_hello, sent_report, sent_heartbeat, sent_goodbye, send_dropped;
+    uint64_t reconnects;         /* times the sockets were made anew because
+                                    the controller was not heard (every
+                                    CTLCLIENT_REOPEN_S of fallback) */
     agent_stats_t agent;
     const char *state;           /* agent_state_str(): waiting, following,
                                     static, rr (a constant) */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,7 @@ struct gate {
     gate_conn_t *conns;
     int nconns;
     uint64_t total_conns;
-    int inflight;
+    window_t *win;         /* IOs at the backend: how many, how many allowed */
     double busy_mark;      /* last time busy time was accounted */
     double busy_pending;   /* busy seconds not yet reported */
     int stopping;
@@ -30,6 +31,10 @@ struct gate {
     /* gate_request_dispatch(): one dispatch per pass of the event loop. */
     struct event *kick;
     int kick_armed;
+    /* Paced tokens: one timer for the time the scheduler says credit
+     * returns (sched_next_ready()), armed when a dispatch finds nothing. */
+    struct event *pace;
+    double pace_at;        /* when it fires; INFINITY: not armed */
     gate_status_fn status; /* gate_set_status() */
     void *status_arg;
 };
@@ -40,10 +45,24 @@ void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
     g->status_arg = arg;
 }
 
-void gate_status_hook(const gate_t *g, gate_status_fn *fn, void **arg)
+/* The gate's own stats lines (the window), then gate_set_status()'s. */
+static void status_lines(void *arg, FILE *fp)
 {
-    *fn = g->status;
-    *arg = g->status_arg;
+    gate_t *g = arg;
+    window_stats_t ws;
+    window_stats(g->win, &ws);
+    fprintf(fp, "STAT bqos_window %d\r\n", ws.window);
+    fprintf(fp, "STAT bqos_window_latency_us %.1f\r\n", ws.latency * 1e6);
+    fprintf(fp, "STAT bqos_window_base_us %.1f\r\n", ws.base * 1e6);
+    fprintf(fp, "STAT bqos_window_throughput %.0f\r\n", ws.throughput);
+    if (g->status)
+        g->status(g->status_arg, fp);
+}
+
+void gate_status_hook(gate_t *g, gate_status_fn *fn, void **arg)
+{
+    *fn = status_lines;
+    *arg = g;
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
@@ -52,6 +71,16 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     gate_t *g = arg;
     g->kick_armed = 0;
+    if (!g->stopping)
+        g->hooks.dispatch(g->front);
+}
+
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gate_t *g = arg;
+    g->pace_at = INFINITY;
     if (!g->stopping)
         g->hooks.dispatch(g->front);
 }
@@ -92,11 +121,20 @@ gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
     g->base = base;
     g->s = s;
     g->kick = evtimer_new(base, on_kick, g);
-    if (!g->kick) {
+    g->pace = evtimer_new(base, on_pace, g);
+    g->pace_at = INFINITY;
+    if (!g->kick || !g->pace) {
         rc = -ENOMEM;
         goto out;
     }
     g->busy_mark = mono_now();
+    window_config_t wc;
+    window_config_defaults(&wc);
+    wc.adaptive = 0;
+    wc.start = wc.ceiling = cfg->outstanding;
+    wc.floor = 1;
+    if (!(g->win = window_new(&wc, g->busy_mark, &rc)))
+        goto out;
 out:
     if (rc < 0) {
         gate_destroy(&g);
@@ -227,49 +265,87 @@ uint64_t gate_total_conns(const gate_t *g)
 
 /* ---- the window ----------------------------------------------------------- */
 
-/* Adds the busy time since the last mark (if anything was outstanding). */
-static void busy_account(gate_t *g)
+/* Adds the busy time up to `t` (now) since the last mark (if anything was
+ * outstanding); returns t. */
+static double busy_account(gate_t *g, double t)
 {
-    double t = mono_now();
-    if (g->inflight > 0)
+    if (window_inflight(g->win) > 0)
         g->busy_pending += t - g->busy_mark;
     g->busy_mark = t;
+    return t;
+}
+
+/* Nothing may be dispatched at `now`: if a paced bucket waits for credit,
+ * the pacing timer fires when it returns (moved earlier if needed; one
+ * timer for the whole scheduler). */
+static void pace_arm(gate_t *g, double now)
+{
+    double t = sched_next_ready(g->s);
+    if (!(t < g->pace_at) || g->stopping)
+        return;
+    g->pace_at = t;
+    long long us = t > now ? (long long)ceil((t - now) * 1e6) : 0; /* never early */
+    struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+    evtimer_add(g->pace, &tv);
 }
 
 sched_item_t *gate_take(gate_t *g)
 {
-    if (g->inflight >= g->cfg.outstanding)
+    if (window_inflight(g->win) >= window_limit(g->win))
         return NULL;
-    sched_item_t *it = sched_dispatch(g->s, NULL);
-    if (!it)
+    double now = mono_now();
+    sched_item_t *it = sched_dispatch(g->s, now, NULL);
+    if (!it) {
+        pace_arm(g, now);
         return NULL;
-    busy_account(g);
-    g->inflight++;
+    }
+    window_take(g->win, busy_account(g, now));
     return it;
 }
 
 void gate_done(gate_t *g)
 {
-    busy_account(g);
-    g->inflight--;
+    window_done(g->win, busy_account(g, mono_now()));
     sched_note_completion(g->s, 1, g->busy_pending);
     g->busy_pending = 0;
 }
 
+/* Not a backend round trip: leaves the window's figures alone. */
 void gate_done_inline(gate_t *g)
 {
-    g->inflight--;
+    window_untake(g->win, g->busy_mark);
     sched_note_completion(g->s, 1, 0);
 }
 
 void gate_untake(gate_t *g)
 {
-    g->inflight--;
+    window_untake(g->win, g->busy_mark);
 }
 
 int gate_inflight(const gate_t *g)
 {
-    return g->inflight;
+    return window_inflight(g->win);
+}
+
+int gate_set_window(gate_t *g, const window_config_t *cfg)
+{
+    int rc = 0;
+    double now = mono_now();
+    window_config_t wc = *cfg;
+    wc.start = window_limit(g->win);
+    window_t *w = window_new(&wc, now, &rc);
+    if (!w)
+        return rc;
+    for (int i = window_inflight(g->win); i > 0; i--)
+        window_take(w, now);
+    window_destroy(&g->win);
+    g->win = w;
+    return 0;
+}
+
+void gate_window_stats(const gate_t *g, window_stats_t *out)
+{
+    window_stats(g->win, out);
 }
 
 /* Asks for a dispatch at the end of this pass of the event loop rather
@@ -314,7 +390,7 @@ int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l)
         b = gate_add_bucket(g, name, 1);
     if (b < 0)
         return b;
-    int rc = sched_set_tokens(g->s, b, r, l);
+    int rc = sched_set_tokens(g->s, b, r, l, INFINITY, 0); /* a test hook: unpaced */
     if (rc == 0)
         gate_kick(g);
     return rc;
@@ -334,7 +410,7 @@ void gate_kick(gate_t *g)
 
 void gate_check_stopped(gate_t *g)
 {
-    if (g->inflight > 0 || !g->hooks.idle(g->front))
+    if (gate_inflight(g) > 0 || !g->hooks.idle(g->front))
         return;
     log_info("%severy request answered; stopping", g->cfg.tag);
     event_base_loopexit(g->base, NULL);
@@ -346,7 +422,7 @@ static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     gate_t *g = arg;
     log_warn("%sshutdown grace period over; %d IOs in flight, closing", g->cfg.tag,
-             g->inflight);
+             gate_inflight(g));
     event_base_loopexit(g->base, NULL);
 }
 
@@ -359,7 +435,7 @@ void gate_shutdown(gate_t *g)
         listener_disable(g->lis);
     size_t n = sched_drain(g->s, g->hooks.drain, g->front);
     log_info("%sshutting down: %zu queued requests failed, %d in flight", g->cfg.tag, n,
-             g->inflight);
+             gate_inflight(g));
     g->hooks.stop(g->front);
     struct timeval tv = {SHUTDOWN_GRACE_SEC, 0};
     g->stop_timer = evtimer_new(g->base, on_stop_timer, g);
@@ -391,6 +467,9 @@ void gate_destroy(gate_t **gp)
         event_free(g->stop_timer);
     if (g->kick)
         event_free(g->kick);
+    if (g->pace)
+        event_free(g->pace);
+    window_destroy(&g->win);
     free(g);
     *gp = NULL;
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "storage-node/core/sched.h"
+#include "storage-node/core/window.h"
 #include "storage-node/listener.h"
 
 struct event_base;
@@ -69,7 +70,8 @@ typedef struct {
 typedef struct {
     const char *tag;     /* prefix of the gate's log lines ("" or "NBD: "), borrowed
                             for the gate's life */
-    int outstanding;     /* most IOs at the backend at once, >= 1 */
+    int outstanding;     /* most IOs at the backend at once, >= 1 (the window
+                            while fixed; see gate_set_window()) */
     int max_conns;       /* connections beyond are refused, >= 1 */
     int max_buckets;     /* gate_add_bucket() refuses beyond (-ENOMEM); 0: no cap */
     int defer;           /* 1: gate_kick() dispatches at the end of this pass of the
@@ -124,14 +126,19 @@ uint64_t gate_total_conns(const gate_t *g);
 
 /* ---- the window (hot path) ---- */
 
-/* Returns the next IO the scheduler allows while fewer than `outstanding`
+/* Returns the next IO the scheduler allows while fewer than the window
  * are at the backend, or NULL.  The IO counts as outstanding from now on;
- * it ends with gate_done(), gate_done_inline() or gate_untake(). */
+ * it ends with gate_done(), gate_done_inline() or gate_untake().  The
+ * window is `outstanding` unless gate_set_window() made it adaptive.  When
+ * the scheduler allows nothing because paced buckets wait for credit, one
+ * timer calls hooks->dispatch when the first credit returns. */
 sched_item_t *gate_take(gate_t *g);
 
 /* A backend completion of an IO from gate_take(): adds the busy time
  * (time with at least one IO outstanding) and reports one completion with
- * it (sched_note_completion()).  Call before answering the IO. */
+ * it (sched_note_completion()); the window counts it (window_done(): the
+ * time at the backend, by Little's law over its epoch).  Call before
+ * answering the IO. */
 void gate_done(gate_t *g);
 
 /* An IO from gate_take() finished at once, without the backend (a read
@@ -144,6 +151,15 @@ void gate_untake(gate_t *g);
 
 /* IOs at the backend now. */
 int gate_inflight(const gate_t *g);
+
+/* Makes the window adaptive (storage-node/core/window.h) with *cfg's
+ * settings, starting from the current window clamped to [floor, ceiling]
+ * (cfg->start is ignored); IOs already at the backend stay counted.
+ * Returns 0, or -EINVAL / -ENOMEM as window_new() (the window unchanged). */
+int gate_set_window(gate_t *g, const window_config_t *cfg);
+
+/* The window's figures (window_stats()). */
+void gate_window_stats(const gate_t *g, window_stats_t *out);
 
 /* Asks for hooks->dispatch once the callbacks of this pass of the loop
  * are done (next_pass 0), or in the next pass, after its reads (next_pass
@@ -174,8 +190,12 @@ void gate_kick(gate_t *g);
 typedef void (*gate_status_fn)(void *arg, FILE *fp);
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
 
-/* The hook set by gate_set_status() (NULL, NULL if none). */
-void gate_status_hook(const gate_t *g, gate_status_fn *fn, void **arg);
+/* What a front calls while formatting its stats: the gate's own lines
+ * (bqos_window: IOs allowed at the backend now; bqos_window_latency_us and
+ * bqos_window_base_us: the mean time at the backend in the last epoch and
+ * the controller's base; bqos_window_throughput: completions per second in
+ * the last epoch), then the hook set by gate_set_status() if any. */
+void gate_status_hook(gate_t *g, gate_status_fn *fn, void **arg);
 
 /* ---- stopping ---- */
 

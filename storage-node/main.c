@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/num.h"
 #include "common/opts.h"
 #include "common/version.h"
 #include "storage-node/mc/backend.h"
@@ -27,8 +28,13 @@ typedef struct {
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */
+    int pacing;                     /* --pacing: index in onoff_names (1: on) */
+    double burst_s;                 /* --burst, seconds */
+    int r_order;                    /* sched_order_t: index in order_names */
     int weighted, direct;
-    int workers, outstanding;       /* -1: the node kind's default */
+    int workers, outstanding;       /* -1: the node kind's default; outstanding 0: auto */
+    int window_min, window_max;     /* --outstanding auto's bounds */
+    double window_latency;          /* and its latency target, x base */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
     char separator;
     int default_mode;               /* front_default_t: index in default_names */
@@ -45,6 +51,9 @@ static const char *const fallback_names[] = {"static", "rr", NULL};
 _Static_assert(AGENT_FALLBACK_STATIC == 0 && AGENT_FALLBACK_RR == 1, "fallback_names order");
 static const char *const default_names[] = {"serve", "reject", NULL};
 _Static_assert(FRONT_DEFAULT_SERVE == 0 && FRONT_DEFAULT_REJECT == 1, "default_names order");
+static const char *const onoff_names[] = {"off", "on", NULL};
+static const char *const order_names[] = {"rr", "urgency", NULL};
+_Static_assert(SCHED_ORDER_RR == 0 && SCHED_ORDER_URGENCY == 1, "order_names order");
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
@@ -68,6 +77,44 @@ static int parse_separator(const char *arg, void *target)
     return 0;
 }
 
+/* OPTS_FUNC: --outstanding, "auto" (0) or 1..1024, into the int at
+ * target.  Returns 0 or -EINVAL. */
+static int parse_outstanding(const char *arg, void *target)
+{
+    int64_t k = 0;
+    if (strcmp(arg, "auto") != 0 && num_i64_in(arg, 1, 1024, &k) < 0)
+        return -EINVAL;
+    *(int *)target = (int)k;
+    return 0;
+}
+
+/* With --outstanding auto, makes g's window adaptive within
+ * [--window-min, --window-max].  Returns 0 or -errno (logged). */
+static int window_setup(const args_t *a, gate_t *g)
+{
+    if (a->outstanding != 0)
+        return 0;
+    window_config_t wc;
+    window_config_defaults(&wc);
+    wc.floor = a->window_min;
+    wc.ceiling = a->window_max;
+    wc.target = a->window_latency;
+    int rc = gate_set_window(g, &wc);
+    if (rc < 0)
+        log_error("--outstanding auto: %s", strerror(-rc));
+    return rc;
+}
+
+/* "K", or "auto MIN..MAX" (the start-up log line). */
+static const char *window_text(const args_t *a, int k, char *buf, size_t cap)
+{
+    if (a->outstanding == 0)
+        snprintf(buf, cap, "auto %d..%d", a->window_min, a->window_max);
+    else
+        snprintf(buf, cap, "%d", k);
+    return buf;
+}
+
 /* OPTS_FUNC: a memcached-only option given to a block node: accepted
  * unchecked and counted in the int at target. */
 static int count_ignored(const char *arg, void *target)
@@ -83,7 +130,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 27
+#define NROWS 33
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -139,21 +186,58 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .min = a->block ? 1 : 0, .max = a->block ? 1024 : 256,
                 .show = "0 (inline); a block node: = --outstanding",
                 .help = "Backend worker threads.  Memcached node (0..256): each with its own\n"
-                        "libmemcached connection; 0: the event-loop thread makes the\n"
+                        "connection to memcached; 0: the event-loop thread makes the\n"
                         "(batched) backend calls itself, with no thread hand-off: fastest, but\n"
                         "a memcached that hangs (without closing) stalls every client, local\n"
                         "commands too, until its calls time out (2 s each).  N >= 1: a pool of\n"
                         "N threads; IOs beyond the workers wait in their FIFO and are batched.\n"
                         "More threads than cores cost more in wake-ups than they gain.\n"
                         "Block node (1..1024): the IO threads."}},
-        {BOTH, {.name = "outstanding", .type = OPTS_INT, .target = &a->outstanding, .arg = "K",
-                .min = 1, .max = 1024,
-                .show = "5 with --policy tokens, 64 with rr; a block node: 5",
-                .help = "Most requests at the backend at once (1..1024).  The scheduler only\n"
-                        "orders what waits beyond these K, so QoS (tokens) keeps the paper's\n"
-                        "5; without QoS (rr) 64 lets one multi-get carry ~50 requests: with 5\n"
-                        "a node reaches about half of memcached's direct throughput here,\n"
-                        "with 64 about 90% (docs/performance.md)."}},
+        {BOTH, {.name = "pacing", .type = OPTS_ENUM, .target = &a->pacing, .arg = "on|off",
+                .deflt = "on", .names = onoff_names,
+                .help = "on: a bucket's tokens from the controller become usable at a paced\n"
+                        "rate, tokens left / time left in the period (R and L each), so a\n"
+                        "limited bucket runs at its limit instead of spending its period's\n"
+                        "tokens in a burst and then waiting; a bucket out of credit waits\n"
+                        "for it on a timer.  off: every token is usable at once (paper\n"
+                        "Algorithm 1).  Tokens from --tokens-file are never paced."}},
+        {BOTH, {.name = "burst", .type = OPTS_DURATION, .target = &a->burst_s, .arg = "DURATION",
+                .deflt = "20ms", .min = 0, .max = SCHED_BURST_MAX,
+                .help = "Burst depth of paced tokens: a bucket may save up one IO plus\n"
+                        "this long at its paced rate, per class (R, L): 20ms at 100/s is\n"
+                        "3 IOs.  It absorbs a late timer; a limited bucket does at most\n"
+                        "2 + L x (T + burst) in any window T, within 1.25 x L over 200 ms\n"
+                        "and 1.05 x L over 1 s for L >= 67/s at 20ms.  0: strict."}},
+        {BOTH, {.name = "r-order", .type = OPTS_ENUM, .target = &a->r_order, .arg = "rr|urgency",
+                .deflt = "urgency", .names = order_names,
+                .help = "Which bucket with usable R-tokens is served first.  urgency: in\n"
+                        "proportion to its R-tokens left (times its weight), so a bucket\n"
+                        "with 1,000 R-tokens is served 10 times as often as one with 100.\n"
+                        "rr: round robin (the paper; with --pacing off, the paper's\n"
+                        "scheduler)."}},
+        {BOTH, {.name = "outstanding", .type = OPTS_FUNC, .target = &a->outstanding,
+                .func = parse_outstanding, .arg = "K|auto", .wants = "1..1024 or auto",
+                .show = "auto with --policy tokens, 64 with rr; a block node: 5",
+                .help = "Most requests at the backend at once (1..1024), or auto: a window\n"
+                        "that follows the backend's latency (docs/node.md), within\n"
+                        "--window-min..--window-max.  The scheduler only orders what waits\n"
+                        "beyond the window: a small fixed K (the paper's 5) leaves the\n"
+                        "backend idle between round trips, a large one lets requests wait\n"
+                        "at the backend instead of the node; auto keeps a few waiting there\n"
+                        "(docs/performance.md)."}},
+        {BOTH, {.name = "window-min", .type = OPTS_INT, .target = &a->window_min, .arg = "N",
+                .deflt = "2", .min = 1, .max = 1024,
+                .help = "Smallest window of --outstanding auto ({range})."}},
+        {BOTH, {.name = "window-max", .type = OPTS_INT, .target = &a->window_max, .arg = "N",
+                .deflt = "64", .min = 1, .max = 1024,
+                .help = "Largest window of --outstanding auto ({range}, >= --window-min;\n"
+                        "a block node: also the default --workers)."}},
+        {BOTH, {.name = "window-latency", .type = OPTS_DOUBLE, .target = &a->window_latency,
+                .arg = "F", .deflt = "1", .min = 1, .max = 100,
+                .help = "--outstanding auto lets the latency at the backend rise to about F\n"
+                        "times the lowest it has seen ({range}): 1 keeps the window at the\n"
+                        "backend's knee (a few IOs waiting there); more trades latency, and\n"
+                        "the scheduler's hold on the order, for throughput."}},
         {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
               .min = 1, .max = BACKEND_BATCH_MAX,
               .help = "Most backend requests sent together (1..64): a worker (or the loop\n"
@@ -260,13 +344,13 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "SYNOPSIS\n"
             "    bqos-node --name NAME --memcached-listen HOST:PORT\n"
             "              --backend memcached://HOST:PORT [--policy tokens|rr]\n"
-            "              [--workers N] [--outstanding K] [--config FILE]\n"
+            "              [--workers N] [--outstanding K|auto] [--config FILE]\n"
             "              [--controller ENDPOINT] [--log-level L] [OPTION]...\n\n"
             "DESCRIPTION\n"
             "    Speaks the memcached text protocol to clients, puts every key IO\n"
             "    in the queue of its bucket (the key prefix before the separator),\n"
             "    lets the token scheduler pick which bucket is served next and\n"
-            "    forwards the IO to the real memcached through libmemcached\n"
+            "    forwards the IO to the real memcached, pipelined\n"
             "    (batched, from the event loop or from a pool of worker threads,\n"
             "    see --workers).  Replies on a connection keep request\n"
             "    order.  The binary protocol is not supported (the connection is\n"
@@ -305,7 +389,7 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "SYNOPSIS\n"
             "    %s --backend file:PATH [--nbd-listen HOST:PORT]\n"
             "        [--export-size BYTES] [--direct] [--policy tokens|rr]\n"
-            "        [--outstanding K] [--buckets A,B,...]\n"
+            "        [--outstanding K|auto] [--buckets A,B,...]\n"
             "        [--controller ENDPOINT] [OPTION]...\n\n", prog, prog);
     fprintf(out,
             "DESCRIPTION\n"
@@ -397,6 +481,11 @@ static int parse_args(int argc, char **argv, args_t *a)
         printf("%s %s\n", a->prog, BQOS_VERSION);
         return 0;
     }
+    if (a->window_min > a->window_max) {
+        opts_fail(&cmd, "--window-min %d is above --window-max %d", a->window_min,
+                  a->window_max);
+        return 2;
+    }
     for (size_t i = 0; rc == 1 && i < NROWS; i++) {
         if (refused[i]) {
             opts_fail(&cmd, "--%s is for a block node (--backend file:PATH)", p[i].name);
@@ -404,6 +493,14 @@ static int parse_args(int argc, char **argv, args_t *a)
         }
     }
     return -1;
+}
+
+/* What noderun takes from the command line (policy and name as given). */
+static noderun_config_t run_config(const args_t *a)
+{
+    return (noderun_config_t){a->name, a->config, a->tokens_file, a->controller, a->capacity,
+                              (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
+                              a->pacing, a->burst_s, (sched_order_t)a->r_order};
 }
 
 /* The memcached node: front_t in front of memcached. */
@@ -415,15 +512,15 @@ static int run_memcached(const args_t *a)
     cfg.policy = (sched_policy_t)a->policy;
     cfg.weighted = a->weighted;
     cfg.workers = a->workers >= 0 ? a->workers : 0;
-    cfg.outstanding = a->outstanding >= 0 ? a->outstanding
-                                          : (a->policy == SCHED_POLICY_RR ? 64 : 5);
+    cfg.outstanding = a->outstanding > 0 ? a->outstanding
+                      : a->outstanding == 0 ? a->window_min : 64;
     cfg.batch = a->batch;
     cfg.separator = a->separator;
     cfg.default_mode = (front_default_t)a->default_mode;
     cfg.max_auto_buckets = a->max_auto >= 0 ? a->max_auto : (a->config ? 0 : 1024);
     cfg.max_item = (size_t)a->max_item;
     cfg.max_conns = a->max_conns;
-    char bhost[256];
+    char bhost[256], wtext[32];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
                 a->prog, a->listen);
@@ -448,13 +545,14 @@ static int run_memcached(const args_t *a)
         log_error("cannot start on %s (backend %s): %s", a->listen, a->backend, strerror(-err));
         goto out;
     }
+    if (window_setup(a, front_gate(f)) < 0)
+        goto out;
     log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
-             "%d outstanding, batch %d",
+             "%s outstanding, batch %d",
              cfg.name, gate_address(front_gate(f)), bhost, cfg.backend_port,
-             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers, cfg.outstanding,
-             cfg.batch);
-    noderun_config_t nc = {cfg.name, a->config, a->tokens_file, a->controller, a->capacity,
-                           cfg.policy, (agent_fallback_t)a->fallback, a->silence};
+             cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
+             window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
+    noderun_config_t nc = run_config(a);
     if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
     log_info("stopped");
@@ -475,6 +573,7 @@ static int run_block(const args_t *a)
         return 2;
     }
     nbdfront_config_t cfg;
+    char wtext[32];
     nbdfront_config_defaults(&cfg);
     if (listener_parse(a->nbd_listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --nbd-listen '%s': expected " LISTENER_SYNTAX "\n", a->prog,
@@ -484,13 +583,15 @@ static int run_block(const args_t *a)
     if (a->ignored)
         log_warn("%d memcached-only option(s) ignored: this is a block node", a->ignored);
     const char *path = a->backend + 5; /* after "file:" */
-    cfg.outstanding = a->outstanding >= 0 ? a->outstanding : 5;
+    cfg.outstanding = a->outstanding > 0 ? a->outstanding : a->outstanding == 0 ? a->window_min : 5;
     cfg.max_conns = a->max_conns;
     cfg.store.path = path;
     cfg.store.export_size = a->export_size;
     cfg.store.direct = a->direct;
     cfg.store.io_time_us = a->io_time_us;
-    cfg.store.workers = a->workers >= 1 ? a->workers : cfg.outstanding;
+    cfg.store.workers = a->workers >= 1        ? a->workers
+                        : a->outstanding == 0 ? a->window_max
+                                              : cfg.outstanding;
 
     noderun_prepare();
     int rc = 1, err = 0;
@@ -516,15 +617,16 @@ static int run_block(const args_t *a)
             goto out;
         }
     }
+    if (window_setup(a, nbdfront_gate(f)) < 0)
+        goto out;
     log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
-             "%d outstanding, %d workers%s%s",
+             "%s outstanding, %d workers%s%s",
              a->name, gate_address(nbdfront_gate(f)), path, cfg.store.direct ? " (O_DIRECT)" : "",
-             a->policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.outstanding,
+             a->policy == SCHED_POLICY_RR ? "rr" : "tokens",
+             window_text(a, cfg.outstanding, wtext, sizeof wtext),
              cfg.store.workers, a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
-    noderun_config_t nc = {a->name, a->config, a->tokens_file, a->controller, a->capacity,
-                           (sched_policy_t)a->policy, (agent_fallback_t)a->fallback,
-                           a->silence};
+    noderun_config_t nc = run_config(a);
     if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
         goto out;
     nbdfront_stats_t st;
@@ -559,6 +661,8 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (!a.block && a.outstanding < 0 && a.policy != SCHED_POLICY_RR)
+        a.outstanding = 0; /* tokens: an auto window by default */
     bqos_log_init(a.prog, (bqos_log_level_t)a.level);
     return a.block ? run_block(&a) : run_memcached(&a);
 }

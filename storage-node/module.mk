@@ -1,13 +1,14 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
 node_SRCS = storage-node/nodeconf.c storage-node/listener.c
-# what both fronts share (gate) and both backends (workpool)
-node_SRCS += storage-node/gate.c storage-node/workpool.c
+# what both fronts share (gate, freelist) and both backends (workpool)
+node_SRCS += storage-node/gate.c storage-node/workpool.c storage-node/freelist.c
 
 $(call check_suite,test_sched,nodecore common)
 $(call check_suite,test_listener,node nodecore common)
 $(call check_suite,test_gate,node nodecore common)
 $(call check_suite,test_workpool,node nodecore common)
+$(call check_suite,test_freelist,node nodecore common)
 $(call check_suite,test_nodeconf,node nodecore common)
 
 PROGS += bqos-sched-bench

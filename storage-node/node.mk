@@ -11,7 +11,7 @@ bqos-node_LIBS = ctlclient node nodecore protozmq proto common
 bqos-nbd-node_SRCS = $(bqos-node_SRCS)
 bqos-nbd-node_LIBS = $(bqos-node_LIBS)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
-ITESTS += tests/it/it_failstatic.sh
+ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 
 TESTS += test_mcproto
 test_mcproto_SRCS = tests/test_mcproto.c
@@ -21,3 +21,4 @@ test_backend_SRCS = tests/test_backend.c
 test_backend_LIBS = node nodecore common
 
 BENCHES += storage-node/bench/bench-front.sh
+BENCHES += storage-node/bench/bench-twemproxy.sh

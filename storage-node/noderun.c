@@ -43,18 +43,14 @@ static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
 }
 
 /* Controller client hooks: they act through the front so that what new
- * tokens or a policy switch allow is dispatched at once. */
+ * tokens or a policy switch allow is dispatched at once.  Tokens go to the
+ * scheduler by index, as grants that end with the period (paced); the
+ * `applied` hook then kicks the front once per message. */
 static int ctl_bucket(void *arg, const char *name)
 {
     const run_t *r = arg;
     int b = sched_find_bucket(gate_sched(r->g), name, strlen(name));
     return b >= 0 ? b : gate_add_bucket(r->g, name, 1); /* keep --config weights */
-}
-
-static int ctl_set_tokens(void *arg, int b, const char *name, int64_t rt, int64_t lt)
-{
-    (void)b;
-    return set_tokens(arg, name, rt, lt);
 }
 
 static void ctl_set_policy(void *arg, sched_policy_t policy)
@@ -134,6 +130,14 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     static const int signos[] = {SIGTERM, SIGINT, SIGUSR1};
     struct event *sigs[3] = {0};
 
+    sched_t *s = gate_sched(g);
+    if (sched_set_pacing(s, cfg->pacing, cfg->burst_s) < 0 ||
+        sched_set_r_order(s, cfg->r_order) < 0) {
+        log_error("bad pacing settings (burst %g s, R order %d)", cfg->burst_s, (int)cfg->r_order);
+        goto out;
+    }
+    log_info("pacing %s (burst %g ms), reservations by %s", cfg->pacing ? "on" : "off",
+             cfg->burst_s * 1000, cfg->r_order == SCHED_ORDER_URGENCY ? "urgency" : "round robin");
     if (cfg->config && nodeconf_load_buckets(cfg->config, add_bucket, &r) < 0)
         goto out;
     if (cfg->tokens_file && nodeconf_load_tokens(cfg->tokens_file, set_tokens, &r) < 0)
@@ -148,9 +152,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.mode = cfg->fallback;
         if (cfg->silence > 0)
             cc.silence_intervals = cfg->silence;
-        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_tokens = ctl_set_tokens,
-                               .set_policy = ctl_set_policy, .applied = ctl_applied,
-                               .arg = &r};
+        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
+                               .applied = ctl_applied, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));

@@ -22,6 +22,9 @@ typedef struct {
                                 controller leads, and under fallback static) */
     agent_fallback_t fallback; /* --fallback: static or rr */
     double silence;          /* --silence, intervals (0: the default) */
+    int pacing;              /* --pacing: paced tokens (sched_set_pacing()) */
+    double burst_s;          /* --burst: depth, seconds of the paced rate */
+    sched_order_t r_order;   /* --r-order: step 1 by round robin or urgency */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections
@@ -30,7 +33,7 @@ typedef struct {
 void noderun_prepare(void);
 
 /* Drives a front through its gate (the memcached front's or the NBD
- * front's, gate.h): loads cfg->config's buckets (gate_add_bucket()) and
+ * front's, gate.h): sets the scheduler's pacing and R order, loads cfg->config's buckets (gate_add_bucket()) and
  * cfg->tokens_file (gate_set_tokens()), attaches the controller client
  * (cfg->controller) to the gate's scheduler (its state shows in the
  * front's stats through gate_set_status(), and is logged at exit), handles

@@ -3,7 +3,7 @@
  * back to the libevent loop thread through an eventfd.
  *
  * Both node backends use it: the memcached backend (backend.h; one
- * libmemcached connection per worker, batches of gets as one multi-get) and
+ * connection to memcached per worker, a batch as one pipelined exchange) and
  * the block backend (blockdev.h; pread/pwrite/fdatasync one op at a time).
  * Items are intrusive: embed a workpool_item_t in each operation.  The pool
  * does not call back per item: when completions are waiting it calls the

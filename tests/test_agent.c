@@ -20,16 +20,19 @@ typedef struct {
     sched_t *s;
     int set_calls, last_b, applied, period_starts, policy_calls;
     int64_t last_r, last_l;
+    double last_until, last_now;
 } seen_t;
 
-static int h_set_tokens(void *arg, int b, int64_t r, int64_t l)
+static int h_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, double now)
 {
     seen_t *sn = arg;
     sn->set_calls++;
     sn->last_b = b;
     sn->last_r = r;
     sn->last_l = l;
-    return sched_set_tokens(sn->s, b, r, l);
+    sn->last_until = until;
+    sn->last_now = now;
+    return sched_set_tokens(sn->s, b, r, l, until, now);
 }
 
 static void h_applied(void *arg)
@@ -183,7 +186,7 @@ static void arrive(fx_t *f, int b, int n)
 static void serve(fx_t *f, int n)
 {
     for (int i = 0; i < n; i++)
-        ck_assert_ptr_nonnull(sched_dispatch(f->s, NULL));
+        ck_assert_ptr_nonnull(sched_dispatch(f->s, 0, NULL));
 }
 
 static sched_bucket_stats_t bstats(fx_t *f, int b)
@@ -697,7 +700,7 @@ START_TEST(test_agent_default_bucket_holds_unconfigured)
     arrive(&f, 1, 3);
     arrive(&f, evil, 2);
     serve(&f, 2);
-    ck_assert_ptr_null(sched_dispatch(f.s, NULL)); /* default's limit holds all of it */
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL)); /* default's limit holds all of it */
     ck_assert_uint_eq(bstats(&f, d).queued, 3);
     proto_msg_t m;
     proto_msg_init(&m);
@@ -719,7 +722,7 @@ START_TEST(test_agent_default_bucket_holds_unconfigured)
     ck_assert_int_eq(sched_route(f.s, 0), d);
     arrive(&f, 0, 1);
     ck_assert_uint_eq(bstats(&f, d).queued, 4);
-    ck_assert_ptr_null(sched_dispatch(f.s, NULL));
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL));
     /* no `default` in the table: every bucket is its own queue again */
     const char *t3[] = {"green", "red"};
     ctl_table_msg(&f, 0, T0 + 3.0, 10, t3, 2, NULL, 0);
@@ -766,7 +769,7 @@ START_TEST(test_agent_duplicate_name_holds_everything)
     arrive(&f, 2, 1);
     int later = sched_add_bucket(f.s, "later", 1);
     arrive(&f, later, 1);
-    ck_assert_ptr_null(sched_dispatch(f.s, NULL)); /* nothing is served */
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL)); /* nothing is served */
     ck_assert_uint_eq(bstats(&f, 0).queued, 4);
     /* the other node went away: a welcome releases the hold */
     welcome(&f, 0, T0 + 3.0);
@@ -828,7 +831,7 @@ static int serve_all(fx_t *f, int b)
 {
     int n = 0;
     sched_item_t *it;
-    while ((it = sched_dispatch(f->s, NULL)))
+    while ((it = sched_dispatch(f->s, 0, NULL)))
         n += it->bucket == b;
     return n;
 }
@@ -933,6 +936,43 @@ START_TEST(test_agent_static_grant_after_silence)
         expect_tokens(&f, c->line, 0, c->want_r, c->want_l);
         fx_stop(&f);
     }
+}
+END_TEST
+
+/* Grants end with the period: the controller's tokens are paced from the
+ * time they arrive to the end of the period they are for, and the static
+ * fallback's grant at a period start to the end of the new period. */
+START_TEST(test_agent_grants_end_with_the_period)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    ck_assert_int_eq(sched_set_pacing(f.s, 1, 0), 0);
+    welcome(&f, 0, T0);
+    /* red (controller index 1): R 10 + L 20 for the 9.9 s left */
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    ck_assert_int_eq(f.sn.last_b, 0);
+    ck_assert(fabs(f.sn.last_until - (T0 + PERIOD)) < 1e-9);
+    ck_assert(fabs(f.sn.last_now - (T0 + 0.1)) < 1e-9);
+    arrive(&f, 0, 10);
+    /* one unit of each class at once, then one L every 9.9 / 20 s */
+    ck_assert_ptr_nonnull(sched_dispatch(f.s, T0 + 0.1, NULL));
+    ck_assert_ptr_nonnull(sched_dispatch(f.s, T0 + 0.1, NULL));
+    ck_assert_ptr_null(sched_dispatch(f.s, T0 + 0.1, NULL));
+    ck_assert(fabs(sched_next_ready(f.s) - (T0 + 0.1 + 9.9 / 20)) < 1e-9);
+    sched_drain(f.s, NULL, NULL);
+    /* silent: static fallback; each period start grants to its end */
+    fx_silent(&f, T0 + 2, T0 + PERIOD);
+    for (int p = 1; p <= 2; p++) {
+        double start = T0 + p * PERIOD;
+        agent_tick(f.a, start);
+        expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
+        ck_assert(fabs(f.sn.last_now - start) < 1e-9);
+        ck_assert_msg(fabs(f.sn.last_until - (start + PERIOD)) < 1e-9, "period %d: until %.3f",
+                      p, f.sn.last_until);
+        fx_silent(&f, start + 2, start + PERIOD);
+    }
+    fx_stop(&f);
 }
 END_TEST
 
@@ -1126,6 +1166,7 @@ int main(void)
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,
                                   test_agent_static_grant_after_silence,
+                                  test_agent_grants_end_with_the_period,
                                   test_agent_rr_fallback_and_resume,
                                   test_agent_static_resume,
                                   test_agent_late_controller_no_fallback,

@@ -1,4 +1,4 @@
-/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR. */
+/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR, what standard clients send (control bytes in keys, large values, cas/touch/append, memcached's own errors). */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -116,24 +116,45 @@ static void run_chain(struct event_base *base, backend_t *b, done_t *d, backend_
     ck_assert_int_eq(d->total, want);
 }
 
+/* A backend with its loop and ops, for one test. */
+typedef struct {
+    struct event_base *base;
+    done_t d;
+    backend_op_t ops[10];
+    backend_t *b;
+} fix_t;
+
+static void fix_open(fix_t *x, unsigned port, int nworkers, int batch)
+{
+    memset(x, 0, sizeof *x);
+    x->base = event_base_new();
+    x->d.base_op = x->ops;
+    int err = 0;
+    x->b = backend_new(x->base, "127.0.0.1", port, nworkers, batch, on_done, &x->d, &err);
+    ck_assert_ptr_nonnull(x->b);
+}
+
+static void fix_close(fix_t *x)
+{
+    backend_destroy(&x->b);
+    ck_assert_ptr_null(x->b);
+    event_base_free(x->base);
+}
+
 /* One batch mixing gets (hits, a miss, a duplicate key) with stores,
  * delete and incr: every op gets its own result. */
 static void check_mixed_batch(int nworkers, int batch)
 {
-    struct event_base *base = event_base_new();
-    done_t d = {0};
-    backend_op_t ops[10];
-    d.base_op = ops;
-    int err = 0;
-    backend_t *b = backend_new(base, "127.0.0.1", mc_port, nworkers, batch, on_done, &d, &err);
-    ck_assert_ptr_nonnull(b);
+    fix_t x;
+    fix_open(&x, mc_port, nworkers, batch);
+    backend_op_t *ops = x.ops;
 
     op_init(&ops[0], MCP_CMD_SET, "t:a", "alpha");
     op_init(&ops[1], MCP_CMD_SET, "t:b", "beta");
     op_init(&ops[2], MCP_CMD_SET, "t:n", "41");
     op_init(&ops[3], MCP_CMD_DELETE, "t:gone", NULL);
     op_init(&ops[4], MCP_CMD_DELETE, "t:c", NULL); /* an earlier case added it */
-    run_chain(base, b, &d, ops, 5);
+    run_chain(x.base, x.b, &x.d, ops, 5);
     ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
     ck_assert_int_eq(ops[2].reply, MCP_R_STORED);
 
@@ -145,11 +166,11 @@ static void check_mixed_batch(int nworkers, int batch)
     op_init(&ops[5], MCP_CMD_GETS, "t:a", NULL);
     op_init(&ops[6], MCP_CMD_DELETE, "t:gone", NULL);
     op_init(&ops[7], MCP_CMD_ADD, "t:a", "again");
-    memset(d.calls, 0, sizeof d.calls);
-    run_chain(base, b, &d, ops, 8);
+    memset(x.d.calls, 0, sizeof x.d.calls);
+    run_chain(x.base, x.b, &x.d, ops, 8);
     for (int i = 0; i < 8; i++)
-        ck_assert_int_eq(d.calls[i], 1);
-    ck_assert_int_eq(d.during_submit, 0);
+        ck_assert_int_eq(x.d.calls[i], 1);
+    ck_assert_int_eq(x.d.during_submit, 0);
     ck_assert_int_eq(ops[0].reply, MCP_R_VALUE);
     ck_assert_int_eq((int)ops[0].rvlen, 5);
     ck_assert_int_eq(memcmp(ops[0].rvalue, "alpha", 5), 0);
@@ -165,9 +186,7 @@ static void check_mixed_batch(int nworkers, int batch)
     ck_assert_int_eq(ops[7].reply, MCP_R_NOT_STORED);
     for (int i = 0; i < 8; i++)
         free(ops[i].rvalue);
-    backend_destroy(&b);
-    ck_assert_ptr_null(b);
-    event_base_free(base);
+    fix_close(&x);
 }
 
 START_TEST(test_backend_inline_batch)
@@ -188,28 +207,102 @@ START_TEST(test_backend_pool_batch)
 }
 END_TEST
 
+/* What a standard client may send: keys with control bytes (memcaslap's;
+ * libmemcached could not read their VALUE lines back), values larger than
+ * the socket buffers in both directions, cas, touch, append, a non-numeric
+ * incr, and a value memcached refuses as too large, after which the same
+ * connection keeps serving. */
+static void check_standard_client(int nworkers)
+{
+    fix_t x;
+    fix_open(&x, mc_port, nworkers, 64);
+    backend_op_t *ops = x.ops;
+    static char big[600 * 1024], huge[2 * 1024 * 1024];
+    memset(big, 'b', sizeof big - 1);
+    memset(huge, 'h', sizeof huge - 1);
+    const char *k1 = "c:\x10\x10\xf0key", *k2 = "c:\x7f\x01";
+
+    op_init(&ops[0], MCP_CMD_SET, k1, "ctl");
+    op_init(&ops[1], MCP_CMD_SET, k2, big);
+    op_init(&ops[2], MCP_CMD_SET, "c:huge", huge);
+    op_init(&ops[3], MCP_CMD_SET, "c:word", "abc");
+    op_init(&ops[4], MCP_CMD_GET, k1, NULL);
+    op_init(&ops[5], MCP_CMD_GET, k2, NULL);
+    run_chain(x.base, x.b, &x.d, ops, 6);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[2].reply, MCP_R_SERVER_ERROR);
+    ck_assert_str_eq(ops[2].errmsg, "SERVER_ERROR object too large for cache");
+    ck_assert_int_eq(ops[3].reply, MCP_R_STORED);
+    /* gets go out first: in one batch they see the values from before */
+    for (int i = 4; i < 6; i++)
+        free(ops[i].rvalue);
+
+    op_init(&ops[0], MCP_CMD_GETS, k1, NULL);
+    op_init(&ops[1], MCP_CMD_GET, k2, NULL);
+    op_init(&ops[2], MCP_CMD_INCR, "c:word", NULL);
+    op_init(&ops[3], MCP_CMD_APPEND, "c:word", "def");
+    op_init(&ops[4], MCP_CMD_TOUCH, k1, NULL);
+    op_init(&ops[5], MCP_CMD_TOUCH, "c:none", NULL);
+    op_init(&ops[6], MCP_CMD_DECR, "c:none", NULL);
+    run_chain(x.base, x.b, &x.d, ops, 7);
+    ck_assert_int_eq(ops[0].reply, MCP_R_VALUE);
+    ck_assert_int_eq((int)ops[0].rvlen, 3);
+    ck_assert_int_eq(memcmp(ops[0].rvalue, "ctl", 3), 0);
+    ck_assert_int_eq(ops[1].reply, MCP_R_VALUE);
+    ck_assert_uint_eq(ops[1].rvlen, sizeof big - 1);
+    ck_assert_int_eq(memcmp(ops[1].rvalue, big, sizeof big - 1), 0);
+    ck_assert_int_eq(ops[2].reply, MCP_R_NON_NUMERIC);
+    ck_assert_int_eq(ops[3].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[4].reply, MCP_R_TOUCHED);
+    ck_assert_int_eq(ops[5].reply, MCP_R_NOT_FOUND);
+    ck_assert_int_eq(ops[6].reply, MCP_R_NOT_FOUND);
+    uint64_t cas = ops[0].rcas;
+    for (int i = 0; i < 7; i++)
+        free(ops[i].rvalue);
+
+    op_init(&ops[0], MCP_CMD_CAS, k1, "new");
+    ops[0].cas = cas;
+    op_init(&ops[1], MCP_CMD_CAS, "c:word", "x");
+    ops[1].cas = cas + 1000;
+    op_init(&ops[2], MCP_CMD_FLUSH_ALL, "", NULL);
+    ops[2].keylen = 0;
+    run_chain(x.base, x.b, &x.d, ops, 3);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_EXISTS);
+    ck_assert_int_eq(ops[2].reply, MCP_R_OK);
+    fix_close(&x);
+}
+
+START_TEST(test_backend_standard_client_inline)
+{
+    check_standard_client(0);
+}
+END_TEST
+
+START_TEST(test_backend_standard_client_pool)
+{
+    check_standard_client(1);
+}
+END_TEST
+
 /* Nothing listens: every op is answered SERVER_ERROR, exactly once. */
 static void check_dead_server(int nworkers)
 {
-    struct event_base *base = event_base_new();
-    done_t d = {0};
-    backend_op_t ops[4];
-    d.base_op = ops;
-    int err = 0;
-    backend_t *b = backend_new(base, "127.0.0.1", free_port(), nworkers, 8, on_done, &d, &err);
-    ck_assert_ptr_nonnull(b);
+    fix_t x;
+    fix_open(&x, free_port(), nworkers, 8);
+    backend_op_t *ops = x.ops;
     op_init(&ops[0], MCP_CMD_GET, "x:1", NULL);
     op_init(&ops[1], MCP_CMD_SET, "x:2", "v");
     op_init(&ops[2], MCP_CMD_GET, "x:3", NULL);
     op_init(&ops[3], MCP_CMD_TOUCH, "x:4", NULL);
-    run_chain(base, b, &d, ops, 4);
+    run_chain(x.base, x.b, &x.d, ops, 4);
     for (int i = 0; i < 4; i++) {
-        ck_assert_int_eq(d.calls[i], 1);
+        ck_assert_int_eq(x.d.calls[i], 1);
         ck_assert_int_eq(ops[i].reply, MCP_R_SERVER_ERROR);
         ck_assert_int_eq(strncmp(ops[i].errmsg, "SERVER_ERROR", 12), 0);
     }
-    backend_destroy(&b);
-    event_base_free(base);
+    fix_close(&x);
 }
 
 START_TEST(test_backend_dead_server_inline)
@@ -257,7 +350,9 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const TTest *const tests[] = {test_backend_inline_batch, test_backend_inline_small_batches,
                                   test_backend_pool_batch, test_backend_dead_server_inline,
-                                  test_backend_dead_server_pool, test_backend_bad_arguments};
+                                  test_backend_dead_server_pool, test_backend_bad_arguments,
+                                  test_backend_standard_client_inline,
+                                  test_backend_standard_client_pool};
     const testlib_case_t c = {.name = "backend", .tcase = "memcached", .timeout = 60,
                               .setup = mc_start, .teardown = mc_stop, .unchecked = 1};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

@@ -268,6 +268,48 @@ START_TEST(test_blockdev_single_file_not_truncated)
 }
 END_TEST
 
+/* Issue 18, defect 11: a symbolic link (or a hard link) in the export
+ * directory must not expose or grow the file it points to. */
+START_TEST(test_blockdev_symlink_in_export_dir_refused)
+{
+    ctx_t c;
+    int err = 0;
+    char edir[160], outside[160], lp[200];
+    snprintf(edir, sizeof edir, "%s/exports/", dir);
+    snprintf(outside, sizeof outside, "%s/outside.dat", dir);
+    int fd = open(outside, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "secret", 6, 0), 6);
+    close(fd);
+    blockdev_t *bd = make(&c, edir, 0, 65536, &err);
+    ck_assert_ptr_nonnull(bd);
+    snprintf(lp, sizeof lp, "%sevil.img", edir);
+    ck_assert_int_eq(symlink(outside, lp), 0);
+    uint64_t s = 0;
+    ck_assert_int_eq(blockdev_export(bd, 0, "evil", &s), -ELOOP);
+    snprintf(lp, sizeof lp, "%shard.img", edir);
+    ck_assert_int_eq(link(outside, lp), 0);
+    ck_assert_int_eq(blockdev_export(bd, 1, "hard", &s), -EPERM);
+    struct stat st;
+    ck_assert_int_eq(stat(outside, &st), 0);
+    ck_assert_int_eq(st.st_size, 6); /* not grown */
+    /* an existing non-empty export file keeps its size; a new one is sized */
+    snprintf(lp, sizeof lp, "%sold.img", edir);
+    fd = open(lp, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_eq(pwrite(fd, "x", 1, 4095), 1);
+    close(fd);
+    ck_assert_int_eq(blockdev_export(bd, 2, "old", &s), 0);
+    ck_assert_uint_eq(s, 4096);
+    ck_assert_int_eq(blockdev_export(bd, 3, "new", &s), 0);
+    ck_assert_uint_eq(s, 65536);
+    snprintf(lp, sizeof lp, "%snew.img", edir);
+    ck_assert_int_eq(stat(lp, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    blockdev_destroy(&bd);
+    event_base_free(c.base);
+}
+END_TEST
+
 START_TEST(test_blockdev_bad_config)
 {
     ctx_t c;
@@ -445,6 +487,7 @@ int main(void)
 {
     const TTest *const tests[] = {test_blockdev_dir_exports, test_blockdev_extents,
                                   test_blockdev_single_file_not_truncated, test_blockdev_bad_config,
+                                  test_blockdev_symlink_in_export_dir_refused,
                                   test_blockdev_full_disk, test_blockdev_direct_aio,
                                   test_blockdev_inline_and_io_time};
     const testlib_case_t c = {.name = "blockdev", .timeout = 30,

@@ -80,19 +80,31 @@ START_TEST(test_clock_timing)
 }
 END_TEST
 
+static pclock_reading_t rd(const pclock_t *pc, uint64_t period, uint32_t interval,
+                           uint32_t remaining_ms, double now)
+{
+    return pclock_reading(pc, period, interval, remaining_ms, now);
+}
+
 START_TEST(test_clock_adopt)
 {
     pclock_t pc;
     start_at(&pc, 10.0);
-    ck_assert(!pclock_adopt(&pc, 0, 0, 0, 10.5)); /* no clock given: not considered */
-    ck_assert(pclock_adopt(&pc, 7, 2, 250, 10.5));
+    pclock_reading_t r = rd(&pc, 0, 0, 0, 10.5);
+    ck_assert(!pclock_adopt(&pc, &r, 10.5)); /* no clock given: not considered */
+    r = rd(&pc, 7, 2, 250, 10.5);
+    ck_assert(pclock_adopt(&pc, &r, 10.5));
     ck_assert_uint_eq(pc.period, 7);
     ck_assert_double_eq(pc.period_start, 9.75);
     ck_assert(!pc.round_open);
     ck_assert(pclock_due(&pc, 10.5));
     pclock_begin(&pc, 10.5);
     expect_at(&pc, 7, 3);
-    ck_assert(!pclock_adopt(&pc, 3, 0, 900, 10.6)); /* once only */
+    /* a later majority within the window may move it again */
+    r = rd(&pc, 3, 0, 900, 10.6);
+    ck_assert(pclock_adopt(&pc, &r, 10.6));
+    ck_assert_uint_eq(pc.period, 3);
+    ck_assert_int_eq(pc.adopted, 2);
 }
 END_TEST
 
@@ -101,12 +113,45 @@ START_TEST(test_clock_adopt_own_or_late)
     pclock_t pc;
     start_at(&pc, 10.0);
     /* A node that follows our clock already: nothing to adopt. */
-    ck_assert(!pclock_adopt(&pc, 1, 1, 750, 10.25));
+    pclock_reading_t r = rd(&pc, 1, 1, 750, 10.25);
+    ck_assert(!pclock_adopt(&pc, &r, 10.25));
     ck_assert_uint_eq(pc.period, 1);
     start_at(&pc, 10.0);
     /* More than two periods after the start: too late to adopt. */
-    ck_assert(!pclock_adopt(&pc, 9, 0, 500, 12.5));
+    r = rd(&pc, 9, 0, 500, 12.5);
+    ck_assert(!pclock_adopt(&pc, &r, 12.5));
     ck_assert_uint_eq(pc.period, 1);
+}
+END_TEST
+
+/* Issue 18, defect 3: one report of period 2^53 made the controller adopt
+ * a period it could no longer encode. */
+START_TEST(test_clock_implausible_period_never_adopted)
+{
+    pclock_t pc;
+    start_at(&pc, 10.0);
+    pclock_reading_t r = rd(&pc, UINT64_C(1) << 53, 0, 500, 10.1);
+    ck_assert_uint_eq(r.period, 0);
+    ck_assert(!pclock_adopt(&pc, &r, 10.1));
+    r = (pclock_reading_t){PCLOCK_PERIOD_MAX + 1, 10.6};
+    ck_assert(!pclock_adopt(&pc, &r, 10.1));
+    ck_assert_uint_eq(pc.period, 1);
+    r = rd(&pc, PCLOCK_PERIOD_MAX, 0, 500, 10.1);
+    ck_assert(pclock_adopt(&pc, &r, 10.1));
+    /* counting on from the largest adoptable period stays encodable */
+    ck_assert(pc.period + UINT64_C(1000000000) < PROTO_MAX_COUNT);
+}
+END_TEST
+
+START_TEST(test_clock_same)
+{
+    pclock_t pc;
+    start_at(&pc, 10.0); /* interval 0.25 s */
+    pclock_reading_t a = {5, 11.0}, b = {5, 11.06}, c = {5, 11.07}, d = {6, 11.0}, z = {0, 11.0};
+    ck_assert(pclock_same(&pc, &a, &b));
+    ck_assert(!pclock_same(&pc, &a, &c));
+    ck_assert(!pclock_same(&pc, &a, &d));
+    ck_assert(!pclock_same(&pc, &z, &z));
 }
 END_TEST
 
@@ -114,6 +159,7 @@ int main(void)
 {
     bqos_log_init("test_clock", BQOS_LOG_ERROR);
     const TTest *const tests[] = {test_clock_rounds, test_clock_skips_periods, test_clock_timing,
-                                  test_clock_adopt, test_clock_adopt_own_or_late};
+                                  test_clock_adopt, test_clock_adopt_own_or_late,
+                                  test_clock_implausible_period_never_adopted, test_clock_same};
     return testlib_run_tests("clock", tests, sizeof tests / sizeof tests[0]);
 }

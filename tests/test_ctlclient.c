@@ -607,7 +607,7 @@ START_TEST(test_ctlclient_tokens_net_of_served)
 
     /* three IOs on those tokens before the controller's next counts */
     for (int i = 0; i < 3; i++)
-        ck_assert_ptr_nonnull(sched_dispatch(x.s, NULL));
+        ck_assert_ptr_nonnull(sched_dispatch(x.s, 0, NULL));
     send_tokens(&x.f, 5, 10, 20, 0, 0);
     ck_assert(run_until(x.c, applied_at_least, 4, 10.0));
     sched_bucket_stats(x.s, 0, &bs);
@@ -800,8 +800,8 @@ START_TEST(test_ctlclient_bad_endpoint_lists)
     cc.name = "n1";
     const char *bad[] = {"", ",", "tcp://127.0.0.1:1,", ",tcp://127.0.0.1:1",
                          "tcp://127.0.0.1:1,,tcp://127.0.0.1:2",
-                         "tcp://a:1,tcp://a:2,tcp://a:3,tcp://a:4,tcp://a:5,tcp://a:6,tcp://a:7,"
-                         "tcp://a:8,tcp://a:9"};
+                         ("tcp://a:1,tcp://a:2,tcp://a:3,tcp://a:4,tcp://a:5,tcp://a:6,tcp://a:7,"
+                          "tcp://a:8,tcp://a:9")}; /* one string: too many endpoints */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int err = 0;
         cc.endpoint = bad[i];

@@ -1,4 +1,4 @@
-/* test_gate.c - Check suite for storage-node/gate: the outstanding window, busy time, dispatch at once or at the end of the pass, buckets and tokens, the graceful stop, and connections (admit, refuse, write). */
+/* test_gate.c - Check suite for storage-node/gate: the outstanding window (fixed and adaptive, its stats lines), busy time, dispatch at once or at the end of the pass, buckets and tokens, the graceful stop, and connections (admit, refuse, write). */
 #include <check.h>
 #include <errno.h>
 #include <event2/buffer.h>
@@ -135,6 +135,69 @@ START_TEST(test_gate_window)
     sched_node_stats(s, &ns);
     ck_assert_uint_eq(ns.completions, 4); /* 3 done + 1 inline; not the untaken one */
     ck_assert_uint_eq(ns.dispatched, 5);
+}
+END_TEST
+
+/* gate_set_window() makes the window adaptive from the current one
+ * (clamped), keeps the IOs already out counted, refuses bad settings; the
+ * stats hook prints the window's lines, then gate_set_status()'s. */
+static void extra_status(void *arg, FILE *fp)
+{
+    (void)arg;
+    fputs("STAT extra 1\r\n", fp);
+}
+
+START_TEST(test_gate_adaptive_window)
+{
+    gate_t *g = make(5, 0, 0, 10);
+    sched_item_t it[40];
+    memset(it, 0, sizeof it);
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq(sched_enqueue(s, 0, &it[i]), 0);
+    ck_assert_ptr_nonnull(gate_take(g));
+    window_config_t wc;
+    window_config_defaults(&wc);
+    wc.floor = 2;
+    wc.ceiling = 3;
+    wc.gain = 0; /* refused */
+    ck_assert_int_eq(gate_set_window(g, &wc), -EINVAL);
+    wc.gain = 0.5;
+    wc.epoch = 1e-9;
+    wc.min_samples = 1;
+    ck_assert_int_eq(gate_set_window(g, &wc), 0);
+    window_stats_t ws;
+    gate_window_stats(g, &ws);
+    ck_assert_int_eq(ws.window, 3); /* 5 clamped to the ceiling */
+    ck_assert_int_eq(gate_inflight(g), 1);
+    int n = 1, most = 0;
+    while (gate_take(g))
+        n++;
+    ck_assert_int_eq(n, 3);
+    for (int i = 0; i < 37; i++) { /* complete one, take one: every epoch ends */
+        gate_done(g);
+        ck_assert_ptr_nonnull(gate_take(g));
+        gate_window_stats(g, &ws);
+        most = ws.window > most ? ws.window : most;
+        ck_assert_int_ge(ws.window, 2);
+    }
+    ck_assert_int_le(most, 3);
+    ck_assert_uint_gt(ws.epochs, 10);
+    gate_set_status(g, extra_status, NULL);
+    gate_status_fn fn;
+    void *arg;
+    gate_status_hook(g, &fn, &arg);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    fn(arg, fp);
+    fclose(fp);
+    ck_assert_msg(strncmp(buf, "STAT bqos_window ", 17) == 0, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "STAT bqos_window_latency_us "));
+    ck_assert_ptr_nonnull(strstr(buf, "STAT bqos_window_throughput "));
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nSTAT extra 1\r\n"));
+    free(buf);
+    while (gate_inflight(g) > 0)
+        gate_done(g);
 }
 END_TEST
 
@@ -312,7 +375,7 @@ int main(void)
     const TTest *const tests[] = {test_gate_bad_settings,    test_gate_window,
                                   test_gate_busy_time,       test_gate_dispatch_points,
                                   test_gate_buckets_and_tokens, test_gate_graceful_stop,
-                                  test_gate_connections};
+                                  test_gate_connections, test_gate_adaptive_window};
     const testlib_case_t c = {.name = "gate", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

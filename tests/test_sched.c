@@ -1,6 +1,7 @@
 /* test_sched.c - Check suite for storage-node/sched: Algorithm 1 service order, weights, rr, counters. */
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static void enq(sched_t *s, int b, int n)
 static req_t *expect(sched_t *s, int bucket, sched_class_t cls)
 {
     sched_class_t c = (sched_class_t)-1;
-    sched_item_t *it = sched_dispatch(s, &c);
+    sched_item_t *it = sched_dispatch(s, 0, &c);
     ck_assert_msg(it != NULL, "expected bucket %d, got nothing", bucket);
     ck_assert_msg(it->bucket == bucket, "expected bucket %d, got %d", bucket, it->bucket);
     ck_assert_int_eq(c, cls);
@@ -71,7 +72,7 @@ static sched_bucket_stats_t stats(sched_t *s, int b)
 
 static void expect_none(sched_t *s)
 {
-    ck_assert_ptr_null(sched_dispatch(s, NULL));
+    ck_assert_ptr_null(sched_dispatch(s, 0, NULL));
 }
 
 /* Builds a scheduler with buckets "b0".."b{n-1}". */
@@ -120,10 +121,10 @@ START_TEST(test_sched_bad_args)
     ck_assert_int_eq(sched_find_bucket(s, "re", 2), -ENOENT);
     ck_assert_int_eq(sched_find_bucket(s, NULL, 0), -ENOENT);
 
-    ck_assert_int_eq(sched_set_tokens(s, 2, 1, 1), -EINVAL);
-    ck_assert_int_eq(sched_set_tokens(s, -1, 1, 1), -EINVAL);
-    ck_assert_int_eq(sched_set_tokens(s, 1, -1, 1), -EINVAL);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 1, -5), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, 2, 1, 1, INFINITY, 0), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, -1, 1, 1, INFINITY, 0), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, 1, -1, 1, INFINITY, 0), -EINVAL);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, -5, INFINITY, 0), -EINVAL);
     ck_assert_int_eq(sched_set_weight(s, 1, 0), -EINVAL);
     ck_assert_int_eq(sched_set_weight(s, 9, 1), -EINVAL);
     req_t r;
@@ -165,7 +166,7 @@ END_TEST
 START_TEST(test_sched_r_before_l)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 2, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 2, U, INFINITY, 0), 0);
     enq(s, 0, 3);
     enq(s, 1, 3);
     expect_order(s, "R1 R1 O0 O1 O0 O0");
@@ -179,7 +180,7 @@ START_TEST(test_sched_round_robin_next)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 4);
     for (int b = 0; b < 4; b++) {
-        ck_assert_int_eq(sched_set_tokens(s, b, 100, U), 0);
+        ck_assert_int_eq(sched_set_tokens(s, b, 100, U, INFINITY, 0), 0);
         enq(s, b, 2);
     }
     for (int round = 0; round < 2; round++)
@@ -198,7 +199,7 @@ START_TEST(test_sched_round_robin_next)
 
     /* A bucket added later sits after the last one in the cycle. */
     ck_assert_int_eq(sched_add_bucket(s, "late", 1), 4);
-    ck_assert_int_eq(sched_set_tokens(s, 4, 100, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 4, 100, U, INFINITY, 0), 0);
     enq(s, 0, 1);
     enq(s, 4, 1);
     expect_order(s, "R4 R0"); /* next was 4 after serving 3 */
@@ -211,8 +212,8 @@ END_TEST
 START_TEST(test_sched_next_shared_by_steps)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 4);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0), 0); /* one R, no L */
-    ck_assert_int_eq(sched_set_tokens(s, 3, 1, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0, INFINITY, 0), 0); /* one R, no L */
+    ck_assert_int_eq(sched_set_tokens(s, 3, 1, 0, INFINITY, 0), 0);
     enq(s, 0, 5);
     enq(s, 1, 5);
     enq(s, 2, 5);
@@ -230,11 +231,11 @@ END_TEST
 START_TEST(test_sched_no_service_without_l_tokens)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0, INFINITY, 0), 0);
     enq(s, 0, 3);
     for (int i = 0; i < 10; i++)
         expect_none(s);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 1), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 1, INFINITY, 0), 0);
     expect(s, 0, SCHED_CLASS_L);
     expect_none(s);
     /* Others are served meanwhile; bucket 0 still waits. */
@@ -254,7 +255,7 @@ END_TEST
 START_TEST(test_sched_token_decrement)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 3, 5), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 3, 5, INFINITY, 0), 0);
     enq(s, 0, 10);
     for (int i = 0; i < 3; i++)
         expect(s, 0, SCHED_CLASS_R);
@@ -270,7 +271,7 @@ START_TEST(test_sched_token_decrement)
     ck_assert_uint_eq(st.served_l, 5);
     ck_assert_uint_eq(st.queued, 2);
 
-    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U, INFINITY, 0), 0);
     enq(s, 1, 3);
     expect_order(s, "R1 O1 O1");
     st = stats(s, 1);
@@ -285,20 +286,20 @@ END_TEST
 START_TEST(test_sched_token_replacement)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 5, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 5, 0, INFINITY, 0), 0);
     enq(s, 0, 20);
     enq(s, 1, 20);
     expect_order(s, "R0 R0");
-    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0), 0); /* replaced, not added */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0, INFINITY, 0), 0); /* replaced, not added */
     expect_order(s, "R0 O1 O1"); /* bucket 0: r = 0, l = 0 */
     /* Giving bucket 1 R-tokens mid-stream and bucket 0 L-tokens. */
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 2, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 2, 0, INFINITY, 0), 0);
     expect_order(s, "R1 R1 L0 L0");
     expect_none(s);
     /* Taking tokens away stops service at once. */
-    ck_assert_int_eq(sched_set_tokens(s, 0, 3, U), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 3, U, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0, INFINITY, 0), 0);
     expect_none(s);
     sched_destroy(&s);
 }
@@ -311,7 +312,7 @@ START_TEST(test_sched_weights_share)
     ck_assert_int_eq(sched_set_weight(s, 0, 3), 0);
     ck_assert_int_eq(sched_set_weight(s, 2, 2), 0);
     for (int b = 0; b < 3; b++) {
-        ck_assert_int_eq(sched_set_tokens(s, b, 1000, U), 0);
+        ck_assert_int_eq(sched_set_tokens(s, b, 1000, U, INFINITY, 0), 0);
         enq(s, b, 60);
     }
     int want[] = {0, 0, 0, 1, 2, 2};
@@ -339,15 +340,15 @@ START_TEST(test_sched_weights_keep_r_first)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 1, 2);
     ck_assert_int_eq(sched_set_weight(s, 0, 3), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 1, U), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 2, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 1, U, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 2, U, INFINITY, 0), 0);
     enq(s, 0, 20);
     enq(s, 1, 20);
     /* A run of 3 begins at 0; then 1, because 0 has L-tokens but 1 has an
      * R-token; step 2: a fresh run of 3. */
     expect_order(s, "R0 R1 R1 O0 O0 O0 O1 O0");
     /* An R-token for bucket 1 in the middle of 0's run preempts it. */
-    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U, INFINITY, 0), 0);
     expect_order(s, "R1 O0");
     /* Lowering the weight shortens the current run. */
     ck_assert_int_eq(sched_set_weight(s, 0, 2), 0);
@@ -366,7 +367,7 @@ START_TEST(test_sched_route_pays_the_targets_tokens)
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3); /* b0 plays `default` */
     ck_assert_int_eq(sched_route(s, 1), 1);
     enq(s, 1, 2);                                 /* waiting before the route */
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 3), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 3, INFINITY, 0), 0);
     ck_assert_int_eq(sched_set_route(s, 1, 0), 0);
     ck_assert_int_eq(sched_route(s, 1), 0);
     sched_bucket_stats_t b0, b1;
@@ -414,8 +415,8 @@ END_TEST
 START_TEST(test_sched_rr_policy)
 {
     sched_t *s = make(SCHED_POLICY_RR, 0, 3);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 5, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 5, 0, INFINITY, 0), 0);
     enq(s, 0, 3);
     enq(s, 1, 3);
     enq(s, 2, 3);
@@ -478,7 +479,7 @@ START_TEST(test_sched_drain_and_remove)
     enq(s, 0, 3);
     enq(s, 1, 2);
     enq(s, 2, 1);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 0, 0), 0); /* ineligible, still drained */
+    ck_assert_int_eq(sched_set_tokens(s, 1, 0, 0, INFINITY, 0), 0); /* ineligible, still drained */
     int seen[64] = {0};
     ck_assert_uint_eq(sched_drain(s, drained, seen), 6);
     for (int i = 13; i < 19; i++)
@@ -498,7 +499,7 @@ END_TEST
 START_TEST(test_sched_counters_and_period)
 {
     sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 2, 1), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 2, 1, INFINITY, 0), 0);
     enq(s, 0, 5);
     enq(s, 1, 1);
     expect_order(s, "R0 R0 O1 L0");
@@ -520,7 +521,7 @@ START_TEST(test_sched_counters_and_period)
     ck_assert_uint_eq(ns.completions, 4);
     ck_assert_double_eq_tol(ns.busy_seconds, 0.75, 1e-12);
 
-    ck_assert_int_eq(sched_set_tokens(s, 0, 7, 9), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 7, 9, INFINITY, 0), 0);
     sched_period_start(s);
     st = stats(s, 0);
     ck_assert_uint_eq(st.arrivals, 0);
@@ -562,7 +563,7 @@ START_TEST(test_sched_experiment3_rr_ratio)
     }
     for (int t = 0; t < TICKS; t++)
         for (int j = 0; j < SERVERS; j++) {
-            sched_item_t *it = sched_dispatch(srv[j], NULL);
+            sched_item_t *it = sched_dispatch(srv[j], 0, NULL);
             ck_assert_ptr_nonnull(it);
             served[it->bucket]++;
             /* Backlogged: the client sends the next request at once. */
@@ -712,7 +713,7 @@ static void run_differential(int policy, int weighted)
             int b = (int)(rnd() % (uint64_t)m.n);
             int64_t r = (int64_t)(rnd() % 4);
             int64_t l = rnd() % 3 == 0 ? U : (int64_t)(rnd() % 4);
-            ck_assert_int_eq(sched_set_tokens(s, b, r, l), 0);
+            ck_assert_int_eq(sched_set_tokens(s, b, r, l, INFINITY, 0), 0);
             m.r[b] = r;
             m.l[b] = l;
         } else if (k < 53 && weighted) {
@@ -725,7 +726,7 @@ static void run_differential(int policy, int weighted)
         } else {
             sched_class_t c1 = (sched_class_t)-1, c2 = (sched_class_t)-1;
             int want = model_dispatch(&m, &c2);
-            sched_item_t *it = sched_dispatch(s, &c1);
+            sched_item_t *it = sched_dispatch(s, 0, &c1);
             if (want < 0) {
                 ck_assert_msg(it == NULL, "op %d: served %d, want none", op, it ? it->bucket : -1);
             } else {
@@ -764,7 +765,7 @@ START_TEST(test_sched_many_buckets)
     int idx[4] = {N - 1, 5, 70000, 64};
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(sched_enqueue(s, idx[i], &r[i].item), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 70000, 1, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 70000, 1, U, INFINITY, 0), 0);
     expect(s, 70000, SCHED_CLASS_R);
     expect(s, N - 1, SCHED_CLASS_O);
     expect(s, 5, SCHED_CLASS_O);
@@ -803,7 +804,7 @@ START_TEST(test_sched_out_of_memory)
     snprintf(name, sizeof(name), "oom-bucket-%d", i - 1);
     ck_assert_int_eq(sched_find_bucket(s, name, strlen(name)), i - 1);
     /* And it still schedules, and grows once memory is back. */
-    ck_assert_int_eq(sched_set_tokens(s, i - 1, 1, U), 0);
+    ck_assert_int_eq(sched_set_tokens(s, i - 1, 1, U, INFINITY, 0), 0);
     enq(s, i - 1, 1);
     expect(s, i - 1, SCHED_CLASS_R);
     expect_order(s, "O1 O1");

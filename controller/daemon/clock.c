@@ -100,28 +100,39 @@ void pclock_fill_timing(const pclock_t *pc, proto_msg_t *m, double now)
     m->remaining_ms = rem <= 0 ? 0 : rem >= pms ? pms : (uint32_t)lround(rem);
 }
 
-int pclock_adopt(pclock_t *pc, uint64_t period, uint32_t interval, uint32_t remaining_ms,
-                 double now)
+pclock_reading_t pclock_reading(const pclock_t *pc, uint64_t period, uint32_t interval,
+                                uint32_t remaining_ms, double now)
 {
-    if (pc->adopted || period == 0)
-        return 0;
-    pc->adopted = 1;
-    if (now - pc->started > 2 * pc->period_s)
-        return 0;
+    if (period == 0 || period > PCLOCK_PERIOD_MAX)
+        return (pclock_reading_t){0, 0};
     double rem = remaining_ms > 0 ? remaining_ms / 1000.0
                                   : pc->period_s - (interval + 0.5) * pclock_interval_s(pc);
     if (rem > pc->period_s)
         rem = pc->period_s;
+    return (pclock_reading_t){period, now + rem};
+}
+
+int pclock_same(const pclock_t *pc, const pclock_reading_t *a, const pclock_reading_t *b)
+{
+    return a->period && a->period == b->period &&
+           fabs(a->end - b->end) < 0.25 * pclock_interval_s(pc);
+}
+
+int pclock_adopt(pclock_t *pc, const pclock_reading_t *r, double now)
+{
+    if (r->period == 0 || r->period > PCLOCK_PERIOD_MAX || now - pc->started > 2 * pc->period_s)
+        return 0;
     /* Nodes that already follow our clock (they took it from a welcome)
      * need no adoption. */
-    if (period == pc->period &&
-        fabs(now + rem - (pc->period_start + pc->period_s)) < 0.1 * pclock_interval_s(pc))
+    if (r->period == pc->period &&
+        fabs(r->end - (pc->period_start + pc->period_s)) < 0.1 * pclock_interval_s(pc))
         return 0;
-    pc->period = period;
-    pc->period_start = now + rem - pc->period_s;
+    pc->adopted++;
+    pc->period = r->period;
+    pc->period_start = r->end - pc->period_s;
     pc->round_start = 0; /* restart the round on the adopted clock */
     pc->round_open = 0;
-    log_info("adopted the nodes' clock: period %llu, %.0f ms left", (unsigned long long)period,
-             rem * 1e3);
+    log_info("adopted the nodes' clock: period %llu, %.0f ms left",
+             (unsigned long long)r->period, (r->end - now) * 1e3);
     return 1;
 }

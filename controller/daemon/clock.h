@@ -30,7 +30,7 @@ typedef struct {
     double period_start;   /* start of the current period */
     uint64_t period;       /* current period number (first: 1) */
     uint32_t interval;     /* current interval, 0..K-1 */
-    int adopted;           /* the nodes' clock was considered (once) */
+    int adopted;           /* times the nodes' clock was adopted */
     int round_open;        /* a round waits for reports */
     double round_start;    /* when the current round began; 0: none yet */
     double round_deadline; /* when it computes with what has arrived */
@@ -75,13 +75,40 @@ double pclock_next(const pclock_t *pc);
  * seen at `now`) and sets m->has_timing. */
 void pclock_fill_timing(const pclock_t *pc, proto_msg_t *m, double now);
 
+/* One node's clock as the controller last saw it: its period number and
+ * when (on our monotonic clock) that period ends.  period 0: none. */
+typedef struct {
+    uint64_t period;
+    double end;
+} pclock_reading_t;
+
+/* Largest period number adopted from a node: far beyond any real run
+ * (2^52 periods of 1 ms), and far enough below PROTO_MAX_COUNT that our own
+ * counting on from it can always be encoded. */
+#define PCLOCK_PERIOD_MAX (PROTO_MAX_COUNT / 2)
+
+/* The reading a message gives at `now`: period `period`, interval
+ * `interval`, `remaining_ms` left (0 if unknown: the middle of the
+ * interval is assumed).  Returns period 0 for a period of 0 or beyond
+ * PCLOCK_PERIOD_MAX (implausible: never adopted, never a vote). */
+pclock_reading_t pclock_reading(const pclock_t *pc, uint64_t period, uint32_t interval,
+                                uint32_t remaining_ms, double now);
+
+/* Nonzero if two readings are one clock: the same period, ending within a
+ * quarter interval of each other (what a report's travel time and the
+ * nodes' own scheduling can move). */
+int pclock_same(const pclock_t *pc, const pclock_reading_t *a, const pclock_reading_t *b);
+
 /* A controller that just started takes the period numbering and phase of
- * the first node that gives them (`period` > 0, with `interval` and
- * `remaining_ms`, 0 if unknown), so the nodes' period counters stay valid
- * across its restart.  Considered once, within 2 periods of the start, and
- * only if the node's clock differs from ours.  Returns nonzero if the clock
- * moved: no round is open then, and the caller runs its tick at once. */
-int pclock_adopt(pclock_t *pc, uint64_t period, uint32_t interval, uint32_t remaining_ms,
-                 double now);
+ * its nodes, so the nodes' period counters stay valid across its restart.
+ * The caller (nodes.c) offers only a reading that a strict majority of the
+ * registered nodes that gave a clock agree on (pclock_same), so one node
+ * cannot move the clock of many; `r` must come from pclock_reading() (an
+ * implausible period is never adopted).  Considered within 2 periods of
+ * the start, and only if `r` differs from our clock; a later majority may
+ * move it again in that window (a first, lone liar is outvoted as the
+ * other nodes register).  Returns nonzero if the clock moved: no round is
+ * open then, and the caller runs its tick at once. */
+int pclock_adopt(pclock_t *pc, const pclock_reading_t *r, double now);
 
 #endif

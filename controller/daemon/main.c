@@ -321,24 +321,18 @@ static void tick(app_t *a, double now)
         close_round(a, now);
 }
 
-/* nodes_hooks_t: a node's message carried its clock. */
-static void on_adopt(void *arg, const proto_msg_t *m, double now)
+/* nodes_hooks_t: a clock that most registered nodes agree on differs from
+ * ours. */
+static void on_adopt(void *arg, const pclock_reading_t *r, double now)
 {
     app_t *a = arg;
-    if (a->etcd && !leader_leads(&a->ld, now) && m->period) {
+    if (a->etcd && !leader_leads(&a->ld, now)) {
         /* A standby keeps following the nodes' clock (the leader's), not
          * only after its start, so that it takes over on the same periods
-         * and its accounting is the nodes' all along.  A report's
-         * remaining_ms is as of its sending: only a gap of a quarter
-         * interval or a different period number is a different clock. */
-        double end = now + (m->remaining_ms > 0 ? m->remaining_ms / 1000.0 : 0);
-        if (m->period == a->clk.period && m->remaining_ms > 0 &&
-            fabs(end - (a->clk.period_start + a->clk.period_s)) < 0.25 * pclock_interval_s(&a->clk))
-            return;
-        a->clk.adopted = 0;
+         * and its accounting is the nodes' all along. */
         a->clk.started = now;
     }
-    if (pclock_adopt(&a->clk, m->period, m->interval, m->remaining_ms, now))
+    if (pclock_adopt(&a->clk, r, now))
         tick(a, now);
 }
 

@@ -75,6 +75,32 @@ static nodes_peer_t *peer(nodes_t *ns, int node)
     return &ns->peers[node];
 }
 
+/* Registered node `node` gave its clock in m (issue 18, defect 3: one
+ * node, or a liar among many, must not move the controller's clock).  The
+ * reading is remembered; if it is not ours and a strict majority of the
+ * registered nodes with a clock agree on it, the loop may adopt it.  The
+ * count runs only when a node's clock differs from ours (after a restart,
+ * or for a standby), not on every report. */
+static void note_clock(nodes_t *ns, const proto_msg_t *m, int node, double now)
+{
+    nodes_peer_t *p = peer(ns, node);
+    if (!p)
+        return;
+    p->clock = pclock_reading(ns->clk, m->period, m->interval, m->remaining_ms, now);
+    pclock_reading_t ours = {ns->clk->period, ns->clk->period_start + ns->clk->period_s};
+    if (!p->clock.period || pclock_same(ns->clk, &p->clock, &ours))
+        return;
+    int votes = 0, voters = 0;
+    for (int i = 0; i < ns->npeers; i++) {
+        if (!ns->peers[i].clock.period || !ctrl_node_up(ns->ctrl, i))
+            continue;
+        voters++;
+        votes += pclock_same(ns->clk, &ns->peers[i].clock, &p->clock);
+    }
+    if (2 * votes > voters)
+        ns->hooks.adopt(ns->hooks.arg, &p->clock, now);
+}
+
 double nodes_last_msg(const nodes_t *ns, int node)
 {
     return node >= 0 && node < ns->npeers ? ns->peers[node].last_msg : 0;
@@ -262,16 +288,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     uint32_t tag = 0;
     int tagged = proto_node_id_split(ns->id, ns->idlen, m->node, &tag);
     uint64_t instance = tagged == 1 && tag == proto_instance_tag(m->instance) ? m->instance : 0;
-    /* A refused process's clock is not adopted: it says nothing here. */
-    int node = ctrl_node_find(ns->ctrl, m->node), dup = 0;
-    if (node >= 0 && ctrl_node_up(ns->ctrl, node) && instance) {
-        ctrl_node_info_t ni;
-        ctrl_node_info(ns->ctrl, node, &ni);
-        dup = ni.instance && ni.instance != instance;
-    }
-    if (m->has_timing && !dup)
-        ns->hooks.adopt(ns->hooks.arg, m, now);
-    node = ctrl_node_hello(ns->ctrl, m->node, instance, m->capacity, m->table, m->names,
+    int node = ctrl_node_hello(ns->ctrl, m->node, instance, m->capacity, m->table, m->names,
                            m->nnames);
     if (node == -EEXIST) {
         refuse_duplicate(ns, m, instance, now);
@@ -285,6 +302,9 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     nodes_peer_t *p = peer(ns, node);
     if (p)
         p->last_msg = now;
+    /* Only now, registered, may its clock count (a refused process's says
+     * nothing), before the welcome is timed. */
+    note_clock(ns, m, node, now);
     log_info("node %s registered (%zu buckets, capacity %llu IOs/s)", m->node, m->nnames,
              (unsigned long long)m->capacity);
     const char *const *names;
@@ -375,8 +395,6 @@ void nodes_drain(nodes_t *ns)
         }
         proto_msg_t *m = &ns->in;
         if (rc == PROTO_RECV_UNKNOWN) {
-            if (m->type == PROTO_REPORT)
-                ns->hooks.adopt(ns->hooks.arg, m, now);
             if (m->type != PROTO_GOODBYE &&
                 send_error(ns, m->node, "unknown_node", "say hello first") == -EPERM)
                 note_unknown(ns, m->node);
@@ -404,7 +422,7 @@ void nodes_drain(nodes_t *ns)
         double t1 = mono_now();
         switch (m->type) {
         case PROTO_REPORT:
-            ns->hooks.adopt(ns->hooks.arg, m, now);
+            note_clock(ns, m, node, now);
             on_report(ns, m, node, now);
             break;
         case PROTO_HEARTBEAT:

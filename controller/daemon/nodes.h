@@ -14,9 +14,11 @@
 
 /* What the node endpoint asks of the loop while it drains messages. */
 typedef struct {
-    /* A message from a node carried its clock (hello with timing, report):
-     * the loop may adopt it (pclock_adopt) and then tick. */
-    void (*adopt)(void *arg, const proto_msg_t *m, double now);
+    /* A registered node's message (hello with timing, report) carried a
+     * clock that differs from ours and that a strict majority of the
+     * registered nodes with a clock agree on: the loop may adopt it
+     * (pclock_adopt) and then tick. */
+    void (*adopt)(void *arg, const pclock_reading_t *r, double now);
     /* After each message of a registered node: the loop moves its clock
      * (a round may close once every node has reported). */
     void (*tick)(void *arg, double now);
@@ -32,6 +34,7 @@ typedef struct {
     double last_msg;       /* monotonic seconds of its last message, 0 = never */
     int fallback;          /* its last report said it is in fallback */
     uint64_t fallbacks;    /* its own count of fallbacks, as last reported */
+    pclock_reading_t clock; /* its clock as last given (period 0: none) */
 } nodes_peer_t;
 
 /* An unregistered process that wrote to a fenced controller: its routing id

@@ -7,40 +7,21 @@ CONNS=${CONNS:-50}
 SECS=${SECONDS_PER_RUN:-5}
 ROUNDS=${ROUNDS:-3}
 NODE_ARGS=${NODE_ARGS:-}
-for t in memcached nutcracker python3; do
+for t in memcached nutcracker ss; do
   command -v $t >/dev/null 2>&1 || { echo "bench-front: $t not installed (scripts/deps.sh)"; exit 1; }
 done
+. "$(dirname "$0")/../../scripts/lib.sh"
 tmp=$(mktemp -d /tmp/bench-front.XXXXXX)
-pids=""
-cleanup() {
-  for p in $pids; do kill -TERM "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'cleanup; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { i=0; while [ $i -lt 50 ]; do python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0; sleep 0.1; i=$((i+1)); done; echo "bench-front: nothing on port $1"; exit 1; }
 
-mc=$(free_port); tw=$(free_port); tws=$(free_port); nd=$(free_port)
-u=""; [ "$(id -u)" = 0 ] && u="-u nobody"
-memcached $u -l 127.0.0.1 -p "$mc" -U 0 -t 2 -m 256 </dev/null >/dev/null 2>&1 & pids="$pids $!"
-cat >"$tmp/tw.yml" <<EOT
-bench:
-  listen: 127.0.0.1:$tw
-  hash: fnv1a_64
-  distribution: ketama
-  timeout: 2000
-  preconnect: true
-  auto_eject_hosts: false
-  servers:
-   - 127.0.0.1:$mc:1
-EOT
-nutcracker -c "$tmp/tw.yml" -s "$tws" -a 127.0.0.1 -o "$tmp/tw.log" & pids="$pids $!"
+next_port; mc=$PORT; next_port; tw=$PORT; next_port; tws=$PORT; next_port; nd=$PORT
+start_memcached "$mc" "$tmp/mc.log" || exit 1
+start_twemproxy "$tw" "$tws" "$mc" "$tmp" || exit 1
 # shellcheck disable=SC2086
-"$BIN/bqos-node" --name bench --memcached-listen "127.0.0.1:$nd" --backend "memcached://127.0.0.1:$mc" \
-  --policy rr --log-level warn $NODE_ARGS 2>"$tmp/node.log" & pids="$pids $!"
-wait_port "$mc"; wait_port "$tw"; wait_port "$nd"
+spawn "$tmp/node.log" "$BIN/bqos-node" --name bench --memcached-listen "127.0.0.1:$nd" \
+  --backend "memcached://127.0.0.1:$mc" --policy rr --log-level warn $NODE_ARGS
+wait_port "$nd" 10 || exit 1
 
 echo "# $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg); $CONNS connections, ${SECS}s per run, 90% get / 10% set, 100-byte values, 10000 keys in 4 buckets"
 echo "# bqos-node options: --policy rr $NODE_ARGS"

@@ -1,6 +1,7 @@
 /* sched_bench.c - bqos-sched-bench: ns per enqueue+dispatch of the token scheduler at several bucket counts. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static void random_tokens(rng_t *g, sched_t *s, int b)
 {
     int64_t r = rng_below(g, 4) == 0 ? (int64_t)rng_below(g, 8) + 1 : 0;
     int64_t l = rng_below(g, 3) == 0 ? SCHED_UNLIMITED : (int64_t)rng_below(g, 128);
-    sched_set_tokens(s, b, r, l);
+    sched_set_tokens(s, b, r, l, INFINITY, 0);
 }
 
 static double now_ns(clockid_t clk)
@@ -110,7 +111,7 @@ static int run(rng_t *g, int n, int pattern, uint64_t ops, int weighted, result_
             sched_enqueue(s, (int)rng_below(g, (uint64_t)n), freel[--nfree]);
         }
         sched_class_t c;
-        sched_item_t *it = sched_dispatch(s, &c);
+        sched_item_t *it = sched_dispatch(s, 0, &c);
         if (it) {
             if (pattern == PAT_CLOSED)
                 back = it;

@@ -30,11 +30,25 @@ static int op_bucket(agent_t *a, const char *name)
     return a->ops.bucket ? a->ops.bucket(a->ops.arg, name) : sched_add_bucket(a->s, name, 1);
 }
 
+/* Where a grant made now ends: the end of the period that contains a->now
+ * on our timing (at a period start, the tick runs before period_end moves
+ * on: the new period's end), or INFINITY (unpaced) before any timing. */
+static double grant_until(const agent_t *a)
+{
+    if (!a->has_timing)
+        return INFINITY;
+    double end = a->period_end;
+    if (a->now >= end)
+        end += (floor((a->now - end) / a->period_s) + 1) * a->period_s;
+    return end;
+}
+
 int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
 {
+    double until = grant_until(a);
     if (a->ops.set_tokens)
-        return a->ops.set_tokens(a->ops.arg, b, r, l);
-    return sched_set_tokens(a->s, b, r, l);
+        return a->ops.set_tokens(a->ops.arg, b, r, l, until, a->now);
+    return sched_set_tokens(a->s, b, r, l, until, a->now);
 }
 
 void agent__op_set_policy(agent_t *a, sched_policy_t p)
@@ -538,6 +552,7 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
 int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
                       int src)
 {
+    a->now = now;
     if (strcmp(m->node, a->name) != 0) {
         proto_stats_note(&a->st.proto, PROTO_E_UNKNOWN_NODE);
         if (a->peer)
@@ -676,6 +691,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
 
 int agent_tick(agent_t *a, double now)
 {
+    a->now = now;
     /* The tolerance absorbs rounding between the caller's boundaries and
      * ours (the simulator computes them independently). */
     if (!a->has_timing || now + 1e-6 * a->interval_s < a->next_report)
@@ -744,6 +760,7 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     if (a->cfg.manage_policy)
         agent__op_set_policy(a, a->cfg.mode == AGENT_FALLBACK_RR ? a->cfg.fallback : a->cfg.normal);
     a->last_ctl = now;
+    a->now = now;
     if (refresh_table(a))
         goto out;
     return a;

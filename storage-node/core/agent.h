@@ -87,8 +87,11 @@ typedef struct {
     /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
     int (*bucket)(void *arg, const char *name);
     /* Sets scheduler bucket b to absolute token counts (l may be
-     * SCHED_UNLIMITED).  Returns 0 or -errno. */
-    int (*set_tokens)(void *arg, int b, int64_t r, int64_t l);
+     * SCHED_UNLIMITED) for the rest of the period: a grant made at `now`
+     * that ends at `until` (the period's end on the caller's clock;
+     * INFINITY before the agent knows the timing), as sched_set_tokens()
+     * takes them.  Returns 0 or -errno. */
+    int (*set_tokens)(void *arg, int b, int64_t r, int64_t l, double until, double now);
     void (*set_policy)(void *arg, sched_policy_t policy);
     /* Starts a new QoS period on the scheduler (and whatever the node
      * keeps per period); must call sched_period_start() or do its work. */

@@ -17,6 +17,8 @@ struct agent {
     sched_t *s;
     agent_ops_t ops;
     agent_stats_t st;
+    double now;          /* the `now` of the call being handled (grants made
+                            in it start then: agent__op_set_tokens()) */
 
     /* our table: the scheduler's buckets, indices 0..my_n-1 */
     uint32_t my_table;   /* generation, bumped when the bucket count changes */
@@ -68,7 +70,8 @@ struct agent {
 };
 
 /* agent.c: acting on the node through the caller's hooks (agent_ops_t) or
- * directly on the scheduler. */
+ * directly on the scheduler.  Tokens are a grant from a->now to the end of
+ * the current period (unpaced before the agent has timing). */
 int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l);
 void agent__op_set_policy(agent_t *a, sched_policy_t p);
 void agent__op_applied(agent_t *a);

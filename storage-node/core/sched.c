@@ -1,4 +1,4 @@
-/* sched.c - the token scheduler of bqos-node: paper Algorithm 1 over hierarchical ready bitmaps. */
+/* sched.c - the token scheduler of bqos-node: paper Algorithm 1 over hierarchical ready bitmaps, with paced tokens and reservations by urgency. */
 #include "storage-node/core/sched.h"
 
 #include <errno.h>
@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "common/bitset.h"
+#include "common/iheap.h"
 #include "common/names.h"
 #include "common/strmap.h"
+#include "storage-node/core/pace.h"
 
 #define MIN_CAP 16
 
@@ -30,6 +32,13 @@ typedef struct {
 } __attribute__((aligned(64))) bucket_t;
 _Static_assert(sizeof(bucket_t) == 64, "bucket_t is one cache line");
 
+/* What pacing and the urgency order keep per bucket, apart from bucket_t:
+ * only touched while pacing is on or R is served by urgency. */
+typedef struct {
+    pace_t r, l;  /* paced credit of each class (unpaced: until INFINITY) */
+    double pass;  /* urgency: virtual time of its next R service */
+} xbucket_t;
+
 /* Owned by one thread (the node's loop thread or a simulator); no locks. */
 struct sched {
     sched_policy_t policy;
@@ -39,6 +48,7 @@ struct sched {
     uint32_t *weight;       /* cap entries */
     int *route;             /* cap entries: the queue a bucket's requests
                                wait in (itself unless routed) */
+    xbucket_t *x;           /* cap entries: pacing and urgency state */
     int new_route;          /* route of buckets added from now on, -1: self */
     int nrouted;            /* buckets routed elsewhere: while 0, enqueue
                                does not read `route` (one cache line less
@@ -53,6 +63,14 @@ struct sched {
     int streak_step;
     uint32_t streak_left;   /* further picks it may still take in a row */
     sched_node_stats_t node;
+    int pacing;             /* sched_set_pacing() */
+    double burst_s;
+    sched_order_t r_order;  /* sched_set_r_order() */
+    iheap_t *wake;          /* pacing: queued buckets out of credit in a
+                               class that holds tokens, keyed by the time
+                               that credit returns */
+    iheap_t *urg;           /* urgency: the buckets of elig_r by pass */
+    double vt;              /* urgency: pass of the last R service */
 };
 
 sched_t *sched_new(sched_policy_t policy, int weighted)
@@ -71,11 +89,15 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->name = calloc((size_t)s->cap, sizeof(char *));
     s->weight = calloc((size_t)s->cap, sizeof(uint32_t));
     s->route = calloc((size_t)s->cap, sizeof(int));
+    s->x = calloc((size_t)s->cap, sizeof(xbucket_t));
+    s->wake = iheap_new((size_t)s->cap);
+    s->urg = iheap_new((size_t)s->cap);
     s->names = strmap_new();
     s->elig_r = bitset_new((size_t)s->cap);
     s->elig_l = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
-    if (!s->b || !s->name || !s->weight || !s->route || !s->names || !s->elig_r || !s->elig_l || !s->pend)
+    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->wake || !s->urg ||
+        !s->names || !s->elig_r || !s->elig_l || !s->pend)
         sched_destroy(&s);
     return s;
 }
@@ -91,6 +113,9 @@ void sched_destroy(sched_t **sp)
     free(s->name);
     free(s->weight);
     free(s->route);
+    free(s->x);
+    iheap_destroy(&s->wake);
+    iheap_destroy(&s->urg);
     free(s->b);
     strmap_destroy(&s->names);
     bitset_destroy(&s->elig_r);
@@ -113,23 +138,68 @@ sched_policy_t sched_policy(const sched_t *s)
     return s->policy;
 }
 
-/* Recomputes bucket b's three eligibility bits from its queue and tokens. */
+/* Bucket b enters the R-ready set; by urgency also the heap, at a pass no
+ * earlier than the virtual time (a bucket back from idle does not claim
+ * the service it did not ask for). */
+static void r_on(sched_t *s, int b)
+{
+    bitset_set(s->elig_r, (size_t)b);
+    if (s->r_order == SCHED_ORDER_URGENCY) {
+        xbucket_t *x = &s->x[b];
+        if (x->pass < s->vt)
+            x->pass = s->vt;
+        iheap_set(s->urg, b, x->pass);
+    }
+}
+
+static void r_off(sched_t *s, int b)
+{
+    bitset_clear(s->elig_r, (size_t)b);
+    if (s->r_order == SCHED_ORDER_URGENCY)
+        iheap_remove(s->urg, b);
+}
+
+/* Recomputes bucket b's eligibility from its queue, its tokens and (when
+ * pacing) its credit as of the last refill.  A queued bucket held back by
+ * credit in a class where it has tokens waits in `wake` until the earliest
+ * such credit returns.  Stale credit only errs on "not yet", and its wake
+ * time is exact (the rate is constant between grants). */
 static void refresh(sched_t *s, int b)
 {
     const bucket_t *k = &s->b[b];
     size_t i = (size_t)b;
     if (k->queued == 0) {
         bitset_clear(s->pend, i);
-        bitset_clear(s->elig_r, i);
+        r_off(s, b);
         bitset_clear(s->elig_l, i);
+        if (s->pacing)
+            iheap_remove(s->wake, b);
         return;
     }
     bitset_set(s->pend, i);
-    if (k->r > 0)
-        bitset_set(s->elig_r, i);
+    int r_ok = k->r > 0, l_ok = k->l > 0;
+    if (s->pacing) {
+        const xbucket_t *x = &s->x[b];
+        double wake = INFINITY;
+        if (r_ok && pace_on(&x->r) && !pace_ready(&x->r)) {
+            r_ok = 0;
+            wake = pace_wake(&x->r);
+        }
+        if (l_ok && k->l != SCHED_UNLIMITED && pace_on(&x->l) && !pace_ready(&x->l)) {
+            l_ok = 0;
+            double w = pace_wake(&x->l);
+            wake = w < wake ? w : wake;
+        }
+        if (wake < INFINITY)
+            iheap_set(s->wake, b, wake);
+        else
+            iheap_remove(s->wake, b);
+    }
+    if (r_ok)
+        r_on(s, b);
     else
-        bitset_clear(s->elig_r, i);
-    if (k->l > 0)
+        r_off(s, b);
+    if (l_ok)
         bitset_set(s->elig_l, i);
     else
         bitset_clear(s->elig_l, i);
@@ -165,12 +235,19 @@ static int grow(sched_t *s)
         return -ENOMEM;
     }
     s->route = nr;
+    xbucket_t *nx = realloc(s->x, (size_t)ncap * sizeof(xbucket_t));
+    if (!nx) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->x = nx;
     memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
     free(s->b);
     s->b = nb;
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
         bitset_resize(s->elig_l, (size_t)ncap) < 0 ||
-        bitset_resize(s->pend, (size_t)ncap) < 0)
+        bitset_resize(s->pend, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
+        iheap_reserve(s->urg, (size_t)ncap) < 0)
         return -ENOMEM;
     s->cap = ncap;
     return 0;
@@ -196,6 +273,10 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
         return rc;
     }
     s->b[s->n] = (bucket_t){.r = 0, .l = SCHED_UNLIMITED};
+    xbucket_t *x = &s->x[s->n];
+    pace_init(&x->r);
+    pace_init(&x->l);
+    x->pass = s->vt;
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
     s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
@@ -223,24 +304,92 @@ const char *sched_bucket_name(const sched_t *s, int b)
     return s->name[b];
 }
 
+/* Urgency: bucket b's tickets (weight x R-tokens) change from `from` to
+ * `to`.  As in stride scheduling, the part of its pass still ahead of the
+ * virtual time scales by from / to: a bucket that just got many more
+ * R-tokens is not held back by the long strides of its few old ones. */
+static void retick(sched_t *s, int b, double from, double to)
+{
+    xbucket_t *x = &s->x[b];
+    if (s->r_order != SCHED_ORDER_URGENCY || !(from > 0) || !(to > 0) || !(x->pass > s->vt))
+        return;
+    x->pass = s->vt + (x->pass - s->vt) * (from / to);
+    if (iheap_contains(s->urg, b))
+        iheap_set(s->urg, b, x->pass);
+}
+
 int sched_set_weight(sched_t *s, int b, uint32_t weight)
 {
     if (!s || b < 0 || b >= s->n || weight == 0)
         return -EINVAL;
+    double r = (double)s->b[b].r;
+    retick(s, b, s->weight[b] * r, weight * r);
     s->weight[b] = weight;
     if (s->streak_b == b && s->streak_left > weight - 1)
         s->streak_left = weight - 1;
     return 0;
 }
 
-int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens)
+int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, double until,
+                     double now)
 {
-    if (!s || b < 0 || b >= s->n || r_tokens < 0 || l_tokens < 0)
+    if (!s || b < 0 || b >= s->n || r_tokens < 0 || l_tokens < 0 || isnan(until) ||
+        (until < INFINITY && !isfinite(now)))
         return -EINVAL;
-    s->b[b].r = r_tokens;
-    s->b[b].l = l_tokens;
+    bucket_t *k = &s->b[b];
+    xbucket_t *x = &s->x[b];
+    retick(s, b, (double)s->weight[b] * (double)k->r, (double)s->weight[b] * (double)r_tokens);
+    pace_grant(&x->r, r_tokens, until, now, s->burst_s);
+    pace_grant(&x->l, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now, s->burst_s);
+    k->r = r_tokens;
+    k->l = l_tokens;
     refresh(s, b);
     return 0;
+}
+
+int sched_set_pacing(sched_t *s, int on, double burst_s)
+{
+    if (!s || !(burst_s >= 0) || burst_s > SCHED_BURST_MAX)
+        return -EINVAL;
+    s->pacing = on != 0;
+    s->burst_s = burst_s;
+    iheap_clear(s->wake);
+    for (int b = 0; b < s->n; b++)
+        refresh(s, b);
+    return 0;
+}
+
+int sched_set_r_order(sched_t *s, sched_order_t order)
+{
+    if (!s || (order != SCHED_ORDER_RR && order != SCHED_ORDER_URGENCY))
+        return -EINVAL;
+    s->r_order = order;
+    s->streak_b = -1;
+    iheap_clear(s->urg);
+    for (int b = 0; b < s->n; b++)
+        s->x[b].pass = s->vt; /* everyone starts level */
+    if (order == SCHED_ORDER_URGENCY)
+        for (long b = bitset_next(s->elig_r, 0); b >= 0; b = bitset_next(s->elig_r, (size_t)b + 1))
+            iheap_set(s->urg, (int)b, s->vt);
+    return 0;
+}
+
+void sched_get_pacing(const sched_t *s, int *on, double *burst_s, sched_order_t *order)
+{
+    if (on)
+        *on = s->pacing;
+    if (burst_s)
+        *burst_s = s->burst_s;
+    if (order)
+        *order = s->r_order;
+}
+
+double sched_next_ready(const sched_t *s)
+{
+    double t;
+    if (!s || !s->pacing || s->policy != SCHED_POLICY_TOKENS || iheap_top(s->wake, &t) < 0)
+        return INFINITY;
+    return t;
 }
 
 /* Appends item to queue q's FIFO (no counters but the queue length). */
@@ -349,7 +498,31 @@ static void advance(sched_t *s, int b, int step)
     s->next = b + 1;
 }
 
-sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
+/* Pacing: every queued bucket whose credit has returned by `now` goes back
+ * into the ready sets; O(log n) per bucket that returns.  A bucket popped
+ * here leaves `wake` or goes back later than `now` (pace_refill() makes
+ * due credit usable), so the loop ends. */
+static void wake_due(sched_t *s, double now)
+{
+    double t;
+    int b;
+    while ((b = iheap_top(s->wake, &t)) >= 0 && t <= now) {
+        pace_refill(&s->x[b].r, now);
+        pace_refill(&s->x[b].l, now);
+        refresh(s, b);
+    }
+}
+
+/* Pacing: takes one unit of a class's credit at `now` (if it paces). */
+static void take_credit(pace_t *p, double now)
+{
+    if (pace_on(p)) {
+        pace_refill(p, now);
+        pace_take(p);
+    }
+}
+
+sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
 {
     if (!s || s->n == 0)
         return NULL;
@@ -359,18 +532,24 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
         b = search(s, s->pend);
         step = STEP_RR;
         c = SCHED_CLASS_O;
-    } else if ((b = search(s, s->elig_r)) >= 0) {
-        step = STEP_R; /* Step 1: pending and R-tokens */
-        c = SCHED_CLASS_R;
     } else {
-        b = search(s, s->elig_l); /* Step 2: pending and L-tokens */
-        step = STEP_L;
-        c = SCHED_CLASS_L;
+        if (s->pacing)
+            wake_due(s, now);
+        if ((b = s->r_order == SCHED_ORDER_URGENCY ? iheap_top(s->urg, NULL)
+                                                   : search(s, s->elig_r)) >= 0) {
+            step = STEP_R; /* Step 1: pending and R-tokens */
+            c = SCHED_CLASS_R;
+        } else {
+            b = search(s, s->elig_l); /* Step 2: pending and L-tokens */
+            step = STEP_L;
+            c = SCHED_CLASS_L;
+        }
     }
     if (b < 0)
         return NULL; /* Step 3: nothing may be served now */
 
     bucket_t *k = &s->b[b];
+    xbucket_t *x = &s->x[b];
     sched_item_t *item = k->tail->next;
     if (item == k->tail)
         k->tail = NULL;
@@ -380,11 +559,21 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
     k->queued--;
 
     /* Only bits that can have changed are touched: all three when the queue
-     * empties, else the one of the token count that may have hit zero. */
+     * empties, else the one of the token count that may have hit zero.
+     * With pacing or urgency a dispatch also moves credit or the pass:
+     * refresh() then recomputes the bucket's place. */
+    int slow = s->pacing || s->r_order == SCHED_ORDER_URGENCY;
     switch (c) {
     case SCHED_CLASS_R:
         k->served_r++;
-        if (--k->r == 0)
+        if (s->r_order == SCHED_ORDER_URGENCY) {
+            /* stride scheduling: tickets = weight x R-tokens left */
+            s->vt = x->pass;
+            x->pass += 1.0 / ((double)s->weight[b] * (double)k->r);
+        }
+        if (s->pacing)
+            take_credit(&x->r, now);
+        if (--k->r == 0 && !slow)
             bitset_clear(s->elig_r, (size_t)b);
         break;
     case SCHED_CLASS_L:
@@ -393,7 +582,9 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
             k->served_o++;
         } else {
             k->served_l++;
-            if (--k->l == 0)
+            if (s->pacing)
+                take_credit(&x->l, now);
+            if (--k->l == 0 && !slow)
                 bitset_clear(s->elig_l, (size_t)b);
         }
         break;
@@ -401,7 +592,7 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
         k->served_o++;
         break;
     }
-    if (k->queued == 0)
+    if (k->queued == 0 || slow)
         refresh(s, b);
     if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
         bucket_t *o = &s->b[item->origin]; /* routed: who sent it */
@@ -413,7 +604,9 @@ sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls)
             o->served_o++;
     }
     s->node.dispatched++;
-    advance(s, b, step);
+    /* By urgency an R service leaves the round robin of L alone. */
+    if (!(step == STEP_R && s->r_order == SCHED_ORDER_URGENCY))
+        advance(s, b, step);
     if (cls)
         *cls = c;
     return item;

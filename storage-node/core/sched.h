@@ -1,5 +1,6 @@
 /* sched.h - the token scheduler core of bqos-node (paper Algorithm 1): per-bucket
- * FIFO queues, R-tokens before L-tokens, round robin within each class.
+ * FIFO queues, R-tokens before L-tokens, round robin within each class; and
+ * optionally paced tokens and R served by urgency (issue 14).
  *
  * No threads, no sockets, no clocks: the node's event loop and the simulator
  * both drive it.  A sched_t is owned by one thread (the node's loop thread);
@@ -23,7 +24,18 @@
  * a bucket of weight w may be chosen up to w times in a row within the same
  * step (R, or L/O) before `next` moves past it; it only keeps its turn while
  * it is still eligible in that step, so weights never let an L request
- * overtake an R request.  See docs/scheduler.md. */
+ * overtake an R request.  See docs/scheduler.md.
+ *
+ * Pacing (sched_set_pacing(), off in a new scheduler): a grant with a finite
+ * horizon (sched_set_tokens()'s `until`) makes each class's tokens usable
+ * at tokens / (until - now) per second, with a burst depth (pace.h); a
+ * bucket out of credit leaves the ready bitmaps and goes back when its
+ * credit returns (a min-heap keyed by that time; the caller asks
+ * sched_next_ready() when to dispatch again).  Urgency
+ * (sched_set_r_order(), rr in a new scheduler): step 1 takes the R-eligible
+ * bucket with the least stride-scheduling pass, tickets = weight x R-tokens
+ * left, so backlogged buckets get R service in proportion to the R-tokens
+ * they have left (a min-heap, O(log n)). */
 #ifndef BQOS_SCHED_H
 #define BQOS_SCHED_H
 
@@ -37,6 +49,15 @@ typedef enum {
     SCHED_POLICY_TOKENS = 0, /* Algorithm 1: R class, then L class, else wait */
     SCHED_POLICY_RR = 1      /* plain round robin over buckets, tokens ignored */
 } sched_policy_t;
+
+/* The order of step 1 (R) among buckets with usable R-tokens. */
+typedef enum {
+    SCHED_ORDER_RR = 0,     /* round robin from `next` (the paper) */
+    SCHED_ORDER_URGENCY = 1 /* in proportion to weight x R-tokens left */
+} sched_order_t;
+
+/* Largest burst depth sched_set_pacing() takes, seconds. */
+#define SCHED_BURST_MAX 60.0
 
 /* How a dispatched request was paid for. */
 typedef enum {
@@ -82,7 +103,8 @@ typedef struct sched sched_t;
 /* Returns a new scheduler, or NULL if out of memory or the policy is not
  * one of sched_policy_t.  With `weighted`, a
  * bucket of weight w is served up to w times in a row before the round robin
- * moves on (within each class; R still always before L).  Caller owns it. */
+ * moves on (within each class; R still always before L).  It starts as the
+ * paper's scheduler: no pacing, R in round-robin order.  Caller owns it. */
 sched_t *sched_new(sched_policy_t policy, int weighted);
 
 /* Frees the scheduler and sets *sp to NULL; queued items are dropped (call
@@ -117,8 +139,35 @@ int sched_set_weight(sched_t *s, int b, uint32_t weight);
 
 /* Replaces bucket b's token counts with absolute numbers (the controller's
  * counts for the rest of the period); takes effect for the next dispatch.
- * r >= 0; l >= 0 or SCHED_UNLIMITED.  Returns 0 or -EINVAL. */
-int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens);
+ * r >= 0; l >= 0 or SCHED_UNLIMITED.  `until` is when the grant ends (the
+ * period's end) and `now` the time of the call, seconds on the caller's
+ * monotonic clock: while pacing, each class's tokens become usable at
+ * tokens / (until - now) per second (credit carried over from the last
+ * grant, capped at the depth; an unlimited L is never paced).  until =
+ * INFINITY: an unpaced grant, every token usable at once (`now` unused).
+ * Returns 0, or -EINVAL (bad index or count, NaN until, or a finite until
+ * with a `now` that is not finite). */
+int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, double until,
+                     double now);
+
+/* Turns pacing on or off (off in a new scheduler), and sets the burst
+ * depth: the credit a class may hold is one token plus burst_s seconds of
+ * its paced rate (0 <= burst_s <= SCHED_BURST_MAX).  Off: every token is
+ * usable at once (the paper).  A new depth applies from each bucket's next
+ * grant.  O(buckets).  Returns 0 or -EINVAL. */
+int sched_set_pacing(sched_t *s, int on, double burst_s);
+
+/* Sets the order of step 1 (rr in a new scheduler); every pass restarts
+ * level.  O(buckets).  Returns 0 or -EINVAL. */
+int sched_set_r_order(sched_t *s, sched_order_t order);
+
+/* Reads the settings above (any pointer may be NULL). */
+void sched_get_pacing(const sched_t *s, int *on, double *burst_s, sched_order_t *order);
+
+/* While pacing under the tokens policy: the earliest time a queued bucket
+ * that waits for credit gets some back (it may then be dispatched: call
+ * sched_dispatch() at that time), or INFINITY if none waits.  O(1). */
+double sched_next_ready(const sched_t *s);
 
 /* Appends `item` to the queue of bucket b's route (b itself unless
  * sched_set_route() said otherwise) and counts an arrival on b and, if
@@ -145,11 +194,14 @@ int sched_route(const sched_t *s, int b);
 int sched_set_new_route(sched_t *s, int to);
 
 /* Picks the next request per the policy, removes it from its queue, consumes
- * its token and counts it (on its queue's bucket, and on its origin if that
- * was routed there).  Returns the item (caller owns it again) and sets
- * *cls if non-NULL; NULL if no bucket may be served now (empty, or every
- * backlogged bucket is out of L-tokens). */
-sched_item_t *sched_dispatch(sched_t *s, sched_class_t *cls);
+ * its token (and, pacing, a unit of credit) and counts it (on its queue's
+ * bucket, and on its origin if that was routed there).  `now`: the time,
+ * on the clock of sched_set_tokens() (unused unless pacing); buckets whose
+ * credit has returned by then are eligible again.  Returns the item (caller
+ * owns it again) and sets *cls if non-NULL; NULL if no bucket may be served
+ * now (empty, every backlogged bucket out of L-tokens, or out of credit
+ * until sched_next_ready()).  O(log n). */
+sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls);
 
 /* Removes every queued item, calling fn(item, arg) for each (to answer it
  * with an error); fn may be NULL, may free the item, and must not call into

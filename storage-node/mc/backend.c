@@ -1,11 +1,17 @@
-/* backend.c - memcached backend: libmemcached calls on a worker pool (workpool.h) or inline (see backend.h). */
+/* backend.c - memcached backend: a pipelined text-protocol connection per worker (workpool.h) or inline (see backend.h). */
 #include "storage-node/mc/backend.h"
 
 #include <errno.h>
-#include <libmemcached/memcached.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "storage-node/workpool.h"
@@ -13,6 +19,11 @@
 _Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's");
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+
+#define CONNECT_MS 1000     /* connecting to memcached */
+#define IO_MS 2000          /* memcached silent this long in a batch: fail it */
+#define RETRY_S 1.0         /* after a failed connect, fail fast this long */
+#define BUF_INITIAL 16384
 
 /* The settings are read-only after backend_new() (the workers read them);
  * the pool has its own locks. */
@@ -22,254 +33,264 @@ struct backend {
     backend_done_fn done;
     void *arg;
     workpool_t *wp;          /* each worker (inline: the loop thread) with
-                                its own memcached_st */
+                                its own mconn_t */
 };
 
-/* The pool's thread_start: each worker's (inline: the loop thread's)
- * libmemcached handle; it connects on first use. */
-static void *connect_mc(void *arg)
+/* One worker's connection to memcached and its buffers, reused from batch
+ * to batch (no allocation per request).  The worker's own. */
+typedef struct {
+    const backend_t *b;
+    int fd;                  /* -1: not connected */
+    double retry_at;         /* after a failed connect: no new try before */
+    char *w;                 /* the batch's requests */
+    size_t wlen, wcap;
+    char *r;                 /* replies: [rpos, rlen) unread */
+    size_t rpos, rlen, rcap;
+} mconn_t;
+
+static double now_s(void)
 {
-    const backend_t *b = arg;
-    memcached_st *mc = memcached_create(NULL);
-    if (!mc)
-        goto fail;
-    if (memcached_server_add(mc, b->host, (in_port_t)b->port) !=
-        MEMCACHED_SUCCESS) {
-        memcached_free(mc);
-        goto fail;
-    }
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SUPPORT_CAS, 1);
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, 1000);
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, 2000);
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RCV_TIMEOUT, 2000000);
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SND_TIMEOUT, 2000000);
-    /* A dead server is retried on the next request after one second, so
-     * the node recovers by itself when memcached comes back. */
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
-    memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT, 0);
-    return mc;
-fail:
-    log_error("backend: cannot create a libmemcached handle");
-    return NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void disconnect_mc(void *ctx, void *arg)
+/* The pool's thread_start: each worker's (inline: the loop thread's)
+ * connection state; it connects on first use. */
+static void *mconn_new(void *arg)
+{
+    mconn_t *c = calloc(1, sizeof *c);
+    if (c) {
+        c->b = arg;
+        c->fd = -1;
+        c->wcap = c->rcap = BUF_INITIAL;
+        c->w = malloc(c->wcap);
+        c->r = malloc(c->rcap);
+    }
+    if (!c || !c->w || !c->r) {
+        if (c) {
+            free(c->w);
+            free(c->r);
+        }
+        free(c);
+        log_error("backend: out of memory for a connection");
+        return NULL;
+    }
+    return c;
+}
+
+static void mconn_close(mconn_t *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->rpos = c->rlen = 0;
+}
+
+static void mconn_free(void *ctx, void *arg)
 {
     (void)arg;
-    if (ctx)
-        memcached_free(ctx);
+    mconn_t *c = ctx;
+    if (!c)
+        return;
+    mconn_close(c);
+    free(c->w);
+    free(c->r);
+    free(c);
 }
 
-static void set_error(backend_op_t *op, memcached_st *mc, memcached_return_t rc)
+/* Waits up to ms for `ev` on fd.  Returns the revents, or -ETIMEDOUT. */
+static int wait_fd(int fd, short ev, int ms)
 {
-    op->reply = MCP_R_SERVER_ERROR;
-    if (rc == MEMCACHED_E2BIG) {
-        snprintf(op->errmsg, sizeof op->errmsg,
-                 "SERVER_ERROR object too large for cache");
-        return;
-    }
-    snprintf(op->errmsg, sizeof op->errmsg, "SERVER_ERROR backend: %s",
-             mc ? memcached_strerror(mc, rc) : "no connection");
-    /* Keep it one line whatever libmemcached says. */
-    for (char *p = op->errmsg; *p; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
+    struct pollfd p = {.fd = fd, .events = ev};
+    int n;
+    while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    if (n < 0)
+        return -errno;
+    return n == 0 ? -ETIMEDOUT : p.revents;
 }
 
-static void do_get(memcached_st *mc, backend_op_t *op)
+/* Connects (non-blocking socket, TCP_NODELAY) within CONNECT_MS.  Returns
+ * 0 or -errno. */
+static int mconn_connect(mconn_t *c)
 {
-    const char *keys[1] = {op->key};
-    size_t lens[1] = {op->keylen};
-    memcached_return_t rc = memcached_mget(mc, keys, lens, 1);
-    if (rc != MEMCACHED_SUCCESS) {
-        set_error(op, mc, rc);
-        return;
+    if (now_s() < c->retry_at)
+        return -ECONNREFUSED; /* failed less than RETRY_S ago */
+    char port[16];
+    snprintf(port, sizeof port, "%u", c->b->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo(c->b->host, port, &hints, &ai);
+    if (rc != 0) {
+        rc = -EHOSTUNREACH;
+        goto out;
     }
-    memcached_result_st res;
-    if (!memcached_result_create(mc, &res)) {
-        set_error(op, mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
-        return;
-    }
-    op->reply = MCP_R_MISS;
-    memcached_result_st *r;
-    while ((r = memcached_fetch_result(mc, &res, &rc)) != NULL) {
-        if (op->reply == MCP_R_VALUE)
+    rc = -ECONNREFUSED;
+    for (struct addrinfo *a = ai; a && c->fd < 0; a = a->ai_next) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            rc = -errno;
             continue;
-        size_t n = memcached_result_length(r);
-        op->rvalue = malloc(n ? n : 1);
-        if (!op->rvalue) {
-            set_error(op, mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
-            break;
         }
-        memcpy(op->rvalue, memcached_result_value(r), n);
-        op->rvlen = n;
-        op->rflags = memcached_result_flags(r);
-        op->rcas = memcached_result_cas(r);
-        op->reply = MCP_R_VALUE;
-    }
-    if (op->reply == MCP_R_MISS && rc != MEMCACHED_END &&
-        rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS)
-        set_error(op, mc, rc);
-    memcached_result_free(&res);
-}
-
-/* Several gets in one round trip ("gets k1 k2 ..."): each result goes to
- * every op of that key.  The ops' replies are as do_get() would give. */
-static void do_get_many(memcached_st *mc, backend_op_t **ops, size_t n)
-{
-    const char *keys[BACKEND_BATCH_MAX];
-    size_t lens[BACKEND_BATCH_MAX];
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = ops[i]->key;
-        lens[i] = ops[i]->keylen;
-        ops[i]->reply = MCP_R_MISS;
-        ops[i]->rvalue = NULL;
-        ops[i]->rvlen = 0;
-    }
-    memcached_return_t rc = memcached_mget(mc, keys, lens, n);
-    if (rc != MEMCACHED_SUCCESS) {
-        for (size_t i = 0; i < n; i++)
-            set_error(ops[i], mc, rc);
-        return;
-    }
-    memcached_result_st res;
-    if (!memcached_result_create(mc, &res)) {
-        for (size_t i = 0; i < n; i++)
-            set_error(ops[i], mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
-        return;
-    }
-    memcached_result_st *r;
-    while ((r = memcached_fetch_result(mc, &res, &rc)) != NULL) {
-        const char *k = memcached_result_key_value(r);
-        size_t kl = memcached_result_key_length(r);
-        for (size_t i = 0; i < n; i++) {
-            backend_op_t *op = ops[i];
-            if (op->reply != MCP_R_MISS || op->keylen != kl || memcmp(op->key, k, kl) != 0)
-                continue;
-            size_t vl = memcached_result_length(r);
-            op->rvalue = malloc(vl ? vl : 1);
-            if (!op->rvalue) {
-                set_error(op, mc, MEMCACHED_MEMORY_ALLOCATION_FAILURE);
+        int one = 1, err = 0;
+        socklen_t len = sizeof err;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
+            if (errno != EINPROGRESS) {
+                rc = -errno;
+                close(fd);
                 continue;
             }
-            memcpy(op->rvalue, memcached_result_value(r), vl);
-            op->rvlen = vl;
-            op->rflags = memcached_result_flags(r);
-            op->rcas = memcached_result_cas(r);
-            op->reply = MCP_R_VALUE;
+            int ev = wait_fd(fd, POLLOUT, CONNECT_MS);
+            if (ev < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+                rc = ev < 0 ? ev : err ? -err : -errno;
+                close(fd);
+                continue;
+            }
         }
+        c->fd = fd;
+        rc = 0;
     }
-    if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS)
-        for (size_t i = 0; i < n; i++)
-            if (ops[i]->reply == MCP_R_MISS)
-                set_error(ops[i], mc, rc);
-    memcached_result_free(&res);
+out:
+    if (ai)
+        freeaddrinfo(ai);
+    if (rc < 0)
+        c->retry_at = now_s() + RETRY_S;
+    return rc;
 }
 
-/* Runs one operation synchronously on this worker's connection. */
-static void run_op(memcached_st *mc, backend_op_t *op)
+static void set_error(backend_op_t *op, const char *why)
 {
-    memcached_return_t rc;
-    time_t exp = (time_t)op->exptime;
-    op->rvalue = NULL;
-    op->rvlen = 0;
-    op->errmsg[0] = '\0';
-    if (!mc) {
-        set_error(op, NULL, MEMCACHED_FAILURE);
-        return;
+    op->reply = MCP_R_SERVER_ERROR;
+    snprintf(op->errmsg, sizeof op->errmsg, "SERVER_ERROR backend: %s", why);
+}
+
+/* Makes room for n more bytes in a buffer.  Returns 0 or -ENOMEM. */
+static int reserve(char **buf, size_t *cap, size_t used, size_t n)
+{
+    if (*cap - used >= n)
+        return 0;
+    size_t ncap = *cap;
+    while (ncap - used < n)
+        ncap *= 2;
+    char *nb = realloc(*buf, ncap);
+    if (!nb)
+        return -ENOMEM;
+    *buf = nb;
+    *cap = ncap;
+    return 0;
+}
+
+static int put(mconn_t *c, const void *p, size_t n)
+{
+    if (reserve(&c->w, &c->wcap, c->wlen, n) < 0)
+        return -ENOMEM;
+    memcpy(c->w + c->wlen, p, n);
+    c->wlen += n;
+    return 0;
+}
+
+/* Appends a space and the n bytes at p. */
+static int put_word(mconn_t *c, const char *p, size_t n)
+{
+    int rc = put(c, " ", 1);
+    return rc < 0 ? rc : put(c, p, n);
+}
+
+/* Reads what the socket has (waiting up to IO_MS for something).  Returns
+ * 0 or -errno (-ECONNRESET: memcached closed). */
+static int fill(mconn_t *c)
+{
+    if (c->rpos > 0) {
+        memmove(c->r, c->r + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
     }
-    switch (op->cmd) {
-    case MCP_CMD_GET:
-    case MCP_CMD_GETS:
-        do_get(mc, op);
-        return;
-    case MCP_CMD_SET:
-        rc = memcached_set(mc, op->key, op->keylen, op->value, op->vlen, exp,
-                           op->flags);
-        break;
-    case MCP_CMD_ADD:
-        rc = memcached_add(mc, op->key, op->keylen, op->value, op->vlen, exp,
-                           op->flags);
-        break;
-    case MCP_CMD_REPLACE:
-        rc = memcached_replace(mc, op->key, op->keylen, op->value, op->vlen,
-                               exp, op->flags);
-        break;
-    case MCP_CMD_APPEND:
-        rc = memcached_append(mc, op->key, op->keylen, op->value, op->vlen,
-                              exp, op->flags);
-        break;
-    case MCP_CMD_PREPEND:
-        rc = memcached_prepend(mc, op->key, op->keylen, op->value, op->vlen,
-                               exp, op->flags);
-        break;
-    case MCP_CMD_CAS:
-        rc = memcached_cas(mc, op->key, op->keylen, op->value, op->vlen, exp,
-                           op->flags, op->cas);
-        break;
-    case MCP_CMD_DELETE:
-        rc = memcached_delete(mc, op->key, op->keylen, 0);
-        if (rc == MEMCACHED_SUCCESS) {
-            op->reply = MCP_R_DELETED;
-            return;
+    if (reserve(&c->r, &c->rcap, c->rlen, 4096) < 0)
+        return -ENOMEM;
+    for (;;) {
+        ssize_t n = recv(c->fd, c->r + c->rlen, c->rcap - c->rlen, 0);
+        if (n > 0) {
+            c->rlen += (size_t)n;
+            return 0;
         }
-        break;
-    case MCP_CMD_INCR:
-    case MCP_CMD_DECR:
-        if (op->cmd == MCP_CMD_INCR)
-            rc = memcached_increment_by_key(mc, op->key, op->keylen, op->key,
-                                            op->keylen, op->delta, &op->number);
-        else
-            rc = memcached_decrement_by_key(mc, op->key, op->keylen, op->key,
-                                            op->keylen, op->delta, &op->number);
-        if (rc == MEMCACHED_SUCCESS) {
-            op->reply = MCP_R_NUMBER;
-            return;
-        }
-        if (rc == MEMCACHED_CLIENT_ERROR) {
-            op->reply = MCP_R_NON_NUMERIC;
-            return;
-        }
-        break;
-    case MCP_CMD_TOUCH:
-        rc = memcached_touch(mc, op->key, op->keylen, exp);
-        if (rc == MEMCACHED_SUCCESS) {
-            op->reply = MCP_R_TOUCHED;
-            return;
-        }
-        break;
-    case MCP_CMD_FLUSH_ALL:
-        rc = memcached_flush(mc, exp);
-        if (rc == MEMCACHED_SUCCESS) {
-            op->reply = MCP_R_OK;
-            return;
-        }
-        break;
-    default:
-        snprintf(op->errmsg, sizeof op->errmsg,
-                 "SERVER_ERROR backend: unsupported command");
-        op->reply = MCP_R_SERVER_ERROR;
-        return;
+        if (n == 0)
+            return -ECONNRESET;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int ev = wait_fd(c->fd, POLLIN, IO_MS);
+        if (ev < 0)
+            return ev;
     }
-    switch (rc) {
-    case MEMCACHED_SUCCESS:
-    case MEMCACHED_STORED:
-        op->reply = MCP_R_STORED;
-        break;
-    case MEMCACHED_NOTSTORED:
-        op->reply = MCP_R_NOT_STORED;
-        break;
-    case MEMCACHED_DATA_EXISTS:
-        op->reply = MCP_R_EXISTS;
-        break;
-    case MEMCACHED_NOTFOUND:
-        op->reply = MCP_R_NOT_FOUND;
-        break;
-    default:
-        set_error(op, mc, rc);
-        break;
+}
+
+/* Sends the batch, reading replies meanwhile so that neither side blocks
+ * on a full socket.  Returns 0 or -errno. */
+static int send_all(mconn_t *c)
+{
+    size_t off = 0;
+    while (off < c->wlen) {
+        ssize_t n = send(c->fd, c->w + off, c->wlen - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int ev = wait_fd(c->fd, POLLOUT | POLLIN, IO_MS);
+        if (ev < 0)
+            return ev;
+        if (ev & POLLIN) {
+            int rc = fill(c);
+            if (rc < 0)
+                return rc;
+        }
     }
+    return 0;
+}
+
+/* The next reply line, without its CRLF, NUL-terminated in place.  Returns
+ * 0 or -errno. */
+static int get_line(mconn_t *c, char **line, size_t *len)
+{
+    size_t scanned = c->rpos;
+    for (;;) {
+        char *nl = scanned < c->rlen ? memchr(c->r + scanned, '\n', c->rlen - scanned) : NULL;
+        if (nl) {
+            char *p = c->r + c->rpos;
+            size_t n = (size_t)(nl - p);
+            if (n == 0 || p[n - 1] != '\r')
+                return -EPROTO;
+            p[n - 1] = '\0';
+            *line = p;
+            *len = n - 1;
+            c->rpos += n + 1;
+            return 0;
+        }
+        size_t seen = c->rlen - c->rpos;
+        int rc = fill(c); /* moves the unread part to the front */
+        if (rc < 0)
+            return rc;
+        scanned = seen;
+    }
+}
+
+/* Makes n bytes and a CRLF after them readable at c->r + c->rpos.
+ * Returns 0 or -errno. */
+static int get_data(mconn_t *c, size_t n)
+{
+    while (c->rlen - c->rpos < n + 2) {
+        if (reserve(&c->r, &c->rcap, c->rlen, n + 2) < 0)
+            return -ENOMEM;
+        int rc = fill(c);
+        if (rc < 0)
+            return rc;
+    }
+    return memcmp(c->r + c->rpos + n, "\r\n", 2) == 0 ? 0 : -EPROTO;
 }
 
 static int is_get(const backend_op_t *op)
@@ -277,25 +298,225 @@ static int is_get(const backend_op_t *op)
     return op->cmd == MCP_CMD_GET || op->cmd == MCP_CMD_GETS;
 }
 
-/* Runs a batch taken from the FIFO: every get of the batch goes out as one
- * multi-key get (one round trip), then the other ops run in order.  Ops of
- * one batch are all outstanding at once, so their relative order is free:
- * the front never has two unfinished IOs of one key on one connection, and
- * a flush_all is alone on its connection. */
-static void run_batch(memcached_st *mc, backend_op_t **ops, size_t n)
+/* Appends op's request (not a get).  Returns 0 or -ENOMEM. */
+static int put_request(mconn_t *c, const backend_op_t *op)
+{
+    static const char *const verb[MCP_CMD__COUNT] = {
+        [MCP_CMD_SET] = "set", [MCP_CMD_ADD] = "add", [MCP_CMD_REPLACE] = "replace",
+        [MCP_CMD_APPEND] = "append", [MCP_CMD_PREPEND] = "prepend", [MCP_CMD_CAS] = "cas",
+        [MCP_CMD_DELETE] = "delete", [MCP_CMD_INCR] = "incr", [MCP_CMD_DECR] = "decr",
+        [MCP_CMD_TOUCH] = "touch", [MCP_CMD_FLUSH_ALL] = "flush_all"};
+    char tail[96];
+    int n;
+    switch (op->cmd) {
+    case MCP_CMD_SET:
+    case MCP_CMD_ADD:
+    case MCP_CMD_REPLACE:
+    case MCP_CMD_APPEND:
+    case MCP_CMD_PREPEND:
+        n = snprintf(tail, sizeof tail, " %u %lld %zu\r\n", op->flags,
+                     (long long)op->exptime, op->vlen);
+        break;
+    case MCP_CMD_CAS:
+        n = snprintf(tail, sizeof tail, " %u %lld %zu %llu\r\n", op->flags,
+                     (long long)op->exptime, op->vlen, (unsigned long long)op->cas);
+        break;
+    case MCP_CMD_INCR:
+    case MCP_CMD_DECR:
+        n = snprintf(tail, sizeof tail, " %llu\r\n", (unsigned long long)op->delta);
+        break;
+    case MCP_CMD_TOUCH:
+    case MCP_CMD_FLUSH_ALL:
+        n = snprintf(tail, sizeof tail, " %lld\r\n", (long long)op->exptime);
+        break;
+    default: /* delete */
+        n = snprintf(tail, sizeof tail, "\r\n");
+        break;
+    }
+    int rc = put(c, verb[op->cmd], strlen(verb[op->cmd]));
+    if (!rc && op->cmd != MCP_CMD_FLUSH_ALL)
+        rc = put_word(c, op->key, op->keylen);
+    if (!rc)
+        rc = put(c, tail, (size_t)n);
+    if (!rc && op->cmd >= MCP_CMD_SET && op->cmd <= MCP_CMD_CAS) {
+        rc = put(c, op->value, op->vlen);
+        if (!rc)
+            rc = put(c, "\r\n", 2);
+    }
+    return rc;
+}
+
+/* Reads the VALUE blocks of one multi-key gets up to END: each value goes
+ * to every op of its key.  Returns 0 or -errno. */
+static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
+{
+    for (;;) {
+        char *l;
+        size_t len;
+        int rc = get_line(c, &l, &len);
+        if (rc < 0)
+            return rc;
+        if (strcmp(l, "END") == 0)
+            return 0;
+        if (strncmp(l, "VALUE ", 6) != 0) {
+            /* SERVER_ERROR and the like: the gets failed as a whole (and
+             * the connection is started afresh) */
+            for (size_t i = 0; i < ng; i++)
+                snprintf(gets[i]->errmsg, sizeof gets[i]->errmsg, "%s%.90s",
+                         strncmp(l, "SERVER_ERROR", 12) ? "SERVER_ERROR backend: " : "", l);
+            return -EPROTO;
+        }
+        char key[MCP_KEY_MAX + 1];
+        const char *sp = memchr(l + 6, ' ', len - 6);
+        if (!sp || (size_t)(sp - (l + 6)) > MCP_KEY_MAX)
+            return -EPROTO;
+        char *end;
+        unsigned long flags = strtoul(sp, &end, 10);
+        if (*end != ' ')
+            return -EPROTO;
+        unsigned long long bytes = strtoull(end, &end, 10), cas = 0;
+        if (*end == ' ')
+            cas = strtoull(end, &end, 10);
+        if (*end != '\0')
+            return -EPROTO;
+        size_t kl = (size_t)(sp - (l + 6));
+        memcpy(key, l + 6, kl); /* get_data() may move the buffer */
+        rc = get_data(c, (size_t)bytes);
+        if (rc < 0)
+            return rc;
+        const char *data = c->r + c->rpos;
+        for (size_t i = 0; i < ng; i++) {
+            backend_op_t *op = gets[i];
+            if (op->reply != MCP_R_MISS || op->keylen != kl || memcmp(op->key, key, kl) != 0)
+                continue;
+            op->rvalue = malloc(bytes ? (size_t)bytes : 1);
+            if (!op->rvalue) {
+                set_error(op, "out of memory");
+                continue;
+            }
+            memcpy(op->rvalue, data, (size_t)bytes);
+            op->rvlen = (size_t)bytes;
+            op->rflags = (uint32_t)flags;
+            op->rcas = cas;
+            op->reply = MCP_R_VALUE;
+        }
+        c->rpos += (size_t)bytes + 2;
+    }
+}
+
+/* Reads the one-line reply of a non-get op.  Returns 0 or -errno. */
+static int read_reply(mconn_t *c, backend_op_t *op)
+{
+    static const struct {
+        const char *line;
+        mcp_reply_t reply;
+    } words[] = {{"STORED", MCP_R_STORED}, {"NOT_STORED", MCP_R_NOT_STORED},
+                 {"EXISTS", MCP_R_EXISTS}, {"NOT_FOUND", MCP_R_NOT_FOUND},
+                 {"DELETED", MCP_R_DELETED}, {"TOUCHED", MCP_R_TOUCHED},
+                 {"OK", MCP_R_OK}};
+    char *l;
+    size_t len;
+    int rc = get_line(c, &l, &len);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (strcmp(l, words[i].line) == 0) {
+            op->reply = words[i].reply;
+            return 0;
+        }
+    }
+    if ((op->cmd == MCP_CMD_INCR || op->cmd == MCP_CMD_DECR) && l[0] >= '0' && l[0] <= '9') {
+        op->number = strtoull(l, NULL, 10);
+        op->reply = MCP_R_NUMBER;
+        return 0;
+    }
+    if ((op->cmd == MCP_CMD_INCR || op->cmd == MCP_CMD_DECR) &&
+        strncmp(l, "CLIENT_ERROR", 12) == 0) {
+        op->reply = MCP_R_NON_NUMERIC;
+        return 0;
+    }
+    /* memcached's own SERVER_ERROR (object too large, out of memory) goes
+     * to the client as it is; anything else is a backend fault. */
+    op->reply = MCP_R_SERVER_ERROR;
+    if (strncmp(l, "SERVER_ERROR", 12) == 0)
+        snprintf(op->errmsg, sizeof op->errmsg, "%s", l);
+    else
+        snprintf(op->errmsg, sizeof op->errmsg, "SERVER_ERROR backend: %.90s", l);
+    for (char *p = op->errmsg; *p; p++)
+        if (*p < ' ')
+            *p = ' ';
+    return 0;
+}
+
+/* Runs a batch taken from the FIFO as one pipelined exchange: every get of
+ * the batch as one multi-key gets, then the other ops in order, all written
+ * at once, then the replies read in order (one round trip).  Ops of one
+ * batch are all outstanding at once, so their relative order is free: the
+ * front never has two unfinished IOs of one key on one connection, and a
+ * flush_all is alone on its connection.  A connection fault fails the ops
+ * not yet answered with SERVER_ERROR and closes the connection (the next
+ * batch reconnects; after a failed connect, not for RETRY_S). */
+static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
 {
     backend_op_t *gets[BACKEND_BATCH_MAX];
-    size_t ng = 0;
-    for (size_t i = 0; mc && i < n; i++)
-        if (is_get(ops[i]))
-            gets[ng++] = ops[i];
-    if (ng == 1)
-        run_op(mc, gets[0]);
-    else if (ng > 1)
-        do_get_many(mc, gets, ng);
-    for (size_t i = 0; i < n; i++)
-        if (!mc || !is_get(ops[i]))
-            run_op(mc, ops[i]);
+    size_t ng = 0, upto = 0;  /* the non-gets before ops[upto] are answered */
+    int rc = 0, gets_done = 0;
+    for (size_t i = 0; i < n; i++) {
+        backend_op_t *op = ops[i];
+        op->rvalue = NULL;
+        op->rvlen = 0;
+        op->errmsg[0] = '\0';
+        op->reply = MCP_R_SERVER_ERROR; /* until answered */
+        if (is_get(op)) {
+            op->reply = MCP_R_MISS;
+            gets[ng++] = op;
+        }
+    }
+    if (!c) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    if (c->fd < 0 && (rc = mconn_connect(c)) < 0)
+        goto fail;
+    c->wlen = 0;
+    if (ng) {
+        rc = put(c, "gets", 4);
+        for (size_t i = 0; !rc && i < ng; i++)
+            rc = put_word(c, gets[i]->key, gets[i]->keylen);
+        if (!rc)
+            rc = put(c, "\r\n", 2);
+    }
+    for (size_t i = 0; !rc && i < n; i++)
+        if (!is_get(ops[i]))
+            rc = put_request(c, ops[i]);
+    if (rc < 0 || (rc = send_all(c)) < 0)
+        goto fail;
+    if (ng && (rc = read_values(c, gets, ng)) < 0)
+        goto fail;
+    gets_done = 1;
+    for (upto = 0; upto < n; upto++)
+        if (!is_get(ops[upto]) && (rc = read_reply(c, ops[upto])) < 0)
+            goto fail;
+    if (c->rpos != c->rlen)
+        mconn_close(c); /* replies nobody asked for: start afresh */
+    return;
+fail:
+    if (c && c->fd >= 0) {
+        log_debug("backend %s:%u: %s; reconnecting", c->b->host, c->b->port, strerror(-rc));
+        mconn_close(c);
+    }
+    for (size_t i = 0; i < n; i++) {
+        backend_op_t *op = ops[i];
+        if (is_get(op) ? gets_done : i < upto)
+            continue;
+        free(op->rvalue);
+        op->rvalue = NULL;
+        op->rvlen = 0;
+        if (op->errmsg[0])
+            op->reply = MCP_R_SERVER_ERROR; /* memcached's own message */
+        else
+            set_error(op, strerror(-rc));
+    }
 }
 
 /* The pool's run: a batch on this thread's connection (NULL: none). */
@@ -343,7 +564,7 @@ backend_t *backend_new(struct event_base *base, const char *host,
     b->done = done;
     b->arg = arg;
     workpool_config_t pc = {.workers = nworkers, .batch = batch, .finish_queued = 1,
-                            .thread_start = connect_mc, .thread_stop = disconnect_mc,
+                            .thread_start = mconn_new, .thread_stop = mconn_free,
                             .run = run_items, .ready = deliver, .arg = b};
     b->wp = workpool_new(base, &pc, &rc);
 out:

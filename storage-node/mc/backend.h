@@ -1,16 +1,16 @@
 /* backend.h - the memcached backend: single-key operations forwarded to the
- * storage server's memcached through libmemcached, on a pool of worker
- * threads (workpool.h) with completions handed back to a libevent loop
- * thread, or inline on the loop thread.
+ * storage server's memcached over pipelined text-protocol connections, on a
+ * pool of worker threads (workpool.h) with completions handed back to a
+ * libevent loop thread, or inline on the loop thread.
  *
- * Each worker owns one memcached_st connection and runs one blocking
- * batch at a time.  The loop thread submits operations; when a batch is
+ * Each worker owns one connection to memcached and runs one blocking
+ * batch at a time, as one pipelined exchange (one round trip).  The loop thread submits operations; when a batch is
  * done, a worker queues it and wakes the loop through an eventfd, and the
  * loop thread runs the completion callbacks.  How many operations are at the
  * backend at once is the caller's business (bqos-node keeps it at
  * --outstanding); operations beyond the number of workers wait in a FIFO.
  *
- * With 0 workers the pool is "inline": the loop thread's own memcached_st
+ * With 0 workers the pool is "inline": the loop thread's own connection
  * runs every submitted chain at once (blocking the loop for the round
  * trips) and the callbacks run on the loop's next pass over active events.
  * No thread hand-off at all; the price is a loop that waits for memcached. */
@@ -64,8 +64,11 @@ typedef struct backend backend_t;
  * (lazily) to memcached at host:port, and registers the completion event on
  * `base` (the loop the callback runs on).  A worker takes up to `batch`
  * (1..BACKEND_BATCH_MAX) queued ops at once and sends every get among them
- * as one multi-key get (one round trip), then the others one by one; batch
- * 1 runs every op on its own.
+ * as one multi-key gets followed by the others, in one write, then reads the
+ * replies in order (one round trip); batch 1 runs every op on its own.
+ * A connection fault answers the ops not yet answered with SERVER_ERROR
+ * and closes the connection; after a failed connect there is no new try
+ * for one second (the ops fail at once).
  * Returns the pool, or NULL and sets *err to -EINVAL (bad arguments),
  * -ENOMEM or another -errno.  Caller owns the pool. */
 backend_t *backend_new(struct event_base *base, const char *host,

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/version.h"
+#include "storage-node/freelist.h"
 #include "storage-node/gate.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
@@ -26,6 +27,10 @@
 #define RBUF_INITIAL 16384
 #define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */
 #define OUT_HIGH (4u * 1024 * 1024)  /* unsent reply bytes before we stop reading */
+#define SLOT_KEEP 1024               /* free slots a front keeps for reuse */
+/* Bytes of a reusable slot: one IO with 2 KiB of keys and value (or a few
+ * keys); a larger request gets a slot of its own size from malloc. */
+#define SLOT_BLOCK (sizeof(slot_t) + sizeof(io_t) + 2048)
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
@@ -56,9 +61,10 @@ typedef struct slot {
     struct conn *conn;     /* NULL: orphan */
     mcp_cmd_t cmd;
     int noreply;
+    int pooled;            /* a SLOT_BLOCK from the front's free list */
     int close_after;       /* quit / fatal error: close once written */
     int nios, pending, inflight;
-    const char *ctext;     /* local reply (static) ... */
+    const char *ctext;     /* local reply (static or in the slot) ... */
     char *text;            /* ... or malloc'd */
     size_t textlen;
     io_t ios[];            /* then the copied keys and value */
@@ -97,6 +103,7 @@ struct front {
     mcp_req_t req;         /* parse scratch (large) */
     mcstats_t st;          /* counters of the stats command */
     uint64_t cmd_other;
+    freelist_t slots;      /* free SLOT_BLOCKs */
 };
 
 #define conn_of(l) container_of(l, conn_t, sock)
@@ -125,12 +132,30 @@ void front_config_defaults(front_config_t *cfg)
 
 /* ---- slots ------------------------------------------------------------ */
 
-static void slot_free(slot_t *sl)
+/* A zeroed slot with room for nios IOs and `extra` bytes after them (one
+ * more, zero, at the end), or NULL when out of memory. */
+static slot_t *slot_new(front_t *f, size_t nios, size_t extra)
+{
+    size_t need = sizeof(slot_t) + nios * sizeof(io_t) + extra + 1;
+    if (need > SLOT_BLOCK)
+        return calloc(1, need);
+    slot_t *sl = freelist_get(&f->slots);
+    if (sl) {
+        memset(sl, 0, need);
+        sl->pooled = 1;
+    }
+    return sl;
+}
+
+static void slot_free(front_t *f, slot_t *sl)
 {
     for (int i = 0; i < sl->nios; i++)
         free(sl->ios[i].op.rvalue);
     free(sl->text);
-    free(sl);
+    if (sl->pooled)
+        freelist_put(&f->slots, sl);
+    else
+        free(sl);
 }
 
 static void conn_append(conn_t *c, slot_t *sl)
@@ -148,18 +173,15 @@ static void conn_append(conn_t *c, slot_t *sl)
 static void add_local(conn_t *c, const char *line, int noreply, int close_after)
 {
     size_t n = strlen(line);
-    slot_t *sl = calloc(1, sizeof *sl);
-    char *t = malloc(n + 2);
-    if (!sl || !t) {
-        free(sl);
-        free(t);
+    slot_t *sl = slot_new(c->f, 0, n + 2);
+    if (!sl) {
         c->broken = 1; /* out of memory: nothing sane to answer with */
         return;
     }
+    char *t = (char *)&sl->ios[0];
     memcpy(t, line, n);
     memcpy(t + n, "\r\n", 2);
-    sl->text = t;
-    sl->textlen = n + 2;
+    sl->ctext = t; /* NUL-terminated: slot_new() zeroed one byte more */
     sl->noreply = noreply;
     sl->close_after = close_after;
     conn_append(c, sl);
@@ -167,7 +189,7 @@ static void add_local(conn_t *c, const char *line, int noreply, int close_after)
 
 static void add_local_text(conn_t *c, char *text, size_t len)
 {
-    slot_t *sl = calloc(1, sizeof *sl);
+    slot_t *sl = slot_new(c->f, 0, 0);
     if (!sl) {
         free(text);
         c->broken = 1;
@@ -254,7 +276,7 @@ static void conn_free(conn_t *c)
             sl->conn = NULL; /* orphan: the last completion frees it */
             sl->next = NULL;
         } else {
-            slot_free(sl);
+            slot_free(f, sl);
         }
         sl = next;
     }
@@ -312,7 +334,7 @@ static void conn_flush(conn_t *c)
             c->close_when_written = 1;
             c->closing = 1;
         }
-        slot_free(sl);
+        slot_free(c->f, sl);
         if (c->close_when_written)
             break;
     }
@@ -385,7 +407,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
     size_t extra = r->nbytes;
     for (size_t i = 0; i < r->nkeys; i++)
         extra += r->keys[i].len;
-    slot_t *sl = calloc(1, sizeof *sl + nios * sizeof(io_t) + extra + 1);
+    slot_t *sl = slot_new(f, nios, extra);
     if (!sl) {
         add_local(c, "SERVER_ERROR out of memory", 0, 0);
         return;
@@ -721,7 +743,7 @@ static void on_done(backend_op_t *op, void *arg)
     conn_t *c = sl->conn;
     if (!c) {
         if (sl->inflight == 0)
-            slot_free(sl); /* its client went away */
+            slot_free(f, sl); /* its client went away */
     } else {
         if (op->key)
             release_waiter(f, c, io);
@@ -795,6 +817,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     }
     f->cfg = *cfg;
     f->base = base;
+    freelist_init(&f->slots, SLOT_BLOCK, SLOT_KEEP);
     f->name = strdup(cfg->name ? cfg->name : "node");
     f->backend_host = strdup(cfg->backend_host);
     if (!f->name || !f->backend_host) {
@@ -861,6 +884,7 @@ void front_destroy(front_t **fp)
         sched_drain(f->s, NULL, NULL);
     gate_destroy(&f->g);
     sched_destroy(&f->s);
+    freelist_fini(&f->slots);
     free(f->name);
     free(f->backend_host);
     free(f);

@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ struct blockdev {
     uint32_t io_time_us;
     /* single mode: the shared descriptors */
     int sfd, sdfd;
+    int dirfd;             /* the export directory (not single), else -1 */
     uint64_t ssize;
 };
 
@@ -298,22 +300,43 @@ static int fd_size(int fd, uint64_t *size)
     return 0;
 }
 
-/* Opens (creating) `path` buffered, and O_DIRECT too if asked.  A regular
- * file is grown to `want` bytes if it is empty, or with `grow` if it is
- * smaller; it is never shrunk (that would destroy data). */
-static int open_store(blockdev_t *bd, const char *path, int grow, uint64_t want,
+/* Opens the store: the operator's own file or device (dirfd < 0: `path`
+ * as given, created if missing), or an export's file `path` inside the
+ * export directory dirfd.  In the directory nothing outside it is ever
+ * opened or grown: no symbolic link is followed (O_NOFOLLOW: -ELOOP), only a
+ * regular file with one link is used (-EPERM otherwise: a hard link would
+ * expose another file), and only a file created here or found empty is
+ * sized to `want`; an existing non-empty file keeps its size.  The single
+ * file is grown to `want` only when empty; neither is ever shrunk (that
+ * would destroy data).  Also opens with O_DIRECT if asked, checked to be
+ * the same file.  Returns 0 or -errno. */
+static int open_store(blockdev_t *bd, int dirfd, const char *path, uint64_t want,
                       int *fd_out, int *dfd_out, uint64_t *size_out)
 {
     int rc = 0;
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+    int base = O_RDWR | O_CLOEXEC | O_NOCTTY | (dirfd >= 0 ? O_NOFOLLOW : 0);
+    int at = dirfd >= 0 ? dirfd : AT_FDCWD;
+    int fd = openat(at, path, base);
+    if (fd < 0 && errno == ENOENT)
+        fd = openat(at, path, base | O_CREAT | O_EXCL, dirfd >= 0 ? 0600 : 0644);
     int dfd = -1;
     if (fd < 0)
         return -errno;
     uint64_t size = 0;
+    struct stat st;
     if ((rc = fd_size(fd, &size)) < 0)
         goto out;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size == 0 || (grow && size < want))) {
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (dirfd >= 0 && (!S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+        log_warn("NBD export file %s is not a plain file of its own (%s): refused", path,
+                 S_ISREG(st.st_mode) ? "more than one hard link" : "not a regular file");
+        rc = -EPERM;
+        goto out;
+    }
+    if (S_ISREG(st.st_mode) && size == 0) {
         if (ftruncate(fd, (off_t)want) < 0) {
             rc = -errno;
             goto out;
@@ -321,9 +344,14 @@ static int open_store(blockdev_t *bd, const char *path, int grow, uint64_t want,
         size = want;
     }
     if (bd->direct) {
-        dfd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
+        struct stat dst;
+        dfd = openat(at, path, base | O_DIRECT);
         if (dfd < 0) {
             rc = -errno;
+            goto out;
+        }
+        if (fstat(dfd, &dst) < 0 || dst.st_dev != st.st_dev || dst.st_ino != st.st_ino) {
+            rc = -EAGAIN; /* the name was replaced between the two opens */
             goto out;
         }
     }
@@ -374,7 +402,7 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
         rc = -ENOMEM;
         goto out;
     }
-    bd->sfd = bd->sdfd = -1;
+    bd->sfd = bd->sdfd = bd->dirfd = -1;
     bd->base = base;
     bd->done = done;
     bd->arg = arg;
@@ -393,8 +421,12 @@ blockdev_t *blockdev_new(struct event_base *base, const blockdev_config_t *cfg,
     }
     for (int i = 0; i < cfg->max_exports; i++)
         bd->ex[i].fd = bd->ex[i].dfd = -1;
+    if (!bd->single && (bd->dirfd = open(bd->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rc = -errno;
+        goto out;
+    }
     if (bd->single) {
-        rc = open_store(bd, bd->path, 0, cfg->export_size, &bd->sfd, &bd->sdfd, &bd->ssize);
+        rc = open_store(bd, -1, bd->path, cfg->export_size, &bd->sfd, &bd->sdfd, &bd->ssize);
         if (rc == 0 && bd->ssize == 0)
             rc = -EINVAL;
         if (rc < 0)
@@ -447,12 +479,12 @@ int blockdev_export(blockdev_t *bd, int id, const char *name, uint64_t *size)
         } else if (!name_ok(name)) {
             return -EINVAL;
         } else {
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s.img", bd->path, name);
-            int rc = open_store(bd, path, 1, bd->export_size, &e->fd, &e->dfd, &e->size);
+            char path[NAME_MAX + 1];
+            snprintf(path, sizeof path, "%s.img", name);
+            int rc = open_store(bd, bd->dirfd, path, bd->export_size, &e->fd, &e->dfd, &e->size);
             if (rc < 0)
                 return rc;
-            log_debug("export %s: %s, %llu bytes%s", name, path,
+            log_debug("export %s: %s/%s, %llu bytes%s", name, bd->path, path,
                       (unsigned long long)e->size, bd->direct ? ", O_DIRECT" : "");
         }
         e->opened = 1;
@@ -623,6 +655,8 @@ void blockdev_destroy(blockdev_t **bdp)
         close(bd->sfd);
     if (bd->sdfd >= 0)
         close(bd->sdfd);
+    if (bd->dirfd >= 0)
+        close(bd->dirfd);
     free(bd->ex);
     free(bd->path);
     free(bd);

@@ -60,8 +60,12 @@ typedef struct blockdev_op {
 typedef void (*blockdev_done_fn)(blockdev_op_t *op, void *arg);
 
 typedef struct {
-    const char *path;      /* directory: one file per export, NAME.img;
-                              regular file or block device: shared by all */
+    const char *path;      /* directory: one file per export, NAME.img,
+                              created 0600 and sized to export_size; an
+                              existing one must be a plain file (no symbolic
+                              link, one hard link) and keeps its size unless
+                              empty; regular file or block device: shared by
+                              all */
     uint64_t export_size;  /* size of each per-export file (directory mode),
                               or of a new/empty single file; > 0 */
     int direct;            /* also open with O_DIRECT: 4 KiB-aligned READs and

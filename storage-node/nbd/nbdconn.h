@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage-node/freelist.h"
 #include "storage-node/gate.h"
 #include "storage-node/nbd/blockdev.h"
 #include "storage-node/nbd/nbd.h"
@@ -92,6 +93,7 @@ struct nbdfront {
     int dispatching;       /* inside dispatch_more() */
     uint64_t inline_done;  /* reads served from the page cache at once */
     nbdfront_stats_t st;
+    freelist_t reqs;       /* free nreq_t records */
 };
 
 /* Queues n bytes of reply on c, written at the end of this loop pass (out

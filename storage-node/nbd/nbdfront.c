@@ -26,6 +26,7 @@
 #define READ_MIN (64u * 1024)          /* bytes asked of one read(2) ... */
 #define READ_MAX (1024u * 1024)        /* ... or more while a payload is awaited */
 #define MAX_EXTENTS 1024               /* descriptors in one BLOCK_STATUS reply */
+#define REQS_KEEP 1024                 /* free request records a front keeps */
 
 #define conn_of(l) container_of(l, nconn_t, sock)
 
@@ -133,10 +134,10 @@ static void req_unlink(nreq_t *r)
     r->conn = NULL;
 }
 
-static void req_free(nreq_t *r)
+static void req_free(nbdfront_t *f, nreq_t *r)
 {
     free(r->op.buf);
-    free(r);
+    freelist_put(&f->reqs, r);
 }
 
 /* Answers a finished request on its connection (if it still has one) and
@@ -145,7 +146,7 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
 {
     nconn_t *c = r->conn;
     if (!c) {
-        req_free(r);
+        req_free(f, r);
         return;
     }
     uint32_t e = nbd_errno_to_wire(-result);
@@ -189,7 +190,7 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
             f->st.bytes_written += r->op.length;
     }
     req_unlink(r);
-    req_free(r);
+    req_free(f, r);
     if (update)
         conn_update(c);
 }
@@ -235,57 +236,67 @@ static void on_done(blockdev_op_t *op, void *arg)
         gate_check_stopped(f->g);
 }
 
+/* What a transmission command becomes at the backend, and the counter of
+ * nbdfront_stats_t it counts in (nbd_check_request() lets only these
+ * through; the last row is the default). */
+typedef struct {
+    uint16_t type;
+    blockdev_kind_t kind;
+    size_t count; /* offsetof(nbdfront_stats_t, ...), a uint64_t */
+} cmd_row_t;
+
+static const cmd_row_t cmd_rows[] = {
+    {NBD_CMD_READ, BLOCKDEV_READ, offsetof(nbdfront_stats_t, reads)},
+    {NBD_CMD_WRITE, BLOCKDEV_WRITE, offsetof(nbdfront_stats_t, writes)},
+    {NBD_CMD_FLUSH, BLOCKDEV_FLUSH, offsetof(nbdfront_stats_t, flushes)},
+    {NBD_CMD_BLOCK_STATUS, BLOCKDEV_EXTENTS, offsetof(nbdfront_stats_t, block_status)},
+    {NBD_CMD_TRIM, BLOCKDEV_TRIM, offsetof(nbdfront_stats_t, trims)},
+};
+
+static const cmd_row_t *cmd_row(uint16_t type)
+{
+    size_t n = sizeof cmd_rows / sizeof cmd_rows[0];
+    for (size_t i = 0; i < n - 1; i++)
+        if (cmd_rows[i].type == type)
+            return &cmd_rows[i];
+    return &cmd_rows[n - 1];
+}
+
 /* Starts a request whose header is consumed and whose WRITE payload is
  * complete in `in`.  Returns 0, or -1 if the connection must close. */
 static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in)
 {
     nbdfront_t *f = c->f;
-    nreq_t *r = calloc(1, sizeof *r);
+    nreq_t *r = freelist_get(&f->reqs);
     if (!r)
         return -1;
+    memset(r, 0, sizeof *r);
     r->handle = q->handle;
     r->type = q->type;
     r->op.export_id = c->bucket;
     r->op.offset = q->offset;
     r->op.length = q->length;
     r->op.fua = (q->flags & NBD_CMD_FLAG_FUA) != 0;
-    switch (q->type) {
-    case NBD_CMD_READ:
-        r->op.kind = BLOCKDEV_READ;
-        f->st.reads++;
-        break;
-    case NBD_CMD_WRITE:
-        r->op.kind = BLOCKDEV_WRITE;
-        f->st.writes++;
-        break;
-    case NBD_CMD_FLUSH:
-        r->op.kind = BLOCKDEV_FLUSH;
-        f->st.flushes++;
-        break;
-    case NBD_CMD_BLOCK_STATUS:
-        r->op.kind = BLOCKDEV_EXTENTS;
+    const cmd_row_t *k = cmd_row(q->type);
+    r->op.kind = k->kind;
+    if (k->kind == BLOCKDEV_EXTENTS) {
         r->op.max_extents = (q->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : MAX_EXTENTS;
         r->op.buf = calloc(r->op.max_extents, sizeof(blockdev_extent_t));
         if (!r->op.buf) {
-            free(r);
+            req_free(f, r);
             return -1;
         }
-        f->st.block_status++;
-        break;
-    default:
-        r->op.kind = BLOCKDEV_TRIM;
-        f->st.trims++;
-        break;
     }
+    (*(uint64_t *)(void *)((char *)&f->st + k->count))++;
     if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE) {
         r->op.buf = blockdev_alloc(q->length);
         if (!r->op.buf) {
-            free(r);
+            req_free(f, r);
             return -1;
         }
         if (q->type == NBD_CMD_WRITE && q->length > 0 &&
             evbuffer_remove(in, r->op.buf, q->length) != (int)q->length) {
-            req_free(r);
+            req_free(f, r);
             return -1;
         }
     }
@@ -305,6 +316,13 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
 }
 
 /* ---- connection --------------------------------------------------------- */
+
+/* Copies the next n bytes of the input (a message header) to h, leaving
+ * them there.  Returns 1, or 0 while fewer than n are buffered. */
+static int peek(struct evbuffer *in, void *h, size_t n)
+{
+    return evbuffer_copyout(in, h, n) == (ev_ssize_t)n;
+}
 
 /* Consumes what it can from the input.  Returns 0, or -1 to close now. */
 static int process_input(nconn_t *c)
@@ -336,9 +354,8 @@ static int process_input(nconn_t *c)
         if (c->state == ST_FLAGS) {
             uint32_t fl;
             uint8_t b[4];
-            if (avail < 4)
+            if (!peek(in, b, sizeof b))
                 return 0;
-            evbuffer_copyout(in, b, 4);
             if (nbd_parse_client_flags(b, 4, &fl, &e) < 0) {
                 log_info("%s: handshake: %s; closing", c->peer, e.text);
                 return -1;
@@ -351,9 +368,8 @@ static int process_input(nconn_t *c)
         if (c->state == ST_OPTS) {
             uint8_t h[NBD_OPT_HDR_LEN];
             nbd_option_t o;
-            if (avail < NBD_OPT_HDR_LEN)
+            if (!peek(in, h, sizeof h))
                 return 0;
-            evbuffer_copyout(in, h, sizeof h);
             if (nbd_parse_option(h, sizeof h, &o, &e) < 0) {
                 log_info("%s: option haggling: %s at byte %zu; closing", c->peer, e.text,
                          e.offset);
@@ -394,9 +410,8 @@ static int process_input(nconn_t *c)
             return 0; /* a completion calls conn_update() again */
         uint8_t h[NBD_REQUEST_LEN];
         nbd_request_t q;
-        if (avail < NBD_REQUEST_LEN)
+        if (!peek(in, h, sizeof h))
             return 0;
-        evbuffer_copyout(in, h, sizeof h);
         if (nbd_parse_request(h, sizeof h, &q, &e) < 0) {
             log_info("%s: transmission: %s; closing", c->peer, e.text);
             return -1;
@@ -584,7 +599,7 @@ static void conn_free(nconn_t *c)
         req_unlink(r);
         if (r->state == RQ_QUEUED) {
             sched_remove(f->s, &r->item);
-            req_free(r);
+            req_free(f, r);
         }
         /* in flight: now an orphan, freed by its completion */
     }
@@ -688,6 +703,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->cfg = *cfg;
     f->base = base;
     f->s = s;
+    freelist_init(&f->reqs, sizeof(nreq_t), REQS_KEEP);
     f->path = strdup(cfg->store.path);
     if (!f->path) {
         rc = -ENOMEM;
@@ -750,6 +766,7 @@ void nbdfront_destroy(nbdfront_t **fp)
     gate_destroy(&f->g);
     if (f->flush_ev)
         event_free(f->flush_ev);
+    freelist_fini(&f->reqs);
     free(f->path);
     free(f);
     *fp = NULL;

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""ha_observer.py - a raw protocol-v3 node (a pyzmq DEALER) for the controller failover tests: it says hello to one controller, keeps itself alive with heartbeats and logs every message the controller sends it.
+"""ha_observer.py - a raw protocol-v3 node (a pyzmq DEALER) for the controller failover and hostile-peer tests: it says hello to one controller (optionally claiming a clock), keeps itself alive with heartbeats and logs every message the controller sends it.
 
 Usage:
-  ha_observer.py ENDPOINT NAME OUTFILE [SECONDS]
+  ha_observer.py ENDPOINT NAME OUTFILE [SECONDS [PERIOD ORIGIN]]
 
 Each message from the controller is appended to OUTFILE as one line
-"WALLCLOCK TYPE EPOCH" (epoch 0 when absent), flushed at once.  Until a
+"WALLCLOCK TYPE EPOCH PERIOD" (0 when absent), flushed at once.  With
+PERIOD and ORIGIN its hellos claim a clock of 1 s periods (5 intervals) in
+which period PERIOD began at ORIGIN (wall-clock seconds), so that nodes
+given the same PERIOD and ORIGIN agree (it_hostile_ctrl.sh).  Until a
 welcome arrives the observer says hello every 0.3 s (a standby registers
 it but answers nothing); it says hello again after an unknown_node error.
 A heartbeat goes out every 50 ms so that the controller keeps it up.
@@ -24,6 +27,7 @@ V = 3
 def main():
     ep, name, out = sys.argv[1], sys.argv[2], sys.argv[3]
     secs = float(sys.argv[4]) if len(sys.argv) > 4 else 60.0
+    clock = (int(sys.argv[5]), float(sys.argv[6])) if len(sys.argv) > 6 else None
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     ctx = zmq.Context()
@@ -43,7 +47,13 @@ def main():
             pass
 
     def hello():
-        send({"type": "hello", "capacity": 1000, "table": 1, "names": 0}, [b""])
+        msg = {"type": "hello", "capacity": 1000, "table": 1, "names": 0}
+        if clock:
+            el = max(0.0, time.time() - clock[1])
+            msg.update({"period": clock[0] + int(el), "interval": int((el % 1.0) * 5),
+                        "intervals": 5, "period_ms": 1000,
+                        "remaining_ms": max(1, min(1000, int(1000 - (el % 1.0) * 1000)))})
+        send(msg, [b""])
 
     f = open(out, "a", buffering=1)
     welcomed = False
@@ -69,7 +79,8 @@ def main():
                 except ValueError:
                     continue
                 t = h.get("type", "?")
-                f.write("%.6f %s %d\n" % (time.time(), t, int(h.get("epoch", 0))))
+                f.write("%.6f %s %d %d\n" % (time.time(), t, int(h.get("epoch", 0)),
+                                             int(h.get("period", 0))))
                 if t in ("welcome", "tokens", "heartbeat"):
                     welcomed = True
                 elif t == "error" and h.get("code") == "unknown_node":

@@ -89,7 +89,7 @@ check "bqos-ctl status over both endpoints shows the leader" \
 observe 1 obs1; observe 2 obs2
 wait_for '[ -s "$T/obs1.log" ] && [ "$(wc -l <"$T/obs1.log")" -ge 5 ]' 5
 check "the leader welcomes and pushes with epoch $E1" \
-  'grep -q " welcome $E1\$" "$T/obs1.log" && [ "$(last_epoch obs1)" = "$E1" ]'
+  'grep -q " welcome $E1 " "$T/obs1.log" && [ "$(last_epoch obs1)" = "$E1" ]'
 check "every message of the leader carries its epoch" \
   '[ "$(awk -v e="$E1" "\$3 != e" "$T/obs1.log" | wc -l)" = 0 ]'
 check "the standby sends nodes nothing" '[ ! -s "$T/obs2.log" ]'

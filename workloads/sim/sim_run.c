@@ -98,7 +98,7 @@ static inline void kick(server_t *sv, double t)
 {
     if (sv->busy)
         return;
-    sched_item_t *it = sched_dispatch(sv->sch, NULL);
+    sched_item_t *it = sched_dispatch(sv->sch, t, NULL);
     if (!it)
         return;
     req_t *r = (req_t *)it;

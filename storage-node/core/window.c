@@ -1,0 +1,137 @@
+/* window.c - the adaptive backend window: a delay-based controller over epochs of completions (see window.h). */
+#include "storage-node/core/window.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+struct window {
+    window_config_t cfg;
+    double w;            /* the window, continuous; limit is it rounded */
+    int limit;
+    int inflight;
+    double mark;         /* time up to which `area` is counted */
+    double area;         /* IO-seconds at the backend this epoch */
+    uint64_t done;       /* completions this epoch */
+    double epoch_start;
+    int filled;          /* the IOs in flight reached the limit this epoch */
+    double latency, base, throughput;
+    uint64_t epochs;
+};
+
+void window_config_defaults(window_config_t *cfg)
+{
+    *cfg = (window_config_t){.adaptive = 1, .start = 2, .floor = 2, .ceiling = 64,
+                             .gain = 0.5, .alpha = 8, .target = 1, .epoch = 0.01, .min_samples = 32};
+}
+
+static double clamp(const window_config_t *c, double w)
+{
+    return w < c->floor ? c->floor : w > c->ceiling ? c->ceiling : w;
+}
+
+window_t *window_new(const window_config_t *cfg, double now, int *err)
+{
+    int rc = -EINVAL;
+    window_t *w = NULL;
+    if (!cfg || cfg->floor < 1 || cfg->ceiling < cfg->floor || !(cfg->gain > 0) ||
+        cfg->gain > 1 || !(cfg->alpha > 0) || !(cfg->target >= 1) || !(cfg->epoch > 0) || cfg->min_samples < 1)
+        goto out;
+    rc = -ENOMEM;
+    if (!(w = calloc(1, sizeof *w)))
+        goto out;
+    w->cfg = *cfg;
+    w->w = clamp(cfg, cfg->start);
+    w->limit = (int)lround(w->w);
+    w->mark = w->epoch_start = now;
+    rc = 0;
+out:
+    if (rc < 0 && err)
+        *err = rc;
+    return w;
+}
+
+void window_destroy(window_t **wp)
+{
+    if (!wp || !*wp)
+        return;
+    free(*wp);
+    *wp = NULL;
+}
+
+int window_limit(const window_t *w)
+{
+    return w->limit;
+}
+
+int window_inflight(const window_t *w)
+{
+    return w->inflight;
+}
+
+/* Adds the IO-seconds since the last mark. */
+static void account(window_t *w, double now)
+{
+    if (now > w->mark) {
+        w->area += w->inflight * (now - w->mark);
+        w->mark = now;
+    }
+}
+
+/* Ends the epoch if it lasted long enough and saw enough completions:
+ * measures, then moves the window (adaptive) toward target * base / L * w
+ * + alpha. */
+static void epoch_end(window_t *w, double now)
+{
+    double dt = now - w->epoch_start;
+    if (dt < w->cfg.epoch || w->done < (uint64_t)w->cfg.min_samples)
+        return;
+    w->latency = w->area / (double)w->done;
+    w->throughput = (double)w->done / dt;
+    /* The base is the lowest latency seen, except at the floor: there the
+     * node keeps as little at the backend as it may, so whatever latency it
+     * sees is the backend's own (a backend that became slower for good
+     * moves the base up instead of pinning the window at the floor). */
+    if (w->epochs == 0 || w->latency < w->base || w->limit <= w->cfg.floor)
+        w->base = w->latency;
+    w->epochs++;
+    if (w->cfg.adaptive && w->latency > 0) {
+        double target = w->cfg.target * w->base / w->latency * w->w + w->cfg.alpha;
+        if (!w->filled && target > w->w)
+            target = w->w; /* not window-limited: no reason to grow */
+        w->w = clamp(&w->cfg, (1 - w->cfg.gain) * w->w + w->cfg.gain * target);
+        w->limit = (int)lround(w->w);
+    }
+    w->area = 0;
+    w->done = 0;
+    w->epoch_start = now;
+    w->filled = w->inflight >= w->limit;
+}
+
+void window_take(window_t *w, double now)
+{
+    account(w, now);
+    if (++w->inflight >= w->limit)
+        w->filled = 1;
+}
+
+void window_done(window_t *w, double now)
+{
+    account(w, now);
+    w->inflight--;
+    w->done++;
+    epoch_end(w, now);
+}
+
+void window_untake(window_t *w, double now)
+{
+    account(w, now);
+    w->inflight--;
+}
+
+void window_stats(const window_t *w, window_stats_t *out)
+{
+    *out = (window_stats_t){.window = w->limit, .inflight = w->inflight,
+                            .latency = w->latency, .base = w->base,
+                            .throughput = w->throughput, .epochs = w->epochs};
+}

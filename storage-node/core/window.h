@@ -1,0 +1,94 @@
+/* window.h - the adaptive backend window: how many IOs a node keeps at one
+ * backend, found by a delay-based controller (FAST TCP / PARDA style).
+ *
+ * The node reports every IO sent to the backend (window_take()) and every
+ * one that came back (window_done()), with the time.  The window measures,
+ * over short epochs, the throughput X (completions per second) and, by
+ * Little's law, the mean time an IO spends at the backend L = (integral of
+ * the IOs outstanding over the epoch) / completions; no per-IO timestamp.
+ * At the end of each epoch it updates
+ *
+ *     w' = (1 - gain) w + gain (target * base / L * w + alpha),
+ *
+ * clamped to [floor, ceiling], where base is the lowest L seen (or the
+ * last L measured at the floor, so that a backend that became slower for
+ * good gets a new base).  With target 1 this is FAST TCP's rule: at the
+ * fixed point w (1 - base / L) = alpha, about alpha IOs wait at the
+ * backend beyond what its throughput needs and the rest wait at the node,
+ * where the scheduler orders them; a backend with flat latency up to k IOs
+ * gets a window of k + alpha.  A target above 1 (PARDA's latency
+ * threshold, relative to the base) lets the latency at the backend rise to
+ * about target * base before the window stops growing: for a backend that
+ * serves larger batches more efficiently (a multi-key get) throughput
+ * keeps growing with latency, and target trades latency for it.  While
+ * latency stays below target * base the window grows by up to gain *
+ * ((target - 1) w + alpha) per epoch; above it, it shrinks in proportion.  The window grows only in epochs where it was filled (as TCP
+ * grows a congestion window only when the flight reached it): a node whose
+ * clients keep fewer IOs in flight than the window does not inflate it.
+ *
+ * No sockets, no clock of its own (times are passed in, seconds on any
+ * monotonic clock), no threads: a window_t belongs to the thread that
+ * drives it (the node's loop thread).  A fixed window (window_config_t
+ * adaptive = 0) measures the same figures and never moves. */
+#ifndef BQOS_WINDOW_H
+#define BQOS_WINDOW_H
+
+#include <stdint.h>
+
+typedef struct {
+    int adaptive;      /* 0: the window stays at `start` */
+    int start;         /* the window at the beginning, clamped to [floor, ceiling] */
+    int floor;         /* 1 <= floor <= ceiling */
+    int ceiling;
+    double gain;       /* share of the new estimate per epoch, 0 < gain <= 1 */
+    double alpha;      /* IOs let wait at the backend at the fixed point, > 0 */
+    double target;     /* latency aimed at, as a multiple of the base, >= 1 */
+    double epoch;      /* seconds an epoch lasts at least, > 0 */
+    int min_samples;   /* completions an epoch needs at least (longer otherwise), >= 1 */
+} window_config_t;
+
+/* What the window measured in its last epoch, and where it stands. */
+typedef struct {
+    int window;          /* IOs allowed at the backend now */
+    int inflight;        /* IOs at the backend now */
+    double latency;      /* mean seconds at the backend, last epoch (0: none yet) */
+    double base;         /* base latency, seconds (0: none yet) */
+    double throughput;   /* completions per second, last epoch */
+    uint64_t epochs;     /* epochs ended so far */
+} window_stats_t;
+
+typedef struct window window_t;
+
+/* Fills *cfg with the defaults: adaptive, start 2, floor 2, ceiling 64,
+ * gain 0.5, alpha 8, target 1, epoch 10 ms, 32 samples. */
+void window_config_defaults(window_config_t *cfg);
+
+/* Makes a window whose first epoch begins at `now`.  Returns it (caller
+ * owns it; window_destroy()), or NULL and *err = -EINVAL (a setting out of
+ * its range above) or -ENOMEM. */
+window_t *window_new(const window_config_t *cfg, double now, int *err);
+
+/* Frees *wp and sets it to NULL.  Accepts NULL. */
+void window_destroy(window_t **wp);
+
+/* IOs allowed at the backend now (floor..ceiling). */
+int window_limit(const window_t *w);
+
+/* IOs at the backend now (taken, not yet done or untaken). */
+int window_inflight(const window_t *w);
+
+/* One IO sent to the backend at `now`. */
+void window_take(window_t *w, double now);
+
+/* One IO from window_take() came back at `now`: counts a completion and
+ * may end the epoch and move the window. */
+void window_done(window_t *w, double now);
+
+/* One IO from window_take() that the backend refused: it leaves without
+ * counting as a completion. */
+void window_untake(window_t *w, double now);
+
+/* Fills *out. */
+void window_stats(const window_t *w, window_stats_t *out);
+
+#endif

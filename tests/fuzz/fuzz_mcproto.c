@@ -1,0 +1,27 @@
+/* fuzz_mcproto.c - libFuzzer harness for the memcached text protocol parser (storage-node/mc/mcproto): requests parsed one after another as a connection would, every result checked against the buffer. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "storage-node/mc/mcproto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *p = (const char *)data;
+    size_t left = size;
+    while (left > 0) {
+        mcp_req_t req;
+        mcp_result_t res;
+        mcp_status_t st = mcp_parse(p, left, 1024 * 1024, &req, &res);
+        if (st == MCP_NEED_MORE || st == MCP_CLOSE)
+            break;
+        if (res.consumed == 0 || res.consumed > left)
+            abort(); /* a parser that consumes nothing would spin a connection */
+        p += res.consumed;
+        left -= res.consumed;
+        if (res.swallow >= left)
+            break;
+        p += res.swallow;
+        left -= res.swallow;
+    }
+    return 0;
+}

@@ -1,0 +1,72 @@
+#!/bin/sh
+# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4).
+#
+# Raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER each) claim
+# the clock they are told to and log "TIME TYPE EPOCH PERIOD" for every
+# message they get; the controller's status shows its period.
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_hostile_ctrl
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=python3
+$PY -c "import zmq" 2>/dev/null || PY=/usr/bin/python3
+$PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh installs python3-zmq)"; exit 1; }
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+echo '{"buckets":[{"name":"red","reservation":10}]}' >"$T/b.json"
+ORIGIN=$(date +%s.%N)
+ctl() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 3000 "$@"; }
+rogue() { spawn "$T/$1.err" "$PY" "$HERE/ha_observer.py" "$CTRL_EP" "$1" "$T/$1.log" 30 "$2" "$ORIGIN"; }
+period() { ctl --json status >"$T/st.json" 2>/dev/null && jget "$T/st.json" 'd["period"]'; }
+
+# 1. Defect 3: a lone node claiming period 2^53 right after the start.
+start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; cat "$T/controller.log"; exit 1; }
+rogue liar 9007199254740992
+R1=$SPAWNED
+check "the liar is welcomed (the controller can still encode)" \
+  'wait_for "grep -qs \" welcome \" \"$T/liar.log\"" 10'
+p=$(period)
+check "the controller kept a plausible period ($p)" '[ -n "$p" ] && [ "$p" -lt 1000 ]'
+check "the liar gets tokens or heartbeats after its welcome" \
+  'wait_for "grep -Eqs \" (tokens|heartbeat) \" \"$T/liar.log\"" 5'
+stop_pid "$R1"
+stop_controller
+
+# 2. A registered liar claims period 10^9 first; two nodes that agree on
+#    period 500 register after it: the majority's clock wins.
+start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; exit 1; }
+rogue n3 1000000000
+P3=$SPAWNED
+wait_for 'grep -qs " welcome " "$T/n3.log"' 10
+rogue n1 500
+P1=$SPAWNED
+wait_for 'grep -qs " welcome " "$T/n1.log"' 10
+rogue n2 500
+P2=$SPAWNED
+check "the honest nodes are welcomed" 'wait_for "grep -qs \" welcome \" \"$T/n2.log\"" 10'
+sleep 0.5
+p=$(period)
+check "the clock is the majority's (period $p, not 10^9)" '[ -n "$p" ] && [ "$p" -ge 500 ] && [ "$p" -lt 600 ]'
+check "the liar hears the majority's clock" 'wait_for "grep -Eqs \" (tokens|heartbeat) [0-9]+ 5[0-9][0-9]$\" \"$T/n3.log\"" 5'
+stop_pid "$P1" "$P2" "$P3"
+stop_controller
+
+# 3. Defect 4: another process connects under a live node's exact routing
+#    id (ZMQ_ROUTER_HANDOVER gives it the pipe) and then says nothing.  The
+#    node, no longer heard, falls back, connects anew and is heard again,
+#    while the impostor is still connected.
+start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; exit 1; }
+spawn "$T/s1.log" "$BIN/bqos-nbd-node" --name s1 --nbd-listen 127.0.0.1:0 \
+  --backend "file:$T/store/" --export-size 1m --buckets red --controller "$CTRL_EP" --capacity 1000
+S1=$SPAWNED
+check "s1 follows the controller" 'wait_for "grep -q \"resuming policy tokens\" \"$T/s1.log\"" 10'
+inst=$(sed -n 's/.*(process \([0-9a-f]*\)).*/\1/p' "$T/s1.log" | head -n 1)
+spawn "$T/imp.log" "$PY" "$HERE/impostor.py" "$CTRL_EP" s1 "$inst" 12
+IMP=$SPAWNED
+check "s1 notices it is not heard and connects anew" \
+  'wait_for "grep -q \"connecting anew\" \"$T/s1.log\"" 10'
+check "s1 is heard again while the impostor is connected" \
+  'wait_for "grep -q \"is back after\" \"$T/s1.log\"" 10'
+check "the impostor is still connected" 'kill -0 $IMP'
+stop_pid "$IMP" "$S1"
+stop_controller
+
+it_end 'for f in controller liar n1 n2 n3 s1 imp; do echo "== $f"; tail -n 15 "$T/$f.log" 2>/dev/null; done'

@@ -1,0 +1,283 @@
+/* test_window.c - Check suite for storage-node/core/window: the adaptive window on a simulated backend with a known knee (converges near it, a latency target above the base, shrinks when latency rises, stays within floor and ceiling, steady under noise, does not grow without demand). */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "storage-node/core/window.h"
+#include "tests/testlib.h"
+
+/* A backend with `knee` servers of service time `svc` seconds (each IO
+ * takes svc * (1 +- noise)): flat latency up to `knee` IOs outstanding,
+ * queueing beyond (FIFO, the first free server).  `clients` closed-loop
+ * clients with no think time keep their IOs coming. */
+typedef struct {
+    int knee, clients;
+    double svc, noise;
+    double t;                /* simulated time, seconds */
+    double free_at[1024];    /* each server's next free time */
+    double done_at[1024];    /* each outstanding IO's completion time */
+    int n;                   /* IOs outstanding */
+    rng_t rng;
+    uint64_t completions;
+} sim_t;
+
+static void sim_init(sim_t *s, int knee, double svc, double noise, int clients)
+{
+    memset(s, 0, sizeof *s);
+    s->knee = knee;
+    s->svc = svc;
+    s->noise = noise;
+    s->clients = clients;
+    rng_seed(&s->rng, 42, 7);
+}
+
+/* Runs the node's loop for `secs` simulated seconds: sends what the window
+ * allows, then advances to the next completion.  Checks the window's
+ * bounds at every step; returns the mean window over the run (time
+ * weighted) and sets *tput to the completions per second. */
+static double sim_run(sim_t *s, window_t *w, double secs, int floor, int ceiling, double *tput)
+{
+    double end = s->t + secs, wsum = 0;
+    int out = 0;
+    uint64_t c0 = s->completions;
+    while (s->t < end) {
+        while (s->n < window_limit(w) && s->n < s->clients) {
+            int k = 0;
+            for (int i = 1; i < s->knee; i++)
+                if (s->free_at[i] < s->free_at[k])
+                    k = i;
+            double start = s->free_at[k] > s->t ? s->free_at[k] : s->t;
+            double d = s->svc * (1 + s->noise * (2 * rng_uniform(&s->rng) - 1));
+            s->free_at[k] = start + d;
+            s->done_at[s->n++] = start + d;
+            window_take(w, s->t);
+        }
+        int j = 0;
+        for (int i = 1; i < s->n; i++)
+            if (s->done_at[i] < s->done_at[j])
+                j = i;
+        double next = s->done_at[j];
+        wsum += window_limit(w) * (next - s->t);
+        s->t = next;
+        s->done_at[j] = s->done_at[--s->n];
+        s->completions++;
+        window_done(w, s->t);
+        if (window_limit(w) < floor || window_limit(w) > ceiling)
+            out++; /* (a Check assertion per step would cost a write each) */
+    }
+    ck_assert_msg(out == 0, "%d steps out of [%d, %d]", out, floor, ceiling);
+    *tput = (double)(s->completions - c0) / secs;
+    return wsum / secs;
+}
+
+static window_t *make(int floor, int ceiling, double alpha)
+{
+    window_config_t c;
+    window_config_defaults(&c);
+    c.floor = floor;
+    c.ceiling = ceiling;
+    c.alpha = alpha;
+    c.start = floor;
+    int err = 0;
+    window_t *w = window_new(&c, 0, &err);
+    ck_assert_msg(w != NULL, "window_new: %d", err);
+    return w;
+}
+
+/* Knee 16, 100 us: the window settles at about knee + alpha (the fixed
+ * point w (1 - base / L) = alpha with L = w svc / knee), far below the
+ * ceiling, and the backend runs at its full rate. */
+START_TEST(test_window_converges_to_knee)
+{
+    sim_t s;
+    sim_init(&s, 16, 100e-6, 0, 1000);
+    window_t *w = make(2, 64, 8);
+    double tput;
+    sim_run(&s, w, 2, 2, 64, &tput);
+    double mean = sim_run(&s, w, 1, 2, 64, &tput);
+    ck_assert_msg(mean >= 16 && mean <= 16 + 8 + 2, "mean window %.1f", mean);
+    ck_assert_msg(tput >= 0.97 * 16 / 100e-6, "throughput %.0f", tput);
+    window_stats_t st;
+    window_stats(w, &st);
+    ck_assert_msg(fabs(st.base - 100e-6) < 5e-6, "base %g", st.base);
+    ck_assert_double_le(st.latency, 1.7 * st.base); /* a few IOs wait at the backend, not all */
+    window_destroy(&w);
+    ck_assert_ptr_null(w);
+}
+END_TEST
+
+/* target 2: the latency at the backend may rise to twice the base, so on
+ * the same backend the window settles at about 2 * knee + alpha. */
+START_TEST(test_window_latency_target)
+{
+    sim_t s;
+    sim_init(&s, 16, 100e-6, 0, 1000);
+    window_config_t c;
+    window_config_defaults(&c);
+    c.target = 2;
+    c.alpha = 2;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    double tput;
+    sim_run(&s, w, 2, 2, 64, &tput);
+    double mean = sim_run(&s, w, 1, 2, 64, &tput);
+    ck_assert_msg(mean >= 32 && mean <= 32 + 2 + 2, "mean window %.1f", mean);
+    window_stats_t st;
+    window_stats(w, &st);
+    ck_assert_msg(st.latency > 1.9 * st.base && st.latency < 2.3 * st.base, "latency %g, base %g",
+                  st.latency, st.base);
+    window_destroy(&w);
+    c.target = 0.5;
+    ck_assert_ptr_null(window_new(&c, 0, NULL));
+}
+END_TEST
+
+/* The backend gets slower (its knee drops from 32 to 8, as when another
+ * tenant of the disk takes most of it): latency rises above the base and
+ * the window shrinks to the new knee + alpha. */
+START_TEST(test_window_shrinks_when_latency_rises)
+{
+    sim_t s;
+    sim_init(&s, 32, 100e-6, 0, 1000);
+    window_t *w = make(2, 64, 4);
+    double tput;
+    double before = sim_run(&s, w, 2, 2, 64, &tput);
+    ck_assert_msg(before >= 32 && before <= 32 + 4 + 2, "before %.1f", before);
+    s.knee = 8;
+    sim_run(&s, w, 1, 2, 64, &tput);
+    double after = sim_run(&s, w, 1, 2, 64, &tput);
+    ck_assert_msg(after >= 8 && after <= 8 + 4 + 2, "after %.1f", after);
+    ck_assert_msg(tput >= 0.97 * 8 / 100e-6, "throughput %.0f", tput);
+    window_destroy(&w);
+}
+END_TEST
+
+/* A knee beyond the ceiling: the window stops at the ceiling; a knee
+ * below the floor: it stays at the floor, where the latency seen becomes
+ * the base, or alpha above it (sim_run() checks every step). */
+START_TEST(test_window_within_floor_and_ceiling)
+{
+    sim_t s;
+    double tput;
+    sim_init(&s, 500, 100e-6, 0, 1000);
+    window_t *w = make(2, 40, 8);
+    double mean = sim_run(&s, w, 2, 2, 40, &tput);
+    ck_assert_int_eq(window_limit(w), 40);
+    ck_assert_double_gt(mean, 35);
+    window_destroy(&w);
+
+    sim_init(&s, 1, 100e-6, 0, 1000);
+    w = make(20, 64, 2);
+    sim_run(&s, w, 1, 20, 64, &tput);
+    ck_assert_int_ge(window_limit(w), 20);
+    ck_assert_int_le(window_limit(w), 20 + 2 + 1);
+    window_destroy(&w);
+}
+END_TEST
+
+/* Service times +-30% at random: the window stays near knee + alpha and
+ * does not swing (every epoch's window within a band). */
+START_TEST(test_window_steady_under_noise)
+{
+    sim_t s;
+    sim_init(&s, 16, 100e-6, 0.3, 1000);
+    window_t *w = make(2, 64, 8);
+    double tput;
+    sim_run(&s, w, 2, 2, 64, &tput);
+    int lo = 1000, hi = 0;
+    for (int i = 0; i < 100; i++) {
+        double mean = sim_run(&s, w, 0.01, 2, 64, &tput);
+        lo = mean < lo ? (int)mean : lo;
+        hi = mean > hi ? (int)ceil(mean) : hi;
+    }
+    ck_assert_msg(lo >= 14 && hi <= 16 + 8 + 6, "window between %d and %d", lo, hi);
+    ck_assert_msg(tput >= 0.9 * 16 / 100e-6, "throughput %.0f", tput);
+    window_destroy(&w);
+}
+END_TEST
+
+/* Five clients only: the window is never filled beyond them, so it does
+ * not grow toward the ceiling. */
+START_TEST(test_window_no_growth_without_demand)
+{
+    sim_t s;
+    sim_init(&s, 32, 100e-6, 0, 5);
+    window_t *w = make(2, 64, 8);
+    double tput;
+    sim_run(&s, w, 2, 2, 64, &tput);
+    ck_assert_int_le(window_limit(w), 5 + 8);
+    ck_assert_msg(tput >= 0.99 * 5 / 100e-6, "throughput %.0f", tput);
+    window_destroy(&w);
+}
+END_TEST
+
+/* adaptive = 0: the window never moves but still measures. */
+START_TEST(test_window_fixed)
+{
+    window_config_t c;
+    window_config_defaults(&c);
+    c.adaptive = 0;
+    c.start = c.ceiling = 5;
+    c.floor = 1;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    sim_t s;
+    sim_init(&s, 2, 100e-6, 0, 1000);
+    double tput;
+    sim_run(&s, w, 1, 5, 5, &tput);
+    window_stats_t st;
+    window_stats(w, &st);
+    ck_assert_int_eq(st.window, 5);
+    ck_assert_uint_gt(st.epochs, 10);
+    ck_assert_msg(fabs(st.latency - 250e-6) < 10e-6, "latency %g", st.latency); /* 5 IOs on 2 servers */
+    ck_assert_msg(fabs(st.throughput - 20000) < 500, "throughput %g", st.throughput);
+    window_destroy(&w);
+}
+END_TEST
+
+START_TEST(test_window_bad_settings)
+{
+    window_config_t ok, c;
+    window_config_defaults(&ok);
+    int err = 0;
+    window_t *w = window_new(&ok, 0, &err);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(window_limit(w), 2);
+    window_destroy(&w);
+    window_destroy(&w);       /* NULL is fine */
+    window_destroy(NULL);
+    c = ok, c.floor = 0;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    c = ok, c.ceiling = 1;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.gain = 0;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.gain = 1.5;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.alpha = 0;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.epoch = 0;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.min_samples = 0;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.gain = NAN;
+    ck_assert_ptr_null(window_new(&c, 0, &err));
+    c = ok, c.start = 1000; /* clamped, not refused */
+    w = window_new(&c, 0, &err);
+    ck_assert_int_eq(window_limit(w), 64);
+    window_destroy(&w);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
+                            test_window_latency_target,
+                            test_window_within_floor_and_ceiling, test_window_steady_under_noise,
+                            test_window_no_growth_without_demand, test_window_fixed,
+                            test_window_bad_settings};
+    return testlib_run_tests("window", tests, sizeof tests / sizeof tests[0]);
+}
