@@ -12,6 +12,7 @@
 #include "common/version.h"
 #include "workloads/scenario.h"
 #include "workloads/sim/sim_model.h"
+#include "storage-node/core/sched.h"
 #include "workloads/sim/sim_run.h"
 
 static const char usage_text[] =
@@ -79,6 +80,7 @@ typedef struct {
     int sample;
     int threads;
     int weighted;
+    double burst_s;
     int quiet;
     int help, version;
 } settings_t;
@@ -87,7 +89,7 @@ typedef struct {
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
 #define NGEN 18
-#define NOPTS (NGEN + 13)
+#define NOPTS (NGEN + 14)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
  * receives the generator's defaults as text. */
@@ -150,6 +152,9 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
                  "uniform 0..CHANGES per bucket and period)"},
         {.name = "poisson", .type = OPTS_FLAG, .target = &c->poisson,
          .help = "Poisson arrivals (default: evenly spaced, as the paper)"},
+        {.name = "burst", .type = OPTS_DOUBLE, .target = &st->burst_s, .arg = "SECS",
+         .deflt = "0.02", .min = 0, .max = SCHED_BURST_MAX,
+         .help = "pshift-paced: burst depth of paced tokens (bqos-node --burst)"},
         {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
          .help = "run the schedulers in weighted round robin, a bucket's\n"
                  "weight being its reservation over the smallest one\n"
@@ -262,6 +267,8 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
         json_object_set_new(j, "scenario", json_string(st->scenario));
     if (j)
         json_object_set_new(j, "weighted", json_boolean(st->weighted));
+    if (j)
+        json_object_set_new(j, "burst", json_real(st->burst_s));
     return j;
 }
 
@@ -347,7 +354,7 @@ int main(int argc, char **argv)
      * when it loads, so set it and start again; the user's value wins. */
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
         execv("/proc/self/exe", argv); /* on failure, just run as we are */
-    settings_t st = {.cfg = sim_config_default()};
+    settings_t st = {.cfg = sim_config_default(), .burst_s = SIM_BURST_DEFAULT};
     int rc = parse_args(argc, argv, &st);
     if (rc)
         return rc > 0 ? 0 : 1;
@@ -374,7 +381,7 @@ int main(int argc, char **argv)
         return rc == -EINVAL ? 1 : 2;
     }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
-    sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted,
+    sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted, .burst_s = st.burst_s,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {

@@ -122,18 +122,30 @@ static inline void snap_to(server_t *sv, double t, int incl)
     }
 }
 
-/* Runs server sv's events up to and including time `until`; an event at a
- * window's end counts in that window. */
+/* Runs server sv's events up to and including time `until` (an event at a
+ * window's end counts in that window): arrivals, completions and, while the
+ * scheduler paces tokens, the moments an idle server's waiting bucket gets
+ * credit back. */
 static void advance(server_t *sv, double until)
 {
     for (;;) {
         const sim_event_t *e = sim_heap_top(sv->heap);
         double ta = e ? e->t : INFINITY;
+        if (sv->paced && !sv->busy) {
+            double tw = sched_next_ready(sv->sch);
+            if (tw <= ta && tw <= until && tw > sv->woke) {
+                sv->woke = tw; /* once per wake time: progress even if nothing runs */
+                /* A wake that fell due while the server was busy is now. */
+                kick(sv, tw > sv->clock ? tw : sv->clock);
+                continue;
+            }
+        }
         if (sv->busy && sv->busy_until <= ta) {
             if (sv->busy_until > until)
                 break;
             double t = sv->busy_until;
             snap_to(sv, t, 0);
+            sv->clock = t;
             sv->busy = 0;
             sv->completions++;
             sched_note_completion(sv->sch, 1, 0);
@@ -147,6 +159,7 @@ static void advance(server_t *sv, double until)
         if (ta > until)
             break;
         snap_to(sv, ta, 0);
+        sv->clock = ta;
         uint32_t g = e->id;
         const sim_segment_t *sg = &sv->segs[g];
         if (sg->outstanding) {
@@ -207,6 +220,8 @@ static void server_period_start(void *arg)
 static void server_applied(void *arg)
 {
     server_t *sv = arg;
+    if (sv->now > sv->clock)
+        sv->clock = sv->now;
     kick(sv, sv->now);
 }
 
@@ -236,7 +251,7 @@ static uint32_t bucket_weight(const sim_model_t *m, int b, double rmin)
 /* Sets up server s: its scheduler with every bucket (weights[b]), its
  * agent, its generators and service times.  Returns 0 or -ENOMEM. */
 static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p,
-                       const uint32_t *weights)
+                       const uint32_t *weights, double burst_s)
 {
     const sim_config_t *c = &m->cfg;
     sv->index = s;
@@ -244,6 +259,14 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     sv->segs = m->segs[s];
     sv->poisson = c->poisson;
     sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weights != NULL);
+    sv->woke = -INFINITY;
+    if (sv->sch && p == SIM_POLICY_PSHIFT_PACED) {
+        /* The new scheduler, as bqos-node runs it by default. */
+        if (sched_set_pacing(sv->sch, 1, burst_s) < 0 ||
+            sched_set_r_order(sv->sch, SCHED_ORDER_URGENCY) < 0)
+            return -EINVAL;
+        sv->paced = 1;
+    }
     sv->heap = sim_heap_new(m->nsegs[s]);
     sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(rng_t));
     if (!sv->sch || !sv->heap || !sv->grng)
@@ -678,7 +701,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         sv->n3 = 3 * (size_t)R.B;
         sv->period = c->period;
         sv->wnext_t = sim_run__window_end(c->period, R.wn, 0);
-        bad |= server_init(&R.sv[s], m, s, policy, R.weights) < 0;
+        bad |= server_init(&R.sv[s], m, s, policy, R.weights, R.o->burst_s) < 0;
     }
     if (bad)
         goto out;

@@ -49,6 +49,9 @@ typedef enum {
     SIM_NPOLICIES
 } sim_policy_t;
 
+/* bqos-node's default --burst, seconds. */
+#define SIM_BURST_DEFAULT 0.02
+
 /* "rr", "static", "pshift", "pshift-paced", "clairvoyant"; "?" for a bad
  * value. */
 const char *sim_policy_name(sim_policy_t p);
@@ -64,6 +67,9 @@ typedef struct {
     int threads;              /* OpenMP threads for servers and pShift; <= 0: default */
     int weighted;             /* schedulers in weighted mode, weight of a bucket
                                  = its reservation / the smallest one */
+    double burst_s;           /* pshift-paced: burst depth of paced tokens
+                                 (sched_set_pacing()), seconds; bqos-node's
+                                 default is SIM_BURST_DEFAULT */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;

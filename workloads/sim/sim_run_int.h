@@ -68,6 +68,9 @@ typedef struct {
     uint64_t wnext;
     double wnext_t, period;
     int poisson;
+    int paced;                      /* the scheduler paces tokens */
+    double woke;                    /* last pacing wake handled */
+    double clock;                   /* time of the last event handled */
     int err;
 } server_t;
 
