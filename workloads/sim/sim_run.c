@@ -731,7 +731,8 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                         goto out;
             if (is_ctrl(policy) || policy == SIM_POLICY_CLAIRVOYANT) {
                 double c0 = mono_now();
-                rc = is_ctrl(policy) ? ctl_round(&R, p, k, t) : sim_run__clairvoyant_round(&R, t, t_end);
+                rc = is_ctrl(policy) ? ctl_round(&R, p, k, t)
+                                     : sim_run__clairvoyant_round(&R, t, t_end);
                 if (rc < 0)
                     goto out;
                 r->ctrl_s += mono_now() - c0;
