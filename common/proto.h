@@ -303,6 +303,24 @@ int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen,
                proto_msg_t *m, proto_stats_t *st, proto_reason_t *why,
                proto_known_fn known, void *known_arg, int zflags);
 
+/* Who sent a message, as the controller's ZAP handler named its CURVE key
+ * (docs/security.md): the message's "User-Id" property ("ROLE NAME") and
+ * its "X-Bqos-Key" property (the key, Z85).  Both "" on a socket without
+ * authentication. */
+typedef struct {
+    char user[PROTO_NAME_MAX + 16];
+    char key[41];
+} proto_peer_t;
+
+/* Fills *p from zmq_msg_t *zmsg (a received message part). */
+void proto_peer_get(void *zmsg, proto_peer_t *p);
+
+/* proto_recv() that also fills *peer (may be NULL) with the sender of a
+ * message it returns (0 or PROTO_RECV_UNKNOWN). */
+int proto_recv_peer(void *sock, void *identity, size_t idcap, size_t *idlen,
+                    proto_msg_t *m, proto_stats_t *st, proto_reason_t *why,
+                    proto_known_fn known, void *known_arg, int zflags, proto_peer_t *peer);
+
 /* ---- helpers ---- */
 
 /* Returns the type's wire name ("hello", ...) or NULL. */

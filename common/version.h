@@ -6,4 +6,12 @@
  * literals ("bqos-node-" BQOS_VERSION). */
 #define BQOS_VERSION "0.1.0"
 
+/* What the memcached node answers to `version` (and shows as `stats`
+ * version): a memcached version number first, as libmemcached's tools
+ * (memcstat, memcping) parse it, then the bqos release.  1.6.18 is the
+ * memcached whose replies the front reproduces byte for byte
+ * (it_node_memccapable); memccapable holds a server below 1.6 to older,
+ * stricter replies. */
+#define BQOS_MEMCACHED_VERSION "1.6.18-bqos-" BQOS_VERSION
+
 #endif

@@ -21,6 +21,9 @@ ctrl_config_t ctrl_config_default(void)
         .skip_rel = 0.10,
         .skip_abs = 2,
         .default_capacity = 50000,
+        .cap_sd = 0,
+        .cap_cold = 0.2,
+        .conv_slack = 0.05,
     };
 }
 
@@ -365,6 +368,8 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     double prof = capacity > 0 ? (double)capacity : c->cfg.default_capacity;
     if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
         estimate_cap_cfg_t cc = estimate_cap_defaults(prof);
+        cc.k_sd = c->cfg.cap_sd;
+        cc.cold_margin = c->cfg.cap_cold;
         estimate_cap_init(&nd->cap, &cc);
     }
     int rc = ctrl_node_table(c, idx, table, names, n);
@@ -610,6 +615,7 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .up = nd->up,
         .rounds_silent = nd->last_seen < 0 ? -1 : c->round_no - nd->last_seen,
         .capacity = nd->cap.estimate,
+        .conservative = nd->cap.conservative,
         .profile = nd->cap.cfg.profile,
         .buckets = nd->ntable,
         .instance = nd->instance,

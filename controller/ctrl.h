@@ -53,6 +53,15 @@ typedef struct {
     double skip_abs;         /* ... and by more than this many IOs per interval */
     double default_capacity; /* IOPS profile of a node that gives none */
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
+    double cap_sd;           /* R-tokens are placed within each node's
+                                conservative capacity: the mean of its recent
+                                capacity samples minus cap_sd standard
+                                deviations (estimate.h), >= 0 */
+    double cap_cold;         /* ... or (1 - cap_cold) x the estimate before
+                                two samples, 0..1 */
+    double conv_slack;       /* token conversion: a bucket keeps this share
+                                of R of what it left unused; < 0: no
+                                conversion (remaining R = R - served) */
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
                                 from the clock so that a restarted controller's
                                 generations rarely repeat the old ones */
@@ -61,7 +70,7 @@ typedef struct {
 } ctrl_config_t;
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
- * capacity 50,000 IOPS. */
+ * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05. */
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;
@@ -221,6 +230,7 @@ typedef struct {
     int up;
     int64_t rounds_silent;   /* rounds since the last message (-1: never) */
     double capacity;         /* current estimate, IOPS */
+    double conservative;     /* what R-tokens are placed within, IOPS */
     double profile;          /* profiled capacity, IOPS */
     size_t buckets;          /* names in its table */
     uint64_t instance;       /* its process's id from its hello, 0 = none */

@@ -86,6 +86,7 @@ typedef struct {
     double busy;
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
+    double cons_used;      /* conservative capacity at the last computation */
     pair_t *pairs;         /* [ntable] */
     pair_push_t *push;     /* [ntable] */
     pair_served_t *served; /* [ntable] */
@@ -119,6 +120,15 @@ typedef struct {
     int64_t r, l;          /* tokens per period; l CTRL_UNLIMITED: no limit */
     /* per computation */
     int64_t served, r_rem, head;
+    /* Token conversion (phase_convert), over the current period: R-tokens
+     * converted (left unused while not backlogged) and served at the last
+     * round. */
+    double conv;
+    int64_t srv_prev;
+    uint8_t backlog;       /* queued on some up node at this round's reports */
+    int nr;                /* R-problem entries (pairs with demand) */
+    int64_t ss_alloc;      /* R placed for a single-server bucket (nr == 1):
+                              its `ra` points here */
     double arrivals;       /* over the up nodes, last interval */
     uint8_t prov;          /* its tokens are a provisional split (limited,
                               headroom left, no up node has reported it
@@ -147,6 +157,9 @@ struct ctrl {
     uint64_t period;
     uint32_t interval;
     double left;
+    uint64_t conv_period;  /* period the conversion state is of */
+    double conv_left;      /* `left` at the last round's conversion */
+    int conv_started;
     int64_t round_no;
     int started;
     int force;             /* next computation may not be skipped */

@@ -31,8 +31,11 @@ estimate_cap_cfg_t estimate_cap_defaults(double profile)
         .floor = 0.25 * profile,
         .saturated = 0.95,
         .min_busy = 0.5,
-        .full_busy = 0.98,
         .window = 8,
+        .max_change = 0.1,
+        .k_sd = 0,
+        .cold_margin = 0.2,
+        .max_margin = 0.5,
     };
 }
 
@@ -52,12 +55,51 @@ void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg)
         c->cfg.floor = 0;
     c->cfg.saturated = clamp01(c->cfg.saturated);
     c->cfg.min_busy = clamp01(c->cfg.min_busy);
-    c->cfg.full_busy = clamp01(c->cfg.full_busy);
+    c->cfg.max_change = clamp01(c->cfg.max_change);
+    c->cfg.cold_margin = clamp01(c->cfg.cold_margin);
+    c->cfg.max_margin = clamp01(c->cfg.max_margin);
+    if (!(c->cfg.k_sd >= 0))
+        c->cfg.k_sd = 0;
     if (c->cfg.window < 1)
         c->cfg.window = 1;
     if (c->cfg.window > ESTIMATE_WINDOW_MAX)
         c->cfg.window = ESTIMATE_WINDOW_MAX;
     c->estimate = c->cfg.profile;
+    c->conservative = c->estimate * (1 - c->cfg.cold_margin);
+}
+
+/* Moves the estimate to `want`, by at most max_change of its value. */
+static void cap_move(estimate_cap_t *c, double want)
+{
+    double e = c->estimate, m = c->cfg.max_change;
+    if (m > 0) {
+        if (want > e * (1 + m))
+            want = e * (1 + m);
+        else if (want < e * (1 - m))
+            want = e * (1 - m);
+    }
+    c->estimate = want < 1 ? 1 : want;
+}
+
+/* Recomputes c->conservative from the window and the estimate. */
+static void cap_conservative(estimate_cap_t *c)
+{
+    double e = c->estimate, lo = e * (1 - c->cfg.max_margin);
+    double cons = e * (1 - c->cfg.cold_margin);
+    if (c->nhist >= 2) {
+        double sum = 0, sq = 0;
+        for (int i = 0; i < c->nhist; i++)
+            sum += c->hist[i];
+        double mean = sum / c->nhist;
+        for (int i = 0; i < c->nhist; i++)
+            sq += (c->hist[i] - mean) * (c->hist[i] - mean);
+        cons = mean - c->cfg.k_sd * sqrt(sq / (c->nhist - 1));
+    }
+    if (cons > e)
+        cons = e;
+    if (cons < lo)
+        cons = lo;
+    c->conservative = cons < 1 ? 1 : cons;
 }
 
 double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_s,
@@ -66,20 +108,26 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     if (!(interval_s > 0))
         return c->estimate;
     double u = (double)completions;
-    int full = busy_s > 0 && busy_s >= c->cfg.full_busy * interval_s;
-    if (!full && u >= c->cfg.saturated * c->estimate * interval_s && u > 0) {
-        /* Haechi adds one step; a server that did much more than that has
-         * shown its rate directly. */
-        c->estimate += c->cfg.step;
-        if (u / interval_s > c->estimate)
-            c->estimate = u / interval_s;
-        c->steps++;
-        return c->estimate;
-    }
     if (!(busy_s >= c->cfg.min_busy * interval_s) || busy_s <= 0) {
-        c->ignored++;
+        if (u > 0 && u >= c->cfg.saturated * c->estimate * interval_s) {
+            /* Its estimate's worth in less than min_busy of the interval:
+             * the estimate is low.  Haechi adds one step; a server that
+             * did much more than that has shown its rate directly. */
+            double want = c->estimate + c->cfg.step;
+            if (u / interval_s > want)
+                want = u / interval_s;
+            cap_move(c, want);
+            cap_conservative(c);
+            c->steps++;
+        } else {
+            c->ignored++;
+        }
         return c->estimate;
     }
+    /* Busy a good part of the interval: its rate while busy is what it
+     * delivers.  (Stepping it instead, as when it merely completed its
+     * estimate's worth, pushed the estimate 20-48% past that rate: issue
+     * 14.) */
     if (busy_s > interval_s)
         busy_s = interval_s;
     double rate = u / busy_s;
@@ -94,9 +142,8 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     double sum = 0;
     for (int i = 0; i < c->nhist; i++)
         sum += c->hist[i];
-    c->estimate = sum / c->nhist;
-    if (c->estimate < 1)
-        c->estimate = 1;
+    cap_move(c, sum / c->nhist);
+    cap_conservative(c);
     c->samples++;
     return c->estimate;
 }

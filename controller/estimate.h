@@ -10,15 +10,30 @@
  *
  * Capacity: Haechi's Adaptive Capacity Estimation (Algorithm 1) applied per
  * redistribution interval.  Start from the profiled IOPS.  A server busy for
- * (nearly) the whole interval has shown its capacity: its rate while busy is
- * a sample.  Otherwise, when it completed as many IOs as its estimate
- * allowed, it may be able to do more: add a step (or jump to the rate it
- * reached, if higher); otherwise, if it was busy for a good part of the
- * interval, its rate while busy is a sample.  Samples above a floor (a
- * sample below is a light-load artefact) enter a window of the last M
- * samples and the estimate becomes their mean.  (Stepping a server that is
- * busy all the time would push the estimate past its real rate, where pShift
- * places tokens the server cannot serve.) */
+ * a good part of the interval (min_busy) has shown what it delivers: its
+ * rate while busy is a sample.  A server that completed its estimate's
+ * worth in less time than that may be able to do more: add a step (or jump
+ * to the rate it reached, if higher).  Samples above a floor (a sample
+ * below is a light-load artefact) enter a window of the last M samples and
+ * the estimate moves to their mean.  (Our nodes are work conserving, so
+ * unlike Haechi's token-capped clients a busy server's rate shows its
+ * capacity without probing; stepping a server that merely did its
+ * estimate's worth pushed the estimate past its real rate, where pShift
+ * places tokens the server cannot serve.)
+ *
+ * Steadiness (issue 14): one update moves the estimate by at most
+ * `max_change` of its value, so a noisy sample or a step cannot swing it.
+ * On a steady load the estimate converges to the server's delivered rate
+ * while busy (the mean of the window); after a change of capacity it
+ * reaches the new rate once the window holds only new samples (M sampled
+ * intervals) or, for a change larger than the clamp, after
+ * log(new/old) / log(1 +- max_change) updates, whichever is later.
+ *
+ * Conservative capacity, for placing reservations: Haechi's floor, the
+ * window's mean minus `k_sd` standard deviations of its samples, never
+ * above the estimate and never below (1 - `max_margin`) of it.  Before the
+ * window holds two samples the estimate is only a claim (the profile, or
+ * steps): the conservative capacity is then (1 - `cold_margin`) of it. */
 #ifndef BQOS_ESTIMATE_H
 #define BQOS_ESTIMATE_H
 
@@ -48,34 +63,41 @@ typedef struct {
     double floor;      /* busy-rate samples below this are ignored */
     double saturated;  /* completions >= saturated * estimate * interval
                           counts as "at its estimate" (e.g. 0.95) */
-    double min_busy;   /* a sample needs busy >= min_busy * interval (0..1) */
-    double full_busy;  /* busy >= full_busy * interval: a sample, never a
-                          step (0..1) */
+    double min_busy;   /* busy >= min_busy * interval: a sample; below, a
+                          step if it did its estimate's worth (0..1) */
     int window;        /* samples averaged, 1..ESTIMATE_WINDOW_MAX */
+    double max_change; /* largest relative move of the estimate per update
+                          (0..1; 0: no clamp, the plain Haechi mean) */
+    double k_sd;       /* conservative = mean - k_sd standard deviations */
+    double cold_margin;/* conservative = (1 - cold_margin) x estimate while
+                          fewer than two samples (0..1) */
+    double max_margin; /* conservative >= (1 - max_margin) x estimate (0..1) */
 } estimate_cap_cfg_t;
 
 #define ESTIMATE_WINDOW_MAX 32
 
 /* Returns settings derived from a profile: step 5%, floor 25% of the
- * profile, saturated 0.95, min_busy 0.5, full_busy 0.98, window 8. */
+ * profile, saturated 0.95, min_busy 0.5, window 8,
+ * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5. */
 estimate_cap_cfg_t estimate_cap_defaults(double profile);
 
 /* One server's capacity estimator: a plain value (no allocation). */
 typedef struct {
     estimate_cap_cfg_t cfg;
     double estimate;    /* IOs per second */
+    double conservative;/* IOs per second, <= estimate (see above) */
     double hist[ESTIMATE_WINDOW_MAX];
     int nhist, pos;
     uint64_t steps, samples, ignored; /* what the updates did, for stats */
 } estimate_cap_t;
 
 /* Initialises *c from *cfg (bad values are clamped: profile >= 1, window in
- * 1..ESTIMATE_WINDOW_MAX, fractions in 0..1). */
+ * 1..ESTIMATE_WINDOW_MAX, fractions in 0..1, k_sd >= 0). */
 void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg);
 
 /* Feeds one interval: `completions` IOs finished and `busy_s` seconds with
  * work at the backend during an interval of `interval_s` seconds.  Returns
- * the new estimate (IOs per second). */
+ * the new estimate (IOs per second); c->conservative is updated too. */
 double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_s,
                            double interval_s);
 

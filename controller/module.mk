@@ -5,23 +5,24 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
-                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c
-bqos-controller_LIBS = controller pshift protozmq proto common
+                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
+                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c
+bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
 bqos-ctl_SRCS = controller/ctl/ctl.c
-bqos-ctl_LIBS = proto common
+bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
-bqos-ctrl-bench_LIBS = protozmq proto common
+bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
-TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader
+TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader test_cmetrics
 test_estimate_SRCS = tests/test_estimate.c
 test_estimate_LIBS = controller common
 test_admission_SRCS = tests/test_admission.c
@@ -32,8 +33,15 @@ test_clock_SRCS = tests/test_clock.c controller/daemon/clock.c
 test_clock_LIBS = proto common
 test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/daemon/etcd.c
 test_leader_LIBS = common
+test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
+                     controller/daemon/leader.c controller/daemon/etcd.c controller/daemon/clock.c \
+                     controller/daemon/auth.c controller/daemon/authkeys.c
+test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_authkeys
+test_authkeys_SRCS = tests/test_authkeys.c controller/daemon/authkeys.c controller/daemon/auth.c
+test_authkeys_LIBS = protozmq proto curvekey common
 ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh \
           tests/it/it_etcd_failover.sh
 # no path around a limit: the default bucket, removed buckets, duplicate node names

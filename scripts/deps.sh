@@ -39,6 +39,7 @@ cmd  nbdinfo            libnbd-bin
 cmd  etcd               etcd-server
 cmd  man                man-db
 py   zmq                python3-zmq
+py   prometheus_client  python3-prometheus-client
 [bench]
 pc   igraph             libigraph-dev
 cmd  memcached          memcached

@@ -12,6 +12,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/bucketfile.h"
+#include "common/curvekey.h"
+#include "common/hostport.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "storage-node/core/agent.h"
@@ -44,6 +47,8 @@ struct ctlclient {
     double next_warn;    /* "no controller" warning before any welcome */
     double next_reopen;  /* in fallback: when the sockets are made anew */
     int leader;          /* the agent's leader at the last message (-1) */
+    int curve;           /* cfg.curve_key given: own and server loaded */
+    curvekey_t own, server;
 
     struct event *ev_timer; /* ctlclient_attach() */
 };
@@ -237,9 +242,13 @@ double ctlclient_tick(ctlclient_t *c, double now)
          * second (the agent takes over once it knows the period). */
         if (c->next_warn > 0) {
             c->st.agent.warn_unreachable++;
-            log_warn("no controller reachable at %s: %s", c->endpoint,
+            log_warn("no controller reachable at %s: %s%s", c->endpoint,
                      c->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
-                                                      : "no grant to enforce yet");
+                                                      : "no grant to enforce yet",
+                     c->curve ? " (with CURVE: is this node's key in the controller's "
+                                "--authorized-keys under its --name, and --controller-key "
+                                "the controller's?)"
+                              : "");
         }
         c->next_warn = now + 1.0;
     }
@@ -382,6 +391,8 @@ static int peer_open(ctlclient_t *c, int i)
         return -zmq_errno();
     c->peer[i].sock = sock;
     int one = 1, zero = 0, hwm = 64, ivl = 100, ivlmax = 1000;
+    int v6 = hostport_zmq_ipv6(c->peer[i].endpoint);
+    zmq_setsockopt(sock, ZMQ_IPV6, &v6, sizeof v6);
     unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
                                        under our name is another peer */
     zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));
@@ -390,6 +401,8 @@ static int peer_open(ctlclient_t *c, int i)
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(sock, ZMQ_RECONNECT_IVL_MAX, &ivlmax, sizeof ivlmax);
+    if (c->curve && curvekey_set_client(sock, &c->own, &c->server) < 0)
+        return -zmq_errno();
     if (zmq_connect(sock, c->peer[i].endpoint) != 0) {
         int rc = -zmq_errno();
         log_error("controller endpoint '%s': %s", c->peer[i].endpoint, zmq_strerror(-rc));
@@ -455,6 +468,13 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     }
     if (!c->cfg.instance || c->cfg.instance > PROTO_MAX_COUNT)
         c->cfg.instance = random_instance();
+    jsonloc_err_t kerr;
+    if ((rc = curvekey_load_client(cfg->curve_key, cfg->controller_key, &c->own, &c->server,
+                                   &c->curve, &kerr)) < 0) {
+        char buf[700];
+        log_error("%s", bucketfile_strerror(&kerr, buf, sizeof buf));
+        goto out;
+    }
     for (int i = 0; i < c->npeers; i++)
         if ((rc = peer_open(c, i)) < 0)
             goto out;
@@ -523,6 +543,7 @@ void ctlclient_destroy(ctlclient_t **cp)
     agent_destroy(&c->agent);
     free(c->endpoint);
     free(c->split);
+    explicit_bzero(&c->own, sizeof c->own);
     free(c);
     *cp = NULL;
 }

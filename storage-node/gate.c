@@ -26,6 +26,7 @@ struct gate {
     window_t *win;         /* IOs at the backend: how many, how many allowed */
     double busy_mark;      /* last time busy time was accounted */
     double busy_pending;   /* busy seconds not yet reported */
+    struct iolat *lat;     /* gate_set_iolat(), NULL: none */
     int stopping;
     struct event *stop_timer;
     /* gate_request_dispatch(): one dispatch per pass of the event loop. */
@@ -43,6 +44,16 @@ void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
 {
     g->status = fn;
     g->status_arg = arg;
+}
+
+void gate_set_iolat(gate_t *g, struct iolat *l)
+{
+    g->lat = l;
+}
+
+struct iolat *gate_iolat(const gate_t *g)
+{
+    return g->lat;
 }
 
 /* The gate's own stats lines (the window), then gate_set_status()'s. */

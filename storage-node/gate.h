@@ -27,6 +27,7 @@
 #include "storage-node/listener.h"
 
 struct event_base;
+struct iolat;
 struct sockaddr;
 
 /* The socket side of a front's connection: embed one in the front's
@@ -189,6 +190,11 @@ void gate_kick(gate_t *g);
  * the loop thread while a front formats its stats; NULL removes it. */
 typedef void (*gate_status_fn)(void *arg, FILE *fp);
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
+
+/* The IO timing recorder the fronts feed (storage-node/iolat.h; borrowed,
+ * NULL: none, the default) and the one set. */
+void gate_set_iolat(gate_t *g, struct iolat *l);
+struct iolat *gate_iolat(const gate_t *g);
 
 /* What a front calls while formatting its stats: the gate's own lines
  * (bqos_window: IOs allowed at the backend now; bqos_window_latency_us and

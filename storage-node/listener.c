@@ -14,8 +14,8 @@
 
 #include <event2/listener.h>
 
+#include "common/hostport.h"
 #include "common/log.h"
-#include "storage-node/nodeconf.h"
 
 _Static_assert(sizeof(((listener_addr_t *)0)->path) <= sizeof(((struct sockaddr_un *)0)->sun_path),
                "listener path must fit sun_path");
@@ -44,7 +44,7 @@ int listener_parse(const char *spec, listener_addr_t *a)
         return 0;
     }
     struct in6_addr tmp;
-    if (nodeconf_split_hostport(spec, a->host, sizeof a->host, &a->port) < 0 ||
+    if (hostport_split(spec, a->host, sizeof a->host, &a->port) < 0 ||
         (evutil_inet_pton(AF_INET, a->host, &tmp) != 1 &&
          evutil_inet_pton(AF_INET6, a->host, &tmp) != 1))
         return -EINVAL;

@@ -24,7 +24,8 @@ typedef struct {
     const char *prog;
     int block;                      /* a block node */
     const char *name, *listen, *nbd_listen, *backend, *buckets;
-    const char *config, *controller, *tokens_file;
+    const char *config, *controller, *tokens_file, *metrics;
+    const char *curve_key, *controller_key; /* CURVE to the controller */
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */
@@ -130,7 +131,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 33
+#define NROWS 36
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -256,6 +257,15 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "the controller with the highest leadership epoch it has seen (a\n"
                         "deposed leader's late tokens are ignored).  Without a controller\n"
                         "the node runs on --config and --tokens-file alone."}},
+        {BOTH, {.name = "curve-key", .type = OPTS_STRING, .target = &a->curve_key,
+                .arg = "FILE", .show = "none: plain",
+                .help = "This node's CURVE secret key (bqos-ctl keygen; mode 0600), for a\n"
+                        "controller with --curve-key: authenticated, encrypted control traffic.\n"
+                        "The controller's authorized keys bind it to this node's --name."}},
+        {BOTH, {.name = "controller-key", .type = OPTS_STRING, .target = &a->controller_key,
+                .arg = "FILE", .show = "none",
+                .help = "With --curve-key: the controller's public key (its .pub); one key\n"
+                        "serves all the controllers of --controller."}},
         {BOTH, {.name = "fallback", .type = OPTS_ENUM, .target = &a->fallback,
                 .arg = "static|rr", .deflt = "static", .names = fallback_names,
                 .help = "What the node does while no controller is heard (--silence).\n"
@@ -315,6 +325,10 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .help = "Client connections beyond are refused."}},
         {BOTH, {.name = "weighted", .type = OPTS_FLAG, .target = &a->weighted, .deflt = "off",
                 .help = "Weighted round robin by bucket weight."}},
+        {BOTH, {.name = "metrics-listen", .type = OPTS_STRING, .target = &a->metrics,
+                .arg = "HOST:PORT", .show = "none",
+                .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
+                        "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."}},
         {BOTH, {.name = "log-level", .type = OPTS_ENUM, .target = &a->level, .arg = "LEVEL",
                 .deflt = "info", .names = level_names,
                 .help = "error, warn, info or debug (logs go to stderr)."}},
@@ -370,7 +384,9 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, finish in-flight requests, answer\n"
             "                     queued ones with SERVER_ERROR shutting down, exit 0.\n"
-            "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n\n"
+            "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n"
+            "    SIGHUP           re-read --config (new buckets, weights) and\n"
+            "                     --tokens-file; a file that does not load changes nothing.\n\n"
             "EXIT STATUS\n"
             "    0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n\n"
             "EXAMPLE\n"
@@ -408,7 +424,9 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, answer queued requests with ESHUTDOWN,\n"
             "                     finish in-flight ones, exit 0.\n"
-            "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n\n"
+            "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n"
+            "    SIGHUP           re-read --config (new buckets, weights) and\n"
+            "                     --tokens-file; a file that does not load changes nothing.\n\n"
             "EXIT STATUS\n"
             "    0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n\n"
             "EXAMPLE\n"
@@ -500,7 +518,8 @@ static noderun_config_t run_config(const args_t *a)
 {
     return (noderun_config_t){a->name, a->config, a->tokens_file, a->controller, a->capacity,
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
-                              a->pacing, a->burst_s, (sched_order_t)a->r_order};
+                              a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
+                              a->controller_key, a->metrics, a->block ? "block" : "memcached"};
 }
 
 /* The memcached node: front_t in front of memcached. */

@@ -1,6 +1,6 @@
 # storage-node/ - bqos-node: the token scheduler core (no threads, no sockets) and the memcached front
 LIBS += node
-node_SRCS = storage-node/nodeconf.c storage-node/listener.c
+node_SRCS = storage-node/nodeconf.c storage-node/listener.c storage-node/iolat.c
 # what both fronts share (gate, freelist) and both backends (workpool)
 node_SRCS += storage-node/gate.c storage-node/workpool.c storage-node/freelist.c
 

@@ -6,8 +6,8 @@ node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc
 # (bucket/token files, controller client, signals) is linked into the
 # program, not libnode: it calls ctlclient, linked before node.
 PROGS += bqos-node bqos-nbd-node
-bqos-node_SRCS = storage-node/main.c storage-node/noderun.c
-bqos-node_LIBS = ctlclient node nodecore protozmq proto common
+bqos-node_SRCS = storage-node/main.c storage-node/noderun.c storage-node/nodemetrics.c
+bqos-node_LIBS = ctlclient node nodecore protozmq proto curvekey common
 bqos-nbd-node_SRCS = $(bqos-node_SRCS)
 bqos-nbd-node_LIBS = $(bqos-node_LIBS)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh

@@ -8,27 +8,7 @@
 
 #include "common/bucketfile.h"
 #include "common/log.h"
-#include "common/num.h"
 #include "storage-node/core/sched.h"
-
-int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port)
-{
-    const char *colon = strrchr(s, ':');
-    int64_t p;
-    if (!colon || colon == s || (size_t)(colon - s) >= cap ||
-        num_i64_in(colon + 1, 0, 65535, &p) < 0)
-        return -EINVAL;
-    size_t n = (size_t)(colon - s);
-    if (s[0] == '[' && n >= 2 && s[n - 1] == ']') {
-        memcpy(host, s + 1, n - 2);
-        host[n - 2] = '\0';
-    } else {
-        memcpy(host, s, n);
-        host[n] = '\0';
-    }
-    *port = (unsigned)p;
-    return 0;
-}
 
 static json_t *load_json(const char *path)
 {

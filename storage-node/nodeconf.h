@@ -5,10 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most
- * cap - 1 bytes) and port 0..65535.  Returns 0 or -EINVAL. */
-int nodeconf_split_hostport(const char *s, char *host, size_t cap, unsigned *port);
-
 /* Reads the buckets of a controller reservation file with the controller's
  * reader (common/bucketfile: the whole file is validated as the controller
  * does, before any add() call) and calls add(arg, name, weight) for each in

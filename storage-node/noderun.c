@@ -9,14 +9,17 @@
 #include <sys/resource.h>
 
 #include "common/log.h"
+#include "common/metricsd.h"
 #include "common/notify.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/nodeconf.h"
+#include "storage-node/nodemetrics.h"
 
 typedef struct {
     gate_t *g;
     const noderun_config_t *cfg;
     ctlclient_t *ctl;
+    nodemetrics_t *nm;     /* with --metrics-listen, else NULL */
 } run_t;
 
 void noderun_prepare(void)
@@ -58,6 +61,16 @@ static void ctl_set_policy(void *arg, sched_policy_t policy)
     const run_t *r = arg;
     sched_set_policy(gate_sched(r->g), policy);
     gate_kick(r->g);
+}
+
+/* A period ends (the controller client's, or SIGUSR1): the exporter keeps
+ * the counters the scheduler is about to zero. */
+static void period_start(void *arg)
+{
+    const run_t *r = arg;
+    if (r->nm)
+        nodemetrics_period_end(r->nm);
+    sched_period_start(gate_sched(r->g));
 }
 
 static void ctl_applied(void *arg)
@@ -109,8 +122,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     const run_t *r = arg;
+    if (sig == SIGHUP) { /* files that do not load are logged and change nothing */
+        log_info("SIGHUP: reloading%s%s%s%s", r->cfg->config ? " " : "",
+                 r->cfg->config ? r->cfg->config : "", r->cfg->tokens_file ? " " : "",
+                 r->cfg->tokens_file ? r->cfg->tokens_file : "");
+        if (r->cfg->config)
+            nodeconf_load_buckets(r->cfg->config, add_bucket, arg);
+        if (r->cfg->tokens_file)
+            nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
+        return;
+    }
     if (sig == SIGUSR1) {
-        sched_period_start(gate_sched(r->g));
+        period_start(arg);
         if (r->cfg->tokens_file)
             nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
         else
@@ -122,13 +145,39 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     gate_shutdown(r->g);
 }
 
+static void on_metrics(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    metricsd_serve(arg);
+}
+
+/* The exporter (r->nm), its HTTP endpoint (*md) and the loop's watch on it
+ * (*ev).  Returns 0 or -errno (what was made is the caller's to free). */
+static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, struct event **ev)
+{
+    int err = 0;
+    if (!(r->nm = nodemetrics_new(r->g, r->cfg->name, r->cfg->kind)))
+        return -ENOMEM;
+    gate_set_iolat(r->g, nodemetrics_iolat(r->nm)); /* the fronts time every IO */
+    nodemetrics_set_ctl(r->nm, r->ctl);
+    if (!(*md = metricsd_new(r->cfg->metrics, nodemetrics_render, r->nm, &err)))
+        return err;
+    if (!(*ev = event_new(base, metricsd_fd(*md), EV_READ | EV_PERSIST, on_metrics, *md)) ||
+        event_add(*ev, NULL) < 0)
+        return -ENOMEM;
+    log_info("metrics on http://%s/metrics", metricsd_address(*md));
+    return 0;
+}
+
 int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
-    run_t r = {g, cfg, NULL};
+    run_t r = {g, cfg, NULL, NULL};
     ctlclient_t *ctl = NULL;
-    static const int signos[] = {SIGTERM, SIGINT, SIGUSR1};
-    struct event *sigs[3] = {0};
+    static const int signos[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP};
+    struct event *sigs[4] = {0}, *mev = NULL;
+    metricsd_t *md = NULL;
 
     sched_t *s = gate_sched(g);
     if (sched_set_pacing(s, cfg->pacing, cfg->burst_s) < 0 ||
@@ -150,9 +199,12 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.capacity = cfg->capacity;
         cc.normal = cfg->policy;
         cc.mode = cfg->fallback;
+        cc.curve_key = cfg->curve_key;
+        cc.controller_key = cfg->controller_key;
         if (cfg->silence > 0)
             cc.silence_intervals = cfg->silence;
         ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
+                               .period_start = period_start,
                                .applied = ctl_applied, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
@@ -162,7 +214,11 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         r.ctl = ctl;
         gate_set_status(g, ctl_status, &r);
     }
-    for (int i = 0; i < 3; i++) {
+    if (cfg->metrics && (err = start_metrics(base, &r, &md, &mev)) < 0) {
+        log_error("--metrics-listen %s: %s", cfg->metrics, strerror(-err));
+        goto out;
+    }
+    for (int i = 0; i < 4; i++) {
         sigs[i] = evsignal_new(base, signos[i], on_signal, &r);
         if (!sigs[i] || event_add(sigs[i], NULL) < 0) {
             log_error("cannot install signal handlers");
@@ -176,9 +232,14 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     }
     rc = 0;
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (sigs[i])
             event_free(sigs[i]);
+    if (mev)
+        event_free(mev);
+    metricsd_destroy(&md);
+    gate_set_iolat(g, NULL);
+    nodemetrics_destroy(&r.nm);
     gate_set_status(g, NULL, NULL); /* r goes with this frame */
     if (ctl)
         ctl_log(ctl);

@@ -25,6 +25,9 @@ typedef struct {
     int pacing;              /* --pacing: paced tokens (sched_set_pacing()) */
     double burst_s;          /* --burst: depth, seconds of the paced rate */
     sched_order_t r_order;   /* --r-order: step 1 by round robin or urgency */
+    const char *curve_key, *controller_key; /* --curve-key, --controller-key */
+    const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
+    const char *kind;        /* "memcached" or "block" (metrics) */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections
@@ -40,7 +43,10 @@ void noderun_prepare(void);
  * SIGTERM and SIGINT
  * (gate_shutdown()) and
  * SIGUSR1 (a new period: per-period counters zeroed, the tokens file read
- * again), then runs the loop until the front breaks it.  Returns 0 after a
+ * again) and SIGHUP (cfg->config and cfg->tokens_file read again: new
+ * buckets added, weights and tokens set; a file that does not load is
+ * logged and changes nothing), serves cfg->metrics (storage-node/
+ * nodemetrics.h), then runs the loop until the front breaks it.  Returns 0 after a
  * clean stop, -1 after an error (logged).  The controller client has said
  * goodbye and the signal events are gone when it returns; the front and the
  * loop are the caller's.  Main thread only. */

@@ -389,6 +389,7 @@ START_TEST(test_ctrl_node_down_and_back)
 {
     ctrl_config_t cfg = ctrl_config_default();
     cfg.down_after = 2;
+    cfg.cap_cold = 0; /* place R up to the profile (no samples here) */
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000}]}", 2, 50000, &cfg);
     rep_t rp[1] = {{5, 20000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
@@ -552,15 +553,26 @@ START_TEST(test_ctrl_capacity_estimate_from_reports)
     rep_t rp[1] = {{50, 3000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
     round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
-    /* Busy the whole 0.2 s interval, 1,200 completions: 6,000/s. */
+    /* Busy the whole 0.2 s interval, 1,200 completions: a sample of
+     * 6,000/s; the estimate moves 10% per update towards it, the
+     * conservative capacity (before two samples) is 80% of the estimate. */
     ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
     report(c, 0, 1, 1, rp, 1, 1200, 0.2);
     ctrl_node_info_t ni;
     ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
-    ck_assert_double_eq_tol(ni.capacity, 6000, 1e-6);
+    ck_assert_double_eq_tol(ni.capacity, 9000, 1e-6);
+    ck_assert_double_eq_tol(ni.conservative, 7200, 1e-6);
     ck_assert_double_eq(ni.profile, 10000);
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
-    ck_assert(!res.skipped); /* capacity moved by 40% */
+    /* The same again: two samples of 6,000/s, no spread, so the
+     * conservative capacity is their mean. */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 2, 0), 0);
+    report(c, 0, 1, 2, (rep_t[]){{50, 3000, 0, 0, CTRL_UNLIMITED}}, 1, 2400, 0.4);
+    ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
+    ck_assert_double_eq_tol(ni.capacity, 8100, 1e-6);
+    ck_assert_double_eq_tol(ni.conservative, 6000, 1e-6);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert(!res.skipped); /* conservative capacity moved by 17% */
     ctrl_destroy(&c);
 }
 END_TEST
@@ -722,10 +734,12 @@ static int64_t pv_sum(const held_t *h, int b)
  * the next period's split goes to the node that had the demand. */
 START_TEST(test_ctrl_provisional_split_for_unreported_limited)
 {
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.conv_slack = -1; /* "lim" idle in interval 0 keeps all its R */
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"lim\",\"reservation\":100,\"limit\":300},"
                       "{\"name\":\"unl\",\"reservation\":50},"
                       "{\"name\":\"cap\",\"reservation\":0,\"limit\":91}]}",
-                      PV_NN, 10000, NULL);
+                      PV_NN, 10000, &cfg);
     const char *const *names;
     uint32_t gen = ctrl_table(c, &names, NULL);
     held_t h;
@@ -940,6 +954,117 @@ START_TEST(test_ctrl_sparse_tables_same_tokens)
 }
 END_TEST
 
+/* Issue 14: six servers that deliver 10,000 IOs/s each but claim 12,000
+ * (a capacity estimate 20% above what they deliver), twelve buckets
+ * reserving 75% of the delivered 60,000/s: "solo" (6,000/s) has demand on
+ * n0 only, a..e (3,000/s each) on n0, n1 and n2, f..k (4,000/s each) on n1
+ * to n5.  solo is placed first and gets its whole reservation on n0, and
+ * the R-tokens on n0 fit within its conservative capacity (80% of the
+ * unsampled claim: 9,600), below what it delivers; every bucket's
+ * reservation is placed.  Then three single-server buckets claim more than
+ * n0's conservative capacity: they share it in proportion to their claims
+ * and no flexible bucket keeps R-tokens there. */
+#define RB_NN 6
+#define RB_NB 12
+START_TEST(test_ctrl_single_server_within_conservative_capacity)
+{
+    static const char *const bj =
+        "{\"buckets\":[{\"name\":\"solo\",\"reservation\":6000},"
+        "{\"name\":\"a\",\"reservation\":3000},{\"name\":\"b\",\"reservation\":3000},"
+        "{\"name\":\"c\",\"reservation\":3000},{\"name\":\"d\",\"reservation\":3000},"
+        "{\"name\":\"e\",\"reservation\":3000},{\"name\":\"f\",\"reservation\":4000},"
+        "{\"name\":\"g\",\"reservation\":4000},{\"name\":\"h\",\"reservation\":4000},"
+        "{\"name\":\"i\",\"reservation\":4000},{\"name\":\"j\",\"reservation\":4000},"
+        "{\"name\":\"k\",\"reservation\":4000}]}";
+    static const int64_t res_of[RB_NB] = {6000, 3000, 3000, 3000, 3000, 3000,
+                                          4000, 4000, 4000, 4000, 4000, 4000};
+    for (int pass = 0; pass < 2; pass++) {
+        ctrl_t *c = setup(bj, RB_NN, 12000, NULL);
+        rep_t reps[RB_NN][RB_NB];
+        memset(reps, 0, sizeof reps);
+        for (int i = 0; i < RB_NN; i++)
+            for (int b = 0; b < RB_NB; b++) {
+                int on = b == 0 ? i == 0 : b <= 5 ? i <= 2 : i >= 1;
+                /* pass 1: a and b have nowhere else to go either: they
+                 * claim 6,000 + 3,000 + 3,000 of n0's 9,600. */
+                if (pass == 1 && (b == 1 || b == 2))
+                    on = i == 0;
+                if (on)
+                    reps[i][b] = (rep_t){100, 4000, 0, 0, CTRL_UNLIMITED};
+            }
+        const rep_t *rp[RB_NN];
+        for (int i = 0; i < RB_NN; i++)
+            rp[i] = reps[i];
+        ctrl_result_t res;
+        round_run(c, 1, 0, rp, RB_NN, RB_NB, &res);
+        ctrl_node_info_t ni;
+        ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
+        ck_assert_double_eq(ni.capacity, 12000);
+        ck_assert_double_eq(ni.conservative, 9600);
+        int64_t on0 = 0, placed[RB_NB] = {0};
+        for (int i = 0; i < RB_NN; i++)
+            for (int b = 0; b < RB_NB; b++) {
+                int64_t r, l;
+                if (find_tok(c, i, (uint32_t)b, &r, &l) == 0) {
+                    placed[b] += r;
+                    if (i == 0)
+                        on0 += r;
+                }
+            }
+        ck_assert_int_le(on0, 9600);
+        if (pass == 0) {
+            ck_assert_int_eq(tok_r(c, 0, 0), 6000);
+            for (int b = 0; b < RB_NB; b++)
+                ck_assert_msg(placed[b] == res_of[b], "bucket %d: %lld R-tokens placed", b,
+                              (long long)placed[b]);
+        } else {
+            ck_assert_int_eq(tok_r(c, 0, 0), 4800);
+            ck_assert_int_eq(tok_r(c, 0, 1), 2400);
+            ck_assert_int_eq(tok_r(c, 0, 2), 2400);
+            for (int b = 3; b < RB_NB; b++) {
+                int64_t r, l;
+                ck_assert(find_tok(c, 0, (uint32_t)b, &r, &l) != 0 || r == 0);
+            }
+        }
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
+/* Issue 14, token conversion: "late" (R 1,000 per 1 s period, K = 5) is
+ * idle for three intervals and shows a backlog at the end of the fourth:
+ * what it left unused in the first three (R x 0.6) is converted, it keeps
+ * R x 0.4 (the interval left and the one its demand appeared in) plus the
+ * slack (5% of R), so its late claim cannot take the node from "busy",
+ * which was backlogged all along and keeps its whole remaining
+ * reservation.  Without conversion (conv_slack < 0) the late claim is the
+ * whole reservation. */
+START_TEST(test_ctrl_conversion_of_unused_reservation)
+{
+    for (int conv = 1; conv >= 0; conv--) {
+        ctrl_config_t cfg = ctrl_config_default();
+        cfg.cap_cold = 0;
+        if (!conv)
+            cfg.conv_slack = -1;
+        ctrl_t *c = setup("{\"buckets\":[{\"name\":\"late\",\"reservation\":1000},"
+                          "{\"name\":\"busy\",\"reservation\":5000}]}",
+                          1, 50000, &cfg);
+        ctrl_result_t res;
+        for (uint32_t k = 0; k < 4; k++) {
+            /* busy: backlogged, served 500 per interval (below its pace) */
+            rep_t rp[2] = {{0, 0, 0, 0, 0}, {200, 500, 500 * k, 0, CTRL_UNLIMITED}};
+            round_run(c, 1, k, (const rep_t *const[]){rp}, 1, 2, &res);
+        }
+        rep_t rp[2] = {{500, 500, 0, 0, CTRL_UNLIMITED}, {200, 500, 2000, 0, CTRL_UNLIMITED}};
+        round_run(c, 1, 4, (const rep_t *const[]){rp}, 1, 2, &res);
+        ck_assert(!res.skipped);
+        ck_assert_int_eq(tok_r(c, 0, 0), conv ? 450 : 1000);
+        ck_assert_int_eq(tok_r(c, 0, 1), 3000);              /* R - served */
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -952,7 +1077,9 @@ int main(void)
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,
         test_ctrl_backlog_floor, test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
-        test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed
+        test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
+        test_ctrl_single_server_within_conservative_capacity,
+        test_ctrl_conversion_of_unused_reservation
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "common/rng.h"
 #include "controller/estimate.h"
 #include "tests/testlib.h"
 
@@ -98,10 +99,12 @@ static void expect_cap_counts(const estimate_cap_t *c, uint64_t steps, uint64_t 
     ck_assert_uint_eq(c->ignored, ignored);
 }
 
-/* A capacity estimator with defaults for `profile`, or `window` if > 0. */
+/* A capacity estimator with defaults for `profile`, or `window` if > 0,
+ * without the clamp on its moves (these cases pin Haechi's plain mean). */
 static void cap_start(estimate_cap_t *c, double profile, int window)
 {
     estimate_cap_cfg_t cfg = estimate_cap_defaults(profile);
+    cfg.max_change = 0;
     if (window > 0)
         cfg.window = window;
     estimate_cap_init(c, &cfg);
@@ -113,10 +116,10 @@ START_TEST(test_estimate_capacity_profile_and_step)
     cap_start(&c, 10000, 0);
     ck_assert_double_eq(c.estimate, 10000);
     const cap_step_t steps[] = {
-        /* 0.2 s interval, served exactly its estimate with a little idle
-         * time: saturated, step up 5%. */
-        {2000, 0.19, 0.2, 10500},
-        {2100, 0.19, 0.2, 11000},
+        /* 0.2 s interval, served its estimate's worth busy less than half
+         * of it: the estimate is low, step up 5%. */
+        {2000, 0.09, 0.2, 10500},
+        {2100, 0.09, 0.2, 11000},
     };
     feed_cap(&c, steps, sizeof steps / sizeof steps[0]);
     expect_cap_counts(&c, 2, 0, 0);
@@ -145,8 +148,10 @@ START_TEST(test_estimate_capacity_full_busy_no_overshoot)
     for (int i = 0; i < 50; i++)
         feed_cap(&c, &(cap_step_t){20000, 1.0, 1.0, 20000}, 1);
     expect_cap_counts(&c, 0, 50, 0);
-    /* The same server with idle time left after its estimate: step. */
-    feed_cap(&c, &(cap_step_t){20000, 0.9, 1.0, 21000}, 1);
+    /* Busy 90% at a higher rate: a sample, not a step past it. */
+    feed_cap(&c, &(cap_step_t){20000, 0.9, 1.0, 20277.777777777777}, 1);
+    /* Its estimate's worth busy only 40% of the time: step. */
+    feed_cap(&c, &(cap_step_t){20000, 0.4, 1.0, 21277.777777777777}, 1);
 }
 END_TEST
 
@@ -160,10 +165,10 @@ START_TEST(test_estimate_capacity_window)
         {400, 1, 1, 450}, /* 600 dropped */
         /* Busy half the time at 400/s: sample 400. */
         {200, 0.5, 1, 400},
-        /* Did far more than the estimate with time to spare: jump to what
-         * it demonstrably did. */
-        {900, 0.9, 1, 900},
-        {900, 0.9, 1, 950},
+        /* Did far more than the estimate busy under half the time: jump to
+         * what it demonstrably did. */
+        {900, 0.45, 1, 900},
+        {900, 0.45, 1, 950},
     };
     feed_cap(&c, steps, sizeof steps / sizeof steps[0]);
     estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
@@ -172,6 +177,83 @@ START_TEST(test_estimate_capacity_window)
     estimate_cap_init(&c, &cfg);
     ck_assert_int_eq(c.cfg.window, ESTIMATE_WINDOW_MAX);
     ck_assert_double_eq(c.estimate, 1);
+}
+END_TEST
+
+/* Feeds `n` intervals of 0.2 s of a server delivering `rate` IOs/s while
+ * busy, +-10% noise per interval, busy 60..100% of the interval, to c
+ * (defaults).  Returns the largest relative move of the estimate between
+ * two intervals after the first `warm` and checks that the estimate and the
+ * conservative capacity stay within their bounds around `rate` then. */
+static double feed_noisy(estimate_cap_t *c, rng_t *r, double rate, int n, int warm)
+{
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double before = c->estimate;
+        double busy = 0.2 * (0.6 + 0.4 * rng_uniform(r));
+        double real = rate * (0.9 + 0.2 * rng_uniform(r));
+        estimate_cap_update(c, (uint64_t)(real * busy), busy, 0.2);
+        if (i < warm)
+            continue;
+        double move = fabs(c->estimate - before) / before;
+        if (move > worst)
+            worst = move;
+        ck_assert_msg(fabs(c->estimate - rate) <= 0.1 * rate, "interval %d: estimate %g vs %g",
+                      i, c->estimate, rate);
+        ck_assert_msg(c->conservative <= c->estimate && c->conservative >= 0.8 * rate &&
+                          c->conservative <= 1.0 * rate,
+                      "interval %d: conservative %g, estimate %g, rate %g", i, c->conservative,
+                      c->estimate, rate);
+    }
+    return worst;
+}
+
+/* Issue 14: on a steady server with noise the estimate holds within +-10%
+ * of the delivered rate after the window has filled, never moves more than
+ * 10% between intervals, and the conservative capacity (mean - 2 sd) sits
+ * at or below the delivered rate. */
+START_TEST(test_estimate_capacity_steady_under_noise)
+{
+    rng_t r;
+    rng_seed(&r, 14, 0);
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
+    cfg.k_sd = 2;
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    double worst = feed_noisy(&c, &r, 1000, 500, 8);
+    ck_assert_msg(worst <= 0.1 + 1e-9, "largest move %g", worst);
+    /* A profile 20% above the server's real rate: before any sample the
+     * conservative capacity is still below what it delivers. */
+    cfg = estimate_cap_defaults(1200);
+    cfg.k_sd = 2;
+    estimate_cap_init(&c, &cfg);
+    ck_assert(c.conservative <= 1000);
+    feed_noisy(&c, &r, 1000, 200, 10);
+}
+END_TEST
+
+/* After a step change of capacity the estimate is within 10% of the new
+ * rate within one window (8 sampled intervals), both ways. */
+START_TEST(test_estimate_capacity_step_change_converges)
+{
+    static const double rates[] = {1000, 600, 1100};
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    for (size_t k = 0; k < sizeof rates / sizeof rates[0]; k++) {
+        int n = 0;
+        while (fabs(c.estimate - rates[k]) > 0.1 * rates[k]) {
+            ck_assert_msg(n < 8, "rate %g: estimate %g after %d intervals", rates[k], c.estimate,
+                          n);
+            /* Busy the whole interval: every interval is a sample. */
+            estimate_cap_update(&c, (uint64_t)(rates[k] * 0.2), 0.2, 0.2);
+            n++;
+        }
+        for (int i = 0; i < 16; i++)
+            estimate_cap_update(&c, (uint64_t)(rates[k] * 0.2), 0.2, 0.2);
+        ck_assert(fabs(c.estimate - rates[k]) <= 1);
+        ck_assert(c.conservative <= c.estimate);
+    }
 }
 END_TEST
 
@@ -193,6 +275,8 @@ int main(void)
                                   test_estimate_capacity_profile_and_step,
                                   test_estimate_capacity_window,
                                   test_estimate_capacity_full_busy_no_overshoot,
+                                  test_estimate_capacity_steady_under_noise,
+                                  test_estimate_capacity_step_change_converges,
                                   test_estimate_changed_threshold};
     return testlib_run_tests("estimate", tests, sizeof tests / sizeof tests[0]);
 }

@@ -46,22 +46,6 @@ static int on_tokens(void *arg, const char *name, int64_t r, int64_t l)
     return 0;
 }
 
-START_TEST(test_nodeconf_hostport)
-{
-    char host[64];
-    unsigned port;
-    ck_assert_int_eq(nodeconf_split_hostport("127.0.0.1:11311", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "127.0.0.1");
-    ck_assert_uint_eq(port, 11311);
-    ck_assert_int_eq(nodeconf_split_hostport("[::1]:80", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "::1");
-    ck_assert_int_eq(nodeconf_split_hostport("nohost", host, sizeof host, &port), -EINVAL);
-    ck_assert_int_eq(nodeconf_split_hostport(":80", host, sizeof host, &port), -EINVAL);
-    ck_assert_int_eq(nodeconf_split_hostport("h:99999", host, sizeof host, &port), -EINVAL);
-    ck_assert_int_eq(nodeconf_split_hostport("a-very-long-host:1", host, 4, &port), -EINVAL);
-}
-END_TEST
-
 START_TEST(test_nodeconf_buckets_file)
 {
     seen_t s = {0};
@@ -129,7 +113,6 @@ END_TEST
 
 int main(void)
 {
-    const TTest *const tests[] = {test_nodeconf_hostport,
-                                  test_nodeconf_buckets_file, test_nodeconf_tokens_file};
+    const TTest *const tests[] = {test_nodeconf_buckets_file, test_nodeconf_tokens_file};
     return testlib_run_tests("nodeconf", tests, sizeof tests / sizeof tests[0]);
 }

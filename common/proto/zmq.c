@@ -4,6 +4,7 @@
 #include "common/proto.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -28,9 +29,25 @@ int proto_send(void *sock, const void *identity, size_t idlen, const proto_msg_t
     return 0;
 }
 
+void proto_peer_get(void *zmsg, proto_peer_t *p)
+{
+    const char *u = zmq_msg_gets(zmsg, "User-Id");
+    const char *k = zmq_msg_gets(zmsg, "X-Bqos-Key");
+    snprintf(p->user, sizeof p->user, "%s", u ? u : "");
+    snprintf(p->key, sizeof p->key, "%s", k ? k : "");
+}
+
 int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen, proto_msg_t *m,
                proto_stats_t *st, proto_reason_t *why, proto_known_fn known, void *known_arg,
                int zflags)
+{
+    return proto_recv_peer(sock, identity, idcap, idlen, m, st, why, known, known_arg, zflags,
+                           NULL);
+}
+
+int proto_recv_peer(void *sock, void *identity, size_t idcap, size_t *idlen, proto_msg_t *m,
+                    proto_stats_t *st, proto_reason_t *why, proto_known_fn known,
+                    void *known_arg, int zflags, proto_peer_t *peer)
 {
     zmq_msg_t parts[RECV_MAX_FRAMES];
     size_t n = 0;
@@ -94,6 +111,8 @@ int proto_recv(void *sock, void *identity, size_t idcap, size_t *idlen, proto_ms
         rc = -EPROTO;
         goto out;
     }
+    if (peer && n > 0)
+        proto_peer_get(&parts[n - 1], peer);
     if (known && m->type != PROTO_HELLO && !known(m->node, known_arg)) {
         proto_stats_note(st, PROTO_E_UNKNOWN_NODE);
         if (why)

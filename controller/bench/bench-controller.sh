@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-controller.sh - the controller's time per interval (receive, decode, pshift, encode, send) with simulated nodes, at 8 x 200 and 64 x 10,000 (docs/performance.md, "Controller").
-# Usage: controller/bench/bench-controller.sh [SECONDS]   (BIN defaults to bin; ROWS=prof: only the in-process rows)
+# Usage: controller/bench/bench-controller.sh [SECONDS]   (BIN defaults to bin; ROWS=prof: only the in-process rows; ROWS=curve: plain and CURVE at 64 x 10,000)
 set -u
 HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
 . "$HERE/lib.sh"
@@ -16,12 +16,12 @@ run() {
   next_port; cp=$PORT; next_port; ap=$PORT
   spawn "$T/controller.log" "$BIN/bqos-controller" --buckets "$T/b.json" \
     --listen "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" --period 1s --intervals 5 \
-    --capacity 20000 --skip-threshold "$4" --threads "$5" --down-after 5 ${7:-}
+    --capacity 20000 --skip-threshold "$4" --threads "$5" --down-after 5 ${7:-} ${CURVE_CTRL:-}
   pid=$SPAWNED
   wait_port "$cp" 10 || exit 1
   "$BIN/bqos-ctrl-bench" --endpoint "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" \
     --nodes "$1" --buckets "$2" --active "$3" --seconds "$SECS" --noise "${6:-0.2}" \
-    --quiet >"$T/out.json"
+    --quiet ${CURVE_BENCH:-} >"$T/out.json"
   stop_pid "$pid"
   python3 - "$T/out.json" "$1" "$2" "$3" "$4" "$5" "${6:-0.2}" <<'PY'
 import json, sys
@@ -41,6 +41,29 @@ print("| %5s x %6s | %d | %4s | %s | %s | %6.2f | %6.2f | %7.2f | %6.2f | %6.2f 
 PY
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, ${SECS}s per row"
+# ROWS=curve: 64 x 10,000 plain, then with CURVE on both endpoints (a key
+# per fake node; docs/performance.md "CURVE").
+if [ "${ROWS:-}" = curve ]; then
+  K=$T/keys; mkdir -p "$K"
+  for k in ctrl admin; do "$BIN/bqos-ctl" keygen "$K/$k" >/dev/null || exit 1; done
+  echo "admin admin $(awk '/^public/ {print $2}' "$K/admin.pub")" >"$K/ak"
+  i=0
+  while [ $i -lt 64 ]; do
+    n=$(printf fake%03d $i)
+    "$BIN/bqos-ctl" keygen "$K/$n" >/dev/null || exit 1
+    echo "node $n $(awk '/^public/ {print $2}' "$K/$n.pub")" >>"$K/ak"
+    i=$((i + 1))
+  done
+  echo "| nodes x buckets | active | noise | skip | thr | receive | decode | pshift | encode | send | sum w/o receive | of interval | CPU/round | of interval | computed/rounds |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for pass in plain curve plain curve; do
+    CURVE_CTRL=""; CURVE_BENCH=""
+    [ $pass = curve ] && CURVE_CTRL="--curve-key $K/ctrl.key --authorized-keys $K/ak" &&
+      CURVE_BENCH="--curve-dir $K"
+    printf '%s ' "$pass"; run 64 10000 8 0 1
+  done
+  exit 0
+fi
 if [ "${ROWS:-}" != prof ]; then
 echo "| nodes x buckets | active | noise | skip | thr | receive | decode | pshift | encode | send | sum w/o receive | of interval | CPU/round | of interval | computed/rounds |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"

@@ -10,6 +10,7 @@
 #include <zmq.h>
 
 #include "common/bucketfile.h"
+#include "common/curvekey.h"
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/opts.h"
@@ -41,6 +42,7 @@ typedef struct {
     int nodes, buckets, active;
     double seconds, capacity, reserved, noise;
     const char *write;
+    const char *curve;  /* --curve-dir: NAME.key per node, admin.key, ctrl.pub */
     int full;
     unsigned seed;
     int quiet;
@@ -66,7 +68,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 15
+#define NOPTS 16
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(bench_cfg_t *o, opts_row_t *rows)
@@ -105,6 +107,9 @@ static void option_rows(bench_cfg_t *o, opts_row_t *rows)
         {.name = "write-buckets", .type = OPTS_STRING, .target = &o->write, .arg = "FILE",
          .help = "write the matching bucket file and exit"},
         {.name = "quiet", .type = OPTS_FLAG, .target = &o->quiet, .help = "no progress lines"},
+        {.name = "curve-dir", .type = OPTS_STRING, .target = &o->curve, .arg = "DIR",
+         .help = "CURVE: node i uses DIR/fakeNNN.key, the status query DIR/admin.key,\n"
+                 "both DIR/ctrl.pub (bqos-ctl keygen)"},
         OPTS_HELP_ROW(0, &o->help, NULL),
         OPTS_VERSION_ROW(0, &o->version, NULL),
     };
@@ -149,6 +154,27 @@ static void take_timing(timing_t *t, const proto_msg_t *m, double now)
     t->intervals = m->intervals ? m->intervals : 1;
     t->period_s = m->period_ms / 1000.0;
     t->period_end = now + m->remaining_ms / 1000.0;
+}
+
+/* Makes sock a CURVE client with DIR/NAME.key, for DIR/ctrl.pub.  Returns
+ * 0 or -1 (said on stderr). */
+static int curve_client(void *sock, const char *dir, const char *name)
+{
+    char key[4096], pub[4096], buf[700];
+    curvekey_t own, srv;
+    jsonloc_err_t err;
+    snprintf(key, sizeof key, "%s/%s.key", dir, name);
+    snprintf(pub, sizeof pub, "%s/ctrl.pub", dir);
+    int on;
+    if (curvekey_load_client(key, pub, &own, &srv, &on, &err) < 0) {
+        fprintf(stderr, "bqos-ctrl-bench: %s\n", bucketfile_strerror(&err, buf, sizeof buf));
+        return -1;
+    }
+    if (curvekey_set_client(sock, &own, &srv) < 0) {
+        fprintf(stderr, "bqos-ctrl-bench: CURVE: %s\n", zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -222,6 +248,8 @@ int main(int argc, char **argv)
         zmq_setsockopt(f->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
         zmq_setsockopt(f->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
         zmq_setsockopt(f->sock, ZMQ_ROUTING_ID, f->name, strlen(f->name));
+        if (o.curve && curve_client(f->sock, o.curve, f->name) < 0)
+            return 1;
         if (zmq_connect(f->sock, o.endpoint) < 0) {
             fprintf(stderr, "bqos-ctrl-bench: connect %s: %s\n", o.endpoint,
                     zmq_strerror(zmq_errno()));
@@ -405,11 +433,11 @@ int main(int argc, char **argv)
     /* The controller's own view. */
     json_t *status = NULL;
     void *req = zmq_socket(ctx, ZMQ_REQ);
-    int linger = 0, tmo = 3000;
+    int linger = 0, tmo = 10000; /* a loaded host answers a 10,000-bucket status slowly */
     zmq_setsockopt(req, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(req, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
     zmq_setsockopt(req, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
-    if (zmq_connect(req, o.admin) == 0) {
+    if ((!o.curve || curve_client(req, o.curve, "admin") == 0) && zmq_connect(req, o.admin) == 0) {
         const char *q = "{\"v\":1,\"cmd\":\"status\"}";
         if (zmq_send(req, q, strlen(q), 0) >= 0) {
             zmq_msg_t msg;

@@ -10,6 +10,8 @@
 #include <zmq.h>
 
 #include "common/bucketfile.h"
+#include "common/curvekey.h"
+#include "common/hostport.h"
 #include "common/names.h"
 #include "common/num.h"
 #include "common/opts.h"
@@ -31,6 +33,7 @@ typedef struct {
     int64_t limit;      /* with have_limit and !limit_none */
     int64_t weight;     /* -1: not given */
     int have_limit, limit_none;
+    const char *curve_key, *controller_key; /* CURVE: both or neither */
     int help, version;
 } ctl_opts_t;
 
@@ -62,6 +65,8 @@ static const opts_usage_t usage = {
             "                         it from the next interval and saves its bucket file\n"
             "  remove NAME            remove bucket NAME\n"
             "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
+            "  keygen DIR/NAME        write a new CURVE key pair: DIR/NAME.key (secret,\n"
+            "                         mode 0600) and DIR/NAME.pub; never overwrites\n"
             "\n"
             "Options:\n",
     .layout = OPTS_LAYOUT_MAN,
@@ -72,7 +77,8 @@ static const opts_usage_t usage = {
             "\n"
             "Exit status:\n"
             "  0  success\n"
-            "  1  the controller refused the request (its reason is printed)\n"
+            "  1  the controller refused the request (its reason is printed); keygen:\n"
+            "     a key file could not be written\n"
             "  2  bad usage\n"
             "  3  the controller is unreachable or did not answer within the timeout,\n"
             "     or its answer was not understood\n"
@@ -85,7 +91,7 @@ static const opts_usage_t usage = {
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 8
+#define NOPTS 10
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -111,6 +117,15 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
          .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
+        {.name = "curve-key", .type = OPTS_STRING, .target = &o->curve_key, .arg = "FILE",
+         .show = "none: plain",
+         .help = "Our CURVE secret key (an admin or reader key of the controller's\n"
+                 "--authorized-keys; mode 0600).  A key the controller refuses looks\n"
+                 "like a controller that does not answer (exit 3)."},
+        {.name = "controller-key", .type = OPTS_STRING, .target = &o->controller_key,
+         .arg = "FILE", .show = "none",
+         .help = "With --curve-key: the controller's public key (its .pub); one key\n"
+                 "serves every controller of --endpoint."},
         OPTS_HELP_ROW(0, &o->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &o->version, "Print the version and exit."),
     };
@@ -129,7 +144,8 @@ static int quiet_not_leader;
 /* Sends `req` to the admin endpoint and waits for the reply.  Returns the
  * parsed reply (caller owns it) or NULL with a message printed; *code is
  * set to the exit status to use. */
-static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *code)
+static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *code,
+                       const curvekey_t *keys)
 {
     json_t *reply = NULL;
     char *text = json_dumps(req, JSON_COMPACT);
@@ -140,11 +156,16 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
         goto out;
     }
-    int zero = 0, one = 1;
+    int zero = 0, one = 1, v6 = hostport_zmq_ipv6(endpoint);
+    zmq_setsockopt(sock, ZMQ_IPV6, &v6, sizeof v6);
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
     zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    if (keys && curvekey_set_client(sock, &keys[0], &keys[1]) < 0) {
+        fprintf(stderr, "bqos-ctl: cannot set the CURVE keys: %s\n", zmq_strerror(zmq_errno()));
+        goto out;
+    }
     if (zmq_connect(sock, endpoint) != 0) {
         fprintf(stderr, "bqos-ctl: bad endpoint '%s': %s\n", endpoint, zmq_strerror(zmq_errno()));
         *code = EXIT_USAGE;
@@ -154,8 +175,12 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         if (zmq_errno() == EAGAIN)
             fprintf(stderr,
                     "bqos-ctl: controller unreachable at %s (no connection within %d ms); "
-                    "is bqos-controller running with this admin endpoint?\n",
-                    endpoint, timeout_ms);
+                    "is bqos-controller running with this admin endpoint?%s\n",
+                    endpoint, timeout_ms,
+                    keys ? "  Or it does not accept our key (--curve-key), or it is not the "
+                           "key of --controller-key"
+                         : "  A controller with --curve-key takes only clients with keys "
+                           "(--curve-key, --controller-key)");
         else
             fprintf(stderr, "bqos-ctl: send to %s failed: %s\n", endpoint,
                     zmq_strerror(zmq_errno()));
@@ -216,13 +241,15 @@ static int not_leader(json_t *reply)
     return reply && ec && strcmp(ec, "not_leader") == 0;
 }
 
-/* request() over the comma-separated endpoint list `list`: the first
+/* request() (with `keys`: NULL, or our pair and the controller's public
+ * key) over the comma-separated endpoint list `list`: the first
  * leader's answer.  Endpoints are asked in order; a standby's answer
  * (status with "leader": false, or a not_leader refusal) sends the request
  * on to the leader it names (if not in the list, it is asked too), else to
  * the next endpoint; with no leader found the first answer is returned.
  * Messages of endpoints that did not answer are printed only if none did. */
-static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *code)
+static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *code,
+                           const curvekey_t *keys)
 {
     char *eps[17];
     int n = 0;
@@ -234,7 +261,7 @@ static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *c
     for (char *t = strtok_r(copy, ",", &save); t && n < 16; t = strtok_r(NULL, ",", &save))
         eps[n++] = t;
     if (n <= 1) {
-        json_t *r = request(n ? eps[0] : list, timeout_ms, req, code);
+        json_t *r = request(n ? eps[0] : list, timeout_ms, req, code, keys);
         free(copy);
         return r;
     }
@@ -244,7 +271,7 @@ static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *c
     char named[300] = "";
     for (int i = 0; i < n; i++) {
         int c;
-        json_t *r = request(eps[i], timeout_ms, req, &c);
+        json_t *r = request(eps[i], timeout_ms, req, &c, keys);
         if (!r)
             continue;
         int standby = not_leader(r) || json_is_false(json_object_get(r, "leader"));
@@ -487,6 +514,17 @@ static void print_status(json_t *r)
             printf("hellos refused for a duplicate node name: %s\n",
                    cell(st, "duplicate_names", "?", x[5], 32));
     }
+    json_t *au = json_object_get(r, "auth"), *arf = json_object_get(au, "refused");
+    if (json_is_object(arf)) { /* CURVE (docs/security.md) */
+        const char *k;
+        json_t *v;
+        printf("CURVE: %" JSON_INTEGER_FORMAT " keys, %" JSON_INTEGER_FORMAT " connections "
+               "accepted; refused:", json_integer_value(json_object_get(au, "keys")),
+               json_integer_value(json_object_get(au, "accepted")));
+        json_object_foreach(arf, k, v)
+            printf(" %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+        putchar('\n');
+    }
     json_t *tm = json_object_get(json_object_get(r, "timing"), "mean_ms");
     if (json_is_object(tm)) {
         static const char *const parts[] = {"receive", "decode", "pshift", "encode", "send"};
@@ -501,6 +539,26 @@ static void print_status(json_t *r)
 }
 
 /* ---- main ---- */
+
+/* bqos-ctl keygen DIR/NAME: a new CURVE key pair, for a controller, a node
+ * or an operator (docs/security.md).  Returns the exit status. */
+static int keygen(const opts_cmd_t *oc, const char *base)
+{
+    if (!base)
+        return usage_error(oc, "keygen takes one DIR/NAME (writes NAME.key and NAME.pub)");
+    jsonloc_err_t err;
+    if (curvekey_generate(base, &err) < 0) {
+        char b[700];
+        fprintf(stderr, "bqos-ctl: keygen %s\n", bucketfile_strerror(&err, b, sizeof b));
+        return EXIT_REFUSED;
+    }
+    curvekey_t k;
+    char pub[4200];
+    snprintf(pub, sizeof pub, "%s.pub", base);
+    if (curvekey_load(pub, 0, &k, &err) == 0)
+        printf("%s.key (secret, mode 0600) and %s: public key %s\n", base, pub, k.public_z85);
+    return EXIT_OK;
+}
 
 int main(int argc, char **argv)
 {
@@ -520,9 +578,11 @@ int main(int argc, char **argv)
     int64_t res = o.res, limit = o.limit, weight = o.weight;
     int have_limit = o.have_limit, limit_none = o.limit_none;
     if (argi >= argc)
-        return usage_error(&oc, "no command given (status, buckets, set, remove, reload)");
+        return usage_error(&oc, "no command given (status, buckets, set, remove, reload, keygen)");
     const char *cmd = argv[argi++];
     int nargs = argc - argi;
+    if (strcmp(cmd, "keygen") == 0)
+        return keygen(&oc, nargs == 1 ? argv[argi] : NULL);
     const char *name = nargs > 0 ? argv[argi] : NULL;
     int is_set = strcmp(cmd, "set") == 0;
     int wants_name = is_set || strcmp(cmd, "remove") == 0;
@@ -563,7 +623,18 @@ int main(int argc, char **argv)
             json_object_set_new(req, "weight", json_integer(weight));
     }
     int code;
-    json_t *reply = request_any(endpoint, (int)o.timeout, req, &code);
+    curvekey_t keys[2];
+    int curve = 0;
+    jsonloc_err_t kerr;
+    if (curvekey_load_client(o.curve_key, o.controller_key, &keys[0], &keys[1], &curve,
+                             &kerr) < 0) {
+        char b[700];
+        fprintf(stderr, "bqos-ctl: %s\n", bucketfile_strerror(&kerr, b, sizeof b));
+        json_decref(req);
+        return EXIT_USAGE;
+    }
+    json_t *reply = request_any(endpoint, (int)o.timeout, req, &code, curve ? keys : NULL);
+    explicit_bzero(keys, sizeof keys);
     json_decref(req);
     if (!reply)
         return code;

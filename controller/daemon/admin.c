@@ -258,6 +258,23 @@ static json_t *default_json(admin_t *ad)
     return o;
 }
 
+/* Status "auth": whether CURVE is on, and the connections and requests
+ * admitted and refused (by reason). */
+static json_t *auth_json(const auth_t *au)
+{
+    json_t *o = json_pack("{s:s}", "mode", au ? "curve" : "none");
+    if (!au)
+        return o;
+    json_t *rf = json_object();
+    for (int i = 0; i < AUTH__NREASONS; i++)
+        json_object_set_new(rf, auth_reason_str((auth_reason_t)i),
+                            json_integer((json_int_t)au->refused[i]));
+    json_object_set_new(o, "keys", json_integer((json_int_t)authkeys_count(au->keys)));
+    json_object_set_new(o, "accepted", json_integer((json_int_t)au->accepted));
+    json_object_set_new(o, "refused", rf);
+    return o;
+}
+
 static json_t *cmd_status(admin_t *ad, json_t *req)
 {
     (void)req;
@@ -337,6 +354,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(st, "node_fallbacks", json_integer((json_int_t)ad->nodes->node_fallbacks));
     json_object_set_new(st, "node_resumes", json_integer((json_int_t)ad->nodes->node_resumes));
     json_object_set_new(r, "stats", st);
+    json_object_set_new(r, "auth", auth_json(ad->auth));
     json_t *tm = json_object();
     json_object_set_new(tm, "last_ms", split_json(&ad->tm->last, 1e3));
     json_object_set_new(tm, "mean_ms",
@@ -515,19 +533,21 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
 /* ---- the command table --------------------------------------------------- */
 
 /* One admin command: its "cmd", what runs it (the request is borrowed; the
- * reply returned is the caller's), and what it may change. */
+ * reply returned is the caller's), and what it may change (`writes`: a
+ * change, refused to reader keys and logged with its author). */
 typedef struct {
     const char *name;
     json_t *(*run)(admin_t *ad, json_t *req);
+    int writes;
     const char *changes;
 } admin_cmd_t;
 
 static const admin_cmd_t admin_cmds[] = {
-    {"status", cmd_status, "nothing: the clock, nodes, buckets, counters and round timing"},
-    {"buckets", cmd_buckets, "nothing: the configuration in force"},
-    {"set", cmd_set, "one bucket, created or changed; admitted, then the file is rewritten"},
-    {"remove", cmd_remove, "one bucket, removed; the file is rewritten"},
-    {"reload", cmd_reload, "the whole configuration, re-read from the file and admitted"},
+    {"status", cmd_status, 0, "nothing: the clock, nodes, buckets, counters and round timing"},
+    {"buckets", cmd_buckets, 0, "nothing: the configuration in force"},
+    {"set", cmd_set, 1, "one bucket, created or changed; admitted, then the file is rewritten"},
+    {"remove", cmd_remove, 1, "one bucket, removed; the file is rewritten"},
+    {"reload", cmd_reload, 1, "the whole configuration, re-read from the file and admitted"},
 };
 
 static const admin_cmd_t *find_cmd(const char *name)
@@ -538,7 +558,24 @@ static const admin_cmd_t *find_cmd(const char *name)
     return NULL;
 }
 
-static json_t *admin_request(admin_t *ad, const char *data, size_t len)
+/* Runs command c for the sender `p` of request `req`: refused by role,
+ * or run; an accepted change is logged with the key that made it. */
+static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const proto_peer_t *p)
+{
+    const char *who;
+    char msg[400];
+    if (auth_admin(ad->auth, p, c->name, c->writes, &who, msg, sizeof msg) < 0)
+        return reply_error("forbidden", msg);
+    json_t *r = c->run(ad, req);
+    if (c->writes && json_is_true(json_object_get(r, "ok"))) {
+        char *text = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+        log_info("audit: %s by %s: %s", c->name, who, text ? text : "?");
+        free(text);
+    }
+    return r;
+}
+
+static json_t *admin_request(admin_t *ad, const char *data, size_t len, const proto_peer_t *p)
 {
     json_error_t jerr;
     json_t *req = json_loadb(data, len, 0, &jerr);
@@ -555,7 +592,7 @@ static json_t *admin_request(admin_t *ad, const char *data, size_t len)
         r = reply_error("bad_request", "\"cmd\" (string) is required");
     else {
         const admin_cmd_t *c = find_cmd(cmd);
-        r = c ? c->run(ad, req) : reply_error("bad_request", "unknown cmd");
+        r = c ? run_cmd(ad, c, req, p) : reply_error("bad_request", "unknown cmd");
     }
     json_decref(req);
     return r;
@@ -572,8 +609,10 @@ void admin_drain(admin_t *ad)
         }
         /* REP: a multipart request is read whole, answered once. */
         int more = zmq_msg_more(&msg);
+        proto_peer_t peer;
+        proto_peer_get(&msg, &peer);
         json_t *r = more ? reply_error("bad_request", "one frame per request")
-                         : admin_request(ad, zmq_msg_data(&msg), zmq_msg_size(&msg));
+                         : admin_request(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);
         zmq_msg_close(&msg);
         while (more) {
             zmq_msg_t x;

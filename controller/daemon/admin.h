@@ -10,6 +10,7 @@
 
 #include "common/bucketfile.h"
 #include "controller/admission.h"
+#include "controller/daemon/auth.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/leader.h"
@@ -33,6 +34,8 @@ typedef struct {
                                 writes etcd first, then applies and exports
                                 the file as a backup; standbys answer
                                 set/remove/reload with not_leader */
+    auth_t *auth;            /* borrowed; NULL without CURVE (anyone who
+                                reaches the endpoint may do everything) */
 } admin_t;
 
 /* Answers every request waiting on the socket, without blocking.  A

@@ -13,7 +13,10 @@
 #include <zmq.h>
 
 #include "common/bucketfile.h"
+#include "common/curvekey.h"
+#include "common/hostport.h"
 #include "common/log.h"
+#include "common/metricsd.h"
 #include "common/mono.h"
 #include "common/notify.h"
 #include "common/opts.h"
@@ -22,9 +25,11 @@
 #include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
+#include "controller/daemon/auth.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
+#include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
@@ -41,6 +46,7 @@ typedef struct {
     int admission; /* admission_mode_t: index in admission_names */
     int down_after;
     double capacity;
+    double cap_sd, cap_cold, conv_slack;
     double skip;
     double wait;
     int approx;
@@ -51,6 +57,9 @@ typedef struct {
     double lease_ttl;
     double etcd_timeout;
     double takeover;      /* intervals without a heartbeat before a standby deposes */
+    const char *curve_key, *authorized_keys; /* both or neither */
+    int insecure;
+    const char *metrics;  /* --metrics-listen HOST:PORT, NULL: none */
     int help, version;
 } settings_t;
 
@@ -59,7 +68,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 21
+#define NOPTS 28
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -101,6 +110,21 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "50000", .min = 1, .max = 1e12,
          .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
                  "estimate then adapts to what the node reports."},
+        {.name = "capacity-sd", .type = OPTS_DOUBLE, .target = &s->cap_sd, .arg = "K",
+         .deflt = "0", .min = 0, .max = 100,
+         .help = "Reservation tokens are placed within each node's conservative capacity:\n"
+                 "the mean of its last 8 capacity samples minus K standard deviations\n"
+                 "(Haechi's floor; at most the estimate, at least half of it).  Raise it\n"
+                 "(e.g. 2) for nodes whose rate varies from interval to interval."},
+        {.name = "capacity-cold-margin", .type = OPTS_DOUBLE, .target = &s->cap_cold,
+         .arg = "FRACTION", .deflt = "0.2", .min = 0, .max = 1,
+         .help = "Until a node has given two capacity samples its conservative capacity\n"
+                 "is its estimate (the profile) less this fraction."},
+        {.name = "conversion-slack", .type = OPTS_DOUBLE, .target = &s->conv_slack,
+         .arg = "FRACTION", .deflt = "0.05", .min = -1, .max = 1,
+         .help = "Token conversion: reservation a bucket left unused while it had nothing\n"
+                 "queued is converted (no longer claimed with priority) beyond this\n"
+                 "fraction of its reservation per period; negative: no conversion."},
         {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
          .deflt = "0.1", .min = 0, .max = 1e6,
          .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"
@@ -148,6 +172,25 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "The leader stops pushing by its own clock a quarter interval before it\n"
                  "could be deposed, so a leader paused or starved this long is replaced.\n"
                  "0: only when its lease expires (--lease-ttl)."},
+        {.name = "curve-key", .type = OPTS_STRING, .target = &s->curve_key, .arg = "FILE",
+         .show = "none: no authentication, no encryption",
+         .help = "This controller's CURVE secret key (bqos-ctl keygen; mode 0600).  With\n"
+                 "--authorized-keys, both endpoints take only CURVE connections of the\n"
+                 "keys listed there, encrypted (docs/security.md)."},
+        {.name = "authorized-keys", .type = OPTS_STRING, .target = &s->authorized_keys,
+         .arg = "FILE", .show = "none",
+         .help = "With --curve-key: one 'node NAME KEY', 'admin NAME KEY' or 'reader NAME\n"
+                 "KEY' line per peer.  A node key speaks only for its node name; a\n"
+                 "reader may only read (status, buckets).  Re-read on SIGHUP."},
+        {.name = "insecure", .type = OPTS_FLAG, .target = &s->insecure,
+         .help = "Allow --listen or --admin on an address other hosts can reach without\n"
+                 "CURVE keys (else refused at start): anyone who reaches it can change the\n"
+                 "buckets and impersonate nodes.  Warned at start and every period (at most\n"
+                 "once a minute)."},
+        {.name = "metrics-listen", .type = OPTS_STRING, .target = &s->metrics,
+         .arg = "HOST:PORT", .show = "none",
+         .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
+                 "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
@@ -169,7 +212,8 @@ static const opts_usage_t usage = {
     .tail = "\n"
             "Signals:\n"
             "  SIGHUP          re-read the bucket file (kept unchanged if invalid or refused);\n"
-            "                  with --etcd only at the leader, which writes it to etcd\n"
+            "                  with --etcd only at the leader, which writes it to etcd; and\n"
+            "                  the --authorized-keys file\n"
             "  SIGINT, SIGTERM stop; nodes keep their tokens until the period ends, then\n"
             "                  fall back to their local policy; with --etcd the leader\n"
             "                  gives up its lease first, so a standby leads at once\n"
@@ -197,6 +241,10 @@ static int parse_args(int argc, char **argv, settings_t *s)
         opts_fail(&cmd, "--id goes with --etcd");
         return 2;
     }
+    if (!s->curve_key != !s->authorized_keys) {
+        opts_fail(&cmd, "--curve-key and --authorized-keys go together");
+        return 2;
+    }
     if (s->period_s * 1000 / s->intervals < 1) {
         opts_fail(&cmd, "intervals shorter than 1 ms");
         return 2;
@@ -218,7 +266,11 @@ typedef struct {
     timing_t tm;
     etcd_t *etcd;      /* NULL: alone */
     leader_t ld;       /* with etcd */
+    auth_t auth;       /* with --curve-key: the ZAP handler */
+    double insecure_warn_next; /* --insecure on a reachable address: next warning */
     char id[300];
+    cmetrics_t met;    /* what /metrics shows */
+    metricsd_t *md;    /* --metrics-listen; NULL: none */
     int stop;
     int takeover_push;  /* we just became the leader: push at once */
 } app_t;
@@ -313,6 +365,8 @@ static void tick(app_t *a, double now)
         if (a->clk.round_open)
             close_round(a, now);
         double left = pclock_begin(&a->clk, now);
+        if (a->clk.period != ctrl_period(a->ctrl))
+            cmetrics_period_end(&a->met, now);
         ctrl_round_begin(a->ctrl, a->clk.period, a->clk.interval, left);
     }
     /* Reports that came a little before our boundary (the nodes' clocks
@@ -450,6 +504,56 @@ static int ha_start(app_t *a)
     return 0;
 }
 
+/* ---- security (--curve-key, --insecure; docs/security.md) ---------------- */
+
+/* Nonzero if --listen or --admin can be reached from another host. */
+static int reachable(const settings_t *s)
+{
+    return !auth_endpoint_local(s->listen) || !auth_endpoint_local(s->admin);
+}
+
+/* With keys: loads ours and starts the ZAP handler (in a new a->zctx)
+ * before any CURVE socket binds.  Without: refuses a reachable endpoint
+ * unless --insecure.  Returns 0 or -1 (logged). */
+static int secure_start(app_t *a, curvekey_t *key)
+{
+    const settings_t *s = a->set;
+    a->insecure_warn_next = -1;
+    if (!s->curve_key) {
+        if (reachable(s) && !s->insecure) {
+            log_error("--listen %s / --admin %s can be reached from other hosts, and without "
+                      "--curve-key and --authorized-keys anyone there could change the buckets "
+                      "and impersonate nodes: give keys (docs/security.md), bind 127.0.0.1, or "
+                      "say --insecure", s->listen, s->admin);
+            return -1;
+        }
+        a->insecure_warn_next = reachable(s) ? mono_now() : -1;
+        return 0;
+    }
+    jsonloc_err_t err;
+    if (curvekey_load(s->curve_key, 1, key, &err) < 0) {
+        char buf[700];
+        log_error("--curve-key %s", bucketfile_strerror(&err, buf, sizeof buf));
+        return -1;
+    }
+    if (!(a->zctx = zmq_ctx_new()) || auth_start(&a->auth, a->zctx, s->authorized_keys) < 0)
+        return -1;
+    log_info("CURVE on both endpoints; this controller's public key is %s", key->public_z85);
+    return 0;
+}
+
+/* --insecure on a reachable endpoint: says so at warn, at most once a
+ * period and once a minute. */
+static void warn_insecure(app_t *a, double now)
+{
+    if (a->insecure_warn_next < 0 || now < a->insecure_warn_next)
+        return;
+    log_warn("running --insecure: %s and %s take any peer, unauthenticated and in clear "
+             "(docs/security.md)", a->set->listen, a->set->admin);
+    double every = a->set->period_s > 60 ? a->set->period_s : 60;
+    a->insecure_warn_next = now + every;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void on_signals(app_t *a)
@@ -460,6 +564,8 @@ static void on_signals(app_t *a)
             char msg[512];
             log_info("SIGHUP: reloading %s", a->set->buckets);
             admin_reload(&a->admin, msg, sizeof msg);
+            if (a->auth.zap)
+                auth_reload(&a->auth);
         } else {
             log_info("signal %u: stopping", si.ssi_signo);
             a->stop = 1;
@@ -467,12 +573,21 @@ static void on_signals(app_t *a)
     }
 }
 
-static void *bind_sock(void *ctx, int type, const char *ep)
+/* Binds a socket of `type` at `ep`, a CURVE server with `key` in ZAP
+ * `domain` when key is not NULL. */
+static void *bind_sock(void *ctx, int type, const char *ep, const curvekey_t *key,
+                       const char *domain)
 {
     void *s = zmq_socket(ctx, type);
     if (!s)
         return NULL;
-    int linger = 0, hwm = 10000, one = 1;
+    if (key && curvekey_set_server(s, key, domain) < 0) {
+        log_error("cannot make %s a CURVE server: %s", ep, zmq_strerror(zmq_errno()));
+        zmq_close(s);
+        return NULL;
+    }
+    int linger = 0, hwm = 10000, one = 1, v6 = hostport_zmq_ipv6(ep);
+    zmq_setsockopt(s, ZMQ_IPV6, &v6, sizeof v6);
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
@@ -532,6 +647,9 @@ int main(int argc, char **argv)
     cc.down_after = set.down_after;
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
+    cc.cap_sd = set.cap_sd;
+    cc.cap_cold = set.cap_cold;
+    cc.conv_slack = set.conv_slack;
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);
@@ -551,9 +669,17 @@ int main(int argc, char **argv)
         log_error("signalfd: %s", strerror(errno));
         goto out;
     }
-    a.zctx = zmq_ctx_new();
-    if (!a.zctx || !(a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen)) ||
-        !(a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin)))
+    curvekey_t key = {.secret_z85 = ""};
+    if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
+        (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
+                              AUTH_DOMAIN_NODES)))
+        a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
+                            AUTH_DOMAIN_ADMIN);
+    explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
+    if (!a.asock)
+        goto out;
+    if (a.auth.zap && (auth_monitor(&a.auth, a.zctx, a.router, 0, AUTH_DOMAIN_NODES) < 0 ||
+                       auth_monitor(&a.auth, a.zctx, a.asock, 1, AUTH_DOMAIN_ADMIN) < 0))
         goto out;
     nodes_init(&a.nodes, a.router, a.ctrl, &a.clk, &a.tm.cur,
                &(nodes_hooks_t){.adopt = on_adopt, .tick = on_tick, .arg = &a});
@@ -566,10 +692,21 @@ int main(int argc, char **argv)
         .clk = &a.clk,
         .nodes = &a.nodes,
         .tm = &a.tm,
+        .auth = a.auth.zap ? &a.auth : NULL,
     };
+    a.nodes.auth = a.admin.auth;
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
+    if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
+        goto out;
+    int merr = 0;
+    if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
+        log_error("--metrics-listen %s: %s", set.metrics, strerror(-merr));
+        goto out;
+    }
+    if (a.md)
+        log_info("metrics on http://%s/metrics", metricsd_address(a.md));
     log_info("bqos-controller %s: %zu buckets from %s, nodes on %s, admin on %s, period %.3f s "
              "in %d intervals, admission %s",
              BQOS_VERSION, bucketfile_count(a.admin.bf), set.buckets, set.listen, set.admin,
@@ -594,12 +731,25 @@ int main(int argc, char **argv)
         long tmo = (long)ceil((next - now) * 1000);
         if (tmo < 0)
             tmo = 0;
-        zmq_pollitem_t items[3] = {
+        /* the node and admin sockets, the signals; then, when on, the
+         * metrics thread's wake-ups and the CURVE handler's three sockets */
+        zmq_pollitem_t items[7] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, 3, tmo);
+        int ni = 3, imd = -1, izap = -1;
+        if (a.md) {
+            imd = ni;
+            items[ni++] = (zmq_pollitem_t){NULL, metricsd_fd(a.md), ZMQ_POLLIN, 0};
+        }
+        if (a.auth.zap) {
+            izap = ni;
+            items[ni++] = (zmq_pollitem_t){a.auth.zap, 0, ZMQ_POLLIN, 0};
+            items[ni++] = (zmq_pollitem_t){a.auth.mon[0], 0, ZMQ_POLLIN, 0};
+            items[ni++] = (zmq_pollitem_t){a.auth.mon[1], 0, ZMQ_POLLIN, 0};
+        }
+        int n = zmq_poll(items, ni, tmo);
         if (n < 0) {
             if (zmq_errno() == EINTR)
                 continue;
@@ -612,10 +762,22 @@ int main(int argc, char **argv)
             admin_drain(&a.admin);
         if (items[2].revents & ZMQ_POLLIN)
             on_signals(&a);
+        if (imd >= 0 && (items[imd].revents & ZMQ_POLLIN))
+            metricsd_serve(a.md);
+        if (izap >= 0) {
+            if (items[izap].revents & ZMQ_POLLIN)
+                auth_drain(&a.auth);
+            for (int i = 0; i < 2; i++)
+                if (items[izap + 1 + i].revents & ZMQ_POLLIN)
+                    auth_drain_monitor(&a.auth, i);
+        }
+        warn_insecure(&a, now);
     }
     notify_stopping();
     status = 0;
 out:
+    metricsd_destroy(&a.md);
+    cmetrics_clear(&a.met);
     if (a.etcd) {
         leader_resign(&a.ld); /* a standby takes over at its next poll */
         leader_clear(&a.ld);
@@ -626,6 +788,7 @@ out:
         zmq_close(a.router);
     if (a.asock)
         zmq_close(a.asock);
+    auth_clear(&a.auth);
     if (a.zctx)
         zmq_ctx_term(a.zctx);
     if (a.sigfd >= 0)

@@ -59,7 +59,7 @@ static void note_unknown(nodes_t *ns, const char *name)
 
 /* Node `node`'s slot, grown as nodes register; NULL if out of memory or
  * node < 0. */
-static nodes_peer_t *peer(nodes_t *ns, int node)
+static nodes_peer_t *peer_at(nodes_t *ns, int node)
 {
     if (node < 0)
         return NULL;
@@ -83,7 +83,7 @@ static nodes_peer_t *peer(nodes_t *ns, int node)
  * or for a standby), not on every report. */
 static void note_clock(nodes_t *ns, const proto_msg_t *m, int node, double now)
 {
-    nodes_peer_t *p = peer(ns, node);
+    nodes_peer_t *p = peer_at(ns, node);
     if (!p)
         return;
     p->clock = pclock_reading(ns->clk, m->period, m->interval, m->remaining_ms, now);
@@ -299,7 +299,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, "bad_message", "registration failed");
         return;
     }
-    nodes_peer_t *p = peer(ns, node);
+    nodes_peer_t *p = peer_at(ns, node);
     if (p)
         p->last_msg = now;
     /* Only now, registered, may its clock count (a refused process's says
@@ -329,7 +329,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
  * did, and counted. */
 static void note_fallback(nodes_t *ns, const proto_msg_t *m, int node)
 {
-    nodes_peer_t *p = peer(ns, node);
+    nodes_peer_t *p = peer_at(ns, node);
     if (!p)
         return;
     if (m->fallbacks < p->fallbacks) /* another process under the name */
@@ -376,8 +376,9 @@ void nodes_drain(nodes_t *ns)
         proto_reason_t why;
         double t0 = mono_now();
         ns->idlen = 0;
-        int rc = proto_recv(ns->sock, ns->id, sizeof ns->id, &ns->idlen, &ns->in, &ns->pst, &why,
-                            known_node, ns, ZMQ_DONTWAIT);
+        proto_peer_t peer;
+        int rc = proto_recv_peer(ns->sock, ns->id, sizeof ns->id, &ns->idlen, &ns->in, &ns->pst,
+                                 &why, known_node, ns, ZMQ_DONTWAIT, &peer);
         double now = mono_now();
         if (rc == -EAGAIN || rc == -EINTR)
             return;
@@ -394,6 +395,8 @@ void nodes_drain(nodes_t *ns)
             return;
         }
         proto_msg_t *m = &ns->in;
+        if (auth_node(ns->auth, &peer, m->node) < 0)
+            continue; /* counted and logged; no answer: it learns nothing */
         if (rc == PROTO_RECV_UNKNOWN) {
             if (m->type != PROTO_GOODBYE &&
                 send_error(ns, m->node, "unknown_node", "say hello first") == -EPERM)
@@ -416,7 +419,7 @@ void nodes_drain(nodes_t *ns)
                 send_error(ns, m->node, "unknown_node", "say hello first");
             continue;
         }
-        nodes_peer_t *p = peer(ns, node);
+        nodes_peer_t *p = peer_at(ns, node);
         if (p)
             p->last_msg = now;
         double t1 = mono_now();

@@ -9,6 +9,7 @@
 
 #include "common/proto.h"
 #include "controller/ctrl.h"
+#include "controller/daemon/auth.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/timing.h"
 
@@ -70,6 +71,10 @@ typedef struct {
                               wrote while sends were fenced (a standby's),
                               to be told to say hello at once on takeover */
     int nunknown, capunknown;
+    auth_t *auth;          /* borrowed; NULL without CURVE.  With it, a
+                              message whose key is not (or no longer) an
+                              authorized node key bound to the name it
+                              carries is dropped unanswered (auth_node()) */
 } nodes_t;
 
 /* Sets up ns around the bound ROUTER socket `sock` with what it borrows.

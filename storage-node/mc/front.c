@@ -19,6 +19,7 @@
 #include "common/version.h"
 #include "storage-node/freelist.h"
 #include "storage-node/gate.h"
+#include "storage-node/iolat.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcproto.h"
@@ -47,6 +48,7 @@ typedef struct io {
     struct slot *slot;
     int state;
     int bucket;            /* scheduler bucket, chosen on arrival */
+    iolat_ts_t ts;         /* arrival and dispatch, with metrics on */
     /* Same-key ordering within a connection (keyorder.h): a later IO of
      * the same key is this one's waiter (IO_BLOCKED) and enters the
      * scheduler only when this one is finished. */
@@ -442,8 +444,10 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         op->delta = r->delta;
     }
     conn_append(c, sl);
+    double t = iolat_now(gate_iolat(f->g));
     for (size_t i = 0; i < nios; i++) {
         io_t *io = &sl->ios[i];
+        io->ts.arrival = t;
         int b = r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
                          : f->default_bucket;
         if (b < 0) {
@@ -488,7 +492,7 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
         c->closing = 1;
         return;
     case MCP_CMD_VERSION:
-        add_local(c, "VERSION bqos-node-" BQOS_VERSION, 0, 0);
+        add_local(c, "VERSION " BQOS_MEMCACHED_VERSION, 0, 0);
         return;
     case MCP_CMD_VERBOSITY:
         add_local(c, "OK", r->noreply, 0);
@@ -703,8 +707,10 @@ static void dispatch_now(void *arg)
     backend_op_t *first = NULL, *last = NULL;
     size_t n = 0;
     sched_item_t *it;
+    double t = iolat_now(gate_iolat(f->g));
     while ((it = gate_take(f->g)) != NULL) {
         io_t *io = container_of(it, io_t, item);
+        io->ts.dispatch = t;
         io->state = IO_INFLIGHT;
         io->slot->inflight++;
         io->op.link.next = NULL;
@@ -735,6 +741,7 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done(f->g);
+    iolat_done(gate_iolat(f->g), io->item.origin, &io->ts);
     if (op->reply == MCP_R_SERVER_ERROR)
         f->st.backend_errors++;
     io->state = IO_DONE;

@@ -21,7 +21,7 @@ char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_
         fprintf(fp, "STAT pid %ld\r\n", (long)getpid());
         fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - st->started));
         fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
-        fprintf(fp, "STAT version bqos-node-%s\r\n", BQOS_VERSION);
+        fprintf(fp, "STAT version %s\r\n", BQOS_MEMCACHED_VERSION);
         fprintf(fp, "STAT curr_connections %d\r\n", st->curr_conns);
         fprintf(fp, "STAT total_connections %llu\r\n", (unsigned long long)st->total_conns);
         fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)st->cmd_get);

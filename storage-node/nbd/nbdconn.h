@@ -11,6 +11,7 @@
 
 #include "storage-node/freelist.h"
 #include "storage-node/gate.h"
+#include "storage-node/iolat.h"
 #include "storage-node/nbd/blockdev.h"
 #include "storage-node/nbd/nbd.h"
 #include "storage-node/nbd/nbdfront.h"
@@ -38,6 +39,7 @@ typedef struct nreq {
     uint64_t handle;
     uint16_t type;
     int state;
+    iolat_ts_t ts;         /* arrival and dispatch, with metrics on */
 } nreq_t;
 
 /* One client connection: a state machine (client flags, options,

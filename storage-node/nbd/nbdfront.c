@@ -206,12 +206,15 @@ static void dispatch_more(void *arg)
         return;
     f->dispatching = 1;
     sched_item_t *it;
+    double t = iolat_now(gate_iolat(f->g));
     while ((it = gate_take(f->g)) != NULL) {
         nreq_t *r = container_of(it, nreq_t, item);
         r->state = RQ_INFLIGHT;
+        r->ts.dispatch = t;
         if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
             f->inline_done++;
             gate_done_inline(f->g);
+            iolat_done(gate_iolat(f->g), r->item.origin, &r->ts);
             req_finish(f, r, r->op.result, 1);
             continue;
         }
@@ -229,6 +232,7 @@ static void on_done(blockdev_op_t *op, void *arg)
     nbdfront_t *f = arg;
     nreq_t *r = container_of(op, nreq_t, op);
     gate_done(f->g);
+    iolat_done(gate_iolat(f->g), r->item.origin, &r->ts);
     req_finish(f, r, op->result, 1);
     if (!gate_stopping(f->g))
         dispatch_more(f);
@@ -309,6 +313,7 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE)
         c->buf_bytes += q->length;
     r->state = RQ_QUEUED;
+    r->ts.arrival = iolat_now(gate_iolat(f->g));
     f->st.requests++;
     if (sched_enqueue(f->s, c->bucket, &r->item) < 0)
         req_finish(f, r, -EIO, 0);

@@ -1,0 +1,238 @@
+/* metrics.c - bqos-controller's /metrics: what the loop exports, rendered on the loop thread (see metrics.h). */
+#include "controller/daemon/metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mono.h"
+#include "common/version.h"
+
+int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const timing_t *tm,
+                  const pclock_t *clk, const leader_t *ld)
+{
+    *m = (cmetrics_t){.ctrl = ctrl, .nodes = nodes, .tm = tm, .clk = clk, .ld = ld};
+    return (m->index = strmap_new()) ? 0 : -ENOMEM;
+}
+
+void cmetrics_clear(cmetrics_t *m)
+{
+    for (int i = 0; i < m->nout; i++)
+        free(m->out[i].name);
+    free(m->out);
+    strmap_destroy(&m->index);
+    m->out = NULL;
+    m->nout = m->capout = 0;
+}
+
+/* The outcome record of bucket `name`, made on first sight; NULL when out
+ * of memory. */
+static cmetrics_outcome_t *outcome_of(cmetrics_t *m, const char *name)
+{
+    int i;
+    if (strmap_find(m->index, name, strlen(name), &i) == 0)
+        return &m->out[i];
+    if (m->nout == m->capout) {
+        int cap = m->capout ? 2 * m->capout : 64;
+        cmetrics_outcome_t *o = realloc(m->out, (size_t)cap * sizeof *o);
+        if (!o)
+            return NULL;
+        m->out = o;
+        m->capout = cap;
+    }
+    cmetrics_outcome_t *o = &m->out[m->nout];
+    *o = (cmetrics_outcome_t){.name = strdup(name)};
+    if (!o->name || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
+        free(o->name);
+        return NULL;
+    }
+    m->nout++;
+    return o;
+}
+
+static int may_push(const cmetrics_t *m, double now)
+{
+    return !m->ld || leader_may_push(m->ld, now);
+}
+
+void cmetrics_period_end(cmetrics_t *m, double now)
+{
+    int judge = m->started && m->tm->nsplits > m->split_rounds && may_push(m, now);
+    m->started = 1;
+    m->split_rounds = m->tm->nsplits;
+    if (!judge)
+        return;
+    double T = m->clk->period_s;
+    /* The last reports of a period are taken at its last interval's start:
+     * the served counters cover (K - 1) / K of it. */
+    double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
+    for (int b = 0; b < ctrl_nbuckets(m->ctrl); b++) {
+        ctrl_bucket_info_t bi;
+        cmetrics_outcome_t *o;
+        if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 || !(o = outcome_of(m, bi.name)))
+            continue;
+        double served = (double)(bi.served_r + bi.served_l + bi.served_o);
+        double r = (double)bi.r_tokens, want = (double)bi.demand;
+        if (bi.reservation > 0) {
+            /* One token (or 1%) of slack: rates times T round.  Missed,
+             * only while backlogged at the last report (a bucket that asks
+             * for less has its reservation converted, docs/controller.md,
+             * and is not short of it): behind the reservation's pace, or
+             * short of it even with the R-tokens placed for the rest while
+             * asking for more. */
+            double res = (double)bi.reservation * T * 0.99 - 1;
+            if (bi.queued > 0 && (served < res * seen || (served + r < res && want > r)))
+                o->missed++;
+            else
+                o->met++;
+        }
+        if (bi.limit != BUCKETFILE_NO_LIMIT && bi.l_tokens != CTRL_UNLIMITED) {
+            double cap = served + r + (double)bi.l_tokens;
+            if (cap >= (double)bi.limit * T * 0.99 - 1 && want > r + (double)bi.l_tokens)
+                o->held++;
+        }
+    }
+    m->periods_judged++;
+}
+
+/* ---- rendering ----------------------------------------------------------- */
+
+static void counter(promtext_t *p, const char *name, const char *help, uint64_t v)
+{
+    promtext_family(p, name, PROMTEXT_COUNTER, help);
+    promtext_u64(p, NULL, 0, v);
+}
+
+static void gauge(promtext_t *p, const char *name, const char *help, double v)
+{
+    promtext_family(p, name, PROMTEXT_GAUGE, help);
+    promtext_value(p, NULL, 0, v);
+}
+
+/* One family with a sample per round phase. */
+static void phases(promtext_t *p, const char *name, promtext_type_t type, const char *help,
+                   const split_t *s)
+{
+    const struct {
+        const char *phase;
+        double v;
+    } ph[] = {{"receive", s->receive}, {"decode", s->decode}, {"pshift", s->pshift},
+              {"encode", s->encode}, {"send", s->send}};
+    promtext_family(p, name, type, help);
+    for (size_t i = 0; i < sizeof ph / sizeof ph[0]; i++)
+        promtext_value(p, &(promtext_label_t){"phase", ph[i].phase}, 1, ph[i].v);
+}
+
+static void render_controller(const cmetrics_t *m, promtext_t *p, double now)
+{
+    const ctrl_stats_t *cs = ctrl_stats(m->ctrl);
+    const nodes_t *ns = m->nodes;
+    promtext_family(p, "bqos_controller_info", PROMTEXT_GAUGE, "Always 1; the version as a label.");
+    promtext_value(p, &(promtext_label_t){"version", BQOS_VERSION}, 1, 1);
+    gauge(p, "bqos_controller_leader", "1 while this controller may send to the nodes (alone, or the leader).",
+          may_push(m, now));
+    gauge(p, "bqos_controller_period", "The current QoS period number.", (double)m->clk->period);
+    gauge(p, "bqos_controller_period_seconds", "The QoS period length.", m->clk->period_s);
+    counter(p, "bqos_controller_rounds_total", "Rounds closed (one per redistribution interval).",
+            m->tm->nsplits);
+    counter(p, "bqos_controller_rounds_computed_total", "Rounds whose tokens were recomputed.",
+            cs->computed);
+    counter(p, "bqos_controller_rounds_skipped_total",
+            "Rounds skipped (no estimate moved beyond --skip-threshold): heartbeats only.",
+            cs->skipped);
+    counter(p, "bqos_controller_rounds_late_total",
+            "Rounds begun more than half an interval after their boundary (host busy or paused).",
+            m->tm->late_rounds);
+    phases(p, "bqos_controller_round_seconds_total", PROMTEXT_COUNTER,
+           "Wall time of the closed rounds by phase.", &m->tm->total);
+    phases(p, "bqos_controller_last_round_seconds", PROMTEXT_GAUGE,
+           "Wall time of the last closed round by phase.", &m->tm->last);
+    counter(p, "bqos_controller_messages_total", "Node messages accepted.", ns->pst.ok);
+    promtext_family(p, "bqos_controller_messages_rejected_total", PROMTEXT_COUNTER,
+                    "Node messages rejected, by reason.");
+    for (int r = 1; r < PROTO_E__COUNT; r++)
+        promtext_u64(p, &(promtext_label_t){"reason", proto_reason_str((proto_reason_t)r)}, 1,
+                     ns->pst.rejected[r]);
+    counter(p, "bqos_controller_reports_stale_total", "Reports of another period than the current.",
+            cs->stale_reports);
+    counter(p, "bqos_controller_sends_failed_total", "Messages to nodes dropped (queue full, node gone).",
+            ns->send_failed);
+    counter(p, "bqos_controller_sends_fenced_total", "Messages not sent: not the leader.", ns->fenced);
+    counter(p, "bqos_controller_nodes_marked_down_total", "Times a node was marked down.",
+            cs->nodes_marked_down);
+    counter(p, "bqos_controller_duplicate_names_total",
+            "Hellos refused: a node of that name is up elsewhere.", cs->duplicate_names);
+    counter(p, "bqos_controller_periods_judged_total",
+            "Periods whose bucket outcomes were counted.", m->periods_judged);
+}
+
+static void render_nodes(const cmetrics_t *m, promtext_t *p, double now)
+{
+    int n = ctrl_nnodes(m->ctrl);
+    static const struct {
+        const char *name, *help;
+    } fam[] = {
+        {"bqos_node_up", "1 while the controller counts the node up."},
+        {"bqos_node_capacity_ios_per_second", "The controller's capacity estimate of the node."},
+        {"bqos_node_profile_ios_per_second", "The node's capacity profile (its hello, or --capacity)."},
+        {"bqos_node_last_message_age_seconds", "Seconds since the node's last message (NaN: never)."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        promtext_family(p, fam[f].name, PROMTEXT_GAUGE, fam[f].help);
+        for (int i = 0; i < n; i++) {
+            ctrl_node_info_t ni;
+            if (ctrl_node_info(m->ctrl, i, &ni) < 0)
+                continue;
+            double last = nodes_last_msg(m->nodes, i);
+            double v = f == 0 ? ni.up : f == 1 ? ni.capacity : f == 2 ? ni.profile
+                     : last > 0 ? now - last : 0.0 / 0.0;
+            promtext_value(p, &(promtext_label_t){"node", ni.name}, 1, v);
+        }
+    }
+}
+
+static void render_buckets(const cmetrics_t *m, promtext_t *p)
+{
+    int n = ctrl_nbuckets(m->ctrl);
+    static const struct {
+        const char *name, *help;
+    } fam[] = {
+        {"bqos_bucket_reservation_ios_per_second", "The bucket's reservation."},
+        {"bqos_bucket_limit_ios_per_second", "The bucket's limit (absent: no limit)."},
+        {"bqos_bucket_demand_ios", "The controller's demand estimate for the rest of the period."},
+        {"bqos_bucket_queued", "Requests queued at the up nodes, as last reported."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        promtext_family(p, fam[f].name, PROMTEXT_GAUGE, fam[f].help);
+        for (int b = 0; b < n; b++) {
+            ctrl_bucket_info_t bi;
+            if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 ||
+                (f == 1 && bi.limit == BUCKETFILE_NO_LIMIT))
+                continue;
+            double v = f == 0 ? (double)bi.reservation : f == 1 ? (double)bi.limit
+                     : f == 2 ? (double)bi.demand : (double)bi.queued;
+            promtext_value(p, &(promtext_label_t){"bucket", bi.name}, 1, v);
+        }
+    }
+    promtext_family(p, "bqos_bucket_periods_total", PROMTEXT_COUNTER,
+                    "Periods by outcome: reservation_met, reservation_missed, held_at_limit.");
+    for (int i = 0; i < m->nout; i++) {
+        const cmetrics_outcome_t *o = &m->out[i];
+        const char *what[] = {"reservation_met", "reservation_missed", "held_at_limit"};
+        const uint64_t v[] = {o->met, o->missed, o->held};
+        for (int k = 0; k < 3; k++) {
+            promtext_label_t l[] = {{"bucket", o->name}, {"outcome", what[k]}};
+            promtext_u64(p, l, 2, v[k]);
+        }
+    }
+}
+
+void cmetrics_render(void *arg, promtext_t *out)
+{
+    const cmetrics_t *m = arg;
+    double now = mono_now();
+    render_controller(m, out, now);
+    render_nodes(m, out, now);
+    render_buckets(m, out);
+}

@@ -1,0 +1,66 @@
+/* metrics.h - bqos-controller's /metrics (--metrics-listen): nodes, capacity estimates, round time by phase, skipped and late rounds, rejected messages by reason, and every bucket's period outcomes, rendered on the loop thread (common/metricsd).
+ *
+ * A cmetrics_t belongs to the loop thread, as do the ctrl_t, node endpoint,
+ * timing and clock it borrows; nothing locks.  The HTTP side is
+ * common/metricsd's thread, which never touches any of this. */
+#ifndef BQOS_CMETRICS_H
+#define BQOS_CMETRICS_H
+
+#include <stdint.h>
+
+#include "common/promtext.h"
+#include "common/strmap.h"
+#include "controller/ctrl.h"
+#include "controller/daemon/clock.h"
+#include "controller/daemon/leader.h"
+#include "controller/daemon/nodes.h"
+#include "controller/daemon/timing.h"
+
+/* One bucket's period outcomes, cumulative since the start. */
+typedef struct {
+    char *name;
+    uint64_t met, missed, held;
+} cmetrics_outcome_t;
+
+typedef struct {
+    const ctrl_t *ctrl;        /* borrowed, as the rest */
+    const nodes_t *nodes;
+    const timing_t *tm;
+    const pclock_t *clk;
+    const leader_t *ld;        /* NULL: alone (always leads) */
+    strmap_t *index;           /* bucket name -> index in out[] */
+    cmetrics_outcome_t *out;
+    int nout, capout;
+    uint64_t periods_judged;   /* periods whose outcomes were counted */
+    uint64_t split_rounds;     /* tm->nsplits when the current period began */
+    int started;               /* a period began while we watched */
+} cmetrics_t;
+
+/* Sets m up around what it borrows (ld NULL alone).  Returns 0 or -ENOMEM. */
+int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const timing_t *tm,
+                  const pclock_t *clk, const leader_t *ld);
+
+/* Frees what m owns.  Accepts a zeroed m. */
+void cmetrics_clear(cmetrics_t *m);
+
+/* The loop is about to start period clk->period in ctrl (ctrl_round_begin
+ * of a new period): judges every bucket on the period that ends, from the
+ * served counters of its last reports (taken at the last interval's start:
+ * (K - 1) / K of the period) and the tokens pushed for its rest, and counts
+ * each outcome (docs/operations.md "Metrics"):
+ *   reservation_missed  reservation > 0 and either behind its pace at the
+ *                       last report while requests queued, or short of it
+ *                       even with the R-tokens placed for the rest while
+ *                       the demand estimate exceeded them
+ *   reservation_met     reservation > 0 and not missed
+ *   held_at_limit       limited, served + R + L tokens for the rest reach
+ *                       the limit, and the demand estimate exceeded them
+ * Only a controller that may push (alone or the leader) judges, and only
+ * periods that began while it ran and had a round computed.  O(buckets),
+ * once a period. */
+void cmetrics_period_end(cmetrics_t *m, double now);
+
+/* metricsd_render_fn: every metric into out.  Loop thread. */
+void cmetrics_render(void *arg, promtext_t *out);
+
+#endif

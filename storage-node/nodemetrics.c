@@ -1,0 +1,227 @@
+/* nodemetrics.c - a node's /metrics: cumulative per-bucket counters folded in at period ends, queues, tokens, controller state (see nodemetrics.h). */
+#include "storage-node/nodemetrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/growarr.h"
+#include "common/version.h"
+#include "storage-node/iolat.h"
+
+/* Totals of the periods that ended, per scheduler bucket index. */
+typedef struct {
+    uint64_t arrivals, served[3]; /* served by sched_class_t */
+} totals_t;
+
+struct nodemetrics {
+    gate_t *g;
+    const ctlclient_t *ctl;
+    char *name;
+    const char *kind;
+    iolat_t *lat;           /* latency and wait, fed by the fronts */
+    totals_t *tot;          /* [cap], zeroed beyond the buckets seen */
+    int cap;
+    uint64_t periods;       /* period ends folded */
+    uint64_t completions;   /* node totals of those periods */
+    double busy_s;
+};
+
+nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind)
+{
+    nodemetrics_t *m = calloc(1, sizeof *m);
+    if (!m || !(m->name = strdup(name)) || !(m->lat = iolat_new())) {
+        if (m)
+            free(m->name);
+        free(m);
+        return NULL;
+    }
+    m->g = g;
+    m->kind = kind;
+    return m;
+}
+
+void nodemetrics_destroy(nodemetrics_t **mp)
+{
+    if (!mp || !*mp)
+        return;
+    iolat_destroy(&(*mp)->lat);
+    free((*mp)->tot);
+    free((*mp)->name);
+    free(*mp);
+    *mp = NULL;
+}
+
+struct iolat *nodemetrics_iolat(nodemetrics_t *m)
+{
+    return m->lat;
+}
+
+void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl)
+{
+    m->ctl = ctl;
+}
+
+int nodemetrics_period_end(nodemetrics_t *m)
+{
+    const sched_t *s = gate_sched(m->g);
+    void *arr = m->tot;
+    int n = sched_nbuckets(s), rc = growarr(&arr, &m->cap, n, sizeof *m->tot);
+    m->tot = arr;
+    if (rc < 0)
+        n = m->cap;
+    for (int b = 0; b < n; b++) {
+        sched_bucket_stats_t bs;
+        if (sched_bucket_stats(s, b, &bs) < 0)
+            continue;
+        m->tot[b].arrivals += bs.arrivals;
+        m->tot[b].served[SCHED_CLASS_R] += bs.served_r;
+        m->tot[b].served[SCHED_CLASS_L] += bs.served_l;
+        m->tot[b].served[SCHED_CLASS_O] += bs.served_o;
+    }
+    sched_node_stats_t ns;
+    sched_node_stats(s, &ns);
+    m->completions += ns.completions;
+    m->busy_s += ns.busy_seconds;
+    m->periods++;
+    return rc;
+}
+
+/* ---- rendering ----------------------------------------------------------- */
+
+
+static void node_sample(const nodemetrics_t *m, promtext_t *p, const char *name,
+                        promtext_type_t type, const char *help, double v)
+{
+    promtext_family(p, name, type, help);
+    promtext_value(p, &(promtext_label_t){"node", m->name}, 1, v);
+}
+
+static void render_node(const nodemetrics_t *m, promtext_t *p)
+{
+    const sched_t *s = gate_sched(m->g);
+    sched_node_stats_t ns;
+    sched_node_stats(s, &ns);
+    promtext_family(p, "bqos_node_info", PROMTEXT_GAUGE,
+                    "Always 1; the node kind (memcached, block) and version as labels.");
+    promtext_label_t info[] = {{"node", m->name}, {"kind", m->kind}, {"version", BQOS_VERSION}};
+    promtext_value(p, info, 3, 1);
+    node_sample(m, p, "bqos_node_periods_total", PROMTEXT_COUNTER, "QoS periods ended.",
+                (double)m->periods);
+    node_sample(m, p, "bqos_node_completions_total", PROMTEXT_COUNTER,
+                "IOs the backend completed.", (double)(m->completions + ns.completions));
+    node_sample(m, p, "bqos_node_busy_seconds_total", PROMTEXT_COUNTER,
+                "Time with at least one IO at the backend.", m->busy_s + ns.busy_seconds);
+    node_sample(m, p, "bqos_node_inflight", PROMTEXT_GAUGE, "IOs at the backend now.",
+                gate_inflight(m->g));
+    node_sample(m, p, "bqos_node_connections", PROMTEXT_GAUGE, "Client connections open.",
+                gate_nconns(m->g));
+    node_sample(m, p, "bqos_node_connections_total", PROMTEXT_COUNTER,
+                "Client connections accepted.", (double)gate_total_conns(m->g));
+    node_sample(m, p, "bqos_node_policy_rr", PROMTEXT_GAUGE,
+                "1 while the scheduler runs plain round robin (no reservations, no limits).",
+                sched_policy(s) == SCHED_POLICY_RR);
+}
+
+static void render_ctl(const nodemetrics_t *m, promtext_t *p)
+{
+    ctlclient_stats_t st = {.state = "none"};
+    if (m->ctl)
+        ctlclient_stats(m->ctl, &st);
+    static const char *const states[] = {"none", "waiting", "following", "static", "rr"};
+    promtext_family(p, "bqos_node_controller_state", PROMTEXT_GAUGE,
+                    "1 for the controller client's state: none (no --controller), waiting "
+                    "(never welcomed), following, static or rr (fallback).");
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+        promtext_label_t l[] = {{"node", m->name}, {"state", states[i]}};
+        promtext_value(p, l, 2, strcmp(st.state, states[i]) == 0);
+    }
+    node_sample(m, p, "bqos_node_fallbacks_total", PROMTEXT_COUNTER,
+                "Times the node fell back (controller silent).", (double)st.agent.fallbacks);
+    node_sample(m, p, "bqos_node_resumes_total", PROMTEXT_COUNTER,
+                "Times the node followed the controller again.", (double)st.agent.resumes);
+    node_sample(m, p, "bqos_node_static_periods_total", PROMTEXT_COUNTER,
+                "Periods started on the remembered grant (fallback static).",
+                (double)st.agent.static_periods);
+    node_sample(m, p, "bqos_node_controller_silent_seconds", PROMTEXT_GAUGE,
+                "Seconds since the leading controller last spoke.", st.agent.silent_s);
+    node_sample(m, p, "bqos_node_controller_epoch", PROMTEXT_GAUGE,
+                "Highest leadership epoch seen (0: none).", (double)st.agent.epoch);
+}
+
+static void render_buckets(const nodemetrics_t *m, promtext_t *p)
+{
+    const sched_t *s = gate_sched(m->g);
+    int n = sched_nbuckets(s);
+    static const char *const cls[] = {"R", "L", "O"};
+    enum { ARRIVALS, SERVED, QUEUED, TOKENS, WAIT, LATENCY, NFAM };
+    static const struct {
+        const char *name, *help;
+        promtext_type_t type;
+    } fam[NFAM] = {
+        {"bqos_bucket_arrivals_total", "Requests (IOs) that arrived.", PROMTEXT_COUNTER},
+        {"bqos_bucket_served_total",
+         "IOs sent to the backend by how they were paid: R (reservation token), L (limit "
+         "token), O (opportunistic: no limit, or round robin).", PROMTEXT_COUNTER},
+        {"bqos_bucket_queued", "IOs waiting in the bucket's queue now.", PROMTEXT_GAUGE},
+        {"bqos_bucket_tokens", "Tokens left this period by class (L absent: no limit).",
+         PROMTEXT_GAUGE},
+        {"bqos_bucket_wait_seconds_total",
+         "Time the completed IOs waited at the node before the backend (queue, throttling, "
+         "same-key order).", PROMTEXT_COUNTER},
+        {"bqos_bucket_latency_seconds",
+         "IOs from arrival at the node to the backend's completion.", PROMTEXT_HISTOGRAM},
+    };
+    const iolat_t *lat = gate_iolat(m->g);
+    static const iolat_bucket_t none;
+    for (int f = 0; f < NFAM; f++) {
+        promtext_family(p, fam[f].name, fam[f].type, fam[f].help);
+        for (int b = 0; b < n; b++) {
+            sched_bucket_stats_t bs;
+            if (sched_bucket_stats(s, b, &bs) < 0)
+                continue;
+            const totals_t *t = b < m->cap ? &m->tot[b] : &(totals_t){0};
+            promtext_label_t l[] = {{"node", m->name}, {"bucket", sched_bucket_name(s, b)},
+                                    {"class", NULL}};
+            const uint64_t served[3] = {bs.served_r, bs.served_l, bs.served_o};
+            switch (f) {
+            case ARRIVALS:
+                promtext_u64(p, l, 2, t->arrivals + bs.arrivals);
+                break;
+            case SERVED:
+                for (int c = 0; c < 3; c++) {
+                    l[2].value = cls[c];
+                    promtext_u64(p, l, 3, t->served[c] + served[c]);
+                }
+                break;
+            case QUEUED:
+                promtext_u64(p, l, 2, bs.queued);
+                break;
+            case WAIT:
+            case LATENCY: {
+                const iolat_bucket_t *lb = iolat_bucket(lat, b);
+                lb = lb ? lb : &none;
+                if (f == WAIT)
+                    promtext_value(p, l, 2, lb->wait);
+                else
+                    promtext_histogram(p, l, 2, iolat_bounds, IOLAT_NBOUNDS, lb->counts, lb->sum);
+                break;
+            }
+            case TOKENS:
+                l[2].value = "R";
+                promtext_value(p, l, 3, (double)bs.r_tokens);
+                if (bs.l_tokens != SCHED_UNLIMITED) {
+                    l[2].value = "L";
+                    promtext_value(p, l, 3, (double)bs.l_tokens);
+                }
+            }
+        }
+    }
+}
+
+void nodemetrics_render(void *arg, promtext_t *out)
+{
+    const nodemetrics_t *m = arg;
+    render_node(m, out);
+    render_ctl(m, out);
+    render_buckets(m, out);
+}

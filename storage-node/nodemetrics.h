@@ -1,0 +1,40 @@
+/* nodemetrics.h - a node's /metrics (--metrics-listen, both node kinds): per-bucket cumulative counters (the scheduler's per-period counters folded in at every period end), queues and tokens, the controller client's state, rendered on the loop thread (common/metricsd).
+ *
+ * A nodemetrics_t belongs to the node's loop thread, as do the gate,
+ * scheduler and controller client it borrows; nothing locks.  The HTTP side
+ * is common/metricsd's thread, which never touches any of this. */
+#ifndef BQOS_NODEMETRICS_H
+#define BQOS_NODEMETRICS_H
+
+#include "common/promtext.h"
+#include "storage-node/ctlclient.h"
+#include "storage-node/gate.h"
+
+typedef struct nodemetrics nodemetrics_t;
+
+/* Makes the exporter of node `name` (copied) of kind `kind` ("memcached" or
+ * "block", a constant) around gate g (borrowed; must outlive it).  Returns
+ * it (caller owns it) or NULL when out of memory. */
+nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind);
+
+/* Frees *mp and sets it to NULL.  Accepts NULL. */
+void nodemetrics_destroy(nodemetrics_t **mp);
+
+/* The IO timing recorder the gate's fronts feed (gate_set_iolat()); owned
+ * by m. */
+struct iolat *nodemetrics_iolat(nodemetrics_t *m);
+
+/* The controller client whose state to export (borrowed; NULL: none). */
+void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl);
+
+/* A period ends: adds the scheduler's per-period counters (every bucket's
+ * arrivals and IOs served by class, the node's completions and busy time)
+ * to the cumulative totals.  Call right before sched_period_start().
+ * O(buckets), once a period.  Returns 0 or -ENOMEM (this period's counts
+ * are then lost for the buckets beyond the old arrays). */
+int nodemetrics_period_end(nodemetrics_t *m);
+
+/* metricsd_render_fn: every metric into out.  Loop thread. */
+void nodemetrics_render(void *arg, promtext_t *out);
+
+#endif

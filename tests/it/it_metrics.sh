@@ -1,0 +1,139 @@
+#!/bin/sh
+# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; SIGHUP on a node reloads its bucket file and keeps it running; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
+set -u
+NAME=it_metrics
+. "$(dirname "$0")/node_lib.sh"
+PY=/usr/bin/python3
+"$PY" -c 'import prometheus_client' 2>/dev/null ||
+  { echo "$NAME: python3-prometheus-client not installed (scripts/deps.sh test); skipped"; exit 0; }
+MC="$PY $HERE/metrics_check.py"
+
+# metrics_url LOG: the /metrics URL a daemon logged.
+metrics_url() { sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$1" | head -1; }
+# scrape LOG FILE: GET its /metrics into FILE (fails unless it parses).
+scrape() { $MC get "$(metrics_url "$1")" "$2" >/dev/null 2>"$2.err"; }
+# val FILE NAME [L=V...]: one sample's value (empty if none).
+val() { $MC value "$@"; }
+
+cat >"$T/b.json" <<EOF
+{"buckets":[{"name":"red","reservation":200,"limit":400},{"name":"blue","reservation":0}]}
+EOF
+truncate -s 16M "$T/vol.img"
+start_mc
+next_port; CP=$PORT; next_port; AP=$PORT
+spawn "$T/ctrl.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen "tcp://127.0.0.1:$CP" \
+  --admin "tcp://127.0.0.1:$AP" --period 500ms --intervals 2 --metrics-listen 127.0.0.1:0
+CTRL_PID=$SPAWNED
+wait_for '[ -n "$(metrics_url "$T/ctrl.log")" ]' 5
+start_node "$T/node.log" --config "$T/b.json" --controller "tcp://127.0.0.1:$CP" \
+  --metrics-listen 127.0.0.1:0
+next_port; BP=$PORT
+spawn "$T/blk.log" "$BIN/bqos-nbd-node" --name blk --nbd-listen "127.0.0.1:$BP" \
+  --backend "file:$T/vol.img" --buckets red,blue --controller "tcp://127.0.0.1:$CP" \
+  --metrics-listen 127.0.0.1:0
+BLK_PID=$SPAWNED
+wait_port "$BP" 5
+wait_for '[ -n "$(metrics_url "$T/node.log")" ] && [ -n "$(metrics_url "$T/blk.log")" ]' 5
+
+# 1. A short load on both nodes, a scrape, more load over a period end, a
+# second scrape: everything parses, counters only grow.
+$MC mcload "$NODE_PORT" 200; rc=$?
+check "memcached load (rc $rc)" '[ $rc -eq 0 ]'
+nbdcopy "$T/vol.img" "nbd://127.0.0.1:$BP/red" 2>"$T/nbdcopy.err" ||
+  echo "(nbdcopy failed: $(cat "$T/nbdcopy.err"))"
+sleep 1.2
+for d in ctrl node blk; do
+  scrape "$T/$d.log" "$T/$d.1"; rc=$?
+  check "$d: /metrics parses as Prometheus text (rc $rc)" '[ $rc -eq 0 ]'
+done
+$MC mcload "$NODE_PORT" 200
+nbdcopy "$T/vol.img" "nbd://127.0.0.1:$BP/blue" 2>/dev/null
+sleep 1.2
+for d in ctrl node blk; do
+  scrape "$T/$d.log" "$T/$d.2"
+  grew=$($MC grow "$T/$d.1" "$T/$d.2"); rc=$?
+  check "$d: no counter shrank between two scrapes ($grew grew)" '[ $rc -eq 0 ] && [ "${grew:-0}" -gt 0 ]'
+done
+served=$(val "$T/node.2" bqos_bucket_served_total node=it bucket=red class=R)
+arr=$(val "$T/node.2" bqos_bucket_arrivals_total node=it bucket=red)
+check "node: red's arrivals count both loads across period ends ($arr >= 400)" '[ "${arr:-0}" -ge 400 ]'
+check "node: red served with R tokens ($served)" '[ "${served:-0}" -gt 0 ]'
+lc=$(val "$T/node.2" bqos_bucket_latency_seconds_count node=it bucket=red)
+linf=$(val "$T/node.2" bqos_bucket_latency_seconds_bucket node=it bucket=red le=+Inf)
+check "node: red's latency histogram counts its IOs ($lc = +Inf bucket $linf, <= arrivals)" \
+  '[ "${lc:-0}" -gt 0 ] && [ "$lc" = "$linf" ] && [ "$lc" -le "$arr" ]'
+blc=$(val "$T/blk.2" bqos_bucket_latency_seconds_count node=blk bucket=red)
+check "block node: red's latency histogram ($blc)" '[ "${blc:-0}" -gt 0 ]'
+check "node: following the controller" \
+  '[ "$(val "$T/node.2" bqos_node_controller_state node=it state=following)" = 1 ]'
+check "block node: kind block" '[ "$(val "$T/blk.2" bqos_node_info node=blk kind=block)" = 1 ]'
+barr=$(val "$T/blk.2" bqos_bucket_arrivals_total node=blk bucket=red)
+check "block node: red's IOs counted ($barr)" '[ "${barr:-0}" -gt 0 ]'
+check "controller: both nodes up" \
+  '[ "$(val "$T/ctrl.2" bqos_node_up node=it)" = 1 ] && [ "$(val "$T/ctrl.2" bqos_node_up node=blk)" = 1 ]'
+check "controller: rounds counted" '[ "$(val "$T/ctrl.2" bqos_controller_rounds_total)" -gt 2 ]'
+met=$(val "$T/ctrl.2" bqos_bucket_periods_total bucket=red outcome=reservation_met)
+check "controller: red's period outcomes counted (met $met)" '[ -n "$met" ]'
+check "controller: rejected messages by reason" \
+  '[ -n "$(val "$T/ctrl.2" bqos_controller_messages_rejected_total reason=version)" ]'
+code=$(curl -s -o /dev/null -w '%{http_code}' "$(metrics_url "$T/node.log" | sed 's,/metrics$,/other,')")
+check "other paths: 404 ($code)" '[ "$code" = 404 ]'
+
+# The example alerting rules: YAML naming only metrics the daemons export.
+if "$PY" -c 'import yaml' 2>/dev/null; then
+  n=$("$PY" "$HERE/rules_check.py" "$HERE/../../examples/prometheus/bqos-alerts.yml" \
+    "$T/ctrl.2" "$T/node.2"); rc=$?
+  check "examples/prometheus/bqos-alerts.yml: $n rules (rc $rc)" '[ $rc -eq 0 ]'
+fi
+
+# 2. SIGHUP reloads the bucket file (a new bucket appears) and the node runs on;
+# a broken file changes nothing.
+cat >"$T/b.json" <<EOF
+{"buckets":[{"name":"red","reservation":200,"limit":400},{"name":"blue","reservation":0},
+ {"name":"green","reservation":0,"weight":3}]}
+EOF
+kill -HUP "$NODE_PID"
+sleep 0.3
+echo garbage >"$T/b.json"
+kill -HUP "$NODE_PID"
+sleep 0.3
+check "node alive after two SIGHUPs" 'kill -0 "$NODE_PID" 2>/dev/null'
+scrape "$T/node.log" "$T/node.3"
+check "SIGHUP: bucket green added" '[ -n "$(val "$T/node.3" bqos_bucket_queued node=it bucket=green)" ]'
+check "SIGHUP: the broken file was logged" 'grep -q "garbage" "$T/node.log"'
+$MC mcload "$NODE_PORT" 10; rc=$?
+check "node serves after SIGHUP (rc $rc)" '[ $rc -eq 0 ]'
+
+# 3. memcstat (libmemcached) reads the node's version and stats.
+if command -v memcstat >/dev/null 2>&1; then
+  memcstat --servers="127.0.0.1:$NODE_PORT" >"$T/memcstat.out" 2>&1; rc=$?
+  check "memcstat against the node (rc $rc)" '[ $rc -eq 0 ] && grep -q "version: 1.6.18-bqos-" "$T/memcstat.out"'
+else
+  echo "memcstat not installed (libmemcached-tools): skipped"
+fi
+stop_node
+check "node: clean exit ($NODE_RC)" '[ "$NODE_RC" = 0 ]'
+stop_pid "$BLK_PID" "$CTRL_PID"
+
+# 4. IPv6 loopback: controller, node (memcached, metrics) and bqos-ctl.
+if ! ip -6 addr show lo 2>/dev/null | grep -q '::1'; then
+  echo "no IPv6 loopback on this machine: IPv6 part skipped"
+  finish
+fi
+next_port; CP=$PORT; next_port; AP=$PORT
+printf '{"buckets":[{"name":"red","reservation":10}]}\n' >"$T/b2.json"
+spawn "$T/ctrl6.log" "$BIN/bqos-controller" --buckets "$T/b2.json" --listen "tcp://[::1]:$CP" \
+  --admin "tcp://[::1]:$AP" --period 500ms --intervals 2 --metrics-listen "[::1]:0"
+wait_for '[ -n "$(metrics_url "$T/ctrl6.log")" ]' 5
+NODE_LOG="$T/node6.log"
+spawn "$NODE_LOG" "$NODE" --name v6 --memcached-listen "[::1]:0" \
+  --backend "memcached://127.0.0.1:$MC_PORT" --controller "tcp://[::1]:$CP" --metrics-listen "[::1]:0"
+wait_for '[ -n "$(metrics_url "$NODE_LOG")" ]' 5
+check "node: memcached clients on [::1]" 'grep -q "memcached clients on \[::1\]:" "$NODE_LOG"'
+check "node: metrics on [::1]" 'metrics_url "$NODE_LOG" | grep -q "http://\[::1\]:"'
+wait_for '"$BIN/bqos-ctl" --endpoint "tcp://[::1]:$AP" status 2>/dev/null | grep -q "v6.*up"' 5
+"$BIN/bqos-ctl" --endpoint "tcp://[::1]:$AP" status >"$T/ctl6.out" 2>&1; rc=$?
+check "bqos-ctl over [::1] sees node v6 up (rc $rc)" '[ $rc -eq 0 ] && grep -q "v6.*up" "$T/ctl6.out"'
+scrape "$T/ctrl6.log" "$T/ctrl6.1"; rc=$?
+check "controller /metrics over [::1] (rc $rc)" '[ $rc -eq 0 ] && [ "$(val "$T/ctrl6.1" bqos_node_up node=v6)" = 1 ]'
+finish

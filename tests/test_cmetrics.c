@@ -1,0 +1,120 @@
+/* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens, and the rendered text. */
+#include <check.h>
+#include <string.h>
+
+#include "controller/ctrl.h"
+#include "controller/daemon/metrics.h"
+#include "tests/testlib.h"
+
+/* One node of 100 IOPS; T = 1 s in 2 intervals.  rich wants less than its
+ * reservation, poor wants more than the node has, capped is limited and
+ * backlogged. */
+static const char buckets[] = "{\"buckets\":["
+                              "{\"name\":\"rich\",\"reservation\":20},"
+                              "{\"name\":\"poor\",\"reservation\":500},"
+                              "{\"name\":\"capped\",\"reservation\":0,\"limit\":10}]}";
+
+typedef struct {
+    ctrl_t *c;
+    nodes_t ns;
+    timing_t tm;
+    pclock_t clk;
+    cmetrics_t m;
+} fx_t;
+
+static void fx_init(fx_t *f)
+{
+    memset(f, 0, sizeof *f);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 1;
+    cfg.intervals = 2;
+    ck_assert_ptr_nonnull(f->c = ctrl_new(&cfg));
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(bucketfile_parse(buckets, strlen(buckets), NULL, &bf, NULL), 0);
+    ck_assert_int_eq(ctrl_set_buckets(f->c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *const *names;
+    size_t nb;
+    ctrl_table(f->c, &names, &nb);
+    ck_assert_int_eq(ctrl_node_hello(f->c, "n0", 0, 100, 1, names, nb), 0);
+    f->clk.period_s = 1;
+    f->clk.intervals = 2;
+    ck_assert_int_eq(cmetrics_init(&f->m, f->c, &f->ns, &f->tm, &f->clk, NULL), 0);
+}
+
+/* Period p's last round (interval 1 of 2): rich served 5 and idle, poor
+ * and capped backlogged (1,000 queued). */
+static void fx_round(fx_t *f, uint64_t p)
+{
+    const uint64_t served[3] = {5, 50, 5}, queued[3] = {0, 1000, 1000};
+    proto_report_rec_t recs[3];
+    for (uint32_t b = 0; b < 3; b++)
+        recs[b] = (proto_report_rec_t){.bucket = b, .queued = queued[b],
+                                       .arrivals_interval = served[b] + queued[b],
+                                       .arrivals_period = served[b] + queued[b],
+                                       .served_r = served[b], .l_left = PROTO_UNLIMITED};
+    const char *const *names;
+    uint32_t gen = ctrl_table(f->c, &names, NULL);
+    ck_assert_int_eq(ctrl_round_begin(f->c, p, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(f->c, 0, p, 1, 1, gen, 60, 0.5, recs, 3), 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(f->c, &res), 0);
+    f->tm.nsplits++;
+}
+
+static const cmetrics_outcome_t *outcome(const fx_t *f, const char *name)
+{
+    for (int i = 0; i < f->m.nout; i++)
+        if (strcmp(f->m.out[i].name, name) == 0)
+            return &f->m.out[i];
+    return NULL;
+}
+
+START_TEST(test_cmetrics_outcomes)
+{
+    fx_t f;
+    fx_init(&f);
+    /* The period the controller started in is not judged: it saw no start. */
+    fx_round(&f, 1);
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_uint_eq(f.m.periods_judged, 0);
+    fx_round(&f, 2);
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_uint_eq(f.m.periods_judged, 1);
+    const cmetrics_outcome_t *rich = outcome(&f, "rich"), *poor = outcome(&f, "poor"),
+                             *capped = outcome(&f, "capped");
+    ck_assert_ptr_nonnull(rich);
+    ck_assert_ptr_nonnull(poor);
+    ck_assert_ptr_nonnull(capped);
+    ck_assert_uint_eq(rich->met, 1);     /* asked for less than its reservation */
+    ck_assert_uint_eq(rich->missed, 0);
+    ck_assert_uint_eq(poor->missed, 1);  /* 50 of 500 half way: the node does 100/s */
+    ck_assert_uint_eq(poor->met, 0);
+    ck_assert_uint_eq(capped->held, 1);  /* wants 1,000, may have 10 */
+    ck_assert_uint_eq(capped->met + capped->missed, 0); /* no reservation */
+    ck_assert_uint_eq(rich->held + poor->held, 0);      /* no limit */
+    /* No round closed since: nothing judged. */
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_uint_eq(f.m.periods_judged, 1);
+
+    promtext_t *p = promtext_new();
+    cmetrics_render(&f.m, p);
+    ck_assert_int_eq(promtext_error(p), 0);
+    const char *t = promtext_data(p, NULL);
+    ck_assert_ptr_nonnull(
+        strstr(t, "bqos_bucket_periods_total{bucket=\"poor\",outcome=\"reservation_missed\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_node_up{node=\"n0\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_limit_ios_per_second{bucket=\"capped\"} 10\n"));
+    ck_assert_ptr_null(strstr(t, "bqos_bucket_limit_ios_per_second{bucket=\"rich\"}"));
+    promtext_destroy(&p);
+    cmetrics_clear(&f.m);
+    nodes_clear(&f.ns);
+    ctrl_destroy(&f.c);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {test_cmetrics_outcomes};
+    return testlib_run_tests("cmetrics", tests, sizeof tests / sizeof tests[0]);
+}
