@@ -241,12 +241,19 @@ static int count_entries(const char *dir)
     return n;
 }
 
+/* Makes a fresh directory from the template dir (in place) and puts in
+ * path the file name in it; the test removes both. */
+static void temp_file(char *dir, char *path, size_t size, const char *name)
+{
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, size, "%s/%s", dir, name);
+}
+
 START_TEST(test_bucketfile_save_atomic_roundtrip)
 {
     char dir[] = "/tmp/test_bucketfile.XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[256];
-    snprintf(path, sizeof path, "%s/buckets.json", dir);
+    temp_file(dir, path, sizeof path, "buckets.json");
     const char *t = "{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":60000},"
                     "{\"name\":\"q\\\"uote\\\\\",\"reservation\":7,\"weight\":9}]}";
     bucketfile_t *bf = NULL, *back = NULL;
@@ -332,9 +339,8 @@ static char *slurp(const char *path)
 START_TEST(test_bucketfile_save_keeps_format)
 {
     char dir[] = "/tmp/test_bucketfile.XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[256];
-    snprintf(path, sizeof path, "%s/b.json", dir);
+    temp_file(dir, path, sizeof path, "b.json");
     /* An operator's layout: odd spacing, members in their own order. */
     put(path, "{ \"buckets\" : [\n"
               "    {\"reservation\":100, \"name\":\"red\",   \"limit\":200},\n"

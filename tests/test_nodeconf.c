@@ -10,17 +10,6 @@
 #include "storage-node/core/sched.h"
 #include "tests/testlib.h"
 
-static char *write_tmp(const char *text)
-{
-    static char path[64];
-    strcpy(path, "/tmp/test_nodeconf.XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    return path;
-}
-
 typedef struct {
     int n;
     char names[8][16];
@@ -49,8 +38,8 @@ static int on_tokens(void *arg, const char *name, int64_t r, int64_t l)
 START_TEST(test_nodeconf_buckets_file)
 {
     seen_t s = {0};
-    char *p = write_tmp("{\"buckets\":[{\"name\":\"red\",\"reservation\":5,\"weight\":3},"
-                        "{\"name\":\"blue\",\"reservation\":0,\"limit\":9}]}");
+    char *p = testlib_temp_file("{\"buckets\":[{\"name\":\"red\",\"reservation\":5,\"weight\":3},"
+                                "{\"name\":\"blue\",\"reservation\":0,\"limit\":9}]}");
     ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), 0);
     unlink(p);
     ck_assert_int_eq(s.n, 2);
@@ -73,18 +62,18 @@ START_TEST(test_nodeconf_buckets_file)
                          "{\"buckets\":[{\"name\":\"x\",\"reservation\":5,\"limit\":4}]}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         s.n = 0;
-        p = write_tmp(bad[i]);
+        p = testlib_temp_file(bad[i]);
         ck_assert_msg(nodeconf_load_buckets(p, on_bucket, &s) == -EINVAL, "accepted %s", bad[i]);
         unlink(p);
         ck_assert_msg(s.n == 0, "%s: add() called before the file was validated", bad[i]);
     }
     /* A bad bucket after good ones: nothing is added. */
     s.n = 0;
-    p = write_tmp("{\"buckets\":[{\"name\":\"ok\",\"reservation\":1},{\"name\":\"x\",\"weight\":0}]}");
+    p = testlib_temp_file("{\"buckets\":[{\"name\":\"ok\",\"reservation\":1},{\"name\":\"x\",\"weight\":0}]}");
     ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -EINVAL);
     unlink(p);
     ck_assert_int_eq(s.n, 0);
-    p = write_tmp("{\"buckets\":[{\"name\":\"boom\",\"reservation\":1}]}");
+    p = testlib_temp_file("{\"buckets\":[{\"name\":\"boom\",\"reservation\":1}]}");
     ck_assert_int_eq(nodeconf_load_buckets(p, on_bucket, &s), -ENOSPC);
     unlink(p);
     ck_assert_int_eq(nodeconf_load_buckets("/nonexistent/x.json", on_bucket, &s), -EINVAL);
@@ -94,8 +83,8 @@ END_TEST
 START_TEST(test_nodeconf_tokens_file)
 {
     seen_t s = {0};
-    char *p = write_tmp("{\"red\":{\"r\":10,\"l\":20},\"blue\":{\"l\":null},"
-                        "\"green\":{\"r\":1,\"l\":\"unlimited\"},\"bad\":{\"r\":-1}}");
+    char *p = testlib_temp_file("{\"red\":{\"r\":10,\"l\":20},\"blue\":{\"l\":null},"
+                                "\"green\":{\"r\":1,\"l\":\"unlimited\"},\"bad\":{\"r\":-1}}");
     ck_assert_int_eq(nodeconf_load_tokens(p, on_tokens, &s), -EINVAL); /* "bad" */
     unlink(p);
     ck_assert_int_eq(s.n, 3); /* the good entries are applied */
@@ -105,7 +94,7 @@ START_TEST(test_nodeconf_tokens_file)
     ck_assert_int_eq(s.a[1], 0);
     ck_assert_int_eq(s.b[1], SCHED_UNLIMITED);
     ck_assert_int_eq(s.b[2], SCHED_UNLIMITED);
-    p = write_tmp("[1,2]");
+    p = testlib_temp_file("[1,2]");
     ck_assert_int_eq(nodeconf_load_tokens(p, on_tokens, &s), -EINVAL);
     unlink(p);
 }
@@ -115,10 +104,10 @@ START_TEST(test_nodeconf_check)
 {
     /* --check: every bad bucket and token entry, each with its position. */
     char b[64], t[64];
-    snprintf(b, sizeof b, "%s", write_tmp("{\"buckets\":[{\"name\":\"a\",\"reservation\":5,\"limit\":1},\n"
-                                          "{\"name\":\"b\",\"reservation\":1,\"limit\":null},\n"
-                                          "{\"name\":\"c\"}]}"));
-    snprintf(t, sizeof t, "%s", write_tmp("{\"red\":{\"r\":1},\n \"bad\":{\"r\":-1}}"));
+    snprintf(b, sizeof b, "%s", testlib_temp_file("{\"buckets\":[{\"name\":\"a\",\"reservation\":5,\"limit\":1},\n"
+                                                  "{\"name\":\"b\",\"reservation\":1,\"limit\":null},\n"
+                                                  "{\"name\":\"c\"}]}"));
+    snprintf(t, sizeof t, "%s", testlib_temp_file("{\"red\":{\"r\":1},\n \"bad\":{\"r\":-1}}"));
     char errs[4096] = "";
     FILE *mem = fmemopen(errs, sizeof errs, "w");
     ck_assert_ptr_nonnull(mem);

@@ -446,31 +446,19 @@ START_TEST(test_opts_help_roff)
 }
 END_TEST
 
-/* Writes `text` to a new temporary file; returns its path (static). */
-static const char *settings_file(const char *text)
-{
-    static char path[64];
-    strcpy(path, "/tmp/test_opts.XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    return path;
-}
-
 START_TEST(test_opts_settings_file)
 {
     set_t s;
     /* Every type, comments, quoting; the command line overrides the file. */
-    const char *p = settings_file("# a comment\n"
-                                  "\n"
-                                  "  file = \" spaced # name \"   # trailing comment\n"
-                                  "n=9\n"
-                                  "flag = yes\n"
-                                  "period = 250ms\n"
-                                  "level = high\n"
-                                  "pair = a:b\n"
-                                  "bytes = 64k  # sixty-four\n");
+    const char *p = testlib_temp_file("# a comment\n"
+                                      "\n"
+                                      "  file = \" spaced # name \"   # trailing comment\n"
+                                      "n=9\n"
+                                      "flag = yes\n"
+                                      "period = 250ms\n"
+                                      "level = high\n"
+                                      "pair = a:b\n"
+                                      "bytes = 64k  # sixty-four\n");
     ck_assert_int_eq(parse(&s, (const char *[]){"--settings", p, "--n", "3", NULL}, NULL), 0);
     ck_assert_str_eq(s.file, " spaced # name ");
     ck_assert_int_eq(s.n, 3);
@@ -489,16 +477,16 @@ START_TEST(test_opts_settings_file)
     unlink(p);
 
     /* Every problem, each at its line and column (characters). */
-    p = settings_file("n = 0\n"
-                      "nope = 1\n"
-                      "flag = maybe\n"
-                      "  = 5\n"
-                      "file\n"
-                      "period = \"1s\n"
-                      "level =\n"
-                      "n = 2\n"
-                      "help = true\n"
-                      "file = \"\u00e9\" x\n");
+    p = testlib_temp_file("n = 0\n"
+                          "nope = 1\n"
+                          "flag = maybe\n"
+                          "  = 5\n"
+                          "file\n"
+                          "period = \"1s\n"
+                          "level =\n"
+                          "n = 2\n"
+                          "help = true\n"
+                          "file = \"\u00e9\" x\n");
     ck_assert_int_eq(parse(&s, (const char *[]){"--settings", p, NULL}, NULL), -EBADMSG);
     char want[2048];
     snprintf(want, sizeof want,
@@ -520,7 +508,7 @@ START_TEST(test_opts_settings_file)
     ck_assert_int_eq(parse(&s, (const char *[]){"--settings", "/nonexistent/s", NULL}, NULL),
                      -EBADMSG);
     ck_assert_ptr_nonnull(strstr(errbuf, "cannot read settings file /nonexistent/s"));
-    p = settings_file("stop = true\n");
+    p = testlib_temp_file("stop = true\n");
     ck_assert_int_eq(parse(&s, (const char *[]){"--settings", p, NULL}, NULL), 1);
     ck_assert_int_eq(s.stop, 1);
     char v[32];

@@ -192,6 +192,17 @@ static void snapshot(const pshift_problem_t *p, int64_t *out)
         for (int s = 0; s < pshift_nservers(p); s++) out[n++] = pshift_alloc(p, b, s);
 }
 
+/* Checks that q holds the same allocation as p (same buckets and servers);
+ * iter names the instance in the failure. */
+static void expect_same_allocs(const pshift_problem_t *p, const pshift_problem_t *q, int iter)
+{
+    int64_t a1[64], a2[64];
+    size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
+    snapshot(p, a1);
+    snapshot(q, a2);
+    ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0, "instance %d differs", iter);
+}
+
 START_TEST(test_pshift_initial_allocation)
 {
     /* With capacity to spare nothing shifts, so the result is the paper's
@@ -280,7 +291,6 @@ START_TEST(test_pshift_clear_reuse)
     pshift_problem_t *q = pshift_problem_new();
     ck_assert_ptr_nonnull(q);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    int64_t a1[64], a2[64];
     for (int iter = 0; iter < 500; iter++) {
         rng_x256_t r2 = r;
         pshift_problem_t *p = random_problem(&r);
@@ -290,11 +300,8 @@ START_TEST(test_pshift_clear_reuse)
         random_fill(q, &r2);
         ck_assert_int_eq(pshift_solve(p, &o), 0);
         ck_assert_int_eq(pshift_solve(q, &o), 0);
-        size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
         ck_assert_int_eq(pshift_nbuckets(q), pshift_nbuckets(p));
-        snapshot(p, a1);
-        snapshot(q, a2);
-        ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0, "instance %d differs", iter);
+        expect_same_allocs(p, q, iter);
         ck_assert_int_eq(pshift_stats(q)->phi, pshift_stats(p)->phi);
         ck_assert_int_eq(pshift_stats(q)->shifts, pshift_stats(p)->shifts);
         for (int b = 0; b < pshift_nbuckets(q); b++) {
@@ -320,7 +327,6 @@ START_TEST(test_pshift_set_demands_batch)
     rng_x256_t r;
     rng_x256_seed(&r, 11);
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    int64_t a1[64], a2[64];
     for (int iter = 0; iter < 300; iter++) {
         pshift_problem_t *p = random_problem(&r);
         int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
@@ -343,10 +349,7 @@ START_TEST(test_pshift_set_demands_batch)
             ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
         }
         ck_assert_int_eq(pshift_solve(q, &o), 0);
-        size_t cells = (size_t)nb * (size_t)ns;
-        snapshot(p, a1);
-        snapshot(q, a2);
-        ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0, "instance %d differs", iter);
+        expect_same_allocs(p, q, iter);
         pshift_problem_destroy(&p);
         pshift_problem_destroy(&q);
     }

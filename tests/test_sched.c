@@ -89,6 +89,16 @@ static sched_t *make(sched_policy_t p, int weighted, int n)
     return s;
 }
 
+/* Two buckets under the token policy; bucket 0 has r R-tokens and l
+ * L-tokens (no horizon) and n requests queued. */
+static sched_t *backlogged0(int64_t r, int64_t l, int n)
+{
+    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    ck_assert_int_eq(sched_set_tokens(s, 0, r, l, INFINITY, 0), 0);
+    enq(s, 0, n);
+    return s;
+}
+
 START_TEST(test_sched_bad_args)
 {
     ck_assert_ptr_null(sched_new((sched_policy_t)7, 0));
@@ -230,9 +240,7 @@ END_TEST
  * if it is the only one backlogged. */
 START_TEST(test_sched_no_service_without_l_tokens)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0, INFINITY, 0), 0);
-    enq(s, 0, 3);
+    sched_t *s = backlogged0(0, 0, 3);
     for (int i = 0; i < 10; i++)
         expect_none(s);
     ck_assert_int_eq(sched_set_tokens(s, 0, 0, 1, INFINITY, 0), 0);
@@ -254,9 +262,7 @@ END_TEST
  * unlimited bucket's L count is never touched. */
 START_TEST(test_sched_token_decrement)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 3, 5, INFINITY, 0), 0);
-    enq(s, 0, 10);
+    sched_t *s = backlogged0(3, 5, 10);
     for (int i = 0; i < 3; i++)
         expect(s, 0, SCHED_CLASS_R);
     sched_bucket_stats_t st = stats(s, 0);
@@ -285,9 +291,7 @@ END_TEST
 /* set_tokens replaces counts at once, while requests keep flowing. */
 START_TEST(test_sched_token_replacement)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 5, 0, INFINITY, 0), 0);
-    enq(s, 0, 20);
+    sched_t *s = backlogged0(5, 0, 20);
     enq(s, 1, 20);
     expect_order(s, "R0 R0");
     ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0, INFINITY, 0), 0); /* replaced, not added */
@@ -498,9 +502,7 @@ END_TEST
 
 START_TEST(test_sched_counters_and_period)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 2, 1, INFINITY, 0), 0);
-    enq(s, 0, 5);
+    sched_t *s = backlogged0(2, 1, 5);
     enq(s, 1, 1);
     expect_order(s, "R0 R0 O1 L0");
     expect_none(s);

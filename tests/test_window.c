@@ -86,16 +86,25 @@ static window_t *make(int floor, int ceiling, double alpha)
     return w;
 }
 
+/* The usual window (floor 2, ceiling 64, alpha 8) on a 100 us backend of
+ * the given knee, noise and clients (see sim_init()), after 2 simulated
+ * seconds to settle; sets *tput to the throughput of those seconds. */
+static window_t *settled(sim_t *s, int knee, double noise, int clients, double *tput)
+{
+    sim_init(s, knee, 100e-6, noise, clients);
+    window_t *w = make(2, 64, 8);
+    sim_run(s, w, 2, 2, 64, tput);
+    return w;
+}
+
 /* Knee 16, 100 us: the window settles at about knee + alpha (the fixed
  * point w (1 - base / L) = alpha with L = w svc / knee), far below the
  * ceiling, and the backend runs at its full rate. */
 START_TEST(test_window_converges_to_knee)
 {
     sim_t s;
-    sim_init(&s, 16, 100e-6, 0, 1000);
-    window_t *w = make(2, 64, 8);
     double tput;
-    sim_run(&s, w, 2, 2, 64, &tput);
+    window_t *w = settled(&s, 16, 0, 1000, &tput);
     double mean = sim_run(&s, w, 1, 2, 64, &tput);
     ck_assert_msg(mean >= 16 && mean <= 16 + 8 + 2, "mean window %.1f", mean);
     ck_assert_msg(tput >= 0.97 * 16 / 100e-6, "throughput %.0f", tput);
@@ -182,10 +191,8 @@ END_TEST
 START_TEST(test_window_steady_under_noise)
 {
     sim_t s;
-    sim_init(&s, 16, 100e-6, 0.3, 1000);
-    window_t *w = make(2, 64, 8);
     double tput;
-    sim_run(&s, w, 2, 2, 64, &tput);
+    window_t *w = settled(&s, 16, 0.3, 1000, &tput);
     int lo = 1000, hi = 0;
     for (int i = 0; i < 100; i++) {
         double mean = sim_run(&s, w, 0.01, 2, 64, &tput);
@@ -203,10 +210,8 @@ END_TEST
 START_TEST(test_window_no_growth_without_demand)
 {
     sim_t s;
-    sim_init(&s, 32, 100e-6, 0, 5);
-    window_t *w = make(2, 64, 8);
     double tput;
-    sim_run(&s, w, 2, 2, 64, &tput);
+    window_t *w = settled(&s, 32, 0, 5, &tput);
     ck_assert_int_le(window_limit(w), 5 + 8);
     ck_assert_msg(tput >= 0.99 * 5 / 100e-6, "throughput %.0f", tput);
     window_destroy(&w);

@@ -1,4 +1,4 @@
-/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status; and the address-space cap of the out-of-memory tests. */
+/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status; a temporary file with given text; and the address-space cap of the out-of-memory tests. */
 #ifndef BQOS_TESTLIB_H
 #define BQOS_TESTLIB_H
 
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* Runs every case of suite s (the runner takes s over and frees it) with
  * CK_NORMAL output.  Returns EXIT_SUCCESS when all passed, EXIT_FAILURE
@@ -77,6 +78,20 @@ static inline size_t testlib_vm_size(void)
     if (f)
         fclose(f);
     return kb * 1024;
+}
+
+/* Writes text to a new temporary file under /tmp; returns its path, in a
+ * buffer the next call overwrites.  The test removes the file.  Fails the
+ * test when it cannot. */
+static inline char *testlib_temp_file(const char *text)
+{
+    static char path[64];
+    strcpy(path, "/tmp/bqos_test.XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
 }
 
 /* Caps the address space at the process's size now plus extra bytes (never
