@@ -42,6 +42,13 @@ typedef struct gate_conn {
                                       only while the socket is full */
     struct evbuffer *out;          /* replies not yet written */
     int writing;                   /* wev is armed */
+    /* The gate's own (the front leaves them alone): */
+    event_callback_fn on_read;     /* the front's, called by the gate's read callback */
+    void *arg;
+    double last;                   /* mono_now() of the last read, or of the last idle
+                                      check that found the connection busy */
+    uint8_t peer[16];              /* client address (IPv4: first 4 bytes) ... */
+    int family;                    /* ... AF_INET or AF_INET6; 0: none (Unix socket) */
 } gate_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -66,6 +73,11 @@ typedef struct {
     /* A connection refused; the front may say why on fd (the gate closes it
      * afterwards).  May be NULL. */
     void (*refuse)(void *front, evutil_socket_t fd);
+    /* --idle-timeout: c read nothing for that long.  Closes c (as the front
+     * closes any connection) and returns 1 only if it has nothing queued,
+     * at the backend or unsent; else returns 0 (c is left alone and checked
+     * again a timeout later).  NULL: the front has no idle timeout. */
+    int (*expire)(void *front, gate_conn_t *c);
 } gate_hooks_t;
 
 typedef struct {
@@ -117,8 +129,26 @@ int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
  * the socket is full), or -errno for a broken socket. */
 int gate_conn_write(gate_conn_t *c);
 
-/* Unlists c, frees its events and output buffer and closes its socket. */
+/* Unlists c, frees its events and output buffer and closes its socket;
+ * resumes accepting if out of descriptors had paused it
+ * (listener_resume()). */
 void gate_conn_close(gate_t *g, gate_conn_t *c);
+
+/* Connection limits beyond max_conns (--idle-timeout,
+ * --max-conns-per-ip).  idle_sec > 0: a connection that read nothing for
+ * idle_sec seconds is offered to hooks->expire (checked every
+ * min(1, idle_sec / 4) s); 0: never.  per_ip > 0: a TCP connection from an
+ * address that already has per_ip open is refused (hooks->refuse); 0: no
+ * cap (Unix-socket connections are never capped).  Returns 0, or -EINVAL
+ * (negative values, or idle_sec > 0 and no hooks->expire) or -ENOMEM. */
+int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip);
+
+/* Counts for stats: connections closed idle, refused by the per-address
+ * cap, and accept pauses for want of descriptors (listener_pauses()). */
+typedef struct {
+    uint64_t idle_closed, refused_per_ip, accept_pauses;
+} gate_conn_stats_t;
+void gate_conn_stats(const gate_t *g, gate_conn_stats_t *out);
 
 /* The first listed connection (then c->next), or NULL. */
 gate_conn_t *gate_conns(gate_t *g);

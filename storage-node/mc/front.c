@@ -677,6 +677,18 @@ static void on_refuse(void *arg, evutil_socket_t fd)
     (void)w;
 }
 
+/* --idle-timeout: closes c unless a request of it is queued, at the
+ * backend or unanswered, or a reply is unsent. */
+static int on_expire(void *arg, gate_conn_t *sock)
+{
+    (void)arg;
+    conn_t *c = container_of(sock, conn_t, sock);
+    if (c->nslots > 0 || c->in_process || evbuffer_get_length(c->sock.out) > 0)
+        return 0;
+    conn_free(c);
+    return 1;
+}
+
 static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)sa;
@@ -844,7 +856,8 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     }
     static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,
-                                       .accept = on_accept, .refuse = on_refuse};
+                                       .accept = on_accept, .refuse = on_refuse,
+                                       .expire = on_expire};
     /* One dispatch at the end of each pass of the loop (docs/node.md). */
     gate_config_t gc = {.tag = "", .outstanding = cfg->outstanding,
                         .max_conns = cfg->max_conns, .max_buckets = 0, .defer = 1};
