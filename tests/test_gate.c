@@ -375,6 +375,14 @@ static void nothing(evutil_socket_t fd, short what, void *arg)
     (void)arg;
 }
 
+/* Makes g listen on a free loopback port. */
+static void listen_any(gate_t *g)
+{
+    listener_addr_t la;
+    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
+    ck_assert_int_eq(gate_listen(g, &la), 0);
+}
+
 /* Runs the loop for `sec` seconds (or until *until >= want, if until is
  * set); returns how many loop iterations ran. */
 static long run_for(double sec, const int *until, int want)
@@ -402,9 +410,7 @@ static long run_for(double sec, const int *until, int want)
 START_TEST(test_gate_connections)
 {
     gate_t *g = make(1, 0, 0, 1);
-    listener_addr_t la;
-    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
-    ck_assert_int_eq(gate_listen(g, &la), 0);
+    listen_any(g);
     ck_assert_uint_gt(gate_port(g), 0);
     ck_assert(strncmp(gate_address(g), "127.0.0.1:", 10) == 0);
     int c1 = connect_to(gate_port(g));
@@ -439,9 +445,7 @@ END_TEST
 START_TEST(test_gate_emfile_no_spin)
 {
     gate_t *g = make(1, 0, 0, 100);
-    listener_addr_t la;
-    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
-    ck_assert_int_eq(gate_listen(g, &la), 0);
+    listen_any(g);
     gate_conn_t gc[2];
     memset(gc, 0, sizeof gc);
     fk.conns = gc;
@@ -481,9 +485,7 @@ START_TEST(test_gate_per_ip_cap)
 {
     gate_t *g = make(1, 0, 0, 10);
     ck_assert_int_eq(gate_set_conn_limits(g, 0, 1), 0);
-    listener_addr_t la;
-    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
-    ck_assert_int_eq(gate_listen(g, &la), 0);
+    listen_any(g);
     gate_conn_t gc[2];
     memset(gc, 0, sizeof gc);
     fk.conns = gc;
@@ -522,9 +524,7 @@ START_TEST(test_gate_idle_timeout)
     gate_destroy(&g2);
     ck_assert_int_eq(gate_set_conn_limits(g, -1, 0), -EINVAL);
     ck_assert_int_eq(gate_set_conn_limits(g, 0.2, 0), 0);
-    listener_addr_t la;
-    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
-    ck_assert_int_eq(gate_listen(g, &la), 0);
+    listen_any(g);
     gate_conn_t gc[1];
     memset(gc, 0, sizeof gc);
     fk.conns = gc;
