@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 #include "common/mono.h"
@@ -169,7 +170,8 @@ static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, 
     g->accepting = NULL;
 }
 
-/* Offers every connection that read nothing for idle_sec to hooks->expire. */
+/* Shuts down every connection that read nothing for idle_sec and holds
+ * nothing (gate_set_conn_limits()). */
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -180,19 +182,19 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     double now = mono_now();
     gate_conn_t *next;
     for (gate_conn_t *c = g->conns; c; c = next) {
-        next = c->next; /* expire() may free c */
+        next = c->next;
         if (now - c->last < g->idle_sec)
             continue;
-        if (g->hooks.expire(g->front, c))
+        c->last = now; /* busy: idle from now at the earliest; shut: not twice */
+        if (c->held == 0 && !c->writing && evbuffer_get_length(c->out) == 0 &&
+            event_pending(c->rev, EV_READ, NULL) && shutdown(c->fd, SHUT_RDWR) == 0)
             g->idle_closed++;
-        else
-            c->last = now; /* busy: idle from now at the earliest */
     }
 }
 
 int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip)
 {
-    if (!(idle_sec >= 0) || per_ip < 0 || (idle_sec > 0 && !g->hooks.expire))
+    if (!(idle_sec >= 0) || per_ip < 0)
         return -EINVAL;
     if (g->sweep) {
         event_free(g->sweep);
@@ -317,6 +319,7 @@ int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
 {
     c->fd = fd;
     c->writing = 0;
+    c->held = 0;
     c->on_read = on_read;
     c->arg = arg;
     c->last = mono_now();

@@ -42,6 +42,10 @@ typedef struct gate_conn {
                                       only while the socket is full */
     struct evbuffer *out;          /* replies not yet written */
     int writing;                   /* wev is armed */
+    int held;                      /* the front's count of this connection's requests
+                                      queued, at the backend or unanswered (0 from
+                                      gate_conn_open()); --idle-timeout spares c while
+                                      it is nonzero */
     /* The gate's own (the front leaves them alone): */
     event_callback_fn on_read;     /* the front's, called by the gate's read callback */
     void *arg;
@@ -73,11 +77,6 @@ typedef struct {
     /* A connection refused; the front may say why on fd (the gate closes it
      * afterwards).  May be NULL. */
     void (*refuse)(void *front, evutil_socket_t fd);
-    /* --idle-timeout: c read nothing for that long.  Closes c (as the front
-     * closes any connection) and returns 1 only if it has nothing queued,
-     * at the backend or unsent; else returns 0 (c is left alone and checked
-     * again a timeout later).  NULL: the front has no idle timeout. */
-    int (*expire)(void *front, gate_conn_t *c);
 } gate_hooks_t;
 
 typedef struct {
@@ -136,11 +135,13 @@ void gate_conn_close(gate_t *g, gate_conn_t *c);
 
 /* Connection limits beyond max_conns (--idle-timeout,
  * --max-conns-per-ip).  idle_sec > 0: a connection that read nothing for
- * idle_sec seconds is offered to hooks->expire (checked every
- * min(1, idle_sec / 4) s); 0: never.  per_ip > 0: a TCP connection from an
- * address that already has per_ip open is refused (hooks->refuse); 0: no
- * cap (Unix-socket connections are never capped).  Returns 0, or -EINVAL
- * (negative values, or idle_sec > 0 and no hooks->expire) or -ENOMEM. */
+ * idle_sec seconds (checked every min(1, idle_sec / 4) s), with held 0,
+ * nothing unsent and its read event armed, is shut down (shutdown(2), both
+ * ways): the front reads EOF and closes it as a client gone, with nothing
+ * to lose.  Only for a front that keeps c->held; 0: never.  per_ip > 0: a
+ * TCP connection from an address that already has per_ip open is refused
+ * (hooks->refuse); 0: no cap (Unix-socket connections are never capped).
+ * Returns 0, or -EINVAL (negative values) or -ENOMEM. */
 int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip);
 
 /* Counts for stats: connections closed idle, refused by the per-address
