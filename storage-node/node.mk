@@ -10,7 +10,7 @@ bqos-node_SRCS = storage-node/main.c storage-node/noderun.c storage-node/nodemet
 bqos-node_LIBS = ctlclient node nodecore protozmq proto curvekey common
 bqos-nbd-node_SRCS = $(bqos-node_SRCS)
 bqos-nbd-node_LIBS = $(bqos-node_LIBS)
-ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
+ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 
 TESTS += test_mcproto

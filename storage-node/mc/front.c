@@ -80,7 +80,6 @@ typedef struct conn {
     size_t rlen, rcap;
     size_t swallow;        /* bytes still to discard (too-large value) */
     slot_t *head, *tail;
-    int nslots;
     keyorder_t keys;       /* keys with unfinished IOs */
     int paused;            /* reading stopped for backpressure */
     int in_process;        /* inside conn_process(): no recursion */
@@ -168,7 +167,7 @@ static void conn_append(conn_t *c, slot_t *sl)
     else
         c->head = sl;
     c->tail = sl;
-    c->nslots++;
+    c->sock.held++;
 }
 
 /* A slot answered locally with a fixed line (no CRLF in `line`). */
@@ -312,7 +311,7 @@ static void conn_try_write(conn_t *c)
 static void resume_if_room(conn_t *c)
 {
     if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
-        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2) {
+        c->sock.held < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2) {
         c->paused = 0;
         event_add(c->sock.rev, NULL);
         if (!c->in_process)
@@ -329,7 +328,7 @@ static void conn_flush(conn_t *c)
         c->head = sl->next;
         if (!c->head)
             c->tail = NULL;
-        c->nslots--;
+        c->sock.held--;
         slot_write(c->f, c, sl);
         wrote = 1;
         if (sl->close_after) {
@@ -544,7 +543,7 @@ static void conn_process(conn_t *c)
     size_t off = 0;
     c->in_process = 1;
     while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
-        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH) {
+        if (c->sock.held >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH) {
             if (!c->paused) {
                 c->paused = 1;
                 event_del(c->sock.rev);
