@@ -518,8 +518,8 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
             continue; /* older than what we hold */
         p->queued = r->queued;
         p->arrivals = r->arrivals_interval;
-        uint64_t sv = r->served_r + r->served_l + r->served_o;
-        p->served = sv > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)sv;
+        p->served = (int64_t)ctrl__ucount_add(ctrl__ucount_add(r->served_r, r->served_l),
+                                              r->served_o);
         nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o, 0};
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
@@ -584,21 +584,21 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             continue;
         const pair_t *p = &nd->pairs[j];
         if (p->has_report && p->period == c->period) {
-            out->served_r += nd->served[j].r;
-            out->served_l += nd->served[j].l;
-            out->served_o += nd->served[j].o;
+            out->served_r = ctrl__ucount_add(out->served_r, nd->served[j].r);
+            out->served_l = ctrl__ucount_add(out->served_l, nd->served[j].l);
+            out->served_o = ctrl__ucount_add(out->served_o, nd->served[j].o);
         }
         if (!nd->up)
             continue;
         if (p->has_report)
-            out->queued += p->queued;
+            out->queued = ctrl__ucount_add(out->queued, p->queued);
         const pair_push_t *ps = &nd->push[j];
-        out->demand += ps->demand;
+        out->demand = ctrl__count_add(out->demand, ps->demand);
         out->servers += ps->demand > 0;
         if (ps->tok_r > 0)
-            out->r_tokens += ps->tok_r;
+            out->r_tokens = ctrl__count_add(out->r_tokens, ps->tok_r);
         if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
-            out->l_tokens += ps->tok_l;
+            out->l_tokens = ctrl__count_add(out->l_tokens, ps->tok_l);
     }
     if (unl)
         out->l_tokens = CTRL_UNLIMITED;
@@ -699,8 +699,9 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
                 k = (int)n;
                 all[n++] = (ctrl_unconf_t){.name = name};
             }
-            all[k].arrivals += sv->arrivals;
-            all[k].served += sv->r + sv->l + sv->o;
+            all[k].arrivals = ctrl__ucount_add(all[k].arrivals, sv->arrivals);
+            all[k].served = ctrl__ucount_add(
+                all[k].served, ctrl__ucount_add(ctrl__ucount_add(sv->r, sv->l), sv->o));
             all[k].nodes++;
         }
     }
@@ -713,8 +714,8 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             out[k] = all[k];
             continue;
         }
-        rest->arrivals += all[k].arrivals;
-        rest->served += all[k].served;
+        rest->arrivals = ctrl__ucount_add(rest->arrivals, all[k].arrivals);
+        rest->served = ctrl__ucount_add(rest->served, all[k].served);
         rest->nodes++;
     }
     rc = (int)w;

@@ -192,6 +192,28 @@ static inline void ctrl__prefetch(const void *a, size_t size)
     __builtin_prefetch((const char *)a + size - 1, 1);
 }
 
+/* Counts summed over nodes or buckets (served, queued, demand, tokens)
+ * saturate at CTRL_COUNT_MAX = 2^53: a report carries at most that per
+ * count (proto check), a bucket gets at most that many tokens per period
+ * (ctrl_set_buckets), so a saturated sum still says "more than any limit",
+ * never wraps, and stays exact as a double.  Inputs are >= 0. */
+#define CTRL_COUNT_MAX (INT64_C(1) << 53)
+static inline int64_t ctrl__count_add(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s) || s > CTRL_COUNT_MAX)
+        return CTRL_COUNT_MAX;
+    return s;
+}
+
+static inline uint64_t ctrl__ucount_add(uint64_t a, uint64_t b)
+{
+    uint64_t s;
+    if (__builtin_add_overflow(a, b, &s) || s > (uint64_t)CTRL_COUNT_MAX)
+        return (uint64_t)CTRL_COUNT_MAX;
+    return s;
+}
+
 /* Node `node`, or NULL if there is no such node. */
 static inline node_t *ctrl__get_node(const ctrl_t *c, int node)
 {

@@ -1065,6 +1065,44 @@ START_TEST(test_ctrl_conversion_of_unused_reservation)
 }
 END_TEST
 
+/* Issue 18 defect 1: 1,100 nodes each report served = 2^53 (the most a
+ * count may say) for one bucket, plus an unconfigured one: every sum
+ * saturates at 2^53 instead of wrapping negative (run also under UBSan),
+ * the bucket counts as used up and the computation succeeds. */
+START_TEST(test_ctrl_served_sum_saturates)
+{
+    enum { NN = 1100 };
+    const int64_t big = INT64_C(1) << 53;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":100,\"limit\":1000},"
+                      "{\"name\":\"b\",\"reservation\":100}]}",
+                      NN, 1000, NULL);
+    static rep_t rep[2];
+    rep[0] = (rep_t){.queued = (uint64_t)big, .arrivals = (uint64_t)big, .served = (uint64_t)big};
+    rep[1] = rep[0];
+    static const rep_t *reps[NN];
+    for (int i = 0; i < NN; i++)
+        reps[i] = rep;
+    ctrl_result_t res;
+    round_run(c, 1, 0, reps, NN, 2, &res);
+    for (uint32_t b = 0; b < 2; b++) {
+        ctrl_bucket_info_t bi;
+        ck_assert_int_eq(ctrl_bucket_info(c, (int)b, &bi), 0);
+        ck_assert_uint_eq(bi.served_r, (uint64_t)big);
+        ck_assert_uint_le(bi.queued, (uint64_t)big);
+        ck_assert_int_ge(bi.demand, 0);
+        ck_assert_int_le(bi.demand, big);
+        ck_assert_int_ge(bi.r_tokens, 0);
+        ck_assert_int_ge(bi.l_tokens, 0);
+    }
+    /* a used up: no node gets L-tokens for it */
+    int64_t r, l;
+    for (int i = 0; i < NN; i++)
+        if (find_tok(c, i, 0, &r, &l) == 0)
+            ck_assert_int_eq(l, 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1079,7 +1117,7 @@ int main(void)
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
-        test_ctrl_conversion_of_unused_reservation
+        test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
