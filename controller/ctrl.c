@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,10 +112,43 @@ static void pair_init(pair_t *p, pair_push_t *pp, int b)
     *pp = (pair_push_t){.tok_r = -1, .tok_l = CTRL_UNLIMITED};
 }
 
+/* Tokens per period for `rate`; CTRL_BUCKET_TOKENS_MAX + 1 if more
+ * (ctrl_check_buckets() refuses those). */
 static int64_t rate_to_tokens(int64_t rate, double period_s)
 {
     double t = round((double)rate * period_s);
-    return t > (double)(INT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)t;
+    return t > (double)CTRL_BUCKET_TOKENS_MAX ? CTRL_BUCKET_TOKENS_MAX + 1 : (int64_t)t;
+}
+
+int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
+{
+    int64_t total = 0;
+    for (size_t b = 0; b < bucketfile_count(bf); b++) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, b);
+        int64_t most = x->limit == BUCKETFILE_NO_LIMIT ? x->reservation : x->limit;
+        int64_t t = rate_to_tokens(most, c->cfg.period_s);
+        if (t > CTRL_BUCKET_TOKENS_MAX) {
+            if (msg)
+                snprintf(msg, msgsize,
+                         "bucket %s: %lld IOs/s over the %g s period is more than 2^53 IOs; "
+                         "lower it or the period",
+                         x->name, (long long)most, c->cfg.period_s);
+            return -ERANGE;
+        }
+        total += t; /* <= 2^62 + 2^53: no overflow */
+        if (total > CTRL_TOTAL_TOKENS_MAX) {
+            if (msg)
+                snprintf(msg, msgsize,
+                         "bucket %s: the buckets up to it (%zu) add up to more than 2^62 IOs "
+                         "per %g s period (the sum of max(reservation, limit) x period must fit); "
+                         "lower their limits or the period",
+                         x->name, b + 1, c->cfg.period_s);
+            return -ERANGE;
+        }
+    }
+    if (msg && msgsize)
+        msg[0] = 0;
+    return 0;
 }
 
 /* Points node n's pairs at the buckets of `bf` and rebuilds its reverse
@@ -135,6 +169,8 @@ static void node_remap(const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
 
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
 {
+    if (ctrl_check_buckets(c, bf, NULL, 0) < 0)
+        return -ERANGE;
     size_t nb = bucketfile_count(bf);
     bucketfile_t *copy = bucketfile_dup(bf);
     const char **names = calloc(nb ? nb : 1, sizeof *names);

@@ -87,10 +87,23 @@ const ctrl_config_t *ctrl_config(const ctrl_t *c);
 
 /* ---- buckets (the controller's table) ------------------------------------ */
 
+/* The most tokens one bucket may get per period (rate x period_s), and the
+ * most all buckets together may (the sum over buckets of the larger of
+ * reservation and limit, in tokens): what a round's sums hold without
+ * overflow (pShift sums a problem's tokens in int64_t). */
+#define CTRL_BUCKET_TOKENS_MAX (INT64_C(1) << 53)
+#define CTRL_TOTAL_TOKENS_MAX (INT64_C(1) << 62)
+
+/* Checks that `bf` fits what the arithmetic holds under c's period (the two
+ * bounds above).  Returns 0, or -ERANGE with `msg` (may be NULL) naming the
+ * first bucket past a bound.  Any thread that owns `c`. */
+int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize);
+
 /* Replaces the bucket configuration with a copy of `bf` (rates are turned
  * into tokens per period: rate x period_s).  Per-node state of buckets that
  * stay is kept; the table generation changes and the next ctrl_compute()
- * recomputes.  Returns 0 or -ENOMEM (state unchanged). */
+ * recomputes.  Returns 0, -ERANGE if ctrl_check_buckets() refuses `bf`, or
+ * -ENOMEM (state unchanged in both cases). */
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf);
 
 /* The controller's table: generation (>= 1) and bucket names in index order

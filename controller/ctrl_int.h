@@ -214,6 +214,10 @@ static inline uint64_t ctrl__ucount_add(uint64_t a, uint64_t b)
     return s;
 }
 
+/* The most tokens a node's capacity counts for in a round (2^50: 3 x 10^11
+ * IOs/s over an hour): 4,096 of them add up to at most 2^62. */
+#define CTRL_NODE_TOKENS_MAX (INT64_C(1) << 50)
+
 /* Node `node`, or NULL if there is no such node. */
 static inline node_t *ctrl__get_node(const ctrl_t *c, int node)
 {

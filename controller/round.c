@@ -35,6 +35,13 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
     return p->served;
 }
 
+/* A node's capacity for the rest of the period in tokens, at most
+ * CTRL_NODE_TOKENS_MAX (so that pShift's sum over the nodes fits). */
+static int64_t node_tokens(double t)
+{
+    return t > 0 ? (t < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)t : CTRL_NODE_TOKENS_MAX) : 0;
+}
+
 /* Grows the scratch arrays of a computation to the current numbers of
  * buckets, nodes and active pairs.  Returns 0 or -ENOMEM. */
 static int grow_scratch(ctrl_t *c)
@@ -605,8 +612,8 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
         if (!nd->up)
             continue;
         double capt = nd->cap.estimate * rem_s, cons = nd->cap.conservative * rem_s;
-        nd->capt = capt > 0 ? (capt < (double)CTRL_COUNT_MAX ? (int64_t)capt : CTRL_COUNT_MAX) : 0;
-        int64_t ct = cons > 0 ? (cons < (double)CTRL_COUNT_MAX ? (int64_t)cons : CTRL_COUNT_MAX) : 0;
+        nd->capt = node_tokens(capt);
+        int64_t ct = node_tokens(cons);
         if (ct > nd->capt)
             ct = nd->capt;
         place_single(c, nd, ct, rs);

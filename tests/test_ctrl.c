@@ -1103,6 +1103,80 @@ START_TEST(test_ctrl_served_sum_saturates)
 }
 END_TEST
 
+/* `n` buckets b0.. with reservation 10^6 and limit `limit` IOs/s. */
+static bucketfile_t *many_buckets(size_t n, int64_t limit)
+{
+    size_t cap = n * 80 + 32, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t + len, cap - len, "{\"buckets\":[");
+    for (size_t b = 0; b < n; b++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "%s{\"name\":\"b%zu\",\"reservation\":1000000,\"limit\":%lld}",
+                                b ? "," : "", b, (long long)limit);
+    snprintf(t + len, cap - len, "]}");
+    bucketfile_t *bf = load(t);
+    free(t);
+    return bf;
+}
+
+/* Issue 18 defect 2: 2,600 buckets at 10^12 IOs/s with a 3600 s period
+ * (valid bucket file) add up to more than the round's int64_t sums hold:
+ * refused with -ERANGE and a message naming the bucket, state unchanged;
+ * 1,200 of them fit, and a round where a node reports demand for all of
+ * them computes (no overflow, also under UBSan); 10^12 over 10,000 s is
+ * more than one bucket may get. */
+START_TEST(test_ctrl_bucket_tokens_must_fit)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 3600;
+    cfg.intervals = 4;
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_t *bf = many_buckets(2600, 1000000000000LL);
+    char msg[512];
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_ptr_nonnull(strstr(msg, "bucket b1281:"));
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), -ERANGE);
+    size_t nb = 99;
+    ctrl_table(c, NULL, &nb);
+    ck_assert_uint_eq(nb, 0);
+    bucketfile_destroy(&bf);
+
+    enum { NB = 1200 };
+    bf = many_buckets(NB, 1000000000000LL);
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), 0);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, &nb);
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000000000000ULL, 1, names, nb), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 0, 1000000000000ULL, 1, names, nb), 1);
+    static proto_report_rec_t recs[NB];
+    for (uint32_t b = 0; b < NB; b++)
+        recs[b] = (proto_report_rec_t){.bucket = b,
+                                       .queued = UINT64_C(1) << 52,
+                                       .arrivals_interval = UINT64_C(1) << 52,
+                                       .r_left = 0,
+                                       .l_left = 0};
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    for (int n = 0; n < 2; n++)
+        ck_assert_int_eq(ctrl_node_report(c, n, 1, 0, 1, gen, 0, 0, recs, NB), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_ge(res.r_tokens, 0);
+    ctrl_destroy(&c);
+
+    cfg.period_s = 10000;
+    c = ctrl_new(&cfg);
+    bf = many_buckets(1, 1000000000000LL);
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_ptr_nonnull(strstr(msg, "bucket b0:"));
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1117,7 +1191,8 @@ int main(void)
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
-        test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates
+        test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
+        test_ctrl_bucket_tokens_must_fit
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

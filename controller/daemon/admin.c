@@ -21,7 +21,8 @@ static double view_bucket(const char *name, void *arg)
 }
 
 /* Admission for a candidate configuration.  Returns 0 if it may be
- * applied; -EDQUOT (msg filled) if enforce refuses it. */
+ * applied; -EDQUOT (msg filled) if enforce refuses it, -ERANGE (msg
+ * filled) if ctrl_check_buckets() does. */
 static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
 {
     admission_view_t v = {
@@ -29,7 +30,12 @@ static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
         .bucket_capacity = view_bucket,
         .arg = ad->ctrl,
     };
-    int rc = admission_check(bf, &v, msg, size);
+    int rc = ctrl_check_buckets(ad->ctrl, bf, msg, size);
+    if (rc < 0) { /* the arithmetic cannot hold it: refused in either mode */
+        log_error("configuration refused: %s", msg);
+        return rc;
+    }
+    rc = admission_check(bf, &v, msg, size);
     if (rc == 0) {
         if (msg[0])
             log_info("admission: %s", msg);

@@ -653,7 +653,16 @@ int main(int argc, char **argv)
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);
-    if (!a.ctrl || ctrl_set_buckets(a.ctrl, bf) < 0) {
+    if (!a.ctrl) {
+        log_error("out of memory");
+        goto out;
+    }
+    char why[512];
+    if (ctrl_check_buckets(a.ctrl, bf, why, sizeof why) < 0) {
+        log_error("%s: %s", set.buckets, why);
+        goto out;
+    }
+    if (ctrl_set_buckets(a.ctrl, bf) < 0) {
         log_error("out of memory");
         goto out;
     }
