@@ -62,6 +62,8 @@ typedef struct {
     double conv_slack;       /* token conversion: a bucket keeps this share
                                 of R of what it left unused; < 0: no
                                 conversion (remaining R = R - served) */
+    double max_profile;      /* a hello's capacity profile is held to this
+                                (IOPS); see CTRL_PLAUSIBLE_FACTOR */
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
                                 from the clock so that a restarted controller's
                                 generations rarely repeat the old ones */
@@ -70,7 +72,8 @@ typedef struct {
 } ctrl_config_t;
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
- * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05. */
+ * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05,
+ * max_profile 10^8 IOPS. */
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;
@@ -262,11 +265,34 @@ double ctrl_total_capacity(const ctrl_t *c);
  * node reports demand for it). */
 double ctrl_bucket_capacity(const ctrl_t *c, const char *name);
 
+/* Implausible reports (issue 18): values a node sends that the controller
+ * does not believe, clamped, counted per reason in ctrl_stats() and logged
+ * at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason.  A node's
+ * plausible rate is CTRL_PLAUSIBLE_FACTOR x the larger of its profile and
+ * its capacity estimate. */
+typedef enum {
+    CTRL_IMPL_SERVED_GRANT, /* limited bucket: served beyond what the
+                               tokens pushed to the node this period allow
+                               (+1/32 + 64 for requests in flight) */
+    CTRL_IMPL_SERVED_RATE,  /* served beyond the plausible rate x period */
+    CTRL_IMPL_DEMAND,       /* queued or arrivals beyond it */
+    CTRL_IMPL_CAPACITY,     /* completions beyond it, or a hello's profile
+                               beyond max_profile or beyond the factor x the
+                               node's estimate so far */
+    CTRL_IMPL__COUNT
+} ctrl_impl_t;
+#define CTRL_PLAUSIBLE_FACTOR 4
+#define CTRL_IMPL_LOG_ROUNDS 50
+
+/* "served_beyond_grant", "served_beyond_rate", "demand", "capacity". */
+const char *ctrl_impl_str(ctrl_impl_t r);
+
 typedef struct {
     uint64_t rounds, computed, skipped;
     uint64_t reports, stale_reports, unknown_records;
     uint64_t nodes_marked_down, nodes_back_up;
     uint64_t duplicate_names; /* hellos refused: the name is up elsewhere */
+    uint64_t implausible[CTRL_IMPL__COUNT]; /* values clamped, per reason */
 } ctrl_stats_t;
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c);

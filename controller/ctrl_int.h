@@ -36,6 +36,10 @@ typedef struct {
  * last pushed.  Same index as pair_t. */
 typedef struct {
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
+    int64_t grant;         /* limited bucket: the most this node may have
+                              served in period gperiod by what was pushed
+                              (served at the push + R + L, highest push) */
+    uint64_t gperiod;      /* period of `grant`; other: none known */
     int64_t demand;        /* estimate for the rest of the period */
     double rate_used;      /* demand per interval at the last computation */
 } pair_push_t;
@@ -166,6 +170,8 @@ struct ctrl {
     int computed_once;
     uint64_t last_period_computed;
     ctrl_stats_t st;
+    int64_t impl_logged[CTRL_IMPL__COUNT]; /* round of the last log, per reason */
+    uint64_t impl_quiet[CTRL_IMPL__COUNT]; /* clamped since, not logged */
     /* scratch for one computation */
     int *cnt, *given;      /* [nbuckets] leftover spreading */
     size_t capcnt;
@@ -217,6 +223,26 @@ static inline uint64_t ctrl__ucount_add(uint64_t a, uint64_t b)
 /* The most tokens a node's capacity counts for in a round (2^50: 3 x 10^11
  * IOs/s over an hour): 4,096 of them add up to at most 2^62. */
 #define CTRL_NODE_TOKENS_MAX (INT64_C(1) << 50)
+
+/* Records that (r, l) is pushed to pair pr / ps of the current period:
+ * the tokens and, for a limited bucket, what the node may serve in the
+ * period by them (ctrl_node_report() holds its served counts to that). */
+static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
+                                int64_t l)
+{
+    ps->tok_r = r;
+    ps->tok_l = l;
+    if (l == CTRL_UNLIMITED)
+        return;
+    if (ps->gperiod != c->period) {
+        ps->grant = 0;
+        ps->gperiod = c->period;
+    }
+    int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
+    int64_t g = ctrl__count_add(base, ctrl__count_add(r, l));
+    if (g > ps->grant)
+        ps->grant = g;
+}
 
 /* Node `node`, or NULL if there is no such node. */
 static inline node_t *ctrl__get_node(const ctrl_t *c, int node)

@@ -270,8 +270,7 @@ static int prov_walk(ctrl_t *c)
                 continue;
             if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
                 return rc;
-            ps->tok_r = r;
-            ps->tok_l = l;
+            ctrl__pushed(c, pr, ps, r, l);
         }
     }
     return 0;
@@ -369,8 +368,7 @@ static int push_node(ctrl_t *c, node_t *nd)
         if (!bs->prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
-            ps->tok_r = r;
-            ps->tok_l = l;
+            ctrl__pushed(c, &nd->pairs[j], ps, r, l);
         }
         /* Idle and holding nothing that can change: off the list until
          * the node reports the bucket again. */
@@ -760,8 +758,7 @@ static int phase_push(ctrl_t *c)
                     continue;
                 if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     return rc;
-                ps->tok_r = 0;
-                ps->tok_l = l;
+                ctrl__pushed(c, &nd->pairs[j], ps, 0, l);
             }
             nd->full_push = 0;
         }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "tests/testlib.h"
 
@@ -1066,16 +1067,20 @@ START_TEST(test_ctrl_conversion_of_unused_reservation)
 END_TEST
 
 /* Issue 18 defect 1: 1,100 nodes each report served = 2^53 (the most a
- * count may say) for one bucket, plus an unconfigured one: every sum
+ * count may say) for two buckets: every sum
  * saturates at 2^53 instead of wrapping negative (run also under UBSan),
  * the bucket counts as used up and the computation succeeds. */
 START_TEST(test_ctrl_served_sum_saturates)
 {
     enum { NN = 1100 };
     const int64_t big = INT64_C(1) << 53;
+    /* Profiles large enough that 2^53 is only clamped to 4 x 10^15 each
+     * (plausible rate), which still adds up past 2^53. */
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.max_profile = 1e15;
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":100,\"limit\":1000},"
                       "{\"name\":\"b\",\"reservation\":100}]}",
-                      NN, 1000, NULL);
+                      NN, 1000000000000000ULL, &cfg);
     static rep_t rep[2];
     rep[0] = (rep_t){.queued = (uint64_t)big, .arrivals = (uint64_t)big, .served = (uint64_t)big};
     rep[1] = rep[0];
@@ -1177,6 +1182,88 @@ START_TEST(test_ctrl_bucket_tokens_must_fit)
 }
 END_TEST
 
+/* Issue 18 defect 5, served and demand: two nodes of 10,000 IOPS share red
+ * (limit 6,000/s).  Node 1 then claims red's whole limit served, though it
+ * was pushed about half: taken as its grant (+1/32 + 64), counted, and
+ * node 0 keeps tokens for the rest of the limit.  A report of queued 2^50
+ * is held to 4 x capacity x period. */
+START_TEST(test_ctrl_implausible_served_and_demand)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":6000}]}",
+                      2, 10000, NULL);
+    rep_t busy = {.queued = 50, .arrivals = 500, .served = 0, .r_left = 0, .l_left = 0};
+    const rep_t *reps[2] = {&busy, &busy};
+    ctrl_result_t res;
+    round_run(c, 1, 0, reps, 2, 1, &res);
+    int64_t r1, l1, r0, l0;
+    ck_assert_int_eq(find_tok(c, 1, 0, &r1, &l1), 0);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_lt(r1 + l1, 6000);
+    rep_t liar = {.queued = 50, .arrivals = 500, .served = 6000, .r_left = 0, .l_left = 0};
+    const rep_t *reps2[2] = {&busy, &liar};
+    round_run(c, 1, 1, reps2, 2, 1, &res);
+    ck_assert_uint_eq(ctrl_stats(c)->implausible[CTRL_IMPL_SERVED_GRANT], 1);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_uint_le(bi.served_r, (uint64_t)(r1 + l1 + (r1 + l1) / 32 + 64));
+    find_tok(c, 0, 0, &r0, &l0); /* no record: unchanged */
+    ck_assert_int_gt(r0 + l0, 6000 - (r1 + l1) - (r1 + l1) / 32 - 64 - 1000);
+    /* huge demand */
+    rep_t greedy = {.queued = UINT64_C(1) << 50, .arrivals = UINT64_C(1) << 50, .served = 0};
+    const rep_t *reps3[2] = {&busy, &greedy};
+    round_run(c, 1, 2, reps3, 2, 1, &res);
+    ck_assert_uint_eq(ctrl_stats(c)->implausible[CTRL_IMPL_DEMAND], 1);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_uint_le(bi.queued, 50 + 4 * 10000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 18 defect 5, capacity: with `--admission enforce`, a reservation
+ * beyond two 10,000 IOPS nodes is refused; a node claiming 2^53 completions
+ * per interval, or a hello with capacity 2^53, does not make it admissible:
+ * the estimate stays within 4 x the profile, a re-hello's profile within
+ * 4 x the node's estimate, a new node's within max_profile. */
+START_TEST(test_ctrl_implausible_capacity)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000}]}", 2, 10000, NULL);
+    bucketfile_t *want = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000000}]}");
+    char msg[512];
+    admission_view_t v = {.total_capacity = ctrl_total_capacity(c)};
+    ck_assert_int_eq(admission_check(want, &v, msg, sizeof msg), -EDQUOT);
+    rep_t rp = {.queued = 1, .arrivals = 100};
+    for (uint32_t k = 0; k < 40; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1 + k / 5, k % 5, 0), 0);
+        uint64_t done = (uint64_t)k << 53 >> 6; /* about 2^47 more each interval */
+        report(c, 0, 1 + k / 5, k % 5, &rp, 1, done, 0.2 * k);
+        report(c, 1, 1 + k / 5, k % 5, &rp, 1, 0, 0);
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    }
+    ck_assert_uint_gt(ctrl_stats(c)->implausible[CTRL_IMPL_CAPACITY], 0);
+    ctrl_node_info_t ni;
+    ctrl_node_info(c, 0, &ni);
+    ck_assert(ni.capacity <= 40000);
+    v.total_capacity = ctrl_total_capacity(c);
+    ck_assert_int_eq(admission_check(want, &v, msg, sizeof msg), -EDQUOT);
+    /* re-hello claiming 2^53 IOPS: held to 4 x its estimate */
+    const char *names[] = {"red"};
+    uint64_t before = ctrl_stats(c)->implausible[CTRL_IMPL_CAPACITY];
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, UINT64_C(1) << 53, 1, names, 1), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->implausible[CTRL_IMPL_CAPACITY], before + 1);
+    ctrl_node_info(c, 0, &ni);
+    ck_assert(ni.profile <= 4 * 40000);
+    v.total_capacity = ctrl_total_capacity(c);
+    ck_assert_int_eq(admission_check(want, &v, msg, sizeof msg), -EDQUOT);
+    /* a new node: held to max_profile (10^8) */
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, UINT64_C(1) << 53, 1, names, 1), 2);
+    ctrl_node_info(c, 2, &ni);
+    ck_assert(ni.profile <= 1e8);
+    bucketfile_destroy(&want);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1192,7 +1279,8 @@ int main(void)
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
-        test_ctrl_bucket_tokens_must_fit
+        test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
+        test_ctrl_implausible_capacity
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
