@@ -26,6 +26,9 @@ ctrl_config_t ctrl_config_default(void)
         .cap_cold = 0.2,
         .conv_slack = 0.05,
         .max_profile = 1e8,
+        .max_nodes = CTRL_NODES_MAX,
+        .max_names = CTRL_NAMES_DEFAULT,
+        .forget_after = 10,
     };
 }
 
@@ -41,6 +44,10 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
         c->cfg.default_capacity = 50000;
     if (!(c->cfg.max_profile >= 1))
         c->cfg.max_profile = 1e8;
+    if (c->cfg.max_nodes < 1 || c->cfg.max_nodes > CTRL_NODES_MAX)
+        c->cfg.max_nodes = CTRL_NODES_MAX;
+    if (c->cfg.max_names < 1)
+        c->cfg.max_names = CTRL_NAMES_DEFAULT;
     for (int i = 0; i < CTRL_IMPL__COUNT; i++)
         c->impl_logged[i] = -CTRL_IMPL_LOG_ROUNDS; /* the first one is logged */
     c->bf = bucketfile_new();
@@ -69,14 +76,84 @@ static void table_free(node_t *n)
     free(n->inact);
 }
 
-static void node_free(node_t *n)
+/* Frees everything node n holds but its name, and leaves it a node with
+ * an empty table. */
+static void node_clear(node_t *n)
 {
-    free(n->name);
     table_free(n);
     free(n->jof);
     free(n->work);
     free(n->lcand);
     free(n->out);
+    char *name = n->name;
+    int64_t last_seen = n->last_seen;
+    memset(n, 0, sizeof *n);
+    n->name = name;
+    n->last_seen = last_seen;
+}
+
+static void node_free(node_t *n)
+{
+    node_clear(n);
+    free(n->name);
+}
+
+void ctrl__node_forget(ctrl_t *c, int node)
+{
+    node_t *nd = &c->nodes[node];
+    log_info("node %s down for %d rounds: forgotten (its tables freed)", nd->name,
+             (int)(c->round_no - nd->last_seen));
+    node_clear(nd);
+    nd->forgotten = 1;
+    c->st.nodes_forgotten++;
+}
+
+/* A slot for a new node: a new one, or (at max_nodes) the forgotten node
+ * silent the longest, renamed.  Returns its index, -EUSERS if every slot
+ * is taken by a node not forgotten, or -ENOMEM. */
+static int node_slot(ctrl_t *c, const char *name)
+{
+    int idx = -1;
+    if (c->nn >= c->cfg.max_nodes) {
+        for (int i = 0; i < c->nn; i++)
+            if (c->nodes[i].forgotten &&
+                (idx < 0 || c->nodes[i].last_seen < c->nodes[idx].last_seen))
+                idx = i;
+        if (idx < 0)
+            return -EUSERS;
+        char *nm = strdup(name);
+        if (!nm)
+            return -ENOMEM;
+        node_t *nd = &c->nodes[idx];
+        strmap_remove(c->node_ix, nd->name, strlen(nd->name), NULL);
+        if (strmap_insert(c->node_ix, name, strlen(name), idx) < 0) {
+            strmap_insert(c->node_ix, nd->name, strlen(nd->name), idx);
+            free(nm);
+            return -ENOMEM;
+        }
+        free(nd->name);
+        memset(nd, 0, sizeof *nd);
+        nd->name = nm;
+        nd->last_seen = -1;
+        return idx;
+    }
+    if (c->nn == c->capn) {
+        int cap = c->capn ? c->capn * 2 : 8;
+        node_t *nv = realloc(c->nodes, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        c->nodes = nv;
+        c->capn = cap;
+    }
+    node_t *nd = &c->nodes[c->nn];
+    memset(nd, 0, sizeof *nd);
+    nd->name = strdup(name);
+    if (!nd->name || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
+        free(nd->name);
+        return -ENOMEM;
+    }
+    nd->last_seen = -1;
+    return c->nn++;
 }
 
 void ctrl_destroy(ctrl_t **cp)
@@ -196,6 +273,10 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
     }
     for (int i = 0; i < c->nn; i++) {
+        if (c->nodes[i].forgotten) { /* holds no table */
+            free(jofs[i]);
+            continue;
+        }
         node_remap(copy, &c->nodes[i], jofs[i], nb);
         c->nodes[i].nout = 0;
         c->nodes[i].full_push = 1; /* new buckets' limits must reach every node */
@@ -241,12 +322,19 @@ const uint32_t *ctrl_table_weights(const ctrl_t *c)
     return c->bweights;
 }
 
-int ctrl_node_find(const ctrl_t *c, const char *name)
+/* Index of node `name`, forgotten or not, or -ENOENT. */
+static int node_lookup(const ctrl_t *c, const char *name)
 {
     int v;
     if (!name || strmap_find(c->node_ix, name, strlen(name), &v) < 0)
         return -ENOENT;
     return v;
+}
+
+int ctrl_node_find(const ctrl_t *c, const char *name)
+{
+    int v = node_lookup(c, name);
+    return v >= 0 && c->nodes[v].forgotten ? -ENOENT : v;
 }
 
 int ctrl_nnodes(const ctrl_t *c)
@@ -320,6 +408,8 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     node_t *nd = ctrl__get_node(c, node);
     if (!nd || (n && !names))
         return -EINVAL;
+    if (n > (size_t)c->cfg.max_names)
+        return -E2BIG;
     char **tn = calloc(n ? n : 1, sizeof *tn);
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
     pair_push_t *push = malloc((n ? n : 1) * sizeof *push);
@@ -457,32 +547,18 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
 {
     if (!name || proto_name_check(name, strlen(name)) < 0)
         return -EINVAL;
-    int idx = ctrl_node_find(c, name);
+    int idx = node_lookup(c, name);
     if (idx >= 0 && c->nodes[idx].up && c->nodes[idx].instance && instance &&
         c->nodes[idx].instance != instance) {
         c->st.duplicate_names++;
         return -EEXIST;
     }
-    if (idx < 0) {
-        if (c->nn == c->capn) {
-            int cap = c->capn ? c->capn * 2 : 8;
-            node_t *nv = realloc(c->nodes, (size_t)cap * sizeof *nv);
-            if (!nv)
-                return -ENOMEM;
-            c->nodes = nv;
-            c->capn = cap;
-        }
-        node_t *nd = &c->nodes[c->nn];
-        memset(nd, 0, sizeof *nd);
-        nd->name = strdup(name);
-        if (!nd->name || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
-            free(nd->name);
-            return -ENOMEM;
-        }
-        nd->last_seen = -1;
-        idx = c->nn++;
-    }
+    if (n > (size_t)c->cfg.max_names)
+        return -E2BIG;
+    if (idx < 0 && (idx = node_slot(c, name)) < 0)
+        return idx;
     node_t *nd = &c->nodes[idx];
+    nd->forgotten = 0;
     nd->instance = instance;
     double prof = capacity > 0 ? (double)capacity : c->cfg.default_capacity;
     double most = c->cfg.max_profile;

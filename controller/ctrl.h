@@ -62,6 +62,12 @@ typedef struct {
     double conv_slack;       /* token conversion: a bucket keeps this share
                                 of R of what it left unused; < 0: no
                                 conversion (remaining R = R - served) */
+    int max_nodes;           /* nodes registered at most (1..CTRL_NODES_MAX);
+                                a new name beyond takes a forgotten node's
+                                slot, else its hello is refused */
+    int max_names;           /* bucket names per node at most */
+    int forget_after;        /* periods a node stays down before it is
+                                forgotten (its tables freed); <= 0: never */
     double max_profile;      /* a hello's capacity profile is held to this
                                 (IOPS); see CTRL_PLAUSIBLE_FACTOR */
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
@@ -71,9 +77,13 @@ typedef struct {
     void *solve_hook_arg;
 } ctrl_config_t;
 
+#define CTRL_NODES_MAX 4096      /* the round's sums hold this many nodes */
+#define CTRL_NAMES_DEFAULT 262144 /* bucket names per node, default cap */
+
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
  * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05,
- * max_profile 10^8 IOPS. */
+ * max_profile 10^8 IOPS, 4096 nodes, 262,144 names per node, forget after
+ * 10 periods down. */
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;
@@ -129,12 +139,16 @@ const uint32_t *ctrl_table_weights(const ctrl_t *c);
  * that is up under another instance (both non-zero) is refused: a second
  * node started under the same name must not take the first one's place
  * (counted in ctrl_stats()'s duplicate_names; the first is unchanged).
- * Returns the node's index (stable for the life of `c`), -EEXIST for such
- * a duplicate, -EINVAL for a bad name, -ENOMEM. */
+ * Returns the node's index (stable until the node is forgotten: down for
+ * forget_after periods, its tables freed; a hello brings it back, under
+ * the same index unless a new name took the slot), -EEXIST for such a
+ * duplicate, -EINVAL for a bad name, -E2BIG for more than max_names names,
+ * -EUSERS if max_nodes are registered and none is forgotten, -ENOMEM. */
 int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
                     uint32_t table, const char *const *names, size_t n);
 
-/* Index of node `name`, or -ENOENT. */
+/* Index of node `name`, or -ENOENT (also for a forgotten node: it must say
+ * hello again). */
 int ctrl_node_find(const ctrl_t *c, const char *name);
 
 /* Replaces node `node`'s bucket table (a names frame in a report).
@@ -292,6 +306,7 @@ typedef struct {
     uint64_t reports, stale_reports, unknown_records;
     uint64_t nodes_marked_down, nodes_back_up;
     uint64_t duplicate_names; /* hellos refused: the name is up elsewhere */
+    uint64_t nodes_forgotten; /* down for forget_after periods: tables freed */
     uint64_t implausible[CTRL_IMPL__COUNT]; /* values clamped, per reason */
 } ctrl_stats_t;
 

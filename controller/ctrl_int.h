@@ -77,6 +77,7 @@ typedef struct {
     char *name;
     uint64_t instance;     /* the registered process's id, 0 = not said */
     int up;
+    uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
     char **tnames;         /* the node's table (copies) */
@@ -243,6 +244,9 @@ static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *
     if (g > ps->grant)
         ps->grant = g;
 }
+
+/* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
+void ctrl__node_forget(ctrl_t *c, int node);
 
 /* Node `node`, or NULL if there is no such node. */
 static inline node_t *ctrl__get_node(const ctrl_t *c, int node)

@@ -412,6 +412,9 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
                      nd->name, c->cfg.down_after);
         }
         rs->nodes_up += nd->up;
+        if (!nd->up && !nd->forgotten && c->cfg.forget_after > 0 && nd->last_seen >= 0 &&
+            c->round_no - nd->last_seen >= (int64_t)c->cfg.forget_after * c->cfg.intervals)
+            ctrl__node_forget(c, i);
     }
     return 0;
 }

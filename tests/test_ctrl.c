@@ -1264,6 +1264,43 @@ START_TEST(test_ctrl_implausible_capacity)
 }
 END_TEST
 
+/* Issue 18 defect 10: a hello with more than max_names names is refused
+ * (-E2BIG); beyond max_nodes a new name is refused (-EUSERS) until a node
+ * down for forget_after periods is forgotten (its tables freed, unknown
+ * until it says hello again) and the new name takes its slot. */
+START_TEST(test_ctrl_node_caps_and_forgetting)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.max_names = 2;
+    cfg.max_nodes = 2;
+    cfg.forget_after = 1;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                      "{\"name\":\"b\",\"reservation\":10}]}",
+                      2, 1000, &cfg);
+    const char *names[] = {"a", "b", "c"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 3), -E2BIG);
+    ck_assert_int_eq(ctrl_node_table(c, 0, 2, names, 3), -E2BIG);
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 1000, 1, names, 2), -EUSERS);
+    /* n1 keeps reporting, n0 is silent: down, then forgotten after a period */
+    rep_t rp[2] = {{.queued = 1, .arrivals = 10}, {.queued = 1, .arrivals = 10}};
+    const rep_t *reps[2] = {NULL, rp};
+    ctrl_result_t res;
+    for (uint32_t k = 0; k < 10; k++)
+        round_run(c, 1 + k / 5, k % 5, reps, 2, 2, &res);
+    ck_assert_uint_eq(ctrl_stats(c)->nodes_forgotten, 1);
+    ck_assert_int_eq(ctrl_node_find(c, "n0"), -ENOENT);
+    ck_assert_int_eq(ctrl_node_find(c, "n1"), 1);
+    ctrl_node_info_t ni;
+    ctrl_node_info(c, 0, &ni);
+    ck_assert_uint_eq(ni.buckets, 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 1000, 1, names, 2), 0);
+    ck_assert_int_eq(ctrl_node_find(c, "n2"), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 2), -EUSERS);
+    round_run(c, 3, 0, reps, 2, 2, &res);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1280,7 +1317,7 @@ int main(void)
         test_ctrl_single_server_within_conservative_capacity,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
-        test_ctrl_implausible_capacity
+        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
