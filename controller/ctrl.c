@@ -90,6 +90,7 @@ static void node_clear(node_t *n)
     memset(n, 0, sizeof *n);
     n->name = name;
     n->last_seen = last_seen;
+    n->act_sorted = 1; /* an empty list */
 }
 
 static void node_free(node_t *n)
