@@ -465,84 +465,6 @@ nomem:
     return -ENOMEM;
 }
 
-const char *ctrl_impl_str(ctrl_impl_t r)
-{
-    static const char *const s[CTRL_IMPL__COUNT] = {"served_beyond_grant", "served_beyond_rate",
-                                                     "demand", "capacity"};
-    return r >= 0 && r < CTRL_IMPL__COUNT ? s[r] : "?";
-}
-
-/* Counts a value of node nd's that the controller does not believe (`said`,
- * taken as `kept`; about bucket `bucket`, NULL if none) and logs it, at
- * most once per CTRL_IMPL_LOG_ROUNDS rounds per reason. */
-static void implausible(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bucket,
-                        double said, double kept)
-{
-    c->st.implausible[why]++;
-    if (c->round_no - c->impl_logged[why] < CTRL_IMPL_LOG_ROUNDS) {
-        c->impl_quiet[why]++;
-        return;
-    }
-    log_warn("node %s: implausible report (%s%s%s): %.0f taken as %.0f (%llu more since the last "
-             "such warning)",
-             nd->name, ctrl_impl_str(why), bucket ? ", bucket " : "", bucket ? bucket : "", said,
-             kept, (unsigned long long)c->impl_quiet[why]);
-    c->impl_logged[why] = c->round_no;
-    c->impl_quiet[why] = 0;
-}
-
-/* The most IOs per second node nd is believed to do. */
-static double plausible_rate(const node_t *nd)
-{
-    double p = nd->cap.cfg.profile, e = nd->cap.estimate;
-    return CTRL_PLAUSIBLE_FACTOR * (p > e ? p : e);
-}
-
-/* Lowers the served counts *s (in the order r, l, o) to `total` in all. */
-static void served_clamp(pair_served_t *s, uint64_t total)
-{
-    s->r = s->r < total ? s->r : total;
-    total -= s->r;
-    s->l = s->l < total ? s->l : total;
-    total -= s->l;
-    s->o = s->o < total ? s->o : total;
-}
-
-/* Checks record r of node nd (pair p, configured) against what the
- * controller granted and what the node can do (`ub`: counts per period),
- * and keeps what it believes of it. */
-static void report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
-                       uint64_t period, uint64_t ub)
-{
-    const char *bname = nd->tnames[r->bucket];
-    uint64_t q = r->queued, a = r->arrivals_interval;
-    if (q > ub || a > ub) {
-        implausible(c, nd, CTRL_IMPL_DEMAND, bname, (double)(q > a ? q : a), (double)ub);
-        q = q < ub ? q : ub;
-        a = a < ub ? a : ub;
-    }
-    pair_served_t sv = {r->served_r, r->served_l, r->served_o, 0};
-    uint64_t said = ctrl__ucount_add(ctrl__ucount_add(sv.r, sv.l), sv.o), keep = said;
-    if (keep > ub) {
-        implausible(c, nd, CTRL_IMPL_SERVED_RATE, bname, (double)said, (double)ub);
-        keep = ub;
-    }
-    const pair_push_t *ps = &nd->push[r->bucket];
-    if (c->b[p->b].l != CTRL_UNLIMITED && ps->tok_r >= 0 && ps->gperiod == period) {
-        uint64_t allow = (uint64_t)ps->grant + (uint64_t)ps->grant / 32 + 64;
-        if (keep > allow) {
-            implausible(c, nd, CTRL_IMPL_SERVED_GRANT, bname, (double)said, (double)allow);
-            keep = allow;
-        }
-    }
-    if (keep < said)
-        served_clamp(&sv, keep);
-    p->queued = q;
-    p->arrivals = a;
-    p->served = (int64_t)keep;
-    nd->served[r->bucket] = sv;
-}
-
 int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
                     uint32_t table, const char *const *names, size_t n)
 {
@@ -566,7 +488,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     if (nd->cap.samples + nd->cap.steps > 0 && CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate < most)
         most = CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate; /* its history */
     if (prof > most) {
-        implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
+        ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
         prof = most;
     }
     if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
@@ -686,13 +608,13 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         return 0;
     }
     double interval_s = c->cfg.period_s / c->cfg.intervals;
-    double rate = plausible_rate(nd), per = rate * c->cfg.period_s;
+    double rate = ctrl__plausible_rate(nd), per = rate * c->cfg.period_s;
     uint64_t ub = per < (double)CTRL_COUNT_MAX ? (uint64_t)per : (uint64_t)CTRL_COUNT_MAX;
     if (nd->have_rep && nd->rep_period == period && interval == nd->rep_interval + 1 &&
         completions >= nd->completions && busy_seconds >= nd->busy) {
         double done = (double)(completions - nd->completions), most = rate * interval_s;
         if (done > most) {
-            implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
+            ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
             done = most;
         }
         estimate_cap_update(&nd->cap, (uint64_t)done, busy_seconds - nd->busy, interval_s);
@@ -726,7 +648,7 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
-        report_rec(c, nd, p, r, period, ub);
+        ctrl__report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;

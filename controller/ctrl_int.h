@@ -245,6 +245,22 @@ static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *
         ps->grant = g;
 }
 
+/* plausible.c: counts a value of node nd's that the controller does not
+ * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)
+ * and logs it, at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason. */
+void ctrl__implausible(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bucket,
+                       double said, double kept);
+
+/* The most IOs per second node nd is believed to do: CTRL_PLAUSIBLE_FACTOR
+ * x the larger of its profile and its estimate. */
+double ctrl__plausible_rate(const node_t *nd);
+
+/* Checks record r of node nd (pair p, configured) of a report of `period`
+ * against what the controller granted and what the node can do (`ub`:
+ * counts per period), and keeps in p and nd->served what it believes. */
+void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
+                      uint64_t period, uint64_t ub);
+
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);
 
