@@ -10,28 +10,47 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/jsonloc.h"
 #include "common/names.h"
+
+/* What a file held when it was read or written. */
+typedef struct {
+    int exists;       /* 0: the file did not exist */
+    int64_t mtime_ns; /* modification time, ns since the epoch (shown, not compared) */
+    int64_t size;     /* bytes */
+    uint64_t hash;    /* FNV-1a 64 of the content */
+} bucketfile_ident_t;
 
 struct bucketfile {
     bucketfile_bucket_t *v; /* file order */
     size_t n, cap;
     int *slot;   /* open-addressing hash of names: index into v, -1 empty */
     size_t nslot;
+    char *text;  /* the text it was parsed from or last saved as (NUL-terminated),
+                    the base bucketfile_render() edits; NULL: none */
+    size_t tlen;
+    char *opath; /* the file it was loaded from or last saved to; NULL: none */
+    bucketfile_ident_t origin; /* what that file held then */
 };
 
 /* ---- hash index ---------------------------------------------------------- */
 
-static uint64_t hash_name(const char *s)
+static uint64_t hash_bytes(const char *t, size_t n)
 {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)t[i];
         h *= 1099511628211ULL;
     }
     return h;
+}
+
+static uint64_t hash_name(const char *s)
+{
+    return hash_bytes(s, strlen(s));
 }
 
 /* Rebuilds the hash for the current entries with room for at least 2n. */
@@ -75,6 +94,8 @@ void bucketfile_destroy(bucketfile_t **bp)
         return;
     free((*bp)->v);
     free((*bp)->slot);
+    free((*bp)->text);
+    free((*bp)->opath);
     free(*bp);
     *bp = NULL;
 }
@@ -100,6 +121,20 @@ int bucketfile_find(const bucketfile_t *bf, const char *name)
         h = (h + 1) & (bf->nslot - 1);
     }
     return -ENOENT;
+}
+
+/* Replaces bf's base text by a copy of len bytes at t.  Returns 0 or -ENOMEM. */
+static int set_text(bucketfile_t *bf, const char *t, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (!c)
+        return -ENOMEM;
+    memcpy(c, t, len);
+    c[len] = '\0';
+    free(bf->text);
+    bf->text = c;
+    bf->tlen = len;
+    return 0;
 }
 
 /* Appends without checks; the caller has verified the name is new. */
@@ -221,6 +256,12 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
             return NULL;
         }
     }
+    if (bf->text && set_text(c, bf->text, bf->tlen) < 0) {
+        bucketfile_destroy(&c);
+        return NULL;
+    }
+    if (bucketfile_copy_origin(c, bf) < 0)
+        bucketfile_destroy(&c);
     return c;
 }
 
@@ -230,6 +271,11 @@ typedef struct {
     const char *text;
     size_t len;
     jsonloc_err_t *err;
+    /* bucketfile_validate(): every bucket's first problem goes here and
+     * parsing goes on with the next bucket; NULL: stop at the first */
+    void (*report)(void *arg, const jsonloc_err_t *err);
+    void *arg;
+    size_t problems;
 } pctx_t;
 
 static int fail_at(pctx_t *p, const char *top, long idx, const char *member, const char *fmt,
@@ -266,8 +312,8 @@ static int fail_at(pctx_t *p, const char *top, long idx, const char *member, con
 static int get_int(pctx_t *p, json_t *o, long idx, const char *key, int64_t max, int64_t *out)
 {
     json_t *v = json_object_get(o, key);
-    if (!v)
-        return 0;
+    if (!v || (json_is_null(v) && strcmp(key, "limit") == 0))
+        return 0; /* "limit": null is no limit, as bqos-ctl --json buckets prints it */
     if (!json_is_integer(v))
         return fail_at(p, "buckets", idx, key, "%s must be a non-negative integer", key);
     json_int_t x = json_integer_value(v);
@@ -329,14 +375,16 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     return append(bf, &b);
 }
 
-int bucketfile_parse(const char *text, size_t len, const char *source, bucketfile_t **out,
-                     jsonloc_err_t *err)
+/* bucketfile_parse() with p's report (may be NULL). */
+static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
 {
+    const char *text = p->text;
+    size_t len = p->len;
+    jsonloc_err_t *err = p->err;
     if (err) {
         jsonloc_err_clear(err);
         snprintf(err->source, sizeof err->source, "%s", source ? source : "<string>");
     }
-    pctx_t p = {text, len, err};
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
@@ -344,6 +392,10 @@ int bucketfile_parse(const char *text, size_t len, const char *source, bucketfil
             err->line = jerr.line > 0 ? jerr.line : 0;
             err->col = jerr.column > 0 ? jerr.column : 0;
             snprintf(err->text, sizeof err->text, "%s", jerr.text);
+        }
+        if (p->report) {
+            p->report(p->arg, err);
+            p->problems++;
         }
         return -EINVAL;
     }
@@ -354,7 +406,7 @@ int bucketfile_parse(const char *text, size_t len, const char *source, bucketfil
         goto out;
     }
     if (!json_is_object(root)) {
-        rc = fail_at(&p, NULL, -1, NULL, "top level must be an object {\"buckets\": [...]}");
+        rc = fail_at(p, NULL, -1, NULL, "top level must be an object {\"buckets\": [...]}");
         goto out;
     }
     const char *key;
@@ -362,141 +414,391 @@ int bucketfile_parse(const char *text, size_t len, const char *source, bucketfil
     json_object_foreach(root, key, v)
     {
         if (strcmp(key, "buckets")) {
-            rc = fail_at(&p, key, -1, NULL, "unknown member \"%.40s\" (expected \"buckets\")",
+            rc = fail_at(p, key, -1, NULL, "unknown member \"%.40s\" (expected \"buckets\")",
                          key);
             goto out;
         }
     }
     json_t *arr = json_object_get(root, "buckets");
     if (!arr) {
-        rc = fail_at(&p, NULL, -1, NULL, "no \"buckets\" array");
+        rc = fail_at(p, NULL, -1, NULL, "no \"buckets\" array");
         goto out;
     }
     if (!json_is_array(arr)) {
-        rc = fail_at(&p, "buckets", -1, NULL, "\"buckets\" must be an array");
+        rc = fail_at(p, "buckets", -1, NULL, "\"buckets\" must be an array");
         goto out;
     }
     for (size_t i = 0; i < json_array_size(arr); i++) {
-        if ((rc = parse_bucket(&p, json_array_get(arr, i), (long)i, bf)) < 0)
+        rc = parse_bucket(p, json_array_get(arr, i), (long)i, bf);
+        if (rc == -EINVAL && p->report) {
+            p->report(p->arg, err);
+            p->problems++;
+            rc = 0;
+            continue;
+        }
+        if (rc < 0)
             goto out;
     }
+    if (p->problems) {
+        rc = -EINVAL;
+        goto out;
+    }
+    if ((rc = set_text(bf, text, len)) < 0)
+        goto out;
     *out = bf;
     bf = NULL;
 out:
     if (rc == -ENOMEM && err)
         snprintf(err->text, sizeof err->text, "out of memory");
+    if (rc == -EINVAL && p->report && !p->problems) { /* a problem of the whole file */
+        p->report(p->arg, err);
+        p->problems++;
+    }
     bucketfile_destroy(&bf);
     json_decref(root);
     return rc;
 }
 
-int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
+int bucketfile_parse(const char *text, size_t len, const char *source, bucketfile_t **out,
+                     jsonloc_err_t *err)
 {
-    int rc = 0;
-    char *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        rc = -errno;
-        goto io_err;
-    }
+    pctx_t p = {.text = text, .len = len, .err = err};
+    return parse_text(&p, source, out);
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+/* Reads file `path` whole into *buf (NUL-terminated, caller frees; *len
+ * bytes) and fills *id from the same descriptor.  Returns 0 or -errno. */
+static int read_all(const char *path, char **buf, size_t *len, bucketfile_ident_t *id)
+{
+    int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *b = NULL;
     size_t cap = 65536, n = 0;
-    buf = malloc(cap);
-    if (!buf) {
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (!(b = malloc(cap))) {
         rc = -ENOMEM;
-        goto io_err;
+        goto out;
     }
     for (;;) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) {
-            if (ferror(f)) {
-                rc = -EIO;
-                goto io_err;
+        if (n + 1 >= cap) {
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                rc = -ENOMEM;
+                goto out;
             }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, b + n, cap - n - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = -errno;
+            goto out;
+        }
+        if (got == 0)
             break;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            rc = -ENOMEM;
-            goto io_err;
-        }
-        buf = nb;
-        cap *= 2;
+        n += (size_t)got;
     }
-    fclose(f);
-    f = NULL;
+    b[n] = '\0';
+    *id = (bucketfile_ident_t){.exists = 1, .size = (int64_t)n,
+                               .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                               .hash = hash_bytes(b, n)};
+    *buf = b;
+    *len = n;
+    b = NULL;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(b);
+    return rc;
+}
+
+/* Fills err for a file that cannot be read. */
+static void io_error(jsonloc_err_t *err, const char *path, int rc)
+{
+    if (!err)
+        return;
+    jsonloc_err_clear(err);
+    snprintf(err->source, sizeof err->source, "%s", path);
+    snprintf(err->text, sizeof err->text, "cannot read: %s", strerror(-rc));
+}
+
+/* Records that bf came from or went to file `path`, which held *id. */
+static int set_origin(bucketfile_t *bf, const char *path, const bucketfile_ident_t *id)
+{
+    char *p = path ? strdup(path) : NULL;
+    if (path && !p)
+        return -ENOMEM;
+    free(bf->opath);
+    bf->opath = p;
+    bf->origin = *id;
+    return 0;
+}
+
+int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    bucketfile_ident_t id;
+    int rc = read_all(path, &buf, &n, &id);
+    if (rc < 0) {
+        io_error(err, path, rc);
+        return rc;
+    }
     rc = bucketfile_parse(buf, n, path, out, err);
-    free(buf);
-    return rc;
-io_err:
-    if (err) {
-        jsonloc_err_clear(err);
-        snprintf(err->source, sizeof err->source, "%s", path);
-        snprintf(err->text, sizeof err->text, "cannot read: %s", strerror(-rc));
+    if (rc == 0 && set_origin(*out, path, &id) < 0) {
+        bucketfile_destroy(out);
+        rc = -ENOMEM;
     }
-    if (f)
-        fclose(f);
     free(buf);
     return rc;
+}
+
+int bucketfile_validate(const char *path, void (*report)(void *arg, const jsonloc_err_t *err),
+                        void *arg)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    bucketfile_ident_t id;
+    jsonloc_err_t err;
+    int rc = read_all(path, &buf, &n, &id);
+    if (rc < 0) {
+        io_error(&err, path, rc);
+        report(arg, &err);
+        return rc == -ENOMEM ? rc : 1;
+    }
+    pctx_t p = {.text = buf, .len = n, .err = &err, .report = report, .arg = arg};
+    bucketfile_t *bf = NULL;
+    rc = parse_text(&p, path, &bf);
+    bucketfile_destroy(&bf);
+    free(buf);
+    return rc == -ENOMEM ? rc : (int)p.problems;
+}
+
+/* Fills *id with what file `path` holds now (a missing file: exists 0).
+ * Returns 0 or the -errno of open/read. */
+static int file_ident(const char *path, bucketfile_ident_t *id)
+{
+    char *buf = NULL;
+    size_t n;
+    int rc = read_all(path, &buf, &n, id);
+    free(buf);
+    if (rc == -ENOENT) {
+        *id = (bucketfile_ident_t){0};
+        return 0;
+    }
+    return rc;
+}
+
+int bucketfile_copy_origin(bucketfile_t *to, const bucketfile_t *from)
+{
+    return set_origin(to, from->opath, &from->origin);
+}
+
+int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *msg, size_t size)
+{
+    const bucketfile_ident_t *o = &bf->origin;
+    bucketfile_ident_t now;
+    if (!bf->opath || strcmp(bf->opath, path) != 0)
+        return 0;
+    int rc = file_ident(path, &now);
+    if (rc < 0) {
+        snprintf(msg, size, "cannot read %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    /* The content decides: a touch loses nothing, an edit that keeps the
+     * size does. */
+    if (now.exists == o->exists && now.size == o->size && now.hash == o->hash)
+        return 0;
+    if (!now.exists) {
+        snprintf(msg, size, "%s was removed since the controller last loaded or wrote it", path);
+        return -ESTALE;
+    }
+    char when[40] = "?";
+    time_t sec = (time_t)(now.mtime_ns / 1000000000);
+    struct tm tm;
+    if (gmtime_r(&sec, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(msg, size,
+             "%s changed on disk since the controller last loaded or wrote it (modified %s, "
+             "%lld bytes, was %lld): not overwriting that edit; load it first (bqos-ctl reload "
+             "or SIGHUP), then repeat the change",
+             path, when, (long long)now.size, (long long)o->size);
+    return -ESTALE;
 }
 
 /* ---- output -------------------------------------------------------------- */
 
-char *bucketfile_dumps(const bucketfile_t *bf)
+/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W}.
+ * Returns 0 or -ENOMEM. */
+static int put_bucket(FILE *f, const bucketfile_bucket_t *b)
 {
-    size_t cap = 64 + bf->n * 128, n = 0;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    n += (size_t)snprintf(out, cap, "{\"buckets\": [\n");
-    for (size_t i = 0; i < bf->n; i++) {
-        const bucketfile_bucket_t *b = &bf->v[i];
-        json_t *s = json_string(b->name);
-        char *qname = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-        json_decref(s);
-        if (!qname) {
-            free(out);
-            return NULL;
-        }
-        char lim[48] = "";
-        if (b->limit != BUCKETFILE_NO_LIMIT)
-            snprintf(lim, sizeof lim, ", \"limit\": %lld", (long long)b->limit);
-        size_t need = strlen(qname) + 160;
-        if (n + need > cap) {
-            size_t nc = (n + need) * 2;
-            char *no = realloc(out, nc);
-            if (!no) {
-                free(qname);
-                free(out);
-                return NULL;
-            }
-            out = no;
-            cap = nc;
-        }
-        n += (size_t)snprintf(out + n, cap - n,
-                              "  {\"name\": %s, \"reservation\": %lld%s, \"weight\": %u}%s\n",
-                              qname, (long long)b->reservation, lim, b->weight,
-                              i + 1 < bf->n ? "," : "");
-        free(qname);
-    }
-    if (n + 8 > cap) {
-        char *no = realloc(out, n + 8);
-        if (!no) {
-            free(out);
-            return NULL;
-        }
-        out = no;
-    }
-    memcpy(out + n, "]}\n", 4);
-    return out;
+    json_t *s = json_string(b->name);
+    char *qname = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    json_decref(s);
+    if (!qname)
+        return -ENOMEM;
+    fprintf(f, "{\"name\": %s, \"reservation\": %lld", qname, (long long)b->reservation);
+    if (b->limit != BUCKETFILE_NO_LIMIT)
+        fprintf(f, ", \"limit\": %lld", (long long)b->limit);
+    fprintf(f, ", \"weight\": %u}", b->weight);
+    free(qname);
+    return 0;
 }
 
-int bucketfile_save(const bucketfile_t *bf, const char *path)
+/* Closes the memstream f over *out; returns *out, or NULL (freed) on error. */
+static char *close_text(FILE *f, char **out, int rc)
+{
+    if (fclose(f) != 0 || rc < 0) {
+        free(*out);
+        *out = NULL;
+    }
+    return *out;
+}
+
+char *bucketfile_dumps(const bucketfile_t *bf)
+{
+    char *out = NULL;
+    size_t n;
+    FILE *f = open_memstream(&out, &n);
+    if (!f)
+        return NULL;
+    int rc = 0;
+    fputs("{\"buckets\": [\n", f);
+    for (size_t i = 0; rc == 0 && i < bf->n; i++) {
+        fputs("  ", f);
+        rc = put_bucket(f, &bf->v[i]);
+        fputs(i + 1 < bf->n ? ",\n" : "\n", f);
+    }
+    fputs("]}\n", f);
+    return close_text(f, &out, rc);
+}
+
+static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
+           a->limit == b->limit && a->weight == b->weight;
+}
+
+static int same_set(const bucketfile_t *a, const bucketfile_t *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (!same_bucket(&a->v[i], &b->v[i]))
+            return 0;
+    return 1;
+}
+
+/* The base text edited to hold bf: what lies around the buckets array and
+ * between its elements is copied; an unchanged bucket keeps its object's
+ * text, a changed one is written anew in its place, a removed one goes
+ * with its separator, a new one is appended with the separator the last
+ * elements use.  NULL if the base cannot be edited so (or no memory). */
+static char *edit_text(const bucketfile_t *bf)
+{
+    const char *t = bf->text;
+    bucketfile_t *old = NULL;
+    size_t *st = NULL, *en = NULL, as, ae;
+    char *out = NULL;
+    FILE *f = NULL;
+    int rc = -EINVAL;
+    if (bucketfile_parse(t, bf->tlen, NULL, &old, NULL) < 0)
+        goto out;
+    jsonloc_step_t path[2] = {{"buckets", 0}, {NULL, 0}};
+    if (jsonloc_span(t, bf->tlen, path, 1, &as, &ae) != 1 || t[as] != '[' || t[ae - 1] != ']')
+        goto out;
+    size_t no = old->n;
+    st = calloc(no + 1, sizeof *st);
+    en = calloc(no + 1, sizeof *en);
+    if (!st || !en)
+        goto out;
+    for (size_t k = 0; k < no; k++) {
+        path[1].index = k;
+        if (jsonloc_span(t, bf->tlen, path, 2, &st[k], &en[k]) != 2)
+            goto out;
+    }
+    /* The whitespace a new element follows: the last separator's (after
+     * its comma), else the one before the first element. */
+    const char *ws = "\n  ";
+    size_t wsn = 3;
+    if (no >= 2) {
+        ws = memchr(t + en[no - 2], ',', st[no - 1] - en[no - 2]);
+        ws = ws ? ws + 1 : t + st[no - 1];
+        wsn = (size_t)(t + st[no - 1] - ws);
+    } else if (no == 1) {
+        ws = t + as + 1;
+        wsn = st[0] - as - 1;
+    }
+    size_t n;
+    if (!(f = open_memstream(&out, &n)))
+        goto out;
+    rc = 0;
+    fwrite(t, 1, as + 1, f);
+    size_t p = 0; /* elements written */
+    for (size_t i = 0; rc == 0 && i < bf->n; i++) {
+        const bucketfile_bucket_t *b = &bf->v[i];
+        int k = bucketfile_find(old, b->name);
+        if (p == 0)
+            fwrite(t + as + 1, 1, (no ? st[0] : ae - 1) - as - 1, f);
+        else if (k > 0)
+            fwrite(t + en[k - 1], 1, st[k] - en[k - 1], f); /* its own separator */
+        else {
+            fputc(',', f);
+            fwrite(ws, 1, wsn, f);
+        }
+        if (k >= 0 && same_bucket(b, &old->v[k]))
+            fwrite(t + st[k], 1, en[k] - st[k], f);
+        else
+            rc = put_bucket(f, b);
+        p++;
+    }
+    if (p > 0 && no > 0)
+        fwrite(t + en[no - 1], 1, ae - 1 - en[no - 1], f); /* before the ']' */
+    fwrite(t + ae - 1, 1, bf->tlen - (ae - 1), f);
+out:
+    if (f)
+        close_text(f, &out, rc);
+    free(st);
+    free(en);
+    bucketfile_destroy(&old);
+    return rc < 0 ? NULL : out;
+}
+
+char *bucketfile_render(const bucketfile_t *bf)
+{
+    if (!bf->text)
+        return bucketfile_dumps(bf);
+    char *out = edit_text(bf);
+    bucketfile_t *back = NULL;
+    /* Whatever the edit made must read back as bf, or the canonical form
+     * is written instead. */
+    if (out && (bucketfile_parse(out, strlen(out), NULL, &back, NULL) < 0 || !same_set(back, bf))) {
+        free(out);
+        out = NULL;
+    }
+    bucketfile_destroy(&back);
+    return out ? out : bucketfile_dumps(bf);
+}
+
+int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
 {
     int rc = 0, fd = -1, dfd = -1;
     char *text = NULL, *tmp = NULL, *dcopy = NULL;
     int tmp_made = 0;
-    if (!(text = bucketfile_dumps(bf)) || !(dcopy = strdup(path))) {
+    char ignored[8];
+    if (!msg)
+        msg = ignored, size = sizeof ignored;
+    snprintf(msg, size, "%s", "");
+    if ((rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
+        goto out;
+    if (!(text = bucketfile_render(bf)) || !(dcopy = strdup(path))) {
         rc = -ENOMEM;
         goto out;
     }
@@ -548,7 +850,20 @@ int bucketfile_save(const bucketfile_t *bf, const char *path)
     /* Make the rename itself durable. */
     if ((dfd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0)
         fsync(dfd);
+    /* What is on disk now is ours: the base of the next edit and save. */
+    bucketfile_ident_t id = {.exists = 1, .size = (int64_t)len,
+                             .hash = hash_bytes(text, len)};
+    if (stat(path, &st) == 0)
+        id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (set_origin(bf, path, &id) < 0)
+        bf->opath = NULL; /* no memory: it forgets the file rather than misjudge it */
+    free(bf->text);
+    bf->text = text;
+    bf->tlen = len;
+    text = NULL;
 out:
+    if (rc < 0 && !msg[0])
+        snprintf(msg, size, "cannot write %s: %s", path, strerror(-rc));
     if (fd >= 0)
         close(fd);
     if (dfd >= 0)

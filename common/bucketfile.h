@@ -8,6 +8,8 @@
  *
  * File format (rates in IOs per second; `limit` and `weight` optional):
  *   {"buckets":[{"name":"red","reservation":30000,"limit":60000,"weight":1}, ...]}
+ * A `limit` that is absent or null means no limit (bqos-ctl --json buckets
+ * prints null, and its output loads back).
  *
  * Validation: the top level is an object with exactly one member "buckets"
  * (an array); each element is an object with only the members name,
@@ -21,6 +23,14 @@
  * the offending value ("buckets[3].limit") and its line and column (1-based,
  * columns in characters as jansson counts them) in the text.  A member that
  * is missing is reported at the object that lacks it ("buckets[0]").
+ *
+ * Config and state: a set read from text keeps that text, and a save edits
+ * it (bucketfile_render()) instead of reformatting the file: the operator's
+ * order, spacing and line breaks stay; only the objects of changed, removed
+ * or new buckets are rewritten.  A set loaded from or saved to a file
+ * remembers that file's identity (size, content hash, mtime), and a save
+ * refuses to overwrite a file whose content changed since (a hand edit not
+ * yet loaded): docs/decisions.md, "Config vs state".
  *
  * A bucketfile_t is a plain value owned by one thread; nothing here locks. */
 #ifndef BQOS_BUCKETFILE_H
@@ -61,20 +71,54 @@ void bucketfile_destroy(bucketfile_t **bp);
 int bucketfile_parse(const char *text, size_t len, const char *source,
                      bucketfile_t **out, jsonloc_err_t *err);
 
-/* Reads and parses file `path` as bucketfile_parse().  Returns 0, -EINVAL,
- * -ENOMEM, or the -errno of open/read (err->text says which). */
+/* Reads and parses file `path` as bucketfile_parse(), and records the
+ * file's identity as the set's origin.  Returns 0, -EINVAL, -ENOMEM, or the
+ * -errno of open/read (err->text says which). */
 int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err);
+
+/* Checks file `path` whole, as bucketfile_load() would, but goes on after
+ * a bad bucket: calls report(arg, err) for every problem (the first of
+ * each bucket, or the one that makes the whole file unreadable: syntax,
+ * top level, I/O), with its position.  Returns the number of problems (0:
+ * the file is valid) or -ENOMEM.  For --check. */
+int bucketfile_validate(const char *path, void (*report)(void *arg, const jsonloc_err_t *err),
+                        void *arg);
+
+/* Makes `to` remember what `from` knows of its file (the file it was
+ * loaded from or last saved to; bucketfile_dup() copies it too): the
+ * controller with etcd carries it over to the tables that come from etcd.
+ * Returns 0 or -ENOMEM. */
+int bucketfile_copy_origin(bucketfile_t *to, const bucketfile_t *from);
+
+/* Returns 0 if file `path` still holds what the set's origin says (or the
+ * set has no origin, or another file's); -ESTALE if its content changed or it was removed,
+ * with a message naming the file and saying to reload first in msg; or
+ * the -errno of reading it (msg says so). */
+int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *msg, size_t size);
 
 /* Writes the set to `path` atomically: a temporary file in the same
  * directory is written, fsync'ed and renamed over `path`, then the directory
- * is fsync'ed.  A crash leaves either the old or the new file.  Returns 0 or
- * -errno; on error `path` is unchanged and the temporary file removed. */
-int bucketfile_save(const bucketfile_t *bf, const char *path);
+ * is fsync'ed.  A crash leaves either the old or the new file.  The text is
+ * bucketfile_render()'s.  Refuses (-ESTALE) when the set's origin is known
+ * and the file changed since (bucketfile_check_unchanged()).  On success
+ * the written text and file become the set's base and origin.  Returns 0
+ * or -errno, with a one-line reason in msg (`size` bytes; msg may be
+ * NULL); on error `path` is unchanged and the temporary file removed. */
+int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size);
 
 /* Returns a new NUL-terminated JSON text of the set, one bucket per line
- * (the format bucketfile_save() writes), or NULL if out of memory.  Caller
- * frees it with free(). */
+ * (the canonical format), or NULL if out of memory.  Caller frees it with
+ * free(). */
 char *bucketfile_dumps(const bucketfile_t *bf);
+
+/* Returns a new NUL-terminated JSON text of the set that keeps the text it
+ * was read from: everything outside the buckets' objects, and the object
+ * of every unchanged bucket, as it was; a changed bucket's object replaced
+ * in place by one line {"name": ..., ...}; a removed one cut out with its
+ * separator; a new one appended after the last, with the separator the
+ * file uses.  Without such a text, or if the edit would not read back as
+ * the set, bucketfile_dumps().  NULL if out of memory; caller frees. */
+char *bucketfile_render(const bucketfile_t *bf);
 
 /* Number of buckets, and the i-th (file order; NULL if out of range).  The
  * pointer is valid until the set is next modified. */

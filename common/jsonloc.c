@@ -195,8 +195,9 @@ static void line_col(const char *t, size_t at, int *line, int *col)
     *col = k + 1;
 }
 
-size_t jsonloc_find(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
-                    int *line, int *col)
+/* Walks path[0..n) from the start of text to where the deepest value
+ * found begins (*pos).  Returns the number of steps matched. */
+static size_t walk(const char *text, size_t len, const jsonloc_step_t *path, size_t n, size_t *pos)
 {
     scan_t s = {text, len, 0};
     skip_ws(&s);
@@ -211,7 +212,25 @@ size_t jsonloc_find(const char *text, size_t len, const jsonloc_step_t *path, si
         }
         found = s.i;
     }
-    line_col(text, found, line, col);
+    *pos = found;
+    return d;
+}
+
+size_t jsonloc_find(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
+                    int *line, int *col)
+{
+    size_t at, d = walk(text, len, path, n, &at);
+    line_col(text, at, line, col);
+    return d;
+}
+
+size_t jsonloc_span(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
+                    size_t *start, size_t *end)
+{
+    size_t d = walk(text, len, path, n, start);
+    scan_t s = {text, len, *start};
+    skip_value(&s);
+    *end = s.i;
     return d;
 }
 

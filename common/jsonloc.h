@@ -28,6 +28,13 @@ typedef struct {
 size_t jsonloc_find(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
                     int *line, int *col);
 
+/* Like jsonloc_find(), and also the value's extent: *start and *end
+ * (byte offsets into text; end one past its last byte) of the value at
+ * path[0..n), or of the deepest value found.  Returns the number of steps
+ * matched. */
+size_t jsonloc_span(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
+                    size_t *start, size_t *end);
+
 /* Writes the path as "buckets[3].limit" into out (always NUL-terminated,
  * truncated to cap). */
 void jsonloc_format(const jsonloc_step_t *path, size_t n, char *out, size_t cap);

@@ -187,6 +187,305 @@ static void want(const opts_row_t *r, char *buf, size_t cap)
         snprintf(buf, cap, "%s%s", what, r->type == OPTS_DURATION ? " (s or ms)" : "");
 }
 
+/* ---- settings files ------------------------------------------------------ */
+
+const opts_row_t opts_settings_row = {
+    .name = "settings", .type = OPTS_STRING, .arg = "FILE", .show = "none",
+    .help = "Read options from FILE, one \"name = value\" a line: the long options'\n"
+            "names without \"--\", a flag's value true or false, a value in double\n"
+            "quotes where it has leading or trailing spaces or \" #\"; '#' starts a\n"
+            "comment.  Options on the command line override the file's."};
+
+/* Values of OPTS_STRING settings live as long as the process, as argv's
+ * do: each is kept on this chain, which only grows (a settings file is
+ * read once per program start). */
+typedef struct kept {
+    struct kept *next;
+    char s[];
+} kept_t;
+static kept_t *kept_strings;
+
+static const char *keep(const char *s)
+{
+    size_t n = strlen(s);
+    kept_t *k = malloc(sizeof *k + n + 1);
+    if (!k)
+        return NULL;
+    memcpy(k->s, s, n + 1);
+    k->next = kept_strings;
+    kept_strings = k;
+    return k->s;
+}
+
+/* The column (1-based, in characters) of byte `at` of `line`. */
+static int column(const char *line, size_t at)
+{
+    int c = 1;
+    for (size_t i = 0; i < at; i++)
+        c += ((unsigned char)line[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* One line of a settings file, split in place. */
+typedef struct {
+    const char *key; /* NULL: a blank or comment line */
+    size_t keylen;
+    int keycol;
+    char *val;       /* NUL-terminated, unquoted */
+    int valcol;
+    const char *err; /* NULL, or what is wrong, at errcol */
+    int errcol;
+} sline_t;
+
+static int is_ws(int c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Splits `line` (NUL-terminated; changed) into *l. */
+static void split_line(char *line, sline_t *l)
+{
+    *l = (sline_t){0};
+    char *p = line;
+    while (is_ws(*p))
+        p++;
+    if (!*p || *p == '#')
+        return;
+    l->key = p;
+    while (*p && (*p == '-' || *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9')))
+        p++;
+    l->keylen = (size_t)(p - l->key);
+    l->keycol = column(line, (size_t)(l->key - line));
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (l->keylen == 0 || *p != '=') {
+        l->err = l->keylen == 0 ? "expected an option name" : "expected '=' after the name";
+        l->errcol = column(line, (size_t)(p - line));
+        return;
+    }
+    p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    l->val = p;
+    l->valcol = column(line, (size_t)(p - line));
+    if (*p == '"') { /* "..." with \" and \\ */
+        char *o = p;
+        for (p++; *p && *p != '"'; p++) {
+            if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+                p++;
+            *o++ = *p;
+        }
+        if (*p != '"') {
+            l->err = "no closing '\"'";
+            l->errcol = l->valcol;
+            return;
+        }
+        *o = '\0';
+        for (p++; *p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'; p++)
+            ;
+        if (*p && *p != '#') {
+            l->err = "text after the closing '\"'";
+            l->errcol = column(line, (size_t)(p - line));
+        }
+        return;
+    }
+    char *end = p;
+    for (; *p && *p != '\n'; p++) {
+        if (*p == '#' && p > l->val && is_ws(p[-1]))
+            break;
+        if (!is_ws(*p))
+            end = p + 1;
+    }
+    *end = '\0';
+    if (!*l->val) {
+        l->err = "no value (write \"\" for an empty one)";
+        l->errcol = l->valcol;
+    }
+}
+
+/* The row of cmd named by l's key, or NULL. */
+static const opts_row_t *find_row(const opts_cmd_t *cmd, const sline_t *l, size_t *idx)
+{
+    for (size_t i = 0; i < cmd->n; i++) {
+        if (strlen(cmd->rows[i].name) == l->keylen &&
+            strncmp(cmd->rows[i].name, l->key, l->keylen) == 0) {
+            *idx = i;
+            return &cmd->rows[i];
+        }
+    }
+    return NULL;
+}
+
+static int bool_word(const char *v)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcmp(v, yes[i]) == 0)
+            return 1;
+        if (strcmp(v, no[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+static void settings_problem(const opts_cmd_t *cmd, const char *path, int line, int col,
+                             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void settings_problem(const opts_cmd_t *cmd, const char *path, int line, int col,
+                             const char *fmt, ...)
+{
+    FILE *err = cmd->err ? cmd->err : stderr;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(err, "%s: %s:%d:%d: ", cmd->prog, path, line, col);
+    vfprintf(err, fmt, ap);
+    fputc('\n', err);
+    va_end(ap);
+}
+
+/* Applies settings file `path` to cmd's rows, except those given on the
+ * command line (cl[i] set).  Every problem is printed with its position.
+ * Returns 0, 1 if an OPTS_STOP row was set, or -EBADMSG. */
+static int read_settings(const opts_cmd_t *cmd, const char *path, const int *cl)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        FILE *err = cmd->err ? cmd->err : stderr;
+        fprintf(err, "%s: cannot read settings file %s: %s\n", cmd->prog, path, strerror(errno));
+        return -EBADMSG;
+    }
+    int *seen = calloc(cmd->n + 1, sizeof *seen);
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, problems = 0, stop = 0;
+    if (!seen) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    while (getline(&line, &cap, f) >= 0) {
+        sline_t l;
+        size_t i = 0;
+        lineno++;
+        split_line(line, &l);
+        if (!l.key)
+            continue;
+        const opts_row_t *r = l.err ? NULL : find_row(cmd, &l, &i);
+        if (l.err) {
+            settings_problem(cmd, path, lineno, l.errcol, "%s", l.err);
+        } else if (!r || strcmp(r->name, "help") == 0 || strcmp(r->name, "version") == 0) {
+            settings_problem(cmd, path, lineno, l.keycol, "unknown setting '%.*s'",
+                             (int)l.keylen, l.key);
+        } else if (seen[i]) {
+            settings_problem(cmd, path, lineno, l.keycol, "'%s' set twice (first on line %d)",
+                             r->name, seen[i]);
+        } else {
+            seen[i] = lineno;
+            if (cl[i])
+                continue; /* the command line wins */
+            int b = r->type == OPTS_FLAG ? bool_word(l.val) : 0;
+            const char *v = r->type == OPTS_FLAG ? l.val : keep(l.val); /* OPTS_FUNC may keep it */
+            if (!v) {
+                settings_problem(cmd, path, lineno, l.valcol, "out of memory");
+            } else if (b < 0) {
+                settings_problem(cmd, path, lineno, l.valcol,
+                                 "bad value '%s' for %s (true or false)", l.val, r->name);
+            } else if (r->type != OPTS_FLAG && set_value(r, v) < 0) {
+                char w[256];
+                want(r, w, sizeof w);
+                settings_problem(cmd, path, lineno, l.valcol, "bad value '%s' for %s (%s)",
+                                 l.val, r->name, w);
+            } else {
+                if (r->type == OPTS_FLAG && r->target)
+                    *(int *)r->target = b;
+                if (r->given)
+                    *r->given = 1;
+                stop |= (r->flags & OPTS_STOP) != 0;
+                continue;
+            }
+        }
+        problems++;
+    }
+    if (ferror(f)) {
+        settings_problem(cmd, path, lineno + 1, 1, "read error: %s", strerror(errno));
+        problems++;
+    }
+    free(line);
+    free(seen);
+    fclose(f);
+    return problems ? -EBADMSG : stop;
+}
+
+/* The settings file named on argv (--settings FILE or --settings=FILE,
+ * before any "--"), or NULL. */
+static const char *settings_arg(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--settings") == 0 && i + 1 < argc)
+            return argv[i + 1];
+        if (strncmp(argv[i], "--settings=", 11) == 0)
+            return argv[i] + 11;
+    }
+    return NULL;
+}
+
+int opts_settings_peek(int argc, char **argv, const char *key, char *buf, size_t cap)
+{
+    const char *path = settings_arg(argc, argv);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t lc = 0;
+    int found = 0;
+    while (!found && getline(&line, &lc, f) >= 0) {
+        sline_t l;
+        split_line(line, &l);
+        if (l.key && !l.err && strlen(key) == l.keylen && strncmp(key, l.key, l.keylen) == 0) {
+            snprintf(buf, cap, "%s", l.val);
+            found = 1;
+        }
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* Whether cmd's own table has a row named "settings" (then it is theirs). */
+static int own_settings(const opts_cmd_t *cmd)
+{
+    for (size_t i = 0; i < cmd->n; i++)
+        if (strcmp(cmd->rows[i].name, "settings") == 0)
+            return 1;
+    return 0;
+}
+
+/* A copy of the n rows at t with opts_settings_row before the first
+ * OPTS_STOP row (--help, --version), unless the table has its own; *m
+ * gets the count.  Caller frees; NULL if out of memory. */
+static opts_row_t *with_settings(const opts_row_t *t, size_t n, size_t *m)
+{
+    opts_row_t *all = malloc((n + 1) * sizeof *all);
+    if (!all)
+        return NULL;
+    const opts_cmd_t c = {.rows = t, .n = n};
+    size_t k = 0, at = n;
+    for (size_t i = 0; i < n && at == n; i++)
+        if (t[i].flags & OPTS_STOP)
+            at = i;
+    for (size_t i = 0; i < n; i++) {
+        if (i == at && !own_settings(&c))
+            all[k++] = opts_settings_row;
+        all[k++] = t[i];
+    }
+    if (at == n && !own_settings(&c))
+        all[k++] = opts_settings_row;
+    *m = k;
+    return all;
+}
+
 /* ---- parsing ------------------------------------------------------------- */
 
 static void vfail(const opts_cmd_t *cmd, const char *fmt, va_list ap)
@@ -222,13 +521,20 @@ static int bad_value(const opts_cmd_t *cmd, const opts_row_t *r, const char *arg
 int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
 {
     if (argc >= 2 && strcmp(argv[1], "--help-man") == 0) { /* the build's man page generator */
-        opts_help_roff(stdout, cmd->rows, cmd->n);
-        exit(fflush(stdout) == 0 ? 0 : 1);
+        size_t m;
+        opts_row_t *all = with_settings(cmd->rows, cmd->n, &m);
+        if (all)
+            opts_help_roff(stdout, all, m);
+        free(all);
+        exit(all && fflush(stdout) == 0 ? 0 : 1);
     }
     int rc = 0;
-    struct option *lo = calloc(cmd->n + 1, sizeof *lo);
+    const char *settings = NULL;
+    int own = own_settings(cmd);
+    struct option *lo = calloc(cmd->n + 2, sizeof *lo);
     char *so = malloc(2 * cmd->n + 2);
-    if (!lo || !so) {
+    int *cl = calloc(cmd->n + 1, sizeof *cl); /* rows given on the command line */
+    if (!lo || !so || !cl) {
         rc = opts_fail(cmd, "out of memory");
         goto out;
     }
@@ -249,6 +555,8 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
         }
     }
     so[sn] = '\0';
+    if (!own) /* --settings FILE: every program's, unless its table has one */
+        lo[cmd->n] = (struct option){"settings", required_argument, NULL, ID0 + (int)cmd->n};
     optind = 0; /* glibc: start afresh (tests parse several argv) */
     opterr = 0;
     int c;
@@ -260,6 +568,10 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
         for (size_t i = 0; c > 0 && c < ID0 && i < cmd->n; i++)
             if (cmd->rows[i].shrt == c)
                 c = ID0 + (int)i;
+        if (!own && c == ID0 + (int)cmd->n) {
+            settings = optarg;
+            continue;
+        }
         if (c < ID0 || c >= ID0 + (int)cmd->n) {
             if (optopt && optopt < ID0)
                 rc = opts_fail(cmd, "unknown option '-%c'", optopt);
@@ -268,6 +580,7 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
             goto out;
         }
         const opts_row_t *r = &cmd->rows[c - ID0];
+        cl[c - ID0] = 1;
         if (r->type == OPTS_FLAG) {
             if (r->target)
                 *(int *)r->target = 1;
@@ -286,9 +599,12 @@ int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi)
         *argi = optind;
     else if (optind < argc)
         rc = opts_fail(cmd, "unexpected argument '%s'", argv[optind]);
+    if (rc == 0 && settings)
+        rc = read_settings(cmd, settings, cl);
 out:
     free(lo);
     free(so);
+    free(cl);
     return rc;
 }
 
@@ -498,8 +814,12 @@ void opts_help_roff(FILE *out, const opts_row_t *t, size_t n)
     }
 }
 
-void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n)
+void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t0, size_t n0)
 {
+    size_t n;
+    opts_row_t *t = with_settings(t0, n0, &n);
+    if (!t)
+        return;
     fputs(u->head, out);
     if (u->layout == OPTS_LAYOUT_MAN)
         opts_help(out, t, n);
@@ -509,6 +829,7 @@ void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, siz
         opts_help_table(out, t, n, u->indent, u->width);
     if (u->tail)
         fputs(u->tail, out);
+    free(t);
 }
 
 /* The int target of cmd's first row named `name`; NULL if it has none. */
@@ -523,7 +844,10 @@ static const int *stop_flag(const opts_cmd_t *cmd, const char *name)
 int opts_start(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const opts_usage_t *u,
                const char *note)
 {
-    if (opts_parse(cmd, argc, argv, argi) < 0)
+    int rc = opts_parse(cmd, argc, argv, argi);
+    if (rc == -EBADMSG)
+        return 1;
+    if (rc < 0)
         return 2;
     const int *help = stop_flag(cmd, "help"), *version = stop_flag(cmd, "version");
     if (help && *help) {

@@ -91,12 +91,39 @@ typedef struct {
  * printing "PROG: bad value 'ARG' for --NAME (WHAT IT WANTS)" (or unknown
  * option, missing argument, unexpected argument) and "Try 'PROG --help'."
  * to cmd->err: the caller exits 2.  A default that does not parse is a
- * programming error and reported the same way.  A first argument
+ * programming error and reported the same way.
+ *
+ * Settings file: every table also takes --settings FILE (unless it has a
+ * row of that name itself), read after argv, so that the command line
+ * overrides it.  One setting a line, "name = value": name a row's long
+ * name (not help or version), value as on the command line (a flag's:
+ * true/yes/on/1 or false/no/off/0), in double quotes (\" and \\
+ * escaped) to keep leading or trailing spaces or a " #"; blank lines and
+ * text from a '#' at a line's start or after a space are comments; a name
+ * given twice is an error.  Each problem is printed as "PROG:
+ * FILE:LINE:COL: TEXT" (columns in characters, at the name or the value);
+ * then -EBADMSG is returned (a configuration error: opts_start() makes it
+ * exit status 1, as a bad configuration file is for the daemons).  Values
+ * of strings (and OPTS_FUNC arguments) stay allocated for the life of the
+ * process, like argv.  A first argument
  * "--help-man" (hidden, for the build) prints the rows with
  * opts_help_roff() on stdout and exits the process: 0, or 1 if stdout
  * fails.  Uses getopt's globals:
  * call from one thread only, usually main's. */
 int opts_parse(const opts_cmd_t *cmd, int argc, char **argv, int *argi);
+
+/* The --settings row opts_parse() adds to every table: what --help and the
+ * manual pages show for it (opts_print_usage() and --help-man insert it
+ * before the first OPTS_STOP row; a program that prints its rows itself
+ * prints this one too). */
+extern const opts_row_t opts_settings_row;
+
+/* For a program that must know a value before opts_parse() (the node's
+ * kind): copies the value `key` has in the settings file named on argv
+ * (--settings FILE or --settings=FILE) into buf (`cap` bytes).  Returns 1
+ * if found, 0 if there is no such file or key (problems are left to
+ * opts_parse() to report). */
+int opts_settings_peek(int argc, char **argv, const char *key, char *buf, size_t cap);
 
 /* Prints "PROG: <formatted message>" and "Try 'PROG --help'." to cmd->err,
  * for the checks a program makes after opts_parse().  Returns -EINVAL. */
@@ -154,15 +181,15 @@ typedef struct {
     const char *tail;     /* printed as is after the rows; NULL: nothing */
 } opts_usage_t;
 
-/* Prints u's text with the n rows of t to out. */
+/* Prints u's text with the n rows of t (and opts_settings_row) to out. */
 void opts_print_usage(FILE *out, const opts_usage_t *u, const opts_row_t *t, size_t n);
 
 /* The start of a program's main(): opts_parse(cmd, argc, argv, argi), then
  * --help and --version, found as the rows of cmd named "help" and
  * "version" (int targets): prints u's text with cmd's rows, or
  * "PROG BQOS_VERSION" and `note` (NULL: nothing) on a line, on stdout.
- * Returns -1 to go on, 0 after --help or --version, 2 after bad usage
- * (opts_parse() said why). */
+ * Returns -1 to go on, 0 after --help or --version, 1 after a bad settings
+ * file, 2 after bad usage (opts_parse() said why). */
 int opts_start(const opts_cmd_t *cmd, int argc, char **argv, int *argi, const opts_usage_t *u,
                const char *note);
 

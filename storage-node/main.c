@@ -13,6 +13,7 @@
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/front.h"
 #include "storage-node/nbd/nbdfront.h"
+#include "storage-node/nodeconf.h"
 #include "storage-node/noderun.h"
 
 /* Which node an option is for. */
@@ -42,6 +43,7 @@ typedef struct {
     uint64_t max_item, export_size, capacity;
     unsigned io_time_us;
     int level;                      /* bqos_log_level_t: index in level_names */
+    int check;                      /* --check: validate and exit */
     int help, version;
     int ignored;                    /* memcached-only options given to a block node */
 } args_t;
@@ -131,7 +133,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 36
+#define NROWS 37
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -332,6 +334,10 @@ static void option_rows(args_t *a, node_row_t *rows)
         {BOTH, {.name = "log-level", .type = OPTS_ENUM, .target = &a->level, .arg = "LEVEL",
                 .deflt = "info", .names = level_names,
                 .help = "error, warn, info or debug (logs go to stderr)."}},
+        {BOTH, {.name = "check", .type = OPTS_FLAG, .target = &a->check,
+                .help = "Validate the options (and --settings), --config and --tokens-file,\n"
+                        "print every problem with its position (FILE:LINE:COL), and exit: 0\n"
+                        "if there is none, 1 otherwise.  Nothing is opened or started."}},
         {BOTH, {.name = "help", .type = OPTS_FLAG, .target = &a->help, .flags = OPTS_STOP,
                 .help = "Print this help and exit."}},
         {BOTH, {.name = "version", .type = OPTS_FLAG, .target = &a->version, .flags = OPTS_STOP,
@@ -371,6 +377,7 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "    closed).\n\n"
             "OPTIONS\n");
     print_rows(out, rows, MC, 0);
+    opts_help(out, &opts_settings_row, 1);
     fprintf(out,
             "\nBLOCK NODE\n"
             "    With --backend file:PATH or --nbd-listen, bqos-node is a block node\n"
@@ -420,6 +427,7 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "    memcached-only options are accepted and ignored.\n\n"
             "OPTIONS\n");
     print_rows(out, rows, BLK, 0);
+    opts_help(out, &opts_settings_row, 1);
     fprintf(out,
             "\nSIGNALS\n"
             "    SIGTERM, SIGINT  stop accepting, answer queued requests with ESHUTDOWN,\n"
@@ -439,10 +447,15 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
 
 /* Returns 1 if the command line asks for a block node: the program is
  * called bqos-nbd-node, or --backend names a file: store, or --nbd-listen
- * is given.  Reads argv only. */
+ * is given (on argv or in the --settings file). */
 static int block_wanted(int argc, char **argv, const char *prog)
 {
+    char v[16];
     if (strcmp(prog, "bqos-nbd-node") == 0)
+        return 1;
+    /* So may a settings file (--settings) that names either. */
+    if (opts_settings_peek(argc, argv, "nbd-listen", v, sizeof v) ||
+        (opts_settings_peek(argc, argv, "backend", v, sizeof v) && strncmp(v, "file:", 5) == 0))
         return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -486,6 +499,8 @@ static int parse_args(int argc, char **argv, args_t *a)
     }
     const opts_cmd_t cmd = {.prog = a->prog, .rows = p, .n = NROWS};
     int rc = opts_parse(&cmd, argc, argv, NULL);
+    if (rc == -EBADMSG) /* the settings file: each problem printed */
+        return 1;
     if (rc < 0)
         return 2;
     if (a->help) {
@@ -668,6 +683,31 @@ out:
     return rc;
 }
 
+/* --check: what run_memcached() and run_block() would refuse, and the
+ * bucket and token files.  Returns the exit status. */
+static int check_config(const args_t *a)
+{
+    listener_addr_t la;
+    char bhost[256];
+    unsigned bport;
+    int problems = 0;
+    const char *listen = a->block ? a->nbd_listen : a->listen;
+    if (listener_parse(listen, &la) < 0) {
+        fprintf(stderr, "%s: bad --%s '%s': expected " LISTENER_SYNTAX "\n", a->prog,
+                a->block ? "nbd-listen" : "memcached-listen", listen);
+        problems++;
+    }
+    if (a->block ? !a->backend : backend_parse_url(a->backend, bhost, sizeof bhost, &bport) < 0) {
+        fprintf(stderr, "%s: bad --backend '%s'\n", a->prog, a->backend ? a->backend : "");
+        problems++;
+    }
+    int rc = nodeconf_check(a->prog, a->config, a->tokens_file);
+    if (rc != 0 || problems)
+        return 1;
+    printf("%s: configuration OK\n", a->prog);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
@@ -680,6 +720,8 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (a.check)
+        return check_config(&a);
     if (!a.block && a.outstanding < 0 && a.policy != SCHED_POLICY_RR)
         a.outstanding = 0; /* tokens: an auto window by default */
     bqos_log_init(a.prog, (bqos_log_level_t)a.level);

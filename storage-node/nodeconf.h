@@ -18,10 +18,17 @@ int nodeconf_load_buckets(const char *path,
 /* Reads a token test-hook file {"bucket":{"r":R,"l":L|null|"unlimited"},...}
  * and calls set(arg, name, r, l) for each bucket (r 0 if absent; l
  * SCHED_UNLIMITED for null, "unlimited" or absent).  Bad entries are
- * logged and skipped.  Returns 0, or -EINVAL / set()'s negative return if
+ * logged with their position and skipped.  Returns 0, or -EINVAL / set()'s negative return if
  * any entry failed. */
 int nodeconf_load_tokens(const char *path,
                          int (*set)(void *arg, const char *name, int64_t r, int64_t l),
                          void *arg);
+
+/* --check: validates bucket file `config` with the controller's validator
+ * (common/bucketfile: every bad bucket) and token file `tokens_file`
+ * (every bad entry); either may be NULL.  Prints each problem to stderr as
+ * "PROG: FILE:LINE:COL: PATH: TEXT".  Returns the number of problems (0:
+ * both valid) or -ENOMEM. */
+int nodeconf_check(const char *prog, const char *config, const char *tokens_file);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "common/bucketfile.h"
 #include "tests/testlib.h"
@@ -251,7 +252,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     bucketfile_t *bf = NULL, *back = NULL;
     jsonloc_err_t err;
     ck_assert_int_eq(parse(t, &bf, &err), 0);
-    ck_assert_int_eq(bucketfile_save(bf, path), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, NULL, 0), 0);
     ck_assert_int_eq(count_entries(dir), 1); /* no temporary left */
     ck_assert_int_eq(bucketfile_load(path, &back, &err), 0);
     ck_assert_uint_eq(bucketfile_count(back), 2);
@@ -264,7 +265,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     /* Mode of an existing file is kept. */
     chmod(path, 0600);
     ck_assert_int_eq(bucketfile_remove(bf, "red"), 0);
-    ck_assert_int_eq(bucketfile_save(bf, path), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, NULL, 0), 0);
     struct stat st;
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0600);
@@ -275,7 +276,7 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
     /* A failed save leaves nothing behind. */
     char bad[300];
     snprintf(bad, sizeof bad, "%s/nodir/b.json", dir);
-    ck_assert_int_eq(bucketfile_save(bf, bad), -ENOENT);
+    ck_assert_int_eq(bucketfile_save(bf, bad, NULL, 0), -ENOENT);
     ck_assert_int_eq(bucketfile_load(bad, &back, &err), -ENOENT);
     ck_assert_msg(strstr(err.text, "cannot read"), "%s", err.text);
     ck_assert_int_eq(count_entries(dir), 1);
@@ -286,12 +287,177 @@ START_TEST(test_bucketfile_save_atomic_roundtrip)
 }
 END_TEST
 
+START_TEST(test_bucketfile_null_limit)
+{
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    /* What bqos-ctl --json buckets prints loads back: null is no limit. */
+    ck_assert_int_eq(parse("{\"buckets\": [{\"name\": \"a\", \"reservation\": 5, \"limit\": null, "
+                           "\"weight\": 2}]}",
+                           &bf, &err),
+                     0);
+    ck_assert_int_eq(bucketfile_get(bf, 0)->limit, BUCKETFILE_NO_LIMIT);
+    char *t = bucketfile_dumps(bf);
+    ck_assert_ptr_null(strstr(t, "limit")); /* written without one */
+    free(t);
+    bucketfile_destroy(&bf);
+    /* Only the limit may be null. */
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":null}]}", "buckets[0].reservation", 1,
+                 39, "non-negative integer");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"weight\":null}]}",
+                 "buckets[0].weight", 1, 50, "non-negative integer");
+}
+END_TEST
+
+/* Writes text to path. */
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[4096];
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+START_TEST(test_bucketfile_save_keeps_format)
+{
+    char dir[] = "/tmp/test_bucketfile.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/b.json", dir);
+    /* An operator's layout: odd spacing, members in their own order. */
+    put(path, "{ \"buckets\" : [\n"
+              "    {\"reservation\":100, \"name\":\"red\",   \"limit\":200},\n"
+              "    {\"name\":\"blue\",\"reservation\":10},\n"
+              "    {\"weight\":3,\"name\":\"green\",\"reservation\":1}\n"
+              "  ]\n"
+              "}\n");
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
+    /* Change one field of blue: only blue's object is rewritten. */
+    bucketfile_bucket_t b = *bucketfile_get(bf, 1);
+    b.limit = 500;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    char msg[512];
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    ck_assert_str_eq(slurp(path),
+                     "{ \"buckets\" : [\n"
+                     "    {\"reservation\":100, \"name\":\"red\",   \"limit\":200},\n"
+                     "    {\"name\": \"blue\", \"reservation\": 10, \"limit\": 500, \"weight\": 1},\n"
+                     "    {\"weight\":3,\"name\":\"green\",\"reservation\":1}\n"
+                     "  ]\n"
+                     "}\n");
+    /* Remove the first, add one: it goes last, with the file's separator. */
+    ck_assert_int_eq(bucketfile_remove(bf, "red"), 0);
+    b = (bucketfile_bucket_t){.name = "pink", .reservation = 7, .limit = BUCKETFILE_NO_LIMIT,
+                              .weight = 1};
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    ck_assert_str_eq(slurp(path),
+                     "{ \"buckets\" : [\n"
+                     "    {\"name\": \"blue\", \"reservation\": 10, \"limit\": 500, \"weight\": 1},\n"
+                     "    {\"weight\":3,\"name\":\"green\",\"reservation\":1},\n"
+                     "    {\"name\": \"pink\", \"reservation\": 7, \"weight\": 1}\n"
+                     "  ]\n"
+                     "}\n");
+    /* Remove the last: its separator goes with it. */
+    ck_assert_int_eq(bucketfile_remove(bf, "pink"), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    ck_assert_str_eq(slurp(path),
+                     "{ \"buckets\" : [\n"
+                     "    {\"name\": \"blue\", \"reservation\": 10, \"limit\": 500, \"weight\": 1},\n"
+                     "    {\"weight\":3,\"name\":\"green\",\"reservation\":1}\n"
+                     "  ]\n"
+                     "}\n");
+
+    /* A hand edit not loaded: the save is refused and the edit kept. */
+    const char *edit = "{\"buckets\":[{\"name\":\"hand\",\"reservation\":1}]}\n";
+    put(path, edit);
+    b = (bucketfile_bucket_t){.name = "blue", .reservation = 11, .limit = BUCKETFILE_NO_LIMIT,
+                              .weight = 1};
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), -ESTALE);
+    ck_assert_msg(strstr(msg, path) && strstr(msg, "changed on disk") && strstr(msg, "reload"),
+                  "%s", msg);
+    ck_assert_str_eq(slurp(path), edit);
+    /* A copy remembers the file too; a touch (same content) is no change. */
+    bucketfile_t *c = NULL;
+    ck_assert_int_eq(bucketfile_load(path, &c, &err), 0);
+    bucketfile_t *d = bucketfile_dup(c);
+    ck_assert_int_eq(utime(path, NULL), 0);
+    ck_assert_int_eq(bucketfile_set(d, &b, &err), 0);
+    ck_assert_int_eq(bucketfile_save(d, path, msg, sizeof msg), 0);
+    ck_assert_int_eq(bucketfile_save(c, path, msg, sizeof msg), -ESTALE); /* d changed it */
+    unlink(path);
+    ck_assert_int_eq(bucketfile_save(d, path, msg, sizeof msg), -ESTALE); /* removed */
+    ck_assert_ptr_nonnull(strstr(msg, "was removed"));
+    bucketfile_destroy(&c);
+    bucketfile_destroy(&d);
+    bucketfile_destroy(&bf);
+    rmdir(dir);
+}
+END_TEST
+
+static void count_report(void *arg, const jsonloc_err_t *err)
+{
+    char buf[600];
+    char *out = arg;
+    bucketfile_strerror(err, buf, sizeof buf);
+    strcat(out, buf);
+    strcat(out, "\n");
+}
+
+START_TEST(test_bucketfile_validate_every_problem)
+{
+    char path[] = "/tmp/test_bucketfile.v.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    put(path, "{\"buckets\": [\n"
+              "  {\"name\": \"a\", \"reservation\": 5, \"limit\": 4},\n"
+              "  {\"name\": \"b\", \"reservation\": 1},\n"
+              "  {\"name\": \"c\", \"reservation\": 1, \"weight\": 0}\n"
+              "]}\n");
+    char out[4096] = "";
+    ck_assert_int_eq(bucketfile_validate(path, count_report, out), 2);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "%1$s:2:44: buckets[0].limit: limit 4 is below the reservation 5\n"
+             "%1$s:4:45: buckets[2].weight: weight must be at least 1\n",
+             path);
+    ck_assert_str_eq(out, want);
+    put(path, "{\"buckets\": [\n");
+    out[0] = '\0';
+    ck_assert_int_eq(bucketfile_validate(path, count_report, out), 1);
+    ck_assert_ptr_nonnull(strstr(out, ":2:")); /* the syntax error, at the end */
+    put(path, "{\"buckets\": []}");
+    ck_assert_int_eq(bucketfile_validate(path, count_report, out), 0);
+    unlink(path);
+    out[0] = '\0';
+    ck_assert_int_eq(bucketfile_validate(path, count_report, out), 1);
+    ck_assert_ptr_nonnull(strstr(out, "cannot read"));
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
                                   test_bucketfile_syntax_error_position,
                                   test_bucketfile_semantic_error_positions,
                                   test_bucketfile_error_positions_subtle, test_bucketfile_edit,
-                                  test_bucketfile_save_atomic_roundtrip};
+                                  test_bucketfile_save_atomic_roundtrip,
+                                  test_bucketfile_null_limit, test_bucketfile_save_keeps_format,
+                                  test_bucketfile_validate_every_problem};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

@@ -111,8 +111,39 @@ START_TEST(test_nodeconf_tokens_file)
 }
 END_TEST
 
+START_TEST(test_nodeconf_check)
+{
+    /* --check: every bad bucket and token entry, each with its position. */
+    char b[64], t[64];
+    snprintf(b, sizeof b, "%s", write_tmp("{\"buckets\":[{\"name\":\"a\",\"reservation\":5,\"limit\":1},\n"
+                                          "{\"name\":\"b\",\"reservation\":1,\"limit\":null},\n"
+                                          "{\"name\":\"c\"}]}"));
+    snprintf(t, sizeof t, "%s", write_tmp("{\"red\":{\"r\":1},\n \"bad\":{\"r\":-1}}"));
+    char errs[4096] = "";
+    FILE *mem = fmemopen(errs, sizeof errs, "w");
+    ck_assert_ptr_nonnull(mem);
+    FILE *saved = stderr;
+    stderr = mem;
+    int n = nodeconf_check("node", b, t);
+    stderr = saved;
+    fclose(mem);
+    ck_assert_int_eq(n, 3);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "node: %1$s:1:49: buckets[0].limit: limit 1 is below the reservation 5\n"
+             "node: %1$s:3:1: buckets[2]: bucket \"c\" has no \"reservation\"\n"
+             "node: %2$s:2:8: bad: want {\"r\":N,\"l\":N|null}\n",
+             b, t);
+    ck_assert_str_eq(errs, want);
+    ck_assert_int_eq(nodeconf_check("node", NULL, NULL), 0);
+    unlink(b);
+    unlink(t);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *const tests[] = {test_nodeconf_buckets_file, test_nodeconf_tokens_file};
+    const TTest *const tests[] = {test_nodeconf_buckets_file, test_nodeconf_tokens_file,
+                                  test_nodeconf_check};
     return testlib_run_tests("nodeconf", tests, sizeof tests / sizeof tests[0]);
 }

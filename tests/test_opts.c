@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/num.h"
 #include "common/opts.h"
@@ -445,12 +446,99 @@ START_TEST(test_opts_help_roff)
 }
 END_TEST
 
+/* Writes `text` to a new temporary file; returns its path (static). */
+static const char *settings_file(const char *text)
+{
+    static char path[64];
+    strcpy(path, "/tmp/test_opts.XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+START_TEST(test_opts_settings_file)
+{
+    set_t s;
+    /* Every type, comments, quoting; the command line overrides the file. */
+    const char *p = settings_file("# a comment\n"
+                                  "\n"
+                                  "  file = \" spaced # name \"   # trailing comment\n"
+                                  "n=9\n"
+                                  "flag = yes\n"
+                                  "period = 250ms\n"
+                                  "level = high\n"
+                                  "pair = a:b\n"
+                                  "bytes = 64k  # sixty-four\n");
+    ck_assert_int_eq(parse(&s, (const char *[]){"--settings", p, "--n", "3", NULL}, NULL), 0);
+    ck_assert_str_eq(s.file, " spaced # name ");
+    ck_assert_int_eq(s.n, 3);
+    ck_assert_int_eq(s.flag, 1);
+    ck_assert_double_eq(s.period, 0.25);
+    ck_assert_int_eq(s.level, 2);
+    ck_assert_str_eq(s.pair, "a:b");
+    ck_assert_int_eq(s.given, 1);
+    ck_assert_uint_eq(s.bytes, 65536);
+    /* The order on the command line does not matter: argv still wins. */
+    ck_assert_int_eq(parse(&s, (const char *[]){"--n", "4", "--settings=" , NULL}, NULL), -EBADMSG);
+    char arg[96];
+    snprintf(arg, sizeof arg, "--settings=%s", p);
+    ck_assert_int_eq(parse(&s, (const char *[]){"--n", "4", arg, NULL}, NULL), 0);
+    ck_assert_int_eq(s.n, 4);
+    unlink(p);
+
+    /* Every problem, each at its line and column (characters). */
+    p = settings_file("n = 0\n"
+                      "nope = 1\n"
+                      "flag = maybe\n"
+                      "  = 5\n"
+                      "file\n"
+                      "period = \"1s\n"
+                      "level =\n"
+                      "n = 2\n"
+                      "help = true\n"
+                      "file = \"\u00e9\" x\n");
+    ck_assert_int_eq(parse(&s, (const char *[]){"--settings", p, NULL}, NULL), -EBADMSG);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "prog: %1$s:1:5: bad value '0' for n (an integer 1..10)\n"
+             "prog: %1$s:2:1: unknown setting 'nope'\n"
+             "prog: %1$s:3:8: bad value 'maybe' for flag (true or false)\n"
+             "prog: %1$s:4:3: expected an option name\n"
+             "prog: %1$s:5:5: expected '=' after the name\n"
+             "prog: %1$s:6:10: no closing '\"'\n"
+             "prog: %1$s:7:8: no value (write \"\" for an empty one)\n"
+             "prog: %1$s:8:1: 'n' set twice (first on line 1)\n"
+             "prog: %1$s:9:1: unknown setting 'help'\n"
+             "prog: %1$s:10:12: text after the closing '\"'\n",
+             p);
+    ck_assert_str_eq(errbuf, want);
+    unlink(p);
+
+    /* A file that cannot be read; a setting that stops (as on argv). */
+    ck_assert_int_eq(parse(&s, (const char *[]){"--settings", "/nonexistent/s", NULL}, NULL),
+                     -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(errbuf, "cannot read settings file /nonexistent/s"));
+    p = settings_file("stop = true\n");
+    ck_assert_int_eq(parse(&s, (const char *[]){"--settings", p, NULL}, NULL), 1);
+    ck_assert_int_eq(s.stop, 1);
+    char v[32];
+    char *argv[] = {"prog", "--settings", (char *)p, NULL};
+    ck_assert_int_eq(opts_settings_peek(3, argv, "stop", v, sizeof v), 1);
+    ck_assert_str_eq(v, "true");
+    ck_assert_int_eq(opts_settings_peek(3, argv, "n", v, sizeof v), 0);
+    unlink(p);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_opts_num_integers, test_opts_num_doubles_durations_bytes,
                                   test_opts_parse_defaults, test_opts_parse_types,
                                   test_opts_parse_bad_values, test_opts_parse_stop_and_arguments,
                                   test_opts_bad_default, test_opts_help_man, test_opts_help_list,
-                                  test_opts_help_table, test_opts_help_roff};
+                                  test_opts_help_table, test_opts_help_roff,
+                                  test_opts_settings_file};
     return testlib_run_tests("opts", tests, sizeof tests / sizeof tests[0]);
 }

@@ -275,6 +275,54 @@ START_TEST(test_sim_run_policies_meet_easy_reservations)
 }
 END_TEST
 
+/* Limits at 1.5 x reservation, demand 3 x reservation, half the capacity
+ * reserved: every token policy keeps each bucket within its limit over
+ * every 1 s window (= the period here); rr, with no tokens, lets buckets run
+ * far over theirs.  Only the paced scheduler also holds the limit over
+ * 200 ms windows (issue 14: 1.25 x L pro rata) and serves R in each of them;
+ * the others spend a period's tokens in bursts.  The window counts match
+ * the layout (T = 1 s: 1 long and 5 short windows per bucket and measured
+ * period). */
+START_TEST(test_sim_run_limits_hold_per_window)
+{
+    sim_config_t c = small();
+    c.reserved = 0.5;
+    c.demand = 3;
+    c.limit = 1.5;
+    c.changes = 0;
+    char err[128];
+    sim_model_t *m = NULL;
+    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    ck_assert(m->buckets[0].limit >= 1.5 * m->buckets[0].reservation);
+    static const sim_policy_t pol[] = {SIM_POLICY_RR, SIM_POLICY_STATIC, SIM_POLICY_PSHIFT,
+                                       SIM_POLICY_PSHIFT_PACED, SIM_POLICY_CLAIRVOYANT};
+    sim_run_opts_t o = {.burst_s = SIM_BURST_DEFAULT};
+    for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) {
+        sim_result_t *r = NULL;
+        ck_assert_int_eq(sim_run(m, pol[i], &o, &r), 0);
+        const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
+        uint64_t nb = (uint64_t)c.buckets * (uint64_t)(c.periods - c.warmup);
+        ck_assert_uint_eq(wl->windows, nb);
+        ck_assert_uint_eq(ws->windows, 5 * nb);
+        ck_assert_uint_eq(wl->l_windows, nb);
+        ck_assert_uint_eq(wl->r_windows, nb); /* demand 3 x R: always counted */
+        if (pol[i] == SIM_POLICY_RR) {
+            ck_assert_msg(wl->l_worst > 1.5, "rr: %g", wl->l_worst);
+        } else if (pol[i] == SIM_POLICY_PSHIFT_PACED) {
+            ck_assert_msg(wl->l_worst <= 1.05 && ws->l_worst <= 1.25, "paced: %g %g", wl->l_worst,
+                          ws->l_worst);
+            ck_assert_msg(ws->r_share >= 0.99, "paced: %g", ws->r_share);
+        } else {
+            ck_assert_msg(ws->l_worst > 1.5, "%s: %g", sim_policy_name(pol[i]), ws->l_worst);
+            ck_assert_msg(wl->l_worst <= 1.02, "%s: %g", sim_policy_name(pol[i]), wl->l_worst);
+            ck_assert_msg(wl->r_share >= 0.9, "%s: %g", sim_policy_name(pol[i]), wl->r_share);
+        }
+        sim_result_destroy(&r);
+    }
+    sim_model_destroy(&m);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_sim_heap_orders_by_time_then_id,
@@ -284,7 +332,8 @@ int main(void)
                                   test_sim_model_same_seed_same_model,
                                   test_sim_policy_names_round_trip, test_sim_run_conserves_requests,
                                   test_sim_run_deterministic_across_threads,
-                                  test_sim_run_policies_meet_easy_reservations};
+                                  test_sim_run_policies_meet_easy_reservations,
+                                  test_sim_run_limits_hold_per_window};
     const testlib_case_t c = {.name = "sim", .timeout = 60};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

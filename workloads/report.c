@@ -1,4 +1,4 @@
-/* report.c - per-interval completion counters and the CSV, JSON and table outputs of bqos-load. */
+/* report.c - per-interval completion counters and the CSV, JSON and table outputs of bqos-load; per-window accuracy (report_win_*), shared with bqos-sim. */
 #include "workloads/report.h"
 
 #include <errno.h>
@@ -7,7 +7,163 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
+/* ---- per-window accuracy ------------------------------------------------ */
+
+/* One bucket's figures for one window length. */
+typedef struct {
+    uint64_t windows, r_windows, r_met;
+    double l_worst, r_worst;
+} win_acc_t;
+
+/* One bucket: its rates, the long window being summed, its figures. */
+typedef struct {
+    double res, lim;
+    uint64_t served, waiting, arrived;  /* running long window */
+    size_t nfed;                        /* short windows in it so far */
+    win_acc_t acc[2];
+} win_bucket_t;
+
+struct report_win {
+    size_t nb, per_long;
+    double len[2];
+    win_bucket_t *b;
+};
+
+/* Rounds x to the nearest count, at least 1. */
+static size_t count_of(double x)
+{
+    double n = floor(x + 0.5);
+    return n < 1 ? 1 : (size_t)n;
+}
+
+void report_win_layout(double period, size_t *nshort, size_t *per_long)
+{
+    size_t nlong = count_of(period / REPORT_WIN_LONG_S);
+    *per_long = count_of(period / (double)nlong / REPORT_WIN_SHORT_S);
+    *nshort = nlong * *per_long;
+}
+
+report_win_t *report_win_new(size_t nbuckets, double period, const double *res, const double *lim)
+{
+    report_win_t *w = calloc(1, sizeof *w);
+    if (!w || !(w->b = calloc(nbuckets ? nbuckets : 1, sizeof *w->b))) {
+        free(w);
+        return NULL;
+    }
+    size_t nshort;
+    report_win_layout(period, &nshort, &w->per_long);
+    w->nb = nbuckets;
+    w->len[REPORT_WIN_SHORT] = period / (double)nshort;
+    w->len[REPORT_WIN_LONG] = w->len[REPORT_WIN_SHORT] * (double)w->per_long;
+    for (size_t b = 0; b < nbuckets; b++) {
+        w->b[b].res = res[b];
+        w->b[b].lim = lim[b];
+        for (int k = 0; k < 2; k++)
+            w->b[b].acc[k].r_worst = INFINITY;
+    }
+    return w;
+}
+
+void report_win_destroy(report_win_t **wp)
+{
+    if (!wp || !*wp)
+        return;
+    free((*wp)->b);
+    free(*wp);
+    *wp = NULL;
+}
+
+double report_win_short_len(const report_win_t *w)
+{
+    return w->len[REPORT_WIN_SHORT];
+}
+
+/* Counts one closed window of length len for bucket x in a. */
+static void win_close(const win_bucket_t *x, win_acc_t *a, double len, uint64_t served,
+                      uint64_t demand)
+{
+    a->windows++;
+    if (x->lim >= 0) {
+        double ratio = x->lim > 0 ? (double)served / (x->lim * len) : served ? INFINITY : 0;
+        if (ratio > a->l_worst)
+            a->l_worst = ratio;
+    }
+    double want = x->res * len;
+    if (want > 0 && (double)demand >= want) {
+        double ratio = (double)served / want;
+        a->r_windows++;
+        a->r_met += ratio >= REPORT_WIN_R_SHARE;
+        if (ratio < a->r_worst)
+            a->r_worst = ratio;
+    }
+}
+
+void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waiting,
+                     uint64_t arrived)
+{
+    if (b >= w->nb)
+        return;
+    win_bucket_t *x = &w->b[b];
+    win_close(x, &x->acc[REPORT_WIN_SHORT], w->len[REPORT_WIN_SHORT], served, waiting + arrived);
+    if (x->nfed == 0) {
+        x->served = x->arrived = 0;
+        x->waiting = waiting;
+    }
+    x->served += served;
+    x->arrived += arrived;
+    if (++x->nfed == w->per_long) {
+        win_close(x, &x->acc[REPORT_WIN_LONG], w->len[REPORT_WIN_LONG], x->served,
+                  x->waiting + x->arrived);
+        x->nfed = 0;
+    }
+}
+
+report_win_fig_t report_win_figures(const report_win_t *w, long b, int which)
+{
+    report_win_fig_t f = {.len = w->len[which], .r_worst = INFINITY};
+    for (size_t i = b < 0 ? 0 : (size_t)b; i < w->nb && (b < 0 || i == (size_t)b); i++) {
+        const win_acc_t *a = &w->b[i].acc[which];
+        f.windows += a->windows;
+        if (w->b[i].lim >= 0) {
+            f.l_windows += a->windows;
+            if (a->l_worst > f.l_worst)
+                f.l_worst = a->l_worst;
+        }
+        f.r_windows += a->r_windows;
+        f.r_met += a->r_met;
+        if (a->r_worst < f.r_worst)
+            f.r_worst = a->r_worst;
+    }
+    f.r_share = f.r_windows ? (double)f.r_met / (double)f.r_windows : 1;
+    if (!f.r_windows)
+        f.r_worst = 1;
+    return f;
+}
+
+static json_t *fig_json(const report_win_fig_t *f)
+{
+    json_t *lw = f->l_windows ? json_real(f->l_worst) : json_null();
+    return json_pack("{s:f,s:I,s:I,s:o,s:I,s:I,s:f,s:f}", "len_s", f->len, "windows",
+                     (json_int_t)f->windows, "l_windows", (json_int_t)f->l_windows, "l_worst", lw,
+                     "r_windows", (json_int_t)f->r_windows, "r_met", (json_int_t)f->r_met,
+                     "r_share", f->r_share, "r_worst", f->r_worst);
+}
+
+json_t *report_win_json(const report_win_fig_t *f)
+{
+    return json_pack("{s:o,s:o}", "long", fig_json(&f[REPORT_WIN_LONG]), "short",
+                     fig_json(&f[REPORT_WIN_SHORT]));
+}
+
+/* The figures of bucket b (< 0: all) of w as JSON. */
+static json_t *win_json(const report_win_t *w, long b)
+{
+    report_win_fig_t f[2] = {report_win_figures(w, b, REPORT_WIN_LONG),
+                             report_win_figures(w, b, REPORT_WIN_SHORT)};
+    return report_win_json(f);
+}
+
+/* ---- bqos-load's counters ------------------------------------------------ */
 
 struct report {
     const scenario_t *s;
@@ -17,6 +173,15 @@ struct report {
     _Atomic uint64_t *counts;   /* [bucket * nslots + slot] */
     _Atomic uint64_t *errors;   /* [bucket] */
     _Atomic uint64_t *servers;  /* [server] */
+    /* per-window accuracy: rings [bucket * REPORT_RING + window % RING] */
+    report_win_t *win;
+    size_t wn;                  /* short windows per period */
+    double wlen;                /* their length */
+    uint64_t wfirst;            /* first measured window */
+    _Atomic uint32_t *ring_done, *ring_sent;
+    _Atomic uint64_t wfold;     /* next window to fold (main thread writes) */
+    uint64_t *inflight;         /* [bucket] at the start of window wfold */
+    uint64_t *err_seen;         /* [bucket] errors already taken off */
 };
 
 report_t *report_new(const scenario_t *s)
@@ -33,7 +198,27 @@ report_t *report_new(const scenario_t *s)
     r->counts = calloc(s->nbuckets * r->nslots, sizeof *r->counts);
     r->errors = calloc(s->nbuckets, sizeof *r->errors);
     r->servers = calloc(s->nservers, sizeof *r->servers);
-    if (!r->counts || !r->errors || !r->servers)
+    size_t nb = s->nbuckets ? s->nbuckets : 1, per_long;
+    double *rl = calloc(2 * nb, sizeof *rl);
+    if (rl) {
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            rl[b] = s->buckets[b].reservation;
+            rl[nb + b] = s->buckets[b].limit == SCENARIO_NO_LIMIT ? -1 : s->buckets[b].limit;
+        }
+        r->win = report_win_new(s->nbuckets, s->period, rl, rl + nb);
+        free(rl);
+    }
+    report_win_layout(s->period, &r->wn, &per_long);
+    r->wlen = s->period / (double)r->wn;
+    /* As the summary's periods: warm-up only if a full period follows it. */
+    if (floor(s->duration / s->period + 1e-9) > s->warmup_periods)
+        r->wfirst = (uint64_t)s->warmup_periods * r->wn;
+    r->ring_done = calloc(nb * REPORT_RING, sizeof *r->ring_done);
+    r->ring_sent = calloc(nb * REPORT_RING, sizeof *r->ring_sent);
+    r->inflight = calloc(nb, sizeof *r->inflight);
+    r->err_seen = calloc(nb, sizeof *r->err_seen);
+    if (!r->counts || !r->errors || !r->servers || !r->win || !r->ring_done || !r->ring_sent ||
+        !r->inflight || !r->err_seen)
         report_destroy(&r);
     return r;
 }
@@ -45,8 +230,26 @@ void report_destroy(report_t **rp)
     free((*rp)->counts);
     free((*rp)->errors);
     free((*rp)->servers);
+    report_win_destroy(&(*rp)->win);
+    free((*rp)->ring_done);
+    free((*rp)->ring_sent);
+    free((*rp)->inflight);
+    free((*rp)->err_seen);
     free(*rp);
     *rp = NULL;
+}
+
+/* Counts one event of bucket b at t in its ring, if its window is neither
+ * folded already nor too far ahead. */
+static void ring_count(report_t *r, _Atomic uint32_t *ring, size_t b, double t)
+{
+    uint64_t p = (uint64_t)(t / r->s->period);
+    uint64_t k = (uint64_t)((t - (double)p * r->s->period) / r->wlen);
+    uint64_t j = p * r->wn + (k < r->wn ? k : r->wn - 1);
+    uint64_t f = atomic_load_explicit(&r->wfold, memory_order_relaxed);
+    if (j >= f && j < f + REPORT_RING)
+        atomic_fetch_add_explicit(&ring[b * REPORT_RING + j % REPORT_RING], 1,
+                                  memory_order_relaxed);
 }
 
 void report_add(report_t *r, size_t b, size_t srv, double t)
@@ -58,6 +261,39 @@ void report_add(report_t *r, size_t b, size_t srv, double t)
     if (k >= r->nslots)
         k = r->nslots - 1;
     atomic_fetch_add_explicit(&r->counts[b * r->nslots + k], 1, memory_order_relaxed);
+    ring_count(r, r->ring_done, b, t);
+}
+
+void report_sent(report_t *r, size_t b, double t)
+{
+    if (t >= 0 && t < r->s->duration && b < r->s->nbuckets)
+        ring_count(r, r->ring_sent, b, t);
+}
+
+/* End of short window j (counted from the start), seconds. */
+static double window_end(const report_t *r, uint64_t j)
+{
+    uint64_t n = j + 1;
+    return (double)(n / r->wn) * r->s->period + (double)(n % r->wn) * r->wlen;
+}
+
+void report_fold(report_t *r, double upto)
+{
+    uint64_t j = atomic_load_explicit(&r->wfold, memory_order_relaxed);
+    for (double te; (te = window_end(r, j)) <= upto && te <= r->end + 1e-9; j++) {
+        for (size_t b = 0; b < r->s->nbuckets; b++) {
+            size_t slot = b * REPORT_RING + j % REPORT_RING;
+            uint64_t done = atomic_exchange_explicit(&r->ring_done[slot], 0, memory_order_relaxed);
+            uint64_t sent = atomic_exchange_explicit(&r->ring_sent[slot], 0, memory_order_relaxed);
+            uint64_t err = report_errors(r, b), failed = err - r->err_seen[b];
+            if (j >= r->wfirst)
+                report_win_feed(r->win, b, done, r->inflight[b], sent);
+            uint64_t in = r->inflight[b] + sent, out = done + failed;
+            r->inflight[b] = in > out ? in - out : 0;
+            r->err_seen[b] = err;
+        }
+        atomic_store_explicit(&r->wfold, j + 1, memory_order_relaxed);
+    }
 }
 
 void report_set_end(report_t *r, double t)
@@ -236,26 +472,28 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
         pall += measured;
         total_rate += achieved;
         total_errors += report_errors(r, b);
-        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:I}",
+        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:o*, s:I}",
                                "name", bk->name, "reservation", bk->reservation, "limit",
                                bk->limit == SCENARIO_NO_LIMIT ? json_null() : json_real(bk->limit),
                                "achieved", achieved, "min_period", minp, "max_period", maxp,
                                "met", m, "over", o, "periods_met", (json_int_t)bmet,
                                "periods_over", (json_int_t)bover, "completed",
-                               (json_int_t)report_total(r, b), "errors",
+                               (json_int_t)report_total(r, b), "windows",
+                               win_json(r->win, (long)b), "errors",
                                (json_int_t)report_errors(r, b));
         if (!jb || json_array_append_new(arr, jb) < 0)
             goto out;
     }
     double nb = (double)s->nbuckets;
     json_t *top = json_pack(
-        "{s:s?, s:f, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "label", label,
+        "{s:s?, s:f, s:f, s:i, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:o*}", "label", label,
         "duration", r->end, "period", s->period, "intervals", s->intervals,
         "warmup_periods", (int)first, "measured_periods", (json_int_t)measured, "nbuckets",
         (json_int_t)s->nbuckets, "met_share", (double)met / nb, "over_share",
         (double)over / nb, "period_met_share", pall ? (double)pmet / (double)pall : (double)met / nb,
         "period_over_share", pall ? (double)pover / (double)pall : (double)over / nb,
-        "total_rate", total_rate, "errors", (json_int_t)total_errors);
+        "total_rate", total_rate, "errors", (json_int_t)total_errors, "windows",
+        win_json(r->win, -1));
     if (!top || json_object_update(root, top) < 0) {
         json_decref(top);
         goto out;
@@ -362,22 +600,39 @@ int report_print_table(FILE *out, const char *const *paths, size_t n, size_t max
     }
     if (max_rows && rows > max_rows)
         fprintf(out, "... %zu more buckets\n", rows - max_rows);
+    /* key: a top-level key or "windows.LEN.KEY"; fmt 0 percent, 1 count,
+     * 2 ratio */
     static const struct {
         const char *key, *text;
-    } shares[] = {{"met_share", "buckets meeting R"},
-                  {"over_share", "buckets over L"},
-                  {"period_met_share", "bucket-periods meeting R"},
-                  {"period_over_share", "bucket-periods over L"},
-                  {"total_rate", "total IOs/s"}};
+        int fmt;
+    } shares[] = {{"met_share", "buckets meeting R", 0},
+                  {"over_share", "buckets over L", 0},
+                  {"period_met_share", "bucket-periods meeting R", 0},
+                  {"period_over_share", "bucket-periods over L", 0},
+                  {"windows.long.r_share", "1s windows >=95% of R", 0},
+                  {"windows.short.r_share", "200ms windows >=95% R", 0},
+                  {"windows.long.l_worst", "worst 1s window / L", 2},
+                  {"windows.short.l_worst", "worst 200ms window / L", 2},
+                  {"total_rate", "total IOs/s", 1}};
     for (size_t k = 0; k < sizeof shares / sizeof shares[0]; k++) {
-        int pct = strcmp(shares[k].key, "total_rate") != 0;
         fprintf(out, "%-24s", shares[k].text);
         for (size_t i = 0; i < n; i++) {
-            double v = json_number_value(json_object_get(docs[i], shares[k].key));
-            if (pct)
-                fprintf(out, " | %11.1f%% %18s", 100.0 * v, "");
+            json_t *v = docs[i];
+            char key[64];
+            snprintf(key, sizeof key, "%s", shares[k].key);
+            char *save = NULL;
+            for (char *tok = strtok_r(key, ".", &save); tok && v;
+                 tok = strtok_r(NULL, ".", &save))
+                v = json_object_get(v, tok);
+            double x = json_number_value(v);
+            if (!json_is_number(v))
+                fprintf(out, " | %12s %18s", "-", "");
+            else if (shares[k].fmt == 0)
+                fprintf(out, " | %11.1f%% %18s", 100.0 * x, "");
+            else if (shares[k].fmt == 1)
+                fprintf(out, " | %12.0f %18s", x, "");
             else
-                fprintf(out, " | %12.0f %18s", v, "");
+                fprintf(out, " | %12.3f %18s", x, "");
         }
         fprintf(out, "\n");
     }

@@ -1,4 +1,4 @@
-/* report.h - bqos-load's counters and outputs: completed IOs per bucket per interval and period, CSV, summary JSON, tables. */
+/* report.h - bqos-load's counters and outputs: completed IOs per bucket per interval and period, CSV, summary JSON, tables; and per-window accuracy (1 s and 200 ms windows), shared with bqos-sim. */
 #ifndef BQOS_REPORT_H
 #define BQOS_REPORT_H
 
@@ -6,12 +6,83 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "workloads/scenario.h"
 
 /* Met: achieved >= REPORT_MET_SHARE x reservation.  Over: achieved >
  * REPORT_OVER_SHARE x limit. */
 #define REPORT_MET_SHARE 0.99
 #define REPORT_OVER_SHARE 1.01
+
+/* ---- Per-window accuracy (issue 14) ------------------------------------
+ *
+ * A QoS period is cut into equal windows aligned to its start: "long"
+ * windows of about 1 s (round(T / 1 s) of them, at least 1) and "short"
+ * windows of about 200 ms (each long window cut into round(long / 200 ms),
+ * at least 1), so a long window is a whole number of short ones (T = 5 s:
+ * 5 x 1 s and 25 x 200 ms; T = 1 s: 1 x 1 s and 5 x 200 ms).  For each
+ * bucket-window:
+ *   L ratio  served / (limit x window length), buckets with a limit;
+ *   R        the window counts when the bucket's demand in it (requests
+ *            waiting at its start plus requests arriving in it) is at
+ *            least reservation x window length, and meets R when served >=
+ *            REPORT_WIN_R_SHARE x reservation x window length.
+ * Memory is fixed per bucket (the running long window and the figures);
+ * nothing is allocated per IO or per window. */
+#define REPORT_WIN_LONG_S 1.0
+#define REPORT_WIN_SHORT_S 0.2
+#define REPORT_WIN_R_SHARE 0.95
+
+enum { REPORT_WIN_LONG = 0, REPORT_WIN_SHORT = 1 };
+
+/* Figures of one window length (index REPORT_WIN_LONG or _SHORT). */
+typedef struct {
+    double len;          /* window length, seconds */
+    uint64_t windows;    /* bucket-windows fed */
+    uint64_t l_windows;  /* ... of buckets with a limit */
+    double l_worst;      /* largest L ratio (0 if no l_windows) */
+    uint64_t r_windows;  /* bucket-windows with demand >= R pro rata */
+    uint64_t r_met;      /* ... of which served >= 95% of R pro rata */
+    double r_share;      /* r_met / r_windows (1 if no r_windows) */
+    double r_worst;      /* smallest served / (R pro rata) over r_windows (1 if none) */
+} report_win_fig_t;
+
+typedef struct report_win report_win_t;
+
+/* Number of short windows per period (*nshort) and per long window
+ * (*per_long) for a period of `period` seconds. */
+void report_win_layout(double period, size_t *nshort, size_t *per_long);
+
+/* Returns an accumulator for `nbuckets` buckets with reservations res[b]
+ * and limits lim[b] in IOs/s (lim[b] < 0: no limit; both copied), for
+ * periods of `period` seconds; NULL if out of memory.  Caller owns it; free
+ * with report_win_destroy().  One thread at a time. */
+report_win_t *report_win_new(size_t nbuckets, double period, const double *res, const double *lim);
+
+/* Frees the accumulator and sets *wp to NULL.  Accepts NULL. */
+void report_win_destroy(report_win_t **wp);
+
+/* Length in seconds of the short windows. */
+double report_win_short_len(const report_win_t *w);
+
+/* Feeds the next short window of bucket b: `served` IOs completed in it,
+ * `waiting` requests waiting (or in flight) at its start, `arrived`
+ * requests issued in it.  Windows of one bucket are fed in time order,
+ * whole periods at a time starting at a period start (a long window closes
+ * with its last short window; a long window left incomplete is not
+ * counted). */
+void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waiting,
+                     uint64_t arrived);
+
+/* The figures over every bucket (b < 0) or one bucket, for window length
+ * `which` (REPORT_WIN_LONG or REPORT_WIN_SHORT). */
+report_win_fig_t report_win_figures(const report_win_t *w, long b, int which);
+
+/* Returns {"long": {...}, "short": {...}} with the fields of f[REPORT_WIN_LONG]
+ * and f[REPORT_WIN_SHORT] (len_s, windows, l_windows, l_worst, r_windows,
+ * r_met, r_share, r_worst), or NULL if out of memory.  Caller owns it. */
+json_t *report_win_json(const report_win_fig_t *f);
 
 /* Completion counters of one run.  report_add() and report_add_error() may
  * be called from any thread (atomic counters); everything else reads, and
@@ -36,6 +107,26 @@ uint64_t report_server_total(const report_t *r, size_t srv);
 
 /* Counts one failed request of bucket `b` (not a completed IO).  Thread-safe. */
 void report_add_error(report_t *r, size_t b);
+
+/* Per-window accuracy of a run (report_win_*): completions (report_add())
+ * and requests sent (report_sent()) are counted per short window in a ring
+ * of REPORT_RING windows per bucket; report_fold() moves finished windows
+ * into the accumulator, so memory does not grow with the run.  Windows of
+ * the warm-up periods are not counted.  A bucket's requests waiting at a
+ * window's start are those sent and neither completed nor failed. */
+#define REPORT_RING 64
+/* How long after a window's end report_fold() waits for late counts. */
+#define REPORT_FOLD_LAG 1.0
+
+/* Counts one request of bucket `b` sent at `t` seconds.  Thread-safe. */
+void report_sent(report_t *r, size_t b, double t);
+
+/* Folds the windows that ended at or before `upto` seconds (and before the
+ * run's end).  Call from one thread (the main thread) at least every few
+ * seconds while the load runs, with `upto` = now - REPORT_FOLD_LAG (counts
+ * more than REPORT_RING windows ahead of the last fold are lost), and once
+ * after the load threads stopped with `upto` = INFINITY. */
+void report_fold(report_t *r, double upto);
 
 /* Marks the run as ended after `t` seconds (an interrupted run): periods
  * after `t` are left out of periods.csv and the summary.  Call after the
@@ -66,7 +157,10 @@ int report_write_periods(const report_t *r, FILE *f);
  * min/max period, met, over, periods met and over, errors; met_share and
  * over_share (of buckets), period_met_share and period_over_share (of
  * bucket-periods); total IOs/s; per server its completed IOs and mean IOs/s
- * over the run.  `label` (may be NULL) names the run.
+ * over the run; "windows": {"long", "short"} per-window accuracy (see
+ * report_win_figures(): len_s, windows, l_windows, l_worst, r_windows,
+ * r_met, r_share, r_worst) over all buckets at the top and per bucket.
+ * `label` (may be NULL) names the run.
  * Returns 0, -EIO, -ENOMEM. */
 int report_write_summary(const report_t *r, const char *label, FILE *f);
 

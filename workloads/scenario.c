@@ -406,8 +406,10 @@ static int parse_active(ctx_t *c, const at_t *v, placement_t *pl)
 }
 
 /* Reads a placement from object `o` ("servers" or "active"); `def` applies
- * when both are absent. */
-static int get_placement(ctx_t *c, const at_t *o, const placement_t *def, placement_t *pl)
+ * when both are absent.  An empty "servers" list (a bucket idle until its
+ * first change) only if `may_idle`. */
+static int get_placement(ctx_t *c, const at_t *o, const placement_t *def, int may_idle,
+                         placement_t *pl)
 {
     at_t list = member(o, "servers"), act = member(o, "active");
     if (list.v && act.v)
@@ -421,8 +423,9 @@ static int get_placement(ctx_t *c, const at_t *o, const placement_t *def, placem
     if (expect(c, &list, K_ARRAY, "servers") < 0)
         return -EINVAL;
     size_t n = json_array_size(list.v);
-    if (n == 0)
-        return fail(c, &list, "a bucket's servers must not be empty");
+    if (n == 0 && !may_idle)
+        return fail(c, &list, "a bucket's servers must not be empty (except before its first "
+                              "explicit change)");
     for (size_t i = 0; i < n; i++) {
         at_t nm = element(&list, i);
         if (expect(c, &nm, K_STRING, "a server name") < 0)
@@ -444,7 +447,7 @@ static int make_phase(ctx_t *c, const placement_t *pl, rng_t *rng, double at,
 {
     ph->at = at;
     int k = pl->lo + (int)rng_below(rng, (uint64_t)(pl->hi - pl->lo + 1));
-    ph->servers = malloc((size_t)k * sizeof *ph->servers);
+    ph->servers = malloc((size_t)(k ? k : 1) * sizeof *ph->servers);
     if (!ph->servers)
         return -ENOMEM;
     ph->n = k;
@@ -506,7 +509,7 @@ static int build_phases(ctx_t *c, scenario_bucket_t *b, const placement_t *init,
         placement_t pl;
         if (!json_object_get(o.v, "servers") && !json_object_get(o.v, "active"))
             return fail(c, &o, "demand change without \"servers\" or \"active\"");
-        if ((rc = get_placement(c, &o, init, &pl)) < 0 ||
+        if ((rc = get_placement(c, &o, init, 0, &pl)) < 0 ||
             (rc = make_phase(c, &pl, rng, t, &b->phases[b->nphases])) < 0)
             return rc;
         b->nphases++;
@@ -582,7 +585,7 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
     if (changes.v && expect(c, &changes, K_ARRAY, "changes") < 0)
         return -EINVAL;
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
-    if ((rc = get_placement(c, o, &all, &pl)) < 0)
+    if ((rc = get_placement(c, o, &all, changes.v && nrandom == 0, &pl)) < 0)
         return rc;
     rng_t rng;
     rng_seed(&rng, s->seed, idx);
@@ -631,7 +634,7 @@ static int parse_generate(ctx_t *c, const at_t *g, size_t first)
     if (outst_max && outst_max < (outst ? outst : 1))
         return fail(c, &omax, "outstanding_max must be >= outstanding");
     placement_t all = {NULL, (int)s->nservers, (int)s->nservers}, pl;
-    if ((rc = get_placement(c, g, &all, &pl)) < 0)
+    if ((rc = get_placement(c, g, &all, 0, &pl)) < 0)
         return rc;
     double *w = malloc((size_t)count * sizeof *w);
     scenario_bucket_t *nb = realloc(s->buckets, (first + (size_t)count) * sizeof *nb);

@@ -213,7 +213,7 @@ int main(int argc, char **argv)
             rc = bucketfile_set(bf, &x, NULL);
         }
         if (rc == 0)
-            rc = bucketfile_save(bf, o.write);
+            rc = bucketfile_save(bf, o.write, NULL, 0);
         if (rc < 0)
             fprintf(stderr, "bqos-ctrl-bench: %s: %s\n", o.write, strerror(-rc));
         bucketfile_destroy(&bf);

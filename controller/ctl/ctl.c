@@ -60,9 +60,12 @@ static const opts_usage_t usage = {
             "                         they reported) and buckets\n"
             "                         (reservation, limit, served this period, on track)\n"
             "  buckets                the configured buckets\n"
-            "  set NAME --reservation N [--limit N|none] [--weight N]\n"
-            "                         add bucket NAME or change it; the controller applies\n"
-            "                         it from the next interval and saves its bucket file\n"
+            "  set NAME [--reservation N] [--limit N|none] [--weight N]\n"
+            "                         add bucket NAME (--reservation required) or change\n"
+            "                         the fields given, keeping the others; the controller\n"
+            "                         applies it from the next interval and saves its\n"
+            "                         bucket file (refused if the file was edited by hand\n"
+            "                         and not reloaded since)\n"
             "  remove NAME            remove bucket NAME\n"
             "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
             "  keygen DIR/NAME        write a new CURVE key pair: DIR/NAME.key (secret,\n"
@@ -86,7 +89,8 @@ static const opts_usage_t usage = {
             "Examples:\n"
             "  bqos-ctl status\n"
             "  bqos-ctl set red --reservation 30000 --limit 60000\n"
-            "  bqos-ctl --json buckets\n"
+            "  bqos-ctl set red --limit none\n"
+            "  bqos-ctl --json buckets >backup.json   # a bucket file: --buckets loads it\n"
             "\n"
             "The admin protocol is described in docs/protocol.md.\n",
 };
@@ -104,12 +108,14 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "from the leader, set/remove/reload go to it (a standby's not_leader\n"
                  "answer names it)."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
-         .help = "Print the controller's JSON reply instead of tables."},
+         .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
+                 "its bucket list as a bucket file {\"buckets\":[...]}."},
         {.name = "timeout", .type = OPTS_I64, .target = &o->timeout, .arg = "MS", .deflt = "2000",
          .min = 1, .max = 3600000,
          .help = "Give up after MS milliseconds without a connection or an answer."},
         {.name = "reservation", .type = OPTS_I64, .target = &o->res, .arg = "N", .min = 0,
          .max = (double)BUCKETFILE_MAX_RATE,
+         .show = "unchanged (required for a new bucket)",
          .help = "set: reserved IOs per second (integer >= {min})."},
         {.name = "limit", .type = OPTS_FUNC, .target = o, .func = parse_limit, .arg = "N|none",
          .given = &o->have_limit, .show = "unchanged (a new bucket has none)",
@@ -601,9 +607,9 @@ int main(int argc, char **argv)
         return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
                            "or ':')", name, BUCKETFILE_NAME_MAX);
     if (is_set) {
-        if (res < 0)
-            return usage_error(&oc, "set needs --reservation N");
-        if (have_limit && !limit_none && limit < res)
+        if (res < 0 && !have_limit && weight < 0)
+            return usage_error(&oc, "set needs --reservation N, --limit N|none or --weight N");
+        if (res >= 0 && have_limit && !limit_none && limit < res)
             return usage_error(&oc, "--limit %lld is below --reservation %lld", (long long)limit,
                                (long long)res);
     }
@@ -616,7 +622,8 @@ int main(int argc, char **argv)
     if (wants_name)
         json_object_set_new(req, "name", json_string(name));
     if (is_set) {
-        json_object_set_new(req, "reservation", json_integer(res));
+        if (res >= 0)
+            json_object_set_new(req, "reservation", json_integer(res));
         if (have_limit)
             json_object_set_new(req, "limit", limit_none ? json_null() : json_integer(limit));
         if (weight >= 0)
@@ -639,7 +646,13 @@ int main(int argc, char **argv)
     if (!reply)
         return code;
     if (o.json_out) {
-        char *s = json_dumps(reply, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        /* buckets: the list alone, a bucket file (common/bucketfile reads
+         * its "limit": null as no limit). */
+        json_t *out = code == EXIT_OK && strcmp(cmd, "buckets") == 0
+                          ? json_pack("{s:O}", "buckets", json_object_get(reply, "buckets"))
+                          : json_incref(reply);
+        char *s = out ? json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(out);
         if (s) {
             puts(s);
             free(s);

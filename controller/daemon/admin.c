@@ -67,7 +67,7 @@ static int apply(admin_t *ad, bucketfile_t *bf)
  * error code with `msg` filled. */
 static const char *publish(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
 {
-    char *text = bucketfile_dumps(bf);
+    char *text = bucketfile_render(bf); /* the operator's formatting travels */
     if (!text) {
         snprintf(msg, size, "out of memory");
         return "internal";
@@ -90,21 +90,22 @@ static const char *publish(admin_t *ad, const bucketfile_t *bf, char *msg, size_
 }
 
 /* Exports `bf` to the bucket file (the backup, with etcd) if the file's
- * text differs; a failure is logged only. */
-static void export_file(admin_t *ad, const bucketfile_t *bf)
+ * buckets differ; a file edited by hand since it was last loaded or
+ * written is left alone (bucketfile_save() refuses).  A failure is logged
+ * only. */
+static void export_file(admin_t *ad, bucketfile_t *bf)
 {
     bucketfile_t *cur = NULL;
     jsonloc_err_t err;
-    char *a = NULL, *b = NULL;
+    char *a = NULL, *b = NULL, msg[600];
     if (bucketfile_load(ad->path, &cur, &err) == 0) {
         a = bucketfile_dumps(cur);
         b = bucketfile_dumps(bf);
     }
-    if (!a || !b || strcmp(a, b) != 0) {
-        int rc = bucketfile_save(bf, ad->path);
-        if (rc < 0)
-            log_error("cannot export the bucket table to %s: %s", ad->path, strerror(-rc));
-    }
+    if (a && b && strcmp(a, b) == 0)
+        bucketfile_copy_origin(bf, cur); /* the file holds this table */
+    else if (bucketfile_save(bf, ad->path, msg, sizeof msg) < 0)
+        log_warn("not exporting the bucket table: %s", msg);
     free(a);
     free(b);
     bucketfile_destroy(&cur);
@@ -122,6 +123,8 @@ int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
         log_error("bucket table in etcd refused: %s", bucketfile_strerror(&err, buf, sizeof buf));
         return rc;
     }
+    if (ad->bf) /* what we know of the file stays known */
+        bucketfile_copy_origin(bf, ad->bf);
     export_file(ad, bf);
     size_t n = bucketfile_count(bf);
     rc = apply(ad, bf);
@@ -395,10 +398,19 @@ static json_t *cmd_buckets(admin_t *ad, json_t *req)
     return r;
 }
 
-/* Validates, admits, persists, then applies `bf` (consumed). */
+/* Validates, admits, persists, then applies `bf` (consumed).  A bucket
+ * file changed by hand since it was last loaded or written is not
+ * overwritten: the change is refused (file_changed) until a reload. */
 static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
 {
-    char msg[512];
+    char msg[768];
+    int rc = bucketfile_check_unchanged(bf, ad->path, msg, sizeof msg);
+    if (rc < 0) {
+        log_warn("change refused: %s", msg);
+        bucketfile_destroy(&bf);
+        json_decref(ok);
+        return reply_error(rc == -ESTALE ? "file_changed" : "io", msg);
+    }
     if (admit(ad, bf, msg, sizeof msg) < 0) {
         bucketfile_destroy(&bf);
         json_decref(ok);
@@ -418,13 +430,12 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
         }
         return ok;
     }
-    int rc = bucketfile_save(bf, ad->path);
+    rc = bucketfile_save(bf, ad->path, msg, sizeof msg);
     if (rc < 0) {
-        snprintf(msg, sizeof msg, "cannot write %s: %s", ad->path, strerror(-rc));
         log_error("%s", msg);
         bucketfile_destroy(&bf);
         json_decref(ok);
-        return reply_error("io", msg);
+        return reply_error(rc == -ESTALE ? "file_changed" : "io", msg);
     }
     if (apply(ad, bf) < 0) {
         json_decref(ok);
@@ -465,8 +476,6 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     json_t *jn, *refused = check_change(ad, req, &jn);
     if (refused)
         return refused;
-    if (!json_object_get(req, "reservation"))
-        return reply_error("bad_request", "\"reservation\" is required");
     const char *name = json_string_value(jn);
     size_t nl = json_string_length(jn);
     if (names_check_bucket(name, nl) < 0 || strlen(name) != nl)
@@ -475,11 +484,12 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
     memcpy(b.name, name, nl + 1);
     int old = bucketfile_find(ad->bf, name);
-    if (old >= 0) { /* a change: what the request leaves out stays as it was */
-        b.weight = bucketfile_get(ad->bf, (size_t)old)->weight;
-        b.limit = bucketfile_get(ad->bf, (size_t)old)->limit;
-    }
-    if (get_rate(req, "reservation", BUCKETFILE_MAX_RATE, &b.reservation, msg, sizeof msg) < 0)
+    if (old >= 0) /* a change: what the request leaves out stays as it was */
+        b = *bucketfile_get(ad->bf, (size_t)old);
+    else if (!json_object_get(req, "reservation"))
+        return reply_error("bad_request", "\"reservation\" is required for a new bucket");
+    if (json_object_get(req, "reservation") &&
+        get_rate(req, "reservation", BUCKETFILE_MAX_RATE, &b.reservation, msg, sizeof msg) < 0)
         return reply_error("invalid", msg);
     json_t *jl = json_object_get(req, "limit");
     if (jl && json_is_null(jl))

@@ -61,6 +61,7 @@ typedef struct {
     const char *curve_key, *authorized_keys; /* both or neither */
     int insecure;
     const char *metrics;  /* --metrics-listen HOST:PORT, NULL: none */
+    int check;            /* --check: validate and exit */
     int help, version;
 } settings_t;
 
@@ -69,7 +70,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 31
+#define NOPTS 32
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -205,6 +206,10 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .arg = "HOST:PORT", .show = "none",
          .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
                  "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."},
+        {.name = "check", .type = OPTS_FLAG, .target = &s->check,
+         .help = "Validate the options (and --settings) and the bucket file, print every\n"
+                 "problem with its position (FILE:LINE:COL), and exit: 0 if there is none,\n"
+                 "1 otherwise.  Nothing is bound or started."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
     };
@@ -264,6 +269,45 @@ static int parse_args(int argc, char **argv, settings_t *s)
         return 2;
     }
     return -1;
+}
+
+/* bucketfile_validate()'s report: one problem on stderr. */
+static void check_report(void *arg, const jsonloc_err_t *err)
+{
+    char buf[700];
+    fprintf(stderr, "bqos-controller: %s\n", bucketfile_strerror(err, buf, sizeof buf));
+    ++*(int *)arg;
+}
+
+/* --check, after the options (and settings) passed: the bucket file.
+ * Returns the exit status. */
+static int check_config(const settings_t *s)
+{
+    int problems = 0;
+    if (s->etcd && access(s->buckets, F_OK) < 0 && errno == ENOENT) {
+        printf("bqos-controller: %s does not exist: the bucket table will come from etcd\n",
+               s->buckets);
+    } else if (bucketfile_validate(s->buckets, check_report, &problems) < 0) {
+        fprintf(stderr, "bqos-controller: out of memory\n");
+        return 1;
+    }
+    if (problems)
+        return 1;
+    /* ... and whether the round's arithmetic holds it under --period. */
+    bucketfile_t *bf = NULL;
+    ctrl_config_t cc = ctrl_config_default();
+    cc.period_s = s->period_s;
+    ctrl_t *c = ctrl_new(&cc);
+    char why[512] = "";
+    if (c && bucketfile_load(s->buckets, &bf, NULL) == 0 &&
+        ctrl_check_buckets(c, bf, why, sizeof why) < 0)
+        fprintf(stderr, "bqos-controller: %s: %s\n", s->buckets, why);
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+    if (why[0])
+        return 1;
+    printf("bqos-controller: configuration OK (bucket file %s)\n", s->buckets);
+    return 0;
 }
 
 /* ---- state --------------------------------------------------------------- */
@@ -638,6 +682,8 @@ int main(int argc, char **argv)
     int pr = parse_args(argc, argv, &set);
     if (pr >= 0)
         return pr;
+    if (set.check)
+        return check_config(&set);
     bqos_log_init("bqos-controller", (bqos_log_level_t)set.level);
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through

@@ -48,6 +48,23 @@ check "open bucket met and not over" \
 check "closed loop exceeds its 100 IOs/s limit without QoS" \
   '[ "$(table_field "$T/table.txt" closed 6)" = yes ]'
 check "summary has shares" 'grep -q "\"met_share\": 1" "$T/out/summary.json" && grep -q "\"over_share\": 0.33" "$T/out/summary.json"'
+# Per-window accuracy: 3 buckets x 3 periods of one 1 s and five 200 ms
+# windows; "open" (300/s, limit 400) stays near 0.75 of L per 1 s window
+# (0.5-1.0: a loaded machine delays and bunches its requests), "closed" (no
+# QoS) runs over its limit of 100.
+win() { python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); b=sys.argv[2]
+w=d["windows"] if b=="-" else [x for x in d["buckets"] if x["name"]==b][0]["windows"]
+print(w[sys.argv[3]][sys.argv[4]])' "$T/out/summary.json" "$@"; }
+check "summary counts 9 one-second and 45 200 ms bucket-windows" \
+  '[ "$(win - long windows)" = 9 ] && [ "$(win - short windows)" = 45 ]'
+check "open bucket: worst 1 s window 0.5-1.0 of L ($(win open long l_worst))" \
+  'python3 -c "import sys; sys.exit(not 0.5 <= $(win open long l_worst) <= 1.0)"'
+check "open bucket: its R windows are counted ($(win open short r_windows))" \
+  '[ "$(win open short r_windows)" -ge 1 ]'
+check "closed bucket: over L in its worst window ($(win closed long l_worst))" \
+  'python3 -c "import sys; sys.exit(not $(win closed long l_worst) > 1)"'
+check "the table shows the window figures" 'grep -q "^worst 200ms window / L" "$T/table.txt"'
 check "no request failed" 'grep -q "\"errors\": 0," "$T/out/summary.json"'
 # The mover ran on s2 only after its demand change: s2 saw mover keys.
 m2=$(printf 'get mover:obj0\r\nquit\r\n' | timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p2; cat >&3; cat <&3" 2>/dev/null | grep -c VALUE)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_sim.sh - bqos-sim end to end: a scaled-down Experiment 1 (pshift beats rr and static, within 1 point of clairvoyant), determinism, CSV outputs, scenario files, usage errors.
+# it_sim.sh - bqos-sim end to end: a scaled-down Experiment 1 (pshift beats rr and static, within 1 point of clairvoyant), determinism, CSV outputs, scenario files, the dmclock-shaped scenario's per-window table, usage errors.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_sim
 SIM=$BIN/bqos-sim
@@ -41,8 +41,8 @@ check "pshift meets >= 95% for >= 98% of buckets" "fcmp '$ps >= 0.98'"
 ev=$(jget "$T/exp1.json" pshift events_per_s)
 echo "# pshift events/s: $ev"
 check "events counted" "fcmp '$ev > 0'"
-check "bucket CSV: header + 4 x 1000 rows" "[ \$(wc -l < '$T/b.csv') -eq 4001 ] && head -1 '$T/b.csv' | grep -q '^policy,period,bucket,reserved,served,ratio$'"
-check "interval CSV: every 50th bucket, 5 intervals" "[ \$(wc -l < '$T/iv.csv') -eq 81 ] && head -1 '$T/iv.csv' | grep -q ',i5$' && grep -q '^pshift,0,950,' '$T/iv.csv'"
+check "bucket CSV: header + 5 x 1000 rows" "[ \$(wc -l < '$T/b.csv') -eq 5001 ] && head -1 '$T/b.csv' | grep -q '^policy,period,bucket,reserved,served,ratio$'"
+check "interval CSV: every 50th bucket, 5 intervals" "[ \$(wc -l < '$T/iv.csv') -eq 101 ] && head -1 '$T/iv.csv' | grep -q ',i5$' && grep -q '^pshift,0,950,' '$T/iv.csv'"
 
 # Determinism: same seed, different thread counts, same output; another
 # seed differs.
@@ -65,7 +65,7 @@ cat >"$T/s.json" <<JSON
 JSON
 $SIM --scenario "$T/s.json" -q -j "$T/s.out.json" 2>"$T/err"; rc=$?
 shape=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["config"]["buckets"], d["config"]["periods"], len(d["policies"]))' "$T/s.out.json" 2>/dev/null)
-check "scenario runs (3 buckets, 2 periods, 4 policies)" "[ $rc -eq 0 ] && [ '$shape' = '3 2 4' ]"
+check "scenario runs (3 buckets, 2 periods, 5 policies)" "[ $rc -eq 0 ] && [ '$shape' = '3 2 5' ]"
 check "scenario: pshift meets all" "fcmp '$(jget "$T/s.out.json" pshift meet95) == 1'"
 check "scenario: rr does not" "fcmp '$(jget "$T/s.out.json" rr meet95) < 1'"
 # Closed loop (no "rate"): "small" keeps 2 requests in flight on s1 and is
@@ -77,5 +77,23 @@ check "closed-loop bucket served about its reservation" "grep -q '^pshift,0,1,30
 echo '{"duration": 1,' >"$T/bad.json"
 $SIM --scenario "$T/bad.json" -q >/dev/null 2>"$T/err"; rc=$?
 check "malformed scenario: FILE:LINE:COL" "[ $rc -eq 1 ] && grep -q 'bad.json:[0-9]*:[0-9]*:' '$T/err'"
+
+# The dmclock-shaped scenario: 100 servers of 40 IOPS, 100 clients with R 20
+# and L 60 on 10 servers each, one joining late; all five modes side by side.
+EX=$(cd "$(dirname "$0")/../../examples" && pwd)
+$SIM --scenario "$EX/dmclock-100.json" -j "$T/dm.json" 2>"$T/dm.err" >/dev/null; rc=$?
+cat "$T/dm.err" | grep -A6 '^policy '
+check "dmclock scenario runs" "[ $rc -eq 0 ]"
+check "table has all five modes" "for p in rr static pshift pshift-paced clairvoyant; do grep -q \"^\$p \" '$T/dm.err' || exit 1; done"
+# wget POLICY LEN KEY: a per-window figure
+wget_() { python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+print([p for p in d["policies"] if p["policy"]==sys.argv[2]][0]["windows"][sys.argv[3]][sys.argv[4]])' "$T/dm.json" "$@"; }
+for p in rr static pshift pshift-paced clairvoyant; do
+    check "$p: windows counted, shares and ratios in range" \
+        "fcmp '$(wget_ $p long windows) == 2800 and $(wget_ $p short windows) == 14000 and 0 < $(wget_ $p short r_share) <= 1 and 0 < $(wget_ $p long l_worst) < 2'"
+done
+check "pshift holds R in every 1 s window and stays under L" \
+    "fcmp '$(wget_ pshift long r_share) >= 0.999 and $(wget_ pshift long l_worst) <= 1.0'"
 
 it_end

@@ -208,6 +208,8 @@ static void *client_main(void *arg)
             }
         }
         memcached_return_t why;
+        if (w->server < 0)
+            report_sent(run->rep, w->b, driver_since(&run->start));
         int ok = one_request(mc, run, bk->name, &rng, &why);
         double done = driver_since(&run->start);
         if (w->server >= 0) {
@@ -376,20 +378,25 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     int rc = started == n ? 0 : -EAGAIN;
     int tty = isatty(STDERR_FILENO);
     uint64_t last = 0;
-    double last_t = 0, tick = tty ? 0.5 : run->s->period;
+    /* Wake at least every half second to fold the report's windows;
+     * progress every `tick`. */
+    double last_t = 0, tick = tty ? 0.5 : run->s->period, wake = tick < 0.5 ? tick : 0.5;
     while (rc == 0) {
         double t = driver_since(&run->start);
         if (t >= run->end)
             break;
-        double next = t < 0 ? 0 : (floor(t / tick) + 1) * tick;
+        double next = t < 0 ? 0 : (floor(t / wake) + 1) * wake;
         if (next > run->end)
             next = run->end;
         if (wait_signal(next - t)) {
             rc = 1;
             break;
         }
-        if (show && run->rep && driver_since(&run->start) > 0.01)
-            progress(run, driver_since(&run->start), &last, &last_t, tty);
+        double now = driver_since(&run->start);
+        if (run->rep)
+            report_fold(run->rep, now - REPORT_FOLD_LAG);
+        if (show && run->rep && now > 0.01 && floor(now / tick + 1e-9) > floor(t / tick + 1e-9))
+            progress(run, now, &last, &last_t, tty);
     }
     double stopped = driver_since(&run->start);
     atomic_store(&run->stop, 1);
@@ -397,6 +404,8 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
         pthread_join(tids[i], NULL);
     if (rc == 1 && run->rep)
         report_set_end(run->rep, stopped);
+    if (run->rep)
+        report_fold(run->rep, INFINITY);
     if (show && run->rep && tty)
         fprintf(stderr, "\n");
     free(tids);

@@ -322,6 +322,8 @@ static void *client_main(void *arg)
                 continue;
             }
             inflight++;
+            if (w->server < 0)
+                report_sent(run->rep, w->b, t);
             if (open) {
                 due += gap;
                 if (due < t - 1.0)
@@ -390,6 +392,8 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
         if (t >= run->end)
             break;
         driver_nap_until(&run->start, t + 1.0, 1.0);
+        if (run->rep)
+            report_fold(run->rep, driver_since(&run->start) - REPORT_FOLD_LAG);
         if (show && run->rep && driver_since(&run->start) > 0) {
             uint64_t tot = 0;
             for (size_t b = 0; b < run->s->nbuckets; b++)
@@ -400,6 +404,8 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
     atomic_store(&run->stop, 1);
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
+    if (run->rep)
+        report_fold(run->rep, INFINITY);
     if (show)
         fprintf(stderr, "\n");
     free(tids);

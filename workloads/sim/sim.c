@@ -12,6 +12,7 @@
 #include "common/version.h"
 #include "workloads/scenario.h"
 #include "workloads/sim/sim_model.h"
+#include "storage-node/core/sched.h"
 #include "workloads/sim/sim_run.h"
 
 static const char usage_text[] =
@@ -26,9 +27,10 @@ static const char usage_text[] =
     "    Simulates S servers and B buckets in simulated time with the real scheduler\n"
     "    core (storage-node/core/sched.c), the controller's demand and capacity estimators\n"
     "    (controller/ctrl.c, estimate.c) and the pShift allocator (pshift/pshift.c), and\n"
-    "    compares the policies rr, static, pshift and clairvoyant on the same\n"
-    "    arrivals.  Without --scenario it builds the paper's Experiment 1: bucket\n"
-    "    reservations Zipf-distributed over the reserved capacity, each bucket's\n"
+    "    compares the policies rr, static, pshift, pshift-paced (paced tokens, R by\n"
+    "    urgency) and clairvoyant on the same arrivals.  Without --scenario it\n"
+    "    builds the paper's Experiment 1: bucket reservations Zipf-distributed\n"
+    "    over the reserved capacity, each bucket's\n"
     "    demand (DEMAND x reservation) split Zipf over ACTIVE random servers, and\n"
     "    demand changes at random times that move a bucket to a fresh random set of\n"
     "    servers.  Requests arrive open loop at the demand's rate (or, with\n"
@@ -39,9 +41,11 @@ static const char usage_text[] =
     "\n"
     "    A bucket meets its reservation in a period when it is served at least\n"
     "    95% (or 99%) of reservation x period IOs.  A progress line per control\n"
-    "    round goes to stderr; at the end a summary JSON (per policy: meet95,\n"
-    "    meet99, mean_error, worst, events, events_per_s, ...) goes to stdout or\n"
-    "    --json.  Runs are deterministic for a given seed, whatever --threads.\n"
+    "    round goes to stderr, then a table of the policies side by side; at the\n"
+    "    end a summary JSON (per policy: meet95, meet99, mean_error, worst,\n"
+    "    windows: the share of 1 s and 200 ms windows served >= 95% of R and the\n"
+    "    worst window / L, events, ...) goes to stdout or --json.  Runs are\n"
+    "    deterministic for a given seed, whatever --threads.\n"
     "\n"
     "OPTIONS\n";
 
@@ -76,6 +80,7 @@ typedef struct {
     int sample;
     int threads;
     int weighted;
+    double burst_s;
     int quiet;
     int help, version;
 } settings_t;
@@ -83,8 +88,8 @@ typedef struct {
 /* The generator's options first, one per field of sim_config_t; their
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
-#define NGEN 17
-#define NOPTS (NGEN + 13)
+#define NGEN 18
+#define NOPTS (NGEN + 14)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
  * receives the generator's defaults as text. */
@@ -95,7 +100,7 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
     const double dflt[NGEN] = {d.servers, d.buckets, d.capacity, d.svc_spread, d.period,
                                d.intervals, d.periods, d.warmup, d.delay, d.reserved,
                                d.res_zipf, d.demand, d.active, d.split_zipf, d.changes,
-                               d.outstanding, (double)d.seed};
+                               d.outstanding, d.limit, (double)d.seed};
     for (int i = 0; i < NGEN; i++)
         snprintf(shown[i], 32, "%g", dflt[i]);
     snprintf(shown[NGEN - 1], 32, "%llu", (unsigned long long)d.seed);
@@ -134,16 +139,22 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
         {.name = "outstanding", .type = OPTS_INT, .target = &c->outstanding, .arg = "N",
          .show = shown[15], .min = 0, .max = 100000,
          .help = "closed loop: requests in flight per active server (0: open loop)"},
+        {.name = "limit", .shrt = 'L', .type = OPTS_DOUBLE, .target = &c->limit, .arg = "F",
+         .show = shown[16], .min = 0, .max = 1000,
+         .help = "limit / reservation of every bucket (0: no limits)"},
         {.name = "seed", .shrt = 's', .type = OPTS_U64, .target = &c->seed, .arg = "N",
-         .show = shown[16], .help = "random seed"},
+         .show = shown[17], .help = "random seed"},
         {.name = "policies", .shrt = 'p', .type = OPTS_STRING, .target = &st->policy_list,
-         .arg = "LIST", .deflt = "rr,static,pshift,clairvoyant",
+         .arg = "LIST", .deflt = "rr,static,pshift,pshift-paced,clairvoyant",
          .help = "comma-separated policies to run, in order\n(default {default})"},
         {.name = "changes-exact", .type = OPTS_FLAG, .target = &st->changes_exact,
          .help = "exactly CHANGES demand changes per period (default:\n"
                  "uniform 0..CHANGES per bucket and period)"},
         {.name = "poisson", .type = OPTS_FLAG, .target = &c->poisson,
          .help = "Poisson arrivals (default: evenly spaced, as the paper)"},
+        {.name = "burst", .type = OPTS_DOUBLE, .target = &st->burst_s, .arg = "SECS",
+         .deflt = "0.02", .min = 0, .max = SCHED_BURST_MAX,
+         .help = "pshift-paced: burst depth of paced tokens (bqos-node --burst)"},
         {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
          .help = "run the schedulers in weighted round robin, a bucket's\n"
                  "weight being its reservation over the smallest one\n"
@@ -256,15 +267,37 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
         json_object_set_new(j, "scenario", json_string(st->scenario));
     if (j)
         json_object_set_new(j, "weighted", json_boolean(st->weighted));
+    if (j)
+        json_object_set_new(j, "burst", json_real(st->burst_s));
     return j;
+}
+
+/* Prints the side-by-side table of the policies' results to f. */
+static void print_table(FILE *f, sim_result_t *const *res, int n)
+{
+    fprintf(f, "%-13s %9s %9s %7s | %12s %12s | %10s %10s\n", "policy", "R>=95%/T", "R>=99%/T",
+            "worst", "R>=95% 1s", "R>=95% 200ms", "L max 1s", "L max 200ms");
+    for (int i = 0; i < n; i++) {
+        const sim_result_t *r = res[i];
+        const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
+        char l1[16] = "-", l2[16] = "-";
+        if (wl->l_windows)
+            snprintf(l1, sizeof l1, "%.3f", wl->l_worst);
+        if (ws->l_windows)
+            snprintf(l2, sizeof l2, "%.3f", ws->l_worst);
+        fprintf(f, "%-13s %8.2f%% %8.2f%% %7.3f | %11.2f%% %11.2f%% | %10s %10s\n",
+                sim_policy_name(r->policy), 100 * r->meet95, 100 * r->meet99, r->worst,
+                100 * wl->r_share, 100 * ws->r_share, l1, l2);
+    }
 }
 
 static json_t *result_json(const sim_result_t *r)
 {
-    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
+    json_t *w = report_win_json(r->win);
+    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:o*,s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I}", "policy",
                      sim_policy_name(r->policy), "samples", (json_int_t)r->samples, "meet95",
                      r->meet95, "meet99", r->meet99, "mean_error", r->mean_err, "worst", r->worst,
-                     "events", (json_int_t)r->events, "events_per_s",
+                     "windows", w, "events", (json_int_t)r->events, "events_per_s",
                      r->wall_s > 0 ? r->events / r->wall_s : 0.0, "wall_s", r->wall_s, "ctrl_s",
                      r->ctrl_s, "rounds", (json_int_t)r->rounds, "skipped", (json_int_t)r->skipped, "arrivals",
                      (json_int_t)r->arrivals, "completions", (json_int_t)r->completions,
@@ -321,7 +354,7 @@ int main(int argc, char **argv)
      * when it loads, so set it and start again; the user's value wins. */
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
         execv("/proc/self/exe", argv); /* on failure, just run as we are */
-    settings_t st = {.cfg = sim_config_default()};
+    settings_t st = {.cfg = sim_config_default(), .burst_s = SIM_BURST_DEFAULT};
     int rc = parse_args(argc, argv, &st);
     if (rc)
         return rc > 0 ? 0 : 1;
@@ -348,7 +381,7 @@ int main(int argc, char **argv)
         return rc == -EINVAL ? 1 : 2;
     }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
-    sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted,
+    sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted, .burst_s = st.burst_s,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {
@@ -361,6 +394,8 @@ int main(int argc, char **argv)
                     pr.tty ? "\r\033[K" : "", sim_policy_name(r->policy), r->meet95, r->meet99,
                     r->mean_err, r->wall_s > 0 ? r->events / r->wall_s / 1e6 : 0, r->wall_s);
     }
+    if (!st.quiet && nres)
+        print_table(stderr, res, nres);
     root = json_object();
     json_t *pol = json_array();
     if (!root || !pol) {

@@ -57,6 +57,8 @@ int sim_config_check(const sim_config_t *c, char *err, size_t errlen)
         bad = "changes must be 0..10000";
     else if (c->outstanding < 0 || c->outstanding > 100000)
         bad = "outstanding must be 0..100000";
+    else if (!(c->limit == 0 || (c->limit >= 1 && c->limit <= 1000)))
+        bad = "limit must be 0 (none) or 1..1000 x the reservation";
     if (bad) {
         snprintf(err, errlen, "%s", bad);
         return -EINVAL;
@@ -123,8 +125,8 @@ static sim_phase_t *phase_add(sim_bucket_t *bk, size_t *cap, double t, int n)
     sim_phase_t *ph = &bk->phases[bk->nphases];
     ph->t = t;
     ph->n = n;
-    ph->servers = malloc((size_t)n * sizeof(int));
-    ph->rates = malloc((size_t)n * sizeof(double));
+    ph->servers = malloc((size_t)(n ? n : 1) * sizeof(int));
+    ph->rates = malloc((size_t)(n ? n : 1) * sizeof(double));
     if (!ph->servers || !ph->rates) {
         free(ph->servers);
         free(ph->rates);
@@ -232,6 +234,7 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
         bk->reservation = round(total * wres[b]);
         if (bk->reservation < 1 && total * wres[b] > 0)
             bk->reservation = 1;
+        bk->limit = cfg->limit > 0 ? ceil(cfg->limit * bk->reservation) : -1;
         double want = cfg->demand * bk->reservation;
         bk->outstanding = cfg->outstanding;
         rng_t r;
@@ -311,6 +314,7 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
         const scenario_bucket_t *sb = &sc->buckets[b];
         sim_bucket_t *bk = &m->buckets[b];
         bk->reservation = sb->reservation;
+        bk->limit = sb->limit == SCENARIO_NO_LIMIT ? -1 : sb->limit;
         bk->outstanding = sb->rate > 0 ? 0 : (sb->outstanding > 0 ? sb->outstanding : 1);
         size_t cap = 0;
         for (size_t i = 0; i < sb->nphases; i++) {

@@ -42,6 +42,8 @@ typedef struct {
     int outstanding;      /* > 0: closed loop with this many requests in
                              flight per active server (rates only split
                              the phases); 0: open loop */
+    double limit;         /* >= 1: every bucket's limit is this multiple of
+                             its reservation; 0: no limits */
     uint64_t seed;
 } sim_config_t;
 
@@ -50,7 +52,7 @@ typedef struct {
  * r = 1, Zipf 0.5 reservations, demand 1.5, 8 active servers split Zipf
  * 0.5, up to 2 changes per period, even arrivals, seed 1.  Reservations
  * are rounded to whole IOs per second (at least 1), as bucket files hold
- * them. */
+ * them; no limits (with `limit`, limit x reservation rounded up). */
 sim_config_t sim_config_default(void);
 
 /* Checks the settings.  Returns 0, or -EINVAL with a message in
@@ -66,6 +68,7 @@ typedef struct {
 
 typedef struct {
     double reservation;   /* IOs per second */
+    double limit;         /* IOs per second >= reservation; < 0: no limit */
     int outstanding;      /* > 0: closed loop (requests in flight per server) */
     size_t nphases;       /* >= 1, phases[0].t == 0, increasing */
     sim_phase_t *phases;
@@ -100,7 +103,7 @@ int sim_model_generate(const sim_config_t *cfg, sim_model_t **out, char *err, si
  * buckets (reservation; open-loop rate split over each phase's servers by
  * split_zipf, as bqos-load does, or closed loop with the bucket's
  * outstanding requests per server).  Run settings not in a scenario (delay,
- * spread, warmup, poisson) come from *run.  Limits are ignored.  Returns 0
+ * spread, warmup, poisson) come from *run; limits are the scenario's.  Returns 0
  * and *out (caller owns it), -EINVAL with a message in err (no capacity,
  * bad run settings), -ENOMEM. */
 int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_model_t **out,

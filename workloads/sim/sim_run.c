@@ -14,21 +14,24 @@
 #include "common/mono.h"
 #include "common/rng.h"
 #include "controller/ctrl.h"
-#include "pshift/pshift.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 #include "workloads/sim/sim_engine.h"
+#include "workloads/sim/sim_run_int.h"
 
 /* Seed streams: generator key k, server s (service times). */
 #define STREAM_GEN(k) ((UINT64_C(2) << 40) + (uint64_t)(k))
 #define STREAM_SVC(s) ((UINT64_C(3) << 40) + (uint64_t)(s))
 
-#define POOL_CHUNK 4096
 
-/* Generation of the table the non-pshift policies "send" (names b0..). */
-#define SIM_TABLE 1
+static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "pshift-paced",
+                                                        "clairvoyant"};
 
-static const char *const policy_names[SIM_NPOLICIES] = {"rr", "static", "pshift", "clairvoyant"};
+/* Policies run by the controller's own loop (ctrl_t). */
+static int is_ctrl(sim_policy_t p)
+{
+    return p == SIM_POLICY_PSHIFT || p == SIM_POLICY_PSHIFT_PACED;
+}
 
 const char *sim_policy_name(sim_policy_t p)
 {
@@ -42,49 +45,6 @@ int sim_policy_parse(const char *name)
             return i;
     return -EINVAL;
 }
-
-/* A request at a server: its link and the generator that sent it (a
- * closed-loop generator sends the next one when it completes). */
-typedef struct {
-    sched_item_t it;    /* first: a sched_item_t * is a req_t * */
-    uint32_t seg;
-} req_t;
-
-typedef struct chunk {
-    struct chunk *next;
-    req_t reqs[POOL_CHUNK];
-} chunk_t;
-
-/* One simulated server; owned by whichever thread runs it between rounds. */
-typedef struct {
-    int index;
-    char name[16];                  /* "s<index>", the node's name */
-    sched_t *sch;
-    agent_t *agent;                 /* the node's side of the protocol */
-    uint32_t table;                 /* the node's table generation (hello) */
-    double now;                     /* time of the message being handled */
-    /* what the controller pushes this round: tokens (push_n records at
-     * push_recs, borrowed) or a heartbeat */
-    proto_type_t push_type;
-    const proto_tokens_rec_t *push_recs;
-    size_t push_n;
-    int push_names;
-    sim_heap_t *heap;               /* generators by next arrival */
-    const sim_segment_t *segs;
-    rng_t *grng;               /* [nsegs] one stream per generator */
-    rng_t svc;
-    double lo, span;                /* service time = lo + span * u */
-    int busy;
-    double busy_until;
-    uint32_t cur_seg;               /* generator of the request in service */
-    req_t *free;                    /* request pool, linked by it.next */
-    req_t *requeue;                 /* closed-loop requests kept over a
-                                       period change */
-    chunk_t *chunks;
-    uint64_t arrivals, completions, dropped;
-    int poisson;
-    int err;
-} server_t;
 
 static req_t *req_get(server_t *sv)
 {
@@ -121,6 +81,7 @@ static inline int issue(server_t *sv, uint32_t g)
     r->seg = g;
     sched_enqueue(sv->sch, sv->segs[g].bucket, &r->it);
     sv->arrivals++;
+    sv->b_arr[sv->segs[g].bucket]++;
     return 0;
 }
 
@@ -149,27 +110,56 @@ static inline void kick(server_t *sv, double t)
     sched_note_completion(sv->sch, 0, d); /* busy time, for the controller */
 }
 
-/* Runs server sv's events up to and including time `until`. */
+/* Takes the server's counters as they are at the end of every window that
+ * ends before t (incl: at or before t). */
+static inline void snap_to(server_t *sv, double t, int incl)
+{
+    while (sv->wnext_t < t || (incl && sv->wnext_t == t)) {
+        size_t n3 = sv->n3;
+        memcpy(sv->snap + (sv->wnext % sv->nsnap) * n3, sv->b_arr, n3 * sizeof(uint32_t));
+        sv->wnext++;
+        sv->wnext_t = sim_run__window_end(sv->period, sv->wn, sv->wnext);
+    }
+}
+
+/* Runs server sv's events up to and including time `until` (an event at a
+ * window's end counts in that window): arrivals, completions and, while the
+ * scheduler paces tokens, the moments an idle server's waiting bucket gets
+ * credit back. */
 static void advance(server_t *sv, double until)
 {
     for (;;) {
         const sim_event_t *e = sim_heap_top(sv->heap);
         double ta = e ? e->t : INFINITY;
+        if (sv->paced && !sv->busy) {
+            double tw = sched_next_ready(sv->sch);
+            if (tw <= ta && tw <= until && tw > sv->woke) {
+                sv->woke = tw; /* once per wake time: progress even if nothing runs */
+                /* A wake that fell due while the server was busy is now. */
+                kick(sv, tw > sv->clock ? tw : sv->clock);
+                continue;
+            }
+        }
         if (sv->busy && sv->busy_until <= ta) {
             if (sv->busy_until > until)
-                return;
+                break;
             double t = sv->busy_until;
+            snap_to(sv, t, 0);
+            sv->clock = t;
             sv->busy = 0;
             sv->completions++;
             sched_note_completion(sv->sch, 1, 0);
             const sim_segment_t *sg = &sv->segs[sv->cur_seg];
+            sv->b_done[sg->bucket]++;
             if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
                 return;
             kick(sv, t);
             continue;
         }
         if (ta > until)
-            return;
+            break;
+        snap_to(sv, ta, 0);
+        sv->clock = ta;
         uint32_t g = e->id;
         const sim_segment_t *sg = &sv->segs[g];
         if (sg->outstanding) {
@@ -190,6 +180,7 @@ static void advance(server_t *sv, double until)
         }
         kick(sv, ta);
     }
+    snap_to(sv, until, 1);
 }
 
 /* sched_drain() callback at a period change: open-loop requests are
@@ -205,6 +196,7 @@ static void drop_cb(sched_item_t *it, void *arg)
         return;
     }
     sv->dropped++;
+    sv->b_drop[sv->segs[r->seg].bucket]++;
     req_put(sv, r);
 }
 
@@ -228,6 +220,8 @@ static void server_period_start(void *arg)
 static void server_applied(void *arg)
 {
     server_t *sv = arg;
+    if (sv->now > sv->clock)
+        sv->clock = sv->now;
     kick(sv, sv->now);
 }
 
@@ -257,7 +251,7 @@ static uint32_t bucket_weight(const sim_model_t *m, int b, double rmin)
 /* Sets up server s: its scheduler with every bucket (weights[b]), its
  * agent, its generators and service times.  Returns 0 or -ENOMEM. */
 static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p,
-                       const uint32_t *weights)
+                       const uint32_t *weights, double burst_s)
 {
     const sim_config_t *c = &m->cfg;
     sv->index = s;
@@ -265,6 +259,14 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     sv->segs = m->segs[s];
     sv->poisson = c->poisson;
     sv->sch = sched_new(p == SIM_POLICY_RR ? SCHED_POLICY_RR : SCHED_POLICY_TOKENS, weights != NULL);
+    sv->woke = -INFINITY;
+    if (sv->sch && p == SIM_POLICY_PSHIFT_PACED) {
+        /* The new scheduler, as bqos-node runs it by default. */
+        if (sched_set_pacing(sv->sch, 1, burst_s) < 0 ||
+            sched_set_r_order(sv->sch, SCHED_ORDER_URGENCY) < 0)
+            return -EINVAL;
+        sv->paced = 1;
+    }
     sv->heap = sim_heap_new(m->nsegs[s]);
     sv->grng = malloc((m->nsegs[s] ? m->nsegs[s] : 1) * sizeof(rng_t));
     if (!sv->sch || !sv->heap || !sv->grng)
@@ -315,24 +317,35 @@ void sim_result_destroy(sim_result_t **rp)
 }
 
 
-/* State shared by the rounds of one run (main thread, except where noted). */
-typedef struct {
-    const sim_model_t *m;
-    sim_policy_t policy;
-    const sim_run_opts_t *o;
-    int S, B, K;
-    server_t *sv;                 /* [S] */
-    uint64_t *cum;                /* [B] served this period, all servers */
-    uint64_t *cum_prev;           /* [B] ... at the previous round */
-    int64_t *dem;                 /* [S][B] clairvoyant: demand for the rest */
-    proto_tokens_rec_t *tok;      /* [S][B] static, clairvoyant: the tokens to push */
-    int64_t *res_tokens;          /* [B] reservation in tokens per period */
-    uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
-    char **names;                 /* [B] "b<index>": the buckets' names */
-    ctrl_t *ctl;                  /* pshift: the controller's loop state */
-    proto_msg_t rep;              /* one node's report */
-    sim_result_t *r;
-} run_t;
+/* Closes the open window (every server has passed its end): sums the
+ * servers' counts in it (their snapshots' increase over the previous
+ * window's), and feeds every bucket's served IOs, requests waiting at its
+ * start (drops happen only at period starts, the start of a window, so
+ * they are taken off) and arrivals to R->win if the window's period is
+ * measured. */
+static void window_close(run_t *R)
+{
+    int measured = (int)(R->wcur / R->wn) >= R->m->cfg.warmup;
+    size_t n3 = 3 * (size_t)R->B, nsnap = R->sv[0].nsnap;
+    memset(R->sum, 0, n3 * sizeof(uint64_t));
+    for (int s = 0; s < R->S; s++) {
+        const uint32_t *base = R->snaps + (size_t)s * nsnap * n3;
+        const uint32_t *cur = base + (R->wcur % nsnap) * n3;
+        const uint32_t *prev = base + ((R->wcur + nsnap - 1) % nsnap) * n3;
+        for (size_t i = 0; i < n3; i++)
+            R->sum[i] += (uint32_t)(cur[i] - (R->wcur ? prev[i] : 0));
+    }
+    for (int b = 0; b < R->B; b++) {
+        uint64_t da = R->sum[b], dd = R->sum[R->B + b], dx = R->sum[2 * R->B + b];
+        uint64_t x = R->w_drop[b] + dx;
+        if (measured)
+            report_win_feed(R->win, (size_t)b, dd, R->w_arr[b] - R->w_done[b] - x, da);
+        R->w_arr[b] += da;
+        R->w_done[b] += dd;
+        R->w_drop[b] = x;
+    }
+    R->wcur++;
+}
 
 /* Collects per-bucket service at a round boundary, and stores the
  * interval's service if the period is measured. */
@@ -490,31 +503,6 @@ static void push_all(run_t *R, int p, int k, double t)
     }
 }
 
-/* Queues tokens records [S][B] in R->tok for every node. */
-static void push_tok(run_t *R)
-{
-    for (int s = 0; s < R->S; s++) {
-        server_t *sv = &R->sv[s];
-        sv->push_type = PROTO_TOKENS;
-        sv->push_recs = R->tok + (size_t)s * R->B;
-        sv->push_n = (size_t)R->B;
-    }
-}
-
-/* Sets every (server, bucket) record of R->tok to R-tokens `alloc` (NULL:
- * 0), no limit. */
-static void tok_all(run_t *R, const int64_t *alloc)
-{
-    for (int s = 0; s < R->S; s++)
-        for (int b = 0; b < R->B; b++) {
-            size_t i = (size_t)s * R->B + b;
-            R->tok[i] = (proto_tokens_rec_t){.bucket = (uint32_t)b,
-                                             .flags = PROTO_TOK_UNLIMITED,
-                                             .r_tokens = alloc ? alloc[i] : 0,
-                                             .l_tokens = PROTO_UNLIMITED};
-        }
-}
-
 /* The controller for the pshift policy: the real control-loop state, with
  * the simulator's buckets and weights. */
 static int ctl_setup(run_t *R)
@@ -525,8 +513,9 @@ static int ctl_setup(run_t *R)
     if (!bf)
         goto out;
     for (int b = 0; b < R->B; b++) {
+        double lim = m->buckets[b].limit;
         bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
-                                  .limit = BUCKETFILE_NO_LIMIT,
+                                  .limit = lim < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(lim)),
                                   .weight = R->weights ? R->weights[b] : 1};
         snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
         if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
@@ -575,103 +564,6 @@ static int ctl_round(run_t *R, int p, int k, double t)
     return 0;
 }
 
-/* clairvoyant: pShift over each (bucket, server)'s queue plus its true
- * demand for the rest of the period, and the true capacities. */
-static int clairvoyant_round(run_t *R, double t, double t_end)
-{
-    const sim_model_t *m = R->m;
-    int S = R->S, B = R->B, nomem = 0;
-    #pragma omp parallel reduction(| : nomem)
-    {
-        double *acc = calloc((size_t)S, sizeof(double));
-        nomem |= !acc;
-        #pragma omp for schedule(static)
-        for (int b = 0; b < B; b++) {
-            if (!acc)
-                continue;
-            memset(acc, 0, (size_t)S * sizeof(double));
-            sim_model_demand(m, b, t, t_end, acc);
-            for (int s = 0; s < S; s++) {
-                sched_bucket_stats_t st;
-                sched_bucket_stats(R->sv[s].sch, b, &st);
-                R->dem[(size_t)s * B + b] = (int64_t)st.queued + llround(acc[s]);
-            }
-        }
-        free(acc);
-    }
-    if (nomem)
-        return -ENOMEM;
-    pshift_problem_t *p = pshift_problem_new();
-    int *bidx = malloc((size_t)B * sizeof(int));
-    int rc = -ENOMEM;
-    if (!p || !bidx)
-        goto out;
-    for (int s = 0; s < S; s++)
-        if ((rc = pshift_add_server(p, NULL, llround(m->capacity[s] * (t_end - t)))) < 0)
-            goto out;
-    for (int b = 0; b < B; b++) {
-        bidx[b] = -1;
-        int64_t target = R->res_tokens[b] - (int64_t)R->cum[b];
-        int any = 0;
-        for (int s = 0; s < S && !any; s++)
-            any = R->dem[(size_t)s * B + b] > 0;
-        if (target <= 0 || !any)
-            continue;
-        if ((rc = pshift_add_bucket(p, NULL, target)) < 0)
-            goto out;
-        bidx[b] = rc;
-        for (int s = 0; s < S; s++) {
-            int64_t d = R->dem[(size_t)s * B + b];
-            if (d > 0 && (rc = pshift_set_demand(p, bidx[b], s, d)) < 0)
-                goto out;
-        }
-    }
-    pshift_opts_t po = PSHIFT_OPTS_DEFAULT;
-    po.threads = R->o->threads;
-    if ((rc = pshift_solve(p, &po)) < 0)
-        goto out;
-    tok_all(R, NULL);
-    for (int b = 0; b < B; b++) {
-        if (bidx[b] < 0)
-            continue;
-        size_t n = pshift_bucket_nentries(p, bidx[b]);
-        for (size_t e = 0; e < n; e++) {
-            int s;
-            int64_t a;
-            pshift_bucket_entry(p, bidx[b], e, &s, NULL, &a);
-            R->tok[(size_t)s * B + b].r_tokens = a;
-        }
-    }
-    push_tok(R);
-    R->r->rounds++;
-    rc = 0;
-out:
-    pshift_problem_destroy(&p);
-    free(bidx);
-    return rc;
-}
-
-/* static: the reservation split by the initial demand, every period. */
-static void static_tokens(run_t *R)
-{
-    int64_t *alloc = R->dem; /* scratch */
-    memset(alloc, 0, (size_t)R->S * R->B * sizeof(int64_t));
-    for (int b = 0; b < R->B; b++) {
-        const sim_bucket_t *bk = &R->m->buckets[b];
-        const sim_phase_t *ph = &bk->phases[0];
-        /* A closed-loop bucket wants the same everywhere it is active. */
-        double sum = 0;
-        for (int i = 0; i < ph->n; i++)
-            sum += bk->outstanding ? 1 : ph->rates[i];
-        if (!(sum > 0))
-            continue;
-        for (int i = 0; i < ph->n; i++)
-            alloc[(size_t)ph->servers[i] * R->B + b] +=
-                llround(R->res_tokens[b] * (bk->outstanding ? 1 : ph->rates[i]) / sum);
-    }
-    tok_all(R, alloc);
-}
-
 static void summarize(sim_result_t *r)
 {
     size_t n = 0, m95 = 0, m99 = 0;
@@ -708,6 +600,16 @@ static int advance_all(run_t *R, double t)
     return bad ? -ENOMEM : 0;
 }
 
+/* Runs every server up to time t, then closes the windows that ended by
+ * then.  Returns 0 or -ENOMEM. */
+static int advance_to(run_t *R, double t)
+{
+    int rc = advance_all(R, t);
+    while (rc == 0 && sim_run__window_end(R->m->cfg.period, R->wn, R->wcur) <= t)
+        window_close(R);
+    return rc;
+}
+
 int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opts,
             sim_result_t **out)
 {
@@ -732,7 +634,20 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.tok = calloc(SB, sizeof(proto_tokens_rec_t));
     R.res_tokens = calloc((size_t)R.B, sizeof(int64_t));
     R.names = calloc((size_t)R.B, sizeof(char *));
-    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names)
+    R.lal = calloc(SB, sizeof(int64_t));
+    /* Windows are closed at every round and delay: at most one interval's
+     * windows, plus the one before, are in the servers' rings. */
+    size_t per_long;
+    report_win_layout(c->period, &R.wn, &per_long);
+    size_t nsnap = (size_t)ceil((double)R.wn / R.K) + 3;
+    R.cnt = calloc(3 * SB, sizeof(uint32_t));
+    R.snaps = calloc(3 * SB * nsnap, sizeof(uint32_t));
+    R.sum = calloc(3 * (size_t)R.B, sizeof(uint64_t));
+    R.w_drop = calloc((size_t)R.B, sizeof(uint64_t));
+    R.w_arr = calloc((size_t)R.B, sizeof(uint64_t));
+    R.w_done = calloc((size_t)R.B, sizeof(uint64_t));
+    if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names ||
+        !R.lal || !R.cnt || !R.snaps || !R.sum || !R.w_arr || !R.w_done || !R.w_drop)
         goto out;
     for (int b = 0; b < R.B; b++) {
         char name[32];
@@ -749,10 +664,20 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     r->served_iv = calloc((size_t)mperiods * R.K * R.B, sizeof(uint32_t));
     if (!r->reserved || !r->served || !r->served_iv)
         goto out;
+    double *wres = malloc(2 * (size_t)R.B * sizeof(double)), *wlim = wres + R.B;
+    if (!wres)
+        goto out;
     for (int b = 0; b < R.B; b++) {
         r->reserved[b] = m->buckets[b].reservation * c->period;
         R.res_tokens[b] = llround(r->reserved[b]);
+        R.any_limit |= m->buckets[b].limit >= 0;
+        wres[b] = m->buckets[b].reservation;
+        wlim[b] = m->buckets[b].limit;
     }
+    R.win = report_win_new((size_t)R.B, c->period, wres, wlim);
+    free(wres);
+    if (!R.win)
+        goto out;
     if (R.o->weighted) {
         double rmin = INFINITY;
         for (int b = 0; b < R.B; b++)
@@ -765,22 +690,33 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     }
     int bad = 0;
     #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
-    for (int s = 0; s < R.S; s++)
-        bad |= server_init(&R.sv[s], m, s, policy, R.weights) < 0;
+    for (int s = 0; s < R.S; s++) {
+        server_t *sv = &R.sv[s];
+        sv->b_arr = R.cnt + (size_t)s * 3 * R.B;
+        sv->b_done = sv->b_arr + R.B;
+        sv->b_drop = sv->b_done + R.B;
+        sv->snap = R.snaps + (size_t)s * nsnap * 3 * R.B;
+        sv->nsnap = nsnap;
+        sv->wn = R.wn;
+        sv->n3 = 3 * (size_t)R.B;
+        sv->period = c->period;
+        sv->wnext_t = sim_run__window_end(c->period, R.wn, 0);
+        bad |= server_init(&R.sv[s], m, s, policy, R.weights, R.o->burst_s) < 0;
+    }
     if (bad)
         goto out;
-    if (policy == SIM_POLICY_PSHIFT && (rc = ctl_setup(&R)) < 0)
+    if (is_ctrl(policy) && (rc = ctl_setup(&R)) < 0)
         goto out;
     if ((rc = nodes_join(&R)) < 0)
         goto out;
     if (policy == SIM_POLICY_STATIC)
-        static_tokens(&R);
+        sim_run__static_tokens(&R);
     double ivl = c->period / R.K;
     for (int p = 0; p < c->periods; p++) {
         for (int k = 0; k < R.K; k++) {
             double t = p * c->period + k * ivl;
             double t_end = (p + 1) * c->period;
-            if ((rc = advance_all(&R, t)) < 0)
+            if ((rc = advance_to(&R, t)) < 0)
                 goto out;
             if (p || k)
                 gather(&R, k ? p : p - 1, k ? k - 1 : R.K - 1);
@@ -789,23 +725,23 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
                 memset(R.cum_prev, 0, (size_t)R.B * sizeof(uint64_t));
             }
             node_ticks(&R, t);
-            if (policy != SIM_POLICY_PSHIFT)
+            if (!is_ctrl(policy))
                 for (int s = 0; s < R.S; s++)
                     if ((rc = node_report(&R, s, t)) < 0)
                         goto out;
-            if (policy == SIM_POLICY_PSHIFT || policy == SIM_POLICY_CLAIRVOYANT) {
+            if (is_ctrl(policy) || policy == SIM_POLICY_CLAIRVOYANT) {
                 double c0 = mono_now();
-                rc = policy == SIM_POLICY_PSHIFT ? ctl_round(&R, p, k, t)
-                                                 : clairvoyant_round(&R, t, t_end);
+                rc = is_ctrl(policy) ? ctl_round(&R, p, k, t)
+                                     : sim_run__clairvoyant_round(&R, t, t_end);
                 if (rc < 0)
                     goto out;
                 r->ctrl_s += mono_now() - c0;
-                if ((rc = advance_all(&R, t + c->delay)) < 0)
+                if ((rc = advance_to(&R, t + c->delay)) < 0)
                     goto out;
                 push_all(&R, p, k, t + c->delay);
             } else {
                 if (policy == SIM_POLICY_STATIC && k == 0)
-                    push_tok(&R); /* the same tokens every period, at once */
+                    sim_run__push_tok(&R); /* the same tokens every period, at once */
                 push_all(&R, p, k, t);
             }
             if (R.o->progress) {
@@ -816,7 +752,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
             }
         }
     }
-    if ((rc = advance_all(&R, m->horizon)) < 0)
+    if ((rc = advance_to(&R, m->horizon)) < 0)
         goto out;
     gather(&R, c->periods - 1, R.K - 1);
     for (int s = 0; s < R.S; s++) {
@@ -828,6 +764,8 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     r->events = r->arrivals + r->completions;
     r->wall_s = mono_now() - t0;
     summarize(r);
+    r->win[REPORT_WIN_LONG] = report_win_figures(R.win, -1, REPORT_WIN_LONG);
+    r->win[REPORT_WIN_SHORT] = report_win_figures(R.win, -1, REPORT_WIN_SHORT);
     *out = r;
     r = NULL;
     rc = 0;
@@ -844,6 +782,14 @@ out:
     free(R.tok);
     free(R.res_tokens);
     free(R.weights);
+    free(R.lal);
+    free(R.cnt);
+    free(R.snaps);
+    free(R.sum);
+    free(R.w_drop);
+    free(R.w_arr);
+    free(R.w_done);
+    report_win_destroy(&R.win);
     if (R.names)
         for (int b = 0; b < R.B; b++)
             free(R.names[b]);

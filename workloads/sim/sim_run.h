@@ -21,9 +21,14 @@
  *                boundary, and the tokens it pushes reach the agents after
  *                the controller delay (applied net of what each node served
  *                since its report, as on a real node)
+ *   pshift-paced as pshift, with the node scheduler's paced tokens and
+ *                R class served by urgency (the new scheduler; pshift is
+ *                the paper's: round robin, a period's tokens at once)
  *   clairvoyant  as pshift, but pShift gets each (bucket, server)'s true
  *                future demand for the rest of the period and the true
- *                capacities
+ *                capacities (R pass, then an L pass on what is left)
+ * Limits: static splits L like R; pshift and pshift-paced get them from
+ * the controller's L pass; rr has no tokens, so no limits.
  * Every policy's tokens (and heartbeats, for rr and the intervals static
  * leaves alone) go through the agents, which also start each period. */
 #ifndef BQOS_SIM_RUN_H
@@ -32,17 +37,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "workloads/report.h"
 #include "workloads/sim/sim_model.h"
 
 typedef enum {
     SIM_POLICY_RR = 0,
     SIM_POLICY_STATIC,
     SIM_POLICY_PSHIFT,
+    SIM_POLICY_PSHIFT_PACED,
     SIM_POLICY_CLAIRVOYANT,
     SIM_NPOLICIES
 } sim_policy_t;
 
-/* "rr", "static", "pshift", "clairvoyant"; "?" for a bad value. */
+/* bqos-node's default --burst, seconds. */
+#define SIM_BURST_DEFAULT 0.02
+
+/* "rr", "static", "pshift", "pshift-paced", "clairvoyant"; "?" for a bad
+ * value. */
 const char *sim_policy_name(sim_policy_t p);
 
 /* Returns the policy named `name`, or -EINVAL. */
@@ -56,6 +67,9 @@ typedef struct {
     int threads;              /* OpenMP threads for servers and pShift; <= 0: default */
     int weighted;             /* schedulers in weighted mode, weight of a bucket
                                  = its reservation / the smallest one */
+    double burst_s;           /* pshift-paced: burst depth of paced tokens
+                                 (sched_set_pacing()), seconds; bqos-node's
+                                 default is SIM_BURST_DEFAULT */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;
@@ -79,6 +93,11 @@ typedef struct {
     double meet95, meet99;  /* share served >= 95% / 99% of the reservation */
     double mean_err;        /* mean of max(0, 1 - served/reserved) */
     double worst;           /* smallest served/reserved */
+    /* Per-window accuracy over the measured periods (workloads/report.h:
+     * windows of about 1 s and 200 ms aligned to the periods; a bucket's
+     * demand in a window is what was queued at its start plus what
+     * arrived in it), [REPORT_WIN_LONG] and [REPORT_WIN_SHORT]: */
+    report_win_fig_t win[2];
 } sim_result_t;
 
 /* Simulates policy `p` over model `m` (read-only, may be shared by
