@@ -289,13 +289,15 @@ typedef enum {
                                tokens pushed to the node this period allow
                                (+1/32 + 64 for requests in flight) */
     CTRL_IMPL_SERVED_RATE,  /* served beyond the plausible rate x period */
-    CTRL_IMPL_DEMAND,       /* queued or arrivals beyond it */
+    CTRL_IMPL_DEMAND,       /* queued or arrivals beyond CTRL_DEMAND_FACTOR
+                               x the plausible rate x period */
     CTRL_IMPL_CAPACITY,     /* completions beyond it, or a hello's profile
                                beyond max_profile or beyond the factor x the
                                node's estimate so far */
     CTRL_IMPL__COUNT
 } ctrl_impl_t;
 #define CTRL_PLAUSIBLE_FACTOR 4
+#define CTRL_DEMAND_FACTOR 16
 #define CTRL_IMPL_LOG_ROUNDS 50
 
 /* "served_beyond_grant", "served_beyond_rate", "demand", "capacity". */

@@ -55,11 +55,14 @@ void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t
                       uint64_t period, uint64_t ub)
 {
     const char *bname = nd->tnames[r->bucket];
+    /* A queue may hold many periods' worth of a slow node's service. */
+    uint64_t dq = ub < (uint64_t)CTRL_COUNT_MAX / CTRL_DEMAND_FACTOR ? ub * CTRL_DEMAND_FACTOR
+                                                                      : (uint64_t)CTRL_COUNT_MAX;
     uint64_t q = r->queued, a = r->arrivals_interval;
-    if (q > ub || a > ub) {
-        ctrl__implausible(c, nd, CTRL_IMPL_DEMAND, bname, (double)(q > a ? q : a), (double)ub);
-        q = q < ub ? q : ub;
-        a = a < ub ? a : ub;
+    if (q > dq || a > dq) {
+        ctrl__implausible(c, nd, CTRL_IMPL_DEMAND, bname, (double)(q > a ? q : a), (double)dq);
+        q = q < dq ? q : dq;
+        a = a < dq ? a : dq;
     }
     pair_served_t sv = {r->served_r, r->served_l, r->served_o, 0};
     uint64_t said = ctrl__ucount_add(ctrl__ucount_add(sv.r, sv.l), sv.o), keep = said;
