@@ -12,7 +12,11 @@ MODE nodes  ARG = hellos under distinct names n0..n(ARG-1), 10 names each,
             one connection per name; OUTFILE gets how many were welcomed
             and how many refused (by error code).
 MODE bad    ARG = undecodable messages sent; OUTFILE gets "sent".
+MODE liar   ARG = seconds: registers as "liar" with bucket red (capacity
+            1000) and reports served 10^12 and queued 10^12 for it at every
+            interval (issue 18 defect 5); OUTFILE gets the reports sent.
 """
+import struct
 import json
 import sys
 import time
@@ -82,7 +86,33 @@ def main():
                 s.send_multipart([b"{not json"])
             time.sleep(1)
             f.write("sent\n")
+        elif mode == "liar":
+            f.write("%d\n" % liar(ctx, ep, arg))
     ctx.destroy(linger=0)
+
+
+def liar(ctx, ep, secs):
+    s = dealer(ctx, ep, "liar")
+    hello(s, "liar", ["red"])
+    period, gen, sent, seq = None, 0, 0, 1
+    end = time.time() + secs
+    while time.time() < end:
+        m = answer(s, 0.2)
+        if m and "period" in m:
+            period = m["period"]
+        if m and m.get("type") == "welcome":
+            gen = m["table"]
+        if period is None or not gen:
+            continue
+        seq += 1
+        big = 10 ** 12
+        rec = struct.pack("<II9Q", 0, 0, big, big, big, big, 0, 0, 0, 0, 0)
+        s.send_multipart([json.dumps({"v": V, "type": "report", "node": "liar", "seq": seq,
+                                      "period": period, "interval": 0, "table": 1,
+                                      "peer_table": gen, "count": 1, "completions": 0,
+                                      "dispatched": 0, "busy": 0, "wide": 1}).encode(), rec])
+        sent += 1
+    return sent
 
 
 if __name__ == "__main__":
