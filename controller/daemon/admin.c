@@ -365,6 +365,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_object_set_new(imp, ctrl_impl_str((ctrl_impl_t)i),
                             json_integer((json_int_t)cs->implausible[i]));
     json_object_set_new(st, "implausible", imp);
+    json_object_set_new(st, "nodes_forgotten", json_integer((json_int_t)cs->nodes_forgotten));
     json_object_set_new(st, "node_fallbacks", json_integer((json_int_t)ad->nodes->node_fallbacks));
     json_object_set_new(st, "node_resumes", json_integer((json_int_t)ad->nodes->node_resumes));
     json_object_set_new(r, "stats", st);
