@@ -309,6 +309,15 @@ static void conn_try_write(conn_t *c)
         c->broken = 1;
 }
 
+/* Stops reading c until resume_if_room() finds room again. */
+static void conn_pause(conn_t *c)
+{
+    if (!c->paused) {
+        c->paused = 1;
+        event_del(c->sock.rev);
+    }
+}
+
 static void resume_if_room(conn_t *c)
 {
     if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
@@ -545,10 +554,7 @@ static void conn_process(conn_t *c)
     c->in_process = 1;
     while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
         if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH) {
-            if (!c->paused) {
-                c->paused = 1;
-                event_del(c->sock.rev);
-            }
+            conn_pause(c);
             break;
         }
         if (c->barrier) {
@@ -626,8 +632,9 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         size_t max = MCP_LINE_MAX + f->cfg.max_item + 64;
         size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
         if (ncap <= c->rcap) {
-            c->broken = 1; /* cannot happen: the parser bounds requests */
-            conn_maybe_close(c);
+            /* Full of whole requests that wait (a flush_all barrier, or
+             * backpressure): read again once they are parsed. */
+            conn_pause(c);
             return;
         }
         char *nb = realloc(c->rbuf, ncap);

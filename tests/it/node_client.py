@@ -8,6 +8,7 @@ Usage:
   node_client.py backend NODE_PORT down|up       backend memcached gone / back
   node_client.py conns NODE_PORT N               N concurrent connections
   node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
+  node_client.py flushpipe NODE_PORT PID FILE    defect 6: flush_all behind a waiting request, 1.1 MB pipelined
 Exit status 0 when every check passes; failures are printed.
 """
 import re
@@ -242,6 +243,49 @@ def cmd_tokens(node, pid, tokfile):
     check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)
 
 
+def set_tokens(pid, tokfile, d):
+    import json
+    import os
+    import signal
+    with open(tokfile + ".tmp", "w") as f:
+        json.dump(d, f)
+    os.rename(tokfile + ".tmp", tokfile)
+    os.kill(pid, signal.SIGUSR1)
+
+
+def cmd_flushpipe(node, pid, tokfile):
+    """Defect 6: a get waiting for tokens, flush_all behind it, then about
+    1.1 MB of pipelined sets: the node stops reading (backpressure) instead
+    of resetting the connection, and every reply arrives in order."""
+    set_tokens(pid, tokfile, {"red": {"r": 0, "l": 0}})
+    wait_until(lambda: stats(node, b"buckets").get("red:r_tokens") == "0")
+    s = connect(node, timeout=30)
+    n = 1100
+    val = b"v" * 1000
+    data = b"get red:w\r\nflush_all\r\n" + b"".join(
+        b"set blue:%d 0 0 1000\r\n%s\r\n" % (i, val) for i in range(n)) + b"version\r\n"
+    w = s.dup()  # its own timeout: the sender blocks while the node holds back
+    w.settimeout(30)
+    sender = threading.Thread(target=w.sendall, args=(data,))
+    sender.start()
+    early = quiet_recv(s, 1.0)
+    check(early == b"", "nothing answered while the get waits for tokens (got %r)" % early[:60])
+    set_tokens(pid, tokfile, {"red": {"r": 100000, "l": 100000}})
+    want = b"END\r\nOK\r\n" + b"STORED\r\n" * n
+    s.settimeout(20)
+    got = b""
+    while b"VERSION" not in got or not got.endswith(b"\r\n"):
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    got = got[:len(want)]
+    sender.join(20)
+    check(got == want, "all %d replies arrive in order, no reset (got %d of %d bytes)" % (n + 2, len(got), len(want)))
+    w.close()
+    s.close()
+
+
 def cmd_faults(node):
     # Half a command, then a stall: other clients unaffected.
     stall = connect(node)
@@ -372,6 +416,8 @@ def main():
         cmd_backend_down(port, sys.argv[3])
     elif what == "tokens":
         cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "flushpipe":
+        cmd_flushpipe(port, int(sys.argv[3]), sys.argv[4])
     elif what == "conns":
         cmd_conns(port, int(sys.argv[3]))
     else:
