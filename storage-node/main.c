@@ -325,7 +325,7 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .deflt = "4096", .min = 1, .max = 1000000,
                 .help = "Client connections beyond are refused."}},
         {MC, {.name = "conn-reply-limit", .type = OPTS_BYTES, .target = &a->conn_reply,
-              .arg = "BYTES", .deflt = "256m", .min = 4, .max = 0x1p40,
+              .arg = "BYTES", .deflt = "256m", .min = 65536, .max = 0x1p40,
               .help = "Unsent reply bytes one client may hold: closed (logged) above;\n"
                       "its requests not read at a quarter of it, closed after 60 s there."}},
         {MC, {.name = "reply-memory", .type = OPTS_BYTES, .target = &a->reply_mem,

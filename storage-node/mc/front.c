@@ -610,9 +610,11 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         size_t max = MCP_LINE_MAX + f->cfg.max_item + 64;
         size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
         if (ncap <= c->rcap) {
-            /* Full of whole requests that wait (a flush_all barrier, or
-             * backpressure): read again once they are parsed. */
-            conn_pause(c);
+            /* Full of requests that wait (flush_all, backpressure). */
+            conn_process(c);
+            if (c->rlen == c->rcap)
+                conn_pause(c);
+            conn_maybe_close(c);
             return;
         }
         char *nb = realloc(c->rbuf, ncap);
@@ -800,7 +802,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     front_t *f = NULL;
     if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
         cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
-        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 4 ||
+        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 16 ||
         cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
         !cfg->backend_host) {
         rc = -EINVAL;

@@ -640,6 +640,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 static void conn_free(nconn_t *c)
 {
     nbdfront_t *f = c->f;
+    if (c->budget_wait)
+        f->nbudget_wait--;
     while (c->reqs) {
         nreq_t *r = c->reqs;
         req_unlink(r);
