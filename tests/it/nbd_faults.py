@@ -475,14 +475,6 @@ def sc_enospc(port, export):
     disc(s)
 
 
-def rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
-
-
 def sc_memory(port, export):
     """Defect 12: 16 connections each pipeline 8 writes of 4 MiB (512 MiB in
     all) without reading replies: the node's RSS stays under MAX_RSS_MB (env,
@@ -490,6 +482,7 @@ def sc_memory(port, export):
     and every write is then answered without error."""
     import os
     import threading
+    from node_client import rss_mb  # same directory
     pid, max_mb = int(os.environ["NODE_PID"]), float(os.environ["MAX_RSS_MB"])
     n, per, ln = 16, 8, 4 << 20
     conns = [go(port, export) for _ in range(n)]
