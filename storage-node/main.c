@@ -44,6 +44,7 @@ typedef struct {
     char separator;
     int default_mode;               /* front_default_t: index in default_names */
     uint64_t max_item, export_size, capacity;
+    uint64_t conn_reply, reply_mem, nbd_mem; /* memory bounds */
     unsigned io_time_us;
     int level;                      /* bqos_log_level_t: index in level_names */
     int check;                      /* --check: validate and exit */
@@ -136,7 +137,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 39
+#define NROWS 42
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -340,6 +341,18 @@ static void option_rows(args_t *a, node_row_t *rows)
               .help = "Close a client connection that sent nothing for DURATION (\"300\",\n"
                       "\"300s\", \"500ms\") and has no request queued, at the backend or\n"
                       "unanswered; 0: never."}},
+        {MC, {.name = "conn-reply-limit", .type = OPTS_BYTES, .target = &a->conn_reply,
+              .arg = "BYTES", .deflt = "256m", .min = 65536, .max = 0x1p40,
+              .help = "Unsent reply bytes one client may hold: closed (logged) above;\n"
+                      "its requests not read at a quarter of it, closed after 60 s there."}},
+        {MC, {.name = "reply-memory", .type = OPTS_BYTES, .target = &a->reply_mem,
+              .arg = "BYTES", .deflt = "1g", .min = 1, .max = 0x1p40,
+              .help = "Unsent reply bytes of all clients; above, the heaviest clients'\n"
+                      "requests are not read."}},
+        {BLK, {.name = "nbd-request-memory", .type = OPTS_BYTES, .target = &a->nbd_mem,
+               .arg = "BYTES", .deflt = "256m", .min = 1 << 20, .max = 0x1p40,
+               .help = "Request-buffer bytes of all NBD clients; a client that would\n"
+                       "exceed it is not read until buffers free."}},
         {BOTH, {.name = "weighted", .type = OPTS_FLAG, .target = &a->weighted, .deflt = "off",
                 .help = "Weighted round robin by bucket weight."}},
         {BOTH, {.name = "metrics-listen", .type = OPTS_STRING, .target = &a->metrics,
@@ -610,6 +623,8 @@ static int run_memcached(const args_t *a)
     cfg.max_auto_buckets = a->max_auto >= 0 ? a->max_auto : (a->config ? 0 : 1024);
     cfg.max_item = (size_t)a->max_item;
     cfg.max_conns = a->max_conns;
+    cfg.conn_reply_limit = (size_t)a->conn_reply;
+    cfg.reply_memory = (size_t)a->reply_mem;
     char bhost[256], wtext[32];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
@@ -675,6 +690,7 @@ static int run_block(const args_t *a)
     const char *path = a->backend + 5; /* after "file:" */
     cfg.outstanding = a->outstanding > 0 ? a->outstanding : a->outstanding == 0 ? a->window_min : 5;
     cfg.max_conns = a->max_conns;
+    cfg.request_memory = (size_t)a->nbd_mem;
     cfg.store.path = path;
     cfg.store.export_size = a->export_size;
     cfg.store.direct = a->direct;
