@@ -20,34 +20,36 @@ rogue() { spawn "$T/$1.err" "$PY" "$HERE/ha_observer.py" "$CTRL_EP" "$1" "$T/$1.
 period() { ctl --json status >"$T/st.json" 2>/dev/null && jget "$T/st.json" 'd["period"]'; }
 
 # 1. Defect 3: a lone node claiming period 2^53 right after the start.
-start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; cat "$T/controller.log"; exit 1; }
+# (4 s periods: the controller adopts a clock only within 2 periods of its
+# start, and a loaded host may take seconds to start the Python peers)
+start_controller "$T/b.json" 1000 "$T" --period 4s || { echo "controller did not start"; cat "$T/controller.log"; exit 1; }
 rogue liar 9007199254740992
 R1=$SPAWNED
 check "the liar is welcomed (the controller can still encode)" \
-  'wait_for "grep -qs \" welcome \" \"$T/liar.log\"" 10'
+  'wait_for "grep -qs \" welcome \" \"$T/liar.log\"" 30'
 p=$(period)
 check "the controller kept a plausible period ($p)" '[ -n "$p" ] && [ "$p" -lt 1000 ]'
 check "the liar gets tokens or heartbeats after its welcome" \
-  'wait_for "grep -Eqs \" (tokens|heartbeat) \" \"$T/liar.log\"" 5'
+  'wait_for "grep -Eqs \" (tokens|heartbeat) \" \"$T/liar.log\"" 20'
 stop_pid "$R1"
 stop_controller
 
 # 2. A registered liar claims period 10^9 first; two nodes that agree on
 #    period 500 register after it: the majority's clock wins.
-start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; exit 1; }
+start_controller "$T/b.json" 1000 "$T" --period 4s || { echo "controller did not start"; exit 1; }
 rogue n3 1000000000
 P3=$SPAWNED
-wait_for 'grep -qs " welcome " "$T/n3.log"' 10
+wait_for 'grep -qs " welcome " "$T/n3.log"' 30
 rogue n1 500
 P1=$SPAWNED
-wait_for 'grep -qs " welcome " "$T/n1.log"' 10
+wait_for 'grep -qs " welcome " "$T/n1.log"' 30
 rogue n2 500
 P2=$SPAWNED
-check "the honest nodes are welcomed" 'wait_for "grep -qs \" welcome \" \"$T/n2.log\"" 10'
+check "the honest nodes are welcomed" 'wait_for "grep -qs \" welcome \" \"$T/n2.log\"" 30'
 sleep 0.5
 p=$(period)
 check "the clock is the majority's (period $p, not 10^9)" '[ -n "$p" ] && [ "$p" -ge 500 ] && [ "$p" -lt 600 ]'
-check "the liar hears the majority's clock" 'wait_for "grep -Eqs \" (tokens|heartbeat) [0-9]+ 5[0-9][0-9]$\" \"$T/n3.log\"" 5'
+check "the liar hears the majority's clock" 'wait_for "grep -Eqs \" (tokens|heartbeat) [0-9]+ 5[0-9][0-9]$\" \"$T/n3.log\"" 20'
 stop_pid "$P1" "$P2" "$P3"
 stop_controller
 
