@@ -9,6 +9,6 @@ test_blockdev_LIBS = node nodecore common
 test_nbdfront_SRCS = tests/test_nbdfront.c
 test_nbdfront_LIBS = node nodecore curvekey common
 
-ITESTS += tests/it/it_nbd.sh
+ITESTS += tests/it/it_nbd.sh tests/it/it_nbd_tls.sh
 BENCHES += storage-node/bench/bench-nbd.sh
 

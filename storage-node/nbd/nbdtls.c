@@ -308,13 +308,11 @@ ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask)
             continue;
         }
         evbuffer_commit_space(in, &v, 0);
-        if (again(r))
-            break;
-        if (r < 0 && !gnutls_error_is_fatal((int)r))
+        if (r < 0 && !again(r) && !gnutls_error_is_fatal((int)r))
             continue; /* a warning alert */
-        if (r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION)
-            return 0;
-        return -ECONNRESET;
+        if (again(r) || total > 0)
+            break; /* an end or error comes again with the next read event */
+        return r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION ? 0 : -ECONNRESET;
     }
     return total ? (ssize_t)total : -EAGAIN;
 }

@@ -64,7 +64,8 @@ int nbdtls_wants_write(const nbdtls_sess_t *s);
 /* Reads and decrypts at least `ask` bytes or what the socket has, into
  * `in`; leaves nothing decrypted in the session (a record read in part is
  * read to its end), so the socket's read event alone says when more is
- * there.  Returns the bytes added (> 0), -EAGAIN for none, 0 once the peer
+ * there; bytes read before the peer's end or an error are returned first
+ * (the end comes again with the next read event).  Returns the bytes added (> 0), -EAGAIN for none, 0 once the peer
  * closed, or -ECONNRESET / -ENOMEM. */
 ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask);
 
