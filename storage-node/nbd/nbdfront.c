@@ -563,7 +563,8 @@ static int tls_step(nconn_t *c)
     }
     if (rc == 1) {
         c->state = ST_OPTS;
-        log_debug("%s: TLS up", c->peer);
+        nbdtls_describe(c->tls, why, sizeof why);
+        log_debug("%s: TLS up: %s", c->peer, why);
     }
     return rc;
 }

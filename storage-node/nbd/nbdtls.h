@@ -61,6 +61,10 @@ void nbdtls_sess_free(nbdtls_sess_t **sp);
 int nbdtls_handshake(nbdtls_sess_t *s, char *why, size_t n);
 int nbdtls_wants_write(const nbdtls_sess_t *s);
 
+/* What the handshake chose, "(TLS1.3)-(ECDHE-SECP256R1)-...", with ", key
+ * exchange ECDHE-PSK" for a PSK, into buf[0..n) (for the log). */
+void nbdtls_describe(nbdtls_sess_t *s, char *buf, size_t n);
+
 /* Reads and decrypts at least `ask` bytes or what the socket has, into
  * `in`; leaves nothing decrypted in the session (a record read in part is
  * read to its end), so the socket's read event alone says when more is
