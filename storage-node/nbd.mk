@@ -10,5 +10,5 @@ test_nbdfront_SRCS = tests/test_nbdfront.c
 test_nbdfront_LIBS = node nodecore curvekey common
 
 ITESTS += tests/it/it_nbd.sh tests/it/it_nbd_tls.sh
-BENCHES += storage-node/bench/bench-nbd.sh
+BENCHES += storage-node/bench/bench-nbd.sh storage-node/bench/bench-nbd-tls.sh
 

@@ -10,37 +10,10 @@ done
 [ -x "$NODE" ] || { echo "it_nbd_tls: $NODE not built"; exit 1; }
 tmp=$T
 pki=$tmp/pki
-mkdir -p "$pki"
 
 # ---- credentials: a self-signed certificate for 127.0.0.1, a PSK ----------
-# libnbd's tls-certificates=DIR wants DIR/ca-cert.pem: the certificate itself.
-if command -v certtool >/dev/null 2>&1; then
-  certtool --generate-privkey --key-type ecdsa --outfile "$pki/server-key.pem" 2>/dev/null
-  cat >"$tmp/cert.tmpl" <<'T'
-cn = localhost
-ip_address = 127.0.0.1
-dns_name = localhost
-expiration_days = 30
-tls_www_server
-signing_key
-encryption_key
-ca
-T
-  certtool --generate-self-signed --load-privkey "$pki/server-key.pem" \
-    --template "$tmp/cert.tmpl" --outfile "$pki/server-cert.pem" 2>/dev/null
-elif command -v openssl >/dev/null 2>&1; then
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
-    -keyout "$pki/server-key.pem" -out "$pki/server-cert.pem" -subj /CN=localhost \
-    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
-else
-  echo "it_nbd_tls: neither certtool nor openssl installed; skipped"; exit 0
-fi
-[ -s "$pki/server-cert.pem" ] || { echo "it_nbd_tls: no certificate made"; exit 1; }
-chmod 600 "$pki/server-key.pem"
-cp "$pki/server-cert.pem" "$pki/ca-cert.pem"
-# psktool's format (nbdkit's psktool is not packaged everywhere): USERNAME:HEXKEY
-echo "alice:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')" >"$tmp/keys.psk"
-chmod 600 "$tmp/keys.psk"
+# (nbdkit's psktool is not packaged everywhere: lib.sh writes its format.)
+nbd_tls_pki "$pki" || { echo "it_nbd_tls: neither certtool nor openssl installed; skipped"; exit 0; }
 
 logged_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null | head -1; }
 # start_node LOG ARGS...: a block node on a free port; sets PID and PORT.
@@ -61,11 +34,11 @@ roundtrip() {
 }
 head -c 6000000 /dev/urandom >"$tmp/in.bin"
 CERT="tls-certificates=$pki"
-PSK="tls-psk-file=$tmp/keys.psk"
+PSK="tls-psk-file=$pki/keys.psk"
 
 # ---- 1. --tls require (the default with credentials) -----------------------
 start_node "$tmp/req.log" --tls-cert "$pki/server-cert.pem" --tls-key "$pki/server-key.pem" \
-  --tls-psk "$tmp/keys.psk"
+  --tls-psk "$pki/keys.psk"
 N1=$PID; P1=$PORT
 grep -q 'TLS require' "$tmp/req.log" && ok "credentials given: --tls require by default" ||
   not_ok "default mode: $(cat "$tmp/req.log")"
@@ -148,7 +121,7 @@ kill -0 "$N1" 2>/dev/null && nbdinfo "nbds://127.0.0.1:$P1/default?$CERT" >/dev/
 stop_pid "$N1"
 
 # ---- 2. --tls allow: plain and TLS clients -----------------------------------
-start_node "$tmp/allow.log" --tls allow --tls-psk "$tmp/keys.psk"
+start_node "$tmp/allow.log" --tls allow --tls-psk "$pki/keys.psk"
 N2=$PID; P2=$PORT
 nbdinfo "nbd://127.0.0.1:$P2/default" 2>&1 | grep -q 'without TLS' &&
   ok "--tls allow: a plain client is served" || not_ok "--tls allow: plain client"
@@ -171,7 +144,7 @@ chmod 600 "$pki/server-key.pem"
 echo "alice:xyz1" >"$tmp/bad.psk"; chmod 600 "$tmp/bad.psk"
 refused "$tmp/r2.log" --tls-psk "$tmp/bad.psk" && grep -q "bad.psk" "$tmp/r2.log" &&
   ok "a malformed PSK file is refused, file named" || not_ok "bad PSK: $(cat "$tmp/r2.log")"
-refused "$tmp/r3.log" --tls-cert "$pki/ca-cert.pem" --tls-key "$tmp/keys.psk" &&
+refused "$tmp/r3.log" --tls-cert "$pki/ca-cert.pem" --tls-key "$pki/keys.psk" &&
   grep -q "ca-cert.pem" "$tmp/r3.log" && ok "a key file that is no key is refused, file named" ||
   not_ok "bad key: $(cat "$tmp/r3.log")"
 refused "$tmp/r4.log" --tls require && grep -q "needs --tls-cert" "$tmp/r4.log" &&
