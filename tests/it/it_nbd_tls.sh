@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nbd_tls.sh - NBD over TLS against libnbd's clients: nbds:// with an X.509 certificate and with a PSK (nbdinfo, nbdcopy round trip), --tls require refusing plain clients and --tls allow serving both, STARTTLS edge cases on the wire, and credential files refused at start.
+# it_nbd_tls.sh - NBD over TLS against libnbd's clients: nbds:// with an X.509 certificate and with a PSK (nbdinfo, nbdcopy round trip, fio's nbd engine with verify), --tls require refusing plain clients and --tls allow serving both, STARTTLS edge cases on the wire, and credential files refused at start.
 # Needs BIN (default bin); skips (exit 0 with a note) if nbdinfo, nbdcopy, python3, or both certtool and openssl are missing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_nbd_tls
@@ -52,6 +52,18 @@ roundtrip "nbds://127.0.0.1:$P1/default?$CERT" && ok "nbdcopy in and out over TL
 roundtrip "nbds://alice@127.0.0.1:$P1/default?$PSK" && ok "nbdcopy in and out over TLS (PSK), same bytes" ||
   not_ok "nbdcopy PSK round trip"
 echo "bob:00112233445566778899aabbccddeeff" >"$tmp/wrong.psk"
+# fio's nbd engine refuses file names in the URI (libnbd's
+# allow_local_file); libnbd then looks for $HOME/.pki/libnbd/ca-cert.pem.
+if command -v fio >/dev/null 2>&1; then
+  mkdir -p "$tmp/home/.pki/libnbd" && cp "$pki/ca-cert.pem" "$tmp/home/.pki/libnbd/"
+  if HOME=$tmp/home fio --name=tls --ioengine=nbd --uri="nbds://127.0.0.1:$P1/default" \
+       --rw=randwrite --bs=4k --size=8m --iodepth=8 --verify=crc32c --verify_fatal=1 \
+       >"$tmp/fio.out" 2>&1 && grep -q 'err= 0' "$tmp/fio.out"; then
+    ok "fio's nbd engine over nbds:// (X.509): random writes verified"
+  else
+    not_ok "fio over TLS: $(tail -5 "$tmp/fio.out")"
+  fi
+fi
 if nbdinfo "nbds://bob@127.0.0.1:$P1/default?tls-psk-file=$tmp/wrong.psk" >/dev/null 2>&1; then
   not_ok "an unknown PSK identity was accepted"
 else
