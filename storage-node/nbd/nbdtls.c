@@ -53,6 +53,7 @@ static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const 
     jsonloc_err_clear(err);
     snprintf(err->source, sizeof err->source, "%s", source);
     err->line = line;
+    err->col = line ? 1 : 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->text, sizeof err->text, fmt, ap);
