@@ -549,14 +549,7 @@ static int tls_step(nconn_t *c)
         conn_gone(c, 0);
         return -1;
     }
-    int w = rc == 0 && nbdtls_wants_write(c->tls);
-    if (w != c->sock.writing) {
-        c->sock.writing = w;
-        if (w)
-            event_add(c->sock.wev, NULL);
-        else
-            event_del(c->sock.wev);
-    }
+    gate_conn_want_write(&c->sock, rc == 0 && nbdtls_wants_write(c->tls));
     if (!c->reading) {
         c->reading = 1;
         event_add(c->sock.rev, NULL);

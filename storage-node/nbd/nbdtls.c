@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/event.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <stdarg.h>
@@ -357,13 +356,6 @@ int nbdtls_write(nbdtls_sess_t *s, gate_conn_t *c)
         s->wpending = 0;
         evbuffer_drain(c->out, (size_t)r);
     }
-    int full = s->wpending || evbuffer_get_length(c->out) > 0;
-    if (full != c->writing) {
-        c->writing = full;
-        if (full)
-            event_add(c->wev, NULL);
-        else
-            event_del(c->wev);
-    }
+    gate_conn_want_write(c, s->wpending || evbuffer_get_length(c->out) > 0);
     return 0;
 }
