@@ -155,6 +155,16 @@ static int parse(const char *path, const char *buf, size_t n, curvekey_t *k, jso
     return 0;
 }
 
+int curvekey_check_mode(const char *path, unsigned mode, jsonloc_err_t *err)
+{
+    if (!(mode & 077))
+        return 0;
+    return fail(err, -EACCES, path, 0, 0,
+                "holds a secret key but has mode %04o: readable or writable by group or "
+                "others; run chmod 600 %.100s",
+                mode & 07777, path);
+}
+
 int curvekey_load(const char *path, int need_secret, curvekey_t *k, jsonloc_err_t *err)
 {
     char buf[FILE_MAX + 1];
@@ -174,13 +184,8 @@ int curvekey_load(const char *path, int need_secret, curvekey_t *k, jsonloc_err_
     explicit_bzero(buf, sizeof buf);
     if (rc < 0)
         goto out;
-    if (k->secret_z85[0] && (st.st_mode & 077)) {
-        rc = fail(err, -EACCES, path, 0, 0,
-                  "holds a secret key but has mode %04o: readable or writable by group or "
-                  "others; run chmod 600 %.100s",
-                  (unsigned)(st.st_mode & 07777), path);
+    if (k->secret_z85[0] && (rc = curvekey_check_mode(path, st.st_mode, err)) < 0)
         goto out;
-    }
     if (need_secret && !k->secret_z85[0]) {
         rc = fail(err, -EINVAL, path, 0, 0, "no 'secret' line (a .pub file? give the .key)");
         goto out;

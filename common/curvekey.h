@@ -53,6 +53,12 @@ int curvekey_split(const char *line, size_t len, curvekey_word_t *w, int max, in
  * If the .pub cannot be written, the .key just made is removed. */
 int curvekey_generate(const char *base, jsonloc_err_t *err);
 
+/* The rule for every file holding a secret (CURVE keys, the NBD TLS key and
+ * PSK files): `mode` (its st_mode) must give group and others nothing.
+ * Returns 0, or -EACCES with *err naming the file, its mode and the chmod
+ * to run (err may be NULL).  Pure. */
+int curvekey_check_mode(const char *path, unsigned mode, jsonloc_err_t *err);
+
 /* Reads key file `path` into *k.  With need_secret, the file must hold a
  * secret key.  A file holding a secret must be mode 0600 or stricter (no
  * group/other bits): else -EACCES, the message naming the file and its mode.

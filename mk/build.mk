@@ -18,7 +18,7 @@ SAN ?=
 # optional libraries used when pkg-config finds them: libsystemd (sd_notify, common/notify.c) and
 # igraph (bqos-pshift's max-flow baseline; the tests and benches install it).  HAVE_X macros say
 # which were found; $(O)/features changes when that does, and every object depends on it.
-PKGS      := libzmq jansson libmemcached libevent libevent_pthreads libcurl
+PKGS      := libzmq jansson libmemcached libevent libevent_pthreads libcurl gnutls
 TEST_PKGS := check
 OPTIONAL  := libsystemd:HAVE_SYSTEMD igraph:HAVE_IGRAPH
 FOUND     := $(foreach o,$(OPTIONAL),$(if $(shell pkg-config --exists $(word 1,$(subst :, ,$(o))) && echo y),$(o)))

@@ -25,6 +25,7 @@ pc   jansson            libjansson-dev
 pc   libmemcached       libmemcached-dev
 pc   libevent_pthreads  libevent-dev
 pc   libcurl            libcurl4-gnutls-dev
+pc   gnutls             libgnutls28-dev
 pc   libsystemd         libsystemd-dev
 [test]
 pc   check              check
@@ -36,6 +37,7 @@ cmd  ss                 iproute2
 cmd  python3            python3
 cmd  fio                fio
 cmd  nbdinfo            libnbd-bin
+cmd  certtool           gnutls-bin
 cmd  etcd               etcd-server
 cmd  man                man-db
 py   zmq                python3-zmq
@@ -51,6 +53,7 @@ cmd  python3            python3
 cmd  fio                fio
 cmd  nbdkit             nbdkit
 cmd  nbdinfo            libnbd-bin
+cmd  certtool           gnutls-bin
 cmd  etcd               etcd-server
 [sanitize]
 cmd  clang              clang

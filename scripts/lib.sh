@@ -435,3 +435,39 @@ plot() {
   gnuplot -e "files='${EXP_FILES# }'; titles='${EXP_TITLES# }'; out='$1'; heading='$2'$extra" \
     "$LIB_DIR/cumulative.gp" 2>"$LOGS/gnuplot.log" && echo "plot: $1"
 }
+
+# nbd_tls_pki DIR: NBD TLS credentials for tests and benches: a self-signed
+# certificate for 127.0.0.1/localhost (DIR/server-cert.pem, its key
+# DIR/server-key.pem mode 0600, DIR/ca-cert.pem for libnbd's
+# tls-certificates=DIR) with certtool or else openssl, and DIR/keys.psk
+# (psktool's USERNAME:HEXKEY, user alice, mode 0600).  Returns 1 if neither
+# tool is installed.
+nbd_tls_pki() {
+  mkdir -p "$1"
+  if command -v certtool >/dev/null 2>&1; then
+    certtool --generate-privkey --key-type ecdsa --outfile "$1/server-key.pem" 2>/dev/null
+    cat >"$1/cert.tmpl" <<'TMPL'
+cn = localhost
+ip_address = 127.0.0.1
+dns_name = localhost
+expiration_days = 30
+tls_www_server
+signing_key
+encryption_key
+ca
+TMPL
+    certtool --generate-self-signed --load-privkey "$1/server-key.pem" \
+      --template "$1/cert.tmpl" --outfile "$1/server-cert.pem" 2>/dev/null
+  elif command -v openssl >/dev/null 2>&1; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+      -keyout "$1/server-key.pem" -out "$1/server-cert.pem" -subj /CN=localhost \
+      -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
+  else
+    return 1
+  fi
+  chmod 600 "$1/server-key.pem"
+  cp "$1/server-cert.pem" "$1/ca-cert.pem"
+  echo "alice:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')" >"$1/keys.psk"
+  chmod 600 "$1/keys.psk"
+  [ -s "$1/server-cert.pem" ]
+}

@@ -360,15 +360,19 @@ int gate_conn_write(gate_conn_t *c)
         if (n == 0)
             break;
     }
-    int full = evbuffer_get_length(c->out) > 0;
-    if (full != c->writing) {
-        c->writing = full;
-        if (full)
-            event_add(c->wev, NULL);
-        else
-            event_del(c->wev);
-    }
+    gate_conn_want_write(c, evbuffer_get_length(c->out) > 0);
     return 0;
+}
+
+void gate_conn_want_write(gate_conn_t *c, int on)
+{
+    if (on == c->writing)
+        return;
+    c->writing = on;
+    if (on)
+        event_add(c->wev, NULL);
+    else
+        event_del(c->wev);
 }
 
 void gate_conn_close(gate_t *g, gate_conn_t *c)

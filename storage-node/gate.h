@@ -128,6 +128,10 @@ int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
  * the socket is full), or -errno for a broken socket. */
 int gate_conn_write(gate_conn_t *c);
 
+/* Arms c's write event (on) or disarms it, and sets c->writing: for a
+ * front that writes c->out by other means (TLS, nbdtls.h). */
+void gate_conn_want_write(gate_conn_t *c, int on);
+
 /* Unlists c, frees its events and output buffer and closes its socket;
  * resumes accepting if out of descriptors had paused it
  * (listener_resume()). */

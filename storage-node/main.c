@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "common/opts.h"
@@ -28,6 +29,8 @@ typedef struct {
     const char *name, *listen, *nbd_listen, *backend, *buckets;
     const char *config, *controller, *tokens_file, *metrics;
     const char *curve_key, *controller_key; /* CURVE to the controller */
+    const char *tls_cert, *tls_key, *tls_psk; /* NBD over TLS */
+    int tls;                        /* nbdtls_mode_t: index in tls_names; -1: by the files */
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */
@@ -61,6 +64,8 @@ _Static_assert(FRONT_DEFAULT_SERVE == 0 && FRONT_DEFAULT_REJECT == 1, "default_n
 static const char *const onoff_names[] = {"off", "on", NULL};
 static const char *const order_names[] = {"rr", "urgency", NULL};
 _Static_assert(SCHED_ORDER_RR == 0 && SCHED_ORDER_URGENCY == 1, "order_names order");
+static const char *const tls_names[] = {"off", "allow", "require", NULL};
+_Static_assert(NBDTLS_OFF == 0 && NBDTLS_ALLOW == 1 && NBDTLS_REQUIRE == 2, "tls_names order");
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
@@ -137,7 +142,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 42
+#define NROWS 46
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -175,6 +180,22 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "bucket (created on first use; a trailing '/' creates the directory).\n"
                         "PATH a regular file or block device: every bucket's export is that\n"
                         "whole file (an empty or new file is grown to --export-size)."}},
+        {BLK, {.name = "tls", .type = OPTS_ENUM, .target = &a->tls, .arg = "off|allow|require",
+               .names = tls_names, .show = "require with --tls-cert or --tls-psk, else off",
+               .help = "NBD over TLS (NBD_OPT_STARTTLS; clients: nbds:// URIs).  require:\n"
+                       "every option but STARTTLS and ABORT is refused (NBD_REP_ERR_TLS_REQD)\n"
+                       "before the handshake.  allow: plain and TLS clients.  off: STARTTLS\n"
+                       "is unsupported."}},
+        {BLK, {.name = "tls-cert", .type = OPTS_STRING, .target = &a->tls_cert, .arg = "FILE",
+               .show = "none",
+               .help = "The server's X.509 certificate (chain), PEM; with --tls-key."}},
+        {BLK, {.name = "tls-key", .type = OPTS_STRING, .target = &a->tls_key, .arg = "FILE",
+               .show = "none",
+               .help = "Its private key, PEM; mode 0600 or stricter."}},
+        {BLK, {.name = "tls-psk", .type = OPTS_STRING, .target = &a->tls_psk, .arg = "FILE",
+               .show = "none",
+               .help = "Pre-shared keys, one USERNAME:HEXKEY per line (nbdkit's psktool\n"
+                       "format); mode 0600 or stricter."}},
         {BLK, {.name = "export-size", .type = OPTS_BYTES, .target = &a->export_size,
                .arg = "BYTES", .deflt = "1g", .min = 1, .max = 0x1p50,
                .help = "Size of each bucket's file (suffix k, m, g or t)."}},
@@ -669,6 +690,37 @@ out:
     return rc;
 }
 
+/* --tls, --tls-cert, --tls-key, --tls-psk: loads the credentials (*tls,
+ * the caller's to free) and sets cfg's TLS.  Returns 0, or -1 with a
+ * message (a bad file is named). */
+static int tls_setup(const args_t *a, nbdtls_t **tls, nbdfront_config_t *cfg)
+{
+    int have = a->tls_cert || a->tls_key || a->tls_psk;
+    cfg->tls_mode = a->tls >= 0 ? (nbdtls_mode_t)a->tls : have ? NBDTLS_REQUIRE : NBDTLS_OFF;
+    if (!have) {
+        if (cfg->tls_mode == NBDTLS_OFF)
+            return 0;
+        fprintf(stderr, "%s: --tls %s needs --tls-cert and --tls-key, or --tls-psk\n", a->prog,
+                tls_names[cfg->tls_mode]);
+        return -1;
+    }
+    if (cfg->tls_mode == NBDTLS_OFF) {
+        fprintf(stderr, "%s: --tls off with TLS credentials: drop them or say allow/require\n",
+                a->prog);
+        return -1;
+    }
+    nbdtls_files_t files = {.cert = a->tls_cert, .key = a->tls_key, .psk = a->tls_psk};
+    jsonloc_err_t e;
+    char buf[512];
+    int rc = 0;
+    if (!(*tls = nbdtls_new(&files, &rc, &e))) {
+        fprintf(stderr, "%s: TLS: %s\n", a->prog, bucketfile_strerror(&e, buf, sizeof buf));
+        return -1;
+    }
+    cfg->tls = *tls;
+    return 0;
+}
+
 /* The block node: a scheduler, nbdfront_t and its file backend. */
 static int run_block(const args_t *a)
 {
@@ -699,8 +751,11 @@ static int run_block(const args_t *a)
                         : a->outstanding == 0 ? a->window_max
                                               : cfg.outstanding;
 
-    noderun_prepare();
+    nbdtls_t *tls = NULL;
     int rc = 1, err = 0;
+    if (tls_setup(a, &tls, &cfg) < 0)
+        return 2;
+    noderun_prepare();
     struct event_base *base = event_base_new();
     sched_t *s = sched_new((sched_policy_t)a->policy, a->weighted);
     nbdfront_t *f = NULL;
@@ -726,11 +781,11 @@ static int run_block(const args_t *a)
     if (window_setup(a, nbdfront_gate(f)) < 0 || conn_limits(a, nbdfront_gate(f)) < 0)
         goto out;
     log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
-             "%s outstanding, %d workers%s%s",
+             "%s outstanding, %d workers, TLS %s%s%s",
              a->name, gate_address(nbdfront_gate(f)), path, cfg.store.direct ? " (O_DIRECT)" : "",
              a->policy == SCHED_POLICY_RR ? "rr" : "tokens",
              window_text(a, cfg.outstanding, wtext, sizeof wtext),
-             cfg.store.workers, a->controller ? ", controller " : "",
+             cfg.store.workers, tls_names[cfg.tls_mode], a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
     noderun_config_t nc = run_config(a);
     if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
@@ -748,6 +803,7 @@ static int run_block(const args_t *a)
     rc = 0;
 out:
     nbdfront_destroy(&f);
+    nbdtls_destroy(&tls);
     sched_destroy(&s);
     if (base)
         event_base_free(base);
@@ -786,7 +842,7 @@ int main(int argc, char **argv)
     base = base ? base + 1 : (argc > 0 ? argv[0] : "");
     args_t a = {
         .prog = strcmp(base, "bqos-nbd-node") == 0 ? "bqos-nbd-node" : "bqos-node",
-        .workers = -1, .outstanding = -1, .max_auto = -1, .per_ip = -1,
+        .workers = -1, .outstanding = -1, .max_auto = -1, .per_ip = -1, .tls = -1,
         /* the rest: the rows' defaults */
     };
     a.block = block_wanted(argc, argv, a.prog);

@@ -23,7 +23,9 @@
 #define TFLAGS (NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | \
                 NBD_FLAG_SEND_TRIM | NBD_FLAG_CAN_MULTI_CONN)
 
-enum { ST_FLAGS = 0, ST_OPTS, ST_TRANS, ST_CLOSING };
+/* ST_STARTTLS: the STARTTLS ACK is being written in clear; ST_TLSHS: the
+ * TLS handshake runs (then ST_OPTS again, encrypted). */
+enum { ST_FLAGS = 0, ST_OPTS, ST_TRANS, ST_CLOSING, ST_STARTTLS, ST_TLSHS };
 enum { RQ_QUEUED = 0, RQ_INFLIGHT };
 
 struct nconn;
@@ -81,6 +83,7 @@ typedef struct nconn {
     int budget_wait;       /* not read: the node's request buffers are full */
     int reading;
     int in_process;
+    nbdtls_sess_t *tls;    /* from STARTTLS on; NULL: plain */
     char peer[64];
 } nconn_t;
 

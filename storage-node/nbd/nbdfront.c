@@ -34,20 +34,6 @@ static void conn_free(nconn_t *c);
 static void conn_update(nconn_t *c);
 static void dispatch_more(void *arg);
 
-void nbdfront_config_defaults(nbdfront_config_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    listener_parse("127.0.0.1:10809", &cfg->listen);
-    cfg->outstanding = 5;
-    cfg->max_conns = 4096;
-    cfg->max_queued = 256;
-    cfg->request_memory = 256u << 20;
-    cfg->inline_reads = 1;
-    cfg->store.export_size = 1ull << 30;
-    cfg->store.workers = 5;
-    cfg->store.max_exports = MAX_EXPORTS;
-}
-
 /* ---- replies ------------------------------------------------------------ */
 
 /* Queues connection c for the writing of its replies at the end of the
@@ -439,8 +425,16 @@ static int process_input(nconn_t *c)
             evbuffer_drain(in, o.length);
             if (rc < 0)
                 return -1;
+            if (c->state == ST_STARTTLS && evbuffer_get_length(in) > 0) {
+                /* Bytes sent in clear behind STARTTLS would pass for
+                 * encrypted ones (command injection): refused. */
+                log_info("%s: data after STARTTLS before the handshake; closing", c->peer);
+                return -1;
+            }
             continue;
         }
+        if (c->state == ST_STARTTLS || c->state == ST_TLSHS)
+            return 0;
         /* ST_TRANS */
         if (c->nreqs >= f->cfg.max_queued || c->buf_bytes > BUF_HIGH ||
             evbuffer_get_length(c->sock.out) > OUT_HIGH)
@@ -529,11 +523,13 @@ static void conn_update(nconn_t *c)
             gate_check_stopped(f->g);
         return;
     }
+    if (c->state == ST_TLSHS)
+        return; /* the handshake arms the events (tls_step()) */
     /* Backpressure: stop reading while too much is queued or unsent.  A
      * payload being discarded is read even then. */
     int want = c->swallow > 0 ||
-               (c->state != ST_CLOSING && !gate_stopping(f->g) && c->nreqs < f->cfg.max_queued &&
-                !c->budget_wait &&
+               (c->state != ST_CLOSING && c->state != ST_STARTTLS && !gate_stopping(f->g) &&
+                c->nreqs < f->cfg.max_queued && !c->budget_wait &&
                 c->buf_bytes <= BUF_HIGH && outlen <= OUT_HIGH);
     if (want != c->reading) {
         c->reading = want;
@@ -558,15 +554,80 @@ static void conn_gone(nconn_t *c, int err)
         gate_check_stopped(f->g);
 }
 
+/* ---- TLS (nbdtls.h) ----------------------------------------------------- */
+
+/* Bytes one read event asks of the socket. */
+static size_t read_ask(const nconn_t *c)
+{
+    return c->want > READ_MIN ? (c->want < READ_MAX ? c->want : READ_MAX) : READ_MIN;
+}
+
+/* One handshake step; arms the event it waits for.  Returns 1 once TLS is
+ * up (option haggling goes on, encrypted), 0 while it runs, -1 if the
+ * connection was freed (failed handshake). */
+static int tls_step(nconn_t *c)
+{
+    char why[128];
+    int rc = nbdtls_handshake(c->tls, why, sizeof why);
+    if (rc < 0) {
+        log_info("%s: TLS handshake: %s; closing", c->peer, why);
+        c->state = ST_CLOSING;
+        conn_gone(c, 0);
+        return -1;
+    }
+    gate_conn_want_write(&c->sock, rc == 0 && nbdtls_wants_write(c->tls));
+    if (!c->reading) {
+        c->reading = 1;
+        event_add(c->sock.rev, NULL);
+    }
+    if (rc == 1) {
+        c->state = ST_OPTS;
+        nbdtls_describe(c->tls, why, sizeof why);
+        log_debug("%s: TLS up: %s", c->peer, why);
+    }
+    return rc;
+}
+
+/* A read or write event of a TLS connection: steps the handshake, or reads
+ * and decrypts what came.  May free the connection. */
+static void tls_event(nconn_t *c)
+{
+    if (c->state == ST_TLSHS && tls_step(c) <= 0)
+        return;
+    ssize_t n = nbdtls_read(c->tls, c->in, read_ask(c));
+    if (n == -EAGAIN)
+        return;
+    if (n <= 0) {
+        conn_gone(c, (int)-n);
+        return;
+    }
+    conn_update(c);
+}
+
+/* The STARTTLS ACK is written: the handshake begins.  Returns 0, or -1 if
+ * the connection was freed. */
+static int tls_start(nconn_t *c)
+{
+    c->tls = nbdtls_sess_new(c->f->cfg.tls, c->sock.fd);
+    if (!c->tls) {
+        conn_gone(c, ENOMEM);
+        return -1;
+    }
+    c->state = ST_TLSHS;
+    return tls_step(c) < 0 ? -1 : 0;
+}
+
 /* Writes what it can of the replies.  Returns 0, or -1 if the connection
  * was freed (write error). */
 static int conn_flush(nconn_t *c)
 {
-    int rc = gate_conn_write(&c->sock);
+    int rc = c->tls ? nbdtls_write(c->tls, &c->sock) : gate_conn_write(&c->sock);
     if (rc < 0) {
         conn_gone(c, -rc);
         return -1;
     }
+    if (c->state == ST_STARTTLS && !c->sock.writing)
+        return tls_start(c);
     return 0;
 }
 
@@ -592,6 +653,10 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     nconn_t *c = arg;
+    if (c->state == ST_TLSHS) {
+        tls_event(c);
+        return;
+    }
     if (conn_flush(c) == 0 && !c->sock.writing)
         conn_update(c);
 }
@@ -600,7 +665,11 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
     nconn_t *c = arg;
-    size_t ask = c->want > READ_MIN ? (c->want < READ_MAX ? c->want : READ_MAX) : READ_MIN;
+    if (c->tls) {
+        tls_event(c);
+        return;
+    }
+    size_t ask = read_ask(c);
     struct evbuffer_iovec v[2];
     int nv = evbuffer_reserve_space(c->in, (ev_ssize_t)ask, v, 2);
     if (nv <= 0) {
@@ -659,6 +728,7 @@ static void conn_free(nconn_t *c)
             *pp = c->dnext;
     }
     evbuffer_free(c->in);
+    nbdtls_sess_free(&c->tls);
     gate_conn_close(f->g, &c->sock); /* its buffer frees the read buffers replies refer to */
     free(c);
 }
@@ -739,7 +809,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     int rc = 0;
     nbdfront_t *f = NULL;
     if (!base || !s || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
-        cfg->max_queued < 1 || !cfg->store.path) {
+        cfg->max_queued < 1 || !cfg->store.path || (cfg->tls_mode != NBDTLS_OFF && !cfg->tls)) {
         rc = -EINVAL;
         goto out;
     }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "storage-node/nbd/blockdev.h"
+#include "storage-node/nbd/nbdtls.h"
 #include "storage-node/gate.h"
 #include "storage-node/listener.h"
 #include "storage-node/core/sched.h"
@@ -46,12 +47,15 @@ typedef struct {
     int inline_reads;          /* serve page-cached reads on the loop thread
                                   (preadv2 RWF_NOWAIT), default 1 */
     blockdev_config_t store;   /* the backend (workers, path, size, direct) */
+    const nbdtls_t *tls;       /* TLS credentials (borrowed: they must outlive
+                                  the front); NULL: none */
+    nbdtls_mode_t tls_mode;    /* NBDTLS_OFF unless tls is set */
 } nbdfront_config_t;
 
 /* Fills *cfg with the defaults: 127.0.0.1:10809, outstanding 5, 4096
  * connections, 256 queued requests per connection, 256 MiB of request
- * buffers, 5 workers, export size
- * 1 GiB, buffered IO, inline page-cache reads, no path (must be set). */
+ * buffers, 5 workers, export size 1 GiB, buffered IO, inline page-cache
+ * reads, no path (must be set), no TLS. */
 void nbdfront_config_defaults(nbdfront_config_t *cfg);
 
 typedef struct nbdfront nbdfront_t;

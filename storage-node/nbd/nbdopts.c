@@ -132,6 +132,23 @@ static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len
     nbdf_opt_reply(c, opt, NBD_REP_ACK);
 }
 
+/* NBD_OPT_STARTTLS (proto.md, "TLS support"): the ACK leaves in clear,
+ * then the front runs the handshake (ST_STARTTLS); what was negotiated
+ * before is forgotten. */
+static void opt_starttls(nconn_t *c, uint32_t opt, uint32_t len)
+{
+    if (c->f->cfg.tls_mode == NBDTLS_OFF) {
+        nbdf_opt_reply(c, opt, NBD_REP_ERR_UNSUP);
+    } else if (len != 0 || c->tls) {
+        nbdf_opt_reply(c, opt, NBD_REP_ERR_INVALID);
+    } else {
+        nbdf_opt_reply(c, opt, NBD_REP_ACK);
+        c->structured = 0;
+        c->meta_bucket = -1;
+        c->state = ST_STARTTLS;
+    }
+}
+
 int nbdf_handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
 {
     nbdfront_t *f = c->f;
@@ -140,6 +157,18 @@ int nbdf_handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t l
         if (opt == NBD_OPT_EXPORT_NAME)
             return -1;
         nbdf_opt_reply(c, opt, NBD_REP_ERR_SHUTDOWN);
+        return 0;
+    }
+    if (opt == NBD_OPT_STARTTLS) {
+        opt_starttls(c, opt, len);
+        return 0;
+    }
+    if (f->cfg.tls_mode == NBDTLS_REQUIRE && !c->tls && opt != NBD_OPT_ABORT) {
+        if (opt == NBD_OPT_EXPORT_NAME) {
+            log_info("%s: EXPORT_NAME without TLS (--tls require); closing", c->peer);
+            return -1;
+        }
+        nbdf_opt_reply(c, opt, NBD_REP_ERR_TLS_REQD);
         return 0;
     }
     switch (opt) {
@@ -189,7 +218,7 @@ int nbdf_handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t l
         opt_meta(c, opt, data, len);
         return 0;
     default:
-        /* STARTTLS, extended headers and anything unknown. */
+        /* Extended headers and anything unknown. */
         nbdf_opt_reply(c, opt, NBD_REP_ERR_UNSUP);
         return 0;
     }

@@ -1,0 +1,361 @@
+/* nbdtls.c - TLS for the NBD front: GnuTLS credentials from files, server sessions, non-blocking handshake and record I/O (see nbdtls.h). */
+#include "storage-node/nbd/nbdtls.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/curvekey.h"
+
+#define PSK_FILE_MAX (64 * 1024)   /* a PSK file larger than this is refused */
+#define PSK_MAX_KEYS 1024
+#define RECORD_MAX 16384           /* TLS plaintext per record */
+/* Our cipher order (AES-GCM first where the CPU has AES instructions).  PSK
+ * is off in NORMAL: with (EC)DHE only, for forward secrecy.  A TLS 1.3 PSK
+ * is bound to SHA-256, which rules AES-256-GCM out: AES-128-GCM before
+ * ChaCha20 (half the CPU per 4 KiB read here, docs/performance.md). */
+#define PRIO "NORMAL:%SERVER_PRECEDENCE"
+#define PRIO_PSK PRIO ":+ECDHE-PSK:+DHE-PSK:-CHACHA20-POLY1305:+CHACHA20-POLY1305"
+
+typedef struct {
+    char *name;
+    gnutls_datum_t key;
+} psk_entry_t;
+
+struct nbdtls {
+    gnutls_certificate_credentials_t x509;  /* NULL: no certificate */
+    gnutls_psk_server_credentials_t psk;    /* NULL: no PSK */
+    gnutls_priority_t prio;
+    psk_entry_t *keys;
+    int nkeys;
+};
+
+struct nbdtls_sess {
+    gnutls_session_t s;
+    int up;                /* handshake done */
+    int wpending;          /* a record send returned AGAIN: repeat it */
+};
+
+static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const char *fmt, ...)
+{
+    if (!err)
+        return rc;
+    jsonloc_err_clear(err);
+    snprintf(err->source, sizeof err->source, "%s", source);
+    err->line = line;
+    err->col = line ? 1 : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Refuses a secret file others may read (or one that cannot be stat'ed). */
+static int check_secret(const char *path, jsonloc_err_t *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return fail(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+    return curvekey_check_mode(path, st.st_mode, err);
+}
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch |= 0x20;
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* Parses psktool's format: "USERNAME:HEXKEY" per line; blank lines and
+ * '#' comments allowed. */
+static int psk_parse(nbdtls_t *t, const char *path, char *text, size_t len, jsonloc_err_t *err)
+{
+    int line = 0;
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        line++;
+        if (le > p && le[-1] == '\r')
+            le--;
+        if (le == p || *p == '#') {
+            p = nl ? nl + 1 : end;
+            continue;
+        }
+        char *colon = memchr(p, ':', (size_t)(le - p));
+        if (!colon || colon == p)
+            return fail(err, -EINVAL, path, line, "expected USERNAME:HEXKEY (psktool's format)");
+        size_t hl = (size_t)(le - colon - 1);
+        if (hl == 0 || hl % 2)
+            return fail(err, -EINVAL, path, line, "the key is not an even number of hex digits");
+        if (t->nkeys >= PSK_MAX_KEYS)
+            return fail(err, -EINVAL, path, line, "more than %d keys", PSK_MAX_KEYS);
+        psk_entry_t *e = &t->keys[t->nkeys];
+        e->name = strndup(p, (size_t)(colon - p));
+        e->key.data = malloc(hl / 2);
+        if (!e->name || !e->key.data) {
+            free(e->name);
+            free(e->key.data);
+            return fail(err, -ENOMEM, path, line, "out of memory");
+        }
+        t->nkeys++;
+        e->key.size = (unsigned)(hl / 2);
+        for (size_t i = 0; i < hl / 2; i++) {
+            int hi = hexval(colon[1 + 2 * i]), lo = hexval(colon[2 + 2 * i]);
+            if (hi < 0 || lo < 0)
+                return fail(err, -EINVAL, path, line, "the key is not hex");
+            e->key.data[i] = (unsigned char)(hi << 4 | lo);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    if (t->nkeys == 0)
+        return fail(err, -EINVAL, path, 0, "no USERNAME:HEXKEY line");
+    return 0;
+}
+
+static int psk_load(nbdtls_t *t, const char *path, jsonloc_err_t *err)
+{
+    int rc = check_secret(path, err);
+    if (rc < 0)
+        return rc;
+    char *buf = malloc(PSK_FILE_MAX + 1);
+    t->keys = calloc(PSK_MAX_KEYS, sizeof *t->keys);
+    if (!buf || !t->keys) {
+        free(buf);
+        return fail(err, -ENOMEM, path, 0, "out of memory");
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, PSK_FILE_MAX + 1);
+    rc = n < 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0)
+        rc = fail(err, rc, path, 0, "cannot read: %s", strerror(-rc));
+    else if (n > PSK_FILE_MAX)
+        rc = fail(err, -EINVAL, path, 0, "larger than %d bytes", PSK_FILE_MAX);
+    else
+        rc = psk_parse(t, path, buf, (size_t)n, err);
+    explicit_bzero(buf, PSK_FILE_MAX + 1);
+    free(buf);
+    return rc;
+}
+
+/* GnuTLS asks for the key of the PSK identity a client names. */
+static int psk_lookup(gnutls_session_t s, const char *name, gnutls_datum_t *key)
+{
+    const nbdtls_t *t = gnutls_session_get_ptr(s);
+    for (int i = 0; i < t->nkeys; i++) {
+        if (strcmp(t->keys[i].name, name) != 0)
+            continue;
+        key->data = gnutls_malloc(t->keys[i].key.size);
+        if (!key->data)
+            return -1;
+        memcpy(key->data, t->keys[i].key.data, t->keys[i].key.size);
+        key->size = t->keys[i].key.size;
+        return 0;
+    }
+    return -1; /* unknown identity: the handshake fails */
+}
+
+nbdtls_t *nbdtls_new(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
+{
+    int rc = 0, g;
+    nbdtls_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        rc = fail(err, -ENOMEM, "", 0, "out of memory");
+        goto out;
+    }
+    if (!files->cert != !files->key || (!files->cert && !files->psk)) {
+        rc = fail(err, -EINVAL, files->cert ? files->cert : files->key ? files->key : "", 0,
+                  "--tls-cert and --tls-key go together (or --tls-psk alone)");
+        goto out;
+    }
+    if (files->cert) {
+        if ((rc = check_secret(files->key, err)) < 0)
+            goto out;
+        if (gnutls_certificate_allocate_credentials(&t->x509) < 0) {
+            rc = fail(err, -ENOMEM, files->cert, 0, "out of memory");
+            goto out;
+        }
+        g = gnutls_certificate_set_x509_key_file(t->x509, files->cert, files->key,
+                                                 GNUTLS_X509_FMT_PEM);
+        if (g < 0) {
+            rc = fail(err, -EINVAL, files->cert, 0, "with key %.100s: %s", files->key,
+                      gnutls_strerror(g));
+            goto out;
+        }
+    }
+    if (files->psk) {
+        if ((rc = psk_load(t, files->psk, err)) < 0)
+            goto out;
+        if (gnutls_psk_allocate_server_credentials(&t->psk) < 0) {
+            rc = fail(err, -ENOMEM, files->psk, 0, "out of memory");
+            goto out;
+        }
+        gnutls_psk_set_server_credentials_function(t->psk, psk_lookup);
+    }
+    g = gnutls_priority_init(&t->prio, t->psk ? PRIO_PSK : PRIO, NULL);
+    if (g < 0)
+        rc = fail(err, -EINVAL, "", 0, "GnuTLS priority: %s", gnutls_strerror(g));
+out:
+    if (rc < 0) {
+        nbdtls_destroy(&t);
+        if (rcp)
+            *rcp = rc;
+    }
+    return t;
+}
+
+void nbdtls_destroy(nbdtls_t **tp)
+{
+    if (!tp || !*tp)
+        return;
+    nbdtls_t *t = *tp;
+    if (t->x509)
+        gnutls_certificate_free_credentials(t->x509);
+    if (t->psk)
+        gnutls_psk_free_server_credentials(t->psk);
+    if (t->prio)
+        gnutls_priority_deinit(t->prio);
+    for (int i = 0; i < t->nkeys; i++) {
+        free(t->keys[i].name);
+        explicit_bzero(t->keys[i].key.data, t->keys[i].key.size);
+        free(t->keys[i].key.data);
+    }
+    free(t->keys);
+    free(t);
+    *tp = NULL;
+}
+
+nbdtls_sess_t *nbdtls_sess_new(const nbdtls_t *t, int fd)
+{
+    nbdtls_sess_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    if (gnutls_init(&s->s, GNUTLS_SERVER | GNUTLS_NONBLOCK) < 0) {
+        free(s);
+        return NULL;
+    }
+    gnutls_session_set_ptr(s->s, (void *)t);
+    if (gnutls_priority_set(s->s, t->prio) < 0 ||
+        (t->x509 && gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, t->x509) < 0) ||
+        (t->psk && gnutls_credentials_set(s->s, GNUTLS_CRD_PSK, t->psk) < 0)) {
+        nbdtls_sess_free(&s);
+        return NULL;
+    }
+    gnutls_certificate_server_set_request(s->s, GNUTLS_CERT_IGNORE);
+    gnutls_transport_set_int(s->s, fd);
+    return s;
+}
+
+void nbdtls_sess_free(nbdtls_sess_t **sp)
+{
+    if (!sp || !*sp)
+        return;
+    nbdtls_sess_t *s = *sp;
+    if (s->up && !s->wpending)
+        gnutls_bye(s->s, GNUTLS_SHUT_WR); /* non-blocking: best effort */
+    gnutls_deinit(s->s);
+    free(s);
+    *sp = NULL;
+}
+
+static int again(ssize_t r)
+{
+    return r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED;
+}
+
+int nbdtls_handshake(nbdtls_sess_t *s, char *why, size_t n)
+{
+    int r;
+    do {
+        r = gnutls_handshake(s->s);
+    } while (r < 0 && !again(r) && !gnutls_error_is_fatal(r)); /* warning alerts */
+    if (r == 0) {
+        s->up = 1;
+        return 1;
+    }
+    if (again(r))
+        return 0;
+    snprintf(why, n, "%s", gnutls_strerror(r));
+    return -EPROTO;
+}
+
+int nbdtls_wants_write(const nbdtls_sess_t *s)
+{
+    return gnutls_record_get_direction(s->s) == 1;
+}
+
+void nbdtls_describe(nbdtls_sess_t *s, char *buf, size_t n)
+{
+    char *d = gnutls_session_get_desc(s->s);
+    const char *kx = gnutls_auth_get_type(s->s) == GNUTLS_CRD_PSK
+                         ? gnutls_kx_get_name(gnutls_kx_get(s->s)) : NULL;
+    snprintf(buf, n, "%s%s%s", d ? d : "?", kx ? ", key exchange " : "", kx ? kx : "");
+    gnutls_free(d);
+}
+
+ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask)
+{
+    size_t total = 0;
+    while (total < ask || gnutls_record_check_pending(s->s) > 0) {
+        struct evbuffer_iovec v;
+        if (evbuffer_reserve_space(in, RECORD_MAX, &v, 1) != 1)
+            return -ENOMEM;
+        ssize_t r = gnutls_record_recv(s->s, v.iov_base, v.iov_len);
+        if (r > 0) {
+            v.iov_len = (size_t)r;
+            evbuffer_commit_space(in, &v, 1);
+            total += (size_t)r;
+            continue;
+        }
+        evbuffer_commit_space(in, &v, 0);
+        if (r < 0 && !again(r) && !gnutls_error_is_fatal((int)r))
+            continue; /* a warning alert */
+        if (again(r) || total > 0)
+            break; /* an end or error comes again with the next read event */
+        return r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION ? 0 : -ECONNRESET;
+    }
+    return total ? (ssize_t)total : -EAGAIN;
+}
+
+int nbdtls_write(nbdtls_sess_t *s, gate_conn_t *c)
+{
+    for (;;) {
+        ssize_t r;
+        if (s->wpending) {
+            r = gnutls_record_send(s->s, NULL, 0); /* the record already encrypted */
+        } else {
+            size_t len = evbuffer_get_length(c->out);
+            if (len == 0)
+                break;
+            if (len > RECORD_MAX)
+                len = RECORD_MAX;
+            unsigned char *p = evbuffer_pullup(c->out, (ev_ssize_t)len);
+            if (!p)
+                return -ENOMEM;
+            r = gnutls_record_send(s->s, p, len);
+        }
+        if (again(r)) {
+            s->wpending = 1;
+            break;
+        }
+        if (r < 0)
+            return -EPIPE;
+        s->wpending = 0;
+        evbuffer_drain(c->out, (size_t)r);
+    }
+    gate_conn_want_write(c, s->wpending || evbuffer_get_length(c->out) > 0);
+    return 0;
+}
