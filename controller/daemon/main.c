@@ -51,6 +51,7 @@ typedef struct {
     double wait;
     int approx;
     int level;     /* bqos_log_level_t: index in level_names */
+    int log_format; /* bqos_log_format_t: index in bqos_log_format_names */
     const char *etcd;     /* NULL: alone */
     const char *id;
     const char *cluster;
@@ -69,7 +70,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 29
+#define NOPTS 30
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -142,6 +143,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
         {.name = "log-level", .type = OPTS_ENUM, .target = &s->level, .arg = "LEVEL",
          .deflt = "info", .names = level_names,
          .help = "error, warn, info or debug (debug logs the time split of every round)."},
+        {.name = "log-format", .type = OPTS_ENUM, .target = &s->log_format, .arg = "text|json",
+         .deflt = "text", .names = bqos_log_format_names,
+         .help = "json: one object a line {\"ts\",\"level\",\"prog\",\"msg\"} (docs/operations.md)."},
         {.name = "etcd", .type = OPTS_STRING, .target = &s->etcd, .arg = "URL[,URL...]",
          .show = "none: this controller runs alone on its bucket file",
          .help = "High availability: etcd v3 client URLs (http://HOST:2379,...).  The\n"
@@ -644,6 +648,7 @@ int main(int argc, char **argv)
     if (set.check)
         return check_config(&set);
     bqos_log_init("bqos-controller", (bqos_log_level_t)set.level);
+    bqos_log_set_format((bqos_log_format_t)set.log_format);
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through
      * malloc in two threads: ZeroMQ's I/O thread allocates a buffer per
