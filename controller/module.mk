@@ -6,7 +6,8 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
                       controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
-                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c
+                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c \
+                      controller/daemon/history.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -35,10 +36,13 @@ test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/dae
 test_leader_LIBS = common
 test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
                      controller/daemon/leader.c controller/daemon/etcd.c controller/daemon/clock.c \
-                     controller/daemon/auth.c controller/daemon/authkeys.c
+                     controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_history
+test_history_SRCS = tests/test_history.c controller/daemon/history.c
+test_history_LIBS = common
 TESTS += test_authkeys
 test_authkeys_SRCS = tests/test_authkeys.c controller/daemon/authkeys.c controller/daemon/auth.c
 test_authkeys_LIBS = protozmq proto curvekey common
