@@ -87,7 +87,7 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "ZeroMQ endpoint (ROUTER) the storage nodes connect to."},
         {.name = "admin", .type = OPTS_STRING, .target = &s->admin, .arg = "ENDPOINT",
          .deflt = "tcp://127.0.0.1:7071",
-         .help = "ZeroMQ endpoint (REP) for bqos-ctl: status, buckets, set, remove, reload."},
+         .help = "ZeroMQ endpoint (REP) for bqos-ctl: status, history, buckets, set, remove, reload."},
         {.name = "period", .type = OPTS_DURATION, .target = &s->period_s, .arg = "DURATION",
          .deflt = "1s", .min = 0.001, .max = 3600,
          .help = "QoS period T: reservations and limits are per period.  DURATION is a\n"
@@ -730,6 +730,7 @@ int main(int argc, char **argv)
         .clk = &a.clk,
         .nodes = &a.nodes,
         .tm = &a.tm,
+        .met = &a.met,
         .auth = a.auth.zap ? &a.auth : NULL,
     };
     a.nodes.auth = a.admin.auth;
