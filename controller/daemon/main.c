@@ -186,7 +186,7 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .arg = "FILE", .show = "none",
          .help = "With --curve-key: one 'node NAME KEY', 'admin NAME KEY' or 'reader NAME\n"
                  "KEY' line per peer.  A node key speaks only for its node name; a\n"
-                 "reader may only read (status, buckets).  Re-read on SIGHUP."},
+                 "reader may only read (status, history, buckets).  Re-read on SIGHUP."},
         {.name = "insecure", .type = OPTS_FLAG, .target = &s->insecure,
          .help = "Allow --listen or --admin on an address other hosts can reach without\n"
                  "CURVE keys (else refused at start): anyone who reaches it can change the\n"
