@@ -18,6 +18,18 @@ typedef enum {
  * it is read-only afterwards.  `prog` must outlive the process (a literal). */
 void bqos_log_init(const char *prog, bqos_log_level_t level);
 
+/* Line formats: text "TIME PROG LEVEL: message", or one JSON object a line
+ * {"ts":"TIME","level":"warn","prog":"PROG","msg":"message"} (msg escaped
+ * per RFC 8259; bytes that are not UTF-8 become U+FFFD). */
+typedef enum { BQOS_LOG_TEXT = 0, BQOS_LOG_JSON = 1 } bqos_log_format_t;
+
+/* "text", "json", NULL: the names of --log-format, in enum order. */
+extern const char *const bqos_log_format_names[];
+
+/* Sets the line format (default text).  Like bqos_log_init(): once at
+ * start-up, before any thread starts. */
+void bqos_log_set_format(bqos_log_format_t format);
+
 /* Parses "error", "warn", "info" or "debug".  Returns 0 and sets *out, or
  * -EINVAL for anything else. */
 int bqos_log_parse_level(const char *s, bqos_log_level_t *out);
@@ -25,8 +37,10 @@ int bqos_log_parse_level(const char *s, bqos_log_level_t *out);
 /* Returns nonzero if messages at `level` are printed. */
 int bqos_log_enabled(bqos_log_level_t level);
 
-/* Writes one line "TIME PROG LEVEL: message" to stderr if `level` passes
- * the threshold, TIME as bqos_log_format_time() ("2026-11-23T21:54:38.123Z").
+/* Writes one line "TIME PROG LEVEL: message" (or its JSON form, see
+ * bqos_log_set_format) to stderr if `level` passes the threshold, TIME as
+ * bqos_log_format_time() ("2026-11-23T21:54:38.123Z").  A message is cut
+ * at about 2 KB (never inside an escape or a UTF-8 character).
  * Thread-safe: each line is written with a single write(2). */
 void bqos_log(bqos_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

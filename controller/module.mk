@@ -7,7 +7,8 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
                       controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
-                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c
+                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c \
+                      controller/daemon/history.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -36,10 +37,13 @@ test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/dae
 test_leader_LIBS = common
 test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
                      controller/daemon/leader.c controller/daemon/etcd.c controller/daemon/clock.c \
-                     controller/daemon/auth.c controller/daemon/authkeys.c
+                     controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_history
+test_history_SRCS = tests/test_history.c controller/daemon/history.c
+test_history_LIBS = common
 TESTS += test_authkeys
 test_authkeys_SRCS = tests/test_authkeys.c controller/daemon/authkeys.c controller/daemon/auth.c
 test_authkeys_LIBS = protozmq proto curvekey common
@@ -48,3 +52,5 @@ ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_
 # no path around a limit: the default bucket, removed buckets, duplicate node names
 ITESTS += tests/it/it_nolimitpath.sh
 ITESTS += tests/it/it_hostile_ctrl.sh
+# bqos-ctl history, watch and the status reasons; --log-format json
+ITESTS += tests/it/it_history.sh

@@ -50,6 +50,7 @@ typedef struct {
     uint64_t conn_reply, reply_mem, nbd_mem; /* memory bounds */
     unsigned io_time_us;
     int level;                      /* bqos_log_level_t: index in level_names */
+    int log_format;                 /* bqos_log_format_t: index in bqos_log_format_names */
     int check;                      /* --check: validate and exit */
     int help, version;
     int ignored;                    /* memcached-only options given to a block node */
@@ -142,7 +143,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 46
+#define NROWS 47
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -383,6 +384,9 @@ static void option_rows(args_t *a, node_row_t *rows)
         {BOTH, {.name = "log-level", .type = OPTS_ENUM, .target = &a->level, .arg = "LEVEL",
                 .deflt = "info", .names = level_names,
                 .help = "error, warn, info or debug (logs go to stderr)."}},
+        {BOTH, {.name = "log-format", .type = OPTS_ENUM, .target = &a->log_format, .arg = "text|json",
+                .deflt = "text", .names = bqos_log_format_names,
+                .help = "json: one object a line {\"ts\",\"level\",\"prog\",\"msg\"}."}},
         {BOTH, {.name = "check", .type = OPTS_FLAG, .target = &a->check,
                 .help = "Validate the options (and --settings), --config and --tokens-file,\n"
                         "print every problem with its position (FILE:LINE:COL), and exit: 0\n"
@@ -854,6 +858,7 @@ int main(int argc, char **argv)
     if (!a.block && a.outstanding < 0 && a.policy != SCHED_POLICY_RR)
         a.outstanding = 0; /* tokens: an auto window by default */
     bqos_log_init(a.prog, (bqos_log_level_t)a.level);
+    bqos_log_set_format((bqos_log_format_t)a.log_format);
     fit_conns_to_fds(&a, a.workers);
     return a.block ? run_block(&a) : run_memcached(&a);
 }

@@ -1,4 +1,4 @@
-/* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens, and the rendered text. */
+/* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens, its history, the status reason, and the rendered text. */
 #include <check.h>
 #include <string.h>
 
@@ -93,6 +93,30 @@ START_TEST(test_cmetrics_outcomes)
     ck_assert_uint_eq(capped->held, 1);  /* wants 1,000, may have 10 */
     ck_assert_uint_eq(capped->met + capped->missed, 0); /* no reservation */
     ck_assert_uint_eq(rich->held + poor->held, 0);      /* no limit */
+    /* The same outcomes in each bucket's history, for period 2. */
+    ck_assert_uint_eq(history_count(poor->hist), 1);
+    const history_rec_t *h = history_get(poor->hist, 0);
+    ck_assert_uint_eq(h->period, 2);
+    ck_assert_uint_eq(h->flags, HISTORY_RES_MISSED);
+    ck_assert_uint_eq(h->served, 50);
+    ck_assert_uint_eq(h->queued, 1000);
+    ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_RES_MET);
+    ck_assert_uint_eq(history_get(capped->hist, 0)->flags, HISTORY_HELD);
+    ck_assert_ptr_eq(cmetrics_outcome(&f.m, "poor"), poor);
+    ck_assert_ptr_null(cmetrics_outcome(&f.m, "nosuch"));
+    /* The status's reasons, from the same judge half way through. */
+    f.clk.interval = 1;
+    const char *want[] = {"rich", NULL, "poor", "below_reservation", "capped", "held_at_limit"};
+    for (int b = 0; b < ctrl_nbuckets(f.c); b++) {
+        ctrl_bucket_info_t bi;
+        ck_assert_int_eq(ctrl_bucket_info(f.c, b, &bi), 0);
+        for (int k = 0; k < 6; k += 2)
+            if (strcmp(bi.name, want[k]) == 0 && want[k + 1])
+                ck_assert_str_eq(cmetrics_reason(&bi, &f.clk), want[k + 1]);
+            else if (strcmp(bi.name, want[k]) == 0) /* idle: met or no demand */
+                ck_assert(strcmp(cmetrics_reason(&bi, &f.clk), "reservation_met") == 0 ||
+                          strcmp(cmetrics_reason(&bi, &f.clk), "no_demand") == 0);
+    }
     /* No round closed since: nothing judged. */
     cmetrics_period_end(&f.m, 0);
     ck_assert_uint_eq(f.m.periods_judged, 1);

@@ -166,7 +166,8 @@ static const char *status_reply =
     "\"last_report_ms\":null,\"capacity\":40000,\"buckets\":0}],"
     "\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":60000,\"weight\":1,"
     "\"served\":14000,\"served_r\":13000,\"served_l\":1000,\"served_o\":0,\"queued\":5,"
-    "\"on_track\":true},{\"name\":\"blue\",\"reservation\":100,\"limit\":null,\"weight\":2,"
+    "\"on_track\":true,\"demand\":7000,\"r_tokens\":16000,\"l_tokens\":30000,"
+    "\"reason\":\"held_at_limit\"},{\"name\":\"blue\",\"reservation\":100,\"limit\":null,\"weight\":2,"
     "\"served\":0,\"served_r\":0,\"served_l\":0,\"served_o\":0,\"queued\":9,"
     "\"on_track\":false}],\"stats\":{\"rounds\":50,\"computed\":40,\"skipped\":10,"
     "\"messages_ok\":400,\"messages_rejected\":2,\"rejected\":{\"count\":2}},"
@@ -245,7 +246,8 @@ START_TEST(test_ctl_commands)
     ck_assert_ptr_nonnull(strstr(out, "NODE"));
     ck_assert_ptr_nonnull(strstr(out, "120 ms"));
     ck_assert_ptr_nonnull(strstr(out, "never"));
-    ck_assert_ptr_nonnull(strstr(out, "ON TRACK"));
+    ck_assert_ptr_nonnull(strstr(out, "REASON"));
+    ck_assert_msg(strstr(out, "   7000     16000     30000  held at limit\n"), "%s", out); /* red */
     ck_assert_ptr_nonnull(strstr(out, "none")); /* blue has no limit */
     ck_assert_ptr_nonnull(strstr(out, "rounds 50 (computed 40, skipped 10)"));
     ck_assert_ptr_nonnull(strstr(out, "rejected 2 (count 2)"));

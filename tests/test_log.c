@@ -1,6 +1,7 @@
-/* test_log.c - Check suite for common/log: level parsing and filtering, the ISO-8601 timestamp, the line format. */
+/* test_log.c - Check suite for common/log: level parsing and filtering, the ISO-8601 timestamp, the text and JSON line formats. */
 #include <check.h>
 #include <errno.h>
+#include <jansson.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,9 +101,62 @@ START_TEST(test_log_line_has_date)
 }
 END_TEST
 
+/* One JSON log line of `text`: parses as one object whose fields are what
+ * was logged. */
+static void check_json_line(const char *text, const char *want_msg)
+{
+    char *out = captured_warn(text);
+    size_t n = strlen(out);
+    ck_assert_msg(n > 0 && out[n - 1] == '\n' && !memchr(out, '\n', n - 1), "one line: '%s'", out);
+    json_error_t jerr;
+    json_t *o = json_loads(out, 0, &jerr);
+    ck_assert_msg(json_is_object(o), "not JSON (%s): '%s'", jerr.text, out);
+    ck_assert_uint_eq(json_object_size(o), 4);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "level")), "warn");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "prog")), "bqos-test");
+    const char *ts = json_string_value(json_object_get(o, "ts"));
+    ck_assert_ptr_nonnull(ts);
+    ck_assert_uint_eq(strlen(ts), 24);
+    if (want_msg)
+        ck_assert_str_eq(json_string_value(json_object_get(o, "msg")), want_msg);
+    else /* cut short: still a whole string, a prefix of the text */
+        ck_assert(strncmp(text, json_string_value(json_object_get(o, "msg")),
+                          strlen(json_string_value(json_object_get(o, "msg")))) == 0);
+    json_decref(o);
+    free(out);
+}
+
+START_TEST(test_log_json_escaping)
+{
+    bqos_log_init("bqos-test", BQOS_LOG_INFO);
+    bqos_log_set_format(BQOS_LOG_JSON);
+    check_json_line("plain", "plain");
+    check_json_line("say \"hi\" \\ back\\", "say \"hi\" \\ back\\");
+    check_json_line("two\nlines\tand\r\x01\x1f bell", "two\nlines\tand\r\x01\x1f bell");
+    check_json_line("bucket \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", /* UTF-8 passes */
+                    "bucket \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    /* Not UTF-8 (a lone continuation byte, a cut sequence, an overlong
+     * '/', a surrogate): each bad byte becomes U+FFFD. */
+    check_json_line("a\x80z \xe2\x82 \xc0\xaf \xed\xa0\x80",
+                    "a\xef\xbf\xbdz \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd "
+                    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    /* Long messages of quotes and controls (6 bytes each escaped) are cut,
+     * never inside an escape. */
+    char big[1500];
+    for (size_t i = 0; i < sizeof big - 1; i++)
+        big[i] = i % 3 == 0 ? '"' : i % 3 == 1 ? '\x02' : 'x';
+    big[sizeof big - 1] = '\0';
+    check_json_line(big, NULL);
+    bqos_log_set_format(BQOS_LOG_TEXT);
+    char *out = captured_warn("back to \"text\"");
+    ck_assert_ptr_nonnull(strstr(out, " bqos-test warn: back to \"text\"\n"));
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_log_parse_level, test_log_threshold, test_log_time_iso8601,
-                                  test_log_line_has_date};
+                                  test_log_line_has_date, test_log_json_escaping};
     return testlib_run_tests("log", tests, sizeof tests / sizeof tests[0]);
 }

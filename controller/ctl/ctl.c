@@ -1,12 +1,15 @@
 /* ctl.c - bqos-ctl: the operator's command line for a running bqos-controller
- * (status, buckets, set, remove, reload) over the JSON admin endpoint. */
+ * (status, history, watch, buckets, set, remove, reload) over the JSON admin endpoint. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "common/bucketfile.h"
@@ -32,6 +35,8 @@ typedef struct {
     int64_t res;        /* -1: not given */
     int64_t limit;      /* with have_limit and !limit_none */
     int64_t weight;     /* -1: not given */
+    int64_t periods;    /* history: how many */
+    double interval;    /* watch: seconds between tables */
     int have_limit, limit_none;
     const char *curve_key, *controller_key; /* CURVE: both or neither */
     int help, version;
@@ -58,7 +63,13 @@ static const opts_usage_t usage = {
             "Commands:\n"
             "  status                 nodes (up/down, age of their last report, fallbacks\n"
             "                         they reported) and buckets\n"
-            "                         (reservation, limit, served this period, on track)\n"
+            "                         (reservation, limit, served this period, demand,\n"
+            "                         tokens, and why it waits)\n"
+            "  history [BUCKET]       each bucket's outcome (reservation met or missed,\n"
+            "                         held at its limit) in the last --periods periods,\n"
+            "                         newest first; BUCKET: that bucket only\n"
+            "  watch                  the status table again every --interval, like top,\n"
+            "                         until interrupted (SIGINT)\n"
             "  buckets                the configured buckets\n"
             "  set NAME [--reservation N] [--limit N|none] [--weight N]\n"
             "                         add bucket NAME (--reservation required) or change\n"
@@ -74,9 +85,15 @@ static const opts_usage_t usage = {
             "Options:\n",
     .layout = OPTS_LAYOUT_MAN,
     .tail = "\n"
-            "Rates are IOs per second, as in the bucket file.  A bucket is \"on track\" when\n"
-            "it has served at least the elapsed share of its reservation this period, or\n"
-            "has nothing queued.\n"
+            "Rates are IOs per second, as in the bucket file.  REASON, why a bucket waits:\n"
+            "  held at limit      its tokens for the period reach its limit and it asks\n"
+            "                     for more\n"
+            "  below reservation  behind its reservation's pace with requests queued\n"
+            "  reservation met    on pace (or asks for less than its reservation)\n"
+            "  no demand          nothing queued nor expected\n"
+            "  best effort        no reservation, not held: spare capacity only\n"
+            "DEMAND is the controller's estimate for the rest of the period; R TOKENS and\n"
+            "L TOKENS are the reservation and limit tokens placed for it (none: no limit).\n"
             "\n"
             "Exit status:\n"
             "  0  success\n"
@@ -88,6 +105,8 @@ static const opts_usage_t usage = {
             "\n"
             "Examples:\n"
             "  bqos-ctl status\n"
+            "  bqos-ctl history --periods 5 red\n"
+            "  bqos-ctl watch --interval 1s\n"
             "  bqos-ctl set red --reservation 30000 --limit 60000\n"
             "  bqos-ctl set red --limit none\n"
             "  bqos-ctl --json buckets >backup.json   # a bucket file: --buckets loads it\n"
@@ -95,7 +114,7 @@ static const opts_usage_t usage = {
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 10
+#define NOPTS 12
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -123,6 +142,12 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
          .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
+        {.name = "periods", .type = OPTS_I64, .target = &o->periods, .arg = "N", .deflt = "10",
+         .min = 1, .max = 64,
+         .help = "history: the last N periods ({min}..{max}; the controller keeps 64)."},
+        {.name = "interval", .type = OPTS_DURATION, .target = &o->interval, .arg = "DURATION",
+         .deflt = "2s", .min = 0.1, .max = 3600,
+         .help = "watch: time between two tables (\"2\", \"2s\", \"500ms\")."},
         {.name = "curve-key", .type = OPTS_STRING, .target = &o->curve_key, .arg = "FILE",
          .show = "none: plain",
          .help = "Our CURVE secret key (an admin or reader key of the controller's\n"
@@ -315,7 +340,7 @@ static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *c
 
 /* ---- tables ---- */
 
-#define MAXCOLS 12
+#define MAXCOLS 14
 
 typedef struct {
     size_t ncols, nrows, cap;
@@ -344,6 +369,13 @@ static void t_row(table_t *t, ...)
     t->nrows++;
 }
 
+static void t_free(table_t *t)
+{
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+}
+
 static void t_print(table_t *t)
 {
     size_t w[MAXCOLS] = {0};
@@ -365,9 +397,7 @@ static void t_print(table_t *t)
         }
         putchar('\n');
     }
-    for (size_t i = 0; i < t->nrows * t->ncols; i++)
-        free(t->cells[i]);
-    free(t->cells);
+    t_free(t);
 }
 
 /* Formats a JSON number/null/bool field for a table cell into buf. */
@@ -389,38 +419,47 @@ static const char *cell(json_t *o, const char *key, const char *ifnull, char *bu
     return buf;
 }
 
+/* A reason code of the status ("held_at_limit") in words, into buf. */
+static const char *reason_cell(json_t *o, char *buf, size_t n)
+{
+    const char *r = cell(o, "reason", "-", buf, n);
+    for (char *p = buf; r == buf && *p; p++)
+        if (*p == '_')
+            *p = ' ';
+    return r;
+}
+
 static void print_buckets_table(json_t *buckets, int with_served)
 {
-    table_t t = {.ncols = with_served ? 10 : 4};
+    table_t t = {.ncols = with_served ? 13 : 4};
     for (size_t c = 1; c < t.ncols; c++)
-        t.right[c] = 1;
+        t.right[c] = c < 12;
     if (with_served)
         t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT", "SERVED", "R", "L", "O", "QUEUED",
-              "ON TRACK");
+              "DEMAND", "R TOKENS", "L TOKENS", "REASON");
     else
         t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT");
     size_t i;
     json_t *b;
     json_array_foreach(buckets, i, b) {
-        char c[10][32];
+        char c[13][32];
         if (with_served)
             t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation", "-", c[1], 32),
                   cell(b, "limit", "none", c[2], 32), cell(b, "weight", "1", c[3], 32),
                   cell(b, "served", "-", c[4], 32), cell(b, "served_r", "-", c[5], 32),
                   cell(b, "served_l", "-", c[6], 32), cell(b, "served_o", "-", c[7], 32),
-                  cell(b, "queued", "-", c[8], 32), cell(b, "on_track", "-", c[9], 32));
+                  cell(b, "queued", "-", c[8], 32), cell(b, "demand", "-", c[9], 32),
+                  cell(b, "r_tokens", "-", c[10], 32), cell(b, "l_tokens", "none", c[11], 32),
+                  reason_cell(b, c[12], 32));
         else
             t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation", "-", c[1], 32),
                   cell(b, "limit", "none", c[2], 32), cell(b, "weight", "1", c[3], 32));
     }
-    if (json_array_size(buckets) == 0)
-        printf("(no buckets)\n");
-    else
-        t_print(&t);
     if (json_array_size(buckets) == 0) {
-        for (size_t k = 0; k < t.nrows * t.ncols; k++)
-            free(t.cells[k]);
-        free(t.cells);
+        printf("(no buckets)\n");
+        t_free(&t);
+    } else {
+        t_print(&t);
     }
 }
 
@@ -544,6 +583,92 @@ static void print_status(json_t *r)
     }
 }
 
+/* The history reply: one row per bucket and period, newest first. */
+static void print_history(json_t *r)
+{
+    char a[32], b[32], j[32];
+    json_t *buckets = json_object_get(r, "buckets");
+    printf("period %s (%s ms); %s periods judged; outcomes of the last periods, newest first\n\n",
+           cell(r, "period", "?", a, 32), cell(r, "period_ms", "?", b, 32),
+           cell(r, "judged", "0", j, 32));
+    table_t t = {.ncols = 5, .right = {0, 1, 0, 1, 1}};
+    t_row(&t, "BUCKET", "PERIOD", "OUTCOME", "SERVED", "QUEUED");
+    size_t i, k;
+    json_t *bk, *p;
+    json_array_foreach(buckets, i, bk) {
+        json_array_foreach(json_object_get(bk, "periods"), k, p) {
+            const char *res = json_string_value(json_object_get(p, "reservation"));
+            int held = json_is_true(json_object_get(p, "held_at_limit"));
+            char out[64], c[4][32];
+            snprintf(out, sizeof out, "%s%s%s", res ? "reservation " : "", res ? res : "",
+                     held ? (res ? ", held at limit" : "held at limit") : (res ? "" : "-"));
+            t_row(&t, cell(bk, "name", "?", c[0], 32), cell(p, "period", "?", c[1], 32), out,
+                  cell(p, "served", "-", c[2], 32), cell(p, "queued", "-", c[3], 32));
+        }
+    }
+    if (t.nrows == 1) {
+        printf("(no period judged yet: the controller judges each period at its end, while it leads)\n");
+        t_free(&t);
+        return;
+    }
+    t_print(&t);
+}
+
+/* ---- watch ---- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* bqos-ctl watch: the status every `interval` seconds until SIGINT; on a
+ * terminal each table replaces the last (ANSI clear), otherwise tables
+ * follow one another.  An unanswered request is reported and retried.
+ * Returns the exit status (0 once interrupted). */
+static int watch(const char *endpoint, int timeout_ms, json_t *req, const curvekey_t *keys,
+                 double interval, int json_out)
+{
+    struct sigaction sa = {.sa_handler = on_sigint}; /* no SA_RESTART: the sleep ends */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int tty = isatty(STDOUT_FILENO);
+    while (!interrupted) {
+        int code;
+        json_t *reply = request_any(endpoint, timeout_ms, req, &code, keys);
+        if (interrupted) {
+            json_decref(reply);
+            break;
+        }
+        char when[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+        if (tty)
+            fputs("\033[H\033[2J", stdout);
+        printf("bqos-ctl watch: every %gs, %s%s\n", interval, when, tty ? " (^C to stop)" : "");
+        if (reply && code == EXIT_OK && json_out) {
+            char *s = json_dumps(reply, JSON_COMPACT);
+            if (s)
+                puts(s);
+            free(s);
+        } else if (reply && code == EXIT_OK) {
+            print_status(reply);
+        }
+        if (!tty)
+            putchar('\n');
+        fflush(stdout);
+        json_decref(reply);
+        struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
+        while (!interrupted && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+    return EXIT_OK;
+}
+
 /* ---- main ---- */
 
 /* bqos-ctl keygen DIR/NAME: a new CURVE key pair, for a controller, a node
@@ -584,7 +709,8 @@ int main(int argc, char **argv)
     int64_t res = o.res, limit = o.limit, weight = o.weight;
     int have_limit = o.have_limit, limit_none = o.limit_none;
     if (argi >= argc)
-        return usage_error(&oc, "no command given (status, buckets, set, remove, reload, keygen)");
+        return usage_error(&oc, "no command given (status, history, watch, buckets, set, remove, "
+                                "reload, keygen)");
     const char *cmd = argv[argi++];
     int nargs = argc - argi;
     if (strcmp(cmd, "keygen") == 0)
@@ -592,12 +718,15 @@ int main(int argc, char **argv)
     const char *name = nargs > 0 ? argv[argi] : NULL;
     int is_set = strcmp(cmd, "set") == 0;
     int wants_name = is_set || strcmp(cmd, "remove") == 0;
+    int is_history = strcmp(cmd, "history") == 0, is_watch = strcmp(cmd, "watch") == 0;
     if (!is_set && strcmp(cmd, "remove") && strcmp(cmd, "status") && strcmp(cmd, "buckets") &&
-        strcmp(cmd, "reload"))
+        strcmp(cmd, "reload") && !is_history && !is_watch)
         return usage_error(&oc, "unknown command '%s'", cmd);
     if (wants_name && nargs != 1)
         return usage_error(&oc, nargs == 0 ? "%s needs a bucket NAME" : "%s takes one NAME", cmd);
-    if (!wants_name && nargs != 0)
+    if (is_history && nargs > 1)
+        return usage_error(&oc, "history takes at most one BUCKET");
+    if (!wants_name && !is_history && nargs != 0)
         return usage_error(&oc, "%s takes no arguments (got '%s')", cmd, name);
     if (!is_set && (res >= 0 || have_limit || weight >= 0))
         return usage_error(&oc, "--reservation, --limit and --weight go with 'set' only");
@@ -621,6 +750,13 @@ int main(int argc, char **argv)
     }
     if (wants_name)
         json_object_set_new(req, "name", json_string(name));
+    if (is_watch)
+        json_object_set_new(req, "cmd", json_string("status"));
+    if (is_history) {
+        json_object_set_new(req, "periods", json_integer(o.periods));
+        if (name)
+            json_object_set_new(req, "bucket", json_string(name));
+    }
     if (is_set) {
         if (res >= 0)
             json_object_set_new(req, "reservation", json_integer(res));
@@ -639,6 +775,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bqos-ctl: %s\n", bucketfile_strerror(&kerr, b, sizeof b));
         json_decref(req);
         return EXIT_USAGE;
+    }
+    if (is_watch) {
+        code = watch(endpoint, (int)o.timeout, req, curve ? keys : NULL, o.interval, o.json_out);
+        explicit_bzero(keys, sizeof keys);
+        json_decref(req);
+        return code;
     }
     json_t *reply = request_any(endpoint, (int)o.timeout, req, &code, curve ? keys : NULL);
     explicit_bzero(keys, sizeof keys);
@@ -660,6 +802,8 @@ int main(int argc, char **argv)
     } else if (code == EXIT_OK) {
         if (strcmp(cmd, "status") == 0) {
             print_status(reply);
+        } else if (is_history) {
+            print_history(reply);
         } else if (strcmp(cmd, "buckets") == 0) {
             print_buckets_table(json_object_get(reply, "buckets"), 0);
         } else if (is_set) {

@@ -338,6 +338,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
             (json_int_t)bi.queued, "on_track", on_track, "demand", (json_int_t)bi.demand,
             "r_tokens", (json_int_t)bi.r_tokens, "l_tokens",
             bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
+        json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
         json_array_append_new(bs, o);
     }
     json_object_set_new(r, "buckets", bs);
@@ -381,6 +382,61 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(tm, "late_rounds", json_integer((json_int_t)ad->tm->late_rounds));
     json_object_set_new(tm, "late_max_ms", json_real(ad->tm->late_max * 1e3));
     json_object_set_new(r, "timing", tm);
+    return r;
+}
+
+/* One bucket's outcome record as the history reply shows it. */
+static json_t *history_json(const cmetrics_outcome_t *o, size_t periods)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < periods && i < history_count(o->hist); i++) {
+        const history_rec_t *h = history_get(o->hist, i);
+        json_t *res = h->flags & HISTORY_RES_MISSED ? json_string("missed")
+                    : h->flags & HISTORY_RES_MET   ? json_string("met")
+                                                   : json_null();
+        json_array_append_new(arr, json_pack("{s:I, s:o, s:b, s:I, s:I}", "period",
+                                             (json_int_t)h->period, "reservation", res,
+                                             "held_at_limit", (h->flags & HISTORY_HELD) != 0,
+                                             "served", (json_int_t)h->served, "queued",
+                                             (json_int_t)h->queued));
+    }
+    return json_pack("{s:s, s:I, s:I, s:I, s:o}", "name", o->name, "met", (json_int_t)o->met,
+                     "missed", (json_int_t)o->missed, "held", (json_int_t)o->held, "periods", arr);
+}
+
+/* history {"periods": N (1..64, default 10), "bucket": NAME (optional)}:
+ * the outcomes of the last N periods judged, newest first, of every bucket
+ * judged since the start (or of NAME). */
+static json_t *cmd_history(admin_t *ad, json_t *req)
+{
+    json_t *jp = json_object_get(req, "periods"), *jb = json_object_get(req, "bucket");
+    if (jp && (!json_is_integer(jp) || json_integer_value(jp) < 1 ||
+               json_integer_value(jp) > HISTORY_PERIODS))
+        return reply_error("invalid", "\"periods\" must be an integer in 1..64");
+    if (jb && !json_is_string(jb))
+        return reply_error("bad_request", "\"bucket\" must be a string");
+    size_t periods = jp ? (size_t)json_integer_value(jp) : 10;
+    json_t *r = reply_ok(), *arr = json_array();
+    json_object_set_new(r, "period", json_integer((json_int_t)ad->clk->period));
+    json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(ad->clk->period_s * 1e3)));
+    json_object_set_new(r, "kept", json_integer(HISTORY_PERIODS));
+    json_object_set_new(r, "buckets", arr);
+    if (!ad->met)
+        return r;
+    json_object_set_new(r, "judged", json_integer((json_int_t)ad->met->periods_judged));
+    if (jb) {
+        const char *name = json_string_value(jb);
+        const cmetrics_outcome_t *o = cmetrics_outcome(ad->met, name);
+        if (o)
+            json_array_append_new(arr, history_json(o, periods));
+        else if (bucketfile_find(ad->bf, name) < 0) {
+            json_decref(r);
+            return reply_error("not_found", "no such bucket (neither configured nor judged)");
+        }
+        return r;
+    }
+    for (int i = 0; i < ad->met->nout; i++)
+        json_array_append_new(arr, history_json(&ad->met->out[i], periods));
     return r;
 }
 
@@ -566,6 +622,7 @@ typedef struct {
 
 static const admin_cmd_t admin_cmds[] = {
     {"status", cmd_status, 0, "nothing: the clock, nodes, buckets, counters and round timing"},
+    {"history", cmd_history, 0, "nothing: each bucket's outcomes in the last periods"},
     {"buckets", cmd_buckets, 0, "nothing: the configuration in force"},
     {"set", cmd_set, 1, "one bucket, created or changed; admitted, then the file is rewritten"},
     {"remove", cmd_remove, 1, "one bucket, removed; the file is rewritten"},

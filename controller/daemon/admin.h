@@ -1,4 +1,4 @@
-/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, buckets, set, remove, reload), and the configuration changes they and SIGHUP make.
+/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, history, buckets, set, remove, reload), and the configuration changes they and SIGHUP make.
  *
  * Requests and replies are one JSON object each ({"v":1,"cmd":...}; the
  * protocol is in docs/controller.md).  An admin_t belongs to the
@@ -14,6 +14,7 @@
 #include "controller/ctrl.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/leader.h"
+#include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
@@ -28,6 +29,7 @@ typedef struct {
     const pclock_t *clk;     /* borrowed, for the status */
     const nodes_t *nodes;    /* borrowed, for the status */
     const timing_t *tm;      /* borrowed, for the status */
+    const cmetrics_t *met;   /* borrowed, for the history; NULL: none */
     leader_t *ld;            /* borrowed; NULL without etcd (the controller
                                 runs alone and its file is the table).  With
                                 it, only the leader changes the table: it

@@ -52,6 +52,7 @@ typedef struct {
     double wait;
     int approx;
     int level;     /* bqos_log_level_t: index in level_names */
+    int log_format; /* bqos_log_format_t: index in bqos_log_format_names */
     const char *etcd;     /* NULL: alone */
     const char *id;
     const char *cluster;
@@ -70,7 +71,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 32
+#define NOPTS 33
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -87,7 +88,7 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "ZeroMQ endpoint (ROUTER) the storage nodes connect to."},
         {.name = "admin", .type = OPTS_STRING, .target = &s->admin, .arg = "ENDPOINT",
          .deflt = "tcp://127.0.0.1:7071",
-         .help = "ZeroMQ endpoint (REP) for bqos-ctl: status, buckets, set, remove, reload."},
+         .help = "ZeroMQ endpoint (REP) for bqos-ctl: status, history, buckets, set, remove, reload."},
         {.name = "period", .type = OPTS_DURATION, .target = &s->period_s, .arg = "DURATION",
          .deflt = "1s", .min = 0.001, .max = 3600,
          .help = "QoS period T: reservations and limits are per period.  DURATION is a\n"
@@ -156,6 +157,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
         {.name = "log-level", .type = OPTS_ENUM, .target = &s->level, .arg = "LEVEL",
          .deflt = "info", .names = level_names,
          .help = "error, warn, info or debug (debug logs the time split of every round)."},
+        {.name = "log-format", .type = OPTS_ENUM, .target = &s->log_format, .arg = "text|json",
+         .deflt = "text", .names = bqos_log_format_names,
+         .help = "json: one object a line {\"ts\",\"level\",\"prog\",\"msg\"} (docs/operations.md)."},
         {.name = "etcd", .type = OPTS_STRING, .target = &s->etcd, .arg = "URL[,URL...]",
          .show = "none: this controller runs alone on its bucket file",
          .help = "High availability: etcd v3 client URLs (http://HOST:2379,...).  The\n"
@@ -196,7 +200,7 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .arg = "FILE", .show = "none",
          .help = "With --curve-key: one 'node NAME KEY', 'admin NAME KEY' or 'reader NAME\n"
                  "KEY' line per peer.  A node key speaks only for its node name; a\n"
-                 "reader may only read (status, buckets).  Re-read on SIGHUP."},
+                 "reader may only read (status, history, buckets).  Re-read on SIGHUP."},
         {.name = "insecure", .type = OPTS_FLAG, .target = &s->insecure,
          .help = "Allow --listen or --admin on an address other hosts can reach without\n"
                  "CURVE keys (else refused at start): anyone who reaches it can change the\n"
@@ -685,6 +689,7 @@ int main(int argc, char **argv)
     if (set.check)
         return check_config(&set);
     bqos_log_init("bqos-controller", (bqos_log_level_t)set.level);
+    bqos_log_set_format((bqos_log_format_t)set.log_format);
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through
      * malloc in two threads: ZeroMQ's I/O thread allocates a buffer per
@@ -778,6 +783,7 @@ int main(int argc, char **argv)
         .clk = &a.clk,
         .nodes = &a.nodes,
         .tm = &a.tm,
+        .met = &a.met,
         .auth = a.auth.zap ? &a.auth : NULL,
     };
     a.nodes.auth = a.admin.auth;

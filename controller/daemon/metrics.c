@@ -18,8 +18,10 @@ int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const
 
 void cmetrics_clear(cmetrics_t *m)
 {
-    for (int i = 0; i < m->nout; i++)
+    for (int i = 0; i < m->nout; i++) {
         free(m->out[i].name);
+        history_destroy(&m->out[i].hist);
+    }
     free(m->out);
     strmap_destroy(&m->index);
     m->out = NULL;
@@ -42,9 +44,10 @@ static cmetrics_outcome_t *outcome_of(cmetrics_t *m, const char *name)
         m->capout = cap;
     }
     cmetrics_outcome_t *o = &m->out[m->nout];
-    *o = (cmetrics_outcome_t){.name = strdup(name)};
-    if (!o->name || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
+    *o = (cmetrics_outcome_t){.name = strdup(name), .hist = history_new()};
+    if (!o->name || !o->hist || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
         free(o->name);
+        history_destroy(&o->hist);
         return NULL;
     }
     m->nout++;
@@ -56,6 +59,51 @@ static int may_push(const cmetrics_t *m, double now)
     return !m->ld || leader_may_push(m->ld, now);
 }
 
+const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name)
+{
+    int i;
+    return strmap_find(m->index, name, strlen(name), &i) == 0 ? &m->out[i] : NULL;
+}
+
+unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double T, double seen)
+{
+    unsigned flags = 0;
+    double served = (double)(bi->served_r + bi->served_l + bi->served_o);
+    double r = (double)bi->r_tokens, want = (double)bi->demand;
+    if (bi->reservation > 0) {
+        /* One token (or 1%) of slack: rates times T round.  Missed, only
+         * while backlogged at the last report (a bucket that asks for less
+         * has its reservation converted, docs/controller.md, and is not
+         * short of it): behind the reservation's pace, or short of it even
+         * with the R-tokens placed for the rest while asking for more. */
+        double res = (double)bi->reservation * T * 0.99 - 1;
+        if (bi->queued > 0 && (served < res * seen || (served + r < res && want > r)))
+            flags |= HISTORY_RES_MISSED;
+        else
+            flags |= HISTORY_RES_MET;
+    }
+    if (bi->limit != BUCKETFILE_NO_LIMIT && bi->l_tokens != CTRL_UNLIMITED) {
+        double cap = served + r + (double)bi->l_tokens;
+        if (cap >= (double)bi->limit * T * 0.99 - 1 && want > r + (double)bi->l_tokens)
+            flags |= HISTORY_HELD;
+    }
+    return flags;
+}
+
+const char *cmetrics_reason(const ctrl_bucket_info_t *bi, const pclock_t *clk)
+{
+    /* The reports of this round were taken at the current interval's start. */
+    double seen = clk->intervals > 1 ? (double)clk->interval / clk->intervals : 0;
+    unsigned f = cmetrics_judge(bi, clk->period_s, seen);
+    if (f & HISTORY_HELD)
+        return "held_at_limit";
+    if (f & HISTORY_RES_MISSED)
+        return "below_reservation";
+    if (bi->queued == 0 && bi->demand <= 0)
+        return "no_demand";
+    return f & HISTORY_RES_MET ? "reservation_met" : "best_effort";
+}
+
 void cmetrics_period_end(cmetrics_t *m, double now)
 {
     int judge = m->started && m->tm->nsplits > m->split_rounds && may_push(m, now);
@@ -63,7 +111,6 @@ void cmetrics_period_end(cmetrics_t *m, double now)
     m->split_rounds = m->tm->nsplits;
     if (!judge)
         return;
-    double T = m->clk->period_s;
     /* The last reports of a period are taken at its last interval's start:
      * the served counters cover (K - 1) / K of it. */
     double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
@@ -72,26 +119,16 @@ void cmetrics_period_end(cmetrics_t *m, double now)
         cmetrics_outcome_t *o;
         if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 || !(o = outcome_of(m, bi.name)))
             continue;
-        double served = (double)(bi.served_r + bi.served_l + bi.served_o);
-        double r = (double)bi.r_tokens, want = (double)bi.demand;
-        if (bi.reservation > 0) {
-            /* One token (or 1%) of slack: rates times T round.  Missed,
-             * only while backlogged at the last report (a bucket that asks
-             * for less has its reservation converted, docs/controller.md,
-             * and is not short of it): behind the reservation's pace, or
-             * short of it even with the R-tokens placed for the rest while
-             * asking for more. */
-            double res = (double)bi.reservation * T * 0.99 - 1;
-            if (bi.queued > 0 && (served < res * seen || (served + r < res && want > r)))
-                o->missed++;
-            else
-                o->met++;
-        }
-        if (bi.limit != BUCKETFILE_NO_LIMIT && bi.l_tokens != CTRL_UNLIMITED) {
-            double cap = served + r + (double)bi.l_tokens;
-            if (cap >= (double)bi.limit * T * 0.99 - 1 && want > r + (double)bi.l_tokens)
-                o->held++;
-        }
+        unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
+        o->met += (f & HISTORY_RES_MET) != 0;
+        o->missed += (f & HISTORY_RES_MISSED) != 0;
+        o->held += (f & HISTORY_HELD) != 0;
+        history_push(o->hist, &(history_rec_t){
+                                  .period = ctrl_period(m->ctrl),
+                                  .served = bi.served_r + bi.served_l + bi.served_o,
+                                  .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
+                                  .flags = f,
+                              });
     }
     m->periods_judged++;
 }

@@ -12,14 +12,17 @@
 #include "common/strmap.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/clock.h"
+#include "controller/daemon/history.h"
 #include "controller/daemon/leader.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
-/* One bucket's period outcomes, cumulative since the start. */
+/* One bucket's period outcomes, cumulative since the start, and the last
+ * HISTORY_PERIODS of them. */
 typedef struct {
     char *name;
     uint64_t met, missed, held;
+    history_t *hist;           /* owned */
 } cmetrics_outcome_t;
 
 typedef struct {
@@ -43,11 +46,31 @@ int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const
 /* Frees what m owns.  Accepts a zeroed m. */
 void cmetrics_clear(cmetrics_t *m);
 
+/* Judges bucket `bi` on its period so far (the rules of
+ * cmetrics_period_end), its served counters covering the share `seen` (0..1)
+ * of the period of `period_s` seconds.  Returns HISTORY_RES_MET or
+ * HISTORY_RES_MISSED (reservation > 0 only), or'd with HISTORY_HELD.  Any
+ * thread (pure). */
+unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double period_s, double seen);
+
+/* Why bucket `bi` waits (or does not) now, judged as cmetrics_judge() with
+ * the served counters of the current interval's reports: "held_at_limit",
+ * "below_reservation" (missed: behind its reservation's pace while
+ * requests queue), "no_demand" (nothing queued nor expected),
+ * "reservation_met", or "best_effort" (no reservation, not held: it gets
+ * spare capacity only).  A static string.  Loop thread. */
+const char *cmetrics_reason(const ctrl_bucket_info_t *bi, const pclock_t *clk);
+
+/* Bucket `name`'s outcomes, or NULL if it was never judged.  Valid until
+ * the next cmetrics_period_end().  Loop thread. */
+const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name);
+
 /* The loop is about to start period clk->period in ctrl (ctrl_round_begin
  * of a new period): judges every bucket on the period that ends, from the
  * served counters of its last reports (taken at the last interval's start:
  * (K - 1) / K of the period) and the tokens pushed for its rest, and counts
- * each outcome (docs/operations.md "Metrics"):
+ * each outcome (docs/operations.md "Metrics"), and pushes it to the
+ * bucket's history:
  *   reservation_missed  reservation > 0 and either behind its pace at the
  *                       last report while requests queued, or short of it
  *                       even with the R-tokens placed for the rest while

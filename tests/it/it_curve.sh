@@ -105,6 +105,8 @@ check "status says CURVE and its refusals" \
   'grep -Eq "^CURVE: 4 keys, [0-9]+ connections accepted; refused:.* name_mismatch [1-9]" "$T/out"'
 as mon buckets >"$T/out" 2>&1; rc=$?
 check "a reader may read buckets (rc $rc)" '[ $rc -eq 0 ]'
+as mon history --periods 2 >"$T/out" 2>&1; rc=$?
+check "a reader may read the history (rc $rc)" '[ $rc -eq 0 ] && ! grep -q forbidden "$T/out"'
 as mon set green --reservation 5 >"$T/out" 2>&1; rc=$?
 check "a reader cannot set (rc $rc)" '[ $rc -eq 1 ] && grep -q forbidden "$T/out"'
 as mon reload >"$T/out" 2>&1; rc=$?
