@@ -471,3 +471,29 @@ TMPL
   chmod 600 "$1/keys.psk"
   [ -s "$1/server-cert.pem" ]
 }
+
+# ---- block nodes (NBD tests) ------------------------------------------------
+# logged_port LOG: the port a block node logged it listens on (empty if none yet).
+logged_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null | head -1; }
+
+# start_nbd_node LOG PROGRAM ARGS...: starts a block node on a free port (port
+# 0, read back from its log); sets PID and PORT, or exits the test (named by
+# IT_NAME) with the log if it does not start.
+start_nbd_node() {
+  log=$1; prog=$2; shift 2
+  "$prog" --nbd-listen 127.0.0.1:0 "$@" 2>"$log" &
+  PID=$!
+  LIB_PIDS="$LIB_PIDS $PID"
+  wait_for '[ -n "$(logged_port "$log")" ] || ! kill -0 "$PID" 2>/dev/null' 5
+  PORT=$(logged_port "$log")
+  [ -n "$PORT" ] && return 0
+  echo "${IT_NAME:-node}: node did not start:"; cat "$log"
+  exit 1
+}
+
+# nbd_roundtrip URI: writes $T/in.bin to the export with nbdcopy, reads it back
+# into $T/rt.bin, compares.
+nbd_roundtrip() {
+  nbdcopy "$T/in.bin" "$1" && nbdcopy "$1" "$T/rt.bin" &&
+    cmp -n "$(stat -c %s "$T/in.bin")" "$T/in.bin" "$T/rt.bin" >/dev/null
+}

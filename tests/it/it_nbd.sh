@@ -14,36 +14,13 @@ done
 tmp=$T
 bad() { not_ok "$1"; }
 
-# logged_port LOG: the port a block node logged it listens on (empty if none yet).
-logged_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null | head -1; }
-
-# start_node LOG PROGRAM ARGS...: starts a block node on a free port (port
-# 0), sets PID and PORT.
-start_node() {
-  log=$1; prog=$2; shift 2
-  "$prog" --nbd-listen 127.0.0.1:0 "$@" 2>"$log" &
-  PID=$!
-  LIB_PIDS="$LIB_PIDS $PID"
-  wait_for '[ -n "$(logged_port "$log")" ] || ! kill -0 "$PID" 2>/dev/null' 5
-  PORT=$(logged_port "$log")
-  [ -n "$PORT" ] && return 0
-  echo "it_nbd: node did not start:"; cat "$log"
-  exit 1
-}
-
-# roundtrip URI: writes $tmp/in.bin to the export with nbdcopy, reads it back,
-# compares.
-roundtrip() {
-  nbdcopy "$tmp/in.bin" "$1" && nbdcopy "$1" "$tmp/rt.bin" &&
-    cmp -n "$(stat -c %s "$tmp/in.bin")" "$tmp/in.bin" "$tmp/rt.bin" >/dev/null
-}
 
 # ---- 1. bqos-node as a block node: three buckets, per-bucket sparse files ---
 cat >"$tmp/tokens.json" <<'EOF'
 {"red": {"r": 24, "l": 0}, "blue": {"r": 8, "l": 0}}
 EOF
 echo '{}' >"$tmp/none.json"
-start_node "$tmp/node.log" "$MAIN" --backend "file:$tmp/store/" --export-size 64m \
+start_nbd_node "$tmp/node.log" "$MAIN" --backend "file:$tmp/store/" --export-size 64m \
   --buckets red,blue,green,grey --outstanding 4 --tokens-file "$tmp/none.json" --separator :
 N1=$PID; P1=$PORT
 
@@ -150,14 +127,14 @@ else
 fi
 
 # ---- 4. O_DIRECT: aligned IOs by kernel AIO, the rest by the worker pool ----
-start_node "$tmp/node3.log" "$NODE" --backend "file:$tmp/dstore/" --export-size 64m --buckets d1 --direct
+start_nbd_node "$tmp/node3.log" "$NODE" --backend "file:$tmp/dstore/" --export-size 64m --buckets d1 --direct
 N3=$PID; P3=$PORT
 if fio --name=dverify --ioengine=nbd --uri="nbd://127.0.0.1:$P3/d1" --rw=randrw --bs=4k \
      --size=16m --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
      --output="$tmp/fio-dverify.txt" >/dev/null 2>&1 &&
    grep -q 'err= 0' "$tmp/fio-dverify.txt" &&
    python3 "$HERE/nbd_faults.py" "$P3" d1 bounds midwrite durable structured >/dev/null &&
-   roundtrip "nbd://127.0.0.1:$P3/d1"; then
+   nbd_roundtrip "nbd://127.0.0.1:$P3/d1"; then
   ok "--direct: fio verify, faults, nbdcopy round trip"
 else
   bad "--direct"; cat "$tmp/fio-dverify.txt"
@@ -165,7 +142,7 @@ fi
 kill -TERM "$N3"; wait "$N3" 2>/dev/null
 
 # ---- 4a. request buffers within --nbd-request-memory (defect 12) -------------
-start_node "$tmp/node5.log" "$NODE" --backend "file:$tmp/mstore/" --export-size 64m --buckets m1 \
+start_nbd_node "$tmp/node5.log" "$NODE" --backend "file:$tmp/mstore/" --export-size 64m --buckets m1 \
   --nbd-request-memory 64m --io-time-us 150000
 N5=$PID; P5=$PORT
 if NODE_PID=$N5 MAX_RSS_MB=250 python3 "$HERE/nbd_faults.py" "$P5" m1 memory; then
@@ -182,7 +159,7 @@ N4=$!; LIB_PIDS="$LIB_PIDS $N4"
 wait_for '[ -S "$tmp/nbd.sock" ]' 5
 U="nbd+unix:///u1?socket=$tmp/nbd.sock"
 if nbdinfo --list "nbd+unix:///?socket=$tmp/nbd.sock" 2>&1 | grep -q 'export="u1"' &&
-   roundtrip "$U"; then
+   nbd_roundtrip "$U"; then
   ok "Unix socket: nbdinfo --list, nbdcopy round trip"
 else
   bad "Unix socket"; cat "$tmp/node4.log"

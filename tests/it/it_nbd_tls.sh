@@ -15,29 +15,13 @@ pki=$tmp/pki
 # (nbdkit's psktool is not packaged everywhere: lib.sh writes its format.)
 nbd_tls_pki "$pki" || { echo "it_nbd_tls: neither certtool nor openssl installed; skipped"; exit 0; }
 
-logged_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null | head -1; }
-# start_node LOG ARGS...: a block node on a free port; sets PID and PORT.
-start_node() {
-  log=$1; shift
-  "$NODE" --nbd-listen 127.0.0.1:0 --backend "file:$tmp/store/" --export-size 64m "$@" 2>"$log" &
-  PID=$!
-  LIB_PIDS="$LIB_PIDS $PID"
-  wait_for '[ -n "$(logged_port "$log")" ] || ! kill -0 "$PID" 2>/dev/null' 5
-  PORT=$(logged_port "$log")
-  [ -n "$PORT" ] && return 0
-  echo "it_nbd_tls: node did not start:"; cat "$log"
-  exit 1
-}
-roundtrip() {
-  nbdcopy "$tmp/in.bin" "$1" && nbdcopy "$1" "$tmp/rt.bin" &&
-    cmp -n "$(stat -c %s "$tmp/in.bin")" "$tmp/in.bin" "$tmp/rt.bin" >/dev/null
-}
 head -c 6000000 /dev/urandom >"$tmp/in.bin"
 CERT="tls-certificates=$pki"
 PSK="tls-psk-file=$pki/keys.psk"
 
 # ---- 1. --tls require (the default with credentials) -----------------------
-start_node "$tmp/req.log" --tls-cert "$pki/server-cert.pem" --tls-key "$pki/server-key.pem" \
+start_nbd_node "$tmp/req.log" "$NODE" --backend "file:$tmp/store/" --export-size 64m \
+  --tls-cert "$pki/server-cert.pem" --tls-key "$pki/server-key.pem" \
   --tls-psk "$pki/keys.psk"
 N1=$PID; P1=$PORT
 grep -q 'TLS require' "$tmp/req.log" && ok "credentials given: --tls require by default" ||
@@ -47,9 +31,9 @@ echo "$out" | grep -q 'with TLS' && ok "nbdinfo nbds:// with the X.509 certifica
   not_ok "nbdinfo X.509: $out"
 out=$(nbdinfo "nbds://alice@127.0.0.1:$P1/default?$PSK" 2>&1)
 echo "$out" | grep -q 'with TLS' && ok "nbdinfo nbds:// with the PSK" || not_ok "nbdinfo PSK: $out"
-roundtrip "nbds://127.0.0.1:$P1/default?$CERT" && ok "nbdcopy in and out over TLS (X.509), same bytes" ||
+nbd_roundtrip "nbds://127.0.0.1:$P1/default?$CERT" && ok "nbdcopy in and out over TLS (X.509), same bytes" ||
   not_ok "nbdcopy X.509 round trip"
-roundtrip "nbds://alice@127.0.0.1:$P1/default?$PSK" && ok "nbdcopy in and out over TLS (PSK), same bytes" ||
+nbd_roundtrip "nbds://alice@127.0.0.1:$P1/default?$PSK" && ok "nbdcopy in and out over TLS (PSK), same bytes" ||
   not_ok "nbdcopy PSK round trip"
 echo "bob:00112233445566778899aabbccddeeff" >"$tmp/wrong.psk"
 # fio's nbd engine refuses file names in the URI (libnbd's
@@ -133,11 +117,12 @@ kill -0 "$N1" 2>/dev/null && nbdinfo "nbds://127.0.0.1:$P1/default?$CERT" >/dev/
 stop_pid "$N1"
 
 # ---- 2. --tls allow: plain and TLS clients -----------------------------------
-start_node "$tmp/allow.log" --tls allow --tls-psk "$pki/keys.psk"
+start_nbd_node "$tmp/allow.log" "$NODE" --backend "file:$tmp/store/" --export-size 64m \
+  --tls allow --tls-psk "$pki/keys.psk"
 N2=$PID; P2=$PORT
 nbdinfo "nbd://127.0.0.1:$P2/default" 2>&1 | grep -q 'without TLS' &&
   ok "--tls allow: a plain client is served" || not_ok "--tls allow: plain client"
-roundtrip "nbds://alice@127.0.0.1:$P2/default?$PSK" && ok "--tls allow: nbdcopy over TLS" ||
+nbd_roundtrip "nbds://alice@127.0.0.1:$P2/default?$PSK" && ok "--tls allow: nbdcopy over TLS" ||
   not_ok "--tls allow: TLS client"
 stop_pid "$N2"
 
