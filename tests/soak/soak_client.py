@@ -58,6 +58,8 @@ def bump(server, key, n=1):
 def violate(kind, server, what):
     with lock:
         violations.append({"kind": kind, "time": time.time(), "server": server, "what": what[:300]})
+        if len(violations) > 20:
+            return
     print("soak-client: VIOLATION %s on %s: %s" % (kind, server, what[:300]), flush=True)
 
 
@@ -393,7 +395,7 @@ def run(argv):
         t.daemon = True
         t.start()
     while time.time() < end:
-        time.sleep(min(30, max(0.1, end - time.time())))
+        time.sleep(min(10, max(0.1, end - time.time())))
         with lock:
             line = "  ".join("%s %d/%d" % (n, d.get("replies", 0), d.get("requests", 0))
                              for n, d in sorted(stats.items()) if n != "hostile")
