@@ -4,7 +4,7 @@
 # Usage: tests/soak/soak.sh   (BIN=bin; SOAK_MINUTES=10; SOAK_SEED=N to
 # replay a chaos schedule; KEEP=1 keeps the scratch directory, which is
 # always kept on failure).  Bounds (MB of VmRSS, sampled every 15 s):
-# SOAK_RSS_NODE=256, SOAK_RSS_CONTROLLER=128, SOAK_RSS_NBD=256,
+# SOAK_RSS_NODE=320, SOAK_RSS_CONTROLLER=128, SOAK_RSS_NBD=256,
 # SOAK_RSS_MEMCACHED=320.  docs/fuzzing.md, "Soak", says what it checks.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +36,7 @@ cat >"$T/settings.env" <<EOF
 SEED=$SEED
 MINUTES=$MIN
 PERIOD=1
-RSS_NODE=${SOAK_RSS_NODE:-256}
+RSS_NODE=${SOAK_RSS_NODE:-320}
 RSS_CONTROLLER=${SOAK_RSS_CONTROLLER:-128}
 RSS_NBD=${SOAK_RSS_NBD:-256}
 RSS_MEMCACHED=${SOAK_RSS_MEMCACHED:-320}

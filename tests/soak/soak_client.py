@@ -41,7 +41,7 @@ HOSTILE_SRC = "127.0.0.2"  # hostile peers come from another loopback address
 IDLE_PER_PORT = 150
 BLOCK = 4096
 NBD_BLOCKS = 256
-NEVER_READ_GETS = 1200  # 300 MB of replies asked per never-reading connection
+NEVER_READ_GETS = 2000  # 500 MB of replies asked per never-reading connection
 
 lock = threading.Lock()
 stats = {}
