@@ -148,8 +148,8 @@ chaos() {   # chaos TARGET DOWN_SECONDS
     node) pid=$N1PID ;;
     memcached) pid=$MC2PID ;;
   esac
-  kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; drop_pid "$pid"
   k=$(now)
+  kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; drop_pid "$pid"
   sleep "$2"
   case $1 in
     controller) start_ctrl || fail "controller did not restart" ;;

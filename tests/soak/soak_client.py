@@ -41,7 +41,7 @@ HOSTILE_SRC = "127.0.0.2"  # hostile peers come from another loopback address
 IDLE_PER_PORT = 150
 BLOCK = 4096
 NBD_BLOCKS = 256
-NEVER_READ_GETS = 2000  # 500 MB of replies asked per never-reading connection
+NEVER_READ_GETS = 2048  # values (512 MB of replies) asked per never-reading connection
 
 lock = threading.Lock()
 stats = {}
@@ -311,8 +311,9 @@ def idle_clients(ports, end):
 
 
 def never_reader(port, end):
-    """Sets a 256 KiB value, then pipelines NEVER_READ_GETS gets of it
-    without ever reading a reply; a new connection once the server closes it."""
+    """Sets a 256 KiB value, then pipelines multi-gets of 64 x it (issue 18,
+    defect 8) until NEVER_READ_GETS values are asked, without ever reading
+    a reply; a new connection once the server closes it."""
     big = b"x" * 262144
     while time.time() < end:
         try:
@@ -321,10 +322,12 @@ def never_reader(port, end):
             bump("hostile", "never_reader_connections")
             s.setblocking(False)
             asked = 0
+            req = b"get" + b" chk:big" * 64 + b"\r\n"   # 16 MB of replies each
             while time.time() < end and asked < NEVER_READ_GETS:
                 try:
-                    s.send(b"get chk:big\r\n" * 8)
-                    asked += 8
+                    if s.send(req) != len(req):
+                        break
+                    asked += 64
                 except BlockingIOError:
                     time.sleep(0.5)
             # Then sits 90 s, asking once in a while: a send fails once the
