@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ ctrl_config_t ctrl_config_default(void)
         .cap_sd = 0,
         .cap_cold = 0.2,
         .conv_slack = 0.05,
+        .max_profile = 1e8,
+        .max_nodes = CTRL_NODES_MAX,
+        .max_names = CTRL_NAMES_DEFAULT,
+        .forget_after = 10,
     };
 }
 
@@ -37,6 +42,14 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
     c->cfg = *cfg;
     if (!(c->cfg.default_capacity >= 1))
         c->cfg.default_capacity = 50000;
+    if (!(c->cfg.max_profile >= 1))
+        c->cfg.max_profile = 1e8;
+    if (c->cfg.max_nodes < 1 || c->cfg.max_nodes > CTRL_NODES_MAX)
+        c->cfg.max_nodes = CTRL_NODES_MAX;
+    if (c->cfg.max_names < 1)
+        c->cfg.max_names = CTRL_NAMES_DEFAULT;
+    for (int i = 0; i < CTRL_IMPL__COUNT; i++)
+        c->impl_logged[i] = -CTRL_IMPL_LOG_ROUNDS; /* the first one is logged */
     c->bf = bucketfile_new();
     c->node_ix = strmap_new();
     if (!c->bf || !c->node_ix) {
@@ -63,14 +76,85 @@ static void table_free(node_t *n)
     free(n->inact);
 }
 
-static void node_free(node_t *n)
+/* Frees everything node n holds but its name, and leaves it a node with
+ * an empty table. */
+static void node_clear(node_t *n)
 {
-    free(n->name);
     table_free(n);
     free(n->jof);
     free(n->work);
     free(n->lcand);
     free(n->out);
+    char *name = n->name;
+    int64_t last_seen = n->last_seen;
+    memset(n, 0, sizeof *n);
+    n->name = name;
+    n->last_seen = last_seen;
+    n->act_sorted = 1; /* an empty list */
+}
+
+static void node_free(node_t *n)
+{
+    node_clear(n);
+    free(n->name);
+}
+
+void ctrl__node_forget(ctrl_t *c, int node)
+{
+    node_t *nd = &c->nodes[node];
+    log_info("node %s down for %d rounds: forgotten (its tables freed)", nd->name,
+             (int)(c->round_no - nd->last_seen));
+    node_clear(nd);
+    nd->forgotten = 1;
+    c->st.nodes_forgotten++;
+}
+
+/* A slot for a new node: a new one, or (at max_nodes) the forgotten node
+ * silent the longest, renamed.  Returns its index, -EUSERS if every slot
+ * is taken by a node not forgotten, or -ENOMEM. */
+static int node_slot(ctrl_t *c, const char *name)
+{
+    int idx = -1;
+    if (c->nn >= c->cfg.max_nodes) {
+        for (int i = 0; i < c->nn; i++)
+            if (c->nodes[i].forgotten &&
+                (idx < 0 || c->nodes[i].last_seen < c->nodes[idx].last_seen))
+                idx = i;
+        if (idx < 0)
+            return -EUSERS;
+        char *nm = strdup(name);
+        if (!nm)
+            return -ENOMEM;
+        node_t *nd = &c->nodes[idx];
+        strmap_remove(c->node_ix, nd->name, strlen(nd->name), NULL);
+        if (strmap_insert(c->node_ix, name, strlen(name), idx) < 0) {
+            strmap_insert(c->node_ix, nd->name, strlen(nd->name), idx);
+            free(nm);
+            return -ENOMEM;
+        }
+        free(nd->name);
+        memset(nd, 0, sizeof *nd);
+        nd->name = nm;
+        nd->last_seen = -1;
+        return idx;
+    }
+    if (c->nn == c->capn) {
+        int cap = c->capn ? c->capn * 2 : 8;
+        node_t *nv = realloc(c->nodes, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        c->nodes = nv;
+        c->capn = cap;
+    }
+    node_t *nd = &c->nodes[c->nn];
+    memset(nd, 0, sizeof *nd);
+    nd->name = strdup(name);
+    if (!nd->name || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
+        free(nd->name);
+        return -ENOMEM;
+    }
+    nd->last_seen = -1;
+    return c->nn++;
 }
 
 void ctrl_destroy(ctrl_t **cp)
@@ -108,13 +192,46 @@ static void pair_init(pair_t *p, pair_push_t *pp, int b)
     p->b = b;
     p->period = UINT64_MAX;
     p->throttled = 1; /* no tokens left known */
-    *pp = (pair_push_t){.tok_r = -1, .tok_l = CTRL_UNLIMITED};
+    *pp = (pair_push_t){.tok_r = -1, .tok_l = CTRL_UNLIMITED, .gperiod = UINT64_MAX};
 }
 
+/* Tokens per period for `rate`; CTRL_BUCKET_TOKENS_MAX + 1 if more
+ * (ctrl_check_buckets() refuses those). */
 static int64_t rate_to_tokens(int64_t rate, double period_s)
 {
     double t = round((double)rate * period_s);
-    return t > (double)(INT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)t;
+    return t > (double)CTRL_BUCKET_TOKENS_MAX ? CTRL_BUCKET_TOKENS_MAX + 1 : (int64_t)t;
+}
+
+int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
+{
+    int64_t total = 0;
+    for (size_t b = 0; b < bucketfile_count(bf); b++) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, b);
+        int64_t most = x->limit == BUCKETFILE_NO_LIMIT ? x->reservation : x->limit;
+        int64_t t = rate_to_tokens(most, c->cfg.period_s);
+        if (t > CTRL_BUCKET_TOKENS_MAX) {
+            if (msg)
+                snprintf(msg, msgsize,
+                         "bucket %s: %lld IOs/s over the %g s period is more than 2^53 IOs; "
+                         "lower it or the period",
+                         x->name, (long long)most, c->cfg.period_s);
+            return -ERANGE;
+        }
+        total += t; /* <= 2^62 + 2^53: no overflow */
+        if (total > CTRL_TOTAL_TOKENS_MAX) {
+            if (msg)
+                snprintf(msg, msgsize,
+                         "bucket %s: the buckets up to it (%zu) add up to more than 2^62 IOs "
+                         "per %g s period (the sum of max(reservation, limit) x period must fit); "
+                         "lower their limits or the period",
+                         x->name, b + 1, c->cfg.period_s);
+            return -ERANGE;
+        }
+    }
+    if (msg && msgsize)
+        msg[0] = 0;
+    return 0;
 }
 
 /* Points node n's pairs at the buckets of `bf` and rebuilds its reverse
@@ -135,6 +252,8 @@ static void node_remap(const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
 
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
 {
+    if (ctrl_check_buckets(c, bf, NULL, 0) < 0)
+        return -ERANGE;
     size_t nb = bucketfile_count(bf);
     bucketfile_t *copy = bucketfile_dup(bf);
     const char **names = calloc(nb ? nb : 1, sizeof *names);
@@ -155,6 +274,10 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
     }
     for (int i = 0; i < c->nn; i++) {
+        if (c->nodes[i].forgotten) { /* holds no table */
+            free(jofs[i]);
+            continue;
+        }
         node_remap(copy, &c->nodes[i], jofs[i], nb);
         c->nodes[i].nout = 0;
         c->nodes[i].full_push = 1; /* new buckets' limits must reach every node */
@@ -200,12 +323,19 @@ const uint32_t *ctrl_table_weights(const ctrl_t *c)
     return c->bweights;
 }
 
-int ctrl_node_find(const ctrl_t *c, const char *name)
+/* Index of node `name`, forgotten or not, or -ENOENT. */
+static int node_lookup(const ctrl_t *c, const char *name)
 {
     int v;
     if (!name || strmap_find(c->node_ix, name, strlen(name), &v) < 0)
         return -ENOENT;
     return v;
+}
+
+int ctrl_node_find(const ctrl_t *c, const char *name)
+{
+    int v = node_lookup(c, name);
+    return v >= 0 && c->nodes[v].forgotten ? -ENOENT : v;
 }
 
 int ctrl_nnodes(const ctrl_t *c)
@@ -279,6 +409,8 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     node_t *nd = ctrl__get_node(c, node);
     if (!nd || (n && !names))
         return -EINVAL;
+    if (n > (size_t)c->cfg.max_names)
+        return -E2BIG;
     char **tn = calloc(n ? n : 1, sizeof *tn);
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
     pair_push_t *push = malloc((n ? n : 1) * sizeof *push);
@@ -338,34 +470,27 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
 {
     if (!name || proto_name_check(name, strlen(name)) < 0)
         return -EINVAL;
-    int idx = ctrl_node_find(c, name);
+    int idx = node_lookup(c, name);
     if (idx >= 0 && c->nodes[idx].up && c->nodes[idx].instance && instance &&
         c->nodes[idx].instance != instance) {
         c->st.duplicate_names++;
         return -EEXIST;
     }
-    if (idx < 0) {
-        if (c->nn == c->capn) {
-            int cap = c->capn ? c->capn * 2 : 8;
-            node_t *nv = realloc(c->nodes, (size_t)cap * sizeof *nv);
-            if (!nv)
-                return -ENOMEM;
-            c->nodes = nv;
-            c->capn = cap;
-        }
-        node_t *nd = &c->nodes[c->nn];
-        memset(nd, 0, sizeof *nd);
-        nd->name = strdup(name);
-        if (!nd->name || strmap_insert(c->node_ix, name, strlen(name), c->nn) < 0) {
-            free(nd->name);
-            return -ENOMEM;
-        }
-        nd->last_seen = -1;
-        idx = c->nn++;
-    }
+    if (n > (size_t)c->cfg.max_names)
+        return -E2BIG;
+    if (idx < 0 && (idx = node_slot(c, name)) < 0)
+        return idx;
     node_t *nd = &c->nodes[idx];
+    nd->forgotten = 0;
     nd->instance = instance;
     double prof = capacity > 0 ? (double)capacity : c->cfg.default_capacity;
+    double most = c->cfg.max_profile;
+    if (nd->cap.samples + nd->cap.steps > 0 && CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate < most)
+        most = CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate; /* its history */
+    if (prof > most) {
+        ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
+        prof = most;
+    }
     if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
         estimate_cap_cfg_t cc = estimate_cap_defaults(prof);
         cc.k_sd = c->cfg.cap_sd;
@@ -483,10 +608,17 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         return 0;
     }
     double interval_s = c->cfg.period_s / c->cfg.intervals;
+    double rate = ctrl__plausible_rate(nd), per = rate * c->cfg.period_s;
+    uint64_t ub = per < (double)CTRL_COUNT_MAX ? (uint64_t)per : (uint64_t)CTRL_COUNT_MAX;
     if (nd->have_rep && nd->rep_period == period && interval == nd->rep_interval + 1 &&
-        completions >= nd->completions && busy_seconds >= nd->busy)
-        estimate_cap_update(&nd->cap, completions - nd->completions, busy_seconds - nd->busy,
-                            interval_s);
+        completions >= nd->completions && busy_seconds >= nd->busy) {
+        double done = (double)(completions - nd->completions), most = rate * interval_s;
+        if (done > most) {
+            ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
+            done = most;
+        }
+        estimate_cap_update(&nd->cap, (uint64_t)done, busy_seconds - nd->busy, interval_s);
+    }
     if (!nd->have_rep || period > nd->rep_period ||
         (period == nd->rep_period && interval >= nd->rep_interval)) {
         nd->have_rep = 1;
@@ -516,11 +648,7 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
-        p->queued = r->queued;
-        p->arrivals = r->arrivals_interval;
-        uint64_t sv = r->served_r + r->served_l + r->served_o;
-        p->served = sv > (UINT64_C(1) << 53) ? (INT64_C(1) << 53) : (int64_t)sv;
-        nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o, 0};
+        ctrl__report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;
@@ -584,21 +712,21 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             continue;
         const pair_t *p = &nd->pairs[j];
         if (p->has_report && p->period == c->period) {
-            out->served_r += nd->served[j].r;
-            out->served_l += nd->served[j].l;
-            out->served_o += nd->served[j].o;
+            out->served_r = ctrl__ucount_add(out->served_r, nd->served[j].r);
+            out->served_l = ctrl__ucount_add(out->served_l, nd->served[j].l);
+            out->served_o = ctrl__ucount_add(out->served_o, nd->served[j].o);
         }
         if (!nd->up)
             continue;
         if (p->has_report)
-            out->queued += p->queued;
+            out->queued = ctrl__ucount_add(out->queued, p->queued);
         const pair_push_t *ps = &nd->push[j];
-        out->demand += ps->demand;
+        out->demand = ctrl__count_add(out->demand, ps->demand);
         out->servers += ps->demand > 0;
         if (ps->tok_r > 0)
-            out->r_tokens += ps->tok_r;
+            out->r_tokens = ctrl__count_add(out->r_tokens, ps->tok_r);
         if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
-            out->l_tokens += ps->tok_l;
+            out->l_tokens = ctrl__count_add(out->l_tokens, ps->tok_l);
     }
     if (unl)
         out->l_tokens = CTRL_UNLIMITED;
@@ -699,8 +827,9 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
                 k = (int)n;
                 all[n++] = (ctrl_unconf_t){.name = name};
             }
-            all[k].arrivals += sv->arrivals;
-            all[k].served += sv->r + sv->l + sv->o;
+            all[k].arrivals = ctrl__ucount_add(all[k].arrivals, sv->arrivals);
+            all[k].served = ctrl__ucount_add(
+                all[k].served, ctrl__ucount_add(ctrl__ucount_add(sv->r, sv->l), sv->o));
             all[k].nodes++;
         }
     }
@@ -713,8 +842,8 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             out[k] = all[k];
             continue;
         }
-        rest->arrivals += all[k].arrivals;
-        rest->served += all[k].served;
+        rest->arrivals = ctrl__ucount_add(rest->arrivals, all[k].arrivals);
+        rest->served = ctrl__ucount_add(rest->served, all[k].served);
         rest->nodes++;
     }
     rc = (int)w;

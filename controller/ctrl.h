@@ -62,6 +62,14 @@ typedef struct {
     double conv_slack;       /* token conversion: a bucket keeps this share
                                 of R of what it left unused; < 0: no
                                 conversion (remaining R = R - served) */
+    int max_nodes;           /* nodes registered at most (1..CTRL_NODES_MAX);
+                                a new name beyond takes a forgotten node's
+                                slot, else its hello is refused */
+    int max_names;           /* bucket names per node at most */
+    int forget_after;        /* periods a node stays down before it is
+                                forgotten (its tables freed); <= 0: never */
+    double max_profile;      /* a hello's capacity profile is held to this
+                                (IOPS); see CTRL_PLAUSIBLE_FACTOR */
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
                                 from the clock so that a restarted controller's
                                 generations rarely repeat the old ones */
@@ -69,8 +77,13 @@ typedef struct {
     void *solve_hook_arg;
 } ctrl_config_t;
 
+#define CTRL_NODES_MAX 4096      /* the round's sums hold this many nodes */
+#define CTRL_NAMES_DEFAULT 262144 /* bucket names per node, default cap */
+
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
- * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05. */
+ * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05,
+ * max_profile 10^8 IOPS, 4096 nodes, 262,144 names per node, forget after
+ * 10 periods down. */
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;
@@ -87,10 +100,23 @@ const ctrl_config_t *ctrl_config(const ctrl_t *c);
 
 /* ---- buckets (the controller's table) ------------------------------------ */
 
+/* The most tokens one bucket may get per period (rate x period_s), and the
+ * most all buckets together may (the sum over buckets of the larger of
+ * reservation and limit, in tokens): what a round's sums hold without
+ * overflow (pShift sums a problem's tokens in int64_t). */
+#define CTRL_BUCKET_TOKENS_MAX (INT64_C(1) << 53)
+#define CTRL_TOTAL_TOKENS_MAX (INT64_C(1) << 62)
+
+/* Checks that `bf` fits what the arithmetic holds under c's period (the two
+ * bounds above).  Returns 0, or -ERANGE with `msg` (may be NULL) naming the
+ * first bucket past a bound.  Any thread that owns `c`. */
+int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize);
+
 /* Replaces the bucket configuration with a copy of `bf` (rates are turned
  * into tokens per period: rate x period_s).  Per-node state of buckets that
  * stay is kept; the table generation changes and the next ctrl_compute()
- * recomputes.  Returns 0 or -ENOMEM (state unchanged). */
+ * recomputes.  Returns 0, -ERANGE if ctrl_check_buckets() refuses `bf`, or
+ * -ENOMEM (state unchanged in both cases). */
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf);
 
 /* The controller's table: generation (>= 1) and bucket names in index order
@@ -113,12 +139,16 @@ const uint32_t *ctrl_table_weights(const ctrl_t *c);
  * that is up under another instance (both non-zero) is refused: a second
  * node started under the same name must not take the first one's place
  * (counted in ctrl_stats()'s duplicate_names; the first is unchanged).
- * Returns the node's index (stable for the life of `c`), -EEXIST for such
- * a duplicate, -EINVAL for a bad name, -ENOMEM. */
+ * Returns the node's index (stable until the node is forgotten: down for
+ * forget_after periods, its tables freed; a hello brings it back, under
+ * the same index unless a new name took the slot), -EEXIST for such a
+ * duplicate, -EINVAL for a bad name, -E2BIG for more than max_names names,
+ * -EUSERS if max_nodes are registered and none is forgotten, -ENOMEM. */
 int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
                     uint32_t table, const char *const *names, size_t n);
 
-/* Index of node `name`, or -ENOENT. */
+/* Index of node `name`, or -ENOENT (also for a forgotten node: it must say
+ * hello again). */
 int ctrl_node_find(const ctrl_t *c, const char *name);
 
 /* Replaces node `node`'s bucket table (a names frame in a report).
@@ -249,11 +279,37 @@ double ctrl_total_capacity(const ctrl_t *c);
  * node reports demand for it). */
 double ctrl_bucket_capacity(const ctrl_t *c, const char *name);
 
+/* Implausible reports (issue 18): values a node sends that the controller
+ * does not believe, clamped, counted per reason in ctrl_stats() and logged
+ * at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason.  A node's
+ * plausible rate is CTRL_PLAUSIBLE_FACTOR x the larger of its profile and
+ * its capacity estimate. */
+typedef enum {
+    CTRL_IMPL_SERVED_GRANT, /* limited bucket: served beyond what the
+                               tokens pushed to the node this period allow
+                               (+1/32 + 64 for requests in flight) */
+    CTRL_IMPL_SERVED_RATE,  /* served beyond the plausible rate x period */
+    CTRL_IMPL_DEMAND,       /* queued or arrivals beyond CTRL_DEMAND_FACTOR
+                               x the plausible rate x period */
+    CTRL_IMPL_CAPACITY,     /* completions beyond it, or a hello's profile
+                               beyond max_profile or beyond the factor x the
+                               node's estimate so far */
+    CTRL_IMPL__COUNT
+} ctrl_impl_t;
+#define CTRL_PLAUSIBLE_FACTOR 4
+#define CTRL_DEMAND_FACTOR 16
+#define CTRL_IMPL_LOG_ROUNDS 50
+
+/* "served_beyond_grant", "served_beyond_rate", "demand", "capacity". */
+const char *ctrl_impl_str(ctrl_impl_t r);
+
 typedef struct {
     uint64_t rounds, computed, skipped;
     uint64_t reports, stale_reports, unknown_records;
     uint64_t nodes_marked_down, nodes_back_up;
     uint64_t duplicate_names; /* hellos refused: the name is up elsewhere */
+    uint64_t nodes_forgotten; /* down for forget_after periods: tables freed */
+    uint64_t implausible[CTRL_IMPL__COUNT]; /* values clamped, per reason */
 } ctrl_stats_t;
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c);

@@ -36,6 +36,10 @@ typedef struct {
  * last pushed.  Same index as pair_t. */
 typedef struct {
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
+    int64_t grant;         /* limited bucket: the most this node may have
+                              served in period gperiod by what was pushed
+                              (served at the push + R + L, highest push) */
+    uint64_t gperiod;      /* period of `grant`; other: none known */
     int64_t demand;        /* estimate for the rest of the period */
     double rate_used;      /* demand per interval at the last computation */
 } pair_push_t;
@@ -73,6 +77,7 @@ typedef struct {
     char *name;
     uint64_t instance;     /* the registered process's id, 0 = not said */
     int up;
+    uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
     char **tnames;         /* the node's table (copies) */
@@ -166,6 +171,8 @@ struct ctrl {
     int computed_once;
     uint64_t last_period_computed;
     ctrl_stats_t st;
+    int64_t impl_logged[CTRL_IMPL__COUNT]; /* round of the last log, per reason */
+    uint64_t impl_quiet[CTRL_IMPL__COUNT]; /* clamped since, not logged */
     /* scratch for one computation */
     int *cnt, *given;      /* [nbuckets] leftover spreading */
     size_t capcnt;
@@ -191,6 +198,71 @@ static inline void ctrl__prefetch(const void *a, size_t size)
     __builtin_prefetch(a, 1);
     __builtin_prefetch((const char *)a + size - 1, 1);
 }
+
+/* Counts summed over nodes or buckets (served, queued, demand, tokens)
+ * saturate at CTRL_COUNT_MAX = 2^53: a report carries at most that per
+ * count (proto check), a bucket gets at most that many tokens per period
+ * (ctrl_set_buckets), so a saturated sum still says "more than any limit",
+ * never wraps, and stays exact as a double.  Inputs are >= 0. */
+#define CTRL_COUNT_MAX (INT64_C(1) << 53)
+static inline int64_t ctrl__count_add(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s) || s > CTRL_COUNT_MAX)
+        return CTRL_COUNT_MAX;
+    return s;
+}
+
+static inline uint64_t ctrl__ucount_add(uint64_t a, uint64_t b)
+{
+    uint64_t s;
+    if (__builtin_add_overflow(a, b, &s) || s > (uint64_t)CTRL_COUNT_MAX)
+        return (uint64_t)CTRL_COUNT_MAX;
+    return s;
+}
+
+/* The most tokens a node's capacity counts for in a round (2^50: 3 x 10^11
+ * IOs/s over an hour): 4,096 of them add up to at most 2^62. */
+#define CTRL_NODE_TOKENS_MAX (INT64_C(1) << 50)
+
+/* Records that (r, l) is pushed to pair pr / ps of the current period:
+ * the tokens and, for a limited bucket, what the node may serve in the
+ * period by them (ctrl_node_report() holds its served counts to that). */
+static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
+                                int64_t l)
+{
+    ps->tok_r = r;
+    ps->tok_l = l;
+    if (l == CTRL_UNLIMITED)
+        return;
+    if (ps->gperiod != c->period) {
+        ps->grant = 0;
+        ps->gperiod = c->period;
+    }
+    int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
+    int64_t g = ctrl__count_add(base, ctrl__count_add(r, l));
+    if (g > ps->grant)
+        ps->grant = g;
+}
+
+/* plausible.c: counts a value of node nd's that the controller does not
+ * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)
+ * and logs it, at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason. */
+void ctrl__implausible(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bucket,
+                       double said, double kept);
+
+/* The most IOs per second node nd is believed to do: CTRL_PLAUSIBLE_FACTOR
+ * x the larger of its profile and its estimate. */
+double ctrl__plausible_rate(const node_t *nd);
+
+/* Checks record r of node nd (pair p, configured) of a report of `period`
+ * against what the controller granted and what the node can do (`ub`:
+ * counts per period), and keeps in p and nd->served what it believes. */
+void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
+                      uint64_t period, uint64_t ub);
+
+/* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
+void ctrl__node_forget(ctrl_t *c, int node);
 
 /* Node `node`, or NULL if there is no such node. */
 static inline node_t *ctrl__get_node(const ctrl_t *c, int node)

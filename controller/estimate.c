@@ -36,6 +36,7 @@ estimate_cap_cfg_t estimate_cap_defaults(double profile)
         .k_sd = 0,
         .cold_margin = 0.2,
         .max_margin = 0.5,
+        .max_factor = 4,
     };
 }
 
@@ -78,6 +79,8 @@ static void cap_move(estimate_cap_t *c, double want)
         else if (want < e * (1 - m))
             want = e * (1 - m);
     }
+    if (c->cfg.max_factor > 0 && want > c->cfg.max_factor * c->cfg.profile)
+        want = c->cfg.max_factor * c->cfg.profile;
     c->estimate = want < 1 ? 1 : want;
 }
 

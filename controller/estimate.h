@@ -72,13 +72,15 @@ typedef struct {
     double cold_margin;/* conservative = (1 - cold_margin) x estimate while
                           fewer than two samples (0..1) */
     double max_margin; /* conservative >= (1 - max_margin) x estimate (0..1) */
+    double max_factor; /* estimate <= max_factor x profile (0: no bound):
+                          reports cannot talk it up without end */
 } estimate_cap_cfg_t;
 
 #define ESTIMATE_WINDOW_MAX 32
 
 /* Returns settings derived from a profile: step 5%, floor 25% of the
  * profile, saturated 0.95, min_busy 0.5, window 8,
- * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5. */
+ * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4. */
 estimate_cap_cfg_t estimate_cap_defaults(double profile);
 
 /* One server's capacity estimator: a plain value (no allocation). */

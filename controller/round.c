@@ -35,6 +35,13 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
     return p->served;
 }
 
+/* A node's capacity for the rest of the period in tokens, at most
+ * CTRL_NODE_TOKENS_MAX (so that pShift's sum over the nodes fits). */
+static int64_t node_tokens(double t)
+{
+    return t > 0 ? (t < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)t : CTRL_NODE_TOKENS_MAX) : 0;
+}
+
 /* Grows the scratch arrays of a computation to the current numbers of
  * buckets, nodes and active pairs.  Returns 0 or -ENOMEM. */
 static int grow_scratch(ctrl_t *c)
@@ -91,7 +98,7 @@ static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass)
         size_t ne = pshift_bucket_nentries(p, pi);
         const int64_t *al = pshift_bucket_allocs(p, pi);
         for (size_t k = 0; k < ne; k++)
-            sum += al[k];
+            sum = ctrl__count_add(sum, al[k]);
         if (lpass) {
             bs->lalloc = sum;
             bs->la = al;
@@ -263,8 +270,7 @@ static int prov_walk(ctrl_t *c)
                 continue;
             if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
                 return rc;
-            ps->tok_r = r;
-            ps->tok_l = l;
+            ctrl__pushed(c, pr, ps, r, l);
         }
     }
     return 0;
@@ -290,7 +296,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
         w->demand = 0;
         w->arrivals = 0;
         if (pr->b >= 0)
-            c->b[pr->b].served += served;
+            c->b[pr->b].served = ctrl__count_add(c->b[pr->b].served, served);
         if (pr->b >= 0 && pr->has_report) {
             /* Reported in an older period, and the node's report of this
              * one left it out: it is idle there (protocol.md), not still
@@ -362,8 +368,7 @@ static int push_node(ctrl_t *c, node_t *nd)
         if (!bs->prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
-            ps->tok_r = r;
-            ps->tok_l = l;
+            ctrl__pushed(c, &nd->pairs[j], ps, r, l);
         }
         /* Idle and holding nothing that can change: off the list until
          * the node reports the bucket again. */
@@ -407,6 +412,9 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
                      nd->name, c->cfg.down_after);
         }
         rs->nodes_up += nd->up;
+        if (!nd->up && !nd->forgotten && c->cfg.forget_after > 0 && nd->last_seen >= 0 &&
+            c->round_no - nd->last_seen >= (int64_t)c->cfg.forget_after * c->cfg.intervals)
+            ctrl__node_forget(c, i);
     }
     return 0;
 }
@@ -429,7 +437,8 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
             for (size_t k = 0; k < nd->nact; k++) {
                 const pair_t *pr = &nd->pairs[nd->act[k]];
                 if (pr->b >= 0)
-                    c->b[pr->b].served += pair_served(c, pr);
+                    c->b[pr->b].served =
+                        ctrl__count_add(c->b[pr->b].served, pair_served(c, pr));
             }
             continue;
         }
@@ -532,7 +541,7 @@ static void place_single(ctrl_t *c, node_t *nd, int64_t cons, ctrl_result_t *rs)
     for (size_t k = 0; k < nd->nact; k++) {
         const work_t *w = &nd->work[k];
         if (w->rk == 0 && c->b[w->b].nr == 1)
-            sum += w->demand < c->b[w->b].r_rem ? w->demand : c->b[w->b].r_rem;
+            sum = ctrl__count_add(sum, w->demand < c->b[w->b].r_rem ? w->demand : c->b[w->b].r_rem);
     }
     if (sum == 0)
         return;
@@ -546,7 +555,7 @@ static void place_single(ctrl_t *c, node_t *nd, int64_t cons, ctrl_result_t *rs)
         bs->ss_alloc = scale < 1 ? (int64_t)((double)claim * scale) : claim;
         bs->ralloc = bs->ss_alloc;
         bs->ra = &bs->ss_alloc;
-        nd->load += bs->ss_alloc;
+        nd->load = ctrl__count_add(nd->load, bs->ss_alloc);
         rs->buckets++;
         rs->pairs++;
     }
@@ -604,8 +613,8 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
         if (!nd->up)
             continue;
         double capt = nd->cap.estimate * rem_s, cons = nd->cap.conservative * rem_s;
-        nd->capt = capt > 0 ? (int64_t)capt : 0;
-        int64_t ct = cons > 0 ? (int64_t)cons : 0;
+        nd->capt = node_tokens(capt);
+        int64_t ct = node_tokens(cons);
         if (ct > nd->capt)
             ct = nd->capt;
         place_single(c, nd, ct, rs);
@@ -653,11 +662,12 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
     int ns = pshift_nservers(p);
     sum_alloc(c, p, 0);
     for (int s = 0; s < ns; s++) {
-        rs->phi += c->nodes[c->srv_node[s]].load;
-        c->nodes[c->srv_node[s]].load += pshift_server_load(p, s);
+        node_t *nd = &c->nodes[c->srv_node[s]];
+        rs->phi = ctrl__count_add(rs->phi, nd->load);
+        nd->load = ctrl__count_add(nd->load, pshift_server_load(p, s));
     }
     for (size_t b = 0; b < c->nb; b++)
-        rs->r_tokens += c->b[b].ralloc;
+        rs->r_tokens = ctrl__count_add(rs->r_tokens, c->b[b].ralloc);
     return 0;
 }
 
@@ -751,8 +761,7 @@ static int phase_push(ctrl_t *c)
                     continue;
                 if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     return rc;
-                ps->tok_r = 0;
-                ps->tok_l = l;
+                ctrl__pushed(c, &nd->pairs[j], ps, 0, l);
             }
             nd->full_push = 0;
         }

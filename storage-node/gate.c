@@ -5,8 +5,10 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 #include "common/mono.h"
@@ -23,6 +25,13 @@ struct gate {
     gate_conn_t *conns;
     int nconns;
     uint64_t total_conns;
+    /* gate_set_conn_limits() */
+    double idle_sec;       /* 0: no idle timeout */
+    int per_ip;            /* 0: no per-address cap */
+    struct event *sweep;   /* idle check, persistent; NULL while idle_sec is 0 */
+    const struct sockaddr *accepting; /* peer of the connection hooks->accept is taking */
+    uint64_t idle_closed, refused_per_ip;
+    double refuse_logged;  /* mono_now() of the last per-address warning */
     window_t *win;         /* IOs at the backend: how many, how many allowed */
     double busy_mark;      /* last time busy time was accounted */
     double busy_pending;   /* busy seconds not yet reported */
@@ -66,6 +75,12 @@ static void status_lines(void *arg, FILE *fp)
     fprintf(fp, "STAT bqos_window_latency_us %.1f\r\n", ws.latency * 1e6);
     fprintf(fp, "STAT bqos_window_base_us %.1f\r\n", ws.base * 1e6);
     fprintf(fp, "STAT bqos_window_throughput %.0f\r\n", ws.throughput);
+    gate_conn_stats_t cs;
+    gate_conn_stats(g, &cs);
+    fprintf(fp, "STAT bqos_conns_idle_closed %llu\r\n", (unsigned long long)cs.idle_closed);
+    fprintf(fp, "STAT bqos_conns_refused_per_ip %llu\r\n",
+            (unsigned long long)cs.refused_per_ip);
+    fprintf(fp, "STAT bqos_accept_pauses %llu\r\n", (unsigned long long)cs.accept_pauses);
     if (g->status)
         g->status(g->status_arg, fp);
 }
@@ -96,16 +111,112 @@ static void on_pace(evutil_socket_t fd, short what, void *arg)
         g->hooks.dispatch(g->front);
 }
 
+/* The address bytes of a TCP peer (NULL for a Unix socket), and their
+ * length in *n. */
+static const void *peer_bytes(const struct sockaddr *sa, int *family, size_t *n)
+{
+    *family = sa ? sa->sa_family : 0;
+    if (*family == AF_INET) {
+        *n = 4;
+        return &((const struct sockaddr_in *)sa)->sin_addr;
+    }
+    if (*family == AF_INET6) {
+        *n = 16;
+        return &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    }
+    *family = 0;
+    *n = 0;
+    return NULL;
+}
+
+/* Nonzero if the peer `sa` already has per_ip connections open.  A scan of
+ * the connections, once per accept (not per request). */
+static int over_per_ip(const gate_t *g, const struct sockaddr *sa)
+{
+    int family;
+    size_t n;
+    const void *a = peer_bytes(sa, &family, &n);
+    if (!g->per_ip || !a)
+        return 0;
+    int count = 0;
+    for (const gate_conn_t *c = g->conns; c; c = c->next)
+        if (c->family == family && memcmp(c->peer, a, n) == 0 && ++count >= g->per_ip)
+            return 1;
+    return 0;
+}
+
 static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
 {
     gate_t *g = arg;
-    if (g->stopping || g->nconns >= g->cfg.max_conns) {
+    int per_ip = 0;
+    if (g->stopping || g->nconns >= g->cfg.max_conns || (per_ip = over_per_ip(g, sa))) {
+        if (per_ip) {
+            g->refused_per_ip++;
+            double now = mono_now();
+            if (now - g->refuse_logged >= 10) {
+                log_warn("%sconnection refused: its address has --max-conns-per-ip %d open "
+                         "(%llu refused so far)",
+                         g->cfg.tag, g->per_ip, (unsigned long long)g->refused_per_ip);
+                g->refuse_logged = now;
+            }
+        }
         if (g->hooks.refuse)
             g->hooks.refuse(g->front, fd);
         evutil_closesocket(fd);
         return;
     }
+    g->accepting = sa;
     g->hooks.accept(g->front, fd, sa, salen);
+    g->accepting = NULL;
+}
+
+/* Shuts down every connection that read nothing for idle_sec and holds
+ * nothing (gate_set_conn_limits()). */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gate_t *g = arg;
+    if (g->stopping)
+        return;
+    double now = mono_now();
+    gate_conn_t *next;
+    for (gate_conn_t *c = g->conns; c; c = next) {
+        next = c->next;
+        if (now - c->last < g->idle_sec)
+            continue;
+        c->last = now; /* busy: idle from now at the earliest; shut: not twice */
+        if (c->held == 0 && !c->writing && evbuffer_get_length(c->out) == 0 &&
+            event_pending(c->rev, EV_READ, NULL) && shutdown(c->fd, SHUT_RDWR) == 0)
+            g->idle_closed++;
+    }
+}
+
+int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip)
+{
+    if (!(idle_sec >= 0) || per_ip < 0)
+        return -EINVAL;
+    if (g->sweep) {
+        event_free(g->sweep);
+        g->sweep = NULL;
+    }
+    g->idle_sec = idle_sec;
+    g->per_ip = per_ip;
+    if (idle_sec > 0) {
+        double every = idle_sec / 4 < 1 ? idle_sec / 4 : 1;
+        struct timeval tv = {(time_t)every, (suseconds_t)((every - (time_t)every) * 1e6)};
+        g->sweep = event_new(g->base, -1, EV_PERSIST, on_sweep, g);
+        if (!g->sweep || event_add(g->sweep, &tv) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+void gate_conn_stats(const gate_t *g, gate_conn_stats_t *out)
+{
+    out->idle_closed = g->idle_closed;
+    out->refused_per_ip = g->refused_per_ip;
+    out->accept_pauses = g->lis ? listener_pauses(g->lis) : 0;
 }
 
 gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
@@ -195,13 +306,30 @@ static void free_io(gate_conn_t *c)
     c->out = NULL;
 }
 
+/* Every read event: the connection is not idle. */
+static void conn_read(evutil_socket_t fd, short what, void *arg)
+{
+    gate_conn_t *c = arg;
+    c->last = mono_now();
+    c->on_read(fd, what, c->arg);
+}
+
 int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
                    event_callback_fn on_read, event_callback_fn on_write, void *arg)
 {
     c->fd = fd;
     c->writing = 0;
+    c->held = 0;
+    c->on_read = on_read;
+    c->arg = arg;
+    c->last = mono_now();
+    size_t n;
+    const void *a = peer_bytes(g->accepting, &c->family, &n);
+    memset(c->peer, 0, sizeof c->peer);
+    if (a)
+        memcpy(c->peer, a, n);
     c->out = evbuffer_new();
-    c->rev = event_new(g->base, fd, EV_READ | EV_PERSIST, on_read, arg);
+    c->rev = event_new(g->base, fd, EV_READ | EV_PERSIST, conn_read, c);
     c->wev = event_new(g->base, fd, EV_WRITE | EV_PERSIST, on_write, arg);
     if (!c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
         free_io(c);
@@ -257,6 +385,8 @@ void gate_conn_close(gate_t *g, gate_conn_t *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     g->nconns--;
+    if (!g->stopping)
+        listener_resume(g->lis);
 }
 
 gate_conn_t *gate_conns(gate_t *g)
@@ -474,6 +604,8 @@ void gate_destroy(gate_t **gp)
         return;
     gate_t *g = *gp;
     listener_destroy(&g->lis);
+    if (g->sweep)
+        event_free(g->sweep);
     if (g->stop_timer)
         event_free(g->stop_timer);
     if (g->kick)

@@ -42,6 +42,17 @@ typedef struct gate_conn {
                                       only while the socket is full */
     struct evbuffer *out;          /* replies not yet written */
     int writing;                   /* wev is armed */
+    int held;                      /* the front's count of this connection's requests
+                                      queued, at the backend or unanswered (0 from
+                                      gate_conn_open()); --idle-timeout spares c while
+                                      it is nonzero */
+    /* The gate's own (the front leaves them alone): */
+    event_callback_fn on_read;     /* the front's, called by the gate's read callback */
+    void *arg;
+    double last;                   /* mono_now() of the last read, or of the last idle
+                                      check that found the connection busy */
+    uint8_t peer[16];              /* client address (IPv4: first 4 bytes) ... */
+    int family;                    /* ... AF_INET or AF_INET6; 0: none (Unix socket) */
 } gate_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -117,8 +128,28 @@ int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
  * the socket is full), or -errno for a broken socket. */
 int gate_conn_write(gate_conn_t *c);
 
-/* Unlists c, frees its events and output buffer and closes its socket. */
+/* Unlists c, frees its events and output buffer and closes its socket;
+ * resumes accepting if out of descriptors had paused it
+ * (listener_resume()). */
 void gate_conn_close(gate_t *g, gate_conn_t *c);
+
+/* Connection limits beyond max_conns (--idle-timeout,
+ * --max-conns-per-ip).  idle_sec > 0: a connection that read nothing for
+ * idle_sec seconds (checked every min(1, idle_sec / 4) s), with held 0,
+ * nothing unsent and its read event armed, is shut down (shutdown(2), both
+ * ways): the front reads EOF and closes it as a client gone, with nothing
+ * to lose.  Only for a front that keeps c->held; 0: never.  per_ip > 0: a
+ * TCP connection from an address that already has per_ip open is refused
+ * (hooks->refuse); 0: no cap (Unix-socket connections are never capped).
+ * Returns 0, or -EINVAL (negative values) or -ENOMEM. */
+int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip);
+
+/* Counts for stats: connections closed idle, refused by the per-address
+ * cap, and accept pauses for want of descriptors (listener_pauses()). */
+typedef struct {
+    uint64_t idle_closed, refused_per_ip, accept_pauses;
+} gate_conn_stats_t;
+void gate_conn_stats(const gate_t *g, gate_conn_stats_t *out);
 
 /* The first listed connection (then c->next), or NULL. */
 gate_conn_t *gate_conns(gate_t *g);

@@ -12,16 +12,30 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <event2/listener.h>
 
 #include "common/hostport.h"
 #include "common/log.h"
+#include "common/mono.h"
 
 _Static_assert(sizeof(((listener_addr_t *)0)->path) <= sizeof(((struct sockaddr_un *)0)->sun_path),
                "listener path must fit sun_path");
 
+/* Out of descriptors (or memory), accepting pauses this long unless a
+ * connection closes first (listener_resume()); at most one warning per
+ * LOG_EVERY_SEC. */
+#define RETRY_SEC 0.1
+#define LOG_EVERY_SEC 10.0
+
 struct listener {
     struct evconnlistener *lis;
+    struct event *retry;  /* re-enables accepting after a pause */
+    int paused;           /* accepting paused by an accept error */
+    int off;              /* listener_disable(): never resume */
+    uint64_t pauses;
+    uint64_t pauses_logged;
+    double logged_at;     /* mono_now() of the last warning, 0: none yet */
     listener_cb cb;
     void *arg;
     unsigned port;
@@ -88,12 +102,34 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     l->cb(fd, sa, salen, l->arg);
 }
 
+/* libevent calls this for an accept error it will not retry (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM...).  The socket stays readable, so accepting on
+ * would spin: pause until a connection closes or RETRY_SEC passes. */
 static void on_accept_error(struct evconnlistener *lis, void *arg)
 {
-    (void)lis;
-    const listener_t *l = arg;
+    listener_t *l = arg;
     int e = EVUTIL_SOCKET_ERROR();
-    log_warn("accept on %s: %s", l->name, evutil_socket_error_to_string(e));
+    evconnlistener_disable(lis);
+    l->paused = 1;
+    l->pauses++;
+    struct timeval tv = {0, (int)(RETRY_SEC * 1e6)};
+    evtimer_add(l->retry, &tv);
+    double now = mono_now();
+    if (l->logged_at == 0 || now - l->logged_at >= LOG_EVERY_SEC) {
+        log_warn("accept on %s: %s; pausing accepts until a connection closes "
+                 "(%llu pauses since the last warning)",
+                 l->name, evutil_socket_error_to_string(e),
+                 (unsigned long long)(l->pauses - l->pauses_logged));
+        l->logged_at = now;
+        l->pauses_logged = l->pauses;
+    }
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    listener_resume(arg);
 }
 
 listener_t *listener_new(struct event_base *base, const listener_addr_t *a,
@@ -110,6 +146,10 @@ listener_t *listener_new(struct event_base *base, const listener_addr_t *a,
     }
     l->cb = cb;
     l->arg = arg;
+    if (!(l->retry = evtimer_new(base, on_retry, l))) {
+        rc = -ENOMEM;
+        goto out;
+    }
     if (a->path[0]) {
         struct sockaddr_un *sun = (struct sockaddr_un *)&ss;
         sun->sun_family = AF_UNIX;
@@ -169,6 +209,8 @@ out:
     if (rc < 0) {
         if (l && l->lis)
             evconnlistener_free(l->lis);
+        if (l && l->retry)
+            event_free(l->retry);
         if (l)
             free(l->path);
         free(l);
@@ -191,8 +233,25 @@ const char *listener_name(const listener_t *l)
 
 void listener_disable(listener_t *l)
 {
-    if (l)
-        evconnlistener_disable(l->lis);
+    if (!l)
+        return;
+    l->off = 1;
+    evtimer_del(l->retry);
+    evconnlistener_disable(l->lis);
+}
+
+void listener_resume(listener_t *l)
+{
+    if (!l || !l->paused || l->off)
+        return;
+    l->paused = 0;
+    evtimer_del(l->retry);
+    evconnlistener_enable(l->lis);
+}
+
+uint64_t listener_pauses(const listener_t *l)
+{
+    return l->pauses;
 }
 
 void listener_destroy(listener_t **lp)
@@ -201,6 +260,7 @@ void listener_destroy(listener_t **lp)
     if (!l)
         return;
     evconnlistener_free(l->lis);
+    event_free(l->retry);
     struct stat st;
     if (l->path && stat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
         unlink(l->path);

@@ -3,6 +3,7 @@
 #define BQOS_LISTENER_H
 
 #include <event2/util.h>
+#include <stdint.h>
 
 struct event_base;
 struct sockaddr;
@@ -44,8 +45,18 @@ unsigned listener_port(const listener_t *l);
 /* "ADDR:PORT" (the bound port) or "unix:PATH", for log lines.  Owned by l. */
 const char *listener_name(const listener_t *l);
 
-/* Stops accepting (connections already accepted are not touched). */
+/* Stops accepting for good (connections already accepted are not touched). */
 void listener_disable(listener_t *l);
+
+/* An accept error libevent does not retry (EMFILE, ENFILE: out of file
+ * descriptors) pauses accepting, with one warning per 10 s at most, until
+ * listener_resume() or 0.1 s later (then it tries again).  Call
+ * listener_resume() when a descriptor frees (a connection closed); it does
+ * nothing unless paused.  NULL-safe. */
+void listener_resume(listener_t *l);
+
+/* How many times accepting paused so far. */
+uint64_t listener_pauses(const listener_t *l);
 
 /* Closes the socket, removes its Unix socket file if it is still the one
  * this listener made, frees, sets *lp = NULL.  NULL-safe. */

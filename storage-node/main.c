@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "common/num.h"
@@ -38,9 +39,12 @@ typedef struct {
     int window_min, window_max;     /* --outstanding auto's bounds */
     double window_latency;          /* and its latency target, x base */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
+    int per_ip;                     /* --max-conns-per-ip; -1: max_conns / 2 */
+    double idle_timeout;            /* --idle-timeout, seconds; 0: off */
     char separator;
     int default_mode;               /* front_default_t: index in default_names */
     uint64_t max_item, export_size, capacity;
+    uint64_t conn_reply, reply_mem, nbd_mem; /* memory bounds */
     unsigned io_time_us;
     int level;                      /* bqos_log_level_t: index in level_names */
     int check;                      /* --check: validate and exit */
@@ -133,7 +137,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 37
+#define NROWS 42
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -324,7 +328,31 @@ static void option_rows(args_t *a, node_row_t *rows)
                       "SERVER_ERROR object too large for cache."}},
         {BOTH, {.name = "max-conns", .type = OPTS_INT, .target = &a->max_conns, .arg = "N",
                 .deflt = "4096", .min = 1, .max = 1000000,
-                .help = "Client connections beyond are refused."}},
+                .help = "Client connections beyond are refused.  Lowered at start (with a\n"
+                        "warning) to what the file descriptor limit (ulimit -n) allows once\n"
+                        "descriptors for the backend, controller and files are kept apart;\n"
+                        "the soft limit is first raised towards the hard one if needed."}},
+        {BOTH, {.name = "max-conns-per-ip", .type = OPTS_INT, .target = &a->per_ip, .arg = "N",
+                .min = 0, .max = 1000000, .show = "max-conns/2",
+                .help = "TCP connections from one client address beyond N are refused, so\n"
+                        "that one client cannot take every connection; 0: no cap."}},
+        {MC, {.name = "idle-timeout", .type = OPTS_DURATION, .target = &a->idle_timeout,
+              .arg = "DURATION", .deflt = "0", .min = 0, .max = 1e7, .show = "0 (off)",
+              .help = "Close a client connection that sent nothing for DURATION (\"300\",\n"
+                      "\"300s\", \"500ms\") and has no request queued, at the backend or\n"
+                      "unanswered; 0: never."}},
+        {MC, {.name = "conn-reply-limit", .type = OPTS_BYTES, .target = &a->conn_reply,
+              .arg = "BYTES", .deflt = "256m", .min = 65536, .max = 0x1p40,
+              .help = "Unsent reply bytes one client may hold: closed (logged) above;\n"
+                      "its requests not read at a quarter of it, closed after 60 s there."}},
+        {MC, {.name = "reply-memory", .type = OPTS_BYTES, .target = &a->reply_mem,
+              .arg = "BYTES", .deflt = "1g", .min = 1, .max = 0x1p40,
+              .help = "Unsent reply bytes of all clients; above, the heaviest clients'\n"
+                      "requests are not read."}},
+        {BLK, {.name = "nbd-request-memory", .type = OPTS_BYTES, .target = &a->nbd_mem,
+               .arg = "BYTES", .deflt = "256m", .min = 1 << 20, .max = 0x1p40,
+               .help = "Request-buffer bytes of all NBD clients; a client that would\n"
+                       "exceed it is not read until buffers free."}},
         {BOTH, {.name = "weighted", .type = OPTS_FLAG, .target = &a->weighted, .deflt = "off",
                 .help = "Weighted round robin by bucket weight."}},
         {BOTH, {.name = "metrics-listen", .type = OPTS_STRING, .target = &a->metrics,
@@ -537,6 +565,47 @@ static noderun_config_t run_config(const args_t *a)
                               a->controller_key, a->metrics, a->block ? "block" : "memcached"};
 }
 
+/* Descriptors kept apart from client connections: backend connections
+ * (`workers`), controller and metrics sockets, log and bucket files,
+ * libevent's own. */
+#define FD_RESERVE 64
+
+/* Lowers a->max_conns to what RLIMIT_NOFILE allows beside FD_RESERVE +
+ * `workers` descriptors, after raising the soft limit towards the hard one
+ * if that is short.  Warns when it lowers. */
+static void fit_conns_to_fds(args_t *a, int workers)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    rlim_t reserve = FD_RESERVE + (rlim_t)(workers > 0 ? workers : 0);
+    rlim_t need = (rlim_t)a->max_conns + reserve;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        struct rlimit up = rl;
+        up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    int fit = rl.rlim_cur > reserve ? (int)(rl.rlim_cur - reserve) : 1;
+    log_warn("--max-conns %d lowered to %d: the file descriptor limit is %llu (hard %llu) and "
+             "%llu are kept for backend connections, controller sockets and files",
+             a->max_conns, fit, (unsigned long long)rl.rlim_cur,
+             (unsigned long long)rl.rlim_max, (unsigned long long)reserve);
+    a->max_conns = fit;
+}
+
+/* --max-conns-per-ip and --idle-timeout on the node's gate. */
+static int conn_limits(const args_t *a, gate_t *g)
+{
+    int per_ip = a->per_ip >= 0 ? a->per_ip : (a->max_conns + 1) / 2;
+    int rc = gate_set_conn_limits(g, a->block ? 0 : a->idle_timeout, per_ip);
+    if (rc < 0)
+        log_error("connection limits: %s", strerror(-rc));
+    return rc;
+}
+
 /* The memcached node: front_t in front of memcached. */
 static int run_memcached(const args_t *a)
 {
@@ -554,6 +623,8 @@ static int run_memcached(const args_t *a)
     cfg.max_auto_buckets = a->max_auto >= 0 ? a->max_auto : (a->config ? 0 : 1024);
     cfg.max_item = (size_t)a->max_item;
     cfg.max_conns = a->max_conns;
+    cfg.conn_reply_limit = (size_t)a->conn_reply;
+    cfg.reply_memory = (size_t)a->reply_mem;
     char bhost[256], wtext[32];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
@@ -579,7 +650,7 @@ static int run_memcached(const args_t *a)
         log_error("cannot start on %s (backend %s): %s", a->listen, a->backend, strerror(-err));
         goto out;
     }
-    if (window_setup(a, front_gate(f)) < 0)
+    if (window_setup(a, front_gate(f)) < 0 || conn_limits(a, front_gate(f)) < 0)
         goto out;
     log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
              "%s outstanding, batch %d",
@@ -619,6 +690,7 @@ static int run_block(const args_t *a)
     const char *path = a->backend + 5; /* after "file:" */
     cfg.outstanding = a->outstanding > 0 ? a->outstanding : a->outstanding == 0 ? a->window_min : 5;
     cfg.max_conns = a->max_conns;
+    cfg.request_memory = (size_t)a->nbd_mem;
     cfg.store.path = path;
     cfg.store.export_size = a->export_size;
     cfg.store.direct = a->direct;
@@ -651,7 +723,7 @@ static int run_block(const args_t *a)
             goto out;
         }
     }
-    if (window_setup(a, nbdfront_gate(f)) < 0)
+    if (window_setup(a, nbdfront_gate(f)) < 0 || conn_limits(a, nbdfront_gate(f)) < 0)
         goto out;
     log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
              "%s outstanding, %d workers%s%s",
@@ -714,7 +786,8 @@ int main(int argc, char **argv)
     base = base ? base + 1 : (argc > 0 ? argv[0] : "");
     args_t a = {
         .prog = strcmp(base, "bqos-nbd-node") == 0 ? "bqos-nbd-node" : "bqos-node",
-        .workers = -1, .outstanding = -1, .max_auto = -1, /* the rest: the rows' defaults */
+        .workers = -1, .outstanding = -1, .max_auto = -1, .per_ip = -1,
+        /* the rest: the rows' defaults */
     };
     a.block = block_wanted(argc, argv, a.prog);
     int rc = parse_args(argc, argv, &a);
@@ -725,5 +798,6 @@ int main(int argc, char **argv)
     if (!a.block && a.outstanding < 0 && a.policy != SCHED_POLICY_RR)
         a.outstanding = 0; /* tokens: an auto window by default */
     bqos_log_init(a.prog, (bqos_log_level_t)a.level);
+    fit_conns_to_fds(&a, a.workers);
     return a.block ? run_block(&a) : run_memcached(&a);
 }

@@ -1,5 +1,5 @@
 # storage-node/node.mk - the memcached front of bqos-node (included by storage-node/module.mk)
-node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/keyorder.c storage-node/mc/mcstats.c storage-node/mc/front.c
+node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/keyorder.c storage-node/mc/mcstats.c storage-node/mc/front.c storage-node/mc/frontcfg.c storage-node/mc/replybudget.c storage-node/mc/mcreply.c
 
 # One node program, memcached or block (storage-node/main.c), built under
 # both names: bqos-nbd-node is always a block node (by argv[0]).  noderun.c
@@ -10,7 +10,7 @@ bqos-node_SRCS = storage-node/main.c storage-node/noderun.c storage-node/nodemet
 bqos-node_LIBS = ctlclient node nodecore protozmq proto curvekey common
 bqos-nbd-node_SRCS = $(bqos-node_SRCS)
 bqos-nbd-node_LIBS = $(bqos-node_LIBS)
-ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh
+ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 
 TESTS += test_mcproto

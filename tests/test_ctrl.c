@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "tests/testlib.h"
 
@@ -1065,6 +1066,241 @@ START_TEST(test_ctrl_conversion_of_unused_reservation)
 }
 END_TEST
 
+/* Issue 18 defect 1: 1,100 nodes each report served = 2^53 (the most a
+ * count may say) for two buckets: every sum
+ * saturates at 2^53 instead of wrapping negative (run also under UBSan),
+ * the bucket counts as used up and the computation succeeds. */
+START_TEST(test_ctrl_served_sum_saturates)
+{
+    enum { NN = 1100 };
+    const int64_t big = INT64_C(1) << 53;
+    /* Profiles large enough that 2^53 is only clamped to 4 x 10^15 each
+     * (plausible rate), which still adds up past 2^53. */
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.max_profile = 1e15;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":100,\"limit\":1000},"
+                      "{\"name\":\"b\",\"reservation\":100}]}",
+                      NN, 1000000000000000ULL, &cfg);
+    static rep_t rep[2];
+    rep[0] = (rep_t){.queued = (uint64_t)big, .arrivals = (uint64_t)big, .served = (uint64_t)big};
+    rep[1] = rep[0];
+    static const rep_t *reps[NN];
+    for (int i = 0; i < NN; i++)
+        reps[i] = rep;
+    ctrl_result_t res;
+    round_run(c, 1, 0, reps, NN, 2, &res);
+    for (uint32_t b = 0; b < 2; b++) {
+        ctrl_bucket_info_t bi;
+        ck_assert_int_eq(ctrl_bucket_info(c, (int)b, &bi), 0);
+        ck_assert_uint_eq(bi.served_r, (uint64_t)big);
+        ck_assert_uint_le(bi.queued, (uint64_t)big);
+        ck_assert_int_ge(bi.demand, 0);
+        ck_assert_int_le(bi.demand, big);
+        ck_assert_int_ge(bi.r_tokens, 0);
+        ck_assert_int_ge(bi.l_tokens, 0);
+    }
+    /* a used up: no node gets L-tokens for it */
+    int64_t r, l;
+    for (int i = 0; i < NN; i++)
+        if (find_tok(c, i, 0, &r, &l) == 0)
+            ck_assert_int_eq(l, 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* `n` buckets b0.. with reservation 10^6 and limit `limit` IOs/s. */
+static bucketfile_t *many_buckets(size_t n, int64_t limit)
+{
+    size_t cap = n * 80 + 32, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t + len, cap - len, "{\"buckets\":[");
+    for (size_t b = 0; b < n; b++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "%s{\"name\":\"b%zu\",\"reservation\":1000000,\"limit\":%lld}",
+                                b ? "," : "", b, (long long)limit);
+    snprintf(t + len, cap - len, "]}");
+    bucketfile_t *bf = load(t);
+    free(t);
+    return bf;
+}
+
+/* Issue 18 defect 2: 2,600 buckets at 10^12 IOs/s with a 3600 s period
+ * (valid bucket file) add up to more than the round's int64_t sums hold:
+ * refused with -ERANGE and a message naming the bucket, state unchanged;
+ * 1,200 of them fit, and a round where a node reports demand for all of
+ * them computes (no overflow, also under UBSan); 10^12 over 10,000 s is
+ * more than one bucket may get. */
+START_TEST(test_ctrl_bucket_tokens_must_fit)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 3600;
+    cfg.intervals = 4;
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_t *bf = many_buckets(2600, 1000000000000LL);
+    char msg[512];
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_ptr_nonnull(strstr(msg, "bucket b1281:"));
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), -ERANGE);
+    size_t nb = 99;
+    ctrl_table(c, NULL, &nb);
+    ck_assert_uint_eq(nb, 0);
+    bucketfile_destroy(&bf);
+
+    enum { NB = 1200 };
+    bf = many_buckets(NB, 1000000000000LL);
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), 0);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, &nb);
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000000000000ULL, 1, names, nb), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 0, 1000000000000ULL, 1, names, nb), 1);
+    static proto_report_rec_t recs[NB];
+    for (uint32_t b = 0; b < NB; b++)
+        recs[b] = (proto_report_rec_t){.bucket = b,
+                                       .queued = UINT64_C(1) << 52,
+                                       .arrivals_interval = UINT64_C(1) << 52,
+                                       .r_left = 0,
+                                       .l_left = 0};
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    for (int n = 0; n < 2; n++)
+        ck_assert_int_eq(ctrl_node_report(c, n, 1, 0, 1, gen, 0, 0, recs, NB), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_ge(res.r_tokens, 0);
+    ctrl_destroy(&c);
+
+    cfg.period_s = 10000;
+    c = ctrl_new(&cfg);
+    bf = many_buckets(1, 1000000000000LL);
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_ptr_nonnull(strstr(msg, "bucket b0:"));
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 18 defect 5, served and demand: two nodes of 10,000 IOPS share red
+ * (limit 6,000/s).  Node 1 then claims red's whole limit served, though it
+ * was pushed about half: taken as its grant (+1/32 + 64), counted, and
+ * node 0 keeps tokens for the rest of the limit.  A report of queued 2^50
+ * is held to 16 x 4 x capacity x period. */
+START_TEST(test_ctrl_implausible_served_and_demand)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":6000}]}",
+                      2, 10000, NULL);
+    rep_t busy = {.queued = 50, .arrivals = 500, .served = 0, .r_left = 0, .l_left = 0};
+    const rep_t *reps[2] = {&busy, &busy};
+    ctrl_result_t res;
+    round_run(c, 1, 0, reps, 2, 1, &res);
+    int64_t r1, l1, r0, l0;
+    ck_assert_int_eq(find_tok(c, 1, 0, &r1, &l1), 0);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_lt(r1 + l1, 6000);
+    rep_t liar = {.queued = 50, .arrivals = 500, .served = 6000, .r_left = 0, .l_left = 0};
+    const rep_t *reps2[2] = {&busy, &liar};
+    round_run(c, 1, 1, reps2, 2, 1, &res);
+    ck_assert_uint_eq(ctrl_stats(c)->implausible[CTRL_IMPL_SERVED_GRANT], 1);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_uint_le(bi.served_r, (uint64_t)(r1 + l1 + (r1 + l1) / 32 + 64));
+    find_tok(c, 0, 0, &r0, &l0); /* no record: unchanged */
+    ck_assert_int_gt(r0 + l0, 6000 - (r1 + l1) - (r1 + l1) / 32 - 64 - 1000);
+    /* huge demand */
+    rep_t greedy = {.queued = UINT64_C(1) << 50, .arrivals = UINT64_C(1) << 50, .served = 0};
+    const rep_t *reps3[2] = {&busy, &greedy};
+    round_run(c, 1, 2, reps3, 2, 1, &res);
+    ck_assert_uint_eq(ctrl_stats(c)->implausible[CTRL_IMPL_DEMAND], 1);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_uint_le(bi.queued, 50 + 16 * 4 * 10000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 18 defect 5, capacity: with `--admission enforce`, a reservation
+ * beyond two 10,000 IOPS nodes is refused; a node claiming 2^53 completions
+ * per interval, or a hello with capacity 2^53, does not make it admissible:
+ * the estimate stays within 4 x the profile, a re-hello's profile within
+ * 4 x the node's estimate, a new node's within max_profile. */
+START_TEST(test_ctrl_implausible_capacity)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000}]}", 2, 10000, NULL);
+    bucketfile_t *want = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000000}]}");
+    char msg[512];
+    admission_view_t v = {.total_capacity = ctrl_total_capacity(c)};
+    ck_assert_int_eq(admission_check(want, &v, msg, sizeof msg), -EDQUOT);
+    rep_t rp = {.queued = 1, .arrivals = 100};
+    for (uint32_t k = 0; k < 40; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1 + k / 5, k % 5, 0), 0);
+        uint64_t done = (uint64_t)k << 53 >> 6; /* about 2^47 more each interval */
+        report(c, 0, 1 + k / 5, k % 5, &rp, 1, done, 0.2 * k);
+        report(c, 1, 1 + k / 5, k % 5, &rp, 1, 0, 0);
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    }
+    ck_assert_uint_gt(ctrl_stats(c)->implausible[CTRL_IMPL_CAPACITY], 0);
+    ctrl_node_info_t ni;
+    ctrl_node_info(c, 0, &ni);
+    ck_assert(ni.capacity <= 40000);
+    v.total_capacity = ctrl_total_capacity(c);
+    ck_assert_int_eq(admission_check(want, &v, msg, sizeof msg), -EDQUOT);
+    /* re-hello claiming 2^53 IOPS: held to 4 x its estimate */
+    const char *names[] = {"red"};
+    uint64_t before = ctrl_stats(c)->implausible[CTRL_IMPL_CAPACITY];
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, UINT64_C(1) << 53, 1, names, 1), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->implausible[CTRL_IMPL_CAPACITY], before + 1);
+    ctrl_node_info(c, 0, &ni);
+    ck_assert(ni.profile <= 4 * 40000);
+    v.total_capacity = ctrl_total_capacity(c);
+    ck_assert_int_eq(admission_check(want, &v, msg, sizeof msg), -EDQUOT);
+    /* a new node: held to max_profile (10^8) */
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, UINT64_C(1) << 53, 1, names, 1), 2);
+    ctrl_node_info(c, 2, &ni);
+    ck_assert(ni.profile <= 1e8);
+    bucketfile_destroy(&want);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 18 defect 10: a hello with more than max_names names is refused
+ * (-E2BIG); beyond max_nodes a new name is refused (-EUSERS) until a node
+ * down for forget_after periods is forgotten (its tables freed, unknown
+ * until it says hello again) and the new name takes its slot. */
+START_TEST(test_ctrl_node_caps_and_forgetting)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.max_names = 2;
+    cfg.max_nodes = 2;
+    cfg.forget_after = 1;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                      "{\"name\":\"b\",\"reservation\":10}]}",
+                      2, 1000, &cfg);
+    const char *names[] = {"a", "b", "c"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 3), -E2BIG);
+    ck_assert_int_eq(ctrl_node_table(c, 0, 2, names, 3), -E2BIG);
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 1000, 1, names, 2), -EUSERS);
+    /* n1 keeps reporting, n0 is silent: down, then forgotten after a period */
+    rep_t rp[2] = {{.queued = 1, .arrivals = 10}, {.queued = 1, .arrivals = 10}};
+    const rep_t *reps[2] = {NULL, rp};
+    ctrl_result_t res;
+    for (uint32_t k = 0; k < 10; k++)
+        round_run(c, 1 + k / 5, k % 5, reps, 2, 2, &res);
+    ck_assert_uint_eq(ctrl_stats(c)->nodes_forgotten, 1);
+    ck_assert_int_eq(ctrl_node_find(c, "n0"), -ENOENT);
+    ck_assert_int_eq(ctrl_node_find(c, "n1"), 1);
+    ctrl_node_info_t ni;
+    ctrl_node_info(c, 0, &ni);
+    ck_assert_uint_eq(ni.buckets, 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 1000, 1, names, 2), 0);
+    ck_assert_int_eq(ctrl_node_find(c, "n2"), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 2), -EUSERS);
+    round_run(c, 3, 0, reps, 2, 2, &res);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1079,7 +1315,9 @@ int main(void)
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
-        test_ctrl_conversion_of_unused_reservation
+        test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
+        test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
+        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,7 +20,18 @@ typedef struct {
     gate_t *g;
     int dispatches, drained, stops, idle, accepted, refused;
     evutil_socket_t last_fd;
+    gate_conn_t *conns; /* non-NULL: f_accept() opens conns[nopen++] */
+    int nopen;
 } fake_t;
+
+static void drain_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    char buf[64];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    (void)n;
+}
 
 static void f_dispatch(void *arg)
 {
@@ -49,6 +61,9 @@ static void f_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, i
     fake_t *f = arg;
     f->accepted++;
     f->last_fd = fd;
+    if (f->conns)
+        ck_assert_int_eq(gate_conn_open(f->g, &f->conns[f->nopen++], fd, drain_read,
+                                        drain_read, NULL), 0);
 }
 
 static void f_refuse(void *arg, evutil_socket_t fd)
@@ -318,14 +333,28 @@ START_TEST(test_gate_graceful_stop)
 }
 END_TEST
 
-static int connect_to(unsigned port)
+/* A client connected to 127.0.0.1:port from 127.0.0.`from` (0: any). */
+static int connect_from(unsigned port, int from)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    if (from) {
+        struct sockaddr_in b = {.sin_family = AF_INET,
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + (unsigned)from)};
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof b), 0);
+    }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     return fd;
 }
+
+static int connect_to(unsigned port)
+{
+    return connect_from(port, 0);
+}
+
+
 
 static void nothing(evutil_socket_t fd, short what, void *arg)
 {
@@ -334,14 +363,42 @@ static void nothing(evutil_socket_t fd, short what, void *arg)
     (void)arg;
 }
 
+/* Makes g listen on a free loopback port. */
+static void listen_any(gate_t *g)
+{
+    listener_addr_t la;
+    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
+    ck_assert_int_eq(gate_listen(g, &la), 0);
+}
+
+/* Runs the loop for `sec` seconds (or until *until >= want, if until is
+ * set); returns how many loop iterations ran. */
+static long run_for(double sec, const int *until, int want)
+{
+    long n = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct event *wake = event_new(base, -1, EV_PERSIST, nothing, NULL);
+    struct timeval tv = {0, 10000};
+    event_add(wake, &tv); /* the loop never blocks longer than 10 ms */
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= sec ||
+            (until && *until >= want))
+            break;
+        event_base_loop(base, EVLOOP_ONCE);
+        n++;
+    }
+    event_free(wake);
+    return n;
+}
+
 /* Connections below max_conns reach the front, the next one is refused;
  * gate_conn_write() sends the output buffer; closing unlists. */
 START_TEST(test_gate_connections)
 {
     gate_t *g = make(1, 0, 0, 1);
-    listener_addr_t la;
-    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
-    ck_assert_int_eq(gate_listen(g, &la), 0);
+    listen_any(g);
     ck_assert_uint_gt(gate_port(g), 0);
     ck_assert(strncmp(gate_address(g), "127.0.0.1:", 10) == 0);
     int c1 = connect_to(gate_port(g));
@@ -370,12 +427,123 @@ START_TEST(test_gate_connections)
 }
 END_TEST
 
+/* Defect 7: out of file descriptors, accepting pauses instead of spinning
+ * (few loop iterations, few accept errors in 200 ms) and resumes once a
+ * connection closes. */
+START_TEST(test_gate_emfile_no_spin)
+{
+    gate_t *g = make(1, 0, 0, 100);
+    listen_any(g);
+    gate_conn_t gc[2];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int cl[3];
+    for (int i = 0; i < 3; i++)
+        cl[i] = connect_to(gate_port(g));
+    int m = dup(0); /* the lowest free descriptor: the only one left below */
+    ck_assert_int_ge(m, 0);
+    close(m);
+    struct rlimit old, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)m + 1;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    long iters = run_for(0.2, NULL, 0);
+    gate_conn_stats_t cs;
+    gate_conn_stats(g, &cs);
+    ck_assert_int_eq(fk.accepted, 1);
+    ck_assert_msg(iters < 100, "loop spun: %ld iterations in 200 ms", iters);
+    ck_assert_msg(cs.accept_pauses >= 1 && cs.accept_pauses <= 5, "%llu accept pauses",
+                  (unsigned long long)cs.accept_pauses);
+    gate_conn_close(g, &gc[0]); /* a descriptor frees: accepting resumes */
+    run_for(2.0, &fk.accepted, 2);
+    ck_assert_int_eq(fk.accepted, 2);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    gate_conn_close(g, &gc[1]);
+    for (int i = 0; i < 3; i++)
+        close(cl[i]);
+}
+END_TEST
+
+/* Defect 9: --max-conns-per-ip refuses an address's connection beyond the
+ * cap, not another address's. */
+START_TEST(test_gate_per_ip_cap)
+{
+    gate_t *g = make(1, 0, 0, 10);
+    ck_assert_int_eq(gate_set_conn_limits(g, 0, 1), 0);
+    listen_any(g);
+    gate_conn_t gc[2];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int c1 = connect_from(gate_port(g), 1);
+    run_for(2.0, &fk.accepted, 1);
+    int c2 = connect_from(gate_port(g), 1);
+    run_for(2.0, &fk.refused, 1);
+    int c3 = connect_from(gate_port(g), 2);
+    run_for(2.0, &fk.accepted, 2);
+    ck_assert_int_eq(fk.accepted, 2);
+    ck_assert_int_eq(fk.refused, 1);
+    gate_conn_stats_t cs;
+    gate_conn_stats(g, &cs);
+    ck_assert_uint_eq(cs.refused_per_ip, 1);
+    char b;
+    ck_assert_int_eq(recv(c2, &b, 1, 0), 0); /* closed */
+    gate_conn_close(g, &gc[0]);
+    gate_conn_close(g, &gc[1]);
+    close(c1);
+    close(c2);
+    close(c3);
+}
+END_TEST
+
+/* Defect 9: --idle-timeout shuts a connection that read nothing for the
+ * timeout, never one that holds a request, and reads keep it open. */
+START_TEST(test_gate_idle_timeout)
+{
+    gate_t *g = make(1, 0, 0, 10);
+    ck_assert_int_eq(gate_set_conn_limits(g, -1, 0), -EINVAL);
+    ck_assert_int_eq(gate_set_conn_limits(g, 0.2, 0), 0);
+    listen_any(g);
+    gate_conn_t gc[1];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int c = connect_to(gate_port(g));
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    for (int i = 0; i < 12; i++) { /* 0.6 s of a byte every 50 ms */
+        ck_assert_int_eq(send(c, "x", 1, 0), 1);
+        run_for(0.05, NULL, 0);
+    }
+    gate_conn_stats_t cs;
+    gate_conn_stats(g, &cs);
+    ck_assert_uint_eq(cs.idle_closed, 0);
+    gc[0].held = 1; /* a request queued: never idle */
+    run_for(0.6, NULL, 0);
+    gate_conn_stats(g, &cs);
+    ck_assert_uint_eq(cs.idle_closed, 0);
+    gc[0].held = 0;
+    for (int i = 0; i < 200 && cs.idle_closed == 0; i++) {
+        run_for(0.01, NULL, 0);
+        gate_conn_stats(g, &cs);
+    }
+    ck_assert_uint_eq(cs.idle_closed, 1);
+    char b;
+    ck_assert_int_eq(recv(c, &b, 1, 0), 0); /* shut down: EOF for the client */
+    gate_conn_close(g, &gc[0]);
+    close(c);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_gate_bad_settings,    test_gate_window,
                                   test_gate_busy_time,       test_gate_dispatch_points,
                                   test_gate_buckets_and_tokens, test_gate_graceful_stop,
-                                  test_gate_connections, test_gate_adaptive_window};
+                                  test_gate_connections, test_gate_adaptive_window,
+                                  test_gate_emfile_no_spin, test_gate_per_ip_cap,
+                                  test_gate_idle_timeout};
     const testlib_case_t c = {.name = "gate", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

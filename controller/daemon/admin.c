@@ -21,7 +21,8 @@ static double view_bucket(const char *name, void *arg)
 }
 
 /* Admission for a candidate configuration.  Returns 0 if it may be
- * applied; -EDQUOT (msg filled) if enforce refuses it. */
+ * applied; -EDQUOT (msg filled) if enforce refuses it, -ERANGE (msg
+ * filled) if ctrl_check_buckets() does. */
 static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
 {
     admission_view_t v = {
@@ -29,7 +30,12 @@ static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
         .bucket_capacity = view_bucket,
         .arg = ad->ctrl,
     };
-    int rc = admission_check(bf, &v, msg, size);
+    int rc = ctrl_check_buckets(ad->ctrl, bf, msg, size);
+    if (rc < 0) { /* the arithmetic cannot hold it: refused in either mode */
+        log_error("configuration refused: %s", msg);
+        return rc;
+    }
+    rc = admission_check(bf, &v, msg, size);
     if (rc == 0) {
         if (msg[0])
             log_info("admission: %s", msg);
@@ -354,6 +360,12 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
                                 json_integer((json_int_t)ad->nodes->pst.rejected[i]));
     json_object_set_new(st, "rejected", rej);
     json_object_set_new(st, "duplicate_names", json_integer((json_int_t)cs->duplicate_names));
+    json_t *imp = json_object();
+    for (int i = 0; i < CTRL_IMPL__COUNT; i++)
+        json_object_set_new(imp, ctrl_impl_str((ctrl_impl_t)i),
+                            json_integer((json_int_t)cs->implausible[i]));
+    json_object_set_new(st, "implausible", imp);
+    json_object_set_new(st, "nodes_forgotten", json_integer((json_int_t)cs->nodes_forgotten));
     json_object_set_new(st, "node_fallbacks", json_integer((json_int_t)ad->nodes->node_fallbacks));
     json_object_set_new(st, "node_resumes", json_integer((json_int_t)ad->nodes->node_resumes));
     json_object_set_new(r, "stats", st);

@@ -45,6 +45,7 @@ typedef struct {
     int threads;
     int admission; /* admission_mode_t: index in admission_names */
     int down_after;
+    int max_nodes, max_names, forget_after;
     double capacity;
     double cap_sd, cap_cold, conv_slack;
     double skip;
@@ -69,7 +70,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 29
+#define NOPTS 32
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -107,6 +108,19 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "3", .min = 1, .max = 1000000,
          .help = "A node silent for N intervals is marked down and its buckets are\n"
                  "re-planned on the others; it is taken back when it talks again."},
+        {.name = "max-nodes", .type = OPTS_INT, .target = &s->max_nodes, .arg = "N",
+         .deflt = "4096", .min = 1, .max = CTRL_NODES_MAX,
+         .help = "Nodes registered at most ({range}); a hello under a new name beyond is\n"
+                 "refused (error too_many_nodes) unless a forgotten node's slot is free."},
+        {.name = "max-names", .type = OPTS_INT, .target = &s->max_names, .arg = "N",
+         .deflt = "262144", .min = 1, .max = 4000000,
+         .help = "Bucket names per node at most ({range}); a hello or table with more is\n"
+                 "refused (error too_many_names).  Also sets the largest message the node\n"
+                 "socket accepts: N x 251 bytes (a bigger frame drops the connection)."},
+        {.name = "forget-after", .type = OPTS_INT, .target = &s->forget_after, .arg = "PERIODS",
+         .deflt = "10", .min = 0, .max = 1000000,
+         .help = "A node down for PERIODS periods is forgotten: its tables are freed and\n"
+                 "it must say hello again (0: never)."},
         {.name = "capacity", .type = OPTS_DOUBLE, .target = &s->capacity, .arg = "IOPS",
          .deflt = "50000", .min = 1, .max = 1e12,
          .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
@@ -278,6 +292,19 @@ static int check_config(const settings_t *s)
         return 1;
     }
     if (problems)
+        return 1;
+    /* ... and whether the round's arithmetic holds it under --period. */
+    bucketfile_t *bf = NULL;
+    ctrl_config_t cc = ctrl_config_default();
+    cc.period_s = s->period_s;
+    ctrl_t *c = ctrl_new(&cc);
+    char why[512] = "";
+    if (c && bucketfile_load(s->buckets, &bf, NULL) == 0 &&
+        ctrl_check_buckets(c, bf, why, sizeof why) < 0)
+        fprintf(stderr, "bqos-controller: %s: %s\n", s->buckets, why);
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+    if (why[0])
         return 1;
     printf("bqos-controller: configuration OK (bucket file %s)\n", s->buckets);
     return 0;
@@ -604,10 +631,22 @@ static void on_signals(app_t *a)
     }
 }
 
+/* The largest frame a node may legally send with at most `max_names`
+ * bucket names: the names frame (each NUL-terminated), a report's records,
+ * or the JSON header. */
+static int64_t node_msg_max(int max_names)
+{
+    int64_t names = (int64_t)max_names * (PROTO_NAME_MAX + 1);
+    int64_t recs = (int64_t)max_names * PROTO_REPORT_REC_SIZE;
+    int64_t most = names > recs ? names : recs;
+    return most > PROTO_HEADER_MAX ? most : PROTO_HEADER_MAX;
+}
+
 /* Binds a socket of `type` at `ep`, a CURVE server with `key` in ZAP
- * `domain` when key is not NULL. */
+ * `domain` when key is not NULL; frames beyond `maxmsg` bytes (> 0) drop
+ * the connection. */
 static void *bind_sock(void *ctx, int type, const char *ep, const curvekey_t *key,
-                       const char *domain)
+                       const char *domain, int64_t maxmsg)
 {
     void *s = zmq_socket(ctx, type);
     if (!s)
@@ -622,6 +661,8 @@ static void *bind_sock(void *ctx, int type, const char *ep, const curvekey_t *ke
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (maxmsg > 0)
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (type == ZMQ_ROUTER) {
         zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
         /* A node that reconnects (same identity) replaces the old pipe. */
@@ -678,6 +719,9 @@ int main(int argc, char **argv)
     cc.intervals = set.intervals;
     cc.threads = set.threads;
     cc.down_after = set.down_after;
+    cc.max_nodes = set.max_nodes;
+    cc.max_names = set.max_names;
+    cc.forget_after = set.forget_after;
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
     cc.cap_sd = set.cap_sd;
@@ -686,7 +730,16 @@ int main(int argc, char **argv)
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);
-    if (!a.ctrl || ctrl_set_buckets(a.ctrl, bf) < 0) {
+    if (!a.ctrl) {
+        log_error("out of memory");
+        goto out;
+    }
+    char why[512];
+    if (ctrl_check_buckets(a.ctrl, bf, why, sizeof why) < 0) {
+        log_error("%s: %s", set.buckets, why);
+        goto out;
+    }
+    if (ctrl_set_buckets(a.ctrl, bf) < 0) {
         log_error("out of memory");
         goto out;
     }
@@ -705,9 +758,9 @@ int main(int argc, char **argv)
     curvekey_t key = {.secret_z85 = ""};
     if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
-                              AUTH_DOMAIN_NODES)))
+                              AUTH_DOMAIN_NODES, node_msg_max(set.max_names))))
         a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
-                            AUTH_DOMAIN_ADMIN);
+                            AUTH_DOMAIN_ADMIN, 0);
     explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
     if (!a.asock)
         goto out;

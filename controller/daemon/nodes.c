@@ -10,6 +10,26 @@
 #include "common/log.h"
 #include "common/mono.h"
 
+/* Nonzero if a warning of `kind` may be logged now; *quiet receives how
+ * many were suppressed since the last one logged. */
+static int warn_ok(nodes_t *ns, int kind, uint64_t *quiet)
+{
+    nodes_warn_t *w = &ns->warn[kind];
+    double now = mono_now();
+    w->tokens += now - w->last; /* the first call fills the bucket */
+    if (w->tokens > 10)
+        w->tokens = 10;
+    w->last = now;
+    if (w->tokens < 1) {
+        w->quiet++;
+        return 0;
+    }
+    w->tokens -= 1;
+    *quiet = w->quiet;
+    w->quiet = 0;
+    return 1;
+}
+
 void nodes_init(nodes_t *ns, void *sock, ctrl_t *ctrl, pclock_t *clk, split_t *cur,
                 const nodes_hooks_t *hooks)
 {
@@ -130,8 +150,11 @@ static int send_id(nodes_t *ns, const void *id, size_t idlen, const char *name, 
     int rc = proto_encode(m, &ns->enc);
     double t1 = mono_now();
     ns->cur->encode += t1 - t0;
+    uint64_t q;
     if (rc < 0) {
-        log_error("cannot encode %s for %s: %s", proto_type_str(m->type), name, strerror(-rc));
+        if (warn_ok(ns, NODES_WARN_ENCODE, &q))
+            log_error("cannot encode %s for %s: %s (%llu such errors not logged)",
+                      proto_type_str(m->type), name, strerror(-rc), (unsigned long long)q);
         return rc;
     }
     if (zmq_send(ns->sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
@@ -295,8 +318,25 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         return;
     }
     if (node < 0) {
-        log_warn("hello from %s refused: %s", m->node, strerror(-node));
-        send_error(ns, m->node, "bad_message", "registration failed");
+        const ctrl_config_t *cc = ctrl_config(ns->ctrl);
+        char text[sizeof m->text];
+        const char *code = "bad_message";
+        if (node == -E2BIG) {
+            code = "too_many_names";
+            snprintf(text, sizeof text, "%zu bucket names: at most %d per node (--max-names)",
+                     m->nnames, cc->max_names);
+        } else if (node == -EUSERS) {
+            code = "too_many_nodes";
+            snprintf(text, sizeof text, "%d nodes registered: at most %d (--max-nodes)",
+                     ctrl_nnodes(ns->ctrl), cc->max_nodes);
+        } else {
+            snprintf(text, sizeof text, "registration failed: %s", strerror(-node));
+        }
+        uint64_t q;
+        if (warn_ok(ns, NODES_WARN_HELLO, &q))
+            log_warn("hello from %s refused: %s (%llu such refusals not logged)", m->node, text,
+                     (unsigned long long)q);
+        send_error(ns, m->node, code, text);
         return;
     }
     nodes_peer_t *p = peer_at(ns, node);
@@ -334,14 +374,17 @@ static void note_fallback(nodes_t *ns, const proto_msg_t *m, int node)
         return;
     if (m->fallbacks < p->fallbacks) /* another process under the name */
         p->fallback = 0;
+    uint64_t q;
     if (m->fallback && !p->fallback) {
         ns->node_fallbacks++;
-        log_warn("node %s reports it is in fallback (its fallback %llu): it heard no tokens or "
+        if (warn_ok(ns, NODES_WARN_FALLBACK, &q))
+            log_warn("node %s reports it is in fallback (its fallback %llu): it heard no tokens or "
                  "heartbeat for its --silence and enforces its --fallback policy",
                  m->node, (unsigned long long)m->fallbacks);
     } else if (!m->fallback && p->fallback) {
         ns->node_resumes++;
-        log_warn("node %s reports it left fallback: it follows the controller's tokens again",
+        if (warn_ok(ns, NODES_WARN_FALLBACK, &q))
+            log_warn("node %s reports it left fallback: it follows the controller's tokens again",
                  m->node);
     }
     p->fallback = m->fallback;
@@ -354,7 +397,12 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
     if (m->has_names) {
         int rc = ctrl_node_table(ns->ctrl, node, m->table, m->names, m->nnames);
         if (rc < 0) {
-            log_error("node %s: cannot take its table: %s", m->node, strerror(-rc));
+            uint64_t q;
+            if (warn_ok(ns, NODES_WARN_TABLE, &q))
+                log_error("node %s: cannot take its table: %s (%llu such errors not logged)",
+                          m->node, strerror(-rc), (unsigned long long)q);
+            if (rc == -E2BIG)
+                send_error(ns, m->node, "too_many_names", "more bucket names than --max-names");
             return;
         }
     }
@@ -387,7 +435,10 @@ void nodes_drain(nodes_t *ns)
             char id[PROTO_ID_MAX + 1];
             memcpy(id, ns->id, ns->idlen);
             id[ns->idlen] = '\0'; /* the name part, up to an instance tag */
-            log_warn("bad message from '%s' dropped: %s", id, proto_reason_str(why));
+            uint64_t q;
+            if (warn_ok(ns, NODES_WARN_BAD, &q))
+                log_warn("bad message from '%s' dropped: %s (%llu such not logged)", id,
+                         proto_reason_str(why), (unsigned long long)q);
             continue;
         }
         if (rc < 0) {

@@ -46,6 +46,16 @@ typedef struct {
     char name[PROTO_NAME_MAX + 1];
 } nodes_unknown_t;
 
+/* Warnings a peer can trigger, each limited by a token bucket (10 at
+ * once, then 1 per second; the suppressed are counted and said with the
+ * next one). */
+enum { NODES_WARN_HELLO, NODES_WARN_BAD, NODES_WARN_TABLE, NODES_WARN_ENCODE,
+       NODES_WARN_FALLBACK, NODES_WARN__COUNT };
+typedef struct {
+    double tokens, last;
+    uint64_t quiet;
+} nodes_warn_t;
+
 typedef struct {
     void *sock;            /* bound ROUTER (borrowed: the caller closes it) */
     ctrl_t *ctrl;          /* borrowed */
@@ -65,6 +75,7 @@ typedef struct {
                               fallback in their reports */
     unsigned char id[PROTO_ID_MAX]; /* routing id of the message in hand */
     size_t idlen;
+    nodes_warn_t warn[NODES_WARN__COUNT];
     double dup_log_next;   /* duplicate-name warnings: next one not before */
     uint64_t dup_suppressed;
     nodes_unknown_t *unknown; /* [nunknown]: unregistered processes that

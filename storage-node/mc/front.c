@@ -23,7 +23,9 @@
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcproto.h"
+#include "storage-node/mc/mcreply.h"
 #include "storage-node/mc/mcstats.h"
+#include "storage-node/mc/replybudget.h"
 
 #define RBUF_INITIAL 16384
 #define SLOTS_HIGH 1024              /* unanswered slots before we stop reading */
@@ -36,7 +38,6 @@
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 
 enum { IO_NEW = 0, IO_BLOCKED, IO_QUEUED, IO_INFLIGHT, IO_DONE };
-
 
 struct slot;
 struct conn;
@@ -80,7 +81,6 @@ typedef struct conn {
     size_t rlen, rcap;
     size_t swallow;        /* bytes still to discard (too-large value) */
     slot_t *head, *tail;
-    int nslots;
     keyorder_t keys;       /* keys with unfinished IOs */
     int paused;            /* reading stopped for backpressure */
     int in_process;        /* inside conn_process(): no recursion */
@@ -89,6 +89,8 @@ typedef struct conn {
     int barrier_blocked;   /* parsing stopped at a barrier; resume when idle */
     int close_when_written;
     int broken;            /* EOF or write error: close now */
+    size_t vbytes;         /* values fetched for slots not yet written */
+    replybudget_conn_t rb; /* vbytes + output buffer, in f->rb */
 } conn_t;
 
 struct front {
@@ -106,31 +108,16 @@ struct front {
     mcstats_t st;          /* counters of the stats command */
     uint64_t cmd_other;
     freelist_t slots;      /* free SLOT_BLOCKs */
+    replybudget_t rb;      /* unsent reply bytes (replybudget.h) */
+    struct event *rbtick;  /* once a second: the soft limit's time */
 };
 
 #define conn_of(l) container_of(l, conn_t, sock)
 
 static void conn_flush(conn_t *c);
+static void resume_if_room(conn_t *c);
 static void conn_process(conn_t *c);
-
-void front_config_defaults(front_config_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->name = "node";
-    listener_parse("127.0.0.1:11311", &cfg->listen);
-    cfg->backend_host = "127.0.0.1";
-    cfg->backend_port = 11211;
-    cfg->workers = 0;       /* inline: see backend.h */
-    cfg->outstanding = 5;   /* the paper's, for tokens; bqos-node uses 64
-                               with rr (docs/node.md) */
-    cfg->batch = 64;
-    cfg->policy = SCHED_POLICY_TOKENS;
-    cfg->separator = ':';
-    cfg->default_mode = FRONT_DEFAULT_SERVE;
-    cfg->max_auto_buckets = 1024;
-    cfg->max_item = MCP_ITEM_MAX_DEFAULT;
-    cfg->max_conns = 4096;
-}
+static int conn_maybe_close(conn_t *c);
 
 /* ---- slots ------------------------------------------------------------ */
 
@@ -168,7 +155,7 @@ static void conn_append(conn_t *c, slot_t *sl)
     else
         c->head = sl;
     c->tail = sl;
-    c->nslots++;
+    c->sock.held++;
 }
 
 /* A slot answered locally with a fixed line (no CRLF in `line`). */
@@ -216,45 +203,42 @@ static void slot_write(front_t *f, conn_t *c, slot_t *sl)
         evbuffer_add(out, sl->ctext, strlen(sl->ctext));
         return;
     }
-    for (int i = 0; i < sl->nios; i++) {
-        backend_op_t *op = &sl->ios[i].op;
-        if (op->reply == MCP_R_SERVER_ERROR) {
-            /* One failed key fails the whole (multi-)get, as a proxy must:
-             * a partial VALUE list would read as misses. */
-            evbuffer_add_printf(out, "%s\r\n", op->errmsg);
-            return;
-        }
-    }
-    if (sl->cmd == MCP_CMD_GET || sl->cmd == MCP_CMD_GETS) {
-        for (int i = 0; i < sl->nios; i++) {
-            backend_op_t *op = &sl->ios[i].op;
-            if (op->reply != MCP_R_VALUE) {
-                f->st.get_misses++;
-                continue;
-            }
-            f->st.get_hits++;
-            char hdr[MCP_KEY_MAX + 96];
-            int n = mcp_format_value_header(hdr, sizeof hdr, op->key,
-                                            op->keylen, op->rflags, op->rvlen,
-                                            sl->cmd == MCP_CMD_GETS, op->rcas);
-            if (n < 0)
-                continue;
-            evbuffer_add(out, hdr, (size_t)n);
-            evbuffer_add(out, op->rvalue, op->rvlen);
-            evbuffer_add(out, "\r\n", 2);
-        }
-        evbuffer_add(out, "END\r\n", 5);
-        return;
-    }
-    backend_op_t *op = &sl->ios[0].op;
-    if (op->reply == MCP_R_NUMBER)
-        evbuffer_add_printf(out, "%llu\r\n", (unsigned long long)op->number);
-    else
-        evbuffer_add(out, mcp_reply_line(op->reply),
-                     strlen(mcp_reply_line(op->reply)));
+    mcreply_ops(out, sl->cmd, &sl->ios[0].op, sizeof(io_t), sl->nios, &f->st);
 }
 
 /* ---- connections -------------------------------------------------------- */
+
+/* Re-counts c's unsent reply bytes (0 when `gone`); past its limits c is
+ * closed, logged.  Once the node is back within its budget, the
+ * connections it held back read again. */
+static void conn_account(conn_t *c, int gone)
+{
+    front_t *f = c->f;
+    int over = replybudget_over(&f->rb);
+    size_t held = gone ? 0 : c->vbytes + evbuffer_get_length(c->sock.out);
+    if (replybudget_set(&f->rb, &c->rb, held, (double)time(NULL)) == REPLYBUDGET_CLOSE && !c->broken) {
+        log_error("closing a client that holds %zu bytes of unsent replies (limit %zu, "
+                  "%zu for 60 s)", held, f->cfg.conn_reply_limit, f->rb.cfg.soft);
+        c->broken = 1;
+    }
+    if (over && !replybudget_over(&f->rb))
+        for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+            resume_if_room(conn_of(l));
+}
+
+/* Closes, every second, the connections held at their soft limit too long. */
+static void on_rbtick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    front_t *f = arg;
+    for (gate_conn_t *l = gate_conns(f->g), *next; l; l = next) {
+        next = l->next;
+        if (conn_of(l)->rb.soft_since > 0) {
+            conn_account(conn_of(l), 0);
+            conn_maybe_close(conn_of(l));
+        }
+    }
+}
 
 static void conn_free(conn_t *c)
 {
@@ -283,6 +267,8 @@ static void conn_free(conn_t *c)
         sl = next;
     }
     keyorder_free(&c->keys);
+    c->closing = 1;
+    conn_account(c, 1);
     gate_conn_close(f->g, &c->sock);
     free(c->rbuf);
     free(c);
@@ -309,14 +295,25 @@ static void conn_try_write(conn_t *c)
         c->broken = 1;
 }
 
+/* Stops reading c until resume_if_room() finds room again. */
+static void conn_pause(conn_t *c)
+{
+    if (!c->paused) {
+        c->paused = 1;
+        event_del(c->sock.rev);
+    }
+}
+
+/* Reading restarts in the next pass of the loop, with the requests
+ * already buffered (on_read()). */
 static void resume_if_room(conn_t *c)
 {
     if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
-        c->nslots < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2) {
+        c->sock.held < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2 &&
+        replybudget_may_read(&c->f->rb, &c->rb, 1)) {
         c->paused = 0;
         event_add(c->sock.rev, NULL);
-        if (!c->in_process)
-            conn_process(c); /* requests already buffered */
+        event_active(c->sock.rev, EV_READ, 0);
     }
 }
 
@@ -329,8 +326,10 @@ static void conn_flush(conn_t *c)
         c->head = sl->next;
         if (!c->head)
             c->tail = NULL;
-        c->nslots--;
+        c->sock.held--;
         slot_write(c->f, c, sl);
+        for (int i = 0; i < sl->nios; i++)
+            c->vbytes -= sl->ios[i].op.rvalue ? sl->ios[i].op.rvlen : 0;
         wrote = 1;
         if (sl->close_after) {
             c->close_when_written = 1;
@@ -342,6 +341,7 @@ static void conn_flush(conn_t *c)
     }
     if (wrote)
         conn_try_write(c);
+    conn_account(c, 0);
     if (c->barrier_blocked && !c->head && !c->in_process) {
         c->barrier_blocked = 0;
         conn_process(c);
@@ -515,23 +515,8 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
             add_local(c, "ERROR", 0, 0);
         return;
     }
-    case MCP_CMD_GET:
-    case MCP_CMD_GETS:
-        f->st.cmd_get += r->nkeys;
-        break;
-    case MCP_CMD_SET:
-    case MCP_CMD_ADD:
-    case MCP_CMD_REPLACE:
-    case MCP_CMD_APPEND:
-    case MCP_CMD_PREPEND:
-    case MCP_CMD_CAS:
-        f->st.cmd_set++;
-        break;
-    case MCP_CMD_TOUCH:
-        f->st.cmd_touch++;
-        break;
     default:
-        f->cmd_other++;
+        mcreply_count(&f->st, r, &f->cmd_other);
         break;
     }
     handle_backend(f, c, r);
@@ -544,11 +529,9 @@ static void conn_process(conn_t *c)
     size_t off = 0;
     c->in_process = 1;
     while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
-        if (c->nslots >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH) {
-            if (!c->paused) {
-                c->paused = 1;
-                event_del(c->sock.rev);
-            }
+        if (c->sock.held >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH ||
+            !replybudget_may_read(&f->rb, &c->rb, 0)) {
+            conn_pause(c);
             break;
         }
         if (c->barrier) {
@@ -626,7 +609,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         size_t max = MCP_LINE_MAX + f->cfg.max_item + 64;
         size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
         if (ncap <= c->rcap) {
-            c->broken = 1; /* cannot happen: the parser bounds requests */
+            /* Full of requests that wait (flush_all, backpressure). */
+            conn_process(c);
+            if (c->rlen == c->rcap)
+                conn_pause(c);
             conn_maybe_close(c);
             return;
         }
@@ -645,9 +631,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         conn_maybe_close(c);
         return;
     }
-    if (n < 0)
-        return;
-    c->rlen += (size_t)n;
+    if (n > 0)
+        c->rlen += (size_t)n; /* else: woken by resume_if_room() */
     if (c->closing) {
         c->rlen = 0; /* after quit: ignore */
         return;
@@ -663,6 +648,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     conn_t *c = arg;
     front_t *f = c->f;
     conn_try_write(c);
+    conn_account(c, 0);
     resume_if_room(c);
     if (!conn_maybe_close(c) && gate_stopping(f->g))
         gate_check_stopped(f->g);
@@ -754,10 +740,13 @@ static void on_done(backend_op_t *op, void *arg)
     } else {
         if (op->key)
             release_waiter(f, c, io);
-        if (c->head->pending == 0) {
-            conn_flush(c);
-            conn_maybe_close(c);
+        if (op->rvalue) {
+            c->vbytes += op->rvlen;
+            conn_account(c, 0);
         }
+        if (c->head->pending == 0)
+            conn_flush(c);
+        conn_maybe_close(c);
     }
     if (!gate_stopping(f->g))
         gate_request_dispatch(f->g, 1);
@@ -812,7 +801,8 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     front_t *f = NULL;
     if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
         cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
-        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->max_auto_buckets < 0 ||
+        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 16 ||
+        cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
         !cfg->backend_host) {
         rc = -EINVAL;
         goto out;
@@ -825,6 +815,14 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->cfg = *cfg;
     f->base = base;
     freelist_init(&f->slots, SLOT_BLOCK, SLOT_KEEP);
+    replybudget_init(&f->rb, &(replybudget_config_t){
+        .soft = cfg->conn_reply_limit / 4, .hard = cfg->conn_reply_limit,
+        .soft_secs = 60, .total = cfg->reply_memory});
+    f->rbtick = event_new(base, -1, EV_PERSIST, on_rbtick, f);
+    if (!f->rbtick || event_add(f->rbtick, &(struct timeval){1, 0}) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
     f->name = strdup(cfg->name ? cfg->name : "node");
     f->backend_host = strdup(cfg->backend_host);
     if (!f->name || !f->backend_host) {
@@ -892,6 +890,8 @@ void front_destroy(front_t **fp)
     gate_destroy(&f->g);
     sched_destroy(&f->s);
     freelist_fini(&f->slots);
+    if (f->rbtick)
+        event_free(f->rbtick);
     free(f->name);
     free(f->backend_host);
     free(f);

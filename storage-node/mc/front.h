@@ -52,6 +52,10 @@ typedef struct {
     int max_auto_buckets;        /* buckets created on first sight; 0: none */
     size_t max_item;             /* largest value accepted */
     int max_conns;               /* connections beyond are closed at once */
+    size_t conn_reply_limit;     /* unsent reply bytes a connection may hold:
+                                    closed above; not read at a quarter
+                                    (or closed after 60 s there) */
+    size_t reply_memory;         /* node-wide budget of unsent reply bytes */
 } front_config_t;
 
 /* Fills *cfg with the defaults (see docs/node.md). */

@@ -78,6 +78,7 @@ typedef struct nconn {
     nreq_t *reqs;          /* queued and in flight */
     int nreqs;
     uint64_t buf_bytes;    /* READ/WRITE buffers of those */
+    int budget_wait;       /* not read: the node's request buffers are full */
     int reading;
     int in_process;
     char peer[64];
@@ -96,6 +97,9 @@ struct nbdfront {
     uint64_t inline_done;  /* reads served from the page cache at once */
     nbdfront_stats_t st;
     freelist_t reqs;       /* free nreq_t records */
+    uint64_t buf_total;    /* READ/WRITE buffers of the node, replies' too */
+    int nbudget_wait;      /* connections with budget_wait */
+    struct event *budget_ev; /* wakes them once buffers free */
 };
 
 /* Queues n bytes of reply on c, written at the end of this loop pass (out

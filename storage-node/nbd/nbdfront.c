@@ -41,6 +41,7 @@ void nbdfront_config_defaults(nbdfront_config_t *cfg)
     cfg->outstanding = 5;
     cfg->max_conns = 4096;
     cfg->max_queued = 256;
+    cfg->request_memory = 256u << 20;
     cfg->inline_reads = 1;
     cfg->store.export_size = 1ull << 30;
     cfg->store.workers = 5;
@@ -107,11 +108,39 @@ static void cmd_reply(nconn_t *c, uint16_t type, uint32_t error, uint64_t handle
     }
 }
 
+/* Request-buffer bytes of the node (--nbd-request-memory): `len` more
+ * (delta > 0) or fewer; connections held back by the budget are woken in
+ * the next pass of the loop once some are freed. */
+static void buf_account(nbdfront_t *f, uint64_t len, int delta)
+{
+    if (delta > 0) {
+        f->buf_total += len;
+        return;
+    }
+    f->buf_total -= len;
+    if (f->nbudget_wait > 0)
+        event_active(f->budget_ev, EV_TIMEOUT, 1);
+}
+
 static void free_buf(const void *data, size_t len, void *arg)
 {
-    (void)len;
-    (void)arg;
+    buf_account(arg, len, -1);
     free((void *)data);
+}
+
+static void on_budget(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    nbdfront_t *f = arg;
+    for (gate_conn_t *l = gate_conns(f->g), *next; l; l = next) {
+        next = l->next;
+        nconn_t *c = conn_of(l);
+        if (c->budget_wait) {
+            c->budget_wait = 0;
+            f->nbudget_wait--;
+            conn_update(c);
+        }
+    }
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -136,6 +165,8 @@ static void req_unlink(nreq_t *r)
 
 static void req_free(nbdfront_t *f, nreq_t *r)
 {
+    if (r->op.buf && (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE))
+        buf_account(f, r->op.length, -1);
     free(r->op.buf);
     freelist_put(&f->reqs, r);
 }
@@ -176,7 +207,7 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
         else
             nbdf_out(c, b, nbd_encode_simple_reply(b, 0, r->handle));
         struct evbuffer *ob = c->sock.out;
-        if (evbuffer_add_reference(ob, r->op.buf, r->op.length, free_buf, NULL) == 0)
+        if (evbuffer_add_reference(ob, r->op.buf, r->op.length, free_buf, c->f) == 0)
             r->op.buf = NULL;   /* the evbuffer frees it once sent */
         else
             c->state = ST_CLOSING; /* the reply is broken: end the session */
@@ -298,6 +329,7 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
             req_free(f, r);
             return -1;
         }
+        buf_account(f, q->length, 1);
         if (q->type == NBD_CMD_WRITE && q->length > 0 &&
             evbuffer_remove(in, r->op.buf, q->length) != (int)q->length) {
             req_free(f, r);
@@ -451,6 +483,14 @@ static int process_input(nconn_t *c)
             }
             continue;
         }
+        uint64_t need = q.type == NBD_CMD_READ || q.type == NBD_CMD_WRITE ? q.length : 0;
+        if (need && f->buf_total > 0 && f->buf_total + need > f->cfg.request_memory) {
+            /* Over the node's budget: read on once buffers free (on_budget()). */
+            if (!c->budget_wait)
+                f->nbudget_wait++;
+            c->budget_wait = 1;
+            return 0;
+        }
         if (avail < NBD_REQUEST_LEN + (size_t)payload) {
             /* Wait for the whole payload: a client that goes away now
              * leaves nothing written. */
@@ -493,6 +533,7 @@ static void conn_update(nconn_t *c)
      * payload being discarded is read even then. */
     int want = c->swallow > 0 ||
                (c->state != ST_CLOSING && !gate_stopping(f->g) && c->nreqs < f->cfg.max_queued &&
+                !c->budget_wait &&
                 c->buf_bytes <= BUF_HIGH && outlen <= OUT_HIGH);
     if (want != c->reading) {
         c->reading = want;
@@ -599,6 +640,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 static void conn_free(nconn_t *c)
 {
     nbdfront_t *f = c->f;
+    if (c->budget_wait)
+        f->nbudget_wait--;
     while (c->reqs) {
         nreq_t *r = c->reqs;
         req_unlink(r);
@@ -726,7 +769,8 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     if (!(f->g = gate_new(base, s, &gc, &hooks, f, &rc)))
         goto out;
     f->flush_ev = event_new(base, -1, 0, on_flush, f);
-    if (!f->flush_ev) {
+    f->budget_ev = event_new(base, -1, 0, on_budget, f);
+    if (!f->flush_ev || !f->budget_ev) {
         rc = -ENOMEM;
         goto out;
     }
@@ -771,6 +815,8 @@ void nbdfront_destroy(nbdfront_t **fp)
     gate_destroy(&f->g);
     if (f->flush_ev)
         event_free(f->flush_ev);
+    if (f->budget_ev)
+        event_free(f->budget_ev);
     freelist_fini(&f->reqs);
     free(f->path);
     free(f);

@@ -40,13 +40,17 @@ typedef struct {
     int outstanding;           /* max IOs at the backend, >= 1 */
     int max_conns;             /* connections beyond are closed at once */
     int max_queued;            /* per connection: reading pauses beyond */
+    size_t request_memory;     /* node-wide READ/WRITE buffer bytes: a
+                                  connection whose next request would pass
+                                  it is not read until buffers free */
     int inline_reads;          /* serve page-cached reads on the loop thread
                                   (preadv2 RWF_NOWAIT), default 1 */
     blockdev_config_t store;   /* the backend (workers, path, size, direct) */
 } nbdfront_config_t;
 
 /* Fills *cfg with the defaults: 127.0.0.1:10809, outstanding 5, 4096
- * connections, 256 queued requests per connection, 5 workers, export size
+ * connections, 256 queued requests per connection, 256 MiB of request
+ * buffers, 5 workers, export size
  * 1 GiB, buffered IO, inline page-cache reads, no path (must be set). */
 void nbdfront_config_defaults(nbdfront_config_t *cfg);
 

@@ -1,9 +1,11 @@
 #!/bin/sh
-# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4).
+# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4); caps on names, nodes, message size and warnings keep its memory and log bounded (defect 10); a node reporting absurd counts is not believed (defect 5).
 #
 # Raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER each) claim
 # the clock they are told to and log "TIME TYPE EPOCH PERIOD" for every
 # message they get; the controller's status shows its period.
+# tests/it/rogue_flood.py tries to grow the controller (defect 10) and
+# reports implausible counts (defect 5).
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_hostile_ctrl
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -69,4 +71,47 @@ check "the impostor is still connected" 'kill -0 $IMP'
 stop_pid "$IMP" "$S1"
 stop_controller
 
-it_end 'for f in controller liar n1 n2 n3 s1 imp; do echo "== $f"; tail -n 15 "$T/$f.log" 2>/dev/null; done'
+# 4. Defect 10: the controller's memory stays bounded.  With --max-names
+#    1000 a hello with 1001 names is refused with a clear error; frames
+#    beyond the largest legal message (1000 x 251 bytes) drop the
+#    connection unread; beyond --max-nodes hellos are refused; a flood of
+#    bad messages logs a few lines, not one each.
+start_controller "$T/b.json" 1000 "$T" --max-names 1000 --max-nodes 50 || { echo "controller did not start"; exit 1; }
+rss() { awk '/^VmHWM/ {print $2}' "/proc/$CTRL_PID/status"; } # peak RSS
+flood() { "$PY" "$HERE/rogue_flood.py" "$CTRL_EP" "$1" "$2" "$T/flood-$1.out" 2>>"$T/flood.err"; }
+RSS0=$(rss)
+flood names 1001
+check "a hello with 1001 names is refused: $(cat "$T/flood-names.out")" \
+  'grep -q "^error too_many_names .*at most 1000" "$T/flood-names.out"'
+flood names 1000
+check "a hello with 1000 names is welcomed" 'grep -q "^welcome " "$T/flood-names.out"'
+flood big 50000000
+RSS1=$(rss)
+check "three 50 MB frames leave the controller's peak RSS within 20 MB (${RSS0} -> ${RSS1} kB)" \
+  '[ $((RSS1 - RSS0)) -lt 20000 ]'
+check "the controller still answers" 'ctl --json status >/dev/null'
+flood nodes 60
+check "beyond --max-nodes hellos are refused: $(cat "$T/flood-nodes.out")" \
+  'grep -q "too_many_nodes=11 welcome=49" "$T/flood-nodes.out"'
+n0=$(grep -c "bad message from" "$T/controller.log")
+flood bad 5000
+n1=$(grep -c "bad message from" "$T/controller.log")
+check "5000 bad messages log $((n1 - n0)) lines (at most 20)" '[ $((n1 - n0)) -le 20 ]'
+stop_controller
+
+# 5. Defect 5: a raw node that reports red served 10^12 and queued 10^12
+#    (capacity 1000) is not believed: clamped to 4 x 1000 x 1 s served,
+#    counted in the status.
+start_controller "$T/b.json" 1000 "$T" || { echo "controller did not start"; exit 1; }
+flood liar 3
+ctl --json status >"$T/st.json"
+check "the liar sent reports ($(cat "$T/flood-liar.out"))" '[ "$(cat "$T/flood-liar.out")" -gt 0 ]'
+check "its served and demand are counted implausible: $(jget "$T/st.json" 'd["stats"]["implausible"]')" \
+  '[ "$(jget "$T/st.json" "d[\"stats\"][\"implausible\"][\"served_beyond_rate\"]")" -gt 0 ] &&
+   [ "$(jget "$T/st.json" "d[\"stats\"][\"implausible\"][\"demand\"]")" -gt 0 ]'
+check "red's served is believed only up to 4000" \
+  '[ "$(jget "$T/st.json" "[b for b in d[\"buckets\"] if b[\"name\"]==\"red\"][0][\"served\"]")" -le 4000 ]'
+check "the implausible report is logged" 'grep -q "implausible report" "$T/controller.log"'
+stop_controller
+
+it_end 'for f in controller liar n1 n2 n3 s1 imp flood; do echo "== $f"; tail -n 15 "$T/$f.log" 2>/dev/null; done'

@@ -164,6 +164,17 @@ else
 fi
 kill -TERM "$N3"; wait "$N3" 2>/dev/null
 
+# ---- 4a. request buffers within --nbd-request-memory (defect 12) -------------
+start_node "$tmp/node5.log" "$NODE" --backend "file:$tmp/mstore/" --export-size 64m --buckets m1 \
+  --nbd-request-memory 64m --io-time-us 150000
+N5=$PID; P5=$PORT
+if NODE_PID=$N5 MAX_RSS_MB=250 python3 "$HERE/nbd_faults.py" "$P5" m1 memory; then
+  ok "16 connections x 32 MiB of writes: RSS bounded, all answered"
+else
+  bad "--nbd-request-memory bound"
+fi
+kill -TERM "$N5"; wait "$N5" 2>/dev/null
+
 # ---- 4b. a Unix socket (--nbd-listen unix:PATH) -------------------------------
 "$NODE" --nbd-listen "unix:$tmp/nbd.sock" --backend "file:$tmp/ustore/" --export-size 64m \
   --buckets u1 2>"$tmp/node4.log" &

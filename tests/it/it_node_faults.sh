@@ -23,6 +23,18 @@ kill -0 "$NODE_PID" 2>/dev/null && ok "node alive" || bad "node died"
 stop_node
 [ "$NODE_RC" = 0 ] && ok "exit 0 after SIGTERM" || { bad "exit $NODE_RC after SIGTERM"; tail -20 "$tmp/node.log"; }
 
+# Defect 6: flush_all behind a request waiting for tokens, then 1.1 MB pipelined.
+echo '{}' >"$tmp/tokens.json"
+start_node "$tmp/node-flush.log" --policy tokens --tokens-file "$tmp/tokens.json"
+run flushpipe "$NODE_PORT" "$NODE_PID" "$tmp/tokens.json"
+stop_node
+
+# Defect 8: a client that never reads is bounded and closed (logged); RSS bound in MB.
+start_node "$tmp/node-hog.log" --policy rr --conn-reply-limit 32m --reply-memory 64m
+run hog "$NODE_PORT" "$NODE_PID" 250
+grep -q "closing a client that holds" "$tmp/node-hog.log" && ok "hog close logged" || bad "hog close not logged"
+stop_node
+
 # exchange TARGET REQUEST: sends REQUEST (\r\n written as such) and "version" to
 # TARGET (a loopback port, or a Unix socket path); prints the reply before
 # VERSION as a Python bytes literal.

@@ -475,6 +475,46 @@ def sc_enospc(port, export):
     disc(s)
 
 
+def sc_memory(port, export):
+    """Defect 12: 16 connections each pipeline 8 writes of 4 MiB (512 MiB in
+    all) without reading replies: the node's RSS stays under MAX_RSS_MB (env,
+    with NODE_PID) as its request buffers stay within --nbd-request-memory,
+    and every write is then answered without error."""
+    import os
+    import threading
+    from node_client import rss_mb  # same directory
+    pid, max_mb = int(os.environ["NODE_PID"]), float(os.environ["MAX_RSS_MB"])
+    n, per, ln = 16, 8, 4 << 20
+    conns = [go(port, export) for _ in range(n)]
+    for s, _ in conns:
+        s.settimeout(60)  # senders block while the node holds back
+    payload = b"m" * ln
+    def send(i, s):
+        for k in range(per):
+            request(s, CMD_WRITE, ((i * per + k) * ln) % (conns[0][1] - ln + 1) // 4096 * 4096,
+                    ln, k + 1, payload=payload)
+    senders = [threading.Thread(target=send, args=(i, s)) for i, (s, _) in enumerate(conns)]
+    for t in senders:
+        t.start()
+    peak, deadline = 0.0, time.time() + 4
+    while time.time() < deadline:
+        peak = max(peak, rss_mb(pid))
+        time.sleep(0.05)
+    for i, (s, _) in enumerate(conns):
+        got = set()
+        for _ in range(per):  # replies may come in any order
+            magic, err, h = struct.unpack(">IIQ", recvn(s, 16))
+            check(magic == SIMPLE_MAGIC and err == 0, "conn %d write %d: magic %x error %d" % (i, h, magic, err))
+            got.add(h)
+        check(got == set(range(1, per + 1)), "conn %d: every write answered (%s)" % (i, sorted(got)))
+    for t in senders:
+        t.join(30)
+    print("     node RSS peak %.0f MB (bound %.0f MB)" % (peak, max_mb))
+    check(peak < max_mb, "node RSS peak %.0f MB >= %.0f MB" % (peak, max_mb))
+    for s, _ in conns:
+        s.close()
+
+
 def main():
     port, export = int(sys.argv[1]), sys.argv[2]
     bad = 0

@@ -8,6 +8,8 @@ Usage:
   node_client.py backend NODE_PORT down|up       backend memcached gone / back
   node_client.py conns NODE_PORT N               N concurrent connections
   node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
+  node_client.py flushpipe NODE_PORT PID FILE    defect 6: flush_all behind a waiting request, 1.1 MB pipelined
+  node_client.py hog NODE_PORT PID MAX_MB        defect 8: a client that never reads; RSS stays under MAX_MB
 Exit status 0 when every check passes; failures are printed.
 """
 import re
@@ -242,6 +244,102 @@ def cmd_tokens(node, pid, tokfile):
     check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)
 
 
+def set_tokens(pid, tokfile, d):
+    import json
+    import os
+    import signal
+    with open(tokfile + ".tmp", "w") as f:
+        json.dump(d, f)
+    os.rename(tokfile + ".tmp", tokfile)
+    os.kill(pid, signal.SIGUSR1)
+
+
+def cmd_flushpipe(node, pid, tokfile):
+    """Defect 6: a get waiting for tokens, flush_all behind it, then about
+    1.1 MB of pipelined sets: the node stops reading (backpressure) instead
+    of resetting the connection, and every reply arrives in order."""
+    set_tokens(pid, tokfile, {"red": {"r": 0, "l": 0}})
+    wait_until(lambda: stats(node, b"buckets").get("red:r_tokens") == "0")
+    s = connect(node, timeout=30)
+    n = 1100
+    val = b"v" * 1000
+    data = b"get red:w\r\nflush_all\r\n" + b"".join(
+        b"set blue:%d 0 0 1000\r\n%s\r\n" % (i, val) for i in range(n)) + b"version\r\n"
+    w = s.dup()  # its own timeout: the sender blocks while the node holds back
+    w.settimeout(30)
+    sender = threading.Thread(target=w.sendall, args=(data,))
+    sender.start()
+    early = quiet_recv(s, 1.0)
+    check(early == b"", "nothing answered while the get waits for tokens (got %r)" % early[:60])
+    set_tokens(pid, tokfile, {"red": {"r": 100000, "l": 100000}})
+    want = b"END\r\nOK\r\n" + b"STORED\r\n" * n
+    s.settimeout(20)
+    got = b""
+    while b"VERSION" not in got or not got.endswith(b"\r\n"):
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    got = got[:len(want)]
+    sender.join(20)
+    check(got == want, "all %d replies arrive in order, no reset (got %d of %d bytes)" % (n + 2, len(got), len(want)))
+    w.close()
+    s.close()
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def cmd_hog(node, pid, max_mb):
+    """Defect 8: 16 pipelined multi-gets of 64 x 1 MB from a client that
+    never reads: the node's RSS stays under max_mb, the client is closed at
+    its hard limit, and another client is served meanwhile."""
+    val = b"h" * 1000000
+    s = connect(node, timeout=30)
+    s.sendall(b"".join(b"set blue:big%d 0 0 %d\r\n%s\r\n" % (i, len(val), val) for i in range(64)))
+    got = recv_until(s, end=b"STORED\r\n" * 64, timeout=30)
+    check(got == b"STORED\r\n" * 64, "64 values of 1 MB stored")
+    s.close()
+    base = rss_mb(pid)
+    hog = socket.socket()
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.connect(("127.0.0.1", node))
+    keys = b" ".join(b"blue:big%d" % i for i in range(64))
+    hog.sendall(b"get " + keys + b"\r\n" * 1 + (b"get " + keys + b"\r\n") * 15)
+    peak = base
+    served = False
+    deadline = time.time() + 8
+    while time.time() < deadline:
+        peak = max(peak, rss_mb(pid))
+        if not served:
+            o = connect(node, timeout=10)
+            o.sendall(b"get blue:big1\r\n")
+            served = recv_until(o, end=b"END\r\n", timeout=10).endswith(b"\r\nEND\r\n")
+            o.close()
+        time.sleep(0.05)
+    check(served, "another client is served while the hog holds replies")
+    check(peak < max_mb, "node RSS peak %.0f MB < %d MB (%.0f MB before)" % (peak, max_mb, base))
+    hog.settimeout(5)
+    closed = False
+    try:
+        while True:
+            b = hog.recv(1 << 20)
+            if not b:
+                closed = True
+                break
+    except ConnectionResetError:
+        closed = True
+    except socket.timeout:
+        pass
+    check(closed, "the client that never reads was closed")
+    hog.close()
+
+
 def cmd_faults(node):
     # Half a command, then a stall: other clients unaffected.
     stall = connect(node)
@@ -372,6 +470,10 @@ def main():
         cmd_backend_down(port, sys.argv[3])
     elif what == "tokens":
         cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "flushpipe":
+        cmd_flushpipe(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "hog":
+        cmd_hog(port, int(sys.argv[3]), int(sys.argv[4]))
     elif what == "conns":
         cmd_conns(port, int(sys.argv[3]))
     else:

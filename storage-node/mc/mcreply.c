@@ -1,0 +1,72 @@
+/* mcreply.c - the memcached reply text of a finished backend command, and
+ * the command counters of `stats` (see mcreply.h). */
+#include "storage-node/mc/mcreply.h"
+
+#include <string.h>
+
+#define OP(i) ((const backend_op_t *)(const void *)((const char *)first + (size_t)(i) * stride))
+
+void mcreply_ops(struct evbuffer *out, mcp_cmd_t cmd, const backend_op_t *first,
+                 size_t stride, int n, mcstats_t *st)
+{
+    for (int i = 0; i < n; i++) {
+        const backend_op_t *op = OP(i);
+        if (op->reply == MCP_R_SERVER_ERROR) {
+            /* One failed key fails the whole (multi-)get, as a proxy must:
+             * a partial VALUE list would read as misses. */
+            evbuffer_add_printf(out, "%s\r\n", op->errmsg);
+            return;
+        }
+    }
+    if (cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS) {
+        for (int i = 0; i < n; i++) {
+            const backend_op_t *op = OP(i);
+            if (op->reply != MCP_R_VALUE) {
+                st->get_misses++;
+                continue;
+            }
+            st->get_hits++;
+            char hdr[MCP_KEY_MAX + 96];
+            int hn = mcp_format_value_header(hdr, sizeof hdr, op->key,
+                                            op->keylen, op->rflags, op->rvlen,
+                                            cmd == MCP_CMD_GETS, op->rcas);
+            if (hn < 0)
+                continue;
+            evbuffer_add(out, hdr, (size_t)hn);
+            evbuffer_add(out, op->rvalue, op->rvlen);
+            evbuffer_add(out, "\r\n", 2);
+        }
+        evbuffer_add(out, "END\r\n", 5);
+        return;
+    }
+    const backend_op_t *op = first;
+    if (op->reply == MCP_R_NUMBER)
+        evbuffer_add_printf(out, "%llu\r\n", (unsigned long long)op->number);
+    else
+        evbuffer_add(out, mcp_reply_line(op->reply),
+                     strlen(mcp_reply_line(op->reply)));
+}
+
+void mcreply_count(mcstats_t *st, const mcp_req_t *r, uint64_t *other)
+{
+    switch (r->cmd) {
+    case MCP_CMD_GET:
+    case MCP_CMD_GETS:
+        st->cmd_get += r->nkeys;
+        break;
+    case MCP_CMD_SET:
+    case MCP_CMD_ADD:
+    case MCP_CMD_REPLACE:
+    case MCP_CMD_APPEND:
+    case MCP_CMD_PREPEND:
+    case MCP_CMD_CAS:
+        st->cmd_set++;
+        break;
+    case MCP_CMD_TOUCH:
+        st->cmd_touch++;
+        break;
+    default:
+        (*other)++;
+        break;
+    }
+}
