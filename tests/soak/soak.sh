@@ -119,7 +119,6 @@ CLIENTPID=$SPAWNED
 # A raw protocol peer claiming period 2^53 (issue 18, defect 3).
 spawn "$T/liar.err" "$PY" "$HERE/../it/ha_observer.py" "$CTRL_EP" liar "$T/liar.log" "$DUR" \
   9007199254740992 "$(now)"
-LIARPID=$SPAWNED
 
 # ---- chaos --------------------------------------------------------------------
 # The schedule: per target, kills every 25-70 s (seeded), down 0.5-3 s,
