@@ -4,6 +4,7 @@
 #   make check    build and run the whole test suite (unit + integration)
 #   make demo     run the main job: memcached, controller and nodes on loopback
 #   make demo-ha  controller failover: etcd, two controllers, kill -9 the leader
+#   make soak     SOAK_MINUTES (default 10) of checked load, hostile peers and kill -9 chaos (not in check)
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
 #   make tsan     the threaded parts under ThreadSanitizer (clang, Archer for OpenMP; build-tsan/)
@@ -13,7 +14,7 @@
 MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all check bench demo demo-ha asan tsan fuzz install uninstall clean
+.PHONY: all check bench demo demo-ha soak asan tsan fuzz install uninstall clean
 all install:
 	@scripts/deps.sh build
 	@$(BUILD) $@
@@ -27,6 +28,9 @@ bench:
 	@$(BUILD) $@
 demo demo-ha:
 	@scripts/deps.sh build demo
+	@$(BUILD) $@
+soak:
+	@scripts/deps.sh build test
 	@$(BUILD) $@
 asan:
 	@scripts/deps.sh build test

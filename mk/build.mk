@@ -9,7 +9,7 @@
 #   FUZZERS  += NAME      libFuzzer harness tests/fuzz/NAME.c + NAME_SRCS, run by make fuzz
 #
 # Targets: all (programs and man pages), tests (the Check suites), check, bench, demo, demo-ha,
-# tsan-check, fuzz-build, fuzz,
+# soak (SOAK_MINUTES, default 10: tests/soak/soak.sh), tsan-check, fuzz-build, fuzz,
 # install and uninstall (PREFIX, DESTDIR and the *DIR variables below).
 O   ?= build
 BIN ?= bin
@@ -46,7 +46,7 @@ include $(sort $(wildcard */module.mk))
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 arc = $(foreach l,$(1),$(O)/lib$(l).a)
 
-.PHONY: all tests man units check bench demo demo-ha install uninstall
+.PHONY: all tests man units check bench demo demo-ha soak install uninstall
 all: $(addprefix $(BIN)/,$(PROGS)) man units
 tests: $(addprefix $(O)/tests/,$(TESTS))
 
@@ -80,6 +80,9 @@ demo: all
 
 demo-ha: all
 	@BIN=$(BIN) sh examples/demo-ha.sh
+
+soak: all
+	@BIN=$(BIN) SOAK_MINUTES=$(or $(SOAK_MINUTES),10) sh tests/soak/soak.sh
 
 # ---- make tsan (CC=clang O=build-tsan SAN=-fsanitize=thread): the threaded parts only: the
 # worker pool under both backends, the node with --workers, the controller client's ZeroMQ
