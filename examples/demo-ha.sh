@@ -23,7 +23,6 @@ fails=0
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 for b in bqos-controller bqos-ctl bqos-ctrl-bench; do
   [ -x "$BIN/$b" ] || { echo "demo-ha: missing $BIN/$b (run make)"; exit 1; }
 done

@@ -95,6 +95,9 @@ example_begin() {
 # die MSG: after example_begin, says "NAME: MSG" on stderr and exits 1.
 die() { echo "$EXAMPLE: $*" >&2; exit 1; }
 
+# jget FILE EXPR: a value from a JSON file (python3 expression on `d`).
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
 # wait_for CMD [SECONDS]: evaluates CMD (a shell string) every 0.1 s until it
 # succeeds (returns 0) or SECONDS (default 10) have passed (returns 1).  For
 # waiting on a condition instead of sleeping a guessed time.

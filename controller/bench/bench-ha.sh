@@ -16,7 +16,6 @@ NODES=${NODES:-16}
 BUCKETS=${BUCKETS:-2000}
 TTL=${TTL:-1}
 etcd_scratch bench-ha
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
 start_etcd b "$T/etcd.log" || { echo "etcd did not start"; exit 1; }
 "$BIN/bqos-ctrl-bench" --nodes "$NODES" --buckets "$BUCKETS" --write-buckets "$T/b.json" || exit 1

@@ -2,8 +2,6 @@
 # it_controller.sh - bqos-controller on free loopback ports with simulated nodes (bqos-ctrl-bench): tokens flow, admission, node down/back, controller restart mid-period.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_controller
-# jget FILE EXPR: a value from a JSON file (python3 expression on `d`).
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
 NODES=8; NB=200
 "$BIN/bqos-ctrl-bench" --nodes $NODES --buckets $NB --reserved 0.5 --write-buckets "$T/b.json" ||

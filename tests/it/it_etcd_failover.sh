@@ -21,7 +21,6 @@ command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etc
 PY=python3
 $PY -c "import zmq" 2>/dev/null || PY=/usr/bin/python3
 $PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh installs python3-zmq)"; exit 1; }
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
 # etcd with a short election timeout, so that it grants short leases.  The
 # lease is 2 s (1 s works on a quiet machine, docs/performance.md, but a

@@ -2,8 +2,6 @@
 # it_history.sh - bqos-ctl history, watch and the status's reasons against a bqos-controller with simulated nodes (bqos-ctrl-bench), and the controller's --log-format json.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_history
-# jget FILE EXPR: a value from a JSON file (python3 expression on `d`).
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
 NODES=3; NB=6
 "$BIN/bqos-ctrl-bench" --nodes $NODES --buckets $NB --reserved 0.5 --write-buckets "$T/b.json" ||

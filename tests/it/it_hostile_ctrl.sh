@@ -12,7 +12,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=python3
 $PY -c "import zmq" 2>/dev/null || PY=/usr/bin/python3
 $PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh installs python3-zmq)"; exit 1; }
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 echo '{"buckets":[{"name":"red","reservation":10}]}' >"$T/b.json"
 ORIGIN=$(date +%s.%N)
 ctl() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 3000 "$@"; }
