@@ -506,6 +506,9 @@ static void print_status(json_t *r)
     printf("period %s  interval %s/%s  elapsed %s/%s ms\n\n", cell(r, "period", "?", a, 32),
            cell(r, "interval", "?", b, 32), cell(r, "intervals", "?", c, 32),
            cell(r, "elapsed_ms", "?", d, 32), cell(r, "period_ms", "?", e, 32));
+    const char *warn = json_string_value(json_object_get(r, "warning"));
+    if (warn)
+        printf("WARNING (admission): %s\n\n", warn);
     if (json_object_get(r, "id"))
         printf("controller %s: %s, epoch %s (leader %s)\n", cell(r, "id", "?", a, 32),
                json_is_true(json_object_get(r, "leader")) ? "leader" : "standby",
@@ -800,6 +803,9 @@ int main(int argc, char **argv)
             free(s);
         }
     } else if (code == EXIT_OK) {
+        const char *warn = json_string_value(json_object_get(reply, "warning"));
+        if (warn && strcmp(cmd, "status") != 0) /* the status prints its own */
+            fprintf(stderr, "bqos-ctl: warning: %s\n", warn);
         if (strcmp(cmd, "status") == 0) {
             print_status(reply);
         } else if (is_history) {

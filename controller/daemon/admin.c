@@ -20,22 +20,38 @@ static double view_bucket(const char *name, void *arg)
     return ctrl_bucket_capacity(arg, name);
 }
 
-/* Admission for a candidate configuration.  Returns 0 if it may be
- * applied; -EDQUOT (msg filled) if enforce refuses it, -ERANGE (msg
- * filled) if ctrl_check_buckets() does. */
-static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
+/* admission_check() of `bf` against what the controller knows now. */
+static int admission_now(const admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
 {
     admission_view_t v = {
         .total_capacity = ctrl_total_capacity(ad->ctrl),
         .bucket_capacity = view_bucket,
         .arg = ad->ctrl,
     };
+    return admission_check(bf, &v, msg, size);
+}
+
+/* Sets the reply's "warning" when the configuration in force violates
+ * admission now (warn mode accepted it, or capacity went since), so that
+ * bqos-ctl shows what the log says. */
+static void add_warning(const admin_t *ad, json_t *r)
+{
+    char msg[600];
+    if (ad->bf && admission_now(ad, ad->bf, msg, sizeof msg) == -EDQUOT)
+        json_object_set_new(r, "warning", json_string(msg));
+}
+
+/* Admission for a candidate configuration.  Returns 0 if it may be
+ * applied; -EDQUOT (msg filled) if enforce refuses it, -ERANGE (msg
+ * filled) if ctrl_check_buckets() does. */
+static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
+{
     int rc = ctrl_check_buckets(ad->ctrl, bf, msg, size);
     if (rc < 0) { /* the arithmetic cannot hold it: refused in either mode */
         log_error("configuration refused: %s", msg);
         return rc;
     }
-    rc = admission_check(bf, &v, msg, size);
+    rc = admission_now(ad, bf, msg, size);
     if (rc == 0) {
         if (msg[0])
             log_info("admission: %s", msg);
@@ -342,6 +358,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_array_append_new(bs, o);
     }
     json_object_set_new(r, "buckets", bs);
+    add_warning(ad, r);
     json_object_set_new(r, "default", default_json(ad));
     const ctrl_stats_t *cs = ctrl_stats(ad->ctrl);
     json_t *st = json_pack(
@@ -485,6 +502,7 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
             json_decref(ok);
             return reply_error("internal", "out of memory");
         }
+        add_warning(ad, ok);
         return ok;
     }
     rc = bucketfile_save(bf, ad->path, msg, sizeof msg);
@@ -498,6 +516,7 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
         json_decref(ok);
         return reply_error("internal", "out of memory");
     }
+    add_warning(ad, ok);
     return ok;
 }
 
@@ -605,6 +624,7 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
         return reply_not_leader(ad, code, msg);
     json_t *r = reply_ok();
     json_object_set_new(r, "buckets", json_integer((json_int_t)bucketfile_count(ad->bf)));
+    add_warning(ad, r);
     return r;
 }
 

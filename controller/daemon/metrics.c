@@ -106,7 +106,11 @@ const char *cmetrics_reason(const ctrl_bucket_info_t *bi, const pclock_t *clk)
 
 void cmetrics_period_end(cmetrics_t *m, double now)
 {
-    int judge = m->started && m->tm->nsplits > m->split_rounds && may_push(m, now);
+    /* A standby judges too (it gets the same reports and computes the same
+     * rounds), so that its history holds the periods before a takeover;
+     * only the leader counts, so that an alert fires once per cluster. */
+    int judge = m->started && m->tm->nsplits > m->split_rounds;
+    int count = judge && may_push(m, now);
     m->started = 1;
     m->split_rounds = m->tm->nsplits;
     if (!judge)
@@ -120,9 +124,11 @@ void cmetrics_period_end(cmetrics_t *m, double now)
         if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 || !(o = outcome_of(m, bi.name)))
             continue;
         unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
-        o->met += (f & HISTORY_RES_MET) != 0;
-        o->missed += (f & HISTORY_RES_MISSED) != 0;
-        o->held += (f & HISTORY_HELD) != 0;
+        if (count) {
+            o->met += (f & HISTORY_RES_MET) != 0;
+            o->missed += (f & HISTORY_RES_MISSED) != 0;
+            o->held += (f & HISTORY_HELD) != 0;
+        }
         history_push(o->hist, &(history_rec_t){
                                   .period = ctrl_period(m->ctrl),
                                   .served = bi.served_r + bi.served_l + bi.served_o,
@@ -201,7 +207,7 @@ static void render_controller(const cmetrics_t *m, promtext_t *p, double now)
     counter(p, "bqos_controller_duplicate_names_total",
             "Hellos refused: a node of that name is up elsewhere.", cs->duplicate_names);
     counter(p, "bqos_controller_periods_judged_total",
-            "Periods whose bucket outcomes were counted.", m->periods_judged);
+            "Periods judged (kept in the history; a standby judges too).", m->periods_judged);
 }
 
 static void render_nodes(const cmetrics_t *m, promtext_t *p, double now)
@@ -253,7 +259,8 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
         }
     }
     promtext_family(p, "bqos_bucket_periods_total", PROMTEXT_COUNTER,
-                    "Periods by outcome: reservation_met, reservation_missed, held_at_limit.");
+                    "Periods by outcome: reservation_met, reservation_missed, held_at_limit; "
+                    "counted only while this controller leads.");
     for (int i = 0; i < m->nout; i++) {
         const cmetrics_outcome_t *o = &m->out[i];
         const char *what[] = {"reservation_met", "reservation_missed", "held_at_limit"};

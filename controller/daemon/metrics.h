@@ -17,8 +17,8 @@
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
-/* One bucket's period outcomes, cumulative since the start, and the last
- * HISTORY_PERIODS of them. */
+/* One bucket's period outcomes, cumulative since the start (counted while
+ * leading), and the last HISTORY_PERIODS of them (judged, leading or not). */
 typedef struct {
     char *name;
     uint64_t met, missed, held;
@@ -78,9 +78,10 @@ const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name
  *   reservation_met     reservation > 0 and not missed
  *   held_at_limit       limited, served + R + L tokens for the rest reach
  *                       the limit, and the demand estimate exceeded them
- * Only a controller that may push (alone or the leader) judges, and only
- * periods that began while it ran and had a round computed.  O(buckets),
- * once a period. */
+ * Every controller judges the periods that began while it ran and had a
+ * round computed (a standby too: it gets the same reports, so its history
+ * survives a takeover); only one that may push (alone or the leader) adds
+ * them to the counters (met, missed, held).  O(buckets), once a period. */
 void cmetrics_period_end(cmetrics_t *m, double now);
 
 /* metricsd_render_fn: every metric into out.  Loop thread. */

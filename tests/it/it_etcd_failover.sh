@@ -172,6 +172,10 @@ fi
 sleep 0.$(( $(od -An -N1 -tu1 /dev/urandom | tr -d ' ') % 9 + 1 )) # anywhere in a period
 L=$(leader_now); S=$(other "$L")
 E1=$(status "$L" epoch)
+# the periods the leader judged for red until now: its history (periods)
+hist() { eval "ad=\$AD$1"; ctl --endpoint "$ad" --json history --periods 64 red >"$T/$2.json" 2>/dev/null &&
+  jget "$T/$2.json" "' '.join(str(p['period']) for p in d['buckets'][0]['periods'])"; }
+[ $NODE_HA = 1 ] && HB=$(hist "$L" hist_before)
 K0=$(now)
 eval "kill -9 \$PID$L"
 wait_for '[ -n "$(first_epoch_after obs$S "$E1")" ]' 6
@@ -192,6 +196,11 @@ check "nothing from the dead leader after the kill" '[ "$(msgs_after "obs$L" "$K
 if [ $NODE_HA = 1 ]; then
   check "the real node follows c$S's epoch $E2" \
     'wait_for "grep -q \"following .*epoch $E2\" \"$T/node.log\"" 3'
+  HA=$(hist "$S" hist_after)
+  echo "# red's history at c$L before the kill: $HB; at c$S after: $HA"
+  check "c$S's history holds the periods c$L judged before the kill" \
+    'H1=$(echo $HB | cut -d" " -f1); H2=$(echo $HB | cut -d" " -f2); [ -n "$H2" ] && [ "$H1" != "$H2" ] &&
+     echo " $HA " | grep -q " $H1 " && echo " $HA " | grep -q " $H2 "'
   check "c$S pushes it tokens" \
     '[ "$(status "$S" stats >/dev/null; jget "$T/st$S.json" "d[\"stats\"][\"push_tokens\"]")" -gt 0 ]'
   wait "$LOAD_PID"

@@ -87,4 +87,24 @@ check "watch printed at least two tables" '[ "$(grep -c "^BUCKET " "$T/watch.txt
 check "no terminal: no ANSI clear" '! grep -q "$(printf "\033")" "$T/watch.txt"'
 wait $BP
 
+# Admission warnings (--admission warn) reach bqos-ctl: set, status (text
+# and JSON) while the configuration in force is over capacity; none after.
+"$BIN/bqos-ctrl-bench" --endpoint "$CTRL_EP" --admin "$ADMIN_EP" --nodes $NODES --buckets $NB \
+  --active 2 --seconds 4 --quiet >/dev/null &
+BP=$!
+ups() { ctl --json status >"$T/su.json" && jget "$T/su.json" "sum(n[\"state\"] == \"up\" for n in d[\"nodes\"])"; }
+wait_for '[ "$(ups)" = $NODES ]' 5
+ctl set huge --reservation 100000000 >"$T/w.out" 2>"$T/w.err"; rc=$?
+check "set over capacity is accepted with a warning on stderr (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "created" "$T/w.out" && grep -q "^bqos-ctl: warning: .*exceeds" "$T/w.err"'
+ctl status >"$T/ws.txt"
+check "status shows the admission warning" 'grep -q "^WARNING (admission): .*exceeds" "$T/ws.txt"'
+ctl --json status >"$T/ws.json"
+check "status --json carries it" '[ -n "$(jget "$T/ws.json" "d[\"warning\"]")" ]'
+ctl remove huge >/dev/null 2>"$T/wr.err"; rc=$?
+ctl --json status >"$T/ws2.json"
+check "within capacity again: no warning (rc $rc)" \
+  '[ $rc -eq 0 ] && [ ! -s "$T/wr.err" ] && [ "$(jget "$T/ws2.json" "\"warning\" in d")" = False ]'
+wait $BP
+
 it_end 'tail -20 "$T/controller.log"'
