@@ -1,4 +1,4 @@
-/* iolat.c - per-bucket IO timing of a node: latency histogram and wait time (see iolat.h). */
+/* iolat.c - per-bucket IO accounting of a node: latency histogram, wait time, bytes by class, refusals (see iolat.h). */
 #include "storage-node/iolat.h"
 
 #include <stdlib.h>
@@ -15,6 +15,7 @@ const double iolat_bounds[IOLAT_NBOUNDS] = {50e-6, 100e-6, 250e-6, 500e-6, 1e-3,
 struct iolat {
     iolat_bucket_t *b; /* [cap], zeroed beyond the buckets seen */
     int cap;
+    uint64_t refused_unknown;
 };
 
 iolat_t *iolat_new(void)
@@ -36,19 +37,46 @@ double iolat_now(const iolat_t *l)
     return l ? mono_now() : 0;
 }
 
-void iolat_done(iolat_t *l, int bucket, const iolat_ts_t *ts)
+/* Bucket b's figures, the array grown to hold it; NULL when b < 0 or out
+ * of memory. */
+static iolat_bucket_t *slot(iolat_t *l, int b)
 {
-    if (!l || bucket < 0)
-        return;
     void *arr = l->b;
-    if (growarr(&arr, &l->cap, bucket + 1, sizeof *l->b) < 0) /* a new bucket */
-        return;
+    if (b < 0 || growarr(&arr, &l->cap, b + 1, sizeof *l->b) < 0) /* a new bucket */
+        return NULL;
     l->b = arr;
+    return &l->b[b];
+}
+
+void iolat_done(iolat_t *l, const sched_item_t *it, const iolat_ts_t *ts, uint64_t bytes)
+{
+    iolat_bucket_t *b;
+    if (!l || !(b = slot(l, it->origin)))
+        return;
     double lat = mono_now() - ts->arrival;
-    iolat_bucket_t *b = &l->b[bucket];
     b->counts[promtext_bucket(iolat_bounds, IOLAT_NBOUNDS, lat)]++;
     b->sum += lat;
     b->wait += ts->dispatch - ts->arrival;
+    int c = it->cls >= 0 && it->cls < 3 ? it->cls : SCHED_CLASS_O;
+    b->bytes[c] += bytes;
+    if (it->bucket != it->origin && (b = slot(l, it->bucket)) != NULL)
+        b->bytes[c] += bytes; /* routed: its queue's bucket counts it too */
+}
+
+void iolat_refused(iolat_t *l, int bucket)
+{
+    iolat_bucket_t *b;
+    if (!l)
+        return;
+    if (bucket < 0)
+        l->refused_unknown++;
+    else if ((b = slot(l, bucket)) != NULL)
+        b->refused++;
+}
+
+uint64_t iolat_refused_unknown(const iolat_t *l)
+{
+    return l ? l->refused_unknown : 0;
 }
 
 const iolat_bucket_t *iolat_bucket(const iolat_t *l, int b)

@@ -10,6 +10,7 @@ $(call check_suite,test_gate,node nodecore common)
 $(call check_suite,test_workpool,node nodecore common)
 $(call check_suite,test_freelist,node nodecore common)
 $(call check_suite,test_nodeconf,node nodecore common)
+$(call check_suite,test_iolat,node nodecore common)
 
 PROGS += bqos-sched-bench
 bqos-sched-bench_SRCS = storage-node/bench/sched_bench.c

@@ -117,6 +117,9 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
                 gate_nconns(m->g));
     node_sample(m, p, "bqos_node_connections_total", PROMTEXT_COUNTER,
                 "Client connections accepted.", (double)gate_total_conns(m->g));
+    node_sample(m, p, "bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
+                "Requests refused because their key names no bucket (--default reject).",
+                (double)iolat_refused_unknown(gate_iolat(m->g)));
     node_sample(m, p, "bqos_node_policy_rr", PROMTEXT_GAUGE,
                 "1 while the scheduler runs plain round robin (no reservations, no limits).",
                 sched_policy(s) == SCHED_POLICY_RR);
@@ -153,7 +156,7 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
     const sched_t *s = gate_sched(m->g);
     int n = sched_nbuckets(s);
     static const char *const cls[] = {"R", "L", "O"};
-    enum { ARRIVALS, SERVED, QUEUED, TOKENS, WAIT, LATENCY, NFAM };
+    enum { ARRIVALS, SERVED, BYTES, REFUSED, QUEUED, TOKENS, WAIT, LATENCY, NFAM };
     static const struct {
         const char *name, *help;
         promtext_type_t type;
@@ -162,6 +165,12 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
         {"bqos_bucket_served_total",
          "IOs sent to the backend by how they were paid: R (reservation token), L (limit "
          "token), O (opportunistic: no limit, or round robin).", PROMTEXT_COUNTER},
+        {"bqos_bucket_served_bytes_total",
+         "Data the completed IOs moved (memcached values read or written, NBD READ and WRITE "
+         "lengths), by class as bqos_bucket_served_total.", PROMTEXT_COUNTER},
+        {"bqos_bucket_requests_refused_total",
+         "Requests answered with an error without reaching the backend (out of memory, "
+         "refused by the protocol's checks, shutting down).", PROMTEXT_COUNTER},
         {"bqos_bucket_queued", "IOs waiting in the bucket's queue now.", PROMTEXT_GAUGE},
         {"bqos_bucket_tokens", "Tokens left this period by class (L absent: no limit).",
          PROMTEXT_GAUGE},
@@ -196,11 +205,20 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
             case QUEUED:
                 promtext_u64(p, l, 2, bs.queued);
                 break;
+            case BYTES:
+            case REFUSED:
             case WAIT:
             case LATENCY: {
                 const iolat_bucket_t *lb = iolat_bucket(lat, b);
                 lb = lb ? lb : &none;
-                if (f == WAIT)
+                if (f == BYTES)
+                    for (int c = 0; c < 3; c++) {
+                        l[2].value = cls[c];
+                        promtext_u64(p, l, 3, lb->bytes[c]);
+                    }
+                else if (f == REFUSED)
+                    promtext_u64(p, l, 2, lb->refused);
+                else if (f == WAIT)
                     promtext_value(p, l, 2, lb->wait);
                 else
                     promtext_histogram(p, l, 2, iolat_bounds, IOLAT_NBOUNDS, lb->counts, lb->sum);

@@ -607,6 +607,7 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
     /* By urgency an R service leaves the round robin of L alone. */
     if (!(step == STEP_R && s->r_order == SCHED_ORDER_URGENCY))
         advance(s, b, step);
+    item->cls = (int)c;
     if (cls)
         *cls = c;
     return item;

@@ -78,6 +78,8 @@ typedef struct sched_item {
     int bucket;              /* the queue it waits in: set by sched_enqueue()
                                 (the route of `origin`) */
     int origin;              /* the bucket it was enqueued for */
+    int cls;                 /* how sched_dispatch() paid for it (a
+                                sched_class_t): set there, for the metrics */
 } sched_item_t;
 
 /* Per-bucket counters for the current QoS period (reset by

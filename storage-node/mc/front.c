@@ -452,12 +452,14 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
                          : f->default_bucket;
         if (b < 0) {
             f->st.rejected++;
+            iolat_refused(gate_iolat(f->g), -1);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
         io->bucket = b;
         int k = r->nkeys ? keyorder_register(&c->keys, &io->ko, io->op.key, io->op.keylen) : 0;
         if (k < 0) {
+            iolat_refused(gate_iolat(f->g), b);
             io_fail(io, "SERVER_ERROR out of memory");
             continue;
         }
@@ -467,6 +469,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         }
         if (sched_enqueue(f->s, b, &io->item) < 0) {
             keyorder_finish(&c->keys, &io->ko);
+            iolat_refused(gate_iolat(f->g), b);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
@@ -727,7 +730,8 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done(f->g);
-    iolat_done(gate_iolat(f->g), io->item.origin, &io->ts);
+    iolat_done(gate_iolat(f->g), &io->item, &io->ts,
+               op->reply == MCP_R_SERVER_ERROR ? 0 : op->vlen + op->rvlen);
     if (op->reply == MCP_R_SERVER_ERROR)
         f->st.backend_errors++;
     io->state = IO_DONE;

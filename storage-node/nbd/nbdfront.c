@@ -212,6 +212,14 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
         conn_update(c);
 }
 
+/* The data a finished request moved (a READ's or WRITE's length when it
+ * succeeded), for the metrics. */
+static uint64_t data_bytes(const nreq_t *r)
+{
+    int data = r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE;
+    return data && r->op.result == 0 ? r->op.length : 0;
+}
+
 /* Hands IOs to the backend while fewer than `outstanding` are there.  A
  * read the page cache can satisfy completes here at once (no worker round
  * trip); its reply may let connections read on, which may call back in
@@ -231,7 +239,7 @@ static void dispatch_more(void *arg)
         if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
             f->inline_done++;
             gate_done_inline(f->g);
-            iolat_done(gate_iolat(f->g), r->item.origin, &r->ts);
+            iolat_done(gate_iolat(f->g), &r->item, &r->ts, data_bytes(r));
             req_finish(f, r, r->op.result, 1);
             continue;
         }
@@ -249,7 +257,7 @@ static void on_done(blockdev_op_t *op, void *arg)
     nbdfront_t *f = arg;
     nreq_t *r = container_of(op, nreq_t, op);
     gate_done(f->g);
-    iolat_done(gate_iolat(f->g), r->item.origin, &r->ts);
+    iolat_done(gate_iolat(f->g), &r->item, &r->ts, data_bytes(r));
     req_finish(f, r, op->result, 1);
     if (!gate_stopping(f->g))
         dispatch_more(f);
@@ -333,8 +341,10 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     r->state = RQ_QUEUED;
     r->ts.arrival = iolat_now(gate_iolat(f->g));
     f->st.requests++;
-    if (sched_enqueue(f->s, c->bucket, &r->item) < 0)
+    if (sched_enqueue(f->s, c->bucket, &r->item) < 0) {
+        iolat_refused(gate_iolat(f->g), c->bucket);
         req_finish(f, r, -EIO, 0);
+    }
     return 0;
 }
 
@@ -462,6 +472,7 @@ static int process_input(nconn_t *c)
         if (err) {
             /* Answered at once and costs no token; a WRITE's payload is
              * read and discarded first. */
+            iolat_refused(gate_iolat(f->g), c->bucket);
             log_debug("%s: %s at %llu+%u refused: error %u", c->peer, nbd_cmd_name(q.type),
                       (unsigned long long)q.offset, q.length, err);
             evbuffer_drain(in, sizeof h);

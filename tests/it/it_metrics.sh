@@ -76,6 +76,24 @@ met=$(val "$T/ctrl.2" bqos_bucket_periods_total bucket=red outcome=reservation_m
 check "controller: red's period outcomes counted (met $met)" '[ -n "$met" ]'
 check "controller: rejected messages by reason" \
   '[ -n "$(val "$T/ctrl.2" bqos_controller_messages_rejected_total reason=version)" ]'
+# bytes served by class (live, not folded at period ends): red's 200 sets
+# and 200 hits of 2 bytes; a block node's refusals and bytes around the
+# bounds scenario (7 requests refused by the checks, a 1 KiB write and read).
+rb() { for c in R L O; do val "$1" bqos_bucket_served_bytes_total node="$2" bucket=red class=$c; done |
+  awk '{ s += $1 } END { print s + 0 }'; }
+check "node: red's bytes served by class are its values' ($(rb "$T/node.2" it) = 800)" \
+  '[ "$(rb "$T/node.2" it)" = 800 ]'
+check "node: requests refused per bucket exported" \
+  '[ "$(val "$T/node.2" bqos_bucket_requests_refused_total node=it bucket=red)" = 0 ] &&
+   [ "$(val "$T/node.2" bqos_node_requests_refused_unknown_bucket_total node=it)" = 0 ]'
+"$PY" "$HERE/nbd_faults.py" "$BP" red bounds >"$T/bounds.out" 2>&1; rc=$?
+scrape "$T/blk.log" "$T/blk.b"
+ref() { val "$1" bqos_bucket_requests_refused_total node=blk bucket=red; }
+check "block node: the bounds scenario passes (rc $rc)" '[ $rc -eq 0 ]'
+check "block node: red's refused requests ($(ref "$T/blk.2") -> $(ref "$T/blk.b"), +7)" \
+  '[ $(( $(ref "$T/blk.b") - $(ref "$T/blk.2") )) = 7 ]'
+check "block node: red's bytes served ($(rb "$T/blk.2" blk) -> $(rb "$T/blk.b" blk), +2048)" \
+  '[ $(( $(rb "$T/blk.b" blk) - $(rb "$T/blk.2" blk) )) = 2048 ]'
 code=$(curl -s -o /dev/null -w '%{http_code}' "$(metrics_url "$T/node.log" | sed 's,/metrics$,/other,')")
 check "other paths: 404 ($code)" '[ "$code" = 404 ]'
 
