@@ -220,16 +220,22 @@ static void render_nodes(const cmetrics_t *m, promtext_t *p, double now)
         {"bqos_node_capacity_ios_per_second", "The controller's capacity estimate of the node."},
         {"bqos_node_profile_ios_per_second", "The node's capacity profile (its hello, or --capacity)."},
         {"bqos_node_last_message_age_seconds", "Seconds since the node's last message (NaN: never)."},
+        {"bqos_node_fallback", "1 while the node's last report says it runs in fallback."},
+        {"bqos_node_fallbacks_reported_total",
+         "The node's fallbacks since its start, as its last report said."},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
-        promtext_family(p, fam[f].name, PROMTEXT_GAUGE, fam[f].help);
+        promtext_family(p, fam[f].name, f == 5 ? PROMTEXT_COUNTER : PROMTEXT_GAUGE, fam[f].help);
         for (int i = 0; i < n; i++) {
             ctrl_node_info_t ni;
             if (ctrl_node_info(m->ctrl, i, &ni) < 0)
                 continue;
             double last = nodes_last_msg(m->nodes, i);
+            uint64_t falls = 0;
+            int fb = nodes_fallback(m->nodes, i, &falls);
             double v = f == 0 ? ni.up : f == 1 ? ni.capacity : f == 2 ? ni.profile
-                     : last > 0 ? now - last : 0.0 / 0.0;
+                     : f == 3 ? (last > 0 ? now - last : 0.0 / 0.0)
+                     : f == 4 ? fb != 0 : (double)falls;
             promtext_value(p, &(promtext_label_t){"node", ni.name}, 1, v);
         }
     }

@@ -71,6 +71,10 @@ barr=$(val "$T/blk.2" bqos_bucket_arrivals_total node=blk bucket=red)
 check "block node: red's IOs counted ($barr)" '[ "${barr:-0}" -gt 0 ]'
 check "controller: both nodes up" \
   '[ "$(val "$T/ctrl.2" bqos_node_up node=it)" = 1 ] && [ "$(val "$T/ctrl.2" bqos_node_up node=blk)" = 1 ]'
+check "controller: node fallback state and count (following: 0, 0)" \
+  '[ "$(val "$T/ctrl.2" bqos_node_fallback node=it)" = 0 ] &&
+   [ "$(val "$T/ctrl.2" bqos_node_fallbacks_reported_total node=it)" = 0 ] &&
+   [ -n "$(val "$T/ctrl.2" bqos_node_capacity_ios_per_second node=blk)" ]'
 check "controller: rounds counted" '[ "$(val "$T/ctrl.2" bqos_controller_rounds_total)" -gt 2 ]'
 met=$(val "$T/ctrl.2" bqos_bucket_periods_total bucket=red outcome=reservation_met)
 check "controller: red's period outcomes counted (met $met)" '[ -n "$met" ]'
