@@ -486,8 +486,10 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "    SIGTERM, SIGINT  stop accepting, answer queued requests with ESHUTDOWN,\n"
             "                     finish in-flight ones, exit 0.\n"
             "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n"
-            "    SIGHUP           re-read --config (new buckets, weights) and\n"
-            "                     --tokens-file; a file that does not load changes nothing.\n\n"
+            "    SIGHUP           re-read --config (new buckets, weights), --tokens-file\n"
+            "                     and the TLS files (--tls-cert, --tls-key, --tls-psk:\n"
+            "                     new connections use them, open ones keep theirs); a\n"
+            "                     file that does not load changes nothing.\n\n"
             "EXIT STATUS\n"
             "    0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n\n"
             "EXAMPLE\n"
@@ -587,7 +589,8 @@ static noderun_config_t run_config(const args_t *a)
     return (noderun_config_t){a->name, a->config, a->tokens_file, a->controller, a->capacity,
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
                               a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
-                              a->controller_key, a->metrics, a->block ? "block" : "memcached"};
+                              a->controller_key, a->metrics, a->block ? "block" : "memcached",
+                              NULL, NULL};
 }
 
 /* Descriptors kept apart from client connections: backend connections
@@ -725,6 +728,20 @@ static int tls_setup(const args_t *a, nbdtls_t **tls, nbdfront_config_t *cfg)
     return 0;
 }
 
+/* noderun_config_t.reload of a block node with TLS: its key, certificate
+ * and PSK files again (new connections use them, open ones keep theirs);
+ * files that do not load are logged and change nothing. */
+static void reload_tls(void *arg)
+{
+    jsonloc_err_t e;
+    char buf[512];
+    if (nbdtls_reload(arg, &e) < 0)
+        log_error("SIGHUP: TLS files not reloaded, the old ones stay: %s",
+                  bucketfile_strerror(&e, buf, sizeof buf));
+    else
+        log_info("SIGHUP: TLS files re-read; new connections use them");
+}
+
 /* The block node: a scheduler, nbdfront_t and its file backend. */
 static int run_block(const args_t *a)
 {
@@ -792,6 +809,8 @@ static int run_block(const args_t *a)
              cfg.store.workers, tls_names[cfg.tls_mode], a->controller ? ", controller " : "",
              a->controller ? a->controller : "");
     noderun_config_t nc = run_config(a);
+    nc.reload = tls ? reload_tls : NULL;
+    nc.reload_arg = tls;
     if (noderun_run(base, nbdfront_gate(f), &nc) < 0)
         goto out;
     nbdfront_stats_t st;

@@ -130,6 +130,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
             nodeconf_load_buckets(r->cfg->config, add_bucket, arg);
         if (r->cfg->tokens_file)
             nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
+        if (r->cfg->reload)
+            r->cfg->reload(r->cfg->reload_arg);
         return;
     }
     if (sig == SIGUSR1) {

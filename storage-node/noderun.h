@@ -28,6 +28,9 @@ typedef struct {
     const char *curve_key, *controller_key; /* --curve-key, --controller-key */
     const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
     const char *kind;        /* "memcached" or "block" (metrics) */
+    void (*reload)(void *arg); /* SIGHUP: also this (the block node's TLS
+                                  files), on the loop thread; NULL: none */
+    void *reload_arg;
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections
@@ -45,7 +48,7 @@ void noderun_prepare(void);
  * SIGUSR1 (a new period: per-period counters zeroed, the tokens file read
  * again) and SIGHUP (cfg->config and cfg->tokens_file read again: new
  * buckets added, weights and tokens set; a file that does not load is
- * logged and changes nothing), serves cfg->metrics (storage-node/
+ * logged and changes nothing; then cfg->reload), serves cfg->metrics (storage-node/
  * nodemetrics.h), then runs the loop until the front breaks it.  Returns 0 after a
  * clean stop, -1 after an error (logged).  The controller client has said
  * goodbye and the signal events are gone when it returns; the front and the

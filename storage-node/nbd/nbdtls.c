@@ -29,16 +29,25 @@ typedef struct {
     gnutls_datum_t key;
 } psk_entry_t;
 
-struct nbdtls {
+/* One reading of the files.  Sessions keep the one they were made from
+ * until they end, whatever a reload does meanwhile. */
+typedef struct {
     gnutls_certificate_credentials_t x509;  /* NULL: no certificate */
     gnutls_psk_server_credentials_t psk;    /* NULL: no PSK */
     gnutls_priority_t prio;
     psk_entry_t *keys;
     int nkeys;
+    int refs;              /* the nbdtls_t while current, and each session */
+} creds_t;
+
+struct nbdtls {
+    creds_t *cur;          /* what new sessions use */
+    nbdtls_files_t files;  /* copies, for nbdtls_reload() */
 };
 
 struct nbdtls_sess {
     gnutls_session_t s;
+    creds_t *c;            /* a reference */
     int up;                /* handshake done */
     int wpending;          /* a record send returned AGAIN: repeat it */
 };
@@ -79,7 +88,7 @@ static int hexval(int ch)
 
 /* Parses psktool's format: "USERNAME:HEXKEY" per line; blank lines and
  * '#' comments allowed. */
-static int psk_parse(nbdtls_t *t, const char *path, char *text, size_t len, jsonloc_err_t *err)
+static int psk_parse(creds_t *t, const char *path, char *text, size_t len, jsonloc_err_t *err)
 {
     int line = 0;
     char *p = text, *end = text + len;
@@ -124,7 +133,7 @@ static int psk_parse(nbdtls_t *t, const char *path, char *text, size_t len, json
     return 0;
 }
 
-static int psk_load(nbdtls_t *t, const char *path, jsonloc_err_t *err)
+static int psk_load(creds_t *t, const char *path, jsonloc_err_t *err)
 {
     int rc = check_secret(path, err);
     if (rc < 0)
@@ -154,7 +163,7 @@ static int psk_load(nbdtls_t *t, const char *path, jsonloc_err_t *err)
 /* GnuTLS asks for the key of the PSK identity a client names. */
 static int psk_lookup(gnutls_session_t s, const char *name, gnutls_datum_t *key)
 {
-    const nbdtls_t *t = gnutls_session_get_ptr(s);
+    const creds_t *t = gnutls_session_get_ptr(s);
     for (int i = 0; i < t->nkeys; i++) {
         if (strcmp(t->keys[i].name, name) != 0)
             continue;
@@ -168,14 +177,36 @@ static int psk_lookup(gnutls_session_t s, const char *name, gnutls_datum_t *key)
     return -1; /* unknown identity: the handshake fails */
 }
 
-nbdtls_t *nbdtls_new(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
+static void creds_unref(creds_t *t)
+{
+    if (!t || --t->refs > 0)
+        return;
+    if (t->x509)
+        gnutls_certificate_free_credentials(t->x509);
+    if (t->psk)
+        gnutls_psk_free_server_credentials(t->psk);
+    if (t->prio)
+        gnutls_priority_deinit(t->prio);
+    for (int i = 0; i < t->nkeys; i++) {
+        free(t->keys[i].name);
+        explicit_bzero(t->keys[i].key.data, t->keys[i].key.size);
+        free(t->keys[i].key.data);
+    }
+    free(t->keys);
+    free(t);
+}
+
+/* Reads the files into new credentials (one reference, the caller's), or
+ * returns NULL with *rcp and err set. */
+static creds_t *creds_load(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
 {
     int rc = 0, g;
-    nbdtls_t *t = calloc(1, sizeof *t);
+    creds_t *t = calloc(1, sizeof *t);
     if (!t) {
         rc = fail(err, -ENOMEM, "", 0, "out of memory");
         goto out;
     }
+    t->refs = 1;
     if (!files->cert != !files->key || (!files->cert && !files->psk)) {
         rc = fail(err, -EINVAL, files->cert ? files->cert : files->key ? files->key : "", 0,
                   "--tls-cert and --tls-key go together (or --tls-psk alone)");
@@ -210,11 +241,44 @@ nbdtls_t *nbdtls_new(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
         rc = fail(err, -EINVAL, "", 0, "GnuTLS priority: %s", gnutls_strerror(g));
 out:
     if (rc < 0) {
-        nbdtls_destroy(&t);
+        creds_unref(t);
+        t = NULL;
         if (rcp)
             *rcp = rc;
     }
     return t;
+}
+
+/* A copy of `s` into *d (NULL stays NULL).  Returns 0 or -ENOMEM. */
+static int dup_path(const char **d, const char *s)
+{
+    return s && !(*d = strdup(s)) ? -ENOMEM : 0;
+}
+
+nbdtls_t *nbdtls_new(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
+{
+    nbdtls_t *t = calloc(1, sizeof *t);
+    if (!t || dup_path(&t->files.cert, files->cert) < 0 ||
+        dup_path(&t->files.key, files->key) < 0 || dup_path(&t->files.psk, files->psk) < 0) {
+        nbdtls_destroy(&t);
+        if (rcp)
+            *rcp = fail(err, -ENOMEM, "", 0, "out of memory");
+        return NULL;
+    }
+    if (!(t->cur = creds_load(files, rcp, err)))
+        nbdtls_destroy(&t);
+    return t;
+}
+
+int nbdtls_reload(nbdtls_t *t, jsonloc_err_t *err)
+{
+    int rc = 0;
+    creds_t *c = creds_load(&t->files, &rc, err);
+    if (!c)
+        return rc;
+    creds_unref(t->cur);
+    t->cur = c;
+    return 0;
 }
 
 void nbdtls_destroy(nbdtls_t **tp)
@@ -222,18 +286,10 @@ void nbdtls_destroy(nbdtls_t **tp)
     if (!tp || !*tp)
         return;
     nbdtls_t *t = *tp;
-    if (t->x509)
-        gnutls_certificate_free_credentials(t->x509);
-    if (t->psk)
-        gnutls_psk_free_server_credentials(t->psk);
-    if (t->prio)
-        gnutls_priority_deinit(t->prio);
-    for (int i = 0; i < t->nkeys; i++) {
-        free(t->keys[i].name);
-        explicit_bzero(t->keys[i].key.data, t->keys[i].key.size);
-        free(t->keys[i].key.data);
-    }
-    free(t->keys);
+    creds_unref(t->cur);
+    free((char *)t->files.cert);
+    free((char *)t->files.key);
+    free((char *)t->files.psk);
     free(t);
     *tp = NULL;
 }
@@ -247,10 +303,12 @@ nbdtls_sess_t *nbdtls_sess_new(const nbdtls_t *t, int fd)
         free(s);
         return NULL;
     }
-    gnutls_session_set_ptr(s->s, (void *)t);
-    if (gnutls_priority_set(s->s, t->prio) < 0 ||
-        (t->x509 && gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, t->x509) < 0) ||
-        (t->psk && gnutls_credentials_set(s->s, GNUTLS_CRD_PSK, t->psk) < 0)) {
+    creds_t *c = s->c = t->cur;
+    c->refs++;
+    gnutls_session_set_ptr(s->s, c);
+    if (gnutls_priority_set(s->s, c->prio) < 0 ||
+        (c->x509 && gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, c->x509) < 0) ||
+        (c->psk && gnutls_credentials_set(s->s, GNUTLS_CRD_PSK, c->psk) < 0)) {
         nbdtls_sess_free(&s);
         return NULL;
     }
@@ -267,6 +325,7 @@ void nbdtls_sess_free(nbdtls_sess_t **sp)
     if (s->up && !s->wpending)
         gnutls_bye(s->s, GNUTLS_SHUT_WR); /* non-blocking: best effort */
     gnutls_deinit(s->s);
+    creds_unref(s->c);
     free(s);
     *sp = NULL;
 }

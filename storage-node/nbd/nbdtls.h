@@ -6,8 +6,12 @@
  * out goes through nbdtls_read() and nbdtls_write().  docs/nbd.md ("TLS"),
  * docs/security.md.
  *
- * Threads: an nbdtls_t is read-only once made and may be shared by loops;
- * a session belongs to the loop thread of its connection. */
+ * Reload (SIGHUP): nbdtls_reload() reads the files again; new sessions
+ * use what it read, sessions already made keep the credentials they were
+ * made from (counted references) until they end.
+ *
+ * Threads: an nbdtls_t and its sessions belong to the node's loop thread
+ * (the references are counted without locks). */
 #ifndef BQOS_NBDTLS_H
 #define BQOS_NBDTLS_H
 
@@ -41,8 +45,13 @@ typedef struct nbdtls nbdtls_t;
  * *err naming the file and what is wrong. */
 nbdtls_t *nbdtls_new(const nbdtls_files_t *files, int *rc, jsonloc_err_t *err);
 
-/* Frees the credentials (after every session made from them); sets *tp to
- * NULL.  Accepts NULL. */
+/* Reads the files nbdtls_new() was given again: on success new sessions
+ * use them (open ones keep theirs).  Returns 0, or what nbdtls_new()
+ * returns with *err filled, the credentials in force unchanged. */
+int nbdtls_reload(nbdtls_t *t, jsonloc_err_t *err);
+
+/* Frees the credentials (sessions made from them keep theirs until
+ * nbdtls_sess_free()); sets *tp to NULL.  Accepts NULL. */
 void nbdtls_destroy(nbdtls_t **tp);
 
 typedef struct nbdtls_sess nbdtls_sess_t;

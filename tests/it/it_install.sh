@@ -42,6 +42,9 @@ U=$P/lib/systemd/system
 for u in bqos-controller.service bqos-node@.service; do
   check "installs unit $u" '[ -f "$U/$u" ] && grep -q "^Type=notify$" "$U/$u"'
 done
+check "systemctl reload sends SIGHUP to both" \
+  'grep -q "^ExecReload=/bin/kill -HUP \$MAINPID$" "$U/bqos-controller.service" &&
+   grep -q "^ExecReload=/bin/kill -HUP \$MAINPID$" "$U/bqos-node@.service"'
 check "units start the installed daemons" \
   'grep -q "^ExecStart=/usr/local/sbin/bqos-controller " "$U/bqos-controller.service" &&
    grep -q "^ExecStart=/usr/local/sbin/bqos-node --name %i " "$U/bqos-node@.service"'

@@ -124,6 +124,28 @@ nbdinfo "nbd://127.0.0.1:$P2/default" 2>&1 | grep -q 'without TLS' &&
   ok "--tls allow: a plain client is served" || not_ok "--tls allow: plain client"
 nbd_roundtrip "nbds://alice@127.0.0.1:$P2/default?$PSK" && ok "--tls allow: nbdcopy over TLS" ||
   not_ok "--tls allow: TLS client"
+
+# SIGHUP re-reads the PSK file: a new identity gets in, a copy running
+# through the reload finishes on the keys it started with, a broken file
+# keeps the keys in force.
+echo "bob:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')" >"$tmp/bob.psk"; chmod 600 "$tmp/bob.psk"
+BOB="nbds://bob@127.0.0.1:$P2/default?tls-psk-file=$tmp/bob.psk"
+nbdinfo "$BOB" >/dev/null 2>&1 && not_ok "bob is served before the reload" || ok "bob is refused before the reload"
+nbd_roundtrip "nbds://alice@127.0.0.1:$P2/default?$PSK" & RT=$!
+cat "$tmp/bob.psk" >>"$pki/keys.psk"
+kill -HUP "$N2"
+wait_for 'grep -q "TLS files re-read" "$tmp/allow.log"' 5
+nbdinfo "$BOB" 2>&1 | grep -q 'with TLS' && ok "SIGHUP: bob, added to the PSK file, is served" ||
+  not_ok "SIGHUP: bob after the reload: $(tail -3 "$tmp/allow.log")"
+wait $RT && ok "SIGHUP: a copy running through the reload finishes, same bytes" ||
+  not_ok "SIGHUP: the copy through the reload"
+cp "$pki/keys.psk" "$tmp/keys.good"
+echo "garbage" >>"$pki/keys.psk"
+kill -HUP "$N2"
+wait_for 'grep -q "TLS files not reloaded" "$tmp/allow.log"' 5
+check "SIGHUP: a broken PSK file is logged with its line" 'grep -q "TLS files not reloaded.*keys.psk:[0-9]" "$tmp/allow.log"'
+nbdinfo "$BOB" 2>&1 | grep -q 'with TLS' && ok "SIGHUP: and the keys in force stay" || not_ok "keys after a bad reload"
+cp "$tmp/keys.good" "$pki/keys.psk"
 stop_pid "$N2"
 
 # ---- 3. credentials refused at start, the file named --------------------------
