@@ -357,6 +357,7 @@ static io_t *waiter_io(keyorder_entry_t *e)
 
 static void io_fail(io_t *io, const char *msg)
 {
+    iolat_refused(io->slot->conn ? gate_iolat(io->slot->conn->f->g) : NULL, io->bucket);
     io->op.reply = MCP_R_SERVER_ERROR;
     snprintf(io->op.errmsg, sizeof io->op.errmsg, "%s", msg);
     io->state = IO_DONE;
@@ -450,16 +451,14 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         io->ts.arrival = t;
         int b = r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
                          : f->default_bucket;
+        io->bucket = b;
         if (b < 0) {
             f->st.rejected++;
-            iolat_refused(gate_iolat(f->g), -1);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
-        io->bucket = b;
         int k = r->nkeys ? keyorder_register(&c->keys, &io->ko, io->op.key, io->op.keylen) : 0;
         if (k < 0) {
-            iolat_refused(gate_iolat(f->g), b);
             io_fail(io, "SERVER_ERROR out of memory");
             continue;
         }
@@ -469,7 +468,6 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         }
         if (sched_enqueue(f->s, b, &io->item) < 0) {
             keyorder_finish(&c->keys, &io->ko);
-            iolat_refused(gate_iolat(f->g), b);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
@@ -730,10 +728,9 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done(f->g);
-    iolat_done(gate_iolat(f->g), &io->item, &io->ts,
-               op->reply == MCP_R_SERVER_ERROR ? 0 : op->vlen + op->rvlen);
-    if (op->reply == MCP_R_SERVER_ERROR)
-        f->st.backend_errors++;
+    int failed = op->reply == MCP_R_SERVER_ERROR;
+    iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
+    f->st.backend_errors += failed;
     io->state = IO_DONE;
     sl->inflight--;
     sl->pending--;

@@ -662,3 +662,9 @@ void blockdev_destroy(blockdev_t **bdp)
     free(bd);
     *bdp = NULL;
 }
+
+uint64_t blockdev_op_bytes(const blockdev_op_t *op)
+{
+    int data = op->kind == BLOCKDEV_READ || op->kind == BLOCKDEV_WRITE;
+    return data && op->result == 0 ? op->length : 0;
+}

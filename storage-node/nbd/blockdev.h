@@ -56,6 +56,10 @@ typedef struct blockdev_op {
                                   success. */
 } blockdev_op_t;
 
+/* The data completed op `op` moved: a READ's or WRITE's length when it
+ * succeeded, else 0 (for the metrics). */
+uint64_t blockdev_op_bytes(const blockdev_op_t *op);
+
 /* Called on the loop thread for every completed op; the caller owns it again. */
 typedef void (*blockdev_done_fn)(blockdev_op_t *op, void *arg);
 

@@ -212,14 +212,6 @@ static void req_finish(nbdfront_t *f, nreq_t *r, int result, int update)
         conn_update(c);
 }
 
-/* The data a finished request moved (a READ's or WRITE's length when it
- * succeeded), for the metrics. */
-static uint64_t data_bytes(const nreq_t *r)
-{
-    int data = r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE;
-    return data && r->op.result == 0 ? r->op.length : 0;
-}
-
 /* Hands IOs to the backend while fewer than `outstanding` are there.  A
  * read the page cache can satisfy completes here at once (no worker round
  * trip); its reply may let connections read on, which may call back in
@@ -239,7 +231,7 @@ static void dispatch_more(void *arg)
         if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
             f->inline_done++;
             gate_done_inline(f->g);
-            iolat_done(gate_iolat(f->g), &r->item, &r->ts, data_bytes(r));
+            iolat_done(gate_iolat(f->g), &r->item, &r->ts, blockdev_op_bytes(&r->op));
             req_finish(f, r, r->op.result, 1);
             continue;
         }
@@ -257,7 +249,7 @@ static void on_done(blockdev_op_t *op, void *arg)
     nbdfront_t *f = arg;
     nreq_t *r = container_of(op, nreq_t, op);
     gate_done(f->g);
-    iolat_done(gate_iolat(f->g), &r->item, &r->ts, data_bytes(r));
+    iolat_done(gate_iolat(f->g), &r->item, &r->ts, blockdev_op_bytes(&r->op));
     req_finish(f, r, op->result, 1);
     if (!gate_stopping(f->g))
         dispatch_more(f);
