@@ -502,7 +502,6 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
             json_decref(ok);
             return reply_error("internal", "out of memory");
         }
-        add_warning(ad, ok);
         return ok;
     }
     rc = bucketfile_save(bf, ad->path, msg, sizeof msg);
@@ -516,7 +515,6 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
         json_decref(ok);
         return reply_error("internal", "out of memory");
     }
-    add_warning(ad, ok);
     return ok;
 }
 
@@ -624,7 +622,6 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
         return reply_not_leader(ad, code, msg);
     json_t *r = reply_ok();
     json_object_set_new(r, "buckets", json_integer((json_int_t)bucketfile_count(ad->bf)));
-    add_warning(ad, r);
     return r;
 }
 
@@ -667,6 +664,7 @@ static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const pro
         return reply_error("forbidden", msg);
     json_t *r = c->run(ad, req);
     if (c->writes && json_is_true(json_object_get(r, "ok"))) {
+        add_warning(ad, r);
         char *text = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
         log_info("audit: %s by %s: %s", c->name, who, text ? text : "?");
         free(text);
