@@ -655,7 +655,8 @@ static const admin_cmd_t *find_cmd(const char *name)
 }
 
 /* Runs command c for the sender `p` of request `req`: refused by role,
- * or run; an accepted change is logged with the key that made it. */
+ * or run; an accepted change is logged with the key that made it and its
+ * reply carries the admission warning, if any. */
 static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const proto_peer_t *p)
 {
     const char *who;
