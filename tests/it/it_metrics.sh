@@ -71,9 +71,9 @@ barr=$(val "$T/blk.2" bqos_bucket_arrivals_total node=blk bucket=red)
 check "block node: red's IOs counted ($barr)" '[ "${barr:-0}" -gt 0 ]'
 check "controller: both nodes up" \
   '[ "$(val "$T/ctrl.2" bqos_node_up node=it)" = 1 ] && [ "$(val "$T/ctrl.2" bqos_node_up node=blk)" = 1 ]'
-check "controller: node fallback state and count (following: 0, 0)" \
-  '[ "$(val "$T/ctrl.2" bqos_node_fallback node=it)" = 0 ] &&
-   [ "$(val "$T/ctrl.2" bqos_node_fallbacks_reported_total node=it)" = 0 ] &&
+check "controller: each node's fallback state and count, capacity" \
+  'echo "$(val "$T/ctrl.2" bqos_node_fallback node=it)" | grep -qx "[01]" &&
+   [ -n "$(val "$T/ctrl.2" bqos_node_fallbacks_reported_total node=blk)" ] &&
    [ -n "$(val "$T/ctrl.2" bqos_node_capacity_ios_per_second node=blk)" ]'
 check "controller: rounds counted" '[ "$(val "$T/ctrl.2" bqos_controller_rounds_total)" -gt 2 ]'
 met=$(val "$T/ctrl.2" bqos_bucket_periods_total bucket=red outcome=reservation_met)
@@ -136,6 +136,20 @@ fi
 stop_node
 check "node: clean exit ($NODE_RC)" '[ "$NODE_RC" = 0 ]'
 stop_pid "$BLK_PID" "$CTRL_PID"
+
+# 3b. --default reject: keys of no bucket are refused, counted on the node.
+printf '{"buckets":[{"name":"red","reservation":0}]}\n' >"$T/b3.json"
+start_node "$T/rej.log" --config "$T/b3.json" --default reject --metrics-listen 127.0.0.1:0
+wait_for '[ -n "$(metrics_url "$T/rej.log")" ]' 5
+"$PY" -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"get nope:a\r\nget nope:b red:c\r\nget red:d\r\nquit\r\n")
+while s.recv(65536): pass' "$NODE_PORT"
+scrape "$T/rej.log" "$T/rej.1"
+check "node: keys of no bucket refused and counted ($(val "$T/rej.1" bqos_node_requests_refused_unknown_bucket_total node=it) = 2)" \
+  '[ "$(val "$T/rej.1" bqos_node_requests_refused_unknown_bucket_total node=it)" = 2 ] &&
+   [ "$(val "$T/rej.1" bqos_bucket_requests_refused_total node=it bucket=red)" = 0 ]'
+stop_node
 
 # 4. IPv6 loopback: controller, node (memcached, metrics) and bqos-ctl.
 if ! ip -6 addr show lo 2>/dev/null | grep -q '::1'; then
