@@ -434,6 +434,29 @@ static int peer_reopen(ctlclient_t *c, int i)
     return 0;
 }
 
+int ctlclient_reload_keys(ctlclient_t *c, jsonloc_err_t *err)
+{
+    curvekey_t own, server;
+    int on = 0;
+    if (!c->curve)
+        return 0;
+    int rc = curvekey_load_client(c->cfg.curve_key, c->cfg.controller_key, &own, &server, &on,
+                                  err);
+    if (rc == 0 && (strcmp(own.secret_z85, c->own.secret_z85) != 0 ||
+                    strcmp(server.public_z85, c->server.public_z85) != 0)) {
+        c->own = own;
+        c->server = server;
+        for (int i = 0; i < c->npeers; i++)
+            if (peer_reopen(c, i) < 0)
+                log_warn("controller %s: cannot connect anew; retrying while silent",
+                         c->peer[i].endpoint);
+        c->st.reconnects++;
+        rc = 1;
+    }
+    explicit_bzero(&own, sizeof own);
+    return rc;
+}
+
 ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const ctlclient_ops_t *ops,
                            int *err)
 {

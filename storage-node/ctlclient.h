@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 
+#include "common/jsonloc.h"
 #include "common/proto.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
@@ -163,6 +164,14 @@ int ctlclient_report_now(ctlclient_t *c, double now);
  * event_base_free(base).  Returns 0, -EINVAL (already attached), -ENOMEM. */
 struct event_base;
 int ctlclient_attach(ctlclient_t *c, struct event_base *base);
+
+/* SIGHUP: reads the CURVE key files of the config again (their paths must
+ * still be valid).  Keys that changed take effect at once: every
+ * controller's connection is opened anew with them (the controllers must
+ * already authorize the new key).  Returns 1 (changed, reconnected), 0
+ * (unchanged, or no CURVE), or -errno with *err filled (the keys in force
+ * stay). */
+int ctlclient_reload_keys(ctlclient_t *c, jsonloc_err_t *err);
 
 /* Copies the counters. */
 void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out);

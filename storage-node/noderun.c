@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/metricsd.h"
 #include "common/notify.h"
@@ -118,6 +119,19 @@ static void ctl_log(const ctlclient_t *ctl)
              (unsigned long long)st.agent.stale_epoch, (unsigned long long)st.agent.tokens_applied);
 }
 
+/* SIGHUP: the node's CURVE keys again (ctlclient_reload_keys()), logged. */
+static void reload_keys(ctlclient_t *ctl)
+{
+    jsonloc_err_t e;
+    char buf[600];
+    int rc = ctl ? ctlclient_reload_keys(ctl, &e) : 0;
+    if (rc < 0)
+        log_error("SIGHUP: CURVE keys not reloaded, the old ones stay: %s",
+                  bucketfile_strerror(&e, buf, sizeof buf));
+    else if (rc > 0)
+        log_info("SIGHUP: CURVE keys changed: connecting to the controllers anew");
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -132,6 +146,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
             nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
         if (r->cfg->reload)
             r->cfg->reload(r->cfg->reload_arg);
+        reload_keys(r->ctl);
         return;
     }
     if (sig == SIGUSR1) {

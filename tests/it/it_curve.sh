@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_curve.sh - the CURVE control plane with a real bqos-controller, bqos-nbd-nodes and bqos-ctl on free loopback ports: keygen and key file modes, an authorized node registers, an unknown key and a stolen node name are refused, a reader cannot set and an admin can (audited), SIGHUP re-reads the authorized keys, and a controller on a reachable address without keys refuses to start.
+# it_curve.sh - the CURVE control plane with a real bqos-controller, bqos-nbd-nodes and bqos-ctl on free loopback ports: keygen and key file modes, an authorized node registers, an unknown key and a stolen node name are refused, a reader cannot set and an admin can (audited), SIGHUP re-reads the authorized keys (and a node's own key: rotation without a restart), and a controller on a reachable address without keys refuses to start.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_curve
 for b in bqos-controller bqos-ctl bqos-nbd-node; do
@@ -145,6 +145,22 @@ stop_pid "$N3_PID"
 start_node n3b n3 n3; N3_PID=$SPAWNED
 wait_for '[ "$(node_state n3)" = up ]' 10
 check "a key added by SIGHUP lets its node register" '[ "$(node_state n3)" = up ]'
+# A node's own key rotates without a restart: the controller authorizes the
+# new key beside the old (SIGHUP), the node takes it (SIGHUP: it connects
+# anew), the old line goes (SIGHUP), and the node stays up.
+"$CTL" keygen "$K/n3new" >/dev/null 2>&1
+write_keys "node n1 $(pub n1)" "node n3 $(pub n3)" "node n3 $(pub n3new)" "admin alice $(pub alice)"
+kill -HUP "$CTRL_PID"
+wait_for 'grep -q "4 authorized keys re-read" "$T/controller.log"' 5
+cp "$K/n3new.key" "$K/n3.key"
+kill -HUP "$N3_PID"
+wait_for 'grep -q "CURVE keys changed" "$T/n3b.log"' 5
+check "SIGHUP: the node takes its new key and connects anew" 'grep -q "CURVE keys changed" "$T/n3b.log"'
+write_keys "node n1 $(pub n1)" "node n3 $(pub n3new)" "admin alice $(pub alice)"
+kill -HUP "$CTRL_PID"
+wait_for '[ "$(grep -c "3 authorized keys re-read" "$T/controller.log")" -ge 2 ]' 5
+sleep 2 # the old key's connection would be refused and the node down after --down-after
+check "with only its new key authorized the node stays up" '[ "$(node_state n3)" = up ]'
 echo "node n1 not-a-key" >"$T/ak"
 kill -HUP "$CTRL_PID"
 wait_for 'grep -q "authorized keys in force are kept" "$T/controller.log"' 5
