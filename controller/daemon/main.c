@@ -769,7 +769,7 @@ int main(int argc, char **argv)
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
                               AUTH_DOMAIN_NODES, node_msg_max(set.max_names))))
         a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
-                            AUTH_DOMAIN_ADMIN, 0);
+                            AUTH_DOMAIN_ADMIN, ADMIN_REQUEST_MAX);
     explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
     if (!a.asock)
         goto out;
