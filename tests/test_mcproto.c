@@ -185,6 +185,30 @@ START_TEST(test_mcproto_flush_all_disabled)
 }
 END_TEST
 
+/* A get takes MCP_MAX_KEYS keys; one more is a format error (a bound of
+ * docs/security.md). */
+START_TEST(test_mcproto_max_keys)
+{
+    char *line = malloc(4 + 3 * (MCP_MAX_KEYS + 1) + 3);
+    ck_assert_ptr_nonnull(line);
+    for (int extra = 0; extra < 2; extra++) {
+        char *p = line + sprintf(line, "get");
+        for (int i = 0; i < MCP_MAX_KEYS + extra; i++)
+            p += sprintf(p, " %c%c", 'a' + i % 26, 'a' + i / 26 % 26);
+        strcpy(p, "\r\n");
+        mcp_status_t st = mcp_parse(line, strlen(line), &conf, &req, &res);
+        if (!extra) {
+            ck_assert_int_eq(st, MCP_OK);
+            ck_assert_uint_eq(req.nkeys, MCP_MAX_KEYS);
+        } else {
+            ck_assert_int_eq(st, MCP_ERROR);
+            ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+        }
+    }
+    free(line);
+}
+END_TEST
+
 START_TEST(test_mcproto_format)
 {
     char buf[MCP_KEY_MAX + 96];
@@ -225,6 +249,6 @@ int main(void)
                                   test_mcproto_bad_data_chunk,
                                   test_mcproto_line_too_long_and_binary, test_mcproto_misc_commands,
                                   test_mcproto_format, test_mcproto_prefixes,
-                                  test_mcproto_flush_all_disabled};
+                                  test_mcproto_flush_all_disabled, test_mcproto_max_keys};
     return testlib_run_tests("mcproto", tests, sizeof tests / sizeof tests[0]);
 }
