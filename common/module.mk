@@ -27,6 +27,7 @@ $(call check_suite,test_curvekey,curvekey common)
 $(call check_suite,test_promtext,common)
 $(call check_suite,test_hostport,common)
 $(call check_suite,test_growarr,common)
+$(call check_suite,test_privdrop,common)
 include common/proto.mk
 # privdrop: --user of both daemons (issue 18 defect 13)
 ITESTS += tests/it/it_privileges.sh
