@@ -28,6 +28,7 @@ typedef struct {
     const char *curve_key, *controller_key; /* --curve-key, --controller-key */
     const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
     const char *kind;        /* "memcached" or "block" (metrics) */
+    const char *user;        /* --user: switched to before serving; NULL: none */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections
@@ -46,7 +47,8 @@ void noderun_prepare(void);
  * again) and SIGHUP (cfg->config and cfg->tokens_file read again: new
  * buckets added, weights and tokens set; a file that does not load is
  * logged and changes nothing), serves cfg->metrics (storage-node/
- * nodemetrics.h), then runs the loop until the front breaks it.  Returns 0 after a
+ * nodemetrics.h), switches to cfg->user (privdrop_apply(): the front's
+ * socket is bound and its files are open by then), then runs the loop until the front breaks it.  Returns 0 after a
  * clean stop, -1 after an error (logged).  The controller client has said
  * goodbye and the signal events are gone when it returns; the front and the
  * loop are the caller's.  Main thread only. */

@@ -78,6 +78,10 @@ check "controller: rejected messages by reason" \
   '[ -n "$(val "$T/ctrl.2" bqos_controller_messages_rejected_total reason=version)" ]'
 code=$(curl -s -o /dev/null -w '%{http_code}' "$(metrics_url "$T/node.log" | sed 's,/metrics$,/other,')")
 check "other paths: 404 ($code)" '[ "$code" = 404 ]'
+pad=$(head -c 20000 /dev/zero | tr '\0' x)
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Pad: $pad" "$(metrics_url "$T/node.log")")
+check "headers beyond 16 KiB refused ($code), metrics still served" \
+  '[ "$code" != 200 ] && curl -sf "$(metrics_url "$T/node.log")" >/dev/null'
 
 # The example alerting rules: YAML naming only metrics the daemons export.
 if "$PY" -c 'import yaml' 2>/dev/null; then
