@@ -15,31 +15,23 @@ MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all check bench demo demo-ha soak asan tsan fuzz install uninstall clean
-all install:
-	@scripts/deps.sh build
+# The package groups of scripts/deps.sh each target installs first.
+all install: DEPS = build
+check soak asan: DEPS = build test
+bench: DEPS = build bench
+demo demo-ha: DEPS = build demo
+tsan: DEPS = build test sanitize
+fuzz: DEPS = build sanitize
+all install check soak bench demo demo-ha fuzz:
+	@scripts/deps.sh $(DEPS)
 	@$(BUILD) $@
 uninstall:
 	@$(BUILD) $@
-check:
-	@scripts/deps.sh build test
-	@$(BUILD) $@
-bench:
-	@scripts/deps.sh build bench
-	@$(BUILD) $@
-demo demo-ha:
-	@scripts/deps.sh build demo
-	@$(BUILD) $@
-soak:
-	@scripts/deps.sh build test
-	@$(BUILD) $@
 asan:
-	@scripts/deps.sh build test
+	@scripts/deps.sh $(DEPS)
 	@$(BUILD) check O=build-asan BIN=build-asan/bin SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
 tsan:
-	@scripts/deps.sh build test sanitize
+	@scripts/deps.sh $(DEPS)
 	@$(BUILD) tsan-check CC=clang O=build-tsan BIN=build-tsan/bin SAN="-fsanitize=thread -fno-omit-frame-pointer"
-fuzz:
-	@scripts/deps.sh build sanitize
-	@$(BUILD) fuzz
 clean:
 	rm -rf bin build build-asan build-tsan build-fuzz

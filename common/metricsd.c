@@ -21,6 +21,8 @@
 #include "common/hostport.h"
 
 #define SCRAPE_WAIT_S 5 /* the owner answers within this, or 503 */
+#define METRICSD_HEADERS_MAX 16384 /* request line and headers; more: 400 and closed */
+#define METRICSD_BODY_MAX 4096     /* request body; more: 413 and closed */
 
 struct metricsd {
     metricsd_render_fn render;
@@ -178,6 +180,8 @@ metricsd_t *metricsd_new(const char *hostport, metricsd_render_fn render, void *
     evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
     evhttp_set_timeout(m->http, 30);
+    evhttp_set_max_headers_size(m->http, METRICSD_HEADERS_MAX); /* a scrape is a small GET */
+    evhttp_set_max_body_size(m->http, METRICSD_BODY_MAX);
     if (evhttp_set_cb(m->http, "/metrics", on_metrics, m) < 0) {
         rc = -ENOMEM;
         goto out;

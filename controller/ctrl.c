@@ -511,6 +511,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
         log_info("node %s is back", nd->name);
     }
     nd->up = 1;
+    nd->gone = 0;
     nd->last_seen = c->round_no;
     c->force = 1;
     return idx;
@@ -526,6 +527,7 @@ int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
         nd->peer_table = peer_table;
     if (!nd->up) {
         nd->up = 1;
+        nd->gone = 0;
         c->st.nodes_back_up++;
         c->force = 1;
         for (size_t j = 0; j < nd->ntable; j++)
@@ -541,6 +543,9 @@ int ctrl_node_goodbye(ctrl_t *c, int node)
     node_t *nd = ctrl__get_node(c, node);
     if (!nd)
         return -EINVAL;
+    if (!nd->gone)
+        c->force = 1; /* what it was granted is free again */
+    nd->gone = 1;
     if (nd->up) {
         nd->up = 0;
         nd->nout = 0;

@@ -161,7 +161,10 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
  * -EINVAL. */
 int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table);
 
-/* The node said goodbye: it is down at once.  Returns 0 or -EINVAL. */
+/* The node said goodbye: it is down at once, and what it was granted no
+ * longer counts against the limits (a node down because it fell silent may
+ * still be serving: its grant keeps counting until it is back or
+ * forgotten).  Returns 0 or -EINVAL. */
 int ctrl_node_goodbye(ctrl_t *c, int node);
 
 /* Applies a report header (period, interval, table, completions, busy

@@ -77,6 +77,7 @@ typedef struct {
     char *name;
     uint64_t instance;     /* the registered process's id, 0 = not said */
     int up;
+    uint8_t gone;          /* down by its goodbye: spends nothing more */
     uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
@@ -125,6 +126,8 @@ typedef struct {
     int64_t r, l;          /* tokens per period; l CTRL_UNLIMITED: no limit */
     /* per computation */
     int64_t served, r_rem, head;
+    int64_t held;          /* what down nodes may still serve of it beyond
+                              what they reported (held_by_down()) */
     /* Token conversion (phase_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last
      * round. */

@@ -419,15 +419,41 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
     return 0;
 }
 
+/* Down node nd (silent, not gone: it may be alive, stalled or cut off,
+ * and a node that loses its controller keeps spending what it was granted,
+ * renewed every period in the static fallback): adds to each limited
+ * bucket's `held` what nd may still serve of it beyond what it reported
+ * this period.  That is its grant of the last period it reported in (or of
+ * this one): served at the push + R + L, the most it can spend per period
+ * (docs/decisions.md).  Pairs not pushed in that period held no tokens
+ * there.  Visits the whole table, once per round per down node. */
+static void held_by_down(ctrl_t *c, const node_t *nd)
+{
+    if (!nd->have_rep)
+        return;
+    for (size_t j = 0; j < nd->ntable; j++) {
+        const pair_t *pr = &nd->pairs[j];
+        const pair_push_t *ps = &nd->push[j];
+        if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED || ps->gperiod == UINT64_MAX ||
+            ps->gperiod < nd->rep_period || ps->gperiod > c->period)
+            continue;
+        int64_t left = ps->grant - pair_served(c, pr);
+        if (left > 0)
+            c->b[pr->b].held = ctrl__count_add(c->b[pr->b].held, left);
+    }
+}
+
 /* Phase 2, estimates: one pass over the pairs: served this period (every
- * node, up or down), demand estimates (up nodes, into their work arrays),
- * with `il` intervals left.  Returns nonzero if `changed` or if some
- * capacity or demand estimate moved enough to be worth a recomputation. */
+ * node, up or down), what down nodes may still serve, demand estimates (up
+ * nodes, into their work arrays), with `il` intervals left.  Returns
+ * nonzero if `changed` or if some capacity or demand estimate moved enough
+ * to be worth a recomputation. */
 static int phase_estimate(ctrl_t *c, double il, int changed)
 {
     const double K = c->cfg.intervals;
     for (size_t b = 0; b < c->nb; b++) {
         c->b[b].served = 0;
+        c->b[b].held = 0;
         c->b[b].arrivals = 0;
         c->b[b].backlog = 0;
     }
@@ -440,6 +466,8 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
                     c->b[pr->b].served =
                         ctrl__count_add(c->b[pr->b].served, pair_served(c, pr));
             }
+            if (!nd->gone)
+                held_by_down(c, nd);
             continue;
         }
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
@@ -485,17 +513,17 @@ static void phase_convert(ctrl_t *c)
     }
 }
 
-/* Phase 3, budgets: each bucket's headroom (limit - served) and remaining
- * reservation (at most the headroom) for the rest of the period, less
- * what it converted beyond its slack; clears the per-bucket state of the
- * passes. */
+/* Phase 3, budgets: each bucket's headroom (limit - served - held by down
+ * nodes) and remaining reservation (at most the headroom) for the rest of
+ * the period, less what it converted beyond its slack; clears the
+ * per-bucket state of the passes. */
 static void phase_budgets(ctrl_t *c)
 {
     for (size_t b = 0; b < c->nb; b++) {
         bstate_t *bs = &c->b[b];
-        int64_t served = bs->served;
+        int64_t served = bs->served, spent = ctrl__count_add(served, bs->held);
         bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED
-                                           : (bs->l > served ? bs->l - served : 0);
+                                           : (bs->l > spent ? bs->l - spent : 0);
         bs->r_rem = bs->r > served ? bs->r - served : 0;
         if (c->cfg.conv_slack >= 0) {
             double gone = bs->conv - c->cfg.conv_slack * (double)bs->r + 0.5;

@@ -105,11 +105,11 @@ FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer $(shell pkg-config --cflags jansson)
-FUZZ_LIBS := $(shell pkg-config --libs jansson) -lm
+FUZZ_LIBS := $(shell pkg-config --libs jansson libevent) -lm
 define fuzz_rule
 $(FUZZ_O)/$(1): tests/fuzz/$(1).c $($(1)_SRCS)
 	@mkdir -p $$(dir $$@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $$@ $$^ $(FUZZ_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $($(1)_FLAGS) -o $$@ $$^ $(FUZZ_LIBS) $($(1)_LDLIBS)
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 

@@ -29,6 +29,8 @@ typedef struct {
     const char *name, *listen, *nbd_listen, *backend, *buckets;
     const char *config, *controller, *tokens_file, *metrics;
     const char *curve_key, *controller_key; /* CURVE to the controller */
+    const char *user;               /* --user: switch to it after binding */
+    int no_flush;                   /* --disable-flush-all */
     const char *tls_cert, *tls_key, *tls_psk; /* NBD over TLS */
     int tls;                        /* nbdtls_mode_t: index in tls_names; -1: by the files */
     int policy;                     /* sched_policy_t: index in policy_names */
@@ -143,7 +145,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 47
+#define NROWS 49
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -395,6 +397,15 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .help = "Print this help and exit."}},
         {BOTH, {.name = "version", .type = OPTS_FLAG, .target = &a->version, .flags = OPTS_STOP,
                 .help = "Print the version and exit."}},
+        {BOTH, {.name = "user", .type = OPTS_STRING, .target = &a->user, .arg = "NAME",
+                .show = "none: the user that started it",
+                .help = "Started as root: switch to user NAME (or a numeric uid) and its\n"
+                        "groups once the sockets are bound and the files open, and refuse to\n"
+                        "run if that fails.  Nothing else needs root (only ports < 1024)."}},
+        {MC, {.name = "disable-flush-all", .type = OPTS_FLAG, .target = &a->no_flush,
+              .deflt = "off",
+              .help = "Answer flush_all with \"CLIENT_ERROR flush_all not allowed\"\n"
+                      "(memcached's -F)."}},
     };
     _Static_assert(sizeof t / sizeof t[0] == NROWS, "NROWS");
     memcpy(rows, t, sizeof t);
@@ -547,8 +558,8 @@ static int parse_args(int argc, char **argv, args_t *a)
         if (rows[i].modes & mode)
             continue;
         if (a->block)
-            p[i] = (opts_row_t){.name = p[i].name, .type = OPTS_FUNC, .target = &a->ignored,
-                                .func = count_ignored};
+            p[i] = (opts_row_t){.name = p[i].name, .target = &a->ignored, .func = count_ignored,
+                                .type = p[i].type == OPTS_FLAG ? OPTS_FLAG : OPTS_FUNC};
         else
             p[i] = (opts_row_t){.name = p[i].name,
                                 .type = p[i].type == OPTS_FLAG ? OPTS_FLAG : OPTS_STRING,
@@ -592,7 +603,7 @@ static noderun_config_t run_config(const args_t *a)
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
                               a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
                               a->controller_key, a->metrics, a->block ? "block" : "memcached",
-                              NULL, NULL};
+                              a->user, NULL, NULL};
 }
 
 /* Descriptors kept apart from client connections: backend connections
@@ -651,7 +662,8 @@ static int run_memcached(const args_t *a)
     cfg.separator = a->separator;
     cfg.default_mode = (front_default_t)a->default_mode;
     cfg.max_auto_buckets = a->max_auto >= 0 ? a->max_auto : (a->config ? 0 : 1024);
-    cfg.max_item = (size_t)a->max_item;
+    cfg.proto.max_item = (size_t)a->max_item;
+    cfg.proto.no_flush = a->no_flush;
     cfg.max_conns = a->max_conns;
     cfg.conn_reply_limit = (size_t)a->conn_reply;
     cfg.reply_memory = (size_t)a->reply_mem;

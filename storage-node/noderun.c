@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/metricsd.h"
 #include "common/notify.h"
+#include "common/privdrop.h"
 #include "storage-node/ctlclient.h"
 #include "storage-node/nodeconf.h"
 #include "storage-node/nodemetrics.h"
@@ -235,6 +236,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         log_error("--metrics-listen %s: %s", cfg->metrics, strerror(-err));
         goto out;
     }
+    if (privdrop_apply(cfg->user) < 0) /* every socket bound, every file open */
+        goto out;
     for (int i = 0; i < 4; i++) {
         sigs[i] = evsignal_new(base, signos[i], on_signal, &r);
         if (!sigs[i] || event_add(sigs[i], NULL) < 0) {

@@ -28,6 +28,7 @@ typedef struct {
     const char *curve_key, *controller_key; /* --curve-key, --controller-key */
     const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
     const char *kind;        /* "memcached" or "block" (metrics) */
+    const char *user;        /* --user: switched to before serving; NULL: none */
     void (*reload)(void *arg); /* SIGHUP: also this (the block node's TLS
                                   files), on the loop thread; NULL: none */
     void *reload_arg;
@@ -48,8 +49,11 @@ void noderun_prepare(void);
  * SIGUSR1 (a new period: per-period counters zeroed, the tokens file read
  * again) and SIGHUP (cfg->config and cfg->tokens_file read again: new
  * buckets added, weights and tokens set; a file that does not load is
- * logged and changes nothing; then cfg->reload), serves cfg->metrics (storage-node/
- * nodemetrics.h), then runs the loop until the front breaks it.  Returns 0 after a
+ * logged and changes nothing; then the controller client's CURVE keys
+ * and cfg->reload), serves cfg->metrics (storage-node/nodemetrics.h),
+ * switches to cfg->user (privdrop_apply(): the front's socket is bound and
+ * its files are open by then), then runs the loop until the front breaks
+ * it.  Returns 0 after a
  * clean stop, -1 after an error (logged).  The controller client has said
  * goodbye and the signal events are gone when it returns; the front and the
  * loop are the caller's.  Main thread only. */

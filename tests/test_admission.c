@@ -23,13 +23,8 @@ static double placement(const char *name, void *arg)
 
 START_TEST(test_admission_mode)
 {
-    admission_mode_t m;
-    ck_assert_int_eq(admission_parse_mode("warn", &m), 0);
-    ck_assert_int_eq(m, ADMISSION_WARN);
-    ck_assert_int_eq(admission_parse_mode("enforce", &m), 0);
-    ck_assert_int_eq(m, ADMISSION_ENFORCE);
-    ck_assert_int_eq(admission_parse_mode("maybe", &m), -EINVAL);
-    ck_assert_int_eq(admission_parse_mode(NULL, &m), -EINVAL);
+    TESTLIB_CHECK_ENUM_PARSER(admission_parse_mode, admission_mode_t, "maybe",
+                              {"warn", ADMISSION_WARN}, {"enforce", ADMISSION_ENFORCE});
 }
 END_TEST
 

@@ -386,6 +386,45 @@ START_TEST(test_ctrl_restart_rebuilds_from_reports)
 }
 END_TEST
 
+/* A node down because it fell silent may be alive (stalled, cut off) and,
+ * failing static, keeps spending its grant, renewed every period: its
+ * share must not be re-planned onto the other nodes (the soak saw 1.063 x
+ * the limit in a period when it was).  A goodbye releases it. */
+START_TEST(test_ctrl_silent_node_keeps_its_grant)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.down_after = 2;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,\"limit\":1000}]}", 2,
+                      50000, &cfg);
+    rep_t busy[1] = {{500, 5000, 0, 0, 0}};
+    ctrl_result_t res;
+    round_run(c, 1, 0, (const rep_t *const[]){busy, busy}, 2, 1, &res);
+    int64_t r1, l1, r0, l0;
+    ck_assert_int_eq(find_tok(c, 1, 0, &r1, &l1), 0);
+    int64_t grant1 = r1 + l1; /* n1 served nothing before: its grant */
+    ck_assert_int_gt(grant1, 0);
+    /* n1 falls silent and is marked down; n0 spends and reports. */
+    rep_t spent[1] = {{500, 5000, 100, 0, 0}};
+    for (uint32_t k = 1; k <= 2; k++)
+        round_run(c, 1, k, (const rep_t *const[]){spent}, 1, 1, &res);
+    ck_assert(!ctrl_node_up(c, 1));
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_le(100 + r0 + l0 + grant1, 1000);
+    /* Next period: n1 (failing static) renews its grant; n0 gets the rest. */
+    rep_t fresh[1] = {{500, 5000, 0, 0, 0}};
+    round_run(c, 2, 0, (const rep_t *const[]){fresh}, 1, 1, &res);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_le(r0 + l0 + grant1, 1000);
+    ck_assert_int_gt(r0 + l0, 0);
+    /* n1 says goodbye: it spends nothing more, n0 may have the limit. */
+    ck_assert_int_eq(ctrl_node_goodbye(c, 1), 0);
+    round_run(c, 2, 1, (const rep_t *const[]){fresh}, 1, 1, &res);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_eq(r0 + l0, 1000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_node_down_and_back)
 {
     ctrl_config_t cfg = ctrl_config_default();
@@ -1308,6 +1347,7 @@ int main(void)
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
         test_ctrl_absent_bucket_is_idle, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
+        test_ctrl_silent_node_keeps_its_grant,
         test_ctrl_skip_when_unchanged, test_ctrl_tables_and_bad_reports,
         test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,

@@ -88,6 +88,14 @@ static gate_t *make(int outstanding, int defer, int max_buckets, int max_conns)
     return g;
 }
 
+/* Zeroes it[0..n-1] and queues them all on bucket 0. */
+static void enqueue_all(sched_item_t *it, int n)
+{
+    memset(it, 0, (size_t)n * sizeof *it);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(sched_enqueue(s, 0, &it[i]), 0);
+}
+
 static void setup(void)
 {
     bqos_log_init("test_gate", BQOS_LOG_ERROR);
@@ -127,9 +135,7 @@ START_TEST(test_gate_window)
 {
     gate_t *g = make(2, 0, 0, 10);
     sched_item_t it[5];
-    memset(it, 0, sizeof it);
-    for (int i = 0; i < 5; i++)
-        ck_assert_int_eq(sched_enqueue(s, 0, &it[i]), 0);
+    enqueue_all(it, 5);
     ck_assert_ptr_eq(gate_take(g), &it[0]);
     ck_assert_ptr_eq(gate_take(g), &it[1]);
     ck_assert_ptr_null(gate_take(g));
@@ -166,9 +172,7 @@ START_TEST(test_gate_adaptive_window)
 {
     gate_t *g = make(5, 0, 0, 10);
     sched_item_t it[40];
-    memset(it, 0, sizeof it);
-    for (int i = 0; i < 40; i++)
-        ck_assert_int_eq(sched_enqueue(s, 0, &it[i]), 0);
+    enqueue_all(it, 40);
     ck_assert_ptr_nonnull(gate_take(g));
     window_config_t wc;
     window_config_defaults(&wc);

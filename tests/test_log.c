@@ -14,13 +14,8 @@
 
 START_TEST(test_log_parse_level)
 {
-    bqos_log_level_t l;
-    ck_assert_int_eq(bqos_log_parse_level("debug", &l), 0);
-    ck_assert_int_eq(l, BQOS_LOG_DEBUG);
-    ck_assert_int_eq(bqos_log_parse_level("warn", &l), 0);
-    ck_assert_int_eq(l, BQOS_LOG_WARN);
-    ck_assert_int_eq(bqos_log_parse_level("loud", &l), -EINVAL);
-    ck_assert_int_eq(bqos_log_parse_level(NULL, &l), -EINVAL);
+    TESTLIB_CHECK_ENUM_PARSER(bqos_log_parse_level, bqos_log_level_t, "loud",
+                              {"debug", BQOS_LOG_DEBUG}, {"warn", BQOS_LOG_WARN});
 }
 END_TEST
 

@@ -10,10 +10,11 @@
 
 static mcp_req_t req;
 static mcp_result_t res;
+static const mcp_conf_t conf = {.max_item = 1024};
 
 static mcp_status_t parse(const char *s)
 {
-    return mcp_parse(s, strlen(s), 1024, &req, &res);
+    return mcp_parse(s, strlen(s), &conf, &req, &res);
 }
 
 static int str_is(mcp_str_t t, const char *s)
@@ -134,11 +135,11 @@ START_TEST(test_mcproto_line_too_long_and_binary)
     char *buf = malloc(n);
     ck_assert_ptr_nonnull(buf);
     memset(buf, 'a', n);
-    ck_assert_int_eq(mcp_parse(buf, n, 1024, &req, &res), MCP_CLOSE);
+    ck_assert_int_eq(mcp_parse(buf, n, &conf, &req, &res), MCP_CLOSE);
     ck_assert_str_eq(res.error, "CLIENT_ERROR line too long");
     free(buf);
     const char bin[] = "\x80\x01\x00\x00";
-    ck_assert_int_eq(mcp_parse(bin, 4, 1024, &req, &res), MCP_CLOSE);
+    ck_assert_int_eq(mcp_parse(bin, 4, &conf, &req, &res), MCP_CLOSE);
     ck_assert_ptr_null(res.error);
 }
 END_TEST
@@ -161,6 +162,50 @@ START_TEST(test_mcproto_misc_commands)
     ck_assert(req.delta == UINT64_MAX);
     ck_assert_int_eq(parse("quit\r\n"), MCP_OK);
     ck_assert_int_eq(req.cmd, MCP_CMD_QUIT);
+}
+END_TEST
+
+/* Defect 13: with no_flush (memcached's -F) every flush_all is refused as
+ * memcached refuses it, before its arguments; noreply silences the refusal. */
+START_TEST(test_mcproto_flush_all_disabled)
+{
+    const mcp_conf_t no = {.max_item = 1024, .no_flush = 1};
+    const char *lines[] = {"flush_all\r\n", "flush_all 10\r\n", "flush_all x\r\n"};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(mcp_parse(lines[i], strlen(lines[i]), &no, &req, &res), MCP_ERROR);
+        ck_assert_str_eq(res.error, "CLIENT_ERROR flush_all not allowed");
+        ck_assert_uint_eq(res.consumed, strlen(lines[i]));
+        ck_assert(!res.noreply);
+    }
+    const char *q = "flush_all noreply\r\n";
+    ck_assert_int_eq(mcp_parse(q, strlen(q), &no, &req, &res), MCP_ERROR);
+    ck_assert(res.noreply);
+    const char *g = "get k\r\n";
+    ck_assert_int_eq(mcp_parse(g, strlen(g), &no, &req, &res), MCP_OK);
+}
+END_TEST
+
+/* A get takes MCP_MAX_KEYS keys; one more is a format error (a bound of
+ * docs/security.md). */
+START_TEST(test_mcproto_max_keys)
+{
+    char *line = malloc(4 + 3 * (MCP_MAX_KEYS + 1) + 3);
+    ck_assert_ptr_nonnull(line);
+    for (int extra = 0; extra < 2; extra++) {
+        char *p = line + sprintf(line, "get");
+        for (int i = 0; i < MCP_MAX_KEYS + extra; i++)
+            p += sprintf(p, " %c%c", 'a' + i % 26, 'a' + i / 26 % 26);
+        strcpy(p, "\r\n");
+        mcp_status_t st = mcp_parse(line, strlen(line), &conf, &req, &res);
+        if (!extra) {
+            ck_assert_int_eq(st, MCP_OK);
+            ck_assert_uint_eq(req.nkeys, MCP_MAX_KEYS);
+        } else {
+            ck_assert_int_eq(st, MCP_ERROR);
+            ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+        }
+    }
+    free(line);
 }
 END_TEST
 
@@ -189,7 +234,7 @@ START_TEST(test_mcproto_prefixes)
     for (size_t i = 0; i < n; i++) {
         char *b = malloc(i ? i : 1);
         memcpy(b, s, i);
-        mcp_status_t st = mcp_parse(b, i, 1024, &req, &res);
+        mcp_status_t st = mcp_parse(b, i, &conf, &req, &res);
         ck_assert(st == MCP_NEED_MORE || (st == MCP_OK && res.consumed <= i));
         free(b);
     }
@@ -203,6 +248,7 @@ int main(void)
                                   test_mcproto_long_key, test_mcproto_too_large_swallows,
                                   test_mcproto_bad_data_chunk,
                                   test_mcproto_line_too_long_and_binary, test_mcproto_misc_commands,
-                                  test_mcproto_format, test_mcproto_prefixes};
+                                  test_mcproto_format, test_mcproto_prefixes,
+                                  test_mcproto_flush_all_disabled, test_mcproto_max_keys};
     return testlib_run_tests("mcproto", tests, sizeof tests / sizeof tests[0]);
 }

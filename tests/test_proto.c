@@ -677,36 +677,44 @@ END_TEST
  * writers agree; the encoder refuses what the decoder would. */
 START_TEST(test_proto_fallback)
 {
+    static const struct {
+        int fallback;
+        uint64_t fallbacks;
+        int rc; /* the encoder's */
+    } steps[] = {
+        {1, 14, 0},
+        {0, 14, 0}, /* resumed: the count stays */
+        {0, 0, 0},
+        {1, PROTO_MAX_COUNT, 0},
+        {2, PROTO_MAX_COUNT, -EINVAL},
+        {1, PROTO_MAX_COUNT + 1, -EINVAL},
+    };
+    /* the hand writer; the jansson writer (a non-ASCII node name) */
+    static const char *const nodes[] = {"n1", "n\xc3\xa9"};
     proto_msg_t m, d;
-    msg_start(&m, &d, PROTO_REPORT, "n1");
-    m.period = 3;
-    m.table = 1;
-    m.fallback = 1;
-    m.fallbacks = 14;
-    ck_assert_int_eq(rt(&m, &d)->fallback, 1);
-    ck_assert_uint_eq(d.fallbacks, 14);
-    m.fallback = 0; /* resumed: the count stays */
-    ck_assert_int_eq(rt(&m, &d)->fallback, 0);
-    ck_assert_uint_eq(d.fallbacks, 14);
-    m.fallbacks = 0;
-    ck_assert_uint_eq(rt(&m, &d)->fallbacks, 0);
-    /* the jansson writer (a non-ASCII node name) says the same */
-    strcpy(m.node, "n\xc3\xa9");
-    m.fallback = 1;
-    m.fallbacks = PROTO_MAX_COUNT;
-    ck_assert_int_eq(rt(&m, &d)->fallback, 1);
-    ck_assert_uint_eq(d.fallbacks, PROTO_MAX_COUNT);
-    m.fallback = 2;
-    ck_assert_int_eq(encode_rc(&m), -EINVAL);
-    m.fallback = 1;
-    m.fallbacks = PROTO_MAX_COUNT + 1;
-    ck_assert_int_eq(encode_rc(&m), -EINVAL);
-    /* a heartbeat never carries them: the encoder leaves them out */
-    m.type = PROTO_HEARTBEAT;
-    m.fallbacks = 3;
-    ck_assert_int_eq(rt(&m, &d)->fallback, 0);
-    ck_assert_uint_eq(d.fallbacks, 0);
-    proto_msg_clear(&d);
+    for (size_t w = 0; w < 2; w++) {
+        msg_start(&m, &d, PROTO_REPORT, nodes[w]);
+        m.period = 3;
+        m.table = 1;
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            m.fallback = steps[i].fallback;
+            m.fallbacks = steps[i].fallbacks;
+            if (steps[i].rc) {
+                ck_assert_int_eq(encode_rc(&m), steps[i].rc);
+                continue;
+            }
+            ck_assert_msg(rt(&m, &d)->fallback == m.fallback && d.fallbacks == m.fallbacks,
+                          "%s, step %zu: %d, %llu", nodes[w], i, d.fallback,
+                          (unsigned long long)d.fallbacks);
+        }
+        /* a heartbeat never carries them: the encoder leaves them out */
+        m.type = PROTO_HEARTBEAT;
+        m.fallback = 1;
+        m.fallbacks = 3;
+        ck_assert_int_eq(rt(&m, &d)->fallback, 0);
+        ck_assert_uint_eq(d.fallbacks, 0);
+        proto_msg_clear(&d);
+    }
 }
 END_TEST
 

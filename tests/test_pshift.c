@@ -85,6 +85,13 @@ static int64_t check_solution(const pshift_problem_t *p)
     return phi;
 }
 
+/* Solves p with the default options, which must succeed. */
+static void solve(pshift_problem_t *p)
+{
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+}
+
 START_TEST(test_pshift_table1)
 {
     /* Paper Table I / Examples 1 and 2. */
@@ -96,8 +103,7 @@ START_TEST(test_pshift_table1)
     /* Initial (75, 25) / (50, 50): only red moves, 25 each way. */
     ck_assert_int_eq(tms[0 * 2 + 1], 25);
     ck_assert_int_eq(tms[1 * 2 + 0], 25);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     const pshift_stats_t *st = pshift_stats(p);
     ck_assert_int_eq(st->phi_initial, 175);
     ck_assert_int_eq(st->weak_excess_initial, 25);
@@ -122,8 +128,7 @@ START_TEST(test_pshift_table2)
 {
     /* Paper Table II / Example 3: only the brokered path 1 -> 2 -> 3 helps. */
     pshift_problem_t *p = build(3, 3, t2_caps, t2_targets, t2_dem);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     const pshift_stats_t *st = pshift_stats(p);
     ck_assert_int_eq(st->phi_initial, 275);
     ck_assert_int_eq(st->phi, 300);
@@ -210,8 +215,7 @@ START_TEST(test_pshift_initial_allocation)
     const int64_t big1[] = {1000, 1000}, t1[] = {100, 100};
     const int64_t d1[] = {150, 50, 50, 50};
     pshift_problem_t *p = build(2, 2, big1, t1, d1);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     ck_assert_int_eq(pshift_stats(p)->shifts, 0);
     const int64_t want1[] = {75, 25, 50, 50};
     for (int b = 0; b < 2; b++)
@@ -220,7 +224,7 @@ START_TEST(test_pshift_initial_allocation)
 
     const int64_t big2[] = {1000, 1000, 1000};
     p = build(3, 3, big2, t2_targets, t2_dem);
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     const int64_t want2[] = {75, 25, 0, 0, 75, 25, 50, 0, 50};
     for (int b = 0; b < 3; b++)
         for (int s = 0; s < 3; s++) ck_assert_int_eq(pshift_alloc(p, b, s), want2[b * 3 + s]);
@@ -232,7 +236,7 @@ START_TEST(test_pshift_initial_allocation)
     const int64_t c4[] = {100, 100, 100, 100}, t4[] = {10, 10};
     const int64_t d4[] = {3, 3, 3, 3, 1, 1, 1, 0};
     p = build(4, 2, c4, t4, d4);
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     int threes = 0;
     for (int s = 0; s < 4; s++) {
         int64_t a = pshift_alloc(p, 0, s);
@@ -290,7 +294,6 @@ START_TEST(test_pshift_clear_reuse)
     rng_x256_seed(&r, 7);
     pshift_problem_t *q = pshift_problem_new();
     ck_assert_ptr_nonnull(q);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     for (int iter = 0; iter < 500; iter++) {
         rng_x256_t r2 = r;
         pshift_problem_t *p = random_problem(&r);
@@ -298,8 +301,8 @@ START_TEST(test_pshift_clear_reuse)
         ck_assert_int_eq(pshift_nservers(q), 0);
         ck_assert_ptr_null(pshift_bucket_allocs(q, 0));
         random_fill(q, &r2);
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
-        ck_assert_int_eq(pshift_solve(q, &o), 0);
+        solve(p);
+        solve(q);
         ck_assert_int_eq(pshift_nbuckets(q), pshift_nbuckets(p));
         expect_same_allocs(p, q, iter);
         ck_assert_int_eq(pshift_stats(q)->phi, pshift_stats(p)->phi);
@@ -326,11 +329,10 @@ START_TEST(test_pshift_set_demands_batch)
 {
     rng_x256_t r;
     rng_x256_seed(&r, 11);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     for (int iter = 0; iter < 300; iter++) {
         pshift_problem_t *p = random_problem(&r);
         int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
-        ck_assert_int_eq(pshift_solve(p, &o), 0); /* its entries readable */
+        solve(p); /* its entries readable */
         pshift_problem_t *q = pshift_problem_new();
         ck_assert_ptr_nonnull(q);
         for (int s = 0; s < ns; s++)
@@ -348,7 +350,7 @@ START_TEST(test_pshift_set_demands_batch)
             }
             ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
         }
-        ck_assert_int_eq(pshift_solve(q, &o), 0);
+        solve(q);
         expect_same_allocs(p, q, iter);
         pshift_problem_destroy(&p);
         pshift_problem_destroy(&q);
@@ -361,10 +363,10 @@ START_TEST(test_pshift_set_demands_batch)
     ck_assert_int_eq(pshift_set_demands(q, 1, good, d, 1), -EINVAL);
     ck_assert_int_eq(pshift_set_demands(q, 0, bad, d, 2), -EINVAL);
     ck_assert_int_eq(pshift_set_demands(q, 0, good, neg, 2), -EINVAL);
-    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    solve(q);
     ck_assert_int_eq(pshift_bucket_nentries(q, 0), 0); /* none recorded */
     ck_assert_int_eq(pshift_set_demands(q, 0, good, d, 1), 0);
-    ck_assert_int_eq(pshift_solve(q, &o), 0);
+    solve(q);
     ck_assert_int_eq(pshift_alloc(q, 0, 0), 5);
     pshift_problem_destroy(&q);
 }
@@ -377,11 +379,10 @@ START_TEST(test_pshift_tms_matches_definition)
 {
     rng_x256_t r;
     rng_x256_seed(&r, 13);
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     int shifted = 0, unshifted = 0;
     for (int iter = 0; iter < 400; iter++) {
         pshift_problem_t *p = random_problem(&r);
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        solve(p);
         int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
         shifted += pshift_stats(p)->shifts > 0;
         unshifted += pshift_stats(p)->shifts == 0;
@@ -418,7 +419,6 @@ START_TEST(test_pshift_initial_largest_remainders)
     rng_x256_t r;
     rng_x256_seed(&r, 17);
     const int shifts[] = {0, 20, 26, 27, 28, 31, 32, 33, 45};
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     for (int iter = 0; iter < 2000; iter++) {
         int ns = 1 + (int)rng_x256_below(&r, 18);
         int64_t scale = INT64_C(1) << shifts[iter % 9];
@@ -435,7 +435,7 @@ START_TEST(test_pshift_initial_largest_remainders)
         ck_assert_int_eq(pshift_add_bucket(p, NULL, A), 0);
         for (int s = 0; s < ns; s++)
             ck_assert_int_eq(pshift_set_demand(p, 0, s, d[s]), 0);
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        solve(p);
         int64_t want[18], given = 0;
         unsigned __int128 rem[18];
         int nr = 0;
@@ -463,8 +463,7 @@ START_TEST(test_pshift_residual)
     for (int iter = 0; iter < 1000; iter++) {
         pshift_problem_t *p = random_problem(&r);
         int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
-        pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
+        solve(p);
         int64_t targets[16];
         for (int b = 0; b < nb; b++)
             targets[b] = rng_x256_below(&r, 4) == 0 ? INT64_MAX : (int64_t)rng_x256_below(&r, 30);
@@ -472,7 +471,7 @@ START_TEST(test_pshift_residual)
         ck_assert_ptr_nonnull(q);
         ck_assert_int_eq(pshift_nservers(q), ns);
         ck_assert_int_eq(pshift_nbuckets(q), nb);
-        ck_assert_int_eq(pshift_solve(q, &o), 0);
+        solve(q);
         for (int s = 0; s < ns; s++) {
             int64_t spare = pshift_server_capacity(p, s) - pshift_server_load(p, s);
             ck_assert_int_eq(pshift_server_capacity(q, s), spare > 0 ? spare : 0);
@@ -602,15 +601,14 @@ END_TEST
 START_TEST(test_pshift_degenerate)
 {
     /* No buckets; all capacities zero; a bucket with no demand at all. */
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     pshift_problem_t *p = pshift_problem_new();
     ck_assert_int_eq(pshift_add_server(p, NULL, 0), 0);
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     ck_assert_int_eq(pshift_stats(p)->phi, 0);
     ck_assert_int_eq(pshift_add_bucket(p, NULL, 10), 0);
     ck_assert_int_eq(pshift_add_bucket(p, NULL, 10), 1);
     ck_assert_int_eq(pshift_set_demand(p, 1, 0, 7), 0);
-    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    solve(p);
     ck_assert_int_eq(check_solution(p), 0);
     ck_assert_int_eq(pshift_alloc(p, 1, 0), 7);
     ck_assert_int_eq(pshift_bucket_nentries(p, 0), 0);

@@ -72,6 +72,34 @@ static sim_config_t small(void)
     return c;
 }
 
+/* small() with no demand changes and `reserved` of the capacity reserved. */
+static sim_config_t steady(double reserved)
+{
+    sim_config_t c = small();
+    c.reserved = reserved;
+    c.changes = 0;
+    return c;
+}
+
+/* The model of c, which must generate; the test destroys it. */
+static sim_model_t *generate(const sim_config_t *c)
+{
+    char err[128] = "";
+    sim_model_t *m = NULL;
+    int rc = sim_model_generate(c, &m, err, sizeof(err));
+    ck_assert_msg(rc == 0, "sim_model_generate: %d %s", rc, err);
+    return m;
+}
+
+/* m run under policy p with opts o (NULL: the defaults), which must
+ * succeed; the test destroys the result. */
+static sim_result_t *run(const sim_model_t *m, sim_policy_t p, const sim_run_opts_t *o)
+{
+    sim_result_t *r = NULL;
+    ck_assert_int_eq(sim_run(m, p, o, &r), 0);
+    return r;
+}
+
 START_TEST(test_sim_config_rejects_bad_settings)
 {
     char err[128];
@@ -100,9 +128,7 @@ START_TEST(test_sim_model_generates_experiment_shape)
     sim_config_t c = small();
     c.changes = 3;
     c.changes_upto = 0;
-    char err[128];
-    sim_model_t *m = NULL;
-    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    sim_model_t *m = generate(&c);
     double sum = 0;
     for (int b = 0; b < c.buckets; b++) {
         const sim_bucket_t *bk = &m->buckets[b];
@@ -171,14 +197,11 @@ static int segs_differ(const sim_model_t *a, const sim_model_t *b)
 START_TEST(test_sim_model_same_seed_same_model)
 {
     sim_config_t c = small();
-    char err[128];
-    sim_model_t *a = NULL, *b = NULL;
-    ck_assert_int_eq(sim_model_generate(&c, &a, err, sizeof(err)), 0);
-    ck_assert_int_eq(sim_model_generate(&c, &b, err, sizeof(err)), 0);
+    sim_model_t *a = generate(&c), *b = generate(&c);
     ck_assert(!segs_differ(a, b));
     sim_model_destroy(&b);
     c.seed++;
-    ck_assert_int_eq(sim_model_generate(&c, &b, err, sizeof(err)), 0);
+    b = generate(&c);
     ck_assert(segs_differ(a, b));
     sim_model_destroy(&a);
     sim_model_destroy(&b);
@@ -200,12 +223,9 @@ END_TEST
 START_TEST(test_sim_run_conserves_requests)
 {
     sim_config_t c = small();
-    char err[128];
-    sim_model_t *m = NULL;
-    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    sim_model_t *m = generate(&c);
     for (int p = 0; p < SIM_NPOLICIES; p++) {
-        sim_result_t *r = NULL;
-        ck_assert_int_eq(sim_run(m, p, NULL, &r), 0);
+        sim_result_t *r = run(m, p, NULL);
         ck_assert_uint_eq(r->events, r->arrivals + r->completions);
         ck_assert(r->completions + r->dropped <= r->arrivals + c.servers);
         double capio = c.servers * c.capacity * m->horizon;
@@ -232,13 +252,9 @@ END_TEST
 START_TEST(test_sim_run_deterministic_across_threads)
 {
     sim_config_t c = small();
-    char err[128];
-    sim_model_t *m = NULL;
-    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    sim_model_t *m = generate(&c);
     sim_run_opts_t o1 = {.threads = 1}, o2 = {.threads = 2};
-    sim_result_t *a = NULL, *b = NULL;
-    ck_assert_int_eq(sim_run(m, SIM_POLICY_PSHIFT, &o1, &a), 0);
-    ck_assert_int_eq(sim_run(m, SIM_POLICY_PSHIFT, &o2, &b), 0);
+    sim_result_t *a = run(m, SIM_POLICY_PSHIFT, &o1), *b = run(m, SIM_POLICY_PSHIFT, &o2);
     ck_assert_uint_eq(a->events, b->events);
     ck_assert_int_eq(memcmp(a->served_iv, b->served_iv,
                             (size_t)c.intervals * c.buckets * sizeof(uint32_t)), 0);
@@ -253,24 +269,21 @@ END_TEST
  * reservations, does not. */
 START_TEST(test_sim_run_policies_meet_easy_reservations)
 {
-    sim_config_t c = small();
-    c.reserved = 0.7;
-    c.changes = 0;
+    sim_config_t c = steady(0.7);
     c.res_zipf = 1.2;
-    char err[128];
-    sim_model_t *m = NULL;
-    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
-    sim_result_t *r = NULL;
-    ck_assert_int_eq(sim_run(m, SIM_POLICY_STATIC, NULL, &r), 0);
-    ck_assert(r->meet99 == 1.0);
-    sim_result_destroy(&r);
-    ck_assert_int_eq(sim_run(m, SIM_POLICY_PSHIFT, NULL, &r), 0);
-    ck_assert(r->meet99 == 1.0);
-    ck_assert_uint_eq(r->rounds, (uint64_t)c.periods * c.intervals);
-    sim_result_destroy(&r);
-    ck_assert_int_eq(sim_run(m, SIM_POLICY_RR, NULL, &r), 0);
-    ck_assert(r->meet99 < 1.0);
-    sim_result_destroy(&r);
+    sim_model_t *m = generate(&c);
+    static const struct {
+        sim_policy_t policy;
+        int meets;
+    } want[] = {{SIM_POLICY_STATIC, 1}, {SIM_POLICY_PSHIFT, 1}, {SIM_POLICY_RR, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        sim_result_t *r = run(m, want[i].policy, NULL);
+        ck_assert_msg(want[i].meets ? r->meet99 == 1.0 : r->meet99 < 1.0, "%s: meet99 %g",
+                      sim_policy_name(want[i].policy), r->meet99);
+        if (want[i].policy == SIM_POLICY_PSHIFT)
+            ck_assert_uint_eq(r->rounds, (uint64_t)c.periods * c.intervals);
+        sim_result_destroy(&r);
+    }
     sim_model_destroy(&m);
 }
 END_TEST
@@ -285,21 +298,16 @@ END_TEST
  * period). */
 START_TEST(test_sim_run_limits_hold_per_window)
 {
-    sim_config_t c = small();
-    c.reserved = 0.5;
+    sim_config_t c = steady(0.5);
     c.demand = 3;
     c.limit = 1.5;
-    c.changes = 0;
-    char err[128];
-    sim_model_t *m = NULL;
-    ck_assert_int_eq(sim_model_generate(&c, &m, err, sizeof(err)), 0);
+    sim_model_t *m = generate(&c);
     ck_assert(m->buckets[0].limit >= 1.5 * m->buckets[0].reservation);
     static const sim_policy_t pol[] = {SIM_POLICY_RR, SIM_POLICY_STATIC, SIM_POLICY_PSHIFT,
                                        SIM_POLICY_PSHIFT_PACED, SIM_POLICY_CLAIRVOYANT};
     sim_run_opts_t o = {.burst_s = SIM_BURST_DEFAULT};
     for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) {
-        sim_result_t *r = NULL;
-        ck_assert_int_eq(sim_run(m, pol[i], &o, &r), 0);
+        sim_result_t *r = run(m, pol[i], &o);
         const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
         uint64_t nb = (uint64_t)c.buckets * (uint64_t)(c.periods - c.warmup);
         ck_assert_uint_eq(wl->windows, nb);

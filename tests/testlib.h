@@ -1,8 +1,9 @@
-/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status; a temporary file with given text; and the address-space cap of the out-of-memory tests. */
+/* testlib.h - what every Check suite's main() shares: build the usual one-case suite, run it, turn its failures into the exit status; a temporary file with given text; the check of a name-to-enum parser; and the address-space cap of the out-of-memory tests. */
 #ifndef BQOS_TESTLIB_H
 #define BQOS_TESTLIB_H
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,25 @@ static inline int testlib_run_tests(const char *name, const TTest *const *tests,
     const testlib_case_t c = {.name = name};
     return testlib_run_case(&c, tests, n);
 }
+
+/* Checks a parser of names into an enum of type T, int parse(const char *,
+ * T *): each {name, value} pair after `bad` parses to 0 with that value;
+ * `bad` and NULL give -EINVAL.  A macro: the parsers differ in T. */
+#define TESTLIB_CHECK_ENUM_PARSER(parse, T, bad, ...)                                        \
+    do {                                                                                     \
+        static const struct {                                                                \
+            const char *name;                                                                \
+            T value;                                                                         \
+        } ok_[] = {__VA_ARGS__};                                                             \
+        T v_;                                                                                \
+        for (size_t i_ = 0; i_ < sizeof ok_ / sizeof ok_[0]; i_++) {                         \
+            ck_assert_msg(parse(ok_[i_].name, &v_) == 0, "%s refused", ok_[i_].name);        \
+            ck_assert_msg(v_ == ok_[i_].value, "%s: %d, want %d", ok_[i_].name, (int)v_,     \
+                          (int)ok_[i_].value);                                               \
+        }                                                                                    \
+        ck_assert_int_eq(parse(bad, &v_), -EINVAL);                                          \
+        ck_assert_int_eq(parse(NULL, &v_), -EINVAL);                                         \
+    } while (0)
 
 /* Returns 1 when an out-of-memory test must skip: under ASan or valgrind,
  * which need the address space themselves.  0 otherwise. */

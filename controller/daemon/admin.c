@@ -673,6 +673,14 @@ static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const pro
     return r;
 }
 
+/* Reply r as text (NULL: out of memory); r is consumed. */
+static char *dump_reply(json_t *r)
+{
+    char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    json_decref(r);
+    return text;
+}
+
 static json_t *admin_request(admin_t *ad, const char *data, size_t len, const proto_peer_t *p)
 {
     json_error_t jerr;
@@ -696,6 +704,11 @@ static json_t *admin_request(admin_t *ad, const char *data, size_t len, const pr
     return r;
 }
 
+char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t *p)
+{
+    return dump_reply(admin_request(ad, data, len, p));
+}
+
 void admin_drain(admin_t *ad)
 {
     for (;;) {
@@ -709,8 +722,8 @@ void admin_drain(admin_t *ad)
         int more = zmq_msg_more(&msg);
         proto_peer_t peer;
         proto_peer_get(&msg, &peer);
-        json_t *r = more ? reply_error("bad_request", "one frame per request")
-                         : admin_request(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);
+        char *text = more ? dump_reply(reply_error("bad_request", "one frame per request"))
+                          : admin_answer(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);
         zmq_msg_close(&msg);
         while (more) {
             zmq_msg_t x;
@@ -722,8 +735,6 @@ void admin_drain(admin_t *ad)
             more = zmq_msg_more(&x);
             zmq_msg_close(&x);
         }
-        char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
-        json_decref(r);
         const char *out = text ? text : "{\"v\":1,\"ok\":false,\"error\":\"internal\","
                                         "\"message\":\"out of memory\"}";
         if (zmq_send(ad->sock, out, strlen(out), 0) < 0)

@@ -18,6 +18,10 @@
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/timing.h"
 
+/* Largest admin request (bytes) the endpoint takes: a bigger frame drops
+ * the connection unread (ZMQ_MAXMSGSIZE).  Every command fits in 1 KiB. */
+#define ADMIN_REQUEST_MAX 65536
+
 typedef struct {
     void *sock;              /* bound REP (borrowed: the caller closes it) */
     const char *path;        /* the bucket file (borrowed) */
@@ -44,6 +48,13 @@ typedef struct {
  * request that is not understood gets an error reply; a reply that cannot
  * be sent is logged. */
 void admin_drain(admin_t *ad);
+
+/* The reply to one request, `len` bytes at data (borrowed), from sender p
+ * (proto_peer_get(); unused without ad->auth): the command run or refused,
+ * as admin_drain() does for each request; no socket is touched.  Returns
+ * the reply's JSON text (caller frees it with free()), or NULL when out of
+ * memory. */
+char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t *p);
 
 /* Re-reads the bucket file and, if it is valid and admitted, makes it the
  * configuration (ctrl_set_buckets; ad->bf replaced).  Returns NULL, or the

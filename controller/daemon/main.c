@@ -20,6 +20,7 @@
 #include "common/mono.h"
 #include "common/notify.h"
 #include "common/opts.h"
+#include "common/privdrop.h"
 #include "common/proto.h"
 #include "common/version.h"
 #include "controller/admission.h"
@@ -61,7 +62,7 @@ typedef struct {
     double takeover;      /* intervals without a heartbeat before a standby deposes */
     const char *curve_key, *authorized_keys; /* both or neither */
     int insecure;
-    const char *metrics;  /* --metrics-listen HOST:PORT, NULL: none */
+    const char *metrics, *user; /* --metrics-listen HOST:PORT, --user NAME; NULL: none */
     int check;            /* --check: validate and exit */
     int help, version;
 } settings_t;
@@ -71,7 +72,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 33
+#define NOPTS 34
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -216,6 +217,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "1 otherwise.  Nothing is bound or started."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
+        {.name = "user", .type = OPTS_STRING, .target = &s->user, .arg = "NAME", .show = "none",
+         .help = "Started as root: switch to user NAME (or a uid) and its groups once the\n"
+                 "sockets are bound, and refuse to run if that fails (nothing needs root)."},
     };
     OPTS_COPY_ROWS(rows, t, NOPTS);
 }
@@ -765,7 +769,7 @@ int main(int argc, char **argv)
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
                               AUTH_DOMAIN_NODES, node_msg_max(set.max_names))))
         a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
-                            AUTH_DOMAIN_ADMIN, 0);
+                            AUTH_DOMAIN_ADMIN, ADMIN_REQUEST_MAX);
     explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
     if (!a.asock)
         goto out;
@@ -799,6 +803,8 @@ int main(int argc, char **argv)
     }
     if (a.md)
         log_info("metrics on http://%s/metrics", metricsd_address(a.md));
+    if (privdrop_apply(set.user) < 0) /* every socket bound, every file open */
+        goto out;
     log_info("bqos-controller %s: %zu buckets from %s, nodes on %s, admin on %s, period %.3f s "
              "in %d intervals, admission %s",
              BQOS_VERSION, bucketfile_count(a.admin.bf), set.buckets, set.listen, set.admin,

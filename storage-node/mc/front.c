@@ -550,7 +550,7 @@ static void conn_process(conn_t *c)
         }
         mcp_result_t res;
         mcp_status_t st = mcp_parse(c->rbuf + off, c->rlen - off,
-                                    f->cfg.max_item, &f->req, &res);
+                                    &f->cfg.proto, &f->req, &res);
         if (st == MCP_NEED_MORE)
             break;
         if (st == MCP_OK && f->req.cmd == MCP_CMD_FLUSH_ALL) {
@@ -607,7 +607,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     conn_t *c = arg;
     front_t *f = c->f;
     if (c->rlen == c->rcap) {
-        size_t max = MCP_LINE_MAX + f->cfg.max_item + 64;
+        size_t max = MCP_LINE_MAX + f->cfg.proto.max_item + 64;
         size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
         if (ncap <= c->rcap) {
             /* Full of requests that wait (flush_all, backpressure). */
@@ -802,7 +802,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     front_t *f = NULL;
     if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
         cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
-        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 16 ||
+        cfg->proto.max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 16 ||
         cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
         !cfg->backend_host) {
         rc = -EINVAL;

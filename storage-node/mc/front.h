@@ -24,6 +24,7 @@
 
 #include "storage-node/gate.h"
 #include "storage-node/listener.h"
+#include "storage-node/mc/mcproto.h"
 #include "storage-node/core/sched.h"
 
 struct event_base;
@@ -50,7 +51,8 @@ typedef struct {
     char separator;              /* bucket = key prefix up to this byte */
     front_default_t default_mode;
     int max_auto_buckets;        /* buckets created on first sight; 0: none */
-    size_t max_item;             /* largest value accepted */
+    mcp_conf_t proto;            /* the largest value accepted; flush_all
+                                    refused (memcached's -F) */
     int max_conns;               /* connections beyond are closed at once */
     size_t conn_reply_limit;     /* unsent reply bytes a connection may hold:
                                     closed above; not read at a quarter

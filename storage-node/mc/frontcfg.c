@@ -21,7 +21,7 @@ void front_config_defaults(front_config_t *cfg)
     cfg->separator = ':';
     cfg->default_mode = FRONT_DEFAULT_SERVE;
     cfg->max_auto_buckets = 1024;
-    cfg->max_item = MCP_ITEM_MAX_DEFAULT;
+    cfg->proto.max_item = MCP_ITEM_MAX_DEFAULT;
     cfg->max_conns = 4096;
     cfg->conn_reply_limit = 256u << 20;
     cfg->reply_memory = (size_t)1 << 30;

@@ -48,6 +48,7 @@ static const char E_EXPTIME[] = "CLIENT_ERROR invalid exptime argument";
 static const char E_DELETE[] =
     "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 static const char E_LINE[] = "CLIENT_ERROR line too long";
+static const char E_NO_FLUSH[] = "CLIENT_ERROR flush_all not allowed";
 
 const char *mcp_cmd_name(mcp_cmd_t cmd)
 {
@@ -121,9 +122,10 @@ static mcp_status_t fail(mcp_result_t *res, const char *line, mcp_str_t at,
     return MCP_ERROR;
 }
 
-mcp_status_t mcp_parse(const char *buf, size_t len, size_t max_item,
+mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
                        mcp_req_t *req, mcp_result_t *res)
 {
+    size_t max_item = conf->max_item;
     memset(res, 0, sizeof *res);
     if (len == 0)
         return MCP_NEED_MORE;
@@ -266,6 +268,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, size_t max_item,
             return fail(res, buf, tok[2], E_EXPTIME);
         return MCP_OK;
     case MCP_CMD_FLUSH_ALL:
+        if (conf->no_flush)
+            return fail(res, buf, tok[0], E_NO_FLUSH);
         if (nt != (req->noreply ? 2u : 1u)) {
             if (parse_i32(tok[1], &req->exptime) < 0)
                 return fail(res, buf, tok[1], E_EXPTIME);

@@ -69,10 +69,18 @@ typedef struct {
                            delete the old value, as memcached does */
 } mcp_result_t;
 
-/* Parses one request at the start of buf[0..len).  `max_item` is the
- * largest value accepted.  Returns an mcp_status_t and fills *res (always)
- * and *req (for MCP_OK).  Never reads beyond len.  Pure. */
-mcp_status_t mcp_parse(const char *buf, size_t len, size_t max_item,
+/* What a server accepts beyond the grammar. */
+typedef struct {
+    size_t max_item;   /* largest value accepted */
+    int no_flush;      /* flush_all is answered "CLIENT_ERROR flush_all not
+                          allowed" (memcached's -F), before its arguments
+                          are looked at; noreply silences it */
+} mcp_conf_t;
+
+/* Parses one request at the start of buf[0..len) under *conf.  Returns an
+ * mcp_status_t and fills *res (always) and *req (for MCP_OK).  Never reads
+ * beyond len.  Pure. */
+mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
                        mcp_req_t *req, mcp_result_t *res);
 
 /* Returns the command's name ("get", "set", ...) or "?". */

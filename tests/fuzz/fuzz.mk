@@ -1,9 +1,18 @@
 # tests/fuzz/fuzz.mk - libFuzzer harnesses (clang, ASan+UBSan), one per parser: FUZZERS += NAME builds
-# tests/fuzz/NAME.c with NAME_SRCS (compiled into the harness, no archives), run by `make fuzz`
-# over the seed corpus tests/fuzz/corpus/NAME/.
+# tests/fuzz/NAME.c with NAME_SRCS (compiled into the harness, no archives; NAME_FLAGS and
+# NAME_LDLIBS added), run by `make fuzz` over the seed corpus tests/fuzz/corpus/NAME/.
 FUZZERS += fuzz_mcproto fuzz_nbd fuzz_proto fuzz_bucketfile fuzz_scenario
 fuzz_mcproto_SRCS = storage-node/mc/mcproto.c
 fuzz_nbd_SRCS = storage-node/nbd/nbd.c
 fuzz_proto_SRCS = $(proto_SRCS) $(common_SRCS)
 fuzz_bucketfile_SRCS = $(common_SRCS)
 fuzz_scenario_SRCS = workloads/scenario.c workloads/scenario_query.c $(common_SRCS)
+# the controller's admin requests (admin_answer(): no socket) and the settings file (common/opts)
+FUZZERS += fuzz_admin fuzz_settings
+fuzz_admin_SRCS = controller/daemon/admin.c controller/daemon/metrics.c controller/daemon/nodes.c \
+  controller/daemon/leader.c controller/daemon/etcd.c controller/daemon/clock.c \
+  controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c \
+  $(controller_SRCS) $(pshift_SRCS) $(protozmq_SRCS) $(proto_SRCS) $(curvekey_SRCS) $(common_SRCS)
+fuzz_admin_FLAGS = -fopenmp
+fuzz_admin_LDLIBS = -lzmq -lcurl
+fuzz_settings_SRCS = $(common_SRCS)

@@ -8,10 +8,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data;
     size_t left = size;
+    const mcp_conf_t conf = {.max_item = 1024 * 1024, .no_flush = size % 2}; /* both ways */
     while (left > 0) {
         mcp_req_t req;
         mcp_result_t res;
-        mcp_status_t st = mcp_parse(p, left, 1024 * 1024, &req, &res);
+        mcp_status_t st = mcp_parse(p, left, &conf, &req, &res);
         if (st == MCP_NEED_MORE || st == MCP_CLOSE)
             break;
         if (res.consumed == 0 || res.consumed > left)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4); caps on names, nodes, message size and warnings keep its memory and log bounded (defect 10); a node reporting absurd counts is not believed (defect 5).
+# it_hostile_ctrl.sh - the controller against lying peers (issue 18): one report or hello carrying an absurd period cannot brick it (defect 3), and a registered liar cannot hold the clock against the nodes that agree; a node whose routing id another process took is heard again (defect 4); caps on names, nodes, message sizes (node and admin endpoints) and warnings keep its memory and log bounded (defect 10); a node reporting absurd counts is not believed (defect 5).
 #
 # Raw protocol nodes (tests/it/ha_observer.py, a pyzmq DEALER each) claim
 # the clock they are told to and log "TIME TYPE EPOCH PERIOD" for every
@@ -98,6 +98,19 @@ n0=$(grep -c "bad message from" "$T/controller.log")
 flood bad 5000
 n1=$(grep -c "bad message from" "$T/controller.log")
 check "5000 bad messages log $((n1 - n0)) lines (at most 20)" '[ $((n1 - n0)) -le 20 ]'
+# An admin request beyond ADMIN_REQUEST_MAX (64 KiB) drops its connection
+# unread; the endpoint keeps answering.
+big=$("$PY" - "$ADMIN_EP" <<'PYEOF'
+import sys, zmq
+s = zmq.Context().socket(zmq.REQ)
+s.setsockopt(zmq.LINGER, 0)
+s.connect(sys.argv[1])
+s.send(b'{"v":1,"cmd":"status","pad":"' + b"x" * 20000000 + b'"}')
+print("answered" if s.poll(2000) else "dropped")
+PYEOF
+)
+check "a 20 MB admin request is dropped unread ($big), the endpoint still answers" \
+  '[ "$big" = dropped ] && ctl --json status >/dev/null'
 stop_controller
 
 # 5. Defect 5: a raw node that reports red served 10^12 and queued 10^12

@@ -100,6 +100,10 @@ check "block node: red's bytes served ($(rb "$T/blk.2" blk) -> $(rb "$T/blk.b" b
   '[ $(( $(rb "$T/blk.b" blk) - $(rb "$T/blk.2" blk) )) = 2048 ]'
 code=$(curl -s -o /dev/null -w '%{http_code}' "$(metrics_url "$T/node.log" | sed 's,/metrics$,/other,')")
 check "other paths: 404 ($code)" '[ "$code" = 404 ]'
+pad=$(head -c 20000 /dev/zero | tr '\0' x)
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Pad: $pad" "$(metrics_url "$T/node.log")")
+check "headers beyond 16 KiB refused ($code), metrics still served" \
+  '[ "$code" != 200 ] && curl -sf "$(metrics_url "$T/node.log")" >/dev/null'
 
 # The example alerting rules: YAML naming only metrics the daemons export.
 if "$PY" -c 'import yaml' 2>/dev/null; then

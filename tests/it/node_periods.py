@@ -16,7 +16,7 @@ import time
 def main():
     port, secs = int(sys.argv[1]), float(sys.argv[2])
     bucket = sys.argv[3] if len(sys.argv) > 3 else "lim"
-    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
     end = time.time() + secs
     last, top, state = None, 0, ""
     while time.time() < end:
