@@ -137,8 +137,40 @@ START_TEST(test_cmetrics_outcomes)
 }
 END_TEST
 
+/* A standby (a leader_t that does not lead) judges every period into the
+ * history, so that it holds them after a takeover, but counts nothing; a
+ * period is judged once even if the loop ends it twice (a clock adopted
+ * again). */
+START_TEST(test_cmetrics_standby_judges_once)
+{
+    fx_t f;
+    fx_init(&f);
+    leader_t standby = {0};
+    f.m.ld = &standby;
+    for (uint64_t p = 1; p <= 3; p++) {
+        fx_round(&f, p);
+        cmetrics_period_end(&f.m, 0);
+    }
+    fx_round(&f, 3); /* period 3 ends again */
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_uint_eq(f.m.periods_judged, 2);
+    const cmetrics_outcome_t *poor = outcome(&f, "poor"), *capped = outcome(&f, "capped");
+    ck_assert_ptr_nonnull(poor);
+    ck_assert_uint_eq(history_count(poor->hist), 2);
+    ck_assert_uint_eq(history_get(poor->hist, 0)->period, 3);
+    ck_assert_uint_eq(history_get(poor->hist, 1)->period, 2);
+    ck_assert_uint_eq(history_get(poor->hist, 0)->flags, HISTORY_RES_MISSED);
+    ck_assert_uint_eq(history_get(capped->hist, 0)->flags, HISTORY_HELD);
+    ck_assert_uint_eq(poor->met + poor->missed + poor->held, 0); /* not leading: no count */
+    ck_assert_uint_eq(capped->held, 0);
+    cmetrics_clear(&f.m);
+    nodes_clear(&f.ns);
+    ctrl_destroy(&f.c);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *const tests[] = {test_cmetrics_outcomes};
+    const TTest *const tests[] = {test_cmetrics_outcomes, test_cmetrics_standby_judges_once};
     return testlib_run_tests("cmetrics", tests, sizeof tests / sizeof tests[0]);
 }

@@ -109,7 +109,9 @@ void cmetrics_period_end(cmetrics_t *m, double now)
     /* A standby judges too (it gets the same reports and computes the same
      * rounds), so that its history holds the periods before a takeover;
      * only the leader counts, so that an alert fires once per cluster. */
-    int judge = m->started && m->tm->nsplits > m->split_rounds;
+    uint64_t period = ctrl_period(m->ctrl);
+    int judge = m->started && m->tm->nsplits > m->split_rounds &&
+                !(m->periods_judged && period == m->last_period); /* a clock re-adopted */
     int count = judge && may_push(m, now);
     m->started = 1;
     m->split_rounds = m->tm->nsplits;
@@ -130,13 +132,14 @@ void cmetrics_period_end(cmetrics_t *m, double now)
             o->held += (f & HISTORY_HELD) != 0;
         }
         history_push(o->hist, &(history_rec_t){
-                                  .period = ctrl_period(m->ctrl),
+                                  .period = period,
                                   .served = bi.served_r + bi.served_l + bi.served_o,
                                   .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
                                   .flags = f,
                               });
     }
     m->periods_judged++;
+    m->last_period = period;
 }
 
 /* ---- rendering ----------------------------------------------------------- */

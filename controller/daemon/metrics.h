@@ -34,7 +34,8 @@ typedef struct {
     strmap_t *index;           /* bucket name -> index in out[] */
     cmetrics_outcome_t *out;
     int nout, capout;
-    uint64_t periods_judged;   /* periods whose outcomes were counted */
+    uint64_t periods_judged;   /* periods judged (history pushes) */
+    uint64_t last_period;      /* the period judged last (judged once) */
     uint64_t split_rounds;     /* tm->nsplits when the current period began */
     int started;               /* a period began while we watched */
 } cmetrics_t;
@@ -78,8 +79,8 @@ const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name
  *   reservation_met     reservation > 0 and not missed
  *   held_at_limit       limited, served + R + L tokens for the rest reach
  *                       the limit, and the demand estimate exceeded them
- * Every controller judges the periods that began while it ran and had a
- * round computed (a standby too: it gets the same reports, so its history
+ * Every controller judges, once each, the periods that began while it ran
+ * and had a round computed (a standby too: it gets the same reports, so its history
  * survives a takeover); only one that may push (alone or the leader) adds
  * them to the counters (met, missed, held).  O(buckets), once a period. */
 void cmetrics_period_end(cmetrics_t *m, double now);

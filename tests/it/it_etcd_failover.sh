@@ -197,7 +197,11 @@ if [ $NODE_HA = 1 ]; then
   check "the real node follows c$S's epoch $E2" \
     'wait_for "grep -q \"following .*epoch $E2\" \"$T/node.log\"" 3'
   HA=$(hist "$S" hist_after)
-  echo "# red's history at c$L before the kill: $HB; at c$S after: $HA"
+  echo "# red's history at c$L before the kill: $HB; at c$S after: $HA;" \
+    "$(python3 -c 'import json, sys
+o = lambda f: {p["period"]: (p["reservation"], p["held_at_limit"]) for p in json.load(open(f))["buckets"][0]["periods"]}
+a, b = o(sys.argv[1]), o(sys.argv[2]); c = [k for k in a if k in b]
+print("%d of %d common periods judged alike" % (sum(a[k] == b[k] for k in c), len(c)))' "$T/hist_before.json" "$T/hist_after.json" 2>/dev/null)"
   check "c$S's history holds the periods c$L judged before the kill" \
     'H1=$(echo $HB | cut -d" " -f1); H2=$(echo $HB | cut -d" " -f2); [ -n "$H2" ] && [ "$H1" != "$H2" ] &&
      echo " $HA " | grep -q " $H1 " && echo " $HA " | grep -q " $H2 "'
