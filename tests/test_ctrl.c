@@ -1032,6 +1032,54 @@ START_TEST(test_ctrl_single_server_within_conservative_capacity)
 }
 END_TEST
 
+/* Issue 14: the same cluster, but a..e's clients (closed loop) have been
+ * served mostly on n0, so their arrivals, and the demand estimates made of
+ * them, sit there (4,000 per interval on n0, 100 on n1 and n2).  pShift
+ * places every bucket's reservation where it has demand, so it would put
+ * a..e's on n0 beyond what solo leaves of its conservative capacity (solo
+ * then got 78% of R in the simulator's examples/single-server.json).  The
+ * flexible demands on n0 are cut to fit: solo keeps its whole reservation
+ * and n0 holds no more than its conservative capacity. */
+START_TEST(test_ctrl_single_server_node_not_overbooked)
+{
+    static const char *const bj =
+        "{\"buckets\":[{\"name\":\"solo\",\"reservation\":6000},"
+        "{\"name\":\"a\",\"reservation\":3000},{\"name\":\"b\",\"reservation\":3000},"
+        "{\"name\":\"c\",\"reservation\":3000},{\"name\":\"d\",\"reservation\":3000},"
+        "{\"name\":\"e\",\"reservation\":3000},{\"name\":\"f\",\"reservation\":4000},"
+        "{\"name\":\"g\",\"reservation\":4000},{\"name\":\"h\",\"reservation\":4000},"
+        "{\"name\":\"i\",\"reservation\":4000},{\"name\":\"j\",\"reservation\":4000},"
+        "{\"name\":\"k\",\"reservation\":4000}]}";
+    ctrl_t *c = setup(bj, RB_NN, 12000, NULL);
+    rep_t reps[RB_NN][RB_NB];
+    memset(reps, 0, sizeof reps);
+    for (int i = 0; i < RB_NN; i++)
+        for (int b = 0; b < RB_NB; b++) {
+            if (b == 0 && i == 0)
+                reps[i][b] = (rep_t){100, 4000, 0, 0, CTRL_UNLIMITED};
+            else if (b >= 1 && b <= 5 && i <= 2)
+                reps[i][b] = (rep_t){100, i == 0 ? 4000 : 100, 0, 0, CTRL_UNLIMITED};
+            else if (b >= 6 && i >= 1)
+                reps[i][b] = (rep_t){100, 4000, 0, 0, CTRL_UNLIMITED};
+        }
+    const rep_t *rp[RB_NN];
+    for (int i = 0; i < RB_NN; i++)
+        rp[i] = reps[i];
+    ctrl_result_t res;
+    round_run(c, 1, 0, rp, RB_NN, RB_NB, &res);
+    int64_t on0 = 0;
+    for (int b = 0; b < RB_NB; b++) {
+        int64_t r, l;
+        if (find_tok(c, 0, (uint32_t)b, &r, &l) == 0)
+            on0 += r;
+    }
+    ck_assert_int_eq(tok_r(c, 0, 0), 6000);
+    ck_assert_msg(on0 <= 9600, "n0 holds %lld R-tokens", (long long)on0);
+    ck_assert_int_gt(on0, 6000); /* what solo leaves is still used */
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* Issue 14, token conversion: "late" (R 1,000 per 1 s period, K = 5) is
  * idle for three intervals and shows a backlog at the end of the fourth:
  * what it left unused in the first three (R x 0.6) is converted, it keeps
@@ -1314,7 +1362,7 @@ int main(void)
         test_ctrl_backlog_floor, test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
-        test_ctrl_single_server_within_conservative_capacity,
+        test_ctrl_single_server_within_conservative_capacity, test_ctrl_single_server_node_not_overbooked,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
         test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting
