@@ -48,6 +48,8 @@ out = sys.argv[1]
 print("%-5s %-5s %-6s %7s %10s %10s %8s %8s" % ("exp", "round", "mode", "buckets", "R met", "within L", "L 1s", "L 200ms"))
 for f in sorted(glob.glob(os.path.join(out, "*-*-exp*", "**", "summary.json"), recursive=True)):
     rel = os.path.relpath(f, out).split(os.sep)
+    if "profile" in rel:
+        continue
     rnd, mode, exp = rel[0].split("-")
     d = json.load(open(f))
     w = d.get("windows") or {}
