@@ -647,19 +647,15 @@ static int rpass_cut(ctrl_t *c)
     return any;
 }
 
-/* Phase 4, the R pass, robust to capacity error (issue 14): a node holds
- * no more R-tokens than its conservative capacity for the `rem_s` seconds
- * left, and buckets whose demand sits on one node are placed first
- * (place_single), so a flexible bucket's R-tokens go there only into what
- * they leave: pShift then places the other buckets with a remaining
- * reservation and demand on the up nodes' conservative capacity left,
- * solved with `o`, and where that overflows a node holding single-server
- * buckets (rpass_cut) the flexible demands there are cut to fit and
- * pShift solves once more.  The allocation is summed per bucket and per
- * node.  On the way backlogged demands are raised to their floor and each
- * node's L candidates listed (nd->lcand); *any_l is set if there are any.
- * Fills buckets, pairs, phi, r_tokens and the R times of *rs.  Returns 0,
- * -ENOMEM or a pshift error. */
+/* Phase 4, the R pass, robust to capacity error (issue 14): single-server
+ * buckets first, then pShift (solved with `o`) for the others on the up
+ * nodes' conservative capacity for the `rem_s` seconds left (rpass_build),
+ * once more with cut demands where that overbooks a node holding
+ * single-server buckets (rpass_cut); the allocation is summed per bucket
+ * and per node.  On the way backlogged demands are raised to their floor
+ * and each node's L candidates listed (nd->lcand); *any_l is set if there
+ * are any.  Fills buckets, pairs, phi, r_tokens and the R times of *rs.
+ * Returns 0, -ENOMEM or a pshift error. */
 static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_result_t *rs,
                        int *any_l)
 {
