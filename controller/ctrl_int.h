@@ -120,6 +120,9 @@ typedef struct {
     size_t nout, capout;
     int pidx;              /* server index in this round's problems */
     int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
+    int64_t rcap;          /* R pass: conservative capacity left (tokens) */
+    double rcut;           /* R pass: factor on the flexible buckets' demands
+                              (< 1 when its single-server buckets need room) */
 } node_t;
 
 typedef struct {

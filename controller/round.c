@@ -589,17 +589,101 @@ static void place_single(ctrl_t *c, node_t *nd, int64_t cons, ctrl_result_t *rs)
     }
 }
 
-/* Phase 4, the R pass, robust to capacity error (issue 14): a node holds
- * no more R-tokens than its conservative capacity for the `rem_s` seconds
- * left, and buckets whose demand sits on one node are placed first
- * (place_single), so a flexible bucket's R-tokens go there only into what
- * they leave.  pShift then places the other buckets with a remaining
- * reservation and demand on the up nodes' conservative capacity left,
- * solved with `o`; their allocation is summed per bucket and per node.  On
- * the way backlogged demands are raised to their floor and each node's L
- * candidates listed (nd->lcand); *any_l is set if there are any.  Fills
- * buckets, pairs, phi, r_tokens and the R times of *rs.  Returns 0,
- * -ENOMEM or a pshift error. */
+/* Builds the R problem in c->rp from the demands of phase_rpass(): each up
+ * node's single-server buckets placed first (place_single) on its
+ * conservative capacity, pShift's server the capacity they leave, and the
+ * other buckets' demands there times the node's rcut (pairs cut to zero
+ * stay out).  Counts buckets and pairs into *rs.  Returns 0, -ENOMEM or a
+ * pshift error. */
+static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
+{
+    int rc;
+    pshift_problem_t *p = c->rp;
+    pshift_problem_clear(p);
+    for (size_t b = 0; b < c->nb; b++) {
+        c->b[b].pidx = -1;
+        c->b[b].rn = 0;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->pidx = -1;
+        if (!nd->up)
+            continue;
+        place_single(c, nd, nd->rcap, rs);
+        nd->pidx = pshift_add_server(p, NULL, nd->rcap - nd->load);
+        if (nd->pidx < 0)
+            return nd->pidx;
+        c->srv_node[nd->pidx] = i;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (!nd->up)
+            continue;
+        size_t ne = 0;
+        for (size_t k = 0; k < nd->nact; k++) {
+            work_t *w = &nd->work[k];
+            if (w->rk < 0 || c->b[w->b].nr == 1)
+                continue;
+            int64_t d = nd->rcut < 1 ? (int64_t)((double)w->demand * nd->rcut) : w->demand;
+            w->rk = 0;
+            if (d <= 0) {
+                w->rk = -1; /* cut: no R here */
+                continue;
+            }
+            bstate_t *bs = &c->b[w->b];
+            if (bs->pidx < 0) {
+                bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
+                if (bs->pidx < 0)
+                    return bs->pidx;
+                rs->buckets++;
+            }
+            c->eb[ne] = bs->pidx;
+            c->ed[ne++] = d;
+            /* Nodes are added in increasing server index, so this is the
+             * bucket's rn-th entry in pshift's order too. */
+            w->rk = bs->rn++;
+            rs->pairs++;
+        }
+        if ((rc = pshift_set_demands(p, nd->pidx, c->eb, c->ed, ne)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* After a solve: sets rcut on every up node whose single-server buckets
+ * and pShift's allocation there together exceed its conservative capacity
+ * (pShift places every bucket's reservation where it has demand, beyond
+ * capacity if need be), so that the flexible buckets' demands there fit in
+ * what the single-server buckets leave.  Returns nonzero if any was set. */
+static int rpass_cut(ctrl_t *c)
+{
+    int any = 0;
+    for (int s = 0; s < pshift_nservers(c->rp); s++) {
+        node_t *nd = &c->nodes[c->srv_node[s]];
+        int64_t room = nd->rcap - nd->load;
+        if (nd->load == 0 || pshift_server_load(c->rp, s) <= room)
+            continue;
+        int64_t dem = 0;
+        for (size_t k = 0; k < nd->nact; k++) {
+            const work_t *w = &nd->work[k];
+            if (w->rk >= 0 && c->b[w->b].nr != 1)
+                dem = ctrl__count_add(dem, w->demand);
+        }
+        nd->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
+        any = 1;
+    }
+    return any;
+}
+
+/* Phase 4, the R pass, robust to capacity error (issue 14): single-server
+ * buckets first, then pShift (solved with `o`) for the others on the up
+ * nodes' conservative capacity for the `rem_s` seconds left (rpass_build),
+ * once more with cut demands where that overbooks a node holding
+ * single-server buckets (rpass_cut); the allocation is summed per bucket
+ * and per node.  On the way backlogged demands are raised to their floor
+ * and each node's L candidates listed (nd->lcand); *any_l is set if there
+ * are any.  Fills buckets, pairs, phi, r_tokens and the R times of *rs.
+ * Returns 0, -ENOMEM or a pshift error. */
 static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_result_t *rs,
                        int *any_l)
 {
@@ -607,13 +691,18 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
     if (!c->rp && !(c->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = c->rp;
-    pshift_problem_clear(p);
     /* Demands, L candidates and which pairs want R (rk 0, counted in nr). */
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nlcand = 0;
         if (!nd->up)
             continue;
+        double capt = nd->cap.estimate * rem_s, cons = nd->cap.conservative * rem_s;
+        nd->capt = node_tokens(capt);
+        nd->rcap = node_tokens(cons);
+        if (nd->rcap > nd->capt)
+            nd->rcap = nd->capt;
+        nd->rcut = 1;
         for (size_t k = 0; k < nd->nact; k++) {
             work_t *w = &nd->work[k];
             w->rk = w->lk = -1;
@@ -635,53 +724,19 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
             }
         }
     }
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        nd->pidx = -1;
-        if (!nd->up)
-            continue;
-        double capt = nd->cap.estimate * rem_s, cons = nd->cap.conservative * rem_s;
-        nd->capt = node_tokens(capt);
-        int64_t ct = node_tokens(cons);
-        if (ct > nd->capt)
-            ct = nd->capt;
-        place_single(c, nd, ct, rs);
-        nd->pidx = pshift_add_server(p, NULL, ct - nd->load);
-        if (nd->pidx < 0)
-            return nd->pidx;
-        c->srv_node[nd->pidx] = i;
-    }
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        if (!nd->up)
-            continue;
-        size_t ne = 0;
-        for (size_t k = 0; k < nd->nact; k++) {
-            work_t *w = &nd->work[k];
-            if (w->rk != 0 || c->b[w->b].nr == 1)
-                continue;
-            bstate_t *bs = &c->b[w->b];
-            if (bs->pidx < 0) {
-                bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
-                if (bs->pidx < 0)
-                    return bs->pidx;
-                rs->buckets++;
-            }
-            c->eb[ne] = bs->pidx;
-            c->ed[ne++] = w->demand;
-            /* Nodes are added in increasing server index, so this is the
-             * bucket's rn-th entry in pshift's order too. */
-            w->rk = bs->rn++;
-            rs->pairs++;
-        }
-        if ((rc = pshift_set_demands(p, nd->pidx, c->eb, c->ed, ne)) < 0)
+    const ctrl_result_t rs0 = *rs;
+    double t = 0;
+    for (int round = 0; round < 2; round++) {
+        *rs = rs0;
+        if ((rc = rpass_build(c, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
+        t += pshift_stats(p)->t_total;
+        if (round > 0 || !rpass_cut(c))
+            break;
     }
-    if ((rc = pshift_solve(p, o)) < 0)
-        return rc;
     rs->phi = pshift_stats(p)->phi; /* + the single-server buckets' below */
-    rs->t_pshift += pshift_stats(p)->t_total;
-    rs->t_rpass = pshift_stats(p)->t_total;
+    rs->t_pshift += t;
+    rs->t_rpass = t;
     if (c->cfg.solve_hook)
         c->cfg.solve_hook(p, 0, rs->t_rpass, c->cfg.solve_hook_arg);
     /* Per bucket and per node totals straight from the solution (its

@@ -20,6 +20,8 @@
 #                    nodes with --weighted, so that round robin within the R
 #                    and L classes serves buckets in proportion to their
 #                    reservations (the paper: plain round robin)
+#   NODE_OPTS=       extra bqos-node options for every node (split on spaces;
+#                    e.g. "--pacing off --r-order rr": the paper's scheduler)
 #   ROWS=20          bucket rows in the printed table (0: all)
 #   CHECK=0          1: exit 1 unless at most 2% of the buckets miss their
 #                    reservation by more than 1% and none exceeds its limit by
@@ -65,6 +67,8 @@ start_nbd_nodes() {
       --policy "$pol" --outstanding "$OUTSTANDING" --io-time-us "$IO_TIME_US" --config "$cfg"
     [ "$ctl" = - ] || set -- "$@" --controller "$ctl" --capacity "$cap"
     [ "$WEIGHTED" = 1 ] && set -- "$@" --weighted
+    # shellcheck disable=SC2086
+    set -- "$@" ${NODE_OPTS:-}
     spawn "$LOGS/node-s$i-$pol.log" "$@"
     NODE_PIDS="$NODE_PIDS $SPAWNED"; NODE_PORTS="$NODE_PORTS $np"
     SERVER_ARGS="$SERVER_ARGS -s s$i=127.0.0.1:$np"

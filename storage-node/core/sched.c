@@ -14,9 +14,10 @@
 
 #define MIN_CAP 16
 
-/* The three searches a dispatch can make; also the "class" a weighted streak
- * belongs to (L and O share step 2). */
-enum { STEP_R = 0, STEP_L = 1, STEP_RR = 2 };
+/* The searches a dispatch can make; also the "class" a weighted streak
+ * belongs to (L and O share step 2).  STEP_A: pacing, R-tokens ahead of
+ * their pace (between steps 1 and 2). */
+enum { STEP_R = 0, STEP_L = 1, STEP_RR = 2, STEP_A = 3 };
 
 /* What enqueue and dispatch touch, in exactly one cache line: with 100,000
  * buckets the array is far larger than L2, so each extra line per bucket is
@@ -57,6 +58,8 @@ struct sched {
     strmap_t *names;        /* name -> index */
     bitset_t *elig_r;       /* queued > 0 && r > 0 */
     bitset_t *elig_l;       /* queued > 0 && l > 0 */
+    bitset_t *ahead;        /* pacing: queued > 0 && r > 0, out of R credit,
+                               and no limit or L credit to pay for it */
     bitset_t *pend;         /* queued > 0 */
     int next;               /* round-robin start, shared by steps 1 and 2 */
     int streak_b;           /* weighted: bucket being served in a row, or -1 */
@@ -95,9 +98,10 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->names = strmap_new();
     s->elig_r = bitset_new((size_t)s->cap);
     s->elig_l = bitset_new((size_t)s->cap);
+    s->ahead = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
     if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->wake || !s->urg ||
-        !s->names || !s->elig_r || !s->elig_l || !s->pend)
+        !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend)
         sched_destroy(&s);
     return s;
 }
@@ -120,6 +124,7 @@ void sched_destroy(sched_t **sp)
     strmap_destroy(&s->names);
     bitset_destroy(&s->elig_r);
     bitset_destroy(&s->elig_l);
+    bitset_destroy(&s->ahead);
     bitset_destroy(&s->pend);
     free(s);
     *sp = NULL;
@@ -163,7 +168,10 @@ static void r_off(sched_t *s, int b)
  * pacing) its credit as of the last refill.  A queued bucket held back by
  * credit in a class where it has tokens waits in `wake` until the earliest
  * such credit returns.  Stale credit only errs on "not yet", and its wake
- * time is exact (the rate is constant between grants). */
+ * time is exact (the rate is constant between grants).  A bucket held back
+ * by R credit is "ahead" of its R pace; it may still spend R-tokens when no
+ * bucket is R-eligible, if that passes no limit: it has none, or L credit
+ * pays for the IO. */
 static void refresh(sched_t *s, int b)
 {
     const bucket_t *k = &s->b[b];
@@ -172,17 +180,19 @@ static void refresh(sched_t *s, int b)
         bitset_clear(s->pend, i);
         r_off(s, b);
         bitset_clear(s->elig_l, i);
+        bitset_clear(s->ahead, i);
         if (s->pacing)
             iheap_remove(s->wake, b);
         return;
     }
     bitset_set(s->pend, i);
-    int r_ok = k->r > 0, l_ok = k->l > 0;
+    int r_ok = k->r > 0, l_ok = k->l > 0, ahead = 0;
     if (s->pacing) {
         const xbucket_t *x = &s->x[b];
         double wake = INFINITY;
         if (r_ok && pace_on(&x->r) && !pace_ready(&x->r)) {
             r_ok = 0;
+            ahead = 1;
             wake = pace_wake(&x->r);
         }
         if (l_ok && k->l != SCHED_UNLIMITED && pace_on(&x->l) && !pace_ready(&x->l)) {
@@ -190,6 +200,7 @@ static void refresh(sched_t *s, int b)
             double w = pace_wake(&x->l);
             wake = w < wake ? w : wake;
         }
+        ahead = ahead && l_ok;
         if (wake < INFINITY)
             iheap_set(s->wake, b, wake);
         else
@@ -203,6 +214,10 @@ static void refresh(sched_t *s, int b)
         bitset_set(s->elig_l, i);
     else
         bitset_clear(s->elig_l, i);
+    if (ahead)
+        bitset_set(s->ahead, i);
+    else
+        bitset_clear(s->ahead, i);
 }
 
 /* Makes room for one more bucket.  Returns 0 or -ENOMEM (nothing changed
@@ -245,7 +260,7 @@ static int grow(sched_t *s)
     free(s->b);
     s->b = nb;
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
-        bitset_resize(s->elig_l, (size_t)ncap) < 0 ||
+        bitset_resize(s->elig_l, (size_t)ncap) < 0 || bitset_resize(s->ahead, (size_t)ncap) < 0 ||
         bitset_resize(s->pend, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
         iheap_reserve(s->urg, (size_t)ncap) < 0)
         return -ENOMEM;
@@ -539,6 +554,12 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
                                                    : search(s, s->elig_r)) >= 0) {
             step = STEP_R; /* Step 1: pending and R-tokens */
             c = SCHED_CLASS_R;
+        } else if (s->pacing && (b = search(s, s->ahead)) >= 0) {
+            /* R-tokens ahead of their pace, before step 2: an R-token if
+             * the bucket has no limit, else an L-token (its credit then
+             * pays, and R and L stay on the limit's pace together) */
+            step = STEP_A;
+            c = s->b[b].l == SCHED_UNLIMITED ? SCHED_CLASS_R : SCHED_CLASS_L;
         } else {
             b = search(s, s->elig_l); /* Step 2: pending and L-tokens */
             step = STEP_L;
@@ -566,13 +587,15 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
     switch (c) {
     case SCHED_CLASS_R:
         k->served_r++;
-        if (s->r_order == SCHED_ORDER_URGENCY) {
-            /* stride scheduling: tickets = weight x R-tokens left */
-            s->vt = x->pass;
-            x->pass += 1.0 / ((double)s->weight[b] * (double)k->r);
+        if (step != STEP_A) { /* ahead: R credit and pass stay */
+            if (s->r_order == SCHED_ORDER_URGENCY) {
+                /* stride scheduling: tickets = weight x R-tokens left */
+                s->vt = x->pass;
+                x->pass += 1.0 / ((double)s->weight[b] * (double)k->r);
+            }
+            if (s->pacing)
+                take_credit(&x->r, now);
         }
-        if (s->pacing)
-            take_credit(&x->r, now);
         if (--k->r == 0 && !slow)
             bitset_clear(s->elig_r, (size_t)b);
         break;

@@ -31,7 +31,13 @@
  * at tokens / (until - now) per second, with a burst depth (pace.h); a
  * bucket out of credit leaves the ready bitmaps and goes back when its
  * credit returns (a min-heap keyed by that time; the caller asks
- * sched_next_ready() when to dispatch again).  Urgency
+ * sched_next_ready() when to dispatch again).  A bucket out of R credit
+ * that still holds R-tokens is "ahead" of its R pace: when no bucket is
+ * R-eligible it is served before step 2 (round robin), with an R-token if
+ * it has no limit, else with an L-token and L credit, so reserved capacity
+ * never goes to L or opportunistic work while a bucket with R-tokens that
+ * its limit lets run waits, and a limited bucket's R and L together stay
+ * on its limit's pace.  Urgency
  * (sched_set_r_order(), rr in a new scheduler): step 1 takes the R-eligible
  * bucket with the least stride-scheduling pass, tickets = weight x R-tokens
  * left, so backlogged buckets get R service in proportion to the R-tokens
