@@ -143,7 +143,7 @@ typedef struct {
     double arrivals;       /* over the up nodes, last interval */
     uint8_t prov;          /* its tokens are a provisional split (limited,
                               headroom left, no up node has reported it
-                              this period): see prov_walk() */
+                              this period): see ctrl__prov_walk() */
     uint8_t walk;          /* this computation (re)writes or revokes that
                               split on every node holding the bucket */
     uint8_t fresh;         /* ... and the split begins with it */
@@ -250,6 +250,18 @@ static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *
     if (g > ps->grant)
         ps->grant = g;
 }
+
+/* round.c: appends a token record (bucket b, R r, L l) for node nd.
+ * Returns 0 or -ENOMEM. */
+int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l);
+
+/* prov.c, steps of ctrl_compute() after both passes: ctrl__prov_plan()
+ * decides which limited buckets get a provisional split (headroom left,
+ * no up node has reported them this period, nothing placed) and returns
+ * nonzero if any split must be written or revoked; ctrl__prov_walk()
+ * writes those records.  It returns 0 or -ENOMEM. */
+int ctrl__prov_plan(ctrl_t *c, int forced);
+int ctrl__prov_walk(ctrl_t *c);
 
 /* plausible.c: counts a value of node nd's that the controller does not
  * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)

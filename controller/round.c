@@ -1,4 +1,4 @@
-/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, budgets, the R and L pShift passes, token records, provisional splits. */
+/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, budgets, the R and L pShift passes, token records (the provisional splits are in prov.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +15,9 @@
  *   phase_rpass      single-server buckets first, then the R problem
  *                    within the conservative capacities: build, solve
  *   phase_lpass      the L problem on the residual: build, solve, read back
- *   prov_plan        which limited buckets get a provisional split
+ *   prov_plan        which limited buckets get a provisional split (prov.c)
  *   phase_push       token records per up node
- *   prov_walk        the provisional splits' records
+ *   prov_walk        the provisional splits' records (prov.c)
  * The helpers of those phases come first. */
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -137,7 +137,7 @@ static inline void out_add(node_t *nd, uint32_t b, int64_t r, int64_t l)
     };
 }
 
-static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
 {
     int rc = out_reserve(nd, 1);
     if (rc == 0)
@@ -184,96 +184,6 @@ static void work_keep_demand(ctrl_t *c)
         for (size_t k = 0; k < nd->nact; k++)
             nd->push[nd->act[k]].demand = nd->work[k].demand;
     }
-}
-
-/* Decides, after both passes, which limited buckets get a provisional
- * split: headroom left, but no up node has reported the bucket this period
- * and the estimates placed nothing for it (so it holds nothing to spend
- * when its demand appears, e.g. in the first interval of a period).  Sets
- * bs->prov, and bs->walk where prov_walk() must (re)write the split (new,
- * or a forced round: period start, node or configuration change) or revoke
- * it (a report brought the bucket into the computation).  Returns nonzero
- * if any bucket needs a walk. */
-static int prov_plan(ctrl_t *c, int forced)
-{
-    int any = 0;
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        int was = bs->prov;
-        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->cnt[b] == 0 &&
-                   bs->ralloc == 0 && bs->lalloc == 0;
-        bs->walk = bs->prov ? (forced || !was) : was;
-        bs->fresh = bs->prov && !was;
-        any |= bs->walk;
-    }
-    return any;
-}
-
-/* Nonzero if pair pr (of a bucket no up node has reported this period) had
- * a report in the previous period. */
-static int prov_recent(const ctrl_t *c, const pair_t *pr)
-{
-    return pr->has_report && c->period > 0 && pr->period == c->period - 1;
-}
-
-/* Writes the provisional splits prov_plan() asked for.  A bucket's split
- * goes to the up nodes where it was reported in the previous period, or if
- * there are none to every up node that holds it: its remaining reservation
- * as R-tokens and the rest of its headroom as L-tokens, each divided evenly
- * (the first nodes get one more token each for the remainder), so R + L
- * over all nodes is exactly the headroom and the limit stays hard.  The
- * other nodes holding it get R 0 and L 0.  A revoked split is set to R 0
- * and L 0 on the nodes where the pair is not active (the passes wrote the
- * active ones).  Pairs written here stay off the active lists: the bucket,
- * not its pairs, is revisited.  Returns 0 or -ENOMEM. */
-static int prov_walk(ctrl_t *c)
-{
-    int rc;
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        if (!bs->walk)
-            continue;
-        int64_t n = 0, nrecent = 0;
-        for (int i = 0; i < c->nn && bs->prov; i++) {
-            node_t *nd = &c->nodes[i];
-            int j = ctrl__node_slot(nd, (size_t)b);
-            if (!nd->up || j < 0)
-                continue;
-            n++;
-            nrecent += prov_recent(c, &nd->pairs[j]);
-        }
-        int only_recent = nrecent > 0;
-        if (only_recent)
-            n = nrecent;
-        int64_t rt = bs->r_rem, lt = bs->head - bs->r_rem, idx = 0;
-        for (int i = 0; i < c->nn; i++) {
-            node_t *nd = &c->nodes[i];
-            int j = ctrl__node_slot(nd, (size_t)b);
-            if (!nd->up || j < 0)
-                continue;
-            pair_t *pr = &nd->pairs[j];
-            int64_t r = 0, l = 0;
-            int fresh = 0;
-            if (!bs->prov) {
-                if (nd->inact[j])
-                    continue;
-            } else if (!only_recent || prov_recent(c, pr)) {
-                r = rt / n + (idx < rt % n);
-                l = lt / n + (idx < lt % n);
-                idx++;
-                /* The node may have spent what we pushed before the split
-                 * began; only an unbroken split is known to be intact. */
-                fresh = bs->fresh;
-            }
-            pair_push_t *ps = &nd->push[j];
-            if (!fresh && ps->tok_r == r && ps->tok_l == l)
-                continue;
-            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
-                return rc;
-            ctrl__pushed(c, pr, ps, r, l);
-        }
-    }
-    return 0;
 }
 
 /* The first pass over up node nd's active pairs: adds their served
@@ -364,7 +274,7 @@ static int push_node(ctrl_t *c, node_t *nd)
         }
         /* Zero R and an L that cannot change by consumption (0 or
          * unlimited), same as last time: the node already holds it.
-         * A provisional split is written by prov_walk(). */
+         * A provisional split is written by ctrl__prov_walk(). */
         if (!bs->prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
@@ -842,7 +752,7 @@ static int phase_push(ctrl_t *c)
                 int64_t l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
                 if (ps->tok_r == 0 && ps->tok_l == l)
                     continue;
-                if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
+                if ((rc = ctrl__push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     return rc;
                 ctrl__pushed(c, &nd->pairs[j], ps, 0, l);
             }
@@ -885,10 +795,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     if ((rc = phase_lpass(c, any_l, &o, &rs)) < 0)
         goto out;
-    int any_walk = prov_plan(c, forced);
+    int any_walk = ctrl__prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
         goto out;
-    if (any_walk && (rc = prov_walk(c)) < 0)
+    if (any_walk && (rc = ctrl__prov_walk(c)) < 0)
         goto out;
     c->force = 0;
     c->st.computed++;
