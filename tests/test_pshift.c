@@ -190,10 +190,15 @@ static pshift_problem_t *random_problem(rng_x256_t *r)
     return p;
 }
 
-/* A check of p, a random problem solved with the default options: iter
- * numbers the instance, r is the generator it came from (for more random
- * input), ctx the test's own. */
-typedef void solved_check_fn(pshift_problem_t *p, rng_x256_t *r, int iter, void *ctx);
+/* A random problem solved with the default options, as handed to a check. */
+typedef struct {
+    pshift_problem_t *p;
+    int iter;      /* the instance's number */
+    rng_x256_t *r; /* the generator p came from, for more random input */
+    void *ctx;     /* the test's own */
+} solved_t;
+
+typedef void solved_check_fn(const solved_t *in);
 
 /* Draws n random problems from a generator seeded with seed, solves each with
  * the default options, checks it with check and destroys it. */
@@ -202,10 +207,10 @@ static void each_random_solved(uint64_t seed, int n, solved_check_fn *check, voi
     rng_x256_t r;
     rng_x256_seed(&r, seed);
     for (int iter = 0; iter < n; iter++) {
-        pshift_problem_t *p = random_problem(&r);
-        solve(p);
-        check(p, &r, iter, ctx);
-        pshift_problem_destroy(&p);
+        solved_t in = {.p = random_problem(&r), .iter = iter, .r = &r, .ctx = ctx};
+        solve(in.p);
+        check(&in);
+        pshift_problem_destroy(&in.p);
     }
 }
 
@@ -283,14 +288,14 @@ END_TEST
 
 /* The solution is valid and optimal (max-flow's Phi), the same with 2
  * threads, and never better approximated. */
-static void check_optimal(pshift_problem_t *p, rng_x256_t *r, int iter, void *ctx)
+static void check_optimal(const solved_t *in)
 {
-    (void)ctx;
+    pshift_problem_t *p = in->p;
     int64_t a1[64], a2[64];
     size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
     int64_t phi = check_solution(p);
     int64_t opt = maxflow_optimum(p);
-    ck_assert_msg(phi == opt, "instance %d: phi %lld, max-flow %lld", iter, (long long)phi,
+    ck_assert_msg(phi == opt, "instance %d: phi %lld, max-flow %lld", in->iter, (long long)phi,
                   (long long)opt);
     const pshift_stats_t *st = pshift_stats(p);
     ck_assert_int_le(st->phi_initial, st->phi);
@@ -302,11 +307,11 @@ static void check_optimal(pshift_problem_t *p, rng_x256_t *r, int iter, void *ct
     ck_assert_int_eq(pshift_solve(p, &o), 0);
     snapshot(p, a2);
     ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0,
-                  "instance %d: allocation differs for 1 and 2 threads", iter);
+                  "instance %d: allocation differs for 1 and 2 threads", in->iter);
     ck_assert_int_eq(pshift_stats(p)->phi, phi);
 
     o.threads = 1;
-    o.approx_top = 1 + rng_x256_below(r, 3);
+    o.approx_top = 1 + rng_x256_below(in->r, 3);
     ck_assert_int_eq(pshift_solve(p, &o), 0);
     int64_t aphi = check_solution(p);
     ck_assert_int_le(aphi, phi); /* exact is never worse */
@@ -356,15 +361,12 @@ START_TEST(test_pshift_clear_reuse)
 }
 END_TEST
 
-/* pshift_set_demands() records what pshift_set_demand() per pair would:
- * same solution on random problems; a bad index or demand records none. */
 /* p's demands recorded into a copy of its shape with pshift_set_demands(),
  * server by server (the controller's order), zero demands included, solve
  * to p's allocation. */
-static void check_batch_demands(pshift_problem_t *p, rng_x256_t *r, int iter, void *ctx)
+static void check_batch_demands(const solved_t *in)
 {
-    (void)r;
-    (void)ctx;
+    const pshift_problem_t *p = in->p;
     int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
     pshift_problem_t *q = copy_shape(p);
     for (int s = 0; s < ns; s++) {
@@ -378,10 +380,12 @@ static void check_batch_demands(pshift_problem_t *p, rng_x256_t *r, int iter, vo
         ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
     }
     solve(q);
-    expect_same_allocs(p, q, iter);
+    expect_same_allocs(p, q, in->iter);
     pshift_problem_destroy(&q);
 }
 
+/* pshift_set_demands() records what pshift_set_demand() per pair would:
+ * same solution on random problems; a bad index or demand records none. */
 START_TEST(test_pshift_set_demands_batch)
 {
     each_random_solved(11, 300, check_batch_demands, NULL);
@@ -407,11 +411,10 @@ END_TEST
  * (server lists built) or not. */
 /* pshift_tms() for every pair of p's servers is the sum the definition
  * gives; ctx counts the instances that did not shift ([0]) and did ([1]). */
-static void check_tms(pshift_problem_t *p, rng_x256_t *r, int iter, void *ctx)
+static void check_tms(const solved_t *in)
 {
-    (void)r;
-    (void)iter;
-    int *seen = ctx;
+    const pshift_problem_t *p = in->p;
+    int *seen = in->ctx;
     int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
     seen[pshift_stats(p)->shifts > 0]++;
     for (int j = 0; j < ns; j++)
@@ -490,14 +493,13 @@ END_TEST
 
 /* The residual problem of p with random targets has p's spare capacities and
  * unallocated demands, and solves to its max-flow optimum. */
-static void check_residual(pshift_problem_t *p, rng_x256_t *r, int iter, void *ctx)
+static void check_residual(const solved_t *in)
 {
-    (void)iter;
-    (void)ctx;
+    const pshift_problem_t *p = in->p;
     int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
     int64_t targets[16];
     for (int b = 0; b < nb; b++)
-        targets[b] = rng_x256_below(r, 4) == 0 ? INT64_MAX : (int64_t)rng_x256_below(r, 30);
+        targets[b] = rng_x256_below(in->r, 4) == 0 ? INT64_MAX : (int64_t)rng_x256_below(in->r, 30);
     pshift_problem_t *q = pshift_residual_new(p, targets);
     ck_assert_ptr_nonnull(q);
     ck_assert_int_eq(pshift_nservers(q), ns);
