@@ -190,6 +190,43 @@ static pshift_problem_t *random_problem(rng_x256_t *r)
     return p;
 }
 
+/* A random problem solved with the default options, as handed to a check. */
+typedef struct {
+    pshift_problem_t *p;
+    int iter;      /* the instance's number */
+    rng_x256_t *r; /* the generator p came from, for more random input */
+    void *ctx;     /* the test's own */
+} solved_t;
+
+typedef void solved_check_fn(const solved_t *in);
+
+/* Draws n random problems from a generator seeded with seed, solves each with
+ * the default options, checks it with check and destroys it. */
+static void each_random_solved(uint64_t seed, int n, solved_check_fn *check, void *ctx)
+{
+    rng_x256_t r;
+    rng_x256_seed(&r, seed);
+    for (int iter = 0; iter < n; iter++) {
+        solved_t in = {.p = random_problem(&r), .iter = iter, .r = &r, .ctx = ctx};
+        solve(in.p);
+        check(&in);
+        pshift_problem_destroy(&in.p);
+    }
+}
+
+/* A new problem with p's servers and buckets (capacities and targets) and no
+ * demands; the test destroys it. */
+static pshift_problem_t *copy_shape(const pshift_problem_t *p)
+{
+    pshift_problem_t *q = pshift_problem_new();
+    ck_assert_ptr_nonnull(q);
+    for (int s = 0; s < pshift_nservers(p); s++)
+        ck_assert_int_eq(pshift_add_server(q, NULL, pshift_server_capacity(p, s)), s);
+    for (int b = 0; b < pshift_nbuckets(p); b++)
+        ck_assert_int_eq(pshift_add_bucket(q, NULL, pshift_bucket_target(p, b)), b);
+    return q;
+}
+
 static void snapshot(const pshift_problem_t *p, int64_t *out)
 {
     size_t n = 0;
@@ -249,39 +286,40 @@ START_TEST(test_pshift_initial_allocation)
 }
 END_TEST
 
+/* The solution is valid and optimal (max-flow's Phi), the same with 2
+ * threads, and never better approximated. */
+static void check_optimal(const solved_t *in)
+{
+    pshift_problem_t *p = in->p;
+    int64_t a1[64], a2[64];
+    size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
+    int64_t phi = check_solution(p);
+    int64_t opt = maxflow_optimum(p);
+    ck_assert_msg(phi == opt, "instance %d: phi %lld, max-flow %lld", in->iter, (long long)phi,
+                  (long long)opt);
+    const pshift_stats_t *st = pshift_stats(p);
+    ck_assert_int_le(st->phi_initial, st->phi);
+    ck_assert_int_le(st->weak_excess_final, st->weak_excess_initial);
+    snapshot(p, a1);
+
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.threads = 2;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    snapshot(p, a2);
+    ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0,
+                  "instance %d: allocation differs for 1 and 2 threads", in->iter);
+    ck_assert_int_eq(pshift_stats(p)->phi, phi);
+
+    o.threads = 1;
+    o.approx_top = 1 + rng_x256_below(in->r, 3);
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    int64_t aphi = check_solution(p);
+    ck_assert_int_le(aphi, phi); /* exact is never worse */
+}
+
 START_TEST(test_pshift_random_optimal)
 {
-    rng_x256_t r;
-    rng_x256_seed(&r, 42);
-    int64_t a1[64], a2[64];
-    for (int iter = 0; iter < 3000; iter++) {
-        pshift_problem_t *p = random_problem(&r);
-        size_t cells = (size_t)pshift_nbuckets(p) * (size_t)pshift_nservers(p);
-        pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
-        int64_t phi = check_solution(p);
-        int64_t opt = maxflow_optimum(p);
-        ck_assert_msg(phi == opt, "instance %d: phi %lld, max-flow %lld", iter,
-                      (long long)phi, (long long)opt);
-        const pshift_stats_t *st = pshift_stats(p);
-        ck_assert_int_le(st->phi_initial, st->phi);
-        ck_assert_int_le(st->weak_excess_final, st->weak_excess_initial);
-        snapshot(p, a1);
-
-        o.threads = 2;
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
-        snapshot(p, a2);
-        ck_assert_msg(memcmp(a1, a2, cells * sizeof *a1) == 0,
-                      "instance %d: allocation differs for 1 and 2 threads", iter);
-        ck_assert_int_eq(pshift_stats(p)->phi, phi);
-
-        o.threads = 1;
-        o.approx_top = 1 + rng_x256_below(&r, 3);
-        ck_assert_int_eq(pshift_solve(p, &o), 0);
-        int64_t aphi = check_solution(p);
-        ck_assert_int_le(aphi, phi); /* exact is never worse */
-        pshift_problem_destroy(&p);
-    }
+    each_random_solved(42, 3000, check_optimal, NULL);
 }
 END_TEST
 
@@ -323,38 +361,34 @@ START_TEST(test_pshift_clear_reuse)
 }
 END_TEST
 
+/* p's demands recorded into a copy of its shape with pshift_set_demands(),
+ * server by server (the controller's order), zero demands included, solve
+ * to p's allocation. */
+static void check_batch_demands(const solved_t *in)
+{
+    const pshift_problem_t *p = in->p;
+    int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+    pshift_problem_t *q = copy_shape(p);
+    for (int s = 0; s < ns; s++) {
+        int32_t bi[16];
+        int64_t d[16];
+        size_t n = 0;
+        for (int b = 0; b < nb; b++) {
+            bi[n] = b;
+            d[n++] = demand_of(p, b, s);
+        }
+        ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
+    }
+    solve(q);
+    expect_same_allocs(p, q, in->iter);
+    pshift_problem_destroy(&q);
+}
+
 /* pshift_set_demands() records what pshift_set_demand() per pair would:
  * same solution on random problems; a bad index or demand records none. */
 START_TEST(test_pshift_set_demands_batch)
 {
-    rng_x256_t r;
-    rng_x256_seed(&r, 11);
-    for (int iter = 0; iter < 300; iter++) {
-        pshift_problem_t *p = random_problem(&r);
-        int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
-        solve(p); /* its entries readable */
-        pshift_problem_t *q = pshift_problem_new();
-        ck_assert_ptr_nonnull(q);
-        for (int s = 0; s < ns; s++)
-            ck_assert_int_eq(pshift_add_server(q, NULL, pshift_server_capacity(p, s)), s);
-        for (int b = 0; b < nb; b++)
-            ck_assert_int_eq(pshift_add_bucket(q, NULL, pshift_bucket_target(p, b)), b);
-        /* Server by server (the controller's order), zero demands included. */
-        for (int s = 0; s < ns; s++) {
-            int32_t bi[16];
-            int64_t d[16];
-            size_t n = 0;
-            for (int b = 0; b < nb; b++) {
-                bi[n] = b;
-                d[n++] = demand_of(p, b, s);
-            }
-            ck_assert_int_eq(pshift_set_demands(q, s, bi, d, n), 0);
-        }
-        solve(q);
-        expect_same_allocs(p, q, iter);
-        pshift_problem_destroy(&p);
-        pshift_problem_destroy(&q);
-    }
+    each_random_solved(11, 300, check_batch_demands, NULL);
     pshift_problem_t *q = pshift_problem_new();
     ck_assert_int_eq(pshift_add_server(q, NULL, 10), 0);
     ck_assert_int_eq(pshift_add_bucket(q, NULL, 10), 0);
@@ -375,32 +409,33 @@ END_TEST
 /* pshift_tms() of a solved problem is the sum over buckets of what one
  * prudent transfer can move from server j to k, whether the solve shifted
  * (server lists built) or not. */
+/* pshift_tms() for every pair of p's servers is the sum the definition
+ * gives; ctx counts the instances that did not shift ([0]) and did ([1]). */
+static void check_tms(const solved_t *in)
+{
+    const pshift_problem_t *p = in->p;
+    int *seen = in->ctx;
+    int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+    seen[pshift_stats(p)->shifts > 0]++;
+    for (int j = 0; j < ns; j++)
+        for (int k = 0; k < ns; k++) {
+            int64_t want = 0;
+            for (int b = 0; b < nb && j != k; b++) {
+                int64_t aj, dk, ak;
+                if (entry_on(p, b, j, NULL, &aj) && entry_on(p, b, k, &dk, &ak) && aj > 0 &&
+                    dk - ak > 0)
+                    want += aj < dk - ak ? aj : dk - ak;
+            }
+            ck_assert_int_eq(pshift_tms(p, j, k), want);
+        }
+}
+
 START_TEST(test_pshift_tms_matches_definition)
 {
-    rng_x256_t r;
-    rng_x256_seed(&r, 13);
-    int shifted = 0, unshifted = 0;
-    for (int iter = 0; iter < 400; iter++) {
-        pshift_problem_t *p = random_problem(&r);
-        solve(p);
-        int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
-        shifted += pshift_stats(p)->shifts > 0;
-        unshifted += pshift_stats(p)->shifts == 0;
-        for (int j = 0; j < ns; j++)
-            for (int k = 0; k < ns; k++) {
-                int64_t want = 0;
-                for (int b = 0; b < nb && j != k; b++) {
-                    int64_t aj, dk, ak;
-                    if (entry_on(p, b, j, NULL, &aj) && entry_on(p, b, k, &dk, &ak) && aj > 0 &&
-                        dk - ak > 0)
-                        want += aj < dk - ak ? aj : dk - ak;
-                }
-                ck_assert_int_eq(pshift_tms(p, j, k), want);
-            }
-        pshift_problem_destroy(&p);
-    }
-    ck_assert_int_gt(shifted, 0);
-    ck_assert_int_gt(unshifted, 0);
+    int seen[2] = {0, 0};
+    each_random_solved(13, 400, check_tms, seen);
+    ck_assert_int_gt(seen[0], 0); /* unshifted */
+    ck_assert_int_gt(seen[1], 0); /* shifted */
 }
 END_TEST
 
@@ -456,36 +491,37 @@ START_TEST(test_pshift_initial_largest_remainders)
 }
 END_TEST
 
+/* The residual problem of p with random targets has p's spare capacities and
+ * unallocated demands, and solves to its max-flow optimum. */
+static void check_residual(const solved_t *in)
+{
+    const pshift_problem_t *p = in->p;
+    int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
+    int64_t targets[16];
+    for (int b = 0; b < nb; b++)
+        targets[b] = rng_x256_below(in->r, 4) == 0 ? INT64_MAX : (int64_t)rng_x256_below(in->r, 30);
+    pshift_problem_t *q = pshift_residual_new(p, targets);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(pshift_nservers(q), ns);
+    ck_assert_int_eq(pshift_nbuckets(q), nb);
+    solve(q);
+    for (int s = 0; s < ns; s++) {
+        int64_t spare = pshift_server_capacity(p, s) - pshift_server_load(p, s);
+        ck_assert_int_eq(pshift_server_capacity(q, s), spare > 0 ? spare : 0);
+    }
+    for (int b = 0; b < nb; b++) {
+        ck_assert_int_eq(pshift_bucket_target(q, b), targets[b]);
+        for (int s = 0; s < ns; s++)
+            ck_assert_int_eq(demand_of(q, b, s), demand_of(p, b, s) - pshift_alloc(p, b, s));
+    }
+    int64_t phi = check_solution(q);
+    ck_assert_int_eq(phi, maxflow_optimum(q));
+    pshift_problem_destroy(&q);
+}
+
 START_TEST(test_pshift_residual)
 {
-    rng_x256_t r;
-    rng_x256_seed(&r, 7);
-    for (int iter = 0; iter < 1000; iter++) {
-        pshift_problem_t *p = random_problem(&r);
-        int ns = pshift_nservers(p), nb = pshift_nbuckets(p);
-        solve(p);
-        int64_t targets[16];
-        for (int b = 0; b < nb; b++)
-            targets[b] = rng_x256_below(&r, 4) == 0 ? INT64_MAX : (int64_t)rng_x256_below(&r, 30);
-        pshift_problem_t *q = pshift_residual_new(p, targets);
-        ck_assert_ptr_nonnull(q);
-        ck_assert_int_eq(pshift_nservers(q), ns);
-        ck_assert_int_eq(pshift_nbuckets(q), nb);
-        solve(q);
-        for (int s = 0; s < ns; s++) {
-            int64_t spare = pshift_server_capacity(p, s) - pshift_server_load(p, s);
-            ck_assert_int_eq(pshift_server_capacity(q, s), spare > 0 ? spare : 0);
-        }
-        for (int b = 0; b < nb; b++) {
-            ck_assert_int_eq(pshift_bucket_target(q, b), targets[b]);
-            for (int s = 0; s < ns; s++)
-                ck_assert_int_eq(demand_of(q, b, s), demand_of(p, b, s) - pshift_alloc(p, b, s));
-        }
-        int64_t phi = check_solution(q);
-        ck_assert_int_eq(phi, maxflow_optimum(q));
-        pshift_problem_destroy(&q);
-        pshift_problem_destroy(&p);
-    }
+    each_random_solved(7, 1000, check_residual, NULL);
 }
 END_TEST
 

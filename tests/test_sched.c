@@ -75,34 +75,54 @@ static void expect_none(sched_t *s)
     ck_assert_ptr_null(sched_dispatch(s, 0, NULL));
 }
 
-/* Builds a scheduler with buckets "b0".."b{n-1}". */
-static sched_t *make(sched_policy_t p, int weighted, int n)
+/* Adds buckets "b0".."b{n-1}" to s, which has none. */
+static void add_buckets(sched_t *s, int n)
 {
-    pool_used = 0;
-    sched_t *s = sched_new(p, weighted);
-    ck_assert_ptr_nonnull(s);
     for (int i = 0; i < n; i++) {
         char name[16];
         snprintf(name, sizeof(name), "b%d", i);
         ck_assert_int_eq(sched_add_bucket(s, name, 1), i);
     }
+}
+
+/* Builds a scheduler with buckets "b0".."b{n-1}", for the tests that need
+ * another configuration than the fixture's. */
+static sched_t *make(sched_policy_t p, int weighted, int n)
+{
+    sched_t *s = sched_new(p, weighted);
+    ck_assert_ptr_nonnull(s);
+    add_buckets(s, n);
     return s;
 }
 
-/* Two buckets under the token policy; bucket 0 has r R-tokens and l
- * L-tokens (no horizon) and n requests queued. */
-static sched_t *backlogged0(int64_t r, int64_t l, int n)
+/* The fixture: most tests work on s, an unweighted scheduler under the token
+ * policy, with no buckets and the request pool empty. */
+static sched_t *s;
+
+static void setup(void)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    pool_used = 0;
+    s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_ptr_nonnull(s);
+}
+
+static void teardown(void)
+{
+    sched_destroy(&s);
+}
+
+/* Gives s two buckets; bucket 0 has r R-tokens and l L-tokens (no horizon)
+ * and n requests queued. */
+static void backlogged0(int64_t r, int64_t l, int n)
+{
+    add_buckets(s, 2);
     ck_assert_int_eq(sched_set_tokens(s, 0, r, l, INFINITY, 0), 0);
     enq(s, 0, n);
-    return s;
 }
 
 START_TEST(test_sched_bad_args)
 {
     ck_assert_ptr_null(sched_new((sched_policy_t)7, 0));
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 0);
     char long_name[252];
     memset(long_name, 'x', sizeof(long_name) - 1);
     long_name[251] = '\0';
@@ -162,12 +182,11 @@ END_TEST
 
 START_TEST(test_sched_fifo_within_bucket)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 1);
+    add_buckets(s, 1);
     enq(s, 0, 5);
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(expect(s, 0, SCHED_CLASS_O)->id, i);
     expect_none(s);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -175,20 +194,19 @@ END_TEST
  * then the unlimited buckets share in round robin (class O). */
 START_TEST(test_sched_r_before_l)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 2);
+    add_buckets(s, 2);
     ck_assert_int_eq(sched_set_tokens(s, 1, 2, U, INFINITY, 0), 0);
     enq(s, 0, 3);
     enq(s, 1, 3);
     expect_order(s, "R1 R1 O0 O1 O0 O0");
     expect_none(s);
-    sched_destroy(&s);
 }
 END_TEST
 
 /* Round robin in index order from `next`, wrapping; next = chosen + 1. */
 START_TEST(test_sched_round_robin_next)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 4);
+    add_buckets(s, 4);
     for (int b = 0; b < 4; b++) {
         ck_assert_int_eq(sched_set_tokens(s, b, 100, U, INFINITY, 0), 0);
         enq(s, b, 2);
@@ -213,7 +231,6 @@ START_TEST(test_sched_round_robin_next)
     enq(s, 0, 1);
     enq(s, 4, 1);
     expect_order(s, "R4 R0"); /* next was 4 after serving 3 */
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -221,7 +238,7 @@ END_TEST
  * L-class round robin along too. */
 START_TEST(test_sched_next_shared_by_steps)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 4);
+    add_buckets(s, 4);
     ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0, INFINITY, 0), 0); /* one R, no L */
     ck_assert_int_eq(sched_set_tokens(s, 3, 1, 0, INFINITY, 0), 0);
     enq(s, 0, 5);
@@ -232,7 +249,6 @@ START_TEST(test_sched_next_shared_by_steps)
     /* R first (next = 4, wraps); then 1, not 2: the R dispatch moved next
      * past it. */
     expect_order(s, "R3 O1 O2 O1");
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -240,7 +256,7 @@ END_TEST
  * if it is the only one backlogged. */
 START_TEST(test_sched_no_service_without_l_tokens)
 {
-    sched_t *s = backlogged0(0, 0, 3);
+    backlogged0(0, 0, 3);
     for (int i = 0; i < 10; i++)
         expect_none(s);
     ck_assert_int_eq(sched_set_tokens(s, 0, 0, 1, INFINITY, 0), 0);
@@ -254,7 +270,6 @@ START_TEST(test_sched_no_service_without_l_tokens)
     ck_assert_uint_eq(st.queued, 2);
     ck_assert_uint_eq(st.served_l, 1);
     ck_assert_int_eq(st.l_tokens, 0);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -262,7 +277,7 @@ END_TEST
  * unlimited bucket's L count is never touched. */
 START_TEST(test_sched_token_decrement)
 {
-    sched_t *s = backlogged0(3, 5, 10);
+    backlogged0(3, 5, 10);
     for (int i = 0; i < 3; i++)
         expect(s, 0, SCHED_CLASS_R);
     sched_bucket_stats_t st = stats(s, 0);
@@ -284,14 +299,13 @@ START_TEST(test_sched_token_decrement)
     ck_assert_int_eq(st.r_tokens, 0);
     ck_assert_int_eq(st.l_tokens, U);
     ck_assert_uint_eq(st.served_o, 2);
-    sched_destroy(&s);
 }
 END_TEST
 
 /* set_tokens replaces counts at once, while requests keep flowing. */
 START_TEST(test_sched_token_replacement)
 {
-    sched_t *s = backlogged0(5, 0, 20);
+    backlogged0(5, 0, 20);
     enq(s, 1, 20);
     expect_order(s, "R0 R0");
     ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0, INFINITY, 0), 0); /* replaced, not added */
@@ -305,7 +319,6 @@ START_TEST(test_sched_token_replacement)
     ck_assert_int_eq(sched_set_tokens(s, 0, 3, U, INFINITY, 0), 0);
     ck_assert_int_eq(sched_set_tokens(s, 0, 0, 0, INFINITY, 0), 0);
     expect_none(s);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -368,7 +381,7 @@ END_TEST
  * routed where sched_set_new_route() says. */
 START_TEST(test_sched_route_pays_the_targets_tokens)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3); /* b0 plays `default` */
+    add_buckets(s, 3); /* b0 plays `default` */
     ck_assert_int_eq(sched_route(s, 1), 1);
     enq(s, 1, 2);                                 /* waiting before the route */
     ck_assert_int_eq(sched_set_tokens(s, 0, 0, 3, INFINITY, 0), 0);
@@ -412,7 +425,6 @@ START_TEST(test_sched_route_pays_the_targets_tokens)
     ck_assert_int_eq(sched_set_route(s, 1, 9), -EINVAL);
     ck_assert_int_eq(sched_set_new_route(s, 9), -EINVAL);
     ck_assert_int_eq(sched_route(s, 9), -EINVAL);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -451,7 +463,7 @@ static void drained(sched_item_t *it, void *arg)
 
 START_TEST(test_sched_drain_and_remove)
 {
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3);
+    add_buckets(s, 3);
     enq(s, 0, 4); /* ids 0..3 */
     enq(s, 2, 2); /* ids 4..5 */
     ck_assert_int_eq(sched_remove(s, &pool[1].item), 0); /* middle */
@@ -496,13 +508,12 @@ START_TEST(test_sched_drain_and_remove)
     /* Usable afterwards; NULL callback allowed. */
     enq(s, 1, 2);
     ck_assert_uint_eq(sched_drain(s, NULL, NULL), 2);
-    sched_destroy(&s);
 }
 END_TEST
 
 START_TEST(test_sched_counters_and_period)
 {
-    sched_t *s = backlogged0(2, 1, 5);
+    backlogged0(2, 1, 5);
     enq(s, 1, 1);
     expect_order(s, "R0 R0 O1 L0");
     expect_none(s);
@@ -538,7 +549,6 @@ START_TEST(test_sched_counters_and_period)
     expect(s, 0, SCHED_CLASS_R);
     st = stats(s, 0);
     ck_assert_uint_eq(st.served_r, 1);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -755,7 +765,6 @@ END_TEST
 START_TEST(test_sched_many_buckets)
 {
     enum { N = 100000 };
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
     char name[32];
     for (int i = 0; i < N; i++) {
         int n = snprintf(name, sizeof(name), "tenant-%d", i);
@@ -773,7 +782,6 @@ START_TEST(test_sched_many_buckets)
     expect(s, 5, SCHED_CLASS_O);
     expect(s, 64, SCHED_CLASS_O);
     expect_none(s);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -785,7 +793,7 @@ START_TEST(test_sched_out_of_memory)
 {
     if (testlib_oom_skip())
         return;
-    sched_t *s = make(SCHED_POLICY_TOKENS, 0, 3);
+    add_buckets(s, 3);
     enq(s, 1, 2);
     struct rlimit old;
     testlib_limit_memory((size_t)48 << 20, &old);
@@ -813,7 +821,6 @@ START_TEST(test_sched_out_of_memory)
     expect_none(s);
     snprintf(name, sizeof(name), "oom-bucket-%d", i);
     ck_assert_int_eq(sched_add_bucket(s, name, 1), i);
-    sched_destroy(&s);
 }
 END_TEST
 
@@ -829,6 +836,6 @@ int main(void)
         test_sched_experiment3_rr_ratio, test_sched_matches_linear_scan_model,
         test_sched_many_buckets, test_sched_out_of_memory
     };
-    const testlib_case_t c = {.name = "sched", .timeout = 60};
+    const testlib_case_t c = {.name = "sched", .timeout = 60, .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -264,6 +264,36 @@ START_TEST(test_sim_run_deterministic_across_threads)
 }
 END_TEST
 
+/* What a test checks of the result r of running m, the model of c, under
+ * policy p. */
+typedef void result_check_fn(const sim_config_t *c, const sim_model_t *m, sim_policy_t p,
+                             const sim_result_t *r);
+
+/* Runs the model of c under each of the n policies pol[] with opts o (NULL:
+ * the defaults) and checks each result with check. */
+static void run_each(const sim_config_t *c, const sim_policy_t *pol, size_t n,
+                     const sim_run_opts_t *o, result_check_fn *check)
+{
+    sim_model_t *m = generate(c);
+    for (size_t i = 0; i < n; i++) {
+        sim_result_t *r = run(m, pol[i], o);
+        check(c, m, pol[i], r);
+        sim_result_destroy(&r);
+    }
+    sim_model_destroy(&m);
+}
+
+/* Every reservation met, except under rr; pshift solves once an interval. */
+static void meets_unless_rr(const sim_config_t *c, const sim_model_t *m, sim_policy_t p,
+                            const sim_result_t *r)
+{
+    (void)m;
+    ck_assert_msg(p != SIM_POLICY_RR ? r->meet99 == 1.0 : r->meet99 < 1.0, "%s: meet99 %g",
+                  sim_policy_name(p), r->meet99);
+    if (p == SIM_POLICY_PSHIFT)
+        ck_assert_uint_eq(r->rounds, (uint64_t)c->periods * c->intervals);
+}
+
 /* 70% of the capacity reserved, skewed reservations, no demand changes:
  * static tokens and pshift meet every reservation; rr, which ignores
  * reservations, does not. */
@@ -271,63 +301,52 @@ START_TEST(test_sim_run_policies_meet_easy_reservations)
 {
     sim_config_t c = steady(0.7);
     c.res_zipf = 1.2;
-    sim_model_t *m = generate(&c);
-    static const struct {
-        sim_policy_t policy;
-        int meets;
-    } want[] = {{SIM_POLICY_STATIC, 1}, {SIM_POLICY_PSHIFT, 1}, {SIM_POLICY_RR, 0}};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        sim_result_t *r = run(m, want[i].policy, NULL);
-        ck_assert_msg(want[i].meets ? r->meet99 == 1.0 : r->meet99 < 1.0, "%s: meet99 %g",
-                      sim_policy_name(want[i].policy), r->meet99);
-        if (want[i].policy == SIM_POLICY_PSHIFT)
-            ck_assert_uint_eq(r->rounds, (uint64_t)c.periods * c.intervals);
-        sim_result_destroy(&r);
-    }
-    sim_model_destroy(&m);
+    static const sim_policy_t pol[] = {SIM_POLICY_STATIC, SIM_POLICY_PSHIFT, SIM_POLICY_RR};
+    run_each(&c, pol, sizeof pol / sizeof pol[0], NULL, meets_unless_rr);
 }
 END_TEST
+
+/* The window counts match the layout (T = 1 s: 1 long and 5 short windows
+ * per bucket and measured period), and policy p holds the limits as
+ * test_sim_run_limits_hold_per_window says. */
+static void limits_by_policy(const sim_config_t *c, const sim_model_t *m, sim_policy_t p,
+                             const sim_result_t *r)
+{
+    ck_assert(m->buckets[0].limit >= 1.5 * m->buckets[0].reservation);
+    const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
+    uint64_t nb = (uint64_t)c->buckets * (uint64_t)(c->periods - c->warmup);
+    ck_assert_uint_eq(wl->windows, nb);
+    ck_assert_uint_eq(ws->windows, 5 * nb);
+    ck_assert_uint_eq(wl->l_windows, nb);
+    ck_assert_uint_eq(wl->r_windows, nb); /* demand 3 x R: always counted */
+    if (p == SIM_POLICY_RR) {
+        ck_assert_msg(wl->l_worst > 1.5, "rr: %g", wl->l_worst);
+    } else if (p == SIM_POLICY_PSHIFT_PACED) {
+        ck_assert_msg(wl->l_worst <= 1.05 && ws->l_worst <= 1.25, "paced: %g %g", wl->l_worst,
+                      ws->l_worst);
+        ck_assert_msg(ws->r_share >= 0.99, "paced: %g", ws->r_share);
+    } else {
+        ck_assert_msg(ws->l_worst > 1.5, "%s: %g", sim_policy_name(p), ws->l_worst);
+        ck_assert_msg(wl->l_worst <= 1.02, "%s: %g", sim_policy_name(p), wl->l_worst);
+        ck_assert_msg(wl->r_share >= 0.9, "%s: %g", sim_policy_name(p), wl->r_share);
+    }
+}
 
 /* Limits at 1.5 x reservation, demand 3 x reservation, half the capacity
  * reserved: every token policy keeps each bucket within its limit over
  * every 1 s window (= the period here); rr, with no tokens, lets buckets run
  * far over theirs.  Only the paced scheduler also holds the limit over
  * 200 ms windows (issue 14: 1.25 x L pro rata) and serves R in each of them;
- * the others spend a period's tokens in bursts.  The window counts match
- * the layout (T = 1 s: 1 long and 5 short windows per bucket and measured
- * period). */
+ * the others spend a period's tokens in bursts. */
 START_TEST(test_sim_run_limits_hold_per_window)
 {
     sim_config_t c = steady(0.5);
     c.demand = 3;
     c.limit = 1.5;
-    sim_model_t *m = generate(&c);
-    ck_assert(m->buckets[0].limit >= 1.5 * m->buckets[0].reservation);
     static const sim_policy_t pol[] = {SIM_POLICY_RR, SIM_POLICY_STATIC, SIM_POLICY_PSHIFT,
                                        SIM_POLICY_PSHIFT_PACED, SIM_POLICY_CLAIRVOYANT};
-    sim_run_opts_t o = {.burst_s = SIM_BURST_DEFAULT};
-    for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) {
-        sim_result_t *r = run(m, pol[i], &o);
-        const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
-        uint64_t nb = (uint64_t)c.buckets * (uint64_t)(c.periods - c.warmup);
-        ck_assert_uint_eq(wl->windows, nb);
-        ck_assert_uint_eq(ws->windows, 5 * nb);
-        ck_assert_uint_eq(wl->l_windows, nb);
-        ck_assert_uint_eq(wl->r_windows, nb); /* demand 3 x R: always counted */
-        if (pol[i] == SIM_POLICY_RR) {
-            ck_assert_msg(wl->l_worst > 1.5, "rr: %g", wl->l_worst);
-        } else if (pol[i] == SIM_POLICY_PSHIFT_PACED) {
-            ck_assert_msg(wl->l_worst <= 1.05 && ws->l_worst <= 1.25, "paced: %g %g", wl->l_worst,
-                          ws->l_worst);
-            ck_assert_msg(ws->r_share >= 0.99, "paced: %g", ws->r_share);
-        } else {
-            ck_assert_msg(ws->l_worst > 1.5, "%s: %g", sim_policy_name(pol[i]), ws->l_worst);
-            ck_assert_msg(wl->l_worst <= 1.02, "%s: %g", sim_policy_name(pol[i]), wl->l_worst);
-            ck_assert_msg(wl->r_share >= 0.9, "%s: %g", sim_policy_name(pol[i]), wl->r_share);
-        }
-        sim_result_destroy(&r);
-    }
-    sim_model_destroy(&m);
+    const sim_run_opts_t o = {.burst_s = SIM_BURST_DEFAULT};
+    run_each(&c, pol, sizeof pol / sizeof pol[0], &o, limits_by_policy);
 }
 END_TEST
 
