@@ -907,6 +907,32 @@ typedef struct {
     int64_t want_r, want_l; /* what the fallback enforces */
 } static_grant_case_t;
 
+/* Failing static, a node's first welcome holds every bucket of the
+ * controller's table at R 0 and L 0 until its first tokens: it does not
+ * know yet which are limited (it_stalled_node's first period saw 2-5 x a
+ * limit served on the tokens the node started with). */
+START_TEST(test_agent_static_holds_until_first_tokens)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    welcome(&f, 0, T0);
+    /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
+    expect_tokens(&f, __LINE__, 0, 0, 0);
+    expect_tokens(&f, __LINE__, 2, 0, 0);
+    expect_tokens(&f, __LINE__, 3, 0, 0);
+    arrive(&f, 0, 3);
+    ck_assert_int_eq(serve_all(&f, 0), 0);
+    proto_tokens_rec_t recs[] = {
+        {.bucket = 1, .r_tokens = 0, .l_tokens = 2},
+        {.bucket = 0, .r_tokens = 0, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED},
+        {.bucket = 2, .r_tokens = 0, .l_tokens = 0}};
+    tokens(&f, 0, T0 + 0.1, recs, 3);
+    expect_tokens(&f, __LINE__, 2, 0, SCHED_UNLIMITED);
+    ck_assert_int_eq(serve_all(&f, 0), 2); /* red: its limit's 2 */
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_static_grant_after_silence)
 {
     static const static_grant_case_t cases[] = {
@@ -1165,6 +1191,7 @@ int main(void)
                                   test_agent_dropped_bucket_keeps_serving_with_own_weight,
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,
+        test_agent_static_holds_until_first_tokens,
                                   test_agent_static_grant_after_silence,
                                   test_agent_grants_end_with_the_period,
                                   test_agent_rr_fallback_and_resume,

@@ -443,6 +443,26 @@ static int route_default(agent_t *a, const proto_msg_t *m)
     return changed;
 }
 
+/* The first welcome of a node failing static, before any tokens or grant:
+ * until the controller's first tokens (its next round) every bucket of its
+ * table waits at R 0 and L 0, since the node does not know yet which of
+ * them are limited (serving them with the tokens it starts with lifted
+ * their limits for up to an interval; it_stalled_node's first period saw
+ * 2-5 x the limit).  Returns nonzero if it set tokens. */
+static int hold_until_tokens(agent_t *a)
+{
+    if (a->cfg.mode != AGENT_FALLBACK_STATIC || a->st.recv_tokens || a->grant.snapshots ||
+        a->st.refused)
+        return 0;
+    int any = 0;
+    for (size_t i = 0; i < a->ctl_n; i++)
+        if (a->ctl_map[i] >= 0) {
+            agent__op_set_tokens(a, a->ctl_map[i], 0, 0);
+            any = 1;
+        }
+    return any;
+}
+
 /* Rebuilds the controller-index -> scheduler-index map from m's names,
  * and applies the controller's bucket weights if m carries them.  Returns
  * the number of buckets the controller dropped (now R = 0, no limit), or
@@ -605,7 +625,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             int rc = take_ctl_table(a, m);
             if (rc < 0)
                 a->ctl_table = 0;
-            else if (rc > 0)
+            else if (hold_until_tokens(a) || rc > 0)
                 agent__op_applied(a);
         } else {
             a->ctl_table = 0;
