@@ -78,6 +78,9 @@ typedef struct sched_item {
     int bucket;              /* the queue it waits in: set by sched_enqueue()
                                 (the route of `origin`) */
     int origin;              /* the bucket it was enqueued for */
+    uint32_t cost;           /* units it costs in the byte dimension (set
+                                by the caller before enqueue; 0: not known
+                                yet, see sched_charge()) */
 } sched_item_t;
 
 /* Per-bucket counters for the current QoS period (reset by
@@ -89,6 +92,12 @@ typedef struct {
     int64_t r_tokens;      /* left now */
     int64_t l_tokens;      /* left now, SCHED_UNLIMITED if no limit */
     uint32_t weight;
+    /* The byte dimension (sched_set_units()); zero when it is off. */
+    int units_on;
+    uint64_t arrivals_u;   /* units enqueued (and charged late) this period */
+    uint64_t served_u;     /* units charged this period */
+    int64_t ru_tokens;     /* unit R-tokens left now (< 0: debt) */
+    int64_t lu_tokens;     /* unit L-tokens left now, or SCHED_UNLIMITED */
 } sched_bucket_stats_t;
 
 /* Node-wide counters for the current period (capacity estimation). */
@@ -96,6 +105,8 @@ typedef struct {
     uint64_t completions;  /* sched_note_completion() counts */
     double busy_seconds;   /* time with at least one request at the backend */
     uint64_t dispatched;
+    uint64_t units;        /* units charged, every bucket (capacity in
+                              units/s) */
 } sched_node_stats_t;
 
 typedef struct sched sched_t;
@@ -149,6 +160,36 @@ int sched_set_weight(sched_t *s, int b, uint32_t weight);
  * with a `now` that is not finite). */
 int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, double until,
                      double now);
+
+/* Cost-aware tokens (issue 15): gives bucket b a second token account, in
+ * units of work (bytes / the node's cost unit), with its own R and L
+ * counts; from then on a request of b needs a token of each dimension.
+ * on = 0 turns the account off (the paper: one request, one token; r and
+ * l unused).  Counts are absolute for the rest of the period, like
+ * sched_set_tokens(), r >= 0, l >= 0 or SCHED_UNLIMITED; except that a
+ * debt carried from the previous period (see below) is taken off the
+ * first grant of a period (R first).
+ *
+ * Eligibility with the account on: step 1 (R) needs an R-token in either
+ * dimension and, in each dimension, at least one token of either class
+ * (R or L); step 2 (L) needs an L-token of the IO dimension and one token
+ * of either class of the unit dimension.  A dispatch charges one IO token
+ * (R if it has one, else L: the class it returns) and item->cost units
+ * (from the same class if it has any, else from the other), so a request
+ * larger than what is left starts as long as one unit is left and drives
+ * the count negative: the debt is paid out of later tokens, and
+ * sched_period_start() carries what is left of it into the next period.
+ * Over any span the service exceeds the tokens by less than one request.
+ * Unit tokens are never paced.  Returns 0 or -EINVAL. */
+int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units);
+
+/* Charges `units` more to bucket b's unit account after its request was
+ * dispatched (a get whose size is known once the reply is: charged at
+ * completion; routed requests: pass the queue's bucket, item->bucket, and
+ * the origin in `origin`, or -1).  Counted as arrival and service too.
+ * No-op when the account is off (the node-wide unit counter still
+ * counts).  O(log n).  Returns 0 or -EINVAL. */
+int sched_charge(sched_t *s, int b, int origin, uint64_t units);
 
 /* Turns pacing on or off (off in a new scheduler), and sets the burst
  * depth: the credit a class may hold is one token plus burst_s seconds of
