@@ -28,6 +28,9 @@ typedef struct {
     const char *curve_key, *controller_key; /* --curve-key, --controller-key */
     const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
     const char *kind;        /* "memcached" or "block" (metrics) */
+    uint32_t cost_unit;      /* --cost-unit: bytes per unit of byte tokens
+                                (the controller speaks bytes, the
+                                scheduler units) */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections

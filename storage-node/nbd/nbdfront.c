@@ -331,6 +331,11 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE)
         c->buf_bytes += q->length;
     r->state = RQ_QUEUED;
+    r->item.cost = q->type == NBD_CMD_READ    ? cost_of(&f->cfg.cost, COST_READ, q->length)
+                   : q->type == NBD_CMD_WRITE ? cost_of(&f->cfg.cost, COST_WRITE, q->length)
+                   : q->type == NBD_CMD_FLUSH ? cost_of(&f->cfg.cost, COST_FLUSH, 0)
+                   : q->type == NBD_CMD_TRIM  ? cost_of(&f->cfg.cost, COST_TRIM, 0)
+                                              : 0;
     r->ts.arrival = iolat_now(gate_iolat(f->g));
     f->st.requests++;
     if (sched_enqueue(f->s, c->bucket, &r->item) < 0)
@@ -809,7 +814,8 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     int rc = 0;
     nbdfront_t *f = NULL;
     if (!base || !s || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
-        cfg->max_queued < 1 || !cfg->store.path || (cfg->tls_mode != NBDTLS_OFF && !cfg->tls)) {
+        cfg->max_queued < 1 || !cfg->store.path || (cfg->tls_mode != NBDTLS_OFF && !cfg->tls) ||
+        cost_check(&cfg->cost) < 0) {
         rc = -EINVAL;
         goto out;
     }
