@@ -382,7 +382,7 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
 
 int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units)
 {
-    if (!s || b < 0 || b >= s->n || (on && (r_units < 0 || l_units < 0)))
+    if (!s || b < 0 || b >= s->n || (on && (r_units < 0 || l_units < -(INT64_MAX / 4))))
         return -EINVAL;
     ybucket_t *y = &s->y[b];
     if (!on) {

@@ -166,9 +166,11 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * counts; from then on a request of b needs a token of each dimension.
  * on = 0 turns the account off (the paper: one request, one token; r and
  * l unused).  Counts are absolute for the rest of the period, like
- * sched_set_tokens(), r >= 0, l >= 0 or SCHED_UNLIMITED; except that a
- * debt carried from the previous period (see below) is taken off the
- * first grant of a period (R first).
+ * sched_set_tokens(), r >= 0, l SCHED_UNLIMITED or any other count down
+ * to -(INT64_MAX / 4) (a negative l is a debt the caller knows of: the
+ * node's service since the controller counted); and a debt carried from
+ * the previous period (see below) is taken off the first grant of a period
+ * (R first).
  *
  * Eligibility with the account on: step 1 (R) needs an R-token in either
  * dimension and, in each dimension, at least one token of either class
