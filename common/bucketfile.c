@@ -206,6 +206,21 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
                 (long long)b->limit, (long long)b->reservation);
         return -EINVAL;
     }
+    if (b->reservation_bytes < 0 || b->reservation_bytes > BUCKETFILE_MAX_BYTES) {
+        set_err(err, "reservation_bytes", "reservation_bytes must be an integer in 0..%lld (0: none)",
+                (long long)BUCKETFILE_MAX_BYTES);
+        return -EINVAL;
+    }
+    if (b->limit_bytes < 0 || b->limit_bytes > BUCKETFILE_MAX_BYTES) {
+        set_err(err, "limit_bytes", "limit_bytes must be an integer in 0..%lld (0: none)",
+                (long long)BUCKETFILE_MAX_BYTES);
+        return -EINVAL;
+    }
+    if (b->limit_bytes > 0 && b->reservation_bytes > b->limit_bytes) {
+        set_err(err, "limit_bytes", "limit_bytes %lld is below reservation_bytes %lld",
+                (long long)b->limit_bytes, (long long)b->reservation_bytes);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -312,8 +327,9 @@ static int fail_at(pctx_t *p, const char *top, long idx, const char *member, con
 static int get_int(pctx_t *p, json_t *o, long idx, const char *key, int64_t max, int64_t *out)
 {
     json_t *v = json_object_get(o, key);
-    if (!v || (json_is_null(v) && strcmp(key, "limit") == 0))
-        return 0; /* "limit": null is no limit, as bqos-ctl --json buckets prints it */
+    if (!v || (json_is_null(v) && strcmp(key, "reservation") != 0 && strcmp(key, "weight") != 0))
+        return 0; /* "limit": null is no limit, as bqos-ctl --json buckets prints it; the
+                     byte rates' null is none */
     if (!json_is_integer(v))
         return fail_at(p, "buckets", idx, key, "%s must be a non-negative integer", key);
     json_int_t x = json_integer_value(v);
@@ -335,9 +351,10 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     json_object_foreach(o, key, v)
     {
         if (strcmp(key, "name") && strcmp(key, "reservation") && strcmp(key, "limit") &&
-            strcmp(key, "weight"))
+            strcmp(key, "weight") && strcmp(key, "reservation_bytes") && strcmp(key, "limit_bytes"))
             return fail_at(p, "buckets", idx, key,
-                           "unknown member \"%.40s\" (expected name, reservation, limit, weight)",
+                           "unknown member \"%.40s\" (expected name, reservation, limit, weight, "
+                           "reservation_bytes, limit_bytes)",
                            key);
     }
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
@@ -372,6 +389,19 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     if (b.reservation > b.limit)
         return fail_at(p, "buckets", idx, "limit", "limit %lld is below the reservation %lld",
                        (long long)b.limit, (long long)b.reservation);
+    static const char *const bkeys[2] = {"reservation_bytes", "limit_bytes"};
+    int64_t *bdst[2] = {&b.reservation_bytes, &b.limit_bytes};
+    for (int k = 0; k < 2; k++) {
+        if ((rc = get_int(p, o, idx, bkeys[k], BUCKETFILE_MAX_BYTES, bdst[k])) < 0)
+            return rc;
+        if (rc == 1 && *bdst[k] == 0)
+            return fail_at(p, "buckets", idx, bkeys[k],
+                           "%s must be at least 1 (leave it out for none)", bkeys[k]);
+    }
+    if (b.limit_bytes > 0 && b.reservation_bytes > b.limit_bytes)
+        return fail_at(p, "buckets", idx, "limit_bytes",
+                       "limit_bytes %lld is below reservation_bytes %lld",
+                       (long long)b.limit_bytes, (long long)b.reservation_bytes);
     return append(bf, &b);
 }
 
@@ -635,7 +665,8 @@ int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *m
 
 /* ---- output -------------------------------------------------------------- */
 
-/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W}.
+/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W
+ * [, "reservation_bytes": RB][, "limit_bytes": LB]}.
  * Returns 0 or -ENOMEM. */
 static int put_bucket(FILE *f, const bucketfile_bucket_t *b)
 {
@@ -647,7 +678,12 @@ static int put_bucket(FILE *f, const bucketfile_bucket_t *b)
     fprintf(f, "{\"name\": %s, \"reservation\": %lld", qname, (long long)b->reservation);
     if (b->limit != BUCKETFILE_NO_LIMIT)
         fprintf(f, ", \"limit\": %lld", (long long)b->limit);
-    fprintf(f, ", \"weight\": %u}", b->weight);
+    fprintf(f, ", \"weight\": %u", b->weight);
+    if (b->reservation_bytes > 0)
+        fprintf(f, ", \"reservation_bytes\": %lld", (long long)b->reservation_bytes);
+    if (b->limit_bytes > 0)
+        fprintf(f, ", \"limit_bytes\": %lld", (long long)b->limit_bytes);
+    fputs("}", f);
     free(qname);
     return 0;
 }
@@ -683,7 +719,8 @@ char *bucketfile_dumps(const bucketfile_t *bf)
 static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *b)
 {
     return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
-           a->limit == b->limit && a->weight == b->weight;
+           a->limit == b->limit && a->weight == b->weight &&
+           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes;
 }
 
 static int same_set(const bucketfile_t *a, const bucketfile_t *b)
