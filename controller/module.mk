@@ -1,7 +1,7 @@
 # controller/ - bqos-controller: admission control, estimators, control loop;
 # daemon/ is the program, ctl/ is bqos-ctl, bench/ the benchmarks.
 LIBS += controller
-controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
+controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c controller/bytes.c \
   controller/plausible.c
 
 PROGS += bqos-controller

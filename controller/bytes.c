@@ -1,0 +1,439 @@
+/* bytes.c - the controller's bytes/s dimension (cost-aware tokens): byte rates of the buckets that have them, the nodes' byte reports, and each round's byte tokens (R placed by pShift within the nodes' byte capacities, the rest of the headroom split by demand). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/ctrl.h"
+#include "controller/ctrl_int.h"
+
+/* What one node said of one byte bucket in its last report. */
+typedef struct {
+    uint64_t period;      /* of the report; UINT64_MAX: none */
+    uint64_t arr_int;     /* bytes that arrived in its last interval */
+    uint64_t served;      /* bytes served in `period` */
+    int64_t r, l;         /* last pushed (l CTRL_UNLIMITED) */
+} pbytes_t;
+
+/* A bucket with a byte rate. */
+typedef struct {
+    int64_t rb, lb;       /* bytes per period (lb CTRL_UNLIMITED: no limit) */
+    pbytes_t *pn;         /* [capn]: per node index */
+    int capn;
+} bbucket_t;
+
+/* A node's byte throughput while busy (its byte capacity). */
+typedef struct {
+    uint64_t period, served; /* at its last report */
+    double busy;
+    double rate;          /* bytes per busy second, 0: unknown */
+    proto_tokens_bytes_t *out;
+    size_t nout, capout;
+} bnode_t;
+
+struct cbytes {
+    bbucket_t *bb;        /* [nb] (zero for buckets without a byte rate) */
+    uint8_t *on;          /* [nb] */
+    int *off;             /* [nb] rounds left to push "off" (lost its rate) */
+    size_t nb;
+    size_t non;           /* buckets with a byte rate */
+    size_t noff;          /* buckets with off > 0 */
+    bnode_t *nd;          /* [capn] */
+    int capn;
+    pshift_problem_t *p;  /* the byte R problem, reused */
+};
+
+static void bb_free(bbucket_t *b)
+{
+    free(b->pn);
+    b->pn = NULL;
+    b->capn = 0;
+}
+
+void ctrl__bytes_free(ctrl_t *c)
+{
+    cbytes_t *y = c->by;
+    if (!y)
+        return;
+    for (size_t b = 0; b < y->nb; b++)
+        bb_free(&y->bb[b]);
+    free(y->bb);
+    free(y->on);
+    free(y->off);
+    for (int i = 0; i < y->capn; i++)
+        free(y->nd[i].out);
+    free(y->nd);
+    pshift_problem_destroy(&y->p);
+    free(y);
+    c->by = NULL;
+}
+
+static int64_t per_period(int64_t rate, double period_s)
+{
+    double t = round((double)rate * period_s);
+    return t > (double)CTRL_BUCKET_TOKENS_MAX ? CTRL_BUCKET_TOKENS_MAX : (int64_t)t;
+}
+
+int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *bf)
+{
+    size_t nb = bucketfile_count(bf);
+    cbytes_t *o = c->by;
+    size_t non = 0;
+    for (size_t b = 0; b < nb; b++)
+        non += bucketfile_has_bytes(bucketfile_get(bf, b)) != 0;
+    if (!non && (!o || !o->non)) {
+        ctrl__bytes_free(c); /* the paper: nothing to do, nothing kept */
+        return 0;
+    }
+    cbytes_t *y = calloc(1, sizeof *y);
+    if (!y || !(y->bb = calloc(nb ? nb : 1, sizeof *y->bb)) ||
+        !(y->on = calloc(nb ? nb : 1, 1)) || !(y->off = calloc(nb ? nb : 1, sizeof *y->off))) {
+        if (y) {
+            free(y->bb);
+            free(y->on);
+            free(y->off);
+        }
+        free(y);
+        return -ENOMEM;
+    }
+    y->nb = nb;
+    y->non = non;
+    for (size_t b = 0; b < nb; b++) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, b);
+        int ob = o && old ? bucketfile_find(old, x->name) : -1;
+        int was = ob >= 0 && (size_t)ob < o->nb && o->on[ob];
+        if (bucketfile_has_bytes(x)) {
+            y->on[b] = 1;
+            y->bb[b].rb = per_period(x->reservation_bytes, c->cfg.period_s);
+            y->bb[b].lb = x->limit_bytes > 0 ? per_period(x->limit_bytes, c->cfg.period_s)
+                                             : CTRL_UNLIMITED;
+            if (was) { /* keeps what the nodes said of it */
+                y->bb[b].pn = o->bb[ob].pn;
+                y->bb[b].capn = o->bb[ob].capn;
+                o->bb[ob].pn = NULL;
+                o->bb[ob].capn = 0;
+            }
+        } else if (was || (ob >= 0 && (size_t)ob < o->nb && o->off[ob] > 0)) {
+            /* Lost its byte rate: the nodes are told for two periods. */
+            y->off[b] = 2 * c->cfg.intervals + 1;
+            y->noff++;
+        }
+    }
+    if (o) { /* the nodes' byte state stays */
+        y->nd = o->nd;
+        y->capn = o->capn;
+        y->p = o->p;
+        o->nd = NULL;
+        o->capn = 0;
+        o->p = NULL;
+    }
+    ctrl__bytes_free(c);
+    c->by = y;
+    return 0;
+}
+
+/* Grows the per-node arrays to hold node index n.  Returns 0 or -ENOMEM. */
+static int fit_nodes(cbytes_t *y, int n)
+{
+    if (n < y->capn)
+        return 0;
+    int want = y->capn ? y->capn : 8;
+    while (want <= n)
+        want *= 2;
+    bnode_t *p = realloc(y->nd, (size_t)want * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    memset(p + y->capn, 0, (size_t)(want - y->capn) * sizeof *p);
+    for (int i = y->capn; i < want; i++)
+        p[i].period = UINT64_MAX;
+    y->nd = p;
+    y->capn = want;
+    return 0;
+}
+
+static pbytes_t *pair_of(bbucket_t *bb, int n)
+{
+    if (n >= bb->capn) {
+        int want = bb->capn ? bb->capn : 8;
+        while (want <= n)
+            want *= 2;
+        pbytes_t *p = realloc(bb->pn, (size_t)want * sizeof *p);
+        if (!p)
+            return NULL;
+        for (int i = bb->capn; i < want; i++)
+            p[i] = (pbytes_t){.period = UINT64_MAX, .r = -1};
+        bb->pn = p;
+        bb->capn = want;
+    }
+    return &bb->pn[n];
+}
+
+int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served_bytes,
+                           double busy_seconds, const proto_report_bytes_t *recs, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    cbytes_t *y = c->by;
+    if (!y)
+        return 0; /* no bucket has a byte rate: nothing to keep */
+    if (fit_nodes(y, node) < 0)
+        return -ENOMEM;
+    bnode_t *bn = &y->nd[node];
+    if (bn->period == period && served_bytes > bn->served && busy_seconds > bn->busy) {
+        double r = (double)(served_bytes - bn->served) / (busy_seconds - bn->busy);
+        bn->rate = bn->rate > 0 ? 0.5 * bn->rate + 0.5 * r : r;
+    }
+    bn->period = period;
+    bn->served = served_bytes;
+    bn->busy = busy_seconds;
+    for (size_t i = 0; i < n; i++) {
+        const proto_report_bytes_t *r = &recs[i];
+        if (r->bucket >= nd->ntable)
+            return -EINVAL;
+        int b = nd->pairs[r->bucket].b;
+        if (b < 0 || (size_t)b >= y->nb || !y->on[b])
+            continue;
+        pbytes_t *p = pair_of(&y->bb[b], node);
+        if (!p)
+            return -ENOMEM;
+        if (p->period != UINT64_MAX && period < p->period)
+            continue; /* older than what we hold */
+        p->period = period;
+        p->arr_int = r->arrivals_interval;
+        p->served = r->served;
+    }
+    return 0;
+}
+
+/* Appends a byte record for node i.  Returns 0 or -ENOMEM. */
+static int out_add(cbytes_t *y, int i, uint32_t b, uint32_t flags, int64_t r, int64_t l)
+{
+    bnode_t *bn = &y->nd[i];
+    if (bn->nout == bn->capout) {
+        size_t want = bn->capout ? bn->capout * 2 : 16;
+        proto_tokens_bytes_t *p = realloc(bn->out, want * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        bn->out = p;
+        bn->capout = want;
+    }
+    bn->out[bn->nout++] = (proto_tokens_bytes_t){.bucket = b, .flags = flags, .r_bytes = r,
+                                                 .l_bytes = l};
+    return 0;
+}
+
+/* This period's byte service of bucket b over every node that reported. */
+static int64_t served_of(const ctrl_t *c, const bbucket_t *bb)
+{
+    int64_t s = 0;
+    for (int i = 0; i < bb->capn; i++)
+        if (bb->pn[i].period == c->period)
+            s = ctrl__count_add(s, (int64_t)(bb->pn[i].served > (uint64_t)CTRL_COUNT_MAX
+                                                 ? (uint64_t)CTRL_COUNT_MAX
+                                                 : bb->pn[i].served));
+    return s;
+}
+
+/* Bucket b's byte demand on node i for the rest of the period: its byte
+ * arrivals of the last interval for every interval left, doubled while
+ * requests wait there (arrivals of a closed loop only show what it got). */
+static int64_t demand_of(const ctrl_t *c, const bbucket_t *bb, int i, size_t b, double il)
+{
+    if (i >= bb->capn || bb->pn[i].period == UINT64_MAX ||
+        bb->pn[i].period + 1 < c->period)
+        return 0;
+    double d = (double)bb->pn[i].arr_int * il;
+    const node_t *nd = &c->nodes[i];
+    int j = ctrl__node_slot(nd, b);
+    if (j >= 0 && nd->pairs[j].queued > 0)
+        d = 2 * d + 1;
+    return d < (double)CTRL_COUNT_MAX ? (int64_t)d : CTRL_COUNT_MAX;
+}
+
+/* The byte R pass: pShift places every byte bucket's remaining byte
+ * reservation on the up nodes where it has demand, within their byte
+ * capacities for the `rem_s` seconds left (unknown: not bounded).  The
+ * allocations are read back by pshift_alloc(). */
+static int rpass(ctrl_t *c, double rem_s, double il, const int64_t *r_rem, int *pidx, int *sidx)
+{
+    cbytes_t *y = c->by;
+    if (!y->p && !(y->p = pshift_problem_new()))
+        return -ENOMEM;
+    pshift_problem_clear(y->p);
+    int ns = 0;
+    for (int i = 0; i < c->nn; i++) {
+        sidx[i] = -1;
+        if (!c->nodes[i].up)
+            continue;
+        double rate = i < y->capn ? y->nd[i].rate : 0;
+        double cap = rate > 0 ? rate * rem_s : (double)CTRL_NODE_TOKENS_MAX;
+        int64_t ct = cap < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)cap : CTRL_NODE_TOKENS_MAX;
+        if ((sidx[i] = pshift_add_server(y->p, NULL, ct)) < 0)
+            return sidx[i];
+        ns++;
+    }
+    int any = 0;
+    for (size_t b = 0; b < y->nb; b++) {
+        pidx[b] = -1;
+        if (!y->on[b] || r_rem[b] <= 0 || !ns)
+            continue;
+        for (int i = 0; i < c->nn; i++) {
+            int64_t d = sidx[i] >= 0 ? demand_of(c, &y->bb[b], i, b, il) : 0;
+            if (d <= 0)
+                continue;
+            if (pidx[b] < 0 && (pidx[b] = pshift_add_bucket(y->p, NULL, r_rem[b])) < 0)
+                return pidx[b];
+            int rc = pshift_set_demand(y->p, pidx[b], sidx[i], d);
+            if (rc < 0)
+                return rc;
+            any = 1;
+        }
+    }
+    if (!any)
+        return 0;
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.threads = c->cfg.threads;
+    return pshift_solve(y->p, &o);
+}
+
+int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
+{
+    cbytes_t *y = c->by;
+    if (!y)
+        return 0;
+    int rc = fit_nodes(y, c->nn > 0 ? c->nn - 1 : 0);
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < y->capn; i++)
+        y->nd[i].nout = 0;
+    int64_t *r_rem = calloc(y->nb ? y->nb : 1, sizeof *r_rem);
+    int *pidx = calloc(y->nb ? y->nb : 1, sizeof *pidx);
+    int *sidx = calloc(c->nn ? (size_t)c->nn : 1, sizeof *sidx);
+    int64_t *head = calloc(y->nb ? y->nb : 1, sizeof *head);
+    rc = -ENOMEM;
+    if (!r_rem || !pidx || !sidx || !head)
+        goto out;
+    for (size_t b = 0; b < y->nb; b++) {
+        if (!y->on[b])
+            continue;
+        bbucket_t *bb = &y->bb[b];
+        int64_t served = served_of(c, bb);
+        head[b] = bb->lb == CTRL_UNLIMITED ? CTRL_UNLIMITED
+                                           : (bb->lb > served ? bb->lb - served : 0);
+        r_rem[b] = bb->rb > served ? bb->rb - served : 0;
+        if (r_rem[b] > head[b])
+            r_rem[b] = head[b];
+    }
+    if ((rc = rpass(c, rem_s, il, r_rem, pidx, sidx)) < 0)
+        goto out;
+    for (size_t b = 0; b < y->nb; b++) {
+        if (y->off[b] > 0) {
+            for (int i = 0; i < c->nn; i++)
+                if (c->nodes[i].up && ctrl__node_slot(&c->nodes[i], b) >= 0 &&
+                    (rc = out_add(y, i, (uint32_t)b, PROTO_TOK_OFF, 0, 0)) < 0)
+                    goto out;
+            if (--y->off[b] == 0)
+                y->noff--;
+            continue;
+        }
+        if (!y->on[b])
+            continue;
+        bbucket_t *bb = &y->bb[b];
+        /* The headroom beyond R goes where the demand is (evenly over the
+         * nodes holding the bucket if none has any): it always adds up
+         * to at most the headroom, so the byte limit holds. */
+        int64_t rsum = 0, dsum = 0;
+        int holders = 0;
+        for (int i = 0; i < c->nn; i++) {
+            if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
+                continue;
+            holders++;
+            dsum = ctrl__count_add(dsum, demand_of(c, bb, i, b, il));
+            if (pidx[b] >= 0)
+                rsum = ctrl__count_add(rsum, pshift_alloc(y->p, pidx[b], sidx[i]));
+        }
+        int64_t rest = head[b] == CTRL_UNLIMITED ? CTRL_UNLIMITED
+                                                 : (head[b] > rsum ? head[b] - rsum : 0);
+        int64_t given = 0;
+        int k = 0;
+        for (int i = 0; i < c->nn; i++) {
+            if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
+                continue;
+            int64_t r = pidx[b] >= 0 ? pshift_alloc(y->p, pidx[b], sidx[i]) : 0, l;
+            if (rest == CTRL_UNLIMITED) {
+                l = CTRL_UNLIMITED;
+            } else {
+                double share = dsum > 0 ? (double)demand_of(c, bb, i, b, il) / (double)dsum
+                                        : 1.0 / holders;
+                l = (int64_t)floor((double)rest * share);
+                if (given + l > rest)
+                    l = rest - given;
+                if (++k == holders)
+                    l = rest - given; /* the rounding's remainder */
+                given += l;
+            }
+            pbytes_t *p = pair_of(bb, i);
+            if (!p) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            p->r = r;
+            p->l = l;
+            if ((rc = out_add(y, i, (uint32_t)b, 0, r, l)) < 0)
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(r_rem);
+    free(pidx);
+    free(sidx);
+    free(head);
+    if (rc < 0)
+        for (int i = 0; i < y->capn; i++)
+            y->nd[i].nout = 0;
+    return rc;
+}
+
+size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_bytes_t **recs)
+{
+    const node_t *nd = ctrl__get_node(c, node);
+    const cbytes_t *y = c->by;
+    if (recs)
+        *recs = NULL;
+    if (!nd || !nd->up || !y || node >= y->capn)
+        return 0;
+    if (recs)
+        *recs = y->nd[node].out;
+    return y->nd[node].nout;
+}
+
+void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
+{
+    const cbytes_t *y = c->by;
+    if (!y || b < 0 || (size_t)b >= y->nb || !y->on[b])
+        return;
+    const bbucket_t *bb = &y->bb[b];
+    out->served_bytes = (uint64_t)served_of(c, bb);
+    int unl = 0;
+    for (int i = 0; i < bb->capn && i < c->nn; i++) {
+        const pbytes_t *p = &bb->pn[i];
+        if (!c->nodes[i].up || p->r < 0)
+            continue;
+        out->r_bytes = ctrl__count_add(out->r_bytes, p->r);
+        if (p->l == CTRL_UNLIMITED)
+            unl = 1;
+        else
+            out->l_bytes = ctrl__count_add(out->l_bytes, p->l);
+    }
+    if (unl)
+        out->l_bytes = CTRL_UNLIMITED;
+}
+
+double ctrl__bytes_capacity(const ctrl_t *c, int node)
+{
+    const cbytes_t *y = c->by;
+    return y && node >= 0 && node < y->capn ? y->nd[node].rate : 0;
+}
