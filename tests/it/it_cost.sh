@@ -1,0 +1,65 @@
+#!/bin/sh
+# it_cost.sh - cost-aware tokens end to end: a controller and a block node, a bucket with an IO limit far above what it uses and a bytes/s limit; fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live; bqos-ctl status shows it.
+# Needs BIN (default bin); skips (exit 0 with a note) if fio or python3 is missing.
+. "$(dirname "$0")/../../scripts/lib.sh"
+it_begin it_cost
+for t in fio python3; do
+  command -v $t >/dev/null 2>&1 || { echo "it_cost: $t not installed (scripts/deps.sh); skipped"; exit 0; }
+done
+for b in bqos-nbd-node bqos-controller bqos-ctl; do
+  [ -x "$BIN/$b" ] || { echo "it_cost: missing $BIN/$b"; exit 1; }
+done
+MIB=1048576
+# red: at most 100,000 IOs/s (64 KiB reads at 4 MiB/s are 64 IOs/s: the IO
+# limit alone would not bind) and 4 MiB/s; blue: no limit at all.
+cat >"$T/b.json" <<EOF
+{"buckets": [
+  {"name": "red", "reservation": 0, "limit": 100000, "limit_bytes": $((4 * MIB))},
+  {"name": "blue", "reservation": 0}]}
+EOF
+start_controller "$T/b.json" 20000 "$T"
+next_port; np=$PORT
+mkdir -p "$T/store"
+spawn "$T/node.log" "$BIN/bqos-nbd-node" --name n1 --nbd-listen "127.0.0.1:$np" \
+  --backend "file:$T/store/" --export-size 64m --buckets red,blue --outstanding 8 \
+  --controller "$CTRL_EP" --capacity 20000
+wait_port "$np" 10
+sleep 1.5 # welcomed, first tokens
+
+# fio_bw BUCKET SECONDS: bytes/s and IOs/s fio got reading 64 KiB blocks.
+fio_bw() {
+  fio --output-format=json --output="$T/fio-$1.json" --name="$1" --ioengine=nbd \
+    --uri="nbd://127.0.0.1:$np/$1" --rw=randread --bs=64k --iodepth=4 --size=32m \
+    --time_based --ramp_time=1 --runtime="$2" >/dev/null 2>&1 || return 1
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+print("%d %.1f" % (r["bw_bytes"], r["iops"]))' "$T/fio-$1.json"
+}
+
+# within GOT WANT PCT: GOT is within PCT% of WANT.
+within() { python3 -c 'import sys; g, w, p = map(float, sys.argv[1:]); sys.exit(0 if abs(g - w) <= w * p / 100 else 1)' "$@"; }
+
+set -- $(fio_bw red 4) 0 0; red_bw=$1; red_iops=$2
+echo "# red: $red_bw bytes/s, $red_iops IOs/s (limits: $((4 * MIB)) bytes/s, 100000 IOs/s)"
+check "red held at its 4 MiB/s byte limit ($red_bw bytes/s at $red_iops IOs/s, far below its IO limit)" \
+  "within $red_bw $((4 * MIB)) 20"
+set -- $(fio_bw blue 2) 0 0; blue_bw=$1
+echo "# blue (no limit): $blue_bw bytes/s"
+check "an unlimited bucket gets more than twice that ($blue_bw bytes/s): the device did not bind" \
+  "[ $blue_bw -gt $((2 * red_bw)) ]"
+
+check "bqos-ctl set red --limit-bytes 8m" \
+  "'$BIN/bqos-ctl' --endpoint '$ADMIN_EP' set red --limit-bytes 8m >'$T/set.txt' 2>&1"
+sleep 1.5
+set -- $(fio_bw red 3) 0 0; red2=$1
+echo "# red after set: $red2 bytes/s (limit $((8 * MIB)) bytes/s)"
+check "the new byte limit holds ($red2 bytes/s, want 8 MiB/s)" "within $red2 $((8 * MIB)) 20"
+
+"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status >"$T/status.txt" 2>&1
+check "bqos-ctl status lists red's byte limit" \
+  "grep -q 'LIMIT BYTES/S' '$T/status.txt' && grep -q '8388608' '$T/status.txt'"
+"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json buckets >"$T/buckets.json" 2>&1
+check "bqos-ctl --json buckets keeps limit_bytes" \
+  "[ \"\$(jget '$T/buckets.json' 'd[\"buckets\"][0][\"limit_bytes\"]')\" = 8388608 ]"
+it_end "cat '$T/node.log' '$T/controller.log' '$T/status.txt' '$T/set.txt'"
