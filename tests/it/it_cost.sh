@@ -6,7 +6,7 @@ it_begin it_cost
 for t in fio python3; do
   command -v $t >/dev/null 2>&1 || { echo "it_cost: $t not installed (scripts/deps.sh); skipped"; exit 0; }
 done
-for b in bqos-nbd-node bqos-controller bqos-ctl; do
+for b in bqos-nbd-node bqos-nbd-load bqos-controller bqos-ctl; do
   [ -x "$BIN/$b" ] || { echo "it_cost: missing $BIN/$b"; exit 1; }
 done
 MIB=1048576
@@ -17,7 +17,9 @@ cat >"$T/b.json" <<EOF
   {"name": "red", "reservation": 0, "limit": 100000, "limit_bytes": $((4 * MIB))},
   {"name": "blue", "reservation": 0}]}
 EOF
-start_controller "$T/b.json" 20000 "$T"
+# A short period: the tokens are per period and unpaced, so a measurement
+# window not aligned to periods may hold up to one period more (docs/node.md).
+start_controller "$T/b.json" 20000 "$T" --period 250ms
 next_port; np=$PORT
 mkdir -p "$T/store"
 spawn "$T/node.log" "$BIN/bqos-nbd-node" --name n1 --nbd-listen "127.0.0.1:$np" \
@@ -62,4 +64,15 @@ check "bqos-ctl status lists red's byte limit" \
 "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --json buckets >"$T/buckets.json" 2>&1
 check "bqos-ctl --json buckets keeps limit_bytes" \
   "[ \"\$(jget '$T/buckets.json' 'd[\"buckets\"][0][\"limit_bytes\"]')\" = 8388608 ]"
+# The project's own load tool reports bytes/s per bucket: red at 8 MiB/s.
+cat >"$T/scen.json" <<EOF
+{"duration": 4, "period": 1, "intervals": 5, "warmup_periods": 1, "seed": 1, "capacity": 20000,
+ "workload": {"outstanding": 4, "timeout_ms": 10000},
+ "servers": [{"name": "n1", "address": "127.0.0.1:$np"}],
+ "buckets": [{"name": "red", "reservation": 0, "servers": ["n1"]}]}
+EOF
+"$BIN/bqos-nbd-load" -q --block-size 65536 -o "$T/load" "$T/scen.json" >/dev/null 2>"$T/load.err"
+lbw=$(jget "$T/load/summary.json" 'int(d["buckets"][0]["bytes_rate"])')
+echo "# bqos-nbd-load: red $lbw bytes/s"
+check "bqos-nbd-load reports red's bytes/s (${lbw:-none}, limit 8 MiB/s)" "within ${lbw:-0} $((8 * MIB)) 20"
 it_end "cat '$T/node.log' '$T/controller.log' '$T/status.txt' '$T/set.txt'"
