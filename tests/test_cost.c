@@ -230,7 +230,7 @@ START_TEST(test_cost_charge_after_reply)
     enq(s, 1, 2, 0); /* two gets of unknown size, routed to b0 */
     sched_item_t *it = sched_dispatch(s, 0, NULL);
     ck_assert_ptr_nonnull(it);
-    ck_assert_int_eq(sched_charge(s, it->bucket, it->origin, 25), 0);
+    ck_assert_int_eq(sched_charge(s, it, 25), 0);
     ck_assert_ptr_null(sched_dispatch(s, 0, NULL)); /* 10 - 25 < 1 */
     sched_bucket_stats_t st;
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
@@ -242,7 +242,8 @@ START_TEST(test_cost_charge_after_reply)
     sched_node_stats_t ns;
     sched_node_stats(s, &ns);
     ck_assert_uint_eq(ns.units, 25);
-    ck_assert_int_eq(sched_charge(s, 5, -1, 1), -EINVAL);
+    sched_item_t bad = {.bucket = 5, .origin = -1};
+    ck_assert_int_eq(sched_charge(s, &bad, 1), -EINVAL);
     ck_assert_int_eq(sched_set_units(s, 0, 1, -1, 0), -EINVAL);
     sched_destroy(&s);
 }

@@ -434,9 +434,12 @@ static void take_units(ybucket_t *y, int r_first, uint64_t units)
         y->l -= u;
 }
 
-int sched_charge(sched_t *s, int b, int origin, uint64_t units)
+int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units)
 {
-    if (!s || b < 0 || b >= s->n || origin >= s->n)
+    if (!s || !item)
+        return -EINVAL;
+    int b = item->bucket, origin = item->origin;
+    if (b < 0 || b >= s->n || origin >= s->n)
         return -EINVAL;
     s->node.units += units;
     ybucket_t *y = &s->y[b];

@@ -185,13 +185,13 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * Unit tokens are never paced.  Returns 0 or -EINVAL. */
 int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units);
 
-/* Charges `units` more to bucket b's unit account after its request was
- * dispatched (a get whose size is known once the reply is: charged at
- * completion; routed requests: pass the queue's bucket, item->bucket, and
- * the origin in `origin`, or -1).  Counted as arrival and service too.
- * No-op when the account is off (the node-wide unit counter still
- * counts).  O(log n).  Returns 0 or -EINVAL. */
-int sched_charge(sched_t *s, int b, int origin, uint64_t units);
+/* Charges `units` more for `item` after it was dispatched (a get whose
+ * size is known once the reply is: charged at completion) to the unit
+ * account of the bucket whose queue it waited in (item->bucket), counted
+ * as arrival and service there and on its origin (item->origin) if that
+ * was routed there.  No-op on an account that is off (the node-wide unit
+ * counter still counts).  O(log n).  Returns 0 or -EINVAL (bad index). */
+int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units);
 
 /* Turns pacing on or off (off in a new scheduler), and sets the burst
  * depth: the credit a class may hold is one token plus burst_s seconds of

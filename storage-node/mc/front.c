@@ -438,7 +438,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         }
         op->value = value ? value : "";
         op->vlen = r->nbytes;
-        io->item.cost = r->nbytes ? cost_of(&f->cfg.cost, COST_WRITE, r->nbytes) : 0;
+        io->item.cost = cost_of(&f->cfg.cost, COST_WRITE, r->nbytes);
         op->flags = r->flags;
         op->exptime = r->exptime;
         op->cas = r->cas;
@@ -729,11 +729,9 @@ static void on_done(backend_op_t *op, void *arg)
     slot_t *sl = io->slot;
     gate_done(f->g);
     if (op->rvalue) /* a get: charged what it returned */
-        sched_charge(f->s, io->item.bucket, io->item.origin,
-                     cost_of(&f->cfg.cost, COST_READ, op->rvlen));
+        sched_charge(f->s, &io->item, cost_of(&f->cfg.cost, COST_READ, op->rvlen));
     iolat_done(gate_iolat(f->g), io->item.origin, &io->ts);
-    if (op->reply == MCP_R_SERVER_ERROR)
-        f->st.backend_errors++;
+    f->st.backend_errors += op->reply == MCP_R_SERVER_ERROR;
     io->state = IO_DONE;
     sl->inflight--;
     sl->pending--;
@@ -803,11 +801,10 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
 {
     int rc = 0;
     front_t *f = NULL;
-    if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
-        cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
-        cfg->max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 16 ||
-        cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 || cost_check(&cfg->cost) < 0 ||
-        !cfg->backend_host) {
+    if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 || cfg->batch < 1 ||
+        cfg->batch > BACKEND_BATCH_MAX || cfg->max_item < 1 || cfg->max_conns < 1 ||
+        cfg->conn_reply_limit < 16 || cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
+        cost_check(&cfg->cost) < 0 || !cfg->backend_host) {
         rc = -EINVAL;
         goto out;
     }
