@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_cost.sh - cost-aware tokens end to end: a controller and a block node, a bucket with an IO limit far above what it uses and a bytes/s limit; fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live; bqos-ctl status shows it.
+# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit.
 # Needs BIN (default bin); skips (exit 0 with a note) if fio or python3 is missing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_cost
@@ -10,12 +10,14 @@ for b in bqos-nbd-node bqos-nbd-load bqos-controller bqos-ctl; do
   [ -x "$BIN/$b" ] || { echo "it_cost: missing $BIN/$b"; exit 1; }
 done
 MIB=1048576
+# green (memcached, below): 100,000 IOs/s and 2 MiB/s.
 # red: at most 100,000 IOs/s (64 KiB reads at 4 MiB/s are 64 IOs/s: the IO
 # limit alone would not bind) and 4 MiB/s; blue: no limit at all.
 cat >"$T/b.json" <<EOF
 {"buckets": [
   {"name": "red", "reservation": 0, "limit": 100000, "limit_bytes": $((4 * MIB))},
-  {"name": "blue", "reservation": 0}]}
+  {"name": "blue", "reservation": 0},
+  {"name": "green", "reservation": 0, "limit": 100000, "limit_bytes": $((2 * MIB))}]}
 EOF
 # A short period: the tokens are per period and unpaced, so a measurement
 # window not aligned to periods may hold up to one period more (docs/node.md).
@@ -39,13 +41,15 @@ r = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 print("%d %.1f" % (r["bw_bytes"], r["iops"]))' "$T/fio-$1.json"
 }
 
-# within GOT WANT PCT: GOT is within PCT% of WANT.
-within() { python3 -c 'import sys; g, w, p = map(float, sys.argv[1:]); sys.exit(0 if abs(g - w) <= w * p / 100 else 1)' "$@"; }
+# held GOT LIMIT: GOT is at most 20% above LIMIT (a measurement window may
+# hold part of one period more, see above) and not far below it (at least
+# 40%: a machine loaded by other work may deliver less, never more).
+held() { python3 -c 'import sys; g, l = map(float, sys.argv[1:]); sys.exit(0 if 0.4 * l <= g <= 1.2 * l else 1)' "$@"; }
 
 set -- $(fio_bw red 4) 0 0; red_bw=$1; red_iops=$2
 echo "# red: $red_bw bytes/s, $red_iops IOs/s (limits: $((4 * MIB)) bytes/s, 100000 IOs/s)"
 check "red held at its 4 MiB/s byte limit ($red_bw bytes/s at $red_iops IOs/s, far below its IO limit)" \
-  "within $red_bw $((4 * MIB)) 20"
+  "held $red_bw $((4 * MIB))"
 set -- $(fio_bw blue 2) 0 0; blue_bw=$1
 echo "# blue (no limit): $blue_bw bytes/s"
 check "an unlimited bucket gets more than twice that ($blue_bw bytes/s): the device did not bind" \
@@ -56,7 +60,7 @@ check "bqos-ctl set red --limit-bytes 8m" \
 sleep 1.5
 set -- $(fio_bw red 3) 0 0; red2=$1
 echo "# red after set: $red2 bytes/s (limit $((8 * MIB)) bytes/s)"
-check "the new byte limit holds ($red2 bytes/s, want 8 MiB/s)" "within $red2 $((8 * MIB)) 20"
+check "the new byte limit holds ($red2 bytes/s, want 8 MiB/s)" "held $red2 $((8 * MIB))"
 
 "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" status >"$T/status.txt" 2>&1
 check "bqos-ctl status lists red's byte limit" \
@@ -74,5 +78,30 @@ EOF
 "$BIN/bqos-nbd-load" -q --block-size 65536 -o "$T/load" "$T/scen.json" >/dev/null 2>"$T/load.err"
 lbw=$(jget "$T/load/summary.json" 'int(d["buckets"][0]["bytes_rate"])')
 echo "# bqos-nbd-load: red $lbw bytes/s"
-check "bqos-nbd-load reports red's bytes/s (${lbw:-none}, limit 8 MiB/s)" "within ${lbw:-0} $((8 * MIB)) 20"
-it_end "cat '$T/node.log' '$T/controller.log' '$T/status.txt' '$T/set.txt'"
+check "bqos-nbd-load reports red's bytes/s (${lbw:-none}, limit 8 MiB/s)" "held ${lbw:-0} $((8 * MIB))"
+# A memcached node under the same controller: green's 16 KiB sets and gets
+# (a get charged what it returned) held to 2 MiB/s; bqos-load reports it.
+if command -v memcached >/dev/null 2>&1 && [ -x "$BIN/bqos-node" ] && [ -x "$BIN/bqos-load" ]; then
+  next_port; mc=$PORT
+  start_memcached "$mc" "$T/memcached.log"
+  next_port; mp=$PORT
+  spawn "$T/mcnode.log" "$BIN/bqos-node" --name m1 --memcached-listen "127.0.0.1:$mp" \
+    --backend "memcached://127.0.0.1:$mc" --controller "$CTRL_EP" --capacity 20000
+  wait_port "$mp" 10
+  sleep 1
+  cat >"$T/mcscen.json" <<EOF
+{"duration": 4, "period": 1, "intervals": 5, "seed": 1, "capacity": 20000,
+ "workload": {"get_ratio": 0.5, "value_size": 16384, "preload": 200, "outstanding": 4},
+ "servers": [{"name": "m1", "address": "127.0.0.1:$mp", "backend": "127.0.0.1:$mc"}],
+ "buckets": [{"name": "green", "reservation": 0, "servers": ["m1"]}]}
+EOF
+  "$BIN/bqos-load" -q -o "$T/mcload" "$T/mcscen.json" >/dev/null 2>"$T/mcload.err"
+  mbw=$(jget "$T/mcload/summary.json" 'int(d["buckets"][0]["bytes_rate"])')
+  mio=$(jget "$T/mcload/summary.json" 'int(d["buckets"][0]["completed"] / 4)')
+  echo "# bqos-load on the memcached node: green $mbw bytes/s, $mio IOs/s"
+  check "memcached node: green held at 2 MiB/s (${mbw:-none} bytes/s at ${mio:-?} IOs/s)" \
+    "held ${mbw:-0} $((2 * MIB))"
+else
+  echo "# memcached, bqos-node or bqos-load missing: memcached part skipped"
+fi
+it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/status.txt' '$T/set.txt'"
