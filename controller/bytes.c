@@ -4,13 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "common/growarr.h"
 #include "controller/ctrl.h"
 #include "controller/ctrl_int.h"
 
-/* What one node said of one byte bucket in its last report. */
+/* What one node said of one byte bucket in its last report, and what was
+ * pushed to it.  Zero: nothing yet. */
 typedef struct {
-    uint64_t period;      /* of the report; UINT64_MAX: none */
+    uint8_t has, pushed;  /* a report; a push */
+    uint64_t period;      /* of the report */
     uint64_t arr_int;     /* bytes that arrived in its last interval */
     uint64_t served;      /* bytes served in `period` */
     int64_t r, l;         /* last pushed (l CTRL_UNLIMITED) */
@@ -23,13 +25,15 @@ typedef struct {
     int capn;
 } bbucket_t;
 
-/* A node's byte throughput while busy (its byte capacity). */
+/* A node's byte throughput while busy (its byte capacity), and its byte
+ * records of the round.  Zero: nothing yet. */
 typedef struct {
+    uint8_t has;          /* a report */
     uint64_t period, served; /* at its last report */
     double busy;
     double rate;          /* bytes per busy second, 0: unknown */
     proto_tokens_bytes_t *out;
-    size_t nout, capout;
+    int nout, capout;
 } bnode_t;
 
 struct cbytes {
@@ -136,37 +140,13 @@ int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *b
 /* Grows the per-node arrays to hold node index n.  Returns 0 or -ENOMEM. */
 static int fit_nodes(cbytes_t *y, int n)
 {
-    if (n < y->capn)
-        return 0;
-    int want = y->capn ? y->capn : 8;
-    while (want <= n)
-        want *= 2;
-    bnode_t *p = realloc(y->nd, (size_t)want * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    memset(p + y->capn, 0, (size_t)(want - y->capn) * sizeof *p);
-    for (int i = y->capn; i < want; i++)
-        p[i].period = UINT64_MAX;
-    y->nd = p;
-    y->capn = want;
-    return 0;
+    return growarr((void **)&y->nd, &y->capn, n + 1, sizeof *y->nd);
 }
 
+/* Byte bucket bb's record of node n (grown to it), or NULL if out of memory. */
 static pbytes_t *pair_of(bbucket_t *bb, int n)
 {
-    if (n >= bb->capn) {
-        int want = bb->capn ? bb->capn : 8;
-        while (want <= n)
-            want *= 2;
-        pbytes_t *p = realloc(bb->pn, (size_t)want * sizeof *p);
-        if (!p)
-            return NULL;
-        for (int i = bb->capn; i < want; i++)
-            p[i] = (pbytes_t){.period = UINT64_MAX, .r = -1};
-        bb->pn = p;
-        bb->capn = want;
-    }
-    return &bb->pn[n];
+    return growarr((void **)&bb->pn, &bb->capn, n + 1, sizeof *bb->pn) < 0 ? NULL : &bb->pn[n];
 }
 
 int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served_bytes,
@@ -181,10 +161,11 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
     if (fit_nodes(y, node) < 0)
         return -ENOMEM;
     bnode_t *bn = &y->nd[node];
-    if (bn->period == period && served_bytes > bn->served && busy_seconds > bn->busy) {
+    if (bn->has && bn->period == period && served_bytes > bn->served && busy_seconds > bn->busy) {
         double r = (double)(served_bytes - bn->served) / (busy_seconds - bn->busy);
         bn->rate = bn->rate > 0 ? 0.5 * bn->rate + 0.5 * r : r;
     }
+    bn->has = 1;
     bn->period = period;
     bn->served = served_bytes;
     bn->busy = busy_seconds;
@@ -198,8 +179,9 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
         pbytes_t *p = pair_of(&y->bb[b], node);
         if (!p)
             return -ENOMEM;
-        if (p->period != UINT64_MAX && period < p->period)
+        if (p->has && period < p->period)
             continue; /* older than what we hold */
+        p->has = 1;
         p->period = period;
         p->arr_int = r->arrivals_interval;
         p->served = r->served;
@@ -211,14 +193,8 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
 static int out_add(cbytes_t *y, int i, uint32_t b, uint32_t flags, int64_t r, int64_t l)
 {
     bnode_t *bn = &y->nd[i];
-    if (bn->nout == bn->capout) {
-        size_t want = bn->capout ? bn->capout * 2 : 16;
-        proto_tokens_bytes_t *p = realloc(bn->out, want * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        bn->out = p;
-        bn->capout = want;
-    }
+    if (growarr((void **)&bn->out, &bn->capout, bn->nout + 1, sizeof *bn->out) < 0)
+        return -ENOMEM;
     bn->out[bn->nout++] = (proto_tokens_bytes_t){.bucket = b, .flags = flags, .r_bytes = r,
                                                  .l_bytes = l};
     return 0;
@@ -229,7 +205,7 @@ static int64_t served_of(const ctrl_t *c, const bbucket_t *bb)
 {
     int64_t s = 0;
     for (int i = 0; i < bb->capn; i++)
-        if (bb->pn[i].period == c->period)
+        if (bb->pn[i].has && bb->pn[i].period == c->period)
             s = ctrl__count_add(s, (int64_t)(bb->pn[i].served > (uint64_t)CTRL_COUNT_MAX
                                                  ? (uint64_t)CTRL_COUNT_MAX
                                                  : bb->pn[i].served));
@@ -241,8 +217,7 @@ static int64_t served_of(const ctrl_t *c, const bbucket_t *bb)
  * requests wait there (arrivals of a closed loop only show what it got). */
 static int64_t demand_of(const ctrl_t *c, const bbucket_t *bb, int i, size_t b, double il)
 {
-    if (i >= bb->capn || bb->pn[i].period == UINT64_MAX ||
-        bb->pn[i].period + 1 < c->period)
+    if (i >= bb->capn || !bb->pn[i].has || bb->pn[i].period + 1 < c->period)
         return 0;
     double d = (double)bb->pn[i].arr_int * il;
     const node_t *nd = &c->nodes[i];
@@ -379,6 +354,7 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
                 rc = -ENOMEM;
                 goto out;
             }
+            p->pushed = 1;
             p->r = r;
             p->l = l;
             if ((rc = out_add(y, i, (uint32_t)b, 0, r, l)) < 0)
@@ -407,7 +383,7 @@ size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_byte
         return 0;
     if (recs)
         *recs = y->nd[node].out;
-    return y->nd[node].nout;
+    return (size_t)y->nd[node].nout;
 }
 
 void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
@@ -420,7 +396,7 @@ void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     int unl = 0;
     for (int i = 0; i < bb->capn && i < c->nn; i++) {
         const pbytes_t *p = &bb->pn[i];
-        if (!c->nodes[i].up || p->r < 0)
+        if (!c->nodes[i].up || !p->pushed)
             continue;
         out->r_bytes = ctrl__count_add(out->r_bytes, p->r);
         if (p->l == CTRL_UNLIMITED)

@@ -47,6 +47,13 @@ static sched_t *make(int n)
     return s;
 }
 
+/* Gives bucket b IO tokens (r, l) and unit tokens (ur, ul), unpaced. */
+static void grant(sched_t *s, int b, int64_t r, int64_t l, int64_t ur, int64_t ul)
+{
+    ck_assert_int_eq(sched_set_tokens(s, b, r, l, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_units(s, b, 1, ur, ul), 0);
+}
+
 START_TEST(test_cost_of_sizes_and_kinds)
 {
     cost_config_t c = COST_CONFIG_DEFAULT;
@@ -109,10 +116,8 @@ START_TEST(test_cost_both_limits_at_once)
 {
     sched_t *s = make(2);
     /* b0: 10 IOs but 5 units -> units bind; b1: 3 IOs, 100 units -> IOs bind. */
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 10, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 5), 0);
-    ck_assert_int_eq(sched_set_tokens(s, 1, 0, 3, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, 1, 1, 0, 100), 0);
+    grant(s, 0, 0, 10, 0, 5);
+    grant(s, 1, 0, 3, 0, 100);
     enq(s, 0, 20, 1);
     enq(s, 1, 20, 1);
     int per[2];
@@ -144,8 +149,7 @@ END_TEST
 START_TEST(test_cost_large_request_debt)
 {
     sched_t *s = make(1);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, U, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1), 0);
+    grant(s, 0, 0, U, 0, 1);
     enq(s, 0, 3, 1000);
     int per[1];
     run(s, per, 1);
@@ -185,8 +189,7 @@ END_TEST
 START_TEST(test_cost_unit_reservation_goes_first)
 {
     sched_t *s = make(2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, U, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 2, U), 0);
+    grant(s, 0, 0, U, 2, U);
     ck_assert_int_eq(sched_set_tokens(s, 1, 0, U, INFINITY, 0), 0);
     enq(s, 1, 3, 1);
     enq(s, 0, 3, 1);
@@ -205,8 +208,7 @@ START_TEST(test_cost_unit_reservation_goes_first)
     ck_assert_int_eq(st.ru_tokens, 0);
     ck_assert_uint_eq(st.served_u, 3);
     /* R-tokens in both dimensions: R class, both consumed. */
-    ck_assert_int_eq(sched_set_tokens(s, 0, 1, 0, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 4, 0), 0);
+    grant(s, 0, 1, 0, 4, 0);
     enq(s, 0, 2, 3);
     sched_class_t c;
     ck_assert_ptr_nonnull(sched_dispatch(s, 0, &c));
@@ -224,8 +226,7 @@ END_TEST
 START_TEST(test_cost_charge_after_reply)
 {
     sched_t *s = make(2);
-    ck_assert_int_eq(sched_set_tokens(s, 0, 0, U, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 10), 0);
+    grant(s, 0, 0, U, 0, 10);
     ck_assert_int_eq(sched_set_route(s, 1, 0), 0);
     enq(s, 1, 2, 0); /* two gets of unknown size, routed to b0 */
     sched_item_t *it = sched_dispatch(s, 0, NULL);
@@ -256,8 +257,7 @@ START_TEST(test_cost_overshoot_bounded)
 {
     sched_t *s = make(3);
     for (int b = 0; b < 3; b++) {
-        ck_assert_int_eq(sched_set_tokens(s, b, 0, U, INFINITY, 0), 0);
-        ck_assert_int_eq(sched_set_units(s, b, 1, 0, 100), 0);
+        grant(s, b, 0, U, 0, 100);
     }
     static const uint32_t size[3] = {1, 7, 64};
     uint64_t served[3] = {0};

@@ -1,25 +1,11 @@
 /* agent_bytes.c - the agent's side of the bytes/s dimension (cost-aware tokens): byte records in reports, byte tokens applied net of what was served, the fail-static byte grant; bytes on the wire, units in the scheduler. */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "common/growarr.h"
 #include "storage-node/core/agent_int.h"
 
 /* Makes a->ub cover n buckets (new entries zero).  Returns 0 or -ENOMEM. */
-static int ub_fit(agent_t *a, size_t n)
+static int ub_fit(agent_t *a, int n)
 {
-    if (n <= a->ub_cap)
-        return 0;
-    size_t want = a->ub_cap ? a->ub_cap : 64;
-    while (want < n)
-        want *= 2;
-    agent_ub_t *p = realloc(a->ub, want * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    memset(p + a->ub_cap, 0, (want - a->ub_cap) * sizeof *p);
-    a->ub = p;
-    a->ub_cap = want;
-    return 0;
+    return growarr((void **)&a->ub, &a->ub_cap, n, sizeof *a->ub);
 }
 
 /* Units to bytes for the wire, clamped to what it carries. */
@@ -43,7 +29,7 @@ int agent__bytes_report(agent_t *a, proto_msg_t *m)
     int n = a->my_n;
     size_t k = 0;
     int rc;
-    if ((rc = ub_fit(a, (size_t)n)))
+    if ((rc = ub_fit(a, n)))
         return rc;
     for (int b = 0; b < n; b++) {
         sched_bucket_stats_t bs;
@@ -85,7 +71,7 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
             sched_set_units(a->s, b, 0, 0, 0);
             continue;
         }
-        if (ub_fit(a, (size_t)b + 1))
+        if (ub_fit(a, b + 1))
             continue;
         sched_bucket_stats_t bs;
         if (sched_bucket_stats(a->s, b, &bs))
@@ -109,7 +95,7 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
 void agent__bytes_period(agent_t *a, int covered)
 {
     int n = sched_nbuckets(a->s);
-    if (ub_fit(a, (size_t)n))
+    if (ub_fit(a, n))
         return;
     for (int b = 0; b < n; b++) {
         sched_bucket_stats_t bs;
@@ -135,7 +121,7 @@ void agent__bytes_period(agent_t *a, int covered)
 void agent__bytes_static(agent_t *a)
 {
     int n = sched_nbuckets(a->s);
-    for (int b = 0; b < n && (size_t)b < a->ub_cap; b++) {
+    for (int b = 0; b < n && b < a->ub_cap; b++) {
         const agent_ub_t *u = &a->ub[b];
         sched_bucket_stats_t bs;
         if (!u->on || sched_bucket_stats(a->s, b, &bs))

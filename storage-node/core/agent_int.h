@@ -48,7 +48,7 @@ struct agent {
                             does not apply; see take_weight()) */
     size_t arr_cap;
     agent_ub_t *ub;      /* per bucket: its bytes/s dimension (agent_bytes.c) */
-    size_t ub_cap;
+    int ub_cap;
     uint64_t unit;       /* bytes per scheduler unit, >= 1 */
 
     /* the controller's table: its index -> our scheduler index (or -1) */
