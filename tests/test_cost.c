@@ -157,7 +157,7 @@ START_TEST(test_cost_large_request_debt)
     sched_bucket_stats_t st;
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.lu_tokens, -999);
-    /* A new period: the debt comes off its first grant. */
+    /* A new period: the debt comes off its grants. */
     sched_period_start(s);
     ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1500), 0);
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
@@ -166,20 +166,24 @@ START_TEST(test_cost_large_request_debt)
     ck_assert_int_eq(per[0], 1);
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.lu_tokens, -499);
-    /* Within a period a grant replaces the count (the controller's counts
-     * are net of what was served, overdraft included). */
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 0), 0);
-    run(s, per, 1);
-    ck_assert_int_eq(per[0], 0);
-    /* A debt larger than R is paid by R first, then owed by L. */
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1), 0);
+    /* Every grant of the period pays the carried debt (the controller's
+     * counts are net of this period's service only): 1000 - 999. */
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1000), 0);
+    ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
+    ck_assert_int_eq(st.lu_tokens, 1);
     run(s, per, 1);
     ck_assert_int_eq(per[0], 1);
+    enq(s, 0, 1, 1000);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 500), 0);
+    run(s, per, 1);
+    ck_assert_int_eq(per[0], 0); /* 500 - 999 < 1 */
+    /* A debt larger than R is paid by R first, then owed by L; the new
+     * carry replaces the old one (the count paid it). */
     sched_period_start(s);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 200, 300), 0);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 200, 200), 0);
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.ru_tokens, 0);
-    ck_assert_int_eq(st.lu_tokens, -499);
+    ck_assert_int_eq(st.lu_tokens, -99); /* 200 + 200 - 499 */
     sched_destroy(&s);
 }
 END_TEST

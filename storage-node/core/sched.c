@@ -45,8 +45,8 @@ typedef struct {
 typedef struct {
     int64_t r, l;       /* unit tokens left (< 0: a debt); l may be
                            SCHED_UNLIMITED */
-    int64_t carry;      /* debt carried from the last period, taken off
-                           the next grant (<= 0) */
+    int64_t carry;      /* debt carried from the last period (<= 0),
+                           taken off every grant of this one */
     uint64_t arrivals, served; /* units, this period */
     int on;
 } ybucket_t;
@@ -395,10 +395,10 @@ int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units)
     }
     s->nunits += !y->on;
     y->on = 1;
-    /* Last period's debt comes off the first grant of this one, R first;
-     * what R cannot pay stays owed by L (or by R if L has no limit). */
+    /* Last period's debt comes off every grant of this one (the grants
+     * do not know of it), R first; what R cannot pay stays owed by L (or
+     * by R if L has no limit). */
     int64_t d = y->carry;
-    y->carry = 0;
     if (d < 0 && r_units > 0) {
         int64_t pay = r_units < -d ? r_units : -d;
         r_units -= pay;

@@ -169,8 +169,8 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * sched_set_tokens(), r >= 0, l SCHED_UNLIMITED or any other count down
  * to -(INT64_MAX / 4) (a negative l is a debt the caller knows of: the
  * node's service since the controller counted); and a debt carried from
- * the previous period (see below) is taken off the first grant of a period
- * (R first).
+ * the previous period (see below) is taken off every grant of a period
+ * (R first: the grants are counted without it).
  *
  * Eligibility with the account on: step 1 (R) needs an R-token in either
  * dimension and, in each dimension, at least one token of either class
@@ -180,7 +180,9 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * (from the same class if it has any, else from the other), so a request
  * larger than what is left starts as long as one unit is left and drives
  * the count negative: the debt is paid out of later tokens, and
- * sched_period_start() carries what is left of it into the next period.
+ * sched_period_start() carries what is left of it into the next period
+ * (it replaces the carry of the period that ends, which the count already
+ * paid).
  * Over any span the service exceeds the tokens by less than one request.
  * Unit tokens are never paced.  Returns 0 or -EINVAL. */
 int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units);
