@@ -92,21 +92,28 @@ START_TEST(test_cost_of_sizes_and_kinds)
 END_TEST
 
 /* Without a unit account a request is one token whatever its cost (the
- * paper); the node still counts the units it dispatched. */
+ * paper); the node counts the units it dispatches only while some bucket
+ * has an account (nothing is read on the paper's path). */
 START_TEST(test_cost_off_is_one_token_per_io)
 {
-    sched_t *s = make(1);
+    sched_t *s = make(2);
     ck_assert_int_eq(sched_set_tokens(s, 0, 0, 3, INFINITY, 0), 0);
     enq(s, 0, 5, 1000);
-    int per[1];
-    run(s, per, 1);
+    int per[2];
+    run(s, per, 2);
     ck_assert_int_eq(per[0], 3);
     sched_node_stats_t ns;
     sched_node_stats(s, &ns);
-    ck_assert_uint_eq(ns.units, 3000);
+    ck_assert_uint_eq(ns.units, 0);
     sched_bucket_stats_t st;
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.units_on, 0);
+    grant(s, 1, 0, U, 0, U); /* another bucket has one: every unit counts */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2, INFINITY, 0), 0);
+    run(s, per, 2);
+    ck_assert_int_eq(per[0], 2);
+    sched_node_stats(s, &ns);
+    ck_assert_uint_eq(ns.units, 2000);
     sched_destroy(&s);
 }
 END_TEST

@@ -711,7 +711,8 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
         k->served_o++;
         break;
     }
-    s->node.units += item->cost;
+    if (s->nunits) /* (only read while some bucket has a unit account) */
+        s->node.units += item->cost;
     if (y)
         take_units(y, u_rfirst, item->cost);
     if (k->queued == 0 || slow)

@@ -106,7 +106,8 @@ typedef struct {
     double busy_seconds;   /* time with at least one request at the backend */
     uint64_t dispatched;
     uint64_t units;        /* units charged, every bucket (capacity in
-                              units/s) */
+                              units/s), counted while some bucket has a
+                              unit account */
 } sched_node_stats_t;
 
 typedef struct sched sched_t;
