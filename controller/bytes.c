@@ -1,4 +1,4 @@
-/* bytes.c - the controller's bytes/s dimension (cost-aware tokens): byte rates of the buckets that have them, the nodes' byte reports, and each round's byte tokens (R placed by pShift within the nodes' byte capacities, the rest of the headroom split by demand). */
+/* bytes.c - the controller's bytes/s dimension (cost-aware tokens): byte rates of the buckets that have them, the nodes' byte reports, and each round's byte tokens (an R pass and an L pass by pShift within the nodes' byte capacities, as for IOs). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -45,7 +45,7 @@ struct cbytes {
     size_t noff;          /* buckets with off > 0 */
     bnode_t *nd;          /* [capn] */
     int capn;
-    pshift_problem_t *p;  /* the byte R problem, reused */
+    pshift_problem_t *p, *q; /* the byte R and L problems, reused */
 };
 
 static void bb_free(bbucket_t *b)
@@ -69,6 +69,7 @@ void ctrl__bytes_free(ctrl_t *c)
         free(y->nd[i].out);
     free(y->nd);
     pshift_problem_destroy(&y->p);
+    pshift_problem_destroy(&y->q);
     free(y);
     c->by = NULL;
 }
@@ -128,9 +129,10 @@ int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *b
         y->nd = o->nd;
         y->capn = o->capn;
         y->p = o->p;
+        y->q = o->q;
         o->nd = NULL;
         o->capn = 0;
-        o->p = NULL;
+        o->p = o->q = NULL;
     }
     ctrl__bytes_free(c);
     c->by = y;
@@ -230,7 +232,8 @@ static int64_t demand_of(const ctrl_t *c, const bbucket_t *bb, int i, size_t b, 
 /* The byte R pass: pShift places every byte bucket's remaining byte
  * reservation on the up nodes where it has demand, within their byte
  * capacities for the `rem_s` seconds left (unknown: not bounded).  The
- * allocations are read back by pshift_alloc(). */
+ * allocations are read back by pshift_alloc().  Returns 1 if it solved a
+ * problem, 0 if there was none, or a negative error. */
 static int rpass(ctrl_t *c, double rem_s, double il, const int64_t *r_rem, int *pidx, int *sidx)
 {
     cbytes_t *y = c->by;
@@ -270,7 +273,61 @@ static int rpass(ctrl_t *c, double rem_s, double il, const int64_t *r_rem, int *
         return 0;
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     o.threads = c->cfg.threads;
-    return pshift_solve(y->p, &o);
+    int rc = pshift_solve(y->p, &o);
+    return rc < 0 ? rc : 1;
+}
+
+/* R placed for byte bucket b on node i. */
+static int64_t r_of(const cbytes_t *y, const int *pidx, const int *sidx, size_t b, int i)
+{
+    return pidx[b] >= 0 && sidx[i] >= 0 ? pshift_alloc(y->p, pidx[b], sidx[i]) : 0;
+}
+
+/* The byte L pass, as the IO one: pShift places the byte headroom beyond
+ * R of each limited byte bucket (rest[b]) on the up nodes' byte capacity
+ * left after R (`solved`: the R problem was), by its demand beyond R there.
+ * lidx[b] is its bucket in y->q, -1 if none.  Returns 0 or a negative
+ * error. */
+static int lpass(ctrl_t *c, double il, const int64_t *rest, const int *pidx, const int *sidx,
+                 int solved, int *lidx)
+{
+    cbytes_t *y = c->by;
+    if (!y->q && !(y->q = pshift_problem_new()))
+        return -ENOMEM;
+    pshift_problem_clear(y->q);
+    for (int i = 0; i < c->nn; i++) {
+        if (sidx[i] < 0)
+            continue;
+        int64_t left = pshift_server_capacity(y->p, sidx[i]) -
+                       (solved ? pshift_server_load(y->p, sidx[i]) : 0);
+        int rc = pshift_add_server(y->q, NULL, left > 0 ? left : 0);
+        if (rc < 0)
+            return rc;
+    }
+    int any = 0;
+    for (size_t b = 0; b < y->nb; b++) {
+        lidx[b] = -1;
+        if (!y->on[b] || rest[b] == CTRL_UNLIMITED || rest[b] <= 0)
+            continue;
+        for (int i = 0; i < c->nn; i++) {
+            if (sidx[i] < 0 || ctrl__node_slot(&c->nodes[i], b) < 0)
+                continue;
+            int64_t d = demand_of(c, &y->bb[b], i, b, il) - r_of(y, pidx, sidx, b, i);
+            if (d <= 0)
+                continue;
+            if (lidx[b] < 0 && (lidx[b] = pshift_add_bucket(y->q, NULL, rest[b])) < 0)
+                return lidx[b];
+            int rc = pshift_set_demand(y->q, lidx[b], sidx[i], d);
+            if (rc < 0)
+                return rc;
+            any = 1;
+        }
+    }
+    if (!any)
+        return 0;
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.threads = c->cfg.threads;
+    return pshift_solve(y->q, &o);
 }
 
 int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
@@ -285,10 +342,11 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
         y->nd[i].nout = 0;
     int64_t *r_rem = calloc(y->nb ? y->nb : 1, sizeof *r_rem);
     int *pidx = calloc(y->nb ? y->nb : 1, sizeof *pidx);
+    int *lidx = calloc(y->nb ? y->nb : 1, sizeof *lidx);
     int *sidx = calloc(c->nn ? (size_t)c->nn : 1, sizeof *sidx);
     int64_t *head = calloc(y->nb ? y->nb : 1, sizeof *head);
     rc = -ENOMEM;
-    if (!r_rem || !pidx || !sidx || !head)
+    if (!r_rem || !pidx || !lidx || !sidx || !head)
         goto out;
     for (size_t b = 0; b < y->nb; b++) {
         if (!y->on[b])
@@ -301,7 +359,19 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
         if (r_rem[b] > head[b])
             r_rem[b] = head[b];
     }
-    if ((rc = rpass(c, rem_s, il, r_rem, pidx, sidx)) < 0)
+    int solved = rc = rpass(c, rem_s, il, r_rem, pidx, sidx);
+    if (rc < 0)
+        goto out;
+    /* What is left of each bucket's headroom after R: for the L pass. */
+    for (size_t b = 0; b < y->nb; b++) {
+        if (!y->on[b] || head[b] == CTRL_UNLIMITED)
+            continue;
+        int64_t rsum = 0;
+        for (int i = 0; i < c->nn; i++)
+            rsum = ctrl__count_add(rsum, r_of(y, pidx, sidx, b, i));
+        head[b] = head[b] > rsum ? head[b] - rsum : 0;
+    }
+    if ((rc = lpass(c, il, head, pidx, sidx, solved, lidx)) < 0)
         goto out;
     for (size_t b = 0; b < y->nb; b++) {
         if (y->off[b] > 0) {
@@ -316,39 +386,28 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
         if (!y->on[b])
             continue;
         bbucket_t *bb = &y->bb[b];
-        /* The headroom beyond R goes where the demand is (evenly over the
-         * nodes holding the bucket if none has any): it always adds up
-         * to at most the headroom, so the byte limit holds. */
-        int64_t rsum = 0, dsum = 0;
+        /* L: what the L pass placed, and the headroom it did not place
+         * (no demand for it) spread evenly over the nodes holding the
+         * bucket, so that demand moving between them is served at once;
+         * it all adds up to the headroom, so the byte limit holds. */
+        int64_t rest = head[b], placed = 0;
         int holders = 0;
         for (int i = 0; i < c->nn; i++) {
             if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
                 continue;
             holders++;
-            dsum = ctrl__count_add(dsum, demand_of(c, bb, i, b, il));
-            if (pidx[b] >= 0)
-                rsum = ctrl__count_add(rsum, pshift_alloc(y->p, pidx[b], sidx[i]));
+            if (lidx[b] >= 0)
+                placed = ctrl__count_add(placed, pshift_alloc(y->q, lidx[b], sidx[i]));
         }
-        int64_t rest = head[b] == CTRL_UNLIMITED ? CTRL_UNLIMITED
-                                                 : (head[b] > rsum ? head[b] - rsum : 0);
-        int64_t given = 0;
+        int64_t spread = rest == CTRL_UNLIMITED ? 0 : (rest > placed ? rest - placed : 0);
         int k = 0;
         for (int i = 0; i < c->nn; i++) {
             if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
                 continue;
-            int64_t r = pidx[b] >= 0 ? pshift_alloc(y->p, pidx[b], sidx[i]) : 0, l;
-            if (rest == CTRL_UNLIMITED) {
-                l = CTRL_UNLIMITED;
-            } else {
-                double share = dsum > 0 ? (double)demand_of(c, bb, i, b, il) / (double)dsum
-                                        : 1.0 / holders;
-                l = (int64_t)floor((double)rest * share);
-                if (given + l > rest)
-                    l = rest - given;
-                if (++k == holders)
-                    l = rest - given; /* the rounding's remainder */
-                given += l;
-            }
+            int64_t r = r_of(y, pidx, sidx, b, i), l = CTRL_UNLIMITED;
+            if (rest != CTRL_UNLIMITED)
+                l = (lidx[b] >= 0 ? pshift_alloc(y->q, lidx[b], sidx[i]) : 0) +
+                    spread / holders + (k++ < spread % holders ? 1 : 0);
             pbytes_t *p = pair_of(bb, i);
             if (!p) {
                 rc = -ENOMEM;
@@ -365,6 +424,7 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
 out:
     free(r_rem);
     free(pidx);
+    free(lidx);
     free(sidx);
     free(head);
     if (rc < 0)

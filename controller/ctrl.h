@@ -244,8 +244,9 @@ size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **re
  * every computed or skipped round, each up node holding such a bucket gets
  * a byte record (R: the byte reservation left, placed by pShift within the
  * nodes' byte capacities where the bucket's bytes arrive; L: the byte
- * headroom beyond that, split by byte demand), so that the byte limit
- * holds over the nodes as the IO limit does.  Without any byte rate none
+ * headroom beyond that, placed by pShift on the byte capacity left, the
+ * rest spread evenly), so that the byte limit holds over the nodes as the
+ * IO limit does.  Without any byte rate none
  * of this runs and nothing changes (the paper). */
 
 /* Applies a report's byte records (bucket = index in the node's table;
