@@ -1362,6 +1362,9 @@ START_TEST(test_ctrl_byte_tokens_hold_the_byte_limit)
         for (int n = 0; n < 2; n++) /* the nodes spend half of it */
             served[n] += (uint64_t)(r[n] + l[n]) / 2;
     }
+    ctrl_node_info_t ni; /* bytes per busy second from served_bytes and busy */
+    ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
+    ck_assert(ni.byte_capacity > 0);
     ctrl_bucket_info_t bi;
     ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
     ck_assert_int_eq(bi.limit_bytes, 1048576);
