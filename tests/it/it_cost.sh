@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit.
+# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit; a byte reservation wins most of a saturated node.
 # Needs BIN (default bin); skips (exit 0 with a note) if fio or python3 is missing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_cost
@@ -10,14 +10,17 @@ for b in bqos-nbd-node bqos-nbd-load bqos-controller bqos-ctl; do
   [ -x "$BIN/$b" ] || { echo "it_cost: missing $BIN/$b"; exit 1; }
 done
 MIB=1048576
-# green (memcached, below): 100,000 IOs/s and 2 MiB/s.
+# green (memcached, below): 100,000 IOs/s and 2 MiB/s; gold and bronze
+# (a slow node, below): 100 MiB/s reserved for gold, nothing for bronze.
 # red: at most 100,000 IOs/s (64 KiB reads at 4 MiB/s are 64 IOs/s: the IO
 # limit alone would not bind) and 4 MiB/s; blue: no limit at all.
 cat >"$T/b.json" <<EOF
 {"buckets": [
   {"name": "red", "reservation": 0, "limit": 100000, "limit_bytes": $((4 * MIB))},
   {"name": "blue", "reservation": 0},
-  {"name": "green", "reservation": 0, "limit": 100000, "limit_bytes": $((2 * MIB))}]}
+  {"name": "green", "reservation": 0, "limit": 100000, "limit_bytes": $((2 * MIB))},
+  {"name": "gold", "reservation": 0, "reservation_bytes": $((100 * MIB))},
+  {"name": "bronze", "reservation": 0}]}
 EOF
 # A short period: the tokens are per period and unpaced, so a measurement
 # window not aligned to periods may hold up to one period more (docs/node.md).
@@ -104,4 +107,26 @@ EOF
 else
   echo "# memcached, bqos-node or bqos-load missing: memcached part skipped"
 fi
-it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/status.txt' '$T/set.txt'"
+# A byte reservation: a node of 2,500 IOs/s (5 workers, 2 ms an IO), i.e.
+# 160 MB/s of 64 KiB reads, saturated by gold and bronze alike; gold has
+# 100 MiB/s reserved (and no IO reservation: its unit R-tokens put it in
+# step 1) and gets most of it, where round robin would split it evenly.
+next_port; sp=$PORT
+spawn "$T/slow.log" "$BIN/bqos-nbd-node" --name n2 --nbd-listen "127.0.0.1:$sp" \
+  --backend "file:$T/store/" --export-size 64m --buckets gold,bronze --outstanding 5 \
+  --workers 5 --io-time-us 2000 --controller "$CTRL_EP" --capacity 2500
+wait_port "$sp" 10
+sleep 1.5
+fio --output-format=json --output="$T/fio-res.json" --ioengine=nbd --rw=randread --bs=64k \
+  --iodepth=8 --size=32m --time_based --ramp_time=1 --runtime=3 \
+  --name=gold --uri="nbd://127.0.0.1:$sp/gold" \
+  --name=bronze --uri="nbd://127.0.0.1:$sp/bronze" >/dev/null 2>&1
+set -- $(python3 -c '
+import json, sys
+b = {x["jobname"]: x["read"]["bw_bytes"] for x in json.load(open(sys.argv[1]))["jobs"]}
+print(b["gold"], b["bronze"])' "$T/fio-res.json" 2>/dev/null) 0 0
+echo "# saturated node: gold $1 bytes/s, bronze $2 bytes/s (gold reserves $((100 * MIB)))"
+check "a byte reservation gives gold most of a saturated node (gold $1, bronze $2 bytes/s)" \
+  "[ $1 -gt $((2 * $2)) ] && [ $2 -gt 0 ]"
+
+it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt'"
