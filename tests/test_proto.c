@@ -1284,6 +1284,7 @@ START_TEST(test_proto_bytes_records)
     m.tbytes[0].r_bytes = -1; /* a grant is never negative */
     ck_assert_int_eq(encode_rc(&m), -EINVAL);
     proto_msg_clear(&m);
+    proto_msg_clear(&d);
 
     msg_start(&m, &d, PROTO_REPORT, "n1");
     m.period = 7;
