@@ -129,4 +129,6 @@ echo "# saturated node: gold $1 bytes/s, bronze $2 bytes/s (gold reserves $((100
 check "a byte reservation gives gold most of a saturated node (gold $1, bronze $2 bytes/s)" \
   "[ $1 -gt $((2 * $2)) ] && [ $2 -gt 0 ]"
 
+cleanup # every process stopped: their logs end with any sanitizer report
+check "no sanitizer report" '! grep -qE "Sanitizer|runtime error:" "$T"/*.log'
 it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt'"
