@@ -65,6 +65,7 @@ START_TEST(test_cost_of_sizes_and_kinds)
     ck_assert_uint_eq(cost_of(&c, COST_WRITE, 32u << 20), 8192);
     ck_assert_uint_eq(cost_of(&c, COST_FLUSH, 0), 1);
     ck_assert_uint_eq(cost_of(&c, COST_TRIM, 1u << 30), 1); /* whatever its length */
+    ck_assert_uint_eq(cost_of(&c, COST_NONE, 4096), 0);
     c.write_weight = 2.5;
     c.read_weight = 0.5;
     c.flush = 8;

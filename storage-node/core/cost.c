@@ -38,6 +38,8 @@ uint32_t cost_of(const cost_config_t *c, cost_kind_t kind, uint64_t bytes)
         return c->flush;
     case COST_TRIM:
         return c->trim;
+    case COST_NONE:
+        break;
     }
     return 0;
 }

@@ -24,7 +24,8 @@ typedef enum {
     COST_READ = 0,
     COST_WRITE = 1,
     COST_FLUSH = 2,
-    COST_TRIM = 3    /* trim, write-zeroes: no data moves */
+    COST_TRIM = 3,   /* trim, write-zeroes: no data moves */
+    COST_NONE = 4    /* metadata (NBD BLOCK_STATUS): 0 units */
 } cost_kind_t;
 
 typedef struct {
