@@ -56,8 +56,7 @@ static int parse_limit(const char *arg, void *target)
 }
 
 /* OPTS_FUNC for --reservation-bytes / --limit-bytes BYTES|none (suffixes
- * k, m, g as in the node's byte options): target is the int64_t, 0 for
- * none. */
+ * k, m, g): target is the int64_t, 0 for none. */
 static int parse_byte_rate(const char *arg, void *target)
 {
     uint64_t v;
@@ -461,32 +460,22 @@ static const char *reason_cell(json_t *o, char *buf, size_t n)
 }
 
 /* The buckets with byte rates (cost-aware tokens), if any: a second table
- * in bytes per second and, with `with_served`, bytes this period. */
+ * in bytes per second and, with `with_served`, bytes this period (t_row()
+ * takes the first ncols cells). */
 static void print_bytes_table(json_t *buckets, int with_served)
 {
-    table_t t = {.ncols = with_served ? 6 : 3};
-    for (size_t c = 1; c < t.ncols; c++)
-        t.right[c] = 1;
-    if (with_served)
-        t_row(&t, "BUCKET", "RES BYTES/S", "LIMIT BYTES/S", "SERVED BYTES", "R BYTES", "L BYTES");
-    else
-        t_row(&t, "BUCKET", "RES BYTES/S", "LIMIT BYTES/S");
-    size_t i, rows = 0;
+    table_t t = {.ncols = with_served ? 6 : 3, .right = {0, 1, 1, 1, 1, 1}};
+    t_row(&t, "BUCKET", "RES BYTES/S", "LIMIT BYTES/S", "SERVED BYTES", "R BYTES", "L BYTES");
+    size_t i;
     json_t *b;
     json_array_foreach(buckets, i, b) {
-        if (!json_object_get(b, "reservation_bytes") && !json_object_get(b, "limit_bytes"))
-            continue;
         char c[6][32];
-        rows++;
-        if (with_served)
+        if (json_object_get(b, "reservation_bytes") || json_object_get(b, "limit_bytes"))
             t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation_bytes", "-", c[1], 32),
                   cell(b, "limit_bytes", "none", c[2], 32), cell(b, "served_bytes", "-", c[3], 32),
                   cell(b, "r_bytes", "-", c[4], 32), cell(b, "l_bytes", "none", c[5], 32));
-        else
-            t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation_bytes", "-", c[1], 32),
-                  cell(b, "limit_bytes", "none", c[2], 32));
     }
-    if (!rows) {
+    if (t.nrows < 2) { /* the heading alone */
         t_free(&t);
         return;
     }
