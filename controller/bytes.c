@@ -229,6 +229,24 @@ static int64_t demand_of(const ctrl_t *c, const bbucket_t *bb, int i, size_t b, 
     return d < (double)CTRL_COUNT_MAX ? (int64_t)d : CTRL_COUNT_MAX;
 }
 
+/* Adds a bucket's demand d on server s to problem p; the bucket (`target`
+ * tokens) is created on its first demand, *bi its index (-1 before).
+ * Returns 0 or a negative error. */
+static int add_demand(pshift_problem_t *p, int *bi, int64_t target, int s, int64_t d)
+{
+    if (*bi < 0 && (*bi = pshift_add_bucket(p, NULL, target)) < 0)
+        return *bi;
+    return pshift_set_demand(p, *bi, s, d);
+}
+
+/* Solves p with the controller's pShift threads: 0 or a negative error. */
+static int solve(const ctrl_t *c, pshift_problem_t *p)
+{
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.threads = c->cfg.threads;
+    return pshift_solve(p, &o);
+}
+
 /* The byte R pass: pShift places every byte bucket's remaining byte
  * reservation on the up nodes where it has demand, within their byte
  * capacities for the `rem_s` seconds left (unknown: not bounded).  The
@@ -259,21 +277,15 @@ static int rpass(ctrl_t *c, double rem_s, double il, const int64_t *r_rem, int *
             continue;
         for (int i = 0; i < c->nn; i++) {
             int64_t d = sidx[i] >= 0 ? demand_of(c, &y->bb[b], i, b, il) : 0;
-            if (d <= 0)
-                continue;
-            if (pidx[b] < 0 && (pidx[b] = pshift_add_bucket(y->p, NULL, r_rem[b])) < 0)
-                return pidx[b];
-            int rc = pshift_set_demand(y->p, pidx[b], sidx[i], d);
+            int rc = d > 0 ? add_demand(y->p, &pidx[b], r_rem[b], sidx[i], d) : 0;
             if (rc < 0)
                 return rc;
-            any = 1;
+            any |= d > 0;
         }
     }
     if (!any)
         return 0;
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    o.threads = c->cfg.threads;
-    int rc = pshift_solve(y->p, &o);
+    int rc = solve(c, y->p);
     return rc < 0 ? rc : 1;
 }
 
@@ -313,21 +325,13 @@ static int lpass(ctrl_t *c, double il, const int64_t *rest, const int *pidx, con
             if (sidx[i] < 0 || ctrl__node_slot(&c->nodes[i], b) < 0)
                 continue;
             int64_t d = demand_of(c, &y->bb[b], i, b, il) - r_of(y, pidx, sidx, b, i);
-            if (d <= 0)
-                continue;
-            if (lidx[b] < 0 && (lidx[b] = pshift_add_bucket(y->q, NULL, rest[b])) < 0)
-                return lidx[b];
-            int rc = pshift_set_demand(y->q, lidx[b], sidx[i], d);
+            int rc = d > 0 ? add_demand(y->q, &lidx[b], rest[b], sidx[i], d) : 0;
             if (rc < 0)
                 return rc;
-            any = 1;
+            any |= d > 0;
         }
     }
-    if (!any)
-        return 0;
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    o.threads = c->cfg.threads;
-    return pshift_solve(y->q, &o);
+    return any ? solve(c, y->q) : 0;
 }
 
 int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
