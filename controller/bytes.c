@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/growarr.h"
 #include "controller/ctrl.h"
