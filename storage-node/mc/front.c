@@ -728,8 +728,7 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done(f->g);
-    if (op->rvalue) /* a get: charged what it returned */
-        sched_charge(f->s, &io->item, cost_of(&f->cfg.cost, COST_READ, op->rvlen));
+    sched_charge(f->s, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
     iolat_done(gate_iolat(f->g), io->item.origin, &io->ts);
     f->st.backend_errors += op->reply == MCP_R_SERVER_ERROR;
     io->state = IO_DONE;
