@@ -9,11 +9,15 @@
  * File format (rates in IOs per second; `limit` and `weight` optional):
  *   {"buckets":[{"name":"red","reservation":30000,"limit":60000,"weight":1}, ...]}
  * A `limit` that is absent or null means no limit (bqos-ctl --json buckets
- * prints null, and its output loads back).
+ * prints null, and its output loads back).  Cost-aware tokens add two
+ * optional members in bytes per second, "reservation_bytes" and
+ * "limit_bytes" (absent or null: none; each 1..BUCKETFILE_MAX_BYTES,
+ * reservation_bytes <= limit_bytes): a bucket with either also needs byte
+ * tokens, and both its IO and its byte figures hold.
  *
  * Validation: the top level is an object with exactly one member "buckets"
  * (an array); each element is an object with only the members name,
- * reservation, limit, weight (unknown members are errors: a misspelt
+ * reservation, limit, weight, reservation_bytes, limit_bytes (unknown members are errors: a misspelt
  * "limt" must not silently leave a bucket unlimited); names are unique,
  * 1..250 bytes, no whitespace, control characters or ':' (names are key
  * prefixes); reservation and limit are integers in 0..BUCKETFILE_MAX_RATE;
@@ -47,13 +51,25 @@
 #define BUCKETFILE_NAME_MAX NAMES_MAX /* 250 */
 #define BUCKETFILE_MAX_RATE 1000000000000LL /* 10^12 IOs per second */
 #define BUCKETFILE_MAX_WEIGHT 1000000u
+#define BUCKETFILE_MAX_BYTES 1000000000000000LL /* 10^15 bytes per second */
 
 typedef struct {
     char name[BUCKETFILE_NAME_MAX + 1];
     int64_t reservation; /* IOs per second, >= 0 */
     int64_t limit;       /* IOs per second >= reservation, or BUCKETFILE_NO_LIMIT */
     uint32_t weight;     /* 1..BUCKETFILE_MAX_WEIGHT, default 1 */
+    int64_t reservation_bytes; /* bytes per second; 0: none */
+    int64_t limit_bytes;       /* bytes per second >= reservation_bytes;
+                                  0: no byte limit (zero-initialised
+                                  buckets have no byte rate: the paper) */
 } bucketfile_bucket_t;
+
+/* Nonzero if bucket b has a rate in bytes per second (it needs byte tokens
+ * too). */
+static inline int bucketfile_has_bytes(const bucketfile_bucket_t *b)
+{
+    return b->reservation_bytes > 0 || b->limit_bytes > 0;
+}
 
 typedef struct bucketfile bucketfile_t;
 

@@ -13,6 +13,13 @@
  *                         PROTO_TOKENS_COMPACT_SIZE bytes, 32-bit fields) or,
  *                         if the header has "wide":1, wide
  *                         (PROTO_REPORT_REC_SIZE / PROTO_TOKENS_REC_SIZE)
+ *   frame 4  byte records only if the header has "bytes":N (report,
+ *                         tokens): N records of the bytes/s dimension
+ *                         (cost-aware tokens), PROTO_REPORT_BYTES_SIZE /
+ *                         PROTO_TOKENS_BYTES_SIZE bytes each.  A peer that
+ *                         predates them counts one frame too many and
+ *                         refuses the message (PROTO_E_FRAMES): never
+ *                         misread.
  * Records name their bucket by index into the SENDER's bucket table (its
  * generation is "table"); the names frame is included until the receiver
  * acknowledges that generation ("peer_table" in its own messages), so at
@@ -31,7 +38,8 @@
                                         (older peers are refused) */
 #define PROTO_ADMIN_VERSION 1        /* the admin protocol's "v" (bqos-ctl) */
 #define PROTO_WEIGHT_MAX 1000000u    /* bucket weights are 1..this */
-#define PROTO_MAX_FRAMES 4           /* header, names, weights, records */
+#define PROTO_MAX_FRAMES 5           /* header, names, weights, records,
+                                        byte records */
 #define PROTO_NAME_MAX 250          /* bucket and node names: 1..250 bytes */
 #define PROTO_UNLIMITED INT64_MAX   /* l_tokens / l_left meaning "no limit" */
 #define PROTO_MAX_RECORDS 4000000u  /* more records than this is "absurd" */
@@ -127,6 +135,36 @@ typedef struct {
 #define PROTO_TOKENS_COMPACT_SIZE 12
 #define PROTO_TOK_UNLIMITED 1u
 
+/* The bytes/s dimension of a bucket on a node (cost-aware tokens, issue
+ * 15), for buckets with a rate in bytes/s only; in bytes (a node charges
+ * in units of its --cost-unit and converts).  Report: u32 bucket (index
+ * into the node's table), u32 flags (0), then five 64-bit fields in this
+ * order, little-endian: bytes that arrived in the past interval and this
+ * period, bytes served this period, byte R- and L-tokens left (either may
+ * be negative, a debt, down to -PROTO_MAX_COUNT; l_left PROTO_UNLIMITED:
+ * no limit).  A get's bytes are counted once it is answered. */
+typedef struct {
+    uint32_t bucket;
+    uint32_t flags;
+    uint64_t arrivals_interval, arrivals_period;
+    uint64_t served;
+    int64_t r_left, l_left;
+} proto_report_bytes_t;
+#define PROTO_REPORT_BYTES_SIZE 48
+
+/* Tokens: u32 bucket (index into the controller's table), u32 flags, i64
+ * r_bytes, i64 l_bytes: absolute byte tokens for the rest of the period.
+ * PROTO_TOK_UNLIMITED: no byte limit (l_bytes ignored on the wire);
+ * PROTO_TOK_OFF: the bucket has no bytes/s rate (any more): the node
+ * stops charging its bytes (r and l ignored). */
+typedef struct {
+    uint32_t bucket;
+    uint32_t flags;
+    int64_t r_bytes, l_bytes;
+} proto_tokens_bytes_t;
+#define PROTO_TOKENS_BYTES_SIZE 24
+#define PROTO_TOK_OFF 2u
+
 /* A message, decoded or to be encoded.  The arrays are owned by the message
  * (proto_msg_reserve / decode grow them; proto_msg_clear frees them); reuse
  * one proto_msg_t for many decodes to avoid allocation.  Fields not used by
@@ -143,9 +181,12 @@ typedef struct {
  *   report    period*, interval*, remaining_ms, table*, peer_table*,
  *             count*, names (optional), completions*, dispatched*, busy*,
  *             wide (optional, 0 or 1), fallback (optional, 0 or 1),
- *             fallbacks (optional, 0..2^53)
+ *             fallbacks (optional, 0..2^53), bytes (optional, 1..: byte
+ *             records follow), served_bytes (optional, 0..2^53: bytes
+ *             the node served this period, every bucket)
  *   tokens    timing*, table*, peer_table*, count*, names (optional),
- *             weights (optional, only with names), wide (optional)
+ *             weights (optional, only with names), wide (optional),
+ *             bytes (optional, 1..: byte records follow)
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
  *   goodbye   -
  *   error     code*, text
@@ -195,6 +236,7 @@ typedef struct {
      * fallen back since it started (0..PROTO_MAX_COUNT). */
     int fallback;
     uint64_t fallbacks;
+    uint64_t served_bytes; /* report, optional: bytes served, every bucket */
 
     /* error */
     char code[32];
@@ -223,8 +265,14 @@ typedef struct {
     proto_report_rec_t *report;
     proto_tokens_rec_t *tokens;
 
+    /* byte records (report or tokens), nbytes of them, sent iff nbytes >
+     * 0: arrays as above (proto_msg_reserve_bytes()). */
+    size_t nbytes;
+    proto_report_bytes_t *rbytes;
+    proto_tokens_bytes_t *tbytes;
+
     /* private: capacities of the owned buffers */
-    size_t cap_names, cap_namebuf, cap_report, cap_tokens, cap_weights;
+    size_t cap_names, cap_namebuf, cap_report, cap_tokens, cap_weights, cap_bytes;
     char *namebuf;
     const char **names_own;
     uint32_t *weights_own;
@@ -240,6 +288,11 @@ void proto_msg_clear(proto_msg_t *m);
  * `nnames` name pointers, setting m->report / m->tokens / m->names to owned
  * arrays.  Returns 0, -EINVAL (type without records and n > 0), -ENOMEM. */
 int proto_msg_reserve(proto_msg_t *m, size_t n, size_t nnames);
+
+/* Makes room for `n` byte records of m->type's kind, setting m->rbytes or
+ * m->tbytes to an owned array.  Returns 0, -EINVAL (type without records),
+ * -ENOMEM. */
+int proto_msg_reserve_bytes(proto_msg_t *m, size_t n);
 
 /* Encoder output: up to PROTO_MAX_FRAMES frames, buffers owned by the encoder and
  * reused across calls.  Frame i is data[i] / len[i]. */

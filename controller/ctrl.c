@@ -177,6 +177,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->ed);
     pshift_problem_destroy(&c->rp);
     pshift_problem_destroy(&c->lp);
+    ctrl__bytes_free(c);
     free(c);
     *cp = NULL;
 }
@@ -265,6 +266,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
             goto fail;
+    if (ctrl__bytes_config(c, c->bf, copy) < 0)
+        goto fail;
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(copy, b);
         names[b] = x->name;
@@ -709,6 +712,9 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->reservation = x->reservation;
     out->limit = x->limit;
     out->weight = x->weight;
+    out->reservation_bytes = x->reservation_bytes;
+    out->limit_bytes = x->limit_bytes;
+    ctrl__bytes_info(c, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
@@ -754,6 +760,7 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .instance = nd->instance,
         .period = nd->rep_period,
         .interval = nd->rep_interval,
+        .byte_capacity = ctrl__bytes_capacity(c, n),
     };
     return 0;
 }

@@ -241,6 +241,30 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res);
  * Returns the count (0 for a skipped round, a down node, or nothing to say). */
 size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **recs);
 
+/* ---- the bytes/s dimension (cost-aware tokens, controller/bytes.c) ------- */
+
+/* Buckets with "reservation_bytes" or "limit_bytes" also get byte tokens:
+ * every computed or skipped round, each up node holding such a bucket gets
+ * a byte record (R: the byte reservation left, placed by pShift within the
+ * nodes' byte capacities where the bucket's bytes arrive; L: the byte
+ * headroom beyond that, placed by pShift on the byte capacity left, the
+ * rest spread evenly), so that the byte limit holds over the nodes as the
+ * IO limit does.  Without any byte rate none
+ * of this runs and nothing changes (the paper). */
+
+/* Applies a report's byte records (bucket = index in the node's table;
+ * call after ctrl_node_report() of the same report) and the bytes the node
+ * served this period with its busy time (its byte capacity).  Returns 0,
+ * -EINVAL (bad node, record outside its table) or -ENOMEM. */
+int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served_bytes,
+                           double busy_seconds, const proto_report_bytes_t *recs, size_t n);
+
+/* The byte records to push to node `node` after ctrl_compute() (bucket =
+ * index in the controller's table; PROTO_TOK_OFF for a bucket that lost
+ * its byte rate).  Owned by `c`, valid until the next ctrl_compute().
+ * Returns the count (0 for a down node or without byte rates). */
+size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_bytes_t **recs);
+
 /* ---- introspection (status, admission) ----------------------------------- */
 
 typedef struct {
@@ -252,6 +276,9 @@ typedef struct {
     int64_t demand;              /* estimated for the rest of the period */
     int64_t r_tokens, l_tokens;  /* last pushed, summed (l: CTRL_UNLIMITED) */
     int servers;                 /* up nodes where it has demand */
+    int64_t reservation_bytes, limit_bytes; /* bytes per second, 0: none */
+    uint64_t served_bytes;       /* this period, all nodes (byte buckets) */
+    int64_t r_bytes, l_bytes;    /* last pushed, summed (l: CTRL_UNLIMITED) */
 } ctrl_bucket_info_t;
 
 /* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL. */
@@ -269,6 +296,8 @@ typedef struct {
     uint64_t instance;       /* its process's id from its hello, 0 = none */
     uint64_t period;         /* period of its last report */
     uint32_t interval;       /* interval of its last report */
+    double byte_capacity;    /* bytes per busy second, 0: unknown (only
+                                measured while some bucket has a byte rate) */
 } ctrl_node_info_t;
 
 /* Fills *out for node n.  Returns 0 or -EINVAL. */

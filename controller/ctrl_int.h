@@ -193,6 +193,8 @@ struct ctrl {
      * every computation: kept so that their memory is reused instead of
      * allocated anew each round. */
     pshift_problem_t *rp, *lp;
+    struct cbytes *by;     /* the bytes/s dimension (bytes.c); NULL while
+                              no bucket has a byte rate */
 };
 
 /* Asks the CPU to fetch (for writing) the record of `size` bytes at `a`,
@@ -278,6 +280,20 @@ double ctrl__plausible_rate(const node_t *nd);
  * counts per period), and keeps in p and nd->served what it believes. */
 void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
                       uint64_t period, uint64_t ub);
+
+/* bytes.c: the bytes/s dimension.  ctrl__bytes_config() takes the byte
+ * rates of `bf` (the configuration that replaces `old`), keeping what the
+ * nodes said of buckets that keep a byte rate; 0 or -ENOMEM (nothing
+ * changed).  ctrl__bytes_compute() makes the byte records of a round
+ * (`rem_s` seconds and `il` intervals left); 0, -ENOMEM or a pshift error
+ * (no records then).  ctrl__bytes_info() adds bucket b's byte figures to
+ * *out, ctrl__bytes_capacity() is node `node`'s byte rate while busy. */
+typedef struct cbytes cbytes_t;
+int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *bf);
+int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il);
+void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
+double ctrl__bytes_capacity(const ctrl_t *c, int node);
+void ctrl__bytes_free(ctrl_t *c);
 
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);

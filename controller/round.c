@@ -804,6 +804,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     c->st.computed++;
     pushed = 1;
 out:
+    if (rc == 0 && c->by) /* byte tokens: every round, computed or skipped */
+        rc = ctrl__bytes_compute(c, rem_s, il);
     if (estimated && !pushed)
         work_keep_demand(c); /* skipped round or error */
     if (rc < 0)

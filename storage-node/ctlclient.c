@@ -513,6 +513,7 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     ac.fallback = cfg->fallback;
     ac.silence_intervals = cfg->silence_intervals;
     ac.grace_s = cfg->grace_s;
+    ac.unit = cfg->unit;
     agent_ops_t ao = {
         .bucket = c->ops.bucket ? hook_bucket : NULL,
         .set_tokens = c->ops.set_tokens ? hook_set_tokens : NULL,

@@ -54,6 +54,8 @@ typedef struct {
                                  this long while welcomed (1.0) */
     double silence_intervals; /* agent_config_t.silence_intervals (3) */
     double grace_s;           /* agent_config_t.grace_s (0.1) */
+    uint32_t unit;            /* agent_config_t.unit: bytes per unit of
+                                 byte tokens (0: 4096) */
     const char *curve_key;      /* NULL, or this node's CURVE secret key file
                                    (.key, mode 0600), with ... */
     const char *controller_key; /* ... the controllers' public key file

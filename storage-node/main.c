@@ -55,6 +55,9 @@ typedef struct {
     int log_format;                 /* bqos_log_format_t: index in bqos_log_format_names */
     int check;                      /* --check: validate and exit */
     int help, version;
+    uint64_t cost_unit;             /* --cost-unit, bytes */
+    double cost_read, cost_write;   /* --cost-read-weight, --cost-write-weight */
+    unsigned cost_flush, cost_trim; /* --cost-flush, --cost-trim, units */
     int ignored;                    /* memcached-only options given to a block node */
 } args_t;
 
@@ -145,7 +148,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 49
+#define NROWS 54
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -406,6 +409,23 @@ static void option_rows(args_t *a, node_row_t *rows)
               .deflt = "off",
               .help = "Answer flush_all with \"CLIENT_ERROR flush_all not allowed\"\n"
                       "(memcached's -F)."}},
+        {BOTH, {.name = "cost-unit", .type = OPTS_BYTES, .target = &a->cost_unit, .arg = "BYTES",
+                .deflt = "4k", .min = 1, .max = COST_UNIT_MAX,
+                .help = "Cost-aware tokens: a request of a bucket with a rate in bytes/s\n"
+                        "costs ceil(bytes x weight / BYTES) of its byte tokens (one IO token\n"
+                        "whatever its size, as without a byte rate).  docs/node.md."}},
+        {BOTH, {.name = "cost-read-weight", .type = OPTS_DOUBLE, .target = &a->cost_read,
+                .arg = "F", .deflt = "1", .min = 0, .max = COST_WEIGHT_MAX,
+                .help = "Weight of a byte read (an NBD READ, a memcached get's reply)."}},
+        {BOTH, {.name = "cost-write-weight", .type = OPTS_DOUBLE, .target = &a->cost_write,
+                .arg = "F", .deflt = "1", .min = 0, .max = COST_WEIGHT_MAX,
+                .help = "Weight of a byte written (an NBD WRITE, a memcached store)."}},
+        {BLK, {.name = "cost-flush", .type = OPTS_UINT, .target = &a->cost_flush, .arg = "N",
+               .deflt = "1", .min = 0, .max = COST_FIXED_MAX,
+               .help = "Units an NBD FLUSH costs in byte tokens."}},
+        {BLK, {.name = "cost-trim", .type = OPTS_UINT, .target = &a->cost_trim, .arg = "N",
+               .deflt = "1", .min = 0, .max = COST_FIXED_MAX,
+               .help = "Units an NBD TRIM costs in byte tokens, whatever its length."}},
     };
     _Static_assert(sizeof t / sizeof t[0] == NROWS, "NROWS");
     memcpy(rows, t, sizeof t);
@@ -603,7 +623,15 @@ static noderun_config_t run_config(const args_t *a)
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
                               a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
                               a->controller_key, a->metrics, a->block ? "block" : "memcached",
-                              a->user, NULL, NULL};
+                              a->user, NULL, NULL, (uint32_t)a->cost_unit};
+}
+
+/* --cost-*: what a request costs in byte tokens. */
+static cost_config_t cost_config(const args_t *a)
+{
+    return (cost_config_t){.unit = (uint32_t)a->cost_unit, .read_weight = a->cost_read,
+                           .write_weight = a->cost_write, .flush = a->cost_flush,
+                           .trim = a->cost_trim};
 }
 
 /* Descriptors kept apart from client connections: backend connections
@@ -667,6 +695,7 @@ static int run_memcached(const args_t *a)
     cfg.max_conns = a->max_conns;
     cfg.conn_reply_limit = (size_t)a->conn_reply;
     cfg.reply_memory = (size_t)a->reply_mem;
+    cfg.cost = cost_config(a);
     char bhost[256], wtext[32];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
@@ -782,6 +811,7 @@ static int run_block(const args_t *a)
     cfg.store.export_size = a->export_size;
     cfg.store.direct = a->direct;
     cfg.store.io_time_us = a->io_time_us;
+    cfg.cost = cost_config(a);
     cfg.store.workers = a->workers >= 1        ? a->workers
                         : a->outstanding == 0 ? a->window_max
                                               : cfg.outstanding;

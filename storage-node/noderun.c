@@ -215,6 +215,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.endpoint = cfg->controller;
         cc.name = cfg->name;
         cc.capacity = cfg->capacity;
+        cc.unit = cfg->cost_unit;
         cc.normal = cfg->policy;
         cc.mode = cfg->fallback;
         cc.curve_key = cfg->curve_key;

@@ -32,6 +32,9 @@ typedef struct {
     void (*reload)(void *arg); /* SIGHUP: also this (the block node's TLS
                                   files), on the loop thread; NULL: none */
     void *reload_arg;
+    uint32_t cost_unit;      /* --cost-unit: bytes per unit of byte tokens
+                                (the controller speaks bytes, the
+                                scheduler units) */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections

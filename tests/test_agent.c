@@ -1177,6 +1177,68 @@ START_TEST(test_agent_warns_once_a_period)
 }
 END_TEST
 
+/* Byte tokens (cost-aware tokens): bytes on the wire, units of 4096 in the
+ * scheduler; applied net of what was served since the report (a debt
+ * stays a debt); reports carry the bucket's bytes; "off" turns it off. */
+static void byte_tokens(fx_t *f, double now, uint32_t ctl_b, uint32_t flags, int64_t r, int64_t l)
+{
+    proto_tokens_rec_t io = {.bucket = ctl_b, .flags = PROTO_TOK_UNLIMITED,
+                             .l_tokens = PROTO_UNLIMITED};
+    proto_tokens_bytes_t by = {.bucket = ctl_b, .flags = flags, .r_bytes = r, .l_bytes = l};
+    proto_msg_t m;
+    msg_to_n1(&m, PROTO_TOKENS);
+    m.table = 7;
+    m.peer_table = f->node_table;
+    m.count = 1;
+    m.tokens = &io;
+    m.nbytes = 1;
+    m.tbytes = &by;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+START_TEST(test_agent_byte_tokens)
+{
+    fx_t f;
+    fx_welcomed(&f, 0);
+    byte_tokens(&f, T0 + 0.01, 1, 0, 0, 10 * 4096 + 100); /* rounded down */
+    sched_bucket_stats_t bs = bstats(&f, 0);
+    ck_assert_int_eq(bs.units_on, 1);
+    ck_assert_int_eq(bs.lu_tokens, 10);
+    for (int i = 0; i < 5; i++)
+        f.items[f.nitems + i].cost = 3;
+    arrive(&f, 0, 5);
+    serve(&f, 4); /* 10 -> 1 -> -2: the fourth starts on one unit */
+    ck_assert_ptr_null(sched_dispatch(f.s, 0, NULL));
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 0.5, &m), 0);
+    ck_assert_uint_eq(m.nbytes, 1);
+    ck_assert_uint_eq(m.rbytes[0].bucket, 0);
+    ck_assert_uint_eq(m.rbytes[0].served, 12 * 4096);
+    ck_assert_uint_eq(m.rbytes[0].arrivals_period, 15 * 4096);
+    ck_assert_uint_eq(m.rbytes[0].arrivals_interval, 15 * 4096);
+    ck_assert_int_eq(m.rbytes[0].l_left, -2 * 4096);
+    ck_assert_uint_eq(m.served_bytes, 12 * 4096);
+    /* The controller answers that report: nothing served since, so its
+     * count stands; then it serves 3 units before the next grant. */
+    byte_tokens(&f, T0 + 0.6, 1, 0, 0, 3 * 4096);
+    ck_assert_int_eq(bstats(&f, 0).lu_tokens, 3);
+    serve(&f, 1);
+    byte_tokens(&f, T0 + 0.7, 1, 0, 4096, 2 * 4096);
+    bs = bstats(&f, 0);
+    ck_assert_int_eq(bs.ru_tokens, 0); /* 1 - 3 served: R pays 1 */
+    ck_assert_int_eq(bs.lu_tokens, 0); /* L pays 2 */
+    byte_tokens(&f, T0 + 0.8, 1, PROTO_TOK_OFF, 0, 0);
+    ck_assert_int_eq(bstats(&f, 0).units_on, 0);
+    ck_assert_int_eq(agent_report(f.a, T0 + 1.0, &m), 0);
+    ck_assert_uint_eq(m.nbytes, 0);
+    ck_assert_uint_eq(m.served_bytes, 0);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_agent_hello_lists_the_table,
@@ -1201,6 +1263,7 @@ int main(void)
                                   test_agent_two_lone_controllers,
                                   test_agent_warns_once_a_period,
                                   test_agent_default_bucket_holds_unconfigured,
-                                  test_agent_duplicate_name_holds_everything};
+                                  test_agent_duplicate_name_holds_everything,
+                                  test_agent_byte_tokens};
     return testlib_run_tests("agent", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1350,6 +1350,101 @@ START_TEST(test_ctrl_node_caps_and_forgetting)
 }
 END_TEST
 
+/* The byte records pushed to `node` for bucket b (-1 if none). */
+static int find_btok(const ctrl_t *c, int node, uint32_t b, int64_t *r, int64_t *l, uint32_t *fl)
+{
+    const proto_tokens_bytes_t *t;
+    size_t n = ctrl_node_tokens_bytes(c, node, &t);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].bucket == b) {
+            *r = t[i].r_bytes;
+            *l = t[i].l_bytes;
+            *fl = t[i].flags;
+            return 0;
+        }
+    return -1;
+}
+
+/* Cost-aware tokens: a bucket with a bytes/s limit gets byte records on
+ * every node that holds it; served bytes plus every node's byte tokens
+ * stay within the byte limit, the headroom goes where the bytes arrive,
+ * the byte reservation is placed by demand; a bucket without byte rates
+ * gets none, and one that loses its rate is turned off on the nodes. */
+START_TEST(test_ctrl_byte_tokens_hold_the_byte_limit)
+{
+    /* red: 1000 IOs/s, 1 MB/s limit, 256 KB/s reserved; blue: IOs only. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,\"limit\":1000,"
+                      "\"reservation_bytes\":262144,\"limit_bytes\":1048576},"
+                      "{\"name\":\"blue\",\"reservation\":10}]}",
+                      2, 40000, NULL);
+    uint64_t served[2] = {0}, reported = 0;
+    for (int k = 0; k < 5; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1, (uint32_t)k, 0), 0);
+        reported = served[0] + served[1];
+        for (int n = 0; n < 2; n++) {
+            rep_t rp[2] = {{5, 50, 0, 0, 0}, {0, 0, 0, 0, CTRL_UNLIMITED}};
+            report(c, n, 1, (uint32_t)k, rp, 2, 0, 0);
+            /* node 0 sees three times node 1's bytes */
+            proto_report_bytes_t br = {.bucket = 0,
+                                       .arrivals_interval = n == 0 ? 90000 : 30000,
+                                       .served = served[n]};
+            ck_assert_int_eq(ctrl_node_report_bytes(c, n, 1, served[n], 0.1 * k, &br, 1), 0);
+        }
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        int64_t r[2], l[2], tot = 0;
+        uint32_t fl;
+        for (int n = 0; n < 2; n++) {
+            ck_assert_int_eq(find_btok(c, n, 0, &r[n], &l[n], &fl), 0);
+            ck_assert_uint_eq(fl, 0);
+            ck_assert_int_ne(l[n], CTRL_UNLIMITED);
+            tot += r[n] + l[n] + (int64_t)served[n];
+            ck_assert_int_eq(find_btok(c, n, 1, &r[n], &l[n], &fl), -1); /* blue: none */
+            ck_assert_int_eq(find_btok(c, n, 0, &r[n], &l[n], &fl), 0);
+        }
+        ck_assert_int_le(tot, 1048576);
+        if (k == 0) {
+            ck_assert_int_eq(tot, 1048576); /* the whole headroom is handed out */
+            ck_assert_int_eq(r[0] + r[1], 262144);
+            ck_assert_int_gt(r[0] + l[0], 2 * (r[1] + l[1])); /* where the bytes are */
+        }
+        for (int n = 0; n < 2; n++) /* the nodes spend half of it */
+            served[n] += (uint64_t)(r[n] + l[n]) / 2;
+    }
+    ctrl_node_info_t ni; /* bytes per busy second from served_bytes and busy */
+    ck_assert_int_eq(ctrl_node_info(c, 0, &ni), 0);
+    ck_assert(ni.byte_capacity > 0);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.limit_bytes, 1048576);
+    ck_assert_uint_eq(bi.served_bytes, reported);
+    ck_assert_int_le((int64_t)bi.served_bytes + bi.r_bytes + bi.l_bytes, 1048576);
+    /* red loses its byte rate: "off" to both nodes. */
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,\"limit\":1000},"
+                            "{\"name\":\"blue\",\"reservation\":10}]}");
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r, l;
+    uint32_t fl;
+    for (int n = 0; n < 2; n++) {
+        ck_assert_int_eq(find_btok(c, n, 0, &r, &l, &fl), 0);
+        ck_assert_uint_eq(fl, PROTO_TOK_OFF);
+    }
+    ctrl_destroy(&c);
+
+    /* Without any byte rate nothing of it runs. */
+    c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1,\"limit\":10}]}", 1, 1000,
+              NULL);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_uint_eq(ctrl_node_tokens_bytes(c, 0, NULL), 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1367,7 +1462,8 @@ int main(void)
         test_ctrl_single_server_within_conservative_capacity,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
-        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting
+        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
+        test_ctrl_byte_tokens_hold_the_byte_limit
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1260,6 +1260,69 @@ START_TEST(test_proto_zmq_router_dealer)
 }
 END_TEST
 
+/* Byte records (cost-aware tokens): both kinds round trip, with debts,
+ * "no limit" and "off"; a message without them has no extra frame. */
+START_TEST(test_proto_bytes_records)
+{
+    proto_msg_t m, d;
+    msg_start(&m, &d, PROTO_TOKENS, "n2");
+    set_tokens(&m, 4, 1);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 1, .r_tokens = 1, .l_tokens = 2};
+    proto_enc_t e;
+    proto_enc_init(&e);
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.nframes, 2);
+    ck_assert_int_eq(proto_msg_reserve_bytes(&m, 3), 0);
+    m.nbytes = 3;
+    m.tbytes[0] = (proto_tokens_bytes_t){.bucket = 1, .r_bytes = 4096, .l_bytes = 1 << 20};
+    m.tbytes[1] = (proto_tokens_bytes_t){.bucket = 2, .r_bytes = 7, .l_bytes = PROTO_UNLIMITED};
+    m.tbytes[2] = (proto_tokens_bytes_t){.bucket = 3, .flags = PROTO_TOK_OFF, .r_bytes = 9};
+    ck_assert_int_eq(proto_encode(&m, &e), 0);
+    ck_assert_uint_eq(e.nframes, 3);
+    ck_assert_uint_eq(e.len[2], 3 * PROTO_TOKENS_BYTES_SIZE);
+    proto_enc_clear(&e);
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.nbytes, 3);
+    ck_assert_int_eq(d.tbytes[0].r_bytes, 4096);
+    ck_assert_int_eq(d.tbytes[0].l_bytes, 1 << 20);
+    ck_assert_int_eq(d.tbytes[1].l_bytes, PROTO_UNLIMITED);
+    ck_assert_uint_eq(d.tbytes[1].flags, PROTO_TOK_UNLIMITED);
+    ck_assert_uint_eq(d.tbytes[2].flags, PROTO_TOK_OFF);
+    ck_assert_int_eq(d.tbytes[2].r_bytes, 0);
+    m.tbytes[0].r_bytes = -1; /* a grant is never negative */
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+
+    msg_start(&m, &d, PROTO_REPORT, "n1");
+    m.period = 7;
+    m.table = 1;
+    m.peer_table = 1;
+    m.served_bytes = 123456;
+    ck_assert_int_eq(proto_msg_reserve_bytes(&m, 1), 0);
+    m.nbytes = 1;
+    m.rbytes[0] = (proto_report_bytes_t){.bucket = 0, .arrivals_interval = 10,
+                                         .arrivals_period = 20, .served = 30,
+                                         .r_left = -4096, .l_left = PROTO_UNLIMITED};
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.served_bytes, 123456);
+    ck_assert_uint_eq(d.nbytes, 1);
+    ck_assert_uint_eq(d.rbytes[0].served, 30);
+    ck_assert_int_eq(d.rbytes[0].r_left, -4096);
+    ck_assert_int_eq(d.rbytes[0].l_left, PROTO_UNLIMITED);
+    m.rbytes[0].flags = 1;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+
+    msg_start(&m, &d, PROTO_HEARTBEAT, "n1");
+    m.nbytes = 1;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    ck_assert_int_eq(proto_msg_reserve_bytes(&m, 1), -EINVAL);
+    proto_msg_clear(&m);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -1267,7 +1330,8 @@ int main(void)
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
         test_proto_epoch, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
-        test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer
+        test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
+        test_proto_bytes_records
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

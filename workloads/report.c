@@ -172,6 +172,7 @@ struct report {
     size_t nslots;
     _Atomic uint64_t *counts;   /* [bucket * nslots + slot] */
     _Atomic uint64_t *errors;   /* [bucket] */
+    _Atomic uint64_t *bytes;    /* [bucket]: bytes moved (report_add_bytes()) */
     _Atomic uint64_t *servers;  /* [server] */
     /* per-window accuracy: rings [bucket * REPORT_RING + window % RING] */
     report_win_t *win;
@@ -197,6 +198,7 @@ report_t *report_new(const scenario_t *s)
         r->nslots = 1;
     r->counts = calloc(s->nbuckets * r->nslots, sizeof *r->counts);
     r->errors = calloc(s->nbuckets, sizeof *r->errors);
+    r->bytes = calloc(s->nbuckets, sizeof *r->bytes);
     r->servers = calloc(s->nservers, sizeof *r->servers);
     size_t nb = s->nbuckets ? s->nbuckets : 1, per_long;
     double *rl = calloc(2 * nb, sizeof *rl);
@@ -217,7 +219,7 @@ report_t *report_new(const scenario_t *s)
     r->ring_sent = calloc(nb * REPORT_RING, sizeof *r->ring_sent);
     r->inflight = calloc(nb, sizeof *r->inflight);
     r->err_seen = calloc(nb, sizeof *r->err_seen);
-    if (!r->counts || !r->errors || !r->servers || !r->win || !r->ring_done || !r->ring_sent ||
+    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->win || !r->ring_done || !r->ring_sent ||
         !r->inflight || !r->err_seen)
         report_destroy(&r);
     return r;
@@ -229,6 +231,7 @@ void report_destroy(report_t **rp)
         return;
     free((*rp)->counts);
     free((*rp)->errors);
+    free((*rp)->bytes);
     free((*rp)->servers);
     report_win_destroy(&(*rp)->win);
     free((*rp)->ring_done);
@@ -262,6 +265,17 @@ void report_add(report_t *r, size_t b, size_t srv, double t)
         k = r->nslots - 1;
     atomic_fetch_add_explicit(&r->counts[b * r->nslots + k], 1, memory_order_relaxed);
     ring_count(r, r->ring_done, b, t);
+}
+
+void report_add_bytes(report_t *r, size_t b, double t, uint64_t bytes)
+{
+    if (t >= 0 && t < r->s->duration && b < r->s->nbuckets)
+        atomic_fetch_add_explicit(&r->bytes[b], bytes, memory_order_relaxed);
+}
+
+uint64_t report_bytes(const report_t *r, size_t b)
+{
+    return b < r->s->nbuckets ? atomic_load_explicit(&r->bytes[b], memory_order_relaxed) : 0;
 }
 
 void report_sent(report_t *r, size_t b, double t)
@@ -472,13 +486,17 @@ int report_write_summary(const report_t *r, const char *label, FILE *f)
         pall += measured;
         total_rate += achieved;
         total_errors += report_errors(r, b);
-        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:o*, s:I}",
+        /* bytes moved, and per second over the run (cost-aware tokens) */
+        uint64_t by = report_bytes(r, b);
+        json_t *jb = json_pack("{s:s, s:f, s:o, s:f, s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:I, s:f, "
+                               "s:o*, s:I}",
                                "name", bk->name, "reservation", bk->reservation, "limit",
                                bk->limit == SCENARIO_NO_LIMIT ? json_null() : json_real(bk->limit),
                                "achieved", achieved, "min_period", minp, "max_period", maxp,
                                "met", m, "over", o, "periods_met", (json_int_t)bmet,
                                "periods_over", (json_int_t)bover, "completed",
-                               (json_int_t)report_total(r, b), "windows",
+                               (json_int_t)report_total(r, b), "bytes", (json_int_t)by,
+                               "bytes_rate", r->end > 0 ? (double)by / r->end : 0.0, "windows",
                                win_json(r->win, (long)b), "errors",
                                (json_int_t)report_errors(r, b));
         if (!jb || json_array_append_new(arr, jb) < 0)

@@ -102,6 +102,14 @@ void report_destroy(report_t **rp);
  * outside [0, duration) are ignored.  Thread-safe. */
 void report_add(report_t *r, size_t b, size_t srv, double t);
 
+/* Adds `bytes` to what bucket `b`'s requests moved (a get: the value it
+ * returned; a set: its value; an NBD read: its length), for a request
+ * completed at `t` seconds (outside [0, duration): ignored).  Thread-safe.
+ * The summary shows each bucket's "bytes" and "bytes_rate" (bytes per
+ * second over the run). */
+void report_add_bytes(report_t *r, size_t b, double t, uint64_t bytes);
+uint64_t report_bytes(const report_t *r, size_t b);
+
 /* IOs served by server `srv` so far. */
 uint64_t report_server_total(const report_t *r, size_t srv);
 

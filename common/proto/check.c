@@ -41,7 +41,8 @@ int proto__check(const proto_msg_t *m)
         if (m->period > PROTO_MAX_COUNT || m->table == 0 || !count_ok(m->completions) ||
             !count_ok(m->dispatched) || !(m->busy_seconds >= 0 && m->busy_seconds <= MAX_BUSY) ||
             m->remaining_ms > MAX_PERIOD_MS || m->interval >= MAX_INTERVALS ||
-            (m->fallback != 0 && m->fallback != 1) || !count_ok(m->fallbacks))
+            (m->fallback != 0 && m->fallback != 1) || !count_ok(m->fallbacks) ||
+            !count_ok(m->served_bytes))
             return -EINVAL;
         break;
     case PROTO_TOKENS:
@@ -60,6 +61,11 @@ int proto__check(const proto_msg_t *m)
             return -EINVAL;
         if (m->count && !(m->type == PROTO_REPORT ? (void *)m->report : (void *)m->tokens))
             return -EINVAL;
+        if (m->nbytes > PROTO_MAX_RECORDS ||
+            (m->nbytes && !(m->type == PROTO_REPORT ? (void *)m->rbytes : (void *)m->tbytes)))
+            return -EINVAL;
+    } else if (m->nbytes) {
+        return -EINVAL;
     }
     if (m->has_names) {
         for (size_t i = 0; i < m->nnames; i++)

@@ -202,8 +202,13 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_INSTANCE, 0, PROTO_MAX_COUNT, m->instance);
-    if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE) &&
+    if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE ||
+         hv.v[K_SERVED_BYTES].kind != V_NONE) &&
         m->type != PROTO_REPORT) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    if (hv.v[K_BYTES].kind != V_NONE && !type_has_records(m->type)) {
         why = PROTO_E_FIELD;
         goto out;
     }
@@ -266,6 +271,8 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         GET(K_WIDE, 0, 1, m->wide);
         GET(K_FALLBACK, 0, 1, m->fallback);
         GET(K_FALLBACKS, 0, PROTO_MAX_COUNT, m->fallbacks);
+        GET(K_SERVED_BYTES, 0, PROTO_MAX_COUNT, m->served_bytes);
+        GET(K_BYTES, 0, PROTO_MAX_RECORDS, m->nbytes);
         break;
     }
     case PROTO_TOKENS:
@@ -273,6 +280,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
         GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
         GET(K_WIDE, 0, 1, m->wide);
+        GET(K_BYTES, 0, PROTO_MAX_RECORDS, m->nbytes);
         break;
     case PROTO_HEARTBEAT:
         GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);
@@ -299,7 +307,8 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
 
-    size_t want = 1 + (size_t)names + (size_t)weights + (size_t)type_has_records(m->type);
+    size_t want = 1 + (size_t)names + (size_t)weights + (size_t)type_has_records(m->type) +
+                  (m->nbytes > 0);
     if (nframes < want) {
         why = PROTO_E_TRUNCATED;
         goto out;
@@ -345,6 +354,20 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         }
         why = m->wide ? proto__dec_wide(m, frames[fi].data)
                       : proto__dec_compact(m, frames[fi].data);
+        fi++;
+    }
+    if (why == PROTO_OK && m->nbytes) {
+        size_t rs = m->type == PROTO_REPORT ? PROTO_REPORT_BYTES_SIZE : PROTO_TOKENS_BYTES_SIZE;
+        if (frames[fi].len != m->nbytes * rs || !frames[fi].data) {
+            why = frames[fi].len < m->nbytes * rs && frames[fi].len % rs == 0 ? PROTO_E_TRUNCATED
+                                                                              : PROTO_E_COUNT;
+            goto out;
+        }
+        if (proto_msg_reserve_bytes(m, m->nbytes)) {
+            why = PROTO_E__COUNT;
+            goto out;
+        }
+        why = proto__dec_bytes(m, frames[fi].data);
     }
 out:
     proto__header_release(jh);

@@ -77,11 +77,17 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
      * header says whether they are wide. */
     e->nframes = 0;
     int wide = 0;
+    unsigned char *p;
     size_t rec_frame = 1 + (m->has_names ? 1 : 0) + (m->has_weights ? 1 : 0);
     if (type_has_records(m->type) && (rc = enc_records(m, e, rec_frame, &wide)))
         return rc;
+    if (m->nbytes) {
+        size_t rs = m->type == PROTO_REPORT ? PROTO_REPORT_BYTES_SIZE : PROTO_TOKENS_BYTES_SIZE;
+        if ((rc = frame_at(e, rec_frame + 1, m->nbytes * rs, &p)) ||
+            (rc = proto__enc_bytes(m, m->has_names ? m->nnames : UINT64_MAX, p)))
+            return rc;
+    }
     e->nframes = 0;
-    unsigned char *p;
     if ((rc = enc_frame(e, PROTO_HEADER_MAX, &p)))
         return rc;
     ssize_t fl = proto__header_write(m, wide, (char *)p, PROTO_HEADER_MAX);
@@ -113,5 +119,7 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
 
     if (type_has_records(m->type))
         e->nframes++; /* the records frame, written above */
+    if (m->nbytes)
+        e->nframes++; /* and the byte records' */
     return 0;
 }

@@ -70,6 +70,10 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
             bad |= jset(h, "fallback", json_integer(1));
         if (m->fallbacks)
             bad |= jset(h, "fallbacks", json_integer((json_int_t)m->fallbacks));
+        if (m->nbytes)
+            bad |= jset(h, "bytes", json_integer((json_int_t)m->nbytes));
+        if (m->served_bytes)
+            bad |= jset(h, "served_bytes", json_integer((json_int_t)m->served_bytes));
         break;
     case PROTO_TOKENS:
         bad |= jset(h, "table", json_integer(m->table));
@@ -77,6 +81,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "count", json_integer((json_int_t)m->count));
         if (wide)
             bad |= jset(h, "wide", json_integer(1));
+        if (m->nbytes)
+            bad |= jset(h, "bytes", json_integer((json_int_t)m->nbytes));
         break;
     case PROTO_HEARTBEAT:
         if (m->peer_table)
@@ -217,6 +223,10 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
             hw_u64(&w, "fallback", 1);
         if (m->fallbacks)
             hw_u64(&w, "fallbacks", m->fallbacks);
+        if (m->nbytes)
+            hw_u64(&w, "bytes", m->nbytes);
+        if (m->served_bytes)
+            hw_u64(&w, "served_bytes", m->served_bytes);
         break;
     }
     case PROTO_TOKENS:
@@ -225,6 +235,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "count", m->count);
         if (wide)
             hw_u64(&w, "wide", 1);
+        if (m->nbytes)
+            hw_u64(&w, "bytes", m->nbytes);
         break;
     case PROTO_HEARTBEAT:
         if (m->peer_table)
@@ -271,11 +283,11 @@ static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
-    "fallbacks",
+    "fallbacks", "bytes", "served_bytes",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12};
 
 static int key_index(const char *k, size_t l)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#define MAX_FRAMES PROTO_MAX_FRAMES /* header, names, weights, records */
+#define MAX_FRAMES PROTO_MAX_FRAMES /* header, names, weights, records, bytes */
 #define MAX_INTERVALS 100000u
 #define MAX_PERIOD_MS 86400000u
 #define MAX_BUSY 1e12
@@ -53,6 +53,8 @@ static inline uint64_t get64(const unsigned char *p)
 #define WIRE_LAYOUT 1
 _Static_assert(sizeof(proto_report_rec_t) == PROTO_REPORT_REC_SIZE, "report record layout");
 _Static_assert(sizeof(proto_tokens_rec_t) == PROTO_TOKENS_REC_SIZE, "tokens record layout");
+_Static_assert(sizeof(proto_report_bytes_t) == PROTO_REPORT_BYTES_SIZE, "byte report layout");
+_Static_assert(sizeof(proto_tokens_bytes_t) == PROTO_TOKENS_BYTES_SIZE, "byte tokens layout");
 #else
 #define WIRE_LAYOUT 0
 #endif
@@ -163,7 +165,7 @@ enum {
     K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
-    K_FALLBACKS, K__N
+    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;
@@ -201,5 +203,12 @@ int proto__enc_compact(const proto_msg_t *m, uint64_t nb, unsigned char *p);
 int proto__enc_wide(const proto_msg_t *m, uint64_t nb, unsigned char *p);
 proto_reason_t proto__dec_compact(proto_msg_t *m, const unsigned char *p);
 proto_reason_t proto__dec_wide(proto_msg_t *m, const unsigned char *p);
+
+/* The byte records (frame 4): proto__enc_bytes writes m->nbytes of them
+ * into p (room for them) and returns 0 or -EINVAL (a value out of range);
+ * proto__dec_bytes fills m->rbytes / m->tbytes (reserved by the caller)
+ * and returns PROTO_OK or PROTO_E_RANGE.  `nb` as above.  bytes.c. */
+int proto__enc_bytes(const proto_msg_t *m, uint64_t nb, unsigned char *p);
+proto_reason_t proto__dec_bytes(proto_msg_t *m, const unsigned char *p);
 
 #endif

@@ -114,6 +114,8 @@ void proto_msg_clear(proto_msg_t *m)
     free(m->names_own);
     free(m->namebuf);
     free(m->weights_own);
+    free(m->rbytes);
+    free(m->tbytes);
     proto_msg_init(m);
 }
 
@@ -156,6 +158,29 @@ int proto_msg_reserve(proto_msg_t *m, size_t n, size_t nnames)
     return 0;
 }
 
+int proto_msg_reserve_bytes(proto_msg_t *m, size_t n)
+{
+    /* One capacity for both arrays: a message is one type at a time, and
+     * the records are the same size or the report's is larger. */
+    if (m->type == PROTO_REPORT) {
+        if (m->tbytes) { /* was a tokens message: its array goes */
+            free(m->tbytes);
+            m->tbytes = NULL;
+            m->cap_bytes = 0;
+        }
+        return n ? proto__grow(&m->rbytes, &m->cap_bytes, n, sizeof *m->rbytes) : 0;
+    }
+    if (m->type == PROTO_TOKENS) {
+        if (m->rbytes) {
+            free(m->rbytes);
+            m->rbytes = NULL;
+            m->cap_bytes = 0;
+        }
+        return n ? proto__grow(&m->tbytes, &m->cap_bytes, n, sizeof *m->tbytes) : 0;
+    }
+    return -EINVAL;
+}
+
 void proto__msg_reset(proto_msg_t *m)
 {
     proto_msg_t keep = *m;
@@ -170,4 +195,7 @@ void proto__msg_reset(proto_msg_t *m)
     m->cap_namebuf = keep.cap_namebuf;
     m->weights_own = keep.weights_own;
     m->cap_weights = keep.cap_weights;
+    m->rbytes = keep.rbytes;
+    m->tbytes = keep.tbytes;
+    m->cap_bytes = keep.cap_bytes;
 }

@@ -38,6 +38,7 @@ typedef struct {
     int64_t periods;    /* history: how many */
     double interval;    /* watch: seconds between tables */
     int have_limit, limit_none;
+    int64_t bytes[2];   /* --reservation-bytes, --limit-bytes: -1 not given, 0 none */
     const char *curve_key, *controller_key; /* CURVE: both or neither */
     int help, version;
 } ctl_opts_t;
@@ -52,6 +53,21 @@ static int parse_limit(const char *arg, void *target)
     }
     o->limit_none = 0;
     return num_i64_in(arg, 0, BUCKETFILE_MAX_RATE, &o->limit);
+}
+
+/* OPTS_FUNC for --reservation-bytes / --limit-bytes BYTES|none (suffixes
+ * k, m, g): target is the int64_t, 0 for none. */
+static int parse_byte_rate(const char *arg, void *target)
+{
+    uint64_t v;
+    if (strcmp(arg, "none") == 0) {
+        *(int64_t *)target = 0;
+        return 0;
+    }
+    if (num_bytes(arg, &v) < 0 || v < 1 || v > (uint64_t)BUCKETFILE_MAX_BYTES)
+        return -EINVAL;
+    *(int64_t *)target = (int64_t)v;
+    return 0;
 }
 
 /* What --help prints around the option rows. */
@@ -72,6 +88,7 @@ static const opts_usage_t usage = {
             "                         until interrupted (SIGINT)\n"
             "  buckets                the configured buckets\n"
             "  set NAME [--reservation N] [--limit N|none] [--weight N]\n"
+            "           [--reservation-bytes B|none] [--limit-bytes B|none]\n"
             "                         add bucket NAME (--reservation required) or change\n"
             "                         the fields given, keeping the others; the controller\n"
             "                         applies it from the next interval and saves its\n"
@@ -85,7 +102,9 @@ static const opts_usage_t usage = {
             "Options:\n",
     .layout = OPTS_LAYOUT_MAN,
     .tail = "\n"
-            "Rates are IOs per second, as in the bucket file.  REASON, why a bucket waits:\n"
+            "Rates are IOs per second, as in the bucket file; the byte rates (cost-aware\n"
+            "tokens) bytes per second, and a bucket with one holds both.  A second table\n"
+            "lists the buckets with byte rates.  REASON, why a bucket waits:\n"
             "  held at limit      its tokens for the period reach its limit and it asks\n"
             "                     for more\n"
             "  below reservation  behind its reservation's pace with requests queued\n"
@@ -109,12 +128,13 @@ static const opts_usage_t usage = {
             "  bqos-ctl watch --interval 1s\n"
             "  bqos-ctl set red --reservation 30000 --limit 60000\n"
             "  bqos-ctl set red --limit none\n"
+            "  bqos-ctl set red --limit-bytes 100m     # and at most 100 MiB/s\n"
             "  bqos-ctl --json buckets >backup.json   # a bucket file: --buckets loads it\n"
             "\n"
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 12
+#define NOPTS 14
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -159,6 +179,16 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "serves every controller of --endpoint."},
         OPTS_HELP_ROW(0, &o->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &o->version, "Print the version and exit."),
+        {.name = "reservation-bytes", .type = OPTS_FUNC, .target = &o->bytes[0],
+         .func = parse_byte_rate, .arg = "BYTES|none", .show = "unchanged (a new bucket has none)",
+         .wants = "1..10^15 bytes (suffix k, m, g) or none",
+         .help = "set: reserved bytes per second (cost-aware tokens: its requests\n"
+                 "also need byte tokens); none: no byte reservation."},
+        {.name = "limit-bytes", .type = OPTS_FUNC, .target = &o->bytes[1],
+         .func = parse_byte_rate, .arg = "BYTES|none", .show = "unchanged (a new bucket has none)",
+         .wants = "1..10^15 bytes (suffix k, m, g) or none",
+         .help = "set: at most BYTES per second (>= --reservation-bytes), on top of\n"
+                 "the IO limit: both hold; none: no byte limit."},
     };
     OPTS_COPY_ROWS(rows, t, NOPTS);
 }
@@ -429,6 +459,30 @@ static const char *reason_cell(json_t *o, char *buf, size_t n)
     return r;
 }
 
+/* The buckets with byte rates (cost-aware tokens), if any: a second table
+ * in bytes per second and, with `with_served`, bytes this period (t_row()
+ * takes the first ncols cells). */
+static void print_bytes_table(json_t *buckets, int with_served)
+{
+    table_t t = {.ncols = with_served ? 6 : 3, .right = {0, 1, 1, 1, 1, 1}};
+    t_row(&t, "BUCKET", "RES BYTES/S", "LIMIT BYTES/S", "SERVED BYTES", "R BYTES", "L BYTES");
+    size_t i;
+    json_t *b;
+    json_array_foreach(buckets, i, b) {
+        char c[6][32];
+        if (json_object_get(b, "reservation_bytes") || json_object_get(b, "limit_bytes"))
+            t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation_bytes", "-", c[1], 32),
+                  cell(b, "limit_bytes", "none", c[2], 32), cell(b, "served_bytes", "-", c[3], 32),
+                  cell(b, "r_bytes", "-", c[4], 32), cell(b, "l_bytes", "none", c[5], 32));
+    }
+    if (t.nrows < 2) { /* the heading alone */
+        t_free(&t);
+        return;
+    }
+    putchar('\n');
+    t_print(&t);
+}
+
 static void print_buckets_table(json_t *buckets, int with_served)
 {
     table_t t = {.ncols = with_served ? 13 : 4};
@@ -461,6 +515,7 @@ static void print_buckets_table(json_t *buckets, int with_served)
     } else {
         t_print(&t);
     }
+    print_bytes_table(buckets, with_served);
 }
 
 /* The status's "default" object: the limit that holds traffic of buckets
@@ -696,7 +751,8 @@ static int keygen(const opts_cmd_t *oc, const char *base)
 
 int main(int argc, char **argv)
 {
-    ctl_opts_t o = {.endpoint = getenv("BQOS_CTL_ENDPOINT"), .res = -1, .weight = -1};
+    ctl_opts_t o = {.endpoint = getenv("BQOS_CTL_ENDPOINT"), .res = -1, .weight = -1,
+                   .bytes = {-1, -1}};
     if (!o.endpoint || !*o.endpoint)
         o.endpoint = DEFAULT_ENDPOINT;
     opts_row_t rows[NOPTS];
@@ -731,16 +787,22 @@ int main(int argc, char **argv)
         return usage_error(&oc, "history takes at most one BUCKET");
     if (!wants_name && !is_history && nargs != 0)
         return usage_error(&oc, "%s takes no arguments (got '%s')", cmd, name);
-    if (!is_set && (res >= 0 || have_limit || weight >= 0))
-        return usage_error(&oc, "--reservation, --limit and --weight go with 'set' only");
+    int have_bytes = o.bytes[0] >= 0 || o.bytes[1] >= 0;
+    if (!is_set && (res >= 0 || have_limit || weight >= 0 || have_bytes))
+        return usage_error(&oc, "--reservation, --limit, --weight and the byte rates go with "
+                                "'set' only");
     /* The bucket file's own rules (common/bucketfile), so that what is refused
      * here is what the controller would refuse. */
     if (wants_name && names_check_bucket(name, strlen(name)))
         return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
                            "or ':')", name, BUCKETFILE_NAME_MAX);
     if (is_set) {
-        if (res < 0 && !have_limit && weight < 0)
-            return usage_error(&oc, "set needs --reservation N, --limit N|none or --weight N");
+        if (res < 0 && !have_limit && weight < 0 && !have_bytes)
+            return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N or "
+                                    "a byte rate");
+        if (o.bytes[0] > 0 && o.bytes[1] > 0 && o.bytes[1] < o.bytes[0])
+            return usage_error(&oc, "--limit-bytes %lld is below --reservation-bytes %lld",
+                               (long long)o.bytes[1], (long long)o.bytes[0]);
         if (res >= 0 && have_limit && !limit_none && limit < res)
             return usage_error(&oc, "--limit %lld is below --reservation %lld", (long long)limit,
                                (long long)res);
@@ -767,6 +829,11 @@ int main(int argc, char **argv)
             json_object_set_new(req, "limit", limit_none ? json_null() : json_integer(limit));
         if (weight >= 0)
             json_object_set_new(req, "weight", json_integer(weight));
+        static const char *const bkeys[2] = {"reservation_bytes", "limit_bytes"};
+        for (int k = 0; k < 2; k++)
+            if (o.bytes[k] >= 0)
+                json_object_set_new(req, bkeys[k],
+                                    o.bytes[k] ? json_integer(o.bytes[k]) : json_null());
     }
     int code;
     curvekey_t keys[2];

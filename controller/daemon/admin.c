@@ -242,6 +242,12 @@ static json_t *limit_json(int64_t limit)
     return limit == BUCKETFILE_NO_LIMIT ? json_null() : json_integer(limit);
 }
 
+/* A byte limit (0: none) as JSON: null for none. */
+static json_t *byte_limit_json(int64_t limit_bytes)
+{
+    return limit_bytes > 0 ? json_integer(limit_bytes) : json_null();
+}
+
 static json_t *split_json(const split_t *s, double scale)
 {
     return json_pack("{s:f, s:f, s:f, s:f, s:f}", "receive", s->receive * scale, "decode",
@@ -336,6 +342,9 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
                              (json_int_t)llround(ni.capacity), "profile",
                              (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets,
                              "fallback", fb, "fallbacks", (json_int_t)falls));
+        if (ni.byte_capacity > 0)
+            json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
+                                "byte_capacity", json_integer(llround(ni.byte_capacity)));
     }
     json_object_set_new(r, "nodes", nodes);
     json_t *bs = json_array();
@@ -355,6 +364,14 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
             "r_tokens", (json_int_t)bi.r_tokens, "l_tokens",
             bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
         json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
+        if (bi.reservation_bytes > 0 || bi.limit_bytes > 0) /* cost-aware tokens */
+            json_object_update_new(
+                o, json_pack("{s:I, s:o, s:I, s:I, s:o}", "reservation_bytes",
+                             (json_int_t)bi.reservation_bytes, "limit_bytes",
+                             byte_limit_json(bi.limit_bytes), "served_bytes",
+                             (json_int_t)bi.served_bytes, "r_bytes", (json_int_t)bi.r_bytes,
+                             "l_bytes",
+                             bi.l_bytes == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_bytes)));
         json_array_append_new(bs, o);
     }
     json_object_set_new(r, "buckets", bs);
@@ -464,9 +481,14 @@ static json_t *cmd_buckets(admin_t *ad, json_t *req)
     json_t *arr = json_array();
     for (size_t i = 0; i < bucketfile_count(ad->bf); i++) {
         const bucketfile_bucket_t *b = bucketfile_get(ad->bf, i);
-        json_array_append_new(arr, json_pack("{s:s, s:I, s:o, s:i}", "name", b->name,
-                                             "reservation", (json_int_t)b->reservation, "limit",
-                                             limit_json(b->limit), "weight", (int)b->weight));
+        json_t *o = json_pack("{s:s, s:I, s:o, s:i}", "name", b->name, "reservation",
+                              (json_int_t)b->reservation, "limit", limit_json(b->limit),
+                              "weight", (int)b->weight);
+        if (bucketfile_has_bytes(b))
+            json_object_update_new(o, json_pack("{s:I, s:o}", "reservation_bytes",
+                                                (json_int_t)b->reservation_bytes, "limit_bytes",
+                                                byte_limit_json(b->limit_bytes)));
+        json_array_append_new(arr, o);
     }
     json_object_set_new(r, "buckets", arr);
     return r;
@@ -570,6 +592,16 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         b.limit = BUCKETFILE_NO_LIMIT; /* explicitly none */
     else if (jl && get_rate(req, "limit", BUCKETFILE_MAX_RATE, &b.limit, msg, sizeof msg) < 0)
         return reply_error("invalid", msg);
+    /* Cost-aware tokens: bytes/s; null or 0 is none. */
+    static const char *const bkeys[2] = {"reservation_bytes", "limit_bytes"};
+    int64_t *bdst[2] = {&b.reservation_bytes, &b.limit_bytes};
+    for (int k = 0; k < 2; k++) {
+        json_t *v = json_object_get(req, bkeys[k]);
+        if (v && json_is_null(v))
+            *bdst[k] = 0;
+        else if (v && get_rate(req, bkeys[k], BUCKETFILE_MAX_BYTES, bdst[k], msg, sizeof msg) < 0)
+            return reply_error("invalid", msg);
+    }
     if (json_object_get(req, "weight")) {
         int64_t w;
         if (get_rate(req, "weight", BUCKETFILE_MAX_WEIGHT, &w, msg, sizeof msg) < 0 || w < 1)
@@ -590,9 +622,11 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     json_object_set_new(ok, "created", json_boolean(old < 0));
     json_t *r = commit_change(ad, bf, ok);
     if (json_is_true(json_object_get(r, "ok")))
-        log_info("bucket %s %s: reservation %lld limit %lld weight %u", b.name,
-                 old < 0 ? "created" : "changed", (long long)b.reservation,
-                 (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight);
+        log_info("bucket %s %s: reservation %lld limit %lld weight %u; bytes/s reservation "
+                 "%lld limit %lld",
+                 b.name, old < 0 ? "created" : "changed", (long long)b.reservation,
+                 (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight,
+                 (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1));
     return r;
 }
 

@@ -231,12 +231,16 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
         ctrl_node_info(ns->ctrl, i, &ni);
         const proto_tokens_rec_t *recs;
         size_t n = ctrl_node_tokens(ns->ctrl, i, &recs);
+        const proto_tokens_bytes_t *brecs;
+        size_t nbytes = ctrl_node_tokens_bytes(ns->ctrl, i, &brecs);
         int names_needed = ctrl_node_needs_names(ns->ctrl, i);
         proto_msg_t m;
         proto_msg_init(&m);
         pclock_fill_timing(ns->clk, &m, now);
         m.peer_table = ctrl_node_table_gen(ns->ctrl, i);
-        if (res->skipped || (n == 0 && !names_needed)) {
+        if (res->skipped && nbytes) /* the IO records stand: bytes only */
+            n = 0;
+        if ((res->skipped && !nbytes) || (n == 0 && !names_needed && !nbytes)) {
             m.type = PROTO_HEARTBEAT;
             ns->push_heartbeats++;
         } else {
@@ -244,6 +248,8 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
             m.table = gen;
             m.count = n;
             m.tokens = (proto_tokens_rec_t *)recs; /* borrowed; never freed via m */
+            m.nbytes = nbytes;
+            m.tbytes = (proto_tokens_bytes_t *)brecs; /* borrowed too */
             if (names_needed) {
                 m.has_names = 1;
                 m.nnames = nnames;
@@ -408,6 +414,9 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
     }
     int rc = ctrl_node_report(ns->ctrl, node, m->period, m->interval, m->table, m->peer_table,
                               m->completions, m->busy_seconds, m->report, m->count);
+    if (rc == 0 && (m->nbytes || m->served_bytes))
+        rc = ctrl_node_report_bytes(ns->ctrl, node, m->period, m->served_bytes, m->busy_seconds,
+                                    m->rbytes, m->nbytes);
     if (rc == -ESTALE) {
         proto_stats_note(&ns->pst, PROTO_E_TABLE);
         send_error(ns, m->node, "unknown_table", "send your bucket names");

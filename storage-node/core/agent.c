@@ -106,9 +106,10 @@ static void period_start(agent_t *a)
      * heartbeat saying "keep them"): its grant is the one to keep if the
      * controller goes.  A period it never reached keeps the older grant
      * (the tokens held then were a period's leftovers, not a grant). */
-    if (!a->st.fallback && a->heard && a->heard_period == a->period &&
-        grant_snapshot(&a->grant, a->s) < 0 && a->peer)
+    int covered = !a->st.fallback && a->heard && a->heard_period == a->period;
+    if (covered && grant_snapshot(&a->grant, a->s) < 0 && a->peer)
         log_warn("cannot remember this period's grant (out of memory): keeping the last one");
+    agent__bytes_period(a, covered);
     int n = sched_nbuckets(a->s);
     if (arrays_fit(a, (size_t)n) == 0) {
         for (int b = 0; b < n; b++) {
@@ -368,6 +369,8 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
         r->l_left = clampt(bs.l_tokens);
     }
     m->count = k;
+    if ((rc = agent__bytes_report(a, m)))
+        return rc;
     a->last_rep_period = a->period;
     a->last_rep_interval = m->interval;
     return 0;
@@ -504,6 +507,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
     for (int b = 0; b < nb; b++)
         if (was[b] && !seen[b]) {
             agent__op_set_tokens(a, b, 0, SCHED_UNLIMITED);
+            sched_set_units(a->s, b, 0, 0, 0);
             drop_weight(a, b);
             dropped++;
         }
@@ -558,6 +562,7 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
         if (agent__op_set_tokens(a, b, r, l) == 0)
             a->st.tokens_applied++;
     }
+    agent__bytes_apply(a, m);
     agent__op_applied(a);
 }
 
@@ -764,6 +769,7 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     if (!(a = calloc(1, sizeof *a)) || (cfg->peer && !(a->peer = strdup(cfg->peer))))
         goto out;
     a->cfg = *cfg;
+    a->unit = cfg->unit ? cfg->unit : 4096;
     strcpy(a->name, cfg->name);
     a->cfg.name = a->name;
     a->cfg.peer = a->peer;
@@ -801,6 +807,7 @@ void agent_destroy(agent_t **ap)
     free(a->carry);
     free(a->served_rep);
     free(a->local_w);
+    free(a->ub);
     free(a->ctl_map);
     grant_clear(&a->grant);
     free(a->peer);

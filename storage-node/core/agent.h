@@ -66,6 +66,10 @@ typedef struct {
     double grace_s;           /* allowance for scheduling delay on either
                                  host, added to the silence: the larger of
                                  this and a quarter interval (0.1 s) */
+    uint32_t unit;            /* cost-aware tokens: bytes per unit of the
+                                 scheduler's unit accounts (the node's
+                                 --cost-unit); the wire speaks bytes.
+                                 0: 4096 */
 } agent_config_t;
 
 /* Fills *cfg with the defaults above (name and peer NULL). */

@@ -30,6 +30,7 @@ void agent__static_tokens(agent_t *a)
         if (grant_tokens(&a->grant, a->s, b, &r, &l) == 0)
             agent__op_set_tokens(a, b, r, l);
     }
+    agent__bytes_static(a);
     agent__op_applied(a);
 }
 

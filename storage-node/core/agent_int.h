@@ -9,6 +9,18 @@
 #include "storage-node/core/grant.h"
 #include "storage-node/core/sched.h"
 
+/* What the agent keeps per bucket for the bytes/s dimension, in the
+ * scheduler's units (agent_bytes.c). */
+typedef struct {
+    uint64_t prev;       /* unit arrivals this period at the last report */
+    uint64_t carry;      /* unit arrivals of the past interval moved out of
+                            the counters by a period start */
+    uint64_t served_rep; /* units served this period at the last report */
+    int64_t grant;       /* fail static: units served + left in the last
+                            covered period (SCHED_UNLIMITED: no limit) */
+    int on;              /* the bucket had a byte rate then */
+} agent_ub_t;
+
 /* Owned by the thread that owns the scheduler; no locks. */
 struct agent {
     agent_config_t cfg;
@@ -35,6 +47,9 @@ struct agent {
                             weight replaced it (0: the controller's weight
                             does not apply; see take_weight()) */
     size_t arr_cap;
+    agent_ub_t *ub;      /* per bucket: its bytes/s dimension (agent_bytes.c) */
+    int ub_cap;
+    uint64_t unit;       /* bytes per scheduler unit, >= 1 */
 
     /* the controller's table: its index -> our scheduler index (or -1) */
     uint32_t ctl_table;
@@ -99,5 +114,21 @@ int agent__epoch_ok(agent_t *a, const proto_msg_t *m, int src, double now, int *
  * when the leader is silent (agent_config_t.silence_intervals), and warns
  * once a period while no controller is heard. */
 void agent__watch(agent_t *a, double now, uint32_t k);
+
+/* agent_bytes.c: the bytes/s dimension of cost-aware tokens.  Each
+ * returns 0 or -ENOMEM where it allocates; all O(buckets) at most, once a
+ * report, tokens message or period. */
+/* Adds m's byte records (buckets with a byte account on) and served_bytes
+ * to a report being built (after its IO records). */
+int agent__bytes_report(agent_t *a, proto_msg_t *m);
+/* Applies a tokens message's byte records (m->tbytes), net of the units
+ * served since the last report. */
+void agent__bytes_apply(agent_t *a, const proto_msg_t *m);
+/* At a period start, before sched_period_start(): arrivals carried, the
+ * fail-static grant taken when `covered`, served counters restart. */
+void agent__bytes_period(agent_t *a, int covered);
+/* Fail static: every bucket that had a byte rate gets its remembered
+ * grant less what it served in this period. */
+void agent__bytes_static(agent_t *a);
 
 #endif

@@ -40,6 +40,18 @@ typedef struct {
     double pass;  /* urgency: virtual time of its next R service */
 } xbucket_t;
 
+/* A bucket's unit account (cost-aware tokens, sched_set_units()), apart
+ * from bucket_t: only read for buckets that have it on, and not at all
+ * while no bucket has (nunits == 0). */
+typedef struct {
+    int64_t r, l;       /* unit tokens left (< 0: a debt); l may be
+                           SCHED_UNLIMITED */
+    int64_t carry;      /* debt carried from the last period (<= 0),
+                           taken off every grant of this one */
+    uint64_t arrivals, served; /* units, this period */
+    int on;
+} ybucket_t;
+
 /* Owned by one thread (the node's loop thread or a simulator); no locks. */
 struct sched {
     sched_policy_t policy;
@@ -50,6 +62,8 @@ struct sched {
     int *route;             /* cap entries: the queue a bucket's requests
                                wait in (itself unless routed) */
     xbucket_t *x;           /* cap entries: pacing and urgency state */
+    ybucket_t *y;           /* cap entries: unit accounts */
+    int nunits;             /* buckets with a unit account on */
     int new_route;          /* route of buckets added from now on, -1: self */
     int nrouted;            /* buckets routed elsewhere: while 0, enqueue
                                does not read `route` (one cache line less
@@ -93,6 +107,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->weight = calloc((size_t)s->cap, sizeof(uint32_t));
     s->route = calloc((size_t)s->cap, sizeof(int));
     s->x = calloc((size_t)s->cap, sizeof(xbucket_t));
+    s->y = calloc((size_t)s->cap, sizeof(ybucket_t));
     s->wake = iheap_new((size_t)s->cap);
     s->urg = iheap_new((size_t)s->cap);
     s->names = strmap_new();
@@ -100,7 +115,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->elig_l = bitset_new((size_t)s->cap);
     s->ahead = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
-    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->wake || !s->urg ||
+    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->wake || !s->urg ||
         !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend)
         sched_destroy(&s);
     return s;
@@ -118,6 +133,7 @@ void sched_destroy(sched_t **sp)
     free(s->weight);
     free(s->route);
     free(s->x);
+    free(s->y);
     iheap_destroy(&s->wake);
     iheap_destroy(&s->urg);
     free(s->b);
@@ -187,6 +203,9 @@ static void refresh(sched_t *s, int b)
     }
     bitset_set(s->pend, i);
     int r_ok = k->r > 0, l_ok = k->l > 0, ahead = 0;
+    const ybucket_t *y = s->nunits ? &s->y[b] : NULL;
+    if (y && !y->on)
+        y = NULL;
     if (s->pacing) {
         const xbucket_t *x = &s->x[b];
         double wake = INFINITY;
@@ -205,6 +224,13 @@ static void refresh(sched_t *s, int b)
             iheap_set(s->wake, b, wake);
         else
             iheap_remove(s->wake, b);
+    }
+    if (y) {
+        /* A token of either class in each dimension, an R-token in one
+         * (step 1) or the IO L-token (step 2). */
+        int u_ok = y->r > 0 || y->l > 0;
+        r_ok = (r_ok || (y->r > 0 && l_ok)) && u_ok;
+        l_ok = l_ok && u_ok;
     }
     if (r_ok)
         r_on(s, b);
@@ -256,6 +282,12 @@ static int grow(sched_t *s)
         return -ENOMEM;
     }
     s->x = nx;
+    ybucket_t *ny = realloc(s->y, (size_t)ncap * sizeof(ybucket_t));
+    if (!ny) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->y = ny;
     memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
     free(s->b);
     s->b = nb;
@@ -292,6 +324,7 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     pace_init(&x->r);
     pace_init(&x->l);
     x->pass = s->vt;
+    s->y[s->n] = (ybucket_t){.l = SCHED_UNLIMITED};
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
     s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
@@ -358,6 +391,81 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
     pace_grant(&x->l, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now, s->burst_s);
     k->r = r_tokens;
     k->l = l_tokens;
+    refresh(s, b);
+    return 0;
+}
+
+int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units)
+{
+    if (!s || b < 0 || b >= s->n || (on && (r_units < 0 || l_units < -(INT64_MAX / 4))))
+        return -EINVAL;
+    ybucket_t *y = &s->y[b];
+    if (!on) {
+        s->nunits -= y->on;
+        y->on = 0;
+        y->r = y->carry = 0;
+        y->l = SCHED_UNLIMITED;
+        refresh(s, b);
+        return 0;
+    }
+    s->nunits += !y->on;
+    y->on = 1;
+    /* Last period's debt comes off every grant of this one (the grants
+     * do not know of it), R first; what R cannot pay stays owed by L (or
+     * by R if L has no limit). */
+    int64_t d = y->carry;
+    if (d < 0 && r_units > 0) {
+        int64_t pay = r_units < -d ? r_units : -d;
+        r_units -= pay;
+        d += pay;
+    }
+    if (d < 0) {
+        if (l_units != SCHED_UNLIMITED)
+            l_units += d;
+        else
+            r_units += d;
+    }
+    y->r = r_units;
+    y->l = l_units;
+    refresh(s, b);
+    return 0;
+}
+
+/* Takes `units` from a unit account: from R first if `r_first` and R has
+ * any, else from L if it has any (an unlimited L takes nothing), else from
+ * whichever is left; the count may go negative (a debt). */
+static void take_units(ybucket_t *y, int r_first, uint64_t units)
+{
+    int64_t u = units > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)units;
+    y->served += units;
+    if (y->l == SCHED_UNLIMITED) {
+        if (r_first && y->r > 0)
+            y->r -= u;
+        return;
+    }
+    if (r_first ? y->r > 0 : y->l <= 0)
+        y->r -= u;
+    else
+        y->l -= u;
+}
+
+int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units)
+{
+    if (!s || !item)
+        return -EINVAL;
+    int b = item->bucket, origin = item->origin;
+    if (b < 0 || b >= s->n || origin >= s->n)
+        return -EINVAL;
+    s->node.units += units;
+    ybucket_t *y = &s->y[b];
+    if (origin >= 0 && origin != b) {
+        s->y[origin].arrivals += units;
+        s->y[origin].served += units;
+    }
+    if (!y->on)
+        return 0;
+    y->arrivals += units;
+    take_units(y, y->r > 0, units);
     refresh(s, b);
     return 0;
 }
@@ -432,9 +540,13 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
     int q = s->nrouted ? s->route[b] : b;
     if (q != b) {
         s->b[b].arrivals++; /* who sent it; the queue's bucket counts it too */
+        if (s->nunits)
+            s->y[b].arrivals += item->cost;
         b = q;
     }
     s->b[b].arrivals++;
+    if (s->nunits)
+        s->y[b].arrivals += item->cost;
     push_tail(s, b, item);
     return 0;
 }
@@ -584,6 +696,13 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
      * With pacing or urgency a dispatch also moves credit or the pass:
      * refresh() then recomputes the bucket's place. */
     int slow = s->pacing || s->r_order == SCHED_ORDER_URGENCY;
+    ybucket_t *y = s->nunits && s->y[b].on ? &s->y[b] : NULL;
+    const int u_rfirst = c == SCHED_CLASS_R;
+    if (y) {
+        slow = 1;
+        if (c == SCHED_CLASS_R && k->r <= 0)
+            c = SCHED_CLASS_L; /* eligible by a unit R-token: the IO token is an L */
+    }
     switch (c) {
     case SCHED_CLASS_R:
         k->served_r++;
@@ -615,6 +734,10 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
         k->served_o++;
         break;
     }
+    if (s->nunits) /* (only read while some bucket has a unit account) */
+        s->node.units += item->cost;
+    if (y)
+        take_units(y, u_rfirst, item->cost);
     if (k->queued == 0 || slow)
         refresh(s, b);
     if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
@@ -625,6 +748,8 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
             o->served_l++;
         else
             o->served_o++;
+        if (s->nunits)
+            s->y[item->origin].served += item->cost;
     }
     s->node.dispatched++;
     /* By urgency an R service leaves the round robin of L alone. */
@@ -711,6 +836,11 @@ int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out)
         .r_tokens = k->r,
         .l_tokens = k->l,
         .weight = s->weight[b],
+        .units_on = s->y[b].on,
+        .arrivals_u = s->y[b].arrivals,
+        .served_u = s->y[b].served,
+        .ru_tokens = s->y[b].on ? s->y[b].r : 0,
+        .lu_tokens = s->y[b].on ? s->y[b].l : 0,
     };
     return 0;
 }
@@ -729,6 +859,10 @@ void sched_period_start(sched_t *s)
     for (int i = 0; i < s->n; i++) {
         bucket_t *k = &s->b[i];
         k->arrivals = k->served_r = k->served_l = k->served_o = 0;
+        ybucket_t *y = &s->y[i];
+        y->arrivals = y->served = 0;
+        if (y->on) /* a debt still owed is paid out of the next period */
+            y->carry = (y->r < 0 ? y->r : 0) + (y->l < 0 && y->l != SCHED_UNLIMITED ? y->l : 0);
     }
     s->node = (sched_node_stats_t){0};
 }

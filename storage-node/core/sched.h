@@ -86,6 +86,9 @@ typedef struct sched_item {
     int origin;              /* the bucket it was enqueued for */
     int cls;                 /* how sched_dispatch() paid for it (a
                                 sched_class_t): set there, for the metrics */
+    uint32_t cost;           /* units it costs in the byte dimension (set
+                                by the caller before enqueue; 0: not known
+                                yet, see sched_charge()) */
 } sched_item_t;
 
 /* Per-bucket counters for the current QoS period (reset by
@@ -97,6 +100,12 @@ typedef struct {
     int64_t r_tokens;      /* left now */
     int64_t l_tokens;      /* left now, SCHED_UNLIMITED if no limit */
     uint32_t weight;
+    /* The byte dimension (sched_set_units()); zero when it is off. */
+    int units_on;
+    uint64_t arrivals_u;   /* units enqueued (and charged late) this period */
+    uint64_t served_u;     /* units charged this period */
+    int64_t ru_tokens;     /* unit R-tokens left now (< 0: debt) */
+    int64_t lu_tokens;     /* unit L-tokens left now, or SCHED_UNLIMITED */
 } sched_bucket_stats_t;
 
 /* Node-wide counters for the current period (capacity estimation). */
@@ -104,6 +113,9 @@ typedef struct {
     uint64_t completions;  /* sched_note_completion() counts */
     double busy_seconds;   /* time with at least one request at the backend */
     uint64_t dispatched;
+    uint64_t units;        /* units charged, every bucket (capacity in
+                              units/s), counted while some bucket has a
+                              unit account */
 } sched_node_stats_t;
 
 typedef struct sched sched_t;
@@ -157,6 +169,40 @@ int sched_set_weight(sched_t *s, int b, uint32_t weight);
  * with a `now` that is not finite). */
 int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, double until,
                      double now);
+
+/* Cost-aware tokens (issue 15): gives bucket b a second token account, in
+ * units of work (bytes / the node's cost unit), with its own R and L
+ * counts; from then on a request of b needs a token of each dimension.
+ * on = 0 turns the account off (the paper: one request, one token; r and
+ * l unused).  Counts are absolute for the rest of the period, like
+ * sched_set_tokens(), r >= 0, l SCHED_UNLIMITED or any other count down
+ * to -(INT64_MAX / 4) (a negative l is a debt the caller knows of: the
+ * node's service since the controller counted); and a debt carried from
+ * the previous period (see below) is taken off every grant of a period
+ * (R first: the grants are counted without it).
+ *
+ * Eligibility with the account on: step 1 (R) needs an R-token in either
+ * dimension and, in each dimension, at least one token of either class
+ * (R or L); step 2 (L) needs an L-token of the IO dimension and one token
+ * of either class of the unit dimension.  A dispatch charges one IO token
+ * (R if it has one, else L: the class it returns) and item->cost units
+ * (from the same class if it has any, else from the other), so a request
+ * larger than what is left starts as long as one unit is left and drives
+ * the count negative: the debt is paid out of later tokens, and
+ * sched_period_start() carries what is left of it into the next period
+ * (it replaces the carry of the period that ends, which the count already
+ * paid).
+ * Over any span the service exceeds the tokens by less than one request.
+ * Unit tokens are never paced.  Returns 0 or -EINVAL. */
+int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units);
+
+/* Charges `units` more for `item` after it was dispatched (a get whose
+ * size is known once the reply is: charged at completion) to the unit
+ * account of the bucket whose queue it waited in (item->bucket), counted
+ * as arrival and service there and on its origin (item->origin) if that
+ * was routed there.  No-op on an account that is off (the node-wide unit
+ * counter still counts).  O(log n).  Returns 0 or -EINVAL (bad index). */
+int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units);
 
 /* Turns pacing on or off (off in a new scheduler), and sets the burst
  * depth: the credit a class may hold is one token plus burst_s seconds of

@@ -439,6 +439,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         }
         op->value = value ? value : "";
         op->vlen = r->nbytes;
+        io->item.cost = cost_of(&f->cfg.cost, COST_WRITE, r->nbytes);
         op->flags = r->flags;
         op->exptime = r->exptime;
         op->cas = r->cas;
@@ -728,6 +729,7 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done(f->g);
+    sched_charge(f->s, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
     int failed = op->reply == MCP_R_SERVER_ERROR;
     iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
     f->st.backend_errors += failed;
@@ -763,8 +765,7 @@ static void drain_one(sched_item_t *it, void *arg)
     io_fail(container_of(it, io_t, item), "SERVER_ERROR shutting down");
 }
 
-/* After the drain: IOs waiting behind a same-key IO fail too, and no
- * connection reads any more. */
+/* After the drain: IOs behind a same-key IO fail too; no more reading. */
 static void on_stop(void *arg)
 {
     front_t *f = arg;
@@ -800,11 +801,10 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
 {
     int rc = 0;
     front_t *f = NULL;
-    if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 ||
-        cfg->batch < 1 || cfg->batch > BACKEND_BATCH_MAX ||
-        cfg->proto.max_item < 1 || cfg->max_conns < 1 || cfg->conn_reply_limit < 16 ||
-        cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
-        !cfg->backend_host) {
+    if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 || cfg->batch < 1 ||
+        cfg->batch > BACKEND_BATCH_MAX || cfg->proto.max_item < 1 || cfg->max_conns < 1 ||
+        cfg->conn_reply_limit < 16 || cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
+        cost_check(&cfg->cost) < 0 || !cfg->backend_host) {
         rc = -EINVAL;
         goto out;
     }

@@ -25,6 +25,7 @@
 #include "storage-node/gate.h"
 #include "storage-node/listener.h"
 #include "storage-node/mc/mcproto.h"
+#include "storage-node/core/cost.h"
 #include "storage-node/core/sched.h"
 
 struct event_base;
@@ -58,6 +59,10 @@ typedef struct {
                                     closed above; not read at a quarter
                                     (or closed after 60 s there) */
     size_t reply_memory;         /* node-wide budget of unsent reply bytes */
+    cost_config_t cost;          /* what an IO costs in units (cost.h): a
+                                    store is a write of its value, charged
+                                    when queued; a get a read of what it
+                                    returned, charged when it completes */
 } front_config_t;
 
 /* Fills *cfg with the defaults (see docs/node.md). */

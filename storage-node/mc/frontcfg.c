@@ -25,4 +25,5 @@ void front_config_defaults(front_config_t *cfg)
     cfg->max_conns = 4096;
     cfg->conn_reply_limit = 256u << 20;
     cfg->reply_memory = (size_t)1 << 30;
+    cfg->cost = COST_CONFIG_DEFAULT;
 }

@@ -17,4 +17,5 @@ void nbdfront_config_defaults(nbdfront_config_t *cfg)
     cfg->store.export_size = 1ull << 30;
     cfg->store.workers = 5;
     cfg->store.max_exports = MAX_EXPORTS;
+    cfg->cost = COST_CONFIG_DEFAULT;
 }

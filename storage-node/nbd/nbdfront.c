@@ -257,21 +257,22 @@ static void on_done(blockdev_op_t *op, void *arg)
         gate_check_stopped(f->g);
 }
 
-/* What a transmission command becomes at the backend, and the counter of
- * nbdfront_stats_t it counts in (nbd_check_request() lets only these
- * through; the last row is the default). */
+/* What a transmission command becomes at the backend, what it costs in
+ * byte tokens and the counter of nbdfront_stats_t it counts in
+ * (nbd_check_request() lets only these through; the last row: default). */
 typedef struct {
     uint16_t type;
     blockdev_kind_t kind;
+    cost_kind_t cost;
     size_t count; /* offsetof(nbdfront_stats_t, ...), a uint64_t */
 } cmd_row_t;
 
 static const cmd_row_t cmd_rows[] = {
-    {NBD_CMD_READ, BLOCKDEV_READ, offsetof(nbdfront_stats_t, reads)},
-    {NBD_CMD_WRITE, BLOCKDEV_WRITE, offsetof(nbdfront_stats_t, writes)},
-    {NBD_CMD_FLUSH, BLOCKDEV_FLUSH, offsetof(nbdfront_stats_t, flushes)},
-    {NBD_CMD_BLOCK_STATUS, BLOCKDEV_EXTENTS, offsetof(nbdfront_stats_t, block_status)},
-    {NBD_CMD_TRIM, BLOCKDEV_TRIM, offsetof(nbdfront_stats_t, trims)},
+    {NBD_CMD_READ, BLOCKDEV_READ, COST_READ, offsetof(nbdfront_stats_t, reads)},
+    {NBD_CMD_WRITE, BLOCKDEV_WRITE, COST_WRITE, offsetof(nbdfront_stats_t, writes)},
+    {NBD_CMD_FLUSH, BLOCKDEV_FLUSH, COST_FLUSH, offsetof(nbdfront_stats_t, flushes)},
+    {NBD_CMD_BLOCK_STATUS, BLOCKDEV_EXTENTS, COST_NONE, offsetof(nbdfront_stats_t, block_status)},
+    {NBD_CMD_TRIM, BLOCKDEV_TRIM, COST_TRIM, offsetof(nbdfront_stats_t, trims)},
 };
 
 static const cmd_row_t *cmd_row(uint16_t type)
@@ -331,6 +332,7 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     if (q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE)
         c->buf_bytes += q->length;
     r->state = RQ_QUEUED;
+    r->item.cost = cost_of(&f->cfg.cost, k->cost, q->length);
     r->ts.arrival = iolat_now(gate_iolat(f->g));
     f->st.requests++;
     if (sched_enqueue(f->s, c->bucket, &r->item) < 0) {
@@ -812,7 +814,8 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     int rc = 0;
     nbdfront_t *f = NULL;
     if (!base || !s || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
-        cfg->max_queued < 1 || !cfg->store.path || (cfg->tls_mode != NBDTLS_OFF && !cfg->tls)) {
+        cfg->max_queued < 1 || !cfg->store.path || (cfg->tls_mode != NBDTLS_OFF && !cfg->tls) ||
+        cost_check(&cfg->cost) < 0) {
         rc = -EINVAL;
         goto out;
     }

@@ -30,6 +30,7 @@
 #include "storage-node/nbd/nbdtls.h"
 #include "storage-node/gate.h"
 #include "storage-node/listener.h"
+#include "storage-node/core/cost.h"
 #include "storage-node/core/sched.h"
 
 struct event_base;
@@ -50,6 +51,9 @@ typedef struct {
     const nbdtls_t *tls;       /* TLS credentials (borrowed: they must outlive
                                   the front); NULL: none */
     nbdtls_mode_t tls_mode;    /* NBDTLS_OFF unless tls is set */
+    cost_config_t cost;        /* what a request costs in units (cost.h):
+                                  READ/WRITE by length, FLUSH and TRIM
+                                  fixed, BLOCK_STATUS nothing */
 } nbdfront_config_t;
 
 /* Fills *cfg with the defaults: 127.0.0.1:10809, outstanding 5, 4096

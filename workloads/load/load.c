@@ -127,9 +127,9 @@ static memcached_st *connect_server(const scenario_server_t *sv, int backend, in
 }
 
 /* Issues one get or set of bucket `name`.  Returns 1 if the server answered
- * (a get miss counts), 0 on failure. */
+ * (a get miss counts), 0 on failure; *bytes: the value moved. */
 static int one_request(memcached_st *mc, const run_t *run, const char *name, rng_t *rng,
-                       memcached_return_t *why)
+                       memcached_return_t *why, uint64_t *bytes)
 {
     const scenario_t *s = run->s;
     char key[SCENARIO_NAME_MAX + 32];
@@ -140,9 +140,11 @@ static int one_request(memcached_st *mc, const run_t *run, const char *name, rng
         size_t vlen;
         uint32_t flags;
         char *v = memcached_get(mc, key, (size_t)klen, &vlen, &flags, &rc);
+        *bytes = v ? vlen : 0;
         free(v);
     } else {
         rc = memcached_set(mc, key, (size_t)klen, run->value, s->value_size, 0, 0);
+        *bytes = s->value_size;
     }
     *why = rc;
     return rc == MEMCACHED_SUCCESS || rc == MEMCACHED_NOTFOUND;
@@ -210,13 +212,15 @@ static void *client_main(void *arg)
         memcached_return_t why;
         if (w->server < 0)
             report_sent(run->rep, w->b, driver_since(&run->start));
-        int ok = one_request(mc, run, bk->name, &rng, &why);
+        uint64_t moved = 0;
+        int ok = one_request(mc, run, bk->name, &rng, &why, &moved);
         double done = driver_since(&run->start);
         if (w->server >= 0) {
             if (ok && done >= w->t0 && done < w->t1)
                 w->done++;
         } else if (ok) {
             report_add(run->rep, w->b, (size_t)srv, done);
+            report_add_bytes(run->rep, w->b, done, moved);
         } else {
             report_add_error(run->rep, w->b);
             log_debug("bucket %s server %s: %s", bk->name, s->servers[srv].name,

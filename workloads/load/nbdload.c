@@ -276,8 +276,11 @@ static void *client_main(void *arg)
                 inflight--;
                 if (e < 0)
                     break;
-                if (e == 0)
-                    report_add(run->rep, w->b, (size_t)cur, driver_since(&run->start));
+                if (e == 0) {
+                    double t = driver_since(&run->start);
+                    report_add(run->rep, w->b, (size_t)cur, t);
+                    report_add_bytes(run->rep, w->b, t, run->bs);
+                }
             }
             if (fd >= 0)
                 nbd_close(fd);
@@ -360,6 +363,7 @@ static void *client_main(void *arg)
                 w->done++;
         } else if (e == 0) {
             report_add(run->rep, w->b, (size_t)srv, done);
+            report_add_bytes(run->rep, w->b, done, run->bs);
         } else {
             report_add_error(run->rep, w->b);
         }
