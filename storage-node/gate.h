@@ -177,6 +177,14 @@ sched_item_t *gate_take(gate_t *g);
  * answering the IO. */
 void gate_done(gate_t *g);
 
+/* gate_done() for an IO whose backend call ended at `at` (mono_now()
+ * seconds, at most now), earlier than its completion callback runs: the
+ * window takes `at` as the end of the IO's time at the backend, so that
+ * the loop's own work between the backend's reply and the callback (other
+ * callbacks writing their replies, reads of new requests) does not count
+ * as backend latency.  Busy time still runs to now. */
+void gate_done_at(gate_t *g, double at);
+
 /* An IO from gate_take() finished at once, without the backend (a read
  * from the page cache): one completion, no busy time. */
 void gate_done_inline(gate_t *g);

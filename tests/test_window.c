@@ -218,6 +218,64 @@ START_TEST(test_window_no_growth_without_demand)
 }
 END_TEST
 
+/* An inline batching backend, as bqos-node's memcached front drives it:
+ * the node sends what the window allows as one batch; the backend answers
+ * the whole batch after a + b n seconds; then the node's loop runs the n
+ * callbacks one after the other, c seconds each (writing each reply), and
+ * only then sends the next batch.  Clients always have more waiting.
+ * `stamped`: window_done() gets the time the backend answered (the
+ * backend's stamp, gate_done_at()); otherwise the time each callback runs.
+ * Runs `secs` seconds; returns the mean window. */
+static double run_batches(window_t *w, double secs, int stamped, double *latency)
+{
+    const double a = 60e-6, b = 4e-6, c = 8e-6;
+    double t = 0, wsum = 0;
+    while (t < secs) {
+        int n = window_limit(w);
+        double start = t;
+        for (int i = 0; i < n; i++)
+            window_take(w, t);
+        double answered = t + a + b * n;
+        t = answered;
+        for (int i = 0; i < n; i++) {
+            t += c;
+            window_done(w, stamped ? answered : t);
+        }
+        wsum += n * (t - start);
+    }
+    window_stats_t st;
+    window_stats(w, &st);
+    *latency = st.latency;
+    return wsum / t;
+}
+
+/* With the backend's stamp the window sees the backend's own latency
+ * (a + b n for a batch of n, the fixed point n (1 - base / L) = alpha
+ * gives n of about 17 with these figures); with the callbacks' times it
+ * also sees the loop's c per earlier reply, which grows with n, and
+ * settles lower (about 14.4: the batches get smaller, the node's
+ * per-request cost larger).  A stamp before the window's last mark (completions of one
+ * batch delivered after others were taken) leaves the area consistent:
+ * the latency measured is the batch's round trip exactly. */
+START_TEST(test_window_backend_stamp)
+{
+    double lat_stamped, lat_loop;
+    window_t *w = make(2, 64, 8);
+    run_batches(w, 1, 1, &lat_stamped);
+    double stamped = run_batches(w, 1, 1, &lat_stamped);
+    window_destroy(&w);
+    w = make(2, 64, 8);
+    run_batches(w, 1, 0, &lat_loop);
+    double loop = run_batches(w, 1, 0, &lat_loop);
+    window_destroy(&w);
+    /* n (1 - (a + 2b) / (a + b n)) = 8  =>  n = 18.4 (the floor's base) */
+    ck_assert_msg(stamped >= 16 && stamped <= 21, "stamped: mean window %.1f", stamped);
+    ck_assert_msg(fabs(lat_stamped - (60e-6 + 4e-6 * stamped)) < 6e-6, "stamped latency %g at %.1f",
+                  lat_stamped, stamped);
+    ck_assert_msg(loop < stamped - 1.5, "callback times: window %.1f, stamped %.1f", loop, stamped);
+}
+END_TEST
+
 /* adaptive = 0: the window never moves but still measures. */
 START_TEST(test_window_fixed)
 {
@@ -280,7 +338,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
-                            test_window_latency_target,
+                            test_window_latency_target, test_window_backend_stamp,
                             test_window_within_floor_and_ceiling, test_window_steady_under_noise,
                             test_window_no_growth_without_demand, test_window_fixed,
                             test_window_bad_settings};

@@ -81,7 +81,10 @@ int window_inflight(const window_t *w);
 void window_take(window_t *w, double now);
 
 /* One IO from window_take() came back at `now`: counts a completion and
- * may end the epoch and move the window. */
+ * may end the epoch and move the window.  `now` may lie before the time of
+ * the previous call (a completion the backend stamped before its callback
+ * ran, after other IOs were taken or done): the IO then counts as
+ * outstanding up to that previous time. */
 void window_done(window_t *w, double now);
 
 /* One IO from window_take() that the backend refused: it leaves without

@@ -726,7 +726,7 @@ static void on_done(backend_op_t *op, void *arg)
     front_t *f = arg;
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
-    gate_done(f->g);
+    gate_done_at(f->g, op->done_at);
     iolat_done(gate_iolat(f->g), io->item.origin, &io->ts);
     if (op->reply == MCP_R_SERVER_ERROR)
         f->st.backend_errors++;
