@@ -262,14 +262,13 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .help = "Largest window of --outstanding auto ({range}, >= --window-min;\n"
                         "a block node: also the default --workers)."}},
         {BOTH, {.name = "window-latency", .type = OPTS_DOUBLE, .target = &a->window_latency,
-                .arg = "F", .deflt = a->block ? "1" : "2", .min = 1, .max = 100,
-                .show = "2; a block node: 1",
+                .arg = "F", .deflt = "1", .min = 1, .max = 100,
                 .help = "--outstanding auto lets the latency at the backend rise to about F\n"
-                        "times the lowest it has seen ({range}): 1 keeps the window at a\n"
-                        "device's knee (a few IOs waiting there); more trades latency, and\n"
-                        "the scheduler's hold on the order, for throughput.  Memcached takes\n"
-                        "a batch in one round trip whose fixed part dominates: 2 lets a\n"
-                        "batch grow until its per-key part equals that fixed part."}},
+                        "times the lowest it has seen ({range}): 1 keeps the window at the\n"
+                        "backend's knee (a few IOs waiting there); more trades latency, and\n"
+                        "the scheduler's hold on the order, for throughput (a memcached\n"
+                        "node with 2: about rr's throughput, reservations held less\n"
+                        "surely; docs/performance.md)."}},
         {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
               .min = 1, .max = BACKEND_BATCH_MAX,
               .help = "Most backend requests sent together (1..64): a worker (or the loop\n"
