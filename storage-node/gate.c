@@ -448,12 +448,15 @@ sched_item_t *gate_take(gate_t *g)
     if (window_inflight(g->win) >= window_limit(g->win))
         return NULL;
     double now = mono_now();
-    sched_item_t *it = sched_dispatch(g->s, now, NULL);
+    sched_class_t cls;
+    sched_item_t *it = sched_dispatch(g->s, now, &cls);
     if (!it) {
         pace_arm(g, now);
         return NULL;
     }
     window_take(g->win, busy_account(g, now));
+    if (cls == SCHED_CLASS_R)
+        window_note_reserved(g->win);
     return it;
 }
 
