@@ -165,7 +165,8 @@ uint64_t gate_total_conns(const gate_t *g);
 /* Returns the next IO the scheduler allows while fewer than the window
  * are at the backend, or NULL.  The IO counts as outstanding from now on;
  * it ends with gate_done(), gate_done_inline() or gate_untake().  The
- * window is `outstanding` unless gate_set_window() made it adaptive.  When
+ * window is `outstanding` unless gate_set_window() made it adaptive (an IO
+ * served on an R-token tells it so: window_note_reserved()).  When
  * the scheduler allows nothing because paced buckets wait for credit, one
  * timer calls hooks->dispatch when the first credit returns. */
 sched_item_t *gate_take(gate_t *g);
