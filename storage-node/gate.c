@@ -75,6 +75,15 @@ static void status_lines(void *arg, FILE *fp)
     fprintf(fp, "STAT bqos_window_latency_us %.1f\r\n", ws.latency * 1e6);
     fprintf(fp, "STAT bqos_window_base_us %.1f\r\n", ws.base * 1e6);
     fprintf(fp, "STAT bqos_window_throughput %.0f\r\n", ws.throughput);
+    /* requests waiting at the node (the scheduler's to order), beside the
+     * window's at the backend; one pass over the buckets per stats call */
+    uint64_t queued = 0;
+    for (int b = 0, n = sched_nbuckets(g->s); b < n; b++) {
+        sched_bucket_stats_t bs;
+        if (sched_bucket_stats(g->s, b, &bs) == 0)
+            queued += bs.queued;
+    }
+    fprintf(fp, "STAT bqos_queued %llu\r\n", (unsigned long long)queued);
     gate_conn_stats_t cs;
     gate_conn_stats(g, &cs);
     fprintf(fp, "STAT bqos_conns_idle_closed %llu\r\n", (unsigned long long)cs.idle_closed);
@@ -439,18 +448,27 @@ sched_item_t *gate_take(gate_t *g)
     if (window_inflight(g->win) >= window_limit(g->win))
         return NULL;
     double now = mono_now();
-    sched_item_t *it = sched_dispatch(g->s, now, NULL);
+    sched_class_t cls;
+    sched_item_t *it = sched_dispatch(g->s, now, &cls);
     if (!it) {
         pace_arm(g, now);
         return NULL;
     }
     window_take(g->win, busy_account(g, now));
+    if (cls == SCHED_CLASS_R)
+        window_note_reserved(g->win);
     return it;
 }
 
 void gate_done(gate_t *g)
 {
-    window_done(g->win, busy_account(g, mono_now()));
+    gate_done_at(g, INFINITY);
+}
+
+void gate_done_at(gate_t *g, double at)
+{
+    double now = busy_account(g, mono_now());
+    window_done(g->win, at < now ? at : now);
     sched_note_completion(g->s, 1, g->busy_pending);
     g->busy_pending = 0;
 }

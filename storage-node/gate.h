@@ -165,7 +165,8 @@ uint64_t gate_total_conns(const gate_t *g);
 /* Returns the next IO the scheduler allows while fewer than the window
  * are at the backend, or NULL.  The IO counts as outstanding from now on;
  * it ends with gate_done(), gate_done_inline() or gate_untake().  The
- * window is `outstanding` unless gate_set_window() made it adaptive.  When
+ * window is `outstanding` unless gate_set_window() made it adaptive (an IO
+ * served on an R-token tells it so: window_note_reserved()).  When
  * the scheduler allows nothing because paced buckets wait for credit, one
  * timer calls hooks->dispatch when the first credit returns. */
 sched_item_t *gate_take(gate_t *g);
@@ -176,6 +177,14 @@ sched_item_t *gate_take(gate_t *g);
  * time at the backend, by Little's law over its epoch).  Call before
  * answering the IO. */
 void gate_done(gate_t *g);
+
+/* gate_done() for an IO whose backend call ended at `at` (mono_now()
+ * seconds, at most now), earlier than its completion callback runs: the
+ * window takes `at` as the end of the IO's time at the backend, so that
+ * the loop's own work between the backend's reply and the callback (other
+ * callbacks writing their replies, reads of new requests) does not count
+ * as backend latency.  Busy time still runs to now. */
+void gate_done_at(gate_t *g, double at);
 
 /* An IO from gate_take() finished at once, without the backend (a read
  * from the page cache): one completion, no busy time. */

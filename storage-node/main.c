@@ -43,6 +43,7 @@ typedef struct {
     int workers, outstanding;       /* -1: the node kind's default; outstanding 0: auto */
     int window_min, window_max;     /* --outstanding auto's bounds */
     double window_latency;          /* and its latency target, x base */
+    double window_latency_open;     /* the same while no reservation is served */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
     int per_ip;                     /* --max-conns-per-ip; -1: max_conns / 2 */
     double idle_timeout;            /* --idle-timeout, seconds; 0: off */
@@ -117,6 +118,7 @@ static int window_setup(const args_t *a, gate_t *g)
     wc.floor = a->window_min;
     wc.ceiling = a->window_max;
     wc.target = a->window_latency;
+    wc.target_open = a->window_latency_open;
     int rc = gate_set_window(g, &wc);
     if (rc < 0)
         log_error("--outstanding auto: %s", strerror(-rc));
@@ -148,7 +150,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 54
+#define NROWS 55
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -271,7 +273,17 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .help = "--outstanding auto lets the latency at the backend rise to about F\n"
                         "times the lowest it has seen ({range}): 1 keeps the window at the\n"
                         "backend's knee (a few IOs waiting there); more trades latency, and\n"
-                        "the scheduler's hold on the order, for throughput."}},
+                        "the scheduler's hold on the order, for throughput (a memcached\n"
+                        "node with 2: about rr's throughput, reservations held less\n"
+                        "surely; docs/performance.md).  Applies while requests are served on\n"
+                        "reservations (R-tokens); see --window-latency-open."}},
+        {BOTH, {.name = "window-latency-open", .type = OPTS_DOUBLE,
+                .target = &a->window_latency_open, .arg = "F",
+                .deflt = a->block ? "1" : "2", .show = "2; a block node: 1", .min = 1, .max = 100,
+                .help = "--window-latency for the epochs in which no request is served on\n"
+                        "reservations ({range}; below --window-latency it counts as that):\n"
+                        "the order at the node then protects nothing the tokens do not, so\n"
+                        "a memcached node lets its batches grow to about rr's size."}},
         {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
               .min = 1, .max = BACKEND_BATCH_MAX,
               .help = "Most backend requests sent together (1..64): a worker (or the loop\n"

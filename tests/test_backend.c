@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/mono.h"
 #include "storage-node/mc/backend.h"
 #include "tests/testlib.h"
 
@@ -167,9 +168,21 @@ static void check_mixed_batch(int nworkers, int batch)
     op_init(&ops[6], MCP_CMD_DELETE, "t:gone", NULL);
     op_init(&ops[7], MCP_CMD_ADD, "t:a", "again");
     memset(x.d.calls, 0, sizeof x.d.calls);
+    double t0 = mono_now();
     run_chain(x.base, x.b, &x.d, ops, 8);
-    for (int i = 0; i < 8; i++)
+    double t1 = mono_now();
+    for (int i = 0; i < 8; i++) {
         ck_assert_int_eq(x.d.calls[i], 1);
+        /* stamped when its batch's replies were read */
+        ck_assert(ops[i].done_at >= t0 && ops[i].done_at <= t1);
+    }
+    /* Inline with room for all 8: one exchange (the four gets as one
+     * multi-key gets), one stamp; batches of 3: three exchanges. */
+    int stamps = 1;
+    for (int i = 1; i < 8; i++)
+        stamps += ops[i].done_at != ops[i - 1].done_at;
+    if (nworkers == 0)
+        ck_assert_int_eq(stamps, batch >= 8 ? 1 : 3);
     ck_assert_int_eq(x.d.during_submit, 0);
     ck_assert_int_eq(ops[0].reply, MCP_R_VALUE);
     ck_assert_int_eq((int)ops[0].rvlen, 5);

@@ -218,6 +218,115 @@ START_TEST(test_window_no_growth_without_demand)
 }
 END_TEST
 
+/* An inline batching backend, as bqos-node's memcached front drives it:
+ * the node sends what the window allows as one batch; the backend answers
+ * the whole batch after a + b n seconds; then the node's loop runs the n
+ * callbacks one after the other, c seconds each (writing each reply), and
+ * only then sends the next batch.  Clients always have more waiting.
+ * `stamped`: window_done() gets the time the backend answered (the
+ * backend's stamp, gate_done_at()); otherwise the time each callback runs.
+ * `reserved`: every IO is served on a reservation (window_note_reserved()).
+ * Runs `secs` seconds from *clock (simulated time, carried from call to
+ * call: a window's clock never goes back) and advances it; returns the
+ * mean window. */
+static double run_batches_r(window_t *w, double *clock, double secs, int stamped, int reserved,
+                            double *latency)
+{
+    const double a = 60e-6, b = 4e-6, c = 8e-6;
+    double t = *clock, t0 = t, wsum = 0;
+    while (t < t0 + secs) {
+        int n = window_limit(w);
+        double start = t;
+        for (int i = 0; i < n; i++) {
+            window_take(w, t);
+            if (reserved)
+                window_note_reserved(w);
+        }
+        double answered = t + a + b * n;
+        t = answered;
+        for (int i = 0; i < n; i++) {
+            t += c;
+            window_done(w, stamped ? answered : t);
+        }
+        wsum += n * (t - start);
+    }
+    window_stats_t st;
+    window_stats(w, &st);
+    *latency = st.latency;
+    *clock = t;
+    return wsum / (t - t0);
+}
+
+static double run_batches(window_t *w, double *clock, double secs, int stamped, double *latency)
+{
+    return run_batches_r(w, clock, secs, stamped, 0, latency);
+}
+
+/* With the backend's stamp the window sees the backend's own latency
+ * (a + b n for a batch of n, the fixed point n (1 - base / L) = alpha
+ * gives n of about 17 with these figures); with the callbacks' times it
+ * also sees the loop's c per earlier reply, which grows with n, and
+ * settles lower (about 14.4: the batches get smaller, the node's
+ * per-request cost larger).  A stamp before the window's last mark (completions of one
+ * batch delivered after others were taken) leaves the area consistent:
+ * the latency measured is the batch's round trip exactly. */
+START_TEST(test_window_backend_stamp)
+{
+    double lat_stamped, lat_loop, clock = 0;
+    window_t *w = make(2, 64, 8);
+    run_batches(w, &clock, 1, 1, &lat_stamped);
+    double stamped = run_batches(w, &clock, 1, 1, &lat_stamped);
+    window_destroy(&w);
+    clock = 0;
+    w = make(2, 64, 8);
+    run_batches(w, &clock, 1, 0, &lat_loop);
+    double loop = run_batches(w, &clock, 1, 0, &lat_loop);
+    window_destroy(&w);
+    /* n (1 - (a + 2b) / (a + b n)) = 8  =>  n = 18.4 (the floor's base) */
+    ck_assert_msg(stamped >= 16 && stamped <= 21, "stamped: mean window %.1f", stamped);
+    ck_assert_msg(fabs(lat_stamped - (60e-6 + 4e-6 * stamped)) < 6e-6, "stamped latency %g at %.1f",
+                  lat_stamped, stamped);
+    ck_assert_msg(loop < stamped - 1.5, "callback times: window %.1f, stamped %.1f", loop, stamped);
+}
+END_TEST
+
+/* target_open 2 on the same batching backend: epochs with no IO served
+ * on a reservation aim at twice the base (a + b n = 2 (a + 2 b): n about
+ * 23, plus what alpha adds: n (1 - 2 (a + 2 b) / (a + b n)) = 8 gives
+ * 33.6), epochs with one aim at target 1 (about 18, as above).  When
+ * reservations come back the window shrinks to the tighter target. */
+START_TEST(test_window_open_target)
+{
+    window_config_t c;
+    window_config_defaults(&c);
+    c.target_open = 2;
+    double clock = 0;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    double lat;
+    run_batches_r(w, &clock, 1, 1, 0, &lat);
+    double open = run_batches_r(w, &clock, 1, 1, 0, &lat);
+    ck_assert_msg(open >= 30 && open <= 37, "open: mean window %.1f", open);
+    run_batches_r(w, &clock, 1, 1, 1, &lat);
+    double reserved = run_batches_r(w, &clock, 1, 1, 1, &lat);
+    ck_assert_msg(reserved >= 16 && reserved <= 21, "reserved: mean window %.1f", reserved);
+    window_destroy(&w);
+    /* below target, target_open counts as target */
+    window_config_defaults(&c);
+    c.target = 2;
+    c.target_open = 1;
+    clock = 0;
+    w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    run_batches_r(w, &clock, 1, 1, 0, &lat);
+    open = run_batches_r(w, &clock, 1, 1, 0, &lat);
+    ck_assert_msg(open >= 30 && open <= 37, "target 2: mean window %.1f", open);
+    window_destroy(&w);
+    c.target_open = 0.5;
+    ck_assert_ptr_null(window_new(&c, 0, NULL));
+}
+END_TEST
+
 /* adaptive = 0: the window never moves but still measures. */
 START_TEST(test_window_fixed)
 {
@@ -280,7 +389,7 @@ END_TEST
 int main(void)
 {
     const TTest *tests[] = {test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
-                            test_window_latency_target,
+                            test_window_latency_target, test_window_backend_stamp, test_window_open_target,
                             test_window_within_floor_and_ceiling, test_window_steady_under_noise,
                             test_window_no_growth_without_demand, test_window_fixed,
                             test_window_bad_settings};

@@ -9,7 +9,9 @@
 #   BIN       where bqos-node is (default bin)
 # Prints one line per run ("variant=N round=R tps=... node_us_per_op=...
 # window=...": memcaslap's TPS, the node's CPU time (user + system) per
-# transaction, the window after the run) and one "median" line per variant.
+# transaction, the window after the run) and one "median" line per variant
+# (x_variant1: the median over rounds of its TPS / variant 1's TPS in the
+# same round).
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 ROUNDS=${1:-5}; SECS=${2:-5}; BIN=${BIN:-bin}
@@ -74,7 +76,11 @@ while [ "$v" -le "$nv" ]; do
   opts=$(echo "$VARIANTS" | awk -F'|' -v i="$v" '{ print $i }')
   tps=$(awk -v v="$v" '$1 == v { print $2 }' "$T/all" | median)
   us=$(awk -v v="$v" '$1 == v { print $3 }' "$T/all" | median)
-  echo "median tps=$tps node_us_per_op=$us opts=\"$opts\""
+  # each run's TPS over variant 1's in the same round: pairs the rounds, so
+  # that the machine's load (which moves all variants of a round alike)
+  # cancels out of the ratio
+  x=$(awk -v v="$v" '{ t[$1, ++n[$1]] = $2 } END { for (i = 1; i <= n[v]; i++) if (t[1, i] > 0) print t[v, i] / t[1, i] }' "$T/all" | median)
+  echo "median tps=$tps node_us_per_op=$us x_variant1=$x opts=\"$opts\""
   v=$((v + 1))
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

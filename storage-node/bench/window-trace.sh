@@ -1,5 +1,5 @@
 #!/bin/sh
-# window-trace.sh - the adaptive window over time: one bqos-node (--policy tokens, auto window unless NODE_OPTS says otherwise) under memcaslap load that changes (50 connections, then 10, then 50), its stats polled every 50 ms into a CSV (time, window, latency, base latency, throughput) and, with gnuplot, a PNG.
+# window-trace.sh - the adaptive window over time: one bqos-node (--policy tokens, auto window unless NODE_OPTS says otherwise) under memcaslap load that changes (50 connections, then 10, then 50), its stats polled every 50 ms into a CSV (time, window, latency, base latency, throughput, requests waiting at the node) and, with gnuplot, a PNG.
 # Usage: window-trace.sh OUT.csv [OUT.png]
 #   NODE_OPTS  bqos-node options (default "--policy tokens")
 #   PHASES     "SECONDS:CONNECTIONS ..." (default "4:50 3:10 4:50")
@@ -24,7 +24,7 @@ python3 - "$nd" "$CSV" <<"PY" &
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 out = open(sys.argv[2], "w")
-out.write("t_s,window,latency_us,base_us,throughput_ops\n")
+out.write("t_s,window,latency_us,base_us,throughput_ops,queued\n")
 t0 = time.monotonic(); prev = None
 while True:
     try:
@@ -42,8 +42,8 @@ while True:
     c = int(st["bqos_completions"])
     if prev is not None:
         ops = (c - prev[1]) / (now - prev[0])
-        out.write("%.3f,%s,%s,%s,%.0f\n" % (now, st["bqos_window"], st["bqos_window_latency_us"],
-                                          st["bqos_window_base_us"], ops))
+        out.write("%.3f,%s,%s,%s,%.0f,%s\n" % (now, st["bqos_window"], st["bqos_window_latency_us"],
+                                             st["bqos_window_base_us"], ops, st["bqos_queued"]))
         out.flush()
     prev = (now, c)
     time.sleep(0.05)
@@ -71,6 +71,7 @@ set logscale y2
 set y2tics
 set ytics nomirror
 plot "$CSV" using 1:2 with steps title "window" axes x1y1, \
+     "" using 1:6 with steps title "waiting at the node" axes x1y1, \
      "" using 1:3 with lines title "latency at the backend" axes x1y2, \
      "" using 1:4 with lines title "base latency" axes x1y2
 set xlabel "time (s)"

@@ -15,6 +15,7 @@ struct window {
     uint64_t done;       /* completions this epoch */
     double epoch_start;
     int filled;          /* the IOs in flight reached the limit this epoch */
+    int reserved;        /* window_note_reserved() this epoch */
     double latency, base, throughput;
     uint64_t epochs;
 };
@@ -22,7 +23,8 @@ struct window {
 void window_config_defaults(window_config_t *cfg)
 {
     *cfg = (window_config_t){.adaptive = 1, .start = 2, .floor = 2, .ceiling = 64,
-                             .gain = 0.5, .alpha = 8, .target = 1, .epoch = 0.01, .min_samples = 32};
+                             .gain = 0.5, .alpha = 8, .target = 1, .target_open = 1, .epoch = 0.01,
+                             .min_samples = 32};
 }
 
 static double clamp(const window_config_t *c, double w)
@@ -35,7 +37,8 @@ window_t *window_new(const window_config_t *cfg, double now, int *err)
     int rc = -EINVAL;
     window_t *w = NULL;
     if (!cfg || cfg->floor < 1 || cfg->ceiling < cfg->floor || !(cfg->gain > 0) ||
-        cfg->gain > 1 || !(cfg->alpha > 0) || !(cfg->target >= 1) || !(cfg->epoch > 0) || cfg->min_samples < 1)
+        cfg->gain > 1 || !(cfg->alpha > 0) || !(cfg->target >= 1) || !(cfg->target_open >= 1) ||
+        !(cfg->epoch > 0) || cfg->min_samples < 1)
         goto out;
     rc = -ENOMEM;
     if (!(w = calloc(1, sizeof *w)))
@@ -96,7 +99,9 @@ static void epoch_end(window_t *w, double now)
         w->base = w->latency;
     w->epochs++;
     if (w->cfg.adaptive && w->latency > 0) {
-        double target = w->cfg.target * w->base / w->latency * w->w + w->cfg.alpha;
+        double f = w->reserved || w->cfg.target_open < w->cfg.target ? w->cfg.target
+                                                                     : w->cfg.target_open;
+        double target = f * w->base / w->latency * w->w + w->cfg.alpha;
         if (!w->filled && target > w->w)
             target = w->w; /* not window-limited: no reason to grow */
         w->w = clamp(&w->cfg, (1 - w->cfg.gain) * w->w + w->cfg.gain * target);
@@ -106,6 +111,7 @@ static void epoch_end(window_t *w, double now)
     w->done = 0;
     w->epoch_start = now;
     w->filled = w->inflight >= w->limit;
+    w->reserved = 0;
 }
 
 void window_take(window_t *w, double now)
@@ -127,6 +133,11 @@ void window_untake(window_t *w, double now)
 {
     account(w, now);
     w->inflight--;
+}
+
+void window_note_reserved(window_t *w)
+{
+    w->reserved = 1;
 }
 
 void window_stats(const window_t *w, window_stats_t *out)

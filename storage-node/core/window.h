@@ -26,6 +26,11 @@
  * grows a congestion window only when the flight reached it): a node whose
  * clients keep fewer IOs in flight than the window does not inflate it.
  *
+ * The target may differ by epoch: `target` in epochs in which the node
+ * served some IO on a reservation (window_note_reserved()), `target_open`
+ * in the others, when the order at the node protects nothing the tokens do
+ * not.
+ *
  * No sockets, no clock of its own (times are passed in, seconds on any
  * monotonic clock), no threads: a window_t belongs to the thread that
  * drives it (the node's loop thread).  A fixed window (window_config_t
@@ -43,6 +48,9 @@ typedef struct {
     double gain;       /* share of the new estimate per epoch, 0 < gain <= 1 */
     double alpha;      /* IOs let wait at the backend at the fixed point, > 0 */
     double target;     /* latency aimed at, as a multiple of the base, >= 1 */
+    double target_open; /* the same in epochs without window_note_reserved()
+                           (nothing served on reservations), >= 1; below
+                           target it counts as target */
     double epoch;      /* seconds an epoch lasts at least, > 0 */
     int min_samples;   /* completions an epoch needs at least (longer otherwise), >= 1 */
 } window_config_t;
@@ -60,7 +68,7 @@ typedef struct {
 typedef struct window window_t;
 
 /* Fills *cfg with the defaults: adaptive, start 2, floor 2, ceiling 64,
- * gain 0.5, alpha 8, target 1, epoch 10 ms, 32 samples. */
+ * gain 0.5, alpha 8, target 1, target_open 1, epoch 10 ms, 32 samples. */
 void window_config_defaults(window_config_t *cfg);
 
 /* Makes a window whose first epoch begins at `now`.  Returns it (caller
@@ -81,12 +89,23 @@ int window_inflight(const window_t *w);
 void window_take(window_t *w, double now);
 
 /* One IO from window_take() came back at `now`: counts a completion and
- * may end the epoch and move the window. */
+ * may end the epoch and move the window.  `now` may lie before the time of
+ * the previous call (a completion the backend stamped before its callback
+ * ran, after other IOs were taken or done): the IO then counts as
+ * outstanding up to that previous time. */
 void window_done(window_t *w, double now);
 
 /* One IO from window_take() that the backend refused: it leaves without
  * counting as a completion. */
 void window_untake(window_t *w, double now);
+
+/* The IO just taken was served on a reservation (an R-token): this epoch
+ * aims at `target`.  An epoch with none aims at `target_open`: when no
+ * bucket draws on a reservation, the order at the node protects nothing the
+ * tokens do not (limits hold by tokens whatever the window), so the window
+ * may grow for throughput; while reservations are served, it keeps the
+ * tighter target, and with it the node's hold on the order. */
+void window_note_reserved(window_t *w);
 
 /* Fills *out. */
 void window_stats(const window_t *w, window_stats_t *out);

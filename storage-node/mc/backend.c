@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "storage-node/workpool.h"
 
 _Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's");
@@ -47,13 +47,6 @@ typedef struct {
     char *r;                 /* replies: [rpos, rlen) unread */
     size_t rpos, rlen, rcap;
 } mconn_t;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* The pool's thread_start: each worker's (inline: the loop thread's)
  * connection state; it connects on first use. */
@@ -115,7 +108,7 @@ static int wait_fd(int fd, short ev, int ms)
  * 0 or -errno. */
 static int mconn_connect(mconn_t *c)
 {
-    if (now_s() < c->retry_at)
+    if (mono_now() < c->retry_at)
         return -ECONNREFUSED; /* failed less than RETRY_S ago */
     char port[16];
     snprintf(port, sizeof port, "%u", c->b->port);
@@ -155,7 +148,7 @@ out:
     if (ai)
         freeaddrinfo(ai);
     if (rc < 0)
-        c->retry_at = now_s() + RETRY_S;
+        c->retry_at = mono_now() + RETRY_S;
     return rc;
 }
 
@@ -527,6 +520,9 @@ static void run_items(void *ctx, workpool_item_t **items, size_t n, void *arg)
     for (size_t i = 0; i < n; i++)
         ops[i] = container_of(items[i], backend_op_t, link);
     run_batch(ctx, ops, n);
+    double t = mono_now();
+    for (size_t i = 0; i < n; i++)
+        ops[i]->done_at = t;
 }
 
 /* The pool's ready, on the loop thread: runs the callbacks in order. */

@@ -49,6 +49,10 @@ typedef struct backend_op {
     uint32_t rflags;
     uint64_t rcas;
     uint64_t number;          /* incr/decr result */
+    double done_at;           /* mono_now() when its batch's replies were
+                                 read (one clock read per batch): where its
+                                 time at the backend ends, however late
+                                 the callback runs */
     char errmsg[120];         /* MCP_R_SERVER_ERROR: reply line, no CRLF */
 } backend_op_t;
 

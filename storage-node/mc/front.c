@@ -728,7 +728,7 @@ static void on_done(backend_op_t *op, void *arg)
     front_t *f = arg;
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
-    gate_done(f->g);
+    gate_done_at(f->g, op->done_at);
     sched_charge(f->s, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
     int failed = op->reply == MCP_R_SERVER_ERROR;
     iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
