@@ -6,7 +6,7 @@ node_SRCS += storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc
 # (bucket/token files, controller client, signals) is linked into the
 # program, not libnode: it calls ctlclient, linked before node.
 PROGS += bqos-node bqos-nbd-node
-bqos-node_SRCS = storage-node/main.c storage-node/noderun.c storage-node/nodemetrics.c
+bqos-node_SRCS = storage-node/main.c storage-node/nodeargs.c storage-node/noderun.c storage-node/nodemetrics.c
 bqos-node_LIBS = ctlclient node nodecore protozmq proto curvekey common
 bqos-nbd-node_SRCS = $(bqos-node_SRCS)
 bqos-nbd-node_LIBS = $(bqos-node_LIBS)
