@@ -515,6 +515,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     }
     nd->up = 1;
     nd->gone = 0;
+    nd->back_period = UINT64_MAX; /* a new process: the old one's tokens died with it */
     nd->last_seen = c->round_no;
     c->force = 1;
     return idx;
@@ -530,6 +531,8 @@ int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)
         nd->peer_table = peer_table;
     if (!nd->up) {
         nd->up = 1;
+        if (!nd->gone)
+            nd->back_period = c->period;
         nd->gone = 0;
         c->st.nodes_back_up++;
         c->force = 1;

@@ -78,6 +78,10 @@ typedef struct {
     uint64_t instance;     /* the registered process's id, 0 = not said */
     int up;
     uint8_t gone;          /* down by its goodbye: spends nothing more */
+    uint64_t back_period;  /* period it came back in after falling silent
+                              (same process): its grant of that period is
+                              held as a down node's (UINT64_MAX: none) */
+    uint64_t down_rep;     /* rep_period when it was last marked down */
     uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */

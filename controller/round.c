@@ -315,6 +315,7 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
         }
         if (nd->up && c->round_no - nd->last_seen >= c->cfg.down_after) {
             nd->up = 0;
+            nd->down_rep = nd->rep_period;
             rs->nodes_down_now++;
             c->st.nodes_marked_down++;
             c->force = 1;
@@ -331,7 +332,10 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
 
 /* Down node nd (silent, not gone: it may be alive, stalled or cut off,
  * and a node that loses its controller keeps spending what it was granted,
- * renewed every period in the static fallback): adds to each limited
+ * renewed every period in the static fallback), or one back from such a
+ * silence in this period (its first reports may predate its spending the
+ * tokens that waited in its socket, and the tokens it gets now are only
+ * net of what it served since them): adds to each limited
  * bucket's `held` what nd may still serve of it beyond what it reported
  * this period.  That is its grant of the last period it reported in (or of
  * this one): served at the push + R + L, the most it can spend per period
@@ -345,7 +349,7 @@ static void held_by_down(ctrl_t *c, const node_t *nd)
         const pair_t *pr = &nd->pairs[j];
         const pair_push_t *ps = &nd->push[j];
         if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED || ps->gperiod == UINT64_MAX ||
-            ps->gperiod < nd->rep_period || ps->gperiod > c->period)
+            ps->gperiod < nd->down_rep || ps->gperiod > c->period)
             continue;
         int64_t left = ps->grant - pair_served(c, pr);
         if (left > 0)
@@ -380,6 +384,8 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
                 held_by_down(c, nd);
             continue;
         }
+        if (nd->back_period == c->period)
+            held_by_down(c, nd);
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s) ||
             estimate_changed(nd->cons_used, nd->cap.conservative, c->cfg.skip_rel,

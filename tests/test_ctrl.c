@@ -416,9 +416,16 @@ START_TEST(test_ctrl_silent_node_keeps_its_grant)
     ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
     ck_assert_int_le(r0 + l0 + grant1, 1000);
     ck_assert_int_gt(r0 + l0, 0);
+    /* n1 continues: its first report predates its spending what waited in
+     * its socket, so its grant still holds for this period. */
+    rep_t stale[1] = {{500, 5000, 0, 0, 0}}, n0_spent[1] = {{500, 5000, 400, 0, 0}};
+    round_run(c, 2, 1, (const rep_t *const[]){n0_spent, stale}, 2, 1, &res);
+    ck_assert(ctrl_node_up(c, 1));
+    ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
+    ck_assert_int_le(400 + r0 + l0 + grant1, 1000);
     /* n1 says goodbye: it spends nothing more, n0 may have the limit. */
     ck_assert_int_eq(ctrl_node_goodbye(c, 1), 0);
-    round_run(c, 2, 1, (const rep_t *const[]){fresh}, 1, 1, &res);
+    round_run(c, 2, 2, (const rep_t *const[]){fresh}, 1, 1, &res);
     ck_assert_int_eq(find_tok(c, 0, 0, &r0, &l0), 0);
     ck_assert_int_eq(r0 + l0, 1000);
     ctrl_destroy(&c);

@@ -74,4 +74,4 @@ check "lim within 1.05 x its limit in every period, the stalled one included (<=
   "echo \"\$SUMS\" | awk -v m=$MAX 'NF { n++; if (\$2 > m) bad = 1 } END { exit bad || n < 3 }'"
 check "lim was served at its limit (>= 0.8 x) in some period" \
   "echo \"\$SUMS\" | awk -v m=$((LIMIT * 4 * 80 / 100)) '\$2 >= m { f = 1 } END { exit !f }'"
-it_end 'tail -5 "$T"/controller.log "$T"/node-s*-tokens.log; rm -rf /tmp/it_stalled_node.last; cp -r "$T" /tmp/it_stalled_node.last'
+it_end 'tail -n 5 "$T"/controller.log "$T"/node-s*-tokens.log; rm -rf /tmp/it_stalled_node.last; cp -r "$T" /tmp/it_stalled_node.last'
