@@ -134,7 +134,7 @@ typedef struct {
     /* per computation */
     int64_t served, r_rem, head;
     int64_t held;          /* what down nodes may still serve of it beyond
-                              what they reported (held_by_down()) */
+                              what they reported (held_by_silent()) */
     /* Token conversion (phase_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last
      * round. */

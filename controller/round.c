@@ -330,18 +330,18 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
     return 0;
 }
 
-/* Down node nd (silent, not gone: it may be alive, stalled or cut off,
+/* Node nd down by silence (not gone: it may be alive, stalled or cut off,
  * and a node that loses its controller keeps spending what it was granted,
- * renewed every period in the static fallback), or one back from such a
+ * renewed every period in the static fallback), or back from such a
  * silence in this period (its first reports may predate its spending the
  * tokens that waited in its socket, and the tokens it gets now are only
- * net of what it served since them): adds to each limited
+ * net of what it served since those reports): adds to each limited
  * bucket's `held` what nd may still serve of it beyond what it reported
- * this period.  That is its grant of the last period it reported in (or of
- * this one): served at the push + R + L, the most it can spend per period
- * (docs/decisions.md).  Pairs not pushed in that period held no tokens
- * there.  Visits the whole table, once per round per down node. */
-static void held_by_down(ctrl_t *c, const node_t *nd)
+ * this period.  That is its grant (served at the push + R + L, the most it
+ * can spend per period) of the last period it reported in before the
+ * silence, or of this one; pairs not pushed since then held no tokens.
+ * Visits the whole table, once per round per such node. */
+static void held_by_silent(ctrl_t *c, const node_t *nd)
 {
     if (!nd->have_rep)
         return;
@@ -381,11 +381,11 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
                         ctrl__count_add(c->b[pr->b].served, pair_served(c, pr));
             }
             if (!nd->gone)
-                held_by_down(c, nd);
+                held_by_silent(c, nd);
             continue;
         }
         if (nd->back_period == c->period)
-            held_by_down(c, nd);
+            held_by_silent(c, nd);
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s) ||
             estimate_changed(nd->cons_used, nd->cap.conservative, c->cfg.skip_rel,
