@@ -209,7 +209,7 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "reservations (R-tokens); see --window-latency-open."}},
         {BOTH, {.name = "window-latency-open", .type = OPTS_DOUBLE,
                 .target = &a->window_latency_open, .arg = "F",
-                .deflt = a->block ? "1" : "2", .show = "2; a block node: 1", .min = 1, .max = 100,
+                .deflt = a->block ? "1" : "4", .show = "4; a block node: 1", .min = 1, .max = 100,
                 .help = "--window-latency for the epochs in which no request is served on\n"
                         "reservations ({range}; below --window-latency it counts as that):\n"
                         "the order at the node then protects nothing the tokens do not, so\n"
