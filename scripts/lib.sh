@@ -130,6 +130,14 @@ print(buf.decode(errors="replace").replace("\r\n", "|"))
 PY
 }
 
+# node_stat PORT NAME: the value of a bqos-node's memcached `stats` line
+# NAME (on 127.0.0.1:PORT), or "none" if it has none or does not answer.
+node_stat() {
+  mc_ask "$1" 'stats\r\n' 3 2>/dev/null | tr '|' '\n' |
+    awk -v k="STAT $2 " 'index($0, k) == 1 { print substr($0, length(k) + 1); f = 1; exit }
+                         END { if (!f) print "none" }'
+}
+
 # etcd_scratch NAME: a scratch directory T (/tmp/NAME.XXXXXX) and an etcd
 # data directory ED (in /dev/shm when it is writable, for fast fsyncs;
 # otherwise $T/etcd).  On exit stops every process started with spawn and

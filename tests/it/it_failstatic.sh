@@ -44,11 +44,7 @@ node_start() {
   wait_port "$NP" 10
 }
 # stat NAME: a line of the node's `stats` (or "none").
-stat() {
-  mc_ask "$NP" 'stats\r\n' 3 2>/dev/null | tr '|' '\n' |
-    awk -v k="STAT $1 " 'index($0, k) == 1 { print substr($0, length(k) + 1); f = 1; exit }
-                         END { if (!f) print "none" }'
-}
+stat() { node_stat "$NP" "$1"; }
 # load DIR SECS: the scenario through the node, in the background (LOAD_PID),
 # and a poller writing DIR.periods: "PERIOD SERVED STATE" for every node
 # period it saw end (SERVED: lim's IOs in it, all classes).

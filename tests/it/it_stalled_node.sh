@@ -31,8 +31,9 @@ NODE_OPTS="--fallback static --pacing off" start_nodes tokens "$CTRL_EP" "$T/b.j
   { echo "nodes did not start"; exit 1; }
 set -- $NODE_PORTS; P1=$1; P2=$2
 set -- $NODE_PIDS; N2=$2
-period_of() { mc_ask "$1" 'stats\r\n' 3 2>/dev/null | tr '|' '\n' | awk '$2 == "bqos_ctl_period" { print $3 }'; }
-check "both nodes follow the controller" 'wait_for "[ -n \"\$(period_of $P1)\" ] && [ -n \"\$(period_of $P2)\" ]" 15'
+period_of() { node_stat "$1" bqos_ctl_period; }
+check "both nodes follow the controller" \
+  'wait_for "[ \"\$(period_of $P1)\" != none ] && [ \"\$(period_of $P2)\" != none ]" 15'
 
 # shellcheck disable=SC2086
 "$BIN/bqos-load" -q $SERVER_ARGS -o "$T/load" -d 60 "$T/scen.json" >"$T/load.table" 2>"$T/load.log" &
@@ -45,7 +46,7 @@ Q2=$!
 # the end of the next one.
 wait_for '[ "$(wc -l <"$T/s1.periods")" -ge 2 ]' 20
 p0=$(period_of "$P1")
-wait_for '[ -n "$(period_of "$P1")" ] && [ "$(period_of "$P1")" != "$p0" ]' 8
+wait_for '[ "$(period_of "$P1")" != none ] && [ "$(period_of "$P1")" != "$p0" ]' 8
 sleep 3.7
 kill -STOP "$N2"
 sleep 2.9
