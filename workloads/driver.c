@@ -100,12 +100,13 @@ int driver_write_outputs(const char *dir, int mode, const report_t *rep, const c
     return 0;
 }
 
-int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg)
+int driver_opt_server(const char *arg, void *target)
 {
-    if (so->nservers == max)
+    driver_servers_t *d = target;
+    if (d->so->nservers == DRIVER_SERVERS_MAX)
         return -EINVAL;
-    servers[so->nservers++] = arg;
-    so->servers = servers;
+    d->list[d->so->nservers++] = arg;
+    d->so->servers = d->list;
     return 0;
 }
 

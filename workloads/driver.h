@@ -51,10 +51,19 @@
 #define DRIVER_USAGE(before, after)                                                        \
     {.head = (before), .layout = OPTS_LAYOUT_TABLE, .indent = 4, .width = 23, .tail = (after)}
 
-/* One more --server override: arg (borrowed) goes into servers[], which
- * holds room for max, and so->servers points at them.  Returns 0, or
- * -EINVAL when max are there already. */
-int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg);
+/* A tool's --server overrides: room for DRIVER_SERVERS_MAX of them, and
+ * the scenario_opts_t whose servers they become (set `so` before
+ * parsing). */
+#define DRIVER_SERVERS_MAX 256
+typedef struct {
+    scenario_opts_t *so;
+    const char *list[DRIVER_SERVERS_MAX];
+} driver_servers_t;
+
+/* OPTS_FUNC for --server, target a driver_servers_t: one more override, arg
+ * (borrowed) into its list, and so->servers points at the list.  Returns
+ * 0, or -EINVAL when DRIVER_SERVERS_MAX are there already. */
+int driver_opt_server(const char *arg, void *target);
 
 /* Raises the soft limit on open files to the hard limit, for a run's many
  * connections; where that fails the limit stays as it was. */

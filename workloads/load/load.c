@@ -77,7 +77,7 @@ typedef struct {
     double period_start;  /* > 0: align to this wall-clock period start */
     int cpus[256];        /* --server-cpus, by server index */
     int ncpus;
-    const char *servers[256];
+    driver_servers_t servers;
     bqos_log_level_t log_level;
     int help, version;
 } settings_t;
@@ -475,15 +475,6 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
     return rc;
 }
 
-/* OPTS_FUNC: one more --server for the settings_t at target.  Returns 0
- * or -EINVAL (too many). */
-static int add_server(const char *arg, void *target)
-{
-    settings_t *st = target;
-    return driver_add_server(&st->sopts, st->servers, sizeof st->servers / sizeof st->servers[0],
-                             arg);
-}
-
 /* OPTS_FUNC: "0,1,1,0" into the settings_t's cpus.  Returns 0 or -EINVAL. */
 static int parse_cpus(const char *arg, void *target)
 {
@@ -516,6 +507,7 @@ static const char *const check_words[] = {"met", "limits", "all", NULL};
 static void option_rows(settings_t *st, opts_row_t *rows)
 {
     scenario_opts_t *so = &st->sopts;
+    st->servers.so = so;
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
@@ -528,7 +520,8 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .max = INFINITY,
          .help = "override workload.preload (objects per server); 0\nskips the preload"},
         DRIVER_OPTS_SEED(&so->seed),
-        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
+        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = &st->servers,
+         .func = driver_opt_server,
          .arg = "NAME=HOST:PORT[,BACKEND_HOST:PORT]",
          .help = "override server NAME's address (and the backend\n"
                  "memcached the preload writes to); repeatable"},

@@ -24,8 +24,6 @@
 #include "workloads/report.h"
 #include "workloads/scenario.h"
 
-#define MAX_SERVERS_OPT 256
-
 /* --help: this manual around the option rows. */
 static const opts_usage_t usage = DRIVER_USAGE(
     "NAME\n"
@@ -419,7 +417,7 @@ static int drive(run_t *run, worker_t *ws, size_t n, int show)
 /* The command line; read-only once parsed. */
 typedef struct {
     scenario_opts_t so;
-    const char *servers[MAX_SERVERS_OPT];
+    driver_servers_t servers;
     const char *out, *label;
     double period_start, profile;
     int64_t bs;
@@ -429,20 +427,13 @@ typedef struct {
     int help, version;
 } settings_t;
 
-/* OPTS_FUNC: one more --server for the settings_t at target.  Returns 0
- * or -EINVAL (too many). */
-static int add_server(const char *arg, void *target)
-{
-    settings_t *st = target;
-    return driver_add_server(&st->so, st->servers, MAX_SERVERS_OPT, arg);
-}
-
 #define NOPTS 14
 
 /* Fills rows[NOPTS], the option table, with targets in *st. */
 static void option_rows(settings_t *st, opts_row_t *rows)
 {
     scenario_opts_t *so = &st->so;
+    st->servers.so = so;
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
@@ -450,8 +441,9 @@ static void option_rows(settings_t *st, opts_row_t *rows)
         DRIVER_OPTS_CAPACITY(&so->capacity, "override the scenario's per-server capacity",
                              .flags = OPTS_XMIN),
         DRIVER_OPTS_SEED(&so->seed),
-        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
-         .arg = "NAME=HOST:PORT", .help = "override server NAME's address; repeatable"},
+        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = &st->servers,
+         .func = driver_opt_server, .arg = "NAME=HOST:PORT",
+         .help = "override server NAME's address; repeatable"},
         {.name = "block-size", .type = OPTS_I64, .target = &st->bs, .arg = "BYTES",
          .deflt = "4096", .min = 1, .max = NBD_MAX_PAYLOAD, .help = "bytes per read"},
         DRIVER_OPTS_PERIOD_START(&st->period_start,
