@@ -239,7 +239,7 @@ double ctlclient_tick(ctlclient_t *c, double now)
             c->st.agent.warn_unreachable++;
             log_warn("no controller reachable at %s: %s%s", c->endpoint,
                      c->cfg.agent.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
-                                                      : "no grant to enforce yet",
+                                                            : "no grant to enforce yet",
                      c->curve ? " (with CURVE: is this node's key in the controller's "
                                 "--authorized-keys under its --name, and --controller-key "
                                 "the controller's?)"

@@ -1,4 +1,4 @@
-/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their common option rows and manual layout, the run's clock, a position's share of an open-loop bucket's rate, the profile summary and the run's output files. */
+/* driver.h - what the scenario load tools (bqos-load, bqos-nbd-load) share: their common option rows and manual layout, the --server overrides, the client threads and the run's clock, open-loop pacing and a position's share of a bucket's rate, the profile summary and the run's output files. */
 #ifndef BQOS_WORKLOADS_DRIVER_H
 #define BQOS_WORKLOADS_DRIVER_H
 
