@@ -8,7 +8,8 @@ proto_SRCS = common/proto/msg.c common/proto/check.c common/proto/header.c \
 LIBS += protozmq
 protozmq_SRCS = common/proto/zmq.c
 $(call check_suite,test_proto,protozmq proto common)
+test_proto_SRCS += common/bench/proto_sample.c
 PROGS += bqos-proto-bench
-bqos-proto-bench_SRCS = common/bench/proto_bench.c
+bqos-proto-bench_SRCS = common/bench/proto_bench.c common/bench/proto_sample.c
 bqos-proto-bench_LIBS = protozmq proto common
 BENCHES += common/bench/bench-proto.sh

@@ -63,14 +63,9 @@ double ctlclient_now(void)
 void ctlclient_config_defaults(ctlclient_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->manage_policy = 1;
-    cfg->normal = SCHED_POLICY_TOKENS;
-    cfg->mode = AGENT_FALLBACK_STATIC;
-    cfg->fallback = SCHED_POLICY_RR;
+    agent_config_defaults(&cfg->agent);
     cfg->hello_s = 1.0;
     cfg->heartbeat_s = 1.0;
-    cfg->silence_intervals = 3.0;
-    cfg->grace_s = 0.1;
 }
 
 /* ---- the caller's hooks, as the agent calls them ---- */
@@ -243,8 +238,8 @@ double ctlclient_tick(ctlclient_t *c, double now)
         if (c->next_warn > 0) {
             c->st.agent.warn_unreachable++;
             log_warn("no controller reachable at %s: %s%s", c->endpoint,
-                     c->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
-                                                      : "no grant to enforce yet",
+                     c->cfg.agent.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
+                                                            : "no grant to enforce yet",
                      c->curve ? " (with CURVE: is this node's key in the controller's "
                                 "--authorized-keys under its --name, and --controller-key "
                                 "the controller's?)"
@@ -395,7 +390,7 @@ static int peer_open(ctlclient_t *c, int i)
     zmq_setsockopt(sock, ZMQ_IPV6, &v6, sizeof v6);
     unsigned char id[PROTO_ID_MAX]; /* name + instance tag: a second process
                                        under our name is another peer */
-    zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.instance, id));
+    zmq_setsockopt(sock, ZMQ_ROUTING_ID, id, proto_node_id(c->name, c->cfg.agent.instance, id));
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(sock, ZMQ_IMMEDIATE, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -462,9 +457,10 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
 {
     int rc = -EINVAL;
     ctlclient_t *c = NULL;
-    if (!cfg || !sched || !cfg->endpoint || !cfg->name ||
-        proto_name_check(cfg->name, strlen(cfg->name)) || !(cfg->hello_s > 0) ||
-        !(cfg->heartbeat_s > 0) || !(cfg->silence_intervals > 0) || !(cfg->grace_s >= 0))
+    if (!cfg || !sched || !cfg->endpoint || !cfg->agent.name ||
+        proto_name_check(cfg->agent.name, strlen(cfg->agent.name)) || !(cfg->hello_s > 0) ||
+        !(cfg->heartbeat_s > 0) || !(cfg->agent.silence_intervals > 0) ||
+        !(cfg->agent.grace_s >= 0))
         goto out;
     rc = -ENOMEM;
     if (!(c = calloc(1, sizeof *c)) || !(c->endpoint = strdup(cfg->endpoint)) ||
@@ -472,8 +468,9 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         goto out;
     c->cfg = *cfg;
     c->cfg.endpoint = c->endpoint;
-    strcpy(c->name, cfg->name);
-    c->cfg.name = c->name;
+    strcpy(c->name, cfg->agent.name);
+    c->cfg.agent.name = c->name;
+    c->cfg.agent.peer = c->endpoint;
     c->s = sched;
     if (ops)
         c->ops = *ops;
@@ -489,8 +486,8 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         rc = -zmq_errno();
         goto out;
     }
-    if (!c->cfg.instance || c->cfg.instance > PROTO_MAX_COUNT)
-        c->cfg.instance = random_instance();
+    if (!c->cfg.agent.instance || c->cfg.agent.instance > PROTO_MAX_COUNT)
+        c->cfg.agent.instance = random_instance();
     jsonloc_err_t kerr;
     if ((rc = curvekey_load_client(cfg->curve_key, cfg->controller_key, &c->own, &c->server,
                                    &c->curve, &kerr)) < 0) {
@@ -501,19 +498,6 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     for (int i = 0; i < c->npeers; i++)
         if ((rc = peer_open(c, i)) < 0)
             goto out;
-    agent_config_t ac;
-    agent_config_defaults(&ac);
-    ac.name = c->name;
-    ac.peer = c->endpoint;
-    ac.capacity = cfg->capacity;
-    ac.instance = c->cfg.instance;
-    ac.manage_policy = cfg->manage_policy;
-    ac.normal = cfg->normal;
-    ac.mode = cfg->mode;
-    ac.fallback = cfg->fallback;
-    ac.silence_intervals = cfg->silence_intervals;
-    ac.grace_s = cfg->grace_s;
-    ac.unit = cfg->unit;
     agent_ops_t ao = {
         .bucket = c->ops.bucket ? hook_bucket : NULL,
         .set_tokens = c->ops.set_tokens ? hook_set_tokens : NULL,
@@ -523,14 +507,14 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         .arg = c};
     double now = ctlclient_now();
     rc = -EINVAL;
-    if (!(c->agent = agent_new(&ac, sched, &ao, now, &rc)))
+    if (!(c->agent = agent_new(&c->cfg.agent, sched, &ao, now, &rc)))
         goto out;
     c->next_hello = now; /* first tick sends it */
     c->leader = -1;
     log_info("controller client: node %s (process %016llx) -> %s (%d controller%s; fallback %s, "
-             "silence %.3g intervals)", c->name, (unsigned long long)c->cfg.instance, c->endpoint,
-             c->npeers, c->npeers > 1 ? "s" : "", agent_mode_str(cfg->mode),
-             cfg->silence_intervals);
+             "silence %.3g intervals)", c->name, (unsigned long long)c->cfg.agent.instance, c->endpoint,
+             c->npeers, c->npeers > 1 ? "s" : "", agent_mode_str(cfg->agent.mode),
+             cfg->agent.silence_intervals);
     return c;
 out:
     if (err)

@@ -11,7 +11,7 @@
  *
  *   ctlclient_config_t cc;
  *   ctlclient_config_defaults(&cc);
- *   cc.endpoint = "tcp://127.0.0.1:7070"; cc.name = "n1";
+ *   cc.endpoint = "tcp://127.0.0.1:7070"; cc.agent.name = "n1";
  *   ctlclient_t *c = ctlclient_new(&cc, sched, &ops, &err);
  *   watch ctlclient_fd(c) for EV_READ|EV_PERSIST -> ctlclient_on_readable(c, now)
  *   a timer            -> ctlclient_tick(c, now), re-armed to the returned delay
@@ -38,24 +38,15 @@ typedef struct {
     const char *endpoint;     /* controller node endpoint, or several
                                  separated by commas (copied; one DEALER
                                  each, at most CTLCLIENT_MAX_ENDPOINTS) */
-    const char *name;         /* node name = DEALER identity (copied) */
-    uint64_t capacity;        /* capacity profile, IOs/s (0 = unknown) */
-    uint64_t instance;        /* this process's id in hello and routing id
-                                 (1..2^53; 0: a random one, the default) */
-    int manage_policy;        /* switch policy: tokens while the controller
-                                 is alive, fallback otherwise (default 1) */
-    sched_policy_t normal;    /* policy while alive (default tokens) */
-    agent_fallback_t mode;    /* what silence means: static (default) keeps
-                                 enforcing the last period's grant, rr
-                                 switches to `fallback` */
-    sched_policy_t fallback;  /* policy when silent in mode rr (default rr) */
+    agent_config_t agent;     /* the agent's settings (agent.h; its
+                                 defaults): agent.name is also the DEALER
+                                 identity; agent.instance, this process's
+                                 id in hello and routing id, 1..2^53 (0: a
+                                 random one, the default); agent.peer is
+                                 set by the client (the endpoint list) */
     double hello_s;           /* hello retry while not welcomed (1.0) */
     double heartbeat_s;       /* heartbeat when nothing else was sent for
                                  this long while welcomed (1.0) */
-    double silence_intervals; /* agent_config_t.silence_intervals (3) */
-    double grace_s;           /* agent_config_t.grace_s (0.1) */
-    uint32_t unit;            /* agent_config_t.unit: bytes per unit of
-                                 byte tokens (0: 4096) */
     const char *curve_key;      /* NULL, or this node's CURVE secret key file
                                    (.key, mode 0600), with ... */
     const char *controller_key; /* ... the controllers' public key file
@@ -63,7 +54,7 @@ typedef struct {
                                    Both or neither (docs/security.md) */
 } ctlclient_config_t;
 
-/* Fills *cfg with the defaults above (endpoint and name NULL). */
+/* Fills *cfg with the defaults above (endpoint and agent.name NULL). */
 void ctlclient_config_defaults(ctlclient_config_t *cfg);
 
 /* How the client acts on the node (agent_ops_t, with the bucket's name

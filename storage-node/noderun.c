@@ -213,15 +213,15 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         ctlclient_config_t cc;
         ctlclient_config_defaults(&cc);
         cc.endpoint = cfg->controller;
-        cc.name = cfg->name;
-        cc.capacity = cfg->capacity;
-        cc.unit = cfg->cost_unit;
-        cc.normal = cfg->policy;
-        cc.mode = cfg->fallback;
+        cc.agent.name = cfg->name;
+        cc.agent.capacity = cfg->capacity;
+        cc.agent.unit = cfg->cost_unit;
+        cc.agent.normal = cfg->policy;
+        cc.agent.mode = cfg->fallback;
         cc.curve_key = cfg->curve_key;
         cc.controller_key = cfg->controller_key;
         if (cfg->silence > 0)
-            cc.silence_intervals = cfg->silence;
+            cc.agent.silence_intervals = cfg->silence;
         ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
                                .period_start = period_start,
                                .applied = ctl_applied, .arg = &r};

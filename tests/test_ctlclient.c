@@ -222,12 +222,12 @@ static ctlclient_t *client_h(fake_t *f, sched_t *s, double hello_s)
     ctlclient_config_t cc;
     ctlclient_config_defaults(&cc);
     cc.endpoint = f->endpoint;
-    cc.name = "n1";
-    cc.capacity = 1234;
+    cc.agent.name = "n1";
+    cc.agent.capacity = 1234;
     cc.hello_s = hello_s;
     cc.heartbeat_s = g_heartbeat_s;
-    cc.mode = g_mode;
-    cc.silence_intervals = 1.5;
+    cc.agent.mode = g_mode;
+    cc.agent.silence_intervals = 1.5;
     int err = 0;
     ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
     ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
@@ -489,10 +489,10 @@ START_TEST(test_ctlclient_bad_messages)
     ctlclient_config_defaults(&cc);
     int err = 0;
     cc.endpoint = x.f.endpoint;
-    cc.name = "has space";
+    cc.agent.name = "has space";
     ck_assert_ptr_null(ctlclient_new(&cc, x.s, NULL, &err));
     ck_assert_int_eq(err, -EINVAL);
-    cc.name = "ok";
+    cc.agent.name = "ok";
     cc.endpoint = "nonsense://x";
     ck_assert_ptr_null(ctlclient_new(&cc, x.s, NULL, &err));
     ck_assert_int_lt(err, 0);
@@ -715,7 +715,7 @@ START_TEST(test_ctlclient_two_controllers_epochs)
     ctlclient_config_t cc;
     ctlclient_config_defaults(&cc);
     cc.endpoint = list;
-    cc.name = "n1";
+    cc.agent.name = "n1";
     cc.hello_s = 0.1;
     int err = 0;
     ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
@@ -797,7 +797,7 @@ START_TEST(test_ctlclient_bad_endpoint_lists)
     sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
     ctlclient_config_t cc;
     ctlclient_config_defaults(&cc);
-    cc.name = "n1";
+    cc.agent.name = "n1";
     const char *bad[] = {"", ",", "tcp://127.0.0.1:1,", ",tcp://127.0.0.1:1",
                          "tcp://127.0.0.1:1,,tcp://127.0.0.1:2",
                          ("tcp://a:1,tcp://a:2,tcp://a:3,tcp://a:4,tcp://a:5,tcp://a:6,tcp://a:7,"

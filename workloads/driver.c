@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -50,6 +51,62 @@ double driver_position_rate(const scenario_bucket_t *bk, const scenario_phase_t 
     for (int i = 0; i < ph->n; i++)
         wsum += 1.0 / pow(i + 1, bk->split_zipf);
     return bk->rate * (1.0 / pow(pos + 1, bk->split_zipf)) / wsum;
+}
+
+int driver_start(driver_run_t *r, size_t n, void *(*fn)(void *), void *args, size_t size,
+                 double lead, double align, double period)
+{
+    if (!(r->tids = calloc(n ? n : 1, sizeof *r->tids)))
+        return -ENOMEM;
+    driver_set_start(&r->start, lead, align, period);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int e = 0;
+    for (r->started = 0; r->started < n; r->started++)
+        if ((e = pthread_create(&r->tids[r->started], &attr, fn,
+                                (char *)args + r->started * size)) != 0)
+            break;
+    pthread_attr_destroy(&attr);
+    if (e == 0)
+        return 0;
+    log_error("cannot start client thread %zu of %zu: %s", r->started + 1, n, strerror(e));
+    return -EAGAIN;
+}
+
+int driver_running(driver_run_t *r, double *t)
+{
+    if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+        return 0;
+    *t = driver_since(&r->start);
+    return *t < r->end;
+}
+
+void driver_stop(driver_run_t *r)
+{
+    atomic_store(&r->stop, 1);
+    for (size_t i = 0; i < r->started; i++)
+        pthread_join(r->tids[i], NULL);
+    free(r->tids);
+    r->tids = NULL;
+}
+
+void driver_pace_phase(driver_pace_t *p, const scenario_bucket_t *bk, const scenario_phase_t *ph,
+                       int pos, double per, double t, rng_t *rng)
+{
+    if (ph == p->phase)
+        return;
+    double r = driver_position_rate(bk, ph, pos) / per;
+    p->gap = r > 0 ? 1.0 / r : INFINITY;
+    p->due = t + rng_uniform(rng) * p->gap;
+    p->phase = ph;
+}
+
+void driver_pace_sent(driver_pace_t *p, double t)
+{
+    p->due += p->gap;
+    if (p->due < t - 1.0)
+        p->due = t;
 }
 
 void driver_print_capacity(const scenario_t *s, const uint64_t *done, double secs)
@@ -100,12 +157,13 @@ int driver_write_outputs(const char *dir, int mode, const report_t *rep, const c
     return 0;
 }
 
-int driver_add_server(scenario_opts_t *so, const char **servers, size_t max, const char *arg)
+int driver_opt_server(const char *arg, void *target)
 {
-    if (so->nservers == max)
+    driver_servers_t *d = target;
+    if (d->so->nservers == DRIVER_SERVERS_MAX)
         return -EINVAL;
-    servers[so->nservers++] = arg;
-    so->servers = servers;
+    d->list[d->so->nservers++] = arg;
+    d->so->servers = d->list;
     return 0;
 }
 

@@ -77,7 +77,7 @@ typedef struct {
     double period_start;  /* > 0: align to this wall-clock period start */
     int cpus[256];        /* --server-cpus, by server index */
     int ncpus;
-    const char *servers[256];
+    driver_servers_t servers;
     bqos_log_level_t log_level;
     int help, version;
 } settings_t;
@@ -88,12 +88,10 @@ typedef struct {
     const scenario_t *s;
     report_t *rep;
     char *value;               /* value_size bytes, read-only */
-    struct timespec start;     /* CLOCK_MONOTONIC time zero */
-    double end;                /* seconds since start when threads stop */
+    driver_run_t d;            /* the threads, the clock and the stop flag */
     double align;              /* > 0: wall-clock start of some QoS period */
     const int *cpus;           /* CPU per server index, or NULL */
     int ncpus;
-    atomic_int stop;
 } run_t;
 
 /* A client thread: bucket b, position pos among its active servers, slot k
@@ -161,37 +159,27 @@ static void *client_main(void *arg)
                                               (uint64_t)w->k ^ ((uint64_t)(w->server + 1) << 40));
     memcached_st *mc = NULL;
     int cur = -1;
-    const scenario_phase_t *due_phase = NULL;
-    double due = 0, gap = 0;
-    driver_nap_until(&run->start, 0, 10);
-    while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
-        double t = driver_since(&run->start);
-        if (t >= run->end)
-            break;
+    driver_pace_t pace = {0};
+    driver_nap_until(&run->d.start, 0, 10);
+    double t;
+    while (driver_running(&run->d, &t)) {
         int srv = w->server;
         if (srv < 0) {
             const scenario_phase_t *ph = scenario_phase_at(bk, t);
             if (w->pos >= ph->n) {
                 double next = scenario_next_change(bk, t);
-                driver_nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+                driver_nap_until(&run->d.start, next < run->d.end ? next : run->d.end, 0.05);
                 continue;
             }
             srv = ph->servers[w->pos];
             if (bk->rate > 0) {
-                if (ph != due_phase) {
-                    /* This server's share of the bucket's rate, per slot. */
-                    double r = driver_position_rate(bk, ph, w->pos) / bk->outstanding;
-                    gap = r > 0 ? 1.0 / r : INFINITY;
-                    due = t + rng_uniform(&rng) * gap;
-                    due_phase = ph;
-                }
-                if (due > t) {
-                    driver_nap_until(&run->start, due, 0.05);
+                /* This server's share of the bucket's rate, per slot. */
+                driver_pace_phase(&pace, bk, ph, w->pos, bk->outstanding, t, &rng);
+                if (pace.due > t) {
+                    driver_nap_until(&run->d.start, pace.due, 0.05);
                     continue;
                 }
-                due += gap;
-                if (due < t - 1.0)
-                    due = t; /* far behind: do not burst to catch up */
+                driver_pace_sent(&pace, t);
             }
         }
         if (srv != cur) {
@@ -211,10 +199,10 @@ static void *client_main(void *arg)
         }
         memcached_return_t why;
         if (w->server < 0)
-            report_sent(run->rep, w->b, driver_since(&run->start));
+            report_sent(run->rep, w->b, driver_since(&run->d.start));
         uint64_t moved = 0;
         int ok = one_request(mc, run, bk->name, &rng, &why, &moved);
-        double done = driver_since(&run->start);
+        double done = driver_since(&run->d.start);
         if (w->server >= 0) {
             if (ok && done >= w->t0 && done < w->t1)
                 w->done++;
@@ -225,7 +213,7 @@ static void *client_main(void *arg)
             report_add_error(run->rep, w->b);
             log_debug("bucket %s server %s: %s", bk->name, s->servers[srv].name,
                       memcached_strerror(mc, why));
-            driver_nap_until(&run->start, done + 0.01, 0.01);
+            driver_nap_until(&run->d.start, done + 0.01, 0.01);
         }
     }
     memcached_free(mc);
@@ -301,24 +289,6 @@ out:
     return rc;
 }
 
-/* Starts the client threads in `ws[0..n-1]`; returns how many started. */
-static size_t start_clients(worker_t *ws, pthread_t *tids, size_t n)
-{
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    size_t i = 0;
-    for (; i < n; i++) {
-        int e = pthread_create(&tids[i], &attr, client_main, &ws[i]);
-        if (e != 0) {
-            log_error("cannot start client thread %zu of %zu: %s", i + 1, n, strerror(e));
-            break;
-        }
-    }
-    pthread_attr_destroy(&attr);
-    return i;
-}
-
 /* Waits up to `secs` for SIGINT/SIGTERM (blocked in every thread).  Returns
  * 1 if one arrived. */
 static int wait_signal(double secs)
@@ -372,47 +342,40 @@ static void fill_value(char *v, size_t n, uint64_t seed)
  * 1 if interrupted, -errno. */
 static int drive(run_t *run, worker_t *ws, size_t n, int show)
 {
-    pthread_t *tids = calloc(n, sizeof *tids);
-    if (!tids)
-        return -ENOMEM;
     /* Time zero a little after the threads start, so they start together;
      * with --period-start, on the next period boundary after that. */
-    driver_set_start(&run->start, 0.2 + (double)n * 50e-6, run->align, run->s->period);
-    size_t started = start_clients(ws, tids, n);
-    int rc = started == n ? 0 : -EAGAIN;
+    int rc = driver_start(&run->d, n, client_main, ws, sizeof *ws, 0.2 + (double)n * 50e-6,
+                          run->align, run->s->period);
+    if (rc == -ENOMEM)
+        return rc;
     int tty = isatty(STDERR_FILENO);
     uint64_t last = 0;
     /* Wake at least every half second to fold the report's windows;
      * progress every `tick`. */
     double last_t = 0, tick = tty ? 0.5 : run->s->period, wake = tick < 0.5 ? tick : 0.5;
-    while (rc == 0) {
-        double t = driver_since(&run->start);
-        if (t >= run->end)
-            break;
+    double t;
+    while (rc == 0 && driver_running(&run->d, &t)) {
         double next = t < 0 ? 0 : (floor(t / wake) + 1) * wake;
-        if (next > run->end)
-            next = run->end;
+        if (next > run->d.end)
+            next = run->d.end;
         if (wait_signal(next - t)) {
             rc = 1;
             break;
         }
-        double now = driver_since(&run->start);
+        double now = driver_since(&run->d.start);
         if (run->rep)
             report_fold(run->rep, now - REPORT_FOLD_LAG);
         if (show && run->rep && now > 0.01 && floor(now / tick + 1e-9) > floor(t / tick + 1e-9))
             progress(run, now, &last, &last_t, tty);
     }
-    double stopped = driver_since(&run->start);
-    atomic_store(&run->stop, 1);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
+    double stopped = driver_since(&run->d.start);
+    driver_stop(&run->d);
     if (rc == 1 && run->rep)
         report_set_end(run->rep, stopped);
     if (run->rep)
         report_fold(run->rep, INFINITY);
     if (show && run->rep && tty)
         fprintf(stderr, "\n");
-    free(tids);
     return rc;
 }
 
@@ -431,7 +394,7 @@ static int run_scenario(const settings_t *st, const scenario_t *s, run_t *run)
                 ws[i++] = (worker_t){.run = run, .b = b, .pos = p, .k = k, .server = -1};
     log_info("running %zu buckets on %zu servers for %.1fs with %zu client threads",
              s->nbuckets, s->nservers, s->duration, n);
-    run->end = s->duration;
+    run->d.end = s->duration;
     int rc = drive(run, ws, n, !st->quiet);
     free(ws);
     return rc;
@@ -460,7 +423,7 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
                            .k = (int)i, .t0 = warm, .t1 = warm + st->profile};
     log_info("profiling %zu servers for %.1fs with %zu requests in flight each", s->nservers,
              st->profile, per);
-    run->end = warm + st->profile;
+    run->d.end = warm + st->profile;
     int rc = drive(run, ws, n, 0);
     uint64_t *done = rc == 0 ? calloc(s->nservers, sizeof *done) : NULL;
     if (done) {
@@ -473,15 +436,6 @@ static int run_profile(const settings_t *st, const scenario_t *s, run_t *run)
     }
     free(ws);
     return rc;
-}
-
-/* OPTS_FUNC: one more --server for the settings_t at target.  Returns 0
- * or -EINVAL (too many). */
-static int add_server(const char *arg, void *target)
-{
-    settings_t *st = target;
-    return driver_add_server(&st->sopts, st->servers, sizeof st->servers / sizeof st->servers[0],
-                             arg);
 }
 
 /* OPTS_FUNC: "0,1,1,0" into the settings_t's cpus.  Returns 0 or -EINVAL. */
@@ -516,6 +470,7 @@ static const char *const check_words[] = {"met", "limits", "all", NULL};
 static void option_rows(settings_t *st, opts_row_t *rows)
 {
     scenario_opts_t *so = &st->sopts;
+    st->servers.so = so;
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
@@ -528,7 +483,8 @@ static void option_rows(settings_t *st, opts_row_t *rows)
          .max = INFINITY,
          .help = "override workload.preload (objects per server); 0\nskips the preload"},
         DRIVER_OPTS_SEED(&so->seed),
-        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
+        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = &st->servers,
+         .func = driver_opt_server,
          .arg = "NAME=HOST:PORT[,BACKEND_HOST:PORT]",
          .help = "override server NAME's address (and the backend\n"
                  "memcached the preload writes to); repeatable"},

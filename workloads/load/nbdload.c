@@ -24,8 +24,6 @@
 #include "workloads/report.h"
 #include "workloads/scenario.h"
 
-#define MAX_SERVERS_OPT 256
-
 /* --help: this manual around the option rows. */
 static const opts_usage_t usage = DRIVER_USAGE(
     "NAME\n"
@@ -65,11 +63,9 @@ static const opts_usage_t usage = DRIVER_USAGE(
 typedef struct {
     const scenario_t *s;
     report_t *rep;
-    struct timespec start;
-    double end;
+    driver_run_t d; /* the threads, the clock and the stop flag */
     double align;
     uint32_t bs;
-    atomic_int stop;
 } run_t;
 
 /* One client thread: bucket b at position pos of its active set (or a fixed
@@ -248,26 +244,18 @@ static void *client_main(void *arg)
     uint8_t *buf = malloc(run->bs);
     int fd = -1, cur = -1, inflight = 0;
     uint64_t size = 0, handle = 0;
-    const scenario_phase_t *due_phase = NULL;
-    double due = 0, gap = 0;
+    driver_pace_t pace = {0};
     if (!buf)
         return NULL;
-    driver_nap_until(&run->start, 0, 10);
-    while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
-        double t = driver_since(&run->start);
-        if (t >= run->end)
-            break;
+    driver_nap_until(&run->d.start, 0, 10);
+    double t;
+    while (driver_running(&run->d, &t)) {
         int srv = w->server;
         if (srv < 0) {
             const scenario_phase_t *ph = scenario_phase_at(bk, t);
             srv = w->pos < ph->n ? ph->servers[shuffled(s->seed, w->b, ph, bk, w->pos)] : -1;
-            if (srv >= 0 && bk->rate > 0 && ph != due_phase) {
-                /* This position's share of the bucket's rate. */
-                double r = driver_position_rate(bk, ph, w->pos);
-                gap = r > 0 ? 1.0 / r : INFINITY;
-                due = t + rng_uniform(&x) * gap;
-                due_phase = ph;
-            }
+            if (srv >= 0 && bk->rate > 0) /* this position's share of the bucket's rate */
+                driver_pace_phase(&pace, bk, ph, w->pos, 1, t, &x);
         }
         if (srv != cur) {
             /* Finish what is in flight on the old server, then move. */
@@ -277,7 +265,7 @@ static void *client_main(void *arg)
                 if (e < 0)
                     break;
                 if (e == 0) {
-                    double t = driver_since(&run->start);
+                    double t = driver_since(&run->d.start);
                     report_add(run->rep, w->b, (size_t)cur, t);
                     report_add_bytes(run->rep, w->b, t, run->bs);
                 }
@@ -289,7 +277,7 @@ static void *client_main(void *arg)
             cur = srv;
             if (srv < 0) {
                 double next = scenario_next_change(bk, t);
-                driver_nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+                driver_nap_until(&run->d.start, next < run->d.end ? next : run->d.end, 0.05);
                 continue;
             }
             const scenario_server_t *sv = &s->servers[srv];
@@ -299,7 +287,7 @@ static void *client_main(void *arg)
                 if (w->server < 0)
                     report_add_error(run->rep, w->b);
                 cur = -2; /* retry */
-                driver_nap_until(&run->start, t + 0.1, 0.1);
+                driver_nap_until(&run->d.start, t + 0.1, 0.1);
                 continue;
             }
             if (size < run->bs) {
@@ -309,11 +297,11 @@ static void *client_main(void *arg)
         }
         if (srv < 0) {
             double next = scenario_next_change(bk, t);
-            driver_nap_until(&run->start, next < run->end ? next : run->end, 0.05);
+            driver_nap_until(&run->d.start, next < run->d.end ? next : run->d.end, 0.05);
             continue;
         }
         int open = w->server < 0 && bk->rate > 0;
-        if (inflight < w->k && (!open || due <= t)) {
+        if (inflight < w->k && (!open || pace.due <= t)) {
             uint64_t off = (rng_next(&x) % (size / run->bs)) * run->bs;
             uint8_t q[NBD_REQUEST_LEN];
             nbd_encode_request(q, 0, NBD_CMD_READ, ++handle, off, run->bs);
@@ -327,26 +315,23 @@ static void *client_main(void *arg)
             inflight++;
             if (w->server < 0)
                 report_sent(run->rep, w->b, t);
-            if (open) {
-                due += gap;
-                if (due < t - 1.0)
-                    due = t; /* far behind: do not burst to catch up */
-            }
+            if (open)
+                driver_pace_sent(&pace, t);
             continue;
         }
         if (inflight == 0) {
-            driver_nap_until(&run->start, due, 0.05);
+            driver_nap_until(&run->d.start, pace.due, 0.05);
             continue;
         }
         /* Wait for a reply (open loop: no longer than until the next send). */
         int ms = 100;
         if (open && inflight < w->k)
-            ms = (int)ceil((due - t) * 1000);
+            ms = (int)ceil((pace.due - t) * 1000);
         struct pollfd p = {fd, POLLIN, 0};
         if (poll(&p, 1, ms < 0 ? 0 : ms) <= 0)
             continue;
         int e = read_reply(fd, buf, run->bs);
-        double done = driver_since(&run->start);
+        double done = driver_since(&run->d.start);
         if (e < 0) {
             log_debug("bucket %s: %s", bk->name, strerror(-e));
             close(fd);
@@ -376,50 +361,35 @@ static void *client_main(void *arg)
 
 static int drive(run_t *run, worker_t *ws, size_t n, int show)
 {
-    pthread_t *tids = calloc(n, sizeof *tids);
-    if (!tids)
-        return -ENOMEM;
-    driver_set_start(&run->start, 0.3 + (double)n * 100e-6, run->align, run->s->period);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    size_t started = 0;
-    for (; started < n; started++)
-        if (pthread_create(&tids[started], &attr, client_main, &ws[started]) != 0)
-            break;
-    pthread_attr_destroy(&attr);
-    int rc = started == n ? 0 : -EAGAIN;
-    if (rc < 0)
-        log_error("started only %zu of %zu client threads", started, n);
-    while (rc == 0) {
-        double t = driver_since(&run->start);
-        if (t >= run->end)
-            break;
-        driver_nap_until(&run->start, t + 1.0, 1.0);
+    int rc = driver_start(&run->d, n, client_main, ws, sizeof *ws, 0.3 + (double)n * 100e-6,
+                          run->align, run->s->period);
+    if (rc == -ENOMEM)
+        return rc;
+    double t;
+    while (rc == 0 && driver_running(&run->d, &t)) {
+        driver_nap_until(&run->d.start, t + 1.0, 1.0);
         if (run->rep)
-            report_fold(run->rep, driver_since(&run->start) - REPORT_FOLD_LAG);
-        if (show && run->rep && driver_since(&run->start) > 0) {
+            report_fold(run->rep, driver_since(&run->d.start) - REPORT_FOLD_LAG);
+        if (show && run->rep && driver_since(&run->d.start) > 0) {
             uint64_t tot = 0;
             for (size_t b = 0; b < run->s->nbuckets; b++)
                 tot += report_total(run->rep, b);
-            fprintf(stderr, "\r%6.1fs %10llu IOs", driver_since(&run->start), (unsigned long long)tot);
+            fprintf(stderr, "\r%6.1fs %10llu IOs", driver_since(&run->d.start),
+                    (unsigned long long)tot);
         }
     }
-    atomic_store(&run->stop, 1);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
+    driver_stop(&run->d);
     if (run->rep)
         report_fold(run->rep, INFINITY);
     if (show)
         fprintf(stderr, "\n");
-    free(tids);
     return rc;
 }
 
 /* The command line; read-only once parsed. */
 typedef struct {
     scenario_opts_t so;
-    const char *servers[MAX_SERVERS_OPT];
+    driver_servers_t servers;
     const char *out, *label;
     double period_start, profile;
     int64_t bs;
@@ -429,20 +399,13 @@ typedef struct {
     int help, version;
 } settings_t;
 
-/* OPTS_FUNC: one more --server for the settings_t at target.  Returns 0
- * or -EINVAL (too many). */
-static int add_server(const char *arg, void *target)
-{
-    settings_t *st = target;
-    return driver_add_server(&st->so, st->servers, MAX_SERVERS_OPT, arg);
-}
-
 #define NOPTS 14
 
 /* Fills rows[NOPTS], the option table, with targets in *st. */
 static void option_rows(settings_t *st, opts_row_t *rows)
 {
     scenario_opts_t *so = &st->so;
+    st->servers.so = so;
     const opts_row_t t[] = {
         DRIVER_OPTS_OUT(&st->out),
         DRIVER_OPTS_LABEL(&st->label),
@@ -450,8 +413,9 @@ static void option_rows(settings_t *st, opts_row_t *rows)
         DRIVER_OPTS_CAPACITY(&so->capacity, "override the scenario's per-server capacity",
                              .flags = OPTS_XMIN),
         DRIVER_OPTS_SEED(&so->seed),
-        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = st, .func = add_server,
-         .arg = "NAME=HOST:PORT", .help = "override server NAME's address; repeatable"},
+        {.name = "server", .shrt = 's', .type = OPTS_FUNC, .target = &st->servers,
+         .func = driver_opt_server, .arg = "NAME=HOST:PORT",
+         .help = "override server NAME's address; repeatable"},
         {.name = "block-size", .type = OPTS_I64, .target = &st->bs, .arg = "BYTES",
          .deflt = "4096", .min = 1, .max = NBD_MAX_PAYLOAD, .help = "bytes per read"},
         DRIVER_OPTS_PERIOD_START(&st->period_start,
@@ -519,7 +483,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             ws[i] = (worker_t){.run = &run, .b = i % s->nbuckets, .server = (int)(i / (size_t)per),
                                .k = 1, .t0 = warm, .t1 = warm + profile, .seed = s->seed + i};
-        run.end = warm + profile;
+        run.d.end = warm + profile;
         log_info("profiling %zu servers for %.1fs with %ld reads in flight each", s->nservers,
                  profile, per);
         uint64_t *done = NULL;
@@ -546,7 +510,7 @@ int main(int argc, char **argv)
             ws[i] = (worker_t){.run = &run, .b = b, .pos = p, .server = -1,
                                .k = s->buckets[b].outstanding > 0 ? s->buckets[b].outstanding : 1,
                                .seed = s->seed * 1000003u + i * 7919u + 1};
-    run.end = s->duration;
+    run.d.end = s->duration;
     log_info("running %zu buckets on %zu servers for %.1fs with %zu client threads", s->nbuckets,
              s->nservers, s->duration, n);
     if (drive(&run, ws, n, !quiet) != 0)
