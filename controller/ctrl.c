@@ -82,8 +82,6 @@ static void node_clear(node_t *n)
 {
     table_free(n);
     free(n->jof);
-    free(n->work);
-    free(n->lcand);
     free(n->out);
     char *name = n->name;
     int64_t last_seen = n->last_seen;
@@ -170,13 +168,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->bnames);
     free(c->bweights);
     free(c->b);
-    free(c->cnt);
-    free(c->given);
-    free(c->srv_node);
-    free(c->eb);
-    free(c->ed);
-    pshift_problem_destroy(&c->rp);
-    pshift_problem_destroy(&c->lp);
+    ctrl__ledger_free(&c->io);
     ctrl__bytes_free(c);
     free(c);
     *cp = NULL;
