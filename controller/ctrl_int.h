@@ -368,12 +368,13 @@ void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t
  * rates of `bf` (the configuration that replaces `old`), keeping what the
  * nodes said of buckets that keep a byte rate; 0 or -ENOMEM (nothing
  * changed).  ctrl__bytes_compute() makes the byte records of a round
- * (`rem_s` seconds and `il` intervals left); 0, -ENOMEM or a pshift error
- * (no records then).  ctrl__bytes_info() adds bucket b's byte figures to
+ * (`rem_s` seconds and `il` intervals left) by the ledger's passes (solved
+ * with `o`, after the IO ones: phase_convert() set conv_el); 0, -ENOMEM or
+ * a pshift error (no records then).  ctrl__bytes_info() adds bucket b's byte figures to
  * *out, ctrl__bytes_capacity() is node `node`'s byte rate while busy. */
 typedef struct cbytes cbytes_t;
 int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *bf);
-int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il);
+int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il, const pshift_opts_t *o);
 void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
 double ctrl__bytes_capacity(const ctrl_t *c, int node);
 void ctrl__bytes_free(ctrl_t *c);

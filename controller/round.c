@@ -408,7 +408,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     pushed = 1;
 out:
     if (rc == 0 && c->by) /* byte tokens: every round, computed or skipped */
-        rc = ctrl__bytes_compute(c, rem_s, il);
+        rc = ctrl__bytes_compute(c, rem_s, il, &o);
     if (estimated && !pushed)
         work_keep_demand(c); /* skipped round or error */
     if (rc < 0)
