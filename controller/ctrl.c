@@ -760,38 +760,6 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
     return 0;
 }
 
-double ctrl_total_capacity(const ctrl_t *c)
-{
-    double s = 0;
-    for (int i = 0; i < c->nn; i++)
-        if (c->nodes[i].up)
-            s += c->nodes[i].cap.estimate;
-    return s;
-}
-
-double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
-{
-    int b = bucketfile_find(c->bf, name);
-    if (b < 0)
-        return -1;
-    double s = 0;
-    int any = 0;
-    for (int i = 0; i < c->nn; i++) {
-        const node_t *nd = &c->nodes[i];
-        int j = ctrl__node_slot(nd, (size_t)b);
-        if (!nd->up || j < 0)
-            continue;
-        const pair_t *p = &nd->pairs[j];
-        if (!p->has_report)
-            continue;
-        if (nd->push[j].demand > 0 || p->queued > 0 || p->arrivals > 0) {
-            s += nd->cap.estimate;
-            any = 1;
-        }
-    }
-    return any ? s : -1;
-}
-
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c)
 {
     return &c->st;

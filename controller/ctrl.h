@@ -311,6 +311,13 @@ double ctrl_total_capacity(const ctrl_t *c);
  * node reports demand for it). */
 double ctrl_bucket_capacity(const ctrl_t *c, const char *name);
 
+/* The same in bytes per second (byte_capacity of ctrl_node_info_t): the
+ * sum over the up nodes that have one (only nodes that serve byte buckets
+ * do), 0 if none; for bucket `name`, -1 also if a node where it has demand
+ * has none yet (a sum short of a node would refuse what fits). */
+double ctrl_total_byte_capacity(const ctrl_t *c);
+double ctrl_bucket_byte_capacity(const ctrl_t *c, const char *name);
+
 /* Implausible reports (issue 18): values a node sends that the controller
  * does not believe, clamped, counted per reason in ctrl_stats() and logged
  * at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason.  A node's
