@@ -243,14 +243,15 @@ size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **re
 
 /* ---- the bytes/s dimension (cost-aware tokens, controller/bytes.c) ------- */
 
-/* Buckets with "reservation_bytes" or "limit_bytes" also get byte tokens:
- * every computed or skipped round, each up node holding such a bucket gets
- * a byte record (R: the byte reservation left, placed by pShift within the
- * nodes' byte capacities where the bucket's bytes arrive; L: the byte
- * headroom beyond that, placed by pShift on the byte capacity left, the
- * rest spread evenly), so that the byte limit holds over the nodes as the
- * IO limit does.  Without any byte rate none
- * of this runs and nothing changes (the paper). */
+/* Buckets with "reservation_bytes" or "limit_bytes" also get byte tokens,
+ * computed by the same steps as IO tokens, in bytes (conversion, budgets
+ * net of silent nodes' grants, R pass, L pass): every computed or skipped
+ * round, each up node holding such a bucket gets a byte record (R: the
+ * byte reservation left, placed where the bucket's bytes arrive within the
+ * nodes' conservative byte capacities; L: the byte headroom beyond that,
+ * placed on the byte capacity left, the rest spread evenly), so that the
+ * byte limit holds over the nodes as the IO limit does.  Without any byte
+ * rate none of this runs and nothing changes (the paper). */
 
 /* Applies a report's byte records (bucket = index in the node's table;
  * call after ctrl_node_report() of the same report) and the bytes the node

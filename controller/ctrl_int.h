@@ -1,4 +1,4 @@
-/* ctrl_int.h - private to ctrl.c and round.c: the controller state's structs and the helpers both use. */
+/* ctrl_int.h - private to the controller core (ctrl.c, round.c, ledger.c, bytes.c, prov.c, plausible.c, capacity.c): the controller state's structs, the ledger both dimensions run, and the helpers they share. */
 #ifndef BQOS_CTRL_INT_H
 #define BQOS_CTRL_INT_H
 
@@ -9,7 +9,7 @@
 
 /* Everything here belongs to the ctrl_t it hangs from, and so to the one
  * thread that owns that ctrl_t (ctrl.h); nothing locks.  Helpers shared by
- * the two files carry the ctrl__ prefix. */
+ * the files carry the ctrl__ prefix. */
 
 /* One (bucket, node) pair: the node's last report for the bucket and the
  * demand estimator's state.  Indexed by the node's table index, so every
