@@ -320,13 +320,14 @@ int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l);
  * ctrl__ledger_reserve(): node ln's work and lcand hold `n` pairs.
  * ctrl__ledger_scratch(): the scratch arrays fit nb, nn and every nwork.
  * ctrl__ledger_convert(): token conversion over the share `el` of the
- * period since the last round (phase_convert() in round.c says how).
+ * period since the last round, restarted if `reset` (phase_convert() in
+ * round.c says how).
  * ctrl__budget(): bucket bs's headroom and remaining reservation.
  * ctrl__ledger_budgets(): ctrl__budget() of every bucket, pass state cleared.
  * ctrl__ledger_caps(): node ln's capacities for the `rem_s` seconds left
  * from its estimate and conservative capacity (per second).
- * ctrl__ledger_rpass() / _lpass(): the R and L passes (round.c's phases
- * 4 and 5 say what they do), with the demands of the up nodes' work. */
+ * ctrl__ledger_rpass() / _lpass(): the R and L passes over the demands of
+ * the up nodes' work (ledger.c says what they do; *rs gets their figures). */
 int ctrl__ledger_fit(ledger_t *L, int nn);
 int ctrl__ledger_reserve(lnode_t *ln, size_t n);
 int ctrl__ledger_scratch(ledger_t *L, int nn);
