@@ -4,9 +4,12 @@
  * cluster's estimated capacity, and every bucket's reservation fits the
  * capacity of the servers where it is placed (known from the nodes'
  * reports; a bucket with unknown placement is only held to the aggregate
- * constraint).  Capacities are IOs per second, like reservations.  With no
+ * constraint).  Both units are checked so: reservations in IOs per second
+ * against capacities in IOs per second, byte reservations
+ * (reservation_bytes) against the nodes' byte capacities.  With no
  * capacity known at all (no node registered yet) nothing can be judged and
- * every configuration passes with a note.  Pure functions; no state. */
+ * every configuration passes with a note; so do byte reservations while
+ * the byte capacity is unknown.  Pure functions; no state. */
 #ifndef BQOS_ADMISSION_H
 #define BQOS_ADMISSION_H
 
@@ -29,12 +32,17 @@ typedef struct {
      * May be NULL (no placement known for any bucket). */
     double (*bucket_capacity)(const char *name, void *arg);
     void *arg;
+    /* The same in bytes per second, for the byte reservations (0 / NULL:
+     * unknown). */
+    double total_byte_capacity;
+    double (*bucket_byte_capacity)(const char *name, void *arg);
 } admission_view_t;
 
 /* Checks `bf` against the view.  Returns 0 if admissible (or nothing can be
  * judged), -EDQUOT if a constraint is violated.  `msg` (may be NULL)
- * receives a one-line explanation: the violations found, or a note why the
- * check could not be made, or "" if all is well. */
+ * receives a one-line explanation: the violations found (at most four,
+ * each naming its unit, IOs/s or bytes/s), or a note why the check could
+ * not be made, or "" if all is well. */
 int admission_check(const bucketfile_t *bf, const admission_view_t *view, char *msg,
                     size_t msgsize);
 

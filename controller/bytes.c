@@ -1,4 +1,4 @@
-/* bytes.c - the controller's bytes/s dimension (cost-aware tokens): byte rates of the buckets that have them, the nodes' byte reports, and each round's byte tokens (an R pass and an L pass by pShift within the nodes' byte capacities, as for IOs). */
+/* bytes.c - the controller's bytes/s dimension (cost-aware tokens): byte rates of the buckets that have them, the nodes' byte reports and capacities, and each round's byte tokens, computed by the IO round's ledger passes (ledger.c) in bytes. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,28 +15,36 @@ typedef struct {
     uint64_t arr_int;     /* bytes that arrived in its last interval */
     uint64_t served;      /* bytes served in `period` */
     int64_t r, l;         /* last pushed (l CTRL_UNLIMITED) */
+    int64_t grant;        /* limited bucket: as pair_push_t's, in bytes */
+    uint64_t gperiod;
+    int32_t k;            /* this round: its entry in the node's byte work,
+                             -1 none (valid while `has`) */
 } pbytes_t;
 
-/* A bucket with a byte rate. */
+/* A bucket with a byte rate: what the nodes said of it.  Its rates and
+ * budgets are its bstate_t in cbytes_t.b. */
 typedef struct {
-    int64_t rb, lb;       /* bytes per period (lb CTRL_UNLIMITED: no limit) */
     pbytes_t *pn;         /* [capn]: per node index */
     int capn;
 } bbucket_t;
 
-/* A node's byte throughput while busy (its byte capacity), and its byte
- * records of the round.  Zero: nothing yet. */
+/* A node's byte capacity (bytes per busy second: the IO capacity
+ * estimator fed bytes) and its byte records of the round.  Zero: nothing
+ * yet. */
 typedef struct {
     uint8_t has;          /* a report */
+    uint8_t est;          /* cap holds an estimate (a first sample came) */
     uint64_t period, served; /* at its last report */
     double busy;
-    double rate;          /* bytes per busy second, 0: unknown */
+    estimate_cap_t cap;
     proto_tokens_bytes_t *out;
     int nout, capout;
 } bnode_t;
 
 struct cbytes {
     bbucket_t *bb;        /* [nb] (zero for buckets without a byte rate) */
+    bstate_t *b;          /* [nb] the byte ledger's buckets (bytes per
+                             period; without a byte rate: R 0, no limit) */
     uint8_t *on;          /* [nb] */
     int *off;             /* [nb] rounds left to push "off" (lost its rate) */
     size_t nb;
@@ -44,7 +52,9 @@ struct cbytes {
     size_t noff;          /* buckets with off > 0 */
     bnode_t *nd;          /* [capn] */
     int capn;
-    pshift_problem_t *p, *q; /* the byte R and L problems, reused */
+    ledger_t L;           /* the passes' state (L.b = b) */
+    uint64_t conv_period; /* period the conversion state is of */
+    int conv_started;
 };
 
 static void bb_free(bbucket_t *b)
@@ -62,13 +72,13 @@ void ctrl__bytes_free(ctrl_t *c)
     for (size_t b = 0; b < y->nb; b++)
         bb_free(&y->bb[b]);
     free(y->bb);
+    free(y->b);
     free(y->on);
     free(y->off);
     for (int i = 0; i < y->capn; i++)
         free(y->nd[i].out);
     free(y->nd);
-    pshift_problem_destroy(&y->p);
-    pshift_problem_destroy(&y->q);
+    ctrl__ledger_free(&y->L);
     free(y);
     c->by = NULL;
 }
@@ -92,9 +102,11 @@ int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *b
     }
     cbytes_t *y = calloc(1, sizeof *y);
     if (!y || !(y->bb = calloc(nb ? nb : 1, sizeof *y->bb)) ||
-        !(y->on = calloc(nb ? nb : 1, 1)) || !(y->off = calloc(nb ? nb : 1, sizeof *y->off))) {
+        !(y->b = calloc(nb ? nb : 1, sizeof *y->b)) || !(y->on = calloc(nb ? nb : 1, 1)) ||
+        !(y->off = calloc(nb ? nb : 1, sizeof *y->off))) {
         if (y) {
             free(y->bb);
+            free(y->b);
             free(y->on);
             free(y->off);
         }
@@ -107,16 +119,19 @@ int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *b
         const bucketfile_bucket_t *x = bucketfile_get(bf, b);
         int ob = o && old ? bucketfile_find(old, x->name) : -1;
         int was = ob >= 0 && (size_t)ob < o->nb && o->on[ob];
+        y->b[b].l = CTRL_UNLIMITED;
         if (bucketfile_has_bytes(x)) {
             y->on[b] = 1;
-            y->bb[b].rb = per_period(x->reservation_bytes, c->cfg.period_s);
-            y->bb[b].lb = x->limit_bytes > 0 ? per_period(x->limit_bytes, c->cfg.period_s)
-                                             : CTRL_UNLIMITED;
-            if (was) { /* keeps what the nodes said of it */
+            y->b[b].r = per_period(x->reservation_bytes, c->cfg.period_s);
+            y->b[b].l = x->limit_bytes > 0 ? per_period(x->limit_bytes, c->cfg.period_s)
+                                           : CTRL_UNLIMITED;
+            if (was) { /* keeps what the nodes said of it and its conversion */
                 y->bb[b].pn = o->bb[ob].pn;
                 y->bb[b].capn = o->bb[ob].capn;
                 o->bb[ob].pn = NULL;
                 o->bb[ob].capn = 0;
+                y->b[b].conv = o->b[ob].conv;
+                y->b[b].srv_prev = o->b[ob].srv_prev;
             }
         } else if (was || (ob >= 0 && (size_t)ob < o->nb && o->off[ob] > 0)) {
             /* Lost its byte rate: the nodes are told for two periods. */
@@ -127,11 +142,12 @@ int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *b
     if (o) { /* the nodes' byte state stays */
         y->nd = o->nd;
         y->capn = o->capn;
-        y->p = o->p;
-        y->q = o->q;
+        y->L = o->L;
+        y->conv_period = o->conv_period;
+        y->conv_started = o->conv_started;
         o->nd = NULL;
         o->capn = 0;
-        o->p = o->q = NULL;
+        o->L = (ledger_t){0};
     }
     ctrl__bytes_free(c);
     c->by = y;
@@ -150,6 +166,26 @@ static pbytes_t *pair_of(bbucket_t *bb, int n)
     return growarr((void **)&bb->pn, &bb->capn, n + 1, sizeof *bb->pn) < 0 ? NULL : &bb->pn[n];
 }
 
+/* Feeds node bn's byte capacity estimator the bytes it served in `busy`
+ * busy seconds since its last report: the IO estimator's rules (a window
+ * of samples, steady moves, a conservative capacity under the estimate),
+ * started at the first sample (bytes have no profile) and without the
+ * bounds tied to a profile (floor, max_factor): a node's bytes per busy
+ * second follow its requests' sizes. */
+static void cap_sample(const ctrl_t *c, bnode_t *bn, uint64_t bytes, double busy)
+{
+    double iv = c->cfg.period_s / c->cfg.intervals;
+    if (!bn->est) {
+        estimate_cap_cfg_t cfg = estimate_cap_defaults((double)bytes / busy);
+        cfg.floor = 0;
+        cfg.max_factor = 0;
+        cfg.min_busy = 0;
+        estimate_cap_init(&bn->cap, &cfg);
+        bn->est = 1;
+    }
+    estimate_cap_update(&bn->cap, bytes, busy, busy > iv ? busy : iv);
+}
+
 int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served_bytes,
                            double busy_seconds, const proto_report_bytes_t *recs, size_t n)
 {
@@ -162,10 +198,8 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
     if (fit_nodes(y, node) < 0)
         return -ENOMEM;
     bnode_t *bn = &y->nd[node];
-    if (bn->has && bn->period == period && served_bytes > bn->served && busy_seconds > bn->busy) {
-        double r = (double)(served_bytes - bn->served) / (busy_seconds - bn->busy);
-        bn->rate = bn->rate > 0 ? 0.5 * bn->rate + 0.5 * r : r;
-    }
+    if (bn->has && bn->period == period && served_bytes > bn->served && busy_seconds > bn->busy)
+        cap_sample(c, bn, served_bytes - bn->served, busy_seconds - bn->busy);
     bn->has = 1;
     bn->period = period;
     bn->served = served_bytes;
@@ -201,15 +235,20 @@ static int out_add(cbytes_t *y, int i, uint32_t b, uint32_t flags, int64_t r, in
     return 0;
 }
 
+/* Byte pair p's bytes served this period. */
+static int64_t pair_served(const ctrl_t *c, const pbytes_t *p)
+{
+    if (!p->has || p->period != c->period)
+        return 0;
+    return p->served > (uint64_t)CTRL_COUNT_MAX ? CTRL_COUNT_MAX : (int64_t)p->served;
+}
+
 /* This period's byte service of bucket b over every node that reported. */
 static int64_t served_of(const ctrl_t *c, const bbucket_t *bb)
 {
     int64_t s = 0;
     for (int i = 0; i < bb->capn; i++)
-        if (bb->pn[i].has && bb->pn[i].period == c->period)
-            s = ctrl__count_add(s, (int64_t)(bb->pn[i].served > (uint64_t)CTRL_COUNT_MAX
-                                                 ? (uint64_t)CTRL_COUNT_MAX
-                                                 : bb->pn[i].served));
+        s = ctrl__count_add(s, pair_served(c, &bb->pn[i]));
     return s;
 }
 
@@ -228,153 +267,128 @@ static int64_t demand_of(const ctrl_t *c, const bbucket_t *bb, int i, size_t b, 
     return d < (double)CTRL_COUNT_MAX ? (int64_t)d : CTRL_COUNT_MAX;
 }
 
-/* Adds a bucket's demand d on server s to problem p; the bucket (`target`
- * tokens) is created on its first demand, *bi its index (-1 before).
- * Returns 0 or a negative error. */
-static int add_demand(pshift_problem_t *p, int *bi, int64_t target, int s, int64_t d)
+/* The byte ledger's inputs, as phase_estimate() makes the IO ones: each
+ * byte bucket's bytes served this period (every node), what silent nodes
+ * may still serve of it by their byte grants (held), its arrivals and
+ * backlog (requests queued on an up node), and each up node's byte work:
+ * one entry per byte pair it reported (byte demand, flags).  Returns 0 or
+ * -ENOMEM. */
+static int byte_work(ctrl_t *c, cbytes_t *y, double il)
 {
-    if (*bi < 0 && (*bi = pshift_add_bucket(p, NULL, target)) < 0)
-        return *bi;
-    return pshift_set_demand(p, *bi, s, d);
-}
-
-/* Solves p with the controller's pShift threads: 0 or a negative error. */
-static int solve(const ctrl_t *c, pshift_problem_t *p)
-{
-    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
-    o.threads = c->cfg.threads;
-    return pshift_solve(p, &o);
-}
-
-/* The byte R pass: pShift places every byte bucket's remaining byte
- * reservation on the up nodes where it has demand, within their byte
- * capacities for the `rem_s` seconds left (unknown: not bounded).  The
- * allocations are read back by pshift_alloc().  Returns 1 if it solved a
- * problem, 0 if there was none, or a negative error. */
-static int rpass(ctrl_t *c, double rem_s, double il, const int64_t *r_rem, int *pidx, int *sidx)
-{
-    cbytes_t *y = c->by;
-    if (!y->p && !(y->p = pshift_problem_new()))
-        return -ENOMEM;
-    pshift_problem_clear(y->p);
-    int ns = 0;
-    for (int i = 0; i < c->nn; i++) {
-        sidx[i] = -1;
-        if (!c->nodes[i].up)
-            continue;
-        double rate = i < y->capn ? y->nd[i].rate : 0;
-        double cap = rate > 0 ? rate * rem_s : (double)CTRL_NODE_TOKENS_MAX;
-        int64_t ct = cap < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)cap : CTRL_NODE_TOKENS_MAX;
-        if ((sidx[i] = pshift_add_server(y->p, NULL, ct)) < 0)
-            return sidx[i];
-        ns++;
-    }
-    int any = 0;
     for (size_t b = 0; b < y->nb; b++) {
-        pidx[b] = -1;
-        if (!y->on[b] || r_rem[b] <= 0 || !ns)
+        bstate_t *bs = &y->b[b];
+        bs->served = y->on[b] ? served_of(c, &y->bb[b]) : 0;
+        bs->held = 0;
+        bs->arrivals = 0;
+        bs->backlog = 0;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        const node_t *nd = &c->nodes[i];
+        lnode_t *ln = &y->L.n[i];
+        int holds = ctrl__holds_grants(c, nd);
+        ln->nwork = 0;
+        if (!nd->up && !holds)
             continue;
-        for (int i = 0; i < c->nn; i++) {
-            int64_t d = sidx[i] >= 0 ? demand_of(c, &y->bb[b], i, b, il) : 0;
-            int rc = d > 0 ? add_demand(y->p, &pidx[b], r_rem[b], sidx[i], d) : 0;
-            if (rc < 0)
-                return rc;
-            any |= d > 0;
+        if (nd->up && ctrl__ledger_reserve(ln, y->non) < 0)
+            return -ENOMEM;
+        for (size_t b = 0; b < y->nb; b++) {
+            bbucket_t *bb = &y->bb[b];
+            bstate_t *bs = &y->b[b];
+            if (!y->on[b] || i >= bb->capn)
+                continue;
+            pbytes_t *p = &bb->pn[i];
+            p->k = -1;
+            if (holds && bs->l != CTRL_UNLIMITED)
+                bs->held = ctrl__count_add(
+                    bs->held, ctrl__grant_left(c, nd, p->grant, p->gperiod, pair_served(c, p)));
+            int j = ctrl__node_slot(nd, b);
+            if (!nd->up || !p->has || j < 0)
+                continue;
+            work_t *w = &ln->work[ln->nwork];
+            p->k = (int32_t)ln->nwork++;
+            int queued = nd->pairs[j].queued > 0;
+            w->b = (int)b;
+            w->demand = demand_of(c, bb, i, b, il);
+            w->arrivals = (double)p->arr_int;
+            w->flags = WORK_EST | (p->period >= c->period ? WORK_CUR : 0) |
+                       (queued ? WORK_QUEUED : 0);
+            bs->arrivals += w->arrivals;
+            bs->backlog |= queued;
         }
     }
-    if (!any)
-        return 0;
-    int rc = solve(c, y->p);
-    return rc < 0 ? rc : 1;
+    return 0;
 }
 
-/* R placed for byte bucket b on node i. */
-static int64_t r_of(const cbytes_t *y, const int *pidx, const int *sidx, size_t b, int i)
+/* The byte records of bucket b for every up node holding it: R as the
+ * R pass placed it, L as the L pass placed it plus an even share of the
+ * headroom it did not place (no demand for it), so that demand moving
+ * between the nodes is served at once; served + held + R + L add up to at
+ * most the byte limit.  Returns 0 or -ENOMEM. */
+static int push_bucket(ctrl_t *c, cbytes_t *y, size_t b)
 {
-    return pidx[b] >= 0 && sidx[i] >= 0 ? pshift_alloc(y->p, pidx[b], sidx[i]) : 0;
-}
-
-/* The byte L pass, as the IO one: pShift places the byte headroom beyond
- * R of each limited byte bucket (rest[b]) on the up nodes' byte capacity
- * left after R (`solved`: the R problem was), by its demand beyond R there.
- * lidx[b] is its bucket in y->q, -1 if none.  Returns 0 or a negative
- * error. */
-static int lpass(ctrl_t *c, double il, const int64_t *rest, const int *pidx, const int *sidx,
-                 int solved, int *lidx)
-{
-    cbytes_t *y = c->by;
-    if (!y->q && !(y->q = pshift_problem_new()))
-        return -ENOMEM;
-    pshift_problem_clear(y->q);
+    bbucket_t *bb = &y->bb[b];
+    const bstate_t *bs = &y->b[b];
+    int64_t spread = 0;
+    if (bs->l != CTRL_UNLIMITED && bs->head > bs->ralloc + bs->lalloc)
+        spread = bs->head - bs->ralloc - bs->lalloc;
+    int holders = 0, idx = 0;
+    for (int i = 0; i < c->nn; i++)
+        holders += c->nodes[i].up && ctrl__node_slot(&c->nodes[i], b) >= 0;
     for (int i = 0; i < c->nn; i++) {
-        if (sidx[i] < 0)
+        if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
             continue;
-        int64_t left = pshift_server_capacity(y->p, sidx[i]) -
-                       (solved ? pshift_server_load(y->p, sidx[i]) : 0);
-        int rc = pshift_add_server(y->q, NULL, left > 0 ? left : 0);
+        pbytes_t *p = pair_of(bb, i);
+        if (!p)
+            return -ENOMEM;
+        const work_t *w = p->has && p->k >= 0 ? &y->L.n[i].work[p->k] : NULL;
+        int64_t r = w && w->rk >= 0 ? bs->ra[w->rk] : 0, l = CTRL_UNLIMITED;
+        if (bs->l != CTRL_UNLIMITED) {
+            l = (w && w->lk >= 0 ? bs->la[w->lk] : 0) + spread / holders +
+                (idx++ < spread % holders ? 1 : 0);
+            ctrl__grant_raise(c, &p->grant, &p->gperiod, pair_served(c, p), r, l);
+        }
+        p->pushed = 1;
+        p->r = r;
+        p->l = l;
+        int rc = out_add(y, i, (uint32_t)b, 0, r, l);
         if (rc < 0)
             return rc;
     }
-    int any = 0;
-    for (size_t b = 0; b < y->nb; b++) {
-        lidx[b] = -1;
-        if (!y->on[b] || rest[b] == CTRL_UNLIMITED || rest[b] <= 0)
-            continue;
-        for (int i = 0; i < c->nn; i++) {
-            if (sidx[i] < 0 || ctrl__node_slot(&c->nodes[i], b) < 0)
-                continue;
-            int64_t d = demand_of(c, &y->bb[b], i, b, il) - r_of(y, pidx, sidx, b, i);
-            int rc = d > 0 ? add_demand(y->q, &lidx[b], rest[b], sidx[i], d) : 0;
-            if (rc < 0)
-                return rc;
-            any |= d > 0;
-        }
-    }
-    return any ? solve(c, y->q) : 0;
+    return 0;
 }
 
-int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
+int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il, const pshift_opts_t *o)
 {
     cbytes_t *y = c->by;
     if (!y)
         return 0;
+    ledger_t *L = &y->L;
+    L->b = y->b;
+    L->nb = y->nb;
     int rc = fit_nodes(y, c->nn > 0 ? c->nn - 1 : 0);
+    if (rc == 0)
+        rc = ctrl__ledger_fit(L, c->nn);
     if (rc < 0)
         return rc;
     for (int i = 0; i < y->capn; i++)
         y->nd[i].nout = 0;
-    int64_t *r_rem = calloc(y->nb ? y->nb : 1, sizeof *r_rem);
-    int *pidx = calloc(y->nb ? y->nb : 1, sizeof *pidx);
-    int *lidx = calloc(y->nb ? y->nb : 1, sizeof *lidx);
-    int *sidx = calloc(c->nn ? (size_t)c->nn : 1, sizeof *sidx);
-    int64_t *head = calloc(y->nb ? y->nb : 1, sizeof *head);
-    rc = -ENOMEM;
-    if (!r_rem || !pidx || !lidx || !sidx || !head)
+    if ((rc = byte_work(c, y, il)) < 0 || (rc = ctrl__ledger_scratch(L, c->nn)) < 0)
         goto out;
-    for (size_t b = 0; b < y->nb; b++) {
-        if (!y->on[b])
-            continue;
-        bbucket_t *bb = &y->bb[b];
-        int64_t served = served_of(c, bb);
-        head[b] = bb->lb == CTRL_UNLIMITED ? CTRL_UNLIMITED
-                                           : (bb->lb > served ? bb->lb - served : 0);
-        r_rem[b] = bb->rb > served ? bb->rb - served : 0;
-        if (r_rem[b] > head[b])
-            r_rem[b] = head[b];
+    int reset = !y->conv_started || y->conv_period != c->period;
+    y->conv_started = 1;
+    y->conv_period = c->period;
+    ctrl__ledger_convert(L, c->conv_el, reset);
+    ctrl__ledger_budgets(c, L);
+    for (int i = 0; i < c->nn; i++) {
+        const bnode_t *bn = &y->nd[i];
+        if (c->nodes[i].up) /* unknown: not bounded */
+            ctrl__ledger_caps(&L->n[i], bn->est ? bn->cap.estimate : INFINITY,
+                              bn->est ? bn->cap.conservative : INFINITY, rem_s);
     }
-    int solved = rc = rpass(c, rem_s, il, r_rem, pidx, sidx);
-    if (rc < 0)
-        goto out;
-    /* What is left of each bucket's headroom after R: for the L pass. */
-    for (size_t b = 0; b < y->nb; b++) {
-        if (!y->on[b] || head[b] == CTRL_UNLIMITED)
-            continue;
-        int64_t rsum = 0;
-        for (int i = 0; i < c->nn; i++)
-            rsum = ctrl__count_add(rsum, r_of(y, pidx, sidx, b, i));
-        head[b] = head[b] > rsum ? head[b] - rsum : 0;
-    }
-    if ((rc = lpass(c, il, head, pidx, sidx, solved, lidx)) < 0)
+    ctrl_result_t rs = {0};
+    int any_l = 0;
+    if ((rc = ctrl__ledger_rpass(c, L, o, &rs, &any_l)) < 0 ||
+        (rc = ctrl__ledger_lpass(c, L, any_l, o, &rs)) < 0)
         goto out;
     for (size_t b = 0; b < y->nb; b++) {
         if (y->off[b] > 0) {
@@ -384,52 +398,11 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il)
                     goto out;
             if (--y->off[b] == 0)
                 y->noff--;
-            continue;
-        }
-        if (!y->on[b])
-            continue;
-        bbucket_t *bb = &y->bb[b];
-        /* L: what the L pass placed, and the headroom it did not place
-         * (no demand for it) spread evenly over the nodes holding the
-         * bucket, so that demand moving between them is served at once;
-         * it all adds up to the headroom, so the byte limit holds. */
-        int64_t rest = head[b], placed = 0;
-        int holders = 0;
-        for (int i = 0; i < c->nn; i++) {
-            if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
-                continue;
-            holders++;
-            if (lidx[b] >= 0)
-                placed = ctrl__count_add(placed, pshift_alloc(y->q, lidx[b], sidx[i]));
-        }
-        int64_t spread = rest == CTRL_UNLIMITED ? 0 : (rest > placed ? rest - placed : 0);
-        int k = 0;
-        for (int i = 0; i < c->nn; i++) {
-            if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
-                continue;
-            int64_t r = r_of(y, pidx, sidx, b, i), l = CTRL_UNLIMITED;
-            if (rest != CTRL_UNLIMITED)
-                l = (lidx[b] >= 0 ? pshift_alloc(y->q, lidx[b], sidx[i]) : 0) +
-                    spread / holders + (k++ < spread % holders ? 1 : 0);
-            pbytes_t *p = pair_of(bb, i);
-            if (!p) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            p->pushed = 1;
-            p->r = r;
-            p->l = l;
-            if ((rc = out_add(y, i, (uint32_t)b, 0, r, l)) < 0)
-                goto out;
+        } else if (y->on[b] && (rc = push_bucket(c, y, b)) < 0) {
+            goto out;
         }
     }
-    rc = 0;
 out:
-    free(r_rem);
-    free(pidx);
-    free(lidx);
-    free(sidx);
-    free(head);
     if (rc < 0)
         for (int i = 0; i < y->capn; i++)
             y->nd[i].nout = 0;
@@ -474,5 +447,5 @@ void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
 double ctrl__bytes_capacity(const ctrl_t *c, int node)
 {
     const cbytes_t *y = c->by;
-    return y && node >= 0 && node < y->capn ? y->nd[node].rate : 0;
+    return y && node >= 0 && node < y->capn && y->nd[node].est ? y->nd[node].cap.estimate : 0;
 }

@@ -82,8 +82,6 @@ static void node_clear(node_t *n)
 {
     table_free(n);
     free(n->jof);
-    free(n->work);
-    free(n->lcand);
     free(n->out);
     char *name = n->name;
     int64_t last_seen = n->last_seen;
@@ -170,13 +168,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->bnames);
     free(c->bweights);
     free(c->b);
-    free(c->cnt);
-    free(c->given);
-    free(c->srv_node);
-    free(c->eb);
-    free(c->ed);
-    pshift_problem_destroy(&c->rp);
-    pshift_problem_destroy(&c->lp);
+    ctrl__ledger_free(&c->io);
     ctrl__bytes_free(c);
     free(c);
     *cp = NULL;
@@ -766,38 +758,6 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .byte_capacity = ctrl__bytes_capacity(c, n),
     };
     return 0;
-}
-
-double ctrl_total_capacity(const ctrl_t *c)
-{
-    double s = 0;
-    for (int i = 0; i < c->nn; i++)
-        if (c->nodes[i].up)
-            s += c->nodes[i].cap.estimate;
-    return s;
-}
-
-double ctrl_bucket_capacity(const ctrl_t *c, const char *name)
-{
-    int b = bucketfile_find(c->bf, name);
-    if (b < 0)
-        return -1;
-    double s = 0;
-    int any = 0;
-    for (int i = 0; i < c->nn; i++) {
-        const node_t *nd = &c->nodes[i];
-        int j = ctrl__node_slot(nd, (size_t)b);
-        if (!nd->up || j < 0)
-            continue;
-        const pair_t *p = &nd->pairs[j];
-        if (!p->has_report)
-            continue;
-        if (nd->push[j].demand > 0 || p->queued > 0 || p->arrivals > 0) {
-            s += nd->cap.estimate;
-            any = 1;
-        }
-    }
-    return any ? s : -1;
 }
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c)

@@ -243,14 +243,15 @@ size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **re
 
 /* ---- the bytes/s dimension (cost-aware tokens, controller/bytes.c) ------- */
 
-/* Buckets with "reservation_bytes" or "limit_bytes" also get byte tokens:
- * every computed or skipped round, each up node holding such a bucket gets
- * a byte record (R: the byte reservation left, placed by pShift within the
- * nodes' byte capacities where the bucket's bytes arrive; L: the byte
- * headroom beyond that, placed by pShift on the byte capacity left, the
- * rest spread evenly), so that the byte limit holds over the nodes as the
- * IO limit does.  Without any byte rate none
- * of this runs and nothing changes (the paper). */
+/* Buckets with "reservation_bytes" or "limit_bytes" also get byte tokens,
+ * computed by the same steps as IO tokens, in bytes (conversion, budgets
+ * net of silent nodes' grants, R pass, L pass): every computed or skipped
+ * round, each up node holding such a bucket gets a byte record (R: the
+ * byte reservation left, placed where the bucket's bytes arrive within the
+ * nodes' conservative byte capacities; L: the byte headroom beyond that,
+ * placed on the byte capacity left, the rest spread evenly), so that the
+ * byte limit holds over the nodes as the IO limit does.  Without any byte
+ * rate none of this runs and nothing changes (the paper). */
 
 /* Applies a report's byte records (bucket = index in the node's table;
  * call after ctrl_node_report() of the same report) and the bytes the node
@@ -310,6 +311,13 @@ double ctrl_total_capacity(const ctrl_t *c);
  * demand in its last reports (IOPS); -1 if its placement is unknown (no
  * node reports demand for it). */
 double ctrl_bucket_capacity(const ctrl_t *c, const char *name);
+
+/* The same in bytes per second (byte_capacity of ctrl_node_info_t): the
+ * sum over the up nodes that have one (only nodes that serve byte buckets
+ * do), 0 if none; for bucket `name`, -1 also if a node where it has demand
+ * has none yet (a sum short of a node would refuse what fits). */
+double ctrl_total_byte_capacity(const ctrl_t *c);
+double ctrl_bucket_byte_capacity(const ctrl_t *c, const char *name);
 
 /* Implausible reports (issue 18): values a node sends that the controller
  * does not believe, clamped, counted per reason in ctrl_stats() and logged

@@ -1,4 +1,4 @@
-/* ctrl_int.h - private to ctrl.c and round.c: the controller state's structs and the helpers both use. */
+/* ctrl_int.h - private to the controller core (ctrl.c, round.c, ledger.c, bytes.c, prov.c, plausible.c, capacity.c): the controller state's structs, the ledger both dimensions run, and the helpers they share. */
 #ifndef BQOS_CTRL_INT_H
 #define BQOS_CTRL_INT_H
 
@@ -9,7 +9,7 @@
 
 /* Everything here belongs to the ctrl_t it hangs from, and so to the one
  * thread that owns that ctrl_t (ctrl.h); nothing locks.  Helpers shared by
- * the two files carry the ctrl__ prefix. */
+ * the files carry the ctrl__ prefix. */
 
 /* One (bucket, node) pair: the node's last report for the bucket and the
  * demand estimator's state.  Indexed by the node's table index, so every
@@ -108,25 +108,12 @@ typedef struct {
     size_t nact, capact;
     uint8_t *inact;        /* [ntable]: INACT_LISTED if in act, INACT_REPORTED
                               while ctrl_node_report() runs over a report */
-    /* During a computation, work[k] is active pair act[k]'s: the passes
-     * between the first and the last stream it instead of missing the
-     * caches on pairs scattered in a large table. */
-    work_t *work;
-    size_t capwork;
-    /* ... and the positions k of the pairs that may want L-tokens (limited
-     * bucket with headroom, demand), in increasing order: the L pass visits
-     * only these. */
-    uint32_t *lcand;
-    size_t nlcand;
+    /* During a computation the IO ledger's work[k] for this node
+     * (ctrl_t.io.n[its index]) is active pair act[k]'s. */
     int full_push;         /* next computation visits every pair once */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
     size_t nout, capout;
-    int pidx;              /* server index in this round's problems */
-    int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
-    int64_t rcap;          /* R pass: conservative capacity left (tokens) */
-    double rcut;           /* R pass: factor on the flexible buckets' demands
-                              (< 1 when its single-server buckets need room) */
 } node_t;
 
 typedef struct {
@@ -158,6 +145,57 @@ typedef struct {
                               problem (pshift_bucket_allocs) */
 } bstate_t;
 
+/* One dimension's ledger (ledger.c): IOs (ctrl_t.io) and bytes (bytes.c)
+ * are two ledgers run by the same passes, each in its own unit.  A
+ * dimension fills its buckets' budgets inputs (r, l, served, held,
+ * backlog, arrivals) and each up node's work array and capacities; the
+ * ledger's passes do the rest: conversion, budgets, the R pass (single-server
+ * buckets first, within the conservative capacities, backlog floor) and
+ * the L pass; a dimension reads a pair's R back as ra[rk] and its L as
+ * la[lk] of its bucket.  Owned by the ctrl_t (its thread). */
+
+/* One node's side of a ledger's passes: ledger_t.n[node index]. */
+typedef struct {
+    /* During a computation work[k] is the node's k-th pair of the
+     * dimension (IOs: active pair act[k]): the passes between the first and
+     * the last stream it instead of missing the caches on pairs scattered
+     * in a large table. */
+    work_t *work;
+    size_t nwork, capwork;
+    /* ... and the positions k of the pairs that may want L-tokens (limited
+     * bucket with headroom, demand), in increasing order: the L pass visits
+     * only these. */
+    uint32_t *lcand;
+    size_t nlcand;
+    int pidx;              /* server index in this round's problems */
+    int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
+    int64_t rcap;          /* R pass: conservative capacity left (tokens) */
+    double rcut;           /* R pass: factor on the flexible buckets' demands
+                              (< 1 when its single-server buckets need room) */
+} lnode_t;
+
+typedef struct {
+    bstate_t *b;           /* [nb]: the buckets (not owned: the dimension's) */
+    size_t nb;
+    lnode_t *n;            /* [capn]: per node index */
+    int capn;
+    int hook;              /* its solves go to cfg.solve_hook (the IO one) */
+    /* scratch for one computation */
+    int *cnt, *given;      /* [nb] leftover spreading */
+    size_t capcnt;
+    int *srv_node;         /* [nn]: problem server index -> node */
+    int capsrv;
+    /* One node's entries for the R or L problem (problem bucket index,
+     * demand), handed to pshift_set_demands() at once: [largest nwork]. */
+    int32_t *eb;
+    int64_t *ed;
+    size_t cape;
+    /* The R and L problems, emptied (pshift_problem_clear) and rebuilt
+     * every computation: kept so that their memory is reused instead of
+     * allocated anew each round. */
+    pshift_problem_t *rp, *lp;
+} ledger_t;
+
 struct ctrl {
     ctrl_config_t cfg;
     bucketfile_t *bf;
@@ -183,20 +221,8 @@ struct ctrl {
     ctrl_stats_t st;
     int64_t impl_logged[CTRL_IMPL__COUNT]; /* round of the last log, per reason */
     uint64_t impl_quiet[CTRL_IMPL__COUNT]; /* clamped since, not logged */
-    /* scratch for one computation */
-    int *cnt, *given;      /* [nbuckets] leftover spreading */
-    size_t capcnt;
-    int *srv_node;         /* [nn]: problem server index -> node */
-    int capsrv;
-    /* One node's entries for the R or L problem (problem bucket index,
-     * demand), handed to pshift_set_demands() at once: [largest nact]. */
-    int32_t *eb;
-    int64_t *ed;
-    size_t cape;
-    /* The R and L problems, emptied (pshift_problem_clear) and rebuilt
-     * every computation: kept so that their memory is reused instead of
-     * allocated anew each round. */
-    pshift_problem_t *rp, *lp;
+    double conv_el;        /* share of the period the last conversion covered */
+    ledger_t io;           /* the IO dimension's passes (b: this b) */
     struct cbytes *by;     /* the bytes/s dimension (bytes.c); NULL while
                               no bucket has a byte rate */
 };
@@ -240,6 +266,21 @@ static inline uint64_t ctrl__ucount_add(uint64_t a, uint64_t b)
 /* Records that (r, l) is pushed to pair pr / ps of the current period:
  * the tokens and, for a limited bucket, what the node may serve in the
  * period by them (ctrl_node_report() holds its served counts to that). */
+/* Raises a limited pair's grant of the current period (*grant of period
+ * *gperiod, either dimension) to what it may serve by a push of (r, l)
+ * when it had served `base` this period. */
+static inline void ctrl__grant_raise(const ctrl_t *c, int64_t *grant, uint64_t *gperiod,
+                                     int64_t base, int64_t r, int64_t l)
+{
+    if (*gperiod != c->period) {
+        *grant = 0;
+        *gperiod = c->period;
+    }
+    int64_t g = ctrl__count_add(base, ctrl__count_add(r, l));
+    if (g > *grant)
+        *grant = g;
+}
+
 static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
                                 int64_t l)
 {
@@ -247,19 +288,58 @@ static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *
     ps->tok_l = l;
     if (l == CTRL_UNLIMITED)
         return;
-    if (ps->gperiod != c->period) {
-        ps->grant = 0;
-        ps->gperiod = c->period;
-    }
     int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
-    int64_t g = ctrl__count_add(base, ctrl__count_add(r, l));
-    if (g > ps->grant)
-        ps->grant = g;
+    ctrl__grant_raise(c, &ps->grant, &ps->gperiod, base, r, l);
+}
+
+/* Nonzero if node nd's grants are held against its buckets' limits
+ * (held_by_silent() in round.c says why): down by silence, or back from
+ * such a silence in this period. */
+static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
+{
+    return nd->have_rep && (nd->up ? nd->back_period == c->period : !nd->gone);
+}
+
+/* What a pair of node nd (ctrl__holds_grants()) may still serve beyond
+ * `served` this period by its grant (*grant of period gperiod). */
+static inline int64_t ctrl__grant_left(const ctrl_t *c, const node_t *nd, int64_t grant,
+                                       uint64_t gperiod, int64_t served)
+{
+    if (gperiod == UINT64_MAX || gperiod < nd->down_rep || gperiod > c->period)
+        return 0;
+    return grant > served ? grant - served : 0;
 }
 
 /* round.c: appends a token record (bucket b, R r, L l) for node nd.
  * Returns 0 or -ENOMEM. */
 int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l);
+
+/* ledger.c, the passes both dimensions run (ledger_t above).  All return
+ * 0 or -ENOMEM (and the passes a pshift error).
+ * ctrl__ledger_fit(): n[] holds node indices < nn (new ones zero).
+ * ctrl__ledger_reserve(): node ln's work and lcand hold `n` pairs.
+ * ctrl__ledger_scratch(): the scratch arrays fit nb, nn and every nwork.
+ * ctrl__ledger_convert(): token conversion over the share `el` of the
+ * period since the last round, restarted if `reset` (phase_convert() in
+ * round.c says how).
+ * ctrl__budget(): bucket bs's headroom and remaining reservation.
+ * ctrl__ledger_budgets(): ctrl__budget() of every bucket, pass state cleared.
+ * ctrl__ledger_caps(): node ln's capacities for the `rem_s` seconds left
+ * from its estimate and conservative capacity (per second).
+ * ctrl__ledger_rpass() / _lpass(): the R and L passes over the demands of
+ * the up nodes' work (ledger.c says what they do; *rs gets their figures). */
+int ctrl__ledger_fit(ledger_t *L, int nn);
+int ctrl__ledger_reserve(lnode_t *ln, size_t n);
+int ctrl__ledger_scratch(ledger_t *L, int nn);
+void ctrl__ledger_convert(ledger_t *L, double el, int reset);
+void ctrl__budget(const ctrl_t *c, bstate_t *bs);
+void ctrl__ledger_budgets(const ctrl_t *c, ledger_t *L);
+void ctrl__ledger_caps(lnode_t *ln, double est, double cons, double rem_s);
+int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs,
+                       int *any_l);
+int ctrl__ledger_lpass(ctrl_t *c, ledger_t *L, int any_l, const pshift_opts_t *o,
+                       ctrl_result_t *rs);
+void ctrl__ledger_free(ledger_t *L);
 
 /* prov.c, steps of ctrl_compute() after both passes: ctrl__prov_plan()
  * decides which limited buckets get a provisional split (headroom left,
@@ -289,12 +369,13 @@ void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t
  * rates of `bf` (the configuration that replaces `old`), keeping what the
  * nodes said of buckets that keep a byte rate; 0 or -ENOMEM (nothing
  * changed).  ctrl__bytes_compute() makes the byte records of a round
- * (`rem_s` seconds and `il` intervals left); 0, -ENOMEM or a pshift error
- * (no records then).  ctrl__bytes_info() adds bucket b's byte figures to
+ * (`rem_s` seconds and `il` intervals left) by the ledger's passes (solved
+ * with `o`, after the IO ones: phase_convert() set conv_el); 0, -ENOMEM or
+ * a pshift error (no records then).  ctrl__bytes_info() adds bucket b's byte figures to
  * *out, ctrl__bytes_capacity() is node `node`'s byte rate while busy. */
 typedef struct cbytes cbytes_t;
 int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *bf);
-int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il);
+int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il, const pshift_opts_t *o);
 void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
 double ctrl__bytes_capacity(const ctrl_t *c, int node);
 void ctrl__bytes_free(ctrl_t *c);

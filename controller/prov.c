@@ -19,7 +19,7 @@ int ctrl__prov_plan(ctrl_t *c, int forced)
     for (size_t b = 0; b < c->nb; b++) {
         bstate_t *bs = &c->b[b];
         int was = bs->prov;
-        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->cnt[b] == 0 &&
+        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
                    bs->ralloc == 0 && bs->lalloc == 0;
         bs->walk = bs->prov ? (forced || !was) : was;
         bs->fresh = bs->prov && !was;

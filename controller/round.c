@@ -1,4 +1,4 @@
-/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, budgets, the R and L pShift passes, token records (the provisional splits are in prov.c). */
+/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, the IO ledger's budgets and R and L pShift passes (ledger.c), token records (the provisional splits are in prov.c, the byte round in bytes.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,16 +9,19 @@
 
 /* ctrl_compute() (at the end) runs the phases in this order:
  *   phase_liveness   silent nodes down, records emptied
- *   phase_estimate   served sums, demand estimates; nothing moved: skipped
+ *   phase_estimate   served sums, grants of silent nodes held, demand
+ *                    estimates; nothing moved: skipped
  *   phase_convert    unused reservation converted (every round, skipped too)
- *   phase_budgets    headroom and remaining reservation per bucket
- *   phase_rpass      single-server buckets first, then the R problem
+ *   budgets          headroom and remaining reservation per bucket
+ *   R pass           single-server buckets first, then the R problem
  *                    within the conservative capacities: build, solve
- *   phase_lpass      the L problem on the residual: build, solve, read back
+ *   L pass           the L problem on the residual: build, solve, read back
  *   prov_plan        which limited buckets get a provisional split (prov.c)
  *   phase_push       token records per up node
  *   prov_walk        the provisional splits' records (prov.c)
- * The helpers of those phases come first. */
+ *   bytes            the byte ledger's round (bytes.c), every round
+ * Conversion, budgets and the passes are the IO ledger's (ledger.c), which
+ * the byte dimension runs too.  The helpers of the phases come first. */
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -33,80 +36,6 @@ static int64_t pair_served(const ctrl_t *c, const pair_t *p)
     if (!p->has_report || p->period != c->period)
         return 0;
     return p->served;
-}
-
-/* A node's capacity for the rest of the period in tokens, at most
- * CTRL_NODE_TOKENS_MAX (so that pShift's sum over the nodes fits). */
-static int64_t node_tokens(double t)
-{
-    return t > 0 ? (t < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)t : CTRL_NODE_TOKENS_MAX) : 0;
-}
-
-/* Grows the scratch arrays of a computation to the current numbers of
- * buckets, nodes and active pairs.  Returns 0 or -ENOMEM. */
-static int grow_scratch(ctrl_t *c)
-{
-    if (c->nb + 1 > c->capcnt) {
-        size_t cap = c->nb + 1;
-        int *a = realloc(c->cnt, cap * sizeof *a);
-        if (!a)
-            return -ENOMEM;
-        c->cnt = a;
-        int *g = realloc(c->given, cap * sizeof *g);
-        if (!g)
-            return -ENOMEM;
-        c->given = g;
-        c->capcnt = cap;
-    }
-    if (c->nn > c->capsrv) {
-        int *sn = realloc(c->srv_node, (size_t)c->nn * sizeof *sn);
-        if (!sn)
-            return -ENOMEM;
-        c->srv_node = sn;
-        c->capsrv = c->nn;
-    }
-    size_t most = 0;
-    for (int i = 0; i < c->nn; i++)
-        if (c->nodes[i].nact > most)
-            most = c->nodes[i].nact;
-    if (most > c->cape) {
-        int32_t *eb = realloc(c->eb, most * sizeof *eb);
-        if (!eb)
-            return -ENOMEM;
-        c->eb = eb;
-        int64_t *ed = realloc(c->ed, most * sizeof *ed);
-        if (!ed)
-            return -ENOMEM;
-        c->ed = ed;
-        c->cape = most;
-    }
-    return 0;
-}
-
-/* Sums a solved problem's allocation per bucket (into ralloc of the
- * buckets in the R problem, or lalloc of those in the L problem if
- * `lpass`) and keeps where each bucket's allocations are (ra / la).
- * Walks the problem's entries in its own order, sequentially. */
-static void sum_alloc(ctrl_t *c, const pshift_problem_t *p, int lpass)
-{
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        int pi = lpass ? bs->lpidx : bs->pidx;
-        if (pi < 0)
-            continue;
-        int64_t sum = 0;
-        size_t ne = pshift_bucket_nentries(p, pi);
-        const int64_t *al = pshift_bucket_allocs(p, pi);
-        for (size_t k = 0; k < ne; k++)
-            sum = ctrl__count_add(sum, al[k]);
-        if (lpass) {
-            bs->lalloc = sum;
-            bs->la = al;
-        } else {
-            bs->ralloc = sum;
-            bs->ra = al;
-        }
-    }
 }
 
 /* Makes room for `n` more token records for node nd.  Returns 0 or
@@ -145,34 +74,6 @@ int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
     return rc;
 }
 
-/* (int64_t)ceil(x) for 0 <= x < 2^63 without the libm call (once per
- * backlogged pair and round): t is exact in a double where x has a
- * fraction. */
-static inline int64_t ceil_nonneg(double x)
-{
-    int64_t t = (int64_t)x;
-    return t + ((double)t < x);
-}
-
-/* Makes room in node nd's work array for its active pairs.  Returns 0 or
- * -ENOMEM. */
-static int work_reserve(node_t *nd)
-{
-    if (nd->capwork >= nd->nact)
-        return 0;
-    size_t cap = nd->capact > nd->nact ? nd->capact : nd->nact;
-    work_t *w = realloc(nd->work, cap * sizeof *w);
-    if (!w)
-        return -ENOMEM;
-    nd->work = w;
-    uint32_t *lc = realloc(nd->lcand, cap * sizeof *lc);
-    if (!lc)
-        return -ENOMEM;
-    nd->lcand = lc;
-    nd->capwork = cap;
-    return 0;
-}
-
 /* Keeps what a computation that stopped (skipped or failed) estimated:
  * the active pairs' demands, as its passes left them. */
 static void work_keep_demand(ctrl_t *c)
@@ -182,24 +83,25 @@ static void work_keep_demand(ctrl_t *c)
         if (!nd->up)
             continue;
         for (size_t k = 0; k < nd->nact; k++)
-            nd->push[nd->act[k]].demand = nd->work[k].demand;
+            nd->push[nd->act[k]].demand = c->io.n[i].work[k].demand;
     }
 }
 
 /* The first pass over up node nd's active pairs: adds their served
  * counters and arrivals to their buckets' sums, estimates their demands and
- * fills nd->work for the passes that follow.  Returns nonzero if `changed`
- * or if an estimate moved enough to be worth a recomputation. */
-static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
+ * fills its IO work (ln) for the passes that follow.  Returns nonzero if
+ * `changed` or if an estimate moved enough to be worth a recomputation. */
+static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int changed)
 {
     const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
     /* Sparse in a large table: fetch ahead, sequential access would not. */
     const int sparse = nd->nact * 4 <= nd->ntable;
+    ln->nwork = nd->nact;
     for (size_t k = 0; k < nd->nact; k++) {
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
         pair_t *pr = &nd->pairs[nd->act[k]];
-        work_t *w = &nd->work[k];
+        work_t *w = &ln->work[k];
         int64_t served = pair_served(c, pr);
         w->b = pr->b;
         w->flags = 0;
@@ -239,8 +141,9 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
  * place is split evenly (as L-tokens) over the up nodes where the bucket is
  * active this period, so a bucket whose demand moves between them is
  * served at once, never beyond its limit.  Pairs idle and holding nothing
- * that can change leave the active list.  Returns 0 or -ENOMEM. */
-static int push_node(ctrl_t *c, node_t *nd)
+ * that can change leave the active list (and ln, its IO work).  Returns 0
+ * or -ENOMEM. */
+static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
 {
     const int sparse = nd->nact * 4 <= nd->ntable;
     int rc = out_reserve(nd, nd->nact); /* at most one record per pair */
@@ -249,7 +152,7 @@ static int push_node(ctrl_t *c, node_t *nd)
     size_t k = 0;
     while (k < nd->nact) {
         size_t j = nd->act[k];
-        work_t *w = &nd->work[k];
+        work_t *w = &ln->work[k];
         pair_push_t *ps = &nd->push[j];
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
@@ -268,7 +171,7 @@ static int push_node(ctrl_t *c, node_t *nd)
         if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR)) {
             int64_t left = bs->head - bs->ralloc - bs->lalloc;
             if (left > 0) {
-                int n = c->cnt[w->b], idx = c->given[w->b]++;
+                int n = c->io.cnt[w->b], idx = c->io.given[w->b]++;
                 l += left / n + (idx < left % n ? 1 : 0);
             }
         }
@@ -286,7 +189,7 @@ static int push_node(ctrl_t *c, node_t *nd)
             (bs->prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
             nd->inact[j] = 0;
             nd->act[k] = nd->act[--nd->nact];
-            nd->work[k] = nd->work[nd->nact];
+            ln->work[k] = ln->work[--ln->nwork];
             nd->act_sorted = 0;
             continue;
         }
@@ -304,10 +207,16 @@ static int push_node(ctrl_t *c, node_t *nd)
 static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
 {
     int rc;
+    c->io.b = c->b;
+    c->io.nb = c->nb;
+    c->io.hook = 1;
+    if ((rc = ctrl__ledger_fit(&c->io, c->nn)) < 0)
+        return rc;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nout = 0;
-        if ((rc = work_reserve(nd)) < 0)
+        size_t most = nd->capact > nd->nact ? nd->capact : nd->nact;
+        if (c->io.n[i].capwork < nd->nact && (rc = ctrl__ledger_reserve(&c->io.n[i], most)) < 0)
             return rc;
         if (!nd->act_sorted) {
             qsort(nd->act, nd->nact, sizeof *nd->act, cmp_u32);
@@ -340,18 +249,16 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
  * this period.  That is its grant (served at the push + R + L, the most it
  * can spend per period) of the last period it reported in before the
  * silence, or of this one; pairs not pushed since then held no tokens.
- * Visits the whole table, once per round per such node. */
+ * Visits the whole table, once per round per such node (one that
+ * ctrl__holds_grants()).  The byte ledger holds its grants the same way. */
 static void held_by_silent(ctrl_t *c, const node_t *nd)
 {
-    if (!nd->have_rep)
-        return;
     for (size_t j = 0; j < nd->ntable; j++) {
         const pair_t *pr = &nd->pairs[j];
         const pair_push_t *ps = &nd->push[j];
-        if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED || ps->gperiod == UINT64_MAX ||
-            ps->gperiod < nd->down_rep || ps->gperiod > c->period)
+        if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED)
             continue;
-        int64_t left = ps->grant - pair_served(c, pr);
+        int64_t left = ctrl__grant_left(c, nd, ps->grant, ps->gperiod, pair_served(c, pr));
         if (left > 0)
             c->b[pr->b].held = ctrl__count_add(c->b[pr->b].held, left);
     }
@@ -373,6 +280,8 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
     }
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
+        if (ctrl__holds_grants(c, nd))
+            held_by_silent(c, nd);
         if (!nd->up) {
             for (size_t k = 0; k < nd->nact; k++) {
                 const pair_t *pr = &nd->pairs[nd->act[k]];
@@ -380,18 +289,14 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
                     c->b[pr->b].served =
                         ctrl__count_add(c->b[pr->b].served, pair_served(c, pr));
             }
-            if (!nd->gone)
-                held_by_silent(c, nd);
             continue;
         }
-        if (nd->back_period == c->period)
-            held_by_silent(c, nd);
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s) ||
             estimate_changed(nd->cons_used, nd->cap.conservative, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
-        changed = estimate_node(c, nd, il, changed);
+        changed = estimate_node(c, nd, &c->io.n[i], il, changed);
     }
     return changed;
 }
@@ -400,337 +305,25 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
  * skipped ones: over the interval since the last round a bucket that is
  * not backlogged now (nothing queued on any up node's report) has left
  * unused the part of its reservation's pace, R x (time elapsed) / T, that
- * it was not served; that part is added to bs->conv, which phase_budgets()
+ * it was not served; that part is added to bs->conv, which ctrl__budget()
  * takes off its remaining reservation.  A backlogged bucket converts
  * nothing: what it is short of was withheld, not declined (also in the
  * interval where its demand appeared or moved to servers that held no
  * tokens for it: judging by the queue at both ends of the interval
  * converted those, and cost Experiment 1 five points, 99.9% -> 94.8% of
- * buckets at >= 95%).  Restarts at zero each period. */
+ * buckets at >= 95%).  Restarts at zero each period.  The share of the
+ * period it covered stays in c->conv_el for the byte ledger's conversion. */
 static void phase_convert(ctrl_t *c)
 {
-    if (!c->conv_started || c->conv_period != c->period) {
-        for (size_t b = 0; b < c->nb; b++) {
-            c->b[b].conv = 0;
-            c->b[b].srv_prev = 0;
-        }
+    int reset = !c->conv_started || c->conv_period != c->period;
+    if (reset) {
         c->conv_started = 1;
         c->conv_period = c->period;
         c->conv_left = 1;
     }
-    double el = c->conv_left - c->left;
+    c->conv_el = c->conv_left - c->left;
     c->conv_left = c->left;
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
-        bs->srv_prev = bs->served;
-        if (el > 0 && !bs->backlog && unused > 0)
-            bs->conv += unused;
-    }
-}
-
-/* Phase 3, budgets: each bucket's headroom (limit - served - held by down
- * nodes) and remaining reservation (at most the headroom) for the rest of
- * the period, less what it converted beyond its slack; clears the
- * per-bucket state of the passes. */
-static void phase_budgets(ctrl_t *c)
-{
-    for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        int64_t served = bs->served, spent = ctrl__count_add(served, bs->held);
-        bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED
-                                           : (bs->l > spent ? bs->l - spent : 0);
-        bs->r_rem = bs->r > served ? bs->r - served : 0;
-        if (c->cfg.conv_slack >= 0) {
-            double gone = bs->conv - c->cfg.conv_slack * (double)bs->r + 0.5;
-            if (gone >= 1)
-                bs->r_rem = bs->r_rem > (int64_t)gone ? bs->r_rem - (int64_t)gone : 0;
-        }
-        if (bs->r_rem > bs->head)
-            bs->r_rem = bs->head;
-        bs->pidx = bs->lpidx = -1;
-        bs->rn = bs->ln = bs->nr = 0;
-        bs->ralloc = bs->lalloc = 0;
-        c->cnt[b] = c->given[b] = 0;
-    }
-}
-
-/* Raises w's demand to its backlog floor: a bucket with requests waiting
- * here wants more than it got.  Its arrivals come from clients that wait
- * for answers (closed loop), so they only show the service it got:
- * estimated that way, a bucket sharing a server would never be given more
- * than its current rate.  While it is backlogged and short of its
- * reservation, its demand here is at least its remaining reservation times
- * this node's share of its arrivals. */
-static void backlog_floor(work_t *w, const bstate_t *bs)
-{
-    if ((w->flags & WORK_QUEUED) && bs->r_rem > 0) {
-        double share = bs->arrivals > 0 ? w->arrivals / bs->arrivals : 1;
-        int64_t floor_d = ceil_nonneg((double)bs->r_rem * share);
-        if (w->demand < floor_d)
-            w->demand = floor_d;
-    }
-}
-
-/* Places the R-tokens of the single-server buckets (one pair with demand in
- * the R problem: they have nowhere else to go) on up node nd before pShift
- * sees the others: each gets min(remaining reservation, demand), scaled
- * down (rounding down) if together they exceed `cons` tokens, the node's
- * conservative capacity for the rest of the period.  Their allocations
- * are their own (bs->ss_alloc), their sum nd->load. */
-static void place_single(ctrl_t *c, node_t *nd, int64_t cons, ctrl_result_t *rs)
-{
-    int64_t sum = 0;
-    nd->load = 0;
-    for (size_t k = 0; k < nd->nact; k++) {
-        const work_t *w = &nd->work[k];
-        if (w->rk == 0 && c->b[w->b].nr == 1)
-            sum = ctrl__count_add(sum, w->demand < c->b[w->b].r_rem ? w->demand : c->b[w->b].r_rem);
-    }
-    if (sum == 0)
-        return;
-    double scale = sum > cons ? (double)cons / (double)sum : 1;
-    for (size_t k = 0; k < nd->nact; k++) {
-        const work_t *w = &nd->work[k];
-        if (w->rk != 0 || c->b[w->b].nr != 1)
-            continue;
-        bstate_t *bs = &c->b[w->b];
-        int64_t claim = w->demand < bs->r_rem ? w->demand : bs->r_rem;
-        bs->ss_alloc = scale < 1 ? (int64_t)((double)claim * scale) : claim;
-        bs->ralloc = bs->ss_alloc;
-        bs->ra = &bs->ss_alloc;
-        nd->load = ctrl__count_add(nd->load, bs->ss_alloc);
-        rs->buckets++;
-        rs->pairs++;
-    }
-}
-
-/* Builds the R problem in c->rp from the demands of phase_rpass(): each up
- * node's single-server buckets placed first (place_single) on its
- * conservative capacity, pShift's server the capacity they leave, and the
- * other buckets' demands there times the node's rcut (pairs cut to zero
- * stay out).  Counts buckets and pairs into *rs.  Returns 0, -ENOMEM or a
- * pshift error. */
-static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
-{
-    int rc;
-    pshift_problem_t *p = c->rp;
-    pshift_problem_clear(p);
-    for (size_t b = 0; b < c->nb; b++) {
-        c->b[b].pidx = -1;
-        c->b[b].rn = 0;
-    }
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        nd->pidx = -1;
-        if (!nd->up)
-            continue;
-        place_single(c, nd, nd->rcap, rs);
-        nd->pidx = pshift_add_server(p, NULL, nd->rcap - nd->load);
-        if (nd->pidx < 0)
-            return nd->pidx;
-        c->srv_node[nd->pidx] = i;
-    }
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        if (!nd->up)
-            continue;
-        size_t ne = 0;
-        for (size_t k = 0; k < nd->nact; k++) {
-            work_t *w = &nd->work[k];
-            if (w->rk < 0 || c->b[w->b].nr == 1)
-                continue;
-            int64_t d = nd->rcut < 1 ? (int64_t)((double)w->demand * nd->rcut) : w->demand;
-            w->rk = 0;
-            if (d <= 0) {
-                w->rk = -1; /* cut: no R here */
-                continue;
-            }
-            bstate_t *bs = &c->b[w->b];
-            if (bs->pidx < 0) {
-                bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
-                if (bs->pidx < 0)
-                    return bs->pidx;
-                rs->buckets++;
-            }
-            c->eb[ne] = bs->pidx;
-            c->ed[ne++] = d;
-            /* Nodes are added in increasing server index, so this is the
-             * bucket's rn-th entry in pshift's order too. */
-            w->rk = bs->rn++;
-            rs->pairs++;
-        }
-        if ((rc = pshift_set_demands(p, nd->pidx, c->eb, c->ed, ne)) < 0)
-            return rc;
-    }
-    return 0;
-}
-
-/* After a solve: sets rcut on every up node whose single-server buckets
- * and pShift's allocation there together exceed its conservative capacity
- * (pShift places every bucket's reservation where it has demand, beyond
- * capacity if need be), so that the flexible buckets' demands there fit in
- * what the single-server buckets leave.  Returns nonzero if any was set. */
-static int rpass_cut(ctrl_t *c)
-{
-    int any = 0;
-    for (int s = 0; s < pshift_nservers(c->rp); s++) {
-        node_t *nd = &c->nodes[c->srv_node[s]];
-        int64_t room = nd->rcap - nd->load;
-        if (nd->load == 0 || pshift_server_load(c->rp, s) <= room)
-            continue;
-        int64_t dem = 0;
-        for (size_t k = 0; k < nd->nact; k++) {
-            const work_t *w = &nd->work[k];
-            if (w->rk >= 0 && c->b[w->b].nr != 1)
-                dem = ctrl__count_add(dem, w->demand);
-        }
-        nd->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
-        any = 1;
-    }
-    return any;
-}
-
-/* Phase 4, the R pass, robust to capacity error (issue 14): single-server
- * buckets first, then pShift (solved with `o`) for the others on the up
- * nodes' conservative capacity for the `rem_s` seconds left (rpass_build),
- * once more with cut demands where that overbooks a node holding
- * single-server buckets (rpass_cut); the allocation is summed per bucket
- * and per node.  On the way backlogged demands are raised to their floor
- * and each node's L candidates listed (nd->lcand); *any_l is set if there
- * are any.  Fills buckets, pairs, phi, r_tokens and the R times of *rs.
- * Returns 0, -ENOMEM or a pshift error. */
-static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_result_t *rs,
-                       int *any_l)
-{
-    int rc;
-    if (!c->rp && !(c->rp = pshift_problem_new()))
-        return -ENOMEM;
-    pshift_problem_t *p = c->rp;
-    /* Demands, L candidates and which pairs want R (rk 0, counted in nr). */
-    for (int i = 0; i < c->nn; i++) {
-        node_t *nd = &c->nodes[i];
-        nd->nlcand = 0;
-        if (!nd->up)
-            continue;
-        double capt = nd->cap.estimate * rem_s, cons = nd->cap.conservative * rem_s;
-        nd->capt = node_tokens(capt);
-        nd->rcap = node_tokens(cons);
-        if (nd->rcap > nd->capt)
-            nd->rcap = nd->capt;
-        nd->rcut = 1;
-        for (size_t k = 0; k < nd->nact; k++) {
-            work_t *w = &nd->work[k];
-            w->rk = w->lk = -1;
-            if (w->b < 0)
-                continue;
-            if (w->flags & WORK_CUR)
-                c->cnt[w->b]++; /* up nodes where it is active this period */
-            bstate_t *bs = &c->b[w->b];
-            backlog_floor(w, bs);
-            if (w->demand <= 0)
-                continue;
-            if (bs->l != CTRL_UNLIMITED && bs->head > 0) {
-                *any_l = 1;
-                nd->lcand[nd->nlcand++] = (uint32_t)k;
-            }
-            if (bs->r_rem > 0) {
-                w->rk = 0;
-                bs->nr++;
-            }
-        }
-    }
-    const ctrl_result_t rs0 = *rs;
-    double t = 0;
-    for (int round = 0; round < 2; round++) {
-        *rs = rs0;
-        if ((rc = rpass_build(c, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
-            return rc;
-        t += pshift_stats(p)->t_total;
-        if (round > 0 || !rpass_cut(c))
-            break;
-    }
-    rs->phi = pshift_stats(p)->phi; /* + the single-server buckets' below */
-    rs->t_pshift += t;
-    rs->t_rpass = t;
-    if (c->cfg.solve_hook)
-        c->cfg.solve_hook(p, 0, rs->t_rpass, c->cfg.solve_hook_arg);
-    /* Per bucket and per node totals straight from the solution (its
-     * entries in order), so that the pass over the pairs that follows can
-     * read back R and build the L problem at once. */
-    int ns = pshift_nservers(p);
-    sum_alloc(c, p, 0);
-    for (int s = 0; s < ns; s++) {
-        node_t *nd = &c->nodes[c->srv_node[s]];
-        rs->phi = ctrl__count_add(rs->phi, nd->load);
-        nd->load = ctrl__count_add(nd->load, pshift_server_load(p, s));
-    }
-    for (size_t b = 0; b < c->nb; b++)
-        rs->r_tokens = ctrl__count_add(rs->r_tokens, c->b[b].ralloc);
-    return 0;
-}
-
-/* Phase 5, the L pass (paper III-D) on the residual capacity and demand:
- * limited buckets want the headroom left after R.  Buckets without a limit
- * are not throttled, need no L-tokens and must not take the residual from
- * limited ones, so they are left out, as are limited buckets with nothing
- * left to place.  Only the pairs the R pass listed as candidates
- * (nd->lcand) are visited, and only if `any_l`; the token phase reads R
- * back.  Fills l_tokens, lpass_shifts and the L times of *rs.  Returns 0,
- * -ENOMEM or a pshift error. */
-static int phase_lpass(ctrl_t *c, int any_l, const pshift_opts_t *o, ctrl_result_t *rs)
-{
-    int rc;
-    pshift_problem_t *q = NULL;
-    if (any_l) {
-        if (!c->lp && !(c->lp = pshift_problem_new()))
-            return -ENOMEM;
-        q = c->lp;
-        pshift_problem_clear(q);
-        for (int i = 0; i < c->nn; i++) {
-            node_t *nd = &c->nodes[i];
-            if (!nd->up)
-                continue;
-            if ((rc = pshift_add_server(q, NULL, nd->capt > nd->load ? nd->capt - nd->load : 0)) <
-                0)
-                return rc;
-        }
-    }
-    for (int i = 0; i < c->nn && q; i++) {
-        node_t *nd = &c->nodes[i];
-        size_t ne = 0;
-        for (size_t x = 0; x < nd->nlcand; x++) {
-            work_t *w = &nd->work[nd->lcand[x]];
-            bstate_t *bs = &c->b[w->b];
-            int64_t new_r = w->rk >= 0 ? bs->ra[w->rk] : 0;
-            if (w->demand <= new_r || bs->head <= bs->ralloc)
-                continue;
-            if (bs->lpidx < 0) {
-                bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
-                if (bs->lpidx < 0)
-                    return bs->lpidx;
-            }
-            c->eb[ne] = bs->lpidx;
-            c->ed[ne++] = w->demand - new_r;
-            w->lk = bs->ln++;
-        }
-        if (ne && (rc = pshift_set_demands(q, nd->pidx, c->eb, c->ed, ne)) < 0)
-            return rc;
-    }
-    if (q) {
-        if ((rc = pshift_solve(q, o)) < 0)
-            return rc;
-        rs->t_pshift += pshift_stats(q)->t_total;
-        rs->t_lpass = pshift_stats(q)->t_total;
-        if (c->cfg.solve_hook)
-            c->cfg.solve_hook(q, 1, rs->t_lpass, c->cfg.solve_hook_arg);
-        rs->lpass_shifts = pshift_stats(q)->shifts;
-        sum_alloc(c, q, 1);
-    }
-    for (size_t b = 0; b < c->nb; b++)
-        if (c->b[b].l != CTRL_UNLIMITED)
-            rs->l_tokens += c->b[b].head - c->b[b].ralloc;
-    return 0;
+    ctrl__ledger_convert(&c->io, c->conv_el, reset);
 }
 
 /* Phase 6, token records per up node: everything that can change its
@@ -747,7 +340,7 @@ static int phase_push(ctrl_t *c)
         nd->cons_used = nd->cap.conservative;
         if (!nd->up)
             continue;
-        if ((rc = push_node(c, nd)) < 0)
+        if ((rc = push_node(c, nd, &c->io.n[i])) < 0)
             return rc;
         if (nd->full_push) {
             for (size_t j = 0; j < nd->ntable; j++) {
@@ -794,12 +387,16 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         rs.skipped = 1;
         goto out;
     }
-    if ((rc = grow_scratch(c)) < 0)
+    if ((rc = ctrl__ledger_scratch(&c->io, c->nn)) < 0)
         goto out;
-    phase_budgets(c);
-    if ((rc = phase_rpass(c, rem_s, &o, &rs, &any_l)) < 0)
+    ctrl__ledger_budgets(c, &c->io);
+    for (int i = 0; i < c->nn; i++)
+        if (c->nodes[i].up)
+            ctrl__ledger_caps(&c->io.n[i], c->nodes[i].cap.estimate,
+                              c->nodes[i].cap.conservative, rem_s);
+    if ((rc = ctrl__ledger_rpass(c, &c->io, &o, &rs, &any_l)) < 0)
         goto out;
-    if ((rc = phase_lpass(c, any_l, &o, &rs)) < 0)
+    if ((rc = ctrl__ledger_lpass(c, &c->io, any_l, &o, &rs)) < 0)
         goto out;
     int any_walk = ctrl__prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
@@ -811,7 +408,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     pushed = 1;
 out:
     if (rc == 0 && c->by) /* byte tokens: every round, computed or skipped */
-        rc = ctrl__bytes_compute(c, rem_s, il);
+        rc = ctrl__bytes_compute(c, rem_s, il, &o);
     if (estimated && !pushed)
         work_keep_demand(c); /* skipped round or error */
     if (rc < 0)

@@ -64,9 +64,48 @@ START_TEST(test_admission_local)
 }
 END_TEST
 
+/* red's servers do 100 MB/s; blue's placement is unknown. */
+static double byte_placement(const char *name, void *arg)
+{
+    (void)arg;
+    return strcmp(name, "red") == 0 ? 100e6 : -1;
+}
+
+/* Byte reservations are held to the byte capacities as reservations are
+ * to the IO ones, each message naming its unit; while the byte capacity is
+ * unknown they pass with a note; IOs and bytes add up to one list. */
+START_TEST(test_admission_bytes)
+{
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":100,"
+                            "\"reservation_bytes\":150000000},"
+                            "{\"name\":\"blue\",\"reservation\":100,"
+                            "\"reservation_bytes\":50000000}]}");
+    char msg[512];
+    admission_view_t v = {.total_capacity = 1000};
+    ck_assert_int_eq(admission_check(bf, &v, msg, sizeof msg), 0);
+    ck_assert_msg(strstr(msg, "byte capacity unknown"), "%s", msg);
+    v.total_byte_capacity = 300e6;
+    ck_assert_int_eq(admission_check(bf, &v, msg, sizeof msg), 0);
+    ck_assert_str_eq(msg, "");
+    v.bucket_byte_capacity = byte_placement;
+    ck_assert_int_eq(admission_check(bf, &v, msg, sizeof msg), -EDQUOT);
+    ck_assert_str_eq(msg, "bucket red: byte reservation 150000000 bytes/s exceeds the 100000000 "
+                          "bytes/s of the servers it is placed on");
+    v.total_byte_capacity = 199e6;
+    v.total_capacity = 150;
+    ck_assert_int_eq(admission_check(bf, &v, msg, sizeof msg), -EDQUOT);
+    ck_assert_str_eq(msg, "total reservation 200 IOs/s exceeds the cluster's estimated capacity "
+                          "150 IOs/s; total byte reservation 200000000 bytes/s exceeds the "
+                          "cluster's estimated byte capacity 199000000 bytes/s; bucket red: byte "
+                          "reservation 150000000 bytes/s exceeds the 100000000 bytes/s of the "
+                          "servers it is placed on");
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_admission_mode, test_admission_aggregate,
-                                  test_admission_local};
+                                  test_admission_local, test_admission_bytes};
     return testlib_run_tests("admission", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1452,6 +1452,152 @@ START_TEST(test_ctrl_byte_tokens_hold_the_byte_limit)
 }
 END_TEST
 
+/* One round of period p, interval k in which the nodes i < nn with rep[i]
+ * set report bucket 0 (IO record rep[i], byte record: byte arrivals
+ * arr[i] in the interval, bytes served sb[i] this period, busy[i] busy
+ * seconds), then the computation, which must succeed. */
+static void byte_round(ctrl_t *c, uint64_t p, uint32_t k, int nn, const rep_t *const *rep,
+                       const uint64_t *arr, const uint64_t *sb, const double *busy)
+{
+    ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+    for (int i = 0; i < nn; i++) {
+        if (!rep[i])
+            continue;
+        report(c, i, p, k, rep[i], 1, 0, 0);
+        proto_report_bytes_t br = {.bucket = 0, .arrivals_interval = arr[i], .served = sb[i]};
+        ck_assert_int_eq(ctrl_node_report_bytes(c, i, p, sb[i], busy[i], &br, 1), 0);
+    }
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+}
+
+/* The byte R and L pushed to `node` for bucket 0, which must have a
+ * byte record. */
+static void btok(const ctrl_t *c, int node, int64_t *r, int64_t *l)
+{
+    uint32_t fl;
+    ck_assert_int_eq(find_btok(c, node, 0, r, l, &fl), 0);
+}
+
+/* The byte dimension converts as the IO one (issue 15): a byte bucket idle
+ * (not backlogged) for most of the period, whose demand appears in the
+ * last interval, has left 60% of its byte reservation unused: it is
+ * offered 1,000,000 x (1 - 0.6 + 0.05 slack) bytes of R, not the whole
+ * reservation (nor with conversion off). */
+START_TEST(test_ctrl_byte_conversion_of_unused_reservation)
+{
+    for (int conv = 1; conv >= 0; conv--) {
+        ctrl_config_t cfg = ctrl_config_default();
+        if (!conv)
+            cfg.conv_slack = -1;
+        ctrl_t *c = setup("{\"buckets\":[{\"name\":\"late\",\"reservation\":0,"
+                          "\"reservation_bytes\":1000000}]}",
+                          1, 50000, &cfg);
+        const uint64_t none = 0;
+        const double idle = 0;
+        for (uint32_t k = 0; k < 5; k++) {
+            rep_t rp = {k == 4 ? 500 : 0, k == 4 ? 500 : 0, 0, 0, CTRL_UNLIMITED};
+            uint64_t arr = k == 4 ? 4000000 : 0;
+            byte_round(c, 1, k, 1, (const rep_t *const[]){&rp}, &arr, &none, &idle);
+        }
+        int64_t r, l;
+        btok(c, 0, &r, &l);
+        ck_assert_int_eq(r, conv ? 450000 : 1000000);
+        ck_assert_int_eq(l, CTRL_UNLIMITED);
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
+/* A node that falls silent keeps spending its byte grant (it may be cut
+ * off, not dead): the byte limit is held against it as the IO limit is
+ * (test_ctrl_silent_node_keeps_its_grant), until its goodbye. */
+START_TEST(test_ctrl_silent_node_byte_grant_held)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.down_after = 2;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,"
+                      "\"limit_bytes\":1000000}]}",
+                      2, 50000, &cfg);
+    rep_t busy = {500, 5000, 0, 0, CTRL_UNLIMITED};
+    const uint64_t arr[2] = {300000, 300000}, none[2] = {0, 0}, spent[2] = {100000, 0};
+    const double idle[2] = {0, 0};
+    int64_t r, l, grant1 = 0;
+    byte_round(c, 1, 0, 2, (const rep_t *const[]){&busy, &busy}, arr, none, idle);
+    btok(c, 1, &r, &l);
+    grant1 = r + l; /* n1 served nothing: its grant */
+    ck_assert_int_gt(grant1, 0);
+    /* n1 falls silent (still up for one round: a push, its grant may
+     * grow) and is marked down; n0 spends and reports. */
+    for (uint32_t k = 1; k <= 2; k++) {
+        byte_round(c, 1, k, 2, (const rep_t *const[]){&busy, NULL}, arr, spent, idle);
+        if (ctrl_node_up(c, 1)) {
+            btok(c, 1, &r, &l);
+            grant1 = r + l > grant1 ? r + l : grant1;
+        }
+    }
+    ck_assert(!ctrl_node_up(c, 1));
+    btok(c, 0, &r, &l);
+    ck_assert_int_le(100000 + r + l + grant1, 1000000);
+    /* n1 says goodbye: it spends nothing more, n0 may have the rest. */
+    ck_assert_int_eq(ctrl_node_goodbye(c, 1), 0);
+    byte_round(c, 1, 3, 2, (const rep_t *const[]){&busy, NULL}, arr, spent, idle);
+    btok(c, 0, &r, &l);
+    ck_assert_int_eq(r + l, 900000);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+static double byte_placement(const char *name, void *arg)
+{
+    return ctrl_bucket_byte_capacity(arg, name);
+}
+
+/* Admission in bytes (issue 15): byte reservations are held to the nodes'
+ * byte capacities (bytes per busy second from their reports), in all and
+ * per bucket where it has demand; unknown until a node has served bytes. */
+START_TEST(test_ctrl_byte_admission)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,"
+                      "\"reservation_bytes\":1000}]}",
+                      2, 10000, NULL);
+    bucketfile_t *big = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,"
+                             "\"reservation_bytes\":50000000}]}");
+    bucketfile_t *mid = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,"
+                             "\"reservation_bytes\":30000000}]}");
+    char msg[512];
+    admission_view_t v = {.total_capacity = ctrl_total_capacity(c),
+                          .arg = c,
+                          .total_byte_capacity = ctrl_total_byte_capacity(c),
+                          .bucket_byte_capacity = byte_placement};
+    ck_assert_int_eq(admission_check(big, &v, msg, sizeof msg), 0);
+    ck_assert_msg(strstr(msg, "byte capacity unknown"), "%s", msg);
+    /* Each node serves 2,000,000 bytes per 0.1 busy seconds: 20 MB/s;
+     * red has demand on n0 only. */
+    rep_t want = {1, 100, 0, 0, CTRL_UNLIMITED}, idle = {0, 0, 0, 0, CTRL_UNLIMITED};
+    for (uint32_t k = 0; k < 5; k++) {
+        const uint64_t arr[2] = {1000, 0}, sb[2] = {2000000 * k, 2000000 * k};
+        const double busy[2] = {0.1 * k, 0.1 * k};
+        byte_round(c, 1, k, 2, (const rep_t *const[]){&want, &idle}, arr, sb, busy);
+    }
+    ck_assert_double_eq_tol(ctrl_total_byte_capacity(c), 40e6, 1);
+    ck_assert_double_eq_tol(ctrl_bucket_byte_capacity(c, "red"), 20e6, 1);
+    v.total_byte_capacity = ctrl_total_byte_capacity(c);
+    ck_assert_int_eq(admission_check(big, &v, msg, sizeof msg), -EDQUOT);
+    ck_assert_msg(strstr(msg, "total byte reservation 50000000 bytes/s exceeds the cluster's "
+                              "estimated byte capacity 40000000 bytes/s"),
+                  "%s", msg);
+    ck_assert_int_eq(admission_check(mid, &v, msg, sizeof msg), -EDQUOT);
+    ck_assert_msg(strstr(msg, "bucket red: byte reservation 30000000 bytes/s exceeds the "
+                              "20000000 bytes/s of the servers it is placed on") &&
+                      !strstr(msg, "total"),
+                  "%s", msg);
+    bucketfile_destroy(&big);
+    bucketfile_destroy(&mid);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1470,7 +1616,8 @@ int main(void)
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
         test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
-        test_ctrl_byte_tokens_hold_the_byte_limit
+        test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
+        test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -20,13 +20,21 @@ static double view_bucket(const char *name, void *arg)
     return ctrl_bucket_capacity(arg, name);
 }
 
-/* admission_check() of `bf` against what the controller knows now. */
+static double view_bucket_bytes(const char *name, void *arg)
+{
+    return ctrl_bucket_byte_capacity(arg, name);
+}
+
+/* admission_check() of `bf` against what the controller knows now, in IOs
+ * and in bytes. */
 static int admission_now(const admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
 {
     admission_view_t v = {
         .total_capacity = ctrl_total_capacity(ad->ctrl),
         .bucket_capacity = view_bucket,
         .arg = ad->ctrl,
+        .total_byte_capacity = ctrl_total_byte_capacity(ad->ctrl),
+        .bucket_byte_capacity = view_bucket_bytes,
     };
     return admission_check(bf, &v, msg, size);
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit; a byte reservation wins most of a saturated node.
+# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit; a byte reservation wins most of a saturated node; one beyond the nodes' byte capacity draws an admission warning.
 # Needs BIN (default bin); skips (exit 0 with a note) if fio or python3 is missing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_cost
@@ -129,6 +129,14 @@ echo "# saturated node: gold $1 bytes/s, bronze $2 bytes/s (gold reserves $((100
 check "a byte reservation gives gold most of a saturated node (gold $1, bronze $2 bytes/s)" \
   "[ $1 -gt $((2 * $2)) ] && [ $2 -gt 0 ]"
 
+# Admission in bytes (--admission warn): a byte reservation beyond what the
+# nodes serve per busy second is accepted with a warning that names bytes/s.
+"$BIN/bqos-ctl" --endpoint "$ADMIN_EP" set bronze --reservation-bytes 1000g \
+  >"$T/adm.out" 2>"$T/adm.err"
+rc=$?
+check "a byte reservation beyond the nodes' byte capacity: accepted with a warning in bytes/s (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "^bqos-ctl: warning: .*byte reservation .*bytes/s" "$T/adm.err"'
+
 cleanup # every process stopped: their logs end with any sanitizer report
 check "no sanitizer report" '! grep -qE "Sanitizer|runtime error:" "$T"/*.log'
-it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt'"
+it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt' '$T/adm.err'"

@@ -1,0 +1,461 @@
+/* ledger.c - the passes a dimension of the controller runs each round, the same for IOs and bytes: token conversion, budgets, the R pass (single-server buckets first, within the conservative capacities) and the L pass (ledger_t in ctrl_int.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "controller/ctrl.h"
+#include "controller/ctrl_int.h"
+
+/* A node's capacity for the rest of the period in tokens, at most
+ * CTRL_NODE_TOKENS_MAX (so that pShift's sum over the nodes fits). */
+static int64_t node_tokens(double t)
+{
+    return t > 0 ? (t < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)t : CTRL_NODE_TOKENS_MAX) : 0;
+}
+
+/* (int64_t)ceil(x) for 0 <= x < 2^63 without the libm call (once per
+ * backlogged pair and round): t is exact in a double where x has a
+ * fraction. */
+static inline int64_t ceil_nonneg(double x)
+{
+    int64_t t = (int64_t)x;
+    return t + ((double)t < x);
+}
+
+int ctrl__ledger_fit(ledger_t *L, int nn)
+{
+    if (nn <= L->capn)
+        return 0;
+    lnode_t *n = realloc(L->n, (size_t)nn * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    for (int i = L->capn; i < nn; i++)
+        n[i] = (lnode_t){.pidx = -1, .rcut = 1};
+    L->n = n;
+    L->capn = nn;
+    return 0;
+}
+
+int ctrl__ledger_reserve(lnode_t *ln, size_t n)
+{
+    if (ln->capwork >= n)
+        return 0;
+    work_t *w = realloc(ln->work, n * sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    ln->work = w;
+    uint32_t *lc = realloc(ln->lcand, n * sizeof *lc);
+    if (!lc)
+        return -ENOMEM;
+    ln->lcand = lc;
+    ln->capwork = n;
+    return 0;
+}
+
+int ctrl__ledger_scratch(ledger_t *L, int nn)
+{
+    if (L->nb + 1 > L->capcnt) {
+        size_t cap = L->nb + 1;
+        int *a = realloc(L->cnt, cap * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        L->cnt = a;
+        int *g = realloc(L->given, cap * sizeof *g);
+        if (!g)
+            return -ENOMEM;
+        L->given = g;
+        L->capcnt = cap;
+    }
+    if (nn > L->capsrv) {
+        int *sn = realloc(L->srv_node, (size_t)nn * sizeof *sn);
+        if (!sn)
+            return -ENOMEM;
+        L->srv_node = sn;
+        L->capsrv = nn;
+    }
+    size_t most = 0;
+    for (int i = 0; i < nn && i < L->capn; i++)
+        if (L->n[i].nwork > most)
+            most = L->n[i].nwork;
+    if (most > L->cape) {
+        int32_t *eb = realloc(L->eb, most * sizeof *eb);
+        if (!eb)
+            return -ENOMEM;
+        L->eb = eb;
+        int64_t *ed = realloc(L->ed, most * sizeof *ed);
+        if (!ed)
+            return -ENOMEM;
+        L->ed = ed;
+        L->cape = most;
+    }
+    return 0;
+}
+
+void ctrl__ledger_free(ledger_t *L)
+{
+    for (int i = 0; i < L->capn; i++) {
+        free(L->n[i].work);
+        free(L->n[i].lcand);
+    }
+    free(L->n);
+    free(L->cnt);
+    free(L->given);
+    free(L->srv_node);
+    free(L->eb);
+    free(L->ed);
+    pshift_problem_destroy(&L->rp);
+    pshift_problem_destroy(&L->lp);
+    *L = (ledger_t){0};
+}
+
+void ctrl__ledger_convert(ledger_t *L, double el, int reset)
+{
+    for (size_t b = 0; b < L->nb && reset; b++) {
+        L->b[b].conv = 0;
+        L->b[b].srv_prev = 0;
+    }
+    for (size_t b = 0; b < L->nb; b++) {
+        bstate_t *bs = &L->b[b];
+        double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
+        bs->srv_prev = bs->served;
+        if (el > 0 && !bs->backlog && unused > 0)
+            bs->conv += unused;
+    }
+}
+
+/* Bucket bs's headroom (limit - served - held by silent nodes) and
+ * remaining reservation (at most the headroom) for the rest of the period,
+ * less what it converted beyond its slack. */
+void ctrl__budget(const ctrl_t *c, bstate_t *bs)
+{
+    int64_t served = bs->served, spent = ctrl__count_add(served, bs->held);
+    bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : (bs->l > spent ? bs->l - spent : 0);
+    bs->r_rem = bs->r > served ? bs->r - served : 0;
+    if (c->cfg.conv_slack >= 0) {
+        double gone = bs->conv - c->cfg.conv_slack * (double)bs->r + 0.5;
+        if (gone >= 1)
+            bs->r_rem = bs->r_rem > (int64_t)gone ? bs->r_rem - (int64_t)gone : 0;
+    }
+    if (bs->r_rem > bs->head)
+        bs->r_rem = bs->head;
+}
+
+void ctrl__ledger_budgets(const ctrl_t *c, ledger_t *L)
+{
+    for (size_t b = 0; b < L->nb; b++) {
+        bstate_t *bs = &L->b[b];
+        ctrl__budget(c, bs);
+        bs->pidx = bs->lpidx = -1;
+        bs->rn = bs->ln = bs->nr = 0;
+        bs->ralloc = bs->lalloc = 0;
+        L->cnt[b] = L->given[b] = 0;
+    }
+}
+
+void ctrl__ledger_caps(lnode_t *ln, double est, double cons, double rem_s)
+{
+    ln->capt = node_tokens(est * rem_s);
+    ln->rcap = node_tokens(cons * rem_s);
+    if (ln->rcap > ln->capt)
+        ln->rcap = ln->capt;
+}
+
+/* Sums a solved problem's allocation per bucket (into ralloc of the
+ * buckets in the R problem, or lalloc of those in the L problem if
+ * `lpass`) and keeps where each bucket's allocations are (ra / la).
+ * Walks the problem's entries in its own order, sequentially. */
+static void sum_alloc(ledger_t *L, const pshift_problem_t *p, int lpass)
+{
+    for (size_t b = 0; b < L->nb; b++) {
+        bstate_t *bs = &L->b[b];
+        int pi = lpass ? bs->lpidx : bs->pidx;
+        if (pi < 0)
+            continue;
+        int64_t sum = 0;
+        size_t ne = pshift_bucket_nentries(p, pi);
+        const int64_t *al = pshift_bucket_allocs(p, pi);
+        for (size_t k = 0; k < ne; k++)
+            sum = ctrl__count_add(sum, al[k]);
+        if (lpass) {
+            bs->lalloc = sum;
+            bs->la = al;
+        } else {
+            bs->ralloc = sum;
+            bs->ra = al;
+        }
+    }
+}
+
+/* Raises w's demand to its backlog floor: a bucket with requests waiting
+ * here wants more than it got.  Its arrivals come from clients that wait
+ * for answers (closed loop), so they only show the service it got:
+ * estimated that way, a bucket sharing a server would never be given more
+ * than its current rate.  While it is backlogged and short of its
+ * reservation, its demand here is at least its remaining reservation times
+ * this node's share of its arrivals. */
+static void backlog_floor(work_t *w, const bstate_t *bs)
+{
+    if ((w->flags & WORK_QUEUED) && bs->r_rem > 0) {
+        double share = bs->arrivals > 0 ? w->arrivals / bs->arrivals : 1;
+        int64_t floor_d = ceil_nonneg((double)bs->r_rem * share);
+        if (w->demand < floor_d)
+            w->demand = floor_d;
+    }
+}
+
+/* Places the R-tokens of the single-server buckets (one pair with demand in
+ * the R problem: they have nowhere else to go) on up node ln before pShift
+ * sees the others: each gets min(remaining reservation, demand), scaled
+ * down (rounding down) if together they exceed `cons` tokens, the node's
+ * conservative capacity for the rest of the period.  Their allocations
+ * are their own (bs->ss_alloc), their sum ln->load. */
+static void place_single(ledger_t *L, lnode_t *ln, int64_t cons, ctrl_result_t *rs)
+{
+    int64_t sum = 0;
+    ln->load = 0;
+    for (size_t k = 0; k < ln->nwork; k++) {
+        const work_t *w = &ln->work[k];
+        if (w->rk == 0 && L->b[w->b].nr == 1)
+            sum = ctrl__count_add(sum, w->demand < L->b[w->b].r_rem ? w->demand : L->b[w->b].r_rem);
+    }
+    if (sum == 0)
+        return;
+    double scale = sum > cons ? (double)cons / (double)sum : 1;
+    for (size_t k = 0; k < ln->nwork; k++) {
+        const work_t *w = &ln->work[k];
+        if (w->rk != 0 || L->b[w->b].nr != 1)
+            continue;
+        bstate_t *bs = &L->b[w->b];
+        int64_t claim = w->demand < bs->r_rem ? w->demand : bs->r_rem;
+        bs->ss_alloc = scale < 1 ? (int64_t)((double)claim * scale) : claim;
+        bs->ralloc = bs->ss_alloc;
+        bs->ra = &bs->ss_alloc;
+        ln->load = ctrl__count_add(ln->load, bs->ss_alloc);
+        rs->buckets++;
+        rs->pairs++;
+    }
+}
+
+/* Builds the R problem in L->rp from the demands of ctrl__ledger_rpass():
+ * each up node's single-server buckets placed first (place_single) on its
+ * conservative capacity, pShift's server the capacity they leave, and the
+ * other buckets' demands there times the node's rcut (pairs cut to zero
+ * stay out).  Counts buckets and pairs into *rs.  Returns 0, -ENOMEM or a
+ * pshift error. */
+static int rpass_build(const ctrl_t *c, ledger_t *L, ctrl_result_t *rs)
+{
+    int rc;
+    pshift_problem_t *p = L->rp;
+    pshift_problem_clear(p);
+    for (size_t b = 0; b < L->nb; b++) {
+        L->b[b].pidx = -1;
+        L->b[b].rn = 0;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        lnode_t *ln = &L->n[i];
+        ln->pidx = -1;
+        if (!c->nodes[i].up)
+            continue;
+        place_single(L, ln, ln->rcap, rs);
+        ln->pidx = pshift_add_server(p, NULL, ln->rcap - ln->load);
+        if (ln->pidx < 0)
+            return ln->pidx;
+        L->srv_node[ln->pidx] = i;
+    }
+    for (int i = 0; i < c->nn; i++) {
+        lnode_t *ln = &L->n[i];
+        if (!c->nodes[i].up)
+            continue;
+        size_t ne = 0;
+        for (size_t k = 0; k < ln->nwork; k++) {
+            work_t *w = &ln->work[k];
+            if (w->rk < 0 || L->b[w->b].nr == 1)
+                continue;
+            int64_t d = ln->rcut < 1 ? (int64_t)((double)w->demand * ln->rcut) : w->demand;
+            w->rk = 0;
+            if (d <= 0) {
+                w->rk = -1; /* cut: no R here */
+                continue;
+            }
+            bstate_t *bs = &L->b[w->b];
+            if (bs->pidx < 0) {
+                bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
+                if (bs->pidx < 0)
+                    return bs->pidx;
+                rs->buckets++;
+            }
+            L->eb[ne] = bs->pidx;
+            L->ed[ne++] = d;
+            /* Nodes are added in increasing server index, so this is the
+             * bucket's rn-th entry in pshift's order too. */
+            w->rk = bs->rn++;
+            rs->pairs++;
+        }
+        if ((rc = pshift_set_demands(p, ln->pidx, L->eb, L->ed, ne)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* After a solve: sets rcut on every up node whose single-server buckets
+ * and pShift's allocation there together exceed its conservative capacity
+ * (pShift places every bucket's reservation where it has demand, beyond
+ * capacity if need be), so that the flexible buckets' demands there fit in
+ * what the single-server buckets leave.  Returns nonzero if any was set. */
+static int rpass_cut(ledger_t *L)
+{
+    int any = 0;
+    for (int s = 0; s < pshift_nservers(L->rp); s++) {
+        lnode_t *ln = &L->n[L->srv_node[s]];
+        int64_t room = ln->rcap - ln->load;
+        if (ln->load == 0 || pshift_server_load(L->rp, s) <= room)
+            continue;
+        int64_t dem = 0;
+        for (size_t k = 0; k < ln->nwork; k++) {
+            const work_t *w = &ln->work[k];
+            if (w->rk >= 0 && L->b[w->b].nr != 1)
+                dem = ctrl__count_add(dem, w->demand);
+        }
+        ln->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
+        any = 1;
+    }
+    return any;
+}
+
+/* The R pass (phase 4 of a round), robust to capacity error (issue 14):
+ * single-server buckets first, then pShift (solved with `o`) for the others
+ * on the up nodes' conservative capacity for the rest of the period
+ * (ctrl__ledger_caps(), rpass_build), once more with cut demands where
+ * that overbooks a node holding
+ * single-server buckets (rpass_cut); the allocation is summed per bucket
+ * and per node.  On the way backlogged demands are raised to their floor
+ * and each node's L candidates listed (ln->lcand); *any_l is set if there
+ * are any.  Fills buckets, pairs, phi, r_tokens and the R times of *rs.
+ * Returns 0, -ENOMEM or a pshift error. */
+int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs,
+                       int *any_l)
+{
+    int rc;
+    if (!L->rp && !(L->rp = pshift_problem_new()))
+        return -ENOMEM;
+    pshift_problem_t *p = L->rp;
+    /* Demands, L candidates and which pairs want R (rk 0, counted in nr). */
+    for (int i = 0; i < c->nn; i++) {
+        lnode_t *ln = &L->n[i];
+        ln->nlcand = 0;
+        if (!c->nodes[i].up)
+            continue;
+        ln->rcut = 1;
+        for (size_t k = 0; k < ln->nwork; k++) {
+            work_t *w = &ln->work[k];
+            w->rk = w->lk = -1;
+            if (w->b < 0)
+                continue;
+            if (w->flags & WORK_CUR)
+                L->cnt[w->b]++; /* up nodes where it is active this period */
+            bstate_t *bs = &L->b[w->b];
+            backlog_floor(w, bs);
+            if (w->demand <= 0)
+                continue;
+            if (bs->l != CTRL_UNLIMITED && bs->head > 0) {
+                *any_l = 1;
+                ln->lcand[ln->nlcand++] = (uint32_t)k;
+            }
+            if (bs->r_rem > 0) {
+                w->rk = 0;
+                bs->nr++;
+            }
+        }
+    }
+    const ctrl_result_t rs0 = *rs;
+    double t = 0;
+    for (int round = 0; round < 2; round++) {
+        *rs = rs0;
+        if ((rc = rpass_build(c, L, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
+            return rc;
+        t += pshift_stats(p)->t_total;
+        if (round > 0 || !rpass_cut(L))
+            break;
+    }
+    rs->phi = pshift_stats(p)->phi; /* + the single-server buckets' below */
+    rs->t_pshift += t;
+    rs->t_rpass = t;
+    if (L->hook && c->cfg.solve_hook)
+        c->cfg.solve_hook(p, 0, rs->t_rpass, c->cfg.solve_hook_arg);
+    /* Per bucket and per node totals straight from the solution (its
+     * entries in order), so that the pass over the pairs that follows can
+     * read back R and build the L problem at once. */
+    int ns = pshift_nservers(p);
+    sum_alloc(L, p, 0);
+    for (int s = 0; s < ns; s++) {
+        lnode_t *ln = &L->n[L->srv_node[s]];
+        rs->phi = ctrl__count_add(rs->phi, ln->load);
+        ln->load = ctrl__count_add(ln->load, pshift_server_load(p, s));
+    }
+    for (size_t b = 0; b < L->nb; b++)
+        rs->r_tokens = ctrl__count_add(rs->r_tokens, L->b[b].ralloc);
+    return 0;
+}
+
+/* The L pass (phase 5 of a round, paper III-D) on the residual capacity
+ * and demand: limited buckets want the headroom left after R.  Buckets without a limit
+ * are not throttled, need no L-tokens and must not take the residual from
+ * limited ones, so they are left out, as are limited buckets with nothing
+ * left to place.  Only the pairs the R pass listed as candidates
+ * (ln->lcand) are visited, and only if `any_l`; the token phase reads R
+ * back.  Fills l_tokens, lpass_shifts and the L times of *rs.  Returns 0,
+ * -ENOMEM or a pshift error. */
+int ctrl__ledger_lpass(ctrl_t *c, ledger_t *L, int any_l, const pshift_opts_t *o,
+                       ctrl_result_t *rs)
+{
+    int rc;
+    pshift_problem_t *q = NULL;
+    if (any_l) {
+        if (!L->lp && !(L->lp = pshift_problem_new()))
+            return -ENOMEM;
+        q = L->lp;
+        pshift_problem_clear(q);
+        for (int i = 0; i < c->nn; i++) {
+            lnode_t *ln = &L->n[i];
+            if (!c->nodes[i].up)
+                continue;
+            if ((rc = pshift_add_server(q, NULL, ln->capt > ln->load ? ln->capt - ln->load : 0)) <
+                0)
+                return rc;
+        }
+    }
+    for (int i = 0; i < c->nn && q; i++) {
+        lnode_t *ln = &L->n[i];
+        size_t ne = 0;
+        for (size_t x = 0; x < ln->nlcand; x++) {
+            work_t *w = &ln->work[ln->lcand[x]];
+            bstate_t *bs = &L->b[w->b];
+            int64_t new_r = w->rk >= 0 ? bs->ra[w->rk] : 0;
+            if (w->demand <= new_r || bs->head <= bs->ralloc)
+                continue;
+            if (bs->lpidx < 0) {
+                bs->lpidx = pshift_add_bucket(q, NULL, bs->head - bs->ralloc);
+                if (bs->lpidx < 0)
+                    return bs->lpidx;
+            }
+            L->eb[ne] = bs->lpidx;
+            L->ed[ne++] = w->demand - new_r;
+            w->lk = bs->ln++;
+        }
+        if (ne && (rc = pshift_set_demands(q, ln->pidx, L->eb, L->ed, ne)) < 0)
+            return rc;
+    }
+    if (q) {
+        if ((rc = pshift_solve(q, o)) < 0)
+            return rc;
+        rs->t_pshift += pshift_stats(q)->t_total;
+        rs->t_lpass = pshift_stats(q)->t_total;
+        if (L->hook && c->cfg.solve_hook)
+            c->cfg.solve_hook(q, 1, rs->t_lpass, c->cfg.solve_hook_arg);
+        rs->lpass_shifts = pshift_stats(q)->shifts;
+        sum_alloc(L, q, 1);
+    }
+    for (size_t b = 0; b < L->nb; b++)
+        if (L->b[b].l != CTRL_UNLIMITED)
+            rs->l_tokens += L->b[b].head - L->b[b].ralloc;
+    return 0;
+}
