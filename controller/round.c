@@ -238,7 +238,11 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
  * node's counts.  Headroom of a limited bucket that the estimates did not
  * place is split evenly (as L-tokens) over the up nodes where the bucket is
  * active this period, so a bucket whose demand moves between them is
- * served at once, never beyond its limit.  Pairs idle and holding nothing
+ * served at once, never beyond its limit; limits being rates, over those
+ * where it is queued if there are any (bs->nq): the headroom is then only
+ * the pro-rata share, and spread over every node that ever saw the bucket
+ * it would sit where the demand has left (Experiment 4: 92.5% of
+ * bucket-periods meeting R instead of 100%).  Pairs idle and holding nothing
  * that can change leave the active list.  Returns 0 or -ENOMEM. */
 static int push_node(ctrl_t *c, node_t *nd)
 {
@@ -265,10 +269,11 @@ static int push_node(ctrl_t *c, node_t *nd)
         int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
         if (w->lk >= 0)
             l += bs->la[w->lk];
-        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR)) {
+        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR) &&
+            (bs->nq == 0 || (w->flags & WORK_QUEUED))) {
             int64_t left = bs->head - bs->ralloc - bs->lalloc;
             if (left > 0) {
-                int n = c->cnt[w->b], idx = c->given[w->b]++;
+                int n = bs->nq ? bs->nq : c->cnt[w->b], idx = c->given[w->b]++;
                 l += left / n + (idx < left % n ? 1 : 0);
             }
         }
@@ -429,17 +434,39 @@ static void phase_convert(ctrl_t *c)
     }
 }
 
-/* Phase 3, budgets: each bucket's headroom (limit - served - held by down
- * nodes) and remaining reservation (at most the headroom) for the rest of
- * the period, less what it converted beyond its slack; clears the
- * per-bucket state of the passes. */
+/* A limited bucket's headroom for the rest of the period: its limit less
+ * what it was served and what down nodes hold.  Limits being rates
+ * (limit_depth >= 0, docs/controller.md), also at most its pro-rata share
+ * of the time left plus the depth, L x (left + depth / T), less what down
+ * nodes hold: the nodes pace their parts over the time left, so together
+ * they exceed L / T by at most the depth, and a bucket served less earlier
+ * (idle, starved, or its demand moved) does not catch up.  Unlimited:
+ * CTRL_UNLIMITED. */
+static int64_t limit_head(const ctrl_t *c, const bstate_t *bs)
+{
+    if (bs->l == CTRL_UNLIMITED)
+        return CTRL_UNLIMITED;
+    int64_t spent = ctrl__count_add(bs->served, bs->held);
+    int64_t head = bs->l > spent ? bs->l - spent : 0;
+    if (c->cfg.limit_depth >= 0) {
+        double share = (double)bs->l * (c->left + c->cfg.limit_depth / c->cfg.period_s);
+        int64_t rate = share < (double)bs->l ? ceil_nonneg(share) - bs->held : head;
+        if (rate < head)
+            head = rate > 0 ? rate : 0;
+    }
+    return head;
+}
+
+/* Phase 3, budgets: each bucket's headroom (limit_head()) and remaining
+ * reservation (at most the headroom) for the rest of the period, less what
+ * it converted beyond its slack; clears the per-bucket state of the
+ * passes. */
 static void phase_budgets(ctrl_t *c)
 {
     for (size_t b = 0; b < c->nb; b++) {
         bstate_t *bs = &c->b[b];
-        int64_t served = bs->served, spent = ctrl__count_add(served, bs->held);
-        bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED
-                                           : (bs->l > spent ? bs->l - spent : 0);
+        int64_t served = bs->served;
+        bs->head = limit_head(c, bs);
         bs->r_rem = bs->r > served ? bs->r - served : 0;
         if (c->cfg.conv_slack >= 0) {
             double gone = bs->conv - c->cfg.conv_slack * (double)bs->r + 0.5;
@@ -449,7 +476,7 @@ static void phase_budgets(ctrl_t *c)
         if (bs->r_rem > bs->head)
             bs->r_rem = bs->head;
         bs->pidx = bs->lpidx = -1;
-        bs->rn = bs->ln = bs->nr = 0;
+        bs->rn = bs->ln = bs->nr = bs->nq = 0;
         bs->ralloc = bs->lalloc = 0;
         c->cnt[b] = c->given[b] = 0;
     }
@@ -624,9 +651,12 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
             w->rk = w->lk = -1;
             if (w->b < 0)
                 continue;
+            bstate_t *bs = &c->b[w->b];
             if (w->flags & WORK_CUR)
                 c->cnt[w->b]++; /* up nodes where it is active this period */
-            bstate_t *bs = &c->b[w->b];
+            if ((w->flags & (WORK_CUR | WORK_QUEUED)) == (WORK_CUR | WORK_QUEUED) &&
+                c->cfg.limit_depth >= 0)
+                bs->nq++; /* ... and queued, limits being rates (push_node()) */
             backlog_floor(w, bs);
             if (w->demand <= 0)
                 continue;
