@@ -241,7 +241,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
  * served at once, never beyond its limit; limits being rates, over those
  * where it is queued if there are any (bs->nq): the headroom is then only
  * the pro-rata share, and spread over every node that saw the bucket
- * this period much of it sat where the demand had left (Experiment 4:
+ * this period, much of it sat where the demand had left (Experiment 4:
  * 92.5% of bucket-periods meeting R instead of 100%).  Pairs idle and holding nothing
  * that can change leave the active list.  Returns 0 or -ENOMEM. */
 static int push_node(ctrl_t *c, node_t *nd)
