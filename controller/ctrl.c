@@ -25,6 +25,7 @@ ctrl_config_t ctrl_config_default(void)
         .cap_sd = 0,
         .cap_cold = 0.2,
         .conv_slack = 0.05,
+        .limit_depth = 0.02,
         .max_profile = 1e8,
         .max_nodes = CTRL_NODES_MAX,
         .max_names = CTRL_NAMES_DEFAULT,

@@ -62,6 +62,11 @@ typedef struct {
     double conv_slack;       /* token conversion: a bucket keeps this share
                                 of R of what it left unused; < 0: no
                                 conversion (remaining R = R - served) */
+    double limit_depth;      /* limits are rates: a limited bucket's headroom
+                                for the rest of the period is at most
+                                L x (left + limit_depth / period_s), less what
+                                down nodes hold (seconds at its limit, >= 0);
+                                < 0: per-period quotas (L - served) */
     int max_nodes;           /* nodes registered at most (1..CTRL_NODES_MAX);
                                 a new name beyond takes a forgotten node's
                                 slot, else its hello is refused */
@@ -82,6 +87,7 @@ typedef struct {
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
  * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05,
+ * limit_depth 0.02 s,
  * max_profile 10^8 IOPS, 4096 nodes, 262,144 names per node, forget after
  * 10 periods down. */
 ctrl_config_t ctrl_config_default(void);

@@ -129,6 +129,8 @@ typedef struct {
     int64_t srv_prev;
     uint8_t backlog;       /* queued on some up node at this round's reports */
     int nr;                /* R-problem entries (pairs with demand) */
+    int nq;                /* up nodes where it is active and queued (rate
+                              limits only, else 0) */
     int64_t ss_alloc;      /* R placed for a single-server bucket (nr == 1):
                               its `ra` points here */
     double arrivals;       /* over the up nodes, last interval */

@@ -125,16 +125,42 @@ void ctrl__ledger_convert(ledger_t *L, double el, int reset)
 /* Bucket bs's headroom (limit - served - held by silent nodes) and
  * remaining reservation (at most the headroom) for the rest of the period,
  * less what it converted beyond its slack. */
+/* A limited bucket's headroom for the rest of the period: its limit less
+ * what it was served and what down nodes hold.  Limits being rates
+ * (limit_depth >= 0, docs/controller.md), also at most its pro-rata share
+ * of the time left plus the depth, L x (left + depth / T), less what down
+ * nodes hold: the nodes pace their parts over the time left, so together
+ * they exceed L / T by at most the depth, and a bucket served less earlier
+ * (idle, or its demand moved) does not catch up -- except for what is left
+ * of its reservation (`r_rem`, after conversion), which the rate never cuts
+ * into.  Unlimited: CTRL_UNLIMITED. */
+static int64_t limit_head(const ctrl_t *c, const bstate_t *bs, int64_t r_rem)
+{
+    if (bs->l == CTRL_UNLIMITED)
+        return CTRL_UNLIMITED;
+    int64_t spent = ctrl__count_add(bs->served, bs->held);
+    int64_t head = bs->l > spent ? bs->l - spent : 0;
+    if (c->cfg.limit_depth >= 0) {
+        double share = (double)bs->l * (c->left + c->cfg.limit_depth / c->cfg.period_s);
+        int64_t rate = share < (double)bs->l ? ceil_nonneg(share) - bs->held : head;
+        if (rate < r_rem)
+            rate = r_rem;
+        if (rate < head)
+            head = rate > 0 ? rate : 0;
+    }
+    return head;
+}
+
 void ctrl__budget(const ctrl_t *c, bstate_t *bs)
 {
-    int64_t served = bs->served, spent = ctrl__count_add(served, bs->held);
-    bs->head = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : (bs->l > spent ? bs->l - spent : 0);
+    int64_t served = bs->served;
     bs->r_rem = bs->r > served ? bs->r - served : 0;
     if (c->cfg.conv_slack >= 0) {
         double gone = bs->conv - c->cfg.conv_slack * (double)bs->r + 0.5;
         if (gone >= 1)
             bs->r_rem = bs->r_rem > (int64_t)gone ? bs->r_rem - (int64_t)gone : 0;
     }
+    bs->head = limit_head(c, bs, bs->r_rem);
     if (bs->r_rem > bs->head)
         bs->r_rem = bs->head;
 }
@@ -145,7 +171,7 @@ void ctrl__ledger_budgets(const ctrl_t *c, ledger_t *L)
         bstate_t *bs = &L->b[b];
         ctrl__budget(c, bs);
         bs->pidx = bs->lpidx = -1;
-        bs->rn = bs->ln = bs->nr = 0;
+        bs->rn = bs->ln = bs->nr = bs->nq = 0;
         bs->ralloc = bs->lalloc = 0;
         L->cnt[b] = L->given[b] = 0;
     }
@@ -350,9 +376,12 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
             w->rk = w->lk = -1;
             if (w->b < 0)
                 continue;
+            bstate_t *bs = &L->b[w->b];
             if (w->flags & WORK_CUR)
                 L->cnt[w->b]++; /* up nodes where it is active this period */
-            bstate_t *bs = &L->b[w->b];
+            if ((w->flags & (WORK_CUR | WORK_QUEUED)) == (WORK_CUR | WORK_QUEUED) &&
+                c->cfg.limit_depth >= 0)
+                bs->nq++; /* ... and queued, limits being rates (push_node()) */
             backlog_floor(w, bs);
             if (w->demand <= 0)
                 continue;

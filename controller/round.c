@@ -140,9 +140,13 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
  * node's counts.  Headroom of a limited bucket that the estimates did not
  * place is split evenly (as L-tokens) over the up nodes where the bucket is
  * active this period, so a bucket whose demand moves between them is
- * served at once, never beyond its limit.  Pairs idle and holding nothing
- * that can change leave the active list (and ln, its IO work).  Returns 0
- * or -ENOMEM. */
+ * served at once, never beyond its limit; limits being rates, over those
+ * where it is queued if there are any (bs->nq): the headroom is then only
+ * the pro-rata share, and spread over every node that saw the bucket this
+ * period, much of it sat where the demand had left (Experiment 4: 92.5% of
+ * bucket-periods meeting R instead of 100%).  Pairs idle and holding
+ * nothing that can change leave the active list (and ln, its IO work).
+ * Returns 0 or -ENOMEM. */
 static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
 {
     const int sparse = nd->nact * 4 <= nd->ntable;
@@ -168,10 +172,11 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
         int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
         if (w->lk >= 0)
             l += bs->la[w->lk];
-        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR)) {
+        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR) &&
+            (bs->nq == 0 || (w->flags & WORK_QUEUED))) {
             int64_t left = bs->head - bs->ralloc - bs->lalloc;
             if (left > 0) {
-                int n = c->io.cnt[w->b], idx = c->io.given[w->b]++;
+                int n = bs->nq ? bs->nq : c->io.cnt[w->b], idx = c->io.given[w->b]++;
                 l += left / n + (idx < left % n ? 1 : 0);
             }
         }

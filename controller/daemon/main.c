@@ -48,7 +48,7 @@ typedef struct {
     int down_after;
     int max_nodes, max_names, forget_after;
     double capacity;
-    double cap_sd, cap_cold, conv_slack;
+    double cap_sd, cap_cold, conv_slack, limit_depth;
     double skip;
     double wait;
     int approx;
@@ -72,7 +72,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 34
+#define NOPTS 35
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -142,6 +142,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "Token conversion: reservation a bucket left unused while it had nothing\n"
                  "queued is converted (no longer claimed with priority) beyond this\n"
                  "fraction of its reservation per period; negative: no conversion."},
+        {.name = "limit-depth", .type = OPTS_DOUBLE, .target = &s->limit_depth, .arg = "SECS",
+         .deflt = "0.02", .min = -1, .max = 3600,
+         .help = "Limits are rates with this depth: a limited bucket may take at most its\n"
+                 "limit x (time left in the period + SECS), whatever it did earlier in the\n"
+                 "period.  Negative: per-period quotas (limit - served, no rate)."},
         {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
          .deflt = "0.1", .min = 0, .max = 1e6,
          .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"
@@ -260,23 +265,16 @@ static int parse_args(int argc, char **argv, settings_t *s)
     int rc = opts_start(&cmd, argc, argv, NULL, &usage, NULL);
     if (rc >= 0)
         return rc;
-    if (!s->buckets) {
-        opts_fail(&cmd, "--buckets FILE is required");
-        return 2;
-    }
-    if (!s->etcd && s->id) {
-        opts_fail(&cmd, "--id goes with --etcd");
-        return 2;
-    }
-    if (!s->curve_key != !s->authorized_keys) {
-        opts_fail(&cmd, "--curve-key and --authorized-keys go together");
-        return 2;
-    }
-    if (s->period_s * 1000 / s->intervals < 1) {
-        opts_fail(&cmd, "intervals shorter than 1 ms");
-        return 2;
-    }
-    return -1;
+    const char *bad = !s->buckets ? "--buckets FILE is required"
+                      : !s->etcd && s->id ? "--id goes with --etcd"
+                      : !s->curve_key != !s->authorized_keys
+                          ? "--curve-key and --authorized-keys go together"
+                      : s->period_s * 1000 / s->intervals < 1 ? "intervals shorter than 1 ms"
+                      : NULL;
+    if (!bad)
+        return -1;
+    opts_fail(&cmd, "%s", bad);
+    return 2;
 }
 
 /* bucketfile_validate()'s report: one problem on stderr. */
@@ -736,6 +734,7 @@ int main(int argc, char **argv)
     cc.cap_sd = set.cap_sd;
     cc.cap_cold = set.cap_cold;
     cc.conv_slack = set.conv_slack;
+    cc.limit_depth = set.limit_depth;
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);

@@ -81,6 +81,7 @@ typedef struct {
     int threads;
     int weighted;
     double burst_s;
+    double limit_depth;
     int quiet;
     int help, version;
 } settings_t;
@@ -89,7 +90,7 @@ typedef struct {
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
 #define NGEN 18
-#define NOPTS (NGEN + 14)
+#define NOPTS (NGEN + 15)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
  * receives the generator's defaults as text. */
@@ -155,6 +156,10 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
         {.name = "burst", .type = OPTS_DOUBLE, .target = &st->burst_s, .arg = "SECS",
          .deflt = "0.02", .min = 0, .max = SCHED_BURST_MAX,
          .help = "pshift-paced: burst depth of paced tokens (bqos-node --burst)"},
+        {.name = "limit-depth", .type = OPTS_DOUBLE, .target = &st->limit_depth, .arg = "SECS",
+         .deflt = "0.02", .min = -1, .max = 3600,
+         .help = "limits are rates with this depth (bqos-controller\n"
+                 "--limit-depth); negative: per-period quotas"},
         {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
          .help = "run the schedulers in weighted round robin, a bucket's\n"
                  "weight being its reservation over the smallest one\n"
@@ -269,6 +274,8 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
         json_object_set_new(j, "weighted", json_boolean(st->weighted));
     if (j)
         json_object_set_new(j, "burst", json_real(st->burst_s));
+    if (j)
+        json_object_set_new(j, "limit_depth", json_real(st->limit_depth));
     return j;
 }
 
@@ -382,6 +389,7 @@ int main(int argc, char **argv)
     }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
     sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted, .burst_s = st.burst_s,
+                         .limit_depth = st.limit_depth,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {

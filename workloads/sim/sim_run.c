@@ -528,6 +528,7 @@ static int ctl_setup(run_t *R)
     cc.threads = R->o->threads > 0 ? R->o->threads : 0;
     cc.down_after = 1 << 30;
     cc.default_capacity = m->cfg.capacity;
+    cc.limit_depth = R->o->limit_depth;
     if (!(R->ctl = ctrl_new(&cc)) || (rc = ctrl_set_buckets(R->ctl, bf)) < 0)
         goto out;
     rc = 0;

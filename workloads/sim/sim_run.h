@@ -70,6 +70,11 @@ typedef struct {
     double burst_s;           /* pshift-paced: burst depth of paced tokens
                                  (sched_set_pacing()), seconds; bqos-node's
                                  default is SIM_BURST_DEFAULT */
+    double limit_depth;       /* the controller's limit_depth (ctrl_config_t:
+                                 limits are rates with this depth, seconds;
+                                 < 0: per-period quotas; 0, as zeroed: rates
+                                 with no depth); bqos-controller's default is
+                                 ctrl_config_default()'s */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;
