@@ -11,3 +11,4 @@ test_agent_LIBS = nodecore proto common
 $(call check_suite,test_pace,nodecore common)
 $(call check_suite,test_window,nodecore common)
 $(call check_suite,test_cost,nodecore common)
+$(call check_suite,test_sched_bytes,nodecore common)
