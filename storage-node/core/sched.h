@@ -121,6 +121,11 @@ typedef struct {
 #define SCHED_HELD_IO_CREDIT 2
 #define SCHED_HELD_BYTE_TOKENS 4
 #define SCHED_HELD_BYTE_CREDIT 8
+#define SCHED_HELD_NREASONS 4
+
+/* The name of reason i (0 .. SCHED_HELD_NREASONS - 1, bit 1 << i):
+ * "io_tokens", "io_credit", "byte_tokens", "byte_credit"; NULL beyond. */
+const char *sched_held_reason(int i);
 
 /* Node-wide counters for the current period (capacity estimation). */
 typedef struct {

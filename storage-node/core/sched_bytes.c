@@ -129,3 +129,10 @@ int sched__units_held(const sched_units_t *y, int pacing, int tokens_flag)
         return 0;
     return y->r > 0 || y->l > 0 ? tokens_flag << 1 : tokens_flag;
 }
+
+const char *sched_held_reason(int i)
+{
+    static const char *const name[SCHED_HELD_NREASONS] = {"io_tokens", "io_credit",
+                                                          "byte_tokens", "byte_credit"};
+    return i >= 0 && i < SCHED_HELD_NREASONS ? name[i] : NULL;
+}
