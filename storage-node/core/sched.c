@@ -795,10 +795,10 @@ int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out)
         .served_u = s->y[b].served,
         .ru_tokens = s->y[b].on ? s->y[b].r : 0,
         .lu_tokens = s->y[b].on ? s->y[b].l : 0,
-        .r_wake = sched__units_wake(&s->x[b].r),
-        .l_wake = k->l == SCHED_UNLIMITED ? NAN : sched__units_wake(&s->x[b].l),
-        .ru_wake = s->y[b].on ? sched__units_wake(&s->y[b].pr) : NAN,
-        .lu_wake = s->y[b].on ? sched__units_wake(&s->y[b].pl) : NAN,
+        .r_wake = sched__credit_wake(&s->x[b].r),
+        .l_wake = k->l == SCHED_UNLIMITED ? NAN : sched__credit_wake(&s->x[b].l),
+        .ru_wake = s->y[b].on ? sched__credit_wake(&s->y[b].pr) : NAN,
+        .lu_wake = s->y[b].on ? sched__credit_wake(&s->y[b].pl) : NAN,
     };
     if (k->queued && s->policy == SCHED_POLICY_TOKENS &&
         !bitset_test(s->elig_r, (size_t)b) && !bitset_test(s->elig_l, (size_t)b) &&

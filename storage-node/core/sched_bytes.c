@@ -118,7 +118,7 @@ void sched__units_period(sched_units_t *y)
         y->carry = (y->r < 0 ? y->r : 0) + (y->l < 0 && y->l != SCHED_UNLIMITED ? y->l : 0);
 }
 
-double sched__units_wake(const pace_t *p)
+double sched__credit_wake(const pace_t *p)
 {
     return pace_on(p) ? pace_wake(p) : NAN;
 }

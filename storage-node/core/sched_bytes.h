@@ -74,6 +74,6 @@ void sched__units_period(sched_units_t *y);
 int sched__units_held(const sched_units_t *y, int pacing, int tokens_flag);
 
 /* When a class's credit returns (pace_wake()), or NAN if it does not pace. */
-double sched__units_wake(const pace_t *p);
+double sched__credit_wake(const pace_t *p);
 
 #endif
