@@ -31,6 +31,17 @@ spawn "$T/node.log" "$BIN/bqos-nbd-node" --name n1 --nbd-listen "127.0.0.1:$np" 
   --backend "file:$T/store/" --export-size 64m --buckets red,blue --outstanding 8 \
   --controller "$CTRL_EP" --capacity 20000 --metrics-listen 127.0.0.1:0
 wait_port "$np" 10
+# red's byte tokens, credit waits and why it waits, twice a second (shown
+# if a check fails: a flake on a loaded host and a stall look different).
+murl=$(sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$T/node.log" | head -1)
+while :; do
+  printf '%s ' "$(date +%T.%N | cut -c1-12)"
+  curl -sf "$murl" | grep 'bucket="red"' | grep -E '_held.* 1$|byte_tokens|credit_wait|_queued' |
+    sed 's/bqos_bucket_//; s/node="n1",bucket="red",\{0,1\}//' | tr '\n' ' '
+  echo
+  sleep 0.5
+done >"$T/red-mon.txt" 2>&1 &
+MON=$!
 sleep 1.5 # welcomed, first tokens
 
 # fio_bw BUCKET SECONDS: bytes/s and IOs/s fio got reading 64 KiB blocks.
@@ -80,7 +91,6 @@ print(best if len(ev) > 100 else 0)' "$T/redlog" 2>/dev/null)
 echo "# red, paced: at most ${win:-?} bytes in any 1 s window of fio completions (limit $((4 * MIB)))"
 check "red's byte tokens are paced: at most 1.05 x 4 MiB + one 64 KiB request in any 1 s (${win:-none})" \
   "[ ${win:-0} -gt $((2 * MIB)) ] && [ ${win:-0} -le $((4 * MIB * 105 / 100 + 65536)) ]"
-murl=$(sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$T/node.log" | head -1)
 curl -sf "$murl" >"$T/metrics.txt" 2>/dev/null
 for m in 'bqos_bucket_byte_tokens{node="n1",bucket="red",class="L"}' \
   'bqos_bucket_credit_wait_seconds{node="n1",bucket="red",dimension="bytes",class="L"}' \
@@ -164,6 +174,7 @@ echo "# saturated node: gold $1 bytes/s, bronze $2 bytes/s (gold reserves $((100
 check "a byte reservation gives gold most of a saturated node (gold $1, bronze $2 bytes/s)" \
   "[ $1 -gt $((2 * $2)) ] && [ $2 -gt 0 ]"
 
+kill "$MON" 2>/dev/null
 cleanup # every process stopped: their logs end with any sanitizer report
 check "no sanitizer report" '! grep -qE "Sanitizer|runtime error:" "$T"/*.log'
-it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt'"
+it_end "cat '$T/red-mon.txt' '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt'"
