@@ -1,4 +1,4 @@
-# storage-node/core/core.mk - libnodecore: the node's socket-free core (sched: the token scheduler; pace: paced token credit; window: the adaptive backend window; agent: the node's side of the control protocol) and its Check suites (included by storage-node/module.mk).
+# storage-node/core/core.mk - libnodecore: the node's socket-free core (sched: the token scheduler, sched_bytes its unit accounts; pace: paced token credit; window: the adaptive backend window; agent: the node's side of the control protocol) and its Check suites (included by storage-node/module.mk).
 # Users link it after node and before proto: the agent calls the protocol codec.
 LIBS += nodecore
 nodecore_SRCS = storage-node/core/sched.c storage-node/core/pace.c storage-node/core/window.c storage-node/core/agent.c \
