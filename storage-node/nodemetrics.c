@@ -1,11 +1,14 @@
 /* nodemetrics.c - a node's /metrics: cumulative per-bucket counters folded in at period ends, queues, tokens, controller state (see nodemetrics.h). */
 #include "storage-node/nodemetrics.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/growarr.h"
+#include "common/mono.h"
 #include "common/version.h"
+#include "storage-node/core/cost.h"
 #include "storage-node/iolat.h"
 
 /* Totals of the periods that ended, per scheduler bucket index. */
@@ -24,6 +27,7 @@ struct nodemetrics {
     uint64_t periods;       /* period ends folded */
     uint64_t completions;   /* node totals of those periods */
     double busy_s;
+    uint32_t unit;          /* bytes per unit of the byte tokens */
 };
 
 nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind)
@@ -37,6 +41,7 @@ nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind)
     }
     m->g = g;
     m->kind = kind;
+    m->unit = COST_UNIT_DEFAULT;
     return m;
 }
 
@@ -59,6 +64,11 @@ struct iolat *nodemetrics_iolat(nodemetrics_t *m)
 void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl)
 {
     m->ctl = ctl;
+}
+
+void nodemetrics_set_cost_unit(nodemetrics_t *m, uint32_t unit)
+{
+    m->unit = unit ? unit : COST_UNIT_DEFAULT;
 }
 
 int nodemetrics_period_end(nodemetrics_t *m)
@@ -156,7 +166,8 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
     const sched_t *s = gate_sched(m->g);
     int n = sched_nbuckets(s);
     static const char *const cls[] = {"R", "L", "O"};
-    enum { ARRIVALS, SERVED, BYTES, REFUSED, QUEUED, TOKENS, WAIT, LATENCY, NFAM };
+    enum { ARRIVALS, SERVED, BYTES, REFUSED, QUEUED, TOKENS, BYTE_TOKENS, CREDIT, HELD, WAIT,
+           LATENCY, NFAM };
     static const struct {
         const char *name, *help;
         promtext_type_t type;
@@ -174,6 +185,15 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
         {"bqos_bucket_queued", "IOs waiting in the bucket's queue now.", PROMTEXT_GAUGE},
         {"bqos_bucket_tokens", "Tokens left this period by class (L absent: no limit).",
          PROMTEXT_GAUGE},
+        {"bqos_bucket_byte_tokens",
+         "Byte tokens left this period by class, for buckets with a rate in bytes/s "
+         "(negative: a debt of larger requests; L absent: no byte limit).", PROMTEXT_GAUGE},
+        {"bqos_bucket_credit_wait_seconds",
+         "Pacing: seconds until the class's credit returns, by dimension (io, bytes) and class "
+         "(0: there now; +Inf: not under this grant; absent: not paced).", PROMTEXT_GAUGE},
+        {"bqos_bucket_held",
+         "1 while the bucket has queued requests it may not serve for want of this reason: "
+         "io_tokens, io_credit, byte_tokens, byte_credit (pacing).", PROMTEXT_GAUGE},
         {"bqos_bucket_wait_seconds_total",
          "Time the completed IOs waited at the node before the backend (queue, throttling, "
          "same-key order).", PROMTEXT_COUNTER},
@@ -182,6 +202,7 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
     };
     const iolat_t *lat = gate_iolat(m->g);
     static const iolat_bucket_t none;
+    double now = mono_now(); /* the scheduler's clock (gate_take()) */
     for (int f = 0; f < NFAM; f++) {
         promtext_family(p, fam[f].name, fam[f].type, fam[f].help);
         for (int b = 0; b < n; b++) {
@@ -230,6 +251,33 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
                 if (bs.l_tokens != SCHED_UNLIMITED) {
                     l[2].value = "L";
                     promtext_value(p, l, 3, (double)bs.l_tokens);
+                }
+                break;
+            case BYTE_TOKENS:
+                if (!bs.units_on)
+                    break;
+                l[2].value = "R";
+                promtext_value(p, l, 3, (double)bs.ru_tokens * m->unit);
+                if (bs.lu_tokens != SCHED_UNLIMITED) {
+                    l[2].value = "L";
+                    promtext_value(p, l, 3, (double)bs.lu_tokens * m->unit);
+                }
+                break;
+            case CREDIT: {
+                const double wake[4] = {bs.r_wake, bs.l_wake, bs.ru_wake, bs.lu_wake};
+                for (int i = 0; i < 4; i++) {
+                    if (isnan(wake[i]))
+                        continue;
+                    promtext_label_t cl[] = {l[0], l[1], {"dimension", i < 2 ? "io" : "bytes"},
+                                             {"class", cls[i % 2]}};
+                    promtext_value(p, cl, 4, wake[i] > now ? wake[i] - now : 0);
+                }
+                break;
+            }
+            case HELD:
+                for (int i = 0; i < SCHED_HELD_NREASONS; i++) {
+                    promtext_label_t hl[] = {l[0], l[1], {"reason", sched_held_reason(i)}};
+                    promtext_value(p, hl, 3, (bs.held >> i) & 1);
                 }
             }
         }

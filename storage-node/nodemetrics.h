@@ -27,6 +27,10 @@ struct iolat *nodemetrics_iolat(nodemetrics_t *m);
 /* The controller client whose state to export (borrowed; NULL: none). */
 void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl);
 
+/* Bytes per unit of the scheduler's byte tokens (the node's --cost-unit;
+ * 0 or never set: COST_UNIT_DEFAULT), to export them in bytes. */
+void nodemetrics_set_cost_unit(nodemetrics_t *m, uint32_t unit);
+
 /* A period ends: adds the scheduler's per-period counters (every bucket's
  * arrivals and IOs served by class, the node's completions and busy time)
  * to the cumulative totals.  Call right before sched_period_start().

@@ -179,6 +179,7 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
         return -ENOMEM;
     gate_set_iolat(r->g, nodemetrics_iolat(r->nm)); /* the fronts time every IO */
     nodemetrics_set_ctl(r->nm, r->ctl);
+    nodemetrics_set_cost_unit(r->nm, r->cfg->cost_unit);
     if (!(*md = metricsd_new(r->cfg->metrics, nodemetrics_render, r->nm, &err)))
         return err;
     if (!(*ev = event_new(base, metricsd_fd(*md), EV_READ | EV_PERSIST, on_metrics, *md)) ||

@@ -51,7 +51,7 @@ static sched_t *make(int n)
 static void grant(sched_t *s, int b, int64_t r, int64_t l, int64_t ur, int64_t ul)
 {
     ck_assert_int_eq(sched_set_tokens(s, b, r, l, INFINITY, 0), 0);
-    ck_assert_int_eq(sched_set_units(s, b, 1, ur, ul), 0);
+    ck_assert_int_eq(sched_set_units(s, b, 1, ur, ul, INFINITY, 0), 0);
 }
 
 START_TEST(test_cost_of_sizes_and_kinds)
@@ -143,7 +143,7 @@ START_TEST(test_cost_both_limits_at_once)
     ck_assert_int_eq(st.l_tokens, 0);
     ck_assert_int_eq(st.lu_tokens, 97);
     /* Off again: back to IO tokens alone. */
-    ck_assert_int_eq(sched_set_units(s, 0, 0, 0, 0), 0);
+    ck_assert_int_eq(sched_set_units(s, 0, 0, 0, 0, INFINITY, 0), 0);
     run(s, per, 2);
     ck_assert_int_eq(per[0], 5);
     sched_destroy(&s);
@@ -167,7 +167,7 @@ START_TEST(test_cost_large_request_debt)
     ck_assert_int_eq(st.lu_tokens, -999);
     /* A new period: the debt comes off its grants. */
     sched_period_start(s);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1500), 0);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1500, INFINITY, 0), 0);
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.lu_tokens, 501);
     run(s, per, 1);
@@ -176,19 +176,19 @@ START_TEST(test_cost_large_request_debt)
     ck_assert_int_eq(st.lu_tokens, -499);
     /* Every grant of the period pays the carried debt (the controller's
      * counts are net of this period's service only): 1000 - 999. */
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1000), 0);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 1000, INFINITY, 0), 0);
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.lu_tokens, 1);
     run(s, per, 1);
     ck_assert_int_eq(per[0], 1);
     enq(s, 0, 1, 1000);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 500), 0);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 0, 500, INFINITY, 0), 0);
     run(s, per, 1);
     ck_assert_int_eq(per[0], 0); /* 500 - 999 < 1 */
     /* A debt larger than R is paid by R first, then owed by L; the new
      * carry replaces the old one (the count paid it). */
     sched_period_start(s);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, 200, 200), 0);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, 200, 200, INFINITY, 0), 0);
     ck_assert_int_eq(sched_bucket_stats(s, 0, &st), 0);
     ck_assert_int_eq(st.ru_tokens, 0);
     ck_assert_int_eq(st.lu_tokens, -99); /* 200 + 200 - 499 */
@@ -257,7 +257,7 @@ START_TEST(test_cost_charge_after_reply)
     ck_assert_uint_eq(ns.units, 25);
     sched_item_t bad = {.bucket = 5, .origin = -1};
     ck_assert_int_eq(sched_charge(s, &bad, 1), -EINVAL);
-    ck_assert_int_eq(sched_set_units(s, 0, 1, -1, 0), -EINVAL);
+    ck_assert_int_eq(sched_set_units(s, 0, 1, -1, 0, INFINITY, 0), -EINVAL);
     sched_destroy(&s);
 }
 END_TEST

@@ -30,10 +30,7 @@ static int op_bucket(agent_t *a, const char *name)
     return a->ops.bucket ? a->ops.bucket(a->ops.arg, name) : sched_add_bucket(a->s, name, 1);
 }
 
-/* Where a grant made now ends: the end of the period that contains a->now
- * on our timing (at a period start, the tick runs before period_end moves
- * on: the new period's end), or INFINITY (unpaced) before any timing. */
-static double grant_until(const agent_t *a)
+double agent__grant_until(const agent_t *a)
 {
     if (!a->has_timing)
         return INFINITY;
@@ -45,7 +42,7 @@ static double grant_until(const agent_t *a)
 
 int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
 {
-    double until = grant_until(a);
+    double until = agent__grant_until(a);
     if (a->ops.set_tokens)
         return a->ops.set_tokens(a->ops.arg, b, r, l, until, a->now);
     return sched_set_tokens(a->s, b, r, l, until, a->now);
@@ -507,7 +504,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
     for (int b = 0; b < nb; b++)
         if (was[b] && !seen[b]) {
             agent__op_set_tokens(a, b, 0, SCHED_UNLIMITED);
-            sched_set_units(a->s, b, 0, 0, 0);
+            sched_set_units(a->s, b, 0, 0, 0, INFINITY, 0);
             drop_weight(a, b);
             dropped++;
         }

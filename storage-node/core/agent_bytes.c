@@ -1,4 +1,6 @@
 /* agent_bytes.c - the agent's side of the bytes/s dimension (cost-aware tokens): byte records in reports, byte tokens applied net of what was served, the fail-static byte grant; bytes on the wire, units in the scheduler. */
+#include <math.h>
+
 #include "common/growarr.h"
 #include "storage-node/core/agent_int.h"
 
@@ -68,7 +70,7 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
         if (b < 0)
             continue;
         if (t->flags & PROTO_TOK_OFF) {
-            sched_set_units(a->s, b, 0, 0, 0);
+            sched_set_units(a->s, b, 0, 0, 0, INFINITY, 0);
             continue;
         }
         if (ub_fit(a, b + 1))
@@ -88,7 +90,7 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
         r -= from_r;
         if (l != SCHED_UNLIMITED)
             l -= (int64_t)since - from_r;
-        sched_set_units(a->s, b, 1, r, l);
+        sched_set_units(a->s, b, 1, r, l, agent__grant_until(a), a->now);
     }
 }
 
@@ -128,6 +130,6 @@ void agent__bytes_static(agent_t *a)
             continue;
         int64_t l = u->grant == SCHED_UNLIMITED ? SCHED_UNLIMITED
                                                 : u->grant - (int64_t)bs.served_u;
-        sched_set_units(a->s, b, 1, 0, l);
+        sched_set_units(a->s, b, 1, 0, l, agent__grant_until(a), a->now);
     }
 }

@@ -88,6 +88,10 @@ struct agent {
  * directly on the scheduler.  Tokens are a grant from a->now to the end of
  * the current period (unpaced before the agent has timing). */
 int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l);
+/* Where a grant made now ends: the end of the period that contains a->now
+ * on our timing (at a period start, the tick runs before period_end moves
+ * on: the new period's end), or INFINITY (unpaced) before any timing. */
+double agent__grant_until(const agent_t *a);
 void agent__op_set_policy(agent_t *a, sched_policy_t p);
 void agent__op_applied(agent_t *a);
 

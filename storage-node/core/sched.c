@@ -11,6 +11,7 @@
 #include "common/names.h"
 #include "common/strmap.h"
 #include "storage-node/core/pace.h"
+#include "storage-node/core/sched_bytes.h"
 
 #define MIN_CAP 16
 
@@ -40,18 +41,6 @@ typedef struct {
     double pass;  /* urgency: virtual time of its next R service */
 } xbucket_t;
 
-/* A bucket's unit account (cost-aware tokens, sched_set_units()), apart
- * from bucket_t: only read for buckets that have it on, and not at all
- * while no bucket has (nunits == 0). */
-typedef struct {
-    int64_t r, l;       /* unit tokens left (< 0: a debt); l may be
-                           SCHED_UNLIMITED */
-    int64_t carry;      /* debt carried from the last period (<= 0),
-                           taken off every grant of this one */
-    uint64_t arrivals, served; /* units, this period */
-    int on;
-} ybucket_t;
-
 /* Owned by one thread (the node's loop thread or a simulator); no locks. */
 struct sched {
     sched_policy_t policy;
@@ -62,7 +51,8 @@ struct sched {
     int *route;             /* cap entries: the queue a bucket's requests
                                wait in (itself unless routed) */
     xbucket_t *x;           /* cap entries: pacing and urgency state */
-    ybucket_t *y;           /* cap entries: unit accounts */
+    sched_units_t *y;       /* cap entries: unit accounts (sched_bytes.h),
+                               only read for buckets that have one on */
     int nunits;             /* buckets with a unit account on */
     int new_route;          /* route of buckets added from now on, -1: self */
     int nrouted;            /* buckets routed elsewhere: while 0, enqueue
@@ -107,7 +97,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->weight = calloc((size_t)s->cap, sizeof(uint32_t));
     s->route = calloc((size_t)s->cap, sizeof(int));
     s->x = calloc((size_t)s->cap, sizeof(xbucket_t));
-    s->y = calloc((size_t)s->cap, sizeof(ybucket_t));
+    s->y = calloc((size_t)s->cap, sizeof(sched_units_t));
     s->wake = iheap_new((size_t)s->cap);
     s->urg = iheap_new((size_t)s->cap);
     s->names = strmap_new();
@@ -203,12 +193,10 @@ static void refresh(sched_t *s, int b)
     }
     bitset_set(s->pend, i);
     int r_ok = k->r > 0, l_ok = k->l > 0, ahead = 0;
-    const ybucket_t *y = s->nunits ? &s->y[b] : NULL;
-    if (y && !y->on)
-        y = NULL;
+    const sched_units_t *y = s->nunits && s->y[b].on ? &s->y[b] : NULL;
+    double wake = INFINITY;
     if (s->pacing) {
         const xbucket_t *x = &s->x[b];
-        double wake = INFINITY;
         if (r_ok && pace_on(&x->r) && !pace_ready(&x->r)) {
             r_ok = 0;
             ahead = 1;
@@ -220,18 +208,19 @@ static void refresh(sched_t *s, int b)
             wake = w < wake ? w : wake;
         }
         ahead = ahead && l_ok;
-        if (wake < INFINITY)
-            iheap_set(s->wake, b, wake);
-        else
-            iheap_remove(s->wake, b);
     }
     if (y) {
-        /* A token of either class in each dimension, an R-token in one
-         * (step 1) or the IO L-token (step 2). */
-        int u_ok = y->r > 0 || y->l > 0;
-        r_ok = (r_ok || (y->r > 0 && l_ok)) && u_ok;
+        /* A usable class in each dimension, an R one in either (step 1)
+         * or the IO L (step 2). */
+        int u = sched__units_usable(y, s->pacing, &wake), u_ok = u & SCHED__U_ANY;
+        r_ok = (r_ok || ((u & SCHED__U_R) && l_ok)) && u_ok;
         l_ok = l_ok && u_ok;
+        ahead = ahead && u_ok;
     }
+    if (wake < INFINITY)
+        iheap_set(s->wake, b, wake);
+    else if (s->pacing)
+        iheap_remove(s->wake, b);
     if (r_ok)
         r_on(s, b);
     else
@@ -282,7 +271,7 @@ static int grow(sched_t *s)
         return -ENOMEM;
     }
     s->x = nx;
-    ybucket_t *ny = realloc(s->y, (size_t)ncap * sizeof(ybucket_t));
+    sched_units_t *ny = realloc(s->y, (size_t)ncap * sizeof(sched_units_t));
     if (!ny) {
         free(nb);
         return -ENOMEM;
@@ -324,7 +313,7 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     pace_init(&x->r);
     pace_init(&x->l);
     x->pass = s->vt;
-    s->y[s->n] = (ybucket_t){.l = SCHED_UNLIMITED};
+    sched__units_reset(&s->y[s->n]);
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
     s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
@@ -395,58 +384,20 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
     return 0;
 }
 
-int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units)
+int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units, double until,
+                    double now)
 {
-    if (!s || b < 0 || b >= s->n || (on && (r_units < 0 || l_units < -(INT64_MAX / 4))))
+    if (!s || b < 0 || b >= s->n || isnan(until) || (until < INFINITY && !isfinite(now)) ||
+        (on && (r_units < 0 || l_units < -(INT64_MAX / 4))))
         return -EINVAL;
-    ybucket_t *y = &s->y[b];
-    if (!on) {
-        s->nunits -= y->on;
-        y->on = 0;
-        y->r = y->carry = 0;
-        y->l = SCHED_UNLIMITED;
-        refresh(s, b);
-        return 0;
-    }
-    s->nunits += !y->on;
-    y->on = 1;
-    /* Last period's debt comes off every grant of this one (the grants
-     * do not know of it), R first; what R cannot pay stays owed by L (or
-     * by R if L has no limit). */
-    int64_t d = y->carry;
-    if (d < 0 && r_units > 0) {
-        int64_t pay = r_units < -d ? r_units : -d;
-        r_units -= pay;
-        d += pay;
-    }
-    if (d < 0) {
-        if (l_units != SCHED_UNLIMITED)
-            l_units += d;
-        else
-            r_units += d;
-    }
-    y->r = r_units;
-    y->l = l_units;
+    sched_units_t *y = &s->y[b];
+    s->nunits += (on != 0) - y->on;
+    if (on)
+        sched__units_grant(y, r_units, l_units, until, now, s->burst_s);
+    else
+        sched__units_reset(y);
     refresh(s, b);
     return 0;
-}
-
-/* Takes `units` from a unit account: from R first if `r_first` and R has
- * any, else from L if it has any (an unlimited L takes nothing), else from
- * whichever is left; the count may go negative (a debt). */
-static void take_units(ybucket_t *y, int r_first, uint64_t units)
-{
-    int64_t u = units > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)units;
-    y->served += units;
-    if (y->l == SCHED_UNLIMITED) {
-        if (r_first && y->r > 0)
-            y->r -= u;
-        return;
-    }
-    if (r_first ? y->r > 0 : y->l <= 0)
-        y->r -= u;
-    else
-        y->l -= u;
 }
 
 int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units)
@@ -457,7 +408,7 @@ int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units)
     if (b < 0 || b >= s->n || origin >= s->n)
         return -EINVAL;
     s->node.units += units;
-    ybucket_t *y = &s->y[b];
+    sched_units_t *y = &s->y[b];
     if (origin >= 0 && origin != b) {
         s->y[origin].arrivals += units;
         s->y[origin].served += units;
@@ -465,7 +416,7 @@ int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units)
     if (!y->on)
         return 0;
     y->arrivals += units;
-    take_units(y, y->r > 0, units);
+    sched__units_take(y, y->r > 0, units, s->pacing, -1);
     refresh(s, b);
     return 0;
 }
@@ -636,6 +587,8 @@ static void wake_due(sched_t *s, double now)
     while ((b = iheap_top(s->wake, &t)) >= 0 && t <= now) {
         pace_refill(&s->x[b].r, now);
         pace_refill(&s->x[b].l, now);
+        if (s->nunits && s->y[b].on)
+            sched__units_refill(&s->y[b], now);
         refresh(s, b);
     }
 }
@@ -696,11 +649,12 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
      * With pacing or urgency a dispatch also moves credit or the pass:
      * refresh() then recomputes the bucket's place. */
     int slow = s->pacing || s->r_order == SCHED_ORDER_URGENCY;
-    ybucket_t *y = s->nunits && s->y[b].on ? &s->y[b] : NULL;
+    sched_units_t *y = s->nunits && s->y[b].on ? &s->y[b] : NULL;
     const int u_rfirst = c == SCHED_CLASS_R;
     if (y) {
         slow = 1;
-        if (c == SCHED_CLASS_R && k->r <= 0)
+        if (c == SCHED_CLASS_R && step == STEP_R &&
+            !(k->r > 0 && (!s->pacing || !pace_on(&x->r) || pace_ready(&x->r))))
             c = SCHED_CLASS_L; /* eligible by a unit R-token: the IO token is an L */
     }
     switch (c) {
@@ -737,7 +691,7 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
     if (s->nunits) /* (only read while some bucket has a unit account) */
         s->node.units += item->cost;
     if (y)
-        take_units(y, u_rfirst, item->cost);
+        sched__units_take(y, u_rfirst, item->cost, s->pacing, now);
     if (k->queued == 0 || slow)
         refresh(s, b);
     if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
@@ -841,7 +795,21 @@ int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out)
         .served_u = s->y[b].served,
         .ru_tokens = s->y[b].on ? s->y[b].r : 0,
         .lu_tokens = s->y[b].on ? s->y[b].l : 0,
+        .r_wake = sched__credit_wake(&s->x[b].r),
+        .l_wake = k->l == SCHED_UNLIMITED ? NAN : sched__credit_wake(&s->x[b].l),
+        .ru_wake = s->y[b].on ? sched__credit_wake(&s->y[b].pr) : NAN,
+        .lu_wake = s->y[b].on ? sched__credit_wake(&s->y[b].pl) : NAN,
     };
+    if (k->queued && s->policy == SCHED_POLICY_TOKENS &&
+        !bitset_test(s->elig_r, (size_t)b) && !bitset_test(s->elig_l, (size_t)b) &&
+        !bitset_test(s->ahead, (size_t)b)) {
+        /* Why it waits: a dimension with no usable class (tokens, or
+         * credit when pacing). */
+        sched_units_t io = {.r = k->r, .l = k->l, .pr = s->x[b].r, .pl = s->x[b].l};
+        out->held = sched__units_held(&io, s->pacing, SCHED_HELD_IO_TOKENS);
+        if (s->y[b].on)
+            out->held |= sched__units_held(&s->y[b], s->pacing, SCHED_HELD_BYTE_TOKENS);
+    }
     return 0;
 }
 
@@ -859,10 +827,7 @@ void sched_period_start(sched_t *s)
     for (int i = 0; i < s->n; i++) {
         bucket_t *k = &s->b[i];
         k->arrivals = k->served_r = k->served_l = k->served_o = 0;
-        ybucket_t *y = &s->y[i];
-        y->arrivals = y->served = 0;
-        if (y->on) /* a debt still owed is paid out of the next period */
-            y->carry = (y->r < 0 ? y->r : 0) + (y->l < 0 && y->l != SCHED_UNLIMITED ? y->l : 0);
+        sched__units_period(&s->y[i]);
     }
     s->node = (sched_node_stats_t){0};
 }

@@ -106,7 +106,26 @@ typedef struct {
     uint64_t served_u;     /* units charged this period */
     int64_t ru_tokens;     /* unit R-tokens left now (< 0: debt) */
     int64_t lu_tokens;     /* unit L-tokens left now, or SCHED_UNLIMITED */
+    /* Pacing, as of the bucket's last refill: when each class's credit
+     * returns (pace_wake(), on the clock of sched_set_tokens(); at or
+     * before the last dispatch: it is there; INFINITY: not under this
+     * grant; NAN: the class does not pace).  IO R and L, unit R and L. */
+    double r_wake, l_wake, ru_wake, lu_wake;
+    int held;              /* queued but not dispatchable (tokens policy):
+                              SCHED_HELD_* bits, why; 0 otherwise */
 } sched_bucket_stats_t;
+
+/* Why a queued bucket waits: a dimension none of whose classes may pay,
+ * for want of tokens, or of credit for the tokens it holds (pacing). */
+#define SCHED_HELD_IO_TOKENS 1
+#define SCHED_HELD_IO_CREDIT 2
+#define SCHED_HELD_BYTE_TOKENS 4
+#define SCHED_HELD_BYTE_CREDIT 8
+#define SCHED_HELD_NREASONS 4
+
+/* The name of reason i (0 .. SCHED_HELD_NREASONS - 1, bit 1 << i):
+ * "io_tokens", "io_credit", "byte_tokens", "byte_credit"; NULL beyond. */
+const char *sched_held_reason(int i);
 
 /* Node-wide counters for the current period (capacity estimation). */
 typedef struct {
@@ -193,15 +212,29 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * (it replaces the carry of the period that ends, which the count already
  * paid).
  * Over any span the service exceeds the tokens by less than one request.
- * Unit tokens are never paced.  Returns 0 or -EINVAL. */
-int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units);
+ *
+ * Pacing: `until` and `now` as for sched_set_tokens(); while pacing, each
+ * class's units become usable at units / (until - now) per second with
+ * the same burst depth (an unlimited L never paces).  A class may pay
+ * while it holds one unit of credit; the request then takes its whole
+ * cost, so a request larger than the depth drives the credit negative and
+ * the class waits until the rate has paid it back (never starved; over a
+ * window T a class serves at most depth + rate x T + one request less a
+ * unit).  A new grant starts a negative credit at zero: its count already
+ * paid that debt.  The bucket waits in the same `wake` heap as for IO
+ * credit, for the earliest class of either dimension.  Returns 0 or
+ * -EINVAL (as sched_set_tokens(), or a bad count). */
+int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units, double until,
+                    double now);
 
 /* Charges `units` more for `item` after it was dispatched (a get whose
  * size is known once the reply is: charged at completion) to the unit
  * account of the bucket whose queue it waited in (item->bucket), counted
  * as arrival and service there and on its origin (item->origin) if that
  * was routed there.  No-op on an account that is off (the node-wide unit
- * counter still counts).  O(log n).  Returns 0 or -EINVAL (bad index). */
+ * counter still counts).  While pacing the class's credit pays too, as
+ * of its last refill (the charge has no clock).  O(log n).  Returns 0 or
+ * -EINVAL (bad index). */
 int sched_charge(sched_t *s, const sched_item_t *item, uint64_t units);
 
 /* Turns pacing on or off (off in a new scheduler), and sets the burst

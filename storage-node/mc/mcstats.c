@@ -61,6 +61,20 @@ char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_
             else
                 fprintf(fp, "STAT %s:l_tokens %lld\r\n", nm, (long long)bs.l_tokens);
             fprintf(fp, "STAT %s:weight %u\r\n", nm, (unsigned)bs.weight);
+            if (bs.units_on) { /* units of --cost-unit bytes (< 0: a debt) */
+                fprintf(fp, "STAT %s:ru_tokens %lld\r\n", nm, (long long)bs.ru_tokens);
+                if (bs.lu_tokens == SCHED_UNLIMITED)
+                    fprintf(fp, "STAT %s:lu_tokens unlimited\r\n", nm);
+                else
+                    fprintf(fp, "STAT %s:lu_tokens %lld\r\n", nm, (long long)bs.lu_tokens);
+            }
+            fprintf(fp, "STAT %s:held ", nm); /* why it waits, e.g. byte_credit */
+            if (!bs.held)
+                fputs("none", fp);
+            for (int i = 0, sep = 0; i < SCHED_HELD_NREASONS; i++)
+                if (bs.held & (1 << i))
+                    fprintf(fp, "%s%s", sep++ ? "," : "", sched_held_reason(i));
+            fputs("\r\n", fp);
         }
     } else {
         fclose(fp);

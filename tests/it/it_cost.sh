@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit; a byte reservation wins most of a saturated node; one beyond the nodes' byte capacity draws an admission warning.
+# it_cost.sh - cost-aware tokens end to end: a controller, a block node and a memcached node; a bucket with an IO limit far above what it uses and a bytes/s limit: fio (a client the project did not write) reading 64 KiB blocks gets the byte limit, not the device's rate (an unlimited bucket shows it); bqos-ctl set --limit-bytes changes it live and status shows it; bqos-nbd-load and bqos-load (16 KiB values on the memcached node, gets charged what they returned) report bytes/s per bucket at the limit; a byte reservation wins most of a saturated node; byte tokens are paced: fio's per-IO completion times put at most 1.05 x the byte limit (plus one request) in any 1 s window; /metrics shows byte tokens, credit waits and why a bucket waits; one byte reservation beyond the nodes' byte capacity draws an admission warning.
 # Needs BIN (default bin); skips (exit 0 with a note) if fio or python3 is missing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_cost
@@ -22,15 +22,26 @@ cat >"$T/b.json" <<EOF
   {"name": "gold", "reservation": 0, "reservation_bytes": $((100 * MIB))},
   {"name": "bronze", "reservation": 0}]}
 EOF
-# A short period: the tokens are per period and unpaced, so a measurement
-# window not aligned to periods may hold up to one period more (docs/node.md).
-start_controller "$T/b.json" 20000 "$T" --period 250ms
+# Periods of 1 s in 5 intervals (start_controller); the node paces byte
+# tokens, so a measurement window need not be aligned with periods.
+start_controller "$T/b.json" 20000 "$T"
 next_port; np=$PORT
 mkdir -p "$T/store"
 spawn "$T/node.log" "$BIN/bqos-nbd-node" --name n1 --nbd-listen "127.0.0.1:$np" \
   --backend "file:$T/store/" --export-size 64m --buckets red,blue --outstanding 8 \
-  --controller "$CTRL_EP" --capacity 20000
+  --controller "$CTRL_EP" --capacity 20000 --metrics-listen 127.0.0.1:0
 wait_port "$np" 10
+# red's byte tokens, credit waits and why it waits, twice a second (shown
+# if a check fails: a flake on a loaded host and a stall look different).
+murl=$(sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$T/node.log" | head -1)
+while :; do
+  printf '%s ' "$(date +%T.%N | cut -c1-12)"
+  curl -sf "$murl" | grep 'bucket="red"' | grep -E '_held.* 1$|byte_tokens|credit_wait|_queued' |
+    sed 's/bqos_bucket_//; s/node="n1",bucket="red",\{0,1\}//' | tr '\n' ' '
+  echo
+  sleep 0.5
+done >"$T/red-mon.txt" 2>&1 &
+MON=$!
 sleep 1.5 # welcomed, first tokens
 
 # fio_bw BUCKET SECONDS: bytes/s and IOs/s fio got reading 64 KiB blocks.
@@ -53,6 +64,40 @@ set -- $(fio_bw red 4) 0 0; red_bw=$1; red_iops=$2
 echo "# red: $red_bw bytes/s, $red_iops IOs/s (limits: $((4 * MIB)) bytes/s, 100000 IOs/s)"
 check "red held at its 4 MiB/s byte limit ($red_bw bytes/s at $red_iops IOs/s, far below its IO limit)" \
   "held $red_bw $((4 * MIB))"
+# Paced byte tokens, from the client's side: fio's completion time of
+# every IO (a per-IO latency log); the most bytes any 1 s window holds once
+# red is backlogged for a whole period (from 1 s: a bucket that starts
+# mid-period gets that period's share over the time left, as for IOs,
+# docs/decisions.md "Limits stay per-period quotas").
+fio --name=redlog --ioengine=nbd --uri="nbd://127.0.0.1:$np/red" --rw=randread --bs=64k \
+  --iodepth=4 --size=32m --time_based --runtime=6 --write_lat_log="$T/redlog" \
+  --log_avg_msec=0 >/dev/null 2>&1
+win=$(python3 -c '
+import glob, sys
+ev = []
+for f in glob.glob(sys.argv[1] + "_clat*.log"):
+    for line in open(f):
+        x = line.split(",")
+        if int(x[0]) >= 1000:
+            ev.append((int(x[0]), int(x[3])))
+ev.sort()
+best, j, s = 0, 0, 0
+for i in range(len(ev)):
+    while j < len(ev) and ev[j][0] < ev[i][0] + 1000:
+        s += ev[j][1]; j += 1
+    best = max(best, s)
+    s -= ev[i][1]
+print(best if len(ev) > 100 else 0)' "$T/redlog" 2>/dev/null)
+echo "# red, paced: at most ${win:-?} bytes in any 1 s window of fio completions (limit $((4 * MIB)))"
+check "red's byte tokens are paced: at most 1.05 x 4 MiB + one 64 KiB request in any 1 s (${win:-none})" \
+  "[ ${win:-0} -gt $((2 * MIB)) ] && [ ${win:-0} -le $((4 * MIB * 105 / 100 + 65536)) ]"
+curl -sf "$murl" >"$T/metrics.txt" 2>/dev/null
+for m in 'bqos_bucket_byte_tokens{node="n1",bucket="red",class="L"}' \
+  'bqos_bucket_credit_wait_seconds{node="n1",bucket="red",dimension="bytes",class="L"}' \
+  'bqos_bucket_held{node="n1",bucket="red",reason="byte_credit"}'; do
+  check "/metrics has $m" "grep -qF '$m' '$T/metrics.txt'"
+done
+
 set -- $(fio_bw blue 2) 0 0; blue_bw=$1
 echo "# blue (no limit): $blue_bw bytes/s"
 check "an unlimited bucket gets more than twice that ($blue_bw bytes/s): the device did not bind" \
@@ -137,6 +182,7 @@ rc=$?
 check "a byte reservation beyond the nodes' byte capacity: accepted with a warning in bytes/s (rc $rc)" \
   '[ $rc -eq 0 ] && grep -q "^bqos-ctl: warning: .*byte reservation .*bytes/s" "$T/adm.err"'
 
+kill "$MON" 2>/dev/null
 cleanup # every process stopped: their logs end with any sanitizer report
 check "no sanitizer report" '! grep -qE "Sanitizer|runtime error:" "$T"/*.log'
-it_end "cat '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt' '$T/adm.err'"
+it_end "cat '$T/red-mon.txt' '$T/node.log' '$T/controller.log' '$T/mcnode.log' '$T/slow.log' '$T/status.txt' '$T/set.txt' '$T/adm.err'"
