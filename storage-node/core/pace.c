@@ -55,6 +55,18 @@ void pace_take(pace_t *p)
     p->credit -= 1;
 }
 
+void pace_take_n(pace_t *p, double n)
+{
+    p->credit -= n;
+}
+
+void pace_forgive(pace_t *p, double now)
+{
+    pace_refill(p, now);
+    if (p->credit < 0)
+        p->credit = 0;
+}
+
 void pace_grant(pace_t *p, int64_t tokens, double until, double now, double burst_s)
 {
     if (!(until < INFINITY)) {

@@ -52,6 +52,15 @@ int pace_ready(const pace_t *p);
 /* Takes one unit (the caller refilled to the current time first). */
 void pace_take(pace_t *p);
 
+/* Takes n units (n >= 1; refilled first, as pace_take()): a request that
+ * costs more than the credit held leaves a debt below zero, which the rate
+ * pays back before pace_ready() holds again (cost-aware byte credit). */
+void pace_take_n(pace_t *p, double n);
+
+/* Brings the credit up to `now` and forgives a debt (credit below zero):
+ * for a caller whose new grant already counts the request that made it. */
+void pace_forgive(pace_t *p, double now);
+
 /* When the credit reaches one unit: `stamp` if it already has, INFINITY if
  * it never will under this grant (no rate, or not before `until`). */
 double pace_wake(const pace_t *p);

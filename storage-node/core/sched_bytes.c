@@ -12,22 +12,12 @@ void sched__units_reset(sched_units_t *y)
     pace_init(&y->pl);
 }
 
-/* The two places this file reaches into a pace_t: pace_take() takes one
- * unit, a request takes its cost, which may exceed the credit held (a debt
- * below zero that the rate pays back before pace_ready() holds again); and
- * a new grant forgives that debt, its count having paid it. */
-static void debit(pace_t *p, int64_t units)
-{
-    p->credit -= (double)units;
-}
-
+/* A new grant of a paced class forgives the debt a large request left (its
+ * count having paid it: pace_forgive()). */
 static void grant_class(pace_t *p, int64_t n, double until, double now, double burst_s)
 {
-    if (pace_on(p) && until < INFINITY) {
-        pace_refill(p, now);
-        if (p->credit < 0)
-            p->credit = 0;
-    }
+    if (pace_on(p) && until < INFINITY)
+        pace_forgive(p, now);
     pace_grant(p, n, until, now, burst_s);
 }
 
@@ -96,7 +86,7 @@ static void pay(pace_t *p, int64_t *count, int64_t u, int pacing, double now)
     if (pacing && pace_on(p)) {
         if (now >= 0)
             pace_refill(p, now);
-        debit(p, u);
+        pace_take_n(p, u);
     }
 }
 
