@@ -14,6 +14,8 @@
 #                    (controller + token scheduler)
 #   PIN=0            1: pin server i to CPU (i-1) mod ncpu, clients with it
 #   ROWS=20          bucket rows shown in the 200-bucket table
+#   NODE_OPTS=, CTRL_OPTS=  extra bqos-node / bqos-controller options (split on
+#                    spaces), e.g. CTRL_OPTS="--limit-depth -1" (per-period quotas)
 #
 # The paper (Section IV-E) reports, for 200 buckets, 99.6% of buckets meeting
 # their reservations and none exceeding limits with pShift, against 68.5%

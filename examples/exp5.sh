@@ -22,6 +22,7 @@
 #                    reservations (the paper: plain round robin)
 #   NODE_OPTS=       extra bqos-node options for every node (split on spaces;
 #                    e.g. "--pacing off --r-order rr": the paper's scheduler)
+#   CTRL_OPTS=       extra bqos-controller options (e.g. "--limit-depth -1")
 #   ROWS=20          bucket rows in the printed table (0: all)
 #   CHECK=0          1: exit 1 unless at most 2% of the buckets miss their
 #                    reservation by more than 1% and none exceeds its limit by
@@ -126,7 +127,7 @@ for run in $RUNS; do
       next_port; cp=$PORT; next_port; ap=$PORT
       CTRL_EP="tcp://127.0.0.1:$cp"; ADMIN_EP="tcp://127.0.0.1:$ap"
       spawn "$LOGS/controller.log" "$BIN/bqos-controller" --buckets "$OUT/buckets.json" \
-        --listen "$CTRL_EP" --admin "$ADMIN_EP" --period "${PERIOD_S}s" --intervals "$INTERVALS" --capacity "$CAP"
+        --listen "$CTRL_EP" --admin "$ADMIN_EP" --period "${PERIOD_S}s" --intervals "$INTERVALS" --capacity "$CAP" ${CTRL_OPTS:-}
       CTRL_PID=$SPAWNED
       wait_port "$cp" 10 || die "bqos-controller did not start (see $LOGS)"
       start_nbd_nodes tokens "$CTRL_EP" "$OUT/buckets.json" "$CAP" || die "nodes did not start"

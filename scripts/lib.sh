@@ -318,14 +318,15 @@ stop_nodes() {
   NODE_PIDS=""
 }
 
-# start_controller BUCKETS CAPACITY DIR [EXTRA...]: bqos-controller on free
+# start_controller BUCKETS CAPACITY DIR [EXTRA...]: bqos-controller (plus
+# $CTRL_OPTS, split on spaces) on free
 # loopback ports, period 1 s, 5 intervals.
 start_controller() {
   bf=$1; cap=$2; dir=$3; shift 3
   next_port; cp=$PORT; next_port; ap=$PORT
   CTRL_EP="tcp://127.0.0.1:$cp"; ADMIN_EP="tcp://127.0.0.1:$ap"
   spawn "$dir/controller.log" "$BIN/bqos-controller" --buckets "$bf" --listen "$CTRL_EP" \
-    --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity "$cap" "$@"
+    --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity "$cap" "$@" ${CTRL_OPTS:-}
   CTRL_PID=$SPAWNED
   wait_port "$cp" 10
 }
