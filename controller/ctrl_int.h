@@ -55,6 +55,7 @@ typedef struct {
     double arrivals;       /* as pair_t, after the idle reset */
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
+    int64_t queued;        /* R pass: requests waiting there (last report) */
 } work_t;
 
 enum {
@@ -141,6 +142,8 @@ typedef struct {
     double conv;
     int64_t srv_prev;
     uint8_t backlog;       /* queued on some up node at this round's reports */
+    int64_t queued;        /* R pass: requests waiting on the up nodes, in
+                              the last interval if it has no limit; else -1 */
     int nr;                /* R-problem entries (pairs with demand) */
     int64_t ss_alloc;      /* R placed for a single-server bucket (nr == 1):
                               its `ra` points here */

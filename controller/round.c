@@ -472,6 +472,21 @@ static void backlog_floor(work_t *w, const bstate_t *bs)
     }
 }
 
+/* The demand w stands for in the R problem.  In the period's last
+ * interval a bucket without a limit whose queued requests cover its
+ * remaining reservation (bs->queued, set by phase_rpass()) has R placed
+ * only where they wait, at most as many as wait there: a queued request
+ * is served where it is, while R-tokens placed on forecast arrivals are
+ * stranded if the bucket's demand moves, and after the last round nothing
+ * moves them.  (Earlier, the next round places them again; a limited
+ * bucket's headroom is spread as L-tokens over its active nodes, and its
+ * R placement also decides where its L-tokens go.) */
+static int64_t r_demand(const work_t *w, const bstate_t *bs)
+{
+    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
+                                                                              : w->demand;
+}
+
 /* Places the R-tokens of the single-server buckets (one pair with demand in
  * the R problem: they have nowhere else to go) on up node nd before pShift
  * sees the others: each gets min(remaining reservation, demand), scaled
@@ -540,13 +555,15 @@ static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
             work_t *w = &nd->work[k];
             if (w->rk < 0 || c->b[w->b].nr == 1)
                 continue;
-            int64_t d = nd->rcut < 1 ? (int64_t)((double)w->demand * nd->rcut) : w->demand;
+            bstate_t *bs = &c->b[w->b];
+            int64_t d = r_demand(w, bs);
+            if (nd->rcut < 1)
+                d = (int64_t)((double)d * nd->rcut);
             w->rk = 0;
             if (d <= 0) {
                 w->rk = -1; /* cut: no R here */
                 continue;
             }
-            bstate_t *bs = &c->b[w->b];
             if (bs->pidx < 0) {
                 bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
                 if (bs->pidx < 0)
@@ -583,7 +600,7 @@ static int rpass_cut(ctrl_t *c)
         for (size_t k = 0; k < nd->nact; k++) {
             const work_t *w = &nd->work[k];
             if (w->rk >= 0 && c->b[w->b].nr != 1)
-                dem = ctrl__count_add(dem, w->demand);
+                dem = ctrl__count_add(dem, r_demand(w, &c->b[w->b]));
         }
         nd->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
         any = 1;
@@ -607,7 +624,13 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
     if (!c->rp && !(c->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = c->rp;
-    /* Demands, L candidates and which pairs want R (rk 0, counted in nr). */
+    /* The queues r_demand() looks at: last interval, buckets without a
+     * limit (-1: not looked at). */
+    const int last = c->interval + 1 == (uint32_t)c->cfg.intervals;
+    for (size_t b = 0; b < c->nb; b++)
+        c->b[b].queued = last && c->b[b].l == CTRL_UNLIMITED ? 0 : -1;
+    /* Demands, queues, L candidates and which pairs want R (rk 0, counted
+     * in nr). */
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nlcand = 0;
@@ -624,9 +647,13 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
             w->rk = w->lk = -1;
             if (w->b < 0)
                 continue;
+            uint64_t q = nd->pairs[nd->act[k]].queued;
+            w->queued = q < (uint64_t)CTRL_COUNT_MAX ? (int64_t)q : CTRL_COUNT_MAX;
             if (w->flags & WORK_CUR)
                 c->cnt[w->b]++; /* up nodes where it is active this period */
             bstate_t *bs = &c->b[w->b];
+            if (bs->queued >= 0)
+                bs->queued = ctrl__count_add(bs->queued, w->queued);
             backlog_floor(w, bs);
             if (w->demand <= 0)
                 continue;

@@ -701,6 +701,38 @@ START_TEST(test_ctrl_backlog_floor)
 }
 END_TEST
 
+START_TEST(test_ctrl_last_interval_r_where_queued)
+{
+    /* blue (R 1,000, no limit) has 900 served and 100 left in the last
+     * interval.  Its demand on n0 is a forecast (300 arrivals, nothing
+     * queued), on n1 150 requests wait.  The queue covers what is left,
+     * so all of it goes to n1, where it cannot be stranded by a move.
+     * Not so in an earlier interval, for a bucket with a limit, or when
+     * the queue falls short of what is left: the forecast on n0 then
+     * gets R as before. */
+    for (int pass = 0; pass < 4; pass++) {
+        const char *b = pass == 2 ? "{\"buckets\":[{\"name\":\"blue\",\"reservation\":1000,"
+                                    "\"limit\":3000}]}"
+                                  : "{\"buckets\":[{\"name\":\"blue\",\"reservation\":1000}]}";
+        ctrl_t *c = setup(b, 2, 100000, NULL);
+        int64_t l = pass == 2 ? 1000 : CTRL_UNLIMITED;
+        rep_t n0[1] = {{0, 300, 450, 0, l}};
+        rep_t n1[1] = {{pass == 3 ? 50 : 150, 50, 450, 0, l}};
+        ctrl_result_t res;
+        round_run(c, 1, pass == 1 ? 3 : 4, (const rep_t *const[]){n0, n1}, 2, 1, &res);
+        int64_t r0 = 0, r1 = 0, lt;
+        find_tok(c, 0, 0, &r0, &lt);
+        find_tok(c, 1, 0, &r1, &lt);
+        ck_assert_int_eq(r0 + r1, 100);
+        if (pass == 0)
+            ck_assert_int_eq(r1, 100);
+        else
+            ck_assert_msg(r0 > 0, "pass %d: n0 %lld, n1 %lld", pass, (long long)r0, (long long)r1);
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
 START_TEST(test_ctrl_unreported_buckets_full_push_once)
 {
     /* Both nodes hold red (limited) and blue; only n0 reports red.  The
@@ -1463,7 +1495,8 @@ int main(void)
         test_ctrl_skip_when_unchanged, test_ctrl_tables_and_bad_reports,
         test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,
-        test_ctrl_backlog_floor, test_ctrl_unreported_buckets_full_push_once,
+        test_ctrl_backlog_floor, test_ctrl_last_interval_r_where_queued,
+        test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
