@@ -55,7 +55,7 @@ typedef struct {
     double arrivals;       /* as pair_t, after the idle reset */
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
-    int64_t queued;        /* R pass: requests waiting there (last report) */
+    int64_t queued;        /* as pair_t, after the idle reset */
 } work_t;
 
 enum {

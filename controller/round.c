@@ -205,6 +205,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
         w->flags = 0;
         w->demand = 0;
         w->arrivals = 0;
+        w->queued = 0;
         if (pr->b >= 0)
             c->b[pr->b].served = ctrl__count_add(c->b[pr->b].served, served);
         if (pr->b >= 0 && pr->has_report) {
@@ -217,6 +218,8 @@ static int estimate_node(ctrl_t *c, node_t *nd, double il, int changed)
             }
             w->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
             w->arrivals = (double)pr->arrivals;
+            w->queued = pr->queued < (uint64_t)CTRL_COUNT_MAX ? (int64_t)pr->queued
+                                                              : CTRL_COUNT_MAX;
             c->b[pr->b].arrivals += w->arrivals;
             w->rate_now = il > 0 ? (double)w->demand / il : 0;
             w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
@@ -647,8 +650,6 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
             w->rk = w->lk = -1;
             if (w->b < 0)
                 continue;
-            uint64_t q = nd->pairs[nd->act[k]].queued;
-            w->queued = q < (uint64_t)CTRL_COUNT_MAX ? (int64_t)q : CTRL_COUNT_MAX;
             if (w->flags & WORK_CUR)
                 c->cnt[w->b]++; /* up nodes where it is active this period */
             bstate_t *bs = &c->b[w->b];
