@@ -22,6 +22,13 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
+/* R pass, last interval: most re-solves that give queue-held buckets back
+ * their forecast demand where their queues overbook a node, and how much
+ * of each excess one pass gives back (rpass_lift(); measured on the
+ * simulator's Experiments 1 and 2, docs/performance.md). */
+#define LIFT_PASSES 4
+#define LIFT_COVER 4
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -556,7 +563,7 @@ static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
         size_t ne = 0;
         for (size_t k = 0; k < nd->nact; k++) {
             work_t *w = &nd->work[k];
-            if (w->rk < 0 || c->b[w->b].nr == 1)
+            if (w->rk == -1 || c->b[w->b].nr == 1)
                 continue;
             bstate_t *bs = &c->b[w->b];
             int64_t d = r_demand(w, bs);
@@ -564,7 +571,7 @@ static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
                 d = (int64_t)((double)d * nd->rcut);
             w->rk = 0;
             if (d <= 0) {
-                w->rk = -1; /* cut: no R here */
+                w->rk = -2; /* no R here in this build (cut, or no queue) */
                 continue;
             }
             if (bs->pidx < 0) {
@@ -584,6 +591,35 @@ static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
             return rc;
     }
     return 0;
+}
+
+/* After a solve with the queues of r_demand(): on every up node where the
+ * solution places more R than the node can take (its conservative capacity
+ * less the single-server buckets: pShift goes beyond it where demands
+ * leave no choice), buckets held to their queues there get their whole
+ * demand back (bs->queued = -1), in the node's order, until what they were
+ * given there is LIFT_COVER times the excess (the next solve refills part
+ * of what they leave with other queues).  Returns nonzero if any did. */
+static int rpass_lift(ctrl_t *c)
+{
+    int any = 0;
+    for (int s = 0; s < pshift_nservers(c->rp); s++) {
+        node_t *nd = &c->nodes[c->srv_node[s]];
+        int64_t over = pshift_server_load(c->rp, s) - (nd->rcap - nd->load);
+        if (over <= 0)
+            continue;
+        over *= LIFT_COVER;
+        for (size_t k = 0; k < nd->nact && over > 0; k++) {
+            const work_t *w = &nd->work[k];
+            bstate_t *bs = &c->b[w->b];
+            if (w->rk >= 0 && bs->nr != 1 && r_demand(w, bs) < w->demand) {
+                over -= pshift_bucket_allocs(c->rp, bs->pidx)[w->rk];
+                bs->queued = -1;
+                any = 1;
+            }
+        }
+    }
+    return any;
 }
 
 /* After a solve: sets rcut on every up node whose single-server buckets
@@ -614,7 +650,8 @@ static int rpass_cut(ctrl_t *c)
 /* Phase 4, the R pass, robust to capacity error (issue 14): single-server
  * buckets first, then pShift (solved with `o`) for the others on the up
  * nodes' conservative capacity for the `rem_s` seconds left (rpass_build),
- * once more with cut demands where that overbooks a node holding
+ * in the last interval on the queues of r_demand() where they fit
+ * (rpass_lift), once more with cut demands where that overbooks a node holding
  * single-server buckets (rpass_cut); the allocation is summed per bucket
  * and per node.  On the way backlogged demands are raised to their floor
  * and each node's L candidates listed (nd->lcand); *any_l is set if there
@@ -670,12 +707,15 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
     }
     const ctrl_result_t rs0 = *rs;
     double t = 0;
-    for (int round = 0; round < 2; round++) {
+    int lifts = last ? LIFT_PASSES : 0, cut = 0;
+    for (;;) {
         *rs = rs0;
         if ((rc = rpass_build(c, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
         t += pshift_stats(p)->t_total;
-        if (round > 0 || !rpass_cut(c))
+        if (lifts > 0 && (lifts--, rpass_lift(c)))
+            continue;
+        if (cut || !(cut = rpass_cut(c)))
             break;
     }
     rs->phi = pshift_stats(p)->phi; /* + the single-server buckets' below */
