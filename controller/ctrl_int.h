@@ -272,6 +272,26 @@ int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l);
 int ctrl__prov_plan(ctrl_t *c, int forced);
 int ctrl__prov_walk(ctrl_t *c);
 
+/* rqueue.c, the last round's R on the queues (steps of the R pass):
+ * ctrl__rq_begin() sets bs->queued to 0 for the buckets it applies to (last
+ * interval, no limit), -1 for the others, and returns nonzero in the last
+ * interval; the R pass adds each pair's queue.  ctrl__rq_demand() is the
+ * demand a pair stands for in the R problem.  ctrl__rq_lift(), after a
+ * solve, gives buckets back their forecasts where their queues overbook a
+ * node, and returns nonzero if it did (then solve again, at most
+ * CTRL_RQ_PASSES times). */
+#define CTRL_RQ_PASSES 4
+int ctrl__rq_begin(ctrl_t *c);
+int ctrl__rq_lift(ctrl_t *c);
+
+/* A bucket whose queued requests cover its remaining reservation has R
+ * placed only where they wait, at most as many as wait there. */
+static inline int64_t ctrl__rq_demand(const work_t *w, const bstate_t *bs)
+{
+    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
+                                                                              : w->demand;
+}
+
 /* plausible.c: counts a value of node nd's that the controller does not
  * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)
  * and logs it, at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason. */

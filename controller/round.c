@@ -22,13 +22,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* R pass, last interval: most re-solves that give queue-held buckets back
- * their forecast demand where their queues overbook a node, and how much
- * of each excess one pass gives back (rpass_lift(); measured on the
- * simulator's Experiments 1 and 2, docs/performance.md). */
-#define LIFT_PASSES 4
-#define LIFT_COVER 4
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -482,21 +475,6 @@ static void backlog_floor(work_t *w, const bstate_t *bs)
     }
 }
 
-/* The demand w stands for in the R problem.  In the period's last
- * interval a bucket without a limit whose queued requests cover its
- * remaining reservation (bs->queued, set by phase_rpass()) has R placed
- * only where they wait, at most as many as wait there: a queued request
- * is served where it is, while R-tokens placed on forecast arrivals are
- * stranded if the bucket's demand moves, and after the last round nothing
- * moves them.  (Earlier, the next round places them again; a limited
- * bucket's headroom is spread as L-tokens over its active nodes, and its
- * R placement also decides where its L-tokens go.) */
-static int64_t r_demand(const work_t *w, const bstate_t *bs)
-{
-    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
-                                                                              : w->demand;
-}
-
 /* Places the R-tokens of the single-server buckets (one pair with demand in
  * the R problem: they have nowhere else to go) on up node nd before pShift
  * sees the others: each gets min(remaining reservation, demand), scaled
@@ -566,7 +544,7 @@ static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
             if (w->rk == -1 || c->b[w->b].nr == 1)
                 continue;
             bstate_t *bs = &c->b[w->b];
-            int64_t d = r_demand(w, bs);
+            int64_t d = ctrl__rq_demand(w, bs);
             if (nd->rcut < 1)
                 d = (int64_t)((double)d * nd->rcut);
             w->rk = 0;
@@ -593,35 +571,6 @@ static int rpass_build(ctrl_t *c, ctrl_result_t *rs)
     return 0;
 }
 
-/* After a solve with the queues of r_demand(): on every up node where the
- * solution places more R than the node can take (its conservative capacity
- * less the single-server buckets: pShift goes beyond it where demands
- * leave no choice), buckets held to their queues there get their whole
- * demand back (bs->queued = -1), in the node's order, until what they were
- * given there is LIFT_COVER times the excess (the next solve refills part
- * of what they leave with other queues).  Returns nonzero if any did. */
-static int rpass_lift(ctrl_t *c)
-{
-    int any = 0;
-    for (int s = 0; s < pshift_nservers(c->rp); s++) {
-        node_t *nd = &c->nodes[c->srv_node[s]];
-        int64_t over = pshift_server_load(c->rp, s) - (nd->rcap - nd->load);
-        if (over <= 0)
-            continue;
-        over *= LIFT_COVER;
-        for (size_t k = 0; k < nd->nact && over > 0; k++) {
-            const work_t *w = &nd->work[k];
-            bstate_t *bs = &c->b[w->b];
-            if (w->rk >= 0 && bs->nr != 1 && r_demand(w, bs) < w->demand) {
-                over -= pshift_bucket_allocs(c->rp, bs->pidx)[w->rk];
-                bs->queued = -1;
-                any = 1;
-            }
-        }
-    }
-    return any;
-}
-
 /* After a solve: sets rcut on every up node whose single-server buckets
  * and pShift's allocation there together exceed its conservative capacity
  * (pShift places every bucket's reservation where it has demand, beyond
@@ -639,7 +588,7 @@ static int rpass_cut(ctrl_t *c)
         for (size_t k = 0; k < nd->nact; k++) {
             const work_t *w = &nd->work[k];
             if (w->rk >= 0 && c->b[w->b].nr != 1)
-                dem = ctrl__count_add(dem, r_demand(w, &c->b[w->b]));
+                dem = ctrl__count_add(dem, ctrl__rq_demand(w, &c->b[w->b]));
         }
         nd->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
         any = 1;
@@ -650,8 +599,7 @@ static int rpass_cut(ctrl_t *c)
 /* Phase 4, the R pass, robust to capacity error (issue 14): single-server
  * buckets first, then pShift (solved with `o`) for the others on the up
  * nodes' conservative capacity for the `rem_s` seconds left (rpass_build),
- * in the last interval on the queues of r_demand() where they fit
- * (rpass_lift), once more with cut demands where that overbooks a node holding
+ * in the last interval on the queues where they fit (rqueue.c), once more with cut demands where that overbooks a node holding
  * single-server buckets (rpass_cut); the allocation is summed per bucket
  * and per node.  On the way backlogged demands are raised to their floor
  * and each node's L candidates listed (nd->lcand); *any_l is set if there
@@ -664,11 +612,7 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
     if (!c->rp && !(c->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = c->rp;
-    /* The queues r_demand() looks at: last interval, buckets without a
-     * limit (-1: not looked at). */
-    const int last = c->interval + 1 == (uint32_t)c->cfg.intervals;
-    for (size_t b = 0; b < c->nb; b++)
-        c->b[b].queued = last && c->b[b].l == CTRL_UNLIMITED ? 0 : -1;
+    int lifts = ctrl__rq_begin(c) ? CTRL_RQ_PASSES : 0, cut = 0;
     /* Demands, queues, L candidates and which pairs want R (rk 0, counted
      * in nr). */
     for (int i = 0; i < c->nn; i++) {
@@ -707,13 +651,12 @@ static int phase_rpass(ctrl_t *c, double rem_s, const pshift_opts_t *o, ctrl_res
     }
     const ctrl_result_t rs0 = *rs;
     double t = 0;
-    int lifts = last ? LIFT_PASSES : 0, cut = 0;
     for (;;) {
         *rs = rs0;
         if ((rc = rpass_build(c, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
         t += pshift_stats(p)->t_total;
-        if (lifts > 0 && (lifts--, rpass_lift(c)))
+        if (lifts > 0 && (lifts--, ctrl__rq_lift(c)))
             continue;
         if (cut || !(cut = rpass_cut(c)))
             break;
