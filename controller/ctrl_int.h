@@ -55,6 +55,7 @@ typedef struct {
     double arrivals;       /* as pair_t, after the idle reset */
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
+    int64_t queued;        /* as pair_t, after the idle reset */
 } work_t;
 
 enum {
@@ -128,6 +129,8 @@ typedef struct {
     double conv;
     int64_t srv_prev;
     uint8_t backlog;       /* queued on some up node at this round's reports */
+    int64_t queued;        /* R pass: requests waiting on the up nodes, in
+                              the last interval if it has no limit; else -1 */
     int nr;                /* R-problem entries (pairs with demand) */
     int nq;                /* up nodes where it is active and queued (rate
                               limits only, else 0) */
@@ -182,6 +185,8 @@ typedef struct {
     lnode_t *n;            /* [capn]: per node index */
     int capn;
     int hook;              /* its solves go to cfg.solve_hook (the IO one) */
+    int queues;            /* its work_t.queued is known (IOs; the byte
+                              records carry no queue): rqueue.c applies */
     /* scratch for one computation */
     int *cnt, *given;      /* [nb] leftover spreading */
     size_t capcnt;
@@ -350,6 +355,26 @@ void ctrl__ledger_free(ledger_t *L);
  * writes those records.  It returns 0 or -ENOMEM. */
 int ctrl__prov_plan(ctrl_t *c, int forced);
 int ctrl__prov_walk(ctrl_t *c);
+
+/* rqueue.c, the last round's R on the queues (steps of ledger L's R pass):
+ * ctrl__rq_begin() sets bs->queued to 0 for the buckets it applies to (last
+ * interval, no limit, a ledger that knows queues), -1 for the others, and
+ * returns nonzero if any may apply; the R pass adds each pair's queue.
+ * ctrl__rq_demand() is the demand a pair stands for in the R problem.
+ * ctrl__rq_lift(), after a solve, gives buckets back their forecasts where
+ * their queues overbook a node, and returns nonzero if it did (then solve
+ * again, at most CTRL_RQ_PASSES times). */
+#define CTRL_RQ_PASSES 4
+int ctrl__rq_begin(const ctrl_t *c, ledger_t *L);
+int ctrl__rq_lift(ledger_t *L);
+
+/* A bucket whose queued requests cover its remaining reservation has R
+ * placed only where they wait, at most as many as wait there. */
+static inline int64_t ctrl__rq_demand(const work_t *w, const bstate_t *bs)
+{
+    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
+                                                                              : w->demand;
+}
 
 /* plausible.c: counts a value of node nd's that the controller does not
  * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)

@@ -294,15 +294,17 @@ static int rpass_build(const ctrl_t *c, ledger_t *L, ctrl_result_t *rs)
         size_t ne = 0;
         for (size_t k = 0; k < ln->nwork; k++) {
             work_t *w = &ln->work[k];
-            if (w->rk < 0 || L->b[w->b].nr == 1)
+            if (w->rk == -1 || L->b[w->b].nr == 1)
                 continue;
-            int64_t d = ln->rcut < 1 ? (int64_t)((double)w->demand * ln->rcut) : w->demand;
+            bstate_t *bs = &L->b[w->b];
+            int64_t d = ctrl__rq_demand(w, bs);
+            if (ln->rcut < 1)
+                d = (int64_t)((double)d * ln->rcut);
             w->rk = 0;
             if (d <= 0) {
-                w->rk = -1; /* cut: no R here */
+                w->rk = -2; /* no R here in this build (cut, or no queue) */
                 continue;
             }
-            bstate_t *bs = &L->b[w->b];
             if (bs->pidx < 0) {
                 bs->pidx = pshift_add_bucket(p, NULL, bs->r_rem);
                 if (bs->pidx < 0)
@@ -339,7 +341,7 @@ static int rpass_cut(ledger_t *L)
         for (size_t k = 0; k < ln->nwork; k++) {
             const work_t *w = &ln->work[k];
             if (w->rk >= 0 && L->b[w->b].nr != 1)
-                dem = ctrl__count_add(dem, w->demand);
+                dem = ctrl__count_add(dem, ctrl__rq_demand(w, &L->b[w->b]));
         }
         ln->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
         any = 1;
@@ -350,9 +352,9 @@ static int rpass_cut(ledger_t *L)
 /* The R pass (phase 4 of a round), robust to capacity error (issue 14):
  * single-server buckets first, then pShift (solved with `o`) for the others
  * on the up nodes' conservative capacity for the rest of the period
- * (ctrl__ledger_caps(), rpass_build), once more with cut demands where
- * that overbooks a node holding
- * single-server buckets (rpass_cut); the allocation is summed per bucket
+ * (ctrl__ledger_caps(), rpass_build), in the last interval on the queues
+ * where they fit (rqueue.c), once more with cut demands where that
+ * overbooks a node holding single-server buckets (rpass_cut); the allocation is summed per bucket
  * and per node.  On the way backlogged demands are raised to their floor
  * and each node's L candidates listed (ln->lcand); *any_l is set if there
  * are any.  Fills buckets, pairs, phi, r_tokens and the R times of *rs.
@@ -364,7 +366,9 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
     if (!L->rp && !(L->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = L->rp;
-    /* Demands, L candidates and which pairs want R (rk 0, counted in nr). */
+    int lifts = ctrl__rq_begin(c, L) ? CTRL_RQ_PASSES : 0, cut = 0;
+    /* Demands, queues, L candidates and which pairs want R (rk 0, counted
+     * in nr). */
     for (int i = 0; i < c->nn; i++) {
         lnode_t *ln = &L->n[i];
         ln->nlcand = 0;
@@ -382,6 +386,8 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
             if ((w->flags & (WORK_CUR | WORK_QUEUED)) == (WORK_CUR | WORK_QUEUED) &&
                 c->cfg.limit_depth >= 0)
                 bs->nq++; /* ... and queued, limits being rates (push_node()) */
+            if (bs->queued >= 0)
+                bs->queued = ctrl__count_add(bs->queued, w->queued);
             backlog_floor(w, bs);
             if (w->demand <= 0)
                 continue;
@@ -397,12 +403,14 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
     }
     const ctrl_result_t rs0 = *rs;
     double t = 0;
-    for (int round = 0; round < 2; round++) {
+    for (;;) {
         *rs = rs0;
         if ((rc = rpass_build(c, L, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
         t += pshift_stats(p)->t_total;
-        if (round > 0 || !rpass_cut(L))
+        if (lifts > 0 && (lifts--, ctrl__rq_lift(L)))
+            continue;
+        if (cut || !(cut = rpass_cut(L)))
             break;
     }
     rs->phi = pshift_stats(p)->phi; /* + the single-server buckets' below */

@@ -107,6 +107,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
         w->flags = 0;
         w->demand = 0;
         w->arrivals = 0;
+        w->queued = 0;
         if (pr->b >= 0)
             c->b[pr->b].served = ctrl__count_add(c->b[pr->b].served, served);
         if (pr->b >= 0 && pr->has_report) {
@@ -119,6 +120,8 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
             }
             w->demand = estimate_demand(&pr->dem, pr->queued, pr->arrivals, pr->throttled, il);
             w->arrivals = (double)pr->arrivals;
+            w->queued = pr->queued < (uint64_t)CTRL_COUNT_MAX ? (int64_t)pr->queued
+                                                              : CTRL_COUNT_MAX;
             c->b[pr->b].arrivals += w->arrivals;
             w->rate_now = il > 0 ? (double)w->demand / il : 0;
             w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
@@ -215,6 +218,7 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
     c->io.b = c->b;
     c->io.nb = c->nb;
     c->io.hook = 1;
+    c->io.queues = 1;
     if ((rc = ctrl__ledger_fit(&c->io, c->nn)) < 0)
         return rc;
     for (int i = 0; i < c->nn; i++) {

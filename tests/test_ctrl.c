@@ -801,6 +801,72 @@ START_TEST(test_ctrl_backlog_floor)
 }
 END_TEST
 
+START_TEST(test_ctrl_last_interval_r_where_queued)
+{
+    /* blue (R 1,000, no limit) has 900 served and 100 left in the last
+     * interval.  Its demand on n0 is a forecast (300 arrivals, nothing
+     * queued), on n1 150 requests wait.  The queue covers what is left,
+     * so all of it goes to n1, where it cannot be stranded by a move.
+     * Not so in an earlier interval, for a bucket with a limit, or when
+     * the queue falls short of what is left: the forecast on n0 then
+     * gets R as before. */
+    for (int pass = 0; pass < 4; pass++) {
+        const char *b = pass == 2 ? "{\"buckets\":[{\"name\":\"blue\",\"reservation\":1000,"
+                                    "\"limit\":3000}]}"
+                                  : "{\"buckets\":[{\"name\":\"blue\",\"reservation\":1000}]}";
+        ctrl_t *c = setup(b, 2, 100000, NULL);
+        int64_t l = pass == 2 ? 1000 : CTRL_UNLIMITED;
+        rep_t n0[1] = {{0, 300, 450, 0, l}};
+        rep_t n1[1] = {{pass == 3 ? 50 : 150, 50, 450, 0, l}};
+        ctrl_result_t res;
+        round_run(c, 1, pass == 1 ? 3 : 4, (const rep_t *const[]){n0, n1}, 2, 1, &res);
+        int64_t r0 = 0, r1 = 0, lt;
+        find_tok(c, 0, 0, &r0, &lt);
+        find_tok(c, 1, 0, &r1, &lt);
+        ck_assert_int_eq(r0 + r1, 100);
+        if (pass == 0)
+            ck_assert_int_eq(r1, 100);
+        else
+            ck_assert_msg(r0 > 0, "pass %d: n0 %lld, n1 %lld", pass, (long long)r0, (long long)r1);
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
+START_TEST(test_ctrl_last_interval_queues_that_overbook)
+{
+    /* a, b, c (R 1,000, 60 left each) have 100 queued on n1 and a forecast
+     * of 300 on n0, in the last interval; n1 takes 160 R-tokens (800/s
+     * conservative x 0.2 s).  Held to their queues they would put 180 on
+     * n1: a and b get their forecasts back, c keeps all of its 60 on n1's
+     * queue, and n1 is not overbooked. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":1000},"
+                      "{\"name\":\"b\",\"reservation\":1000},"
+                      "{\"name\":\"c\",\"reservation\":1000}]}",
+                      2, 1000, NULL);
+    rep_t n0[3], n1[3];
+    for (int b = 0; b < 3; b++) {
+        n0[b] = (rep_t){0, 300, 470, 0, CTRL_UNLIMITED};
+        n1[b] = (rep_t){100, 10, 470, 0, CTRL_UNLIMITED};
+    }
+    ctrl_result_t res;
+    round_run(c, 1, 4, (const rep_t *const[]){n0, n1}, 2, 3, &res);
+    ctrl_node_info_t ni;
+    ck_assert_int_eq(ctrl_node_info(c, 1, &ni), 0);
+    ck_assert_double_eq(ni.conservative, 800);
+    int64_t on1 = 0, r, l;
+    for (uint32_t b = 0; b < 3; b++) {
+        int64_t r0 = find_tok(c, 0, b, &r, &l) == 0 ? r : 0;
+        int64_t r1 = find_tok(c, 1, b, &r, &l) == 0 ? r : 0;
+        ck_assert_int_eq(r0 + r1, 60);
+        on1 += r1;
+    }
+    ck_assert_int_eq(tok_r(c, 1, 2), 60);
+    ck_assert_int_le(on1, 160);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_unreported_buckets_full_push_once)
 {
     /* Both nodes hold red (limited) and blue; only n0 reports red.  The
@@ -1712,7 +1778,9 @@ int main(void)
         test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,
         test_ctrl_limit_is_a_rate, test_ctrl_leftover_headroom_to_queued_nodes,
-        test_ctrl_backlog_floor, test_ctrl_unreported_buckets_full_push_once,
+        test_ctrl_backlog_floor, test_ctrl_last_interval_r_where_queued,
+        test_ctrl_last_interval_queues_that_overbook,
+        test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
