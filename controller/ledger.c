@@ -122,9 +122,6 @@ void ctrl__ledger_convert(ledger_t *L, double el, int reset)
     }
 }
 
-/* Bucket bs's headroom (limit - served - held by silent nodes) and
- * remaining reservation (at most the headroom) for the rest of the period,
- * less what it converted beyond its slack. */
 /* A limited bucket's headroom for the rest of the period: its limit less
  * what it was served and what down nodes hold.  Limits being rates
  * (limit_depth >= 0, docs/controller.md), also at most its pro-rata share
@@ -151,6 +148,9 @@ static int64_t limit_head(const ctrl_t *c, const bstate_t *bs, int64_t r_rem)
     return head;
 }
 
+/* Bucket bs's remaining reservation, less what it converted beyond its
+ * slack, and its headroom (limit_head()); the reservation at most the
+ * headroom. */
 void ctrl__budget(const ctrl_t *c, bstate_t *bs)
 {
     int64_t served = bs->served;
