@@ -10,6 +10,7 @@
 #include "common/rng.h"
 #include "storage-node/core/pace.h"
 #include "storage-node/core/sched.h"
+#include "tests/sched_fixtures.h"
 #include "tests/testlib.h"
 
 #define U SCHED_UNLIMITED
@@ -120,20 +121,14 @@ static void node_init(node_t *n, int nb, double period, int k, double burst, int
                       sched_order_t order)
 {
     memset(n, 0, sizeof *n);
-    n->s = sched_new(SCHED_POLICY_TOKENS, 0);
-    ck_assert_ptr_nonnull(n->s);
-    ck_assert_int_eq(sched_set_pacing(n->s, pacing, burst), 0);
+    n->s = sched_fixture_new(nb, pacing, burst);
     ck_assert_int_eq(sched_set_r_order(n->s, order), 0);
     n->nb = nb;
     n->period = period;
     n->k = k;
-    for (int b = 0; b < nb; b++) {
-        char name[8];
-        snprintf(name, sizeof name, "b%d", b);
-        ck_assert_int_eq(sched_add_bucket(n->s, name, 1), b);
+    for (int b = 0; b < nb; b++)
         for (int i = 0; i < PER_BUCKET; i++)
             ck_assert_int_eq(sched_enqueue(n->s, b, &n->items[b][i]), 0);
-    }
 }
 
 static void node_free(node_t *n)

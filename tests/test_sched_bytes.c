@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "storage-node/core/sched.h"
+#include "tests/sched_fixtures.h"
 #include "tests/testlib.h"
 
 #define U SCHED_UNLIMITED
@@ -43,17 +44,11 @@ static uint32_t next_cost(node_t *n, int b)
 static void node_init(node_t *n, double period, int k, double burst)
 {
     memset(n, 0, sizeof *n);
-    n->s = sched_new(SCHED_POLICY_TOKENS, 0);
-    ck_assert_ptr_nonnull(n->s);
-    ck_assert_int_eq(sched_set_pacing(n->s, 1, burst), 0);
+    n->s = sched_fixture_new(NB, 1, burst);
     n->period = period;
     n->k = k;
-    for (int b = 0; b < NB; b++) {
-        char name[8];
-        snprintf(name, sizeof name, "b%d", b);
-        ck_assert_int_eq(sched_add_bucket(n->s, name, 1), b);
+    for (int b = 0; b < NB; b++)
         n->io_lim[b] = -1;
-    }
 }
 
 static void node_fill(node_t *n)

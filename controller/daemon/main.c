@@ -23,6 +23,7 @@
 #include "common/privdrop.h"
 #include "common/proto.h"
 #include "common/version.h"
+#include "controller/ctrlopts.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
@@ -142,11 +143,7 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "Token conversion: reservation a bucket left unused while it had nothing\n"
                  "queued is converted (no longer claimed with priority) beyond this\n"
                  "fraction of its reservation per period; negative: no conversion."},
-        {.name = "limit-depth", .type = OPTS_DOUBLE, .target = &s->limit_depth, .arg = "SECS",
-         .deflt = "0.02", .min = -1, .max = 3600,
-         .help = "Limits are rates with this depth: a limited bucket may take at most its\n"
-                 "limit x (time left in the period + SECS), whatever it did earlier in the\n"
-                 "period.  Negative: per-period quotas (limit - served, no rate)."},
+        CTRL_OPTS_LIMIT_DEPTH(&s->limit_depth),
         {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
          .deflt = "0.1", .min = 0, .max = 1e6,
          .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/opts.h"
 #include "common/version.h"
+#include "controller/ctrlopts.h"
 #include "workloads/scenario.h"
 #include "workloads/sim/sim_model.h"
 #include "storage-node/core/sched.h"
@@ -156,10 +157,7 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
         {.name = "burst", .type = OPTS_DOUBLE, .target = &st->burst_s, .arg = "SECS",
          .deflt = "0.02", .min = 0, .max = SCHED_BURST_MAX,
          .help = "pshift-paced: burst depth of paced tokens (bqos-node --burst)"},
-        {.name = "limit-depth", .type = OPTS_DOUBLE, .target = &st->limit_depth, .arg = "SECS",
-         .deflt = "0.02", .min = -1, .max = 3600,
-         .help = "limits are rates with this depth (bqos-controller\n"
-                 "--limit-depth); negative: per-period quotas"},
+        CTRL_OPTS_LIMIT_DEPTH(&st->limit_depth),
         {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
          .help = "run the schedulers in weighted round robin, a bucket's\n"
                  "weight being its reservation over the smallest one\n"
