@@ -138,6 +138,14 @@ static void node_free(node_t *n)
     sched_destroy(&n->s);
 }
 
+/* The node's defaults for one bucket (1 s periods of 5 intervals, burst
+ * 20 ms, paced, R by urgency) with R and L rates r and l per second. */
+static void one_bucket(node_t *n, double r, double l)
+{
+    node_init(n, 1, 1, 5, 0.02, 1, SCHED_ORDER_URGENCY);
+    n->r_rate[0] = r, n->l_rate[0] = l;
+}
+
 static void record(node_t *n, int b, double t)
 {
     if (n->nt[b] == n->cap[b]) {
@@ -328,8 +336,7 @@ END_TEST
 START_TEST(test_sched_pacing_late_timer_loses_nothing)
 {
     node_t n;
-    node_init(&n, 1, 1, 5, 0.02, 1, SCHED_ORDER_URGENCY);
-    n.r_rate[0] = 20, n.l_rate[0] = 80;
+    one_bucket(&n, 20, 80);
     n.late = 0.015;
     node_run(&n, 5);
     ck_assert_msg(n.nt[0] >= 495 && n.nt[0] <= 500, "%zu served of 500", n.nt[0]);
@@ -572,8 +579,7 @@ END_TEST
 START_TEST(test_sched_pacing_catch_up_bound)
 {
     node_t n;
-    node_init(&n, 1, 1, 5, 0.02, 1, SCHED_ORDER_URGENCY);
-    n.r_rate[0] = 100, n.l_rate[0] = 300;
+    one_bucket(&n, 100, 300);
     n.fresh_counts = 1;
     n.stall_every = 1, n.stall_len = 0.4;
     node_run(&n, 3);
