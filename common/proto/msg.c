@@ -109,13 +109,9 @@ void proto_msg_clear(proto_msg_t *m)
 {
     if (!m)
         return;
-    free(m->report);
-    free(m->tokens);
-    free(m->names_own);
-    free(m->namebuf);
-    free(m->weights_own);
-    free(m->rbytes);
-    free(m->tbytes);
+#define FREE_BUF(f) free(m->f);
+    PROTO__MSG_BUFFERS(FREE_BUF)
+#undef FREE_BUF
     proto_msg_init(m);
 }
 
@@ -185,17 +181,8 @@ void proto__msg_reset(proto_msg_t *m)
 {
     proto_msg_t keep = *m;
     memset(m, 0, sizeof *m);
-    m->report = keep.report;
-    m->tokens = keep.tokens;
-    m->names_own = keep.names_own;
-    m->namebuf = keep.namebuf;
-    m->cap_report = keep.cap_report;
-    m->cap_tokens = keep.cap_tokens;
-    m->cap_names = keep.cap_names;
-    m->cap_namebuf = keep.cap_namebuf;
-    m->weights_own = keep.weights_own;
-    m->cap_weights = keep.cap_weights;
-    m->rbytes = keep.rbytes;
-    m->tbytes = keep.tbytes;
-    m->cap_bytes = keep.cap_bytes;
+#define KEEP(f) m->f = keep.f;
+    PROTO__MSG_BUFFERS(KEEP)
+    PROTO__MSG_CAPS(KEEP)
+#undef KEEP
 }
