@@ -323,8 +323,10 @@ static int byte_work(ctrl_t *c, cbytes_t *y, double il)
 /* The byte records of bucket b for every up node holding it: R as the
  * R pass placed it, L as the L pass placed it plus an even share of the
  * headroom it did not place (no demand for it), so that demand moving
- * between the nodes is served at once; served + held + R + L add up to at
- * most the byte limit.  Returns 0 or -ENOMEM. */
+ * between the nodes is served at once -- limits being rates, only over the
+ * nodes where it is queued if there are any (bs->nq), as push_node() does
+ * for IOs; served + held + R + L add up to at most the byte limit.
+ * Returns 0 or -ENOMEM. */
 static int push_bucket(ctrl_t *c, cbytes_t *y, size_t b)
 {
     bbucket_t *bb = &y->bb[b];
@@ -335,6 +337,7 @@ static int push_bucket(ctrl_t *c, cbytes_t *y, size_t b)
     int holders = 0, idx = 0;
     for (int i = 0; i < c->nn; i++)
         holders += c->nodes[i].up && ctrl__node_slot(&c->nodes[i], b) >= 0;
+    int n = bs->nq ? bs->nq : holders;
     for (int i = 0; i < c->nn; i++) {
         if (!c->nodes[i].up || ctrl__node_slot(&c->nodes[i], b) < 0)
             continue;
@@ -344,8 +347,9 @@ static int push_bucket(ctrl_t *c, cbytes_t *y, size_t b)
         const work_t *w = p->has && p->k >= 0 ? &y->L.n[i].work[p->k] : NULL;
         int64_t r = w && w->rk >= 0 ? bs->ra[w->rk] : 0, l = CTRL_UNLIMITED;
         if (bs->l != CTRL_UNLIMITED) {
-            l = (w && w->lk >= 0 ? bs->la[w->lk] : 0) + spread / holders +
-                (idx++ < spread % holders ? 1 : 0);
+            l = w && w->lk >= 0 ? bs->la[w->lk] : 0;
+            if (!bs->nq || (w && (w->flags & (WORK_CUR | WORK_QUEUED)) == (WORK_CUR | WORK_QUEUED)))
+                l += spread / n + (idx++ < spread % n ? 1 : 0);
             ctrl__grant_raise(c, &p->grant, &p->gperiod, pair_served(c, p), r, l);
         }
         p->pushed = 1;

@@ -1646,6 +1646,38 @@ static void btok(const ctrl_t *c, int node, int64_t *r, int64_t *l)
     ck_assert_int_eq(find_btok(c, node, 0, r, l, &fl), 0);
 }
 
+/* Limits being rates, a byte bucket's unplaced byte headroom goes to the
+ * nodes where it is queued, as the IO headroom does
+ * (test_ctrl_leftover_headroom_to_queued_nodes); with quotas it is spread
+ * over every node holding it. */
+START_TEST(test_ctrl_byte_leftover_to_queued_nodes)
+{
+    for (int rate = 1; rate >= 0; rate--) {
+        ctrl_config_t cfg = ctrl_config_default();
+        cfg.limit_depth = rate ? 0.02 : -1;
+        ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,"
+                          "\"limit_bytes\":3000000}]}",
+                          3, 50000, &cfg);
+        rep_t idle = {0, 20, 0, 0, CTRL_UNLIMITED}, queued = {5, 20, 0, 0, CTRL_UNLIMITED};
+        const uint64_t arr[3] = {20000, 20000, 20000}, none[3] = {0, 0, 0};
+        const double busy[3] = {0, 0, 0};
+        byte_round(c, 1, 0, 3, (const rep_t *const[]){&idle, &queued, &idle}, arr, none, busy);
+        int64_t r[3], l[3];
+        for (int n = 0; n < 3; n++)
+            btok(c, n, &r[n], &l[n]);
+        ck_assert_int_eq(r[0] + l[0] + r[1] + l[1] + r[2] + l[2], 3000000);
+        if (rate) {
+            ck_assert_int_eq(r[0] + l[0], 100000); /* its demand there, 20,000 x 5 */
+            ck_assert_int_gt(l[1], 2700000);
+        } else {
+            ck_assert_int_gt(l[0], 900000);
+            ck_assert_int_gt(l[2], 900000);
+        }
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
 /* The byte dimension converts as the IO one (issue 15): a byte bucket idle
  * (not backlogged) for most of the period, whose demand appears in the
  * last interval, has left 60% of its byte reservation unused: it is
@@ -1788,7 +1820,8 @@ int main(void)
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
         test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
-        test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission
+        test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
+        test_ctrl_byte_leftover_to_queued_nodes
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
