@@ -670,8 +670,11 @@ int ctrl_round_begin(ctrl_t *c, uint64_t period, uint32_t interval, double left)
 {
     if (interval >= (uint32_t)c->cfg.intervals)
         return -EINVAL;
-    if (!c->started || period != c->period)
+    if (!c->started || period != c->period) {
         c->force = 1;
+        c->lost = 0;
+        c->lost_open = 1;
+    }
     c->started = 1;
     c->period = period;
     c->interval = interval;
@@ -681,6 +684,14 @@ int ctrl_round_begin(ctrl_t *c, uint64_t period, uint32_t interval, double left)
     c->round_no++;
     c->st.rounds++;
     return 0;
+}
+
+void ctrl_round_late(ctrl_t *c, double seconds)
+{
+    if (!c->lost_open || !(seconds > 0))
+        return;
+    double f = seconds / c->cfg.period_s, iv = 1.0 / c->cfg.intervals;
+    c->lost = f < iv ? f : iv;
 }
 
 uint64_t ctrl_period(const ctrl_t *c)

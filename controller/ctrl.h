@@ -214,6 +214,16 @@ int ctrl_nnodes(const ctrl_t *c);
  * Returns 0, or -EINVAL for interval >= K. */
 int ctrl_round_begin(ctrl_t *c, uint64_t period, uint32_t interval, double left);
 
+/* The current round computes `seconds` after its interval's boundary
+ * (the wait for reports, a late wake-up).  Call before ctrl_compute().  In
+ * a period's first round that is time no node could serve a limited
+ * bucket (last period's tokens stop at its end, the new ones are not
+ * there yet), so for the rest of the period the bucket's rate share
+ * (limit_depth >= 0) grows by it, at most one interval: a bucket is not
+ * held below its limit for the controller's lateness.  Other rounds:
+ * ignored (the nodes pace the previous tokens meanwhile). */
+void ctrl_round_late(ctrl_t *c, double seconds);
+
 uint64_t ctrl_period(const ctrl_t *c);
 uint32_t ctrl_interval(const ctrl_t *c);
 

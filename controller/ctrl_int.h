@@ -217,6 +217,9 @@ struct ctrl {
     uint64_t period;
     uint32_t interval;
     double left;
+    double lost;           /* share of the period the nodes held no usable
+                              tokens at its start (ctrl_round_late()) */
+    int lost_open;         /* the period's first round has not computed */
     uint64_t conv_period;  /* period the conversion state is of */
     double conv_left;      /* `left` at the last round's conversion */
     int conv_started;

@@ -130,7 +130,9 @@ void ctrl__ledger_convert(ledger_t *L, double el, int reset)
  * they exceed L / T by at most the depth, and a bucket served less earlier
  * (idle, or its demand moved) does not catch up -- except for what is left
  * of its reservation (`r_rem`, after conversion), which the rate never cuts
- * into.  Unlimited: CTRL_UNLIMITED. */
+ * into.  The time the nodes held no usable tokens at the period's start
+ * (c->lost, ctrl_round_late()) counts as time left: the bucket did not
+ * leave it unused.  Unlimited: CTRL_UNLIMITED. */
 static int64_t limit_head(const ctrl_t *c, const bstate_t *bs, int64_t r_rem)
 {
     if (bs->l == CTRL_UNLIMITED)
@@ -138,7 +140,8 @@ static int64_t limit_head(const ctrl_t *c, const bstate_t *bs, int64_t r_rem)
     int64_t spent = ctrl__count_add(bs->served, bs->held);
     int64_t head = bs->l > spent ? bs->l - spent : 0;
     if (c->cfg.limit_depth >= 0) {
-        double share = (double)bs->l * (c->left + c->cfg.limit_depth / c->cfg.period_s);
+        double share = (double)bs->l *
+                       (c->left + c->lost + c->cfg.limit_depth / c->cfg.period_s);
         int64_t rate = share < (double)bs->l ? ceil_nonneg(share) - bs->held : head;
         if (rate < r_rem)
             rate = r_rem;

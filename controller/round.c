@@ -418,6 +418,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 out:
     if (rc == 0 && c->by) /* byte tokens: every round, computed or skipped */
         rc = ctrl__bytes_compute(c, rem_s, il, &o);
+    c->lost_open = 0; /* the period's first round is done */
     if (estimated && !pushed)
         work_keep_demand(c); /* skipped round or error */
     if (rc < 0)

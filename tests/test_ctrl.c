@@ -720,6 +720,57 @@ START_TEST(test_ctrl_limit_is_a_rate)
 }
 END_TEST
 
+/* A period's first round that computes late (the wait for reports) leaves
+ * the nodes without usable tokens from the boundary until its tokens come:
+ * that time is not the bucket's to lose, so the rate share grows by it for
+ * the rest of the period (at most one interval); a later round's lateness
+ * does not count (the nodes pace the previous tokens meanwhile).  One node,
+ * L 1000 per 1 s period, K 2, depth 0.02 s. */
+START_TEST(test_ctrl_late_first_round_not_lost)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.intervals = 2;
+    cfg.skip_rel = 0;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,\"limit\":1000}]}", 1,
+                      50000, &cfg);
+    ctrl_result_t res;
+    int64_t last_r[1] = {0}, last_l[1] = {0};
+    /* Period 1: tokens 100 ms late; 1000 paced over 0.9 s give 444 by 0.5 s,
+     * and the second round leaves the rest, 556 (without the lateness the
+     * share, 520, held the period at 964). */
+    rep_t r0[1] = {{20, 100, 0, 0, 0}};
+    round_reports(c, 1, 0, (const rep_t *const[]){r0}, 1, 1);
+    ctrl_round_late(c, 0.1);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 1000);
+    rep_t r1[1] = {{20, 444, 444, 0, 556}};
+    round_reports(c, 1, 1, (const rep_t *const[]){r1}, 1, 1);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 556);
+    /* Period 2: on time, the bucket slow (300 by 0.5 s): the share, 520, and a
+     * late second round adds nothing. */
+    round_reports(c, 2, 0, (const rep_t *const[]){r0}, 1, 1);
+    ctrl_round_late(c, 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    rep_t r2[1] = {{20, 300, 300, 0, 700}};
+    round_reports(c, 2, 1, (const rep_t *const[]){r2}, 1, 1);
+    ctrl_round_late(c, 0.2);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 520);
+    /* Period 3: 0.3 s late, the bucket slow (100 by 0.5 s): the share is
+     * 1000 x (0.5 + 0.3 + 0.02) = 820 (rounded up), below L - served. */
+    round_reports(c, 3, 0, (const rep_t *const[]){r0}, 1, 1);
+    ctrl_round_late(c, 0.3);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    rep_t r3[1] = {{20, 100, 100, 0, 900}};
+    round_reports(c, 3, 1, (const rep_t *const[]){r3}, 1, 1);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t head = limited_total(c, 0, last_r, last_l);
+    ck_assert(head >= 820 && head <= 821);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* Limits being rates, the headroom the estimates do not place goes to the
  * nodes where the bucket is queued, not to every node that saw it this
  * period (where its demand may have left); with per-period quotas it is
@@ -1809,7 +1860,8 @@ int main(void)
         test_ctrl_skip_when_unchanged, test_ctrl_tables_and_bad_reports,
         test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,
-        test_ctrl_limit_is_a_rate, test_ctrl_leftover_headroom_to_queued_nodes,
+        test_ctrl_limit_is_a_rate, test_ctrl_late_first_round_not_lost,
+        test_ctrl_leftover_headroom_to_queued_nodes,
         test_ctrl_backlog_floor, test_ctrl_last_interval_r_where_queued,
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,

@@ -352,6 +352,8 @@ static void close_round(app_t *a, double now)
 {
     timing_t *t = &a->tm;
     t->cur.receive = pclock_close(&a->clk, now);
+    const pclock_t *pc = &a->clk;
+    ctrl_round_late(a->ctrl, now - (pc->period_start + pc->interval * pclock_interval_s(pc)));
     ctrl_result_t res;
     double t0 = mono_now();
     int rc = ctrl_compute(a->ctrl, &res);

@@ -548,6 +548,7 @@ static int ctl_round(run_t *R, int p, int k, double t)
     for (int s = 0; s < S; s++)
         if ((rc = node_report(R, s, t)) < 0)
             return rc;
+    ctrl_round_late(R->ctl, R->m->cfg.delay); /* tokens apply after --delay */
     ctrl_result_t res;
     if ((rc = ctrl_compute(R->ctl, &res)) < 0)
         return rc;
