@@ -47,6 +47,7 @@ START_TEST(test_clock_rounds)
     ck_assert(pclock_due(&pc, 10.25));
     ck_assert_double_eq(pclock_begin(&pc, 10.25), 0.75);
     ck_assert_uint_eq(pc.interval, 1);
+    ck_assert_double_eq(pclock_since_boundary(&pc, 10.375), 0.125); /* how late a round is */
     ck_assert_double_eq(pclock_close(&pc, 10.5), 0.25); /* no report: to now */
 }
 END_TEST

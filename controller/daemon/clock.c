@@ -22,6 +22,11 @@ double pclock_interval_s(const pclock_t *pc)
     return pc->period_s / pc->intervals;
 }
 
+double pclock_since_boundary(const pclock_t *pc, double now)
+{
+    return now - (pc->period_start + pc->interval * pclock_interval_s(pc));
+}
+
 /* Period (number and start) and interval that hold `now`. */
 static void locate(const pclock_t *pc, double now, uint64_t *period, double *start,
                    uint32_t *interval)

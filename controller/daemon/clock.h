@@ -44,6 +44,10 @@ void pclock_init(pclock_t *pc, double period_s, int intervals, double wait, doub
 /* Length of one redistribution interval in seconds (T / K). */
 double pclock_interval_s(const pclock_t *pc);
 
+/* Seconds from the current interval's boundary to `now` (more than one
+ * interval once the next boundary has passed). */
+double pclock_since_boundary(const pclock_t *pc, double now);
+
 /* Nonzero if `now` lies in another interval than the current round's, or
  * if no round has begun yet: the caller closes the open round (if any)
  * and calls pclock_begin(). */

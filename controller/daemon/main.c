@@ -352,8 +352,7 @@ static void close_round(app_t *a, double now)
 {
     timing_t *t = &a->tm;
     t->cur.receive = pclock_close(&a->clk, now);
-    const pclock_t *pc = &a->clk;
-    ctrl_round_late(a->ctrl, now - (pc->period_start + pc->interval * pclock_interval_s(pc)));
+    ctrl_round_late(a->ctrl, pclock_since_boundary(&a->clk, now));
     ctrl_result_t res;
     double t0 = mono_now();
     int rc = ctrl_compute(a->ctrl, &res);
@@ -404,7 +403,7 @@ static void note_late(app_t *a, double now)
     if (!pc->round_start)
         return;
     double iv = pclock_interval_s(pc);
-    double late = now - (pc->period_start + (pc->interval + 1) * iv);
+    double late = pclock_since_boundary(pc, now) - iv; /* past the next boundary */
     if (late <= 0.5 * iv)
         return;
     a->tm.late_rounds++;
