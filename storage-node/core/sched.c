@@ -653,8 +653,7 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
     const int u_rfirst = c == SCHED_CLASS_R;
     if (y) {
         slow = 1;
-        if (c == SCHED_CLASS_R && step == STEP_R &&
-            !(k->r > 0 && (!s->pacing || !pace_on(&x->r) || pace_ready(&x->r))))
+        if (c == SCHED_CLASS_R && step == STEP_R && !sched__class_may(&x->r, k->r, s->pacing))
             c = SCHED_CLASS_L; /* eligible by a unit R-token: the IO token is an L */
     }
     switch (c) {

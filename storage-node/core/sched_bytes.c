@@ -46,9 +46,7 @@ void sched__units_grant(sched_units_t *y, int64_t r, int64_t l, double until, do
     grant_class(&y->pl, l, l == SCHED_UNLIMITED ? INFINITY : until, now, burst_s);
 }
 
-/* Whether a class with `count` tokens may pay: a token, and credit if it
- * paces (an unlimited count always may). */
-static int may(const pace_t *p, int64_t count, int pacing)
+int sched__class_may(const pace_t *p, int64_t count, int pacing)
 {
     if (count == SCHED_UNLIMITED)
         return 1;
@@ -69,8 +67,8 @@ int sched__units_usable(const sched_units_t *y, int pacing, double *wake)
 {
     held(&y->pr, y->r, pacing, wake);
     held(&y->pl, y->l, pacing, wake);
-    int r = may(&y->pr, y->r, pacing);
-    return (r ? SCHED__U_R | SCHED__U_ANY : 0) | (may(&y->pl, y->l, pacing) ? SCHED__U_ANY : 0);
+    int r = sched__class_may(&y->pr, y->r, pacing), l = sched__class_may(&y->pl, y->l, pacing);
+    return (r ? SCHED__U_R | SCHED__U_ANY : 0) | (l ? SCHED__U_ANY : 0);
 }
 
 void sched__units_refill(sched_units_t *y, double now)
@@ -94,7 +92,8 @@ void sched__units_take(sched_units_t *y, int r_first, uint64_t units, int pacing
 {
     int64_t u = units > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)units;
     y->served += units;
-    int r_ok = may(&y->pr, y->r, pacing), l_ok = may(&y->pl, y->l, pacing);
+    int r_ok = sched__class_may(&y->pr, y->r, pacing);
+    int l_ok = sched__class_may(&y->pl, y->l, pacing);
     if ((r_first && r_ok) || (!l_ok && (r_ok || y->r > 0)))
         pay(&y->pr, &y->r, u, pacing, now);
     else if (y->l != SCHED_UNLIMITED)
@@ -115,7 +114,7 @@ double sched__credit_wake(const pace_t *p)
 
 int sched__units_held(const sched_units_t *y, int pacing, int tokens_flag)
 {
-    if (may(&y->pr, y->r, pacing) || may(&y->pl, y->l, pacing))
+    if (sched__class_may(&y->pr, y->r, pacing) || sched__class_may(&y->pl, y->l, pacing))
         return 0;
     return y->r > 0 || y->l > 0 ? tokens_flag << 1 : tokens_flag;
 }

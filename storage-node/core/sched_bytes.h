@@ -34,6 +34,11 @@ enum {
     SCHED__U_R = 2    /* the R class may pay */
 };
 
+/* Whether a class holding `count` tokens may pay: a token, and one unit
+ * of credit (as of the last refill) if `pacing` and it paces; an
+ * unlimited count always may.  For the IO classes too (sched.c). */
+int sched__class_may(const pace_t *p, int64_t count, int pacing);
+
 /* An account that is off: no counts, L unlimited, unpaced. */
 void sched__units_reset(sched_units_t *y);
 
