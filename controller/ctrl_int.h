@@ -226,8 +226,6 @@ struct ctrl {
     int64_t round_no;
     int started;
     int force;             /* next computation may not be skipped */
-    int computed_once;
-    uint64_t last_period_computed;
     ctrl_stats_t st;
     int64_t impl_logged[CTRL_IMPL__COUNT]; /* round of the last log, per reason */
     uint64_t impl_quiet[CTRL_IMPL__COUNT]; /* clamped since, not logged */
