@@ -1,7 +1,7 @@
 /* bucketfile.h - bucket reservation files: load and validate, edit in memory, save atomically.
  *
  * The one owner of the format: the controller (bqos-controller, bqos-ctl's
- * admin commands), the node's --config (storage-node/nodeconf), bqos-load's
+ * admin commands), the node's --config (storage-node/daemon/nodeconf), bqos-load's
  * --print-buckets (workloads/scenario) and the simulator all read, check or
  * write bucket files through this module, so they share one validator and
  * one set of bounds.

@@ -1,4 +1,4 @@
-# build.mk - the real build: components describe themselves in */module.mk, this file turns that into rules.
+# build.mk - the real build: components describe themselves in */module.mk (and their folders in */*/module.mk), this file turns that into rules.
 #
 # A component's module.mk may add to:
 #   LIBS     += NAME      archive $(O)/libNAME.a built from NAME_SRCS
@@ -41,7 +41,7 @@ TESTS :=
 ITESTS :=
 BENCHES :=
 FUZZERS :=
-include $(sort $(wildcard */module.mk))
+include $(sort $(wildcard */module.mk */*/module.mk))
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 arc = $(foreach l,$(1),$(O)/lib$(l).a)

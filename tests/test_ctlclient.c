@@ -1,4 +1,4 @@
-/* test_ctlclient.c - Check suite for storage-node/ctlclient against a fake
+/* test_ctlclient.c - Check suite for storage-node/daemon/ctlclient against a fake
  * controller (a ROUTER on a free loopback port): hello, welcome, reports,
  * tokens, silence fallback and resume, errors and bad messages, two
  * controllers and their epochs. */
@@ -12,7 +12,7 @@
 #include <zmq.h>
 
 #include "common/proto.h"
-#include "storage-node/ctlclient.h"
+#include "storage-node/daemon/ctlclient.h"
 #include "storage-node/core/sched.h"
 #include "tests/testlib.h"
 

@@ -1,8 +1,8 @@
-/* test_freelist.c - Check suite for storage-node/freelist: blocks are reused last in first out, the list keeps at most `max` and frees the rest, and fini empties it. */
+/* test_freelist.c - Check suite for storage-node/io/freelist: blocks are reused last in first out, the list keeps at most `max` and frees the rest, and fini empties it. */
 #include <check.h>
 #include <string.h>
 
-#include "storage-node/freelist.h"
+#include "storage-node/io/freelist.h"
 #include "tests/testlib.h"
 
 /* A block given back comes out again before any new one. */

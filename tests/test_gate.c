@@ -1,4 +1,4 @@
-/* test_gate.c - Check suite for storage-node/gate: the outstanding window (fixed and adaptive, its stats lines), busy time, dispatch at once or at the end of the pass, buckets and tokens, the graceful stop, and connections (admit, refuse, write). */
+/* test_gate.c - Check suite for storage-node/io/gate: the outstanding window (fixed and adaptive, its stats lines), busy time, dispatch at once or at the end of the pass, buckets and tokens, the graceful stop, and connections (admit, refuse, write). */
 #include <check.h>
 #include <errno.h>
 #include <event2/buffer.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "storage-node/gate.h"
+#include "storage-node/io/gate.h"
 #include "tests/testlib.h"
 
 /* A fake front: counts the hook calls. */

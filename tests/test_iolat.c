@@ -1,10 +1,10 @@
-/* test_iolat.c - Check suite for storage-node/iolat: a node's per-bucket IO accounting for its metrics (latency, wait, bytes by the class the scheduler paid with, routed buckets, refusals). */
+/* test_iolat.c - Check suite for storage-node/io/iolat: a node's per-bucket IO accounting for its metrics (latency, wait, bytes by the class the scheduler paid with, routed buckets, refusals). */
 #include <check.h>
 #include <math.h>
 
 #include "common/mono.h"
 #include "storage-node/core/sched.h"
-#include "storage-node/iolat.h"
+#include "storage-node/io/iolat.h"
 #include "tests/testlib.h"
 
 /* Dispatches one item of bucket b (enqueued now) and completes it with

@@ -1,4 +1,4 @@
-/* test_listener.c - Check suite for storage-node/listener: address parsing, TCP and Unix-socket listeners, stale socket files. */
+/* test_listener.c - Check suite for storage-node/io/listener: address parsing, TCP and Unix-socket listeners, stale socket files. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "storage-node/listener.h"
+#include "storage-node/io/listener.h"
 #include "tests/testlib.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* test_nodeconf.c - Check suite for storage-node/nodeconf: option values, bucket and token files. */
+/* test_nodeconf.c - Check suite for storage-node/daemon/nodeconf: option values, bucket and token files. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage-node/nodeconf.h"
+#include "storage-node/daemon/nodeconf.h"
 #include "storage-node/core/sched.h"
 #include "tests/testlib.h"
 

@@ -1,4 +1,4 @@
-/* test_workpool.c - Check suite for storage-node/workpool: pooled and inline runs, every item run and handed back exactly once, never from inside submit, batches, per-thread contexts, stopping with and without finishing the queue. */
+/* test_workpool.c - Check suite for storage-node/io/workpool: pooled and inline runs, every item run and handed back exactly once, never from inside submit, batches, per-thread contexts, stopping with and without finishing the queue. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "storage-node/workpool.h"
+#include "storage-node/io/workpool.h"
 #include "tests/testlib.h"
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))

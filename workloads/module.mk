@@ -14,10 +14,10 @@ bqos-mcload_SRCS = workloads/load/mcload.c
 bqos-mcload_LIBS = common
 PROGS += bqos-nbd-load
 bqos-nbd-load_SRCS = workloads/load/nbdload.c
-bqos-nbd-load_LIBS = workloads node common
+bqos-nbd-load_LIBS = workloads nodenbd common
 -include workloads/sim.mk
 # The end-to-end Experiment 3 needs bqos-node's memcached front with its
 # controller client linked in.
-ifneq ($(and $(filter bqos-node,$(PROGS)),$(filter ctlclient,$(bqos-node_LIBS))),)
+ifneq ($(and $(filter bqos-node,$(PROGS)),$(filter nodedaemon,$(bqos-node_LIBS))),)
 ITESTS += tests/it/it_exp3.sh
 endif

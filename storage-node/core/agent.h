@@ -9,7 +9,7 @@
  * robin), and which controller it obeys (the highest leadership epoch).  It never
  * sends, receives or reads a clock: time is the `now` argument (seconds on
  * any monotonic clock, the same one for every call), and the caller moves
- * the messages.  storage-node/ctlclient.c wraps it in a ZeroMQ DEALER;
+ * the messages.  storage-node/daemon/ctlclient.c wraps it in a ZeroMQ DEALER;
  * workloads/sim drives it in simulated time.
  *
  *   agent_t *a = agent_new(&cfg, sched, &ops, now, &err);

@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/mono.h"
-#include "storage-node/workpool.h"
+#include "storage-node/io/workpool.h"
 
 _Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's");
 

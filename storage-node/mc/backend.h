@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "storage-node/mc/mcproto.h"
-#include "storage-node/workpool.h"
+#include "storage-node/io/workpool.h"
 
 struct event_base;
 

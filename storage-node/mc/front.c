@@ -17,9 +17,9 @@
 
 #include "common/log.h"
 #include "common/version.h"
-#include "storage-node/freelist.h"
-#include "storage-node/gate.h"
-#include "storage-node/iolat.h"
+#include "storage-node/io/freelist.h"
+#include "storage-node/io/gate.h"
+#include "storage-node/io/iolat.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcproto.h"

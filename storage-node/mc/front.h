@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage-node/gate.h"
-#include "storage-node/listener.h"
+#include "storage-node/io/gate.h"
+#include "storage-node/io/listener.h"
 #include "storage-node/mc/mcproto.h"
 #include "storage-node/core/cost.h"
 #include "storage-node/core/sched.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "storage-node/workpool.h"
+#include "storage-node/io/workpool.h"
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage-node/workpool.h"
+#include "storage-node/io/workpool.h"
 
 struct event_base;
 

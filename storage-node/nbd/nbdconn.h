@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage-node/freelist.h"
-#include "storage-node/gate.h"
-#include "storage-node/iolat.h"
+#include "storage-node/io/freelist.h"
+#include "storage-node/io/gate.h"
+#include "storage-node/io/iolat.h"
 #include "storage-node/nbd/blockdev.h"
 #include "storage-node/nbd/nbd.h"
 #include "storage-node/nbd/nbdfront.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "storage-node/gate.h"
+#include "storage-node/io/gate.h"
 #include "storage-node/nbd/nbd.h"
 #include "storage-node/nbd/nbdconn.h"
 

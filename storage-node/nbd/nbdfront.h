@@ -28,8 +28,8 @@
 
 #include "storage-node/nbd/blockdev.h"
 #include "storage-node/nbd/nbdtls.h"
-#include "storage-node/gate.h"
-#include "storage-node/listener.h"
+#include "storage-node/io/gate.h"
+#include "storage-node/io/listener.h"
 #include "storage-node/core/cost.h"
 #include "storage-node/core/sched.h"
 

@@ -19,7 +19,7 @@
 #include <sys/types.h>
 
 #include "common/jsonloc.h" /* errors: print with bucketfile_strerror() */
-#include "storage-node/gate.h"
+#include "storage-node/io/gate.h"
 
 struct evbuffer;
 

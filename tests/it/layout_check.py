@@ -22,6 +22,10 @@ ALLOWED = {
     "pshift": ["pshift", "common"],
     "controller": ["controller", "pshift", "common"],
     "storage-node/core": ["storage-node/core", "common"],
+    # the node's floors: io -> core; mc, nbd -> io, core (not each other); daemon and bench -> all of them
+    "storage-node/io": ["storage-node/io", "storage-node/core", "common"],
+    "storage-node/mc": ["storage-node/mc", "storage-node/io", "storage-node/core", "common"],
+    "storage-node/nbd": ["storage-node/nbd", "storage-node/io", "storage-node/core", "common"],
     "storage-node": ["storage-node", "common"],
     # the load tools speak the NBD wire codec as clients (docs/decisions.md: one owner of the NBD format)
     "workloads": ["workloads", "controller", "storage-node/core", "storage-node/nbd/nbd.h", "pshift",

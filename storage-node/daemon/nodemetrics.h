@@ -7,8 +7,8 @@
 #define BQOS_NODEMETRICS_H
 
 #include "common/promtext.h"
-#include "storage-node/ctlclient.h"
-#include "storage-node/gate.h"
+#include "storage-node/daemon/ctlclient.h"
+#include "storage-node/io/gate.h"
 
 typedef struct nodemetrics nodemetrics_t;
 

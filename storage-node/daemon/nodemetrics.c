@@ -1,5 +1,5 @@
 /* nodemetrics.c - a node's /metrics: cumulative per-bucket counters folded in at period ends, queues, tokens, controller state (see nodemetrics.h). */
-#include "storage-node/nodemetrics.h"
+#include "storage-node/daemon/nodemetrics.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "common/mono.h"
 #include "common/version.h"
 #include "storage-node/core/cost.h"
-#include "storage-node/iolat.h"
+#include "storage-node/io/iolat.h"
 
 /* Totals of the periods that ended, per scheduler bucket index. */
 typedef struct {

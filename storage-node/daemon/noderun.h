@@ -6,7 +6,7 @@
 
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
-#include "storage-node/gate.h"
+#include "storage-node/io/gate.h"
 
 struct event_base;
 
@@ -53,7 +53,7 @@ void noderun_prepare(void);
  * again) and SIGHUP (cfg->config and cfg->tokens_file read again: new
  * buckets added, weights and tokens set; a file that does not load is
  * logged and changes nothing; then the controller client's CURVE keys
- * and cfg->reload), serves cfg->metrics (storage-node/nodemetrics.h),
+ * and cfg->reload), serves cfg->metrics (storage-node/daemon/nodemetrics.h),
  * switches to cfg->user (privdrop_apply(): the front's socket is bound and
  * its files are open by then), then runs the loop until the front breaks
  * it.  Returns 0 after a

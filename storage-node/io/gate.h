@@ -24,7 +24,7 @@
 
 #include "storage-node/core/sched.h"
 #include "storage-node/core/window.h"
-#include "storage-node/listener.h"
+#include "storage-node/io/listener.h"
 
 struct event_base;
 struct iolat;
@@ -235,7 +235,7 @@ void gate_kick(gate_t *g);
 typedef void (*gate_status_fn)(void *arg, FILE *fp);
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
 
-/* The IO timing recorder the fronts feed (storage-node/iolat.h; borrowed,
+/* The IO timing recorder the fronts feed (storage-node/io/iolat.h; borrowed,
  * NULL: none, the default) and the one set. */
 void gate_set_iolat(gate_t *g, struct iolat *l);
 struct iolat *gate_iolat(const gate_t *g);

@@ -1,5 +1,5 @@
 /* listener.c - the node fronts' listening socket: TCP on a numeric address and port, or a Unix-domain socket path. */
-#include "storage-node/listener.h"
+#include "storage-node/io/listener.h"
 
 #include <errno.h>
 #include <netinet/in.h>

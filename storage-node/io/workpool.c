@@ -1,5 +1,5 @@
 /* workpool.c - worker threads with a locked FIFO and eventfd completions to the loop thread (see workpool.h). */
-#include "storage-node/workpool.h"
+#include "storage-node/io/workpool.h"
 
 #include <errno.h>
 #include <event2/event.h>

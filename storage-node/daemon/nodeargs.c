@@ -15,7 +15,7 @@
 #include "storage-node/mc/front.h"
 #include "storage-node/nbd/nbdfront.h"
 #include "storage-node/nbd/nbdtls.h"
-#include "storage-node/nodeargs.h"
+#include "storage-node/daemon/nodeargs.h"
 
 /* Which node an option is for. */
 enum { MC = 1, BLK = 2, BOTH = MC | BLK };

@@ -12,9 +12,9 @@
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/front.h"
 #include "storage-node/nbd/nbdfront.h"
-#include "storage-node/nodeconf.h"
-#include "storage-node/nodeargs.h"
-#include "storage-node/noderun.h"
+#include "storage-node/daemon/nodeconf.h"
+#include "storage-node/daemon/nodeargs.h"
+#include "storage-node/daemon/noderun.h"
 
 /* With --outstanding auto, makes g's window adaptive within
  * [--window-min, --window-max].  Returns 0 or -errno (logged). */

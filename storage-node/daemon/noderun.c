@@ -1,5 +1,5 @@
 /* noderun.c - what both node kinds (memcached and block) do around their front: bucket and token files, the controller client, signals, the event loop. */
-#include "storage-node/noderun.h"
+#include "storage-node/daemon/noderun.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -13,9 +13,9 @@
 #include "common/metricsd.h"
 #include "common/notify.h"
 #include "common/privdrop.h"
-#include "storage-node/ctlclient.h"
-#include "storage-node/nodeconf.h"
-#include "storage-node/nodemetrics.h"
+#include "storage-node/daemon/ctlclient.h"
+#include "storage-node/daemon/nodeconf.h"
+#include "storage-node/daemon/nodemetrics.h"
 
 typedef struct {
     gate_t *g;

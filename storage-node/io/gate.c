@@ -1,5 +1,5 @@
 /* gate.c - what both node fronts share: listener, connections, outstanding window, dispatch, busy time, buckets and tokens, graceful stop (see gate.h). */
-#include "storage-node/gate.h"
+#include "storage-node/io/gate.h"
 
 #include <errno.h>
 #include <event2/buffer.h>

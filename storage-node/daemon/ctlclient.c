@@ -1,5 +1,5 @@
 /* ctlclient.c - bqos-node's controller client: the node's agent (storage-node/core/agent.h) moved over one ZeroMQ DEALER per controller, timed on a libevent loop. */
-#include "storage-node/ctlclient.h"
+#include "storage-node/daemon/ctlclient.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -1,5 +1,5 @@
 /* freelist.c - a bounded free list of fixed-size blocks (see freelist.h). */
-#include "storage-node/freelist.h"
+#include "storage-node/io/freelist.h"
 
 #include <stdlib.h>
 

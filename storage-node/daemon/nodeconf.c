@@ -1,5 +1,5 @@
 /* nodeconf.c - command-line values and JSON files that both node kinds read. */
-#include "storage-node/nodeconf.h"
+#include "storage-node/daemon/nodeconf.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* iolat.c - per-bucket IO accounting of a node: latency histogram, wait time, bytes by class, refusals (see iolat.h). */
-#include "storage-node/iolat.h"
+#include "storage-node/io/iolat.h"
 
 #include <stdlib.h>
 

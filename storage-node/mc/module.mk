@@ -1,0 +1,11 @@
+# storage-node/mc/module.mk - libnodemc: the memcached front of bqos-node (text protocol, front, backend on libmemcached, key order, reply budget, stats and replies).
+# Floors: mc -> io, core, common (not nbd).
+LIBS += nodemc
+nodemc_SRCS = storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/keyorder.c storage-node/mc/mcstats.c \
+	storage-node/mc/front.c storage-node/mc/frontcfg.c storage-node/mc/replybudget.c storage-node/mc/mcreply.c
+
+$(call check_suite,test_mcproto,nodemc nodeio nodecore common)
+$(call check_suite,test_backend,nodemc nodeio nodecore common)
+ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
+ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
+BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh
