@@ -30,38 +30,6 @@ static int op_bucket(agent_t *a, const char *name)
     return a->ops.bucket ? a->ops.bucket(a->ops.arg, name) : sched_add_bucket(a->s, name, 1);
 }
 
-double agent__grant_until(const agent_t *a)
-{
-    if (!a->has_timing)
-        return INFINITY;
-    double end = a->period_end;
-    if (a->now >= end)
-        end += (floor((a->now - end) / a->period_s) + 1) * a->period_s;
-    return end;
-}
-
-int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
-{
-    double until = agent__grant_until(a);
-    if (a->ops.set_tokens)
-        return a->ops.set_tokens(a->ops.arg, b, r, l, until, a->now);
-    return sched_set_tokens(a->s, b, r, l, until, a->now);
-}
-
-void agent__op_set_policy(agent_t *a, sched_policy_t p)
-{
-    if (a->ops.set_policy)
-        a->ops.set_policy(a->ops.arg, p);
-    else
-        sched_set_policy(a->s, p);
-}
-
-void agent__op_applied(agent_t *a)
-{
-    if (a->ops.applied)
-        a->ops.applied(a->ops.arg);
-}
-
 /* Makes the per-bucket arrays cover n buckets (new entries zero). */
 static int arrays_fit(agent_t *a, size_t n)
 {

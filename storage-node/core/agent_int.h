@@ -1,7 +1,8 @@
-/* agent_int.h - what storage-node/core/agent.c and agent_fallback.c share: the agent's state and its hooks on the node (private to the agent; prefix agent__). */
+/* agent_int.h - what storage-node/core/agent.c, agent_bytes.c and agent_fallback.c share: the agent's state and its hooks on the node (private to the agent; prefix agent__). */
 #ifndef BQOS_AGENT_INT_H
 #define BQOS_AGENT_INT_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "common/proto.h"
@@ -84,16 +85,47 @@ struct agent {
     int warned;
 };
 
-/* agent.c: acting on the node through the caller's hooks (agent_ops_t) or
- * directly on the scheduler.  Tokens are a grant from a->now to the end of
- * the current period (unpaced before the agent has timing). */
-int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l);
+/* Acting on the node, shared by agent.c, agent_bytes.c and agent_fallback.c
+ * (inline here so that those files depend on agent.c only one way): through
+ * the caller's hooks (agent_ops_t) or directly on the scheduler. */
+
 /* Where a grant made now ends: the end of the period that contains a->now
  * on our timing (at a period start, the tick runs before period_end moves
  * on: the new period's end), or INFINITY (unpaced) before any timing. */
-double agent__grant_until(const agent_t *a);
-void agent__op_set_policy(agent_t *a, sched_policy_t p);
-void agent__op_applied(agent_t *a);
+static inline double agent__grant_until(const agent_t *a)
+{
+    if (!a->has_timing)
+        return INFINITY;
+    double end = a->period_end;
+    if (a->now >= end)
+        end += (floor((a->now - end) / a->period_s) + 1) * a->period_s;
+    return end;
+}
+
+/* Tokens are a grant from a->now to the end of the current period
+ * (unpaced before the agent has timing).  Returns the scheduler's or the
+ * hook's result. */
+static inline int agent__op_set_tokens(agent_t *a, int b, int64_t r, int64_t l)
+{
+    double until = agent__grant_until(a);
+    if (a->ops.set_tokens)
+        return a->ops.set_tokens(a->ops.arg, b, r, l, until, a->now);
+    return sched_set_tokens(a->s, b, r, l, until, a->now);
+}
+
+static inline void agent__op_set_policy(agent_t *a, sched_policy_t p)
+{
+    if (a->ops.set_policy)
+        a->ops.set_policy(a->ops.arg, p);
+    else
+        sched_set_policy(a->s, p);
+}
+
+static inline void agent__op_applied(agent_t *a)
+{
+    if (a->ops.applied)
+        a->ops.applied(a->ops.arg);
+}
 
 /* agent_fallback.c: fail static or rr, resume, fencing, silence. */
 

@@ -1,4 +1,4 @@
-/* nbdconn.h - private to the NBD front (nbdfront.c, nbdopts.c): the front's and a
+/* nbdconn.h - private to the NBD front (nbdfront.c, nbdopts.c; helpers in nbdconn.c): the front's and a
  * connection's state, and the helpers the option-haggling phase shares with
  * the transmission phase.  Not a public header: prefix nbdf_.
  *
