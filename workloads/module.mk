@@ -1,6 +1,6 @@
 # workloads/ - bqos-load, the YCSB-like load generator, and its scenario files
 LIBS += workloads
-workloads_SRCS = workloads/scenario.c workloads/scenario_query.c workloads/report.c workloads/driver.c
+workloads_SRCS = workloads/scenario.c workloads/report.c workloads/driver.c
 PROGS += bqos-load
 bqos-load_SRCS = workloads/load/load.c
 bqos-load_LIBS = workloads common

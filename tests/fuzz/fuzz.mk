@@ -6,7 +6,7 @@ fuzz_mcproto_SRCS = storage-node/mc/mcproto.c
 fuzz_nbd_SRCS = storage-node/nbd/nbd.c
 fuzz_proto_SRCS = $(proto_SRCS) $(common_SRCS)
 fuzz_bucketfile_SRCS = $(common_SRCS)
-fuzz_scenario_SRCS = workloads/scenario.c workloads/scenario_query.c $(common_SRCS)
+fuzz_scenario_SRCS = workloads/scenario.c $(common_SRCS)
 # the controller's admin requests (admin_answer(): no socket) and the settings file (common/opts)
 FUZZERS += fuzz_admin fuzz_settings
 fuzz_admin_SRCS = controller/daemon/admin.c controller/daemon/metrics.c controller/daemon/nodes.c \
