@@ -1,9 +1,12 @@
-/* log.c - leveled logging to stderr, one write(2) per line (text or JSON), stamped with the UTC date and time (ISO-8601, ms). */
+/* log.c - leveled logging to stderr, one write(2) per line (text or JSON), stamped with the UTC date and time (ISO-8601, ms), or with a syslog priority when stderr is the journal; warnings and errors rate-limited per call site. */
 #include "common/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,7 +15,19 @@ static struct {
     const char *prog;
     bqos_log_level_t level;
     bqos_log_format_t format;
-} settings = {"bqos", BQOS_LOG_INFO, BQOS_LOG_TEXT};
+    int journal; /* stderr is the journal: "<N>" prefixes, no stamp */
+} settings = {"bqos", BQOS_LOG_INFO, BQOS_LOG_TEXT, 0};
+
+/* The rate limit of every call site, and the lock of every site's state. */
+static pthread_mutex_t limit_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    unsigned burst;
+    double interval_s;
+    double (*now)(void); /* NULL: CLOCK_MONOTONIC */
+} limit = {BQOS_LOG_BURST, BQOS_LOG_INTERVAL_S, NULL};
+
+/* syslog(3)'s LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG, by level. */
+static const int priorities[] = {3, 4, 6, 7};
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 const char *const bqos_log_format_names[] = {"text", "json", NULL};
@@ -22,10 +37,33 @@ void bqos_log_set_format(bqos_log_format_t format)
     settings.format = format;
 }
 
+/* Whether stderr is the stream $JOURNAL_STREAM ("DEV:INO", decimal) names. */
+static int stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    char end;
+    struct stat st;
+    if (!js || sscanf(js, "%llu:%llu%c", &dev, &ino, &end) != 2 || fstat(STDERR_FILENO, &st) < 0)
+        return 0;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void bqos_log_init(const char *prog, bqos_log_level_t level)
 {
     settings.prog = prog ? prog : "bqos";
     settings.level = level;
+    settings.journal = stderr_is_journal();
+}
+
+const char *bqos_log_prog(void)
+{
+    return settings.prog;
+}
+
+int bqos_log_to_journal(void)
+{
+    return settings.journal;
 }
 
 int bqos_log_parse_level(const char *s, bqos_log_level_t *out)
@@ -100,35 +138,126 @@ static void json_escape(char *out, size_t *len, size_t cap, const char *src, siz
     }
 }
 
+/* Writes one line (the format's, see log.h) of level, the message fmt/ap
+ * and the number of lines suppressed before it (0: none). */
+static void vlog(bqos_log_level_t level, unsigned long suppressed, const char *fmt, va_list ap)
+{
+    char line[2048], msg[2048], when[40] = "", prio[8] = "";
+    /* The journal stamps text lines itself; a JSON line stays whole. */
+    if (settings.journal)
+        snprintf(prio, sizeof prio, "<%d>", priorities[level]);
+    if (!settings.journal || settings.format == BQOS_LOG_JSON) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        bqos_log_format_time(&ts, when, sizeof when);
+    }
+    /* Text: the count after the message, which is cut short enough to
+     * leave it and the line's head room. */
+    char tail[64] = "";
+    if (suppressed && settings.format == BQOS_LOG_TEXT)
+        snprintf(tail, sizeof tail, " (%lu similar message%s suppressed)", suppressed,
+                 suppressed == 1 ? "" : "s");
+    const size_t mcap = sizeof msg - sizeof tail - 160;
+    int m = vsnprintf(msg, mcap, fmt, ap);
+    size_t mlen = m < 0 ? 0 : (size_t)m < mcap ? (size_t)m : mcap - 1;
+    size_t len;
+    if (settings.format == BQOS_LOG_JSON) {
+        len = (size_t)snprintf(line, sizeof line, "%s{\"ts\":\"%s\",\"level\":\"%s\",\"prog\":\"", prio,
+                               when, level_names[level]);
+        json_escape(line, &len, sizeof line, settings.prog, strlen(settings.prog));
+        len += (size_t)snprintf(line + len, sizeof line - len, "\",\"msg\":\"");
+        json_escape(line, &len, sizeof line - 40, msg, mlen); /* room for the count and "} */
+        if (suppressed)
+            len += (size_t)snprintf(line + len, sizeof line - len, "\",\"suppressed\":%lu}", suppressed);
+        else
+            len += (size_t)snprintf(line + len, sizeof line - len, "\"}");
+    } else {
+        int n = settings.journal
+              ? snprintf(line, sizeof line, "%s%s: %.*s%s", prio, level_names[level], (int)mlen, msg, tail)
+              : snprintf(line, sizeof line, "%s %s %s: %.*s%s", when, settings.prog, level_names[level],
+                         (int)mlen, msg, tail);
+        len = n < 0 ? 0 : (size_t)n;
+    }
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
 void bqos_log(bqos_log_level_t level, const char *fmt, ...)
 {
     if (!bqos_log_enabled(level))
         return;
-    char line[2048], msg[2048], when[40];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    bqos_log_format_time(&ts, when, sizeof when);
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(msg, sizeof msg, fmt, ap);
+    vlog(level, 0, fmt, ap);
     va_end(ap);
-    size_t mlen = m < 0 ? 0 : (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1;
-    size_t len;
-    if (settings.format == BQOS_LOG_JSON) {
-        len = (size_t)snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"prog\":\"", when,
-                               level_names[level]);
-        json_escape(line, &len, sizeof line, settings.prog, strlen(settings.prog));
-        len += (size_t)snprintf(line + len, sizeof line - len, "\",\"msg\":\"");
-        json_escape(line, &len, sizeof line, msg, mlen);
-        len += (size_t)snprintf(line + len, sizeof line - len, "\"}");
-    } else {
-        int n = snprintf(line, sizeof line, "%s %s %s: %.*s", when, settings.prog, level_names[level],
-                         (int)mlen, msg);
-        len = n < 0 ? 0 : (size_t)n;
-        if (len > sizeof line - 2)
-            len = sizeof line - 2;
+}
+
+static double monotonic_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bqos_log_set_ratelimit(unsigned burst, double interval_s)
+{
+    pthread_mutex_lock(&limit_mu);
+    limit.burst = burst;
+    limit.interval_s = interval_s;
+    pthread_mutex_unlock(&limit_mu);
+}
+
+void bqos_log_set_clock(double (*now)(void))
+{
+    pthread_mutex_lock(&limit_mu);
+    limit.now = now;
+    pthread_mutex_unlock(&limit_mu);
+}
+
+/* Whether `site` may write a line now (a token bucket of limit.burst
+ * tokens earning one per limit.interval_s); if so, *suppressed is what it
+ * was refused since its last line (and starts again from 0), else the
+ * refusal is counted.  Caller holds limit_mu. */
+static int do_site_pass(bqos_log_site_t *site, unsigned long *suppressed)
+{
+    *suppressed = 0;
+    if (limit.burst == 0 || !(limit.interval_s > 0))
+        return 1;
+    double now = limit.now ? limit.now() : monotonic_now();
+    if (!site->used) {
+        site->used = 1;
+        site->tokens = limit.burst;
+    } else if (now > site->last) {
+        site->tokens += (now - site->last) / limit.interval_s;
+        if (site->tokens > limit.burst)
+            site->tokens = limit.burst;
     }
-    line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len);
-    (void)w;
+    site->last = now;
+    if (site->tokens < 1) {
+        site->suppressed++;
+        return 0;
+    }
+    site->tokens -= 1;
+    *suppressed = site->suppressed;
+    site->suppressed = 0;
+    return 1;
+}
+
+void bqos_log_limited(bqos_log_site_t *site, bqos_log_level_t level, const char *fmt, ...)
+{
+    if (!bqos_log_enabled(level))
+        return;
+    unsigned long suppressed;
+    pthread_mutex_lock(&limit_mu);
+    int pass = do_site_pass(site, &suppressed);
+    pthread_mutex_unlock(&limit_mu);
+    if (!pass)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, suppressed, fmt, ap);
+    va_end(ap);
 }

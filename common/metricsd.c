@@ -1,11 +1,13 @@
-/* metricsd.c - the /metrics HTTP endpoint: evhttp on its own thread, the text rendered on the owner's thread per scrape (see metricsd.h). */
+/* metricsd.c - the /metrics, /healthz and /readyz HTTP endpoint: evhttp on its own thread, the text rendered on the owner's thread per scrape, the process_* series and build info added on the HTTP thread (see metricsd.h). */
 #include "common/metricsd.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,19 +16,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/hostport.h"
+#include "common/log.h"
+#include "common/version.h"
 
 #define SCRAPE_WAIT_S 5 /* the owner answers within this, or 503 */
 #define METRICSD_HEADERS_MAX 16384 /* request line and headers; more: 400 and closed */
 #define METRICSD_BODY_MAX 4096     /* request body; more: 413 and closed */
 
+/* What a request asks of the owner's thread (bits; none: only an answer). */
+enum { WANT_TEXT = 1, WANT_READY = 2 };
+
 struct metricsd {
     metricsd_render_fn render;
     void *arg;
+    metricsd_ready_fn ready_fn; /* owner's thread; NULL: ready when it answers */
+    void *ready_arg;
     int askfd;              /* eventfd: HTTP thread -> owner, "a scrape waits" */
     int stopfd;             /* eventfd: owner -> HTTP thread, "stop" */
     struct event_base *base; /* the HTTP thread's */
@@ -35,12 +45,16 @@ struct metricsd {
     pthread_t thread;
     int started;
     char address[80];
-    /* Under mu: the scrape handshake and the text. */
+    promtext_t *proc;       /* the HTTP thread's: process_* and build info */
+    /* Under mu: the handshake, what was asked, the answers. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t asked, answered; /* scrape numbers */
+    uint64_t asked, answered; /* request numbers */
+    unsigned want;            /* WANT_* of the requests not yet answered */
     int closing;
     promtext_t *text;
+    int ready;                /* the last answer to WANT_READY */
+    char why[128];            /* and, when not ready, why */
 };
 
 /* ---- the HTTP thread ----------------------------------------------------- */
@@ -52,15 +66,20 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(((metricsd_t *)arg)->base);
 }
 
-/* Asks the owner for the text and waits; fills `body` with it.  Returns
- * 0, or -ETIMEDOUT / -ESHUTDOWN / -ENOMEM. */
-static int scrape(metricsd_t *m, struct evbuffer *body)
+/* Asks the owner's thread for `want` (WANT_* bits) and waits for its
+ * answer, then copies it: the text into `body` (WANT_TEXT), readiness
+ * into *ready and its reason into why[0..cap) (WANT_READY).  Returns 0,
+ * or -ETIMEDOUT (no answer within SCRAPE_WAIT_S) / -ESHUTDOWN / -ENOMEM /
+ * another -errno. */
+static int ask(metricsd_t *m, unsigned want, struct evbuffer *body, int *ready, char *why,
+               size_t cap)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += SCRAPE_WAIT_S;
     pthread_mutex_lock(&m->mu);
     uint64_t mine = ++m->asked;
+    m->want |= want;
     pthread_mutex_unlock(&m->mu);
     uint64_t one = 1;
     if (write(m->askfd, &one, sizeof one) != (ssize_t)sizeof one)
@@ -72,27 +91,129 @@ static int scrape(metricsd_t *m, struct evbuffer *body)
     if (m->closing) {
         rc = -ESHUTDOWN;
     } else if (m->answered >= mine) {
-        size_t len;
-        const char *t = promtext_data(m->text, &len);
-        rc = promtext_error(m->text);
-        if (rc == 0 && evbuffer_add(body, t, len) < 0)
-            rc = -ENOMEM;
+        rc = 0;
+        if (want & WANT_TEXT) {
+            size_t len;
+            const char *t = promtext_data(m->text, &len);
+            rc = promtext_error(m->text);
+            if (rc == 0 && evbuffer_add(body, t, len) < 0)
+                rc = -ENOMEM;
+        }
+        if (want & WANT_READY) {
+            *ready = m->ready;
+            snprintf(why, cap, "%s", m->why);
+        }
     }
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
 
+/* Reads the fields of /proc/self/stat the process_* series need.
+ * Returns 0 or -1. */
+static int proc_stat(unsigned long long *ticks, unsigned long long *start, unsigned long long *vsize,
+                     long long *rss_pages)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "re");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the command name, which may hold anything */
+    unsigned long long ut, st;
+    /* fields 3..24 of proc(5): state .. cmajflt, utime, stime, cutime ..
+     * itrealvalue, starttime, vsize, rss */
+    if (!p || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %*s %*s %*s %*s "
+                            "%*s %*s %llu %llu %lld", &ut, &st, start, vsize, rss_pages) != 5)
+        return -1;
+    *ticks = ut + st;
+    return 0;
+}
+
+/* The boot time, seconds since the epoch ("btime" of /proc/stat), or -1. */
+static long long boot_time(void)
+{
+    char line[256];
+    long long bt = -1;
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f)
+        return -1;
+    while (bt < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "btime %lld", &bt) != 1)
+            bt = -1;
+    fclose(f);
+    return bt;
+}
+
+/* Open descriptors: the entries of /proc/self/fd but the one reading it;
+ * -1 if it cannot be read. */
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    long n = 0;
+    const struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;
+}
+
+void metricsd_render_process(promtext_t *out, const char *program)
+{
+    unsigned long long ticks, start, vsize;
+    long long rss;
+    long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    if (hz > 0 && page > 0 && proc_stat(&ticks, &start, &vsize, &rss) == 0) {
+        promtext_family(out, "process_cpu_seconds_total", PROMTEXT_COUNTER,
+                        "Total user and system CPU time spent in seconds.");
+        promtext_value(out, NULL, 0, (double)ticks / (double)hz);
+        promtext_family(out, "process_virtual_memory_bytes", PROMTEXT_GAUGE,
+                        "Virtual memory size in bytes.");
+        promtext_u64(out, NULL, 0, vsize);
+        promtext_family(out, "process_resident_memory_bytes", PROMTEXT_GAUGE,
+                        "Resident memory size in bytes.");
+        promtext_u64(out, NULL, 0, rss > 0 ? (uint64_t)rss * (uint64_t)page : 0);
+        long long bt = boot_time();
+        if (bt >= 0) {
+            promtext_family(out, "process_start_time_seconds", PROMTEXT_GAUGE,
+                            "Start time of the process since unix epoch in seconds.");
+            promtext_value(out, NULL, 0, (double)bt + (double)start / (double)hz);
+        }
+    }
+    long fds = open_fds();
+    if (fds >= 0) {
+        promtext_family(out, "process_open_fds", PROMTEXT_GAUGE, "Number of open file descriptors.");
+        promtext_u64(out, NULL, 0, (uint64_t)fds);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        promtext_family(out, "process_max_fds", PROMTEXT_GAUGE,
+                        "Maximum number of open file descriptors.");
+        promtext_value(out, NULL, 0, rl.rlim_cur == RLIM_INFINITY ? INFINITY : (double)rl.rlim_cur);
+    }
+    promtext_family(out, "bqos_build_info", PROMTEXT_GAUGE,
+                    "The program and its bqos version; always 1.");
+    const promtext_label_t l[] = {{"program", program}, {"version", BQOS_VERSION}};
+    promtext_u64(out, l, 2, 1);
+}
+
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
     metricsd_t *m = arg;
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        evhttp_send_error(req, 405, NULL);
-        return;
-    }
     struct evbuffer *body = evbuffer_new();
-    int rc = body ? scrape(m, body) : -ENOMEM;
+    int rc = body ? ask(m, WANT_TEXT, body, NULL, NULL, 0) : -ENOMEM;
+    if (rc == 0) {
+        /* Read here, not on the owner's thread: /proc costs the loop nothing. */
+        promtext_reset(m->proc);
+        metricsd_render_process(m->proc, bqos_log_prog());
+        size_t len;
+        const char *t = promtext_data(m->proc, &len);
+        if (promtext_error(m->proc) == 0 && evbuffer_add(body, t, len) < 0)
+            rc = -ENOMEM;
+    }
     if (rc < 0) {
         evhttp_send_error(req, 503, rc == -ETIMEDOUT ? "the daemon did not answer in time"
                                                      : strerror(-rc));
@@ -105,10 +226,53 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         evbuffer_free(body);
 }
 
-static void on_other(struct evhttp_request *req, void *arg)
+/* /healthz and /readyz: 200 with "ok" or "ready", else 503 with why. */
+static void on_probe(struct evhttp_request *req, metricsd_t *m, unsigned want)
 {
-    (void)arg;
-    evhttp_send_error(req, 404, "only /metrics here");
+    struct evbuffer *body = evbuffer_new();
+    int ready = 1, code = 200;
+    char why[128] = "";
+    int rc = body ? ask(m, want, body, &ready, why, sizeof why) : -ENOMEM;
+    if (!body) {
+        evhttp_send_error(req, 503, strerror(ENOMEM));
+        return;
+    }
+    if (rc < 0) {
+        code = 503;
+        evbuffer_add_printf(body, "%s\n", rc == -ETIMEDOUT ? "the daemon did not answer in time"
+                                                           : strerror(-rc));
+    } else if (!ready) {
+        code = 503;
+        evbuffer_add_printf(body, "not ready: %s\n", why[0] ? why : "(no reason given)");
+    } else {
+        evbuffer_add_printf(body, "%s\n", want & WANT_READY ? "ready" : "ok");
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; charset=utf-8");
+    evhttp_send_reply(req, code, code == 200 ? "OK" : "Service Unavailable", body);
+    evbuffer_free(body);
+}
+
+/* Every path: GET and HEAD only; then /metrics, /healthz, /readyz or 404. */
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    metricsd_t *m = arg;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || (strcmp(path, "/metrics") && strcmp(path, "/healthz") && strcmp(path, "/readyz"))) {
+        evhttp_send_error(req, 404, "only /metrics, /healthz and /readyz here");
+        return;
+    }
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        evhttp_send_error(req, 405, NULL);
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0)
+        on_metrics(req, m);
+    else
+        on_probe(req, m, strcmp(path, "/readyz") == 0 ? WANT_READY : 0);
 }
 
 static void *http_main(void *arg)
@@ -170,7 +334,7 @@ metricsd_t *metricsd_new(const char *hostport, metricsd_render_fn render, void *
         rc = -errno;
         goto out;
     }
-    if (!(m->text = promtext_new()) || !(m->base = event_base_new()) ||
+    if (!(m->text = promtext_new()) || !(m->proc = promtext_new()) || !(m->base = event_base_new()) ||
         !(m->http = evhttp_new(m->base)) ||
         !(m->stop_ev = event_new(m->base, m->stopfd, EV_READ, on_stop, m)) ||
         event_add(m->stop_ev, NULL) < 0) {
@@ -182,11 +346,7 @@ metricsd_t *metricsd_new(const char *hostport, metricsd_render_fn render, void *
     evhttp_set_timeout(m->http, 30);
     evhttp_set_max_headers_size(m->http, METRICSD_HEADERS_MAX); /* a scrape is a small GET */
     evhttp_set_max_body_size(m->http, METRICSD_BODY_MAX);
-    if (evhttp_set_cb(m->http, "/metrics", on_metrics, m) < 0) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    evhttp_set_gencb(m->http, on_other, m);
+    evhttp_set_gencb(m->http, on_request, m);
     if ((rc = bind_http(m, host, port)) < 0)
         goto out;
     /* The thread starts with every signal blocked: signals stay the
@@ -218,6 +378,14 @@ const char *metricsd_address(const metricsd_t *m)
     return m->address;
 }
 
+void metricsd_set_ready(metricsd_t *m, metricsd_ready_fn fn, void *arg)
+{
+    pthread_mutex_lock(&m->mu); /* serve() reads them under mu */
+    m->ready_fn = fn;
+    m->ready_arg = arg;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metricsd_serve(metricsd_t *m)
 {
     uint64_t n;
@@ -225,8 +393,16 @@ void metricsd_serve(metricsd_t *m)
         return;
     pthread_mutex_lock(&m->mu);
     if (m->answered < m->asked) {
-        promtext_reset(m->text);
-        m->render(m->arg, m->text);
+        unsigned want = m->want;
+        m->want = 0;
+        if (want & WANT_TEXT) {
+            promtext_reset(m->text);
+            m->render(m->arg, m->text);
+        }
+        if (want & WANT_READY) {
+            m->why[0] = '\0';
+            m->ready = m->ready_fn ? m->ready_fn(m->ready_arg, m->why, sizeof m->why) != 0 : 1;
+        }
         m->answered = m->asked;
         pthread_cond_broadcast(&m->cv);
     }
@@ -255,6 +431,7 @@ void metricsd_destroy(metricsd_t **mp)
     if (m->base)
         event_base_free(m->base);
     promtext_destroy(&m->text);
+    promtext_destroy(&m->proc);
     if (m->askfd >= 0)
         close(m->askfd);
     if (m->stopfd >= 0)

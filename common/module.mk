@@ -25,6 +25,7 @@ LIBS += curvekey
 curvekey_SRCS = common/curvekey.c
 $(call check_suite,test_curvekey,curvekey common)
 $(call check_suite,test_promtext,common)
+$(call check_suite,test_metricsd,common)
 $(call check_suite,test_hostport,common)
 $(call check_suite,test_growarr,common)
 $(call check_suite,test_privdrop,common)

@@ -1,4 +1,4 @@
-/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR, what standard clients send (control bytes in keys, large values, cas/touch/append, memcached's own errors). */
+/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR and its going down and up logged once each, what standard clients send (control bytes in keys, large values, cas/touch/append, memcached's own errors). */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/mono.h"
 #include "storage-node/mc/backend.h"
 #include "tests/testlib.h"
@@ -44,14 +45,14 @@ static int port_open(unsigned port)
     return ok;
 }
 
-/* Starts memcached on a free loopback port (suite fixture). */
-static void mc_start(void)
+/* Starts memcached on loopback port `p` and waits until it listens.
+ * Returns its pid. */
+static pid_t mc_spawn(unsigned p)
 {
-    mc_port = free_port();
     char port[16];
-    snprintf(port, sizeof port, "%u", mc_port);
-    mc_pid = fork();
-    if (mc_pid == 0) {
+    snprintf(port, sizeof port, "%u", p);
+    pid_t pid = fork();
+    if (pid == 0) {
         if (getuid() == 0)
             execlp("memcached", "memcached", "-u", "nobody", "-l", "127.0.0.1", "-p", port,
                    "-U", "0", (char *)NULL);
@@ -60,8 +61,16 @@ static void mc_start(void)
                    (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 100 && !port_open(mc_port); i++)
+    for (int i = 0; i < 100 && !port_open(p); i++)
         usleep(50000);
+    return pid;
+}
+
+/* Starts memcached on a free loopback port (suite fixture). */
+static void mc_start(void)
+{
+    mc_port = free_port();
+    mc_pid = mc_spawn(mc_port);
 }
 
 static void mc_stop(void)
@@ -330,6 +339,85 @@ START_TEST(test_backend_dead_server_pool)
 }
 END_TEST
 
+/* Stderr on a file until log_end(), which returns what was written
+ * (caller frees). */
+static FILE *log_file;
+static int log_saved = -1;
+
+static void log_start(void)
+{
+    log_file = tmpfile();
+    ck_assert_ptr_nonnull(log_file);
+    log_saved = dup(STDERR_FILENO);
+    ck_assert_int_eq(dup2(fileno(log_file), STDERR_FILENO), STDERR_FILENO);
+}
+
+static char *log_end(void)
+{
+    ck_assert_int_eq(dup2(log_saved, STDERR_FILENO), STDERR_FILENO);
+    close(log_saved);
+    char *buf = calloc(1, 65536);
+    ck_assert_ptr_nonnull(buf);
+    rewind(log_file);
+    buf[fread(buf, 1, 65535, log_file)] = '\0';
+    fclose(log_file);
+    return buf;
+}
+
+static int occurrences(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Two workers, a server that is dead, then up, then dead again: one warn
+ * line when it goes down, one info line when it comes back, however many
+ * ops and workers see it (each worker connects on its own). */
+START_TEST(test_backend_down_up_logged_once)
+{
+    bqos_log_init("test", BQOS_LOG_INFO);
+    unsigned port = free_port();
+    fix_t x;
+    fix_open(&x, port, 2, 1);
+    backend_op_t *ops = x.ops;
+    log_start();
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 4; i++)
+            op_init(&ops[i], MCP_CMD_GET, "x:1", NULL);
+        run_chain(x.base, x.b, &x.d, ops, 4);
+        ck_assert_int_eq(ops[3].reply, MCP_R_SERVER_ERROR);
+        usleep(1100000); /* past the fail-fast second: the workers connect again */
+    }
+    pid_t pid = mc_spawn(port);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 4; i++)
+            op_init(&ops[i], MCP_CMD_SET, "x:1", "v");
+        run_chain(x.base, x.b, &x.d, ops, 4);
+        ck_assert_int_eq(ops[3].reply, MCP_R_STORED);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    for (int round = 0; round < 3; round++) { /* a fault, then failed connects */
+        for (int i = 0; i < 4; i++)
+            op_init(&ops[i], MCP_CMD_GET, "x:1", NULL);
+        run_chain(x.base, x.b, &x.d, ops, 4);
+        usleep(600000);
+    }
+    char *out = log_end();
+    char down[64], up[64];
+    snprintf(down, sizeof down, "warn: backend 127.0.0.1:%u down: ", port);
+    snprintf(up, sizeof up, "info: backend 127.0.0.1:%u up again\n", port);
+    ck_assert_msg(occurrences(out, down) == 2, "want 2 down lines: '%s'", out);
+    ck_assert_msg(occurrences(out, up) == 1, "want 1 up line: '%s'", out);
+    ck_assert(strstr(out, down) < strstr(out, up));
+    ck_assert_ptr_nonnull(strstr(strstr(out, up), down)); /* down again after */
+    free(out);
+    fix_close(&x);
+}
+END_TEST
+
 /* Bad settings are refused with -EINVAL; URLs parse or are refused. */
 START_TEST(test_backend_bad_arguments)
 {
@@ -365,7 +453,8 @@ int main(void)
                                   test_backend_pool_batch, test_backend_dead_server_inline,
                                   test_backend_dead_server_pool, test_backend_bad_arguments,
                                   test_backend_standard_client_inline,
-                                  test_backend_standard_client_pool};
+                                  test_backend_standard_client_pool,
+                                  test_backend_down_up_logged_once};
     const testlib_case_t c = {.name = "backend", .tcase = "memcached", .timeout = 60,
                               .setup = mc_start, .teardown = mc_stop, .unchecked = 1};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

@@ -1,11 +1,13 @@
-/* test_log.c - Check suite for common/log: level parsing and filtering, the ISO-8601 timestamp, the text and JSON line formats. */
+/* test_log.c - Check suite for common/log: level parsing and filtering, the ISO-8601 timestamp, the text and JSON line formats, syslog priorities when stderr is the journal, the per-call-site rate limit (also across threads). */
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,26 +21,52 @@ START_TEST(test_log_parse_level)
 }
 END_TEST
 
-/* Runs log_warn("%s", text) and log_debug() with stderr on a file;
- * returns what was written (caller frees). */
+/* Stderr on a temporary file from capture_start() to capture_end(),
+ * which returns what was written (caller frees). */
+static FILE *cap_file;
+static int cap_saved = -1;
+
+static void capture_start(void)
+{
+    cap_file = tmpfile();
+    ck_assert_ptr_nonnull(cap_file);
+    cap_saved = dup(STDERR_FILENO);
+    ck_assert_int_ge(cap_saved, 0);
+    ck_assert_int_eq(dup2(fileno(cap_file), STDERR_FILENO), STDERR_FILENO);
+}
+
+static char *capture_end(void)
+{
+    ck_assert_int_eq(dup2(cap_saved, STDERR_FILENO), STDERR_FILENO);
+    close(cap_saved);
+    size_t cap = 1 << 20;
+    char *buf = calloc(1, cap);
+    ck_assert_ptr_nonnull(buf);
+    rewind(cap_file);
+    size_t n = fread(buf, 1, cap - 1, cap_file);
+    buf[n] = '\0';
+    fclose(cap_file);
+    return buf;
+}
+
+/* Writes a warning of `text` (bqos_log() itself: not rate-limited, as
+ * several tests write many) and a log_debug() line; returns what was
+ * written (caller frees). */
 static char *captured_warn(const char *text)
 {
-    FILE *f = tmpfile();
-    ck_assert_ptr_nonnull(f);
-    int saved = dup(STDERR_FILENO);
-    ck_assert_int_ge(saved, 0);
-    ck_assert_int_eq(dup2(fileno(f), STDERR_FILENO), STDERR_FILENO);
-    log_warn("%s", text);
+    capture_start();
+    bqos_log(BQOS_LOG_WARN, "%s", text);
     log_debug("an invisible line");
-    ck_assert_int_eq(dup2(saved, STDERR_FILENO), STDERR_FILENO);
-    close(saved);
-    char *buf = calloc(1, 4096);
-    ck_assert_ptr_nonnull(buf);
-    rewind(f);
-    size_t n = fread(buf, 1, 4095, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    return capture_end();
+}
+
+/* How many times `needle` occurs in s. */
+static int count_of(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
 }
 
 START_TEST(test_log_threshold)
@@ -149,9 +177,239 @@ START_TEST(test_log_json_escaping)
 }
 END_TEST
 
+/* Points $JOURNAL_STREAM at the pipe end `fd` (its "DEV:INO"), or at
+ * "DEV:INO+1" when `wrong`. */
+static void set_journal_stream(int fd, int wrong)
+{
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    char v[64];
+    snprintf(v, sizeof v, "%llu:%llu", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino + (wrong ? 1 : 0));
+    ck_assert_int_eq(setenv("JOURNAL_STREAM", v, 1), 0);
+}
+
+/* With stderr on a pipe: init (which looks at $JOURNAL_STREAM, pointed at
+ * the pipe or, when `wrong`, elsewhere), one line of each level; returns
+ * what the pipe got (caller frees). */
+static char *journal_lines(int wrong, bqos_log_format_t format)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    int saved = dup(STDERR_FILENO);
+    ck_assert_int_eq(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
+    set_journal_stream(p[1], wrong);
+    bqos_log_set_format(format);
+    bqos_log_init("bqos-test", BQOS_LOG_DEBUG);
+    int journal = bqos_log_to_journal();
+    log_error("disk %d gone", 3);
+    log_warn("slow");
+    log_info("started");
+    log_debug("detail");
+    ck_assert_int_eq(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    close(p[1]);
+    unsetenv("JOURNAL_STREAM");
+    bqos_log_set_format(BQOS_LOG_TEXT);
+    char *buf = calloc(1, 8192);
+    ck_assert_ptr_nonnull(buf);
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(p[0], buf + n, 8191 - n)) > 0)
+        n += (size_t)r;
+    close(p[0]);
+    ck_assert_int_eq(journal, !wrong);
+    return buf;
+}
+
+START_TEST(test_log_journal_prefix)
+{
+    /* stderr is the stream $JOURNAL_STREAM names: priorities, no stamp, no
+     * program name (the journal records both). */
+    char *out = journal_lines(0, BQOS_LOG_TEXT);
+    ck_assert_str_eq(out, "<3>error: disk 3 gone\n<4>warn: slow\n<6>info: started\n<7>debug: detail\n");
+    free(out);
+    /* JSON keeps its object whole after the priority. */
+    out = journal_lines(0, BQOS_LOG_JSON);
+    ck_assert_msg(strncmp(out, "<3>{\"ts\":\"", 10) == 0, "'%s'", out);
+    char *warn = strstr(out, "\n<4>{");
+    ck_assert_ptr_nonnull(warn);
+    json_error_t jerr;
+    json_t *o = json_loadb(warn + 4, (size_t)(strchr(warn + 1, '\n') - warn - 4), 0, &jerr);
+    ck_assert_msg(json_is_object(o), "not JSON (%s): '%s'", jerr.text, warn);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "msg")), "slow");
+    json_decref(o);
+    ck_assert_ptr_nonnull(strstr(out, "\n<6>{"));
+    ck_assert_ptr_nonnull(strstr(out, "\n<7>{"));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_log_journal_other_stream)
+{
+    /* $JOURNAL_STREAM names another stream (stderr was redirected): the
+     * usual stamped lines, no priority. */
+    char *out = journal_lines(1, BQOS_LOG_TEXT);
+    ck_assert_int_eq(count_of(out, "\n"), 4);
+    ck_assert_int_eq(count_of(out, "<"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Z bqos-test error: disk 3 gone\n"));
+    ck_assert_ptr_nonnull(strstr(out, "Z bqos-test debug: detail\n"));
+    free(out);
+    /* Malformed values are not the journal. */
+    const char *bad[] = {"", "12", "12:", ":34", "12:34x", "x:y"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("JOURNAL_STREAM", bad[i], 1);
+        bqos_log_init("bqos-test", BQOS_LOG_INFO);
+        ck_assert_msg(!bqos_log_to_journal(), "'%s' taken for the journal", bad[i]);
+    }
+    unsetenv("JOURNAL_STREAM");
+    bqos_log_init("bqos-test", BQOS_LOG_INFO);
+    ck_assert(!bqos_log_to_journal());
+}
+END_TEST
+
+/* The rate limit's clock in these tests. */
+static double fake_now;
+static double fake_clock(void)
+{
+    return fake_now;
+}
+
+/* One call site, a warning. */
+static void warn_site(int i)
+{
+    log_warn("backend down (try %d)", i);
+}
+
+START_TEST(test_log_ratelimit_count)
+{
+    bqos_log_init("bqos-test", BQOS_LOG_INFO);
+    bqos_log_set_clock(fake_clock);
+    bqos_log_set_ratelimit(3, 10.0);
+    fake_now = 100;
+    capture_start();
+    for (int i = 0; i < 10; i++)
+        warn_site(i); /* 0, 1, 2 pass; 3..9 are counted */
+    log_warn("another site");   /* its own budget */
+    for (int i = 0; i < 4; i++)
+        log_info("info %d", i); /* never limited */
+    fake_now = 109;
+    warn_site(10); /* 0.9 of a token: still refused */
+    fake_now = 110;
+    warn_site(11); /* a token earned: passes with the count */
+    warn_site(12); /* refused */
+    fake_now = 1000;
+    for (int i = 13; i < 17; i++)
+        warn_site(i); /* quiet long enough: the burst again, 13..15, with the count of 12 */
+    char *out = capture_end();
+    for (int i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "warn: backend down (try %d)\n", i);
+        ck_assert_msg(strstr(out, want), "no '%s' in '%s'", want, out);
+    }
+    ck_assert_ptr_null(strstr(out, "(try 3)"));
+    ck_assert_ptr_null(strstr(out, "(try 9)"));
+    ck_assert_ptr_null(strstr(out, "(try 10)"));
+    ck_assert_ptr_nonnull(strstr(out, "warn: backend down (try 11) (8 similar messages suppressed)\n"));
+    ck_assert_ptr_null(strstr(out, "(try 12)"));
+    ck_assert_ptr_nonnull(strstr(out, "warn: backend down (try 13) (1 similar message suppressed)\n"));
+    ck_assert_ptr_nonnull(strstr(out, "warn: backend down (try 15)\n"));
+    ck_assert_ptr_null(strstr(out, "(try 16)"));
+    ck_assert_int_eq(count_of(out, "warn: backend down"), 7); /* 0..2, 11, 13..15 */
+    ck_assert_int_eq(count_of(out, "warn: another site\n"), 1);
+    ck_assert_int_eq(count_of(out, "info: info "), 4);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_log_ratelimit_json_and_off)
+{
+    bqos_log_init("bqos-test", BQOS_LOG_INFO);
+    bqos_log_set_clock(fake_clock);
+    bqos_log_set_ratelimit(1, 10.0);
+    bqos_log_set_format(BQOS_LOG_JSON);
+    fake_now = 5;
+    capture_start();
+    for (int i = 0; i < 5; i++)
+        warn_site(i);
+    fake_now = 15;
+    warn_site(5);
+    char *out = capture_end();
+    ck_assert_int_eq(count_of(out, "\n"), 2);
+    json_error_t jerr;
+    json_t *o = json_loads(strchr(out, '\n') + 1, 0, &jerr);
+    ck_assert_msg(json_is_object(o), "not JSON (%s): '%s'", jerr.text, out);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "msg")), "backend down (try 5)");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "suppressed")), 4);
+    json_decref(o);
+    free(out);
+    /* Burst 0: no limit. */
+    bqos_log_set_format(BQOS_LOG_TEXT);
+    bqos_log_set_ratelimit(0, 10.0);
+    capture_start();
+    for (int i = 0; i < 20; i++)
+        warn_site(i);
+    out = capture_end();
+    ck_assert_int_eq(count_of(out, "warn: backend down"), 20);
+    ck_assert_int_eq(count_of(out, "suppressed"), 0);
+    free(out);
+}
+END_TEST
+
+enum { LOG_THREADS = 4, LOG_PER_THREAD = 250, LOG_BURST = 10 };
+
+static void *warn_many(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < LOG_PER_THREAD; i++)
+        warn_site(i);
+    return NULL;
+}
+
+START_TEST(test_log_ratelimit_threads)
+{
+    /* Threads logging through one site: exactly the burst is written, as
+     * whole lines, and every other line is counted once. */
+    bqos_log_init("bqos-test", BQOS_LOG_INFO);
+    bqos_log_set_clock(fake_clock);
+    bqos_log_set_ratelimit(LOG_BURST, 10.0);
+    fake_now = 1;
+    capture_start();
+    pthread_t t[LOG_THREADS];
+    for (int i = 0; i < LOG_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, warn_many, NULL), 0);
+    for (int i = 0; i < LOG_THREADS; i++)
+        pthread_join(t[i], NULL);
+    fake_now = 11;
+    warn_site(-1);
+    char *out = capture_end();
+    ck_assert_int_eq(count_of(out, "\n"), LOG_BURST + 1);
+    regex_t re;
+    ck_assert_int_eq(regcomp(&re, "^[0-9T:.Z-]{24} bqos-test warn: backend down \\(try [0-9]+\\)$",
+                             REG_EXTENDED | REG_NOSUB),
+                     0);
+    char *save = NULL;
+    int lines = 0;
+    for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save), lines++)
+        if (lines < LOG_BURST)
+            ck_assert_msg(regexec(&re, l, 0, NULL, 0) == 0, "line %d: '%s'", lines, l);
+        else
+            ck_assert_msg(strstr(l, "warn: backend down (try -1) (990 similar messages suppressed)"),
+                          "last line: '%s'", l);
+    regfree(&re);
+    ck_assert_int_eq(lines, LOG_BURST + 1);
+    ck_assert_int_eq(LOG_THREADS * LOG_PER_THREAD - LOG_BURST, 990);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *const tests[] = {test_log_parse_level, test_log_threshold, test_log_time_iso8601,
-                                  test_log_line_has_date, test_log_json_escaping};
+    unsetenv("JOURNAL_STREAM"); /* the runner's own stderr may be the journal */
+    const TTest *const tests[] = {test_log_parse_level,         test_log_threshold,
+                                  test_log_time_iso8601,        test_log_line_has_date,
+                                  test_log_json_escaping,       test_log_journal_prefix,
+                                  test_log_journal_other_stream, test_log_ratelimit_count,
+                                  test_log_ratelimit_json_and_off, test_log_ratelimit_threads};
     return testlib_run_tests("log", tests, sizeof tests / sizeof tests[0]);
 }

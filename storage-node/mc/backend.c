@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,14 @@ struct backend {
     void *arg;
     workpool_t *wp;          /* each worker (inline: the loop thread) with
                                 its own mconn_t */
+    atomic_int down;         /* any thread: 1 from a failed connect to the
+                                next that succeeds (note_state()) */
 };
 
 /* One worker's connection to memcached and its buffers, reused from batch
  * to batch (no allocation per request).  The worker's own. */
 typedef struct {
-    const backend_t *b;
+    backend_t *b;
     int fd;                  /* -1: not connected */
     double retry_at;         /* after a failed connect: no new try before */
     char *w;                 /* the batch's requests */
@@ -104,6 +107,20 @@ static int wait_fd(int fd, short ev, int ms)
     return n == 0 ? -ETIMEDOUT : p.revents;
 }
 
+/* Records the outcome rc of a connect: the backend goes down when one
+ * fails and up when one succeeds after; the thread that sees the change
+ * logs it, so each is said once (warn, info) whatever the workers. */
+static void note_state(backend_t *b, int rc)
+{
+    if (atomic_exchange(&b->down, rc < 0) == (rc < 0))
+        return;
+    if (rc < 0)
+        log_warn("backend %s:%u down: %s (requests fail with SERVER_ERROR until it answers)",
+                 b->host, b->port, strerror(-rc));
+    else
+        log_info("backend %s:%u up again", b->host, b->port);
+}
+
 /* Connects (non-blocking socket, TCP_NODELAY) within CONNECT_MS.  Returns
  * 0 or -errno. */
 static int mconn_connect(mconn_t *c)
@@ -149,6 +166,7 @@ out:
         freeaddrinfo(ai);
     if (rc < 0)
         c->retry_at = mono_now() + RETRY_S;
+    note_state(c->b, rc);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; SIGHUP on a node reloads its bucket file and keeps it running; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
+# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) and passes `promtool check metrics` on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; each has the process_* series, bqos_build_info, /healthz and /readyz; a node whose stderr is the journal ($JOURNAL_STREAM) writes syslog priorities and no stamps; SIGHUP on a node reloads its bucket file and keeps it running; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
 set -u
 NAME=it_metrics
 . "$(dirname "$0")/node_lib.sh"
@@ -100,6 +100,38 @@ check "block node: red's bytes served ($(rb "$T/blk.2" blk) -> $(rb "$T/blk.b" b
   '[ $(( $(rb "$T/blk.b" blk) - $(rb "$T/blk.2" blk) )) = 2048 ]'
 code=$(curl -s -o /dev/null -w '%{http_code}' "$(metrics_url "$T/node.log" | sed 's,/metrics$,/other,')")
 check "other paths: 404 ($code)" '[ "$code" = 404 ]'
+
+# 1b. Every daemon alike (common/metricsd.c): the linter Prometheus ships
+# passes on the live output; the process_* series, the build info;
+# /healthz and /readyz answer while the loop turns.
+VERSION=$(sed -n 's/^#define BQOS_VERSION "\(.*\)"$/\1/p' "$HERE/../../common/version.h")
+if command -v promtool >/dev/null 2>&1; then
+  for d in ctrl node blk; do
+    curl -sf "$(metrics_url "$T/$d.log")" >"$T/$d.live"; rc=$?
+    promtool check metrics <"$T/$d.live" >"$T/$d.lint" 2>&1; prc=$?
+    check "$d: promtool check metrics on the live output (curl $rc, $(wc -l <"$T/$d.live") lines, promtool $prc$(head -c 300 "$T/$d.lint" | tr '\n' ' '))" \
+      '[ $rc -eq 0 ] && [ -s "$T/$d.live" ] && [ $prc -eq 0 ]'
+  done
+else
+  echo "promtool not installed (prometheus: scripts/deps.sh test): promtool check metrics skipped"
+fi
+now=$(date +%s)
+for d in ctrl:bqos-controller node:bqos-node blk:bqos-nbd-node; do
+  f="$T/${d%%:*}.2"; prog=${d#*:}
+  start=$(val "$f" process_start_time_seconds); rss=$(val "$f" process_resident_memory_bytes)
+  vm=$(val "$f" process_virtual_memory_bytes); fds=$(val "$f" process_open_fds)
+  maxfds=$(val "$f" process_max_fds); cpu=$(val "$f" process_cpu_seconds_total)
+  check "${d%%:*}: process_* (start $start, now $now, rss $rss, vm $vm, fds $fds of $maxfds, cpu $cpu s)" \
+    'awk -v s="$start" -v n="$now" -v r="$rss" -v v="$vm" -v f="$fds" -v m="$maxfds" -v c="$cpu" \
+       "BEGIN { exit !(s > n - 300 && s <= n && r > 1000000 && v >= r && f >= 3 && m > f && c != \"\" && c >= 0) }"'
+  check "${d%%:*}: bqos_build_info{program=$prog,version=$VERSION} 1" \
+    '[ "$(val "$f" bqos_build_info program="$prog" version="$VERSION")" = 1 ]'
+  base=$(metrics_url "$T/${d%%:*}.log" | sed 's,/metrics$,,')
+  h=$(curl -s -o "$T/h.body" -w '%{http_code}' "$base/healthz"); hb=$(cat "$T/h.body")
+  r=$(curl -s -o "$T/r.body" -w '%{http_code}' "$base/readyz"); rb=$(cat "$T/r.body")
+  check "${d%%:*}: /healthz $h $hb, /readyz $r $rb" \
+    '[ "$h" = 200 ] && [ "$hb" = ok ] && [ "$r" = 200 ] && [ "$rb" = ready ]'
+done
 pad=$(head -c 20000 /dev/zero | tr '\0' x)
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Pad: $pad" "$(metrics_url "$T/node.log")")
 check "headers beyond 16 KiB refused ($code), metrics still served" \
@@ -143,7 +175,15 @@ stop_pid "$BLK_PID" "$CTRL_PID"
 
 # 3b. --default reject: keys of no bucket are refused, counted on the node.
 printf '{"buckets":[{"name":"red","reservation":0}]}\n' >"$T/b3.json"
+# Its stderr is "the journal": $JOURNAL_STREAM names the log file's device and inode.
+: >"$T/rej.log"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$T/rej.log"); export JOURNAL_STREAM
 start_node "$T/rej.log" --config "$T/b3.json" --default reject --metrics-listen 127.0.0.1:0
+unset JOURNAL_STREAM
+check "journal: lines start with a syslog priority and carry no stamp ($(head -1 "$T/rej.log"))" \
+  'grep -q "^<6>info: node it: memcached clients on " "$T/rej.log" &&
+   ! grep -v -E "^<[3467]>(error|warn|info|debug): " "$T/rej.log" | grep -q . &&
+   ! grep -q -E "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z" "$T/rej.log"'
 wait_for '[ -n "$(metrics_url "$T/rej.log")" ]' 5
 "$PY" -c 'import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
