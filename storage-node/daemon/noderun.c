@@ -170,6 +170,22 @@ static void on_metrics(evutil_socket_t fd, short what, void *arg)
     metricsd_serve(arg);
 }
 
+/* metricsd_ready_fn (/readyz): a bucket table (--config; the fronts'
+ * own "default" or --buckets do not count), a controller's welcome (which
+ * brings its table), or no controller to wait for.  Loop thread. */
+static int node_ready(void *arg, char *why, size_t cap)
+{
+    const run_t *r = arg;
+    ctlclient_stats_t cs;
+    if (!r->ctl || r->cfg->config)
+        return 1;
+    ctlclient_stats(r->ctl, &cs);
+    if (cs.agent.welcomed)
+        return 1;
+    snprintf(why, cap, "no bucket table and no controller's welcome yet");
+    return 0;
+}
+
 /* The exporter (r->nm), its HTTP endpoint (*md) and the loop's watch on it
  * (*ev).  Returns 0 or -errno (what was made is the caller's to free). */
 static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, struct event **ev)
@@ -182,6 +198,7 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
     nodemetrics_set_cost_unit(r->nm, r->cfg->cost_unit);
     if (!(*md = metricsd_new(r->cfg->metrics, nodemetrics_render, r->nm, &err)))
         return err;
+    metricsd_set_ready(*md, node_ready, r);
     if (!(*ev = event_new(base, metricsd_fd(*md), EV_READ | EV_PERSIST, on_metrics, *md)) ||
         event_add(*ev, NULL) < 0)
         return -ENOMEM;
