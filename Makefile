@@ -11,10 +11,11 @@
 #   make fuzz     libFuzzer harnesses (clang), FUZZ_SECONDS each (default 30); fails on a crash
 #   make install  PREFIX=/usr/local DESTDIR= : programs, man pages, systemd units, examples
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
+#   make deb      the Debian package in build-deb/ (dpkg-buildpackage -us -uc -b), lintian, hardening-check
 MAKEFLAGS += --no-print-directory
 BUILD = $(MAKE) -f mk/build.mk -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all check bench demo demo-ha soak asan tsan fuzz install uninstall clean
+.PHONY: all check bench demo demo-ha soak asan tsan fuzz install uninstall deb clean
 # The package groups of scripts/deps.sh each target installs first.
 all install: DEPS = build
 check soak asan: DEPS = build test
@@ -22,6 +23,7 @@ bench: DEPS = build bench
 demo demo-ha: DEPS = build demo
 tsan: DEPS = build test sanitize
 fuzz: DEPS = build sanitize
+deb: DEPS = build deb
 all install check soak bench demo demo-ha fuzz:
 	@scripts/deps.sh $(DEPS)
 	@$(BUILD) $@
@@ -33,5 +35,8 @@ asan:
 tsan:
 	@scripts/deps.sh $(DEPS)
 	@$(BUILD) tsan-check CC=clang O=build-tsan BIN=build-tsan/bin SAN="-fsanitize=thread -fno-omit-frame-pointer"
+deb:
+	@scripts/deps.sh $(DEPS)
+	@scripts/deb.sh
 clean:
-	rm -rf bin build build-asan build-tsan build-fuzz
+	rm -rf bin build build-asan build-tsan build-fuzz build-deb

@@ -15,13 +15,23 @@ O   ?= build
 BIN ?= bin
 SAN ?=
 # What every program needs (scripts/deps.sh build), what only the tests need (deps.sh test), and
-# optional libraries used when pkg-config finds them: libsystemd (sd_notify, common/notify.c) and
-# igraph (bqos-pshift's max-flow baseline; the tests and benches install it).  HAVE_X macros say
-# which were found; $(O)/features changes when that does, and every object depends on it.
+# optional libraries: libsystemd (sd_notify, common/notify.c) and igraph (bqos-pshift's max-flow
+# baseline; the tests and benches install it).  WITH_SYSTEMD and WITH_IGRAPH choose each: auto
+# (the default: used when pkg-config finds it), yes (the build stops if pkg-config does not) or
+# no (not used even if installed); debian/rules names both, so a package does not depend on what
+# the build machine happens to have.  HAVE_X macros say which are used; $(O)/features changes
+# when that does, and every object depends on it.
 PKGS      := libzmq jansson libmemcached libevent libevent_pthreads libcurl gnutls
 TEST_PKGS := check
-OPTIONAL  := libsystemd:HAVE_SYSTEMD igraph:HAVE_IGRAPH
-FOUND     := $(foreach o,$(OPTIONAL),$(if $(shell pkg-config --exists $(word 1,$(subst :, ,$(o))) && echo y),$(o)))
+WITH_SYSTEMD ?= auto
+WITH_IGRAPH  ?= auto
+OPTIONAL  := libsystemd:HAVE_SYSTEMD:WITH_SYSTEMD igraph:HAVE_IGRAPH:WITH_IGRAPH
+# opt_use PKG,MACRO,WITHVAR: PKG:MACRO when it is to be used, else nothing; an error for a WITH
+# value other than auto, yes or no, and for yes when pkg-config does not find PKG.
+opt_use = $(if $(filter-out auto yes no,$($(3))),$(error $(3)=$($(3)): use auto, yes or no))$(if \
+  $(filter no,$($(3))),,$(if $(shell pkg-config --exists $(1) && echo y),$(1):$(2),$(if \
+  $(filter yes,$($(3))),$(error $(3)=yes, but pkg-config does not find $(1)))))
+FOUND     := $(foreach o,$(OPTIONAL),$(call opt_use,$(word 1,$(subst :, ,$(o))),$(word 2,$(subst :, ,$(o))),$(word 3,$(subst :, ,$(o)))))
 FOUND_PKGS := $(foreach o,$(FOUND),$(word 1,$(subst :, ,$(o))))
 FEATURES  := $(foreach o,$(FOUND),-D$(word 2,$(subst :, ,$(o))))
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(FOUND_PKGS))
@@ -29,9 +39,14 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) $(FOUND_PKGS))
 TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS)) -lsubunit
 CC      ?= gcc
 OPT     ?= -O2 -g
-CFLAGS  := $(OPT) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -MMD -MP -I. $(PKG_CFLAGS) \
-           $(FEATURES)
-LDFLAGS := $(SAN) -fopenmp -Wl,--as-needed
+# Our flags, then the caller's CPPFLAGS, CFLAGS and LDFLAGS (environment or command line; a
+# package build's come from dpkg-buildflags: hardening), last so that theirs win.  WERROR is
+# -Werror in development builds; debian/rules sets WERROR= (a newer compiler's new warning must
+# not stop a distribution's build).
+WERROR  ?= -Werror
+ALL_CFLAGS  := $(OPT) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -fopenmp -MMD -MP -I. $(PKG_CFLAGS) \
+               $(FEATURES) $(CPPFLAGS) $(CFLAGS)
+ALL_LDFLAGS := $(SAN) -fopenmp -Wl,--as-needed $(LDFLAGS)
 LDLIBS  := $(PKG_LIBS) -lm -lpthread -lrt
 $(shell mkdir -p $(O); echo '$(FEATURES)' | cmp -s - $(O)/features || echo '$(FEATURES)' > $(O)/features)
 
@@ -52,7 +67,7 @@ tests: $(addprefix $(O)/tests/,$(TESTS))
 
 $(O)/obj/%.o: %.c $(O)/features
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 define lib_rule
 $(O)/lib$(1).a: $(call obj,$($(1)_SRCS))
@@ -64,7 +79,7 @@ $(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
 define link_rule
 $(2)/$(1): $(call obj,$($(1)_SRCS)) $(call arc,$($(1)_LIBS))
 	@mkdir -p $$(dir $$@)
-	$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS) $(3)
+	$(CC) $(ALL_LDFLAGS) -o $$@ $$^ $(LDLIBS) $(3)
 endef
 $(foreach p,$(PROGS),$(eval $(call link_rule,$(p),$(BIN))))
 $(foreach t,$(TESTS),$(eval $(call link_rule,$(t),$(O)/tests,$$(TEST_LIBS))))

@@ -40,6 +40,9 @@ $(O)/systemd/%: examples/systemd/%.in $(O)/dirs
 	@mkdir -p $(dir $@)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
 $(shell mkdir -p $(O); echo '$(SBINDIR) $(SYSCONFDIR)' | cmp -s - $(O)/dirs || echo '$(SBINDIR) $(SYSCONFDIR)' > $(O)/dirs)
+# A rule of its own (nothing to do): make may have listed $(O) before the line above wrote the file
+# (a wildcard over */*/module.mk reads it), and would then find no rule for the units at all.
+$(O)/dirs: ;
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \

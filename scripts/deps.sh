@@ -1,11 +1,12 @@
 #!/bin/sh
 # deps.sh - install the Debian packages bqos needs, only those that are missing.
 #
-# Usage: scripts/deps.sh [GROUP]...   GROUP: build (default), test, bench, demo.
+# Usage: scripts/deps.sh [GROUP]...   GROUP: build (default), test, bench, demo, sanitize, deb.
 #   build  what the programs need to compile and link (make, make install)
 #   test   make check: the Check suites and what the integration tests run
 #   bench  make bench and the paper's experiments (examples/exp*.sh)
 #   demo   make demo and make demo-ha
+#   deb    make deb: dpkg-buildpackage, debhelper, lintian, hardening-check (with build)
 #
 # The table below lists each group's packages under a "[group]" line; each
 # package line is "probe-kind probe package": a probe is a pkg-config module
@@ -60,6 +61,13 @@ cmd  etcd               etcd-server
 cmd  clang              clang
 file /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
 file /usr/lib/llvm-14/lib/libarcher.so libomp-14-dev
+[deb]
+file /usr/share/build-essential/list build-essential
+cmd  dpkg-buildpackage  dpkg-dev
+cmd  dh                 debhelper
+cmd  fakeroot           fakeroot
+cmd  lintian            lintian
+cmd  hardening-check    devscripts
 [demo]
 cmd  memcached          memcached
 cmd  ss                 iproute2
@@ -70,8 +78,8 @@ cmd  etcd               etcd-server
 groups="${*:-build}"
 for g in $groups; do
   case "$g" in
-    build|test|bench|demo|sanitize) ;;
-    *) echo "deps: unknown group '$g' (build, test, bench, demo or sanitize)" >&2; exit 2 ;;
+    build|test|bench|demo|sanitize|deb) ;;
+    *) echo "deps: unknown group '$g' (build, test, bench, demo, sanitize or deb)" >&2; exit 2 ;;
   esac
 done
 

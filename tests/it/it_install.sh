@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_install.sh - make install DESTDIR=... puts every program, man page, unit and example where it belongs; the man pages lint clean; the units verify (when systemd-analyze exists); the installed daemons send READY=1 and STOPPING=1 (when built with libsystemd); make uninstall removes it all.
+# it_install.sh - make install DESTDIR=... puts every program, man page, unit and example where it belongs; the man pages lint clean; the units verify (when systemd-analyze exists); the installed daemons send READY=1 and STOPPING=1 (when built with libsystemd); debian/changelog and NEWS carry the programs' version; make uninstall removes it all.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_install
 cd "$(dirname "$0")/../.." || exit 1
@@ -104,6 +104,14 @@ if grep -q HAVE_SYSTEMD "$O/features" 2>/dev/null; then
 else
   echo "ok - # SKIP sd_notify: built without libsystemd"
 fi
+
+# One version for a release: the programs', debian/changelog's top entry and NEWS's newest
+# (make deb checks the same before it builds; the release tag is v followed by it).
+v=$("$P/sbin/bqos-controller" --version | sed -n 's/^bqos-controller //p')
+check "debian/changelog's version is the programs' ($v)" \
+  '[ "$(sed -n "1s/^bqos (\([^)]*\)).*/\1/p" debian/changelog)" = "$v" ]'
+check "NEWS's newest entry is the programs' version ($v)" \
+  '[ "$(sed -n "s/^bqos \([0-9][0-9.]*\) .*/\1/p" NEWS | head -n 1)" = "$v" ]'
 
 mk uninstall DESTDIR="$D" >"$T/uninstall.log" 2>&1; rc=$?
 check "make uninstall exits 0 (rc $rc)" '[ $rc -eq 0 ]'
