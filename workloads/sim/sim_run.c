@@ -88,8 +88,9 @@ static inline int issue(server_t *sv, uint32_t g, double t)
     int b = sv->segs[g].bucket;
     sched_enqueue(sv->sch, b, &r->it);
     sv->arrivals++;
-    if (outstanding(sv, b) == 0)
+    if (outstanding(sv, b) == 0 && !sv->b_held[b])
         sv->b_idle[b] += t - sv->b_since[b];
+    sv->b_held[b] = 0;
     sv->b_arr[b]++;
     return 0;
 }
@@ -128,7 +129,8 @@ static inline void snap_to(server_t *sv, double t, int incl)
         memcpy(sv->snap + (sv->wnext % sv->nsnap) * n3, sv->b_arr, n3 * sizeof(uint32_t));
         double *is = sv->isnap + (sv->wnext % sv->nsnap) * (n3 / 3);
         for (size_t b = 0; b < n3 / 3; b++)
-            is[b] = sv->b_idle[b] + (outstanding(sv, (int)b) ? 0 : sv->wnext_t - sv->b_since[b]);
+            is[b] = sv->b_idle[b] + (outstanding(sv, (int)b) || sv->b_held[b]
+                                         ? 0 : sv->wnext_t - sv->b_since[b]);
         sv->wnext++;
         sv->wnext_t = sim_run__window_end(sv->period, sv->wn, sv->wnext);
     }
@@ -212,6 +214,8 @@ static void drop_cb(sched_item_t *it, void *arg)
     int b = sv->segs[r->seg].bucket;
     sv->dropped++;
     sv->b_drop[b]++;
+    if (sv->segs[r->seg].end > sv->hook_t)
+        sv->b_held[b] = 1; /* until its next arrival here */
     if (outstanding(sv, b) == 0)
         sv->b_since[b] = sv->hook_t;
     req_put(sv, r);
@@ -669,8 +673,9 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.idle = calloc(2 * SB, sizeof(double));
     R.isnaps = calloc(SB * nsnap, sizeof(double));
     R.wmin = calloc((size_t)R.B, sizeof(double));
+    R.held = calloc(SB, 1);
     if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names ||
-        !R.lal || !R.cnt || !R.snaps || !R.sum || !R.idle || !R.isnaps || !R.wmin)
+        !R.lal || !R.cnt || !R.snaps || !R.sum || !R.idle || !R.isnaps || !R.wmin || !R.held)
         goto out;
     for (int b = 0; b < R.B; b++) {
         char name[32];
@@ -722,6 +727,7 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         sv->b_idle = R.idle + (size_t)s * 2 * R.B;
         sv->b_since = sv->b_idle + R.B;
         sv->isnap = R.isnaps + (size_t)s * nsnap * R.B;
+        sv->b_held = R.held + (size_t)s * R.B;
         sv->nsnap = nsnap;
         sv->wn = R.wn;
         sv->n3 = 3 * (size_t)R.B;
@@ -815,6 +821,7 @@ out:
     free(R.idle);
     free(R.isnaps);
     free(R.wmin);
+    free(R.held);
     report_win_destroy(&R.win);
     if (R.names)
         for (int b = 0; b < R.B; b++)
