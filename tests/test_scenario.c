@@ -1,4 +1,4 @@
-/* test_scenario.c - Check suite for workloads/scenario (and its Zipf helpers): valid scenarios expand as documented, malformed ones fail with FILE:LINE:COL errors; and workloads/report's per-window accuracy. */
+/* test_scenario.c - Check suite for workloads/scenario (and its Zipf helpers): valid scenarios expand as documented, malformed ones fail with FILE:LINE:COL errors. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 
-#include "workloads/report.h"
 #include "workloads/scenario.h"
 #include "tests/testlib.h"
 
@@ -339,131 +338,6 @@ START_TEST(test_scenario_bucket_idle_until_first_change)
 }
 END_TEST
 
-START_TEST(test_report_win_layout)
-{
-    size_t ns, pl;
-    report_win_layout(5, &ns, &pl);
-    ck_assert_uint_eq(ns, 25);
-    ck_assert_uint_eq(pl, 5);
-    report_win_layout(1, &ns, &pl);
-    ck_assert_uint_eq(ns, 5);
-    ck_assert_uint_eq(pl, 5);
-    report_win_layout(2.5, &ns, &pl); /* 3 long windows of 0.833 s, 4 short each */
-    ck_assert_uint_eq(ns, 12);
-    ck_assert_uint_eq(pl, 4);
-    report_win_layout(0.1, &ns, &pl);
-    ck_assert_uint_eq(ns, 1);
-    ck_assert_uint_eq(pl, 1);
-}
-END_TEST
-
-/* Known served series -> known worst ratios and shares.  T = 1 s: five
- * 200 ms windows make one 1 s window.  Bucket 0: R 10, L 20 (pro rata per
- * 200 ms: R 2, L 4); bucket 1: R 10, no limit. */
-START_TEST(test_report_win_known_series)
-{
-    const double res[2] = {10, 10}, lim[2] = {20, -1};
-    report_win_t *w = report_win_new(2, 1.0, res, lim);
-    ck_assert_ptr_nonnull(w);
-    ck_assert_double_eq_tol(report_win_short_len(w), 0.2, 1e-12);
-    /* Period 1, bucket 0: served 4,4,0,2,2 (12 in 1 s), always backlogged
-     * (5 waiting at each start, 4 new each window). */
-    static const uint64_t s0[5] = {4, 4, 0, 2, 2};
-    for (int k = 0; k < 5; k++)
-        report_win_feed(w, 0, s0[k], 5, 4);
-    /* Period 2, bucket 0: served 6 in the first window (1.5 x L pro rata),
-     * then nothing with no demand (idle windows do not count for R). */
-    report_win_feed(w, 0, 6, 6, 0);
-    for (int k = 1; k < 5; k++)
-        report_win_feed(w, 0, 0, 0, 1);
-    /* Bucket 1: 1 per window with demand 1 < R pro rata: never counts
-     * for R; no limit: no L ratio.  Two windows only: its long window is
-     * incomplete and not counted. */
-    report_win_feed(w, 1, 1, 0, 1);
-    report_win_feed(w, 1, 1, 0, 1);
-    report_win_fig_t f = report_win_figures(w, 0, REPORT_WIN_SHORT);
-    ck_assert_uint_eq(f.windows, 10);
-    ck_assert_uint_eq(f.l_windows, 10);
-    ck_assert_double_eq_tol(f.l_worst, 1.5, 1e-12);
-    ck_assert_uint_eq(f.r_windows, 6);   /* 5 + the first of period 2 */
-    ck_assert_uint_eq(f.r_met, 5);       /* the 0 misses */
-    ck_assert_double_eq_tol(f.r_share, 5.0 / 6, 1e-12);
-    ck_assert_double_eq_tol(f.r_worst, 0, 1e-12);
-    f = report_win_figures(w, 0, REPORT_WIN_LONG);
-    ck_assert_uint_eq(f.windows, 2);
-    ck_assert_double_eq_tol(f.l_worst, 0.6, 1e-12); /* 12 / 20 */
-    ck_assert_uint_eq(f.r_windows, 2);   /* period 2: 6 waiting + 4 arrivals >= 10 */
-    ck_assert_uint_eq(f.r_met, 1);       /* 12 >= 9.5; 6 < 9.5 */
-    ck_assert_double_eq_tol(f.r_worst, 0.6, 1e-12);
-    f = report_win_figures(w, 1, REPORT_WIN_SHORT);
-    ck_assert_uint_eq(f.windows, 2);
-    ck_assert_uint_eq(f.l_windows, 0);
-    ck_assert_uint_eq(f.r_windows, 0);
-    ck_assert_double_eq_tol(f.r_share, 1, 1e-12);
-    ck_assert_uint_eq(report_win_figures(w, 1, REPORT_WIN_LONG).windows, 0);
-    f = report_win_figures(w, -1, REPORT_WIN_SHORT);
-    ck_assert_uint_eq(f.windows, 12);
-    ck_assert_uint_eq(f.l_windows, 10);
-    report_win_destroy(&w);
-    ck_assert_ptr_null(w);
-    report_win_destroy(&w);
-}
-END_TEST
-
-/* bqos-load's side: completions and sends at known times go through the
- * ring and report_fold() into the summary's "windows"; the warm-up period
- * is left out. */
-START_TEST(test_report_windows_in_summary)
-{
-    scenario_t *s = parse_ok("{\"duration\": 3, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
-                             "\"servers\": [\"s1\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
-    /* Warm-up period: 50 IOs in its first 200 ms, not counted. */
-    for (int i = 0; i < 50; i++) {
-        report_sent(r, 0, 0.001 * i);
-        report_add(r, 0, 0, 0.001 * i + 0.0005);
-    }
-    /* Periods 2 and 3: 3 IOs per 200 ms window (15/s), each sent and done
-     * in the same window; in period 3 the last window gets 5 (25/s). */
-    for (int p = 1; p < 3; p++)
-        for (int k = 0; k < 5; k++) {
-            int n = p == 2 && k == 4 ? 5 : 3;
-            for (int i = 0; i < n; i++) {
-                double t = p + 0.2 * k + 0.01 * (i + 1);
-                report_sent(r, 0, t);
-                report_add(r, 0, 0, t + 0.001);
-            }
-        }
-    report_fold(r, 1.5); /* the warm-up and two windows of period 2 */
-    report_fold(r, INFINITY);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ck_assert_int_eq(report_write_summary(r, NULL, f), 0);
-    fclose(f);
-    json_error_t je;
-    json_t *j = json_loads(buf, 0, &je);
-    ck_assert_ptr_nonnull(j);
-    json_t *ws = json_object_get(json_object_get(j, "windows"), "short");
-    json_t *wl = json_object_get(json_object_get(j, "windows"), "long");
-    ck_assert_int_eq(json_integer_value(json_object_get(ws, "windows")), 10);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(ws, "l_worst")), 5.0 / 4, 1e-9);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(wl, "l_worst")), 17.0 / 20, 1e-9);
-    /* Every window had demand 3 >= R pro rata 2 and met it. */
-    ck_assert_int_eq(json_integer_value(json_object_get(ws, "r_windows")), 10);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(ws, "r_share")), 1, 1e-12);
-    ck_assert_int_eq(json_integer_value(json_object_get(wl, "r_windows")), 2);
-    json_t *b0 = json_array_get(json_object_get(j, "buckets"), 0);
-    ck_assert_ptr_nonnull(json_object_get(json_object_get(b0, "windows"), "long"));
-    json_decref(j);
-    free(buf);
-    report_destroy(&r);
-    scenario_destroy(&s);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("scenario");
@@ -477,9 +351,6 @@ int main(void)
     tcase_add_test(tc, test_scenario_load_file_errors);
     tcase_add_test(tc, test_scenario_write_buckets);
     tcase_add_test(tc, test_scenario_bucket_idle_until_first_change);
-    tcase_add_test(tc, test_report_win_layout);
-    tcase_add_test(tc, test_report_win_known_series);
-    tcase_add_test(tc, test_report_windows_in_summary);
     suite_add_tcase(s, tc);
     return testlib_run(s);
 }

@@ -21,3 +21,7 @@ bqos-nbd-load_LIBS = workloads nodenbd common
 ifneq ($(and $(filter bqos-node,$(PROGS)),$(filter nodedaemon,$(bqos-node_LIBS))),)
 ITESTS += tests/it/it_exp3.sh
 endif
+# workloads/report: per-window accuracy and bqos-load's counters (issue 25: the demanding rule).
+TESTS += test_report
+test_report_SRCS = tests/test_report.c
+test_report_LIBS = workloads common

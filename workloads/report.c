@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@ typedef struct {
 /* One bucket: its rates, the long window being summed, its figures. */
 typedef struct {
     double res, lim;
-    uint64_t served, waiting, arrived;  /* running long window */
+    uint64_t served;                    /* running long window */
+    double idle;                        /* ... its idle time so far */
     size_t nfed;                        /* short windows in it so far */
     win_acc_t acc[2];
 } win_bucket_t;
@@ -78,9 +80,15 @@ double report_win_short_len(const report_win_t *w)
     return w->len[REPORT_WIN_SHORT];
 }
 
-/* Counts one closed window of length len for bucket x in a. */
+int report_win_demanding(double idle, double len)
+{
+    return idle < REPORT_WIN_IDLE_SHARE * len;
+}
+
+/* Counts one closed window of length len for bucket x in a: `served` IOs
+ * in it, `idle` seconds of it with nothing outstanding. */
 static void win_close(const win_bucket_t *x, win_acc_t *a, double len, uint64_t served,
-                      uint64_t demand)
+                      double idle)
 {
     a->windows++;
     if (x->lim >= 0) {
@@ -89,7 +97,7 @@ static void win_close(const win_bucket_t *x, win_acc_t *a, double len, uint64_t 
             a->l_worst = ratio;
     }
     double want = x->res * len;
-    if (want > 0 && (double)demand >= want) {
+    if (want > 0 && report_win_demanding(idle, len)) {
         double ratio = (double)served / want;
         a->r_windows++;
         a->r_met += ratio >= REPORT_WIN_R_SHARE;
@@ -98,22 +106,22 @@ static void win_close(const win_bucket_t *x, win_acc_t *a, double len, uint64_t 
     }
 }
 
-void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waiting,
-                     uint64_t arrived)
+void report_win_feed(report_win_t *w, size_t b, uint64_t served, double idle)
 {
     if (b >= w->nb)
         return;
     win_bucket_t *x = &w->b[b];
-    win_close(x, &x->acc[REPORT_WIN_SHORT], w->len[REPORT_WIN_SHORT], served, waiting + arrived);
+    double len = w->len[REPORT_WIN_SHORT];
+    idle = !(idle > 0) ? 0 : idle > len ? len : idle;
+    win_close(x, &x->acc[REPORT_WIN_SHORT], len, served, idle);
     if (x->nfed == 0) {
-        x->served = x->arrived = 0;
-        x->waiting = waiting;
+        x->served = 0;
+        x->idle = 0;
     }
     x->served += served;
-    x->arrived += arrived;
+    x->idle += idle;
     if (++x->nfed == w->per_long) {
-        win_close(x, &x->acc[REPORT_WIN_LONG], w->len[REPORT_WIN_LONG], x->served,
-                  x->waiting + x->arrived);
+        win_close(x, &x->acc[REPORT_WIN_LONG], w->len[REPORT_WIN_LONG], x->served, x->idle);
         x->nfed = 0;
     }
 }
@@ -165,6 +173,17 @@ static json_t *win_json(const report_win_t *w, long b)
 
 /* ---- bqos-load's counters ------------------------------------------------ */
 
+/* One bucket at one server, for the idle time of its windows; every field
+ * is under `lock` (the load threads that send and answer the bucket's
+ * requests there, and report_fold()). */
+typedef struct {
+    pthread_mutex_t lock;
+    int64_t outst;              /* requests outstanding */
+    double since;               /* when they last fell to none */
+    uint64_t next;              /* next window report_fold() takes */
+    double idle[REPORT_RING];   /* idle seconds of window j in [j % RING] */
+} report_pair_t;
+
 struct report {
     const scenario_t *s;
     double slot_len;       /* seconds per redistribution interval */
@@ -174,15 +193,17 @@ struct report {
     _Atomic uint64_t *errors;   /* [bucket] */
     _Atomic uint64_t *bytes;    /* [bucket]: bytes moved (report_add_bytes()) */
     _Atomic uint64_t *servers;  /* [server] */
-    /* per-window accuracy: rings [bucket * REPORT_RING + window % RING] */
+    /* per-window accuracy: completions in rings [bucket * REPORT_RING +
+     * window % REPORT_RING]; idle time per bucket and server in pairs[b *
+     * nservers + srv] */
     report_win_t *win;
     size_t wn;                  /* short windows per period */
     double wlen;                /* their length */
     uint64_t wfirst;            /* first measured window */
-    _Atomic uint32_t *ring_done, *ring_sent;
+    _Atomic uint32_t *ring_done;
     _Atomic uint64_t wfold;     /* next window to fold (main thread writes) */
-    uint64_t *inflight;         /* [bucket] at the start of window wfold */
-    uint64_t *err_seen;         /* [bucket] errors already taken off */
+    report_pair_t *pairs;
+    size_t npairs;              /* of them with an initialised lock */
 };
 
 report_t *report_new(const scenario_t *s)
@@ -215,12 +236,14 @@ report_t *report_new(const scenario_t *s)
     /* As the summary's periods: warm-up only if a full period follows it. */
     if (floor(s->duration / s->period + 1e-9) > s->warmup_periods)
         r->wfirst = (uint64_t)s->warmup_periods * r->wn;
+    size_t np = s->nbuckets * s->nservers;
     r->ring_done = calloc(nb * REPORT_RING, sizeof *r->ring_done);
-    r->ring_sent = calloc(nb * REPORT_RING, sizeof *r->ring_sent);
-    r->inflight = calloc(nb, sizeof *r->inflight);
-    r->err_seen = calloc(nb, sizeof *r->err_seen);
-    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->win || !r->ring_done || !r->ring_sent ||
-        !r->inflight || !r->err_seen)
+    r->pairs = calloc(np ? np : 1, sizeof *r->pairs);
+    for (; r->pairs && r->npairs < np; r->npairs++)
+        if (pthread_mutex_init(&r->pairs[r->npairs].lock, NULL) != 0)
+            break;
+    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->win || !r->ring_done ||
+        !r->pairs || r->npairs < np)
         report_destroy(&r);
     return r;
 }
@@ -235,29 +258,91 @@ void report_destroy(report_t **rp)
     free((*rp)->servers);
     report_win_destroy(&(*rp)->win);
     free((*rp)->ring_done);
-    free((*rp)->ring_sent);
-    free((*rp)->inflight);
-    free((*rp)->err_seen);
+    for (size_t i = 0; i < (*rp)->npairs; i++)
+        pthread_mutex_destroy(&(*rp)->pairs[i].lock);
+    free((*rp)->pairs);
     free(*rp);
     *rp = NULL;
 }
 
-/* Counts one event of bucket b at t in its ring, if its window is neither
- * folded already nor too far ahead. */
-static void ring_count(report_t *r, _Atomic uint32_t *ring, size_t b, double t)
+/* Index of the short window (counted from the start) that time t falls in. */
+static uint64_t window_of(const report_t *r, double t)
 {
     uint64_t p = (uint64_t)(t / r->s->period);
     uint64_t k = (uint64_t)((t - (double)p * r->s->period) / r->wlen);
-    uint64_t j = p * r->wn + (k < r->wn ? k : r->wn - 1);
+    return p * r->wn + (k < r->wn ? k : r->wn - 1);
+}
+
+/* End of short window j (counted from the start), seconds. */
+static double window_end(const report_t *r, uint64_t j)
+{
+    uint64_t n = j + 1;
+    return (double)(n / r->wn) * r->s->period + (double)(n % r->wn) * r->wlen;
+}
+
+/* Counts one completion of bucket b at t in its ring, if its window is
+ * neither folded already nor too far ahead. */
+static void ring_count(report_t *r, _Atomic uint32_t *ring, size_t b, double t)
+{
+    uint64_t j = window_of(r, t);
     uint64_t f = atomic_load_explicit(&r->wfold, memory_order_relaxed);
     if (j >= f && j < f + REPORT_RING)
         atomic_fetch_add_explicit(&ring[b * REPORT_RING + j % REPORT_RING], 1,
                                   memory_order_relaxed);
 }
 
+/* Adds the idle time [a, z) to pair p's windows that are not folded yet
+ * and not too far ahead.  Caller holds p->lock. */
+static void pair_idle(const report_t *r, report_pair_t *p, double a, double z)
+{
+    if (a < 0)
+        a = 0;
+    if (!(z > a) || !(a < r->s->duration))
+        return;
+    uint64_t j = window_of(r, a);
+    if (j < p->next)
+        j = p->next;
+    for (; j < p->next + REPORT_RING; j++) {
+        double ws = j ? window_end(r, j - 1) : 0, we = window_end(r, j);
+        if (ws >= z)
+            break;
+        double x = (z < we ? z : we) - (a > ws ? a : ws);
+        if (x > 0)
+            p->idle[j % REPORT_RING] += x;
+    }
+}
+
+void report_sent(report_t *r, size_t b, size_t srv, double t)
+{
+    if (b >= r->s->nbuckets || srv >= r->s->nservers)
+        return;
+    report_pair_t *p = &r->pairs[b * r->s->nservers + srv];
+    pthread_mutex_lock(&p->lock);
+    if (p->outst++ == 0) /* idle since p->since (a thread's t may be a bit older) */
+        pair_idle(r, p, p->since, t);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void report_ended(report_t *r, size_t b, size_t srv, double t, uint64_t n)
+{
+    if (b >= r->s->nbuckets || srv >= r->s->nservers || n == 0)
+        return;
+    report_pair_t *p = &r->pairs[b * r->s->nservers + srv];
+    pthread_mutex_lock(&p->lock);
+    if (p->outst > 0) {
+        p->outst = p->outst > (int64_t)n ? p->outst - (int64_t)n : 0;
+        if (p->outst == 0)
+            p->since = t;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
 void report_add(report_t *r, size_t b, size_t srv, double t)
 {
-    if (!(t >= 0) || t >= r->s->duration || b >= r->s->nbuckets || srv >= r->s->nservers)
+    if (b >= r->s->nbuckets || srv >= r->s->nservers)
+        return;
+    report_ended(r, b, srv, t, 1);
+    if (!(t >= 0) || t >= r->s->duration)
         return;
     atomic_fetch_add_explicit(&r->servers[srv], 1, memory_order_relaxed);
     size_t k = (size_t)(t / r->slot_len);
@@ -278,33 +363,32 @@ uint64_t report_bytes(const report_t *r, size_t b)
     return b < r->s->nbuckets ? atomic_load_explicit(&r->bytes[b], memory_order_relaxed) : 0;
 }
 
-void report_sent(report_t *r, size_t b, double t)
-{
-    if (t >= 0 && t < r->s->duration && b < r->s->nbuckets)
-        ring_count(r, r->ring_sent, b, t);
-}
-
-/* End of short window j (counted from the start), seconds. */
-static double window_end(const report_t *r, uint64_t j)
-{
-    uint64_t n = j + 1;
-    return (double)(n / r->wn) * r->s->period + (double)(n % r->wn) * r->wlen;
-}
-
 void report_fold(report_t *r, double upto)
 {
+    size_t ns = r->s->nservers;
     uint64_t j = atomic_load_explicit(&r->wfold, memory_order_relaxed);
     for (double te; (te = window_end(r, j)) <= upto && te <= r->end + 1e-9; j++) {
         for (size_t b = 0; b < r->s->nbuckets; b++) {
-            size_t slot = b * REPORT_RING + j % REPORT_RING;
-            uint64_t done = atomic_exchange_explicit(&r->ring_done[slot], 0, memory_order_relaxed);
-            uint64_t sent = atomic_exchange_explicit(&r->ring_sent[slot], 0, memory_order_relaxed);
-            uint64_t err = report_errors(r, b), failed = err - r->err_seen[b];
+            uint64_t done = atomic_exchange_explicit(&r->ring_done[b * REPORT_RING + j % REPORT_RING],
+                                                     0, memory_order_relaxed);
+            /* The idle time at the server where it was smallest. */
+            double idle = r->wlen;
+            for (size_t srv = 0; srv < ns; srv++) {
+                report_pair_t *p = &r->pairs[b * ns + srv];
+                pthread_mutex_lock(&p->lock);
+                if (p->outst == 0 && p->since < te) { /* idle now: up to the window's end */
+                    pair_idle(r, p, p->since, te);
+                    p->since = te;
+                }
+                double x = p->idle[j % REPORT_RING];
+                p->idle[j % REPORT_RING] = 0;
+                p->next = j + 1;
+                pthread_mutex_unlock(&p->lock);
+                if (x < idle)
+                    idle = x;
+            }
             if (j >= r->wfirst)
-                report_win_feed(r->win, b, done, r->inflight[b], sent);
-            uint64_t in = r->inflight[b] + sent, out = done + failed;
-            r->inflight[b] = in > out ? in - out : 0;
-            r->err_seen[b] = err;
+                report_win_feed(r->win, b, done, idle);
         }
         atomic_store_explicit(&r->wfold, j + 1, memory_order_relaxed);
     }

@@ -24,15 +24,29 @@
  * 5 x 1 s and 25 x 200 ms; T = 1 s: 1 x 1 s and 5 x 200 ms).  For each
  * bucket-window:
  *   L ratio  served / (limit x window length), buckets with a limit;
- *   R        the window counts when the bucket's demand in it (requests
- *            waiting at its start plus requests arriving in it) is at
- *            least reservation x window length, and meets R when served >=
+ *   R        the window counts when the bucket was demanding in it
+ *            (see "Demanding" below: it had a request outstanding
+ *            through the window, whatever its clients sent), and meets R when served >=
  *            REPORT_WIN_R_SHARE x reservation x window length.
  * Memory is fixed per bucket (the running long window and the figures);
- * nothing is allocated per IO or per window. */
+ * nothing is allocated per IO or per window.
+ *
+ * Demanding (issue 25; the one rule, used by bqos-load, bqos-sim and the
+ * reports): a bucket's idle time in a short window is, at the server where
+ * it was smallest, the time in the window during which none of the
+ * bucket's requests to that server was outstanding (sent and neither
+ * answered nor dropped), wherever it waited (the node's queue, the
+ * backend).  A window is demanding when the bucket's idle time in it
+ * (summed over its short windows, for a long window) is below
+ * REPORT_WIN_IDLE_SHARE x the window's length.  So a closed-loop client
+ * that always has a request in flight at a server counts however few it
+ * sends, and an open-loop client whose requests are all answered counts
+ * only while it is not (its gaps add up).  Producers track, per bucket and
+ * server, the time with nothing outstanding in each short window. */
 #define REPORT_WIN_LONG_S 1.0
 #define REPORT_WIN_SHORT_S 0.2
 #define REPORT_WIN_R_SHARE 0.95
+#define REPORT_WIN_IDLE_SHARE 0.01
 
 enum { REPORT_WIN_LONG = 0, REPORT_WIN_SHORT = 1 };
 
@@ -42,7 +56,7 @@ typedef struct {
     uint64_t windows;    /* bucket-windows fed */
     uint64_t l_windows;  /* ... of buckets with a limit */
     double l_worst;      /* largest L ratio (0 if no l_windows) */
-    uint64_t r_windows;  /* bucket-windows with demand >= R pro rata */
+    uint64_t r_windows;  /* demanding bucket-windows (see above) */
     uint64_t r_met;      /* ... of which served >= 95% of R pro rata */
     double r_share;      /* r_met / r_windows (1 if no r_windows) */
     double r_worst;      /* smallest served / (R pro rata) over r_windows (1 if none) */
@@ -67,13 +81,17 @@ void report_win_destroy(report_win_t **wp);
 double report_win_short_len(const report_win_t *w);
 
 /* Feeds the next short window of bucket b: `served` IOs completed in it,
- * `waiting` requests waiting (or in flight) at its start, `arrived`
- * requests issued in it.  Windows of one bucket are fed in time order,
- * whole periods at a time starting at a period start (a long window closes
- * with its last short window; a long window left incomplete is not
- * counted). */
-void report_win_feed(report_win_t *w, size_t b, uint64_t served, uint64_t waiting,
-                     uint64_t arrived);
+ * and `idle` seconds of it during which the bucket had no request
+ * outstanding (at the server where that time was smallest; see
+ * "Demanding" above; values outside 0..length are clamped).  Windows of
+ * one bucket are fed in time order, whole periods at a time starting at a
+ * period start (a long window closes with its last short window; a long
+ * window left incomplete is not counted). */
+void report_win_feed(report_win_t *w, size_t b, uint64_t served, double idle);
+
+/* Nonzero if a window of `len` seconds in which a bucket had `idle` seconds
+ * with nothing outstanding counts as demanding (the rule above). */
+int report_win_demanding(double idle, double len);
 
 /* The figures over every bucket (b < 0) or one bucket, for window length
  * `which` (REPORT_WIN_LONG or REPORT_WIN_SHORT). */
@@ -99,7 +117,8 @@ void report_destroy(report_t **rp);
 
 /* Counts one IO of bucket `b` served by server `srv` (index into the
  * scenario's servers) completed at `t` seconds after the start; completions
- * outside [0, duration) are ignored.  Thread-safe. */
+ * outside [0, duration) are not counted.  It ends one request outstanding
+ * (report_sent()) at that server.  Thread-safe. */
 void report_add(report_t *r, size_t b, size_t srv, double t);
 
 /* Adds `bytes` to what bucket `b`'s requests moved (a get: the value it
@@ -117,17 +136,29 @@ uint64_t report_server_total(const report_t *r, size_t srv);
 void report_add_error(report_t *r, size_t b);
 
 /* Per-window accuracy of a run (report_win_*): completions (report_add())
- * and requests sent (report_sent()) are counted per short window in a ring
- * of REPORT_RING windows per bucket; report_fold() moves finished windows
- * into the accumulator, so memory does not grow with the run.  Windows of
- * the warm-up periods are not counted.  A bucket's requests waiting at a
- * window's start are those sent and neither completed nor failed. */
+ * are counted per short window in a ring of REPORT_RING windows per
+ * bucket, and per bucket and server the time with none of its requests
+ * outstanding is added to the windows it falls in (a request is
+ * outstanding from report_sent() to report_add() or report_ended(); the
+ * counts of one bucket and server are under one lock, and a send stamped
+ * before the answer that emptied them adds no time); report_fold() takes
+ * the smallest idle time over the servers and moves finished windows into
+ * the accumulator, so memory does not grow with the run.  Windows of the
+ * warm-up periods are not counted. */
 #define REPORT_RING 64
 /* How long after a window's end report_fold() waits for late counts. */
 #define REPORT_FOLD_LAG 1.0
 
-/* Counts one request of bucket `b` sent at `t` seconds.  Thread-safe. */
-void report_sent(report_t *r, size_t b, double t);
+/* Counts one request of bucket `b` sent to server `srv` at `t` seconds:
+ * outstanding until report_add() or report_ended() for the same bucket and
+ * server.  Thread-safe. */
+void report_sent(report_t *r, size_t b, size_t srv, double t);
+
+/* Ends `n` outstanding requests of bucket `b` at server `srv` at `t`
+ * seconds that did not complete an IO (an error reply, a connection lost
+ * with them in flight); count the errors with report_add_error().  Ends
+ * no more than are outstanding.  Thread-safe. */
+void report_ended(report_t *r, size_t b, size_t srv, double t, uint64_t n);
 
 /* Folds the windows that ended at or before `upto` seconds (and before the
  * run's end).  Call from one thread (the main thread) at least every few

@@ -199,7 +199,7 @@ static void *client_main(void *arg)
         }
         memcached_return_t why;
         if (w->server < 0)
-            report_sent(run->rep, w->b, driver_since(&run->d.start));
+            report_sent(run->rep, w->b, (size_t)srv, driver_since(&run->d.start));
         uint64_t moved = 0;
         int ok = one_request(mc, run, bk->name, &rng, &why, &moved);
         double done = driver_since(&run->d.start);
@@ -210,6 +210,7 @@ static void *client_main(void *arg)
             report_add(run->rep, w->b, (size_t)srv, done);
             report_add_bytes(run->rep, w->b, done, moved);
         } else {
+            report_ended(run->rep, w->b, (size_t)srv, done, 1);
             report_add_error(run->rep, w->b);
             log_debug("bucket %s server %s: %s", bk->name, s->servers[srv].name,
                       memcached_strerror(mc, why));

@@ -261,15 +261,20 @@ static void *client_main(void *arg)
             /* Finish what is in flight on the old server, then move. */
             while (fd >= 0 && inflight > 0) {
                 int e = read_reply(fd, buf, run->bs);
-                inflight--;
+                double te = driver_since(&run->d.start);
                 if (e < 0)
                     break;
+                inflight--;
                 if (e == 0) {
-                    double t = driver_since(&run->d.start);
-                    report_add(run->rep, w->b, (size_t)cur, t);
-                    report_add_bytes(run->rep, w->b, t, run->bs);
+                    report_add(run->rep, w->b, (size_t)cur, te);
+                    report_add_bytes(run->rep, w->b, te, run->bs);
+                } else if (w->server < 0) {
+                    report_ended(run->rep, w->b, (size_t)cur, te, 1);
                 }
             }
+            if (cur >= 0 && inflight > 0 && w->server < 0) /* lost with the connection */
+                report_ended(run->rep, w->b, (size_t)cur, driver_since(&run->d.start),
+                             (uint64_t)inflight);
             if (fd >= 0)
                 nbd_close(fd);
             fd = -1;
@@ -306,6 +311,8 @@ static void *client_main(void *arg)
             uint8_t q[NBD_REQUEST_LEN];
             nbd_encode_request(q, 0, NBD_CMD_READ, ++handle, off, run->bs);
             if (send_all(fd, q, sizeof q) < 0) {
+                if (w->server < 0 && inflight > 0)
+                    report_ended(run->rep, w->b, (size_t)srv, t, (uint64_t)inflight);
                 close(fd);
                 fd = -1;
                 cur = -2;
@@ -314,7 +321,7 @@ static void *client_main(void *arg)
             }
             inflight++;
             if (w->server < 0)
-                report_sent(run->rep, w->b, t);
+                report_sent(run->rep, w->b, (size_t)srv, t);
             if (open)
                 driver_pace_sent(&pace, t);
             continue;
@@ -337,9 +344,11 @@ static void *client_main(void *arg)
             close(fd);
             fd = -1;
             cur = -2;
-            inflight = 0;
-            if (w->server < 0)
+            if (w->server < 0) {
+                report_ended(run->rep, w->b, (size_t)srv, done, (uint64_t)inflight);
                 report_add_error(run->rep, w->b);
+            }
+            inflight = 0;
             continue;
         }
         inflight--;
@@ -350,6 +359,7 @@ static void *client_main(void *arg)
             report_add(run->rep, w->b, (size_t)srv, done);
             report_add_bytes(run->rep, w->b, done, run->bs);
         } else {
+            report_ended(run->rep, w->b, (size_t)srv, done, 1);
             report_add_error(run->rep, w->b);
         }
     }

@@ -70,8 +70,14 @@ static inline void req_put(server_t *sv, req_t *r)
     sv->free = r;
 }
 
-/* Queues a new request of generator g.  Returns 0 or -ENOMEM. */
-static inline int issue(server_t *sv, uint32_t g)
+/* Requests of bucket b outstanding at server sv. */
+static inline uint32_t outstanding(const server_t *sv, int b)
+{
+    return sv->b_arr[b] - sv->b_done[b] - sv->b_drop[b];
+}
+
+/* Queues a new request of generator g at time t.  Returns 0 or -ENOMEM. */
+static inline int issue(server_t *sv, uint32_t g, double t)
 {
     req_t *r = req_get(sv);
     if (!r) {
@@ -79,9 +85,13 @@ static inline int issue(server_t *sv, uint32_t g)
         return -ENOMEM;
     }
     r->seg = g;
-    sched_enqueue(sv->sch, sv->segs[g].bucket, &r->it);
+    int b = sv->segs[g].bucket;
+    sched_enqueue(sv->sch, b, &r->it);
     sv->arrivals++;
-    sv->b_arr[sv->segs[g].bucket]++;
+    if (outstanding(sv, b) == 0 && !sv->b_held[b])
+        sv->b_idle[b] += t - sv->b_since[b];
+    sv->b_held[b] = 0;
+    sv->b_arr[b]++;
     return 0;
 }
 
@@ -117,6 +127,10 @@ static inline void snap_to(server_t *sv, double t, int incl)
     while (sv->wnext_t < t || (incl && sv->wnext_t == t)) {
         size_t n3 = sv->n3;
         memcpy(sv->snap + (sv->wnext % sv->nsnap) * n3, sv->b_arr, n3 * sizeof(uint32_t));
+        double *is = sv->isnap + (sv->wnext % sv->nsnap) * (n3 / 3);
+        for (size_t b = 0; b < n3 / 3; b++)
+            is[b] = sv->b_idle[b] + (outstanding(sv, (int)b) || sv->b_held[b]
+                                         ? 0 : sv->wnext_t - sv->b_since[b]);
         sv->wnext++;
         sv->wnext_t = sim_run__window_end(sv->period, sv->wn, sv->wnext);
     }
@@ -151,7 +165,9 @@ static void advance(server_t *sv, double until)
             sched_note_completion(sv->sch, 1, 0);
             const sim_segment_t *sg = &sv->segs[sv->cur_seg];
             sv->b_done[sg->bucket]++;
-            if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg) < 0)
+            if (outstanding(sv, sg->bucket) == 0)
+                sv->b_since[sg->bucket] = t;
+            if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg, t) < 0)
                 return;
             kick(sv, t);
             continue;
@@ -167,10 +183,10 @@ static void advance(server_t *sv, double until)
              * first requests; completions send the rest. */
             sim_heap_pop(sv->heap, NULL);
             for (int i = 0; i < sg->outstanding; i++)
-                if (issue(sv, g) < 0)
+                if (issue(sv, g, ta) < 0)
                     return;
         } else {
-            if (issue(sv, g) < 0)
+            if (issue(sv, g, ta) < 0)
                 return;
             double next = ta + gap(sv, g);
             if (next < sg->end)
@@ -195,8 +211,13 @@ static void drop_cb(sched_item_t *it, void *arg)
         sv->requeue = r;
         return;
     }
+    int b = sv->segs[r->seg].bucket;
     sv->dropped++;
-    sv->b_drop[sv->segs[r->seg].bucket]++;
+    sv->b_drop[b]++;
+    if (sv->segs[r->seg].end > sv->hook_t)
+        sv->b_held[b] = 1; /* until its next arrival here */
+    if (outstanding(sv, b) == 0)
+        sv->b_since[b] = sv->hook_t;
     req_put(sv, r);
 }
 
@@ -318,32 +339,35 @@ void sim_result_destroy(sim_result_t **rp)
 
 
 /* Closes the open window (every server has passed its end): sums the
- * servers' counts in it (their snapshots' increase over the previous
- * window's), and feeds every bucket's served IOs, requests waiting at its
- * start (drops happen only at period starts, the start of a window, so
- * they are taken off) and arrivals to R->win if the window's period is
- * measured. */
+ * servers' completions in it (their snapshots' increase over the previous
+ * window's) and takes each bucket's idle time in it at the server where
+ * that was smallest (workloads/report.h, "Demanding"), and feeds them to
+ * R->win if the window's period is measured. */
 static void window_close(run_t *R)
 {
     int measured = (int)(R->wcur / R->wn) >= R->m->cfg.warmup;
-    size_t n3 = 3 * (size_t)R->B, nsnap = R->sv[0].nsnap;
+    size_t n3 = 3 * (size_t)R->B, nsnap = R->sv[0].nsnap, B = (size_t)R->B;
+    double len = R->m->cfg.period / (double)R->wn;
     memset(R->sum, 0, n3 * sizeof(uint64_t));
+    for (size_t b = 0; b < B; b++)
+        R->wmin[b] = len;
     for (int s = 0; s < R->S; s++) {
         const uint32_t *base = R->snaps + (size_t)s * nsnap * n3;
         const uint32_t *cur = base + (R->wcur % nsnap) * n3;
         const uint32_t *prev = base + ((R->wcur + nsnap - 1) % nsnap) * n3;
         for (size_t i = 0; i < n3; i++)
             R->sum[i] += (uint32_t)(cur[i] - (R->wcur ? prev[i] : 0));
+        const double *ib = R->isnaps + (size_t)s * nsnap * B;
+        const double *ic = ib + (R->wcur % nsnap) * B;
+        const double *ip = ib + ((R->wcur + nsnap - 1) % nsnap) * B;
+        for (size_t b = 0; b < B; b++) {
+            double x = ic[b] - (R->wcur ? ip[b] : 0);
+            if (x < R->wmin[b])
+                R->wmin[b] = x;
+        }
     }
-    for (int b = 0; b < R->B; b++) {
-        uint64_t da = R->sum[b], dd = R->sum[R->B + b], dx = R->sum[2 * R->B + b];
-        uint64_t x = R->w_drop[b] + dx;
-        if (measured)
-            report_win_feed(R->win, (size_t)b, dd, R->w_arr[b] - R->w_done[b] - x, da);
-        R->w_arr[b] += da;
-        R->w_done[b] += dd;
-        R->w_drop[b] = x;
-    }
+    for (size_t b = 0; measured && b < B; b++)
+        report_win_feed(R->win, b, R->sum[B + b], R->wmin[b]);
     R->wcur++;
 }
 
@@ -438,6 +462,7 @@ static void node_ticks(run_t *R, double t)
     #pragma omp parallel for schedule(static)
     for (int s = 0; s < R->S; s++) {
         server_t *sv = &R->sv[s];
+        sv->hook_t = t;
         agent_tick(sv->agent, t);
         sv->push_type = PROTO_HEARTBEAT; /* unless the controller has tokens */
         sv->push_n = 0;
@@ -498,7 +523,7 @@ static void push_all(run_t *R, int p, int k, double t)
                 m.weights = weights;
             }
         }
-        sv->now = t;
+        sv->now = sv->hook_t = t;
         agent_handle(sv->agent, &m, &tm, t);
     }
 }
@@ -645,11 +670,12 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     R.cnt = calloc(3 * SB, sizeof(uint32_t));
     R.snaps = calloc(3 * SB * nsnap, sizeof(uint32_t));
     R.sum = calloc(3 * (size_t)R.B, sizeof(uint64_t));
-    R.w_drop = calloc((size_t)R.B, sizeof(uint64_t));
-    R.w_arr = calloc((size_t)R.B, sizeof(uint64_t));
-    R.w_done = calloc((size_t)R.B, sizeof(uint64_t));
+    R.idle = calloc(2 * SB, sizeof(double));
+    R.isnaps = calloc(SB * nsnap, sizeof(double));
+    R.wmin = calloc((size_t)R.B, sizeof(double));
+    R.held = calloc(SB, 1);
     if (!r || !R.sv || !R.cum || !R.cum_prev || !R.dem || !R.tok || !R.res_tokens || !R.names ||
-        !R.lal || !R.cnt || !R.snaps || !R.sum || !R.w_arr || !R.w_done || !R.w_drop)
+        !R.lal || !R.cnt || !R.snaps || !R.sum || !R.idle || !R.isnaps || !R.wmin || !R.held)
         goto out;
     for (int b = 0; b < R.B; b++) {
         char name[32];
@@ -698,6 +724,10 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         sv->b_done = sv->b_arr + R.B;
         sv->b_drop = sv->b_done + R.B;
         sv->snap = R.snaps + (size_t)s * nsnap * 3 * R.B;
+        sv->b_idle = R.idle + (size_t)s * 2 * R.B;
+        sv->b_since = sv->b_idle + R.B;
+        sv->isnap = R.isnaps + (size_t)s * nsnap * R.B;
+        sv->b_held = R.held + (size_t)s * R.B;
         sv->nsnap = nsnap;
         sv->wn = R.wn;
         sv->n3 = 3 * (size_t)R.B;
@@ -788,9 +818,10 @@ out:
     free(R.cnt);
     free(R.snaps);
     free(R.sum);
-    free(R.w_drop);
-    free(R.w_arr);
-    free(R.w_done);
+    free(R.idle);
+    free(R.isnaps);
+    free(R.wmin);
+    free(R.held);
     report_win_destroy(&R.win);
     if (R.names)
         for (int b = 0; b < R.B; b++)

@@ -99,9 +99,10 @@ typedef struct {
     double mean_err;        /* mean of max(0, 1 - served/reserved) */
     double worst;           /* smallest served/reserved */
     /* Per-window accuracy over the measured periods (workloads/report.h:
-     * windows of about 1 s and 200 ms aligned to the periods; a bucket's
-     * demand in a window is what was queued at its start plus what
-     * arrived in it), [REPORT_WIN_LONG] and [REPORT_WIN_SHORT]: */
+     * windows of about 1 s and 200 ms aligned to the periods; a bucket is
+     * demanding in a window when, at one server, it had a request queued
+     * or in service for all but REPORT_WIN_IDLE_SHARE of it),
+     * [REPORT_WIN_LONG] and [REPORT_WIN_SHORT]: */
     report_win_fig_t win[2];
 } sim_result_t;
 

@@ -64,6 +64,17 @@ typedef struct {
      * window w (the next one: wnext, ending at wnext_t) */
     uint32_t *b_arr, *b_done, *b_drop;
     uint32_t *snap;                 /* [nsnap][3][B] */
+    /* ... and per bucket the seconds with none of its requests outstanding
+     * here (arrived and neither completed nor dropped) since the start, up
+     * to b_since, when it last fell to none ([B] each), and that idle time
+     * at the end of window w in isnap[w % nsnap] ([nsnap][B]).  b_held[b]:
+     * a period start dropped open-loop requests of a generator that goes
+     * on; their client would still be waiting for them, so the bucket
+     * counts as busy (none outstanding adds no idle time) until its next
+     * arrival here ([B]). */
+    double *b_idle, *b_since, *isnap;
+    uint8_t *b_held;
+    double hook_t;                  /* time of the agent call running (drops) */
     size_t nsnap, wn, n3;           /* ring slots; short windows per period; 3B */
     uint64_t wnext;
     double wnext_t, period;
@@ -99,8 +110,11 @@ typedef struct {
      * per-bucket totals at the start of the open window */
     uint32_t *cnt;                /* [S][3][B] */
     uint32_t *snaps;              /* [S][nsnap][3][B] */
+    double *idle;                 /* [S][2][B] the servers' b_idle, b_since */
+    double *isnaps;               /* [S][nsnap][B] */
+    uint8_t *held;                /* [S][B] the servers' b_held */
+    double *wmin;                 /* [B] scratch: a window's idle time */
     uint64_t *sum;                /* [3][B] */
-    uint64_t *w_arr, *w_done, *w_drop;   /* [B] */
     report_win_t *win;
     size_t wn;                    /* short windows per period */
     uint64_t wcur;                /* index of the open window since the start */
