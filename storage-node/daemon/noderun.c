@@ -38,7 +38,10 @@ void noderun_prepare(void)
 static int add_bucket(void *arg, const char *name, uint32_t weight)
 {
     const run_t *r = arg;
-    return gate_add_bucket(r->g, name, weight);
+    int b = gate_bucket(r->g, name, strlen(name), 1), rc;
+    if (b >= 0 && (rc = gate_set_weight(r->g, b, weight)) < 0)
+        return rc;
+    return b;
 }
 
 static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
@@ -54,15 +57,13 @@ static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
 static int ctl_bucket(void *arg, const char *name)
 {
     const run_t *r = arg;
-    int b = sched_find_bucket(gate_sched(r->g), name, strlen(name));
-    return b >= 0 ? b : gate_add_bucket(r->g, name, 1); /* keep --config weights */
+    return gate_bucket(r->g, name, strlen(name), 1); /* found: keeps --config weights */
 }
 
 static void ctl_set_policy(void *arg, sched_policy_t policy)
 {
     const run_t *r = arg;
-    sched_set_policy(gate_sched(r->g), policy);
-    gate_kick(r->g);
+    gate_set_policy(r->g, policy);
 }
 
 /* A period ends (the controller client's, or SIGUSR1): the exporter keeps
@@ -72,7 +73,7 @@ static void period_start(void *arg)
     const run_t *r = arg;
     if (r->nm)
         nodemetrics_period_end(r->nm);
-    sched_period_start(gate_sched(r->g));
+    gate_period_start(r->g);
 }
 
 static void ctl_applied(void *arg)
@@ -198,9 +199,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     struct event *sigs[4] = {0}, *mev = NULL;
     metricsd_t *md = NULL;
 
-    sched_t *s = gate_sched(g);
-    if (sched_set_pacing(s, cfg->pacing, cfg->burst_s) < 0 ||
-        sched_set_r_order(s, cfg->r_order) < 0) {
+    if (gate_set_pacing(g, cfg->pacing, cfg->burst_s, cfg->r_order) < 0) {
         log_error("bad pacing settings (burst %g s, R order %d)", cfg->burst_s, (int)cfg->r_order);
         goto out;
     }
