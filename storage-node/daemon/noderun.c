@@ -50,10 +50,11 @@ static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
     return gate_set_tokens(r->g, name, rt, lt);
 }
 
-/* Controller client hooks: they act through the front so that what new
- * tokens or a policy switch allow is dispatched at once.  Tokens go to the
- * scheduler by index, as grants that end with the period (paced); the
- * `applied` hook then kicks the front once per message. */
+/* The agent's hooks (agent_ops_t, given to the controller client): they
+ * act through the gate so that what new tokens or a policy switch allow is
+ * dispatched at once.  Tokens go to the scheduler by index, as grants that
+ * end with the period (paced; the agent sets them itself); the `applied`
+ * hook then kicks the front once per message. */
 static int ctl_bucket(void *arg, const char *name)
 {
     const run_t *r = arg;
@@ -222,9 +223,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.controller_key = cfg->controller_key;
         if (cfg->silence > 0)
             cc.agent.silence_intervals = cfg->silence;
-        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
-                               .period_start = period_start,
-                               .applied = ctl_applied, .arg = &r};
+        agent_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
+                           .period_start = period_start, .applied = ctl_applied, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));
