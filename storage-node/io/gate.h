@@ -112,9 +112,9 @@ int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l);
  * (gate_kick()). */
 void gate_set_policy(gate_t *g, sched_policy_t policy);
 
-/* Paced tokens and the order of reservations (sched_set_pacing(),
- * sched_set_r_order()).  Returns 0 or -EINVAL (nothing changed by the
- * setting refused). */
+/* Paced tokens (on, with a burst depth of burst_s seconds) and the order of
+ * reservations (sched_set_pacing(), sched_set_r_order()).  Returns 0, or
+ * -EINVAL: a bad burst (nothing changed) or a bad order (pacing set). */
 int gate_set_pacing(gate_t *g, int on, double burst_s, sched_order_t r_order);
 
 /* Starts a new QoS period: the scheduler's per-period counters are zeroed
