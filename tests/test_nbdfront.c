@@ -20,7 +20,6 @@
 
 typedef struct {
     struct event_base *base;
-    sched_t *s;
     nbdfront_t *f;
     pthread_t thr;
     char dir[64];
@@ -72,19 +71,18 @@ static void setup(void)
     strcpy(fx.dir, "/tmp/test_nbdfront.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(fx.dir));
     fx.base = event_base_new();
-    fx.s = sched_new(SCHED_POLICY_TOKENS, 0);
     ck_assert_ptr_nonnull(fx.base);
-    ck_assert_ptr_nonnull(fx.s);
     nbdfront_config_t cfg;
     nbdfront_config_defaults(&cfg);
     cfg.listen.port = 0;
     cfg.store.path = fx.dir;
     cfg.store.export_size = 1 << 20;
+    cfg.policy = SCHED_POLICY_TOKENS;
     int err = 0;
-    fx.f = nbdfront_new(fx.base, fx.s, &cfg, &err);
+    fx.f = nbdfront_new(fx.base, &cfg, &err);
     ck_assert_msg(fx.f != NULL, "nbdfront_new: %s", strerror(-err));
-    ck_assert_int_ge(gate_add_bucket(nbdfront_gate(fx.f), "red", 1), 0);
-    ck_assert_int_ge(gate_add_bucket(nbdfront_gate(fx.f), "blue", 1), 0);
+    ck_assert_int_ge(gate_bucket(nbdfront_gate(fx.f), "red", 3, 1), 0);
+    ck_assert_int_ge(gate_bucket(nbdfront_gate(fx.f), "blue", 4, 1), 0);
     ck_assert_int_eq(pthread_create(&fx.thr, NULL, loop_main, NULL), 0);
 }
 
@@ -95,7 +93,6 @@ static void teardown(void)
     event_base_loopbreak(fx.base);
     pthread_join(fx.thr, NULL);
     nbdfront_destroy(&fx.f);
-    sched_destroy(&fx.s);
     event_base_free(fx.base);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", fx.dir);
@@ -123,7 +120,7 @@ static int client(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)gate_port(nbdfront_gate(fx.f))),
+                            .sin_port = htons((uint16_t)conns_port(gate_conns(nbdfront_gate(fx.f)))),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     struct timeval tv = {5, 0};
@@ -395,7 +392,8 @@ static void read_stats(void *arg)
 {
     qs_t *q = arg;
     sched_bucket_stats_t st;
-    ck_assert_int_eq(sched_bucket_stats(fx.s, sched_find_bucket(fx.s, "red", 3), &st), 0);
+    gate_t *g = nbdfront_gate(fx.f);
+    ck_assert_ptr_nonnull(gate_bucket_stats(g, gate_bucket(g, "red", 3, 0), &st));
     q->queued = st.queued;
     q->served = st.served_r + st.served_l + st.served_o;
 }

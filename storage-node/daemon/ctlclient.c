@@ -32,8 +32,6 @@ struct ctlclient {
     char *endpoint;      /* the list as given (log label) */
     char *split;         /* the list cut at its commas (peer endpoints) */
     char name[PROTO_NAME_MAX + 1];
-    sched_t *s;
-    ctlclient_ops_t ops;
     agent_t *agent;      /* the protocol's logic; this file moves its messages */
     void *zctx;
     ctlpeer_t peer[CTLCLIENT_MAX_ENDPOINTS];
@@ -66,38 +64,6 @@ void ctlclient_config_defaults(ctlclient_config_t *cfg)
     agent_config_defaults(&cfg->agent);
     cfg->hello_s = 1.0;
     cfg->heartbeat_s = 1.0;
-}
-
-/* ---- the caller's hooks, as the agent calls them ---- */
-
-static int hook_bucket(void *arg, const char *name)
-{
-    ctlclient_t *c = arg;
-    return c->ops.bucket(c->ops.arg, name);
-}
-
-static int hook_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, double now)
-{
-    ctlclient_t *c = arg;
-    return c->ops.set_tokens(c->ops.arg, b, sched_bucket_name(c->s, b), r, l, until, now);
-}
-
-static void hook_set_policy(void *arg, sched_policy_t p)
-{
-    ctlclient_t *c = arg;
-    c->ops.set_policy(c->ops.arg, p);
-}
-
-static void hook_period_start(void *arg)
-{
-    ctlclient_t *c = arg;
-    c->ops.period_start(c->ops.arg);
-}
-
-static void hook_applied(void *arg)
-{
-    ctlclient_t *c = arg;
-    c->ops.applied(c->ops.arg);
 }
 
 /* ---- sending ---- */
@@ -452,7 +418,7 @@ int ctlclient_reload_keys(ctlclient_t *c, jsonloc_err_t *err)
     return rc;
 }
 
-ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const ctlclient_ops_t *ops,
+ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const agent_ops_t *ops,
                            int *err)
 {
     int rc = -EINVAL;
@@ -471,9 +437,6 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     strcpy(c->name, cfg->agent.name);
     c->cfg.agent.name = c->name;
     c->cfg.agent.peer = c->endpoint;
-    c->s = sched;
-    if (ops)
-        c->ops = *ops;
     proto_enc_init(&c->enc);
     proto_msg_init(&c->in);
     proto_msg_init(&c->out);
@@ -498,16 +461,9 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     for (int i = 0; i < c->npeers; i++)
         if ((rc = peer_open(c, i)) < 0)
             goto out;
-    agent_ops_t ao = {
-        .bucket = c->ops.bucket ? hook_bucket : NULL,
-        .set_tokens = c->ops.set_tokens ? hook_set_tokens : NULL,
-        .set_policy = c->ops.set_policy ? hook_set_policy : NULL,
-        .period_start = c->ops.period_start ? hook_period_start : NULL,
-        .applied = c->ops.applied ? hook_applied : NULL,
-        .arg = c};
     double now = ctlclient_now();
     rc = -EINVAL;
-    if (!(c->agent = agent_new(&c->cfg.agent, sched, &ao, now, &rc)))
+    if (!(c->agent = agent_new(&c->cfg.agent, sched, ops, now, &rc)))
         goto out;
     c->next_hello = now; /* first tick sends it */
     c->leader = -1;

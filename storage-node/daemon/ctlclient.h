@@ -57,37 +57,6 @@ typedef struct {
 /* Fills *cfg with the defaults above (endpoint and agent.name NULL). */
 void ctlclient_config_defaults(ctlclient_config_t *cfg);
 
-/* How the client acts on the node (agent_ops_t, with the bucket's name
- * added to set_tokens).  Every member may be NULL, meaning "do it directly
- * on the scheduler" (sched_add_bucket with weight 1, sched_set_tokens,
- * sched_set_policy, sched_period_start).  Best leave set_tokens NULL: the
- * tokens then go to the scheduler by index, and `applied` (once per
- * message) lets the front dispatch what they allow; a set_tokens hook is
- * given the scheduler index and its name.  All are called on the caller's
- * thread from inside ctlclient_on_readable()/ctlclient_tick().
- *
- * Weights: the controller's bucket weights (sent with its table) are set
- * directly on the scheduler (sched_set_weight(); they change dispatch only
- * in a scheduler made with `weighted`).  For a bucket in the controller's
- * table the controller's weight wins over the node's own (--config) one;
- * the node's weight comes back when the controller drops the bucket. */
-typedef struct {
-    /* Finds or creates bucket `name`; returns its scheduler index or -errno. */
-    int (*bucket)(void *arg, const char *name);
-    /* Sets bucket b (named `name`) to absolute token counts; l may be
-     * SCHED_UNLIMITED; `until` and `now` as for sched_set_tokens() (the
-     * grant's end and the time, on the client's clock: mono_now()).
-     * Returns 0 or -errno. */
-    int (*set_tokens)(void *arg, int b, const char *name, int64_t r, int64_t l, double until,
-                      double now);
-    void (*set_policy)(void *arg, sched_policy_t policy);
-    void (*period_start)(void *arg);
-    /* Called once after a tokens message was applied, or a new controller
-     * table dropped buckets (may be NULL). */
-    void (*applied)(void *arg);
-    void *arg;
-} ctlclient_ops_t;
-
 typedef struct ctlclient ctlclient_t;
 
 /* A node in fallback (the controller not heard) closes its controller
@@ -114,14 +83,17 @@ typedef struct {
 
 /* Creates the client and connects (asynchronously: an absent controller is
  * not an error; ZeroMQ keeps retrying).  `sched` is borrowed and must
- * outlive the client; `ops` is copied (may be NULL).  Sends the first hello
+ * outlive the client (the node's: gate_sched()); `ops` is how the agent
+ * acts on the node (agent_ops_t, core/agent.h: given to agent_new(),
+ * copied; may be NULL), its hooks called on the caller's thread from
+ * inside ctlclient_on_readable() and ctlclient_tick().  Sends the first hello
  * at once; until a welcome and tokens arrive the node runs the fallback
  * policy (when manage_policy).  Returns the client (caller owns it), or
  * NULL with *err = -EINVAL (bad name/endpoint/config: an empty endpoint in
  * the list, more than CTLCLIENT_MAX_ENDPOINTS), -ENOMEM, or another -errno
  * from ZeroMQ. */
 ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched,
-                           const ctlclient_ops_t *ops, int *err);
+                           const agent_ops_t *ops, int *err);
 
 /* Sends goodbye (best effort, waits at most 100 ms for it to leave),
  * closes the socket and frees the client; sets *cp to NULL.  Accepts NULL. */

@@ -93,11 +93,11 @@ static void fit_conns_to_fds(args_t *a, int workers)
     a->max_conns = fit;
 }
 
-/* --max-conns-per-ip and --idle-timeout on the node's gate. */
+/* --max-conns-per-ip and --idle-timeout on the node's connections. */
 static int conn_limits(const args_t *a, gate_t *g)
 {
     int per_ip = a->per_ip >= 0 ? a->per_ip : (a->max_conns + 1) / 2;
-    int rc = gate_set_conn_limits(g, a->block ? 0 : a->idle_timeout, per_ip);
+    int rc = conns_set_limits(gate_conns(g), a->block ? 0 : a->idle_timeout, per_ip);
     if (rc < 0)
         log_error("connection limits: %s", strerror(-rc));
     return rc;
@@ -153,7 +153,7 @@ static int run_memcached(const args_t *a)
         goto out;
     log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
              "%s outstanding, batch %d",
-             cfg.name, gate_address(front_gate(f)), bhost, cfg.backend_port,
+             cfg.name, conns_address(gate_conns(front_gate(f))), bhost, cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
              window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
     noderun_config_t nc = run_config(a);
@@ -213,7 +213,7 @@ static void reload_tls(void *arg)
         log_info("SIGHUP: TLS files re-read; new connections use them");
 }
 
-/* The block node: a scheduler, nbdfront_t and its file backend. */
+/* The block node: nbdfront_t (its gate owns the scheduler) and its file backend. */
 static int run_block(const args_t *a)
 {
     if (!a->backend) {
@@ -240,6 +240,8 @@ static int run_block(const args_t *a)
     cfg.store.direct = a->direct;
     cfg.store.io_time_us = a->io_time_us;
     cfg.cost = cost_config(a);
+    cfg.policy = (sched_policy_t)a->policy;
+    cfg.weighted = a->weighted;
     cfg.store.workers = a->workers >= 1        ? a->workers
                         : a->outstanding == 0 ? a->window_max
                                               : cfg.outstanding;
@@ -250,14 +252,13 @@ static int run_block(const args_t *a)
         return 2;
     noderun_prepare();
     struct event_base *base = event_base_new();
-    sched_t *s = sched_new((sched_policy_t)a->policy, a->weighted);
     nbdfront_t *f = NULL;
     char *list = strdup(a->buckets);
-    if (!base || !s || !list) {
+    if (!base || !list) {
         log_error("out of memory");
         goto out;
     }
-    f = nbdfront_new(base, s, &cfg, &err);
+    f = nbdfront_new(base, &cfg, &err);
     if (!f) {
         log_error("cannot start NBD on %s (backend file:%s): %s", a->nbd_listen, path,
                   strerror(-err));
@@ -265,7 +266,7 @@ static int run_block(const args_t *a)
     }
     char *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int b = gate_add_bucket(nbdfront_gate(f), t, 1);
+        int b = gate_bucket(nbdfront_gate(f), t, strlen(t), 1);
         if (b < 0) {
             log_error("--buckets: '%s': %s", t, strerror(-b));
             goto out;
@@ -275,7 +276,7 @@ static int run_block(const args_t *a)
         goto out;
     log_info("node %s: NBD on %s, backend file:%s%s, policy %s, "
              "%s outstanding, %d workers, TLS %s%s%s",
-             a->name, gate_address(nbdfront_gate(f)), path, cfg.store.direct ? " (O_DIRECT)" : "",
+             a->name, conns_address(gate_conns(nbdfront_gate(f))), path, cfg.store.direct ? " (O_DIRECT)" : "",
              a->policy == SCHED_POLICY_RR ? "rr" : "tokens",
              window_text(a, cfg.outstanding, wtext, sizeof wtext),
              cfg.store.workers, nodeargs_tls_names[cfg.tls_mode], a->controller ? ", controller " : "",
@@ -299,7 +300,6 @@ static int run_block(const args_t *a)
 out:
     nbdfront_destroy(&f);
     nbdtls_destroy(&tls);
-    sched_destroy(&s);
     if (base)
         event_base_free(base);
     free(list);

@@ -73,25 +73,24 @@ void nodemetrics_set_cost_unit(nodemetrics_t *m, uint32_t unit)
 
 int nodemetrics_period_end(nodemetrics_t *m)
 {
-    const sched_t *s = gate_sched(m->g);
+    gate_stats_t gs;
+    gate_stats(m->g, &gs);
     void *arr = m->tot;
-    int n = sched_nbuckets(s), rc = growarr(&arr, &m->cap, n, sizeof *m->tot);
+    int n = gs.buckets, rc = growarr(&arr, &m->cap, n, sizeof *m->tot);
     m->tot = arr;
     if (rc < 0)
         n = m->cap;
     for (int b = 0; b < n; b++) {
         sched_bucket_stats_t bs;
-        if (sched_bucket_stats(s, b, &bs) < 0)
+        if (!gate_bucket_stats(m->g, b, &bs))
             continue;
         m->tot[b].arrivals += bs.arrivals;
         m->tot[b].served[SCHED_CLASS_R] += bs.served_r;
         m->tot[b].served[SCHED_CLASS_L] += bs.served_l;
         m->tot[b].served[SCHED_CLASS_O] += bs.served_o;
     }
-    sched_node_stats_t ns;
-    sched_node_stats(s, &ns);
-    m->completions += ns.completions;
-    m->busy_s += ns.busy_seconds;
+    m->completions += gs.node.completions;
+    m->busy_s += gs.node.busy_seconds;
     m->periods++;
     return rc;
 }
@@ -108,9 +107,8 @@ static void node_sample(const nodemetrics_t *m, promtext_t *p, const char *name,
 
 static void render_node(const nodemetrics_t *m, promtext_t *p)
 {
-    const sched_t *s = gate_sched(m->g);
-    sched_node_stats_t ns;
-    sched_node_stats(s, &ns);
+    gate_stats_t gs;
+    gate_stats(m->g, &gs);
     promtext_family(p, "bqos_node_info", PROMTEXT_GAUGE,
                     "Always 1; the node kind (memcached, block) and version as labels.");
     promtext_label_t info[] = {{"node", m->name}, {"kind", m->kind}, {"version", BQOS_VERSION}};
@@ -118,21 +116,21 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
     node_sample(m, p, "bqos_node_periods_total", PROMTEXT_COUNTER, "QoS periods ended.",
                 (double)m->periods);
     node_sample(m, p, "bqos_node_completions_total", PROMTEXT_COUNTER,
-                "IOs the backend completed.", (double)(m->completions + ns.completions));
+                "IOs the backend completed.", (double)(m->completions + gs.node.completions));
     node_sample(m, p, "bqos_node_busy_seconds_total", PROMTEXT_COUNTER,
-                "Time with at least one IO at the backend.", m->busy_s + ns.busy_seconds);
+                "Time with at least one IO at the backend.", m->busy_s + gs.node.busy_seconds);
     node_sample(m, p, "bqos_node_inflight", PROMTEXT_GAUGE, "IOs at the backend now.",
-                gate_inflight(m->g));
+                gs.inflight);
     node_sample(m, p, "bqos_node_connections", PROMTEXT_GAUGE, "Client connections open.",
-                gate_nconns(m->g));
+                gs.conns.open);
     node_sample(m, p, "bqos_node_connections_total", PROMTEXT_COUNTER,
-                "Client connections accepted.", (double)gate_total_conns(m->g));
+                "Client connections accepted.", (double)gs.conns.total);
     node_sample(m, p, "bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
                 "Requests refused because their key names no bucket (--default reject).",
                 (double)iolat_refused_unknown(gate_iolat(m->g)));
     node_sample(m, p, "bqos_node_policy_rr", PROMTEXT_GAUGE,
                 "1 while the scheduler runs plain round robin (no reservations, no limits).",
-                sched_policy(s) == SCHED_POLICY_RR);
+                gs.policy == SCHED_POLICY_RR);
 }
 
 static void render_ctl(const nodemetrics_t *m, promtext_t *p)
@@ -163,8 +161,9 @@ static void render_ctl(const nodemetrics_t *m, promtext_t *p)
 
 static void render_buckets(const nodemetrics_t *m, promtext_t *p)
 {
-    const sched_t *s = gate_sched(m->g);
-    int n = sched_nbuckets(s);
+    gate_stats_t gs;
+    gate_stats(m->g, &gs);
+    int n = gs.buckets;
     static const char *const cls[] = {"R", "L", "O"};
     enum { ARRIVALS, SERVED, BYTES, REFUSED, QUEUED, TOKENS, BYTE_TOKENS, CREDIT, HELD, WAIT,
            LATENCY, NFAM };
@@ -207,10 +206,11 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
         promtext_family(p, fam[f].name, fam[f].type, fam[f].help);
         for (int b = 0; b < n; b++) {
             sched_bucket_stats_t bs;
-            if (sched_bucket_stats(s, b, &bs) < 0)
+            const char *name = gate_bucket_stats(m->g, b, &bs);
+            if (!name)
                 continue;
             const totals_t *t = b < m->cap ? &m->tot[b] : &(totals_t){0};
-            promtext_label_t l[] = {{"node", m->name}, {"bucket", sched_bucket_name(s, b)},
+            promtext_label_t l[] = {{"node", m->name}, {"bucket", name},
                                     {"class", NULL}};
             const uint64_t served[3] = {bs.served_r, bs.served_l, bs.served_o};
             switch (f) {

@@ -33,7 +33,7 @@ void nodemetrics_set_cost_unit(nodemetrics_t *m, uint32_t unit);
 
 /* A period ends: adds the scheduler's per-period counters (every bucket's
  * arrivals and IOs served by class, the node's completions and busy time)
- * to the cumulative totals.  Call right before sched_period_start().
+ * to the cumulative totals.  Call right before gate_period_start().
  * O(buckets), once a period.  Returns 0 or -ENOMEM (this period's counts
  * are then lost for the buckets beyond the old arrays). */
 int nodemetrics_period_end(nodemetrics_t *m);

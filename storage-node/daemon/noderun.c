@@ -38,7 +38,10 @@ void noderun_prepare(void)
 static int add_bucket(void *arg, const char *name, uint32_t weight)
 {
     const run_t *r = arg;
-    return gate_add_bucket(r->g, name, weight);
+    int b = gate_bucket(r->g, name, strlen(name), 1), rc;
+    if (b >= 0 && (rc = gate_set_weight(r->g, b, weight)) < 0)
+        return rc;
+    return b;
 }
 
 static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
@@ -47,22 +50,21 @@ static int set_tokens(void *arg, const char *name, int64_t rt, int64_t lt)
     return gate_set_tokens(r->g, name, rt, lt);
 }
 
-/* Controller client hooks: they act through the front so that what new
- * tokens or a policy switch allow is dispatched at once.  Tokens go to the
- * scheduler by index, as grants that end with the period (paced); the
- * `applied` hook then kicks the front once per message. */
+/* The agent's hooks (agent_ops_t, given to the controller client): they
+ * act through the gate so that what new tokens or a policy switch allow is
+ * dispatched at once.  Tokens go to the scheduler by index, as grants that
+ * end with the period (paced; the agent sets them itself); the `applied`
+ * hook then kicks the front once per message. */
 static int ctl_bucket(void *arg, const char *name)
 {
     const run_t *r = arg;
-    int b = sched_find_bucket(gate_sched(r->g), name, strlen(name));
-    return b >= 0 ? b : gate_add_bucket(r->g, name, 1); /* keep --config weights */
+    return gate_bucket(r->g, name, strlen(name), 1); /* found: keeps --config weights */
 }
 
 static void ctl_set_policy(void *arg, sched_policy_t policy)
 {
     const run_t *r = arg;
-    sched_set_policy(gate_sched(r->g), policy);
-    gate_kick(r->g);
+    gate_set_policy(r->g, policy);
 }
 
 /* A period ends (the controller client's, or SIGUSR1): the exporter keeps
@@ -72,7 +74,7 @@ static void period_start(void *arg)
     const run_t *r = arg;
     if (r->nm)
         nodemetrics_period_end(r->nm);
-    sched_period_start(gate_sched(r->g));
+    gate_period_start(r->g);
 }
 
 static void ctl_applied(void *arg)
@@ -215,9 +217,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     struct event *sigs[4] = {0}, *mev = NULL;
     metricsd_t *md = NULL;
 
-    sched_t *s = gate_sched(g);
-    if (sched_set_pacing(s, cfg->pacing, cfg->burst_s) < 0 ||
-        sched_set_r_order(s, cfg->r_order) < 0) {
+    if (gate_set_pacing(g, cfg->pacing, cfg->burst_s, cfg->r_order) < 0) {
         log_error("bad pacing settings (burst %g s, R order %d)", cfg->burst_s, (int)cfg->r_order);
         goto out;
     }
@@ -240,9 +240,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         cc.controller_key = cfg->controller_key;
         if (cfg->silence > 0)
             cc.agent.silence_intervals = cfg->silence;
-        ctlclient_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
-                               .period_start = period_start,
-                               .applied = ctl_applied, .arg = &r};
+        agent_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
+                           .period_start = period_start, .applied = ctl_applied, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));

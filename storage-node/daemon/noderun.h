@@ -43,7 +43,7 @@ typedef struct {
 void noderun_prepare(void);
 
 /* Drives a front through its gate (the memcached front's or the NBD
- * front's, gate.h): sets the scheduler's pacing and R order, loads cfg->config's buckets (gate_add_bucket()) and
+ * front's, gate.h): sets the scheduler's pacing and R order, loads cfg->config's buckets (gate_bucket(), gate_set_weight()) and
  * cfg->tokens_file (gate_set_tokens()), attaches the controller client
  * (cfg->controller) to the gate's scheduler (its state shows in the
  * front's stats through gate_set_status(), and is logged at exit), handles

@@ -1,17 +1,15 @@
-/* gate.c - what both node fronts share: listener, connections, outstanding window, dispatch, busy time, buckets and tokens, graceful stop (see gate.h). */
+/* gate.c - the node's scheduler and its one door: buckets, queues, window, dispatch, busy time, tokens, policy, period, stats, graceful stop (see gate.h). */
 #include "storage-node/io/gate.h"
 
 #include <errno.h>
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/names.h"
 
 #define SHUTDOWN_GRACE_SEC 10
 
@@ -20,18 +18,8 @@ struct gate {
     gate_hooks_t hooks;
     void *front;
     struct event_base *base;
-    sched_t *s;
-    listener_t *lis;
-    gate_conn_t *conns;
-    int nconns;
-    uint64_t total_conns;
-    /* gate_set_conn_limits() */
-    double idle_sec;       /* 0: no idle timeout */
-    int per_ip;            /* 0: no per-address cap */
-    struct event *sweep;   /* idle check, persistent; NULL while idle_sec is 0 */
-    const struct sockaddr *accepting; /* peer of the connection hooks->accept is taking */
-    uint64_t idle_closed, refused_per_ip;
-    double refuse_logged;  /* mono_now() of the last per-address warning */
+    sched_t *s;            /* the node's scheduler: the gate's own */
+    conns_t *cn;           /* the front's connections: the gate's own */
     window_t *win;         /* IOs at the backend: how many, how many allowed */
     double busy_mark;      /* last time busy time was accounted */
     double busy_pending;   /* busy seconds not yet reported */
@@ -65,39 +53,34 @@ struct iolat *gate_iolat(const gate_t *g)
     return g->lat;
 }
 
-/* The gate's own stats lines (the window), then gate_set_status()'s. */
-static void status_lines(void *arg, FILE *fp)
+void gate_stats(const gate_t *g, gate_stats_t *out)
 {
-    gate_t *g = arg;
-    window_stats_t ws;
-    window_stats(g->win, &ws);
-    fprintf(fp, "STAT bqos_window %d\r\n", ws.window);
-    fprintf(fp, "STAT bqos_window_latency_us %.1f\r\n", ws.latency * 1e6);
-    fprintf(fp, "STAT bqos_window_base_us %.1f\r\n", ws.base * 1e6);
-    fprintf(fp, "STAT bqos_window_throughput %.0f\r\n", ws.throughput);
+    out->policy = sched_policy(g->s);
+    out->buckets = sched_nbuckets(g->s);
+    sched_node_stats(g->s, &out->node);
     /* requests waiting at the node (the scheduler's to order), beside the
-     * window's at the backend; one pass over the buckets per stats call */
-    uint64_t queued = 0;
-    for (int b = 0, n = sched_nbuckets(g->s); b < n; b++) {
+     * window's at the backend; one pass over the buckets per call */
+    out->queued = 0;
+    for (int b = 0; b < out->buckets; b++) {
         sched_bucket_stats_t bs;
         if (sched_bucket_stats(g->s, b, &bs) == 0)
-            queued += bs.queued;
+            out->queued += bs.queued;
     }
-    fprintf(fp, "STAT bqos_queued %llu\r\n", (unsigned long long)queued);
-    gate_conn_stats_t cs;
-    gate_conn_stats(g, &cs);
-    fprintf(fp, "STAT bqos_conns_idle_closed %llu\r\n", (unsigned long long)cs.idle_closed);
-    fprintf(fp, "STAT bqos_conns_refused_per_ip %llu\r\n",
-            (unsigned long long)cs.refused_per_ip);
-    fprintf(fp, "STAT bqos_accept_pauses %llu\r\n", (unsigned long long)cs.accept_pauses);
-    if (g->status)
-        g->status(g->status_arg, fp);
+    out->inflight = window_inflight(g->win);
+    window_stats(g->win, &out->window);
+    conns_stats(g->cn, &out->conns);
+    out->status = g->status;
+    out->status_arg = g->status_arg;
 }
 
-void gate_status_hook(gate_t *g, gate_status_fn *fn, void **arg)
+const char *gate_bucket_name(const gate_t *g, int b)
 {
-    *fn = status_lines;
-    *arg = g;
+    return b >= 0 && b < sched_nbuckets(g->s) ? sched_bucket_name(g->s, b) : NULL;
+}
+
+const char *gate_bucket_stats(const gate_t *g, int b, sched_bucket_stats_t *out)
+{
+    return sched_bucket_stats(g->s, b, out) == 0 ? sched_bucket_name(g->s, b) : NULL;
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
@@ -120,120 +103,12 @@ static void on_pace(evutil_socket_t fd, short what, void *arg)
         g->hooks.dispatch(g->front);
 }
 
-/* The address bytes of a TCP peer (NULL for a Unix socket), and their
- * length in *n. */
-static const void *peer_bytes(const struct sockaddr *sa, int *family, size_t *n)
-{
-    *family = sa ? sa->sa_family : 0;
-    if (*family == AF_INET) {
-        *n = 4;
-        return &((const struct sockaddr_in *)sa)->sin_addr;
-    }
-    if (*family == AF_INET6) {
-        *n = 16;
-        return &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    }
-    *family = 0;
-    *n = 0;
-    return NULL;
-}
-
-/* Nonzero if the peer `sa` already has per_ip connections open.  A scan of
- * the connections, once per accept (not per request). */
-static int over_per_ip(const gate_t *g, const struct sockaddr *sa)
-{
-    int family;
-    size_t n;
-    const void *a = peer_bytes(sa, &family, &n);
-    if (!g->per_ip || !a)
-        return 0;
-    int count = 0;
-    for (const gate_conn_t *c = g->conns; c; c = c->next)
-        if (c->family == family && memcmp(c->peer, a, n) == 0 && ++count >= g->per_ip)
-            return 1;
-    return 0;
-}
-
-static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
-{
-    gate_t *g = arg;
-    int per_ip = 0;
-    if (g->stopping || g->nconns >= g->cfg.max_conns || (per_ip = over_per_ip(g, sa))) {
-        if (per_ip) {
-            g->refused_per_ip++;
-            double now = mono_now();
-            if (now - g->refuse_logged >= 10) {
-                log_warn("%sconnection refused: its address has --max-conns-per-ip %d open "
-                         "(%llu refused so far)",
-                         g->cfg.tag, g->per_ip, (unsigned long long)g->refused_per_ip);
-                g->refuse_logged = now;
-            }
-        }
-        if (g->hooks.refuse)
-            g->hooks.refuse(g->front, fd);
-        evutil_closesocket(fd);
-        return;
-    }
-    g->accepting = sa;
-    g->hooks.accept(g->front, fd, sa, salen);
-    g->accepting = NULL;
-}
-
-/* Shuts down every connection that read nothing for idle_sec and holds
- * nothing (gate_set_conn_limits()). */
-static void on_sweep(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    gate_t *g = arg;
-    if (g->stopping)
-        return;
-    double now = mono_now();
-    gate_conn_t *next;
-    for (gate_conn_t *c = g->conns; c; c = next) {
-        next = c->next;
-        if (now - c->last < g->idle_sec)
-            continue;
-        c->last = now; /* busy: idle from now at the earliest; shut: not twice */
-        if (c->held == 0 && !c->writing && evbuffer_get_length(c->out) == 0 &&
-            event_pending(c->rev, EV_READ, NULL) && shutdown(c->fd, SHUT_RDWR) == 0)
-            g->idle_closed++;
-    }
-}
-
-int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip)
-{
-    if (!(idle_sec >= 0) || per_ip < 0)
-        return -EINVAL;
-    if (g->sweep) {
-        event_free(g->sweep);
-        g->sweep = NULL;
-    }
-    g->idle_sec = idle_sec;
-    g->per_ip = per_ip;
-    if (idle_sec > 0) {
-        double every = idle_sec / 4 < 1 ? idle_sec / 4 : 1;
-        struct timeval tv = {(time_t)every, (suseconds_t)((every - (time_t)every) * 1e6)};
-        g->sweep = event_new(g->base, -1, EV_PERSIST, on_sweep, g);
-        if (!g->sweep || event_add(g->sweep, &tv) < 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-void gate_conn_stats(const gate_t *g, gate_conn_stats_t *out)
-{
-    out->idle_closed = g->idle_closed;
-    out->refused_per_ip = g->refused_per_ip;
-    out->accept_pauses = g->lis ? listener_pauses(g->lis) : 0;
-}
-
-gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
-                 const gate_hooks_t *hooks, void *front, int *err)
+gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_hooks_t *hooks,
+                 void *front, int *err)
 {
     int rc = 0;
     gate_t *g = NULL;
-    if (!base || !s || !cfg || !hooks || !hooks->dispatch || !hooks->drain || !hooks->stop ||
+    if (!base || !cfg || !hooks || !hooks->dispatch || !hooks->drain || !hooks->stop ||
         !hooks->idle || !hooks->accept || cfg->outstanding < 1 || cfg->max_conns < 1 ||
         cfg->max_buckets < 0) {
         rc = -EINVAL;
@@ -250,14 +125,18 @@ gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
     g->hooks = *hooks;
     g->front = front;
     g->base = base;
-    g->s = s;
     g->kick = evtimer_new(base, on_kick, g);
     g->pace = evtimer_new(base, on_pace, g);
     g->pace_at = INFINITY;
-    if (!g->kick || !g->pace) {
+    g->s = sched_new(cfg->policy, cfg->weighted);
+    if (!g->kick || !g->pace || !g->s) {
         rc = -ENOMEM;
         goto out;
     }
+    conns_config_t cc = {.tag = g->cfg.tag, .max_conns = cfg->max_conns};
+    conns_hooks_t ch = {.accept = hooks->accept, .refuse = hooks->refuse};
+    if (!(g->cn = conns_new(base, &cc, &ch, front, &rc)))
+        goto out;
     g->busy_mark = mono_now();
     window_config_t wc;
     window_config_defaults(&wc);
@@ -276,23 +155,9 @@ out:
     return g;
 }
 
-int gate_listen(gate_t *g, const listener_addr_t *addr)
+conns_t *gate_conns(gate_t *g)
 {
-    int rc = 0;
-    if (g->lis)
-        return -EINVAL;
-    g->lis = listener_new(g->base, addr, on_accept, g, &rc);
-    return g->lis ? 0 : rc;
-}
-
-unsigned gate_port(const gate_t *g)
-{
-    return g->lis ? listener_port(g->lis) : 0;
-}
-
-const char *gate_address(const gate_t *g)
-{
-    return g->lis ? listener_name(g->lis) : "";
+    return g->cn;
 }
 
 sched_t *gate_sched(gate_t *g)
@@ -300,121 +165,21 @@ sched_t *gate_sched(gate_t *g)
     return g->s;
 }
 
-/* ---- connections -------------------------------------------------------- */
+/* ---- the queues ----------------------------------------------------------- */
 
-/* Frees what gate_conn_open() made (not the socket). */
-static void free_io(gate_conn_t *c)
+int gate_enqueue(gate_t *g, int b, sched_item_t *item)
 {
-    if (c->rev)
-        event_free(c->rev);
-    if (c->wev)
-        event_free(c->wev);
-    if (c->out)
-        evbuffer_free(c->out);
-    c->rev = c->wev = NULL;
-    c->out = NULL;
+    return sched_enqueue(g->s, b, item);
 }
 
-/* Every read event: the connection is not idle. */
-static void conn_read(evutil_socket_t fd, short what, void *arg)
+int gate_remove(gate_t *g, sched_item_t *item)
 {
-    gate_conn_t *c = arg;
-    c->last = mono_now();
-    c->on_read(fd, what, c->arg);
+    return sched_remove(g->s, item);
 }
 
-int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
-                   event_callback_fn on_read, event_callback_fn on_write, void *arg)
+int gate_charge(gate_t *g, const sched_item_t *item, uint64_t units)
 {
-    c->fd = fd;
-    c->writing = 0;
-    c->held = 0;
-    c->on_read = on_read;
-    c->arg = arg;
-    c->last = mono_now();
-    size_t n;
-    const void *a = peer_bytes(g->accepting, &c->family, &n);
-    memset(c->peer, 0, sizeof c->peer);
-    if (a)
-        memcpy(c->peer, a, n);
-    c->out = evbuffer_new();
-    c->rev = event_new(g->base, fd, EV_READ | EV_PERSIST, conn_read, c);
-    c->wev = event_new(g->base, fd, EV_WRITE | EV_PERSIST, on_write, arg);
-    if (!c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
-        free_io(c);
-        return -ENOMEM;
-    }
-    c->prev = NULL;
-    c->next = g->conns;
-    if (g->conns)
-        g->conns->prev = c;
-    g->conns = c;
-    g->nconns++;
-    g->total_conns++;
-    return 0;
-}
-
-int gate_conn_write(gate_conn_t *c)
-{
-    while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
-        if (n < 0) {
-            int e = EVUTIL_SOCKET_ERROR();
-            if (e == EINTR)
-                continue;
-            if (e == EAGAIN || e == EWOULDBLOCK)
-                break;
-            return -e;
-        }
-        if (n == 0)
-            break;
-    }
-    gate_conn_want_write(c, evbuffer_get_length(c->out) > 0);
-    return 0;
-}
-
-void gate_conn_want_write(gate_conn_t *c, int on)
-{
-    if (on == c->writing)
-        return;
-    c->writing = on;
-    if (on)
-        event_add(c->wev, NULL);
-    else
-        event_del(c->wev);
-}
-
-void gate_conn_close(gate_t *g, gate_conn_t *c)
-{
-    free_io(c);
-    if (c->fd >= 0)
-        evutil_closesocket(c->fd);
-    c->fd = -1;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        g->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-    g->nconns--;
-    if (!g->stopping)
-        listener_resume(g->lis);
-}
-
-gate_conn_t *gate_conns(gate_t *g)
-{
-    return g->conns;
-}
-
-int gate_nconns(const gate_t *g)
-{
-    return g->nconns;
-}
-
-uint64_t gate_total_conns(const gate_t *g)
-{
-    return g->total_conns;
+    return sched_charge(g->s, item, units);
 }
 
 /* ---- the window ----------------------------------------------------------- */
@@ -506,11 +271,6 @@ int gate_set_window(gate_t *g, const window_config_t *cfg)
     return 0;
 }
 
-void gate_window_stats(const gate_t *g, window_stats_t *out)
-{
-    window_stats(g->win, out);
-}
-
 /* Asks for a dispatch at the end of this pass of the event loop rather
  * than now: every request read in one pass (one epoll_wait) then goes to
  * the backend together, as one batch.  After completions (next_pass), the
@@ -534,29 +294,54 @@ void gate_request_dispatch(gate_t *g, int next_pass)
 
 /* ---- buckets and tokens --------------------------------------------------- */
 
-int gate_add_bucket(gate_t *g, const char *name, uint32_t weight)
+int gate_bucket(gate_t *g, const char *name, size_t len, int make)
 {
-    int b = sched_find_bucket(g->s, name, strlen(name));
-    if (b >= 0) {
-        int rc = sched_set_weight(g->s, b, weight);
-        return rc < 0 ? rc : b;
-    }
+    int b = sched_find_bucket(g->s, name, len);
+    if (b >= 0)
+        return b;
+    if (!make)
+        return -ENOENT;
+    if (len > NAMES_MAX)
+        return -EINVAL;
     if (g->cfg.max_buckets > 0 && sched_nbuckets(g->s) >= g->cfg.max_buckets)
         return -ENOMEM;
-    return sched_add_bucket(g->s, name, weight);
+    char copy[NAMES_MAX + 1];
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    return sched_add_bucket(g->s, copy, 1);
+}
+
+int gate_set_weight(gate_t *g, int b, uint32_t weight)
+{
+    return sched_set_weight(g->s, b, weight);
 }
 
 int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l)
 {
-    int b = sched_find_bucket(g->s, name, strlen(name));
-    if (b < 0)
-        b = gate_add_bucket(g, name, 1);
+    int b = gate_bucket(g, name, strlen(name), 1);
     if (b < 0)
         return b;
     int rc = sched_set_tokens(g->s, b, r, l, INFINITY, 0); /* a test hook: unpaced */
     if (rc == 0)
         gate_kick(g);
     return rc;
+}
+
+void gate_set_policy(gate_t *g, sched_policy_t policy)
+{
+    sched_set_policy(g->s, policy);
+    gate_kick(g);
+}
+
+int gate_set_pacing(gate_t *g, int on, double burst_s, sched_order_t r_order)
+{
+    int rc = sched_set_pacing(g->s, on, burst_s);
+    return rc < 0 ? rc : sched_set_r_order(g->s, r_order);
+}
+
+void gate_period_start(gate_t *g)
+{
+    sched_period_start(g->s);
 }
 
 void gate_kick(gate_t *g)
@@ -594,8 +379,7 @@ void gate_shutdown(gate_t *g)
     if (g->stopping)
         return;
     g->stopping = 1;
-    if (g->lis)
-        listener_disable(g->lis);
+    conns_stop(g->cn, 0);
     size_t n = sched_drain(g->s, g->hooks.drain, g->front);
     log_info("%sshutting down: %zu queued requests failed, %d in flight", g->cfg.tag, n,
              gate_inflight(g));
@@ -617,7 +401,7 @@ void gate_close(gate_t *g)
     if (!g)
         return;
     g->stopping = 1;
-    listener_destroy(&g->lis);
+    conns_stop(g->cn, 1);
 }
 
 void gate_destroy(gate_t **gp)
@@ -625,9 +409,10 @@ void gate_destroy(gate_t **gp)
     if (!gp || !*gp)
         return;
     gate_t *g = *gp;
-    listener_destroy(&g->lis);
-    if (g->sweep)
-        event_free(g->sweep);
+    if (g->s)
+        sched_drain(g->s, g->hooks.drain, g->front);
+    sched_destroy(&g->s);
+    conns_destroy(&g->cn);
     if (g->stop_timer)
         event_free(g->stop_timer);
     if (g->kick)

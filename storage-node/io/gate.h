@@ -1,59 +1,39 @@
-/* gate.h - what both node fronts (memcached, NBD) share: the listener and the
- * connection registry, the outstanding window, dispatch (at once or at the
- * end of the loop pass), backend busy time, buckets and tokens, and the
- * graceful stop.
+/* gate.h - the node's scheduler and its one door: both fronts (memcached, NBD) and the daemon reach the sched_t only through here (buckets, enqueue, take, done, tokens, policy, period, stats), plus the outstanding window, dispatch at once or at the end of the loop pass, and the graceful stop.
  *
- * A front owns one gate and gives it four hooks; the protocol (parsing,
- * replies, what a connection is) stays in the front.  The hot path is the
- * front's own dispatch loop around gate_take() and its completion callback
- * around gate_done(): direct calls, no allocation, no indirect call per IO.
- * noderun (bucket and token files, controller client, signals) drives a node
- * through its gate only: gate_add_bucket(), gate_set_tokens(), gate_kick(),
- * gate_shutdown().
+ * A front owns one gate and gives it its hooks; the gate creates the node's
+ * scheduler and owns it, and makes the front's connection registry
+ * (storage-node/io/conns.h: listener, connections, their limits and write
+ * buffers), which the front reaches through gate_conns().  The protocol
+ * (parsing, replies, what a connection is) stays in the front.  The hot
+ * path is the front's own dispatch loop around gate_take(), its
+ * gate_enqueue() and its completion callback around gate_done(): direct
+ * calls, no allocation, no indirect call per IO.  noderun (bucket and token
+ * files, controller client, signals) drives a node through its gate only.
  *
- * Threads: a gate_t, its listener, its events and the scheduler it borrows
- * belong to the loop thread of its event_base; every function here must be
- * called there. */
+ * Outside storage-node/core/, no file but gate.c calls a writer of the
+ * scheduler (sched_enqueue, sched_add_bucket, sched_set_tokens, ...);
+ * gate_sched() hands the scheduler to the core modules that drive it
+ * themselves (the agent, core/agent.h).
+ *
+ * Threads: a gate_t, its scheduler, its connections and its events belong
+ * to the loop thread of its event_base; every function here must be called
+ * there. */
 #ifndef BQOS_GATE_H
 #define BQOS_GATE_H
 
 #include <event2/event.h>
 #include <event2/util.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "storage-node/core/sched.h"
 #include "storage-node/core/window.h"
-#include "storage-node/io/listener.h"
+#include "storage-node/io/conns.h"
 
 struct event_base;
 struct iolat;
 struct sockaddr;
-
-/* The socket side of a front's connection: embed one in the front's
- * connection struct (container_of to get back).  Set up by
- * gate_conn_open(), freed by gate_conn_close(); loop thread. */
-typedef struct gate_conn {
-    struct gate_conn *prev, *next; /* the gate's list */
-    evutil_socket_t fd;
-    struct event *rev;             /* read event, persistent; the front arms
-                                      and disarms it (backpressure) */
-    struct event *wev;             /* write event, armed by gate_conn_write()
-                                      only while the socket is full */
-    struct evbuffer *out;          /* replies not yet written */
-    int writing;                   /* wev is armed */
-    int held;                      /* the front's count of this connection's requests
-                                      queued, at the backend or unanswered (0 from
-                                      gate_conn_open()); --idle-timeout spares c while
-                                      it is nonzero */
-    /* The gate's own (the front leaves them alone): */
-    event_callback_fn on_read;     /* the front's, called by the gate's read callback */
-    void *arg;
-    double last;                   /* mono_now() of the last read, or of the last idle
-                                      check that found the connection busy */
-    uint8_t peer[16];              /* client address (IPv4: first 4 bytes) ... */
-    int family;                    /* ... AF_INET or AF_INET6; 0: none (Unix socket) */
-} gate_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
  * gate_new(). */
@@ -62,8 +42,9 @@ typedef struct {
      * and gate_set_tokens() (with `defer`, from the end-of-pass event),
      * never while stopping. */
     void (*dispatch)(void *front);
-    /* gate_shutdown(): answers one IO taken from the queue with "shutting
-     * down" (sched_drain()'s callback: no scheduler calls from in here). */
+    /* gate_shutdown() and gate_destroy(): answers one IO taken from the
+     * queue with "shutting down" (sched_drain()'s callback: no gate calls
+     * from in here). */
     void (*drain)(sched_item_t *item, void *front);
     /* gate_shutdown(), after the drain: stop reading, answer and write what
      * can be; may free connections. */
@@ -71,11 +52,10 @@ typedef struct {
     /* Returns nonzero once every reply is written (the gate itself checks
      * that nothing is at the backend): then the stop is complete. */
     int (*idle)(void *front);
-    /* A connection the gate admitted (not stopping, below max_conns); fd is
-     * the front's to close.  */
+    /* The connection registry's hooks (conns_hooks_t): a connection
+     * admitted, whose fd is the front's; a connection refused (may be
+     * NULL). */
     void (*accept)(void *front, evutil_socket_t fd, const struct sockaddr *sa, int salen);
-    /* A connection refused; the front may say why on fd (the gate closes it
-     * afterwards).  May be NULL. */
     void (*refuse)(void *front, evutil_socket_t fd);
 } gate_hooks_t;
 
@@ -85,82 +65,78 @@ typedef struct {
     int outstanding;     /* most IOs at the backend at once, >= 1 (the window
                             while fixed; see gate_set_window()) */
     int max_conns;       /* connections beyond are refused, >= 1 */
-    int max_buckets;     /* gate_add_bucket() refuses beyond (-ENOMEM); 0: no cap */
+    int max_buckets;     /* the one cap on buckets: gate_bucket() makes none
+                            beyond this many in all (-ENOMEM); 0: no cap */
     int defer;           /* 1: gate_kick() dispatches at the end of this pass of the
                             loop (every read of the pass queued first); 0: at once */
+    sched_policy_t policy; /* the scheduler's policy at start (gate_set_policy()) */
+    int weighted;        /* weighted round robin (bucket weights, sched_new()) */
 } gate_config_t;
 
 typedef struct gate gate_t;
 
-/* Makes a gate over scheduler `s` (borrowed: it must outlive the gate, and
- * only this gate's front may dispatch from it).  Does not listen yet (see
- * gate_listen()).  Returns the gate (the front owns it), or NULL and *err =
- * -EINVAL (bad settings) or -ENOMEM. */
-gate_t *gate_new(struct event_base *base, sched_t *s, const gate_config_t *cfg,
-                 const gate_hooks_t *hooks, void *front, int *err);
+/* Makes a gate: the node's scheduler (empty, with cfg's policy), the
+ * window, and the connection registry (not listening yet: conns_listen()
+ * on gate_conns()).  Returns the gate (the front owns it), or NULL and
+ * *err = -EINVAL (bad settings) or -ENOMEM. */
+gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_hooks_t *hooks,
+                 void *front, int *err);
 
-/* Binds the listening socket; from the next pass of the loop, connections
- * reach hooks->accept.  Returns 0, or -errno as listener_new(). */
-int gate_listen(gate_t *g, const listener_addr_t *addr);
+/* The gate's connection registry (owned by the gate). */
+conns_t *gate_conns(gate_t *g);
 
-/* The TCP port listened on (0 on a Unix socket or before gate_listen()). */
-unsigned gate_port(const gate_t *g);
-
-/* Where clients connect, "ADDR:PORT" or "unix:PATH" (owned by g; "" before
- * gate_listen()). */
-const char *gate_address(const gate_t *g);
-
-/* The scheduler the gate dispatches from (borrowed from the front). */
+/* The scheduler (owned by the gate), for the core modules that drive it
+ * themselves (the agent: ctlclient_new()).  Everything else goes through
+ * the gate's functions. */
 sched_t *gate_sched(gate_t *g);
 
-/* ---- connections ---- */
+/* ---- buckets and tokens --------------------------------------------------- */
 
-/* Sets up c for the accepted socket fd: a read event (armed) calling
- * on_read(fd, what, arg), a write event calling on_write, an empty output
- * buffer; lists c (counted in gate_nconns() and, for good, in
- * gate_total_conns()).  Returns 0, or -ENOMEM with nothing made and c not
- * listed (fd is still the caller's to close). */
-int gate_conn_open(gate_t *g, gate_conn_t *c, evutil_socket_t fd,
-                   event_callback_fn on_read, event_callback_fn on_write, void *arg);
+/* The one way to find or make a bucket: the bucket named by the len bytes
+ * at `name` (no NUL needed), or, if there is none and `make` is nonzero, a
+ * new one (weight 1, no R-tokens, no limit) unless max_buckets are there.
+ * Returns its index, or -ENOENT (unknown and !make), -ENOMEM (beyond
+ * max_buckets, or out of memory), -EINVAL (a bad name). */
+int gate_bucket(gate_t *g, const char *name, size_t len, int make);
 
-/* Writes what the socket takes of c->out; arms the write event while
- * bytes are left, disarms it once all is written.  Returns 0 (written, or
- * the socket is full), or -errno for a broken socket. */
-int gate_conn_write(gate_conn_t *c);
+/* Sets bucket b's weight (weighted round robin).  Returns 0 or -EINVAL. */
+int gate_set_weight(gate_t *g, int b, uint32_t weight);
 
-/* Arms c's write event (on) or disarms it, and sets c->writing: for a
- * front that writes c->out by other means (TLS, nbdtls.h). */
-void gate_conn_want_write(gate_conn_t *c, int on);
+/* Sets bucket `name`'s tokens to absolute counts for the rest of the period,
+ * unpaced (the token test hook; gate_bucket() makes the bucket if unknown)
+ * and dispatches what they allow (gate_kick()).  l may be SCHED_UNLIMITED.
+ * Returns 0 or -EINVAL/-ENOMEM. */
+int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l);
 
-/* Unlists c, frees its events and output buffer and closes its socket;
- * resumes accepting if out of descriptors had paused it
- * (listener_resume()). */
-void gate_conn_close(gate_t *g, gate_conn_t *c);
+/* Switches the scheduler's policy, then dispatches what it allows
+ * (gate_kick()). */
+void gate_set_policy(gate_t *g, sched_policy_t policy);
 
-/* Connection limits beyond max_conns (--idle-timeout,
- * --max-conns-per-ip).  idle_sec > 0: a connection that read nothing for
- * idle_sec seconds (checked every min(1, idle_sec / 4) s), with held 0,
- * nothing unsent and its read event armed, is shut down (shutdown(2), both
- * ways): the front reads EOF and closes it as a client gone, with nothing
- * to lose.  Only for a front that keeps c->held; 0: never.  per_ip > 0: a
- * TCP connection from an address that already has per_ip open is refused
- * (hooks->refuse); 0: no cap (Unix-socket connections are never capped).
- * Returns 0, or -EINVAL (negative values) or -ENOMEM. */
-int gate_set_conn_limits(gate_t *g, double idle_sec, int per_ip);
+/* Paced tokens (on, with a burst depth of burst_s seconds) and the order of
+ * reservations (sched_set_pacing(), sched_set_r_order()).  Returns 0, or
+ * -EINVAL: a bad burst (nothing changed) or a bad order (pacing set). */
+int gate_set_pacing(gate_t *g, int on, double burst_s, sched_order_t r_order);
 
-/* Counts for stats: connections closed idle, refused by the per-address
- * cap, and accept pauses for want of descriptors (listener_pauses()). */
-typedef struct {
-    uint64_t idle_closed, refused_per_ip, accept_pauses;
-} gate_conn_stats_t;
-void gate_conn_stats(const gate_t *g, gate_conn_stats_t *out);
+/* Starts a new QoS period: the scheduler's per-period counters are zeroed
+ * (sched_period_start()). */
+void gate_period_start(gate_t *g);
 
-/* The first listed connection (then c->next), or NULL. */
-gate_conn_t *gate_conns(gate_t *g);
-int gate_nconns(const gate_t *g);
-uint64_t gate_total_conns(const gate_t *g);
+/* ---- the queues (hot path) ------------------------------------------------ */
 
-/* ---- the window (hot path) ---- */
+/* Queues item (zeroed, its cost set) in bucket b.  Returns 0 or -EINVAL
+ * (no such bucket) as sched_enqueue(); the item is the front's until
+ * gate_take() returns it or gate_remove() takes it back. */
+int gate_enqueue(gate_t *g, int b, sched_item_t *item);
+
+/* Takes a queued item back (its client went away).  Returns 0 or -EINVAL
+ * (not queued) as sched_remove(). */
+int gate_remove(gate_t *g, sched_item_t *item);
+
+/* Charges an IO from gate_take() `units` more byte tokens, known only once
+ * it completed (a get's value).  Returns 0 or -EINVAL as sched_charge(). */
+int gate_charge(gate_t *g, const sched_item_t *item, uint64_t units);
+
+/* ---- the window (hot path) ------------------------------------------------ */
 
 /* Returns the next IO the scheduler allows while fewer than the window
  * are at the backend, or NULL.  The IO counts as outstanding from now on;
@@ -203,36 +179,25 @@ int gate_inflight(const gate_t *g);
  * Returns 0, or -EINVAL / -ENOMEM as window_new() (the window unchanged). */
 int gate_set_window(gate_t *g, const window_config_t *cfg);
 
-/* The window's figures (window_stats()). */
-void gate_window_stats(const gate_t *g, window_stats_t *out);
-
 /* Asks for hooks->dispatch once the callbacks of this pass of the loop
  * are done (next_pass 0), or in the next pass, after its reads (next_pass
  * 1: after completions, so that the requests that arrived meanwhile are
  * queued first).  One request per pass; none while stopping. */
 void gate_request_dispatch(gate_t *g, int next_pass);
 
-/* ---- buckets and tokens (noderun, the controller client) ---- */
-
-/* Adds bucket `name` with weight w, or finds it and sets its weight.
- * Returns its index, or -ENOMEM beyond max_buckets, or -EINVAL/-ENOMEM as
- * sched_add_bucket(). */
-int gate_add_bucket(gate_t *g, const char *name, uint32_t weight);
-
-/* Sets bucket `name`'s tokens to absolute counts (adding it with weight 1
- * if unknown) and dispatches what they allow (gate_kick()).  l may be
- * SCHED_UNLIMITED.  Returns 0 or -EINVAL/-ENOMEM. */
-int gate_set_tokens(gate_t *g, const char *name, int64_t r, int64_t l);
-
 /* Dispatches what the scheduler allows now (after its tokens or policy
  * changed): hooks->dispatch at once, or at the end of this pass with
  * `defer`.  Nothing while stopping. */
 void gate_kick(gate_t *g);
 
-/* Statistics lines from the node around the front (noderun: the controller
- * client's state), each "STAT name value\r\n" written to fp.  fn is called on
- * the loop thread while a front formats its stats; NULL removes it. */
+/* ---- stats ----------------------------------------------------------------- */
+
+/* More statistics lines from the node around the front (noderun: the
+ * controller client's state), each "STAT name value\r\n" written to fp. */
 typedef void (*gate_status_fn)(void *arg, FILE *fp);
+
+/* Sets the status lines' writer (gate_stats_t.status); NULL removes it.
+ * arg is borrowed until then. */
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
 
 /* The IO timing recorder the fronts feed (storage-node/io/iolat.h; borrowed,
@@ -240,18 +205,38 @@ void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
 void gate_set_iolat(gate_t *g, struct iolat *l);
 struct iolat *gate_iolat(const gate_t *g);
 
-/* What a front calls while formatting its stats: the gate's own lines
- * (bqos_window: IOs allowed at the backend now; bqos_window_latency_us and
- * bqos_window_base_us: the mean time at the backend in the last epoch and
- * the controller's base; bqos_window_throughput: completions per second in
- * the last epoch), then the hook set by gate_set_status() if any. */
-void gate_status_hook(gate_t *g, gate_status_fn *fn, void **arg);
+/* The node's figures, as the memcached `stats` text (mc/mcstats.c) and
+ * /metrics (daemon/nodemetrics.c) both show them. */
+typedef struct {
+    sched_policy_t policy;
+    int buckets;             /* the scheduler's */
+    sched_node_stats_t node; /* completions and busy time of this period */
+    uint64_t queued;         /* IOs waiting in the buckets' queues */
+    int inflight;            /* IOs at the backend now */
+    window_stats_t window;   /* the window and its last epoch */
+    conns_stats_t conns;     /* connections */
+    gate_status_fn status;   /* gate_set_status()'s, or NULL */
+    void *status_arg;
+} gate_stats_t;
 
-/* ---- stopping ---- */
+/* Fills *out.  O(buckets) (the queued sum). */
+void gate_stats(const gate_t *g, gate_stats_t *out);
 
-/* Begins a graceful stop: closes the listener, drains the queue through
- * hooks->drain, calls hooks->stop, arms a 10 s grace timer, and breaks the
- * loop (event_base_loopexit) once nothing is at the backend and
+/* Bucket b's name (owned by the scheduler, valid while the bucket lives),
+ * or NULL for no bucket b: buckets are 0 .. n-1, so a walk stops at the
+ * first NULL.  O(1).  Loop thread. */
+const char *gate_bucket_name(const gate_t *g, int b);
+
+/* One bucket's row: fills *out (sched_bucket_stats()) and returns the
+ * bucket's name (owned by the scheduler, valid while the bucket lives), or
+ * NULL for no bucket b (0 <= b < gate_stats_t.buckets exist). */
+const char *gate_bucket_stats(const gate_t *g, int b, sched_bucket_stats_t *out);
+
+/* ---- stopping ------------------------------------------------------------- */
+
+/* Begins a graceful stop: stops accepting (conns_stop()), drains the queue
+ * through hooks->drain, calls hooks->stop, arms a 10 s grace timer, and
+ * breaks the loop (event_base_loopexit) once nothing is at the backend and
  * hooks->idle says every reply is out (gate_check_stopped()), or when the
  * timer fires.  Idempotent. */
 void gate_shutdown(gate_t *g);
@@ -268,8 +253,9 @@ void gate_check_stopped(gate_t *g);
  * dispatching, without a grace timer.  Accepts NULL. */
 void gate_close(gate_t *g);
 
-/* Frees the gate (listener, events); sets *gp to NULL.  Accepts NULL.  The
- * scheduler is the front's. */
+/* Frees the gate: IOs still queued go to hooks->drain, then the scheduler,
+ * the connection registry (its connections must be closed already) and
+ * the events are freed; sets *gp to NULL.  Accepts NULL. */
 void gate_destroy(gate_t **gp);
 
 #endif

@@ -75,7 +75,7 @@ typedef struct slot {
 
 /* One client connection.  Loop thread. */
 typedef struct conn {
-    gate_conn_t sock;      /* socket, events, output buffer (the gate's) */
+    conns_conn_t sock;     /* socket, events, output buffer (conns.h) */
     struct front *f;
     char *rbuf;
     size_t rlen, rcap;
@@ -97,10 +97,10 @@ struct front {
     front_config_t cfg;
     char *name, *backend_host;
     struct event_base *base;
-    sched_t *s;
-    /* Listener, connections, window, dispatch once per pass of the event
-     * loop (after the reads and completions of that pass), stop. */
+    /* The scheduler, window, dispatch once per pass of the event loop
+     * (after the reads and completions of that pass), stop. */
     gate_t *g;
+    conns_t *cn;           /* the gate's listener and connections */
     backend_t *be;
     int default_bucket;
     int auto_buckets;
@@ -222,7 +222,7 @@ static void conn_account(conn_t *c, int gone)
         c->broken = 1;
     }
     if (over && !replybudget_over(&f->rb))
-        for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+        for (conns_conn_t *l = conns_first(f->cn); l; l = l->next)
             resume_if_room(conn_of(l));
 }
 
@@ -231,7 +231,7 @@ static void on_rbtick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
     front_t *f = arg;
-    for (gate_conn_t *l = gate_conns(f->g), *next; l; l = next) {
+    for (conns_conn_t *l = conns_first(f->cn), *next; l; l = next) {
         next = l->next;
         if (conn_of(l)->rb.soft_since > 0) {
             conn_account(conn_of(l), 0);
@@ -250,7 +250,7 @@ static void conn_free(conn_t *c)
             io_t *io = &sl->ios[i];
             keyorder_forget(&io->ko); /* waiters die with this connection */
             if (io->state == IO_QUEUED) {
-                sched_remove(f->s, &io->item);
+                gate_remove(f->g, &io->item);
                 io->state = IO_DONE;
                 sl->pending--;
             } else if (io->state == IO_BLOCKED) {
@@ -269,7 +269,7 @@ static void conn_free(conn_t *c)
     keyorder_free(&c->keys);
     c->closing = 1;
     conn_account(c, 1);
-    gate_conn_close(f->g, &c->sock);
+    conns_close(f->cn, &c->sock);
     free(c->rbuf);
     free(c);
 }
@@ -291,7 +291,7 @@ static int conn_maybe_close(conn_t *c)
 
 static void conn_try_write(conn_t *c)
 {
-    if (gate_conn_write(&c->sock) < 0)
+    if (conns_write(&c->sock) < 0)
         c->broken = 1;
 }
 
@@ -370,7 +370,7 @@ static void release_waiter(front_t *f, conn_t *c, io_t *done)
 {
     io_t *w = waiter_io(keyorder_finish(&c->keys, &done->ko));
     while (w) {
-        if (!gate_stopping(f->g) && sched_enqueue(f->s, w->bucket, &w->item) == 0) {
+        if (!gate_stopping(f->g) && gate_enqueue(f->g, w->bucket, &w->item) == 0) {
             w->state = IO_QUEUED;
             return;
         }
@@ -386,19 +386,13 @@ static int bucket_of(front_t *f, const char *key, size_t len)
     if (!sep || sep == key)
         return reject ? -ENOENT : f->default_bucket;
     size_t n = (size_t)(sep - key);
-    int b = sched_find_bucket(f->s, key, n);
+    int b = gate_bucket(f->g, key, n, 0);
     if (b >= 0)
         return b;
-    if (f->auto_buckets < f->cfg.max_auto_buckets) {
-        char name[MCP_KEY_MAX + 1];
-        memcpy(name, key, n);
-        name[n] = '\0';
-        b = sched_add_bucket(f->s, name, 1);
-        if (b >= 0) {
-            f->auto_buckets++;
-            log_debug("bucket '%s' created on first sight (%d)", name, b);
-            return b;
-        }
+    if (f->auto_buckets < f->cfg.max_auto_buckets && (b = gate_bucket(f->g, key, n, 1)) >= 0) {
+        f->auto_buckets++; /* --max-auto-buckets: prefixes made buckets on first sight */
+        log_debug("bucket '%.*s' created on first sight (%d)", (int)n, key, b);
+        return b;
     }
     return reject ? -ENOENT : f->default_bucket;
 }
@@ -467,23 +461,13 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
             io->state = IO_BLOCKED;
             continue;
         }
-        if (sched_enqueue(f->s, b, &io->item) < 0) {
+        if (gate_enqueue(f->g, b, &io->item) < 0) {
             keyorder_finish(&c->keys, &io->ko);
             io_fail(io, "SERVER_ERROR unknown bucket");
             continue;
         }
         io->state = IO_QUEUED;
     }
-}
-
-/* The `stats` command's text (mcstats.h) with this front's counters. */
-static char *stats_text(front_t *f, const mcp_str_t *arg, size_t *len)
-{
-    f->st.curr_conns = gate_nconns(f->g);
-    f->st.total_conns = gate_total_conns(f->g);
-    f->st.outstanding = gate_inflight(f->g);
-    gate_status_hook(f->g, &f->st.status, &f->st.status_arg);
-    return mcstats_text(&f->st, f->s, arg->ptr, arg->len, len);
 }
 
 static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
@@ -510,7 +494,7 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
             add_local(c, "RESET", 0, 0);
             return;
         }
-        char *t = stats_text(f, &r->arg, &len);
+        char *t = mcstats_text(&f->st, f->g, r->arg.ptr, r->arg.len, &len);
         if (t)
             add_local_text(c, t, len);
         else
@@ -676,7 +660,7 @@ static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, 
         c->rcap = RBUF_INITIAL;
         c->rbuf = malloc(c->rcap);
     }
-    if (!c || !c->rbuf || gate_conn_open(f->g, &c->sock, fd, on_read, on_write, c) < 0) {
+    if (!c || !c->rbuf || conns_open(f->cn, &c->sock, fd, on_read, on_write, c) < 0) {
         log_warn("out of memory accepting a connection");
         if (c)
             free(c->rbuf);
@@ -729,7 +713,7 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done_at(f->g, op->done_at);
-    sched_charge(f->s, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
+    gate_charge(f->g, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
     int failed = op->reply == MCP_R_SERVER_ERROR;
     iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
     f->st.backend_errors += failed;
@@ -769,14 +753,14 @@ static void drain_one(sched_item_t *it, void *arg)
 static void on_stop(void *arg)
 {
     front_t *f = arg;
-    for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+    for (conns_conn_t *l = conns_first(f->cn); l; l = l->next)
         for (slot_t *sl = conn_of(l)->head; sl; sl = sl->next)
             for (int i = 0; i < sl->nios; i++)
                 if (sl->ios[i].state == IO_BLOCKED)
                     io_fail(&sl->ios[i], "SERVER_ERROR shutting down");
-    gate_conn_t *l = gate_conns(f->g);
+    conns_conn_t *l = conns_first(f->cn);
     while (l) {
-        gate_conn_t *next = l->next;
+        conns_conn_t *next = l->next;
         conn_t *c = conn_of(l);
         event_del(c->sock.rev);
         c->closing = 1;
@@ -789,13 +773,35 @@ static void on_stop(void *arg)
 static int on_idle(void *arg)
 {
     front_t *f = arg;
-    for (gate_conn_t *l = gate_conns(f->g); l; l = l->next)
+    for (conns_conn_t *l = conns_first(f->cn); l; l = l->next)
         if (conn_of(l)->head || evbuffer_get_length(conn_of(l)->sock.out) > 0)
             return 0;
     return 1;
 }
 
 /* ---- public ------------------------------------------------------------- */
+
+void front_config_defaults(front_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->name = "node";
+    listener_parse("127.0.0.1:11311", &cfg->listen);
+    cfg->backend_host = "127.0.0.1";
+    cfg->backend_port = 11211;
+    cfg->workers = 0;       /* inline: see backend.h */
+    cfg->outstanding = 5;   /* the paper's, for tokens; bqos-node uses 64
+                               with rr (docs/node.md) */
+    cfg->batch = 64;
+    cfg->policy = SCHED_POLICY_TOKENS;
+    cfg->separator = ':';
+    cfg->default_mode = FRONT_DEFAULT_SERVE;
+    cfg->max_auto_buckets = 1024;
+    cfg->proto.max_item = MCP_ITEM_MAX_DEFAULT;
+    cfg->max_conns = 4096;
+    cfg->conn_reply_limit = 256u << 20;
+    cfg->reply_memory = (size_t)1 << 30;
+    cfg->cost = COST_CONFIG_DEFAULT;
+}
 
 front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
 {
@@ -836,20 +842,17 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     /* memcached counts its worker threads; inline, the loop is one. */
     f->st.threads = cfg->workers > 0 ? cfg->workers : 1;
     f->cfg.backend_host = f->backend_host;
-    f->s = sched_new(cfg->policy, cfg->weighted);
-    if (!f->s) {
-        rc = -ENOMEM;
-        goto out;
-    }
     static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,
                                        .accept = on_accept, .refuse = on_refuse};
     /* One dispatch at the end of each pass of the loop (docs/node.md). */
-    gate_config_t gc = {.tag = "", .outstanding = cfg->outstanding,
-                        .max_conns = cfg->max_conns, .max_buckets = 0, .defer = 1};
-    if (!(f->g = gate_new(base, f->s, &gc, &hooks, f, &rc)))
+    gate_config_t gc = {.tag = "", .outstanding = cfg->outstanding, .max_conns = cfg->max_conns,
+                        .max_buckets = 0, .defer = 1, .policy = cfg->policy,
+                        .weighted = cfg->weighted};
+    if (!(f->g = gate_new(base, &gc, &hooks, f, &rc)))
         goto out;
-    f->default_bucket = sched_add_bucket(f->s, "default", 1);
+    f->cn = gate_conns(f->g);
+    f->default_bucket = gate_bucket(f->g, "default", 7, 1);
     if (f->default_bucket < 0) {
         rc = f->default_bucket;
         goto out;
@@ -858,7 +861,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
                         cfg->batch, on_done, f, &rc);
     if (!f->be)
         goto out;
-    rc = gate_listen(f->g, &cfg->listen);
+    rc = conns_listen(f->cn, &cfg->listen);
 out:
     if (rc < 0) {
         front_destroy(&f);
@@ -883,13 +886,10 @@ void front_destroy(front_t **fp)
      * whose shutdown delivers the last completions to on_done(), which
      * frees the orphans. */
     gate_close(f->g);
-    while (f->g && gate_conns(f->g))
-        conn_free(conn_of(gate_conns(f->g)));
+    while (f->g && conns_first(f->cn))
+        conn_free(conn_of(conns_first(f->cn)));
     backend_destroy(&f->be);
-    if (f->s)
-        sched_drain(f->s, NULL, NULL);
-    gate_destroy(&f->g);
-    sched_destroy(&f->s);
+    gate_destroy(&f->g); /* nothing is queued: the connections took theirs back */
     freelist_fini(&f->slots);
     if (f->rbtick)
         event_free(f->rbtick);

@@ -39,7 +39,7 @@ typedef enum {
 typedef struct {
     const char *name;            /* node name, shown in stats */
     listener_addr_t listen;      /* where clients connect (listener_parse());
-                                    port 0 picks a free one (gate_port()) */
+                                    port 0 picks a free one (conns_port()) */
     const char *backend_host;    /* the real memcached */
     unsigned backend_port;
     int workers;                 /* backend threads, >= 0 (0: backend
@@ -70,16 +70,17 @@ void front_config_defaults(front_config_t *cfg);
 
 typedef struct front front_t;
 
-/* Creates the scheduler with the bucket "default" and the gate, starts the
- * backend pool and binds the listening socket.  Returns the front (caller owns it,
+/* Creates the gate (which creates the node's scheduler, with the bucket
+ * "default"), starts the backend pool and binds the listening socket.  Returns the front (caller owns it,
  * destroy with front_destroy()), or NULL and *err = -EINVAL (bad settings),
  * -EADDRINUSE or another -errno from bind, -ENOMEM. */
 front_t *front_new(struct event_base *base, const front_config_t *cfg,
                    int *err);
 
-/* The front's gate (owned by the front): its address and port, the
- * scheduler (gate_sched()), buckets and tokens (gate_set_tokens(): the
- * token test hook and the controller client), gate_kick() and the graceful
+/* The front's gate (owned by the front): its connections (gate_conns():
+ * address, port, limits), the scheduler's buckets, tokens and stats
+ * (gate_set_tokens(): the token test hook; the controller client),
+ * gate_kick() and the graceful
  * stop, gate_shutdown(): the listener closes, reading stops, every queued
  * IO is answered "SERVER_ERROR shutting down", in-flight IOs finish, every
  * reply is written, then the event loop breaks. */

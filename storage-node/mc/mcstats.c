@@ -8,7 +8,7 @@
 
 #include "common/version.h"
 
-char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_t arglen,
+char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t arglen,
                    size_t *len)
 {
     char *buf = NULL;
@@ -16,14 +16,14 @@ char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_
     if (!fp)
         return NULL;
     if (arglen == 0) {
-        sched_node_stats_t ns;
-        sched_node_stats(s, &ns);
+        gate_stats_t gs;
+        gate_stats(g, &gs);
         fprintf(fp, "STAT pid %ld\r\n", (long)getpid());
         fprintf(fp, "STAT uptime %ld\r\n", (long)(time(NULL) - st->started));
         fprintf(fp, "STAT time %ld\r\n", (long)time(NULL));
         fprintf(fp, "STAT version %s\r\n", BQOS_MEMCACHED_VERSION);
-        fprintf(fp, "STAT curr_connections %d\r\n", st->curr_conns);
-        fprintf(fp, "STAT total_connections %llu\r\n", (unsigned long long)st->total_conns);
+        fprintf(fp, "STAT curr_connections %d\r\n", gs.conns.open);
+        fprintf(fp, "STAT total_connections %llu\r\n", (unsigned long long)gs.conns.total);
         fprintf(fp, "STAT cmd_get %llu\r\n", (unsigned long long)st->cmd_get);
         fprintf(fp, "STAT cmd_set %llu\r\n", (unsigned long long)st->cmd_set);
         fprintf(fp, "STAT cmd_touch %llu\r\n", (unsigned long long)st->cmd_touch);
@@ -32,24 +32,33 @@ char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_
         fprintf(fp, "STAT threads %d\r\n", st->threads);
         fprintf(fp, "STAT bqos_node %s\r\n", st->name);
         fprintf(fp, "STAT bqos_policy %s\r\n",
-                sched_policy(s) == SCHED_POLICY_RR ? "rr" : "tokens");
-        fprintf(fp, "STAT bqos_buckets %d\r\n", sched_nbuckets(s));
-        fprintf(fp, "STAT bqos_outstanding %d\r\n", st->outstanding);
+                gs.policy == SCHED_POLICY_RR ? "rr" : "tokens");
+        fprintf(fp, "STAT bqos_buckets %d\r\n", gs.buckets);
+        fprintf(fp, "STAT bqos_outstanding %d\r\n", gs.inflight);
         fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)st->rejected);
         fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
                 (unsigned long long)st->backend_errors);
         fprintf(fp, "STAT bqos_completions %llu\r\n",
-                (unsigned long long)ns.completions);
-        fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", ns.busy_seconds);
-        if (st->status)
-            st->status(st->status_arg, fp);
+                (unsigned long long)gs.node.completions);
+        fprintf(fp, "STAT bqos_busy_seconds %.6f\r\n", gs.node.busy_seconds);
+        fprintf(fp, "STAT bqos_window %d\r\n", gs.window.window);
+        fprintf(fp, "STAT bqos_window_latency_us %.1f\r\n", gs.window.latency * 1e6);
+        fprintf(fp, "STAT bqos_window_base_us %.1f\r\n", gs.window.base * 1e6);
+        fprintf(fp, "STAT bqos_window_throughput %.0f\r\n", gs.window.throughput);
+        /* requests waiting at the node, beside the window's at the backend */
+        fprintf(fp, "STAT bqos_queued %llu\r\n", (unsigned long long)gs.queued);
+        fprintf(fp, "STAT bqos_conns_idle_closed %llu\r\n",
+                (unsigned long long)gs.conns.idle_closed);
+        fprintf(fp, "STAT bqos_conns_refused_per_ip %llu\r\n",
+                (unsigned long long)gs.conns.refused_per_ip);
+        fprintf(fp, "STAT bqos_accept_pauses %llu\r\n",
+                (unsigned long long)gs.conns.accept_pauses);
+        if (gs.status)
+            gs.status(gs.status_arg, fp);
     } else if (arglen == 7 && memcmp(arg, "buckets", 7) == 0) {
-        int n = sched_nbuckets(s);
-        for (int b = 0; b < n; b++) {
-            sched_bucket_stats_t bs;
-            if (sched_bucket_stats(s, b, &bs) < 0)
-                continue;
-            const char *nm = sched_bucket_name(s, b);
+        sched_bucket_stats_t bs;
+        const char *nm;
+        for (int b = 0; (nm = gate_bucket_stats(g, b, &bs)) != NULL; b++) {
             fprintf(fp, "STAT %s:queued %llu\r\n", nm, (unsigned long long)bs.queued);
             fprintf(fp, "STAT %s:arrivals %llu\r\n", nm, (unsigned long long)bs.arrivals);
             fprintf(fp, "STAT %s:served_r %llu\r\n", nm, (unsigned long long)bs.served_r);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "storage-node/core/sched.h"
+#include "storage-node/io/gate.h"
 
 /* The front's counters and settings that `stats` shows.  Owned by the
  * front, on its loop thread. */
@@ -15,26 +15,19 @@ typedef struct {
     const char *name;       /* node name (borrowed) */
     time_t started;
     int threads;            /* backend threads (1: inline) */
-    int curr_conns;         /* filled in before each mcstats_text() */
-    uint64_t total_conns;
-    int outstanding;        /* IOs at the backend now */
     uint64_t cmd_get, cmd_set, cmd_touch, get_hits, get_misses;
     uint64_t rejected;      /* IOs of unknown buckets refused */
     uint64_t backend_errors;
-    /* More `stats` lines from the node around the front (the controller
-     * client's state, gate_set_status()); NULL: none.  Filled in before
-     * each mcstats_text(). */
-    void (*status)(void *arg, FILE *fp);
-    void *status_arg;
 } mcstats_t;
 
 /* Formats the reply to "stats" (arglen 0: memcached's general counters, the
- * bqos_* ones and the scheduler's node counters) or "stats buckets" (the
- * scheduler's per-bucket counters, tokens and weight), each line
+ * bqos_* ones, the gate's figures (gate_stats(): scheduler, window,
+ * connections) and its status lines) or "stats buckets" (the gate's rows:
+ * per-bucket counters, tokens and weight), each line
  * "STAT name value\r\n", then "END\r\n".  Returns the text (malloc'd, the
  * caller frees it) with its length in *len; NULL for any other argument
  * (the caller answers ERROR) or out of memory. */
-char *mcstats_text(const mcstats_t *st, const sched_t *s, const char *arg, size_t arglen,
+char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t arglen,
                    size_t *len);
 
 #endif

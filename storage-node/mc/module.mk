@@ -2,7 +2,7 @@
 # Floors: mc -> io, core, common (not nbd).
 LIBS += nodemc
 nodemc_SRCS = storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/mc/keyorder.c storage-node/mc/mcstats.c \
-	storage-node/mc/front.c storage-node/mc/frontcfg.c storage-node/mc/replybudget.c storage-node/mc/mcreply.c
+	storage-node/mc/front.c storage-node/mc/replybudget.c storage-node/mc/mcreply.c
 
 $(call check_suite,test_mcproto,nodemc nodeio nodecore common)
 $(call check_suite,test_backend,nodemc nodeio nodecore common)

@@ -1,7 +1,7 @@
 # storage-node/nbd/module.mk - libnodenbd: the block I/O path of bqos-node (NBD protocol, NBD front and option haggling, TLS, file/device backend).
 # Floors: nbd -> io, core, common (not mc).
 LIBS += nodenbd
-nodenbd_SRCS = storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd/nbdfront.c storage-node/nbd/nbdconn.c storage-node/nbd/nbdcfg.c \
+nodenbd_SRCS = storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd/nbdfront.c storage-node/nbd/nbdconn.c \
 	storage-node/nbd/nbdopts.c storage-node/nbd/nbdtls.c
 
 $(call check_suite,test_nbd,nodenbd nodeio nodecore common)

@@ -55,7 +55,7 @@ typedef struct nreq {
  * bufferevent arms and disarms it around every write: two epoll_ctl and an
  * extra epoll_wait). */
 typedef struct nconn {
-    gate_conn_t sock;      /* socket, events, reply buffer `out` (the gate's) */
+    conns_conn_t sock;     /* socket, events, reply buffer `out` (conns.h) */
     struct nbdfront *f;
     struct evbuffer *in;
     int dirty;             /* on f->dirty: sock.out has bytes to write */
@@ -91,8 +91,8 @@ struct nbdfront {
     nbdfront_config_t cfg;
     char *path;
     struct event_base *base;
-    sched_t *s;
-    gate_t *g;             /* listener, connections, window, stop */
+    gate_t *g;             /* the scheduler's door, window, stop */
+    conns_t *cn;           /* the gate's listener and connections */
     blockdev_t *bd;
     nconn_t *dirty;        /* connections with replies to write */
     struct event *flush_ev;

@@ -87,7 +87,7 @@ static void on_budget(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
     nbdfront_t *f = arg;
-    for (gate_conn_t *l = gate_conns(f->g), *next; l; l = next) {
+    for (conns_conn_t *l = conns_first(f->cn), *next; l; l = next) {
         next = l->next;
         nconn_t *c = conn_of(l);
         if (c->budget_wait) {
@@ -304,7 +304,7 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     r->item.cost = cost_of(&f->cfg.cost, k->cost, q->length);
     r->ts.arrival = iolat_now(gate_iolat(f->g));
     f->st.requests++;
-    if (sched_enqueue(f->s, c->bucket, &r->item) < 0) {
+    if (gate_enqueue(f->g, c->bucket, &r->item) < 0) {
         iolat_refused(gate_iolat(f->g), c->bucket);
         req_finish(f, r, -EIO, 0);
     }
@@ -549,7 +549,7 @@ static int tls_step(nconn_t *c)
         conn_gone(c, 0);
         return -1;
     }
-    gate_conn_want_write(&c->sock, rc == 0 && nbdtls_wants_write(c->tls));
+    conns_want_write(&c->sock, rc == 0 && nbdtls_wants_write(c->tls));
     if (!c->reading) {
         c->reading = 1;
         event_add(c->sock.rev, NULL);
@@ -595,7 +595,7 @@ static int tls_start(nconn_t *c)
  * was freed (write error). */
 static int conn_flush(nconn_t *c)
 {
-    int rc = c->tls ? nbdtls_write(c->tls, &c->sock) : gate_conn_write(&c->sock);
+    int rc = c->tls ? nbdtls_write(c->tls, &c->sock) : conns_write(&c->sock);
     if (rc < 0) {
         conn_gone(c, -rc);
         return -1;
@@ -689,7 +689,7 @@ static void conn_free(nconn_t *c)
         nreq_t *r = c->reqs;
         req_unlink(r);
         if (r->state == RQ_QUEUED) {
-            sched_remove(f->s, &r->item);
+            gate_remove(f->g, &r->item);
             req_free(f, r);
         }
         /* in flight: now an orphan, freed by its completion */
@@ -703,7 +703,7 @@ static void conn_free(nconn_t *c)
     }
     evbuffer_free(c->in);
     nbdtls_sess_free(&c->tls);
-    gate_conn_close(f->g, &c->sock); /* its buffer frees the read buffers replies refer to */
+    conns_close(f->cn, &c->sock); /* its buffer frees the read buffers replies refer to */
     free(c);
 }
 
@@ -712,7 +712,7 @@ static void on_refuse(void *arg, evutil_socket_t fd)
 {
     (void)fd;
     nbdfront_t *f = arg;
-    log_warn("NBD connection refused (%d open%s)", gate_nconns(f->g),
+    log_warn("NBD connection refused (%d open%s)", conns_count(f->cn),
              gate_stopping(f->g) ? ", shutting down" : "");
 }
 
@@ -727,7 +727,7 @@ static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, 
         c->meta_bucket = -1;
         c->in = evbuffer_new();
     }
-    if (!c || !c->in || gate_conn_open(f->g, &c->sock, fd, on_readable, on_writable, c) < 0) {
+    if (!c || !c->in || conns_open(f->cn, &c->sock, fd, on_readable, on_writable, c) < 0) {
         if (c && c->in)
             evbuffer_free(c->in);
         free(c);
@@ -761,9 +761,9 @@ static void drain_one(sched_item_t *it, void *arg)
 static void on_stop(void *arg)
 {
     nbdfront_t *f = arg;
-    gate_conn_t *l = gate_conns(f->g);
+    conns_conn_t *l = conns_first(f->cn);
     while (l) {
-        gate_conn_t *next = l->next;
+        conns_conn_t *next = l->next;
         conn_update(conn_of(l));
         l = next;
     }
@@ -772,17 +772,31 @@ static void on_stop(void *arg)
 static int on_idle(void *arg)
 {
     nbdfront_t *f = arg;
-    return gate_conns(f->g) == NULL;
+    return conns_first(f->cn) == NULL;
 }
 
 /* ---- public ------------------------------------------------------------- */
 
-nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
-                         const nbdfront_config_t *cfg, int *err)
+void nbdfront_config_defaults(nbdfront_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    listener_parse("127.0.0.1:10809", &cfg->listen);
+    cfg->outstanding = 5;
+    cfg->max_conns = 4096;
+    cfg->max_queued = 256;
+    cfg->request_memory = 256u << 20;
+    cfg->inline_reads = 1;
+    cfg->store.export_size = 1ull << 30;
+    cfg->store.workers = 5;
+    cfg->store.max_exports = MAX_EXPORTS;
+    cfg->cost = COST_CONFIG_DEFAULT;
+}
+
+nbdfront_t *nbdfront_new(struct event_base *base, const nbdfront_config_t *cfg, int *err)
 {
     int rc = 0;
     nbdfront_t *f = NULL;
-    if (!base || !s || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
+    if (!base || !cfg || cfg->outstanding < 1 || cfg->max_conns < 1 ||
         cfg->max_queued < 1 || !cfg->store.path || (cfg->tls_mode != NBDTLS_OFF && !cfg->tls) ||
         cost_check(&cfg->cost) < 0) {
         rc = -EINVAL;
@@ -795,7 +809,6 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     }
     f->cfg = *cfg;
     f->base = base;
-    f->s = s;
     freelist_init(&f->reqs, sizeof(nreq_t), REQS_KEEP);
     f->path = strdup(cfg->store.path);
     if (!f->path) {
@@ -810,9 +823,10 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
                                        .accept = on_accept, .refuse = on_refuse};
     gate_config_t gc = {.tag = "NBD: ", .outstanding = cfg->outstanding,
                         .max_conns = cfg->max_conns, .max_buckets = f->cfg.store.max_exports,
-                        .defer = 0};
-    if (!(f->g = gate_new(base, s, &gc, &hooks, f, &rc)))
+                        .defer = 0, .policy = cfg->policy, .weighted = cfg->weighted};
+    if (!(f->g = gate_new(base, &gc, &hooks, f, &rc)))
         goto out;
+    f->cn = gate_conns(f->g);
     f->flush_ev = event_new(base, -1, 0, on_flush, f);
     f->budget_ev = event_new(base, -1, 0, on_budget, f);
     if (!f->flush_ev || !f->budget_ev) {
@@ -822,7 +836,7 @@ nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
     f->bd = blockdev_new(base, &f->cfg.store, on_done, f, &rc);
     if (!f->bd)
         goto out;
-    rc = gate_listen(f->g, &cfg->listen);
+    rc = conns_listen(f->cn, &cfg->listen);
 out:
     if (rc < 0) {
         nbdfront_destroy(&f);
@@ -840,8 +854,10 @@ gate_t *nbdfront_gate(nbdfront_t *f)
 
 void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *o)
 {
+    conns_stats_t cs;
+    conns_stats(f->cn, &cs);
     *o = f->st;
-    o->conns = gate_total_conns(f->g);
+    o->conns = cs.total;
     o->inflight = gate_inflight(f->g);
     o->inline_reads = f->inline_done;
 }
@@ -852,12 +868,10 @@ void nbdfront_destroy(nbdfront_t **fp)
         return;
     nbdfront_t *f = *fp;
     gate_close(f->g);
-    while (f->g && gate_conns(f->g))
-        conn_free(conn_of(gate_conns(f->g)));
+    while (f->g && conns_first(f->cn))
+        conn_free(conn_of(conns_first(f->cn)));
     blockdev_destroy(&f->bd); /* delivers the last completions: orphans freed */
-    if (f->s)
-        sched_drain(f->s, drain_one, f);
-    gate_destroy(&f->g);
+    gate_destroy(&f->g);      /* what is still queued goes to drain_one() */
     if (f->flush_ev)
         event_free(f->flush_ev);
     if (f->budget_ev)

@@ -17,8 +17,9 @@
  * negotiated NBD_OPT_STRUCTURED_REPLY.  Replies may leave in any order
  * (proto.md, "Transmission").
  *
- * The front dispatches from the scheduler it is given and must be its only
- * dispatcher: every item in it must be an NBD request.  Threads: an
+ * The front's gate creates the node's scheduler (cfg.policy, cfg.weighted)
+ * and the front is its only dispatcher: every item in it is an NBD
+ * request.  Threads: an
  * nbdfront_t belongs to the loop thread of its event_base; every function
  * here must be called there. */
 #ifndef BQOS_NBDFRONT_H
@@ -38,7 +39,7 @@ struct event_base;
 /* Settings; the strings are copied by nbdfront_new(). */
 typedef struct {
     listener_addr_t listen;    /* where clients connect (listener_parse());
-                                  port 0 picks a free one (gate_port()) */
+                                  port 0 picks a free one (conns_port()) */
     int outstanding;           /* max IOs at the backend, >= 1 */
     int max_conns;             /* connections beyond are closed at once */
     int max_queued;            /* per connection: reading pauses beyond */
@@ -54,6 +55,8 @@ typedef struct {
     cost_config_t cost;        /* what a request costs in units (cost.h):
                                   READ/WRITE by length, FLUSH and TRIM
                                   fixed, BLOCK_STATUS nothing */
+    sched_policy_t policy;     /* the scheduler's (gate_config_t) */
+    int weighted;              /* weighted round robin (bucket weights) */
 } nbdfront_config_t;
 
 /* Fills *cfg with the defaults: 127.0.0.1:10809, outstanding 5, 4096
@@ -64,16 +67,16 @@ void nbdfront_config_defaults(nbdfront_config_t *cfg);
 
 typedef struct nbdfront nbdfront_t;
 
-/* Opens the block backend, binds the listening socket and starts accepting.
- * `s` is borrowed (it must outlive the front) and from now on only the front
- * may dispatch from it.  Returns the front (caller owns it), or NULL and
+/* Creates the gate (and with it the node's scheduler, without buckets),
+ * opens the block backend, binds the listening socket and starts accepting.
+ * Returns the front (caller owns it), or NULL and
  * *err = -EINVAL (bad settings), -EADDRINUSE or another -errno from bind or
  * from the backend, -ENOMEM. */
-nbdfront_t *nbdfront_new(struct event_base *base, sched_t *s,
-                         const nbdfront_config_t *cfg, int *err);
+nbdfront_t *nbdfront_new(struct event_base *base, const nbdfront_config_t *cfg, int *err);
 
-/* The front's gate (owned by the front): its address and port, buckets
- * (= exports; gate_add_bucket() refuses beyond store.max_exports) and
+/* The front's gate (owned by the front): its connections (gate_conns():
+ * address, port), buckets (= exports; gate_bucket() makes none beyond
+ * store.max_exports) and
  * tokens (gate_set_tokens(), the token test hook's entry point),
  * gate_kick(), and the graceful stop, gate_shutdown(): the listener closes,
  * every queued request is answered ESHUTDOWN, in-flight IOs finish, every
@@ -93,7 +96,7 @@ void nbdfront_stats(const nbdfront_t *f, nbdfront_stats_t *out);
 
 /* Closes every connection, stops the backend (its last completions are
  * delivered here) and frees everything; sets *fp to NULL.  Accepts NULL.
- * The scheduler is left to its owner (queued items are removed). */
+ * The gate and its scheduler go with it. */
 void nbdfront_destroy(nbdfront_t **fp);
 
 #endif

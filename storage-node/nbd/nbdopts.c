@@ -14,12 +14,12 @@ static int find_export(nbdfront_t *f, const char *name, size_t len, uint64_t *si
         name = "default";
         len = 7;
     }
-    int b = sched_find_bucket(f->s, name, len);
+    int b = gate_bucket(f->g, name, len, 0);
     if (b < 0)
         return -ENOENT;
-    int rc = blockdev_export(f->bd, b, sched_bucket_name(f->s, b), size);
+    int rc = blockdev_export(f->bd, b, gate_bucket_name(f->g, b), size);
     if (rc < 0) {
-        log_warn("export '%s': %s", sched_bucket_name(f->s, b), strerror(-rc));
+        log_warn("export '%s': %s", gate_bucket_name(f->g, b), strerror(-rc));
         return rc;
     }
     return b;
@@ -31,16 +31,15 @@ static void enter_transmission(nconn_t *c, int b, uint64_t size)
     c->size = size;
     c->meta = c->meta_bucket >= 0 && c->meta_bucket == b;
     c->state = ST_TRANS;
-    log_debug("%s: export '%s' (%llu bytes)", c->peer, sched_bucket_name(c->f->s, b),
+    log_debug("%s: export '%s' (%llu bytes)", c->peer, gate_bucket_name(c->f->g, b),
               (unsigned long long)size);
 }
 
 static void opt_list(nconn_t *c, uint32_t opt)
 {
     nbdfront_t *f = c->f;
-    int n = sched_nbuckets(f->s);
-    for (int b = 0; b < n; b++) {
-        const char *name = sched_bucket_name(f->s, b);
+    const char *name;
+    for (int b = 0; (name = gate_bucket_name(f->g, b)); b++) {
         size_t nl = strlen(name);
         uint8_t buf[NBD_REP_HDR_LEN + 4 + 256];
         nbdf_out(c, buf, nbd_encode_rep_server(buf, opt, name, (uint32_t)nl));

@@ -389,7 +389,7 @@ ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask)
     return total ? (ssize_t)total : -EAGAIN;
 }
 
-int nbdtls_write(nbdtls_sess_t *s, gate_conn_t *c)
+int nbdtls_write(nbdtls_sess_t *s, conns_conn_t *c)
 {
     for (;;) {
         ssize_t r;
@@ -415,6 +415,6 @@ int nbdtls_write(nbdtls_sess_t *s, gate_conn_t *c)
         s->wpending = 0;
         evbuffer_drain(c->out, (size_t)r);
     }
-    gate_conn_want_write(c, s->wpending || evbuffer_get_length(c->out) > 0);
+    conns_want_write(c, s->wpending || evbuffer_get_length(c->out) > 0);
     return 0;
 }

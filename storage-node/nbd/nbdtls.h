@@ -19,7 +19,7 @@
 #include <sys/types.h>
 
 #include "common/jsonloc.h" /* errors: print with bucketfile_strerror() */
-#include "storage-node/io/gate.h"
+#include "storage-node/io/conns.h"
 
 struct evbuffer;
 
@@ -82,9 +82,9 @@ void nbdtls_describe(nbdtls_sess_t *s, char *buf, size_t n);
  * closed, or -ECONNRESET / -ENOMEM. */
 ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask);
 
-/* gate_conn_write() through the session: encrypts and writes what the
+/* conns_write() through the session: encrypts and writes what the
  * socket takes of c->out (records of up to 16 KiB), arming c->wev while
  * bytes are left.  Returns 0, or -errno for a broken socket or session. */
-int nbdtls_write(nbdtls_sess_t *s, gate_conn_t *c);
+int nbdtls_write(nbdtls_sess_t *s, conns_conn_t *c);
 
 #endif

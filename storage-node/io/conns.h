@@ -1,0 +1,147 @@
+/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the idle and per-address limits, and each connection's write buffer.
+ *
+ * A front's gate makes one conns_t (gate_conns(), gate.h) and passes it the
+ * front's accept and refuse hooks; the protocol (parsing, replies, what a
+ * connection holds) stays in the front, which embeds a conns_conn_t in its
+ * own connection struct.  Nothing here knows the scheduler.
+ *
+ * Threads: a conns_t, its listener, its events and every conns_conn_t in it
+ * belong to the loop thread of its event_base; every function here must be
+ * called there. */
+#ifndef BQOS_CONNS_H
+#define BQOS_CONNS_H
+
+#include <event2/event.h>
+#include <event2/util.h>
+#include <stdint.h>
+
+#include "storage-node/io/listener.h"
+
+struct event_base;
+struct sockaddr;
+
+/* The socket side of a front's connection: embed one in the front's
+ * connection struct (container_of to get back).  Set up by conns_open(),
+ * freed by conns_close(); loop thread. */
+typedef struct conns_conn {
+    struct conns_conn *prev, *next; /* the registry's list */
+    evutil_socket_t fd;
+    struct event *rev;             /* read event, persistent; the front arms
+                                      and disarms it (backpressure) */
+    struct event *wev;             /* write event, armed by conns_write()
+                                      only while the socket is full */
+    struct evbuffer *out;          /* replies not yet written */
+    int writing;                   /* wev is armed */
+    int held;                      /* the front's count of this connection's requests
+                                      queued, at the backend or unanswered (0 from
+                                      conns_open()); --idle-timeout spares c while
+                                      it is nonzero */
+    /* The registry's own (the front leaves them alone): */
+    event_callback_fn on_read;     /* the front's, called by the registry's read callback */
+    void *arg;
+    double last;                   /* mono_now() of the last read, or of the last idle
+                                      check that found the connection busy */
+    uint8_t peer[16];              /* client address (IPv4: first 4 bytes) ... */
+    int family;                    /* ... AF_INET or AF_INET6; 0: none (Unix socket) */
+} conns_conn_t;
+
+/* The front's side, called on the loop thread with `front` as given to
+ * conns_new(). */
+typedef struct {
+    /* A connection admitted (not stopped, below max_conns and the
+     * per-address cap); fd is the front's to close (conns_open() makes it
+     * the registry's). */
+    void (*accept)(void *front, evutil_socket_t fd, const struct sockaddr *sa, int salen);
+    /* A connection refused; the front may say why on fd (the registry
+     * closes it afterwards).  May be NULL. */
+    void (*refuse)(void *front, evutil_socket_t fd);
+} conns_hooks_t;
+
+typedef struct {
+    const char *tag;     /* prefix of the log lines ("" or "NBD: "), borrowed for
+                            the registry's life; NULL: "" */
+    int max_conns;       /* connections beyond are refused, >= 1 */
+} conns_config_t;
+
+typedef struct conns conns_t;
+
+/* Makes an empty registry.  Does not listen yet (conns_listen()).  Returns
+ * it (the caller owns it: conns_destroy()), or NULL and *err = -EINVAL (bad
+ * settings, hooks->accept NULL) or -ENOMEM. */
+conns_t *conns_new(struct event_base *base, const conns_config_t *cfg, const conns_hooks_t *hooks,
+                   void *front, int *err);
+
+/* Binds the listening socket; from the next pass of the loop, connections
+ * reach hooks->accept.  Returns 0, -EINVAL (already listening), or -errno
+ * as listener_new(). */
+int conns_listen(conns_t *cn, const listener_addr_t *addr);
+
+/* The TCP port listened on (0 on a Unix socket or before conns_listen()). */
+unsigned conns_port(const conns_t *cn);
+
+/* Where clients connect, "ADDR:PORT" or "unix:PATH" (owned by cn; "" before
+ * conns_listen()). */
+const char *conns_address(const conns_t *cn);
+
+/* Sets up c for the accepted socket fd (from hooks->accept): a read event
+ * (armed) calling on_read(fd, what, arg), a write event calling on_write,
+ * an empty output buffer; lists c (counted open and, for good, in the
+ * total).  Returns 0, or -ENOMEM with nothing made and c not listed (fd is
+ * still the caller's to close). */
+int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_fn on_read,
+               event_callback_fn on_write, void *arg);
+
+/* Writes what the socket takes of c->out; arms the write event while
+ * bytes are left, disarms it once all is written.  Returns 0 (written, or
+ * the socket is full), or -errno for a broken socket. */
+int conns_write(conns_conn_t *c);
+
+/* Arms c's write event (on) or disarms it, and sets c->writing: for a
+ * front that writes c->out by other means (TLS, nbdtls.h). */
+void conns_want_write(conns_conn_t *c, int on);
+
+/* Unlists c, frees its events and output buffer and closes its socket;
+ * resumes accepting if out of descriptors had paused it
+ * (listener_resume()), unless stopped. */
+void conns_close(conns_t *cn, conns_conn_t *c);
+
+/* The first listed connection (then c->next), or NULL.  The list may be
+ * walked while closing the connection at hand (take c->next first). */
+conns_conn_t *conns_first(conns_t *cn);
+
+/* Connections open now (listed). */
+int conns_count(const conns_t *cn);
+
+/* Connection limits beyond max_conns (--idle-timeout,
+ * --max-conns-per-ip).  idle_sec > 0: a connection that read nothing for
+ * idle_sec seconds (checked every min(1, idle_sec / 4) s), with held 0,
+ * nothing unsent and its read event armed, is shut down (shutdown(2), both
+ * ways): the front reads EOF and closes it as a client gone, with nothing
+ * to lose.  Only for a front that keeps c->held; 0: never.  per_ip > 0: a
+ * TCP connection from an address that already has per_ip open is refused
+ * (hooks->refuse); 0: no cap (Unix-socket connections are never capped).
+ * Returns 0, or -EINVAL (negative values) or -ENOMEM. */
+int conns_set_limits(conns_t *cn, double idle_sec, int per_ip);
+
+/* Counts for stats: connections open now and accepted in all; closed
+ * idle, refused by the per-address cap, and accept pauses for want of
+ * descriptors (listener_pauses()). */
+typedef struct {
+    int open;
+    uint64_t total;
+    uint64_t idle_closed, refused_per_ip, accept_pauses;
+} conns_stats_t;
+void conns_stats(const conns_t *cn, conns_stats_t *out);
+
+/* Stops accepting for good (every later connection is refused, idle checks
+ * end): with `close_listener` 0 the listening socket is only disabled (it
+ * stays bound until conns_destroy(); the graceful stop), with 1 it is
+ * closed now (teardown).  Connections already open are not touched.
+ * Idempotent. */
+void conns_stop(conns_t *cn, int close_listener);
+
+/* Frees the registry (listener, events); sets *cnp to NULL.  Accepts NULL.
+ * Connections still listed are the front's to close first. */
+void conns_destroy(conns_t **cnp);
+
+#endif

@@ -1,0 +1,331 @@
+/* test_conns.c - Check suite for storage-node/io/conns: the listener and the registry (admit, refuse beyond max_conns, write, close), accept pauses out of descriptors, the per-address cap, the idle timeout, the stop. */
+#include <check.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "storage-node/io/conns.h"
+#include "tests/testlib.h"
+
+/* A fake front: counts the hook calls. */
+typedef struct {
+    conns_t *cn;
+    int accepted, refused;
+    evutil_socket_t last_fd;
+    conns_conn_t *conns; /* non-NULL: f_accept() opens conns[nopen++] */
+    int nopen;
+} fake_t;
+
+static void drain_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    char buf[64];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    (void)n;
+}
+
+static void f_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
+{
+    (void)sa;
+    (void)salen;
+    fake_t *f = arg;
+    f->accepted++;
+    f->last_fd = fd;
+    if (f->conns)
+        ck_assert_int_eq(conns_open(f->cn, &f->conns[f->nopen++], fd, drain_read, drain_read,
+                                    NULL), 0);
+}
+
+static void f_refuse(void *arg, evutil_socket_t fd)
+{
+    (void)fd;
+    ((fake_t *)arg)->refused++;
+}
+
+static const conns_hooks_t hooks = {f_accept, f_refuse};
+
+static struct event_base *base;
+static fake_t fk;
+
+/* A registry of at most max_conns connections. */
+static conns_t *make(int max_conns)
+{
+    conns_config_t cc = {"test: ", max_conns};
+    int err = 0;
+    conns_t *cn = conns_new(base, &cc, &hooks, &fk, &err);
+    ck_assert_msg(cn != NULL, "conns_new: %s", strerror(-err));
+    fk.cn = cn;
+    return cn;
+}
+
+static void setup(void)
+{
+    bqos_log_init("test_conns", BQOS_LOG_ERROR);
+    memset(&fk, 0, sizeof fk);
+    base = event_base_new();
+    ck_assert_ptr_nonnull(base);
+}
+
+static void teardown(void)
+{
+    conns_destroy(&fk.cn);
+    event_base_free(base);
+}
+
+START_TEST(test_conns_bad_settings)
+{
+    conns_config_t cc = {"", 0};
+    int err = 0;
+    ck_assert_ptr_null(conns_new(base, &cc, &hooks, &fk, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    cc.max_conns = 1;
+    conns_hooks_t h = {NULL, f_refuse};
+    err = 0;
+    ck_assert_ptr_null(conns_new(base, &cc, &h, &fk, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    conns_t *cn = make(1);
+    ck_assert_uint_eq(conns_port(cn), 0); /* not listening yet */
+    ck_assert_str_eq(conns_address(cn), "");
+}
+END_TEST
+
+/* A client connected to 127.0.0.1:port from 127.0.0.`from` (0: any). */
+static int connect_from(unsigned port, int from)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    if (from) {
+        struct sockaddr_in b = {.sin_family = AF_INET,
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + (unsigned)from)};
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof b), 0);
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+static int connect_to(unsigned port)
+{
+    return connect_from(port, 0);
+}
+
+
+
+static void nothing(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+/* Makes g listen on a free loopback port. */
+static void listen_any(conns_t *cn)
+{
+    listener_addr_t la;
+    ck_assert_int_eq(listener_parse("127.0.0.1:0", &la), 0);
+    ck_assert_int_eq(conns_listen(cn, &la), 0);
+}
+
+/* Runs the loop for `sec` seconds (or until *until >= want, if until is
+ * set); returns how many loop iterations ran. */
+static long run_for(double sec, const int *until, int want)
+{
+    long n = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct event *wake = event_new(base, -1, EV_PERSIST, nothing, NULL);
+    struct timeval tv = {0, 10000};
+    event_add(wake, &tv); /* the loop never blocks longer than 10 ms */
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= sec ||
+            (until && *until >= want))
+            break;
+        event_base_loop(base, EVLOOP_ONCE);
+        n++;
+    }
+    event_free(wake);
+    return n;
+}
+
+/* Connections below max_conns reach the front, the next one is refused;
+ * conns_write() sends the output buffer; closing unlists. */
+START_TEST(test_conns_connections)
+{
+    conns_t *cn = make(1);
+    listen_any(cn);
+    ck_assert_uint_gt(conns_port(cn), 0);
+    ck_assert(strncmp(conns_address(cn), "127.0.0.1:", 10) == 0);
+    int c1 = connect_to(conns_port(cn));
+    while (fk.accepted == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    conns_conn_t gc = {0};
+    ck_assert_int_eq(conns_open(cn, &gc, fk.last_fd, nothing, nothing, NULL), 0);
+    ck_assert_int_eq(conns_count(cn), 1);
+    ck_assert_ptr_eq(conns_first(cn), &gc);
+    int c2 = connect_to(conns_port(cn));
+    while (fk.refused == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    char buf[8];
+    ck_assert_int_eq(recv(c2, buf, sizeof buf, 0), 0); /* closed by the registry */
+    evbuffer_add(gc.out, "hello", 5);
+    ck_assert_int_eq(conns_write(&gc), 0);
+    ck_assert_int_eq(gc.writing, 0);
+    ck_assert_int_eq(recv(c1, buf, sizeof buf, 0), 5);
+    ck_assert(memcmp(buf, "hello", 5) == 0);
+    conns_close(cn, &gc);
+    ck_assert_int_eq(conns_count(cn), 0);
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_int_eq(cs.open, 0);
+    ck_assert_uint_eq(cs.total, 1);
+    ck_assert_int_eq(recv(c1, buf, sizeof buf, 0), 0);
+    close(c1);
+    close(c2);
+}
+END_TEST
+
+/* Defect 7: out of file descriptors, accepting pauses instead of spinning
+ * (few loop iterations, few accept errors in 200 ms) and resumes once a
+ * connection closes. */
+START_TEST(test_conns_emfile_no_spin)
+{
+    conns_t *cn = make(100);
+    listen_any(cn);
+    conns_conn_t gc[2];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int cl[3];
+    for (int i = 0; i < 3; i++)
+        cl[i] = connect_to(conns_port(cn));
+    int m = dup(0); /* the lowest free descriptor: the only one left below */
+    ck_assert_int_ge(m, 0);
+    close(m);
+    struct rlimit old, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)m + 1;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    long iters = run_for(0.2, NULL, 0);
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_int_eq(fk.accepted, 1);
+    ck_assert_msg(iters < 100, "loop spun: %ld iterations in 200 ms", iters);
+    ck_assert_msg(cs.accept_pauses >= 1 && cs.accept_pauses <= 5, "%llu accept pauses",
+                  (unsigned long long)cs.accept_pauses);
+    conns_close(cn, &gc[0]); /* a descriptor frees: accepting resumes */
+    run_for(2.0, &fk.accepted, 2);
+    ck_assert_int_eq(fk.accepted, 2);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    conns_close(cn, &gc[1]);
+    for (int i = 0; i < 3; i++)
+        close(cl[i]);
+}
+END_TEST
+
+/* Defect 9: --max-conns-per-ip refuses an address's connection beyond the
+ * cap, not another address's. */
+START_TEST(test_conns_per_ip_cap)
+{
+    conns_t *cn = make(10);
+    ck_assert_int_eq(conns_set_limits(cn, 0, 1), 0);
+    listen_any(cn);
+    conns_conn_t gc[2];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int c1 = connect_from(conns_port(cn), 1);
+    run_for(2.0, &fk.accepted, 1);
+    int c2 = connect_from(conns_port(cn), 1);
+    run_for(2.0, &fk.refused, 1);
+    int c3 = connect_from(conns_port(cn), 2);
+    run_for(2.0, &fk.accepted, 2);
+    ck_assert_int_eq(fk.accepted, 2);
+    ck_assert_int_eq(fk.refused, 1);
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_uint_eq(cs.refused_per_ip, 1);
+    char b;
+    ck_assert_int_eq(recv(c2, &b, 1, 0), 0); /* closed */
+    conns_close(cn, &gc[0]);
+    conns_close(cn, &gc[1]);
+    close(c1);
+    close(c2);
+    close(c3);
+}
+END_TEST
+
+/* Defect 9: --idle-timeout shuts a connection that read nothing for the
+ * timeout, never one that holds a request, and reads keep it open. */
+START_TEST(test_conns_idle_timeout)
+{
+    conns_t *cn = make(10);
+    ck_assert_int_eq(conns_set_limits(cn, -1, 0), -EINVAL);
+    ck_assert_int_eq(conns_set_limits(cn, 0.2, 0), 0);
+    listen_any(cn);
+    conns_conn_t gc[1];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int c = connect_to(conns_port(cn));
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    for (int i = 0; i < 12; i++) { /* 0.6 s of a byte every 50 ms */
+        ck_assert_int_eq(send(c, "x", 1, 0), 1);
+        run_for(0.05, NULL, 0);
+    }
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_uint_eq(cs.idle_closed, 0);
+    gc[0].held = 1; /* a request queued: never idle */
+    run_for(0.6, NULL, 0);
+    conns_stats(cn, &cs);
+    ck_assert_uint_eq(cs.idle_closed, 0);
+    gc[0].held = 0;
+    for (int i = 0; i < 200 && cs.idle_closed == 0; i++) {
+        run_for(0.01, NULL, 0);
+        conns_stats(cn, &cs);
+    }
+    ck_assert_uint_eq(cs.idle_closed, 1);
+    char b;
+    ck_assert_int_eq(recv(c, &b, 1, 0), 0); /* shut down: EOF for the client */
+    conns_close(cn, &gc[0]);
+    close(c);
+}
+END_TEST
+
+/* After conns_stop() every connection is refused; with close_listener the
+ * socket is gone. */
+START_TEST(test_conns_stop)
+{
+    conns_t *cn = make(10);
+    listen_any(cn);
+    unsigned port = conns_port(cn);
+    conns_stop(cn, 0);
+    conns_stop(cn, 0); /* idempotent */
+    ck_assert_uint_eq(conns_port(cn), port); /* still bound: clients wait */
+    conns_stop(cn, 1);
+    ck_assert_uint_eq(conns_port(cn), 0);
+    ck_assert_str_eq(conns_address(cn), "");
+    conns_stop(NULL, 1);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {test_conns_bad_settings, test_conns_connections,
+                                  test_conns_emfile_no_spin, test_conns_per_ip_cap,
+                                  test_conns_idle_timeout, test_conns_stop};
+    const testlib_case_t c = {.name = "conns", .setup = setup, .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+}
