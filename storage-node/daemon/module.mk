@@ -13,5 +13,6 @@ bqos-nbd-node_SRCS = $(bqos-node_SRCS)
 bqos-nbd-node_LIBS = $(bqos-node_LIBS)
 
 $(call check_suite,test_nodeconf,nodedaemon nodecore common)
+$(call check_suite,test_nodeargs,nodedaemon nodemc nodenbd nodeio nodecore common)
 $(call check_suite,test_ctlclient,nodedaemon nodecore protozmq proto curvekey common)
 ITESTS += tests/it/it_ctlclient.sh

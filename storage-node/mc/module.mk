@@ -6,6 +6,9 @@ nodemc_SRCS = storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/m
 
 $(call check_suite,test_mcproto,nodemc nodeio nodecore common)
 $(call check_suite,test_backend,nodemc nodeio nodecore common)
+$(call check_suite,test_keyorder,nodemc)
+$(call check_suite,test_front,nodemc nodeio nodecore common)
+$(call check_suite,test_replybudget,nodemc)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh
