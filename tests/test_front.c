@@ -15,6 +15,7 @@
 
 #include "common/mono.h"
 #include "common/version.h"
+#include "storage-node/io/conns.h"
 #include "storage-node/io/gate.h"
 #include "storage-node/mc/front.h"
 #include "tests/testlib.h"
@@ -322,7 +323,7 @@ static int fx_open(const fx_opts_t *o)
     x.f = front_new(x.base, &cfg, &err);
     ck_assert_msg(x.f != NULL, "front_new: %s", strerror(-err));
     x.g = front_gate(x.f);
-    x.port = gate_port(x.g);
+    x.port = conns_port(gate_conns(x.g));
     x.fd = fx_client();
     return x.fd;
 }
