@@ -349,7 +349,11 @@ START_TEST(test_nodeargs_block_ignores_memcached_options)
     ck_assert_int_eq(PARSE("bqos-nbd-node", "--disable-flush-all"), -1);
     ck_assert_str_eq(err, "");
     ck_assert_int_eq(a.no_flush, 0);
-    ck_assert_int_ne(a.ignored, 0);
+    ck_assert_int_eq(a.ignored, 1);
+    /* a flag adds to the count like any other ignored option */
+    ck_assert_int_eq(PARSE("bqos-nbd-node", "--batch", "9", "--disable-flush-all", "--separator", "x"),
+                     -1);
+    ck_assert_int_eq(a.ignored, 3);
 }
 END_TEST
 

@@ -509,6 +509,7 @@ int nodeargs_parse(int argc, char **argv, args_t *a)
     node_row_t rows[NROWS];
     opts_row_t p[NROWS];
     int refused[NROWS] = {0};
+    int flagged[NROWS] = {0}; /* an ignored flag's own target: opts sets it to 1 */
     option_rows(a, rows);
     /* The rows opts_parse() gets: this kind's as they are; the other
      * kind's ignored (memcached-only ones, all with an argument, on a block
@@ -519,9 +520,11 @@ int nodeargs_parse(int argc, char **argv, args_t *a)
         p[i] = rows[i].o;
         if (rows[i].modes & mode)
             continue;
-        if (a->block)
+        if (a->block && p[i].type == OPTS_FLAG)
+            p[i] = (opts_row_t){.name = p[i].name, .target = &flagged[i], .type = OPTS_FLAG};
+        else if (a->block)
             p[i] = (opts_row_t){.name = p[i].name, .target = &a->ignored, .func = count_ignored,
-                                .type = p[i].type == OPTS_FLAG ? OPTS_FLAG : OPTS_FUNC};
+                                .type = OPTS_FUNC};
         else
             p[i] = (opts_row_t){.name = p[i].name,
                                 .type = p[i].type == OPTS_FLAG ? OPTS_FLAG : OPTS_STRING,
@@ -533,6 +536,8 @@ int nodeargs_parse(int argc, char **argv, args_t *a)
         return 1;
     if (rc < 0)
         return 2;
+    for (size_t i = 0; i < NROWS; i++)
+        a->ignored += flagged[i];
     if (a->help) {
         if (a->block)
             usage_block(stdout, a->prog, rows);
