@@ -266,6 +266,13 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
 
 /* ---- receiving ----------------------------------------------------------- */
 
+/* A registered node said which epoch it obeys (hello, report). */
+static void note_follows(nodes_t *ns, const proto_msg_t *m)
+{
+    if (m->follows > ns->follows)
+        ns->follows = m->follows;
+}
+
 /* Nonzero if the message in hand comes from the process registered as
  * `node` (a node that gave no instance matches any routing id of its
  * name). */
@@ -345,6 +352,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, code, text);
         return;
     }
+    note_follows(ns, m);
     nodes_peer_t *p = peer_at(ns, node);
     if (p)
         p->last_msg = now;
@@ -485,6 +493,7 @@ void nodes_drain(nodes_t *ns)
         double t1 = mono_now();
         switch (m->type) {
         case PROTO_REPORT:
+            note_follows(ns, m);
             note_clock(ns, m, node, now);
             on_report(ns, m, node, now);
             break;
