@@ -199,8 +199,8 @@ double leader_next(const leader_t *ld);
  * error. */
 int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now);
 
-/* Notes that an authenticated, registered node obeys `epoch` (its hello
- * or report said so): the next poll leads above it if we lead, or a later
+/* Notes that an authenticated node obeys `epoch` (its hello or report
+ * said so): the next poll leads above it if we lead, or a later
  * win does.  Values above LEADER_EPOCH_MAX are ignored. */
 void leader_note_follows(leader_t *ld, uint64_t epoch);
 

@@ -266,7 +266,10 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
 
 /* ---- receiving ----------------------------------------------------------- */
 
-/* A registered node said which epoch it obeys (hello, report). */
+/* A node said which epoch it obeys (hello, report).  Taken from any
+ * sender that passed authentication, registered or not: a fresh leader of
+ * an emptied etcd must hear nodes it does not know yet, which ignore its
+ * unknown_node answers while its epoch is below theirs. */
 static void note_follows(nodes_t *ns, const proto_msg_t *m)
 {
     if (m->follows > ns->follows)
@@ -352,7 +355,6 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, code, text);
         return;
     }
-    note_follows(ns, m);
     nodes_peer_t *p = peer_at(ns, node);
     if (p)
         p->last_msg = now;
@@ -465,6 +467,7 @@ void nodes_drain(nodes_t *ns)
         proto_msg_t *m = &ns->in;
         if (auth_node(ns->auth, &peer, m->node) < 0)
             continue; /* counted and logged; no answer: it learns nothing */
+        note_follows(ns, m);
         if (rc == PROTO_RECV_UNKNOWN) {
             if (m->type != PROTO_GOODBYE &&
                 send_error(ns, m->node, "unknown_node", "say hello first") == -EPERM)
@@ -493,7 +496,6 @@ void nodes_drain(nodes_t *ns)
         double t1 = mono_now();
         switch (m->type) {
         case PROTO_REPORT:
-            note_follows(ns, m);
             note_clock(ns, m, node, now);
             on_report(ns, m, node, now);
             break;

@@ -7,13 +7,17 @@
 # through both nodes.  etcd's revision is first moved past 60, so that the
 # leader's epoch is well above what an empty etcd starts from.  Then etcd
 # is stopped, its data directory wiped and it is started again (revisions
-# from 1 again).  Required (docs/controller.md "Epochs"):
+# from 1 again).  Then everything is restarted: both controllers killed,
+# etcd wiped again and one controller started afresh, knowing no epoch.
+# Required (docs/controller.md "Epochs"):
 #   - within WIPE_BOUND s of etcd's restart both nodes follow a leader
 #     (state "following", its epoch above every epoch before the wipe);
 #   - `bqos-ctl set red --limit 100` after the wipe is acknowledged and
 #     applied at the nodes: red's IOs per node period, summed over both
 #     nodes, <= 1.05 x 100 from the second period after the set;
 #   - in every period before, <= 1.05 x 200.
+#   - after the restart of everything, within WIPE_BOUND s of the fresh
+#     controller's start both nodes follow it, above their epoch before.
 # On the code before the fix the nodes ignore the new leader (its epoch,
 # the new etcd's create_revision, is below theirs): they stay in static
 # fallback at the old grant, and the set is acknowledged but never applied.
@@ -56,12 +60,15 @@ cp "$T/b1.json" "$T/b2.json"
 next_port; L1=$PORT; next_port; A1=$PORT; next_port; L2=$PORT; next_port; A2=$PORT
 LS1="tcp://127.0.0.1:$L1"; AD1="tcp://127.0.0.1:$A1"
 LS2="tcp://127.0.0.1:$L2"; AD2="tcp://127.0.0.1:$A2"
-for i in 1 2; do
-  eval "ls=\$LS$i ad=\$AD$i"
-  spawn "$T/c$i.log" "$BIN/bqos-controller" --buckets "$T/b$i.json" --listen "$ls" --admin "$ad" \
-    --period 1s --intervals "$K" --etcd "$ETCD" --id "c$i" --cluster it --lease-ttl 2 \
-    --etcd-timeout 250ms --log-level debug
-done
+ctl_start() { # ctl_start I: controller cI
+  eval "ls=\$LS$1 ad=\$AD$1"
+  spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" --listen "$ls" \
+    --admin "$ad" --period 1s --intervals "$K" --etcd "$ETCD" --id "c$1" --cluster it \
+    --lease-ttl 2 --etcd-timeout 250ms --log-level debug
+  eval "PID$1=\$SPAWNED"
+}
+ctl_start 1
+ctl_start 2
 ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
 status() { # status I FIELD: a field of cI's status
   eval "ad=\$AD$1"
@@ -105,18 +112,23 @@ for i in 1 2; do
 done
 sleep 4
 
-# The wipe: etcd stopped, its data gone, started again empty.
+# 1. The wipe: etcd stopped, its data gone, started again empty.
 EB=$(status "$(leader_now)" epoch)
 [ "${EB:-0}" -gt "$E0" ] || EB=$E0
 stop_pid "$ETCD_PID"
 rm -rf "${ED:?}"/*
 etcd_start
 W0=$(date +%s.%N)
-# (by the clock: each try asks both nodes, which takes a while)
-until follows 1 $((EB + 1)) && follows 2 $((EB + 1)); do
-  [ "$(echo "$W0 $(date +%s.%N)" | awk -v b="$WIPE_BOUND" '{ print ($2 - $1 > b) }')" = 1 ] && break
-  sleep 0.1
-done
+# wait_follow E: until both nodes follow an epoch above E, at most
+# WIPE_BOUND s from W0 (by the clock: each try asks both nodes, which
+# takes a while)
+wait_follow() {
+  until follows 1 $(($1 + 1)) && follows 2 $(($1 + 1)); do
+    [ "$(echo "$W0 $(date +%s.%N)" | awk -v b="$WIPE_BOUND" '{ print ($2 - $1 > b) }')" = 1 ] && break
+    sleep 0.1
+  done
+}
+wait_follow "$EB"
 W1=$(date +%s.%N)
 L=$(leader_now)
 E1=$(status "${L:-1}" epoch)
@@ -149,5 +161,25 @@ check "the set is applied at the nodes: red <= 1.05 x 100 in every period after 
   '[ $(echo $AFTER | wc -w) -ge 3 ] && [ "$(echo $AFTER | tr " " "\n" | awk "\$1 > 105" | wc -l)" = 0 ]'
 check "and red is served after the set (a period >= 80)" \
   '[ "$(echo $AFTER | tr " " "\n" | awk "\$1 >= 80" | wc -l)" -ge 1 ]'
+
+# 2. Everything restarted: both controllers killed, etcd wiped, one
+#    controller started afresh.  It knows no epoch and no node, wins the
+#    empty etcd near revision 2, and the nodes ignore its unknown_node
+#    answers (their epoch is above its own): it must learn their epoch from
+#    their reports and lead above it.
+EB=$(nstat 1 bqos_ctl_epoch)
+kill -9 "$PID1" "$PID2" 2>/dev/null
+stop_pid "$ETCD_PID"
+rm -rf "${ED:?}"/*
+etcd_start
+ctl_start 1
+W0=$(date +%s.%N)
+wait_follow "${EB:-0}"
+W1=$(date +%s.%N)
+echo "# all restarted: c1 afresh at epoch $(status 1 epoch) (floor raises" \
+  "$(jget "$T/st1.json" "d['ha']['floor_raises']")); nodes at epochs $(nstat 1 bqos_ctl_epoch) and" \
+  "$(nstat 2 bqos_ctl_epoch) (before: $EB), $(echo "$W0 $W1" | awk '{ printf "%.1f", $2 - $1 }') s after its start"
+check "a fresh controller on a wiped etcd: within $WIPE_BOUND s both nodes follow it above epoch $EB" \
+  'follows 1 $((EB + 1)) && follows 2 $((EB + 1)) && [ "$(nstat 1 bqos_ctl_epoch)" = "$(status 1 epoch)" ]'
 
 it_end 'for f in "$T"/c*.log "$T"/node*.log; do echo "== $f"; grep -E "epoch|leading|floor|fall" "$f" | tail -15; done'
