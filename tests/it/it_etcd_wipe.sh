@@ -92,7 +92,10 @@ done
 # nstat I NAME: node sI's `stats` value NAME
 nstat() { eval "np=\$NP$1"; mc_ask "$np" 'stats\r\n' 2 | tr '|' '\n' | awk -v k="$2" '$2 == k { print $3 }'; }
 # follows I E: node sI follows a leader at epoch >= E
-follows() { [ "$(nstat "$1" bqos_ctl_state)" = following ] && [ "$(nstat "$1" bqos_ctl_epoch)" -ge "$2" ]; }
+follows() {
+  [ "$(nstat "$1" bqos_ctl_state)" = following ] && fe=$(nstat "$1" bqos_ctl_epoch) &&
+    [ "${fe:-0}" -ge "$2" ]
+}
 wait_for 'follows 1 "$E0" && follows 2 "$E0"' 10
 check "both nodes follow the leader (epoch $E0)" 'follows 1 "$E0" && follows 2 "$E0"'
 
