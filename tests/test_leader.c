@@ -643,6 +643,48 @@ START_TEST(test_leader_wipe_floor)
 }
 END_TEST
 
+/* A deep copy of f's keys, leases and revision (an etcd backup). */
+static void f_copy(fstore_t *dst, const fstore_t *src)
+{
+    *dst = *src;
+    for (int k = 0; k < NKEYS; k++)
+        if (src->keys[k].value) {
+            dst->keys[k].value = malloc(src->keys[k].len + 1);
+            memcpy(dst->keys[k].value, src->keys[k].value, src->keys[k].len + 1);
+        }
+}
+
+/* etcd restored from a backup taken while a led: revisions go back to the
+ * backup's, the leader key in it is a's (its lease long expired).  b, which
+ * led since at a higher epoch that the nodes obey, wins the restored etcd
+ * at a lower revision and leads above what the nodes obey. */
+START_TEST(test_leader_restored_backup)
+{
+    two_t w;
+    two_start(&w, 0.05, NULL, NULL);
+    fstore_t backup;
+    f_copy(&backup, &w.f);
+    run_two(&w, 0.1, 1.0, 1, 1);
+    for (int i = 0; i < 40; i++) /* other writes move the revision */
+        ck_assert_int_eq(leader_write_buckets(&w.a.ld, "{}", 2, 1.0), 0);
+    run_two(&w, 1.0, 2.5, 0, 1); /* a dies: b leads */
+    ck_assert(w.b.ld.leading);
+    uint64_t eb = w.b.ld.epoch;
+    ck_assert_uint_gt(eb, 40);
+    leader_note_follows(&w.b.ld, eb);
+    f_clear(&w.f);
+    backup.now = w.f.now;
+    w.f = backup; /* restored: keys, leases and revision of time 0.05 */
+    run_two(&w, 2.5, 4.0, 0, 1);
+    ck_assert(w.b.ld.leading);
+    ck_assert_int_lt(w.b.ld.lead_rev, 40);
+    ck_assert_uint_gt(w.b.ld.epoch, eb);
+    ck_assert_uint_eq(w.b.ld.raises, 1);
+    ck_assert_uint_eq(w.b.role_epoch, w.b.ld.epoch);
+    two_end(&w);
+}
+END_TEST
+
 /* A leader that won knowing nothing (a fresh process on an emptied etcd)
  * leads at a low epoch; when a node reports a higher one, its next poll
  * raises its floor above it and tells the loop its new epoch, while its
@@ -785,7 +827,7 @@ int main(void)
                                   test_leader_heartbeat_late, test_leader_heartbeat_none,
                                   test_leader_heartbeat_race,
                                   test_leader_wipe_floor, test_leader_floor_raised_while_leading,
-                                  test_leader_deposed_cannot_raise,
+                                  test_leader_deposed_cannot_raise, test_leader_restored_backup,
                                   test_leader_bad_config, test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);
