@@ -193,6 +193,9 @@ typedef struct {
  *   hello: instance (optional, 1..2^53: the node process's random id)
  *   welcome, tokens, heartbeat, error: epoch (optional, > 0: the sending
  *             controller's leadership epoch)
+ *   hello, report: follows (optional, 1..2^53: the leadership epoch the
+ *             node obeys; a controller leads above the highest it hears,
+ *             docs/controller.md "Epochs")
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -215,6 +218,10 @@ typedef struct {
      * controller takes over (etcd election); 0 = none (a lone controller).
      * A node obeys only the highest epoch it has seen. */
     uint64_t epoch;
+    /* hello, report (node -> controller), optional: the highest epoch the
+     * node has obeyed (0 = none, or not said), so that a controller whose
+     * etcd lost its data leads above it (wire key "follows"). */
+    uint64_t follows;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */

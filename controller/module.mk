@@ -56,3 +56,4 @@ ITESTS += tests/it/it_hostile_ctrl.sh
 # bqos-ctl history, watch and the status reasons; --log-format json
 ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
+ITESTS += tests/it/it_etcd_wipe.sh

@@ -1139,6 +1139,53 @@ START_TEST(test_agent_epoch_fencing)
 }
 END_TEST
 
+/* The epoch the node obeys rides on its hello and reports ("follows", for
+ * a controller whose etcd lost its data to lead above).  When the leader
+ * raises its own epoch (it learned a higher one from a node), the node
+ * adopts it like a new leader's: it asks for the table again (hello) and
+ * keeps the tokens it holds meanwhile, neither reset nor applied twice; the
+ * next tokens are net of what it served since its report, so the IOs
+ * served on the old epoch's grant are not granted again; the old epoch is
+ * stale from then on, from the same controller too. */
+START_TEST(test_agent_follows_raised_epoch)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    proto_msg_t m;
+    ck_assert_int_eq(agent_hello(f.a, T0, &m), 0);
+    ck_assert_uint_eq(m.follows, 0); /* obeys nobody yet */
+    welcome_from(&f, T0, 5, 0);
+    proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    tokens_from(&f, 0, T0 + 0.05, r10, 1, 5, 0, 7, 0);
+    arrive(&f, 0, 6);
+    serve(&f, 4);
+    expect_tokens(&f, __LINE__, 0, 6, 20);
+    proto_msg_t rep;
+    proto_msg_init(&rep);
+    ck_assert_int_eq(agent_report(f.a, T0 + 0.1, &rep), 0);
+    ck_assert_uint_eq(rep.follows, 5);
+    /* the leader raises its epoch to 9: its tokens without names cannot be
+     * mapped yet; the node says hello and keeps its 6 + 20 */
+    proto_tokens_rec_t r6[] = {{.bucket = 1, .r_tokens = 6, .l_tokens = 20}};
+    ck_assert_int_eq(tokens_from(&f, 0, T0 + 0.15, r6, 1, 9, 0, 7, 0), AGENT_SEND_HELLO);
+    expect_tokens(&f, __LINE__, 0, 6, 20);
+    expect_stats(&f, __LINE__, (stats_want_t){.epoch = W(9), .leader = W(0)});
+    ck_assert_int_eq(agent_hello(f.a, T0 + 0.15, &m), 0);
+    ck_assert_uint_eq(m.follows, 9);
+    serve(&f, 2); /* on the old grant, after the report */
+    welcome_from(&f, T0 + 0.2, 9, 0);
+    tokens_from(&f, 0, T0 + 0.25, r6, 1, 9, 0, 7, 0); /* counted from the report */
+    expect_tokens(&f, __LINE__, 0, 4, 20);            /* 6 less the 2 served since */
+    /* the old epoch, even from the same controller: stale */
+    tokens_from(&f, 0, T0 + 0.3, r10, 1, 5, 0, 7, 1);
+    expect_tokens(&f, __LINE__, 0, 4, 20);
+    ck_assert_int_eq(agent_report(f.a, T0 + 0.35, &rep), 0);
+    ck_assert_uint_eq(rep.follows, 9);
+    proto_msg_clear(&rep);
+    fx_stop(&f);
+}
+END_TEST
+
 /* Two lone controllers (epoch 0) welcome a starting node: it follows the
  * first and ignores the second; when the first is gone (fallback, and
  * quiet), the second takes over. */
@@ -1259,7 +1306,7 @@ int main(void)
                                   test_agent_rr_fallback_and_resume,
                                   test_agent_static_resume,
                                   test_agent_late_controller_no_fallback,
-                                  test_agent_epoch_fencing,
+                                  test_agent_epoch_fencing, test_agent_follows_raised_epoch,
                                   test_agent_two_lone_controllers,
                                   test_agent_warns_once_a_period,
                                   test_agent_default_bucket_holds_unconfigured,

@@ -572,6 +572,188 @@ START_TEST(test_leader_heartbeat_none)
 }
 END_TEST
 
+/* ---- epochs across an etcd that loses its data (issue 26) ---------------- */
+
+/* etcd restarted with an empty data directory: no keys, no leases, and
+ * revisions from 1 again. */
+static void f_wipe(fstore_t *f)
+{
+    f_clear(f);
+    memset(f->keys, 0, sizeof f->keys);
+    memset(f->leases, 0, sizeof f->leases);
+    f->nleases = 0;
+    f->rev = 1;
+}
+
+/* Both poll every 0.1 s from `from` to `to` (a only if a_alive, b only
+ * if b_alive). */
+static void run_two(two_t *w, double from, double to, int a_alive, int b_alive)
+{
+    for (double t = from; t < to - 1e-9; t += 0.1) {
+        if (a_alive)
+            poll_at(&w->a, &w->f, t);
+        if (b_alive)
+            poll_at(&w->b, &w->f, t + 0.01);
+    }
+}
+
+/* etcd loses its data under a leader whose epoch (its key's revision) is
+ * 201; the nodes obey 201 and say so.  Whoever wins the empty etcd leads
+ * above 201, once: the floor it writes in its key makes the standby name
+ * the same epoch, and the next leader of that etcd is higher still
+ * without a raise of its own. */
+START_TEST(test_leader_wipe_floor)
+{
+    two_t w;
+    memset(&w.f, 0, sizeof w.f);
+    w.f.rev = 200;
+    ctl_init(&w.a, &w.f, "a");
+    ctl_init(&w.b, &w.f, "b");
+    run_two(&w, 0, 0.5, 1, 1);
+    ck_assert(w.a.ld.leading);
+    uint64_t e0 = w.a.ld.epoch;
+    ck_assert_uint_eq(e0, 201);
+    ck_assert_uint_eq(w.b.ld.leader_epoch, e0);
+    leader_note_follows(&w.a.ld, e0); /* the nodes' reports */
+    leader_note_follows(&w.b.ld, e0);
+    f_wipe(&w.f);
+    run_two(&w, 0.5, 1.5, 1, 1);
+    ctl_t *l = w.a.ld.leading ? &w.a : &w.b, *s = l == &w.a ? &w.b : &w.a;
+    ck_assert(l->ld.leading && !s->ld.leading);
+    ck_assert_int_lt(l->ld.lead_rev, 10); /* the new etcd's revision */
+    uint64_t e1 = l->ld.epoch;
+    ck_assert_uint_gt(e1, e0);
+    ck_assert_uint_eq(l->role_epoch, e1); /* what the loop stamps */
+    ck_assert_uint_eq(l->ld.raises, 1);
+    ck_assert_uint_eq(s->ld.leader_epoch, e1); /* from the floor in its key */
+    /* the nodes now obey e1 and say so: no further raise */
+    leader_note_follows(&l->ld, e1);
+    leader_note_follows(&s->ld, e1);
+    run_two(&w, 1.5, 2.5, 1, 1);
+    ck_assert_uint_eq(l->ld.epoch, e1);
+    ck_assert_uint_eq(l->ld.raises, 1);
+    /* the leader dies: the standby leads above it, the floor inherited */
+    int a_alive = s == &w.a, b_alive = s == &w.b;
+    run_two(&w, 2.5, 4.5, a_alive, b_alive);
+    ck_assert(s->ld.leading);
+    ck_assert_uint_gt(s->ld.epoch, e1);
+    ck_assert_uint_eq(s->ld.raises, 0);
+    ck_assert_uint_eq(s->role_epoch, s->ld.epoch);
+    two_end(&w);
+}
+END_TEST
+
+/* A deep copy of f's keys, leases and revision (an etcd backup). */
+static void f_copy(fstore_t *dst, const fstore_t *src)
+{
+    *dst = *src;
+    for (int k = 0; k < NKEYS; k++)
+        if (src->keys[k].value) {
+            dst->keys[k].value = malloc(src->keys[k].len + 1);
+            memcpy(dst->keys[k].value, src->keys[k].value, src->keys[k].len + 1);
+        }
+}
+
+/* etcd restored from a backup taken while a led: revisions go back to the
+ * backup's, the leader key in it is a's (its lease long expired).  b, which
+ * led since at a higher epoch that the nodes obey, wins the restored etcd
+ * at a lower revision and leads above what the nodes obey. */
+START_TEST(test_leader_restored_backup)
+{
+    two_t w;
+    two_start(&w, 0.05, NULL, NULL);
+    fstore_t backup;
+    f_copy(&backup, &w.f);
+    run_two(&w, 0.1, 1.0, 1, 1);
+    for (int i = 0; i < 40; i++) /* other writes move the revision */
+        ck_assert_int_eq(leader_write_buckets(&w.a.ld, "{}", 2, 1.0), 0);
+    run_two(&w, 1.0, 2.5, 0, 1); /* a dies: b leads */
+    ck_assert(w.b.ld.leading);
+    uint64_t eb = w.b.ld.epoch;
+    ck_assert_uint_gt(eb, 40);
+    leader_note_follows(&w.b.ld, eb);
+    f_clear(&w.f);
+    backup.now = w.f.now;
+    w.f = backup; /* restored: keys, leases and revision of time 0.05 */
+    run_two(&w, 2.5, 4.0, 0, 1);
+    ck_assert(w.b.ld.leading);
+    ck_assert_int_lt(w.b.ld.lead_rev, 40);
+    ck_assert_uint_gt(w.b.ld.epoch, eb);
+    ck_assert_uint_eq(w.b.ld.raises, 1);
+    ck_assert_uint_eq(w.b.role_epoch, w.b.ld.epoch);
+    two_end(&w);
+}
+END_TEST
+
+/* A leader that won knowing nothing (a fresh process on an emptied etcd)
+ * leads at a low epoch; when a node reports a higher one, its next poll
+ * raises its floor above it and tells the loop its new epoch, while its
+ * heartbeats and table writes go on (they compare its key's revision, not
+ * its epoch).  A node that obeys its epoch raises nothing. */
+START_TEST(test_leader_floor_raised_while_leading)
+{
+    fstore_t f = {.now = 0};
+    ctl_t a;
+    ctl_init_hb(&a, &f, "a", HB_POLL, HB_STALE);
+    poll_at(&a, &f, 0);
+    ck_assert(a.ld.leading);
+    ck_assert_uint_eq(a.ld.epoch, 1);
+    int roles = a.roles;
+    leader_note_follows(&a.ld, 500);
+    poll_at(&a, &f, 0.05);
+    ck_assert(a.ld.leading);
+    ck_assert_uint_eq(a.ld.epoch, 501);
+    ck_assert_uint_eq(a.role_epoch, 501);
+    ck_assert_int_eq(a.roles, roles + 1);
+    leader_note_follows(&a.ld, 501);
+    leader_note_follows(&a.ld, 7); /* lower: kept the highest */
+    uint64_t beats = a.ld.beats;
+    for (double t = 0.1; t < 1.5; t += HB_POLL)
+        poll_at(&a, &f, t);
+    ck_assert(a.ld.leading && leader_may_push(&a.ld, 1.5));
+    ck_assert_uint_eq(a.ld.epoch, 501);
+    ck_assert_uint_eq(a.ld.raises, 1);
+    ck_assert_uint_gt(a.ld.beats, beats + 20);
+    const char *t2 = "{\"buckets\":[]}";
+    ck_assert_int_eq(leader_write_buckets(&a.ld, t2, strlen(t2), 1.5), 0);
+    /* absurd reports are ignored, not led above */
+    leader_note_follows(&a.ld, LEADER_EPOCH_MAX + 1);
+    poll_at(&a, &f, 1.55);
+    ck_assert_uint_eq(a.ld.epoch, 501);
+    leader_clear(&a.ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* A deposed leader cannot win the nodes back: paused, deposed, it learns
+ * (from the nodes' reports) the new leader's epoch; when it wakes it may
+ * not push before it polls, and its poll makes it a standby: it never
+ * raises its epoch, because a raise needs its key. */
+START_TEST(test_leader_deposed_cannot_raise)
+{
+    two_t w;
+    two_start_hb(&w);
+    run_both(&w, 0.05, 1.0, 1);
+    uint64_t ea = w.a.ld.epoch;
+    run_both(&w, 1.0, 1.5, 0); /* a paused: b deposes it */
+    ck_assert(w.b.ld.leading);
+    uint64_t eb = w.b.ld.epoch;
+    ck_assert_uint_gt(eb, ea);
+    leader_note_follows(&w.a.ld, eb); /* reports reached the paused one */
+    leader_note_follows(&w.b.ld, eb);
+    ck_assert(!leader_may_push(&w.a.ld, 1.5));
+    poll_at(&w.a, &w.f, 1.5);
+    ck_assert(!w.a.ld.leading);
+    ck_assert_uint_eq(w.a.ld.raises, 0);
+    run_both(&w, 1.55, 2.5, 1);
+    ck_assert(!w.a.ld.leading && w.b.ld.leading);
+    ck_assert_uint_eq(w.b.ld.epoch, eb);
+    ck_assert_uint_eq(w.a.ld.raises + w.b.ld.raises, 0);
+    ck_assert_uint_eq(w.a.ld.leader_epoch, eb);
+    two_end(&w);
+}
+END_TEST
+
 START_TEST(test_leader_bad_config)
 {
     fstore_t f = {0};
@@ -644,6 +826,8 @@ int main(void)
                                   test_leader_heartbeat_steady, test_leader_heartbeat_kill,
                                   test_leader_heartbeat_late, test_leader_heartbeat_none,
                                   test_leader_heartbeat_race,
+                                  test_leader_wipe_floor, test_leader_floor_raised_while_leading,
+                                  test_leader_deposed_cannot_raise, test_leader_restored_backup,
                                   test_leader_bad_config, test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

@@ -747,6 +747,59 @@ START_TEST(test_proto_optional_field_rules)
 }
 END_TEST
 
+/* A node's hello and report may say the epoch it obeys, under the key
+ * "follows" (absent when 0), so that a controller whose etcd lost its data
+ * leads above it; both writers agree; the encoder refuses above 2^53 and
+ * leaves it out of other types.  The key is new so that an older
+ * controller ignores it (an unknown key) instead of refusing the message
+ * ("epoch" on a hello is a field error, as it was). */
+START_TEST(test_proto_follows)
+{
+    static const char *const nodes[] = {"n1", "n\xc3\xa9"}; /* hand writer, jansson */
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        msg_start(&m, &d, PROTO_HELLO, nodes[w]);
+        m.table = 1;
+        m.has_names = 1;
+        m.follows = 264;
+        ck_assert_uint_eq(rt(&m, &d)->follows, 264);
+        m.type = PROTO_REPORT;
+        m.has_names = 0;
+        m.period = 3;
+        m.follows = PROTO_MAX_COUNT;
+        ck_assert_uint_eq(rt(&m, &d)->follows, PROTO_MAX_COUNT);
+        m.follows = PROTO_MAX_COUNT + 1;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.follows = 0; /* absent */
+        proto_enc_t e;
+        proto_enc_init(&e);
+        ck_assert_int_eq(proto_encode(&m, &e), 0);
+        ck_assert_ptr_null(memmem(e.data[0], e.len[0], "follows", 7));
+        m.follows = 9;
+        ck_assert_int_eq(proto_encode(&m, &e), 0);
+        ck_assert_ptr_nonnull(memmem(e.data[0], e.len[0], "\"follows\":9", 11));
+        proto_enc_clear(&e);
+        /* what a controller sends never carries one */
+        m.type = PROTO_HEARTBEAT;
+        ck_assert_uint_eq(rt(&m, &d)->follows, 0);
+        proto_msg_clear(&d);
+    }
+    proto_stats_t st = {0};
+    ck_assert_int_eq(dec3(REPHDR(",\"follows\":264"), "", 0, NULL, -1, &st), PROTO_OK);
+    ck_assert_int_eq(dec3(REPHDR(",\"follows\":-1"), "", 0, NULL, -1, &st), PROTO_E_RANGE);
+    ck_assert_int_eq(dec3(REPHDR(",\"follows\":\"5\""), "", 0, NULL, -1, &st), PROTO_E_FIELD);
+    ck_assert_int_eq(dec3(REPHDR(",\"epoch\":264"), "", 0, NULL, -1, &st), PROTO_E_FIELD);
+    put_tok(recbuf, 0, 0, 1, 2);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"follows\":5"), recbuf, 24, NULL, -1, &st),
+                     PROTO_E_FIELD);
+    /* the rule an older controller reads "follows" by: unknown keys pass */
+    ck_assert_int_eq(dec3(REPHDR(",\"zz_new\":264"), "", 0, NULL, -1, &st), PROTO_OK);
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
+                          "\"table\":1,\"names\":0,\"follows\":7}", "", 0, NULL, -1, &st),
+                     PROTO_OK);
+}
+END_TEST
+
 /* The routing id of a node process: its name, then (instance != 0) a NUL
  * and the instance's low 32 bits; the controller reads both back. */
 START_TEST(test_proto_node_id)
@@ -1315,7 +1368,7 @@ int main(void)
         test_proto_roundtrip_hello, test_proto_roundtrip_welcome, test_proto_roundtrip_report,
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
-        test_proto_epoch, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
+        test_proto_epoch, test_proto_follows, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
         test_proto_bytes_records
     };

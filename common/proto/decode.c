@@ -202,6 +202,11 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_INSTANCE, 0, PROTO_MAX_COUNT, m->instance);
+    if (hv.v[K_FOLLOWS].kind != V_NONE && !type_has_follows(m->type)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_FOLLOWS, 0, PROTO_MAX_COUNT, m->follows);
     if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE ||
          hv.v[K_SERVED_BYTES].kind != V_NONE) &&
         m->type != PROTO_REPORT) {

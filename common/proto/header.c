@@ -32,6 +32,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "epoch", json_integer((json_int_t)m->epoch));
     if (m->instance && type_has_instance(m->type))
         bad |= jset(h, "instance", json_integer((json_int_t)m->instance));
+    if (m->follows && type_has_follows(m->type))
+        bad |= jset(h, "follows", json_integer((json_int_t)m->follows));
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
@@ -182,6 +184,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "epoch", m->epoch);
     if (m->instance && type_has_instance(m->type))
         hw_u64(&w, "instance", m->instance);
+    if (m->follows && type_has_follows(m->type))
+        hw_u64(&w, "follows", m->follows);
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         hw_u64(&w, "period", m->period);
         hw_u64(&w, "interval", m->interval);
@@ -283,11 +287,11 @@ static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
-    "fallbacks", "bytes", "served_bytes",
+    "fallbacks", "bytes", "served_bytes", "follows",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7};
 
 static int key_index(const char *k, size_t l)
 {

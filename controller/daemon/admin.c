@@ -217,6 +217,11 @@ static void set_leader(json_t *r, const admin_t *ad)
                   l->polls ? l->poll_seconds * 1e3 / (double)l->polls : 0.0, "fenced",
                   (json_int_t)ad->nodes->fenced, "heartbeats", (json_int_t)l->beats,
                   "depositions", (json_int_t)l->depositions, "stale_ms", l->cfg.stale_s * 1e3));
+    /* the epoch's parts (docs/controller.md "Epochs") */
+    json_t *ha = json_object_get(r, "ha");
+    json_object_set_new(ha, "epoch_floor", json_integer((json_int_t)l->floor));
+    json_object_set_new(ha, "floor_raises", json_integer((json_int_t)l->raises));
+    json_object_set_new(ha, "nodes_follow", json_integer((json_int_t)l->follows));
 }
 
 /* An error reply; not_leader names the leader (its id and admin endpoint,

@@ -59,6 +59,24 @@ leader_store_t leader_store_etcd(etcd_t *e)
 
 /* ---- set up -------------------------------------------------------------- */
 
+/* The leader key's value for epoch floor `floor`: a new string (caller
+ * frees) or NULL if out of memory.  stale_ms: how long a standby must see
+ * our heartbeat unchanged before it may depose us (0: never, wait for the
+ * lease); floor (only when > 0): our epoch is floor + the key's
+ * create_revision. */
+static char *leader_value(const leader_t *ld, uint64_t floor)
+{
+    const leader_config_t *cfg = &ld->cfg;
+    json_t *v = json_pack("{s:s, s:s, s:s, s:I}", "id", cfg->id, "admin",
+                          cfg->admin ? cfg->admin : "", "listen", cfg->listen ? cfg->listen : "",
+                          "stale_ms", (json_int_t)llround(cfg->stale_s * 1e3));
+    if (v && floor)
+        json_object_set_new(v, "floor", json_integer((json_int_t)floor));
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    return s;
+}
+
 int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *st,
                 const leader_hooks_t *hooks)
 {
@@ -71,13 +89,7 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
     ld->cfg = *cfg;
     ld->st = *st;
     ld->hooks = *hooks;
-    /* stale_ms: how long a standby must see our heartbeat unchanged before
-     * it may depose us (0: never, wait for the lease). */
-    json_t *v = json_pack("{s:s, s:s, s:s, s:I}", "id", cfg->id, "admin",
-                          cfg->admin ? cfg->admin : "", "listen", cfg->listen ? cfg->listen : "",
-                          "stale_ms", (json_int_t)llround(cfg->stale_s * 1e3));
-    ld->value = v ? json_dumps(v, JSON_COMPACT) : NULL;
-    json_decref(v);
+    ld->value = leader_value(ld, 0);
     size_t n = strlen(cfg->cluster) + 32;
     ld->key_leader = malloc(n);
     ld->key_buckets = malloc(n);
@@ -134,16 +146,21 @@ static void step_down(leader_t *ld, const char *why)
         return;
     log_warn("leader %s: no longer leading (epoch %llu): %s", ld->cfg.id,
              (unsigned long long)ld->epoch, why);
+    if (ld->epoch > ld->known)
+        ld->known = ld->epoch; /* a later leadership of ours leads above it */
     ld->leading = 0;
     ld->epoch = 0;
+    ld->lead_rev = 0;
     ld->stepdowns++;
     if (ld->hooks.role)
         ld->hooks.role(ld->hooks.arg, 0);
 }
 
-/* `sent`: our clock when the request that made the key ours left. */
-static void become_leader(leader_t *ld, uint64_t epoch, double sent)
+/* `sent`: our clock when the request that made the key ours left; our
+ * epoch is ld->floor + ld->lead_rev. */
+static void become_leader(leader_t *ld, double sent)
 {
+    uint64_t epoch = ld->floor + (uint64_t)ld->lead_rev;
     ld->leading = 1;
     ld->beat_at = sent;
     ld->epoch = epoch;
@@ -157,7 +174,19 @@ static void become_leader(leader_t *ld, uint64_t epoch, double sent)
         ld->hooks.role(ld->hooks.arg, epoch);
 }
 
-/* Notes who leads from the leader key's value (JSON {"id","admin"}). */
+/* The epoch floor in a leader key's value `v` (0: none, an older bqos, or
+ * out of range). */
+static uint64_t value_floor(json_t *v, int64_t create_rev)
+{
+    json_t *f = json_object_get(v, "floor");
+    if (!json_is_integer(f) || json_integer_value(f) <= 0 || create_rev < 0 ||
+        (uint64_t)json_integer_value(f) > LEADER_EPOCH_MAX - (uint64_t)create_rev)
+        return 0;
+    return (uint64_t)json_integer_value(f);
+}
+
+/* Notes who leads from the leader key's value (JSON {"id","admin",
+ * "stale_ms","floor"}): its epoch is floor + the key's create_revision. */
 static void note_leader(leader_t *ld, const etcd_kv_t *kv)
 {
     json_error_t jerr;
@@ -168,13 +197,120 @@ static void note_leader(leader_t *ld, const etcd_kv_t *kv)
     ld->leader_stale_s = json_is_integer(stale) && json_integer_value(stale) > 0
                              ? (double)json_integer_value(stale) / 1e3
                              : 0;
-    if (ld->leader_epoch != (uint64_t)kv->create_rev && !ld->leading)
-        log_info("leader %s: the leader is %s (epoch %lld)", ld->cfg.id, id ? id : "?",
-                 (long long)kv->create_rev);
+    ld->floor = value_floor(v, kv->create_rev);
+    uint64_t epoch = ld->floor + (uint64_t)kv->create_rev;
+    if (ld->leader_epoch != epoch && !ld->leading)
+        log_info("leader %s: the leader is %s (epoch %llu)", ld->cfg.id, id ? id : "?",
+                 (unsigned long long)epoch);
     snprintf(ld->leader_id, sizeof ld->leader_id, "%s", id ? id : "");
     snprintf(ld->leader_admin, sizeof ld->leader_admin, "%s", admin ? admin : "");
-    ld->leader_epoch = (uint64_t)kv->create_rev;
+    ld->leader_epoch = epoch;
+    if (epoch > ld->known)
+        ld->known = epoch;
     json_decref(v);
+}
+
+/* The highest epoch known to be in use: led by us or by a leader we saw,
+ * or obeyed by a node (leader_note_follows()). */
+static uint64_t known_epoch(const leader_t *ld)
+{
+    return ld->follows > ld->known ? ld->follows : ld->known;
+}
+
+/* Rewrites our leader key (same lease) with epoch floor `floor`, if its
+ * create_revision is still ld->lead_rev: a deposed leader cannot raise.
+ * Returns 1 (written: ld->floor and ld->value are the new ones), 0 (the key
+ * is not ours) or the store's error. */
+static int write_floor(leader_t *ld, uint64_t floor)
+{
+    char *v = leader_value(ld, floor);
+    if (!v)
+        return -ENOMEM;
+    etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev};
+    int64_t rev = 0;
+    int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, v, strlen(v), ld->lease, &rev);
+    if (rc != 1) {
+        free(v);
+        return rc;
+    }
+    log_warn("leader %s: epoch floor raised from %llu to %llu: a node or controller knows "
+             "epoch %llu, above our %llu (did etcd lose or restore its data?); leading at %llu",
+             ld->cfg.id, (unsigned long long)ld->floor, (unsigned long long)floor,
+             (unsigned long long)known_epoch(ld),
+             (unsigned long long)(ld->floor + (uint64_t)ld->lead_rev),
+             (unsigned long long)(floor + (uint64_t)ld->lead_rev));
+    free(ld->value);
+    ld->value = v;
+    ld->floor = floor;
+    ld->raises++;
+    return 1;
+}
+
+/* The floor that puts our epoch above every epoch known (0: ours is above
+ * already, or the sum would exceed LEADER_EPOCH_MAX: logged).  `leading`:
+ * we lead already, and a node that obeys our epoch reports it: only an
+ * epoch above ours is another's. */
+static uint64_t floor_needed(const leader_t *ld, int leading)
+{
+    uint64_t need = known_epoch(ld), rev = (uint64_t)ld->lead_rev;
+    uint64_t ours = ld->floor + rev;
+    if (ours > need || (leading && ours == need))
+        return 0;
+    if (need > LEADER_EPOCH_MAX - rev) {
+        log_error("leader %s: epoch %llu is known, too close to the largest (%llu) to lead "
+                  "above it", ld->cfg.id, (unsigned long long)need,
+                  (unsigned long long)LEADER_EPOCH_MAX);
+        return 0;
+    }
+    return need;
+}
+
+/* We hold the leader key, created at revision `rev`, whose value says
+ * epoch floor `floor`: we lead at floor + rev, the floor raised first if
+ * that is not above every epoch we know of (etcd lost or restored its
+ * data: its revisions start again lower).  If the raise cannot be written
+ * (etcd error) we lead at the lower epoch, which nodes that know a higher
+ * one ignore, and the next poll tries again.  Returns 0, or the store's
+ * error. */
+static int take_lead(leader_t *ld, int64_t rev, uint64_t floor, double sent)
+{
+    ld->lead_rev = rev;
+    ld->floor = floor;
+    uint64_t need = floor_needed(ld, 0);
+    int rc = need ? write_floor(ld, need) : 1;
+    if (rc == 0) { /* not ours any more */
+        ld->lead_rev = 0;
+        return 0;
+    }
+    become_leader(ld, sent);
+    return rc < 0 ? rc : 0;
+}
+
+/* Leading: a node obeys an epoch above ours (it heard a leader of an etcd
+ * that lost its data, or of the one before a restore, or we won without
+ * hearing it): raise our floor above it, in a transaction that requires
+ * our leader key, and tell the loop our new epoch.  A deposed leader's
+ * transaction fails: it steps down.  Returns 0 or the store's error. */
+static int raise_lead(leader_t *ld)
+{
+    uint64_t need = floor_needed(ld, 1);
+    if (!need)
+        return 0;
+    int rc = write_floor(ld, need);
+    if (rc == 0)
+        step_down(ld, "another controller took the leader key (we were deposed)");
+    if (rc != 1)
+        return rc;
+    ld->epoch = ld->leader_epoch = ld->floor + (uint64_t)ld->lead_rev;
+    if (ld->hooks.role)
+        ld->hooks.role(ld->hooks.arg, ld->epoch);
+    return 0;
+}
+
+void leader_note_follows(leader_t *ld, uint64_t epoch)
+{
+    if (epoch > ld->follows && epoch <= LEADER_EPOCH_MAX)
+        ld->follows = epoch;
 }
 
 /* ---- the poll ------------------------------------------------------------ */
@@ -224,7 +360,7 @@ static int renew(leader_t *ld, double now)
  * Returns 0 or the store's error. */
 static int beat(leader_t *ld, double sent)
 {
-    etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = (int64_t)ld->epoch};
+    etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev};
     int64_t rev = 0;
     int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, ld->value, strlen(ld->value),
                            ld->lease, &rev);
@@ -254,12 +390,18 @@ static int campaign(leader_t *ld, double sent)
 {
     int64_t rev = 0;
     etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = 0};
-    int won = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, ld->value, strlen(ld->value),
-                            ld->lease, &rev);
+    /* the floor of the last leader we saw (or ours): raised after the
+     * win only if the revision does not put us above every known epoch */
+    char *v = leader_value(ld, ld->floor);
+    if (!v)
+        return -ENOMEM;
+    int won = ld->st.put_if(ld->st.s, &c, 1, ld->key_leader, v, strlen(v), ld->lease, &rev);
     if (won == 1) {
-        become_leader(ld, (uint64_t)rev, sent);
-        return 0;
+        free(ld->value);
+        ld->value = v;
+        return take_lead(ld, rev, ld->floor, sent);
     }
+    free(v);
     ld->leader_id[0] = ld->leader_admin[0] = '\0'; /* the winner is read at the next poll */
     return won < 0 ? won : 0;
 }
@@ -363,10 +505,21 @@ int leader_poll(leader_t *ld, double now)
     }
     double seen = poll_clock(ld, now, t0); /* the answer is at least this recent */
     if (lk.found && lk.lease == ld->lease) {
-        if (!ld->leading) /* our campaign's answer was lost; the key is ours */
-            become_leader(ld, (uint64_t)lk.create_rev, -INFINITY); /* pushes after a beat */
-        if (ld->cfg.stale_s > 0)
+        if (!ld->leading) { /* our campaign's answer was lost; the key is ours */
+            json_t *v = json_loadb(lk.value, lk.len, 0, NULL);
+            uint64_t floor = value_floor(v, lk.create_rev);
+            json_decref(v);
+            char *nv = leader_value(ld, floor); /* what our beats write */
+            if (nv) {
+                free(ld->value);
+                ld->value = nv;
+            }
+            rc = take_lead(ld, lk.create_rev, floor, -INFINITY); /* pushes after a beat */
+        }
+        if (ld->leading && ld->cfg.stale_s > 0)
             rc = beat(ld, poll_clock(ld, now, t0));
+        if (ld->leading && rc == 0)
+            rc = raise_lead(ld);
     } else if (lk.found) {
         step_down(ld, "another controller holds the leader key");
         note_leader(ld, &lk);
@@ -408,7 +561,7 @@ int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now)
         return -EPERM;
     etcd_cmp_t c[2] = {
         {.key = ld->key_buckets, .mod = 1, .rev = ld->buckets_rev},
-        {.key = ld->key_leader, .mod = 0, .rev = (int64_t)ld->epoch},
+        {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev},
     };
     int64_t rev = 0;
     int rc = ld->st.put_if(ld->st.s, c, 2, ld->key_buckets, text, len, 0, &rev);

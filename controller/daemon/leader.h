@@ -10,9 +10,22 @@
  * Election: every controller holds a lease of `ttl_s` and renews it at
  * each poll.  A controller that finds no leader key creates it in a
  * transaction ("create_revision == 0", put with its lease); the one whose
- * transaction succeeds leads, and its epoch is the key's create_revision
- * (etcd's revision, which only grows, so each new leader has a higher
- * epoch than every earlier one).
+ * transaction succeeds leads.
+ *
+ * Epochs (docs/controller.md "Epochs"): a leader's epoch is its key's
+ * create_revision plus the "floor" its value carries (0 if absent).  etcd's
+ * revision only grows, so with an unchanged floor each new leader is above
+ * every earlier one.  But an etcd that lost its data (or was restored from
+ * a backup) counts revisions from 1 again, while the nodes obey only the
+ * highest epoch they have seen.  So every controller keeps the highest
+ * epoch it knows in use: its own past ones, every leader's it saw, and
+ * what the nodes say they obey (their hello and reports, "follows",
+ * leader_note_follows()).  A winner whose floor + revision is not above it
+ * raises its floor to it before it leads, and a leader raises it while
+ * leading when a node reports a higher one; each raise rewrites the leader
+ * key in a transaction that requires the key's create_revision to be ours
+ * (and our lease), so a deposed leader cannot raise: it learns it is
+ * deposed instead.  A campaign writes the floor of the last leader seen.
  *
  * Takeover within two intervals: the leader's heartbeat.  With `stale_s`
  * > 0 the leader writes its key again at every poll (same value and
@@ -66,6 +79,9 @@
 #include <stdint.h>
 
 #include "controller/daemon/etcd.h"
+
+/* The largest epoch (the protocol's, PROTO_MAX_COUNT = 2^53). */
+#define LEADER_EPOCH_MAX (UINT64_C(1) << 53)
 
 /* The etcd operations the election needs (etcd.h's, with `s` the etcd_t). */
 typedef struct {
@@ -122,8 +138,16 @@ typedef struct {
     int64_t lease_ttl;      /* as granted */
     double lease_until;     /* our clock: the lease cannot end before this */
     int leading;
-    uint64_t epoch;         /* ours while leading, else 0 */
-    uint64_t leader_epoch;  /* the leader key's create_revision last seen */
+    uint64_t epoch;         /* ours while leading (floor + lead_rev), else 0 */
+    uint64_t leader_epoch;  /* the leader's epoch last seen (floor +
+                               create_revision of its key) */
+    int64_t lead_rev;       /* leading: our key's create_revision, else 0 */
+    uint64_t floor;         /* epoch floor: ours while leading, else the
+                               last leader's as seen */
+    uint64_t known;         /* highest epoch led by us (before) or by a
+                               leader we saw */
+    uint64_t follows;       /* highest epoch a node said it obeys */
+    uint64_t raises;        /* times we raised our floor */
     char leader_id[256], leader_admin[256]; /* from the leader key; "" unknown */
     int64_t buckets_rev;    /* mod_revision of the table last applied */
     double beat_at;         /* leading: our clock when our last successful
@@ -174,6 +198,11 @@ double leader_next(const leader_t *ld);
  * or the leadership changed meanwhile: nothing written), or the store's
  * error. */
 int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now);
+
+/* Notes that an authenticated node obeys `epoch` (its hello or report
+ * said so): the next poll leads above it if we lead, or a later
+ * win does.  Values above LEADER_EPOCH_MAX are ignored. */
+void leader_note_follows(leader_t *ld, uint64_t epoch);
 
 /* Gives up leadership and the lease (clean shutdown): the key goes at
  * once, so a standby takes over at its next poll. */

@@ -816,6 +816,7 @@ int main(int argc, char **argv)
         tick(&a, now);
         double next = pclock_next(&a.clk);
         if (a.etcd) {
+            leader_note_follows(&a.ld, a.nodes.follows); /* leads above it */
             leader_poll(&a.ld, now);
             now = mono_now(); /* the poll may have waited for etcd */
             if (a.takeover_push)

@@ -266,6 +266,16 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
 
 /* ---- receiving ----------------------------------------------------------- */
 
+/* A node said which epoch it obeys (hello, report).  Taken from any
+ * sender that passed authentication, registered or not: a fresh leader of
+ * an emptied etcd must hear nodes it does not know yet, which ignore its
+ * unknown_node answers while its epoch is below theirs. */
+static void note_follows(nodes_t *ns, const proto_msg_t *m)
+{
+    if (m->follows > ns->follows)
+        ns->follows = m->follows;
+}
+
 /* Nonzero if the message in hand comes from the process registered as
  * `node` (a node that gave no instance matches any routing id of its
  * name). */
@@ -457,6 +467,7 @@ void nodes_drain(nodes_t *ns)
         proto_msg_t *m = &ns->in;
         if (auth_node(ns->auth, &peer, m->node) < 0)
             continue; /* counted and logged; no answer: it learns nothing */
+        note_follows(ns, m);
         if (rc == PROTO_RECV_UNKNOWN) {
             if (m->type != PROTO_GOODBYE &&
                 send_error(ns, m->node, "unknown_node", "say hello first") == -EPERM)

@@ -68,6 +68,10 @@ typedef struct {
     proto_stats_t pst;     /* messages accepted and rejected, by reason */
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
     uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
+    uint64_t follows;      /* highest epoch a node said it obeys (hello,
+                              report "follows"; any sender that passed
+                              auth_node(), registered or not): the election
+                              leads above it (leader_note_follows()) */
     uint64_t fenced;       /* messages not sent: hooks.may_send said no */
     nodes_peer_t *peers;   /* [npeers], by node index */
     int npeers;

@@ -261,6 +261,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     strcpy(m->node, a->name);
     m->capacity = clampc(a->cfg.capacity);
     m->instance = a->cfg.instance <= PROTO_MAX_COUNT ? a->cfg.instance : 0;
+    m->follows = a->st.epoch; /* a new leader leads above it */
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -305,6 +306,9 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     /* The controller logs and counts our fallbacks (never welcomed is not one). */
     m->fallback = a->st.fallback && a->st.fallbacks > 0;
     m->fallbacks = clampc(a->st.fallbacks);
+    /* The epoch we obey, for every controller to hear: one whose etcd lost
+     * its data (epochs from 1 again) learns from it where to lead. */
+    m->follows = a->st.epoch;
     m->has_names = a->peer_ack != a->my_table;
     m->nnames = m->has_names ? (size_t)a->my_n : 0;
     m->names = m->has_names ? a->namev : NULL;
