@@ -175,8 +175,8 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .show = DEFAULT_ENDPOINT " (or $BQOS_CTL_ENDPOINT if set)",
          .help = "Controller admin endpoint, or a comma-separated list of the\n"
                  "endpoints of controllers that share etcd: status and buckets come\n"
-                 "from the leader, set/remove/reload go to it (a standby's not_leader\n"
-                 "answer names it)."},
+                 "from the leader, set/remove/reload/import go to it (a standby's\n"
+                 "not_leader answer names it)."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
