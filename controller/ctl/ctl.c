@@ -989,34 +989,42 @@ static int keygen(const opts_cmd_t *oc, const char *base)
     return EXIT_OK;
 }
 
-/* Reads bucket file `path` whole into *text (caller frees; *len bytes) and
- * checks it as the controller will (common/bucketfile), so that a bad file
- * is refused here with its position.  Returns 0, or the exit status with
- * the problem printed. */
+/* Reads bucket file `path` whole into *text (caller frees; *len bytes;
+ * a file past CTL_REQUEST_MAX bytes is read only that far and then some,
+ * *len > CTL_REQUEST_MAX: too large to send) and checks what was read as
+ * the controller will (common/bucketfile), so that a bad file is refused
+ * here with its position.  Returns 0, or the exit status with the problem
+ * printed. */
 static int import_read(const char *path, char **text, size_t *len)
 {
-    char b[700];
-    jsonloc_err_t err;
-    bucketfile_t *bf = NULL;
-    /* bucketfile_load() says what is wrong and where. */
-    if (bucketfile_load(path, &bf, &err) < 0) {
-        fprintf(stderr, "bqos-ctl: import: %s; nothing sent\n", bucketfile_strerror(&err, b, sizeof b));
-        return EXIT_USAGE;
-    }
-    bucketfile_destroy(&bf);
     FILE *f = fopen(path, "rb");
-    char *buf = malloc(CTL_REQUEST_MAX + 1);
+    char *buf = malloc(CTL_REQUEST_MAX + 2);
     size_t n = f && buf ? fread(buf, 1, CTL_REQUEST_MAX + 1, f) : 0;
     int bad = !f || !buf || ferror(f);
+    int e = errno;
     if (f)
         fclose(f);
     if (bad) {
-        fprintf(stderr, "bqos-ctl: import: cannot read %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "bqos-ctl: import: cannot read %s: %s; nothing sent\n", path,
+                buf ? strerror(e) : "out of memory");
         free(buf);
         return EXIT_USAGE;
     }
     *text = buf;
-    *len = n; /* > CTL_REQUEST_MAX: too large, the request check says so */
+    *len = n;
+    if (n > CTL_REQUEST_MAX)
+        return EXIT_OK; /* too large: the request check says so */
+    /* bucketfile_parse() says what is wrong and where. */
+    char b[700];
+    jsonloc_err_t err;
+    bucketfile_t *bf = NULL;
+    if (bucketfile_parse(buf, n, path, &bf, &err) < 0) {
+        fprintf(stderr, "bqos-ctl: import: %s; nothing sent\n", bucketfile_strerror(&err, b, sizeof b));
+        free(buf);
+        *text = NULL;
+        return EXIT_USAGE;
+    }
+    bucketfile_destroy(&bf);
     return EXIT_OK;
 }
 
