@@ -302,7 +302,8 @@ typedef struct {
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
 int ctrl_nbuckets(const ctrl_t *c);
 
-/* One bucket on one node: what ctrl_bucket_info() sums, before the sum. */
+/* One bucket on one node: what ctrl_bucket_info() sums, before the sum
+ * (it sums the queues, demands and tokens of the up nodes only). */
 typedef struct {
     int reported;                /* the node reported it this period */
     uint64_t served_r, served_l, served_o; /* this period (0 unless reported) */
