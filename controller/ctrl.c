@@ -751,6 +751,34 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     return 0;
 }
 
+int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out)
+{
+    const node_t *nd = ctrl__get_node(c, n);
+    if (!nd || b < 0 || (size_t)b >= c->nb)
+        return -EINVAL;
+    int j = ctrl__node_slot(nd, (size_t)b);
+    if (j < 0)
+        return -ENOENT;
+    const pair_t *p = &nd->pairs[j];
+    const pair_push_t *ps = &nd->push[j];
+    int unl = c->b[b].l == CTRL_UNLIMITED;
+    *out = (ctrl_pair_info_t){
+        .reported = p->has_report && p->period == c->period,
+        .queued = p->has_report ? p->queued : 0,
+        .demand = ps->demand,
+        .r_tokens = ps->tok_r < 0 ? -1 : ps->tok_r,
+        .l_tokens = unl || ps->tok_l == CTRL_UNLIMITED ? CTRL_UNLIMITED
+                    : ps->tok_r < 0                   ? 0
+                                                      : ps->tok_l,
+    };
+    if (out->reported) {
+        out->served_r = nd->served[j].r;
+        out->served_l = nd->served[j].l;
+        out->served_o = nd->served[j].o;
+    }
+    return 0;
+}
+
 int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
 {
     const node_t *nd = ctrl__get_node(c, n);

@@ -302,6 +302,22 @@ typedef struct {
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
 int ctrl_nbuckets(const ctrl_t *c);
 
+/* One bucket on one node: what ctrl_bucket_info() sums, before the sum
+ * (it sums the queues, demands and tokens of the up nodes only). */
+typedef struct {
+    int reported;                /* the node reported it this period */
+    uint64_t served_r, served_l, served_o; /* this period (0 unless reported) */
+    uint64_t queued;             /* its last report's queue (any period) */
+    int64_t demand;              /* estimated for the rest of the period */
+    int64_t r_tokens, l_tokens;  /* last pushed; r_tokens -1: nothing pushed
+                                    yet; l_tokens CTRL_UNLIMITED: no limit */
+} ctrl_pair_info_t;
+
+/* Fills *out for bucket b (controller table index) on node n.  Returns 0,
+ * -ENOENT if the node's table lacks the bucket (or the node was forgotten),
+ * -EINVAL for a bad index.  Read-only, for the admin status. */
+int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out);
+
 typedef struct {
     const char *name;
     int up;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +102,14 @@ START_TEST(test_ctl_usage_errors)
         {{"status", "--reservation", "10"}, "'set' only"},
         {{"remove"}, "needs a bucket NAME"},
         {{"reload", "now"}, "takes no arguments"},
+        {{"import"}, "import needs a bucket FILE"},
+        {{"import", "a.json", "b.json"}, "import takes one FILE"},
+        {{"status", "--dry-run"}, "'import' only"},
+        {{"set", "red", "--node", "n1"}, "'status' only"},
+        {{"status", "--nodes"}, "--nodes needs --bucket"},
+        {{"status", "--node", "n1", "--bucket", "red"}, "not both"},
+        {{"status", "--bucket", "bad:name"}, "bad bucket name"},
+        {{"keygen"}, "keygen takes one DIR/NAME"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[8] = {0};
@@ -156,7 +165,8 @@ typedef struct {
     volatile int stop;
     int garbage;         /* reply with non-JSON */
     int silent;          /* never reply */
-    char last_req[4096]; /* last request seen */
+    int refuse;          /* import/diff: a diff with a refusal */
+    char last_req[16384]; /* last request seen */
 } fake_t;
 
 static const char *status_reply =
@@ -173,6 +183,40 @@ static const char *status_reply =
     "\"messages_ok\":400,\"messages_rejected\":2,\"rejected\":{\"count\":2}},"
     "\"timing\":{\"mean_ms\":{\"receive\":1.5,\"decode\":0.25,\"pshift\":2,\"encode\":0.125,"
     "\"send\":0.5}},\"future\":[1,2]}";
+
+/* What the controller answers import (and diff) with: red changed, green
+ * added, blue removed. */
+#define DIFF_BODY                                                                               \
+    "\"buckets\":2,\"added\":[{\"name\":\"green\",\"reservation\":50,\"limit\":80,"             \
+    "\"weight\":2}],\"removed\":[{\"name\":\"blue\",\"reservation\":100,\"limit\":null,"        \
+    "\"weight\":1}],\"changed\":[{\"name\":\"red\",\"old\":{\"name\":\"red\","                  \
+    "\"reservation\":300,\"limit\":600,\"weight\":1},\"new\":{\"name\":\"red\","                \
+    "\"reservation\":400,\"limit\":null,\"weight\":1}}],\"unchanged\":0"
+static const char *diff_reply = "{\"v\":1,\"ok\":true," DIFF_BODY "}";
+static const char *diff_refused =
+    "{\"v\":1,\"ok\":true," DIFF_BODY ",\"refusal\":{\"error\":\"admission\",\"message\":"
+    "\"total reservation too high\"}}";
+
+static const char *node_reply =
+    "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
+    "\"elapsed_ms\":450,\"node\":{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":120,"
+    "\"capacity\":50000,\"buckets\":2,\"fallback\":false},\"buckets\":[{\"name\":\"red\","
+    "\"reported\":true,\"served\":700,\"served_r\":600,\"served_l\":100,\"served_o\":0,"
+    "\"queued\":3,\"demand\":900,\"r_tokens\":8000,\"l_tokens\":15000},{\"name\":\"blue\","
+    "\"reported\":false,\"served\":0,\"served_r\":0,\"served_l\":0,\"served_o\":0,\"queued\":0,"
+    "\"demand\":0,\"r_tokens\":null,\"l_tokens\":null}]}";
+
+static const char *bucket_reply =
+    "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
+    "\"elapsed_ms\":450,\"bucket\":{\"name\":\"red\",\"reservation\":30000,\"limit\":60000,"
+    "\"weight\":1,\"served\":14000,\"served_r\":13000,\"served_l\":1000,\"served_o\":0,"
+    "\"queued\":5,\"demand\":7000,\"r_tokens\":16000,\"l_tokens\":30000,"
+    "\"reason\":\"held_at_limit\"},\"nodes\":[{\"node\":\"n1\",\"state\":\"up\","
+    "\"reported\":true,\"served\":9000,\"served_r\":8000,\"served_l\":1000,\"served_o\":0,"
+    "\"queued\":5,\"demand\":4000,\"r_tokens\":9000,\"l_tokens\":17000},{\"node\":\"n2\","
+    "\"state\":\"down\",\"reported\":false,\"served\":0,\"served_r\":0,\"served_l\":0,"
+    "\"served_o\":0,\"queued\":0,\"demand\":0,\"r_tokens\":7000,\"l_tokens\":13000}],"
+    "\"nodes_without\":1}";
 
 static void *fake_main(void *arg)
 {
@@ -208,6 +252,14 @@ static void *fake_main(void *arg)
             reply = "{\"v\":1,\"ok\":true}";
         else if (!strcmp(cmd, "reload"))
             reply = "{\"v\":1,\"ok\":true,\"buckets\":3}";
+        else if (!strcmp(cmd, "import") || !strcmp(cmd, "diff"))
+            reply = f->refuse ? diff_refused : diff_reply;
+        else if (!strcmp(cmd, "status_node") && name && !strcmp(name, "n1"))
+            reply = node_reply;
+        else if (!strcmp(cmd, "status_bucket") && name && !strcmp(name, "red"))
+            reply = bucket_reply;
+        else if (!strcmp(cmd, "status_node") || !strcmp(cmd, "status_bucket"))
+            reply = "{\"v\":1,\"ok\":false,\"error\":\"not_found\",\"message\":\"no such thing\"}";
         json_decref(req);
         zmq_send(f->rep, reply, strlen(reply), 0);
     }
@@ -303,6 +355,180 @@ START_TEST(test_ctl_commands)
 }
 END_TEST
 
+/* Writes `text` to a new file under /tmp; its path into path (64 bytes). */
+static void write_tmp(char *path, const char *text)
+{
+    snprintf(path, 64, "/tmp/test_ctl_bfXXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    size_t n = strlen(text);
+    ck_assert_int_eq(write(fd, text, n), (ssize_t)n);
+    close(fd);
+}
+
+START_TEST(test_ctl_import)
+{
+    fake_t f;
+    fake_start(&f);
+    const char *ep = f.endpoint;
+    static const char *file = "{\"buckets\":[\n  {\"name\":\"red\",\"reservation\":400},\n"
+                              "  {\"name\":\"green\",\"reservation\":50,\"limit\":80,\"weight\":2}\n]}\n";
+    char path[64];
+    write_tmp(path, file);
+
+    /* The file goes whole, as text, with its name. */
+    ck_assert_int_eq(RUN("--endpoint", ep, "import", path), 0);
+    json_t *j = json_loads(f.last_req, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "cmd")), "import");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "text")), file);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "source")), strrchr(path, '/') + 1);
+    json_decref(j);
+    ck_assert_msg(strstr(out, "2 buckets; 1 added, 1 removed, 1 changed, 0 unchanged"), "%s", out);
+    ck_assert_msg(strstr(out, "changed  red     300 -> 400   600 -> none  1\n"), "%s", out);
+    ck_assert_msg(strstr(out, "added    green   50           80           2\n"), "%s", out);
+    ck_assert_msg(strstr(out, "removed  blue    100          none         1\n"), "%s", out);
+
+    /* --dry-run asks for the diff; --json passes the reply through. */
+    ck_assert_int_eq(RUN("--endpoint", ep, "import", "--dry-run", path), 0);
+    ck_assert_ptr_nonnull(strstr(f.last_req, "\"cmd\":\"diff\""));
+    ck_assert_ptr_nonnull(strstr(out, "(dry run)"));
+    ck_assert_int_eq(RUN("--endpoint", ep, "--json", "import", "--dry-run", path), 0);
+    j = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "changed")), 1);
+    json_decref(j);
+
+    /* A dry run the controller would refuse: the diff, why, and exit 1. */
+    f.refuse = 1;
+    ck_assert_int_eq(RUN("--endpoint", ep, "import", "--dry-run", path), 1);
+    ck_assert_ptr_nonnull(strstr(out, "300 -> 400"));
+    ck_assert_msg(strstr(err, "would refuse this import: admission: total reservation too high"),
+                  "%s", err);
+    f.refuse = 0;
+
+    /* Garbage is refused here, with its position, and nothing is sent. */
+    static const char *const bad[][2] = {
+        {"{\"buckets\":[{\"name\":\"red\",\"reservation\":400},\n {\"name\":\"x\",\"reservation\":5,"
+         "\"limt\":3}]}", ":2:"},
+        {"{\"buckets\":[{\"name\":\"red\",\"reservation\":400,}]}", ":1:"},
+        {"not json at all", ":1:"},
+        {"{\"buckets\":[{\"name\":\"red\",\"reservation\":10,\"limit\":5}]}", "buckets[0]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char bp[64];
+        write_tmp(bp, bad[i][0]);
+        f.last_req[0] = '\0';
+        ck_assert_int_eq(RUN("--endpoint", ep, "import", bp), 2);
+        ck_assert_msg(strstr(err, bp) && strstr(err, bad[i][1]) && strstr(err, "nothing sent"),
+                      "case %zu: %s", i, err);
+        ck_assert_str_eq(f.last_req, "");
+        unlink(bp);
+    }
+    f.last_req[0] = '\0';
+    ck_assert_int_eq(RUN("--endpoint", ep, "import", "/nonexistent/buckets.json"), 2);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/buckets.json"));
+    ck_assert_str_eq(f.last_req, "");
+
+    /* Past the admin endpoint's 64 KiB request bound: refused here. */
+    size_t cap = 200000, len = 0;
+    char *big = malloc(cap);
+    ck_assert_ptr_nonnull(big);
+    len += (size_t)snprintf(big + len, cap - len, "{\"buckets\":[");
+    for (int i = 0; i < 1500; i++)
+        len += (size_t)snprintf(big + len, cap - len, "%s{\"name\":\"bucket-number-%04d\","
+                                "\"reservation\":%d}", i ? ",\n" : "", i, i);
+    snprintf(big + len, cap - len, "]}\n");
+    char bigp[64];
+    write_tmp(bigp, big);
+    free(big);
+    ck_assert_int_eq(RUN("--endpoint", ep, "import", bigp), 2);
+    ck_assert_msg(strstr(err, "too large") && strstr(err, "65536") && strstr(err, "nothing sent"),
+                  "%s", err);
+    ck_assert_str_eq(f.last_req, "");
+    unlink(bigp);
+    unlink(path);
+    fake_stop(&f);
+}
+END_TEST
+
+START_TEST(test_ctl_status_node_bucket)
+{
+    fake_t f;
+    fake_start(&f);
+    const char *ep = f.endpoint;
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--node", "n1"), 0);
+    json_t *j = json_loads(f.last_req, 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "cmd")), "status_node");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "n1");
+    json_decref(j);
+    ck_assert_ptr_nonnull(strstr(out, "period 12  interval 2/5"));
+    ck_assert_msg(strstr(out, "node n1: up, last report 120 ms ago, capacity 50000 IOPS"), "%s", out);
+    ck_assert_msg(strstr(out, "red        700  600  100  0       3     900      8000     15000\n"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "blue         -    -    -  -       0       0         -         -\n"),
+                  "%s", out); /* not reported, nothing pushed yet */
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--node", "ghost"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "not_found"));
+
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--bucket", "red", "--nodes"), 0);
+    j = json_loads(f.last_req, 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "cmd")), "status_bucket");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "red");
+    json_decref(j);
+    ck_assert_msg(strstr(out, "held at limit"), "%s", out);
+    ck_assert_msg(strstr(out, "NODE  STATE  SERVED"), "%s", out);
+    ck_assert_msg(strstr(out, "n1    up       9000  8000  1000  0       5    4000      9000     17000\n"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "n2    down        -     -     -  -       0       0      7000     13000\n"),
+                  "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "1 node without it in its table"));
+    /* Without --nodes: the bucket's row only. */
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--bucket", "red"), 0);
+    ck_assert_ptr_null(strstr(out, "NODE"));
+    ck_assert_ptr_nonnull(strstr(out, "held at limit"));
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--bucket", "ghost", "--nodes"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "not_found"));
+    ck_assert_int_eq(RUN("--endpoint", ep, "--json", "status", "--bucket", "red", "--nodes"), 0);
+    j = json_loads(out, 0, NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "nodes")), 2);
+    json_decref(j);
+    fake_stop(&f);
+}
+END_TEST
+
+/* keygen makes the directories it needs, 0700, and never overwrites. */
+START_TEST(test_ctl_keygen_dir)
+{
+    char top[] = "/tmp/test_ctl_keysXXXXXX", base[256], p[300];
+    ck_assert_ptr_nonnull(mkdtemp(top));
+    snprintf(base, sizeof base, "%s/a/b/admin", top);
+    ck_assert_int_eq(RUN("keygen", base), 0);
+    ck_assert_msg(strstr(out, "created directory") && strstr(out, "(mode 0700)"), "%s", out);
+    struct stat st;
+    snprintf(p, sizeof p, "%s/a/b", top);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0700);
+    snprintf(p, sizeof p, "%s/a", top);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0700);
+    snprintf(p, sizeof p, "%s.key", base);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    /* A second run refuses: the key exists. */
+    ck_assert_int_eq(RUN("keygen", base), 1);
+    ck_assert_msg(strstr(err, "never overwrites"), "%s", err);
+    ck_assert_ptr_null(strstr(out, "created directory"));
+    /* A file where the directory should be. */
+    snprintf(p, sizeof p, "%s/a/b/admin.key/x", top);
+    ck_assert_int_eq(RUN("keygen", p), 1);
+    ck_assert_ptr_nonnull(strstr(err, "not a directory"));
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     const char *bin = getenv("BIN");
@@ -312,7 +538,8 @@ int main(void)
         return EXIT_FAILURE;
     }
     const TTest *const tests[] = {test_ctl_help_version, test_ctl_usage_errors,
-                                  test_ctl_unreachable, test_ctl_commands};
+                                  test_ctl_unreachable, test_ctl_commands, test_ctl_import,
+                                  test_ctl_status_node_bucket, test_ctl_keygen_dir};
     const testlib_case_t c = {.name = "ctl", .timeout = 30};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -1849,6 +1849,58 @@ START_TEST(test_ctrl_byte_admission)
 }
 END_TEST
 
+/* ctrl_pair_info(): one (bucket, node) pair's figures, which
+ * ctrl_bucket_info() sums; a bucket missing from a node's table is
+ * -ENOENT. */
+START_TEST(test_ctrl_pair_info_sums_to_bucket_info)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":40000},"
+                      "{\"name\":\"blue\",\"reservation\":0}]}",
+                      2, 50000, NULL);
+    const char *only_blue[] = {"blue"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 50000, 1, only_blue, 1), 2);
+    ctrl_pair_info_t pi;
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_int_eq(pi.r_tokens, -1); /* nothing pushed yet */
+    ck_assert(!pi.reported);
+    rep_t a[2] = {{5, 10000, 700, 0, CTRL_UNLIMITED}, {0, 0, 0, 0, CTRL_UNLIMITED}};
+    rep_t b[2] = {{2, 4000, 300, 0, CTRL_UNLIMITED}, {1, 10, 9, 0, CTRL_UNLIMITED}};
+    ctrl_result_t res;
+    round_reports(c, 7, 0, (const rep_t *const[]){a, b}, 2, 2);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    int64_t r = 0, l = 0, d = 0;
+    uint64_t served = 0, queued = 0;
+    for (int n = 0; n < 2; n++) {
+        ck_assert_int_eq(ctrl_pair_info(c, n, 0, &pi), 0);
+        ck_assert(pi.reported);
+        ck_assert_int_ge(pi.r_tokens, 0);
+        ck_assert_int_ne(pi.l_tokens, CTRL_UNLIMITED);
+        r += pi.r_tokens;
+        l += pi.l_tokens;
+        d += pi.demand;
+        served += pi.served_r + pi.served_l + pi.served_o;
+        queued += pi.queued;
+    }
+    ck_assert_int_eq(r, bi.r_tokens);
+    ck_assert_int_eq(l, bi.l_tokens);
+    ck_assert_int_eq(d, bi.demand);
+    ck_assert_uint_eq(served, 1000);
+    ck_assert_uint_eq(served, bi.served_r + bi.served_l + bi.served_o);
+    ck_assert_uint_eq(queued, bi.queued);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 1, &pi), 0);
+    ck_assert_int_eq(pi.l_tokens, CTRL_UNLIMITED); /* blue has no limit */
+    ck_assert_int_eq(ctrl_pair_info(c, 2, 0, &pi), -ENOENT); /* n2 lacks red */
+    ck_assert_int_eq(ctrl_pair_info(c, 2, 1, &pi), 0);
+    ck_assert(!pi.reported);
+    ck_assert_int_eq(ctrl_pair_info(c, 3, 0, &pi), -EINVAL);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 2, &pi), -EINVAL);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, -1, &pi), -EINVAL);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1873,7 +1925,7 @@ int main(void)
         test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
-        test_ctrl_byte_leftover_to_queued_nodes
+        test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,5 +1,6 @@
 /* ctl.c - bqos-ctl: the operator's command line for a running bqos-controller
- * (status, history, watch, buckets, set, remove, reload) over the JSON admin endpoint. */
+ * (status, history, watch, buckets, set, remove, reload, import) over the JSON admin
+ * endpoint, and keygen for CURVE key pairs. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -23,6 +25,11 @@
 
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
+
+/* The largest request the controller reads: ADMIN_REQUEST_MAX of
+ * controller/daemon/admin.h (a bigger one is dropped unread and would look
+ * like a controller that does not answer), so import checks it first. */
+#define CTL_REQUEST_MAX 65536
 
 /* Exit statuses (documented in --help). */
 enum { EXIT_OK = 0, EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
@@ -40,6 +47,8 @@ typedef struct {
     int have_limit, limit_none;
     int64_t bytes[2];   /* --reservation-bytes, --limit-bytes: -1 not given, 0 none */
     const char *curve_key, *controller_key; /* CURVE: both or neither */
+    const char *node, *bucket; /* status --node NAME, --bucket NAME */
+    int nodes, dry_run;        /* status --bucket --nodes, import --dry-run */
     int help, version;
 } ctl_opts_t;
 
@@ -81,6 +90,13 @@ static const opts_usage_t usage = {
             "                         they reported) and buckets\n"
             "                         (reservation, limit, served this period, demand,\n"
             "                         tokens, and why it waits)\n"
+            "  status --node NAME     node NAME and each configured bucket its table holds\n"
+            "                         on it: served this period, queued, demand, and the\n"
+            "                         R and L tokens last pushed to it\n"
+            "  status --bucket NAME [--nodes]\n"
+            "                         bucket NAME's status row; --nodes: and one row per\n"
+            "                         node whose table holds it (where its tokens and\n"
+            "                         service are)\n"
             "  history [BUCKET]       each bucket's outcome (reservation met or missed,\n"
             "                         held at its limit) in the last --periods periods,\n"
             "                         newest first; BUCKET: that bucket only\n"
@@ -96,8 +112,16 @@ static const opts_usage_t usage = {
             "                         and not reloaded since)\n"
             "  remove NAME            remove bucket NAME\n"
             "  reload                 re-read the controller's bucket file (like SIGHUP)\n"
+            "  import FILE [--dry-run]\n"
+            "                         replace the whole bucket table by bucket file FILE\n"
+            "                         (read here, checked before it is sent; at most\n"
+            "                         64 KiB as a request): all or nothing, saved as set\n"
+            "                         saves; prints what changed.  --dry-run: what would\n"
+            "                         change (added, removed, changed: old -> new), and\n"
+            "                         whether the controller would refuse it\n"
             "  keygen DIR/NAME        write a new CURVE key pair: DIR/NAME.key (secret,\n"
-            "                         mode 0600) and DIR/NAME.pub; never overwrites\n"
+            "                         mode 0600) and DIR/NAME.pub; creates DIR (mode\n"
+            "                         0700) if missing; never overwrites a key\n"
             "\n"
             "Options:\n",
     .layout = OPTS_LAYOUT_MAN,
@@ -116,9 +140,11 @@ static const opts_usage_t usage = {
             "\n"
             "Exit status:\n"
             "  0  success\n"
-            "  1  the controller refused the request (its reason is printed); keygen:\n"
-            "     a key file could not be written\n"
-            "  2  bad usage\n"
+            "  1  the controller refused the request (its reason is printed); import\n"
+            "     --dry-run: it would refuse the import; status --node/--bucket: no\n"
+            "     such node or bucket; keygen: a key file or DIR could not be written\n"
+            "  2  bad usage; import: FILE unreadable, invalid (the position is printed)\n"
+            "     or too large: nothing was sent\n"
             "  3  the controller is unreachable or did not answer within the timeout,\n"
             "     or its answer was not understood\n"
             "\n"
@@ -130,11 +156,16 @@ static const opts_usage_t usage = {
             "  bqos-ctl set red --limit none\n"
             "  bqos-ctl set red --limit-bytes 100m     # and at most 100 MiB/s\n"
             "  bqos-ctl --json buckets >backup.json   # a bucket file: --buckets loads it\n"
+            "  bqos-ctl import --dry-run buckets.json # what importing it would change\n"
+            "  bqos-ctl import buckets.json\n"
+            "  bqos-ctl status --node n1\n"
+            "  bqos-ctl status --bucket red --nodes\n"
+            "  bqos-ctl keygen /etc/bqos/keys/admin\n"
             "\n"
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 14
+#define NOPTS 18
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -144,8 +175,8 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .show = DEFAULT_ENDPOINT " (or $BQOS_CTL_ENDPOINT if set)",
          .help = "Controller admin endpoint, or a comma-separated list of the\n"
                  "endpoints of controllers that share etcd: status and buckets come\n"
-                 "from the leader, set/remove/reload go to it (a standby's not_leader\n"
-                 "answer names it)."},
+                 "from the leader, set/remove/reload/import go to it (a standby's\n"
+                 "not_leader answer names it)."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
@@ -189,6 +220,14 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .wants = "1..10^15 bytes (suffix k, m, g) or none",
          .help = "set: at most BYTES per second (>= --reservation-bytes), on top of\n"
                  "the IO limit: both hold; none: no byte limit."},
+        {.name = "node", .type = OPTS_STRING, .target = &o->node, .arg = "NAME",
+         .show = "none", .help = "status: node NAME's buckets only (tokens, service, demand)."},
+        {.name = "bucket", .type = OPTS_STRING, .target = &o->bucket, .arg = "NAME",
+         .show = "none", .help = "status: bucket NAME only (with --nodes: per node)."},
+        {.name = "nodes", .type = OPTS_FLAG, .target = &o->nodes,
+         .help = "status --bucket: one row per node whose table holds the bucket."},
+        {.name = "dry-run", .type = OPTS_FLAG, .target = &o->dry_run,
+         .help = "import: show what would change, change nothing."},
     };
     OPTS_COPY_ROWS(rows, t, NOPTS);
 }
@@ -555,12 +594,12 @@ static void print_default(json_t *d)
     t_print(&t);
 }
 
+static void print_clock(json_t *r);
+
 static void print_status(json_t *r)
 {
-    char a[32], b[32], c[32], d[32], e[32];
-    printf("period %s  interval %s/%s  elapsed %s/%s ms\n\n", cell(r, "period", "?", a, 32),
-           cell(r, "interval", "?", b, 32), cell(r, "intervals", "?", c, 32),
-           cell(r, "elapsed_ms", "?", d, 32), cell(r, "period_ms", "?", e, 32));
+    char a[32], b[32], c[32];
+    print_clock(r);
     const char *warn = json_string_value(json_object_get(r, "warning"));
     if (warn)
         printf("WARNING (admission): %s\n\n", warn);
@@ -672,6 +711,159 @@ static void print_history(json_t *r)
     t_print(&t);
 }
 
+/* The clock line every status reply starts with. */
+static void print_clock(json_t *r)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    printf("period %s  interval %s/%s  elapsed %s/%s ms\n\n", cell(r, "period", "?", a, 32),
+           cell(r, "interval", "?", b, 32), cell(r, "intervals", "?", c, 32),
+           cell(r, "elapsed_ms", "?", d, 32), cell(r, "period_ms", "?", e, 32));
+}
+
+/* One bucket on one node per row (status_node's buckets, keyed "name";
+ * status_bucket's nodes, keyed "node", with their STATE): served this
+ * period ("-" if the node has not reported it this period), queued,
+ * demand, and the tokens last pushed ("-": none yet; L "none": no limit). */
+static void print_pairs(json_t *arr, const char *key)
+{
+    int nodes = strcmp(key, "node") == 0;
+    table_t t = {.ncols = nodes ? 10 : 9};
+    for (size_t c = 1; c < t.ncols; c++)
+        t.right[c] = !(nodes && c == 1);
+    if (nodes)
+        t_row(&t, "NODE", "STATE", "SERVED", "R", "L", "O", "QUEUED", "DEMAND", "R TOKENS",
+              "L TOKENS");
+    else
+        t_row(&t, "BUCKET", "SERVED", "R", "L", "O", "QUEUED", "DEMAND", "R TOKENS", "L TOKENS");
+    size_t i;
+    json_t *p;
+    json_array_foreach(arr, i, p) {
+        char c[10][32];
+        int rep = json_is_true(json_object_get(p, "reported"));
+        const char *v[10];
+        size_t k = 0;
+        v[k++] = cell(p, key, "?", c[0], 32);
+        if (nodes)
+            v[k++] = cell(p, "state", "?", c[1], 32);
+        v[k++] = rep ? cell(p, "served", "-", c[2], 32) : "-";
+        v[k++] = rep ? cell(p, "served_r", "-", c[3], 32) : "-";
+        v[k++] = rep ? cell(p, "served_l", "-", c[4], 32) : "-";
+        v[k++] = rep ? cell(p, "served_o", "-", c[5], 32) : "-";
+        v[k++] = cell(p, "queued", "-", c[6], 32);
+        v[k++] = cell(p, "demand", "-", c[7], 32);
+        v[k++] = cell(p, "r_tokens", "-", c[8], 32);
+        v[k++] = json_is_null(json_object_get(p, "r_tokens")) ? "-"
+                                                               : cell(p, "l_tokens", "none", c[9], 32);
+        if (nodes)
+            t_row(&t, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+        else
+            t_row(&t, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+    }
+    t_print(&t);
+}
+
+/* The status_node reply: the node's line, then its buckets. */
+static void print_status_node(json_t *r)
+{
+    print_clock(r);
+    json_t *n = json_object_get(r, "node");
+    char x[5][48];
+    const char *age = cell(n, "last_report_ms", NULL, x[1], 40);
+    printf("node %s: %s%s, last report %s%s, capacity %s IOPS, %s bucket names\n",
+           cell(n, "name", "?", x[0], 48), cell(n, "state", "?", x[2], 48),
+           json_is_true(json_object_get(n, "fallback")) ? " (fallback)" : "",
+           age ? age : "never", age ? " ms ago" : "", cell(n, "capacity", "?", x[3], 48),
+           cell(n, "buckets", "?", x[4], 48));
+    json_t *bs = json_object_get(r, "buckets");
+    putchar('\n');
+    if (json_array_size(bs) == 0)
+        printf("(no configured bucket in its table)\n");
+    else
+        print_pairs(bs, "name");
+}
+
+/* The status_bucket reply: the bucket's status row and, with `nodes`, its
+ * rows per node. */
+static void print_status_bucket(json_t *r, int nodes)
+{
+    print_clock(r);
+    json_t *one = json_array();
+    json_array_append(one, json_object_get(r, "bucket"));
+    print_buckets_table(one, 1);
+    json_decref(one);
+    if (!nodes)
+        return;
+    json_t *ns = json_object_get(r, "nodes");
+    json_int_t without = json_integer_value(json_object_get(r, "nodes_without"));
+    putchar('\n');
+    if (json_array_size(ns) == 0)
+        printf("(no node's table holds it)\n");
+    else
+        print_pairs(ns, "node");
+    if (without > 0)
+        printf("%" JSON_INTEGER_FORMAT " node%s without it in %s table\n", without,
+               without == 1 ? "" : "s", without == 1 ? "its" : "their");
+}
+
+/* A cell of the import diff: key's value in `now`, as "old -> new" when
+ * `was` (NULL: none) has another. */
+static const char *diff_cell(json_t *was, json_t *now, const char *key, const char *ifnull,
+                             char *buf, size_t n)
+{
+    char a[32], b[32];
+    const char *o = was ? cell(was, key, ifnull, a, sizeof a) : NULL;
+    const char *v = cell(now, key, ifnull, b, sizeof b);
+    if (o && strcmp(o, v) != 0)
+        snprintf(buf, n, "%s -> %s", o, v);
+    else
+        snprintf(buf, n, "%s", v);
+    return buf;
+}
+
+/* The import and diff replies: a count line, then one row per added,
+ * removed or changed bucket (byte rates only if one of them has any). */
+static void print_diff(json_t *r, const char *file, int dry)
+{
+    json_t *add = json_object_get(r, "added"), *rem = json_object_get(r, "removed"),
+           *chg = json_object_get(r, "changed");
+    size_t na = json_array_size(add), nr = json_array_size(rem), nc = json_array_size(chg);
+    char nb[32], nu[32];
+    printf("%s %s%s: %s buckets; ", dry ? "import" : "imported", file, dry ? " (dry run)" : "",
+           cell(r, "buckets", "?", nb, 32));
+    if (na + nr + nc == 0) {
+        printf("nothing to change: the controller's table is this one\n");
+        return;
+    }
+    printf("%zu added, %zu removed, %zu changed, %s unchanged\n\n", na, nr, nc,
+           cell(r, "unchanged", "?", nu, 32));
+    int bytes = 0;
+    size_t i;
+    json_t *e;
+    json_t *lists[3] = {add, rem, chg};
+    for (int l = 0; l < 3; l++)
+        json_array_foreach(lists[l], i, e) {
+            json_t *b = l == 2 ? json_object_get(e, "new") : e;
+            json_t *o = l == 2 ? json_object_get(e, "old") : NULL;
+            bytes |= json_object_get(b, "reservation_bytes") || json_object_get(b, "limit_bytes") ||
+                     json_object_get(o, "reservation_bytes") || json_object_get(o, "limit_bytes");
+        }
+    table_t t = {.ncols = bytes ? 7 : 5};
+    t_row(&t, "CHANGE", "BUCKET", "RESERVATION", "LIMIT", "WEIGHT", "RES BYTES/S", "LIMIT BYTES/S");
+    static const char *const what[3] = {"added", "removed", "changed"};
+    for (int l = 0; l < 3; l++)
+        json_array_foreach(lists[l], i, e) {
+            json_t *b = l == 2 ? json_object_get(e, "new") : e;
+            json_t *o = l == 2 ? json_object_get(e, "old") : NULL;
+            char c[6][80];
+            t_row(&t, what[l], cell(b, "name", "?", c[0], 80),
+                  diff_cell(o, b, "reservation", "-", c[1], 80),
+                  diff_cell(o, b, "limit", "none", c[2], 80), diff_cell(o, b, "weight", "1", c[3], 80),
+                  diff_cell(o, b, "reservation_bytes", "-", c[4], 80),
+                  diff_cell(o, b, "limit_bytes", "none", c[5], 80));
+        }
+    t_print(&t);
+}
+
 /* ---- watch ---- */
 
 static volatile sig_atomic_t interrupted;
@@ -729,12 +921,60 @@ static int watch(const char *endpoint, int timeout_ms, json_t *req, const curvek
 
 /* ---- main ---- */
 
+/* Creates directory `dir` and the missing directories above it, each mode
+ * 0700 (whatever the umask).  Returns 1 if it created `dir`, 0 if it was
+ * there, or -errno with the message printed. */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        fprintf(stderr, "bqos-ctl: keygen: %s is not a directory\n", dir);
+        return -ENOTDIR;
+    }
+    if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path) {
+        fprintf(stderr, "bqos-ctl: keygen: path too long\n");
+        return -ENAMETOOLONG;
+    }
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char end = *p;
+        *p = '\0';
+        if (mkdir(path, 0700) == 0) {
+            chmod(path, 0700); /* the umask may have taken bits */
+        } else if (errno != EEXIST) {
+            int rc = -errno;
+            fprintf(stderr, "bqos-ctl: keygen: cannot create directory %s: %s\n", path,
+                    strerror(-rc));
+            return rc;
+        }
+        *p = end;
+        if (!end)
+            break;
+    }
+    return 1;
+}
+
 /* bqos-ctl keygen DIR/NAME: a new CURVE key pair, for a controller, a node
- * or an operator (docs/security.md).  Returns the exit status. */
+ * or an operator (docs/security.md), DIR created if missing.  Returns the
+ * exit status. */
 static int keygen(const opts_cmd_t *oc, const char *base)
 {
     if (!base)
         return usage_error(oc, "keygen takes one DIR/NAME (writes NAME.key and NAME.pub)");
+    const char *slash = strrchr(base, '/');
+    if (slash && slash > base) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - base), base);
+        int made = make_dirs(dir);
+        if (made < 0)
+            return EXIT_REFUSED;
+        if (made)
+            printf("created directory %s (mode 0700)\n", dir);
+    }
     jsonloc_err_t err;
     if (curvekey_generate(base, &err) < 0) {
         char b[700];
@@ -746,6 +986,45 @@ static int keygen(const opts_cmd_t *oc, const char *base)
     snprintf(pub, sizeof pub, "%s.pub", base);
     if (curvekey_load(pub, 0, &k, &err) == 0)
         printf("%s.key (secret, mode 0600) and %s: public key %s\n", base, pub, k.public_z85);
+    return EXIT_OK;
+}
+
+/* Reads bucket file `path` whole into *text (caller frees; *len bytes;
+ * a file past CTL_REQUEST_MAX bytes is read only that far and then some,
+ * *len > CTL_REQUEST_MAX: too large to send) and checks what was read as
+ * the controller will (common/bucketfile), so that a bad file is refused
+ * here with its position.  Returns 0, or the exit status with the problem
+ * printed. */
+static int import_read(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = malloc(CTL_REQUEST_MAX + 2);
+    size_t n = f && buf ? fread(buf, 1, CTL_REQUEST_MAX + 1, f) : 0;
+    int bad = !f || !buf || ferror(f);
+    int e = errno;
+    if (f)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "bqos-ctl: import: cannot read %s: %s; nothing sent\n", path,
+                buf ? strerror(e) : "out of memory");
+        free(buf);
+        return EXIT_USAGE;
+    }
+    *text = buf;
+    *len = n;
+    if (n > CTL_REQUEST_MAX)
+        return EXIT_OK; /* too large: the request check says so */
+    /* bucketfile_parse() says what is wrong and where. */
+    char b[700];
+    jsonloc_err_t err;
+    bucketfile_t *bf = NULL;
+    if (bucketfile_parse(buf, n, path, &bf, &err) < 0) {
+        fprintf(stderr, "bqos-ctl: import: %s; nothing sent\n", bucketfile_strerror(&err, b, sizeof b));
+        free(buf);
+        *text = NULL;
+        return EXIT_USAGE;
+    }
+    bucketfile_destroy(&bf);
     return EXIT_OK;
 }
 
@@ -769,7 +1048,7 @@ int main(int argc, char **argv)
     int have_limit = o.have_limit, limit_none = o.limit_none;
     if (argi >= argc)
         return usage_error(&oc, "no command given (status, history, watch, buckets, set, remove, "
-                                "reload, keygen)");
+                                "reload, import, keygen)");
     const char *cmd = argv[argi++];
     int nargs = argc - argi;
     if (strcmp(cmd, "keygen") == 0)
@@ -778,15 +1057,34 @@ int main(int argc, char **argv)
     int is_set = strcmp(cmd, "set") == 0;
     int wants_name = is_set || strcmp(cmd, "remove") == 0;
     int is_history = strcmp(cmd, "history") == 0, is_watch = strcmp(cmd, "watch") == 0;
-    if (!is_set && strcmp(cmd, "remove") && strcmp(cmd, "status") && strcmp(cmd, "buckets") &&
-        strcmp(cmd, "reload") && !is_history && !is_watch)
+    int is_import = strcmp(cmd, "import") == 0, is_status = strcmp(cmd, "status") == 0;
+    if (!is_set && strcmp(cmd, "remove") && !is_status && strcmp(cmd, "buckets") &&
+        strcmp(cmd, "reload") && !is_history && !is_watch && !is_import)
         return usage_error(&oc, "unknown command '%s'", cmd);
     if (wants_name && nargs != 1)
         return usage_error(&oc, nargs == 0 ? "%s needs a bucket NAME" : "%s takes one NAME", cmd);
     if (is_history && nargs > 1)
         return usage_error(&oc, "history takes at most one BUCKET");
-    if (!wants_name && !is_history && nargs != 0)
+    if (is_import && nargs != 1)
+        return usage_error(&oc, nargs == 0 ? "import needs a bucket FILE"
+                                           : "import takes one FILE");
+    if (!wants_name && !is_history && !is_import && nargs != 0)
         return usage_error(&oc, "%s takes no arguments (got '%s')", cmd, name);
+    if (!is_status && (o.node || o.bucket || o.nodes))
+        return usage_error(&oc, "--node, --bucket and --nodes go with 'status' only");
+    if (o.node && o.bucket)
+        return usage_error(&oc, "status takes --node NAME or --bucket NAME, not both");
+    if (o.nodes && !o.bucket)
+        return usage_error(&oc, "--nodes needs --bucket NAME (status --node NAME lists a node's "
+                                "buckets)");
+    if (o.dry_run && !is_import)
+        return usage_error(&oc, "--dry-run goes with 'import' only");
+    if (o.bucket && names_check_bucket(o.bucket, strlen(o.bucket)))
+        return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
+                           "or ':')", o.bucket, BUCKETFILE_NAME_MAX);
+    if (o.node && names_check(o.node, strlen(o.node)))
+        return usage_error(&oc, "bad node name '%s' (1..%d bytes, no spaces or control characters)",
+                           o.node, BUCKETFILE_NAME_MAX);
     int have_bytes = o.bytes[0] >= 0 || o.bytes[1] >= 0;
     if (!is_set && (res >= 0 || have_limit || weight >= 0 || have_bytes))
         return usage_error(&oc, "--reservation, --limit, --weight and the byte rates go with "
@@ -815,6 +1113,37 @@ int main(int argc, char **argv)
     }
     if (wants_name)
         json_object_set_new(req, "name", json_string(name));
+    if (o.node || o.bucket) {
+        json_object_set_new(req, "cmd", json_string(o.node ? "status_node" : "status_bucket"));
+        json_object_set_new(req, "name", json_string(o.node ? o.node : o.bucket));
+    }
+    if (is_import) {
+        char *text = NULL;
+        size_t len = 0;
+        rc = import_read(name, &text, &len);
+        if (rc != EXIT_OK) {
+            json_decref(req);
+            return rc;
+        }
+        const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+        json_object_set_new(req, "cmd", json_string(o.dry_run ? "diff" : "import"));
+        json_object_set_new(req, "source", json_string(base));
+        json_object_set_new(req, "text", json_stringn(text, len));
+        free(text);
+        char *wire = json_dumps(req, JSON_COMPACT);
+        size_t size = wire ? strlen(wire) : 0;
+        free(wire);
+        if (!json_object_get(req, "text") || size > CTL_REQUEST_MAX) {
+            fprintf(stderr,
+                    "bqos-ctl: import: %s is too large: as a request it takes %s%zu bytes and the "
+                    "controller reads at most %d (a larger one is dropped unread); nothing sent.  "
+                    "Change it in parts (set, remove), or put the file in the controller's "
+                    "--buckets and reload\n",
+                    name, len > CTL_REQUEST_MAX ? "more than " : "", size, CTL_REQUEST_MAX);
+            json_decref(req);
+            return EXIT_USAGE;
+        }
+    }
     if (is_watch)
         json_object_set_new(req, "cmd", json_string("status"));
     if (is_history) {
@@ -873,8 +1202,14 @@ int main(int argc, char **argv)
         const char *warn = json_string_value(json_object_get(reply, "warning"));
         if (warn && strcmp(cmd, "status") != 0) /* the status prints its own */
             fprintf(stderr, "bqos-ctl: warning: %s\n", warn);
-        if (strcmp(cmd, "status") == 0) {
+        if (o.node) {
+            print_status_node(reply);
+        } else if (o.bucket) {
+            print_status_bucket(reply, o.nodes);
+        } else if (is_status) {
             print_status(reply);
+        } else if (is_import) {
+            print_diff(reply, name, o.dry_run);
         } else if (is_history) {
             print_history(reply);
         } else if (strcmp(cmd, "buckets") == 0) {
@@ -888,6 +1223,15 @@ int main(int argc, char **argv)
             char b[32];
             printf("reloaded: %s buckets\n", cell(reply, "buckets", "?", b, sizeof b));
         }
+    }
+    /* A dry run the controller would refuse: the diff, then why, and 1. */
+    json_t *refusal = json_object_get(reply, "refusal");
+    if (code == EXIT_OK && is_import && json_is_object(refusal)) {
+        const char *ec = json_string_value(json_object_get(refusal, "error"));
+        const char *m = json_string_value(json_object_get(refusal, "message"));
+        fprintf(stderr, "bqos-ctl: the controller would refuse this import: %s: %s\n",
+                ec ? ec : "error", m ? m : "");
+        code = EXIT_REFUSED;
     }
     json_decref(reply);
     return code;

@@ -319,20 +319,21 @@ static json_t *auth_json(const auth_t *au)
     return o;
 }
 
-static json_t *cmd_status(admin_t *ad, json_t *req)
+/* The head of every status reply: the clock (period, interval, elapsed
+ * time), whether this controller leads, and who does.  *elapsed and *pms
+ * get the ms elapsed in the period and its length. */
+static json_t *status_head(admin_t *ad, double now, double *elapsed, double *pms)
 {
-    (void)req;
-    double now = mono_now();
     json_t *r = reply_ok();
-    double pms = ad->clk->period_s * 1000;
-    double elapsed = (now - ad->clk->period_start) * 1000;
-    if (elapsed < 0)
-        elapsed = 0;
+    *pms = ad->clk->period_s * 1000;
+    *elapsed = (now - ad->clk->period_start) * 1000;
+    if (*elapsed < 0)
+        *elapsed = 0;
     json_object_set_new(r, "period", json_integer((json_int_t)ad->clk->period));
     json_object_set_new(r, "interval", json_integer(ad->clk->interval));
     json_object_set_new(r, "intervals", json_integer(ad->clk->intervals));
-    json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(pms)));
-    json_object_set_new(r, "elapsed_ms", json_integer((json_int_t)llround(elapsed)));
+    json_object_set_new(r, "period_ms", json_integer((json_int_t)llround(*pms)));
+    json_object_set_new(r, "elapsed_ms", json_integer((json_int_t)llround(*elapsed)));
     /* High availability: alone (no etcd) a controller always leads, epoch 0. */
     json_object_set_new(r, "leader", json_boolean(!ad->ld || leader_leads(ad->ld, now)));
     json_object_set_new(r, "epoch", json_integer(ad->ld ? (json_int_t)ad->ld->leader_epoch : 0));
@@ -340,53 +341,69 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_object_set_new(r, "id", json_string(ad->ld->cfg.id));
         set_leader(r, ad);
     }
+    return r;
+}
+
+/* Node i as the status lists it. */
+static json_t *node_json(admin_t *ad, int i, double now)
+{
+    ctrl_node_info_t ni;
+    ctrl_node_info(ad->ctrl, i, &ni);
+    double last = nodes_last_msg(ad->nodes, i);
+    json_t *age = last > 0 ? json_integer((json_int_t)llround((now - last) * 1000)) : json_null();
+    uint64_t falls = 0;
+    int fb = nodes_fallback(ad->nodes, i, &falls);
+    json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:b, s:I}", "name", ni.name, "state",
+                          ni.up ? "up" : "down", "last_report_ms", age, "capacity",
+                          (json_int_t)llround(ni.capacity), "profile",
+                          (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets,
+                          "fallback", fb, "fallbacks", (json_int_t)falls);
+    if (ni.byte_capacity > 0)
+        json_object_set_new(o, "byte_capacity", json_integer(llround(ni.byte_capacity)));
+    return o;
+}
+
+/* Bucket b (controller table index) as the status lists it: its figures
+ * summed over the nodes, `elapsed` of `pms` ms into the period. */
+static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
+{
+    ctrl_bucket_info_t bi;
+    ctrl_bucket_info(ad->ctrl, b, &bi);
+    uint64_t served = bi.served_r + bi.served_l + bi.served_o;
+    double res_tokens = (double)bi.reservation * ad->clk->period_s;
+    int on_track = bi.reservation == 0 || (double)served >= res_tokens ||
+                   (double)served >= res_tokens * elapsed / pms || bi.queued == 0;
+    json_t *o = json_pack(
+        "{s:s, s:I, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:o}", "name", bi.name,
+        "reservation", (json_int_t)bi.reservation, "limit", limit_json(bi.limit), "weight",
+        (int)bi.weight, "served", (json_int_t)served, "served_r", (json_int_t)bi.served_r,
+        "served_l", (json_int_t)bi.served_l, "served_o", (json_int_t)bi.served_o, "queued",
+        (json_int_t)bi.queued, "on_track", on_track, "demand", (json_int_t)bi.demand,
+        "r_tokens", (json_int_t)bi.r_tokens, "l_tokens",
+        bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
+    json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
+    if (bi.reservation_bytes > 0 || bi.limit_bytes > 0) /* cost-aware tokens */
+        json_object_update_new(
+            o, json_pack("{s:I, s:o, s:I, s:I, s:o}", "reservation_bytes",
+                         (json_int_t)bi.reservation_bytes, "limit_bytes",
+                         byte_limit_json(bi.limit_bytes), "served_bytes",
+                         (json_int_t)bi.served_bytes, "r_bytes", (json_int_t)bi.r_bytes, "l_bytes",
+                         bi.l_bytes == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_bytes)));
+    return o;
+}
+
+static json_t *cmd_status(admin_t *ad, json_t *req)
+{
+    (void)req;
+    double now = mono_now(), elapsed, pms;
+    json_t *r = status_head(ad, now, &elapsed, &pms);
     json_t *nodes = json_array();
-    for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
-        ctrl_node_info_t ni;
-        ctrl_node_info(ad->ctrl, i, &ni);
-        double last = nodes_last_msg(ad->nodes, i);
-        json_t *age = last > 0 ? json_integer((json_int_t)llround((now - last) * 1000))
-                               : json_null();
-        uint64_t falls = 0;
-        int fb = nodes_fallback(ad->nodes, i, &falls);
-        json_array_append_new(
-            nodes, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:b, s:I}", "name", ni.name,
-                             "state", ni.up ? "up" : "down", "last_report_ms", age, "capacity",
-                             (json_int_t)llround(ni.capacity), "profile",
-                             (json_int_t)llround(ni.profile), "buckets", (json_int_t)ni.buckets,
-                             "fallback", fb, "fallbacks", (json_int_t)falls));
-        if (ni.byte_capacity > 0)
-            json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
-                                "byte_capacity", json_integer(llround(ni.byte_capacity)));
-    }
+    for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++)
+        json_array_append_new(nodes, node_json(ad, i, now));
     json_object_set_new(r, "nodes", nodes);
     json_t *bs = json_array();
-    for (int b = 0; b < ctrl_nbuckets(ad->ctrl); b++) {
-        ctrl_bucket_info_t bi;
-        ctrl_bucket_info(ad->ctrl, b, &bi);
-        uint64_t served = bi.served_r + bi.served_l + bi.served_o;
-        double res_tokens = (double)bi.reservation * ad->clk->period_s;
-        int on_track = bi.reservation == 0 || (double)served >= res_tokens ||
-                       (double)served >= res_tokens * elapsed / pms || bi.queued == 0;
-        json_t *o = json_pack(
-            "{s:s, s:I, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:o}", "name", bi.name,
-            "reservation", (json_int_t)bi.reservation, "limit", limit_json(bi.limit), "weight",
-            (int)bi.weight, "served", (json_int_t)served, "served_r", (json_int_t)bi.served_r,
-            "served_l", (json_int_t)bi.served_l, "served_o", (json_int_t)bi.served_o, "queued",
-            (json_int_t)bi.queued, "on_track", on_track, "demand", (json_int_t)bi.demand,
-            "r_tokens", (json_int_t)bi.r_tokens, "l_tokens",
-            bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
-        json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
-        if (bi.reservation_bytes > 0 || bi.limit_bytes > 0) /* cost-aware tokens */
-            json_object_update_new(
-                o, json_pack("{s:I, s:o, s:I, s:I, s:o}", "reservation_bytes",
-                             (json_int_t)bi.reservation_bytes, "limit_bytes",
-                             byte_limit_json(bi.limit_bytes), "served_bytes",
-                             (json_int_t)bi.served_bytes, "r_bytes", (json_int_t)bi.r_bytes,
-                             "l_bytes",
-                             bi.l_bytes == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_bytes)));
-        json_array_append_new(bs, o);
-    }
+    for (int b = 0; b < ctrl_nbuckets(ad->ctrl); b++)
+        json_array_append_new(bs, bucket_json(ad, b, elapsed, pms));
     json_object_set_new(r, "buckets", bs);
     add_warning(ad, r);
     json_object_set_new(r, "default", default_json(ad));
@@ -429,6 +446,119 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(tm, "late_rounds", json_integer((json_int_t)ad->tm->late_rounds));
     json_object_set_new(tm, "late_max_ms", json_real(ad->tm->late_max * 1e3));
     json_object_set_new(r, "timing", tm);
+    return r;
+}
+
+/* One bucket on one node (ctrl_pair_info()) as status_node and
+ * status_bucket list it; `key` and `name` say which (the bucket's name
+ * in a node's list, the node's in a bucket's). */
+static json_t *pair_json(const char *key, const char *name, const ctrl_pair_info_t *pi)
+{
+    return json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", key, name, "reported",
+                     pi->reported, "served",
+                     (json_int_t)(pi->served_r + pi->served_l + pi->served_o), "served_r",
+                     (json_int_t)pi->served_r, "served_l", (json_int_t)pi->served_l, "served_o",
+                     (json_int_t)pi->served_o, "queued", (json_int_t)pi->queued, "demand",
+                     (json_int_t)pi->demand, "r_tokens",
+                     pi->r_tokens < 0 ? json_null() : json_integer(pi->r_tokens), "l_tokens",
+                     pi->l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(pi->l_tokens));
+}
+
+/* The request's "name": NULL with *name set, or the bad_request reply. */
+static json_t *get_name(json_t *req, const char **name)
+{
+    json_t *jn = json_object_get(req, "name");
+    if (!json_is_string(jn))
+        return reply_error("bad_request", "\"name\" (string) is required");
+    *name = json_string_value(jn);
+    return NULL;
+}
+
+/* status_node {"name": NODE}: the status head, the node as the status
+ * lists it, and each configured bucket its table holds, on that node: served
+ * this period by kind, queued, demand, and the tokens last pushed to it.
+ * A node that never said hello: not_found. */
+static json_t *cmd_status_node(admin_t *ad, json_t *req)
+{
+    const char *name = NULL;
+    json_t *bad = get_name(req, &name);
+    if (bad)
+        return bad;
+    int n = -1, nn = ctrl_nnodes(ad->ctrl);
+    char known[300] = "";
+    size_t kl = 0;
+    for (int i = 0; i < nn && n < 0; i++) {
+        ctrl_node_info_t ni;
+        if (ctrl_node_info(ad->ctrl, i, &ni) < 0)
+            continue;
+        if (strcmp(ni.name, name) == 0)
+            n = i;
+        else if (kl < sizeof known - 1)
+            kl += (size_t)snprintf(known + kl, sizeof known - kl, "%s%s", kl ? ", " : "", ni.name);
+    }
+    if (n < 0) {
+        char msg[500];
+        snprintf(msg, sizeof msg, "no node '%.100s' has said hello to this controller (%s%s)", name,
+                 nn ? "nodes: " : "no nodes", known);
+        return reply_error("not_found", msg);
+    }
+    double now = mono_now(), elapsed, pms;
+    json_t *r = status_head(ad, now, &elapsed, &pms);
+    json_object_set_new(r, "node", node_json(ad, n, now));
+    const char *const *names;
+    size_t nb;
+    ctrl_table(ad->ctrl, &names, &nb);
+    json_t *bs = json_array();
+    for (int b = 0; b < ctrl_nbuckets(ad->ctrl) && (size_t)b < nb; b++) {
+        ctrl_pair_info_t pi;
+        if (ctrl_pair_info(ad->ctrl, n, b, &pi) == 0)
+            json_array_append_new(bs, pair_json("name", names[b], &pi));
+    }
+    json_object_set_new(r, "buckets", bs);
+    return r;
+}
+
+/* status_bucket {"name": BUCKET}: the status head, the bucket as the status
+ * lists it (summed over the nodes), and one entry per node whose table holds
+ * it (as status_node's), the others counted in "nodes_without".  A bucket
+ * the configuration lacks: not_found. */
+static json_t *cmd_status_bucket(admin_t *ad, json_t *req)
+{
+    const char *name = NULL;
+    json_t *bad = get_name(req, &name);
+    if (bad)
+        return bad;
+    const char *const *names;
+    size_t nb;
+    ctrl_table(ad->ctrl, &names, &nb);
+    int b = -1;
+    for (size_t i = 0; i < nb && b < 0; i++)
+        if (strcmp(names[i], name) == 0)
+            b = (int)i;
+    if (b < 0 || b >= ctrl_nbuckets(ad->ctrl)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "no bucket '%.250s' in the configuration (bqos-ctl buckets "
+                 "lists them)", name);
+        return reply_error("not_found", msg);
+    }
+    double now = mono_now(), elapsed, pms;
+    json_t *r = status_head(ad, now, &elapsed, &pms);
+    json_object_set_new(r, "bucket", bucket_json(ad, b, elapsed, pms));
+    json_t *ns = json_array();
+    int without = 0;
+    for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++) {
+        ctrl_node_info_t ni;
+        ctrl_pair_info_t pi;
+        if (ctrl_node_info(ad->ctrl, i, &ni) < 0 || ctrl_pair_info(ad->ctrl, i, b, &pi) < 0) {
+            without++;
+            continue;
+        }
+        json_t *o = pair_json("node", ni.name, &pi);
+        json_object_set_new(o, "state", json_string(ni.up ? "up" : "down"));
+        json_array_append_new(ns, o);
+    }
+    json_object_set_new(r, "nodes", ns);
+    json_object_set_new(r, "nodes_without", json_integer(without));
     return r;
 }
 
@@ -487,22 +617,26 @@ static json_t *cmd_history(admin_t *ad, json_t *req)
     return r;
 }
 
+/* Bucket b of a configuration as `buckets` lists it. */
+static json_t *bucket_obj(const bucketfile_bucket_t *b)
+{
+    json_t *o = json_pack("{s:s, s:I, s:o, s:i}", "name", b->name, "reservation",
+                          (json_int_t)b->reservation, "limit", limit_json(b->limit), "weight",
+                          (int)b->weight);
+    if (bucketfile_has_bytes(b))
+        json_object_update_new(o, json_pack("{s:I, s:o}", "reservation_bytes",
+                                            (json_int_t)b->reservation_bytes, "limit_bytes",
+                                            byte_limit_json(b->limit_bytes)));
+    return o;
+}
+
 static json_t *cmd_buckets(admin_t *ad, json_t *req)
 {
     (void)req;
     json_t *r = reply_ok();
     json_t *arr = json_array();
-    for (size_t i = 0; i < bucketfile_count(ad->bf); i++) {
-        const bucketfile_bucket_t *b = bucketfile_get(ad->bf, i);
-        json_t *o = json_pack("{s:s, s:I, s:o, s:i}", "name", b->name, "reservation",
-                              (json_int_t)b->reservation, "limit", limit_json(b->limit),
-                              "weight", (int)b->weight);
-        if (bucketfile_has_bytes(b))
-            json_object_update_new(o, json_pack("{s:I, s:o}", "reservation_bytes",
-                                                (json_int_t)b->reservation_bytes, "limit_bytes",
-                                                byte_limit_json(b->limit_bytes)));
-        json_array_append_new(arr, o);
-    }
+    for (size_t i = 0; i < bucketfile_count(ad->bf); i++)
+        json_array_append_new(arr, bucket_obj(bucketfile_get(ad->bf, i)));
     json_object_set_new(r, "buckets", arr);
     return r;
 }
@@ -672,6 +806,139 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
     return r;
 }
 
+/* ---- import: a whole table from the operator's machine ------------------ */
+
+static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *b)
+{
+    return a->reservation == b->reservation && a->limit == b->limit && a->weight == b->weight &&
+           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes;
+}
+
+/* What replacing configuration `old` (borrowed; NULL: none) by `bf`
+ * (borrowed) changes: {"buckets": count of bf, "added": [bucket], "removed":
+ * [bucket], "changed": [{"name", "old": bucket, "new": bucket}], "unchanged":
+ * count}, buckets as `buckets` lists them, each list in file order (removed:
+ * old's).  *changes gets added + removed + changed. */
+static json_t *diff_json(const bucketfile_t *old, const bucketfile_t *bf, size_t *changes)
+{
+    json_t *add = json_array(), *rem = json_array(), *chg = json_array();
+    size_t same = 0;
+    for (size_t i = 0; i < bucketfile_count(bf); i++) {
+        const bucketfile_bucket_t *b = bucketfile_get(bf, i);
+        int k = bucketfile_find(old, b->name);
+        const bucketfile_bucket_t *o = k >= 0 ? bucketfile_get(old, (size_t)k) : NULL;
+        if (!o)
+            json_array_append_new(add, bucket_obj(b));
+        else if (!same_bucket(o, b))
+            json_array_append_new(chg, json_pack("{s:s, s:o, s:o}", "name", b->name, "old",
+                                                 bucket_obj(o), "new", bucket_obj(b)));
+        else
+            same++;
+    }
+    for (size_t i = 0; i < bucketfile_count(old); i++) {
+        const bucketfile_bucket_t *o = bucketfile_get(old, i);
+        if (bucketfile_find(bf, o->name) < 0)
+            json_array_append_new(rem, bucket_obj(o));
+    }
+    *changes = json_array_size(add) + json_array_size(rem) + json_array_size(chg);
+    return json_pack("{s:I, s:o, s:o, s:o, s:I}", "buckets", (json_int_t)bucketfile_count(bf),
+                     "added", add, "removed", rem, "changed", chg, "unchanged", (json_int_t)same);
+}
+
+/* The start of an import or diff: NULL with *bf the table the request's
+ * "text" (a whole bucket file, parsed as bucketfile_parse() does; errors
+ * name "source", a file name of the sender's, or "import") describes,
+ * knowing what ad->bf knows of the controller's file; else the reply
+ * (not_leader at a standby, bad_request, invalid with the position). */
+static json_t *import_parse(admin_t *ad, json_t *req, bucketfile_t **bf)
+{
+    json_t *standby = check_leader(ad);
+    if (standby)
+        return standby;
+    json_t *jt = json_object_get(req, "text"), *js = json_object_get(req, "source");
+    if (!json_is_string(jt))
+        return reply_error("bad_request", "\"text\" (string: a whole bucket file) is required");
+    if (js && !json_is_string(js))
+        return reply_error("bad_request", "\"source\" must be a string");
+    char src[128];
+    snprintf(src, sizeof src, "%s", js ? json_string_value(js) : "import");
+    jsonloc_err_t err;
+    int rc = bucketfile_parse(json_string_value(jt), json_string_length(jt), src, bf, &err);
+    if (rc < 0) {
+        char msg[700];
+        bucketfile_strerror(&err, msg, sizeof msg);
+        log_warn("import refused: %s", msg);
+        return reply_error(rc == -ENOMEM ? "internal" : "invalid", msg);
+    }
+    if (ad->bf && bucketfile_copy_origin(*bf, ad->bf) < 0) {
+        bucketfile_destroy(bf);
+        return reply_error("internal", "out of memory");
+    }
+    return NULL;
+}
+
+/* import {"text": FILE TEXT, "source": NAME}: the whole table replaced by
+ * the one the text describes, all or nothing: refused (the table unchanged)
+ * unless it parses whole and passes what `set` passes (the file unchanged by
+ * hand, the arithmetic's bounds, admission); then written (etcd first, then
+ * the file, as `set` does: with etcd the file takes the text as sent) and
+ * applied.  Reply: the diff (diff_json()); a text that changes nothing is
+ * neither written nor applied. */
+static json_t *cmd_import(admin_t *ad, json_t *req)
+{
+    bucketfile_t *bf = NULL;
+    json_t *refused = import_parse(ad, req, &bf);
+    if (refused)
+        return refused;
+    size_t changes, n = bucketfile_count(bf);
+    json_t *ok = reply_ok();
+    json_object_update_new(ok, diff_json(ad->bf, bf, &changes));
+    if (changes == 0) {
+        bucketfile_destroy(&bf);
+        return ok;
+    }
+    json_t *r = commit_change(ad, bf, ok);
+    if (json_is_true(json_object_get(r, "ok")))
+        log_info("import: %zu buckets in force (%zu added, %zu removed, %zu changed)", n,
+                 json_array_size(json_object_get(r, "added")),
+                 json_array_size(json_object_get(r, "removed")),
+                 json_array_size(json_object_get(r, "changed")));
+    return r;
+}
+
+/* diff {"text": ..., "source": ...}: import's dry run.  The reply is
+ * import's diff, and "refusal": {"error", "message"} when import would be
+ * refused (file_changed, io, admission) or "warning" when admission in warn
+ * mode would let it through; nothing is written, applied or logged. */
+static json_t *cmd_diff(admin_t *ad, json_t *req)
+{
+    bucketfile_t *bf = NULL;
+    json_t *refused = import_parse(ad, req, &bf);
+    if (refused)
+        return refused;
+    size_t changes;
+    json_t *r = reply_ok();
+    json_object_update_new(r, diff_json(ad->bf, bf, &changes));
+    char msg[768];
+    const char *code = NULL;
+    int rc = bucketfile_check_unchanged(bf, ad->path, msg, sizeof msg);
+    if (rc < 0)
+        code = rc == -ESTALE ? "file_changed" : "io";
+    else if (ctrl_check_buckets(ad->ctrl, bf, msg, sizeof msg) < 0)
+        code = "admission"; /* as commit_change() answers it */
+    else if (admission_now(ad, bf, msg, sizeof msg) == -EDQUOT) {
+        if (ad->mode == ADMISSION_ENFORCE)
+            code = "admission";
+        else
+            json_object_set_new(r, "warning", json_string(msg));
+    }
+    if (code && changes > 0)
+        json_object_set_new(r, "refusal",
+                            json_pack("{s:s, s:s}", "error", code, "message", msg));
+    bucketfile_destroy(&bf);
+    return r;
+}
+
 /* ---- the command table --------------------------------------------------- */
 
 /* One admin command: its "cmd", what runs it (the request is borrowed; the
@@ -691,6 +958,11 @@ static const admin_cmd_t admin_cmds[] = {
     {"set", cmd_set, 1, "one bucket, created or changed; admitted, then the file is rewritten"},
     {"remove", cmd_remove, 1, "one bucket, removed; the file is rewritten"},
     {"reload", cmd_reload, 1, "the whole configuration, re-read from the file and admitted"},
+    {"status_node", cmd_status_node, 0, "nothing: one node's buckets, its tokens and service"},
+    {"status_bucket", cmd_status_bucket, 0, "nothing: one bucket's tokens and service per node"},
+    {"import", cmd_import, 1, "the whole configuration, replaced by the text sent; admitted, "
+                              "then saved as set saves"},
+    {"diff", cmd_diff, 0, "nothing: what import would change, and whether it would be refused"},
 };
 
 static const admin_cmd_t *find_cmd(const char *name)
@@ -713,9 +985,18 @@ static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const pro
     json_t *r = c->run(ad, req);
     if (c->writes && json_is_true(json_object_get(r, "ok"))) {
         add_warning(ad, r);
-        char *text = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+        /* An import's text (up to ADMIN_REQUEST_MAX) is logged as its size. */
+        json_t *shown = json_copy(req);
+        json_t *jt = json_object_get(req, "text");
+        if (shown && json_is_string(jt)) {
+            char sz[48];
+            snprintf(sz, sizeof sz, "(%zu bytes)", json_string_length(jt));
+            json_object_set_new(shown, "text", json_string(sz));
+        }
+        char *text = shown ? json_dumps(shown, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         log_info("audit: %s by %s: %s", c->name, who, text ? text : "?");
         free(text);
+        json_decref(shown);
     }
     return r;
 }

@@ -1,4 +1,4 @@
-/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, history, buckets, set, remove, reload), and the configuration changes they and SIGHUP make.
+/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, status_node, status_bucket, history, buckets, set, remove, reload, import, diff), and the configuration changes they and SIGHUP make.
  *
  * Requests and replies are one JSON object each ({"v":1,"cmd":...}; the
  * protocol is in docs/controller.md).  An admin_t belongs to the
@@ -19,7 +19,9 @@
 #include "controller/daemon/timing.h"
 
 /* Largest admin request (bytes) the endpoint takes: a bigger frame drops
- * the connection unread (ZMQ_MAXMSGSIZE).  Every command fits in 1 KiB. */
+ * the connection unread (ZMQ_MAXMSGSIZE).  Every command fits in 1 KiB but
+ * import and diff, which carry a whole bucket file (bqos-ctl refuses to send
+ * one past this bound: its CTL_REQUEST_MAX is this value). */
 #define ADMIN_REQUEST_MAX 65536
 
 typedef struct {
