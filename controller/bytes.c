@@ -310,7 +310,7 @@ static int byte_work(ctrl_t *c, cbytes_t *y, double il)
             w->b = (int)b;
             w->demand = demand_of(c, bb, i, b, il);
             w->arrivals = (double)p->arr_int;
-            w->queued = 0; /* unknown in bytes (rqueue.c does not apply) */
+            w->queued = 0; /* unknown in bytes (rq_begin() does not apply) */
             w->flags = WORK_EST | (p->period >= c->period ? WORK_CUR : 0) |
                        (queued ? WORK_QUEUED : 0);
             bs->arrivals += w->arrivals;

@@ -1,4 +1,4 @@
-/* ctrl_int.h - private to the controller core (ctrl.c, round.c, ledger.c, bytes.c, prov.c, plausible.c, capacity.c): the controller state's structs, the ledger both dimensions run, and the helpers they share. */
+/* ctrl_int.h - private to the controller core (ctrl.c, round.c, ledger.c, bytes.c, plausible.c, capacity.c): the controller state's structs, the ledger both dimensions run, and the helpers they share. */
 #ifndef BQOS_CTRL_INT_H
 #define BQOS_CTRL_INT_H
 
@@ -139,7 +139,7 @@ typedef struct {
     double arrivals;       /* over the up nodes, last interval */
     uint8_t prov;          /* its tokens are a provisional split (limited,
                               headroom left, no up node has reported it
-                              this period): see ctrl__prov_walk() */
+                              this period): see prov_walk() in round.c */
     uint8_t walk;          /* this computation (re)writes or revokes that
                               split on every node holding the bucket */
     uint8_t fresh;         /* ... and the split begins with it */
@@ -186,7 +186,8 @@ typedef struct {
     int capn;
     int hook;              /* its solves go to cfg.solve_hook (the IO one) */
     int queues;            /* its work_t.queued is known (IOs; the byte
-                              records carry no queue): rqueue.c applies */
+                              records carry no queue): rq_begin() in
+                              ledger.c applies */
     /* scratch for one computation */
     int *cnt, *given;      /* [nb] leftover spreading */
     size_t capcnt;
@@ -348,34 +349,6 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
 int ctrl__ledger_lpass(ctrl_t *c, ledger_t *L, int any_l, const pshift_opts_t *o,
                        ctrl_result_t *rs);
 void ctrl__ledger_free(ledger_t *L);
-
-/* prov.c, steps of ctrl_compute() after both passes: ctrl__prov_plan()
- * decides which limited buckets get a provisional split (headroom left,
- * no up node has reported them this period, nothing placed) and returns
- * nonzero if any split must be written or revoked; ctrl__prov_walk()
- * writes those records.  It returns 0 or -ENOMEM. */
-int ctrl__prov_plan(ctrl_t *c, int forced);
-int ctrl__prov_walk(ctrl_t *c);
-
-/* rqueue.c, the last round's R on the queues (steps of ledger L's R pass):
- * ctrl__rq_begin() sets bs->queued to 0 for the buckets it applies to (last
- * interval, no limit, a ledger that knows queues), -1 for the others, and
- * returns nonzero if any may apply; the R pass adds each pair's queue.
- * ctrl__rq_demand() is the demand a pair stands for in the R problem.
- * ctrl__rq_lift(), after a solve, gives buckets back their forecasts where
- * their queues overbook a node, and returns nonzero if it did (then solve
- * again, at most CTRL_RQ_PASSES times). */
-#define CTRL_RQ_PASSES 4
-int ctrl__rq_begin(const ctrl_t *c, ledger_t *L);
-int ctrl__rq_lift(ledger_t *L);
-
-/* A bucket whose queued requests cover its remaining reservation has R
- * placed only where they wait, at most as many as wait there. */
-static inline int64_t ctrl__rq_demand(const work_t *w, const bstate_t *bs)
-{
-    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
-                                                                              : w->demand;
-}
 
 /* plausible.c: counts a value of node nd's that the controller does not
  * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)

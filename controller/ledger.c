@@ -188,6 +188,77 @@ void ctrl__ledger_caps(lnode_t *ln, double est, double cons, double rem_s)
         ln->rcap = ln->capt;
 }
 
+/* ---- the last round's R on the queues -------------------------------------- */
+
+/* The last round of a period places R where the requests wait: a queued
+ * request is served where it is, while R-tokens on forecast arrivals are
+ * stranded if the demand moves and no later round moves them.  rq_begin()
+ * sets bs->queued to 0 for the buckets it applies to (last interval, no
+ * limit, a ledger that knows queues), -1 for the others, and returns
+ * nonzero if any may apply; the R pass adds each pair's queue.
+ * rq_demand() is the demand a pair stands for in the R problem.
+ * rq_lift(), after a solve, gives buckets back their forecasts where their
+ * queues overbook a node, and returns nonzero if it did (then solve again,
+ * at most RQ_PASSES times). */
+#define RQ_PASSES 4
+
+/* A bucket whose queued requests cover its remaining reservation has R
+ * placed only where they wait, at most as many as wait there. */
+static inline int64_t rq_demand(const work_t *w, const bstate_t *bs)
+{
+    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
+                                                                              : w->demand;
+}
+
+/* How much of a node's excess one rq_lift() pass gives back: the
+ * next solve refills part of what the lifted buckets leave with other
+ * queues (measured on the simulator's Experiments 1 and 2 with
+ * RQ_PASSES, docs/performance.md). */
+#define RQ_COVER 4
+
+/* Only in the last interval (earlier, the next round places again what a
+ * move strands) and only for buckets without a limit (a limited bucket's R
+ * placement also decides where its L-tokens go, and its headroom is spread
+ * over its active nodes anyway). */
+static int rq_begin(const ctrl_t *c, ledger_t *L)
+{
+    const int last = L->queues && c->interval + 1 == (uint32_t)c->cfg.intervals;
+    for (size_t b = 0; b < L->nb; b++)
+        L->b[b].queued = last && L->b[b].l == CTRL_UNLIMITED ? 0 : -1;
+    return last;
+}
+
+/* On every up node where the solution places more R than the node can
+ * take (its conservative capacity less the single-server buckets: pShift
+ * goes beyond it where demands leave no choice), buckets held to their
+ * queues there get their whole demand back (bs->queued = -1), in the
+ * node's order, until what they were given there is RQ_COVER times the
+ * excess: the queues of a bucket whose tokens elsewhere matched its demand
+ * sit on the nodes that are full. */
+static int rq_lift(ledger_t *L)
+{
+    int any = 0;
+    for (int s = 0; s < pshift_nservers(L->rp); s++) {
+        lnode_t *ln = &L->n[L->srv_node[s]];
+        int64_t over = pshift_server_load(L->rp, s) - (ln->rcap - ln->load);
+        if (over <= 0)
+            continue;
+        over *= RQ_COVER;
+        for (size_t k = 0; k < ln->nwork && over > 0; k++) {
+            const work_t *w = &ln->work[k];
+            if (w->rk < 0 || L->b[w->b].nr == 1)
+                continue;
+            bstate_t *bs = &L->b[w->b];
+            if (rq_demand(w, bs) < w->demand) {
+                over -= pshift_bucket_allocs(L->rp, bs->pidx)[w->rk];
+                bs->queued = -1;
+                any = 1;
+            }
+        }
+    }
+    return any;
+}
+
 /* Sums a solved problem's allocation per bucket (into ralloc of the
  * buckets in the R problem, or lalloc of those in the L problem if
  * `lpass`) and keeps where each bucket's allocations are (ra / la).
@@ -300,7 +371,7 @@ static int rpass_build(const ctrl_t *c, ledger_t *L, ctrl_result_t *rs)
             if (w->rk == -1 || L->b[w->b].nr == 1)
                 continue;
             bstate_t *bs = &L->b[w->b];
-            int64_t d = ctrl__rq_demand(w, bs);
+            int64_t d = rq_demand(w, bs);
             if (ln->rcut < 1)
                 d = (int64_t)((double)d * ln->rcut);
             w->rk = 0;
@@ -344,7 +415,7 @@ static int rpass_cut(ledger_t *L)
         for (size_t k = 0; k < ln->nwork; k++) {
             const work_t *w = &ln->work[k];
             if (w->rk >= 0 && L->b[w->b].nr != 1)
-                dem = ctrl__count_add(dem, ctrl__rq_demand(w, &L->b[w->b]));
+                dem = ctrl__count_add(dem, rq_demand(w, &L->b[w->b]));
         }
         ln->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
         any = 1;
@@ -356,7 +427,7 @@ static int rpass_cut(ledger_t *L)
  * single-server buckets first, then pShift (solved with `o`) for the others
  * on the up nodes' conservative capacity for the rest of the period
  * (ctrl__ledger_caps(), rpass_build), in the last interval on the queues
- * where they fit (rqueue.c), once more with cut demands where that
+ * where they fit (rq_begin), once more with cut demands where that
  * overbooks a node holding single-server buckets (rpass_cut); the allocation is summed per bucket
  * and per node.  On the way backlogged demands are raised to their floor
  * and each node's L candidates listed (ln->lcand); *any_l is set if there
@@ -369,7 +440,7 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
     if (!L->rp && !(L->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = L->rp;
-    int lifts = ctrl__rq_begin(c, L) ? CTRL_RQ_PASSES : 0, cut = 0;
+    int lifts = rq_begin(c, L) ? RQ_PASSES : 0, cut = 0;
     /* Demands, queues, L candidates and which pairs want R (rk 0, counted
      * in nr). */
     for (int i = 0; i < c->nn; i++) {
@@ -411,7 +482,7 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
         if ((rc = rpass_build(c, L, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
         t += pshift_stats(p)->t_total;
-        if (lifts > 0 && (lifts--, ctrl__rq_lift(L)))
+        if (lifts > 0 && (lifts--, rq_lift(L)))
             continue;
         if (cut || !(cut = rpass_cut(L)))
             break;

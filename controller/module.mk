@@ -2,8 +2,8 @@
 # daemon/ is the program, ctl/ is bqos-ctl, bench/ the benchmarks.
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
-  controller/ledger.c controller/bytes.c controller/plausible.c controller/prov.c \
-  controller/capacity.c controller/rqueue.c
+  controller/ledger.c controller/bytes.c controller/plausible.c \
+  controller/capacity.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \

@@ -1,4 +1,4 @@
-/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, the IO ledger's budgets and R and L pShift passes (ledger.c), token records (the provisional splits are in prov.c, the byte round in bytes.c). */
+/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, the IO ledger's budgets and R and L pShift passes (ledger.c), token records and the provisional splits of limited buckets no node reported (the byte round is in bytes.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +16,9 @@
  *   R pass           single-server buckets first, then the R problem
  *                    within the conservative capacities: build, solve
  *   L pass           the L problem on the residual: build, solve, read back
- *   prov_plan        which limited buckets get a provisional split (prov.c)
+ *   prov_plan        which limited buckets get a provisional split
  *   phase_push       token records per up node
- *   prov_walk        the provisional splits' records (prov.c)
+ *   prov_walk        the provisional splits' records
  *   bytes            the byte ledger's round (bytes.c), every round
  * Conversion, budgets and the passes are the IO ledger's (ledger.c), which
  * the byte dimension runs too.  The helpers of the phases come first. */
@@ -185,7 +185,7 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
         }
         /* Zero R and an L that cannot change by consumption (0 or
          * unlimited), same as last time: the node already holds it.
-         * A provisional split is written by ctrl__prov_walk(). */
+         * A provisional split is written by prov_walk(). */
         if (!bs->prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
@@ -202,6 +202,103 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
             continue;
         }
         k++;
+    }
+    return 0;
+}
+
+/* ---- provisional splits ---------------------------------------------------- */
+
+/* A limited bucket that no up node has reported this period gets its headroom
+ * divided evenly over the nodes, so its demand is served at once and its
+ * limit stays hard: prov_plan() decides which, after both passes, and
+ * prov_walk() writes their records after phase_push(). */
+
+/* Decides, after both passes, which limited buckets get a provisional
+ * split: headroom left, but no up node has reported the bucket this period
+ * and the estimates placed nothing for it (so it holds nothing to spend
+ * when its demand appears, e.g. in the first interval of a period).  Sets
+ * bs->prov, and bs->walk where prov_walk() must (re)write the split
+ * (new, or a forced round: period start, node or configuration change) or
+ * revoke it (a report brought the bucket into the computation).  Returns nonzero
+ * if any bucket needs a walk. */
+static int prov_plan(ctrl_t *c, int forced)
+{
+    int any = 0;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        int was = bs->prov;
+        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
+                   bs->ralloc == 0 && bs->lalloc == 0;
+        bs->walk = bs->prov ? (forced || !was) : was;
+        bs->fresh = bs->prov && !was;
+        any |= bs->walk;
+    }
+    return any;
+}
+
+/* Nonzero if pair pr (of a bucket no up node has reported this period) had
+ * a report in the previous period. */
+static int prov_recent(const ctrl_t *c, const pair_t *pr)
+{
+    return pr->has_report && c->period > 0 && pr->period == c->period - 1;
+}
+
+/* Writes the provisional splits prov_plan() asked for.  A bucket's split
+ * goes to the up nodes where it was reported in the previous period, or if
+ * there are none to every up node that holds it: its remaining reservation
+ * as R-tokens and the rest of its headroom as L-tokens, each divided evenly
+ * (the first nodes get one more token each for the remainder), so R + L
+ * over all nodes is exactly the headroom and the limit stays hard.  The
+ * other nodes holding it get R 0 and L 0.  A revoked split is set to R 0
+ * and L 0 on the nodes where the pair is not active (the passes wrote the
+ * active ones).  Pairs written here stay off the active lists: the bucket,
+ * not its pairs, is revisited.  Returns 0 or -ENOMEM. */
+static int prov_walk(ctrl_t *c)
+{
+    int rc;
+    for (size_t b = 0; b < c->nb; b++) {
+        bstate_t *bs = &c->b[b];
+        if (!bs->walk)
+            continue;
+        int64_t n = 0, nrecent = 0;
+        for (int i = 0; i < c->nn && bs->prov; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = ctrl__node_slot(nd, (size_t)b);
+            if (!nd->up || j < 0)
+                continue;
+            n++;
+            nrecent += prov_recent(c, &nd->pairs[j]);
+        }
+        int only_recent = nrecent > 0;
+        if (only_recent)
+            n = nrecent;
+        int64_t rt = bs->r_rem, lt = bs->head - bs->r_rem, idx = 0;
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = ctrl__node_slot(nd, (size_t)b);
+            if (!nd->up || j < 0)
+                continue;
+            pair_t *pr = &nd->pairs[j];
+            int64_t r = 0, l = 0;
+            int fresh = 0;
+            if (!bs->prov) {
+                if (nd->inact[j])
+                    continue;
+            } else if (!only_recent || prov_recent(c, pr)) {
+                r = rt / n + (idx < rt % n);
+                l = lt / n + (idx < lt % n);
+                idx++;
+                /* The node may have spent what we pushed before the split
+                 * began; only an unbroken split is known to be intact. */
+                fresh = bs->fresh;
+            }
+            pair_push_t *ps = &nd->push[j];
+            if (!fresh && ps->tok_r == r && ps->tok_l == l)
+                continue;
+            if ((rc = ctrl__push_rec(nd, (uint32_t)b, r, l)) < 0)
+                return rc;
+            ctrl__pushed(c, pr, ps, r, l);
+        }
     }
     return 0;
 }
@@ -407,10 +504,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     if ((rc = ctrl__ledger_lpass(c, &c->io, any_l, &o, &rs)) < 0)
         goto out;
-    int any_walk = ctrl__prov_plan(c, forced);
+    int any_walk = prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
         goto out;
-    if (any_walk && (rc = ctrl__prov_walk(c)) < 0)
+    if (any_walk && (rc = prov_walk(c)) < 0)
         goto out;
     c->force = 0;
     c->st.computed++;
