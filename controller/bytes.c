@@ -22,7 +22,7 @@ typedef struct {
 } pbytes_t;
 
 /* A bucket with a byte rate: what the nodes said of it.  Its rates and
- * budgets are its bstate_t in cbytes_t.b. */
+ * budgets are its ledger_bucket_t in cbytes_t.b. */
 typedef struct {
     pbytes_t *pn;         /* [capn]: per node index */
     int capn;
@@ -43,7 +43,7 @@ typedef struct {
 
 struct cbytes {
     bbucket_t *bb;        /* [nb] (zero for buckets without a byte rate) */
-    bstate_t *b;          /* [nb] the byte ledger's buckets (bytes per
+    ledger_bucket_t *b;          /* [nb] the byte ledger's buckets (bytes per
                              period; without a byte rate: R 0, no limit) */
     uint8_t *on;          /* [nb] */
     int *off;             /* [nb] rounds left to push "off" (lost its rate) */
@@ -78,7 +78,7 @@ void ctrl__bytes_free(ctrl_t *c)
     for (int i = 0; i < y->capn; i++)
         free(y->nd[i].out);
     free(y->nd);
-    ctrl__ledger_free(&y->L);
+    ledger_free(&y->L);
     free(y);
     c->by = NULL;
 }
@@ -248,7 +248,7 @@ static int64_t served_of(const ctrl_t *c, const bbucket_t *bb)
 {
     int64_t s = 0;
     for (int i = 0; i < bb->capn; i++)
-        s = ctrl__count_add(s, pair_served(c, &bb->pn[i]));
+        s = count_add(s, pair_served(c, &bb->pn[i]));
     return s;
 }
 
@@ -276,7 +276,7 @@ static int64_t demand_of(const ctrl_t *c, const bbucket_t *bb, int i, size_t b, 
 static int byte_work(ctrl_t *c, cbytes_t *y, double il)
 {
     for (size_t b = 0; b < y->nb; b++) {
-        bstate_t *bs = &y->b[b];
+        ledger_bucket_t *bs = &y->b[b];
         bs->served = y->on[b] ? served_of(c, &y->bb[b]) : 0;
         bs->held = 0;
         bs->arrivals = 0;
@@ -284,35 +284,35 @@ static int byte_work(ctrl_t *c, cbytes_t *y, double il)
     }
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
-        lnode_t *ln = &y->L.n[i];
+        ledger_node_t *ln = &y->L.n[i];
         int holds = ctrl__holds_grants(c, nd);
         ln->nwork = 0;
         if (!nd->up && !holds)
             continue;
-        if (nd->up && ctrl__ledger_reserve(ln, y->non) < 0)
+        if (nd->up && ledger_reserve(ln, y->non) < 0)
             return -ENOMEM;
         for (size_t b = 0; b < y->nb; b++) {
             bbucket_t *bb = &y->bb[b];
-            bstate_t *bs = &y->b[b];
+            ledger_bucket_t *bs = &y->b[b];
             if (!y->on[b] || i >= bb->capn)
                 continue;
             pbytes_t *p = &bb->pn[i];
             p->k = -1;
             if (holds && bs->l != CTRL_UNLIMITED)
-                bs->held = ctrl__count_add(
+                bs->held = count_add(
                     bs->held, ctrl__grant_left(c, nd, p->grant, p->gperiod, pair_served(c, p)));
             int j = ctrl__node_slot(nd, b);
             if (!nd->up || !p->has || j < 0)
                 continue;
-            work_t *w = &ln->work[ln->nwork];
+            ledger_work_t *w = &ln->work[ln->nwork];
             p->k = (int32_t)ln->nwork++;
             int queued = nd->pairs[j].queued > 0;
             w->b = (int)b;
             w->demand = demand_of(c, bb, i, b, il);
             w->arrivals = (double)p->arr_int;
             w->queued = 0; /* unknown in bytes (rq_begin() does not apply) */
-            w->flags = WORK_EST | (p->period >= c->period ? WORK_CUR : 0) |
-                       (queued ? WORK_QUEUED : 0);
+            w->flags = LEDGER_EST | (p->period >= c->period ? LEDGER_CUR : 0) |
+                       (queued ? LEDGER_QUEUED : 0);
             bs->arrivals += w->arrivals;
             bs->backlog |= queued;
         }
@@ -330,7 +330,7 @@ static int byte_work(ctrl_t *c, cbytes_t *y, double il)
 static int push_bucket(ctrl_t *c, cbytes_t *y, size_t b)
 {
     bbucket_t *bb = &y->bb[b];
-    const bstate_t *bs = &y->b[b];
+    const ledger_bucket_t *bs = &y->b[b];
     int64_t spread = 0;
     if (bs->l != CTRL_UNLIMITED && bs->head > bs->ralloc + bs->lalloc)
         spread = bs->head - bs->ralloc - bs->lalloc;
@@ -344,11 +344,11 @@ static int push_bucket(ctrl_t *c, cbytes_t *y, size_t b)
         pbytes_t *p = pair_of(bb, i);
         if (!p)
             return -ENOMEM;
-        const work_t *w = p->has && p->k >= 0 ? &y->L.n[i].work[p->k] : NULL;
+        const ledger_work_t *w = p->has && p->k >= 0 ? &y->L.n[i].work[p->k] : NULL;
         int64_t r = w && w->rk >= 0 ? bs->ra[w->rk] : 0, l = CTRL_UNLIMITED;
         if (bs->l != CTRL_UNLIMITED) {
             l = w && w->lk >= 0 ? bs->la[w->lk] : 0;
-            if (!bs->nq || (w && (w->flags & (WORK_CUR | WORK_QUEUED)) == (WORK_CUR | WORK_QUEUED)))
+            if (!bs->nq || (w && (w->flags & (LEDGER_CUR | LEDGER_QUEUED)) == (LEDGER_CUR | LEDGER_QUEUED)))
                 l += spread / n + (idx++ < spread % n ? 1 : 0);
             ctrl__grant_raise(c, &p->grant, &p->gperiod, pair_served(c, p), r, l);
         }
@@ -368,32 +368,30 @@ int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il, const pshift_opts_t 
     if (!y)
         return 0;
     ledger_t *L = &y->L;
-    L->b = y->b;
-    L->nb = y->nb;
     int rc = fit_nodes(y, c->nn > 0 ? c->nn - 1 : 0);
     if (rc == 0)
-        rc = ctrl__ledger_fit(L, c->nn);
+        rc = ledger_fit(L, y->b, y->nb, c->nn);
     if (rc < 0)
         return rc;
     for (int i = 0; i < y->capn; i++)
         y->nd[i].nout = 0;
-    if ((rc = byte_work(c, y, il)) < 0 || (rc = ctrl__ledger_scratch(L, c->nn)) < 0)
+    if ((rc = byte_work(c, y, il)) < 0 || (rc = ledger_scratch(L)) < 0)
         goto out;
     int reset = !y->conv_started || y->conv_period != c->period;
     y->conv_started = 1;
     y->conv_period = c->period;
-    ctrl__ledger_convert(L, c->conv_el, reset);
-    ctrl__ledger_budgets(c, L);
+    ledger_convert(L, c->conv_el, reset);
+    const ledger_round_t rd = ctrl__ledger_round(c, 0);
+    ledger_budgets(L, &rd);
     for (int i = 0; i < c->nn; i++) {
-        const bnode_t *bn = &y->nd[i];
-        if (c->nodes[i].up) /* unknown: not bounded */
-            ctrl__ledger_caps(&L->n[i], bn->est ? bn->cap.estimate : INFINITY,
-                              bn->est ? bn->cap.conservative : INFINITY, rem_s);
+        const bnode_t *bn = &y->nd[i]; /* unknown: not bounded */
+        ledger_caps(L, i, c->nodes[i].up, bn->est ? bn->cap.estimate : INFINITY,
+                    bn->est ? bn->cap.conservative : INFINITY, rem_s);
     }
     ctrl_result_t rs = {0};
     int any_l = 0;
-    if ((rc = ctrl__ledger_rpass(c, L, o, &rs, &any_l)) < 0 ||
-        (rc = ctrl__ledger_lpass(c, L, any_l, o, &rs)) < 0)
+    if ((rc = ledger_rpass(L, o, &rs, &any_l)) < 0 ||
+        (rc = ledger_lpass(L, any_l, o, &rs)) < 0)
         goto out;
     for (size_t b = 0; b < y->nb; b++) {
         if (y->off[b] > 0) {
@@ -439,11 +437,11 @@ void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
         const pbytes_t *p = &bb->pn[i];
         if (!c->nodes[i].up || !p->pushed)
             continue;
-        out->r_bytes = ctrl__count_add(out->r_bytes, p->r);
+        out->r_bytes = count_add(out->r_bytes, p->r);
         if (p->l == CTRL_UNLIMITED)
             unl = 1;
         else
-            out->l_bytes = ctrl__count_add(out->l_bytes, p->l);
+            out->l_bytes = count_add(out->l_bytes, p->l);
     }
     if (unl)
         out->l_bytes = CTRL_UNLIMITED;

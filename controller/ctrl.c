@@ -169,7 +169,8 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->bnames);
     free(c->bweights);
     free(c->b);
-    ctrl__ledger_free(&c->io);
+    free(c->pv);
+    ledger_free(&c->io);
     ctrl__bytes_free(c);
     free(c);
     *cp = NULL;
@@ -252,9 +253,10 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     bucketfile_t *copy = bucketfile_dup(bf);
     const char **names = calloc(nb ? nb : 1, sizeof *names);
     uint32_t *weights = calloc(nb ? nb : 1, sizeof *weights);
-    bstate_t *bs = calloc(nb ? nb : 1, sizeof *bs);
+    ledger_bucket_t *bs = calloc(nb ? nb : 1, sizeof *bs);
+    prov_t *pv = calloc(nb ? nb : 1, sizeof *pv);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
-    if (!copy || !names || !weights || !bs || !jofs)
+    if (!copy || !names || !weights || !bs || !pv || !jofs)
         goto fail;
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
@@ -287,6 +289,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     c->bweights = weights;
     free(c->b);
     c->b = bs;
+    free(c->pv);
+    c->pv = pv;
     c->nb = nb;
     c->table_gen++;
     if (c->table_gen == 0)
@@ -299,6 +303,7 @@ fail:
             free(jofs[i]);
     free(jofs);
     free(bs);
+    free(pv);
     free(names);
     free(weights);
     bucketfile_destroy(&copy);
@@ -730,21 +735,21 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             continue;
         const pair_t *p = &nd->pairs[j];
         if (p->has_report && p->period == c->period) {
-            out->served_r = ctrl__ucount_add(out->served_r, nd->served[j].r);
-            out->served_l = ctrl__ucount_add(out->served_l, nd->served[j].l);
-            out->served_o = ctrl__ucount_add(out->served_o, nd->served[j].o);
+            out->served_r = count_uadd(out->served_r, nd->served[j].r);
+            out->served_l = count_uadd(out->served_l, nd->served[j].l);
+            out->served_o = count_uadd(out->served_o, nd->served[j].o);
         }
         if (!nd->up)
             continue;
         if (p->has_report)
-            out->queued = ctrl__ucount_add(out->queued, p->queued);
+            out->queued = count_uadd(out->queued, p->queued);
         const pair_push_t *ps = &nd->push[j];
-        out->demand = ctrl__count_add(out->demand, ps->demand);
+        out->demand = count_add(out->demand, ps->demand);
         out->servers += ps->demand > 0;
         if (ps->tok_r > 0)
-            out->r_tokens = ctrl__count_add(out->r_tokens, ps->tok_r);
+            out->r_tokens = count_add(out->r_tokens, ps->tok_r);
         if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
-            out->l_tokens = ctrl__count_add(out->l_tokens, ps->tok_l);
+            out->l_tokens = count_add(out->l_tokens, ps->tok_l);
     }
     if (unl)
         out->l_tokens = CTRL_UNLIMITED;
@@ -814,9 +819,9 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
                 k = (int)n;
                 all[n++] = (ctrl_unconf_t){.name = name};
             }
-            all[k].arrivals = ctrl__ucount_add(all[k].arrivals, sv->arrivals);
-            all[k].served = ctrl__ucount_add(
-                all[k].served, ctrl__ucount_add(ctrl__ucount_add(sv->r, sv->l), sv->o));
+            all[k].arrivals = count_uadd(all[k].arrivals, sv->arrivals);
+            all[k].served = count_uadd(
+                all[k].served, count_uadd(count_uadd(sv->r, sv->l), sv->o));
             all[k].nodes++;
         }
     }
@@ -829,8 +834,8 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             out[k] = all[k];
             continue;
         }
-        rest->arrivals = ctrl__ucount_add(rest->arrivals, all[k].arrivals);
-        rest->served = ctrl__ucount_add(rest->served, all[k].served);
+        rest->arrivals = count_uadd(rest->arrivals, all[k].arrivals);
+        rest->served = count_uadd(rest->served, all[k].served);
         rest->nodes++;
     }
     rc = (int)w;

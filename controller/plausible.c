@@ -65,7 +65,7 @@ void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t
         a = a < dq ? a : dq;
     }
     pair_served_t sv = {r->served_r, r->served_l, r->served_o, 0};
-    uint64_t said = ctrl__ucount_add(ctrl__ucount_add(sv.r, sv.l), sv.o), keep = said;
+    uint64_t said = count_uadd(count_uadd(sv.r, sv.l), sv.o), keep = said;
     if (keep > ub) {
         ctrl__implausible(c, nd, CTRL_IMPL_SERVED_RATE, bname, (double)said, (double)ub);
         keep = ub;

@@ -91,7 +91,7 @@ static void work_keep_demand(ctrl_t *c)
  * counters and arrivals to their buckets' sums, estimates their demands and
  * fills its IO work (ln) for the passes that follow.  Returns nonzero if
  * `changed` or if an estimate moved enough to be worth a recomputation. */
-static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int changed)
+static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, int changed)
 {
     const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
     /* Sparse in a large table: fetch ahead, sequential access would not. */
@@ -101,7 +101,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
         pair_t *pr = &nd->pairs[nd->act[k]];
-        work_t *w = &ln->work[k];
+        ledger_work_t *w = &ln->work[k];
         int64_t served = pair_served(c, pr);
         w->b = pr->b;
         w->flags = 0;
@@ -109,7 +109,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
         w->arrivals = 0;
         w->queued = 0;
         if (pr->b >= 0)
-            c->b[pr->b].served = ctrl__count_add(c->b[pr->b].served, served);
+            c->b[pr->b].served = count_add(c->b[pr->b].served, served);
         if (pr->b >= 0 && pr->has_report) {
             /* Reported in an older period, and the node's report of this
              * one left it out: it is idle there (protocol.md), not still
@@ -124,8 +124,8 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
                                                               : CTRL_COUNT_MAX;
             c->b[pr->b].arrivals += w->arrivals;
             w->rate_now = il > 0 ? (double)w->demand / il : 0;
-            w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
-                       (pr->queued > 0 ? WORK_QUEUED : 0);
+            w->flags = LEDGER_EST | (pr->period >= c->period ? LEDGER_CUR : 0) |
+                       (pr->queued > 0 ? LEDGER_QUEUED : 0);
             if (pr->queued > 0)
                 c->b[pr->b].backlog = 1;
             if (!changed && estimate_changed(nd->push[nd->act[k]].rate_used, w->rate_now,
@@ -133,7 +133,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
                 changed = 1;
         }
         if (pr->queued == 0 && pr->arrivals == 0 && served == 0)
-            w->flags |= WORK_QUIET;
+            w->flags |= LEDGER_QUIET;
     }
     return changed;
 }
@@ -150,7 +150,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
  * bucket-periods meeting R instead of 100%).  Pairs idle and holding
  * nothing that can change leave the active list (and ln, its IO work).
  * Returns 0 or -ENOMEM. */
-static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
+static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
 {
     const int sparse = nd->nact * 4 <= nd->ntable;
     int rc = out_reserve(nd, nd->nact); /* at most one record per pair */
@@ -159,24 +159,25 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
     size_t k = 0;
     while (k < nd->nact) {
         size_t j = nd->act[k];
-        work_t *w = &ln->work[k];
+        ledger_work_t *w = &ln->work[k];
         pair_push_t *ps = &nd->push[j];
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
         ps->demand = w->demand;
-        if (w->flags & WORK_EST)
+        if (w->flags & LEDGER_EST)
             ps->rate_used = w->rate_now;
         if (w->b < 0) {
             k++;
             continue;
         }
-        bstate_t *bs = &c->b[w->b];
+        ledger_bucket_t *bs = &c->b[w->b];
+        const int prov = c->pv[w->b].prov;
         int64_t r = w->rk >= 0 ? bs->ra[w->rk] : 0;
         int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
         if (w->lk >= 0)
             l += bs->la[w->lk];
-        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR) &&
-            (bs->nq == 0 || (w->flags & WORK_QUEUED))) {
+        if (bs->l != CTRL_UNLIMITED && (w->flags & LEDGER_CUR) &&
+            (bs->nq == 0 || (w->flags & LEDGER_QUEUED))) {
             int64_t left = bs->head - bs->ralloc - bs->lalloc;
             if (left > 0) {
                 int n = bs->nq ? bs->nq : c->io.cnt[w->b], idx = c->io.given[w->b]++;
@@ -186,15 +187,15 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
         /* Zero R and an L that cannot change by consumption (0 or
          * unlimited), same as last time: the node already holds it.
          * A provisional split is written by prov_walk(). */
-        if (!bs->prov &&
+        if (!prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
             ctrl__pushed(c, &nd->pairs[j], ps, r, l);
         }
         /* Idle and holding nothing that can change: off the list until
          * the node reports the bucket again. */
-        if (w->demand == 0 && (w->flags & WORK_QUIET) &&
-            (bs->prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
+        if (w->demand == 0 && (w->flags & LEDGER_QUIET) &&
+            (prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
             nd->inact[j] = 0;
             nd->act[k] = nd->act[--nd->nact];
             ln->work[k] = ln->work[--ln->nwork];
@@ -217,7 +218,7 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
  * split: headroom left, but no up node has reported the bucket this period
  * and the estimates placed nothing for it (so it holds nothing to spend
  * when its demand appears, e.g. in the first interval of a period).  Sets
- * bs->prov, and bs->walk where prov_walk() must (re)write the split
+ * c->pv[b].prov, and .walk where prov_walk() must (re)write the split
  * (new, or a forced round: period start, node or configuration change) or
  * revoke it (a report brought the bucket into the computation).  Returns nonzero
  * if any bucket needs a walk. */
@@ -225,13 +226,14 @@ static int prov_plan(ctrl_t *c, int forced)
 {
     int any = 0;
     for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        int was = bs->prov;
-        bs->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
+        const ledger_bucket_t *bs = &c->b[b];
+        prov_t *pv = &c->pv[b];
+        int was = pv->prov;
+        pv->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
                    bs->ralloc == 0 && bs->lalloc == 0;
-        bs->walk = bs->prov ? (forced || !was) : was;
-        bs->fresh = bs->prov && !was;
-        any |= bs->walk;
+        pv->walk = pv->prov ? (forced || !was) : was;
+        pv->fresh = pv->prov && !was;
+        any |= pv->walk;
     }
     return any;
 }
@@ -257,11 +259,12 @@ static int prov_walk(ctrl_t *c)
 {
     int rc;
     for (size_t b = 0; b < c->nb; b++) {
-        bstate_t *bs = &c->b[b];
-        if (!bs->walk)
+        const ledger_bucket_t *bs = &c->b[b];
+        const prov_t *pv = &c->pv[b];
+        if (!pv->walk)
             continue;
         int64_t n = 0, nrecent = 0;
-        for (int i = 0; i < c->nn && bs->prov; i++) {
+        for (int i = 0; i < c->nn && pv->prov; i++) {
             node_t *nd = &c->nodes[i];
             int j = ctrl__node_slot(nd, (size_t)b);
             if (!nd->up || j < 0)
@@ -281,7 +284,7 @@ static int prov_walk(ctrl_t *c)
             pair_t *pr = &nd->pairs[j];
             int64_t r = 0, l = 0;
             int fresh = 0;
-            if (!bs->prov) {
+            if (!pv->prov) {
                 if (nd->inact[j])
                     continue;
             } else if (!only_recent || prov_recent(c, pr)) {
@@ -290,7 +293,7 @@ static int prov_walk(ctrl_t *c)
                 idx++;
                 /* The node may have spent what we pushed before the split
                  * began; only an unbroken split is known to be intact. */
-                fresh = bs->fresh;
+                fresh = pv->fresh;
             }
             pair_push_t *ps = &nd->push[j];
             if (!fresh && ps->tok_r == r && ps->tok_l == l)
@@ -312,17 +315,13 @@ static int prov_walk(ctrl_t *c)
 static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
 {
     int rc;
-    c->io.b = c->b;
-    c->io.nb = c->nb;
-    c->io.hook = 1;
-    c->io.queues = 1;
-    if ((rc = ctrl__ledger_fit(&c->io, c->nn)) < 0)
+    if ((rc = ledger_fit(&c->io, c->b, c->nb, c->nn)) < 0)
         return rc;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nout = 0;
         size_t most = nd->capact > nd->nact ? nd->capact : nd->nact;
-        if (c->io.n[i].capwork < nd->nact && (rc = ctrl__ledger_reserve(&c->io.n[i], most)) < 0)
+        if (c->io.n[i].capwork < nd->nact && (rc = ledger_reserve(&c->io.n[i], most)) < 0)
             return rc;
         if (!nd->act_sorted) {
             qsort(nd->act, nd->nact, sizeof *nd->act, cmp_u32);
@@ -366,7 +365,7 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
             continue;
         int64_t left = ctrl__grant_left(c, nd, ps->grant, ps->gperiod, pair_served(c, pr));
         if (left > 0)
-            c->b[pr->b].held = ctrl__count_add(c->b[pr->b].held, left);
+            c->b[pr->b].held = count_add(c->b[pr->b].held, left);
     }
 }
 
@@ -393,7 +392,7 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
                 const pair_t *pr = &nd->pairs[nd->act[k]];
                 if (pr->b >= 0)
                     c->b[pr->b].served =
-                        ctrl__count_add(c->b[pr->b].served, pair_served(c, pr));
+                        count_add(c->b[pr->b].served, pair_served(c, pr));
             }
             continue;
         }
@@ -411,7 +410,7 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
  * skipped ones: over the interval since the last round a bucket that is
  * not backlogged now (nothing queued on any up node's report) has left
  * unused the part of its reservation's pace, R x (time elapsed) / T, that
- * it was not served; that part is added to bs->conv, which ctrl__budget()
+ * it was not served; that part is added to bs->conv, which ledger_budgets()
  * takes off its remaining reservation.  A backlogged bucket converts
  * nothing: what it is short of was withheld, not declined (also in the
  * interval where its demand appeared or moved to servers that held no
@@ -429,7 +428,7 @@ static void phase_convert(ctrl_t *c)
     }
     c->conv_el = c->conv_left - c->left;
     c->conv_left = c->left;
-    ctrl__ledger_convert(&c->io, c->conv_el, reset);
+    ledger_convert(&c->io, c->conv_el, reset);
 }
 
 /* Phase 6, token records per up node: everything that can change its
@@ -452,7 +451,7 @@ static int phase_push(ctrl_t *c)
             for (size_t j = 0; j < nd->ntable; j++) {
                 int b = nd->pairs[j].b;
                 pair_push_t *ps = &nd->push[j];
-                if (nd->inact[j] || b < 0 || (c->b[b].prov && c->b[b].walk))
+                if (nd->inact[j] || b < 0 || (c->pv[b].prov && c->pv[b].walk))
                     continue;
                 int64_t l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
                 if (ps->tok_r == 0 && ps->tok_l == l)
@@ -493,16 +492,16 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         rs.skipped = 1;
         goto out;
     }
-    if ((rc = ctrl__ledger_scratch(&c->io, c->nn)) < 0)
+    if ((rc = ledger_scratch(&c->io)) < 0)
         goto out;
-    ctrl__ledger_budgets(c, &c->io);
+    const ledger_round_t rd = ctrl__ledger_round(c, 1);
+    ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++)
-        if (c->nodes[i].up)
-            ctrl__ledger_caps(&c->io.n[i], c->nodes[i].cap.estimate,
-                              c->nodes[i].cap.conservative, rem_s);
-    if ((rc = ctrl__ledger_rpass(c, &c->io, &o, &rs, &any_l)) < 0)
+        ledger_caps(&c->io, i, c->nodes[i].up, c->nodes[i].cap.estimate,
+                    c->nodes[i].cap.conservative, rem_s);
+    if ((rc = ledger_rpass(&c->io, &o, &rs, &any_l)) < 0)
         goto out;
-    if ((rc = ctrl__ledger_lpass(c, &c->io, any_l, &o, &rs)) < 0)
+    if ((rc = ledger_lpass(&c->io, any_l, &o, &rs)) < 0)
         goto out;
     int any_walk = prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
