@@ -171,7 +171,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->b);
     free(c->pv);
     ledger_free(&c->io);
-    ctrl__bytes_free(c);
+    bytes_destroy(&c->by);
     free(c);
     *cp = NULL;
 }
@@ -261,7 +261,7 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
             goto fail;
-    if (ctrl__bytes_config(c, c->bf, copy) < 0)
+    if (bytes_config(&c->by, c->bf, copy, c->cfg.period_s, c->cfg.intervals) < 0)
         goto fail;
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(copy, b);
@@ -726,7 +726,10 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->weight = x->weight;
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
-    ctrl__bytes_info(c, b, out);
+    if (c->by) {
+        const bytes_view_t v = ctrl__bytes_view(c);
+        bytes_info(c->by, &v, b, out);
+    }
     int unl = c->b[b].l == CTRL_UNLIMITED;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
@@ -772,7 +775,7 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .instance = nd->instance,
         .period = nd->rep_period,
         .interval = nd->rep_interval,
-        .byte_capacity = ctrl__bytes_capacity(c, n),
+        .byte_capacity = bytes_capacity(c->by, n),
     };
     return 0;
 }
@@ -843,4 +846,63 @@ out:
     strmap_destroy(&ix);
     free(all);
     return rc;
+}
+
+/* ---- the bytes/s dimension (bytes.h) ------------------------------------- */
+
+/* bytes_view_t.node over c's nodes. */
+static void view_node(const void *arg, int i, bytes_node_t *out)
+{
+    const ctrl_t *c = arg;
+    const node_t *nd = &c->nodes[i];
+    *out = (bytes_node_t){.up = (uint8_t)(nd->up != 0),
+                          .holds = (uint8_t)ctrl__holds_grants(c, nd),
+                          .down_rep = nd->down_rep};
+}
+
+/* bytes_view_t.pair over c's nodes' tables and last reports. */
+static int view_pair(const void *arg, int i, size_t b)
+{
+    const ctrl_t *c = arg;
+    const node_t *nd = &c->nodes[i];
+    int j = ctrl__node_slot(nd, b);
+    if (j < 0)
+        return -1;
+    return nd->pairs[j].queued > 0;
+}
+
+bytes_view_t ctrl__bytes_view(const ctrl_t *c)
+{
+    return (bytes_view_t){.nn = c->nn, .period = c->period, .node = view_node,
+                          .pair = view_pair, .arg = c};
+}
+
+int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served_bytes,
+                           double busy_seconds, const proto_report_bytes_t *recs, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    if (!c->by)
+        return 0; /* no bucket has a byte rate: nothing to keep */
+    int rc = bytes_report(c->by, node, period, served_bytes, busy_seconds);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const proto_report_bytes_t *r = &recs[i];
+        if (r->bucket >= nd->ntable)
+            return -EINVAL;
+        rc = bytes_report_rec(c->by, node, nd->pairs[r->bucket].b, period, r->arrivals_interval,
+                              r->served);
+    }
+    return rc;
+}
+
+size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_bytes_t **recs)
+{
+    const node_t *nd = ctrl__get_node(c, node);
+    if (!nd || !nd->up) {
+        if (recs)
+            *recs = NULL;
+        return 0;
+    }
+    return bytes_tokens(c->by, node, recs);
 }

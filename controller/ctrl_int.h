@@ -4,6 +4,8 @@
 
 #include "common/strmap.h"
 #include "controller/ctrl.h"
+#include "controller/bytes.h"
+#include "controller/count.h"
 #include "controller/estimate.h"
 #include "controller/ledger.h"
 
@@ -134,7 +136,7 @@ struct ctrl {
     uint64_t impl_quiet[CTRL_IMPL__COUNT]; /* clamped since, not logged */
     double conv_el;        /* share of the period the last conversion covered */
     ledger_t io;           /* the IO dimension's passes (b: this b) */
-    struct cbytes *by;     /* the bytes/s dimension (bytes.c); NULL while
+    bytes_t *by;           /* the bytes/s dimension (bytes.h); NULL while
                               no bucket has a byte rate */
 };
 
@@ -150,22 +152,8 @@ static inline void ctrl__prefetch(const void *a, size_t size)
 
 /* Records that (r, l) is pushed to pair pr / ps of the current period:
  * the tokens and, for a limited bucket, what the node may serve in the
- * period by them (ctrl_node_report() holds its served counts to that). */
-/* Raises a limited pair's grant of the current period (*grant of period
- * *gperiod, either dimension) to what it may serve by a push of (r, l)
- * when it had served `base` this period. */
-static inline void ctrl__grant_raise(const ctrl_t *c, int64_t *grant, uint64_t *gperiod,
-                                     int64_t base, int64_t r, int64_t l)
-{
-    if (*gperiod != c->period) {
-        *grant = 0;
-        *gperiod = c->period;
-    }
-    int64_t g = count_add(base, count_add(r, l));
-    if (g > *grant)
-        *grant = g;
-}
-
+ * period by them, its grant (ctrl_node_report() holds its served counts to
+ * that). */
 static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
                                 int64_t l)
 {
@@ -174,7 +162,7 @@ static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *
     if (l == CTRL_UNLIMITED)
         return;
     int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
-    ctrl__grant_raise(c, &ps->grant, &ps->gperiod, base, r, l);
+    ledger_grant_raise(c->period, &ps->grant, &ps->gperiod, base, r, l);
 }
 
 /* Nonzero if node nd's grants are held against its buckets' limits
@@ -185,15 +173,7 @@ static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
     return nd->have_rep && (nd->up ? nd->back_period == c->period : !nd->gone);
 }
 
-/* What a pair of node nd (ctrl__holds_grants()) may still serve beyond
- * `served` this period by its grant (*grant of period gperiod). */
-static inline int64_t ctrl__grant_left(const ctrl_t *c, const node_t *nd, int64_t grant,
-                                       uint64_t gperiod, int64_t served)
-{
-    if (gperiod == UINT64_MAX || gperiod < nd->down_rep || gperiod > c->period)
-        return 0;
-    return grant > served ? grant - served : 0;
-}
+
 
 /* round.c: appends a token record (bucket b, R r, L l) for node nd.
  * Returns 0 or -ENOMEM. */
@@ -229,20 +209,9 @@ double ctrl__plausible_rate(const node_t *nd);
 void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
                       uint64_t period, uint64_t ub);
 
-/* bytes.c: the bytes/s dimension.  ctrl__bytes_config() takes the byte
- * rates of `bf` (the configuration that replaces `old`), keeping what the
- * nodes said of buckets that keep a byte rate; 0 or -ENOMEM (nothing
- * changed).  ctrl__bytes_compute() makes the byte records of a round
- * (`rem_s` seconds and `il` intervals left) by the ledger's passes (solved
- * with `o`, after the IO ones: phase_convert() set conv_el); 0, -ENOMEM or
- * a pshift error (no records then).  ctrl__bytes_info() adds bucket b's byte figures to
- * *out, ctrl__bytes_capacity() is node `node`'s byte rate while busy. */
-typedef struct cbytes cbytes_t;
-int ctrl__bytes_config(ctrl_t *c, const bucketfile_t *old, const bucketfile_t *bf);
-int ctrl__bytes_compute(ctrl_t *c, double rem_s, double il, const pshift_opts_t *o);
-void ctrl__bytes_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
-double ctrl__bytes_capacity(const ctrl_t *c, int node);
-void ctrl__bytes_free(ctrl_t *c);
+/* ctrl.c: how the byte dimension (bytes.h) sees c's nodes now. */
+bytes_view_t ctrl__bytes_view(const ctrl_t *c);
+
 
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);

@@ -145,6 +145,38 @@ typedef struct {
  * IOs/s over an hour): 4,096 of them add up to at most 2^62. */
 #define LEDGER_NODE_TOKENS_MAX (INT64_C(1) << 50)
 
+/* Grants: what a node may serve of a limited bucket in a period by what
+ * was pushed to it (served at the push + R + L, the highest push), in
+ * either dimension; a bucket's `held` input adds up what silent nodes may
+ * still serve by theirs. */
+
+/* Raises a limited pair's grant of `period` (*grant of period *gperiod) to
+ * what it may serve by a push of (r, l) when it had served `base` this
+ * period. */
+static inline void ledger_grant_raise(uint64_t period, int64_t *grant, uint64_t *gperiod,
+                                      int64_t base, int64_t r, int64_t l)
+{
+    if (*gperiod != period) {
+        *grant = 0;
+        *gperiod = period;
+    }
+    int64_t g = count_add(base, count_add(r, l));
+    if (g > *grant)
+        *grant = g;
+}
+
+/* What a pair of a node whose grants are held (down by silence since its
+ * report of period `down_rep`, or back from such a silence) may still
+ * serve beyond `served` in `period` by its grant (grant of period
+ * gperiod). */
+static inline int64_t ledger_grant_left(uint64_t period, uint64_t down_rep, int64_t grant,
+                                        uint64_t gperiod, int64_t served)
+{
+    if (gperiod == UINT64_MAX || gperiod < down_rep || gperiod > period)
+        return 0;
+    return grant > served ? grant - served : 0;
+}
+
 /* Sets the buckets (b[nb], borrowed) and the nodes (nn) of this round:
  * L->n holds nn node entries (new ones zero and down).  Returns 0 or
  * -ENOMEM. */

@@ -363,7 +363,8 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
         const pair_push_t *ps = &nd->push[j];
         if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED)
             continue;
-        int64_t left = ctrl__grant_left(c, nd, ps->grant, ps->gperiod, pair_served(c, pr));
+        int64_t left = ledger_grant_left(c->period, nd->down_rep, ps->grant, ps->gperiod,
+                                         pair_served(c, pr));
         if (left > 0)
             c->b[pr->b].held = count_add(c->b[pr->b].held, left);
     }
@@ -512,8 +513,12 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     c->st.computed++;
     pushed = 1;
 out:
-    if (rc == 0 && c->by) /* byte tokens: every round, computed or skipped */
-        rc = ctrl__bytes_compute(c, rem_s, il, &o);
+    if (rc == 0 && c->by) { /* byte tokens: every round, computed or skipped */
+        const bytes_view_t v = ctrl__bytes_view(c);
+        const bytes_round_t in = {.rem_s = rem_s, .il = il, .conv_el = c->conv_el,
+                                  .rd = ctrl__ledger_round(c, 0)};
+        rc = bytes_compute(c->by, &v, &in, &o);
+    }
     c->lost_open = 0; /* the period's first round is done */
     if (estimated && !pushed)
         work_keep_demand(c); /* skipped round or error */
