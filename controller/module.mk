@@ -6,10 +6,10 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
   controller/capacity.c controller/push.c
 
 PROGS += bqos-controller
-bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
-                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
-                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c \
-                      controller/daemon/history.c
+bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
+                      controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
+                      controller/daemon/leader.c controller/daemon/auth.c controller/daemon/authkeys.c \
+                      controller/daemon/metrics.c controller/daemon/history.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
