@@ -45,6 +45,10 @@ test_ctl_LIBS = common
 TESTS += test_history
 test_history_SRCS = tests/test_history.c controller/daemon/history.c
 test_history_LIBS = common
+TESTS += test_nodes
+test_nodes_SRCS = tests/test_nodes.c controller/daemon/nodes.c controller/daemon/clock.c \
+                  controller/daemon/auth.c controller/daemon/authkeys.c
+test_nodes_LIBS = controller pshift protozmq proto curvekey common
 TESTS += test_authkeys
 test_authkeys_SRCS = tests/test_authkeys.c controller/daemon/authkeys.c controller/daemon/auth.c
 test_authkeys_LIBS = protozmq proto curvekey common
