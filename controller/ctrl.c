@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "controller/ctrl_int.h"
+#include "controller/plausible.h"
 
 _Static_assert(BUCKETFILE_MAX_WEIGHT <= PROTO_WEIGHT_MAX, "bucket weights must fit the protocol");
 
@@ -489,7 +490,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     if (nd->cap.samples + nd->cap.steps > 0 && CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate < most)
         most = CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate; /* its history */
     if (prof > most) {
-        ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
+        plausible_note(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
         prof = most;
     }
     if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
@@ -617,13 +618,13 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         return 0;
     }
     double interval_s = c->cfg.period_s / c->cfg.intervals;
-    double rate = ctrl__plausible_rate(nd), per = rate * c->cfg.period_s;
+    double rate = plausible_rate(nd), per = rate * c->cfg.period_s;
     uint64_t ub = per < (double)CTRL_COUNT_MAX ? (uint64_t)per : (uint64_t)CTRL_COUNT_MAX;
     if (nd->have_rep && nd->rep_period == period && interval == nd->rep_interval + 1 &&
         completions >= nd->completions && busy_seconds >= nd->busy) {
         double done = (double)(completions - nd->completions), most = rate * interval_s;
         if (done > most) {
-            ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
+            plausible_note(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
             done = most;
         }
         estimate_cap_update(&nd->cap, (uint64_t)done, busy_seconds - nd->busy, interval_s);
@@ -657,7 +658,7 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
-        ctrl__report_rec(c, nd, p, r, period, ub);
+        plausible_report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;

@@ -1,4 +1,4 @@
-/* ctrl_int.h - private to the controller core (ctrl.c, round.c, bytes.c, plausible.c, capacity.c): the controller state's structs and the helpers they share (the ledger has its own header, ledger.h). */
+/* ctrl_int.h - private to the controller core (ctrl.c, round.c, plausible.c, capacity.c, push.c): the controller state's structs and the few helpers more than one of them uses. */
 #ifndef BQOS_CTRL_INT_H
 #define BQOS_CTRL_INT_H
 
@@ -150,21 +150,6 @@ static inline void ctrl__prefetch(const void *a, size_t size)
     __builtin_prefetch((const char *)a + size - 1, 1);
 }
 
-/* Records that (r, l) is pushed to pair pr / ps of the current period:
- * the tokens and, for a limited bucket, what the node may serve in the
- * period by them, its grant (ctrl_node_report() holds its served counts to
- * that). */
-static inline void ctrl__pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
-                                int64_t l)
-{
-    ps->tok_r = r;
-    ps->tok_l = l;
-    if (l == CTRL_UNLIMITED)
-        return;
-    int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
-    ledger_grant_raise(c->period, &ps->grant, &ps->gperiod, base, r, l);
-}
-
 /* Nonzero if node nd's grants are held against its buckets' limits
  * (held_by_silent() in round.c says why): down by silence, or back from
  * such a silence in this period. */
@@ -173,45 +158,8 @@ static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
     return nd->have_rep && (nd->up ? nd->back_period == c->period : !nd->gone);
 }
 
-
-
-/* round.c: appends a token record (bucket b, R r, L l) for node nd.
- * Returns 0 or -ENOMEM. */
-int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l);
-
-/* This round's ledger_round_t for the IO ledger (`io`: it knows the
- * queues and its solves go to the solve hook) or the byte one. */
-static inline ledger_round_t ctrl__ledger_round(const ctrl_t *c, int io)
-{
-    return (ledger_round_t){
-        .conv_slack = c->cfg.conv_slack,
-        .limit_depth = c->cfg.limit_depth,
-        .rate_share = c->left + c->lost + c->cfg.limit_depth / c->cfg.period_s,
-        .on_queues = io && c->interval + 1 == (uint32_t)c->cfg.intervals,
-        .hook = io ? c->cfg.solve_hook : NULL,
-        .hook_arg = c->cfg.solve_hook_arg,
-    };
-}
-
-/* plausible.c: counts a value of node nd's that the controller does not
- * believe (`said`, taken as `kept`; about bucket `bucket`, NULL if none)
- * and logs it, at most once per CTRL_IMPL_LOG_ROUNDS rounds per reason. */
-void ctrl__implausible(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bucket,
-                       double said, double kept);
-
-/* The most IOs per second node nd is believed to do: CTRL_PLAUSIBLE_FACTOR
- * x the larger of its profile and its estimate. */
-double ctrl__plausible_rate(const node_t *nd);
-
-/* Checks record r of node nd (pair p, configured) of a report of `period`
- * against what the controller granted and what the node can do (`ub`:
- * counts per period), and keeps in p and nd->served what it believes. */
-void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
-                      uint64_t period, uint64_t ub);
-
 /* ctrl.c: how the byte dimension (bytes.h) sees c's nodes now. */
 bytes_view_t ctrl__bytes_view(const ctrl_t *c);
-
 
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);

@@ -66,12 +66,43 @@ static inline void out_add(node_t *nd, uint32_t b, int64_t r, int64_t l)
     };
 }
 
-int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+/* Appends a token record (bucket b, R r, L l) for node nd.  Returns 0 or
+ * -ENOMEM. */
+static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
 {
     int rc = out_reserve(nd, 1);
     if (rc == 0)
         out_add(nd, b, r, l);
     return rc;
+}
+
+/* Records that (r, l) is pushed to pair pr / ps of the current period:
+ * the tokens and, for a limited bucket, what the node may serve in the
+ * period by them, its grant (ctrl_node_report() holds its served counts to
+ * that). */
+static inline void pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
+                          int64_t l)
+{
+    ps->tok_r = r;
+    ps->tok_l = l;
+    if (l == CTRL_UNLIMITED)
+        return;
+    int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
+    ledger_grant_raise(c->period, &ps->grant, &ps->gperiod, base, r, l);
+}
+
+/* This round's ledger_round_t for the IO ledger (`io`: it knows the
+ * queues and its solves go to the solve hook) or the byte one. */
+static ledger_round_t ledger_round(const ctrl_t *c, int io)
+{
+    return (ledger_round_t){
+        .conv_slack = c->cfg.conv_slack,
+        .limit_depth = c->cfg.limit_depth,
+        .rate_share = c->left + c->lost + c->cfg.limit_depth / c->cfg.period_s,
+        .on_queues = io && c->interval + 1 == (uint32_t)c->cfg.intervals,
+        .hook = io ? c->cfg.solve_hook : NULL,
+        .hook_arg = c->cfg.solve_hook_arg,
+    };
 }
 
 /* Keeps what a computation that stopped (skipped or failed) estimated:
@@ -190,7 +221,7 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         if (!prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
-            ctrl__pushed(c, &nd->pairs[j], ps, r, l);
+            pushed(c, &nd->pairs[j], ps, r, l);
         }
         /* Idle and holding nothing that can change: off the list until
          * the node reports the bucket again. */
@@ -298,9 +329,9 @@ static int prov_walk(ctrl_t *c)
             pair_push_t *ps = &nd->push[j];
             if (!fresh && ps->tok_r == r && ps->tok_l == l)
                 continue;
-            if ((rc = ctrl__push_rec(nd, (uint32_t)b, r, l)) < 0)
+            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
                 return rc;
-            ctrl__pushed(c, pr, ps, r, l);
+            pushed(c, pr, ps, r, l);
         }
     }
     return 0;
@@ -457,9 +488,9 @@ static int phase_push(ctrl_t *c)
                 int64_t l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
                 if (ps->tok_r == 0 && ps->tok_l == l)
                     continue;
-                if ((rc = ctrl__push_rec(nd, (uint32_t)b, 0, l)) < 0)
+                if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     return rc;
-                ctrl__pushed(c, &nd->pairs[j], ps, 0, l);
+                pushed(c, &nd->pairs[j], ps, 0, l);
             }
             nd->full_push = 0;
         }
@@ -495,7 +526,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     }
     if ((rc = ledger_scratch(&c->io)) < 0)
         goto out;
-    const ledger_round_t rd = ctrl__ledger_round(c, 1);
+    const ledger_round_t rd = ledger_round(c, 1);
     ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++)
         ledger_caps(&c->io, i, c->nodes[i].up, c->nodes[i].cap.estimate,
@@ -516,7 +547,7 @@ out:
     if (rc == 0 && c->by) { /* byte tokens: every round, computed or skipped */
         const bytes_view_t v = ctrl__bytes_view(c);
         const bytes_round_t in = {.rem_s = rem_s, .il = il, .conv_el = c->conv_el,
-                                  .rd = ctrl__ledger_round(c, 0)};
+                                  .rd = ledger_round(c, 0)};
         rc = bytes_compute(c->by, &v, &in, &o);
     }
     c->lost_open = 0; /* the period's first round is done */
