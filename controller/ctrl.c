@@ -727,10 +727,8 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->weight = x->weight;
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
-    if (c->by) {
-        const bytes_view_t v = ctrl__bytes_view(c);
-        bytes_info(c->by, &v, b, out);
-    }
+    const bytes_view_t v = ctrl__bytes_view(c);
+    bytes_info(c->by, &v, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
@@ -851,25 +849,21 @@ out:
 
 /* ---- the bytes/s dimension (bytes.h) ------------------------------------- */
 
-/* bytes_view_t.node over c's nodes. */
+/* bytes_view_t.node and .pair over c's nodes, their tables and last
+ * reports. */
 static void view_node(const void *arg, int i, bytes_node_t *out)
 {
     const ctrl_t *c = arg;
     const node_t *nd = &c->nodes[i];
-    *out = (bytes_node_t){.up = (uint8_t)(nd->up != 0),
-                          .holds = (uint8_t)ctrl__holds_grants(c, nd),
+    *out = (bytes_node_t){.up = nd->up != 0, .holds = (uint8_t)ctrl__holds_grants(c, nd),
                           .down_rep = nd->down_rep};
 }
 
-/* bytes_view_t.pair over c's nodes' tables and last reports. */
 static int view_pair(const void *arg, int i, size_t b)
 {
-    const ctrl_t *c = arg;
-    const node_t *nd = &c->nodes[i];
+    const node_t *nd = &((const ctrl_t *)arg)->nodes[i];
     int j = ctrl__node_slot(nd, b);
-    if (j < 0)
-        return -1;
-    return nd->pairs[j].queued > 0;
+    return j < 0 ? -1 : nd->pairs[j].queued > 0;
 }
 
 bytes_view_t ctrl__bytes_view(const ctrl_t *c)
@@ -900,10 +894,5 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
 size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_bytes_t **recs)
 {
     const node_t *nd = ctrl__get_node(c, node);
-    if (!nd || !nd->up) {
-        if (recs)
-            *recs = NULL;
-        return 0;
-    }
-    return bytes_tokens(c->by, node, recs);
+    return bytes_tokens(nd && nd->up ? c->by : NULL, node, recs);
 }
