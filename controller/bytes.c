@@ -355,7 +355,8 @@ static int push_bucket(bytes_t *y, const bytes_view_t *v, size_t b)
         int64_t r = w && w->rk >= 0 ? bs->ra[w->rk] : 0, l = CTRL_UNLIMITED;
         if (bs->l != CTRL_UNLIMITED) {
             l = w && w->lk >= 0 ? bs->la[w->lk] : 0;
-            if (!bs->nq || (w && (w->flags & (LEDGER_CUR | LEDGER_QUEUED)) == (LEDGER_CUR | LEDGER_QUEUED)))
+            const uint8_t cq = LEDGER_CUR | LEDGER_QUEUED;
+            if (!bs->nq || (w && (w->flags & cq) == cq))
                 l += spread / n + (idx++ < spread % n ? 1 : 0);
             ledger_grant_raise(v->period, &p->grant, &p->gperiod, pair_served(v->period, p), r,
                                l);

@@ -16,13 +16,11 @@
 /* One (bucket, node) pair: the node's last report for the bucket and the
  * demand estimator's state.  Indexed by the node's table index, so every
  * pass over the pairs is sequential and touches only buckets the node
- * holds.  What was pushed is in pair_push_t and what one computation works
- * out in ledger_work_t: the passes over the active pairs are memory-bound, and
- * each of these three arrays is streamed only by the passes that need it
- * (one 112-byte record per pair made every pass stream all of it). */
-/* node_t.inact flags */
-enum { INACT_LISTED = 1, INACT_REPORTED = 2 };
-
+ * holds.  What was pushed is in pair_push_t and what one computation
+ * works out in ledger_work_t: the passes over the active pairs are
+ * memory-bound, and each of these three arrays is streamed only by the
+ * passes that need it (one 112-byte record per pair made every pass stream
+ * all of it). */
 typedef struct {
     int b;                 /* controller bucket index, -1 if not configured */
     uint8_t has_report;
@@ -54,6 +52,9 @@ typedef struct {
     uint64_t arrivals;     /* arrivals this period (only an unconfigured
                               bucket's are kept: for ctrl_unconfigured()) */
 } pair_served_t;
+
+/* node_t.inact flags */
+enum { INACT_LISTED = 1, INACT_REPORTED = 2 };
 
 typedef struct {
     char *name;
