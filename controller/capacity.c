@@ -6,7 +6,7 @@
  * unknown. */
 static double node_capacity(const ctrl_t *c, int i, int bytes)
 {
-    return bytes ? ctrl__bytes_capacity(c, i) : c->nodes[i].cap.estimate;
+    return bytes ? bytes_capacity(c->by, i) : c->nodes[i].cap.estimate;
 }
 
 /* ctrl_total_capacity() or (`bytes`) ctrl_total_byte_capacity(). */

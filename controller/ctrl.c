@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "controller/ctrl_int.h"
+#include "controller/plausible.h"
 
 _Static_assert(BUCKETFILE_MAX_WEIGHT <= PROTO_WEIGHT_MAX, "bucket weights must fit the protocol");
 
@@ -169,8 +170,9 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->bnames);
     free(c->bweights);
     free(c->b);
-    ctrl__ledger_free(&c->io);
-    ctrl__bytes_free(c);
+    free(c->pv);
+    ledger_free(&c->io);
+    bytes_destroy(&c->by);
     free(c);
     *cp = NULL;
 }
@@ -252,14 +254,15 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     bucketfile_t *copy = bucketfile_dup(bf);
     const char **names = calloc(nb ? nb : 1, sizeof *names);
     uint32_t *weights = calloc(nb ? nb : 1, sizeof *weights);
-    bstate_t *bs = calloc(nb ? nb : 1, sizeof *bs);
+    ledger_bucket_t *bs = calloc(nb ? nb : 1, sizeof *bs);
+    prov_t *pv = calloc(nb ? nb : 1, sizeof *pv);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
-    if (!copy || !names || !weights || !bs || !jofs)
+    if (!copy || !names || !weights || !bs || !pv || !jofs)
         goto fail;
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
             goto fail;
-    if (ctrl__bytes_config(c, c->bf, copy) < 0)
+    if (bytes_config(&c->by, c->bf, copy, c->cfg.period_s, c->cfg.intervals) < 0)
         goto fail;
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(copy, b);
@@ -287,6 +290,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     c->bweights = weights;
     free(c->b);
     c->b = bs;
+    free(c->pv);
+    c->pv = pv;
     c->nb = nb;
     c->table_gen++;
     if (c->table_gen == 0)
@@ -299,6 +304,7 @@ fail:
             free(jofs[i]);
     free(jofs);
     free(bs);
+    free(pv);
     free(names);
     free(weights);
     bucketfile_destroy(&copy);
@@ -484,7 +490,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     if (nd->cap.samples + nd->cap.steps > 0 && CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate < most)
         most = CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate; /* its history */
     if (prof > most) {
-        ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
+        plausible_note(c, nd, CTRL_IMPL_CAPACITY, NULL, prof, most);
         prof = most;
     }
     if (!nd->cap.estimate || nd->cap.cfg.profile != prof) {
@@ -612,13 +618,13 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         return 0;
     }
     double interval_s = c->cfg.period_s / c->cfg.intervals;
-    double rate = ctrl__plausible_rate(nd), per = rate * c->cfg.period_s;
+    double rate = plausible_rate(nd), per = rate * c->cfg.period_s;
     uint64_t ub = per < (double)CTRL_COUNT_MAX ? (uint64_t)per : (uint64_t)CTRL_COUNT_MAX;
     if (nd->have_rep && nd->rep_period == period && interval == nd->rep_interval + 1 &&
         completions >= nd->completions && busy_seconds >= nd->busy) {
         double done = (double)(completions - nd->completions), most = rate * interval_s;
         if (done > most) {
-            ctrl__implausible(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
+            plausible_note(c, nd, CTRL_IMPL_CAPACITY, NULL, done, most);
             done = most;
         }
         estimate_cap_update(&nd->cap, (uint64_t)done, busy_seconds - nd->busy, interval_s);
@@ -652,7 +658,7 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
-        ctrl__report_rec(c, nd, p, r, period, ub);
+        plausible_report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->has_report = 1;
@@ -721,7 +727,8 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->weight = x->weight;
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
-    ctrl__bytes_info(c, b, out);
+    const bytes_view_t v = ctrl__bytes_view(c);
+    bytes_info(c->by, &v, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
@@ -730,21 +737,21 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
             continue;
         const pair_t *p = &nd->pairs[j];
         if (p->has_report && p->period == c->period) {
-            out->served_r = ctrl__ucount_add(out->served_r, nd->served[j].r);
-            out->served_l = ctrl__ucount_add(out->served_l, nd->served[j].l);
-            out->served_o = ctrl__ucount_add(out->served_o, nd->served[j].o);
+            out->served_r = count_uadd(out->served_r, nd->served[j].r);
+            out->served_l = count_uadd(out->served_l, nd->served[j].l);
+            out->served_o = count_uadd(out->served_o, nd->served[j].o);
         }
         if (!nd->up)
             continue;
         if (p->has_report)
-            out->queued = ctrl__ucount_add(out->queued, p->queued);
+            out->queued = count_uadd(out->queued, p->queued);
         const pair_push_t *ps = &nd->push[j];
-        out->demand = ctrl__count_add(out->demand, ps->demand);
+        out->demand = count_add(out->demand, ps->demand);
         out->servers += ps->demand > 0;
         if (ps->tok_r > 0)
-            out->r_tokens = ctrl__count_add(out->r_tokens, ps->tok_r);
+            out->r_tokens = count_add(out->r_tokens, ps->tok_r);
         if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
-            out->l_tokens = ctrl__count_add(out->l_tokens, ps->tok_l);
+            out->l_tokens = count_add(out->l_tokens, ps->tok_l);
     }
     if (unl)
         out->l_tokens = CTRL_UNLIMITED;
@@ -795,7 +802,7 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .instance = nd->instance,
         .period = nd->rep_period,
         .interval = nd->rep_interval,
-        .byte_capacity = ctrl__bytes_capacity(c, n),
+        .byte_capacity = bytes_capacity(c->by, n),
     };
     return 0;
 }
@@ -842,9 +849,9 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
                 k = (int)n;
                 all[n++] = (ctrl_unconf_t){.name = name};
             }
-            all[k].arrivals = ctrl__ucount_add(all[k].arrivals, sv->arrivals);
-            all[k].served = ctrl__ucount_add(
-                all[k].served, ctrl__ucount_add(ctrl__ucount_add(sv->r, sv->l), sv->o));
+            all[k].arrivals = count_uadd(all[k].arrivals, sv->arrivals);
+            all[k].served = count_uadd(
+                all[k].served, count_uadd(count_uadd(sv->r, sv->l), sv->o));
             all[k].nodes++;
         }
     }
@@ -857,8 +864,8 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             out[k] = all[k];
             continue;
         }
-        rest->arrivals = ctrl__ucount_add(rest->arrivals, all[k].arrivals);
-        rest->served = ctrl__ucount_add(rest->served, all[k].served);
+        rest->arrivals = count_uadd(rest->arrivals, all[k].arrivals);
+        rest->served = count_uadd(rest->served, all[k].served);
         rest->nodes++;
     }
     rc = (int)w;
@@ -866,4 +873,54 @@ out:
     strmap_destroy(&ix);
     free(all);
     return rc;
+}
+
+/* ---- the bytes/s dimension (bytes.h) ------------------------------------- */
+
+/* bytes_view_t.node and .pair over c's nodes, their tables and last
+ * reports. */
+static void view_node(const void *arg, int i, bytes_node_t *out)
+{
+    const ctrl_t *c = arg;
+    const node_t *nd = &c->nodes[i];
+    *out = (bytes_node_t){.up = nd->up != 0, .holds = (uint8_t)ctrl__holds_grants(c, nd),
+                          .down_rep = nd->down_rep};
+}
+
+static int view_pair(const void *arg, int i, size_t b)
+{
+    const node_t *nd = &((const ctrl_t *)arg)->nodes[i];
+    int j = ctrl__node_slot(nd, b);
+    return j < 0 ? -1 : nd->pairs[j].queued > 0;
+}
+
+bytes_view_t ctrl__bytes_view(const ctrl_t *c)
+{
+    return (bytes_view_t){.nn = c->nn, .period = c->period, .node = view_node,
+                          .pair = view_pair, .arg = c};
+}
+
+int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served_bytes,
+                           double busy_seconds, const proto_report_bytes_t *recs, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    if (!c->by)
+        return 0; /* no bucket has a byte rate: nothing to keep */
+    int rc = bytes_report(c->by, node, period, served_bytes, busy_seconds);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const proto_report_bytes_t *r = &recs[i];
+        if (r->bucket >= nd->ntable)
+            return -EINVAL;
+        rc = bytes_report_rec(c->by, node, nd->pairs[r->bucket].b, period, r->arrivals_interval,
+                              r->served);
+    }
+    return rc;
+}
+
+size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_bytes_t **recs)
+{
+    const node_t *nd = ctrl__get_node(c, node);
+    return bytes_tokens(nd && nd->up ? c->by : NULL, node, recs);
 }

@@ -1,15 +1,14 @@
-/* ledger.c - the passes a dimension of the controller runs each round, the same for IOs and bytes: token conversion, budgets, the R pass (single-server buckets first, within the conservative capacities) and the L pass (ledger_t in ctrl_int.h). */
+/* ledger.c - the passes a dimension of the controller runs each round, the same for IOs and bytes: token conversion, budgets, the R pass (single-server buckets first, within the conservative capacities, in the last interval on the queues) and the L pass. */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "controller/ctrl.h"
-#include "controller/ctrl_int.h"
+#include "controller/ledger.h"
 
 /* A node's capacity for the rest of the period in tokens, at most
- * CTRL_NODE_TOKENS_MAX (so that pShift's sum over the nodes fits). */
+ * LEDGER_NODE_TOKENS_MAX (so that pShift's sum over the nodes fits). */
 static int64_t node_tokens(double t)
 {
-    return t > 0 ? (t < (double)CTRL_NODE_TOKENS_MAX ? (int64_t)t : CTRL_NODE_TOKENS_MAX) : 0;
+    return t > 0 ? (t < (double)LEDGER_NODE_TOKENS_MAX ? (int64_t)t : LEDGER_NODE_TOKENS_MAX) : 0;
 }
 
 /* (int64_t)ceil(x) for 0 <= x < 2^63 without the libm call (once per
@@ -21,25 +20,28 @@ static inline int64_t ceil_nonneg(double x)
     return t + ((double)t < x);
 }
 
-int ctrl__ledger_fit(ledger_t *L, int nn)
+int ledger_fit(ledger_t *L, ledger_bucket_t *b, size_t nb, int nn)
 {
-    if (nn <= L->capn)
-        return 0;
-    lnode_t *n = realloc(L->n, (size_t)nn * sizeof *n);
-    if (!n)
-        return -ENOMEM;
-    for (int i = L->capn; i < nn; i++)
-        n[i] = (lnode_t){.pidx = -1, .rcut = 1};
-    L->n = n;
-    L->capn = nn;
+    L->b = b;
+    L->nb = nb;
+    if (nn > L->capn) {
+        ledger_node_t *n = realloc(L->n, (size_t)nn * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        for (int i = L->capn; i < nn; i++)
+            n[i] = (ledger_node_t){.pidx = -1, .rcut = 1};
+        L->n = n;
+        L->capn = nn;
+    }
+    L->nn = nn;
     return 0;
 }
 
-int ctrl__ledger_reserve(lnode_t *ln, size_t n)
+int ledger_reserve(ledger_node_t *ln, size_t n)
 {
     if (ln->capwork >= n)
         return 0;
-    work_t *w = realloc(ln->work, n * sizeof *w);
+    ledger_work_t *w = realloc(ln->work, n * sizeof *w);
     if (!w)
         return -ENOMEM;
     ln->work = w;
@@ -51,8 +53,9 @@ int ctrl__ledger_reserve(lnode_t *ln, size_t n)
     return 0;
 }
 
-int ctrl__ledger_scratch(ledger_t *L, int nn)
+int ledger_scratch(ledger_t *L)
 {
+    const int nn = L->nn;
     if (L->nb + 1 > L->capcnt) {
         size_t cap = L->nb + 1;
         int *a = realloc(L->cnt, cap * sizeof *a);
@@ -90,7 +93,7 @@ int ctrl__ledger_scratch(ledger_t *L, int nn)
     return 0;
 }
 
-void ctrl__ledger_free(ledger_t *L)
+void ledger_free(ledger_t *L)
 {
     for (int i = 0; i < L->capn; i++) {
         free(L->n[i].work);
@@ -107,14 +110,14 @@ void ctrl__ledger_free(ledger_t *L)
     *L = (ledger_t){0};
 }
 
-void ctrl__ledger_convert(ledger_t *L, double el, int reset)
+void ledger_convert(ledger_t *L, double el, int reset)
 {
     for (size_t b = 0; b < L->nb && reset; b++) {
         L->b[b].conv = 0;
         L->b[b].srv_prev = 0;
     }
     for (size_t b = 0; b < L->nb; b++) {
-        bstate_t *bs = &L->b[b];
+        ledger_bucket_t *bs = &L->b[b];
         double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
         bs->srv_prev = bs->served;
         if (el > 0 && !bs->backlog && unused > 0)
@@ -131,17 +134,16 @@ void ctrl__ledger_convert(ledger_t *L, double el, int reset)
  * (idle, or its demand moved) does not catch up -- except for what is left
  * of its reservation (`r_rem`, after conversion), which the rate never cuts
  * into.  The time the nodes held no usable tokens at the period's start
- * (c->lost, ctrl_round_late()) counts as time left: the bucket did not
+ * (ctrl_t.lost, ctrl_round_late()) counts as time left: the bucket did not
  * leave it unused.  Unlimited: CTRL_UNLIMITED. */
-static int64_t limit_head(const ctrl_t *c, const bstate_t *bs, int64_t r_rem)
+static int64_t limit_head(const ledger_round_t *rd, const ledger_bucket_t *bs, int64_t r_rem)
 {
     if (bs->l == CTRL_UNLIMITED)
         return CTRL_UNLIMITED;
-    int64_t spent = ctrl__count_add(bs->served, bs->held);
+    int64_t spent = count_add(bs->served, bs->held);
     int64_t head = bs->l > spent ? bs->l - spent : 0;
-    if (c->cfg.limit_depth >= 0) {
-        double share = (double)bs->l *
-                       (c->left + c->lost + c->cfg.limit_depth / c->cfg.period_s);
+    if (rd->limit_depth >= 0) {
+        double share = (double)bs->l * rd->rate_share;
         int64_t rate = share < (double)bs->l ? ceil_nonneg(share) - bs->held : head;
         if (rate < r_rem)
             rate = r_rem;
@@ -154,25 +156,26 @@ static int64_t limit_head(const ctrl_t *c, const bstate_t *bs, int64_t r_rem)
 /* Bucket bs's remaining reservation, less what it converted beyond its
  * slack, and its headroom (limit_head()); the reservation at most the
  * headroom. */
-void ctrl__budget(const ctrl_t *c, bstate_t *bs)
+static void budget(const ledger_round_t *rd, ledger_bucket_t *bs)
 {
     int64_t served = bs->served;
     bs->r_rem = bs->r > served ? bs->r - served : 0;
-    if (c->cfg.conv_slack >= 0) {
-        double gone = bs->conv - c->cfg.conv_slack * (double)bs->r + 0.5;
+    if (rd->conv_slack >= 0) {
+        double gone = bs->conv - rd->conv_slack * (double)bs->r + 0.5;
         if (gone >= 1)
             bs->r_rem = bs->r_rem > (int64_t)gone ? bs->r_rem - (int64_t)gone : 0;
     }
-    bs->head = limit_head(c, bs, bs->r_rem);
+    bs->head = limit_head(rd, bs, bs->r_rem);
     if (bs->r_rem > bs->head)
         bs->r_rem = bs->head;
 }
 
-void ctrl__ledger_budgets(const ctrl_t *c, ledger_t *L)
+void ledger_budgets(ledger_t *L, const ledger_round_t *rd)
 {
+    L->rd = *rd;
     for (size_t b = 0; b < L->nb; b++) {
-        bstate_t *bs = &L->b[b];
-        ctrl__budget(c, bs);
+        ledger_bucket_t *bs = &L->b[b];
+        budget(rd, bs);
         bs->pidx = bs->lpidx = -1;
         bs->rn = bs->ln = bs->nr = bs->nq = 0;
         bs->ralloc = bs->lalloc = 0;
@@ -180,12 +183,87 @@ void ctrl__ledger_budgets(const ctrl_t *c, ledger_t *L)
     }
 }
 
-void ctrl__ledger_caps(lnode_t *ln, double est, double cons, double rem_s)
+void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double rem_s)
 {
+    ledger_node_t *ln = &L->n[i];
+    ln->up = (uint8_t)(up != 0);
+    if (!up)
+        return;
     ln->capt = node_tokens(est * rem_s);
     ln->rcap = node_tokens(cons * rem_s);
     if (ln->rcap > ln->capt)
         ln->rcap = ln->capt;
+}
+
+/* ---- the last round's R on the queues -------------------------------------- */
+
+/* The last round of a period places R where the requests wait: a queued
+ * request is served where it is, while R-tokens on forecast arrivals are
+ * stranded if the demand moves and no later round moves them.  rq_begin()
+ * sets bs->queued to 0 for the buckets it applies to (last interval, no
+ * limit, a ledger that knows queues), -1 for the others, and returns
+ * nonzero if any may apply; the R pass adds each pair's queue.
+ * rq_demand() is the demand a pair stands for in the R problem.
+ * rq_lift(), after a solve, gives buckets back their forecasts where their
+ * queues overbook a node, and returns nonzero if it did (then solve again,
+ * at most RQ_PASSES times). */
+#define RQ_PASSES 4
+
+/* A bucket whose queued requests cover its remaining reservation has R
+ * placed only where they wait, at most as many as wait there. */
+static inline int64_t rq_demand(const ledger_work_t *w, const ledger_bucket_t *bs)
+{
+    return bs->queued >= 0 && bs->queued >= bs->r_rem && w->queued < w->demand ? w->queued
+                                                                              : w->demand;
+}
+
+/* How much of a node's excess one rq_lift() pass gives back: the
+ * next solve refills part of what the lifted buckets leave with other
+ * queues (measured on the simulator's Experiments 1 and 2 with
+ * RQ_PASSES, docs/performance.md). */
+#define RQ_COVER 4
+
+/* Only in the last interval (earlier, the next round places again what a
+ * move strands) and only for buckets without a limit (a limited bucket's R
+ * placement also decides where its L-tokens go, and its headroom is spread
+ * over its active nodes anyway). */
+static int rq_begin(ledger_t *L)
+{
+    const int last = L->rd.on_queues;
+    for (size_t b = 0; b < L->nb; b++)
+        L->b[b].queued = last && L->b[b].l == CTRL_UNLIMITED ? 0 : -1;
+    return last;
+}
+
+/* On every up node where the solution places more R than the node can
+ * take (its conservative capacity less the single-server buckets: pShift
+ * goes beyond it where demands leave no choice), buckets held to their
+ * queues there get their whole demand back (bs->queued = -1), in the
+ * node's order, until what they were given there is RQ_COVER times the
+ * excess: the queues of a bucket whose tokens elsewhere matched its demand
+ * sit on the nodes that are full. */
+static int rq_lift(ledger_t *L)
+{
+    int any = 0;
+    for (int s = 0; s < pshift_nservers(L->rp); s++) {
+        ledger_node_t *ln = &L->n[L->srv_node[s]];
+        int64_t over = pshift_server_load(L->rp, s) - (ln->rcap - ln->load);
+        if (over <= 0)
+            continue;
+        over *= RQ_COVER;
+        for (size_t k = 0; k < ln->nwork && over > 0; k++) {
+            const ledger_work_t *w = &ln->work[k];
+            if (w->rk < 0 || L->b[w->b].nr == 1)
+                continue;
+            ledger_bucket_t *bs = &L->b[w->b];
+            if (rq_demand(w, bs) < w->demand) {
+                over -= pshift_bucket_allocs(L->rp, bs->pidx)[w->rk];
+                bs->queued = -1;
+                any = 1;
+            }
+        }
+    }
+    return any;
 }
 
 /* Sums a solved problem's allocation per bucket (into ralloc of the
@@ -195,7 +273,7 @@ void ctrl__ledger_caps(lnode_t *ln, double est, double cons, double rem_s)
 static void sum_alloc(ledger_t *L, const pshift_problem_t *p, int lpass)
 {
     for (size_t b = 0; b < L->nb; b++) {
-        bstate_t *bs = &L->b[b];
+        ledger_bucket_t *bs = &L->b[b];
         int pi = lpass ? bs->lpidx : bs->pidx;
         if (pi < 0)
             continue;
@@ -203,7 +281,7 @@ static void sum_alloc(ledger_t *L, const pshift_problem_t *p, int lpass)
         size_t ne = pshift_bucket_nentries(p, pi);
         const int64_t *al = pshift_bucket_allocs(p, pi);
         for (size_t k = 0; k < ne; k++)
-            sum = ctrl__count_add(sum, al[k]);
+            sum = count_add(sum, al[k]);
         if (lpass) {
             bs->lalloc = sum;
             bs->la = al;
@@ -221,9 +299,9 @@ static void sum_alloc(ledger_t *L, const pshift_problem_t *p, int lpass)
  * than its current rate.  While it is backlogged and short of its
  * reservation, its demand here is at least its remaining reservation times
  * this node's share of its arrivals. */
-static void backlog_floor(work_t *w, const bstate_t *bs)
+static void backlog_floor(ledger_work_t *w, const ledger_bucket_t *bs)
 {
-    if ((w->flags & WORK_QUEUED) && bs->r_rem > 0) {
+    if ((w->flags & LEDGER_QUEUED) && bs->r_rem > 0) {
         double share = bs->arrivals > 0 ? w->arrivals / bs->arrivals : 1;
         int64_t floor_d = ceil_nonneg((double)bs->r_rem * share);
         if (w->demand < floor_d)
@@ -237,40 +315,40 @@ static void backlog_floor(work_t *w, const bstate_t *bs)
  * down (rounding down) if together they exceed `cons` tokens, the node's
  * conservative capacity for the rest of the period.  Their allocations
  * are their own (bs->ss_alloc), their sum ln->load. */
-static void place_single(ledger_t *L, lnode_t *ln, int64_t cons, ctrl_result_t *rs)
+static void place_single(ledger_t *L, ledger_node_t *ln, int64_t cons, ctrl_result_t *rs)
 {
     int64_t sum = 0;
     ln->load = 0;
     for (size_t k = 0; k < ln->nwork; k++) {
-        const work_t *w = &ln->work[k];
+        const ledger_work_t *w = &ln->work[k];
         if (w->rk == 0 && L->b[w->b].nr == 1)
-            sum = ctrl__count_add(sum, w->demand < L->b[w->b].r_rem ? w->demand : L->b[w->b].r_rem);
+            sum = count_add(sum, w->demand < L->b[w->b].r_rem ? w->demand : L->b[w->b].r_rem);
     }
     if (sum == 0)
         return;
     double scale = sum > cons ? (double)cons / (double)sum : 1;
     for (size_t k = 0; k < ln->nwork; k++) {
-        const work_t *w = &ln->work[k];
+        const ledger_work_t *w = &ln->work[k];
         if (w->rk != 0 || L->b[w->b].nr != 1)
             continue;
-        bstate_t *bs = &L->b[w->b];
+        ledger_bucket_t *bs = &L->b[w->b];
         int64_t claim = w->demand < bs->r_rem ? w->demand : bs->r_rem;
         bs->ss_alloc = scale < 1 ? (int64_t)((double)claim * scale) : claim;
         bs->ralloc = bs->ss_alloc;
         bs->ra = &bs->ss_alloc;
-        ln->load = ctrl__count_add(ln->load, bs->ss_alloc);
+        ln->load = count_add(ln->load, bs->ss_alloc);
         rs->buckets++;
         rs->pairs++;
     }
 }
 
-/* Builds the R problem in L->rp from the demands of ctrl__ledger_rpass():
+/* Builds the R problem in L->rp from the demands of ledger_rpass():
  * each up node's single-server buckets placed first (place_single) on its
  * conservative capacity, pShift's server the capacity they leave, and the
  * other buckets' demands there times the node's rcut (pairs cut to zero
  * stay out).  Counts buckets and pairs into *rs.  Returns 0, -ENOMEM or a
  * pshift error. */
-static int rpass_build(const ctrl_t *c, ledger_t *L, ctrl_result_t *rs)
+static int rpass_build(ledger_t *L, ctrl_result_t *rs)
 {
     int rc;
     pshift_problem_t *p = L->rp;
@@ -279,10 +357,10 @@ static int rpass_build(const ctrl_t *c, ledger_t *L, ctrl_result_t *rs)
         L->b[b].pidx = -1;
         L->b[b].rn = 0;
     }
-    for (int i = 0; i < c->nn; i++) {
-        lnode_t *ln = &L->n[i];
+    for (int i = 0; i < L->nn; i++) {
+        ledger_node_t *ln = &L->n[i];
         ln->pidx = -1;
-        if (!c->nodes[i].up)
+        if (!ln->up)
             continue;
         place_single(L, ln, ln->rcap, rs);
         ln->pidx = pshift_add_server(p, NULL, ln->rcap - ln->load);
@@ -290,17 +368,17 @@ static int rpass_build(const ctrl_t *c, ledger_t *L, ctrl_result_t *rs)
             return ln->pidx;
         L->srv_node[ln->pidx] = i;
     }
-    for (int i = 0; i < c->nn; i++) {
-        lnode_t *ln = &L->n[i];
-        if (!c->nodes[i].up)
+    for (int i = 0; i < L->nn; i++) {
+        ledger_node_t *ln = &L->n[i];
+        if (!ln->up)
             continue;
         size_t ne = 0;
         for (size_t k = 0; k < ln->nwork; k++) {
-            work_t *w = &ln->work[k];
+            ledger_work_t *w = &ln->work[k];
             if (w->rk == -1 || L->b[w->b].nr == 1)
                 continue;
-            bstate_t *bs = &L->b[w->b];
-            int64_t d = ctrl__rq_demand(w, bs);
+            ledger_bucket_t *bs = &L->b[w->b];
+            int64_t d = rq_demand(w, bs);
             if (ln->rcut < 1)
                 d = (int64_t)((double)d * ln->rcut);
             w->rk = 0;
@@ -336,15 +414,15 @@ static int rpass_cut(ledger_t *L)
 {
     int any = 0;
     for (int s = 0; s < pshift_nservers(L->rp); s++) {
-        lnode_t *ln = &L->n[L->srv_node[s]];
+        ledger_node_t *ln = &L->n[L->srv_node[s]];
         int64_t room = ln->rcap - ln->load;
         if (ln->load == 0 || pshift_server_load(L->rp, s) <= room)
             continue;
         int64_t dem = 0;
         for (size_t k = 0; k < ln->nwork; k++) {
-            const work_t *w = &ln->work[k];
+            const ledger_work_t *w = &ln->work[k];
             if (w->rk >= 0 && L->b[w->b].nr != 1)
-                dem = ctrl__count_add(dem, ctrl__rq_demand(w, &L->b[w->b]));
+                dem = count_add(dem, rq_demand(w, &L->b[w->b]));
         }
         ln->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
         any = 1;
@@ -355,42 +433,41 @@ static int rpass_cut(ledger_t *L)
 /* The R pass (phase 4 of a round), robust to capacity error (issue 14):
  * single-server buckets first, then pShift (solved with `o`) for the others
  * on the up nodes' conservative capacity for the rest of the period
- * (ctrl__ledger_caps(), rpass_build), in the last interval on the queues
- * where they fit (rqueue.c), once more with cut demands where that
+ * (ledger_caps(), rpass_build), in the last interval on the queues
+ * where they fit (rq_begin), once more with cut demands where that
  * overbooks a node holding single-server buckets (rpass_cut); the allocation is summed per bucket
  * and per node.  On the way backlogged demands are raised to their floor
  * and each node's L candidates listed (ln->lcand); *any_l is set if there
  * are any.  Fills buckets, pairs, phi, r_tokens and the R times of *rs.
  * Returns 0, -ENOMEM or a pshift error. */
-int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs,
-                       int *any_l)
+int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *any_l)
 {
     int rc;
     if (!L->rp && !(L->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = L->rp;
-    int lifts = ctrl__rq_begin(c, L) ? CTRL_RQ_PASSES : 0, cut = 0;
+    int lifts = rq_begin(L) ? RQ_PASSES : 0, cut = 0;
     /* Demands, queues, L candidates and which pairs want R (rk 0, counted
      * in nr). */
-    for (int i = 0; i < c->nn; i++) {
-        lnode_t *ln = &L->n[i];
+    for (int i = 0; i < L->nn; i++) {
+        ledger_node_t *ln = &L->n[i];
         ln->nlcand = 0;
-        if (!c->nodes[i].up)
+        if (!ln->up)
             continue;
         ln->rcut = 1;
         for (size_t k = 0; k < ln->nwork; k++) {
-            work_t *w = &ln->work[k];
+            ledger_work_t *w = &ln->work[k];
             w->rk = w->lk = -1;
             if (w->b < 0)
                 continue;
-            bstate_t *bs = &L->b[w->b];
-            if (w->flags & WORK_CUR)
+            ledger_bucket_t *bs = &L->b[w->b];
+            if (w->flags & LEDGER_CUR)
                 L->cnt[w->b]++; /* up nodes where it is active this period */
-            if ((w->flags & (WORK_CUR | WORK_QUEUED)) == (WORK_CUR | WORK_QUEUED) &&
-                c->cfg.limit_depth >= 0)
+            if ((w->flags & (LEDGER_CUR | LEDGER_QUEUED)) == (LEDGER_CUR | LEDGER_QUEUED) &&
+                L->rd.limit_depth >= 0)
                 bs->nq++; /* ... and queued, limits being rates (push_node()) */
             if (bs->queued >= 0)
-                bs->queued = ctrl__count_add(bs->queued, w->queued);
+                bs->queued = count_add(bs->queued, w->queued);
             backlog_floor(w, bs);
             if (w->demand <= 0)
                 continue;
@@ -408,10 +485,10 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
     double t = 0;
     for (;;) {
         *rs = rs0;
-        if ((rc = rpass_build(c, L, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
+        if ((rc = rpass_build(L, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
         t += pshift_stats(p)->t_total;
-        if (lifts > 0 && (lifts--, ctrl__rq_lift(L)))
+        if (lifts > 0 && (lifts--, rq_lift(L)))
             continue;
         if (cut || !(cut = rpass_cut(L)))
             break;
@@ -419,20 +496,20 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
     rs->phi = pshift_stats(p)->phi; /* + the single-server buckets' below */
     rs->t_pshift += t;
     rs->t_rpass = t;
-    if (L->hook && c->cfg.solve_hook)
-        c->cfg.solve_hook(p, 0, rs->t_rpass, c->cfg.solve_hook_arg);
+    if (L->rd.hook)
+        L->rd.hook(p, 0, rs->t_rpass, L->rd.hook_arg);
     /* Per bucket and per node totals straight from the solution (its
      * entries in order), so that the pass over the pairs that follows can
      * read back R and build the L problem at once. */
     int ns = pshift_nservers(p);
     sum_alloc(L, p, 0);
     for (int s = 0; s < ns; s++) {
-        lnode_t *ln = &L->n[L->srv_node[s]];
-        rs->phi = ctrl__count_add(rs->phi, ln->load);
-        ln->load = ctrl__count_add(ln->load, pshift_server_load(p, s));
+        ledger_node_t *ln = &L->n[L->srv_node[s]];
+        rs->phi = count_add(rs->phi, ln->load);
+        ln->load = count_add(ln->load, pshift_server_load(p, s));
     }
     for (size_t b = 0; b < L->nb; b++)
-        rs->r_tokens = ctrl__count_add(rs->r_tokens, L->b[b].ralloc);
+        rs->r_tokens = count_add(rs->r_tokens, L->b[b].ralloc);
     return 0;
 }
 
@@ -444,8 +521,7 @@ int ctrl__ledger_rpass(ctrl_t *c, ledger_t *L, const pshift_opts_t *o, ctrl_resu
  * (ln->lcand) are visited, and only if `any_l`; the token phase reads R
  * back.  Fills l_tokens, lpass_shifts and the L times of *rs.  Returns 0,
  * -ENOMEM or a pshift error. */
-int ctrl__ledger_lpass(ctrl_t *c, ledger_t *L, int any_l, const pshift_opts_t *o,
-                       ctrl_result_t *rs)
+int ledger_lpass(ledger_t *L, int any_l, const pshift_opts_t *o, ctrl_result_t *rs)
 {
     int rc;
     pshift_problem_t *q = NULL;
@@ -454,21 +530,21 @@ int ctrl__ledger_lpass(ctrl_t *c, ledger_t *L, int any_l, const pshift_opts_t *o
             return -ENOMEM;
         q = L->lp;
         pshift_problem_clear(q);
-        for (int i = 0; i < c->nn; i++) {
-            lnode_t *ln = &L->n[i];
-            if (!c->nodes[i].up)
+        for (int i = 0; i < L->nn; i++) {
+            ledger_node_t *ln = &L->n[i];
+            if (!ln->up)
                 continue;
             if ((rc = pshift_add_server(q, NULL, ln->capt > ln->load ? ln->capt - ln->load : 0)) <
                 0)
                 return rc;
         }
     }
-    for (int i = 0; i < c->nn && q; i++) {
-        lnode_t *ln = &L->n[i];
+    for (int i = 0; i < L->nn && q; i++) {
+        ledger_node_t *ln = &L->n[i];
         size_t ne = 0;
         for (size_t x = 0; x < ln->nlcand; x++) {
-            work_t *w = &ln->work[ln->lcand[x]];
-            bstate_t *bs = &L->b[w->b];
+            ledger_work_t *w = &ln->work[ln->lcand[x]];
+            ledger_bucket_t *bs = &L->b[w->b];
             int64_t new_r = w->rk >= 0 ? bs->ra[w->rk] : 0;
             if (w->demand <= new_r || bs->head <= bs->ralloc)
                 continue;
@@ -489,8 +565,8 @@ int ctrl__ledger_lpass(ctrl_t *c, ledger_t *L, int any_l, const pshift_opts_t *o
             return rc;
         rs->t_pshift += pshift_stats(q)->t_total;
         rs->t_lpass = pshift_stats(q)->t_total;
-        if (L->hook && c->cfg.solve_hook)
-            c->cfg.solve_hook(q, 1, rs->t_lpass, c->cfg.solve_hook_arg);
+        if (L->rd.hook)
+            L->rd.hook(q, 1, rs->t_lpass, L->rd.hook_arg);
         rs->lpass_shifts = pshift_stats(q)->shifts;
         sum_alloc(L, q, 1);
     }

@@ -2,14 +2,14 @@
 # daemon/ is the program, ctl/ is bqos-ctl, bench/ the benchmarks.
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
-  controller/ledger.c controller/bytes.c controller/plausible.c controller/prov.c \
-  controller/capacity.c controller/rqueue.c
+  controller/ledger.c controller/bytes.c controller/plausible.c \
+  controller/capacity.c controller/push.c
 
 PROGS += bqos-controller
-bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
-                      controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
-                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c \
-                      controller/daemon/history.c
+bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
+                      controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
+                      controller/daemon/leader.c controller/daemon/auth.c controller/daemon/authkeys.c \
+                      controller/daemon/metrics.c controller/daemon/history.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -45,6 +45,10 @@ test_ctl_LIBS = common
 TESTS += test_history
 test_history_SRCS = tests/test_history.c controller/daemon/history.c
 test_history_LIBS = common
+TESTS += test_nodes
+test_nodes_SRCS = tests/test_nodes.c controller/daemon/nodes.c controller/daemon/clock.c \
+                  controller/daemon/auth.c controller/daemon/authkeys.c
+test_nodes_LIBS = controller pshift protozmq proto curvekey common
 TESTS += test_authkeys
 test_authkeys_SRCS = tests/test_authkeys.c controller/daemon/authkeys.c controller/daemon/auth.c
 test_authkeys_LIBS = protozmq proto curvekey common

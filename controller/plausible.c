@@ -2,8 +2,7 @@
 #include <stdio.h>
 
 #include "common/log.h"
-#include "controller/ctrl.h"
-#include "controller/ctrl_int.h"
+#include "controller/plausible.h"
 
 const char *ctrl_impl_str(ctrl_impl_t r)
 {
@@ -15,8 +14,8 @@ const char *ctrl_impl_str(ctrl_impl_t r)
 /* Counts a value of node nd's that the controller does not believe (`said`,
  * taken as `kept`; about bucket `bucket`, NULL if none) and logs it, at
  * most once per CTRL_IMPL_LOG_ROUNDS rounds per reason. */
-void ctrl__implausible(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bucket,
-                       double said, double kept)
+void plausible_note(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bucket,
+                    double said, double kept)
 {
     c->st.implausible[why]++;
     if (c->round_no - c->impl_logged[why] < CTRL_IMPL_LOG_ROUNDS) {
@@ -32,7 +31,7 @@ void ctrl__implausible(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char 
 }
 
 /* The most IOs per second node nd is believed to do. */
-double ctrl__plausible_rate(const node_t *nd)
+double plausible_rate(const node_t *nd)
 {
     double p = nd->cap.cfg.profile, e = nd->cap.estimate;
     return CTRL_PLAUSIBLE_FACTOR * (p > e ? p : e);
@@ -51,8 +50,8 @@ static void served_clamp(pair_served_t *s, uint64_t total)
 /* Checks record r of node nd (pair p, configured) against what the
  * controller granted and what the node can do (`ub`: counts per period),
  * and keeps what it believes of it. */
-void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
-                      uint64_t period, uint64_t ub)
+void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
+                          uint64_t period, uint64_t ub)
 {
     const char *bname = nd->tnames[r->bucket];
     /* A queue may hold many periods' worth of a slow node's service. */
@@ -60,21 +59,21 @@ void ctrl__report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t
                                                                       : (uint64_t)CTRL_COUNT_MAX;
     uint64_t q = r->queued, a = r->arrivals_interval;
     if (q > dq || a > dq) {
-        ctrl__implausible(c, nd, CTRL_IMPL_DEMAND, bname, (double)(q > a ? q : a), (double)dq);
+        plausible_note(c, nd, CTRL_IMPL_DEMAND, bname, (double)(q > a ? q : a), (double)dq);
         q = q < dq ? q : dq;
         a = a < dq ? a : dq;
     }
     pair_served_t sv = {r->served_r, r->served_l, r->served_o, 0};
-    uint64_t said = ctrl__ucount_add(ctrl__ucount_add(sv.r, sv.l), sv.o), keep = said;
+    uint64_t said = count_uadd(count_uadd(sv.r, sv.l), sv.o), keep = said;
     if (keep > ub) {
-        ctrl__implausible(c, nd, CTRL_IMPL_SERVED_RATE, bname, (double)said, (double)ub);
+        plausible_note(c, nd, CTRL_IMPL_SERVED_RATE, bname, (double)said, (double)ub);
         keep = ub;
     }
     const pair_push_t *ps = &nd->push[r->bucket];
     if (c->b[p->b].l != CTRL_UNLIMITED && ps->tok_r >= 0 && ps->gperiod == period) {
         uint64_t allow = (uint64_t)ps->grant + (uint64_t)ps->grant / 32 + 64;
         if (keep > allow) {
-            ctrl__implausible(c, nd, CTRL_IMPL_SERVED_GRANT, bname, (double)said, (double)allow);
+            plausible_note(c, nd, CTRL_IMPL_SERVED_GRANT, bname, (double)said, (double)allow);
             keep = allow;
         }
     }

@@ -1,4 +1,4 @@
-/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, the IO ledger's budgets and R and L pShift passes (ledger.c), token records (the provisional splits are in prov.c, the byte round in bytes.c). */
+/* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, the IO ledger's budgets and R and L pShift passes (ledger.c), token records and the provisional splits of limited buckets no node reported (the byte round is in bytes.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +16,9 @@
  *   R pass           single-server buckets first, then the R problem
  *                    within the conservative capacities: build, solve
  *   L pass           the L problem on the residual: build, solve, read back
- *   prov_plan        which limited buckets get a provisional split (prov.c)
+ *   prov_plan        which limited buckets get a provisional split
  *   phase_push       token records per up node
- *   prov_walk        the provisional splits' records (prov.c)
+ *   prov_walk        the provisional splits' records
  *   bytes            the byte ledger's round (bytes.c), every round
  * Conversion, budgets and the passes are the IO ledger's (ledger.c), which
  * the byte dimension runs too.  The helpers of the phases come first. */
@@ -66,12 +66,43 @@ static inline void out_add(node_t *nd, uint32_t b, int64_t r, int64_t l)
     };
 }
 
-int ctrl__push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
+/* Appends a token record (bucket b, R r, L l) for node nd.  Returns 0 or
+ * -ENOMEM. */
+static int push_rec(node_t *nd, uint32_t b, int64_t r, int64_t l)
 {
     int rc = out_reserve(nd, 1);
     if (rc == 0)
         out_add(nd, b, r, l);
     return rc;
+}
+
+/* Records that (r, l) is pushed to pair pr / ps of the current period:
+ * the tokens and, for a limited bucket, what the node may serve in the
+ * period by them, its grant (ctrl_node_report() holds its served counts to
+ * that). */
+static inline void pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, int64_t r,
+                          int64_t l)
+{
+    ps->tok_r = r;
+    ps->tok_l = l;
+    if (l == CTRL_UNLIMITED)
+        return;
+    int64_t base = pr->has_report && pr->period == c->period ? pr->served : 0;
+    ledger_grant_raise(c->period, &ps->grant, &ps->gperiod, base, r, l);
+}
+
+/* This round's ledger_round_t for the IO ledger (`io`: it knows the
+ * queues and its solves go to the solve hook) or the byte one. */
+static ledger_round_t ledger_round(const ctrl_t *c, int io)
+{
+    return (ledger_round_t){
+        .conv_slack = c->cfg.conv_slack,
+        .limit_depth = c->cfg.limit_depth,
+        .rate_share = c->left + c->lost + c->cfg.limit_depth / c->cfg.period_s,
+        .on_queues = io && c->interval + 1 == (uint32_t)c->cfg.intervals,
+        .hook = io ? c->cfg.solve_hook : NULL,
+        .hook_arg = c->cfg.solve_hook_arg,
+    };
 }
 
 /* Keeps what a computation that stopped (skipped or failed) estimated:
@@ -91,7 +122,7 @@ static void work_keep_demand(ctrl_t *c)
  * counters and arrivals to their buckets' sums, estimates their demands and
  * fills its IO work (ln) for the passes that follow.  Returns nonzero if
  * `changed` or if an estimate moved enough to be worth a recomputation. */
-static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int changed)
+static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, int changed)
 {
     const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
     /* Sparse in a large table: fetch ahead, sequential access would not. */
@@ -101,7 +132,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
         pair_t *pr = &nd->pairs[nd->act[k]];
-        work_t *w = &ln->work[k];
+        ledger_work_t *w = &ln->work[k];
         int64_t served = pair_served(c, pr);
         w->b = pr->b;
         w->flags = 0;
@@ -109,7 +140,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
         w->arrivals = 0;
         w->queued = 0;
         if (pr->b >= 0)
-            c->b[pr->b].served = ctrl__count_add(c->b[pr->b].served, served);
+            c->b[pr->b].served = count_add(c->b[pr->b].served, served);
         if (pr->b >= 0 && pr->has_report) {
             /* Reported in an older period, and the node's report of this
              * one left it out: it is idle there (protocol.md), not still
@@ -124,8 +155,8 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
                                                               : CTRL_COUNT_MAX;
             c->b[pr->b].arrivals += w->arrivals;
             w->rate_now = il > 0 ? (double)w->demand / il : 0;
-            w->flags = WORK_EST | (pr->period >= c->period ? WORK_CUR : 0) |
-                       (pr->queued > 0 ? WORK_QUEUED : 0);
+            w->flags = LEDGER_EST | (pr->period >= c->period ? LEDGER_CUR : 0) |
+                       (pr->queued > 0 ? LEDGER_QUEUED : 0);
             if (pr->queued > 0)
                 c->b[pr->b].backlog = 1;
             if (!changed && estimate_changed(nd->push[nd->act[k]].rate_used, w->rate_now,
@@ -133,7 +164,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
                 changed = 1;
         }
         if (pr->queued == 0 && pr->arrivals == 0 && served == 0)
-            w->flags |= WORK_QUIET;
+            w->flags |= LEDGER_QUIET;
     }
     return changed;
 }
@@ -150,7 +181,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, lnode_t *ln, double il, int chan
  * bucket-periods meeting R instead of 100%).  Pairs idle and holding
  * nothing that can change leave the active list (and ln, its IO work).
  * Returns 0 or -ENOMEM. */
-static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
+static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
 {
     const int sparse = nd->nact * 4 <= nd->ntable;
     int rc = out_reserve(nd, nd->nact); /* at most one record per pair */
@@ -159,24 +190,25 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
     size_t k = 0;
     while (k < nd->nact) {
         size_t j = nd->act[k];
-        work_t *w = &ln->work[k];
+        ledger_work_t *w = &ln->work[k];
         pair_push_t *ps = &nd->push[j];
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
         ps->demand = w->demand;
-        if (w->flags & WORK_EST)
+        if (w->flags & LEDGER_EST)
             ps->rate_used = w->rate_now;
         if (w->b < 0) {
             k++;
             continue;
         }
-        bstate_t *bs = &c->b[w->b];
+        ledger_bucket_t *bs = &c->b[w->b];
+        const int prov = c->pv[w->b].prov;
         int64_t r = w->rk >= 0 ? bs->ra[w->rk] : 0;
         int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
         if (w->lk >= 0)
             l += bs->la[w->lk];
-        if (bs->l != CTRL_UNLIMITED && (w->flags & WORK_CUR) &&
-            (bs->nq == 0 || (w->flags & WORK_QUEUED))) {
+        if (bs->l != CTRL_UNLIMITED && (w->flags & LEDGER_CUR) &&
+            (bs->nq == 0 || (w->flags & LEDGER_QUEUED))) {
             int64_t left = bs->head - bs->ralloc - bs->lalloc;
             if (left > 0) {
                 int n = bs->nq ? bs->nq : c->io.cnt[w->b], idx = c->io.given[w->b]++;
@@ -185,16 +217,16 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
         }
         /* Zero R and an L that cannot change by consumption (0 or
          * unlimited), same as last time: the node already holds it.
-         * A provisional split is written by ctrl__prov_walk(). */
-        if (!bs->prov &&
+         * A provisional split is written by prov_walk(). */
+        if (!prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
-            ctrl__pushed(c, &nd->pairs[j], ps, r, l);
+            pushed(c, &nd->pairs[j], ps, r, l);
         }
         /* Idle and holding nothing that can change: off the list until
          * the node reports the bucket again. */
-        if (w->demand == 0 && (w->flags & WORK_QUIET) &&
-            (bs->prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
+        if (w->demand == 0 && (w->flags & LEDGER_QUIET) &&
+            (prov || (ps->tok_r == 0 && (ps->tok_l == 0 || ps->tok_l == CTRL_UNLIMITED)))) {
             nd->inact[j] = 0;
             nd->act[k] = nd->act[--nd->nact];
             ln->work[k] = ln->work[--ln->nwork];
@@ -202,6 +234,105 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
             continue;
         }
         k++;
+    }
+    return 0;
+}
+
+/* ---- provisional splits ---------------------------------------------------- */
+
+/* A limited bucket that no up node has reported this period gets its headroom
+ * divided evenly over the nodes, so its demand is served at once and its
+ * limit stays hard: prov_plan() decides which, after both passes, and
+ * prov_walk() writes their records after phase_push(). */
+
+/* Decides, after both passes, which limited buckets get a provisional
+ * split: headroom left, but no up node has reported the bucket this period
+ * and the estimates placed nothing for it (so it holds nothing to spend
+ * when its demand appears, e.g. in the first interval of a period).  Sets
+ * c->pv[b].prov, and .walk where prov_walk() must (re)write the split
+ * (new, or a forced round: period start, node or configuration change) or
+ * revoke it (a report brought the bucket into the computation).  Returns nonzero
+ * if any bucket needs a walk. */
+static int prov_plan(ctrl_t *c, int forced)
+{
+    int any = 0;
+    for (size_t b = 0; b < c->nb; b++) {
+        const ledger_bucket_t *bs = &c->b[b];
+        prov_t *pv = &c->pv[b];
+        int was = pv->prov;
+        pv->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
+                   bs->ralloc == 0 && bs->lalloc == 0;
+        pv->walk = pv->prov ? (forced || !was) : was;
+        pv->fresh = pv->prov && !was;
+        any |= pv->walk;
+    }
+    return any;
+}
+
+/* Nonzero if pair pr (of a bucket no up node has reported this period) had
+ * a report in the previous period. */
+static int prov_recent(const ctrl_t *c, const pair_t *pr)
+{
+    return pr->has_report && c->period > 0 && pr->period == c->period - 1;
+}
+
+/* Writes the provisional splits prov_plan() asked for.  A bucket's split
+ * goes to the up nodes where it was reported in the previous period, or if
+ * there are none to every up node that holds it: its remaining reservation
+ * as R-tokens and the rest of its headroom as L-tokens, each divided evenly
+ * (the first nodes get one more token each for the remainder), so R + L
+ * over all nodes is exactly the headroom and the limit stays hard.  The
+ * other nodes holding it get R 0 and L 0.  A revoked split is set to R 0
+ * and L 0 on the nodes where the pair is not active (the passes wrote the
+ * active ones).  Pairs written here stay off the active lists: the bucket,
+ * not its pairs, is revisited.  Returns 0 or -ENOMEM. */
+static int prov_walk(ctrl_t *c)
+{
+    int rc;
+    for (size_t b = 0; b < c->nb; b++) {
+        const ledger_bucket_t *bs = &c->b[b];
+        const prov_t *pv = &c->pv[b];
+        if (!pv->walk)
+            continue;
+        int64_t n = 0, nrecent = 0;
+        for (int i = 0; i < c->nn && pv->prov; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = ctrl__node_slot(nd, (size_t)b);
+            if (!nd->up || j < 0)
+                continue;
+            n++;
+            nrecent += prov_recent(c, &nd->pairs[j]);
+        }
+        int only_recent = nrecent > 0;
+        if (only_recent)
+            n = nrecent;
+        int64_t rt = bs->r_rem, lt = bs->head - bs->r_rem, idx = 0;
+        for (int i = 0; i < c->nn; i++) {
+            node_t *nd = &c->nodes[i];
+            int j = ctrl__node_slot(nd, (size_t)b);
+            if (!nd->up || j < 0)
+                continue;
+            pair_t *pr = &nd->pairs[j];
+            int64_t r = 0, l = 0;
+            int fresh = 0;
+            if (!pv->prov) {
+                if (nd->inact[j])
+                    continue;
+            } else if (!only_recent || prov_recent(c, pr)) {
+                r = rt / n + (idx < rt % n);
+                l = lt / n + (idx < lt % n);
+                idx++;
+                /* The node may have spent what we pushed before the split
+                 * began; only an unbroken split is known to be intact. */
+                fresh = pv->fresh;
+            }
+            pair_push_t *ps = &nd->push[j];
+            if (!fresh && ps->tok_r == r && ps->tok_l == l)
+                continue;
+            if ((rc = push_rec(nd, (uint32_t)b, r, l)) < 0)
+                return rc;
+            pushed(c, pr, ps, r, l);
+        }
     }
     return 0;
 }
@@ -215,17 +346,13 @@ static int push_node(ctrl_t *c, node_t *nd, lnode_t *ln)
 static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
 {
     int rc;
-    c->io.b = c->b;
-    c->io.nb = c->nb;
-    c->io.hook = 1;
-    c->io.queues = 1;
-    if ((rc = ctrl__ledger_fit(&c->io, c->nn)) < 0)
+    if ((rc = ledger_fit(&c->io, c->b, c->nb, c->nn)) < 0)
         return rc;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nout = 0;
         size_t most = nd->capact > nd->nact ? nd->capact : nd->nact;
-        if (c->io.n[i].capwork < nd->nact && (rc = ctrl__ledger_reserve(&c->io.n[i], most)) < 0)
+        if (c->io.n[i].capwork < nd->nact && (rc = ledger_reserve(&c->io.n[i], most)) < 0)
             return rc;
         if (!nd->act_sorted) {
             qsort(nd->act, nd->nact, sizeof *nd->act, cmp_u32);
@@ -267,9 +394,10 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
         const pair_push_t *ps = &nd->push[j];
         if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED)
             continue;
-        int64_t left = ctrl__grant_left(c, nd, ps->grant, ps->gperiod, pair_served(c, pr));
+        int64_t left = ledger_grant_left(c->period, nd->down_rep, ps->grant, ps->gperiod,
+                                         pair_served(c, pr));
         if (left > 0)
-            c->b[pr->b].held = ctrl__count_add(c->b[pr->b].held, left);
+            c->b[pr->b].held = count_add(c->b[pr->b].held, left);
     }
 }
 
@@ -296,7 +424,7 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
                 const pair_t *pr = &nd->pairs[nd->act[k]];
                 if (pr->b >= 0)
                     c->b[pr->b].served =
-                        ctrl__count_add(c->b[pr->b].served, pair_served(c, pr));
+                        count_add(c->b[pr->b].served, pair_served(c, pr));
             }
             continue;
         }
@@ -314,7 +442,7 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
  * skipped ones: over the interval since the last round a bucket that is
  * not backlogged now (nothing queued on any up node's report) has left
  * unused the part of its reservation's pace, R x (time elapsed) / T, that
- * it was not served; that part is added to bs->conv, which ctrl__budget()
+ * it was not served; that part is added to bs->conv, which ledger_budgets()
  * takes off its remaining reservation.  A backlogged bucket converts
  * nothing: what it is short of was withheld, not declined (also in the
  * interval where its demand appeared or moved to servers that held no
@@ -332,7 +460,7 @@ static void phase_convert(ctrl_t *c)
     }
     c->conv_el = c->conv_left - c->left;
     c->conv_left = c->left;
-    ctrl__ledger_convert(&c->io, c->conv_el, reset);
+    ledger_convert(&c->io, c->conv_el, reset);
 }
 
 /* Phase 6, token records per up node: everything that can change its
@@ -355,14 +483,14 @@ static int phase_push(ctrl_t *c)
             for (size_t j = 0; j < nd->ntable; j++) {
                 int b = nd->pairs[j].b;
                 pair_push_t *ps = &nd->push[j];
-                if (nd->inact[j] || b < 0 || (c->b[b].prov && c->b[b].walk))
+                if (nd->inact[j] || b < 0 || (c->pv[b].prov && c->pv[b].walk))
                     continue;
                 int64_t l = c->b[b].l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
                 if (ps->tok_r == 0 && ps->tok_l == l)
                     continue;
-                if ((rc = ctrl__push_rec(nd, (uint32_t)b, 0, l)) < 0)
+                if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     return rc;
-                ctrl__pushed(c, &nd->pairs[j], ps, 0, l);
+                pushed(c, &nd->pairs[j], ps, 0, l);
             }
             nd->full_push = 0;
         }
@@ -396,28 +524,32 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         rs.skipped = 1;
         goto out;
     }
-    if ((rc = ctrl__ledger_scratch(&c->io, c->nn)) < 0)
+    if ((rc = ledger_scratch(&c->io)) < 0)
         goto out;
-    ctrl__ledger_budgets(c, &c->io);
+    const ledger_round_t rd = ledger_round(c, 1);
+    ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++)
-        if (c->nodes[i].up)
-            ctrl__ledger_caps(&c->io.n[i], c->nodes[i].cap.estimate,
-                              c->nodes[i].cap.conservative, rem_s);
-    if ((rc = ctrl__ledger_rpass(c, &c->io, &o, &rs, &any_l)) < 0)
+        ledger_caps(&c->io, i, c->nodes[i].up, c->nodes[i].cap.estimate,
+                    c->nodes[i].cap.conservative, rem_s);
+    if ((rc = ledger_rpass(&c->io, &o, &rs, &any_l)) < 0)
         goto out;
-    if ((rc = ctrl__ledger_lpass(c, &c->io, any_l, &o, &rs)) < 0)
+    if ((rc = ledger_lpass(&c->io, any_l, &o, &rs)) < 0)
         goto out;
-    int any_walk = ctrl__prov_plan(c, forced);
+    int any_walk = prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
         goto out;
-    if (any_walk && (rc = ctrl__prov_walk(c)) < 0)
+    if (any_walk && (rc = prov_walk(c)) < 0)
         goto out;
     c->force = 0;
     c->st.computed++;
     pushed = 1;
 out:
-    if (rc == 0 && c->by) /* byte tokens: every round, computed or skipped */
-        rc = ctrl__bytes_compute(c, rem_s, il, &o);
+    if (rc == 0 && c->by) { /* byte tokens: every round, computed or skipped */
+        const bytes_view_t v = ctrl__bytes_view(c);
+        const bytes_round_t in = {.rem_s = rem_s, .il = il, .conv_el = c->conv_el,
+                                  .rd = ledger_round(c, 0)};
+        rc = bytes_compute(c->by, &v, &in, &o);
+    }
     c->lost_open = 0; /* the period's first round is done */
     if (estimated && !pushed)
         work_keep_demand(c); /* skipped round or error */

@@ -1,4 +1,4 @@
-/* main.c - bqos-controller: the options, the wiring of ctrl.c to the clock, the node and admin endpoints, and the loop (rounds, signals). */
+/* main.c - bqos-controller: the options, the wiring of ctrl.c to the clock, the rounds, the node and admin endpoints, and the poll loop (signals, high availability). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <malloc.h>
@@ -33,7 +33,7 @@
 #include "controller/daemon/leader.h"
 #include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
-#include "controller/daemon/timing.h"
+#include "controller/daemon/rounds.h"
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -324,7 +324,7 @@ typedef struct {
     pclock_t clk;
     nodes_t nodes;
     admin_t admin;
-    timing_t tm;
+    rounds_t rounds;   /* the round cadence; owns the timing */
     etcd_t *etcd;      /* NULL: alone */
     leader_t ld;       /* with etcd */
     auth_t auth;       /* with --curve-key: the ZAP handler */
@@ -336,106 +336,7 @@ typedef struct {
     int takeover_push;  /* we just became the leader: push at once */
 } app_t;
 
-/* CPU seconds used by the whole process (loop, ZeroMQ I/O thread, OpenMP):
- * unlike the wall-clock split it does not grow when the machine is busy. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* ---- rounds -------------------------------------------------------------- */
-
-/* Computes the round, pushes its tokens and accounts for its time. */
-static void close_round(app_t *a, double now)
-{
-    timing_t *t = &a->tm;
-    t->cur.receive = pclock_close(&a->clk, now);
-    ctrl_round_late(a->ctrl, pclock_since_boundary(&a->clk, now));
-    ctrl_result_t res;
-    double t0 = mono_now();
-    int rc = ctrl_compute(a->ctrl, &res);
-    t->cur.pshift = mono_now() - t0;
-    if (rc < 0) {
-        log_error("token computation failed: %s; nodes keep their tokens", strerror(-rc));
-        res = (ctrl_result_t){.skipped = 1};
-    }
-    nodes_push(&a->nodes, &res, mono_now());
-    t->last = t->cur;
-    t->last_res = res;
-    t->total.receive += t->cur.receive;
-    t->total.decode += t->cur.decode;
-    t->total.pshift += t->cur.pshift;
-    t->total.encode += t->cur.encode;
-    t->total.send += t->cur.send;
-    t->nsplits++;
-    double cpu = cpu_now();
-    if (t->nsplits > 1)
-        t->cpu_total += cpu - t->cpu_mark;
-    t->cpu_mark = cpu;
-    log_debug("round %llu.%u: %s, %d nodes up, %zu buckets, %zu pairs, R %lld L %lld; "
-              "ms receive %.3f decode %.3f pshift %.3f (R %.3f, L %.3f) encode %.3f send %.3f",
-              (unsigned long long)a->clk.period, a->clk.interval,
-              res.skipped ? "skipped" : "computed", res.nodes_up, res.buckets, res.pairs,
-              (long long)res.r_tokens, (long long)res.l_tokens, t->cur.receive * 1e3,
-              t->cur.decode * 1e3, t->cur.pshift * 1e3, res.t_rpass * 1e3, res.t_lpass * 1e3,
-              t->cur.encode * 1e3,
-              t->cur.send * 1e3);
-    memset(&t->cur, 0, sizeof t->cur);
-}
-
-static int all_reported(const app_t *a)
-{
-    for (int i = 0; i < ctrl_nnodes(a->ctrl); i++)
-        if (ctrl_node_up(a->ctrl, i) && !ctrl_node_reported(a->ctrl, i))
-            return 0;
-    return 1;
-}
-
-/* A round that begins more than half an interval after its boundary means
- * this host is starved or was paused: the nodes see a late controller and,
- * after --silence intervals, fall back.  Counted, and said at warn at most
- * once a period, so that the controller's log shows what the nodes saw. */
-static void note_late(app_t *a, double now)
-{
-    const pclock_t *pc = &a->clk;
-    if (!pc->round_start)
-        return;
-    double iv = pclock_interval_s(pc);
-    double late = pclock_since_boundary(pc, now) - iv; /* past the next boundary */
-    if (late <= 0.5 * iv)
-        return;
-    a->tm.late_rounds++;
-    if (late > a->tm.late_max)
-        a->tm.late_max = late;
-    if (a->tm.late_logged_period != pc->period) {
-        a->tm.late_logged_period = pc->period;
-        log_warn("the round after period %llu interval %u begins %.0f ms after its boundary "
-                 "(host busy or paused?): nodes hear no tokens and fall back after "
-                 "their --silence; %llu late rounds so far",
-                 (unsigned long long)pc->period, pc->interval, late * 1e3,
-                 (unsigned long long)a->tm.late_rounds);
-    }
-}
-
-/* Moves the clock to `now`; starts a round at each interval boundary. */
-static void tick(app_t *a, double now)
-{
-    if (pclock_due(&a->clk, now)) {
-        note_late(a, now);
-        if (a->clk.round_open)
-            close_round(a, now);
-        double left = pclock_begin(&a->clk, now);
-        if (a->clk.period != ctrl_period(a->ctrl))
-            cmetrics_period_end(&a->met, now);
-        ctrl_round_begin(a->ctrl, a->clk.period, a->clk.interval, left);
-    }
-    /* Reports that came a little before our boundary (the nodes' clocks
-     * are ours +- half a millisecond) already count for this round. */
-    if (a->clk.round_open && (pclock_expired(&a->clk, now) || all_reported(a)))
-        close_round(a, now);
-}
+/* ---- rounds (rounds.c) and their hooks ------------------------------------ */
 
 /* nodes_hooks_t: a clock that most registered nodes agree on differs from
  * ours. */
@@ -449,13 +350,13 @@ static void on_adopt(void *arg, const pclock_reading_t *r, double now)
         a->clk.started = now;
     }
     if (pclock_adopt(&a->clk, r, now))
-        tick(a, now);
+        rounds_tick(&a->rounds, now);
 }
 
 /* nodes_hooks_t: after a registered node's message. */
 static void on_tick(void *arg, double now)
 {
-    tick(arg, now);
+    rounds_tick(&((app_t *)arg)->rounds, now);
 }
 
 /* ---- high availability (--etcd) ------------------------------------------ */
@@ -482,31 +383,6 @@ static void on_role(void *arg, uint64_t epoch)
         nodes_hail_unknown(&a->nodes);
         a->takeover_push = 1;
     }
-}
-
-/* We just became the leader: the current round's tokens go out now, not at
- * the next interval boundary, so that the nodes hear the new epoch within
- * the takeover time.  The round is computed from the nodes' reports like
- * any other (this controller received them as a standby); forced by
- * ctrl_forget_pushed(), it sends every pair's count.  A push in the middle
- * of an interval loses nothing: nodes take tokens net of what they served
- * since the report the counts were computed from. */
-static void push_takeover(app_t *a, double now)
-{
-    a->takeover_push = 0;
-    if (!a->clk.round_start || pclock_due(&a->clk, now))
-        return; /* no round yet, or one begins now: tick() pushes it */
-    if (a->clk.round_open) {
-        close_round(a, now);
-        return;
-    }
-    ctrl_result_t res;
-    if (ctrl_compute(a->ctrl, &res) < 0)
-        res = (ctrl_result_t){.skipped = 1};
-    nodes_push(&a->nodes, &res, now);
-    log_info("took over in period %llu interval %u: pushed %s at once",
-             (unsigned long long)a->clk.period, a->clk.interval,
-             res.skipped ? "heartbeats" : "every node's tokens");
 }
 
 /* leader_hooks_t: etcd has no table; offer the bucket file's. */
@@ -773,7 +649,8 @@ int main(int argc, char **argv)
     if (a.auth.zap && (auth_monitor(&a.auth, a.zctx, a.router, 0, AUTH_DOMAIN_NODES) < 0 ||
                        auth_monitor(&a.auth, a.zctx, a.asock, 1, AUTH_DOMAIN_ADMIN) < 0))
         goto out;
-    nodes_init(&a.nodes, a.router, a.ctrl, &a.clk, &a.tm.cur,
+    rounds_init(&a.rounds, a.ctrl, &a.clk, &a.nodes, &a.met);
+    nodes_init(&a.nodes, a.router, a.ctrl, &a.clk, &a.rounds.tm.cur,
                &(nodes_hooks_t){.adopt = on_adopt, .tick = on_tick, .arg = &a});
     a.admin = (admin_t){
         .sock = a.asock,
@@ -783,7 +660,7 @@ int main(int argc, char **argv)
         .bf = bf,
         .clk = &a.clk,
         .nodes = &a.nodes,
-        .tm = &a.tm,
+        .tm = &a.rounds.tm,
         .met = &a.met,
         .auth = a.auth.zap ? &a.auth : NULL,
     };
@@ -791,7 +668,7 @@ int main(int argc, char **argv)
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
-    if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
+    if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.rounds.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
         goto out;
     int merr = 0;
     if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
@@ -810,17 +687,19 @@ int main(int argc, char **argv)
 
     double started = mono_now();
     pclock_init(&a.clk, set.period_s, set.intervals, set.wait, started);
-    tick(&a, started);
+    rounds_tick(&a.rounds, started);
     while (!a.stop) {
         double now = mono_now();
-        tick(&a, now);
+        rounds_tick(&a.rounds, now);
         double next = pclock_next(&a.clk);
         if (a.etcd) {
             leader_note_follows(&a.ld, a.nodes.follows); /* leads above it */
             leader_poll(&a.ld, now);
             now = mono_now(); /* the poll may have waited for etcd */
-            if (a.takeover_push)
-                push_takeover(&a, now);
+            if (a.takeover_push) {
+                a.takeover_push = 0;
+                rounds_push_now(&a.rounds, now);
+            }
             if (leader_next(&a.ld) < next)
                 next = leader_next(&a.ld);
         }

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/mono.h"
+#include "controller/push.h"
 
 /* Nonzero if a warning of `kind` may be logged now; *quiet receives how
  * many were suppressed since the last one logged. */
@@ -176,6 +177,15 @@ static int send_id(nodes_t *ns, const void *id, size_t idlen, const char *name, 
     return rc;
 }
 
+/* Sends `m` to node `name` running as process `instance` (0: not said),
+ * at the routing id of that process. */
+static int send_to(nodes_t *ns, const char *name, uint64_t instance, proto_msg_t *m)
+{
+    unsigned char id[PROTO_ID_MAX];
+    size_t n = proto_node_id(name, instance, id);
+    return send_id(ns, id, n, name, m);
+}
+
 /* Sends `m` to registered node `node`, at the routing id of the process
  * it registered. */
 static int send_node(nodes_t *ns, int node, proto_msg_t *m)
@@ -183,9 +193,7 @@ static int send_node(nodes_t *ns, int node, proto_msg_t *m)
     ctrl_node_info_t ni;
     if (ctrl_node_info(ns->ctrl, node, &ni) < 0)
         return -EINVAL;
-    unsigned char id[PROTO_ID_MAX];
-    size_t n = proto_node_id(ni.name, ni.instance, id);
-    return send_id(ns, id, n, ni.name, m);
+    return send_to(ns, ni.name, ni.instance, m);
 }
 
 /* Answers the sender of the message in hand (ns->id) with an error. */
@@ -217,50 +225,24 @@ void nodes_hail_unknown(nodes_t *ns)
 
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
 {
-    const char *const *names;
-    size_t nnames;
-    uint32_t gen = ctrl_table(ns->ctrl, &names, &nnames);
     if (ns->hooks.may_send && !ns->hooks.may_send(ns->hooks.arg, now)) {
         ns->fenced++;
         return;
     }
     for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
-        if (!ctrl_node_up(ns->ctrl, i))
-            continue;
-        ctrl_node_info_t ni;
-        ctrl_node_info(ns->ctrl, i, &ni);
-        const proto_tokens_rec_t *recs;
-        size_t n = ctrl_node_tokens(ns->ctrl, i, &recs);
-        const proto_tokens_bytes_t *brecs;
-        size_t nbytes = ctrl_node_tokens_bytes(ns->ctrl, i, &brecs);
-        int names_needed = ctrl_node_needs_names(ns->ctrl, i);
         proto_msg_t m;
         proto_msg_init(&m);
+        push_to_t to;
+        if (push_msg(ns->ctrl, i, res->skipped, &m, &to) < 0)
+            continue; /* down */
         pclock_fill_timing(ns->clk, &m, now);
-        m.peer_table = ctrl_node_table_gen(ns->ctrl, i);
-        if (res->skipped && nbytes) /* the IO records stand: bytes only */
-            n = 0;
-        if ((res->skipped && !nbytes) || (n == 0 && !names_needed && !nbytes)) {
-            m.type = PROTO_HEARTBEAT;
+        if (m.type == PROTO_HEARTBEAT) {
             ns->push_heartbeats++;
         } else {
-            m.type = PROTO_TOKENS;
-            m.table = gen;
-            m.count = n;
-            m.tokens = (proto_tokens_rec_t *)recs; /* borrowed; never freed via m */
-            m.nbytes = nbytes;
-            m.tbytes = (proto_tokens_bytes_t *)brecs; /* borrowed too */
-            if (names_needed) {
-                m.has_names = 1;
-                m.nnames = nnames;
-                m.names = (const char **)names;
-                m.has_weights = 1; /* the weights go with the table */
-                m.weights = ctrl_table_weights(ns->ctrl);
-            }
             ns->push_tokens++;
-            ns->records_sent += n;
+            ns->records_sent += m.count;
         }
-        send_node(ns, i, &m);
+        send_to(ns, to.name, to.instance, &m);
     }
 }
 

@@ -1,6 +1,7 @@
-/* timing.h - bqos-controller's round timing: where each round's wall time goes, filled by the loop (main.c) and nodes.c, read by the admin status. Types only.
+/* timing.h - bqos-controller's round timing: where each round's wall time goes, filled by the rounds (rounds.c) and nodes.c, read by the admin status and the metrics. Types only.
  *
- * Owned by the loop thread, like everything in the daemon. */
+ * Owned by the loop thread (a rounds_t holds it), like everything in the
+ * daemon. */
 #ifndef BQOS_TIMING_H
 #define BQOS_TIMING_H
 

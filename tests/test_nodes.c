@@ -1,0 +1,395 @@
+/* test_nodes.c - Check suite for controller/daemon/nodes: the controller's node socket driven over an inproc ROUTER/DEALER pair: hellos and welcomes, reports, the round's tokens or heartbeats (push_msg), refusals (unknown node, unknown table, duplicate name), goodbyes and fenced sends. */
+#include <check.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "common/mono.h"
+#include "common/proto.h"
+#include "controller/ctrl.h"
+#include "controller/daemon/clock.h"
+#include "controller/daemon/nodes.h"
+#include "controller/daemon/timing.h"
+#include "tests/testlib.h"
+
+#define EP "inproc://test-nodes"
+
+/* Two buckets: gold reserves 100 IOs/s, red is limited to 50. */
+static const char buckets[] = "{\"buckets\":["
+                              "{\"name\":\"gold\",\"reservation\":100},"
+                              "{\"name\":\"red\",\"reservation\":0,\"limit\":50,\"weight\":3}]}";
+
+/* The controller's side (ctrl_t, clock, node endpoint on a bound ROUTER)
+ * and what its hooks saw. */
+typedef struct {
+    void *zctx, *router;
+    ctrl_t *c;
+    pclock_t clk;
+    timing_t tm;
+    nodes_t ns;
+    int ticks;             /* hooks.tick calls */
+    int fence;             /* hooks.may_send says no */
+    proto_enc_t enc;       /* the nodes' encoder */
+} fx_t;
+
+static fx_t fx;
+
+static void on_tick(void *arg, double now)
+{
+    (void)now;
+    ((fx_t *)arg)->ticks++;
+}
+
+static void on_adopt(void *arg, const pclock_reading_t *r, double now)
+{
+    (void)arg;
+    (void)r;
+    (void)now;
+}
+
+static int may_send(void *arg, double now)
+{
+    (void)now;
+    return !((fx_t *)arg)->fence;
+}
+
+static void setup(void)
+{
+    memset(&fx, 0, sizeof fx);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 1;
+    cfg.intervals = 2;
+    ck_assert_ptr_nonnull(fx.c = ctrl_new(&cfg));
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(bucketfile_parse(buckets, strlen(buckets), NULL, &bf, NULL), 0);
+    ck_assert_int_eq(ctrl_set_buckets(fx.c, bf), 0);
+    bucketfile_destroy(&bf);
+    ck_assert_ptr_nonnull(fx.zctx = zmq_ctx_new());
+    ck_assert_ptr_nonnull(fx.router = zmq_socket(fx.zctx, ZMQ_ROUTER));
+    int linger = 0, one = 1;
+    zmq_setsockopt(fx.router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(fx.router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(fx.router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    ck_assert_int_eq(zmq_bind(fx.router, EP), 0);
+    pclock_init(&fx.clk, 1, 2, 0.25, mono_now());
+    nodes_init(&fx.ns, fx.router, fx.c, &fx.clk, &fx.tm.cur,
+               &(nodes_hooks_t){.adopt = on_adopt, .tick = on_tick, .may_send = may_send,
+                                .arg = &fx});
+    proto_enc_init(&fx.enc);
+}
+
+static void teardown(void)
+{
+    nodes_clear(&fx.ns);
+    proto_enc_clear(&fx.enc);
+    zmq_close(fx.router);
+    zmq_ctx_term(fx.zctx);
+    ctrl_destroy(&fx.c);
+}
+
+/* A node process `name` (instance `instance`, 0: none) connected to the
+ * endpoint. */
+static void *node_open(const char *name, uint64_t instance)
+{
+    void *s = zmq_socket(fx.zctx, ZMQ_DEALER);
+    ck_assert_ptr_nonnull(s);
+    unsigned char id[PROTO_ID_MAX];
+    size_t n = proto_node_id(name, instance, id);
+    int linger = 0, to = 2000;
+    zmq_setsockopt(s, ZMQ_ROUTING_ID, id, n);
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &to, sizeof to);
+    ck_assert_int_eq(zmq_connect(s, EP), 0);
+    return s;
+}
+
+/* Sends m from node socket s and lets the endpoint handle it. */
+static void node_send(void *s, const proto_msg_t *m)
+{
+    ck_assert_int_eq(proto_send(s, NULL, 0, m, &fx.enc, 0), 0);
+    zmq_pollitem_t it = {fx.router, 0, ZMQ_POLLIN, 0};
+    ck_assert_int_eq(zmq_poll(&it, 1, 2000), 1);
+    nodes_drain(&fx.ns);
+}
+
+/* Receives the endpoint's next message to node socket s into *d (0), or
+ * -EAGAIN if none comes within `ms` milliseconds. */
+static int node_recv(void *s, proto_msg_t *d, int ms)
+{
+    zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, ms) != 1)
+        return -EAGAIN;
+    proto_stats_t st = {0};
+    return proto_recv(s, NULL, 0, NULL, d, &st, NULL, NULL, NULL, 0);
+}
+
+/* Node `name` says hello with a table of gold and red (generation 7) and
+ * gets its welcome into *w.  Returns its socket. */
+static void *node_hello(const char *name, uint64_t instance, proto_msg_t *w)
+{
+    void *s = node_open(name, instance);
+    static const char *const tnames[] = {"gold", "red"};
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_HELLO;
+    snprintf(m.node, sizeof m.node, "%s", name);
+    m.instance = instance;
+    m.capacity = 1000;
+    m.table = 7;
+    m.has_names = 1;
+    m.nnames = 2;
+    m.names = (const char **)tnames;
+    node_send(s, &m);
+    ck_assert_int_eq(node_recv(s, w, 2000), 0);
+    return s;
+}
+
+/* A report of node `name` for the current round: gold and red (table
+ * indices 0, 1) each with 20 queued; peer_table: the controller table
+ * the node holds (0: none). */
+static void node_report(void *s, const char *name, uint32_t table, uint32_t peer_table)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_REPORT;
+    snprintf(m.node, sizeof m.node, "%s", name);
+    m.period = ctrl_period(fx.c);
+    m.interval = ctrl_interval(fx.c);
+    m.table = table;
+    m.peer_table = peer_table;
+    m.completions = 100;
+    m.busy_seconds = 0.1;
+    ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
+    m.count = 2;
+    for (uint32_t b = 0; b < 2; b++)
+        m.report[b] = (proto_report_rec_t){.bucket = b, .queued = 20, .arrivals_interval = 40,
+                                           .arrivals_period = 40, .served_r = 20,
+                                           .l_left = PROTO_UNLIMITED};
+    node_send(s, &m);
+    proto_msg_clear(&m);
+}
+
+static void expect_error(void *s, const char *code)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_ERROR);
+    ck_assert_str_eq(d.code, code);
+    proto_msg_clear(&d);
+}
+
+START_TEST(test_nodes_hello_welcome)
+{
+    proto_msg_t w;
+    proto_msg_init(&w);
+    void *s = node_hello("n1", 0, &w);
+    ck_assert_int_eq(w.type, PROTO_WELCOME);
+    const char *const *names;
+    size_t nb;
+    uint32_t gen = ctrl_table(fx.c, &names, &nb);
+    ck_assert_uint_eq(w.table, gen);
+    ck_assert_uint_eq(w.peer_table, 7);
+    ck_assert_int_eq(w.has_names, 1);
+    ck_assert_uint_eq(w.nnames, 2);
+    ck_assert_str_eq(w.names[0], "gold");
+    ck_assert_str_eq(w.names[1], "red");
+    ck_assert_int_eq(w.has_weights, 1);
+    ck_assert_uint_eq(w.weights[1], 3);
+    ck_assert_int_eq(w.has_timing, 1);
+    ck_assert_uint_eq(w.intervals, 2);
+    int node = ctrl_node_find(fx.c, "n1");
+    ck_assert_int_ge(node, 0);
+    ck_assert_int_eq(ctrl_node_up(fx.c, node), 1);
+    ck_assert_uint_eq(ctrl_node_table_gen(fx.c, node), 7);
+    ck_assert_int_eq(fx.ticks, 0); /* a hello does not move the rounds */
+    ck_assert_double_gt(nodes_last_msg(&fx.ns, node), 0);
+    proto_msg_clear(&w);
+    zmq_close(s);
+}
+END_TEST
+
+/* The round's tokens reach the node as one message: its records as the
+ * controller computed them, the table's names and weights while the node
+ * has not acknowledged it, and the node's own table generation. */
+START_TEST(test_nodes_push_tokens)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    void *s = node_hello("n1", 0, &d);
+    int node = ctrl_node_find(fx.c, "n1");
+    ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 0, 0), 0);
+    node_report(s, "n1", 7, 0);
+    ck_assert_int_eq(fx.ticks, 1);
+    ck_assert_int_eq(ctrl_node_reported(fx.c, node), 1);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(fx.c, &res), 0);
+    ck_assert_int_eq(res.skipped, 0);
+    const proto_tokens_rec_t *recs;
+    size_t n = ctrl_node_tokens(fx.c, node, &recs);
+    ck_assert_uint_gt(n, 0);
+    nodes_push(&fx.ns, &res, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_TOKENS);
+    ck_assert_uint_eq(d.count, n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(d.tokens[i].bucket, recs[i].bucket);
+        ck_assert_uint_eq(d.tokens[i].flags, recs[i].flags);
+        ck_assert_int_eq(d.tokens[i].r_tokens, recs[i].r_tokens);
+        ck_assert_int_eq(d.tokens[i].l_tokens, recs[i].l_tokens);
+    }
+    uint32_t gen = ctrl_table(fx.c, NULL, NULL);
+    ck_assert_uint_eq(d.table, gen);
+    ck_assert_uint_eq(d.peer_table, 7);
+    ck_assert_int_eq(d.has_names, 1);
+    ck_assert_uint_eq(d.nnames, 2);
+    ck_assert_int_eq(d.has_weights, 1);
+    ck_assert_int_eq(d.has_timing, 1);
+    ck_assert_uint_eq(d.nbytes, 0);
+    ck_assert_uint_eq(fx.ns.push_tokens, 1);
+    ck_assert_uint_eq(fx.ns.records_sent, n);
+    ck_assert_uint_eq(fx.ns.push_heartbeats, 0);
+
+    /* The node acknowledges the table: the next tokens carry no names. */
+    ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 1, 0), 0);
+    node_report(s, "n1", 7, gen);
+    ck_assert_int_eq(ctrl_node_needs_names(fx.c, node), 0);
+    ck_assert_int_eq(ctrl_compute(fx.c, &res), 0);
+    nodes_push(&fx.ns, &res, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    if (d.type == PROTO_TOKENS)
+        ck_assert_int_eq(d.has_names, 0);
+    proto_msg_clear(&d);
+    zmq_close(s);
+}
+END_TEST
+
+/* A skipped round (or one with nothing to say) is a heartbeat. */
+START_TEST(test_nodes_push_heartbeat)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    void *s = node_hello("n1", 0, &d);
+    const ctrl_result_t skipped = {.skipped = 1};
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_HEARTBEAT);
+    ck_assert_uint_eq(d.peer_table, 7);
+    ck_assert_uint_eq(fx.ns.push_heartbeats, 1);
+    ck_assert_uint_eq(fx.ns.push_tokens, 0);
+    proto_msg_clear(&d);
+    zmq_close(s);
+}
+END_TEST
+
+START_TEST(test_nodes_unknown_node)
+{
+    void *s = node_open("n2", 0);
+    node_report(s, "n2", 7, 0);
+    expect_error(s, "unknown_node");
+    ck_assert_int_eq(ctrl_node_find(fx.c, "n2"), -ENOENT);
+    ck_assert_int_eq(fx.ticks, 0);
+    zmq_close(s);
+}
+END_TEST
+
+START_TEST(test_nodes_unknown_table)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    void *s = node_hello("n1", 0, &d);
+    ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 0, 0), 0);
+    node_report(s, "n1", 8, 0); /* a table the controller does not hold */
+    expect_error(s, "unknown_table");
+    ck_assert_uint_eq(fx.ns.pst.rejected[PROTO_E_TABLE], 1);
+    proto_msg_clear(&d);
+    zmq_close(s);
+}
+END_TEST
+
+/* A second process under a registered name is refused and cannot speak
+ * for the first. */
+START_TEST(test_nodes_duplicate_name)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    void *a = node_hello("n1", 1001, &d);
+    ck_assert_int_eq(d.type, PROTO_WELCOME);
+    void *b = node_hello("n1", 2002, &d);
+    ck_assert_int_eq(d.type, PROTO_ERROR);
+    ck_assert_str_eq(d.code, "duplicate_name");
+    ck_assert_uint_eq(ctrl_stats(fx.c)->duplicate_names, 1);
+    int node = ctrl_node_find(fx.c, "n1");
+    ctrl_node_info_t ni;
+    ck_assert_int_eq(ctrl_node_info(fx.c, node, &ni), 0);
+    ck_assert_uint_eq(ni.instance, 1001);
+    /* b's report is not n1's */
+    ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 0, 0), 0);
+    node_report(b, "n1", 7, 0);
+    expect_error(b, "unknown_node");
+    ck_assert_int_eq(ctrl_node_reported(fx.c, node), 0);
+    proto_msg_clear(&d);
+    zmq_close(a);
+    zmq_close(b);
+}
+END_TEST
+
+START_TEST(test_nodes_goodbye)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    void *s = node_hello("n1", 0, &d);
+    int node = ctrl_node_find(fx.c, "n1");
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_GOODBYE;
+    snprintf(m.node, sizeof m.node, "n1");
+    node_send(s, &m);
+    ck_assert_int_eq(ctrl_node_up(fx.c, node), 0);
+    ck_assert_int_eq(fx.ticks, 1);
+    /* nothing is pushed to a node that is down */
+    const ctrl_result_t skipped = {.skipped = 1};
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 100), -EAGAIN);
+    ck_assert_uint_eq(fx.ns.push_heartbeats, 0);
+    proto_msg_clear(&d);
+    zmq_close(s);
+}
+END_TEST
+
+/* A fenced controller (a standby) sends nothing, remembers who wrote to
+ * it unregistered, and hails them once it may send. */
+START_TEST(test_nodes_fenced)
+{
+    proto_msg_t d;
+    proto_msg_init(&d);
+    void *s = node_hello("n1", 0, &d);
+    fx.fence = 1;
+    const ctrl_result_t skipped = {.skipped = 1};
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_uint_eq(fx.ns.fenced, 1);
+    ck_assert_int_eq(node_recv(s, &d, 100), -EAGAIN);
+    void *u = node_open("n2", 0);
+    node_report(u, "n2", 7, 0);
+    ck_assert_int_eq(node_recv(u, &d, 100), -EAGAIN);
+    ck_assert_int_eq(fx.ns.nunknown, 1);
+    fx.fence = 0;
+    nodes_hail_unknown(&fx.ns);
+    ck_assert_int_eq(fx.ns.nunknown, 0);
+    expect_error(u, "unknown_node");
+    proto_msg_clear(&d);
+    zmq_close(s);
+    zmq_close(u);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {
+        test_nodes_hello_welcome, test_nodes_push_tokens, test_nodes_push_heartbeat,
+        test_nodes_unknown_node,  test_nodes_unknown_table, test_nodes_duplicate_name,
+        test_nodes_goodbye,       test_nodes_fenced,
+    };
+    const testlib_case_t c = {.name = "nodes", .timeout = 30, .setup = setup,
+                              .teardown = teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof *tests);
+}
