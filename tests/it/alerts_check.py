@@ -12,6 +12,10 @@
                                             prints the number of expressions
   alerts_check.py names SCRAPES -- FILE...  every metric the rule or dashboard FILEs name is in
                                             one of the SCRAPES (Prometheus text); prints them
+  alerts_check.py query URL JSON TITLE...    runs the dashboard's queries against the Prometheus at
+                                            URL (short windows); exit 1 if one fails or a panel
+                                            named TITLE has no data; prints the empty ones
+  alerts_check.py alerts URL                prints the alerts at URL: NAME:STATE, one a line
   alerts_check.py break RULES OUT           RULES with BqosNoLeader and BqosRejectedMessages put
                                             back as they were before issue 29, to OUT
 """
@@ -107,8 +111,10 @@ def exprs_of_dashboard(d):
     return out
 
 
-def grafana_vars(expr):
-    for k, v in (("$__rate_interval", "1m"), ("$__interval", "1m"), ("$__range", "1h")):
+def grafana_vars(expr, short=False):
+    win = (("$__rate_interval", "5s"), ("$__interval", "5s"), ("$__range", "1m")) if short else \
+          (("$__rate_interval", "1m"), ("$__interval", "1m"), ("$__range", "1h"))
+    for k, v in win:
         expr = expr.replace(k, v)
     return re.sub(r"\$\{?\w+\}?", ".*", expr)
 
@@ -179,6 +185,42 @@ def names(argv):
     return 1 if bad else 0
 
 
+def api(url, path, **q):
+    import urllib.parse
+    import urllib.request
+    u = url.rstrip("/") + path + ("?" + urllib.parse.urlencode(q) if q else "")
+    return json.load(urllib.request.urlopen(u, timeout=10))
+
+
+def query(url, path, titles):
+    d = json.load(open(path))
+    bad, empty, data, n = [], [], set(), 0
+    for where, e in exprs_of_dashboard(d):
+        try:
+            r = api(url, "/api/v1/query", query=grafana_vars(e, short=True))
+        except Exception as x:  # a 400 carries the parse error
+            bad.append("%s: %s: %s" % (where, e, getattr(x, "read", lambda: str(x).encode())().decode()[:200]))
+            continue
+        n += 1
+        if r["data"]["result"]:
+            data.add(where)
+        else:
+            empty.append("%s: %s" % (where, e[:60]))
+    for t in titles:
+        if not any(w.endswith(" %r" % t) for w in data):
+            bad.append("panel %r: no data" % t)
+    for b in bad:
+        print(b)
+    print("%d queries ran, %d without data here: %s" % (n, len(empty), "; ".join(empty)))
+    return 1 if bad else 0
+
+
+def alerts(url):
+    for a in api(url, "/api/v1/alerts")["data"]["alerts"]:
+        print("%s:%s" % (a["labels"]["alertname"], a["state"]))
+    return 0
+
+
 def break_rules(rules, out):
     d = yaml.safe_load(open(rules))
     for r in d["groups"][0]["rules"]:
@@ -202,6 +244,10 @@ def main():
         return dashboard(a[0], a[1])
     if cmd == "names":
         return names(a)
+    if cmd == "query":
+        return query(a[0], a[1], a[2:])
+    if cmd == "alerts":
+        return alerts(a[0])
     if cmd == "break":
         return break_rules(a[0], a[1])
     print(__doc__)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_alerts.sh - the example alert rules (examples/prometheus/bqos-alerts.yml) pass `promtool check rules` and their unit tests (`promtool test rules bqos-alerts.test.yml`: each alert fires and stays silent where it should, a dead controller fires BqosNoLeader, a routine restart does not fire BqosRejectedMessages), and those tests fail on the rules as they were before issue 29; every rule has a runbook_url naming a section of docs/operations.md; the Grafana dashboard (examples/grafana/bqos-dashboard.json) is well-formed JSON whose queries parse as PromQL; every metric the rules and the dashboard name is in the live /metrics of a controller and a node.
+# it_alerts.sh - the example alert rules (examples/prometheus/bqos-alerts.yml) pass `promtool check rules` and their unit tests (`promtool test rules bqos-alerts.test.yml`: each alert fires and stays silent where it should, a dead controller fires BqosNoLeader, a routine restart does not fire BqosRejectedMessages), and those tests fail on the rules as they were before issue 29; every rule has a runbook_url naming a section of docs/operations.md; the Grafana dashboard (examples/grafana/bqos-dashboard.json) is well-formed JSON whose queries parse as PromQL; every metric the rules and the dashboard name is in the live /metrics of a controller and a node; a real Prometheus scraping them with the rules loaded runs the dashboard's queries (key panels have data), raises no alert while all is well, and has BqosNoLeader and BqosTargetDown pending once the controller stops.
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_alerts
@@ -65,6 +65,7 @@ start_memcached "$MC_PORT" "$T/memcached.log" || { not_ok "memcached did not sta
 next_port; CP=$PORT; next_port; AP=$PORT
 spawn "$T/ctrl.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen "tcp://127.0.0.1:$CP" \
   --admin "tcp://127.0.0.1:$AP" --period 500ms --intervals 2 --metrics-listen 127.0.0.1:0
+CTRL_PID=$SPAWNED
 wait_for '[ -n "$(metrics_url "$T/ctrl.log")" ]' 5
 next_port; NP=$PORT
 spawn "$T/node.log" "$BIN/bqos-node" --name it --memcached-listen "127.0.0.1:$NP" \
@@ -87,4 +88,45 @@ check "the dashboard names only live metrics ($out)" '[ $rc -eq 0 ]'
 sed 's/bqos_controller_rounds_late_total/bqos_controller_rounds_lat_total/' "$RULES" >"$T/typo.yml"
 out=$($AC names "$T/ctrl.prom" "$T/node.prom" -- "$T/typo.yml"); rc=$?
 check "a misspelt metric is caught ($out)" '[ $rc -ne 0 ]'
-it_end 'tail -5 "$T/ctrl.log" "$T/node.log"'
+
+# 5. A real Prometheus (Debian's prometheus package has the server too)
+# scraping both every second with the rules loaded: the dashboard's panels
+# have data, a healthy cluster raises no alert, and with the controller
+# stopped BqosNoLeader and BqosTargetDown are pending within seconds (for:
+# keeps them from firing in a test this short).
+if ! command -v prometheus >/dev/null 2>&1; then
+  echo "ok - # SKIP a live Prometheus: prometheus is not installed"
+  it_end
+fi
+hostport() { metrics_url "$1" | sed 's,^http://,,; s,/metrics$,,'; }
+next_port; PP=$PORT
+cat >"$T/prom.yml" <<EOF
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ['$RULES']
+scrape_configs:
+  - job_name: bqos
+    static_configs: [{targets: ['$(hostport "$T/ctrl.log")', '$(hostport "$T/node.log")']}]
+EOF
+spawn "$T/prom.log" prometheus --config.file="$T/prom.yml" --storage.tsdb.path="$T/tsdb" \
+  --web.listen-address="127.0.0.1:$PP" --log.level=warn
+PROM=http://127.0.0.1:$PP
+# 7 scrapes of each target: enough for rate() over 5 s.
+wait_for 'curl -sf "$PROM/api/v1/query" --data-urlencode "query=min(count_over_time(up[1m])) >= 7 and min(up) == 1" |
+  grep -q "\"value\""' 30
+check "Prometheus scrapes controller and node" \
+  '[ "$(curl -sf "$PROM/api/v1/query" --data-urlencode "query=sum(up)" | sed -n "s/.*\"\([0-9]*\)\"\]}.*/\1/p")" = 2 ] ||
+   { tail -n 5 "$T/prom.log"; false; }'
+mc_ask "$NP" 'get red:a\r\nget red:b\r\nget blue:b\r\n' >/dev/null
+out=$($AC query "$PROM" "$DASH" "Leader" "Rounds per second" "Round duration by phase (mean)" \
+  "Node controller state" "Requests per node" "Latency per node (arrival to completion)" \
+  "Served against reservation" "Served against limit" "Requests waiting for the limit" "CPU" "Daemons"); rc=$?
+check "the dashboard's queries run on a live Prometheus, key panels with data ($out)" '[ $rc -eq 0 ]'
+out=$($AC alerts "$PROM" | tr '\n' ' '); rc=$?
+check "a healthy cluster raises no alert (${out:-none})" '[ $rc -eq 0 ] && [ -z "$out" ]'
+stop_pid "$CTRL_PID"
+wait_for '$AC alerts "$PROM" >"$T/alerts.now" && grep -q "^BqosNoLeader:pending" "$T/alerts.now" &&
+  grep -q "^BqosTargetDown:pending" "$T/alerts.now"' 15
+out=$($AC alerts "$PROM" | sort | tr '\n' ' ')
+check "the controller stopped: BqosNoLeader and BqosTargetDown pending ($out)" \
+  'echo "$out" | grep -q "BqosNoLeader:pending" && echo "$out" | grep -q "BqosTargetDown:pending"'
+it_end 'tail -n 5 "$T/ctrl.log" "$T/node.log" "$T/prom.log"'
