@@ -16,8 +16,11 @@ SYSCONFDIR ?= /etc
 INSTALL_SBIN  := bqos-controller bqos-node
 INSTALL_LINKS := bqos-nbd-node:bqos-node
 INSTALL_BIN   := bqos-ctl bqos-load bqos-mcload bqos-nbd-load bqos-sim bqos-pshift
-INSTALL_DOCS  := README.md LICENSE docs/operations.md
+INSTALL_DOCS  := README.md LICENSE docs/operations.md docs/security.md
 EXAMPLES      := $(filter-out %.in,$(wildcard examples/systemd/*))
+# Monitoring: the alert rules with their unit tests, the Grafana dashboard (docs/operations.md, Alerts).
+EXAMPLES_PROM := examples/prometheus/bqos-alerts.yml examples/prometheus/bqos-alerts.test.yml
+EXAMPLES_GRAF := examples/grafana/bqos-dashboard.json
 UNITS_IN      := $(wildcard examples/systemd/*.service.in)
 UNITS         := $(patsubst examples/systemd/%.in,$(O)/systemd/%,$(UNITS_IN))
 MAN_IN        := $(wildcard docs/man/*.in)
@@ -46,7 +49,8 @@ $(O)/dirs: ;
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/examples/prometheus \
+		$(DESTDIR)$(DOCDIR)/examples/grafana
 	install -m 0755 $(addprefix $(BIN)/,$(INSTALL_SBIN)) $(DESTDIR)$(SBINDIR)
 	$(foreach l,$(INSTALL_LINKS),ln -sfn $(word 2,$(subst :, ,$(l))) $(DESTDIR)$(SBINDIR)/$(word 1,$(subst :, ,$(l)));)
 	install -m 0755 $(addprefix $(BIN)/,$(INSTALL_BIN)) $(DESTDIR)$(BINDIR)
@@ -55,6 +59,8 @@ install: all
 	install -m 0644 $(UNITS) $(DESTDIR)$(UNITDIR)
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 $(EXAMPLES_PROM) $(DESTDIR)$(DOCDIR)/examples/prometheus
+	install -m 0644 $(EXAMPLES_GRAF) $(DESTDIR)$(DOCDIR)/examples/grafana
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(INSTALL_SBIN) $(foreach l,$(INSTALL_LINKS),$(word 1,$(subst :, ,$(l))))) \
@@ -63,5 +69,8 @@ uninstall:
 		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(filter %.8,$(MAN_IN:.in=)))) \
 		$(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS))) \
 		$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS))) \
-		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
-	rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/prometheus/,$(notdir $(EXAMPLES_PROM))) \
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/grafana/,$(notdir $(EXAMPLES_GRAF)))
+	rmdir $(DESTDIR)$(DOCDIR)/examples/prometheus $(DESTDIR)$(DOCDIR)/examples/grafana \
+		$(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true

@@ -3,3 +3,4 @@ ITESTS += tests/it/it_layout.sh tests/it/it_install.sh tests/it/it_metrics.sh
 # the CURVE control plane: keys, ZAP, roles, secure by default (docs/security.md)
 ITESTS += tests/it/it_curve.sh
 include tests/fuzz/fuzz.mk
+ITESTS += tests/it/it_alerts.sh

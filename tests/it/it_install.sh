@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_install.sh - make install DESTDIR=... puts every program, man page, unit and example where it belongs; the man pages lint clean; the units verify (when systemd-analyze exists); the installed daemons send READY=1 and STOPPING=1 (when built with libsystemd); debian/changelog and NEWS carry the programs' version; make uninstall removes it all.
+# it_install.sh - make install DESTDIR=... puts every program, man page, unit, doc and example (the alert rules and the Grafana dashboard too) where it belongs; the man pages lint clean; the units verify (when systemd-analyze exists); the installed daemons send READY=1 and STOPPING=1 (when built with libsystemd); debian/changelog and NEWS carry the programs' version; make uninstall removes it all.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_install
 cd "$(dirname "$0")/../.." || exit 1
@@ -51,8 +51,11 @@ check "units start the installed daemons" \
 for e in buckets.json controller.env node-mc1.env node-blk1.env; do
   check "installs example $e" '[ -f "$P/share/doc/bqos/examples/$e" ]'
 done
-for d in README.md LICENSE operations.md; do
+for d in README.md LICENSE operations.md security.md; do
   check "installs doc $d" '[ -f "$P/share/doc/bqos/$d" ]'
+done
+for e in prometheus/bqos-alerts.yml prometheus/bqos-alerts.test.yml grafana/bqos-dashboard.json; do
+  check "installs example $e" '[ -f "$P/share/doc/bqos/examples/$e" ]'
 done
 
 # systemd-analyze verify wants the programs and pages where the units say:
