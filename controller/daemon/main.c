@@ -359,6 +359,25 @@ static void on_tick(void *arg, double now)
     rounds_tick(&((app_t *)arg)->rounds, now);
 }
 
+/* metricsd_ready_fn (/readyz), on the loop thread: alone, ready (the table
+ * was loaded at start); with --etcd, once the table from etcd is applied and
+ * a leader is known (ourselves or another). */
+static int controller_ready(void *arg, char *why, size_t cap)
+{
+    const app_t *a = arg;
+    if (!a->etcd)
+        return 1;
+    if (a->ld.buckets_rev <= 0) {
+        snprintf(why, cap, "no bucket table from etcd yet");
+        return 0;
+    }
+    if (!a->ld.leading && !a->ld.leader_id[0]) {
+        snprintf(why, cap, "no leader known");
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- high availability (--etcd) ------------------------------------------ */
 
 /* nodes_hooks_t: only a leader whose lease is alive by our clock sends. */
@@ -675,8 +694,10 @@ int main(int argc, char **argv)
         log_error("--metrics-listen %s: %s", set.metrics, strerror(-merr));
         goto out;
     }
-    if (a.md)
+    if (a.md) {
+        metricsd_set_ready(a.md, controller_ready, &a);
         log_info("metrics on http://%s/metrics", metricsd_address(a.md));
+    }
     if (privdrop_apply(set.user) < 0) /* every socket bound, every file open */
         goto out;
     log_info("bqos-controller %s: %zu buckets from %s, nodes on %s, admin on %s, period %.3f s "
