@@ -1,9 +1,10 @@
-/* test_conns.c - Check suite for storage-node/io/conns: the listener and the registry (admit, refuse beyond max_conns, write, close), accept pauses out of descriptors, the per-address cap, the idle timeout, the stop. */
+/* test_conns.c - Check suite for storage-node/io/conns: the listener and the registry (admit, refuse beyond max_conns, write, close), accept pauses out of descriptors, the per-address cap, the idle timeout, eviction at the limit and the address table, the stop. */
 #include <check.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -22,6 +23,8 @@ typedef struct {
     evutil_socket_t last_fd;
     conns_conn_t *conns; /* non-NULL: f_accept() opens conns[nopen++] */
     int nopen;
+    event_callback_fn on_read; /* conns' read callback; NULL: drain_read */
+    int evicted, decline;      /* f_evict(): calls; nonzero: it declines */
 } fake_t;
 
 static void drain_read(evutil_socket_t fd, short what, void *arg)
@@ -41,8 +44,8 @@ static void f_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, i
     f->accepted++;
     f->last_fd = fd;
     if (f->conns)
-        ck_assert_int_eq(conns_open(f->cn, &f->conns[f->nopen++], fd, drain_read, drain_read,
-                                    NULL), 0);
+        ck_assert_int_eq(conns_open(f->cn, &f->conns[f->nopen++], fd,
+                                    f->on_read ? f->on_read : drain_read, drain_read, NULL), 0);
 }
 
 static void f_refuse(void *arg, evutil_socket_t fd)
@@ -51,20 +54,38 @@ static void f_refuse(void *arg, evutil_socket_t fd)
     ((fake_t *)arg)->refused++;
 }
 
-static const conns_hooks_t hooks = {f_accept, f_refuse};
+/* The front closes an idle connection at the limit (unless told to
+ * decline); conns_close() leaves c->fd -1, the test's sign of "evicted". */
+static int f_evict(void *arg, conns_conn_t *c)
+{
+    fake_t *f = arg;
+    f->evicted++;
+    if (f->decline)
+        return 0;
+    conns_close(f->cn, c);
+    return 1;
+}
+
+static const conns_hooks_t hooks = {f_accept, f_refuse, NULL};
+static const conns_hooks_t evict_hooks = {f_accept, f_refuse, f_evict};
 
 static struct event_base *base;
 static fake_t fk;
 
-/* A registry of at most max_conns connections. */
-static conns_t *make(int max_conns)
+/* A registry of at most max_conns connections (with hooks h). */
+static conns_t *make_with(int max_conns, const conns_hooks_t *h)
 {
     conns_config_t cc = {"test: ", max_conns};
     int err = 0;
-    conns_t *cn = conns_new(base, &cc, &hooks, &fk, &err);
+    conns_t *cn = conns_new(base, &cc, h, &fk, &err);
     ck_assert_msg(cn != NULL, "conns_new: %s", strerror(-err));
     fk.cn = cn;
     return cn;
+}
+
+static conns_t *make(int max_conns)
+{
+    return make_with(max_conns, &hooks);
 }
 
 static void setup(void)
@@ -88,7 +109,7 @@ START_TEST(test_conns_bad_settings)
     ck_assert_ptr_null(conns_new(base, &cc, &hooks, &fk, &err));
     ck_assert_int_eq(err, -EINVAL);
     cc.max_conns = 1;
-    conns_hooks_t h = {NULL, f_refuse};
+    conns_hooks_t h = {NULL, f_refuse, NULL};
     err = 0;
     ck_assert_ptr_null(conns_new(base, &cc, &h, &fk, &err));
     ck_assert_int_eq(err, -EINVAL);
@@ -304,6 +325,229 @@ START_TEST(test_conns_idle_timeout)
 }
 END_TEST
 
+/* 127.0.0.`from` as a sockaddr, for conns_peer_count(). */
+static const struct sockaddr *peer(int from)
+{
+    static struct sockaddr_in a;
+    a = (struct sockaddr_in){.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + (unsigned)from)};
+    return (const struct sockaddr *)&a;
+}
+
+/* Nonzero once the server closed the client socket fd (EOF within 1 s). */
+static int client_closed(int fd)
+{
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b;
+    return recv(fd, &b, 1, 0) == 0;
+}
+
+/* Nonzero if the server has not closed the client socket fd (no EOF now). */
+static int client_open(int fd)
+{
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Opens n connections from 127.0.0.`from` into cl[] and runs the loop
+ * until the registry took them. */
+static void flood(conns_t *cn, int *cl, int n, int from)
+{
+    int want = fk.accepted + n;
+    for (int i = 0; i < n; i++)
+        cl[i] = connect_from(conns_port(cn), from);
+    run_for(2.0, &fk.accepted, want);
+    ck_assert_int_eq(fk.accepted, want);
+}
+
+/* Issue 26 case 6: connections from a few addresses fill max_conns; a
+ * client from another address is admitted by closing the longest-idle
+ * connection of the address holding the most (not a recently read one,
+ * not another address's), counted; the flooding address itself cannot
+ * take a slot back; the counts per address follow. */
+START_TEST(test_conns_evict_for_another_address)
+{
+    conns_t *cn = make_with(6, &evict_hooks);
+    listen_any(cn);
+    conns_conn_t gc[8];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int a[4], b[2], c, d;
+    flood(cn, a, 4, 2);
+    flood(cn, b, 2, 3);
+    ck_assert_int_eq(conns_count(cn), 6);
+    ck_assert_int_eq(conns_peer_count(cn, peer(2)), 4);
+    ck_assert_int_eq(conns_peer_count(cn, peer(3)), 2);
+    ck_assert_int_eq(send(a[0], "x", 1, 0), 1); /* a[0] read: a[1] is now the longest idle */
+    run_for(0.1, NULL, 0);
+    c = connect_from(conns_port(cn), 5);
+    run_for(2.0, &fk.accepted, 7);
+    ck_assert_int_eq(fk.accepted, 7);
+    ck_assert_int_eq(fk.refused, 0);
+    ck_assert_int_eq(fk.evicted, 1);
+    ck_assert_int_eq(gc[1].fd, -1);
+    ck_assert(client_closed(a[1]));
+    ck_assert(client_open(a[0]) && client_open(a[2]) && client_open(b[0]));
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_uint_eq(cs.evicted, 1);
+    ck_assert_int_eq(cs.open, 6);
+    ck_assert_int_eq(cs.addresses, 3);
+    ck_assert_int_eq(conns_peer_count(cn, peer(2)), 3);
+    ck_assert_int_eq(conns_peer_count(cn, peer(5)), 1);
+    /* 127.0.0.2 holds 3, one more than 127.0.0.3's 2: no slot for it. */
+    d = connect_from(conns_port(cn), 2);
+    run_for(2.0, &fk.refused, 1);
+    ck_assert_int_eq(fk.refused, 1);
+    ck_assert_int_eq(fk.evicted, 1);
+    ck_assert(client_closed(d));
+    for (int i = 0; i < fk.nopen; i++)
+        if (gc[i].fd >= 0)
+            conns_close(cn, &gc[i]);
+    conns_stats(cn, &cs);
+    ck_assert_int_eq(cs.addresses, 0);
+    ck_assert_int_eq(conns_peer_count(cn, peer(2)), 0);
+    for (int i = 0; i < 4; i++)
+        close(a[i]);
+    close(b[0]);
+    close(b[1]);
+    close(c);
+    close(d);
+}
+END_TEST
+
+/* A connection that holds anything is never evicted: a request queued
+ * (held), a reply unsent, reading paused, bytes unread in its socket, or
+ * the front declining; the new client is refused instead, and admitted
+ * once one of them is idle. */
+START_TEST(test_conns_evict_spares_busy)
+{
+    conns_t *cn = make_with(3, &evict_hooks);
+    listen_any(cn);
+    conns_conn_t gc[4];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    int a[3], c1, c2, c3;
+    flood(cn, a, 3, 2);
+    gc[0].held = 1;
+    evbuffer_add(gc[1].out, "reply", 5); /* not written yet */
+    event_del(gc[2].rev);                /* paused by the front */
+    c1 = connect_from(conns_port(cn), 3);
+    run_for(2.0, &fk.refused, 1);
+    ck_assert_int_eq(fk.refused, 1);
+    ck_assert_int_eq(fk.evicted, 0);
+    ck_assert(client_closed(c1));
+    event_add(gc[2].rev, NULL);
+    fk.decline = 1; /* the front sees a request read but not parsed */
+    c2 = connect_from(conns_port(cn), 3);
+    run_for(2.0, &fk.refused, 2);
+    ck_assert_int_eq(fk.refused, 2);
+    ck_assert_int_eq(fk.evicted, 1);
+    ck_assert_int_ge(gc[2].fd, 0);
+    fk.decline = 0;
+    c3 = connect_from(conns_port(cn), 3);
+    run_for(2.0, &fk.accepted, 4);
+    ck_assert_int_eq(fk.accepted, 4);
+    ck_assert_int_eq(gc[2].fd, -1); /* the idle one, though not first in line */
+    ck_assert(client_closed(a[2]));
+    ck_assert(client_open(a[0]) && client_open(a[1]));
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_uint_eq(cs.evicted, 1);
+    evbuffer_drain(gc[1].out, 5);
+    for (int i = 0; i < fk.nopen; i++)
+        if (gc[i].fd >= 0)
+            conns_close(cn, &gc[i]);
+    for (int i = 0; i < 3; i++)
+        close(a[i]);
+    close(c1);
+    close(c2);
+    close(c3);
+}
+END_TEST
+
+/* Bytes the client sent but the front has not read yet keep a connection
+ * from eviction (the registry peeks). */
+START_TEST(test_conns_evict_spares_unread)
+{
+    conns_t *cn = make_with(2, &evict_hooks);
+    listen_any(cn);
+    conns_conn_t gc[3];
+    memset(gc, 0, sizeof gc);
+    fk.conns = gc;
+    fk.on_read = nothing; /* the front reads nothing: bytes stay in the socket */
+    int a[2], c;
+    flood(cn, a, 2, 2);
+    ck_assert_int_eq(send(a[0], "get k\r\n", 7, 0), 7);
+    ck_assert_int_eq(send(a[1], "get k\r\n", 7, 0), 7);
+    run_for(0.05, NULL, 0);
+    c = connect_from(conns_port(cn), 3);
+    run_for(2.0, &fk.refused, 1);
+    ck_assert_int_eq(fk.refused, 1);
+    ck_assert_int_eq(fk.evicted, 0);
+    ck_assert(client_open(a[0]) && client_open(a[1]));
+    conns_close(cn, &gc[0]);
+    conns_close(cn, &gc[1]);
+    close(a[0]);
+    close(a[1]);
+    close(c);
+}
+END_TEST
+
+/* The address table follows opens and closes in any order across many
+ * addresses (its hash chains grow past the first 64), and its heap keeps
+ * the address holding the most on top: the one evicted from. */
+START_TEST(test_conns_address_counts)
+{
+    enum { N = 150, ALL = N + 70 + 1 };
+    conns_t *cn = make_with(N, &evict_hooks);
+    listen_any(cn);
+    conns_conn_t *gc = calloc(ALL, sizeof *gc);
+    int *cl = calloc(ALL, sizeof *cl);
+    ck_assert(gc && cl);
+    fk.conns = gc;
+    /* 100 addresses with one connection each (127.0.0.10 ...), 50 from .2 */
+    for (int i = 0; i < 100; i++)
+        flood(cn, &cl[i], 1, 10 + i);
+    flood(cn, &cl[100], 50, 2);
+    conns_stats_t cs;
+    conns_stats(cn, &cs);
+    ck_assert_int_eq(cs.addresses, 101);
+    ck_assert_int_eq(conns_peer_count(cn, peer(2)), 50);
+    ck_assert_int_eq(conns_peer_count(cn, peer(109)), 1);
+    /* every other single address goes, and 20 of .2's */
+    for (int i = 0; i < 120; i += i < 100 ? 2 : 1)
+        conns_close(cn, &gc[i]);
+    conns_stats(cn, &cs);
+    ck_assert_int_eq(cs.addresses, 51);
+    ck_assert_int_eq(cs.open, 80);
+    ck_assert_int_eq(conns_peer_count(cn, peer(2)), 30);
+    ck_assert_int_eq(conns_peer_count(cn, peer(10)), 0);
+    ck_assert_int_eq(conns_peer_count(cn, peer(11)), 1);
+    /* .3 fills the rest: 70 there, the most; a newcomer evicts its oldest */
+    flood(cn, &cl[N], 70, 3);
+    ck_assert_int_eq(conns_count(cn), N);
+    flood(cn, &cl[N + 70], 1, 4);
+    ck_assert_int_eq(fk.evicted, 1);
+    ck_assert_int_eq(gc[N].fd, -1);
+    ck_assert_int_eq(conns_peer_count(cn, peer(3)), 69);
+    ck_assert_int_eq(conns_peer_count(cn, peer(4)), 1);
+    ck_assert_int_eq(conns_peer_count(cn, peer(2)), 30);
+    for (int i = 0; i < fk.nopen; i++)
+        if (gc[i].fd >= 0)
+            conns_close(cn, &gc[i]);
+    conns_stats(cn, &cs);
+    ck_assert_int_eq(cs.addresses, 0);
+    ck_assert_int_eq(cs.open, 0);
+    for (int i = 0; i < ALL; i++)
+        close(cl[i]);
+    free(gc);
+    free(cl);
+}
+END_TEST
+
 /* After conns_stop() every connection is refused; with close_listener the
  * socket is gone. */
 START_TEST(test_conns_stop)
@@ -325,7 +569,9 @@ int main(void)
 {
     const TTest *const tests[] = {test_conns_bad_settings, test_conns_connections,
                                   test_conns_emfile_no_spin, test_conns_per_ip_cap,
-                                  test_conns_idle_timeout, test_conns_stop};
+                                  test_conns_idle_timeout, test_conns_evict_for_another_address,
+                                  test_conns_evict_spares_busy, test_conns_evict_spares_unread,
+                                  test_conns_address_counts, test_conns_stop};
     const testlib_case_t c = {.name = "conns", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

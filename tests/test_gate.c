@@ -51,7 +51,7 @@ static void f_refuse(void *arg, evutil_socket_t fd)
     ((fake_t *)arg)->refused++;
 }
 
-static const gate_hooks_t hooks = {f_dispatch, f_drain, f_stop, f_idle, f_accept, f_refuse};
+static const gate_hooks_t hooks = {f_dispatch, f_drain, f_stop, f_idle, f_accept, f_refuse, NULL};
 
 static struct event_base *base;
 static fake_t fk;

@@ -65,11 +65,10 @@ static void on_loop(void (*fn)(void *), void *arg)
     pthread_mutex_unlock(&c.mu);
 }
 
-static void setup(void)
+/* Makes the front (with at most max_conns connections) and starts its
+ * loop thread. */
+static void start_front(int max_conns)
 {
-    evthread_use_pthreads();
-    strcpy(fx.dir, "/tmp/test_nbdfront.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(fx.dir));
     fx.base = event_base_new();
     ck_assert_ptr_nonnull(fx.base);
     nbdfront_config_t cfg;
@@ -78,6 +77,7 @@ static void setup(void)
     cfg.store.path = fx.dir;
     cfg.store.export_size = 1 << 20;
     cfg.policy = SCHED_POLICY_TOKENS;
+    cfg.max_conns = max_conns;
     int err = 0;
     fx.f = nbdfront_new(fx.base, &cfg, &err);
     ck_assert_msg(fx.f != NULL, "nbdfront_new: %s", strerror(-err));
@@ -86,7 +86,7 @@ static void setup(void)
     ck_assert_int_eq(pthread_create(&fx.thr, NULL, loop_main, NULL), 0);
 }
 
-static void teardown(void)
+static void stop_front(void)
 {
     /* Thread-safe with evthread_use_pthreads(); harmless if the loop has
      * already left (after gate_shutdown()). */
@@ -94,6 +94,19 @@ static void teardown(void)
     pthread_join(fx.thr, NULL);
     nbdfront_destroy(&fx.f);
     event_base_free(fx.base);
+}
+
+static void setup(void)
+{
+    evthread_use_pthreads();
+    strcpy(fx.dir, "/tmp/test_nbdfront.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(fx.dir));
+    start_front(4096);
+}
+
+static void teardown(void)
+{
+    stop_front();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", fx.dir);
     if (system(cmd) != 0)
@@ -115,10 +128,15 @@ static void sendn(int fd, const void *buf, size_t n)
     ck_assert_int_eq(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
 }
 
-/* Connects and does the flags exchange. */
-static int client(void)
+/* Connects from 127.0.0.`from` (0: any) and does the flags exchange. */
+static int client_from(int from)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (from) {
+        struct sockaddr_in b = {.sin_family = AF_INET,
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + (unsigned)from)};
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof b), 0);
+    }
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)conns_port(gate_conns(nbdfront_gate(fx.f)))),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -131,6 +149,11 @@ static int client(void)
     uint8_t fl[4] = {0, 0, 0, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES};
     sendn(fd, fl, 4);
     return fd;
+}
+
+static int client(void)
+{
+    return client_from(0);
 }
 
 /* Sends NBD_OPT_GO for `name`; returns the final reply type, *size and
@@ -663,6 +686,71 @@ START_TEST(test_nbdfront_block_status)
 }
 END_TEST
 
+static void break_loop(void *arg)
+{
+    (void)arg;
+    event_base_loopbreak(fx.base);
+}
+
+static void read_conns_stats(void *arg)
+{
+    conns_stats(gate_conns(nbdfront_gate(fx.f)), arg);
+}
+
+/* Nonzero once the node closed fd (EOF or reset within 5 s). */
+static int closed_by_node(int fd)
+{
+    char b;
+    return recv(fd, &b, 1, 0) <= 0;
+}
+
+/* Issue 26 case 6 on a block node: at --max-conns a connection still in
+ * the handshake (no export chosen) of the address holding the most is
+ * closed for a new client; one in transmission never is (the kernel's
+ * client does not reconnect): with only those left, the newcomer is
+ * refused. */
+START_TEST(test_nbdfront_evicts_only_handshakes)
+{
+    on_loop(break_loop, NULL); /* the loop runs: a break before it starts is lost */
+    stop_front();
+    start_front(3);
+    uint64_t size = 0;
+    int a = client_from(2), b = client_from(2), idle = client_from(2);
+    ck_assert_uint_eq(go(a, "red", &size), NBD_REP_ACK);
+    ck_assert_uint_eq(go(b, "blue", &size), NBD_REP_ACK);
+    ck_assert_uint_eq(option(idle, NBD_OPT_STRUCTURED_REPLY, 0), NBD_REP_ACK);
+    int d = client_from(3); /* admitted: greeting and flags (client_from() checks) */
+    ck_assert(closed_by_node(idle));
+    /* 127.0.0.2 holds 2, both exports in use: the next newcomer is refused */
+    int e = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in from = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000004)};
+    ck_assert_int_eq(bind(e, (struct sockaddr *)&from, sizeof from), 0);
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)conns_port(gate_conns(nbdfront_gate(fx.f)))),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(e, (struct sockaddr *)&to, sizeof to), 0);
+    struct timeval tv = {5, 0};
+    setsockopt(e, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ck_assert(closed_by_node(e)); /* no greeting: closed at once */
+    char w[512], r[512];
+    memset(w, 'z', sizeof w);
+    uint64_t h;
+    request(a, NBD_CMD_WRITE, 1, 0, sizeof w, w); /* both exports still served */
+    ck_assert_uint_eq(reply(a, &h), 0);
+    request(b, NBD_CMD_READ, 2, 0, sizeof r, NULL);
+    ck_assert_uint_eq(reply(b, &h), 0);
+    recvn(b, r, sizeof r);
+    conns_stats_t cs;
+    on_loop(read_conns_stats, &cs);
+    ck_assert_uint_eq(cs.evicted, 1);
+    close(a);
+    close(b);
+    close(idle);
+    close(d);
+    close(e);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_nbdfront", BQOS_LOG_ERROR);
@@ -671,7 +759,8 @@ int main(void)
                                   test_nbdfront_structured_replies,
                                   test_nbdfront_tokens_gate_and_client_gone,
                                   test_nbdfront_shutdown_answers_queued,
-                                  test_nbdfront_block_status};
+                                  test_nbdfront_block_status,
+                                  test_nbdfront_evicts_only_handshakes};
     const testlib_case_t c = {.name = "nbdfront", .timeout = 30,
                               .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

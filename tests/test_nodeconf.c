@@ -1,4 +1,4 @@
-/* test_nodeconf.c - Check suite for storage-node/daemon/nodeconf: option values, bucket and token files. */
+/* test_nodeconf.c - Check suite for storage-node/daemon/nodeconf: option values, bucket and token files; nodeargs' connection defaults. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storage-node/daemon/nodeargs.h"
 #include "storage-node/daemon/nodeconf.h"
 #include "storage-node/core/sched.h"
 #include "tests/testlib.h"
@@ -130,9 +131,27 @@ START_TEST(test_nodeconf_check)
 }
 END_TEST
 
+/* Issue 26 case 6: a memcached node closes idle connections after 300 s
+ * unless told otherwise (--idle-timeout 0: never, memcached's default). */
+START_TEST(test_nodeconf_idle_timeout_default)
+{
+    char prog[] = "bqos-node", opt[] = "--idle-timeout", zero[] = "0";
+    char *argv1[] = {prog, NULL};
+    args_t a = {.prog = "bqos-node", .workers = -1, .outstanding = -1, .max_auto = -1,
+                .per_ip = -1, .tls = -1};
+    ck_assert_int_eq(nodeargs_parse(1, argv1, &a), -1);
+    ck_assert(a.idle_timeout == 300);
+    char *argv2[] = {prog, opt, zero, NULL};
+    args_t b = {.prog = "bqos-node", .workers = -1, .outstanding = -1, .max_auto = -1,
+                .per_ip = -1, .tls = -1};
+    ck_assert_int_eq(nodeargs_parse(3, argv2, &b), -1);
+    ck_assert(b.idle_timeout == 0);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_nodeconf_buckets_file, test_nodeconf_tokens_file,
-                                  test_nodeconf_check};
+                                  test_nodeconf_check, test_nodeconf_idle_timeout_default};
     return testlib_run_tests("nodeconf", tests, sizeof tests / sizeof tests[0]);
 }

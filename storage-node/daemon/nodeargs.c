@@ -297,8 +297,12 @@ static void option_rows(args_t *a, node_row_t *rows)
                       "SERVER_ERROR object too large for cache."}},
         {BOTH, {.name = "max-conns", .type = OPTS_INT, .target = &a->max_conns, .arg = "N",
                 .deflt = "4096", .min = 1, .max = 1000000,
-                .help = "Client connections beyond are refused.  Lowered at start (with a\n"
-                        "warning) to what the file descriptor limit (ulimit -n) allows once\n"
+                .help = "Client connections beyond are refused, unless the address holding\n"
+                        "the most connections holds at least two more than the new client's:\n"
+                        "then its longest-idle connection with nothing to answer is closed\n"
+                        "and the new client admitted (a block node only closes connections\n"
+                        "that have not chosen an export).  Lowered at start (with a warning)\n"
+                        "to what the file descriptor limit (ulimit -n) allows once\n"
                         "descriptors for the backend, controller and files are kept apart;\n"
                         "the soft limit is first raised towards the hard one if needed."}},
         {BOTH, {.name = "max-conns-per-ip", .type = OPTS_INT, .target = &a->per_ip, .arg = "N",
@@ -306,10 +310,10 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .help = "TCP connections from one client address beyond N are refused, so\n"
                         "that one client cannot take every connection; 0: no cap."}},
         {MC, {.name = "idle-timeout", .type = OPTS_DURATION, .target = &a->idle_timeout,
-              .arg = "DURATION", .deflt = "0", .min = 0, .max = 1e7, .show = "0 (off)",
+              .arg = "DURATION", .deflt = "300", .min = 0, .max = 1e7, .show = "300 (5 minutes)",
               .help = "Close a client connection that sent nothing for DURATION (\"300\",\n"
                       "\"300s\", \"500ms\") and has no request queued, at the backend or\n"
-                      "unanswered; 0: never."}},
+                      "unanswered; 0: never (memcached's default)."}},
         {MC, {.name = "conn-reply-limit", .type = OPTS_BYTES, .target = &a->conn_reply,
               .arg = "BYTES", .deflt = "256m", .min = 65536, .max = 0x1p40,
               .help = "Unsent reply bytes one client may hold: closed (logged) above;\n"

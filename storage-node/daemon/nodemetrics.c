@@ -125,6 +125,12 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
                 gs.conns.open);
     node_sample(m, p, "bqos_node_connections_total", PROMTEXT_COUNTER,
                 "Client connections accepted.", (double)gs.conns.total);
+    node_sample(m, p, "bqos_node_connections_evicted_total", PROMTEXT_COUNTER,
+                "Idle client connections closed at --max-conns to admit a new client.",
+                (double)gs.conns.evicted);
+    node_sample(m, p, "bqos_node_connections_idle_closed_total", PROMTEXT_COUNTER,
+                "Client connections closed after --idle-timeout with nothing to answer.",
+                (double)gs.conns.idle_closed);
     node_sample(m, p, "bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
                 "Requests refused because their key names no bucket (--default reject).",
                 (double)iolat_refused_unknown(gate_iolat(m->g)));

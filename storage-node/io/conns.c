@@ -1,16 +1,30 @@
-/* conns.c - the node fronts' client connections: listener, registry, idle and per-address limits, write buffers (see conns.h). */
+/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers (see conns.h). */
 #include "storage-node/io/conns.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
 #include "common/mono.h"
+
+/* One client address with connections open: an entry of the address
+ * table, in a hash chain and in the max-heap of counts.  Freed with its
+ * last connection.  Loop thread. */
+typedef struct conns_addr {
+    struct conns_addr *hnext;  /* hash chain */
+    uint8_t bytes[16];         /* IPv4: first 4 bytes, the rest 0 */
+    int family;
+    int count;                 /* its connections open */
+    int heap;                  /* its index in conns_t.heap */
+    conns_conn_t *head, *tail; /* its connections, least recently read first */
+} addr_t;
 
 struct conns {
     conns_config_t cfg;
@@ -27,8 +41,15 @@ struct conns {
     int per_ip;            /* 0: no per-address cap */
     struct event *sweep;   /* idle check, persistent; NULL while idle_sec is 0 */
     const struct sockaddr *accepting; /* peer of the connection hooks.accept is taking */
-    uint64_t idle_closed, refused_per_ip;
+    uint64_t idle_closed, refused_per_ip, evicted;
     double refuse_logged;  /* mono_now() of the last per-address warning */
+    double evict_logged;   /* mono_now() of the last eviction warning */
+    /* The address table: TCP peers with connections open. */
+    addr_t **tab;          /* hash chains; ntab of them, a power of two (or 0) */
+    size_t ntab;
+    uint64_t seed;         /* of the hash: clients cannot aim at one chain */
+    addr_t **heap;         /* every entry, a max-heap of count */
+    int naddrs, heapcap;
 };
 
 /* The address bytes of a TCP peer (NULL for a Unix socket), and their
@@ -49,27 +70,253 @@ static const void *peer_bytes(const struct sockaddr *sa, int *family, size_t *n)
     return NULL;
 }
 
-/* Nonzero if the peer `sa` already has per_ip connections open.  A scan of
- * the connections, once per accept (not per request). */
-static int over_per_ip(const conns_t *cn, const struct sockaddr *sa)
+/* ---- the address table ------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static size_t addr_hash(const conns_t *cn, int family, const uint8_t *key)
+{
+    uint64_t lo, hi;
+    memcpy(&lo, key, 8);
+    memcpy(&hi, key + 8, 8);
+    return (size_t)mix64(mix64(lo ^ cn->seed) ^ hi ^ (uint64_t)family);
+}
+
+/* The key of a peer: its family and 16 address bytes (IPv4 zero-padded);
+ * 0 for a Unix socket or NULL (no entry). */
+static int addr_key(const struct sockaddr *sa, uint8_t key[16])
 {
     int family;
     size_t n;
     const void *a = peer_bytes(sa, &family, &n);
-    if (!cn->per_ip || !a)
+    memset(key, 0, 16);
+    if (a)
+        memcpy(key, a, n);
+    return family;
+}
+
+static addr_t *addr_find(const conns_t *cn, int family, const uint8_t *key)
+{
+    if (!family || !cn->ntab)
+        return NULL;
+    addr_t *a = cn->tab[addr_hash(cn, family, key) & (cn->ntab - 1)];
+    while (a && (a->family != family || memcmp(a->bytes, key, 16) != 0))
+        a = a->hnext;
+    return a;
+}
+
+static void heap_put(conns_t *cn, int i, addr_t *a)
+{
+    cn->heap[i] = a;
+    a->heap = i;
+}
+
+/* Restores the heap after heap[i]'s count grew (up) or shrank (down). */
+static void heap_up(conns_t *cn, int i)
+{
+    addr_t *a = cn->heap[i];
+    while (i > 0 && cn->heap[(i - 1) / 2]->count < a->count) {
+        heap_put(cn, i, cn->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_put(cn, i, a);
+}
+
+static void heap_down(conns_t *cn, int i)
+{
+    addr_t *a = cn->heap[i];
+    for (;;) {
+        int m = 2 * i + 1;
+        if (m >= cn->naddrs)
+            break;
+        if (m + 1 < cn->naddrs && cn->heap[m + 1]->count > cn->heap[m]->count)
+            m++;
+        if (cn->heap[m]->count <= a->count)
+            break;
+        heap_put(cn, i, cn->heap[m]);
+        i = m;
+    }
+    heap_put(cn, i, a);
+}
+
+/* Doubles the hash chains (64 at first).  Returns 0 or -ENOMEM (the table
+ * as it was). */
+static int tab_grow(conns_t *cn)
+{
+    size_t n = cn->ntab ? cn->ntab * 2 : 64;
+    addr_t **t = calloc(n, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < cn->ntab; i++)
+        for (addr_t *a = cn->tab[i], *next; a; a = next) {
+            next = a->hnext;
+            size_t h = addr_hash(cn, a->family, a->bytes) & (n - 1);
+            a->hnext = t[h];
+            t[h] = a;
+        }
+    free(cn->tab);
+    cn->tab = t;
+    cn->ntab = n;
+    return 0;
+}
+
+/* The entry of the peer (family, key), made with count 0 if new.  NULL
+ * if out of memory. */
+static addr_t *addr_get(conns_t *cn, int family, const uint8_t *key)
+{
+    addr_t *a = addr_find(cn, family, key);
+    if (a)
+        return a;
+    if ((size_t)cn->naddrs >= cn->ntab && tab_grow(cn) < 0)
+        return NULL;
+    if (cn->naddrs == cn->heapcap) {
+        int cap = cn->heapcap ? cn->heapcap * 2 : 64;
+        addr_t **h = realloc(cn->heap, (size_t)cap * sizeof *h);
+        if (!h)
+            return NULL;
+        cn->heap = h;
+        cn->heapcap = cap;
+    }
+    if (!(a = calloc(1, sizeof *a)))
+        return NULL;
+    a->family = family;
+    memcpy(a->bytes, key, 16);
+    size_t h = addr_hash(cn, family, key) & (cn->ntab - 1);
+    a->hnext = cn->tab[h];
+    cn->tab[h] = a;
+    heap_put(cn, cn->naddrs++, a); /* count 0: a leaf where it is */
+    return a;
+}
+
+/* Frees a (count 0): out of its chain and the heap. */
+static void addr_free(conns_t *cn, addr_t *a)
+{
+    addr_t **pp = &cn->tab[addr_hash(cn, a->family, a->bytes) & (cn->ntab - 1)];
+    while (*pp != a)
+        pp = &(*pp)->hnext;
+    *pp = a->hnext;
+    int i = a->heap;
+    addr_t *last = cn->heap[--cn->naddrs];
+    if (last != a) {
+        heap_put(cn, i, last);
+        heap_up(cn, i);
+        heap_down(cn, last->heap);
+    }
+    free(a);
+}
+
+/* Appends c to its address's order (the most recently read). */
+static void lru_append(conns_conn_t *c)
+{
+    addr_t *a = c->addr;
+    c->anext = NULL;
+    c->aprev = a->tail;
+    if (a->tail)
+        a->tail->anext = c;
+    else
+        a->head = c;
+    a->tail = c;
+}
+
+static void lru_unlink(conns_conn_t *c)
+{
+    addr_t *a = c->addr;
+    if (c->aprev)
+        c->aprev->anext = c->anext;
+    else
+        a->head = c->anext;
+    if (c->anext)
+        c->anext->aprev = c->aprev;
+    else
+        a->tail = c->aprev;
+    c->aprev = c->anext = NULL;
+}
+
+/* c read now (or was found busy): the back of its address's order. */
+static void lru_touch(conns_conn_t *c, double now)
+{
+    c->last = now;
+    if (c->addr && c->addr->tail != c) {
+        lru_unlink(c);
+        lru_append(c);
+    }
+}
+
+/* ---- admission ------------------------------------------------------------ */
+
+/* Nonzero if c holds nothing the registry can see: no request of it
+ * queued, at the backend or unanswered, nothing unsent, reading not paused
+ * by the front (the idle timeout's test). */
+static int holds_nothing(const conns_conn_t *c)
+{
+    return c->held == 0 && !c->writing && evbuffer_get_length(c->out) == 0 &&
+           event_pending(c->rev, EV_READ, NULL);
+}
+
+/* Nonzero if nothing the client sent waits in c's socket (or the client
+ * is gone): one recv(MSG_PEEK). */
+static int nothing_unread(const conns_conn_t *c)
+{
+    char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EINTR);
+}
+
+/* At max_conns: closes an idle connection of the address holding the most
+ * for a newcomer whose address holds k (the rule in conns.h).  Returns 1
+ * if one was closed. */
+static int evict_one(conns_t *cn, int k)
+{
+    if (!cn->hooks.evict || cn->naddrs == 0)
         return 0;
-    int count = 0;
-    for (const conns_conn_t *c = cn->list; c; c = c->next)
-        if (c->family == family && memcmp(c->peer, a, n) == 0 && ++count >= cn->per_ip)
-            return 1;
+    addr_t *top = cn->heap[0];
+    if (top->count < k + 2)
+        return 0;
+    double now = mono_now();
+    /* Each one met goes to the back, so at most count steps visit each once. */
+    int steps = top->count < CONNS_EVICT_SCAN ? top->count : CONNS_EVICT_SCAN;
+    conns_conn_t *c = top->head, *next;
+    for (int i = 0; c && i < steps; i++, c = next) {
+        next = c->anext;
+        if (holds_nothing(c) && nothing_unread(c)) {
+            int from = top->count, before = cn->nconns;
+            char who[INET6_ADDRSTRLEN];
+            if (!inet_ntop(c->family, c->peer, who, sizeof who))
+                strcpy(who, "?");
+            if (cn->hooks.evict(cn->front, c) && cn->nconns < before) {
+                cn->evicted++;
+                if (now - cn->evict_logged >= 10) {
+                    log_warn("%sat --max-conns %d: closed the longest-idle connection of %s "
+                             "(%d open from it) for a new client (%llu evicted so far)",
+                             cn->cfg.tag, cn->cfg.max_conns, who, from,
+                             (unsigned long long)cn->evicted);
+                    cn->evict_logged = now;
+                }
+                return 1;
+            }
+        }
+        lru_touch(c, now); /* busy: idle from now at the earliest */
+    }
     return 0;
 }
 
 static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, void *arg)
 {
     conns_t *cn = arg;
-    int per_ip = 0;
-    if (cn->stopped || cn->nconns >= cn->cfg.max_conns || (per_ip = over_per_ip(cn, sa))) {
+    uint8_t key[16];
+    int family = addr_key(sa, key);
+    const addr_t *a = addr_find(cn, family, key);
+    int k = a ? a->count : 0;
+    int per_ip = cn->per_ip > 0 && k >= cn->per_ip;
+    if (cn->stopped || per_ip || (cn->nconns >= cn->cfg.max_conns && !evict_one(cn, k))) {
         if (per_ip) {
             cn->refused_per_ip++;
             double now = mono_now();
@@ -105,9 +352,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         next = c->next;
         if (now - c->last < cn->idle_sec)
             continue;
-        c->last = now; /* busy: idle from now at the earliest; shut: not twice */
-        if (c->held == 0 && !c->writing && evbuffer_get_length(c->out) == 0 &&
-            event_pending(c->rev, EV_READ, NULL) && shutdown(c->fd, SHUT_RDWR) == 0)
+        lru_touch(c, now); /* busy: idle from now at the earliest; shut: not twice */
+        if (holds_nothing(c) && shutdown(c->fd, SHUT_RDWR) == 0)
             cn->idle_closed++;
     }
 }
@@ -138,6 +384,8 @@ void conns_stats(const conns_t *cn, conns_stats_t *out)
     out->total = cn->total_conns;
     out->idle_closed = cn->idle_closed;
     out->refused_per_ip = cn->refused_per_ip;
+    out->evicted = cn->evicted;
+    out->addresses = cn->naddrs;
     out->accept_pauses = cn->lis ? listener_pauses(cn->lis) : 0;
 }
 
@@ -161,6 +409,8 @@ conns_t *conns_new(struct event_base *base, const conns_config_t *cfg, const con
     cn->hooks = *hooks;
     cn->front = front;
     cn->base = base;
+    if (getrandom(&cn->seed, sizeof cn->seed, GRND_NONBLOCK) != sizeof cn->seed)
+        cn->seed = mix64((uint64_t)(uintptr_t)cn ^ (uint64_t)(mono_now() * 1e9));
 out:
     if (rc < 0 && err)
         *err = rc;
@@ -203,7 +453,7 @@ static void free_io(conns_conn_t *c)
 static void conn_read(evutil_socket_t fd, short what, void *arg)
 {
     conns_conn_t *c = arg;
-    c->last = mono_now();
+    lru_touch(c, mono_now());
     c->on_read(fd, what, c->arg);
 }
 
@@ -216,17 +466,24 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     c->on_read = on_read;
     c->arg = arg;
     c->last = mono_now();
-    size_t n;
-    const void *a = peer_bytes(cn->accepting, &c->family, &n);
-    memset(c->peer, 0, sizeof c->peer);
-    if (a)
-        memcpy(c->peer, a, n);
+    c->family = addr_key(cn->accepting, c->peer);
+    c->addr = NULL;
+    c->aprev = c->anext = NULL;
+    addr_t *a = c->family ? addr_get(cn, c->family, c->peer) : NULL;
     c->out = evbuffer_new();
     c->rev = event_new(cn->base, fd, EV_READ | EV_PERSIST, conn_read, c);
     c->wev = event_new(cn->base, fd, EV_WRITE | EV_PERSIST, on_write, arg);
-    if (!c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
+    if ((c->family && !a) || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
         free_io(c);
+        if (a && a->count == 0)
+            addr_free(cn, a);
         return -ENOMEM;
+    }
+    if (a) {
+        c->addr = a;
+        a->count++;
+        heap_up(cn, a->heap);
+        lru_append(c);
     }
     c->prev = NULL;
     c->next = cn->list;
@@ -281,6 +538,15 @@ void conns_close(conns_t *cn, conns_conn_t *c)
     if (c->next)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
+    addr_t *a = c->addr;
+    if (a) {
+        lru_unlink(c);
+        c->addr = NULL;
+        if (--a->count == 0)
+            addr_free(cn, a);
+        else
+            heap_down(cn, a->heap);
+    }
     cn->nconns--;
     if (!cn->stopped)
         listener_resume(cn->lis);
@@ -294,6 +560,14 @@ conns_conn_t *conns_first(conns_t *cn)
 int conns_count(const conns_t *cn)
 {
     return cn->nconns;
+}
+
+int conns_peer_count(const conns_t *cn, const struct sockaddr *sa)
+{
+    uint8_t key[16];
+    int family = addr_key(sa, key);
+    const addr_t *a = addr_find(cn, family, key);
+    return a ? a->count : 0;
 }
 
 void conns_stop(conns_t *cn, int close_listener)
@@ -315,6 +589,10 @@ void conns_destroy(conns_t **cnp)
     listener_destroy(&cn->lis);
     if (cn->sweep)
         event_free(cn->sweep);
+    for (int i = 0; i < cn->naddrs; i++) /* connections the front left listed */
+        free(cn->heap[i]);
+    free(cn->heap);
+    free(cn->tab);
     free(cn);
     *cnp = NULL;
 }

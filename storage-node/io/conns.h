@@ -1,4 +1,4 @@
-/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the idle and per-address limits, and each connection's write buffer.
+/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, and each connection's write buffer.
  *
  * A front's gate makes one conns_t (gate_conns(), gate.h) and passes it the
  * front's accept and refuse hooks; the protocol (parsing, replies, what a
@@ -19,6 +19,7 @@
 
 struct event_base;
 struct sockaddr;
+struct conns_addr;
 
 /* The socket side of a front's connection: embed one in the front's
  * connection struct (container_of to get back).  Set up by conns_open(),
@@ -40,9 +41,12 @@ typedef struct conns_conn {
     event_callback_fn on_read;     /* the front's, called by the registry's read callback */
     void *arg;
     double last;                   /* mono_now() of the last read, or of the last idle
-                                      check that found the connection busy */
+                                      or eviction check that found the connection busy */
     uint8_t peer[16];              /* client address (IPv4: first 4 bytes) ... */
     int family;                    /* ... AF_INET or AF_INET6; 0: none (Unix socket) */
+    struct conns_addr *addr;       /* its address's entry; NULL for a Unix socket */
+    struct conns_conn *aprev, *anext; /* the address's connections, least recently
+                                      read first */
 } conns_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -55,6 +59,14 @@ typedef struct {
     /* A connection refused; the front may say why on fd (the registry
      * closes it afterwards).  May be NULL. */
     void (*refuse)(void *front, evutil_socket_t fd);
+    /* At max_conns, to admit a new client: close c now (conns_close()
+     * before returning) as a client gone and return 1, or return 0 and
+     * leave c alone if it holds what the registry cannot see (a request
+     * read but not parsed, an NBD export in use).  The registry asks only
+     * about a connection with held 0, nothing unsent, reading not paused
+     * and no unread bytes in its socket.  NULL: the front never evicts (at
+     * the limit every new connection is refused). */
+    int (*evict)(void *front, conns_conn_t *c);
 } conns_hooks_t;
 
 typedef struct {
@@ -112,24 +124,49 @@ conns_conn_t *conns_first(conns_t *cn);
 /* Connections open now (listed). */
 int conns_count(const conns_t *cn);
 
+/* Connections open now from the address of `sa` (0 for a Unix-socket
+ * peer or NULL).  O(1). */
+int conns_peer_count(const conns_t *cn, const struct sockaddr *sa);
+
 /* Connection limits beyond max_conns (--idle-timeout,
- * --max-conns-per-ip).  idle_sec > 0: a connection that read nothing for
- * idle_sec seconds (checked every min(1, idle_sec / 4) s), with held 0,
- * nothing unsent and its read event armed, is shut down (shutdown(2), both
- * ways): the front reads EOF and closes it as a client gone, with nothing
- * to lose.  Only for a front that keeps c->held; 0: never.  per_ip > 0: a
- * TCP connection from an address that already has per_ip open is refused
+ * --max-conns-per-ip; eviction at max_conns needs only hooks->evict, see
+ * below).  idle_sec > 0: a connection that read nothing for idle_sec
+ * seconds (checked every min(1, idle_sec / 4) s), with held 0, nothing
+ * unsent and its read event armed, is shut down (shutdown(2), both ways):
+ * the front reads EOF and closes it as a client gone, with nothing to
+ * lose.  Only for a front that keeps c->held; 0: never.  per_ip > 0: a TCP
+ * connection from an address that already has per_ip open is refused
  * (hooks->refuse); 0: no cap (Unix-socket connections are never capped).
  * Returns 0, or -EINVAL (negative values) or -ENOMEM. */
 int conns_set_limits(conns_t *cn, double idle_sec, int per_ip);
 
+/* Eviction at the limit.  A new connection that finds max_conns open,
+ * from an address holding k of them (k = 0 for a Unix-socket peer), is
+ * admitted when the address holding the most connections holds at least
+ * k + 2 and one of them is idle (hooks->evict's conditions): the one that
+ * read nothing for the longest, among the first CONNS_EVICT_SCAN of that
+ * address in least-recently-read order, is closed through hooks->evict.
+ * A busy one met on the way goes to the back of its address's order (as
+ * the idle check does).  Otherwise the new connection is refused as
+ * before.  So a few addresses cannot keep every slot from the others,
+ * while two addresses at the limit never take slots back and forth (after
+ * the swap the newcomer's address holds no more than the other).  The
+ * address table keeps per-address counts in a hash map (keyed with a
+ * random seed) and the addresses in a max-heap of counts: O(log
+ * addresses) per accept and close, O(1) per read; one entry per address
+ * with connections open (at most max_conns), freed with its last
+ * connection. */
+#define CONNS_EVICT_SCAN 8
+
 /* Counts for stats: connections open now and accepted in all; closed
- * idle, refused by the per-address cap, and accept pauses for want of
- * descriptors (listener_pauses()). */
+ * idle, refused by the per-address cap, evicted at the limit for a new
+ * client, and accept pauses for want of descriptors (listener_pauses());
+ * addresses with connections open now. */
 typedef struct {
     int open;
     uint64_t total;
-    uint64_t idle_closed, refused_per_ip, accept_pauses;
+    uint64_t idle_closed, refused_per_ip, evicted, accept_pauses;
+    int addresses;
 } conns_stats_t;
 void conns_stats(const conns_t *cn, conns_stats_t *out);
 

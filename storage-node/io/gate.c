@@ -134,7 +134,7 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
         goto out;
     }
     conns_config_t cc = {.tag = g->cfg.tag, .max_conns = cfg->max_conns};
-    conns_hooks_t ch = {.accept = hooks->accept, .refuse = hooks->refuse};
+    conns_hooks_t ch = {.accept = hooks->accept, .refuse = hooks->refuse, .evict = hooks->evict};
     if (!(g->cn = conns_new(base, &cc, &ch, front, &rc)))
         goto out;
     g->busy_mark = mono_now();

@@ -54,9 +54,11 @@ typedef struct {
     int (*idle)(void *front);
     /* The connection registry's hooks (conns_hooks_t): a connection
      * admitted, whose fd is the front's; a connection refused (may be
-     * NULL). */
+     * NULL); an idle connection to close at the limit for a new client
+     * (returns 1 if closed; may be NULL: no eviction). */
     void (*accept)(void *front, evutil_socket_t fd, const struct sockaddr *sa, int salen);
     void (*refuse)(void *front, evutil_socket_t fd);
+    int (*evict)(void *front, conns_conn_t *c);
 } gate_hooks_t;
 
 typedef struct {

@@ -649,6 +649,22 @@ static void on_refuse(void *arg, evutil_socket_t fd)
     (void)w;
 }
 
+/* The registry's eviction at --max-conns (conns.h): closes c, as a client
+ * gone, if it holds nothing, not even a request read but not parsed yet
+ * (a complete line in the read buffer; a partial line is no request yet).
+ * Returns 1 if closed. */
+static int on_evict(void *arg, conns_conn_t *l)
+{
+    (void)arg;
+    conn_t *c = conn_of(l);
+    if (c->head || c->paused || c->barrier || c->barrier_blocked || c->closing ||
+        c->close_when_written || c->in_process || memchr(c->rbuf, '\n', c->rlen))
+        return 0;
+    c->broken = 1;
+    conn_maybe_close(c);
+    return 1;
+}
+
 static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)sa;
@@ -844,7 +860,8 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->cfg.backend_host = f->backend_host;
     static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,
-                                       .accept = on_accept, .refuse = on_refuse};
+                                       .accept = on_accept, .refuse = on_refuse,
+                                       .evict = on_evict};
     /* One dispatch at the end of each pass of the loop (docs/node.md). */
     gate_config_t gc = {.tag = "", .outstanding = cfg->outstanding, .max_conns = cfg->max_conns,
                         .max_buckets = 0, .defer = 1, .policy = cfg->policy,

@@ -51,6 +51,8 @@ char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t
                 (unsigned long long)gs.conns.idle_closed);
         fprintf(fp, "STAT bqos_conns_refused_per_ip %llu\r\n",
                 (unsigned long long)gs.conns.refused_per_ip);
+        fprintf(fp, "STAT bqos_conns_evicted %llu\r\n",
+                (unsigned long long)gs.conns.evicted);
         fprintf(fp, "STAT bqos_accept_pauses %llu\r\n",
                 (unsigned long long)gs.conns.accept_pauses);
         if (gs.status)

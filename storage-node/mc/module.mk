@@ -12,3 +12,4 @@ $(call check_suite,test_replybudget,nodemc)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh
+ITESTS += tests/it/it_conn_flood.sh

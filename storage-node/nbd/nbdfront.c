@@ -716,6 +716,22 @@ static void on_refuse(void *arg, evutil_socket_t fd)
              gate_stopping(f->g) ? ", shutting down" : "");
 }
 
+/* The registry's eviction at --max-conns (conns.h): only a connection
+ * still haggling (no export chosen, no TLS session), with nothing read and
+ * nothing to write, is closed.  A connection in transmission never is: the
+ * kernel's client does not reconnect, so closing an idle export would fail
+ * the device.  Returns 1 if closed. */
+static int on_evict(void *arg, conns_conn_t *l)
+{
+    (void)arg;
+    nconn_t *c = conn_of(l);
+    if ((c->state != ST_FLAGS && c->state != ST_OPTS) || c->tls || c->reqs || c->dirty ||
+        c->in_process || c->swallow || c->reply_after || evbuffer_get_length(c->in) > 0)
+        return 0;
+    conn_free(c);
+    return 1;
+}
+
 static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, int salen)
 {
     (void)salen;
@@ -820,7 +836,8 @@ nbdfront_t *nbdfront_new(struct event_base *base, const nbdfront_config_t *cfg, 
         f->cfg.store.max_exports = MAX_EXPORTS;
     static const gate_hooks_t hooks = {.dispatch = dispatch_more, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,
-                                       .accept = on_accept, .refuse = on_refuse};
+                                       .accept = on_accept, .refuse = on_refuse,
+                                       .evict = on_evict};
     gate_config_t gc = {.tag = "NBD: ", .outstanding = cfg->outstanding,
                         .max_conns = cfg->max_conns, .max_buckets = f->cfg.store.max_exports,
                         .defer = 0, .policy = cfg->policy, .weighted = cfg->weighted};
