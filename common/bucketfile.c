@@ -34,6 +34,7 @@ struct bucketfile {
     size_t tlen;
     char *opath; /* the file it was loaded from or last saved to; NULL: none */
     bucketfile_ident_t origin; /* what that file held then */
+    uint64_t version; /* the top-level "table_version"; 0: none */
 };
 
 /* ---- hash index ---------------------------------------------------------- */
@@ -275,9 +276,20 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
         bucketfile_destroy(&c);
         return NULL;
     }
+    c->version = bf->version;
     if (bucketfile_copy_origin(c, bf) < 0)
         bucketfile_destroy(&c);
     return c;
+}
+
+uint64_t bucketfile_version(const bucketfile_t *bf)
+{
+    return bf ? bf->version : 0;
+}
+
+void bucketfile_set_version(bucketfile_t *bf, uint64_t version)
+{
+    bf->version = version <= BUCKETFILE_MAX_VERSION ? version : BUCKETFILE_MAX_VERSION;
 }
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -443,8 +455,17 @@ static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
     json_t *v;
     json_object_foreach(root, key, v)
     {
-        if (strcmp(key, "buckets")) {
-            rc = fail_at(p, key, -1, NULL, "unknown member \"%.40s\" (expected \"buckets\")",
+        if (strcmp(key, "table_version") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                (uint64_t)json_integer_value(v) > BUCKETFILE_MAX_VERSION) {
+                rc = fail_at(p, key, -1, NULL, "table_version must be an integer in 0..%llu",
+                             (unsigned long long)BUCKETFILE_MAX_VERSION);
+                goto out;
+            }
+            bf->version = (uint64_t)json_integer_value(v);
+        } else if (strcmp(key, "buckets")) {
+            rc = fail_at(p, key, -1, NULL,
+                         "unknown member \"%.40s\" (expected \"buckets\", \"table_version\")",
                          key);
             goto out;
         }
@@ -706,7 +727,10 @@ char *bucketfile_dumps(const bucketfile_t *bf)
     if (!f)
         return NULL;
     int rc = 0;
-    fputs("{\"buckets\": [\n", f);
+    if (bf->version)
+        fprintf(f, "{\"table_version\": %llu, \"buckets\": [\n", (unsigned long long)bf->version);
+    else
+        fputs("{\"buckets\": [\n", f);
     for (size_t i = 0; rc == 0 && i < bf->n; i++) {
         fputs("  ", f);
         rc = put_bucket(f, &bf->v[i]);
@@ -808,15 +832,44 @@ out:
     return rc < 0 ? NULL : out;
 }
 
+/* Text `in` (consumed) with its top-level "table_version" set to bf's:
+ * the value replaced in place, or the member put first (a version of 0
+ * leaves a text without one as it is).  NULL if out of memory, or if the
+ * text has no top-level object to hold it (no edit: the caller's check
+ * falls back to bucketfile_dumps()). */
+static char *stamp_version(const bucketfile_t *bf, char *in)
+{
+    if (!in)
+        return NULL;
+    size_t len = strlen(in), vs, ve, os, oe;
+    jsonloc_step_t path[1] = {{"table_version", 0}};
+    char num[32], *out = NULL;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)bf->version);
+    size_t got = jsonloc_span(in, len, path, 1, &vs, &ve);
+    if (got == 1) { /* replace the value */
+        if (asprintf(&out, "%.*s%s%s", (int)vs, in, num, in + ve) < 0)
+            out = NULL;
+    } else if (!bf->version) {
+        return in;
+    } else if (jsonloc_span(in, len, path, 0, &os, &oe) == 0 && os < len && in[os] == '{') {
+        if (asprintf(&out, "%.*s\"table_version\": %s, %s", (int)os + 1, in, num,
+                     in + os + 1) < 0)
+            out = NULL;
+    }
+    free(in);
+    return out;
+}
+
 char *bucketfile_render(const bucketfile_t *bf)
 {
     if (!bf->text)
         return bucketfile_dumps(bf);
-    char *out = edit_text(bf);
+    char *out = stamp_version(bf, edit_text(bf));
     bucketfile_t *back = NULL;
     /* Whatever the edit made must read back as bf, or the canonical form
      * is written instead. */
-    if (out && (bucketfile_parse(out, strlen(out), NULL, &back, NULL) < 0 || !same_set(back, bf))) {
+    if (out && (bucketfile_parse(out, strlen(out), NULL, &back, NULL) < 0 || !same_set(back, bf) ||
+                back->version != bf->version)) {
         free(out);
         out = NULL;
     }

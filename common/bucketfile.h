@@ -15,8 +15,17 @@
  * reservation_bytes <= limit_bytes): a bucket with either also needs byte
  * tokens, and both its IO and its byte figures hold.
  *
- * Validation: the top level is an object with exactly one member "buckets"
- * (an array); each element is an object with only the members name,
+ * Table version: an optional top-level member "table_version" (an integer
+ * in 0..BUCKETFILE_MAX_VERSION; absent: 0), {"table_version": 7, "buckets":
+ * [...]}.  The controller with etcd counts its table's changes there (one
+ * more per change) so that a controller knows which of two tables is the
+ * newer one (docs/controller.md, "Acknowledged changes"); it is kept by a
+ * save and by bucketfile_render(), and written only when nonzero, so a file
+ * without one is written without one.  bqos 0.1.0 refuses a file that
+ * has one (unknown member): delete the member to go back.
+ *
+ * Validation: the top level is an object with the member "buckets" (an
+ * array) and at most "table_version" besides; each element is an object with only the members name,
  * reservation, limit, weight, reservation_bytes, limit_bytes (unknown members are errors: a misspelt
  * "limt" must not silently leave a bucket unlimited); names are unique,
  * 1..250 bytes, no whitespace, control characters or ':' (names are key
@@ -52,6 +61,7 @@
 #define BUCKETFILE_MAX_RATE 1000000000000LL /* 10^12 IOs per second */
 #define BUCKETFILE_MAX_WEIGHT 1000000u
 #define BUCKETFILE_MAX_BYTES 1000000000000000LL /* 10^15 bytes per second */
+#define BUCKETFILE_MAX_VERSION (UINT64_C(1) << 53) /* exact in every JSON reader */
 
 typedef struct {
     char name[BUCKETFILE_NAME_MAX + 1];
@@ -159,7 +169,14 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
  * -ENOENT. */
 int bucketfile_remove(bucketfile_t *bf, const char *name);
 
-/* Returns a new deep copy of the set, or NULL if out of memory. */
+/* The set's "table_version" (0: none), and setting it (values above
+ * BUCKETFILE_MAX_VERSION are taken as that bound).  Editing buckets leaves
+ * it as it is: the caller that writes a change counts it. */
+uint64_t bucketfile_version(const bucketfile_t *bf);
+void bucketfile_set_version(bucketfile_t *bf, uint64_t version);
+
+/* Returns a new deep copy of the set (its version too), or NULL if out of
+ * memory. */
 bucketfile_t *bucketfile_dup(const bucketfile_t *bf);
 
 /* Formats *err as "FILE:LINE:COL: PATH: TEXT" (parts that are unknown are

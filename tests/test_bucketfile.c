@@ -496,6 +496,59 @@ START_TEST(test_bucketfile_byte_rates)
 }
 END_TEST
 
+/* The table's version (issue 26 case 4): an optional top-level
+ * "table_version" read, kept by a copy and an edit, written by dumps and
+ * by a render that keeps the operator's text (its value replaced in
+ * place, or the member put first); 0 writes none; bad values are errors
+ * at the member. */
+START_TEST(test_bucketfile_table_version)
+{
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    const char *t = "{\"buckets\": [{\"name\":\"red\", \"reservation\":1}]}";
+    ck_assert_int_eq(parse(t, &bf, &err), 0);
+    ck_assert_uint_eq(bucketfile_version(bf), 0);
+    char *r = bucketfile_render(bf);
+    ck_assert_str_eq(r, t); /* none: the text as it was */
+    free(r);
+    bucketfile_set_version(bf, 7);
+    r = bucketfile_render(bf);
+    ck_assert_str_eq(r, "{\"table_version\": 7, \"buckets\": [{\"name\":\"red\", \"reservation\":1}]}");
+    free(r);
+    r = bucketfile_dumps(bf);
+    ck_assert_ptr_nonnull(strstr(r, "{\"table_version\": 7, \"buckets\": [\n"));
+    free(r);
+    bucketfile_t *c = bucketfile_dup(bf);
+    ck_assert_uint_eq(bucketfile_version(c), 7);
+    bucketfile_destroy(&c);
+    bucketfile_destroy(&bf);
+
+    t = "{\"buckets\": [{\"name\":\"red\", \"reservation\":1}],\n \"table_version\" : 41}\n";
+    ck_assert_int_eq(parse(t, &bf, &err), 0);
+    ck_assert_uint_eq(bucketfile_version(bf), 41);
+    bucketfile_bucket_t b = *bucketfile_get(bf, 0);
+    b.limit = 5;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    ck_assert_uint_eq(bucketfile_version(bf), 41); /* the caller counts a change */
+    bucketfile_set_version(bf, 42);
+    r = bucketfile_render(bf);
+    ck_assert_str_eq(r, "{\"buckets\": [{\"name\": \"red\", \"reservation\": 1, \"limit\": 5, "
+                        "\"weight\": 1}],\n \"table_version\" : 42}\n");
+    free(r);
+    bucketfile_set_version(bf, BUCKETFILE_MAX_VERSION + 5);
+    ck_assert_uint_eq(bucketfile_version(bf), BUCKETFILE_MAX_VERSION);
+    bucketfile_destroy(&bf);
+
+    expect_error("{\"table_version\": -1, \"buckets\": []}", "table_version", 1, 19,
+                 "table_version must be an integer");
+    expect_error("{\"table_version\": \"3\", \"buckets\": []}", "table_version", 1, 19,
+                 "table_version must be an integer");
+    expect_error("{\"table_version\": 9007199254740993, \"buckets\": []}", "table_version", 1,
+                 19, "table_version must be an integer");
+    expect_error("{\"version\": 1, \"buckets\": []}", "version", 1, 13, "unknown member");
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
@@ -505,6 +558,6 @@ int main(void)
                                   test_bucketfile_save_atomic_roundtrip,
                                   test_bucketfile_null_limit, test_bucketfile_save_keeps_format,
                                   test_bucketfile_validate_every_problem,
-                                  test_bucketfile_byte_rates};
+                                  test_bucketfile_byte_rates, test_bucketfile_table_version};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

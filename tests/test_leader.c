@@ -1,6 +1,7 @@
 /* test_leader.c - Check suite for controller/daemon/leader (the election state machine, the heartbeat and deposition, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put or -delete) and etcd's base64. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,11 +211,23 @@ typedef struct {
     char applied[256];
     int64_t applied_rev;
     const char *boot;
+    long version; /* the newest table's "table_version" applied (as admin.c) */
 } ctl_t;
+
+/* A test table's "table_version" (0: none). */
+static long text_version(const char *text)
+{
+    const char *v = strstr(text, "\"table_version\":");
+    return v ? atol(v + strlen("\"table_version\":")) : 0;
+}
 
 static int h_apply(void *arg, const char *text, size_t len, int64_t rev)
 {
     ctl_t *c = arg;
+    if (text_version(text) < c->version)
+        return -ESTALE; /* older than ours: not applied */
+    c->version = text_version(text);
+    c->ld.table_version = (uint64_t)c->version; /* as admin.c's apply() */
     ck_assert_uint_lt(len, sizeof c->applied);
     memcpy(c->applied, text, len);
     c->applied[len] = '\0';
@@ -643,6 +656,98 @@ START_TEST(test_leader_wipe_floor)
 }
 END_TEST
 
+/* The table key's value in f ("" if none). */
+static const char *f_table(fstore_t *f)
+{
+    static char buf[256];
+    fkey_t *k = f_find(f, "/bqos/t/buckets");
+    ck_assert(!k || k->len < sizeof buf);
+    snprintf(buf, sizeof buf, "%.*s", k ? (int)k->len : 0, k ? k->value : "");
+    return buf;
+}
+
+static const char *const TV0 = "{\"buckets\":[]}";
+static const char *const TV1 = "{\"table_version\":1,\"buckets\":[{\"name\":\"r\",\"reservation\":1}]}";
+static const char *const TV2 = "{\"table_version\":2,\"buckets\":[{\"name\":\"r\",\"reservation\":2}]}";
+
+/* The leader writes table `t` as admin.c does: etcd first, then it is the
+ * table in force (and the newest it knows). */
+static void write_table(ctl_t *c, const char *t, double now)
+{
+    ck_assert_int_eq(leader_write_buckets(&c->ld, t, strlen(t), now), 0);
+    c->boot = t;
+    c->version = text_version(t);
+    c->ld.table_version = (uint64_t)c->version;
+}
+
+/* Issue 26 case 4: a's acknowledged change while b is cut off, then etcd
+ * wiped: a restores it (at warn).  The new etcd counts revisions from 1
+ * again, so the table a restores may land at the very revision b applied
+ * its older table from: b's lost lease makes it read the table whole, and
+ * it follows. */
+START_TEST(test_leader_wipe_restores_acked_table)
+{
+    two_t w;
+    memset(&w.f, 0, sizeof w.f);
+    w.f.rev = 1; /* as etcd: the first write is revision 2 */
+    ctl_init(&w.a, &w.f, "a");
+    ctl_init(&w.b, &w.f, "b");
+    w.a.boot = w.b.boot = TV0;
+    run_two(&w, 0, 0.3, 1, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert_str_eq(w.b.applied, TV0);
+    int64_t b_rev = w.b.ld.buckets_rev;
+    write_table(&w.a, TV1, 0.3); /* b cut off: it never sees it */
+    f_wipe(&w.f);
+    run_two(&w, 0.4, 1.5, 1, 0);
+    ck_assert(w.a.ld.leading);
+    ck_assert_str_eq(f_table(&w.f), TV1);
+    ck_assert_uint_eq(w.a.ld.restores, 1); /* said at warn */
+    fkey_t *k = f_find(&w.f, "/bqos/t/buckets");
+    ck_assert_int_ne(b_rev, 0);
+    /* the new etcd may well count to the revision b applied TV0 at (here
+     * the floor's raise took one more): b must read the table anyway */
+    w.b.ld.buckets_rev = k->mod_rev;
+    run_two(&w, 1.5, 3.0, 1, 1); /* b back */
+    ck_assert_str_eq(w.b.applied, TV1);
+    ck_assert_str_eq(f_table(&w.f), TV1);
+    two_end(&w);
+}
+END_TEST
+
+/* The newest table's holder (a, version 2) is cut off while etcd is wiped;
+ * b, holding version 1, wins the empty etcd and creates the table from it.
+ * a back: it refuses the older table and writes its own over it (a
+ * transaction on the revision it judged), and b follows. */
+START_TEST(test_leader_newer_table_restored_over_older)
+{
+    two_t w;
+    memset(&w.f, 0, sizeof w.f);
+    ctl_init(&w.a, &w.f, "a");
+    ctl_init(&w.b, &w.f, "b");
+    w.a.boot = w.b.boot = TV0;
+    run_two(&w, 0, 0.3, 1, 1);
+    write_table(&w.a, TV1, 0.3);
+    run_two(&w, 0.3, 0.6, 1, 1);
+    ck_assert_str_eq(w.b.applied, TV1);
+    w.b.boot = TV1;        /* what b runs, and its file */
+    write_table(&w.a, TV2, 0.6); /* b cut off */
+    f_wipe(&w.f);
+    w.f.nleases = 4; /* new lease IDs: none of them is a's old one */
+    run_two(&w, 0.7, 2.5, 0, 1); /* a cut off: b meets the empty etcd */
+    ck_assert(w.b.ld.leading);
+    ck_assert_str_eq(f_table(&w.f), TV1);
+    run_two(&w, 2.5, 4.0, 1, 1); /* a back */
+    ck_assert_str_eq(f_table(&w.f), TV2);
+    ck_assert_uint_eq(w.a.ld.restores, 1);
+    ck_assert(!w.a.ld.leading);
+    ck_assert_str_eq(w.b.applied, TV2);
+    ck_assert_int_eq(w.b.version, 2);
+    ck_assert_int_eq(w.a.version, 2); /* a's table stayed version 2 */
+    two_end(&w);
+}
+END_TEST
+
 /* A deep copy of f's keys, leases and revision (an etcd backup). */
 static void f_copy(fstore_t *dst, const fstore_t *src)
 {
@@ -828,6 +933,8 @@ int main(void)
                                   test_leader_heartbeat_race,
                                   test_leader_wipe_floor, test_leader_floor_raised_while_leading,
                                   test_leader_deposed_cannot_raise, test_leader_restored_backup,
+                                  test_leader_wipe_restores_acked_table,
+                                  test_leader_newer_table_restored_over_older,
                                   test_leader_bad_config, test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

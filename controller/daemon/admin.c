@@ -83,14 +83,30 @@ static int apply(admin_t *ad, bucketfile_t *bf)
     }
     bucketfile_destroy(&ad->bf);
     ad->bf = bf;
+    if (ad->ld)
+        ad->ld->table_version = bucketfile_version(bf);
     return 0;
 }
 
-/* With etcd: the leader writes `bf` (borrowed) to the table key before it
- * applies it, so that what runs is what etcd holds.  Returns NULL, or the
- * error code with `msg` filled. */
-static const char *publish(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
+/* The version a change to the table in force gets: one more than the
+ * newest this controller knows (the table in force, what the election
+ * last noted).  A version in the candidate's text (an imported or
+ * reloaded file's) counts for nothing: only changes move it. */
+static uint64_t next_version(const admin_t *ad)
 {
+    uint64_t v = bucketfile_version(ad->bf);
+    if (ad->ld && ad->ld->table_version > v)
+        v = ad->ld->table_version;
+    return v + 1;
+}
+
+/* With etcd: the leader writes `bf` (borrowed; its version set to the
+ * next) to the table key before it applies it, so that what runs is what
+ * etcd holds, and the change is acknowledged only once etcd has it.
+ * Returns NULL, or the error code with `msg` filled. */
+static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size)
+{
+    bucketfile_set_version(bf, next_version(ad));
     char *text = bucketfile_render(bf); /* the operator's formatting travels */
     if (!text) {
         snprintf(msg, size, "out of memory");
@@ -147,6 +163,15 @@ int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
         log_error("bucket table in etcd refused: %s", bucketfile_strerror(&err, buf, sizeof buf));
         return rc;
     }
+    if (bucketfile_version(bf) < bucketfile_version(ad->bf)) {
+        /* etcd lost the newer one (or went back to a backup): ours is
+         * written back (leader.c), neither the table nor the file go back */
+        log_warn("bucket table in etcd (revision %lld) is version %llu, older than ours (%llu): "
+                 "not applied", (long long)rev, (unsigned long long)bucketfile_version(bf),
+                 (unsigned long long)bucketfile_version(ad->bf));
+        bucketfile_destroy(&bf);
+        return -ESTALE;
+    }
     if (ad->bf) /* what we know of the file stays known */
         bucketfile_copy_origin(bf, ad->bf);
     export_file(ad, bf);
@@ -186,6 +211,7 @@ const char *admin_reload(admin_t *ad, char *msg, size_t size)
             bucketfile_destroy(&bf);
             return code;
         }
+        export_file(ad, bf); /* the file follows the version etcd has */
     }
     if (apply(ad, bf) < 0) {
         snprintf(msg, size, "out of memory");
@@ -222,6 +248,9 @@ static void set_leader(json_t *r, const admin_t *ad)
     json_object_set_new(ha, "epoch_floor", json_integer((json_int_t)l->floor));
     json_object_set_new(ha, "floor_raises", json_integer((json_int_t)l->raises));
     json_object_set_new(ha, "nodes_follow", json_integer((json_int_t)l->follows));
+    /* docs/controller.md "Acknowledged changes" */
+    json_object_set_new(ha, "table_version", json_integer((json_int_t)l->table_version));
+    json_object_set_new(ha, "table_restores", json_integer((json_int_t)l->restores));
 }
 
 /* An error reply; not_leader names the leader (its id and admin endpoint,
@@ -673,6 +702,8 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
         }
         return ok;
     }
+    if (bucketfile_version(ad->bf)) /* a table once under etcd keeps counting */
+        bucketfile_set_version(bf, next_version(ad));
     rc = bucketfile_save(bf, ad->path, msg, sizeof msg);
     if (rc < 0) {
         log_error("%s", msg);

@@ -339,6 +339,9 @@ static int renew(leader_t *ld, double now)
         log_warn("leader %s: lease %lld expired or revoked", ld->cfg.id, (long long)ld->lease);
         step_down(ld, "lease expired or revoked at etcd");
         ld->lease = 0;
+        /* etcd may have lost its data: its revisions start again, and the
+         * one we applied may now name another table (or none) */
+        ld->buckets_rev = 0;
     }
     int64_t id = 0, granted = 0;
     rc = ld->st.grant(ld->st.s, (int64_t)(ld->cfg.ttl_s + 0.5), &id, &granted);
@@ -446,23 +449,49 @@ static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
     return campaign(ld, sent);
 }
 
-/* Applies the table in `kv` if it is new; creates the key if missing. */
+/* Writes our newest table (hooks.bootstrap) to the table key if it is
+ * still as we saw it: absent (`seen` 0) or at mod_revision `seen` (a table
+ * older than ours).  Says so at warn when it restores a table (ours has a
+ * version, or etcd held an older one); the first table of a new cluster is
+ * info.  A failed write leaves buckets_rev 0: the next poll looks again. */
+static void restore_table(leader_t *ld, int64_t seen)
+{
+    size_t len = 0;
+    char *text = ld->hooks.bootstrap ? ld->hooks.bootstrap(ld->hooks.arg, &len) : NULL;
+    if (!text)
+        return;
+    int64_t rev = 0;
+    etcd_cmp_t c = {.key = ld->key_buckets, .mod = seen != 0, .rev = seen};
+    int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_buckets, text, len, 0, &rev);
+    free(text);
+    if (rc != 1) {
+        ld->buckets_rev = 0;
+        if (rc < 0)
+            log_warn("leader %s: cannot restore the bucket table: %s", ld->cfg.id,
+                     strerror(-rc));
+        return;
+    }
+    ld->buckets_rev = rev; /* it is what we run already */
+    if (!seen && !ld->table_version) {
+        log_info("leader %s: bucket table %s created from the bucket file (revision %lld)",
+                 ld->cfg.id, ld->key_buckets, (long long)rev);
+        return;
+    }
+    ld->restores++;
+    log_warn("leader %s: bucket table %s %s (did etcd lose its data or go back to a "
+             "backup?): restored version %llu, the newest this controller knows (the table in "
+             "force here), at revision %lld",
+             ld->cfg.id, ld->key_buckets,
+             seen ? "held an older table than ours" : "was missing",
+             (unsigned long long)ld->table_version, (long long)rev);
+}
+
+/* Applies the table in `kv` if it is new, or restores ours over an older
+ * one; creates the key if missing. */
 static void follow_table(leader_t *ld, const etcd_kv_t *kv)
 {
     if (!kv->found) {
-        size_t len = 0;
-        char *text = ld->hooks.bootstrap ? ld->hooks.bootstrap(ld->hooks.arg, &len) : NULL;
-        if (!text)
-            return;
-        int64_t rev = 0;
-        etcd_cmp_t c = {.key = ld->key_buckets, .mod = 0, .rev = 0};
-        int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_buckets, text, len, 0, &rev);
-        if (rc == 1) {
-            log_info("leader %s: bucket table %s created from the bucket file (revision %lld)",
-                     ld->cfg.id, ld->key_buckets, (long long)rev);
-            ld->buckets_rev = rev; /* it is what we run already */
-        }
-        free(text);
+        restore_table(ld, 0);
         return;
     }
     if (kv->mod_rev == ld->buckets_rev)
@@ -473,8 +502,9 @@ static void follow_table(leader_t *ld, const etcd_kv_t *kv)
         log_warn("leader %s: cannot read the bucket table: %s", ld->cfg.id, strerror(-rc));
     } else if (bk.found && bk.value) {
         ld->buckets_rev = bk.mod_rev;
-        if (ld->hooks.apply)
-            ld->hooks.apply(ld->hooks.arg, bk.value, bk.len, bk.mod_rev);
+        if (ld->hooks.apply &&
+            ld->hooks.apply(ld->hooks.arg, bk.value, bk.len, bk.mod_rev) == -ESTALE)
+            restore_table(ld, bk.mod_rev);
     }
     etcd_kv_clear(&lk);
     etcd_kv_clear(&bk);

@@ -66,6 +66,18 @@
  * compares the table's mod_revision (no lost update) and the leader key's
  * create_revision (a deposed leader cannot write).
  *
+ * Acknowledged changes survive etcd losing its data (docs/controller.md,
+ * "Acknowledged changes"): every table carries a version (the bucket
+ * file's "table_version", one more per change) and every controller keeps
+ * the newest table it knows (hooks.apply refuses an older one with
+ * -ESTALE).  A controller, leader or standby, that finds the table key
+ * missing, or holding a table older than its own, writes its own back
+ * (hooks.bootstrap) by a transaction that requires what it saw (the key
+ * absent, or that mod_revision), so that it never overwrites a table it
+ * has not judged, and says so at warn.  A lost lease (etcd may have lost
+ * its data and count revisions from 1 again) makes the next poll read the
+ * table whole, whatever its revision.
+ *
  * etcd is reached through leader_store_t, so that tests can drive the
  * state machine with a store of their own and fake time.
  *
@@ -105,12 +117,15 @@ leader_store_t leader_store_etcd(etcd_t *e);
  * and leader_write_buckets() on the loop thread. */
 typedef struct {
     /* The table key holds `text` (`len` bytes, borrowed) at revision `rev`:
-     * make it the configuration.  Returns 0, or an error (logged by the
-     * callee; the revision is not applied again). */
+     * make it the configuration.  Returns 0, -ESTALE if it is older than
+     * the table in force here (not applied: the poll writes bootstrap's
+     * text back in its place), or another error (logged by the callee; the
+     * revision is not applied again). */
     int (*apply)(void *arg, const char *text, size_t len, int64_t rev);
     /* We became the leader (epoch > 0) or stopped leading (epoch 0). */
     void (*role)(void *arg, uint64_t epoch);
-    /* The table to create when the key is missing: a new text (caller of
+    /* The table to create when the key is missing, or to restore over an
+     * older one: the newest this controller knows, a new text (caller of
      * the hook frees it) or NULL for none. */
     char *(*bootstrap)(void *arg, size_t *len);
     void *arg;
@@ -149,7 +164,11 @@ typedef struct {
     uint64_t follows;       /* highest epoch a node said it obeys */
     uint64_t raises;        /* times we raised our floor */
     char leader_id[256], leader_admin[256]; /* from the leader key; "" unknown */
-    int64_t buckets_rev;    /* mod_revision of the table last applied */
+    int64_t buckets_rev;    /* mod_revision of the table last applied (0:
+                               read it whole at the next poll) */
+    uint64_t table_version; /* the version of the table in force here; set
+                               by the controller (admin.c), shown in logs */
+    uint64_t restores;      /* tables we wrote back over a missing or older one */
     double beat_at;         /* leading: our clock when our last successful
                                heartbeat (or campaign) was sent */
     int64_t compact_next;   /* revision of the next compaction (0: unset) */

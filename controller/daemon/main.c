@@ -453,6 +453,7 @@ static int ha_start(app_t *a)
         return -1;
     }
     a->admin.ld = &a->ld;
+    a->ld.table_version = bucketfile_version(a->admin.bf); /* the newest we know so far */
     a->nodes.hooks.may_send = may_send;
     log_info("high availability: id %s, cluster %s, etcd %s, lease %.0f s, poll %.0f ms, "
              "takeover after %.0f ms without a heartbeat%s; standby until elected",
