@@ -199,7 +199,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .show = "none: no authentication, no encryption",
          .help = "This controller's CURVE secret key (bqos-ctl keygen; mode 0600).  With\n"
                  "--authorized-keys, both endpoints take only CURVE connections of the\n"
-                 "keys listed there, encrypted (docs/security.md)."},
+                 "keys listed there, encrypted (docs/security.md).  A bare NAME (no '/')\n"
+                 "while $CREDENTIALS_DIRECTORY is set is that credential (systemd's\n"
+                 "LoadCredential=), as for --authorized-keys."},
         {.name = "authorized-keys", .type = OPTS_STRING, .target = &s->authorized_keys,
          .arg = "FILE", .show = "none",
          .help = "With --curve-key: one 'node NAME KEY', 'admin NAME KEY' or 'reader NAME\n"
@@ -215,9 +217,12 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
                  "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."},
         {.name = "check", .type = OPTS_FLAG, .target = &s->check,
-         .help = "Validate the options (and --settings) and the bucket file, print every\n"
-                 "problem with its position (FILE:LINE:COL), and exit: 0 if there is none,\n"
-                 "1 otherwise.  Nothing is bound or started."},
+         .help = "Run every check the start runs, and exit: the options (and --settings),\n"
+                 "the bucket file, the rule that a reachable --listen or --admin needs\n"
+                 "keys, the --curve-key file (readable, mode 0600, well-formed), the\n"
+                 "--authorized-keys file and the --etcd URLs.  Every problem is printed\n"
+                 "with its position (FILE:LINE:COL); exit 0 if there is none, 1\n"
+                 "otherwise.  Nothing is bound or started."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
         {.name = "user", .type = OPTS_STRING, .target = &s->user, .arg = "NAME", .show = "none",
