@@ -220,9 +220,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "Run every check the start runs, and exit: the options (and --settings),\n"
                  "the bucket file, the rule that a reachable --listen or --admin needs\n"
                  "keys, the --curve-key file (readable, mode 0600, well-formed), the\n"
-                 "--authorized-keys file and the --etcd URLs.  Every problem is printed\n"
-                 "with its position (FILE:LINE:COL); exit 0 if there is none, 1\n"
-                 "otherwise.  Nothing is bound or started."},
+                 "--authorized-keys file, the --metrics-listen address and the --etcd\n"
+                 "URLs.  Every problem is printed with its position (FILE:LINE:COL);\n"
+                 "exit 0 if there is none, 1 otherwise.  Nothing is bound or started."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
         {.name = "user", .type = OPTS_STRING, .target = &s->user, .arg = "NAME", .show = "none",
@@ -314,7 +314,8 @@ static int reachable(const settings_t *s)
  * bucket file (each problem with its FILE:LINE:COL, then whether the round's
  * arithmetic holds it under --period), the secure-by-default rule for
  * --listen and --admin, the secret key (readable, mode 0600 or stricter,
- * well-formed), the authorized keys file, and the --etcd URL list.  main()
+ * well-formed), the authorized keys file, the --metrics-listen address and
+ * the --etcd URL list.  main()
  * runs it before starting and --check runs it alone, so what --check passes
  * starts.  Each problem goes to say(); returns how many there were. */
 static int config_validate(const settings_t *s, problem_fn say)
@@ -367,6 +368,14 @@ static int config_validate(const settings_t *s, problem_fn say)
             p.n++;
         }
         authkeys_destroy(&ak);
+    }
+    char mhost[256];
+    unsigned mport;
+    if (s->metrics && hostport_split(s->metrics, mhost, sizeof mhost, &mport) < 0) {
+        snprintf(buf, sizeof buf, "--metrics-listen %s: expected HOST:PORT or [IPv6]:PORT",
+                 s->metrics);
+        say(buf);
+        p.n++;
     }
     if (s->etcd) {
         etcd_t *e = curl_global_init(CURL_GLOBAL_DEFAULT) == 0 ? etcd_new(s->etcd, s->etcd_timeout)
