@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -165,10 +166,20 @@ int curvekey_check_mode(const char *path, unsigned mode, jsonloc_err_t *err)
                 mode & 07777, path);
 }
 
+const char *curvekey_path(const char *path, char *buf, size_t cap)
+{
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    if (!path || !dir || !dir[0] || strchr(path, '/') || !path[0])
+        return path;
+    int n = snprintf(buf, cap, "%s/%s", dir, path);
+    return n > 0 && (size_t)n < cap ? buf : path;
+}
+
 int curvekey_load(const char *path, int need_secret, curvekey_t *k, jsonloc_err_t *err)
 {
-    char buf[FILE_MAX + 1];
+    char buf[FILE_MAX + 1], where[4096];
     memset(k, 0, sizeof *k);
+    path = curvekey_path(path, where, sizeof where);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return fail(err, -errno, path, 0, 0, "cannot open: %s", strerror(errno));

@@ -59,7 +59,14 @@ int curvekey_generate(const char *base, jsonloc_err_t *err);
  * to run (err may be NULL).  Pure. */
 int curvekey_check_mode(const char *path, unsigned mode, jsonloc_err_t *err);
 
-/* Reads key file `path` into *k.  With need_secret, the file must hold a
+/* Where a key file named on a daemon's command line is: a bare file name
+ * (no '/') while $CREDENTIALS_DIRECTORY is set (systemd's LoadCredential=)
+ * is that credential, $CREDENTIALS_DIRECTORY/NAME, written into buf[cap]
+ * (returns buf); anything else is `path` itself (returned as is).  Used by
+ * curvekey_load() and the controller's authorized keys file. */
+const char *curvekey_path(const char *path, char *buf, size_t cap);
+
+/* Reads key file `path` (by curvekey_path()) into *k.  With need_secret, the file must hold a
  * secret key.  A file holding a secret must be mode 0600 or stricter (no
  * group/other bits): else -EACCES, the message naming the file and its mode.
  * A secret with a public line that does not match it is refused.  Returns

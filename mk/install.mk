@@ -32,9 +32,10 @@ units: $(UNITS)
 
 # A page docs/man/PROG.S.in gets PROG's option table: its program must be built first.
 define man_rule
-$(O)/man/$(1): docs/man/$(1).in mk/manpage.sh $(BIN)/$(basename $(1))
+# The pages name the configuration's directory: rebuilt when the directories change, like the units.
+$(O)/man/$(1): docs/man/$(1).in mk/manpage.sh $(BIN)/$(basename $(1)) $(O)/dirs
 	@mkdir -p $$(dir $$@)
-	mk/manpage.sh $(BIN)/$(basename $(1)) $$< $(BQOS_VERSION) > $$@.tmp && mv $$@.tmp $$@
+	SYSCONFDIR='$(SYSCONFDIR)' SBINDIR='$(SBINDIR)' mk/manpage.sh $(BIN)/$(basename $(1)) $$< $(BQOS_VERSION) > $$@.tmp && mv $$@.tmp $$@
 endef
 $(foreach m,$(notdir $(MANS)),$(eval $(call man_rule,$(m))))
 

@@ -4,3 +4,4 @@ ITESTS += tests/it/it_layout.sh tests/it/it_install.sh tests/it/it_metrics.sh
 ITESTS += tests/it/it_curve.sh
 include tests/fuzz/fuzz.mk
 ITESTS += tests/it/it_alerts.sh
+ITESTS += tests/it/it_deploy_guide.sh

@@ -195,6 +195,24 @@ START_TEST(test_curvekey_client_pair_goes_together)
 }
 END_TEST
 
+/* LoadCredential=: a bare name is the credential, a path stays a path, and
+ * without $CREDENTIALS_DIRECTORY nothing changes. */
+START_TEST(test_curvekey_path_reads_credentials)
+{
+    char buf[256];
+    unsetenv("CREDENTIALS_DIRECTORY");
+    ck_assert_str_eq(curvekey_path("ctrl.key", buf, sizeof buf), "ctrl.key");
+    setenv("CREDENTIALS_DIRECTORY", "/run/credentials/bqos-controller.service", 1);
+    ck_assert_str_eq(curvekey_path("ctrl.key", buf, sizeof buf),
+                     "/run/credentials/bqos-controller.service/ctrl.key");
+    ck_assert_str_eq(curvekey_path("keys/ctrl.key", buf, sizeof buf), "keys/ctrl.key");
+    ck_assert_str_eq(curvekey_path("/etc/bqos/ctrl.key", buf, sizeof buf), "/etc/bqos/ctrl.key");
+    char tiny[8];
+    ck_assert_str_eq(curvekey_path("ctrl.key", tiny, sizeof tiny), "ctrl.key"); /* no room: as given */
+    unsetenv("CREDENTIALS_DIRECTORY");
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_curvekey_generate_modes_and_load,
@@ -202,7 +220,8 @@ int main(void)
                                   test_curvekey_refuses_secret_readable_by_others,
                                   test_curvekey_parse_errors_have_positions,
                                   test_curvekey_split_words,
-                                  test_curvekey_client_pair_goes_together};
+                                  test_curvekey_client_pair_goes_together,
+                                  test_curvekey_path_reads_credentials};
     const testlib_case_t c = {.name = "curvekey", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -130,7 +130,9 @@ out:
 
 int authkeys_load(const char *path, authkeys_t **out, jsonloc_err_t *err)
 {
+    char where[4096];
     *out = NULL;
+    path = curvekey_path(path, where, sizeof where);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int rc = -errno;

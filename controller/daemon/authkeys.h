@@ -38,7 +38,8 @@ typedef struct authkeys authkeys_t;
 int authkeys_parse(const char *text, size_t len, const char *source, authkeys_t **out,
                    jsonloc_err_t *err);
 
-/* authkeys_parse() of file `path`; -errno of open/read with err filled. */
+/* authkeys_parse() of file `path` (a bare name: the credential of that name,
+ * curvekey_path()); -errno of open/read with err filled. */
 int authkeys_load(const char *path, authkeys_t **out, jsonloc_err_t *err);
 
 /* Frees *ap and sets it to NULL.  Accepts NULL and *ap == NULL. */

@@ -28,6 +28,7 @@
 #include "controller/ctrl.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/auth.h"
+#include "controller/daemon/authkeys.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
@@ -198,7 +199,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .show = "none: no authentication, no encryption",
          .help = "This controller's CURVE secret key (bqos-ctl keygen; mode 0600).  With\n"
                  "--authorized-keys, both endpoints take only CURVE connections of the\n"
-                 "keys listed there, encrypted (docs/security.md)."},
+                 "keys listed there, encrypted (docs/security.md).  A bare NAME (no '/')\n"
+                 "while $CREDENTIALS_DIRECTORY is set is that credential (systemd's\n"
+                 "LoadCredential=), as for --authorized-keys."},
         {.name = "authorized-keys", .type = OPTS_STRING, .target = &s->authorized_keys,
          .arg = "FILE", .show = "none",
          .help = "With --curve-key: one 'node NAME KEY', 'admin NAME KEY' or 'reader NAME\n"
@@ -214,9 +217,12 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .help = "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
                  "(HOST numeric or a name, [IPv6]:PORT; PORT 0 picks a free one, logged)."},
         {.name = "check", .type = OPTS_FLAG, .target = &s->check,
-         .help = "Validate the options (and --settings) and the bucket file, print every\n"
-                 "problem with its position (FILE:LINE:COL), and exit: 0 if there is none,\n"
-                 "1 otherwise.  Nothing is bound or started."},
+         .help = "Run every check the start runs, and exit: the options (and --settings),\n"
+                 "the bucket file, the rule that a reachable --listen or --admin needs\n"
+                 "keys, the --curve-key file (readable, mode 0600, well-formed), the\n"
+                 "--authorized-keys file, the --metrics-listen address and the --etcd\n"
+                 "URLs.  Every problem is printed with its position (FILE:LINE:COL);\n"
+                 "exit 0 if there is none, 1 otherwise.  Nothing is bound or started."},
         OPTS_HELP_ROW(0, &s->help, "Print this help and exit."),
         OPTS_VERSION_ROW(0, &s->version, "Print the version and exit."),
         {.name = "user", .type = OPTS_STRING, .target = &s->user, .arg = "NAME", .show = "none",
@@ -274,42 +280,128 @@ static int parse_args(int argc, char **argv, settings_t *s)
     return 2;
 }
 
-/* bucketfile_validate()'s report: one problem on stderr. */
-static void check_report(void *arg, const jsonloc_err_t *err)
+/* ---- validation: the same checks at start-up and under --check ----------- */
+
+/* Where problems go: --check prints them on stderr, start-up logs them. */
+typedef void (*problem_fn)(const char *text);
+
+static void problem_print(const char *text)
 {
-    char buf[700];
-    fprintf(stderr, "bqos-controller: %s\n", bucketfile_strerror(err, buf, sizeof buf));
-    ++*(int *)arg;
+    fprintf(stderr, "bqos-controller: %s\n", text);
 }
 
-/* --check, after the options (and settings) passed: the bucket file.
+static void problem_log(const char *text)
+{
+    log_error("%s", text);
+}
+
+/* bucketfile_validate()'s report: one problem to the problem_fn. */
+static void bucket_problem(void *arg, const jsonloc_err_t *err)
+{
+    struct { problem_fn say; int n; } *p = arg;
+    char buf[700];
+    p->say(bucketfile_strerror(err, buf, sizeof buf));
+    p->n++;
+}
+
+/* Nonzero if --listen or --admin can be reached from another host. */
+static int reachable(const settings_t *s)
+{
+    return !auth_endpoint_local(s->listen) || !auth_endpoint_local(s->admin);
+}
+
+/* Every check start-up makes on the settings before it binds anything: the
+ * bucket file (each problem with its FILE:LINE:COL, then whether the round's
+ * arithmetic holds it under --period), the secure-by-default rule for
+ * --listen and --admin, the secret key (readable, mode 0600 or stricter,
+ * well-formed), the authorized keys file, the --metrics-listen address and
+ * the --etcd URL list.  main()
+ * runs it before starting and --check runs it alone, so what --check passes
+ * starts.  Each problem goes to say(); returns how many there were. */
+static int config_validate(const settings_t *s, problem_fn say)
+{
+    struct { problem_fn say; int n; } p = {say, 0};
+    char buf[1024];
+    jsonloc_err_t err;
+    if (!(s->etcd && access(s->buckets, F_OK) < 0 && errno == ENOENT)) {
+        if (bucketfile_validate(s->buckets, bucket_problem, &p) < 0) {
+            say("out of memory");
+            p.n++;
+        }
+        bucketfile_t *bf = NULL;
+        ctrl_config_t cc = ctrl_config_default();
+        cc.period_s = s->period_s;
+        ctrl_t *c = p.n ? NULL : ctrl_new(&cc);
+        char why[512] = "";
+        if (c && bucketfile_load(s->buckets, &bf, NULL) == 0 &&
+            ctrl_check_buckets(c, bf, why, sizeof why) < 0) {
+            snprintf(buf, sizeof buf, "%s: %s", s->buckets, why);
+            say(buf);
+            p.n++;
+        }
+        bucketfile_destroy(&bf);
+        ctrl_destroy(&c);
+    }
+    if (!s->curve_key && reachable(s) && !s->insecure) {
+        snprintf(buf, sizeof buf,
+                 "--listen %s / --admin %s can be reached from other hosts, and without "
+                 "--curve-key and --authorized-keys anyone there could change the buckets "
+                 "and impersonate nodes: give keys (docs/security.md), bind 127.0.0.1, or "
+                 "say --insecure", s->listen, s->admin);
+        say(buf);
+        p.n++;
+    }
+    if (s->curve_key) {
+        curvekey_t key;
+        char ebuf[700];
+        if (curvekey_load(s->curve_key, 1, &key, &err) < 0) {
+            snprintf(buf, sizeof buf, "--curve-key %s", bucketfile_strerror(&err, ebuf, sizeof ebuf));
+            say(buf);
+            p.n++;
+        }
+        explicit_bzero(&key, sizeof key);
+        authkeys_t *ak = NULL;
+        if (authkeys_load(s->authorized_keys, &ak, &err) < 0) {
+            snprintf(buf, sizeof buf, "--authorized-keys %s",
+                     bucketfile_strerror(&err, ebuf, sizeof ebuf));
+            say(buf);
+            p.n++;
+        }
+        authkeys_destroy(&ak);
+    }
+    char mhost[256];
+    unsigned mport;
+    if (s->metrics && hostport_split(s->metrics, mhost, sizeof mhost, &mport) < 0) {
+        snprintf(buf, sizeof buf, "--metrics-listen %s: expected HOST:PORT or [IPv6]:PORT",
+                 s->metrics);
+        say(buf);
+        p.n++;
+    }
+    if (s->etcd) {
+        etcd_t *e = curl_global_init(CURL_GLOBAL_DEFAULT) == 0 ? etcd_new(s->etcd, s->etcd_timeout)
+                                                               : NULL;
+        if (!e) {
+            snprintf(buf, sizeof buf, "--etcd %s: bad URL list (http://HOST:PORT,...)", s->etcd);
+            say(buf);
+            p.n++;
+        }
+        etcd_destroy(&e);
+        curl_global_cleanup();
+    }
+    return p.n;
+}
+
+/* --check, after the options (and settings) passed: config_validate().
  * Returns the exit status. */
 static int check_config(const settings_t *s)
 {
-    int problems = 0;
-    if (s->etcd && access(s->buckets, F_OK) < 0 && errno == ENOENT) {
+    if (config_validate(s, problem_print) > 0)
+        return 1;
+    if (s->etcd && access(s->buckets, F_OK) < 0 && errno == ENOENT)
         printf("bqos-controller: %s does not exist: the bucket table will come from etcd\n",
                s->buckets);
-    } else if (bucketfile_validate(s->buckets, check_report, &problems) < 0) {
-        fprintf(stderr, "bqos-controller: out of memory\n");
-        return 1;
-    }
-    if (problems)
-        return 1;
-    /* ... and whether the round's arithmetic holds it under --period. */
-    bucketfile_t *bf = NULL;
-    ctrl_config_t cc = ctrl_config_default();
-    cc.period_s = s->period_s;
-    ctrl_t *c = ctrl_new(&cc);
-    char why[512] = "";
-    if (c && bucketfile_load(s->buckets, &bf, NULL) == 0 &&
-        ctrl_check_buckets(c, bf, why, sizeof why) < 0)
-        fprintf(stderr, "bqos-controller: %s: %s\n", s->buckets, why);
-    bucketfile_destroy(&bf);
-    ctrl_destroy(&c);
-    if (why[0])
-        return 1;
-    printf("bqos-controller: configuration OK (bucket file %s)\n", s->buckets);
+    printf("bqos-controller: configuration OK (bucket file %s%s)\n", s->buckets,
+           s->curve_key ? ", CURVE keys" : "");
     return 0;
 }
 
@@ -464,27 +556,15 @@ static int ha_start(app_t *a)
 
 /* ---- security (--curve-key, --insecure; docs/security.md) ---------------- */
 
-/* Nonzero if --listen or --admin can be reached from another host. */
-static int reachable(const settings_t *s)
-{
-    return !auth_endpoint_local(s->listen) || !auth_endpoint_local(s->admin);
-}
-
 /* With keys: loads ours and starts the ZAP handler (in a new a->zctx)
- * before any CURVE socket binds.  Without: refuses a reachable endpoint
- * unless --insecure.  Returns 0 or -1 (logged). */
+ * before any CURVE socket binds.  Without: a reachable endpoint (allowed by
+ * config_validate() only with --insecure) is warned about.  Returns 0 or -1
+ * (logged). */
 static int secure_start(app_t *a, curvekey_t *key)
 {
     const settings_t *s = a->set;
     a->insecure_warn_next = -1;
     if (!s->curve_key) {
-        if (reachable(s) && !s->insecure) {
-            log_error("--listen %s / --admin %s can be reached from other hosts, and without "
-                      "--curve-key and --authorized-keys anyone there could change the buckets "
-                      "and impersonate nodes: give keys (docs/security.md), bind 127.0.0.1, or "
-                      "say --insecure", s->listen, s->admin);
-            return -1;
-        }
         a->insecure_warn_next = reachable(s) ? mono_now() : -1;
         return 0;
     }
@@ -586,6 +666,8 @@ int main(int argc, char **argv)
         return check_config(&set);
     bqos_log_init("bqos-controller", (bqos_log_level_t)set.level);
     bqos_log_set_format((bqos_log_format_t)set.log_format);
+    if (config_validate(&set, problem_log) > 0)
+        return 1;
 
     /* Every round at 64 nodes x 10,000 buckets moves megabytes through
      * malloc in two threads: ZeroMQ's I/O thread allocates a buffer per

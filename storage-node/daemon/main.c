@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "common/bucketfile.h"
+#include "common/curvekey.h"
 #include "common/log.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/front.h"
@@ -306,8 +307,41 @@ out:
     return rc;
 }
 
-/* --check: what run_memcached() and run_block() would refuse, and the
- * bucket and token files.  Returns the exit status. */
+/* The key files start-up reads before it serves: the CURVE pair
+ * (--curve-key, --controller-key: readable, the secret mode 0600 or
+ * stricter, well-formed) and a block node's TLS credentials.  main() runs
+ * it before starting and --check with the rest, so that a key --check
+ * passes does not stop the start.  Problems go to stderr (logged at
+ * start-up, printed under --check); returns how many there were. */
+static int node_validate_keys(const args_t *a, int check)
+{
+    int problems = 0;
+    curvekey_t own, server;
+    int on = 0;
+    jsonloc_err_t err;
+    char buf[700];
+    if (curvekey_load_client(a->curve_key, a->controller_key, &own, &server, &on, &err) < 0) {
+        bucketfile_strerror(&err, buf, sizeof buf);
+        if (check)
+            fprintf(stderr, "%s: %s\n", a->prog, buf);
+        else
+            log_error("%s", buf);
+        problems++;
+    }
+    explicit_bzero(&own, sizeof own);
+    if (a->block) {
+        nbdtls_t *tls = NULL;
+        nbdfront_config_t cfg;
+        nbdfront_config_defaults(&cfg);
+        if (tls_setup(a, &tls, &cfg) < 0)
+            problems++;
+        nbdtls_destroy(&tls);
+    }
+    return problems;
+}
+
+/* --check: what run_memcached() and run_block() would refuse, the key
+ * files, and the bucket and token files.  Returns the exit status. */
 static int check_config(const args_t *a)
 {
     listener_addr_t la;
@@ -324,6 +358,7 @@ static int check_config(const args_t *a)
         fprintf(stderr, "%s: bad --backend '%s'\n", a->prog, a->backend ? a->backend : "");
         problems++;
     }
+    problems += node_validate_keys(a, 1);
     int rc = nodeconf_check(a->prog, a->config, a->tokens_file);
     if (rc != 0 || problems)
         return 1;
@@ -350,6 +385,8 @@ int main(int argc, char **argv)
         a.outstanding = 0; /* tokens: an auto window by default */
     bqos_log_init(a.prog, (bqos_log_level_t)a.level);
     bqos_log_set_format((bqos_log_format_t)a.log_format);
+    if (node_validate_keys(&a, 0) > 0)
+        return 1;
     fit_conns_to_fds(&a, a.workers);
     return a.block ? run_block(&a) : run_memcached(&a);
 }

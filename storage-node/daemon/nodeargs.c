@@ -236,7 +236,9 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .arg = "FILE", .show = "none: plain",
                 .help = "This node's CURVE secret key (bqos-ctl keygen; mode 0600), for a\n"
                         "controller with --curve-key: authenticated, encrypted control traffic.\n"
-                        "The controller's authorized keys bind it to this node's --name."}},
+                        "The controller's authorized keys bind it to this node's --name.  A\n"
+                        "bare NAME (no '/') while $CREDENTIALS_DIRECTORY is set is that\n"
+                        "credential (systemd's LoadCredential=), as for --controller-key."}},
         {BOTH, {.name = "controller-key", .type = OPTS_STRING, .target = &a->controller_key,
                 .arg = "FILE", .show = "none",
                 .help = "With --curve-key: the controller's public key (its .pub); one key\n"
@@ -340,8 +342,10 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .help = "json: one object a line {\"ts\",\"level\",\"prog\",\"msg\"}."}},
         {BOTH, {.name = "check", .type = OPTS_FLAG, .target = &a->check,
                 .help = "Validate the options (and --settings), --config and --tokens-file,\n"
-                        "print every problem with its position (FILE:LINE:COL), and exit: 0\n"
-                        "if there is none, 1 otherwise.  Nothing is opened or started."}},
+                        "and the key files the start reads (--curve-key, --controller-key;\n"
+                        "a block node's TLS files), print every problem with its position\n"
+                        "(FILE:LINE:COL), and exit: 0 if there is none, 1 otherwise.\n"
+                        "Nothing is bound or started."}},
         {BOTH, {.name = "help", .type = OPTS_FLAG, .target = &a->help, .flags = OPTS_STOP,
                 .help = "Print this help and exit."}},
         {BOTH, {.name = "version", .type = OPTS_FLAG, .target = &a->version, .flags = OPTS_STOP,

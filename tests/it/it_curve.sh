@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_curve.sh - the CURVE control plane with a real bqos-controller, bqos-nbd-nodes and bqos-ctl on free loopback ports: keygen and key file modes, an authorized node registers, an unknown key and a stolen node name are refused, a reader cannot set and an admin can (audited), SIGHUP re-reads the authorized keys (and a node's own key: rotation without a restart), and a controller on a reachable address without keys refuses to start.
+# it_curve.sh - the CURVE control plane with a real bqos-controller, bqos-nbd-nodes and bqos-ctl on free loopback ports: keygen and key file modes, an authorized node registers, an unknown key and a stolen node name are refused, a reader cannot set and an admin can (audited), SIGHUP re-reads the authorized keys (and a node's own key: rotation without a restart), and a controller on a reachable address without keys refuses to start; --check fails on each thing the start refuses (a reachable endpoint without keys, a secret key of mode 0644 or unreadable, a malformed authorized keys file), naming it and where, for the controller and the node, and finds bare key names in $CREDENTIALS_DIRECTORY.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_curve
 for b in bqos-controller bqos-ctl bqos-nbd-node; do
@@ -191,5 +191,63 @@ if [ -n "$addr" ]; then
 else
   echo "it_curve: no non-loopback IPv4 address (hostname -I): --insecure start skipped"
 fi
+
+# ---- --check refuses what the start refuses (the same validation runs) -----
+# ccheck NAME ARGS...: bqos-controller --check ARGS on $T/b.json, output in $T/NAME.out; rc in $rc
+ccheck() {
+  n=$1; shift
+  "$BIN/bqos-controller" --check --buckets "$T/b.json" "$@" >"$T/$n.out" 2>&1 </dev/null; rc=$?
+}
+write_keys "node n1 $(pub n1)" "admin alice $(pub alice)"
+ccheck open --listen tcp://0.0.0.0:7070
+check "--check: a reachable --listen without keys fails, naming the endpoints (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "^bqos-controller: --listen tcp://0.0.0.0:7070 / --admin .* can be reached from other hosts" "$T/open.out" && ! grep -q "configuration OK" "$T/open.out"'
+cp "$K/ctrl.key" "$T/open.key"; chmod 644 "$T/open.key"
+ccheck mode --listen tcp://0.0.0.0:7070 --curve-key "$T/open.key" --authorized-keys "$T/ak"
+check "--check: a secret key of mode 0644 fails, naming the file, its mode and the chmod (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "^bqos-controller: --curve-key $T/open.key: holds a secret key but has mode 0644.*chmod 600 $T/open.key" "$T/mode.out"'
+cp "$K/ctrl.key" "$T/locked.key"; chmod 600 "$T/locked.key"
+if [ "$(id -u)" = 0 ]; then # root reads any file: check as nobody a key that only root may read
+  chmod 711 "$T"; chmod 644 "$T/b.json" "$T/ak"
+  NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+else
+  chmod 000 "$T/locked.key"; NOBODY=""
+fi
+$NOBODY "$BIN/bqos-controller" --check --buckets "$T/b.json" --listen tcp://0.0.0.0:7070 \
+  --curve-key "$T/locked.key" --authorized-keys "$T/ak" >"$T/locked.out" 2>&1 </dev/null; rc=$?
+chmod 700 "$T"
+check "--check: an unreadable secret key fails, naming the file and why (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "^bqos-controller: --curve-key $T/locked.key: cannot open: Permission denied" "$T/locked.out"'
+printf 'node n1 %s\nnode n2 not-a-key\n' "$(pub n1)" >"$T/bad.ak"
+ccheck ak --listen tcp://0.0.0.0:7070 --curve-key "$K/ctrl.key" --authorized-keys "$T/bad.ak"
+check "--check: a malformed authorized keys file fails at FILE:LINE:COL (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "^bqos-controller: --authorized-keys $T/bad.ak:2:9: not a CURVE public key" "$T/ak.out"'
+ccheck good --listen tcp://0.0.0.0:7070 --curve-key "$K/ctrl.key" --authorized-keys "$T/ak"
+check "--check: keys in order pass (rc $rc)" '[ $rc -eq 0 ] && grep -q "configuration OK" "$T/good.out"'
+mkdir -p "$T/cred"; cp "$K/ctrl.key" "$T/cred/controller.key"
+CREDENTIALS_DIRECTORY=$T/cred "$BIN/bqos-controller" --check --buckets "$T/b.json" \
+  --listen tcp://0.0.0.0:7070 --curve-key controller.key --authorized-keys "$T/ak" >"$T/cred.out" 2>&1; rc=$?
+check "--check: a bare key name is read from \$CREDENTIALS_DIRECTORY (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "configuration OK" "$T/cred.out"'
+chmod 644 "$T/cred/controller.key"
+CREDENTIALS_DIRECTORY=$T/cred "$BIN/bqos-controller" --check --buckets "$T/b.json" \
+  --listen tcp://0.0.0.0:7070 --curve-key controller.key --authorized-keys "$T/ak" >"$T/cred.out" 2>&1; rc=$?
+check "--check: and its problems name the credential's path (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "^bqos-controller: --curve-key $T/cred/controller.key: holds a secret key but has mode 0644" "$T/cred.out"'
+# The start refuses the same, with the same words (one validation for both).
+"$BIN/bqos-controller" --buckets "$T/b.json" --listen tcp://127.0.0.1:0 --admin tcp://127.0.0.1:0 \
+  --curve-key "$K/ctrl.key" --authorized-keys "$T/bad.ak" >"$T/start.out" 2>&1 </dev/null; rc=$?
+check "the start refuses the malformed authorized keys file with --check's message (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "error: --authorized-keys $T/bad.ak:2:9: not a CURVE public key" "$T/start.out"'
+# bqos-node: its key pair, by the same loader as at start.
+"$BIN/bqos-nbd-node" --check --name n1 --nbd-listen 127.0.0.1:0 --backend "file:$T/vol.img" \
+  --controller tcp://127.0.0.1:7070 --curve-key "$T/open.key" --controller-key "$K/ctrl.pub" \
+  >"$T/node.out" 2>&1; rc=$?
+check "bqos-node --check: a secret key of mode 0644 fails, naming the file (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "^bqos-nbd-node: $T/open.key: holds a secret key but has mode 0644" "$T/node.out"'
+"$BIN/bqos-nbd-node" --check --name n1 --nbd-listen 127.0.0.1:0 --backend "file:$T/vol.img" \
+  --controller tcp://127.0.0.1:7070 --curve-key "$K/n1.key" --controller-key "$K/ctrl.pub" \
+  >"$T/node.out" 2>&1; rc=$?
+check "bqos-node --check: its keys in order pass (rc $rc)" '[ $rc -eq 0 ]'
 
 it_end 'tail -n 40 "$T/controller.log"'

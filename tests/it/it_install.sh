@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_install.sh - make install DESTDIR=... puts every program, man page, unit, doc and example (the alert rules and the Grafana dashboard too) where it belongs; the man pages lint clean; the units verify (when systemd-analyze exists); the installed daemons send READY=1 and STOPPING=1 (when built with libsystemd); debian/changelog and NEWS carry the programs' version; make uninstall removes it all.
+# it_install.sh - make install DESTDIR=... puts every program, man page, unit, doc and example (the alert rules and the Grafana dashboard too) where it belongs; the man pages lint clean; the units verify (when systemd-analyze exists); the shipped env files pass --check as shipped and in their keyed form (keys from $CREDENTIALS_DIRECTORY); the installed daemons send READY=1 and STOPPING=1 (when built with libsystemd); debian/changelog and NEWS carry the programs' version; make uninstall removes it all.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_install
 cd "$(dirname "$0")/../.." || exit 1
@@ -58,6 +58,47 @@ for e in prometheus/bqos-alerts.yml prometheus/bqos-alerts.test.yml grafana/bqos
   check "installs example $e" '[ -f "$P/share/doc/bqos/examples/$e" ]'
 done
 
+# The shipped settings pass --check as the units run them (ExecStart's arguments: the env file's
+# variable, a node's --name %i), their paths moved into $T: as shipped (loopback, no keys), and
+# in their keyed form (the commented line, uncommented as docs/operations.md's Deployment guide
+# does) with the secret keys from $CREDENTIALS_DIRECTORY as under LoadCredential=.
+EX=$P/share/doc/bqos/examples
+mkdir -p "$T/state" "$T/etc" "$T/cred" "$T/blk1"
+cp "$EX/buckets.json" "$T/state/"
+"$P/bin/bqos-ctl" keygen "$T/keys/controller" >/dev/null && "$P/bin/bqos-ctl" keygen "$T/keys/mc1" >/dev/null
+cp "$T/keys/controller.key" "$T/keys/controller.pub" "$T/keys/mc1.key" "$T/cred/"
+echo "node mc1 $(awk '/^public/ {print $2}' "$T/keys/mc1.pub")" >"$T/etc/authorized_keys"
+envcheck() { # envcheck FILE VAR KEYED PROG [ARG]...: PROG --check ARG... $VAR from FILE; rc in $rc
+  f=$1 var=$2 keyed=$3; shift 3
+  sed "s|/var/lib/bqos/|$T/state/|g; s|/var/lib/bqos-node/blk1/|$T/blk1/|g; s|/etc/bqos/|$T/etc/|g" "$f" >"$T/env"
+  [ "$keyed" = keyed ] && sed -i "s/^$var=/#&/; s/^#\($var=.*--curve-key\)/\1/" "$T/env"
+  # shellcheck disable=SC1090
+  args=$(. "$T/env"; eval echo "\"\$$var\"")
+  # shellcheck disable=SC2086
+  CREDENTIALS_DIRECTORY=$T/cred "$@" --check $args >"$T/envcheck.out" 2>&1; rc=$?
+}
+envcheck "$EX/controller.env" BQOS_CONTROLLER_ARGS plain "$P/sbin/bqos-controller"
+check "the shipped controller.env passes --check (rc $rc)" '[ $rc -eq 0 ] || { cat "$T/envcheck.out"; false; }'
+envcheck "$EX/controller.env" BQOS_CONTROLLER_ARGS keyed "$P/sbin/bqos-controller"
+check "controller.env's keyed form (0.0.0.0, keys as credentials) passes --check (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "CURVE keys" "$T/envcheck.out" && grep -q "^BQOS_CONTROLLER_ARGS=.*0.0.0.0" "$T/env" || { cat "$T/envcheck.out"; false; }'
+envcheck "$EX/node-mc1.env" BQOS_NODE_ARGS plain "$P/sbin/bqos-node" --name mc1
+check "the shipped node-mc1.env passes --check (rc $rc)" '[ $rc -eq 0 ] || { cat "$T/envcheck.out"; false; }'
+envcheck "$EX/node-mc1.env" BQOS_NODE_ARGS keyed "$P/sbin/bqos-node" --name mc1
+check "node-mc1.env's keyed form passes --check (rc $rc)" \
+  '[ $rc -eq 0 ] && grep -q "^BQOS_NODE_ARGS=.*--curve-key mc1.key" "$T/env" || { cat "$T/envcheck.out"; false; }'
+envcheck "$EX/node-blk1.env" BQOS_NODE_ARGS plain "$P/sbin/bqos-node" --name blk1
+check "the shipped node-blk1.env passes --check (rc $rc)" '[ $rc -eq 0 ] || { cat "$T/envcheck.out"; false; }'
+rm -f "$T/cred/mc1.key"
+envcheck "$EX/node-mc1.env" BQOS_NODE_ARGS keyed "$P/sbin/bqos-node" --name mc1
+check "without its credential the keyed node fails --check, naming the path (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -q "$T/cred/mc1.key: cannot open" "$T/envcheck.out"'
+check "the man pages have no @WORD@ left outside comments" \
+  '! grep -h "@[A-Z]*@" "$P"/share/man/man*/* | grep -v "^\.\\\\\"" | grep .'
+check "the units show the LoadCredential= drop-in" \
+  'grep -q "^#   LoadCredential=controller.key:/etc/bqos/keys/controller.key$" "$U/bqos-controller.service" &&
+   grep -q "^#   LoadCredential=%i.key:/etc/bqos/keys/%i.key$" "$U/bqos-node@.service"'
+
 # systemd-analyze verify wants the programs and pages where the units say:
 # verify copies whose paths point into DESTDIR.
 if command -v systemd-analyze >/dev/null 2>&1; then
@@ -67,9 +108,18 @@ if command -v systemd-analyze >/dev/null 2>&1; then
     sed "s|/usr/local/|$P/|g; s|/etc/bqos/|$D/etc/bqos/|g" "$u" >"$T/units/$(basename "$u")"
   done
   mv "$T/units/bqos-node@.service" "$T/units/bqos-node@mc1.service"
+  # and the keys drop-ins the units' comments show (docs/operations.md, "The same under systemd")
+  for u in bqos-controller.service:bqos-controller.service bqos-node@.service:bqos-node@mc1.service; do
+    mkdir -p "$T/units/${u%%:*}.d"
+    { echo "[Service]"; sed -n "s|^#   \(LoadCredential=.*\)|\1|p" "$T/units/${u#*:}"; } \
+      >"$T/units/${u%%:*}.d/keys.conf"
+  done
+  check "the keys drop-ins have their LoadCredential= lines" \
+    '[ "$(grep -c ^LoadCredential= "$T/units/bqos-controller.service.d/keys.conf")" -eq 1 ] &&
+     [ "$(grep -c ^LoadCredential= "$T/units/bqos-node@.service.d/keys.conf")" -eq 2 ]'
   MANPATH="$P/share/man:" systemd-analyze verify "$T/units/bqos-controller.service" \
     "$T/units/bqos-node@mc1.service" >"$T/verify" 2>&1; rc=$?
-  check "systemd-analyze verify: clean (rc $rc)" '[ $rc -eq 0 ] && [ ! -s "$T/verify" ] || { cat "$T/verify"; false; }'
+  check "systemd-analyze verify, with the keys drop-ins: clean (rc $rc)" '[ $rc -eq 0 ] && [ ! -s "$T/verify" ] || { cat "$T/verify"; false; }'
 else
   echo "ok - # SKIP systemd-analyze verify: systemd-analyze is not installed"
 fi
