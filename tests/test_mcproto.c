@@ -141,6 +141,30 @@ START_TEST(test_mcproto_line_too_long_and_binary)
     const char bin[] = "\x80\x01\x00\x00";
     ck_assert_int_eq(mcp_parse(bin, 4, &conf, &req, &res), MCP_CLOSE);
     ck_assert_ptr_null(res.error);
+    ck_assert_int_eq(res.binary, 1);
+}
+END_TEST
+
+START_TEST(test_mcproto_binary_refusal)
+{
+    /* a binary GET (opcode 0x00) with opaque 0xdeadbeef */
+    const char bin[24] = {(char)0x80, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                          (char)0xde, (char)0xad, (char)0xbe, (char)0xef};
+    char out[MCP_BINARY_REFUSAL_LEN];
+    int n = mcp_format_binary_refusal(out, sizeof out, bin, sizeof bin);
+    size_t body = strlen(MCP_BINARY_MSG);
+    ck_assert_int_eq(n, (int)(24 + body));
+    ck_assert_uint_eq((unsigned char)out[0], 0x81);
+    ck_assert_uint_eq((unsigned char)out[1], 0x00);
+    ck_assert_uint_eq((unsigned char)out[6] << 8 | (unsigned char)out[7], 0x0083);
+    ck_assert_uint_eq((unsigned char)out[11], body);
+    ck_assert(memcmp(out + 12, bin + 12, 4) == 0);
+    ck_assert(memcmp(out + 24, MCP_BINARY_MSG, body) == 0);
+    ck_assert_int_eq(mcp_format_binary_refusal(out, 10, bin, sizeof bin), -ENOSPC);
+    /* a short request: opcode and opaque zero where missing */
+    n = mcp_format_binary_refusal(out, sizeof out, "\x80\x0a", 2);
+    ck_assert_uint_eq((unsigned char)out[1], 0x0a);
+    ck_assert_uint_eq((unsigned char)out[12], 0);
 }
 END_TEST
 
@@ -247,7 +271,8 @@ int main(void)
                                   test_mcproto_incomplete, test_mcproto_errors,
                                   test_mcproto_long_key, test_mcproto_too_large_swallows,
                                   test_mcproto_bad_data_chunk,
-                                  test_mcproto_line_too_long_and_binary, test_mcproto_misc_commands,
+                                  test_mcproto_line_too_long_and_binary, test_mcproto_binary_refusal,
+                                  test_mcproto_misc_commands,
                                   test_mcproto_format, test_mcproto_prefixes,
                                   test_mcproto_flush_all_disabled, test_mcproto_max_keys};
     return testlib_run_tests("mcproto", tests, sizeof tests / sizeof tests[0]);

@@ -6,6 +6,7 @@
 #include <event2/event.h>
 #include <event2/buffer.h>
 #include <event2/util.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -508,6 +509,28 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
     handle_backend(f, c, r);
 }
 
+/* A client speaking the binary protocol: a binary "not supported" reply,
+ * a log line naming the client (rate-limited), then the close. */
+static void refuse_binary(conn_t *c, const char *req, size_t len)
+{
+    char addr[INET6_ADDRSTRLEN] = "unix socket";
+    if (c->sock.family)
+        inet_ntop(c->sock.family, c->sock.peer, addr, sizeof addr);
+    log_warn("closing client %s: it speaks memcached's binary protocol (opcode 0x%02x), "
+             "which bqos-node does not serve; use the text or meta protocol",
+             addr, len > 1 ? (unsigned char)req[1] : 0);
+    char *pkt = malloc(MCP_BINARY_REFUSAL_LEN);
+    int n = pkt ? mcp_format_binary_refusal(pkt, MCP_BINARY_REFUSAL_LEN, req, len) : -ENOMEM;
+    if (n < 0) {
+        free(pkt);
+        c->broken = 1;
+        return;
+    }
+    add_local_text(c, pkt, (size_t)n);
+    if (c->tail)
+        c->tail->close_after = 1;
+}
+
 /* Parses and starts every complete request in the read buffer. */
 static void conn_process(conn_t *c)
 {
@@ -569,7 +592,9 @@ static void conn_process(conn_t *c)
             }
             c->swallow = res.swallow;
         } else {
-            if (res.error)
+            if (res.binary)
+                refuse_binary(c, c->rbuf + off, c->rlen - off);
+            else if (res.error)
                 add_local(c, res.error, 0, 1);
             else
                 c->broken = 1;

@@ -130,7 +130,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     if (len == 0)
         return MCP_NEED_MORE;
     if ((unsigned char)buf[0] == 0x80) {
-        res->error = NULL; /* binary protocol: not supported, just close */
+        res->error = NULL; /* binary protocol: refused (mcp_format_binary_refusal()) */
+        res->binary = 1;
         return MCP_CLOSE;
     }
     size_t scan = len < MCP_LINE_MAX ? len : MCP_LINE_MAX;
@@ -332,4 +333,25 @@ int mcp_format_value_header(char *out, size_t cap, const char *key,
     if (n < 0 || (size_t)n >= cap)
         return -ENOSPC;
     return n;
+}
+
+int mcp_format_binary_refusal(char *out, size_t cap, const char *req, size_t len)
+{
+    static const char msg[] = MCP_BINARY_MSG;
+    size_t body = sizeof msg - 1;
+    if (cap < 24 + body)
+        return -ENOSPC;
+    memset(out, 0, 24);
+    out[0] = (char)0x81;                  /* response magic */
+    out[1] = len > 1 ? req[1] : 0;        /* the request's opcode */
+    out[6] = 0x00;
+    out[7] = (char)0x83;                  /* status: not supported */
+    out[8] = (char)((body >> 24) & 0xff); /* total body length, big-endian */
+    out[9] = (char)((body >> 16) & 0xff);
+    out[10] = (char)((body >> 8) & 0xff);
+    out[11] = (char)(body & 0xff);
+    for (size_t i = 12; i < 16; i++)      /* the request's opaque */
+        out[i] = i < len ? req[i] : 0;
+    memcpy(out + 24, msg, body);
+    return (int)(24 + body);
 }

@@ -4,7 +4,9 @@
  * The grammar and every error string follow memcached 1.6 (proto_text.c):
  * client mistakes are answered with "ERROR" or "CLIENT_ERROR ...", values
  * over the item size limit with "SERVER_ERROR object too large for cache"
- * (the data block is then swallowed).  The binary protocol is not supported.
+ * (the data block is then swallowed).  The binary protocol is not supported:
+ * a request starting with its magic byte 0x80 is MCP_CLOSE with res.binary
+ * set, and mcp_format_binary_refusal() gives the reply that says so.
  * All functions are pure and thread-safe. */
 #ifndef BQOS_MCPROTO_H
 #define BQOS_MCPROTO_H
@@ -53,7 +55,8 @@ typedef enum {
     MCP_ERROR = 2,     /* client mistake: send res.error, drop res.consumed
                           bytes, then discard res.swallow more bytes */
     MCP_CLOSE = 3      /* unrecoverable (line too long, binary protocol):
-                          send res.error if not NULL, then close */
+                          send res.error if not NULL (res.binary: the
+                          binary refusal), then close */
 } mcp_status_t;
 
 /* Outcome of mcp_parse() besides the request itself. */
@@ -67,6 +70,7 @@ typedef struct {
     mcp_cmd_t cmd;      /* the command, when it was recognised ... */
     mcp_str_t key;      /* ... and its key: a too-large "set" must also
                            delete the old value, as memcached does */
+    int binary;         /* MCP_CLOSE: the client speaks the binary protocol */
 } mcp_result_t;
 
 /* What a server accepts beyond the grammar. */
@@ -111,5 +115,15 @@ const char *mcp_reply_line(mcp_reply_t r);
 int mcp_format_value_header(char *out, size_t cap, const char *key,
                             size_t keylen, uint32_t flags, size_t nbytes,
                             int with_cas, uint64_t cas);
+
+/* The binary protocol's refusal: a response packet (magic 0x81) with status
+ * 0x0083 "not supported", the request's opcode and opaque echoed (taken from
+ * the first len bytes of the request, zero where missing) and MCP_BINARY_MSG
+ * as its body, so a binary client reports a readable error before the close.
+ * Writes at most cap bytes into out; returns the packet's length, or
+ * -ENOSPC (MCP_BINARY_REFUSAL_LEN bytes are always enough). */
+#define MCP_BINARY_MSG "binary protocol not supported: use memcached's text or meta protocol"
+#define MCP_BINARY_REFUSAL_LEN (24 + sizeof MCP_BINARY_MSG - 1)
+int mcp_format_binary_refusal(char *out, size_t cap, const char *req, size_t len);
 
 #endif

@@ -368,11 +368,14 @@ def cmd_faults(node):
     o.sendall(b"get half:b\r\n")
     check(recv_until(o, end=b"END\r\n", timeout=3) == b"VALUE half:b 0 1\r\nx\r\nEND\r\n",
           "still serving after an over-long line")
-    # Binary protocol magic: closed without a reply.
+    # Binary protocol magic: a binary "not supported" (0x0083) reply with
+    # the opcode and opaque echoed, then the close.
     bp = connect(node)
-    bp.sendall(b"\x80\x0a\x00\x00" + b"\x00" * 20)
+    bp.sendall(b"\x80\x0a\x00\x00" + b"\x00" * 8 + b"\x01\x02\x03\x04" + b"\x00" * 8)
     got = recv_until(bp, end=b"<never>", timeout=3)
-    check(got == b"", "binary protocol request: connection closed (%r)" % got[:60])
+    check(got[:2] == b"\x81\x0a" and got[6:8] == b"\x00\x83" and got[12:16] == b"\x01\x02\x03\x04"
+          and b"binary protocol not supported" in got[24:],
+          "binary protocol request: refused with a binary error, then closed (%r)" % got[:60])
     # Many clients vanish with pipelines in flight; the node stays sane.
     for i in range(50):
         c = connect(node)
