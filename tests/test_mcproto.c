@@ -145,6 +145,34 @@ START_TEST(test_mcproto_line_too_long_and_binary)
 }
 END_TEST
 
+START_TEST(test_mcproto_gat)
+{
+    ck_assert_int_eq(parse("gat 100 a red:b\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_GAT);
+    ck_assert_int_eq(req.exptime, 100);
+    ck_assert_uint_eq(req.nkeys, 2);
+    ck_assert(str_is(req.keys[0], "a"));
+    ck_assert(str_is(req.keys[1], "red:b"));
+    ck_assert_int_eq(parse("gats -1 k\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_GATS);
+    ck_assert_int_eq(req.exptime, -1);
+    ck_assert_int_eq(parse("gat 5\r\n"), MCP_OK); /* memcached: END */
+    ck_assert_uint_eq(req.nkeys, 0);
+    ck_assert_int_eq(parse("gat\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
+    ck_assert_int_eq(parse("gat x k\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR invalid exptime argument");
+    ck_assert_uint_eq(res.column, 4);
+    ck_assert_int_eq(parse("gats 99999999999 k\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR invalid exptime argument");
+    char line[400];
+    snprintf(line, sizeof line, "gat 1 k %0251d\r\n", 0);
+    ck_assert_int_eq(parse(line), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 8);
+}
+END_TEST
+
 START_TEST(test_mcproto_binary_refusal)
 {
     /* a binary GET (opcode 0x00) with opaque 0xdeadbeef */
@@ -272,6 +300,7 @@ int main(void)
                                   test_mcproto_long_key, test_mcproto_too_large_swallows,
                                   test_mcproto_bad_data_chunk,
                                   test_mcproto_line_too_long_and_binary, test_mcproto_binary_refusal,
+                                  test_mcproto_gat,
                                   test_mcproto_misc_commands,
                                   test_mcproto_format, test_mcproto_prefixes,
                                   test_mcproto_flush_all_disabled, test_mcproto_max_keys};

@@ -309,6 +309,11 @@ static int is_get(const backend_op_t *op)
     return op->cmd == MCP_CMD_GET || op->cmd == MCP_CMD_GETS;
 }
 
+static int is_gat(const backend_op_t *op)
+{
+    return op->cmd == MCP_CMD_GAT || op->cmd == MCP_CMD_GATS;
+}
+
 /* Appends op's request (not a get).  Returns 0 or -ENOMEM. */
 static int put_request(mconn_t *c, const backend_op_t *op)
 {
@@ -340,6 +345,12 @@ static int put_request(mconn_t *c, const backend_op_t *op)
     case MCP_CMD_FLUSH_ALL:
         n = snprintf(tail, sizeof tail, " %lld\r\n", (long long)op->exptime);
         break;
+    case MCP_CMD_GAT:
+    case MCP_CMD_GATS: /* one key each: "gats <exptime> <key>" */
+        n = snprintf(tail, sizeof tail, "gats %lld", (long long)op->exptime);
+        if (put(c, tail, (size_t)n) < 0 || put_word(c, op->key, op->keylen) < 0)
+            return -ENOMEM;
+        return put(c, "\r\n", 2);
     default: /* delete */
         n = snprintf(tail, sizeof tail, "\r\n");
         break;
@@ -481,6 +492,8 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
         if (is_get(op)) {
             op->reply = MCP_R_MISS;
             gets[ng++] = op;
+        } else if (is_gat(op)) {
+            op->reply = MCP_R_MISS;
         }
     }
     if (!c) {
@@ -506,7 +519,9 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
         goto fail;
     gets_done = 1;
     for (upto = 0; upto < n; upto++)
-        if (!is_get(ops[upto]) && (rc = read_reply(c, ops[upto])) < 0)
+        if (!is_get(ops[upto]) &&
+            (rc = is_gat(ops[upto]) ? read_values(c, &ops[upto], 1)
+                                    : read_reply(c, ops[upto])) < 0)
             goto fail;
     if (c->rpos != c->rlen)
         mconn_close(c); /* replies nobody asked for: start afresh */

@@ -33,13 +33,13 @@ typedef struct backend_op {
                                  backend_submit_chain() */
     /* request: set by the caller */
     mcp_cmd_t cmd;            /* get/gets, set..cas, delete, incr/decr,
-                                 touch, flush_all */
+                                 touch, flush_all, gat/gats */
     const char *key;          /* not NUL-terminated; caller-owned */
     size_t keylen;
     const char *value;        /* storage commands; caller-owned */
     size_t vlen;
     uint32_t flags;
-    int64_t exptime;          /* also flush_all's delay */
+    int64_t exptime;          /* also flush_all's delay, gat's */
     uint64_t cas;
     uint64_t delta;
     /* result: set by the worker */

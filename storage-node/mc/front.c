@@ -502,6 +502,14 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
             add_local(c, "ERROR", 0, 0);
         return;
     }
+    case MCP_CMD_GAT:
+    case MCP_CMD_GATS:
+        if (r->nkeys == 0) { /* "gat <exptime>" alone: memcached's END */
+            add_local(c, "END", 0, 0);
+            return;
+        }
+        mcreply_count(&f->st, r, &f->cmd_other);
+        break;
     default:
         mcreply_count(&f->st, r, &f->cmd_other);
         break;

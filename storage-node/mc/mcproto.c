@@ -12,7 +12,7 @@
 static const char *const cmd_names[MCP_CMD__COUNT] = {
     "get", "gets", "set", "add", "replace", "append", "prepend", "cas",
     "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity",
-    "stats", "quit"};
+    "stats", "quit", "gat", "gats"};
 
 /* Command table: name, smallest and largest token count (command included). */
 static const struct {
@@ -37,6 +37,8 @@ static const struct {
     {"verbosity", MCP_CMD_VERBOSITY, 2, 3},
     {"stats", MCP_CMD_STATS, 1, 3},
     {"quit", MCP_CMD_QUIT, 1, MAX_TOKENS},
+    {"gat", MCP_CMD_GAT, 2, MCP_MAX_KEYS + 2},
+    {"gats", MCP_CMD_GATS, 2, MCP_MAX_KEYS + 2},
 };
 
 static const char E_ERROR[] = "ERROR";
@@ -178,7 +180,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     mcp_cmd_t cmd = cmd_table[ci].cmd;
     res->cmd = cmd;
     if (nt < cmd_table[ci].min_tokens || nt > cmd_table[ci].max_tokens) {
-        if ((cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS) && nt > 1)
+        if ((cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS || cmd == MCP_CMD_GAT ||
+             cmd == MCP_CMD_GATS) && nt > 1)
             return fail(res, buf, tok[nt - 1], E_FORMAT);
         return fail(res, buf, tok[0], E_ERROR);
     }
@@ -195,9 +198,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     req->noreply = nt > 1 && tok_eq(tok[nt - 1], "noreply");
     res->noreply = req->noreply;
 
-    if (cmd != MCP_CMD_GET && cmd != MCP_CMD_GETS && cmd != MCP_CMD_FLUSH_ALL &&
-        cmd != MCP_CMD_VERSION && cmd != MCP_CMD_VERBOSITY &&
-        cmd != MCP_CMD_STATS && cmd != MCP_CMD_QUIT) {
+    if (mcp_cmd_is_storage(cmd) || cmd == MCP_CMD_DELETE || cmd == MCP_CMD_INCR ||
+        cmd == MCP_CMD_DECR || cmd == MCP_CMD_TOUCH) {
         if (tok[1].len > MCP_KEY_MAX)
             return fail(res, buf, tok[1], E_FORMAT);
         req->keys[0] = tok[1];
@@ -208,6 +210,20 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     case MCP_CMD_GET:
     case MCP_CMD_GETS:
         for (size_t i = 1; i < nt; i++) {
+            if (tok[i].len > MCP_KEY_MAX)
+                return fail(res, buf, tok[i], E_FORMAT);
+            req->keys[req->nkeys++] = tok[i];
+        }
+        req->noreply = 0;
+        res->noreply = 0;
+        return MCP_OK;
+    case MCP_CMD_GAT:
+    case MCP_CMD_GATS:
+        /* "gat <exptime> <key>*": no key at all is a plain END, as in
+         * memcached */
+        if (parse_i32(tok[1], &req->exptime) < 0)
+            return fail(res, buf, tok[1], E_EXPTIME);
+        for (size_t i = 2; i < nt; i++) {
             if (tok[i].len > MCP_KEY_MAX)
                 return fail(res, buf, tok[i], E_FORMAT);
             req->keys[req->nkeys++] = tok[i];

@@ -24,6 +24,7 @@ typedef enum {
     MCP_CMD_APPEND, MCP_CMD_PREPEND, MCP_CMD_CAS, MCP_CMD_DELETE,
     MCP_CMD_INCR, MCP_CMD_DECR, MCP_CMD_TOUCH, MCP_CMD_FLUSH_ALL,
     MCP_CMD_VERSION, MCP_CMD_VERBOSITY, MCP_CMD_STATS, MCP_CMD_QUIT,
+    MCP_CMD_GAT, MCP_CMD_GATS,   /* get and touch: exptime in req.exptime */
     MCP_CMD__COUNT
 } mcp_cmd_t;
 
@@ -37,10 +38,12 @@ typedef struct {
  * mcp_parse() and is valid only as long as that buffer is. */
 typedef struct {
     mcp_cmd_t cmd;
-    mcp_str_t keys[MCP_MAX_KEYS]; /* get/gets: all keys; others: keys[0] */
+    mcp_str_t keys[MCP_MAX_KEYS]; /* get/gets/gat/gats: all keys (gat: maybe
+                                     none); others: keys[0] */
     size_t nkeys;
     uint32_t flags;               /* storage commands */
-    int64_t exptime;              /* storage commands, touch; flush_all delay */
+    int64_t exptime;              /* storage commands, touch, gat/gats;
+                                     flush_all delay */
     uint64_t cas;                 /* cas */
     uint64_t delta;               /* incr/decr; verbosity level */
     const char *data;             /* storage commands: the value ... */
