@@ -345,6 +345,23 @@ static int put_request(mconn_t *c, const backend_op_t *op)
     case MCP_CMD_FLUSH_ALL:
         n = snprintf(tail, sizeof tail, " %lld\r\n", (long long)op->exptime);
         break;
+    case MCP_CMD_MG:
+    case MCP_CMD_MS:
+    case MCP_CMD_MD:
+    case MCP_CMD_MA:
+    case MCP_CMD_ME: {
+        int rc = put(c, op->line, op->linelen);
+        if (!rc)
+            rc = put(c, "\r\n", 2);
+        if (!rc && op->cmd == MCP_CMD_MS) {
+            rc = put(c, op->value, op->vlen);
+            if (!rc)
+                rc = put(c, "\r\n", 2);
+        }
+        if (!rc && op->quiet) /* whatever memcached says, the MN ends it */
+            rc = put(c, "mn\r\n", 4);
+        return rc;
+    }
     case MCP_CMD_GAT:
     case MCP_CMD_GATS: /* one key each: "gats <exptime> <key>" */
         n = snprintf(tail, sizeof tail, "gats %lld", (long long)op->exptime);
@@ -470,6 +487,62 @@ static int read_reply(mconn_t *c, backend_op_t *op)
     return 0;
 }
 
+/* Appends n bytes to op's reply text (rvalue, rvlen).  Returns 0 or
+ * -ENOMEM. */
+static int reply_add(backend_op_t *op, const char *p, size_t n)
+{
+    char *nb = realloc(op->rvalue, op->rvlen + n);
+    if (!nb)
+        return -ENOMEM;
+    memcpy(nb + op->rvlen, p, n);
+    op->rvalue = nb;
+    op->rvlen += n;
+    return 0;
+}
+
+/* Reads the reply of a meta op into its rvalue as memcached wrote it: one
+ * line, and for VA its data block; for a quiet op, up to the MN that
+ * followed it (memcached's silence leaves rvalue NULL).  Returns 0 or
+ * -errno. */
+static int read_meta(mconn_t *c, backend_op_t *op)
+{
+    char *l;
+    size_t len;
+    int rc = get_line(c, &l, &len);
+    if (rc < 0)
+        return rc;
+    op->reply = MCP_R_OK;
+    op->rdata = 0;
+    if (op->quiet && strcmp(l, "MN") == 0)
+        return 0;
+    size_t vbytes = 0;
+    if (strncmp(l, "VA ", 3) == 0) {
+        char *end;
+        unsigned long long v = strtoull(l + 3, &end, 10);
+        if (end == l + 3 || (*end != ' ' && *end != '\0'))
+            return -EPROTO;
+        vbytes = (size_t)v;
+        op->reply = MCP_R_VALUE;
+    }
+    if (reply_add(op, l, len) < 0 || reply_add(op, "\r\n", 2) < 0)
+        return -ENOMEM;
+    if (op->reply == MCP_R_VALUE) {
+        if ((rc = get_data(c, vbytes)) < 0)
+            return rc;
+        if (reply_add(op, c->r + c->rpos, vbytes + 2) < 0)
+            return -ENOMEM;
+        c->rpos += vbytes + 2;
+        op->rdata = vbytes;
+    }
+    if (op->quiet) {
+        if ((rc = get_line(c, &l, &len)) < 0)
+            return rc;
+        if (strcmp(l, "MN") != 0)
+            return -EPROTO;
+    }
+    return 0;
+}
+
 /* Runs a batch taken from the FIFO as one pipelined exchange: every get of
  * the batch as one multi-key gets, then the other ops in order, all written
  * at once, then the replies read in order (one round trip).  Ops of one
@@ -521,7 +594,8 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
     for (upto = 0; upto < n; upto++)
         if (!is_get(ops[upto]) &&
             (rc = is_gat(ops[upto]) ? read_values(c, &ops[upto], 1)
-                                    : read_reply(c, ops[upto])) < 0)
+                  : mcp_cmd_is_meta(ops[upto]->cmd) ? read_meta(c, ops[upto])
+                                                    : read_reply(c, ops[upto])) < 0)
             goto fail;
     if (c->rpos != c->rlen)
         mconn_close(c); /* replies nobody asked for: start afresh */

@@ -33,7 +33,8 @@ typedef struct backend_op {
                                  backend_submit_chain() */
     /* request: set by the caller */
     mcp_cmd_t cmd;            /* get/gets, set..cas, delete, incr/decr,
-                                 touch, flush_all, gat/gats */
+                                 touch, flush_all, gat/gats, the meta
+                                 commands but mn */
     const char *key;          /* not NUL-terminated; caller-owned */
     size_t keylen;
     const char *value;        /* storage commands; caller-owned */
@@ -42,6 +43,11 @@ typedef struct backend_op {
     int64_t exptime;          /* also flush_all's delay, gat's */
     uint64_t cas;
     uint64_t delta;
+    const char *line;         /* meta commands: the client's line, sent as
+                                 it is (then ms's value); caller-owned */
+    size_t linelen;
+    int quiet;                /* meta's q flag: memcached may stay silent,
+                                 so an "mn" follows the request */
     /* result: set by the worker */
     mcp_reply_t reply;
     char *rvalue;             /* get hit: malloc'd value, caller frees */
@@ -49,6 +55,10 @@ typedef struct backend_op {
     uint32_t rflags;
     uint64_t rcas;
     uint64_t number;          /* incr/decr result */
+    size_t rdata;             /* meta: bytes of the value in the reply (VA);
+                                 the reply itself, every line of it, is
+                                 rvalue (NULL: a quiet request answered
+                                 nothing) */
     double done_at;           /* mono_now() when its batch's replies were
                                  read (one clock read per batch): where its
                                  time at the backend ends, however late

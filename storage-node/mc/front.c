@@ -402,7 +402,8 @@ static int bucket_of(front_t *f, const char *key, size_t len)
 static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
 {
     size_t nios = r->nkeys ? r->nkeys : 1;
-    size_t extra = r->nbytes;
+    int meta = mcp_cmd_is_meta(r->cmd);
+    size_t extra = r->nbytes + (meta ? r->line.len : 0);
     for (size_t i = 0; i < r->nkeys; i++)
         extra += r->keys[i].len;
     slot_t *sl = slot_new(f, nios, extra);
@@ -420,6 +421,12 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         memcpy(p, r->data, r->nbytes);
         value = p;
         p += r->nbytes;
+    }
+    const char *line = NULL;
+    if (meta) { /* forwarded as the client wrote it */
+        memcpy(p, r->line.ptr, r->line.len);
+        line = p;
+        p += r->line.len;
     }
     for (size_t i = 0; i < nios; i++) {
         io_t *io = &sl->ios[i];
@@ -439,6 +446,9 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         op->exptime = r->exptime;
         op->cas = r->cas;
         op->delta = r->delta;
+        op->line = line;
+        op->linelen = meta ? r->line.len : 0;
+        op->quiet = r->quiet;
     }
     conn_append(c, sl);
     double t = iolat_now(gate_iolat(f->g));
@@ -502,6 +512,9 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
             add_local(c, "ERROR", 0, 0);
         return;
     }
+    case MCP_CMD_MN: /* after every earlier reply, as slots are ordered */
+        add_local(c, "MN", 0, 0);
+        return;
     case MCP_CMD_GAT:
     case MCP_CMD_GATS:
         if (r->nkeys == 0) { /* "gat <exptime>" alone: memcached's END */
@@ -583,7 +596,7 @@ static void conn_process(conn_t *c)
             handle(f, c, &f->req);
         } else if (st == MCP_ERROR) {
             log_debug("client error at column %zu: %s", res.column, res.error);
-            if (res.swallow && res.cmd == MCP_CMD_SET) {
+            if (res.swallow && res.key.ptr && (res.cmd == MCP_CMD_SET || res.cmd == MCP_CMD_MS)) {
                 /* memcached drops the old value of a key whose new value
                  * was too large, so a later get cannot see stale data. */
                 mcp_req_t *d = &f->req;
@@ -746,7 +759,11 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done_at(f->g, op->done_at);
-    gate_charge(f->g, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
+    /* a get's value (a meta reply's VA block) costs as read */
+    int read = op->cmd < MCP_CMD_MG ? op->rvalue != NULL : op->reply == MCP_R_VALUE;
+    gate_charge(f->g, &io->item,
+                read ? cost_of(&f->cfg.cost, COST_READ,
+                               op->cmd < MCP_CMD_MG ? op->rvlen : op->rdata) : 0);
     int failed = op->reply == MCP_R_SERVER_ERROR;
     iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
     f->st.backend_errors += failed;

@@ -25,6 +25,12 @@ typedef enum {
     MCP_CMD_INCR, MCP_CMD_DECR, MCP_CMD_TOUCH, MCP_CMD_FLUSH_ALL,
     MCP_CMD_VERSION, MCP_CMD_VERBOSITY, MCP_CMD_STATS, MCP_CMD_QUIT,
     MCP_CMD_GAT, MCP_CMD_GATS,   /* get and touch: exptime in req.exptime */
+    /* The meta protocol (memcached 1.6): mg, ms, md, ma, mn, me.  A meta
+     * request is forwarded as the client wrote it (req.line, and ms's data
+     * block), so memcached itself checks its flags and the reply is its
+     * own; the parser finds only what the node needs: the key (decoded when
+     * the b flag says base64), the q flag and ms's data length. */
+    MCP_CMD_MG, MCP_CMD_MS, MCP_CMD_MD, MCP_CMD_MA, MCP_CMD_MN, MCP_CMD_ME,
     MCP_CMD__COUNT
 } mcp_cmd_t;
 
@@ -50,6 +56,12 @@ typedef struct {
     size_t nbytes;                /* ... and its length (no trailing CRLF) */
     int noreply;                  /* last token was "noreply" */
     mcp_str_t arg;                /* stats: the argument ("" for plain stats) */
+    /* meta commands: */
+    mcp_str_t line;               /* the command line as sent, without its
+                                     line end */
+    int quiet;                    /* the q flag: memcached's quiet mode */
+    char bkey[MCP_KEY_MAX];       /* a base64 key (b flag) decoded; then
+                                     keys[0] points here */
 } mcp_req_t;
 
 typedef enum {
@@ -95,6 +107,16 @@ const char *mcp_cmd_name(mcp_cmd_t cmd);
 
 /* Returns nonzero for commands that carry a data block (set..cas). */
 int mcp_cmd_is_storage(mcp_cmd_t cmd);
+
+/* Returns nonzero for the keyed meta commands forwarded to memcached
+ * (mg, ms, md, ma, me; not mn, answered by the node). */
+int mcp_cmd_is_meta(mcp_cmd_t cmd);
+
+/* Decodes standard base64 (with its '=' padding, length a multiple of 4,
+ * as memcached's b flag wants) from in[0..len) into out (at most cap
+ * bytes).  Returns the decoded length, or -EINVAL (not base64) or
+ * -ENOSPC. */
+int mcp_base64_decode(const char *in, size_t len, char *out, size_t cap);
 
 /* Outcome of a backend operation, mapped to a reply line. */
 typedef enum {

@@ -18,6 +18,16 @@ void mcreply_ops(struct evbuffer *out, mcp_cmd_t cmd, const backend_op_t *first,
             return;
         }
     }
+    if (mcp_cmd_is_meta(cmd)) { /* memcached's reply as it wrote it */
+        if (cmd == MCP_CMD_MG && first->reply == MCP_R_VALUE)
+            st->get_hits++;
+        else if (cmd == MCP_CMD_MG && first->rvalue && first->rvlen >= 2 &&
+                 memcmp(first->rvalue, "EN", 2) == 0)
+            st->get_misses++;
+        if (first->rvalue)
+            evbuffer_add(out, first->rvalue, first->rvlen);
+        return;
+    }
     if (cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS || cmd == MCP_CMD_GAT ||
         cmd == MCP_CMD_GATS) {
         for (int i = 0; i < n; i++) {
@@ -66,6 +76,12 @@ void mcreply_count(mcstats_t *st, const mcp_req_t *r, uint64_t *other)
         break;
     case MCP_CMD_TOUCH:
         st->cmd_touch++;
+        break;
+    case MCP_CMD_MG:
+        st->cmd_get++;
+        break;
+    case MCP_CMD_MS:
+        st->cmd_set++;
         break;
     case MCP_CMD_GAT: /* memcached counts a gat as a get and a touch */
     case MCP_CMD_GATS:

@@ -8,6 +8,7 @@ Usage:
   node_client.py backend NODE_PORT down|up       backend memcached gone / back
   node_client.py conns NODE_PORT N               N concurrent connections
   node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
+  node_client.py metabuckets NODE_PORT PID FILE  meta requests in their buckets, waiting for tokens, in order
   node_client.py flushpipe NODE_PORT PID FILE    defect 6: flush_all behind a waiting request, 1.1 MB pipelined
   node_client.py hog NODE_PORT PID MAX_MB        defect 8: a client that never reads; RSS stays under MAX_MB
 Exit status 0 when every check passes; failures are printed.
@@ -75,8 +76,11 @@ def unescape(line):
 
 
 def norm(x):
-    # CAS values differ between two servers; compare everything else.
-    return re.sub(rb"(VALUE \S+ \d+ \d+) \d+", rb"\1 CAS", x)
+    # CAS values differ between two servers; compare everything else (meta
+    # replies: the c flag's value, me's cas= and la=).
+    x = re.sub(rb"(VALUE \S+ \d+ \d+) \d+", rb"\1 CAS", x)
+    x = re.sub(rb"(?m)^((?:HD|VA|EN|NS|EX|NF)(?: [^\r]*)?) c\d+", rb"\1 cCAS", x)
+    return re.sub(rb"(?m)^(ME [^\r]*)cas=\d+", rb"\1cas=CAS", re.sub(rb"la=\d+", b"la=N", x))
 
 
 def cmd_diff(ref, node, path):
@@ -242,6 +246,42 @@ def cmd_tokens(node, pid, tokfile):
     os.kill(pid, signal.SIGTERM)
     got = recv_until(s4, end=b"\r\n")
     check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)
+
+
+def cmd_metabuckets(node, pid, tokfile):
+    """Meta requests are classified and scheduled like classic ones: by the
+    key's prefix (a base64 key by its decoded form), waiting for their
+    bucket's tokens, answered in request order (mn included)."""
+    import base64
+
+    def red(key):
+        return lambda: stats(node, b"buckets").get("red:" + key)
+
+    set_tokens(pid, tokfile, {"red": {"r": 0, "l": 0}})
+    wait_until(lambda: red("r_tokens")() == "0" and red("l_tokens")() == "0")
+    b64 = base64.b64encode(b"red:x")
+    s1 = connect(node)
+    s1.sendall(b"ms red:x 3 T0\r\nabc\r\nmg " + b64 + b" b v k\r\nma red:n N0 J7 v\r\n"
+               b"mg red:nope v q\r\nmn\r\n")
+    early = quiet_recv(s1, 0.5)
+    check(early == b"", "nothing answered while red's meta requests wait for tokens (got %r)" % early)
+    wait_until(lambda: red("queued")() == "3")
+    check(red("queued")() == "3", "red queue holds ms, ma and mg red:nope (mg red:x waits on its key): %s" % red("queued")())
+    s2 = connect(node)
+    s2.sendall(b"ms blue:y 1\r\nb\r\nmg Ymx1ZTp5 b v\r\n")
+    check(recv_until(s2, end=b"VA 1\r\nb\r\n") == b"HD\r\nVA 1\r\nb\r\n",
+          "blue's meta requests are not held up by red")
+    set_tokens(pid, tokfile, {"red": {"r": 10, "l": 10}})
+    # (memcached returns the key as stored: ms stored it plain)
+    want = b"HD\r\nVA 3 kred:x\r\nabc\r\nVA 1\r\n7\r\nMN\r\n"
+    got = recv_until(s1, end=b"MN\r\n")
+    check(got == want, "after tokens, all meta replies in request order, the quiet miss silent (%r)" % got)
+    st = stats(node, b"buckets")
+    check(st.get("red:served_r") == "4" and st.get("red:r_tokens") == "6",
+          "4 red meta IOs served with R-tokens, 6 left (%s, %s)" % (st.get("red:served_r"), st.get("red:r_tokens")))
+    g = stats(node)
+    check(g.get("cmd_get") == "3" and g.get("cmd_set") == "2" and g.get("get_hits") == "2",
+          "stats counts mg as get, ms as set (%s %s %s)" % (g.get("cmd_get"), g.get("cmd_set"), g.get("get_hits")))
 
 
 def set_tokens(pid, tokfile, d):
@@ -473,6 +513,8 @@ def main():
         cmd_backend_down(port, sys.argv[3])
     elif what == "tokens":
         cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "metabuckets":
+        cmd_metabuckets(port, int(sys.argv[3]), sys.argv[4])
     elif what == "flushpipe":
         cmd_flushpipe(port, int(sys.argv[3]), sys.argv[4])
     elif what == "hog":
