@@ -337,6 +337,10 @@ START_TEST(test_mcproto_misc_commands)
     ck_assert(str_is(req.arg, "detail on"));
     ck_assert_int_eq(parse("stats\r\n"), MCP_OK);
     ck_assert_uint_eq(req.arg.len, 0);
+    ck_assert_int_eq(parse("stats cachedump 1  0\r\n"), MCP_OK); /* memcdump's */
+    ck_assert(str_is(req.arg, "cachedump 1  0"));
+    ck_assert_int_eq(parse("stats a b c d\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
     ck_assert_int_eq(parse("incr n 18446744073709551615\r\n"), MCP_OK);
     ck_assert(req.delta == UINT64_MAX);
     ck_assert_int_eq(parse("quit\r\n"), MCP_OK);

@@ -97,6 +97,7 @@ typedef struct conn {
 struct front {
     front_config_t cfg;
     char *name, *backend_host;
+    char backend_desc[300]; /* stats settings' bqos_backend */
     struct event_base *base;
     /* The scheduler, window, dispatch once per pass of the event loop
      * (after the reads and completions of that pass), stop. */
@@ -506,6 +507,8 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
             return;
         }
         char *t = mcstats_text(&f->st, f->g, r->arg.ptr, r->arg.len, &len);
+        if (!t) /* settings, conns, items, slabs, cachedump: the node's own */
+            t = mcstats_client_text(&f->st, c->sock.fd, r->arg.ptr, r->arg.len, &len);
         if (t)
             add_local_text(c, t, len);
         else
@@ -891,7 +894,12 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->st.started = time(NULL);
     /* memcached counts its worker threads; inline, the loop is one. */
     f->st.threads = cfg->workers > 0 ? cfg->workers : 1;
+    f->st.maxconns = cfg->max_conns;
+    f->st.item_size_max = cfg->proto.max_item;
+    f->st.flush_enabled = !cfg->proto.no_flush;
     f->cfg.backend_host = f->backend_host;
+    snprintf(f->backend_desc, sizeof f->backend_desc, "%s:%u", f->backend_host, cfg->backend_port);
+    f->st.backend = f->backend_desc;
     static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,
                                        .accept = on_accept, .refuse = on_refuse};

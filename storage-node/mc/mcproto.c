@@ -35,7 +35,7 @@ static const struct {
     {"flush_all", MCP_CMD_FLUSH_ALL, 1, 3},
     {"version", MCP_CMD_VERSION, 1, MAX_TOKENS},
     {"verbosity", MCP_CMD_VERBOSITY, 2, 3},
-    {"stats", MCP_CMD_STATS, 1, 3},
+    {"stats", MCP_CMD_STATS, 1, 4}, /* "stats cachedump 1 0" */
     {"quit", MCP_CMD_QUIT, 1, MAX_TOKENS},
     {"gat", MCP_CMD_GAT, 2, MCP_MAX_KEYS + 2},
     {"gats", MCP_CMD_GATS, 2, MCP_MAX_KEYS + 2},

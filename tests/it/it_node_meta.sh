@@ -27,6 +27,25 @@ fi
 stop_node
 [ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (pool)" || bad "exit status $NODE_RC after SIGTERM (pool)"
 
+# stats settings|conns|items|slabs|sizes|cachedump answered by the node,
+# no key listed; memcdump runs and lists no key of any bucket.
+start_node "$tmp/node-stats.log" --policy rr --max-conns 77
+if python3 "$HERE/node_client.py" statsargs "$NODE_PORT" 77 >"$tmp/stats.out" 2>&1; then
+  ok "stats settings|conns|items|slabs|cachedump: the node's, no keys"
+else
+  bad "stats settings|conns|items|slabs|cachedump"
+fi
+sed 's/^/     /' "$tmp/stats.out"
+if command -v memcdump >/dev/null 2>&1; then
+  memcdump --servers="127.0.0.1:$NODE_PORT" >"$tmp/dump.out" 2>&1; rc=$?
+  [ $rc = 0 ] && [ ! -s "$tmp/dump.out" ] && ok "memcdump exits 0 listing no key" ||
+    { bad "memcdump: exit $rc"; cat "$tmp/dump.out"; }
+  memcdump --servers="127.0.0.1:$MC_PORT" | grep -q "red:secret" &&
+    ok "(memcached itself lists red:secret to anyone)" || bad "memcached did not list red:secret"
+fi
+stop_node
+[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (stats)" || bad "exit status $NODE_RC after SIGTERM (stats)"
+
 # Meta requests in their buckets: classification (base64 keys decoded),
 # token waits, request order, counters.
 echo '{}' >"$tmp/tokens.json"

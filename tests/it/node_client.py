@@ -9,6 +9,7 @@ Usage:
   node_client.py conns NODE_PORT N               N concurrent connections
   node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
   node_client.py metabuckets NODE_PORT PID FILE  meta requests in their buckets, waiting for tokens, in order
+  node_client.py statsargs NODE_PORT MAXCONNS    stats settings|conns|items|slabs|cachedump: the node's, no keys
   node_client.py flushpipe NODE_PORT PID FILE    defect 6: flush_all behind a waiting request, 1.1 MB pipelined
   node_client.py hog NODE_PORT PID MAX_MB        defect 8: a client that never reads; RSS stays under MAX_MB
 Exit status 0 when every check passes; failures are printed.
@@ -284,6 +285,33 @@ def cmd_metabuckets(node, pid, tokfile):
           "stats counts mg as get, ms as set (%s %s %s)" % (g.get("cmd_get"), g.get("cmd_set"), g.get("get_hits")))
 
 
+def cmd_statsargs(node, maxconns):
+    """stats settings|conns|items|slabs|sizes and cachedump answered by the
+    node; no key of any bucket listed."""
+    s = connect(node)
+    s.sendall(b"set red:secret 0 0 1\r\nx\r\nset blue:other 0 0 1\r\ny\r\n")
+    recv_until(s, end=b"STORED\r\nSTORED\r\n")
+    st = stats(node, b"settings")
+    check(st.get("maxconns") == str(maxconns) and st.get("item_size_max") == "1048576" and
+          st.get("tcpport") == str(node) and st.get("flush_enabled") == "yes" and
+          st.get("bqos_backend", "").startswith(("127.0.0.1:", "unix:")),
+          "stats settings: the node's maxconns, port, item size, backend (%r)" % st)
+    me = s.getsockname()
+    out = run(node, b"stats conns\r\n")
+    rows = [l for l in out.split(b"\r\n") if l.startswith(b"STAT ")]
+    check(out.endswith(b"END\r\n") and len(rows) == 4 and
+          (b":addr tcp:127.0.0.1:" in rows[0]) and (b":%d" % me[1]) not in out,
+          "stats conns: the asking connection only (%r)" % out)
+    for arg in (b"items", b"slabs", b"cachedump 1 0", b"cachedump 1 100"):
+        got = run(node, b"stats " + arg + b"\r\n")
+        check(got == b"END\r\n", "stats %s: no rows (%r)" % (arg.decode(), got))
+    check(run(node, b"stats sizes\r\n") == b"STAT sizes_status disabled\r\nEND\r\n", "stats sizes")
+    for req in (b"lru_crawler metadump all\r\n", b"watch\r\n", b"stats nonsense\r\n"):
+        got = run(node, req)
+        check(got == b"ERROR\r\n", "%r refused (%r)" % (req, got))
+    s.close()
+
+
 def set_tokens(pid, tokfile, d):
     import json
     import os
@@ -513,6 +541,8 @@ def main():
         cmd_backend_down(port, sys.argv[3])
     elif what == "tokens":
         cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "statsargs":
+        cmd_statsargs(port, int(sys.argv[3]))
     elif what == "metabuckets":
         cmd_metabuckets(port, int(sys.argv[3]), sys.argv[4])
     elif what == "flushpipe":
