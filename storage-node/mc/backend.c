@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -29,8 +30,9 @@ _Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's
 /* The settings are read-only after backend_new() (the workers read them);
  * the pool has its own locks. */
 struct backend {
-    char host[256];
+    char host[256];          /* port 0: a Unix socket's path */
     unsigned port;
+    char desc[300];          /* "HOST:PORT" or "unix:PATH", for logs */
     backend_done_fn done;
     void *arg;
     workpool_t *wp;          /* each worker (inline: the loop thread) with
@@ -115,18 +117,56 @@ static void note_state(backend_t *b, int rc)
     if (atomic_exchange(&b->down, rc < 0) == (rc < 0))
         return;
     if (rc < 0)
-        log_warn("backend %s:%u down: %s (requests fail with SERVER_ERROR until it answers)",
-                 b->host, b->port, strerror(-rc));
+        log_warn("backend %s down: %s (requests fail with SERVER_ERROR until it answers)",
+                 b->desc, strerror(-rc));
     else
-        log_info("backend %s:%u up again", b->host, b->port);
+        log_info("backend %s up again", b->desc);
 }
 
-/* Connects (non-blocking socket, TCP_NODELAY) within CONNECT_MS.  Returns
- * 0 or -errno. */
+/* Connects to a Unix socket (port 0: host is its path).  Returns 0 or
+ * -errno. */
+static int mconn_connect_unix(mconn_t *c)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    size_t n = strlen(c->b->host);
+    if (n >= sizeof sun.sun_path) /* backend_new() refused it */
+        return -ENAMETOOLONG;
+    memcpy(sun.sun_path, c->b->host, n + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0 && errno != EINPROGRESS) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (errno == EINPROGRESS) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        int ev = wait_fd(fd, POLLOUT, CONNECT_MS);
+        if (ev < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+            int rc = ev < 0 ? ev : err ? -err : -errno;
+            close(fd);
+            return rc;
+        }
+    }
+    c->fd = fd;
+    return 0;
+}
+
+/* Connects (non-blocking socket, TCP_NODELAY; or a Unix socket) within
+ * CONNECT_MS.  Returns 0 or -errno. */
 static int mconn_connect(mconn_t *c)
 {
     if (mono_now() < c->retry_at)
         return -ECONNREFUSED; /* failed less than RETRY_S ago */
+    if (c->b->port == 0) {
+        int rc = mconn_connect_unix(c);
+        if (rc < 0)
+            c->retry_at = mono_now() + RETRY_S;
+        note_state(c->b, rc);
+        return rc;
+    }
     char port[16];
     snprintf(port, sizeof port, "%u", c->b->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -602,7 +642,7 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
     return;
 fail:
     if (c && c->fd >= 0) {
-        log_debug("backend %s:%u: %s; reconnecting", c->b->host, c->b->port, strerror(-rc));
+        log_debug("backend %s: %s; reconnecting", c->b->desc, strerror(-rc));
         mconn_close(c);
     }
     for (size_t i = 0; i < n; i++) {
@@ -652,7 +692,8 @@ backend_t *backend_new(struct event_base *base, const char *host,
     int rc = 0;
     backend_t *b = NULL;
     if (!base || !host || !*host || strlen(host) >= sizeof b->host ||
-        port == 0 || port > 65535 || nworkers < 0 || batch < 1 ||
+        (port == 0 && (host[0] != '/' || strlen(host) >= sizeof(((struct sockaddr_un *)0)->sun_path))) ||
+        port > 65535 || nworkers < 0 || batch < 1 ||
         batch > BACKEND_BATCH_MAX || !done) {
         rc = -EINVAL;
         goto out;
@@ -664,6 +705,10 @@ backend_t *backend_new(struct event_base *base, const char *host,
     }
     snprintf(b->host, sizeof b->host, "%s", host);
     b->port = port;
+    if (port)
+        snprintf(b->desc, sizeof b->desc, "%s:%u", host, port);
+    else
+        snprintf(b->desc, sizeof b->desc, "unix:%s", host);
     b->done = done;
     b->arg = arg;
     workpool_config_t pc = {.workers = nworkers, .batch = batch, .finish_queued = 1,
@@ -712,6 +757,14 @@ int backend_parse_url(const char *url, char *host, size_t hostcap,
         return -EINVAL;
     if (strncmp(url, "memcached://", 12) == 0)
         url += 12;
+    if (strncmp(url, "unix:", 5) == 0) {
+        size_t n = strlen(url + 5);
+        if (url[5] != '/' || n >= hostcap || n >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            return -EINVAL;
+        memcpy(host, url + 5, n + 1);
+        *port = 0;
+        return 0;
+    }
     const char *colon = strrchr(url, ':');
     if (!colon || colon == url || (size_t)(colon - url) >= hostcap)
         return -EINVAL;

@@ -75,7 +75,8 @@ typedef struct backend backend_t;
 #define BACKEND_BATCH_MAX 64
 
 /* Starts `nworkers` (>= 0; 0: inline, see above) threads, each connected
- * (lazily) to memcached at host:port, and registers the completion event on
+ * (lazily) to memcached at host:port (port 0: host is the absolute path of
+ * memcached's Unix socket, its -s), and registers the completion event on
  * `base` (the loop the callback runs on).  A worker takes up to `batch`
  * (1..BACKEND_BATCH_MAX) queued ops at once and sends every get among them
  * as one multi-key gets followed by the others, in one write, then reads the
@@ -107,7 +108,8 @@ int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
 void backend_destroy(backend_t **bp);
 
 /* Parses "memcached://HOST:PORT" (or "HOST:PORT") into host (NUL-terminated,
- * at most hostcap bytes) and port.  Returns 0 or -EINVAL. */
+ * at most hostcap bytes) and port, or "unix:/PATH" (also after
+ * "memcached://") into host = "/PATH" and port 0.  Returns 0 or -EINVAL. */
 int backend_parse_url(const char *url, char *host, size_t hostcap,
                       unsigned *port);
 

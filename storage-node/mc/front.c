@@ -898,7 +898,11 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->st.item_size_max = cfg->proto.max_item;
     f->st.flush_enabled = !cfg->proto.no_flush;
     f->cfg.backend_host = f->backend_host;
-    snprintf(f->backend_desc, sizeof f->backend_desc, "%s:%u", f->backend_host, cfg->backend_port);
+    if (cfg->backend_port)
+        snprintf(f->backend_desc, sizeof f->backend_desc, "%s:%u", f->backend_host,
+                 cfg->backend_port);
+    else
+        snprintf(f->backend_desc, sizeof f->backend_desc, "unix:%s", f->backend_host);
     f->st.backend = f->backend_desc;
     static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_node_meta.sh - memcached clients of today through bqos-node: gat/gats and the meta protocol (tests/data/node_proto/meta.txt) answer byte for byte as a real memcached does (CAS values masked); meta requests are classified by their (decoded) key, wait for their bucket's tokens and keep request order.
+# it_node_meta.sh - memcached clients of today through bqos-node: gat/gats and the meta protocol (tests/data/node_proto/meta.txt) answer byte for byte as a real memcached does (CAS values masked), also through a unix: backend; meta requests are classified by their (decoded) key, wait for their bucket's tokens and keep request order.
 set -u
 NAME=it_node_meta
 . "$(dirname "$0")/node_lib.sh"
@@ -26,6 +26,32 @@ else
 fi
 stop_node
 [ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (pool)" || bad "exit status $NODE_RC after SIGTERM (pool)"
+
+# A unix: backend: memcached on a Unix socket only (no TCP port to go
+# around the node), the same differential script through it.
+sock=$tmp/mc.sock
+spawn "$tmp/memcached-unix.log" memcached -u "$(id -un)" -s "$sock" -a 0700 -U 0 -m 64 -t 2
+MCU_PID=$SPAWNED
+wait_for '[ -S "$sock" ]' 10
+start_node "$tmp/node-unix.log" --policy rr --backend "unix:$sock"
+grep -q "backend unix:$sock," "$tmp/node-unix.log" && ok "node logs its unix: backend" || bad "no unix: backend in the log"
+if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/meta.txt" >"$tmp/diff-unix.out" 2>&1; then
+  ok "replies identical to memcached (unix: backend)"
+else
+  bad "replies differ from memcached (unix: backend)"; cat "$tmp/diff-unix.out"
+fi
+kill -TERM "$MCU_PID"; wait "$MCU_PID" 2>/dev/null
+# (the first request finds the old connection closed, the next one's
+# connect fails: the backend is down)
+got=$(python3 -c "
+import socket
+for i in range(2):
+    s = socket.create_connection(('127.0.0.1', $NODE_PORT)); s.sendall(b'mg u:k v\r\n'); s.settimeout(3)
+    print(s.recv(200))")
+case $got in *"SERVER_ERROR backend"*) ok "unix: backend gone: SERVER_ERROR backend";; *) bad "unix: backend gone: $got";; esac
+grep -q "backend unix:$sock down" "$tmp/node-unix.log" && ok "unix: backend down logged" || { bad "unix: backend down not logged"; cat "$tmp/node-unix.log"; }
+stop_node
+[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (unix)" || bad "exit status $NODE_RC after SIGTERM (unix)"
 
 # stats settings|conns|items|slabs|sizes|cachedump answered by the node,
 # no key listed; memcdump runs and lists no key of any bucket.
