@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,23 +528,10 @@ static int read_reply(mconn_t *c, backend_op_t *op)
     return 0;
 }
 
-/* Appends n bytes to op's reply text (rvalue, rvlen).  Returns 0 or
- * -ENOMEM. */
-static int reply_add(backend_op_t *op, const char *p, size_t n)
-{
-    char *nb = realloc(op->rvalue, op->rvlen + n);
-    if (!nb)
-        return -ENOMEM;
-    memcpy(nb + op->rvlen, p, n);
-    op->rvalue = nb;
-    op->rvlen += n;
-    return 0;
-}
-
 /* Reads the reply of a meta op into its rvalue as memcached wrote it: one
- * line, and for VA its data block; for a quiet op, up to the MN that
- * followed it (memcached's silence leaves rvalue NULL).  Returns 0 or
- * -errno. */
+ * line, and for VA its data block (one allocation); for a quiet op, up to
+ * the MN that followed it (memcached's silence leaves rvalue NULL).
+ * Returns 0 or -errno. */
 static int read_meta(mconn_t *c, backend_op_t *op)
 {
     char *l;
@@ -555,22 +543,25 @@ static int read_meta(mconn_t *c, backend_op_t *op)
     op->rdata = 0;
     if (op->quiet && strcmp(l, "MN") == 0)
         return 0;
-    size_t vbytes = 0;
+    size_t vbytes = 0, total = len + 2;
     if (strncmp(l, "VA ", 3) == 0) {
         char *end;
         unsigned long long v = strtoull(l + 3, &end, 10);
-        if (end == l + 3 || (*end != ' ' && *end != '\0'))
+        if (end == l + 3 || (*end != ' ' && *end != '\0') || v > SIZE_MAX / 2)
             return -EPROTO;
         vbytes = (size_t)v;
+        total += vbytes + 2;
         op->reply = MCP_R_VALUE;
     }
-    if (reply_add(op, l, len) < 0 || reply_add(op, "\r\n", 2) < 0)
+    if (!(op->rvalue = malloc(total)))
         return -ENOMEM;
+    memcpy(op->rvalue, l, len); /* before get_data() moves the buffer */
+    memcpy(op->rvalue + len, "\r\n", 2);
+    op->rvlen = total;
     if (op->reply == MCP_R_VALUE) {
         if ((rc = get_data(c, vbytes)) < 0)
             return rc;
-        if (reply_add(op, c->r + c->rpos, vbytes + 2) < 0)
-            return -ENOMEM;
+        memcpy(op->rvalue + len + 2, c->r + c->rpos, vbytes + 2);
         c->rpos += vbytes + 2;
         op->rdata = vbytes;
     }
