@@ -6,6 +6,7 @@ nodemc_SRCS = storage-node/mc/mcproto.c storage-node/mc/backend.c storage-node/m
 
 $(call check_suite,test_mcproto,nodemc nodeio nodecore common)
 $(call check_suite,test_backend,nodemc nodeio nodecore common)
+$(call check_suite,test_mcstats,nodemc nodeio nodecore common)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 ITESTS += tests/it/it_node_meta.sh
