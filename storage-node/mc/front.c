@@ -762,13 +762,14 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done_at(f->g, op->done_at);
-    /* a get's value (a meta reply's VA block) costs as read */
-    int read = op->cmd < MCP_CMD_MG ? op->rvalue != NULL : op->reply == MCP_R_VALUE;
-    gate_charge(f->g, &io->item,
-                read ? cost_of(&f->cfg.cost, COST_READ,
-                               op->cmd < MCP_CMD_MG ? op->rvlen : op->rdata) : 0);
+    /* a get's value costs as read, and so does a meta reply's VA block
+     * (rvalue is then the whole reply, rdata its value's bytes) */
+    int meta = mcp_cmd_is_meta(op->cmd);
+    size_t rbytes = meta ? op->rdata : op->rvlen;
+    int read = meta ? op->reply == MCP_R_VALUE : op->rvalue != NULL;
+    gate_charge(f->g, &io->item, read ? cost_of(&f->cfg.cost, COST_READ, rbytes) : 0);
     int failed = op->reply == MCP_R_SERVER_ERROR;
-    iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
+    iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + rbytes);
     f->st.backend_errors += failed;
     io->state = IO_DONE;
     sl->inflight--;

@@ -71,12 +71,6 @@ int mcp_cmd_is_storage(mcp_cmd_t cmd)
     return cmd >= MCP_CMD_SET && cmd <= MCP_CMD_CAS;
 }
 
-int mcp_cmd_is_meta(mcp_cmd_t cmd)
-{
-    return cmd == MCP_CMD_MG || cmd == MCP_CMD_MS || cmd == MCP_CMD_MD ||
-           cmd == MCP_CMD_MA || cmd == MCP_CMD_ME;
-}
-
 int mcp_base64_decode(const char *in, size_t len, char *out, size_t cap)
 {
     size_t n = 0;

@@ -109,8 +109,13 @@ const char *mcp_cmd_name(mcp_cmd_t cmd);
 int mcp_cmd_is_storage(mcp_cmd_t cmd);
 
 /* Returns nonzero for the keyed meta commands forwarded to memcached
- * (mg, ms, md, ma, me; not mn, answered by the node). */
-int mcp_cmd_is_meta(mcp_cmd_t cmd);
+ * (mg, ms, md, ma, me; not mn, answered by the node).  Inline: the front
+ * asks for every request. */
+static inline int mcp_cmd_is_meta(mcp_cmd_t cmd)
+{
+    return cmd == MCP_CMD_MG || cmd == MCP_CMD_MS || cmd == MCP_CMD_MD ||
+           cmd == MCP_CMD_MA || cmd == MCP_CMD_ME;
+}
 
 /* Decodes standard base64 (with its '=' padding, length a multiple of 4,
  * as memcached's b flag wants) from in[0..len) into out (at most cap
