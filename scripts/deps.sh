@@ -43,6 +43,7 @@ cmd  etcd               etcd-server
 cmd  man                man-db
 py   zmq                python3-zmq
 py   prometheus_client  python3-prometheus-client
+py   pymemcache         python3-pymemcache
 cmd  promtool           prometheus
 [bench]
 pc   igraph             libigraph-dev

@@ -62,6 +62,29 @@ else
   bad "stats settings|conns|items|slabs|cachedump"
 fi
 sed 's/^/     /' "$tmp/stats.out"
+# pymemcache (Debian's python3-pymemcache, for Debian's python3): a
+# client of today sees a memcached, and stats items/slabs are empty.
+if /usr/bin/python3 -c "import pymemcache" 2>/dev/null; then
+  if /usr/bin/python3 - "$NODE_PORT" >"$tmp/pymc.out" 2>&1 <<'PY'
+import sys
+from pymemcache.client.base import Client
+c = Client(("127.0.0.1", int(sys.argv[1])), connect_timeout=5, timeout=5)
+assert c.set("py:k", b"v1", noreply=False)
+assert c.get("py:k") == b"v1"
+v, cas = c.gets("py:k")
+assert v == b"v1" and c.cas("py:k", b"v2", cas) and c.get("py:k") == b"v2"
+assert c.get_many(["py:k", "py:none"]) == {"py:k": b"v2"}
+assert c.touch("py:k", 100, noreply=False)
+assert c.incr("py:n", 1) is None and c.add("py:n", b"5", noreply=False) and c.incr("py:n", 2) == 7
+assert c.delete("py:k", noreply=False) and c.get("py:k") is None
+s = c.stats("settings")
+assert s[b"maxconns"] == 77 and s[b"item_size_max"] == 1048576, s
+assert c.stats("items") == {} and c.stats("slabs") == {}
+PY
+  then ok "pymemcache: set/get/gets/cas/get_many/touch/incr/delete, stats settings|items|slabs"
+  else bad "pymemcache"; cat "$tmp/pymc.out"
+  fi
+fi
 if command -v memcdump >/dev/null 2>&1; then
   memcdump --servers="127.0.0.1:$NODE_PORT" >"$tmp/dump.out" 2>&1; rc=$?
   [ $rc = 0 ] && [ ! -s "$tmp/dump.out" ] && ok "memcdump exits 0 listing no key" ||
