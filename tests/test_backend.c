@@ -433,6 +433,9 @@ START_TEST(test_backend_bad_arguments)
     ck_assert_ptr_null(
         backend_new(base, "127.0.0.1", 11211, 0, BACKEND_BATCH_MAX + 1, on_done, &d, &err));
     ck_assert_int_eq(err, -EINVAL);
+    err = 0;
+    ck_assert_ptr_null(backend_new(base, "127.0.0.1", 0, 0, 8, on_done, &d, &err));
+    ck_assert_int_eq(err, -EINVAL); /* port 0 wants a socket path */
     backend_destroy(NULL);
     char host[64];
     unsigned port = 0;
@@ -442,6 +445,20 @@ START_TEST(test_backend_bad_arguments)
     ck_assert_int_eq(backend_parse_url("memcached://10.0.0.1:0", host, sizeof host, &port),
                      -EINVAL);
     ck_assert_int_eq(backend_parse_url("nohost", host, sizeof host, &port), -EINVAL);
+    ck_assert_int_eq(backend_parse_url("unix:/run/mc.sock", host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "/run/mc.sock");
+    ck_assert_uint_eq(port, 0);
+    ck_assert_int_eq(backend_parse_url("memcached://unix:/run/mc.sock", host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "/run/mc.sock");
+    ck_assert_int_eq(backend_parse_url("unix:relative.sock", host, sizeof host, &port), -EINVAL);
+    ck_assert_int_eq(backend_parse_url("unix:", host, sizeof host, &port), -EINVAL);
+    char longpath[200];
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[sizeof longpath - 1] = '\0';
+    char url[220];
+    snprintf(url, sizeof url, "unix:%s", longpath);
+    ck_assert_int_eq(backend_parse_url(url, host, sizeof host, &port), -EINVAL); /* > sun_path */
     event_base_free(base);
 }
 END_TEST

@@ -141,6 +141,185 @@ START_TEST(test_mcproto_line_too_long_and_binary)
     const char bin[] = "\x80\x01\x00\x00";
     ck_assert_int_eq(mcp_parse(bin, 4, &conf, &req, &res), MCP_CLOSE);
     ck_assert_ptr_null(res.error);
+    ck_assert_int_eq(res.binary, 1);
+}
+END_TEST
+
+START_TEST(test_mcproto_gat)
+{
+    ck_assert_int_eq(parse("gat 100 a red:b\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_GAT);
+    ck_assert_int_eq(req.exptime, 100);
+    ck_assert_uint_eq(req.nkeys, 2);
+    ck_assert(str_is(req.keys[0], "a"));
+    ck_assert(str_is(req.keys[1], "red:b"));
+    ck_assert_int_eq(parse("gats -1 k\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_GATS);
+    ck_assert_int_eq(req.exptime, -1);
+    ck_assert_int_eq(parse("gat 5\r\n"), MCP_OK); /* memcached: END */
+    ck_assert_uint_eq(req.nkeys, 0);
+    ck_assert_int_eq(parse("gat\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
+    ck_assert_int_eq(parse("gat x k\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR invalid exptime argument");
+    ck_assert_uint_eq(res.column, 4);
+    ck_assert_int_eq(parse("gats 99999999999 k\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR invalid exptime argument");
+    char line[400];
+    snprintf(line, sizeof line, "gat 1 k %0251d\r\n", 0);
+    ck_assert_int_eq(parse(line), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 8);
+}
+END_TEST
+
+START_TEST(test_mcproto_meta_get)
+{
+    const char *s = "mg red:k v q  k O12\r\nmn\r\n";
+    ck_assert_int_eq(parse(s), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_MG);
+    ck_assert(mcp_cmd_is_meta(req.cmd));
+    ck_assert_uint_eq(req.nkeys, 1);
+    ck_assert(str_is(req.keys[0], "red:k"));
+    ck_assert(req.quiet);
+    ck_assert(!req.noreply);
+    ck_assert(str_is(req.line, "mg red:k v q  k O12"));
+    ck_assert_uint_eq(res.consumed, strlen("mg red:k v q  k O12\r\n"));
+    ck_assert_int_eq(parse("mn\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_MN);
+    ck_assert(!mcp_cmd_is_meta(req.cmd));
+    ck_assert_int_eq(parse("mn whatever\n"), MCP_OK);
+    /* base64: classified by the decoded key, forwarded as written */
+    ck_assert_int_eq(parse("mg cmVkOms= b v\r\n"), MCP_OK);
+    ck_assert(str_is(req.keys[0], "red:k"));
+    ck_assert(str_is(req.line, "mg cmVkOms= b v"));
+    ck_assert(!req.quiet);
+    ck_assert_int_eq(parse("md red:k q C5\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_MD);
+    ck_assert(req.quiet);
+    ck_assert_int_eq(parse("ma red:n N0 J5 MI D2 v\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_MA);
+    ck_assert_int_eq(parse("me red:k\r\n"), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_ME);
+    ck_assert_int_eq(parse("me cmVkOms= b\r\n"), MCP_OK);
+    ck_assert(str_is(req.keys[0], "red:k"));
+}
+END_TEST
+
+START_TEST(test_mcproto_meta_set)
+{
+    const char *s = "ms red:k 3 T0 F5 q\r\nabc\r\nmn\r\n";
+    ck_assert_int_eq(parse(s), MCP_OK);
+    ck_assert_int_eq(req.cmd, MCP_CMD_MS);
+    ck_assert(str_is(req.keys[0], "red:k"));
+    ck_assert_uint_eq(req.nbytes, 3);
+    ck_assert(memcmp(req.data, "abc", 3) == 0);
+    ck_assert(req.quiet);
+    ck_assert(str_is(req.line, "ms red:k 3 T0 F5 q"));
+    ck_assert_uint_eq(res.consumed, strlen("ms red:k 3 T0 F5 q\r\nabc\r\n"));
+    ck_assert_int_eq(parse("ms red:k 3\r\nab"), MCP_NEED_MORE);
+    ck_assert_int_eq(parse("ms red:k 3\r\nabcd\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad data chunk");
+    /* too large: swallowed, and the key given for the delete */
+    ck_assert_int_eq(parse("ms cmVkOms= 2000 b\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "SERVER_ERROR object too large for cache");
+    ck_assert_uint_eq(res.swallow, 2002);
+    ck_assert_int_eq(res.cmd, MCP_CMD_MS);
+    ck_assert(str_is(res.key, "red:k"));
+    ck_assert_uint_eq(res.column, 12);
+    /* a key that is not base64: memcached drops the data block */
+    ck_assert_int_eq(parse("ms Zm8 2 b\r\nfo\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR error decoding key");
+    ck_assert_uint_eq(res.swallow, 4);
+    ck_assert_ptr_null(res.key.ptr);
+    /* a bad length: no data block is read (memcached parses it as commands) */
+    ck_assert_int_eq(parse("ms red:k x\r\nabc\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 9);
+    ck_assert_uint_eq(res.swallow, 0);
+    ck_assert_uint_eq(res.consumed, strlen("ms red:k x\r\n"));
+    ck_assert_int_eq(parse("ms red:k -1\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_int_eq(parse("ms red:k\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 3);
+}
+END_TEST
+
+START_TEST(test_mcproto_meta_errors)
+{
+    static const struct {
+        const char *in, *error;
+        size_t column;
+    } cases[] = {
+        {"mg\r\n", "ERROR", 0},
+        {"ms\r\n", "ERROR", 0},
+        {"md\r\n", "ERROR", 0},
+        {"ma\r\n", "ERROR", 0},
+        {"me\r\n", "CLIENT_ERROR bad command line format", 0},
+        {"mg foo@ b\r\n", "CLIENT_ERROR error decoding key", 3},
+        {"mg Zm9v= b\r\n", "CLIENT_ERROR error decoding key", 3},
+        {"me foo b\r\n", "CLIENT_ERROR bad command line format", 3},
+        {"mg a b c d e f g h i j k l m n o p q r s\r\n",
+         "CLIENT_ERROR options flags are too long", 39},
+        {"md a b c d e f g h i j k l m n o p q r s\r\n",
+         "CLIENT_ERROR options flags too long", 39},
+        {"ms a 1 c d e f g h i j k l m n o p q r s\r\n",
+         "CLIENT_ERROR options flags too long", 39},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_msg(parse(cases[i].in) == MCP_ERROR, "%s", cases[i].in);
+        ck_assert_str_eq(res.error, cases[i].error);
+        ck_assert_msg(res.column == cases[i].column, "%s: column %zu", cases[i].in, res.column);
+    }
+    /* 18 tokens of flags are fine for mg (memcached checks them) */
+    ck_assert_int_eq(parse("mg k v c d e f g h i j k l m n o p q r\r\n"), MCP_OK);
+    ck_assert_int_eq(parse("me a x y z c d e f g h i j k l m n o p q r s t\r\n"), MCP_OK);
+    char line[400];
+    snprintf(line, sizeof line, "mg %0251d v\r\n", 0);
+    ck_assert_int_eq(parse(line), MCP_ERROR);
+    ck_assert_str_eq(res.error, "CLIENT_ERROR bad command line format");
+    ck_assert_uint_eq(res.column, 3);
+}
+END_TEST
+
+START_TEST(test_mcproto_base64)
+{
+    char out[8];
+    ck_assert_int_eq(mcp_base64_decode("Zm9v", 4, out, sizeof out), 3);
+    ck_assert(memcmp(out, "foo", 3) == 0);
+    ck_assert_int_eq(mcp_base64_decode("Zm8=", 4, out, sizeof out), 2);
+    ck_assert_int_eq(mcp_base64_decode("Zg==", 4, out, sizeof out), 1);
+    ck_assert_int_eq(mcp_base64_decode("+/+/", 4, out, sizeof out), 3);
+    ck_assert_int_eq(mcp_base64_decode("Zm8", 3, out, sizeof out), -EINVAL);
+    ck_assert_int_eq(mcp_base64_decode("", 0, out, sizeof out), -EINVAL);
+    ck_assert_int_eq(mcp_base64_decode("Z===", 4, out, sizeof out), -EINVAL);
+    ck_assert_int_eq(mcp_base64_decode("Zg=a", 4, out, sizeof out), -EINVAL);
+    ck_assert_int_eq(mcp_base64_decode("Zg==Zg==", 8, out, sizeof out), -EINVAL);
+    ck_assert_int_eq(mcp_base64_decode("Zm9vYmFyYmF6", 12, out, 8), -ENOSPC);
+}
+END_TEST
+
+START_TEST(test_mcproto_binary_refusal)
+{
+    /* a binary GET (opcode 0x00) with opaque 0xdeadbeef */
+    const char bin[24] = {(char)0x80, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                          (char)0xde, (char)0xad, (char)0xbe, (char)0xef};
+    char out[MCP_BINARY_REFUSAL_LEN];
+    int n = mcp_format_binary_refusal(out, sizeof out, bin, sizeof bin);
+    size_t body = strlen(MCP_BINARY_MSG);
+    ck_assert_int_eq(n, (int)(24 + body));
+    ck_assert_uint_eq((unsigned char)out[0], 0x81);
+    ck_assert_uint_eq((unsigned char)out[1], 0x00);
+    ck_assert_uint_eq((unsigned char)out[6] << 8 | (unsigned char)out[7], 0x0083);
+    ck_assert_uint_eq((unsigned char)out[11], body);
+    ck_assert(memcmp(out + 12, bin + 12, 4) == 0);
+    ck_assert(memcmp(out + 24, MCP_BINARY_MSG, body) == 0);
+    ck_assert_int_eq(mcp_format_binary_refusal(out, 10, bin, sizeof bin), -ENOSPC);
+    /* a short request: opcode and opaque zero where missing */
+    n = mcp_format_binary_refusal(out, sizeof out, "\x80\x0a", 2);
+    ck_assert_uint_eq((unsigned char)out[1], 0x0a);
+    ck_assert_uint_eq((unsigned char)out[12], 0);
 }
 END_TEST
 
@@ -158,6 +337,10 @@ START_TEST(test_mcproto_misc_commands)
     ck_assert(str_is(req.arg, "detail on"));
     ck_assert_int_eq(parse("stats\r\n"), MCP_OK);
     ck_assert_uint_eq(req.arg.len, 0);
+    ck_assert_int_eq(parse("stats cachedump 1  0\r\n"), MCP_OK); /* memcdump's */
+    ck_assert(str_is(req.arg, "cachedump 1  0"));
+    ck_assert_int_eq(parse("stats a b c d\r\n"), MCP_ERROR);
+    ck_assert_str_eq(res.error, "ERROR");
     ck_assert_int_eq(parse("incr n 18446744073709551615\r\n"), MCP_OK);
     ck_assert(req.delta == UINT64_MAX);
     ck_assert_int_eq(parse("quit\r\n"), MCP_OK);
@@ -247,7 +430,10 @@ int main(void)
                                   test_mcproto_incomplete, test_mcproto_errors,
                                   test_mcproto_long_key, test_mcproto_too_large_swallows,
                                   test_mcproto_bad_data_chunk,
-                                  test_mcproto_line_too_long_and_binary, test_mcproto_misc_commands,
+                                  test_mcproto_line_too_long_and_binary, test_mcproto_binary_refusal,
+                                  test_mcproto_gat, test_mcproto_meta_get, test_mcproto_meta_set,
+                                  test_mcproto_meta_errors, test_mcproto_base64,
+                                  test_mcproto_misc_commands,
                                   test_mcproto_format, test_mcproto_prefixes,
                                   test_mcproto_flush_all_disabled, test_mcproto_max_keys};
     return testlib_run_tests("mcproto", tests, sizeof tests / sizeof tests[0]);

@@ -152,9 +152,10 @@ static int run_memcached(const args_t *a)
     }
     if (window_setup(a, front_gate(f)) < 0 || conn_limits(a, front_gate(f)) < 0)
         goto out;
-    log_info("node %s: memcached clients on %s, backend %s:%u, policy %s, %d workers, "
+    log_info("node %s: memcached clients on %s, backend %s%s%s%.0u, policy %s, %d workers, "
              "%s outstanding, batch %d",
-             cfg.name, conns_address(gate_conns(front_gate(f))), bhost, cfg.backend_port,
+             cfg.name, conns_address(gate_conns(front_gate(f))),
+             cfg.backend_port ? "" : "unix:", bhost, cfg.backend_port ? ":" : "", cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
              window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
     noderun_config_t nc = run_config(a);

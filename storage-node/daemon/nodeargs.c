@@ -113,6 +113,9 @@ static void option_rows(args_t *a, node_row_t *rows)
                 .deflt = a->block ? NULL : "memcached://127.0.0.1:11211",
                 .show = "memcached://127.0.0.1:11211; a block node needs file:PATH",
                 .help = "memcached://HOST:PORT: the server's real memcached.\n"
+                        "unix:/PATH: the real memcached on its Unix socket (memcached -s\n"
+                        "PATH -a 0700: only the node's user reaches it, local clients\n"
+                        "cannot go around the node).\n"
                         "file:PATH: a block store (bqos-node is then a block node).  PATH a\n"
                         "directory: one sparse file PATH/BUCKET.img of --export-size bytes per\n"
                         "bucket (created on first use; a trailing '/' creates the directory).\n"

@@ -7,10 +7,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -29,8 +31,9 @@ _Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's
 /* The settings are read-only after backend_new() (the workers read them);
  * the pool has its own locks. */
 struct backend {
-    char host[256];
+    char host[256];          /* port 0: a Unix socket's path */
     unsigned port;
+    char desc[300];          /* "HOST:PORT" or "unix:PATH", for logs */
     backend_done_fn done;
     void *arg;
     workpool_t *wp;          /* each worker (inline: the loop thread) with
@@ -115,18 +118,56 @@ static void note_state(backend_t *b, int rc)
     if (atomic_exchange(&b->down, rc < 0) == (rc < 0))
         return;
     if (rc < 0)
-        log_warn("backend %s:%u down: %s (requests fail with SERVER_ERROR until it answers)",
-                 b->host, b->port, strerror(-rc));
+        log_warn("backend %s down: %s (requests fail with SERVER_ERROR until it answers)",
+                 b->desc, strerror(-rc));
     else
-        log_info("backend %s:%u up again", b->host, b->port);
+        log_info("backend %s up again", b->desc);
 }
 
-/* Connects (non-blocking socket, TCP_NODELAY) within CONNECT_MS.  Returns
- * 0 or -errno. */
+/* Connects to a Unix socket (port 0: host is its path).  Returns 0 or
+ * -errno. */
+static int mconn_connect_unix(mconn_t *c)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    size_t n = strlen(c->b->host);
+    if (n >= sizeof sun.sun_path) /* backend_new() refused it */
+        return -ENAMETOOLONG;
+    memcpy(sun.sun_path, c->b->host, n + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0 && errno != EINPROGRESS) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (errno == EINPROGRESS) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        int ev = wait_fd(fd, POLLOUT, CONNECT_MS);
+        if (ev < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+            int rc = ev < 0 ? ev : err ? -err : -errno;
+            close(fd);
+            return rc;
+        }
+    }
+    c->fd = fd;
+    return 0;
+}
+
+/* Connects (non-blocking socket, TCP_NODELAY; or a Unix socket) within
+ * CONNECT_MS.  Returns 0 or -errno. */
 static int mconn_connect(mconn_t *c)
 {
     if (mono_now() < c->retry_at)
         return -ECONNREFUSED; /* failed less than RETRY_S ago */
+    if (c->b->port == 0) {
+        int rc = mconn_connect_unix(c);
+        if (rc < 0)
+            c->retry_at = mono_now() + RETRY_S;
+        note_state(c->b, rc);
+        return rc;
+    }
     char port[16];
     snprintf(port, sizeof port, "%u", c->b->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -309,6 +350,11 @@ static int is_get(const backend_op_t *op)
     return op->cmd == MCP_CMD_GET || op->cmd == MCP_CMD_GETS;
 }
 
+static int is_gat(const backend_op_t *op)
+{
+    return op->cmd == MCP_CMD_GAT || op->cmd == MCP_CMD_GATS;
+}
+
 /* Appends op's request (not a get).  Returns 0 or -ENOMEM. */
 static int put_request(mconn_t *c, const backend_op_t *op)
 {
@@ -340,6 +386,29 @@ static int put_request(mconn_t *c, const backend_op_t *op)
     case MCP_CMD_FLUSH_ALL:
         n = snprintf(tail, sizeof tail, " %lld\r\n", (long long)op->exptime);
         break;
+    case MCP_CMD_MG:
+    case MCP_CMD_MS:
+    case MCP_CMD_MD:
+    case MCP_CMD_MA:
+    case MCP_CMD_ME: {
+        int rc = put(c, op->line, op->linelen);
+        if (!rc)
+            rc = put(c, "\r\n", 2);
+        if (!rc && op->cmd == MCP_CMD_MS) {
+            rc = put(c, op->value, op->vlen);
+            if (!rc)
+                rc = put(c, "\r\n", 2);
+        }
+        if (!rc && op->quiet) /* whatever memcached says, the MN ends it */
+            rc = put(c, "mn\r\n", 4);
+        return rc;
+    }
+    case MCP_CMD_GAT:
+    case MCP_CMD_GATS: /* one key each: "gats <exptime> <key>" */
+        n = snprintf(tail, sizeof tail, "gats %lld", (long long)op->exptime);
+        if (put(c, tail, (size_t)n) < 0 || put_word(c, op->key, op->keylen) < 0)
+            return -ENOMEM;
+        return put(c, "\r\n", 2);
     default: /* delete */
         n = snprintf(tail, sizeof tail, "\r\n");
         break;
@@ -459,6 +528,52 @@ static int read_reply(mconn_t *c, backend_op_t *op)
     return 0;
 }
 
+/* Reads the reply of a meta op into its rvalue as memcached wrote it: one
+ * line, and for VA its data block (one allocation); for a quiet op, up to
+ * the MN that followed it (memcached's silence leaves rvalue NULL).
+ * Returns 0 or -errno. */
+static int read_meta(mconn_t *c, backend_op_t *op)
+{
+    char *l;
+    size_t len;
+    int rc = get_line(c, &l, &len);
+    if (rc < 0)
+        return rc;
+    op->reply = MCP_R_OK;
+    op->rdata = 0;
+    if (op->quiet && strcmp(l, "MN") == 0)
+        return 0;
+    size_t vbytes = 0, total = len + 2;
+    if (strncmp(l, "VA ", 3) == 0) {
+        char *end;
+        unsigned long long v = strtoull(l + 3, &end, 10);
+        if (end == l + 3 || (*end != ' ' && *end != '\0') || v > SIZE_MAX / 2)
+            return -EPROTO;
+        vbytes = (size_t)v;
+        total += vbytes + 2;
+        op->reply = MCP_R_VALUE;
+    }
+    if (!(op->rvalue = malloc(total)))
+        return -ENOMEM;
+    memcpy(op->rvalue, l, len); /* before get_data() moves the buffer */
+    memcpy(op->rvalue + len, "\r\n", 2);
+    op->rvlen = total;
+    if (op->reply == MCP_R_VALUE) {
+        if ((rc = get_data(c, vbytes)) < 0)
+            return rc;
+        memcpy(op->rvalue + len + 2, c->r + c->rpos, vbytes + 2);
+        c->rpos += vbytes + 2;
+        op->rdata = vbytes;
+    }
+    if (op->quiet) {
+        if ((rc = get_line(c, &l, &len)) < 0)
+            return rc;
+        if (strcmp(l, "MN") != 0)
+            return -EPROTO;
+    }
+    return 0;
+}
+
 /* Runs a batch taken from the FIFO as one pipelined exchange: every get of
  * the batch as one multi-key gets, then the other ops in order, all written
  * at once, then the replies read in order (one round trip).  Ops of one
@@ -481,6 +596,8 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
         if (is_get(op)) {
             op->reply = MCP_R_MISS;
             gets[ng++] = op;
+        } else if (is_gat(op)) {
+            op->reply = MCP_R_MISS;
         }
     }
     if (!c) {
@@ -506,14 +623,17 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
         goto fail;
     gets_done = 1;
     for (upto = 0; upto < n; upto++)
-        if (!is_get(ops[upto]) && (rc = read_reply(c, ops[upto])) < 0)
+        if (!is_get(ops[upto]) &&
+            (rc = is_gat(ops[upto]) ? read_values(c, &ops[upto], 1)
+                  : mcp_cmd_is_meta(ops[upto]->cmd) ? read_meta(c, ops[upto])
+                                                    : read_reply(c, ops[upto])) < 0)
             goto fail;
     if (c->rpos != c->rlen)
         mconn_close(c); /* replies nobody asked for: start afresh */
     return;
 fail:
     if (c && c->fd >= 0) {
-        log_debug("backend %s:%u: %s; reconnecting", c->b->host, c->b->port, strerror(-rc));
+        log_debug("backend %s: %s; reconnecting", c->b->desc, strerror(-rc));
         mconn_close(c);
     }
     for (size_t i = 0; i < n; i++) {
@@ -563,7 +683,8 @@ backend_t *backend_new(struct event_base *base, const char *host,
     int rc = 0;
     backend_t *b = NULL;
     if (!base || !host || !*host || strlen(host) >= sizeof b->host ||
-        port == 0 || port > 65535 || nworkers < 0 || batch < 1 ||
+        (port == 0 && (host[0] != '/' || strlen(host) >= sizeof(((struct sockaddr_un *)0)->sun_path))) ||
+        port > 65535 || nworkers < 0 || batch < 1 ||
         batch > BACKEND_BATCH_MAX || !done) {
         rc = -EINVAL;
         goto out;
@@ -575,6 +696,10 @@ backend_t *backend_new(struct event_base *base, const char *host,
     }
     snprintf(b->host, sizeof b->host, "%s", host);
     b->port = port;
+    if (port)
+        snprintf(b->desc, sizeof b->desc, "%s:%u", host, port);
+    else
+        snprintf(b->desc, sizeof b->desc, "unix:%s", host);
     b->done = done;
     b->arg = arg;
     workpool_config_t pc = {.workers = nworkers, .batch = batch, .finish_queued = 1,
@@ -623,6 +748,14 @@ int backend_parse_url(const char *url, char *host, size_t hostcap,
         return -EINVAL;
     if (strncmp(url, "memcached://", 12) == 0)
         url += 12;
+    if (strncmp(url, "unix:", 5) == 0) {
+        size_t n = strlen(url + 5);
+        if (url[5] != '/' || n >= hostcap || n >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            return -EINVAL;
+        memcpy(host, url + 5, n + 1);
+        *port = 0;
+        return 0;
+    }
     const char *colon = strrchr(url, ':');
     if (!colon || colon == url || (size_t)(colon - url) >= hostcap)
         return -EINVAL;

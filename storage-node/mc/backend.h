@@ -33,15 +33,21 @@ typedef struct backend_op {
                                  backend_submit_chain() */
     /* request: set by the caller */
     mcp_cmd_t cmd;            /* get/gets, set..cas, delete, incr/decr,
-                                 touch, flush_all */
+                                 touch, flush_all, gat/gats, the meta
+                                 commands but mn */
     const char *key;          /* not NUL-terminated; caller-owned */
     size_t keylen;
     const char *value;        /* storage commands; caller-owned */
     size_t vlen;
     uint32_t flags;
-    int64_t exptime;          /* also flush_all's delay */
+    int64_t exptime;          /* also flush_all's delay, gat's */
     uint64_t cas;
     uint64_t delta;
+    const char *line;         /* meta commands: the client's line, sent as
+                                 it is (then ms's value); caller-owned */
+    size_t linelen;
+    int quiet;                /* meta's q flag: memcached may stay silent,
+                                 so an "mn" follows the request */
     /* result: set by the worker */
     mcp_reply_t reply;
     char *rvalue;             /* get hit: malloc'd value, caller frees */
@@ -49,6 +55,10 @@ typedef struct backend_op {
     uint32_t rflags;
     uint64_t rcas;
     uint64_t number;          /* incr/decr result */
+    size_t rdata;             /* meta: bytes of the value in the reply (VA);
+                                 the reply itself, every line of it, is
+                                 rvalue (NULL: a quiet request answered
+                                 nothing) */
     double done_at;           /* mono_now() when its batch's replies were
                                  read (one clock read per batch): where its
                                  time at the backend ends, however late
@@ -65,7 +75,8 @@ typedef struct backend backend_t;
 #define BACKEND_BATCH_MAX 64
 
 /* Starts `nworkers` (>= 0; 0: inline, see above) threads, each connected
- * (lazily) to memcached at host:port, and registers the completion event on
+ * (lazily) to memcached at host:port (port 0: host is the absolute path of
+ * memcached's Unix socket, its -s), and registers the completion event on
  * `base` (the loop the callback runs on).  A worker takes up to `batch`
  * (1..BACKEND_BATCH_MAX) queued ops at once and sends every get among them
  * as one multi-key gets followed by the others, in one write, then reads the
@@ -97,7 +108,8 @@ int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
 void backend_destroy(backend_t **bp);
 
 /* Parses "memcached://HOST:PORT" (or "HOST:PORT") into host (NUL-terminated,
- * at most hostcap bytes) and port.  Returns 0 or -EINVAL. */
+ * at most hostcap bytes) and port, or "unix:/PATH" (also after
+ * "memcached://") into host = "/PATH" and port 0.  Returns 0 or -EINVAL. */
 int backend_parse_url(const char *url, char *host, size_t hostcap,
                       unsigned *port);
 

@@ -6,6 +6,7 @@
 #include <event2/event.h>
 #include <event2/buffer.h>
 #include <event2/util.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -96,6 +97,7 @@ typedef struct conn {
 struct front {
     front_config_t cfg;
     char *name, *backend_host;
+    char backend_desc[300]; /* stats settings' bqos_backend */
     struct event_base *base;
     /* The scheduler, window, dispatch once per pass of the event loop
      * (after the reads and completions of that pass), stop. */
@@ -401,7 +403,8 @@ static int bucket_of(front_t *f, const char *key, size_t len)
 static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
 {
     size_t nios = r->nkeys ? r->nkeys : 1;
-    size_t extra = r->nbytes;
+    int meta = mcp_cmd_is_meta(r->cmd);
+    size_t extra = r->nbytes + (meta ? r->line.len : 0);
     for (size_t i = 0; i < r->nkeys; i++)
         extra += r->keys[i].len;
     slot_t *sl = slot_new(f, nios, extra);
@@ -419,6 +422,12 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         memcpy(p, r->data, r->nbytes);
         value = p;
         p += r->nbytes;
+    }
+    const char *line = NULL;
+    if (meta) { /* forwarded as the client wrote it */
+        memcpy(p, r->line.ptr, r->line.len);
+        line = p;
+        p += r->line.len;
     }
     for (size_t i = 0; i < nios; i++) {
         io_t *io = &sl->ios[i];
@@ -438,6 +447,9 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         op->exptime = r->exptime;
         op->cas = r->cas;
         op->delta = r->delta;
+        op->line = line;
+        op->linelen = meta ? r->line.len : 0;
+        op->quiet = r->quiet;
     }
     conn_append(c, sl);
     double t = iolat_now(gate_iolat(f->g));
@@ -495,17 +507,52 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
             return;
         }
         char *t = mcstats_text(&f->st, f->g, r->arg.ptr, r->arg.len, &len);
+        if (!t) /* settings, conns, items, slabs, cachedump: the node's own */
+            t = mcstats_client_text(&f->st, c->sock.fd, r->arg.ptr, r->arg.len, &len);
         if (t)
             add_local_text(c, t, len);
         else
             add_local(c, "ERROR", 0, 0);
         return;
     }
+    case MCP_CMD_MN: /* after every earlier reply, as slots are ordered */
+        add_local(c, "MN", 0, 0);
+        return;
+    case MCP_CMD_GAT:
+    case MCP_CMD_GATS:
+        if (r->nkeys == 0) { /* "gat <exptime>" alone: memcached's END */
+            add_local(c, "END", 0, 0);
+            return;
+        }
+        mcreply_count(&f->st, r, &f->cmd_other);
+        break;
     default:
         mcreply_count(&f->st, r, &f->cmd_other);
         break;
     }
     handle_backend(f, c, r);
+}
+
+/* A client speaking the binary protocol: a binary "not supported" reply,
+ * a log line naming the client (rate-limited), then the close. */
+static void refuse_binary(conn_t *c, const char *req, size_t len)
+{
+    char addr[INET6_ADDRSTRLEN] = "unix socket";
+    if (c->sock.family)
+        inet_ntop(c->sock.family, c->sock.peer, addr, sizeof addr);
+    log_warn("closing client %s: it speaks memcached's binary protocol (opcode 0x%02x), "
+             "which bqos-node does not serve; use the text or meta protocol",
+             addr, len > 1 ? (unsigned char)req[1] : 0);
+    char *pkt = malloc(MCP_BINARY_REFUSAL_LEN);
+    int n = pkt ? mcp_format_binary_refusal(pkt, MCP_BINARY_REFUSAL_LEN, req, len) : -ENOMEM;
+    if (n < 0) {
+        free(pkt);
+        c->broken = 1;
+        return;
+    }
+    add_local_text(c, pkt, (size_t)n);
+    if (c->tail)
+        c->tail->close_after = 1;
 }
 
 /* Parses and starts every complete request in the read buffer. */
@@ -552,7 +599,7 @@ static void conn_process(conn_t *c)
             handle(f, c, &f->req);
         } else if (st == MCP_ERROR) {
             log_debug("client error at column %zu: %s", res.column, res.error);
-            if (res.swallow && res.cmd == MCP_CMD_SET) {
+            if (res.swallow && res.key.ptr && (res.cmd == MCP_CMD_SET || res.cmd == MCP_CMD_MS)) {
                 /* memcached drops the old value of a key whose new value
                  * was too large, so a later get cannot see stale data. */
                 mcp_req_t *d = &f->req;
@@ -569,7 +616,9 @@ static void conn_process(conn_t *c)
             }
             c->swallow = res.swallow;
         } else {
-            if (res.error)
+            if (res.binary)
+                refuse_binary(c, c->rbuf + off, c->rlen - off);
+            else if (res.error)
                 add_local(c, res.error, 0, 1);
             else
                 c->broken = 1;
@@ -729,9 +778,14 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done_at(f->g, op->done_at);
-    gate_charge(f->g, &io->item, op->rvalue ? cost_of(&f->cfg.cost, COST_READ, op->rvlen) : 0);
+    /* a get's value costs as read, and so does a meta reply's VA block
+     * (rvalue is then the whole reply, rdata its value's bytes) */
+    int meta = mcp_cmd_is_meta(op->cmd);
+    size_t rbytes = meta ? op->rdata : op->rvlen;
+    int read = meta ? op->reply == MCP_R_VALUE : op->rvalue != NULL;
+    gate_charge(f->g, &io->item, read ? cost_of(&f->cfg.cost, COST_READ, rbytes) : 0);
     int failed = op->reply == MCP_R_SERVER_ERROR;
-    iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + op->rvlen);
+    iolat_done(gate_iolat(f->g), &io->item, &io->ts, failed ? 0 : op->vlen + rbytes);
     f->st.backend_errors += failed;
     io->state = IO_DONE;
     sl->inflight--;
@@ -857,7 +911,16 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     f->st.started = time(NULL);
     /* memcached counts its worker threads; inline, the loop is one. */
     f->st.threads = cfg->workers > 0 ? cfg->workers : 1;
+    f->st.maxconns = cfg->max_conns;
+    f->st.item_size_max = cfg->proto.max_item;
+    f->st.flush_enabled = !cfg->proto.no_flush;
     f->cfg.backend_host = f->backend_host;
+    if (cfg->backend_port)
+        snprintf(f->backend_desc, sizeof f->backend_desc, "%s:%u", f->backend_host,
+                 cfg->backend_port);
+    else
+        snprintf(f->backend_desc, sizeof f->backend_desc, "unix:%s", f->backend_host);
+    f->st.backend = f->backend_desc;
     static const gate_hooks_t hooks = {.dispatch = dispatch_now, .drain = drain_one,
                                        .stop = on_stop, .idle = on_idle,
                                        .accept = on_accept, .refuse = on_refuse,

@@ -41,7 +41,7 @@ typedef struct {
     listener_addr_t listen;      /* where clients connect (listener_parse());
                                     port 0 picks a free one (conns_port()) */
     const char *backend_host;    /* the real memcached */
-    unsigned backend_port;
+    unsigned backend_port;       /* 0: backend_host is a Unix socket's path */
     int workers;                 /* backend threads, >= 0 (0: backend
                                     calls on the loop thread, backend.h) */
     int outstanding;             /* max IOs at the backend, >= 1 */

@@ -12,7 +12,7 @@
 static const char *const cmd_names[MCP_CMD__COUNT] = {
     "get", "gets", "set", "add", "replace", "append", "prepend", "cas",
     "delete", "incr", "decr", "touch", "flush_all", "version", "verbosity",
-    "stats", "quit"};
+    "stats", "quit", "gat", "gats", "mg", "ms", "md", "ma", "mn", "me"};
 
 /* Command table: name, smallest and largest token count (command included). */
 static const struct {
@@ -35,8 +35,16 @@ static const struct {
     {"flush_all", MCP_CMD_FLUSH_ALL, 1, 3},
     {"version", MCP_CMD_VERSION, 1, MAX_TOKENS},
     {"verbosity", MCP_CMD_VERBOSITY, 2, 3},
-    {"stats", MCP_CMD_STATS, 1, 3},
+    {"stats", MCP_CMD_STATS, 1, 4}, /* "stats cachedump 1 0" */
     {"quit", MCP_CMD_QUIT, 1, MAX_TOKENS},
+    {"gat", MCP_CMD_GAT, 2, MCP_MAX_KEYS + 2},
+    {"gats", MCP_CMD_GATS, 2, MCP_MAX_KEYS + 2},
+    {"mg", MCP_CMD_MG, 2, MAX_TOKENS},
+    {"ms", MCP_CMD_MS, 2, MAX_TOKENS},
+    {"md", MCP_CMD_MD, 2, MAX_TOKENS},
+    {"ma", MCP_CMD_MA, 2, MAX_TOKENS},
+    {"mn", MCP_CMD_MN, 1, MAX_TOKENS},
+    {"me", MCP_CMD_ME, 1, MAX_TOKENS},
 };
 
 static const char E_ERROR[] = "ERROR";
@@ -49,6 +57,9 @@ static const char E_DELETE[] =
     "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 static const char E_LINE[] = "CLIENT_ERROR line too long";
 static const char E_NO_FLUSH[] = "CLIENT_ERROR flush_all not allowed";
+static const char E_KEY_DECODE[] = "CLIENT_ERROR error decoding key";
+static const char E_FLAGS_LONG[] = "CLIENT_ERROR options flags too long";
+static const char E_FLAGS_ARE_LONG[] = "CLIENT_ERROR options flags are too long";
 
 const char *mcp_cmd_name(mcp_cmd_t cmd)
 {
@@ -58,6 +69,46 @@ const char *mcp_cmd_name(mcp_cmd_t cmd)
 int mcp_cmd_is_storage(mcp_cmd_t cmd)
 {
     return cmd >= MCP_CMD_SET && cmd <= MCP_CMD_CAS;
+}
+
+int mcp_base64_decode(const char *in, size_t len, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (len == 0 || len % 4)
+        return -EINVAL;
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (size_t j = 0; j < 4; j++) {
+            unsigned char ch = (unsigned char)in[i + j];
+            int d;
+            if (ch >= 'A' && ch <= 'Z')
+                d = ch - 'A';
+            else if (ch >= 'a' && ch <= 'z')
+                d = ch - 'a' + 26;
+            else if (ch >= '0' && ch <= '9')
+                d = ch - '0' + 52;
+            else if (ch == '+')
+                d = 62;
+            else if (ch == '/')
+                d = 63;
+            else if (ch == '=' && i + 4 == len && j >= 2)
+                d = -1;
+            else
+                return -EINVAL;
+            if (d < 0)
+                pad++;
+            else if (pad) /* a digit after '=' */
+                return -EINVAL;
+            v = v << 6 | (uint32_t)(d < 0 ? 0 : d);
+        }
+        size_t k = 3 - (size_t)pad;
+        if (n + k > cap)
+            return -ENOSPC;
+        for (size_t j = 0; j < k; j++)
+            out[n++] = (char)(v >> (16 - 8 * j));
+    }
+    return (int)n;
 }
 
 static int tok_eq(mcp_str_t t, const char *s)
@@ -122,6 +173,78 @@ static mcp_status_t fail(mcp_result_t *res, const char *line, mcp_str_t at,
     return MCP_ERROR;
 }
 
+/* A meta command (tok[0] is mg, ms, md, ma, mn or me): the key, the b and
+ * q flags, ms's data block.  Flags are memcached's to check: their tokens
+ * go to it as the client wrote them. */
+static mcp_status_t parse_meta(const char *buf, size_t len, size_t linelen,
+                               const mcp_conf_t *conf, const mcp_str_t *tok,
+                               size_t nt, mcp_req_t *req, mcp_result_t *res)
+{
+    mcp_cmd_t cmd = req->cmd;
+    req->noreply = res->noreply = 0; /* the q flag is meta's noreply */
+    req->quiet = 0;
+    req->line = (mcp_str_t){buf, linelen};
+    if (cmd == MCP_CMD_MN)
+        return MCP_OK; /* memcached ignores what follows mn */
+    if (nt < 2) /* only "me": the others fell to the arity check */
+        return fail(res, buf, tok[0], E_FORMAT);
+    if (tok[1].len > MCP_KEY_MAX)
+        return fail(res, buf, tok[1], E_FORMAT);
+    size_t first = cmd == MCP_CMD_MS ? 3 : 2; /* the first flag token */
+    /* memcached 1.6.18 takes 19 tokens in all (key and flags), and says
+     * so in two ways */
+    if (cmd != MCP_CMD_ME && nt > 19)
+        return fail(res, buf, tok[19],
+                    cmd == MCP_CMD_MG ? E_FLAGS_ARE_LONG : E_FLAGS_LONG);
+    int64_t vlen = 0;
+    if (cmd == MCP_CMD_MS) {
+        if (nt < 3)
+            return fail(res, buf, tok[nt - 1], E_FORMAT);
+        if (parse_i32(tok[2], &vlen) < 0 || vlen < 0 || vlen > INT_MAX - 2)
+            return fail(res, buf, tok[2], E_FORMAT);
+    }
+    int base64 = 0;
+    for (size_t i = first; i < nt; i++) {
+        if (cmd == MCP_CMD_ME) /* "me <key> b": the one flag of me */
+            base64 |= tok_eq(tok[i], "b");
+        else if (tok[i].ptr[0] == 'b')
+            base64 = 1;
+        else if (tok[i].ptr[0] == 'q')
+            req->quiet = 1;
+    }
+    req->keys[0] = tok[1];
+    req->nkeys = 1;
+    if (base64) {
+        int n = mcp_base64_decode(tok[1].ptr, tok[1].len, req->bkey, sizeof req->bkey);
+        if (n <= 0) {
+            if (cmd == MCP_CMD_MS) /* memcached drops ms's data block */
+                res->swallow = (size_t)vlen + 2;
+            return fail(res, buf, tok[1], cmd == MCP_CMD_ME ? E_FORMAT : E_KEY_DECODE);
+        }
+        req->keys[0] = (mcp_str_t){req->bkey, (size_t)n};
+    }
+    if (cmd != MCP_CMD_MS)
+        return MCP_OK;
+    if ((size_t)vlen > conf->max_item) {
+        res->swallow = (size_t)vlen + 2;
+        res->key = req->keys[0];
+        return fail(res, buf, tok[2], E_TOO_LARGE);
+    }
+    size_t need = res->consumed + (size_t)vlen + 2;
+    if (len < need)
+        return MCP_NEED_MORE;
+    const char *data = buf + res->consumed;
+    res->consumed = need;
+    if (data[vlen] != '\r' || data[vlen + 1] != '\n') {
+        res->column = linelen;
+        res->error = E_CHUNK;
+        return MCP_ERROR;
+    }
+    req->data = data;
+    req->nbytes = (size_t)vlen;
+    return MCP_OK;
+}
+
 mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
                        mcp_req_t *req, mcp_result_t *res)
 {
@@ -130,7 +253,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     if (len == 0)
         return MCP_NEED_MORE;
     if ((unsigned char)buf[0] == 0x80) {
-        res->error = NULL; /* binary protocol: not supported, just close */
+        res->error = NULL; /* binary protocol: refused (mcp_format_binary_refusal()) */
+        res->binary = 1;
         return MCP_CLOSE;
     }
     size_t scan = len < MCP_LINE_MAX ? len : MCP_LINE_MAX;
@@ -177,7 +301,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     mcp_cmd_t cmd = cmd_table[ci].cmd;
     res->cmd = cmd;
     if (nt < cmd_table[ci].min_tokens || nt > cmd_table[ci].max_tokens) {
-        if ((cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS) && nt > 1)
+        if ((cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS || cmd == MCP_CMD_GAT ||
+             cmd == MCP_CMD_GATS) && nt > 1)
             return fail(res, buf, tok[nt - 1], E_FORMAT);
         return fail(res, buf, tok[0], E_ERROR);
     }
@@ -193,10 +318,11 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     req->cmd = cmd;
     req->noreply = nt > 1 && tok_eq(tok[nt - 1], "noreply");
     res->noreply = req->noreply;
+    if (cmd >= MCP_CMD_MG)
+        return parse_meta(buf, len, linelen, conf, tok, nt, req, res);
 
-    if (cmd != MCP_CMD_GET && cmd != MCP_CMD_GETS && cmd != MCP_CMD_FLUSH_ALL &&
-        cmd != MCP_CMD_VERSION && cmd != MCP_CMD_VERBOSITY &&
-        cmd != MCP_CMD_STATS && cmd != MCP_CMD_QUIT) {
+    if (mcp_cmd_is_storage(cmd) || cmd == MCP_CMD_DELETE || cmd == MCP_CMD_INCR ||
+        cmd == MCP_CMD_DECR || cmd == MCP_CMD_TOUCH) {
         if (tok[1].len > MCP_KEY_MAX)
             return fail(res, buf, tok[1], E_FORMAT);
         req->keys[0] = tok[1];
@@ -207,6 +333,20 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     case MCP_CMD_GET:
     case MCP_CMD_GETS:
         for (size_t i = 1; i < nt; i++) {
+            if (tok[i].len > MCP_KEY_MAX)
+                return fail(res, buf, tok[i], E_FORMAT);
+            req->keys[req->nkeys++] = tok[i];
+        }
+        req->noreply = 0;
+        res->noreply = 0;
+        return MCP_OK;
+    case MCP_CMD_GAT:
+    case MCP_CMD_GATS:
+        /* "gat <exptime> <key>*": no key at all is a plain END, as in
+         * memcached */
+        if (parse_i32(tok[1], &req->exptime) < 0)
+            return fail(res, buf, tok[1], E_EXPTIME);
+        for (size_t i = 2; i < nt; i++) {
             if (tok[i].len > MCP_KEY_MAX)
                 return fail(res, buf, tok[i], E_FORMAT);
             req->keys[req->nkeys++] = tok[i];
@@ -289,6 +429,12 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
         return MCP_OK;
     case MCP_CMD_VERSION:
     case MCP_CMD_QUIT:
+    case MCP_CMD_MG: /* parse_meta()'s */
+    case MCP_CMD_MS:
+    case MCP_CMD_MD:
+    case MCP_CMD_MA:
+    case MCP_CMD_MN:
+    case MCP_CMD_ME:
     case MCP_CMD__COUNT:
         break;
     }
@@ -332,4 +478,25 @@ int mcp_format_value_header(char *out, size_t cap, const char *key,
     if (n < 0 || (size_t)n >= cap)
         return -ENOSPC;
     return n;
+}
+
+int mcp_format_binary_refusal(char *out, size_t cap, const char *req, size_t len)
+{
+    static const char msg[] = MCP_BINARY_MSG;
+    size_t body = sizeof msg - 1;
+    if (cap < 24 + body)
+        return -ENOSPC;
+    memset(out, 0, 24);
+    out[0] = (char)0x81;                  /* response magic */
+    out[1] = len > 1 ? req[1] : 0;        /* the request's opcode */
+    out[6] = 0x00;
+    out[7] = (char)0x83;                  /* status: not supported */
+    out[8] = (char)((body >> 24) & 0xff); /* total body length, big-endian */
+    out[9] = (char)((body >> 16) & 0xff);
+    out[10] = (char)((body >> 8) & 0xff);
+    out[11] = (char)(body & 0xff);
+    for (size_t i = 12; i < 16; i++)      /* the request's opaque */
+        out[i] = i < len ? req[i] : 0;
+    memcpy(out + 24, msg, body);
+    return (int)(24 + body);
 }

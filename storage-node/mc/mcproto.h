@@ -4,7 +4,9 @@
  * The grammar and every error string follow memcached 1.6 (proto_text.c):
  * client mistakes are answered with "ERROR" or "CLIENT_ERROR ...", values
  * over the item size limit with "SERVER_ERROR object too large for cache"
- * (the data block is then swallowed).  The binary protocol is not supported.
+ * (the data block is then swallowed).  The binary protocol is not supported:
+ * a request starting with its magic byte 0x80 is MCP_CLOSE with res.binary
+ * set, and mcp_format_binary_refusal() gives the reply that says so.
  * All functions are pure and thread-safe. */
 #ifndef BQOS_MCPROTO_H
 #define BQOS_MCPROTO_H
@@ -22,6 +24,13 @@ typedef enum {
     MCP_CMD_APPEND, MCP_CMD_PREPEND, MCP_CMD_CAS, MCP_CMD_DELETE,
     MCP_CMD_INCR, MCP_CMD_DECR, MCP_CMD_TOUCH, MCP_CMD_FLUSH_ALL,
     MCP_CMD_VERSION, MCP_CMD_VERBOSITY, MCP_CMD_STATS, MCP_CMD_QUIT,
+    MCP_CMD_GAT, MCP_CMD_GATS,   /* get and touch: exptime in req.exptime */
+    /* The meta protocol (memcached 1.6): mg, ms, md, ma, mn, me.  A meta
+     * request is forwarded as the client wrote it (req.line, and ms's data
+     * block), so memcached itself checks its flags and the reply is its
+     * own; the parser finds only what the node needs: the key (decoded when
+     * the b flag says base64), the q flag and ms's data length. */
+    MCP_CMD_MG, MCP_CMD_MS, MCP_CMD_MD, MCP_CMD_MA, MCP_CMD_MN, MCP_CMD_ME,
     MCP_CMD__COUNT
 } mcp_cmd_t;
 
@@ -35,16 +44,24 @@ typedef struct {
  * mcp_parse() and is valid only as long as that buffer is. */
 typedef struct {
     mcp_cmd_t cmd;
-    mcp_str_t keys[MCP_MAX_KEYS]; /* get/gets: all keys; others: keys[0] */
+    mcp_str_t keys[MCP_MAX_KEYS]; /* get/gets/gat/gats: all keys (gat: maybe
+                                     none); others: keys[0] */
     size_t nkeys;
     uint32_t flags;               /* storage commands */
-    int64_t exptime;              /* storage commands, touch; flush_all delay */
+    int64_t exptime;              /* storage commands, touch, gat/gats;
+                                     flush_all delay */
     uint64_t cas;                 /* cas */
     uint64_t delta;               /* incr/decr; verbosity level */
     const char *data;             /* storage commands: the value ... */
     size_t nbytes;                /* ... and its length (no trailing CRLF) */
     int noreply;                  /* last token was "noreply" */
     mcp_str_t arg;                /* stats: the argument ("" for plain stats) */
+    /* meta commands: */
+    mcp_str_t line;               /* the command line as sent, without its
+                                     line end */
+    int quiet;                    /* the q flag: memcached's quiet mode */
+    char bkey[MCP_KEY_MAX];       /* a base64 key (b flag) decoded; then
+                                     keys[0] points here */
 } mcp_req_t;
 
 typedef enum {
@@ -53,7 +70,8 @@ typedef enum {
     MCP_ERROR = 2,     /* client mistake: send res.error, drop res.consumed
                           bytes, then discard res.swallow more bytes */
     MCP_CLOSE = 3      /* unrecoverable (line too long, binary protocol):
-                          send res.error if not NULL, then close */
+                          send res.error if not NULL (res.binary: the
+                          binary refusal), then close */
 } mcp_status_t;
 
 /* Outcome of mcp_parse() besides the request itself. */
@@ -67,6 +85,7 @@ typedef struct {
     mcp_cmd_t cmd;      /* the command, when it was recognised ... */
     mcp_str_t key;      /* ... and its key: a too-large "set" must also
                            delete the old value, as memcached does */
+    int binary;         /* MCP_CLOSE: the client speaks the binary protocol */
 } mcp_result_t;
 
 /* What a server accepts beyond the grammar. */
@@ -88,6 +107,21 @@ const char *mcp_cmd_name(mcp_cmd_t cmd);
 
 /* Returns nonzero for commands that carry a data block (set..cas). */
 int mcp_cmd_is_storage(mcp_cmd_t cmd);
+
+/* Returns nonzero for the keyed meta commands forwarded to memcached
+ * (mg, ms, md, ma, me; not mn, answered by the node).  Inline: the front
+ * asks for every request. */
+static inline int mcp_cmd_is_meta(mcp_cmd_t cmd)
+{
+    return cmd == MCP_CMD_MG || cmd == MCP_CMD_MS || cmd == MCP_CMD_MD ||
+           cmd == MCP_CMD_MA || cmd == MCP_CMD_ME;
+}
+
+/* Decodes standard base64 (with its '=' padding, length a multiple of 4,
+ * as memcached's b flag wants) from in[0..len) into out (at most cap
+ * bytes).  Returns the decoded length, or -EINVAL (not base64) or
+ * -ENOSPC. */
+int mcp_base64_decode(const char *in, size_t len, char *out, size_t cap);
 
 /* Outcome of a backend operation, mapped to a reply line. */
 typedef enum {
@@ -111,5 +145,15 @@ const char *mcp_reply_line(mcp_reply_t r);
 int mcp_format_value_header(char *out, size_t cap, const char *key,
                             size_t keylen, uint32_t flags, size_t nbytes,
                             int with_cas, uint64_t cas);
+
+/* The binary protocol's refusal: a response packet (magic 0x81) with status
+ * 0x0083 "not supported", the request's opcode and opaque echoed (taken from
+ * the first len bytes of the request, zero where missing) and MCP_BINARY_MSG
+ * as its body, so a binary client reports a readable error before the close.
+ * Writes at most cap bytes into out; returns the packet's length, or
+ * -ENOSPC (MCP_BINARY_REFUSAL_LEN bytes are always enough). */
+#define MCP_BINARY_MSG "binary protocol not supported: use memcached's text or meta protocol"
+#define MCP_BINARY_REFUSAL_LEN (24 + sizeof MCP_BINARY_MSG - 1)
+int mcp_format_binary_refusal(char *out, size_t cap, const char *req, size_t len);
 
 #endif

@@ -18,7 +18,18 @@ void mcreply_ops(struct evbuffer *out, mcp_cmd_t cmd, const backend_op_t *first,
             return;
         }
     }
-    if (cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS) {
+    if (mcp_cmd_is_meta(cmd)) { /* memcached's reply as it wrote it */
+        if (cmd == MCP_CMD_MG && first->reply == MCP_R_VALUE)
+            st->get_hits++;
+        else if (cmd == MCP_CMD_MG && first->rvalue && first->rvlen >= 2 &&
+                 memcmp(first->rvalue, "EN", 2) == 0)
+            st->get_misses++;
+        if (first->rvalue)
+            evbuffer_add(out, first->rvalue, first->rvlen);
+        return;
+    }
+    if (cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS || cmd == MCP_CMD_GAT ||
+        cmd == MCP_CMD_GATS) {
         for (int i = 0; i < n; i++) {
             const backend_op_t *op = OP(i);
             if (op->reply != MCP_R_VALUE) {
@@ -29,7 +40,8 @@ void mcreply_ops(struct evbuffer *out, mcp_cmd_t cmd, const backend_op_t *first,
             char hdr[MCP_KEY_MAX + 96];
             int hn = mcp_format_value_header(hdr, sizeof hdr, op->key,
                                             op->keylen, op->rflags, op->rvlen,
-                                            cmd == MCP_CMD_GETS, op->rcas);
+                                            cmd == MCP_CMD_GETS || cmd == MCP_CMD_GATS,
+                                            op->rcas);
             if (hn < 0)
                 continue;
             evbuffer_add(out, hdr, (size_t)hn);
@@ -64,6 +76,17 @@ void mcreply_count(mcstats_t *st, const mcp_req_t *r, uint64_t *other)
         break;
     case MCP_CMD_TOUCH:
         st->cmd_touch++;
+        break;
+    case MCP_CMD_MG:
+        st->cmd_get++;
+        break;
+    case MCP_CMD_MS:
+        st->cmd_set++;
+        break;
+    case MCP_CMD_GAT: /* memcached counts a gat as a get and a touch */
+    case MCP_CMD_GATS:
+        st->cmd_get += r->nkeys;
+        st->cmd_touch += r->nkeys;
         break;
     default:
         (*other)++;

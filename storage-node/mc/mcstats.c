@@ -4,6 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/version.h"
@@ -91,6 +95,84 @@ char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t
         fclose(fp);
         free(buf);
         return NULL;
+    }
+    fputs("END\r\n", fp);
+    fclose(fp);
+    return buf;
+}
+
+/* "tcp:ADDR:PORT" (memcached's form), "unix:PATH" or "unknown" for a
+ * socket address. */
+static void format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "";
+    if (len > 0 && ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        snprintf(out, cap, "tcp:%s:%u", host, ntohs(a->sin_port));
+    } else if (len > 0 && ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        snprintf(out, cap, "tcp6:[%s]:%u", host, ntohs(a->sin6_port));
+    } else if (len > 0 && ss->ss_family == AF_UNIX) {
+        const struct sockaddr_un *a = (const void *)ss;
+        snprintf(out, cap, "unix:%s", a->sun_path);
+    } else {
+        snprintf(out, cap, "unknown");
+    }
+}
+
+static int arg_is(const char *arg, size_t arglen, const char *word)
+{
+    size_t n = strlen(word);
+    return arglen == n && memcmp(arg, word, n) == 0;
+}
+
+char *mcstats_client_text(const mcstats_t *st, int fd, const char *arg, size_t arglen,
+                          size_t *len)
+{
+    int settings = arg_is(arg, arglen, "settings"), conns = arg_is(arg, arglen, "conns");
+    int sizes = arg_is(arg, arglen, "sizes");
+    int empty = arg_is(arg, arglen, "items") || arg_is(arg, arglen, "slabs") || sizes ||
+                (arglen > 10 && memcmp(arg, "cachedump ", 10) == 0);
+    if (!settings && !conns && !empty)
+        return NULL;
+    char *buf = NULL;
+    FILE *fp = open_memstream(&buf, len);
+    if (!fp)
+        return NULL;
+    struct sockaddr_storage me = {0}, peer = {0};
+    socklen_t melen = sizeof me, peerlen = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &melen) < 0)
+        melen = 0;
+    if (getpeername(fd, (struct sockaddr *)&peer, &peerlen) < 0)
+        peerlen = 0;
+    if (settings) {
+        unsigned port = 0;
+        if (melen && me.ss_family == AF_INET)
+            port = ntohs(((const struct sockaddr_in *)(const void *)&me)->sin_port);
+        else if (melen && me.ss_family == AF_INET6)
+            port = ntohs(((const struct sockaddr_in6 *)(const void *)&me)->sin6_port);
+        fprintf(fp, "STAT maxconns %d\r\n", st->maxconns);
+        fprintf(fp, "STAT tcpport %u\r\n", port);
+        fprintf(fp, "STAT udpport 0\r\n");
+        fprintf(fp, "STAT num_threads %d\r\n", st->threads);
+        fprintf(fp, "STAT cas_enabled yes\r\n");
+        fprintf(fp, "STAT binding_protocol ascii\r\n");
+        fprintf(fp, "STAT item_size_max %zu\r\n", st->item_size_max);
+        fprintf(fp, "STAT flush_enabled %s\r\n", st->flush_enabled ? "yes" : "no");
+        fprintf(fp, "STAT meta_response_old no\r\n");
+        fprintf(fp, "STAT bqos_backend %s\r\n", st->backend ? st->backend : "");
+    } else if (conns) {
+        char a[160], l[160];
+        format_addr(&peer, peerlen, a, sizeof a);
+        format_addr(&me, melen, l, sizeof l);
+        fprintf(fp, "STAT %d:addr %s\r\n", fd, a);
+        fprintf(fp, "STAT %d:listen_addr %s\r\n", fd, l);
+        fprintf(fp, "STAT %d:state conn_parse_cmd\r\n", fd);
+        fprintf(fp, "STAT %d:secs_since_last_cmd 0\r\n", fd);
+    } else if (sizes) {
+        fputs("STAT sizes_status disabled\r\n", fp); /* memcached's, without -o track_sizes */
     }
     fputs("END\r\n", fp);
     fclose(fp);

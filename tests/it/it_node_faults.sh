@@ -13,6 +13,8 @@ run() { # run WHAT ARGS...: one node_client.py step, indented output
 }
 run faults "$NODE_PORT"
 run conns "$NODE_PORT" 1000
+grep -q "closing client 127.0.0.1: it speaks memcached's binary protocol" "$tmp/node.log" &&
+  ok "binary-protocol client logged" || bad "binary-protocol client not logged"
 
 kill -TERM "$MC_PID"; wait "$MC_PID" 2>/dev/null
 run backend "$NODE_PORT" down

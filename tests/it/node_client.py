@@ -8,6 +8,8 @@ Usage:
   node_client.py backend NODE_PORT down|up       backend memcached gone / back
   node_client.py conns NODE_PORT N               N concurrent connections
   node_client.py tokens NODE_PORT PID FILE       token test hook: waiting bucket, order, SIGTERM
+  node_client.py metabuckets NODE_PORT PID FILE  meta requests in their buckets, waiting for tokens, in order
+  node_client.py statsargs NODE_PORT MAXCONNS    stats settings|conns|items|slabs|cachedump: the node's, no keys
   node_client.py flushpipe NODE_PORT PID FILE    defect 6: flush_all behind a waiting request, 1.1 MB pipelined
   node_client.py hog NODE_PORT PID MAX_MB        defect 8: a client that never reads; RSS stays under MAX_MB
 Exit status 0 when every check passes; failures are printed.
@@ -75,8 +77,11 @@ def unescape(line):
 
 
 def norm(x):
-    # CAS values differ between two servers; compare everything else.
-    return re.sub(rb"(VALUE \S+ \d+ \d+) \d+", rb"\1 CAS", x)
+    # CAS values differ between two servers; compare everything else (meta
+    # replies: the c flag's value, me's cas= and la=).
+    x = re.sub(rb"(VALUE \S+ \d+ \d+) \d+", rb"\1 CAS", x)
+    x = re.sub(rb"(?m)^((?:HD|VA|EN|NS|EX|NF)(?: [^\r]*)?) c\d+", rb"\1 cCAS", x)
+    return re.sub(rb"(?m)^(ME [^\r]*)cas=\d+", rb"\1cas=CAS", re.sub(rb"la=\d+", b"la=N", x))
 
 
 def cmd_diff(ref, node, path):
@@ -244,6 +249,69 @@ def cmd_tokens(node, pid, tokfile):
     check(got == b"SERVER_ERROR shutting down\r\n", "SIGTERM answers the queued request (%r)" % got)
 
 
+def cmd_metabuckets(node, pid, tokfile):
+    """Meta requests are classified and scheduled like classic ones: by the
+    key's prefix (a base64 key by its decoded form), waiting for their
+    bucket's tokens, answered in request order (mn included)."""
+    import base64
+
+    def red(key):
+        return lambda: stats(node, b"buckets").get("red:" + key)
+
+    set_tokens(pid, tokfile, {"red": {"r": 0, "l": 0}})
+    wait_until(lambda: red("r_tokens")() == "0" and red("l_tokens")() == "0")
+    b64 = base64.b64encode(b"red:x")
+    s1 = connect(node)
+    s1.sendall(b"ms red:x 3 T0\r\nabc\r\nmg " + b64 + b" b v k\r\nma red:n N0 J7 v\r\n"
+               b"mg red:nope v q\r\nmn\r\n")
+    early = quiet_recv(s1, 0.5)
+    check(early == b"", "nothing answered while red's meta requests wait for tokens (got %r)" % early)
+    wait_until(lambda: red("queued")() == "3")
+    check(red("queued")() == "3", "red queue holds ms, ma and mg red:nope (mg red:x waits on its key): %s" % red("queued")())
+    s2 = connect(node)
+    s2.sendall(b"ms blue:y 1\r\nb\r\nmg Ymx1ZTp5 b v\r\n")
+    check(recv_until(s2, end=b"VA 1\r\nb\r\n") == b"HD\r\nVA 1\r\nb\r\n",
+          "blue's meta requests are not held up by red")
+    set_tokens(pid, tokfile, {"red": {"r": 10, "l": 10}})
+    # (memcached returns the key as stored: ms stored it plain)
+    want = b"HD\r\nVA 3 kred:x\r\nabc\r\nVA 1\r\n7\r\nMN\r\n"
+    got = recv_until(s1, end=b"MN\r\n")
+    check(got == want, "after tokens, all meta replies in request order, the quiet miss silent (%r)" % got)
+    st = stats(node, b"buckets")
+    check(st.get("red:served_r") == "4" and st.get("red:r_tokens") == "6",
+          "4 red meta IOs served with R-tokens, 6 left (%s, %s)" % (st.get("red:served_r"), st.get("red:r_tokens")))
+    g = stats(node)
+    check(g.get("cmd_get") == "3" and g.get("cmd_set") == "2" and g.get("get_hits") == "2",
+          "stats counts mg as get, ms as set (%s %s %s)" % (g.get("cmd_get"), g.get("cmd_set"), g.get("get_hits")))
+
+
+def cmd_statsargs(node, maxconns):
+    """stats settings|conns|items|slabs|sizes and cachedump answered by the
+    node; no key of any bucket listed."""
+    s = connect(node)
+    s.sendall(b"set red:secret 0 0 1\r\nx\r\nset blue:other 0 0 1\r\ny\r\n")
+    recv_until(s, end=b"STORED\r\nSTORED\r\n")
+    st = stats(node, b"settings")
+    check(st.get("maxconns") == str(maxconns) and st.get("item_size_max") == "1048576" and
+          st.get("tcpport") == str(node) and st.get("flush_enabled") == "yes" and
+          st.get("bqos_backend", "").startswith(("127.0.0.1:", "unix:")),
+          "stats settings: the node's maxconns, port, item size, backend (%r)" % st)
+    me = s.getsockname()
+    out = run(node, b"stats conns\r\n")
+    rows = [l for l in out.split(b"\r\n") if l.startswith(b"STAT ")]
+    check(out.endswith(b"END\r\n") and len(rows) == 4 and
+          (b":addr tcp:127.0.0.1:" in rows[0]) and (b":%d" % me[1]) not in out,
+          "stats conns: the asking connection only (%r)" % out)
+    for arg in (b"items", b"slabs", b"cachedump 1 0", b"cachedump 1 100"):
+        got = run(node, b"stats " + arg + b"\r\n")
+        check(got == b"END\r\n", "stats %s: no rows (%r)" % (arg.decode(), got))
+    check(run(node, b"stats sizes\r\n") == b"STAT sizes_status disabled\r\nEND\r\n", "stats sizes")
+    for req in (b"lru_crawler metadump all\r\n", b"watch\r\n", b"stats nonsense\r\n"):
+        got = run(node, req)
+        check(got == b"ERROR\r\n", "%r refused (%r)" % (req, got))
+    s.close()
+
+
 def set_tokens(pid, tokfile, d):
     import json
     import os
@@ -368,11 +436,14 @@ def cmd_faults(node):
     o.sendall(b"get half:b\r\n")
     check(recv_until(o, end=b"END\r\n", timeout=3) == b"VALUE half:b 0 1\r\nx\r\nEND\r\n",
           "still serving after an over-long line")
-    # Binary protocol magic: closed without a reply.
+    # Binary protocol magic: a binary "not supported" (0x0083) reply with
+    # the opcode and opaque echoed, then the close.
     bp = connect(node)
-    bp.sendall(b"\x80\x0a\x00\x00" + b"\x00" * 20)
+    bp.sendall(b"\x80\x0a\x00\x00" + b"\x00" * 8 + b"\x01\x02\x03\x04" + b"\x00" * 8)
     got = recv_until(bp, end=b"<never>", timeout=3)
-    check(got == b"", "binary protocol request: connection closed (%r)" % got[:60])
+    check(got[:2] == b"\x81\x0a" and got[6:8] == b"\x00\x83" and got[12:16] == b"\x01\x02\x03\x04"
+          and b"binary protocol not supported" in got[24:],
+          "binary protocol request: refused with a binary error, then closed (%r)" % got[:60])
     # Many clients vanish with pipelines in flight; the node stays sane.
     for i in range(50):
         c = connect(node)
@@ -470,6 +541,10 @@ def main():
         cmd_backend_down(port, sys.argv[3])
     elif what == "tokens":
         cmd_tokens(port, int(sys.argv[3]), sys.argv[4])
+    elif what == "statsargs":
+        cmd_statsargs(port, int(sys.argv[3]))
+    elif what == "metabuckets":
+        cmd_metabuckets(port, int(sys.argv[3]), sys.argv[4])
     elif what == "flushpipe":
         cmd_flushpipe(port, int(sys.argv[3]), sys.argv[4])
     elif what == "hog":
