@@ -143,7 +143,7 @@ START_TEST(test_nodeargs_defaults)
                      "metrics=- curve=-/- user=- tls=-1 cert=- key=- psk=- | policy=0 fallback=0 "
                      "silence=3 pacing=1 burst=0.02 r_order=1 weighted=0 direct=0 workers=-1 "
                      "outstanding=-1 window=2..64 latency=1/4 batch=64 max_auto=-1 max_conns=4096 "
-                     "per_ip=-1 idle=0 sep=58 default=0 | max_item=1048576 export=0 capacity=0 "
+                     "per_ip=-1 idle=300 sep=58 default=0 | max_item=1048576 export=0 capacity=0 "
                      "conn_reply=268435456 reply_mem=1073741824 nbd_mem=0 io_time=0 level=2 "
                      "format=0 check=0 no_flush=0 | cost=4096 1/1 flush=0 trim=0 ignored=0");
     ck_assert_int_eq(PARSE("bqos-nbd-node", NULL), -1);
