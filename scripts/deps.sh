@@ -44,6 +44,7 @@ cmd  man                man-db
 py   zmq                python3-zmq
 py   prometheus_client  python3-prometheus-client
 py   yaml               python3-yaml
+py   pymemcache         python3-pymemcache
 cmd  promtool           prometheus
 [bench]
 pc   igraph             libigraph-dev

@@ -20,6 +20,7 @@
 typedef struct {
     gate_t *g;
     const noderun_config_t *cfg;
+    int has_default;       /* the bucket file being loaded names `default` */
     ctlclient_t *ctl;
     nodemetrics_t *nm;     /* with --metrics-listen, else NULL */
 } run_t;
@@ -37,7 +38,8 @@ void noderun_prepare(void)
 /* nodeconf callbacks */
 static int add_bucket(void *arg, const char *name, uint32_t weight)
 {
-    const run_t *r = arg;
+    run_t *r = arg;
+    r->has_default |= strcmp(name, "default") == 0;
     int b = gate_bucket(r->g, name, strlen(name), 1), rc;
     if (b >= 0 && (rc = gate_set_weight(r->g, b, weight)) < 0)
         return rc;
@@ -122,6 +124,24 @@ static void ctl_log(const ctlclient_t *ctl)
              (unsigned long long)st.agent.stale_epoch, (unsigned long long)st.agent.tokens_applied);
 }
 
+/* Loads --config and, if it loads, makes it the node's bucket table: a
+ * request of a bucket it lacks goes to its `default` or, without one, is
+ * refused (gate_set_table(), fail closed).  Returns 0 or -errno (logged). */
+static int load_config(run_t *r)
+{
+    r->has_default = 0;
+    int rc = nodeconf_load_buckets(r->cfg->config, add_bucket, r);
+    if (rc < 0)
+        return rc;
+    gate_table_t t = r->has_default ? GATE_TABLE_DEFAULT : GATE_TABLE_CLOSED;
+    if (t == GATE_TABLE_CLOSED && gate_table(r->g) != GATE_TABLE_CLOSED)
+        log_warn("%s has no `default` bucket: keys of buckets it does not list are refused "
+                 "(CLIENT_ERROR unknown bucket); add a `default` with a limit to serve them",
+                 r->cfg->config);
+    gate_set_table(r->g, t);
+    return 0;
+}
+
 /* SIGHUP: the node's CURVE keys again (ctlclient_reload_keys()), logged. */
 static void reload_keys(ctlclient_t *ctl)
 {
@@ -138,13 +158,13 @@ static void reload_keys(ctlclient_t *ctl)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
-    const run_t *r = arg;
+    run_t *r = arg;
     if (sig == SIGHUP) { /* files that do not load are logged and change nothing */
         log_info("SIGHUP: reloading%s%s%s%s", r->cfg->config ? " " : "",
                  r->cfg->config ? r->cfg->config : "", r->cfg->tokens_file ? " " : "",
                  r->cfg->tokens_file ? r->cfg->tokens_file : "");
         if (r->cfg->config)
-            nodeconf_load_buckets(r->cfg->config, add_bucket, arg);
+            load_config(arg);
         if (r->cfg->tokens_file)
             nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
         if (r->cfg->reload)
@@ -211,7 +231,7 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
 int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
-    run_t r = {g, cfg, NULL, NULL};
+    run_t r = {g, cfg, 0, NULL, NULL};
     ctlclient_t *ctl = NULL;
     static const int signos[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP};
     struct event *sigs[4] = {0}, *mev = NULL;
@@ -223,7 +243,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     }
     log_info("pacing %s (burst %g ms), reservations by %s", cfg->pacing ? "on" : "off",
              cfg->burst_s * 1000, cfg->r_order == SCHED_ORDER_URGENCY ? "urgency" : "round robin");
-    if (cfg->config && nodeconf_load_buckets(cfg->config, add_bucket, &r) < 0)
+    if (cfg->config && load_config(&r) < 0)
         goto out;
     if (cfg->tokens_file && nodeconf_load_tokens(cfg->tokens_file, set_tokens, &r) < 0)
         goto out;

@@ -35,6 +35,9 @@ struct gate {
     double pace_at;        /* when it fires; INFINITY: not armed */
     gate_status_fn status; /* gate_set_status() */
     void *status_arg;
+    int auth;              /* gate_set_auth() */
+    uint64_t auth_ok, auth_failures[GATE_AUTH_NREASONS];
+    gate_table_t table;    /* gate_set_table() */
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -71,6 +74,41 @@ void gate_stats(const gate_t *g, gate_stats_t *out)
     conns_stats(g->cn, &out->conns);
     out->status = g->status;
     out->status_arg = g->status_arg;
+    out->auth = g->auth;
+    out->auth_ok = g->auth_ok;
+    memcpy(out->auth_failures, g->auth_failures, sizeof out->auth_failures);
+    out->table = (int)g->table;
+}
+
+const char *const gate_auth_reason_names[GATE_AUTH_NREASONS] = {
+    "unauthenticated", "unknown_user", "bad_password", "bad_format"};
+
+void gate_set_auth(gate_t *g, int on)
+{
+    if (g)
+        g->auth = on;
+}
+
+void gate_auth_ok(gate_t *g)
+{
+    if (g)
+        g->auth_ok++;
+}
+
+void gate_auth_failed(gate_t *g, gate_auth_reason_t why)
+{
+    if (g && (unsigned)why < GATE_AUTH_NREASONS)
+        g->auth_failures[why]++;
+}
+
+void gate_set_table(gate_t *g, gate_table_t t)
+{
+    g->table = t;
+}
+
+gate_table_t gate_table(const gate_t *g)
+{
+    return g->table;
 }
 
 const char *gate_bucket_name(const gate_t *g, int b)

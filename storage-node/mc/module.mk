@@ -12,3 +12,8 @@ $(call check_suite,test_replybudget,nodemc)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh
+# mcauth: memcached's text-protocol logins (--auth-file); its mode check is common/curvekey's.
+nodemc_SRCS += storage-node/mc/mcauth.c
+test_front_LIBS += curvekey common
+$(call check_suite,test_mcauth,nodemc nodeio nodecore curvekey common)
+ITESTS += tests/it/it_node_auth.sh
