@@ -551,20 +551,27 @@ START_TEST(test_front_close_in_flight)
 }
 END_TEST
 
-/* A bucket table without `default` (gate_set_table(), as noderun sets it
- * from --config): keys of buckets it lacks are refused with a
- * CLIENT_ERROR, "default:" keys too; with a `default` they are served
- * there. */
+/* A bucket table without `default` (gate_set_table() and
+ * gate_set_listed(), as noderun sets them from --config or the controller's
+ * table): keys of buckets it lacks are refused with a CLIENT_ERROR - an
+ * unknown prefix, no prefix, "default:", a bucket the scheduler has but the
+ * table does not list; with a `default` they are served there. */
 START_TEST(test_front_table_without_default_refuses)
 {
     int fd = fx_open(&(fx_opts_t){.workers = 0, .max_auto = 0});
-    ck_assert_int_ge(gate_bucket(x.g, "red", 3, 1), 0);
+    int red = gate_bucket(x.g, "red", 3, 1);
+    ck_assert_int_ge(gate_bucket(x.g, "blue", 4, 1), 0); /* a bucket the table lacks */
+    ck_assert_int_ge(red, 1);
+    unsigned char listed[8] = {0};
+    listed[red] = 1;
+    ck_assert_int_eq(gate_set_listed(x.g, listed, red + 1), 0);
     gate_set_table(x.g, GATE_TABLE_CLOSED);
-    send_str(fd, "set red:k 0 0 1\r\nz\r\nset zz:k 0 0 1\r\nz\r\nget plainkey\r\nget default:k\r\n");
+    send_str(fd, "set red:k 0 0 1\r\nz\r\nset zz:k 0 0 1\r\nz\r\nget plainkey\r\nget default:k\r\n"
+                 "get blue:k\r\n");
 #define REFUSED "CLIENT_ERROR unknown bucket: no default bucket configured\r\n"
-    expect(fd, "STORED\r\n" REFUSED REFUSED REFUSED);
+    expect(fd, "STORED\r\n" REFUSED REFUSED REFUSED REFUSED);
     ck_assert_str_eq(stub_log(&x.stub), "set red:k\n");
-    ck_assert_ptr_nonnull(strstr(stats(""), "STAT bqos_rejected 3\r\n"));
+    ck_assert_ptr_nonnull(strstr(stats(""), "STAT bqos_rejected 4\r\n"));
     ck_assert_ptr_nonnull(strstr(stats(""), "STAT bqos_bucket_table closed\r\n"));
     gate_set_table(x.g, GATE_TABLE_DEFAULT);
     send_str(fd, "set zz:k 0 0 1\r\nz\r\nget plainkey\r\n");

@@ -38,6 +38,8 @@ struct gate {
     int auth;              /* gate_set_auth() */
     uint64_t auth_ok, auth_failures[GATE_AUTH_NREASONS];
     gate_table_t table;    /* gate_set_table() */
+    unsigned char *listed; /* gate_set_listed(): nlisted of them */
+    int nlisted;
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -109,6 +111,24 @@ void gate_set_table(gate_t *g, gate_table_t t)
 gate_table_t gate_table(const gate_t *g)
 {
     return g->table;
+}
+
+int gate_set_listed(gate_t *g, const unsigned char *listed, int n)
+{
+    unsigned char *p = NULL;
+    if (n > 0 && !(p = malloc((size_t)n)))
+        return -ENOMEM;
+    if (n > 0)
+        memcpy(p, listed, (size_t)n);
+    free(g->listed);
+    g->listed = p;
+    g->nlisted = n > 0 ? n : 0;
+    return 0;
+}
+
+int gate_listed(const gate_t *g, int b)
+{
+    return b >= 0 && b < g->nlisted && g->listed[b];
 }
 
 const char *gate_bucket_name(const gate_t *g, int b)
@@ -458,6 +478,7 @@ void gate_destroy(gate_t **gp)
     if (g->pace)
         event_free(g->pace);
     window_destroy(&g->win);
+    free(g->listed);
     free(g);
     *gp = NULL;
 }

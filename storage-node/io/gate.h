@@ -237,6 +237,12 @@ typedef enum { GATE_TABLE_NONE = 0, GATE_TABLE_DEFAULT, GATE_TABLE_CLOSED } gate
 void gate_set_table(gate_t *g, gate_table_t t);
 gate_table_t gate_table(const gate_t *g);
 
+/* Which buckets the table lists: listed[b] for b < n (copied; buckets made
+ * later are unlisted).  Returns 0 or -ENOMEM (the old list kept).
+ * gate_listed(): nonzero if bucket b is listed.  O(1). */
+int gate_set_listed(gate_t *g, const unsigned char *listed, int n);
+int gate_listed(const gate_t *g, int b);
+
 /* The node's figures, as the memcached `stats` text (mc/mcstats.c) and
  * /metrics (daemon/nodemetrics.c) both show them. */
 typedef struct {

@@ -396,10 +396,11 @@ static int bucket_of(front_t *f, const char *key, size_t len)
         return reject ? reject : f->default_bucket;
     size_t n = (size_t)(sep - key);
     int b = gate_bucket(f->g, key, n, 0);
-    if (b >= 0 && !(b == f->default_bucket && t == GATE_TABLE_CLOSED))
+    if (t == GATE_TABLE_CLOSED) /* only what the table lists; nothing made */
+        return gate_listed(f->g, b) && b != f->default_bucket ? b : reject;
+    if (b >= 0)
         return b;
-    if (b < 0 && f->auto_buckets < f->cfg.max_auto_buckets &&
-        (b = gate_bucket(f->g, key, n, 1)) >= 0) {
+    if (f->auto_buckets < f->cfg.max_auto_buckets && (b = gate_bucket(f->g, key, n, 1)) >= 0) {
         f->auto_buckets++; /* --max-auto-buckets: prefixes made buckets on first sight */
         log_debug("bucket '%.*s' created on first sight (%d)", (int)n, key, b);
         return b;

@@ -35,13 +35,14 @@ typedef enum {
     FRONT_DEFAULT_SERVE = 0,  /* keys of unknown buckets go to "default" */
     FRONT_DEFAULT_REJECT = 1  /* ... are answered SERVER_ERROR unknown bucket */
 } front_default_t;
-/* Once the node has a bucket table (gate_table() is not GATE_TABLE_NONE)
- * the table decides instead: a key of a bucket it does not list (no
- * separator, or an unknown prefix; no buckets are made on first sight
- * unless --max-auto-buckets asks) goes to `default` if the table has one,
- * else is answered "CLIENT_ERROR unknown bucket: no default bucket
- * configured" (fail closed); --default-bucket reject refuses it in any
- * case. */
+/* Once the node has a bucket table (gate_table() is not GATE_TABLE_NONE:
+ * --config, or a controller's) the table decides instead.  With a
+ * `default` in it, as above (unlisted buckets made on first sight are
+ * routed to `default` by the agent under a controller).  Without one
+ * (GATE_TABLE_CLOSED), a key of a bucket it does not list (gate_listed();
+ * no separator, an unknown prefix; nothing made on first sight) is
+ * answered "CLIENT_ERROR unknown bucket: no default bucket configured"
+ * (fail closed).  --default-bucket reject refuses such keys in any case. */
 
 /* Settings; the strings are copied by front_new(). */
 typedef struct {

@@ -186,6 +186,17 @@ steps "$NODE_PORT" 'stats buckets\r\n' | grep -q 'STAT default:arrivals 3' &&
   ok "... in bucket default" || bad "default arrivals"
 stop_node
 
+# A controller's table without `default` closes the node too (only --controller).
+start_controller "$tmp/nodef.json" 10000 "$tmp"
+start_node "$tmp/ctl.log" --controller "$CTRL_EP"
+wait_for 'grep -q "no .default. bucket: keys of buckets it does not list are refused" "$tmp/ctl.log"' 10
+got=$(exchange "$NODE_PORT" "$REQ")
+want_closed="b'STORED\\r\\n$E\\r\\n$E\\r\\n$E\\r\\n'"
+[ "$got" = "$want_closed" ] && ok "controller's table without default: unknown prefixes refused" ||
+  { bad "controller closed: got $got"; tail -5 "$tmp/ctl.log"; }
+stop_node
+stop_controller
+
 start_node "$tmp/rr.log" --policy rr
 got=$(exchange "$NODE_PORT" "$REQ")
 [ "$got" = "$want" ] && ok "no table, --policy rr: every prefix served, as memcached would" || bad "rr: got $got"
