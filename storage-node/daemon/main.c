@@ -337,7 +337,7 @@ out:
     return rc;
 }
 
-/* --check: what run_memcached() and run_block() would refuse, and the
+/* --check: what run_memcached() and run_block() would refuse, and the auth,
  * bucket and token files.  Returns the exit status. */
 static int check_config(const args_t *a)
 {
@@ -354,6 +354,17 @@ static int check_config(const args_t *a)
     if (a->block ? !a->backend : backend_parse_url(a->backend, bhost, sizeof bhost, &bport) < 0) {
         fprintf(stderr, "%s: bad --backend '%s'\n", a->prog, a->backend ? a->backend : "");
         problems++;
+    }
+    if (a->auth_file && !a->block) {
+        jsonloc_err_t e;
+        char ebuf[512];
+        mcauth_t *auth = mcauth_load(a->auth_file, &e, NULL);
+        if (!auth) {
+            fprintf(stderr, "%s: --auth-file: %s\n", a->prog,
+                    bucketfile_strerror(&e, ebuf, sizeof ebuf));
+            problems++;
+        }
+        mcauth_destroy(&auth);
     }
     int rc = nodeconf_check(a->prog, a->config, a->tokens_file);
     if (rc != 0 || problems)

@@ -157,6 +157,8 @@ printf 'alice:secret\n\n' >"$tmp/auth2"; chmod 600 "$tmp/auth2"
 "$NODE" --memcached-listen 127.0.0.1:0 --auth-file "$tmp/auth2" >/dev/null 2>"$tmp/e1"; rc=$?
 check "a bad auth file: exit 2, file:line (rc $rc: $(cat "$tmp/e1"))" \
   '[ $rc -eq 2 ] && grep -q "auth2:2:1: empty line" "$tmp/e1"'
+"$NODE" --check --auth-file "$tmp/auth2" >/dev/null 2>"$tmp/e3"; rc=$?
+check "--check: the auth file too (rc $rc)" '[ $rc -eq 1 ] && grep -q "auth2:2:1: empty line" "$tmp/e3"'
 printf 'alice:secret\n' >"$tmp/auth3"; chmod 644 "$tmp/auth3"
 "$NODE" --memcached-listen 127.0.0.1:0 --auth-file "$tmp/auth3" >/dev/null 2>"$tmp/e2"; rc=$?
 check "an auth file readable by others: exit 2 ($(cat "$tmp/e2"))" '[ $rc -eq 2 ] && grep -q "chmod 600" "$tmp/e2"'
