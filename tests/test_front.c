@@ -276,6 +276,7 @@ typedef struct {
     int batch;         /* ops per backend exchange */
     int max_auto;      /* buckets made on first sight */
     int reject;        /* unknown buckets: SERVER_ERROR instead of "default" */
+    mcauth_t *auth;    /* clients log in first (--auth-file) */
 } fx_opts_t;
 
 typedef struct {
@@ -319,6 +320,7 @@ static int fx_open(const fx_opts_t *o)
     cfg.outstanding = 64;
     cfg.max_auto_buckets = o->max_auto;
     cfg.default_mode = o->reject ? FRONT_DEFAULT_REJECT : FRONT_DEFAULT_SERVE;
+    cfg.auth = o->auth;
     int err = 0;
     x.f = front_new(x.base, &cfg, &err);
     ck_assert_msg(x.f != NULL, "front_new: %s", strerror(-err));
@@ -549,6 +551,66 @@ START_TEST(test_front_close_in_flight)
 }
 END_TEST
 
+/* A bucket table without `default` (gate_set_table() and
+ * gate_set_listed(), as noderun sets them from --config or the controller's
+ * table): keys of buckets it lacks are refused with a CLIENT_ERROR - an
+ * unknown prefix, no prefix, "default:", a bucket the scheduler has but the
+ * table does not list; with a `default` they are served there. */
+START_TEST(test_front_table_without_default_refuses)
+{
+    int fd = fx_open(&(fx_opts_t){.workers = 0, .max_auto = 0});
+    int red = gate_bucket(x.g, "red", 3, 1);
+    ck_assert_int_ge(gate_bucket(x.g, "blue", 4, 1), 0); /* a bucket the table lacks */
+    ck_assert_int_ge(red, 1);
+    unsigned char listed[8] = {0};
+    listed[red] = 1;
+    ck_assert_int_eq(gate_set_listed(x.g, listed, red + 1), 0);
+    gate_set_table(x.g, GATE_TABLE_CLOSED);
+    send_str(fd, "set red:k 0 0 1\r\nz\r\nset zz:k 0 0 1\r\nz\r\nget plainkey\r\nget default:k\r\n"
+                 "get blue:k\r\n");
+#define REFUSED "CLIENT_ERROR unknown bucket: no default bucket configured\r\n"
+    expect(fd, "STORED\r\n" REFUSED REFUSED REFUSED REFUSED);
+    ck_assert_str_eq(stub_log(&x.stub), "set red:k\n");
+    ck_assert_ptr_nonnull(strstr(stats(""), "STAT bqos_rejected 4\r\n"));
+    ck_assert_ptr_nonnull(strstr(stats(""), "STAT bqos_bucket_table closed\r\n"));
+    gate_set_table(x.g, GATE_TABLE_DEFAULT);
+    send_str(fd, "set zz:k 0 0 1\r\nz\r\nget plainkey\r\n");
+    expect(fd, "STORED\r\nEND\r\n");
+    ck_assert_ptr_nonnull(strstr(stats("buckets"), "STAT default:arrivals 2\r\n"));
+    fx_close();
+}
+END_TEST
+
+/* --auth-file: before the login every command is refused and nothing
+ * reaches the backend; the login itself is not stored; afterwards the
+ * connection is served.  Counted in stats. */
+START_TEST(test_front_login_first)
+{
+    char *path = testlib_temp_file("alice:secret\n");
+    jsonloc_err_t e;
+    mcauth_t *a = mcauth_load(path, &e, NULL);
+    unlink(path);
+    ck_assert_ptr_nonnull(a);
+    int fd = fx_open(&(fx_opts_t){.workers = 0, .max_auto = 0, .auth = a});
+    send_str(fd, "get k\r\nversion\r\nset x 0 0 1\r\nv\r\nset x 0 0 11\r\nalice wrong\r\n");
+    expect(fd, "CLIENT_ERROR unauthenticated\r\nCLIENT_ERROR unauthenticated\r\n"
+               "CLIENT_ERROR bad authentication token format\r\n"
+               "CLIENT_ERROR authentication failure\r\n");
+    send_str(fd, "set x 0 0 12\r\nalice secret\r\nset k 0 0 1\r\nv\r\nget k\r\n");
+    expect(fd, "STORED\r\nSTORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n");
+    ck_assert_str_eq(stub_log(&x.stub), "set k\nget k\n");
+    gate_stats_t gs;
+    gate_stats(x.g, &gs);
+    ck_assert_int_eq(gs.auth, 1);
+    ck_assert_int_eq(gs.auth_ok, 1);
+    ck_assert_int_eq(gs.auth_failures[GATE_AUTH_UNAUTHENTICATED], 2);
+    ck_assert_int_eq(gs.auth_failures[GATE_AUTH_BAD_FORMAT], 1);
+    ck_assert_int_eq(gs.auth_failures[GATE_AUTH_BAD_PASSWORD], 1);
+    fx_close();
+    mcauth_destroy(&a);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -558,7 +620,9 @@ int main(void)
                                   test_front_malformed_commands,
                                   test_front_unknown_bucket_default,
                                   test_front_zero_tokens_hold,
-                                  test_front_close_in_flight};
+                                  test_front_close_in_flight,
+                                  test_front_table_without_default_refuses,
+                                  test_front_login_first};
     const testlib_case_t c = {.name = "front", .timeout = 30};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

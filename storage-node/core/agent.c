@@ -404,6 +404,8 @@ static int route_default(agent_t *a, const proto_msg_t *m)
         }
     }
     sched_set_new_route(a->s, d);
+    if (a->ops.table)
+        a->ops.table(a->ops.arg, d >= 0, (const unsigned char *)in, nnow);
     if (a->peer && a->default_route != d)
         log_info(d >= 0 ? "controller %s has a `default` bucket: keys of buckets it does not "
                           "configure are held to its limit"

@@ -104,6 +104,12 @@ typedef struct {
      * applied, or a new controller table dropped buckets (may be NULL).
      * The node dispatches what the new tokens allow. */
     void (*applied)(void *arg);
+    /* Called after each controller table is applied (a welcome or a new
+     * table): whether it has a `default` bucket, and listed[b] nonzero for
+     * each of the scheduler's n buckets that it lists (borrowed for the
+     * call).  The node refuses keys of unlisted buckets when the table has
+     * no `default` (fail closed).  May be NULL. */
+    void (*table)(void *arg, int has_default, const unsigned char *listed, int n);
     void *arg;
 } agent_ops_t;
 

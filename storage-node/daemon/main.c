@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/front.h"
+#include "storage-node/mc/mcauth.h"
 #include "storage-node/nbd/nbdfront.h"
 #include "storage-node/daemon/nodeconf.h"
 #include "storage-node/daemon/nodeargs.h"
@@ -104,6 +105,20 @@ static int conn_limits(const args_t *a, gate_t *g)
     return rc;
 }
 
+/* noderun_config_t.reload of a memcached node with --auth-file: its users
+ * again (logged-in connections stay so); a file that does not load is
+ * logged and changes nothing. */
+static void reload_auth(void *arg)
+{
+    jsonloc_err_t e;
+    char buf[512];
+    if (mcauth_reload(arg, &e) < 0)
+        log_error("SIGHUP: --auth-file not reloaded, the old users stay: %s",
+                  bucketfile_strerror(&e, buf, sizeof buf));
+    else
+        log_info("SIGHUP: %s re-read: %d users", mcauth_path(arg), mcauth_users(arg));
+}
+
 /* The memcached node: front_t in front of memcached. */
 static int run_memcached(const args_t *a)
 {
@@ -136,6 +151,19 @@ static int run_memcached(const args_t *a)
         return 2;
     }
     cfg.backend_host = bhost;
+    mcauth_t *auth = NULL;
+    if (a->auth_file) {
+        jsonloc_err_t e;
+        char ebuf[512];
+        if (!(auth = mcauth_load(a->auth_file, &e, NULL))) {
+            fprintf(stderr, "%s: --auth-file: %s\n", a->prog,
+                    bucketfile_strerror(&e, ebuf, sizeof ebuf));
+            return 2;
+        }
+        cfg.auth = auth;
+        log_info("--auth-file %s: %d users; clients log in first", a->auth_file,
+                 mcauth_users(auth));
+    }
 
     noderun_prepare();
     int rc = 1, err = 0;
@@ -159,12 +187,15 @@ static int run_memcached(const args_t *a)
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
              window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
     noderun_config_t nc = run_config(a);
+    nc.reload = auth ? reload_auth : NULL;
+    nc.reload_arg = auth;
     if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
     log_info("stopped");
     rc = 0;
 out:
     front_destroy(&f);
+    mcauth_destroy(&auth);
     if (base)
         event_base_free(base);
     return rc;
@@ -342,7 +373,8 @@ static int node_validate_keys(const args_t *a, int check)
 }
 
 /* --check: what run_memcached() and run_block() would refuse, the key
- * files, and the bucket and token files.  Returns the exit status. */
+ * files, the auth file, and the bucket and token files.  Returns the exit
+ * status. */
 static int check_config(const args_t *a)
 {
     listener_addr_t la;
@@ -360,6 +392,18 @@ static int check_config(const args_t *a)
         problems++;
     }
     problems += node_validate_keys(a, 1);
+
+    if (a->auth_file && !a->block) {
+        jsonloc_err_t e;
+        char ebuf[512];
+        mcauth_t *auth = mcauth_load(a->auth_file, &e, NULL);
+        if (!auth) {
+            fprintf(stderr, "%s: --auth-file: %s\n", a->prog,
+                    bucketfile_strerror(&e, ebuf, sizeof ebuf));
+            problems++;
+        }
+        mcauth_destroy(&auth);
+    }
     int rc = nodeconf_check(a->prog, a->config, a->tokens_file);
     if (rc != 0 || problems)
         return 1;

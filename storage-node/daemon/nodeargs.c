@@ -80,7 +80,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 55
+#define NROWS 56
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -283,6 +283,12 @@ static void option_rows(args_t *a, node_row_t *rows)
                        "microseconds, emulating a slower device (capacity = workers x\n"
                        "1e6 / N IOs/s), so that several nodes sharing one machine behave\n"
                        "like separate servers.  Page-cache reads are then not served inline."}},
+        {MC, {.name = "auth-file", .type = OPTS_STRING, .target = &a->auth_file, .arg = "FILE",
+              .show = "none (no login)",
+              .help = "Clients log in first, as with memcached -Y FILE: user:password lines\n"
+                      "(mode 0600 or stricter; re-read on SIGHUP).  A connection's first\n"
+                      "command is `set <any> 0 0 <n>` with data `user password`; before it\n"
+                      "every command gets CLIENT_ERROR unauthenticated (docs/security.md)."}},
         {MC, {.name = "separator", .type = OPTS_FUNC, .target = &a->separator,
               .func = parse_separator, .arg = "C", .deflt = ":",
               .wants = "one character, not a space",
@@ -291,7 +297,9 @@ static void option_rows(args_t *a, node_row_t *rows)
               .arg = "serve|reject", .deflt = "serve", .names = default_names,
               .help = "Keys of no known bucket (no separator, unknown prefix beyond\n"
                       "--max-auto-buckets): serve them in bucket \"default\", or answer\n"
-                      "SERVER_ERROR unknown bucket."}},
+                      "SERVER_ERROR unknown bucket.  With a bucket table (--config, or a\n"
+                      "controller's) serve needs a `default` bucket in it: without one\n"
+                      "they are refused (CLIENT_ERROR unknown bucket: no default ...)."}},
         {MC, {.name = "max-auto-buckets", .type = OPTS_INT, .target = &a->max_auto, .arg = "N",
               .min = 0, .max = 1000000, .show = "1024 without --config, else 0",
               .help = "Buckets created when first seen in a key; beyond, keys go to the\n"

@@ -13,6 +13,7 @@ typedef struct {
     const char *config, *controller, *tokens_file, *metrics;
     const char *curve_key, *controller_key; /* CURVE to the controller */
     const char *user;               /* --user: switch to it after binding */
+    const char *auth_file;          /* --auth-file: memcached -Y logins */
     int no_flush;                   /* --disable-flush-all */
     const char *tls_cert, *tls_key, *tls_psk; /* NBD over TLS */
     int tls;                        /* nbdtls_mode_t: index in tls_names; -1: by the files */

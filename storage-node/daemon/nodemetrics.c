@@ -134,6 +134,25 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
     node_sample(m, p, "bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
                 "Requests refused because their key names no bucket (--default reject).",
                 (double)iolat_refused_unknown(gate_iolat(m->g)));
+    promtext_family(p, "bqos_node_requests_refused_total", PROMTEXT_COUNTER,
+                    "Requests refused for want of a bucket, by reason: unknown_bucket (no bucket, "
+                    "--default-bucket reject), unconfigured (the bucket table lists none and has "
+                    "no default).");
+    promtext_label_t rl[] = {{"node", m->name}, {"reason", "unknown_bucket"}};
+    promtext_value(p, rl, 2, (double)iolat_refused_unknown(gate_iolat(m->g)));
+    rl[1].value = "unconfigured";
+    promtext_value(p, rl, 2, (double)iolat_refused_unconfigured(gate_iolat(m->g)));
+    if (gs.auth) {
+        promtext_family(p, "bqos_node_auth_failures_total", PROMTEXT_COUNTER,
+                        "Clients refused for want of a login (--auth-file), by reason.");
+        promtext_label_t al[] = {{"node", m->name}, {"reason", NULL}};
+        for (int i = 0; i < GATE_AUTH_NREASONS; i++) {
+            al[1].value = gate_auth_reason_names[i];
+            promtext_value(p, al, 2, (double)gs.auth_failures[i]);
+        }
+        node_sample(m, p, "bqos_node_auth_logins_total", PROMTEXT_COUNTER,
+                    "Client logins that succeeded (--auth-file).", (double)gs.auth_ok);
+    }
     node_sample(m, p, "bqos_node_policy_rr", PROMTEXT_GAUGE,
                 "1 while the scheduler runs plain round robin (no reservations, no limits).",
                 gs.policy == SCHED_POLICY_RR);

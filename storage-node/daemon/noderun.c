@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -20,6 +21,10 @@
 typedef struct {
     gate_t *g;
     const noderun_config_t *cfg;
+    int has_default;       /* the bucket file being loaded names `default` */
+    unsigned char *listed; /* ... and the buckets it names (nlisted) */
+    int nlisted;
+    int ctl_table;         /* a controller's table was applied: it decides */
     ctlclient_t *ctl;
     nodemetrics_t *nm;     /* with --metrics-listen, else NULL */
 } run_t;
@@ -37,10 +42,21 @@ void noderun_prepare(void)
 /* nodeconf callbacks */
 static int add_bucket(void *arg, const char *name, uint32_t weight)
 {
-    const run_t *r = arg;
+    run_t *r = arg;
+    r->has_default |= strcmp(name, "default") == 0;
     int b = gate_bucket(r->g, name, strlen(name), 1), rc;
     if (b >= 0 && (rc = gate_set_weight(r->g, b, weight)) < 0)
         return rc;
+    if (b >= r->nlisted) {
+        unsigned char *p = realloc(r->listed, (size_t)b + 1);
+        if (!p)
+            return -ENOMEM;
+        memset(p + r->nlisted, 0, (size_t)(b + 1 - r->nlisted));
+        r->listed = p;
+        r->nlisted = b + 1;
+    }
+    if (b >= 0)
+        r->listed[b] = 1;
     return b;
 }
 
@@ -75,6 +91,24 @@ static void period_start(void *arg)
     if (r->nm)
         nodemetrics_period_end(r->nm);
     gate_period_start(r->g);
+}
+
+/* A controller's table was applied: from now on it is the node's table
+ * (fail closed without a `default`, gate.h). */
+static void ctl_table(void *arg, int has_default, const unsigned char *listed, int n)
+{
+    run_t *r = arg;
+    gate_table_t t = has_default ? GATE_TABLE_DEFAULT : GATE_TABLE_CLOSED;
+    if (gate_set_listed(r->g, listed, n) < 0) {
+        log_error("out of memory taking the controller's bucket table: keys of any bucket "
+                  "are refused");
+        gate_set_listed(r->g, NULL, 0);
+    }
+    if (t == GATE_TABLE_CLOSED && (gate_table(r->g) != t || !r->ctl_table))
+        log_warn("the controller's bucket table has no `default` bucket: keys of buckets it "
+                 "does not list are refused (CLIENT_ERROR unknown bucket)");
+    r->ctl_table = 1;
+    gate_set_table(r->g, t);
 }
 
 static void ctl_applied(void *arg)
@@ -122,6 +156,30 @@ static void ctl_log(const ctlclient_t *ctl)
              (unsigned long long)st.agent.stale_epoch, (unsigned long long)st.agent.tokens_applied);
 }
 
+/* Loads --config and, if it loads, makes it the node's bucket table: a
+ * request of a bucket it lacks goes to its `default` or, without one, is
+ * refused (gate_set_table(), fail closed).  Returns 0 or -errno (logged). */
+static int load_config(run_t *r)
+{
+    r->has_default = 0;
+    if (r->listed)
+        memset(r->listed, 0, (size_t)r->nlisted);
+    int rc = nodeconf_load_buckets(r->cfg->config, add_bucket, r);
+    if (rc < 0)
+        return rc;
+    if (r->ctl_table)
+        return 0; /* the controller's table decides, not --config */
+    gate_table_t t = r->has_default ? GATE_TABLE_DEFAULT : GATE_TABLE_CLOSED;
+    if ((rc = gate_set_listed(r->g, r->listed, r->nlisted)) < 0)
+        return rc;
+    if (t == GATE_TABLE_CLOSED && gate_table(r->g) != GATE_TABLE_CLOSED)
+        log_warn("%s has no `default` bucket: keys of buckets it does not list are refused "
+                 "(CLIENT_ERROR unknown bucket); add a `default` with a limit to serve them",
+                 r->cfg->config);
+    gate_set_table(r->g, t);
+    return 0;
+}
+
 /* SIGHUP: the node's CURVE keys again (ctlclient_reload_keys()), logged. */
 static void reload_keys(ctlclient_t *ctl)
 {
@@ -138,13 +196,13 @@ static void reload_keys(ctlclient_t *ctl)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
-    const run_t *r = arg;
+    run_t *r = arg;
     if (sig == SIGHUP) { /* files that do not load are logged and change nothing */
         log_info("SIGHUP: reloading%s%s%s%s", r->cfg->config ? " " : "",
                  r->cfg->config ? r->cfg->config : "", r->cfg->tokens_file ? " " : "",
                  r->cfg->tokens_file ? r->cfg->tokens_file : "");
         if (r->cfg->config)
-            nodeconf_load_buckets(r->cfg->config, add_bucket, arg);
+            load_config(arg);
         if (r->cfg->tokens_file)
             nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
         if (r->cfg->reload)
@@ -211,7 +269,7 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
 int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
-    run_t r = {g, cfg, NULL, NULL};
+    run_t r = {g, cfg, 0, NULL, 0, 0, NULL, NULL};
     ctlclient_t *ctl = NULL;
     static const int signos[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP};
     struct event *sigs[4] = {0}, *mev = NULL;
@@ -223,7 +281,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     }
     log_info("pacing %s (burst %g ms), reservations by %s", cfg->pacing ? "on" : "off",
              cfg->burst_s * 1000, cfg->r_order == SCHED_ORDER_URGENCY ? "urgency" : "round robin");
-    if (cfg->config && nodeconf_load_buckets(cfg->config, add_bucket, &r) < 0)
+    if (cfg->config && load_config(&r) < 0)
         goto out;
     if (cfg->tokens_file && nodeconf_load_tokens(cfg->tokens_file, set_tokens, &r) < 0)
         goto out;
@@ -241,7 +299,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         if (cfg->silence > 0)
             cc.agent.silence_intervals = cfg->silence;
         agent_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
-                           .period_start = period_start, .applied = ctl_applied, .arg = &r};
+                           .period_start = period_start, .applied = ctl_applied,
+                           .table = ctl_table, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));
@@ -279,6 +338,7 @@ out:
     gate_set_iolat(g, NULL);
     nodemetrics_destroy(&r.nm);
     gate_set_status(g, NULL, NULL); /* r goes with this frame */
+    free(r.listed);
     if (ctl)
         ctl_log(ctl);
     ctlclient_destroy(&ctl); /* goodbye; before the loop and the scheduler go */

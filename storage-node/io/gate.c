@@ -35,6 +35,11 @@ struct gate {
     double pace_at;        /* when it fires; INFINITY: not armed */
     gate_status_fn status; /* gate_set_status() */
     void *status_arg;
+    int auth;              /* gate_set_auth() */
+    uint64_t auth_ok, auth_failures[GATE_AUTH_NREASONS];
+    gate_table_t table;    /* gate_set_table() */
+    unsigned char *listed; /* gate_set_listed(): nlisted of them */
+    int nlisted;
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -71,6 +76,59 @@ void gate_stats(const gate_t *g, gate_stats_t *out)
     conns_stats(g->cn, &out->conns);
     out->status = g->status;
     out->status_arg = g->status_arg;
+    out->auth = g->auth;
+    out->auth_ok = g->auth_ok;
+    memcpy(out->auth_failures, g->auth_failures, sizeof out->auth_failures);
+    out->table = (int)g->table;
+}
+
+const char *const gate_auth_reason_names[GATE_AUTH_NREASONS] = {
+    "unauthenticated", "unknown_user", "bad_password", "bad_format"};
+
+void gate_set_auth(gate_t *g, int on)
+{
+    if (g)
+        g->auth = on;
+}
+
+void gate_auth_ok(gate_t *g)
+{
+    if (g)
+        g->auth_ok++;
+}
+
+void gate_auth_failed(gate_t *g, gate_auth_reason_t why)
+{
+    if (g && (unsigned)why < GATE_AUTH_NREASONS)
+        g->auth_failures[why]++;
+}
+
+void gate_set_table(gate_t *g, gate_table_t t)
+{
+    g->table = t;
+}
+
+gate_table_t gate_table(const gate_t *g)
+{
+    return g->table;
+}
+
+int gate_set_listed(gate_t *g, const unsigned char *listed, int n)
+{
+    unsigned char *p = NULL;
+    if (n > 0 && !(p = malloc((size_t)n)))
+        return -ENOMEM;
+    if (n > 0)
+        memcpy(p, listed, (size_t)n);
+    free(g->listed);
+    g->listed = p;
+    g->nlisted = n > 0 ? n : 0;
+    return 0;
+}
+
+int gate_listed(const gate_t *g, int b)
+{
+    return b >= 0 && b < g->nlisted && g->listed[b];
 }
 
 const char *gate_bucket_name(const gate_t *g, int b)
@@ -420,6 +478,7 @@ void gate_destroy(gate_t **gp)
     if (g->pace)
         event_free(g->pace);
     window_destroy(&g->win);
+    free(g->listed);
     free(g);
     *gp = NULL;
 }

@@ -207,6 +207,44 @@ void gate_set_status(gate_t *g, gate_status_fn fn, void *arg);
 void gate_set_iolat(gate_t *g, struct iolat *l);
 struct iolat *gate_iolat(const gate_t *g);
 
+/* Why a client was refused for want of a login (gate_auth_failed()): a
+ * command before the login, a login naming no user of the auth file, a
+ * wrong password, a login that is not one (bad format, an oversized line). */
+typedef enum {
+    GATE_AUTH_UNAUTHENTICATED = 0,
+    GATE_AUTH_UNKNOWN_USER,
+    GATE_AUTH_BAD_PASSWORD,
+    GATE_AUTH_BAD_FORMAT,
+    GATE_AUTH_NREASONS
+} gate_auth_reason_t;
+
+/* The reasons' names for stats and /metrics ("unauthenticated", ...). */
+extern const char *const gate_auth_reason_names[GATE_AUTH_NREASONS];
+
+/* Says whether the front requires a login (shown in stats).  Counts a
+ * login that succeeded, or one refused for `why`.  g may be NULL (nothing
+ * counted). */
+void gate_set_auth(gate_t *g, int on);
+void gate_auth_ok(gate_t *g);
+void gate_auth_failed(gate_t *g, gate_auth_reason_t why);
+
+/* What the node's bucket table says about a request of a bucket it does
+ * not list (set by noderun from --config or the controller's table; the
+ * fronts ask gate_table() per request):
+ *   GATE_TABLE_NONE: no table: the front's own rules (buckets made on
+ *     first sight, --default-bucket);
+ *   GATE_TABLE_DEFAULT: the table has a `default` bucket: served in it;
+ *   GATE_TABLE_CLOSED: no `default`: refused (fail closed). */
+typedef enum { GATE_TABLE_NONE = 0, GATE_TABLE_DEFAULT, GATE_TABLE_CLOSED } gate_table_t;
+void gate_set_table(gate_t *g, gate_table_t t);
+gate_table_t gate_table(const gate_t *g);
+
+/* Which buckets the table lists: listed[b] for b < n (copied; buckets made
+ * later are unlisted).  Returns 0 or -ENOMEM (the old list kept).
+ * gate_listed(): nonzero if bucket b is listed.  O(1). */
+int gate_set_listed(gate_t *g, const unsigned char *listed, int n);
+int gate_listed(const gate_t *g, int b);
+
 /* The node's figures, as the memcached `stats` text (mc/mcstats.c) and
  * /metrics (daemon/nodemetrics.c) both show them. */
 typedef struct {
@@ -219,6 +257,10 @@ typedef struct {
     conns_stats_t conns;     /* connections */
     gate_status_fn status;   /* gate_set_status()'s, or NULL */
     void *status_arg;
+    int auth;                /* gate_set_auth(): clients must log in */
+    uint64_t auth_ok;        /* logins that succeeded */
+    uint64_t auth_failures[GATE_AUTH_NREASONS]; /* gate_auth_failed() */
+    int table;               /* gate_table_t: gate_set_table() */
 } gate_stats_t;
 
 /* Fills *out.  O(buckets) (the queued sum). */

@@ -15,7 +15,7 @@ const double iolat_bounds[IOLAT_NBOUNDS] = {50e-6, 100e-6, 250e-6, 500e-6, 1e-3,
 struct iolat {
     iolat_bucket_t *b; /* [cap], zeroed beyond the buckets seen */
     int cap;
-    uint64_t refused_unknown;
+    uint64_t refused_unknown, refused_unconfigured;
 };
 
 iolat_t *iolat_new(void)
@@ -68,7 +68,9 @@ void iolat_refused(iolat_t *l, int bucket)
     iolat_bucket_t *b;
     if (!l)
         return;
-    if (bucket < 0)
+    if (bucket == IOLAT_UNCONFIGURED)
+        l->refused_unconfigured++;
+    else if (bucket < 0)
         l->refused_unknown++;
     else if ((b = slot(l, bucket)) != NULL)
         b->refused++;
@@ -77,6 +79,11 @@ void iolat_refused(iolat_t *l, int bucket)
 uint64_t iolat_refused_unknown(const iolat_t *l)
 {
     return l ? l->refused_unknown : 0;
+}
+
+uint64_t iolat_refused_unconfigured(const iolat_t *l)
+{
+    return l ? l->refused_unconfigured : 0;
 }
 
 const iolat_bucket_t *iolat_bucket(const iolat_t *l, int b)

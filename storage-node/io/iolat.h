@@ -53,14 +53,22 @@ double iolat_now(const iolat_t *l);
  * NULL, a bucket is < 0, or out of memory growing to a new bucket. */
 void iolat_done(iolat_t *l, const sched_item_t *it, const iolat_ts_t *ts, uint64_t bytes);
 
+/* `bucket` of a request refused because it names no bucket of the node's
+ * table and the table has no `default` (fail closed, gate_table()). */
+#define IOLAT_UNCONFIGURED (-4096) /* below every -errno */
+
 /* A request of scheduler bucket `bucket` was answered with an error
  * without reaching the backend (out of memory, shutting down, refused by
- * the protocol's checks); bucket < 0 (no bucket: --default reject) counts
- * in iolat_refused_unknown().  Nothing when l is NULL or out of memory. */
+ * the protocol's checks); bucket IOLAT_UNCONFIGURED counts in
+ * iolat_refused_unconfigured(), any other bucket < 0 (no bucket:
+ * --default reject) in iolat_refused_unknown().  Nothing when l is NULL
+ * or out of memory. */
 void iolat_refused(iolat_t *l, int bucket);
 
-/* Requests refused because they named no bucket. */
+/* Requests refused because they named no bucket (--default-bucket reject),
+ * and because the table has no bucket for them nor a `default`. */
 uint64_t iolat_refused_unknown(const iolat_t *l);
+uint64_t iolat_refused_unconfigured(const iolat_t *l);
 
 /* Bucket b's figures, or NULL if none of its IOs (nor any of a higher
  * index) completed yet.  Valid until the next iolat_done(). */

@@ -23,6 +23,7 @@
 #include "storage-node/io/iolat.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
+#include "storage-node/mc/mcauth.h"
 #include "storage-node/mc/mcproto.h"
 #include "storage-node/mc/mcreply.h"
 #include "storage-node/mc/mcstats.h"
@@ -92,6 +93,7 @@ typedef struct conn {
     int broken;            /* EOF or write error: close now */
     size_t vbytes;         /* values fetched for slots not yet written */
     replybudget_conn_t rb; /* vbytes + output buffer, in f->rb */
+    mcauth_conn_t auth;    /* --auth-file: logged in, and as whom */
 } conn_t;
 
 struct front {
@@ -381,14 +383,22 @@ static void release_waiter(front_t *f, conn_t *c, io_t *done)
     }
 }
 
+/* Bucket of a key: its prefix's, "default", or < 0 to refuse it: -ENOENT
+ * (--default-bucket reject), IOLAT_UNCONFIGURED (the node's table lists no
+ * such bucket and has no `default`: fail closed, front.h). */
 static int bucket_of(front_t *f, const char *key, size_t len)
 {
     const char *sep = memchr(key, f->cfg.separator, len);
-    int reject = f->cfg.default_mode == FRONT_DEFAULT_REJECT;
+    gate_table_t t = gate_table(f->g);
+    int reject = f->cfg.default_mode == FRONT_DEFAULT_REJECT ? -ENOENT
+                 : t == GATE_TABLE_CLOSED                    ? IOLAT_UNCONFIGURED
+                                                             : 0;
     if (!sep || sep == key)
-        return reject ? -ENOENT : f->default_bucket;
+        return reject ? reject : f->default_bucket;
     size_t n = (size_t)(sep - key);
     int b = gate_bucket(f->g, key, n, 0);
+    if (t == GATE_TABLE_CLOSED) /* only what the table lists; nothing made */
+        return gate_listed(f->g, b) && b != f->default_bucket ? b : reject;
     if (b >= 0)
         return b;
     if (f->auto_buckets < f->cfg.max_auto_buckets && (b = gate_bucket(f->g, key, n, 1)) >= 0) {
@@ -396,7 +406,7 @@ static int bucket_of(front_t *f, const char *key, size_t len)
         log_debug("bucket '%.*s' created on first sight (%d)", (int)n, key, b);
         return b;
     }
-    return reject ? -ENOENT : f->default_bucket;
+    return reject ? reject : f->default_bucket;
 }
 
 /* Builds the slot of a backend command and enqueues its IOs. */
@@ -461,7 +471,9 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         io->bucket = b;
         if (b < 0) {
             f->st.rejected++;
-            io_fail(io, "SERVER_ERROR unknown bucket");
+            io_fail(io, b == IOLAT_UNCONFIGURED
+                            ? "CLIENT_ERROR unknown bucket: no default bucket configured"
+                            : "SERVER_ERROR unknown bucket");
             continue;
         }
         int k = r->nkeys ? keyorder_register(&c->keys, &io->ko, io->op.key, io->op.keylen) : 0;
@@ -553,6 +565,30 @@ static void refuse_binary(conn_t *c, const char *req, size_t len)
     add_local_text(c, pkt, (size_t)n);
     if (c->tail)
         c->tail->close_after = 1;
+
+/* --auth-file (mcauth.h): a connection not logged in gets the login
+ * exchange only, answered in order with its other replies.  Advances *off
+ * past what it used; returns nonzero to stop parsing (more bytes needed,
+ * or closing). */
+static int conn_login(conn_t *c, size_t *off)
+{
+    mcauth_result_t ar;
+    mcauth_status_t st = mcauth_step(c->f->cfg.auth, c->f->g, &c->auth, c->rbuf + *off,
+                                     c->rlen - *off, &ar);
+    *off += ar.consumed;
+    if (ar.reply)
+        add_local(c, ar.reply, 0, st == MCAUTH_CLOSE);
+    if (st == MCAUTH_CLOSE) {
+        c->closing = 1;
+        c->broken = !ar.reply;
+    }
+    if (c->auth.ok && ar.reply) {
+        char addr[INET6_ADDRSTRLEN] = "local";
+        if (c->sock.family)
+            inet_ntop(c->sock.family, c->sock.peer, addr, sizeof addr);
+        log_debug("client %s logged in as '%s'", addr, c->auth.user);
+    }
+    return st != MCAUTH_REPLY;
 }
 
 /* Parses and starts every complete request in the read buffer. */
@@ -578,6 +614,11 @@ static void conn_process(conn_t *c)
             size_t n = c->rlen - off < c->swallow ? c->rlen - off : c->swallow;
             off += n;
             c->swallow -= n;
+            continue;
+        }
+        if (f->cfg.auth && !c->auth.ok) {
+            if (conn_login(c, &off))
+                break;
             continue;
         }
         mcp_result_t res;
@@ -931,6 +972,7 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
                         .weighted = cfg->weighted};
     if (!(f->g = gate_new(base, &gc, &hooks, f, &rc)))
         goto out;
+    gate_set_auth(f->g, cfg->auth != NULL);
     f->cn = gate_conns(f->g);
     f->default_bucket = gate_bucket(f->g, "default", 7, 1);
     if (f->default_bucket < 0) {

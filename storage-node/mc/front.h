@@ -24,6 +24,7 @@
 
 #include "storage-node/io/gate.h"
 #include "storage-node/io/listener.h"
+#include "storage-node/mc/mcauth.h"
 #include "storage-node/mc/mcproto.h"
 #include "storage-node/core/cost.h"
 #include "storage-node/core/sched.h"
@@ -34,6 +35,14 @@ typedef enum {
     FRONT_DEFAULT_SERVE = 0,  /* keys of unknown buckets go to "default" */
     FRONT_DEFAULT_REJECT = 1  /* ... are answered SERVER_ERROR unknown bucket */
 } front_default_t;
+/* Once the node has a bucket table (gate_table() is not GATE_TABLE_NONE:
+ * --config, or a controller's) the table decides instead.  With a
+ * `default` in it, as above (unlisted buckets made on first sight are
+ * routed to `default` by the agent under a controller).  Without one
+ * (GATE_TABLE_CLOSED), a key of a bucket it does not list (gate_listed();
+ * no separator, an unknown prefix; nothing made on first sight) is
+ * answered "CLIENT_ERROR unknown bucket: no default bucket configured"
+ * (fail closed).  --default-bucket reject refuses such keys in any case. */
 
 /* Settings; the strings are copied by front_new(). */
 typedef struct {
@@ -59,6 +68,8 @@ typedef struct {
                                     closed above; not read at a quarter
                                     (or closed after 60 s there) */
     size_t reply_memory;         /* node-wide budget of unsent reply bytes */
+    mcauth_t *auth;              /* --auth-file: clients log in first
+                                    (mcauth.h); borrowed; NULL: no login */
     cost_config_t cost;          /* what an IO costs in units (cost.h): a
                                     store is a write of its value, charged
                                     when queued; a get a read of what it

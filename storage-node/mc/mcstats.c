@@ -40,6 +40,17 @@ char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t
         fprintf(fp, "STAT bqos_buckets %d\r\n", gs.buckets);
         fprintf(fp, "STAT bqos_outstanding %d\r\n", gs.inflight);
         fprintf(fp, "STAT bqos_rejected %llu\r\n", (unsigned long long)st->rejected);
+        static const char *const tables[] = {"none", "default", "closed"};
+        fprintf(fp, "STAT bqos_bucket_table %s\r\n", tables[gs.table % 3]);
+        if (gs.auth) { /* memcached's two, then bqos's by reason */
+            uint64_t failed = gs.auth_failures[GATE_AUTH_UNKNOWN_USER] +
+                              gs.auth_failures[GATE_AUTH_BAD_PASSWORD];
+            fprintf(fp, "STAT auth_cmds %llu\r\n", (unsigned long long)(gs.auth_ok + failed));
+            fprintf(fp, "STAT auth_errors %llu\r\n", (unsigned long long)failed);
+            for (int i = 0; i < GATE_AUTH_NREASONS; i++)
+                fprintf(fp, "STAT bqos_auth_failures_%s %llu\r\n", gate_auth_reason_names[i],
+                        (unsigned long long)gs.auth_failures[i]);
+        }
         fprintf(fp, "STAT bqos_backend_errors %llu\r\n",
                 (unsigned long long)st->backend_errors);
         fprintf(fp, "STAT bqos_completions %llu\r\n",

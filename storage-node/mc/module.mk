@@ -15,3 +15,9 @@ ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 ITESTS += tests/it/it_node_meta.sh
 BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh
 ITESTS += tests/it/it_conn_flood.sh
+
+# mcauth: memcached's text-protocol logins (--auth-file); its mode check is common/curvekey's.
+nodemc_SRCS += storage-node/mc/mcauth.c
+test_front_LIBS += curvekey common
+$(call check_suite,test_mcauth,nodemc nodeio nodecore curvekey common)
+ITESTS += tests/it/it_node_auth.sh

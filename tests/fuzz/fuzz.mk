@@ -16,3 +16,7 @@ fuzz_admin_SRCS = controller/daemon/admin.c controller/daemon/metrics.c controll
 fuzz_admin_FLAGS = -fopenmp
 fuzz_admin_LDLIBS = -lzmq -lcurl
 fuzz_settings_SRCS = $(common_SRCS)
+# memcached logins (--auth-file): the auth file and the login exchange
+FUZZERS += fuzz_mcauth
+fuzz_mcauth_SRCS = storage-node/mc/mcauth.c $(curvekey_SRCS) $(common_SRCS)
+fuzz_mcauth_LDLIBS = -lzmq
