@@ -9,21 +9,12 @@
 
 #include "workloads/report.h"
 #include "workloads/scenario.h"
+#include "tests/scenario_fixtures.h"
 #include "tests/testlib.h"
 
 #define SERVERS \
     "\"servers\": [{\"name\": \"s1\", \"address\": \"127.0.0.1:7001\"}, " \
     "{\"name\": \"s2\", \"address\": \"127.0.0.1:7002\"}]"
-
-static scenario_t *parse_ok(const char *text)
-{
-    scenario_t *s = NULL;
-    jsonloc_err_t err;
-    int rc = scenario_parse(text, strlen(text), "t.json", NULL, &s, &err);
-    ck_assert_msg(rc == 0, "unexpected error %s:%d:%d: %s", err.source, err.line, err.col,
-                  err.text);
-    return s;
-}
 
 /* The summary JSON of r (caller owns it). */
 static json_t *summary_of(const report_t *r)
@@ -39,6 +30,36 @@ static json_t *summary_of(const report_t *r)
     ck_assert_msg(j != NULL, "summary: %s", je.text);
     free(buf);
     return j;
+}
+
+/* A report over a scenario of s1 and s2, periods of 1 s, one warm-up
+ * period, `duration` seconds and the given "buckets" array.  g owns both;
+ * rig_close() frees them. */
+typedef struct {
+    scenario_t *s;
+    report_t *r;
+} rig_t;
+
+static report_t *rig_open(rig_t *g, int duration, const char *buckets)
+{
+    char text[1024];
+    int n = snprintf(text, sizeof text,
+                     "{\"duration\": %d, \"period\": 1, \"warmup_periods\": 1, " SERVERS
+                     ", \"buckets\": %s}",
+                     duration, buckets);
+    ck_assert(n > 0 && (size_t)n < sizeof text);
+    g->s = parse_ok(text);
+    g->r = report_new(g->s);
+    ck_assert_ptr_nonnull(g->r);
+    return g->r;
+}
+
+/* Frees j (a summary) and what rig_open() made. */
+static void rig_close(rig_t *g, json_t *j)
+{
+    json_decref(j);
+    report_destroy(&g->r);
+    scenario_destroy(&g->s);
 }
 
 /* windows.<which>.<key> of a summary (or of one of its buckets). */
@@ -136,11 +157,9 @@ END_TEST
  * is left out. */
 START_TEST(test_report_windows_in_summary)
 {
-    scenario_t *s = parse_ok("{\"duration\": 3, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
-                             "\"servers\": [\"s1\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    rig_t g;
+    report_t *r = rig_open(&g, 3, "[{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
+                                  "\"servers\": [\"s1\"]}]");
     /* Warm-up period: 50 IOs in its first 200 ms, not counted. */
     for (int i = 0; i < 50; i++) {
         report_sent(r, 0, 0, 0.001 * i);
@@ -172,9 +191,7 @@ START_TEST(test_report_windows_in_summary)
     ck_assert_int_eq(json_integer_value(win_get(j, "long", "r_windows")), 2);
     json_t *b0 = json_array_get(json_object_get(j, "buckets"), 0);
     ck_assert_ptr_nonnull(json_object_get(json_object_get(b0, "windows"), "long"));
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
+    rig_close(&g, j);
 }
 END_TEST
 
@@ -186,11 +203,9 @@ END_TEST
  * windows; the new one counts every window as demanding and below 95%. */
 START_TEST(test_report_starved_closed_loop_counts)
 {
-    scenario_t *s = parse_ok("{\"duration\": 3, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"b1\", \"reservation\": 1000, "
-                             "\"servers\": [\"s1\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    rig_t g;
+    report_t *r = rig_open(&g, 3, "[{\"name\": \"b1\", \"reservation\": 1000, "
+                                  "\"servers\": [\"s1\"]}]");
     /* Answers at 520/s; after each answer the client resends at once so
      * that its requests in flight go down from 8 to 1 and back up to 8. */
     int out = 8, up = 0, lo = 8, hi = 0;
@@ -226,9 +241,7 @@ START_TEST(test_report_starved_closed_loop_counts)
     ck_assert_int_eq(json_integer_value(win_get(j, "long", "r_windows")), 2);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "r_share")), 0, 1e-12);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "r_worst")), 0.52, 0.003);
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
+    rig_close(&g, j);
 }
 END_TEST
 
@@ -238,13 +251,11 @@ END_TEST
  * at the other (the server where its idle time is smallest). */
 START_TEST(test_report_idle_gaps_and_servers)
 {
-    scenario_t *s = parse_ok("{\"duration\": 2, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"open\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\"]}, {\"name\": \"err\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\"]}, {\"name\": \"two\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\", \"s2\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    rig_t g;
+    report_t *r = rig_open(&g, 2, "[{\"name\": \"open\", \"reservation\": 10, "
+                                  "\"servers\": [\"s1\"]}, {\"name\": \"err\", \"reservation\": 10, "
+                                  "\"servers\": [\"s1\"]}, {\"name\": \"two\", \"reservation\": 10, "
+                                  "\"servers\": [\"s1\", \"s2\"]}]");
     for (int i = 0; i < 100; i++) { /* open: 100/s, each answered in 1 ms */
         double t = 1 + 0.01 * i;
         report_sent(r, 0, 0, t);
@@ -275,9 +286,7 @@ START_TEST(test_report_idle_gaps_and_servers)
     json_t *tw = json_array_get(bs, 2);
     ck_assert_int_eq(json_integer_value(win_get(tw, "short", "r_windows")), 5);
     ck_assert_int_eq(json_integer_value(win_get(tw, "long", "r_windows")), 1);
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
+    rig_close(&g, j);
 }
 END_TEST
 
@@ -287,12 +296,10 @@ END_TEST
  * while it lasts, counts in each. */
 START_TEST(test_report_idle_across_windows_and_stamps)
 {
-    scenario_t *s = parse_ok("{\"duration\": 2, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"busy\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\"]}, {\"name\": \"gap\", \"reservation\": 10, "
-                             "\"servers\": [\"s2\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    rig_t g;
+    report_t *r = rig_open(&g, 2, "[{\"name\": \"busy\", \"reservation\": 10, "
+                                  "\"servers\": [\"s1\"]}, {\"name\": \"gap\", \"reservation\": 10, "
+                                  "\"servers\": [\"s2\"]}]");
     report_sent(r, 0, 0, 0.5);
     report_add(r, 0, 0, 1.2001);
     report_sent(r, 0, 0, 1.1999);
@@ -309,23 +316,18 @@ START_TEST(test_report_idle_across_windows_and_stamps)
     /* gap: idle 0.15, 0.2, 0.2, 0.05 s, then busy in [1.8, 2). */
     ck_assert_int_eq(json_integer_value(win_get(b1, "short", "r_windows")), 1);
     ck_assert_int_eq(json_integer_value(win_get(b1, "long", "r_windows")), 0);
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
+    rig_close(&g, j);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("report");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_report_win_layout);
-    tcase_add_test(tc, test_report_win_demanding_threshold);
-    tcase_add_test(tc, test_report_win_known_series);
-    tcase_add_test(tc, test_report_windows_in_summary);
-    tcase_add_test(tc, test_report_starved_closed_loop_counts);
-    tcase_add_test(tc, test_report_idle_gaps_and_servers);
-    tcase_add_test(tc, test_report_idle_across_windows_and_stamps);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_report_win_layout,
+                                  test_report_win_demanding_threshold,
+                                  test_report_win_known_series,
+                                  test_report_windows_in_summary,
+                                  test_report_starved_closed_loop_counts,
+                                  test_report_idle_gaps_and_servers,
+                                  test_report_idle_across_windows_and_stamps};
+    return testlib_run_tests("report", tests, sizeof tests / sizeof tests[0]);
 }
