@@ -193,23 +193,28 @@ static void expect_error(void *s, const char *code)
     proto_msg_clear(&d);
 }
 
+/* m, a message to n1 (which holds table 7, not the controller's), brings
+ * the controller's table: its generation, names and weights, and the
+ * round timing. */
+static void check_table_for_n1(const proto_msg_t *m)
+{
+    ck_assert_uint_eq(m->table, ctrl_table(fx.c, NULL, NULL));
+    ck_assert_uint_eq(m->peer_table, 7);
+    ck_assert_int_eq(m->has_names, 1);
+    ck_assert_uint_eq(m->nnames, 2);
+    ck_assert_str_eq(m->names[0], "gold");
+    ck_assert_str_eq(m->names[1], "red");
+    ck_assert_int_eq(m->has_weights, 1);
+    ck_assert_uint_eq(m->weights[1], 3);
+    ck_assert_int_eq(m->has_timing, 1);
+}
+
 START_TEST(test_nodes_hello_welcome)
 {
     proto_msg_t w;
     void *s = n1_hello(&w);
     ck_assert_int_eq(w.type, PROTO_WELCOME);
-    const char *const *names;
-    size_t nb;
-    uint32_t gen = ctrl_table(fx.c, &names, &nb);
-    ck_assert_uint_eq(w.table, gen);
-    ck_assert_uint_eq(w.peer_table, 7);
-    ck_assert_int_eq(w.has_names, 1);
-    ck_assert_uint_eq(w.nnames, 2);
-    ck_assert_str_eq(w.names[0], "gold");
-    ck_assert_str_eq(w.names[1], "red");
-    ck_assert_int_eq(w.has_weights, 1);
-    ck_assert_uint_eq(w.weights[1], 3);
-    ck_assert_int_eq(w.has_timing, 1);
+    check_table_for_n1(&w);
     ck_assert_uint_eq(w.intervals, 2);
     int node = ctrl_node_find(fx.c, "n1");
     ck_assert_int_ge(node, 0);
@@ -249,13 +254,7 @@ START_TEST(test_nodes_push_tokens)
         ck_assert_int_eq(d.tokens[i].r_tokens, recs[i].r_tokens);
         ck_assert_int_eq(d.tokens[i].l_tokens, recs[i].l_tokens);
     }
-    uint32_t gen = ctrl_table(fx.c, NULL, NULL);
-    ck_assert_uint_eq(d.table, gen);
-    ck_assert_uint_eq(d.peer_table, 7);
-    ck_assert_int_eq(d.has_names, 1);
-    ck_assert_uint_eq(d.nnames, 2);
-    ck_assert_int_eq(d.has_weights, 1);
-    ck_assert_int_eq(d.has_timing, 1);
+    check_table_for_n1(&d);
     ck_assert_uint_eq(d.nbytes, 0);
     ck_assert_uint_eq(fx.ns.push_tokens, 1);
     ck_assert_uint_eq(fx.ns.records_sent, n);
@@ -263,7 +262,7 @@ START_TEST(test_nodes_push_tokens)
 
     /* The node acknowledges the table: the next tokens carry no names. */
     ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 1, 0), 0);
-    node_report(s, "n1", 7, gen);
+    node_report(s, "n1", 7, ctrl_table(fx.c, NULL, NULL));
     ck_assert_int_eq(ctrl_node_needs_names(fx.c, node), 0);
     ck_assert_int_eq(ctrl_compute(fx.c, &res), 0);
     nodes_push(&fx.ns, &res, mono_now());
