@@ -32,15 +32,17 @@ static json_t *summary_of(const report_t *r)
     return j;
 }
 
-/* A report over a scenario of s1 and s2, periods of 1 s, one warm-up
- * period, `duration` seconds and the given "buckets" array.  g owns both;
- * rig_close() frees them. */
-typedef struct {
+/* The summary tests' report: over a scenario of s1 and s2, and the
+ * summary it wrote.  rig_teardown() frees them after each test. */
+static struct {
     scenario_t *s;
     report_t *r;
-} rig_t;
+    json_t *j;
+} rig;
 
-static report_t *rig_open(rig_t *g, int duration, const char *buckets)
+/* A report (rig's) over a scenario of periods of 1 s, one warm-up period,
+ * `duration` seconds and the given "buckets" array. */
+static report_t *rig_open(int duration, const char *buckets)
 {
     char text[1024];
     int n = snprintf(text, sizeof text,
@@ -48,18 +50,25 @@ static report_t *rig_open(rig_t *g, int duration, const char *buckets)
                      ", \"buckets\": %s}",
                      duration, buckets);
     ck_assert(n > 0 && (size_t)n < sizeof text);
-    g->s = parse_ok(text);
-    g->r = report_new(g->s);
-    ck_assert_ptr_nonnull(g->r);
-    return g->r;
+    rig.s = parse_ok(text);
+    rig.r = report_new(rig.s);
+    ck_assert_ptr_nonnull(rig.r);
+    return rig.r;
 }
 
-/* Frees j (a summary) and what rig_open() made. */
-static void rig_close(rig_t *g, json_t *j)
+/* The summary JSON of rig's report (rig owns it). */
+static json_t *rig_summary(void)
 {
-    json_decref(j);
-    report_destroy(&g->r);
-    scenario_destroy(&g->s);
+    rig.j = summary_of(rig.r);
+    return rig.j;
+}
+
+static void rig_teardown(void)
+{
+    json_decref(rig.j);
+    rig.j = NULL;
+    report_destroy(&rig.r);
+    scenario_destroy(&rig.s);
 }
 
 /* windows.<which>.<key> of a summary (or of one of its buckets). */
@@ -157,9 +166,8 @@ END_TEST
  * is left out. */
 START_TEST(test_report_windows_in_summary)
 {
-    rig_t g;
-    report_t *r = rig_open(&g, 3, "[{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
-                                  "\"servers\": [\"s1\"]}]");
+    report_t *r = rig_open(3, "[{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
+                              "\"servers\": [\"s1\"]}]");
     /* Warm-up period: 50 IOs in its first 200 ms, not counted. */
     for (int i = 0; i < 50; i++) {
         report_sent(r, 0, 0, 0.001 * i);
@@ -180,7 +188,7 @@ START_TEST(test_report_windows_in_summary)
         }
     report_fold(r, 1.5); /* the warm-up and two windows of period 2 */
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     ck_assert_int_eq(json_integer_value(win_get(j, "short", "windows")), 10);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "short", "l_worst")), 5.0 / 4, 1e-9);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "l_worst")), 17.0 / 20, 1e-9);
@@ -191,7 +199,6 @@ START_TEST(test_report_windows_in_summary)
     ck_assert_int_eq(json_integer_value(win_get(j, "long", "r_windows")), 2);
     json_t *b0 = json_array_get(json_object_get(j, "buckets"), 0);
     ck_assert_ptr_nonnull(json_object_get(json_object_get(b0, "windows"), "long"));
-    rig_close(&g, j);
 }
 END_TEST
 
@@ -203,9 +210,8 @@ END_TEST
  * windows; the new one counts every window as demanding and below 95%. */
 START_TEST(test_report_starved_closed_loop_counts)
 {
-    rig_t g;
-    report_t *r = rig_open(&g, 3, "[{\"name\": \"b1\", \"reservation\": 1000, "
-                                  "\"servers\": [\"s1\"]}]");
+    report_t *r = rig_open(3, "[{\"name\": \"b1\", \"reservation\": 1000, "
+                              "\"servers\": [\"s1\"]}]");
     /* Answers at 520/s; after each answer the client resends at once so
      * that its requests in flight go down from 8 to 1 and back up to 8. */
     int out = 8, up = 0, lo = 8, hi = 0;
@@ -230,7 +236,7 @@ START_TEST(test_report_starved_closed_loop_counts)
     ck_assert_int_eq(lo, 1);
     ck_assert_int_eq(hi, 8);
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     /* 10 windows of 200 ms and 2 of 1 s after the warm-up, each served
      * 52% of R pro rata: all demanding, none at 95%. */
     ck_assert_int_eq(json_integer_value(win_get(j, "short", "windows")), 10);
@@ -241,7 +247,6 @@ START_TEST(test_report_starved_closed_loop_counts)
     ck_assert_int_eq(json_integer_value(win_get(j, "long", "r_windows")), 2);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "r_share")), 0, 1e-12);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "r_worst")), 0.52, 0.003);
-    rig_close(&g, j);
 }
 END_TEST
 
@@ -251,11 +256,10 @@ END_TEST
  * at the other (the server where its idle time is smallest). */
 START_TEST(test_report_idle_gaps_and_servers)
 {
-    rig_t g;
-    report_t *r = rig_open(&g, 2, "[{\"name\": \"open\", \"reservation\": 10, "
-                                  "\"servers\": [\"s1\"]}, {\"name\": \"err\", \"reservation\": 10, "
-                                  "\"servers\": [\"s1\"]}, {\"name\": \"two\", \"reservation\": 10, "
-                                  "\"servers\": [\"s1\", \"s2\"]}]");
+    report_t *r = rig_open(2, "[{\"name\": \"open\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\"]}, {\"name\": \"err\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\"]}, {\"name\": \"two\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\", \"s2\"]}]");
     for (int i = 0; i < 100; i++) { /* open: 100/s, each answered in 1 ms */
         double t = 1 + 0.01 * i;
         report_sent(r, 0, 0, t);
@@ -272,7 +276,7 @@ START_TEST(test_report_idle_gaps_and_servers)
         report_add(r, 2, 0, 1 + 0.1 * i + 0.001);
     }
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     json_t *bs = json_object_get(j, "buckets");
     /* open: 20 per window >= R, but idle 90%: not demanding. */
     ck_assert_int_eq(json_integer_value(win_get(json_array_get(bs, 0), "short", "r_windows")), 0);
@@ -286,7 +290,6 @@ START_TEST(test_report_idle_gaps_and_servers)
     json_t *tw = json_array_get(bs, 2);
     ck_assert_int_eq(json_integer_value(win_get(tw, "short", "r_windows")), 5);
     ck_assert_int_eq(json_integer_value(win_get(tw, "long", "r_windows")), 1);
-    rig_close(&g, j);
 }
 END_TEST
 
@@ -296,10 +299,9 @@ END_TEST
  * while it lasts, counts in each. */
 START_TEST(test_report_idle_across_windows_and_stamps)
 {
-    rig_t g;
-    report_t *r = rig_open(&g, 2, "[{\"name\": \"busy\", \"reservation\": 10, "
-                                  "\"servers\": [\"s1\"]}, {\"name\": \"gap\", \"reservation\": 10, "
-                                  "\"servers\": [\"s2\"]}]");
+    report_t *r = rig_open(2, "[{\"name\": \"busy\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\"]}, {\"name\": \"gap\", \"reservation\": 10, "
+                              "\"servers\": [\"s2\"]}]");
     report_sent(r, 0, 0, 0.5);
     report_add(r, 0, 0, 1.2001);
     report_sent(r, 0, 0, 1.1999);
@@ -308,7 +310,7 @@ START_TEST(test_report_idle_across_windows_and_stamps)
     report_fold(r, 1.3);
     report_sent(r, 1, 1, 1.65);
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     json_t *bs = json_object_get(j, "buckets");
     json_t *b0 = json_array_get(bs, 0), *b1 = json_array_get(bs, 1);
     ck_assert_int_eq(json_integer_value(win_get(b0, "short", "r_windows")), 5);
@@ -316,7 +318,6 @@ START_TEST(test_report_idle_across_windows_and_stamps)
     /* gap: idle 0.15, 0.2, 0.2, 0.05 s, then busy in [1.8, 2). */
     ck_assert_int_eq(json_integer_value(win_get(b1, "short", "r_windows")), 1);
     ck_assert_int_eq(json_integer_value(win_get(b1, "long", "r_windows")), 0);
-    rig_close(&g, j);
 }
 END_TEST
 
@@ -329,5 +330,6 @@ int main(void)
                                   test_report_starved_closed_loop_counts,
                                   test_report_idle_gaps_and_servers,
                                   test_report_idle_across_windows_and_stamps};
-    return testlib_run_tests("report", tests, sizeof tests / sizeof tests[0]);
+    const testlib_case_t c = {.name = "report", .teardown = rig_teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }
