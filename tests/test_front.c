@@ -559,6 +559,5 @@ int main(void)
                                   test_front_unknown_bucket_default,
                                   test_front_zero_tokens_hold,
                                   test_front_close_in_flight};
-    const testlib_case_t c = {.name = "front", .timeout = 30};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("front", 30, tests, sizeof tests / sizeof tests[0]);
 }

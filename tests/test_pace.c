@@ -684,6 +684,5 @@ int main(void)
         test_sched_pacing_random_liveness, test_sched_pacing_r_ahead_within_limit,
         test_sched_pacing_catch_up_bound,
     };
-    const testlib_case_t c = {.name = "pace", .timeout = 120};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("pace", 120, tests, sizeof tests / sizeof tests[0]);
 }

@@ -417,6 +417,5 @@ int main(void)
                                   test_sim_run_policies_meet_easy_reservations,
                                   test_sim_run_limits_hold_per_window,
                                   test_sim_run_starved_closed_loop_counts};
-    const testlib_case_t c = {.name = "sim", .timeout = 60};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("sim", 60, tests, sizeof tests / sizeof tests[0]);
 }
