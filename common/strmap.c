@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hashmix.h"
+
 #define MIN_SLOTS 16
 
 /* An empty slot has key == NULL. */
@@ -22,7 +24,7 @@ struct strmap {
     size_t count;
 };
 
-/* FNV-1a followed by a 64-bit finaliser (from MurmurHash3), so that the low
+/* FNV-1a followed by hashmix64() (MurmurHash3's finaliser), so that the low
  * bits used for the slot index depend on every byte. */
 static uint64_t hash_bytes(const char *key, size_t len)
 {
@@ -31,12 +33,7 @@ static uint64_t hash_bytes(const char *key, size_t len)
         h ^= (unsigned char)key[i];
         h *= UINT64_C(1099511628211);
     }
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
+    return hashmix64(h);
 }
 
 strmap_t *strmap_new(void)

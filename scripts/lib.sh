@@ -150,18 +150,32 @@ etcd_scratch() {
   trap 'exit 130' INT TERM
 }
 
-# start_etcd NAME LOG: a one-member etcd cluster NAME on two free loopback
-# ports, its data in $ED and its output in LOG.  Sets ETCD (its client URL)
-# and EP, PP (its client and peer ports), then waits up to 15 s for the
-# client port: returns 1 if it did not open.
-start_etcd() {
+# etcd_ports: two free loopback ports for a one-member etcd: sets EP (its
+# client port), PP (its peer port) and ETCD (its client URL).
+etcd_ports() {
   next_port; EP=$PORT; next_port; PP=$PORT
   ETCD="http://127.0.0.1:$EP"
+}
+
+# etcd_run NAME LOG: a one-member etcd cluster NAME on EP and PP (set by
+# etcd_ports; the same ports again when it is started again), its data in
+# $ED and its output in LOG; ETCD_PID is its pid.  Waits up to 15 s for
+# the client port: returns 1 if it did not open.
+etcd_run() {
   spawn "$2" etcd --name "$1" --data-dir "$ED" --listen-client-urls "$ETCD" \
     --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
     --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
     --initial-cluster "$1=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
+  ETCD_PID=$SPAWNED
   wait_port "$EP" 15
+}
+
+# start_etcd NAME LOG: a one-member etcd cluster NAME on two free loopback
+# ports (etcd_ports), its data in $ED and its output in LOG (etcd_run).
+# Returns 1 if its client port did not open within 15 s.
+start_etcd() {
+  etcd_ports
+  etcd_run "$1" "$2"
 }
 
 # ---- integration tests ----------------------------------------------------
@@ -195,6 +209,34 @@ it_end() {
   echo "$IT_NAME: $fails failed"
   [ -n "${1:-}" ] && eval "$1"
   exit 1
+}
+
+# it_etcd [CMD]: after it_begin, the etcd of a test that may stop it and
+# start it again: its ports (etcd_ports) and its data directory ED (in
+# /dev/shm when it is writable, for fast fsyncs; otherwise $T/etcd).  On
+# exit CMD is evaluated, then cleanup, and T and ED are removed.  Nothing
+# runs yet: it_etcd_start starts it.
+it_etcd() {
+  etcd_ports
+  ED="$T/etcd"
+  [ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/it_etcd.XXXXXX)
+  trap "${1:-}${1:+; }"'cleanup; rm -rf "$T" "$ED"' EXIT
+}
+
+# it_etcd_start: starts it_etcd's etcd (cluster "default", etcd_run), its
+# output in a new $T/etcd.TIME.log at each start; exits the test showing
+# every etcd log if it does not start.
+it_etcd_start() {
+  etcd_run default "$T/etcd.$(date +%s%N).log" ||
+    { echo "etcd did not start"; cat "$T"/etcd.*.log; exit 1; }
+}
+
+# it_etcd_wipe: etcd loses its data: stopped, its data directory emptied,
+# started again (it_etcd_start) on the same ports.
+it_etcd_wipe() {
+  stop_pid "$ETCD_PID"
+  rm -rf "${ED:?}"/*
+  it_etcd_start
 }
 
 # start_memcached PORT LOGFILE: a memcached on 127.0.0.1:PORT (64 MB, 2

@@ -137,6 +137,5 @@ int main(void)
     const TTest *const tests[] = {test_bitset_empty, test_bitset_boundaries,
                                   test_bitset_random_vs_reference, test_bitset_resize_keeps_bits};
     /* sanitizer builds on a loaded 2-core machine */
-    const testlib_case_t c = {.name = "bitset", .timeout = 60};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("bitset", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -179,6 +179,28 @@ static long run_for(double sec, const int *until, int want)
     return n;
 }
 
+/* A listening registry of at most max_conns connections (hooks h) whose
+ * front keeps its connections in gc (size bytes, zeroed here). */
+static conns_t *rig(int max_conns, const conns_hooks_t *h, conns_conn_t *gc, size_t size)
+{
+    conns_t *cn = make_with(max_conns, h);
+    listen_any(cn);
+    memset(gc, 0, size);
+    fk.conns = gc;
+    return cn;
+}
+
+/* Connects from 127.0.0.`from` and runs the loop until *count (fk.accepted
+ * or fk.refused) is want, which it must reach within 2 s.  Returns the
+ * client socket. */
+static int connect_until(conns_t *cn, int from, const int *count, int want)
+{
+    int c = connect_from(conns_port(cn), from);
+    run_for(2.0, count, want);
+    ck_assert_int_eq(*count, want);
+    return c;
+}
+
 /* Connections below max_conns reach the front, the next one is refused;
  * conns_write() sends the output buffer; closing unlists. */
 START_TEST(test_conns_connections)
@@ -221,11 +243,8 @@ END_TEST
  * connection closes. */
 START_TEST(test_conns_emfile_no_spin)
 {
-    conns_t *cn = make(100);
-    listen_any(cn);
     conns_conn_t gc[2];
-    memset(gc, 0, sizeof gc);
-    fk.conns = gc;
+    conns_t *cn = rig(100, &hooks, gc, sizeof gc);
     int cl[3];
     for (int i = 0; i < 3; i++)
         cl[i] = connect_to(conns_port(cn));
@@ -260,19 +279,14 @@ END_TEST
  * cap, not another address's. */
 START_TEST(test_conns_per_ip_cap)
 {
-    conns_t *cn = make(10);
-    ck_assert_int_eq(conns_set_limits(cn, 0, 1), 0);
-    listen_any(cn);
     conns_conn_t gc[2];
-    memset(gc, 0, sizeof gc);
-    fk.conns = gc;
+    conns_t *cn = rig(10, &hooks, gc, sizeof gc);
+    ck_assert_int_eq(conns_set_limits(cn, 0, 1), 0);
     int c1 = connect_from(conns_port(cn), 1);
     run_for(2.0, &fk.accepted, 1);
     int c2 = connect_from(conns_port(cn), 1);
     run_for(2.0, &fk.refused, 1);
-    int c3 = connect_from(conns_port(cn), 2);
-    run_for(2.0, &fk.accepted, 2);
-    ck_assert_int_eq(fk.accepted, 2);
+    int c3 = connect_until(cn, 2, &fk.accepted, 2);
     ck_assert_int_eq(fk.refused, 1);
     conns_stats_t cs;
     conns_stats(cn, &cs);
@@ -291,13 +305,10 @@ END_TEST
  * timeout, never one that holds a request, and reads keep it open. */
 START_TEST(test_conns_idle_timeout)
 {
-    conns_t *cn = make(10);
+    conns_conn_t gc[1];
+    conns_t *cn = rig(10, &hooks, gc, sizeof gc);
     ck_assert_int_eq(conns_set_limits(cn, -1, 0), -EINVAL);
     ck_assert_int_eq(conns_set_limits(cn, 0.2, 0), 0);
-    listen_any(cn);
-    conns_conn_t gc[1];
-    memset(gc, 0, sizeof gc);
-    fk.conns = gc;
     int c = connect_to(conns_port(cn));
     run_for(2.0, &fk.accepted, 1);
     ck_assert_int_eq(fk.accepted, 1);
@@ -369,11 +380,8 @@ static void flood(conns_t *cn, int *cl, int n, int from)
  * take a slot back; the counts per address follow. */
 START_TEST(test_conns_evict_for_another_address)
 {
-    conns_t *cn = make_with(6, &evict_hooks);
-    listen_any(cn);
     conns_conn_t gc[8];
-    memset(gc, 0, sizeof gc);
-    fk.conns = gc;
+    conns_t *cn = rig(6, &evict_hooks, gc, sizeof gc);
     int a[4], b[2], c, d;
     flood(cn, a, 4, 2);
     flood(cn, b, 2, 3);
@@ -382,9 +390,7 @@ START_TEST(test_conns_evict_for_another_address)
     ck_assert_int_eq(conns_peer_count(cn, peer(3)), 2);
     ck_assert_int_eq(send(a[0], "x", 1, 0), 1); /* a[0] read: a[1] is now the longest idle */
     run_for(0.1, NULL, 0);
-    c = connect_from(conns_port(cn), 5);
-    run_for(2.0, &fk.accepted, 7);
-    ck_assert_int_eq(fk.accepted, 7);
+    c = connect_until(cn, 5, &fk.accepted, 7);
     ck_assert_int_eq(fk.refused, 0);
     ck_assert_int_eq(fk.evicted, 1);
     ck_assert_int_eq(gc[1].fd, -1);
@@ -398,9 +404,7 @@ START_TEST(test_conns_evict_for_another_address)
     ck_assert_int_eq(conns_peer_count(cn, peer(2)), 3);
     ck_assert_int_eq(conns_peer_count(cn, peer(5)), 1);
     /* 127.0.0.2 holds 3, one more than 127.0.0.3's 2: no slot for it. */
-    d = connect_from(conns_port(cn), 2);
-    run_for(2.0, &fk.refused, 1);
-    ck_assert_int_eq(fk.refused, 1);
+    d = connect_until(cn, 2, &fk.refused, 1);
     ck_assert_int_eq(fk.evicted, 1);
     ck_assert(client_closed(d));
     for (int i = 0; i < fk.nopen; i++)
@@ -424,32 +428,23 @@ END_TEST
  * once one of them is idle. */
 START_TEST(test_conns_evict_spares_busy)
 {
-    conns_t *cn = make_with(3, &evict_hooks);
-    listen_any(cn);
     conns_conn_t gc[4];
-    memset(gc, 0, sizeof gc);
-    fk.conns = gc;
+    conns_t *cn = rig(3, &evict_hooks, gc, sizeof gc);
     int a[3], c1, c2, c3;
     flood(cn, a, 3, 2);
     gc[0].held = 1;
     evbuffer_add(gc[1].out, "reply", 5); /* not written yet */
     event_del(gc[2].rev);                /* paused by the front */
-    c1 = connect_from(conns_port(cn), 3);
-    run_for(2.0, &fk.refused, 1);
-    ck_assert_int_eq(fk.refused, 1);
+    c1 = connect_until(cn, 3, &fk.refused, 1);
     ck_assert_int_eq(fk.evicted, 0);
     ck_assert(client_closed(c1));
     event_add(gc[2].rev, NULL);
     fk.decline = 1; /* the front sees a request read but not parsed */
-    c2 = connect_from(conns_port(cn), 3);
-    run_for(2.0, &fk.refused, 2);
-    ck_assert_int_eq(fk.refused, 2);
+    c2 = connect_until(cn, 3, &fk.refused, 2);
     ck_assert_int_eq(fk.evicted, 1);
     ck_assert_int_ge(gc[2].fd, 0);
     fk.decline = 0;
-    c3 = connect_from(conns_port(cn), 3);
-    run_for(2.0, &fk.accepted, 4);
-    ck_assert_int_eq(fk.accepted, 4);
+    c3 = connect_until(cn, 3, &fk.accepted, 4);
     ck_assert_int_eq(gc[2].fd, -1); /* the idle one, though not first in line */
     ck_assert(client_closed(a[2]));
     ck_assert(client_open(a[0]) && client_open(a[1]));
@@ -472,20 +467,15 @@ END_TEST
  * from eviction (the registry peeks). */
 START_TEST(test_conns_evict_spares_unread)
 {
-    conns_t *cn = make_with(2, &evict_hooks);
-    listen_any(cn);
     conns_conn_t gc[3];
-    memset(gc, 0, sizeof gc);
-    fk.conns = gc;
+    conns_t *cn = rig(2, &evict_hooks, gc, sizeof gc);
     fk.on_read = nothing; /* the front reads nothing: bytes stay in the socket */
     int a[2], c;
     flood(cn, a, 2, 2);
     ck_assert_int_eq(send(a[0], "get k\r\n", 7, 0), 7);
     ck_assert_int_eq(send(a[1], "get k\r\n", 7, 0), 7);
     run_for(0.05, NULL, 0);
-    c = connect_from(conns_port(cn), 3);
-    run_for(2.0, &fk.refused, 1);
-    ck_assert_int_eq(fk.refused, 1);
+    c = connect_until(cn, 3, &fk.refused, 1);
     ck_assert_int_eq(fk.evicted, 0);
     ck_assert(client_open(a[0]) && client_open(a[1]));
     conns_close(cn, &gc[0]);

@@ -821,6 +821,5 @@ int main(void)
         test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
         test_ctlclient_bad_endpoint_lists
     };
-    const testlib_case_t c = {.name = "ctlclient", .timeout = 60};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("ctlclient", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -623,6 +623,5 @@ int main(void)
                                   test_front_close_in_flight,
                                   test_front_table_without_default_refuses,
                                   test_front_login_first};
-    const testlib_case_t c = {.name = "front", .timeout = 30};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("front", 30, tests, sizeof tests / sizeof tests[0]);
 }

@@ -105,6 +105,5 @@ END_TEST
 int main(void)
 {
     const TTest *const tests[] = {test_iheap_random_vs_reference, test_iheap_bounds_and_reserve};
-    const testlib_case_t c = {.name = "iheap", .timeout = 60};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("iheap", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -470,6 +470,15 @@ static void run_both(two_t *w, double from, double to, int a_alive)
     }
 }
 
+/* two_start_hb(), then both poll through the first second: a leads, b
+ * stands by.  Returns a's epoch. */
+static uint64_t two_hb_a_leading(two_t *w)
+{
+    two_start_hb(w);
+    run_both(w, 0.05, 1.0, 1);
+    return w->a.ld.epoch;
+}
+
 /* A leader that beats is never deposed, even when its polls come late by
  * up to one poll; the standby names it all along. */
 START_TEST(test_leader_heartbeat_steady)
@@ -497,9 +506,7 @@ END_TEST
 START_TEST(test_leader_heartbeat_kill)
 {
     two_t w;
-    two_start_hb(&w);
-    run_both(&w, 0.05, 1.0, 1);
-    uint64_t e1 = w.a.ld.epoch;
+    uint64_t e1 = two_hb_a_leading(&w);
     double last_beat = 0.95; /* a's last poll */
     ck_assert(leader_may_push(&w.a.ld, last_beat + HB_STALE - HB_POLL - 0.001));
     ck_assert(!leader_may_push(&w.a.ld, last_beat + HB_STALE - HB_POLL + 0.001));
@@ -524,8 +531,7 @@ END_TEST
 START_TEST(test_leader_heartbeat_late)
 {
     two_t w;
-    two_start_hb(&w);
-    run_both(&w, 0.05, 1.0, 1);
+    two_hb_a_leading(&w);
     run_both(&w, 1.0, 1.5, 0); /* a paused */
     ck_assert(w.b.ld.leading);
     ck_assert(!leader_may_push(&w.a.ld, 1.5)); /* on waking, before any poll */
@@ -549,8 +555,7 @@ END_TEST
 START_TEST(test_leader_heartbeat_race)
 {
     two_t w;
-    two_start_hb(&w);
-    run_both(&w, 0.05, 1.0, 1);
+    two_hb_a_leading(&w);
     run_both(&w, 1.0, 1.2, 0); /* a late: its last heartbeat at 0.95 */
     ck_assert(!w.b.ld.leading);
     w.f.beat_before_delete = 1;
@@ -837,9 +842,7 @@ END_TEST
 START_TEST(test_leader_deposed_cannot_raise)
 {
     two_t w;
-    two_start_hb(&w);
-    run_both(&w, 0.05, 1.0, 1);
-    uint64_t ea = w.a.ld.epoch;
+    uint64_t ea = two_hb_a_leading(&w);
     run_both(&w, 1.0, 1.5, 0); /* a paused: b deposes it */
     ck_assert(w.b.ld.leading);
     uint64_t eb = w.b.ld.epoch;

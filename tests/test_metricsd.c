@@ -203,6 +203,5 @@ int main(void)
 {
     const TTest *const tests[] = {test_metricsd_process_series, test_metricsd_endpoint_paths,
                                   test_metricsd_readyz_test, test_metricsd_healthz_owner_stuck};
-    const testlib_case_t c = {.name = "metricsd", .timeout = 30};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("metricsd", 30, tests, sizeof tests / sizeof tests[0]);
 }

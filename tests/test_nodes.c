@@ -143,6 +143,21 @@ static void *node_hello(const char *name, uint64_t instance, proto_msg_t *w)
     return s;
 }
 
+/* Node n1 says hello (node_hello(), instance 0); the answer is in *w,
+ * which this initialises.  The test ends with n1_close(). */
+static void *n1_hello(proto_msg_t *w)
+{
+    proto_msg_init(w);
+    return node_hello("n1", 0, w);
+}
+
+/* Clears w and closes n1's socket s. */
+static void n1_close(void *s, proto_msg_t *w)
+{
+    proto_msg_clear(w);
+    zmq_close(s);
+}
+
 /* A report of node `name` for the current round: gold and red (table
  * indices 0, 1) each with 20 queued; peer_table: the controller table
  * the node holds (0: none). */
@@ -178,24 +193,28 @@ static void expect_error(void *s, const char *code)
     proto_msg_clear(&d);
 }
 
+/* m, a message to n1 (which holds table 7, not the controller's), brings
+ * the controller's table: its generation, names and weights, and the
+ * round timing. */
+static void check_table_for_n1(const proto_msg_t *m)
+{
+    ck_assert_uint_eq(m->table, ctrl_table(fx.c, NULL, NULL));
+    ck_assert_uint_eq(m->peer_table, 7);
+    ck_assert_int_eq(m->has_names, 1);
+    ck_assert_uint_eq(m->nnames, 2);
+    ck_assert_str_eq(m->names[0], "gold");
+    ck_assert_str_eq(m->names[1], "red");
+    ck_assert_int_eq(m->has_weights, 1);
+    ck_assert_uint_eq(m->weights[1], 3);
+    ck_assert_int_eq(m->has_timing, 1);
+}
+
 START_TEST(test_nodes_hello_welcome)
 {
     proto_msg_t w;
-    proto_msg_init(&w);
-    void *s = node_hello("n1", 0, &w);
+    void *s = n1_hello(&w);
     ck_assert_int_eq(w.type, PROTO_WELCOME);
-    const char *const *names;
-    size_t nb;
-    uint32_t gen = ctrl_table(fx.c, &names, &nb);
-    ck_assert_uint_eq(w.table, gen);
-    ck_assert_uint_eq(w.peer_table, 7);
-    ck_assert_int_eq(w.has_names, 1);
-    ck_assert_uint_eq(w.nnames, 2);
-    ck_assert_str_eq(w.names[0], "gold");
-    ck_assert_str_eq(w.names[1], "red");
-    ck_assert_int_eq(w.has_weights, 1);
-    ck_assert_uint_eq(w.weights[1], 3);
-    ck_assert_int_eq(w.has_timing, 1);
+    check_table_for_n1(&w);
     ck_assert_uint_eq(w.intervals, 2);
     int node = ctrl_node_find(fx.c, "n1");
     ck_assert_int_ge(node, 0);
@@ -203,8 +222,7 @@ START_TEST(test_nodes_hello_welcome)
     ck_assert_uint_eq(ctrl_node_table_gen(fx.c, node), 7);
     ck_assert_int_eq(fx.ticks, 0); /* a hello does not move the rounds */
     ck_assert_double_gt(nodes_last_msg(&fx.ns, node), 0);
-    proto_msg_clear(&w);
-    zmq_close(s);
+    n1_close(s, &w);
 }
 END_TEST
 
@@ -214,8 +232,7 @@ END_TEST
 START_TEST(test_nodes_push_tokens)
 {
     proto_msg_t d;
-    proto_msg_init(&d);
-    void *s = node_hello("n1", 0, &d);
+    void *s = n1_hello(&d);
     int node = ctrl_node_find(fx.c, "n1");
     ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 0, 0), 0);
     node_report(s, "n1", 7, 0);
@@ -237,13 +254,7 @@ START_TEST(test_nodes_push_tokens)
         ck_assert_int_eq(d.tokens[i].r_tokens, recs[i].r_tokens);
         ck_assert_int_eq(d.tokens[i].l_tokens, recs[i].l_tokens);
     }
-    uint32_t gen = ctrl_table(fx.c, NULL, NULL);
-    ck_assert_uint_eq(d.table, gen);
-    ck_assert_uint_eq(d.peer_table, 7);
-    ck_assert_int_eq(d.has_names, 1);
-    ck_assert_uint_eq(d.nnames, 2);
-    ck_assert_int_eq(d.has_weights, 1);
-    ck_assert_int_eq(d.has_timing, 1);
+    check_table_for_n1(&d);
     ck_assert_uint_eq(d.nbytes, 0);
     ck_assert_uint_eq(fx.ns.push_tokens, 1);
     ck_assert_uint_eq(fx.ns.records_sent, n);
@@ -251,15 +262,14 @@ START_TEST(test_nodes_push_tokens)
 
     /* The node acknowledges the table: the next tokens carry no names. */
     ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 1, 0), 0);
-    node_report(s, "n1", 7, gen);
+    node_report(s, "n1", 7, ctrl_table(fx.c, NULL, NULL));
     ck_assert_int_eq(ctrl_node_needs_names(fx.c, node), 0);
     ck_assert_int_eq(ctrl_compute(fx.c, &res), 0);
     nodes_push(&fx.ns, &res, mono_now());
     ck_assert_int_eq(node_recv(s, &d, 2000), 0);
     if (d.type == PROTO_TOKENS)
         ck_assert_int_eq(d.has_names, 0);
-    proto_msg_clear(&d);
-    zmq_close(s);
+    n1_close(s, &d);
 }
 END_TEST
 
@@ -267,8 +277,7 @@ END_TEST
 START_TEST(test_nodes_push_heartbeat)
 {
     proto_msg_t d;
-    proto_msg_init(&d);
-    void *s = node_hello("n1", 0, &d);
+    void *s = n1_hello(&d);
     const ctrl_result_t skipped = {.skipped = 1};
     nodes_push(&fx.ns, &skipped, mono_now());
     ck_assert_int_eq(node_recv(s, &d, 2000), 0);
@@ -276,8 +285,7 @@ START_TEST(test_nodes_push_heartbeat)
     ck_assert_uint_eq(d.peer_table, 7);
     ck_assert_uint_eq(fx.ns.push_heartbeats, 1);
     ck_assert_uint_eq(fx.ns.push_tokens, 0);
-    proto_msg_clear(&d);
-    zmq_close(s);
+    n1_close(s, &d);
 }
 END_TEST
 
@@ -295,14 +303,12 @@ END_TEST
 START_TEST(test_nodes_unknown_table)
 {
     proto_msg_t d;
-    proto_msg_init(&d);
-    void *s = node_hello("n1", 0, &d);
+    void *s = n1_hello(&d);
     ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 0, 0), 0);
     node_report(s, "n1", 8, 0); /* a table the controller does not hold */
     expect_error(s, "unknown_table");
     ck_assert_uint_eq(fx.ns.pst.rejected[PROTO_E_TABLE], 1);
-    proto_msg_clear(&d);
-    zmq_close(s);
+    n1_close(s, &d);
 }
 END_TEST
 
@@ -336,8 +342,7 @@ END_TEST
 START_TEST(test_nodes_goodbye)
 {
     proto_msg_t d;
-    proto_msg_init(&d);
-    void *s = node_hello("n1", 0, &d);
+    void *s = n1_hello(&d);
     int node = ctrl_node_find(fx.c, "n1");
     proto_msg_t m;
     proto_msg_init(&m);
@@ -351,8 +356,7 @@ START_TEST(test_nodes_goodbye)
     nodes_push(&fx.ns, &skipped, mono_now());
     ck_assert_int_eq(node_recv(s, &d, 100), -EAGAIN);
     ck_assert_uint_eq(fx.ns.push_heartbeats, 0);
-    proto_msg_clear(&d);
-    zmq_close(s);
+    n1_close(s, &d);
 }
 END_TEST
 
@@ -361,8 +365,7 @@ END_TEST
 START_TEST(test_nodes_fenced)
 {
     proto_msg_t d;
-    proto_msg_init(&d);
-    void *s = node_hello("n1", 0, &d);
+    void *s = n1_hello(&d);
     fx.fence = 1;
     const ctrl_result_t skipped = {.skipped = 1};
     nodes_push(&fx.ns, &skipped, mono_now());

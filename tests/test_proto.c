@@ -71,6 +71,14 @@ static void msg_start(proto_msg_t *m, proto_msg_t *d, proto_type_t type, const c
     strcpy(m->node, node);
 }
 
+/* msg_start() for a hello of node holding table 1, its name list empty. */
+static void hello_start(proto_msg_t *m, proto_msg_t *d, const char *node)
+{
+    msg_start(m, d, PROTO_HELLO, node);
+    m->table = 1;
+    m->has_names = 1;
+}
+
 /* Gives m the three names of names3. */
 static void set_names3(proto_msg_t *m)
 {
@@ -640,9 +648,7 @@ END_TEST
 START_TEST(test_proto_instance)
 {
     proto_msg_t m, d;
-    msg_start(&m, &d, PROTO_HELLO, "n1");
-    m.table = 1;
-    m.has_names = 1;
+    hello_start(&m, &d, "n1");
     m.instance = (UINT64_C(1) << 53) - 3;
     ck_assert_uint_eq(rt(&m, &d)->instance, (UINT64_C(1) << 53) - 3);
     m.instance = 0;
@@ -758,9 +764,7 @@ START_TEST(test_proto_follows)
     static const char *const nodes[] = {"n1", "n\xc3\xa9"}; /* hand writer, jansson */
     proto_msg_t m, d;
     for (size_t w = 0; w < 2; w++) {
-        msg_start(&m, &d, PROTO_HELLO, nodes[w]);
-        m.table = 1;
-        m.has_names = 1;
+        hello_start(&m, &d, nodes[w]);
         m.follows = 264;
         ck_assert_uint_eq(rt(&m, &d)->follows, 264);
         m.type = PROTO_REPORT;

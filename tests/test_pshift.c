@@ -712,6 +712,5 @@ int main(void)
                                   test_pshift_generated_matches_maxflow, test_pshift_names_kept,
                                   test_pshift_errors,
                                   test_pshift_degenerate, test_pshift_gen_deterministic};
-    const testlib_case_t c = {.name = "pshift", .timeout = 120};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("pshift", 120, tests, sizeof tests / sizeof tests[0]);
 }

@@ -9,21 +9,12 @@
 
 #include "workloads/report.h"
 #include "workloads/scenario.h"
+#include "tests/scenario_fixtures.h"
 #include "tests/testlib.h"
 
 #define SERVERS \
     "\"servers\": [{\"name\": \"s1\", \"address\": \"127.0.0.1:7001\"}, " \
     "{\"name\": \"s2\", \"address\": \"127.0.0.1:7002\"}]"
-
-static scenario_t *parse_ok(const char *text)
-{
-    scenario_t *s = NULL;
-    jsonloc_err_t err;
-    int rc = scenario_parse(text, strlen(text), "t.json", NULL, &s, &err);
-    ck_assert_msg(rc == 0, "unexpected error %s:%d:%d: %s", err.source, err.line, err.col,
-                  err.text);
-    return s;
-}
 
 /* The summary JSON of r (caller owns it). */
 static json_t *summary_of(const report_t *r)
@@ -39,6 +30,45 @@ static json_t *summary_of(const report_t *r)
     ck_assert_msg(j != NULL, "summary: %s", je.text);
     free(buf);
     return j;
+}
+
+/* The summary tests' report: over a scenario of s1 and s2, and the
+ * summary it wrote.  rig_teardown() frees them after each test. */
+static struct {
+    scenario_t *s;
+    report_t *r;
+    json_t *j;
+} rig;
+
+/* A report (rig's) over a scenario of periods of 1 s, one warm-up period,
+ * `duration` seconds and the given "buckets" array. */
+static report_t *rig_open(int duration, const char *buckets)
+{
+    char text[1024];
+    int n = snprintf(text, sizeof text,
+                     "{\"duration\": %d, \"period\": 1, \"warmup_periods\": 1, " SERVERS
+                     ", \"buckets\": %s}",
+                     duration, buckets);
+    ck_assert(n > 0 && (size_t)n < sizeof text);
+    rig.s = parse_ok(text);
+    rig.r = report_new(rig.s);
+    ck_assert_ptr_nonnull(rig.r);
+    return rig.r;
+}
+
+/* The summary JSON of rig's report (rig owns it). */
+static json_t *rig_summary(void)
+{
+    rig.j = summary_of(rig.r);
+    return rig.j;
+}
+
+static void rig_teardown(void)
+{
+    json_decref(rig.j);
+    rig.j = NULL;
+    report_destroy(&rig.r);
+    scenario_destroy(&rig.s);
 }
 
 /* windows.<which>.<key> of a summary (or of one of its buckets). */
@@ -136,11 +166,8 @@ END_TEST
  * is left out. */
 START_TEST(test_report_windows_in_summary)
 {
-    scenario_t *s = parse_ok("{\"duration\": 3, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
-                             "\"servers\": [\"s1\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    report_t *r = rig_open(3, "[{\"name\": \"a\", \"reservation\": 10, \"limit\": 20, "
+                              "\"servers\": [\"s1\"]}]");
     /* Warm-up period: 50 IOs in its first 200 ms, not counted. */
     for (int i = 0; i < 50; i++) {
         report_sent(r, 0, 0, 0.001 * i);
@@ -161,7 +188,7 @@ START_TEST(test_report_windows_in_summary)
         }
     report_fold(r, 1.5); /* the warm-up and two windows of period 2 */
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     ck_assert_int_eq(json_integer_value(win_get(j, "short", "windows")), 10);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "short", "l_worst")), 5.0 / 4, 1e-9);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "l_worst")), 17.0 / 20, 1e-9);
@@ -172,9 +199,6 @@ START_TEST(test_report_windows_in_summary)
     ck_assert_int_eq(json_integer_value(win_get(j, "long", "r_windows")), 2);
     json_t *b0 = json_array_get(json_object_get(j, "buckets"), 0);
     ck_assert_ptr_nonnull(json_object_get(json_object_get(b0, "windows"), "long"));
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
 }
 END_TEST
 
@@ -186,11 +210,8 @@ END_TEST
  * windows; the new one counts every window as demanding and below 95%. */
 START_TEST(test_report_starved_closed_loop_counts)
 {
-    scenario_t *s = parse_ok("{\"duration\": 3, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"b1\", \"reservation\": 1000, "
-                             "\"servers\": [\"s1\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    report_t *r = rig_open(3, "[{\"name\": \"b1\", \"reservation\": 1000, "
+                              "\"servers\": [\"s1\"]}]");
     /* Answers at 520/s; after each answer the client resends at once so
      * that its requests in flight go down from 8 to 1 and back up to 8. */
     int out = 8, up = 0, lo = 8, hi = 0;
@@ -215,7 +236,7 @@ START_TEST(test_report_starved_closed_loop_counts)
     ck_assert_int_eq(lo, 1);
     ck_assert_int_eq(hi, 8);
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     /* 10 windows of 200 ms and 2 of 1 s after the warm-up, each served
      * 52% of R pro rata: all demanding, none at 95%. */
     ck_assert_int_eq(json_integer_value(win_get(j, "short", "windows")), 10);
@@ -226,9 +247,6 @@ START_TEST(test_report_starved_closed_loop_counts)
     ck_assert_int_eq(json_integer_value(win_get(j, "long", "r_windows")), 2);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "r_share")), 0, 1e-12);
     ck_assert_double_eq_tol(json_real_value(win_get(j, "long", "r_worst")), 0.52, 0.003);
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
 }
 END_TEST
 
@@ -238,13 +256,10 @@ END_TEST
  * at the other (the server where its idle time is smallest). */
 START_TEST(test_report_idle_gaps_and_servers)
 {
-    scenario_t *s = parse_ok("{\"duration\": 2, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"open\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\"]}, {\"name\": \"err\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\"]}, {\"name\": \"two\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\", \"s2\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    report_t *r = rig_open(2, "[{\"name\": \"open\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\"]}, {\"name\": \"err\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\"]}, {\"name\": \"two\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\", \"s2\"]}]");
     for (int i = 0; i < 100; i++) { /* open: 100/s, each answered in 1 ms */
         double t = 1 + 0.01 * i;
         report_sent(r, 0, 0, t);
@@ -261,7 +276,7 @@ START_TEST(test_report_idle_gaps_and_servers)
         report_add(r, 2, 0, 1 + 0.1 * i + 0.001);
     }
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     json_t *bs = json_object_get(j, "buckets");
     /* open: 20 per window >= R, but idle 90%: not demanding. */
     ck_assert_int_eq(json_integer_value(win_get(json_array_get(bs, 0), "short", "r_windows")), 0);
@@ -275,9 +290,6 @@ START_TEST(test_report_idle_gaps_and_servers)
     json_t *tw = json_array_get(bs, 2);
     ck_assert_int_eq(json_integer_value(win_get(tw, "short", "r_windows")), 5);
     ck_assert_int_eq(json_integer_value(win_get(tw, "long", "r_windows")), 1);
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
 }
 END_TEST
 
@@ -287,12 +299,9 @@ END_TEST
  * while it lasts, counts in each. */
 START_TEST(test_report_idle_across_windows_and_stamps)
 {
-    scenario_t *s = parse_ok("{\"duration\": 2, \"period\": 1, \"warmup_periods\": 1, " SERVERS
-                             ", \"buckets\": [{\"name\": \"busy\", \"reservation\": 10, "
-                             "\"servers\": [\"s1\"]}, {\"name\": \"gap\", \"reservation\": 10, "
-                             "\"servers\": [\"s2\"]}]}");
-    report_t *r = report_new(s);
-    ck_assert_ptr_nonnull(r);
+    report_t *r = rig_open(2, "[{\"name\": \"busy\", \"reservation\": 10, "
+                              "\"servers\": [\"s1\"]}, {\"name\": \"gap\", \"reservation\": 10, "
+                              "\"servers\": [\"s2\"]}]");
     report_sent(r, 0, 0, 0.5);
     report_add(r, 0, 0, 1.2001);
     report_sent(r, 0, 0, 1.1999);
@@ -301,7 +310,7 @@ START_TEST(test_report_idle_across_windows_and_stamps)
     report_fold(r, 1.3);
     report_sent(r, 1, 1, 1.65);
     report_fold(r, INFINITY);
-    json_t *j = summary_of(r);
+    json_t *j = rig_summary();
     json_t *bs = json_object_get(j, "buckets");
     json_t *b0 = json_array_get(bs, 0), *b1 = json_array_get(bs, 1);
     ck_assert_int_eq(json_integer_value(win_get(b0, "short", "r_windows")), 5);
@@ -309,23 +318,18 @@ START_TEST(test_report_idle_across_windows_and_stamps)
     /* gap: idle 0.15, 0.2, 0.2, 0.05 s, then busy in [1.8, 2). */
     ck_assert_int_eq(json_integer_value(win_get(b1, "short", "r_windows")), 1);
     ck_assert_int_eq(json_integer_value(win_get(b1, "long", "r_windows")), 0);
-    json_decref(j);
-    report_destroy(&r);
-    scenario_destroy(&s);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("report");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_report_win_layout);
-    tcase_add_test(tc, test_report_win_demanding_threshold);
-    tcase_add_test(tc, test_report_win_known_series);
-    tcase_add_test(tc, test_report_windows_in_summary);
-    tcase_add_test(tc, test_report_starved_closed_loop_counts);
-    tcase_add_test(tc, test_report_idle_gaps_and_servers);
-    tcase_add_test(tc, test_report_idle_across_windows_and_stamps);
-    suite_add_tcase(s, tc);
-    return testlib_run(s);
+    const TTest *const tests[] = {test_report_win_layout,
+                                  test_report_win_demanding_threshold,
+                                  test_report_win_known_series,
+                                  test_report_windows_in_summary,
+                                  test_report_starved_closed_loop_counts,
+                                  test_report_idle_gaps_and_servers,
+                                  test_report_idle_across_windows_and_stamps};
+    const testlib_case_t c = {.name = "report", .teardown = rig_teardown};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "workloads/scenario.h"
+#include "tests/scenario_fixtures.h"
 #include "tests/testlib.h"
 
 #define SERVERS \
@@ -17,16 +18,6 @@
     "\"memcached://127.0.0.1:8001\"}, {\"name\": \"s2\", \"address\": \"127.0.0.1:7002\"}, " \
     "{\"name\": \"s3\", \"address\": \"localhost:7003\"}, {\"name\": \"s4\", \"address\": " \
     "\"127.0.0.1:7004\"}]"
-
-static scenario_t *parse_ok(const char *text)
-{
-    scenario_t *s = NULL;
-    jsonloc_err_t err;
-    int rc = scenario_parse(text, strlen(text), "t.json", NULL, &s, &err);
-    ck_assert_msg(rc == 0, "unexpected error %s:%d:%d: %s", err.source, err.line, err.col,
-                  err.text);
-    return s;
-}
 
 START_TEST(test_scenario_minimal_defaults)
 {

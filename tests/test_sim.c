@@ -60,16 +60,25 @@ START_TEST(test_sim_heap_random_retime_pops_sorted)
 }
 END_TEST
 
-static sim_config_t small(void)
+/* sim_config_default() cut down: `servers` servers of 2,000 IOs/s,
+ * `buckets` buckets, each active on `active` servers, periods of 1 s
+ * and the given seed. */
+static sim_config_t sized(int servers, int buckets, int active, uint64_t seed)
 {
     sim_config_t c = sim_config_default();
-    c.servers = 4;
-    c.buckets = 40;
+    c.servers = servers;
+    c.buckets = buckets;
     c.capacity = 2000;
     c.period = 1;
-    c.active = 2;
-    c.seed = 3;
+    c.active = active;
+    c.seed = seed;
     return c;
+}
+
+/* The usual model of these tests: 4 servers, 40 buckets. */
+static sim_config_t small(void)
+{
+    return sized(4, 40, 2, 3);
 }
 
 /* small() with no demand changes and `reserved` of the capacity reserved. */
@@ -376,18 +385,12 @@ END_TEST
  * (Old rule: 2 of 4 long windows counted, r_share 1.) */
 START_TEST(test_sim_run_starved_closed_loop_counts)
 {
-    sim_config_t c = sim_config_default();
-    c.servers = 1;
-    c.buckets = 2;
-    c.capacity = 2000;
-    c.period = 1;
+    sim_config_t c = sized(1, 2, 1, 1);
     c.periods = 3;
-    c.active = 1;
     c.reserved = 0.9;
     c.res_zipf = 3;
     c.changes = 0;
     c.outstanding = 4;
-    c.seed = 1;
     sim_model_t *m = generate(&c);
     sim_result_t *r = run(m, SIM_POLICY_RR, NULL);
     const report_win_fig_t *wl = &r->win[REPORT_WIN_LONG], *ws = &r->win[REPORT_WIN_SHORT];
@@ -414,6 +417,5 @@ int main(void)
                                   test_sim_run_policies_meet_easy_reservations,
                                   test_sim_run_limits_hold_per_window,
                                   test_sim_run_starved_closed_loop_counts};
-    const testlib_case_t c = {.name = "sim", .timeout = 60};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("sim", 60, tests, sizeof tests / sizeof tests[0]);
 }

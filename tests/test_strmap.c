@@ -199,6 +199,5 @@ int main(void)
                                   test_strmap_set_and_remove, test_strmap_many_keys,
                                   test_strmap_churn, test_strmap_out_of_memory};
     /* sanitizer builds on a loaded 2-core machine */
-    const testlib_case_t c = {.name = "strmap", .timeout = 60};
-    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("strmap", 60, tests, sizeof tests / sizeof tests[0]);
 }

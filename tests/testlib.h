@@ -49,6 +49,14 @@ static inline int testlib_run_case(const testlib_case_t *c, const TTest *const *
     return testlib_run(s);
 }
 
+/* testlib_run_case() with a timeout (seconds per test) and no fixture. */
+static inline int testlib_run_timed(const char *name, double timeout, const TTest *const *tests,
+                                    size_t n)
+{
+    const testlib_case_t c = {.name = name, .timeout = timeout};
+    return testlib_run_case(&c, tests, n);
+}
+
 /* testlib_run_case() without fixture or timeout. */
 static inline int testlib_run_tests(const char *name, const TTest *const *tests, size_t n)
 {

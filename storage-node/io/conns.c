@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include "common/hashmix.h"
 #include "common/log.h"
 #include "common/mono.h"
 
@@ -72,22 +73,12 @@ static const void *peer_bytes(const struct sockaddr *sa, int *family, size_t *n)
 
 /* ---- the address table ------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static size_t addr_hash(const conns_t *cn, int family, const uint8_t *key)
 {
     uint64_t lo, hi;
     memcpy(&lo, key, 8);
     memcpy(&hi, key + 8, 8);
-    return (size_t)mix64(mix64(lo ^ cn->seed) ^ hi ^ (uint64_t)family);
+    return (size_t)hashmix64(hashmix64(lo ^ cn->seed) ^ hi ^ (uint64_t)family);
 }
 
 /* The key of a peer: its family and 16 address bytes (IPv4 zero-padded);
@@ -410,7 +401,7 @@ conns_t *conns_new(struct event_base *base, const conns_config_t *cfg, const con
     cn->front = front;
     cn->base = base;
     if (getrandom(&cn->seed, sizeof cn->seed, GRND_NONBLOCK) != sizeof cn->seed)
-        cn->seed = mix64((uint64_t)(uintptr_t)cn ^ (uint64_t)(mono_now() * 1e9));
+        cn->seed = hashmix64((uint64_t)(uintptr_t)cn ^ (uint64_t)(mono_now() * 1e9));
 out:
     if (rc < 0 && err)
         *err = rc;

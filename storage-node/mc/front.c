@@ -547,11 +547,18 @@ static void handle(front_t *f, conn_t *c, const mcp_req_t *r)
 
 /* A client speaking the binary protocol: a binary "not supported" reply,
  * a log line naming the client (rate-limited), then the close. */
+/* The client's address for a log line ("unix socket" for a local one). */
+static const char *peer_text(const conn_t *c, char *buf, size_t cap)
+{
+    if (!c->sock.family || !inet_ntop(c->sock.family, c->sock.peer, buf, (socklen_t)cap))
+        snprintf(buf, cap, "unix socket");
+    return buf;
+}
+
 static void refuse_binary(conn_t *c, const char *req, size_t len)
 {
-    char addr[INET6_ADDRSTRLEN] = "unix socket";
-    if (c->sock.family)
-        inet_ntop(c->sock.family, c->sock.peer, addr, sizeof addr);
+    char addr[INET6_ADDRSTRLEN];
+    peer_text(c, addr, sizeof addr);
     log_warn("closing client %s: it speaks memcached's binary protocol (opcode 0x%02x), "
              "which bqos-node does not serve; use the text or meta protocol",
              addr, len > 1 ? (unsigned char)req[1] : 0);
@@ -565,6 +572,7 @@ static void refuse_binary(conn_t *c, const char *req, size_t len)
     add_local_text(c, pkt, (size_t)n);
     if (c->tail)
         c->tail->close_after = 1;
+}
 
 /* --auth-file (mcauth.h): a connection not logged in gets the login
  * exchange only, answered in order with its other replies.  Advances *off
@@ -583,10 +591,8 @@ static int conn_login(conn_t *c, size_t *off)
         c->broken = !ar.reply;
     }
     if (c->auth.ok && ar.reply) {
-        char addr[INET6_ADDRSTRLEN] = "local";
-        if (c->sock.family)
-            inet_ntop(c->sock.family, c->sock.peer, addr, sizeof addr);
-        log_debug("client %s logged in as '%s'", addr, c->auth.user);
+        char addr[INET6_ADDRSTRLEN];
+        log_debug("client %s logged in as '%s'", peer_text(c, addr, sizeof addr), c->auth.user);
     }
     return st != MCAUTH_REPLY;
 }

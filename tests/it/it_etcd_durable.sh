@@ -26,25 +26,8 @@ command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etc
 for b in bqos-controller bqos-ctl; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
 done
-next_port; EP=$PORT; next_port; PP=$PORT
-ETCD="http://127.0.0.1:$EP"
-ED="$T/etcd"
-[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/it_etcd.XXXXXX) &&
-  trap 'kill -CONT $PID1 $PID2 2>/dev/null; cleanup; rm -rf "$T" "$ED"' EXIT
-etcd_start() {
-  spawn "$T/etcd.$(date +%s%N).log" etcd --name default --data-dir "$ED" \
-    --listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
-    --listen-peer-urls "http://127.0.0.1:$PP" --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
-    --initial-cluster "default=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
-  ETCD_PID=$SPAWNED
-  wait_port "$EP" 15 || { echo "etcd did not start"; cat "$T"/etcd.*.log; exit 1; }
-}
-etcd_wipe() {
-  stop_pid "$ETCD_PID"
-  rm -rf "${ED:?}"/*
-  etcd_start
-}
-etcd_start
+it_etcd 'kill -CONT ${PID1:-} ${PID2:-} 2>/dev/null'
+it_etcd_start
 
 echo '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' >"$T/b1.json"
 cp "$T/b1.json" "$T/b2.json"
@@ -93,6 +76,18 @@ show() { # the five places, for the record
   echo "# red's limit: c1 $(limit_ctl 1), c2 $(limit_ctl 2), etcd $(limit_etcd)," \
     "c1's file $(limit_file 1), c2's file $(limit_file 2)"
 }
+# back_everywhere I STEP V: cI cut off comes back (SIGCONT); within 8 s
+# red's limit is V in the five places (step STEP's check; how long it took
+# and the five places are shown)
+back_everywhere() {
+  eval "pid=\$PID$1"
+  kill -CONT "$pid"
+  C0=$(date +%s.%N)
+  wait_for "everywhere $3" 8
+  echo "# $2: everywhere $(echo "$C0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }') s after c$1's return"
+  show
+  check "$2: the acknowledged limit $3 is in both tables, in etcd and in both files" "everywhere $3"
+}
 
 ctl_start 1 "$L1" "$A1"
 wait_for 'leads 1' 10
@@ -104,14 +99,9 @@ check "c1 leads, c2 follows the table" 'leads 1 && [ "$(limit_ctl 2)" = 200 ]'
 kill -STOP "$PID2"
 ctl --endpoint "$AD1" set red --limit 100 >"$T/set1.out" 2>&1; rc=$?
 check "set red --limit 100 at the leader is acknowledged (rc $rc)" '[ $rc = 0 ]'
-etcd_wipe
+it_etcd_wipe
 wait_for 'leads 1' 10
-kill -CONT "$PID2"
-C0=$(date +%s.%N)
-wait_for 'everywhere 100' 8
-echo "# 1: everywhere $(echo "$C0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }') s after c2's return"
-show
-check "1: the acknowledged limit 100 is in both tables, in etcd and in both files" 'everywhere 100'
+back_everywhere 2 1 100
 check "1: c1 said at warn that it restored the table" \
   'grep -q "warn: leader c1: bucket table /bqos/it/buckets was missing.*restored version 1" "$T/c1.log"'
 
@@ -121,17 +111,12 @@ kill -STOP "$PID2"
 ctl --endpoint "$AD1" set red --limit 90 >"$T/set2.out" 2>&1; rc=$?
 check "set red --limit 90 at the leader is acknowledged (rc $rc)" '[ $rc = 0 ]'
 kill -STOP "$PID1"
-etcd_wipe
+it_etcd_wipe
 kill -CONT "$PID2"
 wait_for 'leads 2' 10
 wait_for '[ "$(limit_etcd)" != none ]' 5
 echo "# c2 leads the wiped etcd; etcd's table has red's limit $(limit_etcd)"
-kill -CONT "$PID1"
-C0=$(date +%s.%N)
-wait_for 'everywhere 90' 8
-echo "# 2: everywhere $(echo "$C0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }') s after c1's return"
-show
-check "2: the acknowledged limit 90 is in both tables, in etcd and in both files" 'everywhere 90'
+back_everywhere 1 2 90
 check "2: c1 said at warn that it restored its newer table over the older one" \
   'grep -q "warn: leader c1: bucket table /bqos/it/buckets held an older table than ours.*restored version 2" "$T/c1.log"'
 

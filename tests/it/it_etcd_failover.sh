@@ -28,17 +28,10 @@ $PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh installs py
 TTL=${TTL:-2}
 K=${K:-2}
 IV=$(echo "$K" | awk '{ printf "%.3f", 1 / $1 }')
-next_port; EP=$PORT; next_port; PP=$PORT
-ETCD="http://127.0.0.1:$EP"
 # Its data in memory when /dev/shm exists: fsyncs on a busy disk would
 # otherwise make its answers late (the controllers allow 100 ms).
-ED="$T/etcd"
-[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/it_etcd.XXXXXX) && trap 'cleanup; rm -rf "$T" "$ED"' EXIT
-spawn "$T/etcd.log" etcd --name default --data-dir "$ED" --listen-client-urls "$ETCD" \
-  --advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$PP" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
-  --initial-cluster "default=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
-wait_port "$EP" 15 || { echo "etcd did not start"; cat "$T/etcd.log"; exit 1; }
+it_etcd
+it_etcd_start
 
 echo '{"buckets":[{"name":"red","reservation":100,"limit":200}]}' >"$T/b1.json"
 cp "$T/b1.json" "$T/b2.json"

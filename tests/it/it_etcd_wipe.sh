@@ -32,20 +32,8 @@ for b in bqos-controller bqos-node bqos-ctl bqos-load; do
 done
 WIPE_BOUND=${WIPE_BOUND:-8}
 K=2
-next_port; EP=$PORT; next_port; PP=$PORT
-ETCD="http://127.0.0.1:$EP"
-ED="$T/etcd"
-[ -d /dev/shm ] && [ -w /dev/shm ] && ED=$(mktemp -d /dev/shm/it_etcd.XXXXXX) &&
-  trap 'cleanup; rm -rf "$T" "$ED"' EXIT
-etcd_start() {
-  spawn "$T/etcd.$(date +%s%N).log" etcd --name default --data-dir "$ED" \
-    --listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
-    --listen-peer-urls "http://127.0.0.1:$PP" --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
-    --initial-cluster "default=http://127.0.0.1:$PP" --heartbeat-interval 20 --election-timeout 200
-  ETCD_PID=$SPAWNED
-  wait_port "$EP" 15 || { echo "etcd did not start"; cat "$T"/etcd.*.log; exit 1; }
-}
-etcd_start
+it_etcd
+it_etcd_start
 # 60 writes: the first leader's epoch (its key's create_revision) is > 60
 python3 - "$ETCD" <<'PY'
 import base64, json, sys, urllib.request
@@ -118,9 +106,7 @@ sleep 4
 # 1. The wipe: etcd stopped, its data gone, started again empty.
 EB=$(status "$(leader_now)" epoch)
 [ "${EB:-0}" -gt "$E0" ] || EB=$E0
-stop_pid "$ETCD_PID"
-rm -rf "${ED:?}"/*
-etcd_start
+it_etcd_wipe
 W0=$(date +%s.%N)
 # wait_follow E: until both nodes follow an epoch above E, at most
 # WIPE_BOUND s from W0 (by the clock: each try asks both nodes, which
@@ -172,9 +158,7 @@ check "and red is served after the set (a period >= 80)" \
 #    their reports and lead above it.
 EB=$(nstat 1 bqos_ctl_epoch)
 kill -9 "$PID1" "$PID2" 2>/dev/null
-stop_pid "$ETCD_PID"
-rm -rf "${ED:?}"/*
-etcd_start
+it_etcd_wipe
 ctl_start 1
 W0=$(date +%s.%N)
 wait_follow "${EB:-0}"

@@ -37,6 +37,56 @@ def connect(port, timeout=5.0):
     return s
 
 
+def conn_from(port, src="127.0.0.1", timeout=5.0):
+    """A new connection to 127.0.0.1:port from the local address src (any
+    address in 127.0.0.0/8, to stand for a client of its own)."""
+    return socket.create_connection(("127.0.0.1", port), timeout, source_address=(src, 0))
+
+
+def ask(s, req=b"version\r\n", until=b"\r\n"):
+    """Sends req on s; returns the reply up to `until`, or what came before
+    EOF followed by "<EOF>", or "<ErrorName>" if the socket failed."""
+    try:
+        s.sendall(req)
+        buf = b""
+        while not buf.endswith(until):
+            b = s.recv(4096)
+            if not b:
+                return buf + b"<EOF>"
+            buf += b
+        return buf
+    except OSError as e:
+        return b"<%s>" % type(e).__name__.encode()
+
+
+def closed(s, wait=0.0):
+    """True if the peer closed s (EOF or reset) within `wait` seconds (0:
+    now, without waiting).  s's timeout is 5 s afterwards."""
+    if wait:
+        s.settimeout(wait)
+    else:
+        s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except (BlockingIOError, socket.timeout):
+        return False
+    except OSError:
+        return True
+    finally:
+        s.settimeout(5)
+
+
+def held_reply(s, what, until=b"END\r\n"):
+    """The reply on s up to `until` to a request a stalled backend held;
+    fails (AssertionError naming `what`) if s is closed before it ends."""
+    buf = b""
+    while not buf.endswith(until):
+        b = s.recv(4096)
+        assert b, "%s lost its reply: %r" % (what, buf)
+        buf += b
+    return buf
+
+
 def run(port, data, quiet=0.3):
     """Sends data on a fresh connection; returns what arrives until `quiet`
     seconds pass without a byte (or EOF, marked <EOF>)."""

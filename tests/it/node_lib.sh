@@ -2,7 +2,7 @@
 # Source it after setting NAME.  It calls it_begin NAME (BIN, T, ok, not_ok,
 # check, it_end; everything started is stopped on exit) and provides tmp (the
 # scratch directory T), HERE (this directory), NODE, start_mc, start_node,
-# stop_node, check_log, bad (not_ok) and finish (it_end).
+# stop_node, check_log, py_step, bad (not_ok) and finish (it_end).
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin "$NAME"
 NODE="$BIN/bqos-node"
@@ -50,4 +50,12 @@ check_log() {
   if grep -q -E "Sanitizer|runtime error:" "$NODE_LOG"; then
     bad "sanitizer report in $NODE_LOG"; cat "$NODE_LOG"
   fi
+}
+
+# py_step SCRIPT WHAT ARGS...: runs step WHAT of the python client SCRIPT:
+# ok or bad as it exits, then its output, indented.
+py_step() {
+  ps_script=$1; shift
+  if python3 "$ps_script" "$@" >"$tmp/step.out" 2>&1; then ok "$1"; else bad "$1"; fi
+  sed 's/^/     /' "$tmp/step.out"
 }
