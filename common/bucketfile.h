@@ -13,11 +13,15 @@
  * optional members in bytes per second, "reservation_bytes" and
  * "limit_bytes" (absent or null: none; each 1..BUCKETFILE_MAX_BYTES,
  * reservation_bytes <= limit_bytes): a bucket with either also needs byte
- * tokens, and both its IO and its byte figures hold.
+ * tokens, and both its IO and its byte figures hold.  "shadow": true
+ * (optional boolean, default false; written only when true) puts the
+ * bucket's limit in shadow: the nodes count what it would have held and
+ * do not hold it (docs/controller.md, "Shadow mode"); a bucket in shadow
+ * needs a limit (IO or bytes).
  *
  * Validation: the top level is an object with exactly one member "buckets"
  * (an array); each element is an object with only the members name,
- * reservation, limit, weight, reservation_bytes, limit_bytes (unknown members are errors: a misspelt
+ * reservation, limit, weight, reservation_bytes, limit_bytes, shadow (unknown members are errors: a misspelt
  * "limt" must not silently leave a bucket unlimited); names are unique,
  * 1..250 bytes, no whitespace, control characters or ':' (names are key
  * prefixes); reservation and limit are integers in 0..BUCKETFILE_MAX_RATE;
@@ -62,6 +66,8 @@ typedef struct {
     int64_t limit_bytes;       /* bytes per second >= reservation_bytes;
                                   0: no byte limit (zero-initialised
                                   buckets have no byte rate: the paper) */
+    int shadow;          /* 1: the limit is counted at the nodes, not
+                            enforced (issue 28); default 0 */
 } bucketfile_bucket_t;
 
 /* Nonzero if bucket b has a rate in bytes per second (it needs byte tokens
