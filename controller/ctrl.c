@@ -769,6 +769,7 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->weight = x->weight;
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
+    out->shadow = x->shadow;
     const bytes_view_t v = ctrl__bytes_view(c);
     bytes_info(c->by, &v, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;

@@ -305,6 +305,7 @@ typedef struct {
     int64_t reservation_bytes, limit_bytes; /* bytes per second, 0: none */
     uint64_t served_bytes;       /* this period, all nodes (byte buckets) */
     int64_t r_bytes, l_bytes;    /* last pushed, summed (l: CTRL_UNLIMITED) */
+    int shadow;                  /* its limit is in shadow (issue 28) */
 } ctrl_bucket_info_t;
 
 /* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL. */
