@@ -1121,9 +1121,9 @@ int main(int argc, char **argv)
         return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
                            "or ':')", name, BUCKETFILE_NAME_MAX);
     if (is_set) {
-        if (res < 0 && !have_limit && weight < 0 && !have_bytes)
-            return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N or "
-                                    "a byte rate");
+        if (res < 0 && !have_limit && weight < 0 && !have_bytes && !o.shadow && !o.enforce)
+            return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N, "
+                                    "--shadow, --enforce or a byte rate");
         if (o.bytes[0] > 0 && o.bytes[1] > 0 && o.bytes[1] < o.bytes[0])
             return usage_error(&oc, "--limit-bytes %lld is below --reservation-bytes %lld",
                                (long long)o.bytes[1], (long long)o.bytes[0]);

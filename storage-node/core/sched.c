@@ -243,7 +243,10 @@ static void refresh(sched_t *s, int b)
             double w = pace_wake(&x->l);
             wake = w < wake ? w : wake;
         }
-        ahead = ahead && l_ok;
+        /* In shadow the limit would pay an IO ahead of the R pace with an
+         * L-token (step A): here it goes to step 2 as class O, where the
+         * shadow account is checked, and its R-tokens keep their pace. */
+        ahead = ahead && l_ok && !(s->nshadow && s->z[b].shadow);
     }
     if (y) {
         /* A usable class in each dimension, an R one in either (step 1)
@@ -715,14 +718,14 @@ static void shadow_take(sched_t *s, zbucket_t *z, double now)
 }
 
 /* After a dispatch of bucket b (limited, or some bucket in shadow) in
- * `step`, class c: the waited count, the shadow account, and whether b is
- * now held (the fast path clears bits without refresh()). */
-static void limit_note(sched_t *s, int b, int step, sched_class_t c, double now)
+ * class c: the waited count, the shadow account, and whether b is now
+ * held (the fast path clears bits without refresh()). */
+static void limit_note(sched_t *s, int b, sched_class_t c, double now)
 {
     zbucket_t *z = &s->z[b];
     if (++z->deq <= z->hold_hi)
         z->waited_total++;
-    if (z->shadow && (c == SCHED_CLASS_O || step == STEP_A))
+    if (z->shadow && c == SCHED_CLASS_O)
         shadow_take(s, z, now);
     if (s->b[b].l != SCHED_UNLIMITED)
         note_held(s, b,
@@ -822,7 +825,7 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
     if (k->queued == 0 || slow)
         refresh(s, b);
     if (k->l != SCHED_UNLIMITED || s->nshadow) /* one branch for unlimited buckets */
-        limit_note(s, b, step, c, now);
+        limit_note(s, b, c, now);
     if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
         bucket_t *o = &s->b[item->origin]; /* routed: who sent it */
         if (c == SCHED_CLASS_R)

@@ -207,8 +207,10 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * sched_set_tokens()'s) and their paced credit go to a shadow account and
  * the bucket is served as if it had no limit: beyond its R-tokens in
  * step 2, class O, after every R (reserved capacity is never taken from
- * others; its own R-tokens are spent as before).  Each IO served beyond R
- * (and each ahead of its R pace) takes an L-token and a unit of credit
+ * others; its own R-tokens are spent at their pace, as the limit would
+ * have them: an IO ahead of its R pace, which the limit would pay with an
+ * L-token, goes to step 2 too).  Each IO served beyond R takes an
+ * L-token and a unit of credit
  * from the shadow account if the limit would have had them, else counts
  * one in shadow_held: the IO the limit would have held.  Off: the shadow
  * account becomes the L account again.  The byte dimension is not
