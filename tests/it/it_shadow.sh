@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_shadow.sh - shadow mode (issue 28) with a real memcached, bqos-controller and bqos-node: the same limited bucket under the same open-loop load above its limit, once enforced and once in shadow (bqos-ctl set --shadow): in shadow it is never held (served > limit, nothing waits) and its bqos_bucket_shadow_held_total is within 10% of what the enforced run held (arrivals - served); status shows SHADOW; --enforce holds it again; the node's near-limit and waited-for-limit counters move in the enforced run.
+# it_shadow.sh - shadow mode (issue 28) with a real memcached, bqos-controller and bqos-node: the same limited bucket under the same open-loop load above its limit, once enforced and once in shadow (bqos-ctl set --shadow): in shadow it is never held (served > limit, nothing waits) and its bqos_bucket_shadow_held_total is within 10% of what the enforced run held (arrivals - served); status shows SHADOW; --enforce holds it again; the node's near-limit and waited-for-limit counters move in the enforced run; a reservation with no demand is judged idle, not met, and after --reservation-unused-periods its status reason says so.
 #
 # About 25 s: two 6 s runs of 400 gets/s against a limit of 200/s.
 . "$(dirname "$0")/../../scripts/lib.sh"
@@ -15,11 +15,12 @@ RES=50; LIMIT=200; RATE=400; SECS=6
 next_port; MP=$PORT; next_port; NP=$PORT; next_port; CP=$PORT; next_port; AP=$PORT
 start_memcached "$MP" "$T/memcached.log" || { echo "memcached did not start"; exit 1; }
 cat >"$T/b.json" <<EOF
-{"buckets":[{"name":"lim","reservation":$RES,"limit":$LIMIT},{"name":"other","reservation":0}]}
+{"buckets":[{"name":"lim","reservation":$RES,"limit":$LIMIT},{"name":"other","reservation":0},
+ {"name":"paid","reservation":10}]}
 EOF
 ADMIN_EP="tcp://127.0.0.1:$AP"
 spawn "$T/ctrl.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen "tcp://127.0.0.1:$CP" \
-  --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity 20000
+  --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity 20000 --reservation-unused-periods 3
 wait_port "$CP" 10 || { echo "controller did not start"; cat "$T/ctrl.log"; exit 1; }
 spawn "$T/node.log" "$BIN/bqos-node" --name s1 --memcached-listen "127.0.0.1:$NP" \
   --backend "memcached://127.0.0.1:$MP" --controller "tcp://127.0.0.1:$CP" \
@@ -72,6 +73,15 @@ check "shadow-held ($sheld) within 10% of what enforced held ($eheld)" \
 scrape
 check "near-limit periods counted" \
   'awk "/^bqos_bucket_near_limit_total\{node=\"s1\",bucket=\"lim\"\}/ { exit !(\$2 >= 3) }" "$T/node.prom"'
+
+# paid reserved 10/s and sent nothing: idle periods, not met, and after 3
+# of them its status says so.
+ctl --json history --periods 5 paid >"$T/hist.json"
+check "an unused reservation's periods are idle, not met" \
+  '[ "$(jget "$T/hist.json" "all(p[\"reservation\"] == \"idle\" for p in d[\"buckets\"][0][\"periods\"])")" = True ]'
+ctl status >"$T/status2.txt"
+check "status: reservation unused for N periods" \
+  'grep -Eq "^paid .*reservation unused for [0-9]+ periods" "$T/status2.txt"'
 
 ctl set lim --enforce >/dev/null 2>&1; rc=$?
 wait_for 'shadow_is 0' 5
