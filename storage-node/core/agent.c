@@ -281,20 +281,6 @@ void agent_heartbeat(const agent_t *a, proto_msg_t *m)
     m->peer_table = a->ctl_table;
 }
 
-/* A bucket in shadow (issue 28) is told to the controller as the limit
- * would have served it: its service less the IOs the limit would have
- * held (off the O count first, then R), so that the controller's ledger
- * and the grants it computes are the enforced limit's, and the shadow
- * account counts against real would-be tokens. */
-static void as_limited(sched_bucket_stats_t *bs)
-{
-    uint64_t h = bs->shadow_held;
-    uint64_t o = h < bs->served_o ? h : bs->served_o;
-    bs->served_o -= o;
-    h -= o;
-    bs->served_r -= h < bs->served_r ? h : bs->served_r;
-}
-
 int agent_report(agent_t *a, double now, proto_msg_t *m)
 {
     if (!a->has_timing)
@@ -335,7 +321,7 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
         uint64_t ai = a->carry[b] + (bs.arrivals >= a->prev[b] ? bs.arrivals - a->prev[b] : 0);
         a->prev[b] = bs.arrivals;
         a->carry[b] = 0;
-        as_limited(&bs);
+        sched_stats_as_limited(&bs);
         a->served_rep[b] = bs.served_r + bs.served_l + bs.served_o;
         /* Idle buckets are omitted: the controller reads them as zeros. */
         if (!bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l && !bs.served_o)
@@ -534,7 +520,7 @@ static void net_of_served(const agent_t *a, int b, int64_t *r, int64_t *l)
     sched_bucket_stats_t bs;
     if ((size_t)b >= a->arr_cap || sched_bucket_stats(a->s, b, &bs))
         return;
-    as_limited(&bs);
+    sched_stats_as_limited(&bs);
     uint64_t now = bs.served_r + bs.served_l + bs.served_o;
     uint64_t since = now > a->served_rep[b] ? now - a->served_rep[b] : 0;
     uint64_t from_r = since < (uint64_t)*r ? since : (uint64_t)*r;

@@ -128,6 +128,20 @@ typedef struct {
 /* A period ends near the limit above this share of it. */
 #define SCHED_NEAR_LIMIT 0.8
 
+/* Turns the period's served counts of *bs into what the limit would have
+ * served: for a bucket in shadow, less the IOs it would have held (off
+ * served_o first, then served_r); others unchanged.  What the node tells
+ * the controller and what its fallback grants are computed from, so that
+ * both are the enforced limit's (issue 28). */
+static inline void sched_stats_as_limited(sched_bucket_stats_t *bs)
+{
+    uint64_t h = bs->shadow_held;
+    uint64_t o = h < bs->served_o ? h : bs->served_o;
+    bs->served_o -= o;
+    h -= o;
+    bs->served_r -= h < bs->served_r ? h : bs->served_r;
+}
+
 /* Why a queued bucket waits: a dimension none of whose classes may pay,
  * for want of tokens, or of credit for the tokens it holds (pacing). */
 #define SCHED_HELD_IO_TOKENS 1
