@@ -914,8 +914,8 @@ START_TEST(test_sched_shadow_counts_what_enforced_holds)
 }
 END_TEST
 
-/* waited_limit_total counts the IOs served after waiting while their
- * bucket was held for its limit; near_limit_total the periods a bucket
+/* waited_limit_total counts the IOs that waited while their bucket was
+ * held for its limit, each once, as the hold ends; near_limit_total the periods a bucket
  * ended above 80% of what its limit let it do. */
 START_TEST(test_sched_waited_and_near_limit)
 {
@@ -943,6 +943,23 @@ START_TEST(test_sched_waited_and_near_limit)
     ck_assert_uint_eq(stats(s, 1).near_limit_total, 0);
     sched_period_start(s); /* no service: not near */
     ck_assert_uint_eq(stats(s, 0).near_limit_total, 1);
+
+    /* An IO that sits through two holds counts once; across a period. */
+    sched_t *t = make(SCHED_POLICY_TOKENS, 0, 1);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 1, INFINITY, 0), 0);
+    enq(t, 0, 3);
+    expect_order(t, "L0");
+    expect_none(t); /* held, 2 queued */
+    sched_period_start(t);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 1, INFINITY, 0), 0);
+    ck_assert_uint_eq(stats(t, 0).waited_limit_total, 2);
+    expect_order(t, "L0");
+    expect_none(t); /* held again, 1 queued: counted already */
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 5, INFINITY, 0), 0);
+    ck_assert_uint_eq(stats(t, 0).waited_limit_total, 2);
+    expect_order(t, "L0");
+    expect_none(t);
+    sched_destroy(&t);
 }
 END_TEST
 

@@ -41,21 +41,23 @@ typedef struct {
     double pass;  /* urgency: virtual time of its next R service */
 } xbucket_t;
 
-/* Limit accounting (issue 28), apart from the hot line: touched on a
- * dispatch only for a bucket with a limit or in shadow, and by refresh().
- * Shadow: the bucket's L-tokens and their paced credit live here, and the
- * scheduler's own l is SCHED_UNLIMITED, so the bucket is served where an
- * unlimited one would be; each IO it is served beyond R is checked against
- * these as the limit would have been, and counted in shadow_held if the
- * limit would have held it.  Waited: FIFO sequence numbers of the bucket's
- * queue; every IO dispatched with a number <= hold_hi was queued while
- * the bucket could not be served (held). */
+/* Limit accounting (issue 28), apart from the hot line: never touched by
+ * a dispatch of a bucket that is not in shadow.  Shadow: the bucket's
+ * L-tokens and their paced credit live here, and the scheduler's own l is
+ * SCHED_UNLIMITED, so the bucket is served where an unlimited one would
+ * be; each IO it is served beyond R is checked against these as the limit
+ * would have been, and counted in shadow_held if the limit would have held
+ * it.  Waited: the IOs of a limited bucket's queue have sequence numbers
+ * (deq_base + the period's service: the number of the next to leave);
+ * when a hold ends (bit `lheld` cleared), the IOs queued then that were not
+ * counted yet (numbers above counted_hi) have waited for the limit. */
 typedef struct {
     int shadow;
-    int held;                 /* refresh() found it held, queued */
     int64_t sl;               /* shadow: the L-tokens the limit would have left */
     pace_t spl;               /* shadow: their credit */
-    uint64_t deq, hold_hi;    /* IOs that left the queue; high-water mark */
+    uint64_t deq_base;        /* IOs that left the queue before this period,
+                                 and those taken out (remove, drain) */
+    uint64_t counted_hi;      /* the highest number counted as waited */
     uint64_t shadow_held;     /* this period (the agent's report) */
     uint64_t shadow_held_total, waited_total, near_total; /* since start */
 } zbucket_t;
@@ -72,6 +74,8 @@ struct sched {
     xbucket_t *x;           /* cap entries: pacing and urgency state */
     zbucket_t *z;           /* cap entries: limit accounting and shadow */
     int nshadow;            /* buckets in shadow */
+    bitset_t *lheld;        /* queued, limited, and held for it: no class
+                               may pay (waited accounting) */
     sched_units_t *y;       /* cap entries: unit accounts (sched_bytes.h),
                                only read for buckets that have one on */
     int nunits;             /* buckets with a unit account on */
@@ -127,8 +131,9 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->elig_l = bitset_new((size_t)s->cap);
     s->ahead = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
+    s->lheld = bitset_new((size_t)s->cap);
     if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake || !s->urg ||
-        !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend)
+        !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
     return s;
 }
@@ -155,6 +160,7 @@ void sched_destroy(sched_t **sp)
     bitset_destroy(&s->elig_l);
     bitset_destroy(&s->ahead);
     bitset_destroy(&s->pend);
+    bitset_destroy(&s->lheld);
     free(s);
     *sp = NULL;
 }
@@ -193,15 +199,26 @@ static void r_off(sched_t *s, int b)
         iheap_remove(s->urg, b);
 }
 
-/* Waited-for-limit accounting: while queued bucket b is held (or as it
- * stops being held), every IO in its queue now has waited. */
+/* Waited-for-limit accounting: bucket b (limited) is held now or not.  As
+ * a hold ends, every IO in its queue that was not counted yet has waited
+ * for the limit.  O(1); touches the bucket's cold state only then. */
 static void note_held(sched_t *s, int b, int held)
 {
-    zbucket_t *z = &s->z[b];
-    if (held || z->held) {
-        z->hold_hi = z->deq + s->b[b].queued;
-        z->held = held;
+    size_t i = (size_t)b;
+    if (held) {
+        bitset_set(s->lheld, i);
+        return;
     }
+    if (!bitset_test(s->lheld, i))
+        return;
+    bitset_clear(s->lheld, i);
+    const bucket_t *k = &s->b[b];
+    zbucket_t *z = &s->z[b];
+    uint64_t next = z->deq_base + k->served_r + k->served_l + k->served_o;
+    uint64_t last = next + k->queued, first = z->counted_hi > next ? z->counted_hi : next;
+    if (last > first)
+        z->waited_total += last - first;
+    z->counted_hi = last;
 }
 
 /* Recomputes bucket b's eligibility from its queue, its tokens and (when
@@ -217,8 +234,8 @@ static void refresh(sched_t *s, int b)
     const bucket_t *k = &s->b[b];
     size_t i = (size_t)b;
     if (k->queued == 0) {
-        if (k->l != SCHED_UNLIMITED)
-            s->z[b].held = 0;
+        if (k->l != SCHED_UNLIMITED && bitset_test(s->lheld, i))
+            bitset_clear(s->lheld, i); /* taken out, not served: not counted */
         bitset_clear(s->pend, i);
         r_off(s, b);
         bitset_clear(s->elig_l, i);
@@ -329,7 +346,7 @@ static int grow(sched_t *s)
     s->b = nb;
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
         bitset_resize(s->elig_l, (size_t)ncap) < 0 || bitset_resize(s->ahead, (size_t)ncap) < 0 ||
-        bitset_resize(s->pend, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
+        bitset_resize(s->pend, (size_t)ncap) < 0 || bitset_resize(s->lheld, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
         iheap_reserve(s->urg, (size_t)ncap) < 0)
         return -ENOMEM;
     s->cap = ncap;
@@ -424,9 +441,9 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
         return -EINVAL;
     bucket_t *k = &s->b[b];
     xbucket_t *x = &s->x[b];
-    zbucket_t *z = &s->z[b];
-    if (z->shadow) {
+    if (s->nshadow && s->z[b].shadow) {
         /* The limit becomes the shadow account; the bucket runs unlimited. */
+        zbucket_t *z = &s->z[b];
         pace_grant(&z->spl, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now,
                    s->burst_s);
         z->sl = l_tokens;
@@ -438,6 +455,8 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
     k->r = r_tokens;
     k->l = l_tokens;
     refresh(s, b);
+    if (l_tokens == SCHED_UNLIMITED)
+        note_held(s, b, 0); /* no limit now: a hold for it ends */
     return 0;
 }
 
@@ -467,6 +486,8 @@ int sched_set_shadow(sched_t *s, int b, int on)
     z->shadow = on;
     s->nshadow += on ? 1 : -1;
     refresh(s, b);
+    if (on)
+        note_held(s, b, 0);
     return 0;
 }
 
@@ -717,20 +738,15 @@ static void shadow_take(sched_t *s, zbucket_t *z, double now)
     }
 }
 
-/* After a dispatch of bucket b (limited, or some bucket in shadow) in
- * class c: the waited count, the shadow account, and whether b is now
- * held (the fast path clears bits without refresh()). */
-static void limit_note(sched_t *s, int b, sched_class_t c, double now)
+/* Unpaced, a dispatch clears the bit of a count that hit 0 without
+ * refresh(): if that left queued limited bucket b in no ready set, it is
+ * held from now (the waited accounting).  Only when a count hits 0. */
+static void held_by_count(sched_t *s, int b)
 {
-    zbucket_t *z = &s->z[b];
-    if (++z->deq <= z->hold_hi)
-        z->waited_total++;
-    if (z->shadow && c == SCHED_CLASS_O)
-        shadow_take(s, z, now);
-    if (s->b[b].l != SCHED_UNLIMITED)
-        note_held(s, b,
-                  s->b[b].queued && !bitset_test(s->elig_r, (size_t)b) &&
-                      !bitset_test(s->elig_l, (size_t)b) && !bitset_test(s->ahead, (size_t)b));
+    const bucket_t *k = &s->b[b];
+    if (k->queued && k->l != SCHED_UNLIMITED && s->policy == SCHED_POLICY_TOKENS &&
+        !bitset_test(s->elig_r, (size_t)b) && !bitset_test(s->elig_l, (size_t)b))
+        note_held(s, b, 1);
 }
 
 sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
@@ -799,8 +815,10 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
             if (s->pacing)
                 take_credit(&x->r, now);
         }
-        if (--k->r == 0 && !slow)
+        if (--k->r == 0 && !slow) {
             bitset_clear(s->elig_r, (size_t)b);
+            held_by_count(s, b);
+        }
         break;
     case SCHED_CLASS_L:
         if (k->l == SCHED_UNLIMITED) {
@@ -810,8 +828,10 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
             k->served_l++;
             if (s->pacing)
                 take_credit(&x->l, now);
-            if (--k->l == 0 && !slow)
+            if (--k->l == 0 && !slow) {
                 bitset_clear(s->elig_l, (size_t)b);
+                held_by_count(s, b);
+            }
         }
         break;
     case SCHED_CLASS_O:
@@ -824,8 +844,8 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
         sched__units_take(y, u_rfirst, item->cost, s->pacing, now);
     if (k->queued == 0 || slow)
         refresh(s, b);
-    if (k->l != SCHED_UNLIMITED || s->nshadow) /* one branch for unlimited buckets */
-        limit_note(s, b, c, now);
+    if (s->nshadow && c == SCHED_CLASS_O && s->z[b].shadow) /* one branch unless in use */
+        shadow_take(s, &s->z[b], now);
     if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
         bucket_t *o = &s->b[item->origin]; /* routed: who sent it */
         if (c == SCHED_CLASS_R)
@@ -860,7 +880,7 @@ size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *
         sched_item_t *it = k->tail->next;
         k->tail->next = NULL;
         k->tail = NULL;
-        s->z[b].deq += k->queued;
+        s->z[b].deq_base += k->queued;
         k->queued = 0;
         refresh(s, (int)b);
         while (it) {
@@ -895,7 +915,7 @@ int sched_remove(sched_t *s, sched_item_t *item)
             item->next->prev = item->prev; /* not the head: keep prev exact */
     }
     item->next = item->prev = NULL;
-    s->z[item->bucket].deq++; /* its number goes; the FIFO count stays right */
+    s->z[item->bucket].deq_base++; /* its number goes: the later ones move up */
     if (--k->queued == 0)
         refresh(s, item->bucket);
     return 0;
@@ -993,6 +1013,7 @@ void sched_period_start(sched_t *s)
     for (int i = 0; i < s->n; i++) {
         bucket_t *k = &s->b[i];
         near_limit(s, i);
+        s->z[i].deq_base += k->served_r + k->served_l + k->served_o;
         k->arrivals = k->served_r = k->served_l = k->served_o = 0;
         s->z[i].shadow_held = 0;
         sched__units_period(&s->y[i]);

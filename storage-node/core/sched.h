@@ -119,8 +119,9 @@ typedef struct {
     uint64_t shadow_held;  /* this period: IOs served that the limit would
                               have held (shadow only) */
     uint64_t shadow_held_total;   /* ditto since the bucket was added */
-    uint64_t waited_limit_total;  /* IOs dispatched that had waited in the
-                              queue while the bucket, limited, was held */
+    uint64_t waited_limit_total;  /* IOs that waited in the queue while the
+                              bucket, limited, was held for its limit
+                              (counted once each, as the hold ends) */
     uint64_t near_limit_total;    /* periods ended near the limit (see
                               sched_period_start()) */
 } sched_bucket_stats_t;

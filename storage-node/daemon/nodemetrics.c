@@ -299,8 +299,9 @@ static void render_limits(const nodemetrics_t *m, promtext_t *p)
         {"bqos_bucket_shadow_held_total",
          "IOs of a bucket in shadow served that its limit would have held.", PROMTEXT_COUNTER},
         {"bqos_bucket_waited_for_limit_total",
-         "IOs served after waiting in the queue while their bucket was held by its limit "
-         "(no L-token or L credit to pay, and no usable R).", PROMTEXT_COUNTER},
+         "IOs that waited in the queue while their bucket was held by its limit (no "
+         "L-token or L credit to pay, and no usable R), counted once each as the hold "
+         "ends.", PROMTEXT_COUNTER},
         {"bqos_bucket_near_limit_total",
          "Periods that ended with the bucket served above 80% of what its limit let it do "
          "at this node (its service plus the tokens it had left).", PROMTEXT_COUNTER},
