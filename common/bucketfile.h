@@ -13,19 +13,21 @@
  * optional members in bytes per second, "reservation_bytes" and
  * "limit_bytes" (absent or null: none; each 1..BUCKETFILE_MAX_BYTES,
  * reservation_bytes <= limit_bytes): a bucket with either also needs byte
- * tokens, and both its IO and its byte figures hold.  "shadow": true
- * (optional boolean, default false; written only when true) puts the
- * bucket's limit in shadow: the nodes count what it would have held and
- * do not hold it (docs/controller.md, "Shadow mode"); a bucket in shadow
- * needs a limit (IO or bytes).
+ * tokens, and both its IO and its byte figures hold.
  *
  * Validation: the top level is an object with exactly one member "buckets"
  * (an array); each element is an object with only the members name,
- * reservation, limit, weight, reservation_bytes, limit_bytes, shadow (unknown members are errors: a misspelt
+ * reservation, limit, weight, reservation_bytes, limit_bytes (unknown members are errors: a misspelt
  * "limt" must not silently leave a bucket unlimited); names are unique,
  * 1..250 bytes, no whitespace, control characters or ':' (names are key
  * prefixes); reservation and limit are integers in 0..BUCKETFILE_MAX_RATE;
  * reservation <= limit; weight is an integer in 1..BUCKETFILE_MAX_WEIGHT.
+ *
+ * Shadow (issue 28): a bucket may also have the member "shadow" (optional
+ * boolean, default false; written only when true), which puts its limit in
+ * shadow: the nodes count what it would have held and do not hold it
+ * (docs/controller.md, "Shadow mode"); a bucket in shadow needs a limit
+ * (IO or bytes).
  *
  * Errors are common/jsonloc's jsonloc_err_t: the file name, the JSON path of
  * the offending value ("buckets[3].limit") and its line and column (1-based,

@@ -459,43 +459,6 @@ END_TEST
 /* Byte rates (cost-aware tokens): optional, null or absent is none, they
  * survive a dump and a load, 0 and reservation above limit are refused,
  * and a bucket without them has none (the paper). */
-START_TEST(test_bucketfile_byte_rates)
-{
-    bucketfile_t *bf = NULL;
-    jsonloc_err_t err;
-    ck_assert_int_eq(parse("{\"buckets\": [{\"name\": \"a\", \"reservation\": 5, "
-                           "\"reservation_bytes\": 1048576, \"limit_bytes\": 4194304},"
-                           "{\"name\": \"b\", \"reservation\": 1, \"limit_bytes\": null},"
-                           "{\"name\": \"c\", \"reservation\": 1, \"limit_bytes\": 10}]}",
-                           &bf, &err),
-                     0);
-    const bucketfile_bucket_t *a = bucketfile_get(bf, 0);
-    ck_assert_int_eq(a->reservation_bytes, 1048576);
-    ck_assert_int_eq(a->limit_bytes, 4194304);
-    ck_assert(bucketfile_has_bytes(a));
-    ck_assert(!bucketfile_has_bytes(bucketfile_get(bf, 1)));
-    ck_assert_int_eq(bucketfile_get(bf, 2)->reservation_bytes, 0);
-    char *t = bucketfile_dumps(bf);
-    bucketfile_t *back = NULL;
-    ck_assert_int_eq(parse(t, &back, &err), 0);
-    ck_assert_int_eq(bucketfile_get(back, 0)->limit_bytes, 4194304);
-    ck_assert_int_eq(bucketfile_get(back, 2)->limit_bytes, 10);
-    ck_assert(!bucketfile_has_bytes(bucketfile_get(back, 1)));
-    free(t);
-    bucketfile_destroy(&back);
-    bucketfile_bucket_t x = *bucketfile_get(bf, 0);
-    x.reservation_bytes = x.limit_bytes + 1;
-    ck_assert_int_eq(bucketfile_set(bf, &x, &err), -EINVAL);
-    ck_assert_str_eq(err.path, "limit_bytes");
-    bucketfile_destroy(&bf);
-    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"limit_bytes\":0}]}",
-                 "buckets[0].limit_bytes", 1, 55, "at least 1");
-    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"reservation_bytes\":9,"
-                 "\"limit_bytes\":8}]}",
-                 "buckets[0].limit_bytes", 1, 77, "below reservation_bytes");
-}
-END_TEST
-
 /* Shadow (issue 28): an optional boolean, written only when true, that
  * needs a limit; parse, render, validate. */
 START_TEST(test_bucketfile_shadow)
@@ -538,15 +501,53 @@ START_TEST(test_bucketfile_shadow)
 }
 END_TEST
 
+START_TEST(test_bucketfile_byte_rates)
+{
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse("{\"buckets\": [{\"name\": \"a\", \"reservation\": 5, "
+                           "\"reservation_bytes\": 1048576, \"limit_bytes\": 4194304},"
+                           "{\"name\": \"b\", \"reservation\": 1, \"limit_bytes\": null},"
+                           "{\"name\": \"c\", \"reservation\": 1, \"limit_bytes\": 10}]}",
+                           &bf, &err),
+                     0);
+    const bucketfile_bucket_t *a = bucketfile_get(bf, 0);
+    ck_assert_int_eq(a->reservation_bytes, 1048576);
+    ck_assert_int_eq(a->limit_bytes, 4194304);
+    ck_assert(bucketfile_has_bytes(a));
+    ck_assert(!bucketfile_has_bytes(bucketfile_get(bf, 1)));
+    ck_assert_int_eq(bucketfile_get(bf, 2)->reservation_bytes, 0);
+    char *t = bucketfile_dumps(bf);
+    bucketfile_t *back = NULL;
+    ck_assert_int_eq(parse(t, &back, &err), 0);
+    ck_assert_int_eq(bucketfile_get(back, 0)->limit_bytes, 4194304);
+    ck_assert_int_eq(bucketfile_get(back, 2)->limit_bytes, 10);
+    ck_assert(!bucketfile_has_bytes(bucketfile_get(back, 1)));
+    free(t);
+    bucketfile_destroy(&back);
+    bucketfile_bucket_t x = *bucketfile_get(bf, 0);
+    x.reservation_bytes = x.limit_bytes + 1;
+    ck_assert_int_eq(bucketfile_set(bf, &x, &err), -EINVAL);
+    ck_assert_str_eq(err.path, "limit_bytes");
+    bucketfile_destroy(&bf);
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"limit_bytes\":0}]}",
+                 "buckets[0].limit_bytes", 1, 55, "at least 1");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"reservation_bytes\":9,"
+                 "\"limit_bytes\":8}]}",
+                 "buckets[0].limit_bytes", 1, 77, "below reservation_bytes");
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
                                   test_bucketfile_syntax_error_position,
                                   test_bucketfile_semantic_error_positions,
                                   test_bucketfile_error_positions_subtle, test_bucketfile_edit,
+                                  test_bucketfile_shadow,
                                   test_bucketfile_save_atomic_roundtrip,
                                   test_bucketfile_null_limit, test_bucketfile_save_keeps_format,
                                   test_bucketfile_validate_every_problem,
-                                  test_bucketfile_byte_rates, test_bucketfile_shadow};
+                                  test_bucketfile_byte_rates};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }
