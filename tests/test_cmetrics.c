@@ -196,7 +196,8 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     promtext_t *p = promtext_new();
     cmetrics_render(&f.m, p);
     const char *t = promtext_data(p, NULL);
-    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_periods_total{bucket=\"rich\",outcome=\"idle\"} 3\n"));
+    ck_assert_ptr_nonnull(
+        strstr(t, "bqos_bucket_periods_total{bucket=\"rich\",outcome=\"idle\"} 3\n"));
     ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_idle_periods{bucket=\"rich\"} 3\n"));
     ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_unused{bucket=\"rich\"} 1\n"));
     ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_unused{bucket=\"poor\"} 0\n"));

@@ -132,8 +132,8 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->ahead = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
     s->lheld = bitset_new((size_t)s->cap);
-    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake || !s->urg ||
-        !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
+    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake ||
+        !s->urg || !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
     return s;
 }
@@ -346,7 +346,8 @@ static int grow(sched_t *s)
     s->b = nb;
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
         bitset_resize(s->elig_l, (size_t)ncap) < 0 || bitset_resize(s->ahead, (size_t)ncap) < 0 ||
-        bitset_resize(s->pend, (size_t)ncap) < 0 || bitset_resize(s->lheld, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
+        bitset_resize(s->pend, (size_t)ncap) < 0 || bitset_resize(s->lheld, (size_t)ncap) < 0 ||
+        iheap_reserve(s->wake, (size_t)ncap) < 0 ||
         iheap_reserve(s->urg, (size_t)ncap) < 0)
         return -ENOMEM;
     s->cap = ncap;
