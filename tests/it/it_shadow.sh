@@ -70,6 +70,10 @@ check "in shadow it is never held: all served, beyond the limit, no waits, no qu
    [ $(jv "$S" queued_max) -le 20 ]'
 check "shadow-held ($sheld) within 10% of what enforced held ($eheld)" \
   '[ $eheld -gt 0 ] && [ $((sheld * 100)) -ge $((eheld * 90)) ] && [ $((sheld * 100)) -le $((eheld * 110)) ]'
+mc_ask "$NP" 'stats buckets\r\n' | tr '|' '\n' >"$T/stats.txt"
+check "stats buckets says shadow and what it would have held" \
+  'grep -q "^STAT lim:shadow 1" "$T/stats.txt" && grep -q "^STAT lim:shadow_held [1-9]" "$T/stats.txt" &&
+   grep -q "^STAT lim:waited_for_limit [1-9]" "$T/stats.txt"'
 scrape
 check "near-limit periods counted" \
   'awk "/^bqos_bucket_near_limit_total\{node=\"s1\",bucket=\"lim\"\}/ { exit !(\$2 >= 3) }" "$T/node.prom"'
