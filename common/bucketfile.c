@@ -222,6 +222,10 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
                 (long long)b->limit_bytes, (long long)b->reservation_bytes);
         return -EINVAL;
     }
+    if (b->shadow && b->limit == BUCKETFILE_NO_LIMIT && b->limit_bytes == 0) {
+        set_err(err, "shadow", "shadow needs a limit (a bucket without one has nothing to count)");
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -363,10 +367,11 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     json_object_foreach(o, key, v)
     {
         if (strcmp(key, "name") && strcmp(key, "reservation") && strcmp(key, "limit") &&
-            strcmp(key, "weight") && strcmp(key, "reservation_bytes") && strcmp(key, "limit_bytes"))
+            strcmp(key, "weight") && strcmp(key, "reservation_bytes") &&
+            strcmp(key, "limit_bytes") && strcmp(key, "shadow"))
             return fail_at(p, "buckets", idx, key,
                            "unknown member \"%.40s\" (expected name, reservation, limit, weight, "
-                           "reservation_bytes, limit_bytes)",
+                           "reservation_bytes, limit_bytes, shadow)",
                            key);
     }
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
@@ -414,6 +419,14 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
         return fail_at(p, "buckets", idx, "limit_bytes",
                        "limit_bytes %lld is below reservation_bytes %lld",
                        (long long)b.limit_bytes, (long long)b.reservation_bytes);
+    if ((v = json_object_get(o, "shadow"))) {
+        if (!json_is_boolean(v))
+            return fail_at(p, "buckets", idx, "shadow", "shadow must be true or false");
+        b.shadow = json_is_true(v);
+        if (b.shadow && b.limit == BUCKETFILE_NO_LIMIT && b.limit_bytes == 0)
+            return fail_at(p, "buckets", idx, "shadow",
+                           "shadow needs a limit (a bucket without one has nothing to count)");
+    }
     return append(bf, &b);
 }
 
@@ -687,7 +700,7 @@ int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *m
 /* ---- output -------------------------------------------------------------- */
 
 /* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W
- * [, "reservation_bytes": RB][, "limit_bytes": LB]}.
+ * [, "reservation_bytes": RB][, "limit_bytes": LB][, "shadow": true]}.
  * Returns 0 or -ENOMEM. */
 static int put_bucket(FILE *f, const bucketfile_bucket_t *b)
 {
@@ -704,6 +717,8 @@ static int put_bucket(FILE *f, const bucketfile_bucket_t *b)
         fprintf(f, ", \"reservation_bytes\": %lld", (long long)b->reservation_bytes);
     if (b->limit_bytes > 0)
         fprintf(f, ", \"limit_bytes\": %lld", (long long)b->limit_bytes);
+    if (b->shadow)
+        fputs(", \"shadow\": true", f);
     fputs("}", f);
     free(qname);
     return 0;
@@ -744,7 +759,8 @@ static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *
 {
     return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
            a->limit == b->limit && a->weight == b->weight &&
-           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes;
+           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
+           a->shadow == b->shadow;
 }
 
 static int same_set(const bucketfile_t *a, const bucketfile_t *b)

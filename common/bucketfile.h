@@ -32,6 +32,12 @@
  * prefixes); reservation and limit are integers in 0..BUCKETFILE_MAX_RATE;
  * reservation <= limit; weight is an integer in 1..BUCKETFILE_MAX_WEIGHT.
  *
+ * Shadow (issue 28): a bucket may also have the member "shadow" (optional
+ * boolean, default false; written only when true), which puts its limit in
+ * shadow: the nodes count what it would have held and do not hold it
+ * (docs/controller.md, "Shadow mode"); a bucket in shadow needs a limit
+ * (IO or bytes).
+ *
  * Errors are common/jsonloc's jsonloc_err_t: the file name, the JSON path of
  * the offending value ("buckets[3].limit") and its line and column (1-based,
  * columns in characters as jansson counts them) in the text.  A member that
@@ -72,6 +78,8 @@ typedef struct {
     int64_t limit_bytes;       /* bytes per second >= reservation_bytes;
                                   0: no byte limit (zero-initialised
                                   buckets have no byte rate: the paper) */
+    int shadow;          /* 1: the limit is counted at the nodes, not
+                            enforced (issue 28); default 0 */
 } bucketfile_bucket_t;
 
 /* Nonzero if bucket b has a rate in bytes per second (it needs byte tokens

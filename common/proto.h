@@ -264,6 +264,14 @@ typedef struct {
     int has_weights;
     const uint32_t *weights;
 
+    /* header "shadow" (welcome/tokens, only with names; optional, issue
+     * 28): the buckets of the names frame whose limit is in shadow, as
+     * their indexes in ascending order, comma-separated decimal ("3,17");
+     * NULL or "" (not sent): none.  A node that does not know the field
+     * ignores it.  Decoded into the message's own buffer; for encoding,
+     * caller-owned.  proto_shadow_check() says whether a list is good. */
+    const char *shadow;
+
     /* records (report or tokens), count of them.  wide: the records were
      * (decode) or must be (encode) in the wide layout; the encoder also
      * sends wide by itself when a value exceeds PROTO_COMPACT_MAX. */
@@ -283,7 +291,14 @@ typedef struct {
     char *namebuf;
     const char **names_own;
     uint32_t *weights_own;
+    char *shadow_own;
+    size_t cap_shadow;
 } proto_msg_t;
+
+/* Checks a shadow list (proto_msg_t.shadow) of len bytes against a names
+ * frame of nnames: decimal indexes < nnames, strictly ascending,
+ * separated by single commas.  Returns 0 or -EINVAL. */
+int proto_shadow_check(const char *s, size_t len, size_t nnames);
 
 /* Initialises an empty message (all zero); no allocation. */
 void proto_msg_init(proto_msg_t *m);

@@ -169,6 +169,7 @@ void ctrl_destroy(ctrl_t **cp)
     bucketfile_destroy(&c->bf);
     free(c->bnames);
     free(c->bweights);
+    free(c->bshadow);
     free(c->b);
     free(c->pv);
     ledger_free(&c->io);
@@ -202,6 +203,7 @@ static int64_t rate_to_tokens(int64_t rate, double period_s)
 int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
 {
     int64_t total = 0;
+    int nshadow = 0;
     for (size_t b = 0; b < bucketfile_count(bf); b++) {
         const bucketfile_bucket_t *x = bucketfile_get(bf, b);
         int64_t most = x->limit == BUCKETFILE_NO_LIMIT ? x->reservation : x->limit;
@@ -215,6 +217,14 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
             return -ERANGE;
         }
         total += t; /* <= 2^62 + 2^53: no overflow */
+        if (x->shadow && ++nshadow > CTRL_SHADOW_MAX) {
+            if (msg)
+                snprintf(msg, msgsize,
+                         "bucket %s: more than %d buckets in shadow (the list goes in one "
+                         "message header); enforce some first",
+                         x->name, CTRL_SHADOW_MAX);
+            return -ERANGE;
+        }
         if (total > CTRL_TOTAL_TOKENS_MAX) {
             if (msg)
                 snprintf(msg, msgsize,
@@ -246,6 +256,28 @@ static void node_remap(const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
     n->jof = jof;
 }
 
+/* The buckets of bf in shadow as the protocol's list ("3,17", "" if
+ * none), or NULL if out of memory.  Caller owns it. */
+static char *shadow_list(const bucketfile_t *bf)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f)
+        return NULL;
+    int first = 1;
+    for (size_t b = 0; b < bucketfile_count(bf); b++)
+        if (bucketfile_get(bf, b)->shadow) {
+            fprintf(f, first ? "%zu" : ",%zu", b);
+            first = 0;
+        }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
 {
     if (ctrl_check_buckets(c, bf, NULL, 0) < 0)
@@ -272,6 +304,11 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
         bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
     }
+    char *shadow = shadow_list(copy);
+    if (!shadow)
+        goto fail;
+    free(c->bshadow);
+    c->bshadow = shadow;
     for (int i = 0; i < c->nn; i++) {
         if (c->nodes[i].forgotten) { /* holds no table */
             free(jofs[i]);
@@ -323,6 +360,11 @@ uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n)
 const uint32_t *ctrl_table_weights(const ctrl_t *c)
 {
     return c->bweights;
+}
+
+const char *ctrl_table_shadow(const ctrl_t *c)
+{
+    return c->bshadow;
 }
 
 /* Index of node `name`, forgotten or not, or -ENOENT. */
@@ -727,6 +769,7 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->weight = x->weight;
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
+    out->shadow = x->shadow;
     const bytes_view_t v = ctrl__bytes_view(c);
     bytes_info(c->by, &v, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;

@@ -135,6 +135,15 @@ uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n);
  * ctrl_set_buckets().  Belongs to `c`, valid as the names are. */
 const uint32_t *ctrl_table_weights(const ctrl_t *c);
 
+/* The buckets of the table in shadow, as the protocol's list
+ * (proto_msg_t.shadow: indexes in table order, "" if none, NULL before
+ * the first table); owned by c, valid until the next ctrl_set_buckets(). */
+const char *ctrl_table_shadow(const ctrl_t *c);
+
+/* Most buckets in shadow at once (ctrl_check_buckets() refuses more): the
+ * list goes in one message header (PROTO_HEADER_MAX). */
+#define CTRL_SHADOW_MAX 256
+
 /* ---- nodes --------------------------------------------------------------- */
 
 /* Registers node `name` running as process `instance` (the hello's random
@@ -296,6 +305,7 @@ typedef struct {
     int64_t reservation_bytes, limit_bytes; /* bytes per second, 0: none */
     uint64_t served_bytes;       /* this period, all nodes (byte buckets) */
     int64_t r_bytes, l_bytes;    /* last pushed, summed (l: CTRL_UNLIMITED) */
+    int shadow;                  /* its limit is in shadow (issue 28) */
 } ctrl_bucket_info_t;
 
 /* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL. */

@@ -113,6 +113,8 @@ struct ctrl {
     bucketfile_t *bf;
     const char **bnames;
     uint32_t *bweights;    /* [nb]: the buckets' weights, table order */
+    char *bshadow;         /* the buckets in shadow as the protocol's list
+                              (proto_msg_t.shadow), "" if none; owned */
     ledger_bucket_t *b;    /* [nb]: the IO ledger's buckets */
     prov_t *pv;            /* [nb]: their provisional splits (round.c) */
     size_t nb;

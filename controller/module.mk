@@ -62,3 +62,6 @@ ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
+
+# shadow mode: a paired run, the same limit enforced and in shadow (issue 28)
+ITESTS += tests/it/it_shadow.sh

@@ -31,6 +31,7 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
             m->names = c->bnames;
             m->has_weights = 1; /* the weights go with the table */
             m->weights = c->bweights;
+            m->shadow = c->bshadow;
         }
     }
     *to = (push_to_t){.name = nd->name, .instance = nd->instance};

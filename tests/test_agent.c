@@ -1286,6 +1286,60 @@ START_TEST(test_agent_byte_tokens)
 }
 END_TEST
 
+/* Shadow (issue 28): the controller's table names red (its index 1, the
+ * node's bucket 0) in shadow: red is served beyond its limit and counts
+ * what the limit would have held; the report tells the controller the
+ * limit's service (R + the L it would have allowed); failing static the
+ * flag and the renewed grant stay (counted, not enforced); a table
+ * without the list takes red out of shadow. */
+START_TEST(test_agent_shadow_from_table)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    proto_msg_t w;
+    welcome_msg(&f, &w);
+    w.has_weights = 1;
+    w.weights = ctl_weights;
+    w.shadow = "1";
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0), 0);
+    ck_assert_int_eq(sched_shadow(f.s, 0), 1); /* red */
+    ck_assert_int_eq(sched_shadow(f.s, 2), 0); /* green */
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 2, .l_tokens = 3}};
+    tokens(&f, 0, T0 + 0.1, recs, 1);
+    arrive(&f, 0, 10);
+    ck_assert_int_eq(serve_all(&f, 0), 10); /* never held */
+    ck_assert_uint_eq(bstats(&f, 0).shadow_held, 5);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 0); /* the limit's account */
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 2.0), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2.0, &m), 0);
+    const proto_report_rec_t *r = rec_of(&m, 0);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->served_r + r->served_l + r->served_o, 5); /* 2 R + 3 L allowed */
+    ck_assert_uint_eq(r->served_r, 2);
+    proto_msg_clear(&m);
+    /* Silent: static renews the grant into the shadow account. */
+    fx_silent(&f, T0 + 4, T0 + PERIOD);
+    agent_tick(f.a, T0 + PERIOD);
+    ck_assert_str_eq(agent_state_str(f.a), "static");
+    ck_assert_int_eq(sched_shadow(f.s, 0), 1);
+    ck_assert_int_eq(bstats(&f, 0).l_tokens, 3);
+    f.nitems = 0;
+    arrive(&f, 0, 10);
+    ck_assert_int_eq(serve_all(&f, 0), 10);
+    ck_assert_uint_eq(bstats(&f, 0).shadow_held, 5);
+    /* A table without the list: enforced again. */
+    w.shadow = NULL;
+    w.table = 8;
+    tm = tm_at(1, T0 + PERIOD + 1);
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0 + PERIOD + 1), 0);
+    ck_assert_int_eq(sched_shadow(f.s, 0), 0);
+    fx_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_agent_hello_lists_the_table,
@@ -1300,6 +1354,7 @@ int main(void)
                                   test_agent_dropped_bucket_keeps_serving_with_own_weight,
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,
+                                  test_agent_shadow_from_table,
         test_agent_static_holds_until_first_tokens,
                                   test_agent_static_grant_after_silence,
                                   test_agent_grants_end_with_the_period,

@@ -459,6 +459,48 @@ END_TEST
 /* Byte rates (cost-aware tokens): optional, null or absent is none, they
  * survive a dump and a load, 0 and reservation above limit are refused,
  * and a bucket without them has none (the paper). */
+/* Shadow (issue 28): an optional boolean, written only when true, that
+ * needs a limit; parse, render, validate. */
+START_TEST(test_bucketfile_shadow)
+{
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse("{\"buckets\": [{\"name\": \"a\", \"reservation\": 5, \"limit\": 50, "
+                           "\"shadow\": true},"
+                           "{\"name\": \"b\", \"reservation\": 1, \"limit\": 9, \"shadow\": false},"
+                           "{\"name\": \"c\", \"reservation\": 1, \"limit_bytes\": 10, "
+                           "\"shadow\": true}]}",
+                           &bf, &err),
+                     0);
+    ck_assert_int_eq(bucketfile_get(bf, 0)->shadow, 1);
+    ck_assert_int_eq(bucketfile_get(bf, 1)->shadow, 0);
+    ck_assert_int_eq(bucketfile_get(bf, 2)->shadow, 1);
+    char *t = bucketfile_dumps(bf);
+    ck_assert_ptr_nonnull(strstr(t, "\"limit\": 50, \"weight\": 1, \"shadow\": true}"));
+    ck_assert_ptr_null(strstr(t, "false"));
+    bucketfile_t *back = NULL;
+    ck_assert_int_eq(parse(t, &back, &err), 0);
+    ck_assert_int_eq(bucketfile_get(back, 0)->shadow, 1);
+    ck_assert_int_eq(bucketfile_get(back, 1)->shadow, 0);
+    free(t);
+    bucketfile_destroy(&back);
+    /* An edit: shadow off and on again; without a limit it is refused. */
+    bucketfile_bucket_t x = *bucketfile_get(bf, 0);
+    x.shadow = 0;
+    ck_assert_int_eq(bucketfile_set(bf, &x, &err), 0);
+    ck_assert_int_eq(bucketfile_get(bf, 0)->shadow, 0);
+    x.shadow = 1;
+    x.limit = BUCKETFILE_NO_LIMIT;
+    ck_assert_int_eq(bucketfile_set(bf, &x, &err), -EINVAL);
+    ck_assert_str_eq(err.path, "shadow");
+    bucketfile_destroy(&bf);
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"shadow\":true}]}",
+                 "buckets[0].shadow", 1, 50, "needs a limit");
+    expect_error("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"limit\":2,\"shadow\":1}]}",
+                 "buckets[0].shadow", 1, 60, "true or false");
+}
+END_TEST
+
 START_TEST(test_bucketfile_byte_rates)
 {
     bucketfile_t *bf = NULL;
@@ -555,6 +597,7 @@ int main(void)
                                   test_bucketfile_syntax_error_position,
                                   test_bucketfile_semantic_error_positions,
                                   test_bucketfile_error_positions_subtle, test_bucketfile_edit,
+                                  test_bucketfile_shadow,
                                   test_bucketfile_save_atomic_roundtrip,
                                   test_bucketfile_null_limit, test_bucketfile_save_keeps_format,
                                   test_bucketfile_validate_every_problem,

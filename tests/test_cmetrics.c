@@ -1,4 +1,4 @@
-/* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens, its history, the status reason, and the rendered text. */
+/* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens (idle: no demand; a reservation unused), its history, the status reason, and the rendered text. */
 #include <check.h>
 #include <string.h>
 
@@ -44,9 +44,11 @@ static void fx_init(fx_t *f)
 
 /* Period p's last round (interval 1 of 2): rich served 5 and idle, poor
  * and capped backlogged (1,000 queued). */
+static uint64_t rich_served = 5; /* 0: rich idle (no demand) */
+
 static void fx_round(fx_t *f, uint64_t p)
 {
-    const uint64_t served[3] = {5, 50, 5}, queued[3] = {0, 1000, 1000};
+    const uint64_t served[3] = {rich_served, 50, 5}, queued[3] = {0, 1000, 1000};
     proto_report_rec_t recs[3];
     for (uint32_t b = 0; b < 3; b++)
         recs[b] = (proto_report_rec_t){.bucket = b, .queued = queued[b],
@@ -169,8 +171,53 @@ START_TEST(test_cmetrics_standby_judges_once)
 }
 END_TEST
 
+/* Issue 28: a reserved bucket with no demand in a period is judged idle,
+ * not met; after unused_periods idle periods in a row its reservation is
+ * unused (status reason, gauge), and demand again ends the run. */
+START_TEST(test_cmetrics_idle_and_unused_reservation)
+{
+    fx_t f;
+    fx_init(&f);
+    f.m.unused_periods = 3;
+    rich_served = 0;
+    for (uint64_t p = 1; p <= 4; p++) { /* periods 2..4 judged */
+        fx_round(&f, p);
+        cmetrics_period_end(&f.m, 0);
+    }
+    const cmetrics_outcome_t *rich = outcome(&f, "rich"), *capped = outcome(&f, "capped");
+    ck_assert_ptr_nonnull(rich);
+    ck_assert_uint_eq(rich->idle, 3);
+    ck_assert_uint_eq(rich->met, 0);     /* idle is not met */
+    ck_assert_uint_eq(rich->idle_run, 3);
+    ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_IDLE);
+    ck_assert(cmetrics_unused(&f.m, rich));
+    ck_assert_uint_eq(capped->idle, 0);  /* no reservation: never idle */
+    ck_assert(!cmetrics_unused(&f.m, capped));
+    promtext_t *p = promtext_new();
+    cmetrics_render(&f.m, p);
+    const char *t = promtext_data(p, NULL);
+    ck_assert_ptr_nonnull(
+        strstr(t, "bqos_bucket_periods_total{bucket=\"rich\",outcome=\"idle\"} 3\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_idle_periods{bucket=\"rich\"} 3\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_unused{bucket=\"rich\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_unused{bucket=\"poor\"} 0\n"));
+    promtext_destroy(&p);
+    /* Demand again: met, and the run ends. */
+    rich_served = 5;
+    fx_round(&f, 5);
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_uint_eq(rich->met, 1);
+    ck_assert_uint_eq(rich->idle_run, 0);
+    ck_assert(!cmetrics_unused(&f.m, rich));
+    cmetrics_clear(&f.m);
+    nodes_clear(&f.ns);
+    ctrl_destroy(&f.c);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *const tests[] = {test_cmetrics_outcomes, test_cmetrics_standby_judges_once};
+    const TTest *const tests[] = {test_cmetrics_outcomes, test_cmetrics_standby_judges_once,
+                                  test_cmetrics_idle_and_unused_reservation};
     return testlib_run_tests("cmetrics", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1901,6 +1901,49 @@ START_TEST(test_ctrl_pair_info_sums_to_bucket_info)
 }
 END_TEST
 
+/* Issue 28: the table's shadow list (indexes in table order) changes with
+ * the buckets and goes with the table generation; more than
+ * CTRL_SHADOW_MAX buckets in shadow are refused, naming the first beyond. */
+START_TEST(test_ctrl_shadow_list)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"a\",\"reservation\":1,\"limit\":9,"
+                            "\"shadow\":true},{\"name\":\"b\",\"reservation\":1,\"limit\":9},"
+                            "{\"name\":\"c\",\"reservation\":0,\"limit\":5,\"shadow\":true}]}");
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    ck_assert_str_eq(ctrl_table_shadow(c), "0,2");
+    uint32_t gen = ctrl_table(c, NULL, NULL);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_int_eq(bi.shadow, 1);
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_int_eq(bi.shadow, 0);
+    bucketfile_bucket_t x = *bucketfile_get(bf, 0);
+    x.shadow = 0;
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    ck_assert_str_eq(ctrl_table_shadow(c), "2");
+    ck_assert_uint_ne(ctrl_table(c, NULL, NULL), gen); /* a new generation carries it */
+    bucketfile_destroy(&bf);
+
+    bf = many_buckets(CTRL_SHADOW_MAX + 1, 10000000);
+    for (size_t i = 0; i < bucketfile_count(bf); i++) {
+        bucketfile_bucket_t y = *bucketfile_get(bf, i);
+        y.shadow = 1;
+        ck_assert_int_eq(bucketfile_set(bf, &y, NULL), 0);
+    }
+    char msg[512];
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_ptr_nonnull(strstr(msg, "bucket b256: more than 256 buckets in shadow"));
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), -ERANGE);
+    ck_assert_str_eq(ctrl_table_shadow(c), "2"); /* unchanged */
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -1925,7 +1968,8 @@ int main(void)
         test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
-        test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info
+        test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
+        test_ctrl_shadow_list
     };
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -824,6 +824,145 @@ START_TEST(test_sched_out_of_memory)
 }
 END_TEST
 
+
+/* Shadow (issue 28): a bucket in shadow is never held for its limit; its
+ * IOs beyond R go as class O after every R, and the ones the limit would
+ * have held are counted: as many as the same limit enforced leaves queued. */
+START_TEST(test_sched_shadow_never_held)
+{
+    backlogged0(2, 3, 10);
+    ck_assert_int_eq(sched_set_shadow(s, 0, 1), 0);
+    ck_assert_int_eq(sched_shadow(s, 0), 1);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, U, INFINITY, 0), 0);
+    enq(s, 1, 1);
+    expect_order(s, "R0 R1 R0 O0 O0 O0 O0 O0 O0 O0 O0");
+    expect_none(s);
+    sched_bucket_stats_t st = stats(s, 0);
+    ck_assert_uint_eq(st.served_r, 2);
+    ck_assert_uint_eq(st.served_o, 8);
+    ck_assert_uint_eq(st.shadow_held, 5);
+    ck_assert_uint_eq(st.shadow_held_total, 5);
+    ck_assert_int_eq(st.l_tokens, 0); /* the limit's account */
+    ck_assert_int_eq(st.held, 0);
+    ck_assert_uint_eq(st.waited_limit_total, 0);
+
+    /* The same limit enforced holds the same 5 (paired run). */
+    sched_t *e = make(SCHED_POLICY_TOKENS, 0, 1);
+    ck_assert_int_eq(sched_set_tokens(e, 0, 2, 3, INFINITY, 0), 0);
+    enq(e, 0, 10);
+    expect_order(e, "R0 R0 L0 L0 L0");
+    expect_none(e);
+    ck_assert_uint_eq(stats(e, 0).queued, 5);
+    sched_destroy(&e);
+
+    /* A new grant refills the shadow account; off gives the limit back. */
+    sched_period_start(s);
+    ck_assert_uint_eq(stats(s, 0).shadow_held, 0);
+    ck_assert_uint_eq(stats(s, 0).shadow_held_total, 5);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 1, INFINITY, 0), 0);
+    enq(s, 0, 3);
+    expect_order(s, "O0 O0");
+    ck_assert_uint_eq(stats(s, 0).shadow_held, 1);
+    ck_assert_int_eq(sched_set_shadow(s, 0, 0), 0);
+    ck_assert_int_eq(sched_shadow(s, 0), 0);
+    ck_assert_int_eq(stats(s, 0).l_tokens, 0);
+    expect_none(s); /* enforced again: no L-token left */
+    ck_assert_int_eq(sched_set_shadow(s, 9, 1), -EINVAL);
+}
+END_TEST
+
+/* Paced, over a period: a bucket in shadow with a load twice its limit
+ * is served all of it, and counts as held what the same limit enforced
+ * does not serve, within 10%. */
+static uint64_t paced_run(int shadow, uint64_t *served)
+{
+    sched_t *t = make(SCHED_POLICY_TOKENS, 0, 1);
+    ck_assert_int_eq(sched_set_pacing(t, 1, 0.02), 0);
+    if (shadow)
+        ck_assert_int_eq(sched_set_shadow(t, 0, 1), 0);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 1000, 10.0, 0.0), 0); /* 100/s */
+    static req_t rq[2000];
+    uint64_t n = 0;
+    for (int ms = 0; ms < 10000; ms++) { /* 200/s arrive, dispatch each ms */
+        double now = ms / 1000.0;
+        if (ms % 5 == 0) {
+            rq[n].item = (sched_item_t){0};
+            ck_assert_int_eq(sched_enqueue(t, 0, &rq[n].item), 0);
+            n++;
+        }
+        while (sched_dispatch(t, now, NULL))
+            ;
+    }
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(t, 0, &st), 0);
+    *served = st.served_r + st.served_l + st.served_o;
+    uint64_t held = shadow ? st.shadow_held : st.arrivals - *served;
+    ck_assert_int_eq(st.shadow, shadow);
+    sched_destroy(&t);
+    return held;
+}
+
+START_TEST(test_sched_shadow_counts_what_enforced_holds)
+{
+    uint64_t es, ss;
+    uint64_t eh = paced_run(0, &es), sh = paced_run(1, &ss);
+    ck_assert_uint_eq(ss, 2000);          /* never held */
+    ck_assert_uint_le(es, 1000 + 5);      /* the limit held */
+    ck_assert_uint_ge(eh, 900);
+    ck_assert_msg(sh >= eh * 0.9 && sh <= eh * 1.1, "shadow held %llu, enforced %llu",
+                  (unsigned long long)sh, (unsigned long long)eh);
+}
+END_TEST
+
+/* waited_limit_total counts the IOs that waited while their bucket was
+ * held for its limit, each once, as the hold ends; near_limit_total the periods a bucket
+ * ended above 80% of what its limit let it do. */
+START_TEST(test_sched_waited_and_near_limit)
+{
+    backlogged0(0, 2, 5);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 0, 100, INFINITY, 0), 0);
+    enq(s, 1, 2);
+    expect_order(s, "L0 L1 L0 L1");
+    expect_none(s); /* bucket 0 held with 3 queued */
+    enq(s, 0, 1);   /* arrives while held */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 10, INFINITY, 0), 0);
+    expect_order(s, "L0 L0 L0 L0");
+    enq(s, 0, 1);   /* not held now: served at once */
+    expect_order(s, "L0");
+    sched_bucket_stats_t st = stats(s, 0);
+    ck_assert_uint_eq(st.waited_limit_total, 4);
+    ck_assert_uint_eq(stats(s, 1).waited_limit_total, 0);
+    /* Bucket 0: 7 served of 7 + 5 left (58%): not near; bucket 1: 2 of 102. */
+    sched_period_start(s);
+    ck_assert_uint_eq(stats(s, 0).near_limit_total, 0);
+    ck_assert_uint_eq(stats(s, 1).near_limit_total, 0);
+    enq(s, 0, 5);
+    expect_order(s, "L0 L0 L0 L0 L0");
+    sched_period_start(s); /* 5 of 5: near */
+    ck_assert_uint_eq(stats(s, 0).near_limit_total, 1);
+    ck_assert_uint_eq(stats(s, 1).near_limit_total, 0);
+    sched_period_start(s); /* no service: not near */
+    ck_assert_uint_eq(stats(s, 0).near_limit_total, 1);
+
+    /* An IO that sits through two holds counts once; across a period. */
+    sched_t *t = make(SCHED_POLICY_TOKENS, 0, 1);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 1, INFINITY, 0), 0);
+    enq(t, 0, 3);
+    expect_order(t, "L0");
+    expect_none(t); /* held, 2 queued */
+    sched_period_start(t);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 1, INFINITY, 0), 0);
+    ck_assert_uint_eq(stats(t, 0).waited_limit_total, 2);
+    expect_order(t, "L0");
+    expect_none(t); /* held again, 1 queued: counted already */
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, 5, INFINITY, 0), 0);
+    ck_assert_uint_eq(stats(t, 0).waited_limit_total, 2);
+    expect_order(t, "L0");
+    expect_none(t);
+    sched_destroy(&t);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -834,7 +973,8 @@ int main(void)
         test_sched_rr_policy, test_sched_route_pays_the_targets_tokens,
         test_sched_drain_and_remove, test_sched_counters_and_period,
         test_sched_experiment3_rr_ratio, test_sched_matches_linear_scan_model,
-        test_sched_many_buckets, test_sched_out_of_memory
+        test_sched_many_buckets, test_sched_out_of_memory, test_sched_shadow_never_held,
+        test_sched_shadow_counts_what_enforced_holds, test_sched_waited_and_near_limit
     };
     const testlib_case_t c = {.name = "sched", .timeout = 60, .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

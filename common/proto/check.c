@@ -6,6 +6,30 @@
 #include <errno.h>
 #include <string.h>
 
+int proto_shadow_check(const char *s, size_t len, size_t nnames)
+{
+    size_t i = 0;
+    uint64_t prev = 0;
+    int first = 1;
+    while (i < len) {
+        if (s[i] < '0' || s[i] > '9' || (s[i] == '0' && i + 1 < len && s[i + 1] != ','))
+            return -EINVAL;
+        uint64_t v = 0;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+            v = v * 10 + (uint64_t)(s[i] - '0');
+            if (v >= nnames)
+                return -EINVAL;
+        }
+        if (!first && v <= prev)
+            return -EINVAL;
+        prev = v;
+        first = 0;
+        if (i < len && (s[i] != ',' || ++i == len))
+            return -EINVAL;
+    }
+    return 0;
+}
+
 /* Validates a message for encoding (internal.h).  Returns 0 or -EINVAL. */
 int proto__check(const proto_msg_t *m)
 {
@@ -28,6 +52,10 @@ int proto__check(const proto_msg_t *m)
             if (m->weights[i] < 1 || m->weights[i] > PROTO_WEIGHT_MAX)
                 return -EINVAL;
     }
+    if (m->shadow && m->shadow[0] &&
+        (!m->has_names || !type_may_have_weights(m->type) ||
+         proto_shadow_check(m->shadow, strlen(m->shadow), m->nnames) < 0))
+        return -EINVAL;
     switch (m->type) {
     case PROTO_HELLO:
         if (!count_ok(m->capacity) || m->table == 0 || m->instance > PROTO_MAX_COUNT)

@@ -240,6 +240,24 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
             goto out;
         }
     }
+    const hval_t *sh = &hv.v[K_SHADOW];
+    if (sh->kind != V_NONE) {
+        if (sh->kind != V_STR || !type_may_have_weights(m->type) || !names) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        if (proto_shadow_check(sh->s, sh->len, nnames) < 0) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        if (proto__grow(&m->shadow_own, &m->cap_shadow, sh->len + 1, 1)) {
+            why = PROTO_E__COUNT;
+            goto out;
+        }
+        memcpy(m->shadow_own, sh->s, sh->len);
+        m->shadow_own[sh->len] = '\0';
+        m->shadow = m->shadow_own;
+    }
     switch (m->type) {
     case PROTO_HELLO:
         GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);

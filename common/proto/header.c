@@ -45,6 +45,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "names", json_integer((json_int_t)m->nnames));
     if (m->has_weights)
         bad |= jset(h, "weights", json_integer((json_int_t)m->nnames));
+    if (m->has_names && m->shadow && m->shadow[0])
+        bad |= jset(h, "shadow", json_string(m->shadow));
     switch (m->type) {
     case PROTO_HELLO:
         bad |= jset(h, "capacity", json_integer((json_int_t)m->capacity));
@@ -197,6 +199,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "names", m->nnames);
     if (m->has_weights)
         hw_u64(&w, "weights", m->nnames);
+    if (m->has_names && m->shadow && m->shadow[0])
+        hw_str(&w, "shadow", m->shadow, strlen(m->shadow));
     switch (m->type) {
     case PROTO_HELLO:
         hw_u64(&w, "capacity", m->capacity);
@@ -287,11 +291,11 @@ static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
-    "fallbacks", "bytes", "served_bytes", "follows",
+    "fallbacks", "bytes", "served_bytes", "follows", "shadow",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6};
 
 static int key_index(const char *k, size_t l)
 {

@@ -157,8 +157,11 @@ int proto__grow(void *pp, size_t *cap, size_t n, size_t sz);
 /* The buffers a message owns (freed by proto_msg_clear()) and the fields
  * that say how large they are: proto__msg_reset() keeps both, so decodes
  * reuse the memory.  A new owned buffer is added here, once. */
-#define PROTO__MSG_BUFFERS(X) X(report) X(tokens) X(names_own) X(namebuf) X(weights_own) X(rbytes) X(tbytes)
-#define PROTO__MSG_CAPS(X) X(cap_report) X(cap_tokens) X(cap_names) X(cap_namebuf) X(cap_weights) X(cap_bytes)
+#define PROTO__MSG_BUFFERS(X)                                                                      \
+    X(report) X(tokens) X(names_own) X(namebuf) X(weights_own) X(shadow_own) X(rbytes) X(tbytes)
+#define PROTO__MSG_CAPS(X)                                                                         \
+    X(cap_report) X(cap_tokens) X(cap_names) X(cap_namebuf) X(cap_weights) X(cap_shadow)         \
+        X(cap_bytes)
 
 /* Zeroes every field of m except its owned buffers.  msg.c. */
 void proto__msg_reset(proto_msg_t *m);
@@ -178,7 +181,7 @@ enum {
     K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
-    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K__N
+    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

@@ -49,6 +49,7 @@ typedef struct {
     const char *curve_key, *controller_key; /* CURVE: both or neither */
     const char *node, *bucket; /* status --node NAME, --bucket NAME */
     int nodes, dry_run;        /* status --bucket --nodes, import --dry-run */
+    int shadow, enforce;       /* set --shadow, --enforce */
     int help, version;
 } ctl_opts_t;
 
@@ -97,8 +98,8 @@ static const opts_usage_t usage = {
             "                         bucket NAME's status row; --nodes: and one row per\n"
             "                         node whose table holds it (where its tokens and\n"
             "                         service are)\n"
-            "  history [BUCKET]       each bucket's outcome (reservation met or missed,\n"
-            "                         held at its limit) in the last --periods periods,\n"
+            "  history [BUCKET]       each bucket's outcome (reservation met, missed or\n"
+            "                         idle, held at its limit) in the last --periods periods,\n"
             "                         newest first; BUCKET: that bucket only\n"
             "  watch                  the status table again every --interval, like top,\n"
             "                         until interrupted (SIGINT)\n"
@@ -154,6 +155,7 @@ static const opts_usage_t usage = {
             "  bqos-ctl watch --interval 1s\n"
             "  bqos-ctl set red --reservation 30000 --limit 60000\n"
             "  bqos-ctl set red --limit none\n"
+            "  bqos-ctl set red --limit 5000 --shadow # count what 5000/s would hold\n"
             "  bqos-ctl set red --limit-bytes 100m     # and at most 100 MiB/s\n"
             "  bqos-ctl --json buckets >backup.json   # a bucket file: --buckets loads it\n"
             "  bqos-ctl import --dry-run buckets.json # what importing it would change\n"
@@ -165,7 +167,7 @@ static const opts_usage_t usage = {
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 18
+#define NOPTS 20
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -193,6 +195,11 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
          .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
+        {.name = "shadow", .type = OPTS_FLAG, .target = &o->shadow,
+         .help = "set: put the bucket's limit in shadow: the nodes count what it\n"
+                 "would hold (bqos_bucket_shadow_held_total) and do not hold it."},
+        {.name = "enforce", .type = OPTS_FLAG, .target = &o->enforce,
+         .help = "set: enforce the bucket's limit again (out of shadow)."},
         {.name = "periods", .type = OPTS_I64, .target = &o->periods, .arg = "N", .deflt = "10",
          .min = 1, .max = 64,
          .help = "history: the last N periods ({min}..{max}; the controller keeps 64)."},
@@ -491,6 +498,12 @@ static const char *cell(json_t *o, const char *key, const char *ifnull, char *bu
 /* A reason code of the status ("held_at_limit") in words, into buf. */
 static const char *reason_cell(json_t *o, char *buf, size_t n)
 {
+    json_t *u = json_object_get(o, "unused_periods");
+    const char *why = json_string_value(json_object_get(o, "reason"));
+    if (why && strcmp(why, "reservation_unused") == 0 && json_is_integer(u)) {
+        snprintf(buf, n, "reservation unused for %lld periods", (long long)json_integer_value(u));
+        return buf;
+    }
     const char *r = cell(o, "reason", "-", buf, n);
     for (char *p = buf; r == buf && *p; p++)
         if (*p == '_')
@@ -522,6 +535,18 @@ static void print_bytes_table(json_t *buckets, int with_served)
     t_print(&t);
 }
 
+/* The LIMIT cell: the limit, with " SHADOW" when it is counted, not
+ * enforced (issue 28). */
+static const char *limit_cell(json_t *o, char *buf, size_t n)
+{
+    const char *l = cell(o, "limit", "none", buf, n);
+    if (json_is_true(json_object_get(o, "shadow")) && l == buf) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, " SHADOW");
+    }
+    return l;
+}
+
 static void print_buckets_table(json_t *buckets, int with_served)
 {
     table_t t = {.ncols = with_served ? 13 : 4};
@@ -535,18 +560,18 @@ static void print_buckets_table(json_t *buckets, int with_served)
     size_t i;
     json_t *b;
     json_array_foreach(buckets, i, b) {
-        char c[13][32];
+        char c[13][48];
         if (with_served)
-            t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation", "-", c[1], 32),
-                  cell(b, "limit", "none", c[2], 32), cell(b, "weight", "1", c[3], 32),
-                  cell(b, "served", "-", c[4], 32), cell(b, "served_r", "-", c[5], 32),
-                  cell(b, "served_l", "-", c[6], 32), cell(b, "served_o", "-", c[7], 32),
-                  cell(b, "queued", "-", c[8], 32), cell(b, "demand", "-", c[9], 32),
-                  cell(b, "r_tokens", "-", c[10], 32), cell(b, "l_tokens", "none", c[11], 32),
-                  reason_cell(b, c[12], 32));
+            t_row(&t, cell(b, "name", "?", c[0], 48), cell(b, "reservation", "-", c[1], 48),
+                  limit_cell(b, c[2], 48), cell(b, "weight", "1", c[3], 48),
+                  cell(b, "served", "-", c[4], 48), cell(b, "served_r", "-", c[5], 48),
+                  cell(b, "served_l", "-", c[6], 48), cell(b, "served_o", "-", c[7], 48),
+                  cell(b, "queued", "-", c[8], 48), cell(b, "demand", "-", c[9], 48),
+                  cell(b, "r_tokens", "-", c[10], 48), cell(b, "l_tokens", "none", c[11], 48),
+                  reason_cell(b, c[12], 48));
         else
-            t_row(&t, cell(b, "name", "?", c[0], 32), cell(b, "reservation", "-", c[1], 32),
-                  cell(b, "limit", "none", c[2], 32), cell(b, "weight", "1", c[3], 32));
+            t_row(&t, cell(b, "name", "?", c[0], 48), cell(b, "reservation", "-", c[1], 48),
+                  limit_cell(b, c[2], 48), cell(b, "weight", "1", c[3], 48));
     }
     if (json_array_size(buckets) == 0) {
         printf("(no buckets)\n");
@@ -1086,18 +1111,20 @@ int main(int argc, char **argv)
         return usage_error(&oc, "bad node name '%s' (1..%d bytes, no spaces or control characters)",
                            o.node, BUCKETFILE_NAME_MAX);
     int have_bytes = o.bytes[0] >= 0 || o.bytes[1] >= 0;
-    if (!is_set && (res >= 0 || have_limit || weight >= 0 || have_bytes))
-        return usage_error(&oc, "--reservation, --limit, --weight and the byte rates go with "
-                                "'set' only");
+    if (!is_set && (res >= 0 || have_limit || weight >= 0 || have_bytes || o.shadow || o.enforce))
+        return usage_error(&oc, "--reservation, --limit, --weight, --shadow, --enforce and the "
+                                "byte rates go with 'set' only");
+    if (o.shadow && o.enforce)
+        return usage_error(&oc, "--shadow and --enforce exclude each other");
     /* The bucket file's own rules (common/bucketfile), so that what is refused
      * here is what the controller would refuse. */
     if (wants_name && names_check_bucket(name, strlen(name)))
         return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
                            "or ':')", name, BUCKETFILE_NAME_MAX);
     if (is_set) {
-        if (res < 0 && !have_limit && weight < 0 && !have_bytes)
-            return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N or "
-                                    "a byte rate");
+        if (res < 0 && !have_limit && weight < 0 && !have_bytes && !o.shadow && !o.enforce)
+            return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N, "
+                                    "--shadow, --enforce or a byte rate");
         if (o.bytes[0] > 0 && o.bytes[1] > 0 && o.bytes[1] < o.bytes[0])
             return usage_error(&oc, "--limit-bytes %lld is below --reservation-bytes %lld",
                                (long long)o.bytes[1], (long long)o.bytes[0]);
@@ -1158,6 +1185,8 @@ int main(int argc, char **argv)
             json_object_set_new(req, "limit", limit_none ? json_null() : json_integer(limit));
         if (weight >= 0)
             json_object_set_new(req, "weight", json_integer(weight));
+        if (o.shadow || o.enforce)
+            json_object_set_new(req, "shadow", json_boolean(o.shadow));
         static const char *const bkeys[2] = {"reservation_bytes", "limit_bytes"};
         for (int k = 0; k < 2; k++)
             if (o.bytes[k] >= 0)

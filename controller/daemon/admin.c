@@ -392,6 +392,22 @@ static json_t *node_json(admin_t *ad, int i, double now)
     return o;
 }
 
+/* Shadow mode and unused reservations (issue 28) in bucket bi's status
+ * object o: "shadow": true while its limit is counted, not enforced; the
+ * reason "reservation_unused" with "unused_periods" once its reservation
+ * went unused (periods judged idle) for --reservation-unused-periods in a
+ * row. */
+static void bucket_rollout_json(admin_t *ad, const ctrl_bucket_info_t *bi, json_t *o)
+{
+    if (bi->shadow)
+        json_object_set_new(o, "shadow", json_true());
+    const cmetrics_outcome_t *oc = ad->met ? cmetrics_outcome(ad->met, bi->name) : NULL;
+    if (oc && cmetrics_unused(ad->met, oc)) {
+        json_object_set_new(o, "reason", json_string("reservation_unused"));
+        json_object_set_new(o, "unused_periods", json_integer((json_int_t)oc->idle_run));
+    }
+}
+
 /* Bucket b (controller table index) as the status lists it: its figures
  * summed over the nodes, `elapsed` of `pms` ms into the period. */
 static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
@@ -411,6 +427,7 @@ static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
         "r_tokens", (json_int_t)bi.r_tokens, "l_tokens",
         bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
     json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
+    bucket_rollout_json(ad, &bi, o);
     if (bi.reservation_bytes > 0 || bi.limit_bytes > 0) /* cost-aware tokens */
         json_object_update_new(
             o, json_pack("{s:I, s:o, s:I, s:I, s:o}", "reservation_bytes",
@@ -599,6 +616,7 @@ static json_t *history_json(const cmetrics_outcome_t *o, size_t periods)
         const history_rec_t *h = history_get(o->hist, i);
         json_t *res = h->flags & HISTORY_RES_MISSED ? json_string("missed")
                     : h->flags & HISTORY_RES_MET   ? json_string("met")
+                    : h->flags & HISTORY_IDLE      ? json_string("idle")
                                                    : json_null();
         json_array_append_new(arr, json_pack("{s:I, s:o, s:b, s:I, s:I}", "period",
                                              (json_int_t)h->period, "reservation", res,
@@ -606,8 +624,9 @@ static json_t *history_json(const cmetrics_outcome_t *o, size_t periods)
                                              "served", (json_int_t)h->served, "queued",
                                              (json_int_t)h->queued));
     }
-    return json_pack("{s:s, s:I, s:I, s:I, s:o}", "name", o->name, "met", (json_int_t)o->met,
-                     "missed", (json_int_t)o->missed, "held", (json_int_t)o->held, "periods", arr);
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "name", o->name, "met",
+                     (json_int_t)o->met, "missed", (json_int_t)o->missed, "held",
+                     (json_int_t)o->held, "idle", (json_int_t)o->idle, "periods", arr);
 }
 
 /* history {"periods": N (1..64, default 10), "bucket": NAME (optional)}:
@@ -652,6 +671,8 @@ static json_t *bucket_obj(const bucketfile_bucket_t *b)
     json_t *o = json_pack("{s:s, s:I, s:o, s:i}", "name", b->name, "reservation",
                           (json_int_t)b->reservation, "limit", limit_json(b->limit), "weight",
                           (int)b->weight);
+    if (b->shadow)
+        json_object_set_new(o, "shadow", json_true());
     if (bucketfile_has_bytes(b))
         json_object_update_new(o, json_pack("{s:I, s:o}", "reservation_bytes",
                                             (json_int_t)b->reservation_bytes, "limit_bytes",
@@ -780,6 +801,11 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         else if (v && get_rate(req, bkeys[k], BUCKETFILE_MAX_BYTES, bdst[k], msg, sizeof msg) < 0)
             return reply_error("invalid", msg);
     }
+    json_t *js = json_object_get(req, "shadow");
+    if (js && !json_is_boolean(js))
+        return reply_error("invalid", "shadow must be true or false");
+    if (js)
+        b.shadow = json_is_true(js);
     if (json_object_get(req, "weight")) {
         int64_t w;
         if (get_rate(req, "weight", BUCKETFILE_MAX_WEIGHT, &w, msg, sizeof msg) < 0 || w < 1)

@@ -18,6 +18,8 @@ enum {
     HISTORY_RES_MET = 1,    /* reservation > 0 and met */
     HISTORY_RES_MISSED = 2, /* reservation > 0 and missed */
     HISTORY_HELD = 4,       /* held at its limit with demand beyond it */
+    HISTORY_IDLE = 8,       /* reservation > 0 and no demand: nothing served
+                               or queued (instead of RES_MET) */
 };
 
 /* One judged period of one bucket. */

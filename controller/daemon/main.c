@@ -49,6 +49,7 @@ typedef struct {
     int admission; /* admission_mode_t: index in admission_names */
     int down_after;
     int max_nodes, max_names, forget_after;
+    int unused_periods; /* --reservation-unused-periods */
     double capacity;
     double cap_sd, cap_cold, conv_slack, limit_depth;
     double skip;
@@ -74,7 +75,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 35
+#define NOPTS 36
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -125,6 +126,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "10", .min = 0, .max = 1000000,
          .help = "A node down for PERIODS periods is forgotten: its tables are freed and\n"
                  "it must say hello again (0: never)."},
+        {.name = "reservation-unused-periods", .type = OPTS_INT, .target = &s->unused_periods,
+         .arg = "N", .deflt = "10", .min = 1, .max = HISTORY_PERIODS * 1000,
+         .help = "A bucket whose reservation went unused (periods judged idle: no demand)\n"
+                 "for N periods in a row says so in its status reason and\n"
+                 "bqos_bucket_reservation_unused."},
         {.name = "capacity", .type = OPTS_DOUBLE, .target = &s->capacity, .arg = "IOPS",
          .deflt = "50000", .min = 1, .max = 1e12,
          .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
@@ -772,6 +778,7 @@ int main(int argc, char **argv)
         goto out;
     if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.rounds.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
         goto out;
+    a.met.unused_periods = (uint64_t)set.unused_periods;
     int merr = 0;
     if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
         log_error("--metrics-listen %s: %s", set.metrics, strerror(-merr));

@@ -12,7 +12,8 @@
 int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const timing_t *tm,
                   const pclock_t *clk, const leader_t *ld)
 {
-    *m = (cmetrics_t){.ctrl = ctrl, .nodes = nodes, .tm = tm, .clk = clk, .ld = ld};
+    *m = (cmetrics_t){.ctrl = ctrl, .nodes = nodes, .tm = tm, .clk = clk, .ld = ld,
+                      .unused_periods = CMETRICS_UNUSED_PERIODS};
     return (m->index = strmap_new()) ? 0 : -ENOMEM;
 }
 
@@ -65,6 +66,11 @@ const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name
     return strmap_find(m->index, name, strlen(name), &i) == 0 ? &m->out[i] : NULL;
 }
 
+int cmetrics_unused(const cmetrics_t *m, const cmetrics_outcome_t *o)
+{
+    return m->unused_periods > 0 && o->idle_run >= m->unused_periods;
+}
+
 unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double T, double seen)
 {
     unsigned flags = 0;
@@ -79,6 +85,8 @@ unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double T, double seen)
         double res = (double)bi->reservation * T * 0.99 - 1;
         if (bi->queued > 0 && (served < res * seen || (served + r < res && want > r)))
             flags |= HISTORY_RES_MISSED;
+        else if (served == 0 && bi->queued == 0)
+            flags |= HISTORY_IDLE; /* no demand: not "met" */
         else
             flags |= HISTORY_RES_MET;
     }
@@ -130,7 +138,9 @@ void cmetrics_period_end(cmetrics_t *m, double now)
             o->met += (f & HISTORY_RES_MET) != 0;
             o->missed += (f & HISTORY_RES_MISSED) != 0;
             o->held += (f & HISTORY_HELD) != 0;
+            o->idle += (f & HISTORY_IDLE) != 0;
         }
+        o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
         history_push(o->hist, &(history_rec_t){
                                   .period = period,
                                   .served = bi.served_r + bi.served_l + bi.served_o,
@@ -268,17 +278,34 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
         }
     }
     promtext_family(p, "bqos_bucket_periods_total", PROMTEXT_COUNTER,
-                    "Periods by outcome: reservation_met, reservation_missed, held_at_limit; "
-                    "counted only while this controller leads.");
+                    "Periods by outcome: reservation_met, reservation_missed, held_at_limit, "
+                    "idle (a reservation and no demand); counted only while this controller "
+                    "leads.");
     for (int i = 0; i < m->nout; i++) {
         const cmetrics_outcome_t *o = &m->out[i];
-        const char *what[] = {"reservation_met", "reservation_missed", "held_at_limit"};
-        const uint64_t v[] = {o->met, o->missed, o->held};
-        for (int k = 0; k < 3; k++) {
+        const char *what[] = {"reservation_met", "reservation_missed", "held_at_limit", "idle"};
+        const uint64_t v[] = {o->met, o->missed, o->held, o->idle};
+        for (int k = 0; k < 4; k++) {
             promtext_label_t l[] = {{"bucket", o->name}, {"outcome", what[k]}};
             promtext_u64(p, l, 2, v[k]);
         }
     }
+}
+
+/* Unused reservations (issue 28): each judged bucket's idle periods in a
+ * row, and 1 once they reach --reservation-unused-periods. */
+static void render_unused(const cmetrics_t *m, promtext_t *p)
+{
+    promtext_family(p, "bqos_bucket_reservation_idle_periods", PROMTEXT_GAUGE,
+                    "Periods in a row judged idle: a reservation and no demand.");
+    for (int i = 0; i < m->nout; i++)
+        promtext_u64(p, &(promtext_label_t){"bucket", m->out[i].name}, 1, m->out[i].idle_run);
+    promtext_family(p, "bqos_bucket_reservation_unused", PROMTEXT_GAUGE,
+                    "1 once the bucket's reservation went unused (idle) for "
+                    "--reservation-unused-periods periods in a row.");
+    for (int i = 0; i < m->nout; i++)
+        promtext_u64(p, &(promtext_label_t){"bucket", m->out[i].name}, 1,
+                     (uint64_t)cmetrics_unused(m, &m->out[i]));
 }
 
 void cmetrics_render(void *arg, promtext_t *out)
@@ -288,4 +315,5 @@ void cmetrics_render(void *arg, promtext_t *out)
     render_controller(m, out, now);
     render_nodes(m, out, now);
     render_buckets(m, out);
+    render_unused(m, out);
 }

@@ -22,6 +22,9 @@
 typedef struct {
     char *name;
     uint64_t met, missed, held;
+    uint64_t idle;             /* periods judged idle, counted as met is */
+    uint64_t idle_run;         /* periods judged idle in a row, up to the
+                                  last judged (leading or not) */
     history_t *hist;           /* owned */
 } cmetrics_outcome_t;
 
@@ -38,7 +41,17 @@ typedef struct {
     uint64_t last_period;      /* the period judged last (judged once) */
     uint64_t split_rounds;     /* tm->nsplits when the current period began */
     int started;               /* a period began while we watched */
+    uint64_t unused_periods;   /* idle_run from which a reservation counts
+                                  as unused (CMETRICS_UNUSED_PERIODS) */
 } cmetrics_t;
+
+/* Default of cmetrics_t.unused_periods (--reservation-unused-periods). */
+#define CMETRICS_UNUSED_PERIODS 10
+
+/* Nonzero if outcome o's reservation is unused: its last
+ * m->unused_periods judged periods (or more) in a row were idle.  Loop
+ * thread. */
+int cmetrics_unused(const cmetrics_t *m, const cmetrics_outcome_t *o);
 
 /* Sets m up around what it borrows (ld NULL alone).  Returns 0 or -ENOMEM. */
 int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const timing_t *tm,
@@ -49,8 +62,9 @@ void cmetrics_clear(cmetrics_t *m);
 
 /* Judges bucket `bi` on its period so far (the rules of
  * cmetrics_period_end), its served counters covering the share `seen` (0..1)
- * of the period of `period_s` seconds.  Returns HISTORY_RES_MET or
- * HISTORY_RES_MISSED (reservation > 0 only), or'd with HISTORY_HELD.  Any
+ * of the period of `period_s` seconds.  Returns HISTORY_RES_MET,
+ * HISTORY_RES_MISSED or HISTORY_IDLE (reservation > 0 only; idle: nothing
+ * served nor queued, no demand), or'd with HISTORY_HELD.  Any
  * thread (pure). */
 unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double period_s, double seen);
 
@@ -76,7 +90,11 @@ const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name
  *                       last report while requests queued, or short of it
  *                       even with the R-tokens placed for the rest while
  *                       the demand estimate exceeded them
- *   reservation_met     reservation > 0 and not missed
+ *   reservation_met     reservation > 0, not missed and not idle
+ *   idle                reservation > 0, nothing served and nothing queued
+ *                       at the last reports (no demand: the reservation
+ *                       was paid for and not used); idle_run counts them
+ *                       in a row
  *   held_at_limit       limited, served + R + L tokens for the rest reach
  *                       the limit, and the demand estimate exceeded them
  * Every controller judges, once each, the periods that began while it ran

@@ -358,6 +358,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.names = (const char **)names;
     w.has_weights = 1;
     w.weights = ctrl_table_weights(ns->ctrl);
+    w.shadow = ctrl_table_shadow(ns->ctrl);
     send_node(ns, node, &w);
 }
 

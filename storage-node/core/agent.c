@@ -321,6 +321,7 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
         uint64_t ai = a->carry[b] + (bs.arrivals >= a->prev[b] ? bs.arrivals - a->prev[b] : 0);
         a->prev[b] = bs.arrivals;
         a->carry[b] = 0;
+        sched_stats_as_limited(&bs);
         a->served_rep[b] = bs.served_r + bs.served_l + bs.served_o;
         /* Idle buckets are omitted: the controller reads them as zeros. */
         if (!bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l && !bs.served_o)
@@ -346,6 +347,24 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
 }
 
 /* ---- incoming ---- */
+
+/* Sets the scheduler's shadow flags from the controller's table in m:
+ * the buckets its list names are in shadow, every other bucket of the
+ * table is not (a controller that does not send the list has none). */
+static void take_shadow(agent_t *a, const proto_msg_t *m)
+{
+    const char *p = m->shadow ? m->shadow : "";
+    size_t next = *p ? strtoul(p, NULL, 10) : SIZE_MAX;
+    for (size_t i = 0; i < m->nnames; i++) {
+        int on = i == next;
+        if (on) {
+            p = strchr(p, ',');
+            next = p ? strtoul(++p, NULL, 10) : SIZE_MAX;
+        }
+        if (a->ctl_map[i] >= 0)
+            sched_set_shadow(a->s, a->ctl_map[i], on);
+    }
+}
 
 /* Sets scheduler bucket b to the controller's weight w, remembering the
  * weight it had (the node's own --config weight, or 1) the first time. */
@@ -472,6 +491,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
         for (size_t i = 0; i < n; i++)
             if (a->ctl_map[i] >= 0)
                 take_weight(a, a->ctl_map[i], m->weights[i]);
+    take_shadow(a, m);
     /* A bucket the controller dropped keeps serving, without reservation
      * and without limit (it may still be in this node's own config), with
      * its own weight. */
@@ -479,6 +499,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
         if (was[b] && !seen[b]) {
             agent__op_set_tokens(a, b, 0, SCHED_UNLIMITED);
             sched_set_units(a->s, b, 0, 0, 0, INFINITY, 0);
+            sched_set_shadow(a->s, b, 0);
             drop_weight(a, b);
             dropped++;
         }
@@ -501,6 +522,7 @@ static void net_of_served(const agent_t *a, int b, int64_t *r, int64_t *l)
     sched_bucket_stats_t bs;
     if ((size_t)b >= a->arr_cap || sched_bucket_stats(a->s, b, &bs))
         return;
+    sched_stats_as_limited(&bs);
     uint64_t now = bs.served_r + bs.served_l + bs.served_o;
     uint64_t since = now > a->served_rep[b] ? now - a->served_rep[b] : 0;
     uint64_t from_r = since < (uint64_t)*r ? since : (uint64_t)*r;

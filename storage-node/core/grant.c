@@ -54,6 +54,7 @@ int grant_snapshot(grant_t *g, const sched_t *s)
             g->l[b] = 0; /* cannot happen; fail closed */
             continue;
         }
+        sched_stats_as_limited(&bs);
         g->r[b] = sat_add(bs.r_tokens < 0 ? 0 : bs.r_tokens, bs.served_r);
         if (bs.l_tokens == SCHED_UNLIMITED) {
             g->l[b] = SCHED_UNLIMITED;
@@ -77,6 +78,7 @@ int grant_tokens(const grant_t *g, const sched_t *s, int b, int64_t *r, int64_t 
         return -EINVAL;
     if (!g->snapshots)
         return -ENOENT;
+    sched_stats_as_limited(&bs);
     int64_t gr = (size_t)b < g->n ? g->r[b] : 0;
     int64_t gl = (size_t)b < g->n ? g->l[b] : g->unseen_l;
     uint64_t served = bs.served_r + bs.served_l + bs.served_o;

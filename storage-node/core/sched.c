@@ -41,6 +41,27 @@ typedef struct {
     double pass;  /* urgency: virtual time of its next R service */
 } xbucket_t;
 
+/* Limit accounting (issue 28), apart from the hot line: never touched by
+ * a dispatch of a bucket that is not in shadow.  Shadow: the bucket's
+ * L-tokens and their paced credit live here, and the scheduler's own l is
+ * SCHED_UNLIMITED, so the bucket is served where an unlimited one would
+ * be; each IO it is served beyond R is checked against these as the limit
+ * would have been, and counted in shadow_held if the limit would have held
+ * it.  Waited: the IOs of a limited bucket's queue have sequence numbers
+ * (deq_base + the period's service: the number of the next to leave);
+ * when a hold ends (bit `lheld` cleared), the IOs queued then that were not
+ * counted yet (numbers above counted_hi) have waited for the limit. */
+typedef struct {
+    int shadow;
+    int64_t sl;               /* shadow: the L-tokens the limit would have left */
+    pace_t spl;               /* shadow: their credit */
+    uint64_t deq_base;        /* IOs that left the queue before this period,
+                                 and those taken out (remove, drain) */
+    uint64_t counted_hi;      /* the highest number counted as waited */
+    uint64_t shadow_held;     /* this period (the agent's report) */
+    uint64_t shadow_held_total, waited_total, near_total; /* since start */
+} zbucket_t;
+
 /* Owned by one thread (the node's loop thread or a simulator); no locks. */
 struct sched {
     sched_policy_t policy;
@@ -51,6 +72,10 @@ struct sched {
     int *route;             /* cap entries: the queue a bucket's requests
                                wait in (itself unless routed) */
     xbucket_t *x;           /* cap entries: pacing and urgency state */
+    zbucket_t *z;           /* cap entries: limit accounting and shadow */
+    int nshadow;            /* buckets in shadow */
+    bitset_t *lheld;        /* queued, limited, and held for it: no class
+                               may pay (waited accounting) */
     sched_units_t *y;       /* cap entries: unit accounts (sched_bytes.h),
                                only read for buckets that have one on */
     int nunits;             /* buckets with a unit account on */
@@ -98,6 +123,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->route = calloc((size_t)s->cap, sizeof(int));
     s->x = calloc((size_t)s->cap, sizeof(xbucket_t));
     s->y = calloc((size_t)s->cap, sizeof(sched_units_t));
+    s->z = calloc((size_t)s->cap, sizeof(zbucket_t));
     s->wake = iheap_new((size_t)s->cap);
     s->urg = iheap_new((size_t)s->cap);
     s->names = strmap_new();
@@ -105,8 +131,9 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->elig_l = bitset_new((size_t)s->cap);
     s->ahead = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
-    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->wake || !s->urg ||
-        !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend)
+    s->lheld = bitset_new((size_t)s->cap);
+    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake ||
+        !s->urg || !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
     return s;
 }
@@ -124,6 +151,7 @@ void sched_destroy(sched_t **sp)
     free(s->route);
     free(s->x);
     free(s->y);
+    free(s->z);
     iheap_destroy(&s->wake);
     iheap_destroy(&s->urg);
     free(s->b);
@@ -132,6 +160,7 @@ void sched_destroy(sched_t **sp)
     bitset_destroy(&s->elig_l);
     bitset_destroy(&s->ahead);
     bitset_destroy(&s->pend);
+    bitset_destroy(&s->lheld);
     free(s);
     *sp = NULL;
 }
@@ -170,6 +199,28 @@ static void r_off(sched_t *s, int b)
         iheap_remove(s->urg, b);
 }
 
+/* Waited-for-limit accounting: bucket b (limited) is held now or not.  As
+ * a hold ends, every IO in its queue that was not counted yet has waited
+ * for the limit.  O(1); touches the bucket's cold state only then. */
+static void note_held(sched_t *s, int b, int held)
+{
+    size_t i = (size_t)b;
+    if (held) {
+        bitset_set(s->lheld, i);
+        return;
+    }
+    if (!bitset_test(s->lheld, i))
+        return;
+    bitset_clear(s->lheld, i);
+    const bucket_t *k = &s->b[b];
+    zbucket_t *z = &s->z[b];
+    uint64_t next = z->deq_base + k->served_r + k->served_l + k->served_o;
+    uint64_t last = next + k->queued, first = z->counted_hi > next ? z->counted_hi : next;
+    if (last > first)
+        z->waited_total += last - first;
+    z->counted_hi = last;
+}
+
 /* Recomputes bucket b's eligibility from its queue, its tokens and (when
  * pacing) its credit as of the last refill.  A queued bucket held back by
  * credit in a class where it has tokens waits in `wake` until the earliest
@@ -183,6 +234,8 @@ static void refresh(sched_t *s, int b)
     const bucket_t *k = &s->b[b];
     size_t i = (size_t)b;
     if (k->queued == 0) {
+        if (k->l != SCHED_UNLIMITED && bitset_test(s->lheld, i))
+            bitset_clear(s->lheld, i); /* taken out, not served: not counted */
         bitset_clear(s->pend, i);
         r_off(s, b);
         bitset_clear(s->elig_l, i);
@@ -207,7 +260,10 @@ static void refresh(sched_t *s, int b)
             double w = pace_wake(&x->l);
             wake = w < wake ? w : wake;
         }
-        ahead = ahead && l_ok;
+        /* In shadow the limit would pay an IO ahead of the R pace with an
+         * L-token (step A): here it goes to step 2 as class O, where the
+         * shadow account is checked, and its R-tokens keep their pace. */
+        ahead = ahead && l_ok && !(s->nshadow && s->z[b].shadow);
     }
     if (y) {
         /* A usable class in each dimension, an R one in either (step 1)
@@ -233,6 +289,8 @@ static void refresh(sched_t *s, int b)
         bitset_set(s->ahead, i);
     else
         bitset_clear(s->ahead, i);
+    if (k->l != SCHED_UNLIMITED)
+        note_held(s, b, !r_ok && !l_ok && !ahead && s->policy == SCHED_POLICY_TOKENS);
 }
 
 /* Makes room for one more bucket.  Returns 0 or -ENOMEM (nothing changed
@@ -277,12 +335,19 @@ static int grow(sched_t *s)
         return -ENOMEM;
     }
     s->y = ny;
+    zbucket_t *nz = realloc(s->z, (size_t)ncap * sizeof(zbucket_t));
+    if (!nz) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->z = nz;
     memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
     free(s->b);
     s->b = nb;
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
         bitset_resize(s->elig_l, (size_t)ncap) < 0 || bitset_resize(s->ahead, (size_t)ncap) < 0 ||
-        bitset_resize(s->pend, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
+        bitset_resize(s->pend, (size_t)ncap) < 0 || bitset_resize(s->lheld, (size_t)ncap) < 0 ||
+        iheap_reserve(s->wake, (size_t)ncap) < 0 ||
         iheap_reserve(s->urg, (size_t)ncap) < 0)
         return -ENOMEM;
     s->cap = ncap;
@@ -314,6 +379,8 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     pace_init(&x->l);
     x->pass = s->vt;
     sched__units_reset(&s->y[s->n]);
+    s->z[s->n] = (zbucket_t){0};
+    pace_init(&s->z[s->n].spl);
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
     s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
@@ -375,13 +442,61 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
         return -EINVAL;
     bucket_t *k = &s->b[b];
     xbucket_t *x = &s->x[b];
+    if (s->nshadow && s->z[b].shadow) {
+        /* The limit becomes the shadow account; the bucket runs unlimited. */
+        zbucket_t *z = &s->z[b];
+        pace_grant(&z->spl, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now,
+                   s->burst_s);
+        z->sl = l_tokens;
+        l_tokens = SCHED_UNLIMITED;
+    }
     retick(s, b, (double)s->weight[b] * (double)k->r, (double)s->weight[b] * (double)r_tokens);
     pace_grant(&x->r, r_tokens, until, now, s->burst_s);
     pace_grant(&x->l, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now, s->burst_s);
     k->r = r_tokens;
     k->l = l_tokens;
     refresh(s, b);
+    if (l_tokens == SCHED_UNLIMITED)
+        note_held(s, b, 0); /* no limit now: a hold for it ends */
     return 0;
+}
+
+int sched_set_shadow(sched_t *s, int b, int on)
+{
+    if (!s || b < 0 || b >= s->n)
+        return -EINVAL;
+    on = on != 0;
+    bucket_t *k = &s->b[b];
+    xbucket_t *x = &s->x[b];
+    zbucket_t *z = &s->z[b];
+    if (z->shadow == on)
+        return 0;
+    /* The L account and its credit change places: the limit's tokens go
+     * to the shadow account and the bucket runs unlimited, or back. */
+    if (on) {
+        z->sl = k->l;
+        z->spl = x->l;
+        k->l = SCHED_UNLIMITED;
+        pace_init(&x->l);
+    } else {
+        k->l = z->sl;
+        x->l = z->spl;
+        pace_init(&z->spl);
+        z->sl = 0;
+    }
+    z->shadow = on;
+    s->nshadow += on ? 1 : -1;
+    refresh(s, b);
+    if (on)
+        note_held(s, b, 0);
+    return 0;
+}
+
+int sched_shadow(const sched_t *s, int b)
+{
+    if (!s || b < 0 || b >= s->n)
+        return -EINVAL;
+    return s->z[b].shadow;
 }
 
 int sched_set_units(sched_t *s, int b, int on, int64_t r_units, int64_t l_units, double until,
@@ -602,6 +717,39 @@ static void take_credit(pace_t *p, double now)
     }
 }
 
+/* Shadow: an IO of bucket b's (z) served beyond R, where the limit would
+ * have had it pay an L-token and (pacing) a unit of credit.  If it would
+ * have had them they are taken from the shadow account, else the limit
+ * would have held it: counted. */
+static void shadow_take(sched_t *s, zbucket_t *z, double now)
+{
+    if (z->sl == SCHED_UNLIMITED)
+        return;
+    int ok = z->sl > 0;
+    if (ok && s->pacing && pace_on(&z->spl)) {
+        pace_refill(&z->spl, now);
+        if ((ok = pace_ready(&z->spl)))
+            pace_take(&z->spl);
+    }
+    if (ok) {
+        z->sl--;
+    } else {
+        z->shadow_held++;
+        z->shadow_held_total++;
+    }
+}
+
+/* Unpaced, a dispatch clears the bit of a count that hit 0 without
+ * refresh(): if that left queued limited bucket b in no ready set, it is
+ * held from now (the waited accounting).  Only when a count hits 0. */
+static void held_by_count(sched_t *s, int b)
+{
+    const bucket_t *k = &s->b[b];
+    if (k->queued && k->l != SCHED_UNLIMITED && s->policy == SCHED_POLICY_TOKENS &&
+        !bitset_test(s->elig_r, (size_t)b) && !bitset_test(s->elig_l, (size_t)b))
+        note_held(s, b, 1);
+}
+
 sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
 {
     if (!s || s->n == 0)
@@ -668,8 +816,10 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
             if (s->pacing)
                 take_credit(&x->r, now);
         }
-        if (--k->r == 0 && !slow)
+        if (--k->r == 0 && !slow) {
             bitset_clear(s->elig_r, (size_t)b);
+            held_by_count(s, b);
+        }
         break;
     case SCHED_CLASS_L:
         if (k->l == SCHED_UNLIMITED) {
@@ -679,8 +829,10 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
             k->served_l++;
             if (s->pacing)
                 take_credit(&x->l, now);
-            if (--k->l == 0 && !slow)
+            if (--k->l == 0 && !slow) {
                 bitset_clear(s->elig_l, (size_t)b);
+                held_by_count(s, b);
+            }
         }
         break;
     case SCHED_CLASS_O:
@@ -693,6 +845,8 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
         sched__units_take(y, u_rfirst, item->cost, s->pacing, now);
     if (k->queued == 0 || slow)
         refresh(s, b);
+    if (s->nshadow && c == SCHED_CLASS_O && s->z[b].shadow) /* one branch unless in use */
+        shadow_take(s, &s->z[b], now);
     if (item->origin != b && item->origin >= 0 && item->origin < s->n) {
         bucket_t *o = &s->b[item->origin]; /* routed: who sent it */
         if (c == SCHED_CLASS_R)
@@ -727,6 +881,7 @@ size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *
         sched_item_t *it = k->tail->next;
         k->tail->next = NULL;
         k->tail = NULL;
+        s->z[b].deq_base += k->queued;
         k->queued = 0;
         refresh(s, (int)b);
         while (it) {
@@ -761,6 +916,7 @@ int sched_remove(sched_t *s, sched_item_t *item)
             item->next->prev = item->prev; /* not the head: keep prev exact */
     }
     item->next = item->prev = NULL;
+    s->z[item->bucket].deq_base++; /* its number goes: the later ones move up */
     if (--k->queued == 0)
         refresh(s, item->bucket);
     return 0;
@@ -798,7 +954,16 @@ int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out)
         .l_wake = k->l == SCHED_UNLIMITED ? NAN : sched__credit_wake(&s->x[b].l),
         .ru_wake = s->y[b].on ? sched__credit_wake(&s->y[b].pr) : NAN,
         .lu_wake = s->y[b].on ? sched__credit_wake(&s->y[b].pl) : NAN,
+        .shadow = s->z[b].shadow,
+        .shadow_held = s->z[b].shadow_held,
+        .shadow_held_total = s->z[b].shadow_held_total,
+        .waited_limit_total = s->z[b].waited_total,
+        .near_limit_total = s->z[b].near_total,
     };
+    if (s->z[b].shadow) {
+        out->l_tokens = s->z[b].sl; /* the limit's account, not the unlimited run */
+        out->l_wake = s->z[b].sl == SCHED_UNLIMITED ? NAN : sched__credit_wake(&s->z[b].spl);
+    }
     if (k->queued && s->policy == SCHED_POLICY_TOKENS &&
         !bitset_test(s->elig_r, (size_t)b) && !bitset_test(s->elig_l, (size_t)b) &&
         !bitset_test(s->ahead, (size_t)b)) {
@@ -819,13 +984,39 @@ void sched_node_stats(const sched_t *s, sched_node_stats_t *out)
     *out = s->node;
 }
 
+/* At a period's end: counts bucket b near its limit if it was served
+ * more than SCHED_NEAR_LIMIT of its share at this node, that is of its
+ * service in R and L plus the R- and L-tokens it has left (what the limit
+ * let it do here this period).  In shadow, what the limit would have let
+ * it: service beyond R less the IOs it would have held, plus the shadow
+ * L-tokens left.  Unlimited buckets and buckets with no service are never
+ * near. */
+static void near_limit(sched_t *s, int b)
+{
+    const bucket_t *k = &s->b[b];
+    zbucket_t *z = &s->z[b];
+    int64_t l_left = z->shadow ? z->sl : k->l;
+    if (l_left == SCHED_UNLIMITED)
+        return;
+    uint64_t beyond_r = z->shadow ? k->served_o : k->served_l;
+    uint64_t used = k->served_r + beyond_r; /* shadow: counts what it would have held */
+    uint64_t held = z->shadow ? z->shadow_held : 0;
+    uint64_t allowed = k->served_r + (beyond_r > held ? beyond_r - held : 0) +
+                       (uint64_t)k->r + (uint64_t)(l_left > 0 ? l_left : 0);
+    if (used > 0 && (double)used > SCHED_NEAR_LIMIT * (double)allowed)
+        z->near_total++;
+}
+
 void sched_period_start(sched_t *s)
 {
     if (!s)
         return;
     for (int i = 0; i < s->n; i++) {
         bucket_t *k = &s->b[i];
+        near_limit(s, i);
+        s->z[i].deq_base += k->served_r + k->served_l + k->served_o;
         k->arrivals = k->served_r = k->served_l = k->served_o = 0;
+        s->z[i].shadow_held = 0;
         sched__units_period(&s->y[i]);
     }
     s->node = (sched_node_stats_t){0};

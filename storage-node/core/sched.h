@@ -113,7 +113,35 @@ typedef struct {
     double r_wake, l_wake, ru_wake, lu_wake;
     int held;              /* queued but not dispatchable (tokens policy):
                               SCHED_HELD_* bits, why; 0 otherwise */
+    /* Limits and roll-out (issue 28).  In shadow, l_tokens and l_wake are
+     * the shadow account's (what the limit would have left). */
+    int shadow;            /* sched_set_shadow() */
+    uint64_t shadow_held;  /* this period: IOs served that the limit would
+                              have held (shadow only) */
+    uint64_t shadow_held_total;   /* ditto since the bucket was added */
+    uint64_t waited_limit_total;  /* IOs that waited in the queue while the
+                              bucket, limited, was held for its limit
+                              (counted once each, as the hold ends) */
+    uint64_t near_limit_total;    /* periods ended near the limit (see
+                              sched_period_start()) */
 } sched_bucket_stats_t;
+
+/* A period ends near the limit above this share of it. */
+#define SCHED_NEAR_LIMIT 0.8
+
+/* Turns the period's served counts of *bs into what the limit would have
+ * served: for a bucket in shadow, less the IOs it would have held (off
+ * served_o first, then served_r); others unchanged.  What the node tells
+ * the controller and what its fallback grants are computed from, so that
+ * both are the enforced limit's (issue 28). */
+static inline void sched_stats_as_limited(sched_bucket_stats_t *bs)
+{
+    uint64_t h = bs->shadow_held;
+    uint64_t o = h < bs->served_o ? h : bs->served_o;
+    bs->served_o -= o;
+    h -= o;
+    bs->served_r -= h < bs->served_r ? h : bs->served_r;
+}
 
 /* Why a queued bucket waits: a dimension none of whose classes may pay,
  * for want of tokens, or of credit for the tokens it holds (pacing). */
@@ -188,6 +216,25 @@ int sched_set_weight(sched_t *s, int b, uint32_t weight);
  * with a `now` that is not finite). */
 int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, double until,
                      double now);
+
+/* Shadow mode (issue 28): with on, bucket b's limit is counted, not
+ * enforced.  Its L-tokens (this grant's and every later
+ * sched_set_tokens()'s) and their paced credit go to a shadow account and
+ * the bucket is served as if it had no limit: beyond its R-tokens in
+ * step 2, class O, after every R (reserved capacity is never taken from
+ * others; its own R-tokens are spent at their pace, as the limit would
+ * have them: an IO ahead of its R pace, which the limit would pay with an
+ * L-token, goes to step 2 too).  Each IO served beyond R takes an
+ * L-token and a unit of credit
+ * from the shadow account if the limit would have had them, else counts
+ * one in shadow_held: the IO the limit would have held.  Off: the shadow
+ * account becomes the L account again.  The byte dimension is not
+ * shadowed.  One branch per dispatch while no bucket is in shadow.
+ * Returns 0 or -EINVAL (bad index). */
+int sched_set_shadow(sched_t *s, int b, int on);
+
+/* 1 if bucket b is in shadow, 0 if not, -EINVAL for a bad index. */
+int sched_shadow(const sched_t *s, int b);
 
 /* Cost-aware tokens (issue 15): gives bucket b a second token account, in
  * units of work (bytes / the node's cost unit), with its own R and L
@@ -311,7 +358,12 @@ int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out);
 void sched_node_stats(const sched_t *s, sched_node_stats_t *out);
 
 /* Starts a new QoS period: zeroes the per-period counters of every bucket
- * and the node (O(buckets), once a period).  Tokens are left alone. */
+ * and the node (O(buckets), once a period).  Tokens are left alone.  First
+ * counts each limited bucket whose period ended near its limit
+ * (near_limit_total): served (R and L; in shadow R and beyond) more than
+ * SCHED_NEAR_LIMIT of what the limit let it do at this node this period,
+ * its R and L service plus the R- and L-tokens it has left (in shadow: R
+ * service, service beyond R it would not have held, shadow L-tokens left). */
 void sched_period_start(sched_t *s);
 
 #endif

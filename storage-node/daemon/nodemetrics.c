@@ -309,10 +309,48 @@ static void render_buckets(const nodemetrics_t *m, promtext_t *p)
     }
 }
 
+/* Limits and roll-out (issue 28): the scheduler's cumulative counters
+ * per bucket, and which buckets are in shadow. */
+static void render_limits(const nodemetrics_t *m, promtext_t *p)
+{
+    gate_stats_t gs;
+    gate_stats(m->g, &gs);
+    static const struct {
+        const char *name, *help;
+        promtext_type_t type;
+    } fam[] = {
+        {"bqos_bucket_shadow", "1 while the bucket's limit is in shadow: counted, not enforced.",
+         PROMTEXT_GAUGE},
+        {"bqos_bucket_shadow_held_total",
+         "IOs of a bucket in shadow served that its limit would have held.", PROMTEXT_COUNTER},
+        {"bqos_bucket_waited_for_limit_total",
+         "IOs that waited in the queue while their bucket was held by its limit (no "
+         "L-token or L credit to pay, and no usable R), counted once each as the hold "
+         "ends.", PROMTEXT_COUNTER},
+        {"bqos_bucket_near_limit_total",
+         "Periods that ended with the bucket served above 80% of what its limit let it do "
+         "at this node (its service plus the tokens it had left).", PROMTEXT_COUNTER},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        promtext_family(p, fam[f].name, fam[f].type, fam[f].help);
+        for (int b = 0; b < gs.buckets; b++) {
+            sched_bucket_stats_t bs;
+            const char *name = gate_bucket_stats(m->g, b, &bs);
+            if (!name)
+                continue;
+            promtext_label_t l[] = {{"node", m->name}, {"bucket", name}};
+            uint64_t v = f == 0 ? (uint64_t)bs.shadow : f == 1 ? bs.shadow_held_total
+                       : f == 2 ? bs.waited_limit_total : bs.near_limit_total;
+            promtext_u64(p, l, 2, v);
+        }
+    }
+}
+
 void nodemetrics_render(void *arg, promtext_t *out)
 {
     const nodemetrics_t *m = arg;
     render_node(m, out);
     render_ctl(m, out);
     render_buckets(m, out);
+    render_limits(m, out);
 }

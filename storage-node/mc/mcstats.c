@@ -12,6 +12,19 @@
 
 #include "common/version.h"
 
+/* Limits and roll-out (issue 28): the counters since the start, as
+ * /metrics has them; a bucket in shadow also says so and what its limit
+ * would have held. */
+static void limit_lines(FILE *fp, const char *nm, const sched_bucket_stats_t *bs)
+{
+    fprintf(fp, "STAT %s:waited_for_limit %llu\r\n", nm,
+            (unsigned long long)bs->waited_limit_total);
+    fprintf(fp, "STAT %s:near_limit %llu\r\n", nm, (unsigned long long)bs->near_limit_total);
+    if (bs->shadow)
+        fprintf(fp, "STAT %s:shadow 1\r\nSTAT %s:shadow_held %llu\r\n", nm, nm,
+                (unsigned long long)bs->shadow_held_total);
+}
+
 char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t arglen,
                    size_t *len)
 {
@@ -101,6 +114,7 @@ char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t
                 if (bs.held & (1 << i))
                     fprintf(fp, "%s%s", sep++ ? "," : "", sched_held_reason(i));
             fputs("\r\n", fp);
+            limit_lines(fp, nm, &bs);
         }
     } else {
         fclose(fp);
