@@ -61,7 +61,7 @@ END_TEST
 /* ---- a live endpoint ------------------------------------------------------ */
 
 static metricsd_t *md;
-static atomic_int owner_stop, owner_paused, is_ready, renders;
+static atomic_int owner_stop, owner_paused, owner_parked, is_ready, renders;
 static pthread_t owner;
 
 static void render(void *arg, promtext_t *out)
@@ -86,7 +86,9 @@ static void *owner_main(void *arg)
     (void)arg;
     while (!atomic_load(&owner_stop)) {
         struct pollfd p = {.fd = metricsd_fd(md), .events = POLLIN};
-        if (atomic_load(&owner_paused))
+        int paused = atomic_load(&owner_paused);
+        atomic_store(&owner_parked, paused); /* seen: no poll runs from here on */
+        if (paused)
             usleep(20000);
         else if (poll(&p, 1, 20) > 0)
             metricsd_serve(md);
@@ -187,6 +189,8 @@ START_TEST(test_metricsd_healthz_owner_stuck)
      * it answers again. */
     endpoint_start();
     atomic_store(&owner_paused, 1);
+    while (!atomic_load(&owner_parked)) /* the owner may be inside a poll that would serve */
+        usleep(1000);
     char body[256];
     time_t t0 = time(NULL);
     ck_assert_int_eq(http("GET", "/healthz", body, sizeof body), 503);
