@@ -60,12 +60,15 @@ check "summary counts 9 one-second and 45 200 ms bucket-windows" \
   '[ "$(win - long windows)" = 9 ] && [ "$(win - short windows)" = 45 ]'
 check "open bucket: worst 1 s window 0.5-1.0 of L ($(win open long l_worst))" \
   'python3 -c "import sys; sys.exit(not 0.5 <= $(win open long l_worst) <= 1.0)"'
-# Demanding windows (issue 25): "closed" always has requests in flight, so
-# all 15 of its 200 ms windows count for R (and meet it, far over L);
-# "open" is answered at once and idle between requests: none of its
-# windows count although it sends more than R.
-check "closed bucket: all 15 of its 200 ms windows count for R and meet it ($(win closed short r_windows), $(win closed short r_share))" \
-  '[ "$(win closed short r_windows)" = 15 ] && [ "$(win closed long r_windows)" = 3 ] && python3 -c "import sys; sys.exit(not $(win closed short r_share) == 1)"'
+# Demanding windows (issue 25): "closed" keeps 2 requests in flight, so
+# its 200 ms windows count for R (and meet it, far over L): all 15 on an
+# idle host; a host so busy that the client thread stalls 2 ms (1% of a
+# window) with both answered and neither re-sent may drop one or two, which
+# is the rule working (the client did not demand then).  "open" is answered
+# at once and idle between requests: none of its windows count although it
+# sends more than R.
+check "closed bucket: its 200 ms windows count for R and meet it ($(win closed short r_windows) of 15, $(win closed short r_share))" \
+  '[ "$(win closed short r_windows)" -ge 13 ] && [ "$(win closed long r_windows)" -ge 2 ] && python3 -c "import sys; sys.exit(not $(win closed short r_share) == 1)"'
 check "open bucket: answered at once, not demanding ($(win open short r_windows) of 15)" \
   '[ "$(win open short r_windows)" -le 3 ]'
 check "closed bucket: over L in its worst window ($(win closed long l_worst))" \
