@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,25 +11,6 @@
 #include <zmq.h>
 
 #define FILE_MAX 4096 /* a key file is ~150 bytes; anything larger is not one */
-
-/* Fills err (may be NULL) and returns rc. */
-static int fail(jsonloc_err_t *err, int rc, const char *source, int line, int col,
-                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static int fail(jsonloc_err_t *err, int rc, const char *source, int line, int col,
-                const char *fmt, ...)
-{
-    if (!err)
-        return rc;
-    jsonloc_err_clear(err);
-    snprintf(err->source, sizeof err->source, "%s", source);
-    err->line = line;
-    err->col = col;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 int curvekey_z85_check(const char *s, size_t len)
 {
@@ -50,8 +30,9 @@ static int write_new(const char *path, mode_t mode, const char *text, jsonloc_er
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0) {
         int rc = -errno;
-        return fail(err, rc, path, 0, 0, "cannot create: %s%s", strerror(-rc),
-                    rc == -EEXIST ? " (keygen never overwrites a key; remove it first)" : "");
+        return jsonloc_fail(err, rc, path, 0, 0, "cannot create: %s%s", strerror(-rc),
+                            rc == -EEXIST ? " (keygen never overwrites a key; remove it first)"
+                                          : "");
     }
     size_t len = strlen(text);
     ssize_t n = write(fd, text, len);
@@ -62,7 +43,7 @@ static int write_new(const char *path, mode_t mode, const char *text, jsonloc_er
         rc = -errno;
     if (rc < 0) {
         unlink(path);
-        return fail(err, rc, path, 0, 0, "cannot write: %s", strerror(-rc));
+        return jsonloc_fail(err, rc, path, 0, 0, "cannot write: %s", strerror(-rc));
     }
     return 0;
 }
@@ -73,12 +54,12 @@ int curvekey_generate(const char *base, jsonloc_err_t *err)
     char keypath[4096], pubpath[4096], text[512];
     const char *name = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
     if (!*name)
-        return fail(err, -EINVAL, base, 0, 0, "no key name after the directory");
+        return jsonloc_fail(err, -EINVAL, base, 0, 0, "no key name after the directory");
     if ((size_t)snprintf(keypath, sizeof keypath, "%s.key", base) >= sizeof keypath ||
         (size_t)snprintf(pubpath, sizeof pubpath, "%s.pub", base) >= sizeof pubpath)
-        return fail(err, -ENAMETOOLONG, base, 0, 0, "path too long");
+        return jsonloc_fail(err, -ENAMETOOLONG, base, 0, 0, "path too long");
     if (zmq_curve_keypair(pub, sec) != 0)
-        return fail(err, -ENOTSUP, base, 0, 0, "this libzmq has no CURVE support");
+        return jsonloc_fail(err, -ENOTSUP, base, 0, 0, "this libzmq has no CURVE support");
     snprintf(text, sizeof text,
              "# bqos CURVE key pair of %.200s: keep secret (mode 0600)\n"
              "public %s\nsecret %s\n",
@@ -142,14 +123,16 @@ static int parse(const char *path, const char *buf, size_t n, curvekey_t *k, jso
         else if (w[0].len == 6 && memcmp(w[0].s, "secret", 6) == 0)
             dst = k->secret_z85;
         else
-            return fail(err, -EINVAL, path, line, w[0].col, "expected 'public KEY' or 'secret KEY'");
+            return jsonloc_fail(err, -EINVAL, path, line, w[0].col,
+                                "expected 'public KEY' or 'secret KEY'");
         if (nw < 2 || curvekey_z85_check(w[1].s, w[1].len) < 0)
-            return fail(err, -EINVAL, path, line, nw < 2 ? (int)len + 1 : w[1].col,
-                        "not a CURVE key (40 Z85 characters)");
+            return jsonloc_fail(err, -EINVAL, path, line, nw < 2 ? (int)len + 1 : w[1].col,
+                                "not a CURVE key (40 Z85 characters)");
         if (nw > 2)
-            return fail(err, -EINVAL, path, line, extra, "unexpected text after the key");
+            return jsonloc_fail(err, -EINVAL, path, line, extra, "unexpected text after the key");
         if (dst[0])
-            return fail(err, -EINVAL, path, line, w[0].col, "'%.6s' given twice", w[0].s);
+            return jsonloc_fail(err, -EINVAL, path, line, w[0].col, "'%.6s' given twice",
+                                w[0].s);
         memcpy(dst, w[1].s, CURVEKEY_Z85_LEN);
         dst[CURVEKEY_Z85_LEN] = '\0';
     }
@@ -160,10 +143,10 @@ int curvekey_check_mode(const char *path, unsigned mode, jsonloc_err_t *err)
 {
     if (!(mode & 077))
         return 0;
-    return fail(err, -EACCES, path, 0, 0,
-                "holds a secret key but has mode %04o: readable or writable by group or "
-                "others; run chmod 600 %.100s",
-                mode & 07777, path);
+    return jsonloc_fail(err, -EACCES, path, 0, 0,
+                        "holds a secret key but has mode %04o: readable or writable by group "
+                        "or others; run chmod 600 %.100s",
+                        mode & 07777, path);
 }
 
 const char *curvekey_path(const char *path, char *buf, size_t cap)
@@ -182,15 +165,16 @@ int curvekey_load(const char *path, int need_secret, curvekey_t *k, jsonloc_err_
     path = curvekey_path(path, where, sizeof where);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, -errno, path, 0, 0, "cannot open: %s", strerror(errno));
+        return jsonloc_fail(err, -errno, path, 0, 0, "cannot open: %s", strerror(errno));
     struct stat st;
     ssize_t n = fstat(fd, &st) < 0 ? -1 : read(fd, buf, sizeof buf);
     int rc = n < 0 ? -errno : 0;
     close(fd);
     if (rc < 0)
-        return fail(err, rc, path, 0, 0, "cannot read: %s", strerror(-rc));
+        return jsonloc_fail(err, rc, path, 0, 0, "cannot read: %s", strerror(-rc));
     if (n > FILE_MAX)
-        return fail(err, -EINVAL, path, 0, 0, "larger than %d bytes: not a key file", FILE_MAX);
+        return jsonloc_fail(err, -EINVAL, path, 0, 0, "larger than %d bytes: not a key file",
+                            FILE_MAX);
     rc = parse(path, buf, (size_t)n, k, err);
     explicit_bzero(buf, sizeof buf);
     if (rc < 0)
@@ -198,21 +182,23 @@ int curvekey_load(const char *path, int need_secret, curvekey_t *k, jsonloc_err_
     if (k->secret_z85[0] && (rc = curvekey_check_mode(path, st.st_mode, err)) < 0)
         goto out;
     if (need_secret && !k->secret_z85[0]) {
-        rc = fail(err, -EINVAL, path, 0, 0, "no 'secret' line (a .pub file? give the .key)");
+        rc = jsonloc_fail(err, -EINVAL, path, 0, 0,
+                          "no 'secret' line (a .pub file? give the .key)");
         goto out;
     }
     if (!k->secret_z85[0] && !k->public_z85[0]) {
-        rc = fail(err, -EINVAL, path, 0, 0, "no 'public' line: not a key file");
+        rc = jsonloc_fail(err, -EINVAL, path, 0, 0, "no 'public' line: not a key file");
         goto out;
     }
     if (k->secret_z85[0]) {
         char derived[CURVEKEY_Z85_LEN + 1];
         if (zmq_curve_public(derived, k->secret_z85) != 0) {
-            rc = fail(err, -ENOTSUP, path, 0, 0, "this libzmq has no CURVE support");
+            rc = jsonloc_fail(err, -ENOTSUP, path, 0, 0, "this libzmq has no CURVE support");
             goto out;
         }
         if (k->public_z85[0] && strcmp(derived, k->public_z85) != 0) {
-            rc = fail(err, -EINVAL, path, 0, 0, "the public key does not match the secret key");
+            rc = jsonloc_fail(err, -EINVAL, path, 0, 0,
+                              "the public key does not match the secret key");
             goto out;
         }
         memcpy(k->public_z85, derived, sizeof derived);
@@ -230,7 +216,7 @@ int curvekey_load_client(const char *key, const char *server_pub, curvekey_t *ow
     if (!key && !server_pub)
         return 0;
     if (!key || !server_pub)
-        return fail(err, -EINVAL, "", 0, 0, "--curve-key and --controller-key go together");
+        return jsonloc_fail(err, -EINVAL, "", 0, 0, "--curve-key and --controller-key go together");
     int rc = curvekey_load(key, 1, own, err);
     if (rc == 0)
         rc = curvekey_load(server_pub, 0, server, err);

@@ -1,6 +1,7 @@
 /* jsonloc.c - find a value's line and column in JSON text by walking a path of members and indexes. */
 #include "common/jsonloc.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -253,6 +254,22 @@ void jsonloc_err_clear(jsonloc_err_t *e)
 {
     if (e)
         memset(e, 0, sizeof *e);
+}
+
+int jsonloc_fail(jsonloc_err_t *e, int rc, const char *source, int line, int col,
+                 const char *fmt, ...)
+{
+    if (!e)
+        return rc;
+    jsonloc_err_clear(e);
+    snprintf(e->source, sizeof e->source, "%s", source);
+    e->line = line;
+    e->col = col;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 size_t jsonloc_err_at(jsonloc_err_t *e, const char *text, size_t len, const jsonloc_step_t *path,

@@ -54,6 +54,13 @@ typedef struct {
 /* Zeroes *e.  Accepts NULL. */
 void jsonloc_err_clear(jsonloc_err_t *e);
 
+/* Fills *e afresh for an error with no JSON path: source, line and col (0
+ * where none applies) and the text printed from fmt (truncated to fit).
+ * Returns rc, for `return jsonloc_fail(err, -EINVAL, ...)`.  Accepts e ==
+ * NULL: then it only returns rc. */
+int jsonloc_fail(jsonloc_err_t *e, int rc, const char *source, int line, int col,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
 /* Points *e at the value at path[0..n) of `len` bytes of `text`: sets
  * e->path (jsonloc_format) and e->line, e->col (jsonloc_find: the deepest
  * value found).  Returns the number of steps matched, as jsonloc_find(). */

@@ -439,17 +439,12 @@ START_TEST(test_backend_bad_arguments)
     backend_destroy(NULL);
     char host[64];
     unsigned port = 0;
-    ck_assert_int_eq(backend_parse_url("memcached://10.0.0.1:11211", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "10.0.0.1");
-    ck_assert_uint_eq(port, 11211);
+    TESTLIB_CHECK_HOSTPORT(backend_parse_url, "memcached://10.0.0.1:11211", "10.0.0.1", 11211);
     ck_assert_int_eq(backend_parse_url("memcached://10.0.0.1:0", host, sizeof host, &port),
                      -EINVAL);
     ck_assert_int_eq(backend_parse_url("nohost", host, sizeof host, &port), -EINVAL);
-    ck_assert_int_eq(backend_parse_url("unix:/run/mc.sock", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "/run/mc.sock");
-    ck_assert_uint_eq(port, 0);
-    ck_assert_int_eq(backend_parse_url("memcached://unix:/run/mc.sock", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "/run/mc.sock");
+    TESTLIB_CHECK_HOSTPORT(backend_parse_url, "unix:/run/mc.sock", "/run/mc.sock", 0);
+    TESTLIB_CHECK_HOSTPORT(backend_parse_url, "memcached://unix:/run/mc.sock", "/run/mc.sock", 0);
     ck_assert_int_eq(backend_parse_url("unix:relative.sock", host, sizeof host, &port), -EINVAL);
     ck_assert_int_eq(backend_parse_url("unix:", host, sizeof host, &port), -EINVAL);
     char longpath[200];

@@ -9,14 +9,9 @@ START_TEST(test_hostport_split)
 {
     char host[64];
     unsigned port;
-    ck_assert_int_eq(hostport_split("127.0.0.1:11311", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "127.0.0.1");
-    ck_assert_uint_eq(port, 11311);
-    ck_assert_int_eq(hostport_split("[::1]:80", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "::1");
-    ck_assert_uint_eq(port, 80);
-    ck_assert_int_eq(hostport_split("[::]:0", host, sizeof host, &port), 0);
-    ck_assert_str_eq(host, "::");
+    TESTLIB_CHECK_HOSTPORT(hostport_split, "127.0.0.1:11311", "127.0.0.1", 11311);
+    TESTLIB_CHECK_HOSTPORT(hostport_split, "[::1]:80", "::1", 80);
+    TESTLIB_CHECK_HOSTPORT(hostport_split, "[::]:0", "::", 0);
     ck_assert_int_eq(hostport_split("nohost", host, sizeof host, &port), -EINVAL);
     ck_assert_int_eq(hostport_split(":80", host, sizeof host, &port), -EINVAL);
     ck_assert_int_eq(hostport_split("h:99999", host, sizeof host, &port), -EINVAL);

@@ -137,6 +137,21 @@ START_TEST(test_jsonloc_err_at_fills_path_and_position)
 }
 END_TEST
 
+START_TEST(test_jsonloc_fail_fills_source_position_and_text)
+{
+    jsonloc_err_t e;
+    memset(&e, 0x55, sizeof e);
+    ck_assert_int_eq(jsonloc_fail(&e, -22, "users.auth", 3, 1, "user '%s' given %d times", "bob", 2),
+                     -22);
+    ck_assert_str_eq(e.source, "users.auth");
+    ck_assert_str_eq(e.path, "");
+    ck_assert_int_eq(e.line, 3);
+    ck_assert_int_eq(e.col, 1);
+    ck_assert_str_eq(e.text, "user 'bob' given 2 times");
+    ck_assert_int_eq(jsonloc_fail(NULL, -12, "x", 0, 0, "out of memory"), -12);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_jsonloc_member_and_index,
@@ -144,6 +159,7 @@ int main(void)
                                   test_jsonloc_missing_steps_stop_at_parent,
                                   test_jsonloc_garbage_is_safe, test_jsonloc_format,
                                   test_jsonloc_unicode_escaped_key_matches,
-                                  test_jsonloc_err_at_fills_path_and_position};
+                                  test_jsonloc_err_at_fills_path_and_position,
+                                  test_jsonloc_fail_fills_source_position_and_text};
     return testlib_run_tests("jsonloc", tests, sizeof tests / sizeof tests[0]);
 }

@@ -16,10 +16,23 @@ static char *ask(int fd, const char *arg, size_t *len)
     return mcstats_client_text(&st, fd, arg, strlen(arg), len);
 }
 
+/* The connection a test asks on: sv[0], a socket pair's end (not TCP). */
+static int sv[2] = {-1, -1};
+
+static void pair_open(void)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+}
+
+static void pair_close(void)
+{
+    close(sv[0]);
+    close(sv[1]);
+    sv[0] = sv[1] = -1;
+}
+
 START_TEST(test_mcstats_settings_are_the_nodes)
 {
-    int sv[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     size_t len = 0;
     char *t = ask(sv[0], "settings", &len);
     ck_assert_ptr_nonnull(t);
@@ -32,15 +45,11 @@ START_TEST(test_mcstats_settings_are_the_nodes)
     ck_assert_ptr_nonnull(strstr(t, "STAT bqos_backend unix:/run/mc.sock\r\n"));
     ck_assert_str_eq(t + len - 5, "END\r\n");
     free(t);
-    close(sv[0]);
-    close(sv[1]);
 }
 END_TEST
 
 START_TEST(test_mcstats_conns_only_the_asker)
 {
-    int sv[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     size_t len = 0;
     char *t = ask(sv[0], "conns", &len);
     ck_assert_ptr_nonnull(t);
@@ -52,8 +61,6 @@ START_TEST(test_mcstats_conns_only_the_asker)
         rows++;
     ck_assert_int_eq(rows, 4);
     free(t);
-    close(sv[0]);
-    close(sv[1]);
 }
 END_TEST
 
@@ -81,5 +88,6 @@ int main(void)
 {
     const TTest *const tests[] = {test_mcstats_settings_are_the_nodes,
                                   test_mcstats_conns_only_the_asker, test_mcstats_no_listing};
-    return testlib_run_tests("mcstats", tests, sizeof tests / sizeof tests[0]);
+    const testlib_case_t c = {.name = "mcstats", .setup = pair_open, .teardown = pair_close};
+    return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -83,6 +83,19 @@ static inline int testlib_run_tests(const char *name, const TTest *const *tests,
         ck_assert_int_eq(parse(NULL, &v_), -EINVAL);                                         \
     } while (0)
 
+/* Checks a HOST:PORT parser int parse(const char *in, char *host, size_t cap,
+ * unsigned *port) (hostport_split, backend_parse_url): `in` parses to 0
+ * with host want_host and port want_port, the host in a 64-byte buffer.  A
+ * macro, so that a failure names the caller's line. */
+#define TESTLIB_CHECK_HOSTPORT(parse, in, want_host, want_port)                              \
+    do {                                                                                     \
+        char host_[64];                                                                      \
+        unsigned port_ = 0;                                                                  \
+        ck_assert_int_eq(parse(in, host_, sizeof host_, &port_), 0);                         \
+        ck_assert_str_eq(host_, want_host);                                                  \
+        ck_assert_uint_eq(port_, want_port);                                                 \
+    } while (0)
+
 /* Returns 1 when an out-of-memory test must skip: under ASan or valgrind,
  * which need the address space themselves.  0 otherwise. */
 static inline int testlib_oom_skip(void)

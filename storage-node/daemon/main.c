@@ -105,17 +105,26 @@ static int conn_limits(const args_t *a, gate_t *g)
     return rc;
 }
 
+/* What a SIGHUP reload that returned rc (e filled when rc < 0) logs when it
+ * failed: "SIGHUP: <what> not reloaded, the old <kept> stay: <error>".
+ * Returns whether it failed (the caller logs a success itself). */
+static int reload_failed(int rc, const jsonloc_err_t *e, const char *what, const char *kept)
+{
+    char buf[512];
+    if (rc >= 0)
+        return 0;
+    log_error("SIGHUP: %s not reloaded, the old %s stay: %s", what, kept,
+              bucketfile_strerror(e, buf, sizeof buf));
+    return 1;
+}
+
 /* noderun_config_t.reload of a memcached node with --auth-file: its users
  * again (logged-in connections stay so); a file that does not load is
  * logged and changes nothing. */
 static void reload_auth(void *arg)
 {
     jsonloc_err_t e;
-    char buf[512];
-    if (mcauth_reload(arg, &e) < 0)
-        log_error("SIGHUP: --auth-file not reloaded, the old users stay: %s",
-                  bucketfile_strerror(&e, buf, sizeof buf));
-    else
+    if (!reload_failed(mcauth_reload(arg, &e), &e, "--auth-file", "users"))
         log_info("SIGHUP: %s re-read: %d users", mcauth_path(arg), mcauth_users(arg));
 }
 
@@ -238,11 +247,7 @@ static int tls_setup(const args_t *a, nbdtls_t **tls, nbdfront_config_t *cfg)
 static void reload_tls(void *arg)
 {
     jsonloc_err_t e;
-    char buf[512];
-    if (nbdtls_reload(arg, &e) < 0)
-        log_error("SIGHUP: TLS files not reloaded, the old ones stay: %s",
-                  bucketfile_strerror(&e, buf, sizeof buf));
-    else
+    if (!reload_failed(nbdtls_reload(arg, &e), &e, "TLS files", "ones"))
         log_info("SIGHUP: TLS files re-read; new connections use them");
 }
 

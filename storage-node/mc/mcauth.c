@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,22 +25,10 @@ struct mcauth {
     int n;
 };
 
-static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const char *fmt, ...)
-{
-    if (!err)
-        return rc;
-    jsonloc_err_clear(err);
-    snprintf(err->source, sizeof err->source, "%s", source);
-    err->line = line;
-    err->col = line > 0; /* the line's start: printed FILE:LINE:1 */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+/* An error about line `line` of source (0: about the whole file), pointing
+ * at the line's start: printed FILE:LINE:1. */
+#define fail(err, rc, source, line, ...) \
+    jsonloc_fail(err, rc, source, line, (line) > 0, __VA_ARGS__)
 
 /* Nonzero if s[0..n) is a usable user or password: not empty, no space
  * or control character (memcached splits the login at spaces). */

@@ -173,6 +173,35 @@ static mcp_status_t fail(mcp_result_t *res, const char *line, mcp_str_t at,
     return MCP_ERROR;
 }
 
+/* The data block of a storage command (set and its kin, ms): vlen bytes and
+ * "\r\n" after the command line, whose length without its "\r\n" is
+ * linelen.  A block larger than max_item fails with vtok (the length token)
+ * as the column and is swallowed; the reply names req->keys[0].  Returns
+ * MCP_NEED_MORE while the block has not all come in. */
+static mcp_status_t take_block(const char *buf, size_t len, size_t linelen,
+                               size_t max_item, int64_t vlen, mcp_str_t vtok,
+                               mcp_req_t *req, mcp_result_t *res)
+{
+    if ((size_t)vlen > max_item) {
+        res->swallow = (size_t)vlen + 2;
+        res->key = req->keys[0];
+        return fail(res, buf, vtok, E_TOO_LARGE);
+    }
+    size_t need = res->consumed + (size_t)vlen + 2;
+    if (len < need)
+        return MCP_NEED_MORE;
+    const char *data = buf + res->consumed;
+    res->consumed = need;
+    if (data[vlen] != '\r' || data[vlen + 1] != '\n') {
+        res->column = linelen;
+        res->error = E_CHUNK;
+        return MCP_ERROR;
+    }
+    req->data = data;
+    req->nbytes = (size_t)vlen;
+    return MCP_OK;
+}
+
 /* A meta command (tok[0] is mg, ms, md, ma, mn or me): the key, the b and
  * q flags, ms's data block.  Flags are memcached's to check: their tokens
  * go to it as the client wrote them. */
@@ -225,30 +254,12 @@ static mcp_status_t parse_meta(const char *buf, size_t len, size_t linelen,
     }
     if (cmd != MCP_CMD_MS)
         return MCP_OK;
-    if ((size_t)vlen > conf->max_item) {
-        res->swallow = (size_t)vlen + 2;
-        res->key = req->keys[0];
-        return fail(res, buf, tok[2], E_TOO_LARGE);
-    }
-    size_t need = res->consumed + (size_t)vlen + 2;
-    if (len < need)
-        return MCP_NEED_MORE;
-    const char *data = buf + res->consumed;
-    res->consumed = need;
-    if (data[vlen] != '\r' || data[vlen + 1] != '\n') {
-        res->column = linelen;
-        res->error = E_CHUNK;
-        return MCP_ERROR;
-    }
-    req->data = data;
-    req->nbytes = (size_t)vlen;
-    return MCP_OK;
+    return take_block(buf, len, linelen, conf->max_item, vlen, tok[2], req, res);
 }
 
 mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
                        mcp_req_t *req, mcp_result_t *res)
 {
-    size_t max_item = conf->max_item;
     memset(res, 0, sizeof *res);
     if (len == 0)
         return MCP_NEED_MORE;
@@ -332,21 +343,17 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
     switch (cmd) {
     case MCP_CMD_GET:
     case MCP_CMD_GETS:
-        for (size_t i = 1; i < nt; i++) {
-            if (tok[i].len > MCP_KEY_MAX)
-                return fail(res, buf, tok[i], E_FORMAT);
-            req->keys[req->nkeys++] = tok[i];
-        }
-        req->noreply = 0;
-        res->noreply = 0;
-        return MCP_OK;
     case MCP_CMD_GAT:
-    case MCP_CMD_GATS:
-        /* "gat <exptime> <key>*": no key at all is a plain END, as in
-         * memcached */
-        if (parse_i32(tok[1], &req->exptime) < 0)
-            return fail(res, buf, tok[1], E_EXPTIME);
-        for (size_t i = 2; i < nt; i++) {
+    case MCP_CMD_GATS: {
+        size_t first = 1; /* the first key token */
+        if (cmd == MCP_CMD_GAT || cmd == MCP_CMD_GATS) {
+            /* "gat <exptime> <key>*": no key at all is a plain END, as in
+             * memcached */
+            if (parse_i32(tok[1], &req->exptime) < 0)
+                return fail(res, buf, tok[1], E_EXPTIME);
+            first = 2;
+        }
+        for (size_t i = first; i < nt; i++) {
             if (tok[i].len > MCP_KEY_MAX)
                 return fail(res, buf, tok[i], E_FORMAT);
             req->keys[req->nkeys++] = tok[i];
@@ -354,6 +361,7 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
         req->noreply = 0;
         res->noreply = 0;
         return MCP_OK;
+    }
     case MCP_CMD_SET:
     case MCP_CMD_ADD:
     case MCP_CMD_REPLACE:
@@ -369,25 +377,8 @@ mcp_status_t mcp_parse(const char *buf, size_t len, const mcp_conf_t *conf,
             return fail(res, buf, tok[4], E_FORMAT);
         if (cmd == MCP_CMD_CAS && parse_u64(tok[5], &req->cas) < 0)
             return fail(res, buf, tok[5], E_FORMAT);
-        if ((size_t)vlen > max_item) {
-            res->swallow = (size_t)vlen + 2;
-            res->cmd = cmd;
-            res->key = tok[1];
-            return fail(res, buf, tok[4], E_TOO_LARGE);
-        }
-        size_t need = res->consumed + (size_t)vlen + 2;
-        if (len < need)
-            return MCP_NEED_MORE;
-        const char *data = buf + res->consumed;
-        res->consumed = need;
-        if (data[vlen] != '\r' || data[vlen + 1] != '\n') {
-            res->column = linelen;
-            res->error = E_CHUNK;
-            return MCP_ERROR;
-        }
-        req->data = data;
-        req->nbytes = (size_t)vlen;
-        return MCP_OK;
+        return take_block(buf, len, linelen, conf->max_item, vlen, tok[4], req,
+                          res);
     }
     case MCP_CMD_DELETE:
         if (nt > 2) {

@@ -54,12 +54,22 @@ static void opt_invalid(nconn_t *c, uint32_t opt, const nbd_error_t *e)
     nbdf_opt_reply(c, opt, NBD_REP_ERR_INVALID);
 }
 
-/* find_export() for an option: on failure answers it (unknown export, or
- * the store could not be opened) and returns < 0. */
-static int opt_find_export(nconn_t *c, uint32_t opt, const char *name, size_t len,
-                           uint64_t *size)
+/* The export an option names: parses its data (len bytes) into *ir for
+ * NBD_OPT_INFO / NBD_OPT_GO, or into *mr for LIST/SET_META_CONTEXT (ir
+ * NULL), then find_export().  Returns the export's bucket; on failure
+ * answers the option (malformed data, an unknown export, or a store that
+ * could not be opened) and returns < 0. */
+static int opt_export(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len,
+                      nbd_info_req_t *ir, nbd_meta_req_t *mr, uint64_t *size)
 {
-    int b = find_export(c->f, name, len, size);
+    nbd_error_t e;
+    int rc = ir ? nbd_parse_info_request(data, len, ir, &e)
+                : nbd_parse_meta_request(data, len, mr, &e);
+    if (rc < 0) {
+        opt_invalid(c, opt, &e);
+        return rc;
+    }
+    int b = find_export(c->f, ir ? ir->name : mr->name, ir ? ir->namelen : mr->namelen, size);
     if (b < 0)
         nbdf_opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
     return b;
@@ -68,13 +78,8 @@ static int opt_find_export(nconn_t *c, uint32_t opt, const char *name, size_t le
 static void opt_info_go(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len)
 {
     nbd_info_req_t ir;
-    nbd_error_t e;
-    if (nbd_parse_info_request(data, len, &ir, &e) < 0) {
-        opt_invalid(c, opt, &e);
-        return;
-    }
     uint64_t size;
-    int b = opt_find_export(c, opt, ir.name, ir.namelen, &size);
+    int b = opt_export(c, opt, data, len, &ir, NULL, &size);
     if (b < 0)
         return;
     uint8_t buf[64];
@@ -106,13 +111,8 @@ static void opt_meta(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t len
         return;
     }
     nbd_meta_req_t mr;
-    nbd_error_t e;
-    if (nbd_parse_meta_request(data, len, &mr, &e) < 0) {
-        opt_invalid(c, opt, &e);
-        return;
-    }
     uint64_t size;
-    int b = opt_find_export(c, opt, mr.name, mr.namelen, &size);
+    int b = opt_export(c, opt, data, len, NULL, &mr, &size);
     if (b < 0)
         return;
     int match = list && mr.nqueries == 0;

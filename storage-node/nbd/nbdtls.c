@@ -5,7 +5,6 @@
 #include <event2/buffer.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,22 +51,10 @@ struct nbdtls_sess {
     int wpending;          /* a record send returned AGAIN: repeat it */
 };
 
-static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int fail(jsonloc_err_t *err, int rc, const char *source, int line, const char *fmt, ...)
-{
-    if (!err)
-        return rc;
-    jsonloc_err_clear(err);
-    snprintf(err->source, sizeof err->source, "%s", source);
-    err->line = line;
-    err->col = line ? 1 : 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+/* An error about line `line` of source (0: about the whole file), pointing
+ * at the line's start: printed FILE:LINE:1. */
+#define fail(err, rc, source, line, ...) \
+    jsonloc_fail(err, rc, source, line, (line) > 0, __VA_ARGS__)
 
 /* Refuses a secret file others may read (or one that cannot be stat'ed). */
 static int check_secret(const char *path, jsonloc_err_t *err)

@@ -41,24 +41,6 @@ for step in sys.argv[2:]:
 PY
 }
 
-# exchange PORT REQUEST: REQUEST (\r\n escapes) then "version"; the reply
-# before VERSION as a bytes literal.
-exchange() {
-  python3 - "$1" "$2" <<'PY'
-import socket, sys
-req = sys.argv[2].replace("\\r\\n", "\r\n").encode()
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
-s.sendall(req + b"version\r\n")
-buf = b""
-while b"VERSION" not in buf:
-    b = s.recv(4096)
-    if not b:
-        break
-    buf += b
-print(repr(buf.split(b"VERSION")[0]))
-PY
-}
-
 # same LABEL STEP...: the replies of memcached -Y and of the node, byte for byte.
 same() {
   label=$1; shift

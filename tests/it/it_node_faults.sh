@@ -26,9 +26,8 @@ stop_node
 [ "$NODE_RC" = 0 ] && ok "exit 0 after SIGTERM" || { bad "exit $NODE_RC after SIGTERM"; tail -20 "$tmp/node.log"; }
 
 # Defect 6: flush_all behind a request waiting for tokens, then 1.1 MB pipelined.
-echo '{}' >"$tmp/tokens.json"
-start_node "$tmp/node-flush.log" --policy tokens --tokens-file "$tmp/tokens.json"
-run flushpipe "$NODE_PORT" "$NODE_PID" "$tmp/tokens.json"
+start_tokens_node "$tmp/node-flush.log"
+run flushpipe "$NODE_PORT" "$NODE_PID" "$TOKENS"
 stop_node
 
 # Defect 8: a client that never reads is bounded and closed (logged); RSS bound in MB.
@@ -36,30 +35,6 @@ start_node "$tmp/node-hog.log" --policy rr --conn-reply-limit 32m --reply-memory
 run hog "$NODE_PORT" "$NODE_PID" 250
 grep -q "closing a client that holds" "$tmp/node-hog.log" && ok "hog close logged" || bad "hog close not logged"
 stop_node
-
-# exchange TARGET REQUEST: sends REQUEST (\r\n written as such) and "version" to
-# TARGET (a loopback port, or a Unix socket path); prints the reply before
-# VERSION as a Python bytes literal.
-exchange() {
-  python3 - "$1" "$2" <<'PY'
-import socket, sys
-t, req = sys.argv[1], sys.argv[2].replace("\\r\\n", "\r\n").encode()
-if t.isdigit():
-    s = socket.create_connection(("127.0.0.1", int(t)), 5)
-else:
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(5)
-    s.connect(t)
-s.sendall(req + b"version\r\n")
-buf = b""
-while b"VERSION" not in buf:
-    b = s.recv(4096)
-    if not b:
-        break
-    buf += b
-print(repr(buf.split(b"VERSION")[0]))
-PY
-}
 
 # Buckets from --config; unknown buckets rejected.
 printf '{"buckets":[{"name":"red","weight":2,"reservation":10},{"name":"blue","reservation":0}]}\n' >"$tmp/b.json"

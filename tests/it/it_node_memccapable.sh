@@ -19,20 +19,13 @@ for pol in rr tokens pool; do
   else
     bad "memccapable -a ($pol)"; cat "$tmp/cap-$pol.out"
   fi
-  stop_node
-  [ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM ($pol)" || bad "exit status $NODE_RC after SIGTERM ($pol)"
+  stop_node_clean "$pol"
 done
 
 # Differential: same scripts to a second, untouched memcached and to the node.
-ref=$MC_PORT
-start_mc; ref_port=$MC_PORT
-MC_PORT=$ref
+cases=$HERE/../data/node_proto/cases.txt
+start_ref_mc
 start_node "$tmp/node-diff.log" --policy rr
-if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/cases.txt" >"$tmp/diff.out" 2>&1; then
-  ok "replies identical to memcached ($(grep -c . "$HERE/../data/node_proto/cases.txt") cases)"
-else
-  bad "replies differ from memcached"; cat "$tmp/diff.out"
-fi
-stop_node
-[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (diff)" || bad "exit status $NODE_RC after SIGTERM (diff)"
+diff_step "$(grep -c . "$cases") cases" "$cases" "$tmp/diff.out"
+stop_node_clean diff
 finish

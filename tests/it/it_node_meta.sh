@@ -4,28 +4,17 @@ set -u
 NAME=it_node_meta
 . "$(dirname "$0")/node_lib.sh"
 
+meta=$HERE/../data/node_proto/meta.txt
 start_mc
-ref=$MC_PORT
-start_mc; ref_port=$MC_PORT
-MC_PORT=$ref
+start_ref_mc
 start_node "$tmp/node.log" --policy rr
-if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/meta.txt" >"$tmp/diff.out" 2>&1; then
-  ok "replies identical to memcached ($(grep -c -v '^#' "$HERE/../data/node_proto/meta.txt") scripts)"
-else
-  bad "replies differ from memcached"; cat "$tmp/diff.out"
-fi
-stop_node
-[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM" || bad "exit status $NODE_RC after SIGTERM"
+diff_step "$(grep -c -v '^#' "$meta") scripts" "$meta" "$tmp/diff.out"
+stop_node_clean
 # The same with worker threads and small batches: meta requests and gats
 # pipelined beside the batch's one multi-key gets.
 start_node "$tmp/node-pool.log" --policy rr --workers 2 --outstanding 8 --batch 4
-if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/meta.txt" >"$tmp/diff-pool.out" 2>&1; then
-  ok "replies identical to memcached (worker pool)"
-else
-  bad "replies differ from memcached (worker pool)"; cat "$tmp/diff-pool.out"
-fi
-stop_node
-[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (pool)" || bad "exit status $NODE_RC after SIGTERM (pool)"
+diff_step "worker pool" "$meta" "$tmp/diff-pool.out"
+stop_node_clean pool
 
 # A unix: backend: memcached on a Unix socket only (no TCP port to go
 # around the node), the same differential script through it.
@@ -35,11 +24,7 @@ MCU_PID=$SPAWNED
 wait_for '[ -S "$sock" ]' 10
 start_node "$tmp/node-unix.log" --policy rr --backend "unix:$sock"
 grep -q "backend unix:$sock," "$tmp/node-unix.log" && ok "node logs its unix: backend" || bad "no unix: backend in the log"
-if python3 "$HERE/node_client.py" diff "$ref_port" "$NODE_PORT" "$HERE/../data/node_proto/meta.txt" >"$tmp/diff-unix.out" 2>&1; then
-  ok "replies identical to memcached (unix: backend)"
-else
-  bad "replies differ from memcached (unix: backend)"; cat "$tmp/diff-unix.out"
-fi
+diff_step "unix: backend" "$meta" "$tmp/diff-unix.out"
 kill -TERM "$MCU_PID"; wait "$MCU_PID" 2>/dev/null
 # (the first request finds the old connection closed, the next one's
 # connect fails: the backend is down)
@@ -50,8 +35,7 @@ for i in range(2):
     print(s.recv(200))")
 case $got in *"SERVER_ERROR backend"*) ok "unix: backend gone: SERVER_ERROR backend";; *) bad "unix: backend gone: $got";; esac
 grep -q "backend unix:$sock down" "$tmp/node-unix.log" && ok "unix: backend down logged" || { bad "unix: backend down not logged"; cat "$tmp/node-unix.log"; }
-stop_node
-[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (unix)" || bad "exit status $NODE_RC after SIGTERM (unix)"
+stop_node_clean unix
 
 # stats settings|conns|items|slabs|sizes|cachedump answered by the node,
 # no key listed; memcdump runs and lists no key of any bucket.
@@ -92,19 +76,12 @@ if command -v memcdump >/dev/null 2>&1; then
   memcdump --servers="127.0.0.1:$MC_PORT" | grep -q "red:secret" &&
     ok "(memcached itself lists red:secret to anyone)" || bad "memcached did not list red:secret"
 fi
-stop_node
-[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (stats)" || bad "exit status $NODE_RC after SIGTERM (stats)"
+stop_node_clean stats
 
 # Meta requests in their buckets: classification (base64 keys decoded),
 # token waits, request order, counters.
-echo '{}' >"$tmp/tokens.json"
-start_node "$tmp/node-tok.log" --policy tokens --tokens-file "$tmp/tokens.json"
-if python3 "$HERE/node_client.py" metabuckets "$NODE_PORT" "$NODE_PID" "$tmp/tokens.json" >"$tmp/tok.out" 2>&1; then
-  ok "meta requests classified, scheduled and ordered like classic ones"
-else
-  bad "meta requests classified, scheduled and ordered like classic ones"
-fi
-sed 's/^/     /' "$tmp/tok.out"
-stop_node
-[ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM (tokens)" || bad "exit status $NODE_RC after SIGTERM (tokens)"
+start_tokens_node "$tmp/node-tok.log"
+run_step "meta requests classified, scheduled and ordered like classic ones" \
+  python3 "$HERE/node_client.py" metabuckets "$NODE_PORT" "$NODE_PID" "$TOKENS"
+stop_node_clean tokens
 finish

@@ -18,14 +18,9 @@ for pol in rr tokens batched; do
   stop_node
 done
 
-echo '{}' >"$tmp/tokens.json"
-start_node "$tmp/node-tok.log" --policy tokens --tokens-file "$tmp/tokens.json"
-if python3 "$HERE/node_client.py" tokens "$NODE_PORT" "$NODE_PID" "$tmp/tokens.json" >"$tmp/tok.out" 2>&1; then
-  ok "token hold, order, client gone, SIGTERM with queued request"
-else
-  bad "token hold, order, client gone, SIGTERM with queued request"
-fi
-sed 's/^/     /' "$tmp/tok.out"
+start_tokens_node "$tmp/node-tok.log"
+run_step "token hold, order, client gone, SIGTERM with queued request" \
+  python3 "$HERE/node_client.py" tokens "$NODE_PORT" "$NODE_PID" "$TOKENS"
 wait "$NODE_PID"; rc=$?
 check_log
 [ "$rc" = 0 ] && ok "exit 0 after SIGTERM with a queued request" || { bad "exit $rc after SIGTERM"; cat "$tmp/node-tok.log"; }

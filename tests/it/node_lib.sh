@@ -1,8 +1,9 @@
 # node_lib.sh - shared by tests/it/it_node_*.sh: memcached and bqos-node on free loopback ports, on top of scripts/lib.sh.
 # Source it after setting NAME.  It calls it_begin NAME (BIN, T, ok, not_ok,
 # check, it_end; everything started is stopped on exit) and provides tmp (the
-# scratch directory T), HERE (this directory), NODE, start_mc, start_node,
-# stop_node, check_log, py_step, bad (not_ok) and finish (it_end).
+# scratch directory T), HERE (this directory), NODE, start_mc, start_ref_mc,
+# start_node, start_tokens_node, stop_node, stop_node_clean, check_log,
+# run_step, py_step, diff_step, exchange, bad (not_ok) and finish (it_end).
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin "$NAME"
 NODE="$BIN/bqos-node"
@@ -24,6 +25,16 @@ start_mc() {
   MC_PID=$SPAWNED
 }
 
+# start_ref_mc: a second memcached on a free port that no node fronts: the
+# reference diff_step compares the node with.  Sets REF_PORT; MC_PORT and
+# MC_PID stay the first memcached's.
+start_ref_mc() {
+  rm_port=$MC_PORT rm_pid=$MC_PID
+  start_mc
+  REF_PORT=$MC_PORT
+  MC_PORT=$rm_port MC_PID=$rm_pid
+}
+
 # node_port LOG: the port a bqos-node logged it listens on (empty if none yet).
 node_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null | head -1; }
 
@@ -40,11 +51,28 @@ start_node() {
   echo "$NAME: node did not start:"; cat "$log"; exit 1
 }
 
+# start_tokens_node LOG ARGS...: start_node --policy tokens with an empty
+# --tokens-file $tmp/tokens.json (TOKENS), for the test to fill and SIGUSR1.
+start_tokens_node() {
+  TOKENS=$tmp/tokens.json
+  echo '{}' >"$TOKENS"
+  stn_log=$1; shift
+  start_node "$stn_log" --policy tokens --tokens-file "$TOKENS" "$@"
+}
+
 # stop_node: SIGTERM, wait; sets NODE_RC; a sanitizer report in the log fails the test.
 stop_node() {
   kill -TERM "$NODE_PID" 2>/dev/null
   wait "$NODE_PID"; NODE_RC=$?
   check_log
+}
+# stop_node_clean [WHAT]: stop_node, then ok "clean exit after SIGTERM (WHAT)"
+# or bad with the exit status (no parenthesis without WHAT).
+stop_node_clean() {
+  stop_node
+  snc_what=${1:+ ($1)}
+  [ "$NODE_RC" = 0 ] && ok "clean exit after SIGTERM$snc_what" ||
+    bad "exit status $NODE_RC after SIGTERM$snc_what"
 }
 check_log() {
   if grep -q -E "Sanitizer|runtime error:" "$NODE_LOG"; then
@@ -52,10 +80,52 @@ check_log() {
   fi
 }
 
+# run_step WHAT CMD...: runs CMD: ok WHAT or bad WHAT as it exits, then its
+# output, indented.
+run_step() {
+  rs_what=$1; shift
+  if "$@" >"$tmp/step.out" 2>&1; then ok "$rs_what"; else bad "$rs_what"; fi
+  sed 's/^/     /' "$tmp/step.out"
+}
+
 # py_step SCRIPT WHAT ARGS...: runs step WHAT of the python client SCRIPT:
 # ok or bad as it exits, then its output, indented.
 py_step() {
   ps_script=$1; shift
-  if python3 "$ps_script" "$@" >"$tmp/step.out" 2>&1; then ok "$1"; else bad "$1"; fi
-  sed 's/^/     /' "$tmp/step.out"
+  run_step "$1" python3 "$ps_script" "$@"
+}
+
+# diff_step WHAT CASES OUT: the scripts of CASES (node_client.py diff) sent to
+# the reference memcached (start_ref_mc) and to the node: ok "replies
+# identical to memcached (WHAT)", or bad and the differences (kept in OUT).
+diff_step() {
+  if python3 "$HERE/node_client.py" diff "$REF_PORT" "$NODE_PORT" "$2" >"$3" 2>&1; then
+    ok "replies identical to memcached ($1)"
+  else
+    bad "replies differ from memcached ($1)"; cat "$3"
+  fi
+}
+
+# exchange TARGET REQUEST: sends REQUEST (\r\n written as such) and "version" to
+# TARGET (a loopback port, or a Unix socket path); prints the reply before
+# VERSION as a Python bytes literal.
+exchange() {
+  python3 - "$1" "$2" <<'PY'
+import socket, sys
+t, req = sys.argv[1], sys.argv[2].replace("\\r\\n", "\r\n").encode()
+if t.isdigit():
+    s = socket.create_connection(("127.0.0.1", int(t)), 5)
+else:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(t)
+s.sendall(req + b"version\r\n")
+buf = b""
+while b"VERSION" not in buf:
+    b = s.recv(4096)
+    if not b:
+        break
+    buf += b
+print(repr(buf.split(b"VERSION")[0]))
+PY
 }
