@@ -48,7 +48,7 @@ typedef struct {
     int threads;
     int admission; /* admission_mode_t: index in admission_names */
     int down_after;
-    int max_nodes, max_names, forget_after;
+    int max_nodes, max_names, forget_after, fallback_lease;
     double capacity;
     double cap_sd, cap_cold, conv_slack, limit_depth;
     double skip;
@@ -74,7 +74,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 35
+#define NOPTS 36
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -124,7 +124,14 @@ static void option_rows(settings_t *s, opts_row_t *rows)
         {.name = "forget-after", .type = OPTS_INT, .target = &s->forget_after, .arg = "PERIODS",
          .deflt = "10", .min = 0, .max = 1000000,
          .help = "A node down for PERIODS periods is forgotten: its tables are freed and\n"
-                 "it must say hello again (0: never)."},
+                 "it must say hello again (0: never).  A node that keeps to the fallback\n"
+                 "lease is forgotten no earlier than the lease's end."},
+        {.name = "fallback-lease", .type = OPTS_INT, .target = &s->fallback_lease,
+         .arg = "PERIODS", .deflt = "10", .min = 1, .max = 1000000,
+         .help = "A node that stops hearing the controller renews its last grant for at\n"
+                 "most PERIODS periods (static fallback), then holds its limited buckets\n"
+                 "at 0; its grant counts against their limits until PERIODS + 1 periods\n"
+                 "after it was marked down, then its share goes to the other nodes."},
         {.name = "capacity", .type = OPTS_DOUBLE, .target = &s->capacity, .arg = "IOPS",
          .deflt = "50000", .min = 1, .max = 1e12,
          .help = "Capacity profile of a node whose hello gives none (IOs per second); the\n"
@@ -705,6 +712,7 @@ int main(int argc, char **argv)
     cc.max_nodes = set.max_nodes;
     cc.max_names = set.max_names;
     cc.forget_after = set.forget_after;
+    cc.fallback_lease = set.fallback_lease;
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
     cc.cap_sd = set.cap_sd;
