@@ -62,3 +62,5 @@ ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
+# issue 26 case 2: a node cut off from the controller past --forget-after (the fallback lease)
+ITESTS += tests/it/it_partition_lease.sh
