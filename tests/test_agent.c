@@ -914,6 +914,9 @@ START_TEST(test_agent_static_lease_then_limited_at_zero)
     m.peer_table = f.node_table;
     m.count = 3;
     m.tokens = recs;
+    proto_tokens_bytes_t by = {.bucket = 1, .l_bytes = 10 * 4096}; /* red: 10 units */
+    m.nbytes = 1;
+    m.tbytes = &by;
     m.lease = 2;
     agent_timing_t tm = tm_at(0, T0 + 0.1);
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.1), 0);
@@ -931,6 +934,10 @@ START_TEST(test_agent_static_lease_then_limited_at_zero)
         else
             expect_tokens(&f, __LINE__, 4, 0, in_lease ? 7 : 0);
         expect_tokens(&f, __LINE__, 2, 4, SCHED_UNLIMITED); /* green: R kept, no limit */
+        sched_bucket_stats_t rb = bstats(&f, 0); /* red's byte limit: renewed, then 0 */
+        ck_assert_int_eq(rb.units_on, 1);
+        ck_assert_msg(in_lease ? rb.lu_tokens > 0 : rb.lu_tokens == 0, "period %d: lu %lld", p,
+                      (long long)rb.lu_tokens);
         f.nitems = 0;
         arrive(&f, 0, 50);
         ck_assert_int_eq(serve_all(&f, 0), in_lease ? 30 : 0);
@@ -941,6 +948,7 @@ START_TEST(test_agent_static_lease_then_limited_at_zero)
     ck_assert_uint_eq(st.lease_periods, 2); /* periods 3 and 4 */
     /* The controller is back: its tokens count again. */
     recs[0].l_tokens = 5;
+    m.nbytes = 0;
     tm = tm_at(5, T0 + 5 * PERIOD + 0.1);
     ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 5 * PERIOD + 0.1), 0);
     expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(0)});
