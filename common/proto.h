@@ -45,6 +45,7 @@
 #define PROTO_MAX_RECORDS 4000000u  /* more records than this is "absurd" */
 #define PROTO_MAX_COUNT (UINT64_C(1) << 53) /* counters/tokens above are absurd
                                        (except PROTO_UNLIMITED where allowed) */
+#define PROTO_LEASE_MAX 1000000u   /* largest static fallback lease, periods */
 #define PROTO_HEADER_MAX 4096       /* bytes of JSON header we accept */
 #define PROTO_COMPACT_MAX 0xfffffffeu /* largest limit (l_left, l_tokens)
                                        a compact record holds; its counters
@@ -196,6 +197,10 @@ typedef struct {
  *   hello, report: follows (optional, 1..2^53: the leadership epoch the
  *             node obeys; a controller leads above the highest it hears,
  *             docs/controller.md "Epochs")
+ *   welcome, tokens, heartbeat: lease (optional, 1..PROTO_LEASE_MAX: the
+ *             static fallback's lease in periods, docs/protocol.md
+ *             "Controller silence")
+ *   hello: leases (optional, 0 or 1: the node keeps to the lease)
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -222,6 +227,15 @@ typedef struct {
      * node has obeyed (0 = none, or not said), so that a controller whose
      * etcd lost its data leads above it (wire key "follows"). */
     uint64_t follows;
+    /* welcome, tokens, heartbeat (controller -> node), optional: the
+     * static fallback's lease, in periods: a node that stops hearing the
+     * controller renews its last grant for at most this many periods, then
+     * holds its limited buckets at 0; the controller keeps that grant
+     * counted until the lease has surely ended (0 = not said: an older
+     * controller, no bound).  hello, optional: `leases` 1 says the node
+     * keeps to it (an older node renews for ever). */
+    uint32_t lease;
+    int leases;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */

@@ -31,12 +31,14 @@ ctrl_config_t ctrl_config_default(void)
         .max_nodes = CTRL_NODES_MAX,
         .max_names = CTRL_NAMES_DEFAULT,
         .forget_after = 10,
+        .fallback_lease = 10,
     };
 }
 
 ctrl_t *ctrl_new(const ctrl_config_t *cfg)
 {
-    if (!cfg || !(cfg->period_s > 0) || cfg->intervals < 1 || cfg->down_after < 1)
+    if (!cfg || !(cfg->period_s > 0) || cfg->intervals < 1 || cfg->down_after < 1 ||
+        cfg->fallback_lease < 1 || cfg->fallback_lease > (int)PROTO_LEASE_MAX)
         return NULL;
     ctrl_t *c = calloc(1, sizeof *c);
     if (!c)
@@ -527,6 +529,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     node_t *nd = &c->nodes[idx];
     nd->forgotten = 0;
     nd->instance = instance;
+    nd->leases = 0; /* ctrl_node_set_leases() says */
     double prof = capacity > 0 ? (double)capacity : c->cfg.default_capacity;
     double most = c->cfg.max_profile;
     if (nd->cap.samples + nd->cap.steps > 0 && CTRL_PLAUSIBLE_FACTOR * nd->cap.estimate < most)
@@ -560,6 +563,15 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
     nd->last_seen = c->round_no;
     c->force = 1;
     return idx;
+}
+
+int ctrl_node_set_leases(ctrl_t *c, int node, int leases)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    nd->leases = leases != 0;
+    return 0;
 }
 
 int ctrl_node_seen(ctrl_t *c, int node, uint32_t peer_table)

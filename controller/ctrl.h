@@ -72,7 +72,16 @@ typedef struct {
                                 slot, else its hello is refused */
     int max_names;           /* bucket names per node at most */
     int forget_after;        /* periods a node stays down before it is
-                                forgotten (its tables freed); <= 0: never */
+                                forgotten (its tables freed); <= 0: never.
+                                A node that keeps to the lease is
+                                forgotten no earlier than its lease's end */
+    int fallback_lease;      /* the static fallback's lease, periods
+                                (1..PROTO_LEASE_MAX): a silent node that
+                                keeps to it (ctrl_node_set_leases()) holds
+                                its grant for this many periods after the
+                                last one it heard us in; its grant counts
+                                against the limits until one period more
+                                has passed since it was marked down */
     double max_profile;      /* a hello's capacity profile is held to this
                                 (IOPS); see CTRL_PLAUSIBLE_FACTOR */
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
@@ -89,7 +98,7 @@ typedef struct {
  * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05,
  * limit_depth 0.02 s,
  * max_profile 10^8 IOPS, 4096 nodes, 262,144 names per node, forget after
- * 10 periods down. */
+ * 10 periods down, fallback lease 10 periods. */
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;
@@ -161,6 +170,18 @@ const char *ctrl_table_shadow(const ctrl_t *c);
  * -EUSERS if max_nodes are registered and none is forgotten, -ENOMEM. */
 int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
                     uint32_t table, const char *const *names, size_t n);
+
+/* Says whether node `node` keeps to the static fallback's lease (its
+ * hello's `leases`): silent, it renews its grant for at most
+ * cfg.fallback_lease periods after the last period it heard us in, then
+ * holds its limited buckets at 0.  Its grant then counts against the
+ * limits only until cfg.fallback_lease + 1 periods after the period it
+ * was marked down in (the one period more covers its clock against ours);
+ * then its share goes to the other nodes, and it may be forgotten.  A
+ * node that does not (an older one renews for ever) keeps its grant
+ * counted until it is forgotten, as before.  Cleared by a hello
+ * (ctrl_node_hello()); call after it.  Returns 0 or -EINVAL. */
+int ctrl_node_set_leases(ctrl_t *c, int node, int leases);
 
 /* Index of node `name`, or -ENOENT (also for a forgotten node: it must say
  * hello again). */

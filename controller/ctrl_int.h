@@ -65,6 +65,10 @@ typedef struct {
                               (same process): its grant of that period is
                               held as a down node's (UINT64_MAX: none) */
     uint64_t down_rep;     /* rep_period when it was last marked down */
+    uint8_t leases;        /* keeps to the fallback lease (its hello said) */
+    uint64_t lease_from;   /* period it was last marked down in: it heard
+                              us last in that period or before */
+    uint8_t lease_ended;   /* its lease's end was noted (logged) */
     uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
@@ -153,12 +157,22 @@ static inline void ctrl__prefetch(const void *a, size_t size)
     __builtin_prefetch((const char *)a + size - 1, 1);
 }
 
+/* Nonzero if down node nd keeps to the fallback lease and its lease has
+ * surely ended: it renews its grant up to period lease_from +
+ * fallback_lease by its own clock (it heard us last in lease_from or
+ * before), and one period more covers its clock against ours. */
+static inline int ctrl__lease_over(const ctrl_t *c, const node_t *nd)
+{
+    return nd->leases && c->period > nd->lease_from + (uint64_t)c->cfg.fallback_lease + 1;
+}
+
 /* Nonzero if node nd's grants are held against its buckets' limits
  * (held_by_silent() in round.c says why): down by silence, or back from
  * such a silence in this period. */
 static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
 {
-    return nd->have_rep && (nd->up ? nd->back_period == c->period : !nd->gone);
+    return nd->have_rep &&
+           (nd->up ? nd->back_period == c->period : !nd->gone && !ctrl__lease_over(c, nd));
 }
 
 /* ctrl.c: how the byte dimension (bytes.h) sees c's nodes now. */

@@ -65,3 +65,6 @@ ITESTS += tests/it/it_etcd_durable.sh
 
 # shadow mode: a paired run, the same limit enforced and in shadow (issue 28)
 ITESTS += tests/it/it_shadow.sh
+
+# issue 26 case 2: a node cut off from the controller past --forget-after (the fallback lease)
+ITESTS += tests/it/it_partition_lease.sh

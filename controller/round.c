@@ -361,6 +361,8 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
         if (nd->up && c->round_no - nd->last_seen >= c->cfg.down_after) {
             nd->up = 0;
             nd->down_rep = nd->rep_period;
+            nd->lease_from = c->period;
+            nd->lease_ended = 0;
             rs->nodes_down_now++;
             c->st.nodes_marked_down++;
             c->force = 1;
@@ -368,9 +370,17 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
                      nd->name, c->cfg.down_after);
         }
         rs->nodes_up += nd->up;
+        if (!nd->up && !nd->gone && !nd->lease_ended && nd->have_rep && ctrl__lease_over(c, nd)) {
+            nd->lease_ended = 1;
+            c->force = 1;
+            log_warn("node %s: its fallback lease of %d periods has ended (down since period "
+                     "%llu): its share of the limited buckets goes to the other nodes",
+                     nd->name, c->cfg.fallback_lease, (unsigned long long)nd->lease_from);
+        }
         if (!nd->up && !nd->forgotten && c->cfg.forget_after > 0 && nd->last_seen >= 0 &&
-            c->round_no - nd->last_seen >= (int64_t)c->cfg.forget_after * c->cfg.intervals)
-            ctrl__node_forget(c, i);
+            c->round_no - nd->last_seen >= (int64_t)c->cfg.forget_after * c->cfg.intervals &&
+            (!nd->leases || nd->gone || ctrl__lease_over(c, nd)))
+            ctrl__node_forget(c, i); /* never while its lease may run: its grant counts */
     }
     return 0;
 }

@@ -889,6 +889,74 @@ START_TEST(test_agent_static_keeps_limits)
 }
 END_TEST
 
+/* The fallback lease (issue 26 case 2): the controller's tokens say 2
+ * periods, so after its last period (0) red's grant (R 10 + L 20) is
+ * renewed in periods 1 and 2 only; from period 3 on red (limited) and a
+ * bucket never seen (the tightest limited share) hold R 0 and L 0, while
+ * green (no limit) keeps its R 4 and no limit; the controller's tokens
+ * lift it at once.  The hello says the node keeps to the lease. */
+START_TEST(test_agent_static_lease_then_limited_at_zero)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    proto_msg_t h;
+    ck_assert_int_eq(agent_hello(f.a, T0, &h), 0);
+    ck_assert_int_eq(h.leases, 1);
+    welcome(&f, 0, T0);
+    /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
+    proto_tokens_rec_t recs[] = {
+        {.bucket = 1, .r_tokens = 10, .l_tokens = 20},
+        {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED},
+        {.bucket = 2, .r_tokens = 0, .l_tokens = 7}};
+    proto_msg_t m;
+    msg_to_n1(&m, PROTO_TOKENS);
+    m.table = 7;
+    m.peer_table = f.node_table;
+    m.count = 3;
+    m.tokens = recs;
+    proto_tokens_bytes_t by = {.bucket = 1, .l_bytes = 10 * 4096}; /* red: 10 units */
+    m.nbytes = 1;
+    m.tbytes = &by;
+    m.lease = 2;
+    agent_timing_t tm = tm_at(0, T0 + 0.1);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.1), 0);
+    agent_stats_t st = expect_stats(&f, __LINE__, (stats_want_t){0});
+    ck_assert_uint_eq(st.lease, 2);
+    fx_silent(&f, T0 + 2, T0 + PERIOD);
+    for (int p = 1; p <= 4; p++) {
+        double start = T0 + p * PERIOD;
+        agent_tick(f.a, start);
+        expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1), .period = W(p)});
+        int in_lease = p <= 2;
+        expect_tokens(&f, __LINE__, 0, in_lease ? 10 : 0, in_lease ? 20 : 0);
+        if (p == 1) /* never seen: the tightest share, 7, from the next period */
+            ck_assert_int_eq(sched_add_bucket(f.s, "late", 1), 4);
+        else
+            expect_tokens(&f, __LINE__, 4, 0, in_lease ? 7 : 0);
+        expect_tokens(&f, __LINE__, 2, 4, SCHED_UNLIMITED); /* green: R kept, no limit */
+        sched_bucket_stats_t rb = bstats(&f, 0); /* red's byte limit: renewed, then 0 */
+        ck_assert_int_eq(rb.units_on, 1);
+        ck_assert_msg(in_lease ? rb.lu_tokens > 0 : rb.lu_tokens == 0, "period %d: lu %lld", p,
+                      (long long)rb.lu_tokens);
+        f.nitems = 0;
+        arrive(&f, 0, 50);
+        ck_assert_int_eq(serve_all(&f, 0), in_lease ? 30 : 0);
+        sched_drain(f.s, NULL, NULL);
+        fx_silent(&f, start + 2, start + PERIOD);
+    }
+    st = expect_stats(&f, __LINE__, (stats_want_t){.static_periods = W(3)});
+    ck_assert_uint_eq(st.lease_periods, 2); /* periods 3 and 4 */
+    /* The controller is back: its tokens count again. */
+    recs[0].l_tokens = 5;
+    m.nbytes = 0;
+    tm = tm_at(5, T0 + 5 * PERIOD + 0.1);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 5 * PERIOD + 0.1), 0);
+    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(0)});
+    expect_tokens(&f, __LINE__, 0, 10, 5);
+    fx_stop(&f);
+}
+END_TEST
+
 /* Static fallback after a silence, and the grant it enforces:
  * - a controller that dies before its first push of a period: the node held
  *   period 0's leftover tokens; the fallback charges what it served in
@@ -1355,6 +1423,7 @@ int main(void)
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,
                                   test_agent_shadow_from_table,
+                                  test_agent_static_lease_then_limited_at_zero,
         test_agent_static_holds_until_first_tokens,
                                   test_agent_static_grant_after_silence,
                                   test_agent_grants_end_with_the_period,

@@ -433,6 +433,66 @@ START_TEST(test_ctrl_silent_node_keeps_its_grant)
 }
 END_TEST
 
+/* Issue 26 case 2: a silent node that keeps to the fallback lease (2
+ * periods here) renews its grant up to 2 periods after the last one it
+ * heard the controller in, so its share stays held for those and one
+ * more (its clock against ours), however short forget_after (1 period):
+ * never forgotten while it may spend it.  Then the whole limit goes to
+ * the node left, and it is forgotten.  Before the lease the node was
+ * forgotten after forget_after and its share given out while it went on
+ * renewing its grant: 1.5 x the limit. */
+START_TEST(test_ctrl_silent_node_lease)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.down_after = 2;
+    cfg.forget_after = 1;
+    cfg.fallback_lease = 2;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,\"limit\":1000}]}", 2,
+                      50000, &cfg);
+    ck_assert_int_eq(ctrl_node_set_leases(c, 0, 1), 0);
+    ck_assert_int_eq(ctrl_node_set_leases(c, 1, 1), 0);
+    ck_assert_int_eq(ctrl_node_set_leases(c, 2, 1), -EINVAL);
+    rep_t busy[1] = {{500, 5000, 0, 0, 0}};
+    const rep_t *const both[] = {busy, busy}, *const n0[] = {busy};
+    ctrl_result_t res;
+    round_run(c, 1, 0, both, 2, 1, &res);
+    int64_t r, l;
+    ck_assert_int_eq(find_tok(c, 1, 0, &r, &l), 0);
+    int64_t grant1 = r + l;
+    ck_assert_int_gt(grant1, 0);
+    /* n1 falls silent in period 1 and is marked down in it. */
+    for (uint32_t k = 1; k < 5; k++)
+        round_run(c, 1, k, n0, 1, 1, &res);
+    ck_assert(!ctrl_node_up(c, 1));
+    /* Periods 2 and 3: its lease; period 4: the margin. */
+    for (uint64_t p = 2; p <= 4; p++) {
+        for (uint32_t k = 0; k < 5; k++) {
+            round_run(c, p, k, n0, 1, 1, &res);
+            if (find_tok(c, 0, 0, &r, &l) < 0) {
+                ck_assert_uint_gt(k, 0); /* a period's first round pushes */
+                continue;
+            }
+            ck_assert_msg(r + l + grant1 <= 1000, "period %llu round %u: %lld + %lld",
+                          (unsigned long long)p, k, (long long)(r + l), (long long)grant1);
+            ck_assert_int_eq(ctrl_node_find(c, "n1"), 1);
+        }
+    }
+    /* Period 5: its lease has surely ended: n0 has the whole limit, n1 is
+     * forgotten. */
+    round_run(c, 5, 0, n0, 1, 1, &res);
+    ck_assert_int_eq(find_tok(c, 0, 0, &r, &l), 0);
+    ck_assert_int_eq(r + l, 1000);
+    ck_assert_int_eq(ctrl_node_find(c, "n1"), -ENOENT);
+    ck_assert_uint_eq(ctrl_stats(c)->nodes_forgotten, 1);
+    ctrl_destroy(&c);
+    /* A lease of 0 periods or beyond the wire's bound is refused. */
+    cfg.fallback_lease = 0;
+    ck_assert_ptr_null(ctrl_new(&cfg));
+    cfg.fallback_lease = (int)PROTO_LEASE_MAX + 1;
+    ck_assert_ptr_null(ctrl_new(&cfg));
+}
+END_TEST
+
 START_TEST(test_ctrl_node_down_and_back)
 {
     ctrl_config_t cfg = ctrl_config_default();
@@ -1951,7 +2011,7 @@ int main(void)
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
         test_ctrl_absent_bucket_is_idle, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
-        test_ctrl_silent_node_keeps_its_grant,
+        test_ctrl_silent_node_keeps_its_grant, test_ctrl_silent_node_lease,
         test_ctrl_skip_when_unchanged, test_ctrl_tables_and_bad_reports,
         test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,

@@ -804,6 +804,65 @@ START_TEST(test_proto_follows)
 }
 END_TEST
 
+/* The fallback lease (issue 26 case 2): "lease" on what a controller
+ * sends with timing (welcome, tokens, heartbeat), "leases" on a hello;
+ * both optional and absent when 0, both refused on other types and out
+ * of range, and an older peer passes them as unknown keys. */
+START_TEST(test_proto_lease)
+{
+    static const char *const nodes[] = {"n1", "n\xc3\xa9"}; /* hand writer, jansson */
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        hello_start(&m, &d, nodes[w]);
+        m.leases = 1;
+        ck_assert_int_eq(rt(&m, &d)->leases, 1);
+        m.leases = 2;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.leases = 0;
+        ck_assert_int_eq(rt(&m, &d)->leases, 0);
+        m.type = PROTO_HEARTBEAT; /* with timing */
+        m.has_names = 0;
+        m.has_timing = 1;
+        m.period = 3;
+        m.intervals = 5;
+        m.period_ms = 1000;
+        m.remaining_ms = 500;
+        m.lease = 10;
+        ck_assert_uint_eq(rt(&m, &d)->lease, 10);
+        m.lease = PROTO_LEASE_MAX;
+        ck_assert_uint_eq(rt(&m, &d)->lease, PROTO_LEASE_MAX);
+        m.lease = PROTO_LEASE_MAX + 1;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.lease = 0; /* absent */
+        proto_enc_t e;
+        proto_enc_init(&e);
+        ck_assert_int_eq(proto_encode(&m, &e), 0);
+        ck_assert_ptr_null(memmem(e.data[0], e.len[0], "lease", 5));
+        m.lease = 7;
+        ck_assert_int_eq(proto_encode(&m, &e), 0);
+        ck_assert_ptr_nonnull(memmem(e.data[0], e.len[0], "\"lease\":7", 9));
+        proto_enc_clear(&e);
+        /* what a node sends never carries one */
+        m.type = PROTO_REPORT;
+        m.table = 1;
+        ck_assert_uint_eq(rt(&m, &d)->lease, 0);
+        proto_msg_clear(&d);
+    }
+    proto_stats_t st = {0};
+    put_tok(recbuf, 0, 0, 1, 2);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"lease\":10"), recbuf, 24, NULL, -1, &st),
+                     PROTO_OK);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"lease\":1000001"), recbuf, 24, NULL, -1, &st),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(dec3(TOKHDR(",\"count\":1,\"leases\":1"), recbuf, 24, NULL, -1, &st),
+                     PROTO_E_FIELD);
+    ck_assert_int_eq(dec3(REPHDR(",\"lease\":10"), "", 0, NULL, -1, &st), PROTO_E_FIELD);
+    ck_assert_int_eq(dec3("{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":0,"
+                          "\"table\":1,\"names\":0,\"leases\":2}", "", 0, NULL, -1, &st),
+                     PROTO_E_RANGE);
+}
+END_TEST
+
 /* The routing id of a node process: its name, then (instance != 0) a NUL
  * and the instance's low 32 bits; the controller reads both back. */
 START_TEST(test_proto_node_id)
@@ -1425,7 +1484,7 @@ int main(void)
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
         test_proto_shadow_list,
-        test_proto_epoch, test_proto_follows, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
+        test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
         test_proto_bytes_records
     };

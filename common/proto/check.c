@@ -37,7 +37,8 @@ int proto__check(const proto_msg_t *m)
         return -EINVAL;
     if (proto_name_check(m->node, strnlen(m->node, sizeof m->node)) != 0)
         return -EINVAL;
-    if (m->seq > (uint64_t)INT64_MAX || m->follows > PROTO_MAX_COUNT)
+    if (m->seq > (uint64_t)INT64_MAX || m->follows > PROTO_MAX_COUNT || m->lease > PROTO_LEASE_MAX ||
+        m->leases > 1)
         return -EINVAL;
     if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))
         return -EINVAL;

@@ -207,6 +207,13 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_FOLLOWS, 0, PROTO_MAX_COUNT, m->follows);
+    if ((hv.v[K_LEASE].kind != V_NONE && !type_has_lease(m->type)) ||
+        (hv.v[K_LEASES].kind != V_NONE && m->type != PROTO_HELLO)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_LEASE, 0, PROTO_LEASE_MAX, m->lease);
+    GET(K_LEASES, 0, 1, m->leases);
     if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE ||
          hv.v[K_SERVED_BYTES].kind != V_NONE) &&
         m->type != PROTO_REPORT) {

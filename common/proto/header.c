@@ -34,6 +34,10 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "instance", json_integer((json_int_t)m->instance));
     if (m->follows && type_has_follows(m->type))
         bad |= jset(h, "follows", json_integer((json_int_t)m->follows));
+    if (m->lease && type_has_lease(m->type))
+        bad |= jset(h, "lease", json_integer((json_int_t)m->lease));
+    if (m->leases && m->type == PROTO_HELLO)
+        bad |= jset(h, "leases", json_integer(1));
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
@@ -188,6 +192,10 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "instance", m->instance);
     if (m->follows && type_has_follows(m->type))
         hw_u64(&w, "follows", m->follows);
+    if (m->lease && type_has_lease(m->type))
+        hw_u64(&w, "lease", m->lease);
+    if (m->leases && m->type == PROTO_HELLO)
+        hw_u64(&w, "leases", 1);
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         hw_u64(&w, "period", m->period);
         hw_u64(&w, "interval", m->interval);
@@ -291,11 +299,11 @@ static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
-    "fallbacks", "bytes", "served_bytes", "follows", "shadow",
+    "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6};
 
 static int key_index(const char *k, size_t l)
 {

@@ -48,7 +48,7 @@ typedef struct {
     int threads;
     int admission; /* admission_mode_t: index in admission_names */
     int down_after;
-    int max_nodes, max_names, forget_after;
+    int max_nodes, max_names, forget_after, fallback_lease;
     int unused_periods; /* --reservation-unused-periods */
     double capacity;
     double cap_sd, cap_cold, conv_slack, limit_depth;
@@ -125,7 +125,14 @@ static void option_rows(settings_t *s, opts_row_t *rows)
         {.name = "forget-after", .type = OPTS_INT, .target = &s->forget_after, .arg = "PERIODS",
          .deflt = "10", .min = 0, .max = 1000000,
          .help = "A node down for PERIODS periods is forgotten: its tables are freed and\n"
-                 "it must say hello again (0: never)."},
+                 "it must say hello again (0: never).  A node that keeps to the fallback\n"
+                 "lease is forgotten no earlier than the lease's end."},
+        {.name = "fallback-lease", .type = OPTS_INT, .target = &s->fallback_lease,
+         .arg = "PERIODS", .deflt = "10", .min = 1, .max = 1000000,
+         .help = "A node that stops hearing the controller renews its last grant for at\n"
+                 "most PERIODS periods (static fallback), then holds its limited buckets\n"
+                 "at 0; its grant counts against their limits until PERIODS + 1 periods\n"
+                 "after it was marked down, then its share goes to the other nodes."},
         {.name = "reservation-unused-periods", .type = OPTS_INT, .target = &s->unused_periods,
          .arg = "N", .deflt = "10", .min = 1, .max = HISTORY_PERIODS * 1000,
          .help = "A bucket whose reservation went unused (periods judged idle: no demand)\n"
@@ -711,6 +718,7 @@ int main(int argc, char **argv)
     cc.max_nodes = set.max_nodes;
     cc.max_names = set.max_names;
     cc.forget_after = set.forget_after;
+    cc.fallback_lease = set.fallback_lease;
     cc.skip_rel = set.skip;
     cc.default_capacity = set.capacity;
     cc.cap_sd = set.cap_sd;

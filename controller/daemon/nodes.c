@@ -147,6 +147,7 @@ static int send_id(nodes_t *ns, const void *id, size_t idlen, const char *name, 
         return -EPERM;
     }
     m->epoch = ns->epoch;
+    m->lease = (uint32_t)ctrl_config(ns->ctrl)->fallback_lease; /* with timing only */
     snprintf(m->node, sizeof m->node, "%s", name);
     int rc = proto_encode(m, &ns->enc);
     double t1 = mono_now();
@@ -337,6 +338,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, code, text);
         return;
     }
+    ctrl_node_set_leases(ns->ctrl, node, m->leases);
     nodes_peer_t *p = peer_at(ns, node);
     if (p)
         p->last_msg = now;

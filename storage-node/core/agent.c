@@ -62,9 +62,9 @@ static int arrays_fit(agent_t *a, size_t n)
     return 0;
 }
 
-/* Starts a new QoS period on the node, keeping the arrivals of the
- * interval that just ended for the next report. */
-static void period_start(agent_t *a)
+/* Starts a new QoS period on the node (`next`: its number), keeping the
+ * arrivals of the interval that just ended for the next report. */
+static void period_start(agent_t *a, uint64_t next)
 {
     /* The period that ends was the controller's (the node followed it to
      * its end, and the controller spoke in it: tokens for its rest, or a
@@ -72,7 +72,9 @@ static void period_start(agent_t *a)
      * controller goes.  A period it never reached keeps the older grant
      * (the tokens held then were a period's leftovers, not a grant). */
     int covered = !a->st.fallback && a->heard && a->heard_period == a->period;
-    if (covered && grant_snapshot(&a->grant, a->s) < 0 && a->peer)
+    if (covered && grant_snapshot(&a->grant, a->s) == 0)
+        a->grant_period = a->period; /* the fallback's lease counts from it */
+    else if (covered && a->peer)
         log_warn("cannot remember this period's grant (out of memory): keeping the last one");
     agent__bytes_period(a, covered);
     int n = sched_nbuckets(a->s);
@@ -90,7 +92,7 @@ static void period_start(agent_t *a)
     else
         sched_period_start(a->s);
     if (a->st.fallback && a->cfg.mode == AGENT_FALLBACK_STATIC && a->grant.snapshots) {
-        agent__static_tokens(a); /* renewed each period */
+        agent__static_tokens(a, next); /* renewed each period, within the lease */
         a->st.static_periods++;
     }
 }
@@ -183,7 +185,7 @@ static int take_timing(agent_t *a, const agent_timing_t *tm, double now, int ado
     if (a->has_timing && !adopt && tm->period < a->period)
         return 1;
     if (a->has_timing && tm->period != a->period)
-        period_start(a);
+        period_start(a, tm->period);
     a->period = tm->period;
     a->intervals = tm->intervals;
     a->period_s = tm->period_s;
@@ -262,6 +264,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->capacity = clampc(a->cfg.capacity);
     m->instance = a->cfg.instance <= PROTO_MAX_COUNT ? a->cfg.instance : 0;
     m->follows = a->st.epoch; /* a new leader leads above it */
+    m->leases = 1;            /* our static fallback keeps to the lease */
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -587,6 +590,8 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->ctl_n = 0;
         a->ctl_pos_known = 0;
     }
+    if (m->type == PROTO_WELCOME || m->type == PROTO_TOKENS || m->type == PROTO_HEARTBEAT)
+        a->st.lease = m->lease; /* the leader's; 0: an older controller, no bound */
     int rc = handle_msg(a, m, tm, now, adopt);
     /* A new leader that did not send its names: a hello makes it welcome
      * the node with them (a controller resends names only when told its
@@ -716,7 +721,7 @@ int agent_tick(agent_t *a, double now)
         return 0;
     if (now >= a->period_end) {
         double n = floor((now - a->period_end) / a->period_s) + 1;
-        period_start(a); /* sees the period that ends (its grant) */
+        period_start(a, a->period + (uint64_t)n); /* sees the period that ends (its grant) */
         a->period += (uint64_t)n;
         a->period_end += n * a->period_s;
         a->st.period = a->period;

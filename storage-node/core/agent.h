@@ -135,6 +135,10 @@ typedef struct {
     int welcomed;
     agent_fallback_t mode;       /* the configured fallback */
     uint64_t static_periods;     /* periods started on the remembered grant */
+    uint32_t lease;              /* the leader's fallback lease, periods (its
+                                    last message; 0: none said, no bound) */
+    uint64_t lease_periods;      /* static periods past the lease: limited
+                                    buckets held at 0 */
     uint64_t warn_unreachable;   /* "no controller" warnings (one a period) */
     uint64_t epoch;              /* highest leadership epoch seen (0: none) */
     int leader;                  /* source of the messages obeyed (-1: none) */

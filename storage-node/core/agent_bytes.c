@@ -129,7 +129,8 @@ void agent__bytes_static(agent_t *a)
         if (!u->on || sched_bucket_stats(a->s, b, &bs))
             continue;
         int64_t l = u->grant == SCHED_UNLIMITED ? SCHED_UNLIMITED
-                                                : u->grant - (int64_t)bs.served_u;
+                    : a->lease_over                 ? 0
+                                                    : u->grant - (int64_t)bs.served_u;
         sched_set_units(a->s, b, 1, 0, l, agent__grant_until(a), a->now);
     }
 }

@@ -18,17 +18,32 @@ const char *agent_mode_str(agent_fallback_t mode)
 
 /* The static fallback's tokens for every bucket: its remembered grant less
  * what it served in this period (at a period start: the whole grant).
- * Nothing before the first covered period (there is no grant to keep). */
-void agent__static_tokens(agent_t *a)
+ * Nothing before the first covered period (there is no grant to keep).
+ * The lease: the leader counts our grant against its buckets' limits only
+ * for st.lease periods after the last one we heard it in (and one more
+ * for our clocks), then gives our share to the other nodes; past it a
+ * limited bucket is held at 0 here (a limit is a promise: fail closed),
+ * a bucket without one keeps its R (a floor, no limit to break). */
+void agent__static_tokens(agent_t *a, uint64_t period)
 {
     /* A refused node holds everything (hold()): no grant lifts that. */
     if (a->cfg.mode != AGENT_FALLBACK_STATIC || !a->grant.snapshots || a->st.refused)
         return;
+    int over = a->st.lease && period > a->grant_period + a->st.lease;
+    if (over && !a->lease_over && a->peer)
+        log_warn("controller %s: the fallback lease of %u periods after period %llu has "
+                 "ended: limited buckets held at 0 until a controller is heard",
+                 a->peer, a->st.lease, (unsigned long long)a->grant_period);
+    a->lease_over = over;
+    a->st.lease_periods += over;
     int n = sched_nbuckets(a->s);
     for (int b = 0; b < n; b++) {
         int64_t r, l;
-        if (grant_tokens(&a->grant, a->s, b, &r, &l) == 0)
-            agent__op_set_tokens(a, b, r, l);
+        if (grant_tokens(&a->grant, a->s, b, &r, &l) != 0)
+            continue;
+        if (over && l != SCHED_UNLIMITED)
+            r = l = 0;
+        agent__op_set_tokens(a, b, r, l);
     }
     agent__bytes_static(a);
     agent__op_applied(a);
@@ -51,7 +66,7 @@ void agent__enter_fallback(agent_t *a, const char *why, double now, int fresh)
         if (a->cfg.manage_policy && !a->st.refused)
             agent__op_set_policy(a, a->cfg.fallback);
     } else if (!fresh) {
-        agent__static_tokens(a);
+        agent__static_tokens(a, a->period);
     }
     if (a->peer)
         log_warn("controller %s silent for %.2f s (%s): falling back to %s (%s)", a->peer,
@@ -66,6 +81,7 @@ void agent__resume(agent_t *a, double now)
     if (!a->st.fallback)
         return;
     a->st.fallback = 0;
+    a->lease_over = 0;
     a->st.resumes++;
     a->warned = 0;
     if (a->cfg.manage_policy)

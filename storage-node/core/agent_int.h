@@ -80,6 +80,10 @@ struct agent {
 
     /* fail static */
     grant_t grant;            /* the last covered period's grant */
+    uint64_t grant_period;    /* the period it was taken in: renewed up to
+                                 grant_period + st.lease, then limited
+                                 buckets are held at 0 */
+    int lease_over;           /* the static tokens being set are past it */
     double fallback_since;    /* when the current fallback began */
     uint64_t warned_period;   /* period of the last "no controller" warning */
     int warned;
@@ -131,8 +135,11 @@ static inline void agent__op_applied(agent_t *a)
 
 /* Sets every bucket to its remembered grant less what it served in this
  * period (static mode only; nothing before the first grant or while
- * refused). */
-void agent__static_tokens(agent_t *a);
+ * refused), for period `period`: past the leader's lease (st.lease periods
+ * after the grant's), limited buckets get R 0 and L 0 instead (the
+ * controller gives their share to other nodes); buckets without a limit
+ * keep their R and no limit. */
+void agent__static_tokens(agent_t *a, uint64_t period);
 
 /* Enters the fallback (logged at warn with `why`); `fresh`: the tokens held
  * are the current period's and stay. */
@@ -164,7 +171,8 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m);
  * fail-static grant taken when `covered`, served counters restart. */
 void agent__bytes_period(agent_t *a, int covered);
 /* Fail static: every bucket that had a byte rate gets its remembered
- * grant less what it served in this period. */
+ * grant less what it served in this period (a byte limit 0 past the
+ * lease, a->lease_over). */
 void agent__bytes_static(agent_t *a);
 
 #endif

@@ -133,6 +133,8 @@ static void ctl_status(void *arg, FILE *fp)
     fprintf(fp, "STAT bqos_ctl_fallbacks %llu\r\n", (unsigned long long)st.agent.fallbacks);
     fprintf(fp, "STAT bqos_ctl_resumes %llu\r\n", (unsigned long long)st.agent.resumes);
     fprintf(fp, "STAT bqos_ctl_static_periods %llu\r\n", (unsigned long long)st.agent.static_periods);
+    fprintf(fp, "STAT bqos_ctl_fallback_lease %u\r\n", st.agent.lease);
+    fprintf(fp, "STAT bqos_ctl_lease_periods %llu\r\n", (unsigned long long)st.agent.lease_periods);
     fprintf(fp, "STAT bqos_ctl_unreachable_warnings %llu\r\n",
             (unsigned long long)st.agent.warn_unreachable);
     fprintf(fp, "STAT bqos_ctl_stale_epoch %llu\r\n", (unsigned long long)st.agent.stale_epoch);
