@@ -75,7 +75,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 36
+#define NOPTS 37
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
