@@ -9,7 +9,7 @@ PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/clock.c controller/daemon/nodes.c \
                       controller/daemon/admin.c controller/daemon/etcd.c controller/daemon/leader.c \
                       controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/metrics.c \
-                      controller/daemon/history.c
+                      controller/daemon/history.c controller/daemon/stopguard.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
