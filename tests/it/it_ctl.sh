@@ -135,6 +135,38 @@ else
   echo "ok - # SKIP raw admin requests: no pyzmq (scripts/deps.sh installs python3-zmq)"
 fi
 
+# ---- status pages and filters: a big table's status stays bounded --------
+i=0
+while [ $i -lt 150 ]; do
+  ctl set "page$(printf %03d $i)" --reservation $((i + 1)) >/dev/null 2>&1 || break
+  i=$((i + 1))
+done
+n=$(ctl --json status --limit none | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["buckets"]))')
+check "status --limit none: every bucket ($n)" '[ "$n" -ge 150 ]'
+ctl status >"$T/out"; rc=$?
+check "status: 100 rows by default (rc $rc)" \
+  '[ $rc -eq 0 ] && [ "$(awk "/^BUCKET/ {on=1; next} /^buckets:/ {on=0} on && NF" "$T/out" | wc -l)" -eq 100 ]'
+check "status: the summary counts every bucket" \
+  'grep -Eq "^buckets: $n configured, rows 1-100 shown \(table order" "$T/out"'
+ctl status --bucket 'page*' --limit 3 --sort reservation >"$T/out"
+check "status --bucket 'page*' --sort reservation --limit 3: the largest three, largest first" \
+  '[ "$(awk "/^BUCKET/ {on=1; next} on && NF {print \$1} /^buckets:/ {exit}" "$T/out" | head -3 | tr "\n" " ")" = "page149 page148 page147 " ]'
+ctl status --bucket 'page01*' --sort name --limit 2 --offset 3 >"$T/out"
+check "status --bucket GLOB --offset: the matching rows of that page" \
+  '[ "$(awk "/^BUCKET/ {on=1; next} /^buckets:/ {on=0} on && NF {print \$1}" "$T/out" | tr "\n" " ")" = "page013 page014 " ]'
+check "status --bucket GLOB: the summary counts the matches" \
+  'grep -q "^buckets: $n configured, 10 matching page01\*, rows 4-5 shown (name order" "$T/out"'
+ctl status --limit 0 >"$T/out"
+check "status --limit 0: the summary only" \
+  '! grep -q "^BUCKET" "$T/out" && grep -q "no rows shown" "$T/out"'
+ctl --json status --limit 2 --sort name >"$T/out"
+check "--json status: the page and the summary" \
+  'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); s=d[\"summary\"]; sys.exit(not (len(d[\"buckets\"]) == 2 and s[\"shown\"] == 2 and s[\"matched\"] == $n and s[\"sort\"] == \"name\"))" "$T/out"'
+ctl status --sort colour >"$T/out" 2>"$T/err"; rc=$?
+check "status --sort of an unknown field is refused (rc $rc)" '[ $rc -eq 1 ] && grep -q "\"sort\" must be one of" "$T/err"'
+ctl status --node x --sort name >"$T/out" 2>"$T/err"; rc=$?
+check "--sort with --node is a usage error (rc $rc)" '[ $rc -eq 2 ]'
+
 # ---- keygen into a directory that does not exist yet ---------------------
 "$CTL" keygen "$T/keys/ops/admin" >"$T/out" 2>"$T/err"; rc=$?
 check "keygen creates its directory (rc $rc)" '[ $rc -eq 0 ] && grep -q "created directory $T/keys/ops (mode 0700)" "$T/out"'
