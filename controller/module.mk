@@ -20,6 +20,7 @@ PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
 bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
+BENCHES += controller/bench/bench-bigtable.sh
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
