@@ -97,7 +97,8 @@ static const char *publish(admin_t *ad, const bucketfile_t *bf, char *msg, size_
         snprintf(msg, size, "out of memory");
         return "internal";
     }
-    int rc = leader_write_buckets(ad->ld, text, strlen(text), mono_now());
+    size_t len = strlen(text);
+    int rc = leader_write_buckets(ad->ld, text, len, mono_now());
     free(text);
     if (rc == 0)
         return NULL;
@@ -108,6 +109,9 @@ static const char *publish(admin_t *ad, const bucketfile_t *bf, char *msg, size_
     }
     if (rc == -EAGAIN)
         snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
+    else if (rc == -E2BIG)
+        snprintf(msg, size, "the bucket table would be %zu bytes, over the %u etcd takes as one "
+                 "value: refused (docs/decisions.md, \"Big bucket tables\")", len, LEADER_TABLE_MAX);
     else
         snprintf(msg, size, "cannot write the bucket table to etcd: %s", strerror(-rc));
     log_warn("%s", msg);
