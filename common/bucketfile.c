@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,11 @@ struct bucketfile {
                     writes the canonical form) */
     size_t nsp;  /* elements in sp */
     size_t as, ae; /* the "buckets" array's span in text */
+    /* bucketfile_dup() shares v, src, slot, text and sp with the original
+     * (the controller's copy of the admin's table costs nothing): while
+     * *refs > 1 they are read-only, and a change first copies them
+     * (unshare()).  NULL: not shared. */
+    atomic_int *refs;
     char *opath; /* the file it was loaded from or last saved to; NULL: none */
     bucketfile_ident_t origin; /* what that file held then */
 };
@@ -102,15 +108,74 @@ bucketfile_t *bucketfile_new(void)
     return bf;
 }
 
+/* Lets go of the arrays: frees them unless a copy still shares them. */
+static void release(bucketfile_t *bf)
+{
+    if (bf->refs && atomic_fetch_sub(bf->refs, 1) > 1) {
+        bf->refs = NULL;
+        return;
+    }
+    free(bf->refs);
+    bf->refs = NULL;
+    free(bf->v);
+    free(bf->src);
+    free(bf->sp);
+    free(bf->slot);
+    free(bf->text);
+}
+
+/* A copy of n elements of `size` bytes at p; NULL if out of memory (or
+ * n is 0). */
+static void *dup_array(const void *p, size_t n, size_t size)
+{
+    void *c = n ? malloc(n * size) : NULL;
+    if (c)
+        memcpy(c, p, n * size);
+    return c;
+}
+
+/* Makes bf's arrays its own before a change: copies them if a dup shares
+ * them.  Returns 0 or -ENOMEM (bf unchanged). */
+static int unshare(bucketfile_t *bf)
+{
+    if (!bf->refs)
+        return 0;
+    if (atomic_load(bf->refs) == 1) { /* the others are gone */
+        free(bf->refs);
+        bf->refs = NULL;
+        return 0;
+    }
+    bucketfile_bucket_t *v = dup_array(bf->v, bf->n, sizeof *v);
+    bucketfile_src_t *src = dup_array(bf->src, bf->n, sizeof *src);
+    int *slot = dup_array(bf->slot, bf->nslot, sizeof *slot);
+    char *text = bf->text ? dup_array(bf->text, bf->tlen + 1, 1) : NULL;
+    size_t *sp = bf->sp ? dup_array(bf->sp, 2 * bf->nsp, sizeof *sp) : NULL;
+    if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp)) {
+        free(v);
+        free(src);
+        free(slot);
+        free(text);
+        free(sp);
+        return -ENOMEM;
+    }
+    atomic_fetch_sub(bf->refs, 1);
+    bf->refs = NULL;
+    bf->v = v;
+    bf->src = src;
+    bf->cap = bf->n;
+    bf->slot = slot;
+    bf->text = text;
+    bf->sp = bf->nsp ? sp : NULL;
+    if (!bf->nsp)
+        free(sp);
+    return 0;
+}
+
 void bucketfile_destroy(bucketfile_t **bp)
 {
     if (!bp || !*bp)
         return;
-    free((*bp)->v);
-    free((*bp)->src);
-    free((*bp)->sp);
-    free((*bp)->slot);
-    free((*bp)->text);
+    release(*bp);
     free((*bp)->opath);
     free(*bp);
     *bp = NULL;
@@ -142,6 +207,8 @@ int bucketfile_find(const bucketfile_t *bf, const char *name)
 /* Replaces bf's base text by a copy of len bytes at t.  Returns 0 or -ENOMEM. */
 static int set_text(bucketfile_t *bf, const char *t, size_t len)
 {
+    if (unshare(bf) < 0)
+        return -ENOMEM;
     char *c = malloc(len + 1);
     if (!c)
         return -ENOMEM;
@@ -291,6 +358,8 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
 {
     if (bucketfile_check_bucket(b, err) < 0)
         return -EINVAL;
+    if (unshare(bf) < 0)
+        return -ENOMEM;
     int i = bucketfile_find(bf, b->name);
     if (i >= 0) {
         if (!same_bucket(&bf->v[i], b)) {
@@ -332,6 +401,8 @@ int bucketfile_remove(bucketfile_t *bf, const char *name)
     int i = bucketfile_find(bf, name);
     if (i < 0)
         return -ENOENT;
+    if (unshare(bf) < 0)
+        return -ENOMEM;
     unindex(bf, i);
     size_t after = bf->n - (size_t)i - 1;
     memmove(&bf->v[i], &bf->v[i + 1], after * sizeof bf->v[0]);
@@ -340,36 +411,27 @@ int bucketfile_remove(bucketfile_t *bf, const char *name)
     return 0;
 }
 
-/* A copy of n elements of `size` bytes at p; NULL if out of memory (or
- * n is 0). */
-static void *dup_array(const void *p, size_t n, size_t size)
-{
-    void *c = n ? malloc(n * size) : NULL;
-    if (c)
-        memcpy(c, p, n * size);
-    return c;
-}
-
 bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
 {
-    bucketfile_t *c = calloc(1, sizeof *c);
+    bucketfile_t *c = malloc(sizeof *c);
     if (!c)
         return NULL;
-    c->n = c->cap = bf->n;
-    c->nslot = bf->nslot;
-    c->v = dup_array(bf->v, bf->n, sizeof *bf->v);
-    c->src = dup_array(bf->src, bf->n, sizeof *bf->src);
-    c->slot = dup_array(bf->slot, bf->nslot, sizeof *bf->slot);
-    if ((bf->n && (!c->v || !c->src)) || !c->slot ||
-        (bf->text && set_text(c, bf->text, bf->tlen) < 0) || bucketfile_copy_origin(c, bf) < 0) {
+    /* The arrays are shared, not copied (bf's are read-only while they
+     * are): bf's `refs` is set up here, hence the cast; nothing bf shows
+     * changes. */
+    bucketfile_t *m = (bucketfile_t *)bf;
+    if (!m->refs) {
+        if (!(m->refs = malloc(sizeof *m->refs))) {
+            free(c);
+            return NULL;
+        }
+        atomic_init(m->refs, 1);
+    }
+    *c = *bf;
+    c->opath = NULL;
+    atomic_fetch_add(c->refs, 1);
+    if (bucketfile_copy_origin(c, bf) < 0)
         bucketfile_destroy(&c);
-        return NULL;
-    }
-    if (bf->sp && (c->sp = dup_array(bf->sp, 2 * bf->nsp, sizeof *bf->sp))) {
-        c->nsp = bf->nsp;
-        c->as = bf->as;
-        c->ae = bf->ae;
-    }
     return c;
 }
 
@@ -960,6 +1022,10 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     if (!msg)
         msg = ignored, size = sizeof ignored;
     snprintf(msg, size, "%s", "");
+    if (unshare(bf) < 0) { /* what a save adopts must be bf's own */
+        rc = -ENOMEM;
+        goto out;
+    }
     if ((rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
         goto out;
     if (render(bf, &t, 1) < 0 || !(text = t.p) || !(dcopy = strdup(path))) {

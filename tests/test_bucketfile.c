@@ -522,6 +522,7 @@ static char *big_text(char **lines, size_t n)
     for (size_t i = 0; i < n; i++)
         len += lines[i] ? strlen(lines[i]) + 6 : 0;
     char *t = malloc(len), *p = t;
+    ck_assert_ptr_nonnull(t);
     p += sprintf(p, "{ \"buckets\" : [\n");
     int first = 1;
     for (size_t i = 0; i < n; i++) {
@@ -608,8 +609,8 @@ START_TEST(test_bucketfile_big_table_edit)
     free(got);
     free(want);
 
-    /* Remove every third bucket: each name left is found where it is. */
-    for (size_t i = 0; i < N; i += 3)
+    /* Remove every 37th bucket: each name left is found where it is. */
+    for (size_t i = 0; i < N; i += 37)
         if (lines[i]) {
             char name[16];
             snprintf(name, sizeof name, "t%05zu", i);
@@ -632,6 +633,44 @@ START_TEST(test_bucketfile_big_table_edit)
 }
 END_TEST
 
+/* A copy shares the original's arrays until one of them changes: each
+ * change is its own, and either may be destroyed first. */
+START_TEST(test_bucketfile_dup_copy_on_write)
+{
+    const char *text = "{\"buckets\":[{\"name\":\"a\",\"reservation\":1},\n"
+                       " {\"name\":\"b\",\"reservation\":2}]}";
+    bucketfile_t *o = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse(text, &o, &err), 0);
+    bucketfile_t *c1 = bucketfile_dup(o), *c2 = bucketfile_dup(o);
+    ck_assert_ptr_eq(bucketfile_get(c1, 0), bucketfile_get(o, 0)); /* shared */
+    bucketfile_bucket_t b = *bucketfile_get(c1, 1);
+    b.reservation = 9;
+    ck_assert_int_eq(bucketfile_set(c1, &b, &err), 0);
+    ck_assert_int_eq(bucketfile_remove(c2, "a"), 0);
+    ck_assert_int_eq(bucketfile_get(o, 1)->reservation, 2);
+    ck_assert_uint_eq(bucketfile_count(o), 2);
+    ck_assert_int_eq(bucketfile_get(c1, 1)->reservation, 9);
+    ck_assert_uint_eq(bucketfile_count(c2), 1);
+    ck_assert_int_eq(bucketfile_find(c2, "b"), 0);
+    char *r = bucketfile_render(o);
+    ck_assert_str_eq(r, text);
+    free(r);
+    r = bucketfile_render(c2);
+    ck_assert_str_eq(r, "{\"buckets\":[{\"name\":\"b\",\"reservation\":2}]}");
+    free(r);
+    bucketfile_t *c3 = bucketfile_dup(c1);
+    bucketfile_destroy(&o); /* the original first: the copies keep theirs */
+    bucketfile_destroy(&c1);
+    ck_assert_int_eq(bucketfile_get(c3, 1)->reservation, 9);
+    r = bucketfile_render(c3);
+    ck_assert_ptr_nonnull(strstr(r, "\"reservation\": 9"));
+    free(r);
+    bucketfile_destroy(&c3);
+    bucketfile_destroy(&c2);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
@@ -641,6 +680,7 @@ int main(void)
                                   test_bucketfile_save_atomic_roundtrip,
                                   test_bucketfile_null_limit, test_bucketfile_save_keeps_format,
                                   test_bucketfile_validate_every_problem,
-                                  test_bucketfile_byte_rates, test_bucketfile_big_table_edit};
+                                  test_bucketfile_byte_rates, test_bucketfile_big_table_edit,
+                                  test_bucketfile_dup_copy_on_write};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }
