@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench-bigtable.sh - the controller with a big bucket table: start-up, one `set` and one `remove` (admin round trip = the main loop's stall), `status` size and time, memory per bucket, SIGTERM latency during a change (docs/performance.md, "Big bucket tables").
+# bench-bigtable.sh - the controller with a big bucket table: start-up, one `set` and one `remove` (admin round trip = the main loop's stall), `status` size and time, memory per bucket after start-up and after a few periods, SIGTERM latency during a change (docs/performance.md, "Big bucket tables").
 # Usage: controller/bench/bench-bigtable.sh [N...]   (default: 30000; BIN defaults to bin; TIMEOUT=S caps each step, default 120)
 set -u
 HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
@@ -63,6 +63,7 @@ term_latency() {
   n=$((CAP * 20))
   while kill -0 "$pid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
   if kill -0 "$pid" 2>/dev/null; then t_term=">${CAP}000"; kill -9 "$pid"; else t_term=$(ms "$t0" "$(now)"); fi
+  kill "$cpid" 2>/dev/null # its controller is gone: no answer will come
   wait "$cpid" 2>/dev/null
 }
 
@@ -71,8 +72,8 @@ table 1 "$T/one.json"
 start "$T/one.json"
 rss0=$(rss_kb "$pid")
 stop_pid "$pid"
-echo "| buckets | file | start-up | RSS | RSS/bucket | set | remove | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | SIGTERM in a set |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| buckets | file | start-up | RSS | RSS/bucket | set | remove | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | RSS after (per bucket) | SIGTERM in a set |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for N in ${@:-30000}; do
   table "$N" "$T/b.json"
   size=$(wc -c <"$T/b.json")
@@ -89,6 +90,9 @@ for N in ${@:-30000}; do
     timed t_sum ctl status --limit 0
     timed t_top ctl status --limit 10 --sort reservation
   else t_sum="n/a"; t_top="n/a"; fi
+  sleep 3 # a few periods: each judges every bucket (history rings)
+  rss2=$(rss_kb "$pid")
+  per2=$(awk -v a="$rss2" -v b="$rss0" -v n="$N" 'BEGIN { printf "%.0f B", (a - b) * 1024 / n }')
   term_latency
-  echo "| $N | $((size / 1024)) KiB | ${t_start} ms | $((rss / 1024)) MiB | $per | ${t_set} ms | ${t_rm} ms | ${t_st} ms, $st_lines lines | ${t_sj} ms, $((sj_bytes / 1024)) KiB | ${t_sum} ms | ${t_top} ms | ${t_term} ms |"
+  echo "| $N | $((size / 1024)) KiB | ${t_start} ms | $((rss / 1024)) MiB | $per | ${t_set} ms | ${t_rm} ms | ${t_st} ms, $st_lines lines | ${t_sj} ms, $((sj_bytes / 1024)) KiB | ${t_sum} ms | ${t_top} ms | $((rss2 / 1024)) MiB, $per2 | ${t_term} ms |"
 done
