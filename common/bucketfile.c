@@ -48,6 +48,8 @@ struct bucketfile {
                     writes the canonical form) */
     size_t nsp;  /* elements in sp */
     size_t as, ae; /* the "buckets" array's span in text */
+    size_t vs, ve; /* the top-level "table_version" value's span in text
+                      (with sp); vs == ve: none */
     /* bucketfile_dup() shares v, src, slot, text and sp with the original
      * (the controller's copy of the admin's table costs nothing): while
      * *refs > 1 they are read-only, and a change first copies them
@@ -232,6 +234,7 @@ static int set_text(bucketfile_t *bf, const char *t, size_t len)
     free(bf->sp);
     bf->sp = NULL;
     bf->nsp = 0;
+    bf->vs = bf->ve = 0;
     return 0;
 }
 
@@ -260,11 +263,19 @@ static void index_text(bucketfile_t *bf)
         }
         bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};
     }
+    /* Where the version's value is, found once here rather than at each
+     * render (it may follow the array: a scan of the whole text). */
+    jsonloc_step_t vpath[1] = {{"table_version", 0}};
+    size_t vs = 0, ve = 0;
+    if (jsonloc_span(bf->text, bf->tlen, vpath, 1, &vs, &ve) != 1)
+        vs = ve = 0;
     free(bf->sp);
     bf->sp = sp;
     bf->nsp = bf->n;
     bf->as = as;
     bf->ae = ae;
+    bf->vs = vs;
+    bf->ve = ve;
 }
 
 /* Appends without checks; the caller has verified the name is new. */
@@ -882,6 +893,7 @@ typedef struct {
     size_t *sp; /* 2 per element */
     size_t nsp;
     size_t as, ae; /* the "buckets" array's span */
+    size_t vs, ve; /* the "table_version" value's span; vs == ve: none */
     int oom;
 } tbuf_t;
 
@@ -971,11 +983,13 @@ static void put_element(tbuf_t *t, const bucketfile_t *bf, size_t i, int copy)
 static void write_canonical(tbuf_t *t, const bucketfile_t *bf)
 {
     if (bf->version) {
-        char num[64];
-        int n = snprintf(num, sizeof num, "{\"table_version\": %llu, ",
-                         (unsigned long long)bf->version);
+        char num[32];
+        int n = snprintf(num, sizeof num, "%llu", (unsigned long long)bf->version);
+        tb_puts(t, "{\"table_version\": ");
+        t->vs = t->n;
         tb_put(t, num, (size_t)n);
-        tb_puts(t, "\"buckets\": ");
+        t->ve = t->n;
+        tb_puts(t, ", \"buckets\": ");
     } else {
         tb_puts(t, "{\"buckets\": ");
     }
@@ -997,6 +1011,7 @@ static void write_canonical(tbuf_t *t, const bucketfile_t *bf)
 typedef struct {
     size_t at, end;
     const char *put;
+    size_t val, vlen; /* the value's place in put */
 } tb_patch_t;
 
 /* Copies x[from, to) into t, with the patch applied if it lies in that
@@ -1007,6 +1022,8 @@ static void tb_copy(tbuf_t *t, const char *x, size_t from, size_t to, const tb_p
 {
     if (pt->put && pt->at >= from && pt->at < to && pt->end <= to) {
         tb_put(t, x + from, pt->at - from);
+        t->vs = t->n + pt->val;
+        t->ve = t->vs + pt->vlen;
         tb_puts(t, pt->put);
         from = pt->end;
     }
@@ -1016,17 +1033,16 @@ static void tb_copy(tbuf_t *t, const char *x, size_t from, size_t to, const tb_p
 /* The patch that makes the base text's top-level "table_version" bf's:
  * its value replaced where it is, or, if it has none and bf a version,
  * the member put first in the top-level object (as bucketfile_dumps()
- * writes it); no patch if neither.  `num` (48 bytes) holds the text put.
+ * writes it); no patch if neither.  `num` (48 bytes) holds the text put;
+ * the value's span comes from index_text() or the last save, no scan.
  * Returns 0, or -EINVAL if the base has no top-level '{' before the array
  * to put the member after (the caller writes the canonical form). */
 static int version_patch(const bucketfile_t *bf, char *num, tb_patch_t *pt)
 {
-    jsonloc_step_t path[1] = {{"table_version", 0}};
-    size_t vs, ve;
     *pt = (tb_patch_t){0};
-    if (jsonloc_span(bf->text, bf->tlen, path, 1, &vs, &ve) == 1) {
-        snprintf(num, 48, "%llu", (unsigned long long)bf->version);
-        *pt = (tb_patch_t){vs, ve, num};
+    if (bf->ve > bf->vs) { /* index_text() or the last save found it */
+        int n = snprintf(num, 48, "%llu", (unsigned long long)bf->version);
+        *pt = (tb_patch_t){bf->vs, bf->ve, num, 0, (size_t)n};
         return 0;
     }
     if (!bf->version)
@@ -1036,8 +1052,9 @@ static int version_patch(const bucketfile_t *bf, char *num, tb_patch_t *pt)
         r++;
     if (r >= bf->as || bf->text[r] != '{')
         return -EINVAL;
-    snprintf(num, 48, "\"table_version\": %llu, ", (unsigned long long)bf->version);
-    *pt = (tb_patch_t){r + 1, r + 1, num};
+    int n = snprintf(num, 48, "\"table_version\": %llu, ", (unsigned long long)bf->version);
+    size_t key = strlen("\"table_version\": ");
+    *pt = (tb_patch_t){r + 1, r + 1, num, key, (size_t)n - key - 2};
     return 0;
 }
 
@@ -1212,6 +1229,8 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     bf->nsp = t.nsp;
     bf->as = t.as;
     bf->ae = t.ae;
+    bf->vs = t.vs;
+    bf->ve = t.ve;
     t.sp = NULL;
     for (size_t i = 0; i < bf->n; i++)
         bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};

@@ -835,6 +835,20 @@ START_TEST(test_bucketfile_version_spans_shadow)
     bucketfile_destroy(&back);
     free(got);
     bucketfile_destroy(&bf);
+
+    /* The member after the array: its value replaced there, save after
+     * save (the span of the value a save writes is recorded too). */
+    put(path, "{\"buckets\": [{\"name\":\"a\",\"reservation\":1}],\n \"table_version\": 99}\n");
+    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
+    for (uint64_t v = 100; v <= 10000; v *= 10) {
+        bucketfile_set_version(bf, v);
+        ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    }
+    got = slurp_all(path);
+    ck_assert_str_eq(got,
+                     "{\"buckets\": [{\"name\":\"a\",\"reservation\":1}],\n \"table_version\": 10000}\n");
+    free(got);
+    bucketfile_destroy(&bf);
     unlink(path);
     rmdir(dir);
 }
