@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,25 +26,56 @@ typedef struct {
     uint64_t hash;    /* FNV-1a 64 of the content */
 } bucketfile_ident_t;
 
+/* Where a bucket stands in the base text: the element of its "buckets"
+ * array it was read from (-1: none, a new bucket) and whether it changed
+ * since (its object is then written anew). */
+typedef struct {
+    int32_t elem;
+    int32_t changed;
+} bucketfile_src_t;
+
 struct bucketfile {
     bucketfile_bucket_t *v; /* file order */
+    bucketfile_src_t *src;  /* parallel to v */
     size_t n, cap;
     int *slot;   /* open-addressing hash of names: index into v, -1 empty */
     size_t nslot;
     char *text;  /* the text it was parsed from or last saved as (NUL-terminated),
                     the base bucketfile_render() edits; NULL: none */
     size_t tlen;
+    size_t *sp;  /* the base text's elements of "buckets": element k spans
+                    text[sp[2k] .. sp[2k+1]); NULL: none known (a render
+                    writes the canonical form) */
+    size_t nsp;  /* elements in sp */
+    size_t as, ae; /* the "buckets" array's span in text */
+    size_t vs, ve; /* the top-level "table_version" value's span in text
+                      (with sp); vs == ve: none */
+    /* bucketfile_dup() shares v, src, slot, text and sp with the original
+     * (the controller's copy of the admin's table costs nothing): while
+     * *refs > 1 they are read-only, and a change first copies them
+     * (unshare()).  NULL: not shared. */
+    atomic_int *refs;
+    uint64_t version; /* the top-level "table_version"; 0: none */
     char *opath; /* the file it was loaded from or last saved to; NULL: none */
     bucketfile_ident_t origin; /* what that file held then */
-    uint64_t version; /* the top-level "table_version"; 0: none */
 };
 
 /* ---- hash index ---------------------------------------------------------- */
 
+/* 8 bytes a step, then FNV-1a over the tail: a file's identity (75 MB at
+ * a million buckets, hashed at every save and every check) and the name
+ * index.  Only compared within one process: free to change. */
 static uint64_t hash_bytes(const char *t, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
+    uint64_t h = 1469598103934665603ULL ^ (n * 0x9E3779B97F4A7C15ULL);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, t + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) {
         h ^= (unsigned char)t[i];
         h *= 1099511628211ULL;
     }
@@ -89,13 +122,74 @@ bucketfile_t *bucketfile_new(void)
     return bf;
 }
 
+/* Lets go of the arrays: frees them unless a copy still shares them. */
+static void release(bucketfile_t *bf)
+{
+    if (bf->refs && atomic_fetch_sub(bf->refs, 1) > 1) {
+        bf->refs = NULL;
+        return;
+    }
+    free(bf->refs);
+    bf->refs = NULL;
+    free(bf->v);
+    free(bf->src);
+    free(bf->sp);
+    free(bf->slot);
+    free(bf->text);
+}
+
+/* A copy of n elements of `size` bytes at p; NULL if out of memory (or
+ * n is 0). */
+static void *dup_array(const void *p, size_t n, size_t size)
+{
+    void *c = n ? malloc(n * size) : NULL;
+    if (c)
+        memcpy(c, p, n * size);
+    return c;
+}
+
+/* Makes bf's arrays its own before a change: copies them if a dup shares
+ * them.  Returns 0 or -ENOMEM (bf unchanged). */
+static int unshare(bucketfile_t *bf)
+{
+    if (!bf->refs)
+        return 0;
+    if (atomic_load(bf->refs) == 1) { /* the others are gone */
+        free(bf->refs);
+        bf->refs = NULL;
+        return 0;
+    }
+    bucketfile_bucket_t *v = dup_array(bf->v, bf->n, sizeof *v);
+    bucketfile_src_t *src = dup_array(bf->src, bf->n, sizeof *src);
+    int *slot = dup_array(bf->slot, bf->nslot, sizeof *slot);
+    char *text = bf->text ? dup_array(bf->text, bf->tlen + 1, 1) : NULL;
+    size_t *sp = bf->sp ? dup_array(bf->sp, 2 * bf->nsp, sizeof *sp) : NULL;
+    if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp)) {
+        free(v);
+        free(src);
+        free(slot);
+        free(text);
+        free(sp);
+        return -ENOMEM;
+    }
+    atomic_fetch_sub(bf->refs, 1);
+    bf->refs = NULL;
+    bf->v = v;
+    bf->src = src;
+    bf->cap = bf->n;
+    bf->slot = slot;
+    bf->text = text;
+    bf->sp = bf->nsp ? sp : NULL;
+    if (!bf->nsp)
+        free(sp);
+    return 0;
+}
+
 void bucketfile_destroy(bucketfile_t **bp)
 {
     if (!bp || !*bp)
         return;
-    free((*bp)->v);
-    free((*bp)->slot);
-    free((*bp)->text);
+    release(*bp);
     free((*bp)->opath);
     free(*bp);
     *bp = NULL;
@@ -127,6 +221,8 @@ int bucketfile_find(const bucketfile_t *bf, const char *name)
 /* Replaces bf's base text by a copy of len bytes at t.  Returns 0 or -ENOMEM. */
 static int set_text(bucketfile_t *bf, const char *t, size_t len)
 {
+    if (unshare(bf) < 0)
+        return -ENOMEM;
     char *c = malloc(len + 1);
     if (!c)
         return -ENOMEM;
@@ -135,7 +231,51 @@ static int set_text(bucketfile_t *bf, const char *t, size_t len)
     free(bf->text);
     bf->text = c;
     bf->tlen = len;
+    free(bf->sp);
+    bf->sp = NULL;
+    bf->nsp = 0;
+    bf->vs = bf->ve = 0;
     return 0;
+}
+
+/* Makes bf's buckets the elements of its base text, in order (just
+ * parsed from it): finds every element's span in one pass, so that a
+ * render copies what did not change and rewrites only what did.  Without
+ * memory, or if the text's elements are not bf's buckets one for one, no
+ * spans are kept and a render writes the canonical form.  O(len). */
+static void index_text(bucketfile_t *bf)
+{
+    jsonloc_step_t path[1] = {{"buckets", 0}};
+    size_t as, ae, *sp = NULL;
+    if (!bf->text || jsonloc_span(bf->text, bf->tlen, path, 1, &as, &ae) != 1 ||
+        bf->text[as] != '[' || bf->text[ae - 1] != ']')
+        return;
+    if (bf->n && !(sp = malloc(2 * bf->n * sizeof *sp)))
+        return;
+    if (jsonloc_elements(bf->text, bf->tlen, as, sp, bf->n) != bf->n) {
+        free(sp);
+        return;
+    }
+    for (size_t i = 0; i < bf->n; i++) {
+        if (bf->text[sp[2 * i]] != '{' || bf->text[sp[2 * i + 1] - 1] != '}') {
+            free(sp);
+            return;
+        }
+        bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};
+    }
+    /* Where the version's value is, found once here rather than at each
+     * render (it may follow the array: a scan of the whole text). */
+    jsonloc_step_t vpath[1] = {{"table_version", 0}};
+    size_t vs = 0, ve = 0;
+    if (jsonloc_span(bf->text, bf->tlen, vpath, 1, &vs, &ve) != 1)
+        vs = ve = 0;
+    free(bf->sp);
+    bf->sp = sp;
+    bf->nsp = bf->n;
+    bf->as = as;
+    bf->ae = ae;
+    bf->vs = vs;
+    bf->ve = ve;
 }
 
 /* Appends without checks; the caller has verified the name is new. */
@@ -147,6 +287,10 @@ static int append(bucketfile_t *bf, const bucketfile_bucket_t *b)
         if (!v)
             return -ENOMEM;
         bf->v = v;
+        bucketfile_src_t *src = realloc(bf->src, cap * sizeof *src);
+        if (!src)
+            return -ENOMEM;
+        bf->src = src;
         bf->cap = cap;
     }
     if (2 * (bf->n + 1) + 2 > bf->nslot) {
@@ -155,6 +299,7 @@ static int append(bucketfile_t *bf, const bucketfile_bucket_t *b)
             return rc;
     }
     bf->v[bf->n] = *b;
+    bf->src[bf->n] = (bucketfile_src_t){-1, 1};
     size_t h = hash_name(b->name) & (bf->nslot - 1);
     while (bf->slot[h] >= 0)
         h = (h + 1) & (bf->nslot - 1);
@@ -229,16 +374,54 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
     return 0;
 }
 
+static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
+           a->limit == b->limit && a->weight == b->weight &&
+           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
+           a->shadow == b->shadow;
+}
+
 int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t *err)
 {
     if (bucketfile_check_bucket(b, err) < 0)
         return -EINVAL;
+    if (unshare(bf) < 0)
+        return -ENOMEM;
     int i = bucketfile_find(bf, b->name);
     if (i >= 0) {
-        bf->v[i] = *b;
+        if (!same_bucket(&bf->v[i], b)) {
+            bf->v[i] = *b;
+            bf->src[i].changed = 1;
+        }
         return 0;
     }
     return append(bf, b);
+}
+
+/* Takes index i out of the hash (linear probing: the entries after it in
+ * its run move back where a lookup finds them), then renumbers the
+ * indexes above i, which the caller moves down by one.  No rehash of the
+ * names: one pass over the slots. */
+static void unindex(bucketfile_t *bf, int i)
+{
+    size_t mask = bf->nslot - 1, h = hash_name(bf->v[i].name) & mask;
+    while (bf->slot[h] != i)
+        h = (h + 1) & mask;
+    bf->slot[h] = -1;
+    for (size_t j = (h + 1) & mask; bf->slot[j] >= 0; j = (j + 1) & mask) {
+        size_t k = hash_name(bf->v[bf->slot[j]].name) & mask;
+        /* Entry j may fill the hole at h if its home k is not in (h, j]. */
+        int stays = h <= j ? (k > h && k <= j) : (k > h || k <= j);
+        if (!stays) {
+            bf->slot[h] = bf->slot[j];
+            bf->slot[j] = -1;
+            h = j;
+        }
+    }
+    for (size_t j = 0; j < bf->nslot; j++)
+        if (bf->slot[j] > i)
+            bf->slot[j]--;
 }
 
 int bucketfile_remove(bucketfile_t *bf, const char *name)
@@ -246,41 +429,35 @@ int bucketfile_remove(bucketfile_t *bf, const char *name)
     int i = bucketfile_find(bf, name);
     if (i < 0)
         return -ENOENT;
-    memmove(&bf->v[i], &bf->v[i + 1], (bf->n - (size_t)i - 1) * sizeof bf->v[0]);
+    if (unshare(bf) < 0)
+        return -ENOMEM;
+    unindex(bf, i);
+    size_t after = bf->n - (size_t)i - 1;
+    memmove(&bf->v[i], &bf->v[i + 1], after * sizeof bf->v[0]);
+    memmove(&bf->src[i], &bf->src[i + 1], after * sizeof bf->src[0]);
     bf->n--;
-    /* Indexes moved: rebuild.  Removal is an admin action, not a hot path. */
-    int rc = reindex(bf, bf->n);
-    if (rc < 0) {
-        /* Keep a consistent index even without memory: fall back to a scan
-         * of the old table would be wrong, so rebuild in place. */
-        for (size_t k = 0; k < bf->nslot; k++)
-            bf->slot[k] = -1;
-        for (size_t k = 0; k < bf->n; k++) {
-            size_t h = hash_name(bf->v[k].name) & (bf->nslot - 1);
-            while (bf->slot[h] >= 0)
-                h = (h + 1) & (bf->nslot - 1);
-            bf->slot[h] = (int)k;
-        }
-    }
     return 0;
 }
 
 bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
 {
-    bucketfile_t *c = bucketfile_new();
+    bucketfile_t *c = malloc(sizeof *c);
     if (!c)
         return NULL;
-    for (size_t i = 0; i < bf->n; i++) {
-        if (append(c, &bf->v[i]) < 0) {
-            bucketfile_destroy(&c);
+    /* The arrays are shared, not copied (bf's are read-only while they
+     * are): bf's `refs` is set up here, hence the cast; nothing bf shows
+     * changes. */
+    bucketfile_t *m = (bucketfile_t *)bf;
+    if (!m->refs) {
+        if (!(m->refs = malloc(sizeof *m->refs))) {
+            free(c);
             return NULL;
         }
+        atomic_init(m->refs, 1);
     }
-    if (bf->text && set_text(c, bf->text, bf->tlen) < 0) {
-        bucketfile_destroy(&c);
-        return NULL;
-    }
-    c->version = bf->version;
+    *c = *bf;
+    c->opath = NULL;
+    atomic_fetch_add(c->refs, 1);
     if (bucketfile_copy_origin(c, bf) < 0)
         bucketfile_destroy(&c);
     return c;
@@ -509,6 +686,7 @@ static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
     }
     if ((rc = set_text(bf, text, len)) < 0)
         goto out;
+    index_text(bf);
     *out = bf;
     bf = NULL;
 out:
@@ -520,6 +698,10 @@ out:
     }
     bucketfile_destroy(&bf);
     json_decref(root);
+    /* A big document's tree (a million small objects, several hundred MB)
+     * is gone: give its pages back rather than keep them as a free heap. */
+    if (len > (1u << 24))
+        malloc_trim(0);
     return rc;
 }
 
@@ -544,6 +726,8 @@ static int read_all(const char *path, char **buf, size_t *len, bucketfile_ident_
         rc = -errno;
         goto out;
     }
+    if (st.st_size > 0 && (size_t)st.st_size < SIZE_MAX / 2)
+        cap = (size_t)st.st_size + 2; /* one read, no doubling (a 75 MB file) */
     if (!(b = malloc(cap))) {
         rc = -ENOMEM;
         goto out;
@@ -699,212 +883,284 @@ int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *m
 
 /* ---- output -------------------------------------------------------------- */
 
-/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W
- * [, "reservation_bytes": RB][, "limit_bytes": LB][, "shadow": true]}.
- * Returns 0 or -ENOMEM. */
-static int put_bucket(FILE *f, const bucketfile_bucket_t *b)
+/* A text being written: a growing buffer, and the spans of the elements
+ * of its "buckets" array as they are written (what index_text() would
+ * find in it), so that the saved text is the base of the next edit
+ * without a scan. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    size_t *sp; /* 2 per element */
+    size_t nsp;
+    size_t as, ae; /* the "buckets" array's span */
+    size_t vs, ve; /* the "table_version" value's span; vs == ve: none */
+    int oom;
+} tbuf_t;
+
+static void tb_put(tbuf_t *t, const char *s, size_t n)
 {
-    json_t *s = json_string(b->name);
-    char *qname = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-    json_decref(s);
-    if (!qname)
-        return -ENOMEM;
-    fprintf(f, "{\"name\": %s, \"reservation\": %lld", qname, (long long)b->reservation);
+    if (t->oom)
+        return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->n + n + 1)
+            cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (!p) {
+            t->oom = 1;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n] = '\0';
+}
+
+static void tb_puts(tbuf_t *t, const char *s)
+{
+    tb_put(t, s, strlen(s));
+}
+
+/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W
+ * [, "reservation_bytes": RB][, "limit_bytes": LB][, "shadow": true]}. */
+static void put_bucket(tbuf_t *t, const bucketfile_bucket_t *b)
+{
+    char num[192];
+    tb_puts(t, "{\"name\": ");
+    if (strpbrk(b->name, "\"\\")) { /* jansson escapes it; other bytes go as they are */
+        json_t *s = json_string(b->name);
+        char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+        json_decref(s);
+        if (!q) {
+            t->oom = 1;
+            return;
+        }
+        tb_puts(t, q);
+        free(q);
+    } else {
+        tb_puts(t, "\"");
+        tb_puts(t, b->name);
+        tb_puts(t, "\"");
+    }
+    int n = snprintf(num, sizeof num, ", \"reservation\": %lld", (long long)b->reservation);
     if (b->limit != BUCKETFILE_NO_LIMIT)
-        fprintf(f, ", \"limit\": %lld", (long long)b->limit);
-    fprintf(f, ", \"weight\": %u", b->weight);
-    if (b->reservation_bytes > 0)
-        fprintf(f, ", \"reservation_bytes\": %lld", (long long)b->reservation_bytes);
-    if (b->limit_bytes > 0)
-        fprintf(f, ", \"limit_bytes\": %lld", (long long)b->limit_bytes);
+        n += snprintf(num + n, sizeof num - (size_t)n, ", \"limit\": %lld", (long long)b->limit);
+    n += snprintf(num + n, sizeof num - (size_t)n, ", \"weight\": %u", b->weight);
+    tb_put(t, num, (size_t)n);
+    if (b->reservation_bytes > 0) {
+        n = snprintf(num, sizeof num, ", \"reservation_bytes\": %lld", (long long)b->reservation_bytes);
+        tb_put(t, num, (size_t)n);
+    }
+    if (b->limit_bytes > 0) {
+        n = snprintf(num, sizeof num, ", \"limit_bytes\": %lld", (long long)b->limit_bytes);
+        tb_put(t, num, (size_t)n);
+    }
     if (b->shadow)
-        fputs(", \"shadow\": true", f);
-    fputs("}", f);
-    free(qname);
+        tb_puts(t, ", \"shadow\": true");
+    tb_puts(t, "}");
+}
+
+/* Writes the element of bucket i as put_bucket(), or, if it is in the
+ * base text unchanged, copies its object, and records its span. */
+static void put_element(tbuf_t *t, const bucketfile_t *bf, size_t i, int copy)
+{
+    size_t st = t->n;
+    int32_t k = bf->src[i].elem;
+    if (copy && k >= 0 && !bf->src[i].changed)
+        tb_put(t, bf->text + bf->sp[2 * k], bf->sp[2 * k + 1] - bf->sp[2 * k]);
+    else
+        put_bucket(t, &bf->v[i]);
+    if (t->sp) {
+        t->sp[2 * t->nsp] = st;
+        t->sp[2 * t->nsp + 1] = t->n;
+        t->nsp++;
+    }
+}
+
+/* The canonical text of bf into t: one bucket per line. */
+static void write_canonical(tbuf_t *t, const bucketfile_t *bf)
+{
+    if (bf->version) {
+        char num[32];
+        int n = snprintf(num, sizeof num, "%llu", (unsigned long long)bf->version);
+        tb_puts(t, "{\"table_version\": ");
+        t->vs = t->n;
+        tb_put(t, num, (size_t)n);
+        t->ve = t->n;
+        tb_puts(t, ", \"buckets\": ");
+    } else {
+        tb_puts(t, "{\"buckets\": ");
+    }
+    t->as = t->n;
+    tb_puts(t, "[\n");
+    for (size_t i = 0; i < bf->n && !t->oom; i++) {
+        tb_puts(t, "  ");
+        put_element(t, bf, i, 0);
+        tb_puts(t, i + 1 < bf->n ? ",\n" : "\n");
+    }
+    tb_puts(t, "]");
+    t->ae = t->n;
+    tb_puts(t, "}\n");
+}
+
+/* The one change a render makes outside the buckets array: the base
+ * text's x[at, end) written as `put` (the "table_version" value replaced,
+ * or, at == end, the member inserted); put NULL: none. */
+typedef struct {
+    size_t at, end;
+    const char *put;
+    size_t val, vlen; /* the value's place in put */
+} tb_patch_t;
+
+/* Copies x[from, to) into t, with the patch applied if it lies in that
+ * range.  The patch is outside the buckets array, so the spans recorded
+ * for the elements (after it, if it is before the array) stay right: they
+ * are positions in t, not in x. */
+static void tb_copy(tbuf_t *t, const char *x, size_t from, size_t to, const tb_patch_t *pt)
+{
+    if (pt->put && pt->at >= from && pt->at < to && pt->end <= to) {
+        tb_put(t, x + from, pt->at - from);
+        t->vs = t->n + pt->val;
+        t->ve = t->vs + pt->vlen;
+        tb_puts(t, pt->put);
+        from = pt->end;
+    }
+    tb_put(t, x + from, to - from);
+}
+
+/* The patch that makes the base text's top-level "table_version" bf's:
+ * its value replaced where it is, or, if it has none and bf a version,
+ * the member put first in the top-level object (as bucketfile_dumps()
+ * writes it); no patch if neither.  `num` (48 bytes) holds the text put;
+ * the value's span comes from index_text() or the last save, no scan.
+ * Returns 0, or -EINVAL if the base has no top-level '{' before the array
+ * to put the member after (the caller writes the canonical form). */
+static int version_patch(const bucketfile_t *bf, char *num, tb_patch_t *pt)
+{
+    *pt = (tb_patch_t){0};
+    if (bf->ve > bf->vs) { /* index_text() or the last save found it */
+        int n = snprintf(num, 48, "%llu", (unsigned long long)bf->version);
+        *pt = (tb_patch_t){bf->vs, bf->ve, num, 0, (size_t)n};
+        return 0;
+    }
+    if (!bf->version)
+        return 0;
+    size_t r = 0;
+    while (r < bf->as && strchr(" \t\r\n", bf->text[r]))
+        r++;
+    if (r >= bf->as || bf->text[r] != '{')
+        return -EINVAL;
+    int n = snprintf(num, 48, "\"table_version\": %llu, ", (unsigned long long)bf->version);
+    size_t key = strlen("\"table_version\": ");
+    *pt = (tb_patch_t){r + 1, r + 1, num, key, (size_t)n - key - 2};
     return 0;
 }
 
-/* Closes the memstream f over *out; returns *out, or NULL (freed) on error. */
-static char *close_text(FILE *f, char **out, int rc)
+/* The base text edited to hold bf into t: what lies around the buckets
+ * array and between its elements is copied (the "table_version" patched,
+ * `pt`); an unchanged bucket keeps its object's text, a changed one is
+ * written anew in its place, a removed one goes with its separator, a
+ * new one is appended with the separator the last elements use.  One
+ * pass: O(length of the text), whatever changed (the spans come from the
+ * parse, index_text(), or the last save). */
+static void write_edited(tbuf_t *t, const bucketfile_t *bf, const tb_patch_t *pt)
 {
-    if (fclose(f) != 0 || rc < 0) {
-        free(*out);
-        *out = NULL;
-    }
-    return *out;
-}
-
-char *bucketfile_dumps(const bucketfile_t *bf)
-{
-    char *out = NULL;
-    size_t n;
-    FILE *f = open_memstream(&out, &n);
-    if (!f)
-        return NULL;
-    int rc = 0;
-    if (bf->version)
-        fprintf(f, "{\"table_version\": %llu, \"buckets\": [\n", (unsigned long long)bf->version);
-    else
-        fputs("{\"buckets\": [\n", f);
-    for (size_t i = 0; rc == 0 && i < bf->n; i++) {
-        fputs("  ", f);
-        rc = put_bucket(f, &bf->v[i]);
-        fputs(i + 1 < bf->n ? ",\n" : "\n", f);
-    }
-    fputs("]}\n", f);
-    return close_text(f, &out, rc);
-}
-
-static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *b)
-{
-    return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
-           a->limit == b->limit && a->weight == b->weight &&
-           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
-           a->shadow == b->shadow;
-}
-
-static int same_set(const bucketfile_t *a, const bucketfile_t *b)
-{
-    if (a->n != b->n)
-        return 0;
-    for (size_t i = 0; i < a->n; i++)
-        if (!same_bucket(&a->v[i], &b->v[i]))
-            return 0;
-    return 1;
-}
-
-/* The base text edited to hold bf: what lies around the buckets array and
- * between its elements is copied; an unchanged bucket keeps its object's
- * text, a changed one is written anew in its place, a removed one goes
- * with its separator, a new one is appended with the separator the last
- * elements use.  NULL if the base cannot be edited so (or no memory). */
-static char *edit_text(const bucketfile_t *bf)
-{
-    const char *t = bf->text;
-    bucketfile_t *old = NULL;
-    size_t *st = NULL, *en = NULL, as, ae;
-    char *out = NULL;
-    FILE *f = NULL;
-    int rc = -EINVAL;
-    if (bucketfile_parse(t, bf->tlen, NULL, &old, NULL) < 0)
-        goto out;
-    jsonloc_step_t path[2] = {{"buckets", 0}, {NULL, 0}};
-    if (jsonloc_span(t, bf->tlen, path, 1, &as, &ae) != 1 || t[as] != '[' || t[ae - 1] != ']')
-        goto out;
-    size_t no = old->n;
-    st = calloc(no + 1, sizeof *st);
-    en = calloc(no + 1, sizeof *en);
-    if (!st || !en)
-        goto out;
-    for (size_t k = 0; k < no; k++) {
-        path[1].index = k;
-        if (jsonloc_span(t, bf->tlen, path, 2, &st[k], &en[k]) != 2)
-            goto out;
-    }
+    const char *x = bf->text;
+    const size_t *sp = bf->sp, no = bf->nsp, as = bf->as, ae = bf->ae;
     /* The whitespace a new element follows: the last separator's (after
      * its comma), else the one before the first element. */
     const char *ws = "\n  ";
     size_t wsn = 3;
     if (no >= 2) {
-        ws = memchr(t + en[no - 2], ',', st[no - 1] - en[no - 2]);
-        ws = ws ? ws + 1 : t + st[no - 1];
-        wsn = (size_t)(t + st[no - 1] - ws);
+        ws = memchr(x + sp[2 * (no - 2) + 1], ',', sp[2 * (no - 1)] - sp[2 * (no - 2) + 1]);
+        ws = ws ? ws + 1 : x + sp[2 * (no - 1)];
+        wsn = (size_t)(x + sp[2 * (no - 1)] - ws);
     } else if (no == 1) {
-        ws = t + as + 1;
-        wsn = st[0] - as - 1;
+        ws = x + as + 1;
+        wsn = sp[0] - as - 1;
     }
-    size_t n;
-    if (!(f = open_memstream(&out, &n)))
-        goto out;
-    rc = 0;
-    fwrite(t, 1, as + 1, f);
-    size_t p = 0; /* elements written */
-    for (size_t i = 0; rc == 0 && i < bf->n; i++) {
-        const bucketfile_bucket_t *b = &bf->v[i];
-        int k = bucketfile_find(old, b->name);
-        if (p == 0)
-            fwrite(t + as + 1, 1, (no ? st[0] : ae - 1) - as - 1, f);
+    tb_copy(t, x, 0, as, pt);
+    t->as = t->n;
+    tb_put(t, x + as, 1); /* '[' */
+    for (size_t i = 0; i < bf->n && !t->oom; i++) {
+        int32_t k = bf->src[i].elem;
+        if (i == 0)
+            tb_put(t, x + as + 1, (no ? sp[0] : ae - 1) - as - 1);
         else if (k > 0)
-            fwrite(t + en[k - 1], 1, st[k] - en[k - 1], f); /* its own separator */
+            tb_put(t, x + sp[2 * k - 1], sp[2 * k] - sp[2 * k - 1]); /* its own separator */
         else {
-            fputc(',', f);
-            fwrite(ws, 1, wsn, f);
+            tb_puts(t, ",");
+            tb_put(t, ws, wsn);
         }
-        if (k >= 0 && same_bucket(b, &old->v[k]))
-            fwrite(t + st[k], 1, en[k] - st[k], f);
-        else
-            rc = put_bucket(f, b);
-        p++;
+        put_element(t, bf, i, 1);
     }
-    if (p > 0 && no > 0)
-        fwrite(t + en[no - 1], 1, ae - 1 - en[no - 1], f); /* before the ']' */
-    fwrite(t + ae - 1, 1, bf->tlen - (ae - 1), f);
-out:
-    if (f)
-        close_text(f, &out, rc);
-    free(st);
-    free(en);
-    bucketfile_destroy(&old);
-    return rc < 0 ? NULL : out;
+    if (bf->n > 0 && no > 0)
+        tb_put(t, x + sp[2 * no - 1], ae - 1 - sp[2 * no - 1]); /* before the ']' */
+    tb_put(t, x + ae - 1, 1); /* ']' */
+    t->ae = t->n;
+    tb_copy(t, x, ae, bf->tlen, pt);
 }
 
-/* Text `in` (consumed) with its top-level "table_version" set to bf's:
- * the value replaced in place, or the member put first (a version of 0
- * leaves a text without one as it is).  NULL if out of memory, or if the
- * text has no top-level object to hold it (no edit: the caller's check
- * falls back to bucketfile_dumps()). */
-static char *stamp_version(const bucketfile_t *bf, char *in)
+/* Renders bf into *t (bucketfile_render()), with the spans of its
+ * elements when `spans`.  Returns 0 or -ENOMEM (t freed). */
+static int render(const bucketfile_t *bf, tbuf_t *t, int spans)
 {
-    if (!in)
-        return NULL;
-    size_t len = strlen(in), vs, ve, os, oe;
-    jsonloc_step_t path[1] = {{"table_version", 0}};
-    char num[32], *out = NULL;
-    snprintf(num, sizeof num, "%llu", (unsigned long long)bf->version);
-    size_t got = jsonloc_span(in, len, path, 1, &vs, &ve);
-    if (got == 1) { /* replace the value */
-        if (asprintf(&out, "%.*s%s%s", (int)vs, in, num, in + ve) < 0)
-            out = NULL;
-    } else if (!bf->version) {
-        return in;
-    } else if (jsonloc_span(in, len, path, 0, &os, &oe) == 0 && os < len && in[os] == '{') {
-        if (asprintf(&out, "%.*s\"table_version\": %s, %s", (int)os + 1, in, num,
-                     in + os + 1) < 0)
-            out = NULL;
+    *t = (tbuf_t){0};
+    if (spans && bf->n && !(t->sp = malloc(2 * bf->n * sizeof *t->sp)))
+        return -ENOMEM;
+    char num[48];
+    tb_patch_t pt;
+    if (bf->text && bf->sp && version_patch(bf, num, &pt) == 0)
+        write_edited(t, bf, &pt);
+    else
+        write_canonical(t, bf);
+    if (!t->p)
+        tb_put(t, "", 0);
+    if (t->oom) {
+        free(t->p);
+        free(t->sp);
+        *t = (tbuf_t){0};
+        return -ENOMEM;
     }
-    free(in);
-    return out;
+    return 0;
+}
+
+char *bucketfile_dumps(const bucketfile_t *bf)
+{
+    tbuf_t t = {0};
+    write_canonical(&t, bf);
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p;
 }
 
 char *bucketfile_render(const bucketfile_t *bf)
 {
-    if (!bf->text)
-        return bucketfile_dumps(bf);
-    char *out = stamp_version(bf, edit_text(bf));
-    bucketfile_t *back = NULL;
-    /* Whatever the edit made must read back as bf, or the canonical form
-     * is written instead. */
-    if (out && (bucketfile_parse(out, strlen(out), NULL, &back, NULL) < 0 || !same_set(back, bf) ||
-                back->version != bf->version)) {
-        free(out);
-        out = NULL;
-    }
-    bucketfile_destroy(&back);
-    return out ? out : bucketfile_dumps(bf);
+    tbuf_t t;
+    return render(bf, &t, 0) < 0 ? NULL : t.p;
 }
 
 int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
 {
     int rc = 0, fd = -1, dfd = -1;
     char *text = NULL, *tmp = NULL, *dcopy = NULL;
+    tbuf_t t = {0};
     int tmp_made = 0;
     char ignored[8];
     if (!msg)
         msg = ignored, size = sizeof ignored;
     snprintf(msg, size, "%s", "");
+    if (unshare(bf) < 0) { /* what a save adopts must be bf's own */
+        rc = -ENOMEM;
+        goto out;
+    }
     if ((rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
         goto out;
-    if (!(text = bucketfile_render(bf)) || !(dcopy = strdup(path))) {
+    if (render(bf, &t, 1) < 0 || !(text = t.p) || !(dcopy = strdup(path))) {
         rc = -ENOMEM;
         goto out;
     }
@@ -927,7 +1183,8 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
         rc = -errno;
         goto out;
     }
-    size_t len = strlen(text), off = 0;
+    text = t.p;
+    size_t len = t.n, off = 0;
     while (off < len) {
         ssize_t w = write(fd, text + off, len - off);
         if (w < 0) {
@@ -966,7 +1223,17 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     free(bf->text);
     bf->text = text;
     bf->tlen = len;
-    text = NULL;
+    text = t.p = NULL;
+    free(bf->sp);
+    bf->sp = t.sp;
+    bf->nsp = t.nsp;
+    bf->as = t.as;
+    bf->ae = t.ae;
+    bf->vs = t.vs;
+    bf->ve = t.ve;
+    t.sp = NULL;
+    for (size_t i = 0; i < bf->n; i++)
+        bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};
 out:
     if (rc < 0 && !msg[0])
         snprintf(msg, size, "cannot write %s: %s", path, strerror(-rc));
@@ -979,6 +1246,7 @@ out:
     free(tmp);
     free(dcopy);
     free(text);
+    free(t.sp);
     return rc;
 }
 

@@ -150,8 +150,10 @@ char *bucketfile_dumps(const bucketfile_t *bf);
  * of every unchanged bucket, as it was; a changed bucket's object replaced
  * in place by one line {"name": ..., ...}; a removed one cut out with its
  * separator; a new one appended after the last, with the separator the
- * file uses.  Without such a text, or if the edit would not read back as
- * the set, bucketfile_dumps().  NULL if out of memory; caller frees. */
+ * file uses.  Without such a text (or one whose elements are not one
+ * {...} per bucket), bucketfile_dumps().  One pass, O(length of the text)
+ * whatever changed: the set remembers where each bucket's object lies in
+ * its base text.  NULL if out of memory; caller frees. */
 char *bucketfile_render(const bucketfile_t *bf);
 
 /* Number of buckets, and the i-th (file order; NULL if out of range).  The
@@ -183,8 +185,11 @@ int bucketfile_remove(bucketfile_t *bf, const char *name);
 uint64_t bucketfile_version(const bucketfile_t *bf);
 void bucketfile_set_version(bucketfile_t *bf, uint64_t version);
 
-/* Returns a new deep copy of the set (its version too), or NULL if out of
- * memory. */
+/* Returns a new copy of the set (its version too), or NULL if out of
+ * memory.  The copy shares the original's arrays until either is changed
+ * (copy on write, an atomic count: the two may then live in different
+ * threads), so a dup is O(1) and the first change to either copies O(n).
+ * Caller owns it. */
 bucketfile_t *bucketfile_dup(const bucketfile_t *bf);
 
 /* Formats *err as "FILE:LINE:COL: PATH: TEXT" (parts that are unknown are

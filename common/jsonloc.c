@@ -235,6 +235,32 @@ size_t jsonloc_span(const char *text, size_t len, const jsonloc_step_t *path, si
     return d;
 }
 
+size_t jsonloc_elements(const char *text, size_t len, size_t at, size_t *spans, size_t max)
+{
+    scan_t s = {text, len, at};
+    if (peek(&s) != '[')
+        return 0;
+    s.i++;
+    skip_ws(&s);
+    if (peek(&s) == ']')
+        return 0;
+    size_t k = 0;
+    for (;;) {
+        size_t st = s.i;
+        skip_value(&s);
+        if (k < max) {
+            spans[2 * k] = st;
+            spans[2 * k + 1] = s.i;
+        }
+        k++;
+        skip_ws(&s);
+        if (peek(&s) != ',')
+            return k;
+        s.i++;
+        skip_ws(&s);
+    }
+}
+
 void jsonloc_format(const jsonloc_step_t *path, size_t n, char *out, size_t cap)
 {
     size_t o = 0;

@@ -35,6 +35,14 @@ size_t jsonloc_find(const char *text, size_t len, const jsonloc_step_t *path, si
 size_t jsonloc_span(const char *text, size_t len, const jsonloc_step_t *path, size_t n,
                     size_t *start, size_t *end);
 
+/* Every element of the array that starts at text[at] ('['), in one pass:
+ * element k's start and end (byte offsets, end one past its last byte)
+ * go to spans[2k] and spans[2k+1] for k < max.  Returns the number of
+ * elements (more than max: only max stored), or 0 if text[at] is not '['.
+ * O(len) however many elements: the walk jsonloc_span() does per element
+ * is done once.  Safe on any input; no allocation. */
+size_t jsonloc_elements(const char *text, size_t len, size_t at, size_t *spans, size_t max);
+
 /* Writes the path as "buckets[3].limit" into out (always NUL-terminated,
  * truncated to cap). */
 void jsonloc_format(const jsonloc_step_t *path, size_t n, char *out, size_t cap);

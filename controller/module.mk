@@ -9,7 +9,7 @@ PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/auth.c controller/daemon/authkeys.c \
-                      controller/daemon/metrics.c controller/daemon/history.c
+                      controller/daemon/metrics.c controller/daemon/history.c controller/daemon/stopguard.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -20,6 +20,7 @@ PROGS += bqos-ctrl-bench
 bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
 bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
+BENCHES += controller/bench/bench-bigtable.sh
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c

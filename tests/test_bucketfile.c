@@ -591,6 +591,269 @@ START_TEST(test_bucketfile_table_version)
 }
 END_TEST
 
+/* File `path` whole (caller frees). */
+static char *slurp_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (cap - n < 65536)
+            ck_assert_ptr_nonnull(buf = realloc(buf, cap = cap * 2 + 65536));
+        got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+    } while (got > 0);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The text of a big file as the test expects it: line i of `lines` for
+ * each kept bucket, "," between them, in a frame of odd spacing. */
+static char *big_text(char **lines, size_t n)
+{
+    size_t len = 64;
+    for (size_t i = 0; i < n; i++)
+        len += lines[i] ? strlen(lines[i]) + 6 : 0;
+    char *t = malloc(len), *p = t;
+    ck_assert_ptr_nonnull(t);
+    p += sprintf(p, "{ \"buckets\" : [\n");
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!lines[i])
+            continue;
+        p += sprintf(p, "%s   %s", first ? "" : ",\n", lines[i]);
+        first = 0;
+    }
+    sprintf(p, "\n ]}\n");
+    return t;
+}
+
+/* Set and remove on a table of 20,000 buckets: the render copies every
+ * unchanged object and rewrites only the changed ones, byte for byte
+ * what an edit of those lines gives, before and after a save (the saved
+ * text is the base of the next edit), and the name index follows the
+ * removals. */
+START_TEST(test_bucketfile_big_table_edit)
+{
+    enum { N = 20000, EXTRA = 2 };
+    char *lines[N + EXTRA] = {0};
+    for (size_t i = 0; i < N; i++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "{\"name\":\"t%05zu\" , \"reservation\":%zu,\"limit\":%zu}", i,
+                 i % 97, 100 + i);
+        lines[i] = strdup(buf);
+    }
+    char *text = big_text(lines, N);
+    char dir[] = "/tmp/test_bucketfile.XXXXXX";
+    char path[256], msg[512];
+    temp_file(dir, path, sizeof path, "b.json");
+    put(path, text);
+    free(text);
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
+    ck_assert_uint_eq(bucketfile_count(bf), N);
+
+    /* Change two, remove the first, one in the middle and the last, add two. */
+    bucketfile_bucket_t b = *bucketfile_get(bf, 7);
+    b.limit = 999999;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    free(lines[7]);
+    lines[7] = strdup("{\"name\": \"t00007\", \"reservation\": 7, \"limit\": 999999, \"weight\": 1}");
+    b = *bucketfile_get(bf, 19998);
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0); /* the same values: no change */
+    for (size_t k = 0; k < 3; k++) {
+        size_t i = (size_t[]){0, 12345, N - 1}[k];
+        ck_assert_int_eq(bucketfile_remove(bf, bucketfile_get(bf, i - k * (i > 0))->name), 0);
+        free(lines[i]);
+        lines[i] = NULL;
+    }
+    for (size_t k = 0; k < EXTRA; k++) {
+        b = (bucketfile_bucket_t){.reservation = 5, .limit = BUCKETFILE_NO_LIMIT, .weight = 2};
+        snprintf(b.name, sizeof b.name, "new%zu", k);
+        ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+        char buf[128];
+        snprintf(buf, sizeof buf, "{\"name\": \"new%zu\", \"reservation\": 5, \"weight\": 2}", k);
+        lines[N + k] = strdup(buf);
+    }
+    char *want = big_text(lines, N + EXTRA), *got = bucketfile_render(bf);
+    ck_assert_str_eq(got, want);
+    free(got);
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    got = slurp_all(path);
+    ck_assert_str_eq(got, want);
+    free(got);
+    free(want);
+
+    /* After the save: edit again (the saved text's spans). */
+    b = *bucketfile_get(bf, 100);
+    b.reservation = 1;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    free(lines[101]);
+    snprintf(msg, sizeof msg, "{\"name\": \"t00101\", \"reservation\": 1, \"limit\": 201, \"weight\": 1}");
+    lines[101] = strdup(msg);
+    ck_assert_int_eq(bucketfile_remove(bf, "new0"), 0);
+    free(lines[N]);
+    lines[N] = NULL;
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    want = big_text(lines, N + EXTRA);
+    got = slurp_all(path);
+    ck_assert_str_eq(got, want);
+    free(got);
+    free(want);
+
+    /* Remove every 37th bucket: each name left is found where it is. */
+    for (size_t i = 0; i < N; i += 37)
+        if (lines[i]) {
+            char name[16];
+            snprintf(name, sizeof name, "t%05zu", i);
+            ck_assert_int_eq(bucketfile_remove(bf, name), 0);
+            ck_assert_int_eq(bucketfile_find(bf, name), -ENOENT);
+        }
+    for (size_t i = 0; i < bucketfile_count(bf); i++)
+        ck_assert_int_eq(bucketfile_find(bf, bucketfile_get(bf, i)->name), (int)i);
+    bucketfile_t *back = NULL;
+    got = bucketfile_render(bf);
+    ck_assert_int_eq(bucketfile_parse(got, strlen(got), NULL, &back, &err), 0);
+    ck_assert_uint_eq(bucketfile_count(back), bucketfile_count(bf));
+    free(got);
+    bucketfile_destroy(&back);
+    for (size_t i = 0; i < N + EXTRA; i++)
+        free(lines[i]);
+    bucketfile_destroy(&bf);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* A copy shares the original's arrays until one of them changes: each
+ * change is its own, and either may be destroyed first. */
+START_TEST(test_bucketfile_dup_copy_on_write)
+{
+    const char *text = "{\"buckets\":[{\"name\":\"a\",\"reservation\":1},\n"
+                       " {\"name\":\"b\",\"reservation\":2}]}";
+    bucketfile_t *o = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(parse(text, &o, &err), 0);
+    bucketfile_t *c1 = bucketfile_dup(o), *c2 = bucketfile_dup(o);
+    ck_assert_ptr_eq(bucketfile_get(c1, 0), bucketfile_get(o, 0)); /* shared */
+    bucketfile_bucket_t b = *bucketfile_get(c1, 1);
+    b.reservation = 9;
+    ck_assert_int_eq(bucketfile_set(c1, &b, &err), 0);
+    ck_assert_int_eq(bucketfile_remove(c2, "a"), 0);
+    ck_assert_int_eq(bucketfile_get(o, 1)->reservation, 2);
+    ck_assert_uint_eq(bucketfile_count(o), 2);
+    ck_assert_int_eq(bucketfile_get(c1, 1)->reservation, 9);
+    ck_assert_uint_eq(bucketfile_count(c2), 1);
+    ck_assert_int_eq(bucketfile_find(c2, "b"), 0);
+    char *r = bucketfile_render(o);
+    ck_assert_str_eq(r, text);
+    free(r);
+    r = bucketfile_render(c2);
+    ck_assert_str_eq(r, "{\"buckets\":[{\"name\":\"b\",\"reservation\":2}]}");
+    free(r);
+    bucketfile_t *c3 = bucketfile_dup(c1);
+    bucketfile_destroy(&o); /* the original first: the copies keep theirs */
+    bucketfile_destroy(&c1);
+    ck_assert_int_eq(bucketfile_get(c3, 1)->reservation, 9);
+    r = bucketfile_render(c3);
+    ck_assert_ptr_nonnull(strstr(r, "\"reservation\": 9"));
+    free(r);
+    bucketfile_destroy(&c3);
+    bucketfile_destroy(&c2);
+}
+END_TEST
+
+/* The merge of issue 26 cases 4 and 5: a "table_version" inserted before
+ * the buckets array (or its value grown in place) moves the text the
+ * element spans point into; the spans a save records must be the new
+ * text's, so the next edit after the save still copies and rewrites the
+ * right objects.  A shadow flip is a change: its object is rewritten. */
+START_TEST(test_bucketfile_version_spans_shadow)
+{
+    char dir[] = "/tmp/test_bucketfile.XXXXXX";
+    char path[256], msg[512];
+    temp_file(dir, path, sizeof path, "b.json");
+    put(path, "{ \"buckets\" : [\n   {\"name\":\"a\" , \"reservation\":1, \"limit\":5},\n"
+              "   {\"name\":\"b\",\"reservation\":2, \"limit\":6}\n ]}\n");
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
+    bucketfile_bucket_t b = *bucketfile_get(bf, 1);
+    b.shadow = 1;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    bucketfile_set_version(bf, 9);
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    char *got = slurp_all(path);
+    ck_assert_str_eq(got, "{\"table_version\": 9,  \"buckets\" : [\n"
+                          "   {\"name\":\"a\" , \"reservation\":1, \"limit\":5},\n"
+                          "   {\"name\": \"b\", \"reservation\": 2, \"limit\": 6, \"weight\": 1, "
+                          "\"shadow\": true}\n ]}\n");
+    free(got);
+    /* After the save (spans of the text with the member): the version
+     * grows by a digit, "a" changes, "b" leaves shadow, "c" is added. */
+    b = *bucketfile_get(bf, 0);
+    b.limit = 50;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    b = *bucketfile_get(bf, 1);
+    b.shadow = 0;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    b = (bucketfile_bucket_t){.name = "c", .reservation = 3, .limit = 7, .weight = 1, .shadow = 1};
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    bucketfile_set_version(bf, 10);
+    bucketfile_t *c = bucketfile_dup(bf);
+    ck_assert_uint_eq(bucketfile_version(c), 10);
+    ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    const char *want = "{\"table_version\": 10,  \"buckets\" : [\n"
+                       "   {\"name\": \"a\", \"reservation\": 1, \"limit\": 50, \"weight\": 1},\n"
+                       "   {\"name\": \"b\", \"reservation\": 2, \"limit\": 6, \"weight\": 1},\n"
+                       "   {\"name\": \"c\", \"reservation\": 3, \"limit\": 7, \"weight\": 1, "
+                       "\"shadow\": true}\n ]}\n";
+    got = slurp_all(path);
+    ck_assert_str_eq(got, want);
+    free(got);
+    got = bucketfile_render(c); /* the copy renders the same from the old base */
+    ck_assert_str_eq(got, want);
+    free(got);
+    bucketfile_destroy(&c);
+    /* Once more after the second save: only "c" changes. */
+    b = *bucketfile_get(bf, 2);
+    b.shadow = 0;
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    got = bucketfile_render(bf);
+    ck_assert_str_eq(got, "{\"table_version\": 10,  \"buckets\" : [\n"
+                          "   {\"name\": \"a\", \"reservation\": 1, \"limit\": 50, \"weight\": 1},\n"
+                          "   {\"name\": \"b\", \"reservation\": 2, \"limit\": 6, \"weight\": 1},\n"
+                          "   {\"name\": \"c\", \"reservation\": 3, \"limit\": 7, \"weight\": 1}\n"
+                          " ]}\n");
+    bucketfile_t *back = NULL;
+    ck_assert_int_eq(bucketfile_parse(got, strlen(got), NULL, &back, &err), 0);
+    ck_assert_uint_eq(bucketfile_version(back), 10);
+    ck_assert_int_eq(bucketfile_get(back, 2)->shadow, 0);
+    bucketfile_destroy(&back);
+    free(got);
+    bucketfile_destroy(&bf);
+
+    /* The member after the array: its value replaced there, save after
+     * save (the span of the value a save writes is recorded too). */
+    put(path, "{\"buckets\": [{\"name\":\"a\",\"reservation\":1}],\n \"table_version\": 99}\n");
+    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
+    for (uint64_t v = 100; v <= 10000; v *= 10) {
+        bucketfile_set_version(bf, v);
+        ck_assert_int_eq(bucketfile_save(bf, path, msg, sizeof msg), 0);
+    }
+    got = slurp_all(path);
+    ck_assert_str_eq(got,
+                     "{\"buckets\": [{\"name\":\"a\",\"reservation\":1}],\n \"table_version\": 10000}\n");
+    free(got);
+    bucketfile_destroy(&bf);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
@@ -601,6 +864,9 @@ int main(void)
                                   test_bucketfile_save_atomic_roundtrip,
                                   test_bucketfile_null_limit, test_bucketfile_save_keeps_format,
                                   test_bucketfile_validate_every_problem,
-                                  test_bucketfile_byte_rates, test_bucketfile_table_version};
+                                  test_bucketfile_byte_rates, test_bucketfile_table_version,
+                                  test_bucketfile_big_table_edit,
+                                  test_bucketfile_dup_copy_on_write,
+                                  test_bucketfile_version_spans_shadow};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

@@ -8,11 +8,12 @@
 
 /* One node of 100 IOPS; T = 1 s in 2 intervals.  rich wants less than its
  * reservation, poor wants more than the node has, capped is limited and
- * backlogged. */
+ * backlogged; quiet never has traffic. */
 static const char buckets[] = "{\"buckets\":["
                               "{\"name\":\"rich\",\"reservation\":20},"
                               "{\"name\":\"poor\",\"reservation\":500},"
-                              "{\"name\":\"capped\",\"reservation\":0,\"limit\":10}]}";
+                              "{\"name\":\"capped\",\"reservation\":0,\"limit\":10},"
+                              "{\"name\":\"quiet\",\"reservation\":5}]}";
 
 typedef struct {
     ctrl_t *c;
@@ -104,6 +105,15 @@ START_TEST(test_cmetrics_outcomes)
     ck_assert_uint_eq(h->queued, 1000);
     ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_RES_MET);
     ck_assert_uint_eq(history_get(capped->hist, 0)->flags, HISTORY_HELD);
+    /* A bucket that never had traffic is counted but holds no ring (a
+     * million idle buckets cost no 1.5 KB each: issue 26 case 5). */
+    const cmetrics_outcome_t *quiet = outcome(&f, "quiet");
+    ck_assert_ptr_nonnull(quiet);
+    ck_assert_uint_eq(quiet->idle, 1); /* a reservation and no demand: idle (issue 28) */
+    ck_assert_uint_eq(quiet->met, 0);
+    ck_assert_ptr_null(quiet->hist);
+    ck_assert_uint_eq(history_count(quiet->hist), 0);
+    ck_assert_ptr_null(history_get(quiet->hist, 0));
     ck_assert_ptr_eq(cmetrics_outcome(&f.m, "poor"), poor);
     ck_assert_ptr_null(cmetrics_outcome(&f.m, "nosuch"));
     /* The status's reasons, from the same judge half way through. */
@@ -189,7 +199,9 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     ck_assert_uint_eq(rich->idle, 3);
     ck_assert_uint_eq(rich->met, 0);     /* idle is not met */
     ck_assert_uint_eq(rich->idle_run, 3);
-    ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_IDLE);
+    /* Never any traffic: counted idle, but no history ring yet (issue 26
+     * case 5: a million idle buckets hold no ring each). */
+    ck_assert_ptr_null(rich->hist);
     ck_assert(cmetrics_unused(&f.m, rich));
     ck_assert_uint_eq(capped->idle, 0);  /* no reservation: never idle */
     ck_assert(!cmetrics_unused(&f.m, capped));
@@ -208,6 +220,14 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     cmetrics_period_end(&f.m, 0);
     ck_assert_uint_eq(rich->met, 1);
     ck_assert_uint_eq(rich->idle_run, 0);
+    ck_assert_uint_eq(history_count(rich->hist), 1); /* the ring from its first traffic */
+    ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_RES_MET);
+    /* Idle again: now the ring records it. */
+    rich_served = 0;
+    fx_round(&f, 6);
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_IDLE);
+    ck_assert_uint_eq(rich->idle_run, 1);
     ck_assert(!cmetrics_unused(&f.m, rich));
     cmetrics_clear(&f.m);
     nodes_clear(&f.ns);

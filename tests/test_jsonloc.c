@@ -152,6 +152,27 @@ START_TEST(test_jsonloc_fail_fills_source_position_and_text)
 }
 END_TEST
 
+/* Every element's span in one pass: nested values, strings with brackets
+ * and commas, spacing; more elements than room; not an array. */
+START_TEST(test_jsonloc_elements_spans)
+{
+    const char *t = "{\"a\": [ {\"x\":\"],[\"} ,\n 12, [1,[2]] , \"s\\\"]\"]}";
+    jsonloc_step_t path[1] = {{"a", 0}};
+    size_t as, ae, sp[8];
+    ck_assert_uint_eq(jsonloc_span(t, strlen(t), path, 1, &as, &ae), 1);
+    ck_assert_uint_eq(jsonloc_elements(t, strlen(t), as, sp, 4), 4);
+    const char *want[4] = {"{\"x\":\"],[\"}", "12", "[1,[2]]", "\"s\\\"]\""};
+    for (size_t k = 0; k < 4; k++) {
+        ck_assert_uint_eq(sp[2 * k + 1] - sp[2 * k], strlen(want[k]));
+        ck_assert_int_eq(memcmp(t + sp[2 * k], want[k], strlen(want[k])), 0);
+    }
+    ck_assert_uint_eq(jsonloc_elements(t, strlen(t), as, sp, 1), 4); /* counted, one stored */
+    ck_assert_uint_eq(jsonloc_elements("[ ]", 3, 0, sp, 4), 0);
+    ck_assert_uint_eq(jsonloc_elements(t, strlen(t), 0, sp, 4), 0); /* an object */
+    ck_assert_uint_eq(jsonloc_elements("[1,", 3, 0, sp, 4), 2);    /* garbage: safe */
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_jsonloc_member_and_index,
@@ -160,6 +181,7 @@ int main(void)
                                   test_jsonloc_garbage_is_safe, test_jsonloc_format,
                                   test_jsonloc_unicode_escaped_key_matches,
                                   test_jsonloc_err_at_fills_path_and_position,
-                                  test_jsonloc_fail_fills_source_position_and_text};
+                                  test_jsonloc_fail_fills_source_position_and_text,
+                                  test_jsonloc_elements_spans};
     return testlib_run_tests("jsonloc", tests, sizeof tests / sizeof tests[0]);
 }

@@ -428,6 +428,15 @@ START_TEST(test_leader_table)
     /* a write from an older revision loses */
     w.a.ld.buckets_rev--;
     ck_assert_int_eq(leader_write_buckets(&w.a.ld, "{}", 2, 0.15), -EAGAIN);
+    /* a table over what etcd takes as one value is refused, not sent (issue
+     * 26 case 5: etcd's 429 at every poll cost the lease) */
+    w.a.ld.buckets_rev++;
+    char *big = malloc(LEADER_TABLE_MAX + 2);
+    memset(big, ' ', LEADER_TABLE_MAX + 1);
+    big[LEADER_TABLE_MAX + 1] = '\0';
+    ck_assert_int_eq(leader_write_buckets(&w.a.ld, big, LEADER_TABLE_MAX + 1, 0.15), -E2BIG);
+    free(big);
+    ck_assert_int_eq(leader_leads(&w.a.ld, 0.15), 1);
     two_end(&w);
 }
 END_TEST

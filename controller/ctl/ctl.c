@@ -50,6 +50,8 @@ typedef struct {
     const char *node, *bucket; /* status --node NAME, --bucket NAME */
     int nodes, dry_run;        /* status --bucket --nodes, import --dry-run */
     int shadow, enforce;       /* set --shadow, --enforce */
+    const char *sort;          /* status --sort FIELD */
+    int64_t offset;            /* status --offset N */
     int help, version;
 } ctl_opts_t;
 
@@ -91,9 +93,15 @@ static const opts_usage_t usage = {
             "                         they reported) and buckets\n"
             "                         (reservation, limit, served this period, demand,\n"
             "                         tokens, and why it waits)\n"
-            "  status --node NAME     node NAME and each configured bucket its table holds\n"
+            "  status [--limit N|none] [--sort FIELD] [--offset N] [--bucket GLOB]\n"
+            "                         the first 100 bucket rows (--limit), in --sort order,\n"
+            "                         those matching GLOB; a summary line counts and sums\n"
+            "                         every matching bucket\n"
+            "  status --node NAME [--limit N|none] [--offset N] [--bucket GLOB]\n"
+            "                         node NAME and each configured bucket its table holds\n"
             "                         on it: served this period, queued, demand, and the\n"
-            "                         R and L tokens last pushed to it\n"
+            "                         R and L tokens last pushed to it (the first 100, in\n"
+            "                         table order, unless told)\n"
             "  status --bucket NAME [--nodes]\n"
             "                         bucket NAME's status row; --nodes: and one row per\n"
             "                         node whose table holds it (where its tokens and\n"
@@ -167,7 +175,7 @@ static const opts_usage_t usage = {
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 20
+#define NOPTS 22
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -191,7 +199,9 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .help = "set: reserved IOs per second (integer >= {min})."},
         {.name = "limit", .type = OPTS_FUNC, .target = o, .func = parse_limit, .arg = "N|none",
          .given = &o->have_limit, .show = "unchanged (a new bucket has none)",
-         .help = "set: at most N IOs per second (>= reservation); none: no limit."},
+         .help = "set: at most N IOs per second (>= reservation); none: no limit.\n"
+                 "status, watch: at most N bucket rows (default 100; 0: the summary\n"
+                 "only; none: every bucket)."},
         {.name = "weight", .type = OPTS_I64, .target = &o->weight, .arg = "N", .min = 1,
          .max = BUCKETFILE_MAX_WEIGHT, .show = "1 for a new bucket, unchanged otherwise",
          .help = "set: weight for weighted round robin (integer >= {min})."},
@@ -229,8 +239,17 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "the IO limit: both hold; none: no byte limit."},
         {.name = "node", .type = OPTS_STRING, .target = &o->node, .arg = "NAME",
          .show = "none", .help = "status: node NAME's buckets only (tokens, service, demand)."},
-        {.name = "bucket", .type = OPTS_STRING, .target = &o->bucket, .arg = "NAME",
-         .show = "none", .help = "status: bucket NAME only (with --nodes: per node)."},
+        {.name = "bucket", .type = OPTS_STRING, .target = &o->bucket, .arg = "NAME|GLOB",
+         .show = "none",
+         .help = "status: bucket NAME only (with --nodes: per node); a GLOB\n"
+                 "(with * ? or [...], quoted): the buckets whose names match."},
+        {.name = "sort", .type = OPTS_STRING, .target = &o->sort, .arg = "FIELD",
+         .show = "table order",
+         .help = "status, watch: bucket rows by name (ascending), or by reservation,\n"
+                 "limit, demand, served or queued (the largest first)."},
+        {.name = "offset", .type = OPTS_I64, .target = &o->offset, .arg = "N", .deflt = "0",
+         .min = 0, .max = 1e12,
+         .help = "status, watch: skip the first N bucket rows (the next page)."},
         {.name = "nodes", .type = OPTS_FLAG, .target = &o->nodes,
          .help = "status --bucket: one row per node whose table holds the bucket."},
         {.name = "dry-run", .type = OPTS_FLAG, .target = &o->dry_run,
@@ -621,6 +640,32 @@ static void print_default(json_t *d)
 
 static void print_clock(json_t *r);
 
+/* The status's "summary": which bucket rows were shown of how many, and
+ * the sums over every matching bucket.  Nothing for a controller without
+ * it. */
+static void print_summary(json_t *sm)
+{
+    if (!json_is_object(sm))
+        return;
+    char x[10][32];
+    json_int_t shown = json_integer_value(json_object_get(sm, "shown"));
+    json_int_t matched = json_integer_value(json_object_get(sm, "matched"));
+    json_int_t off = json_integer_value(json_object_get(sm, "offset"));
+    const char *glob = json_string_value(json_object_get(sm, "bucket"));
+    printf("buckets: %s configured", cell(sm, "buckets", "?", x[0], 32));
+    if (glob)
+        printf(", %s matching %s", cell(sm, "matched", "?", x[1], 32), glob);
+    if (shown == 0 && matched > 0)
+        printf(", no rows shown (--limit, --offset)");
+    else if (shown < matched)
+        printf(", rows %lld-%lld shown (%s order; --limit, --offset, --sort)", (long long)(off + 1),
+               (long long)(off + shown), cell(sm, "sort", "table", x[2], 32));
+    printf("\n  reservation %s, %s limited; demand %s, served %s, queued %s in %s buckets\n",
+           cell(sm, "reservation", "?", x[3], 32), cell(sm, "limited", "?", x[4], 32),
+           cell(sm, "demand", "?", x[5], 32), cell(sm, "served", "?", x[6], 32),
+           cell(sm, "queued", "?", x[7], 32), cell(sm, "queued_buckets", "?", x[8], 32));
+}
+
 static void print_status(json_t *r)
 {
     char a[32], b[32], c[32];
@@ -655,7 +700,11 @@ static void print_status(json_t *r)
         t_print(&t);
     }
     putchar('\n');
-    print_buckets_table(json_object_get(r, "buckets"), 1);
+    json_t *sm = json_object_get(r, "summary");
+    if (!json_is_object(sm) || json_array_size(json_object_get(r, "buckets")) > 0 ||
+        json_integer_value(json_object_get(sm, "matched")) == 0)
+        print_buckets_table(json_object_get(r, "buckets"), 1);
+    print_summary(sm);
     print_default(json_object_get(r, "default"));
 
     /* Optional extras (docs/protocol.md): round and message counters, and
@@ -799,12 +848,33 @@ static void print_status_node(json_t *r)
            json_is_true(json_object_get(n, "fallback")) ? " (fallback)" : "",
            age ? age : "never", age ? " ms ago" : "", cell(n, "capacity", "?", x[3], 48),
            cell(n, "buckets", "?", x[4], 48));
-    json_t *bs = json_object_get(r, "buckets");
+    json_t *bs = json_object_get(r, "buckets"), *sm = json_object_get(r, "summary");
+    json_int_t held = json_integer_value(json_object_get(sm, "buckets"));
     putchar('\n');
-    if (json_array_size(bs) == 0)
+    if (json_array_size(bs) == 0 && (!json_is_object(sm) || held == 0)) {
         printf("(no configured bucket in its table)\n");
-    else
+        return;
+    }
+    if (json_array_size(bs) > 0)
         print_pairs(bs, "name");
+    if (!json_is_object(sm)) /* a controller without paging */
+        return;
+    json_int_t matched = json_integer_value(json_object_get(sm, "matched"));
+    json_int_t shown = json_integer_value(json_object_get(sm, "shown"));
+    json_int_t off = json_integer_value(json_object_get(sm, "offset"));
+    const char *glob = json_string_value(json_object_get(sm, "bucket"));
+    if (!glob && shown == matched && held > 0)
+        return;
+    printf("%s%lld configured bucket%s in its table", json_array_size(bs) ? "\n" : "",
+           (long long)held, held == 1 ? "" : "s");
+    if (glob)
+        printf(", %lld matching %s", (long long)matched, glob);
+    if (shown == 0 && matched > 0)
+        printf(", no rows shown (--limit, --offset)");
+    else if (shown < matched)
+        printf(", rows %lld-%lld shown (table order; --limit, --offset)", (long long)(off + 1),
+               (long long)(off + shown));
+    putchar('\n');
 }
 
 /* The status_bucket reply: the bucket's status row and, with `nodes`, its
@@ -1097,6 +1167,21 @@ int main(int argc, char **argv)
         return usage_error(&oc, "%s takes no arguments (got '%s')", cmd, name);
     if (!is_status && (o.node || o.bucket || o.nodes))
         return usage_error(&oc, "--node, --bucket and --nodes go with 'status' only");
+    /* --bucket with a wildcard: the status's rows whose names match */
+    const char *glob = o.bucket && strpbrk(o.bucket, "*?[") ? o.bucket : NULL;
+    if (glob)
+        o.bucket = NULL;
+    /* status --node NAME is paged too (its buckets: --limit, --offset,
+     * --bucket GLOB), in table order. */
+    int paged = (is_status || is_watch) && !o.bucket;
+    if (!paged && (o.sort || o.offset > 0))
+        return usage_error(&oc, "--sort and --offset go with 'status' and 'watch' (not with "
+                                "--bucket NAME)");
+    if (o.node && o.sort)
+        return usage_error(&oc, "--sort goes with the status's bucket rows, not with --node "
+                                "(a node's buckets are in table order)");
+    if (glob && o.nodes)
+        return usage_error(&oc, "--nodes needs one bucket NAME, not a pattern");
     if (o.node && o.bucket)
         return usage_error(&oc, "status takes --node NAME or --bucket NAME, not both");
     if (o.nodes && !o.bucket)
@@ -1111,9 +1196,11 @@ int main(int argc, char **argv)
         return usage_error(&oc, "bad node name '%s' (1..%d bytes, no spaces or control characters)",
                            o.node, BUCKETFILE_NAME_MAX);
     int have_bytes = o.bytes[0] >= 0 || o.bytes[1] >= 0;
-    if (!is_set && (res >= 0 || have_limit || weight >= 0 || have_bytes || o.shadow || o.enforce))
-        return usage_error(&oc, "--reservation, --limit, --weight, --shadow, --enforce and the "
-                                "byte rates go with 'set' only");
+    if (!is_set && (res >= 0 || (have_limit && !paged) || weight >= 0 || have_bytes || o.shadow ||
+                    o.enforce))
+        return usage_error(&oc, "--reservation, --weight, --shadow, --enforce and the byte "
+                                "rates go with 'set' only (--limit with 'set', or with 'status' "
+                                "and 'watch' for the rows shown)");
     if (o.shadow && o.enforce)
         return usage_error(&oc, "--shadow and --enforce exclude each other");
     /* The bucket file's own rules (common/bucketfile), so that what is refused
@@ -1173,6 +1260,16 @@ int main(int argc, char **argv)
     }
     if (is_watch)
         json_object_set_new(req, "cmd", json_string("status"));
+    if (paged) { /* a bounded reply: the first 100 rows unless told */
+        json_object_set_new(req, "limit", !have_limit ? json_integer(100)
+                                          : limit_none ? json_null() : json_integer(limit));
+        if (o.offset > 0)
+            json_object_set_new(req, "offset", json_integer(o.offset));
+        if (o.sort && !o.node)
+            json_object_set_new(req, "sort", json_string(o.sort));
+        if (glob)
+            json_object_set_new(req, "bucket", json_string(glob));
+    }
     if (is_history) {
         json_object_set_new(req, "periods", json_integer(o.periods));
         if (name)

@@ -2,6 +2,7 @@
 #include "controller/daemon/admin.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,7 +113,8 @@ static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size
         snprintf(msg, size, "out of memory");
         return "internal";
     }
-    int rc = leader_write_buckets(ad->ld, text, strlen(text), mono_now());
+    size_t len = strlen(text);
+    int rc = leader_write_buckets(ad->ld, text, len, mono_now());
     free(text);
     if (rc == 0)
         return NULL;
@@ -123,6 +125,9 @@ static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size
     }
     if (rc == -EAGAIN)
         snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
+    else if (rc == -E2BIG)
+        snprintf(msg, size, "the bucket table would be %zu bytes, over the %u etcd takes as one "
+                 "value: refused (docs/decisions.md, \"Big bucket tables\")", len, LEADER_TABLE_MAX);
     else
         snprintf(msg, size, "cannot write the bucket table to etcd: %s", strerror(-rc));
     log_warn("%s", msg);
@@ -438,19 +443,185 @@ static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
     return o;
 }
 
+/* ---- status: which buckets, in what order ------------------------------ */
+
+/* The fields status --sort takes: name ascending, the figures descending
+ * (the busiest first). */
+typedef enum { SORT_NONE, SORT_NAME, SORT_RESERVATION, SORT_LIMIT, SORT_DEMAND, SORT_SERVED,
+               SORT_QUEUED } sort_t;
+static const char *const sort_names[] = {"table", "name", "reservation", "limit",
+                                         "demand", "served", "queued"};
+
+/* What a status request asks of the bucket list: at most `limit` rows
+ * (-1: all) after `offset`, those whose name matches `glob` (NULL: all),
+ * in `sort` order. */
+typedef struct {
+    int64_t limit, offset;
+    const char *glob;
+    sort_t sort;
+} status_page_t;
+
+/* A bucket as ranked: its index, its sort key and its name. */
+typedef struct {
+    int b;
+    int64_t key;
+    const char *name;
+} ranked_t;
+
+/* Nonzero if x ranks before y (ties: table order). */
+static int ranks_before(const ranked_t *x, const ranked_t *y, sort_t sort)
+{
+    if (sort == SORT_NAME) {
+        int c = strcmp(x->name, y->name);
+        if (c)
+            return c < 0;
+    } else if (sort != SORT_NONE && x->key != y->key)
+        return x->key > y->key;
+    return x->b < y->b;
+}
+
+/* Max-heap of the best `cap` seen so far, the worst at h[0]. */
+static void heap_down(ranked_t *h, size_t n, size_t i, sort_t sort)
+{
+    for (;;) {
+        size_t w = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && ranks_before(&h[w], &h[l], sort))
+            w = l;
+        if (r < n && ranks_before(&h[w], &h[r], sort))
+            w = r;
+        if (w == i)
+            return;
+        ranked_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void heap_up(ranked_t *h, size_t i, sort_t sort)
+{
+    while (i > 0 && ranks_before(&h[(i - 1) / 2], &h[i], sort)) {
+        ranked_t t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+/* Reads the request's "limit", "offset", "sort" and "bucket" (a glob) into
+ * *pg.  Returns NULL, or the bad_request reply. */
+static json_t *status_page(json_t *req, status_page_t *pg)
+{
+    *pg = (status_page_t){.limit = -1};
+    json_t *v = json_object_get(req, "limit");
+    if (v && !json_is_null(v) && (!json_is_integer(v) || (pg->limit = json_integer_value(v)) < 0))
+        return reply_error("bad_request", "\"limit\" must be an integer >= 0 or null (all)");
+    v = json_object_get(req, "offset");
+    if (v && (!json_is_integer(v) || (pg->offset = json_integer_value(v)) < 0))
+        return reply_error("bad_request", "\"offset\" must be an integer >= 0");
+    v = json_object_get(req, "bucket");
+    if (v && !(pg->glob = json_string_value(v)))
+        return reply_error("bad_request", "\"bucket\" must be a string (a name or a glob)");
+    v = json_object_get(req, "sort");
+    if (v) {
+        const char *f = json_string_value(v);
+        size_t k = 0;
+        while (f && k < sizeof sort_names / sizeof sort_names[0] && strcmp(f, sort_names[k]))
+            k++;
+        if (!f || k == sizeof sort_names / sizeof sort_names[0])
+            return reply_error("bad_request", "\"sort\" must be one of table, name, reservation, "
+                                              "limit, demand, served, queued");
+        pg->sort = (sort_t)k;
+    }
+    return NULL;
+}
+
+/* The status's bucket rows as *pg asks, into r's "buckets", and its
+ * "summary": the buckets configured, matched and shown, and the matched
+ * ones' sums.  One pass over the table; a sorted page keeps only the best
+ * offset + limit in a heap: O(n log(offset + limit)), and the reply holds
+ * at most `limit` rows whatever the table's size. */
+static void status_buckets(admin_t *ad, const status_page_t *pg, json_t *r, double elapsed,
+                           double pms)
+{
+    int nb = ctrl_nbuckets(ad->ctrl);
+    size_t want = (size_t)nb; /* the best offset + limit are kept */
+    if (pg->limit >= 0 && pg->limit < nb && pg->offset < nb - pg->limit)
+        want = (size_t)(pg->offset + pg->limit);
+    ranked_t *h = want ? malloc(want * sizeof *h) : NULL;
+    size_t nh = 0, matched = 0, queued_n = 0, limited = 0;
+    int64_t res = 0, demand = 0;
+    uint64_t served = 0, queued = 0;
+    for (int b = 0; b < nb; b++) {
+        ctrl_bucket_info_t bi;
+        ctrl_bucket_info(ad->ctrl, b, &bi);
+        if (pg->glob && fnmatch(pg->glob, bi.name, 0) != 0)
+            continue;
+        matched++;
+        uint64_t sv = bi.served_r + bi.served_l + bi.served_o;
+        res += bi.reservation;
+        demand += bi.demand;
+        served += sv;
+        queued += bi.queued;
+        queued_n += bi.queued > 0;
+        limited += bi.limit != BUCKETFILE_NO_LIMIT;
+        if (!h)
+            continue;
+        ranked_t x = {b, 0, bi.name};
+        switch (pg->sort) {
+        case SORT_RESERVATION: x.key = bi.reservation; break;
+        case SORT_LIMIT: x.key = bi.limit; break;
+        case SORT_DEMAND: x.key = bi.demand; break;
+        case SORT_SERVED: x.key = (int64_t)(sv > INT64_MAX ? INT64_MAX : sv); break;
+        case SORT_QUEUED: x.key = (int64_t)(bi.queued > INT64_MAX ? INT64_MAX : bi.queued); break;
+        default: break;
+        }
+        if (nh < want) {
+            h[nh] = x;
+            heap_up(h, nh++, pg->sort);
+        } else if (ranks_before(&x, &h[0], pg->sort)) {
+            h[0] = x;
+            heap_down(h, nh, 0, pg->sort);
+        }
+    }
+    /* The heap, worst first, out into rank order. */
+    for (size_t n = nh; n > 1; n--) {
+        ranked_t t = h[0];
+        h[0] = h[n - 1];
+        h[n - 1] = t;
+        heap_down(h, n - 1, 0, pg->sort);
+    }
+    json_t *bs = json_array();
+    for (size_t i = (size_t)pg->offset; i < nh; i++)
+        json_array_append_new(bs, bucket_json(ad, h[i].b, elapsed, pms));
+    free(h);
+    json_object_set_new(r, "buckets", bs);
+    json_t *sm = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "buckets",
+                           (json_int_t)nb, "matched", (json_int_t)matched, "shown",
+                           (json_int_t)json_array_size(bs), "offset", (json_int_t)pg->offset,
+                           "sort", sort_names[pg->sort], "reservation", (json_int_t)res,
+                           "limited", (json_int_t)limited, "demand", (json_int_t)demand,
+                           "served", (json_int_t)(served > INT64_MAX ? INT64_MAX : served),
+                           "queued", (json_int_t)(queued > INT64_MAX ? INT64_MAX : queued),
+                           "queued_buckets", (json_int_t)queued_n);
+    if (pg->glob)
+        json_object_set_new(sm, "bucket", json_string(pg->glob));
+    json_object_set_new(r, "summary", sm);
+}
+
 static json_t *cmd_status(admin_t *ad, json_t *req)
 {
-    (void)req;
+    status_page_t pg;
+    json_t *bad = status_page(req, &pg);
+    if (bad)
+        return bad;
     double now = mono_now(), elapsed, pms;
     json_t *r = status_head(ad, now, &elapsed, &pms);
     json_t *nodes = json_array();
     for (int i = 0; i < ctrl_nnodes(ad->ctrl); i++)
         json_array_append_new(nodes, node_json(ad, i, now));
     json_object_set_new(r, "nodes", nodes);
-    json_t *bs = json_array();
-    for (int b = 0; b < ctrl_nbuckets(ad->ctrl); b++)
-        json_array_append_new(bs, bucket_json(ad, b, elapsed, pms));
-    json_object_set_new(r, "buckets", bs);
+    status_buckets(ad, &pg, r, elapsed, pms);
     add_warning(ad, r);
     json_object_set_new(r, "default", default_json(ad));
     const ctrl_stats_t *cs = ctrl_stats(ad->ctrl);
@@ -523,13 +694,22 @@ static json_t *get_name(json_t *req, const char **name)
 /* status_node {"name": NODE}: the status head, the node as the status
  * lists it, and each configured bucket its table holds, on that node: served
  * this period by kind, queued, demand, and the tokens last pushed to it.
- * A node that never said hello: not_found. */
+ * Paged as the status is ("limit", "offset", "bucket" glob; table order
+ * only: a pair has no figure the status sorts by), with a "summary" of
+ * the rows held, matched and shown.  A node that never said hello:
+ * not_found. */
 static json_t *cmd_status_node(admin_t *ad, json_t *req)
 {
     const char *name = NULL;
     json_t *bad = get_name(req, &name);
     if (bad)
         return bad;
+    status_page_t pg;
+    if ((bad = status_page(req, &pg)))
+        return bad;
+    if (pg.sort != SORT_NONE)
+        return reply_error("bad_request", "status_node lists a node's buckets in table order "
+                                          "(no \"sort\")");
     int n = -1, nn = ctrl_nnodes(ad->ctrl);
     char known[300] = "";
     size_t kl = 0;
@@ -555,12 +735,24 @@ static json_t *cmd_status_node(admin_t *ad, json_t *req)
     size_t nb;
     ctrl_table(ad->ctrl, &names, &nb);
     json_t *bs = json_array();
+    int64_t held = 0, matched = 0;
     for (int b = 0; b < ctrl_nbuckets(ad->ctrl) && (size_t)b < nb; b++) {
         ctrl_pair_info_t pi;
-        if (ctrl_pair_info(ad->ctrl, n, b, &pi) == 0)
+        if (ctrl_pair_info(ad->ctrl, n, b, &pi) < 0)
+            continue;
+        held++;
+        if (pg.glob && fnmatch(pg.glob, names[b], 0) != 0)
+            continue;
+        if (matched++ >= pg.offset && (pg.limit < 0 || matched - pg.offset <= pg.limit))
             json_array_append_new(bs, pair_json("name", names[b], &pi));
     }
     json_object_set_new(r, "buckets", bs);
+    json_t *sm = json_pack("{s:I, s:I, s:I, s:I, s:s}", "buckets", (json_int_t)held, "matched",
+                           (json_int_t)matched, "shown", (json_int_t)json_array_size(bs),
+                           "offset", (json_int_t)pg.offset, "sort", sort_names[SORT_NONE]);
+    if (sm && pg.glob)
+        json_object_set_new(sm, "bucket", json_string(pg.glob));
+    json_object_set_new(r, "summary", sm);
     return r;
 }
 

@@ -230,6 +230,9 @@ static int call(etcd_t *e, const char *path, json_t *body, json_t **out)
             rc = -E2BIG;
             log_warn("etcd %s%s: answer over %u bytes", e->urls[e->cur], path, ETCD_MAX_RESPONSE);
             break;
+        } else if (cc == CURLE_OK && status >= 400) { /* etcd answered, and refused */
+            log_warn("etcd %s%s: HTTP %ld: %.200s", e->urls[e->cur], path, status,
+                     e->buf && e->len ? e->buf : "(no body)");
         } else {
             log_debug("etcd %s%s: %s (HTTP %ld)", e->urls[e->cur], path,
                       cc != CURLE_OK ? curl_easy_strerror(cc) : "bad status", status);

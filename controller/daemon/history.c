@@ -32,12 +32,12 @@ void history_push(history_t *h, const history_rec_t *rec)
 
 size_t history_count(const history_t *h)
 {
-    return h->count;
+    return h ? h->count : 0;
 }
 
 const history_rec_t *history_get(const history_t *h, size_t i)
 {
-    if (i >= h->count)
+    if (!h || i >= h->count)
         return NULL;
     return &h->rec[(h->next + HISTORY_PERIODS - 1 - i) % HISTORY_PERIODS];
 }

@@ -3,7 +3,9 @@
  * cmetrics_period_end() judges every bucket once a period and pushes the
  * outcome into that bucket's ring; the admin command `history` reads it.
  * A history_t belongs to the controller's loop thread; nothing locks.
- * Memory: HISTORY_PERIODS records of 24 bytes per bucket, allocated once. */
+ * Memory: HISTORY_PERIODS records of 24 bytes per bucket, allocated at its
+ * first period with traffic (served, queued or demand): a bucket that
+ * never had any has no ring and no history lines. */
 #ifndef BQOS_HISTORY_H
 #define BQOS_HISTORY_H
 
@@ -43,11 +45,12 @@ void history_destroy(history_t **h);
  * HISTORY_PERIODS. */
 void history_push(history_t *h, const history_rec_t *rec);
 
-/* Records held: 0..HISTORY_PERIODS. */
+/* Records held: 0..HISTORY_PERIODS (0 for NULL: a bucket without a ring,
+ * one that never had traffic). */
 size_t history_count(const history_t *h);
 
 /* The i-th newest record (0: the last pushed), or NULL if i >=
- * history_count(h).  Valid until the next history_push(). */
+ * history_count(h) (h may be NULL).  Valid until the next history_push(). */
 const history_rec_t *history_get(const history_t *h, size_t i);
 
 #endif

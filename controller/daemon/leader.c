@@ -460,6 +460,14 @@ static void restore_table(leader_t *ld, int64_t seen)
     char *text = ld->hooks.bootstrap ? ld->hooks.bootstrap(ld->hooks.arg, &len) : NULL;
     if (!text)
         return;
+    if (len > LEADER_TABLE_MAX) { /* etcd would refuse it at every poll */
+        log_warn("leader %s: the bucket file is %zu bytes, over the %u etcd takes as one "
+                 "value: not %s %s; the bucket table of etcd stays %s",
+                 ld->cfg.id, len, LEADER_TABLE_MAX, seen ? "restoring" : "creating",
+                 ld->key_buckets, seen ? "as it is" : "empty");
+        free(text);
+        return;
+    }
     int64_t rev = 0;
     etcd_cmp_t c = {.key = ld->key_buckets, .mod = seen != 0, .rev = seen};
     int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_buckets, text, len, 0, &rev);
@@ -589,6 +597,8 @@ int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now)
 {
     if (!leader_leads(ld, now))
         return -EPERM;
+    if (len > LEADER_TABLE_MAX)
+        return -E2BIG;
     etcd_cmp_t c[2] = {
         {.key = ld->key_buckets, .mod = 1, .rev = ld->buckets_rev},
         {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev},

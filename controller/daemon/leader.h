@@ -95,6 +95,13 @@
 /* The largest epoch (the protocol's, PROTO_MAX_COUNT = 2^53). */
 #define LEADER_EPOCH_MAX (UINT64_C(1) << 53)
 
+/* The largest bucket table written to etcd as one value: etcd refuses a
+ * request over its --max-request-bytes (default 1.5 MiB) with HTTP 429,
+ * and a leader that sent a bigger one at every poll would miss its lease
+ * (issue 26 case 5).  Bigger tables are refused before they are sent; one
+ * key per bucket is the real fix (docs/decisions.md). */
+#define LEADER_TABLE_MAX (1536u * 1024u - 8192u)
+
 /* The etcd operations the election needs (etcd.h's, with `s` the etcd_t). */
 typedef struct {
     int (*grant)(void *s, int64_t ttl, int64_t *id, int64_t *granted);
@@ -214,8 +221,8 @@ double leader_next(const leader_t *ld);
 
 /* The leader writes table `text` (`len` bytes).  Returns 0 (written; its
  * revision counts as applied), -EPERM (not leader_leads()), -EAGAIN (the table
- * or the leadership changed meanwhile: nothing written), or the store's
- * error. */
+ * or the leadership changed meanwhile: nothing written), -E2BIG (over
+ * LEADER_TABLE_MAX: nothing sent), or the store's error. */
 int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now);
 
 /* Notes that an authenticated node obeys `epoch` (its hello or report

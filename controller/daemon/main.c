@@ -35,6 +35,7 @@
 #include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/rounds.h"
+#include "controller/daemon/stopguard.h"
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -697,6 +698,7 @@ int main(int argc, char **argv)
 
     int status = 1;
     app_t a = {.set = &set, .sigfd = -1};
+    stopguard_t *guard = NULL; /* SIGTERM answered within 1 s while the loop is busy */
     bucketfile_t *bf = NULL;
 
     jsonloc_err_t err;
@@ -753,6 +755,7 @@ int main(int argc, char **argv)
         log_error("signalfd: %s", strerror(errno));
         goto out;
     }
+    guard = stopguard_start(0.5);
     curvekey_t key = {.secret_z85 = ""};
     if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
@@ -870,6 +873,7 @@ int main(int argc, char **argv)
     notify_stopping();
     status = 0;
 out:
+    stopguard_stop(&guard);
     metricsd_destroy(&a.md);
     cmetrics_clear(&a.met);
     if (a.etcd) {

@@ -45,8 +45,11 @@ static cmetrics_outcome_t *outcome_of(cmetrics_t *m, const char *name)
         m->capout = cap;
     }
     cmetrics_outcome_t *o = &m->out[m->nout];
-    *o = (cmetrics_outcome_t){.name = strdup(name), .hist = history_new()};
-    if (!o->name || !o->hist || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
+    /* The ring comes with the bucket's first period with traffic
+     * (cmetrics_period_end()): a table of a million idle buckets costs no
+     * 1.5 KB rings (issue 26 case 5). */
+    *o = (cmetrics_outcome_t){.name = strdup(name)};
+    if (!o->name || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
         free(o->name);
         history_destroy(&o->hist);
         return NULL;
@@ -140,10 +143,17 @@ void cmetrics_period_end(cmetrics_t *m, double now)
             o->held += (f & HISTORY_HELD) != 0;
             o->idle += (f & HISTORY_IDLE) != 0;
         }
+        /* The idle run counts before the no-ring skip below: a bucket
+         * that never had traffic is exactly the unused reservation. */
         o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
+        uint64_t served = bi.served_r + bi.served_l + bi.served_o;
+        if (!o->hist && (served == 0 && bi.queued == 0 && bi.demand <= 0))
+            continue; /* never had traffic: no ring yet */
+        if (!o->hist && !(o->hist = history_new()))
+            continue;
         history_push(o->hist, &(history_rec_t){
                                   .period = period,
-                                  .served = bi.served_r + bi.served_l + bi.served_o,
+                                  .served = served,
                                   .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
                                   .flags = f,
                               });

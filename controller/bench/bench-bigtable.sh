@@ -1,0 +1,98 @@
+#!/bin/sh
+# bench-bigtable.sh - the controller with a big bucket table: start-up, one `set` and one `remove` (admin round trip = the main loop's stall), `status` size and time, memory per bucket after start-up and after a few periods, SIGTERM latency during a change (docs/performance.md, "Big bucket tables").
+# Usage: controller/bench/bench-bigtable.sh [N...]   (default: 30000; BIN defaults to bin; TIMEOUT=S caps each step, default 120)
+set -u
+HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
+. "$HERE/lib.sh"
+BIN=${BIN:-bin}
+CAP=${TIMEOUT:-120}
+T=$(mktemp -d /tmp/bench_bigtable.XXXXXX)
+trap 'cleanup; rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+
+# now: seconds since the epoch with ms.
+now() { date +%s.%N; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+# table N FILE: a bucket file of N buckets, one object a line.
+table() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    f.write('{"buckets": [\n')
+    for i in range(n):
+        f.write('  {"name": "tenant-%07d", "reservation": %d, "limit": %d, "weight": 1}%s\n'
+                % (i, 10 + i % 90, 1000 + i % 9000, "," if i + 1 < n else ""))
+    f.write(']}\n')
+PY
+}
+
+# ctl ARGS...: bqos-ctl against the admin port, capped at $CAP s.
+ctl() { "$BIN/bqos-ctl" --endpoint "tcp://127.0.0.1:$ap" --timeout $((CAP * 1000)) "$@"; }
+
+# start FILE: the controller on FILE; sets pid, ap, and t_start (ms until
+# the admin endpoint answers).
+start() {
+  next_port; cp=$PORT; next_port; ap=$PORT
+  spawn "$T/controller.log" "$BIN/bqos-controller" --buckets "$1" \
+    --listen "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" --period 1s --capacity 1000000000
+  pid=$SPAWNED
+  t0=$(now)
+  # It binds its endpoints once the table is loaded (a probe with a
+  # command would queue work behind the load).
+  wait_port "$ap" "$CAP" || { echo "controller did not start:"; tail -5 "$T/controller.log"; exit 1; }
+  t_start=$(ms "$t0" "$(now)")
+}
+
+# timed VAR CMD...: runs CMD, its ms into VAR ("timeout" if it failed).
+timed() {
+  v=$1; shift
+  t0=$(now)
+  if "$@" >"$T/out" 2>&1; then eval "$v=$(ms "$t0" "$(now)")"; else eval "$v=fail"; fi
+}
+
+# SIGTERM while a change is in the main loop: ms from the signal to exit.
+term_latency() {
+  ctl set tenant-new2 --reservation 2 >/dev/null 2>&1 &
+  cpid=$!
+  sleep 0.05
+  t0=$(now)
+  kill "$pid"
+  n=$((CAP * 20))
+  while kill -0 "$pid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
+  if kill -0 "$pid" 2>/dev/null; then t_term=">${CAP}000"; kill -9 "$pid"; else t_term=$(ms "$t0" "$(now)"); fi
+  kill "$cpid" 2>/dev/null # its controller is gone: no answer will come
+  wait "$cpid" 2>/dev/null
+}
+
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, step cap ${CAP}s"
+table 1 "$T/one.json"
+start "$T/one.json"
+rss0=$(rss_kb "$pid")
+stop_pid "$pid"
+echo "| buckets | file | start-up | RSS | RSS/bucket | set | remove | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | RSS after (per bucket) | SIGTERM in a set |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for N in ${@:-30000}; do
+  table "$N" "$T/b.json"
+  size=$(wc -c <"$T/b.json")
+  start "$T/b.json"
+  rss=$(rss_kb "$pid")
+  per=$(awk -v a="$rss" -v b="$rss0" -v n="$N" 'BEGIN { printf "%.0f B", (a - b) * 1024 / n }')
+  timed t_set ctl set tenant-new --reservation 1 --limit 10
+  timed t_rm ctl remove tenant-0000001
+  timed t_st ctl status
+  st_lines=$(wc -l <"$T/out")
+  timed t_sj ctl --json status
+  sj_bytes=$(wc -c <"$T/out")
+  if "$BIN/bqos-ctl" --help 2>&1 | grep -q -- '--sort'; then
+    timed t_sum ctl status --limit 0
+    timed t_top ctl status --limit 10 --sort reservation
+  else t_sum="n/a"; t_top="n/a"; fi
+  sleep 3 # a few periods: each judges every bucket (history rings)
+  rss2=$(rss_kb "$pid")
+  per2=$(awk -v a="$rss2" -v b="$rss0" -v n="$N" 'BEGIN { printf "%.0f B", (a - b) * 1024 / n }')
+  term_latency
+  echo "| $N | $((size / 1024)) KiB | ${t_start} ms | $((rss / 1024)) MiB | $per | ${t_set} ms | ${t_rm} ms | ${t_st} ms, $st_lines lines | ${t_sj} ms, $((sj_bytes / 1024)) KiB | ${t_sum} ms | ${t_top} ms | $((rss2 / 1024)) MiB, $per2 | ${t_term} ms |"
+done
