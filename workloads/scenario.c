@@ -324,9 +324,66 @@ static int override_server(ctx_t *c, const char *spec)
     return 0;
 }
 
+/* A server's "speed": [{"from_period": P, "factor": F}, ...], periods
+ * strictly increasing, factors in (0, 100]. */
+static int parse_speed(ctx_t *c, const at_t *arr, scenario_server_t *sv)
+{
+    static const char *const keys[] = {"from_period", "factor", NULL};
+    if (expect(c, arr, K_ARRAY, "speed") < 0)
+        return -EINVAL;
+    size_t n = json_array_size(arr->v);
+    sv->speed = calloc(n ? n : 1, sizeof *sv->speed);
+    if (!sv->speed)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        at_t o = element(arr, i);
+        long long from;
+        double f;
+        int rc;
+        if (expect(c, &o, K_OBJECT, "a speed step") < 0 ||
+            check_keys(c, &o, "a speed step", keys) < 0)
+            return -EINVAL;
+        if (!json_object_get(o.v, "factor"))
+            return fail(c, &o, "speed step without \"factor\"");
+        if ((rc = get_int(c, &o, "from_period", 0, 0, 100000000, &from)) < 0 ||
+            (rc = get_num(c, &o, "factor", 1, 0, 1, 100, &f)) < 0)
+            return rc;
+        if (i > 0 && from <= sv->speed[i - 1].from_period)
+            return fail(c, &o, "speed steps must be in increasing period order");
+        sv->speed[i].from_period = (int)from;
+        sv->speed[i].factor = f;
+        sv->nspeed = i + 1;
+    }
+    return 0;
+}
+
+/* The simulator's "backend": {"window": K | "auto", "parallel": P,
+ * "service_cv": CV}. */
+static int parse_backend(ctx_t *c, const at_t *o)
+{
+    static const char *const keys[] = {"window", "parallel", "service_cv", NULL};
+    scenario_t *s = c->s;
+    if (expect(c, o, K_OBJECT, "backend") < 0 || check_keys(c, o, "backend", keys) < 0)
+        return -EINVAL;
+    at_t w = member(o, "window");
+    long long k = 0;
+    int rc;
+    if (w.v && json_is_string(w.v)) {
+        if (strcmp(json_string_value(w.v), "auto") != 0)
+            return fail(c, &w, "backend.window must be a number or \"auto\"");
+        k = SCENARIO_WINDOW_AUTO;
+    } else if ((rc = get_int(c, o, "window", 0, 1, 4096, &k)) < 0)
+        return rc;
+    s->backend_window = (int)k;
+    if ((rc = get_int(c, o, "parallel", 1, 1, 1024, &k)) < 0)
+        return rc;
+    s->backend_parallel = (int)k;
+    return get_num(c, o, "service_cv", -1, 0, 0, 10, &s->service_cv);
+}
+
 static int parse_servers(ctx_t *c, const at_t *arr)
 {
-    static const char *const keys[] = {"name", "address", "backend", NULL};
+    static const char *const keys[] = {"name", "address", "backend", "speed", NULL};
     scenario_t *s = c->s;
     if (expect(c, arr, K_ARRAY, "servers") < 0)
         return -EINVAL;
@@ -366,6 +423,9 @@ static int parse_servers(ctx_t *c, const at_t *arr)
             return rc;
         if (!be.v)
             sv->backend_port = sv->port;
+        at_t sp = member(&o, "speed");
+        if (sp.v && (rc = parse_speed(c, &sp, sv)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -694,7 +754,7 @@ static int parse_workload(ctx_t *c, const at_t *w, const scenario_opts_t *opts,
                           long long *outstanding)
 {
     static const char *const keys[] = {"get_ratio", "value_size", "preload", "keys",
-                                       "outstanding", "timeout_ms", NULL};
+                                       "outstanding", "timeout_ms", "rtt_ms", NULL};
     scenario_t *s = c->s;
     if (w->v && (expect(c, w, K_OBJECT, "workload") < 0 ||
                  check_keys(c, w, "workload", keys) < 0))
@@ -706,7 +766,8 @@ static int parse_workload(ctx_t *c, const at_t *w, const scenario_opts_t *opts,
         (rc = get_int(c, w, "preload", 10000, 0, 100000000, &pre)) < 0 ||
         (rc = get_int(c, w, "keys", 0, 0, 100000000, &nkeys)) < 0 ||
         (rc = get_int(c, w, "outstanding", 5, 1, 1000, outstanding)) < 0 ||
-        (rc = get_int(c, w, "timeout_ms", 5000, 10, 600000, &to)) < 0)
+        (rc = get_int(c, w, "timeout_ms", 5000, 10, 600000, &to)) < 0 ||
+        (rc = get_num(c, w, "rtt_ms", 0, 0, 0, 60000, &s->rtt_ms)) < 0)
         return rc;
     s->value_size = (size_t)vs;
     s->preload = opts->preload >= 0 ? (size_t)opts->preload : (size_t)pre;
@@ -719,7 +780,7 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
 {
     static const char *const keys[] = {"description", "duration", "period", "intervals",
                                        "warmup_periods", "seed", "capacity", "workload",
-                                       "servers", "buckets", "generate", NULL};
+                                       "servers", "buckets", "generate", "backend", NULL};
     scenario_t *s = c->s;
     int rc;
     if (expect(c, root, K_OBJECT, "a scenario") < 0 ||
@@ -743,8 +804,11 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
     s->intervals = (int)intervals;
     s->warmup_periods = (int)warmup;
     s->seed = opts->seed >= 0 ? (uint64_t)opts->seed : (uint64_t)seed;
-    at_t workload = member(root, "workload");
+    at_t workload = member(root, "workload"), backend = member(root, "backend");
     if ((rc = parse_workload(c, &workload, opts, &outstanding)) < 0)
+        return rc;
+    s->service_cv = -1;
+    if (backend.v && (rc = parse_backend(c, &backend)) < 0)
         return rc;
     at_t servers = member(root, "servers");
     if (!servers.v)
@@ -882,6 +946,7 @@ void scenario_destroy(scenario_t **sp)
         free(s->servers[i].name);
         free(s->servers[i].host);
         free(s->servers[i].backend_host);
+        free(s->servers[i].speed);
     }
     free(s->servers);
     for (size_t i = 0; i < s->nbuckets; i++) {

@@ -87,6 +87,7 @@ void sim_model_destroy(sim_model_t **mp)
     free(m->nsegs);
     free(m->buckets);
     free(m->capacity);
+    free(m->speed);
     free(m);
     *mp = NULL;
 }
@@ -108,6 +109,8 @@ static sim_model_t *model_alloc(const sim_config_t *cfg)
     }
     for (int s = 0; s < cfg->servers; s++)
         m->capacity[s] = cfg->capacity;
+    m->service_cv = -1;
+    m->parallel = 1;
     return m;
 }
 
@@ -333,6 +336,30 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
     }
     if (build_segments(m) < 0)
         goto nomem;
+    m->window = sc->backend_window == SCENARIO_WINDOW_AUTO ? SIM_WINDOW_AUTO : sc->backend_window;
+    m->service_cv = sc->service_cv;
+    m->parallel = sc->backend_parallel > 0 ? sc->backend_parallel : 1;
+    m->rtt = sc->rtt_ms / 1000.0;
+    for (size_t s = 0; s < sc->nservers; s++) {
+        const scenario_server_t *ss = &sc->servers[s];
+        if (!ss->nspeed)
+            continue;
+        if (!m->speed && !(m->speed = malloc((size_t)c.periods * c.servers * sizeof(double))))
+            goto nomem;
+        for (size_t i = 0; i < (size_t)c.periods * c.servers; i++)
+            m->speed[i] = 1;
+        break;
+    }
+    for (size_t s = 0; m->speed && s < sc->nservers; s++) {
+        const scenario_server_t *ss = &sc->servers[s];
+        double f = 1;
+        size_t i = 0;
+        for (int p = 0; p < c.periods; p++) {
+            while (i < ss->nspeed && ss->speed[i].from_period <= p)
+                f = ss->speed[i++].factor;
+            m->speed[(size_t)p * c.servers + s] = f;
+        }
+    }
     *out = m;
     return 0;
 nomem:
@@ -356,4 +383,16 @@ void sim_model_demand(const sim_model_t *m, int b, double t0, double t1, double 
             acc[ph->servers[k]] += (bk->outstanding ? m->capacity[ph->servers[k]] : ph->rates[k]) *
                                    (e - s);
     }
+}
+
+double sim_model_speed(const sim_model_t *m, int s, double t)
+{
+    if (!m->speed)
+        return 1;
+    int p = (int)floor(t / m->cfg.period);
+    if (p < 0)
+        p = 0;
+    if (p >= m->cfg.periods)
+        p = m->cfg.periods - 1;
+    return m->speed[(size_t)p * m->cfg.servers + s];
 }

@@ -91,7 +91,26 @@ typedef struct {
     size_t *nsegs;           /* [cfg.servers] */
     sim_segment_t **segs;    /* [cfg.servers][nsegs[s]], by start time */
     double *capacity;        /* [cfg.servers] true mean IOPS per server */
+    /* What the real node has (scenario options, off by default): */
+    int window;              /* backend FIFO behind the scheduler: 0 none (one
+                                IO at a time straight from the scheduler), K
+                                fixed, SIM_WINDOW_AUTO the node's adaptive
+                                window (storage-node/core/window.h) */
+    int parallel;            /* with a window: IOs the backend serves at once,
+                                each in parallel / (C x speed) on average, so
+                                latency is flat up to this many; >= 1 */
+    double service_cv;       /* < 0: service uniform (1 +- svc_spread) / C;
+                                >= 0: lognormal with this CV */
+    double rtt;              /* closed loop: seconds from a completion to the
+                                client's next request at that server */
+    double *speed;           /* [cfg.periods][cfg.servers] speed factor of a
+                                server in a period, or NULL (all 1) */
 } sim_model_t;
+
+#define SIM_WINDOW_AUTO (-1)
+
+/* Speed factor of server s at time t (1 without "speed"). */
+double sim_model_speed(const sim_model_t *m, int s, double t);
 
 /* Builds the Experiment 1 style model described by *cfg (checked with
  * sim_config_check()).  Returns 0 and a new model in *out (caller owns it,

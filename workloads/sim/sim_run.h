@@ -87,6 +87,8 @@ typedef struct {
     double *reserved;       /* [B] IOs per period a bucket reserves */
     uint64_t *served;       /* [periods][B] IOs served in the period */
     uint32_t *served_iv;    /* [periods][intervals][B] IOs served per interval */
+    int servers;
+    uint64_t *delivered;    /* [periods][servers] IOs each server completed */
     uint64_t events;        /* arrivals + completions simulated (all periods) */
     uint64_t arrivals, completions, dropped;
     uint64_t rounds;        /* control rounds (pshift, clairvoyant) */
