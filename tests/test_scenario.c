@@ -250,6 +250,10 @@ static const struct {
      "speed steps must be in increasing period order"},
     {"{\"duration\": 1, \"servers\": [{\"name\": \"s\", \"address\": \"h:1\", \"speed\": "
      "[{\"factor\": 0}]}]}", 1, 82, "factor must be > 0"},
+    {"{\"duration\": 1, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", \"set\": [{\"period\": 1, "
+     "\"reservation\": 5, \"limit\": 2}]}]}", 2, 76, "limit (2 IOs/s) is below the reservation"},
+    {"{\"duration\": 1, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", \"set\": [{\"reservation\": 5}]}]}",
+     2, 35, "set without \"period\""},
     {"{\"duration\": 1, \"duration\": 2}", 1, 26, "duplicate object key"},
     {"{\"duration\": 1,\n  \"x\": \"\\q\"}", 2, 10, "invalid escape"},
     {"{\"duration\": 1", 1, 14, "'}' expected near end of file"},
@@ -285,8 +289,14 @@ START_TEST(test_scenario_sim_model_keys)
     ck_assert_int_eq(s->servers[0].speed[1].from_period, 4);
     scenario_destroy(&s);
     s = parse_ok("{\"duration\": 2, \"backend\": {\"window\": 16}, " SERVERS
-                 ", \"buckets\": [{\"name\": \"a\"}]}");
+                 ", \"buckets\": [{\"name\": \"a\", \"set\": [{\"period\": 1, \"reservation\": 5, "
+                 "\"limit\": 9}, {\"period\": 3, \"reservation\": 7}]}]}");
     ck_assert_int_eq(s->backend_window, 16);
+    ck_assert_uint_eq(s->buckets[0].nsets, 2);
+    ck_assert_int_eq(s->buckets[0].sets[0].period, 1);
+    ck_assert_double_eq(s->buckets[0].sets[0].reservation, 5);
+    ck_assert_double_eq(s->buckets[0].sets[0].limit, 9);
+    ck_assert(s->buckets[0].sets[1].limit == SCENARIO_NO_LIMIT);
     scenario_destroy(&s);
 }
 END_TEST

@@ -518,6 +518,45 @@ START_TEST(test_sim_prop_check_judges_the_starved_bucket)
 }
 END_TEST
 
+/* A runtime `set` (scenario "set"): from period 2 bucket a reserves 6,000
+ * instead of 3,000 IOs/s and b gets a limit.  The controller gets the new
+ * bucket file, as from bqos-ctl set; the results and the checker use the
+ * reservation in force in each period. */
+START_TEST(test_sim_runtime_set_follows)
+{
+    sim_model_t *m = from_text(
+        "{\"duration\": 4, \"capacity\": 10000, \"seed\": 3, \"servers\": "
+        "[{\"name\": \"s\", \"address\": \"h:1\"}], \"buckets\": ["
+        "{\"name\": \"a\", \"reservation\": 3000, \"outstanding\": 4, \"set\": "
+        "[{\"period\": 2, \"reservation\": 6000}]}, "
+        "{\"name\": \"b\", \"reservation\": 1000, \"outstanding\": 16, \"set\": "
+        "[{\"period\": 2, \"reservation\": 1000, \"limit\": 2000}]}]}");
+    double lim;
+    ck_assert_double_eq(sim_bucket_rates(&m->buckets[0], 1, &lim), 3000);
+    ck_assert(lim < 0);
+    ck_assert_double_eq(sim_bucket_rates(&m->buckets[0], 2, NULL), 6000);
+    ck_assert_double_eq(sim_bucket_rates(&m->buckets[1], 3, &lim), 1000);
+    ck_assert_double_eq(lim, 2000);
+    sim_result_t *r = run(m, SIM_POLICY_PSHIFT_PACED, NULL);
+    ck_assert_double_eq(r->reserved_p[1 * 2], 3000);
+    ck_assert_double_eq(r->reserved_p[3 * 2], 6000);
+    for (int p = 2; p < 4; p++) {
+        ck_assert_msg(r->served[p * 2] >= 0.99 * 6000, "period %d: a got %llu", p,
+                      (unsigned long long)r->served[p * 2]);
+        ck_assert_msg(r->served[p * 2 + 1] <= 1.01 * 2000, "period %d: b got %llu", p,
+                      (unsigned long long)r->served[p * 2 + 1]);
+    }
+    ck_assert_msg(r->served[1 * 2 + 1] > 3000, "b before its limit: %llu",
+                  (unsigned long long)r->served[3]);
+    sim_prop_verdict_t v;
+    ck_assert_int_eq(sim_prop_check(m, r, &v), 0);
+    ck_assert_uint_eq(v.l_periods, 2);
+    ck_assert_uint_eq(v.l_over, 0);
+    sim_result_destroy(&r);
+    sim_model_destroy(&m);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_sim_heap_orders_by_time_then_id,
@@ -532,6 +571,7 @@ int main(void)
                                   test_sim_run_starved_closed_loop_counts,
                                   test_sim_backend_fifo_starves_a_reserved_bucket,
                                   test_sim_speed_steps_and_auto_window,
-                                  test_sim_prop_check_judges_the_starved_bucket};
+                                  test_sim_prop_check_judges_the_starved_bucket,
+                                  test_sim_runtime_set_follows};
     return testlib_run_timed("sim", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -613,11 +613,44 @@ static int check_limit(ctx_t *c, const at_t *at, const scenario_bucket_t *b)
     return 0;
 }
 
+/* A bucket's "set": [{"period": P, "reservation": RATE, "limit": RATE or
+ * null}, ...]: runtime changes of its rates, periods increasing, >= 1. */
+static int parse_sets(ctx_t *c, const at_t *arr, scenario_bucket_t *b)
+{
+    static const char *const keys[] = {"period", "reservation", "limit", NULL};
+    if (expect(c, arr, K_ARRAY, "set") < 0)
+        return -EINVAL;
+    size_t n = json_array_size(arr->v);
+    b->sets = calloc(n ? n : 1, sizeof *b->sets);
+    if (!b->sets)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        at_t o = element(arr, i), lim = member(&o, "limit");
+        long long per;
+        int rc;
+        if (expect(c, &o, K_OBJECT, "a set") < 0 || check_keys(c, &o, "a set", keys) < 0)
+            return -EINVAL;
+        if (!json_object_get(o.v, "period"))
+            return fail(c, &o, "set without \"period\"");
+        scenario_bucket_t nb = {.limit = SCENARIO_NO_LIMIT};
+        if ((rc = get_int(c, &o, "period", 1, 1, 100000000, &per)) < 0 ||
+            (rc = get_rate(c, &o, "reservation", 0, &nb.reservation)) < 0 ||
+            (lim.v && !json_is_null(lim.v) && (rc = rate_value(c, &lim, "limit", &nb.limit)) < 0) ||
+            (rc = check_limit(c, lim.v ? &lim : &o, &nb)) < 0)
+            return rc;
+        if (i > 0 && per <= b->sets[i - 1].period)
+            return fail(c, &o, "sets must be in increasing period order");
+        b->sets[i] = (struct scenario_set){(int)per, nb.reservation, nb.limit};
+        b->nsets = i + 1;
+    }
+    return 0;
+}
+
 static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t idx)
 {
     static const char *const keys[] = {"name", "reservation", "limit", "servers", "active",
                                        "outstanding", "rate", "split_zipf", "changes",
-                                       "random_changes", NULL};
+                                       "random_changes", "set", NULL};
     const scenario_t *s = c->s;
     int rc;
     if (expect(c, o, K_OBJECT, "a bucket") < 0 || check_keys(c, o, "a bucket", keys) < 0)
@@ -642,6 +675,9 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
         (rc = get_int(c, o, "random_changes", 0, 0, 1000, &nrandom)) < 0)
         return rc;
     b->outstanding = outst ? (int)outst : -1; /* -1: the workload default */
+    at_t set = member(o, "set");
+    if (set.v && (rc = parse_sets(c, &set, b)) < 0)
+        return rc;
     at_t changes = member(o, "changes");
     if (changes.v && expect(c, &changes, K_ARRAY, "changes") < 0)
         return -EINVAL;
@@ -953,6 +989,7 @@ void scenario_destroy(scenario_t **sp)
         for (size_t j = 0; j < s->buckets[i].nphases; j++)
             free(s->buckets[i].phases[j].servers);
         free(s->buckets[i].phases);
+        free(s->buckets[i].sets);
         free(s->buckets[i].name);
     }
     free(s->buckets);

@@ -59,6 +59,11 @@ typedef struct {
     size_t nphases;      /* >= 1; phases[0].at == 0, strictly increasing */
     scenario_phase_t *phases;
     int max_active;      /* largest phase */
+    /* bqos-sim only ("set"): from the start of period sets[i].period on,
+     * the bucket's reservation and limit are these, as if `bqos-ctl set`
+     * ran then (periods increasing, >= 1). */
+    size_t nsets;
+    struct scenario_set { int period; double reservation, limit; } *sets;
 } scenario_bucket_t;
 
 typedef struct {

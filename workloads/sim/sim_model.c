@@ -78,6 +78,7 @@ void sim_model_destroy(sim_model_t **mp)
                 free(m->buckets[b].phases[i].rates);
             }
             free(m->buckets[b].phases);
+            free(m->buckets[b].sets);
         }
     }
     if (m->segs)
@@ -319,6 +320,12 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
         bk->reservation = sb->reservation;
         bk->limit = sb->limit == SCENARIO_NO_LIMIT ? -1 : sb->limit;
         bk->outstanding = sb->rate > 0 ? 0 : (sb->outstanding > 0 ? sb->outstanding : 1);
+        if (sb->nsets) {
+            if (!(bk->sets = malloc(sb->nsets * sizeof(*bk->sets))))
+                goto nomem;
+            memcpy(bk->sets, sb->sets, sb->nsets * sizeof(*bk->sets));
+            bk->nsets = sb->nsets;
+        }
         size_t cap = 0;
         for (size_t i = 0; i < sb->nphases; i++) {
             const scenario_phase_t *sp = &sb->phases[i];
@@ -395,4 +402,16 @@ double sim_model_speed(const sim_model_t *m, int s, double t)
     if (p >= m->cfg.periods)
         p = m->cfg.periods - 1;
     return m->speed[(size_t)p * m->cfg.servers + s];
+}
+
+double sim_bucket_rates(const sim_bucket_t *bk, int p, double *lim)
+{
+    double r = bk->reservation, l = bk->limit;
+    for (size_t i = 0; i < bk->nsets && bk->sets[i].period <= p; i++) {
+        r = bk->sets[i].reservation;
+        l = bk->sets[i].limit == SCENARIO_NO_LIMIT ? -1 : bk->sets[i].limit;
+    }
+    if (lim)
+        *lim = l;
+    return r;
 }

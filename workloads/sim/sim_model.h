@@ -72,7 +72,13 @@ typedef struct {
     int outstanding;      /* > 0: closed loop (requests in flight per server) */
     size_t nphases;       /* >= 1, phases[0].t == 0, increasing */
     sim_phase_t *phases;
+    size_t nsets;         /* runtime sets (scenario "set"), by period */
+    struct scenario_set *sets;
 } sim_bucket_t;
+
+/* Bucket bk's reservation in period p (IOs per second); its limit into
+ * *lim (< 0: none) if lim is not NULL. */
+double sim_bucket_rates(const sim_bucket_t *bk, int p, double *lim);
 
 /* One request generator: bucket `bucket` sends `rate` IOs per second to a
  * server during [start, end), or keeps `outstanding` requests in flight

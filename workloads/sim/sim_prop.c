@@ -204,6 +204,17 @@ char *sim_prop_scenario(uint64_t seed)
                               server_names(place + b * 4, np[b]), "outstanding", k);
         if (kind[b] == 1)
             json_object_set_new(o, "limit", json_real(ceil(r * (1.1 + 0.9 * rng_uniform(&g)))));
+        if (rng_below(&g, 8) == 0) {
+            /* A runtime `set` at a period start: R times 0.5-1.2, the
+             * limit (if any) keeping its ratio. */
+            double f = 0.5 + 0.7 * rng_uniform(&g), r2 = floor(r * f);
+            json_t *lim = json_object_get(o, "limit");
+            json_t *st = json_pack("{s:i,s:f}", "period", 3 + (int)rng_below(&g, PROP_PERIODS - 4),
+                                   "reservation", r2 < 1 ? 1 : r2);
+            if (lim)
+                json_object_set_new(st, "limit", json_real(ceil(json_real_value(lim) * f) + 1));
+            json_object_set_new(o, "set", json_pack("[o]", st));
+        }
         if (rng_below(&g, 5) == 0) {
             /* Its demand moves to other servers in mid-period. */
             int to[4];
@@ -283,7 +294,7 @@ int sim_prop_check(const sim_model_t *m, const sim_result_t *r, sim_prop_verdict
         double t0 = ap * T, t1 = t0 + T, rsum = 0;
         for (int b = 0; b < B; b++) {
             phases[b] = servers_in(&m->buckets[b], t0, t1, S, on + (size_t)b * S);
-            need[b] = m->buckets[b].reservation * T;
+            need[b] = sim_bucket_rates(&m->buckets[b], ap, NULL) * T;
             rsum += need[b];
         }
         for (int s = 0; s < S; s++)
@@ -292,9 +303,10 @@ int sim_prop_check(const sim_model_t *m, const sim_result_t *r, sim_prop_verdict
         v->fit += fits;
         for (int b = 0; b < B; b++) {
             const sim_bucket_t *bk = &m->buckets[b];
-            double got = (double)r->served[(size_t)p * B + b];
-            if (bk->limit >= 0) {
-                double lr = got / (bk->limit * T);
+            double got = (double)r->served[(size_t)p * B + b], lim;
+            sim_bucket_rates(bk, ap, &lim);
+            if (lim >= 0) {
+                double lr = got / (lim * T);
                 v->l_periods++;
                 v->l_over += lr > 1.01;
                 if (lr > v->l_worst)
@@ -311,7 +323,7 @@ int sim_prop_check(const sim_model_t *m, const sim_result_t *r, sim_prop_verdict
                                 ? bk->outstanding / (m->rtt + par / (m->capacity[s] * f))
                                 : INFINITY;
                 }
-            if (most < bk->reservation)
+            if (most * T < need[b])
                 continue;
             double x = got / need[b];
             v->judged++;

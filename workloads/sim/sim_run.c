@@ -484,6 +484,7 @@ void sim_result_destroy(sim_result_t **rp)
     if (!rp || !*rp)
         return;
     free((*rp)->reserved);
+    free((*rp)->reserved_p);
     free((*rp)->served);
     free((*rp)->served_iv);
     free((*rp)->delivered);
@@ -689,18 +690,17 @@ static void push_all(run_t *R, int p, int k, double t)
     }
 }
 
-/* The controller for the pshift policy: the real control-loop state, with
- * the simulator's buckets and weights. */
-static int ctl_setup(run_t *R)
+/* The bucket file of the rates in force (R->cur_res, cur_lim) into *out
+ * (caller owns it).  Returns 0, -ENOMEM or a bucketfile_set() error. */
+static int ctl_buckets(run_t *R, bucketfile_t **out)
 {
-    const sim_model_t *m = R->m;
     int rc = -ENOMEM;
     bucketfile_t *bf = bucketfile_new();
     if (!bf)
         goto out;
     for (int b = 0; b < R->B; b++) {
-        double lim = m->buckets[b].limit;
-        bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
+        double lim = R->cur_lim[b];
+        bucketfile_bucket_t bb = {.reservation = llround(R->cur_res[b]),
                                   .limit = lim < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(lim)),
                                   .weight = R->weights ? R->weights[b] : 1};
         snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
@@ -708,6 +708,24 @@ static int ctl_setup(run_t *R)
             goto out;
         rc = -ENOMEM;
     }
+    *out = bf;
+    bf = NULL;
+    rc = 0;
+out:
+    bucketfile_destroy(&bf);
+    return rc;
+}
+
+/* The controller for the pshift policy: the real control-loop state, with
+ * the simulator's buckets and weights. */
+static int ctl_setup(run_t *R)
+{
+    const sim_model_t *m = R->m;
+    bucketfile_t *bf = NULL;
+    int rc = ctl_buckets(R, &bf);
+    if (rc < 0)
+        goto out;
+    rc = -ENOMEM;
     ctrl_config_t cc = ctrl_config_default();
     cc.period_s = m->cfg.period;
     cc.intervals = m->cfg.intervals;
@@ -752,13 +770,45 @@ static int ctl_round(run_t *R, int p, int k, double t)
     return 0;
 }
 
+/* At the start of period p: the runtime sets that take effect (the
+ * controller gets the new bucket file, as from `bqos-ctl set`; static
+ * splits again; the window figures follow), and the reservations of a
+ * measured period.  Returns 0 or -errno. */
+static int period_rates(run_t *R, int p)
+{
+    const sim_model_t *m = R->m;
+    int changed = 0, rc = 0;
+    for (int b = 0; b < R->B; b++) {
+        double lim, res = sim_bucket_rates(&m->buckets[b], p, &lim);
+        if (res != R->cur_res[b] || lim != R->cur_lim[b]) {
+            R->cur_res[b] = res;
+            R->cur_lim[b] = lim;
+            R->res_tokens[b] = llround(res * m->cfg.period);
+            report_win_set_rates(R->win, (size_t)b, res, lim);
+            changed = 1;
+        }
+    }
+    if (changed && R->ctl) {
+        bucketfile_t *bf = NULL;
+        if ((rc = ctl_buckets(R, &bf)) == 0)
+            rc = ctrl_set_buckets(R->ctl, bf);
+        bucketfile_destroy(&bf);
+    }
+    if (changed && R->policy == SIM_POLICY_STATIC)
+        sim_run__static_tokens(R);
+    int mp = p - m->cfg.warmup;
+    for (int b = 0; mp >= 0 && b < R->B; b++)
+        R->r->reserved_p[(size_t)mp * R->B + b] = R->cur_res[b] * m->cfg.period;
+    return rc;
+}
+
 static void summarize(sim_result_t *r)
 {
     size_t n = 0, m95 = 0, m99 = 0;
     double err = 0, worst = INFINITY;
     for (int p = 0; p < r->periods; p++)
         for (int b = 0; b < r->buckets; b++) {
-            double want = r->reserved[b];
+            double want = r->reserved_p[(size_t)p * r->buckets + b];
             if (!(want >= 1))
                 continue;
             double x = r->served[(size_t)p * r->buckets + b] / want;
@@ -849,11 +899,15 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     r->intervals = R.K;
     r->periods = mperiods;
     r->reserved = calloc((size_t)R.B, sizeof(double));
+    r->reserved_p = calloc((size_t)mperiods * R.B, sizeof(double));
+    R.cur_res = calloc(2 * (size_t)R.B, sizeof(double));
+    R.cur_lim = R.cur_res ? R.cur_res + R.B : NULL;
     r->served = calloc((size_t)mperiods * R.B, sizeof(uint64_t));
     r->served_iv = calloc((size_t)mperiods * R.K * R.B, sizeof(uint32_t));
     r->servers = R.S;
     r->delivered = calloc((size_t)mperiods * R.S, sizeof(uint64_t));
-    if (!r->reserved || !r->served || !r->served_iv || !r->delivered)
+    if (!r->reserved || !r->served || !r->served_iv || !r->delivered || !r->reserved_p ||
+        !R.cur_res)
         goto out;
     double *wres = malloc(2 * (size_t)R.B * sizeof(double)), *wlim = wres + R.B;
     if (!wres)
@@ -862,8 +916,10 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         r->reserved[b] = m->buckets[b].reservation * c->period;
         R.res_tokens[b] = llround(r->reserved[b]);
         R.any_limit |= m->buckets[b].limit >= 0;
-        wres[b] = m->buckets[b].reservation;
-        wlim[b] = m->buckets[b].limit;
+        for (size_t i = 0; i < m->buckets[b].nsets; i++)
+            R.any_limit |= m->buckets[b].sets[i].limit >= 0;
+        wres[b] = R.cur_res[b] = m->buckets[b].reservation;
+        wlim[b] = R.cur_lim[b] = m->buckets[b].limit;
     }
     R.win = report_win_new((size_t)R.B, c->period, wres, wlim);
     free(wres);
@@ -918,6 +974,8 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
             if (k == 0) {
                 memset(R.cum, 0, (size_t)R.B * sizeof(uint64_t));
                 memset(R.cum_prev, 0, (size_t)R.B * sizeof(uint64_t));
+                if ((rc = period_rates(&R, p)) < 0)
+                    goto out;
             }
             node_ticks(&R, t);
             if (!is_ctrl(policy))
@@ -976,6 +1034,7 @@ out:
     free(R.dem);
     free(R.tok);
     free(R.res_tokens);
+    free(R.cur_res);
     free(R.weights);
     free(R.lal);
     free(R.cnt);

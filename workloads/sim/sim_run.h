@@ -84,7 +84,9 @@ typedef struct {
 typedef struct {
     sim_policy_t policy;
     int buckets, intervals, periods;   /* periods = measured periods */
-    double *reserved;       /* [B] IOs per period a bucket reserves */
+    double *reserved;       /* [B] IOs per period a bucket reserves at the start */
+    double *reserved_p;     /* [periods][B] ... in each measured period (runtime
+                               sets: scenario "set") */
     uint64_t *served;       /* [periods][B] IOs served in the period */
     uint32_t *served_iv;    /* [periods][intervals][B] IOs served per interval */
     int servers;

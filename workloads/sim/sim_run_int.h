@@ -121,6 +121,9 @@ typedef struct {
     int64_t *lal;                 /* [S][B] static, clairvoyant: L-tokens (scratch) */
     int any_limit;                /* some bucket has a limit */
     int64_t *res_tokens;          /* [B] reservation in tokens per period */
+    double *cur_res, *cur_lim;    /* [B] each the reservation and limit (IOs/s,
+                                     limit < 0: none) in force: the model's,
+                                     then its runtime sets' */
     uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
     char **names;                 /* [B] "b<index>": the buckets' names */
     ctrl_t *ctl;                  /* pshift: the controller's loop state */
