@@ -3,7 +3,11 @@
  * Every server is the node's real core (storage-node/core: the scheduler,
  * and the agent that reports its counters and applies tokens, as in
  * bqos-node) fed by the model's request generators and drained by one IO
- * at a time with service times uniform in (1 +- spread) / C.  Servers only
+ * at a time with service times uniform in (1 +- spread) / C, or, with the
+ * model's backend (sim_model_t.window), through a FIFO of at most the
+ * node's window (fixed, or storage-node/core/window's adaptive one) served
+ * `parallel` IOs at a time; servers' speed steps and closed-loop clients'
+ * round trips come from the model too.  Servers only
  * interact through the controller, so between control rounds each server
  * is simulated on its own (in parallel, OpenMP), which keeps a run
  * deterministic for a seed whatever the thread count.  Open-loop requests
