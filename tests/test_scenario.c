@@ -242,6 +242,18 @@ static const struct {
     {"{\"duration\": 5, " SERVERS ",\n\"workload\": {\"get_ratio\": 1.5}}", 2, 27,
      "get_ratio must be between 0 and 1"},
     {"[1, 2]", 1, 1, "a scenario must be an object, not an array"},
+    {"{\"duration\": 1, \"backend\": {\"window\": \"big\"}}", 1, 39,
+     "backend.window must be a number or \"auto\""},
+    {"{\"duration\": 1, \"backend\": {\"windw\": 2}}", 1, 38, "unknown key \"windw\""},
+    {"{\"duration\": 1, \"servers\": [{\"name\": \"s\", \"address\": \"h:1\", \"speed\": "
+     "[{\"from_period\": 3, \"factor\": 0.5}, {\"from_period\": 3, \"factor\": 1}]}]}", 1, 106,
+     "speed steps must be in increasing period order"},
+    {"{\"duration\": 1, \"servers\": [{\"name\": \"s\", \"address\": \"h:1\", \"speed\": "
+     "[{\"factor\": 0}]}]}", 1, 82, "factor must be > 0"},
+    {"{\"duration\": 1, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", \"set\": [{\"period\": 1, "
+     "\"reservation\": 5, \"limit\": 2}]}]}", 2, 76, "limit (2 IOs/s) is below the reservation"},
+    {"{\"duration\": 1, " SERVERS ",\n\"buckets\": [{\"name\": \"a\", \"set\": [{\"reservation\": 5}]}]}",
+     2, 35, "set without \"period\""},
     {"{\"duration\": 1, \"duration\": 2}", 1, 26, "duplicate object key"},
     {"{\"duration\": 1,\n  \"x\": \"\\q\"}", 2, 10, "invalid escape"},
     {"{\"duration\": 1", 1, 14, "'}' expected near end of file"},
@@ -252,6 +264,42 @@ static const struct {
      " {\"name\": \"b\", \"limit\": null, \"outstanding\": null}]}", 2, 87,
      "buckets[1].outstanding: outstanding must be a number, not null"},
 };
+
+/* bqos-sim's model keys: the backend, a server's speed steps, the round trip. */
+START_TEST(test_scenario_sim_model_keys)
+{
+    scenario_t *s = parse_ok("{\"duration\": 2, " SERVERS ", \"buckets\": [{\"name\": \"a\"}]}");
+    ck_assert_int_eq(s->backend_window, 0);
+    ck_assert_double_eq(s->service_cv, -1);
+    ck_assert_double_eq(s->rtt_ms, 0);
+    ck_assert_uint_eq(s->servers[0].nspeed, 0);
+    scenario_destroy(&s);
+    s = parse_ok("{\"duration\": 2, \"workload\": {\"rtt_ms\": 0.25}, \"backend\": "
+                 "{\"window\": \"auto\", \"parallel\": 8, \"service_cv\": 0.3}, \"servers\": "
+                 "[{\"name\": \"s1\", \"address\": \"h:1\", \"speed\": [{\"from_period\": 2, "
+                 "\"factor\": 0.6}, {\"from_period\": 4, \"factor\": 1}]}], "
+                 "\"buckets\": [{\"name\": \"a\"}]}");
+    ck_assert_int_eq(s->backend_window, SCENARIO_WINDOW_AUTO);
+    ck_assert_int_eq(s->backend_parallel, 8);
+    ck_assert_double_eq_tol(s->service_cv, 0.3, 1e-12);
+    ck_assert_double_eq_tol(s->rtt_ms, 0.25, 1e-12);
+    ck_assert_uint_eq(s->servers[0].nspeed, 2);
+    ck_assert_int_eq(s->servers[0].speed[0].from_period, 2);
+    ck_assert_double_eq_tol(s->servers[0].speed[0].factor, 0.6, 1e-12);
+    ck_assert_int_eq(s->servers[0].speed[1].from_period, 4);
+    scenario_destroy(&s);
+    s = parse_ok("{\"duration\": 2, \"backend\": {\"window\": 16}, " SERVERS
+                 ", \"buckets\": [{\"name\": \"a\", \"set\": [{\"period\": 1, \"reservation\": 5, "
+                 "\"limit\": 9}, {\"period\": 3, \"reservation\": 7}]}]}");
+    ck_assert_int_eq(s->backend_window, 16);
+    ck_assert_uint_eq(s->buckets[0].nsets, 2);
+    ck_assert_int_eq(s->buckets[0].sets[0].period, 1);
+    ck_assert_double_eq(s->buckets[0].sets[0].reservation, 5);
+    ck_assert_double_eq(s->buckets[0].sets[0].limit, 9);
+    ck_assert(s->buckets[0].sets[1].limit == SCENARIO_NO_LIMIT);
+    scenario_destroy(&s);
+}
+END_TEST
 
 START_TEST(test_scenario_rejects_malformed)
 {
@@ -338,6 +386,7 @@ int main(void)
     tcase_add_test(tc, test_scenario_changes_and_phase_lookup);
     tcase_add_test(tc, test_scenario_generate_zipf);
     tcase_add_test(tc, test_scenario_overrides);
+    tcase_add_test(tc, test_scenario_sim_model_keys);
     tcase_add_loop_test(tc, test_scenario_rejects_malformed, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_scenario_load_file_errors);
     tcase_add_test(tc, test_scenario_write_buckets);

@@ -66,6 +66,12 @@ report_win_t *report_win_new(size_t nbuckets, double period, const double *res, 
     return w;
 }
 
+void report_win_set_rates(report_win_t *w, size_t b, double res, double lim)
+{
+    w->b[b].res = res;
+    w->b[b].lim = lim;
+}
+
 void report_win_destroy(report_win_t **wp)
 {
     if (!wp || !*wp)

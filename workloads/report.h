@@ -75,6 +75,10 @@ void report_win_layout(double period, size_t *nshort, size_t *per_long);
 report_win_t *report_win_new(size_t nbuckets, double period, const double *res, const double *lim);
 
 /* Frees the accumulator and sets *wp to NULL.  Accepts NULL. */
+/* Bucket b's reservation and limit (IOs/s, lim < 0: none) from the next
+ * window fed on (a runtime change, at a period start). */
+void report_win_set_rates(report_win_t *w, size_t b, double res, double lim);
+
 void report_win_destroy(report_win_t **wp);
 
 /* Length in seconds of the short windows. */

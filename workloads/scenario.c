@@ -324,9 +324,66 @@ static int override_server(ctx_t *c, const char *spec)
     return 0;
 }
 
+/* A server's "speed": [{"from_period": P, "factor": F}, ...], periods
+ * strictly increasing, factors in (0, 100]. */
+static int parse_speed(ctx_t *c, const at_t *arr, scenario_server_t *sv)
+{
+    static const char *const keys[] = {"from_period", "factor", NULL};
+    if (expect(c, arr, K_ARRAY, "speed") < 0)
+        return -EINVAL;
+    size_t n = json_array_size(arr->v);
+    sv->speed = calloc(n ? n : 1, sizeof *sv->speed);
+    if (!sv->speed)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        at_t o = element(arr, i);
+        long long from;
+        double f;
+        int rc;
+        if (expect(c, &o, K_OBJECT, "a speed step") < 0 ||
+            check_keys(c, &o, "a speed step", keys) < 0)
+            return -EINVAL;
+        if (!json_object_get(o.v, "factor"))
+            return fail(c, &o, "speed step without \"factor\"");
+        if ((rc = get_int(c, &o, "from_period", 0, 0, 100000000, &from)) < 0 ||
+            (rc = get_num(c, &o, "factor", 1, 0, 1, 100, &f)) < 0)
+            return rc;
+        if (i > 0 && from <= sv->speed[i - 1].from_period)
+            return fail(c, &o, "speed steps must be in increasing period order");
+        sv->speed[i].from_period = (int)from;
+        sv->speed[i].factor = f;
+        sv->nspeed = i + 1;
+    }
+    return 0;
+}
+
+/* The simulator's "backend": {"window": K | "auto", "parallel": P,
+ * "service_cv": CV}. */
+static int parse_backend(ctx_t *c, const at_t *o)
+{
+    static const char *const keys[] = {"window", "parallel", "service_cv", NULL};
+    scenario_t *s = c->s;
+    if (expect(c, o, K_OBJECT, "backend") < 0 || check_keys(c, o, "backend", keys) < 0)
+        return -EINVAL;
+    at_t w = member(o, "window");
+    long long k = 0;
+    int rc;
+    if (w.v && json_is_string(w.v)) {
+        if (strcmp(json_string_value(w.v), "auto") != 0)
+            return fail(c, &w, "backend.window must be a number or \"auto\"");
+        k = SCENARIO_WINDOW_AUTO;
+    } else if ((rc = get_int(c, o, "window", 0, 1, 4096, &k)) < 0)
+        return rc;
+    s->backend_window = (int)k;
+    if ((rc = get_int(c, o, "parallel", 1, 1, 1024, &k)) < 0)
+        return rc;
+    s->backend_parallel = (int)k;
+    return get_num(c, o, "service_cv", -1, 0, 0, 10, &s->service_cv);
+}
+
 static int parse_servers(ctx_t *c, const at_t *arr)
 {
-    static const char *const keys[] = {"name", "address", "backend", NULL};
+    static const char *const keys[] = {"name", "address", "backend", "speed", NULL};
     scenario_t *s = c->s;
     if (expect(c, arr, K_ARRAY, "servers") < 0)
         return -EINVAL;
@@ -366,6 +423,9 @@ static int parse_servers(ctx_t *c, const at_t *arr)
             return rc;
         if (!be.v)
             sv->backend_port = sv->port;
+        at_t sp = member(&o, "speed");
+        if (sp.v && (rc = parse_speed(c, &sp, sv)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -553,11 +613,44 @@ static int check_limit(ctx_t *c, const at_t *at, const scenario_bucket_t *b)
     return 0;
 }
 
+/* A bucket's "set": [{"period": P, "reservation": RATE, "limit": RATE or
+ * null}, ...]: runtime changes of its rates, periods increasing, >= 1. */
+static int parse_sets(ctx_t *c, const at_t *arr, scenario_bucket_t *b)
+{
+    static const char *const keys[] = {"period", "reservation", "limit", NULL};
+    if (expect(c, arr, K_ARRAY, "set") < 0)
+        return -EINVAL;
+    size_t n = json_array_size(arr->v);
+    b->sets = calloc(n ? n : 1, sizeof *b->sets);
+    if (!b->sets)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        at_t o = element(arr, i), lim = member(&o, "limit");
+        long long per;
+        int rc;
+        if (expect(c, &o, K_OBJECT, "a set") < 0 || check_keys(c, &o, "a set", keys) < 0)
+            return -EINVAL;
+        if (!json_object_get(o.v, "period"))
+            return fail(c, &o, "set without \"period\"");
+        scenario_bucket_t nb = {.limit = SCENARIO_NO_LIMIT};
+        if ((rc = get_int(c, &o, "period", 1, 1, 100000000, &per)) < 0 ||
+            (rc = get_rate(c, &o, "reservation", 0, &nb.reservation)) < 0 ||
+            (lim.v && !json_is_null(lim.v) && (rc = rate_value(c, &lim, "limit", &nb.limit)) < 0) ||
+            (rc = check_limit(c, lim.v ? &lim : &o, &nb)) < 0)
+            return rc;
+        if (i > 0 && per <= b->sets[i - 1].period)
+            return fail(c, &o, "sets must be in increasing period order");
+        b->sets[i] = (struct scenario_set){(int)per, nb.reservation, nb.limit};
+        b->nsets = i + 1;
+    }
+    return 0;
+}
+
 static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t idx)
 {
     static const char *const keys[] = {"name", "reservation", "limit", "servers", "active",
                                        "outstanding", "rate", "split_zipf", "changes",
-                                       "random_changes", NULL};
+                                       "random_changes", "set", NULL};
     const scenario_t *s = c->s;
     int rc;
     if (expect(c, o, K_OBJECT, "a bucket") < 0 || check_keys(c, o, "a bucket", keys) < 0)
@@ -582,6 +675,9 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
         (rc = get_int(c, o, "random_changes", 0, 0, 1000, &nrandom)) < 0)
         return rc;
     b->outstanding = outst ? (int)outst : -1; /* -1: the workload default */
+    at_t set = member(o, "set");
+    if (set.v && (rc = parse_sets(c, &set, b)) < 0)
+        return rc;
     at_t changes = member(o, "changes");
     if (changes.v && expect(c, &changes, K_ARRAY, "changes") < 0)
         return -EINVAL;
@@ -694,7 +790,7 @@ static int parse_workload(ctx_t *c, const at_t *w, const scenario_opts_t *opts,
                           long long *outstanding)
 {
     static const char *const keys[] = {"get_ratio", "value_size", "preload", "keys",
-                                       "outstanding", "timeout_ms", NULL};
+                                       "outstanding", "timeout_ms", "rtt_ms", NULL};
     scenario_t *s = c->s;
     if (w->v && (expect(c, w, K_OBJECT, "workload") < 0 ||
                  check_keys(c, w, "workload", keys) < 0))
@@ -706,7 +802,8 @@ static int parse_workload(ctx_t *c, const at_t *w, const scenario_opts_t *opts,
         (rc = get_int(c, w, "preload", 10000, 0, 100000000, &pre)) < 0 ||
         (rc = get_int(c, w, "keys", 0, 0, 100000000, &nkeys)) < 0 ||
         (rc = get_int(c, w, "outstanding", 5, 1, 1000, outstanding)) < 0 ||
-        (rc = get_int(c, w, "timeout_ms", 5000, 10, 600000, &to)) < 0)
+        (rc = get_int(c, w, "timeout_ms", 5000, 10, 600000, &to)) < 0 ||
+        (rc = get_num(c, w, "rtt_ms", 0, 0, 0, 60000, &s->rtt_ms)) < 0)
         return rc;
     s->value_size = (size_t)vs;
     s->preload = opts->preload >= 0 ? (size_t)opts->preload : (size_t)pre;
@@ -719,7 +816,7 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
 {
     static const char *const keys[] = {"description", "duration", "period", "intervals",
                                        "warmup_periods", "seed", "capacity", "workload",
-                                       "servers", "buckets", "generate", NULL};
+                                       "servers", "buckets", "generate", "backend", NULL};
     scenario_t *s = c->s;
     int rc;
     if (expect(c, root, K_OBJECT, "a scenario") < 0 ||
@@ -743,8 +840,11 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
     s->intervals = (int)intervals;
     s->warmup_periods = (int)warmup;
     s->seed = opts->seed >= 0 ? (uint64_t)opts->seed : (uint64_t)seed;
-    at_t workload = member(root, "workload");
+    at_t workload = member(root, "workload"), backend = member(root, "backend");
     if ((rc = parse_workload(c, &workload, opts, &outstanding)) < 0)
+        return rc;
+    s->service_cv = -1;
+    if (backend.v && (rc = parse_backend(c, &backend)) < 0)
         return rc;
     at_t servers = member(root, "servers");
     if (!servers.v)
@@ -882,12 +982,14 @@ void scenario_destroy(scenario_t **sp)
         free(s->servers[i].name);
         free(s->servers[i].host);
         free(s->servers[i].backend_host);
+        free(s->servers[i].speed);
     }
     free(s->servers);
     for (size_t i = 0; i < s->nbuckets; i++) {
         for (size_t j = 0; j < s->buckets[i].nphases; j++)
             free(s->buckets[i].phases[j].servers);
         free(s->buckets[i].phases);
+        free(s->buckets[i].sets);
         free(s->buckets[i].name);
     }
     free(s->buckets);

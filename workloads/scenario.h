@@ -25,6 +25,8 @@
 /* `limit` of a bucket without a limit. */
 #define SCENARIO_NO_LIMIT (-1.0)
 #define SCENARIO_NAME_MAX 64
+/* scenario_t.backend_window: the node's adaptive window. */
+#define SCENARIO_WINDOW_AUTO (-1)
 
 typedef struct {
     char *name;
@@ -32,6 +34,11 @@ typedef struct {
     int port;
     char *backend_host;  /* where the preload goes (the node's memcached); */
     int backend_port;    /* same as host/port when "backend" is absent */
+    /* bqos-sim only ("speed"): from period speed[i].from_period on, the
+     * server serves at factor x its capacity (periods ascending); none:
+     * always 1. */
+    size_t nspeed;
+    struct scenario_speed { int from_period; double factor; } *speed;
 } scenario_server_t;
 
 /* From time `at` (seconds since the start) on, the bucket is active on
@@ -52,6 +59,11 @@ typedef struct {
     size_t nphases;      /* >= 1; phases[0].at == 0, strictly increasing */
     scenario_phase_t *phases;
     int max_active;      /* largest phase */
+    /* bqos-sim only ("set"): from the start of period sets[i].period on,
+     * the bucket's reservation and limit are these, as if `bqos-ctl set`
+     * ran then (periods increasing, >= 1). */
+    size_t nsets;
+    struct scenario_set { int period; double reservation, limit; } *sets;
 } scenario_bucket_t;
 
 typedef struct {
@@ -66,6 +78,21 @@ typedef struct {
     size_t preload;      /* objects written to each server before the run */
     size_t keys;         /* objects per bucket (key space), >= 1 */
     int timeout_ms;      /* per request */
+    double rtt_ms;       /* bqos-sim: the client's network round trip (workload
+                            "rtt_ms"): a closed-loop client sends its next
+                            request this long after one completes; 0 */
+    /* bqos-sim's backend model ("backend": {"window", "service_cv"}):
+     * window 0 (absent): the node serves one IO at a time straight from
+     * the scheduler; K > 0: up to K IOs sit in the backend's FIFO behind
+     * the scheduler; SCENARIO_WINDOW_AUTO: the node's adaptive window
+     * (storage-node/core/window.h, bqos-node's --outstanding auto
+     * defaults).  backend_parallel: IOs the backend serves at once (its
+     * latency is flat up to that many; 1).  service_cv < 0 (absent):
+     * service times uniform in (1 +- spread) / C; >= 0: lognormal with
+     * this coefficient of variation. */
+    int backend_window;
+    int backend_parallel;
+    double service_cv;
     size_t nservers;
     scenario_server_t *servers;
     size_t nbuckets;

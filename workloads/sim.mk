@@ -1,7 +1,7 @@
 # workloads/sim.mk - bqos-sim, the discrete-event simulator (included by workloads/module.mk).
 LIBS += sim
 sim_SRCS = workloads/sim/sim_engine.c workloads/sim/sim_model.c workloads/sim/sim_run.c \
-           workloads/sim/sim_tokens.c
+           workloads/sim/sim_tokens.c workloads/sim/sim_prop.c
 
 PROGS += bqos-sim
 bqos-sim_SRCS = workloads/sim/sim.c
@@ -13,3 +13,10 @@ test_sim_LIBS = sim workloads controller pshift nodecore proto common
 
 ITESTS += tests/it/it_sim.sh
 BENCHES += workloads/bench/bench-sim.sh
+
+# The QoS property test over random scenarios (issue 25).
+PROGS += bqos-sim-prop
+bqos-sim-prop_SRCS = workloads/sim/simprop.c
+bqos-sim-prop_LIBS = sim workloads controller pshift nodecore proto common
+ITESTS += tests/it/it_simprop.sh
+BENCHES += workloads/bench/bench-simprop.sh

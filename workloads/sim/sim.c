@@ -37,6 +37,9 @@ static const char usage_text[] =
     "    servers.  Requests arrive open loop at the demand's rate (or, with\n"
     "    --outstanding, closed loop: each bucket keeps N requests in flight at each\n"
     "    of its servers); IO service times are uniform in (1 +- SPREAD)/CAPACITY.\n"
+    "    A scenario may also model the node's backend (a FIFO behind the node's\n"
+    "    window, fixed or adaptive; lognormal service times), servers whose speed\n"
+    "    changes by period and clients' network round trips (docs/simulator.md).\n"
     "    Open-loop requests still queued when a period ends are dropped.  The\n"
     "    defaults are Experiment 1 at full scale.\n"
     "\n"
@@ -320,9 +323,9 @@ static int write_csv(const char *path, sim_result_t *const *res, int n)
         for (int p = 0; p < r->periods; p++)
             for (int b = 0; b < r->buckets; b++) {
                 uint64_t s = r->served[(size_t)p * r->buckets + b];
-                fprintf(f, "%s,%d,%d,%.0f,%llu,%.4f\n", sim_policy_name(r->policy), p, b,
-                        r->reserved[b], (unsigned long long)s,
-                        r->reserved[b] > 0 ? s / r->reserved[b] : 1.0);
+                double want = r->reserved_p[(size_t)p * r->buckets + b];
+                fprintf(f, "%s,%d,%d,%.0f,%llu,%.4f\n", sim_policy_name(r->policy), p, b, want,
+                        (unsigned long long)s, want > 0 ? s / want : 1.0);
             }
     }
     return fclose(f) ? -EIO : 0;
@@ -342,7 +345,8 @@ static int write_ivcsv(const char *path, sim_result_t *const *res, int n, int sa
         const sim_result_t *r = res[i];
         for (int p = 0; p < r->periods; p++)
             for (int b = 0; b < r->buckets; b += sample) {
-                fprintf(f, "%s,%d,%d,%.0f", sim_policy_name(r->policy), p, b, r->reserved[b]);
+                fprintf(f, "%s,%d,%d,%.0f", sim_policy_name(r->policy), p, b,
+                        r->reserved_p[(size_t)p * r->buckets + b]);
                 for (int k = 0; k < K; k++)
                     fprintf(f, ",%u", r->served_iv[((size_t)p * K + k) * r->buckets + b]);
                 fprintf(f, "\n");

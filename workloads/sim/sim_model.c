@@ -78,6 +78,7 @@ void sim_model_destroy(sim_model_t **mp)
                 free(m->buckets[b].phases[i].rates);
             }
             free(m->buckets[b].phases);
+            free(m->buckets[b].sets);
         }
     }
     if (m->segs)
@@ -87,6 +88,7 @@ void sim_model_destroy(sim_model_t **mp)
     free(m->nsegs);
     free(m->buckets);
     free(m->capacity);
+    free(m->speed);
     free(m);
     *mp = NULL;
 }
@@ -108,6 +110,8 @@ static sim_model_t *model_alloc(const sim_config_t *cfg)
     }
     for (int s = 0; s < cfg->servers; s++)
         m->capacity[s] = cfg->capacity;
+    m->service_cv = -1;
+    m->parallel = 1;
     return m;
 }
 
@@ -316,6 +320,12 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
         bk->reservation = sb->reservation;
         bk->limit = sb->limit == SCENARIO_NO_LIMIT ? -1 : sb->limit;
         bk->outstanding = sb->rate > 0 ? 0 : (sb->outstanding > 0 ? sb->outstanding : 1);
+        if (sb->nsets) {
+            if (!(bk->sets = malloc(sb->nsets * sizeof(*bk->sets))))
+                goto nomem;
+            memcpy(bk->sets, sb->sets, sb->nsets * sizeof(*bk->sets));
+            bk->nsets = sb->nsets;
+        }
         size_t cap = 0;
         for (size_t i = 0; i < sb->nphases; i++) {
             const scenario_phase_t *sp = &sb->phases[i];
@@ -333,6 +343,30 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
     }
     if (build_segments(m) < 0)
         goto nomem;
+    m->window = sc->backend_window == SCENARIO_WINDOW_AUTO ? SIM_WINDOW_AUTO : sc->backend_window;
+    m->service_cv = sc->service_cv;
+    m->parallel = sc->backend_parallel > 0 ? sc->backend_parallel : 1;
+    m->rtt = sc->rtt_ms / 1000.0;
+    for (size_t s = 0; s < sc->nservers; s++) {
+        const scenario_server_t *ss = &sc->servers[s];
+        if (!ss->nspeed)
+            continue;
+        if (!m->speed && !(m->speed = malloc((size_t)c.periods * c.servers * sizeof(double))))
+            goto nomem;
+        for (size_t i = 0; i < (size_t)c.periods * c.servers; i++)
+            m->speed[i] = 1;
+        break;
+    }
+    for (size_t s = 0; m->speed && s < sc->nservers; s++) {
+        const scenario_server_t *ss = &sc->servers[s];
+        double f = 1;
+        size_t i = 0;
+        for (int p = 0; p < c.periods; p++) {
+            while (i < ss->nspeed && ss->speed[i].from_period <= p)
+                f = ss->speed[i++].factor;
+            m->speed[(size_t)p * c.servers + s] = f;
+        }
+    }
     *out = m;
     return 0;
 nomem:
@@ -356,4 +390,28 @@ void sim_model_demand(const sim_model_t *m, int b, double t0, double t1, double 
             acc[ph->servers[k]] += (bk->outstanding ? m->capacity[ph->servers[k]] : ph->rates[k]) *
                                    (e - s);
     }
+}
+
+double sim_model_speed(const sim_model_t *m, int s, double t)
+{
+    if (!m->speed)
+        return 1;
+    int p = (int)floor(t / m->cfg.period);
+    if (p < 0)
+        p = 0;
+    if (p >= m->cfg.periods)
+        p = m->cfg.periods - 1;
+    return m->speed[(size_t)p * m->cfg.servers + s];
+}
+
+double sim_bucket_rates(const sim_bucket_t *bk, int p, double *lim)
+{
+    double r = bk->reservation, l = bk->limit;
+    for (size_t i = 0; i < bk->nsets && bk->sets[i].period <= p; i++) {
+        r = bk->sets[i].reservation;
+        l = bk->sets[i].limit == SCENARIO_NO_LIMIT ? -1 : bk->sets[i].limit;
+    }
+    if (lim)
+        *lim = l;
+    return r;
 }

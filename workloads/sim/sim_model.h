@@ -72,7 +72,13 @@ typedef struct {
     int outstanding;      /* > 0: closed loop (requests in flight per server) */
     size_t nphases;       /* >= 1, phases[0].t == 0, increasing */
     sim_phase_t *phases;
+    size_t nsets;         /* runtime sets (scenario "set"), by period */
+    struct scenario_set *sets;
 } sim_bucket_t;
+
+/* Bucket bk's reservation in period p (IOs per second); its limit into
+ * *lim (< 0: none) if lim is not NULL. */
+double sim_bucket_rates(const sim_bucket_t *bk, int p, double *lim);
 
 /* One request generator: bucket `bucket` sends `rate` IOs per second to a
  * server during [start, end), or keeps `outstanding` requests in flight
@@ -91,7 +97,26 @@ typedef struct {
     size_t *nsegs;           /* [cfg.servers] */
     sim_segment_t **segs;    /* [cfg.servers][nsegs[s]], by start time */
     double *capacity;        /* [cfg.servers] true mean IOPS per server */
+    /* What the real node has (scenario options, off by default): */
+    int window;              /* backend FIFO behind the scheduler: 0 none (one
+                                IO at a time straight from the scheduler), K
+                                fixed, SIM_WINDOW_AUTO the node's adaptive
+                                window (storage-node/core/window.h) */
+    int parallel;            /* with a window: IOs the backend serves at once,
+                                each in parallel / (C x speed) on average, so
+                                latency is flat up to this many; >= 1 */
+    double service_cv;       /* < 0: service uniform (1 +- svc_spread) / C;
+                                >= 0: lognormal with this CV */
+    double rtt;              /* closed loop: seconds from a completion to the
+                                client's next request at that server */
+    double *speed;           /* [cfg.periods][cfg.servers] speed factor of a
+                                server in a period, or NULL (all 1) */
 } sim_model_t;
+
+#define SIM_WINDOW_AUTO (-1)
+
+/* Speed factor of server s at time t (1 without "speed"). */
+double sim_model_speed(const sim_model_t *m, int s, double t);
 
 /* Builds the Experiment 1 style model described by *cfg (checked with
  * sim_config_check()).  Returns 0 and a new model in *out (caller owns it,

@@ -103,21 +103,123 @@ static inline double gap(server_t *sv, uint32_t g)
     return 1.0 / rate;
 }
 
-/* Starts the next IO at time t if the server is idle and one may run. */
+/* Service time of an IO that starts at time t. */
+static inline double svc_time(server_t *sv, double t)
+{
+    const sim_model_t *m = sv->m;
+    double d;
+    if (m->service_cv < 0) {
+        d = sv->lo + sv->span * rng_uniform(&sv->svc);
+    } else {
+        /* Lognormal of mean 1/C and the given CV (Box-Muller). */
+        double s2 = log1p(m->service_cv * m->service_cv);
+        double u1 = rng_uniform(&sv->svc), u2 = rng_uniform(&sv->svc);
+        double z = sqrt(-2 * log1p(-u1)) * cos(2 * M_PI * u2);
+        d = exp(sqrt(s2) * z - s2 / 2) / m->capacity[sv->index];
+    }
+    return m->speed ? d / sim_model_speed(m, sv->index, t) : d;
+}
+
+/* With a backend model: points busy, busy_until, cur_seg and cur_slot at
+ * the slot that completes first. */
+static inline void next_done(server_t *sv)
+{
+    sv->busy = sv->nbusy > 0;
+    sv->busy_until = INFINITY;
+    for (int i = 0; i < sv->nbusy; i++)
+        if (sv->slot_t[i] < sv->busy_until) {
+            sv->busy_until = sv->slot_t[i];
+            sv->cur_slot = i;
+        }
+    if (sv->busy)
+        sv->cur_seg = sv->slot_g[sv->cur_slot];
+}
+
+/* Nonzero when the node may send one more IO to the backend. */
+static inline int has_room(const server_t *sv)
+{
+    if (!sv->bq)
+        return !sv->busy;
+    return (int)sv->bq_n + sv->nbusy < window_limit(sv->win) && sv->bq_n < sv->bq_cap;
+}
+
+/* Starts the next IO at time t if the server is idle and one may run;
+ * with a backend model, fills the backend's window from the scheduler and
+ * its free slots from its FIFO. */
 static inline void kick(server_t *sv, double t)
 {
-    if (sv->busy)
+    if (!sv->bq) {
+        if (sv->busy)
+            return;
+        sched_item_t *it = sched_dispatch(sv->sch, t, NULL);
+        if (!it)
+            return;
+        req_t *r = (req_t *)it;
+        sv->cur_seg = r->seg;
+        req_put(sv, r);
+        double d = sv->lo + sv->span * rng_uniform(&sv->svc);
+        if (sv->m->speed)
+            d /= sim_model_speed(sv->m, sv->index, t);
+        sv->busy = 1;
+        sv->busy_until = t + d;
+        sched_note_completion(sv->sch, 0, d); /* busy time, for the controller */
         return;
-    sched_item_t *it = sched_dispatch(sv->sch, t, NULL);
-    if (!it)
-        return;
-    req_t *r = (req_t *)it;
-    sv->cur_seg = r->seg;
-    req_put(sv, r);
-    double d = sv->lo + sv->span * rng_uniform(&sv->svc);
-    sv->busy = 1;
-    sv->busy_until = t + d;
-    sched_note_completion(sv->sch, 0, d); /* busy time, for the controller */
+    }
+    while (has_room(sv)) {
+        sched_class_t cls;
+        sched_item_t *it = sched_dispatch(sv->sch, t, &cls);
+        if (!it)
+            break;
+        req_t *r = (req_t *)it;
+        sv->bq[(sv->bq_head + sv->bq_n++) % sv->bq_cap] = r->seg;
+        req_put(sv, r);
+        window_take(sv->win, t);
+        if (cls == SCHED_CLASS_R)
+            window_note_reserved(sv->win);
+    }
+    int started = 0;
+    while (sv->bq_n && sv->nbusy < sv->m->parallel) {
+        double d = svc_time(sv, t) * sv->m->parallel;
+        sv->slot_g[sv->nbusy] = sv->bq[sv->bq_head];
+        sv->slot_t[sv->nbusy++] = t + d;
+        sv->bq_head = (sv->bq_head + 1) % sv->bq_cap;
+        sv->bq_n--;
+        /* busy time, for the controller: the backend's share of it */
+        sched_note_completion(sv->sch, 0, d / sv->m->parallel);
+        started = 1;
+    }
+    if (started)
+        next_done(sv);
+}
+
+/* A closed-loop client gets a reply at t and sends its next request after
+ * the round trip.  Returns 0 or -ENOMEM. */
+static int rt_push(server_t *sv, uint32_t g, double t)
+{
+    if (sv->rt_n == sv->rt_cap) {
+        size_t nc = sv->rt_cap ? 2 * sv->rt_cap : 64;
+        double *nt = malloc(nc * sizeof(double));
+        uint32_t *ng = malloc(nc * sizeof(uint32_t));
+        if (!nt || !ng) {
+            free(nt);
+            free(ng);
+            return sv->err = -ENOMEM;
+        }
+        for (size_t i = 0; i < sv->rt_n; i++) {
+            nt[i] = sv->rt_t[(sv->rt_head + i) % sv->rt_cap];
+            ng[i] = sv->rt_g[(sv->rt_head + i) % sv->rt_cap];
+        }
+        free(sv->rt_t);
+        free(sv->rt_g);
+        sv->rt_t = nt;
+        sv->rt_g = ng;
+        sv->rt_cap = nc;
+        sv->rt_head = 0;
+    }
+    size_t i = (sv->rt_head + sv->rt_n++) % sv->rt_cap;
+    sv->rt_t[i] = t;
+    sv->rt_g[i] = g;
+    return 0;
 }
 
 /* Takes the server's counters as they are at the end of every window that
@@ -145,8 +247,22 @@ static void advance(server_t *sv, double until)
     for (;;) {
         const sim_event_t *e = sim_heap_top(sv->heap);
         double ta = e ? e->t : INFINITY;
-        if (sv->paced && !sv->busy) {
-            double tw = sched_next_ready(sv->sch);
+        double tr = sv->rt_n ? sv->rt_t[sv->rt_head] : INFINITY;
+        double tw = sv->paced && has_room(sv) ? sched_next_ready(sv->sch) : INFINITY;
+        if (tr < ta && tr <= until && !(sv->busy && sv->busy_until <= tr) &&
+            !(tw <= tr && tw > sv->woke)) {
+            /* A client's next request after its round trip. */
+            uint32_t g = sv->rt_g[sv->rt_head];
+            sv->rt_head = (sv->rt_head + 1) % sv->rt_cap;
+            sv->rt_n--;
+            snap_to(sv, tr, 0);
+            sv->clock = tr;
+            if (tr < sv->segs[g].end && issue(sv, g, tr) < 0)
+                return;
+            kick(sv, tr);
+            continue;
+        }
+        if (sv->paced && has_room(sv)) {
             if (tw <= ta && tw <= until && tw > sv->woke) {
                 sv->woke = tw; /* once per wake time: progress even if nothing runs */
                 /* A wake that fell due while the server was busy is now. */
@@ -163,12 +279,23 @@ static void advance(server_t *sv, double until)
             sv->busy = 0;
             sv->completions++;
             sched_note_completion(sv->sch, 1, 0);
-            const sim_segment_t *sg = &sv->segs[sv->cur_seg];
+            uint32_t g = sv->cur_seg;
+            if (sv->bq) {
+                sv->slot_t[sv->cur_slot] = sv->slot_t[sv->nbusy - 1];
+                sv->slot_g[sv->cur_slot] = sv->slot_g[--sv->nbusy];
+                next_done(sv);
+                window_done(sv->win, t);
+            }
+            const sim_segment_t *sg = &sv->segs[g];
             sv->b_done[sg->bucket]++;
             if (outstanding(sv, sg->bucket) == 0)
                 sv->b_since[sg->bucket] = t;
-            if (sg->outstanding && t < sg->end && issue(sv, sv->cur_seg, t) < 0)
+            if (sg->outstanding && sv->m->rtt > 0) {
+                if (t + sv->m->rtt < sg->end && rt_push(sv, g, t + sv->m->rtt) < 0)
+                    return;
+            } else if (sg->outstanding && t < sg->end && issue(sv, g, t) < 0) {
                 return;
+            }
             kick(sv, t);
             continue;
         }
@@ -251,6 +378,12 @@ static void server_free(server_t *sv)
     agent_destroy(&sv->agent);
     sched_destroy(&sv->sch);
     sim_heap_destroy(&sv->heap);
+    window_destroy(&sv->win);
+    free(sv->bq);
+    free(sv->slot_t);
+    free(sv->slot_g);
+    free(sv->rt_t);
+    free(sv->rt_g);
     free(sv->grng);
     while (sv->chunks) {
         chunk_t *c = sv->chunks;
@@ -323,6 +456,26 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     double mean = 1.0 / m->capacity[s];
     sv->lo = mean * (1 - c->svc_spread);
     sv->span = 2 * mean * c->svc_spread;
+    sv->m = m;
+    if (m->window) {
+        /* The node's backend window: fixed (--outstanding K) or adaptive
+         * with bqos-node's defaults (--outstanding auto). */
+        window_config_t wc;
+        window_config_defaults(&wc);
+        if (m->window > 0) {
+            wc.adaptive = 0;
+            wc.start = wc.floor = wc.ceiling = m->window;
+        }
+        int err = -ENOMEM;
+        if (!(sv->win = window_new(&wc, 0, &err)))
+            return err;
+        sv->bq_cap = (size_t)wc.ceiling;
+        sv->bq = malloc(sv->bq_cap * sizeof(uint32_t));
+        sv->slot_t = malloc((size_t)m->parallel * sizeof(double));
+        sv->slot_g = malloc((size_t)m->parallel * sizeof(uint32_t));
+        if (!sv->bq || !sv->slot_t || !sv->slot_g)
+            return -ENOMEM;
+    }
     return 0;
 }
 
@@ -331,8 +484,10 @@ void sim_result_destroy(sim_result_t **rp)
     if (!rp || !*rp)
         return;
     free((*rp)->reserved);
+    free((*rp)->reserved_p);
     free((*rp)->served);
     free((*rp)->served_iv);
+    free((*rp)->delivered);
     free(*rp);
     *rp = NULL;
 }
@@ -397,6 +552,13 @@ static void gather(run_t *R, int period, int interval_done)
                 r->served[(size_t)mp * B + b] = R->cum[b];
     }
     memcpy(R->cum_prev, R->cum, (size_t)B * sizeof(uint64_t));
+    if (interval_done == R->K - 1)
+        for (int s = 0; s < S; s++) {
+            server_t *sv = &R->sv[s];
+            if (mp >= 0)
+                R->r->delivered[(size_t)mp * S + s] = sv->completions - sv->comp_mark;
+            sv->comp_mark = sv->completions;
+        }
 }
 
 /* The controller's timing of interval k of period p, in simulated time:
@@ -528,18 +690,17 @@ static void push_all(run_t *R, int p, int k, double t)
     }
 }
 
-/* The controller for the pshift policy: the real control-loop state, with
- * the simulator's buckets and weights. */
-static int ctl_setup(run_t *R)
+/* The bucket file of the rates in force (R->cur_res, cur_lim) into *out
+ * (caller owns it).  Returns 0, -ENOMEM or a bucketfile_set() error. */
+static int ctl_buckets(run_t *R, bucketfile_t **out)
 {
-    const sim_model_t *m = R->m;
     int rc = -ENOMEM;
     bucketfile_t *bf = bucketfile_new();
     if (!bf)
         goto out;
     for (int b = 0; b < R->B; b++) {
-        double lim = m->buckets[b].limit;
-        bucketfile_bucket_t bb = {.reservation = llround(m->buckets[b].reservation),
+        double lim = R->cur_lim[b];
+        bucketfile_bucket_t bb = {.reservation = llround(R->cur_res[b]),
                                   .limit = lim < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(lim)),
                                   .weight = R->weights ? R->weights[b] : 1};
         snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
@@ -547,6 +708,24 @@ static int ctl_setup(run_t *R)
             goto out;
         rc = -ENOMEM;
     }
+    *out = bf;
+    bf = NULL;
+    rc = 0;
+out:
+    bucketfile_destroy(&bf);
+    return rc;
+}
+
+/* The controller for the pshift policy: the real control-loop state, with
+ * the simulator's buckets and weights. */
+static int ctl_setup(run_t *R)
+{
+    const sim_model_t *m = R->m;
+    bucketfile_t *bf = NULL;
+    int rc = ctl_buckets(R, &bf);
+    if (rc < 0)
+        goto out;
+    rc = -ENOMEM;
     ctrl_config_t cc = ctrl_config_default();
     cc.period_s = m->cfg.period;
     cc.intervals = m->cfg.intervals;
@@ -591,13 +770,45 @@ static int ctl_round(run_t *R, int p, int k, double t)
     return 0;
 }
 
+/* At the start of period p: the runtime sets that take effect (the
+ * controller gets the new bucket file, as from `bqos-ctl set`; static
+ * splits again; the window figures follow), and the reservations of a
+ * measured period.  Returns 0 or -errno. */
+static int period_rates(run_t *R, int p)
+{
+    const sim_model_t *m = R->m;
+    int changed = 0, rc = 0;
+    for (int b = 0; b < R->B; b++) {
+        double lim, res = sim_bucket_rates(&m->buckets[b], p, &lim);
+        if (res != R->cur_res[b] || lim != R->cur_lim[b]) {
+            R->cur_res[b] = res;
+            R->cur_lim[b] = lim;
+            R->res_tokens[b] = llround(res * m->cfg.period);
+            report_win_set_rates(R->win, (size_t)b, res, lim);
+            changed = 1;
+        }
+    }
+    if (changed && R->ctl) {
+        bucketfile_t *bf = NULL;
+        if ((rc = ctl_buckets(R, &bf)) == 0)
+            rc = ctrl_set_buckets(R->ctl, bf);
+        bucketfile_destroy(&bf);
+    }
+    if (changed && R->policy == SIM_POLICY_STATIC)
+        sim_run__static_tokens(R);
+    int mp = p - m->cfg.warmup;
+    for (int b = 0; mp >= 0 && b < R->B; b++)
+        R->r->reserved_p[(size_t)mp * R->B + b] = R->cur_res[b] * m->cfg.period;
+    return rc;
+}
+
 static void summarize(sim_result_t *r)
 {
     size_t n = 0, m95 = 0, m99 = 0;
     double err = 0, worst = INFINITY;
     for (int p = 0; p < r->periods; p++)
         for (int b = 0; b < r->buckets; b++) {
-            double want = r->reserved[b];
+            double want = r->reserved_p[(size_t)p * r->buckets + b];
             if (!(want >= 1))
                 continue;
             double x = r->served[(size_t)p * r->buckets + b] / want;
@@ -688,9 +899,15 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
     r->intervals = R.K;
     r->periods = mperiods;
     r->reserved = calloc((size_t)R.B, sizeof(double));
+    r->reserved_p = calloc((size_t)mperiods * R.B, sizeof(double));
+    R.cur_res = calloc(2 * (size_t)R.B, sizeof(double));
+    R.cur_lim = R.cur_res ? R.cur_res + R.B : NULL;
     r->served = calloc((size_t)mperiods * R.B, sizeof(uint64_t));
     r->served_iv = calloc((size_t)mperiods * R.K * R.B, sizeof(uint32_t));
-    if (!r->reserved || !r->served || !r->served_iv)
+    r->servers = R.S;
+    r->delivered = calloc((size_t)mperiods * R.S, sizeof(uint64_t));
+    if (!r->reserved || !r->served || !r->served_iv || !r->delivered || !r->reserved_p ||
+        !R.cur_res)
         goto out;
     double *wres = malloc(2 * (size_t)R.B * sizeof(double)), *wlim = wres + R.B;
     if (!wres)
@@ -699,8 +916,10 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
         r->reserved[b] = m->buckets[b].reservation * c->period;
         R.res_tokens[b] = llround(r->reserved[b]);
         R.any_limit |= m->buckets[b].limit >= 0;
-        wres[b] = m->buckets[b].reservation;
-        wlim[b] = m->buckets[b].limit;
+        for (size_t i = 0; i < m->buckets[b].nsets; i++)
+            R.any_limit |= m->buckets[b].sets[i].limit >= 0;
+        wres[b] = R.cur_res[b] = m->buckets[b].reservation;
+        wlim[b] = R.cur_lim[b] = m->buckets[b].limit;
     }
     R.win = report_win_new((size_t)R.B, c->period, wres, wlim);
     free(wres);
@@ -755,6 +974,8 @@ int sim_run(const sim_model_t *m, sim_policy_t policy, const sim_run_opts_t *opt
             if (k == 0) {
                 memset(R.cum, 0, (size_t)R.B * sizeof(uint64_t));
                 memset(R.cum_prev, 0, (size_t)R.B * sizeof(uint64_t));
+                if ((rc = period_rates(&R, p)) < 0)
+                    goto out;
             }
             node_ticks(&R, t);
             if (!is_ctrl(policy))
@@ -813,6 +1034,7 @@ out:
     free(R.dem);
     free(R.tok);
     free(R.res_tokens);
+    free(R.cur_res);
     free(R.weights);
     free(R.lal);
     free(R.cnt);

@@ -3,7 +3,11 @@
  * Every server is the node's real core (storage-node/core: the scheduler,
  * and the agent that reports its counters and applies tokens, as in
  * bqos-node) fed by the model's request generators and drained by one IO
- * at a time with service times uniform in (1 +- spread) / C.  Servers only
+ * at a time with service times uniform in (1 +- spread) / C, or, with the
+ * model's backend (sim_model_t.window), through a FIFO of at most the
+ * node's window (fixed, or storage-node/core/window's adaptive one) served
+ * `parallel` IOs at a time; servers' speed steps and closed-loop clients'
+ * round trips come from the model too.  Servers only
  * interact through the controller, so between control rounds each server
  * is simulated on its own (in parallel, OpenMP), which keeps a run
  * deterministic for a seed whatever the thread count.  Open-loop requests
@@ -84,9 +88,13 @@ typedef struct {
 typedef struct {
     sim_policy_t policy;
     int buckets, intervals, periods;   /* periods = measured periods */
-    double *reserved;       /* [B] IOs per period a bucket reserves */
+    double *reserved;       /* [B] IOs per period a bucket reserves at the start */
+    double *reserved_p;     /* [periods][B] ... in each measured period (runtime
+                               sets: scenario "set") */
     uint64_t *served;       /* [periods][B] IOs served in the period */
     uint32_t *served_iv;    /* [periods][intervals][B] IOs served per interval */
+    int servers;
+    uint64_t *delivered;    /* [periods][servers] IOs each server completed */
     uint64_t events;        /* arrivals + completions simulated (all periods) */
     uint64_t arrivals, completions, dropped;
     uint64_t rounds;        /* control rounds (pshift, clairvoyant) */

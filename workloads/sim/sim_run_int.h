@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
+#include "storage-node/core/window.h"
 #include "workloads/report.h"
 #include "workloads/sim/sim_engine.h"
 #include "workloads/sim/sim_run.h"
@@ -83,6 +84,26 @@ typedef struct {
     double woke;                    /* last pacing wake handled */
     double clock;                   /* time of the last event handled */
     int err;
+    /* The backend model (sim_model_t.window > 0 or auto): IOs dispatched by
+     * the scheduler wait in a FIFO (ring bq[bq_cap], bq_n from bq_head) for
+     * one of the backend's m->parallel slots (slot_t: when the IO in slot i
+     * completes, slot_g its generator; nbusy in use); win limits the IOs at
+     * the backend, waiting or in service (fixed or adaptive).  busy,
+     * busy_until and cur_seg then name the slot that completes first
+     * (cur_slot). */
+    const sim_model_t *m;
+    window_t *win;
+    uint32_t *bq;
+    size_t bq_cap, bq_head, bq_n;
+    double *slot_t;
+    uint32_t *slot_g;
+    int nbusy, cur_slot;
+    /* Closed-loop clients with a round trip: requests to send again at
+     * rt_t[i] by generator rt_g[i] (ring of rt_cap, in time order). */
+    double *rt_t;
+    uint32_t *rt_g;
+    size_t rt_cap, rt_head, rt_n;
+    uint64_t comp_mark;             /* completions at the last period end */
 } server_t;
 
 
@@ -100,6 +121,9 @@ typedef struct {
     int64_t *lal;                 /* [S][B] static, clairvoyant: L-tokens (scratch) */
     int any_limit;                /* some bucket has a limit */
     int64_t *res_tokens;          /* [B] reservation in tokens per period */
+    double *cur_res, *cur_lim;    /* [B] each the reservation and limit (IOs/s,
+                                     limit < 0: none) in force: the model's,
+                                     then its runtime sets' */
     uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
     char **names;                 /* [B] "b<index>": the buckets' names */
     ctrl_t *ctl;                  /* pshift: the controller's loop state */

@@ -27,7 +27,7 @@ static void tok_all(run_t *R, const int64_t *alloc, const int64_t *lalloc)
     for (int s = 0; s < R->S; s++)
         for (int b = 0; b < R->B; b++) {
             size_t i = (size_t)s * R->B + b;
-            int unl = R->m->buckets[b].limit < 0;
+            int unl = R->cur_lim[b] < 0;
             R->tok[i] = (proto_tokens_rec_t){
                 .bucket = (uint32_t)b,
                 .flags = unl ? PROTO_TOK_UNLIMITED : 0,
@@ -39,7 +39,7 @@ static void tok_all(run_t *R, const int64_t *alloc, const int64_t *lalloc)
 /* A bucket's limit in tokens per period, or BUCKETFILE_NO_LIMIT. */
 static int64_t limit_tokens(const run_t *R, int b)
 {
-    double l = R->m->buckets[b].limit;
+    double l = R->cur_lim[b];
     return l < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(l * R->m->cfg.period));
 }
 
