@@ -62,3 +62,4 @@ ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
+ITESTS += tests/it/it_etcd_slow.sh

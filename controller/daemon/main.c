@@ -537,6 +537,11 @@ static int ha_start(app_t *a)
         .margin_s = 0.25,
         .poll_s = poll,
         .stale_s = stale,
+        /* gray failures (docs/controller.md "A slow etcd"): a poll may
+         * take one request's timeout; leading needs etcd in time for a
+         * lease */
+        .slow_s = s->etcd_timeout,
+        .hold_s = s->lease_ttl,
     };
     leader_store_t st = leader_store_etcd(a->etcd);
     leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap, .arg = a};
