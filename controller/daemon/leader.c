@@ -88,7 +88,8 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
         cfg->slow_s < 0 || cfg->hold_s < 0)
         return -EINVAL;
     ld->cfg = *cfg;
-    ld->bad_at = -INFINITY;
+    ld->bad_at = ld->lapse_seen = -INFINITY;
+    ld->lapse_at = NAN;
     ld->st = *st;
     ld->hooks = *hooks;
     ld->value = leader_value(ld, 0);
@@ -551,11 +552,24 @@ int leader_poll(leader_t *ld, double now)
 {
     if (ld->leading && !lease_ok(ld, now))
         step_down(ld, "lease not renewed in time by our clock");
-    if (ld->leading && beat_overdue(ld, now)) {
+    if (ld->leading && beat_overdue(ld, now) && now >= ld->beat_at + ld->cfg.stale_s) {
+        /* a standby may have deposed us by now, and a poll cut short
+         * would not tell us */
         ld->bad_at = now;
         ld->gray_stepdowns++;
-        step_down(ld, "no heartbeat landed in time (etcd slow or host starved): not leading "
-                      "again before etcd answers in time");
+        step_down(ld, "no heartbeat landed for the takeover time (etcd slow or host "
+                      "starved): not leading again before etcd answers in time");
+    } else if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
+        /* a late heartbeat: pushes pause until the next lands; the second
+         * within hold_s is a gray failure, not a hiccup */
+        int again = now - ld->lapse_seen < ld->cfg.hold_s;
+        ld->lapse_at = ld->beat_at;
+        ld->lapse_seen = ld->bad_at = now;
+        if (again) {
+            ld->gray_stepdowns++;
+            step_down(ld, "a second heartbeat late within the hold time (etcd slow or host "
+                          "starved): not leading again before etcd answers in time");
+        }
     }
     if (now < ld->next_poll)
         return 0;

@@ -50,8 +50,10 @@
  * its fence, push again after a late heartbeat, round after round, so
  * that the nodes' tokens swing.  Instead a poll is cut short when it has
  * taken slow_s, and counts as failed like an error; a leader whose
- * heartbeat has not landed by its fence steps down for good (it does not
- * resume at its next heartbeat); and no controller leads (campaigns,
+ * heartbeat has not landed by its fence pauses its pushes (as without
+ * hold_s), but the second time within hold_s it steps down for good (it
+ * does not resume at its next heartbeat: one stall of a busy host is a
+ * hiccup, a pattern is a failure); and no controller leads (campaigns,
  * deposes, takes back a key of its own: it deletes it instead, handing
  * over) until its polls have all been in time for hold_s.  A slow etcd
  * thus gives a clean hand-over to a controller whose etcd answers, or,
@@ -159,8 +161,9 @@ typedef struct {
                               counted as failed, the rest of it skipped
                               (0: no budget, only errors count) */
     double hold_s;         /* gray failures (0: off): with a heartbeat, a
-                              leader that cannot beat in time steps down
-                              for good instead of pausing its pushes, and
+                              leader whose heartbeat is late twice within
+                              hold_s steps down for good instead of
+                              pausing its pushes again, and
                               no controller leads (campaigns, deposes or
                               takes back its own key) before etcd has
                               answered every poll in time for hold_s */
@@ -204,6 +207,8 @@ typedef struct {
     double bad_at;          /* our clock at the last poll that failed or
                                went over slow_s, or heartbeat that came
                                late (-inf: none) */
+    double lapse_at;        /* beat_at of the last heartbeat found late */
+    double lapse_seen;      /* our clock when it was found late (-inf: never) */
     uint64_t slow_polls;    /* polls over slow_s (cut short) */
     uint64_t gray_stepdowns; /* times we stopped leading for a late heartbeat */
 } leader_t;
