@@ -533,17 +533,18 @@ static int over_budget(const leader_t *ld, double now, double t0)
     return ld->cfg.slow_s > 0 && poll_clock(ld, now, t0) - now > ld->cfg.slow_s;
 }
 
-/* Our own leader key `lk` while we may not lead (etcd not healthy for
- * hold_s): deleted if it is still that key, so that a controller whose
- * etcd answers can take over at once.  Returns 0 or the store's error. */
-static int hand_over(leader_t *ld, const etcd_kv_t *lk)
+/* Our own leader key `lk`, read at `seen` (our clock), while we may not
+ * lead (etcd not healthy for hold_s): deleted if it is still that key, so
+ * that a controller whose etcd answers can take over at once.  Returns 0
+ * or the store's error. */
+static int hand_over(leader_t *ld, const etcd_kv_t *lk, double seen)
 {
     etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = lk->create_rev};
     int rc = ld->st.delete_if(ld->st.s, &c, 1, ld->key_leader);
     if (rc == 1)
         log_warn("leader %s: etcd was slow or failing %.1f s ago (leading needs %.1f s in "
                  "time): gave up our leader key", ld->cfg.id,
-                 poll_clock(ld, 0, 0) - ld->bad_at, ld->cfg.hold_s);
+                 seen - ld->bad_at, ld->cfg.hold_s);
     ld->leader_id[0] = ld->leader_admin[0] = '\0';
     return rc < 0 ? rc : 0;
 }
@@ -598,7 +599,7 @@ int leader_poll(leader_t *ld, double now)
     if (over_budget(ld, now, t0)) {
         rc = -ETIMEDOUT; /* no heartbeat, no campaign on an answer this late */
     } else if (lk.found && lk.lease == ld->lease && !ld->leading && !etcd_healthy(ld, seen)) {
-        rc = hand_over(ld, &lk);
+        rc = hand_over(ld, &lk, seen);
     } else if (lk.found && lk.lease == ld->lease) {
         if (!ld->leading) { /* our campaign's answer was lost; the key is ours */
             json_t *v = json_loadb(lk.value, lk.len, 0, NULL);
