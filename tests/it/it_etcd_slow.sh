@@ -105,10 +105,11 @@ wait "$LOAD_PID"
 wait "$POLL_PID"
 
 # red per node period "PERIOD SERVED STATE END" (END: wall time seen
-# ending); the periods wholly under load: not the first, none ending after
-# the load stopped.  Judged: those that ended from 1 s after the pauses
+# ending); the periods under load: not the first, nor the trailing ones
+# with under 20 IOs (the load stopped).  Judged: those that ended from 1 s after the pauses
 # began (the first whole period of them) to 2 s after they stopped.
-ALL=$(awk 'NR > 1 && $2 >= 20 { printf "%s ", $2 }' "$T/red.periods")
+ALL=$(awk 'NR > 1 { v[++n] = $2 } END { while (n > 0 && v[n] < 20) n--; for (i = 1; i <= n; i++) printf "%s ", v[i] }' \
+  "$T/red.periods")
 awk -v a="$P0" -v b="$P1" '$4 >= a + 1 && $4 <= b + 2' "$T/red.periods" >"$T/judged"
 J=$(awk '{ printf "%s%s ", $2, ($3 == "following" ? "" : "/" $3) }' "$T/judged")
 SWING=$(awk -v l="$LIM" '$3 == "following" && ($2 < 0.9 * l || $2 > 1.05 * l)' "$T/judged" | wc -l)
