@@ -69,3 +69,5 @@ ITESTS += tests/it/it_shadow.sh
 
 # issue 26 case 2: a node cut off from the controller past --forget-after (the fallback lease)
 ITESTS += tests/it/it_partition_lease.sh
+
+ITESTS += tests/it/it_etcd_slow.sh

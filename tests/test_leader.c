@@ -1,6 +1,7 @@
 /* test_leader.c - Check suite for controller/daemon/leader (the election state machine, the heartbeat and deposition, driven with fake time and an in-memory store that behaves as etcd's leases, revisions and compare-and-put or -delete) and etcd's base64. */
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,15 @@ typedef struct {
     int nleases;
     int down;          /* every call fails with -EIO */
     int beat_before_delete; /* the next delete_if finds the key written meanwhile */
+    double slow;       /* seconds every call takes (fake time moves on) */
 } fstore_t;
+
+/* Every call's start: it takes f->slow; nonzero if etcd is down. */
+static int f_call(fstore_t *f)
+{
+    f->now += f->slow;
+    return f->down;
+}
 
 static void f_expire(fstore_t *f)
 {
@@ -58,7 +67,7 @@ static fkey_t *f_find(fstore_t *f, const char *key)
 static int f_grant(void *s, int64_t ttl, int64_t *id, int64_t *granted)
 {
     fstore_t *f = s;
-    if (f->down)
+    if (f_call(f))
         return -EIO;
     f_expire(f);
     int i = f->nleases++;
@@ -73,7 +82,7 @@ static int f_grant(void *s, int64_t ttl, int64_t *id, int64_t *granted)
 static int f_keepalive(void *s, int64_t id, int64_t *ttl)
 {
     fstore_t *f = s;
-    if (f->down)
+    if (f_call(f))
         return -EIO;
     f_expire(f);
     for (int i = 0; i < f->nleases; i++)
@@ -119,7 +128,7 @@ static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_k
     fstore_t *f = s;
     memset(v1, 0, sizeof *v1);
     memset(v2, 0, sizeof *v2);
-    if (f->down)
+    if (f_call(f))
         return -EIO;
     f_expire(f);
     f_read(f, k1, v1, 0);
@@ -131,7 +140,7 @@ static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
                     const char *value, size_t len, int64_t lease, int64_t *rev)
 {
     fstore_t *f = s;
-    if (f->down)
+    if (f_call(f))
         return -EIO;
     f_expire(f);
     if (lease) { /* etcd refuses a put with a lease that does not exist */
@@ -169,7 +178,7 @@ static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
 static int f_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key)
 {
     fstore_t *f = s;
-    if (f->down)
+    if (f_call(f))
         return -EIO;
     f_expire(f);
     fkey_t *k = f_find(f, key);
@@ -599,6 +608,128 @@ START_TEST(test_leader_heartbeat_none)
 }
 END_TEST
 
+/* ---- gray failures: a slow etcd (issue 26, case 3) ---------------------- */
+
+#define GR_SLOW 0.1 /* a poll's budget (main: --etcd-timeout) */
+#define GR_HOLD 1.0 /* etcd in time this long before leading (main: the lease) */
+
+/* A controller with a heartbeat and the gray-failure rules on. */
+static void ctl_init_gray(ctl_t *c, fstore_t *f, const char *id)
+{
+    memset(c, 0, sizeof *c);
+    leader_config_t lc = {.cluster = "t", .id = id, .admin = "tcp://x", .listen = "tcp://y",
+                          .ttl_s = 1, .margin_s = 0.25, .poll_s = HB_POLL, .stale_s = HB_STALE,
+                          .slow_s = GR_SLOW, .hold_s = GR_HOLD};
+    leader_store_t st = f_store(f);
+    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot, .arg = c};
+    ck_assert_int_eq(leader_init(&c->ld, &lc, &st, &h), 0);
+}
+
+/* Two gray-aware controllers: a leads through the first second, b stands by. */
+static void two_start_gray(two_t *w)
+{
+    memset(&w->f, 0, sizeof w->f);
+    ctl_init_gray(&w->a, &w->f, "a");
+    ctl_init_gray(&w->b, &w->f, "b");
+    poll_at(&w->a, &w->f, 0);
+    poll_at(&w->b, &w->f, 0.01);
+    run_both(w, 0.05, 1.0, 1);
+    ck_assert(w->a.ld.leading);
+    ck_assert(!w->b.ld.leading);
+}
+
+/* etcd paused 450 ms of every 700 ms for 5 s (the issue's probe): the
+ * leader pauses its pushes at its first late heartbeat (a hiccup), steps
+ * down at the second (or when its heartbeat is late by the takeover
+ * time), and nobody pushes again
+ * while etcd is slow, instead of pushing in every window etcd answers
+ * (the swinging tokens); once etcd has answered in time for GR_HOLD one
+ * controller leads again, once. */
+START_TEST(test_leader_gray_slow_etcd_no_swing)
+{
+    two_t w;
+    two_start_gray(&w);
+    int pushed = 0;
+    for (double t = 1.0; t < 6.0 - 1e-9; t += HB_POLL) {
+        w.f.down = fmod(t - 1.0 + 1e-9, 0.7) < 0.45;
+        poll_at(&w.a, &w.f, t);
+        poll_at(&w.b, &w.f, t + 0.01);
+        if (t >= 1.7 && (leader_may_push(&w.a.ld, t + 0.02) || leader_may_push(&w.b.ld, t + 0.02)))
+            pushed++;
+    }
+    ck_assert_int_eq(pushed, 0); /* the first pause is a hiccup; from the second, none */
+    ck_assert(!w.a.ld.leading && !w.b.ld.leading);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 1);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1); /* a's first only */
+    w.f.down = 0;
+    double led = 0;
+    for (double t = 6.0; t < 8.5 - 1e-9 && !led; t += HB_POLL) {
+        poll_at(&w.a, &w.f, t);
+        poll_at(&w.b, &w.f, t + 0.01);
+        if (w.a.ld.leading || w.b.ld.leading)
+            led = t;
+    }
+    /* etcd's last pause began at 5.9: GR_HOLD after it at the earliest,
+     * and at most a standby's backoff (a quarter lease) and a poll more */
+    ck_assert(led >= 5.9 + GR_HOLD - 1e-6);
+    ck_assert(led <= 6.0 + GR_HOLD + 0.25 + HB_POLL + 1e-6);
+    ck_assert(!(w.a.ld.leading && w.b.ld.leading));
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 2);
+    two_end(&w);
+}
+END_TEST
+
+/* Only the leader's etcd round trips are slow (60 ms a request, two per
+ * poll over its 100 ms budget): its polls are cut short before the
+ * heartbeat, it stops pushing at its fence, steps down when its heartbeat
+ * is late by the takeover time and never pushes again; the standby, whose
+ * etcd answers, deposes it and leads: a clean hand-over. */
+START_TEST(test_leader_gray_slow_round_trips_step_down)
+{
+    two_t w;
+    two_start_gray(&w);
+    uint64_t e1 = w.a.ld.epoch;
+    int pushed_after = 0;
+    double fence = 0.95 + HB_STALE - HB_POLL; /* a's last heartbeat at 0.95 */
+    for (double t = 1.0; t < 3.0 - 1e-9; t += 0.15) {
+        w.f.slow = 0.06;
+        poll_at(&w.a, &w.f, t);
+        w.f.slow = 0;
+        poll_at(&w.b, &w.f, t + 0.13);
+        if (t > fence && leader_may_push(&w.a.ld, t + 0.14))
+            pushed_after++;
+    }
+    ck_assert_int_eq(pushed_after, 0);
+    ck_assert(!w.a.ld.leading);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 1);
+    ck_assert_uint_gt(w.a.ld.slow_polls, 5);
+    ck_assert(w.b.ld.leading);
+    ck_assert_uint_gt(w.b.ld.epoch, e1);
+    ck_assert(leader_may_push(&w.b.ld, 3.0));
+    ck_assert_uint_eq(w.b.ld.elections, 1);
+    two_end(&w);
+}
+END_TEST
+
+/* A single failed poll within the leader's budget (its heartbeat lands
+ * before its fence) is no gray failure: no step-down, no election. */
+START_TEST(test_leader_gray_one_failed_poll_tolerated)
+{
+    two_t w;
+    two_start_gray(&w);
+    w.f.down = 1;
+    poll_at(&w.a, &w.f, 1.0);
+    poll_at(&w.b, &w.f, 1.01);
+    w.f.down = 0;
+    run_both(&w, 1.05, 3.0, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert(leader_may_push(&w.a.ld, 2.99));
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
+    two_end(&w);
+}
+END_TEST
+
 /* ---- epochs across an etcd that loses its data (issue 26) ---------------- */
 
 /* etcd restarted with an empty data directory: no keys, no leases, and
@@ -943,6 +1074,9 @@ int main(void)
                                   test_leader_heartbeat_steady, test_leader_heartbeat_kill,
                                   test_leader_heartbeat_late, test_leader_heartbeat_none,
                                   test_leader_heartbeat_race,
+                                  test_leader_gray_slow_etcd_no_swing,
+                                  test_leader_gray_slow_round_trips_step_down,
+                                  test_leader_gray_one_failed_poll_tolerated,
                                   test_leader_wipe_floor, test_leader_floor_raised_while_leading,
                                   test_leader_deposed_cannot_raise, test_leader_restored_backup,
                                   test_leader_wipe_restores_acked_table,

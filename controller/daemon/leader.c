@@ -84,9 +84,12 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
     if (!cfg->cluster || !*cfg->cluster || strlen(cfg->cluster) > 100 ||
         strchr(cfg->cluster, '/') || !cfg->id || !*cfg->id || strlen(cfg->id) > 200 ||
         cfg->ttl_s < 1 || cfg->poll_s <= 0 || cfg->margin_s < 0 || cfg->margin_s >= cfg->ttl_s ||
-        cfg->stale_s < 0 || (cfg->stale_s > 0 && cfg->stale_s < 2 * cfg->poll_s))
+        cfg->stale_s < 0 || (cfg->stale_s > 0 && cfg->stale_s < 2 * cfg->poll_s) ||
+        cfg->slow_s < 0 || cfg->hold_s < 0)
         return -EINVAL;
     ld->cfg = *cfg;
+    ld->bad_at = ld->lapse_seen = -INFINITY;
+    ld->lapse_at = NAN;
     ld->st = *st;
     ld->hooks = *hooks;
     ld->value = leader_value(ld, 0);
@@ -125,6 +128,19 @@ static int lease_ok(const leader_t *ld, double now)
 static double beat_fence(const leader_t *ld)
 {
     return ld->beat_at + ld->cfg.stale_s - ld->cfg.poll_s;
+}
+
+/* Gray failures: our heartbeat did not land by its fence (hold_s set). */
+static int beat_overdue(const leader_t *ld, double now)
+{
+    return ld->cfg.hold_s > 0 && ld->cfg.stale_s > 0 && now >= beat_fence(ld);
+}
+
+/* Gray failures: every poll has been in time for hold_s at `now` (always
+ * true when hold_s is 0): we may campaign, depose or take our key back. */
+static int etcd_healthy(const leader_t *ld, double now)
+{
+    return ld->cfg.hold_s <= 0 || now - ld->bad_at >= ld->cfg.hold_s;
 }
 
 int leader_may_push(const leader_t *ld, double now)
@@ -518,10 +534,52 @@ static void follow_table(leader_t *ld, const etcd_kv_t *kv)
     etcd_kv_clear(&bk);
 }
 
+/* The poll that began at `now` (mono_now() read t0) has taken longer than
+ * slow_s: the rest of it waits for the next. */
+static int over_budget(const leader_t *ld, double now, double t0)
+{
+    return ld->cfg.slow_s > 0 && poll_clock(ld, now, t0) - now > ld->cfg.slow_s;
+}
+
+/* Our own leader key `lk`, read at `seen` (our clock), while we may not
+ * lead (etcd not healthy for hold_s): deleted if it is still that key, so
+ * that a controller whose etcd answers can take over at once.  Returns 0
+ * or the store's error. */
+static int hand_over(leader_t *ld, const etcd_kv_t *lk, double seen)
+{
+    etcd_cmp_t c = {.key = ld->key_leader, .mod = 0, .rev = lk->create_rev};
+    int rc = ld->st.delete_if(ld->st.s, &c, 1, ld->key_leader);
+    if (rc == 1)
+        log_warn("leader %s: etcd was slow or failing %.1f s ago (leading needs %.1f s in "
+                 "time): gave up our leader key", ld->cfg.id,
+                 seen - ld->bad_at, ld->cfg.hold_s);
+    ld->leader_id[0] = ld->leader_admin[0] = '\0';
+    return rc < 0 ? rc : 0;
+}
+
 int leader_poll(leader_t *ld, double now)
 {
     if (ld->leading && !lease_ok(ld, now))
         step_down(ld, "lease not renewed in time by our clock");
+    if (ld->leading && beat_overdue(ld, now) && now >= ld->beat_at + ld->cfg.stale_s) {
+        /* a standby may have deposed us by now, and a poll cut short
+         * would not tell us */
+        ld->bad_at = now;
+        ld->gray_stepdowns++;
+        step_down(ld, "no heartbeat landed for the takeover time (etcd slow or host "
+                      "starved): not leading again before etcd answers in time");
+    } else if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
+        /* a late heartbeat: pushes pause until the next lands; the second
+         * within hold_s is a gray failure, not a hiccup */
+        int again = now - ld->lapse_seen < ld->cfg.hold_s;
+        ld->lapse_at = ld->beat_at;
+        ld->lapse_seen = ld->bad_at = now;
+        if (again) {
+            ld->gray_stepdowns++;
+            step_down(ld, "a second heartbeat late within the hold time (etcd slow or host "
+                          "starved): not leading again before etcd answers in time");
+        }
+    }
     if (now < ld->next_poll)
         return 0;
     ld->next_poll = now + ld->cfg.poll_s;
@@ -534,6 +592,10 @@ int leader_poll(leader_t *ld, double now)
         step_down(ld, "lease about to end");
         goto out;
     }
+    if (over_budget(ld, now, t0)) {
+        rc = -ETIMEDOUT;
+        goto out;
+    }
     etcd_kv_t lk, bk;
     rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 1);
     if (rc < 0) {
@@ -542,7 +604,11 @@ int leader_poll(leader_t *ld, double now)
         goto out;
     }
     double seen = poll_clock(ld, now, t0); /* the answer is at least this recent */
-    if (lk.found && lk.lease == ld->lease) {
+    if (over_budget(ld, now, t0)) {
+        rc = -ETIMEDOUT; /* no heartbeat, no campaign on an answer this late */
+    } else if (lk.found && lk.lease == ld->lease && !ld->leading && !etcd_healthy(ld, seen)) {
+        rc = hand_over(ld, &lk, seen);
+    } else if (lk.found && lk.lease == ld->lease) {
         if (!ld->leading) { /* our campaign's answer was lost; the key is ours */
             json_t *v = json_loadb(lk.value, lk.len, 0, NULL);
             uint64_t floor = value_floor(v, lk.create_rev);
@@ -561,17 +627,22 @@ int leader_poll(leader_t *ld, double now)
     } else if (lk.found) {
         step_down(ld, "another controller holds the leader key");
         note_leader(ld, &lk);
-        if (leader_stale(ld, &lk, seen))
+        if (leader_stale(ld, &lk, seen) && etcd_healthy(ld, seen))
             rc = depose(ld, &lk, seen, poll_clock(ld, now, t0));
     } else {
         step_down(ld, "the leader key is gone");
-        rc = campaign(ld, poll_clock(ld, now, t0));
+        if (etcd_healthy(ld, seen))
+            rc = campaign(ld, poll_clock(ld, now, t0));
     }
-    follow_table(ld, &bk);
+    if (rc >= 0 && !over_budget(ld, now, t0))
+        follow_table(ld, &bk);
     etcd_kv_clear(&lk);
     etcd_kv_clear(&bk);
 out:
     if (rc < 0) {
+        ld->bad_at = poll_clock(ld, now, t0); /* no lead before hold_s from here */
+        if (rc == -ETIMEDOUT)
+            ld->slow_polls++;
         /* etcd unreachable or slow: a failed request may have cost the loop
          * a whole timeout, so a standby's next poll waits longer (a quarter
          * of the lease).  A leader keeps trying at every poll: its lease,
@@ -580,7 +651,11 @@ out:
         double backoff = ld->cfg.ttl_s / 4 > ld->cfg.poll_s ? ld->cfg.ttl_s / 4 : ld->cfg.poll_s;
         if (!ld->leading)
             ld->next_poll = now + backoff;
-        log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));
+        if (rc == -ETIMEDOUT)
+            log_warn("leader %s: etcd: poll over its %.0f ms budget, cut short", ld->cfg.id,
+                     ld->cfg.slow_s * 1e3);
+        else
+            log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));
     }
     if (ld->leading && !lease_ok(ld, now))
         step_down(ld, "lease not renewed in time");

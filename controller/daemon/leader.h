@@ -45,6 +45,21 @@
  * A leader whose value has no stale_ms (0, or an older bqos) is replaced
  * only when its lease expires.
  *
+ * Gray failures (hold_s > 0, docs/controller.md "A slow etcd"): an etcd
+ * that answers some polls and not others would let a leader push, stop at
+ * its fence, push again after a late heartbeat, round after round, so
+ * that the nodes' tokens swing.  Instead a poll is cut short when it has
+ * taken slow_s, and counts as failed like an error; a leader whose
+ * heartbeat has not landed by its fence pauses its pushes (as without
+ * hold_s), but the second time within hold_s it steps down for good (it
+ * does not resume at its next heartbeat: one stall of a busy host is a
+ * hiccup, a pattern is a failure); and no controller leads (campaigns,
+ * deposes, takes back a key of its own: it deletes it instead, handing
+ * over) until its polls have all been in time for hold_s.  A slow etcd
+ * thus gives a clean hand-over to a controller whose etcd answers, or,
+ * when none does, no leader: the nodes fall back to their static policy
+ * until etcd has been healthy for hold_s.
+ *
  * Fencing by our own clock: the lease cannot expire at etcd before
  * (send time of the last successful grant or keepalive) + TTL, so the
  * leader considers itself leader only until that instant less `margin_s`.
@@ -149,6 +164,16 @@ typedef struct {
     double stale_s;        /* 0: no heartbeat (takeover at lease expiry);
                               else >= 2 x poll_s: a standby may depose us
                               after this long without a heartbeat */
+    double slow_s;         /* a poll that takes longer is over its budget:
+                              counted as failed, the rest of it skipped
+                              (0: no budget, only errors count) */
+    double hold_s;         /* gray failures (0: off): with a heartbeat, a
+                              leader whose heartbeat is late twice within
+                              hold_s steps down for good instead of
+                              pausing its pushes again, and
+                              no controller leads (campaigns, deposes or
+                              takes back its own key) before etcd has
+                              answered every poll in time for hold_s */
 } leader_config_t;
 
 typedef struct {
@@ -186,6 +211,13 @@ typedef struct {
     double next_poll;
     uint64_t polls, errors, elections, stepdowns;
     double poll_seconds;    /* wall time the polls took (etcd's cost to the loop) */
+    double bad_at;          /* our clock at the last poll that failed or
+                               went over slow_s, or heartbeat that came
+                               late (-inf: none) */
+    double lapse_at;        /* beat_at of the last heartbeat found late */
+    double lapse_seen;      /* our clock when it was found late (-inf: never) */
+    uint64_t slow_polls;    /* polls over slow_s (cut short) */
+    uint64_t gray_stepdowns; /* times we stopped leading for a late heartbeat */
 } leader_t;
 
 /* Sets up `ld` (nothing is sent yet; the first leader_poll() does).

@@ -197,9 +197,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "if its heartbeat cannot say so sooner (--takeover-after 0)."},
         {.name = "etcd-timeout", .type = OPTS_DURATION, .target = &s->etcd_timeout,
          .arg = "DURATION", .deflt = "100ms", .min = 0.001, .max = 10,
-         .help = "With --etcd: the longest one request to etcd may take.  The loop waits\n"
-                 "for etcd (at most one timeout per poll when it does not answer, and\n"
-                 "then polls less often): keep it well below the interval."},
+         .help = "With --etcd: the longest one request to etcd may take, and a poll's\n"
+                 "budget: a poll that has taken this long is cut short and counts as\n"
+                 "failed (the loop waits at most two timeouts per poll, and then polls\n"
+                 "less often).  No controller leads before its polls have all been in\n"
+                 "time for a lease (--lease-ttl).  Keep it well below the interval."},
         {.name = "takeover-after", .type = OPTS_DOUBLE, .target = &s->takeover,
          .arg = "INTERVALS", .deflt = "1.25", .min = 0, .max = 1000,
          .help = "With --etcd: the leader writes a heartbeat to etcd every quarter interval;\n"
@@ -551,6 +553,11 @@ static int ha_start(app_t *a)
         .margin_s = 0.25,
         .poll_s = poll,
         .stale_s = stale,
+        /* gray failures (docs/controller.md "A slow etcd"): a poll may
+         * take one request's timeout; leading needs etcd in time for a
+         * lease */
+        .slow_s = s->etcd_timeout,
+        .hold_s = s->lease_ttl,
     };
     leader_store_t st = leader_store_etcd(a->etcd);
     leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap, .arg = a};
