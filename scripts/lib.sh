@@ -239,6 +239,38 @@ it_etcd_wipe() {
   it_etcd_start
 }
 
+# it_ha_pair JSON [OPTION...]: two controllers c1 and c2 on it_etcd's etcd
+# (cluster "it", 1 s periods, --log-level debug, and the OPTIONs, which hold
+# no spaces), each with its bucket file $T/bI.json holding JSON; endpoints
+# LSI (nodes) and ADI (admin); starts neither.  Defines ctl_start I (starts
+# cI, again after a kill: PIDI; its log a new $T/cI.TIME.log), ctl (bqos-ctl with a 1 s
+# timeout), status I FIELD (a field of cI's JSON status) and leader_now (1
+# or 2, the controller that leads; "" when neither does).
+it_ha_pair() {
+  echo "$1" >"$T/b1.json"
+  shift
+  cp "$T/b1.json" "$T/b2.json"
+  HA_OPTS=$*
+  next_port; LS1="tcp://127.0.0.1:$PORT"; next_port; AD1="tcp://127.0.0.1:$PORT"
+  next_port; LS2="tcp://127.0.0.1:$PORT"; next_port; AD2="tcp://127.0.0.1:$PORT"
+  ctl_start() {
+    eval "ls=\$LS$1 ad=\$AD$1"
+    # shellcheck disable=SC2086
+    spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" \
+      --listen "$ls" --admin "$ad" --period 1s --etcd "$ETCD" --id "c$1" --cluster it \
+      --log-level debug $HA_OPTS
+    eval "PID$1=\$SPAWNED"
+  }
+  ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
+  status() {
+    eval "ad=\$AD$1"
+    ctl --endpoint "$ad" --json status >"$T/st$1.json" 2>/dev/null && jget "$T/st$1.json" "d[\"$2\"]"
+  }
+  leader_now() {
+    if [ "$(status 1 leader)" = True ]; then echo 1; elif [ "$(status 2 leader)" = True ]; then echo 2; fi
+  }
+}
+
 # start_memcached PORT LOGFILE: a memcached on 127.0.0.1:PORT (64 MB, 2
 # threads); waits until it listens.
 start_memcached() {

@@ -33,25 +33,8 @@ IV=$(echo "$K" | awk '{ printf "%.3f", 1 / $1 }')
 it_etcd
 it_etcd_start
 
-echo '{"buckets":[{"name":"red","reservation":100,"limit":200}]}' >"$T/b1.json"
-cp "$T/b1.json" "$T/b2.json"
-next_port; L1=$PORT; next_port; A1=$PORT; next_port; L2=$PORT; next_port; A2=$PORT
-LS1="tcp://127.0.0.1:$L1"; AD1="tcp://127.0.0.1:$A1"
-LS2="tcp://127.0.0.1:$L2"; AD2="tcp://127.0.0.1:$A2"
-# ctl_start I: controller cI (bucket file bI.json, endpoints LSI, ADI).
-ctl_start() {
-  eval "ls=\$LS$1 ad=\$AD$1"
-  spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" --listen "$ls" \
-    --admin "$ad" --period 1s --intervals "$K" --etcd "$ETCD" --id "c$1" --cluster it \
-    --lease-ttl "$TTL" --etcd-timeout 250ms --log-level debug
-  eval "PID$1=\$SPAWNED"
-}
-ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
-# status I FIELD: a field of cI's status.
-status() {
-  eval "ad=\$AD$1"
-  ctl --endpoint "$ad" --json status >"$T/st$1.json" 2>/dev/null && jget "$T/st$1.json" "d[\"$2\"]"
-}
+it_ha_pair '{"buckets":[{"name":"red","reservation":100,"limit":200}]}' --intervals "$K" --lease-ttl "$TTL" \
+  --etcd-timeout 250ms
 observe() { # observe I NAME: a raw node on cI's node endpoint, log in $T/NAME.log
   eval "ls=\$LS$1"
   spawn "$T/$2.err" "$PY" "$HERE/ha_observer.py" "$ls" "$2" "$T/$2.log" 60

@@ -43,28 +43,10 @@ for i in range(60):
     urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v3/kv/put", b), timeout=5).read()
 PY
 
-echo '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' >"$T/b1.json"
-cp "$T/b1.json" "$T/b2.json"
-next_port; L1=$PORT; next_port; A1=$PORT; next_port; L2=$PORT; next_port; A2=$PORT
-LS1="tcp://127.0.0.1:$L1"; AD1="tcp://127.0.0.1:$A1"
-LS2="tcp://127.0.0.1:$L2"; AD2="tcp://127.0.0.1:$A2"
-ctl_start() { # ctl_start I: controller cI
-  eval "ls=\$LS$1 ad=\$AD$1"
-  spawn "$T/c$1.$(date +%s%N).log" "$BIN/bqos-controller" --buckets "$T/b$1.json" --listen "$ls" \
-    --admin "$ad" --period 1s --intervals "$K" --etcd "$ETCD" --id "c$1" --cluster it \
-    --lease-ttl 2 --etcd-timeout 250ms --log-level debug
-  eval "PID$1=\$SPAWNED"
-}
+it_ha_pair '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals "$K" --lease-ttl 2 \
+  --etcd-timeout 250ms
 ctl_start 1
 ctl_start 2
-ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
-status() { # status I FIELD: a field of cI's status
-  eval "ad=\$AD$1"
-  ctl --endpoint "$ad" --json status >"$T/st$1.json" 2>/dev/null && jget "$T/st$1.json" "d[\"$2\"]"
-}
-leader_now() { # 1 or 2: the controller that leads, "" if none
-  if [ "$(status 1 leader)" = True ]; then echo 1; elif [ "$(status 2 leader)" = True ]; then echo 2; fi
-}
 wait_for '[ -n "$(leader_now)" ]' 10
 E0=$(status "$(leader_now)" epoch)
 check "a leader before the wipe, epoch $E0 > 60" '[ "${E0:-0}" -gt 60 ]'
