@@ -239,6 +239,28 @@ it_etcd_wipe() {
   it_etcd_start
 }
 
+# it_need NAME...: exits the test (1) at the first NAME missing: a bqos-*
+# program not built in $BIN (make), or a command not on PATH
+# (scripts/deps.sh test installs them).
+it_need() {
+  for n in "$@"; do
+    case $n in
+      bqos-*) [ -x "$BIN/$n" ] || { echo "missing $BIN/$n"; exit 1; } ;;
+      *) command -v "$n" >/dev/null 2>&1 || { echo "no $n (scripts/deps.sh test installs it)"; exit 1; } ;;
+    esac
+  done
+}
+
+# it_ha_node NAME LOG: a bqos-node NAME (--policy tokens, log LOG) on a new
+# loopback port, NODE_PORT, in front of the memcached on port $MP,
+# following both controllers of it_ha_pair (LS1 and LS2); waits for its port.
+it_ha_node() {
+  next_port; NODE_PORT=$PORT
+  spawn "$2" "$BIN/bqos-node" --name "$1" --memcached-listen "127.0.0.1:$NODE_PORT" \
+    --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
+  wait_port "$NODE_PORT" 10
+}
+
 # it_ha_pair JSON [OPTION...]: two controllers c1 and c2 on it_etcd's etcd
 # (cluster "it", 1 s periods, --log-level debug, and the OPTIONs, which hold
 # no spaces), each with its bucket file $T/bI.json holding JSON; endpoints

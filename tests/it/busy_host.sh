@@ -26,10 +26,8 @@ for i in 1 2; do
 done
 next_port; MP=$PORT
 start_memcached "$MP" "$T/memcached.log"
-next_port; NP=$PORT
-spawn "$T/node.log" "$BIN/bqos-node" --name s1 --memcached-listen "127.0.0.1:$NP" \
-  --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
-wait_port "$NP" 10
+it_ha_node s1 "$T/node.log"
+NP=$NODE_PORT
 sleep 3
 cat >"$T/scen.json" <<EOF
 {"duration": $SECS, "period": 1, "intervals": 5, "warmup_periods": 0, "seed": 1, "capacity": 20000,

@@ -22,10 +22,7 @@
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_etcd_durable
 
-command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etcd-server)"; exit 1; }
-for b in bqos-controller bqos-ctl; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
-done
+it_need etcd bqos-controller bqos-ctl
 it_etcd 'kill -CONT ${PID1:-} ${PID2:-} 2>/dev/null'
 it_etcd_start
 

@@ -108,11 +108,10 @@ check "SIGHUP at the leader (c$L) reaches the standby through etcd" \
 NODE_HA=0
 "$BIN/bqos-node" --help 2>&1 | grep -q -- "--controller ENDPOINT\[," && NODE_HA=1
 if [ $NODE_HA = 1 ]; then
-  next_port; MP=$PORT; next_port; NP=$PORT
+  next_port; MP=$PORT
   start_memcached "$MP" "$T/memcached.log"
-  spawn "$T/node.log" "$BIN/bqos-node" --name s1 --memcached-listen "127.0.0.1:$NP" \
-    --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
-  wait_port "$NP" 10
+  it_ha_node s1 "$T/node.log"
+  NP=$NODE_PORT
   # node_up I: cI lists s1 as up.
   node_up() { status "$1" nodes >/dev/null; jget "$T/st$1.json" \
     "[n['state'] for n in d['nodes'] if n['name'] == 's1'][0]" | grep -q up; }

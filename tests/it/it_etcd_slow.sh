@@ -24,11 +24,7 @@
 it_begin it_etcd_slow
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etcd-server)"; exit 1; }
-command -v memcached >/dev/null 2>&1 || { echo "no memcached"; exit 1; }
-for b in bqos-controller bqos-node bqos-ctl bqos-load; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
-done
+it_need etcd memcached bqos-controller bqos-node bqos-ctl bqos-load
 K=${K:-5}
 LIM=200
 PAUSE_S=${PAUSE_S:-15}
@@ -45,10 +41,8 @@ check "a leader before etcd slows down" '[ -n "$(leader_now)" ]'
 
 next_port; MP=$PORT
 start_memcached "$MP" "$T/memcached.log"
-next_port; NP=$PORT
-spawn "$T/node.log" "$BIN/bqos-node" --name s1 --memcached-listen "127.0.0.1:$NP" \
-  --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
-wait_port "$NP" 10
+it_ha_node s1 "$T/node.log"
+NP=$NODE_PORT
 nstat() { mc_ask "$NP" 'stats\r\n' 2 | tr '|' '\n' | awk -v k="$1" '$2 == k { print $3 }'; }
 wait_for '[ "$(nstat bqos_ctl_state)" = following ]' 10
 check "the node follows the leader" '[ "$(nstat bqos_ctl_state)" = following ]'

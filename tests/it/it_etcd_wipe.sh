@@ -25,11 +25,7 @@
 it_begin it_etcd_wipe
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-command -v etcd >/dev/null 2>&1 || { echo "no etcd (scripts/deps.sh installs etcd-server)"; exit 1; }
-command -v memcached >/dev/null 2>&1 || { echo "no memcached"; exit 1; }
-for b in bqos-controller bqos-node bqos-ctl bqos-load; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
-done
+it_need etcd memcached bqos-controller bqos-node bqos-ctl bqos-load
 WIPE_BOUND=${WIPE_BOUND:-8}
 K=2
 it_etcd
@@ -54,10 +50,8 @@ check "a leader before the wipe, epoch $E0 > 60" '[ "${E0:-0}" -gt 60 ]'
 next_port; MP=$PORT
 start_memcached "$MP" "$T/memcached.log"
 for i in 1 2; do
-  next_port; eval "NP$i=\$PORT"
-  spawn "$T/node$i.log" "$BIN/bqos-node" --name "s$i" --memcached-listen "127.0.0.1:$PORT" \
-    --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
-  wait_port "$PORT" 10
+  it_ha_node "s$i" "$T/node$i.log"
+  eval "NP$i=\$NODE_PORT"
 done
 # nstat I NAME: node sI's `stats` value NAME
 nstat() { eval "np=\$NP$1"; mc_ask "$np" 'stats\r\n' 2 | tr '|' '\n' | awk -v k="$2" '$2 == k { print $3 }'; }
