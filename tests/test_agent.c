@@ -100,6 +100,13 @@ static void fx_start(fx_t *f, int manage_policy)
     fx_start_mode(f, manage_policy, AGENT_FALLBACK_RR, 1.5, 0);
 }
 
+/* The static fallback as a daemon runs it: fail static after 2 silent
+ * intervals, with 0.1 s grace. */
+static void fx_start_static(fx_t *f)
+{
+    fx_start_mode(f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+}
+
 static void fx_stop(fx_t *f)
 {
     agent_destroy(&f->a);
@@ -164,17 +171,34 @@ static void welcome_from(fx_t *f, double now, uint64_t epoch, int src)
     ck_assert_int_eq(agent_handle_from(f->a, &m, &tm, now, src), 0);
 }
 
+/* Makes m the controller's tokens message (table 7) for the n records
+ * given, which it points to. */
+static void tokens_msg(fx_t *f, proto_msg_t *m, const proto_tokens_rec_t *recs, size_t n)
+{
+    msg_to_n1(m, PROTO_TOKENS);
+    m->table = 7;
+    m->peer_table = f->node_table;
+    m->count = n;
+    m->tokens = (proto_tokens_rec_t *)recs;
+}
+
 /* A tokens message (controller table 7) for the n records given. */
 static void tokens(fx_t *f, uint64_t period, double now, const proto_tokens_rec_t *recs, size_t n)
 {
     proto_msg_t m;
-    msg_to_n1(&m, PROTO_TOKENS);
-    m.table = 7;
-    m.peer_table = f->node_table;
-    m.count = n;
-    m.tokens = (proto_tokens_rec_t *)recs;
+    tokens_msg(f, &m, recs, n);
     agent_timing_t tm = tm_at(period, now);
     ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* The grant the static fallback cases start from, by controller index:
+ * 0 = green (2) R 4 and no limit, 1 = red (0) R 10 L 20, 2 = new (3) L 7. */
+static void static_grant(proto_tokens_rec_t recs[3])
+{
+    recs[0] = (proto_tokens_rec_t){.bucket = 1, .r_tokens = 10, .l_tokens = 20};
+    recs[1] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED,
+                                   .l_tokens = PROTO_UNLIMITED};
+    recs[2] = (proto_tokens_rec_t){.bucket = 2, .r_tokens = 0, .l_tokens = 7};
 }
 
 static void arrive(fx_t *f, int b, int n)
@@ -850,14 +874,11 @@ static void fx_silent(fx_t *f, double from, double to)
 START_TEST(test_agent_static_keeps_limits)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     ck_assert_int_eq(sched_policy(f.s), SCHED_POLICY_TOKENS); /* static: tokens mode */
     welcome(&f, 0, T0);
-    /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
-    proto_tokens_rec_t recs[] = {
-        {.bucket = 1, .r_tokens = 10, .l_tokens = 20},
-        {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED},
-        {.bucket = 2, .r_tokens = 0, .l_tokens = 7}};
+    proto_tokens_rec_t recs[3];
+    static_grant(recs);
     tokens(&f, 0, T0 + 0.1, recs, 3);
     arrive(&f, 0, 12);
     ck_assert_int_eq(serve_all(&f, 0), 12); /* 10 R + 2 L this period */
@@ -898,22 +919,15 @@ END_TEST
 START_TEST(test_agent_static_lease_then_limited_at_zero)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     proto_msg_t h;
     ck_assert_int_eq(agent_hello(f.a, T0, &h), 0);
     ck_assert_int_eq(h.leases, 1);
     welcome(&f, 0, T0);
-    /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
-    proto_tokens_rec_t recs[] = {
-        {.bucket = 1, .r_tokens = 10, .l_tokens = 20},
-        {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED},
-        {.bucket = 2, .r_tokens = 0, .l_tokens = 7}};
+    proto_tokens_rec_t recs[3];
+    static_grant(recs);
     proto_msg_t m;
-    msg_to_n1(&m, PROTO_TOKENS);
-    m.table = 7;
-    m.peer_table = f.node_table;
-    m.count = 3;
-    m.tokens = recs;
+    tokens_msg(&f, &m, recs, 3);
     proto_tokens_bytes_t by = {.bucket = 1, .l_bytes = 10 * 4096}; /* red: 10 units */
     m.nbytes = 1;
     m.tbytes = &by;
@@ -982,7 +996,7 @@ typedef struct {
 START_TEST(test_agent_static_holds_until_first_tokens)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     welcome(&f, 0, T0);
     /* controller index 0 = green (2), 1 = red (0), 2 = new (3) */
     expect_tokens(&f, __LINE__, 0, 0, 0);
@@ -1039,7 +1053,7 @@ END_TEST
 START_TEST(test_agent_grants_end_with_the_period)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     ck_assert_int_eq(sched_set_pacing(f.s, 1, 0), 0);
     welcome(&f, 0, T0);
     /* red (controller index 1): R 10 + L 20 for the 9.9 s left */
@@ -1170,7 +1184,7 @@ END_TEST
 START_TEST(test_agent_epoch_fencing)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     welcome_from(&f, T0, 5, 0);
     proto_tokens_rec_t r10[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
     proto_tokens_rec_t r99[] = {{.bucket = 1, .r_tokens = 99, .l_tokens = PROTO_UNLIMITED,
@@ -1218,7 +1232,7 @@ END_TEST
 START_TEST(test_agent_follows_raised_epoch)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     proto_msg_t m;
     ck_assert_int_eq(agent_hello(f.a, T0, &m), 0);
     ck_assert_uint_eq(m.follows, 0); /* obeys nobody yet */
@@ -1363,7 +1377,7 @@ END_TEST
 START_TEST(test_agent_shadow_from_table)
 {
     fx_t f;
-    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 2.0, 0.1);
+    fx_start_static(&f);
     proto_msg_t w;
     welcome_msg(&f, &w);
     w.has_weights = 1;

@@ -73,16 +73,42 @@ static const cmetrics_outcome_t *outcome(const fx_t *f, const char *name)
     return NULL;
 }
 
+/* Runs periods from..to, each one round then its end. */
+static void fx_periods(fx_t *f, uint64_t from, uint64_t to)
+{
+    for (uint64_t p = from; p <= to; p++) {
+        fx_round(f, p);
+        cmetrics_period_end(&f->m, 0);
+    }
+}
+
+/* Renders the metrics into a new promtext (caller destroys it) and checks
+ * it did not fail; *text is its text. */
+static promtext_t *fx_render(fx_t *f, const char **text)
+{
+    promtext_t *p = promtext_new();
+    cmetrics_render(&f->m, p);
+    ck_assert_int_eq(promtext_error(p), 0);
+    *text = promtext_data(p, NULL);
+    return p;
+}
+
+/* Frees what fx_init() made. */
+static void fx_clear(fx_t *f)
+{
+    cmetrics_clear(&f->m);
+    nodes_clear(&f->ns);
+    ctrl_destroy(&f->c);
+}
+
 START_TEST(test_cmetrics_outcomes)
 {
     fx_t f;
     fx_init(&f);
     /* The period the controller started in is not judged: it saw no start. */
-    fx_round(&f, 1);
-    cmetrics_period_end(&f.m, 0);
+    fx_periods(&f, 1, 1);
     ck_assert_uint_eq(f.m.periods_judged, 0);
-    fx_round(&f, 2);
-    cmetrics_period_end(&f.m, 0);
+    fx_periods(&f, 2, 2);
     ck_assert_uint_eq(f.m.periods_judged, 1);
     const cmetrics_outcome_t *rich = outcome(&f, "rich"), *poor = outcome(&f, "poor"),
                              *capped = outcome(&f, "capped");
@@ -133,19 +159,15 @@ START_TEST(test_cmetrics_outcomes)
     cmetrics_period_end(&f.m, 0);
     ck_assert_uint_eq(f.m.periods_judged, 1);
 
-    promtext_t *p = promtext_new();
-    cmetrics_render(&f.m, p);
-    ck_assert_int_eq(promtext_error(p), 0);
-    const char *t = promtext_data(p, NULL);
+    const char *t;
+    promtext_t *p = fx_render(&f, &t);
     ck_assert_ptr_nonnull(
         strstr(t, "bqos_bucket_periods_total{bucket=\"poor\",outcome=\"reservation_missed\"} 1\n"));
     ck_assert_ptr_nonnull(strstr(t, "bqos_node_up{node=\"n0\"} 1\n"));
     ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_limit_ios_per_second{bucket=\"capped\"} 10\n"));
     ck_assert_ptr_null(strstr(t, "bqos_bucket_limit_ios_per_second{bucket=\"rich\"}"));
     promtext_destroy(&p);
-    cmetrics_clear(&f.m);
-    nodes_clear(&f.ns);
-    ctrl_destroy(&f.c);
+    fx_clear(&f);
 }
 END_TEST
 
@@ -159,12 +181,8 @@ START_TEST(test_cmetrics_standby_judges_once)
     fx_init(&f);
     leader_t standby = {0};
     f.m.ld = &standby;
-    for (uint64_t p = 1; p <= 3; p++) {
-        fx_round(&f, p);
-        cmetrics_period_end(&f.m, 0);
-    }
-    fx_round(&f, 3); /* period 3 ends again */
-    cmetrics_period_end(&f.m, 0);
+    fx_periods(&f, 1, 3);
+    fx_periods(&f, 3, 3); /* period 3 ends again */
     ck_assert_uint_eq(f.m.periods_judged, 2);
     const cmetrics_outcome_t *poor = outcome(&f, "poor"), *capped = outcome(&f, "capped");
     ck_assert_ptr_nonnull(poor);
@@ -175,9 +193,7 @@ START_TEST(test_cmetrics_standby_judges_once)
     ck_assert_uint_eq(history_get(capped->hist, 0)->flags, HISTORY_HELD);
     ck_assert_uint_eq(poor->met + poor->missed + poor->held, 0); /* not leading: no count */
     ck_assert_uint_eq(capped->held, 0);
-    cmetrics_clear(&f.m);
-    nodes_clear(&f.ns);
-    ctrl_destroy(&f.c);
+    fx_clear(&f);
 }
 END_TEST
 
@@ -190,10 +206,7 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     fx_init(&f);
     f.m.unused_periods = 3;
     rich_served = 0;
-    for (uint64_t p = 1; p <= 4; p++) { /* periods 2..4 judged */
-        fx_round(&f, p);
-        cmetrics_period_end(&f.m, 0);
-    }
+    fx_periods(&f, 1, 4); /* periods 2..4 judged */
     const cmetrics_outcome_t *rich = outcome(&f, "rich"), *capped = outcome(&f, "capped");
     ck_assert_ptr_nonnull(rich);
     ck_assert_uint_eq(rich->idle, 3);
@@ -205,9 +218,8 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     ck_assert(cmetrics_unused(&f.m, rich));
     ck_assert_uint_eq(capped->idle, 0);  /* no reservation: never idle */
     ck_assert(!cmetrics_unused(&f.m, capped));
-    promtext_t *p = promtext_new();
-    cmetrics_render(&f.m, p);
-    const char *t = promtext_data(p, NULL);
+    const char *t;
+    promtext_t *p = fx_render(&f, &t);
     ck_assert_ptr_nonnull(
         strstr(t, "bqos_bucket_periods_total{bucket=\"rich\",outcome=\"idle\"} 3\n"));
     ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_idle_periods{bucket=\"rich\"} 3\n"));
@@ -216,8 +228,7 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     promtext_destroy(&p);
     /* Demand again: met, and the run ends. */
     rich_served = 5;
-    fx_round(&f, 5);
-    cmetrics_period_end(&f.m, 0);
+    fx_periods(&f, 5, 5);
     ck_assert_uint_eq(rich->met, 1);
     ck_assert_uint_eq(rich->idle_run, 0);
     ck_assert_uint_eq(history_count(rich->hist), 1); /* the ring from its first traffic */
@@ -229,9 +240,7 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_IDLE);
     ck_assert_uint_eq(rich->idle_run, 1);
     ck_assert(!cmetrics_unused(&f.m, rich));
-    cmetrics_clear(&f.m);
-    nodes_clear(&f.ns);
-    ctrl_destroy(&f.c);
+    fx_clear(&f);
 }
 END_TEST
 

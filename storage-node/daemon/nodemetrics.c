@@ -105,6 +105,21 @@ static void node_sample(const nodemetrics_t *m, promtext_t *p, const char *name,
     promtext_value(p, &(promtext_label_t){"node", m->name}, 1, v);
 }
 
+/* One family of a single sample labelled with the node's name. */
+typedef struct {
+    const char *name;
+    promtext_type_t type;
+    const char *help;
+    double v;
+} node_row_t;
+
+/* node_sample() for each of the n rows, in order. */
+static void node_samples(const nodemetrics_t *m, promtext_t *p, const node_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        node_sample(m, p, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
+}
+
 static void render_node(const nodemetrics_t *m, promtext_t *p)
 {
     gate_stats_t gs;
@@ -113,27 +128,27 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
                     "Always 1; the node kind (memcached, block) and version as labels.");
     promtext_label_t info[] = {{"node", m->name}, {"kind", m->kind}, {"version", BQOS_VERSION}};
     promtext_value(p, info, 3, 1);
-    node_sample(m, p, "bqos_node_periods_total", PROMTEXT_COUNTER, "QoS periods ended.",
-                (double)m->periods);
-    node_sample(m, p, "bqos_node_completions_total", PROMTEXT_COUNTER,
-                "IOs the backend completed.", (double)(m->completions + gs.node.completions));
-    node_sample(m, p, "bqos_node_busy_seconds_total", PROMTEXT_COUNTER,
-                "Time with at least one IO at the backend.", m->busy_s + gs.node.busy_seconds);
-    node_sample(m, p, "bqos_node_inflight", PROMTEXT_GAUGE, "IOs at the backend now.",
-                gs.inflight);
-    node_sample(m, p, "bqos_node_connections", PROMTEXT_GAUGE, "Client connections open.",
-                gs.conns.open);
-    node_sample(m, p, "bqos_node_connections_total", PROMTEXT_COUNTER,
-                "Client connections accepted.", (double)gs.conns.total);
-    node_sample(m, p, "bqos_node_connections_evicted_total", PROMTEXT_COUNTER,
-                "Idle client connections closed at --max-conns to admit a new client.",
-                (double)gs.conns.evicted);
-    node_sample(m, p, "bqos_node_connections_idle_closed_total", PROMTEXT_COUNTER,
-                "Client connections closed after --idle-timeout with nothing to answer.",
-                (double)gs.conns.idle_closed);
-    node_sample(m, p, "bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
-                "Requests refused because their key names no bucket (--default reject).",
-                (double)iolat_refused_unknown(gate_iolat(m->g)));
+    const node_row_t rows[] = {
+        {"bqos_node_periods_total", PROMTEXT_COUNTER, "QoS periods ended.", (double)m->periods},
+        {"bqos_node_completions_total", PROMTEXT_COUNTER, "IOs the backend completed.",
+         (double)(m->completions + gs.node.completions)},
+        {"bqos_node_busy_seconds_total", PROMTEXT_COUNTER,
+         "Time with at least one IO at the backend.", m->busy_s + gs.node.busy_seconds},
+        {"bqos_node_inflight", PROMTEXT_GAUGE, "IOs at the backend now.", gs.inflight},
+        {"bqos_node_connections", PROMTEXT_GAUGE, "Client connections open.", gs.conns.open},
+        {"bqos_node_connections_total", PROMTEXT_COUNTER, "Client connections accepted.",
+         (double)gs.conns.total},
+        {"bqos_node_connections_evicted_total", PROMTEXT_COUNTER,
+         "Idle client connections closed at --max-conns to admit a new client.",
+         (double)gs.conns.evicted},
+        {"bqos_node_connections_idle_closed_total", PROMTEXT_COUNTER,
+         "Client connections closed after --idle-timeout with nothing to answer.",
+         (double)gs.conns.idle_closed},
+        {"bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
+         "Requests refused because their key names no bucket (--default reject).",
+         (double)iolat_refused_unknown(gate_iolat(m->g))},
+    };
+    node_samples(m, p, rows, sizeof rows / sizeof rows[0]);
     promtext_family(p, "bqos_node_requests_refused_total", PROMTEXT_COUNTER,
                     "Requests refused for want of a bucket, by reason: unknown_bucket (no bucket, "
                     "--default-bucket reject), unconfigured (the bucket table lists none and has "
@@ -171,17 +186,20 @@ static void render_ctl(const nodemetrics_t *m, promtext_t *p)
         promtext_label_t l[] = {{"node", m->name}, {"state", states[i]}};
         promtext_value(p, l, 2, strcmp(st.state, states[i]) == 0);
     }
-    node_sample(m, p, "bqos_node_fallbacks_total", PROMTEXT_COUNTER,
-                "Times the node fell back (controller silent).", (double)st.agent.fallbacks);
-    node_sample(m, p, "bqos_node_resumes_total", PROMTEXT_COUNTER,
-                "Times the node followed the controller again.", (double)st.agent.resumes);
-    node_sample(m, p, "bqos_node_static_periods_total", PROMTEXT_COUNTER,
-                "Periods started on the remembered grant (fallback static).",
-                (double)st.agent.static_periods);
-    node_sample(m, p, "bqos_node_controller_silent_seconds", PROMTEXT_GAUGE,
-                "Seconds since the leading controller last spoke.", st.agent.silent_s);
-    node_sample(m, p, "bqos_node_controller_epoch", PROMTEXT_GAUGE,
-                "Highest leadership epoch seen (0: none).", (double)st.agent.epoch);
+    const node_row_t rows[] = {
+        {"bqos_node_fallbacks_total", PROMTEXT_COUNTER,
+         "Times the node fell back (controller silent).", (double)st.agent.fallbacks},
+        {"bqos_node_resumes_total", PROMTEXT_COUNTER,
+         "Times the node followed the controller again.", (double)st.agent.resumes},
+        {"bqos_node_static_periods_total", PROMTEXT_COUNTER,
+         "Periods started on the remembered grant (fallback static).",
+         (double)st.agent.static_periods},
+        {"bqos_node_controller_silent_seconds", PROMTEXT_GAUGE,
+         "Seconds since the leading controller last spoke.", st.agent.silent_s},
+        {"bqos_node_controller_epoch", PROMTEXT_GAUGE, "Highest leadership epoch seen (0: none).",
+         (double)st.agent.epoch},
+    };
+    node_samples(m, p, rows, sizeof rows / sizeof rows[0]);
 }
 
 static void render_buckets(const nodemetrics_t *m, promtext_t *p)
