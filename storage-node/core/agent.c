@@ -2,11 +2,13 @@
 #include "storage-node/core/agent.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/growarr.h"
 #include "common/log.h"
 #include "storage-node/core/agent_int.h"
 
@@ -35,30 +37,13 @@ static int arrays_fit(agent_t *a, size_t n)
 {
     if (n <= a->arr_cap)
         return 0;
-    size_t want = a->arr_cap ? a->arr_cap : 64;
-    while (want < n)
-        want *= 2;
-    uint64_t *p = realloc(a->prev, want * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    a->prev = p;
-    uint64_t *q = realloc(a->carry, want * sizeof *q);
-    if (!q)
-        return -ENOMEM;
-    a->carry = q;
-    uint64_t *s = realloc(a->served_rep, want * sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    a->served_rep = s;
-    uint32_t *w = realloc(a->local_w, want * sizeof *w);
-    if (!w)
-        return -ENOMEM;
-    a->local_w = w;
-    memset(a->local_w + a->arr_cap, 0, (want - a->arr_cap) * sizeof *w);
-    memset(a->prev + a->arr_cap, 0, (want - a->arr_cap) * sizeof *p);
-    memset(a->carry + a->arr_cap, 0, (want - a->arr_cap) * sizeof *q);
-    memset(a->served_rep + a->arr_cap, 0, (want - a->arr_cap) * sizeof *s);
-    a->arr_cap = want;
+    if (n > INT_MAX ||
+        growarr((void **)&a->prev, &a->cap_prev, (int)n, sizeof *a->prev) < 0 ||
+        growarr((void **)&a->carry, &a->cap_carry, (int)n, sizeof *a->carry) < 0 ||
+        growarr((void **)&a->served_rep, &a->cap_served, (int)n, sizeof *a->served_rep) < 0 ||
+        growarr((void **)&a->local_w, &a->cap_w, (int)n, sizeof *a->local_w) < 0)
+        return -ENOMEM; /* the ones grown keep their size: the next call grows the rest */
+    a->arr_cap = n;
     return 0;
 }
 

@@ -47,7 +47,8 @@ struct agent {
     uint32_t *local_w;   /* per bucket: its weight before the controller's
                             weight replaced it (0: the controller's weight
                             does not apply; see take_weight()) */
-    size_t arr_cap;
+    size_t arr_cap;   /* entries prev, carry, served_rep and local_w all hold (zeroed when new) */
+    int cap_prev, cap_carry, cap_served, cap_w; /* their growarr() capacities */
     agent_ub_t *ub;      /* per bucket: its bytes/s dimension (agent_bytes.c) */
     int ub_cap;
     uint64_t unit;       /* bytes per scheduler unit, >= 1 */

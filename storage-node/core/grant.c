@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/growarr.h"
+
 void grant_init(grant_t *g)
 {
     memset(g, 0, sizeof *g);
@@ -32,20 +34,9 @@ int grant_snapshot(grant_t *g, const sched_t *s)
     int n = sched_nbuckets(s);
     if (n < 0)
         n = 0;
-    if ((size_t)n > g->cap) {
-        size_t want = g->cap ? g->cap : 64;
-        while (want < (size_t)n)
-            want *= 2;
-        int64_t *r = realloc(g->r, want * sizeof *r);
-        if (!r)
-            return -ENOMEM;
-        g->r = r;
-        int64_t *l = realloc(g->l, want * sizeof *l);
-        if (!l)
-            return -ENOMEM;
-        g->l = l;
-        g->cap = want;
-    }
+    if (growarr((void **)&g->r, &g->cap_r, n, sizeof *g->r) < 0 ||
+        growarr((void **)&g->l, &g->cap_l, n, sizeof *g->l) < 0)
+        return -ENOMEM;
     int64_t unseen = SCHED_UNLIMITED;
     for (int b = 0; b < n; b++) {
         sched_bucket_stats_t bs;

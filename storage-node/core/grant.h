@@ -28,7 +28,7 @@
 typedef struct {
     int64_t *r, *l;      /* per scheduler bucket; l may be SCHED_UNLIMITED */
     size_t n;            /* buckets with a grant (indices 0..n-1) */
-    size_t cap;
+    int cap_r, cap_l;    /* growarr() capacities of r and l */
     int64_t unseen_l;    /* L share of a bucket without a grant (see
                             grant_snapshot()) */
     uint64_t snapshots;  /* periods taken */
