@@ -179,8 +179,10 @@ start_etcd() {
 }
 
 # ---- integration tests ----------------------------------------------------
-# it_begin NAME: the start every tests/it script shares.  Sets -u, BIN
-# (default bin), T (a new scratch directory /tmp/NAME.XXXXXX) and fails=0;
+# it_begin NAME [NEED...]: the start every tests/it script shares.  Sets -u,
+# BIN (default bin), HERE (the script's folder), T (a new scratch directory
+# /tmp/NAME.XXXXXX) and fails=0; exits the test when a NEED is missing
+# (it_need);
 # on exit stops every process started with spawn and removes T; INT and TERM
 # exit 130.  Defines the result helpers:
 #   ok MSG          prints "ok - MSG"
@@ -189,7 +191,9 @@ start_etcd() {
 it_begin() {
   set -u
   IT_NAME=$1
+  shift
   BIN=${BIN:-bin}
+  HERE=$(cd "$(dirname "$0")" && pwd)
   T=$(mktemp -d "/tmp/$1.XXXXXX") || { echo "$1: no scratch directory"; exit 1; }
   trap 'cleanup; rm -rf "$T"' EXIT
   trap 'exit 130' INT TERM
@@ -197,6 +201,7 @@ it_begin() {
   ok() { echo "ok - $1"; }
   not_ok() { echo "not ok - $1"; fails=$((fails + 1)); }
   check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+  it_need "$@"
 }
 
 # it_end [CMD]: the end: prints "NAME: all passed" and exits 0, or prints

@@ -20,9 +20,7 @@
 # in 2 c1 applies c2's older table (100) and writes it to its own file: the
 # acknowledged 90 is gone in all five places, without a warning.
 . "$(dirname "$0")/../../scripts/lib.sh"
-it_begin it_etcd_durable
-
-it_need etcd bqos-controller bqos-ctl
+it_begin it_etcd_durable etcd bqos-controller bqos-ctl
 it_etcd 'kill -CONT ${PID1:-} ${PID2:-} 2>/dev/null'
 it_etcd_start
 

@@ -21,10 +21,7 @@
 # fence in every pause and resumes after each late heartbeat: rounds go
 # out or not, and the node serves 0-100 IOs in some periods, L in others.
 . "$(dirname "$0")/../../scripts/lib.sh"
-it_begin it_etcd_slow
-HERE=$(cd "$(dirname "$0")" && pwd)
-
-it_need etcd memcached bqos-controller bqos-node bqos-ctl bqos-load
+it_begin it_etcd_slow etcd memcached bqos-controller bqos-node bqos-ctl bqos-load
 K=${K:-5}
 LIM=200
 PAUSE_S=${PAUSE_S:-15}

@@ -22,10 +22,7 @@
 # the new etcd's create_revision, is below theirs): they stay in static
 # fallback at the old grant, and the set is acknowledged but never applied.
 . "$(dirname "$0")/../../scripts/lib.sh"
-it_begin it_etcd_wipe
-HERE=$(cd "$(dirname "$0")" && pwd)
-
-it_need etcd memcached bqos-controller bqos-node bqos-ctl bqos-load
+it_begin it_etcd_wipe etcd memcached bqos-controller bqos-node bqos-ctl bqos-load
 WIPE_BOUND=${WIPE_BOUND:-8}
 K=2
 it_etcd
