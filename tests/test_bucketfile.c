@@ -325,6 +325,18 @@ static void put(const char *path, const char *text)
     fclose(f);
 }
 
+/* A bucket file in a new temporary folder dir (a mkdtemp template), at
+ * path (cap bytes), holding text: loaded, or the test fails. */
+static bucketfile_t *loaded(char *dir, char *path, size_t cap, const char *text)
+{
+    temp_file(dir, path, cap, "b.json");
+    put(path, text);
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
+    return bf;
+}
+
 static char *slurp(const char *path)
 {
     static char buf[4096];
@@ -340,17 +352,15 @@ START_TEST(test_bucketfile_save_keeps_format)
 {
     char dir[] = "/tmp/test_bucketfile.XXXXXX";
     char path[256];
-    temp_file(dir, path, sizeof path, "b.json");
     /* An operator's layout: odd spacing, members in their own order. */
-    put(path, "{ \"buckets\" : [\n"
-              "    {\"reservation\":100, \"name\":\"red\",   \"limit\":200},\n"
-              "    {\"name\":\"blue\",\"reservation\":10},\n"
-              "    {\"weight\":3,\"name\":\"green\",\"reservation\":1}\n"
-              "  ]\n"
-              "}\n");
-    bucketfile_t *bf = NULL;
+    bucketfile_t *bf = loaded(dir, path, sizeof path,
+                              "{ \"buckets\" : [\n"
+                              "    {\"reservation\":100, \"name\":\"red\",   \"limit\":200},\n"
+                              "    {\"name\":\"blue\",\"reservation\":10},\n"
+                              "    {\"weight\":3,\"name\":\"green\",\"reservation\":1}\n"
+                              "  ]\n"
+                              "}\n");
     jsonloc_err_t err;
-    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
     /* Change one field of blue: only blue's object is rewritten. */
     bucketfile_bucket_t b = *bucketfile_get(bf, 1);
     b.limit = 500;
@@ -648,12 +658,9 @@ START_TEST(test_bucketfile_big_table_edit)
     char *text = big_text(lines, N);
     char dir[] = "/tmp/test_bucketfile.XXXXXX";
     char path[256], msg[512];
-    temp_file(dir, path, sizeof path, "b.json");
-    put(path, text);
+    bucketfile_t *bf = loaded(dir, path, sizeof path, text);
     free(text);
-    bucketfile_t *bf = NULL;
     jsonloc_err_t err;
-    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
     ck_assert_uint_eq(bucketfile_count(bf), N);
 
     /* Change two, remove the first, one in the middle and the last, add two. */
@@ -775,12 +782,10 @@ START_TEST(test_bucketfile_version_spans_shadow)
 {
     char dir[] = "/tmp/test_bucketfile.XXXXXX";
     char path[256], msg[512];
-    temp_file(dir, path, sizeof path, "b.json");
-    put(path, "{ \"buckets\" : [\n   {\"name\":\"a\" , \"reservation\":1, \"limit\":5},\n"
-              "   {\"name\":\"b\",\"reservation\":2, \"limit\":6}\n ]}\n");
-    bucketfile_t *bf = NULL;
+    bucketfile_t *bf = loaded(dir, path, sizeof path,
+                              "{ \"buckets\" : [\n   {\"name\":\"a\" , \"reservation\":1, \"limit\":5},\n"
+                              "   {\"name\":\"b\",\"reservation\":2, \"limit\":6}\n ]}\n");
     jsonloc_err_t err;
-    ck_assert_int_eq(bucketfile_load(path, &bf, &err), 0);
     bucketfile_bucket_t b = *bucketfile_get(bf, 1);
     b.shadow = 1;
     ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
