@@ -1,4 +1,4 @@
-/* metrics.h - bqos-controller's /metrics (--metrics-listen): nodes, capacity estimates, round time by phase, skipped and late rounds, rejected messages by reason, and every bucket's period outcomes, rendered on the loop thread (common/metricsd).
+/* metrics.h - bqos-controller's /metrics (--metrics-listen): nodes, capacity estimates, round time by phase and its histograms, skipped and late rounds, rejected messages by reason, CURVE refusals, implausible reports and reloads, and every bucket's period outcomes, rendered on the loop thread (common/metricsd).
  *
  * A cmetrics_t belongs to the loop thread, as do the ctrl_t, node endpoint,
  * timing and clock it borrows; nothing locks.  The HTTP side is
