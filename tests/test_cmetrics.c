@@ -258,14 +258,14 @@ START_TEST(test_cmetrics_round_histogram_and_counters)
     ck_assert_int_eq(promtext_error(p), 0);
     const char *t = promtext_data(p, NULL);
     const char *want[] = {
-        "# TYPE bqos_controller_round_seconds histogram\n",
-        "bqos_controller_round_seconds_bucket{le=\"0.001\"} 2\n",
-        "bqos_controller_round_seconds_bucket{le=\"0.0025\"} 2\n",
-        "bqos_controller_round_seconds_bucket{le=\"0.005\"} 3\n",
-        "bqos_controller_round_seconds_bucket{le=\"1\"} 3\n",
-        "bqos_controller_round_seconds_bucket{le=\"+Inf\"} 4\n",
-        "bqos_controller_round_seconds_sum 2.004\n",
-        "bqos_controller_round_seconds_count 4\n",
+        "# TYPE bqos_controller_round_duration_seconds histogram\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"0.001\"} 2\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"0.0025\"} 2\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"0.005\"} 3\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"1\"} 3\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"+Inf\"} 4\n",
+        "bqos_controller_round_duration_seconds_sum 2.004\n",
+        "bqos_controller_round_duration_seconds_count 4\n",
         "bqos_controller_round_compute_seconds_bucket{le=\"+Inf\"} 0\n",
         "bqos_controller_round_compute_seconds_count 0\n",
         "bqos_controller_auth_refusals_total{reason=\"unknown_key\"} 3\n",
@@ -280,7 +280,7 @@ START_TEST(test_cmetrics_round_histogram_and_counters)
     /* Cumulative: every bucket at least the one before it. */
     const char *q = t;
     long prev = -1;
-    while ((q = strstr(q, "bqos_controller_round_seconds_bucket{"))) {
+    while ((q = strstr(q, "bqos_controller_round_duration_seconds_bucket{"))) {
         long v = strtol(strchr(q, '}') + 1, NULL, 10);
         ck_assert_int_ge(v, prev);
         prev = v;

@@ -244,7 +244,7 @@ static void render_controller(const cmetrics_t *m, promtext_t *p, double now)
            "Wall time of the closed rounds by phase.", &m->tm->total);
     phases(p, "bqos_controller_last_round_seconds", PROMTEXT_GAUGE,
            "Wall time of the last closed round by phase.", &m->tm->last);
-    histogram(p, "bqos_controller_round_seconds",
+    histogram(p, "bqos_controller_round_duration_seconds",
               "Closed rounds' time from the close to the push sent: compute, encode, send.",
               &m->tm->round);
     histogram(p, "bqos_controller_round_compute_seconds",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) and passes `promtool check metrics` on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; each has the process_* series, bqos_build_info, /healthz and /readyz; a node whose stderr is the journal ($JOURNAL_STREAM) writes syslog priorities and no stamps; SIGHUP on a node reloads its bucket file and keeps it running; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
+# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) and passes `promtool check metrics` on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; each has the process_* series, bqos_build_info, /healthz and /readyz; a node whose stderr is the journal ($JOURNAL_STREAM) writes syslog priorities and no stamps; SIGHUP on a node reloads its bucket file and keeps it running; the round-time histogram agrees with rounds_total, reloads (SIGHUP, bqos-ctl reload) count ok and error on both daemons, a stopped memcached gives bqos_node_backend_up 0 and connect errors, and 1 again once it is back; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
 set -u
 NAME=it_metrics
 . "$(dirname "$0")/node_lib.sh"
@@ -79,10 +79,10 @@ check "controller: rounds counted" '[ "$(val "$T/ctrl.2" bqos_controller_rounds_
 met=$(val "$T/ctrl.2" bqos_bucket_periods_total bucket=red outcome=reservation_met)
 check "controller: red's period outcomes counted (met $met)" '[ -n "$met" ]'
 rc2=$(val "$T/ctrl.2" bqos_controller_rounds_total)
-hc=$(val "$T/ctrl.2" bqos_controller_round_seconds_count)
-hinf=$(val "$T/ctrl.2" bqos_controller_round_seconds_bucket le=+Inf)
-h1=$(val "$T/ctrl.2" bqos_controller_round_seconds_bucket le=1)
-hs=$(val "$T/ctrl.2" bqos_controller_round_seconds_sum)
+hc=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_count)
+hinf=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_bucket le=+Inf)
+h1=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_bucket le=1)
+hs=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_sum)
 cc=$(val "$T/ctrl.2" bqos_controller_round_compute_seconds_count)
 check "controller: round time histogram (count $hc = +Inf $hinf = rounds $rc2 = compute's $cc, le=1 $h1, sum $hs)" \
   '[ "${hc:-0}" -gt 2 ] && [ "$hc" = "$hinf" ] && [ "$hc" = "$rc2" ] && [ "$hc" = "$cc" ] &&
