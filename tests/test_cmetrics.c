@@ -1,5 +1,6 @@
 /* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens (idle: no demand; a reservation unused), its history, the status reason, and the rendered text. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller/ctrl.h"
@@ -244,9 +245,74 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
 }
 END_TEST
 
+/* The round-time histograms render cumulative buckets up to +Inf, with
+ * _count their total and _sum the observations' sum; the refusal,
+ * implausible and reload counters render every label value (zeros too). */
+START_TEST(test_cmetrics_round_histogram_and_counters)
+{
+    fx_t f;
+    fx_init(&f);
+    /* As rounds.c observes: 2 rounds of 0.5 ms, 1 of 3 ms, 1 of 2 s. */
+    f.tm.round.counts[0] = 2;
+    f.tm.round.counts[2] = 1;
+    f.tm.round.counts[TIMING_NBOUNDS] = 1;
+    f.tm.round.sum = 0.0005 * 2 + 0.003 + 2;
+    auth_t au = {0};
+    au.refused[AUTH_UNKNOWN_KEY] = 3;
+    f.m.auth = &au;
+    f.m.reloads.ok = 2;
+    f.m.reloads.error = 1;
+    promtext_t *p = promtext_new();
+    cmetrics_render(&f.m, p);
+    ck_assert_int_eq(promtext_error(p), 0);
+    const char *t = promtext_data(p, NULL);
+    const char *want[] = {
+        "# TYPE bqos_controller_round_duration_seconds histogram\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"0.001\"} 2\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"0.0025\"} 2\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"0.005\"} 3\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"1\"} 3\n",
+        "bqos_controller_round_duration_seconds_bucket{le=\"+Inf\"} 4\n",
+        "bqos_controller_round_duration_seconds_sum 2.004\n",
+        "bqos_controller_round_duration_seconds_count 4\n",
+        "bqos_controller_round_compute_seconds_bucket{le=\"+Inf\"} 0\n",
+        "bqos_controller_round_compute_seconds_count 0\n",
+        "bqos_controller_auth_refusals_total{reason=\"unknown_key\"} 3\n",
+        "bqos_controller_auth_refusals_total{reason=\"handshake\"} 0\n",
+        "bqos_controller_implausible_reports_total{reason=\"served_beyond_grant\"} 0\n",
+        "bqos_controller_implausible_reports_total{reason=\"capacity\"} 0\n",
+        "bqos_controller_reloads_total{result=\"ok\"} 2\n",
+        "bqos_controller_reloads_total{result=\"error\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(t, want[i]), "missing: %s", want[i]);
+    /* Cumulative: every bucket at least the one before it. */
+    const char *q = t;
+    long prev = -1;
+    while ((q = strstr(q, "bqos_controller_round_duration_seconds_bucket{"))) {
+        long v = strtol(strchr(q, '}') + 1, NULL, 10);
+        ck_assert_int_ge(v, prev);
+        prev = v;
+        q++;
+    }
+    ck_assert_int_eq(prev, 4);
+    /* Without CURVE (no auth_t): zeros, the series still there. */
+    f.m.auth = NULL;
+    promtext_reset(p);
+    cmetrics_render(&f.m, p);
+    ck_assert_ptr_nonnull(strstr(promtext_data(p, NULL),
+                                 "bqos_controller_auth_refusals_total{reason=\"unknown_key\"} 0\n"));
+    promtext_destroy(&p);
+    cmetrics_clear(&f.m);
+    nodes_clear(&f.ns);
+    ctrl_destroy(&f.c);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_cmetrics_outcomes, test_cmetrics_standby_judges_once,
-                                  test_cmetrics_idle_and_unused_reservation};
+                                  test_cmetrics_idle_and_unused_reservation,
+                                  test_cmetrics_round_histogram_and_counters};
     return testlib_run_tests("cmetrics", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1048,6 +1048,10 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
     (void)req;
     char msg[512];
     const char *code = admin_reload(ad, msg, sizeof msg);
+    if (ad->reloads && !code)
+        ad->reloads->ok++;
+    else if (ad->reloads && strcmp(code, "not_leader"))
+        ad->reloads->error++;
     if (code)
         return reply_not_leader(ad, code, msg);
     json_t *r = reply_ok();

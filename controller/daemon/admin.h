@@ -44,6 +44,8 @@ typedef struct {
                                 set/remove/reload with not_leader */
     auth_t *auth;            /* borrowed; NULL without CURVE (anyone who
                                 reaches the endpoint may do everything) */
+    cmetrics_reloads_t *reloads; /* borrowed: "reload" counted here; NULL:
+                                not counted */
 } admin_t;
 
 /* Answers every request waiting on the socket, without blocking.  A

@@ -14,7 +14,8 @@
 #include "common/proto.h"
 #include "controller/daemon/authkeys.h"
 
-/* Why a connection or a request was refused (counted in status "auth"). */
+/* Why a connection or a request was refused (counted in status "auth" and
+ * bqos_controller_auth_refusals_total). */
 typedef enum {
     AUTH_UNKNOWN_KEY = 0, /* key not (or no longer) in the authorized keys */
     AUTH_WRONG_ROLE,      /* a node key on the admin endpoint, an admin or

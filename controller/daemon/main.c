@@ -622,9 +622,14 @@ static void on_signals(app_t *a)
         if (si.ssi_signo == SIGHUP) {
             char msg[512];
             log_info("SIGHUP: reloading %s", a->set->buckets);
-            admin_reload(&a->admin, msg, sizeof msg);
-            if (a->auth.zap)
-                auth_reload(&a->auth);
+            const char *code = admin_reload(&a->admin, msg, sizeof msg);
+            int ok = !code || !strcmp(code, "not_leader"); /* a standby: its keys only */
+            if (a->auth.zap && auth_reload(&a->auth) < 0)
+                ok = 0;
+            if (ok)
+                a->met.reloads.ok++;
+            else
+                a->met.reloads.error++;
         } else {
             log_info("signal %u: stopping", si.ssi_signo);
             a->stop = 1;
@@ -797,6 +802,8 @@ int main(int argc, char **argv)
     if (cmetrics_init(&a.met, a.ctrl, &a.nodes, &a.rounds.tm, &a.clk, set.etcd ? &a.ld : NULL) < 0)
         goto out;
     a.met.unused_periods = (uint64_t)set.unused_periods;
+    a.met.auth = &a.auth; /* zeros without CURVE */
+    a.admin.reloads = &a.met.reloads;
     int merr = 0;
     if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
         log_error("--metrics-listen %s: %s", set.metrics, strerror(-merr));

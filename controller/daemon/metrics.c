@@ -190,6 +190,36 @@ static void phases(promtext_t *p, const char *name, promtext_type_t type, const 
         promtext_value(p, &(promtext_label_t){"phase", ph[i].phase}, 1, ph[i].v);
 }
 
+/* One histogram family without labels, of TIMING_ROUND_BOUNDS. */
+static void histogram(promtext_t *p, const char *name, const char *help, const timing_hist_t *h)
+{
+    static const double bounds[TIMING_NBOUNDS] = TIMING_ROUND_BOUNDS;
+    promtext_family(p, name, PROMTEXT_HISTOGRAM, help);
+    promtext_histogram(p, NULL, 0, bounds, TIMING_NBOUNDS, h->counts, h->sum);
+}
+
+/* Refusals (auth.c), implausible values (plausible.c) and reloads: what
+ * else only `bqos-ctl status` shows. */
+static void render_security(const cmetrics_t *m, promtext_t *p)
+{
+    const ctrl_stats_t *cs = ctrl_stats(m->ctrl);
+    promtext_family(p, "bqos_controller_auth_refusals_total", PROMTEXT_COUNTER,
+                    "CURVE connections and messages refused, by reason (0 without CURVE).");
+    for (int r = 0; r < AUTH__NREASONS; r++)
+        promtext_u64(p, &(promtext_label_t){"reason", auth_reason_str((auth_reason_t)r)}, 1,
+                     m->auth ? m->auth->refused[r] : 0);
+    promtext_family(p, "bqos_controller_implausible_reports_total", PROMTEXT_COUNTER,
+                    "Values in node messages the controller did not believe (clamped), by reason.");
+    for (int r = 0; r < CTRL_IMPL__COUNT; r++)
+        promtext_u64(p, &(promtext_label_t){"reason", ctrl_impl_str((ctrl_impl_t)r)}, 1,
+                     cs->implausible[r]);
+    promtext_family(p, "bqos_controller_reloads_total", PROMTEXT_COUNTER,
+                    "Configuration reloads (SIGHUP, admin reload) by result: ok, or error "
+                    "(the old configuration stays).");
+    promtext_u64(p, &(promtext_label_t){"result", "ok"}, 1, m->reloads.ok);
+    promtext_u64(p, &(promtext_label_t){"result", "error"}, 1, m->reloads.error);
+}
+
 static void render_controller(const cmetrics_t *m, promtext_t *p, double now)
 {
     const ctrl_stats_t *cs = ctrl_stats(m->ctrl);
@@ -214,6 +244,11 @@ static void render_controller(const cmetrics_t *m, promtext_t *p, double now)
            "Wall time of the closed rounds by phase.", &m->tm->total);
     phases(p, "bqos_controller_last_round_seconds", PROMTEXT_GAUGE,
            "Wall time of the last closed round by phase.", &m->tm->last);
+    histogram(p, "bqos_controller_round_duration_seconds",
+              "Closed rounds' time from the close to the push sent: compute, encode, send.",
+              &m->tm->round);
+    histogram(p, "bqos_controller_round_compute_seconds",
+              "Closed rounds' token computation alone.", &m->tm->compute);
     counter(p, "bqos_controller_messages_total", "Node messages accepted.", ns->pst.ok);
     promtext_family(p, "bqos_controller_messages_rejected_total", PROMTEXT_COUNTER,
                     "Node messages rejected, by reason.");
@@ -323,6 +358,7 @@ void cmetrics_render(void *arg, promtext_t *out)
     const cmetrics_t *m = arg;
     double now = mono_now();
     render_controller(m, out, now);
+    render_security(m, out);
     render_nodes(m, out, now);
     render_buckets(m, out);
     render_unused(m, out);

@@ -1,4 +1,4 @@
-/* metrics.h - bqos-controller's /metrics (--metrics-listen): nodes, capacity estimates, round time by phase, skipped and late rounds, rejected messages by reason, and every bucket's period outcomes, rendered on the loop thread (common/metricsd).
+/* metrics.h - bqos-controller's /metrics (--metrics-listen): nodes, capacity estimates, round time by phase and its histograms, skipped and late rounds, rejected messages by reason, CURVE refusals, implausible reports and reloads, and every bucket's period outcomes, rendered on the loop thread (common/metricsd).
  *
  * A cmetrics_t belongs to the loop thread, as do the ctrl_t, node endpoint,
  * timing and clock it borrows; nothing locks.  The HTTP side is
@@ -11,6 +11,7 @@
 #include "common/promtext.h"
 #include "common/strmap.h"
 #include "controller/ctrl.h"
+#include "controller/daemon/auth.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/history.h"
 #include "controller/daemon/leader.h"
@@ -28,12 +29,23 @@ typedef struct {
     history_t *hist;           /* owned */
 } cmetrics_outcome_t;
 
+/* Reloads of the configuration (SIGHUP, admin "reload"), counted by their
+ * callers: ok, or a file that did not load or was not admitted (the old
+ * configuration stays).  A standby's refused "reload" (not_leader) is
+ * neither. */
+typedef struct {
+    uint64_t ok, error;
+} cmetrics_reloads_t;
+
 typedef struct {
     const ctrl_t *ctrl;        /* borrowed, as the rest */
     const nodes_t *nodes;
     const timing_t *tm;
     const pclock_t *clk;
     const leader_t *ld;        /* NULL: alone (always leads) */
+    const auth_t *auth;        /* its refusal counters; NULL (set after
+                                  cmetrics_init): no CURVE, zeros */
+    cmetrics_reloads_t reloads; /* counted by main.c and admin.c */
     strmap_t *index;           /* bucket name -> index in out[] */
     cmetrics_outcome_t *out;
     int nout, capout;

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/promtext.h"
 
 void rounds_init(rounds_t *r, ctrl_t *ctrl, pclock_t *clk, nodes_t *nodes, cmetrics_t *met)
 {
@@ -19,6 +20,14 @@ static double cpu_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Adds an observation of v seconds to histogram h (no allocation). */
+static void observe(timing_hist_t *h, double v)
+{
+    static const double bounds[TIMING_NBOUNDS] = TIMING_ROUND_BOUNDS;
+    h->counts[promtext_bucket(bounds, TIMING_NBOUNDS, v)]++;
+    h->sum += v;
 }
 
 /* Computes the round, pushes its tokens and accounts for its time. */
@@ -36,6 +45,8 @@ static void close_round(rounds_t *r, double now)
         res = (ctrl_result_t){.skipped = 1};
     }
     nodes_push(r->nodes, &res, mono_now());
+    observe(&t->round, mono_now() - t0);
+    observe(&t->compute, t->cur.pshift);
     t->last = t->cur;
     t->last_res = res;
     t->total.receive += t->cur.receive;

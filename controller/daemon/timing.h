@@ -14,6 +14,17 @@ typedef struct {
     double receive, decode, pshift, encode, send;
 } split_t;
 
+/* Upper bounds (seconds) of the round-time histograms, 1 ms to 1 s. */
+#define TIMING_ROUND_BOUNDS {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+#define TIMING_NBOUNDS 10
+
+/* A histogram of round times: counts per bucket of TIMING_ROUND_BOUNDS
+ * (not cumulative; the last: above 1 s) and their sum, seconds. */
+typedef struct {
+    uint64_t counts[TIMING_NBOUNDS + 1];
+    double sum;
+} timing_hist_t;
+
 typedef struct {
     split_t cur;          /* the open round, so far */
     split_t last;         /* the last closed round */
@@ -26,6 +37,8 @@ typedef struct {
                              their boundary (a starved or paused host) */
     double late_max;      /* the latest of them, seconds after the boundary */
     uint64_t late_logged_period; /* the period of the last warning */
+    timing_hist_t round;  /* closed rounds: compute + push (close to sent) */
+    timing_hist_t compute; /* ... their token computation alone */
 } timing_t;
 
 #endif

@@ -53,7 +53,7 @@ static noderun_config_t run_config(const args_t *a)
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
                               a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
                               a->controller_key, a->metrics, a->block ? "block" : "memcached",
-                              a->user, NULL, NULL, (uint32_t)a->cost_unit};
+                              a->user, NULL, NULL, (uint32_t)a->cost_unit, NULL, NULL};
 }
 
 /* --cost-*: what a request costs in byte tokens. */
@@ -121,11 +121,22 @@ static int reload_failed(int rc, const jsonloc_err_t *e, const char *what, const
 /* noderun_config_t.reload of a memcached node with --auth-file: its users
  * again (logged-in connections stay so); a file that does not load is
  * logged and changes nothing. */
-static void reload_auth(void *arg)
+static int reload_auth(void *arg)
 {
     jsonloc_err_t e;
-    if (!reload_failed(mcauth_reload(arg, &e), &e, "--auth-file", "users"))
-        log_info("SIGHUP: %s re-read: %d users", mcauth_path(arg), mcauth_users(arg));
+    if (reload_failed(mcauth_reload(arg, &e), &e, "--auth-file", "users"))
+        return -EINVAL;
+    log_info("SIGHUP: %s re-read: %d users", mcauth_path(arg), mcauth_users(arg));
+    return 0;
+}
+
+/* noderun_config_t.backend of the memcached node: its backend pool's
+ * health. */
+static void backend_state(void *arg, nodemetrics_backend_t *out)
+{
+    backend_health_t h;
+    backend_health(front_backend(arg), &h);
+    *out = (nodemetrics_backend_t){h.connect_errors, h.io_errors, !h.down};
 }
 
 /* The memcached node: front_t in front of memcached. */
@@ -198,6 +209,8 @@ static int run_memcached(const args_t *a)
     noderun_config_t nc = run_config(a);
     nc.reload = auth ? reload_auth : NULL;
     nc.reload_arg = auth;
+    nc.backend = backend_state;
+    nc.backend_arg = f;
     if (noderun_run(base, front_gate(f), &nc) < 0)
         goto out;
     log_info("stopped");
@@ -244,11 +257,13 @@ static int tls_setup(const args_t *a, nbdtls_t **tls, nbdfront_config_t *cfg)
 /* noderun_config_t.reload of a block node with TLS: its key, certificate
  * and PSK files again (new connections use them, open ones keep theirs);
  * files that do not load are logged and change nothing. */
-static void reload_tls(void *arg)
+static int reload_tls(void *arg)
 {
     jsonloc_err_t e;
-    if (!reload_failed(nbdtls_reload(arg, &e), &e, "TLS files", "ones"))
-        log_info("SIGHUP: TLS files re-read; new connections use them");
+    if (reload_failed(nbdtls_reload(arg, &e), &e, "TLS files", "ones"))
+        return -EINVAL;
+    log_info("SIGHUP: TLS files re-read; new connections use them");
+    return 0;
 }
 
 /* The block node: nbdfront_t (its gate owns the scheduler) and its file backend. */

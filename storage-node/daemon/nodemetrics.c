@@ -28,6 +28,9 @@ struct nodemetrics {
     uint64_t completions;   /* node totals of those periods */
     double busy_s;
     uint32_t unit;          /* bytes per unit of the byte tokens */
+    nodemetrics_backend_fn backend; /* NULL: no backend health */
+    void *backend_arg;
+    uint64_t reloads_ok, reloads_error; /* SIGHUP reloads */
 };
 
 nodemetrics_t *nodemetrics_new(gate_t *g, const char *name, const char *kind)
@@ -93,6 +96,20 @@ int nodemetrics_period_end(nodemetrics_t *m)
     m->busy_s += gs.node.busy_seconds;
     m->periods++;
     return rc;
+}
+
+void nodemetrics_set_backend(nodemetrics_t *m, nodemetrics_backend_fn fn, void *arg)
+{
+    m->backend = fn;
+    m->backend_arg = arg;
+}
+
+void nodemetrics_reloaded(nodemetrics_t *m, int ok)
+{
+    if (ok)
+        m->reloads_ok++;
+    else
+        m->reloads_error++;
 }
 
 /* ---- rendering ----------------------------------------------------------- */
@@ -167,6 +184,26 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
         }
         node_sample(m, p, "bqos_node_auth_logins_total", PROMTEXT_COUNTER,
                     "Client logins that succeeded (--auth-file).", (double)gs.auth_ok);
+    }
+    promtext_family(p, "bqos_node_reloads_total", PROMTEXT_COUNTER,
+                    "SIGHUP reloads by result: ok, or error (a file did not load; it changed "
+                    "nothing).");
+    promtext_label_t ol[] = {{"node", m->name}, {"result", "ok"}};
+    promtext_value(p, ol, 2, (double)m->reloads_ok);
+    ol[1].value = "error";
+    promtext_value(p, ol, 2, (double)m->reloads_error);
+    if (m->backend) {
+        nodemetrics_backend_t bh;
+        m->backend(m->backend_arg, &bh);
+        node_sample(m, p, "bqos_node_backend_up", PROMTEXT_GAUGE,
+                    "0 from a failed connect to the backend until one succeeds.", bh.up);
+        promtext_family(p, "bqos_node_backend_errors_total", PROMTEXT_COUNTER,
+                        "Backend connection errors by kind: connect (a connect failed), io (a "
+                        "connection failed in a batch: error, closed, silent 2 s).");
+        promtext_label_t bl[] = {{"node", m->name}, {"kind", "connect"}};
+        promtext_value(p, bl, 2, (double)bh.connect_errors);
+        bl[1].value = "io";
+        promtext_value(p, bl, 2, (double)bh.io_errors);
     }
     node_sample(m, p, "bqos_node_policy_rr", PROMTEXT_GAUGE,
                 "1 while the scheduler runs plain round robin (no reservations, no limits).",

@@ -27,6 +27,24 @@ struct iolat *nodemetrics_iolat(nodemetrics_t *m);
 /* The controller client whose state to export (borrowed; NULL: none). */
 void nodemetrics_set_ctl(nodemetrics_t *m, const ctlclient_t *ctl);
 
+/* A backend's health as the metrics show it: connection errors by kind
+ * (cumulative) and whether it is up. */
+typedef struct {
+    uint64_t connect_errors, io_errors;
+    int up;
+} nodemetrics_backend_t;
+
+/* Fills out with the backend's health now; called on the loop thread at
+ * each scrape. */
+typedef void (*nodemetrics_backend_fn)(void *arg, nodemetrics_backend_t *out);
+
+/* Exports the backend's health from fn(arg) (NULL: none, the series are
+ * absent: a block node's device has none). */
+void nodemetrics_set_backend(nodemetrics_t *m, nodemetrics_backend_fn fn, void *arg);
+
+/* Counts a SIGHUP reload: ok nonzero if every file it re-read loaded. */
+void nodemetrics_reloaded(nodemetrics_t *m, int ok);
+
 /* Bytes per unit of the scheduler's byte tokens (the node's --cost-unit;
  * 0 or never set: COST_UNIT_DEFAULT), to export them in bytes. */
 void nodemetrics_set_cost_unit(nodemetrics_t *m, uint32_t unit);

@@ -183,7 +183,7 @@ static int load_config(run_t *r)
 }
 
 /* SIGHUP: the node's CURVE keys again (ctlclient_reload_keys()), logged. */
-static void reload_keys(ctlclient_t *ctl)
+static int reload_keys(ctlclient_t *ctl)
 {
     jsonloc_err_t e;
     char buf[600];
@@ -193,6 +193,7 @@ static void reload_keys(ctlclient_t *ctl)
                   bucketfile_strerror(&e, buf, sizeof buf));
     else if (rc > 0)
         log_info("SIGHUP: CURVE keys changed: connecting to the controllers anew");
+    return rc < 0 ? rc : 0;
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -203,13 +204,17 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         log_info("SIGHUP: reloading%s%s%s%s", r->cfg->config ? " " : "",
                  r->cfg->config ? r->cfg->config : "", r->cfg->tokens_file ? " " : "",
                  r->cfg->tokens_file ? r->cfg->tokens_file : "");
-        if (r->cfg->config)
-            load_config(arg);
-        if (r->cfg->tokens_file)
-            nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg);
-        if (r->cfg->reload)
-            r->cfg->reload(r->cfg->reload_arg);
-        reload_keys(r->ctl);
+        int ok = 1;
+        if (r->cfg->config && load_config(arg) < 0)
+            ok = 0;
+        if (r->cfg->tokens_file && nodeconf_load_tokens(r->cfg->tokens_file, set_tokens, arg) < 0)
+            ok = 0;
+        if (r->cfg->reload && r->cfg->reload(r->cfg->reload_arg) < 0)
+            ok = 0;
+        if (reload_keys(r->ctl) < 0)
+            ok = 0;
+        if (r->nm)
+            nodemetrics_reloaded(r->nm, ok);
         return;
     }
     if (sig == SIGUSR1) {
@@ -258,6 +263,7 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
     gate_set_iolat(r->g, nodemetrics_iolat(r->nm)); /* the fronts time every IO */
     nodemetrics_set_ctl(r->nm, r->ctl);
     nodemetrics_set_cost_unit(r->nm, r->cfg->cost_unit);
+    nodemetrics_set_backend(r->nm, r->cfg->backend, r->cfg->backend_arg);
     if (!(*md = metricsd_new(r->cfg->metrics, nodemetrics_render, r->nm, &err)))
         return err;
     metricsd_set_ready(*md, node_ready, r);

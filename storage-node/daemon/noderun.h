@@ -2,6 +2,7 @@
 #ifndef BQOS_NODERUN_H
 #define BQOS_NODERUN_H
 
+#include "storage-node/daemon/nodemetrics.h"
 #include <stdint.h>
 
 #include "storage-node/core/agent.h"
@@ -29,12 +30,17 @@ typedef struct {
     const char *metrics;     /* --metrics-listen HOST:PORT, or NULL */
     const char *kind;        /* "memcached" or "block" (metrics) */
     const char *user;        /* --user: switched to before serving; NULL: none */
-    void (*reload)(void *arg); /* SIGHUP: also this (the block node's TLS
-                                  files), on the loop thread; NULL: none */
+    int (*reload)(void *arg); /* SIGHUP: also this (the block node's TLS
+                                  files), on the loop thread; 0 or -errno
+                                  (logged); NULL: none */
     void *reload_arg;
     uint32_t cost_unit;      /* --cost-unit: bytes per unit of byte tokens
                                 (the controller speaks bytes, the
                                 scheduler units) */
+    nodemetrics_backend_fn backend; /* the backend's health for the
+                                  metrics (nodemetrics_set_backend()); NULL:
+                                  none */
+    void *backend_arg;
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections

@@ -40,6 +40,7 @@ struct backend {
                                 its own mconn_t */
     atomic_int down;         /* any thread: 1 from a failed connect to the
                                 next that succeeds (note_state()) */
+    atomic_uint_fast64_t connect_errors, io_errors; /* any thread (relaxed) */
 };
 
 /* One worker's connection to memcached and its buffers, reused from batch
@@ -115,6 +116,8 @@ static int wait_fd(int fd, short ev, int ms)
  * logs it, so each is said once (warn, info) whatever the workers. */
 static void note_state(backend_t *b, int rc)
 {
+    if (rc < 0)
+        atomic_fetch_add_explicit(&b->connect_errors, 1, memory_order_relaxed);
     if (atomic_exchange(&b->down, rc < 0) == (rc < 0))
         return;
     if (rc < 0)
@@ -122,6 +125,16 @@ static void note_state(backend_t *b, int rc)
                  b->desc, strerror(-rc));
     else
         log_info("backend %s up again", b->desc);
+}
+
+void backend_health(const backend_t *b, backend_health_t *out)
+{
+    backend_t *w = (backend_t *)b; /* the atomics are read only */
+    *out = (backend_health_t){
+        .connect_errors = atomic_load_explicit(&w->connect_errors, memory_order_relaxed),
+        .io_errors = atomic_load_explicit(&w->io_errors, memory_order_relaxed),
+        .down = atomic_load(&w->down),
+    };
 }
 
 /* Connects to a Unix socket (port 0: host is its path).  Returns 0 or
@@ -633,6 +646,7 @@ static void run_batch(mconn_t *c, backend_op_t **ops, size_t n)
     return;
 fail:
     if (c && c->fd >= 0) {
+        atomic_fetch_add_explicit(&c->b->io_errors, 1, memory_order_relaxed);
         log_debug("backend %s: %s; reconnecting", c->b->desc, strerror(-rc));
         mconn_close(c);
     }

@@ -101,6 +101,19 @@ int backend_submit(backend_t *b, backend_op_t *op);
 int backend_submit_chain(backend_t *b, backend_op_t *first, backend_op_t *last,
                          size_t n);
 
+/* The backend's health, for the metrics: connects that failed (a try
+ * after RETRY_S, not the fast failures between), connections that failed
+ * within a batch (write or read error, memcached closed or silent past
+ * IO_MS), both cumulative, and whether the last connect failed (down until
+ * one succeeds; connections are made on first use, so a backend never
+ * tried counts as up).  Any thread. */
+typedef struct {
+    uint64_t connect_errors, io_errors;
+    int down;
+} backend_health_t;
+
+void backend_health(const backend_t *b, backend_health_t *out);
+
 /* Stops the workers after their current operation and frees the pool; sets
  * *bp to NULL.  Operations still waiting in the FIFO or completed but not
  * yet delivered are delivered first (their callbacks run from here, on the

@@ -1005,6 +1005,11 @@ gate_t *front_gate(front_t *f)
     return f->g;
 }
 
+const backend_t *front_backend(const front_t *f)
+{
+    return f->be;
+}
+
 void front_destroy(front_t **fp)
 {
     if (!fp || !*fp)

@@ -24,6 +24,7 @@
 
 #include "storage-node/io/gate.h"
 #include "storage-node/io/listener.h"
+#include "storage-node/mc/backend.h"
 #include "storage-node/mc/mcauth.h"
 #include "storage-node/mc/mcproto.h"
 #include "storage-node/core/cost.h"
@@ -96,6 +97,10 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg,
  * IO is answered "SERVER_ERROR shutting down", in-flight IOs finish, every
  * reply is written, then the event loop breaks. */
 gate_t *front_gate(front_t *f);
+
+/* The front's memcached backend pool (borrowed: f owns it), for its
+ * health (backend_health()). */
+const backend_t *front_backend(const front_t *f);
 
 /* Frees everything (connections are closed, the backend pool is stopped);
  * sets *fp to NULL.  Accepts NULL. */

@@ -46,7 +46,8 @@ check "controller refuses a secret key of mode 644 (rc $rc)" \
   '[ $rc -eq 1 ] && grep -q "open.key.*mode 0644" "$T/open.log"'
 
 # ---- the controller with keys ----------------------------------------------
-start_controller "$T/b.json" 10000 "$T" --curve-key "$K/ctrl.key" --authorized-keys "$T/ak" ||
+start_controller "$T/b.json" 10000 "$T" --curve-key "$K/ctrl.key" --authorized-keys "$T/ak" \
+  --metrics-listen 127.0.0.1:0 ||
   { echo "controller did not start"; cat "$T/controller.log"; exit 1; }
 as() { # as KEY ARGS...: bqos-ctl with KEY's key pair
   k=$1; shift
@@ -85,6 +86,10 @@ wait_for '[ "$(field auth.refused.unknown_key)" -ge 1 ]' 10
 check "an unknown key is refused and counted" '[ "$(field auth.refused.unknown_key)" -ge 1 ]'
 check "the unknown node is not registered" '[ "$(node_state n3)" = none ]'
 check "the refusal is logged with its reason" 'grep -q "refused (unknown_key)" "$T/controller.log"'
+# /metrics has the same counter (bqos_controller_auth_refusals_total).
+murl=$(sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$T/controller.log" | head -1)
+mref=$(curl -sf "$murl" | sed -n 's/^bqos_controller_auth_refusals_total{reason="unknown_key"} //p')
+check "the refusal is in /metrics (auth_refusals_total unknown_key $mref)" '[ "${mref:-0}" -ge 1 ]'
 
 # A valid key of another node (n2) claiming n1's name.
 start_node thief n1 n2; THIEF_PID=$SPAWNED

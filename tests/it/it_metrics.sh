@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) and passes `promtool check metrics` on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; each has the process_* series, bqos_build_info, /healthz and /readyz; a node whose stderr is the journal ($JOURNAL_STREAM) writes syslog priorities and no stamps; SIGHUP on a node reloads its bucket file and keeps it running; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
+# it_metrics.sh - /metrics (--metrics-listen) parses as Prometheus text (prometheus_client's parser) and passes `promtool check metrics` on the controller, a memcached node and a block node after a short load, and counters only grow between two scrapes; each has the process_* series, bqos_build_info, /healthz and /readyz; a node whose stderr is the journal ($JOURNAL_STREAM) writes syslog priorities and no stamps; SIGHUP on a node reloads its bucket file and keeps it running; the round-time histogram agrees with rounds_total, reloads (SIGHUP, bqos-ctl reload) count ok and error on both daemons, a stopped memcached gives bqos_node_backend_up 0 and connect errors, and 1 again once it is back; controller, node and bqos-ctl on IPv6 loopback; memcstat against a node.
 set -u
 NAME=it_metrics
 . "$(dirname "$0")/node_lib.sh"
@@ -78,6 +78,27 @@ check "controller: each node's fallback state and count, capacity" \
 check "controller: rounds counted" '[ "$(val "$T/ctrl.2" bqos_controller_rounds_total)" -gt 2 ]'
 met=$(val "$T/ctrl.2" bqos_bucket_periods_total bucket=red outcome=reservation_met)
 check "controller: red's period outcomes counted (met $met)" '[ -n "$met" ]'
+rc2=$(val "$T/ctrl.2" bqos_controller_rounds_total)
+hc=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_count)
+hinf=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_bucket le=+Inf)
+h1=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_bucket le=1)
+hs=$(val "$T/ctrl.2" bqos_controller_round_duration_seconds_sum)
+cc=$(val "$T/ctrl.2" bqos_controller_round_compute_seconds_count)
+check "controller: round time histogram (count $hc = +Inf $hinf = rounds $rc2 = compute's $cc, le=1 $h1, sum $hs)" \
+  '[ "${hc:-0}" -gt 2 ] && [ "$hc" = "$hinf" ] && [ "$hc" = "$rc2" ] && [ "$hc" = "$cc" ] &&
+   [ "${h1:-x}" -le "$hc" ] && awk -v s="$hs" -v n="$hc" "BEGIN { exit !(s > 0 && s < n) }"'
+check "controller: refusals, implausible reports and reloads exported (zero)" \
+  '[ "$(val "$T/ctrl.2" bqos_controller_auth_refusals_total reason=unknown_key)" = 0 ] &&
+   [ "$(val "$T/ctrl.2" bqos_controller_implausible_reports_total reason=served_beyond_rate)" = 0 ] &&
+   [ "$(val "$T/ctrl.2" bqos_controller_reloads_total result=ok)" = 0 ] &&
+   [ "$(val "$T/ctrl.2" bqos_controller_reloads_total result=error)" = 0 ]'
+check "node: backend up, no backend errors, no reloads; a block node has no backend series" \
+  '[ "$(val "$T/node.2" bqos_node_backend_up node=it)" = 1 ] &&
+   [ "$(val "$T/node.2" bqos_node_backend_errors_total node=it kind=connect)" = 0 ] &&
+   [ "$(val "$T/node.2" bqos_node_backend_errors_total node=it kind=io)" = 0 ] &&
+   [ "$(val "$T/node.2" bqos_node_reloads_total node=it result=ok)" = 0 ] &&
+   [ -z "$(val "$T/blk.2" bqos_node_backend_up node=blk)" ] &&
+   [ "$(val "$T/blk.2" bqos_node_reloads_total node=blk result=error)" = 0 ]'
 check "controller: rejected messages by reason" \
   '[ -n "$(val "$T/ctrl.2" bqos_controller_messages_rejected_total reason=version)" ]'
 # bytes served by class (live, not folded at period ends): red's 200 sets
@@ -150,13 +171,23 @@ cat >"$T/b.json" <<EOF
 {"buckets":[{"name":"red","reservation":200,"limit":400},{"name":"blue","reservation":0},
  {"name":"green","reservation":0,"weight":3}]}
 EOF
-kill -HUP "$NODE_PID"
+kill -HUP "$NODE_PID" "$CTRL_PID"
 sleep 0.3
+scrape "$T/node.log" "$T/node.h1"; scrape "$T/ctrl.log" "$T/ctrl.h1"
 echo garbage >"$T/b.json"
-kill -HUP "$NODE_PID"
+kill -HUP "$NODE_PID" "$CTRL_PID"
 sleep 0.3
 check "node alive after two SIGHUPs" 'kill -0 "$NODE_PID" 2>/dev/null'
-scrape "$T/node.log" "$T/node.3"
+scrape "$T/node.log" "$T/node.3"; scrape "$T/ctrl.log" "$T/ctrl.h2"
+"$BIN/bqos-ctl" --endpoint "tcp://127.0.0.1:$AP" reload >"$T/reload.out" 2>&1
+scrape "$T/ctrl.log" "$T/ctrl.h3"
+rl() { echo "$(val "$1" "$2" ${3:+node=$3} result=ok)/$(val "$1" "$2" ${3:+node=$3} result=error)"; }
+check "node: SIGHUP reloads counted, ok then error ($(rl "$T/node.h1" bqos_node_reloads_total it), $(rl "$T/node.3" bqos_node_reloads_total it))" \
+  '[ "$(rl "$T/node.h1" bqos_node_reloads_total it)" = 1/0 ] && [ "$(rl "$T/node.3" bqos_node_reloads_total it)" = 1/1 ]'
+check "controller: SIGHUP and admin reloads counted ($(rl "$T/ctrl.h1" bqos_controller_reloads_total), $(rl "$T/ctrl.h2" bqos_controller_reloads_total), $(rl "$T/ctrl.h3" bqos_controller_reloads_total))" \
+  '[ "$(rl "$T/ctrl.h1" bqos_controller_reloads_total)" = 1/0 ] &&
+   [ "$(rl "$T/ctrl.h2" bqos_controller_reloads_total)" = 1/1 ] &&
+   [ "$(rl "$T/ctrl.h3" bqos_controller_reloads_total)" = 1/2 ]'
 check "SIGHUP: bucket green added" '[ -n "$(val "$T/node.3" bqos_bucket_queued node=it bucket=green)" ]'
 check "SIGHUP: the broken file was logged" 'grep -q "garbage" "$T/node.log"'
 $MC mcload "$NODE_PORT" 10; rc=$?
@@ -169,6 +200,27 @@ if command -v memcstat >/dev/null 2>&1; then
 else
   echo "memcstat not installed (libmemcached-tools): skipped"
 fi
+
+# 3a. memcached stops: the node's backend goes down (bqos_node_backend_up 0,
+# errors counted), and up again once memcached is back.
+mcget() {
+  "$PY" -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"".join(b"get red:k%d\r\n" % i for i in range(int(sys.argv[2]))) + b"quit\r\n")
+while s.recv(65536): pass' "$NODE_PORT" "$1" 2>/dev/null
+}
+stop_pid "$MC_PID"
+mcget 20; sleep 1.2; mcget 20
+scrape "$T/node.log" "$T/node.down"
+bce=$(val "$T/node.down" bqos_node_backend_errors_total node=it kind=connect)
+bie=$(val "$T/node.down" bqos_node_backend_errors_total node=it kind=io)
+check "memcached stopped: backend_up 0, errors counted (connect $bce, io $bie)" \
+  '[ "$(val "$T/node.down" bqos_node_backend_up node=it)" = 0 ] && [ "${bce:-0}" -gt 0 ]'
+start_mc "$MC_PORT"
+sleep 1.2
+mcget 5
+scrape "$T/node.log" "$T/node.up"
+check "memcached back: backend_up 1" '[ "$(val "$T/node.up" bqos_node_backend_up node=it)" = 1 ]'
 stop_node
 check "node: clean exit ($NODE_RC)" '[ "$NODE_RC" = 0 ]'
 stop_pid "$BLK_PID" "$CTRL_PID"
