@@ -74,13 +74,17 @@ typedef struct {
     double max_margin; /* conservative >= (1 - max_margin) x estimate (0..1) */
     double max_factor; /* estimate <= max_factor x profile (0: no bound):
                           reports cannot talk it up without end */
+    int recent;        /* conservative <= the most delivered in the last
+                          `recent` measured intervals, 0..ESTIMATE_WINDOW_MAX
+                          (0: no such cap) */
 } estimate_cap_cfg_t;
 
 #define ESTIMATE_WINDOW_MAX 32
 
 /* Returns settings derived from a profile: step 5%, floor 25% of the
  * profile, saturated 0.95, min_busy 0.5, window 8,
- * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4. */
+ * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4,
+ * recent 3. */
 estimate_cap_cfg_t estimate_cap_defaults(double profile);
 
 /* One server's capacity estimator: a plain value (no allocation). */
@@ -90,11 +94,13 @@ typedef struct {
     double conservative;/* IOs per second, <= estimate (see above) */
     double hist[ESTIMATE_WINDOW_MAX];
     int nhist, pos;
+    double rec[ESTIMATE_WINDOW_MAX]; /* delivered rates, last `recent` */
+    int nrec, rpos;
     uint64_t steps, samples, ignored; /* what the updates did, for stats */
 } estimate_cap_t;
 
 /* Initialises *c from *cfg (bad values are clamped: profile >= 1, window in
- * 1..ESTIMATE_WINDOW_MAX, fractions in 0..1, k_sd >= 0). */
+ * 1..ESTIMATE_WINDOW_MAX, recent in 0..ESTIMATE_WINDOW_MAX, fractions in 0..1, k_sd >= 0). */
 void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg);
 
 /* Feeds one interval: `completions` IOs finished and `busy_s` seconds with

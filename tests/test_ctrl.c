@@ -597,7 +597,12 @@ END_TEST
 
 START_TEST(test_ctrl_capacity_estimate_from_reports)
 {
-    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100}]}", 1, 10000, NULL);
+    /* The cold margin and the window's mean, without the delivered cap
+     * (which would hold the conservative capacity at 6,000 from the first
+     * sample: test_estimate_capacity_delivered_cap). */
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.cap_recent = 0;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100}]}", 1, 10000, &cfg);
     rep_t rp[1] = {{50, 3000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
     round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
