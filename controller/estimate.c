@@ -109,12 +109,14 @@ static void cap_conservative(estimate_cap_t *c)
         cons = lo;
     /* Never more than it delivered lately (issue 25): the window's mean
      * lags a step down by up to `window` samples, the estimate by the
-     * clamp too, and R placed beyond the server's rate is not served. */
+     * clamp too, and R placed beyond the server's rate is not served.
+     * Only a drop counts: recent samples a little under the mean are
+     * noise (ESTIMATE_RECENT_DROP). */
     double most = 0;
     for (int i = 0; i < c->nrec; i++)
         if (c->rec[i] > most)
             most = c->rec[i];
-    if (c->nrec > 0 && cons > most)
+    if (c->nrec > 0 && most < (1 - ESTIMATE_RECENT_DROP) * cons)
         cons = most;
     c->conservative = cons < 1 ? 1 : cons;
 }

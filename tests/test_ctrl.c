@@ -1857,6 +1857,46 @@ END_TEST
 /* ctrl_pair_info(): one (bucket, node) pair's figures, which
  * ctrl_bucket_info() sums; a bucket missing from a node's table is
  * -ENOENT. */
+/* R-tokens on n0 at round (2, 3) of a run where n0 delivers 30,000 IOs/s
+ * in period 1 and 15,000 from period 2 on, busy throughout, and bucket
+ * solo (R 20,000, 5,000 queued, 3,000 arrivals an interval) sits on n0
+ * alone; `recent`: the controller's cap_recent. */
+static int64_t solo_r_after_step_down(int recent)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.cap_recent = recent;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"solo\",\"reservation\":20000}]}", 1, 30000,
+                      &cfg);
+    const rep_t rp[1] = {{5000, 3000, 0, 1, CTRL_UNLIMITED}};
+    ctrl_result_t res;
+    int64_t r = -1;
+    for (uint64_t p = 1; p <= 2; p++) {
+        double rate = p == 1 ? 30000 : 15000;
+        for (uint32_t k = 0; k < 5 && !(p == 2 && k > 3); k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+            report(c, 0, p, k, rp, 1, (uint64_t)(k * rate * 0.2), k * 0.2);
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        }
+    }
+    r = tok_r(c, 0, 0);
+    ctrl_destroy(&c);
+    return r;
+}
+
+/* Issue 25: a single-server bucket's server slows from 30,000 to 15,000
+ * IOs/s.  Three measured intervals later (round 2.3, 0.4 s left) its
+ * R-tokens there are within what the server delivers (15,000 x 0.4 =
+ * 6,000); without the delivered cap the window's mean (23,571) would still
+ * place 9,428 there, 57% more than the server can serve. */
+START_TEST(test_ctrl_single_server_follows_step_down)
+{
+    int64_t capped = solo_r_after_step_down(3), plain = solo_r_after_step_down(0);
+    ck_assert_int_le(capped, 6000);
+    ck_assert_int_ge(capped, 5990);
+    ck_assert_int_gt(plain, 9000);
+}
+END_TEST
+
 /* One round of test_ctrl_standby_estimates_match_leader on controller c:
  * n0 delivers `rate0` IOs/s and n1 30,000, both busy the whole 0.2 s
  * interval; solo (R 4,000) is on n0 only, wide (R 8,000) on both. */
@@ -2030,6 +2070,6 @@ int main(void)
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
-        test_ctrl_standby_estimates_match_leader};
+        test_ctrl_standby_estimates_match_leader, test_ctrl_single_server_follows_step_down};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
