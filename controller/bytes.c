@@ -189,6 +189,7 @@ static void cap_sample(const bytes_t *y, bnode_t *bn, uint64_t bytes, double bus
         cfg.floor = 0;
         cfg.max_factor = 0;
         cfg.min_busy = 0;
+        cfg.recent = 0; /* the delivered cap (issue 25) is judged for IOs only */
         estimate_cap_init(&bn->cap, &cfg);
         bn->est = 1;
     }

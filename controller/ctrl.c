@@ -25,6 +25,7 @@ ctrl_config_t ctrl_config_default(void)
         .default_capacity = 50000,
         .cap_sd = 0,
         .cap_cold = 0.2,
+        .cap_recent = 3,
         .conv_slack = 0.05,
         .limit_depth = 0.02,
         .max_profile = 1e8,
@@ -542,6 +543,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
         estimate_cap_cfg_t cc = estimate_cap_defaults(prof);
         cc.k_sd = c->cfg.cap_sd;
         cc.cold_margin = c->cfg.cap_cold;
+        cc.recent = c->cfg.cap_recent;
         estimate_cap_init(&nd->cap, &cc);
     }
     int rc = ctrl_node_table(c, idx, table, names, n);

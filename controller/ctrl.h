@@ -59,6 +59,9 @@ typedef struct {
                                 deviations (estimate.h), >= 0 */
     double cap_cold;         /* ... or (1 - cap_cold) x the estimate before
                                 two samples, 0..1 */
+    int cap_recent;          /* ... and at most the most it delivered in
+                                its last cap_recent measured intervals
+                                (0: no such cap; estimate.h) */
     double conv_slack;       /* token conversion: a bucket keeps this share
                                 of R of what it left unused; < 0: no
                                 conversion (remaining R = R - served) */
@@ -95,7 +98,7 @@ typedef struct {
 #define CTRL_NAMES_DEFAULT 262144 /* bucket names per node, default cap */
 
 /* T = 1 s, K = 5, 1 thread, down after 3 rounds, skip below 10% / 2 IOs,
- * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, conv_slack 0.05,
+ * capacity 50,000 IOPS, cap_sd 0, cap_cold 0.2, cap_recent 3, conv_slack 0.05,
  * limit_depth 0.02 s,
  * max_profile 10^8 IOPS, 4096 nodes, 262,144 names per node, forget after
  * 10 periods down, fallback lease 10 periods. */

@@ -37,6 +37,7 @@ estimate_cap_cfg_t estimate_cap_defaults(double profile)
         .cold_margin = 0.2,
         .max_margin = 0.5,
         .max_factor = 4,
+        .recent = 3,
     };
 }
 
@@ -65,6 +66,10 @@ void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg)
         c->cfg.window = 1;
     if (c->cfg.window > ESTIMATE_WINDOW_MAX)
         c->cfg.window = ESTIMATE_WINDOW_MAX;
+    if (c->cfg.recent < 0)
+        c->cfg.recent = 0;
+    if (c->cfg.recent > ESTIMATE_WINDOW_MAX)
+        c->cfg.recent = ESTIMATE_WINDOW_MAX;
     c->estimate = c->cfg.profile;
     c->conservative = c->estimate * (1 - c->cfg.cold_margin);
 }
@@ -102,7 +107,29 @@ static void cap_conservative(estimate_cap_t *c)
         cons = e;
     if (cons < lo)
         cons = lo;
+    /* Never more than it delivered lately (issue 25): the window's mean
+     * lags a step down by up to `window` samples, the estimate by the
+     * clamp too, and R placed beyond the server's rate is not served.
+     * Only a drop counts: recent samples a little under the mean are
+     * noise (ESTIMATE_RECENT_DROP). */
+    double most = 0;
+    for (int i = 0; i < c->nrec; i++)
+        if (c->rec[i] > most)
+            most = c->rec[i];
+    if (c->nrec > 0 && most < (1 - ESTIMATE_RECENT_DROP) * cons)
+        cons = most;
     c->conservative = cons < 1 ? 1 : cons;
+}
+
+/* Remembers a delivered rate (IOs per second) for the delivered cap. */
+static void cap_delivered(estimate_cap_t *c, double rate)
+{
+    if (c->cfg.recent <= 0)
+        return;
+    c->rec[c->rpos] = rate;
+    c->rpos = (c->rpos + 1) % c->cfg.recent;
+    if (c->nrec < c->cfg.recent)
+        c->nrec++;
 }
 
 double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_s,
@@ -120,6 +147,7 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
             if (u / interval_s > want)
                 want = u / interval_s;
             cap_move(c, want);
+            cap_delivered(c, u / interval_s);
             cap_conservative(c);
             c->steps++;
         } else {
@@ -142,6 +170,7 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     c->pos = (c->pos + 1) % c->cfg.window;
     if (c->nhist < c->cfg.window)
         c->nhist++;
+    cap_delivered(c, rate);
     double sum = 0;
     for (int i = 0; i < c->nhist; i++)
         sum += c->hist[i];

@@ -33,7 +33,16 @@
  * window's mean minus `k_sd` standard deviations of its samples, never
  * above the estimate and never below (1 - `max_margin`) of it.  Before the
  * window holds two samples the estimate is only a claim (the profile, or
- * steps): the conservative capacity is then (1 - `cold_margin`) of it. */
+ * steps): the conservative capacity is then (1 - `cold_margin`) of it.
+ *
+ * Delivered cap (issue 25): where the most the server delivered in its
+ * last `recent` measured intervals (a busy interval's rate while busy, a
+ * stepping interval's completions per second) is more than
+ * ESTIMATE_RECENT_DROP below the conservative capacity, the conservative
+ * capacity is that rate, whatever `max_margin` says.  After a step down
+ * the window's mean (and so the estimate) needs up to `window` samples to
+ * follow; the delivered cap follows after `recent`.  Smaller dips are
+ * sampling noise, which the window's mean already averages. */
 #ifndef BQOS_ESTIMATE_H
 #define BQOS_ESTIMATE_H
 
@@ -74,13 +83,22 @@ typedef struct {
     double max_margin; /* conservative >= (1 - max_margin) x estimate (0..1) */
     double max_factor; /* estimate <= max_factor x profile (0: no bound):
                           reports cannot talk it up without end */
+    int recent;        /* conservative = the most delivered in the last
+                          `recent` measured intervals where that is lower
+                          (by ESTIMATE_RECENT_DROP), 0..ESTIMATE_WINDOW_MAX
+                          (0: no such cap) */
 } estimate_cap_cfg_t;
 
 #define ESTIMATE_WINDOW_MAX 32
 
+/* The delivered cap applies when the recent samples are this far (a
+ * fraction) below the conservative capacity. */
+#define ESTIMATE_RECENT_DROP 0.05
+
 /* Returns settings derived from a profile: step 5%, floor 25% of the
  * profile, saturated 0.95, min_busy 0.5, window 8,
- * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4. */
+ * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4,
+ * recent 3. */
 estimate_cap_cfg_t estimate_cap_defaults(double profile);
 
 /* One server's capacity estimator: a plain value (no allocation). */
@@ -90,11 +108,14 @@ typedef struct {
     double conservative;/* IOs per second, <= estimate (see above) */
     double hist[ESTIMATE_WINDOW_MAX];
     int nhist, pos;
+    double rec[ESTIMATE_WINDOW_MAX]; /* delivered rates, last `recent` */
+    int nrec, rpos;
     uint64_t steps, samples, ignored; /* what the updates did, for stats */
 } estimate_cap_t;
 
-/* Initialises *c from *cfg (bad values are clamped: profile >= 1, window in
- * 1..ESTIMATE_WINDOW_MAX, fractions in 0..1, k_sd >= 0). */
+/* Initialises *c from *cfg (bad values are clamped: profile >= 1, window
+ * and recent in 1..ESTIMATE_WINDOW_MAX (recent: 0 too), fractions in 0..1,
+ * k_sd >= 0). */
 void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg);
 
 /* Feeds one interval: `completions` IOs finished and `busy_s` seconds with

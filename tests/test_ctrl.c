@@ -657,7 +657,12 @@ END_TEST
 
 START_TEST(test_ctrl_capacity_estimate_from_reports)
 {
-    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100}]}", 1, 10000, NULL);
+    /* The cold margin and the window's mean, without the delivered cap
+     * (which would hold the conservative capacity at 6,000 from the first
+     * sample: test_estimate_capacity_delivered_cap). */
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.cap_recent = 0;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":100}]}", 1, 10000, &cfg);
     rep_t rp[1] = {{50, 3000, 0, 0, CTRL_UNLIMITED}};
     ctrl_result_t res;
     round_run(c, 1, 0, (const rep_t *const[]){rp}, 1, 1, &res);
@@ -1912,6 +1917,145 @@ END_TEST
 /* ctrl_pair_info(): one (bucket, node) pair's figures, which
  * ctrl_bucket_info() sums; a bucket missing from a node's table is
  * -ENOENT. */
+/* R-tokens on n0 at round (2, 3) of a run where n0 delivers 30,000 IOs/s
+ * in period 1 and 15,000 from period 2 on, busy throughout, and bucket
+ * solo (R 20,000, 5,000 queued, 3,000 arrivals an interval) sits on n0
+ * alone; `recent`: the controller's cap_recent. */
+static int64_t solo_r_after_step_down(int recent)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.cap_recent = recent;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"solo\",\"reservation\":20000}]}", 1, 30000,
+                      &cfg);
+    const rep_t rp[1] = {{5000, 3000, 0, 1, CTRL_UNLIMITED}};
+    ctrl_result_t res;
+    int64_t r = -1;
+    for (uint64_t p = 1; p <= 2; p++) {
+        double rate = p == 1 ? 30000 : 15000;
+        for (uint32_t k = 0; k < 5 && !(p == 2 && k > 3); k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+            report(c, 0, p, k, rp, 1, (uint64_t)(k * rate * 0.2), k * 0.2);
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        }
+    }
+    r = tok_r(c, 0, 0);
+    ctrl_destroy(&c);
+    return r;
+}
+
+/* Issue 25: a single-server bucket's server slows from 30,000 to 15,000
+ * IOs/s.  Three measured intervals later (round 2.3, 0.4 s left) its
+ * R-tokens there are within what the server delivers (15,000 x 0.4 =
+ * 6,000); without the delivered cap the window's mean (23,571) would still
+ * place 9,428 there, 57% more than the server can serve. */
+START_TEST(test_ctrl_single_server_follows_step_down)
+{
+    int64_t capped = solo_r_after_step_down(3), plain = solo_r_after_step_down(0);
+    ck_assert_int_le(capped, 6000);
+    ck_assert_int_ge(capped, 5990);
+    ck_assert_int_gt(plain, 9000);
+}
+END_TEST
+
+/* One round of test_ctrl_standby_estimates_match_leader on controller c:
+ * n0 delivers `rate0` IOs/s and n1 30,000, both busy the whole 0.2 s
+ * interval; solo (R 4,000) is on n0 only, wide (R 8,000) on both. */
+static void warm_round(ctrl_t *c, uint64_t p, uint32_t k, double rate0, int compute)
+{
+    const rep_t n0[2] = {{40, 1000, 0, 1, CTRL_UNLIMITED}, {60, 1500, 0, 1, CTRL_UNLIMITED}};
+    const rep_t n1[2] = {{0, 0, 0, 1, CTRL_UNLIMITED}, {80, 2000, 0, 1, CTRL_UNLIMITED}};
+    ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+    report(c, 0, p, k, n0, 2, (uint64_t)(k * rate0 * 0.2), k * 0.2);
+    report(c, 1, p, k, n1, 2, (uint64_t)(k * 30000 * 0.2), k * 0.2);
+    ctrl_result_t res;
+    if (compute)
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+}
+
+/* ctrl_node_info() and ctrl_pair_info() of a and b agree on every node
+ * and pair: capacity estimates, conservative capacities and demands. */
+static void expect_same_estimates(const ctrl_t *a, const ctrl_t *b, int demand)
+{
+    for (int n = 0; n < 2; n++) {
+        ctrl_node_info_t x, y;
+        ck_assert_int_eq(ctrl_node_info(a, n, &x), 0);
+        ck_assert_int_eq(ctrl_node_info(b, n, &y), 0);
+        ck_assert_double_eq_tol(x.capacity, y.capacity, 1e-6);
+        ck_assert_double_eq_tol(x.conservative, y.conservative, 1e-6);
+        for (int k = 0; demand && k < 2; k++) {
+            ctrl_pair_info_t u, v;
+            ck_assert_int_eq(ctrl_pair_info(a, n, k, &u), 0);
+            ck_assert_int_eq(ctrl_pair_info(b, n, k, &v), 0);
+            ck_assert_int_eq(u.demand, v.demand);
+        }
+    }
+}
+
+/* Issue 25, takeover: a standby is fed the nodes' reports (nodes report to
+ * every controller) and runs the round's computation like the leader, only
+ * its pushes never leave (nodes.c: may_send).  After every report its
+ * capacity estimates, conservative capacities and demand estimates equal
+ * the leader's, through n0's step down from 30,000 to 15,000 IOs/s; at a
+ * takeover (ctrl_forget_pushed(), a forced round) it places the R-tokens
+ * the leader would.  A standby that joins late (its first hello in period
+ * 2) starts from the profile and agrees with the leader once its window
+ * holds only samples the leader also holds (8 sampled intervals, 2
+ * periods of 5 intervals: the first interval of a period is no sample):
+ * at the end of period 3, not yet at the end of period 2. */
+START_TEST(test_ctrl_standby_estimates_match_leader)
+{
+    const char *bk = "{\"buckets\":[{\"name\":\"solo\",\"reservation\":4000},"
+                     "{\"name\":\"wide\",\"reservation\":8000}]}";
+    /* The nodes' hellos claim 50,000 IOs/s: the estimates must learn. */
+    ctrl_t *lead = setup(bk, 2, 50000, NULL), *stby = setup(bk, 2, 50000, NULL);
+    ctrl_t *late = NULL;
+    for (uint64_t p = 1; p <= 5; p++) {
+        if (p == 2)
+            late = setup(bk, 2, 50000, NULL);
+        double rate0 = p >= 3 ? 15000 : 30000;
+        for (uint32_t k = 0; k < 5; k++) {
+            warm_round(lead, p, k, rate0, 1);
+            warm_round(stby, p, k, rate0, 1);
+            if (late)
+                warm_round(late, p, k, rate0, 1);
+            expect_same_estimates(lead, stby, 1);
+        }
+        if (p == 2) {
+            ctrl_node_info_t x, y;
+            ck_assert_int_eq(ctrl_node_info(lead, 0, &x), 0);
+            ck_assert_int_eq(ctrl_node_info(late, 0, &y), 0);
+            ck_assert(y.capacity > x.capacity + 1000); /* still learning */
+        }
+        if (p >= 3)
+            expect_same_estimates(lead, late, 1);
+    }
+    ctrl_node_info_t ni;
+    ck_assert_int_eq(ctrl_node_info(stby, 0, &ni), 0);
+    ck_assert_double_eq_tol(ni.capacity, 15000, 1e-6);
+    ck_assert_double_eq_tol(ni.conservative, 15000, 1e-6);
+    /* Takeover mid-period: the same forced round on both. */
+    warm_round(lead, 6, 0, 15000, 1);
+    warm_round(stby, 6, 0, 15000, 1);
+    warm_round(lead, 6, 1, 15000, 0);
+    warm_round(stby, 6, 1, 15000, 0);
+    ctrl_forget_pushed(lead);
+    ctrl_forget_pushed(stby);
+    ctrl_result_t r1, r2;
+    ck_assert_int_eq(ctrl_compute(lead, &r1), 0);
+    ck_assert_int_eq(ctrl_compute(stby, &r2), 0);
+    ck_assert(!r1.skipped && !r2.skipped);
+    for (int n = 0; n < 2; n++)
+        for (uint32_t b = 0; b < 2; b++)
+            ck_assert_int_eq(tok_r(lead, n, b), tok_r(stby, n, b));
+    /* n0's R-tokens for the rest of the period (0.8 s) stay within what it
+     * delivers (15,000/s). */
+    ck_assert_int_le(tok_r(stby, 0, 0) + tok_r(stby, 0, 1), 12000);
+    ctrl_destroy(&lead);
+    ctrl_destroy(&stby);
+    ctrl_destroy(&late);
+}
+END_TEST
+
 START_TEST(test_ctrl_pair_info_sums_to_bucket_info)
 {
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":30000,\"limit\":40000},"
@@ -2029,7 +2173,7 @@ int main(void)
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
-        test_ctrl_shadow_list
-    };
+        test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
+        test_ctrl_single_server_follows_step_down};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -257,6 +257,78 @@ START_TEST(test_estimate_capacity_step_change_converges)
 }
 END_TEST
 
+/* Issue 25: a server delivering 30k IOs/s, saturated (busy the whole
+ * 200 ms interval), steps down to 15k.  The estimate (window mean, at most
+ * 10% per update) is within 5% of 15k after 8 intervals (the window holds
+ * only new samples; the clamp alone would allow it after 7); the
+ * conservative capacity, held to the most delivered in the last 3
+ * intervals, is at 15k after 3 and never above 30k's worth before. */
+START_TEST(test_estimate_capacity_step_down_periods)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(30000);
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    for (int i = 0; i < 16; i++)
+        estimate_cap_update(&c, 6000, 0.2, 0.2);
+    ck_assert_double_eq_tol(c.estimate, 30000, 1e-6);
+    ck_assert_double_eq_tol(c.conservative, 30000, 1e-6);
+    int n_est = 0, n_cons = 0;
+    for (int i = 1; i <= 16; i++) {
+        estimate_cap_update(&c, 3000, 0.2, 0.2);
+        if (!n_est && c.estimate <= 1.05 * 15000)
+            n_est = i;
+        if (!n_cons && c.conservative <= 1.05 * 15000)
+            n_cons = i;
+        ck_assert(c.conservative <= c.estimate);
+    }
+    ck_assert_int_eq(n_est, 8);
+    ck_assert_int_eq(n_cons, 3);
+    ck_assert_double_eq_tol(c.estimate, 15000, 1e-6);
+    ck_assert_double_eq_tol(c.conservative, 15000, 1e-6);
+    /* Without the delivered cap (recent 0) the conservative capacity is
+     * the estimate here (no spread in the window): 8 intervals too. */
+    cfg.recent = 0;
+    estimate_cap_init(&c, &cfg);
+    for (int i = 0; i < 16; i++)
+        estimate_cap_update(&c, 6000, 0.2, 0.2);
+    n_cons = 0;
+    for (int i = 1; i <= 16 && !n_cons; i++) {
+        estimate_cap_update(&c, 3000, 0.2, 0.2);
+        if (c.conservative <= 1.05 * 15000)
+            n_cons = i;
+    }
+    ck_assert_int_eq(n_cons, 8);
+}
+END_TEST
+
+/* The delivered cap follows what the server did, not the estimate: a
+ * server stepping up (completions at its estimate in half the interval)
+ * raises it with its delivered rate, and a noisy server's cap is the
+ * largest of its last 3 samples, so it never binds below the window's
+ * mean by more than the noise. */
+START_TEST(test_estimate_capacity_delivered_cap)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(1000);
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    /* Two samples at 900 and 1000, then one at 600. */
+    estimate_cap_update(&c, 180, 0.2, 0.2);
+    estimate_cap_update(&c, 200, 0.2, 0.2);
+    estimate_cap_update(&c, 120, 0.2, 0.2);
+    /* The window's mean (833) is below the cap (1,000): the cap is idle. */
+    ck_assert_double_eq_tol(c.conservative, 2500.0 / 3, 1e-9);
+    estimate_cap_update(&c, 120, 0.2, 0.2);
+    estimate_cap_update(&c, 120, 0.2, 0.2); /* last 3: 600 each */
+    ck_assert_double_eq_tol(c.conservative, 600, 1e-9);
+    ck_assert(c.estimate > 700);
+    /* Stepping: 200 IOs (its estimate's worth) in 0.05 s busy of 0.2 s:
+     * delivered 1,000/s enters the last 3. */
+    estimate_cap_update(&c, (uint64_t)(c.estimate * 0.2) + 1, 0.05, 0.2);
+    ck_assert(c.steps == 1);
+    ck_assert(c.conservative > 600);
+}
+END_TEST
+
 START_TEST(test_estimate_changed_threshold)
 {
     ck_assert(!estimate_changed(100, 105, 0.1, 2));
@@ -277,6 +349,8 @@ int main(void)
                                   test_estimate_capacity_full_busy_no_overshoot,
                                   test_estimate_capacity_steady_under_noise,
                                   test_estimate_capacity_step_change_converges,
+                                  test_estimate_capacity_step_down_periods,
+                                  test_estimate_capacity_delivered_cap,
                                   test_estimate_changed_threshold};
     return testlib_run_tests("estimate", tests, sizeof tests / sizeof tests[0]);
 }

@@ -53,6 +53,7 @@ typedef struct {
     int unused_periods; /* --reservation-unused-periods */
     double capacity;
     double cap_sd, cap_cold, conv_slack, limit_depth;
+    int cap_recent;
     double skip;
     double wait;
     int approx;
@@ -76,7 +77,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 37
+#define NOPTS 38
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -153,6 +154,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .arg = "FRACTION", .deflt = "0.2", .min = 0, .max = 1,
          .help = "Until a node has given two capacity samples its conservative capacity\n"
                  "is its estimate (the profile) less this fraction."},
+        {.name = "capacity-recent", .type = OPTS_INT, .target = &s->cap_recent, .arg = "N",
+         .deflt = "3", .min = 0, .max = 32,
+         .help = "A node's conservative capacity is also at most the most it delivered in\n"
+                 "its last N measured intervals, so that reservation tokens follow a\n"
+                 "node that slowed down within N intervals (0: no such cap)."},
         {.name = "conversion-slack", .type = OPTS_DOUBLE, .target = &s->conv_slack,
          .arg = "FRACTION", .deflt = "0.05", .min = -1, .max = 1,
          .help = "Token conversion: reservation a bucket left unused while it had nothing\n"
@@ -737,6 +743,7 @@ int main(int argc, char **argv)
     cc.default_capacity = set.capacity;
     cc.cap_sd = set.cap_sd;
     cc.cap_cold = set.cap_cold;
+    cc.cap_recent = set.cap_recent;
     cc.conv_slack = set.conv_slack;
     cc.limit_depth = set.limit_depth;
     cc.approx_top = (size_t)set.approx;
