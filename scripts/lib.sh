@@ -194,7 +194,7 @@ it_begin() {
   shift
   BIN=${BIN:-bin}
   HERE=$(cd "$(dirname "$0")" && pwd)
-  T=$(mktemp -d "/tmp/$1.XXXXXX") || { echo "$1: no scratch directory"; exit 1; }
+  T=$(mktemp -d "/tmp/$IT_NAME.XXXXXX") || { echo "$IT_NAME: no scratch directory"; exit 1; }
   trap 'cleanup; rm -rf "$T"' EXIT
   trap 'exit 130' INT TERM
   fails=0
