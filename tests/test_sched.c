@@ -965,7 +965,7 @@ START_TEST(test_sched_waited_and_near_limit)
 END_TEST
 
 /* sched_r_behind() (issue 25): a bucket holding paced R-tokens is behind
- * once it leaves SCHED_BEHIND_CREDIT (or half its depth) of R credit
+ * once it leaves SCHED_BEHIND_CREDIT (or a tenth of its depth) of R credit
  * unspent while it has demand; an idle one is not, whatever its credit;
  * nothing is behind without pacing or R-tokens. */
 START_TEST(test_sched_r_behind_needs_credit_and_demand)
@@ -979,7 +979,7 @@ START_TEST(test_sched_r_behind_needs_credit_and_demand)
     ck_assert_int_eq(sched_r_behind(t, 0), 0);                   /* no R-tokens anywhere */
     ck_assert_int_eq(sched_set_tokens(t, 0, 1000, U, 10, 0), 0); /* 100/s, depth 11 */
     enq(t, 0, 1);
-    ck_assert_int_eq(sched_r_behind(t, 0.001), 0);               /* credit 1.1 < 5.5 */
+    ck_assert_int_eq(sched_r_behind(t, 0.001), 0);               /* credit 1.1 < 2 */
     ck_assert_int_eq(sched_r_behind(t, 0.1), 1);                 /* queued, credit 11 */
     sched_item_t *it = sched_dispatch(t, 0.1, NULL);             /* served: credit 10 */
     ck_assert_ptr_nonnull(it);

@@ -918,7 +918,8 @@ int sched_r_behind(sched_t *s, double now)
             bitset_clear(s->rhold, (size_t)i);
             continue;
         }
-        /* behind: two IOs' credit unspent (or a full depth below that),
+        /* behind: max(2 IOs, a tenth of the depth) of credit unspent (or
+         * the whole depth, if less),
          * with demand: queued here, or served since the last scan (its
          * requests are at the backend or on their way back) */
         double thr = x->r.depth * SCHED_BEHIND_DEPTH;

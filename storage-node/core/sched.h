@@ -351,14 +351,16 @@ sched_item_t *sched_dispatch_r(sched_t *s, double now, sched_class_t *cls);
 /* R credit (IOs) a bucket leaves unspent to be behind (or its whole
  * depth, if less). */
 #define SCHED_BEHIND_CREDIT 2.0
-/* ... or this share of its burst depth, if more. */
+/* ... or this share of its burst depth, if more (0.1: 2 ms of its R
+ * rate late with the default 20 ms burst). */
 #ifndef SCHED_BEHIND_DEPTH
-#define SCHED_BEHIND_DEPTH 0.5
+#define SCHED_BEHIND_DEPTH 0.1
 #endif
 
 /* The number of buckets behind their R pace at `now`: pacing under the
  * tokens policy, holding R-tokens of a paced grant, with at least
- * SCHED_BEHIND_CREDIT of R credit unspent (or a full burst depth), and
+ * max(SCHED_BEHIND_CREDIT, SCHED_BEHIND_DEPTH x its depth) of R credit
+ * unspent (or its whole depth, if less), and
  * with demand (requests queued here, or some served on R since the last
  * scan: a closed-loop client's requests are at the backend or on their
  * way back).  An idle bucket is not behind, whatever its credit.  0 at
