@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "storage-node/core/headroom.h"
 #include "storage-node/core/sched.h"
 #include "tests/testlib.h"
 
@@ -963,9 +964,134 @@ START_TEST(test_sched_waited_and_near_limit)
 }
 END_TEST
 
+/* sched_r_behind() (issue 25): a bucket holding paced R-tokens is behind
+ * once it leaves SCHED_BEHIND_CREDIT (or a tenth of its depth) of R credit
+ * unspent while it has demand; an idle one is not, whatever its credit;
+ * nothing is behind without pacing or R-tokens. */
+START_TEST(test_sched_r_behind_needs_credit_and_demand)
+{
+    sched_t *t = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_add_bucket(t, "r", 1), 0);
+    ck_assert_int_eq(sched_add_bucket(t, "o", 1), 1);
+    ck_assert_int_eq(sched_r_behind(t, 0), 0);                   /* pacing off */
+    ck_assert_int_eq(sched_set_pacing(t, 1, 0.1), 0);            /* depth 1 + 0.1 x rate */
+    ck_assert_int_eq(sched_set_tokens(t, 1, 0, U, 10, 0), 0);
+    ck_assert_int_eq(sched_r_behind(t, 0), 0);                   /* no R-tokens anywhere */
+    ck_assert_int_eq(sched_set_tokens(t, 0, 1000, U, 10, 0), 0); /* 100/s, depth 11 */
+    enq(t, 0, 1);
+    ck_assert_int_eq(sched_r_behind(t, 0.001), 0);               /* credit 1.1 < 2 */
+    ck_assert_int_eq(sched_r_behind(t, 0.1), 1);                 /* queued, credit 11 */
+    sched_item_t *it = sched_dispatch(t, 0.1, NULL);             /* served: credit 10 */
+    ck_assert_ptr_nonnull(it);
+    ck_assert_int_eq(sched_r_behind(t, 0.2), 1);                 /* served since: demand */
+    ck_assert_int_eq(sched_r_behind(t, 0.3), 0);                 /* idle: not behind */
+    ck_assert_int_eq(sched_r_behind(t, 5.0), 0);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 0, U, 10, 5.0), 0);  /* no R left */
+    enq(t, 0, 1);
+    ck_assert_int_eq(sched_r_behind(t, 6.0), 0);
+    sched_set_policy(t, SCHED_POLICY_RR);
+    ck_assert_int_eq(sched_r_behind(t, 7.0), 0);
+    sched_destroy(&t);
+}
+END_TEST
+
+/* sched_dispatch_r(): step 1 alone; L and opportunistic work wait. */
+START_TEST(test_sched_dispatch_r_serves_only_r)
+{
+    sched_t *t = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_add_bucket(t, "a", 1), 0);
+    ck_assert_int_eq(sched_add_bucket(t, "b", 1), 1);
+    ck_assert_int_eq(sched_set_tokens(t, 0, 1, U, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(t, 1, 0, 5, INFINITY, 0), 0);
+    enq(t, 1, 2);
+    ck_assert_ptr_null(sched_dispatch_r(t, 0, NULL)); /* only L queued */
+    enq(t, 0, 2);
+    sched_class_t c;
+    sched_item_t *it = sched_dispatch_r(t, 0, &c);
+    ck_assert_ptr_nonnull(it);
+    ck_assert_int_eq(it->bucket, 0);
+    ck_assert_int_eq(c, SCHED_CLASS_R);
+    ck_assert_ptr_null(sched_dispatch_r(t, 0, NULL)); /* a's R spent: its next is O */
+    expect_order(t, "L1 O0 L1");
+    sched_set_policy(t, SCHED_POLICY_RR);
+    enq(t, 0, 1);
+    ck_assert_ptr_null(sched_dispatch_r(t, 0, NULL));
+    sched_destroy(&t);
+}
+END_TEST
+
+/* The node's dispatch rule (core/headroom.h) over a window of 10 with
+ * headroom 3: with nobody behind, L work fills the whole window (no
+ * cost); while a reserved bucket is behind, L work stops at 10 - 3 and a
+ * request of the reserved bucket that arrives then is sent at once, ahead
+ * of the L work still queued; once it is no longer behind, L work fills
+ * the window again. */
+START_TEST(test_sched_headroom_r_ahead_of_queued_l)
+{
+    sched_t *t = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_set_pacing(t, 1, 0.1), 0);
+    ck_assert_int_eq(sched_add_bucket(t, "r", 1), 0);
+    ck_assert_int_eq(sched_add_bucket(t, "l", 1), 1);
+    ck_assert_int_eq(sched_set_tokens(t, 1, 0, U, 100, 0), 0);
+    window_config_t c;
+    window_config_defaults(&c);
+    c.adaptive = 0;
+    c.start = c.ceiling = 10;
+    c.headroom = 3;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    /* nobody holds R: L fills the window */
+    enq(t, 1, 40);
+    double now = 1;
+    sched_item_t *it;
+    while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, NULL))) {
+        ck_assert_int_eq(it->bucket, 1);
+        window_take(w, now);
+    }
+    ck_assert_int_eq(window_inflight(w), 10);
+    for (int i = 0; i < 10; i++)
+        window_done(w, now);
+    /* r: 1,000 R-tokens over 10 s (100/s, depth 11), one served at 1 s,
+     * then its client's next request is on its way: behind at 2 s */
+    ck_assert_int_eq(sched_set_tokens(t, 0, 1000, U, 11, 1), 0);
+    enq(t, 0, 1);
+    it = headroom_dispatch(t, w, now, NULL);
+    ck_assert_int_eq(it->bucket, 0);
+    window_take(w, now);
+    window_done(w, now + 0.001);
+    now = 2;
+    while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, NULL))) {
+        ck_assert_int_eq(it->bucket, 1);
+        window_take(w, now);
+    }
+    ck_assert_int_eq(window_inflight(w), 7); /* 3 slots kept, L still queued */
+    ck_assert_uint_gt(stats(t, 1).queued, 0);
+    enq(t, 0, 1);                             /* the reserved request arrives */
+    sched_class_t cls;
+    it = headroom_dispatch(t, w, now, &cls);
+    ck_assert_ptr_nonnull(it);
+    ck_assert_int_eq(it->bucket, 0);          /* sent at once, ahead of L */
+    ck_assert_int_eq(cls, SCHED_CLASS_R);
+    window_take(w, now);
+    ck_assert_ptr_null(headroom_dispatch(t, w, now, NULL));
+    /* r goes idle (its credit stays): not behind, L fills the window */
+    now = 3;
+    (void)sched_r_behind(t, now - 0.5);       /* a scan that sees its last service */
+    while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, NULL))) {
+        ck_assert_int_eq(it->bucket, 1);
+        window_take(w, now);
+    }
+    ck_assert_int_eq(window_inflight(w), 10);
+    window_destroy(&w);
+    sched_destroy(&t);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
+        test_sched_r_behind_needs_credit_and_demand, test_sched_dispatch_r_serves_only_r,
+        test_sched_headroom_r_ahead_of_queued_l,
         test_sched_bad_args, test_sched_fifo_within_bucket, test_sched_r_before_l,
         test_sched_round_robin_next, test_sched_next_shared_by_steps,
         test_sched_no_service_without_l_tokens, test_sched_token_decrement,

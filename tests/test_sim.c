@@ -461,6 +461,40 @@ START_TEST(test_sim_backend_fifo_starves_a_reserved_bucket)
 }
 END_TEST
 
+/* Reserved headroom (issue 25), inside its guarantee: a backend of 2 IOs
+ * at a time (0.2 ms each) behind the adaptive window, which keeps about 8
+ * more queued there; a reserves 40% with 4 in flight (>= 2 x 4,000/s x
+ * 0.4 ms = 3.2), b is unlimited with 24.  Headroom off: a waits behind
+ * b's queue at the backend and gets under 0.85 of R (0.78); on (the
+ * default): at least 0.95 (1.01 and 0.96), and the server delivers as much. */
+#define ONE_SERVER_HEADROOM(h) \
+    "{\"duration\": 3, \"capacity\": 10000, \"seed\": 2, \"backend\": {\"window\": \"auto\", " \
+    "\"parallel\": 2, \"service_cv\": 0.3" h "}, \"workload\": {\"rtt_ms\": 0.2}, " \
+    "\"servers\": [{\"name\": \"s\", \"address\": \"h:1\"}], " \
+    "\"buckets\": [{\"name\": \"a\", \"reservation\": 4000, \"outstanding\": 4}, " \
+    "{\"name\": \"b\", \"reservation\": 1000, \"outstanding\": 24}]}"
+
+START_TEST(test_sim_headroom_lets_a_reserved_bucket_reach_r)
+{
+    sim_model_t *off = from_text(ONE_SERVER_HEADROOM(", \"headroom\": 0"));
+    sim_model_t *on = from_text(ONE_SERVER_HEADROOM(""));
+    ck_assert_int_eq(off->headroom, 0);
+    ck_assert_int_eq(on->headroom, -1);
+    sim_result_t *r0 = run(off, SIM_POLICY_PSHIFT_PACED, NULL);
+    sim_result_t *r1 = run(on, SIM_POLICY_PSHIFT_PACED, NULL);
+    for (int p = 1; p < 3; p++) {
+        double a0 = r0->served[p * 2] / 4000.0, a1 = r1->served[p * 2] / 4000.0;
+        ck_assert_msg(a0 < 0.85, "period %d: headroom off, a got %g x R", p, a0);
+        ck_assert_msg(a1 >= 0.95, "period %d: headroom on, a got %g x R", p, a1);
+        ck_assert_uint_ge(r1->delivered[p] + 100, r0->delivered[p]);
+    }
+    sim_result_destroy(&r0);
+    sim_result_destroy(&r1);
+    sim_model_destroy(&off);
+    sim_model_destroy(&on);
+}
+END_TEST
+
 /* "speed": a server at 0.5 from period 1 to 2 delivers half as much in
  * it, with the adaptive window too; delivered[] counts per server. */
 START_TEST(test_sim_speed_steps_and_auto_window)
@@ -570,6 +604,7 @@ int main(void)
                                   test_sim_run_limits_hold_per_window,
                                   test_sim_run_starved_closed_loop_counts,
                                   test_sim_backend_fifo_starves_a_reserved_bucket,
+                                  test_sim_headroom_lets_a_reserved_bucket_reach_r,
                                   test_sim_speed_steps_and_auto_window,
                                   test_sim_prop_check_judges_the_starved_bucket,
                                   test_sim_runtime_set_follows};

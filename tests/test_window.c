@@ -386,9 +386,79 @@ START_TEST(test_window_bad_settings)
 }
 END_TEST
 
+/* Reserved headroom (issue 25): the bound on work not on a reservation is
+ * the window while nobody is behind (nothing kept), the window less
+ * headroom x the buckets behind while some are, never below 1, and the
+ * window again with headroom 0 (off). */
+START_TEST(test_window_headroom_only_while_behind)
+{
+    window_config_t c;
+    window_config_defaults(&c);
+    ck_assert_int_eq(c.headroom, WINDOW_HEADROOM);
+    c.adaptive = 0;
+    c.start = c.ceiling = 24;
+    c.headroom = 4;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(window_open_limit(w, 0), 24); /* nobody behind: the whole window */
+    ck_assert_int_eq(window_open_limit(w, 1), 20);
+    ck_assert_int_eq(window_open_limit(w, 3), 12);
+    ck_assert_int_eq(window_open_limit(w, 6), 1);  /* at least one IO of other work */
+    ck_assert_int_eq(window_open_limit(w, 1000000), 1);
+    ck_assert_int_eq(window_limit(w), 24);         /* R work still up to the window */
+    window_destroy(&w);
+    c.headroom = 0;
+    w = window_new(&c, 0, NULL);
+    ck_assert_int_eq(window_open_limit(w, 3), 24); /* off */
+    window_destroy(&w);
+    c.headroom = -1;
+    ck_assert_ptr_null(window_new(&c, 0, NULL));
+}
+END_TEST
+
+/* An epoch in which the bound held (window_note_bounded()) does not set
+ * the base: as the bound begins the IOs at the backend fall, and
+ * completions of IOs that began earlier make area / completions smaller
+ * than any real latency. */
+START_TEST(test_window_bounded_epoch_keeps_base)
+{
+    window_config_t c;
+    window_config_defaults(&c);
+    c.min_samples = 4;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    /* first epoch: 2 IOs of 10 ms each, over and over: base 10 ms */
+    double t = 0;
+    for (int i = 0; i < 4; i++) {
+        window_take(w, t);
+        window_take(w, t);
+        t += 0.01;
+        window_done(w, t);
+        window_done(w, t);
+    }
+    window_stats_t st;
+    window_stats(w, &st);
+    ck_assert(fabs(st.base - 0.01) < 1e-9);
+    /* 16 IOs taken late in an epoch, their completions in the next, which
+     * the bound held: its apparent latency is far below 10 ms */
+    for (int i = 0; i < 16; i++)
+        window_take(w, t + 0.0099);
+    window_note_bounded(w);
+    t += 0.0101;
+    for (int i = 0; i < 16; i++)
+        window_done(w, t);
+    window_stats(w, &st);
+    ck_assert_uint_eq(st.epochs, 3);
+    ck_assert(st.latency < 0.005);
+    ck_assert_msg(fabs(st.base - 0.01) < 1e-9, "base %.5f", st.base);
+    window_destroy(&w);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *tests[] = {test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
+    const TTest *tests[] = {test_window_headroom_only_while_behind,
+                            test_window_bounded_epoch_keeps_base,test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
                             test_window_latency_target, test_window_backend_stamp, test_window_open_target,
                             test_window_within_floor_and_ceiling, test_window_steady_under_noise,
                             test_window_no_growth_without_demand, test_window_fixed,

@@ -358,10 +358,10 @@ static int parse_speed(ctx_t *c, const at_t *arr, scenario_server_t *sv)
 }
 
 /* The simulator's "backend": {"window": K | "auto", "parallel": P,
- * "service_cv": CV}. */
+ * "service_cv": CV, "headroom": N}. */
 static int parse_backend(ctx_t *c, const at_t *o)
 {
-    static const char *const keys[] = {"window", "parallel", "service_cv", NULL};
+    static const char *const keys[] = {"window", "parallel", "service_cv", "headroom", NULL};
     scenario_t *s = c->s;
     if (expect(c, o, K_OBJECT, "backend") < 0 || check_keys(c, o, "backend", keys) < 0)
         return -EINVAL;
@@ -378,6 +378,9 @@ static int parse_backend(ctx_t *c, const at_t *o)
     if ((rc = get_int(c, o, "parallel", 1, 1, 1024, &k)) < 0)
         return rc;
     s->backend_parallel = (int)k;
+    if ((rc = get_int(c, o, "headroom", -1, 0, 1024, &k)) < 0)
+        return rc;
+    s->backend_headroom = (int)k;
     return get_num(c, o, "service_cv", -1, 0, 0, 10, &s->service_cv);
 }
 

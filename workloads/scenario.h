@@ -89,8 +89,11 @@ typedef struct {
      * defaults).  backend_parallel: IOs the backend serves at once (its
      * latency is flat up to that many; 1).  service_cv < 0 (absent):
      * service times uniform in (1 +- spread) / C; >= 0: lognormal with
-     * this coefficient of variation. */
+     * this coefficient of variation.  backend_headroom: with "auto", the
+     * window's reserved headroom (window_config_t.headroom, bqos-node's
+     * --window-headroom); < 0 (absent): its default. */
     int backend_window;
+    int backend_headroom;
     int backend_parallel;
     double service_cv;
     size_t nservers;

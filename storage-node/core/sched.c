@@ -39,6 +39,7 @@ _Static_assert(sizeof(bucket_t) == 64, "bucket_t is one cache line");
 typedef struct {
     pace_t r, l;  /* paced credit of each class (unpaced: until INFINITY) */
     double pass;  /* urgency: virtual time of its next R service */
+    uint64_t seen_r; /* served_r at the last sched_r_behind() scan */
 } xbucket_t;
 
 /* Limit accounting (issue 28), apart from the hot line: never touched by
@@ -103,6 +104,10 @@ struct sched {
                                that credit returns */
     iheap_t *urg;           /* urgency: the buckets of elig_r by pass */
     double vt;              /* urgency: pass of the last R service */
+    bitset_t *rhold;        /* pacing: holds R-tokens under a paced grant
+                               (cleared lazily by sched_r_behind()) */
+    double behind_t;        /* sched_r_behind(): time of the last scan */
+    int nbehind;            /* ... and what it found */
 };
 
 sched_t *sched_new(sched_policy_t policy, int weighted)
@@ -132,7 +137,9 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->ahead = bitset_new((size_t)s->cap);
     s->pend = bitset_new((size_t)s->cap);
     s->lheld = bitset_new((size_t)s->cap);
-    if (!s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake ||
+    s->rhold = bitset_new((size_t)s->cap);
+    s->behind_t = -INFINITY;
+    if (!s->rhold || !s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake ||
         !s->urg || !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
     return s;
@@ -161,6 +168,7 @@ void sched_destroy(sched_t **sp)
     bitset_destroy(&s->ahead);
     bitset_destroy(&s->pend);
     bitset_destroy(&s->lheld);
+    bitset_destroy(&s->rhold);
     free(s);
     *sp = NULL;
 }
@@ -347,7 +355,7 @@ static int grow(sched_t *s)
     if (bitset_resize(s->elig_r, (size_t)ncap) < 0 ||
         bitset_resize(s->elig_l, (size_t)ncap) < 0 || bitset_resize(s->ahead, (size_t)ncap) < 0 ||
         bitset_resize(s->pend, (size_t)ncap) < 0 || bitset_resize(s->lheld, (size_t)ncap) < 0 ||
-        iheap_reserve(s->wake, (size_t)ncap) < 0 ||
+        bitset_resize(s->rhold, (size_t)ncap) < 0 || iheap_reserve(s->wake, (size_t)ncap) < 0 ||
         iheap_reserve(s->urg, (size_t)ncap) < 0)
         return -ENOMEM;
     s->cap = ncap;
@@ -378,6 +386,7 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     pace_init(&x->r);
     pace_init(&x->l);
     x->pass = s->vt;
+    x->seen_r = 0;
     sched__units_reset(&s->y[s->n]);
     s->z[s->n] = (zbucket_t){0};
     pace_init(&s->z[s->n].spl);
@@ -455,6 +464,10 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
     pace_grant(&x->l, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now, s->burst_s);
     k->r = r_tokens;
     k->l = l_tokens;
+    if (r_tokens > 0 && pace_on(&x->r))
+        bitset_set(s->rhold, (size_t)b);
+    else
+        bitset_clear(s->rhold, (size_t)b);
     refresh(s, b);
     if (l_tokens == SCHED_UNLIMITED)
         note_held(s, b, 0); /* no limit now: a hold for it ends */
@@ -750,13 +763,16 @@ static void held_by_count(sched_t *s, int b)
         note_held(s, b, 1);
 }
 
-sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
+/* sched_dispatch(), or with r_only step 1 alone (sched_dispatch_r()). */
+static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_only)
 {
     if (!s || s->n == 0)
         return NULL;
     int b, step;
     sched_class_t c;
-    if (s->policy == SCHED_POLICY_RR) {
+    if (r_only && s->policy == SCHED_POLICY_RR) {
+        return NULL;
+    } else if (s->policy == SCHED_POLICY_RR) {
         b = search(s, s->pend);
         step = STEP_RR;
         c = SCHED_CLASS_O;
@@ -767,6 +783,8 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
                                                    : search(s, s->elig_r)) >= 0) {
             step = STEP_R; /* Step 1: pending and R-tokens */
             c = SCHED_CLASS_R;
+        } else if (r_only) {
+            return NULL;
         } else if (s->pacing && (b = search(s, s->ahead)) >= 0) {
             /* R-tokens ahead of their pace, before step 2: an R-token if
              * the bucket has no limit, else an L-token (its credit then
@@ -866,6 +884,55 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
     if (cls)
         *cls = c;
     return item;
+}
+
+sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
+{
+    return dispatch(s, now, cls, 0);
+}
+
+sched_item_t *sched_dispatch_r(sched_t *s, double now, sched_class_t *cls)
+{
+    return dispatch(s, now, cls, 1);
+}
+
+/* R credit of p at `now` without moving it (pace_refill() would). */
+static double credit_at(const pace_t *p, double now)
+{
+    double t = now < p->until ? now : p->until;
+    double c = p->credit + (t > p->stamp ? p->rate * (t - p->stamp) : 0);
+    return c < p->depth ? c : p->depth;
+}
+
+int sched_r_behind(sched_t *s, double now)
+{
+    if (!s->pacing || s->policy != SCHED_POLICY_TOKENS || !bitset_any(s->rhold))
+        return 0;
+    if (now >= s->behind_t && now < s->behind_t + SCHED_BEHIND_SCAN)
+        return s->nbehind;
+    int n = 0;
+    for (long i = bitset_next(s->rhold, 0); i >= 0; i = bitset_next(s->rhold, (size_t)i + 1)) {
+        const bucket_t *k = &s->b[i];
+        xbucket_t *x = &s->x[i];
+        if (k->r <= 0 || !pace_on(&x->r)) {
+            bitset_clear(s->rhold, (size_t)i);
+            continue;
+        }
+        /* behind: max(2 IOs, a tenth of the depth) of credit unspent (or
+         * the whole depth, if less),
+         * with demand: queued here, or served since the last scan (its
+         * requests are at the backend or on their way back) */
+        double thr = x->r.depth * SCHED_BEHIND_DEPTH;
+        thr = thr > SCHED_BEHIND_CREDIT ? thr : SCHED_BEHIND_CREDIT;
+        thr = x->r.depth < thr ? x->r.depth : thr;
+        int demand = k->queued > 0 || k->served_r != x->seen_r;
+        x->seen_r = k->served_r;
+        if (demand && credit_at(&x->r, now) >= thr)
+            n++;
+    }
+    s->behind_t = now;
+    s->nbehind = n;
+    return n;
 }
 
 size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *arg)

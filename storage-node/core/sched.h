@@ -337,6 +337,38 @@ int sched_set_new_route(sched_t *s, int to);
  * until sched_next_ready()).  O(log n). */
 sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls);
 
+/* sched_dispatch() restricted to step 1: a request paid with an R-token
+ * of a bucket that is R-eligible now (holds R-tokens and, pacing, R
+ * credit), or NULL (nothing else is served).  Under the rr policy always
+ * NULL.  What the node's dispatch takes while a reservation is behind and
+ * the backend holds as much other work as the headroom rule allows
+ * (window_open_limit()). */
+sched_item_t *sched_dispatch_r(sched_t *s, double now, sched_class_t *cls);
+
+/* Seconds between two scans of sched_r_behind(): in between it returns
+ * the last count. */
+#define SCHED_BEHIND_SCAN 0.001
+/* R credit (IOs) a bucket leaves unspent to be behind (or its whole
+ * depth, if less). */
+#define SCHED_BEHIND_CREDIT 2.0
+/* ... or this share of its burst depth, if more (0.1: 2 ms of its R
+ * rate late with the default 20 ms burst). */
+#ifndef SCHED_BEHIND_DEPTH
+#define SCHED_BEHIND_DEPTH 0.1
+#endif
+
+/* The number of buckets behind their R pace at `now`: pacing under the
+ * tokens policy, holding R-tokens of a paced grant, with at least
+ * max(SCHED_BEHIND_CREDIT, SCHED_BEHIND_DEPTH x its depth) of R credit
+ * unspent (or its whole depth, if less), and
+ * with demand (requests queued here, or some served on R since the last
+ * scan: a closed-loop client's requests are at the backend or on their
+ * way back).  An idle bucket is not behind, whatever its credit.  0 at
+ * once when pacing is off, under rr, or when no bucket holds paced
+ * R-tokens; otherwise a scan of the buckets holding R-tokens at most
+ * every SCHED_BEHIND_SCAN seconds (the count is kept in between). */
+int sched_r_behind(sched_t *s, double now);
+
 /* Removes every queued item, calling fn(item, arg) for each (to answer it
  * with an error); fn may be NULL, may free the item, and must not call into
  * this scheduler.  Returns the number removed.  Counters are unchanged. */

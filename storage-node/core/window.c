@@ -16,6 +16,7 @@ struct window {
     double epoch_start;
     int filled;          /* the IOs in flight reached the limit this epoch */
     int reserved;        /* window_note_reserved() this epoch */
+    int bounded;         /* window_note_bounded() this epoch */
     double latency, base, throughput;
     uint64_t epochs;
 };
@@ -24,7 +25,7 @@ void window_config_defaults(window_config_t *cfg)
 {
     *cfg = (window_config_t){.adaptive = 1, .start = 2, .floor = 2, .ceiling = 64,
                              .gain = 0.5, .alpha = 8, .target = 1, .target_open = 1, .epoch = 0.01,
-                             .min_samples = 32};
+                             .min_samples = 32, .headroom = WINDOW_HEADROOM};
 }
 
 static double clamp(const window_config_t *c, double w)
@@ -36,7 +37,7 @@ window_t *window_new(const window_config_t *cfg, double now, int *err)
 {
     int rc = -EINVAL;
     window_t *w = NULL;
-    if (!cfg || cfg->floor < 1 || cfg->ceiling < cfg->floor || !(cfg->gain > 0) ||
+    if (!cfg || cfg->floor < 1 || cfg->headroom < 0 || cfg->ceiling < cfg->floor || !(cfg->gain > 0) ||
         cfg->gain > 1 || !(cfg->alpha > 0) || !(cfg->target >= 1) || !(cfg->target_open >= 1) ||
         !(cfg->epoch > 0) || cfg->min_samples < 1)
         goto out;
@@ -67,6 +68,14 @@ int window_limit(const window_t *w)
     return w->limit;
 }
 
+int window_open_limit(const window_t *w, int behind)
+{
+    if (behind <= 0 || w->cfg.headroom <= 0)
+        return w->limit;
+    long h = (long)behind * w->cfg.headroom;
+    return h >= w->limit ? 1 : w->limit - (int)h;
+}
+
 int window_inflight(const window_t *w)
 {
     return w->inflight;
@@ -94,8 +103,12 @@ static void epoch_end(window_t *w, double now)
     /* The base is the lowest latency seen, except at the floor: there the
      * node keeps as little at the backend as it may, so whatever latency it
      * sees is the backend's own (a backend that became slower for good
-     * moves the base up instead of pinning the window at the floor). */
-    if (w->epochs == 0 || w->latency < w->base || w->limit <= w->cfg.floor)
+     * moves the base up instead of pinning the window at the floor).  Not
+     * in an epoch the headroom bound held (window_note_bounded()): the
+     * IOs at the backend fell as it began, and IOs that began in the epoch
+     * before end in this one, so area / completions runs below any real
+     * latency. */
+    if (w->epochs == 0 || (!w->bounded && (w->latency < w->base || w->limit <= w->cfg.floor)))
         w->base = w->latency;
     w->epochs++;
     if (w->cfg.adaptive && w->latency > 0) {
@@ -112,6 +125,7 @@ static void epoch_end(window_t *w, double now)
     w->epoch_start = now;
     w->filled = w->inflight >= w->limit;
     w->reserved = 0;
+    w->bounded = 0;
 }
 
 void window_take(window_t *w, double now)
@@ -133,6 +147,12 @@ void window_untake(window_t *w, double now)
 {
     account(w, now);
     w->inflight--;
+}
+
+void window_note_bounded(window_t *w)
+{
+    w->bounded = 1;
+    w->filled = 1;
 }
 
 void window_note_reserved(window_t *w)

@@ -53,6 +53,8 @@ typedef struct {
                            target it counts as target */
     double epoch;      /* seconds an epoch lasts at least, > 0 */
     int min_samples;   /* completions an epoch needs at least (longer otherwise), >= 1 */
+    int headroom;      /* window slots kept for R work per bucket behind its R
+                          pace (window_open_limit(), issue 25), >= 0; 0: off */
 } window_config_t;
 
 /* What the window measured in its last epoch, and where it stands. */
@@ -68,7 +70,8 @@ typedef struct {
 typedef struct window window_t;
 
 /* Fills *cfg with the defaults: adaptive, start 2, floor 2, ceiling 64,
- * gain 0.5, alpha 8, target 1, target_open 1, epoch 10 ms, 32 samples. */
+ * gain 0.5, alpha 8, target 1, target_open 1, epoch 10 ms, 32 samples,
+ * headroom WINDOW_HEADROOM. */
 void window_config_defaults(window_config_t *cfg);
 
 /* Makes a window whose first epoch begins at `now`.  Returns it (caller
@@ -106,6 +109,31 @@ void window_untake(window_t *w, double now);
  * may grow for throughput; while reservations are served, it keeps the
  * tighter target, and with it the node's hold on the order. */
 void window_note_reserved(window_t *w);
+
+/* Window slots kept for R work per bucket behind its R pace, by default. */
+#ifndef WINDOW_HEADROOM
+#define WINDOW_HEADROOM 8
+#endif
+
+/* Reserved headroom (issue 25): the IOs at the backend up to which the
+ * node may send work that is not on a reservation (L, opportunistic)
+ * while `behind` buckets holding R-tokens are behind their R pace
+ * (sched_r_behind()); the slots beyond, up to window_limit(), take R
+ * work only.  The backend serves its queue in FIFO order, so an R request
+ * sent behind a window full of other work waits for all of it, and a
+ * closed-loop client cannot reach its R however its tokens are placed;
+ * with `headroom` slots per behind bucket kept free, its requests go to
+ * the backend as they arrive.  window_limit() less behind x headroom, at
+ * least 1; the window itself when behind <= 0 or headroom is 0 (nobody
+ * behind: nothing kept, nothing lost). */
+int window_open_limit(const window_t *w, int behind);
+
+/* The node sent R work only, for window_open_limit() held the rest (the
+ * slots beyond were kept for R work): this epoch counts as filled, so
+ * that the window may still grow while the bound holds, and its latency
+ * does not become the base (the IOs at the backend fell as the bound
+ * began: area / completions understates the latency). */
+void window_note_bounded(window_t *w);
 
 /* Fills *out. */
 void window_stats(const window_t *w, window_stats_t *out);

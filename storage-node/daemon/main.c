@@ -30,6 +30,7 @@ static int window_setup(const args_t *a, gate_t *g)
     wc.ceiling = a->window_max;
     wc.target = a->window_latency;
     wc.target_open = a->window_latency_open;
+    wc.headroom = a->window_headroom;
     int rc = gate_set_window(g, &wc);
     if (rc < 0)
         log_error("--outstanding auto: %s", strerror(-rc));

@@ -80,7 +80,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 56
+#define NROWS 57
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -217,6 +217,14 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "reservations ({range}; below --window-latency it counts as that):\n"
                         "the order at the node then protects nothing the tokens do not, so\n"
                         "a memcached node lets its batches grow to about rr's size."}},
+        {BOTH, {.name = "window-headroom", .type = OPTS_INT, .target = &a->window_headroom,
+                .arg = "N", .deflt = "8", .min = 0, .max = 1024,
+                .help = "--outstanding auto keeps N window slots free for reserved work per\n"
+                        "bucket behind its R pace ({range}; 0: off): while one is behind, L\n"
+                        "and opportunistic work fill the backend only up to the window less\n"
+                        "N x the buckets behind, so the reserved bucket's requests do not\n"
+                        "wait behind them in the backend's FIFO; nobody behind: the whole\n"
+                        "window (docs/scheduler.md, \"Reserved headroom\")."}},
         {MC, {.name = "batch", .type = OPTS_INT, .target = &a->batch, .arg = "N", .deflt = "64",
               .min = 1, .max = BACKEND_BATCH_MAX,
               .help = "Most backend requests sent together (1..64): a worker (or the loop\n"

@@ -28,6 +28,7 @@ typedef struct {
     int window_min, window_max;     /* --outstanding auto's bounds */
     double window_latency;          /* and its latency target, x base */
     double window_latency_open;     /* the same while no reservation is served */
+    int window_headroom;            /* slots kept for R per bucket behind its R pace */
     int batch, max_auto, max_conns; /* max_auto -1: by --config */
     int per_ip;                     /* --max-conns-per-ip; -1: max_conns / 2 */
     double idle_timeout;            /* --idle-timeout, seconds; 0: off */

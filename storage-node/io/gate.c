@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/names.h"
+#include "storage-node/core/headroom.h"
 
 #define SHUTDOWN_GRACE_SEC 10
 
@@ -201,6 +202,7 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
     wc.adaptive = 0;
     wc.start = wc.ceiling = cfg->outstanding;
     wc.floor = 1;
+    wc.headroom = 0; /* a fixed window is the operator's: as set (gate_set_window()) */
     if (!(g->win = window_new(&wc, g->busy_mark, &rc)))
         goto out;
 out:
@@ -272,7 +274,7 @@ sched_item_t *gate_take(gate_t *g)
         return NULL;
     double now = mono_now();
     sched_class_t cls;
-    sched_item_t *it = sched_dispatch(g->s, now, &cls);
+    sched_item_t *it = headroom_dispatch(g->s, g->win, now, &cls);
     if (!it) {
         pace_arm(g, now);
         return NULL;

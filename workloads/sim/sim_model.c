@@ -112,6 +112,7 @@ static sim_model_t *model_alloc(const sim_config_t *cfg)
         m->capacity[s] = cfg->capacity;
     m->service_cv = -1;
     m->parallel = 1;
+    m->headroom = -1;
     return m;
 }
 
@@ -346,6 +347,7 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
     m->window = sc->backend_window == SCENARIO_WINDOW_AUTO ? SIM_WINDOW_AUTO : sc->backend_window;
     m->service_cv = sc->service_cv;
     m->parallel = sc->backend_parallel > 0 ? sc->backend_parallel : 1;
+    m->headroom = sc->backend_headroom;
     m->rtt = sc->rtt_ms / 1000.0;
     for (size_t s = 0; s < sc->nservers; s++) {
         const scenario_server_t *ss = &sc->servers[s];

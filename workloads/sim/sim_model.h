@@ -102,6 +102,8 @@ typedef struct {
                                 IO at a time straight from the scheduler), K
                                 fixed, SIM_WINDOW_AUTO the node's adaptive
                                 window (storage-node/core/window.h) */
+    int headroom;            /* adaptive window: reserved headroom (window.h),
+                                < 0: the default */
     int parallel;            /* with a window: IOs the backend serves at once,
                                 each in parallel / (C x speed) on average, so
                                 latency is flat up to this many; >= 1 */

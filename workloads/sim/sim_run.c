@@ -15,6 +15,7 @@
 #include "common/rng.h"
 #include "controller/ctrl.h"
 #include "storage-node/core/agent.h"
+#include "storage-node/core/headroom.h"
 #include "storage-node/core/sched.h"
 #include "workloads/sim/sim_engine.h"
 #include "workloads/sim/sim_run_int.h"
@@ -167,7 +168,7 @@ static inline void kick(server_t *sv, double t)
     }
     while (has_room(sv)) {
         sched_class_t cls;
-        sched_item_t *it = sched_dispatch(sv->sch, t, &cls);
+        sched_item_t *it = headroom_dispatch(sv->sch, sv->win, t, &cls);
         if (!it)
             break;
         req_t *r = (req_t *)it;
@@ -263,7 +264,10 @@ static void advance(server_t *sv, double until)
             continue;
         }
         if (sv->paced && has_room(sv)) {
-            if (tw <= ta && tw <= until && tw > sv->woke) {
+            if (tw <= ta && tw <= until && tw > sv->woke &&
+                !(sv->busy && sv->busy_until < tw)) {
+                /* (a completion due first runs first: the window's clock
+                 * never goes back) */
                 sv->woke = tw; /* once per wake time: progress even if nothing runs */
                 /* A wake that fell due while the server was busy is now. */
                 kick(sv, tw > sv->clock ? tw : sv->clock);
@@ -463,8 +467,11 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
         window_config_t wc;
         window_config_defaults(&wc);
         if (m->window > 0) {
-            wc.adaptive = 0;
+            wc.adaptive = 0; /* as the node's fixed --outstanding K: no headroom */
             wc.start = wc.floor = wc.ceiling = m->window;
+            wc.headroom = 0;
+        } else if (m->headroom >= 0) {
+            wc.headroom = m->headroom;
         }
         int err = -ENOMEM;
         if (!(sv->win = window_new(&wc, 0, &err)))

@@ -29,13 +29,13 @@ static const char usage_text[] =
     "\n";
 
 typedef struct {
-    int seeds, threads, quiet, help, limits;
+    int seeds, threads, quiet, help, limits, headroom;
     long long first, dump;
     const char *policy, *scenario;
     double min_met99, min_worst;
 } settings_t;
 
-#define NROWS 11
+#define NROWS 12
 
 int main(int argc, char **argv)
 {
@@ -59,6 +59,10 @@ int main(int argc, char **argv)
          .help = "exit 1 if a judged bucket-period got less than F x R"},
         {.name = "require-limits", .type = OPTS_FLAG, .target = &st.limits,
          .help = "exit 1 if a period exceeds 1.01 x L or a 1 s window 1.05 x L"},
+        {.name = "headroom", .type = OPTS_INT, .target = &st.headroom, .arg = "N",
+         .deflt = "-1", .min = -1, .max = 1024,
+         .help = "the adaptive window's reserved headroom in every scenario (bqos-node's\n"
+                 "--window-headroom; 0: off); -1: the scenario's, else the default"},
         {.name = "threads", .shrt = 't', .type = OPTS_INT, .target = &st.threads, .arg = "N",
          .deflt = "1", .min = 1, .max = 1024, .help = "simulator threads ({default})"},
         {.name = "quiet", .shrt = 'q', .type = OPTS_FLAG, .target = &st.quiet,
@@ -120,6 +124,8 @@ int main(int argc, char **argv)
         sim_run_opts_t ro = {.threads = st.threads, .burst_s = SIM_BURST_DEFAULT,
                              .limit_depth = ctrl_config_default().limit_depth};
         sim_prop_verdict_t v;
+        if (st.headroom >= 0)
+            sc->backend_headroom = st.headroom;
         if ((rc = sim_model_from_scenario(sc, &run, &m, err, sizeof(err))) < 0) {
             fprintf(stderr, "bqos-sim-prop: seed %lld: %s\n", seed, err);
             return 2;
