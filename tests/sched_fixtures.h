@@ -1,4 +1,4 @@
-/* sched_fixtures.h - what the paced-scheduler suites (test_pace, test_sched_bytes) share: a token scheduler with pacing on and buckets b0..bN-1. */
+/* sched_fixtures.h - what the scheduler and window suites (test_sched, test_pace, test_sched_bytes, test_window) share: a token scheduler with buckets b0..bN-1, a fixed backend window. */
 #ifndef BQOS_SCHED_FIXTURES_H
 #define BQOS_SCHED_FIXTURES_H
 
@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "storage-node/core/sched.h"
+#include "storage-node/core/window.h"
 
 /* A tokens-policy scheduler, pacing `pacing` with burst depth `burst` (s),
  * with nb buckets named b0..b(nb-1) at indices 0..nb-1.  Fails the test on
@@ -21,6 +22,24 @@ static inline sched_t *sched_fixture_new(int nb, int pacing, double burst)
         ck_assert_int_eq(sched_add_bucket(s, name, 1), b);
     }
     return s;
+}
+
+/* A fixed (not adaptive) window of `size`, at least `floor` (0: the
+ * default) and `headroom` slots kept for reserved buckets behind (-1: the
+ * default).  Fails the test on any error; the caller destroys it. */
+static inline window_t *window_fixture_fixed(int size, int floor, int headroom)
+{
+    window_config_t c;
+    window_config_defaults(&c);
+    c.adaptive = 0;
+    c.start = c.ceiling = size;
+    if (floor > 0)
+        c.floor = floor;
+    if (headroom >= 0)
+        c.headroom = headroom;
+    window_t *w = window_new(&c, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    return w;
 }
 
 #endif

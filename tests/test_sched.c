@@ -10,6 +10,7 @@
 
 #include "storage-node/core/headroom.h"
 #include "storage-node/core/sched.h"
+#include "tests/sched_fixtures.h"
 #include "tests/testlib.h"
 
 /* A request as the node would embed it: the item plus an id to check order. */
@@ -970,9 +971,7 @@ END_TEST
  * nothing is behind without pacing or R-tokens. */
 START_TEST(test_sched_r_behind_needs_credit_and_demand)
 {
-    sched_t *t = sched_new(SCHED_POLICY_TOKENS, 0);
-    ck_assert_int_eq(sched_add_bucket(t, "r", 1), 0);
-    ck_assert_int_eq(sched_add_bucket(t, "o", 1), 1);
+    sched_t *t = sched_fixture_new(2, 0, 0.1);
     ck_assert_int_eq(sched_r_behind(t, 0), 0);                   /* pacing off */
     ck_assert_int_eq(sched_set_pacing(t, 1, 0.1), 0);            /* depth 1 + 0.1 x rate */
     ck_assert_int_eq(sched_set_tokens(t, 1, 0, U, 10, 0), 0);
@@ -998,9 +997,7 @@ END_TEST
 /* sched_dispatch_r(): step 1 alone; L and opportunistic work wait. */
 START_TEST(test_sched_dispatch_r_serves_only_r)
 {
-    sched_t *t = sched_new(SCHED_POLICY_TOKENS, 0);
-    ck_assert_int_eq(sched_add_bucket(t, "a", 1), 0);
-    ck_assert_int_eq(sched_add_bucket(t, "b", 1), 1);
+    sched_t *t = sched_fixture_new(2, 0, 0.02);
     ck_assert_int_eq(sched_set_tokens(t, 0, 1, U, INFINITY, 0), 0);
     ck_assert_int_eq(sched_set_tokens(t, 1, 0, 5, INFINITY, 0), 0);
     enq(t, 1, 2);
@@ -1028,18 +1025,9 @@ END_TEST
  * the window again. */
 START_TEST(test_sched_headroom_r_ahead_of_queued_l)
 {
-    sched_t *t = sched_new(SCHED_POLICY_TOKENS, 0);
-    ck_assert_int_eq(sched_set_pacing(t, 1, 0.1), 0);
-    ck_assert_int_eq(sched_add_bucket(t, "r", 1), 0);
-    ck_assert_int_eq(sched_add_bucket(t, "l", 1), 1);
+    sched_t *t = sched_fixture_new(2, 1, 0.1);
     ck_assert_int_eq(sched_set_tokens(t, 1, 0, U, 100, 0), 0);
-    window_config_t c;
-    window_config_defaults(&c);
-    c.adaptive = 0;
-    c.start = c.ceiling = 10;
-    c.headroom = 3;
-    window_t *w = window_new(&c, 0, NULL);
-    ck_assert_ptr_nonnull(w);
+    window_t *w = window_fixture_fixed(10, 0, 3);
     /* nobody holds R: L fills the window */
     enq(t, 1, 40);
     double now = 1;

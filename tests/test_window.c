@@ -6,6 +6,7 @@
 
 #include "common/rng.h"
 #include "storage-node/core/window.h"
+#include "tests/sched_fixtures.h"
 #include "tests/testlib.h"
 
 /* A backend with `knee` servers of service time `svc` seconds (each IO
@@ -326,13 +327,7 @@ END_TEST
 /* adaptive = 0: the window never moves but still measures. */
 START_TEST(test_window_fixed)
 {
-    window_config_t c;
-    window_config_defaults(&c);
-    c.adaptive = 0;
-    c.start = c.ceiling = 5;
-    c.floor = 1;
-    window_t *w = window_new(&c, 0, NULL);
-    ck_assert_ptr_nonnull(w);
+    window_t *w = window_fixture_fixed(5, 1, -1);
     sim_t s;
     sim_init(&s, 2, 100e-6, 0, 1000);
     double tput;
@@ -395,11 +390,7 @@ START_TEST(test_window_headroom_only_while_behind)
     window_config_t c;
     window_config_defaults(&c);
     ck_assert_int_eq(c.headroom, WINDOW_HEADROOM);
-    c.adaptive = 0;
-    c.start = c.ceiling = 24;
-    c.headroom = 4;
-    window_t *w = window_new(&c, 0, NULL);
-    ck_assert_ptr_nonnull(w);
+    window_t *w = window_fixture_fixed(24, 0, 4);
     ck_assert_int_eq(window_open_limit(w, 0), 24); /* nobody behind: the whole window */
     ck_assert_int_eq(window_open_limit(w, 1), 20);
     ck_assert_int_eq(window_open_limit(w, 3), 12);
@@ -407,8 +398,7 @@ START_TEST(test_window_headroom_only_while_behind)
     ck_assert_int_eq(window_open_limit(w, 1000000), 1);
     ck_assert_int_eq(window_limit(w), 24);         /* R work still up to the window */
     window_destroy(&w);
-    c.headroom = 0;
-    w = window_new(&c, 0, NULL);
+    w = window_fixture_fixed(24, 0, 0);
     ck_assert_int_eq(window_open_limit(w, 3), 24); /* off */
     window_destroy(&w);
     c.headroom = -1;
