@@ -771,6 +771,11 @@ int ctrl_nbuckets(const ctrl_t *c)
     return (int)c->nb;
 }
 
+int ctrl_bucket_find(const ctrl_t *c, const char *name)
+{
+    return bucketfile_find(c->bf, name);
+}
+
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
 {
     if (b < 0 || (size_t)b >= c->nb)

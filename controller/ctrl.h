@@ -334,6 +334,10 @@ typedef struct {
 
 /* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL. */
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
+
+/* Index of bucket `name` in the controller's table, or -ENOENT.  O(1)
+ * (the bucket file's hash index). */
+int ctrl_bucket_find(const ctrl_t *c, const char *name);
 int ctrl_nbuckets(const ctrl_t *c);
 
 /* One bucket on one node: what ctrl_bucket_info() sums, before the sum

@@ -710,19 +710,15 @@ static json_t *cmd_status_node(admin_t *ad, json_t *req)
     if (pg.sort != SORT_NONE)
         return reply_error("bad_request", "status_node lists a node's buckets in table order "
                                           "(no \"sort\")");
-    int n = -1, nn = ctrl_nnodes(ad->ctrl);
-    char known[300] = "";
-    size_t kl = 0;
-    for (int i = 0; i < nn && n < 0; i++) {
-        ctrl_node_info_t ni;
-        if (ctrl_node_info(ad->ctrl, i, &ni) < 0)
-            continue;
-        if (strcmp(ni.name, name) == 0)
-            n = i;
-        else if (kl < sizeof known - 1)
-            kl += (size_t)snprintf(known + kl, sizeof known - kl, "%s%s", kl ? ", " : "", ni.name);
-    }
-    if (n < 0) {
+    int n = ctrl_node_find(ad->ctrl, name), nn = ctrl_nnodes(ad->ctrl);
+    if (n < 0) { /* the error names the nodes there are */
+        char known[300] = "";
+        size_t kl = 0;
+        for (int i = 0; i < nn && kl < sizeof known - 1; i++) {
+            ctrl_node_info_t ni;
+            if (ctrl_node_info(ad->ctrl, i, &ni) == 0)
+                kl += (size_t)snprintf(known + kl, sizeof known - kl, "%s%s", kl ? ", " : "", ni.name);
+        }
         char msg[500];
         snprintf(msg, sizeof msg, "no node '%.100s' has said hello to this controller (%s%s)", name,
                  nn ? "nodes: " : "no nodes", known);
@@ -766,13 +762,7 @@ static json_t *cmd_status_bucket(admin_t *ad, json_t *req)
     json_t *bad = get_name(req, &name);
     if (bad)
         return bad;
-    const char *const *names;
-    size_t nb;
-    ctrl_table(ad->ctrl, &names, &nb);
-    int b = -1;
-    for (size_t i = 0; i < nb && b < 0; i++)
-        if (strcmp(names[i], name) == 0)
-            b = (int)i;
+    int b = ctrl_bucket_find(ad->ctrl, name);
     if (b < 0 || b >= ctrl_nbuckets(ad->ctrl)) {
         char msg[400];
         snprintf(msg, sizeof msg, "no bucket '%.250s' in the configuration (bqos-ctl buckets "
