@@ -140,6 +140,18 @@ static void backend_state(void *arg, nodemetrics_backend_t *out)
     *out = (nodemetrics_backend_t){h.connect_errors, h.io_errors, !h.down};
 }
 
+/* --auth-file's users (start-up and --check alike): the loaded file, or
+ * NULL with the problem on stderr (where and what). */
+static mcauth_t *load_auth(const args_t *a)
+{
+    jsonloc_err_t e;
+    char ebuf[512];
+    mcauth_t *auth = mcauth_load(a->auth_file, &e, NULL);
+    if (!auth)
+        fprintf(stderr, "%s: --auth-file: %s\n", a->prog, bucketfile_strerror(&e, ebuf, sizeof ebuf));
+    return auth;
+}
+
 /* The memcached node: front_t in front of memcached. */
 static int run_memcached(const args_t *a)
 {
@@ -174,13 +186,8 @@ static int run_memcached(const args_t *a)
     cfg.backend_host = bhost;
     mcauth_t *auth = NULL;
     if (a->auth_file) {
-        jsonloc_err_t e;
-        char ebuf[512];
-        if (!(auth = mcauth_load(a->auth_file, &e, NULL))) {
-            fprintf(stderr, "%s: --auth-file: %s\n", a->prog,
-                    bucketfile_strerror(&e, ebuf, sizeof ebuf));
+        if (!(auth = load_auth(a)))
             return 2;
-        }
         cfg.auth = auth;
         log_info("--auth-file %s: %d users; clients log in first", a->auth_file,
                  mcauth_users(auth));
@@ -415,14 +422,8 @@ static int check_config(const args_t *a)
     problems += node_validate_keys(a, 1);
 
     if (a->auth_file && !a->block) {
-        jsonloc_err_t e;
-        char ebuf[512];
-        mcauth_t *auth = mcauth_load(a->auth_file, &e, NULL);
-        if (!auth) {
-            fprintf(stderr, "%s: --auth-file: %s\n", a->prog,
-                    bucketfile_strerror(&e, ebuf, sizeof ebuf));
-            problems++;
-        }
+        mcauth_t *auth = load_auth(a);
+        problems += !auth;
         mcauth_destroy(&auth);
     }
     int rc = nodeconf_check(a->prog, a->config, a->tokens_file);
