@@ -69,7 +69,7 @@ START_TEST(test_rules_parse_errors_with_position)
                  35, "duplicate rule name");
     expect_error("[{\"name\":\"12\",\"deny\":true}]", "[0].name", 1, 10, "all digits");
     expect_error("{\"rules\":7}", "rules", 1, 10, "must be an array");
-    expect_error("[{\"deny\":true},]", "", 1, 15, "");
+    expect_error("[{\"deny\":true},]", "", 1, 16, "");
 }
 END_TEST
 
