@@ -34,3 +34,8 @@ $(call check_suite,test_privdrop,common)
 include common/proto.mk
 # privdrop: --user of both daemons (issue 18 defect 13)
 ITESTS += tests/it/it_privileges.sh
+# bqos-rules-bench: one classification against 100 rules (docs/performance.md, "Rules")
+PROGS += bqos-rules-bench
+bqos-rules-bench_SRCS = common/bench/rules_bench.c
+bqos-rules-bench_LIBS = common
+BENCHES += common/bench/bench-rules.sh

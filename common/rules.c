@@ -41,10 +41,13 @@ typedef struct {
     uint32_t used;
 } slot_t;
 
+/* One string field's index: rules with an exact value by hash, rules
+ * whose glob starts with a literal byte by that byte, the rest in `any`. */
 typedef struct {
     slot_t *t;
     size_t mask;            /* size - 1 */
-    uint32_t any;           /* offset of the rules without an exact value */
+    uint32_t any;           /* set of the rules with no exact value or first byte */
+    uint32_t first[256];    /* set of the globs starting with that byte */
 } index_t;
 
 struct rules {
@@ -54,6 +57,8 @@ struct rules {
     uint64_t *bits;         /* every bitset, `words` words each */
     uint32_t ops[RULES_OP_COUNT];
     index_t user, key;
+    uint32_t addr_any;      /* rules without an address, or a CIDR shorter than /8 */
+    uint32_t addr4[256], addr6[256]; /* by the CIDR's first byte */
 };
 
 #define ALL_OPS ((1u << RULES_OP_COUNT) - 1)
@@ -568,10 +573,16 @@ static int build_index(rules_t *r, index_t *ix, size_t field, uint32_t *next)
         return -ENOMEM;
     ix->mask = size - 1;
     ix->any = (*next)++;
+    for (int c = 0; c < 256; c++)
+        ix->first[c] = (*next)++;
     for (size_t i = 0; i < r->n; i++) {
         const pat_t *p = field ? &r->v[i].key : &r->v[i].user;
-        if (!p->s || !p->exact) {
+        if (!p->s || (!p->exact && (p->s[0] == '*' || p->s[0] == '?'))) {
             bitset(r, ix->any)[i / 64] |= 1ULL << (i % 64);
+            continue;
+        }
+        if (!p->exact) {
+            bitset(r, ix->first[(unsigned char)p->s[0]])[i / 64] |= 1ULL << (i % 64);
             continue;
         }
         uint64_t h = hash_bytes(p->s, p->len);
@@ -601,8 +612,9 @@ static int compile(rules_t *r)
     r->words = (r->n + 63) / 64;
     if (!r->words)
         r->words = 1;
-    /* ops + two "any" sets + at most one set per rule per index */
-    size_t sets = RULES_OP_COUNT + 2 + 2 * r->n;
+    /* ops; per string index its any, 256 first-byte sets and at most one
+     * set per rule; the address sets */
+    size_t sets = RULES_OP_COUNT + 2 * (257 + r->n) + 513;
     if (!(r->bits = calloc(sets * r->words, sizeof *r->bits)))
         return -ENOMEM;
     uint32_t next = 0;
@@ -615,6 +627,26 @@ static int compile(rules_t *r)
     int rc = build_index(r, &r->user, 0, &next);
     if (!rc)
         rc = build_index(r, &r->key, 1, &next);
+    r->addr_any = next++;
+    for (int c = 0; c < 256; c++) {
+        r->addr4[c] = next++;
+        r->addr6[c] = next++;
+    }
+    for (size_t i = 0; i < r->n && !rc; i++) {
+        const rule_t *u = &r->v[i];
+        int wide = !u->ncidrs;
+        for (int k = 0; k < u->ncidrs; k++)
+            wide |= u->cidrs[k].bits < 8;
+        if (wide) {
+            bitset(r, r->addr_any)[i / 64] |= 1ULL << (i % 64);
+            continue;
+        }
+        for (int k = 0; k < u->ncidrs; k++) {
+            const cidr_t *c = &u->cidrs[k];
+            uint32_t set = c->family == 4 ? r->addr4[c->a[0]] : r->addr6[c->a[0]];
+            bitset(r, set)[i / 64] |= 1ULL << (i % 64);
+        }
+    }
     if (rc)
         uncompile(r);
     return rc;
@@ -1000,10 +1032,14 @@ static rules_action_t result(const rules_t *rl, size_t i, const rules_subject_t 
     return res->action;
 }
 
-static const uint64_t *lookup(const rules_t *r, const index_t *ix, const char *s, size_t n)
+static const uint64_t *lookup(const rules_t *r, const index_t *ix, const char *s, size_t n,
+                              const uint64_t **first)
 {
+    *first = NULL;
     if (!s)
         return NULL;
+    if (n)
+        *first = bitset(r, ix->first[(unsigned char)s[0]]);
     uint64_t h = hash_bytes(s, n);
     size_t at = h & ix->mask;
     while (ix->t[at].used) {
@@ -1025,10 +1061,17 @@ rules_action_t rules_match(const rules_t *r, const rules_subject_t *s, rules_res
         return RULES_NONE;
     const uint64_t *ops = bitset(r, r->ops[s->op]);
     const uint64_t *uany = bitset(r, r->user.any), *kany = bitset(r, r->key.any);
-    const uint64_t *ux = lookup(r, &r->user, s->user, s->user ? strlen(s->user) : 0);
-    const uint64_t *kx = lookup(r, &r->key, s->name ? s->name : "", s->name_len);
+    const uint64_t *uf, *kf;
+    const uint64_t *ux = lookup(r, &r->user, s->user, s->user ? strlen(s->user) : 0, &uf);
+    const uint64_t *kx = lookup(r, &r->key, s->name ? s->name : "", s->name_len, &kf);
+    const uint64_t *aany = bitset(r, r->addr_any);
+    const uint64_t *ax = s->family == 4   ? bitset(r, r->addr4[s->addr[0]])
+                         : s->family == 6 ? bitset(r, r->addr6[s->addr[0]])
+                                          : NULL;
     for (size_t w = 0; w < r->words; w++) {
-        uint64_t c = ops[w] & (uany[w] | (ux ? ux[w] : 0)) & (kany[w] | (kx ? kx[w] : 0));
+        uint64_t c = ops[w] & (uany[w] | (ux ? ux[w] : 0) | (uf ? uf[w] : 0)) &
+                     (kany[w] | (kx ? kx[w] : 0) | (kf ? kf[w] : 0)) &
+                     (aany[w] | (ax ? ax[w] : 0));
         while (c) {
             size_t i = w * 64 + (size_t)__builtin_ctzll(c);
             c &= c - 1;
