@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bucketfile.h"
 #include "common/rules.h"
 #include "tests/testlib.h"
 
@@ -325,10 +326,57 @@ START_TEST(test_rules_many_words)
 }
 END_TEST
 
+/* The bucket file's "rules" member: parsed with positions, kept through
+ * a bucket edit's render as written, rewritten after a rules change, and
+ * shared by a dup. */
+START_TEST(test_rules_bucketfile_member)
+{
+    const char *t = "{\"buckets\": [{\"name\":\"a\",\"reservation\":1}],\n"
+                    " \"rules\": [ {\"user\":\"a\",  \"bucket\":\"a\"} ]}";
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_parse(t, strlen(t), "b.json", &bf, &err), 0);
+    ck_assert_uint_eq(rules_count(bucketfile_rules(bf)), 1);
+    bucketfile_bucket_t b = {.name = "z", .reservation = 2, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
+    char *r = bucketfile_render(bf);
+    ck_assert_ptr_nonnull(strstr(r, "\"rules\": [ {\"user\":\"a\",  \"bucket\":\"a\"} ]"));
+    free(r);
+    bucketfile_t *d = bucketfile_dup(bf);
+    rules_t *nr = NULL;
+    const char *two = "[{\"deny\":true},{\"user\":\"b\",\"bucket\":\"b\"}]";
+    ck_assert_int_eq(rules_parse(two, strlen(two), NULL, &nr, &err), 0);
+    ck_assert_int_eq(bucketfile_set_rules(bf, nr), 0);
+    ck_assert_uint_eq(rules_count(bucketfile_rules(d)), 1);
+    r = bucketfile_render(bf);
+    bucketfile_t *again = NULL;
+    ck_assert_int_eq(bucketfile_parse(r, strlen(r), "r", &again, &err), 0);
+    ck_assert(rules_equal(bucketfile_rules(again), bucketfile_rules(bf)));
+    ck_assert_int_eq(bucketfile_find(again, "z"), 1);
+    free(r);
+    bucketfile_destroy(&again);
+    bucketfile_destroy(&d);
+    ck_assert_int_eq(bucketfile_set_rules(bf, NULL), 0);
+    r = bucketfile_dumps(bf);
+    ck_assert_ptr_null(strstr(r, "rules"));
+    free(r);
+    bucketfile_destroy(&bf);
+    const char *bad = "{\"buckets\": [],\n \"rules\": [{\"deny\":true},\n  {\"op\":\"x\","
+                      "\"deny\":true}]}";
+    ck_assert_int_eq(bucketfile_parse(bad, strlen(bad), "b.json", &bf, &err), -EINVAL);
+    ck_assert_str_eq(err.path, "rules[1].op");
+    ck_assert_int_eq(err.line, 3);
+    ck_assert_int_eq(err.col, 9);
+    ck_assert_str_eq(err.source, "b.json");
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_rules_parse_errors_with_position, test_rules_each_matcher,
                                   test_rules_first_match_wins, test_rules_templates,
-                                  test_rules_analysis, test_rules_edits, test_rules_many_words};
+                                  test_rules_analysis, test_rules_edits, test_rules_many_words,
+                                  test_rules_bucketfile_member};
     return testlib_run_tests("rules", tests, sizeof tests / sizeof tests[0]);
 }
