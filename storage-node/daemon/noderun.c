@@ -158,6 +158,34 @@ static void ctl_log(const ctlclient_t *ctl)
              (unsigned long long)st.agent.stale_epoch, (unsigned long long)st.agent.tokens_applied);
 }
 
+/* --config's "rules" (common/rules.h) become the node's rules, unless a
+ * controller's rules are in force; a file without the member clears them.
+ * Returns 0 or -errno (logged). */
+static int load_config_rules(run_t *r)
+{
+    if (gate_rules_version(r->g))
+        return 0; /* a controller's (version > 0) */
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t e;
+    char buf[600];
+    int rc = bucketfile_load(r->cfg->config, &bf, &e);
+    if (rc < 0) {
+        log_error("%s", bucketfile_strerror(&e, buf, sizeof buf));
+        return rc;
+    }
+    rules_t *rl = bucketfile_rules(bf) ? rules_dup(bucketfile_rules(bf)) : NULL;
+    if (bucketfile_rules(bf) && !rl) {
+        bucketfile_destroy(&bf);
+        return -ENOMEM;
+    }
+    bucketfile_destroy(&bf);
+    if (rl || gate_has_rules(r->g))
+        log_info("%s: %zu rules: requests are classified by them", r->cfg->config,
+                 rules_count(rl));
+    gate_set_rules(r->g, rl, 0);
+    return 0;
+}
+
 /* Loads --config and, if it loads, makes it the node's bucket table: a
  * request of a bucket it lacks goes to its `default` or, without one, is
  * refused (gate_set_table(), fail closed).  Returns 0 or -errno (logged). */
@@ -171,6 +199,8 @@ static int load_config(run_t *r)
         return rc;
     if (r->ctl_table)
         return 0; /* the controller's table decides, not --config */
+    if ((rc = load_config_rules(r)) < 0)
+        return rc;
     gate_table_t t = r->has_default ? GATE_TABLE_DEFAULT : GATE_TABLE_CLOSED;
     if ((rc = gate_set_listed(r->g, r->listed, r->nlisted)) < 0)
         return rc;
