@@ -82,6 +82,11 @@ int proto__check(const proto_msg_t *m)
         if (m->code[0] == '\0')
             return -EINVAL;
         break;
+    case PROTO_RULES:
+        if (m->rules_version == 0 || m->rules_version > PROTO_MAX_COUNT ||
+            m->rules_len > PROTO_RULES_MAX || (m->rules_len && !m->rules_text))
+            return -EINVAL;
+        break;
     default:
         break;
     }
