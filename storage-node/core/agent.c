@@ -687,6 +687,14 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             return AGENT_REFUSED;
         }
         break;
+    case PROTO_RULES:
+        /* the leader's rule list (epoch fencing above): the node's from now */
+        a->st.recv_rules++;
+        a->last_ctl = now;
+        if (a->ops.rules && a->ops.rules(a->ops.arg, m->rules_version, m->rules_text,
+                                         m->rules_len) < 0)
+            a->st.rules_rejected++;
+        break;
     default:
         if (a->peer)
             log_debug("controller sent a %s message; ignored", proto_type_str(m->type));
