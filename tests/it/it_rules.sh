@@ -1,0 +1,88 @@
+#!/bin/sh
+# it_rules.sh - rules that map a request to a bucket (issue 27), end to end: a real memcached behind a bqos-node with --auth-file users alice, bob and carol, the rules in the controller's bucket file pushed to the node; bob writing alice:key is refused by a deny rule (counted by reason in /metrics), bob's writes land in their own bucket (a per-op rule) and his reads in his; carol gets a template bucket; a node restarted without a controller classifies by the rules it kept; a rules change at the controller (SIGHUP) reaches the node: bob's alice:key then lands in bob's write bucket.
+set -u
+NAME=it_rules
+. "$(dirname "$0")/node_lib.sh"
+
+start_mc
+printf 'alice:pa\nbob:pb\ncarol:pc\n' >"$tmp/auth"
+chmod 600 "$tmp/auth"
+BUCKETS='{"name":"alice","reservation":100,"limit":5000},{"name":"bob","reservation":10,"limit":5000},{"name":"bob-w","reservation":0,"limit":5000}'
+cat >"$tmp/b.json" <<JSON
+{"buckets":[$BUCKETS],
+ "rules":[
+  {"name":"bob-not-alice","user":"bob","key":"alice","deny":true},
+  {"name":"bob-writes","user":"bob","op":"write","bucket":"bob-w"},
+  {"name":"alice","user":"alice","bucket":"alice"},
+  {"name":"bob","user":"bob","bucket":"bob"},
+  {"name":"others","user":"*","template":"u-{user}","reservation":0,"limit":100}
+ ]}
+JSON
+printf '{"buckets":[%s]}\n' "$BUCKETS" >"$tmp/node.json"
+start_controller "$tmp/b.json" 100000 "$tmp" || { bad "controller did not start"; cat "$tmp/controller.log"; finish; }
+next_port; MPORT=$PORT
+start_node "$tmp/node.log" --controller "$CTRL_EP" --auth-file "$tmp/auth" --config "$tmp/node.json" \
+  --metrics-listen "127.0.0.1:$MPORT"
+wait_for 'grep -q "rules version 1 from the controller: 5 rules" "$tmp/node.log"' 10 &&
+  ok "the controller pushed its 5 rules to the node" || { bad "no rules at the node"; tail -5 "$tmp/node.log"; }
+
+# login USER PASS REQUEST: one connection, logged in, the replies to REQUEST.
+login() {
+  exchange "$NODE_PORT" "set x 0 0 $(( ${#1} + ${#2} + 1 ))\\r\\n$1 $2\\r\\n$3"
+}
+DENY="CLIENT_ERROR access denied by rule"
+got=$(login bob pb 'set alice:k 0 0 1\r\nb\r\nget alice:k\r\n')
+[ "$got" = "b'STORED\\r\\n$DENY\\r\\n$DENY\\r\\n'" ] && ok "bob writing and reading alice:k: refused by the deny rule" ||
+  bad "bob alice:k: $got"
+got=$(login bob pb 'set bob:k 0 0 1\r\nb\r\nget bob:k\r\n')
+[ "$got" = "b'STORED\\r\\nSTORED\\r\\nVALUE bob:k 0 1\\r\\nb\\r\\nEND\\r\\n'" ] && ok "bob's own keys served" ||
+  bad "bob bob:k: $got"
+got=$(login alice pa 'set alice:k 0 0 1\r\na\r\nget alice:k\r\n')
+[ "$got" = "b'STORED\\r\\nSTORED\\r\\nVALUE alice:k 0 1\\r\\na\\r\\nEND\\r\\n'" ] && ok "alice's keys served" ||
+  bad "alice: $got"
+got=$(login carol pc 'set any:k 0 0 1\r\nc\r\n')
+[ "$got" = "b'STORED\\r\\nSTORED\\r\\n'" ] && ok "carol served by the template rule" || bad "carol: $got"
+curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/m.out"
+for want in 'bob-w"} 1' 'bob"} 1' 'alice"} 2' 'u-carol"} 1'; do
+  grep -q "^bqos_bucket_arrivals_total{node=\"it\",bucket=\"$want\$" "$tmp/m.out" &&
+    ok "arrivals in bucket $want (per-op rule, named, template)" ||
+    { bad "no arrivals $want"; grep '^bqos_bucket_arrivals_total' "$tmp/m.out"; }
+done
+grep -q '^bqos_node_rules_refused_total{node="it",reason="denied"} 2' "$tmp/m.out" &&
+  ok "/metrics: refusals counted by reason denied" || { bad "/metrics denied"; grep rules "$tmp/m.out"; }
+grep -q '^bqos_node_rule_matches_total{node="it",rule="4"} 1' "$tmp/m.out" &&
+  ok "/metrics: matches per rule" || bad "/metrics rule matches"
+grep -q '^bqos_node_template_buckets{node="it"} 1' "$tmp/m.out" && ok "/metrics: 1 template bucket" ||
+  bad "/metrics template buckets"
+[ -s "$tmp/node.json.rules" ] && ok "the node kept the rules beside --config" || bad "no node.json.rules"
+stop_node
+
+# A node restarted without a controller classifies by the rules it kept.
+start_node "$tmp/node2.log" --auth-file "$tmp/auth" --config "$tmp/node.json"
+grep -q "5 rules (version 1) the controller last pushed" "$tmp/node2.log" &&
+  ok "restarted without a controller: the kept rules loaded" || { bad "kept rules not loaded"; cat "$tmp/node2.log"; }
+got=$(login bob pb 'set alice:k 0 0 1\r\nb\r\nset bob:k 0 0 1\r\nb\r\n')
+[ "$got" = "b'STORED\\r\\n$DENY\\r\\nSTORED\\r\\n'" ] && ok "... and bob is still refused alice:k" ||
+  bad "restart: $got"
+stop_node
+
+# A change at the controller reaches the node: without the deny rule, bob's
+# write of alice:k lands in his own write bucket.
+next_port; MPORT=$PORT
+start_node "$tmp/node3.log" --controller "$CTRL_EP" --auth-file "$tmp/auth" --config "$tmp/node.json" \
+  --metrics-listen "127.0.0.1:$MPORT"
+wait_for 'grep -q "from the controller: 5 rules" "$tmp/node3.log"' 10
+sed -i '/bob-not-alice/d' "$tmp/b.json"
+kill -HUP "$CTRL_PID"
+wait_for 'grep -q "from the controller: 4 rules" "$tmp/node3.log"' 10 &&
+  ok "a rules change at the controller is pushed (4 rules)" || { bad "change not pushed"; tail -3 "$tmp/node3.log"; }
+got=$(login bob pb 'set alice:k 0 0 1\r\nb\r\n')
+curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/m3.out"
+[ "$got" = "b'STORED\\r\\nSTORED\\r\\n'" ] &&
+  grep -q '^bqos_bucket_arrivals_total{node="it",bucket="bob-w"} 1$' "$tmp/m3.out" &&
+  ok "bob's alice:k now lands in bob-w ($got)" || { bad "after the change: $got"; grep arrivals_total "$tmp/m3.out"; }
+grep -q '^bqos_bucket_arrivals_total{node="it",bucket="alice"} 0$' "$tmp/m3.out" && ok "alice's bucket untouched" ||
+  bad "alice's bucket took bob's write"
+stop_node
+stop_controller
+finish
