@@ -199,6 +199,8 @@ typedef struct {
  *   goodbye   -
  *   error     code*, text
  *   rules     rules* (the list's version, 1..2^53), epoch (optional)
+ *   welcome: rules (optional, 1..2^53: a rules message of that version
+ *             follows; absent: the controller has no rules)
  *   hello: instance (optional, 1..2^53: the node process's random id)
  *   welcome, tokens, heartbeat, error: epoch (optional, > 0: the sending
  *             controller's leadership epoch)
@@ -271,7 +273,9 @@ typedef struct {
     char code[32];
     char text[128];
 
-    /* rules: the list's version (>= 1) and JSON text (rules_len bytes, not
+    /* rules: the list's version (>= 1) and JSON text; welcome: the version
+     * of the rules message that follows (0: none, the controller has no
+     * rules) (rules_len bytes, not
      * NUL-terminated on the wire; decoded into the message's own buffer,
      * NUL-terminated; for encoding, caller-owned). */
     uint64_t rules_version;

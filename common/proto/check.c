@@ -63,7 +63,7 @@ int proto__check(const proto_msg_t *m)
             return -EINVAL;
         break;
     case PROTO_WELCOME:
-        if (m->has_names && m->table == 0)
+        if ((m->has_names && m->table == 0) || m->rules_version > PROTO_MAX_COUNT)
             return -EINVAL;
         break;
     case PROTO_REPORT:

@@ -220,7 +220,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         why = PROTO_E_FIELD;
         goto out;
     }
-    if (hv.v[K_RULES].kind != V_NONE && m->type != PROTO_RULES) {
+    if (hv.v[K_RULES].kind != V_NONE && m->type != PROTO_RULES && m->type != PROTO_WELCOME) {
         why = PROTO_E_FIELD;
         goto out;
     }
@@ -281,6 +281,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     case PROTO_WELCOME:
         GET(K_TABLE, 1, UINT32_MAX, m->table);
         GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        GET(K_RULES, 0, PROTO_MAX_COUNT, m->rules_version);
         break;
     case PROTO_REPORT: {
         GET(K_PERIOD, 1, PROTO_MAX_COUNT, m->period);

@@ -61,6 +61,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
     case PROTO_WELCOME:
         bad |= jset(h, "table", json_integer(m->table));
         bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        if (m->rules_version)
+            bad |= jset(h, "rules", json_integer((json_int_t)m->rules_version));
         break;
     case PROTO_REPORT:
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
@@ -222,6 +224,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
     case PROTO_WELCOME:
         hw_u64(&w, "table", m->table);
         hw_u64(&w, "peer_table", m->peer_table);
+        if (m->rules_version)
+            hw_u64(&w, "rules", m->rules_version);
         break;
     case PROTO_REPORT: {
         hw_u64(&w, "period", m->period);

@@ -245,6 +245,7 @@ int nodes_push_rules(nodes_t *ns)
     const rules_t *cur = ctrl_rules(ns->ctrl);
     if (ns->rules_text && (cur ? ns->rules && rules_equal(cur, ns->rules) : !ns->rules))
         return 0;
+    int had = ns->rules_text != NULL; /* the nodes were told a list */
     rules_t *copy = cur ? rules_dup(cur) : NULL;
     char *text = cur ? rules_dumps(cur) : strdup("");
     if ((cur && !copy) || !text || strlen(text) > PROTO_RULES_MAX) {
@@ -263,7 +264,7 @@ int nodes_push_rules(nodes_t *ns)
     if (ns->rules_version > 1 || cur)
         log_info("rules: pushing version %llu (%zu rules) to the nodes",
                  (unsigned long long)ns->rules_version, rules_count(cur));
-    for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
+    for (int i = 0; i < ctrl_nnodes(ns->ctrl) && (cur || had); i++) {
         ctrl_node_info_t ni;
         if (ctrl_node_info(ns->ctrl, i, &ni) == 0 && ni.up)
             send_rules(ns, i);
@@ -409,9 +410,12 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.has_weights = 1;
     w.weights = ctrl_table_weights(ns->ctrl);
     w.shadow = ctrl_table_shadow(ns->ctrl);
+    /* the rules in force follow the welcome, which says so (issue 27): a
+     * welcome without "rules" tells the node the controller has none */
+    int rules = nodes_push_rules(ns) == 0 && ns->rules;
+    w.rules_version = rules ? ns->rules_version : 0;
     send_node(ns, node, &w);
-    /* the rules in force follow every welcome (issue 27) */
-    if (nodes_push_rules(ns) == 0 && ns->rules_text)
+    if (rules)
         send_rules(ns, node);
 }
 

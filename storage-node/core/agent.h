@@ -112,7 +112,8 @@ typedef struct {
     void (*table)(void *arg, int has_default, const unsigned char *listed, int n);
     /* Called with the leader's rule list (a rules message, issue 27): its
      * version and JSON text (len bytes, NUL-terminated; "" = no rules),
-     * borrowed for the call.  The node parses, applies and persists it;
+     * borrowed for the call; version 0 with "" after a welcome that says
+     * the controller has no rules.  The node parses, applies and persists it;
      * returns 0 or -errno (counted as rules_rejected).  May be NULL. */
     int (*rules)(void *arg, uint64_t version, const char *text, size_t len);
     void *arg;
