@@ -83,6 +83,30 @@ curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/m3.out"
   ok "bob's alice:k now lands in bob-w ($got)" || { bad "after the change: $got"; grep arrivals_total "$tmp/m3.out"; }
 grep -q '^bqos_bucket_arrivals_total{node="it",bucket="alice"} 0$' "$tmp/m3.out" && ok "alice's bucket untouched" ||
   bad "alice's bucket took bob's write"
+
+# bqos-ctl rule: add (with the analysis's warning), list as JSON, move, remove; the
+# node gets each change.
+CTL="$BIN/bqos-ctl --endpoint $ADMIN_EP"
+$CTL rule add '{"name":"late","user":"bob","bucket":"bob"}' >"$tmp/add.out" 2>"$tmp/add.err"; rc=$?
+[ $rc -eq 0 ] && grep -q "rule added at 4 (5 rules)" "$tmp/add.out" &&
+  grep -q "warning: rule 4 (late) is shadowed by rule 2 (bob)" "$tmp/add.err" &&
+  ok "rule add: a shadowed rule is added with a warning ($(cat "$tmp/add.err"))" ||
+  { bad "rule add (rc $rc)"; cat "$tmp/add.out" "$tmp/add.err"; }
+wait_for 'grep -q "from the controller: 5 rules" "$tmp/node3.log"' 10 && ok "... and pushed to the node" ||
+  bad "rule add not pushed"
+$CTL --json rule list >"$tmp/list.json" &&
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [r.get("name") for r in d["rules"]] == ["bob-writes","alice","bob","others","late"], d; assert len(d["warnings"]) == 1' "$tmp/list.json" &&
+  ok "rule list --json: the rules in order, one warning" || { bad "rule list"; cat "$tmp/list.json"; }
+$CTL rule move late 0 >/dev/null 2>&1 && $CTL rule list 2>"$tmp/w.err" | head -1 | grep -q '"name":"late"' &&
+  grep -q "rule 1 (bob-writes) is shadowed by rule 0 (late)" "$tmp/w.err" &&
+  ok "rule move: late first, and now it shadows bob-writes" || { bad "rule move"; cat "$tmp/w.err"; }
+$CTL rule add '{"user":"x","buckt":"y"}' 2>"$tmp/bad.err"; rc=$?
+[ $rc -eq 1 ] && grep -q 'buckt: unknown member' "$tmp/bad.err" && ok "a bad rule is refused with its member ($rc)" ||
+  { bad "bad rule rc $rc"; cat "$tmp/bad.err"; }
+$CTL rule remove late >/dev/null && $CTL rule remove 9 2>/dev/null; rc=$?
+[ $rc -eq 1 ] && ok "rule remove; an unknown rule is refused" || bad "rule remove rc $rc"
+grep -q '"rules"' "$tmp/b.json" && grep -q '"late"' "$tmp/b.json" && bad "bucket file still has late" ||
+  ok "the bucket file holds the rules as edited"
 stop_node
 stop_controller
 finish
