@@ -136,6 +136,22 @@ static int refuse(gate_t *g, gate_rule_reason_t why, gate_rule_reason_t *out)
     return -1;
 }
 
+int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
+                   gate_rule_reason_t *why)
+{
+    rules_result_t res;
+    rules_action_t a = rules_match(g->rules, s, &res);
+    if (res.rule >= 0 && g->rule_matches)
+        g->rule_matches[res.rule]++;
+    if (a == RULES_DENY)
+        return refuse(g, GATE_RULE_DENIED, why);
+    if (a == RULES_NONE)
+        return refuse(g, GATE_RULE_NO_MATCH, why);
+    if (a == RULES_BAD_NAME)
+        return refuse(g, GATE_RULE_BAD_NAME, why);
+    return strcmp(res.bucket, bucket) == 0 ? 0 : refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+}
+
 int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
 {
     rules_result_t res;

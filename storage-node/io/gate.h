@@ -291,6 +291,13 @@ int gate_has_rules(const gate_t *g);
  * No allocation unless a bucket is made.  Loop thread. */
 int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
 
+/* Authorization only (the NBD front's export choice): 0 if the rules give
+ * subject *s bucket `bucket` (a named or template rule whose bucket is
+ * that name), else -1 with *why set and counted (a rule giving another
+ * bucket counts as unknown_bucket).  Makes no bucket.  Loop thread. */
+int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
+                   gate_rule_reason_t *why);
+
 /* The node's figures, as the memcached `stats` text (mc/mcstats.c) and
  * /metrics (daemon/nodemetrics.c) both show them. */
 typedef struct {
