@@ -1,6 +1,8 @@
 #!/bin/sh
 # it_rules.sh - rules that map a request to a bucket (issue 27), end to end: a real memcached behind a bqos-node with --auth-file users alice, bob and carol, the rules in the controller's bucket file pushed to the node; bob writing alice:key is refused by a deny rule (counted by reason in /metrics), bob's writes land in their own bucket (a per-op rule) and his reads in his; carol gets a template bucket; a node restarted without a controller classifies by the rules it kept; a rules change at the controller (SIGHUP) reaches the node: bob's alice:key then lands in bob's write bucket.
 set -u
+T0=$(date +%s)
+stamp() { echo "     [$(( $(date +%s) - T0 )) s] $1"; }
 NAME=it_rules
 . "$(dirname "$0")/node_lib.sh"
 
@@ -57,6 +59,7 @@ grep -q '^bqos_node_template_buckets{node="it"} 1' "$tmp/m.out" && ok "/metrics:
 [ -s "$tmp/node.json.rules" ] && ok "the node kept the rules beside --config" || bad "no node.json.rules"
 stop_node
 
+stamp "restart part"
 # A node restarted without a controller classifies by the rules it kept.
 start_node "$tmp/node2.log" --auth-file "$tmp/auth" --config "$tmp/node.json"
 grep -q "5 rules (version 1) the controller last pushed" "$tmp/node2.log" &&
@@ -66,6 +69,7 @@ got=$(login bob pb 'set alice:k 0 0 1\r\nb\r\nset bob:k 0 0 1\r\nb\r\n')
   bad "restart: $got"
 stop_node
 
+stamp "change part"
 # A change at the controller reaches the node: without the deny rule, bob's
 # write of alice:k lands in his own write bucket.
 next_port; MPORT=$PORT
@@ -84,6 +88,7 @@ curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/m3.out"
 grep -q '^bqos_bucket_arrivals_total{node="it",bucket="alice"} 0$' "$tmp/m3.out" && ok "alice's bucket untouched" ||
   bad "alice's bucket took bob's write"
 
+stamp "ctl part"
 # bqos-ctl rule: add (with the analysis's warning), list as JSON, move, remove; the
 # node gets each change.
 CTL="$BIN/bqos-ctl --endpoint $ADMIN_EP"
@@ -109,4 +114,23 @@ grep -q '"rules"' "$tmp/b.json" && grep -q '"late"' "$tmp/b.json" && bad "bucket
   ok "the bucket file holds the rules as edited"
 stop_node
 stop_controller
+
+stamp "nbd part"
+# NBD: an export is offered only to a client the rules give it (issue 27).
+if command -v nbdinfo >/dev/null 2>&1; then
+  cat >"$tmp/nbd.json" <<'JSON'
+{"buckets":[{"name":"red","reservation":0},{"name":"blue","reservation":0}],
+ "rules":[{"addr":"127.0.0.0/8","key":"red","bucket":"red"},{"deny":true}]}
+JSON
+  start_nbd_node "$tmp/nbd.log" "$BIN/bqos-nbd-node" --backend "file:$tmp/store/" --export-size 1m \
+    --config "$tmp/nbd.json"
+  out=$(nbdinfo --list "nbd://127.0.0.1:$PORT" 2>&1)
+  echo "$out" | grep -q 'export="red"' && ! echo "$out" | grep -q 'export="blue"' &&
+    ok "nbd: the list offers only the export the rules give" || bad "nbd list: $out"
+  nbdinfo "nbd://127.0.0.1:$PORT/red" >/dev/null 2>&1 && ok "nbd: export red served" || bad "nbd red"
+  nbdinfo "nbd://127.0.0.1:$PORT/blue" >/dev/null 2>&1 && bad "nbd: blue served despite the deny rule" ||
+    ok "nbd: export blue not offered (deny rule)"
+else
+  echo "     nbdinfo not installed: NBD part skipped"
+fi
 finish
