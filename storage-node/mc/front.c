@@ -445,7 +445,7 @@ static int rule_bucket(front_t *f, const conn_t *c, mcp_cmd_t cmd, const char *k
                        gate_rule_reason_t *why)
 {
     rules_subject_t s = {.user = f->cfg.auth && c->auth.ok ? c->auth.user : NULL,
-                         .op = (rules_op_t)cmd_op[cmd], .name = key, .name_len = 0};
+                         .op = (rules_op_t)cmd_op[cmd], .name = key ? key : "", .name_len = 0};
     const char *sep = key ? memchr(key, f->cfg.separator, len) : NULL;
     s.name_len = sep ? (size_t)(sep - key) : 0;
     if (c->sock.family == AF_INET) {
