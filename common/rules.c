@@ -760,6 +760,12 @@ const char *rules_name(const rules_t *r, size_t i)
     return r && i < r->n ? r->v[i].name : NULL;
 }
 
+rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket)
+{
+    *bucket = r && i < r->n ? r->v[i].bucket : NULL;
+    return r && i < r->n ? r->v[i].action : RULES_NONE;
+}
+
 int rules_find(const rules_t *r, const char *name)
 {
     if (!name || !*name)

@@ -123,6 +123,11 @@ size_t rules_count(const rules_t *r);
 const char *rules_json(const rules_t *r, size_t i);
 const char *rules_name(const rules_t *r, size_t i);
 
+/* Rule i's action (RULES_BUCKET, RULES_TEMPLATE or RULES_DENY) and its
+ * bucket name or template (NULL for deny); RULES_NONE and NULL if i is
+ * out of range. */
+rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket);
+
 /* Index of the rule named `name`, or of the rule at index `name` given as
  * decimal digits; -ENOENT if none. */
 int rules_find(const rules_t *r, const char *name);

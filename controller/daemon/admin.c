@@ -1041,14 +1041,25 @@ static void note_warning(void *arg, size_t i, const char *text)
     json_array_append_new(arg, json_string(text));
 }
 
-/* The list as objects and the analysis's warnings, into reply r. */
-static json_t *rules_reply(json_t *r, const rules_t *rl)
+/* The list as objects and the analysis's warnings, into reply r; also a
+ * rule naming a bucket table `bf` does not have (the nodes refuse what it
+ * matches: unknown_bucket). */
+static json_t *rules_reply(json_t *r, const rules_t *rl, const bucketfile_t *bf)
 {
     json_t *arr = json_array(), *warn = json_array();
     for (size_t i = 0; rl && i < rules_count(rl); i++)
         json_array_append_new(arr, json_loads(rules_json(rl, i), 0, NULL));
     if (rl)
         rules_analyze(rl, note_warning, warn);
+    for (size_t i = 0; rl && i < rules_count(rl); i++) {
+        const char *b;
+        if (rules_action(rl, i, &b) == RULES_BUCKET && bucketfile_find(bf, b) < 0) {
+            char t[400];
+            snprintf(t, sizeof t, "rule %zu names bucket '%s', which the table does not have: "
+                                  "the nodes refuse what it matches", i, b);
+            json_array_append_new(warn, json_string(t));
+        }
+    }
     json_object_set_new(r, "rules", arr);
     json_object_set_new(r, "warnings", warn);
     return r;
@@ -1057,7 +1068,7 @@ static json_t *rules_reply(json_t *r, const rules_t *rl)
 static json_t *cmd_rules(admin_t *ad, json_t *req)
 {
     (void)req;
-    return rules_reply(reply_ok(), bucketfile_rules(ad->bf));
+    return rules_reply(reply_ok(), bucketfile_rules(ad->bf), ad->bf);
 }
 
 /* "rule": {"op": "add", "rule": {...}, "at": N} (at: the index it takes;
@@ -1131,7 +1142,7 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
         rules_destroy(&rl);
         return reply_error("internal", "out of memory");
     }
-    json_t *ok = rules_reply(reply_ok(), rl);
+    json_t *ok = rules_reply(reply_ok(), rl, bf);
     if (idx >= 0)
         json_object_set_new(ok, "index", json_integer(idx));
     json_t *r = commit_change(ad, bf, ok);

@@ -108,6 +108,10 @@ $CTL rule move late 0 >/dev/null 2>&1 && $CTL rule list 2>"$tmp/w.err" | head -1
 $CTL rule add '{"user":"x","buckt":"y"}' 2>"$tmp/bad.err"; rc=$?
 [ $rc -eq 1 ] && grep -q 'buckt: unknown member' "$tmp/bad.err" && ok "a bad rule is refused with its member ($rc)" ||
   { bad "bad rule rc $rc"; cat "$tmp/bad.err"; }
+$CTL rule add '{"user":"dave","bucket":"dav"}' >/dev/null 2>"$tmp/typo.err" &&
+  grep -q "names bucket 'dav', which the table does not have" "$tmp/typo.err" &&
+  ok "rule add: a bucket the table lacks is warned about" || { bad "typo warning"; cat "$tmp/typo.err"; }
+$CTL rule remove 5 >/dev/null 2>&1
 $CTL rule remove late >/dev/null && $CTL rule remove 9 2>/dev/null; rc=$?
 [ $rc -eq 1 ] && ok "rule remove; an unknown rule is refused" || bad "rule remove rc $rc"
 grep -q '"rules"' "$tmp/b.json" && grep -q '"late"' "$tmp/b.json" && bad "bucket file still has late" ||
