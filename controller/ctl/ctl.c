@@ -933,10 +933,14 @@ static void print_diff(json_t *r, const char *file, int dry)
     char nb[32], nu[32];
     printf("%s %s%s: %s buckets; ", dry ? "import" : "imported", file, dry ? " (dry run)" : "",
            cell(r, "buckets", "?", nb, 32));
+    int rules = json_is_true(json_object_get(r, "rules_changed"));
     if (na + nr + nc == 0) {
-        printf("nothing to change: the controller's table is this one\n");
+        printf(rules ? "the rules change, no bucket does\n"
+                     : "nothing to change: the controller's table is this one\n");
         return;
     }
+    if (rules)
+        printf("the rules change; ");
     printf("%zu added, %zu removed, %zu changed, %s unchanged\n\n", na, nr, nc,
            cell(r, "unchanged", "?", nu, 32));
     int bytes = 0;

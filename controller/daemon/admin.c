@@ -1201,9 +1201,12 @@ static json_t *diff_json(const bucketfile_t *old, const bucketfile_t *bf, size_t
         if (bucketfile_find(bf, o->name) < 0)
             json_array_append_new(rem, bucket_obj(o));
     }
-    *changes = json_array_size(add) + json_array_size(rem) + json_array_size(chg);
-    return json_pack("{s:I, s:o, s:o, s:o, s:I}", "buckets", (json_int_t)bucketfile_count(bf),
-                     "added", add, "removed", rem, "changed", chg, "unchanged", (json_int_t)same);
+    /* the rule list (issue 27) is one change when it differs at all */
+    int rules = !rules_equal(bucketfile_rules(old), bucketfile_rules(bf));
+    *changes = json_array_size(add) + json_array_size(rem) + json_array_size(chg) + (size_t)rules;
+    return json_pack("{s:I, s:o, s:o, s:o, s:I, s:b}", "buckets", (json_int_t)bucketfile_count(bf),
+                     "added", add, "removed", rem, "changed", chg, "unchanged", (json_int_t)same,
+                     "rules_changed", rules);
 }
 
 /* The start of an import or diff: NULL with *bf the table the request's

@@ -114,6 +114,21 @@ $CTL rule add '{"user":"dave","bucket":"dav"}' >/dev/null 2>"$tmp/typo.err" &&
 $CTL rule remove 5 >/dev/null 2>&1
 $CTL rule remove late >/dev/null && $CTL rule remove 9 2>/dev/null; rc=$?
 [ $rc -eq 1 ] && ok "rule remove; an unknown rule is refused" || bad "rule remove rc $rc"
+# import: a file whose only change is its rules is applied (not "nothing to change")
+python3 - "$tmp/b.json" "$tmp/imp.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rules"] = [r for r in d["rules"] if r.get("name") != "others"]
+d.pop("table_version", None)
+json.dump(d, open(sys.argv[2], "w"))
+PY
+$CTL import "$tmp/imp.json" >"$tmp/imp.out" 2>&1; rc=$?
+$CTL --json rule list >"$tmp/after.json"
+if [ $rc -eq 0 ] && grep -q "the rules change, no bucket does" "$tmp/imp.out" && ! grep -q '"others"' "$tmp/after.json"; then
+  ok "import of a rules-only change is applied ($(cat "$tmp/imp.out"))"
+else
+  bad "import of rules (rc $rc): $(cat "$tmp/imp.out")"
+fi
 grep -q '"rules"' "$tmp/b.json" && grep -q '"late"' "$tmp/b.json" && bad "bucket file still has late" ||
   ok "the bucket file holds the rules as edited"
 stop_node
