@@ -92,6 +92,11 @@ static void period_start(void *arg)
     if (r->nm)
         nodemetrics_period_end(r->nm);
     gate_period_start(r->g);
+    if (r->ctl) { /* template buckets: their rule's R and L for this period (issue 27) */
+        ctlclient_stats_t st;
+        ctlclient_stats(r->ctl, &st);
+        gate_template_period(r->g, st.agent.period_s);
+    }
 }
 
 /* A controller's table was applied: from now on it is the node's table

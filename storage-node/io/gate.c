@@ -46,6 +46,11 @@ struct gate {
     int nrules;            /* rules_count(rules) */
     uint64_t *rule_matches; /* per rule */
     int template_buckets;
+    struct gate_tmpl {     /* template-made buckets and their rule's R, L */
+        int b;
+        int64_t r, l;      /* IOs per second; l RULES_NO_LIMIT: none */
+    } *tmpl;               /* template_buckets of them (GATE_TEMPLATE_BUCKETS_MAX room) */
+    double period_s;       /* gate_template_period()'s last; 0: unknown */
     uint64_t rules_refused[GATE_RULE_NREASONS];
 };
 
@@ -136,6 +141,25 @@ static int refuse(gate_t *g, gate_rule_reason_t why, gate_rule_reason_t *out)
     return -1;
 }
 
+/* Template bucket t's tokens for a period from `now`. */
+static void template_tokens(gate_t *g, const struct gate_tmpl *t, double now)
+{
+    double p = g->period_s;
+    int64_t r = (int64_t)((double)t->r * p + 0.5);
+    int64_t l = t->l == RULES_NO_LIMIT ? SCHED_UNLIMITED : (int64_t)((double)t->l * p + 0.5);
+    sched_set_tokens(g->s, t->b, r, l, now + p, now);
+}
+
+void gate_template_period(gate_t *g, double period_s)
+{
+    g->period_s = period_s > 0 && period_s < 1e6 ? period_s : 0;
+    if (!g->period_s)
+        return;
+    double now = mono_now();
+    for (int i = 0; i < g->template_buckets; i++)
+        template_tokens(g, &g->tmpl[i], now);
+}
+
 int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
                    gate_rule_reason_t *why)
 {
@@ -181,10 +205,14 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
     }
     if (b >= 0)
         return b;
+    if (!g->tmpl && !(g->tmpl = calloc(GATE_TEMPLATE_BUCKETS_MAX, sizeof *g->tmpl)))
+        return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
     if (g->template_buckets >= GATE_TEMPLATE_BUCKETS_MAX ||
         (b = gate_bucket(g, res.bucket, n, 1)) < 0)
         return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
-    g->template_buckets++;
+    g->tmpl[g->template_buckets++] = (struct gate_tmpl){b, res.reservation, res.limit};
+    if (g->period_s > 0)
+        template_tokens(g, &g->tmpl[g->template_buckets - 1], mono_now());
     log_debug("bucket '%s' made by rule %d", res.bucket, res.rule);
     return b;
 }
@@ -577,6 +605,7 @@ void gate_destroy(gate_t **gp)
     gate_t *g = *gp;
     rules_destroy(&g->rules);
     free(g->rule_matches);
+    free(g->tmpl);
     if (g->s)
         sched_drain(g->s, g->hooks.drain, g->front);
     sched_destroy(&g->s);

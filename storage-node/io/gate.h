@@ -291,6 +291,14 @@ int gate_has_rules(const gate_t *g);
  * No allocation unless a bucket is made.  Loop thread. */
 int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
 
+/* A period of `period_s` seconds starts (the controller's; 0: unknown):
+ * every template-made bucket gets its rule's R and L for it, R x period
+ * and L x period tokens paced over the period (no limit: unlimited).  So
+ * a template's figures hold per node; the controller, which does not know
+ * template buckets, does not place them across nodes.  Also used for a
+ * bucket made mid-period (a whole period from then).  Loop thread. */
+void gate_template_period(gate_t *g, double period_s);
+
 /* Authorization only (the NBD front's export choice): 0 if the rules give
  * subject *s bucket `bucket` (a named or template rule whose bucket is
  * that name), else -1 with *why set and counted (a rule giving another

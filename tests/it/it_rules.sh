@@ -44,6 +44,14 @@ got=$(login alice pa 'set alice:k 0 0 1\r\na\r\nget alice:k\r\n')
   bad "alice: $got"
 got=$(login carol pc 'set any:k 0 0 1\r\nc\r\n')
 [ "$got" = "b'STORED\\r\\nSTORED\\r\\n'" ] && ok "carol served by the template rule" || bad "carol: $got"
+# the template's limit (100/s) holds at the node: L tokens per 1 s period, not unlimited
+sleep 1.2
+lt=$(login carol pc 'stats buckets\r\n' | grep -o 'u-carol:l_tokens [0-9a-z]*' | head -1)
+case "$lt" in
+  "u-carol:l_tokens "[0-9]*) n=${lt##* }; [ "$n" -le 100 ] && ok "template bucket held to its rule's limit at the node ($lt)" ||
+    bad "template L tokens $lt";;
+  *) bad "template bucket not limited ($lt)";;
+esac
 curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/m.out"
 for want in 'bob-w"} 1' 'bob"} 1' 'alice"} 2' 'u-carol"} 1'; do
   grep -q "^bqos_bucket_arrivals_total{node=\"it\",bucket=\"$want\$" "$tmp/m.out" &&
