@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/jsonloc.h"
+#include "common/rules.h"
 #include "common/names.h"
 
 /* What a file held when it was read or written. */
@@ -56,6 +57,14 @@ struct bucketfile {
      * (unshare()).  NULL: not shared. */
     atomic_int *refs;
     uint64_t version; /* the top-level "table_version"; 0: none */
+    /* The top-level "rules" (common/rules.h): shared by dups, replaced
+     * whole by bucketfile_set_rules(); NULL: no member.  rules_changed:
+     * set since the base text, so a render writes the canonical form. */
+    struct bfrules {
+        atomic_int refs;
+        rules_t *r;
+    } *rules;
+    int rules_changed;
     char *opath; /* the file it was loaded from or last saved to; NULL: none */
     bucketfile_ident_t origin; /* what that file held then */
 };
@@ -185,11 +194,21 @@ static int unshare(bucketfile_t *bf)
     return 0;
 }
 
+static void rules_unref(struct bfrules **h)
+{
+    if (*h && atomic_fetch_sub(&(*h)->refs, 1) == 1) {
+        rules_destroy(&(*h)->r);
+        free(*h);
+    }
+    *h = NULL;
+}
+
 void bucketfile_destroy(bucketfile_t **bp)
 {
     if (!bp || !*bp)
         return;
     release(*bp);
+    rules_unref(&(*bp)->rules);
     free((*bp)->opath);
     free(*bp);
     *bp = NULL;
@@ -458,9 +477,31 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
     *c = *bf;
     c->opath = NULL;
     atomic_fetch_add(c->refs, 1);
+    if (c->rules)
+        atomic_fetch_add(&c->rules->refs, 1);
     if (bucketfile_copy_origin(c, bf) < 0)
         bucketfile_destroy(&c);
     return c;
+}
+
+const rules_t *bucketfile_rules(const bucketfile_t *bf)
+{
+    return bf && bf->rules ? bf->rules->r : NULL;
+}
+
+int bucketfile_set_rules(bucketfile_t *bf, rules_t *r)
+{
+    struct bfrules *h = NULL;
+    if (r) {
+        if (!(h = malloc(sizeof *h)))
+            return -ENOMEM;
+        atomic_init(&h->refs, 1);
+        h->r = r;
+    }
+    rules_unref(&bf->rules);
+    bf->rules = h;
+    bf->rules_changed = 1;
+    return 0;
 }
 
 uint64_t bucketfile_version(const bucketfile_t *bf)
@@ -653,9 +694,18 @@ static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
                 goto out;
             }
             bf->version = (uint64_t)json_integer_value(v);
+        } else if (strcmp(key, "rules") == 0) {
+            rules_t *r = NULL;
+            rc = rules_from_json(v, text, len, source ? source : "<string>", "rules", &r, err);
+            if (rc == 0 && (rc = bucketfile_set_rules(bf, r)) < 0)
+                rules_destroy(&r);
+            if (rc < 0)
+                goto out;
+            bf->rules_changed = 0;
         } else if (strcmp(key, "buckets")) {
             rc = fail_at(p, key, -1, NULL,
-                         "unknown member \"%.40s\" (expected \"buckets\", \"table_version\")",
+                         "unknown member \"%.40s\" (expected \"buckets\", \"table_version\", "
+                         "\"rules\")",
                          key);
             goto out;
         }
@@ -1002,6 +1052,15 @@ static void write_canonical(tbuf_t *t, const bucketfile_t *bf)
     }
     tb_puts(t, "]");
     t->ae = t->n;
+    if (bf->rules) {
+        char *r = rules_dumps(bf->rules->r);
+        if (!r)
+            t->oom = 1;
+        tb_puts(t, ",\n \"rules\": ");
+        if (r)
+            tb_puts(t, r);
+        free(r);
+    }
     tb_puts(t, "}\n");
 }
 
@@ -1112,7 +1171,7 @@ static int render(const bucketfile_t *bf, tbuf_t *t, int spans)
         return -ENOMEM;
     char num[48];
     tb_patch_t pt;
-    if (bf->text && bf->sp && version_patch(bf, num, &pt) == 0)
+    if (bf->text && bf->sp && !bf->rules_changed && version_patch(bf, num, &pt) == 0)
         write_edited(t, bf, &pt);
     else
         write_canonical(t, bf);
@@ -1231,6 +1290,7 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     bf->ae = t.ae;
     bf->vs = t.vs;
     bf->ve = t.ve;
+    bf->rules_changed = 0;
     t.sp = NULL;
     for (size_t i = 0; i < bf->n; i++)
         bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};

@@ -38,6 +38,13 @@
  * (docs/controller.md, "Shadow mode"); a bucket in shadow needs a limit
  * (IO or bytes).
  *
+ * Rules (issue 27): an optional top-level member "rules", the ordered
+ * rule list that maps a request to a bucket (common/rules.h: parsed and
+ * validated by rules.c, errors at "rules[2].addr").  It is kept through
+ * edits, saves and renders; a render after bucketfile_set_rules() writes
+ * the canonical form (one rule per line), otherwise the operator's text of
+ * the member stays as it was.
+ *
  * Errors are common/jsonloc's jsonloc_err_t: the file name, the JSON path of
  * the offending value ("buckets[3].limit") and its line and column (1-based,
  * columns in characters as jansson counts them) in the text.  A member that
@@ -60,6 +67,7 @@
 
 #include "common/jsonloc.h"
 #include "common/names.h"
+#include "common/rules.h"
 
 /* `limit` of a bucket without a limit (never throttled). */
 #define BUCKETFILE_NO_LIMIT INT64_MAX
@@ -184,6 +192,15 @@ int bucketfile_remove(bucketfile_t *bf, const char *name);
  * it as it is: the caller that writes a change counts it. */
 uint64_t bucketfile_version(const bucketfile_t *bf);
 void bucketfile_set_version(bucketfile_t *bf, uint64_t version);
+
+/* The set's rules, or NULL if it has no "rules" member.  Valid until the
+ * set's rules are next replaced or the set destroyed; read-only (copies
+ * made by bucketfile_dup() share it). */
+const rules_t *bucketfile_rules(const bucketfile_t *bf);
+
+/* Replaces the set's rules with r (the set takes ownership; NULL removes
+ * the member).  Returns 0 or -ENOMEM (r is then still the caller's). */
+int bucketfile_set_rules(bucketfile_t *bf, rules_t *r);
 
 /* Returns a new copy of the set (its version too), or NULL if out of
  * memory.  The copy shares the original's arrays until either is changed

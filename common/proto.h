@@ -63,9 +63,16 @@ typedef enum {
     PROTO_HEARTBEAT = 5, /* either way: alive; ctl->node carries timing and
                             means "keep your tokens" (push skipped) */
     PROTO_GOODBYE = 6,   /* node -> ctl: leaving cleanly */
-    PROTO_ERROR = 7      /* ctl -> node: "code" says why a message was
+    PROTO_ERROR = 7,     /* ctl -> node: "code" says why a message was
                             refused, e.g. "unknown_node": send hello again */
+    PROTO_RULES = 8      /* ctl -> node: the rule list (issue 27): header
+                            "rules" (its version, >= 1), one frame of its
+                            JSON text (common/rules.h; 0..PROTO_RULES_MAX
+                            bytes, "" = no rules).  A node that predates it
+                            refuses it as an unknown type (PROTO_E_TYPE). */
 } proto_type_t;
+
+#define PROTO_RULES_MAX (1u << 20) /* bytes of a rules message's text */
 
 /* Why a message was rejected.  Index into proto_stats_t.rejected. */
 typedef enum {
@@ -191,6 +198,9 @@ typedef struct {
  *   heartbeat timing (optional, ctl->node), peer_table (optional)
  *   goodbye   -
  *   error     code*, text
+ *   rules     rules* (the list's version, 1..2^53), epoch (optional)
+ *   welcome: rules (optional, 1..2^53: a rules message of that version
+ *             follows; absent: the controller has no rules)
  *   hello: instance (optional, 1..2^53: the node process's random id)
  *   welcome, tokens, heartbeat, error: epoch (optional, > 0: the sending
  *             controller's leadership epoch)
@@ -263,6 +273,15 @@ typedef struct {
     char code[32];
     char text[128];
 
+    /* rules: the list's version (>= 1) and JSON text; welcome: the version
+     * of the rules message that follows (0: none, the controller has no
+     * rules) (rules_len bytes, not
+     * NUL-terminated on the wire; decoded into the message's own buffer,
+     * NUL-terminated; for encoding, caller-owned). */
+    uint64_t rules_version;
+    const char *rules_text;
+    size_t rules_len;
+
     /* names frame: present iff has_names; names[i] is NUL-terminated and
      * points into the message's own buffer (valid until the next decode or
      * clear).  For encoding, point names/nnames at caller-owned strings
@@ -307,6 +326,8 @@ typedef struct {
     uint32_t *weights_own;
     char *shadow_own;
     size_t cap_shadow;
+    char *rules_own;
+    size_t cap_rules;
 } proto_msg_t;
 
 /* Checks a shadow list (proto_msg_t.shadow) of len bytes against a names

@@ -370,6 +370,11 @@ const char *ctrl_table_shadow(const ctrl_t *c)
     return c->bshadow;
 }
 
+const rules_t *ctrl_rules(const ctrl_t *c)
+{
+    return bucketfile_rules(c->bf);
+}
+
 /* Index of node `name`, forgotten or not, or -ENOENT. */
 static int node_lookup(const ctrl_t *c, const char *name)
 {

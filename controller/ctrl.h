@@ -152,6 +152,11 @@ const uint32_t *ctrl_table_weights(const ctrl_t *c);
  * the first table); owned by c, valid until the next ctrl_set_buckets(). */
 const char *ctrl_table_shadow(const ctrl_t *c);
 
+/* The table's rule list (its bucket file's "rules", common/rules.h), or
+ * NULL if it has none; owned by c, valid until the next
+ * ctrl_set_buckets().  daemon/nodes.c pushes it to every node (issue 27). */
+const rules_t *ctrl_rules(const ctrl_t *c);
+
 /* Most buckets in shadow at once (ctrl_check_buckets() refuses more): the
  * list goes in one message header (PROTO_HEADER_MAX). */
 #define CTRL_SHADOW_MAX 256

@@ -21,6 +21,9 @@ typedef struct {
     int set_calls, last_b, applied, period_starts, policy_calls;
     int64_t last_r, last_l;
     double last_until, last_now;
+    int rules_calls;            /* the rules hook (issue 27) */
+    uint64_t rules_version;
+    char rules_text[256];
 } seen_t;
 
 static int h_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, double now)
@@ -33,6 +36,15 @@ static int h_set_tokens(void *arg, int b, int64_t r, int64_t l, double until, do
     sn->last_until = until;
     sn->last_now = now;
     return sched_set_tokens(sn->s, b, r, l, until, now);
+}
+
+static int h_rules(void *arg, uint64_t version, const char *text, size_t len)
+{
+    seen_t *sn = arg;
+    sn->rules_calls++;
+    sn->rules_version = version;
+    snprintf(sn->rules_text, sizeof sn->rules_text, "%.*s", (int)len, text);
+    return 0;
 }
 
 static void h_applied(void *arg)
@@ -86,7 +98,7 @@ static void fx_start_mode(fx_t *f, int manage_policy, agent_fallback_t mode, dou
     cfg.grace_s = grace;
     agent_ops_t ops = {.set_tokens = h_set_tokens, .applied = h_applied,
                        .period_start = h_period_start, .set_policy = h_set_policy,
-                       .arg = &f->sn};
+                       .rules = h_rules, .arg = &f->sn};
     int err = 0;
     f->a = agent_new(&cfg, f->s, &ops, T0, &err);
     ck_assert_msg(f->a != NULL, "agent_new: %d", err);
@@ -1422,9 +1434,50 @@ START_TEST(test_agent_shadow_from_table)
 }
 END_TEST
 
+/* Issue 27: the leader's rules message reaches the rules hook with its
+ * version and text; a welcome without "rules" says the controller has
+ * none (the hook gets version 0, ""); one with "rules" waits for the
+ * message; a lower epoch's rules are ignored. */
+START_TEST(test_agent_rules_from_the_leader)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome_from(&f, T0, 2, 0);
+    ck_assert_int_eq(f.sn.rules_calls, 1);
+    ck_assert_uint_eq(f.sn.rules_version, 0);
+    ck_assert_str_eq(f.sn.rules_text, "");
+    proto_msg_t m;
+    msg_to_n1(&m, PROTO_RULES);
+    m.epoch = 2;
+    m.rules_version = 5;
+    m.rules_text = "[{\"deny\":true}]";
+    m.rules_len = strlen(m.rules_text);
+    agent_handle_from(f.a, &m, NULL, T0 + 0.1, 0);
+    ck_assert_int_eq(f.sn.rules_calls, 2);
+    ck_assert_uint_eq(f.sn.rules_version, 5);
+    ck_assert_str_eq(f.sn.rules_text, "[{\"deny\":true}]");
+    ck_assert_uint_eq(st_of(&f).recv_rules, 1);
+    /* an older leader's list changes nothing */
+    m.epoch = 1;
+    m.rules_version = 9;
+    agent_handle_from(f.a, &m, NULL, T0 + 0.2, 1);
+    ck_assert_int_eq(f.sn.rules_calls, 2);
+    ck_assert_uint_eq(f.sn.rules_version, 5);
+    /* a welcome announcing rules does not clear them */
+    welcome_msg(&f, &m);
+    m.epoch = 2;
+    m.rules_version = 6;
+    agent_timing_t tm = tm_at(0, T0 + 0.3);
+    agent_handle_from(f.a, &m, &tm, T0 + 0.3, 0);
+    ck_assert_int_eq(f.sn.rules_calls, 2);
+    fx_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *const tests[] = {test_agent_hello_lists_the_table,
+    const TTest *const tests[] = {test_agent_rules_from_the_leader,
+                                  test_agent_hello_lists_the_table,
                                   test_agent_report_from_counters,
                                   test_agent_tokens_applied_by_index,
                                   test_agent_net_of_served,

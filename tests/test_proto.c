@@ -1469,6 +1469,78 @@ START_TEST(test_proto_shadow_list)
 }
 END_TEST
 
+/* The rules message (issue 27): version and text round trip (with an
+ * epoch, an empty list); a welcome says which version follows; what is
+ * refused: version 0, "rules" on another type, a missing text frame, a
+ * text over PROTO_RULES_MAX. */
+START_TEST(test_proto_rules_message)
+{
+    proto_msg_t m, d;
+    proto_stats_t st = {0};
+    msg_start(&m, &d, PROTO_RULES, "n1");
+    const char *text = "[{\"user\":\"alice\",\"bucket\":\"alice\"}]";
+    m.rules_version = 7;
+    m.epoch = 3;
+    m.rules_text = text;
+    m.rules_len = strlen(text);
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_int_eq(d.type, PROTO_RULES);
+    ck_assert_uint_eq(d.rules_version, 7);
+    ck_assert_uint_eq(d.epoch, 3);
+    ck_assert_uint_eq(d.rules_len, strlen(text));
+    ck_assert_str_eq(d.rules_text, text);
+    m.rules_text = "";
+    m.rules_len = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_uint_eq(d.rules_len, 0);
+    ck_assert_str_eq(d.rules_text, "");
+    m.rules_version = 0;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    m.rules_version = 1;
+    m.rules_len = PROTO_RULES_MAX + 1;
+    m.rules_text = text;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    /* a welcome says which rules message follows; 0: none (absent) */
+    proto_msg_init(&m);
+    m.type = PROTO_WELCOME;
+    strcpy(m.node, "n1");
+    set_timing(&m);
+    m.rules_version = 4;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_uint_eq(d.rules_version, 4);
+    m.rules_version = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_uint_eq(d.rules_version, 0);
+    /* raw frames the decoder refuses */
+    static const struct {
+        const char *hdr;
+        int frames;
+        proto_reason_t why;
+    } bad[] = {
+        {"{\"v\":3,\"type\":\"rules\",\"node\":\"n1\",\"rules\":0}", 2, PROTO_E_RANGE},
+        {"{\"v\":3,\"type\":\"rules\",\"node\":\"n1\"}", 2, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"rules\",\"node\":\"n1\",\"rules\":1}", 1, PROTO_E_TRUNCATED},
+        {"{\"v\":3,\"type\":\"rules\",\"node\":\"n1\",\"rules\":1}", 3, PROTO_E_FRAMES},
+        {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"rules\":1}", 1, PROTO_E_FIELD},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        proto_frame_t f[3] = {{bad[i].hdr, strlen(bad[i].hdr)}, {"[]", 2}, {"x", 1}};
+        proto_reason_t why;
+        ck_assert_int_eq(proto_decode(&d, f, (size_t)bad[i].frames, NULL, &why), -EPROTO);
+        ck_assert_msg(why == bad[i].why, "case %zu: %s", i, proto_reason_str(why));
+    }
+    char *big = malloc(PROTO_RULES_MAX + 1);
+    memset(big, ' ', PROTO_RULES_MAX + 1);
+    const char *h = "{\"v\":3,\"type\":\"rules\",\"node\":\"n1\",\"rules\":1}";
+    proto_frame_t f[2] = {{h, strlen(h)}, {big, PROTO_RULES_MAX + 1}};
+    proto_reason_t why;
+    ck_assert_int_eq(proto_decode(&d, f, 2, NULL, &why), -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_RANGE);
+    free(big);
+    proto_msg_clear(&d);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -1478,7 +1550,7 @@ int main(void)
         test_proto_shadow_list,
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
-        test_proto_bytes_records
+        test_proto_bytes_records, test_proto_rules_message
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

@@ -63,7 +63,7 @@ int proto__check(const proto_msg_t *m)
             return -EINVAL;
         break;
     case PROTO_WELCOME:
-        if (m->has_names && m->table == 0)
+        if ((m->has_names && m->table == 0) || m->rules_version > PROTO_MAX_COUNT)
             return -EINVAL;
         break;
     case PROTO_REPORT:
@@ -80,6 +80,11 @@ int proto__check(const proto_msg_t *m)
         break;
     case PROTO_ERROR:
         if (m->code[0] == '\0')
+            return -EINVAL;
+        break;
+    case PROTO_RULES:
+        if (m->rules_version == 0 || m->rules_version > PROTO_MAX_COUNT ||
+            m->rules_len > PROTO_RULES_MAX || (m->rules_len && !m->rules_text))
             return -EINVAL;
         break;
     default:

@@ -220,6 +220,10 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         why = PROTO_E_FIELD;
         goto out;
     }
+    if (hv.v[K_RULES].kind != V_NONE && m->type != PROTO_RULES && m->type != PROTO_WELCOME) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
     if (hv.v[K_BYTES].kind != V_NONE && !type_has_records(m->type)) {
         why = PROTO_E_FIELD;
         goto out;
@@ -277,6 +281,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     case PROTO_WELCOME:
         GET(K_TABLE, 1, UINT32_MAX, m->table);
         GET(K_PEER_TABLE, 1, UINT32_MAX, m->peer_table);
+        GET(K_RULES, 0, PROTO_MAX_COUNT, m->rules_version);
         break;
     case PROTO_REPORT: {
         GET(K_PERIOD, 1, PROTO_MAX_COUNT, m->period);
@@ -315,6 +320,13 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     case PROTO_HEARTBEAT:
         GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);
         break;
+    case PROTO_RULES:
+        GET(K_RULES, 1, PROTO_MAX_COUNT, m->rules_version);
+        if (m->rules_version == 0) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        break;
     case PROTO_ERROR:
         if ((why = dec_string(h, K_CODE, 1, m->code, sizeof m->code)) != PROTO_OK ||
             (why = dec_string(h, K_TEXT, 0, m->text, sizeof m->text)) != PROTO_OK)
@@ -338,7 +350,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     }
 
     size_t want = 1 + (size_t)names + (size_t)weights + (size_t)type_has_records(m->type) +
-                  (m->nbytes > 0);
+                  (m->nbytes > 0) + (m->type == PROTO_RULES);
     if (nframes < want) {
         why = PROTO_E_TRUNCATED;
         goto out;
@@ -385,6 +397,22 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         why = m->wide ? proto__dec_wide(m, frames[fi].data)
                       : proto__dec_compact(m, frames[fi].data);
         fi++;
+    }
+    if (m->type == PROTO_RULES) {
+        const proto_frame_t *f = &frames[fi];
+        if (f->len > PROTO_RULES_MAX) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        if ((f->len && !f->data) || proto__grow(&m->rules_own, &m->cap_rules, f->len + 1, 1)) {
+            why = f->len && !f->data ? PROTO_E_TRUNCATED : PROTO_E__COUNT;
+            goto out;
+        }
+        if (f->len)
+            memcpy(m->rules_own, f->data, f->len);
+        m->rules_own[f->len] = '\0';
+        m->rules_text = m->rules_own;
+        m->rules_len = f->len;
     }
     if (why == PROTO_OK && m->nbytes) {
         size_t rs = m->type == PROTO_REPORT ? PROTO_REPORT_BYTES_SIZE : PROTO_TOKENS_BYTES_SIZE;

@@ -61,6 +61,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
     case PROTO_WELCOME:
         bad |= jset(h, "table", json_integer(m->table));
         bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        if (m->rules_version)
+            bad |= jset(h, "rules", json_integer((json_int_t)m->rules_version));
         break;
     case PROTO_REPORT:
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
@@ -95,6 +97,9 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
     case PROTO_HEARTBEAT:
         if (m->peer_table)
             bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        break;
+    case PROTO_RULES:
+        bad |= jset(h, "rules", json_integer((json_int_t)m->rules_version));
         break;
     case PROTO_ERROR:
         bad |= jset(h, "code", json_stringn(m->code, strnlen(m->code, sizeof m->code)));
@@ -219,6 +224,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
     case PROTO_WELCOME:
         hw_u64(&w, "table", m->table);
         hw_u64(&w, "peer_table", m->peer_table);
+        if (m->rules_version)
+            hw_u64(&w, "rules", m->rules_version);
         break;
     case PROTO_REPORT: {
         hw_u64(&w, "period", m->period);
@@ -257,6 +264,9 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
     case PROTO_HEARTBEAT:
         if (m->peer_table)
             hw_u64(&w, "peer_table", m->peer_table);
+        break;
+    case PROTO_RULES:
+        hw_u64(&w, "rules", m->rules_version);
         break;
     case PROTO_ERROR:
         hw_str(&w, "code", m->code, strnlen(m->code, sizeof m->code));
@@ -299,11 +309,11 @@ static const char *const key_names[K__N] = {
     "v", "type", "node", "seq", "period", "interval", "intervals", "period_ms",
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
-    "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases",
+    "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5};
 
 static int key_index(const char *k, size_t l)
 {

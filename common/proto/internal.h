@@ -17,7 +17,7 @@
 #define MAX_INTERVALS 100000u
 #define MAX_PERIOD_MS 86400000u
 #define MAX_BUSY 1e12
-#define NTYPES ((int)PROTO_ERROR + 1) /* proto__type_names[0] is unused */
+#define NTYPES ((int)PROTO_RULES + 1) /* proto__type_names[0] is unused */
 
 /* Wire names of the message types, indexed by proto_type_t (msg.c). */
 extern const char *const proto__type_names[NTYPES];
@@ -89,7 +89,8 @@ static inline int type_has_instance(proto_type_t t)
 /* What a controller sends a node may carry its leadership epoch. */
 static inline int type_has_epoch(proto_type_t t)
 {
-    return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT || t == PROTO_ERROR;
+    return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT || t == PROTO_ERROR ||
+           t == PROTO_RULES;
 }
 /* What a node sends a controller (hello, report) may carry the epoch the
  * node follows, under its own key "follows": a controller that predates it
@@ -165,10 +166,11 @@ int proto__grow(void *pp, size_t *cap, size_t n, size_t sz);
  * that say how large they are: proto__msg_reset() keeps both, so decodes
  * reuse the memory.  A new owned buffer is added here, once. */
 #define PROTO__MSG_BUFFERS(X)                                                                      \
-    X(report) X(tokens) X(names_own) X(namebuf) X(weights_own) X(shadow_own) X(rbytes) X(tbytes)
+    X(report) X(tokens) X(names_own) X(namebuf) X(weights_own) X(shadow_own) X(rbytes) X(tbytes) \
+        X(rules_own)
 #define PROTO__MSG_CAPS(X)                                                                         \
     X(cap_report) X(cap_tokens) X(cap_names) X(cap_namebuf) X(cap_weights) X(cap_shadow)         \
-        X(cap_bytes)
+        X(cap_bytes) X(cap_rules)
 
 /* Zeroes every field of m except its owned buffers.  msg.c. */
 void proto__msg_reset(proto_msg_t *m);
@@ -188,7 +190,7 @@ enum {
     K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
-    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K__N
+    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

@@ -128,6 +128,14 @@ static const opts_usage_t usage = {
             "                         saves; prints what changed.  --dry-run: what would\n"
             "                         change (added, removed, changed: old -> new), and\n"
             "                         whether the controller would refuse it\n"
+            "  rule list              the rule list in force (index, rule), then the\n"
+            "                         analysis's warnings (rules that can never match)\n"
+            "  rule add JSON [AT]     add rule JSON ({\"user\":\"bob\",\"bucket\":\"bob\"}) at\n"
+            "                         index AT (default: last); warnings are printed\n"
+            "  rule change NAME JSON  replace rule NAME (its \"name\" or its index)\n"
+            "  rule move NAME AT      move rule NAME to index AT (first match wins)\n"
+            "  rule remove NAME       remove rule NAME; every rule change is saved in the\n"
+            "                         bucket file and pushed to the nodes\n"
             "  keygen DIR/NAME        write a new CURVE key pair: DIR/NAME.key (secret,\n"
             "                         mode 0600) and DIR/NAME.pub; creates DIR (mode\n"
             "                         0700) if missing; never overwrites a key\n"
@@ -925,10 +933,14 @@ static void print_diff(json_t *r, const char *file, int dry)
     char nb[32], nu[32];
     printf("%s %s%s: %s buckets; ", dry ? "import" : "imported", file, dry ? " (dry run)" : "",
            cell(r, "buckets", "?", nb, 32));
+    int rules = json_is_true(json_object_get(r, "rules_changed"));
     if (na + nr + nc == 0) {
-        printf("nothing to change: the controller's table is this one\n");
+        printf(rules ? "the rules change, no bucket does\n"
+                     : "nothing to change: the controller's table is this one\n");
         return;
     }
+    if (rules)
+        printf("the rules change; ");
     printf("%zu added, %zu removed, %zu changed, %s unchanged\n\n", na, nr, nc,
            cell(r, "unchanged", "?", nu, 32));
     int bytes = 0;
@@ -1123,6 +1135,104 @@ static int import_read(const char *path, char **text, size_t *len)
     return EXIT_OK;
 }
 
+/* bqos-ctl rule list | add JSON [AT] | change NAME JSON | move NAME AT |
+ * remove NAME (issue 27): the admin "rules" and "rule" requests; prints
+ * the list or the change and the analysis's warnings (stderr), or the
+ * reply as JSON with --json. */
+static int rule_command(const opts_cmd_t *oc, const ctl_opts_t *o, int nargs, char **args)
+{
+    static const struct {
+        const char *op;
+        int nargs[2]; /* arguments after the op: at least, at most */
+        int name, json, at; /* where each is (0: none) */
+    } forms[] = {{"list", {0, 0}, 0, 0, 0},   {"add", {1, 2}, 0, 1, 2},
+                 {"change", {2, 2}, 1, 2, 0}, {"move", {2, 2}, 1, 0, 2},
+                 {"remove", {1, 1}, 1, 0, 0}};
+    if (nargs < 1)
+        return usage_error(oc, "rule needs list, add, change, move or remove");
+    size_t f = 0;
+    while (f < sizeof forms / sizeof *forms && strcmp(forms[f].op, args[0]))
+        f++;
+    if (f == sizeof forms / sizeof *forms)
+        return usage_error(oc, "unknown rule command '%s' (list, add, change, move, remove)",
+                           args[0]);
+    int n = nargs - 1;
+    if (n < forms[f].nargs[0] || n > forms[f].nargs[1])
+        return usage_error(oc, "usage: rule list | add JSON [AT] | change NAME JSON | move NAME AT "
+                               "| remove NAME");
+    json_t *req = json_pack("{s:i, s:s}", "v", PROTO_ADMIN_VERSION, "cmd", f ? "rule" : "rules");
+    if (!req) {
+        fputs("bqos-ctl: out of memory\n", stderr);
+        return EXIT_UNREACHABLE;
+    }
+    if (f)
+        json_object_set_new(req, "op", json_string(forms[f].op));
+    if (forms[f].name)
+        json_object_set_new(req, "name", json_string(args[forms[f].name]));
+    if (forms[f].json && forms[f].json <= n) {
+        json_error_t je;
+        json_t *r = json_loads(args[forms[f].json], JSON_REJECT_DUPLICATES, &je);
+        if (!json_is_object(r)) {
+            fprintf(stderr, "bqos-ctl: rule: JSON:%d:%d: %s\n", je.line, je.column,
+                    r ? "a rule is an object {...}" : je.text);
+            json_decref(r);
+            json_decref(req);
+            return EXIT_USAGE;
+        }
+        json_object_set_new(req, "rule", r);
+    }
+    if (forms[f].at && forms[f].at <= n) {
+        const char *a = args[forms[f].at];
+        if (!*a || strspn(a, "0123456789") != strlen(a) || strlen(a) > 6) {
+            json_decref(req);
+            return usage_error(oc, "AT must be a rule index (0 is the first), not '%s'", a);
+        }
+        json_object_set_new(req, "at", json_integer(atol(a)));
+    }
+    curvekey_t keys[2];
+    int curve = 0, code;
+    jsonloc_err_t kerr;
+    if (curvekey_load_client(o->curve_key, o->controller_key, &keys[0], &keys[1], &curve,
+                             &kerr) < 0) {
+        char b[700];
+        fprintf(stderr, "bqos-ctl: %s\n", bucketfile_strerror(&kerr, b, sizeof b));
+        json_decref(req);
+        return EXIT_USAGE;
+    }
+    json_t *reply = request_any(o->endpoint, (int)o->timeout, req, &code, curve ? keys : NULL);
+    explicit_bzero(keys, sizeof keys);
+    json_decref(req);
+    if (!reply)
+        return code;
+    if (o->json_out) {
+        char *s = json_dumps(reply, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (s)
+            puts(s);
+        free(s);
+    } else if (code == EXIT_OK) {
+        json_t *rules = json_object_get(reply, "rules");
+        if (f == 0) {
+            for (size_t i = 0; i < json_array_size(rules); i++) {
+                char *s = json_dumps(json_array_get(rules, i), JSON_PRESERVE_ORDER | JSON_COMPACT);
+                printf("%3zu  %s\n", i, s ? s : "?");
+                free(s);
+            }
+        } else {
+            json_t *ix = json_object_get(reply, "index");
+            printf("rule %s%s", forms[f].op[strlen(forms[f].op) - 1] == 'e' ? forms[f].op : forms[f].op,
+                   forms[f].op[strlen(forms[f].op) - 1] == 'e' ? "d" : "ed");
+            if (json_is_integer(ix))
+                printf(" at %lld", (long long)json_integer_value(ix));
+            printf(" (%zu rules)\n", json_array_size(rules));
+        }
+        json_t *w = json_object_get(reply, "warnings");
+        for (size_t i = 0; i < json_array_size(w); i++)
+            fprintf(stderr, "bqos-ctl: warning: %s\n", json_string_value(json_array_get(w, i)));
+    }
+    json_decref(reply);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     ctl_opts_t o = {.endpoint = getenv("BQOS_CTL_ENDPOINT"), .res = -1, .weight = -1,
@@ -1143,11 +1253,13 @@ int main(int argc, char **argv)
     int have_limit = o.have_limit, limit_none = o.limit_none;
     if (argi >= argc)
         return usage_error(&oc, "no command given (status, history, watch, buckets, set, remove, "
-                                "reload, import, keygen)");
+                                "reload, import, rule, keygen)");
     const char *cmd = argv[argi++];
     int nargs = argc - argi;
     if (strcmp(cmd, "keygen") == 0)
         return keygen(&oc, nargs == 1 ? argv[argi] : NULL);
+    if (strcmp(cmd, "rule") == 0)
+        return rule_command(&oc, &o, nargs, argv + argi);
     const char *name = nargs > 0 ? argv[argi] : NULL;
     int is_set = strcmp(cmd, "set") == 0;
     int wants_name = is_set || strcmp(cmd, "remove") == 0;

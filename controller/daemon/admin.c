@@ -1033,6 +1033,124 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
     return r;
 }
 
+/* ---- rules (issue 27) ------------------------------------------------------ */
+
+static void note_warning(void *arg, size_t i, const char *text)
+{
+    (void)i;
+    json_array_append_new(arg, json_string(text));
+}
+
+/* The list as objects and the analysis's warnings, into reply r; also a
+ * rule naming a bucket table `bf` does not have (the nodes refuse what it
+ * matches: unknown_bucket). */
+static json_t *rules_reply(json_t *r, const rules_t *rl, const bucketfile_t *bf)
+{
+    json_t *arr = json_array(), *warn = json_array();
+    for (size_t i = 0; rl && i < rules_count(rl); i++)
+        json_array_append_new(arr, json_loads(rules_json(rl, i), 0, NULL));
+    if (rl)
+        rules_analyze(rl, note_warning, warn);
+    for (size_t i = 0; rl && i < rules_count(rl); i++) {
+        const char *b;
+        if (rules_action(rl, i, &b) == RULES_BUCKET && bucketfile_find(bf, b) < 0) {
+            char t[400];
+            snprintf(t, sizeof t, "rule %zu names bucket '%s', which the table does not have: "
+                                  "the nodes refuse what it matches", i, b);
+            json_array_append_new(warn, json_string(t));
+        }
+    }
+    json_object_set_new(r, "rules", arr);
+    json_object_set_new(r, "warnings", warn);
+    return r;
+}
+
+static json_t *cmd_rules(admin_t *ad, json_t *req)
+{
+    (void)req;
+    return rules_reply(reply_ok(), bucketfile_rules(ad->bf), ad->bf);
+}
+
+/* "rule": {"op": "add", "rule": {...}, "at": N} (at: the index it takes;
+ * default the end), {"op": "change", "name": NAME|INDEX, "rule": {...}},
+ * {"op": "move", "name": ..., "at": N}, {"op": "remove", "name": ...}.  The
+ * table's rules are edited (common/rules), saved with it and pushed to the
+ * nodes with the next round; the reply lists them with the analysis's
+ * warnings (a rule that can never match). */
+static json_t *cmd_rule(admin_t *ad, json_t *req)
+{
+    json_t *standby = check_leader(ad);
+    if (standby)
+        return standby;
+    const char *op = json_string_value(json_object_get(req, "op"));
+    json_t *jr = json_object_get(req, "rule"), *jat = json_object_get(req, "at");
+    const char *name = json_string_value(json_object_get(req, "name"));
+    if (!op)
+        return reply_error("bad_request", "\"op\" (add, change, move, remove) is required");
+    if (jat && (!json_is_integer(jat) || json_integer_value(jat) < 0))
+        return reply_error("bad_request", "\"at\" must be a rule index (0 is the first)");
+    const rules_t *cur = bucketfile_rules(ad->bf);
+    rules_t *rl = cur ? rules_dup(cur) : rules_new();
+    if (!rl)
+        return reply_error("internal", "out of memory");
+    size_t at = jat ? (size_t)json_integer_value(jat) : rules_count(rl);
+    int add = strcmp(op, "add") == 0, change = strcmp(op, "change") == 0;
+    int idx = add ? 0 : name ? rules_find(rl, name) : -ENOENT;
+    jsonloc_err_t e;
+    jsonloc_err_clear(&e);
+    int rc = 0;
+    char msg[460];
+    if (!add && !change && strcmp(op, "move") && strcmp(op, "remove")) {
+        rules_destroy(&rl);
+        return reply_error("bad_request", "\"op\" must be add, change, move or remove");
+    }
+    if (!add && idx < 0) {
+        rules_destroy(&rl);
+        snprintf(msg, sizeof msg, "no rule '%s' (a rule's name or index)", name ? name : "");
+        return reply_error("not_found", msg);
+    }
+    if (add || change) {
+        char *t = json_is_object(jr) ? json_dumps(jr, JSON_PRESERVE_ORDER) : NULL;
+        if (!t) {
+            rules_destroy(&rl);
+            return reply_error("bad_request", "\"rule\" (an object) is required");
+        }
+        if (add) {
+            idx = (int)(at < rules_count(rl) ? at : rules_count(rl));
+            rc = rules_insert(rl, at, t, strlen(t), &e);
+        } else {
+            rc = rules_replace(rl, (size_t)idx, t, strlen(t), &e);
+        }
+        free(t);
+    } else if (strcmp(op, "move") == 0) {
+        rc = rules_move(rl, (size_t)idx, at);
+        idx = (int)(at < rules_count(rl) ? at : rules_count(rl) - 1);
+    } else {
+        rc = rules_remove(rl, (size_t)idx);
+        idx = -1;
+    }
+    if (rc < 0) {
+        rules_destroy(&rl);
+        if (rc == -ENOMEM)
+            return reply_error("internal", "out of memory");
+        snprintf(msg, sizeof msg, "%s%s%s", e.path, e.path[0] ? ": " : "", e.text);
+        return reply_error("invalid", msg);
+    }
+    bucketfile_t *bf = bucketfile_dup(ad->bf);
+    if (!bf || bucketfile_set_rules(bf, rl) < 0) {
+        bucketfile_destroy(&bf);
+        rules_destroy(&rl);
+        return reply_error("internal", "out of memory");
+    }
+    json_t *ok = rules_reply(reply_ok(), rl, bf);
+    if (idx >= 0)
+        json_object_set_new(ok, "index", json_integer(idx));
+    json_t *r = commit_change(ad, bf, ok);
+    if (json_is_true(json_object_get(r, "ok")))
+        log_info("rules: %s %s (%zu rules)", op, name ? name : "", rules_count(bucketfile_rules(ad->bf)));
+    return r;
+}
+
 static json_t *cmd_reload(admin_t *ad, json_t *req)
 {
     (void)req;
@@ -1083,9 +1201,12 @@ static json_t *diff_json(const bucketfile_t *old, const bucketfile_t *bf, size_t
         if (bucketfile_find(bf, o->name) < 0)
             json_array_append_new(rem, bucket_obj(o));
     }
-    *changes = json_array_size(add) + json_array_size(rem) + json_array_size(chg);
-    return json_pack("{s:I, s:o, s:o, s:o, s:I}", "buckets", (json_int_t)bucketfile_count(bf),
-                     "added", add, "removed", rem, "changed", chg, "unchanged", (json_int_t)same);
+    /* the rule list (issue 27) is one change when it differs at all */
+    int rules = !rules_equal(bucketfile_rules(old), bucketfile_rules(bf));
+    *changes = json_array_size(add) + json_array_size(rem) + json_array_size(chg) + (size_t)rules;
+    return json_pack("{s:I, s:o, s:o, s:o, s:I, s:b}", "buckets", (json_int_t)bucketfile_count(bf),
+                     "added", add, "removed", rem, "changed", chg, "unchanged", (json_int_t)same,
+                     "rules_changed", rules);
 }
 
 /* The start of an import or diff: NULL with *bf the table the request's
@@ -1206,6 +1327,9 @@ static const admin_cmd_t admin_cmds[] = {
     {"import", cmd_import, 1, "the whole configuration, replaced by the text sent; admitted, "
                               "then saved as set saves"},
     {"diff", cmd_diff, 0, "nothing: what import would change, and whether it would be refused"},
+    {"rules", cmd_rules, 0, "nothing: the rule list in force, with the analysis's warnings"},
+    {"rule", cmd_rule, 1, "the rule list: one rule added, changed, moved or removed; the file is "
+                          "rewritten and the nodes get the new list"},
 };
 
 static const admin_cmd_t *find_cmd(const char *name)

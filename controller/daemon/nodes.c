@@ -49,6 +49,9 @@ void nodes_clear(nodes_t *ns)
     free(ns->unknown);
     ns->unknown = NULL;
     ns->nunknown = ns->capunknown = 0;
+    rules_destroy(&ns->rules);
+    free(ns->rules_text);
+    ns->rules_text = NULL;
 }
 
 #define UNKNOWN_MAX 4096 /* processes kept for nodes_hail_unknown() */
@@ -224,12 +227,58 @@ void nodes_hail_unknown(nodes_t *ns)
     ns->nunknown = 0;
 }
 
+/* Sends node `node` the rule list last taken (nodes_push_rules()). */
+static void send_rules(nodes_t *ns, int node)
+{
+    proto_msg_t r;
+    proto_msg_init(&r);
+    r.type = PROTO_RULES;
+    r.rules_version = ns->rules_version;
+    r.rules_text = ns->rules_text;
+    r.rules_len = strlen(ns->rules_text);
+    if (send_node(ns, node, &r) == 0)
+        ns->rules_sent++;
+}
+
+int nodes_push_rules(nodes_t *ns)
+{
+    const rules_t *cur = ctrl_rules(ns->ctrl);
+    if (ns->rules_text && (cur ? ns->rules && rules_equal(cur, ns->rules) : !ns->rules))
+        return 0;
+    int had = ns->rules_text != NULL; /* the nodes were told a list */
+    rules_t *copy = cur ? rules_dup(cur) : NULL;
+    char *text = cur ? rules_dumps(cur) : strdup("");
+    if ((cur && !copy) || !text || strlen(text) > PROTO_RULES_MAX) {
+        if (text && strlen(text) > PROTO_RULES_MAX)
+            log_error("the rule list is %zu bytes: more than a rules message holds (%u); not "
+                      "pushed", strlen(text), PROTO_RULES_MAX);
+        rules_destroy(&copy);
+        free(text);
+        return -ENOMEM;
+    }
+    rules_destroy(&ns->rules);
+    free(ns->rules_text);
+    ns->rules = copy;
+    ns->rules_text = text;
+    ns->rules_version++;
+    if (ns->rules_version > 1 || cur)
+        log_info("rules: pushing version %llu (%zu rules) to the nodes",
+                 (unsigned long long)ns->rules_version, rules_count(cur));
+    for (int i = 0; i < ctrl_nnodes(ns->ctrl) && (cur || had); i++) {
+        ctrl_node_info_t ni;
+        if (ctrl_node_info(ns->ctrl, i, &ni) == 0 && ni.up)
+            send_rules(ns, i);
+    }
+    return 0;
+}
+
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
 {
     if (ns->hooks.may_send && !ns->hooks.may_send(ns->hooks.arg, now)) {
         ns->fenced++;
         return;
     }
+    nodes_push_rules(ns);
     for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
         proto_msg_t m;
         proto_msg_init(&m);
@@ -361,7 +410,13 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.has_weights = 1;
     w.weights = ctrl_table_weights(ns->ctrl);
     w.shadow = ctrl_table_shadow(ns->ctrl);
+    /* the rules in force follow the welcome, which says so (issue 27): a
+     * welcome without "rules" tells the node the controller has none */
+    int rules = nodes_push_rules(ns) == 0 && ns->rules;
+    w.rules_version = rules ? ns->rules_version : 0;
     send_node(ns, node, &w);
+    if (rules)
+        send_rules(ns, node);
 }
 
 /* The node's report says whether it is in fallback (it heard no tokens or

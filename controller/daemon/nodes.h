@@ -86,6 +86,11 @@ typedef struct {
                               wrote while sends were fenced (a standby's),
                               to be told to say hello at once on takeover */
     int nunknown, capunknown;
+    rules_t *rules;        /* the rule list last pushed (a copy of
+                              ctrl_rules()), NULL: none pushed yet or none */
+    char *rules_text;      /* its text as sent; NULL: nothing pushed yet */
+    uint64_t rules_version; /* counts the changes pushed (1: the first) */
+    uint64_t rules_sent;   /* rules messages sent */
     auth_t *auth;          /* borrowed; NULL without CURVE.  With it, a
                               message whose key is not (or no longer) an
                               authorized node key bound to the name it
@@ -113,6 +118,13 @@ void nodes_drain(nodes_t *ns);
  * heartbeat if the round was skipped (`res`) or there is nothing to say.
  * A send that fails (full queue, node gone) is counted and dropped. */
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now);
+
+/* Issue 27: if the table's rule list (ctrl_rules()) differs from the one
+ * last pushed, sends it to every up node (a rules message, its version one
+ * more); nodes_push() calls it each round and a welcome is followed by the
+ * list in force.  Returns 0 or -ENOMEM (nothing sent; tried again next
+ * round). */
+int nodes_push_rules(nodes_t *ns);
 
 /* This controller just became the leader: tells every unregistered node
  * that wrote to it while it was a standby to say hello (error unknown_node,

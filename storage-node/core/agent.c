@@ -607,6 +607,9 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->st.welcomed = 1;
         a->peer_ack = m->peer_table;
         take_timing(a, &mt, now, 1);
+        /* a welcome without "rules": the controller has none (issue 27) */
+        if (!m->rules_version && a->ops.rules && a->ops.rules(a->ops.arg, 0, "", 0) < 0)
+            a->st.rules_rejected++;
         /* A welcome starts a session: a controller table not sent with it
          * may be another controller's, so forget ours. */
         if (m->has_names) {
@@ -686,6 +689,14 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             hold(a);
             return AGENT_REFUSED;
         }
+        break;
+    case PROTO_RULES:
+        /* the leader's rule list (epoch fencing above): the node's from now */
+        a->st.recv_rules++;
+        a->last_ctl = now;
+        if (a->ops.rules && a->ops.rules(a->ops.arg, m->rules_version, m->rules_text,
+                                         m->rules_len) < 0)
+            a->st.rules_rejected++;
         break;
     default:
         if (a->peer)

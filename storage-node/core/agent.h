@@ -110,6 +110,12 @@ typedef struct {
      * call).  The node refuses keys of unlisted buckets when the table has
      * no `default` (fail closed).  May be NULL. */
     void (*table)(void *arg, int has_default, const unsigned char *listed, int n);
+    /* Called with the leader's rule list (a rules message, issue 27): its
+     * version and JSON text (len bytes, NUL-terminated; "" = no rules),
+     * borrowed for the call; version 0 with "" after a welcome that says
+     * the controller has no rules.  The node parses, applies and persists it;
+     * returns 0 or -errno (counted as rules_rejected).  May be NULL. */
+    int (*rules)(void *arg, uint64_t version, const char *text, size_t len);
     void *arg;
 } agent_ops_t;
 
@@ -126,6 +132,8 @@ typedef struct {
 /* Counters, for logs and tests. */
 typedef struct {
     uint64_t recv_welcome, recv_tokens, recv_heartbeat, recv_error;
+    uint64_t recv_rules, rules_rejected; /* rules messages, and those the
+                                    ops.rules hook refused */
     uint64_t tokens_applied;     /* token records applied */
     uint64_t weights_applied;    /* scheduler weight changes from the
                                     controller's weights frame */

@@ -104,8 +104,8 @@ int agent__epoch_ok(agent_t *a, const proto_msg_t *m, int src, double now, int *
 {
     *adopt = 0;
     if (m->type != PROTO_WELCOME && m->type != PROTO_TOKENS && m->type != PROTO_HEARTBEAT &&
-        m->type != PROTO_ERROR)
-        return 1;
+        m->type != PROTO_ERROR && m->type != PROTO_RULES)
+        return 1; /* rules too: only the leader's list classifies (issue 27) */
     /* Another controller at the leader's epoch takes over only a node in
      * fallback whose leader has also been quiet for an interval (0.5 s
      * before any timing): not while two of them welcome a starting node. */

@@ -185,6 +185,34 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
         node_sample(m, p, "bqos_node_auth_logins_total", PROMTEXT_COUNTER,
                     "Client logins that succeeded (--auth-file).", (double)gs.auth_ok);
     }
+    if (gs.rules) { /* issue 27: the rules' refusals and matches, bounded label sets */
+        node_sample(m, p, "bqos_node_rules", PROMTEXT_GAUGE,
+                    "Rules in the node's list (--config or the controller's push).",
+                    (double)gs.rules);
+        node_sample(m, p, "bqos_node_rules_version", PROMTEXT_GAUGE,
+                    "Version of the node's rule list (the controller's; 0: --config).",
+                    (double)gs.rules_version);
+        node_sample(m, p, "bqos_node_template_buckets", PROMTEXT_GAUGE,
+                    "Buckets made by template rules (at most 1024 per node).",
+                    (double)gs.template_buckets);
+        promtext_family(p, "bqos_node_rules_refused_total", PROMTEXT_COUNTER,
+                        "Requests refused by the rules, by reason.");
+        promtext_label_t ql[] = {{"node", m->name}, {"reason", NULL}};
+        for (int i = 0; i < GATE_RULE_NREASONS; i++) {
+            ql[1].value = gate_rule_reason_names[i];
+            promtext_value(p, ql, 2, (double)gs.rules_refused[i]);
+        }
+        if (gs.rule_matches) {
+            promtext_family(p, "bqos_node_rule_matches_total", PROMTEXT_COUNTER,
+                            "Requests each rule matched (first match), by rule index.");
+            char idx[16];
+            promtext_label_t ml[] = {{"node", m->name}, {"rule", idx}};
+            for (int i = 0; i < gs.rules; i++) {
+                snprintf(idx, sizeof idx, "%d", i);
+                promtext_value(p, ml, 2, (double)gs.rule_matches[i]);
+            }
+        }
+    }
     promtext_family(p, "bqos_node_reloads_total", PROMTEXT_COUNTER,
                     "SIGHUP reloads by result: ok, or error (a file did not load; it changed "
                     "nothing).");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/bucketfile.h"
 #include "common/log.h"
@@ -91,6 +92,11 @@ static void period_start(void *arg)
     if (r->nm)
         nodemetrics_period_end(r->nm);
     gate_period_start(r->g);
+    if (r->ctl) { /* template buckets: their rule's R and L for this period (issue 27) */
+        ctlclient_stats_t st;
+        ctlclient_stats(r->ctl, &st);
+        gate_template_period(r->g, st.agent.period_s);
+    }
 }
 
 /* A controller's table was applied: from now on it is the node's table
@@ -109,6 +115,134 @@ static void ctl_table(void *arg, int has_default, const unsigned char *listed, i
                  "does not list are refused (CLIENT_ERROR unknown bucket)");
     r->ctl_table = 1;
     gate_set_table(r->g, t);
+}
+
+/* Where the controller's last rule list is kept for a restart without a
+ * controller: beside --config, "CONFIG.rules" (NULL without --config: not
+ * kept).  Caller frees. */
+static char *rules_state_path(const run_t *r)
+{
+    char *p = NULL;
+    if (r->cfg->config && asprintf(&p, "%s.rules", r->cfg->config) < 0)
+        p = NULL;
+    return p;
+}
+
+/* Writes the rule list of `version` (JSON array text) to the state file
+ * atomically (temporary file, fsync, rename).  Returns 0 or -errno. */
+static int save_rules(const run_t *r, uint64_t version, const char *text)
+{
+    char *path = rules_state_path(r), *tmp = NULL;
+    int rc = 0;
+    if (!path)
+        return 0;
+    if (asprintf(&tmp, "%s.tmp", path) < 0) {
+        free(path);
+        return -ENOMEM;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        rc = -errno;
+        goto out;
+    }
+    fprintf(f, "{\"rules_version\": %llu,\n \"rules\": %s}\n", (unsigned long long)version,
+            *text ? text : "[]");
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = -errno;
+    if (fclose(f) != 0 && !rc)
+        rc = -errno;
+    if (!rc && rename(tmp, path) != 0)
+        rc = -errno;
+out:
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    free(path);
+    return rc;
+}
+
+/* Loads the rules the controller last pushed (the state file), if any:
+ * they classify until a controller speaks.  A file that does not parse
+ * stops the start (fail closed: its rules may have refused what --config
+ * would serve).  Returns 0 or -errno (logged). */
+static int load_saved_rules(run_t *r)
+{
+    char *path = rules_state_path(r);
+    if (!path)
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int rc = errno == ENOENT ? 0 : -errno;
+        if (rc)
+            log_error("%s: %s", path, strerror(-rc));
+        free(path);
+        return rc;
+    }
+    char *text = NULL;
+    size_t cap = 0, len = 0;
+    int rc = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            char *t = realloc(text, cap = cap * 2 + 8192);
+            if (!t) {
+                rc = -ENOMEM;
+                break;
+            }
+            text = t;
+        }
+        size_t n = fread(text + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    rules_t *rl = NULL;
+    jsonloc_err_t e;
+    char buf[700];
+    unsigned long long version = 0;
+    if (!rc) {
+        text[len] = 0;
+        rc = rules_parse(text, len, path, &rl, &e);
+        if (rc < 0)
+            log_error("the saved rules do not load (remove the file to start without them): %s",
+                      bucketfile_strerror(&e, buf, sizeof buf));
+        const char *v = strstr(text, "\"rules_version\":");
+        if (v)
+            version = strtoull(v + 16, NULL, 10);
+    }
+    free(text);
+    if (rc == 0) {
+        log_info("%s: %zu rules (version %llu) the controller last pushed: requests are "
+                 "classified by them until a controller speaks", path, rules_count(rl), version);
+        gate_set_rules(r->g, rl, version ? version : 1);
+    }
+    free(path);
+    return rc;
+}
+
+/* The leader's rule list (agent_ops_t.rules): parsed, made the node's and
+ * kept in the state file.  A list that does not parse changes nothing
+ * (logged; the controller validated it, so this is a bug or a newer
+ * syntax). */
+static int ctl_rules(void *arg, uint64_t version, const char *text, size_t len)
+{
+    run_t *r = arg;
+    rules_t *rl = NULL;
+    jsonloc_err_t e;
+    char buf[700];
+    int rc = len ? rules_parse(text, len, "controller", &rl, &e) : 0;
+    if (rc < 0) {
+        log_error("rules version %llu from the controller refused, the old ones stay: %s",
+                  (unsigned long long)version, bucketfile_strerror(&e, buf, sizeof buf));
+        return rc;
+    }
+    if (version || gate_has_rules(r->g)) /* a list, or the end of one (not every welcome) */
+        log_info("rules version %llu from the controller: %zu rules", (unsigned long long)version,
+                 rules_count(rl));
+    gate_set_rules(r->g, rl, version);
+    if ((rc = save_rules(r, version, len ? text : "")) < 0)
+        log_warn("cannot keep the controller's rules for a restart: %s", strerror(-rc));
+    return 0;
 }
 
 static void ctl_applied(void *arg)
@@ -158,6 +292,34 @@ static void ctl_log(const ctlclient_t *ctl)
              (unsigned long long)st.agent.stale_epoch, (unsigned long long)st.agent.tokens_applied);
 }
 
+/* --config's "rules" (common/rules.h) become the node's rules, unless a
+ * controller's rules are in force; a file without the member clears them.
+ * Returns 0 or -errno (logged). */
+static int load_config_rules(run_t *r)
+{
+    if (gate_rules_version(r->g))
+        return 0; /* a controller's (version > 0) */
+    bucketfile_t *bf = NULL;
+    jsonloc_err_t e;
+    char buf[600];
+    int rc = bucketfile_load(r->cfg->config, &bf, &e);
+    if (rc < 0) {
+        log_error("%s", bucketfile_strerror(&e, buf, sizeof buf));
+        return rc;
+    }
+    rules_t *rl = bucketfile_rules(bf) ? rules_dup(bucketfile_rules(bf)) : NULL;
+    if (bucketfile_rules(bf) && !rl) {
+        bucketfile_destroy(&bf);
+        return -ENOMEM;
+    }
+    bucketfile_destroy(&bf);
+    if (rl || gate_has_rules(r->g))
+        log_info("%s: %zu rules: requests are classified by them", r->cfg->config,
+                 rules_count(rl));
+    gate_set_rules(r->g, rl, 0);
+    return 0;
+}
+
 /* Loads --config and, if it loads, makes it the node's bucket table: a
  * request of a bucket it lacks goes to its `default` or, without one, is
  * refused (gate_set_table(), fail closed).  Returns 0 or -errno (logged). */
@@ -171,6 +333,8 @@ static int load_config(run_t *r)
         return rc;
     if (r->ctl_table)
         return 0; /* the controller's table decides, not --config */
+    if ((rc = load_config_rules(r)) < 0)
+        return rc;
     gate_table_t t = r->has_default ? GATE_TABLE_DEFAULT : GATE_TABLE_CLOSED;
     if ((rc = gate_set_listed(r->g, r->listed, r->nlisted)) < 0)
         return rc;
@@ -289,7 +453,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
     }
     log_info("pacing %s (burst %g ms), reservations by %s", cfg->pacing ? "on" : "off",
              cfg->burst_s * 1000, cfg->r_order == SCHED_ORDER_URGENCY ? "urgency" : "round robin");
-    if (cfg->config && load_config(&r) < 0)
+    if (cfg->config && (load_config(&r) < 0 || load_saved_rules(&r) < 0))
         goto out;
     if (cfg->tokens_file && nodeconf_load_tokens(cfg->tokens_file, set_tokens, &r) < 0)
         goto out;
@@ -308,7 +472,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
             cc.agent.silence_intervals = cfg->silence;
         agent_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
                            .period_start = period_start, .applied = ctl_applied,
-                           .table = ctl_table, .arg = &r};
+                           .table = ctl_table, .rules = ctl_rules, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));

@@ -41,6 +41,17 @@ struct gate {
     gate_table_t table;    /* gate_set_table() */
     unsigned char *listed; /* gate_set_listed(): nlisted of them */
     int nlisted;
+    rules_t *rules;        /* gate_set_rules(); NULL: none */
+    uint64_t rules_version;
+    int nrules;            /* rules_count(rules) */
+    uint64_t *rule_matches; /* per rule */
+    int template_buckets;
+    struct gate_tmpl {     /* template-made buckets and their rule's R, L */
+        int b;
+        int64_t r, l;      /* IOs per second; l RULES_NO_LIMIT: none */
+    } *tmpl;               /* template_buckets of them (GATE_TEMPLATE_BUCKETS_MAX room) */
+    double period_s;       /* gate_template_period()'s last; 0: unknown */
+    uint64_t rules_refused[GATE_RULE_NREASONS];
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -81,6 +92,129 @@ void gate_stats(const gate_t *g, gate_stats_t *out)
     out->auth_ok = g->auth_ok;
     memcpy(out->auth_failures, g->auth_failures, sizeof out->auth_failures);
     out->table = (int)g->table;
+    out->rules = g->nrules;
+    out->rules_version = g->rules_version;
+    out->template_buckets = g->template_buckets;
+    memcpy(out->rules_refused, g->rules_refused, sizeof out->rules_refused);
+    out->rule_matches = g->rule_matches;
+}
+
+/* ---- rules ---------------------------------------------------------------- */
+
+const char *const gate_rule_reason_names[GATE_RULE_NREASONS] = {
+    "denied", "no_match", "bad_name", "template_bound", "unknown_bucket"};
+
+void gate_set_rules(gate_t *g, rules_t *r, uint64_t version)
+{
+    uint64_t *m = r && rules_count(r) ? calloc(rules_count(r), sizeof *m) : NULL;
+    if (r && rules_count(r) && !m) {
+        /* no memory for the counts: keep the rules, count nothing per rule */
+        log_warn("rules: no memory for the per-rule counts");
+    }
+    rules_destroy(&g->rules);
+    free(g->rule_matches);
+    g->rules = r;
+    g->rule_matches = m;
+    g->nrules = (int)rules_count(r);
+    g->rules_version = version;
+}
+
+const rules_t *gate_rules(const gate_t *g)
+{
+    return g->rules;
+}
+
+uint64_t gate_rules_version(const gate_t *g)
+{
+    return g->rules_version;
+}
+
+int gate_has_rules(const gate_t *g)
+{
+    return g->nrules > 0;
+}
+
+static int refuse(gate_t *g, gate_rule_reason_t why, gate_rule_reason_t *out)
+{
+    g->rules_refused[why]++;
+    *out = why;
+    return -1;
+}
+
+/* Template bucket t's tokens for a period from `now`. */
+static void template_tokens(gate_t *g, const struct gate_tmpl *t, double now)
+{
+    double p = g->period_s;
+    int64_t r = (int64_t)((double)t->r * p + 0.5);
+    int64_t l = t->l == RULES_NO_LIMIT ? SCHED_UNLIMITED : (int64_t)((double)t->l * p + 0.5);
+    sched_set_tokens(g->s, t->b, r, l, now + p, now);
+}
+
+void gate_template_period(gate_t *g, double period_s)
+{
+    g->period_s = period_s > 0 && period_s < 1e6 ? period_s : 0;
+    if (!g->period_s)
+        return;
+    double now = mono_now();
+    for (int i = 0; i < g->template_buckets; i++)
+        template_tokens(g, &g->tmpl[i], now);
+}
+
+int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
+                   gate_rule_reason_t *why)
+{
+    rules_result_t res;
+    rules_action_t a = rules_match(g->rules, s, &res);
+    if (res.rule >= 0 && g->rule_matches)
+        g->rule_matches[res.rule]++;
+    if (a == RULES_DENY)
+        return refuse(g, GATE_RULE_DENIED, why);
+    if (a == RULES_NONE)
+        return refuse(g, GATE_RULE_NO_MATCH, why);
+    if (a == RULES_BAD_NAME)
+        return refuse(g, GATE_RULE_BAD_NAME, why);
+    return strcmp(res.bucket, bucket) == 0 ? 0 : refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+}
+
+int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
+{
+    rules_result_t res;
+    rules_action_t a = rules_match(g->rules, s, &res);
+    if (res.rule >= 0 && g->rule_matches)
+        g->rule_matches[res.rule]++;
+    switch (a) {
+    case RULES_DENY:
+        return refuse(g, GATE_RULE_DENIED, why);
+    case RULES_NONE:
+        return refuse(g, GATE_RULE_NO_MATCH, why);
+    case RULES_BAD_NAME:
+        return refuse(g, GATE_RULE_BAD_NAME, why);
+    default:
+        break;
+    }
+    size_t n = strlen(res.bucket);
+    int b = gate_bucket(g, res.bucket, n, 0);
+    if (a == RULES_BUCKET) {
+        /* a named bucket: one the table lists; without a table (or with an
+         * open one) made on first use, as a prefix would be */
+        if (g->table == GATE_TABLE_CLOSED)
+            return b >= 0 && gate_listed(g, b) ? b : refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+        if (b < 0 && (b = gate_bucket(g, res.bucket, n, 1)) < 0)
+            return refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+        return b;
+    }
+    if (b >= 0)
+        return b;
+    if (!g->tmpl && !(g->tmpl = calloc(GATE_TEMPLATE_BUCKETS_MAX, sizeof *g->tmpl)))
+        return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
+    if (g->template_buckets >= GATE_TEMPLATE_BUCKETS_MAX ||
+        (b = gate_bucket(g, res.bucket, n, 1)) < 0)
+        return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
+    g->tmpl[g->template_buckets++] = (struct gate_tmpl){b, res.reservation, res.limit};
+    if (g->period_s > 0)
+        template_tokens(g, &g->tmpl[g->template_buckets - 1], mono_now());
+    log_debug("bucket '%s' made by rule %d", res.bucket, res.rule);
+    return b;
 }
 
 const char *const gate_auth_reason_names[GATE_AUTH_NREASONS] = {
@@ -469,6 +603,9 @@ void gate_destroy(gate_t **gp)
     if (!gp || !*gp)
         return;
     gate_t *g = *gp;
+    rules_destroy(&g->rules);
+    free(g->rule_matches);
+    free(g->tmpl);
     if (g->s)
         sched_drain(g->s, g->hooks.drain, g->front);
     sched_destroy(&g->s);

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/rules.h"
 #include "storage-node/core/sched.h"
 #include "storage-node/core/window.h"
 #include "storage-node/io/conns.h"
@@ -245,6 +246,66 @@ gate_table_t gate_table(const gate_t *g);
 int gate_set_listed(gate_t *g, const unsigned char *listed, int n);
 int gate_listed(const gate_t *g, int b);
 
+/* ---- rules (issue 27) ------------------------------------------------------
+ * The node's rule list (common/rules.h: from --config's "rules" member or
+ * the controller's push) and the classification of a request through it.
+ * With no rules (or an empty list) the fronts classify by key prefix or
+ * export name as before, and never call gate_classify(). */
+
+/* Why gate_classify() refused a request: a deny rule, no rule matched, a
+ * template that made no bucket name, the bound on template-made buckets
+ * reached, a named bucket the node's table does not list. */
+typedef enum {
+    GATE_RULE_DENIED = 0,
+    GATE_RULE_NO_MATCH,
+    GATE_RULE_BAD_NAME,
+    GATE_RULE_TEMPLATE_BOUND,
+    GATE_RULE_UNKNOWN_BUCKET,
+    GATE_RULE_NREASONS
+} gate_rule_reason_t;
+
+/* The reasons' names for /metrics ("denied", "no_match", ...). */
+extern const char *const gate_rule_reason_names[GATE_RULE_NREASONS];
+
+/* Buckets template rules may make on a node, in all (a template-made
+ * bucket lives as long as the node; past the bound a request that would
+ * make another is refused, reason template_bound). */
+#define GATE_TEMPLATE_BUCKETS_MAX 1024
+
+/* Makes r (owned by the gate from now; NULL or empty: no rules) the node's
+ * rule list, of version `version` (the controller's; 0: --config).  The
+ * per-rule match counts start again.  Loop thread. */
+void gate_set_rules(gate_t *g, rules_t *r, uint64_t version);
+
+/* The rule list (NULL: none) and its version.  Loop thread. */
+const rules_t *gate_rules(const gate_t *g);
+uint64_t gate_rules_version(const gate_t *g);
+
+/* Nonzero if the node classifies by rules (a non-empty list).  O(1): the
+ * fronts ask per request. */
+int gate_has_rules(const gate_t *g);
+
+/* Classifies subject *s by the rules: returns the bucket (a named bucket,
+ * found or, without a closed table, made; a template's, made under
+ * GATE_TEMPLATE_BUCKETS_MAX) or -1 with *why set and the refusal counted.
+ * No allocation unless a bucket is made.  Loop thread. */
+int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
+
+/* A period of `period_s` seconds starts (the controller's; 0: unknown):
+ * every template-made bucket gets its rule's R and L for it, R x period
+ * and L x period tokens paced over the period (no limit: unlimited).  So
+ * a template's figures hold per node; the controller, which does not know
+ * template buckets, does not place them across nodes.  Also used for a
+ * bucket made mid-period (a whole period from then).  Loop thread. */
+void gate_template_period(gate_t *g, double period_s);
+
+/* Authorization only (the NBD front's export choice): 0 if the rules give
+ * subject *s bucket `bucket` (a named or template rule whose bucket is
+ * that name), else -1 with *why set and counted (a rule giving another
+ * bucket counts as unknown_bucket).  Makes no bucket.  Loop thread. */
+int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
+                   gate_rule_reason_t *why);
+
 /* The node's figures, as the memcached `stats` text (mc/mcstats.c) and
  * /metrics (daemon/nodemetrics.c) both show them. */
 typedef struct {
@@ -261,6 +322,11 @@ typedef struct {
     uint64_t auth_ok;        /* logins that succeeded */
     uint64_t auth_failures[GATE_AUTH_NREASONS]; /* gate_auth_failed() */
     int table;               /* gate_table_t: gate_set_table() */
+    int rules;               /* rules in the node's list (gate_set_rules()) */
+    uint64_t rules_version;
+    int template_buckets;    /* made by template rules */
+    uint64_t rules_refused[GATE_RULE_NREASONS]; /* gate_classify() */
+    const uint64_t *rule_matches; /* per rule (rules of them), or NULL */
 } gate_stats_t;
 
 /* Fills *out.  O(buckets) (the queued sum). */

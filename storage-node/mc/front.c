@@ -409,6 +409,61 @@ static int bucket_of(front_t *f, const char *key, size_t len)
     return reject ? reject : f->default_bucket;
 }
 
+/* The operation class of each command for the rules (common/rules.h):
+ * gat/gats change an expiry, so they are touches. */
+static const unsigned char cmd_op[MCP_CMD__COUNT] = {
+    [MCP_CMD_GET] = RULES_OP_READ,       [MCP_CMD_GETS] = RULES_OP_READ,
+    [MCP_CMD_SET] = RULES_OP_WRITE,      [MCP_CMD_ADD] = RULES_OP_WRITE,
+    [MCP_CMD_REPLACE] = RULES_OP_WRITE,  [MCP_CMD_APPEND] = RULES_OP_WRITE,
+    [MCP_CMD_PREPEND] = RULES_OP_WRITE,  [MCP_CMD_CAS] = RULES_OP_WRITE,
+    [MCP_CMD_DELETE] = RULES_OP_DELETE,  [MCP_CMD_INCR] = RULES_OP_ARITH,
+    [MCP_CMD_DECR] = RULES_OP_ARITH,     [MCP_CMD_TOUCH] = RULES_OP_TOUCH,
+    [MCP_CMD_FLUSH_ALL] = RULES_OP_ADMIN, [MCP_CMD_VERSION] = RULES_OP_ADMIN,
+    [MCP_CMD_VERBOSITY] = RULES_OP_ADMIN, [MCP_CMD_STATS] = RULES_OP_ADMIN,
+    [MCP_CMD_QUIT] = RULES_OP_ADMIN,     [MCP_CMD_GAT] = RULES_OP_TOUCH,
+    [MCP_CMD_GATS] = RULES_OP_TOUCH,     [MCP_CMD_MG] = RULES_OP_READ,
+    [MCP_CMD_MS] = RULES_OP_WRITE,       [MCP_CMD_MD] = RULES_OP_DELETE,
+    [MCP_CMD_MA] = RULES_OP_ARITH,       [MCP_CMD_MN] = RULES_OP_ADMIN,
+    [MCP_CMD_ME] = RULES_OP_ADMIN,
+};
+
+/* What a client is told when the rules refuse a request (gate_rule_reason_t
+ * order); memcached-style CLIENT_ERRORs. */
+static const char *const rule_refusal[GATE_RULE_NREASONS] = {
+    "CLIENT_ERROR access denied by rule",
+    "CLIENT_ERROR access denied: no rule matches",
+    "CLIENT_ERROR access denied: the rule makes no bucket name for this client",
+    "CLIENT_ERROR access denied: too many template buckets on this node",
+    "CLIENT_ERROR access denied: the rule's bucket is not in the node's table",
+};
+
+/* Bucket of a request by the node's rules (gate_classify()): the
+ * connection's login user and address, the command's class, the key's
+ * prefix (text before the separator; "" without one).  < 0: refused, *why
+ * says why. */
+static int rule_bucket(front_t *f, const conn_t *c, mcp_cmd_t cmd, const char *key, size_t len,
+                       gate_rule_reason_t *why)
+{
+    rules_subject_t s = {.user = f->cfg.auth && c->auth.ok ? c->auth.user : NULL,
+                         .op = (rules_op_t)cmd_op[cmd], .name = key ? key : "", .name_len = 0};
+    const char *sep = key ? memchr(key, f->cfg.separator, len) : NULL;
+    s.name_len = sep ? (size_t)(sep - key) : 0;
+    if (c->sock.family == AF_INET) {
+        s.family = 4;
+        memcpy(s.addr, c->sock.peer, 4);
+    } else if (c->sock.family == AF_INET6) {
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(c->sock.peer, mapped, 12) == 0) {
+            s.family = 4;
+            memcpy(s.addr, c->sock.peer + 12, 4);
+        } else {
+            s.family = 6;
+            memcpy(s.addr, c->sock.peer, 16);
+        }
+    }
+    return gate_classify(f->g, &s, why);
+}
+
 /* Builds the slot of a backend command and enqueues its IOs. */
 static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
 {
@@ -466,9 +521,18 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
     for (size_t i = 0; i < nios; i++) {
         io_t *io = &sl->ios[i];
         io->ts.arrival = t;
-        int b = r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
-                         : f->default_bucket;
+        gate_rule_reason_t why;
+        int b = gate_has_rules(f->g)
+                    ? rule_bucket(f, c, r->cmd, r->nkeys ? io->op.key : NULL,
+                                  r->nkeys ? io->op.keylen : 0, &why)
+                : r->nkeys ? bucket_of(f, io->op.key, io->op.keylen)
+                           : f->default_bucket;
         io->bucket = b;
+        if (b < 0 && gate_has_rules(f->g)) {
+            f->st.rejected++;
+            io_fail(io, rule_refusal[why]);
+            continue;
+        }
         if (b < 0) {
             f->st.rejected++;
             io_fail(io, b == IOLAT_UNCONFIGURED

@@ -21,3 +21,5 @@ nodemc_SRCS += storage-node/mc/mcauth.c
 test_front_LIBS += curvekey common
 $(call check_suite,test_mcauth,nodemc nodeio nodecore curvekey common)
 ITESTS += tests/it/it_node_auth.sh
+# issue 27: rules from the controller, per user, per op, templates, kept for a restart
+ITESTS += tests/it/it_rules.sh

@@ -3,19 +3,51 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 
+/* With rules (issue 27): whether they give client c export b's bucket,
+ * checked at the handshake as class nbd-read with the export's name and
+ * the client's address (gate_authorize(); refusals counted by reason).  An
+ * export they do not give is not offered. */
+static void export_subject(const nconn_t *c, int b, rules_subject_t *out)
+{
+    rules_subject_t s = {.op = RULES_OP_NBD_READ, .name = gate_bucket_name(c->f->g, b)};
+    s.name_len = strlen(s.name);
+    if (c->sock.family == AF_INET) {
+        s.family = 4;
+        memcpy(s.addr, c->sock.peer, 4);
+    } else if (c->sock.family == AF_INET6) {
+        s.family = 6;
+        memcpy(s.addr, c->sock.peer, 16);
+    }
+    *out = s;
+}
+
+static int export_allowed(const nconn_t *c, int b)
+{
+    rules_subject_t s;
+    export_subject(c, b, &s);
+    gate_rule_reason_t why;
+    if (gate_authorize(c->f->g, &s, s.name, &why) == 0)
+        return 1;
+    log_debug("%s: export '%s' not offered: %s", c->peer, s.name, gate_rule_reason_names[why]);
+    return 0;
+}
+
 /* Looks up an export by name (empty: "default") and opens its store.
- * Returns the bucket index, -ENOENT, or -errno from the backend. */
-static int find_export(nbdfront_t *f, const char *name, size_t len, uint64_t *size)
+ * Returns the bucket index, -ENOENT (also for an export the rules do not
+ * give this client), or -errno from the backend. */
+static int find_export(const nconn_t *c, nbdfront_t *f, const char *name, size_t len,
+                       uint64_t *size)
 {
     if (len == 0) {
         name = "default";
         len = 7;
     }
     int b = gate_bucket(f->g, name, len, 0);
-    if (b < 0)
+    if (b < 0 || (gate_has_rules(f->g) && !export_allowed(c, b)))
         return -ENOENT;
     int rc = blockdev_export(f->bd, b, gate_bucket_name(f->g, b), size);
     if (rc < 0) {
@@ -41,6 +73,14 @@ static void opt_list(nconn_t *c, uint32_t opt)
     const char *name;
     for (int b = 0; (name = gate_bucket_name(f->g, b)); b++) {
         size_t nl = strlen(name);
+        rules_subject_t s;
+        rules_result_t res;
+        if (gate_has_rules(f->g)) { /* only what the rules give this client (not counted) */
+            export_subject(c, b, &s);
+            rules_action_t a = rules_match(gate_rules(f->g), &s, &res);
+            if ((a != RULES_BUCKET && a != RULES_TEMPLATE) || strcmp(res.bucket, name) != 0)
+                continue;
+        }
         uint8_t buf[NBD_REP_HDR_LEN + 4 + 256];
         nbdf_out(c, buf, nbd_encode_rep_server(buf, opt, name, (uint32_t)nl));
     }
@@ -69,7 +109,7 @@ static int opt_export(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t le
         opt_invalid(c, opt, &e);
         return rc;
     }
-    int b = find_export(c->f, ir ? ir->name : mr->name, ir ? ir->namelen : mr->namelen, size);
+    int b = find_export(c, c->f, ir ? ir->name : mr->name, ir ? ir->namelen : mr->namelen, size);
     if (b < 0)
         nbdf_opt_reply(c, opt, b == -ENOENT ? NBD_REP_ERR_UNKNOWN : NBD_REP_ERR_PLATFORM);
     return b;
@@ -177,7 +217,7 @@ int nbdf_handle_option(nconn_t *c, uint32_t opt, const uint8_t *data, uint32_t l
         uint64_t size;
         if (len > NBD_MAX_NAME || memchr(data, '\0', len))
             return -1;
-        int b = find_export(f, (const char *)data, len, &size);
+        int b = find_export(c, f, (const char *)data, len, &size);
         if (b < 0) {
             log_info("%s: EXPORT_NAME '%.*s': no such export; closing", c->peer,
                      (int)(len > 64 ? 64 : len), (const char *)data);

@@ -20,3 +20,6 @@ fuzz_settings_SRCS = $(common_SRCS)
 FUZZERS += fuzz_mcauth
 fuzz_mcauth_SRCS = storage-node/mc/mcauth.c $(curvekey_SRCS) $(common_SRCS)
 fuzz_mcauth_LDLIBS = -lzmq
+# the rule syntax (issue 27): parse, dump round trip, analysis, matching
+FUZZERS += fuzz_rules
+fuzz_rules_SRCS = $(common_SRCS)
