@@ -232,15 +232,15 @@ static int run_memcached(const args_t *a)
     }
     if (window_setup(a, front_gate(f)) < 0 || conn_limits(a, front_gate(f)) < 0)
         goto out;
-    log_info("node %s: memcached clients on %s%s, backend %s%s%s%.0u, policy %s, %d workers, "
-             "%s outstanding, batch %d",
+    log_info("node %s: memcached clients on %s, backend %s%s%s%.0u, policy %s, %d workers, "
+             "%s outstanding, batch %d%s",
              cfg.name, conns_address(gate_conns(front_gate(f))),
-             !tls ? "" : tls_verify_mode(tls) == TLS_VERIFY_REQUIRE ? " (TLS, client certificates required)"
-                   : tls_verify_mode(tls) == TLS_VERIFY_REQUEST ? " (TLS, client certificates requested)"
-                                                                : " (TLS)",
              cfg.backend_port ? "" : "unix:", bhost, cfg.backend_port ? ":" : "", cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
-             window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
+             window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch,
+             !tls ? "" : tls_verify_mode(tls) == TLS_VERIFY_REQUIRE ? ", TLS port (client certificates required)"
+                   : tls_verify_mode(tls) == TLS_VERIFY_REQUEST ? ", TLS port (client certificates requested)"
+                                                                : ", TLS port");
     noderun_config_t nc = run_config(a);
     nc.reload = auth || tls ? reload_mc : NULL;
     nc.reload_arg = &reload;

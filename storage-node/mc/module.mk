@@ -20,4 +20,4 @@ ITESTS += tests/it/it_conn_flood.sh
 nodemc_SRCS += storage-node/mc/mcauth.c
 test_front_LIBS += curvekey common
 $(call check_suite,test_mcauth,nodemc nodeio nodecore curvekey common)
-ITESTS += tests/it/it_node_auth.sh
+ITESTS += tests/it/it_node_auth.sh tests/it/it_node_tls.sh

@@ -556,8 +556,19 @@ static int tls_step(nconn_t *c)
     }
     if (rc == 1) {
         c->state = ST_OPTS;
+        c->sock.handshaking = 0;
+        /* the connection's identity (conns.h): what the rules match on */
+        const char *cert = tls_peer_name(c->tls), *psk = tls_psk_id(c->tls);
+        if ((cert && conns_set_identity(&c->sock, CONN_ID_CERT, cert) < 0) ||
+            (psk && conns_set_identity(&c->sock, CONN_ID_PSK, psk) < 0)) {
+            log_warn("%s: out of memory for its TLS identity; closing", c->peer);
+            c->state = ST_CLOSING;
+            conn_gone(c, 0);
+            return -1;
+        }
         tls_describe(c->tls, why, sizeof why);
-        log_debug("%s: TLS up: %s", c->peer, why);
+        log_debug("%s: TLS up: %s%s%s%s%s", c->peer, why, cert ? ", certificate " : "",
+                  cert ? cert : "", psk ? ", PSK identity " : "", psk ? psk : "");
     }
     return rc;
 }
@@ -588,6 +599,7 @@ static int tls_start(nconn_t *c)
         return -1;
     }
     c->state = ST_TLSHS;
+    c->sock.handshaking = 1; /* an idle timeout, if any, bounds the handshake */
     return tls_step(c) < 0 ? -1 : 0;
 }
 
