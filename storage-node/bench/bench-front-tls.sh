@@ -15,7 +15,7 @@ trap 'exit 130' INT TERM
 nbd_tls_pki "$T/pki" || { echo "bench-front-tls: neither certtool nor openssl; skipped"; exit 0; }
 next_port; MC=$PORT
 start_memcached "$MC" "$T/mc.log" || { echo "bench-front-tls: memcached did not start"; exit 1; }
-node_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1"; }
+node_port() { sed -n 's/.* on [0-9.]*:\([0-9][0-9]*\), backend.*/\1/p' "$1" 2>/dev/null; }
 start() { # LOG ARGS...: a node; sets PID and PORT
   log=$1; shift
   spawn "$log" "$BIN/bqos-node" --memcached-listen 127.0.0.1:0 --backend "memcached://127.0.0.1:$MC" \
