@@ -736,6 +736,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     (void)what;
     conn_t *c = arg;
     front_t *f = c->f;
+    if (c->tls && c->sock.handshaking) {
+        conn_handshake(c);
+        return;
+    }
     if (c->rlen == c->rcap) {
         size_t max = MCP_LINE_MAX + f->cfg.proto.max_item + 64;
         size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
@@ -755,10 +759,6 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         }
         c->rbuf = nb;
         c->rcap = ncap;
-    }
-    if (c->tls && c->sock.handshaking) {
-        conn_handshake(c);
-        return;
     }
     ssize_t n;
     if (c->tls) {
