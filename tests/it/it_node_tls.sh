@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_node_tls.sh - the memcached front on a TLS port (--tls-cert/--tls-key, memcached's -Z) in front of a real memcached: python3 ssl and openssl s_client doing set/get through the node (the values land in the real memcached); client certificates under --tls-verify request and require (a client without one, or with one the CA did not sign, refused under require; the certificate's CN logged as the connection's identity); a plaintext client on the TLS port closed unanswered; --auth-file logins over TLS; a handshake trickled byte by byte closed by --idle-timeout; bad TLS option sets refused at start and by --check.
+# it_node_tls.sh - the memcached front on a TLS port (--tls-cert/--tls-key, memcached's -Z) in front of a real memcached: python3 ssl and openssl s_client doing set/get through the node (the values land in the real memcached); client certificates under --tls-verify request and require (a client without one, or with one the CA did not sign, refused under require; the certificate's CN logged as the connection's identity); a plaintext client on the TLS port closed unanswered; --auth-file logins over TLS; a handshake trickled byte by byte closed by --idle-timeout; a PSK client (openssl s_client -psk) and its identity; bad TLS option sets refused at start and by --check.
 # Certificates are made here with certtool (gnutls-bin); skipped (exit 0 with a note) without certtool or python3.
 set -u
 NAME=it_node_tls
@@ -165,7 +165,26 @@ awk -v t="$took" 'BEGIN { exit !(t < 6) }' && ok "a trickled handshake is closed
   bad "a trickled handshake lasted ${took}s"
 stop_node
 
-# ---- 3. bad option sets -----------------------------------------------------
+# ---- 3. a PSK (psktool's file) on the memcached port: its identity -----------
+if command -v openssl >/dev/null 2>&1; then
+  KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+  echo "tenant-a:$KEY" >"$tmp/keys.psk"; chmod 600 "$tmp/keys.psk"
+  start_node "$tmp/psk.log" --policy rr --tls-psk "$tmp/keys.psk" --log-level debug
+  psk() { # IDENTITY KEY: a set and a get through openssl s_client with that PSK
+    printf 'set k:p 0 0 2\r\nhi\r\nget k:p\r\nquit\r\n' |
+      timeout 10 openssl s_client -connect "127.0.0.1:$NODE_PORT" -psk "$2" -psk_identity "$1" \
+        -quiet 2>/dev/null | tr -d '\r'
+  }
+  [ "$(psk tenant-a "$KEY")" = "$(printf 'STORED\nVALUE k:p 0 2\nhi\nEND')" ] &&
+    ok "openssl s_client with a PSK: set and get" || bad "PSK client: $(psk tenant-a "$KEY")"
+  wait_for 'grep -q "PSK identity tenant-a" "$tmp/psk.log"' 3 &&
+    ok "... the PSK identity is the connection's identity (logged)" || bad "no 'PSK identity tenant-a' logged"
+  [ -z "$(psk tenant-a "ff${KEY#ff}" | grep -v '^$' | grep STORED)" ] && [ -z "$(psk mallory "$KEY" | grep STORED)" ] &&
+    ok "a wrong key or an unknown identity is refused" || bad "a wrong PSK was served"
+  stop_node
+fi
+
+# ---- 4. bad option sets -----------------------------------------------------
 for args in "$SRV --tls-verify require" "$SRV --tls allow" "--tls-ca $pki/ca.pem --tls-verify request" \
   "$SRV --tls-ca $pki/server.key --tls-verify require"; do
   if "$NODE" --backend "memcached://127.0.0.1:$MC_PORT" --check $args >"$tmp/check.out" 2>&1; then
