@@ -44,6 +44,7 @@ struct conns {
     const struct sockaddr *accepting; /* peer of the connection hooks.accept is taking */
     int accepting_len;     /* its length */
     uint64_t idle_closed, refused_per_ip, evicted;
+    uint64_t tls_failed;   /* conns_tls_failed() */
     double refuse_logged;  /* mono_now() of the last per-address warning */
     double evict_logged;   /* mono_now() of the last eviction warning */
     /* The address table: TCP peers with connections open. */
@@ -371,11 +372,17 @@ int conns_set_limits(conns_t *cn, double idle_sec, int per_ip)
     return 0;
 }
 
+void conns_tls_failed(conns_t *cn)
+{
+    cn->tls_failed++;
+}
+
 void conns_stats(const conns_t *cn, conns_stats_t *out)
 {
     out->open = cn->nconns;
     out->total = cn->total_conns;
     out->idle_closed = cn->idle_closed;
+    out->tls_failed = cn->tls_failed;
     out->refused_per_ip = cn->refused_per_ip;
     out->evicted = cn->evicted;
     out->addresses = cn->naddrs;

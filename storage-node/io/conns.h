@@ -203,14 +203,19 @@ int conns_set_limits(conns_t *cn, double idle_sec, int per_ip);
 /* Counts for stats: connections open now and accepted in all; closed
  * idle, refused by the per-address cap, evicted at the limit for a new
  * client, and accept pauses for want of descriptors (listener_pauses());
- * addresses with connections open now. */
+ * addresses with connections open now; TLS handshakes failed. */
 typedef struct {
     int open;
     uint64_t total;
     uint64_t idle_closed, refused_per_ip, evicted, accept_pauses;
     int addresses;
+    uint64_t tls_failed;  /* TLS handshakes that failed (conns_tls_failed()) */
 } conns_stats_t;
 void conns_stats(const conns_t *cn, conns_stats_t *out);
+
+/* Counts a TLS handshake that failed (a front closing such a connection:
+ * a plaintext client on a TLS port, a certificate or PSK refused). */
+void conns_tls_failed(conns_t *cn);
 
 /* Stops accepting for good (every later connection is refused, idle checks
  * end): with `close_listener` 0 the listening socket is only disabled (it

@@ -707,6 +707,7 @@ static void conn_handshake(conn_t *c)
     if (rc < 0) {
         log_warn("closing client %s: TLS handshake failed: %s",
                  peer_text(c, addr, sizeof addr), why);
+        conns_tls_failed(c->f->cn);
         c->broken = 1;
         conn_maybe_close(c);
         return;

@@ -545,6 +545,7 @@ static int tls_step(nconn_t *c)
     int rc = tls_handshake(c->tls, why, sizeof why);
     if (rc < 0) {
         log_info("%s: TLS handshake: %s; closing", c->peer, why);
+        conns_tls_failed(c->f->cn);
         c->state = ST_CLOSING;
         conn_gone(c, 0);
         return -1;

@@ -114,13 +114,17 @@ case $got in *VALUE*|*END*|*VERSION*) bad "a plaintext client was answered: $got
   *) ok "a plaintext client on the TLS port is closed unanswered" ;; esac
 wait_for 'grep -q "TLS handshake failed" "$tmp/req.log"' 3 && ok "... logged as a failed handshake" ||
   bad "no failed handshake logged"
+got=$(tls_client "$NODE_PORT" - 'stats\r\n')
+case $got in *"STAT ssl_handshake_errors 1\\r\\n"*) ok "... counted in stats (ssl_handshake_errors, memcached's name)" ;;
+  *) bad "stats: no ssl_handshake_errors 1: $(echo "$got" | grep -o 'ssl_handshake_errors [0-9]*')" ;; esac
 stop_node
 
 # ---- 2. client certificates required, logins, a trickled handshake ----------
 printf 'alice:secret\n' >"$tmp/auth"
 chmod 600 "$tmp/auth"
+next_port; MPORT=$PORT
 start_node "$tmp/reqd.log" --policy rr $SRV --tls-ca "$pki/ca.pem" --tls-verify require \
-  --auth-file "$tmp/auth" --idle-timeout 1 --log-level debug
+  --auth-file "$tmp/auth" --idle-timeout 1 --log-level debug --metrics-listen "127.0.0.1:$MPORT"
 got=$(tls_client "$NODE_PORT" alice 'set x 0 0 12\r\nalice secret\r\nset t:3 0 0 2\r\nok\r\nget t:3\r\n')
 [ "$got" = "b'STORED\\r\\nSTORED\\r\\nVALUE t:3 0 2\\r\\nok\\r\\nEND\\r\\n'" ] &&
   ok "require: alice's certificate, then a memcached login over TLS" || bad "require + login: got $got"
@@ -135,6 +139,11 @@ case $got in *STORED*|*VALUE*) bad "require: a client without a certificate was 
 got=$(tls_client "$NODE_PORT" mallory 'set x 0 0 12\r\nalice secret\r\nget t:3\r\n')
 case $got in *STORED*|*VALUE*) bad "require: a certificate the CA did not sign was served: $got" ;;
   *) ok "require: a certificate the CA did not sign is refused" ;; esac
+if command -v curl >/dev/null 2>&1; then
+  curl -s "http://127.0.0.1:$MPORT/metrics" | grep -q '^bqos_node_tls_handshake_failures_total{node="it"} 2$' &&
+    ok "/metrics: the two refused handshakes counted" ||
+    bad "/metrics: $(curl -s "http://127.0.0.1:$MPORT/metrics" | grep tls_handshake)"
+fi
 # A client that trickles its handshake one byte every 0.3 s: the idle timeout
 # (1 s) counts from the accept, not from its last byte.
 t0=$(date +%s)
