@@ -1,4 +1,4 @@
-/* test_conns.c - Check suite for storage-node/io/conns: the listener and the registry (admit, refuse beyond max_conns, write, close), accept pauses out of descriptors, the per-address cap, the idle timeout, eviction at the limit and the address table, the stop. */
+/* test_conns.c - Check suite for storage-node/io/conns: the listener and the registry (admit, refuse beyond max_conns, write, close), accept pauses out of descriptors, the per-address cap, the idle timeout (and the TLS handshake it bounds), each connection's identity, eviction at the limit and the address table, the stop. */
 #include <check.h>
 #include <errno.h>
 #include <event2/buffer.h>
@@ -336,6 +336,85 @@ START_TEST(test_conns_idle_timeout)
 }
 END_TEST
 
+/* A connection in a TLS handshake (handshaking set by its front): bytes
+ * that trickle in do not keep it, and the sweep shuts it down even while
+ * it holds something (a handshake in progress has nothing to lose). */
+START_TEST(test_conns_idle_bounds_handshake)
+{
+    conns_conn_t gc[1];
+    conns_t *cn = rig(10, &hooks, gc, sizeof gc);
+    ck_assert_int_eq(conns_set_limits(cn, 0.2, 0), 0);
+    int c = connect_to(conns_port(cn));
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    gc[0].handshaking = 1;
+    gc[0].held = 1;
+    conns_stats_t cs = {0};
+    for (int i = 0; i < 40 && cs.idle_closed == 0; i++) { /* a byte every 50 ms, up to 2 s */
+        if (send(c, "x", 1, MSG_NOSIGNAL) != 1)
+            break;
+        run_for(0.05, NULL, 0);
+        conns_stats(cn, &cs);
+    }
+    ck_assert_uint_eq(cs.idle_closed, 1);
+    char b[64];
+    ssize_t n;
+    while ((n = recv(c, b, sizeof b, 0)) > 0)
+        ;
+    ck_assert_int_eq(n, 0); /* shut down: EOF for the client */
+    conns_close(cn, &gc[0]);
+    ck_assert_int_eq(gc[0].handshaking, 0);
+    close(c);
+}
+END_TEST
+
+/* Every connection has its address from the accept; the names are copies
+ * the front sets and clears, refused when too long or not printable, freed
+ * at close. */
+START_TEST(test_conns_identity)
+{
+    conns_conn_t gc[1];
+    conns_t *cn = rig(10, &hooks, gc, sizeof gc);
+    int c = connect_from(conns_port(cn), 7);
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    const conn_identity_t *id = conns_identity(&gc[0]);
+    ck_assert_int_eq(id->addr.ss_family, AF_INET);
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)&id->addr;
+    ck_assert_uint_eq(ntohl(sin->sin_addr.s_addr), INADDR_LOOPBACK + 6);
+    ck_assert_uint_ne(ntohs(sin->sin_port), 0);
+    ck_assert_ptr_null(id->user);
+    ck_assert_ptr_null(id->cert_name);
+    ck_assert_ptr_null(id->psk_id);
+    char name[] = "alice";
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_USER, name), 0);
+    name[0] = 'X'; /* a copy was kept */
+    ck_assert_str_eq(id->user, "alice");
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_CERT, "alice.example"), 0);
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_PSK, "tenant-a"), 0);
+    ck_assert_str_eq(id->cert_name, "alice.example");
+    ck_assert_str_eq(id->psk_id, "tenant-a");
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_USER, "bob"), 0); /* replaced */
+    ck_assert_str_eq(id->user, "bob");
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_USER, "b\nob"), -EINVAL);
+    ck_assert_str_eq(id->user, "bob"); /* unchanged */
+    char longname[CONN_ID_MAX + 2];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_CERT, longname), -EINVAL);
+    longname[CONN_ID_MAX] = 0;
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_CERT, longname), 0);
+    ck_assert_uint_eq(strlen(id->cert_name), CONN_ID_MAX);
+    ck_assert_int_eq(conns_set_identity(&gc[0], (conn_id_field_t)7, "x"), -EINVAL);
+    ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_PSK, NULL), 0);
+    ck_assert_ptr_null(id->psk_id);
+    conns_close(cn, &gc[0]); /* frees the names (ASan: no leak) */
+    ck_assert_ptr_null(id->user);
+    ck_assert_ptr_null(id->cert_name);
+    close(c);
+}
+END_TEST
+
 /* 127.0.0.`from` as a sockaddr, for conns_peer_count(). */
 static const struct sockaddr *peer(int from)
 {
@@ -561,7 +640,8 @@ int main(void)
                                   test_conns_emfile_no_spin, test_conns_per_ip_cap,
                                   test_conns_idle_timeout, test_conns_evict_for_another_address,
                                   test_conns_evict_spares_busy, test_conns_evict_spares_unread,
-                                  test_conns_address_counts, test_conns_stop};
+                                  test_conns_address_counts, test_conns_stop,
+                                  test_conns_idle_bounds_handshake, test_conns_identity};
     const testlib_case_t c = {.name = "conns", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -7,6 +7,7 @@
 
 #include "common/version.h"
 #include "storage-node/daemon/nodeargs.h"
+#include "storage-node/io/tls.h"
 #include "tests/testlib.h"
 
 static char out[32768], err[4096];
@@ -216,6 +217,21 @@ START_TEST(test_nodeargs_values)
                      "reply_mem=0 nbd_mem=1048576 io_time=250 level=2 format=0 check=0 no_flush=0 | "
                      "cost=4096 1/1 flush=7 trim=0 ignored=0");
     ck_assert_str_eq(nodeargs_tls_names[a.tls], "require");
+
+    /* the memcached node's TLS port (memcached's -Z and ssl_* options) */
+    ck_assert_int_eq(PARSE("bqos-node", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca",
+                           "ca.pem", "--tls-verify", "require"),
+                     -1);
+    ck_assert_str_eq(err, "");
+    ck_assert_str_eq(a.tls_cert, "c.pem");
+    ck_assert_str_eq(a.tls_key, "k.pem");
+    ck_assert_str_eq(a.tls_ca, "ca.pem");
+    ck_assert_int_eq(a.tls_verify, TLS_VERIFY_REQUIRE);
+    ck_assert_int_eq(a.tls, -1);
+    ck_assert_int_eq(PARSE("bqos-node", "--tls-verify", "request"), -1);
+    ck_assert_int_eq(a.tls_verify, TLS_VERIFY_REQUEST);
+    ck_assert_int_eq(PARSE("bqos-node", "--name", "n"), -1);
+    ck_assert_int_eq(a.tls_verify, TLS_VERIFY_NONE);
 }
 END_TEST
 /* A --settings file is read after argv: the command line overrides it. */
@@ -309,7 +325,9 @@ START_TEST(test_nodeargs_usage_errors)
         /* block-only options refuse a memcached node */
         {"bqos-node", {"--export-size", "1g"}, "--export-size is for a block node (--backend file:PATH)"},
         {"bqos-node", {"--direct"}, "--direct is for a block node (--backend file:PATH)"},
-        {"bqos-node", {"--tls", "on"}, "--tls is for a block node (--backend file:PATH)"},
+        {"bqos-node", {"--tls", "on"}, "bad value 'on' for --tls (off, allow or require)"},
+        {"bqos-node", {"--tls-verify", "2"},
+         "bad value '2' for --tls-verify (none, request or require)"},
         {"bqos-nbd-node", {"--backend", "memcached://127.0.0.1:11211"},
          "bad value 'memcached://127.0.0.1:11211' for --backend (a block node needs file:PATH)"},
         {"bqos-nbd-node", {"--backend", "file:"},

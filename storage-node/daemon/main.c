@@ -119,16 +119,32 @@ static int reload_failed(int rc, const jsonloc_err_t *e, const char *what, const
     return 1;
 }
 
-/* noderun_config_t.reload of a memcached node with --auth-file: its users
- * again (logged-in connections stay so); a file that does not load is
- * logged and changes nothing. */
-static int reload_auth(void *arg)
+static int tls_setup(const args_t *a, tls_t **tls, nbdtls_mode_t *mode);
+static int reload_tls(void *arg);
+
+/* What SIGHUP reads again on a memcached node: --auth-file's users and the
+ * TLS files (either may be NULL). */
+typedef struct {
+    mcauth_t *auth;
+    tls_t *tls;
+} mc_reload_t;
+
+/* noderun_config_t.reload of a memcached node with --auth-file or TLS: its
+ * users again (logged-in connections stay so) and its TLS files (open
+ * sessions keep theirs); a file that does not load is logged and changes
+ * nothing of its own. */
+static int reload_mc(void *arg)
 {
+    mc_reload_t *r = arg;
+    int rc = 0;
     jsonloc_err_t e;
-    if (reload_failed(mcauth_reload(arg, &e), &e, "--auth-file", "users"))
-        return -EINVAL;
-    log_info("SIGHUP: %s re-read: %d users", mcauth_path(arg), mcauth_users(arg));
-    return 0;
+    if (r->auth && reload_failed(mcauth_reload(r->auth, &e), &e, "--auth-file", "users"))
+        rc = -EINVAL;
+    else if (r->auth)
+        log_info("SIGHUP: %s re-read: %d users", mcauth_path(r->auth), mcauth_users(r->auth));
+    if (r->tls && reload_tls(r->tls) < 0)
+        rc = -EINVAL;
+    return rc;
 }
 
 /* noderun_config_t.backend of the memcached node: its backend pool's
@@ -192,6 +208,14 @@ static int run_memcached(const args_t *a)
         log_info("--auth-file %s: %d users; clients log in first", a->auth_file,
                  mcauth_users(auth));
     }
+    tls_t *tls = NULL;
+    nbdtls_mode_t tls_mode;
+    if (tls_setup(a, &tls, &tls_mode) < 0) {
+        mcauth_destroy(&auth);
+        return 2;
+    }
+    cfg.tls = tls;
+    mc_reload_t reload = {auth, tls};
 
     noderun_prepare();
     int rc = 1, err = 0;
@@ -209,14 +233,17 @@ static int run_memcached(const args_t *a)
     if (window_setup(a, front_gate(f)) < 0 || conn_limits(a, front_gate(f)) < 0)
         goto out;
     log_info("node %s: memcached clients on %s, backend %s%s%s%.0u, policy %s, %d workers, "
-             "%s outstanding, batch %d",
+             "%s outstanding, batch %d%s",
              cfg.name, conns_address(gate_conns(front_gate(f))),
              cfg.backend_port ? "" : "unix:", bhost, cfg.backend_port ? ":" : "", cfg.backend_port,
              cfg.policy == SCHED_POLICY_RR ? "rr" : "tokens", cfg.workers,
-             window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch);
+             window_text(a, cfg.outstanding, wtext, sizeof wtext), cfg.batch,
+             !tls ? "" : tls_verify_mode(tls) == TLS_VERIFY_REQUIRE ? ", TLS port (client certificates required)"
+                   : tls_verify_mode(tls) == TLS_VERIFY_REQUEST ? ", TLS port (client certificates requested)"
+                                                                : ", TLS port");
     noderun_config_t nc = run_config(a);
-    nc.reload = auth ? reload_auth : NULL;
-    nc.reload_arg = auth;
+    nc.reload = auth || tls ? reload_mc : NULL;
+    nc.reload_arg = &reload;
     nc.backend = backend_state;
     nc.backend_arg = f;
     if (noderun_run(base, front_gate(f), &nc) < 0)
@@ -226,49 +253,62 @@ static int run_memcached(const args_t *a)
 out:
     front_destroy(&f);
     mcauth_destroy(&auth);
+    tls_destroy(&tls);
     if (base)
         event_base_free(base);
     return rc;
 }
 
-/* --tls, --tls-cert, --tls-key, --tls-psk: loads the credentials (*tls,
- * the caller's to free) and sets cfg's TLS.  Returns 0, or -1 with a
- * message (a bad file is named). */
-static int tls_setup(const args_t *a, nbdtls_t **tls, nbdfront_config_t *cfg)
+/* --tls, --tls-cert, --tls-key, --tls-psk, --tls-ca, --tls-verify: the
+ * TLS mode (nbdtls_mode_t; a memcached node knows off and require only:
+ * its port is a TLS port or not, memcached has no STARTTLS) into *mode,
+ * and the credentials into *tls (the caller's to free; NULL with mode
+ * off).  Returns 0, or -1 with a message (a bad file is named). */
+static int tls_setup(const args_t *a, tls_t **tls, nbdtls_mode_t *mode)
 {
     int have = a->tls_cert || a->tls_key || a->tls_psk;
-    cfg->tls_mode = a->tls >= 0 ? (nbdtls_mode_t)a->tls : have ? NBDTLS_REQUIRE : NBDTLS_OFF;
-    if (!have) {
-        if (cfg->tls_mode == NBDTLS_OFF)
-            return 0;
-        fprintf(stderr, "%s: --tls %s needs --tls-cert and --tls-key, or --tls-psk\n", a->prog,
-                nodeargs_tls_names[cfg->tls_mode]);
+    *mode = a->tls >= 0 ? (nbdtls_mode_t)a->tls : have ? NBDTLS_REQUIRE : NBDTLS_OFF;
+    if (!a->block && *mode == NBDTLS_ALLOW) {
+        fprintf(stderr, "%s: --tls allow is for NBD (STARTTLS); a memcached port is TLS or "
+                "plain: say require (memcached's -Z) or off\n", a->prog);
         return -1;
     }
-    if (cfg->tls_mode == NBDTLS_OFF) {
-        fprintf(stderr, "%s: --tls off with TLS credentials: drop them or say allow/require\n",
+    if ((a->tls_ca || a->tls_verify > 0) && *mode == NBDTLS_OFF) {
+        fprintf(stderr, "%s: --tls-ca and --tls-verify need TLS (--tls-cert and --tls-key)\n",
                 a->prog);
         return -1;
     }
-    nbdtls_files_t files = {.cert = a->tls_cert, .key = a->tls_key, .psk = a->tls_psk};
+    if (!have) {
+        if (*mode == NBDTLS_OFF)
+            return 0;
+        fprintf(stderr, "%s: --tls %s needs --tls-cert and --tls-key, or --tls-psk\n", a->prog,
+                nodeargs_tls_names[*mode]);
+        return -1;
+    }
+    if (*mode == NBDTLS_OFF) {
+        fprintf(stderr, "%s: --tls off with TLS credentials: drop them or say %s\n",
+                a->prog, a->block ? "allow/require" : "require");
+        return -1;
+    }
+    tls_files_t files = {.cert = a->tls_cert, .key = a->tls_key, .psk = a->tls_psk,
+                         .ca = a->tls_ca, .verify = (tls_verify_t)a->tls_verify};
     jsonloc_err_t e;
     char buf[512];
     int rc = 0;
-    if (!(*tls = nbdtls_new(&files, &rc, &e))) {
+    if (!(*tls = tls_new(&files, &rc, &e))) {
         fprintf(stderr, "%s: TLS: %s\n", a->prog, bucketfile_strerror(&e, buf, sizeof buf));
         return -1;
     }
-    cfg->tls = *tls;
     return 0;
 }
 
-/* noderun_config_t.reload of a block node with TLS: its key, certificate
+/* noderun_config_t.reload of a node with TLS: its key, certificate, CA
  * and PSK files again (new connections use them, open ones keep theirs);
  * files that do not load are logged and change nothing. */
 static int reload_tls(void *arg)
 {
     jsonloc_err_t e;
-    if (reload_failed(nbdtls_reload(arg, &e), &e, "TLS files", "ones"))
+    if (reload_failed(tls_reload(arg, &e), &e, "TLS files", "ones"))
         return -EINVAL;
     log_info("SIGHUP: TLS files re-read; new connections use them");
     return 0;
@@ -307,10 +347,11 @@ static int run_block(const args_t *a)
                         : a->outstanding == 0 ? a->window_max
                                               : cfg.outstanding;
 
-    nbdtls_t *tls = NULL;
+    tls_t *tls = NULL;
     int rc = 1, err = 0;
-    if (tls_setup(a, &tls, &cfg) < 0)
+    if (tls_setup(a, &tls, &cfg.tls_mode) < 0)
         return 2;
+    cfg.tls = tls;
     noderun_prepare();
     struct event_base *base = event_base_new();
     nbdfront_t *f = NULL;
@@ -360,7 +401,7 @@ static int run_block(const args_t *a)
     rc = 0;
 out:
     nbdfront_destroy(&f);
-    nbdtls_destroy(&tls);
+    tls_destroy(&tls);
     if (base)
         event_base_free(base);
     free(list);
@@ -389,13 +430,12 @@ static int node_validate_keys(const args_t *a, int check)
         problems++;
     }
     explicit_bzero(&own, sizeof own);
-    if (a->block) {
-        nbdtls_t *tls = NULL;
-        nbdfront_config_t cfg;
-        nbdfront_config_defaults(&cfg);
-        if (tls_setup(a, &tls, &cfg) < 0)
+    {
+        tls_t *tls = NULL;
+        nbdtls_mode_t mode;
+        if (tls_setup(a, &tls, &mode) < 0)
             problems++;
-        nbdtls_destroy(&tls);
+        tls_destroy(&tls);
     }
     return problems;
 }

@@ -31,6 +31,9 @@ static const char *const order_names[] = {"rr", "urgency", NULL};
 _Static_assert(SCHED_ORDER_RR == 0 && SCHED_ORDER_URGENCY == 1, "order_names order");
 const char *const nodeargs_tls_names[] = {"off", "allow", "require", NULL};
 _Static_assert(NBDTLS_OFF == 0 && NBDTLS_ALLOW == 1 && NBDTLS_REQUIRE == 2, "nodeargs_tls_names order");
+static const char *const verify_names[] = {"none", "request", "require", NULL};
+_Static_assert(TLS_VERIFY_NONE == 0 && TLS_VERIFY_REQUEST == 1 && TLS_VERIFY_REQUIRE == 2,
+               "verify_names order");
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
@@ -80,7 +83,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 57
+#define NROWS 59
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -121,22 +124,39 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "bucket (created on first use; a trailing '/' creates the directory).\n"
                         "PATH a regular file or block device: every bucket's export is that\n"
                         "whole file (an empty or new file is grown to --export-size)."}},
-        {BLK, {.name = "tls", .type = OPTS_ENUM, .target = &a->tls, .arg = "off|allow|require",
-               .names = nodeargs_tls_names, .show = "require with --tls-cert or --tls-psk, else off",
-               .help = "NBD over TLS (NBD_OPT_STARTTLS; clients: nbds:// URIs).  require:\n"
-                       "every option but STARTTLS and ABORT is refused (NBD_REP_ERR_TLS_REQD)\n"
-                       "before the handshake.  allow: plain and TLS clients.  off: STARTTLS\n"
-                       "is unsupported."}},
-        {BLK, {.name = "tls-cert", .type = OPTS_STRING, .target = &a->tls_cert, .arg = "FILE",
-               .show = "none",
-               .help = "The server's X.509 certificate (chain), PEM; with --tls-key."}},
-        {BLK, {.name = "tls-key", .type = OPTS_STRING, .target = &a->tls_key, .arg = "FILE",
-               .show = "none",
-               .help = "Its private key, PEM; mode 0600 or stricter."}},
-        {BLK, {.name = "tls-psk", .type = OPTS_STRING, .target = &a->tls_psk, .arg = "FILE",
-               .show = "none",
-               .help = "Pre-shared keys, one USERNAME:HEXKEY per line (nbdkit's psktool\n"
-                       "format); mode 0600 or stricter."}},
+        {BOTH, {.name = "tls", .type = OPTS_ENUM, .target = &a->tls, .arg = "off|allow|require",
+                .names = nodeargs_tls_names, .show = "require with --tls-cert or --tls-psk, else off",
+                .help = "memcached node: require makes --memcached-listen a TLS port (as\n"
+                        "memcached's -Z / --enable-ssl): every client starts with the TLS\n"
+                        "handshake; plaintext clients are closed.  NBD node: NBD over TLS\n"
+                        "(NBD_OPT_STARTTLS; clients: nbds:// URIs); require: every option but\n"
+                        "STARTTLS and ABORT is refused (NBD_REP_ERR_TLS_REQD) before the\n"
+                        "handshake; allow (NBD only): plain and TLS clients.  off: no TLS."}},
+        {BOTH, {.name = "tls-cert", .type = OPTS_STRING, .target = &a->tls_cert, .arg = "FILE",
+                .show = "none",
+                .help = "The server's X.509 certificate (chain), PEM; with --tls-key\n"
+                        "(memcached's -o ssl_chain_cert)."}},
+        {BOTH, {.name = "tls-key", .type = OPTS_STRING, .target = &a->tls_key, .arg = "FILE",
+                .show = "none",
+                .help = "Its private key, PEM; mode 0600 or stricter (memcached's\n"
+                        "-o ssl_key)."}},
+        {BOTH, {.name = "tls-ca", .type = OPTS_STRING, .target = &a->tls_ca, .arg = "FILE",
+                .show = "none",
+                .help = "CA certificates (PEM) that client certificates must chain to\n"
+                        "(memcached's -o ssl_ca_cert); with --tls-verify request|require."}},
+        {BOTH, {.name = "tls-verify", .type = OPTS_ENUM, .target = &a->tls_verify,
+                .arg = "none|request|require", .names = verify_names, .deflt = "none",
+                .help = "Client certificates (memcached's -o ssl_verify_mode 0, 1, 2): none\n"
+                        "asks for none; request asks, and checks one sent against --tls-ca;\n"
+                        "require refuses a client without a valid one.  A verified\n"
+                        "certificate's subject CN (else its first DNS, e-mail or URI\n"
+                        "subjectAltName) is the connection's certificate identity\n"
+                        "(docs/security.md, \"Identities\")."}},
+        {BOTH, {.name = "tls-psk", .type = OPTS_STRING, .target = &a->tls_psk, .arg = "FILE",
+                .show = "none",
+                .help = "Pre-shared keys, one USERNAME:HEXKEY per line (psktool's\n"
+                        "format); mode 0600 or stricter.  The USERNAME a client's key\n"
+                        "matched is its PSK identity."}},
         {BLK, {.name = "export-size", .type = OPTS_BYTES, .target = &a->export_size,
                .arg = "BYTES", .deflt = "1g", .min = 1, .max = 0x1p50,
                .help = "Size of each bucket's file (suffix k, m, g or t)."}},
@@ -362,7 +382,7 @@ static void option_rows(args_t *a, node_row_t *rows)
         {BOTH, {.name = "check", .type = OPTS_FLAG, .target = &a->check,
                 .help = "Validate the options (and --settings), --config and --tokens-file,\n"
                         "and the key files the start reads (--curve-key, --controller-key;\n"
-                        "a block node's TLS files), print every problem with its position\n"
+                        "the TLS files, --auth-file), print every problem with its position\n"
                         "(FILE:LINE:COL), and exit: 0 if there is none, 1 otherwise.\n"
                         "Nothing is bound or started."}},
         {BOTH, {.name = "help", .type = OPTS_FLAG, .target = &a->help, .flags = OPTS_STOP,
@@ -445,9 +465,11 @@ static void usage_memcached(FILE *out, const node_row_t *rows)
             "    SIGTERM, SIGINT  stop accepting, finish in-flight requests, answer\n"
             "                     queued ones with SERVER_ERROR shutting down, exit 0.\n"
             "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n"
-            "    SIGHUP           re-read --config (new buckets, weights), --tokens-file\n"
-            "                     and the CURVE keys (changed: connect anew); a file that\n"
-            "                     does not load changes nothing.\n\n"
+            "    SIGHUP           re-read --config (new buckets, weights), --tokens-file,\n"
+            "                     the CURVE keys (changed: connect anew), --auth-file and\n"
+            "                     the TLS files (--tls-cert, --tls-key, --tls-ca,\n"
+            "                     --tls-psk: new connections use them, open ones keep\n"
+            "                     theirs); a file that does not load changes nothing.\n\n"
             "EXIT STATUS\n"
             "    0 after a clean stop, 1 on a start-up error, 2 on bad usage.\n\n"
             "EXAMPLE\n"
@@ -489,7 +511,7 @@ static void usage_block(FILE *out, const char *prog, const node_row_t *rows)
             "    SIGUSR1          start a new QoS period and re-read --tokens-file.\n"
             "    SIGHUP           re-read --config (new buckets, weights), --tokens-file,\n"
             "                     the CURVE keys (changed: connect anew) and the TLS\n"
-            "                     files (--tls-cert, --tls-key, --tls-psk: new\n"
+            "                     files (--tls-cert, --tls-key, --tls-ca, --tls-psk: new\n"
             "                     connections use them, open ones keep theirs); a file\n"
             "                     that does not load changes nothing.\n\n"
             "EXIT STATUS\n"

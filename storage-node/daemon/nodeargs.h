@@ -15,8 +15,9 @@ typedef struct {
     const char *user;               /* --user: switch to it after binding */
     const char *auth_file;          /* --auth-file: memcached -Y logins */
     int no_flush;                   /* --disable-flush-all */
-    const char *tls_cert, *tls_key, *tls_psk; /* NBD over TLS */
+    const char *tls_cert, *tls_key, *tls_psk, *tls_ca; /* TLS (io/tls.h), both fronts */
     int tls;                        /* nbdtls_mode_t: index in tls_names; -1: by the files */
+    int tls_verify;                 /* tls_verify_t: --tls-verify */
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */

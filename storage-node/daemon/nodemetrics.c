@@ -161,6 +161,9 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
         {"bqos_node_connections_idle_closed_total", PROMTEXT_COUNTER,
          "Client connections closed after --idle-timeout with nothing to answer.",
          (double)gs.conns.idle_closed},
+        {"bqos_node_tls_handshake_failures_total", PROMTEXT_COUNTER,
+         "TLS handshakes that failed: plaintext clients on a TLS port, certificates or PSKs "
+         "refused.", (double)gs.conns.tls_failed},
         {"bqos_node_requests_refused_unknown_bucket_total", PROMTEXT_COUNTER,
          "Requests refused because their key names no bucket (--default reject).",
          (double)iolat_refused_unknown(gate_iolat(m->g))},

@@ -42,7 +42,9 @@ struct conns {
     int per_ip;            /* 0: no per-address cap */
     struct event *sweep;   /* idle check, persistent; NULL while idle_sec is 0 */
     const struct sockaddr *accepting; /* peer of the connection hooks.accept is taking */
+    int accepting_len;     /* its length */
     uint64_t idle_closed, refused_per_ip, evicted;
+    uint64_t tls_failed;   /* conns_tls_failed() */
     double refuse_logged;  /* mono_now() of the last per-address warning */
     double evict_logged;   /* mono_now() of the last eviction warning */
     /* The address table: TCP peers with connections open. */
@@ -324,6 +326,7 @@ static void on_accept(evutil_socket_t fd, const struct sockaddr *sa, int salen, 
         return;
     }
     cn->accepting = sa;
+    cn->accepting_len = salen;
     cn->hooks.accept(cn->front, fd, sa, salen);
     cn->accepting = NULL;
 }
@@ -344,7 +347,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (now - c->last < cn->idle_sec)
             continue;
         lru_touch(c, now); /* busy: idle from now at the earliest; shut: not twice */
-        if (holds_nothing(c) && shutdown(c->fd, SHUT_RDWR) == 0)
+        if ((c->handshaking || holds_nothing(c)) && shutdown(c->fd, SHUT_RDWR) == 0)
             cn->idle_closed++;
     }
 }
@@ -369,11 +372,17 @@ int conns_set_limits(conns_t *cn, double idle_sec, int per_ip)
     return 0;
 }
 
+void conns_tls_failed(conns_t *cn)
+{
+    cn->tls_failed++;
+}
+
 void conns_stats(const conns_t *cn, conns_stats_t *out)
 {
     out->open = cn->nconns;
     out->total = cn->total_conns;
     out->idle_closed = cn->idle_closed;
+    out->tls_failed = cn->tls_failed;
     out->refused_per_ip = cn->refused_per_ip;
     out->evicted = cn->evicted;
     out->addresses = cn->naddrs;
@@ -427,11 +436,45 @@ const char *conns_address(const conns_t *cn)
     return cn->lis ? listener_name(cn->lis) : "";
 }
 
+/* The field `which` of c's identity. */
+static const char **id_field(conns_conn_t *c, conn_id_field_t which)
+{
+    return which == CONN_ID_USER ? &c->id.user : which == CONN_ID_CERT ? &c->id.cert_name
+                                                                       : &c->id.psk_id;
+}
+
+int conns_set_identity(conns_conn_t *c, conn_id_field_t which, const char *value)
+{
+    if ((unsigned)which > CONN_ID_PSK)
+        return -EINVAL;
+    char *v = NULL;
+    if (value) {
+        size_t n = strnlen(value, CONN_ID_MAX + 1);
+        if (n > CONN_ID_MAX)
+            return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f)
+                return -EINVAL;
+        if (!(v = strndup(value, n)))
+            return -ENOMEM;
+    }
+    const char **f = id_field(c, which);
+    free((char *)*f);
+    *f = v;
+    return 0;
+}
+
 /* Frees what conns_open() made (not the socket). */
 static void free_io(conns_conn_t *c)
 {
+    for (int i = CONN_ID_USER; i <= CONN_ID_PSK; i++) {
+        const char **f = id_field(c, (conn_id_field_t)i);
+        free((char *)*f);
+        *f = NULL;
+    }
     if (c->rev)
         event_free(c->rev);
+    c->handshaking = 0;
     if (c->wev)
         event_free(c->wev);
     if (c->out)
@@ -444,7 +487,8 @@ static void free_io(conns_conn_t *c)
 static void conn_read(evutil_socket_t fd, short what, void *arg)
 {
     conns_conn_t *c = arg;
-    lru_touch(c, mono_now());
+    if (!c->handshaking)
+        lru_touch(c, mono_now());
     c->on_read(fd, what, c->arg);
 }
 
@@ -459,6 +503,13 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     c->last = mono_now();
     c->family = addr_key(cn->accepting, c->peer);
     c->addr = NULL;
+    memset(&c->id, 0, sizeof c->id);
+    c->handshaking = 0;
+    if (cn->accepting && cn->accepting_len > 0 &&
+        (size_t)cn->accepting_len <= sizeof c->id.addr)
+        memcpy(&c->id.addr, cn->accepting, (size_t)cn->accepting_len);
+    else
+        c->id.addr.ss_family = AF_UNIX;
     c->aprev = c->anext = NULL;
     addr_t *a = c->family ? addr_get(cn, c->family, c->peer) : NULL;
     c->out = evbuffer_new();

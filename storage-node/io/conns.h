@@ -14,12 +14,38 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "storage-node/io/listener.h"
 
 struct event_base;
 struct sockaddr;
 struct conns_addr;
+
+/* Who a connection is: what the fronts (and the rules that classify a
+ * request by its identity) read through conns_identity().  The address is
+ * always there; the names are set by the front as it learns them
+ * (conns_set_identity()) and stay until the connection closes:
+ *   user       the memcached login (--auth-file), from the login's STORED on;
+ *   cert_name  the name of the client's verified TLS certificate (its
+ *              subject CN, else its first DNS/e-mail/URI subjectAltName;
+ *              tls.h), from the end of the handshake on;
+ *   psk_id     the TLS-PSK identity the client's key matched (NBD).
+ * NULL: not (yet) known.  Strings of at most CONN_ID_MAX bytes, printable
+ * (no control characters), owned by the connection: valid until
+ * conns_close() or the next conns_set_identity() of that field.  addr is
+ * the peer's address as accept(2) gave it (AF_INET or AF_INET6, port
+ * included); ss_family AF_UNIX for a Unix-socket client.  Loop thread. */
+#define CONN_ID_MAX 255
+typedef struct conn_identity {
+    const char *user;
+    const char *cert_name;
+    const char *psk_id;
+    struct sockaddr_storage addr;
+} conn_identity_t;
+
+/* The fields conns_set_identity() sets. */
+typedef enum { CONN_ID_USER, CONN_ID_CERT, CONN_ID_PSK } conn_id_field_t;
 
 /* The socket side of a front's connection: embed one in the front's
  * connection struct (container_of to get back).  Set up by conns_open(),
@@ -47,6 +73,11 @@ typedef struct conns_conn {
     struct conns_addr *addr;       /* its address's entry; NULL for a Unix socket */
     struct conns_conn *aprev, *anext; /* the address's connections, least recently
                                       read first */
+    conn_identity_t id;            /* conns_identity(); names set by the front */
+    int handshaking;               /* the front's: a TLS handshake runs; reads then
+                                      do not count as activity, so --idle-timeout
+                                      bounds the handshake (and a connection that
+                                      stalls it is shut down whatever it holds) */
 } conns_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -109,10 +140,21 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
 int conns_write(conns_conn_t *c);
 
 /* Arms c's write event (on) or disarms it, and sets c->writing: for a
- * front that writes c->out by other means (TLS, nbdtls.h). */
+ * front that writes c->out by other means (TLS, tls.h). */
 void conns_want_write(conns_conn_t *c, int on);
 
-/* Unlists c, frees its events and output buffer and closes its socket;
+/* c's identity (conn_identity_t above); never NULL.  Loop thread. */
+static inline const conn_identity_t *conns_identity(const conns_conn_t *c)
+{
+    return &c->id;
+}
+
+/* Sets (a copy of) `value` as c's field `which`, replacing what it held;
+ * NULL clears it.  Returns 0, -EINVAL (longer than CONN_ID_MAX or a control
+ * character in it: the field is left unchanged) or -ENOMEM. */
+int conns_set_identity(conns_conn_t *c, conn_id_field_t which, const char *value);
+
+/* Unlists c, frees its events, output buffer and identity and closes its socket;
  * resumes accepting if out of descriptors had paused it
  * (listener_resume()), unless stopped. */
 void conns_close(conns_t *cn, conns_conn_t *c);
@@ -161,14 +203,19 @@ int conns_set_limits(conns_t *cn, double idle_sec, int per_ip);
 /* Counts for stats: connections open now and accepted in all; closed
  * idle, refused by the per-address cap, evicted at the limit for a new
  * client, and accept pauses for want of descriptors (listener_pauses());
- * addresses with connections open now. */
+ * addresses with connections open now; TLS handshakes failed. */
 typedef struct {
     int open;
     uint64_t total;
     uint64_t idle_closed, refused_per_ip, evicted, accept_pauses;
     int addresses;
+    uint64_t tls_failed;  /* TLS handshakes that failed (conns_tls_failed()) */
 } conns_stats_t;
 void conns_stats(const conns_t *cn, conns_stats_t *out);
+
+/* Counts a TLS handshake that failed (a front closing such a connection:
+ * a plaintext client on a TLS port, a certificate or PSK refused). */
+void conns_tls_failed(conns_t *cn);
 
 /* Stops accepting for good (every later connection is refused, idle checks
  * end): with `close_listener` 0 the listening socket is only disabled (it

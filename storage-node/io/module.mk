@@ -2,7 +2,7 @@
 # Floors: io -> core, common.  Users link it after their front (nodemc, nodenbd) and before nodecore.
 LIBS += nodeio
 nodeio_SRCS = storage-node/io/gate.c storage-node/io/conns.c storage-node/io/listener.c storage-node/io/workpool.c storage-node/io/freelist.c \
-	storage-node/io/iolat.c
+	storage-node/io/iolat.c storage-node/io/tls.c
 
 $(call check_suite,test_listener,nodeio nodecore common)
 $(call check_suite,test_gate,nodeio nodecore common)
@@ -10,3 +10,6 @@ $(call check_suite,test_conns,nodeio nodecore common)
 $(call check_suite,test_workpool,nodeio nodecore common)
 $(call check_suite,test_freelist,nodeio nodecore common)
 $(call check_suite,test_iolat,nodeio nodecore common)
+
+# tls: GnuTLS credentials, sessions and identities for both fronts; its file-mode check is common/curvekey's.
+$(call check_suite,test_tls,nodeio nodecore curvekey common)

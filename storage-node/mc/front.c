@@ -94,6 +94,7 @@ typedef struct conn {
     size_t vbytes;         /* values fetched for slots not yet written */
     replybudget_conn_t rb; /* vbytes + output buffer, in f->rb */
     mcauth_conn_t auth;    /* --auth-file: logged in, and as whom */
+    tls_sess_t *tls;       /* on a TLS port (front_config_t.tls); NULL: plain */
 } conn_t;
 
 struct front {
@@ -273,6 +274,7 @@ static void conn_free(conn_t *c)
     keyorder_free(&c->keys);
     c->closing = 1;
     conn_account(c, 1);
+    tls_sess_free(&c->tls); /* close_notify, best effort, before the socket closes */
     conns_close(f->cn, &c->sock);
     free(c->rbuf);
     free(c);
@@ -295,7 +297,7 @@ static int conn_maybe_close(conn_t *c)
 
 static void conn_try_write(conn_t *c)
 {
-    if (conns_write(&c->sock) < 0)
+    if ((c->tls ? tls_write(c->tls, &c->sock) : conns_write(&c->sock)) < 0)
         c->broken = 1;
 }
 
@@ -655,6 +657,8 @@ static int conn_login(conn_t *c, size_t *off)
         c->broken = !ar.reply;
     }
     if (c->auth.ok && ar.reply) {
+        if (conns_set_identity(&c->sock, CONN_ID_USER, c->auth.user) < 0)
+            c->broken = 1; /* out of memory: no identity, no service */
         char addr[INET6_ADDRSTRLEN];
         log_debug("client %s logged in as '%s'", peer_text(c, addr, sizeof addr), c->auth.user);
     }
@@ -746,11 +750,61 @@ static void conn_process(conn_t *c)
     gate_request_dispatch(f->g, 0);
 }
 
+/* A TLS connection whose session holds decrypted bytes that did not fit
+ * the read buffer: the socket will not say so, read again in the next
+ * pass of the loop (unless reading is paused: resume_if_room() does). */
+static void tls_more(conn_t *c)
+{
+    if (c->tls && !c->paused && !c->closing && tls_pending(c->tls))
+        event_active(c->sock.rev, EV_READ, 0);
+}
+
+/* One step of a TLS connection's handshake (its read or write event).  A
+ * failure (a plaintext client, a certificate refused) closes it; once done
+ * its certificate name or PSK identity is its identity and requests flow
+ * (--idle-timeout counts from now on; until now it bounded the
+ * handshake). */
+static void conn_handshake(conn_t *c)
+{
+    char why[256], addr[INET6_ADDRSTRLEN];
+    int rc = tls_handshake(c->tls, why, sizeof why);
+    if (rc < 0) {
+        log_warn("closing client %s: TLS handshake failed: %s",
+                 peer_text(c, addr, sizeof addr), why);
+        conns_tls_failed(c->f->cn);
+        c->broken = 1;
+        conn_maybe_close(c);
+        return;
+    }
+    conns_want_write(&c->sock, rc == 0 && tls_wants_write(c->tls));
+    if (rc == 0)
+        return;
+    c->sock.handshaking = 0;
+    const char *cert = tls_peer_name(c->tls), *psk = tls_psk_id(c->tls);
+    if ((cert && conns_set_identity(&c->sock, CONN_ID_CERT, cert) < 0) ||
+        (psk && conns_set_identity(&c->sock, CONN_ID_PSK, psk) < 0)) {
+        c->broken = 1; /* out of memory: no identity, no service */
+        conn_maybe_close(c);
+        return;
+    }
+    if (bqos_log_enabled(BQOS_LOG_DEBUG)) {
+        tls_describe(c->tls, why, sizeof why);
+        log_debug("client %s: TLS %s%s%s%s%s", peer_text(c, addr, sizeof addr), why,
+                  cert ? ", certificate " : "", cert ? cert : "", psk ? ", PSK identity " : "",
+                  psk ? psk : "");
+    }
+    event_active(c->sock.rev, EV_READ, 0); /* requests sent with the Finished */
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
     conn_t *c = arg;
     front_t *f = c->f;
+    if (c->tls && c->sock.handshaking) {
+        conn_handshake(c);
+        return;
+    }
     if (c->rlen == c->rcap) {
         size_t max = MCP_LINE_MAX + f->cfg.proto.max_item + 64;
         size_t ncap = c->rcap * 2 > max ? max : c->rcap * 2;
@@ -771,7 +825,16 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         c->rbuf = nb;
         c->rcap = ncap;
     }
-    ssize_t n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    ssize_t n;
+    if (c->tls) {
+        n = tls_recv(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n < 0) {
+            errno = n == -EAGAIN ? EAGAIN : ECONNRESET;
+            n = -1;
+        }
+    } else {
+        n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    }
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         c->broken = 1; /* client gone: queued requests are discarded */
         conn_maybe_close(c);
@@ -784,7 +847,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     conn_process(c);
-    conn_maybe_close(c);
+    if (!conn_maybe_close(c))
+        tls_more(c);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
@@ -793,6 +857,10 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     (void)what;
     conn_t *c = arg;
     front_t *f = c->f;
+    if (c->tls && c->sock.handshaking) {
+        conn_handshake(c);
+        return;
+    }
     conn_try_write(c);
     conn_account(c, 0);
     resume_if_room(c);
@@ -818,7 +886,8 @@ static int on_evict(void *arg, conns_conn_t *l)
     (void)arg;
     conn_t *c = conn_of(l);
     if (c->head || c->paused || c->barrier || c->barrier_blocked || c->closing ||
-        c->close_when_written || c->in_process || memchr(c->rbuf, '\n', c->rlen))
+        c->close_when_written || c->in_process || memchr(c->rbuf, '\n', c->rlen) ||
+        (c->tls && tls_pending(c->tls)))
         return 0;
     c->broken = 1;
     conn_maybe_close(c);
@@ -842,6 +911,14 @@ static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, 
             free(c->rbuf);
         free(c);
         evutil_closesocket(fd);
+        return;
+    }
+    if (f->cfg.tls) { /* a TLS port: the client's ClientHello comes first */
+        c->sock.handshaking = 1;
+        if (!(c->tls = tls_sess_new(f->cfg.tls, fd))) {
+            log_warn("out of memory accepting a TLS connection");
+            conn_free(c);
+        }
     }
 }
 

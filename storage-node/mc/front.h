@@ -24,6 +24,7 @@
 
 #include "storage-node/io/gate.h"
 #include "storage-node/io/listener.h"
+#include "storage-node/io/tls.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/mcauth.h"
 #include "storage-node/mc/mcproto.h"
@@ -71,6 +72,10 @@ typedef struct {
     size_t reply_memory;         /* node-wide budget of unsent reply bytes */
     mcauth_t *auth;              /* --auth-file: clients log in first
                                     (mcauth.h); borrowed; NULL: no login */
+    const tls_t *tls;            /* --tls-cert/--tls-key: the listen port is a
+                                    TLS port, every client starts with the
+                                    handshake (io/tls.h); borrowed, outlives
+                                    the front; NULL: plain */
     cost_config_t cost;          /* what an IO costs in units (cost.h): a
                                     store is a write of its value, charged
                                     when queued; a get a read of what it

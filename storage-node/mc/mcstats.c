@@ -75,6 +75,8 @@ char *mcstats_text(const mcstats_t *st, const gate_t *g, const char *arg, size_t
         fprintf(fp, "STAT bqos_window_throughput %.0f\r\n", gs.window.throughput);
         /* requests waiting at the node, beside the window's at the backend */
         fprintf(fp, "STAT bqos_queued %llu\r\n", (unsigned long long)gs.queued);
+        fprintf(fp, "STAT ssl_handshake_errors %llu\r\n", /* memcached's name */
+                (unsigned long long)gs.conns.tls_failed);
         fprintf(fp, "STAT bqos_conns_idle_closed %llu\r\n",
                 (unsigned long long)gs.conns.idle_closed);
         fprintf(fp, "STAT bqos_conns_refused_per_ip %llu\r\n",

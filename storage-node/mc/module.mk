@@ -13,13 +13,13 @@ $(call check_suite,test_mcstats,nodemc nodeio nodecore common)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 ITESTS += tests/it/it_node_meta.sh
-BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh
+BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh storage-node/bench/bench-front-tls.sh
 ITESTS += tests/it/it_conn_flood.sh
 
 # mcauth: memcached's text-protocol logins (--auth-file); its mode check is common/curvekey's.
 nodemc_SRCS += storage-node/mc/mcauth.c
 test_front_LIBS += curvekey common
 $(call check_suite,test_mcauth,nodemc nodeio nodecore curvekey common)
-ITESTS += tests/it/it_node_auth.sh
+ITESTS += tests/it/it_node_auth.sh tests/it/it_node_tls.sh
 # issue 27: rules from the controller, per user, per op, templates, kept for a restart
 ITESTS += tests/it/it_rules.sh

@@ -2,7 +2,7 @@
 # Floors: nbd -> io, core, common (not mc).
 LIBS += nodenbd
 nodenbd_SRCS = storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/nbd/nbdfront.c storage-node/nbd/nbdconn.c \
-	storage-node/nbd/nbdopts.c storage-node/nbd/nbdtls.c
+	storage-node/nbd/nbdopts.c
 
 $(call check_suite,test_nbd,nodenbd nodeio nodecore common)
 $(call check_suite,test_blockdev,nodenbd nodeio nodecore common)

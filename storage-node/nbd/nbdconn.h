@@ -83,7 +83,7 @@ typedef struct nconn {
     int budget_wait;       /* not read: the node's request buffers are full */
     int reading;
     int in_process;
-    nbdtls_sess_t *tls;    /* from STARTTLS on; NULL: plain */
+    tls_sess_t *tls;    /* from STARTTLS on; NULL: plain */
     char peer[64];
 } nconn_t;
 

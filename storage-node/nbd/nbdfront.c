@@ -528,7 +528,7 @@ static void conn_gone(nconn_t *c, int err)
         gate_check_stopped(f->g);
 }
 
-/* ---- TLS (nbdtls.h) ----------------------------------------------------- */
+/* ---- TLS (io/tls.h) ----------------------------------------------------- */
 
 /* Bytes one read event asks of the socket. */
 static size_t read_ask(const nconn_t *c)
@@ -542,22 +542,34 @@ static size_t read_ask(const nconn_t *c)
 static int tls_step(nconn_t *c)
 {
     char why[128];
-    int rc = nbdtls_handshake(c->tls, why, sizeof why);
+    int rc = tls_handshake(c->tls, why, sizeof why);
     if (rc < 0) {
         log_info("%s: TLS handshake: %s; closing", c->peer, why);
+        conns_tls_failed(c->f->cn);
         c->state = ST_CLOSING;
         conn_gone(c, 0);
         return -1;
     }
-    conns_want_write(&c->sock, rc == 0 && nbdtls_wants_write(c->tls));
+    conns_want_write(&c->sock, rc == 0 && tls_wants_write(c->tls));
     if (!c->reading) {
         c->reading = 1;
         event_add(c->sock.rev, NULL);
     }
     if (rc == 1) {
         c->state = ST_OPTS;
-        nbdtls_describe(c->tls, why, sizeof why);
-        log_debug("%s: TLS up: %s", c->peer, why);
+        c->sock.handshaking = 0;
+        /* the connection's identity (conns.h): what the rules match on */
+        const char *cert = tls_peer_name(c->tls), *psk = tls_psk_id(c->tls);
+        if ((cert && conns_set_identity(&c->sock, CONN_ID_CERT, cert) < 0) ||
+            (psk && conns_set_identity(&c->sock, CONN_ID_PSK, psk) < 0)) {
+            log_warn("%s: out of memory for its TLS identity; closing", c->peer);
+            c->state = ST_CLOSING;
+            conn_gone(c, 0);
+            return -1;
+        }
+        tls_describe(c->tls, why, sizeof why);
+        log_debug("%s: TLS up: %s%s%s%s%s", c->peer, why, cert ? ", certificate " : "",
+                  cert ? cert : "", psk ? ", PSK identity " : "", psk ? psk : "");
     }
     return rc;
 }
@@ -568,7 +580,7 @@ static void tls_event(nconn_t *c)
 {
     if (c->state == ST_TLSHS && tls_step(c) <= 0)
         return;
-    ssize_t n = nbdtls_read(c->tls, c->in, read_ask(c));
+    ssize_t n = tls_read(c->tls, c->in, read_ask(c));
     if (n == -EAGAIN)
         return;
     if (n <= 0) {
@@ -582,12 +594,13 @@ static void tls_event(nconn_t *c)
  * the connection was freed. */
 static int tls_start(nconn_t *c)
 {
-    c->tls = nbdtls_sess_new(c->f->cfg.tls, c->sock.fd);
+    c->tls = tls_sess_new(c->f->cfg.tls, c->sock.fd);
     if (!c->tls) {
         conn_gone(c, ENOMEM);
         return -1;
     }
     c->state = ST_TLSHS;
+    c->sock.handshaking = 1; /* an idle timeout, if any, bounds the handshake */
     return tls_step(c) < 0 ? -1 : 0;
 }
 
@@ -595,7 +608,7 @@ static int tls_start(nconn_t *c)
  * was freed (write error). */
 static int conn_flush(nconn_t *c)
 {
-    int rc = c->tls ? nbdtls_write(c->tls, &c->sock) : conns_write(&c->sock);
+    int rc = c->tls ? tls_write(c->tls, &c->sock) : conns_write(&c->sock);
     if (rc < 0) {
         conn_gone(c, -rc);
         return -1;
@@ -702,7 +715,7 @@ static void conn_free(nconn_t *c)
             *pp = c->dnext;
     }
     evbuffer_free(c->in);
-    nbdtls_sess_free(&c->tls);
+    tls_sess_free(&c->tls);
     conns_close(f->cn, &c->sock); /* its buffer frees the read buffers replies refer to */
     free(c);
 }

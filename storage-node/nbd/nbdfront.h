@@ -49,7 +49,7 @@ typedef struct {
     int inline_reads;          /* serve page-cached reads on the loop thread
                                   (preadv2 RWF_NOWAIT), default 1 */
     blockdev_config_t store;   /* the backend (workers, path, size, direct) */
-    const nbdtls_t *tls;       /* TLS credentials (borrowed: they must outlive
+    const tls_t *tls;       /* TLS credentials (borrowed: they must outlive
                                   the front); NULL: none */
     nbdtls_mode_t tls_mode;    /* NBDTLS_OFF unless tls is set */
     cost_config_t cost;        /* what a request costs in units (cost.h):

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nbd_tls.sh - NBD over TLS against libnbd's clients: nbds:// with an X.509 certificate and with a PSK (nbdinfo, nbdcopy round trip, fio's nbd engine with verify), --tls require refusing plain clients and --tls allow serving both, STARTTLS edge cases on the wire, and credential files refused at start.
+# it_nbd_tls.sh - NBD over TLS against libnbd's clients: nbds:// with an X.509 certificate and with a PSK (nbdinfo, nbdcopy round trip, fio's nbd engine with verify), client certificates under --tls-verify require (the CN logged as the identity), --tls require refusing plain clients and --tls allow serving both, STARTTLS edge cases on the wire, and credential files refused at start.
 # Needs BIN (default bin); skips (exit 0 with a note) if nbdinfo, nbdcopy, python3, or both certtool and openssl are missing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_nbd_tls
@@ -147,6 +147,38 @@ check "SIGHUP: a broken PSK file is logged with its line" 'grep -q "TLS files no
 nbdinfo "$BOB" 2>&1 | grep -q 'with TLS' && ok "SIGHUP: and the keys in force stay" || not_ok "keys after a bad reload"
 cp "$tmp/keys.good" "$pki/keys.psk"
 stop_pid "$N2"
+
+# ---- 2b. client certificates (--tls-ca, --tls-verify require): the name ------
+# A client CA and a certificate it signs; libnbd reads client-cert.pem and
+# client-key.pem from its tls-certificates directory.
+cdir=$tmp/client; mkdir -p "$cdir"; cp "$pki/ca-cert.pem" "$cdir/"
+if command -v certtool >/dev/null 2>&1; then
+  certtool -p --key-type ecdsa --outfile "$tmp/clientca.key" 2>/dev/null
+  printf 'cn = client CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$tmp/clientca.tmpl"
+  certtool -s --load-privkey "$tmp/clientca.key" --template "$tmp/clientca.tmpl" \
+    --outfile "$tmp/clientca.pem" 2>/dev/null
+  certtool -p --key-type ecdsa --outfile "$cdir/client-key.pem" 2>/dev/null
+  printf 'cn = carol\ntls_www_client\nexpiration_days = 2\n' >"$cdir/client.tmpl"
+  certtool -c --load-privkey "$cdir/client-key.pem" --load-ca-certificate "$tmp/clientca.pem" \
+    --load-ca-privkey "$tmp/clientca.key" --template "$cdir/client.tmpl" \
+    --outfile "$cdir/client-cert.pem" 2>/dev/null
+  chmod 600 "$cdir/client-key.pem"
+  start_nbd_node "$tmp/verify.log" "$NODE" --backend "file:$tmp/store/" --export-size 64m \
+    --tls-cert "$pki/server-cert.pem" --tls-key "$pki/server-key.pem" \
+    --tls-ca "$tmp/clientca.pem" --tls-verify require --log-level debug
+  N3=$PID; P3=$PORT
+  nbdinfo "nbds://127.0.0.1:$P3/default?tls-certificates=$cdir" 2>&1 | grep -q 'with TLS' &&
+    ok "--tls-verify require: a client with a certificate from the CA is served" ||
+    not_ok "client certificate: $(tail -3 "$tmp/verify.log")"
+  wait_for 'grep -q "TLS up: .*certificate carol" "$tmp/verify.log"' 3 &&
+    ok "... its CN is the connection's identity (logged)" || not_ok "no 'certificate carol' logged"
+  if nbdinfo "nbds://127.0.0.1:$P3/default?$CERT" >/dev/null 2>&1; then
+    not_ok "--tls-verify require: a client without a certificate was served"
+  else
+    ok "--tls-verify require: a client without a certificate is refused"
+  fi
+  stop_pid "$N3"
+fi
 
 # ---- 3. credentials refused at start, the file named --------------------------
 # refused LOG ARGS...: the node must exit non-zero.

@@ -1,10 +1,11 @@
-/* nbdtls.c - TLS for the NBD front: GnuTLS credentials from files, server sessions, non-blocking handshake and record I/O (see nbdtls.h). */
-#include "storage-node/nbd/nbdtls.h"
+/* tls.c - TLS for both fronts: GnuTLS credentials from files, server sessions, non-blocking handshake, the peer's identity and record I/O (see tls.h). */
+#include "storage-node/io/tls.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +37,22 @@ typedef struct {
     gnutls_priority_t prio;
     psk_entry_t *keys;
     int nkeys;
-    int refs;              /* the nbdtls_t while current, and each session */
+    tls_verify_t verify;   /* client certificates asked for */
+    int refs;              /* the tls_t while current, and each session */
 } creds_t;
 
-struct nbdtls {
+struct tls {
     creds_t *cur;          /* what new sessions use */
-    nbdtls_files_t files;  /* copies, for nbdtls_reload() */
+    tls_files_t files;  /* copies, for tls_reload() */
 };
 
-struct nbdtls_sess {
+struct tls_sess {
     gnutls_session_t s;
     creds_t *c;            /* a reference */
     int up;                /* handshake done */
     int wpending;          /* a record send returned AGAIN: repeat it */
+    char *peer_name;       /* the verified client certificate's name, or NULL */
+    char *psk_id;          /* the PSK identity, or NULL */
 };
 
 /* An error about line `line` of source (0: about the whole file), pointing
@@ -185,7 +189,7 @@ static void creds_unref(creds_t *t)
 
 /* Reads the files into new credentials (one reference, the caller's), or
  * returns NULL with *rcp and err set. */
-static creds_t *creds_load(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
+static creds_t *creds_load(const tls_files_t *files, int *rcp, jsonloc_err_t *err)
 {
     int rc = 0, g;
     creds_t *t = calloc(1, sizeof *t);
@@ -199,6 +203,12 @@ static creds_t *creds_load(const nbdtls_files_t *files, int *rcp, jsonloc_err_t 
                   "--tls-cert and --tls-key go together (or --tls-psk alone)");
         goto out;
     }
+    if ((files->ca != NULL) != (files->verify != TLS_VERIFY_NONE) || (files->ca && !files->cert)) {
+        rc = fail(err, -EINVAL, files->ca ? files->ca : "", 0,
+                  "--tls-ca goes with --tls-verify request or require, and with --tls-cert");
+        goto out;
+    }
+    t->verify = files->verify;
     if (files->cert) {
         if ((rc = check_secret(files->key, err)) < 0)
             goto out;
@@ -212,6 +222,19 @@ static creds_t *creds_load(const nbdtls_files_t *files, int *rcp, jsonloc_err_t 
             rc = fail(err, -EINVAL, files->cert, 0, "with key %.100s: %s", files->key,
                       gnutls_strerror(g));
             goto out;
+        }
+        if (files->ca) {
+            struct stat st;
+            if (stat(files->ca, &st) < 0) {
+                rc = fail(err, -errno, files->ca, 0, "cannot open: %s", strerror(errno));
+                goto out;
+            }
+            g = gnutls_certificate_set_x509_trust_file(t->x509, files->ca, GNUTLS_X509_FMT_PEM);
+            if (g <= 0) {
+                rc = fail(err, -EINVAL, files->ca, 0, "%s",
+                          g < 0 ? gnutls_strerror(g) : "no PEM certificate in it");
+                goto out;
+            }
         }
     }
     if (files->psk) {
@@ -242,22 +265,33 @@ static int dup_path(const char **d, const char *s)
     return s && !(*d = strdup(s)) ? -ENOMEM : 0;
 }
 
-nbdtls_t *nbdtls_new(const nbdtls_files_t *files, int *rcp, jsonloc_err_t *err)
+static void free_paths(tls_files_t *f)
 {
-    nbdtls_t *t = calloc(1, sizeof *t);
+    free((char *)f->cert);
+    free((char *)f->key);
+    free((char *)f->psk);
+    free((char *)f->ca);
+}
+
+tls_t *tls_new(const tls_files_t *files, int *rcp, jsonloc_err_t *err)
+{
+    tls_t *t = calloc(1, sizeof *t);
+    if (t)
+        t->files.verify = files->verify;
     if (!t || dup_path(&t->files.cert, files->cert) < 0 ||
-        dup_path(&t->files.key, files->key) < 0 || dup_path(&t->files.psk, files->psk) < 0) {
-        nbdtls_destroy(&t);
+        dup_path(&t->files.key, files->key) < 0 || dup_path(&t->files.psk, files->psk) < 0 ||
+        dup_path(&t->files.ca, files->ca) < 0) {
+        tls_destroy(&t);
         if (rcp)
             *rcp = fail(err, -ENOMEM, "", 0, "out of memory");
         return NULL;
     }
     if (!(t->cur = creds_load(files, rcp, err)))
-        nbdtls_destroy(&t);
+        tls_destroy(&t);
     return t;
 }
 
-int nbdtls_reload(nbdtls_t *t, jsonloc_err_t *err)
+int tls_reload(tls_t *t, jsonloc_err_t *err)
 {
     int rc = 0;
     creds_t *c = creds_load(&t->files, &rc, err);
@@ -268,22 +302,20 @@ int nbdtls_reload(nbdtls_t *t, jsonloc_err_t *err)
     return 0;
 }
 
-void nbdtls_destroy(nbdtls_t **tp)
+void tls_destroy(tls_t **tp)
 {
     if (!tp || !*tp)
         return;
-    nbdtls_t *t = *tp;
+    tls_t *t = *tp;
     creds_unref(t->cur);
-    free((char *)t->files.cert);
-    free((char *)t->files.key);
-    free((char *)t->files.psk);
+    free_paths(&t->files);
     free(t);
     *tp = NULL;
 }
 
-nbdtls_sess_t *nbdtls_sess_new(const nbdtls_t *t, int fd)
+tls_sess_t *tls_sess_new(const tls_t *t, int fd)
 {
-    nbdtls_sess_t *s = calloc(1, sizeof *s);
+    tls_sess_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     if (gnutls_init(&s->s, GNUTLS_SERVER | GNUTLS_NONBLOCK) < 0) {
@@ -296,23 +328,27 @@ nbdtls_sess_t *nbdtls_sess_new(const nbdtls_t *t, int fd)
     if (gnutls_priority_set(s->s, c->prio) < 0 ||
         (c->x509 && gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, c->x509) < 0) ||
         (c->psk && gnutls_credentials_set(s->s, GNUTLS_CRD_PSK, c->psk) < 0)) {
-        nbdtls_sess_free(&s);
+        tls_sess_free(&s);
         return NULL;
     }
-    gnutls_certificate_server_set_request(s->s, GNUTLS_CERT_IGNORE);
+    gnutls_certificate_server_set_request(s->s, c->verify == TLS_VERIFY_REQUIRE ? GNUTLS_CERT_REQUIRE
+                                                : c->verify == TLS_VERIFY_REQUEST ? GNUTLS_CERT_REQUEST
+                                                                                  : GNUTLS_CERT_IGNORE);
     gnutls_transport_set_int(s->s, fd);
     return s;
 }
 
-void nbdtls_sess_free(nbdtls_sess_t **sp)
+void tls_sess_free(tls_sess_t **sp)
 {
     if (!sp || !*sp)
         return;
-    nbdtls_sess_t *s = *sp;
+    tls_sess_t *s = *sp;
     if (s->up && !s->wpending)
         gnutls_bye(s->s, GNUTLS_SHUT_WR); /* non-blocking: best effort */
     gnutls_deinit(s->s);
     creds_unref(s->c);
+    free(s->peer_name);
+    free(s->psk_id);
     free(s);
     *sp = NULL;
 }
@@ -322,13 +358,100 @@ static int again(ssize_t r)
     return r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED;
 }
 
-int nbdtls_handshake(nbdtls_sess_t *s, char *why, size_t n)
+/* A name fit to be an identity: 1..TLS_NAME_MAX bytes, no control
+ * character, no NUL inside (a DER string may hold one).  Returns a copy
+ * or NULL. */
+static char *name_copy(const char *p, size_t len)
+{
+    if (len == 0 || len > TLS_NAME_MAX)
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+            return NULL;
+    return strndup(p, len);
+}
+
+/* The name of the client's certificate: its subject's CN, or its first
+ * DNS, e-mail or URI subjectAltName.  Returns 0 (s->peer_name set), or
+ * -EPROTO with why filled. */
+static int cert_name(tls_sess_t *s, const gnutls_datum_t *der, char *why, size_t n)
+{
+    gnutls_x509_crt_t crt;
+    char buf[TLS_NAME_MAX + 2];
+    size_t len = sizeof buf;
+    if (gnutls_x509_crt_init(&crt) < 0) {
+        snprintf(why, n, "out of memory");
+        return -EPROTO;
+    }
+    int g = gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER);
+    if (g >= 0)
+        g = gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, buf, &len);
+    if (g == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE) { /* no CN: the first usable SAN */
+        for (unsigned i = 0;; i++) {
+            len = sizeof buf;
+            g = gnutls_x509_crt_get_subject_alt_name(crt, i, buf, &len, NULL);
+            if (g < 0 || g == GNUTLS_SAN_DNSNAME || g == GNUTLS_SAN_RFC822NAME ||
+                g == GNUTLS_SAN_URI)
+                break; /* else an IP address, ...: the next one */
+        }
+    }
+    gnutls_x509_crt_deinit(crt);
+    if (g < 0 || !(s->peer_name = name_copy(buf, len))) {
+        snprintf(why, n, "the client certificate has no usable name (a CN or subjectAltName of "
+                 "1..%d printable bytes)%s%s", TLS_NAME_MAX, g < 0 ? ": " : "",
+                 g < 0 ? gnutls_strerror(g) : "");
+        return -EPROTO;
+    }
+    return 0;
+}
+
+/* After the handshake: checks the client's certificate against the CA (if
+ * it sent one) and takes the identities.  Returns 0 or -EPROTO with why. */
+static int peer_check(tls_sess_t *s, char *why, size_t n)
+{
+    if (gnutls_auth_get_type(s->s) == GNUTLS_CRD_PSK) {
+        const char *id = gnutls_psk_server_get_username(s->s);
+        if (!id || !(s->psk_id = name_copy(id, strlen(id)))) {
+            snprintf(why, n, "unusable PSK identity");
+            return -EPROTO;
+        }
+        return 0;
+    }
+    unsigned ncerts = 0;
+    const gnutls_datum_t *certs = gnutls_certificate_get_peers(s->s, &ncerts);
+    if (!certs || ncerts == 0) {
+        if (s->c->verify == TLS_VERIFY_REQUIRE) { /* GnuTLS refuses it first; to be sure */
+            snprintf(why, n, "no client certificate (--tls-verify require)");
+            return -EPROTO;
+        }
+        return 0;
+    }
+    if (s->c->verify == TLS_VERIFY_NONE)
+        return 0; /* not asked for: no identity from it */
+    unsigned status = 0;
+    int g = gnutls_certificate_verify_peers2(s->s, &status);
+    if (g < 0 || status != 0) {
+        gnutls_datum_t txt = {NULL, 0};
+        if (g >= 0 && gnutls_certificate_verification_status_print(
+                          status, GNUTLS_CRT_X509, &txt, 0) >= 0)
+            snprintf(why, n, "client certificate: %s", (const char *)txt.data);
+        else
+            snprintf(why, n, "client certificate: %s", gnutls_strerror(g < 0 ? g : 0));
+        gnutls_free(txt.data);
+        return -EPROTO;
+    }
+    return cert_name(s, &certs[0], why, n);
+}
+
+int tls_handshake(tls_sess_t *s, char *why, size_t n)
 {
     int r;
     do {
         r = gnutls_handshake(s->s);
     } while (r < 0 && !again(r) && !gnutls_error_is_fatal(r)); /* warning alerts */
     if (r == 0) {
+        if (peer_check(s, why, n) < 0)
+            return -EPROTO;
         s->up = 1;
         return 1;
     }
@@ -338,12 +461,27 @@ int nbdtls_handshake(nbdtls_sess_t *s, char *why, size_t n)
     return -EPROTO;
 }
 
-int nbdtls_wants_write(const nbdtls_sess_t *s)
+int tls_wants_write(const tls_sess_t *s)
 {
     return gnutls_record_get_direction(s->s) == 1;
 }
 
-void nbdtls_describe(nbdtls_sess_t *s, char *buf, size_t n)
+const char *tls_peer_name(const tls_sess_t *s)
+{
+    return s->peer_name;
+}
+
+const char *tls_psk_id(const tls_sess_t *s)
+{
+    return s->psk_id;
+}
+
+tls_verify_t tls_verify_mode(const tls_t *t)
+{
+    return t->cur->verify;
+}
+
+void tls_describe(tls_sess_t *s, char *buf, size_t n)
 {
     char *d = gnutls_session_get_desc(s->s);
     const char *kx = gnutls_auth_get_type(s->s) == GNUTLS_CRD_PSK
@@ -352,7 +490,7 @@ void nbdtls_describe(nbdtls_sess_t *s, char *buf, size_t n)
     gnutls_free(d);
 }
 
-ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask)
+ssize_t tls_read(tls_sess_t *s, struct evbuffer *in, size_t ask)
 {
     size_t total = 0;
     while (total < ask || gnutls_record_check_pending(s->s) > 0) {
@@ -376,7 +514,26 @@ ssize_t nbdtls_read(nbdtls_sess_t *s, struct evbuffer *in, size_t ask)
     return total ? (ssize_t)total : -EAGAIN;
 }
 
-int nbdtls_write(nbdtls_sess_t *s, conns_conn_t *c)
+ssize_t tls_recv(tls_sess_t *s, void *buf, size_t len)
+{
+    for (;;) {
+        ssize_t r = gnutls_record_recv(s->s, buf, len);
+        if (r > 0)
+            return r;
+        if (r < 0 && !again(r) && !gnutls_error_is_fatal((int)r))
+            continue; /* a warning alert */
+        if (again(r))
+            return -EAGAIN;
+        return r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION ? 0 : -ECONNRESET;
+    }
+}
+
+size_t tls_pending(tls_sess_t *s)
+{
+    return gnutls_record_check_pending(s->s);
+}
+
+int tls_write(tls_sess_t *s, conns_conn_t *c)
 {
     for (;;) {
         ssize_t r;
