@@ -408,6 +408,15 @@ START_TEST(test_conns_identity)
     ck_assert_int_eq(conns_set_identity(&gc[0], (conn_id_field_t)7, "x"), -EINVAL);
     ck_assert_int_eq(conns_set_identity(&gc[0], CONN_ID_PSK, NULL), 0);
     ck_assert_ptr_null(id->psk_id);
+    /* the rules' subject: the names and the address, IPv4 as 4 bytes */
+    rules_subject_t s = {.op = RULES_OP_READ};
+    conns_subject(&gc[0], &s);
+    ck_assert_str_eq(s.user, "bob");
+    ck_assert_ptr_eq(s.cert_name, id->cert_name);
+    ck_assert_ptr_null(s.psk_id);
+    ck_assert_int_eq(s.family, 4);
+    ck_assert_mem_eq(s.addr, ((const uint8_t[]){127, 0, 0, 7}), 4);
+    ck_assert_int_eq(s.op, RULES_OP_READ);
     conns_close(cn, &gc[0]); /* frees the names (ASan: no leak) */
     ck_assert_ptr_null(id->user);
     ck_assert_ptr_null(id->cert_name);

@@ -556,6 +556,26 @@ int conns_write(conns_conn_t *c)
     return 0;
 }
 
+void conns_subject(const conns_conn_t *c, rules_subject_t *s)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+    s->user = c->id.user;
+    s->cert_name = c->id.cert_name;
+    s->psk_id = c->id.psk_id;
+    s->family = 0;
+    if (c->family == AF_INET) {
+        s->family = 4;
+        memcpy(s->addr, c->peer, 4);
+    } else if (c->family == AF_INET6 && memcmp(c->peer, mapped, 12) == 0) {
+        s->family = 4;
+        memcpy(s->addr, c->peer + 12, 4);
+    } else if (c->family == AF_INET6) {
+        s->family = 6;
+        memcpy(s->addr, c->peer, 16);
+    }
+}
+
 void conns_want_write(conns_conn_t *c, int on)
 {
     if (on == c->writing)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/rules.h"
 #include "storage-node/io/listener.h"
 
 struct event_base;
@@ -153,6 +154,12 @@ static inline const conn_identity_t *conns_identity(const conns_conn_t *c)
  * NULL clears it.  Returns 0, -EINVAL (longer than CONN_ID_MAX or a control
  * character in it: the field is left unchanged) or -ENOMEM. */
 int conns_set_identity(conns_conn_t *c, conn_id_field_t which, const char *value);
+
+/* Fills the who-part of a rules subject from c: its user, certificate name
+ * and PSK identity (borrowed: valid while c is open and unchanged) and its
+ * address (an IPv4-mapped IPv6 address as IPv4; family 0 for a Unix-socket
+ * client).  op and name are the caller's.  Loop thread. */
+void conns_subject(const conns_conn_t *c, rules_subject_t *s);
 
 /* Unlists c, frees its events, output buffer and identity and closes its socket;
  * resumes accepting if out of descriptors had paused it

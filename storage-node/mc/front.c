@@ -440,29 +440,17 @@ static const char *const rule_refusal[GATE_RULE_NREASONS] = {
 };
 
 /* Bucket of a request by the node's rules (gate_classify()): the
- * connection's login user and address, the command's class, the key's
- * prefix (text before the separator; "" without one).  < 0: refused, *why
- * says why. */
+ * connection's identity (conns_subject(): login user, certificate name, PSK
+ * identity, address), the command's class, the key's prefix (text before
+ * the separator; "" without one).  < 0: refused, *why says why. */
 static int rule_bucket(front_t *f, const conn_t *c, mcp_cmd_t cmd, const char *key, size_t len,
                        gate_rule_reason_t *why)
 {
-    rules_subject_t s = {.user = f->cfg.auth && c->auth.ok ? c->auth.user : NULL,
-                         .op = (rules_op_t)cmd_op[cmd], .name = key ? key : "", .name_len = 0};
+    rules_subject_t s = {.op = (rules_op_t)cmd_op[cmd], .name = key ? key : ""};
     const char *sep = key ? memchr(key, f->cfg.separator, len) : NULL;
+
+    conns_subject(&c->sock, &s);
     s.name_len = sep ? (size_t)(sep - key) : 0;
-    if (c->sock.family == AF_INET) {
-        s.family = 4;
-        memcpy(s.addr, c->sock.peer, 4);
-    } else if (c->sock.family == AF_INET6) {
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(c->sock.peer, mapped, 12) == 0) {
-            s.family = 4;
-            memcpy(s.addr, c->sock.peer + 12, 4);
-        } else {
-            s.family = 6;
-            memcpy(s.addr, c->sock.peer, 16);
-        }
-    }
     return gate_classify(f->g, &s, why);
 }
 

@@ -14,14 +14,9 @@
 static void export_subject(const nconn_t *c, int b, rules_subject_t *out)
 {
     rules_subject_t s = {.op = RULES_OP_NBD_READ, .name = gate_bucket_name(c->f->g, b)};
+
+    conns_subject(&c->sock, &s);
     s.name_len = strlen(s.name);
-    if (c->sock.family == AF_INET) {
-        s.family = 4;
-        memcpy(s.addr, c->sock.peer, 4);
-    } else if (c->sock.family == AF_INET6) {
-        s.family = 6;
-        memcpy(s.addr, c->sock.peer, 16);
-    }
     *out = s;
 }
 
