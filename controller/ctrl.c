@@ -175,6 +175,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->bshadow);
     free(c->b);
     free(c->pv);
+    tree_destroy(&c->tree);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);
@@ -201,6 +202,34 @@ static int64_t rate_to_tokens(int64_t rate, double period_s)
 {
     double t = round((double)rate * period_s);
     return t > (double)CTRL_BUCKET_TOKENS_MAX ? CTRL_BUCKET_TOKENS_MAX + 1 : (int64_t)t;
+}
+
+/* The nested buckets' part of ctrl_check_buckets(): a tree that can be
+ * built, and no leaf without a byte limit under an ancestor with one (such
+ * a leaf gets no byte tokens at all, so nothing would hold the ancestor's
+ * byte limit; an IO limit is inherited instead, tree_static_limit()). */
+static int nested_check(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
+{
+    tree_t *t = NULL;
+    int rc = tree_new(bf, c->cfg.period_s, &t);
+    size_t bad = 0;
+    if (rc < 0) {
+        if (msg)
+            snprintf(msg, msgsize, rc == -ENOMEM ? "out of memory"
+                                                 : "the buckets' parents make a cycle, name an "
+                                                   "unknown bucket or nest too deep");
+    } else if (tree_unlimited_under_limit(t, TREE_BYTES, &bad)) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, bad);
+        if (msg)
+            snprintf(msg, msgsize,
+                     "bucket %s: an ancestor has a byte limit (limit_bytes) and it has none; "
+                     "give it a limit_bytes (at most its ancestors')", x->name);
+        rc = -ERANGE;
+    } else if (msg && msgsize) {
+        msg[0] = 0;
+    }
+    tree_destroy(&t);
+    return rc == -EINVAL ? -ERANGE : rc;
 }
 
 int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
@@ -238,9 +267,7 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
             return -ERANGE;
         }
     }
-    if (msg && msgsize)
-        msg[0] = 0;
-    return 0;
+    return nested_check(c, bf, msg, msgsize);
 }
 
 /* Points node n's pairs at the buckets of `bf` and rebuilds its reverse
@@ -292,7 +319,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     ledger_bucket_t *bs = calloc(nb ? nb : 1, sizeof *bs);
     prov_t *pv = calloc(nb ? nb : 1, sizeof *pv);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
-    if (!copy || !names || !weights || !bs || !pv || !jofs)
+    tree_t *tree = NULL;
+    if (!copy || !names || !weights || !bs || !pv || !jofs || tree_new(copy, c->cfg.period_s, &tree) < 0)
         goto fail;
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
@@ -306,6 +334,13 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
         bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
         bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
+        /* Nested (tree.h): a parent has no queue, R 0 and L 0 at the
+         * nodes (its rates are the tree's); a leaf without a limit under a
+         * limited ancestor is held to the smallest ancestor limit. */
+        if (tree_is_parent(tree, b))
+            bs[b].r = bs[b].l = 0;
+        else
+            bs[b].l = tree_static_limit(tree, TREE_IO, b, bs[b].l);
     }
     char *shadow = shadow_list(copy);
     if (!shadow)
@@ -332,6 +367,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     c->b = bs;
     free(c->pv);
     c->pv = pv;
+    tree_destroy(&c->tree);
+    c->tree = tree;
     c->nb = nb;
     c->table_gen++;
     if (c->table_gen == 0)
@@ -345,6 +382,7 @@ fail:
     free(jofs);
     free(bs);
     free(pv);
+    tree_destroy(&tree);
     free(names);
     free(weights);
     bucketfile_destroy(&copy);
