@@ -814,12 +814,38 @@ int ctrl_bucket_find(const ctrl_t *c, const char *name)
     return bucketfile_find(c->bf, name);
 }
 
+/* A parent's figures (nested buckets): the sums of its children's. */
+static void parent_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
+{
+    int unl = 0, unl_b = 0;
+    for (int k = 0; k < out->children; k++) {
+        ctrl_bucket_info_t ci;
+        if (ctrl_bucket_info(c, tree_child(c->tree, (size_t)b, k), &ci) < 0)
+            continue;
+        out->served_r = count_uadd(out->served_r, ci.served_r);
+        out->served_l = count_uadd(out->served_l, ci.served_l);
+        out->served_o = count_uadd(out->served_o, ci.served_o);
+        out->queued = count_uadd(out->queued, ci.queued);
+        out->demand = count_add(out->demand, ci.demand);
+        out->servers = ci.servers > out->servers ? ci.servers : out->servers;
+        out->r_tokens = count_add(out->r_tokens, ci.r_tokens);
+        unl |= ci.l_tokens == CTRL_UNLIMITED;
+        out->l_tokens = unl ? CTRL_UNLIMITED : count_add(out->l_tokens, ci.l_tokens);
+        out->served_bytes = count_uadd(out->served_bytes, ci.served_bytes);
+        out->r_bytes = count_add(out->r_bytes, ci.r_bytes);
+        unl_b |= ci.l_bytes == CTRL_UNLIMITED;
+        out->l_bytes = unl_b ? CTRL_UNLIMITED : count_add(out->l_bytes, ci.l_bytes);
+    }
+}
+
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
 {
     if (b < 0 || (size_t)b >= c->nb)
         return -EINVAL;
     const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
     memset(out, 0, sizeof *out);
+    out->parent = x->parent[0] ? x->parent : NULL;
+    out->children = tree_nchildren(c->tree, (size_t)b);
     out->name = x->name;
     out->reservation = x->reservation;
     out->limit = x->limit;
@@ -827,6 +853,10 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
     out->shadow = x->shadow;
+    if (out->children > 0) { /* no queue of its own */
+        parent_info(c, b, out);
+        return 0;
+    }
     const bytes_view_t v = ctrl__bytes_view(c);
     bytes_info(c->by, &v, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;

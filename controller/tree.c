@@ -236,6 +236,18 @@ int tree_is_parent(const tree_t *t, size_t b)
     return t && b < t->nb && t->mid[b] >= 0 && t->kcount[t->mid[b]] > 0;
 }
 
+int tree_nchildren(const tree_t *t, size_t b)
+{
+    return t && b < t->nb && t->mid[b] >= 0 ? t->kcount[t->mid[b]] : 0;
+}
+
+int tree_child(const tree_t *t, size_t b, int k)
+{
+    if (k < 0 || k >= tree_nchildren(t, b))
+        return -1;
+    return t->mb[t->kids[t->kfirst[t->mid[b]] + k]];
+}
+
 /* The smallest limit among member i's ancestors in dimension d. */
 static int64_t ancestors_limit(const tree_t *t, int d, int32_t i)
 {

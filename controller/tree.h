@@ -58,6 +58,11 @@ int tree_parent(const tree_t *t, size_t b);
 /* Nonzero if bucket b is a parent (some bucket names it). */
 int tree_is_parent(const tree_t *t, size_t b);
 
+/* The number of bucket b's children, and the k-th of them (bucket index,
+ * -1 if out of range) in the configuration's order. */
+int tree_nchildren(const tree_t *t, size_t b);
+int tree_child(const tree_t *t, size_t b, int k);
+
 /* The static limit of bucket b in dimension `dim` (tokens per period,
  * CTRL_UNLIMITED: none) given its own `own`: a leaf without a limit of its
  * own under a limited ancestor is limited by the smallest ancestor limit

@@ -299,6 +299,24 @@ static void render_nodes(const cmetrics_t *m, promtext_t *p, double now)
     }
 }
 
+/* Nested buckets (issue 28): 1 per bucket that has a parent, labelled
+ * with both names, so that a query can sum or group by level. */
+static void render_parents(const cmetrics_t *m, promtext_t *p, int n)
+{
+    int any = 0;
+    for (int b = 0; b < n; b++) {
+        ctrl_bucket_info_t bi;
+        if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 || !bi.parent)
+            continue;
+        if (!any++)
+            promtext_family(p, "bqos_bucket_parent", PROMTEXT_GAUGE,
+                            "1: the bucket is nested under the parent (its service counts "
+                            "against the parent's limit).");
+        promtext_label_t l[] = {{"bucket", bi.name}, {"parent", bi.parent}};
+        promtext_u64(p, l, 2, 1);
+    }
+}
+
 static void render_buckets(const cmetrics_t *m, promtext_t *p)
 {
     int n = ctrl_nbuckets(m->ctrl);
@@ -309,6 +327,8 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
         {"bqos_bucket_limit_ios_per_second", "The bucket's limit (absent: no limit)."},
         {"bqos_bucket_demand_ios", "The controller's demand estimate for the rest of the period."},
         {"bqos_bucket_queued", "Requests queued at the up nodes, as last reported."},
+        {"bqos_bucket_served_ios", "IOs served this period over every node (a parent's: its "
+                                   "children's sum, nested buckets)."},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         promtext_family(p, fam[f].name, PROMTEXT_GAUGE, fam[f].help);
@@ -318,10 +338,12 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
                 (f == 1 && bi.limit == BUCKETFILE_NO_LIMIT))
                 continue;
             double v = f == 0 ? (double)bi.reservation : f == 1 ? (double)bi.limit
-                     : f == 2 ? (double)bi.demand : (double)bi.queued;
+                     : f == 2 ? (double)bi.demand : f == 3 ? (double)bi.queued
+                     : (double)(bi.served_r + bi.served_l + bi.served_o);
             promtext_value(p, &(promtext_label_t){"bucket", bi.name}, 1, v);
         }
     }
+    render_parents(m, p, n);
     promtext_family(p, "bqos_bucket_periods_total", PROMTEXT_COUNTER,
                     "Periods by outcome: reservation_met, reservation_missed, held_at_limit, "
                     "idle (a reservation and no demand); counted only while this controller "
