@@ -61,6 +61,8 @@ ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_
 # no path around a limit: the default bucket, removed buckets, duplicate node names
 ITESTS += tests/it/it_nolimitpath.sh
 ITESTS += tests/it/it_hostile_ctrl.sh
+# nested buckets: a tenant cap over two real nodes (issue 28)
+ITESTS += tests/it/it_nested_nodes.sh
 # bqos-ctl history, watch and the status reasons; --log-format json
 ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
