@@ -371,6 +371,12 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
         set_err(err, "shadow", "shadow needs a limit (a bucket without one has nothing to count)");
         return -EINVAL;
     }
+    size_t pl = strnlen(b->parent, sizeof b->parent);
+    if (pl == sizeof b->parent || (pl && names_check_bucket(b->parent, pl) < 0)) {
+        set_err(err, "parent", "parent must be a bucket name of 1..%d bytes",
+                BUCKETFILE_PARENT_MAX);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -655,10 +661,11 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     }
     if ((v = json_object_get(o, "parent")) && !json_is_null(v)) {
         size_t pl = json_is_string(v) ? json_string_length(v) : 0;
-        if (!json_is_string(v) || names_check_bucket(json_string_value(v), pl) < 0)
+        if (!json_is_string(v) || pl > BUCKETFILE_PARENT_MAX ||
+            names_check_bucket(json_string_value(v), pl) < 0)
             return fail_at(p, "buckets", idx, "parent",
                            "parent must be a bucket name (a string of 1..%d bytes without "
-                           "whitespace, control characters or ':')", BUCKETFILE_NAME_MAX);
+                           "whitespace, control characters or ':')", BUCKETFILE_PARENT_MAX);
         memcpy(b.parent, json_string_value(v), pl);
         b.parent[pl] = '\0';
     }

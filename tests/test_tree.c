@@ -270,6 +270,14 @@ START_TEST(test_tree_refused)
     ck_assert_int_eq(parse_err("{\"buckets\":[{\"name\":\"a\",\"reservation\":0,"
                                "\"parent\":7}]}", &err), -EINVAL);
     ck_assert_str_eq(err.path, "buckets[0].parent");
+    /* A parent's name is at most BUCKETFILE_PARENT_MAX bytes (its record's
+     * field). */
+    char longp[512];
+    snprintf(longp, sizeof longp, "{\"buckets\":[{\"name\":\"%0*d\",\"reservation\":0},"
+             "{\"name\":\"c\",\"reservation\":0,\"parent\":\"%0*d\"}]}",
+             BUCKETFILE_PARENT_MAX + 1, 7, BUCKETFILE_PARENT_MAX + 1, 7);
+    ck_assert_int_eq(parse_err(longp, &err), -EINVAL);
+    ck_assert_str_eq(err.path, "buckets[1].parent");
     /* BUCKETFILE_MAX_DEPTH levels pass, one more does not. */
     char t[2048];
     int n = snprintf(t, sizeof t, "{\"buckets\":[{\"name\":\"l0\",\"reservation\":0}");

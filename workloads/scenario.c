@@ -707,6 +707,8 @@ static int parse_parents(ctx_t *c, const at_t *buckets)
         if (expect(c, &p, K_STRING, "a parent (bucket name)") < 0)
             return -EINVAL;
         const char *name = json_string_value(p.v);
+        if (strlen(name) > BUCKETFILE_PARENT_MAX)
+            return fail(c, &p, "a parent's name is at most %d bytes", BUCKETFILE_PARENT_MAX);
         for (size_t j = 0; j < s->nbuckets && s->buckets[i].parent < 0; j++)
             if (j != i && strcmp(s->buckets[j].name, name) == 0)
                 s->buckets[i].parent = (int)j;

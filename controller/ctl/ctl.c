@@ -1323,8 +1323,10 @@ int main(int argc, char **argv)
             return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N, "
                                     "--shadow, --enforce, --parent or a byte rate");
         if (o.parent && strcmp(o.parent, "none") &&
-            names_check_bucket(o.parent, strlen(o.parent)))
-            return usage_error(&oc, "bad --parent '%s' (a bucket name, or none)", o.parent);
+            (strlen(o.parent) > BUCKETFILE_PARENT_MAX ||
+             names_check_bucket(o.parent, strlen(o.parent))))
+            return usage_error(&oc, "bad --parent '%s' (a bucket name of at most %d bytes, or "
+                               "none)", o.parent, BUCKETFILE_PARENT_MAX);
         if (o.parent && name && strcmp(o.parent, name) == 0)
             return usage_error(&oc, "--parent %s: a bucket cannot be its own parent", o.parent);
         if (o.bytes[0] > 0 && o.bytes[1] > 0 && o.bytes[1] < o.bytes[0])

@@ -966,9 +966,10 @@ static json_t *set_parent(json_t *req, bucketfile_bucket_t *b)
         return NULL;
     }
     size_t pl = json_is_string(jp) ? json_string_length(jp) : 0;
-    if (!json_is_string(jp) || names_check_bucket(json_string_value(jp), pl) < 0 ||
-        strlen(json_string_value(jp)) != pl)
-        return reply_error("invalid", "parent must be a bucket name (or null for none)");
+    if (!json_is_string(jp) || pl > BUCKETFILE_PARENT_MAX ||
+        names_check_bucket(json_string_value(jp), pl) < 0 || strlen(json_string_value(jp)) != pl)
+        return reply_error("invalid", "parent must be a bucket name of at most 63 bytes (or "
+                                      "null for none)");
     memcpy(b->parent, json_string_value(jp), pl + 1);
     return NULL;
 }
