@@ -663,7 +663,9 @@ static const char *name_cell(json_t *o, int depth, char *buf, size_t n)
     return buf;
 }
 
-static void print_buckets_table(json_t *buckets, int with_served)
+/* The buckets table; `tree`: in tree order (tree_rows()), else as listed
+ * (a sorted status keeps its order, children still indented). */
+static void print_buckets_table(json_t *buckets, int with_served, int tree)
 {
     size_t nb = json_array_size(buckets);
     size_t *order = malloc((nb ? nb : 1) * sizeof *order);
@@ -675,6 +677,10 @@ static void print_buckets_table(json_t *buckets, int with_served)
         return;
     }
     tree_rows(buckets, order, depth);
+    if (!tree) { /* the depths stay */
+        for (size_t i = 0; i < nb; i++)
+            order[i] = i;
+    }
     table_t t = {.ncols = with_served ? 13 : 4};
     for (size_t c = 1; c < t.ncols; c++)
         t.right[c] = c < 12;
@@ -812,7 +818,8 @@ static void print_status(json_t *r)
     json_t *sm = json_object_get(r, "summary");
     if (!json_is_object(sm) || json_array_size(json_object_get(r, "buckets")) > 0 ||
         json_integer_value(json_object_get(sm, "matched")) == 0)
-        print_buckets_table(json_object_get(r, "buckets"), 1);
+        print_buckets_table(json_object_get(r, "buckets"), 1,
+                            strcmp(cell(sm, "sort", "table", a, sizeof a), "table") == 0);
     print_summary(sm);
     print_default(json_object_get(r, "default"));
 
@@ -993,7 +1000,7 @@ static void print_status_bucket(json_t *r, int nodes)
     print_clock(r);
     json_t *one = json_array();
     json_array_append(one, json_object_get(r, "bucket"));
-    print_buckets_table(one, 1);
+    print_buckets_table(one, 1, 1);
     json_decref(one);
     if (!nodes)
         return;
@@ -1459,7 +1466,7 @@ int main(int argc, char **argv)
         } else if (is_history) {
             print_history(reply);
         } else if (strcmp(cmd, "buckets") == 0) {
-            print_buckets_table(json_object_get(reply, "buckets"), 0);
+            print_buckets_table(json_object_get(reply, "buckets"), 0, 1);
         } else if (is_set) {
             printf("bucket %s %s\n", name,
                    json_is_true(json_object_get(reply, "created")) ? "created" : "changed");
