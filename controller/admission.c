@@ -49,6 +49,16 @@ static void violation(out_t *o, const char *text)
 
 /* ---- nested buckets (issue 28) -------------------------------------------- */
 
+/* Nonzero if some bucket of bf has a parent (the checks below allocate
+ * only then). */
+static int any_parent(const bucketfile_t *bf)
+{
+    for (size_t i = 0; i < bucketfile_count(bf); i++)
+        if (bucketfile_get(bf, i)->parent[0])
+            return 1;
+    return 0;
+}
+
 /* The nesting of bf: each bucket's parent index (-1 none) and depth (1: a
  * root or a bucket outside any tree), into par[] and dep[] (n each).
  * Returns the greatest depth (0 if no bucket has a parent). */
@@ -83,6 +93,8 @@ static int nest_of(const bucketfile_t *bf, int *par, int *dep)
  * then counts, which never admits more). */
 static double nested_overlap(const bucketfile_t *bf, const unit_t *u)
 {
+    if (!any_parent(bf))
+        return 0;
     size_t n = bucketfile_count(bf);
     int *par = malloc((n ? n : 1) * sizeof *par), *dep = malloc((n ? n : 1) * sizeof *dep);
     double *kids = calloc(n ? n : 1, sizeof *kids), over = 0;
@@ -111,6 +123,8 @@ static double nested_overlap(const bucketfile_t *bf, const unit_t *u)
 static void nested_check(const bucketfile_t *bf, const unit_t *u, out_t *o, char *note,
                          size_t notesize)
 {
+    if (!any_parent(bf))
+        return;
     size_t n = bucketfile_count(bf);
     int *par = malloc((n ? n : 1) * sizeof *par), *dep = malloc((n ? n : 1) * sizeof *dep);
     double *kids = calloc(n ? n : 1, sizeof *kids);
