@@ -814,6 +814,22 @@ int ctrl_bucket_find(const ctrl_t *c, const char *name)
     return bucketfile_find(c->bf, name);
 }
 
+int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *children)
+{
+    const char *p = NULL;
+    int k = 0;
+    if (c->tree && b >= 0 && (size_t)b < c->nb) {
+        const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
+        p = x->parent[0] ? x->parent : NULL;
+        k = tree_nchildren(c->tree, (size_t)b);
+    }
+    if (parent)
+        *parent = p;
+    if (children)
+        *children = k;
+    return p || k;
+}
+
 /* A parent's figures (nested buckets): the sums of its children's. */
 static void parent_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
 {

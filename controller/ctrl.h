@@ -341,6 +341,12 @@ typedef struct {
  * A parent's figures sum its subtree (O(its buckets x nodes)). */
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
 
+/* Nested buckets (issue 28), O(1): 1 if bucket b has a parent or children
+ * (its parent's name into *parent, NULL if none; its number of children
+ * into *children; either may be NULL), 0 if it is in no tree or out of
+ * range (then *parent NULL, *children 0). */
+int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *children);
+
 /* Index of bucket `name` in the controller's table, or -ENOENT.  O(1)
  * (the bucket file's hash index). */
 int ctrl_bucket_find(const ctrl_t *c, const char *name);

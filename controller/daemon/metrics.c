@@ -299,21 +299,35 @@ static void render_nodes(const cmetrics_t *m, promtext_t *p, double now)
     }
 }
 
-/* Nested buckets (issue 28): 1 per bucket that has a parent, labelled
- * with both names, so that a query can sum or group by level. */
+/* Nested buckets (issue 28), for the buckets in a tree only (nothing,
+ * and no pass over the nodes, without parents): each level's service this
+ * period (a parent's: its children's sum, as the status shows it), and 1
+ * per bucket that has a parent, labelled with both names. */
 static void render_parents(const cmetrics_t *m, promtext_t *p, int n)
 {
-    int any = 0;
-    for (int b = 0; b < n; b++) {
-        ctrl_bucket_info_t bi;
-        if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 || !bi.parent)
-            continue;
-        if (!any++)
-            promtext_family(p, "bqos_bucket_parent", PROMTEXT_GAUGE,
-                            "1: the bucket is nested under the parent (its service counts "
-                            "against the parent's limit).");
-        promtext_label_t l[] = {{"bucket", bi.name}, {"parent", bi.parent}};
-        promtext_u64(p, l, 2, 1);
+    for (int f = 0; f < 2; f++) {
+        int any = 0;
+        for (int b = 0; b < n; b++) {
+            const char *parent;
+            ctrl_bucket_info_t bi;
+            if (!ctrl_bucket_nesting(m->ctrl, b, &parent, NULL) || (f == 1 && !parent) ||
+                ctrl_bucket_info(m->ctrl, b, &bi) < 0)
+                continue;
+            if (!any++)
+                promtext_family(p, f ? "bqos_bucket_parent" : "bqos_bucket_served_ios",
+                                PROMTEXT_GAUGE,
+                                f ? "1: the bucket is nested under the parent (its service "
+                                    "counts against the parent's limit)."
+                                  : "Nested buckets: IOs served this period over every node "
+                                    "(a parent's: the sum of its children's).");
+            if (f) {
+                promtext_label_t l[] = {{"bucket", bi.name}, {"parent", parent}};
+                promtext_u64(p, l, 2, 1);
+            } else {
+                promtext_value(p, &(promtext_label_t){"bucket", bi.name}, 1,
+                               (double)(bi.served_r + bi.served_l + bi.served_o));
+            }
+        }
     }
 }
 
@@ -327,8 +341,6 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
         {"bqos_bucket_limit_ios_per_second", "The bucket's limit (absent: no limit)."},
         {"bqos_bucket_demand_ios", "The controller's demand estimate for the rest of the period."},
         {"bqos_bucket_queued", "Requests queued at the up nodes, as last reported."},
-        {"bqos_bucket_served_ios", "IOs served this period over every node (a parent's: its "
-                                   "children's sum, nested buckets)."},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         promtext_family(p, fam[f].name, PROMTEXT_GAUGE, fam[f].help);
@@ -338,8 +350,7 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
                 (f == 1 && bi.limit == BUCKETFILE_NO_LIMIT))
                 continue;
             double v = f == 0 ? (double)bi.reservation : f == 1 ? (double)bi.limit
-                     : f == 2 ? (double)bi.demand : f == 3 ? (double)bi.queued
-                     : (double)(bi.served_r + bi.served_l + bi.served_o);
+                     : f == 2 ? (double)bi.demand : (double)bi.queued;
             promtext_value(p, &(promtext_label_t){"bucket", bi.name}, 1, v);
         }
     }

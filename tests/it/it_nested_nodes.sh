@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nested_nodes.sh - nested buckets (issue 28) with a real memcached, bqos-controller and two bqos-nodes: a tenant capped at 300 IOs/s over buckets a and b (each L 250/s, each loaded at 300/s split over both nodes): what the two nodes serve of a and b together stays within 1.01 x the tenant's cap in every period (node_periods.py), each within its own limit; bqos-ctl status shows the tree and --json the parent; --parent to an unknown bucket, a cycle and removing a parent are refused; then with the parents taken away (set --parent none) the same load goes over the cap: the check fails without nesting.
+# it_nested_nodes.sh - nested buckets (issue 28) with a real memcached, bqos-controller and two bqos-nodes: a tenant capped at 300 IOs/s over buckets a and b (each L 250/s, each loaded at 300/s split over both nodes): what the two nodes serve of a and b together stays within 1.01 x the tenant's cap in every period (node_periods.py), each within its own limit; bqos-ctl status shows the tree and --json the parent; the controller exports each level's service (the tenant's = a's + b's); --parent to an unknown bucket, a cycle and removing a parent are refused; then with the parents taken away (set --parent none) the same load goes over the cap: the check fails without nesting.
 #
 # About 20 s: two 3 s runs.
 . "$(dirname "$0")/../../scripts/lib.sh"
@@ -21,7 +21,7 @@ printf '%s\n' "{\"buckets\":[{\"name\":\"tenant\",\"reservation\":0,\"limit\":$C
   " {\"name\":\"other\",\"reservation\":0}]}" >"$T/b.json"
 ADMIN_EP="tcp://127.0.0.1:$AP"
 spawn "$T/ctrl.log" "$BIN/bqos-controller" --buckets "$T/b.json" --listen "tcp://127.0.0.1:$CP" \
-  --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity 20000
+  --admin "$ADMIN_EP" --period 1s --intervals 5 --capacity 20000 --metrics-listen 127.0.0.1:0
 wait_port "$CP" 10 || { echo "controller did not start"; cat "$T/ctrl.log"; exit 1; }
 for n in 1 2; do
   eval np=\$N$n
@@ -31,8 +31,9 @@ for n in 1 2; do
   wait_port "$np" 10 || { echo "node s$n did not start"; cat "$T/node$n.log"; exit 1; }
 done
 metrics_url() { sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$1" | head -1; }
-wait_for '[ -n "$(metrics_url "$T/node1.log")" ] && [ -n "$(metrics_url "$T/node2.log")" ]' 5
-U1=$(metrics_url "$T/node1.log"); U2=$(metrics_url "$T/node2.log")
+wait_for '[ -n "$(metrics_url "$T/node1.log")" ] && [ -n "$(metrics_url "$T/node2.log")" ] &&
+  [ -n "$(metrics_url "$T/ctrl.log")" ]' 5
+U1=$(metrics_url "$T/node1.log"); U2=$(metrics_url "$T/node2.log"); UC=$(metrics_url "$T/ctrl.log")
 fcmp() { python3 -c "import sys; sys.exit(0 if ($1) else 1)"; }
 ctl() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 3000 "$@"; }
 for b in a b; do
@@ -54,6 +55,10 @@ load() {
     python3 "$(dirname "$0")/node_periods.py" "$N2" $((SECS + 1)) $b >"$T/$1.$b.2.per" &
     lp="$lp $!"
   done
+  # The controller's metrics during the run, once b has been served this
+  # period.
+  tag=$1
+  wait_for 'curl -sf "$UC" >"$T/$tag.prom" && grep -q "^bqos_bucket_served_ios{bucket=\"b\"} [1-9]" "$T/$tag.prom"' $SECS
   for p in $lp; do wait "$p"; done
 }
 # served TAG B: what both nodes served of bucket B in run TAG.
@@ -94,6 +99,14 @@ check "the tenant's cap holds over both nodes: every period within 1.01 x, and i
 check "each bucket within its own limit and served" \
   'fcmp "$oa <= 1.01 and $ob <= 1.01" && [ $sa -ge $((20 * SECS)) ] && [ $sb -ge $((20 * SECS)) ]'
 
+mv_() { sed -n "s/^$1 \([0-9.e+]*\)\$/\1/p" "$T/nested.prom"; }
+mt=$(mv_ 'bqos_bucket_served_ios{bucket="tenant"}'); ma=$(mv_ 'bqos_bucket_served_ios{bucket="a"}')
+mb=$(mv_ 'bqos_bucket_served_ios{bucket="b"}')
+echo "# controller metrics: served this period tenant $mt, a $ma, b $mb"
+check "metrics per level: the tenant's served is a's + b's; bqos_bucket_parent; no series for other" \
+  '[ -n "$mt" ] && fcmp "$mt > 0 and $mt == $ma + $mb" &&
+   grep -q "^bqos_bucket_parent{bucket=\"a\",parent=\"tenant\"} 1" "$T/nested.prom" &&
+   ! grep -q "^bqos_bucket_served_ios{bucket=\"other\"}" "$T/nested.prom"'
 ctl status >"$T/status.txt"
 sed 's/^/# /' "$T/status.txt" | head -8
 check "status shows the tree (children indented under the tenant)" \
