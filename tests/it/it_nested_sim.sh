@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nested_sim.sh - nested buckets (issue 28) in bqos-sim: examples/nested-tenant.json, a tenant cap over 4 buckets on 6 servers, holds within 1.01 x per period and 1.05 x per 1 s window while every bucket's own R and L hold; the same run without "parent" breaks the cap (the check can fail); a scenario naming an unknown parent or a cycle is refused.
+# it_nested_sim.sh - nested buckets (issue 28) in bqos-sim: examples/nested-tenant.json, a tenant cap over 4 buckets on 6 servers, holds within 1.01 x per period and 1.05 x per 1 s window while every bucket's own R and L hold, also under a root over the cluster (three levels); the same run without "parent" breaks the cap (the check can fail); a scenario naming an unknown parent or a cycle is refused.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_nested_sim
 SIM=$BIN/bqos-sim
@@ -16,6 +16,22 @@ for p in pshift pshift-paced; do
     check "$p: tenant cap within 1.01 x per period and 1.05 x per 1 s window, every R and L" \
         "[ $rc -eq 0 ]"
 done
+
+# Three levels: a root over the cluster (40,000/s) above the tenant and
+# other; both caps hold, and every bucket's own R and L.
+python3 -c 'import json,sys
+s=json.load(open(sys.argv[1]))
+s["buckets"].insert(0, {"name": "root", "reservation": 0, "limit": 40000, "servers": [],
+                        "changes": []})
+for b in s["buckets"]:
+    if b["name"] in ("tenant", "other"): b["parent"] = "root"
+json.dump(s, open(sys.argv[2], "w"))' "$EX/nested-tenant.json" "$T/three.json"
+$SIM --scenario "$T/three.json" -p pshift -q -j "$T/three.out.json" --csv "$T/three.csv" \
+     --intervals-csv "$T/three.iv.csv" --sample 1 2>"$T/err"; rc=$?
+python3 "$CHK" "$T/three.json" "$T/three.csv" "$T/three.iv.csv" pshift >"$T/three.out"; rc2=$?
+sed 's/^/# three levels: /' "$T/three.out" | grep parent
+check "three levels: root and tenant caps, every R and L" \
+    "[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -q 'parent root.*ok' '$T/three.out'"
 
 # The parent ignored (no "parent" members): the same demands go over the cap.
 python3 -c 'import json,sys
