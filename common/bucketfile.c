@@ -390,6 +390,12 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
         set_err(err, "shadow", "shadow needs a limit (a bucket without one has nothing to count)");
         return -EINVAL;
     }
+    size_t pl = strnlen(b->parent, sizeof b->parent);
+    if (pl == sizeof b->parent || (pl && names_check_bucket(b->parent, pl) < 0)) {
+        set_err(err, "parent", "parent must be a bucket name of 1..%d bytes",
+                BUCKETFILE_PARENT_MAX);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -398,12 +404,59 @@ static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *
     return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
            a->limit == b->limit && a->weight == b->weight &&
            a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
-           a->shadow == b->shadow;
+           a->shadow == b->shadow && strcmp(a->parent, b->parent) == 0;
+}
+
+/* The bucket named `name` in bf, b standing in for the bucket of its name;
+ * NULL if neither. */
+static const bucketfile_bucket_t *chain_get(const bucketfile_t *bf, const bucketfile_bucket_t *b,
+                                            const char *name)
+{
+    if (strcmp(name, b->name) == 0)
+        return b;
+    int i = bucketfile_find(bf, name);
+    return i >= 0 ? &bf->v[i] : NULL;
+}
+
+int bucketfile_check_parent(const bucketfile_t *bf, const bucketfile_bucket_t *b,
+                            jsonloc_err_t *err)
+{
+    const bucketfile_bucket_t *x = b;
+    for (int depth = 1; x->parent[0]; depth++) {
+        const bucketfile_bucket_t *up = chain_get(bf, b, x->parent);
+        if (!up) {
+            set_err(err, "parent", "parent \"%.100s\" of bucket \"%.100s\" is not a bucket "
+                    "(add the parent first)", x->parent, x->name);
+            return -EINVAL;
+        }
+        if (up == b) {
+            set_err(err, "parent", "parent \"%.100s\" makes a cycle (\"%.100s\" would be its "
+                    "own ancestor)", b->parent, b->name);
+            return -EINVAL;
+        }
+        if (depth >= BUCKETFILE_MAX_DEPTH) {
+            set_err(err, "parent", "bucket \"%.100s\": more than %d levels of parents",
+                    b->name, BUCKETFILE_MAX_DEPTH);
+            return -EINVAL;
+        }
+        x = up;
+    }
+    return 0;
+}
+
+int bucketfile_has_children(const bucketfile_t *bf, const char *name)
+{
+    for (size_t i = 0; bf && i < bf->n; i++)
+        if (strcmp(bf->v[i].parent, name) == 0)
+            return 1;
+    return 0;
 }
 
 int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t *err)
 {
     if (bucketfile_check_bucket(b, err) < 0)
+        return -EINVAL;
+    if (b->parent[0] && bucketfile_check_parent(bf, b, err) < 0)
         return -EINVAL;
     if (unshare(bf) < 0)
         return -ENOMEM;
@@ -448,6 +501,8 @@ int bucketfile_remove(bucketfile_t *bf, const char *name)
     int i = bucketfile_find(bf, name);
     if (i < 0)
         return -ENOENT;
+    if (bucketfile_has_children(bf, name))
+        return -EBUSY;
     if (unshare(bf) < 0)
         return -ENOMEM;
     unindex(bf, i);
@@ -586,10 +641,10 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
     {
         if (strcmp(key, "name") && strcmp(key, "reservation") && strcmp(key, "limit") &&
             strcmp(key, "weight") && strcmp(key, "reservation_bytes") &&
-            strcmp(key, "limit_bytes") && strcmp(key, "shadow"))
+            strcmp(key, "limit_bytes") && strcmp(key, "shadow") && strcmp(key, "parent"))
             return fail_at(p, "buckets", idx, key,
                            "unknown member \"%.40s\" (expected name, reservation, limit, weight, "
-                           "reservation_bytes, limit_bytes, shadow)",
+                           "reservation_bytes, limit_bytes, shadow, parent)",
                            key);
     }
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
@@ -644,6 +699,16 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
         if (b.shadow && b.limit == BUCKETFILE_NO_LIMIT && b.limit_bytes == 0)
             return fail_at(p, "buckets", idx, "shadow",
                            "shadow needs a limit (a bucket without one has nothing to count)");
+    }
+    if ((v = json_object_get(o, "parent")) && !json_is_null(v)) {
+        size_t pl = json_is_string(v) ? json_string_length(v) : 0;
+        if (!json_is_string(v) || pl > BUCKETFILE_PARENT_MAX ||
+            names_check_bucket(json_string_value(v), pl) < 0)
+            return fail_at(p, "buckets", idx, "parent",
+                           "parent must be a bucket name (a string of 1..%d bytes without "
+                           "whitespace, control characters or ':')", BUCKETFILE_PARENT_MAX);
+        memcpy(b.parent, json_string_value(v), pl);
+        b.parent[pl] = '\0';
     }
     return append(bf, &b);
 }
@@ -729,6 +794,21 @@ static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
         }
         if (rc < 0)
             goto out;
+    }
+    /* The parents, once every bucket is known (a child may come first);
+     * after bad buckets (--check) the indices no longer match the file's. */
+    for (size_t i = 0; !p->problems && i < bf->n; i++) {
+        jsonloc_err_t pe;
+        if (bf->v[i].parent[0] && bucketfile_check_parent(bf, &bf->v[i], &pe) < 0) {
+            rc = fail_at(p, "buckets", (long)i, "parent", "%s", pe.text);
+            if (p->report) {
+                p->report(p->arg, err);
+                p->problems++;
+                rc = 0;
+                continue;
+            }
+            goto out;
+        }
     }
     if (p->problems) {
         rc = -EINVAL;
@@ -973,16 +1053,13 @@ static void tb_puts(tbuf_t *t, const char *s)
     tb_put(t, s, strlen(s));
 }
 
-/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W
- * [, "reservation_bytes": RB][, "limit_bytes": LB][, "shadow": true]}. */
-static void put_bucket(tbuf_t *t, const bucketfile_bucket_t *b)
+/* Writes name s as a JSON string. */
+static void put_string(tbuf_t *t, const char *s)
 {
-    char num[192];
-    tb_puts(t, "{\"name\": ");
-    if (strpbrk(b->name, "\"\\")) { /* jansson escapes it; other bytes go as they are */
-        json_t *s = json_string(b->name);
-        char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-        json_decref(s);
+    if (strpbrk(s, "\"\\")) { /* jansson escapes it; other bytes go as they are */
+        json_t *j = json_string(s);
+        char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+        json_decref(j);
         if (!q) {
             t->oom = 1;
             return;
@@ -991,9 +1068,20 @@ static void put_bucket(tbuf_t *t, const bucketfile_bucket_t *b)
         free(q);
     } else {
         tb_puts(t, "\"");
-        tb_puts(t, b->name);
+        tb_puts(t, s);
         tb_puts(t, "\"");
     }
+}
+
+/* Writes bucket b as one object, {"name": ..., "reservation": R[, "limit": L], "weight": W
+ * [, "reservation_bytes": RB][, "limit_bytes": LB][, "shadow": true][, "parent": P]}. */
+static void put_bucket(tbuf_t *t, const bucketfile_bucket_t *b)
+{
+    char num[192];
+    tb_puts(t, "{\"name\": ");
+    put_string(t, b->name);
+    if (t->oom)
+        return;
     int n = snprintf(num, sizeof num, ", \"reservation\": %lld", (long long)b->reservation);
     if (b->limit != BUCKETFILE_NO_LIMIT)
         n += snprintf(num + n, sizeof num - (size_t)n, ", \"limit\": %lld", (long long)b->limit);
@@ -1009,6 +1097,10 @@ static void put_bucket(tbuf_t *t, const bucketfile_bucket_t *b)
     }
     if (b->shadow)
         tb_puts(t, ", \"shadow\": true");
+    if (b->parent[0]) {
+        tb_puts(t, ", \"parent\": ");
+        put_string(t, b->parent);
+    }
     tb_puts(t, "}");
 }
 

@@ -45,6 +45,16 @@
  * the canonical form (one rule per line), otherwise the operator's text of
  * the member stays as it was.
  *
+ * Nesting (issue 28): a bucket may name a "parent" (optional string, the
+ * name of another bucket of the set, at most BUCKETFILE_PARENT_MAX bytes;
+ * written only when set).  A parent's limit bounds the sum of its children's service across the cluster and
+ * its reservation is a floor for that sum (docs/controller.md, "Nested
+ * buckets"); requests land only in leaf buckets (a parent has no queue of
+ * its own).  A parent that is not in the set, a bucket that is its own
+ * ancestor (a cycle) or a chain deeper than BUCKETFILE_MAX_DEPTH levels is
+ * refused, at the member "parent" of the bucket that names it; removing a
+ * bucket that is some bucket's parent is refused (-EBUSY).
+ *
  * Errors are common/jsonloc's jsonloc_err_t: the file name, the JSON path of
  * the offending value ("buckets[3].limit") and its line and column (1-based,
  * columns in characters as jansson counts them) in the text.  A member that
@@ -76,6 +86,11 @@
 #define BUCKETFILE_MAX_WEIGHT 1000000u
 #define BUCKETFILE_MAX_BYTES 1000000000000000LL /* 10^15 bytes per second */
 #define BUCKETFILE_MAX_VERSION (UINT64_C(1) << 53) /* exact in every JSON reader */
+#define BUCKETFILE_MAX_DEPTH 8 /* levels of nesting, the root one of them */
+/* The longest name of a bucket that is a parent: the "parent" member is
+ * held in every bucket's record, and a full name (250 bytes) there would
+ * add 248 bytes per bucket to every table (+80% at a million buckets). */
+#define BUCKETFILE_PARENT_MAX 63
 
 typedef struct {
     char name[BUCKETFILE_NAME_MAX + 1];
@@ -88,6 +103,9 @@ typedef struct {
                                   buckets have no byte rate: the paper) */
     int shadow;          /* 1: the limit is counted at the nodes, not
                             enforced (issue 28); default 0 */
+    char parent[BUCKETFILE_PARENT_MAX + 1]; /* the parent bucket's name
+                            (at most BUCKETFILE_PARENT_MAX bytes), ""
+                            (zero-initialised): none (issue 28) */
 } bucketfile_bucket_t;
 
 /* Nonzero if bucket b has a rate in bytes per second (it needs byte tokens
@@ -179,13 +197,27 @@ int bucketfile_find(const bucketfile_t *bf, const char *name);
 int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err);
 
 /* Adds bucket *b, or replaces the bucket of the same name in place.
- * Returns 0, -EINVAL if the bucket is invalid (fills *err if non-NULL),
- * -ENOMEM. */
+ * Returns 0, -EINVAL if the bucket is invalid or its parent is not in the
+ * set, is the bucket itself or one of its descendants (a cycle), or makes a
+ * chain deeper than BUCKETFILE_MAX_DEPTH (fills *err if non-NULL: path
+ * "parent"), -ENOMEM. */
 int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t *err);
 
-/* Removes bucket `name`, keeping the order of the others.  Returns 0 or
- * -ENOENT. */
+/* Removes bucket `name`, keeping the order of the others.  Returns 0,
+ * -ENOENT, or -EBUSY if another bucket names it as its parent (remove or
+ * re-parent the children first). */
 int bucketfile_remove(bucketfile_t *bf, const char *name);
+
+/* Checks the parent chain bucket *b would have in bf (b need not be in
+ * it; a bucket of bf with b's name is taken as b): its parent exists, is
+ * not b or below b, and the chain has at most BUCKETFILE_MAX_DEPTH levels.
+ * Returns 0, or -EINVAL with err->path "parent" and err->text saying what
+ * (err may be NULL). */
+int bucketfile_check_parent(const bucketfile_t *bf, const bucketfile_bucket_t *b,
+                            jsonloc_err_t *err);
+
+/* Nonzero if some bucket of bf names `name` as its parent (O(n)). */
+int bucketfile_has_children(const bucketfile_t *bf, const char *name);
 
 /* The set's "table_version" (0: none), and setting it (values above
  * BUCKETFILE_MAX_VERSION are taken as that bound).  Editing buckets leaves

@@ -9,7 +9,14 @@
  * (reservation_bytes) against the nodes' byte capacities.  With no
  * capacity known at all (no node registered yet) nothing can be judged and
  * every configuration passes with a note; so do byte reservations while
- * the byte capacity is unknown.  Pure functions; no state. */
+ * the byte capacity is unknown.
+ *
+ * Nested buckets (issue 28), whatever the capacity: a parent's children's
+ * reservations must add up to at most the parent's limit (in each unit);
+ * a parent's reservation below its children's sum is allowed and noted (it
+ * adds no floor beyond theirs).  The aggregate counts a tree once: at each
+ * parent max(its reservation, what its children need), not both.  Pure
+ * functions; no state. */
 #ifndef BQOS_ADMISSION_H
 #define BQOS_ADMISSION_H
 

@@ -175,6 +175,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->bshadow);
     free(c->b);
     free(c->pv);
+    tree_destroy(&c->tree);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);
@@ -201,6 +202,34 @@ static int64_t rate_to_tokens(int64_t rate, double period_s)
 {
     double t = round((double)rate * period_s);
     return t > (double)CTRL_BUCKET_TOKENS_MAX ? CTRL_BUCKET_TOKENS_MAX + 1 : (int64_t)t;
+}
+
+/* The nested buckets' part of ctrl_check_buckets(): a tree that can be
+ * built, and no leaf without a byte limit under an ancestor with one (such
+ * a leaf gets no byte tokens at all, so nothing would hold the ancestor's
+ * byte limit; an IO limit is inherited instead, tree_static_limit()). */
+static int nested_check(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
+{
+    tree_t *t = NULL;
+    int rc = tree_new(bf, c->cfg.period_s, &t);
+    size_t bad = 0;
+    if (rc < 0) {
+        if (msg)
+            snprintf(msg, msgsize, rc == -ENOMEM ? "out of memory"
+                                                 : "the buckets' parents make a cycle, name an "
+                                                   "unknown bucket or nest too deep");
+    } else if (tree_unlimited_under_limit(t, TREE_BYTES, &bad)) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, bad);
+        if (msg)
+            snprintf(msg, msgsize,
+                     "bucket %s: an ancestor has a byte limit (limit_bytes) and it has none; "
+                     "give it a limit_bytes (at most its ancestors')", x->name);
+        rc = -ERANGE;
+    } else if (msg && msgsize) {
+        msg[0] = 0;
+    }
+    tree_destroy(&t);
+    return rc == -EINVAL ? -ERANGE : rc;
 }
 
 int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
@@ -238,9 +267,7 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
             return -ERANGE;
         }
     }
-    if (msg && msgsize)
-        msg[0] = 0;
-    return 0;
+    return nested_check(c, bf, msg, msgsize);
 }
 
 /* Points node n's pairs at the buckets of `bf` and rebuilds its reverse
@@ -292,7 +319,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     ledger_bucket_t *bs = calloc(nb ? nb : 1, sizeof *bs);
     prov_t *pv = calloc(nb ? nb : 1, sizeof *pv);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
-    if (!copy || !names || !weights || !bs || !pv || !jofs)
+    tree_t *tree = NULL;
+    if (!copy || !names || !weights || !bs || !pv || !jofs || tree_new(copy, c->cfg.period_s, &tree) < 0)
         goto fail;
     for (int i = 0; i < c->nn; i++)
         if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
@@ -306,6 +334,13 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
         bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
         bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
+        /* Nested (tree.h): a parent has no queue, R 0 and L 0 at the
+         * nodes (its rates are the tree's); a leaf without a limit under a
+         * limited ancestor is held to the smallest ancestor limit. */
+        if (tree_is_parent(tree, b))
+            bs[b].r = bs[b].l = 0;
+        else
+            bs[b].l = tree_static_limit(tree, TREE_IO, b, bs[b].l);
     }
     char *shadow = shadow_list(copy);
     if (!shadow)
@@ -332,6 +367,8 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     c->b = bs;
     free(c->pv);
     c->pv = pv;
+    tree_destroy(&c->tree);
+    c->tree = tree;
     c->nb = nb;
     c->table_gen++;
     if (c->table_gen == 0)
@@ -345,6 +382,7 @@ fail:
     free(jofs);
     free(bs);
     free(pv);
+    tree_destroy(&tree);
     free(names);
     free(weights);
     bucketfile_destroy(&copy);
@@ -781,12 +819,54 @@ int ctrl_bucket_find(const ctrl_t *c, const char *name)
     return bucketfile_find(c->bf, name);
 }
 
+int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *children)
+{
+    const char *p = NULL;
+    int k = 0;
+    if (c->tree && b >= 0 && (size_t)b < c->nb) {
+        const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
+        p = x->parent[0] ? x->parent : NULL;
+        k = tree_nchildren(c->tree, (size_t)b);
+    }
+    if (parent)
+        *parent = p;
+    if (children)
+        *children = k;
+    return p || k;
+}
+
+/* A parent's figures (nested buckets): the sums of its children's. */
+static void parent_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
+{
+    int unl = 0, unl_b = 0;
+    for (int k = 0; k < out->children; k++) {
+        ctrl_bucket_info_t ci;
+        if (ctrl_bucket_info(c, tree_child(c->tree, (size_t)b, k), &ci) < 0)
+            continue;
+        out->served_r = count_uadd(out->served_r, ci.served_r);
+        out->served_l = count_uadd(out->served_l, ci.served_l);
+        out->served_o = count_uadd(out->served_o, ci.served_o);
+        out->queued = count_uadd(out->queued, ci.queued);
+        out->demand = count_add(out->demand, ci.demand);
+        out->servers = ci.servers > out->servers ? ci.servers : out->servers;
+        out->r_tokens = count_add(out->r_tokens, ci.r_tokens);
+        unl |= ci.l_tokens == CTRL_UNLIMITED;
+        out->l_tokens = unl ? CTRL_UNLIMITED : count_add(out->l_tokens, ci.l_tokens);
+        out->served_bytes = count_uadd(out->served_bytes, ci.served_bytes);
+        out->r_bytes = count_add(out->r_bytes, ci.r_bytes);
+        unl_b |= ci.l_bytes == CTRL_UNLIMITED;
+        out->l_bytes = unl_b ? CTRL_UNLIMITED : count_add(out->l_bytes, ci.l_bytes);
+    }
+}
+
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
 {
     if (b < 0 || (size_t)b >= c->nb)
         return -EINVAL;
     const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
     memset(out, 0, sizeof *out);
+    out->parent = x->parent[0] ? x->parent : NULL;
+    out->children = tree_nchildren(c->tree, (size_t)b);
     out->name = x->name;
     out->reservation = x->reservation;
     out->limit = x->limit;
@@ -794,6 +874,10 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
     out->reservation_bytes = x->reservation_bytes;
     out->limit_bytes = x->limit_bytes;
     out->shadow = x->shadow;
+    if (out->children > 0) { /* no queue of its own */
+        parent_info(c, b, out);
+        return 0;
+    }
     const bytes_view_t v = ctrl__bytes_view(c);
     bytes_info(c->by, &v, b, out);
     int unl = c->b[b].l == CTRL_UNLIMITED;

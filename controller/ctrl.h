@@ -335,10 +335,22 @@ typedef struct {
     uint64_t served_bytes;       /* this period, all nodes (byte buckets) */
     int64_t r_bytes, l_bytes;    /* last pushed, summed (l: CTRL_UNLIMITED) */
     int shadow;                  /* its limit is in shadow (issue 28) */
+    const char *parent;          /* nested buckets (issue 28): its parent's
+                                    name, NULL none */
+    int children;                /* buckets naming it as their parent; a
+                                    parent's served, queued, demand and
+                                    tokens are the sums of its children's */
 } ctrl_bucket_info_t;
 
-/* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL. */
+/* Fills *out for bucket b (controller table index).  Returns 0 or -EINVAL.
+ * A parent's figures sum its subtree (O(its buckets x nodes)). */
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
+
+/* Nested buckets (issue 28), O(1): 1 if bucket b has a parent or children
+ * (its parent's name into *parent, NULL if none; its number of children
+ * into *children; either may be NULL), 0 if it is in no tree or out of
+ * range (then *parent NULL, *children 0). */
+int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *children);
 
 /* Index of bucket `name` in the controller's table, or -ENOENT.  O(1)
  * (the bucket file's hash index). */

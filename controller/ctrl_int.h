@@ -1,4 +1,4 @@
-/* ctrl_int.h - private to the controller core (ctrl.c, round.c, plausible.c, capacity.c, push.c): the controller state's structs and the few helpers more than one of them uses. */
+/* ctrl_int.h - private to the controller core (ctrl.c, round.c, plausible.c, capacity.c, push.c; tree.h's tree hangs from it): the controller state's structs and the few helpers more than one of them uses. */
 #ifndef BQOS_CTRL_INT_H
 #define BQOS_CTRL_INT_H
 
@@ -8,6 +8,7 @@
 #include "controller/count.h"
 #include "controller/estimate.h"
 #include "controller/ledger.h"
+#include "controller/tree.h"
 
 /* Everything here belongs to the ctrl_t it hangs from, and so to the one
  * thread that owns that ctrl_t (ctrl.h); nothing locks.  Helpers shared by
@@ -145,6 +146,8 @@ struct ctrl {
     ledger_t io;           /* the IO dimension's passes (b: this b) */
     bytes_t *by;           /* the bytes/s dimension (bytes.h); NULL while
                               no bucket has a byte rate */
+    tree_t *tree;          /* the nested buckets (tree.h); NULL while no
+                              bucket has a parent */
 };
 
 /* Asks the CPU to fetch (for writing) the record of `size` bytes at `a`,

@@ -153,10 +153,7 @@ static int64_t limit_head(const ledger_round_t *rd, const ledger_bucket_t *bs, i
     return head;
 }
 
-/* Bucket bs's remaining reservation, less what it converted beyond its
- * slack, and its headroom (limit_head()); the reservation at most the
- * headroom. */
-static void budget(const ledger_round_t *rd, ledger_bucket_t *bs)
+void ledger_budget(const ledger_round_t *rd, ledger_bucket_t *bs)
 {
     int64_t served = bs->served;
     bs->r_rem = bs->r > served ? bs->r - served : 0;
@@ -175,7 +172,7 @@ void ledger_budgets(ledger_t *L, const ledger_round_t *rd)
     L->rd = *rd;
     for (size_t b = 0; b < L->nb; b++) {
         ledger_bucket_t *bs = &L->b[b];
-        budget(rd, bs);
+        ledger_budget(rd, bs);
         bs->pidx = bs->lpidx = -1;
         bs->rn = bs->ln = bs->nr = bs->nq = 0;
         bs->ralloc = bs->lalloc = 0;
@@ -446,6 +443,11 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
     if (!L->rp && !(L->rp = pshift_problem_new()))
         return -ENOMEM;
     pshift_problem_t *p = L->rp;
+    /* Nested buckets (tree.h): the leaves' budgets become their shares of
+     * their parents'.  Here, not in ledger_budgets(): the split weighs the
+     * demands of the up nodes, known after ledger_caps(). */
+    if (L->rd.nest)
+        L->rd.nest(L, L->rd.nest_arg);
     int lifts = rq_begin(L) ? RQ_PASSES : 0, cut = 0;
     /* Demands, queues, L candidates and which pairs want R (rk 0, counted
      * in nr). */

@@ -13,7 +13,8 @@
  *   ledger_scratch()       scratch for the passes
  *   ledger_budgets()       headroom and remaining reservation per bucket
  *   ledger_caps()          each node: up or down, its capacities
- *   ledger_rpass(), ledger_lpass()
+ *   ledger_rpass(), ledger_lpass()   (the R pass first runs rd.nest, the
+ *                          nested buckets' split, if there is one)
  * and reads a pair's R back as ra[rk] of its bucket and its L as la[lk].
  * Nothing here knows nodes' tables or the controller's state: the inputs
  * are these arrays and ledger_round_t.
@@ -29,6 +30,8 @@
 #include "controller/count.h"
 #include "controller/ctrl.h"
 #include "pshift/pshift.h"
+
+struct ledger;
 
 /* One pair (bucket, node) during a computation, dense in the dimension's
  * order (IOs: active-list order): the dimension fills b, flags, arrivals,
@@ -114,9 +117,15 @@ typedef struct {
                               knows its queues: R where the requests wait */
     ctrl_solve_hook_fn hook; /* after each solve, NULL: none */
     void *hook_arg;
+    /* Nested buckets (controller/tree.h), NULL: no bucket has a parent.
+     * Called by ledger_rpass() first, with the budgets done and the nodes'
+     * capacities set: it may lower (never raise beyond what the tree
+     * allows) the buckets' r_rem and head. */
+    void (*nest)(struct ledger *L, void *arg);
+    void *nest_arg;
 } ledger_round_t;
 
-typedef struct {
+typedef struct ledger {
     ledger_bucket_t *b;    /* [nb]: the buckets (not owned: the dimension's) */
     size_t nb;
     ledger_node_t *n;      /* [capn]: per node index, the first nn in use */
@@ -199,6 +208,15 @@ void ledger_convert(ledger_t *L, double el, int reset);
  * slack) and headroom, by the round's `rd` (kept in L for the passes);
  * the passes' state cleared. */
 void ledger_budgets(ledger_t *L, const ledger_round_t *rd);
+
+/* One bucket's budget by the round's rules `rd`: its remaining
+ * reservation (less what it converted beyond the slack, if
+ * rd->conv_slack >= 0) and its headroom (its limit less served and held;
+ * limits being rates, at most its pro-rata share; ledger.c says how), the
+ * reservation at most the headroom.  Reads r, l, served, held, conv; sets
+ * r_rem and head.  ledger_budgets() runs it on every bucket; the nested
+ * buckets (tree.c) on a parent's sums. */
+void ledger_budget(const ledger_round_t *rd, ledger_bucket_t *bs);
 
 /* Node `i` is in this round's problems if `up`, with `est` and `cons`
  * (conservative) capacity per second for the `rem_s` seconds left. */

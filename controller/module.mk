@@ -3,7 +3,7 @@
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
   controller/ledger.c controller/bytes.c controller/plausible.c \
-  controller/capacity.c controller/push.c
+  controller/capacity.c controller/push.c controller/tree.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -43,6 +43,9 @@ test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controlle
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_tree
+test_tree_SRCS = tests/test_tree.c
+test_tree_LIBS = controller pshift proto common
 TESTS += test_history
 test_history_SRCS = tests/test_history.c controller/daemon/history.c
 test_history_LIBS = common
@@ -58,6 +61,8 @@ ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_
 # no path around a limit: the default bucket, removed buckets, duplicate node names
 ITESTS += tests/it/it_nolimitpath.sh
 ITESTS += tests/it/it_hostile_ctrl.sh
+# nested buckets: a tenant cap over two real nodes (issue 28)
+ITESTS += tests/it/it_nested_nodes.sh
 # bqos-ctl history, watch and the status reasons; --log-format json
 ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh

@@ -102,6 +102,9 @@ static ledger_round_t ledger_round(const ctrl_t *c, int io)
         .on_queues = io && c->interval + 1 == (uint32_t)c->cfg.intervals,
         .hook = io ? c->cfg.solve_hook : NULL,
         .hook_arg = c->cfg.solve_hook_arg,
+        /* Nested buckets: only if some bucket has a parent (else no cost). */
+        .nest = c->tree ? tree_budgets : NULL,
+        .nest_arg = tree_dim(c->tree, io ? TREE_IO : TREE_BYTES),
     };
 }
 

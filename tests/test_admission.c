@@ -103,9 +103,42 @@ START_TEST(test_admission_bytes)
 }
 END_TEST
 
+/* Nested buckets: children's reservations over the parent's limit are a
+ * violation whatever the capacity (IOs and bytes); a parent's reservation
+ * below its children's is noted, not refused; the aggregate counts a tree
+ * once (max of the parent's floor and its children's needs). */
+START_TEST(test_admission_nested)
+{
+    char msg[600];
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"t\",\"reservation\":5000,\"limit\":8000},"
+                            "{\"name\":\"a\",\"reservation\":3000,\"parent\":\"t\"},"
+                            "{\"name\":\"b\",\"reservation\":4000,\"parent\":\"t\"},"
+                            "{\"name\":\"x\",\"reservation\":1000}]}");
+    admission_view_t v = {.total_capacity = 8000};
+    /* Needs max(5000, 7000) + 1000 = 8000, not 13,000. */
+    ck_assert_int_eq(admission_check(bf, &v, msg, sizeof msg), 0);
+    ck_assert_msg(strstr(msg, "note: bucket t: reservation 5000 IOs/s is below its children's "
+                             "7000"), "%s", msg);
+    v.total_capacity = 7999;
+    ck_assert_int_eq(admission_check(bf, &v, msg, sizeof msg), -EDQUOT);
+    ck_assert_msg(strstr(msg, "total reservation 8000"), "%s", msg);
+    bucketfile_destroy(&bf);
+    bf = load("{\"buckets\":[{\"name\":\"t\",\"reservation\":0,\"limit\":6000,"
+              "\"limit_bytes\":1000},"
+              "{\"name\":\"a\",\"reservation\":3000,\"parent\":\"t\",\"reservation_bytes\":600},"
+              "{\"name\":\"b\",\"reservation\":4000,\"parent\":\"t\",\"reservation_bytes\":600}]}");
+    ck_assert_int_eq(admission_check(bf, NULL, msg, sizeof msg), -EDQUOT);
+    ck_assert_msg(strstr(msg, "bucket t: its children's reservations add up to 7000 IOs/s, over "
+                             "its limit 6000 IOs/s") &&
+                      strstr(msg, "byte reservations add up to 1200 bytes/s"), "%s", msg);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_admission_mode, test_admission_aggregate,
-                                  test_admission_local, test_admission_bytes};
+                                  test_admission_local, test_admission_bytes,
+                                  test_admission_nested};
     return testlib_run_tests("admission", tests, sizeof tests / sizeof tests[0]);
 }

@@ -336,6 +336,80 @@ START_TEST(test_ctrl_limits_never_exceeded)
 }
 END_TEST
 
+/* Nested buckets (issue 28): red (R 10000, L 50000) and blue (R 10000, no
+ * limit of its own) under tenant (L 60000), both greedy on three nodes:
+ * what they were served plus every token pushed to them stays within the
+ * tenant's limit each round, as a bucket's own limit does; the tenant itself
+ * gets R 0 and L 0 (no queue of its own); the status sums its children and
+ * names the parent; a leaf without a byte limit under a byte-limited parent
+ * is refused. */
+START_TEST(test_ctrl_nested_limit)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":10000,\"limit\":50000,"
+                      "\"parent\":\"tenant\"},"
+                      "{\"name\":\"blue\",\"reservation\":10000,\"parent\":\"tenant\"},"
+                      "{\"name\":\"tenant\",\"reservation\":0,\"limit\":60000}]}",
+                      3, 40000, NULL);
+    int64_t lr[2][3] = {{0}}, ll[2][3] = {{0}};
+    uint64_t served[2][3];
+    unsigned seed = 7;
+    for (int period = 1; period <= 3; period++) {
+        memset(served, 0, sizeof served);
+        for (int k = 0; k < 5; k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, (uint64_t)period, (uint32_t)k, 0), 0);
+            uint64_t tot = 0;
+            for (int n = 0; n < 3; n++) {
+                rep_t rp[3] = {{50, 10000 + (uint64_t)(rand_r(&seed) % 20000), served[0][n],
+                                lr[0][n], ll[0][n]},
+                               {50, 10000 + (uint64_t)(rand_r(&seed) % 20000), served[1][n],
+                                lr[1][n], ll[1][n]},
+                               {0, 0, 0, 0, 0}};
+                report(c, n, (uint64_t)period, (uint32_t)k, rp, 3, 0, 0);
+                tot += served[0][n] + served[1][n];
+            }
+            ctrl_result_t res;
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            int64_t pushed = limited_total(c, 0, lr[0], ll[0]) + limited_total(c, 1, lr[1], ll[1]);
+            ck_assert_msg(pushed + (int64_t)tot <= 60000,
+                          "period %d interval %d: served %llu + tokens %lld > the tenant's limit",
+                          period, k, (unsigned long long)tot, (long long)pushed);
+            for (int n = 0; n < 3; n++) {
+                int64_t r, l;
+                if (find_tok(c, n, 2, &r, &l) == 0)
+                    ck_assert_msg(r == 0 && l == 0, "tenant got R %lld L %lld", (long long)r,
+                                  (long long)l);
+                for (int b = 0; b < 2; b++) {
+                    uint64_t spend = (uint64_t)(lr[b][n] + ll[b][n]) / 2;
+                    served[b][n] += spend;
+                    int64_t fromr = lr[b][n] < (int64_t)spend ? lr[b][n] : (int64_t)spend;
+                    lr[b][n] -= fromr;
+                    ll[b][n] -= (int64_t)spend - fromr;
+                }
+            }
+        }
+    }
+    ctrl_bucket_info_t t, red;
+    ck_assert_int_eq(ctrl_bucket_info(c, 2, &t), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &red), 0);
+    ck_assert_int_eq(t.children, 2);
+    ck_assert_ptr_null(t.parent);
+    ck_assert_str_eq(red.parent, "tenant");
+    ck_assert_uint_gt(t.served_r + t.served_l, 0);
+    ctrl_bucket_info_t blue;
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &blue), 0);
+    ck_assert_uint_eq(t.served_r + t.served_l + t.served_o,
+                      red.served_r + red.served_l + red.served_o + blue.served_r + blue.served_l +
+                          blue.served_o);
+    char msg[300];
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"t\",\"reservation\":0,\"limit_bytes\":100},"
+                            "{\"name\":\"a\",\"reservation\":0,\"parent\":\"t\"}]}");
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_msg(strstr(msg, "bucket a: an ancestor has a byte limit"), "%s", msg);
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_new_period_resets_accounting)
 {
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1,
@@ -2153,6 +2227,7 @@ int main(void)
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
     const TTest *const tests[] = {
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
+        test_ctrl_nested_limit,
         test_ctrl_absent_bucket_is_idle, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
         test_ctrl_silent_node_keeps_its_grant, test_ctrl_silent_node_lease,

@@ -363,6 +363,36 @@ START_TEST(test_scenario_write_buckets)
 }
 END_TEST
 
+/* Nested buckets: "parent" names another bucket (resolved after all are
+ * read: a child may come first), goes to the bucket file, and an unknown
+ * one is refused at the member. */
+START_TEST(test_scenario_parent)
+{
+    scenario_t *s = parse_ok("{\"duration\": 2, " SERVERS ", \"buckets\": [{\"name\": \"a\", "
+                             "\"parent\": \"t\"}, {\"name\": \"t\", \"limit\": 100, "
+                             "\"servers\": [], \"changes\": []}, {\"name\": \"b\"}]}");
+    ck_assert_int_eq(s->buckets[0].parent, 1);
+    ck_assert_int_eq(s->buckets[1].parent, -1);
+    ck_assert_int_eq(s->buckets[2].parent, -1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(scenario_write_buckets(s, f), 0);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "{\"name\": \"a\", \"reservation\": 0, \"weight\": 1, "
+                              "\"parent\": \"t\"}"), "%s", buf);
+    free(buf);
+    scenario_destroy(&s);
+    const char *bad = "{\"duration\": 2, " SERVERS ", \"buckets\": [{\"name\": \"a\", "
+                      "\"parent\": \"nope\"}]}";
+    jsonloc_err_t err;
+    scenario_opts_t o = SCENARIO_OPTS_DEFAULT;
+    ck_assert_int_eq(scenario_parse(bad, strlen(bad), "x", &o, &s, &err), -EINVAL);
+    ck_assert_msg(strstr(err.path, "parent") && strstr(err.text, "nope"), "%s: %s", err.path,
+                  err.text);
+}
+END_TEST
+
 /* A bucket may start idle (no servers) until its first explicit change. */
 START_TEST(test_scenario_bucket_idle_until_first_change)
 {
@@ -391,6 +421,7 @@ int main(void)
     tcase_add_test(tc, test_scenario_load_file_errors);
     tcase_add_test(tc, test_scenario_write_buckets);
     tcase_add_test(tc, test_scenario_bucket_idle_until_first_change);
+    tcase_add_test(tc, test_scenario_parent);
     suite_add_tcase(s, tc);
     return testlib_run(s);
 }

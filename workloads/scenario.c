@@ -653,7 +653,7 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
 {
     static const char *const keys[] = {"name", "reservation", "limit", "servers", "active",
                                        "outstanding", "rate", "split_zipf", "changes",
-                                       "random_changes", "set", NULL};
+                                       "random_changes", "set", "parent", NULL};
     const scenario_t *s = c->s;
     int rc;
     if (expect(c, o, K_OBJECT, "a bucket") < 0 || check_keys(c, o, "a bucket", keys) < 0)
@@ -665,6 +665,7 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
         return rc;
     if (!(b->name = strdup(json_string_value(name.v))))
         return -ENOMEM;
+    b->parent = -1; /* parse_parents() */
     at_t lim = member(o, "limit");
     b->limit = SCENARIO_NO_LIMIT;
     if ((rc = get_rate(c, o, "reservation", 0, &b->reservation)) < 0 ||
@@ -690,6 +691,31 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
     rng_t rng;
     rng_seed(&rng, s->seed, idx);
     return build_phases(c, b, &pl, &changes, nrandom, &rng);
+}
+
+/* The listed buckets' "parent" members, once every name is known (a
+ * child may come before its parent): each names another listed bucket.
+ * Cycles are the bucket file's to refuse (the controller's table). */
+static int parse_parents(ctx_t *c, const at_t *buckets)
+{
+    scenario_t *s = c->s;
+    for (size_t i = 0; i < s->nbuckets; i++) {
+        at_t o = element(buckets, i), p = member(&o, "parent");
+        s->buckets[i].parent = -1;
+        if (!p.v || json_is_null(p.v))
+            continue;
+        if (expect(c, &p, K_STRING, "a parent (bucket name)") < 0)
+            return -EINVAL;
+        const char *name = json_string_value(p.v);
+        if (strlen(name) > BUCKETFILE_PARENT_MAX)
+            return fail(c, &p, "a parent's name is at most %d bytes", BUCKETFILE_PARENT_MAX);
+        for (size_t j = 0; j < s->nbuckets && s->buckets[i].parent < 0; j++)
+            if (j != i && strcmp(s->buckets[j].name, name) == 0)
+                s->buckets[i].parent = (int)j;
+        if (s->buckets[i].parent < 0)
+            return fail(c, &p, "parent \"%s\" is not another bucket of the scenario", name);
+    }
+    return 0;
 }
 
 /* Expands "generate" into `count` buckets appended after the listed ones. */
@@ -766,6 +792,7 @@ static int parse_generate(ctx_t *c, const at_t *g, size_t first)
             rc = rc < 0 ? rc : -ENOMEM;
             break;
         }
+        b->parent = -1;
         b->reservation = reserved >= 0 ? floor(total * w[i]) : fixed_res;
         b->limit = ratio > 0 ? ceil(b->reservation * ratio) : fixed_lim;
         if ((rc = check_limit(c, g, b)) < 0)
@@ -876,6 +903,8 @@ static int parse_root(ctx_t *c, const at_t *root, const scenario_opts_t *opts)
                     return fail(c, &name, "duplicate bucket name \"%s\"", s->buckets[i].name);
                 }
         }
+        if ((rc = parse_parents(c, &buckets)) < 0)
+            return rc;
     }
     if (gen.v && (rc = parse_generate(c, &gen, s->nbuckets)) < 0)
         return rc;
@@ -1032,6 +1061,16 @@ int scenario_write_buckets(const scenario_t *s, FILE *f)
                                                                         : (int64_t)ceil(b->limit),
                                  .weight = 1};
         snprintf(x.name, sizeof x.name, "%s", b->name);
+        if ((rc = bucketfile_set(bf, &x, NULL)) < 0)
+            goto out;
+    }
+    /* Parents once every bucket is in (a child may come first). */
+    for (size_t i = 0; i < s->nbuckets; i++) {
+        const scenario_bucket_t *b = &s->buckets[i];
+        if (b->parent < 0)
+            continue;
+        bucketfile_bucket_t x = *bucketfile_get(bf, i);
+        snprintf(x.parent, sizeof x.parent, "%s", s->buckets[b->parent].name);
         if ((rc = bucketfile_set(bf, &x, NULL)) < 0)
             goto out;
     }

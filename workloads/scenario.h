@@ -64,6 +64,11 @@ typedef struct {
      * ran then (periods increasing, >= 1). */
     size_t nsets;
     struct scenario_set { int period; double reservation, limit; } *sets;
+    int parent;          /* "parent": index of its parent bucket (nested
+                            buckets, issue 28), -1 none.  A parent is a
+                            bucket like the others in the file; give it no
+                            load ("servers": [], "changes": []): requests
+                            land only in leaves */
 } scenario_bucket_t;
 
 typedef struct {
@@ -154,7 +159,7 @@ double scenario_next_change(const scenario_bucket_t *b, double t);
 
 /* Writes the controller's bucket reservation file for the scenario to `f`
  * with common/bucketfile's writer (bucketfile_dumps(): one bucket per line,
- * {"name", "reservation", "limit", "weight"}; integer IOs/s, the reservation
+ * {"name", "reservation", "limit", "weight"[, "parent"]}; integer IOs/s, the reservation
  * rounded down and the limit up, no "limit" for unlimited buckets, weight
  * 1).  Returns 0, -EIO if writing fails, -ENOMEM, or -EINVAL if a bucket is
  * outside the bucket file's bounds (scenario_parse() refuses those). */

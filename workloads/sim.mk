@@ -19,4 +19,6 @@ PROGS += bqos-sim-prop
 bqos-sim-prop_SRCS = workloads/sim/simprop.c
 bqos-sim-prop_LIBS = sim workloads controller pshift nodecore proto common
 ITESTS += tests/it/it_simprop.sh
+# nested buckets: a tenant cap in the simulator (issue 28)
+ITESTS += tests/it/it_nested_sim.sh
 BENCHES += workloads/bench/bench-simprop.sh

@@ -21,6 +21,7 @@
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/strmap.h"
 #include "common/version.h"
 
 
@@ -50,6 +51,7 @@ typedef struct {
     const char *node, *bucket; /* status --node NAME, --bucket NAME */
     int nodes, dry_run;        /* status --bucket --nodes, import --dry-run */
     int shadow, enforce;       /* set --shadow, --enforce */
+    const char *parent;        /* set --parent NAME|none (issue 28); NULL not given */
     const char *sort;          /* status --sort FIELD */
     int64_t offset;            /* status --offset N */
     int help, version;
@@ -114,6 +116,7 @@ static const opts_usage_t usage = {
             "  buckets                the configured buckets\n"
             "  set NAME [--reservation N] [--limit N|none] [--weight N]\n"
             "           [--reservation-bytes B|none] [--limit-bytes B|none]\n"
+            "           [--parent NAME|none]\n"
             "                         add bucket NAME (--reservation required) or change\n"
             "                         the fields given, keeping the others; the controller\n"
             "                         applies it from the next interval and saves its\n"
@@ -183,7 +186,7 @@ static const opts_usage_t usage = {
             "The admin protocol is described in docs/protocol.md.\n",
 };
 
-#define NOPTS 22
+#define NOPTS 23
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(ctl_opts_t *o, opts_row_t *rows)
@@ -218,6 +221,11 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "would hold (bqos_bucket_shadow_held_total) and do not hold it."},
         {.name = "enforce", .type = OPTS_FLAG, .target = &o->enforce,
          .help = "set: enforce the bucket's limit again (out of shadow)."},
+        {.name = "parent", .type = OPTS_STRING, .target = &o->parent, .arg = "NAME|none",
+         .show = "unchanged (a new bucket has none)",
+         .help = "set: nest the bucket under bucket NAME (none: no parent): NAME's\n"
+                 "limit bounds the sum of its children's service, its reservation is\n"
+                 "a floor for it; requests land only in buckets without children."},
         {.name = "periods", .type = OPTS_I64, .target = &o->periods, .arg = "N", .deflt = "10",
          .min = 1, .max = 64,
          .help = "history: the last N periods ({min}..{max}; the controller keeps 64)."},
@@ -574,8 +582,113 @@ static const char *limit_cell(json_t *o, char *buf, size_t n)
     return l;
 }
 
-static void print_buckets_table(json_t *buckets, int with_served)
+/* Nested buckets (issue 28): the rows of `buckets` in tree order, each
+ * parent followed depth-first by its children (in the order listed), a
+ * bucket whose parent is not among the rows standing as a root; into
+ * order[] and depth[] (one each per row).  Without parents, or out of
+ * memory: the listed order, depth 0. */
+static void tree_rows(json_t *buckets, size_t *order, int *depth)
 {
+    size_t n = json_array_size(buckets);
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        depth[i] = 0;
+    }
+    size_t *kid = malloc((n ? n : 1) * sizeof *kid), *next = malloc((n ? n : 1) * sizeof *next);
+    size_t *last = malloc((n ? n : 1) * sizeof *last), *stack = malloc((n ? n : 1) * sizeof *stack);
+    int *par = malloc((n ? n : 1) * sizeof *par);
+    strmap_t *ix = strmap_new();
+    int any = 0;
+    if (!kid || !next || !last || !stack || !par || !ix)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = json_string_value(json_object_get(json_array_get(buckets, i), "name"));
+        if (nm && strmap_insert(ix, nm, strlen(nm), (int)i) < 0)
+            goto out;
+        kid[i] = next[i] = last[i] = SIZE_MAX;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(buckets, i), "parent"));
+        par[i] = -1;
+        if (p && strmap_find(ix, p, strlen(p), &par[i]) == 0 && par[i] != (int)i) {
+            size_t q = (size_t)par[i];
+            if (kid[q] == SIZE_MAX)
+                kid[q] = i;
+            else
+                next[last[q]] = i;
+            last[q] = i;
+            any = 1;
+        } else {
+            par[i] = -1;
+        }
+    }
+    if (!any)
+        goto out;
+    size_t k = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (par[r] >= 0)
+            continue;
+        size_t sp = 0;
+        stack[sp++] = r;
+        depth[r] = 0;
+        while (sp > 0 && k < n) {
+            size_t i = stack[--sp];
+            order[k++] = i;
+            /* Children in listed order: push them reversed. */
+            size_t c0 = sp;
+            for (size_t c = kid[i]; c != SIZE_MAX && sp < n; c = next[c]) {
+                depth[c] = depth[i] + 1;
+                stack[sp++] = c;
+            }
+            for (size_t a = c0, b = sp; b > a + 1; a++, b--) {
+                size_t x = stack[a];
+                stack[a] = stack[b - 1];
+                stack[b - 1] = x;
+            }
+        }
+    }
+    if (k != n) /* a cycle among the rows: never from the controller */
+        for (size_t i = 0; i < n; i++) {
+            order[i] = i;
+            depth[i] = 0;
+        }
+out:
+    free(kid);
+    free(next);
+    free(last);
+    free(stack);
+    free(par);
+    strmap_destroy(&ix);
+}
+
+/* The BUCKET cell: the name, indented two spaces per level under its
+ * parents. */
+static const char *name_cell(json_t *o, int depth, char *buf, size_t n)
+{
+    const char *nm = json_string_value(json_object_get(o, "name"));
+    int ind = depth > 8 ? 16 : 2 * depth;
+    snprintf(buf, n, "%*s%s", ind, "", nm ? nm : "?");
+    return buf;
+}
+
+/* The buckets table; `tree`: in tree order (tree_rows()), else as listed
+ * (a sorted status keeps its order, children still indented). */
+static void print_buckets_table(json_t *buckets, int with_served, int tree)
+{
+    size_t nb = json_array_size(buckets);
+    size_t *order = malloc((nb ? nb : 1) * sizeof *order);
+    int *depth = malloc((nb ? nb : 1) * sizeof *depth);
+    if (!order || !depth) {
+        free(order);
+        free(depth);
+        fprintf(stderr, "bqos-ctl: out of memory\n");
+        return;
+    }
+    tree_rows(buckets, order, depth);
+    if (!tree) { /* the depths stay */
+        for (size_t i = 0; i < nb; i++)
+            order[i] = i;
+    }
     table_t t = {.ncols = with_served ? 13 : 4};
     for (size_t c = 1; c < t.ncols; c++)
         t.right[c] = c < 12;
@@ -584,12 +697,11 @@ static void print_buckets_table(json_t *buckets, int with_served)
               "DEMAND", "R TOKENS", "L TOKENS", "REASON");
     else
         t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT");
-    size_t i;
-    json_t *b;
-    json_array_foreach(buckets, i, b) {
+    for (size_t i = 0; i < nb; i++) {
+        json_t *b = json_array_get(buckets, order[i]);
         char c[13][48];
         if (with_served)
-            t_row(&t, cell(b, "name", "?", c[0], 48), cell(b, "reservation", "-", c[1], 48),
+            t_row(&t, name_cell(b, depth[order[i]], c[0], 48), cell(b, "reservation", "-", c[1], 48),
                   limit_cell(b, c[2], 48), cell(b, "weight", "1", c[3], 48),
                   cell(b, "served", "-", c[4], 48), cell(b, "served_r", "-", c[5], 48),
                   cell(b, "served_l", "-", c[6], 48), cell(b, "served_o", "-", c[7], 48),
@@ -597,9 +709,12 @@ static void print_buckets_table(json_t *buckets, int with_served)
                   cell(b, "r_tokens", "-", c[10], 48), cell(b, "l_tokens", "none", c[11], 48),
                   reason_cell(b, c[12], 48));
         else
-            t_row(&t, cell(b, "name", "?", c[0], 48), cell(b, "reservation", "-", c[1], 48),
-                  limit_cell(b, c[2], 48), cell(b, "weight", "1", c[3], 48));
+            t_row(&t, name_cell(b, depth[order[i]], c[0], 48),
+                  cell(b, "reservation", "-", c[1], 48), limit_cell(b, c[2], 48),
+                  cell(b, "weight", "1", c[3], 48));
     }
+    free(order);
+    free(depth);
     if (json_array_size(buckets) == 0) {
         printf("(no buckets)\n");
         t_free(&t);
@@ -711,7 +826,8 @@ static void print_status(json_t *r)
     json_t *sm = json_object_get(r, "summary");
     if (!json_is_object(sm) || json_array_size(json_object_get(r, "buckets")) > 0 ||
         json_integer_value(json_object_get(sm, "matched")) == 0)
-        print_buckets_table(json_object_get(r, "buckets"), 1);
+        print_buckets_table(json_object_get(r, "buckets"), 1,
+                            strcmp(cell(sm, "sort", "table", a, sizeof a), "table") == 0);
     print_summary(sm);
     print_default(json_object_get(r, "default"));
 
@@ -892,7 +1008,7 @@ static void print_status_bucket(json_t *r, int nodes)
     print_clock(r);
     json_t *one = json_array();
     json_array_append(one, json_object_get(r, "bucket"));
-    print_buckets_table(one, 1);
+    print_buckets_table(one, 1, 1);
     json_decref(one);
     if (!nodes)
         return;
@@ -1309,9 +1425,9 @@ int main(int argc, char **argv)
                            o.node, BUCKETFILE_NAME_MAX);
     int have_bytes = o.bytes[0] >= 0 || o.bytes[1] >= 0;
     if (!is_set && (res >= 0 || (have_limit && !paged) || weight >= 0 || have_bytes || o.shadow ||
-                    o.enforce))
-        return usage_error(&oc, "--reservation, --weight, --shadow, --enforce and the byte "
-                                "rates go with 'set' only (--limit with 'set', or with 'status' "
+                    o.enforce || o.parent))
+        return usage_error(&oc, "--reservation, --weight, --shadow, --enforce, --parent and the "
+                                "byte rates go with 'set' only (--limit with 'set', or with 'status' "
                                 "and 'watch' for the rows shown)");
     if (o.shadow && o.enforce)
         return usage_error(&oc, "--shadow and --enforce exclude each other");
@@ -1321,9 +1437,17 @@ int main(int argc, char **argv)
         return usage_error(&oc, "bad bucket name '%s' (1..%d bytes, no spaces, control characters "
                            "or ':')", name, BUCKETFILE_NAME_MAX);
     if (is_set) {
-        if (res < 0 && !have_limit && weight < 0 && !have_bytes && !o.shadow && !o.enforce)
+        if (res < 0 && !have_limit && weight < 0 && !have_bytes && !o.shadow && !o.enforce &&
+            !o.parent)
             return usage_error(&oc, "set needs --reservation N, --limit N|none, --weight N, "
-                                    "--shadow, --enforce or a byte rate");
+                                    "--shadow, --enforce, --parent or a byte rate");
+        if (o.parent && strcmp(o.parent, "none") &&
+            (strlen(o.parent) > BUCKETFILE_PARENT_MAX ||
+             names_check_bucket(o.parent, strlen(o.parent))))
+            return usage_error(&oc, "bad --parent '%s' (a bucket name of at most %d bytes, or "
+                               "none)", o.parent, BUCKETFILE_PARENT_MAX);
+        if (o.parent && name && strcmp(o.parent, name) == 0)
+            return usage_error(&oc, "--parent %s: a bucket cannot be its own parent", o.parent);
         if (o.bytes[0] > 0 && o.bytes[1] > 0 && o.bytes[1] < o.bytes[0])
             return usage_error(&oc, "--limit-bytes %lld is below --reservation-bytes %lld",
                                (long long)o.bytes[1], (long long)o.bytes[0]);
@@ -1396,6 +1520,9 @@ int main(int argc, char **argv)
             json_object_set_new(req, "weight", json_integer(weight));
         if (o.shadow || o.enforce)
             json_object_set_new(req, "shadow", json_boolean(o.shadow));
+        if (o.parent)
+            json_object_set_new(req, "parent", strcmp(o.parent, "none") ? json_string(o.parent)
+                                                                        : json_null());
         static const char *const bkeys[2] = {"reservation_bytes", "limit_bytes"};
         for (int k = 0; k < 2; k++)
             if (o.bytes[k] >= 0)
@@ -1451,7 +1578,7 @@ int main(int argc, char **argv)
         } else if (is_history) {
             print_history(reply);
         } else if (strcmp(cmd, "buckets") == 0) {
-            print_buckets_table(json_object_get(reply, "buckets"), 0);
+            print_buckets_table(json_object_get(reply, "buckets"), 0, 1);
         } else if (is_set) {
             printf("bucket %s %s\n", name,
                    json_is_true(json_object_get(reply, "created")) ? "created" : "changed");

@@ -433,6 +433,10 @@ static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
         bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
     json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
     bucket_rollout_json(ad, &bi, o);
+    if (bi.parent) /* nested buckets (issue 28) */
+        json_object_set_new(o, "parent", json_string(bi.parent));
+    if (bi.children)
+        json_object_set_new(o, "children", json_integer(bi.children));
     if (bi.reservation_bytes > 0 || bi.limit_bytes > 0) /* cost-aware tokens */
         json_object_update_new(
             o, json_pack("{s:I, s:o, s:I, s:I, s:o}", "reservation_bytes",
@@ -855,6 +859,8 @@ static json_t *bucket_obj(const bucketfile_bucket_t *b)
                           (int)b->weight);
     if (b->shadow)
         json_object_set_new(o, "shadow", json_true());
+    if (b->parent[0])
+        json_object_set_new(o, "parent", json_string(b->parent));
     if (bucketfile_has_bytes(b))
         json_object_update_new(o, json_pack("{s:I, s:o}", "reservation_bytes",
                                             (json_int_t)b->reservation_bytes, "limit_bytes",
@@ -947,6 +953,27 @@ static json_t *check_change(admin_t *ad, json_t *req, json_t **jn)
     return NULL;
 }
 
+/* A set request's "parent" (nested buckets, issue 28): a bucket name, or
+ * null or "" for none; absent: as it was.  Returns NULL, or the error
+ * reply. */
+static json_t *set_parent(json_t *req, bucketfile_bucket_t *b)
+{
+    json_t *jp = json_object_get(req, "parent");
+    if (!jp)
+        return NULL;
+    if (json_is_null(jp) || (json_is_string(jp) && json_string_length(jp) == 0)) {
+        b->parent[0] = '\0';
+        return NULL;
+    }
+    size_t pl = json_is_string(jp) ? json_string_length(jp) : 0;
+    if (!json_is_string(jp) || pl > BUCKETFILE_PARENT_MAX ||
+        names_check_bucket(json_string_value(jp), pl) < 0 || strlen(json_string_value(jp)) != pl)
+        return reply_error("invalid", "parent must be a bucket name of at most 63 bytes (or "
+                                      "null for none)");
+    memcpy(b->parent, json_string_value(jp), pl + 1);
+    return NULL;
+}
+
 static json_t *cmd_set(admin_t *ad, json_t *req)
 {
     char msg[400];
@@ -994,14 +1021,22 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
             return reply_error("invalid", "weight must be an integer in 1..1000000");
         b.weight = (uint32_t)w;
     }
+    json_t *reply = set_parent(req, &b);
+    if (reply)
+        return reply;
     jsonloc_err_t err;
     if (bucketfile_check_bucket(&b, &err) < 0) {
         snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text); /* path: a member name */
         return reply_error("invalid", msg);
     }
     bucketfile_t *bf = bucketfile_dup(ad->bf);
-    if (!bf || bucketfile_set(bf, &b, &err) < 0) {
+    int rc = bf ? bucketfile_set(bf, &b, &err) : -ENOMEM;
+    if (rc < 0) {
         bucketfile_destroy(&bf);
+        if (rc == -EINVAL) { /* the parent: unknown, a cycle, too deep */
+            snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text);
+            return reply_error("invalid", msg);
+        }
         return reply_error("internal", "out of memory");
     }
     json_t *ok = reply_ok();
@@ -1026,7 +1061,11 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
     bucketfile_t *bf = bucketfile_dup(ad->bf);
     if (!bf)
         return reply_error("internal", "out of memory");
-    bucketfile_remove(bf, json_string_value(jn));
+    if (bucketfile_remove(bf, json_string_value(jn)) == -EBUSY) {
+        bucketfile_destroy(&bf);
+        return reply_error("invalid", "the bucket is a parent: remove its children or set "
+                                      "them another parent first");
+    }
     json_t *r = commit_change(ad, bf, reply_ok());
     if (json_is_true(json_object_get(r, "ok")))
         log_info("bucket %s removed", json_string_value(jn));
@@ -1172,7 +1211,8 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
 static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *b)
 {
     return a->reservation == b->reservation && a->limit == b->limit && a->weight == b->weight &&
-           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes;
+           a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
+           strcmp(a->parent, b->parent) == 0;
 }
 
 /* What replacing configuration `old` (borrowed; NULL: none) by `bf`

@@ -299,6 +299,38 @@ static void render_nodes(const cmetrics_t *m, promtext_t *p, double now)
     }
 }
 
+/* Nested buckets (issue 28), for the buckets in a tree only (nothing,
+ * and no pass over the nodes, without parents): each level's service this
+ * period (a parent's: its children's sum, as the status shows it), and 1
+ * per bucket that has a parent, labelled with both names. */
+static void render_parents(const cmetrics_t *m, promtext_t *p, int n)
+{
+    for (int f = 0; f < 2; f++) {
+        int any = 0;
+        for (int b = 0; b < n; b++) {
+            const char *parent;
+            ctrl_bucket_info_t bi;
+            if (!ctrl_bucket_nesting(m->ctrl, b, &parent, NULL) || (f == 1 && !parent) ||
+                ctrl_bucket_info(m->ctrl, b, &bi) < 0)
+                continue;
+            if (!any++)
+                promtext_family(p, f ? "bqos_bucket_parent" : "bqos_bucket_served_ios",
+                                PROMTEXT_GAUGE,
+                                f ? "1: the bucket is nested under the parent (its service "
+                                    "counts against the parent's limit)."
+                                  : "Nested buckets: IOs served this period over every node "
+                                    "(a parent's: the sum of its children's).");
+            if (f) {
+                promtext_label_t l[] = {{"bucket", bi.name}, {"parent", parent}};
+                promtext_u64(p, l, 2, 1);
+            } else {
+                promtext_value(p, &(promtext_label_t){"bucket", bi.name}, 1,
+                               (double)(bi.served_r + bi.served_l + bi.served_o));
+            }
+        }
+    }
+}
+
 static void render_buckets(const cmetrics_t *m, promtext_t *p)
 {
     int n = ctrl_nbuckets(m->ctrl);
@@ -322,6 +354,7 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
             promtext_value(p, &(promtext_label_t){"bucket", bi.name}, 1, v);
         }
     }
+    render_parents(m, p, n);
     promtext_family(p, "bqos_bucket_periods_total", PROMTEXT_COUNTER,
                     "Periods by outcome: reservation_met, reservation_missed, held_at_limit, "
                     "idle (a reservation and no demand); counted only while this controller "

@@ -110,6 +110,8 @@ static sim_model_t *model_alloc(const sim_config_t *cfg)
     }
     for (int s = 0; s < cfg->servers; s++)
         m->capacity[s] = cfg->capacity;
+    for (int b = 0; b < cfg->buckets; b++)
+        m->buckets[b].parent = -1;
     m->service_cv = -1;
     m->parallel = 1;
     m->headroom = -1;
@@ -320,6 +322,7 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
         sim_bucket_t *bk = &m->buckets[b];
         bk->reservation = sb->reservation;
         bk->limit = sb->limit == SCENARIO_NO_LIMIT ? -1 : sb->limit;
+        bk->parent = sb->parent;
         bk->outstanding = sb->rate > 0 ? 0 : (sb->outstanding > 0 ? sb->outstanding : 1);
         if (sb->nsets) {
             if (!(bk->sets = malloc(sb->nsets * sizeof(*bk->sets))))

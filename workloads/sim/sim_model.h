@@ -74,6 +74,8 @@ typedef struct {
     sim_phase_t *phases;
     size_t nsets;         /* runtime sets (scenario "set"), by period */
     struct scenario_set *sets;
+    int parent;           /* nested buckets (scenario "parent"): its
+                             parent's index, -1 none */
 } sim_bucket_t;
 
 /* Bucket bk's reservation in period p (IOs per second); its limit into

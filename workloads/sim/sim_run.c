@@ -715,6 +715,17 @@ static int ctl_buckets(run_t *R, bucketfile_t **out)
             goto out;
         rc = -ENOMEM;
     }
+    /* Nested buckets: the parents once every bucket is in (the table's
+     * order stays the simulator's). */
+    for (int b = 0; b < R->B; b++) {
+        int p = R->m->buckets[b].parent;
+        if (p < 0)
+            continue;
+        bucketfile_bucket_t bb = *bucketfile_get(bf, (size_t)b);
+        snprintf(bb.parent, sizeof(bb.parent), "%s", R->names[p]);
+        if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
+            goto out;
+    }
     *out = bf;
     bf = NULL;
     rc = 0;
