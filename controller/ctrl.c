@@ -416,6 +416,42 @@ static void absent_idle(node_t *nd, uint64_t period)
     }
 }
 
+/* A full report's absent pairs are idle (absent_idle()); a sparse
+ * report's are as predicted from their last record: served carried on,
+ * queue, arrivals and throttled state held.  Also clears the marks, as
+ * absent_idle() does.  O(active pairs of the node). */
+static void absent_predict(node_t *nd, uint64_t period, uint32_t interval)
+{
+    for (size_t k = 0; k < nd->nact; k++) {
+        uint32_t j = nd->act[k];
+        if (nd->inact[j] & INACT_REPORTED) {
+            nd->inact[j] &= (uint8_t)~INACT_REPORTED;
+            continue;
+        }
+        pair_t *p = &nd->pairs[j];
+        if (!p->has_report || p->b < 0 || (p->period != UINT64_MAX && period < p->period))
+            continue;
+        uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, period, interval);
+        p->served = s < (uint64_t)CTRL_COUNT_MAX ? (int64_t)s : CTRL_COUNT_MAX;
+        p->period = period;
+    }
+}
+
+/* After a full report: what the node assumes of the pairs it left out
+ * (idle: zeros as of now), so that its next sparse report predicts from
+ * the same base.  O(active pairs of the node). */
+static void absent_base(node_t *nd, uint64_t period, uint32_t interval)
+{
+    for (size_t k = 0; k < nd->nact; k++) {
+        pair_t *p = &nd->pairs[nd->act[k]];
+        if (nd->inact[nd->act[k]] & INACT_REPORTED)
+            continue;
+        p->bserved = 0;
+        p->bperiod = period;
+        p->binterval = interval;
+    }
+}
+
 /* Clears the marks of a report that was not taken to its end. */
 static void unmark(node_t *nd)
 {
@@ -656,9 +692,38 @@ int ctrl_node_reported(const ctrl_t *c, int node)
            (nd->rep_period == c->period && nd->rep_interval >= c->interval);
 }
 
+int ctrl_node_set_sparse(ctrl_t *c, int node, int sparse)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    nd->sparse = sparse != 0;
+    return 0;
+}
+
+static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
+                       uint32_t peer_table, uint64_t completions, double busy_seconds,
+                       const proto_report_rec_t *recs, size_t n, int sparse);
+
 int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
                      uint32_t peer_table, uint64_t completions, double busy_seconds,
                      const proto_report_rec_t *recs, size_t n)
+{
+    return node_report(c, node, period, interval, table, peer_table, completions, busy_seconds,
+                       recs, n, 0);
+}
+
+int ctrl_node_report_sparse(ctrl_t *c, int node, uint64_t period, uint32_t interval,
+                            uint32_t table, uint32_t peer_table, uint64_t completions,
+                            double busy_seconds, const proto_report_rec_t *recs, size_t n)
+{
+    return node_report(c, node, period, interval, table, peer_table, completions, busy_seconds,
+                       recs, n, 1);
+}
+
+static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
+                       uint32_t peer_table, uint64_t completions, double busy_seconds,
+                       const proto_report_rec_t *recs, size_t n, int sparse)
 {
     node_t *nd = ctrl__get_node(c, node);
     if (!nd)
@@ -685,6 +750,9 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         estimate_cap_update(&nd->cap, (uint64_t)done, busy_seconds - nd->busy, interval_s);
     }
+    /* Only a report newer than the last carries the absent pairs on. */
+    int newer = !nd->have_rep || period > nd->rep_period ||
+                (period == nd->rep_period && interval > nd->rep_interval);
     if (!nd->have_rep || period > nd->rep_period ||
         (period == nd->rep_period && interval >= nd->rep_interval)) {
         nd->have_rep = 1;
@@ -717,6 +785,9 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         plausible_report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
+        p->bserved = (uint64_t)p->served;
+        p->bperiod = period;
+        p->binterval = interval;
         p->has_report = 1;
         if (act_add(nd, r->bucket) < 0) {
             unmark(nd);
@@ -724,6 +795,15 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         }
         nd->inact[r->bucket] |= INACT_REPORTED;
     }
+    if (sparse) {
+        if (newer)
+            absent_predict(nd, period, interval);
+        else
+            unmark(nd); /* a late one: what it leaves out moved on since */
+        return 0;
+    }
+    if (!sparse)
+        absent_base(nd, period, interval);
     absent_idle(nd, period);
     return 0;
 }

@@ -30,6 +30,10 @@ typedef struct {
                               report (<= 2^53), period `period` */
     uint64_t period;       /* period of the last report of this bucket */
     estimate_demand_t dem;
+    /* The last record itself (sparse reports, proto_predict_served()):
+     * served as taken, in period bperiod at interval binterval. */
+    uint64_t bserved, bperiod;
+    uint32_t binterval;
 } pair_t;
 
 /* What the computations made of a pair: the demand estimate and the tokens
@@ -66,6 +70,9 @@ typedef struct {
                               held as a down node's (UINT64_MAX: none) */
     uint64_t down_rep;     /* rep_period when it was last marked down */
     uint8_t leases;        /* keeps to the fallback lease (its hello said) */
+    uint8_t sparse;        /* may send sparse reports (its hello said): a
+                              pair whose last record says it serves stays
+                              active until a record says otherwise */
     uint64_t lease_from;   /* period it was last marked down in: it heard
                               us last in that period or before */
     uint8_t lease_ended;   /* its lease's end was noted (logged) */

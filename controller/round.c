@@ -163,7 +163,10 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
                                              c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
-        if (pr->queued == 0 && pr->arrivals == 0 && served == 0)
+        /* A sparse node's pair whose last record serves at a rate is
+         * carried on by its reports (absent_predict()): it stays. */
+        if (pr->queued == 0 && pr->arrivals == 0 && served == 0 &&
+            (!nd->sparse || !pr->binterval || pr->bserved < pr->binterval))
             w->flags |= LEDGER_QUIET;
     }
     return changed;
