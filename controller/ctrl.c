@@ -416,27 +416,6 @@ static void absent_idle(node_t *nd, uint64_t period)
     }
 }
 
-/* A full report's absent pairs are idle (absent_idle()); a sparse
- * report's are as predicted from their last record: served carried on,
- * queue, arrivals and throttled state held.  Also clears the marks, as
- * absent_idle() does.  O(active pairs of the node). */
-static void absent_predict(node_t *nd, uint64_t period, uint32_t interval)
-{
-    for (size_t k = 0; k < nd->nact; k++) {
-        uint32_t j = nd->act[k];
-        if (nd->inact[j] & INACT_REPORTED) {
-            nd->inact[j] &= (uint8_t)~INACT_REPORTED;
-            continue;
-        }
-        pair_t *p = &nd->pairs[j];
-        if (!p->has_report || p->b < 0 || (p->period != UINT64_MAX && period < p->period))
-            continue;
-        uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, period, interval);
-        p->served = s < (uint64_t)CTRL_COUNT_MAX ? (int64_t)s : CTRL_COUNT_MAX;
-        p->period = period;
-    }
-}
-
 /* After a full report: what the node assumes of the pairs it left out
  * (idle: zeros as of now), so that its next sparse report predicts from
  * the same base.  O(active pairs of the node). */
@@ -750,9 +729,6 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         }
         estimate_cap_update(&nd->cap, (uint64_t)done, busy_seconds - nd->busy, interval_s);
     }
-    /* Only a report newer than the last carries the absent pairs on. */
-    int newer = !nd->have_rep || period > nd->rep_period ||
-                (period == nd->rep_period && interval > nd->rep_interval);
     if (!nd->have_rep || period > nd->rep_period ||
         (period == nd->rep_period && interval >= nd->rep_interval)) {
         nd->have_rep = 1;
@@ -793,15 +769,14 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
             unmark(nd);
             return -ENOMEM;
         }
-        nd->inact[r->bucket] |= INACT_REPORTED;
+        if (!sparse)
+            nd->inact[r->bucket] |= INACT_REPORTED;
     }
-    if (sparse) {
-        if (newer)
-            absent_predict(nd, period, interval);
-        else
-            unmark(nd); /* a late one: what it leaves out moved on since */
+    /* A sparse report's absent pairs are carried on by the computation
+     * (ctrl__pair_carry()), from their last record to the node's newest
+     * report (a late report moves nothing on): O(records) here. */
+    if (sparse)
         return 0;
-    }
     if (!sparse)
         absent_base(nd, period, interval);
     absent_idle(nd, period);

@@ -185,6 +185,24 @@ static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
 /* ctrl.c: how the byte dimension (bytes.h) sees c's nodes now. */
 bytes_view_t ctrl__bytes_view(const ctrl_t *c);
 
+/* Sparse reports: a pair of sparse node nd whose last record is older than
+ * the node's newest report was left out of the reports since, so it is as
+ * proto_predict_served() says at that report: its served count carried on
+ * (queue, arrivals and throttled state held).  Brings p up to that report.
+ * Called by the computation's first pass over the active pairs. */
+static inline void ctrl__pair_carry(const node_t *nd, pair_t *p)
+{
+    if (!nd->sparse || !p->has_report || p->b < 0 || !nd->have_rep)
+        return;
+    if (p->bperiod > nd->rep_period ||
+        (p->bperiod == nd->rep_period && p->binterval >= nd->rep_interval))
+        return;
+    uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
+                                      nd->rep_interval);
+    p->served = s < (uint64_t)CTRL_COUNT_MAX ? (int64_t)s : CTRL_COUNT_MAX;
+    p->period = nd->rep_period;
+}
+
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);
 
