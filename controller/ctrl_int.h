@@ -185,13 +185,14 @@ static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
 /* ctrl.c: how the byte dimension (bytes.h) sees c's nodes now. */
 bytes_view_t ctrl__bytes_view(const ctrl_t *c);
 
-/* Sparse reports: a pair of sparse node nd whose last record is older than
+/* Sparse reports: pair j of sparse node nd whose last record is older than
  * the node's newest report was left out of the reports since, so it is as
  * proto_predict_served() says at that report: its served count carried on
- * (queue, arrivals and throttled state held).  Brings p up to that report.
- * Called by the computation's first pass over the active pairs. */
-static inline void ctrl__pair_carry(const node_t *nd, pair_t *p)
+ * (queue, arrivals and throttled state held).  Brings the pair up to that
+ * report.  Called by the computation's first pass over the active pairs. */
+static inline void ctrl__pair_carry(node_t *nd, size_t j)
 {
+    pair_t *p = &nd->pairs[j];
     if (!nd->sparse || !p->has_report || p->b < 0 || !nd->have_rep)
         return;
     if (p->bperiod > nd->rep_period ||
@@ -199,7 +200,22 @@ static inline void ctrl__pair_carry(const node_t *nd, pair_t *p)
         return;
     uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
                                       nd->rep_interval);
+    /* The status's counts by class follow, in the record's proportions. */
+    pair_served_t *sv = &nd->served[j];
+    uint64_t was = p->period == nd->rep_period ? sv->r + sv->l + sv->o : 0;
+    if (p->period != nd->rep_period)
+        *sv = (pair_served_t){0};
+    if (was > 0) {
+        double f = (double)s / (double)was;
+        sv->r = (uint64_t)((double)sv->r * f);
+        sv->l = (uint64_t)((double)sv->l * f);
+        sv->o = s - sv->r - sv->l < s ? s - sv->r - sv->l : 0;
+    } else {
+        sv->o = s;
+    }
     p->served = s < (uint64_t)CTRL_COUNT_MAX ? (int64_t)s : CTRL_COUNT_MAX;
+    /* The base stays the record: node and controller predict from the
+     * same one (carrying it anew each round gives the same value). */
     p->period = nd->rep_period;
 }
 

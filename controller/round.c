@@ -133,7 +133,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
             ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
         pair_t *pr = &nd->pairs[nd->act[k]];
         ledger_work_t *w = &ln->work[k];
-        ctrl__pair_carry(nd, pr);
+        ctrl__pair_carry(nd, nd->act[k]);
         int64_t served = pair_served(c, pr);
         w->b = pr->b;
         w->flags = 0;

@@ -680,7 +680,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->st.recv_tokens++;
         a->last_ctl = now;
         a->peer_ack = m->peer_table;
-        if (m->full && !a->want_full) {
+        if (m->full && a->ctl_sparse && !a->want_full) {
             a->want_full = 1;
             a->st.full_asked++;
         }
@@ -711,7 +711,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->last_ctl = now;
         if (m->peer_table)
             a->peer_ack = m->peer_table;
-        if (m->full && !a->want_full) {
+        if (m->full && a->ctl_sparse && !a->want_full) {
             a->want_full = 1;
             a->st.full_asked++;
         }
