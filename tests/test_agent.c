@@ -1501,9 +1501,45 @@ START_TEST(test_agent_sparse_reports)
 }
 END_TEST
 
+/* A bucket a sparse report leaves out is, for the controller, at its
+ * predicted served count, and the tokens it sends are net of that: the
+ * node nets them of what it served since the prediction, not since its
+ * own count (else a count above the prediction, within the 2%, would be
+ * granted twice). */
+START_TEST(test_agent_sparse_tokens_net_of_prediction)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    sched_set_policy(f.s, SCHED_POLICY_RR);
+    proto_msg_t m;
+    welcome_msg(&f, &m);
+    m.sparse = 1;
+    agent_timing_t tm = tm_at(0, T0 + 0.5);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.5), 0);
+    proto_msg_init(&m);
+    steady_report(&f, T0 + 2, 5, &m); /* full: red served 5 at interval 1 */
+    proto_msg_t hb;
+    msg_to_n1(&hb, PROTO_HEARTBEAT);
+    hb.peer_table = m.table;
+    ck_assert_int_eq(agent_handle(f.a, &hb, NULL, T0 + 2.1), 0);
+    steady_report(&f, T0 + 4, 6, &m); /* served 11, predicted 10: near */
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 0);
+    /* the controller grants red (its index 1) 100 R as of 10 served */
+    proto_tokens_rec_t t = {.bucket = 1, .r_tokens = 100, .flags = PROTO_TOK_UNLIMITED,
+                            .l_tokens = PROTO_UNLIMITED};
+    sched_set_policy(f.s, SCHED_POLICY_TOKENS);
+    tokens(&f, 0, T0 + 4.1, &t, 1);
+    expect_tokens(&f, __LINE__, 0, 99, SCHED_UNLIMITED);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_agent_sparse_reports,
+                                  test_agent_sparse_tokens_net_of_prediction,
                                   test_agent_hello_lists_the_table,
                                   test_agent_report_from_counters,
                                   test_agent_tokens_applied_by_index,

@@ -352,6 +352,10 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
             };
             if (proto_pred_near(&pred, &now_v, a->cfg.sparse_demand, a->cfg.sparse_served, 2)) {
                 a->st.records_left_out += !idle || pred.served || pred.queued || pred.arrivals;
+                /* The controller's tokens will be net of what it believes
+                 * served, the prediction: net ours of the same (exact
+                 * either way; net_of_served() never adds). */
+                a->served_rep[b] = pred.served;
                 continue;
             }
         } else if (idle) {
