@@ -96,6 +96,9 @@ typedef enum {
 /* Per-reason counters.  Zero-initialise; owned by the caller's thread. */
 typedef struct {
     uint64_t ok;                        /* messages decoded successfully */
+    uint64_t bytes;                     /* their bytes on the wire, every frame
+                                           (proto_recv(); ZeroMQ's own framing
+                                           not counted) */
     uint64_t rejected[PROTO_E__COUNT];  /* [0] unused */
     uint64_t rejected_total;
 } proto_stats_t;
@@ -211,6 +214,13 @@ typedef struct {
  *             static fallback's lease in periods, docs/protocol.md
  *             "Controller silence")
  *   hello: leases (optional, 0 or 1: the node keeps to the lease)
+ *   hello, welcome, report: sparse (optional, 0 or 1; docs/protocol.md
+ *             "Sparse reports"): hello: the node can send sparse reports;
+ *             welcome: the controller takes them; report: this one is
+ *             sparse (a bucket it leaves out is as proto_report_predict()
+ *             says, not idle).  Sent only after a welcome said it.
+ *   welcome, tokens, heartbeat: full (optional, 0 or 1): the controller
+ *             asks for a full report next (it missed one)
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -246,6 +256,12 @@ typedef struct {
      * keeps to it (an older node renews for ever). */
     uint32_t lease;
     int leases;
+    /* Sparse reports (docs/protocol.md "Sparse reports"): hello: the node
+     * can send them; welcome: the controller takes them; report: this
+     * report is sparse.  full (welcome, tokens, heartbeat): the controller
+     * asks for a full report next. */
+    int sparse;
+    int full;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */
@@ -381,6 +397,36 @@ typedef struct {
  * the frames; any byte sequence is safe. */
 int proto_decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes,
                  proto_stats_t *st, proto_reason_t *why);
+
+/* ---- sparse reports ---- */
+
+/* What a sparse report says about a bucket by leaving it out: the values
+ * of its last record (sent in period `bperiod`, interval `binterval`), with
+ * the served count (served_r + served_l + served_o) carried on at the rate
+ * of that record, served / binterval per interval (0 if binterval is 0):
+ * in the same period base + rate x (interval - binterval), in a later one
+ * rate x interval (the counters restart at a period start; a report at
+ * interval k's start covers k intervals).  The node and the controller
+ * both compute it with this function, so they agree to the unit. */
+typedef struct {
+    uint64_t queued, arrivals; /* queued, arrivals_interval: held */
+    uint64_t served;           /* served this period, every class */
+    int throttled;             /* r_left <= 0 and l_left <= 0: held */
+} proto_pred_t;
+
+/* The served count predicted at (period, interval) from a record of
+ * (bperiod, binterval) that said `served`.  Pure; never above
+ * PROTO_MAX_COUNT. */
+uint64_t proto_predict_served(uint64_t served, uint64_t bperiod, uint32_t binterval,
+                              uint64_t period, uint32_t interval);
+
+/* Nonzero if `now` (what the node would report) is near enough to `pred`
+ * (what the controller assumes) to leave the bucket out of a sparse report:
+ * queued and arrivals within `rel_demand` (relative, or `abs` units),
+ * served within `rel_served` (or `abs`), and the same throttled state.
+ * Pure. */
+int proto_pred_near(const proto_pred_t *pred, const proto_pred_t *now, double rel_demand,
+                    double rel_served, uint64_t abs);
 
 /* ---- thin ZeroMQ helpers (multipart zmq_msg) ---- */
 

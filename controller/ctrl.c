@@ -459,6 +459,21 @@ static void absent_idle(node_t *nd, uint64_t period)
     }
 }
 
+/* After a full report: what the node assumes of the pairs it left out
+ * (idle: zeros as of now), so that its next sparse report predicts from
+ * the same base.  O(active pairs of the node). */
+static void absent_base(node_t *nd, uint64_t period, uint32_t interval)
+{
+    for (size_t k = 0; k < nd->nact; k++) {
+        pair_t *p = &nd->pairs[nd->act[k]];
+        if (nd->inact[nd->act[k]] & INACT_REPORTED)
+            continue;
+        p->bserved = 0;
+        p->bperiod = period;
+        p->binterval = interval;
+    }
+}
+
 /* Clears the marks of a report that was not taken to its end. */
 static void unmark(node_t *nd)
 {
@@ -699,9 +714,38 @@ int ctrl_node_reported(const ctrl_t *c, int node)
            (nd->rep_period == c->period && nd->rep_interval >= c->interval);
 }
 
+int ctrl_node_set_sparse(ctrl_t *c, int node, int sparse)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    nd->sparse = sparse != 0;
+    return 0;
+}
+
+static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
+                       uint32_t peer_table, uint64_t completions, double busy_seconds,
+                       const proto_report_rec_t *recs, size_t n, int sparse);
+
 int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
                      uint32_t peer_table, uint64_t completions, double busy_seconds,
                      const proto_report_rec_t *recs, size_t n)
+{
+    return node_report(c, node, period, interval, table, peer_table, completions, busy_seconds,
+                       recs, n, 0);
+}
+
+int ctrl_node_report_sparse(ctrl_t *c, int node, uint64_t period, uint32_t interval,
+                            uint32_t table, uint32_t peer_table, uint64_t completions,
+                            double busy_seconds, const proto_report_rec_t *recs, size_t n)
+{
+    return node_report(c, node, period, interval, table, peer_table, completions, busy_seconds,
+                       recs, n, 1);
+}
+
+static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
+                       uint32_t peer_table, uint64_t completions, double busy_seconds,
+                       const proto_report_rec_t *recs, size_t n, int sparse)
 {
     node_t *nd = ctrl__get_node(c, node);
     if (!nd)
@@ -760,13 +804,24 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
         plausible_report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
+        p->bserved = (uint64_t)p->served;
+        p->bperiod = period;
+        p->binterval = interval;
         p->has_report = 1;
         if (act_add(nd, r->bucket) < 0) {
             unmark(nd);
             return -ENOMEM;
         }
-        nd->inact[r->bucket] |= INACT_REPORTED;
+        if (!sparse)
+            nd->inact[r->bucket] |= INACT_REPORTED;
     }
+    /* A sparse report's absent pairs are carried on by the computation
+     * (ctrl__pair_carry()), from their last record to the node's newest
+     * report (a late report moves nothing on): O(records) here. */
+    if (sparse)
+        return 0;
+    if (!sparse)
+        absent_base(nd, period, interval);
     absent_idle(nd, period);
     return 0;
 }

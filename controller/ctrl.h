@@ -222,6 +222,20 @@ int ctrl_node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, ui
                      uint32_t peer_table, uint64_t completions, double busy_seconds,
                      const proto_report_rec_t *recs, size_t n);
 
+/* ctrl_node_report() for a sparse report (docs/protocol.md "Sparse
+ * reports"): a pair of the node that the records leave out is as
+ * proto_predict_served() says from its last record (queue, arrivals and
+ * throttled state held, served carried on at that record's rate), not
+ * idle.  Same returns.  Costs O(records + the node's active pairs), as a
+ * full report does. */
+int ctrl_node_report_sparse(ctrl_t *c, int node, uint64_t period, uint32_t interval,
+                            uint32_t table, uint32_t peer_table, uint64_t completions,
+                            double busy_seconds, const proto_report_rec_t *recs, size_t n);
+
+/* Node `node` may send sparse reports (its hello said so; 0: it does
+ * not).  Returns 0 or -EINVAL. */
+int ctrl_node_set_sparse(ctrl_t *c, int node, int sparse);
+
 /* The generation of node `node`'s own table that we hold (0 if none). */
 uint32_t ctrl_node_table_gen(const ctrl_t *c, int node);
 

@@ -31,6 +31,10 @@ typedef struct {
                               report (<= 2^53), period `period` */
     uint64_t period;       /* period of the last report of this bucket */
     estimate_demand_t dem;
+    /* The last record itself (sparse reports, proto_predict_served()):
+     * served as taken, in period bperiod at interval binterval. */
+    uint64_t bserved, bperiod;
+    uint32_t binterval;
 } pair_t;
 
 /* What the computations made of a pair: the demand estimate and the tokens
@@ -67,6 +71,9 @@ typedef struct {
                               held as a down node's (UINT64_MAX: none) */
     uint64_t down_rep;     /* rep_period when it was last marked down */
     uint8_t leases;        /* keeps to the fallback lease (its hello said) */
+    uint8_t sparse;        /* may send sparse reports (its hello said): a
+                              pair whose last record says it serves stays
+                              active until a record says otherwise */
     uint64_t lease_from;   /* period it was last marked down in: it heard
                               us last in that period or before */
     uint8_t lease_ended;   /* its lease's end was noted (logged) */
@@ -180,6 +187,40 @@ static inline int ctrl__holds_grants(const ctrl_t *c, const node_t *nd)
 
 /* ctrl.c: how the byte dimension (bytes.h) sees c's nodes now. */
 bytes_view_t ctrl__bytes_view(const ctrl_t *c);
+
+/* Sparse reports: pair j of sparse node nd whose last record is older than
+ * the node's newest report was left out of the reports since, so it is as
+ * proto_predict_served() says at that report: its served count carried on
+ * (queue, arrivals and throttled state held).  Brings the pair up to that
+ * report.  Called by the computation's first pass over the active pairs. */
+static inline void ctrl__pair_carry(node_t *nd, size_t j)
+{
+    pair_t *p = &nd->pairs[j];
+    if (!nd->sparse || !p->has_report || p->b < 0 || !nd->have_rep)
+        return;
+    if (p->bperiod > nd->rep_period ||
+        (p->bperiod == nd->rep_period && p->binterval >= nd->rep_interval))
+        return;
+    uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
+                                      nd->rep_interval);
+    /* The status's counts by class follow, in the record's proportions. */
+    pair_served_t *sv = &nd->served[j];
+    uint64_t was = p->period == nd->rep_period ? sv->r + sv->l + sv->o : 0;
+    if (p->period != nd->rep_period)
+        *sv = (pair_served_t){0};
+    if (was > 0) {
+        double f = (double)s / (double)was;
+        sv->r = (uint64_t)((double)sv->r * f);
+        sv->l = (uint64_t)((double)sv->l * f);
+        sv->o = s - sv->r - sv->l < s ? s - sv->r - sv->l : 0;
+    } else {
+        sv->o = s;
+    }
+    p->served = s < (uint64_t)CTRL_COUNT_MAX ? (int64_t)s : CTRL_COUNT_MAX;
+    /* The base stays the record: node and controller predict from the
+     * same one (carrying it anew each round gives the same value). */
+    p->period = nd->rep_period;
+}
 
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);

@@ -136,6 +136,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
             ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
         pair_t *pr = &nd->pairs[nd->act[k]];
         ledger_work_t *w = &ln->work[k];
+        ctrl__pair_carry(nd, nd->act[k]);
         int64_t served = pair_served(c, pr);
         w->b = pr->b;
         w->flags = 0;
@@ -166,7 +167,10 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
                                              c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
-        if (pr->queued == 0 && pr->arrivals == 0 && served == 0)
+        /* A sparse node's pair whose last record serves at a rate is
+         * carried on by its reports (absent_predict()): it stays. */
+        if (pr->queued == 0 && pr->arrivals == 0 && served == 0 &&
+            (!nd->sparse || !pr->binterval || pr->bserved < pr->binterval))
             w->flags |= LEDGER_QUIET;
     }
     return changed;

@@ -288,6 +288,67 @@ START_TEST(test_ctrl_absent_bucket_is_idle)
 }
 END_TEST
 
+/* Sparse reports (issue 30): a pair a sparse report leaves out is not
+ * idle but as predicted from its last record: queue and arrivals held,
+ * served carried on at the record's rate, from 0 again in a new period;
+ * a full report's absent pairs are idle as before.  The reports cost
+ * O(records): the computation carries the rest. */
+START_TEST(test_ctrl_sparse_report_carries_on)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000},"
+                      "{\"name\":\"blue\",\"reservation\":1000,\"limit\":5000}]}",
+                      1, 50000, NULL);
+    ck_assert_int_eq(ctrl_node_set_sparse(c, 0, 1), 0);
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, NULL);
+    /* period 3 interval 1: full, both at 100 served an interval */
+    proto_report_rec_t both[2] = {
+        {.bucket = 0, .queued = 40, .arrivals_interval = 900, .served_r = 100, .l_left = 1},
+        {.bucket = 1, .queued = 30, .arrivals_interval = 800, .served_r = 60, .served_l = 40,
+         .l_left = 1}};
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 3, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 3, 1, 1, gen, 0, 0, both, 2), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    /* interval 3: sparse, only red */
+    proto_report_rec_t red = both[0];
+    red.served_r = 300;
+    ck_assert_int_eq(ctrl_round_begin(c, 3, 3, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 3, 3, 1, gen, 0, 0, &red, 1), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_uint_eq(bi.queued, 30); /* held, not idle */
+    ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 300); /* 100 + 2 x 100 */
+    ck_assert_uint_eq(bi.served_r, 180); /* in the record's proportions */
+    ck_assert_int_gt(bi.demand, 0);
+    /* period 4 interval 2: an empty sparse report: blue from 0 again */
+    ck_assert_int_eq(ctrl_round_begin(c, 4, 2, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 4, 2, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 200);
+    ck_assert_uint_eq(bi.queued, 30);
+    ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+    ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 200); /* red: 300 / 3 x 2 */
+    /* a full report that leaves blue out: idle */
+    ck_assert_int_eq(ctrl_round_begin(c, 4, 3, 0), 0);
+    red.served_r = 300;
+    ck_assert_int_eq(ctrl_node_report(c, 0, 4, 3, 1, gen, 0, 0, &red, 1), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_uint_eq(bi.queued, 0);
+    /* and stays so under the sparse reports that follow */
+    ck_assert_int_eq(ctrl_round_begin(c, 4, 4, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 4, 4, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_uint_eq(bi.queued, 0);
+    ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_limits_never_exceeded)
 {
     /* Overloaded cluster: red (R 30000, L 60000) and a greedy unlimited blue. */
@@ -2228,7 +2289,7 @@ int main(void)
     const TTest *const tests[] = {
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
         test_ctrl_nested_limit,
-        test_ctrl_absent_bucket_is_idle, test_ctrl_new_period_resets_accounting,
+        test_ctrl_absent_bucket_is_idle, test_ctrl_sparse_report_carries_on, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
         test_ctrl_silent_node_keeps_its_grant, test_ctrl_silent_node_lease,
         test_ctrl_skip_when_unchanged, test_ctrl_tables_and_bad_reports,

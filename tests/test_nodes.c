@@ -385,9 +385,83 @@ START_TEST(test_nodes_fenced)
 }
 END_TEST
 
+/* A report of n1 (table 7, holding the controller's table) with `seq`,
+ * sparse or full, one record (gold). */
+static void report_seq(void *s, uint64_t seq, int sparse)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_REPORT;
+    strcpy(m.node, "n1");
+    m.seq = seq;
+    m.sparse = sparse;
+    m.period = ctrl_period(fx.c);
+    m.interval = ctrl_interval(fx.c);
+    m.table = 7;
+    m.peer_table = ctrl_table(fx.c, NULL, NULL);
+    ck_assert_int_eq(proto_msg_reserve(&m, 1, 0), 0);
+    m.count = 1;
+    m.report[0] = (proto_report_rec_t){.bucket = 0, .queued = 5, .arrivals_interval = 10,
+                                       .served_r = 10, .l_left = PROTO_UNLIMITED};
+    node_send(s, &m);
+    proto_msg_clear(&m);
+}
+
+/* Sparse reports (issue 30): a hello that offers them is welcomed with
+ * "sparse"; a gap in the node's seq (a message lost) makes the next
+ * message to it ask for a full report, until a full one comes. */
+START_TEST(test_nodes_sparse_full_after_gap)
+{
+    void *s = node_open("n1", 0);
+    static const char *const tnames[] = {"gold", "red"};
+    proto_msg_t m, d;
+    proto_msg_init(&m);
+    proto_msg_init(&d);
+    m.type = PROTO_HELLO;
+    strcpy(m.node, "n1");
+    m.seq = 1;
+    m.sparse = 1;
+    m.capacity = 1000;
+    m.table = 7;
+    m.has_names = 1;
+    m.nnames = 2;
+    m.names = (const char **)tnames;
+    node_send(s, &m);
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_WELCOME);
+    ck_assert_int_eq(d.sparse, 1);
+    const ctrl_result_t skipped = {.skipped = 1};
+    ck_assert_int_eq(ctrl_round_begin(fx.c, 1, 0, 0), 0);
+    report_seq(s, 2, 0); /* full */
+    report_seq(s, 3, 1); /* sparse, in order */
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.full, 0);
+    report_seq(s, 5, 1); /* 4 went missing */
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_HEARTBEAT);
+    ck_assert_int_eq(d.full, 1);
+    report_seq(s, 6, 1); /* still sparse: still asked */
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.full, 1);
+    report_seq(s, 7, 0); /* the full report */
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.full, 0);
+    ck_assert_uint_eq(fx.ns.full_asked, 2);
+    ck_assert_uint_eq(fx.ns.reports_sparse, 3);
+    ck_assert_uint_eq(fx.ns.reports_full, 2);
+    proto_msg_clear(&d);
+    zmq_close(s);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
+        test_nodes_sparse_full_after_gap,
         test_nodes_hello_welcome, test_nodes_push_tokens, test_nodes_push_heartbeat,
         test_nodes_unknown_node,  test_nodes_unknown_table, test_nodes_duplicate_name,
         test_nodes_goodbye,       test_nodes_fenced,

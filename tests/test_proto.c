@@ -788,6 +788,16 @@ START_TEST(test_proto_optional_field_rules)
         {TOKHDR(",\"count\":1,\"leases\":1"), 1, PROTO_E_FIELD},
         {REPHDR(",\"lease\":10"), 2, PROTO_E_FIELD},
         {HELLOHDR(",\"leases\":2"), 2, PROTO_E_RANGE},
+        /* sparse and full (test_proto_sparse) */
+        {REPHDR(",\"sparse\":1"), 2, PROTO_OK},
+        {HELLOHDR(",\"sparse\":1"), 2, PROTO_OK},
+        {REPHDR(",\"sparse\":2"), 2, PROTO_E_RANGE},
+        {REPHDR(",\"sparse\":true"), 2, PROTO_E_FIELD},
+        {REPHDR(",\"full\":1"), 2, PROTO_E_FIELD},
+        {TOKHDR(",\"count\":1,\"full\":1"), 1, PROTO_OK},
+        {TOKHDR(",\"count\":1,\"full\":2"), 1, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"sparse\":1"), 1, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"full\":1}", 0, PROTO_E_FIELD},
     };
     proto_stats_t st = {0};
     put_tok(recbuf, 0, 0, 1, 2);
@@ -852,6 +862,78 @@ START_TEST(test_proto_lease)
         ck_assert_uint_eq(rt(&m, &d)->lease, 0);
         proto_msg_clear(&d);
     }
+}
+END_TEST
+
+/* Sparse reports (issue 30): "sparse" on a hello (can), a welcome (takes)
+ * and a report (is), "full" on what a controller sends with timing (asks
+ * for a full report); both optional, absent when 0, refused elsewhere and
+ * above 1, and an older peer passes them as unknown keys. */
+START_TEST(test_proto_sparse)
+{
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        hello_start(&m, &d, writer_nodes[w]);
+        EXPECT_OPTIONAL(&m, &d, sparse, 1, 1);
+        m.sparse = 0;
+        m.type = PROTO_REPORT;
+        m.has_names = 0;
+        m.period = 3;
+        EXPECT_OPTIONAL(&m, &d, sparse, 1, 1);
+        m.full = 1; /* a node never asks: left out */
+        ck_assert_int_eq(rt(&m, &d)->full, 0);
+        m.full = 0;
+        m.sparse = 0;
+        m.type = PROTO_HEARTBEAT; /* with timing */
+        m.has_timing = 1;
+        set_timing(&m);
+        EXPECT_OPTIONAL(&m, &d, full, 1, 1);
+        m.sparse = 1; /* a controller's heartbeat never says it: left out */
+        ck_assert_int_eq(rt(&m, &d)->sparse, 0);
+        proto_msg_clear(&d);
+    }
+}
+END_TEST
+
+/* The prediction both ends compute for a bucket a sparse report leaves
+ * out: served carried on at its record's rate (served / interval), from 0
+ * again in a later period, held for an older one; the nearness test. */
+START_TEST(test_proto_predict)
+{
+    /* 300 served by interval 3: 100 per interval */
+    ck_assert_uint_eq(proto_predict_served(300, 7, 3, 7, 3), 300);
+    ck_assert_uint_eq(proto_predict_served(300, 7, 3, 7, 4), 400);
+    ck_assert_uint_eq(proto_predict_served(300, 7, 3, 8, 0), 0);
+    ck_assert_uint_eq(proto_predict_served(300, 7, 3, 8, 2), 200);
+    ck_assert_uint_eq(proto_predict_served(300, 7, 3, 6, 4), 300);
+    ck_assert_uint_eq(proto_predict_served(300, 7, 3, 7, 1), 300); /* never backwards */
+    /* interval 0: no rate yet */
+    ck_assert_uint_eq(proto_predict_served(5, 7, 0, 7, 4), 5);
+    ck_assert_uint_eq(proto_predict_served(5, 7, 0, 8, 4), 0);
+    /* saturates */
+    ck_assert_uint_eq(proto_predict_served(PROTO_MAX_COUNT, 1, 1, 1, 9), PROTO_MAX_COUNT);
+    ck_assert_uint_eq(proto_predict_served(UINT64_MAX, 1, 1, 1, 1), PROTO_MAX_COUNT);
+
+    proto_pred_t a = {.queued = 10, .arrivals = 100, .served = 1000, .throttled = 0};
+    proto_pred_t b = a;
+    ck_assert(proto_pred_near(&a, &b, 0.10, 0.02, 2));
+    b.arrivals = 109;
+    ck_assert(proto_pred_near(&a, &b, 0.10, 0.02, 2));
+    b.arrivals = 112;
+    ck_assert(!proto_pred_near(&a, &b, 0.10, 0.02, 2));
+    b = a;
+    b.served = 1021; /* 2% of 1021 = 20.4 */
+    ck_assert(!proto_pred_near(&a, &b, 0.10, 0.02, 2));
+    b.served = 1019;
+    ck_assert(proto_pred_near(&a, &b, 0.10, 0.02, 2));
+    b = a;
+    b.throttled = 1;
+    ck_assert(!proto_pred_near(&a, &b, 0.10, 0.02, 2));
+    b = a;
+    b.queued = 12; /* within abs 2 */
+    ck_assert(proto_pred_near(&a, &b, 0.0, 0.0, 2));
+    b.queued = 13;
+    ck_assert(!proto_pred_near(&a, &b, 0.0, 0.0, 2));
 }
 END_TEST
 
@@ -1550,7 +1632,7 @@ int main(void)
         test_proto_shadow_list,
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
-        test_proto_bytes_records, test_proto_rules_message
+        test_proto_bytes_records, test_proto_rules_message, test_proto_sparse, test_proto_predict
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

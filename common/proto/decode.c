@@ -214,6 +214,13 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     }
     GET(K_LEASE, 0, PROTO_LEASE_MAX, m->lease);
     GET(K_LEASES, 0, 1, m->leases);
+    if ((hv.v[K_SPARSE].kind != V_NONE && !type_has_sparse(m->type)) ||
+        (hv.v[K_FULL].kind != V_NONE && !type_has_full(m->type))) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_SPARSE, 0, 1, m->sparse);
+    GET(K_FULL, 0, 1, m->full);
     if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE ||
          hv.v[K_SERVED_BYTES].kind != V_NONE) &&
         m->type != PROTO_REPORT) {

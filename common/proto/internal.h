@@ -107,6 +107,18 @@ static inline int type_has_lease(proto_type_t t)
     return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT;
 }
 
+/* Sparse reports: who may say "sparse" (hello: can, welcome: takes,
+ * report: is) and who may ask for a "full" report (what a controller
+ * sends with timing). */
+static inline int type_has_sparse(proto_type_t t)
+{
+    return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_REPORT;
+}
+static inline int type_has_full(proto_type_t t)
+{
+    return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT;
+}
+
 /* Range checks shared by the encoder's validation and the decoder. */
 static inline int timing_ok(const proto_msg_t *m)
 {
@@ -190,7 +202,8 @@ enum {
     K_V, K_TYPE, K_NODE, K_SEQ, K_PERIOD, K_INTERVAL, K_INTERVALS, K_PERIOD_MS,
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
-    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES, K__N
+    K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES,
+    K_SPARSE, K_FULL, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

@@ -121,6 +121,9 @@ int proto_recv_peer(void *sock, void *identity, size_t idcap, size_t *idlen, pro
         goto out;
     }
     proto_stats_note(st, PROTO_OK);
+    if (st)
+        for (size_t i = 0; i < nf; i++)
+            st->bytes += fr[i].len;
 out:
     for (size_t i = 0; i < n; i++)
         zmq_msg_close(&parts[i]);

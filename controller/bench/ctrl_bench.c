@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "common/bucketfile.h"
@@ -32,6 +33,15 @@ typedef struct {
     uint32_t *bucket;     /* global bucket index per table entry */
     uint64_t *served;     /* per table entry, this period */
     int64_t *r_tok, *l_tok;
+    double *level;        /* per active entry: its demand level (--changing) */
+    uint64_t *bq, *ba, *bs, *bp; /* per active entry: what the controller holds
+                             (sparse reports): queued, arrivals, served, period */
+    uint32_t *bi;         /* ... and the interval of that record */
+    int sparse;           /* the welcome took sparse reports */
+    int want_full;
+    int since_full;
+    uint64_t lp;          /* (period, interval + 1) of the last report, */
+    uint32_t lk;          /* 0: none: served moves on by the intervals since */
     uint64_t tokens_msgs, heartbeats, errors, records;
     uint64_t completions;
 } fnode_t;
@@ -44,6 +54,9 @@ typedef struct {
     const char *write;
     const char *curve;  /* --curve-dir: NAME.key per node, admin.key, ctrl.pub */
     int full;
+    double changing, warmup;
+    int no_sparse, full_every;
+    int ctrl_pid;
     unsigned seed;
     int quiet;
     int help, version;
@@ -55,7 +68,8 @@ static const opts_usage_t usage = {
             "\n"
             "Simulates storage nodes against a running bqos-controller: each node is a\n"
             "ZeroMQ DEALER that says hello with its bucket table, follows the controller's\n"
-            "timing, sends a report (80-byte records, one per bucket it holds) at every\n"
+            "timing, sends a report (36-byte records, one per bucket it holds, or only\n"
+            "those that moved when the controller takes sparse reports) at every\n"
             "interval start and applies the tokens it gets.  Bucket b is active on\n"
             "--active consecutive nodes starting at a pseudo-random one; its arrivals per\n"
             "interval vary randomly.  At the end it asks the controller's admin endpoint\n"
@@ -68,7 +82,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 16
+#define NOPTS 21
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(bench_cfg_t *o, opts_row_t *rows)
@@ -104,6 +118,22 @@ static void option_rows(bench_cfg_t *o, opts_row_t *rows)
          .help = "every node's table holds every bucket (as real nodes do\n"
                  "once they created the controller's buckets); reports\n"
                  "still carry only the buckets active on the node"},
+        {.name = "changing", .type = OPTS_DOUBLE, .target = &o->changing, .arg = "F",
+         .deflt = "0",
+         .help = "each interval a pair's demand level moves (to 0.5..1.5x)\n"
+                 "with probability F; use with --noise 0 for a steady\n"
+                 "load of which F changes per interval"},
+        {.name = "no-sparse", .type = OPTS_FLAG, .target = &o->no_sparse,
+         .help = "full reports only, as nodes that predate sparse reports"},
+        {.name = "full-every", .type = OPTS_INT, .target = &o->full_every, .arg = "N",
+         .deflt = "25", .min = 1, .max = 1000000,
+         .help = "sparse reports: a full report every N ({default}, as bqos-node)"},
+        {.name = "warmup", .type = OPTS_DOUBLE, .target = &o->warmup, .arg = "S", .deflt = "2",
+         .help = "bytes and CPU per round are counted after S seconds"},
+        {.name = "ctrl-pid", .type = OPTS_INT, .target = &o->ctrl_pid, .arg = "PID",
+         .deflt = "0", .min = 0, .max = INT_MAX,
+         .help = "the controller's pid: its CPU time per round over the\n"
+                 "counted window (/proc/PID/stat, every thread)"},
         {.name = "write-buckets", .type = OPTS_STRING, .target = &o->write, .arg = "FILE",
          .help = "write the matching bucket file and exit"},
         {.name = "quiet", .type = OPTS_FLAG, .target = &o->quiet, .help = "no progress lines"},
@@ -122,11 +152,33 @@ static int send_msg(fnode_t *f, proto_msg_t *m, proto_enc_t *e)
     return proto_send(f->sock, NULL, 0, m, e, ZMQ_DONTWAIT);
 }
 
-static void hello(fnode_t *f, proto_enc_t *e)
+/* The controller's CPU seconds so far (utime + stime of every thread), or
+ * -1 if unknown. */
+static double proc_cpu(int pid)
+{
+    if (pid <= 0)
+        return -1;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void hello(fnode_t *f, proto_enc_t *e, int sparse)
 {
     proto_msg_t m;
     proto_msg_init(&m);
     m.type = PROTO_HELLO;
+    m.sparse = sparse;
     m.capacity = 20000;
     m.table = 1;
     m.has_names = 1;
@@ -241,6 +293,12 @@ int main(int argc, char **argv)
         f->served = calloc(f->n + 1, sizeof *f->served);
         f->r_tok = calloc(f->n + 1, sizeof *f->r_tok);
         f->l_tok = calloc(f->n + 1, sizeof *f->l_tok);
+        f->level = calloc(f->n + 1, sizeof *f->level);
+        f->bq = calloc(f->n + 1, sizeof *f->bq);
+        f->ba = calloc(f->n + 1, sizeof *f->ba);
+        f->bs = calloc(f->n + 1, sizeof *f->bs);
+        f->bp = calloc(f->n + 1, sizeof *f->bp);
+        f->bi = calloc(f->n + 1, sizeof *f->bi);
         f->n = 0;
         f->sock = zmq_socket(ctx, ZMQ_DEALER);
         int linger = 0, hwm = 100000;
@@ -265,6 +323,7 @@ int main(int argc, char **argv)
             f->names[f->n] = bname[b];
             f->bucket[f->n] = (uint32_t)b;
             f->l_tok[f->n] = PROTO_UNLIMITED;
+            f->level[f->n] = 1.0;
             f->n++;
         }
     }
@@ -279,9 +338,14 @@ int main(int argc, char **argv)
     proto_msg_init(&rep);
     proto_stats_t pst = {0};
     for (int i = 0; i < o.nodes; i++)
-        hello(&fn[i], &enc);
+        hello(&fn[i], &enc, !o.no_sparse);
 
     timing_t tm = {0};
+    /* The counted window: after --warmup. */
+    int counting = 0;
+    uint64_t w_rounds = 0, w_bytes_out = 0, w_bytes_in = 0, w_recs_out = 0, w_recs_in = 0;
+    uint64_t w_sparse = 0, w_full = 0, bytes_in0 = 0, recs_in0 = 0;
+    double cpu0 = -1, cpu1 = -1;
     double t0 = mono_now(), next_hello = t0 + 1, last_report = 0;
     uint64_t rep_period = UINT64_MAX;
     int rep_interval = -1;
@@ -296,7 +360,7 @@ int main(int argc, char **argv)
         if (now >= next_hello) {
             for (int i = 0; i < o.nodes; i++)
                 if (!fn[i].welcomed)
-                    hello(&fn[i], &enc);
+                    hello(&fn[i], &enc, !o.no_sparse);
             next_hello = now + 1;
         }
         /* Reports at each interval start of the controller's clock. */
@@ -304,8 +368,6 @@ int main(int argc, char **argv)
             while (now >= tm.period_end) {
                 tm.period++;
                 tm.period_end += tm.period_s;
-                for (int i = 0; i < o.nodes; i++)
-                    memset(fn[i].served, 0, fn[i].n * sizeof *fn[i].served);
             }
             double el = tm.period_s - (tm.period_end - now);
             int k = (int)floor(el / (tm.period_s / tm.intervals));
@@ -317,6 +379,14 @@ int main(int argc, char **argv)
                 rep_period = tm.period;
                 rep_interval = k;
                 interval_rounds++;
+                if (!counting && now - t0 >= o.warmup) {
+                    counting = 1;
+                    cpu0 = proc_cpu(o.ctrl_pid);
+                    bytes_in0 = pst.bytes;
+                    for (int i = 0; i < o.nodes; i++)
+                        recs_in0 += fn[i].records;
+                }
+                w_rounds += counting;
                 double isec = tm.period_s / tm.intervals;
                 for (int i = 0; i < o.nodes; i++) {
                     fnode_t *f = &fn[i];
@@ -332,16 +402,33 @@ int main(int argc, char **argv)
                     rep.has_names = f->peer_ack != 1;
                     rep.nnames = rep.has_names ? f->ntable : 0;
                     rep.names = rep.has_names ? f->tnames : NULL;
-                    rep.count = f->n;
+                    /* Sparse as bqos-node: full when asked, every
+                     * --full-every reports and while names go. */
+                    int sparse = f->sparse && !f->want_full && !rep.has_names &&
+                                 f->since_full + 1 < o.full_every;
+                    rep.sparse = sparse;
+                    size_t cnt = 0;
                     uint64_t done = 0;
+                    /* Intervals served since the last report: service
+                     * follows the clock, not the reports (a late loop
+                     * skips a report, not the service). */
+                    uint64_t steps = f->lk && f->lp == tm.period ? (uint64_t)k + 1 - f->lk
+                                                                 : (uint64_t)k;
+                    if (f->lp != tm.period) /* the period's counters restart */
+                        memset(f->served, 0, f->n * sizeof *f->served);
+                    f->lp = tm.period;
+                    f->lk = (uint32_t)k + 1;
                     for (size_t j = 0; j < f->n; j++) {
-                        double share = rate[f->bucket[j]] * isec / o.active;
+                        if (o.changing > 0 &&
+                            (rng_lcg_next(&rng) % 1000000) < (int)(o.changing * 1e6))
+                            f->level[j] = 0.5 + (rng_lcg_next(&rng) % 1000) / 1000.0;
+                        double share = rate[f->bucket[j]] * isec / o.active * f->level[j];
                         double u = (rng_lcg_next(&rng) % 1000) / 1000.0;
                         double r = 1.5 * share * (1 - o.noise + 2 * o.noise * u);
                         uint64_t spend = (uint64_t)(0.8 * share);
-                        f->served[j] += spend;
-                        done += spend;
-                        rep.report[j] = (proto_report_rec_t){
+                        /* The counters of a report at interval k's start
+                         * cover k intervals (as bqos-node's). */
+                        proto_report_rec_t rec = {
                             .bucket = o.full ? f->bucket[j] : (uint32_t)j,
                             .queued = (uint64_t)(rng_lcg_next(&rng) % (1 + (int)(40 * o.noise))),
                             .arrivals_interval = (uint64_t)r,
@@ -350,13 +437,52 @@ int main(int argc, char **argv)
                             .r_left = f->r_tok[j] > 0 ? f->r_tok[j] : 0,
                             .l_left = f->l_tok[j],
                         };
+                        f->served[j] += spend * steps;
+                        rec.arrivals_period = rec.served_r = f->served[j];
+                        done += spend * steps;
+                        proto_pred_t now_v = {.queued = rec.queued,
+                                              .arrivals = rec.arrivals_interval,
+                                              .served = rec.served_r,
+                                              .throttled = rec.r_left <= 0 && rec.l_left <= 0};
+                        if (sparse) {
+                            proto_pred_t pred = {
+                                .queued = f->bq[j],
+                                .arrivals = f->ba[j],
+                                .served = proto_predict_served(f->bs[j], f->bp[j], f->bi[j],
+                                                               tm.period, (uint32_t)k),
+                                .throttled = 0,
+                            };
+                            if (proto_pred_near(&pred, &now_v, 0.10, 0.02, 2))
+                                continue;
+                        }
+                        f->bq[j] = now_v.queued;
+                        f->ba[j] = now_v.arrivals;
+                        f->bs[j] = now_v.served;
+                        f->bp[j] = tm.period;
+                        f->bi[j] = (uint32_t)k;
+                        rep.report[cnt++] = rec;
+                    }
+                    rep.count = cnt;
+                    if (sparse) {
+                        f->since_full++;
+                    } else {
+                        f->since_full = 0;
+                        f->want_full = 0;
                     }
                     f->completions += done;
                     rep.completions = f->completions;
                     rep.dispatched = f->completions;
                     rep.busy_seconds = isec * (k + 1) * 0.9;
-                    if (send_msg(f, &rep, &enc) == 0)
+                    if (send_msg(f, &rep, &enc) == 0) {
                         reports++;
+                        if (counting) {
+                            for (size_t e = 0; e < enc.nframes; e++)
+                                w_bytes_out += enc.len[e];
+                            w_recs_out += cnt;
+                            w_sparse += sparse;
+                            w_full += !sparse;
+                        }
+                    }
                 }
                 last_report = now;
             }
@@ -387,12 +513,15 @@ int main(int argc, char **argv)
                 switch (in.type) {
                 case PROTO_WELCOME:
                     f->welcomed = 1;
+                    f->sparse = in.sparse && !o.no_sparse;
+                    f->want_full = 1;
                     f->peer_ack = in.peer_table;
                     f->ctl_table = in.has_names ? in.table : 0;
                     take_timing(&tm, &in, now);
                     break;
                 case PROTO_TOKENS:
                     f->tokens_msgs++;
+                    f->want_full |= in.full;
                     f->peer_ack = in.peer_table;
                     if (in.has_names)
                         f->ctl_table = in.table;
@@ -401,6 +530,7 @@ int main(int argc, char **argv)
                     break;
                 case PROTO_HEARTBEAT:
                     f->heartbeats++;
+                    f->want_full |= in.full;
                     if (in.peer_table)
                         f->peer_ack = in.peer_table;
                     take_timing(&tm, &in, now);
@@ -409,7 +539,7 @@ int main(int argc, char **argv)
                     f->errors++;
                     if (strcmp(in.code, "unknown_node") == 0) {
                         f->welcomed = 0;
-                        hello(f, &enc);
+                        hello(f, &enc, !o.no_sparse);
                     } else if (strcmp(in.code, "unknown_table") == 0) {
                         f->peer_ack = 0;
                     }
@@ -421,6 +551,12 @@ int main(int argc, char **argv)
         }
     }
     (void)last_report;
+    cpu1 = proc_cpu(o.ctrl_pid);
+    w_bytes_in = pst.bytes - bytes_in0;
+    w_recs_in = 0;
+    for (int i = 0; i < o.nodes; i++)
+        w_recs_in += fn[i].records;
+    w_recs_in -= recs_in0;
     uint64_t tokmsgs = 0, hbs = 0, errs = 0, recs = 0;
     int welcomed = 0;
     for (int i = 0; i < o.nodes; i++) {
@@ -455,6 +591,21 @@ int main(int argc, char **argv)
                             "tokens_msgs", (json_int_t)tokmsgs, "heartbeats", (json_int_t)hbs,
                             "errors", (json_int_t)errs, "token_records", (json_int_t)recs,
                             "bad_messages", (json_int_t)pst.rejected_total);
+    {
+        /* Per round of the counted window: bytes each way on the wire
+         * (frames, ZeroMQ's framing not counted), records, and per active
+         * pair (nodes x buckets x active / nodes = buckets x active). */
+        double r = w_rounds ? (double)w_rounds : 1, pairs = (double)o.buckets * o.active;
+        json_t *w = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "rounds",
+                              (json_int_t)w_rounds, "report_bytes", w_bytes_out / r,
+                              "token_bytes", w_bytes_in / r, "bytes_per_pair",
+                              (w_bytes_out + w_bytes_in) / r / pairs, "report_records",
+                              w_recs_out / r, "token_records", w_recs_in / r, "cpu_ms",
+                              cpu0 >= 0 && cpu1 >= 0 ? (cpu1 - cpu0) * 1000 / r : -1.0,
+                              "sparse_reports", (json_int_t)w_sparse, "full_reports",
+                              (json_int_t)w_full);
+        json_object_set_new(out, "per_round", w);
+    }
     if (status) {
         json_object_set(out, "timing", json_object_get(status, "timing"));
         json_object_set(out, "stats", json_object_get(status, "stats"));
@@ -473,6 +624,12 @@ int main(int argc, char **argv)
         free(fn[i].served);
         free(fn[i].r_tok);
         free(fn[i].l_tok);
+        free(fn[i].level);
+        free(fn[i].bq);
+        free(fn[i].ba);
+        free(fn[i].bs);
+        free(fn[i].bp);
+        free(fn[i].bi);
     }
     zmq_ctx_term(ctx);
     proto_msg_clear(&in);

@@ -286,6 +286,11 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
         if (push_msg(ns->ctrl, i, res->skipped, &m, &to) < 0)
             continue; /* down */
         pclock_fill_timing(ns->clk, &m, now);
+        nodes_peer_t *p = peer_at(ns, i);
+        if (p && p->want_full && p->sparse) {
+            m.full = 1; /* until a full report comes */
+            ns->full_asked++;
+        }
         if (m.type == PROTO_HEARTBEAT) {
             ns->push_heartbeats++;
         } else {
@@ -388,9 +393,14 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         return;
     }
     ctrl_node_set_leases(ns->ctrl, node, m->leases);
+    ctrl_node_set_sparse(ns->ctrl, node, m->sparse);
     nodes_peer_t *p = peer_at(ns, node);
-    if (p)
+    if (p) {
         p->last_msg = now;
+        p->seq = m->seq;
+        p->want_full = 0; /* its first report after the welcome is full */
+        p->sparse = m->sparse;
+    }
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
     note_clock(ns, m, node, now);
@@ -410,6 +420,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.has_weights = 1;
     w.weights = ctrl_table_weights(ns->ctrl);
     w.shadow = ctrl_table_shadow(ns->ctrl);
+    w.sparse = 1; /* we take sparse reports */
     /* the rules in force follow the welcome, which says so (issue 27): a
      * welcome without "rules" tells the node the controller has none */
     int rules = nodes_push_rules(ns) == 0 && ns->rules;
@@ -462,8 +473,20 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
             return;
         }
     }
-    int rc = ctrl_node_report(ns->ctrl, node, m->period, m->interval, m->table, m->peer_table,
+    nodes_peer_t *p = peer_at(ns, node);
+    int rc;
+    if (m->sparse) {
+        ns->reports_sparse++;
+        rc = ctrl_node_report_sparse(ns->ctrl, node, m->period, m->interval, m->table,
+                                     m->peer_table, m->completions, m->busy_seconds, m->report,
+                                     m->count);
+    } else {
+        ns->reports_full++;
+        if (p)
+            p->want_full = 0;
+        rc = ctrl_node_report(ns->ctrl, node, m->period, m->interval, m->table, m->peer_table,
                               m->completions, m->busy_seconds, m->report, m->count);
+    }
     if (rc == 0 && (m->nbytes || m->served_bytes))
         rc = ctrl_node_report_bytes(ns->ctrl, node, m->period, m->served_bytes, m->busy_seconds,
                                     m->rbytes, m->nbytes);
@@ -531,8 +554,15 @@ void nodes_drain(nodes_t *ns)
             continue;
         }
         nodes_peer_t *p = peer_at(ns, node);
-        if (p)
+        if (p) {
             p->last_msg = now;
+            /* A gap or a step back in its seq: something of it went
+             * missing or came late (sparse reports: ask for a full one). */
+            if (m->seq && p->seq && m->seq != p->seq + 1)
+                p->want_full = 1;
+            if (m->seq)
+                p->seq = m->seq;
+        }
         double t1 = mono_now();
         switch (m->type) {
         case PROTO_REPORT:

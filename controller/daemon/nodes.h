@@ -36,6 +36,12 @@ typedef struct {
     int fallback;          /* its last report said it is in fallback */
     uint64_t fallbacks;    /* its own count of fallbacks, as last reported */
     pclock_reading_t clock; /* its clock as last given (period 0: none) */
+    uint64_t seq;          /* "seq" of its last message (0: none) */
+    int sparse;            /* its hello offered sparse reports */
+    int want_full;         /* sparse node: a message of it went missing (a
+                              gap in its seq) or came late, so what we
+                              hold may differ from what it assumes; the
+                              next message to it asks for a full report */
 } nodes_peer_t;
 
 /* An unregistered process that wrote to a fenced controller: its routing id
@@ -67,6 +73,8 @@ typedef struct {
     proto_enc_t enc;       /* encoder buffers, reused */
     proto_stats_t pst;     /* messages accepted and rejected, by reason */
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
+    uint64_t reports_sparse, reports_full, full_asked; /* reports by kind;
+                              messages that asked a node for a full one */
     uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
     uint64_t follows;      /* highest epoch a node said it obeys (hello,
                               report "follows"; any sender that passed

@@ -22,6 +22,10 @@ void agent_config_defaults(agent_config_t *cfg)
     cfg->fallback = SCHED_POLICY_RR;
     cfg->silence_intervals = 3.0;
     cfg->grace_s = 0.1;
+    cfg->sparse = 1;
+    cfg->sparse_demand = 0.10;
+    cfg->sparse_served = 0.02;
+    cfg->full_every = 25;
 }
 
 
@@ -41,7 +45,8 @@ static int arrays_fit(agent_t *a, size_t n)
         growarr((void **)&a->prev, &a->cap_prev, (int)n, sizeof *a->prev) < 0 ||
         growarr((void **)&a->carry, &a->cap_carry, (int)n, sizeof *a->carry) < 0 ||
         growarr((void **)&a->served_rep, &a->cap_served, (int)n, sizeof *a->served_rep) < 0 ||
-        growarr((void **)&a->local_w, &a->cap_w, (int)n, sizeof *a->local_w) < 0)
+        growarr((void **)&a->local_w, &a->cap_w, (int)n, sizeof *a->local_w) < 0 ||
+        growarr((void **)&a->base, &a->cap_base, (int)n, sizeof *a->base) < 0)
         return -ENOMEM; /* the ones grown keep their size: the next call grows the rest */
     a->arr_cap = n;
     return 0;
@@ -250,6 +255,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->instance = a->cfg.instance <= PROTO_MAX_COUNT ? a->cfg.instance : 0;
     m->follows = a->st.epoch; /* a new leader leads above it */
     m->leases = 1;            /* our static fallback keeps to the lease */
+    m->sparse = a->cfg.sparse != 0;
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -301,6 +307,11 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     m->nnames = m->has_names ? (size_t)a->my_n : 0;
     m->names = m->has_names ? a->namev : NULL;
     m->has_weights = 0;
+    /* Sparse: only what moved from what the controller holds; full when
+     * it asked, every full_every reports, and while it lacks our names. */
+    int sparse = a->ctl_sparse && !a->want_full && !m->has_names &&
+                 a->since_full + 1 < (a->cfg.full_every ? a->cfg.full_every : 1);
+    m->sparse = sparse;
     size_t k = 0;
     for (int b = 0; b < a->my_n; b++) {
         sched_bucket_stats_t bs;
@@ -311,20 +322,59 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
         a->carry[b] = 0;
         sched_stats_as_limited(&bs);
         a->served_rep[b] = bs.served_r + bs.served_l + bs.served_o;
-        /* Idle buckets are omitted: the controller reads them as zeros. */
-        if (!bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l && !bs.served_o)
+        proto_report_rec_t rec = {
+            .bucket = (uint32_t)b,
+            .queued = clampc(bs.queued),
+            .arrivals_interval = clampc(ai),
+            .arrivals_period = clampc(bs.arrivals),
+            .served_r = clampc(bs.served_r),
+            .served_l = clampc(bs.served_l),
+            .served_o = clampc(bs.served_o),
+            .r_left = clampt(bs.r_tokens),
+            .l_left = clampt(bs.l_tokens),
+        };
+        agent_base_t *bb = &a->base[b];
+        proto_pred_t now_v = {
+            .queued = rec.queued,
+            .arrivals = rec.arrivals_interval,
+            .served = clampc(rec.served_r + rec.served_l + rec.served_o),
+            .throttled = rec.r_left <= 0 && rec.l_left <= 0,
+        };
+        int idle = !bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l &&
+                   !bs.served_o;
+        if (sparse) {
+            proto_pred_t pred = {
+                .queued = bb->queued,
+                .arrivals = bb->arrivals,
+                .served = proto_predict_served(bb->served, bb->period, bb->interval, m->period,
+                                               m->interval),
+                .throttled = bb->throttled,
+            };
+            if (proto_pred_near(&pred, &now_v, a->cfg.sparse_demand, a->cfg.sparse_served, 2)) {
+                a->st.records_left_out += !idle || pred.served || pred.queued || pred.arrivals;
+                /* The controller's tokens will be net of what it believes
+                 * served, the prediction: net ours of the same (exact
+                 * either way; net_of_served() never adds). */
+                a->served_rep[b] = pred.served;
+                continue;
+            }
+        } else if (idle) {
+            /* Idle buckets are omitted: the controller reads them as zeros. */
+            *bb = (agent_base_t){.period = m->period, .interval = m->interval};
             continue;
-        proto_report_rec_t *r = &m->report[k++];
-        memset(r, 0, sizeof *r);
-        r->bucket = (uint32_t)b;
-        r->queued = clampc(bs.queued);
-        r->arrivals_interval = clampc(ai);
-        r->arrivals_period = clampc(bs.arrivals);
-        r->served_r = clampc(bs.served_r);
-        r->served_l = clampc(bs.served_l);
-        r->served_o = clampc(bs.served_o);
-        r->r_left = clampt(bs.r_tokens);
-        r->l_left = clampt(bs.l_tokens);
+        }
+        *bb = (agent_base_t){.queued = now_v.queued, .arrivals = now_v.arrivals,
+                             .served = now_v.served, .period = m->period,
+                             .interval = m->interval, .throttled = (uint8_t)now_v.throttled};
+        m->report[k++] = rec;
+    }
+    if (sparse) {
+        a->since_full++;
+        a->st.reports_sparse++;
+    } else {
+        a->since_full = 0;
+        a->want_full = 0;
+        a->st.reports_full++;
     }
     m->count = k;
     if ((rc = agent__bytes_report(a, m)))
@@ -606,6 +656,9 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
                      (unsigned long long)mt.period);
         a->st.welcomed = 1;
         a->peer_ack = m->peer_table;
+        /* A new session: it holds nothing of our buckets yet. */
+        a->ctl_sparse = a->cfg.sparse && m->sparse;
+        a->want_full = 1;
         take_timing(a, &mt, now, 1);
         /* a welcome without "rules": the controller has none (issue 27) */
         if (!m->rules_version && a->ops.rules && a->ops.rules(a->ops.arg, 0, "", 0) < 0)
@@ -634,6 +687,10 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->st.recv_tokens++;
         a->last_ctl = now;
         a->peer_ack = m->peer_table;
+        if (m->full && a->ctl_sparse && !a->want_full) {
+            a->want_full = 1;
+            a->st.full_asked++;
+        }
         if (take_timing(a, &mt, now, adopt)) {
             a->st.tokens_stale++;
             break;
@@ -661,6 +718,10 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->last_ctl = now;
         if (m->peer_table)
             a->peer_ack = m->peer_table;
+        if (m->full && a->ctl_sparse && !a->want_full) {
+            a->want_full = 1;
+            a->st.full_asked++;
+        }
         if ((m->has_timing || tm) && a->st.welcomed) {
             if (take_timing(a, &mt, now, adopt) == 0 && a->ctl_table)
                 agent__resume(a, now);
@@ -773,6 +834,7 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
     a->last_rep_interval = -1;
     a->default_route = -1;
     a->my_table = 1;
+    a->want_full = 1;
     a->st.fallback = 1; /* until the controller speaks */
     a->st.mode = a->cfg.mode;
     a->st.leader = -1;
@@ -801,6 +863,7 @@ void agent_destroy(agent_t **ap)
     free(a->carry);
     free(a->served_rep);
     free(a->local_w);
+    free(a->base);
     free(a->ub);
     free(a->ctl_map);
     grant_clear(&a->grant);

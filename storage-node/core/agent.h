@@ -70,6 +70,15 @@ typedef struct {
                                  scheduler's unit accounts (the node's
                                  --cost-unit); the wire speaks bytes.
                                  0: 4096 */
+    int sparse;               /* offer sparse reports in hello (default 1);
+                                 sent only once a welcome takes them */
+    double sparse_demand;     /* a bucket is re-sent when its queue or
+                                 arrivals moved by more than this fraction
+                                 from what the controller holds (0.10) */
+    double sparse_served;     /* ... or its served count by more than this
+                                 fraction from the prediction (0.02) */
+    uint32_t full_every;      /* a full report at least every this many
+                                 reports (25) */
 } agent_config_t;
 
 /* Fills *cfg with the defaults above (name and peer NULL). */
@@ -160,6 +169,9 @@ typedef struct {
     uint64_t duplicate_name;     /* duplicate_name errors received */
     uint64_t period;             /* current period number (local view) */
     uint32_t interval;
+    uint64_t reports_full, reports_sparse; /* reports sent, by kind */
+    uint64_t records_left_out;   /* buckets sparse reports left out */
+    uint64_t full_asked;         /* full reports the controller asked for */
     proto_stats_t proto;         /* messages the agent dropped: addressed to
                                     another node (unknown_node), or for a
                                     controller table it lacks (table) */

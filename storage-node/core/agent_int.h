@@ -22,6 +22,16 @@ typedef struct {
     int on;              /* the bucket had a byte rate then */
 } agent_ub_t;
 
+/* What the controller holds of a bucket on this node after our last
+ * report (sparse reports, proto_report_predict()): the values of the
+ * last record sent for it (zeros if a full report left it out as idle). */
+typedef struct {
+    uint64_t queued, arrivals, served;
+    uint64_t period;
+    uint32_t interval;
+    uint8_t throttled;
+} agent_base_t;
+
 /* Owned by the thread that owns the scheduler; no locks. */
 struct agent {
     agent_config_t cfg;
@@ -49,6 +59,11 @@ struct agent {
                             does not apply; see take_weight()) */
     size_t arr_cap;   /* entries prev, carry, served_rep and local_w all hold (zeroed when new) */
     int cap_prev, cap_carry, cap_served, cap_w; /* their growarr() capacities */
+    agent_base_t *base;  /* per bucket: what the controller holds (sparse) */
+    int cap_base;
+    int ctl_sparse;      /* the controller's welcome takes sparse reports */
+    int want_full;       /* the next report is full (asked, or a new session) */
+    uint32_t since_full; /* reports since the last full one */
     agent_ub_t *ub;      /* per bucket: its bytes/s dimension (agent_bytes.c) */
     int ub_cap;
     uint64_t unit;       /* bytes per scheduler unit, >= 1 */
