@@ -21,6 +21,7 @@ bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
 bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 BENCHES += controller/bench/bench-bigtable.sh
+BENCHES += controller/bench/bench-etcdkeys.sh
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
@@ -63,6 +64,7 @@ ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
+ITESTS += tests/it/it_etcd_keys.sh
 
 # shadow mode: a paired run, the same limit enforced and in shadow (issue 28)
 ITESTS += tests/it/it_shadow.sh

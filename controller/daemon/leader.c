@@ -944,6 +944,7 @@ static void read_whole(leader_t *ld)
     int more = 1, rc = from ? 0 : -ENOMEM, first = 1;
     size_t nb = 0;
     ld->whole_reads++;
+    double t0 = mono_now();
     while (rc == 0 && more) {
         etcd_kv_t *kvs = NULL;
         size_t cnt = 0;
@@ -1014,7 +1015,11 @@ static void read_whole(leader_t *ld)
     ld->head_create = hk.create_rev;
     json_decref(ld->head);
     ld->head = json_incref(head);
-    if (ld->hooks.apply && ld->hooks.apply(ld->hooks.arg, t.p, t.len, hk.mod_rev) == -ESTALE)
+    double t1 = mono_now();
+    rc = ld->hooks.apply ? ld->hooks.apply(ld->hooks.arg, t.p, t.len, hk.mod_rev) : 0;
+    log_debug("leader %s: bucket table read whole: %zu buckets, %zu bytes, read %.0f ms, "
+              "applied %.0f ms", ld->cfg.id, nb, t.len, (t1 - t0) * 1e3, (mono_now() - t1) * 1e3);
+    if (rc == -ESTALE)
         restore_table(ld, hk.mod_rev, hk.create_rev, 0);
 out:
     json_decref(head);
@@ -1389,6 +1394,9 @@ static int write_change(leader_t *ld, const char *name, const char *json, size_t
         rc = -EAGAIN;
     } else if (rc == 1) {
         rc = 0;
+        log_debug("leader %s: bucket %s %s: one transaction, %zu bytes of keys and values, "
+                  "revision %lld", ld->cfg.id, name, json ? "put" : "deleted",
+                  strlen(bk) + len + strlen(ld->key_head) + strlen(hs), (long long)rev);
         ld->buckets_rev = ld->buckets_seen = rev;
         json_decref(ld->head);
         ld->head = h;
