@@ -1286,15 +1286,16 @@ START_TEST(test_leader_keys_whole_in_chunks)
     w.a.boot = t; /* a runs t: version 1 is not newer than the claim */
     w.a.version = 1;
     w.a.ld.table_version = 1;
-    poll_at(&w.b, &w.f, 0.3);
-    poll_at(&w.a, &w.f, 0.3);
+    poll_at(&w.b, &w.f, 0.31);
+    poll_at(&w.a, &w.f, 0.31);
+    ck_assert_int_eq(w.b.ld.polls, 3); /* it did poll */
     ck_assert_int_eq(w.b.applies, applies);
     ck_assert_int_eq(w.b.changes, 0);
     ck_assert_str_eq(f_table(&w.f), "incomplete");
     /* it completes: read whole */
     w.f.rev++;
     f_write(&w.f, "/bqos/t/b/", "{\"table_version\":2}", 19, 0);
-    poll_at(&w.b, &w.f, 0.4);
+    poll_at(&w.b, &w.f, 0.42);
     ck_assert_int_eq(w.b.applies, applies + 1);
     ck_assert_int_eq(w.b.version, 2);
     ck_assert_ptr_nonnull(strstr(w.b.applied, "{\"name\":\"b000\",\"reservation\":77}"));
