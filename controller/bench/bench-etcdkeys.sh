@@ -11,8 +11,9 @@
 #   whole read  c2's "read whole: ... read X ms, applied Y ms"
 #   set         bqos-ctl's round trip at c1 (today's O(n) admin path, then
 #               one transaction)
-#   follow      from c1's "audit: set" line to c2's "set from etcd" line
-#               (log timestamps, ms)
+#   follow      from c1's "one transaction" line (the change is in etcd)
+#               to c2's "set from etcd" line (log timestamps, ms): the
+#               watch, then admin.c's O(n) apply at the standby
 #   bytes       c1's "one transaction, B bytes of keys and values"; the
 #               layout before wrote the whole table (the file's size) per
 #               change, and refused it over 1.5 MiB
@@ -73,7 +74,7 @@ for n in ${@:-100000}; do
     --reservation 11 --limit 2222 >/dev/null
   set_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   wait_for 'grep -q "tenant-0000001 set from etcd" "$T/c2.$n.log"' 60
-  a=$(ts "$(grep -m1 "audit: set" "$T/c1.$n.log")")
+  a=$(ts "$(grep -m1 "one transaction," "$T/c1.$n.log")")
   b=$(ts "$(grep -m1 "tenant-0000001 set from etcd" "$T/c2.$n.log")")
   bytes=$(grep -m1 "one transaction," "$T/c1.$n.log" | sed 's/.*, \([0-9]*\) bytes of keys.*/\1/')
   echo "| $n | $((size / 1024)) KiB | $(echo "$boot" | cut -d'|' -f1) | $(echo "$boot" | cut -d'|' -f2) | $whole | $set_ms ms | $((b - a)) ms | $bytes B ($size B) |"
