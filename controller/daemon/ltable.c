@@ -547,9 +547,17 @@ typedef struct {
     int oom;
 } replay_t;
 
+/* Events a replay holds at most: more (a whole table written meanwhile,
+ * or a burst of changes) and the table is read whole instead. */
+#define REPLAY_MAX 65536
+
 static int on_event(void *arg, const etcd_kv_t *kv, int deleted)
 {
     replay_t *r = arg;
+    if (r->n == REPLAY_MAX) {
+        r->whole = 1;
+        return 1;
+    }
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 64;
         etcd_kv_t *ev = realloc(r->ev, cap * sizeof *ev);
@@ -589,7 +597,8 @@ static void follow_changes(leader_t *ld, const etcd_kv_t *hk)
         rc = -ENOMEM;
     json_t *head = NULL;
     size_t hl = ld->head ? strlen(ld->key_head) : 0;
-    /* a whole write meanwhile (a claim), or the head deleted: read whole */
+    /* a whole write meanwhile (a claim), the head deleted, or too many
+     * changes to hold: read whole */
     for (size_t i = 0; rc == 0 && i < r.n && !r.whole; i++) {
         if (r.ev[i].mod_rev > hk->mod_rev || strcmp(r.ev[i].key, ld->key_head) != 0)
             continue;
