@@ -386,7 +386,7 @@ static int renew(leader_t *ld, double now)
         ld->lease = 0;
         /* etcd may have lost its data: its revisions start again, and the
          * ones we applied may now name another table (or none): the head's
-         * version tells (follow_table()) */
+         * version tells (ltable_follow()) */
     }
     int64_t id = 0, granted = 0;
     rc = ld->st.grant(ld->st.s, (int64_t)(ld->cfg.ttl_s + 0.5), &id, &granted);
