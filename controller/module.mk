@@ -8,8 +8,9 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
-                      controller/daemon/leader.c controller/daemon/auth.c controller/daemon/authkeys.c \
-                      controller/daemon/metrics.c controller/daemon/history.c controller/daemon/stopguard.c
+                      controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
+                      controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
+                      controller/daemon/stopguard.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -21,6 +22,7 @@ bqos-ctrl-bench_SRCS = controller/bench/ctrl_bench.c
 bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 BENCHES += controller/bench/bench-bigtable.sh
+BENCHES += controller/bench/bench-etcdkeys.sh
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
@@ -35,10 +37,12 @@ test_ctrl_SRCS = tests/test_ctrl.c
 test_ctrl_LIBS = controller pshift proto common
 test_clock_SRCS = tests/test_clock.c controller/daemon/clock.c
 test_clock_LIBS = proto common
-test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/daemon/etcd.c
+test_leader_SRCS = tests/test_leader.c controller/daemon/leader.c controller/daemon/ltable.c \
+                   controller/daemon/etcd.c
 test_leader_LIBS = common
 test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
-                     controller/daemon/leader.c controller/daemon/etcd.c controller/daemon/clock.c \
+                     controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/etcd.c \
+                     controller/daemon/clock.c \
                      controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
@@ -68,6 +72,7 @@ ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
+ITESTS += tests/it/it_etcd_keys.sh
 
 # shadow mode: a paired run, the same limit enforced and in shadow (issue 28)
 ITESTS += tests/it/it_shadow.sh

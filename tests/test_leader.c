@@ -13,8 +13,18 @@
 
 /* ---- an in-memory etcd: keys with revisions, leases expiring by fake time */
 
-#define NKEYS 8
+#define NKEYS 512
 #define NLEASES 16
+#define NEVENTS 256
+
+/* One change, as etcd's watch replays it. */
+typedef struct {
+    char key[64];
+    char value[256];
+    size_t len;
+    int64_t create_rev, mod_rev;
+    int del;
+} fevent_t;
 
 typedef struct {
     char key[64];
@@ -32,7 +42,31 @@ typedef struct {
     int down;          /* every call fails with -EIO */
     int beat_before_delete; /* the next delete_if finds the key written meanwhile */
     double slow;       /* seconds every call takes (fake time moves on) */
+    fevent_t ev[NEVENTS]; /* the history since `compacted` */
+    int nev;
+    int64_t compacted;
+    int watches, ranges; /* calls, for the tests */
 } fstore_t;
+
+/* Notes a change of key k (after it, or as it is deleted). */
+static void f_event(fstore_t *f, const char *key, const char *value, size_t len, int64_t create,
+                    int64_t mod, int del)
+{
+    if (f->nev == NEVENTS) { /* the history is compacted */
+        f->nev = 0;
+        f->compacted = f->rev;
+    }
+    fevent_t *e = &f->ev[f->nev++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->key, sizeof e->key, "%s", key);
+    ck_assert_uint_lt(del ? 0 : len, sizeof e->value);
+    if (!del)
+        memcpy(e->value, value, len);
+    e->len = del ? 0 : len;
+    e->create_rev = create;
+    e->mod_rev = mod;
+    e->del = del;
+}
 
 /* Every call's start: it takes f->slow; nonzero if etcd is down. */
 static int f_call(fstore_t *f)
@@ -49,9 +83,10 @@ static void f_expire(fstore_t *f)
         f->leases[i].alive = 0;
         for (int k = 0; k < NKEYS; k++)
             if (f->keys[k].key[0] && f->keys[k].lease == f->leases[i].id) {
+                f->rev++;
+                f_event(f, f->keys[k].key, NULL, 0, 0, f->rev, 1);
                 free(f->keys[k].value);
                 memset(&f->keys[k], 0, sizeof f->keys[k]);
-                f->rev++;
             }
     }
 }
@@ -123,7 +158,7 @@ static void f_read(fstore_t *f, const char *key, etcd_kv_t *kv, int keys_only)
 }
 
 static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
-                  int keys_only2)
+                  int keys_only2, int64_t *hdr)
 {
     fstore_t *f = s;
     memset(v1, 0, sizeof *v1);
@@ -133,7 +168,139 @@ static int f_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_k
     f_expire(f);
     f_read(f, k1, v1, 0);
     f_read(f, k2, v2, keys_only2);
+    if (hdr)
+        *hdr = f->rev;
     return 0;
+}
+
+/* Writes key = value (a new key if absent) at revision f->rev. */
+static void f_write(fstore_t *f, const char *key, const char *value, size_t len, int64_t lease)
+{
+    fkey_t *k = f_find(f, key);
+    if (!k) {
+        for (int j = 0; j < NKEYS && !k; j++)
+            if (!f->keys[j].key[0])
+                k = &f->keys[j];
+        ck_assert_ptr_nonnull(k);
+        ck_assert_uint_lt(strlen(key), sizeof k->key);
+        strcpy(k->key, key);
+        k->create_rev = f->rev;
+    }
+    free(k->value);
+    k->value = malloc(len + 1);
+    memcpy(k->value, value, len);
+    k->value[len] = '\0';
+    k->len = len;
+    k->lease = lease;
+    k->mod_rev = f->rev;
+    f_event(f, key, value, len, k->create_rev, k->mod_rev, 0);
+}
+
+/* Deletes key (if there) at revision f->rev. */
+static void f_del(fstore_t *f, const char *key)
+{
+    fkey_t *k = f_find(f, key);
+    if (!k)
+        return;
+    f_event(f, key, NULL, 0, k->create_rev, f->rev, 1);
+    free(k->value);
+    memset(k, 0, sizeof *k);
+}
+
+/* Nonzero if every compare holds. */
+static int f_cmp_ok(fstore_t *f, const etcd_cmp_t *cmp, size_t ncmp)
+{
+    for (size_t i = 0; i < ncmp; i++) {
+        fkey_t *k = f_find(f, cmp[i].key);
+        int64_t have = !k ? 0 : cmp[i].mod ? k->mod_rev : k->create_rev;
+        if (have != cmp[i].rev)
+            return 0;
+    }
+    return 1;
+}
+
+static int f_txn(void *s, const etcd_cmp_t *cmp, size_t ncmp, const etcd_op_t *ops, size_t nops,
+                 int64_t *rev)
+{
+    fstore_t *f = s;
+    if (f_call(f))
+        return -EIO;
+    f_expire(f);
+    ck_assert_uint_le(nops, LEADER_TXN_OPS); /* etcd's --max-txn-ops */
+    if (!f_cmp_ok(f, cmp, ncmp))
+        return 0;
+    f->rev++; /* one revision for the whole transaction, as etcd */
+    for (size_t i = 0; i < nops; i++) {
+        if (ops[i].del)
+            f_del(f, ops[i].key);
+        else
+            f_write(f, ops[i].key, ops[i].value, ops[i].len, ops[i].lease);
+    }
+    *rev = f->rev;
+    return 1;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp((*(fkey_t *const *)a)->key, (*(fkey_t *const *)b)->key);
+}
+
+static int f_range(void *s, const char *key, const char *end, int64_t rev, size_t limit,
+                   int keys_only, etcd_kv_t **kvs, size_t *n, int *more, int64_t *hdr)
+{
+    fstore_t *f = s;
+    (void)rev; /* one version of each key here */
+    *kvs = NULL;
+    *n = 0;
+    *more = 0;
+    if (f_call(f))
+        return -EIO;
+    f_expire(f);
+    f->ranges++;
+    fkey_t *in[NKEYS];
+    size_t m = 0;
+    for (int k = 0; k < NKEYS; k++)
+        if (f->keys[k].key[0] && (end ? strcmp(f->keys[k].key, key) >= 0 &&
+                                            strcmp(f->keys[k].key, end) < 0
+                                      : strcmp(f->keys[k].key, key) == 0))
+            in[m++] = &f->keys[k];
+    qsort(in, m, sizeof in[0], key_cmp);
+    size_t cnt = m < limit ? m : limit;
+    *more = m > limit;
+    *kvs = calloc(cnt + 1, sizeof **kvs);
+    for (size_t i = 0; i < cnt; i++) {
+        f_read(f, in[i]->key, &(*kvs)[i], keys_only);
+        (*kvs)[i].key = strdup(in[i]->key);
+    }
+    *n = cnt;
+    *hdr = f->rev;
+    return 0;
+}
+
+static int f_watch(void *s, const char *key, const char *end, int64_t start, int64_t until,
+                   etcd_event_fn fn, void *arg)
+{
+    fstore_t *f = s;
+    if (f_call(f))
+        return -EIO;
+    f->watches++;
+    if (start <= f->compacted)
+        return -ESTALE;
+    int64_t done = 0;
+    for (int i = 0; i < f->nev; i++) {
+        fevent_t *e = &f->ev[i];
+        if (e->mod_rev < start || strcmp(e->key, key) < 0 || strcmp(e->key, end) >= 0)
+            continue;
+        if (done && e->mod_rev != done)
+            break; /* the answer that held `until` is over */
+        etcd_kv_t kv = {.found = 1, .key = e->key, .value = e->del ? NULL : e->value,
+                        .len = e->len, .create_rev = e->create_rev, .mod_rev = e->mod_rev};
+        if (fn(arg, &kv, e->del))
+            return 0;
+        if (e->mod_rev >= until)
+            done = e->mod_rev;
+    }
+    return done ? 0 : -ETIMEDOUT;
 }
 
 static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
@@ -150,27 +317,10 @@ static int f_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
         if (!alive)
             return -EIO;
     }
-    for (size_t i = 0; i < ncmp; i++) {
-        fkey_t *k = f_find(f, cmp[i].key);
-        int64_t have = !k ? 0 : cmp[i].mod ? k->mod_rev : k->create_rev;
-        if (have != cmp[i].rev)
-            return 0;
-    }
-    fkey_t *k = f_find(f, key);
-    if (!k) {
-        for (int j = 0; j < NKEYS && !k; j++)
-            if (!f->keys[j].key[0])
-                k = &f->keys[j];
-        ck_assert_ptr_nonnull(k);
-        strcpy(k->key, key);
-        k->create_rev = f->rev + 1;
-    }
-    free(k->value);
-    k->value = malloc(len + 1);
-    memcpy(k->value, value, len);
-    k->len = len;
-    k->lease = lease;
-    k->mod_rev = ++f->rev;
+    if (!f_cmp_ok(f, cmp, ncmp))
+        return 0;
+    f->rev++;
+    f_write(f, key, value, len, lease);
     *rev = f->rev;
     return 1;
 }
@@ -184,18 +334,14 @@ static int f_delete_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *
     fkey_t *k = f_find(f, key);
     if (k && f->beat_before_delete) { /* the leader's heartbeat lands first */
         f->beat_before_delete = 0;
-        k->mod_rev = ++f->rev;
-    }
-    for (size_t i = 0; i < ncmp; i++) {
-        fkey_t *x = f_find(f, cmp[i].key);
-        int64_t have = !x ? 0 : cmp[i].mod ? x->mod_rev : x->create_rev;
-        if (have != cmp[i].rev)
-            return 0;
-    }
-    if (k) {
-        free(k->value);
-        memset(k, 0, sizeof *k);
         f->rev++;
+        f_write(f, key, k->value, k->len, k->lease);
+    }
+    if (!f_cmp_ok(f, cmp, ncmp))
+        return 0;
+    if (k) {
+        f->rev++;
+        f_del(f, key);
     }
     return 1;
 }
@@ -217,8 +363,12 @@ typedef struct {
     leader_t ld;
     uint64_t role_epoch;
     int roles;
-    char applied[256];
+    char applied[32768];
     int64_t applied_rev;
+    int applies, changes; /* hooks.apply, hooks.change calls */
+    int boot_applied;     /* what is applied becomes what bootstrap offers */
+    char changed[64];    /* the last change's bucket name */
+    char changed_json[256]; /* and its object ("" removed) */
     const char *boot;
     long version; /* the newest table's "table_version" applied (as admin.c) */
 } ctl_t;
@@ -241,6 +391,25 @@ static int h_apply(void *arg, const char *text, size_t len, int64_t rev)
     memcpy(c->applied, text, len);
     c->applied[len] = '\0';
     c->applied_rev = rev;
+    c->applies++;
+    if (c->boot_applied) /* admin.c's bootstrap offers the table in force */
+        c->boot = c->applied;
+    return 0;
+}
+
+static int h_change(void *arg, const char *name, const char *json, size_t len, uint64_t version,
+                    int64_t rev)
+{
+    ctl_t *c = arg;
+    (void)rev;
+    if ((long)version < c->version)
+        return -ESTALE;
+    c->version = (long)version;
+    c->ld.table_version = version;
+    c->changes++;
+    snprintf(c->changed, sizeof c->changed, "%s", name);
+    snprintf(c->changed_json, sizeof c->changed_json, "%.*s", json ? (int)len : 0,
+             json ? json : "");
     return 0;
 }
 
@@ -264,6 +433,7 @@ static leader_store_t f_store(fstore_t *f)
 {
     return (leader_store_t){.grant = f_grant, .keepalive = f_keepalive, .revoke = f_revoke,
                             .get2 = f_get2, .put_if = f_put_if, .delete_if = f_delete_if,
+                            .txn = f_txn, .range = f_range, .watch = f_watch,
                             .clock = f_clock, .s = f};
 }
 
@@ -274,7 +444,8 @@ static void ctl_init_hb(ctl_t *c, fstore_t *f, const char *id, double poll, doub
     leader_config_t lc = {.cluster = "t", .id = id, .admin = "tcp://x", .listen = "tcp://y",
                           .ttl_s = 1, .margin_s = 0.25, .poll_s = poll, .stale_s = stale};
     leader_store_t st = f_store(f);
-    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot, .arg = c};
+    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                        .change = h_change, .arg = c};
     ck_assert_int_eq(leader_init(&c->ld, &lc, &st, &h), 0);
 }
 
@@ -437,14 +608,21 @@ START_TEST(test_leader_table)
     /* a write from an older revision loses */
     w.a.ld.buckets_rev--;
     ck_assert_int_eq(leader_write_buckets(&w.a.ld, "{}", 2, 0.15), -EAGAIN);
-    /* a table over what etcd takes as one value is refused, not sent (issue
-     * 26 case 5: etcd's 429 at every poll cost the lease) */
+    /* a bucket over what etcd takes as one value is refused, not sent
+     * (issue 26 case 5: etcd's 429 at every poll cost the lease) */
     w.a.ld.buckets_rev++;
-    char *big = malloc(LEADER_TABLE_MAX + 2);
-    memset(big, ' ', LEADER_TABLE_MAX + 1);
-    big[LEADER_TABLE_MAX + 1] = '\0';
-    ck_assert_int_eq(leader_write_buckets(&w.a.ld, big, LEADER_TABLE_MAX + 1, 0.15), -E2BIG);
+    char *big = malloc(LEADER_TABLE_MAX + 64);
+    int n = snprintf(big, 64, "{\"buckets\":[{\"name\":\"z\",\"x\":\"");
+    memset(big + n, 'x', LEADER_TABLE_MAX);
+    strcpy(big + n + LEADER_TABLE_MAX, "\"}]}");
+    int64_t rev = w.f.rev;
+    ck_assert_int_eq(leader_write_buckets(&w.a.ld, big, strlen(big), 0.15), -E2BIG);
+    ck_assert_int_eq(leader_put_bucket(&w.a.ld, "z", big + 12, strlen(big) - 14, 9, 0.15), -E2BIG);
+    ck_assert_int_eq(w.f.rev, rev); /* nothing sent */
     free(big);
+    /* not a bucket file: refused */
+    ck_assert_int_eq(leader_write_buckets(&w.a.ld, "[1]", 3, 0.15), -EINVAL);
+    ck_assert_int_eq(leader_put_bucket(&w.a.ld, "z", "{\"a\":1}],[{", 11, 9, 0.15), -EINVAL);
     ck_assert_int_eq(leader_leads(&w.a.ld, 0.15), 1);
     two_end(&w);
 }
@@ -621,7 +799,8 @@ static void ctl_init_gray(ctl_t *c, fstore_t *f, const char *id)
                           .ttl_s = 1, .margin_s = 0.25, .poll_s = HB_POLL, .stale_s = HB_STALE,
                           .slow_s = GR_SLOW, .hold_s = GR_HOLD};
     leader_store_t st = f_store(f);
-    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot, .arg = c};
+    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                        .change = h_change, .arg = c};
     ck_assert_int_eq(leader_init(&c->ld, &lc, &st, &h), 0);
 }
 
@@ -741,6 +920,8 @@ static void f_wipe(fstore_t *f)
     memset(f->leases, 0, sizeof f->leases);
     f->nleases = 0;
     f->rev = 1;
+    f->nev = 0;
+    f->compacted = 0;
 }
 
 /* Both poll every 0.1 s from `from` to `to` (a only if a_alive, b only
@@ -801,13 +982,33 @@ START_TEST(test_leader_wipe_floor)
 }
 END_TEST
 
-/* The table key's value in f ("" if none). */
+/* The table in f as a bucket file's text, put together as a reader does
+ * (the head's members, then "buckets" in key order); "" if there is no
+ * head, "incomplete" under an incomplete head. */
 static const char *f_table(fstore_t *f)
 {
-    static char buf[256];
-    fkey_t *k = f_find(f, "/bqos/t/buckets");
-    ck_assert(!k || k->len < sizeof buf);
-    snprintf(buf, sizeof buf, "%.*s", k ? (int)k->len : 0, k ? k->value : "");
+    static char buf[1024];
+    etcd_kv_t *kvs;
+    size_t n;
+    int more;
+    int64_t hdr;
+    ck_assert_int_eq(f_range(f, "/bqos/t/b/", "/bqos/t/b0", 0, 100, 0, &kvs, &n, &more, &hdr), 0);
+    buf[0] = '\0';
+    if (n && strcmp(kvs[0].key, "/bqos/t/b/") == 0) {
+        etcd_kv_t *h = &kvs[0];
+        if (strstr(h->value, "\"complete\":false")) {
+            snprintf(buf, sizeof buf, "incomplete");
+        } else {
+            size_t o = (size_t)snprintf(buf, sizeof buf, "%.*s%s\"buckets\":[", (int)h->len - 1,
+                                        h->value, h->len > 2 ? "," : "");
+            for (size_t i = 1; i < n; i++)
+                o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i > 1 ? "," : "",
+                                      kvs[i].value);
+            snprintf(buf + o, sizeof buf - o, "]}");
+        }
+    }
+    etcd_kvs_free(kvs, n);
+    f->ranges--; /* not the controllers' */
     return buf;
 }
 
@@ -848,11 +1049,13 @@ START_TEST(test_leader_wipe_restores_acked_table)
     ck_assert(w.a.ld.leading);
     ck_assert_str_eq(f_table(&w.f), TV1);
     ck_assert_uint_eq(w.a.ld.restores, 1); /* said at warn */
-    fkey_t *k = f_find(&w.f, "/bqos/t/buckets");
+    fkey_t *k = f_find(&w.f, "/bqos/t/b/");
     ck_assert_int_ne(b_rev, 0);
-    /* the new etcd may well count to the revision b applied TV0 at (here
-     * the floor's raise took one more): b must read the table anyway */
+    /* the new etcd may well count to the revisions b applied TV0 at (here
+     * the floor's raise took one more): b must read the table anyway (its
+     * version tells) */
     w.b.ld.buckets_rev = k->mod_rev;
+    w.b.ld.head_create = k->create_rev;
     run_two(&w, 1.5, 3.0, 1, 1); /* b back */
     ck_assert_str_eq(w.b.applied, TV1);
     ck_assert_str_eq(f_table(&w.f), TV1);
@@ -1002,6 +1205,174 @@ START_TEST(test_leader_deposed_cannot_raise)
 }
 END_TEST
 
+
+/* ---- one key per bucket (issue 26 case 5) ------------------------------- */
+
+/* A table of `n` buckets "bNNN" (reservation i) at version `v`: a new
+ * string. */
+static char *many(int n, int v)
+{
+    size_t cap = (size_t)n * 48 + 64, o = 0;
+    char *t = malloc(cap);
+    o += (size_t)snprintf(t, cap, "{\"table_version\":%d,\"buckets\":[", v);
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(t + o, cap - o, "%s{\"name\":\"b%03d\",\"reservation\":%d}",
+                              i ? "," : "", i, i);
+    snprintf(t + o, cap - o, "]}");
+    return t;
+}
+
+/* A change is one transaction of its key and the head; the standby
+ * replays it by a watch and applies it bucket by bucket (hooks.change),
+ * without reading the table whole again; a removal too. */
+START_TEST(test_leader_keys_change_followed)
+{
+    two_t w;
+    two_start(&w, 0.01, TV0, TV0);
+    poll_at(&w.b, &w.f, 0.1);
+    ck_assert_int_eq(w.b.applies, 1); /* the first read is whole */
+    int ranges = w.f.ranges;
+    int64_t rev = w.f.rev;
+    const char *r = "{\"name\":\"r\",\"reservation\":5}";
+    ck_assert_int_eq(leader_put_bucket(&w.b.ld, "r", r, strlen(r), 1, 0.1), -EPERM);
+    ck_assert_int_eq(leader_put_bucket(&w.a.ld, "r", r, strlen(r), 1, 0.1), 0);
+    ck_assert_int_eq(w.f.rev, rev + 1); /* one transaction */
+    ck_assert_str_eq(f_table(&w.f), "{\"table_version\":1,\"buckets\":[{\"name\":\"r\",\"reservation\":5}]}");
+    poll_at(&w.b, &w.f, 0.2);
+    ck_assert_int_eq(w.b.changes, 1);
+    ck_assert_str_eq(w.b.changed, "r");
+    ck_assert_str_eq(w.b.changed_json, r);
+    ck_assert_int_eq(w.b.version, 1);
+    ck_assert_int_eq(w.b.applies, 1); /* no whole read */
+    ck_assert_int_eq(w.f.ranges, ranges);
+    /* two changes between two polls: both replayed, in order */
+    const char *q = "{\"name\":\"q\",\"reservation\":1}";
+    ck_assert_int_eq(leader_put_bucket(&w.a.ld, "q", q, strlen(q), 2, 0.2), 0);
+    ck_assert_int_eq(leader_remove_bucket(&w.a.ld, "r", 3, 0.2), 0);
+    poll_at(&w.b, &w.f, 0.31);
+    ck_assert_int_eq(w.b.changes, 3);
+    ck_assert_str_eq(w.b.changed, "r");
+    ck_assert_str_eq(w.b.changed_json, ""); /* removed */
+    ck_assert_int_eq(w.b.version, 3);
+    ck_assert_int_eq(w.b.applies, 1);
+    ck_assert_str_eq(f_table(&w.f), "{\"table_version\":3,\"buckets\":[{\"name\":\"q\",\"reservation\":1}]}");
+    /* a write on a head we did not apply loses (no lost update) */
+    w.a.ld.buckets_rev--;
+    ck_assert_int_eq(leader_put_bucket(&w.a.ld, "q", q, strlen(q), 4, 0.3), -EAGAIN);
+    two_end(&w);
+}
+END_TEST
+
+/* A whole table over etcd's operations per transaction is written in
+ * several, the head last; a reader under an incomplete head applies
+ * nothing (never half a table), and reads it whole once complete. */
+START_TEST(test_leader_keys_whole_in_chunks)
+{
+    two_t w;
+    two_start(&w, 0.01, TV0, TV0);
+    poll_at(&w.b, &w.f, 0.1);
+    char *t = many(300, 1);
+    int64_t rev = w.f.rev;
+    ck_assert_int_eq(leader_write_buckets(&w.a.ld, t, strlen(t), 0.1), 0);
+    ck_assert_int_ge(w.f.rev - rev, 1 + 3 + 1); /* claim, 300 / 127 chunks, head */
+    poll_at(&w.b, &w.f, 0.2);
+    ck_assert_str_eq(w.b.applied, t); /* read whole: a whole write in its history */
+    /* a claim in progress (the head incomplete, some buckets written) */
+    int applies = w.b.applies;
+    w.f.rev++;
+    f_write(&w.f, "/bqos/t/b/", "{\"table_version\":2,\"complete\":false}", 36, 0);
+    w.f.rev++;
+    f_write(&w.f, "/bqos/t/b/b000", "{\"name\":\"b000\",\"reservation\":77}", 32, 0);
+    w.a.boot = t; /* a runs t: version 1 is not newer than the claim */
+    w.a.version = 1;
+    w.a.ld.table_version = 1;
+    poll_at(&w.b, &w.f, 0.31);
+    poll_at(&w.a, &w.f, 0.31);
+    ck_assert_int_eq(w.b.ld.polls, 3); /* it did poll */
+    ck_assert_int_eq(w.b.applies, applies);
+    ck_assert_int_eq(w.b.changes, 0);
+    ck_assert_str_eq(f_table(&w.f), "incomplete");
+    /* it completes: read whole */
+    w.f.rev++;
+    f_write(&w.f, "/bqos/t/b/", "{\"table_version\":2}", 19, 0);
+    poll_at(&w.b, &w.f, 0.42);
+    ck_assert_int_eq(w.b.applies, applies + 1);
+    ck_assert_int_eq(w.b.version, 2);
+    ck_assert_ptr_nonnull(strstr(w.b.applied, "{\"name\":\"b000\",\"reservation\":77}"));
+    free(t);
+    two_end(&w);
+}
+END_TEST
+
+/* A claim that does not move for a lease (its writer died) is taken over
+ * by a controller that holds a table; one of an older version at once. */
+START_TEST(test_leader_keys_stuck_claim_taken_over)
+{
+    two_t w;
+    two_start(&w, 0.01, TV1, TV1);
+    w.a.version = w.b.version = 1;
+    w.a.ld.table_version = w.b.ld.table_version = 1;
+    poll_at(&w.b, &w.f, 0.1);
+    w.f.rev++;
+    f_write(&w.f, "/bqos/t/b/", "{\"table_version\":1,\"complete\":false}", 36, 0);
+    poll_at(&w.a, &w.f, 0.2);
+    poll_at(&w.b, &w.f, 0.2);
+    ck_assert_str_eq(f_table(&w.f), "incomplete"); /* in progress, for now */
+    run_two(&w, 0.3, 1.6, 1, 1);
+    ck_assert_str_eq(f_table(&w.f), TV1); /* stuck for a lease: restored */
+    /* an older claim: at once */
+    w.f.rev++;
+    f_write(&w.f, "/bqos/t/b/", "{\"complete\":false}", 18, 0);
+    poll_at(&w.a, &w.f, 1.7);
+    ck_assert_str_eq(f_table(&w.f), TV1);
+    two_end(&w);
+}
+END_TEST
+
+/* An etcd holding the old single table key: every controller applies it,
+ * the leader rewrites it as keys and deletes it; nothing is lost. */
+START_TEST(test_leader_keys_migration)
+{
+    two_t w;
+    memset(&w.f, 0, sizeof w.f);
+    w.f.rev = 1;
+    w.f.rev++;
+    f_write(&w.f, "/bqos/t/buckets", TV2, strlen(TV2), 0);
+    ctl_init(&w.a, &w.f, "a");
+    ctl_init(&w.b, &w.f, "b");
+    w.a.boot = w.b.boot = TV0;
+    w.a.boot_applied = w.b.boot_applied = 1;
+    poll_at(&w.a, &w.f, 0);
+    ck_assert(w.a.ld.leading);
+    ck_assert_str_eq(w.a.applied, TV2);
+    ck_assert_ptr_null(f_find(&w.f, "/bqos/t/buckets"));
+    ck_assert_str_eq(f_table(&w.f), TV2);
+    poll_at(&w.b, &w.f, 0.15);
+    ck_assert_str_eq(w.b.applied, TV2);
+    two_end(&w);
+}
+END_TEST
+
+/* A standby away for longer than the history etcd keeps (compacted) reads
+ * the table whole instead of replaying it. */
+START_TEST(test_leader_keys_compacted_history)
+{
+    two_t w;
+    two_start(&w, 0.01, TV0, TV0);
+    poll_at(&w.b, &w.f, 0.1);
+    int applies = w.b.applies;
+    const char *r = "{\"name\":\"r\",\"reservation\":5}";
+    for (int v = 1; v <= NEVENTS; v++)
+        ck_assert_int_eq(leader_put_bucket(&w.a.ld, "r", r, strlen(r), (uint64_t)v, 0.1), 0);
+    ck_assert_int_gt(w.f.compacted, 0);
+    poll_at(&w.b, &w.f, 0.2);
+    ck_assert_int_eq(w.b.applies, applies + 1);
+    ck_assert_int_eq(w.b.changes, 0);
+    ck_assert_int_eq(w.b.version, NEVENTS);
+    two_end(&w);
+}
+END_TEST
+
 START_TEST(test_leader_bad_config)
 {
     fstore_t f = {0};
@@ -1019,7 +1390,8 @@ START_TEST(test_leader_bad_config)
     lc.stale_s = 0.25;
     ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), 0);
     ck_assert_str_eq(ld.key_leader, "/bqos/c/leader");
-    ck_assert_str_eq(ld.key_buckets, "/bqos/c/buckets");
+    ck_assert_str_eq(ld.key_head, "/bqos/c/b/");
+    ck_assert_str_eq(ld.key_legacy, "/bqos/c/buckets");
     leader_clear(&ld);
 }
 END_TEST
@@ -1081,6 +1453,11 @@ int main(void)
                                   test_leader_deposed_cannot_raise, test_leader_restored_backup,
                                   test_leader_wipe_restores_acked_table,
                                   test_leader_newer_table_restored_over_older,
+                                  test_leader_keys_change_followed,
+                                  test_leader_keys_whole_in_chunks,
+                                  test_leader_keys_stuck_claim_taken_over,
+                                  test_leader_keys_migration,
+                                  test_leader_keys_compacted_history,
                                   test_leader_bad_config, test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

@@ -126,12 +126,55 @@ static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size
     if (rc == -EAGAIN)
         snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
     else if (rc == -E2BIG)
-        snprintf(msg, size, "the bucket table would be %zu bytes, over the %u etcd takes as one "
-                 "value: refused (docs/decisions.md, \"Big bucket tables\")", len, LEADER_TABLE_MAX);
+        snprintf(msg, size, "a bucket of the table is over the %u bytes etcd takes as one "
+                 "value: refused", LEADER_TABLE_MAX);
     else
         snprintf(msg, size, "cannot write the bucket table to etcd: %s", strerror(-rc));
     log_warn("%s", msg);
     return "io";
+}
+
+/* With etcd: the leader writes the one change `bf` (borrowed; its version
+ * set to the next) holds over the table in force, bucket `name` set or
+ * removed, as one transaction (leader_put_bucket(), leader_remove_bucket()),
+ * before it applies it.  Returns NULL, or the error code with `msg` filled. */
+static const char *publish_bucket(admin_t *ad, bucketfile_t *bf, const char *name, char *msg,
+                                  size_t size)
+{
+    uint64_t v = next_version(ad);
+    bucketfile_set_version(bf, v);
+    int i = bucketfile_find(bf, name), rc = -ENOMEM;
+    char *json = NULL;
+    if (i >= 0) { /* the element as the bucket file writes it */
+        bucketfile_t *one = bucketfile_new();
+        jsonloc_err_t err;
+        char *t = one && bucketfile_set(one, bucketfile_get(bf, (size_t)i), &err) == 0
+                      ? bucketfile_dumps(one) : NULL;
+        json_t *d = t ? json_loads(t, 0, NULL) : NULL;
+        json = d ? json_dumps(json_array_get(json_object_get(d, "buckets"), 0), JSON_COMPACT)
+                 : NULL;
+        json_decref(d);
+        free(t);
+        bucketfile_destroy(&one);
+        if (json)
+            rc = leader_put_bucket(ad->ld, name, json, strlen(json), v, mono_now());
+    } else {
+        rc = leader_remove_bucket(ad->ld, name, v, mono_now());
+    }
+    free(json);
+    if (rc == 0)
+        return NULL;
+    if (rc == -EPERM) {
+        snprintf(msg, size, "not the leader (the leader is %s)",
+                 ad->ld->leader_id[0] ? ad->ld->leader_id : "unknown");
+        return "not_leader";
+    }
+    if (rc == -EAGAIN)
+        snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
+    else
+        snprintf(msg, size, "cannot write the bucket to etcd: %s", strerror(-rc));
+    log_warn("%s", msg);
+    return rc == -ENOMEM ? "internal" : "io";
 }
 
 /* Exports `bf` to the bucket file (the backup, with etcd) if the file's
@@ -187,6 +230,55 @@ int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
         return rc;
     }
     log_info("bucket table from etcd (revision %lld): %zu buckets", (long long)rev, n);
+    return 0;
+}
+
+int admin_apply_bucket(admin_t *ad, const char *name, const char *json, size_t len,
+                       uint64_t version, int64_t rev)
+{
+    if (version < bucketfile_version(ad->bf)) {
+        log_warn("bucket %s in etcd (revision %lld) is of table version %llu, older than ours "
+                 "(%llu): not applied", name, (long long)rev, (unsigned long long)version,
+                 (unsigned long long)bucketfile_version(ad->bf));
+        return -ESTALE;
+    }
+    bucketfile_t *bf = ad->bf ? bucketfile_dup(ad->bf) : bucketfile_new(), *one = NULL;
+    jsonloc_err_t err;
+    char src[64], *text = json ? malloc(len + 32) : NULL;
+    int rc = bf && (!json || text) ? 0 : -ENOMEM;
+    snprintf(src, sizeof src, "etcd@%lld", (long long)rev);
+    if (rc == 0 && json) { /* one element, checked as the file's are */
+        int n = snprintf(text, len + 32, "{\"buckets\":[%.*s]}", (int)len, json);
+        rc = bucketfile_parse(text, (size_t)n, src, &one, &err);
+        if (rc == 0 && (bucketfile_count(one) != 1 ||
+                        strcmp(bucketfile_get(one, 0)->name, name) != 0))
+            rc = -EINVAL;
+        if (rc == 0)
+            rc = bucketfile_set(bf, bucketfile_get(one, 0), &err);
+        if (rc < 0) {
+            char buf[600];
+            log_error("bucket %s in etcd refused: %s", name,
+                      rc == -EINVAL ? "not that bucket's object"
+                                    : bucketfile_strerror(&err, buf, sizeof buf));
+        }
+    } else if (rc == 0) {
+        bucketfile_remove(bf, name);
+    }
+    free(text);
+    bucketfile_destroy(&one);
+    if (rc < 0) {
+        bucketfile_destroy(&bf);
+        return rc;
+    }
+    bucketfile_set_version(bf, version);
+    export_file(ad, bf);
+    rc = apply(ad, bf);
+    if (rc < 0) {
+        log_error("cannot apply bucket %s of etcd: %s", name, strerror(-rc));
+        return rc;
+    }
+    log_info("bucket %s %s from etcd (revision %lld, table version %llu)", name,
+             json ? "set" : "removed", (long long)rev, (unsigned long long)version);
     return 0;
 }
 
@@ -881,8 +973,10 @@ static json_t *cmd_buckets(admin_t *ad, json_t *req)
 
 /* Validates, admits, persists, then applies `bf` (consumed).  A bucket
  * file changed by hand since it was last loaded or written is not
- * overwritten: the change is refused (file_changed) until a reload. */
-static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
+ * overwritten: the change is refused (file_changed) until a reload.
+ * `name`: the one bucket `bf` changes (set or removed), which etcd then
+ * takes as one key; NULL: the table is written whole. */
+static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const char *name)
 {
     char msg[768];
     int rc = bucketfile_check_unchanged(bf, ad->path, msg, sizeof msg);
@@ -898,7 +992,8 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok)
         return reply_error("admission", msg);
     }
     if (ad->ld) { /* etcd is the table; the file is its backup */
-        const char *code = publish(ad, bf, msg, sizeof msg);
+        const char *code = name ? publish_bucket(ad, bf, name, msg, sizeof msg)
+                                : publish(ad, bf, msg, sizeof msg);
         if (code) {
             bucketfile_destroy(&bf);
             json_decref(ok);
@@ -1041,7 +1136,7 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     }
     json_t *ok = reply_ok();
     json_object_set_new(ok, "created", json_boolean(old < 0));
-    json_t *r = commit_change(ad, bf, ok);
+    json_t *r = commit_change(ad, bf, ok, b.name);
     if (json_is_true(json_object_get(r, "ok")))
         log_info("bucket %s %s: reservation %lld limit %lld weight %u; bytes/s reservation "
                  "%lld limit %lld",
@@ -1066,7 +1161,7 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
         return reply_error("invalid", "the bucket is a parent: remove its children or set "
                                       "them another parent first");
     }
-    json_t *r = commit_change(ad, bf, reply_ok());
+    json_t *r = commit_change(ad, bf, reply_ok(), json_string_value(jn));
     if (json_is_true(json_object_get(r, "ok")))
         log_info("bucket %s removed", json_string_value(jn));
     return r;
@@ -1184,7 +1279,7 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
     json_t *ok = rules_reply(reply_ok(), rl, bf);
     if (idx >= 0)
         json_object_set_new(ok, "index", json_integer(idx));
-    json_t *r = commit_change(ad, bf, ok);
+    json_t *r = commit_change(ad, bf, ok, NULL); /* the rules live in the head: the table whole */
     if (json_is_true(json_object_get(r, "ok")))
         log_info("rules: %s %s (%zu rules)", op, name ? name : "", rules_count(bucketfile_rules(ad->bf)));
     return r;
@@ -1301,7 +1396,7 @@ static json_t *cmd_import(admin_t *ad, json_t *req)
         bucketfile_destroy(&bf);
         return ok;
     }
-    json_t *r = commit_change(ad, bf, ok);
+    json_t *r = commit_change(ad, bf, ok, NULL);
     if (json_is_true(json_object_get(r, "ok")))
         log_info("import: %zu buckets in force (%zu added, %zu removed, %zu changed)", n,
                  json_array_size(json_object_get(r, "added")),

@@ -74,4 +74,13 @@ const char *admin_reload(admin_t *ad, char *msg, size_t size);
  * leader_hooks_t.apply. */
 int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev);
 
+/* One change of etcd's table at revision `rev`: bucket `name` is now the
+ * bucket file element `json` (`len` bytes, borrowed), or removed (json
+ * NULL), and the table's version `version`.  Applied as admin_apply_text()
+ * applies a table (no admission; exported to the file).  Returns 0, -ESTALE
+ * (`version` older than ours: not applied), -EINVAL (not a bucket of that
+ * name) or -errno (logged; unchanged).  For leader_hooks_t.change. */
+int admin_apply_bucket(admin_t *ad, const char *name, const char *json, size_t len,
+                       uint64_t version, int64_t rev);
+
 #endif

@@ -1,4 +1,4 @@
-/* etcd.c - bqos-controller's etcd v3 client: JSON-gateway requests over libcurl with bounded time and size, base64 keys and values, failover between URLs. */
+/* etcd.c - bqos-controller's etcd v3 client: JSON-gateway requests over libcurl with bounded time and size, base64 keys and values, failover between URLs, a watch read until a revision. */
 #include "controller/daemon/etcd.h"
 
 #include <curl/curl.h>
@@ -22,7 +22,11 @@ struct etcd {
     size_t len, cap;
     int too_big;
     double seconds;
-    uint64_t requests;
+    uint64_t requests, bytes_sent;
+    /* etcd_watch(): the stream's lines go to watch_line() as they come */
+    int (*stream)(etcd_t *e, const char *line, size_t len);
+    void *stream_arg;
+    int stream_stop;             /* 1: done (aborted on purpose), <0: its error */
 };
 
 /* ---- base64 -------------------------------------------------------------- */
@@ -111,7 +115,21 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
     memcpy(e->buf + e->len, p, n);
     e->len += n;
     e->buf[e->len] = '\0';
-    return n;
+    if (!e->stream)
+        return n;
+    /* a stream: each answer is one line; consume the complete ones */
+    char *nl;
+    size_t off = 0;
+    while (!e->stream_stop && (nl = memchr(e->buf + off, '\n', e->len - off))) {
+        size_t l = (size_t)(nl - (e->buf + off));
+        if (l)
+            e->stream_stop = e->stream(e, e->buf + off, l);
+        off += l + 1;
+    }
+    memmove(e->buf, e->buf + off, e->len - off);
+    e->len -= off;
+    e->buf[e->len] = '\0';
+    return e->stream_stop ? 0 : n; /* 0: curl stops (CURLE_WRITE_ERROR) */
 }
 
 etcd_t *etcd_new(const char *urls, double timeout_s)
@@ -189,6 +207,11 @@ uint64_t etcd_requests(const etcd_t *e)
     return e->requests;
 }
 
+uint64_t etcd_bytes_sent(const etcd_t *e)
+{
+    return e->bytes_sent;
+}
+
 /* POSTs `body` (stolen: call frees it, also on failure) to `path`
  * ("/v3/...") on the current URL, then on the next ones while time is left.
  * On 0, *out is the parsed answer object (caller owns it). */
@@ -213,10 +236,18 @@ static int call(etcd_t *e, const char *path, json_t *body, json_t **out)
         curl_easy_setopt(e->curl, CURLOPT_URL, url);
         curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, text);
         e->requests++;
+        e->bytes_sent += strlen(text);
+        e->stream_stop = 0;
         CURLcode cc = curl_easy_perform(e->curl);
         long status = 0;
         curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
-        if (cc == CURLE_OK && status == 200 && e->buf) {
+        if (e->stream && e->stream_stop) { /* a watch ended on purpose, or failed */
+            rc = e->stream_stop < 0 ? e->stream_stop : 0;
+            break;
+        } else if (e->stream && status == 200) { /* its answers stopped coming */
+            rc = -ETIMEDOUT;
+            break;
+        } else if (cc == CURLE_OK && status == 200 && e->buf) {
             json_error_t jerr;
             json_t *r = json_loadb(e->buf, e->len, 0, &jerr);
             if (json_is_object(r)) {
@@ -320,8 +351,40 @@ int etcd_compact(etcd_t *e, int64_t rev)
 
 void etcd_kv_clear(etcd_kv_t *kv)
 {
+    free(kv->key);
     free(kv->value);
     memset(kv, 0, sizeof *kv);
+}
+
+void etcd_kvs_free(etcd_kv_t *kvs, size_t n)
+{
+    for (size_t i = 0; kvs && i < n; i++)
+        etcd_kv_clear(&kvs[i]);
+    free(kvs);
+}
+
+/* Fills *kv (zeroed) from the gateway's KeyValue `k`: its revisions, and
+ * its key and value (when present) decoded.  Returns 0, -EIO (bad base64)
+ * or -ENOMEM. */
+static int take_kv(json_t *k, etcd_kv_t *kv, int with_key)
+{
+    const char *v = json_string_value(json_object_get(k, "value"));
+    const char *key = json_string_value(json_object_get(k, "key"));
+    size_t klen;
+    int rc = 0;
+    if (v) /* absent: keys_only (or an empty value) */
+        rc = etcd_b64_decode(v, &kv->value, &kv->len);
+    if (rc == 0 && with_key)
+        rc = key ? etcd_b64_decode(key, &kv->key, &klen) : -EINVAL;
+    if (rc < 0) {
+        etcd_kv_clear(kv);
+        return rc == -EINVAL ? -EIO : rc;
+    }
+    kv->found = 1;
+    kv->create_rev = jint(k, "create_revision");
+    kv->mod_rev = jint(k, "mod_revision");
+    kv->lease = jint(k, "lease");
+    return 0;
 }
 
 /* Fills *kv from a response_range (absent kvs: not found). */
@@ -334,21 +397,11 @@ static int take_range(json_t *resp, etcd_kv_t *kv)
     json_t *k = json_array_get(kvs, 0);
     if (!k)
         return 0;
-    const char *v = json_string_value(json_object_get(k, "value"));
-    if (v) { /* absent: keys_only (or an empty value) */
-        int rc = etcd_b64_decode(v, &kv->value, &kv->len);
-        if (rc < 0)
-            return rc == -EINVAL ? -EIO : rc;
-    }
-    kv->found = 1;
-    kv->create_rev = jint(k, "create_revision");
-    kv->mod_rev = jint(k, "mod_revision");
-    kv->lease = jint(k, "lease");
-    return 0;
+    return take_kv(k, kv, 0);
 }
 
 int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
-              int keys_only2)
+              int keys_only2, int64_t *hdr)
 {
     memset(v1, 0, sizeof *v1);
     memset(v2, 0, sizeof *v2);
@@ -363,6 +416,125 @@ int etcd_get2(etcd_t *e, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_
     rc = take_range(json_array_get(resps, 0), v1);
     if (rc == 0)
         rc = take_range(json_array_get(resps, 1), v2);
+    if (hdr)
+        *hdr = jint(json_object_get(r, "header"), "revision");
+    json_decref(r);
+    return rc;
+}
+
+/* A gateway error that says a revision is compacted. */
+static int compacted(json_t *r)
+{
+    const char *m = json_string_value(json_object_get(r, "error"));
+    if (!m)
+        m = json_string_value(json_object_get(r, "message"));
+    return m && strstr(m, "compacted") != NULL;
+}
+
+int etcd_range(etcd_t *e, const char *key, const char *end, int64_t rev, size_t limit,
+               int keys_only, etcd_kv_t **kvs, size_t *n, int *more, int64_t *hdr)
+{
+    *kvs = NULL;
+    *n = 0;
+    *more = 0;
+    if (!limit)
+        return -EINVAL;
+    json_t *body = json_pack("{s:o, s:o, s:b}", "key", jb64(key, strlen(key)), "limit",
+                             jstr64((int64_t)limit), "keys_only", keys_only);
+    if (body && end)
+        json_object_set_new(body, "range_end", jb64(end, strlen(end)));
+    if (body && rev)
+        json_object_set_new(body, "revision", jstr64(rev));
+    json_t *r;
+    int rc = call(e, "/v3/kv/range", body, &r);
+    if (rc < 0)
+        return rc;
+    if (compacted(r)) {
+        json_decref(r);
+        return -ESTALE;
+    }
+    json_t *arr = json_object_get(r, "kvs");
+    size_t cnt = json_array_size(arr);
+    etcd_kv_t *out = cnt ? calloc(cnt, sizeof *out) : NULL;
+    if (cnt && !out)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < cnt; i++) {
+        rc = take_kv(json_array_get(arr, i), &out[i], 1);
+        if (rc == 0)
+            *n = i + 1;
+    }
+    *more = json_is_true(json_object_get(r, "more"));
+    *hdr = jint(json_object_get(r, "header"), "revision");
+    json_decref(r);
+    if (rc < 0) {
+        etcd_kvs_free(out, *n);
+        *n = 0;
+        return rc;
+    }
+    *kvs = out;
+    return 0;
+}
+
+/* etcd_watch()'s state, while its stream runs. */
+typedef struct {
+    int64_t until;
+    etcd_event_fn fn;
+    void *arg;
+} watch_t;
+
+/* One answer of the watch stream: {"result": WatchResponse} (or {"error"}).
+ * Returns 0 (go on), 1 (done) or a negative errno. */
+static int watch_line(etcd_t *e, const char *line, size_t len)
+{
+    watch_t *w = e->stream_arg;
+    json_t *r = json_loadb(line, len, 0, NULL);
+    json_t *res = json_object_get(r, "result");
+    int rc = 0;
+    if (!json_is_object(res)) {
+        rc = compacted(r) ? -ESTALE : -EIO;
+        log_warn("etcd %s/v3/watch: %.200s", e->urls[e->cur], line);
+    } else if (jint(res, "compact_revision") > 0) {
+        rc = -ESTALE;
+    } else if (json_is_true(json_object_get(res, "canceled"))) {
+        rc = -EIO;
+        log_warn("etcd %s/v3/watch: canceled: %.200s", e->urls[e->cur], line);
+    }
+    json_t *evs = json_object_get(res, "events");
+    int done = 0; /* an event at `until` came: this answer is the last */
+    for (size_t i = 0; rc == 0 && i < json_array_size(evs); i++) {
+        json_t *ev = json_array_get(evs, i);
+        etcd_kv_t kv = {0};
+        rc = take_kv(json_object_get(ev, "kv"), &kv, 1);
+        if (rc < 0)
+            break;
+        int del = json_is_string(json_object_get(ev, "type")) &&
+                  strcmp(json_string_value(json_object_get(ev, "type")), "DELETE") == 0;
+        if (w->fn(w->arg, &kv, del))
+            rc = 1;
+        if (kv.mod_rev >= w->until)
+            done = 1; /* the rest of this answer still goes through fn */
+        etcd_kv_clear(&kv);
+    }
+    json_decref(r);
+    return rc < 0 ? rc : rc || done;
+}
+
+int etcd_watch(etcd_t *e, const char *key, const char *end, int64_t start, int64_t until,
+               etcd_event_fn fn, void *arg)
+{
+    json_t *cr = json_pack("{s:o, s:o}", "key", jb64(key, strlen(key)), "start_revision",
+                           jstr64(start));
+    if (cr && end)
+        json_object_set_new(cr, "range_end", jb64(end, strlen(end)));
+    json_t *body = cr ? json_pack("{s:o}", "create_request", cr) : NULL;
+    watch_t w = {.until = until, .fn = fn, .arg = arg};
+    e->stream = watch_line;
+    e->stream_arg = &w;
+    json_t *r = NULL;
+    int rc = call(e, "/v3/watch", body, &r);
+    e->stream = NULL;
+    e->stream_arg = NULL;
+    e->len = 0;
     json_decref(r);
     return rc;
 }
@@ -382,6 +554,41 @@ static int txn_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *op,
                                               cmp[i].mod ? "mod_revision" : "create_revision",
                                               jstr64(cmp[i].rev)));
     json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", op, req);
+    json_t *r;
+    int rc = call(e, "/v3/kv/txn", body, &r);
+    if (rc < 0)
+        return rc;
+    if (json_is_true(json_object_get(r, "succeeded"))) {
+        *rev = jint(json_object_get(r, "header"), "revision");
+        rc = 1;
+    }
+    json_decref(r);
+    return rc;
+}
+
+int etcd_txn(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const etcd_op_t *ops, size_t nops,
+             int64_t *rev)
+{
+    if (!nops)
+        return -EINVAL;
+    json_t *cmps = json_array(), *succ = json_array();
+    for (size_t i = 0; cmps && i < ncmp; i++)
+        json_array_append_new(cmps, json_pack("{s:o, s:s, s:s, s:o}", "key",
+                                              jb64(cmp[i].key, strlen(cmp[i].key)), "target",
+                                              cmp[i].mod ? "MOD" : "CREATE", "result", "EQUAL",
+                                              cmp[i].mod ? "mod_revision" : "create_revision",
+                                              jstr64(cmp[i].rev)));
+    for (size_t i = 0; succ && i < nops; i++) {
+        const etcd_op_t *o = &ops[i];
+        json_t *req = o->del ? json_pack("{s:o}", "key", jb64(o->key, strlen(o->key)))
+                             : json_pack("{s:o, s:o}", "key", jb64(o->key, strlen(o->key)),
+                                         "value", jb64(o->value, o->len));
+        if (req && !o->del && o->lease)
+            json_object_set_new(req, "lease", jstr64(o->lease));
+        json_array_append_new(succ, json_pack("{s:o}", o->del ? "request_delete_range"
+                                                              : "request_put", req));
+    }
+    json_t *body = json_pack("{s:o, s:o}", "compare", cmps, "success", succ);
     json_t *r;
     int rc = call(e, "/v3/kv/txn", body, &r);
     if (rc < 0)

@@ -1,4 +1,4 @@
-/* leader.c - bqos-controller's election through etcd: the lease, the leader key's transaction, stepping down by our own clock, and the bucket table key every controller follows. */
+/* leader.c - bqos-controller's election through etcd: the lease, the leader key's transaction, stepping down by our own clock, the epoch floor; the bucket table's keys are ltable.c's. */
 #include "controller/daemon/leader.h"
 
 #include <errno.h>
@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/mono.h"
+#include "controller/daemon/ltable.h"
 
 /* ---- the etcd store ------------------------------------------------------ */
 
@@ -39,9 +40,27 @@ static int s_compact(void *s, int64_t rev)
 }
 
 static int s_get2(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
-                  int keys_only2)
+                  int keys_only2, int64_t *hdr)
 {
-    return etcd_get2(s, k1, v1, k2, v2, keys_only2);
+    return etcd_get2(s, k1, v1, k2, v2, keys_only2, hdr);
+}
+
+static int s_txn(void *s, const etcd_cmp_t *cmp, size_t ncmp, const etcd_op_t *ops, size_t nops,
+                 int64_t *rev)
+{
+    return etcd_txn(s, cmp, ncmp, ops, nops, rev);
+}
+
+static int s_range(void *s, const char *key, const char *end, int64_t rev, size_t limit,
+                   int keys_only, etcd_kv_t **kvs, size_t *n, int *more, int64_t *hdr)
+{
+    return etcd_range(s, key, end, rev, limit, keys_only, kvs, n, more, hdr);
+}
+
+static int s_watch(void *s, const char *key, const char *end, int64_t start, int64_t until,
+                   etcd_event_fn fn, void *arg)
+{
+    return etcd_watch(s, key, end, start, until, fn, arg);
 }
 
 static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
@@ -54,7 +73,8 @@ leader_store_t leader_store_etcd(etcd_t *e)
 {
     return (leader_store_t){.grant = s_grant, .keepalive = s_keepalive, .revoke = s_revoke,
                             .get2 = s_get2, .put_if = s_put_if, .delete_if = s_delete_if,
-                            .compact = s_compact, .s = e};
+                            .compact = s_compact, .txn = s_txn, .range = s_range,
+                            .watch = s_watch, .s = e};
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -95,22 +115,29 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
     ld->value = leader_value(ld, 0);
     size_t n = strlen(cfg->cluster) + 32;
     ld->key_leader = malloc(n);
-    ld->key_buckets = malloc(n);
-    if (!ld->value || !ld->key_leader || !ld->key_buckets) {
+    ld->key_head = malloc(n);
+    ld->key_end = malloc(n);
+    ld->key_legacy = malloc(n);
+    if (!ld->value || !ld->key_leader || !ld->key_head || !ld->key_end || !ld->key_legacy) {
         leader_clear(ld);
         return -ENOMEM;
     }
     snprintf(ld->key_leader, n, "/bqos/%s/leader", cfg->cluster);
-    snprintf(ld->key_buckets, n, "/bqos/%s/buckets", cfg->cluster);
+    snprintf(ld->key_head, n, "/bqos/%s/b/", cfg->cluster);
+    snprintf(ld->key_end, n, "/bqos/%s/b0", cfg->cluster); /* '0' follows '/' */
+    snprintf(ld->key_legacy, n, "/bqos/%s/buckets", cfg->cluster);
     return 0;
 }
 
 void leader_clear(leader_t *ld)
 {
     free(ld->key_leader);
-    free(ld->key_buckets);
+    free(ld->key_head);
+    free(ld->key_end);
+    free(ld->key_legacy);
     free(ld->value);
-    ld->key_leader = ld->key_buckets = ld->value = NULL;
+    ld->key_leader = ld->key_head = ld->key_end = ld->key_legacy = ld->value = NULL;
+    ltable_clear(ld);
 }
 
 /* ---- roles --------------------------------------------------------------- */
@@ -150,6 +177,8 @@ int leader_may_push(const leader_t *ld, double now)
 
 double leader_next(const leader_t *ld)
 {
+    if (ld->job)
+        return 0; /* the next step at once, after the loop's other work */
     double t = ld->next_poll;
     if (ld->leading && ld->lease_until - ld->cfg.margin_s < t)
         t = ld->lease_until - ld->cfg.margin_s;
@@ -356,8 +385,8 @@ static int renew(leader_t *ld, double now)
         step_down(ld, "lease expired or revoked at etcd");
         ld->lease = 0;
         /* etcd may have lost its data: its revisions start again, and the
-         * one we applied may now name another table (or none) */
-        ld->buckets_rev = 0;
+         * ones we applied may now name another table (or none): the head's
+         * version tells (ltable_follow()) */
     }
     int64_t id = 0, granted = 0;
     rc = ld->st.grant(ld->st.s, (int64_t)(ld->cfg.ttl_s + 0.5), &id, &granted);
@@ -465,75 +494,6 @@ static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
     return campaign(ld, sent);
 }
 
-/* Writes our newest table (hooks.bootstrap) to the table key if it is
- * still as we saw it: absent (`seen` 0) or at mod_revision `seen` (a table
- * older than ours).  Says so at warn when it restores a table (ours has a
- * version, or etcd held an older one); the first table of a new cluster is
- * info.  A failed write leaves buckets_rev 0: the next poll looks again. */
-static void restore_table(leader_t *ld, int64_t seen)
-{
-    size_t len = 0;
-    char *text = ld->hooks.bootstrap ? ld->hooks.bootstrap(ld->hooks.arg, &len) : NULL;
-    if (!text)
-        return;
-    if (len > LEADER_TABLE_MAX) { /* etcd would refuse it at every poll */
-        log_warn("leader %s: the bucket file is %zu bytes, over the %u etcd takes as one "
-                 "value: not %s %s; the bucket table of etcd stays %s",
-                 ld->cfg.id, len, LEADER_TABLE_MAX, seen ? "restoring" : "creating",
-                 ld->key_buckets, seen ? "as it is" : "empty");
-        free(text);
-        return;
-    }
-    int64_t rev = 0;
-    etcd_cmp_t c = {.key = ld->key_buckets, .mod = seen != 0, .rev = seen};
-    int rc = ld->st.put_if(ld->st.s, &c, 1, ld->key_buckets, text, len, 0, &rev);
-    free(text);
-    if (rc != 1) {
-        ld->buckets_rev = 0;
-        if (rc < 0)
-            log_warn("leader %s: cannot restore the bucket table: %s", ld->cfg.id,
-                     strerror(-rc));
-        return;
-    }
-    ld->buckets_rev = rev; /* it is what we run already */
-    if (!seen && !ld->table_version) {
-        log_info("leader %s: bucket table %s created from the bucket file (revision %lld)",
-                 ld->cfg.id, ld->key_buckets, (long long)rev);
-        return;
-    }
-    ld->restores++;
-    log_warn("leader %s: bucket table %s %s (did etcd lose its data or go back to a "
-             "backup?): restored version %llu, the newest this controller knows (the table in "
-             "force here), at revision %lld",
-             ld->cfg.id, ld->key_buckets,
-             seen ? "held an older table than ours" : "was missing",
-             (unsigned long long)ld->table_version, (long long)rev);
-}
-
-/* Applies the table in `kv` if it is new, or restores ours over an older
- * one; creates the key if missing. */
-static void follow_table(leader_t *ld, const etcd_kv_t *kv)
-{
-    if (!kv->found) {
-        restore_table(ld, 0);
-        return;
-    }
-    if (kv->mod_rev == ld->buckets_rev)
-        return;
-    etcd_kv_t lk, bk; /* it changed: now the value */
-    int rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 0);
-    if (rc < 0) {
-        log_warn("leader %s: cannot read the bucket table: %s", ld->cfg.id, strerror(-rc));
-    } else if (bk.found && bk.value) {
-        ld->buckets_rev = bk.mod_rev;
-        if (ld->hooks.apply &&
-            ld->hooks.apply(ld->hooks.arg, bk.value, bk.len, bk.mod_rev) == -ESTALE)
-            restore_table(ld, bk.mod_rev);
-    }
-    etcd_kv_clear(&lk);
-    etcd_kv_clear(&bk);
-}
-
 /* The poll that began at `now` (mono_now() read t0) has taken longer than
  * slow_s: the rest of it waits for the next. */
 static int over_budget(const leader_t *ld, double now, double t0)
@@ -580,8 +540,11 @@ int leader_poll(leader_t *ld, double now)
                           "starved): not leading again before etcd answers in time");
         }
     }
-    if (now < ld->next_poll)
+    if (now < ld->next_poll) {
+        if (ld->job)
+            ltable_step(ld);
         return 0;
+    }
     ld->next_poll = now + ld->cfg.poll_s;
     ld->polls++;
     double t0 = mono_now();
@@ -597,7 +560,8 @@ int leader_poll(leader_t *ld, double now)
         goto out;
     }
     etcd_kv_t lk, bk;
-    rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_buckets, &bk, 1);
+    int64_t hdr = 0;
+    rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_head, &bk, 0, &hdr);
     if (rc < 0) {
         etcd_kv_clear(&lk);
         etcd_kv_clear(&bk);
@@ -634,8 +598,8 @@ int leader_poll(leader_t *ld, double now)
         if (etcd_healthy(ld, seen))
             rc = campaign(ld, poll_clock(ld, now, t0));
     }
-    if (rc >= 0 && !over_budget(ld, now, t0))
-        follow_table(ld, &bk);
+    if (rc >= 0 && !over_budget(ld, now, t0) && !ld->job)
+        ltable_follow(ld, &bk, hdr, poll_clock(ld, now, t0));
     etcd_kv_clear(&lk);
     etcd_kv_clear(&bk);
 out:
@@ -672,22 +636,24 @@ int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now)
 {
     if (!leader_leads(ld, now))
         return -EPERM;
-    if (len > LEADER_TABLE_MAX)
-        return -E2BIG;
-    etcd_cmp_t c[2] = {
-        {.key = ld->key_buckets, .mod = 1, .rev = ld->buckets_rev},
-        {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev},
-    };
-    int64_t rev = 0;
-    int rc = ld->st.put_if(ld->st.s, c, 2, ld->key_buckets, text, len, 0, &rev);
-    if (rc < 0)
-        return rc;
-    if (rc == 0) {
-        ld->next_poll = 0; /* find out what changed at once */
-        return -EAGAIN;
-    }
-    ld->buckets_rev = rev;
-    return 0;
+    return ltable_write(ld, text, len);
+}
+
+int leader_put_bucket(leader_t *ld, const char *name, const char *json, size_t len,
+                      uint64_t version, double now)
+{
+    if (!leader_leads(ld, now))
+        return -EPERM;
+    if (!json)
+        return -EINVAL;
+    return ltable_change(ld, name, json, len, version);
+}
+
+int leader_remove_bucket(leader_t *ld, const char *name, uint64_t version, double now)
+{
+    if (!leader_leads(ld, now))
+        return -EPERM;
+    return ltable_change(ld, name, NULL, 0, version);
 }
 
 void leader_resign(leader_t *ld)

@@ -1,11 +1,16 @@
-/* leader.h - bqos-controller's leader election and shared bucket table in etcd: a lease kept alive, a leader key created under it by transaction, the leader's epoch, and the bucket table key that every controller follows.
+/* leader.h - bqos-controller's leader election and shared bucket table in etcd: a lease kept alive, a leader key created under it by transaction, the leader's epoch, and the bucket table (one key per bucket) that every controller follows.
  *
  * Keys (PREFIX = "/bqos/<cluster>/"):
  *   PREFIX "leader"   the leader's identity, JSON {"id","admin","listen"},
  *                     attached to its lease: it disappears when the lease
  *                     expires or is revoked, or when a standby deposes
  *                     the leader (below)
- *   PREFIX "buckets"  the bucket table as a bucket file's JSON
+ *   PREFIX "b/"       the table's head: the bucket file's top-level
+ *                     members but "buckets" (its "table_version", and any
+ *                     later member) as a JSON object, plus "complete"
+ *   PREFIX "b/NAME"   bucket NAME's object of the bucket file
+ *   PREFIX "buckets"  (before this layout: the whole bucket file as one
+ *                     value; read once and rewritten as above, then gone)
  *
  * Election: every controller holds a lease of `ttl_s` and renews it at
  * each poll.  A controller that finds no leader key creates it in a
@@ -72,26 +77,49 @@
  * second fence: a new leader's epoch is higher, and nodes obey only the
  * highest they have seen.
  *
- * The bucket table: at each poll the leader key and the table key's
- * revisions are read in one transaction; a table whose mod_revision differs
- * from the one last applied is then read whole and handed to hooks.apply
- * (leader and standbys alike).  A missing
- * table key is created from hooks.bootstrap (the --buckets file).  The
- * leader writes a change with leader_write_buckets(): a transaction that
- * compares the table's mod_revision (no lost update) and the leader key's
- * create_revision (a deposed leader cannot write).
+ * The bucket table (docs/decisions.md "One key per bucket"): a bucket file
+ * in etcd as one key per bucket and a head key.  The head is always the
+ * last thing written:
+ *   - a change to one bucket (leader_put_bucket(), leader_remove_bucket())
+ *     is one transaction: the bucket's key and the head (its new
+ *     table_version), compared on the head's mod_revision as last applied
+ *     (no lost update) and on the leader key's create_revision (a deposed
+ *     leader cannot write);
+ *   - a whole table (a bootstrap, a restore, a migration, reload/import:
+ *     leader_write_buckets()) first writes the head "complete": false by a
+ *     transaction that requires what the writer judged (the head absent, or
+ *     at the mod_revision it saw): that claims the table; then the buckets
+ *     in transactions of at most LEADER_TXN_OPS operations and
+ *     LEADER_TXN_BYTES bytes, each requiring the claim to stand (the head
+ *     unchanged), deleting the keys of buckets the table no longer has;
+ *     then the head "complete": true, again on the claim.  A reader takes a
+ *     table only under a complete head: never half a table.  A claim that
+ *     has not moved for a lease is taken over by whoever holds a table; a
+ *     claim of an older table at once by the holder of a newer one.
+ * Reading: at each poll the leader key and the head are read in one
+ * transaction.  A head whose mod_revision differs from the one last
+ * applied: its changes are replayed by a watch from the revision after it
+ * up to the head's (etcd_watch(): a stream read until then, bounded as
+ * every call) and handed to hooks.change bucket by bucket; the whole table
+ * is read (a paged range read at one revision, LEADER_PAGE keys a page) and
+ * handed to hooks.apply instead when this controller has not followed yet,
+ * when the history is compacted, when a whole table was written meanwhile
+ * (an incomplete head in the history), or when hooks.change is NULL.  A
+ * missing head is created from hooks.bootstrap (the --buckets file); an old
+ * single table key is applied and rewritten as keys by the leader.
  *
  * Acknowledged changes survive etcd losing its data (docs/controller.md,
  * "Acknowledged changes"): every table carries a version (the bucket
  * file's "table_version", one more per change) and every controller keeps
  * the newest table it knows (hooks.apply refuses an older one with
- * -ESTALE).  A controller, leader or standby, that finds the table key
- * missing, or holding a table older than its own, writes its own back
- * (hooks.bootstrap) by a transaction that requires what it saw (the key
+ * -ESTALE).  A controller, leader or standby, that finds the head
+ * missing, or a table older than its own, writes its own back
+ * (hooks.bootstrap) by a transaction that requires what it saw (the head
  * absent, or that mod_revision), so that it never overwrites a table it
- * has not judged, and says so at warn.  A lost lease (etcd may have lost
- * its data and count revisions from 1 again) makes the next poll read the
- * table whole, whatever its revision.
+ * has not judged, and says so at warn.  An etcd that lost its data counts
+ * revisions from 1 again, so the head's revisions alone do not say it is
+ * the table we applied: its version must match too, or the table is read
+ * whole.
  *
  * etcd is reached through leader_store_t, so that tests can drive the
  * state machine with a store of their own and fake time.
@@ -110,12 +138,20 @@
 /* The largest epoch (the protocol's, PROTO_MAX_COUNT = 2^53). */
 #define LEADER_EPOCH_MAX (UINT64_C(1) << 53)
 
-/* The largest bucket table written to etcd as one value: etcd refuses a
- * request over its --max-request-bytes (default 1.5 MiB) with HTTP 429,
- * and a leader that sent a bigger one at every poll would miss its lease
- * (issue 26 case 5).  Bigger tables are refused before they are sent; one
- * key per bucket is the real fix (docs/decisions.md). */
-#define LEADER_TABLE_MAX (1536u * 1024u - 8192u)
+/* etcd's limits on one transaction, by default: --max-txn-ops 128 and
+ * --max-request-bytes 1.5 MiB (a request over it: HTTP 429).  A whole
+ * table is written in transactions under both (base64 and JSON counted);
+ * one bucket's object or the head over LEADER_TABLE_MAX is refused
+ * (-E2BIG) before it is sent. */
+#define LEADER_TXN_OPS 128
+#define LEADER_TXN_BYTES (1024u * 1024u)
+#define LEADER_TABLE_MAX (512u * 1024u)
+/* Keys per page of a whole-table read. */
+#define LEADER_PAGE 8192
+/* A whole table written by the poll (a bootstrap, a restore, a migration)
+ * takes the loop for about this long at a time (at least one transaction),
+ * between its other work, until it is done. */
+#define LEADER_STEP_S 0.02
 
 /* The etcd operations the election needs (etcd.h's, with `s` the etcd_t). */
 typedef struct {
@@ -123,11 +159,17 @@ typedef struct {
     int (*keepalive)(void *s, int64_t id, int64_t *ttl);
     int (*revoke)(void *s, int64_t id);
     int (*get2)(void *s, const char *k1, etcd_kv_t *v1, const char *k2, etcd_kv_t *v2,
-                int keys_only2);
+                int keys_only2, int64_t *hdr);
     int (*put_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key,
                   const char *value, size_t len, int64_t lease, int64_t *rev);
     int (*delete_if)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key);
     int (*compact)(void *s, int64_t rev); /* may be NULL */
+    int (*txn)(void *s, const etcd_cmp_t *cmp, size_t ncmp, const etcd_op_t *ops, size_t nops,
+               int64_t *rev);
+    int (*range)(void *s, const char *key, const char *end, int64_t rev, size_t limit,
+                 int keys_only, etcd_kv_t **kvs, size_t *n, int *more, int64_t *hdr);
+    int (*watch)(void *s, const char *key, const char *end, int64_t start, int64_t until,
+                 etcd_event_fn fn, void *arg); /* NULL: changes read whole */
     double (*clock)(void *s); /* NULL: mono_now(); tests pass their fake time */
     void *s;
 } leader_store_t;
@@ -150,6 +192,13 @@ typedef struct {
      * older one: the newest this controller knows, a new text (caller of
      * the hook frees it) or NULL for none. */
     char *(*bootstrap)(void *arg, size_t *len);
+    /* One change of the table followed from etcd: bucket `name` is now the
+     * JSON object `json` (`len` bytes, borrowed), or removed (json NULL),
+     * and the table's version `version`, at revision `rev`.  Returns 0, or
+     * an error: the table is then read whole at the next poll (through
+     * apply).  NULL: every change is read whole. */
+    int (*change)(void *arg, const char *name, const char *json, size_t len, uint64_t version,
+                  int64_t rev);
     void *arg;
 } leader_hooks_t;
 
@@ -180,7 +229,9 @@ typedef struct {
     leader_config_t cfg;
     leader_store_t st;
     leader_hooks_t hooks;
-    char *key_leader, *key_buckets, *value; /* owned */
+    char *key_leader, *key_head, *key_end, *key_legacy, *value; /* owned; key_end:
+                               the end of the table's range (after every
+                               PREFIX "b/..." key) */
     int64_t lease;          /* 0: none */
     int64_t lease_ttl;      /* as granted */
     double lease_until;     /* our clock: the lease cannot end before this */
@@ -196,8 +247,17 @@ typedef struct {
     uint64_t follows;       /* highest epoch a node said it obeys */
     uint64_t raises;        /* times we raised our floor */
     char leader_id[256], leader_admin[256]; /* from the leader key; "" unknown */
-    int64_t buckets_rev;    /* mod_revision of the table last applied (0:
+    int64_t buckets_rev;    /* mod_revision of the head last applied (0:
                                read it whole at the next poll) */
+    int64_t buckets_seen;   /* a revision at which the head was still
+                               buckets_rev: a watch starts after it */
+    int64_t head_create;    /* create_revision of the head last applied */
+    int64_t legacy_rev;     /* mod_revision of the old table key applied */
+    int64_t claim_rev;      /* an incomplete head's mod_revision seen ... */
+    double claim_at;        /* ... first at this time (our clock) */
+    void *head;             /* json_t: the head last applied or written */
+    void *job;              /* a whole table being written, or NULL */
+    uint64_t follows_changes, whole_reads; /* changes replayed; whole reads */
     uint64_t table_version; /* the version of the table in force here; set
                                by the controller (admin.c), shown in logs */
     uint64_t restores;      /* tables we wrote back over a missing or older one */
@@ -251,11 +311,29 @@ int leader_leads(const leader_t *ld, double now);
 /* When the loop must next call leader_poll(). */
 double leader_next(const leader_t *ld);
 
-/* The leader writes table `text` (`len` bytes).  Returns 0 (written; its
- * revision counts as applied), -EPERM (not leader_leads()), -EAGAIN (the table
- * or the leadership changed meanwhile: nothing written), -E2BIG (over
- * LEADER_TABLE_MAX: nothing sent), or the store's error. */
+/* The leader writes table `text` (`len` bytes, a bucket file's JSON) whole
+ * (claim, buckets in transactions, complete head: above).  Blocks for the
+ * transactions it takes (a table of n buckets: n / 127 of them).  Returns
+ * 0 (written; its revision counts as applied), -EPERM (not
+ * leader_leads()), -EAGAIN (the table or the leadership changed meanwhile:
+ * the table in etcd is incomplete or as it was, and the next poll reads
+ * it), -EINVAL (not a JSON object with an array "buckets" of objects with
+ * a "name"), -E2BIG (a bucket's object over LEADER_TABLE_MAX: nothing
+ * sent), or the store's error. */
 int leader_write_buckets(leader_t *ld, const char *text, size_t len, double now);
+
+/* The leader writes one change: bucket `name` is now the JSON object `json`
+ * (`len` bytes, borrowed: the bucket file's element), and the table's
+ * version `version`: one transaction (above).  Returns 0 (written; counts
+ * as applied), -EPERM (not leader_leads()), -EAGAIN (the table or the
+ * leadership changed meanwhile: nothing written), -E2BIG (`json` over
+ * LEADER_TABLE_MAX), -EINVAL (empty name), or the store's error. */
+int leader_put_bucket(leader_t *ld, const char *name, const char *json, size_t len,
+                      uint64_t version, double now);
+
+/* The leader removes bucket `name` and sets the table's version to
+ * `version`, in one transaction; as leader_put_bucket(). */
+int leader_remove_bucket(leader_t *ld, const char *name, uint64_t version, double now);
 
 /* Notes that an authenticated node obeys `epoch` (its hello or report
  * said so): the next poll leads above it if we lead, or a later

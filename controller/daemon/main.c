@@ -506,6 +506,13 @@ static int on_table(void *arg, const char *text, size_t len, int64_t rev)
     return admin_apply_text(&((app_t *)arg)->admin, text, len, rev);
 }
 
+/* leader_hooks_t: one bucket of the table changed. */
+static int on_change(void *arg, const char *name, const char *json, size_t len,
+                     uint64_t version, int64_t rev)
+{
+    return admin_apply_bucket(&((app_t *)arg)->admin, name, json, len, version, rev);
+}
+
 /* leader_hooks_t: we lead from now on (epoch > 0), or no longer. */
 static void on_role(void *arg, uint64_t epoch)
 {
@@ -566,7 +573,8 @@ static int ha_start(app_t *a)
         .hold_s = s->lease_ttl,
     };
     leader_store_t st = leader_store_etcd(a->etcd);
-    leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap, .arg = a};
+    leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap,
+                        .change = on_change, .arg = a};
     if (leader_init(&a->ld, &lc, &st, &h) < 0) {
         log_error("--cluster and --id: 1..100 and 1..200 bytes, no '/' in the cluster name");
         return -1;
