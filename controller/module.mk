@@ -71,3 +71,5 @@ ITESTS += tests/it/it_shadow.sh
 ITESTS += tests/it/it_partition_lease.sh
 
 ITESTS += tests/it/it_etcd_slow.sh
+# issue 26's partition suite: the leader paused past its lease, the leader's CPU starved (cgroup)
+ITESTS += tests/it/it_leader_paused.sh tests/it/it_ctrl_starved.sh
