@@ -88,5 +88,6 @@ check "at most $MAX_ELECTIONS elections in $SECS s at load $LOADAVG ($ELECT)" '[
 check "the raw nodes heard at most $((MAX_ELECTIONS + 1)) epochs ($EPOCHS)" \
   '[ "$(echo $EPOCHS | wc -w)" -le $((MAX_ELECTIONS + 1)) ]'
 check "at most ${MAX_FALLBACKS:-0} node fallbacks ($FALLB)" '[ "$FALLB" -le "${MAX_FALLBACKS:-0}" ]'
-check "red <= 1.05 x 200 in every node period ($TOP)" '[ "$TOP" -le 210 ]'
-it_end 'for f in "$T"/c*.log "$T"/node.log; do echo "== $f"; grep -E "leading|etcd|fall|late|follow" "$f" | tail -20; done'
+OVER=$(awk 'NR > 1 && $2 > 210 { printf "%s:%s ", $1, $2 }' "$T/red.periods")
+check "red <= 1.05 x 200 in every node period (highest $TOP; over: $OVER)" '[ "$TOP" -le 210 ]'
+it_end 'rm -rf /tmp/busy_host.last; cp -r "$T" /tmp/busy_host.last; echo "# kept in /tmp/busy_host.last"; for f in "$T"/c*.log "$T"/node.log; do echo "== $f"; grep -E "leading|etcd|fall|late|follow" "$f" | tail -20; done'
