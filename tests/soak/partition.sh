@@ -32,7 +32,7 @@ run() {
   name=$1; shift
   t0=$(date +%s)
   env "$@" >"$OUT/$name.log" 2>&1; rc=$?
-  line=$(grep -E "^(busy_host:|# the fault|# c[12] starved|# red per 1 s|# worst)" "$OUT/$name.log" | head -2 |
+  line=$(grep -E "^(busy_host:|# the fault|# limit 150 from|# red per 1 s|# worst)" "$OUT/$name.log" | head -2 |
     tr '\n' ' ' | cut -c1-300)
   if [ $rc = 0 ]; then
     say "ok $name ($(($(date +%s) - t0)) s): $line"
