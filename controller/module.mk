@@ -81,3 +81,7 @@ ITESTS += tests/it/it_shadow.sh
 ITESTS += tests/it/it_partition_lease.sh
 
 ITESTS += tests/it/it_etcd_slow.sh
+# issue 26's partition suite: the leader paused past its lease, its CPU starved (cgroup), the leader cut
+# from etcd (a relay that drops), etcd paused past the lease
+ITESTS += tests/it/it_leader_paused.sh tests/it/it_ctrl_starved.sh tests/it/it_leader_etcd_cut.sh \
+  tests/it/it_etcd_paused.sh

@@ -1,24 +1,40 @@
 #!/usr/bin/env python3
-"""cut_proxy.py - a TCP relay on 127.0.0.1 that a test can cut: one node's control connection goes through it, so that the node is cut off from the controller while its data path stays up.
+"""cut_proxy.py - a TCP relay on 127.0.0.1 that a test can cut: one node's control connection (or one controller's etcd) goes through it, so that it is cut off while everything else stays up.
 
 Usage:
-  cut_proxy.py LISTEN_PORT TARGET_PORT CUTFILE
+  cut_proxy.py LISTEN_PORT TARGET_PORT CUTFILE [close|hold]
 
-Relays every connection to 127.0.0.1:TARGET_PORT.  While CUTFILE exists
-every relayed connection is closed (both sides) and new ones are closed
-as soon as they are accepted: to the node the controller is gone, to the
-controller the node is.  Remove CUTFILE and the next connection is
-relayed again (ZeroMQ reconnects by itself).  Prints "ready" once it
-listens.
+Relays every connection to 127.0.0.1:TARGET_PORT.  While CUTFILE exists:
+  close (the default): every relayed connection is closed (both sides) and
+    new ones are closed as soon as they are accepted: to the node the
+    controller is gone, to the controller the node is;
+  hold: nothing is relayed and nothing closed, as a partition that drops
+    packets: connections stay open and silent (requests time out), new
+    ones are accepted and wait.
+Remove CUTFILE and the next connection is relayed again (ZeroMQ and
+libcurl reconnect by themselves; a held one resumes).  Prints "ready" once
+it listens.
 """
 import os
 import select
 import socket
 import sys
 import threading
+import time
+
+MODE = "close"
+
+
+def held(cutfile):
+    """While CUTFILE exists in hold mode: wait (True once it is gone)."""
+    while os.path.exists(cutfile):
+        time.sleep(0.02)
+    return True
 
 
 def relay(a, cutfile):
+    if MODE == "hold":
+        held(cutfile)
     try:
         b = socket.create_connection(("127.0.0.1", TARGET), timeout=2)
     except OSError:
@@ -28,7 +44,9 @@ def relay(a, cutfile):
     a.settimeout(None)
     peers = {a: b, b: a}
     try:
-        while not os.path.exists(cutfile):
+        while MODE == "hold" or not os.path.exists(cutfile):
+            if MODE == "hold" and os.path.exists(cutfile):
+                held(cutfile)
             r, _, _ = select.select([a, b], [], [], 0.02)
             for s in r:
                 d = s.recv(65536)
@@ -47,8 +65,9 @@ def relay(a, cutfile):
 
 
 def main():
-    global TARGET
+    global TARGET, MODE
     port, TARGET, cutfile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    MODE = sys.argv[4] if len(sys.argv) > 4 else "close"
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("127.0.0.1", port))
@@ -56,7 +75,7 @@ def main():
     print("ready", flush=True)
     while True:
         c, _ = ls.accept()
-        if os.path.exists(cutfile):
+        if MODE == "close" and os.path.exists(cutfile):
             c.close()
             continue
         threading.Thread(target=relay, args=(c, cutfile), daemon=True).start()
