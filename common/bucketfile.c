@@ -16,15 +16,9 @@
 #include <unistd.h>
 
 #include "common/jsonloc.h"
+#include "common/log.h"
 #include "common/names.h"
 
-/* What a file held when it was read or written. */
-typedef struct {
-    int exists;       /* 0: the file did not exist */
-    int64_t mtime_ns; /* modification time, ns since the epoch (shown, not compared) */
-    int64_t size;     /* bytes */
-    uint64_t hash;    /* FNV-1a 64 of the content */
-} bucketfile_ident_t;
 
 /* Where a bucket stands in the base text: the element of its "buckets"
  * array it was read from (-1: none, a new bucket) and whether it changed
@@ -535,7 +529,10 @@ static int get_int(pctx_t *p, json_t *o, long idx, const char *key, int64_t max,
     return 1;
 }
 
-static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
+/* Reads and validates bucket object o (element idx of "buckets") into *out;
+ * bf (may be NULL) is checked for a duplicate name. */
+static int parse_bucket_obj(pctx_t *p, json_t *o, long idx, const bucketfile_t *bf,
+                            bucketfile_bucket_t *out)
 {
     if (!json_is_object(o))
         return fail_at(p, "buckets", idx, NULL, "bucket must be an object");
@@ -565,7 +562,7 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
                        BUCKETFILE_NAME_MAX);
     memcpy(b.name, json_string_value(v), nl);
     b.name[nl] = '\0';
-    if (bucketfile_find(bf, b.name) >= 0)
+    if (bf && bucketfile_find(bf, b.name) >= 0)
         return fail_at(p, "buckets", idx, "name", "duplicate bucket name \"%s\"", b.name);
     int rc = get_int(p, o, idx, "reservation", BUCKETFILE_MAX_RATE, &b.reservation);
     if (rc < 0)
@@ -604,7 +601,15 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
             return fail_at(p, "buckets", idx, "shadow",
                            "shadow needs a limit (a bucket without one has nothing to count)");
     }
-    return append(bf, &b);
+    *out = b;
+    return 0;
+}
+
+static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
+{
+    bucketfile_bucket_t b;
+    int rc = parse_bucket_obj(p, o, idx, bf, &b);
+    return rc < 0 ? rc : append(bf, &b);
 }
 
 /* bucketfile_parse() with p's report (may be NULL). */
@@ -714,6 +719,8 @@ int bucketfile_parse(const char *text, size_t len, const char *source, bucketfil
 
 /* ---- files -------------------------------------------------------------- */
 
+static int load_journal(bucketfile_t *bf, const char *path, jsonloc_err_t *err);
+
 /* Reads file `path` whole into *buf (NUL-terminated, caller frees; *len
  * bytes) and fills *id from the same descriptor.  Returns 0 or -errno. */
 static int read_all(const char *path, char **buf, size_t *len, bucketfile_ident_t *id)
@@ -756,7 +763,10 @@ static int read_all(const char *path, char **buf, size_t *len, bucketfile_ident_
     b[n] = '\0';
     *id = (bucketfile_ident_t){.exists = 1, .size = (int64_t)n,
                                .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                               .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino,
                                .hash = hash_bytes(b, n)};
+    if ((int64_t)st.st_size != id->size)
+        id->ino = 0; /* it changed while read: the stat says nothing of this content */
     *buf = b;
     *len = n;
     b = NULL;
@@ -805,6 +815,8 @@ int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
         rc = -ENOMEM;
     }
     free(buf);
+    if (rc == 0 && (rc = load_journal(*out, path, err)) < 0)
+        bucketfile_destroy(out);
     return rc;
 }
 
@@ -851,9 +863,30 @@ int bucketfile_copy_origin(bucketfile_t *to, const bucketfile_t *from)
 
 int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *msg, size_t size)
 {
-    const bucketfile_ident_t *o = &bf->origin;
-    bucketfile_ident_t now;
     if (!bf->opath || strcmp(bf->opath, path) != 0)
+        return 0;
+    return bucketfile_check_ident(&bf->origin, path, msg, size);
+}
+
+int bucketfile_origin(const bucketfile_t *bf, bucketfile_ident_t *id)
+{
+    if (!bf->opath)
+        return -ENOENT;
+    *id = bf->origin;
+    return 0;
+}
+
+int bucketfile_check_ident(const bucketfile_ident_t *o, const char *path, char *msg, size_t size)
+{
+    bucketfile_ident_t now;
+    struct stat st;
+    /* The same file (device, inode), size and mtime: unchanged, nothing
+     * read (a change costs a stat, not a hash of the whole file).  A
+     * stat that differs (a touch, a copy back, an edit) has the content
+     * decide, as before. */
+    if (o->exists && o->ino && stat(path, &st) == 0 && (uint64_t)st.st_dev == o->dev &&
+        (uint64_t)st.st_ino == o->ino && (int64_t)st.st_size == o->size &&
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == o->mtime_ns)
         return 0;
     int rc = file_ident(path, &now);
     if (rc < 0) {
@@ -1144,7 +1177,300 @@ char *bucketfile_render(const bucketfile_t *bf)
     return render(bf, &t, 0) < 0 ? NULL : t.p;
 }
 
+/* ---- the journal (PATH.journal) ---------------------------------------- */
+
+char *bucketfile_journal_path(const char *path)
+{
+    char *j = NULL;
+    return asprintf(&j, "%s%s", path, BUCKETFILE_JOURNAL_SUFFIX) < 0 ? NULL : j;
+}
+
+/* Reads file `path` whole (NUL-terminated; *len bytes); a missing file is
+ * empty.  Returns 0 or -errno. */
+static int read_journal(const char *path, char **buf, size_t *len)
+{
+    bucketfile_ident_t id;
+    int rc = read_all(path, buf, len, &id);
+    if (rc == -ENOENT) {
+        *buf = NULL;
+        *len = 0;
+        return 0;
+    }
+    return rc;
+}
+
+/* Fills err for journal line `line` (1-based). */
+static int journal_fail(jsonloc_err_t *err, const char *source, int line, int col,
+                        const char *path, const char *text)
+{
+    if (err) {
+        jsonloc_err_clear(err);
+        snprintf(err->source, sizeof err->source, "%s", source ? source : "<journal>");
+        err->line = line;
+        err->col = col;
+        snprintf(err->path, sizeof err->path, "%.*s", (int)sizeof err->path - 1,
+                 path ? path : "");
+        snprintf(err->text, sizeof err->text, "%.*s", (int)sizeof err->text - 1, text);
+    }
+    return -EINVAL;
+}
+
+/* The hash of a compaction marker's "hash" ("0123456789abcdef"). */
+static int marker_of(json_t *root, int64_t *size, uint64_t *hash, uint64_t *upto)
+{
+    json_t *m = json_object_get(root, "compacted");
+    json_t *js = json_object_get(m, "size"), *jh = json_object_get(m, "hash"),
+           *ju = json_object_get(m, "upto");
+    char *end;
+    if (!json_is_object(m) || !json_is_integer(js) || !json_is_string(jh) ||
+        !json_is_integer(ju) || json_string_length(jh) != 16 || json_integer_value(ju) < 0)
+        return -EINVAL;
+    *hash = strtoull(json_string_value(jh), &end, 16);
+    if (*end)
+        return -EINVAL;
+    *size = json_integer_value(js);
+    *upto = (uint64_t)json_integer_value(ju);
+    return 0;
+}
+
+int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, const char *source,
+                             bucketfile_journal_result_t *res, jsonloc_err_t *err)
+{
+    bucketfile_journal_result_t r = {0};
+    size_t from = 0;
+    /* A marker that names the file bf was read from: what lies before its
+     * `upto` is in that file (a compaction or a save got as far as the
+     * rename).  The last one counts. */
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        if (end - at > 14 && memcmp(text + at, "{\"compacted\":", 13) == 0) {
+            json_t *root = json_loadb(text + at, end - at, 0, NULL);
+            int64_t size;
+            uint64_t hash, upto;
+            if (root && marker_of(root, &size, &hash, &upto) == 0 && bf->opath &&
+                bf->origin.exists && bf->origin.size == size && bf->origin.hash == hash &&
+                upto <= at) {
+                from = (size_t)upto;
+                r.skipped_to = upto;
+            }
+            json_decref(root);
+        }
+        at = end + 1;
+    }
+    int line = 1;
+    for (size_t at = 0; at < from; at++)
+        line += text[at] == '\n';
+    for (size_t at = from; at < len; line++) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        size_t ll = end - at;
+        const char *lt = text + at;
+        at = end + 1;
+        if (ll == 0)
+            continue;
+        json_error_t je;
+        json_t *root = json_loadb(lt, ll, JSON_REJECT_DUPLICATES, &je);
+        if (!root) {
+            if (!nl) { /* a torn last line: the write a crash cut short */
+                r.torn = 1;
+                break;
+            }
+            return journal_fail(err, source, line, je.column > 0 ? je.column : 1, NULL, je.text);
+        }
+        int rc = 0;
+        json_t *js = json_object_get(root, "set"), *jr = json_object_get(root, "remove"),
+               *jv = json_object_get(root, "table_version");
+        const char *key;
+        json_t *v;
+        json_object_foreach(root, key, v)
+        {
+            if (strcmp(key, "set") && strcmp(key, "remove") && strcmp(key, "table_version") &&
+                strcmp(key, "compacted")) {
+                rc = journal_fail(err, source, line, 1, key,
+                                  "unknown member (expected set, remove, table_version, "
+                                  "compacted)");
+                break;
+            }
+        }
+        if (rc == 0 && jv && (!json_is_integer(jv) || json_integer_value(jv) < 0 ||
+                              (uint64_t)json_integer_value(jv) > BUCKETFILE_MAX_VERSION))
+            rc = journal_fail(err, source, line, 1, "table_version",
+                              "table_version must be an integer in 0..2^53");
+        if (rc == 0 && json_object_get(root, "compacted")) {
+            int64_t size;
+            uint64_t hash, upto;
+            if (js || jr || marker_of(root, &size, &hash, &upto) < 0)
+                rc = journal_fail(err, source, line, 1, "compacted",
+                                  "a marker is {\"compacted\": {\"size\": N, \"hash\": "
+                                  "\"16 hex digits\", \"upto\": OFFSET}} alone");
+        } else if (rc == 0 && (!js) == (!jr)) {
+            rc = journal_fail(err, source, line, 1, NULL,
+                              "a line is {\"set\": {bucket}} or {\"remove\": \"name\"}");
+        } else if (rc == 0 && js) {
+            bucketfile_bucket_t b;
+            pctx_t p = {.text = "", .len = 0, .err = err};
+            if (parse_bucket_obj(&p, js, 0, NULL, &b) < 0) {
+                char what[sizeof err->text];
+                snprintf(what, sizeof what, "%s", err ? err->text : "invalid bucket");
+                char path[sizeof err->path + 8];
+                const char *m = err ? strrchr(err->path, '.') : NULL;
+                snprintf(path, sizeof path, "set%s", m ? m : "");
+                rc = journal_fail(err, source, line, 1, path, what);
+            } else if ((rc = bucketfile_set(bf, &b, err)) == 0) {
+                r.applied++;
+            } else if (rc == -EINVAL) {
+                rc = journal_fail(err, source, line, 1, "set", "invalid bucket");
+            }
+        } else if (rc == 0) {
+            if (!json_is_string(jr))
+                rc = journal_fail(err, source, line, 1, "remove", "remove takes a bucket name");
+            else if (bucketfile_remove(bf, json_string_value(jr)) == 0)
+                r.applied++;
+            /* an absent name: the line is already in the file (replayed
+             * after a compaction that renamed but had not yet cut the
+             * journal), or undoes a set that is */
+        }
+        if (rc == 0 && jv && !json_object_get(root, "compacted"))
+            bucketfile_set_version(bf, (uint64_t)json_integer_value(jv));
+        json_decref(root);
+        if (rc < 0)
+            return rc == -ENOMEM && err ? (snprintf(err->text, sizeof err->text, "out of memory"), rc)
+                                        : rc;
+        r.lines++;
+    }
+    if (res)
+        *res = r;
+    return 0;
+}
+
+/* bucketfile_load()'s second half: PATH.journal over the set just read. */
+static int load_journal(bucketfile_t *bf, const char *path, jsonloc_err_t *err)
+{
+    char *jp = bucketfile_journal_path(path), *buf = NULL;
+    size_t n = 0;
+    int rc = jp ? read_journal(jp, &buf, &n) : -ENOMEM;
+    if (rc < 0) {
+        io_error(err, jp ? jp : path, rc);
+        goto out;
+    }
+    bucketfile_journal_result_t r;
+    if (n && (rc = bucketfile_journal_apply(bf, buf, n, jp, &r, err)) == 0 && r.torn)
+        log_warn("%s: its last line is incomplete (a write cut short by a crash: that change "
+                 "was never acknowledged): dropped", jp);
+out:
+    free(buf);
+    free(jp);
+    return rc;
+}
+
+char *bucketfile_journal_set_line(const bucketfile_bucket_t *b, uint64_t version)
+{
+    tbuf_t t = {0};
+    char num[48];
+    tb_puts(&t, "{\"set\": ");
+    put_bucket(&t, b);
+    if (version) {
+        snprintf(num, sizeof num, ", \"table_version\": %llu", (unsigned long long)version);
+        tb_puts(&t, num);
+    }
+    tb_puts(&t, "}\n");
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p;
+}
+
+char *bucketfile_journal_remove_line(const char *name, uint64_t version)
+{
+    json_t *o = json_pack("{s:s}", "remove", name);
+    if (o && version)
+        json_object_set_new(o, "table_version", json_integer((json_int_t)version));
+    char *q = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    char *line = NULL;
+    if (q && asprintf(&line, "%s\n", q) < 0)
+        line = NULL;
+    free(q);
+    return line;
+}
+
+char *bucketfile_journal_marker(int64_t size, uint64_t hash, uint64_t upto)
+{
+    char *line = NULL;
+    if (asprintf(&line, "{\"compacted\": {\"size\": %lld, \"hash\": \"%016llx\", \"upto\": %llu}}\n",
+                 (long long)size, (unsigned long long)hash, (unsigned long long)upto) < 0)
+        return NULL;
+    return line;
+}
+
+/* Appends `line` to the file at fd and makes it durable.  Returns 0 or
+ * -errno. */
+int bucketfile_journal_write(int fd, const char *line, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        off += (size_t)w;
+    }
+    return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+/* bucketfile_save()'s hooks: with a journal beside the file that holds
+ * lines, a marker naming the new file goes in before the rename (every
+ * line so far is in it), and the journal is emptied after. */
+static int journal_mark(void *arg, const char *path, int64_t size, uint64_t hash)
+{
+    (void)arg;
+    char *jp = bucketfile_journal_path(path), *m = NULL;
+    int rc = 0, fd = jp ? open(jp, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
+    struct stat st;
+    if (!jp)
+        rc = -ENOMEM;
+    else if (fd < 0)
+        rc = errno == ENOENT ? 0 : -errno;
+    else if (fstat(fd, &st) < 0)
+        rc = -errno;
+    else if (st.st_size > 0) {
+        if (!(m = bucketfile_journal_marker(size, hash, (uint64_t)st.st_size)))
+            rc = -ENOMEM;
+        else
+            rc = bucketfile_journal_write(fd, m, strlen(m));
+    }
+    if (fd >= 0)
+        close(fd);
+    free(m);
+    free(jp);
+    return rc;
+}
+
+static void journal_clear(void *arg, const char *path, const bucketfile_ident_t *id)
+{
+    (void)arg;
+    (void)id;
+    char *jp = bucketfile_journal_path(path);
+    int fd = jp ? open(jp, O_WRONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (ftruncate(fd, 0) == 0)
+            fdatasync(fd);
+        close(fd);
+    }
+    free(jp);
+}
+
 int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
+{
+    bucketfile_save_opts_t o = {.before_rename = journal_mark, .after_rename = journal_clear};
+    return bucketfile_save_ex(bf, path, &o, msg, size);
+}
+
+int bucketfile_save_ex(bucketfile_t *bf, const char *path, const bucketfile_save_opts_t *o,
+                       char *msg, size_t size)
 {
     int rc = 0, fd = -1, dfd = -1;
     char *text = NULL, *tmp = NULL, *dcopy = NULL;
@@ -1158,7 +1484,7 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
+    if (!o->no_check && (rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
         goto out;
     if (render(bf, &t, 1) < 0 || !(text = t.p) || !(dcopy = strdup(path))) {
         rc = -ENOMEM;
@@ -1205,6 +1531,9 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
         goto out;
     }
     fd = -1;
+    if (o->before_rename &&
+        (rc = o->before_rename(o->arg, path, (int64_t)len, hash_bytes(text, len))) < 0)
+        goto out;
     if (rename(tmp, path) < 0) {
         rc = -errno;
         goto out;
@@ -1216,8 +1545,11 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     /* What is on disk now is ours: the base of the next edit and save. */
     bucketfile_ident_t id = {.exists = 1, .size = (int64_t)len,
                              .hash = hash_bytes(text, len)};
-    if (stat(path, &st) == 0)
+    if (stat(path, &st) == 0 && st.st_size == (off_t)len) {
         id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        id.dev = (uint64_t)st.st_dev;
+        id.ino = (uint64_t)st.st_ino;
+    }
     if (set_origin(bf, path, &id) < 0)
         bf->opath = NULL; /* no memory: it forgets the file rather than misjudge it */
     free(bf->text);
@@ -1234,6 +1566,8 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     t.sp = NULL;
     for (size_t i = 0; i < bf->n; i++)
         bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};
+    if (o->after_rename)
+        o->after_rename(o->arg, path, &bf->origin);
 out:
     if (rc < 0 && !msg[0])
         snprintf(msg, size, "cannot write %s: %s", path, strerror(-rc));

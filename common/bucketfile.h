@@ -91,6 +91,17 @@ static inline int bucketfile_has_bytes(const bucketfile_bucket_t *b)
 
 typedef struct bucketfile bucketfile_t;
 
+/* What a file held when it was read or written: its identity (device,
+ * inode, size, mtime) and a hash of its content. */
+typedef struct {
+    int exists;       /* 0: the file did not exist */
+    int64_t mtime_ns; /* modification time, ns since the epoch */
+    int64_t size;     /* bytes */
+    uint64_t dev, ino; /* ino 0: not known (the content decides) */
+    uint64_t hash;    /* of the content (bucketfile.c's hash_bytes(); it is
+                         written in the journal's markers: do not change it) */
+} bucketfile_ident_t;
+
 /* Returns a new empty bucket set, or NULL if out of memory.  Caller owns it
  * and frees it with bucketfile_destroy(). */
 bucketfile_t *bucketfile_new(void);
@@ -127,8 +138,19 @@ int bucketfile_copy_origin(bucketfile_t *to, const bucketfile_t *from);
 /* Returns 0 if file `path` still holds what the set's origin says (or the
  * set has no origin, or another file's); -ESTALE if its content changed or it was removed,
  * with a message naming the file and saying to reload first in msg; or
- * the -errno of reading it (msg says so). */
+ * the -errno of reading it (msg says so).  The rule: the same device,
+ * inode, size and mtime as the origin is unchanged (one stat, nothing
+ * read); any of them different and the content decides (the file is read
+ * and hashed: a touch loses nothing, an edit that keeps the size does). */
 int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *msg, size_t size);
+
+/* bucketfile_check_unchanged() against identity *id rather than a set's
+ * origin. */
+int bucketfile_check_ident(const bucketfile_ident_t *id, const char *path, char *msg, size_t size);
+
+/* Copies the set's origin (what its file held when it was loaded or last
+ * saved) into *id.  Returns 0, or -ENOENT if the set has none. */
+int bucketfile_origin(const bucketfile_t *bf, bucketfile_ident_t *id);
 
 /* Writes the set to `path` atomically: a temporary file in the same
  * directory is written, fsync'ed and renamed over `path`, then the directory
@@ -139,6 +161,74 @@ int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *m
  * or -errno, with a one-line reason in msg (`size` bytes; msg may be
  * NULL); on error `path` is unchanged and the temporary file removed. */
 int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size);
+
+/* bucketfile_save() with hooks, for the journal's compaction
+ * (common/bucketjournal).  before_rename runs once the new text is
+ * written and fsync'ed to the temporary file, with its size and hash: a
+ * negative return aborts the save (returned; the file unchanged).
+ * after_rename runs once the new file is in place (the directory
+ * fsync'ed), with its identity.  no_check skips the hand-edit check (the
+ * caller made it).  bucketfile_save() is this with no_check 0 and hooks
+ * that keep PATH.journal right: a marker before the rename, emptied after. */
+typedef struct {
+    int no_check;
+    int (*before_rename)(void *arg, const char *path, int64_t size, uint64_t hash);
+    void (*after_rename)(void *arg, const char *path, const bucketfile_ident_t *id);
+    void *arg;
+} bucketfile_save_opts_t;
+int bucketfile_save_ex(bucketfile_t *bf, const char *path, const bucketfile_save_opts_t *o,
+                       char *msg, size_t size);
+
+/* ---- the journal -------------------------------------------------------
+ *
+ * Beside a bucket file PATH the controller keeps PATH.journal: one line
+ * per acknowledged change since the file was last written, applied after
+ * the file by bucketfile_load() (the writer, with its compaction, is
+ * common/bucketjournal).  Lines (each one JSON object and '\n'):
+ *   {"set": {bucket object as in the file}[, "table_version": V]}
+ *   {"remove": "name"[, "table_version": V]}
+ *   {"compacted": {"size": S, "hash": "16 hex digits", "upto": OFFSET}}
+ * A set adds or replaces the bucket, a remove takes it out (a name not
+ * there is no error: see below), a version sets the table's.  A marker
+ * says that a file of that size and hash holds every line before byte
+ * OFFSET: when the file read has them, those lines are skipped (a save or
+ * a compaction renamed its file but had not yet cut the journal); when it
+ * does not (the rename never happened), every line is applied.  Applying
+ * lines the file already holds gives the same table (each line sets or
+ * removes one bucket whole: the last line for a name decides), which is
+ * what makes every crash point safe.  A last line without its '\n' that
+ * does not parse is a write cut short by a crash (never acknowledged):
+ * dropped with a warning; anything else that does not parse or validate
+ * is an error with its line and column. */
+#define BUCKETFILE_JOURNAL_SUFFIX ".journal"
+
+/* "PATH.journal", or NULL if out of memory; caller frees. */
+char *bucketfile_journal_path(const char *path);
+
+typedef struct {
+    size_t lines;        /* set/remove lines read */
+    size_t applied;      /* ... that changed something */
+    uint64_t skipped_to; /* a marker named the file: lines before this offset skipped */
+    int torn;            /* a torn last line was dropped */
+} bucketfile_journal_result_t;
+
+/* Applies `len` bytes of journal text to bf (the set read from the file;
+ * its origin decides the markers), as bucketfile_load() does.  `source`
+ * names the journal in errors.  Returns 0 (fills *res if non-NULL),
+ * -EINVAL (err: source, line, column, member) or -ENOMEM; bf may hold
+ * some lines then. */
+int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, const char *source,
+                             bucketfile_journal_result_t *res, jsonloc_err_t *err);
+
+/* The journal line of a set of *b, a remove of `name`, and a marker; each
+ * with its '\n'; version 0: none.  NULL if out of memory; caller frees. */
+char *bucketfile_journal_set_line(const bucketfile_bucket_t *b, uint64_t version);
+char *bucketfile_journal_remove_line(const char *name, uint64_t version);
+char *bucketfile_journal_marker(int64_t size, uint64_t hash, uint64_t upto);
+
+/* Writes `len` bytes at `line` to fd (opened O_APPEND) and fdatasync()s.
+ * Returns 0 or -errno. */
+int bucketfile_journal_write(int fd, const char *line, size_t len);
 
 /* Returns a new NUL-terminated JSON text of the set, one bucket per line
  * (the canonical format), or NULL if out of memory.  Caller frees it with
