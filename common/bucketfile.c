@@ -801,6 +801,14 @@ static int set_origin(bucketfile_t *bf, const char *path, const bucketfile_ident
 
 int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
 {
+    int rc = bucketfile_load_file(path, out, err);
+    if (rc == 0 && (rc = load_journal(*out, path, err)) < 0)
+        bucketfile_destroy(out);
+    return rc;
+}
+
+int bucketfile_load_file(const char *path, bucketfile_t **out, jsonloc_err_t *err)
+{
     char *buf = NULL;
     size_t n = 0;
     bucketfile_ident_t id;
@@ -815,8 +823,6 @@ int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
         rc = -ENOMEM;
     }
     free(buf);
-    if (rc == 0 && (rc = load_journal(*out, path, err)) < 0)
-        bucketfile_destroy(out);
     return rc;
 }
 

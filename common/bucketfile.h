@@ -117,9 +117,16 @@ int bucketfile_parse(const char *text, size_t len, const char *source,
                      bucketfile_t **out, jsonloc_err_t *err);
 
 /* Reads and parses file `path` as bucketfile_parse(), and records the
- * file's identity as the set's origin.  Returns 0, -EINVAL, -ENOMEM, or the
- * -errno of open/read (err->text says which). */
+ * file's identity as the set's origin; then applies the journal beside
+ * it, PATH.journal, if there is one (bucketfile_journal_apply(); a torn
+ * last line is dropped with a warning).  Returns 0, -EINVAL (err: the file
+ * or the journal, line, column), -ENOMEM, or the -errno of open/read
+ * (err->text says which). */
 int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err);
+
+/* bucketfile_load() of the file alone, without its journal (the
+ * journal's compaction). */
+int bucketfile_load_file(const char *path, bucketfile_t **out, jsonloc_err_t *err);
 
 /* Checks file `path` whole, as bucketfile_load() would, but goes on after
  * a bad bucket: calls report(arg, err) for every problem (the first of
