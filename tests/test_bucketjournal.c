@@ -248,7 +248,7 @@ START_TEST(test_bucketjournal_compaction_crash_points)
         bucketjournal_t *j = NULL;
         char msg[512];
         ck_assert_int_eq(bucketjournal_new(x.path, bf, 1u << 30, &j, msg, sizeof msg), 0);
-        changes(j, mirror, 0, 50);
+        changes(j, mirror, 0, 25);
         bucketjournal_test_crash(j, point);
         ck_assert_int_eq(bucketjournal_compact(j), 0);
         bucketjournal_wait(j);
@@ -264,7 +264,7 @@ START_TEST(test_bucketjournal_compaction_crash_points)
         free(b);
         /* Restarted: more changes, a compaction to the end, and again. */
         ck_assert_int_eq(bucketjournal_new(x.path, got, 1u << 30, &j, msg, sizeof msg), 0);
-        changes(j, mirror, 50, 30);
+        changes(j, mirror, 25, 15);
         ck_assert_int_eq(bucketjournal_compact(j), 0);
         bucketjournal_wait(j);
         bucketjournal_destroy(&j);
@@ -382,5 +382,5 @@ int main(void)
                                   test_bucketjournal_compaction_crash_points,
                                   test_bucketjournal_save_drops_folded_lines,
                                   test_bucketjournal_hand_edit};
-    return testlib_run_tests("bucketjournal", tests, sizeof tests / sizeof tests[0]);
+    return testlib_run_timed("bucketjournal", 60, tests, sizeof tests / sizeof tests[0]);
 }
