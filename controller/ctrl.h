@@ -137,6 +137,32 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
  * -ENOMEM (state unchanged in both cases). */
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf);
 
+/* Checks that the table with bucket *x added or replacing the bucket of
+ * its name still fits what ctrl_check_buckets() checks, from the sums c
+ * keeps: O(1).  Returns 0 or -ERANGE with msg (may be NULL) filled. */
+int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, size_t msgsize);
+
+/* Adds bucket *x at the end of the table, or replaces the bucket of its
+ * name in place, without rebuilding the other buckets' state: the
+ * bucket's rates become tokens, its provisional split and ledger entry
+ * start afresh (as every bucket's do at ctrl_set_buckets()), a new bucket
+ * finds its pair on each node by name (the node's unconfigured names are
+ * indexed), the nodes holding it get its limit at the next computation;
+ * the table generation changes and the next ctrl_compute() recomputes.
+ * O(1) amortised in the table's size (the first change after
+ * ctrl_set_buckets() makes c's copy of the table its own: O(n) once);
+ * O(nodes).  A table with byte rates (or a bucket that gets one) takes the
+ * full ctrl_set_buckets() path.  Returns 0, -ERANGE (ctrl_check_bucket()),
+ * -EINVAL (an invalid bucket), -ENOMEM; c unchanged on error. */
+int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x);
+
+/* Removes bucket `name`, keeping the others' state and order (the indexes
+ * above it move down by one).  O(n) in memory moves of a few bytes per
+ * bucket (the table's order is the file's), and per node a pass over its
+ * pairs renumbering them; no hashing, no rebuild.  Returns 0, -ENOENT,
+ * -ENOMEM (c unchanged). */
+int ctrl_remove_bucket(ctrl_t *c, const char *name);
+
 /* The controller's table: generation (>= 1) and bucket names in index order
  * (token records' `bucket`).  The array belongs to `c` and is valid until
  * the next ctrl_set_buckets(). */
@@ -420,6 +446,10 @@ typedef struct {
     uint64_t duplicate_names; /* hellos refused: the name is up elsewhere */
     uint64_t nodes_forgotten; /* down for forget_after periods: tables freed */
     uint64_t implausible[CTRL_IMPL__COUNT]; /* values clamped, per reason */
+    uint64_t full_rebuilds;   /* ctrl_set_buckets(): every bucket's state
+                                 and every node's map rebuilt, O(buckets) */
+    uint64_t bucket_changes;  /* ctrl_set_bucket(), ctrl_remove_bucket()
+                                 applied without a full rebuild */
 } ctrl_stats_t;
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c);
