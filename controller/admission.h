@@ -9,7 +9,8 @@
  * (reservation_bytes) against the nodes' byte capacities.  With no
  * capacity known at all (no node registered yet) nothing can be judged and
  * every configuration passes with a note; so do byte reservations while
- * the byte capacity is unknown.  Pure functions; no state. */
+ * the byte capacity is unknown.  Pure functions; the running sums a caller
+ * keeps for admission_check_change() are its own. */
 #ifndef BQOS_ADMISSION_H
 #define BQOS_ADMISSION_H
 
@@ -45,5 +46,29 @@ typedef struct {
  * not be made, or "" if all is well. */
 int admission_check(const bucketfile_t *bf, const admission_view_t *view, char *msg,
                     size_t msgsize);
+
+/* Running sums of a table's reservations, kept by the caller across
+ * changes so that a change to one bucket is judged in O(1): exact
+ * integers (a million buckets at the largest rates fit). */
+typedef struct {
+    __int128 reservation;       /* IOs per second */
+    __int128 reservation_bytes; /* bytes per second */
+    size_t with_bytes;          /* buckets with a byte reservation */
+} admission_sums_t;
+
+/* The sums of table bf.  O(buckets). */
+void admission_sums_init(admission_sums_t *s, const bucketfile_t *bf);
+
+/* Adds bucket *b to the sums (sign +1) or takes it out (sign -1).  A
+ * change of a bucket is its old row out, its new row in. */
+void admission_sums_add(admission_sums_t *s, const bucketfile_bucket_t *b, int sign);
+
+/* admission_check() of a table after one change, from its sums `after`:
+ * the aggregate constraints in both units, and the local one of
+ * `changed` (the bucket set; NULL for a removal), not the other
+ * buckets' (they were judged when they changed; a full check is
+ * admission_check()).  Returns and fills msg as admission_check(). */
+int admission_check_change(const admission_sums_t *after, const bucketfile_bucket_t *changed,
+                           const admission_view_t *view, char *msg, size_t msgsize);
 
 #endif
