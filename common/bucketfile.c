@@ -1221,22 +1221,78 @@ static int journal_fail(jsonloc_err_t *err, const char *source, int line, int co
     return -EINVAL;
 }
 
-/* The hash of a compaction marker's "hash" ("0123456789abcdef"). */
-static int marker_of(json_t *root, int64_t *size, uint64_t *hash, uint64_t *upto)
+/* A marker's or base line's file (size, "hash": 16 hex digits) and the
+ * marker's "upto" (a base line has none: 0). */
+static int mark_of(json_t *root, const char *key, int64_t *size, uint64_t *hash, uint64_t *upto)
 {
-    json_t *m = json_object_get(root, "compacted");
+    json_t *m = json_object_get(root, key);
     json_t *js = json_object_get(m, "size"), *jh = json_object_get(m, "hash"),
            *ju = json_object_get(m, "upto");
     char *end;
+    int base = strcmp(key, "base") == 0;
     if (!json_is_object(m) || !json_is_integer(js) || !json_is_string(jh) ||
-        !json_is_integer(ju) || json_string_length(jh) != 16 || json_integer_value(ju) < 0)
+        json_string_length(jh) != 16 || json_object_size(m) != (base ? 2u : 3u) ||
+        (!base && (!json_is_integer(ju) || json_integer_value(ju) < 0)))
         return -EINVAL;
     *hash = strtoull(json_string_value(jh), &end, 16);
     if (*end)
         return -EINVAL;
     *size = json_integer_value(js);
-    *upto = (uint64_t)json_integer_value(ju);
+    *upto = base ? 0 : (uint64_t)json_integer_value(ju);
     return 0;
+}
+
+static int marker_of(json_t *root, int64_t *size, uint64_t *hash, uint64_t *upto)
+{
+    return mark_of(root, "compacted", size, hash, upto);
+}
+
+/* Nonzero if *f (may be NULL) is the file (size, hash). */
+static int is_file(const bucketfile_ident_t *f, int64_t size, uint64_t hash)
+{
+    return f && f->exists && f->size == size && f->hash == hash;
+}
+
+/* Where the lines that apply to file *f (NULL: none known) begin: *from
+ * (after the last marker naming f; 0 if none), and whether they apply
+ * at all (0: the base line names another file and no marker names f). */
+static int journal_start(const char *text, size_t len, const bucketfile_ident_t *f, size_t *from)
+{
+    int marked = 0, base = -1; /* base: the first line names f (1), another (0) */
+    int64_t size;
+    uint64_t hash, upto;
+    *from = 0;
+    if (len > 9 && memcmp(text, "{\"base\":", 8) == 0) {
+        const char *nl = memchr(text, '\n', len);
+        json_t *root = nl ? json_loadb(text, (size_t)(nl - text), 0, NULL) : NULL;
+        if (root && mark_of(root, "base", &size, &hash, &upto) == 0)
+            base = is_file(f, size, hash);
+        json_decref(root);
+    }
+    /* A marker that names f: what lies before its `upto` is in that file
+     * (a compaction or a save got as far as the rename).  The last one
+     * counts. */
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        if (end - at > 14 && memcmp(text + at, "{\"compacted\":", 13) == 0) {
+            json_t *root = json_loadb(text + at, end - at, 0, NULL);
+            if (root && marker_of(root, &size, &hash, &upto) == 0 && is_file(f, size, hash) &&
+                upto <= at) {
+                *from = (size_t)upto;
+                marked = 1;
+            }
+            json_decref(root);
+        }
+        at = end + 1;
+    }
+    return !(base == 0 && !marked);
+}
+
+int bucketfile_journal_extends(const char *text, size_t len, const bucketfile_ident_t *file)
+{
+    size_t from;
+    return journal_start(text, len, file, &from);
 }
 
 int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, const char *source,
@@ -1244,26 +1300,15 @@ int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, con
 {
     bucketfile_journal_result_t r = {0};
     size_t from = 0;
-    /* A marker that names the file bf was read from: what lies before its
-     * `upto` is in that file (a compaction or a save got as far as the
-     * rename).  The last one counts. */
-    for (size_t at = 0; at < len;) {
-        const char *nl = memchr(text + at, '\n', len - at);
-        size_t end = nl ? (size_t)(nl - text) : len;
-        if (end - at > 14 && memcmp(text + at, "{\"compacted\":", 13) == 0) {
-            json_t *root = json_loadb(text + at, end - at, 0, NULL);
-            int64_t size;
-            uint64_t hash, upto;
-            if (root && marker_of(root, &size, &hash, &upto) == 0 && bf->opath &&
-                bf->origin.exists && bf->origin.size == size && bf->origin.hash == hash &&
-                upto <= at) {
-                from = (size_t)upto;
-                r.skipped_to = upto;
-            }
-            json_decref(root);
-        }
-        at = end + 1;
+    if (!journal_start(text, len, bf->opath ? &bf->origin : NULL, &from)) {
+        /* The lines extend another version of the file: it was edited by
+         * hand (or replaced) since.  The file is the operator's word. */
+        r.ignored = 1;
+        if (res)
+            *res = r;
+        return 0;
     }
+    r.skipped_to = from;
     int line = 1;
     for (size_t at = 0; at < from; at++)
         line += text[at] == '\n';
@@ -1292,7 +1337,7 @@ int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, con
         json_object_foreach(root, key, v)
         {
             if (strcmp(key, "set") && strcmp(key, "remove") && strcmp(key, "table_version") &&
-                strcmp(key, "compacted")) {
+                strcmp(key, "compacted") && strcmp(key, "base")) {
                 rc = journal_fail(err, source, line, 1, key,
                                   "unknown member (expected set, remove, table_version, "
                                   "compacted)");
@@ -1303,10 +1348,16 @@ int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, con
                               (uint64_t)json_integer_value(jv) > BUCKETFILE_MAX_VERSION))
             rc = journal_fail(err, source, line, 1, "table_version",
                               "table_version must be an integer in 0..2^53");
-        if (rc == 0 && json_object_get(root, "compacted")) {
-            int64_t size;
-            uint64_t hash, upto;
-            if (js || jr || marker_of(root, &size, &hash, &upto) < 0)
+        int64_t size;
+        uint64_t hash, upto;
+        if (rc == 0 && json_object_get(root, "base")) {
+            if (json_object_size(root) != 1 || mark_of(root, "base", &size, &hash, &upto) < 0)
+                rc = journal_fail(err, source, line, 1, "base",
+                                  "a base line is {\"base\": {\"size\": N, \"hash\": \"16 hex "
+                                  "digits\"}} alone");
+        } else if (rc == 0 && json_object_get(root, "compacted")) {
+            if (js || jr || json_object_size(root) != 1 ||
+                marker_of(root, &size, &hash, &upto) < 0)
                 rc = journal_fail(err, source, line, 1, "compacted",
                                   "a marker is {\"compacted\": {\"size\": N, \"hash\": "
                                   "\"16 hex digits\", \"upto\": OFFSET}} alone");
@@ -1337,13 +1388,14 @@ int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, con
              * after a compaction that renamed but had not yet cut the
              * journal), or undoes a set that is */
         }
-        if (rc == 0 && jv && !json_object_get(root, "compacted"))
+        if (rc == 0 && jv && (js || jr))
             bucketfile_set_version(bf, (uint64_t)json_integer_value(jv));
+        int counted = js || jr;
         json_decref(root);
         if (rc < 0)
             return rc == -ENOMEM && err ? (snprintf(err->text, sizeof err->text, "out of memory"), rc)
                                         : rc;
-        r.lines++;
+        r.lines += counted;
     }
     if (res)
         *res = r;
@@ -1361,7 +1413,10 @@ static int load_journal(bucketfile_t *bf, const char *path, jsonloc_err_t *err)
         goto out;
     }
     bucketfile_journal_result_t r;
-    if (n && (rc = bucketfile_journal_apply(bf, buf, n, jp, &r, err)) == 0 && r.torn)
+    if (n && (rc = bucketfile_journal_apply(bf, buf, n, jp, &r, err)) == 0 && r.ignored)
+        log_warn("%s: its changes extend another version of %s (edited by hand or replaced "
+                 "since): not applied; the file is loaded as it is", jp, path);
+    else if (n && rc == 0 && r.torn)
         log_warn("%s: its last line is incomplete (a write cut short by a crash: that change "
                  "was never acknowledged): dropped", jp);
 out:
@@ -1399,6 +1454,15 @@ char *bucketfile_journal_remove_line(const char *name, uint64_t version)
     if (q && asprintf(&line, "%s\n", q) < 0)
         line = NULL;
     free(q);
+    return line;
+}
+
+char *bucketfile_journal_base(int64_t size, uint64_t hash)
+{
+    char *line = NULL;
+    if (asprintf(&line, "{\"base\": {\"size\": %lld, \"hash\": \"%016llx\"}}\n", (long long)size,
+                 (unsigned long long)hash) < 0)
+        return NULL;
     return line;
 }
 

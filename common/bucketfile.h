@@ -195,6 +195,11 @@ int bucketfile_save_ex(bucketfile_t *bf, const char *path, const bucketfile_save
  *   {"set": {bucket object as in the file}[, "table_version": V]}
  *   {"remove": "name"[, "table_version": V]}
  *   {"compacted": {"size": S, "hash": "16 hex digits", "upto": OFFSET}}
+ *   {"base": {"size": S, "hash": "16 hex digits"}}   (first line only)
+ * The base line names the file the lines extend (the writer puts it
+ * first): read over another file (the file was edited by hand, or
+ * replaced, since) and with no marker naming that file either, the
+ * journal is not applied (warned: the file is the operator's word).
  * A set adds or replaces the bucket, a remove takes it out (a name not
  * there is no error: see below), a version sets the table's.  A marker
  * says that a file of that size and hash holds every line before byte
@@ -217,6 +222,7 @@ typedef struct {
     size_t applied;      /* ... that changed something */
     uint64_t skipped_to; /* a marker named the file: lines before this offset skipped */
     int torn;            /* a torn last line was dropped */
+    int ignored;         /* its base is another file: nothing applied */
 } bucketfile_journal_result_t;
 
 /* Applies `len` bytes of journal text to bf (the set read from the file;
@@ -227,11 +233,16 @@ typedef struct {
 int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, const char *source,
                              bucketfile_journal_result_t *res, jsonloc_err_t *err);
 
+/* Nonzero if the journal text applies to file *file (its base line, or a
+ * marker, names it; or it has no base line), as bucketfile_load() judges. */
+int bucketfile_journal_extends(const char *text, size_t len, const bucketfile_ident_t *file);
+
 /* The journal line of a set of *b, a remove of `name`, and a marker; each
  * with its '\n'; version 0: none.  NULL if out of memory; caller frees. */
 char *bucketfile_journal_set_line(const bucketfile_bucket_t *b, uint64_t version);
 char *bucketfile_journal_remove_line(const char *name, uint64_t version);
 char *bucketfile_journal_marker(int64_t size, uint64_t hash, uint64_t upto);
+char *bucketfile_journal_base(int64_t size, uint64_t hash);
 
 /* Writes `len` bytes at `line` to fd (opened O_APPEND) and fdatasync()s.
  * Returns 0 or -errno. */

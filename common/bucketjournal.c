@@ -31,6 +31,46 @@ struct bucketjournal {
     int done;              /* under mu: the worker has finished */
 };
 
+static char *read_range(const char *jpath, uint64_t from, uint64_t to);
+static int open_journal(const char *jpath, mode_t mode);
+
+/* A journal that extends another version of the file (edited by hand,
+ * then loaded without it: bucketfile_load() said so) is set aside as
+ * PATH.journal.ignored, and the journal starts empty.  Returns 0 or
+ * -errno. */
+static int set_aside_stale(bucketjournal_t *j)
+{
+    if (j->size == 0)
+        return 0;
+    char *text = read_range(j->jpath, 0, j->size), *aside = NULL;
+    if (!text)
+        return -EIO;
+    int rc = 0;
+    if (!bucketfile_journal_extends(text, j->size, &j->ident)) {
+        if (asprintf(&aside, "%s.ignored", j->jpath) < 0) {
+            aside = NULL;
+            rc = -ENOMEM;
+        } else if (rename(j->jpath, aside) < 0) {
+            rc = -errno;
+        } else {
+            int fd = open_journal(j->jpath, 0644);
+            if (fd < 0) {
+                rc = fd;
+            } else {
+                close(j->fd);
+                j->fd = fd;
+                j->size = 0;
+                j->st.bytes = 0;
+                log_warn("%s extends another version of %s: set aside as %s", j->jpath, j->path,
+                         aside);
+            }
+        }
+    }
+    free(aside);
+    free(text);
+    return rc;
+}
+
 /* The bound for a file of `file_size` bytes. */
 static uint64_t bound_of(const bucketjournal_t *j, int64_t file_size)
 {
@@ -112,9 +152,13 @@ int bucketjournal_new(const char *path, const bucketfile_t *bf, size_t compact_b
         snprintf(msg, size, "cannot read %s: %s", j->jpath, strerror(errno));
         goto fail;
     }
-    sync_dir(j->jpath);
     j->size = (uint64_t)keep;
     j->st.bytes = j->size;
+    if ((rc = set_aside_stale(j)) < 0) {
+        snprintf(msg, size, "cannot set %s aside: %s", j->jpath, strerror(-rc));
+        goto fail;
+    }
+    sync_dir(j->jpath);
     *out = j;
     return 0;
 fail:
@@ -248,10 +292,27 @@ static void cut(void *arg, const char *path, const bucketfile_ident_t *id)
         rc = -errno;
         goto out;
     }
+    char *base = bucketfile_journal_base(id->size, id->hash);
+    if (!base) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t bl = strlen(base);
+    int any = 0; /* a line to keep: the base line goes first */
+    for (char *l = tail; *l && !any;) {
+        char *nl = strchr(l, '\n');
+        any = strncmp(l, "{\"compacted\":", 13) != 0 && strncmp(l, "{\"base\":", 8) != 0;
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    rc = !any || write(fd, base, bl) == (ssize_t)bl ? 0 : -EIO;
+    free(base);
+    if (rc < 0)
+        goto out;
+    kept = any ? bl : 0;
     for (char *l = tail; *l;) {
         char *nl = strchr(l, '\n');
         size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
-        if (strncmp(l, "{\"compacted\":", 13) != 0) {
+        if (strncmp(l, "{\"compacted\":", 13) != 0 && strncmp(l, "{\"base\":", 8) != 0) {
             if ((rc = (write(fd, l, len) == (ssize_t)len) ? 0 : -EIO) < 0)
                 goto out;
             kept += len;
@@ -383,8 +444,21 @@ static int append(bucketjournal_t *j, char *line, char *msg, size_t size)
         snprintf(msg, size, "out of memory");
         return -ENOMEM;
     }
-    size_t len = strlen(line);
     pthread_mutex_lock(&j->mu);
+    if (j->size == 0 && j->ident.exists) { /* the file these lines extend, first */
+        char *base = bucketfile_journal_base(j->ident.size, j->ident.hash), *both = NULL;
+        if (!base || asprintf(&both, "%s%s", base, line) < 0) {
+            free(base);
+            free(line);
+            pthread_mutex_unlock(&j->mu);
+            snprintf(msg, size, "out of memory");
+            return -ENOMEM;
+        }
+        free(base);
+        free(line);
+        line = both;
+    }
+    size_t len = strlen(line);
     int rc = j->fd >= 0 ? bucketfile_journal_write(j->fd, line, len) : -EBADF;
     if (rc == 0) {
         j->size += len;
@@ -467,7 +541,7 @@ int bucketjournal_rebase(bucketjournal_t *j, const bucketfile_t *bf)
         return -ENOENT;
     bucketjournal_wait(j);
     j->ident = id;
-    return 0;
+    return set_aside_stale(j);
 }
 
 /* Tests: the worker stops at `point` (1: before the marker, 2: after the

@@ -76,7 +76,10 @@ int bucketjournal_save(bucketjournal_t *j, bucketfile_t *bf, char *msg, size_t s
 
 /* The table was loaded again from the file and its journal (a reload):
  * `bf` (borrowed) is what the file holds now.  Returns 0 or -ENOENT (bf
- * has no origin). */
+ * has no origin), or -errno.  A journal that does not extend that file
+ * (it was edited by hand: the load did not apply the journal) is set
+ * aside as PATH.journal.ignored and starts empty; so does
+ * bucketjournal_new(). */
 int bucketjournal_rebase(bucketjournal_t *j, const bucketfile_t *bf);
 
 typedef struct {

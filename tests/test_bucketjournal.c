@@ -368,6 +368,24 @@ START_TEST(test_bucketjournal_hand_edit)
     char *f = slurp(x.path);
     ck_assert_str_eq(f, "{\"buckets\": [{\"name\": \"q\", \"reservation\": 1}]}\n");
     free(f);
+    /* The reload of the edited file: the journal extends the old file, so
+     * it is not applied (the operator's edit stands), and it is set aside
+     * for the next lines. */
+    bucketfile_t *got = load(&x);
+    ck_assert_uint_eq(bucketfile_count(got), 1);
+    ck_assert_int_lt(bucketfile_find(got, "c"), 0);
+    ck_assert_int_eq(bucketjournal_rebase(j, got), 0);
+    ck_assert_int_eq(bucketjournal_check(j, msg, sizeof msg), 0);
+    char aside[200];
+    snprintf(aside, sizeof aside, "%s.ignored", x.jpath);
+    ck_assert_int_eq(access(aside, F_OK), 0);
+    bucketfile_bucket_t d = bucket("d", 4, 40);
+    ck_assert_int_eq(bucketjournal_set(j, &d, 0, msg, sizeof msg), 0);
+    bucketfile_destroy(&got);
+    got = load(&x);
+    ck_assert_uint_eq(bucketfile_count(got), 2);
+    ck_assert_int_ge(bucketfile_find(got, "d"), 0);
+    bucketfile_destroy(&got);
     bucketjournal_destroy(&j);
     bucketfile_destroy(&bf);
     fx_done(&x);
