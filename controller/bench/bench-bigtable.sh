@@ -73,9 +73,10 @@ table 1 "$T/one.json"
 start "$T/one.json"
 rss0=$(rss_kb "$pid")
 stop_pid "$pid"
-echo "| buckets | file | start-up | RSS | RSS/bucket | first set | first remove | next changes (median/max ms) | ctrl rebuilds | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | RSS after (per bucket) | SIGTERM in a set |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| buckets | file | start-up | RSS | RSS/bucket | first set | first remove | next changes (median/max ms) | loop time per change (ms, median/max) | ctrl rebuilds | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | RSS after (per bucket) | SIGTERM in a set |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for N in ${@:-30000}; do
+  rm -f "$T/b.json.journal" "$T/b.json.journal.ignored" # the last size's
   table "$N" "$T/b.json"
   size=$(wc -c <"$T/b.json")
   start "$T/b.json"
@@ -97,6 +98,12 @@ for N in ${@:-30000}; do
   med() { awk -v k="$1" '$1 == k {print $2}' "$T/times" | sort -n |
     awk '{a[NR] = $1} END {if (NR) printf "%s/%s", a[int((NR + 1) / 2)], a[NR]; else printf "n/a"}'; }
   t_next="set $(med set), add $(med add), remove $(med rm)"
+  # The loop's own time per change, as the controller logs it (without
+  # bqos-ctl's start and the round trip): first, then median/max of the rest.
+  grep -oE "bucket tenant-[^ ]* (created|changed|removed).*\(([0-9.]+) ms\)" "$T/controller.log" |
+    sed -E 's/.*\(([0-9.]+) ms\)$/\1/' >"$T/loop"
+  t_loop=$(awk 'NR == 1 {f = $1} NR > 1 {print $1 > "/dev/stderr"} END {printf "%s", f}' "$T/loop" 2>"$T/loop.rest")
+  t_loop="first $t_loop, next $(sort -n "$T/loop.rest" | awk '{a[NR] = $1} END {if (NR) printf "%s/%s", a[int((NR + 1) / 2)], a[NR]; else printf "n/a"}')"
   ctl --json status --limit 0 >"$T/st.json" 2>/dev/null
   rebuilds=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stats"]; print("%s full, %s in place" % (s.get("full_rebuilds", "?"), s.get("bucket_changes", "?")))' "$T/st.json" 2>/dev/null || echo "?")
   timed t_st ctl status
@@ -111,5 +118,5 @@ for N in ${@:-30000}; do
   rss2=$(rss_kb "$pid")
   per2=$(awk -v a="$rss2" -v b="$rss0" -v n="$N" 'BEGIN { printf "%.0f B", (a - b) * 1024 / n }')
   term_latency
-  echo "| $N | $((size / 1024)) KiB | ${t_start} ms | $((rss / 1024)) MiB | $per | ${t_set} ms | ${t_rm} ms | $t_next | $rebuilds | ${t_st} ms, $st_lines lines | ${t_sj} ms, $((sj_bytes / 1024)) KiB | ${t_sum} ms | ${t_top} ms | $((rss2 / 1024)) MiB, $per2 | ${t_term} ms |"
+  echo "| $N | $((size / 1024)) KiB | ${t_start} ms | $((rss / 1024)) MiB | $per | ${t_set} ms | ${t_rm} ms | $t_next | $t_loop | $rebuilds | ${t_st} ms, $st_lines lines | ${t_sj} ms, $((sj_bytes / 1024)) KiB | ${t_sum} ms | ${t_top} ms | $((rss2 / 1024)) MiB, $per2 | ${t_term} ms |"
 done

@@ -1140,6 +1140,7 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     }
     json_t *ok = reply_ok(), *r;
     json_object_set_new(ok, "created", json_boolean(old < 0));
+    double t0 = mono_now();
     if (!ad->ld) {
         r = change_in_place(ad, &b, NULL, ok);
     } else {
@@ -1153,10 +1154,11 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     }
     if (json_is_true(json_object_get(r, "ok")))
         log_info("bucket %s %s: reservation %lld limit %lld weight %u; bytes/s reservation "
-                 "%lld limit %lld",
+                 "%lld limit %lld (%.1f ms)",
                  b.name, old < 0 ? "created" : "changed", (long long)b.reservation,
                  (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight,
-                 (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1));
+                 (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1),
+                 (mono_now() - t0) * 1e3);
     return r;
 }
 
@@ -1168,6 +1170,7 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
     if (bucketfile_find(ad->bf, json_string_value(jn)) < 0)
         return reply_error("not_found", "no such bucket");
     json_t *r;
+    double t0 = mono_now();
     if (!ad->ld) {
         r = change_in_place(ad, NULL, json_string_value(jn), reply_ok());
     } else {
@@ -1178,7 +1181,7 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
         r = commit_change(ad, bf, reply_ok());
     }
     if (json_is_true(json_object_get(r, "ok")))
-        log_info("bucket %s removed", json_string_value(jn));
+        log_info("bucket %s removed (%.1f ms)", json_string_value(jn), (mono_now() - t0) * 1e3);
     return r;
 }
 
