@@ -73,7 +73,7 @@ table 1 "$T/one.json"
 start "$T/one.json"
 rss0=$(rss_kb "$pid")
 stop_pid "$pid"
-echo "| buckets | file | start-up | RSS | RSS/bucket | first set | first remove | next changes (median/max ms) | loop time per change (ms, median/max) | ctrl rebuilds | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | RSS after (per bucket) | SIGTERM in a set |"
+echo "| buckets | file | start-up | RSS | RSS/bucket | first set | first remove | next changes (median/max ms) | loop time per change (ms; median/max) | ctrl rebuilds | status (default) | status --json (default) | summary (--limit 0) | top 10 (--sort reservation) | RSS after (per bucket) | SIGTERM in a set |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for N in ${@:-30000}; do
   rm -f "$T/b.json.journal" "$T/b.json.journal.ignored" # the last size's
@@ -101,9 +101,11 @@ for N in ${@:-30000}; do
   # The loop's own time per change, as the controller logs it (without
   # bqos-ctl's start and the round trip): first, then median/max of the rest.
   grep -oE "bucket tenant-[^ ]* (created|changed|removed).*\(([0-9.]+) ms\)" "$T/controller.log" |
-    sed -E 's/.*\(([0-9.]+) ms\)$/\1/' >"$T/loop"
-  t_loop=$(awk 'NR == 1 {f = $1} NR > 1 {print $1 > "/dev/stderr"} END {printf "%s", f}' "$T/loop" 2>"$T/loop.rest")
-  t_loop="first $t_loop, next $(sort -n "$T/loop.rest" | awk '{a[NR] = $1} END {if (NR) printf "%s/%s", a[int((NR + 1) / 2)], a[NR]; else printf "n/a"}')"
+    sed -E 's/^bucket [^ ]* ([a-z]*).*\(([0-9.]+) ms\)$/\1 \2/' >"$T/loop"
+  # loopmed KIND: median/max of the loop's times of KIND after the first two changes
+  loopmed() { tail -n +3 "$T/loop" | awk -v k="$1" '$1 == k {print $2}' | sort -n |
+    awk '{a[NR] = $1} END {if (NR) printf "%s/%s", a[int((NR + 1) / 2)], a[NR]; else printf "n/a"}'; }
+  t_loop="first set $(awk 'NR == 1 {print $2}' "$T/loop"), first remove $(awk 'NR == 2 {print $2}' "$T/loop"); next: set $(loopmed changed), add $(loopmed created), remove $(loopmed removed)"
   ctl --json status --limit 0 >"$T/st.json" 2>/dev/null
   rebuilds=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stats"]; print("%s full, %s in place" % (s.get("full_rebuilds", "?"), s.get("bucket_changes", "?")))' "$T/st.json" 2>/dev/null || echo "?")
   timed t_st ctl status
