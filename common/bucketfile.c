@@ -397,7 +397,19 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
  * its run move back where a lookup finds them), then renumbers the
  * indexes above i, which the caller moves down by one.  No rehash of the
  * names: one pass over the slots. */
+static void unslot(bucketfile_t *bf, int i);
+
 static void unindex(bucketfile_t *bf, int i)
+{
+    unslot(bf, i);
+    for (size_t j = 0; j < bf->nslot; j++)
+        if (bf->slot[j] > i)
+            bf->slot[j]--;
+}
+
+/* Takes index i out of the hash (the entries after it in its run move
+ * back where a lookup finds them); no renumbering. */
+static void unslot(bucketfile_t *bf, int i)
 {
     size_t mask = bf->nslot - 1, h = hash_name(bf->v[i].name) & mask;
     while (bf->slot[h] != i)
@@ -413,9 +425,27 @@ static void unindex(bucketfile_t *bf, int i)
             h = j;
         }
     }
-    for (size_t j = 0; j < bf->nslot; j++)
-        if (bf->slot[j] > i)
-            bf->slot[j]--;
+}
+
+int bucketfile_remove_swap(bucketfile_t *bf, const char *name)
+{
+    int i = bucketfile_find(bf, name);
+    if (i < 0)
+        return -ENOENT;
+    if (unshare(bf) < 0)
+        return -ENOMEM;
+    int m = (int)bf->n - 1;
+    unslot(bf, i);
+    if (i != m) {
+        size_t mask = bf->nslot - 1, h = hash_name(bf->v[m].name) & mask;
+        while (bf->slot[h] != m)
+            h = (h + 1) & mask;
+        bf->slot[h] = i;
+        bf->v[i] = bf->v[m];
+        bf->src[i] = bf->src[m];
+    }
+    bf->n--;
+    return 0;
 }
 
 int bucketfile_remove(bucketfile_t *bf, const char *name)
@@ -933,6 +963,8 @@ typedef struct {
     size_t nsp;
     size_t as, ae; /* the "buckets" array's span */
     size_t vs, ve; /* the "table_version" value's span; vs == ve: none */
+    int32_t *ord;  /* the buckets in the order written (write_edited());
+                      NULL: table order */
     int oom;
 } tbuf_t;
 
@@ -1120,12 +1152,39 @@ static void write_edited(tbuf_t *t, const bucketfile_t *bf, const tb_patch_t *pt
         ws = x + as + 1;
         wsn = sp[0] - as - 1;
     }
+    /* The order written: the base text's elements in their order (a
+     * bucket moved by bucketfile_remove_swap() keeps its place in the
+     * file), then the new buckets in table order. */
+    int32_t *inv = malloc((no ? no : 1) * sizeof *inv);
+    int32_t *ord = malloc((bf->n ? bf->n : 1) * sizeof *ord);
+    if (!inv || !ord) {
+        free(inv);
+        free(ord);
+        t->oom = 1;
+        return;
+    }
+    for (size_t k = 0; k < no; k++)
+        inv[k] = -1;
+    for (size_t i = 0; i < bf->n; i++)
+        if (bf->src[i].elem >= 0)
+            inv[bf->src[i].elem] = (int32_t)i;
+    size_t nord = 0;
+    for (size_t k = 0; k < no; k++)
+        if (inv[k] >= 0)
+            ord[nord++] = inv[k];
+    for (size_t i = 0; i < bf->n; i++)
+        if (bf->src[i].elem < 0)
+            ord[nord++] = (int32_t)i;
+    free(inv);
+    free(t->ord);
+    t->ord = ord;
     tb_copy(t, x, 0, as, pt);
     t->as = t->n;
     tb_put(t, x + as, 1); /* '[' */
-    for (size_t i = 0; i < bf->n && !t->oom; i++) {
+    for (size_t w = 0; w < bf->n && !t->oom; w++) {
+        size_t i = (size_t)ord[w];
         int32_t k = bf->src[i].elem;
-        if (i == 0)
+        if (w == 0)
             tb_put(t, x + as + 1, (no ? sp[0] : ae - 1) - as - 1);
         else if (k > 0)
             tb_put(t, x + sp[2 * k - 1], sp[2 * k] - sp[2 * k - 1]); /* its own separator */
@@ -1160,6 +1219,7 @@ static int render(const bucketfile_t *bf, tbuf_t *t, int spans)
     if (t->oom) {
         free(t->p);
         free(t->sp);
+        free(t->ord);
         *t = (tbuf_t){0};
         return -ENOMEM;
     }
@@ -1180,7 +1240,10 @@ char *bucketfile_dumps(const bucketfile_t *bf)
 char *bucketfile_render(const bucketfile_t *bf)
 {
     tbuf_t t;
-    return render(bf, &t, 0) < 0 ? NULL : t.p;
+    if (render(bf, &t, 0) < 0)
+        return NULL;
+    free(t.ord);
+    return t.p;
 }
 
 /* ---- the journal (PATH.journal) ---------------------------------------- */
@@ -1634,8 +1697,8 @@ int bucketfile_save_ex(bucketfile_t *bf, const char *path, const bucketfile_save
     bf->vs = t.vs;
     bf->ve = t.ve;
     t.sp = NULL;
-    for (size_t i = 0; i < bf->n; i++)
-        bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};
+    for (size_t w = 0; w < bf->n; w++) /* element w of the text written */
+        bf->src[t.ord ? (size_t)t.ord[w] : w] = (bucketfile_src_t){(int32_t)w, 0};
     if (o->after_rename)
         o->after_rename(o->arg, path, &bf->origin);
 out:
@@ -1651,6 +1714,7 @@ out:
     free(dcopy);
     free(text);
     free(t.sp);
+    free(t.ord);
     return rc;
 }
 

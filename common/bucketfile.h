@@ -284,8 +284,15 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err);
 int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t *err);
 
 /* Removes bucket `name`, keeping the order of the others.  Returns 0 or
- * -ENOENT. */
+ * -ENOENT.  O(buckets): the rows after it move down. */
 int bucketfile_remove(bucketfile_t *bf, const char *name);
+
+/* Removes bucket `name` by moving the last bucket into its place: O(1)
+ * (the controller's remove at a million buckets).  The table's order
+ * changes (the last bucket takes the index), the file's does not: a
+ * render writes the buckets read from the text in the text's order, then
+ * the new ones.  Returns 0, -ENOENT or -ENOMEM. */
+int bucketfile_remove_swap(bucketfile_t *bf, const char *name);
 
 /* The set's "table_version" (0: none), and setting it (values above
  * BUCKETFILE_MAX_VERSION are taken as that bound).  Editing buckets leaves

@@ -436,7 +436,7 @@ static int change_by_rebuild(ctrl_t *c, const bucketfile_bucket_t *x, const char
     bucketfile_t *copy = bucketfile_dup(c->bf);
     int rc = copy ? 0 : -ENOMEM;
     if (rc == 0)
-        rc = x ? bucketfile_set(copy, x, NULL) : bucketfile_remove(copy, remove);
+        rc = x ? bucketfile_set(copy, x, NULL) : bucketfile_remove_swap(copy, remove);
     if (rc == 0)
         rc = ctrl_set_buckets(c, copy);
     bucketfile_destroy(&copy);
@@ -575,31 +575,35 @@ int ctrl_remove_bucket(ctrl_t *c, const char *name)
             strmap_destroy(&nd->unconf); /* scans instead */
     }
     const bucketfile_bucket_t *v0 = bucketfile_get(c->bf, 0);
-    if (bucketfile_remove(c->bf, name) < 0)
+    if (bucketfile_remove_swap(c->bf, name) < 0)
         return -ENOMEM;
-    size_t b = (size_t)i, after = c->nb - b - 1;
+    /* The last bucket takes index b (as in the table): its state moves
+     * with it; bnames[k] is row k's name, so the pointers stay. */
+    size_t b = (size_t)i, m = c->nb - 1;
     c->nb--;
     if (bucketfile_get(c->bf, 0) != v0 && c->nb) /* copied: every row moved */
         for (size_t k = 0; k < c->nb; k++)
             c->bnames[k] = bucketfile_get(c->bf, k)->name;
-    /* bnames[k] is row k's name: the rows moved down, the pointers stay. */
-    memmove(&c->bweights[b], &c->bweights[b + 1], after * sizeof c->bweights[0]);
-    memmove(&c->b[b], &c->b[b + 1], after * sizeof c->b[0]);
-    memmove(&c->pv[b], &c->pv[b + 1], after * sizeof c->pv[0]);
+    if (b != m) {
+        c->bweights[b] = c->bweights[m];
+        c->b[b] = c->b[m];
+        c->pv[b] = c->pv[m];
+    }
     for (int n = 0; n < c->nn; n++) {
         node_t *nd = &c->nodes[n];
-        nd->nout = 0;
+        nd->nout = 0; /* records of the old indexes */
         if (nd->forgotten || !nd->jof)
             continue;
-        int j = nd->jof[b];
-        memmove(&nd->jof[b], &nd->jof[b + 1], after * sizeof nd->jof[0]);
+        int j = nd->jof[b], jm = nd->jof[m];
         if (j >= 0) {
             nd->pairs[j].b = -1;
             nd->full_push = 1;
         }
-        for (size_t k = 0; k < nd->ntable; k++)
-            if (nd->pairs[k].b > (int)b)
-                nd->pairs[k].b--;
+        if (b != m) {
+            nd->jof[b] = jm;
+            if (jm >= 0)
+                nd->pairs[jm].b = (int)b;
+        }
     }
     c->tok_total -= old_tok;
     c->nshadow -= old_shadow != 0;

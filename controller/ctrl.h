@@ -156,11 +156,11 @@ int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, 
  * -EINVAL (an invalid bucket), -ENOMEM; c unchanged on error. */
 int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x);
 
-/* Removes bucket `name`, keeping the others' state and order (the indexes
- * above it move down by one).  O(n) in memory moves of a few bytes per
- * bucket (the table's order is the file's), and per node a pass over its
- * pairs renumbering them; no hashing, no rebuild.  Returns 0, -ENOENT,
- * -ENOMEM (c unchanged). */
+/* Removes bucket `name`, keeping the others' state: the last bucket
+ * takes its index, as bucketfile_remove_swap() does to the table (the
+ * caller removes it from its own table the same way, so that both keep
+ * one order; the file keeps its order).  O(1) in the table's size,
+ * O(nodes).  Returns 0, -ENOENT, -ENOMEM (c unchanged). */
 int ctrl_remove_bucket(ctrl_t *c, const char *name);
 
 /* The controller's table: generation (>= 1) and bucket names in index order

@@ -2185,14 +2185,14 @@ START_TEST(test_ctrl_set_bucket_incremental)
     ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
     ck_assert_int_eq(ctrl_remove_bucket(a, "b2"), 0);
-    ck_assert_int_eq(bucketfile_remove(mirror, "b2"), 0);
+    ck_assert_int_eq(bucketfile_remove_swap(mirror, "b2"), 0);
     x = *bucketfile_get(bf, 7);
     x.shadow = 1;
     x.weight = 9;
     ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
     ck_assert_int_eq(ctrl_remove_bucket(a, "b0"), 0);
-    ck_assert_int_eq(bucketfile_remove(mirror, "b0"), 0);
+    ck_assert_int_eq(bucketfile_remove_swap(mirror, "b0"), 0);
     ck_assert_int_eq(ctrl_remove_bucket(a, "nope"), -ENOENT);
     /* Past the arithmetic's bound: refused from the kept sums, unchanged. */
     x = *bucketfile_get(bf, 9);

@@ -1025,7 +1025,7 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
         log_warn("admission (warn only): %s", msg);
     uint64_t version = bucketfile_version(ad->bf) ? next_version(ad) : 0;
     /* The edit: the admin's table, then ctrl's, then the journal. */
-    rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove(ad->bf, name);
+    rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove_swap(ad->bf, name);
     if (rc < 0)
         goto nomem;
     rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
@@ -1041,7 +1041,7 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
         if (i >= 0) /* a removed bucket comes back at the end of the table */
             bucketfile_set(ad->bf, &old, NULL);
         else
-            bucketfile_remove(ad->bf, name);
+            bucketfile_remove_swap(ad->bf, name);
         json_decref(ok);
         return reply_error("io", msg);
     }
@@ -1053,7 +1053,7 @@ undo_table:
     if (i >= 0)
         bucketfile_set(ad->bf, &old, NULL);
     else
-        bucketfile_remove(ad->bf, name);
+        bucketfile_remove_swap(ad->bf, name);
 nomem:
     json_decref(ok);
     return reply_error(rc == -ERANGE ? "admission" : "internal",
