@@ -487,6 +487,26 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
     return c;
 }
 
+bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
+{
+    bucketfile_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->n = c->cap = bf->n;
+    c->nslot = bf->nslot;
+    c->version = bf->version;
+    c->v = dup_array(bf->v, bf->n, sizeof *c->v);
+    c->src = calloc(bf->n ? bf->n : 1, sizeof *c->src);
+    c->slot = dup_array(bf->slot, bf->nslot, sizeof *c->slot);
+    if ((bf->n && !c->v) || !c->src || !c->slot) {
+        bucketfile_destroy(&c);
+        return NULL;
+    }
+    for (size_t i = 0; i < bf->n; i++)
+        c->src[i] = (bucketfile_src_t){-1, 1};
+    return c;
+}
+
 uint64_t bucketfile_version(const bucketfile_t *bf)
 {
     return bf ? bf->version : 0;

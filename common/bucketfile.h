@@ -307,6 +307,14 @@ void bucketfile_set_version(bucketfile_t *bf, uint64_t version);
  * Caller owns it. */
 bucketfile_t *bucketfile_dup(const bucketfile_t *bf);
 
+/* Returns a new copy of the set's buckets, its index and version, owned
+ * whole (nothing shared: a change to either copies nothing), without the
+ * text it was read from or its file (a render writes the canonical
+ * form), or NULL if out of memory.  O(n).  For a table edited in place
+ * beside the caller's (the controller's: ctrl_set_buckets()).  Caller
+ * owns it. */
+bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf);
+
 /* Formats *err as "FILE:LINE:COL: PATH: TEXT" (parts that are unknown are
  * left out) into buf.  Returns buf. */
 const char *bucketfile_strerror(const jsonloc_err_t *err, char *buf, size_t size);
