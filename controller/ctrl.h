@@ -149,9 +149,8 @@ int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, 
  * finds its pair on each node by name (the node's unconfigured names are
  * indexed), the nodes holding it get its limit at the next computation;
  * the table generation changes and the next ctrl_compute() recomputes.
- * O(1) amortised in the table's size (the first change after
- * ctrl_set_buckets() makes c's copy of the table its own: O(n) once);
- * O(nodes).  A table with byte rates (or a bucket that gets one) takes the
+ * O(1) amortised in the table's size (its arrays grow by doubling; c's
+ * table is its own copy of the rows, nothing shared to copy); O(nodes).  A table with byte rates (or a bucket that gets one) takes the
  * full ctrl_set_buckets() path.  Returns 0, -ERANGE (ctrl_check_bucket()),
  * -EINVAL (an invalid bucket), -ENOMEM; c unchanged on error. */
 int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x);
