@@ -492,13 +492,17 @@ bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
     bucketfile_t *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->n = c->cap = bf->n;
-    c->nslot = bf->nslot;
+    /* Room for a quarter more buckets (and their index) before a change
+     * grows the arrays: a copy of them, O(n), every n/4 additions. */
+    c->cap = bf->n + bf->n / 4 + 16;
     c->version = bf->version;
-    c->v = dup_array(bf->v, bf->n, sizeof *c->v);
-    c->src = calloc(bf->n ? bf->n : 1, sizeof *c->src);
-    c->slot = dup_array(bf->slot, bf->nslot, sizeof *c->slot);
-    if ((bf->n && !c->v) || !c->src || !c->slot) {
+    c->v = malloc(c->cap * sizeof *c->v);
+    c->src = calloc(c->cap, sizeof *c->src);
+    if (c->v && c->src) {
+        memcpy(c->v, bf->v, bf->n * sizeof *c->v);
+        c->n = bf->n;
+    }
+    if (!c->v || !c->src || reindex(c, c->cap) < 0) {
         bucketfile_destroy(&c);
         return NULL;
     }

@@ -364,15 +364,18 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
      * sharing would make the first such change copy the whole table,
      * text and all, on the loop (2.8 s at a million buckets). */
     bucketfile_t *copy = bucketfile_copy_rows(bf);
-    const char **names = calloc(nb ? nb : 1, sizeof *names);
-    uint32_t *weights = calloc(nb ? nb : 1, sizeof *weights);
-    ledger_bucket_t *bs = calloc(nb ? nb : 1, sizeof *bs);
-    prov_t *pv = calloc(nb ? nb : 1, sizeof *pv);
+    /* Room for a quarter more: buckets added by ctrl_set_bucket() fill it
+     * before the arrays grow (a copy of each, O(n), every n/4 additions). */
+    size_t capb = nb + nb / 4 + 16;
+    const char **names = calloc(capb, sizeof *names);
+    uint32_t *weights = calloc(capb, sizeof *weights);
+    ledger_bucket_t *bs = calloc(capb, sizeof *bs);
+    prov_t *pv = calloc(capb, sizeof *pv);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
     if (!copy || !names || !weights || !bs || !pv || !jofs)
         goto fail;
     for (int i = 0; i < c->nn; i++)
-        if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
+        if (!(jofs[i] = malloc(capb * sizeof **jofs)))
             goto fail;
     if (bytes_config(&c->by, c->bf, copy, c->cfg.period_s, c->cfg.intervals) < 0)
         goto fail;
@@ -414,7 +417,7 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     free(c->pv);
     c->pv = pv;
     c->nb = nb;
-    c->capb = nb ? nb : 1;
+    c->capb = capb;
     c->tok_total = tok_total;
     c->nshadow = nshadow;
     c->st.full_rebuilds++;
