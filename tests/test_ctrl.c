@@ -2254,11 +2254,48 @@ START_TEST(test_ctrl_set_bucket_incremental)
 }
 END_TEST
 
+/* Additions past the room ctrl_set_buckets() left grow the arrays and
+ * every node's map: the state is still a full rebuild's. */
+START_TEST(test_ctrl_set_bucket_grows)
+{
+    bucketfile_t *bf = load("{\"buckets\": [{\"name\": \"a\", \"reservation\": 1}]}");
+    bucketfile_t *mirror = bucketfile_dup(bf);
+    ctrl_config_t cfg = ctrl_config_default();
+    ctrl_t *a = ctrl_new(&cfg), *b = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(a, bf), 0);
+    const char *tab[] = {"a", "n7", "n33", "n60"};
+    ck_assert_int_eq(ctrl_node_hello(a, "n0", 0, 50000, 1, tab, 4), 0);
+    for (int i = 0; i < 64; i++) {
+        bucketfile_bucket_t x = {.reservation = i, .limit = 100 + i, .weight = 1};
+        snprintf(x.name, sizeof x.name, "n%d", i);
+        ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
+        ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
+    }
+    ck_assert_uint_eq(ctrl_stats(a)->full_rebuilds, 1);
+    ck_assert_int_eq(ctrl_set_buckets(b, mirror), 0);
+    ck_assert_int_eq(ctrl_node_hello(b, "n0", 0, 50000, 1, tab, 4), 0);
+    const char *const *na, *const *nb;
+    size_t ka, kb;
+    ctrl_table(a, &na, &ka);
+    ctrl_table(b, &nb, &kb);
+    ck_assert_uint_eq(ka, kb);
+    for (size_t i = 0; i < ka; i++) {
+        ck_assert_str_eq(na[i], nb[i]);
+        ctrl_pair_info_t pa, pb;
+        ck_assert_int_eq(ctrl_pair_info(a, 0, (int)i, &pa), ctrl_pair_info(b, 0, (int)i, &pb));
+    }
+    ctrl_destroy(&a);
+    ctrl_destroy(&b);
+    bucketfile_destroy(&bf);
+    bucketfile_destroy(&mirror);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
     const TTest *const tests[] = {
-        test_ctrl_set_bucket_incremental,
+        test_ctrl_set_bucket_incremental, test_ctrl_set_bucket_grows,
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
         test_ctrl_absent_bucket_is_idle, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
