@@ -25,6 +25,11 @@ struct bucketjournal {
                                  journal extends */
     bucketjournal_stats_t st;
     int crash_at;          /* tests: the worker stops there (0: never) */
+    uint64_t retry_at;     /* after a failed compaction, none is started
+                              again before the journal reaches this size
+                              (a quarter of the bound more): a failure
+                              that lasts costs a parse per so many changes,
+                              not per change */
     /* The worker (only the owner's thread starts and joins it): */
     pthread_t th;
     int joinable;
@@ -394,6 +399,7 @@ out:
         j->st.compactions++;
     else if (rc != -ECANCELED)
         j->st.failures++;
+    j->retry_at = rc < 0 ? j->size + bound_of(j, j->ident.size) / 4 : 0;
     j->done = 1;
     pthread_mutex_unlock(&j->mu);
     if (rc < 0 && rc != -ECANCELED)
@@ -472,9 +478,10 @@ static int append(bucketjournal_t *j, char *line, char *msg, size_t size)
         snprintf(msg, size, "cannot write %s: %s", j->jpath, strerror(-rc));
     }
     uint64_t now = j->size, bound = bound_of(j, j->ident.size);
+    int due = now > bound && now >= j->retry_at;
     pthread_mutex_unlock(&j->mu);
     free(line);
-    if (rc == 0 && now > bound && bucketjournal_compact(j) == -EAGAIN)
+    if (rc == 0 && due && bucketjournal_compact(j) == -EAGAIN)
         log_warn("%s: cannot start a compaction thread", j->jpath);
     return rc;
 }
@@ -521,6 +528,7 @@ static void save_cut(void *arg, const char *path, const bucketfile_ident_t *id)
     }
     j->size = 0;
     j->st.bytes = 0;
+    j->retry_at = 0;
 }
 
 int bucketjournal_save(bucketjournal_t *j, bucketfile_t *bf, char *msg, size_t size)
