@@ -896,6 +896,13 @@ int bucketfile_validate(const char *path, void (*report)(void *arg, const jsonlo
     pctx_t p = {.text = buf, .len = n, .err = &err, .report = report, .arg = arg};
     bucketfile_t *bf = NULL;
     rc = parse_text(&p, path, &bf);
+    /* The journal beside it, as bucketfile_load() applies it. */
+    if (rc == 0 && bf && set_origin(bf, path, &id) == 0 &&
+        (rc = load_journal(bf, path, &err)) < 0) {
+        report(arg, &err);
+        p.problems++;
+        rc = rc == -ENOMEM ? rc : 0;
+    }
     bucketfile_destroy(&bf);
     free(buf);
     return rc == -ENOMEM ? rc : (int)p.problems;

@@ -131,8 +131,9 @@ int bucketfile_load_file(const char *path, bucketfile_t **out, jsonloc_err_t *er
 /* Checks file `path` whole, as bucketfile_load() would, but goes on after
  * a bad bucket: calls report(arg, err) for every problem (the first of
  * each bucket, or the one that makes the whole file unreadable: syntax,
- * top level, I/O), with its position.  Returns the number of problems (0:
- * the file is valid) or -ENOMEM.  For --check. */
+ * top level, I/O), with its position; then its journal's first problem,
+ * if the file is valid.  Returns the number of problems (0: the file and
+ * its journal are valid) or -ENOMEM.  For --check. */
 int bucketfile_validate(const char *path, void (*report)(void *arg, const jsonloc_err_t *err),
                         void *arg);
 

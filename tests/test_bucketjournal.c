@@ -140,6 +140,14 @@ START_TEST(test_bucketjournal_torn_last_line)
 }
 END_TEST
 
+static int problems;
+
+static void count_problem(void *arg, const jsonloc_err_t *err)
+{
+    (void)err;
+    (*(int *)arg)++;
+}
+
 /* Garbage anywhere but a torn last line is an error with line and column;
  * so is a line that does not validate. */
 START_TEST(test_bucketjournal_garbage)
@@ -174,6 +182,7 @@ START_TEST(test_bucketjournal_garbage)
                       cases[i].line, cases[i].col);
         ck_assert_msg(strcmp(err.path, cases[i].path) == 0, "case %zu: path %s", i, err.path);
         ck_assert_msg(strstr(err.text, cases[i].needle), "case %zu: %s", i, err.text);
+        ck_assert_int_eq(bucketfile_validate(x.path, count_problem, &problems), 1); /* --check */
         fx_done(&x);
     }
 }
