@@ -16,16 +16,10 @@
 #include <unistd.h>
 
 #include "common/jsonloc.h"
+#include "common/log.h"
 #include "common/rules.h"
 #include "common/names.h"
 
-/* What a file held when it was read or written. */
-typedef struct {
-    int exists;       /* 0: the file did not exist */
-    int64_t mtime_ns; /* modification time, ns since the epoch (shown, not compared) */
-    int64_t size;     /* bytes */
-    uint64_t hash;    /* FNV-1a 64 of the content */
-} bucketfile_ident_t;
 
 /* Where a bucket stands in the base text: the element of its "buckets"
  * array it was read from (-1: none, a new bucket) and whether it changed
@@ -475,7 +469,19 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
  * its run move back where a lookup finds them), then renumbers the
  * indexes above i, which the caller moves down by one.  No rehash of the
  * names: one pass over the slots. */
+static void unslot(bucketfile_t *bf, int i);
+
 static void unindex(bucketfile_t *bf, int i)
+{
+    unslot(bf, i);
+    for (size_t j = 0; j < bf->nslot; j++)
+        if (bf->slot[j] > i)
+            bf->slot[j]--;
+}
+
+/* Takes index i out of the hash (the entries after it in its run move
+ * back where a lookup finds them); no renumbering. */
+static void unslot(bucketfile_t *bf, int i)
 {
     size_t mask = bf->nslot - 1, h = hash_name(bf->v[i].name) & mask;
     while (bf->slot[h] != i)
@@ -491,9 +497,27 @@ static void unindex(bucketfile_t *bf, int i)
             h = j;
         }
     }
-    for (size_t j = 0; j < bf->nslot; j++)
-        if (bf->slot[j] > i)
-            bf->slot[j]--;
+}
+
+int bucketfile_remove_swap(bucketfile_t *bf, const char *name)
+{
+    int i = bucketfile_find(bf, name);
+    if (i < 0)
+        return -ENOENT;
+    if (unshare(bf) < 0)
+        return -ENOMEM;
+    int m = (int)bf->n - 1;
+    unslot(bf, i);
+    if (i != m) {
+        size_t mask = bf->nslot - 1, h = hash_name(bf->v[m].name) & mask;
+        while (bf->slot[h] != m)
+            h = (h + 1) & mask;
+        bf->slot[h] = i;
+        bf->v[i] = bf->v[m];
+        bf->src[i] = bf->src[m];
+    }
+    bf->n--;
+    return 0;
 }
 
 int bucketfile_remove(bucketfile_t *bf, const char *name)
@@ -557,6 +581,32 @@ int bucketfile_set_rules(bucketfile_t *bf, rules_t *r)
     bf->rules = h;
     bf->rules_changed = 1;
     return 0;
+}
+
+bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
+{
+    bucketfile_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    /* Room for a quarter more buckets (and their index) before a change
+     * grows the arrays: a copy of them, O(n), every n/4 additions. */
+    c->cap = bf->n + bf->n / 4 + 16;
+    c->version = bf->version;
+    c->v = malloc(c->cap * sizeof *c->v);
+    c->src = calloc(c->cap, sizeof *c->src);
+    if (c->v && c->src) {
+        memcpy(c->v, bf->v, bf->n * sizeof *c->v);
+        c->n = bf->n;
+    }
+    if (!c->v || !c->src || reindex(c, c->cap) < 0) {
+        bucketfile_destroy(&c);
+        return NULL;
+    }
+    for (size_t i = 0; i < bf->n; i++)
+        c->src[i] = (bucketfile_src_t){-1, 1};
+    if ((c->rules = bf->rules)) /* shared, as by a dup */
+        atomic_fetch_add(&c->rules->refs, 1);
+    return c;
 }
 
 uint64_t bucketfile_version(const bucketfile_t *bf)
@@ -631,7 +681,10 @@ static int get_int(pctx_t *p, json_t *o, long idx, const char *key, int64_t max,
     return 1;
 }
 
-static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
+/* Reads and validates bucket object o (element idx of "buckets") into *out;
+ * bf (may be NULL) is checked for a duplicate name. */
+static int parse_bucket_obj(pctx_t *p, json_t *o, long idx, const bucketfile_t *bf,
+                            bucketfile_bucket_t *out)
 {
     if (!json_is_object(o))
         return fail_at(p, "buckets", idx, NULL, "bucket must be an object");
@@ -661,7 +714,7 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
                        BUCKETFILE_NAME_MAX);
     memcpy(b.name, json_string_value(v), nl);
     b.name[nl] = '\0';
-    if (bucketfile_find(bf, b.name) >= 0)
+    if (bf && bucketfile_find(bf, b.name) >= 0)
         return fail_at(p, "buckets", idx, "name", "duplicate bucket name \"%s\"", b.name);
     int rc = get_int(p, o, idx, "reservation", BUCKETFILE_MAX_RATE, &b.reservation);
     if (rc < 0)
@@ -710,7 +763,15 @@ static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
         memcpy(b.parent, json_string_value(v), pl);
         b.parent[pl] = '\0';
     }
-    return append(bf, &b);
+    *out = b;
+    return 0;
+}
+
+static int parse_bucket(pctx_t *p, json_t *o, long idx, bucketfile_t *bf)
+{
+    bucketfile_bucket_t b;
+    int rc = parse_bucket_obj(p, o, idx, bf, &b);
+    return rc < 0 ? rc : append(bf, &b);
 }
 
 /* bucketfile_parse() with p's report (may be NULL). */
@@ -844,6 +905,8 @@ int bucketfile_parse(const char *text, size_t len, const char *source, bucketfil
 
 /* ---- files -------------------------------------------------------------- */
 
+static int load_journal(bucketfile_t *bf, const char *path, jsonloc_err_t *err);
+
 /* Reads file `path` whole into *buf (NUL-terminated, caller frees; *len
  * bytes) and fills *id from the same descriptor.  Returns 0 or -errno. */
 static int read_all(const char *path, char **buf, size_t *len, bucketfile_ident_t *id)
@@ -886,7 +949,10 @@ static int read_all(const char *path, char **buf, size_t *len, bucketfile_ident_
     b[n] = '\0';
     *id = (bucketfile_ident_t){.exists = 1, .size = (int64_t)n,
                                .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                               .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino,
                                .hash = hash_bytes(b, n)};
+    if ((int64_t)st.st_size != id->size)
+        id->ino = 0; /* it changed while read: the stat says nothing of this content */
     *buf = b;
     *len = n;
     b = NULL;
@@ -921,6 +987,14 @@ static int set_origin(bucketfile_t *bf, const char *path, const bucketfile_ident
 
 int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err)
 {
+    int rc = bucketfile_load_file(path, out, err);
+    if (rc == 0 && (rc = load_journal(*out, path, err)) < 0)
+        bucketfile_destroy(out);
+    return rc;
+}
+
+int bucketfile_load_file(const char *path, bucketfile_t **out, jsonloc_err_t *err)
+{
     char *buf = NULL;
     size_t n = 0;
     bucketfile_ident_t id;
@@ -954,6 +1028,13 @@ int bucketfile_validate(const char *path, void (*report)(void *arg, const jsonlo
     pctx_t p = {.text = buf, .len = n, .err = &err, .report = report, .arg = arg};
     bucketfile_t *bf = NULL;
     rc = parse_text(&p, path, &bf);
+    /* The journal beside it, as bucketfile_load() applies it. */
+    if (rc == 0 && bf && set_origin(bf, path, &id) == 0 &&
+        (rc = load_journal(bf, path, &err)) < 0) {
+        report(arg, &err);
+        p.problems++;
+        rc = rc == -ENOMEM ? rc : 0;
+    }
     bucketfile_destroy(&bf);
     free(buf);
     return rc == -ENOMEM ? rc : (int)p.problems;
@@ -981,9 +1062,30 @@ int bucketfile_copy_origin(bucketfile_t *to, const bucketfile_t *from)
 
 int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *msg, size_t size)
 {
-    const bucketfile_ident_t *o = &bf->origin;
-    bucketfile_ident_t now;
     if (!bf->opath || strcmp(bf->opath, path) != 0)
+        return 0;
+    return bucketfile_check_ident(&bf->origin, path, msg, size);
+}
+
+int bucketfile_origin(const bucketfile_t *bf, bucketfile_ident_t *id)
+{
+    if (!bf->opath)
+        return -ENOENT;
+    *id = bf->origin;
+    return 0;
+}
+
+int bucketfile_check_ident(const bucketfile_ident_t *o, const char *path, char *msg, size_t size)
+{
+    bucketfile_ident_t now;
+    struct stat st;
+    /* The same file (device, inode), size and mtime: unchanged, nothing
+     * read (a change costs a stat, not a hash of the whole file).  A
+     * stat that differs (a touch, a copy back, an edit) has the content
+     * decide, as before. */
+    if (o->exists && o->ino && stat(path, &st) == 0 && (uint64_t)st.st_dev == o->dev &&
+        (uint64_t)st.st_ino == o->ino && (int64_t)st.st_size == o->size &&
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == o->mtime_ns)
         return 0;
     int rc = file_ident(path, &now);
     if (rc < 0) {
@@ -1024,6 +1126,8 @@ typedef struct {
     size_t nsp;
     size_t as, ae; /* the "buckets" array's span */
     size_t vs, ve; /* the "table_version" value's span; vs == ve: none */
+    int32_t *ord;  /* the buckets in the order written (write_edited());
+                      NULL: table order */
     int oom;
 } tbuf_t;
 
@@ -1232,12 +1336,39 @@ static void write_edited(tbuf_t *t, const bucketfile_t *bf, const tb_patch_t *pt
         ws = x + as + 1;
         wsn = sp[0] - as - 1;
     }
+    /* The order written: the base text's elements in their order (a
+     * bucket moved by bucketfile_remove_swap() keeps its place in the
+     * file), then the new buckets in table order. */
+    int32_t *inv = malloc((no ? no : 1) * sizeof *inv);
+    int32_t *ord = malloc((bf->n ? bf->n : 1) * sizeof *ord);
+    if (!inv || !ord) {
+        free(inv);
+        free(ord);
+        t->oom = 1;
+        return;
+    }
+    for (size_t k = 0; k < no; k++)
+        inv[k] = -1;
+    for (size_t i = 0; i < bf->n; i++)
+        if (bf->src[i].elem >= 0)
+            inv[bf->src[i].elem] = (int32_t)i;
+    size_t nord = 0;
+    for (size_t k = 0; k < no; k++)
+        if (inv[k] >= 0)
+            ord[nord++] = inv[k];
+    for (size_t i = 0; i < bf->n; i++)
+        if (bf->src[i].elem < 0)
+            ord[nord++] = (int32_t)i;
+    free(inv);
+    free(t->ord);
+    t->ord = ord;
     tb_copy(t, x, 0, as, pt);
     t->as = t->n;
     tb_put(t, x + as, 1); /* '[' */
-    for (size_t i = 0; i < bf->n && !t->oom; i++) {
+    for (size_t w = 0; w < bf->n && !t->oom; w++) {
+        size_t i = (size_t)ord[w];
         int32_t k = bf->src[i].elem;
-        if (i == 0)
+        if (w == 0)
             tb_put(t, x + as + 1, (no ? sp[0] : ae - 1) - as - 1);
         else if (k > 0)
             tb_put(t, x + sp[2 * k - 1], sp[2 * k] - sp[2 * k - 1]); /* its own separator */
@@ -1272,6 +1403,7 @@ static int render(const bucketfile_t *bf, tbuf_t *t, int spans)
     if (t->oom) {
         free(t->p);
         free(t->sp);
+        free(t->ord);
         *t = (tbuf_t){0};
         return -ENOMEM;
     }
@@ -1292,10 +1424,370 @@ char *bucketfile_dumps(const bucketfile_t *bf)
 char *bucketfile_render(const bucketfile_t *bf)
 {
     tbuf_t t;
-    return render(bf, &t, 0) < 0 ? NULL : t.p;
+    if (render(bf, &t, 0) < 0)
+        return NULL;
+    free(t.ord);
+    return t.p;
+}
+
+/* ---- the journal (PATH.journal) ---------------------------------------- */
+
+char *bucketfile_journal_path(const char *path)
+{
+    char *j = NULL;
+    return asprintf(&j, "%s%s", path, BUCKETFILE_JOURNAL_SUFFIX) < 0 ? NULL : j;
+}
+
+/* Reads file `path` whole (NUL-terminated; *len bytes); a missing file is
+ * empty.  Returns 0 or -errno. */
+static int read_journal(const char *path, char **buf, size_t *len)
+{
+    bucketfile_ident_t id;
+    int rc = read_all(path, buf, len, &id);
+    if (rc == -ENOENT) {
+        *buf = NULL;
+        *len = 0;
+        return 0;
+    }
+    return rc;
+}
+
+/* Fills err for journal line `line` (1-based). */
+static int journal_fail(jsonloc_err_t *err, const char *source, int line, int col,
+                        const char *path, const char *text)
+{
+    if (err) {
+        jsonloc_err_clear(err);
+        snprintf(err->source, sizeof err->source, "%s", source ? source : "<journal>");
+        err->line = line;
+        err->col = col;
+        snprintf(err->path, sizeof err->path, "%.*s", (int)sizeof err->path - 1,
+                 path ? path : "");
+        snprintf(err->text, sizeof err->text, "%.*s", (int)sizeof err->text - 1, text);
+    }
+    return -EINVAL;
+}
+
+/* A marker's or base line's file (size, "hash": 16 hex digits) and the
+ * marker's "upto" (a base line has none: 0). */
+static int mark_of(json_t *root, const char *key, int64_t *size, uint64_t *hash, uint64_t *upto)
+{
+    json_t *m = json_object_get(root, key);
+    json_t *js = json_object_get(m, "size"), *jh = json_object_get(m, "hash"),
+           *ju = json_object_get(m, "upto");
+    char *end;
+    int base = strcmp(key, "base") == 0;
+    if (!json_is_object(m) || !json_is_integer(js) || !json_is_string(jh) ||
+        json_string_length(jh) != 16 || json_object_size(m) != (base ? 2u : 3u) ||
+        (!base && (!json_is_integer(ju) || json_integer_value(ju) < 0)))
+        return -EINVAL;
+    *hash = strtoull(json_string_value(jh), &end, 16);
+    if (*end)
+        return -EINVAL;
+    *size = json_integer_value(js);
+    *upto = base ? 0 : (uint64_t)json_integer_value(ju);
+    return 0;
+}
+
+static int marker_of(json_t *root, int64_t *size, uint64_t *hash, uint64_t *upto)
+{
+    return mark_of(root, "compacted", size, hash, upto);
+}
+
+/* Nonzero if *f (may be NULL) is the file (size, hash). */
+static int is_file(const bucketfile_ident_t *f, int64_t size, uint64_t hash)
+{
+    return f && f->exists && f->size == size && f->hash == hash;
+}
+
+/* Where the lines that apply to file *f (NULL: none known) begin: *from
+ * (after the last marker naming f; 0 if none), and whether they apply
+ * at all (0: the base line names another file and no marker names f). */
+static int journal_start(const char *text, size_t len, const bucketfile_ident_t *f, size_t *from)
+{
+    int marked = 0, base = -1; /* base: the first line names f (1), another (0) */
+    int64_t size;
+    uint64_t hash, upto;
+    *from = 0;
+    if (len > 9 && memcmp(text, "{\"base\":", 8) == 0) {
+        const char *nl = memchr(text, '\n', len);
+        json_t *root = nl ? json_loadb(text, (size_t)(nl - text), 0, NULL) : NULL;
+        if (root && mark_of(root, "base", &size, &hash, &upto) == 0)
+            base = is_file(f, size, hash);
+        json_decref(root);
+    }
+    /* A marker that names f: what lies before its `upto` is in that file
+     * (a compaction or a save got as far as the rename).  The last one
+     * counts. */
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        if (end - at > 14 && memcmp(text + at, "{\"compacted\":", 13) == 0) {
+            json_t *root = json_loadb(text + at, end - at, 0, NULL);
+            if (root && marker_of(root, &size, &hash, &upto) == 0 && is_file(f, size, hash) &&
+                upto <= at) {
+                *from = (size_t)upto;
+                marked = 1;
+            }
+            json_decref(root);
+        }
+        at = end + 1;
+    }
+    return !(base == 0 && !marked);
+}
+
+int bucketfile_journal_extends(const char *text, size_t len, const bucketfile_ident_t *file)
+{
+    size_t from;
+    return journal_start(text, len, file, &from);
+}
+
+int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, const char *source,
+                             bucketfile_journal_result_t *res, jsonloc_err_t *err)
+{
+    bucketfile_journal_result_t r = {0};
+    size_t from = 0;
+    if (!journal_start(text, len, bf->opath ? &bf->origin : NULL, &from)) {
+        /* The lines extend another version of the file: it was edited by
+         * hand (or replaced) since.  The file is the operator's word. */
+        r.ignored = 1;
+        if (res)
+            *res = r;
+        return 0;
+    }
+    r.skipped_to = from;
+    int line = 1;
+    for (size_t at = 0; at < from; at++)
+        line += text[at] == '\n';
+    for (size_t at = from; at < len; line++) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        size_t ll = end - at;
+        const char *lt = text + at;
+        at = end + 1;
+        if (ll == 0)
+            continue;
+        json_error_t je;
+        json_t *root = json_loadb(lt, ll, JSON_REJECT_DUPLICATES, &je);
+        if (!root) {
+            if (!nl) { /* a torn last line: the write a crash cut short */
+                r.torn = 1;
+                break;
+            }
+            return journal_fail(err, source, line, je.column > 0 ? je.column : 1, NULL, je.text);
+        }
+        int rc = 0;
+        json_t *js = json_object_get(root, "set"), *jr = json_object_get(root, "remove"),
+               *jv = json_object_get(root, "table_version");
+        const char *key;
+        json_t *v;
+        json_object_foreach(root, key, v)
+        {
+            if (strcmp(key, "set") && strcmp(key, "remove") && strcmp(key, "table_version") &&
+                strcmp(key, "compacted") && strcmp(key, "base")) {
+                rc = journal_fail(err, source, line, 1, key,
+                                  "unknown member (expected set, remove, table_version, "
+                                  "compacted)");
+                break;
+            }
+        }
+        if (rc == 0 && jv && (!json_is_integer(jv) || json_integer_value(jv) < 0 ||
+                              (uint64_t)json_integer_value(jv) > BUCKETFILE_MAX_VERSION))
+            rc = journal_fail(err, source, line, 1, "table_version",
+                              "table_version must be an integer in 0..2^53");
+        int64_t size;
+        uint64_t hash, upto;
+        if (rc == 0 && json_object_get(root, "base")) {
+            if (json_object_size(root) != 1 || mark_of(root, "base", &size, &hash, &upto) < 0)
+                rc = journal_fail(err, source, line, 1, "base",
+                                  "a base line is {\"base\": {\"size\": N, \"hash\": \"16 hex "
+                                  "digits\"}} alone");
+        } else if (rc == 0 && json_object_get(root, "compacted")) {
+            if (js || jr || json_object_size(root) != 1 ||
+                marker_of(root, &size, &hash, &upto) < 0)
+                rc = journal_fail(err, source, line, 1, "compacted",
+                                  "a marker is {\"compacted\": {\"size\": N, \"hash\": "
+                                  "\"16 hex digits\", \"upto\": OFFSET}} alone");
+        } else if (rc == 0 && (!js) == (!jr)) {
+            rc = journal_fail(err, source, line, 1, NULL,
+                              "a line is {\"set\": {bucket}} or {\"remove\": \"name\"}");
+        } else if (rc == 0 && js) {
+            bucketfile_bucket_t b;
+            pctx_t p = {.text = "", .len = 0, .err = err};
+            if (parse_bucket_obj(&p, js, 0, NULL, &b) < 0) {
+                char what[sizeof err->text];
+                snprintf(what, sizeof what, "%s", err ? err->text : "invalid bucket");
+                char path[sizeof err->path + 8];
+                const char *m = err ? strrchr(err->path, '.') : NULL;
+                snprintf(path, sizeof path, "set%s", m ? m : "");
+                rc = journal_fail(err, source, line, 1, path, what);
+            } else if ((rc = bucketfile_set(bf, &b, err)) == 0) {
+                r.applied++;
+            } else if (rc == -EINVAL) {
+                rc = journal_fail(err, source, line, 1, "set", "invalid bucket");
+            }
+        } else if (rc == 0) {
+            if (!json_is_string(jr))
+                rc = journal_fail(err, source, line, 1, "remove", "remove takes a bucket name");
+            else if (bucketfile_remove(bf, json_string_value(jr)) == 0)
+                r.applied++;
+            /* an absent name: the line is already in the file (replayed
+             * after a compaction that renamed but had not yet cut the
+             * journal), or undoes a set that is */
+        }
+        if (rc == 0 && jv && (js || jr))
+            bucketfile_set_version(bf, (uint64_t)json_integer_value(jv));
+        int counted = js || jr;
+        json_decref(root);
+        if (rc < 0)
+            return rc == -ENOMEM && err ? (snprintf(err->text, sizeof err->text, "out of memory"), rc)
+                                        : rc;
+        r.lines += counted;
+    }
+    if (res)
+        *res = r;
+    return 0;
+}
+
+/* bucketfile_load()'s second half: PATH.journal over the set just read. */
+static int load_journal(bucketfile_t *bf, const char *path, jsonloc_err_t *err)
+{
+    char *jp = bucketfile_journal_path(path), *buf = NULL;
+    size_t n = 0;
+    int rc = jp ? read_journal(jp, &buf, &n) : -ENOMEM;
+    if (rc < 0) {
+        io_error(err, jp ? jp : path, rc);
+        goto out;
+    }
+    bucketfile_journal_result_t r;
+    if (n && (rc = bucketfile_journal_apply(bf, buf, n, jp, &r, err)) == 0 && r.ignored)
+        log_warn("%s: its changes extend another version of %s (edited by hand or replaced "
+                 "since): not applied; the file is loaded as it is", jp, path);
+    else if (n && rc == 0 && r.torn)
+        log_warn("%s: its last line is incomplete (a write cut short by a crash: that change "
+                 "was never acknowledged): dropped", jp);
+out:
+    free(buf);
+    free(jp);
+    return rc;
+}
+
+char *bucketfile_journal_set_line(const bucketfile_bucket_t *b, uint64_t version)
+{
+    tbuf_t t = {0};
+    char num[48];
+    tb_puts(&t, "{\"set\": ");
+    put_bucket(&t, b);
+    if (version) {
+        snprintf(num, sizeof num, ", \"table_version\": %llu", (unsigned long long)version);
+        tb_puts(&t, num);
+    }
+    tb_puts(&t, "}\n");
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p;
+}
+
+char *bucketfile_journal_remove_line(const char *name, uint64_t version)
+{
+    json_t *o = json_pack("{s:s}", "remove", name);
+    if (o && version)
+        json_object_set_new(o, "table_version", json_integer((json_int_t)version));
+    char *q = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    char *line = NULL;
+    if (q && asprintf(&line, "%s\n", q) < 0)
+        line = NULL;
+    free(q);
+    return line;
+}
+
+char *bucketfile_journal_base(int64_t size, uint64_t hash)
+{
+    char *line = NULL;
+    if (asprintf(&line, "{\"base\": {\"size\": %lld, \"hash\": \"%016llx\"}}\n", (long long)size,
+                 (unsigned long long)hash) < 0)
+        return NULL;
+    return line;
+}
+
+char *bucketfile_journal_marker(int64_t size, uint64_t hash, uint64_t upto)
+{
+    char *line = NULL;
+    if (asprintf(&line, "{\"compacted\": {\"size\": %lld, \"hash\": \"%016llx\", \"upto\": %llu}}\n",
+                 (long long)size, (unsigned long long)hash, (unsigned long long)upto) < 0)
+        return NULL;
+    return line;
+}
+
+/* Appends `line` to the file at fd and makes it durable.  Returns 0 or
+ * -errno. */
+int bucketfile_journal_write(int fd, const char *line, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        off += (size_t)w;
+    }
+    return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+/* bucketfile_save()'s hooks: with a journal beside the file that holds
+ * lines, a marker naming the new file goes in before the rename (every
+ * line so far is in it), and the journal is emptied after. */
+static int journal_mark(void *arg, const char *path, int64_t size, uint64_t hash)
+{
+    (void)arg;
+    char *jp = bucketfile_journal_path(path), *m = NULL;
+    int rc = 0, fd = jp ? open(jp, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
+    struct stat st;
+    if (!jp)
+        rc = -ENOMEM;
+    else if (fd < 0)
+        rc = errno == ENOENT ? 0 : -errno;
+    else if (fstat(fd, &st) < 0)
+        rc = -errno;
+    else if (st.st_size > 0) {
+        if (!(m = bucketfile_journal_marker(size, hash, (uint64_t)st.st_size)))
+            rc = -ENOMEM;
+        else
+            rc = bucketfile_journal_write(fd, m, strlen(m));
+    }
+    if (fd >= 0)
+        close(fd);
+    free(m);
+    free(jp);
+    return rc;
+}
+
+static void journal_clear(void *arg, const char *path, const bucketfile_ident_t *id)
+{
+    (void)arg;
+    (void)id;
+    char *jp = bucketfile_journal_path(path);
+    int fd = jp ? open(jp, O_WRONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (ftruncate(fd, 0) == 0)
+            fdatasync(fd);
+        close(fd);
+    }
+    free(jp);
 }
 
 int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
+{
+    bucketfile_save_opts_t o = {.before_rename = journal_mark, .after_rename = journal_clear};
+    return bucketfile_save_ex(bf, path, &o, msg, size);
+}
+
+int bucketfile_save_ex(bucketfile_t *bf, const char *path, const bucketfile_save_opts_t *o,
+                       char *msg, size_t size)
 {
     int rc = 0, fd = -1, dfd = -1;
     char *text = NULL, *tmp = NULL, *dcopy = NULL;
@@ -1309,7 +1801,7 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
+    if (!o->no_check && (rc = bucketfile_check_unchanged(bf, path, msg, size)) < 0)
         goto out;
     if (render(bf, &t, 1) < 0 || !(text = t.p) || !(dcopy = strdup(path))) {
         rc = -ENOMEM;
@@ -1356,6 +1848,9 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
         goto out;
     }
     fd = -1;
+    if (o->before_rename &&
+        (rc = o->before_rename(o->arg, path, (int64_t)len, hash_bytes(text, len))) < 0)
+        goto out;
     if (rename(tmp, path) < 0) {
         rc = -errno;
         goto out;
@@ -1367,8 +1862,11 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     /* What is on disk now is ours: the base of the next edit and save. */
     bucketfile_ident_t id = {.exists = 1, .size = (int64_t)len,
                              .hash = hash_bytes(text, len)};
-    if (stat(path, &st) == 0)
+    if (stat(path, &st) == 0 && st.st_size == (off_t)len) {
         id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        id.dev = (uint64_t)st.st_dev;
+        id.ino = (uint64_t)st.st_ino;
+    }
     if (set_origin(bf, path, &id) < 0)
         bf->opath = NULL; /* no memory: it forgets the file rather than misjudge it */
     free(bf->text);
@@ -1384,8 +1882,10 @@ int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size)
     bf->ve = t.ve;
     bf->rules_changed = 0;
     t.sp = NULL;
-    for (size_t i = 0; i < bf->n; i++)
-        bf->src[i] = (bucketfile_src_t){(int32_t)i, 0};
+    for (size_t w = 0; w < bf->n; w++) /* element w of the text written */
+        bf->src[t.ord ? (size_t)t.ord[w] : w] = (bucketfile_src_t){(int32_t)w, 0};
+    if (o->after_rename)
+        o->after_rename(o->arg, path, &bf->origin);
 out:
     if (rc < 0 && !msg[0])
         snprintf(msg, size, "cannot write %s: %s", path, strerror(-rc));
@@ -1399,6 +1899,7 @@ out:
     free(dcopy);
     free(text);
     free(t.sp);
+    free(t.ord);
     return rc;
 }
 

@@ -117,6 +117,17 @@ static inline int bucketfile_has_bytes(const bucketfile_bucket_t *b)
 
 typedef struct bucketfile bucketfile_t;
 
+/* What a file held when it was read or written: its identity (device,
+ * inode, size, mtime) and a hash of its content. */
+typedef struct {
+    int exists;       /* 0: the file did not exist */
+    int64_t mtime_ns; /* modification time, ns since the epoch */
+    int64_t size;     /* bytes */
+    uint64_t dev, ino; /* ino 0: not known (the content decides) */
+    uint64_t hash;    /* of the content (bucketfile.c's hash_bytes(); it is
+                         written in the journal's markers: do not change it) */
+} bucketfile_ident_t;
+
 /* Returns a new empty bucket set, or NULL if out of memory.  Caller owns it
  * and frees it with bucketfile_destroy(). */
 bucketfile_t *bucketfile_new(void);
@@ -132,15 +143,23 @@ int bucketfile_parse(const char *text, size_t len, const char *source,
                      bucketfile_t **out, jsonloc_err_t *err);
 
 /* Reads and parses file `path` as bucketfile_parse(), and records the
- * file's identity as the set's origin.  Returns 0, -EINVAL, -ENOMEM, or the
- * -errno of open/read (err->text says which). */
+ * file's identity as the set's origin; then applies the journal beside
+ * it, PATH.journal, if there is one (bucketfile_journal_apply(); a torn
+ * last line is dropped with a warning).  Returns 0, -EINVAL (err: the file
+ * or the journal, line, column), -ENOMEM, or the -errno of open/read
+ * (err->text says which). */
 int bucketfile_load(const char *path, bucketfile_t **out, jsonloc_err_t *err);
+
+/* bucketfile_load() of the file alone, without its journal (the
+ * journal's compaction). */
+int bucketfile_load_file(const char *path, bucketfile_t **out, jsonloc_err_t *err);
 
 /* Checks file `path` whole, as bucketfile_load() would, but goes on after
  * a bad bucket: calls report(arg, err) for every problem (the first of
  * each bucket, or the one that makes the whole file unreadable: syntax,
- * top level, I/O), with its position.  Returns the number of problems (0:
- * the file is valid) or -ENOMEM.  For --check. */
+ * top level, I/O), with its position; then its journal's first problem,
+ * if the file is valid.  Returns the number of problems (0: the file and
+ * its journal are valid) or -ENOMEM.  For --check. */
 int bucketfile_validate(const char *path, void (*report)(void *arg, const jsonloc_err_t *err),
                         void *arg);
 
@@ -153,8 +172,19 @@ int bucketfile_copy_origin(bucketfile_t *to, const bucketfile_t *from);
 /* Returns 0 if file `path` still holds what the set's origin says (or the
  * set has no origin, or another file's); -ESTALE if its content changed or it was removed,
  * with a message naming the file and saying to reload first in msg; or
- * the -errno of reading it (msg says so). */
+ * the -errno of reading it (msg says so).  The rule: the same device,
+ * inode, size and mtime as the origin is unchanged (one stat, nothing
+ * read); any of them different and the content decides (the file is read
+ * and hashed: a touch loses nothing, an edit that keeps the size does). */
 int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *msg, size_t size);
+
+/* bucketfile_check_unchanged() against identity *id rather than a set's
+ * origin. */
+int bucketfile_check_ident(const bucketfile_ident_t *id, const char *path, char *msg, size_t size);
+
+/* Copies the set's origin (what its file held when it was loaded or last
+ * saved) into *id.  Returns 0, or -ENOENT if the set has none. */
+int bucketfile_origin(const bucketfile_t *bf, bucketfile_ident_t *id);
 
 /* Writes the set to `path` atomically: a temporary file in the same
  * directory is written, fsync'ed and renamed over `path`, then the directory
@@ -165,6 +195,85 @@ int bucketfile_check_unchanged(const bucketfile_t *bf, const char *path, char *m
  * or -errno, with a one-line reason in msg (`size` bytes; msg may be
  * NULL); on error `path` is unchanged and the temporary file removed. */
 int bucketfile_save(bucketfile_t *bf, const char *path, char *msg, size_t size);
+
+/* bucketfile_save() with hooks, for the journal's compaction
+ * (common/bucketjournal).  before_rename runs once the new text is
+ * written and fsync'ed to the temporary file, with its size and hash: a
+ * negative return aborts the save (returned; the file unchanged).
+ * after_rename runs once the new file is in place (the directory
+ * fsync'ed), with its identity.  no_check skips the hand-edit check (the
+ * caller made it).  bucketfile_save() is this with no_check 0 and hooks
+ * that keep PATH.journal right: a marker before the rename, emptied after. */
+typedef struct {
+    int no_check;
+    int (*before_rename)(void *arg, const char *path, int64_t size, uint64_t hash);
+    void (*after_rename)(void *arg, const char *path, const bucketfile_ident_t *id);
+    void *arg;
+} bucketfile_save_opts_t;
+int bucketfile_save_ex(bucketfile_t *bf, const char *path, const bucketfile_save_opts_t *o,
+                       char *msg, size_t size);
+
+/* ---- the journal -------------------------------------------------------
+ *
+ * Beside a bucket file PATH the controller keeps PATH.journal: one line
+ * per acknowledged change since the file was last written, applied after
+ * the file by bucketfile_load() (the writer, with its compaction, is
+ * common/bucketjournal).  Lines (each one JSON object and '\n'):
+ *   {"set": {bucket object as in the file}[, "table_version": V]}
+ *   {"remove": "name"[, "table_version": V]}
+ *   {"compacted": {"size": S, "hash": "16 hex digits", "upto": OFFSET}}
+ *   {"base": {"size": S, "hash": "16 hex digits"}}   (first line only)
+ * The base line names the file the lines extend (the writer puts it
+ * first): read over another file (the file was edited by hand, or
+ * replaced, since) and with no marker naming that file either, the
+ * journal is not applied (warned: the file is the operator's word).
+ * A set adds or replaces the bucket, a remove takes it out (a name not
+ * there is no error: see below), a version sets the table's.  A marker
+ * says that a file of that size and hash holds every line before byte
+ * OFFSET: when the file read has them, those lines are skipped (a save or
+ * a compaction renamed its file but had not yet cut the journal); when it
+ * does not (the rename never happened), every line is applied.  Applying
+ * lines the file already holds gives the same table (each line sets or
+ * removes one bucket whole: the last line for a name decides), which is
+ * what makes every crash point safe.  A last line without its '\n' that
+ * does not parse is a write cut short by a crash (never acknowledged):
+ * dropped with a warning; anything else that does not parse or validate
+ * is an error with its line and column. */
+#define BUCKETFILE_JOURNAL_SUFFIX ".journal"
+
+/* "PATH.journal", or NULL if out of memory; caller frees. */
+char *bucketfile_journal_path(const char *path);
+
+typedef struct {
+    size_t lines;        /* set/remove lines read */
+    size_t applied;      /* ... that changed something */
+    uint64_t skipped_to; /* a marker named the file: lines before this offset skipped */
+    int torn;            /* a torn last line was dropped */
+    int ignored;         /* its base is another file: nothing applied */
+} bucketfile_journal_result_t;
+
+/* Applies `len` bytes of journal text to bf (the set read from the file;
+ * its origin decides the markers), as bucketfile_load() does.  `source`
+ * names the journal in errors.  Returns 0 (fills *res if non-NULL),
+ * -EINVAL (err: source, line, column, member) or -ENOMEM; bf may hold
+ * some lines then. */
+int bucketfile_journal_apply(bucketfile_t *bf, const char *text, size_t len, const char *source,
+                             bucketfile_journal_result_t *res, jsonloc_err_t *err);
+
+/* Nonzero if the journal text applies to file *file (its base line, or a
+ * marker, names it; or it has no base line), as bucketfile_load() judges. */
+int bucketfile_journal_extends(const char *text, size_t len, const bucketfile_ident_t *file);
+
+/* The journal line of a set of *b, a remove of `name`, and a marker; each
+ * with its '\n'; version 0: none.  NULL if out of memory; caller frees. */
+char *bucketfile_journal_set_line(const bucketfile_bucket_t *b, uint64_t version);
+char *bucketfile_journal_remove_line(const char *name, uint64_t version);
+char *bucketfile_journal_marker(int64_t size, uint64_t hash, uint64_t upto);
+char *bucketfile_journal_base(int64_t size, uint64_t hash);
+
+/* Writes `len` bytes at `line` to fd (opened O_APPEND) and fdatasync()s.
+ * Returns 0 or -errno. */
+int bucketfile_journal_write(int fd, const char *line, size_t len);
 
 /* Returns a new NUL-terminated JSON text of the set, one bucket per line
  * (the canonical format), or NULL if out of memory.  Caller frees it with
@@ -205,8 +314,16 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
 
 /* Removes bucket `name`, keeping the order of the others.  Returns 0,
  * -ENOENT, or -EBUSY if another bucket names it as its parent (remove or
- * re-parent the children first). */
+ * re-parent the children first).  O(buckets): the rows after it move down. */
 int bucketfile_remove(bucketfile_t *bf, const char *name);
+
+/* Removes bucket `name` by moving the last bucket into its place: O(1)
+ * (the controller's remove at a million buckets).  The table's order
+ * changes (the last bucket takes the index), the file's does not: a
+ * render writes the buckets read from the text in the text's order, then
+ * the new ones.  Returns 0, -ENOENT, -EBUSY (as bucketfile_remove()) or
+ * -ENOMEM. */
+int bucketfile_remove_swap(bucketfile_t *bf, const char *name);
 
 /* Checks the parent chain bucket *b would have in bf (b need not be in
  * it; a bucket of bf with b's name is taken as b): its parent exists, is
@@ -240,6 +357,14 @@ int bucketfile_set_rules(bucketfile_t *bf, rules_t *r);
  * threads), so a dup is O(1) and the first change to either copies O(n).
  * Caller owns it. */
 bucketfile_t *bucketfile_dup(const bucketfile_t *bf);
+
+/* Returns a new copy of the set's buckets, its index and version, owned
+ * whole (nothing shared: a change to either copies nothing), without the
+ * text it was read from or its file (a render writes the canonical
+ * form), or NULL if out of memory.  O(n).  For a table edited in place
+ * beside the caller's (the controller's: ctrl_set_buckets()).  Caller
+ * owns it. */
+bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf);
 
 /* Formats *err as "FILE:LINE:COL: PATH: TEXT" (parts that are unknown are
  * left out) into buf.  Returns buf. */

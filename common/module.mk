@@ -2,7 +2,7 @@
 # bucketfile: the one owner of the bucket reservation file format)
 LIBS += common
 common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c common/iheap.c \
-	common/rng.c common/names.c common/bucketfile.c common/notify.c \
+	common/rng.c common/names.c common/bucketfile.c common/bucketjournal.c common/notify.c \
 	common/promtext.c common/hostport.c common/metricsd.c common/growarr.c common/privdrop.c \
 	common/rules.c
 # $(call check_suite,NAME,LIBS): the Check suite NAME, from tests/NAME.c linked with the
@@ -21,6 +21,7 @@ $(call check_suite,test_names,proto common)
 $(call check_suite,test_rng,common)
 $(call check_suite,test_bucketfile,common)
 $(call check_suite,test_rules,common)
+$(call check_suite,test_bucketjournal,common)
 $(call check_suite,test_version,common)
 # libcurvekey: the CURVE key files (common/curvekey.c; links libzmq)
 LIBS += curvekey

@@ -16,7 +16,10 @@
  * a parent's reservation below its children's sum is allowed and noted (it
  * adds no floor beyond theirs).  The aggregate counts a tree once: at each
  * parent max(its reservation, what its children need), not both.  Pure
- * functions; no state. */
+ * functions; the running sums a caller keeps for admission_check_change()
+ * are its own (they know no trees: a change in a table with parents is
+ * judged by admission_check()).
+ */
 #ifndef BQOS_ADMISSION_H
 #define BQOS_ADMISSION_H
 
@@ -52,5 +55,29 @@ typedef struct {
  * not be made, or "" if all is well. */
 int admission_check(const bucketfile_t *bf, const admission_view_t *view, char *msg,
                     size_t msgsize);
+
+/* Running sums of a table's reservations, kept by the caller across
+ * changes so that a change to one bucket is judged in O(1): exact
+ * integers (a million buckets at the largest rates fit). */
+typedef struct {
+    __int128 reservation;       /* IOs per second */
+    __int128 reservation_bytes; /* bytes per second */
+    size_t with_bytes;          /* buckets with a byte reservation */
+} admission_sums_t;
+
+/* The sums of table bf.  O(buckets). */
+void admission_sums_init(admission_sums_t *s, const bucketfile_t *bf);
+
+/* Adds bucket *b to the sums (sign +1) or takes it out (sign -1).  A
+ * change of a bucket is its old row out, its new row in. */
+void admission_sums_add(admission_sums_t *s, const bucketfile_bucket_t *b, int sign);
+
+/* admission_check() of a table after one change, from its sums `after`:
+ * the aggregate constraints in both units, and the local one of
+ * `changed` (the bucket set; NULL for a removal), not the other
+ * buckets' (they were judged when they changed; a full check is
+ * admission_check()).  Returns and fills msg as admission_check(). */
+int admission_check_change(const admission_sums_t *after, const bucketfile_bucket_t *changed,
+                           const admission_view_t *view, char *msg, size_t msgsize);
 
 #endif

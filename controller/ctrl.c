@@ -79,6 +79,7 @@ static void table_free(node_t *n)
     free(n->served);
     free(n->act);
     free(n->inact);
+    strmap_destroy(&n->unconf);
 }
 
 /* Frees everything node n holds but its name, and leaves it a node with
@@ -232,6 +233,60 @@ static int nested_check(const ctrl_t *c, const bucketfile_t *bf, char *msg, size
     return rc == -EINVAL ? -ERANGE : rc;
 }
 
+/* max(reservation, limit) of x in tokens per period (CTRL_BUCKET_TOKENS_MAX
+ * + 1 if more). */
+static int64_t most_tokens(const bucketfile_bucket_t *x, double period_s)
+{
+    return rate_to_tokens(x->limit == BUCKETFILE_NO_LIMIT ? x->reservation : x->limit, period_s);
+}
+
+/* A configuration change: the nodes need the table again, and the next
+ * computation may not be skipped. */
+static void new_generation(ctrl_t *c)
+{
+    c->table_gen++;
+    if (c->table_gen == 0)
+        c->table_gen = 1;
+    c->force = 1;
+}
+
+int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, size_t msgsize)
+{
+    int i = bucketfile_find(c->bf, x->name);
+    const bucketfile_bucket_t *old = i >= 0 ? bucketfile_get(c->bf, (size_t)i) : NULL;
+    int64_t t = most_tokens(x, c->cfg.period_s);
+    if (t > CTRL_BUCKET_TOKENS_MAX) {
+        if (msg)
+            snprintf(msg, msgsize,
+                     "bucket %s: %lld IOs/s over the %g s period is more than 2^53 IOs; "
+                     "lower it or the period",
+                     x->name, (long long)(x->limit == BUCKETFILE_NO_LIMIT ? x->reservation : x->limit),
+                     c->cfg.period_s);
+        return -ERANGE;
+    }
+    if (x->shadow && !(old && old->shadow) && c->nshadow + 1 > CTRL_SHADOW_MAX) {
+        if (msg)
+            snprintf(msg, msgsize,
+                     "bucket %s: more than %d buckets in shadow (the list goes in one message "
+                     "header); enforce some first",
+                     x->name, CTRL_SHADOW_MAX);
+        return -ERANGE;
+    }
+    int64_t total = c->tok_total - (old ? most_tokens(old, c->cfg.period_s) : 0) + t;
+    if (total > CTRL_TOTAL_TOKENS_MAX) {
+        if (msg)
+            snprintf(msg, msgsize,
+                     "bucket %s: the buckets add up to more than 2^62 IOs per %g s period (the "
+                     "sum of max(reservation, limit) x period must fit); lower their limits or "
+                     "the period",
+                     x->name, c->cfg.period_s);
+        return -ERANGE;
+    }
+    if (msg && msgsize)
+        msg[0] = 0;
+    return 0;
+}
+
 int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize)
 {
     int64_t total = 0;
@@ -276,14 +331,32 @@ static void node_remap(const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
 {
     for (size_t b = 0; b < nb; b++)
         jof[b] = -1;
+    strmap_destroy(&n->unconf);
+    n->unconf = strmap_new();
     for (size_t j = 0; j < n->ntable; j++) {
         int b = bucketfile_find(bf, n->tnames[j]);
         n->pairs[j].b = b;
         if (b >= 0)
             jof[b] = (int)j;
+        else if (n->unconf &&
+                 strmap_insert(n->unconf, n->tnames[j], strlen(n->tnames[j]), (int)j) == -ENOMEM)
+            strmap_destroy(&n->unconf); /* ctrl_set_bucket() scans instead */
     }
     free(n->jof);
     n->jof = jof;
+}
+
+/* The index in node n's table of the bucket named `name` that the
+ * configuration lacked, or -1. */
+static int node_unconf(const node_t *n, const char *name)
+{
+    int j;
+    if (n->unconf)
+        return strmap_find(n->unconf, name, strlen(name), &j) == 0 ? j : -1;
+    for (size_t k = 0; k < n->ntable; k++)
+        if (n->pairs[k].b < 0 && strcmp(n->tnames[k], name) == 0)
+            return (int)k;
+    return -1;
 }
 
 /* The buckets of bf in shadow as the protocol's list ("3,17", "" if
@@ -313,22 +386,33 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     if (ctrl_check_buckets(c, bf, NULL, 0) < 0)
         return -ERANGE;
     size_t nb = bucketfile_count(bf);
-    bucketfile_t *copy = bucketfile_dup(bf);
-    const char **names = calloc(nb ? nb : 1, sizeof *names);
-    uint32_t *weights = calloc(nb ? nb : 1, sizeof *weights);
-    ledger_bucket_t *bs = calloc(nb ? nb : 1, sizeof *bs);
-    prov_t *pv = calloc(nb ? nb : 1, sizeof *pv);
+    /* A copy of the rows, not a shared dup: the caller's table and this
+     * one are each edited in place by a change (ctrl_set_bucket()), and
+     * sharing would make the first such change copy the whole table,
+     * text and all, on the loop (2.8 s at a million buckets). */
+    bucketfile_t *copy = bucketfile_copy_rows(bf);
+    /* Room for a quarter more: buckets added by ctrl_set_bucket() fill it
+     * before the arrays grow (a copy of each, O(n), every n/4 additions). */
+    size_t capb = nb + nb / 4 + 16;
+    const char **names = calloc(capb, sizeof *names);
+    uint32_t *weights = calloc(capb, sizeof *weights);
+    ledger_bucket_t *bs = calloc(capb, sizeof *bs);
+    prov_t *pv = calloc(capb, sizeof *pv);
     int **jofs = calloc(c->nn ? (size_t)c->nn : 1, sizeof *jofs);
     tree_t *tree = NULL;
     if (!copy || !names || !weights || !bs || !pv || !jofs || tree_new(copy, c->cfg.period_s, &tree) < 0)
         goto fail;
     for (int i = 0; i < c->nn; i++)
-        if (!(jofs[i] = malloc((nb ? nb : 1) * sizeof **jofs)))
+        if (!(jofs[i] = malloc(capb * sizeof **jofs)))
             goto fail;
     if (bytes_config(&c->by, c->bf, copy, c->cfg.period_s, c->cfg.intervals) < 0)
         goto fail;
+    int64_t tok_total = 0;
+    int nshadow = 0;
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(copy, b);
+        tok_total += most_tokens(x, c->cfg.period_s);
+        nshadow += x->shadow != 0;
         names[b] = x->name;
         weights[b] = x->weight;
         bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
@@ -370,10 +454,11 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     tree_destroy(&c->tree);
     c->tree = tree;
     c->nb = nb;
-    c->table_gen++;
-    if (c->table_gen == 0)
-        c->table_gen = 1;
-    c->force = 1;
+    c->capb = capb;
+    c->tok_total = tok_total;
+    c->nshadow = nshadow;
+    c->st.full_rebuilds++;
+    new_generation(c);
     return 0;
 fail:
     if (jofs)
@@ -387,6 +472,191 @@ fail:
     free(weights);
     bucketfile_destroy(&copy);
     return -ENOMEM;
+}
+
+/* The full path for a change the incremental one does not cover (byte
+ * rates): a copy of the table with the change, ctrl_set_buckets(). */
+static int change_by_rebuild(ctrl_t *c, const bucketfile_bucket_t *x, const char *remove)
+{
+    bucketfile_t *copy = bucketfile_dup(c->bf);
+    int rc = copy ? 0 : -ENOMEM;
+    if (rc == 0)
+        rc = x ? bucketfile_set(copy, x, NULL) : bucketfile_remove_swap(copy, remove);
+    if (rc == 0)
+        rc = ctrl_set_buckets(c, copy);
+    bucketfile_destroy(&copy);
+    return rc;
+}
+
+/* Makes room for one more bucket in c's arrays and every node's jof.
+ * Returns 0 or -ENOMEM (what grew stays grown: harmless). */
+static int room_for_one(ctrl_t *c)
+{
+    if (c->nb < c->capb)
+        return 0;
+    size_t cap = c->capb ? c->capb * 2 : 16;
+    const char **names = realloc(c->bnames, cap * sizeof *names);
+    if (names)
+        c->bnames = names;
+    uint32_t *weights = realloc(c->bweights, cap * sizeof *weights);
+    if (weights)
+        c->bweights = weights;
+    ledger_bucket_t *bs = realloc(c->b, cap * sizeof *bs);
+    if (bs)
+        c->b = bs;
+    prov_t *pv = realloc(c->pv, cap * sizeof *pv);
+    if (pv)
+        c->pv = pv;
+    if (!names || !weights || !bs || !pv)
+        return -ENOMEM;
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        if (nd->forgotten || !nd->jof)
+            continue;
+        int *jof = realloc(nd->jof, cap * sizeof *jof);
+        if (!jof)
+            return -ENOMEM;
+        nd->jof = jof;
+    }
+    c->capb = cap;
+    return 0;
+}
+
+/* Rebuilds the protocol's shadow list after a change that touched it. */
+static int reshadow(ctrl_t *c)
+{
+    char *shadow = shadow_list(c->bf);
+    if (!shadow)
+        return -ENOMEM;
+    free(c->bshadow);
+    c->bshadow = shadow;
+    return 0;
+}
+
+/* Bucket b's controller state from its row x: tokens, weight, a fresh
+ * ledger entry and provisional split (as ctrl_set_buckets() gives every
+ * bucket); the nodes holding it push its limit at the next computation. */
+static void bucket_state(ctrl_t *c, size_t b, const bucketfile_bucket_t *x)
+{
+    c->bnames[b] = x->name;
+    c->bweights[b] = x->weight;
+    memset(&c->b[b], 0, sizeof c->b[b]);
+    c->b[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
+    c->b[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
+                                                 : rate_to_tokens(x->limit, c->cfg.period_s);
+    memset(&c->pv[b], 0, sizeof c->pv[b]);
+    for (int i = 0; i < c->nn; i++) {
+        node_t *nd = &c->nodes[i];
+        nd->nout = 0; /* records of the old table's indexes */
+        if (!nd->forgotten && ctrl__node_slot(nd, b) >= 0)
+            nd->full_push = 1;
+    }
+}
+
+int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
+{
+    if (bucketfile_check_bucket(x, NULL) < 0)
+        return -EINVAL;
+    if (ctrl_check_bucket(c, x, NULL, 0) < 0)
+        return -ERANGE;
+    if (c->by || c->tree || x->parent[0] || bucketfile_has_bytes(x))
+        return change_by_rebuild(c, x, NULL); /* bytes and trees: the whole table */
+    int i = bucketfile_find(c->bf, x->name);
+    const bucketfile_bucket_t *old = i >= 0 ? bucketfile_get(c->bf, (size_t)i) : NULL;
+    int64_t old_tok = old ? most_tokens(old, c->cfg.period_s) : 0;
+    int old_shadow = old ? old->shadow : 0;
+    if (i < 0 && room_for_one(c) < 0)
+        return -ENOMEM;
+    const bucketfile_bucket_t *v0 = bucketfile_get(c->bf, 0);
+    if (bucketfile_set(c->bf, x, NULL) < 0)
+        return -ENOMEM;
+    if (old_shadow != x->shadow && reshadow(c) < 0) {
+        /* the table is changed already: the rest follows, the list is old */
+        log_warn("out of memory: the shadow list is not updated until the next change");
+    }
+    size_t b = i >= 0 ? (size_t)i : c->nb;
+    if (bucketfile_get(c->bf, 0) != v0) /* the rows moved (copied or grown) */
+        for (size_t k = 0; k < bucketfile_count(c->bf); k++)
+            c->bnames[k] = bucketfile_get(c->bf, k)->name;
+    if (i < 0) {
+        c->nb++;
+        for (int n = 0; n < c->nn; n++) {
+            node_t *nd = &c->nodes[n];
+            if (nd->forgotten || !nd->jof)
+                continue;
+            int j = node_unconf(nd, x->name);
+            nd->jof[b] = j;
+            if (j >= 0) {
+                nd->pairs[j].b = (int)b;
+                if (nd->unconf)
+                    strmap_remove(nd->unconf, x->name, strlen(x->name), NULL);
+            }
+        }
+    }
+    bucket_state(c, b, bucketfile_get(c->bf, b));
+    c->tok_total += most_tokens(x, c->cfg.period_s) - old_tok;
+    c->nshadow += (x->shadow != 0) - (old_shadow != 0);
+    c->st.bucket_changes++;
+    new_generation(c);
+    return 0;
+}
+
+int ctrl_remove_bucket(ctrl_t *c, const char *name)
+{
+    int i = bucketfile_find(c->bf, name);
+    if (i < 0)
+        return -ENOENT;
+    if (c->by || c->tree)
+        return change_by_rebuild(c, NULL, name);
+    const bucketfile_bucket_t *old = bucketfile_get(c->bf, (size_t)i);
+    int64_t old_tok = most_tokens(old, c->cfg.period_s);
+    int old_shadow = old->shadow;
+    /* The name stays known to the nodes that hold it, as unconfigured. */
+    for (int n = 0; n < c->nn; n++) {
+        node_t *nd = &c->nodes[n];
+        int j = nd->forgotten ? -1 : ctrl__node_slot(nd, (size_t)i);
+        if (j >= 0 && nd->unconf &&
+            strmap_set(nd->unconf, nd->tnames[j], strlen(nd->tnames[j]), j) < 0)
+            strmap_destroy(&nd->unconf); /* scans instead */
+    }
+    const bucketfile_bucket_t *v0 = bucketfile_get(c->bf, 0);
+    if (bucketfile_remove_swap(c->bf, name) < 0)
+        return -ENOMEM;
+    /* The last bucket takes index b (as in the table): its state moves
+     * with it; bnames[k] is row k's name, so the pointers stay. */
+    size_t b = (size_t)i, m = c->nb - 1;
+    c->nb--;
+    if (bucketfile_get(c->bf, 0) != v0 && c->nb) /* copied: every row moved */
+        for (size_t k = 0; k < c->nb; k++)
+            c->bnames[k] = bucketfile_get(c->bf, k)->name;
+    if (b != m) {
+        c->bweights[b] = c->bweights[m];
+        c->b[b] = c->b[m];
+        c->pv[b] = c->pv[m];
+    }
+    for (int n = 0; n < c->nn; n++) {
+        node_t *nd = &c->nodes[n];
+        nd->nout = 0; /* records of the old indexes */
+        if (nd->forgotten || !nd->jof)
+            continue;
+        int j = nd->jof[b], jm = nd->jof[m];
+        if (j >= 0) {
+            nd->pairs[j].b = -1;
+            nd->full_push = 1;
+        }
+        if (b != m) {
+            nd->jof[b] = jm;
+            if (jm >= 0)
+                nd->pairs[jm].b = (int)b;
+        }
+    }
+    c->tok_total -= old_tok;
+    c->nshadow -= old_shadow != 0;
+    if ((old_shadow || c->nshadow) && reshadow(c) < 0)
+        log_warn("out of memory: the shadow list is not updated until the next change");
+    c->st.bucket_changes++;
+    new_generation(c);
+    return 0;
 }
 
 uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n)
@@ -520,7 +790,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
     pair_push_t *push = malloc((n ? n : 1) * sizeof *push);
     pair_served_t *served = calloc(n ? n : 1, sizeof *served);
-    int *jof = malloc((c->nb ? c->nb : 1) * sizeof *jof);
+    int *jof = malloc((c->capb > c->nb ? c->capb : (c->nb ? c->nb : 1)) * sizeof *jof);
     uint8_t *inact = calloc(n ? n : 1, 1);
     uint32_t *act = malloc((n ? n : 1) * sizeof *act);
     if (!tn || !pairs || !push || !served || !jof || !inact || !act)
@@ -872,6 +1142,11 @@ int ctrl_nbuckets(const ctrl_t *c)
 int ctrl_bucket_find(const ctrl_t *c, const char *name)
 {
     return bucketfile_find(c->bf, name);
+}
+
+int ctrl_nested(const ctrl_t *c)
+{
+    return c->tree != NULL;
 }
 
 int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *children)

@@ -137,6 +137,31 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
  * -ENOMEM (state unchanged in both cases). */
 int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf);
 
+/* Checks that the table with bucket *x added or replacing the bucket of
+ * its name still fits what ctrl_check_buckets() checks, from the sums c
+ * keeps: O(1).  Returns 0 or -ERANGE with msg (may be NULL) filled. */
+int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, size_t msgsize);
+
+/* Adds bucket *x at the end of the table, or replaces the bucket of its
+ * name in place, without rebuilding the other buckets' state: the
+ * bucket's rates become tokens, its provisional split and ledger entry
+ * start afresh (as every bucket's do at ctrl_set_buckets()), a new bucket
+ * finds its pair on each node by name (the node's unconfigured names are
+ * indexed), the nodes holding it get its limit at the next computation;
+ * the table generation changes and the next ctrl_compute() recomputes.
+ * O(1) amortised in the table's size (its arrays grow by doubling; c's
+ * table is its own copy of the rows, nothing shared to copy); O(nodes).  A table with byte rates (or a bucket that gets one) takes the
+ * full ctrl_set_buckets() path.  Returns 0, -ERANGE (ctrl_check_bucket()),
+ * -EINVAL (an invalid bucket), -ENOMEM; c unchanged on error. */
+int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x);
+
+/* Removes bucket `name`, keeping the others' state: the last bucket
+ * takes its index, as bucketfile_remove_swap() does to the table (the
+ * caller removes it from its own table the same way, so that both keep
+ * one order; the file keeps its order).  O(1) in the table's size,
+ * O(nodes).  Returns 0, -ENOENT, -ENOMEM (c unchanged). */
+int ctrl_remove_bucket(ctrl_t *c, const char *name);
+
 /* The controller's table: generation (>= 1) and bucket names in index order
  * (token records' `bucket`).  The array belongs to `c` and is valid until
  * the next ctrl_set_buckets(). */
@@ -366,6 +391,11 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
  * range (then *parent NULL, *children 0). */
 int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *children);
 
+/* Nonzero while some bucket of the table has a parent (a tree is built).
+ * Changes then take the whole-table path (ctrl_set_bucket() rebuilds;
+ * the admin checks and admits the table whole).  Main thread. */
+int ctrl_nested(const ctrl_t *c);
+
 /* Index of bucket `name` in the controller's table, or -ENOENT.  O(1)
  * (the bucket file's hash index). */
 int ctrl_bucket_find(const ctrl_t *c, const char *name);
@@ -451,6 +481,10 @@ typedef struct {
     uint64_t duplicate_names; /* hellos refused: the name is up elsewhere */
     uint64_t nodes_forgotten; /* down for forget_after periods: tables freed */
     uint64_t implausible[CTRL_IMPL__COUNT]; /* values clamped, per reason */
+    uint64_t full_rebuilds;   /* ctrl_set_buckets(): every bucket's state
+                                 and every node's map rebuilt, O(buckets) */
+    uint64_t bucket_changes;  /* ctrl_set_bucket(), ctrl_remove_bucket()
+                                 applied without a full rebuild */
 } ctrl_stats_t;
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c);

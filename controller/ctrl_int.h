@@ -109,6 +109,10 @@ typedef struct {
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
     size_t nout, capout;
+    /* The names of its table the configuration lacks (pairs[j].b < 0):
+     * name -> j, so that a bucket added by ctrl_set_bucket() finds its
+     * pair without a scan of the table.  NULL: none yet. */
+    strmap_t *unconf;
 } node_t;
 
 /* A limited bucket's provisional split (prov_plan() in round.c): its
@@ -130,6 +134,11 @@ struct ctrl {
     ledger_bucket_t *b;    /* [nb]: the IO ledger's buckets */
     prov_t *pv;            /* [nb]: their provisional splits (round.c) */
     size_t nb;
+    size_t capb;           /* room of bnames, bweights, b, pv and every
+                              node's jof (ctrl_set_bucket() appends) */
+    int64_t tok_total;     /* sum over buckets of max(R, L) tokens: what
+                              ctrl_check_buckets() bounds, kept per change */
+    int nshadow;           /* buckets in shadow */
     uint32_t table_gen;
     node_t *nodes;
     int nn, capn;

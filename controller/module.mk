@@ -73,6 +73,8 @@ ITESTS += tests/it/it_stalled_node.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
 ITESTS += tests/it/it_etcd_keys.sh
+# the bucket file's journal: durable changes, a torn line, garbage, a hand edit (issue 26 case 5)
+ITESTS += tests/it/it_journal.sh
 
 # shadow mode: a paired run, the same limit enforced and in shadow (issue 28)
 ITESTS += tests/it/it_shadow.sh

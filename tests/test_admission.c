@@ -135,10 +135,67 @@ START_TEST(test_admission_nested)
 }
 END_TEST
 
+/* A change judged from running sums: the same verdict on the aggregate
+ * as a full check of the changed table, in both units, after any number
+ * of changes; the local constraint of the changed bucket only. */
+START_TEST(test_admission_change_by_sums)
+{
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"red\",\"reservation\":15000},"
+                            "{\"name\":\"blue\",\"reservation\":30000,"
+                            "\"reservation_bytes\":1000000}]}");
+    admission_sums_t s;
+    admission_sums_init(&s, bf);
+    char msg[512], full[512];
+    admission_view_t v = {.total_capacity = 60000, .total_byte_capacity = 5e6,
+                          .bucket_capacity = placement};
+    for (int i = 0; i < 200; i++) {
+        /* green grows, blue's bytes move, red goes and comes back */
+        bucketfile_bucket_t g = {.reservation = 100 * i, .limit = BUCKETFILE_NO_LIMIT,
+                                 .weight = 1, .reservation_bytes = 1000 * i};
+        snprintf(g.name, sizeof g.name, "green");
+        int k = bucketfile_find(bf, "green");
+        if (k >= 0)
+            admission_sums_add(&s, bucketfile_get(bf, (size_t)k), -1);
+        admission_sums_add(&s, &g, 1);
+        ck_assert_int_eq(bucketfile_set(bf, &g, NULL), 0);
+        int rc = admission_check_change(&s, &g, &v, msg, sizeof msg);
+        ck_assert_int_eq(rc, admission_check(bf, &v, full, sizeof full));
+        ck_assert_str_eq(msg, full);
+        if (i % 50 == 25) {
+            k = bucketfile_find(bf, "red");
+            bucketfile_bucket_t red = *bucketfile_get(bf, (size_t)k);
+            admission_sums_add(&s, &red, -1);
+            bucketfile_remove(bf, "red");
+            ck_assert_int_eq(admission_check_change(&s, NULL, &v, msg, sizeof msg),
+                             admission_check(bf, &v, full, sizeof full));
+            admission_sums_add(&s, &red, 1);
+            bucketfile_set(bf, &red, NULL);
+        }
+    }
+    /* The local constraint: red past its one server. */
+    bucketfile_bucket_t red = {.reservation = 25000, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+    snprintf(red.name, sizeof red.name, "red");
+    v.total_capacity = 1e9;
+    v.total_byte_capacity = 1e12;
+    ck_assert_int_eq(admission_check_change(&s, &red, &v, msg, sizeof msg), -EDQUOT);
+    ck_assert_msg(strstr(msg, "bucket red"), "%s", msg);
+    /* Exact at the largest rates a million buckets can hold. */
+    admission_sums_t big = {0};
+    bucketfile_bucket_t m = {.reservation = BUCKETFILE_MAX_RATE,
+                             .reservation_bytes = BUCKETFILE_MAX_BYTES};
+    for (int i = 0; i < 1000000; i++)
+        admission_sums_add(&big, &m, 1);
+    for (int i = 0; i < 1000000; i++)
+        admission_sums_add(&big, &m, -1);
+    ck_assert(big.reservation == 0 && big.reservation_bytes == 0 && big.with_bytes == 0);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_admission_mode, test_admission_aggregate,
                                   test_admission_local, test_admission_bytes,
-                                  test_admission_nested};
+                                  test_admission_nested, test_admission_change_by_sums};
     return testlib_run_tests("admission", tests, sizeof tests / sizeof tests[0]);
 }

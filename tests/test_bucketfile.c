@@ -859,6 +859,63 @@ START_TEST(test_bucketfile_version_spans_shadow)
 }
 END_TEST
 
+/* bucketfile_remove_swap() moves the last bucket into the hole (O(1)),
+ * and the file's order stays: the render writes the text's elements in
+ * their order, byte for byte what bucketfile_remove() gives, also after a
+ * save (the spans recorded in the order written) and more edits. */
+START_TEST(test_bucketfile_remove_swap_keeps_file_order)
+{
+    enum { N = 2000 };
+    char *t = malloc(N * 64 + 64);
+    size_t n = (size_t)sprintf(t, "{\"buckets\": [\n");
+    for (int i = 0; i < N; i++)
+        n += (size_t)sprintf(t + n, "  {\"name\":\"b%d\", \"reservation\": %d}%s\n", i, i,
+                             i + 1 < N ? "," : "");
+    sprintf(t + n, "]}\n");
+    bucketfile_t *a = NULL, *b = NULL;
+    ck_assert_int_eq(bucketfile_parse(t, strlen(t), "t", &a, NULL), 0);
+    ck_assert_int_eq(bucketfile_parse(t, strlen(t), "t", &b, NULL), 0);
+    free(t);
+    char dir[] = "/tmp/test_bf_swap.XXXXXX", path[64], msg[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/b.json", dir);
+    for (int round = 0; round < 3; round++) {
+        for (int i = round; i < N; i += 7) {
+            char name[16];
+            snprintf(name, sizeof name, "b%d", i);
+            if (bucketfile_find(a, name) < 0)
+                continue;
+            ck_assert_int_eq(bucketfile_remove(a, name), 0);
+            ck_assert_int_eq(bucketfile_remove_swap(b, name), 0);
+            ck_assert_int_lt(bucketfile_find(b, name), 0);
+        }
+        bucketfile_bucket_t x = {.reservation = round, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        snprintf(x.name, sizeof x.name, "new%d", round);
+        ck_assert_int_eq(bucketfile_set(a, &x, NULL), 0);
+        ck_assert_int_eq(bucketfile_set(b, &x, NULL), 0);
+        snprintf(x.name, sizeof x.name, "b%d", 5 + round * 7 + 1);
+        ck_assert_int_eq(bucketfile_set(a, &x, NULL), 0);
+        ck_assert_int_eq(bucketfile_set(b, &x, NULL), 0);
+        ck_assert_uint_eq(bucketfile_count(a), bucketfile_count(b));
+        for (size_t i = 0; i < bucketfile_count(b); i++) /* every name still found */
+            ck_assert_int_eq(bucketfile_find(b, bucketfile_get(b, i)->name), (int)i);
+        char *ra = bucketfile_render(a), *rb = bucketfile_render(b);
+        ck_assert_str_eq(ra, rb);
+        free(ra);
+        free(rb);
+        if (round == 1) { /* a save in between: the next edits render from it */
+            ck_assert_int_eq(bucketfile_save(b, path, msg, sizeof msg), 0);
+            unlink(path);
+            ck_assert_int_eq(bucketfile_save(a, path, msg, sizeof msg), 0);
+            unlink(path);
+        }
+    }
+    bucketfile_destroy(&a);
+    bucketfile_destroy(&b);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
@@ -872,6 +929,7 @@ int main(void)
                                   test_bucketfile_byte_rates, test_bucketfile_table_version,
                                   test_bucketfile_big_table_edit,
                                   test_bucketfile_dup_copy_on_write,
-                                  test_bucketfile_version_spans_shadow};
+                                  test_bucketfile_version_spans_shadow,
+                                  test_bucketfile_remove_swap_keeps_file_order};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

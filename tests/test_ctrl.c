@@ -2283,10 +2283,154 @@ START_TEST(test_ctrl_shadow_list)
 }
 END_TEST
 
+
+/* ctrl_set_bucket() and ctrl_remove_bucket() on a big table leave the
+ * state a full ctrl_set_buckets() of the same table gives (names, weights,
+ * shadow list, rates, each node's map, the next round's records), without
+ * a full rebuild: the counter says so. */
+START_TEST(test_ctrl_set_bucket_incremental)
+{
+    enum { N = 3000 };
+    char *t = malloc(N * 80 + 64), name[32];
+    size_t n = (size_t)sprintf(t, "{\"buckets\": [");
+    for (int i = 0; i < N; i++)
+        n += (size_t)sprintf(t + n, "%s{\"name\": \"b%d\", \"reservation\": %d, \"limit\": %d}",
+                             i ? "," : "", i, 10 + i % 7, 1000 + i);
+    sprintf(t + n, "]}");
+    bucketfile_t *bf = load(t), *mirror = load(t);
+    free(t);
+    ctrl_t *a, *b;
+    ctrl_config_t cfg = ctrl_config_default();
+    a = ctrl_new(&cfg);
+    b = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(a, bf), 0);
+    /* A node holding some configured buckets and two names not (yet). */
+    const char *tab[] = {"b0", "b5", "x-new", "b2", "b2999", "b7", "zz", "b1"};
+    ck_assert_int_eq(ctrl_node_hello(a, "n0", 0, 50000, 1, tab, 8), 0);
+    bucketfile_bucket_t x = *bucketfile_get(bf, 3);
+    x.limit = 77;
+    x.reservation = 7;
+    ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
+    ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
+    bucketfile_bucket_t y = {.reservation = 5, .limit = 50, .weight = 3};
+    snprintf(y.name, sizeof y.name, "x-new");
+    ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
+    ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
+    snprintf(y.name, sizeof y.name, "y-other");
+    ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
+    ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
+    ck_assert_int_eq(ctrl_remove_bucket(a, "b2"), 0);
+    ck_assert_int_eq(bucketfile_remove_swap(mirror, "b2"), 0);
+    x = *bucketfile_get(bf, 7);
+    x.shadow = 1;
+    x.weight = 9;
+    ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
+    ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
+    ck_assert_int_eq(ctrl_remove_bucket(a, "b0"), 0);
+    ck_assert_int_eq(bucketfile_remove_swap(mirror, "b0"), 0);
+    ck_assert_int_eq(ctrl_remove_bucket(a, "nope"), -ENOENT);
+    /* Past the arithmetic's bound: refused from the kept sums, unchanged. */
+    x = *bucketfile_get(bf, 9);
+    x.limit = BUCKETFILE_NO_LIMIT;
+    x.reservation = BUCKETFILE_MAX_RATE;
+    cfg.period_s = 1e4;
+    ctrl_t *big = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(big, bf), 0);
+    char msg[300];
+    ck_assert_int_eq(ctrl_check_bucket(big, &x, msg, sizeof msg), -ERANGE);
+    ck_assert_int_eq(ctrl_set_bucket(big, &x), -ERANGE);
+    ctrl_destroy(&big);
+    const ctrl_stats_t *st = ctrl_stats(a);
+    ck_assert_uint_eq(st->full_rebuilds, 1);
+    ck_assert_uint_eq(st->bucket_changes, 6);
+
+    ck_assert_int_eq(ctrl_set_buckets(b, mirror), 0);
+    ck_assert_int_eq(ctrl_node_hello(b, "n0", 0, 50000, 1, tab, 8), 0);
+    const char *const *na, *const *nb;
+    size_t ka, kb;
+    ctrl_table(a, &na, &ka);
+    ctrl_table(b, &nb, &kb);
+    ck_assert_uint_eq(ka, kb);
+    ck_assert_uint_eq(ka, N + 2 - 2);
+    for (size_t i = 0; i < ka; i++) {
+        ck_assert_str_eq(na[i], nb[i]);
+        ck_assert_uint_eq(ctrl_table_weights(a)[i], ctrl_table_weights(b)[i]);
+        ctrl_bucket_info_t ia, ib;
+        ck_assert_int_eq(ctrl_bucket_info(a, (int)i, &ia), 0);
+        ck_assert_int_eq(ctrl_bucket_info(b, (int)i, &ib), 0);
+        ck_assert_int_eq(ia.reservation, ib.reservation);
+        ck_assert_int_eq(ia.limit, ib.limit);
+        ctrl_pair_info_t pa, pb;
+        ck_assert_int_eq(ctrl_pair_info(a, 0, (int)i, &pa), ctrl_pair_info(b, 0, (int)i, &pb));
+        ck_assert_int_eq(ctrl_bucket_find(a, na[i]), (int)i);
+    }
+    ck_assert_str_eq(ctrl_table_shadow(a), ctrl_table_shadow(b));
+    ck_assert_int_ge(ctrl_bucket_find(a, "x-new"), 0);
+    ctrl_pair_info_t pi;
+    ck_assert_int_eq(ctrl_pair_info(a, 0, ctrl_bucket_find(a, "x-new"), &pi), 0);
+    ck_assert_int_eq(ctrl_pair_info(a, 0, ctrl_bucket_find(a, "y-other"), &pi), -ENOENT);
+    /* The next round pushes the same records. */
+    ctrl_result_t ra, rb;
+    ck_assert_int_eq(ctrl_round_begin(a, 1, 0, 0), 0);
+    ck_assert_int_eq(ctrl_round_begin(b, 1, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(a, &ra), 0);
+    ck_assert_int_eq(ctrl_compute(b, &rb), 0);
+    const proto_tokens_rec_t *ta, *tb;
+    size_t nta = ctrl_node_tokens(a, 0, &ta), ntb = ctrl_node_tokens(b, 0, &tb);
+    ck_assert_uint_eq(nta, ntb);
+    ck_assert_uint_gt(nta, 0);
+    for (size_t i = 0; i < nta; i++)
+        ck_assert_mem_eq(&ta[i], &tb[i], sizeof ta[i]);
+    (void)name;
+    ctrl_destroy(&a);
+    ctrl_destroy(&b);
+    bucketfile_destroy(&bf);
+    bucketfile_destroy(&mirror);
+}
+END_TEST
+
+/* Additions past the room ctrl_set_buckets() left grow the arrays and
+ * every node's map: the state is still a full rebuild's. */
+START_TEST(test_ctrl_set_bucket_grows)
+{
+    bucketfile_t *bf = load("{\"buckets\": [{\"name\": \"a\", \"reservation\": 1}]}");
+    bucketfile_t *mirror = bucketfile_dup(bf);
+    ctrl_config_t cfg = ctrl_config_default();
+    ctrl_t *a = ctrl_new(&cfg), *b = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(a, bf), 0);
+    const char *tab[] = {"a", "n7", "n33", "n60"};
+    ck_assert_int_eq(ctrl_node_hello(a, "n0", 0, 50000, 1, tab, 4), 0);
+    for (int i = 0; i < 64; i++) {
+        bucketfile_bucket_t x = {.reservation = i, .limit = 100 + i, .weight = 1};
+        snprintf(x.name, sizeof x.name, "n%d", i);
+        ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
+        ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
+    }
+    ck_assert_uint_eq(ctrl_stats(a)->full_rebuilds, 1);
+    ck_assert_int_eq(ctrl_set_buckets(b, mirror), 0);
+    ck_assert_int_eq(ctrl_node_hello(b, "n0", 0, 50000, 1, tab, 4), 0);
+    const char *const *na, *const *nb;
+    size_t ka, kb;
+    ctrl_table(a, &na, &ka);
+    ctrl_table(b, &nb, &kb);
+    ck_assert_uint_eq(ka, kb);
+    for (size_t i = 0; i < ka; i++) {
+        ck_assert_str_eq(na[i], nb[i]);
+        ctrl_pair_info_t pa, pb;
+        ck_assert_int_eq(ctrl_pair_info(a, 0, (int)i, &pa), ctrl_pair_info(b, 0, (int)i, &pb));
+    }
+    ctrl_destroy(&a);
+    ctrl_destroy(&b);
+    bucketfile_destroy(&bf);
+    bucketfile_destroy(&mirror);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
     const TTest *const tests[] = {
+        test_ctrl_set_bucket_incremental, test_ctrl_set_bucket_grows,
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
         test_ctrl_nested_limit,
         test_ctrl_absent_bucket_is_idle, test_ctrl_sparse_report_carries_on, test_ctrl_new_period_resets_accounting,

@@ -28,26 +28,63 @@ static double view_bucket_bytes(const char *name, void *arg)
 
 /* admission_check() of `bf` against what the controller knows now, in IOs
  * and in bytes. */
+static admission_view_t view_now(const admin_t *ad);
+
 static int admission_now(const admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
 {
-    admission_view_t v = {
+    admission_view_t v = view_now(ad);
+    return admission_check(bf, &v, msg, size);
+}
+
+/* The view admission judges against now. */
+static admission_view_t view_now(const admin_t *ad)
+{
+    return (admission_view_t){
         .total_capacity = ctrl_total_capacity(ad->ctrl),
         .bucket_capacity = view_bucket,
         .arg = ad->ctrl,
         .total_byte_capacity = ctrl_total_byte_capacity(ad->ctrl),
         .bucket_byte_capacity = view_bucket_bytes,
     };
-    return admission_check(bf, &v, msg, size);
+}
+
+/* ad->bf's admission sums, computed at first use (O(buckets) once). */
+static admission_sums_t *sums(admin_t *ad)
+{
+    if (!ad->sums_ok) {
+        admission_sums_init(&ad->sums, ad->bf);
+        ad->sums_ok = 1;
+    }
+    return &ad->sums;
 }
 
 /* Sets the reply's "warning" when the configuration in force violates
  * admission now (warn mode accepted it, or capacity went since), so that
- * bqos-ctl shows what the log says. */
-static void add_warning(const admin_t *ad, json_t *r)
+ * bqos-ctl shows what the log says.  `quick`: the aggregate only, from the
+ * sums (after a change: O(1)); else every bucket (the status). */
+static void add_warning(admin_t *ad, json_t *r, int quick)
 {
     char msg[600];
-    if (ad->bf && admission_now(ad, ad->bf, msg, sizeof msg) == -EDQUOT)
+    if (!ad->bf)
+        return;
+    admission_view_t v = view_now(ad);
+    if (quick ? admission_check_change(sums(ad), NULL, &v, msg, sizeof msg) == -EDQUOT
+              : admission_now(ad, ad->bf, msg, sizeof msg) == -EDQUOT)
         json_object_set_new(r, "warning", json_string(msg));
+}
+
+/* The hand-edit check before a change: the journal's (the file it
+ * extends: a stat) when there is one, else bf's origin's. */
+static int check_file(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
+{
+    if (ad->journal)
+        return bucketjournal_check(ad->journal, msg, size);
+    return bucketfile_check_unchanged(bf, ad->path, msg, size);
+}
+
+void admin_close(admin_t *ad)
+{
+    bucketjournal_destroy(&ad->journal);
 }
 
 /* Admission for a candidate configuration.  Returns 0 if it may be
@@ -84,6 +121,7 @@ static int apply(admin_t *ad, bucketfile_t *bf)
     }
     bucketfile_destroy(&ad->bf);
     ad->bf = bf;
+    ad->sums_ok = 0;
     if (ad->ld)
         ad->ld->table_version = bucketfile_version(bf);
     return 0;
@@ -314,6 +352,8 @@ const char *admin_reload(admin_t *ad, char *msg, size_t size)
         snprintf(msg, size, "out of memory");
         return "internal";
     }
+    if (ad->journal) /* the file as read now is what the journal extends */
+        bucketjournal_rebase(ad->journal, ad->bf);
     log_info("loaded %zu buckets from %s", n, ad->path);
     return NULL;
 }
@@ -718,7 +758,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_array_append_new(nodes, node_json(ad, i, now));
     json_object_set_new(r, "nodes", nodes);
     status_buckets(ad, &pg, r, elapsed, pms);
-    add_warning(ad, r);
+    add_warning(ad, r, 0);
     json_object_set_new(r, "default", default_json(ad));
     const ctrl_stats_t *cs = ctrl_stats(ad->ctrl);
     json_t *st = json_pack(
@@ -737,6 +777,19 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
             json_object_set_new(rej, proto_reason_str((proto_reason_t)i),
                                 json_integer((json_int_t)ad->nodes->pst.rejected[i]));
     json_object_set_new(st, "rejected", rej);
+    /* What configuration changes cost: full rebuilds of ctrl's state, and
+     * changes of one bucket in place (the journal's, without etcd). */
+    json_object_set_new(st, "full_rebuilds", json_integer((json_int_t)cs->full_rebuilds));
+    json_object_set_new(st, "bucket_changes", json_integer((json_int_t)cs->bucket_changes));
+    if (ad->journal) {
+        bucketjournal_stats_t js;
+        bucketjournal_stats(ad->journal, &js);
+        json_object_set_new(st, "journal",
+                            json_pack("{s:I, s:I, s:I, s:I, s:b}", "bytes", (json_int_t)js.bytes,
+                                      "appends", (json_int_t)js.appends, "compactions",
+                                      (json_int_t)js.compactions, "compaction_failures",
+                                      (json_int_t)js.failures, "compacting", js.running));
+    }
     json_object_set_new(st, "duplicate_names", json_integer((json_int_t)cs->duplicate_names));
     json_t *imp = json_object();
     for (int i = 0; i < CTRL_IMPL__COUNT; i++)
@@ -979,7 +1032,7 @@ static json_t *cmd_buckets(admin_t *ad, json_t *req)
 static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const char *name)
 {
     char msg[768];
-    int rc = bucketfile_check_unchanged(bf, ad->path, msg, sizeof msg);
+    int rc = check_file(ad, bf, msg, sizeof msg);
     if (rc < 0) {
         log_warn("change refused: %s", msg);
         bucketfile_destroy(&bf);
@@ -1008,7 +1061,8 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
     }
     if (bucketfile_version(ad->bf)) /* a table once under etcd keeps counting */
         bucketfile_set_version(bf, next_version(ad));
-    rc = bucketfile_save(bf, ad->path, msg, sizeof msg);
+    rc = ad->journal ? bucketjournal_save(ad->journal, bf, msg, sizeof msg)
+                     : bucketfile_save(bf, ad->path, msg, sizeof msg);
     if (rc < 0) {
         log_error("%s", msg);
         bucketfile_destroy(&bf);
@@ -1020,6 +1074,91 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
         return reply_error("internal", "out of memory");
     }
     return ok;
+}
+
+/* Without etcd: one bucket set (b) or removed (`name`, b NULL) in place,
+ * O(1) in the table's size.  The same checks as commit_change() (the file
+ * unchanged by hand, the arithmetic's bounds, admission), judged from
+ * sums; then the change is made to ad->bf and ctrl and appended to the
+ * journal (durable before the reply); a step that fails undoes the ones
+ * before it, so a refused change leaves the table in force as it was.
+ * Consumes `ok`. */
+static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
+                               json_t *ok)
+{
+    char msg[768];
+    int rc;
+    if (!ad->journal && bucketjournal_new(ad->path, ad->bf, 0, &ad->journal, msg, sizeof msg) < 0) {
+        log_error("%s", msg);
+        json_decref(ok);
+        return reply_error("io", msg);
+    }
+    if ((rc = check_file(ad, ad->bf, msg, sizeof msg)) < 0) {
+        log_warn("change refused: %s", msg);
+        json_decref(ok);
+        return reply_error(rc == -ESTALE ? "file_changed" : "io", msg);
+    }
+    if (!name)
+        name = b->name;
+    int i = bucketfile_find(ad->bf, name);
+    bucketfile_bucket_t old = {.weight = 1};
+    if (i >= 0)
+        old = *bucketfile_get(ad->bf, (size_t)i);
+    if (b && ctrl_check_bucket(ad->ctrl, b, msg, sizeof msg) < 0) {
+        log_error("configuration refused: %s", msg);
+        json_decref(ok);
+        return reply_error("admission", msg);
+    }
+    admission_sums_t after = *sums(ad);
+    if (i >= 0)
+        admission_sums_add(&after, &old, -1);
+    if (b)
+        admission_sums_add(&after, b, 1);
+    admission_view_t v = view_now(ad);
+    rc = admission_check_change(&after, b, &v, msg, sizeof msg);
+    if (rc == 0 && msg[0])
+        log_info("admission: %s", msg);
+    else if (rc < 0 && ad->mode == ADMISSION_ENFORCE) {
+        log_warn("admission refused the configuration: %s", msg);
+        json_decref(ok);
+        return reply_error("admission", msg);
+    } else if (rc < 0)
+        log_warn("admission (warn only): %s", msg);
+    uint64_t version = bucketfile_version(ad->bf) ? next_version(ad) : 0;
+    /* The edit: the admin's table, then ctrl's, then the journal. */
+    rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove_swap(ad->bf, name);
+    if (rc < 0)
+        goto nomem;
+    rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
+    if (rc < 0)
+        goto undo_table;
+    rc = b ? bucketjournal_set(ad->journal, b, version, msg, sizeof msg)
+           : bucketjournal_remove(ad->journal, name, version, msg, sizeof msg);
+    if (rc < 0) {
+        log_error("%s", msg);
+        if (i >= 0 ? ctrl_set_bucket(ad->ctrl, &old) : ctrl_remove_bucket(ad->ctrl, name))
+            log_error("cannot undo a change the journal refused: the controller runs it "
+                      "until a reload");
+        if (i >= 0) /* a removed bucket comes back at the end of the table */
+            bucketfile_set(ad->bf, &old, NULL);
+        else
+            bucketfile_remove_swap(ad->bf, name);
+        json_decref(ok);
+        return reply_error("io", msg);
+    }
+    if (version)
+        bucketfile_set_version(ad->bf, version);
+    ad->sums = after;
+    return ok;
+undo_table:
+    if (i >= 0)
+        bucketfile_set(ad->bf, &old, NULL);
+    else
+        bucketfile_remove_swap(ad->bf, name);
+nomem:
+    json_decref(ok);
+    return reply_error(rc == -ERANGE ? "admission" : "internal",
+                       rc == -ERANGE ? "over the arithmetic's bounds" : "out of memory");
 }
 
 static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, char *msg,
@@ -1124,25 +1263,32 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text); /* path: a member name */
         return reply_error("invalid", msg);
     }
-    bucketfile_t *bf = bucketfile_dup(ad->bf);
-    int rc = bf ? bucketfile_set(bf, &b, &err) : -ENOMEM;
-    if (rc < 0) {
-        bucketfile_destroy(&bf);
-        if (rc == -EINVAL) { /* the parent: unknown, a cycle, too deep */
-            snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text);
-            return reply_error("invalid", msg);
-        }
-        return reply_error("internal", "out of memory");
-    }
-    json_t *ok = reply_ok();
+    json_t *ok = reply_ok(), *r;
     json_object_set_new(ok, "created", json_boolean(old < 0));
-    json_t *r = commit_change(ad, bf, ok, b.name);
+    double t0 = mono_now();
+    if (!ad->ld && !b.parent[0] && !ctrl_nested(ad->ctrl)) {
+        r = change_in_place(ad, &b, NULL, ok);
+    } else { /* etcd's key, or a tree: its checks and admission see the table whole */
+        bucketfile_t *bf = bucketfile_dup(ad->bf);
+        int rc = bf ? bucketfile_set(bf, &b, &err) : -ENOMEM;
+        if (rc < 0) {
+            bucketfile_destroy(&bf);
+            json_decref(ok);
+            if (rc == -EINVAL) { /* the parent: unknown, a cycle, too deep */
+                snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text);
+                return reply_error("invalid", msg);
+            }
+            return reply_error("internal", "out of memory");
+        }
+        r = commit_change(ad, bf, ok, b.name);
+    }
     if (json_is_true(json_object_get(r, "ok")))
         log_info("bucket %s %s: reservation %lld limit %lld weight %u; bytes/s reservation "
-                 "%lld limit %lld",
+                 "%lld limit %lld (%.1f ms)",
                  b.name, old < 0 ? "created" : "changed", (long long)b.reservation,
                  (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight,
-                 (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1));
+                 (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1),
+                 (mono_now() - t0) * 1e3);
     return r;
 }
 
@@ -1153,17 +1299,23 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
         return refused;
     if (bucketfile_find(ad->bf, json_string_value(jn)) < 0)
         return reply_error("not_found", "no such bucket");
-    bucketfile_t *bf = bucketfile_dup(ad->bf);
-    if (!bf)
-        return reply_error("internal", "out of memory");
-    if (bucketfile_remove(bf, json_string_value(jn)) == -EBUSY) {
-        bucketfile_destroy(&bf);
-        return reply_error("invalid", "the bucket is a parent: remove its children or set "
-                                      "them another parent first");
+    json_t *r;
+    double t0 = mono_now();
+    if (!ad->ld && !ctrl_nested(ad->ctrl)) { /* without a tree no bucket is a parent */
+        r = change_in_place(ad, NULL, json_string_value(jn), reply_ok());
+    } else {
+        bucketfile_t *bf = bucketfile_dup(ad->bf);
+        if (!bf)
+            return reply_error("internal", "out of memory");
+        if (bucketfile_remove(bf, json_string_value(jn)) == -EBUSY) {
+            bucketfile_destroy(&bf);
+            return reply_error("invalid", "the bucket is a parent: remove its children or set "
+                                          "them another parent first");
+        }
+        r = commit_change(ad, bf, reply_ok(), json_string_value(jn));
     }
-    json_t *r = commit_change(ad, bf, reply_ok(), json_string_value(jn));
     if (json_is_true(json_object_get(r, "ok")))
-        log_info("bucket %s removed", json_string_value(jn));
+        log_info("bucket %s removed (%.1f ms)", json_string_value(jn), (mono_now() - t0) * 1e3);
     return r;
 }
 
@@ -1420,7 +1572,7 @@ static json_t *cmd_diff(admin_t *ad, json_t *req)
     json_object_update_new(r, diff_json(ad->bf, bf, &changes));
     char msg[768];
     const char *code = NULL;
-    int rc = bucketfile_check_unchanged(bf, ad->path, msg, sizeof msg);
+    int rc = check_file(ad, bf, msg, sizeof msg);
     if (rc < 0)
         code = rc == -ESTALE ? "file_changed" : "io";
     else if (ctrl_check_buckets(ad->ctrl, bf, msg, sizeof msg) < 0)
@@ -1486,7 +1638,7 @@ static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const pro
         return reply_error("forbidden", msg);
     json_t *r = c->run(ad, req);
     if (c->writes && json_is_true(json_object_get(r, "ok"))) {
-        add_warning(ad, r);
+        add_warning(ad, r, 1);
         /* An import's text (up to ADMIN_REQUEST_MAX) is logged as its size. */
         json_t *shown = json_copy(req);
         json_t *jt = json_object_get(req, "text");

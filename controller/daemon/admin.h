@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "common/bucketfile.h"
+#include "common/bucketjournal.h"
 #include "controller/admission.h"
 #include "controller/daemon/auth.h"
 #include "controller/ctrl.h"
@@ -46,7 +47,18 @@ typedef struct {
                                 reaches the endpoint may do everything) */
     cmetrics_reloads_t *reloads; /* borrowed: "reload" counted here; NULL:
                                 not counted */
+    /* Without etcd, set and remove append a line to the bucket file's
+     * journal (common/bucketjournal) instead of writing the file, and
+     * change ad->bf and ctrl in place: O(1) in the table's size.  Opened
+     * at the first change; NULL before, and with etcd.  Owned. */
+    bucketjournal_t *journal;
+    admission_sums_t sums;   /* ad->bf's reservations (admission by deltas) */
+    int sums_ok;             /* sums are ad->bf's (0: computed at first use) */
 } admin_t;
+
+/* Frees what the admin endpoint owns besides ad->bf (the journal: a
+ * compaction in progress is waited for).  For the end of the program. */
+void admin_close(admin_t *ad);
 
 /* Answers every request waiting on the socket, without blocking.  A
  * request that is not understood gets an error reply; a reply that cannot

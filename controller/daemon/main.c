@@ -922,6 +922,7 @@ out:
         close(a.sigfd);
     nodes_clear(&a.nodes);
     ctrl_destroy(&a.ctrl);
+    admin_close(&a.admin);
     bucketfile_destroy(&a.admin.bf);
     bucketfile_destroy(&bf);
     return status;

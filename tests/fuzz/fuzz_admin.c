@@ -67,6 +67,13 @@ static void reset(world_t *w)
         die("cannot write the bucket file");
     jsonloc_err_t err;
     char buf[600];
+    /* The table replaced behind the admin's back: its journal and its
+     * admission sums go with the old one. */
+    admin_close(&w->ad);
+    w->ad.sums_ok = 0;
+    char jp[sizeof w->path + 16];
+    snprintf(jp, sizeof jp, "%s.journal", w->path);
+    unlink(jp);
     bucketfile_destroy(&w->ad.bf);
     if (bucketfile_parse(table, strlen(table), "table", &w->ad.bf, &err) < 0)
         die(bucketfile_strerror(&err, buf, sizeof buf));

@@ -77,7 +77,7 @@ check "reload loads the edit (rc $rc)" '[ $rc -eq 0 ] && grep -q "reloaded: 2 bu
 ctl set hand --reservation 8 >"$T/out" 2>&1; rc=$?
 check "after reload, set works (rc $rc)" '[ $rc -eq 0 ]'
 check "and keeps the edit's layout" \
-  'grep -qF "  {\"name\": \"red\", \"reservation\": 300}," "$T/b.json" && grep -q "\"hand\", \"reservation\": 8" "$T/b.json"'
+  'grep -qF "  {\"name\": \"red\", \"reservation\": 300}," "$T/b.json" && cat "$T/b.json" "$T/b.json.journal" | grep -q "\"hand\", \"reservation\": 8"'
 
 # --check: a good and a bad bucket file, and a bad settings file.
 "$BIN/bqos-controller" --check --buckets "$T/b.json" >"$T/out" 2>&1; rc=$?
