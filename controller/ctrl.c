@@ -1216,11 +1216,14 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
         int j = ctrl__node_slot(nd, (size_t)b);
         if (j < 0)
             continue;
-        const pair_t *p = &nd->pairs[j];
+        pair_t pc = nd->pairs[j];
+        pair_served_t sv = nd->served[j];
+        ctrl__pair_carry_to(nd, &pc, &sv); /* a sparse node's pair, as of its newest report */
+        const pair_t *p = &pc;
         if (p->has_report && p->period == c->period) {
-            out->served_r = count_uadd(out->served_r, nd->served[j].r);
-            out->served_l = count_uadd(out->served_l, nd->served[j].l);
-            out->served_o = count_uadd(out->served_o, nd->served[j].o);
+            out->served_r = count_uadd(out->served_r, sv.r);
+            out->served_l = count_uadd(out->served_l, sv.l);
+            out->served_o = count_uadd(out->served_o, sv.o);
         }
         if (!nd->up)
             continue;
@@ -1247,7 +1250,10 @@ int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out)
     int j = ctrl__node_slot(nd, (size_t)b);
     if (j < 0)
         return -ENOENT;
-    const pair_t *p = &nd->pairs[j];
+    pair_t pc = nd->pairs[j];
+    pair_served_t sv = nd->served[j];
+    ctrl__pair_carry_to(nd, &pc, &sv); /* a sparse node's pair, as of its newest report */
+    const pair_t *p = &pc;
     const pair_push_t *ps = &nd->push[j];
     int unl = c->b[b].l == CTRL_UNLIMITED;
     *out = (ctrl_pair_info_t){
@@ -1260,9 +1266,9 @@ int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out)
                                                       : ps->tok_l,
     };
     if (out->reported) {
-        out->served_r = nd->served[j].r;
-        out->served_l = nd->served[j].l;
-        out->served_o = nd->served[j].o;
+        out->served_r = sv.r;
+        out->served_l = sv.l;
+        out->served_o = sv.o;
     }
     return 0;
 }

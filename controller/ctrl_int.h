@@ -201,10 +201,11 @@ bytes_view_t ctrl__bytes_view(const ctrl_t *c);
  * the node's newest report was left out of the reports since, so it is as
  * proto_predict_served() says at that report: its served count carried on
  * (queue, arrivals and throttled state held).  Brings the pair up to that
- * report.  Called by the computation's first pass over the active pairs. */
-static inline void ctrl__pair_carry(node_t *nd, size_t j)
+ * report (p and sv: the pair's state and its counts by class, or copies of
+ * them).  Called by the computation's first pass over the active pairs,
+ * and on copies by ctrl_pair_info() (a round may not have run since). */
+static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_t *sv)
 {
-    pair_t *p = &nd->pairs[j];
     if (!nd->sparse || !p->has_report || p->b < 0 || !nd->have_rep)
         return;
     if (p->bperiod > nd->rep_period ||
@@ -213,7 +214,6 @@ static inline void ctrl__pair_carry(node_t *nd, size_t j)
     uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
                                       nd->rep_interval);
     /* The status's counts by class follow, in the record's proportions. */
-    pair_served_t *sv = &nd->served[j];
     uint64_t was = p->period == nd->rep_period ? sv->r + sv->l + sv->o : 0;
     if (p->period != nd->rep_period)
         *sv = (pair_served_t){0};
@@ -221,7 +221,7 @@ static inline void ctrl__pair_carry(node_t *nd, size_t j)
         double f = (double)s / (double)was;
         sv->r = (uint64_t)((double)sv->r * f);
         sv->l = (uint64_t)((double)sv->l * f);
-        sv->o = s - sv->r - sv->l < s ? s - sv->r - sv->l : 0;
+        sv->o = s >= sv->r + sv->l ? s - sv->r - sv->l : 0;
     } else {
         sv->o = s;
     }
@@ -229,6 +229,12 @@ static inline void ctrl__pair_carry(node_t *nd, size_t j)
     /* The base stays the record: node and controller predict from the
      * same one (carrying it anew each round gives the same value). */
     p->period = nd->rep_period;
+}
+
+/* ctrl__pair_carry_to() on pair j of nd itself. */
+static inline void ctrl__pair_carry(node_t *nd, size_t j)
+{
+    ctrl__pair_carry_to(nd, &nd->pairs[j], &nd->served[j]);
 }
 
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */

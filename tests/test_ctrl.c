@@ -329,6 +329,14 @@ START_TEST(test_ctrl_sparse_report_carries_on)
     ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
     ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 200);
     ck_assert_uint_eq(bi.queued, 30);
+    /* the status carries a copy again (a round may not have run): the same
+     * counts, also where every served request was opportunistic */
+    ck_assert_int_eq(ctrl_bucket_info(c, 1, &bi), 0);
+    ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 200);
+    ctrl_pair_info_t pi;
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 1, &pi), 0);
+    ck_assert(pi.reported);
+    ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, 200);
     ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
     ck_assert_uint_eq(bi.served_r + bi.served_l + bi.served_o, 200); /* red: 300 / 3 x 2 */
     /* a full report that leaves blue out: idle */
