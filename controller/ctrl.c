@@ -57,7 +57,11 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
         c->impl_logged[i] = -CTRL_IMPL_LOG_ROUNDS; /* the first one is logged */
     c->bf = bucketfile_new();
     c->node_ix = strmap_new();
-    if (!c->bf || !c->node_ix) {
+    c->dyn = dyn_new(c->cfg.dyn_max > 0 ? (size_t)c->cfg.dyn_max : DYN_MAX_TOTAL,
+                     c->cfg.dyn_max_rule > 0 ? (size_t)c->cfg.dyn_max_rule : DYN_MAX_RULE,
+                     c->cfg.dyn_idle_periods > 0 ? (uint64_t)c->cfg.dyn_idle_periods
+                                                 : DYN_IDLE_PERIODS);
+    if (!c->bf || !c->node_ix || !c->dyn) {
         ctrl_destroy(&c);
         return NULL;
     }
@@ -170,6 +174,9 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->nodes);
     strmap_destroy(&c->node_ix);
     bucketfile_destroy(&c->bf);
+    bucketfile_destroy(&c->conf);
+    dyn_destroy(&c->dyn);
+    free(c->dyn_ix);
     free(c->bnames);
     free(c->bweights);
     free(c->bshadow);
@@ -308,7 +315,7 @@ static char *shadow_list(const bucketfile_t *bf)
     return out;
 }
 
-int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
+int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
 {
     if (ctrl_check_buckets(c, bf, NULL, 0) < 0)
         return -ERANGE;
@@ -792,8 +799,11 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         }
         pair_t *p = &nd->pairs[r->bucket];
         if (p->b < 0) {
-            /* Not configured: nothing to plan, but the status shows it. */
+            /* Not configured: nothing to plan, but the status shows it;
+             * a template's name becomes a dynamic bucket (ctrl_tmpl.c). */
             c->st.unknown_records++;
+            if (r->arrivals_period || r->queued)
+                ctrl__dyn_note(c, nd->tnames[r->bucket]);
             nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o,
                                                     r->arrivals_period};
             p->period = period; /* has_report stays 0: no computation reads it */
@@ -801,6 +811,8 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
+        if (r->arrivals_period || r->queued || r->served_r || r->served_l || r->served_o)
+            ctrl__dyn_touch(c, p->b);
         plausible_report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;

@@ -51,6 +51,7 @@ struct gate {
         int64_t r, l;      /* IOs per second; l RULES_NO_LIMIT: none */
     } *tmpl;               /* template_buckets of them (GATE_TEMPLATE_BUCKETS_MAX room) */
     double period_s;       /* gate_template_period()'s last; 0: unknown */
+    int tmpl_cluster;      /* gate_template_cluster(): the controller holds them */
     uint64_t rules_refused[GATE_RULE_NREASONS];
 };
 
@@ -141,13 +142,27 @@ static int refuse(gate_t *g, gate_rule_reason_t why, gate_rule_reason_t *out)
     return -1;
 }
 
-/* Template bucket t's tokens for a period from `now`. */
+/* Template bucket t's tokens for a period from `now`: its rule's per node,
+ * or, with the controller holding template buckets (gate_template_cluster()),
+ * none for one its table does not list yet (no R; L 0 if limited) and the
+ * controller's own for one it lists (left alone). */
 static void template_tokens(gate_t *g, const struct gate_tmpl *t, double now)
 {
     double p = g->period_s;
+    if (g->tmpl_cluster) {
+        if (!gate_listed(g, t->b))
+            sched_set_tokens(g->s, t->b, 0, t->l == RULES_NO_LIMIT ? SCHED_UNLIMITED : 0,
+                             p > 0 ? now + p : INFINITY, now);
+        return;
+    }
     int64_t r = (int64_t)((double)t->r * p + 0.5);
     int64_t l = t->l == RULES_NO_LIMIT ? SCHED_UNLIMITED : (int64_t)((double)t->l * p + 0.5);
     sched_set_tokens(g->s, t->b, r, l, now + p, now);
+}
+
+void gate_template_cluster(gate_t *g, int on)
+{
+    g->tmpl_cluster = on;
 }
 
 void gate_template_period(gate_t *g, double period_s)
@@ -211,7 +226,7 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
         (b = gate_bucket(g, res.bucket, n, 1)) < 0)
         return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
     g->tmpl[g->template_buckets++] = (struct gate_tmpl){b, res.reservation, res.limit};
-    if (g->period_s > 0)
+    if (g->period_s > 0 || g->tmpl_cluster)
         template_tokens(g, &g->tmpl[g->template_buckets - 1], mono_now());
     log_debug("bucket '%s' made by rule %d", res.bucket, res.rule);
     return b;

@@ -294,10 +294,19 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
 /* A period of `period_s` seconds starts (the controller's; 0: unknown):
  * every template-made bucket gets its rule's R and L for it, R x period
  * and L x period tokens paced over the period (no limit: unlimited).  So
- * a template's figures hold per node; the controller, which does not know
- * template buckets, does not place them across nodes.  Also used for a
- * bucket made mid-period (a whole period from then).  Loop thread. */
+ * a template's figures hold per node, unless gate_template_cluster() (the
+ * controller places them across nodes).  Also used for a bucket made
+ * mid-period (a whole period from then).  Loop thread. */
 void gate_template_period(gate_t *g, double period_s);
+
+/* on: a controller holds template-made buckets cluster-wide (it lists them
+ * in its table once a report showed them, and grants their tokens): a
+ * template bucket its table does not list (yet, or past its bounds) gets
+ * no R-tokens and, if its rule has a limit, no L-tokens (fail closed: its
+ * requests wait for the first grant, about one report interval), and one
+ * it lists is the agent's alone.  off (no controller): the rule's figures
+ * per node (gate_template_period()).  Loop thread. */
+void gate_template_cluster(gate_t *g, int on);
 
 /* Authorization only (the NBD front's export choice): 0 if the rules give
  * subject *s bucket `bucket` (a named or template rule whose bucket is
