@@ -5,7 +5,7 @@
  * name only in that node's reports.  ctrl.c notes every reported name its
  * configured table lacks (dyn_note()): a name some template rule could
  * have made (rules_template_made(), the rules in order; the smallest limit
- * of all templates that could have made it, so an ambiguous name is held
+ * of all templates that could have made it and the smallest R, so an ambiguous name is held
  * to the strictest) becomes a dynamic bucket with that rule's R and L,
  * placed by the passes like any configured bucket.  Idle for idle_periods
  * periods (no record with arrivals, queue or service from any node), it

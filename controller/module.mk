@@ -76,3 +76,6 @@ ITESTS += tests/it/it_shadow.sh
 ITESTS += tests/it/it_partition_lease.sh
 
 ITESTS += tests/it/it_etcd_slow.sh
+TESTS += test_dyn
+test_dyn_SRCS = tests/test_dyn.c
+test_dyn_LIBS = controller common
