@@ -267,6 +267,20 @@ typedef enum {
 /* The reasons' names for /metrics ("denied", "no_match", ...). */
 extern const char *const gate_rule_reason_names[GATE_RULE_NREASONS];
 
+/* Refusals by identity (issue 27): the first GATE_IDENTITIES_MAX distinct
+ * identities refused by the rules each keep a count (identity "user:NAME",
+ * "cert:NAME", "psk:ID", or "addr:ADDRESS" when the connection has none,
+ * at most GATE_IDENTITY_LEN - 1 bytes); every later identity counts as
+ * "other".  A fixed set, not a top-K: a counter never moves to another
+ * label, so /metrics' series stay monotonic; the first identities refused
+ * are usually the ones to look at, and "other" says when there were more.
+ * gate_refused_identities() calls fn for each (then "other" once the set
+ * is full).  Loop thread. */
+#define GATE_IDENTITIES_MAX 32
+#define GATE_IDENTITY_LEN 80
+void gate_refused_identities(const gate_t *g, void (*fn)(void *arg, const char *id, uint64_t n),
+                             void *arg);
+
 /* Buckets template rules may make on a node, in all (a template-made
  * bucket lives as long as the node; past the bound a request that would
  * make another is refused, reason template_bound). */
