@@ -12,7 +12,8 @@ cat >"$tmp/b.json" <<JSON
 {"buckets":[{"name":"other","reservation":0,"limit":10}],
  "rules":[{"name":"per-user","user":"*","template":"u-{user}","limit":$L}]}
 JSON
-start_controller "$tmp/b.json" 100000 "$tmp" || { bad "controller did not start"; cat "$tmp/controller.log"; finish; }
+next_port; CMPORT=$PORT
+start_controller "$tmp/b.json" 100000 "$tmp" --metrics-listen "127.0.0.1:$CMPORT" || { bad "controller did not start"; cat "$tmp/controller.log"; finish; }
 # two nodes, each with its own name
 PORTS=""
 for i in 1 2; do
@@ -52,4 +53,8 @@ assert b, d
 assert b[0].get("template_rule") == 0 and b[0].get("template_rule_name") == "per-user", b[0]
 assert b[0]["limit"] == 200, b[0]
 PY
+curl -s "http://127.0.0.1:$CMPORT/metrics" >"$tmp/cm.out"
+grep -q '^bqos_controller_template_buckets 1$' "$tmp/cm.out" &&
+  grep -q '^bqos_controller_template_buckets_total{event="made"} 1$' "$tmp/cm.out" &&
+  ok "controller /metrics: 1 template-made bucket placed" || { bad "controller metrics"; grep template "$tmp/cm.out"; }
 finish
