@@ -165,15 +165,22 @@ struct ctrl {
     int dyn_dirty;         /* the registry changed: settle before computing */
     uint64_t dyn_period;   /* period of the last expiry */
     uint64_t dyn_r_zeroed; /* dynamic buckets held at R 0: it did not fit */
+    uint64_t dyn_refused_logged; /* dyn refusals when last logged */
 };
 
 /* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()
  * before the template-made buckets were added to it). */
 int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf);
 
-/* ctrl_tmpl.c: a node reported name `name` (not in the table) active:
- * a template's, it becomes a dynamic bucket at the next settle. */
-void ctrl__dyn_note(ctrl_t *c, const char *name);
+/* A node reported name `name` (not in the table) active: a template's,
+ * it becomes a dynamic bucket at the next settle (ctrl_tmpl.c; inline so
+ * that ctrl.c and ctrl_tmpl.c do not call each other). */
+static inline void ctrl__dyn_note(ctrl_t *c, const char *name)
+{
+    const rules_t *r = c->conf ? bucketfile_rules(c->conf) : NULL;
+    if (r && dyn_note(c->dyn, r, name, c->period) > 0)
+        c->dyn_dirty = 1;
+}
 
 /* ctrl_tmpl.c: table bucket b (>= nconf) was reported active. */
 static inline void ctrl__dyn_touch(ctrl_t *c, int b)

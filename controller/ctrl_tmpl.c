@@ -13,11 +13,6 @@ static int not_configured(void *arg, const char *name)
     return bucketfile_find(arg, name) < 0;
 }
 
-static const rules_t *table_rules(const ctrl_t *c)
-{
-    return bucketfile_rules(c->conf ? c->conf : c->bf);
-}
-
 /* Makes the table c->conf plus the registry's buckets (a configured name
  * wins; an entry whose R does not fit the up nodes' capacity with the R
  * before it gets R 0).  On -ERANGE (the sums would not hold) the table is
@@ -97,24 +92,17 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     return 0;
 }
 
-void ctrl__dyn_note(ctrl_t *c, const char *name)
-{
-    const rules_t *r = table_rules(c);
-    if (!r || !c->conf)
-        return;
-    int rc = dyn_note(c->dyn, r, name, c->period);
-    if (rc > 0) {
-        c->dyn_dirty = 1;
-        log_debug("bucket '%s' made by a template rule: held cluster-wide", name);
-    } else if (rc == -ENOSPC && dyn_stats(c->dyn)->refused == 1)
-        log_warn("template-made bucket '%s' refused: the bound on template-made buckets "
-                 "is reached (the nodes hold it at no tokens; counted)", name);
-}
-
 void ctrl__dyn_settle(ctrl_t *c)
 {
     if (!c->conf)
         return;
+    uint64_t refused = dyn_stats(c->dyn)->refused;
+    if (refused > c->dyn_refused_logged && c->period != c->dyn_period) { /* once a period at most */
+        log_warn("%llu template-made bucket name(s) refused: the bound on template-made buckets "
+                 "is reached (the nodes hold them at no tokens)",
+                 (unsigned long long)(refused - c->dyn_refused_logged));
+        c->dyn_refused_logged = refused;
+    }
     if (c->started && c->period != c->dyn_period) {
         c->dyn_period = c->period;
         size_t n = dyn_expire(c->dyn, c->period);
