@@ -174,8 +174,10 @@ typedef struct {
 void ctrl_dyn_stats(const ctrl_t *c, ctrl_dyn_stats_t *out);
 
 /* The controller's table: generation (>= 1) and bucket names in index order
- * (token records' `bucket`).  The array belongs to `c` and is valid until
- * the next ctrl_set_buckets(). */
+ * (token records' `bucket`): the configured buckets, then the template-made
+ * ones.  The array belongs to `c` and is valid until the next
+ * ctrl_set_buckets() or ctrl_compute() (which adds and drops template-made
+ * buckets). */
 uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n);
 
 /* The buckets' weights (1..1,000,000) in the same order as ctrl_table()'s
