@@ -92,6 +92,27 @@ int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
     return 0;
 }
 
+/* Before an expiry: an entry that would go is checked against the table's
+ * sums (a sparse node leaves out the records of a pair that serves at a
+ * steady rate, so the records alone may miss it): served this period, a
+ * queue or demand keep it.  O(entries), plus O(nodes) per entry about to
+ * go. */
+static void recheck_idle(ctrl_t *c)
+{
+    uint64_t idle = c->cfg.dyn_idle_periods > 0 ? (uint64_t)c->cfg.dyn_idle_periods
+                                                : DYN_IDLE_PERIODS;
+    for (size_t i = 0; i < dyn_count(c->dyn); i++) {
+        const dyn_entry_t *e = dyn_get(c->dyn, i);
+        if (e->active + idle > c->period)
+            continue;
+        ctrl_bucket_info_t bi;
+        int b = ctrl_bucket_find(c, e->name);
+        if (b >= 0 && ctrl_bucket_info(c, b, &bi) == 0 &&
+            (bi.served_r + bi.served_l + bi.served_o > 0 || bi.queued > 0 || bi.demand > 0))
+            dyn_touch(c->dyn, i, c->period);
+    }
+}
+
 void ctrl__dyn_settle(ctrl_t *c)
 {
     if (!c->conf)
@@ -105,6 +126,7 @@ void ctrl__dyn_settle(ctrl_t *c)
     }
     if (c->started && c->period != c->dyn_period) {
         c->dyn_period = c->period;
+        recheck_idle(c);
         size_t n = dyn_expire(c->dyn, c->period);
         if (n > 0) {
             log_info("%zu template-made bucket(s) idle: dropped", n);
