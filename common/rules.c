@@ -766,6 +766,63 @@ rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket)
     return r && i < r->n ? r->v[i].action : RULES_NONE;
 }
 
+int rules_template_rates(const rules_t *r, size_t i, int64_t *reservation, int64_t *limit)
+{
+    if (!r || i >= r->n || r->v[i].action != RULES_TEMPLATE)
+        return -EINVAL;
+    *reservation = r->v[i].reservation;
+    *limit = r->v[i].limit;
+    return 0;
+}
+
+/* The next token of template t at *pos: a literal byte (its value), or -1
+ * for a placeholder ("{user}": one byte or more, as "?*" in a glob), -2 at
+ * the end; *pos moves past it. */
+static int tmpl_token(const char *t, size_t *pos)
+{
+    if (!t[*pos])
+        return -2;
+    if (t[*pos] == '{') {
+        const char *e = strchr(t + *pos, '}');
+        *pos = e ? (size_t)(e - t) + 1 : strlen(t);
+        return -1;
+    }
+    return (unsigned char)t[(*pos)++];
+}
+
+int rules_template_made(const rules_t *r, size_t i, const char *name)
+{
+    if (!r || i >= r->n || r->v[i].action != RULES_TEMPLATE || !name)
+        return 0;
+    /* Greedy wildcard match with one backtrack point (the last
+     * placeholder): each placeholder takes one byte at once, then as few
+     * more as the rest needs.  O(template x name). */
+    const char *t = r->v[i].bucket;
+    size_t tp = 0, np = 0, n = strlen(name);
+    size_t star_tp = 0, star_np = 0;
+    int star = 0;
+    for (;;) {
+        int k = tmpl_token(t, &tp);
+        if (k == -2 && np == n)
+            return 1;
+        if (k == -1 && np < n) {
+            np++; /* the placeholder's first byte */
+            star = 1;
+            star_tp = tp;
+            star_np = np;
+            continue;
+        }
+        if (k >= 0 && np < n && (unsigned char)name[np] == k) {
+            np++;
+            continue;
+        }
+        if (!star || star_np >= n)
+            return 0;
+        tp = star_tp; /* the last placeholder takes one byte more */
+        np = ++star_np;
+    }
+}
+
 int rules_find(const rules_t *r, const char *name)
 {
     if (!name || !*name)

@@ -128,6 +128,19 @@ const char *rules_name(const rules_t *r, size_t i);
  * out of range. */
 rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket);
 
+/* Template rule i's figures (issue 27): its "reservation" and "limit" per
+ * made bucket (RULES_NO_LIMIT: none).  Returns 0, or -EINVAL if rule i is
+ * not a template rule (or out of range). */
+int rules_template_rates(const rules_t *r, size_t i, int64_t *reservation, int64_t *limit);
+
+/* Nonzero if template rule i could have made bucket `name`: the template's
+ * literal text matches and each placeholder stands for at least one byte
+ * (what an expansion writes is not checked further: a name a node reports
+ * is the node's word for which template made it).  0 for a rule that is
+ * not a template.  O(template x name), no allocation.  For the controller,
+ * which sees template-made names only in the nodes' reports. */
+int rules_template_made(const rules_t *r, size_t i, const char *name);
+
 /* Index of the rule named `name`, or of the rule at index `name` given as
  * decimal digits; -ENOENT if none. */
 int rules_find(const rules_t *r, const char *name);

@@ -57,7 +57,11 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
         c->impl_logged[i] = -CTRL_IMPL_LOG_ROUNDS; /* the first one is logged */
     c->bf = bucketfile_new();
     c->node_ix = strmap_new();
-    if (!c->bf || !c->node_ix) {
+    c->dyn = dyn_new(c->cfg.dyn_max > 0 ? (size_t)c->cfg.dyn_max : DYN_MAX_TOTAL,
+                     c->cfg.dyn_max_rule > 0 ? (size_t)c->cfg.dyn_max_rule : DYN_MAX_RULE,
+                     c->cfg.dyn_idle_periods > 0 ? (uint64_t)c->cfg.dyn_idle_periods
+                                                 : DYN_IDLE_PERIODS);
+    if (!c->bf || !c->node_ix || !c->dyn) {
         ctrl_destroy(&c);
         return NULL;
     }
@@ -171,6 +175,9 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->nodes);
     strmap_destroy(&c->node_ix);
     bucketfile_destroy(&c->bf);
+    bucketfile_destroy(&c->conf);
+    dyn_destroy(&c->dyn);
+    free(c->dyn_ix);
     free(c->bnames);
     free(c->bweights);
     free(c->bshadow);
@@ -381,7 +388,7 @@ static char *shadow_list(const bucketfile_t *bf)
     return out;
 }
 
-int ctrl_set_buckets(ctrl_t *c, const bucketfile_t *bf)
+int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
 {
     if (ctrl_check_buckets(c, bf, NULL, 0) < 0)
         return -ERANGE;
@@ -478,7 +485,8 @@ fail:
  * rates): a copy of the table with the change, ctrl_set_buckets(). */
 static int change_by_rebuild(ctrl_t *c, const bucketfile_bucket_t *x, const char *remove)
 {
-    bucketfile_t *copy = bucketfile_dup(c->bf);
+    /* the configured table: without template-made buckets, the table */
+    bucketfile_t *copy = bucketfile_dup(c->conf && !c->conf_stale ? c->conf : c->bf);
     int rc = copy ? 0 : -ENOMEM;
     if (rc == 0)
         rc = x ? bucketfile_set(copy, x, NULL) : bucketfile_remove_swap(copy, remove);
@@ -559,8 +567,8 @@ int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
         return -EINVAL;
     if (ctrl_check_bucket(c, x, NULL, 0) < 0)
         return -ERANGE;
-    if (c->by || c->tree || x->parent[0] || bucketfile_has_bytes(x))
-        return change_by_rebuild(c, x, NULL); /* bytes and trees: the whole table */
+    if (c->by || c->tree || x->parent[0] || bucketfile_has_bytes(x) || c->nb != c->nconf)
+        return change_by_rebuild(c, x, NULL); /* bytes, trees, template-made buckets */
     int i = bucketfile_find(c->bf, x->name);
     const bucketfile_bucket_t *old = i >= 0 ? bucketfile_get(c->bf, (size_t)i) : NULL;
     int64_t old_tok = old ? most_tokens(old, c->cfg.period_s) : 0;
@@ -580,6 +588,7 @@ int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
             c->bnames[k] = bucketfile_get(c->bf, k)->name;
     if (i < 0) {
         c->nb++;
+        c->nconf++;
         for (int n = 0; n < c->nn; n++) {
             node_t *nd = &c->nodes[n];
             if (nd->forgotten || !nd->jof)
@@ -597,6 +606,7 @@ int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
     c->tok_total += most_tokens(x, c->cfg.period_s) - old_tok;
     c->nshadow += (x->shadow != 0) - (old_shadow != 0);
     c->st.bucket_changes++;
+    c->conf_stale = 1;
     new_generation(c);
     return 0;
 }
@@ -606,7 +616,7 @@ int ctrl_remove_bucket(ctrl_t *c, const char *name)
     int i = bucketfile_find(c->bf, name);
     if (i < 0)
         return -ENOENT;
-    if (c->by || c->tree)
+    if (c->by || c->tree || c->nb != c->nconf)
         return change_by_rebuild(c, NULL, name);
     const bucketfile_bucket_t *old = bucketfile_get(c->bf, (size_t)i);
     int64_t old_tok = most_tokens(old, c->cfg.period_s);
@@ -626,6 +636,7 @@ int ctrl_remove_bucket(ctrl_t *c, const char *name)
      * with it; bnames[k] is row k's name, so the pointers stay. */
     size_t b = (size_t)i, m = c->nb - 1;
     c->nb--;
+    c->nconf--;
     if (bucketfile_get(c->bf, 0) != v0 && c->nb) /* copied: every row moved */
         for (size_t k = 0; k < c->nb; k++)
             c->bnames[k] = bucketfile_get(c->bf, k)->name;
@@ -655,6 +666,7 @@ int ctrl_remove_bucket(ctrl_t *c, const char *name)
     if ((old_shadow || c->nshadow) && reshadow(c) < 0)
         log_warn("out of memory: the shadow list is not updated until the next change");
     c->st.bucket_changes++;
+    c->conf_stale = 1;
     new_generation(c);
     return 0;
 }
@@ -1062,8 +1074,11 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         }
         pair_t *p = &nd->pairs[r->bucket];
         if (p->b < 0) {
-            /* Not configured: nothing to plan, but the status shows it. */
+            /* Not configured: nothing to plan, but the status shows it;
+             * a template's name becomes a dynamic bucket (ctrl_tmpl.c). */
             c->st.unknown_records++;
+            if (r->arrivals_period || r->queued)
+                ctrl__dyn_note(c, nd->tnames[r->bucket]);
             nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o,
                                                     r->arrivals_period};
             p->period = period; /* has_report stays 0: no computation reads it */
@@ -1071,6 +1086,8 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
+        if (r->arrivals_period || r->queued || r->served_r || r->served_l || r->served_o)
+            ctrl__dyn_touch(c, p->b);
         plausible_report_rec(c, nd, p, r, period, ub);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;

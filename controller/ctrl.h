@@ -90,6 +90,11 @@ typedef struct {
     uint32_t table_seed;     /* first table generation - 1; the daemon seeds it
                                 from the clock so that a restarted controller's
                                 generations rarely repeat the old ones */
+    int dyn_max;             /* template-made buckets held cluster-wide, in
+                                all (0: DYN_MAX_TOTAL, 4096) ... */
+    int dyn_max_rule;        /* ... per template rule (0: DYN_MAX_RULE, 1024) */
+    int dyn_idle_periods;    /* ... dropped after this many idle periods
+                                (0: DYN_IDLE_PERIODS, 30) */
     ctrl_solve_hook_fn solve_hook; /* NULL: none */
     void *solve_hook_arg;
 } ctrl_config_t;
@@ -162,9 +167,42 @@ int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x);
  * O(nodes).  Returns 0, -ENOENT, -ENOMEM (c unchanged). */
 int ctrl_remove_bucket(ctrl_t *c, const char *name);
 
+/* ---- template-made buckets (controller/ctrl_tmpl.c, issue 27) -----------
+ * A template rule makes one bucket per entity at the node that classifies
+ * the request; the controller learns the name from that node's reports
+ * (a record of a name its table lacks, with arrivals or a queue) and, if
+ * a template rule of the table's rules could have made it
+ * (rules_template_made()), adds it to the table as a dynamic bucket with
+ * that rule's R and L, placed by the passes like any other, so that the
+ * rule's figures hold over all the nodes together.  The table is the
+ * configured buckets (as ctrl_set_buckets() was given them, first, in
+ * their order) then the dynamic ones; a configured bucket of the same name
+ * wins.  Bounds: cfg.dyn_max in all, cfg.dyn_max_rule per rule; past them
+ * a name stays out of the table (counted in refused) and the nodes hold it
+ * at no tokens (they never serve a limited template bucket before the
+ * controller's grant).  A dynamic bucket whose R does not fit the up
+ * nodes' capacity with everything else's R gets R 0 (its limit still
+ * holds; counted in r_zeroed).  Idle for cfg.dyn_idle_periods periods it
+ * is dropped.  Table changes are applied at most once per computation
+ * (ctrl_compute()'s first step). */
+
+/* Rule index that made table bucket b, or -1 (configured, or no bucket
+ * b).  O(1). */
+int ctrl_bucket_template(const ctrl_t *c, int b);
+
+typedef struct {
+    size_t buckets;          /* dynamic buckets in the table now */
+    uint64_t made, expired, refused, dropped; /* dyn_stats_t */
+    uint64_t r_zeroed;       /* table makes that held one at R 0 */
+} ctrl_dyn_stats_t;
+
+void ctrl_dyn_stats(const ctrl_t *c, ctrl_dyn_stats_t *out);
+
 /* The controller's table: generation (>= 1) and bucket names in index order
- * (token records' `bucket`).  The array belongs to `c` and is valid until
- * the next ctrl_set_buckets(). */
+ * (token records' `bucket`): the configured buckets, then the template-made
+ * ones.  The array belongs to `c` and is valid until the next
+ * ctrl_set_buckets() or ctrl_compute() (which adds and drops template-made
+ * buckets). */
 uint32_t ctrl_table(const ctrl_t *c, const char *const **names, size_t *n);
 
 /* The buckets' weights (1..1,000,000) in the same order as ctrl_table()'s

@@ -5,6 +5,7 @@
 #include "common/strmap.h"
 #include "controller/ctrl.h"
 #include "controller/bytes.h"
+#include "controller/dyn.h"
 #include "controller/count.h"
 #include "controller/estimate.h"
 #include "controller/ledger.h"
@@ -164,7 +165,46 @@ struct ctrl {
                               no bucket has a byte rate */
     tree_t *tree;          /* the nested buckets (tree.h); NULL while no
                               bucket has a parent */
+    /* Template-made buckets (ctrl_tmpl.c, issue 27): the table is the
+     * operator's buckets (conf, nconf of them) then the dynamic ones. */
+    bucketfile_t *conf;    /* ctrl_set_buckets()'s, as given */
+    int conf_stale;        /* ctrl_set_bucket()/ctrl_remove_bucket() changed the
+                              table in place while it held no template-made
+                              bucket: conf is the table itself (compose()
+                              takes it from there) */
+    size_t nconf;          /* table indexes below are configured */
+    dyn_t *dyn;            /* the registry */
+    int32_t *dyn_ix;       /* [nb - nconf]: table index - nconf -> dyn index */
+    int dyn_dirty;         /* the registry changed: settle before computing */
+    uint64_t dyn_period;   /* period of the last expiry */
+    uint64_t dyn_r_zeroed; /* dynamic buckets held at R 0: it did not fit */
+    uint64_t dyn_refused_logged; /* dyn refusals when last logged */
 };
+
+/* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()
+ * before the template-made buckets were added to it). */
+int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf);
+
+/* A node reported name `name` (not in the table) active: a template's,
+ * it becomes a dynamic bucket at the next settle (ctrl_tmpl.c; inline so
+ * that ctrl.c and ctrl_tmpl.c do not call each other). */
+static inline void ctrl__dyn_note(ctrl_t *c, const char *name)
+{
+    const rules_t *r = c->conf ? bucketfile_rules(c->conf) : NULL;
+    if (r && dyn_note(c->dyn, r, name, c->period) > 0)
+        c->dyn_dirty = 1;
+}
+
+/* ctrl_tmpl.c: table bucket b (>= nconf) was reported active. */
+static inline void ctrl__dyn_touch(ctrl_t *c, int b)
+{
+    if (b >= 0 && (size_t)b >= c->nconf && (size_t)b < c->nb)
+        dyn_touch(c->dyn, (size_t)c->dyn_ix[(size_t)b - c->nconf], c->period);
+}
+
+/* ctrl_tmpl.c: before a computation: drops the idle dynamic buckets (once
+ * per period) and, if the registry changed, makes the table again. */
+void ctrl__dyn_settle(ctrl_t *c);
 
 /* Asks the CPU to fetch (for writing) the record of `size` bytes at `a`,
  * both cache lines it may straddle, ahead of its use: the active pairs of a

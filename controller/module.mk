@@ -3,7 +3,7 @@
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
   controller/ledger.c controller/bytes.c controller/plausible.c \
-  controller/capacity.c controller/push.c controller/tree.c
+  controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -60,6 +60,7 @@ test_nodes_LIBS = controller pshift protozmq proto curvekey common
 TESTS += test_authkeys
 test_authkeys_SRCS = tests/test_authkeys.c controller/daemon/authkeys.c controller/daemon/auth.c
 test_authkeys_LIBS = protozmq proto curvekey common
+ITESTS += tests/it/it_template.sh
 ITESTS += tests/it/it_controller.sh tests/it/it_controller_nodes.sh tests/it/it_ctl.sh tests/it/it_config.sh \
           tests/it/it_etcd_failover.sh
 # no path around a limit: the default bucket, removed buckets, duplicate node names
@@ -87,3 +88,7 @@ ITESTS += tests/it/it_etcd_slow.sh
 # from etcd (a relay that drops), etcd paused past the lease
 ITESTS += tests/it/it_leader_paused.sh tests/it/it_ctrl_starved.sh tests/it/it_leader_etcd_cut.sh \
   tests/it/it_etcd_paused.sh
+
+TESTS += test_dyn
+test_dyn_SRCS = tests/test_dyn.c
+test_dyn_LIBS = controller common

@@ -521,6 +521,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
 {
     ctrl_result_t rs = {0};
     int rc = 0;
+    ctrl__dyn_settle(c); /* template-made buckets in or out (ctrl_tmpl.c) */
     int estimated = 0;    /* the work arrays hold this round's estimates */
     int pushed = 0;       /* ... and they have been applied */
     const double il = c->left * c->cfg.intervals;   /* intervals left */

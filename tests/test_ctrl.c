@@ -2434,6 +2434,146 @@ START_TEST(test_ctrl_set_bucket_grows)
 }
 END_TEST
 
+/* Template-made buckets (issue 27): a name two nodes report that a
+ * template rule could have made joins the table with the rule's R and L,
+ * and the L pushed to both nodes together stays within the limit; a name
+ * no template makes stays unconfigured; past the per-rule bound a name is
+ * refused and counted; idle for dyn_idle_periods it is dropped. */
+static const char *const tmpl_buckets =
+    "{\"buckets\":[{\"name\":\"default\",\"reservation\":0,\"limit\":10}],"
+    "\"rules\":[{\"user\":\"*\",\"template\":\"u-{user}\",\"reservation\":20,\"limit\":100},"
+    "{\"template\":\"a-{addr}\",\"limit\":5}]}";
+
+static void tmpl_report(ctrl_t *c, int node, uint64_t period, uint32_t k, uint32_t b,
+                        uint64_t arrivals)
+{
+    proto_report_rec_t r = {.bucket = b, .queued = arrivals, .arrivals_interval = arrivals,
+                            .arrivals_period = arrivals, .l_left = 0};
+    uint32_t gen = ctrl_table(c, NULL, NULL);
+    ck_assert_int_eq(ctrl_node_report(c, node, period, k, 1, gen, 0, 0, &r, 1), 0);
+}
+
+START_TEST(test_ctrl_template_buckets_cluster_wide)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.dyn_max_rule = 2;
+    cfg.dyn_idle_periods = 2;
+    ctrl_t *c = setup(tmpl_buckets, 0, 10000, &cfg);
+    const char *names[] = {"default", "u-alice", "noise", "u-bob", "u-carol", "a-10.0.0.1"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 1, 10000, 1, names, 6), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 2, 10000, 1, names, 6), 1);
+    ck_assert_int_eq(ctrl_nbuckets(c), 1);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    for (int n = 0; n < 2; n++) {
+        tmpl_report(c, n, 1, 0, 1, 500);
+        tmpl_report(c, n, 1, 0, 2, 500);
+    }
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int b = ctrl_bucket_find(c, "u-alice");
+    ck_assert_int_eq(b, 1);
+    ck_assert_int_eq(ctrl_bucket_template(c, b), 0);
+    ck_assert_int_eq(ctrl_bucket_template(c, 0), -1);
+    ck_assert_int_eq(ctrl_bucket_find(c, "noise"), -ENOENT);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, b, &bi), 0);
+    ck_assert_int_eq(bi.reservation, 20);
+    ck_assert_int_eq(bi.limit, 100);
+    /* both nodes queue for it: what they hold together holds L (a node
+     * keeps its last record's tokens) */
+    int64_t held[2] = {0, 0};
+    for (uint32_t k = 1; k < 5; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        for (int n = 0; n < 2; n++)
+            tmpl_report(c, n, 1, k, 1, 500);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        for (int n = 0; n < 2; n++) {
+            int64_t r, l;
+            if (find_tok(c, n, (uint32_t)b, &r, &l) == 0) {
+                ck_assert_int_ne(l, CTRL_UNLIMITED);
+                held[n] = r + l;
+            }
+        }
+        ck_assert_int_le(held[0] + held[1], 100);
+        ck_assert_int_gt(held[0] + held[1], 0);
+    }
+    /* the bound: two per rule; u-bob fits, u-carol is refused */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    tmpl_report(c, 0, 2, 0, 1, 5);
+    tmpl_report(c, 0, 2, 0, 3, 5);
+    tmpl_report(c, 0, 2, 0, 4, 5);
+    tmpl_report(c, 1, 2, 0, 5, 5);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_ge(ctrl_bucket_find(c, "u-bob"), 0);
+    ck_assert_int_eq(ctrl_bucket_find(c, "u-carol"), -ENOENT);
+    int a = ctrl_bucket_find(c, "a-10.0.0.1");
+    ck_assert_int_ge(a, 0);
+    ck_assert_int_eq(ctrl_bucket_template(c, a), 1);
+    ctrl_dyn_stats_t ds;
+    ctrl_dyn_stats(c, &ds);
+    ck_assert_uint_eq(ds.buckets, 3);
+    ck_assert_uint_eq(ds.made, 3);
+    ck_assert_uint_eq(ds.refused, 1);
+    /* a rules change that drops the {addr} template drops its bucket; the
+     * table's own buckets (and the others) stay */
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"default\",\"reservation\":0,\"limit\":10}],"
+                            "\"rules\":[{\"user\":\"*\",\"template\":\"u-{user}\",\"limit\":50}]}");
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    ck_assert_int_eq(ctrl_bucket_find(c, "a-10.0.0.1"), -ENOENT);
+    ck_assert_int_eq(ctrl_bucket_info(c, ctrl_bucket_find(c, "u-alice"), &bi), 0);
+    ck_assert_int_eq(bi.limit, 50); /* the new rule's figure */
+    ck_assert_int_eq(bi.reservation, 0);
+    /* idle: u-bob was last active in period 2, u-alice reports on */
+    for (uint64_t p = 3; p <= 4; p++) {
+        ck_assert_int_eq(ctrl_round_begin(c, p, 0, 0), 0);
+        tmpl_report(c, 0, p, 0, 1, 5);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    }
+    ck_assert_int_eq(ctrl_bucket_find(c, "u-bob"), -ENOENT);
+    ck_assert_int_ge(ctrl_bucket_find(c, "u-alice"), 0);
+    ctrl_dyn_stats(c, &ds);
+    ck_assert_uint_eq(ds.expired, 1);
+    ck_assert_uint_eq(ds.dropped, 1);
+    /* back: its next request makes it again */
+    ck_assert_int_eq(ctrl_round_begin(c, 5, 0, 0), 0);
+    tmpl_report(c, 0, 5, 0, 3, 5);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_ge(ctrl_bucket_find(c, "u-bob"), 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* A bucket changed in place (ctrl_set_bucket(), no template-made bucket in
+ * the table yet) stays when a template-made bucket joins the table, and a
+ * change while one is in it (the whole-table path) keeps it. */
+START_TEST(test_ctrl_set_bucket_then_template)
+{
+    ctrl_t *c = setup(tmpl_buckets, 0, 10000, NULL);
+    const char *names[] = {"default", "u-alice"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 1, 10000, 1, names, 2), 0);
+    bucketfile_bucket_t blue = {.reservation = 30, .limit = 60, .weight = 1};
+    snprintf(blue.name, sizeof blue.name, "blue");
+    ck_assert_int_eq(ctrl_set_bucket(c, &blue), 0); /* in place */
+    ck_assert_int_eq(ctrl_nbuckets(c), 2);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    tmpl_report(c, 0, 1, 0, 1, 500);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_ge(ctrl_bucket_find(c, "u-alice"), 0);
+    ctrl_bucket_info_t bi;
+    ck_assert_int_eq(ctrl_bucket_info(c, ctrl_bucket_find(c, "blue"), &bi), 0);
+    ck_assert_int_eq(bi.limit, 60);
+    blue.limit = 70; /* with a template-made bucket in the table */
+    ck_assert_int_eq(ctrl_set_bucket(c, &blue), 0);
+    ck_assert_int_eq(ctrl_bucket_info(c, ctrl_bucket_find(c, "blue"), &bi), 0);
+    ck_assert_int_eq(bi.limit, 70);
+    ck_assert_int_ge(ctrl_bucket_find(c, "u-alice"), 0);
+    ck_assert_int_eq(ctrl_bucket_template(c, ctrl_bucket_find(c, "blue")), -1);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -2462,6 +2602,7 @@ int main(void)
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
         test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
-        test_ctrl_single_server_follows_step_down};
+        test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
+        test_ctrl_set_bucket_then_template};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

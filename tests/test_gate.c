@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -365,12 +366,120 @@ START_TEST(test_gate_graceful_stop)
 }
 END_TEST
 
+static rules_t *rules_of(const char *text)
+{
+    rules_t *r = NULL;
+    ck_assert_int_eq(rules_parse(text, strlen(text), NULL, &r, NULL), 0);
+    return r;
+}
+
+static rules_subject_t user_subject(const char *user)
+{
+    rules_subject_t s = {.user = user, .family = 4, .addr = {10, 0, 0, 1},
+                         .op = RULES_OP_READ, .name = "k", .name_len = 1};
+    return s;
+}
+
+/* Template buckets under a controller (issue 27): one the controller's
+ * table does not list gets no tokens (limited) until it does; one it lists
+ * keeps the controller's tokens at a period start; without a controller
+ * the rule's figures hold per node. */
+START_TEST(test_gate_template_cluster)
+{
+    gate_t *g = make(4, 0, 0, 8);
+    gate_set_rules(g, rules_of("[{\"user\":\"*\",\"template\":\"u-{user}\",\"limit\":100}]"), 1);
+    gate_rule_reason_t why;
+    rules_subject_t s = user_subject("alice");
+    /* no controller: the rule's L per node for a 1 s period */
+    gate_template_period(g, 1.0);
+    int b = gate_classify(g, &s, &why);
+    ck_assert_int_ge(b, 1);
+    sched_bucket_stats_t bs;
+    ck_assert_ptr_nonnull(gate_bucket_stats(g, b, &bs));
+    ck_assert_int_eq(bs.l_tokens, 100);
+    /* a controller's table without it: held at 0 from now on */
+    gate_set_table(g, GATE_TABLE_CLOSED);
+    gate_template_cluster(g, 1);
+    gate_template_period(g, 1.0);
+    ck_assert_ptr_nonnull(gate_bucket_stats(g, b, &bs));
+    ck_assert_int_eq(bs.l_tokens, 0);
+    ck_assert_int_eq(bs.r_tokens, 0);
+    rules_subject_t s2 = user_subject("bob"); /* made under the controller: 0 at once */
+    int b2 = gate_classify(g, &s2, &why);
+    ck_assert_int_gt(b2, b);
+    ck_assert_ptr_nonnull(gate_bucket_stats(g, b2, &bs));
+    ck_assert_int_eq(bs.l_tokens, 0);
+    /* listed: the controller's grant stays through a period start */
+    unsigned char listed[8] = {0};
+    listed[b] = 1;
+    ck_assert_int_eq(gate_set_listed(g, listed, b + 1), 0);
+    ck_assert_int_eq(gate_set_tokens(g, "u-alice", 3, 42), 0);
+    gate_template_period(g, 1.0);
+    ck_assert_ptr_nonnull(gate_bucket_stats(g, b, &bs));
+    ck_assert_int_eq(bs.l_tokens, 42);
+    ck_assert_ptr_nonnull(gate_bucket_stats(g, b2, &bs));
+    ck_assert_int_eq(bs.l_tokens, 0);
+}
+END_TEST
+
+struct idents {
+    int n, other;
+    uint64_t bob, other_n;
+};
+
+static void count_ident(void *arg, const char *id, uint64_t n)
+{
+    struct idents *x = arg;
+    x->n++;
+    if (strcmp(id, "user:bob") == 0)
+        x->bob = n;
+    if (strcmp(id, "other") == 0) {
+        x->other++;
+        x->other_n = n;
+    }
+}
+
+/* Refusals by identity: a fixed set of GATE_IDENTITIES_MAX, then "other";
+ * a connection without a user is named by its address. */
+START_TEST(test_gate_refused_identities)
+{
+    gate_t *g = make(4, 0, 0, 8);
+    gate_set_rules(g, rules_of("[{\"user\":\"alice\",\"bucket\":\"default\"}]"), 1);
+    gate_rule_reason_t why;
+    rules_subject_t s = user_subject("bob");
+    ck_assert_int_eq(gate_classify(g, &s, &why), -1);
+    ck_assert_int_eq(gate_classify(g, &s, &why), -1);
+    ck_assert_int_eq(why, GATE_RULE_NO_MATCH);
+    s = user_subject("alice");
+    ck_assert_int_eq(gate_classify(g, &s, &why), 0); /* not counted */
+    struct idents x = {0};
+    gate_refused_identities(g, count_ident, &x);
+    ck_assert_int_eq(x.n, 1);
+    ck_assert_uint_eq(x.bob, 2);
+    char names[GATE_IDENTITIES_MAX + 5][16];
+    for (int i = 0; i < GATE_IDENTITIES_MAX + 5; i++) {
+        snprintf(names[i], sizeof names[i], "u%d", i);
+        s = user_subject(names[i]);
+        ck_assert_int_eq(gate_classify(g, &s, &why), -1);
+    }
+    s = user_subject(NULL);
+    ck_assert_int_eq(gate_classify(g, &s, &why), -1);
+    memset(&x, 0, sizeof x);
+    gate_refused_identities(g, count_ident, &x);
+    ck_assert_int_eq(x.n, GATE_IDENTITIES_MAX + 1); /* the set and "other" */
+    ck_assert_int_eq(x.other, 1);
+    ck_assert_uint_eq(x.other_n, 7); /* bob and 31 users fill it: 6 users and the address past it */
+    ck_assert_uint_eq(x.bob, 2);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_gate_bad_settings,    test_gate_window,
                                   test_gate_busy_time,       test_gate_dispatch_points,
                                   test_gate_buckets_and_tokens, test_gate_graceful_stop,
-                                  test_gate_adaptive_window, test_gate_remove_and_charge};
+                                  test_gate_adaptive_window, test_gate_remove_and_charge,
+                                  test_gate_template_cluster, test_gate_refused_identities};
     const testlib_case_t c = {.name = "gate", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

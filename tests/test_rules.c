@@ -372,11 +372,44 @@ START_TEST(test_rules_bucketfile_member)
 }
 END_TEST
 
+/* rules_template_made(): the controller's recognition of a name a node's
+ * template made: literal text matched, each placeholder at least one
+ * byte; every name a template expands to is recognised. */
+START_TEST(test_rules_template_made)
+{
+    rules_t *r = load("[{\"user\":\"*\",\"template\":\"u-{user}-x\",\"reservation\":3,\"limit\":9},"
+                      "{\"template\":\"{prefix}.{addr}\"},{\"bucket\":\"b\"}]");
+    ck_assert_int_eq(rules_template_made(r, 0, "u-alice-x"), 1);
+    ck_assert_int_eq(rules_template_made(r, 0, "u-a-x-x"), 1);   /* the placeholder takes "a-x" */
+    ck_assert_int_eq(rules_template_made(r, 0, "u--x"), 0);      /* empty entity */
+    ck_assert_int_eq(rules_template_made(r, 0, "u-alice"), 0);
+    ck_assert_int_eq(rules_template_made(r, 0, "v-alice-x"), 0);
+    ck_assert_int_eq(rules_template_made(r, 1, "k.10.0.0.1"), 1);
+    ck_assert_int_eq(rules_template_made(r, 1, "k10"), 0);
+    ck_assert_int_eq(rules_template_made(r, 1, "k."), 0);
+    ck_assert_int_eq(rules_template_made(r, 2, "b"), 0);         /* not a template */
+    ck_assert_int_eq(rules_template_made(r, 9, "b"), 0);
+    int64_t res, lim;
+    ck_assert_int_eq(rules_template_rates(r, 0, &res, &lim), 0);
+    ck_assert_int_eq(res, 3);
+    ck_assert_int_eq(lim, 9);
+    ck_assert_int_eq(rules_template_rates(r, 1, &res, &lim), 0);
+    ck_assert_int_eq(lim, RULES_NO_LIMIT);
+    ck_assert_int_eq(rules_template_rates(r, 2, &res, &lim), -EINVAL);
+    /* what a match expands to is recognised */
+    rules_subject_t s = subj("bob", "10.1.2.3", RULES_OP_READ, "k");
+    rules_result_t m;
+    ck_assert_int_eq(rules_match(r, &s, &m), RULES_TEMPLATE);
+    ck_assert_int_eq(rules_template_made(r, (size_t)m.rule, m.bucket), 1);
+    rules_destroy(&r);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_rules_parse_errors_with_position, test_rules_each_matcher,
                                   test_rules_first_match_wins, test_rules_templates,
                                   test_rules_analysis, test_rules_edits, test_rules_many_words,
-                                  test_rules_bucketfile_member};
+                                  test_rules_bucketfile_member, test_rules_template_made};
     return testlib_run_tests("rules", tests, sizeof tests / sizeof tests[0]);
 }

@@ -662,12 +662,21 @@ out:
 }
 
 /* The BUCKET cell: the name, indented two spaces per level under its
- * parents. */
+ * parents; a template-made bucket (issue 27) followed by the rule that made
+ * it, " <per-user>" (its name) or " <rule 3>". */
 static const char *name_cell(json_t *o, int depth, char *buf, size_t n)
 {
     const char *nm = json_string_value(json_object_get(o, "name"));
     int ind = depth > 8 ? 16 : 2 * depth;
-    snprintf(buf, n, "%*s%s", ind, "", nm ? nm : "?");
+    int len = snprintf(buf, n, "%*s%s", ind, "", nm ? nm : "?");
+    json_t *rule = json_object_get(o, "template_rule");
+    const char *rn = json_string_value(json_object_get(o, "template_rule_name"));
+    if (json_is_integer(rule) && len >= 0 && (size_t)len < n) {
+        if (rn)
+            snprintf(buf + len, n - (size_t)len, " <%s>", rn);
+        else
+            snprintf(buf + len, n - (size_t)len, " <rule %lld>", (long long)json_integer_value(rule));
+    }
     return buf;
 }
 

@@ -545,6 +545,31 @@ static void bucket_rollout_json(admin_t *ad, const ctrl_bucket_info_t *bi, json_
     }
 }
 
+/* A template-made bucket (issue 27): "template_rule", the index of the
+ * rule that made it, and "template_rule_name", its name if it has one. */
+static void bucket_template_json(const admin_t *ad, int b, json_t *o)
+{
+    int rule = ctrl_bucket_template(ad->ctrl, b);
+    if (rule < 0)
+        return;
+    json_object_set_new(o, "template_rule", json_integer(rule));
+    const char *name = rules_name(ctrl_rules(ad->ctrl), (size_t)rule);
+    if (name && *name)
+        json_object_set_new(o, "template_rule_name", json_string(name));
+}
+
+/* The template-made buckets' counters (ctrl_dyn_stats()) as the status's
+ * "templates". */
+static json_t *templates_json(const admin_t *ad)
+{
+    ctrl_dyn_stats_t ds;
+    ctrl_dyn_stats(ad->ctrl, &ds);
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "buckets", (json_int_t)ds.buckets, "made",
+                     (json_int_t)ds.made, "expired", (json_int_t)ds.expired, "refused",
+                     (json_int_t)ds.refused, "dropped", (json_int_t)ds.dropped, "r_zeroed",
+                     (json_int_t)ds.r_zeroed);
+}
+
 /* Bucket b (controller table index) as the status lists it: its figures
  * summed over the nodes, `elapsed` of `pms` ms into the period. */
 static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
@@ -565,6 +590,7 @@ static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
         bi.l_tokens == CTRL_UNLIMITED ? json_null() : json_integer(bi.l_tokens));
     json_object_set_new(o, "reason", json_string(cmetrics_reason(&bi, ad->clk)));
     bucket_rollout_json(ad, &bi, o);
+    bucket_template_json(ad, b, o);
     if (bi.parent) /* nested buckets (issue 28) */
         json_object_set_new(o, "parent", json_string(bi.parent));
     if (bi.children)
@@ -758,6 +784,7 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         json_array_append_new(nodes, node_json(ad, i, now));
     json_object_set_new(r, "nodes", nodes);
     status_buckets(ad, &pg, r, elapsed, pms);
+    json_object_set_new(r, "templates", templates_json(ad));
     add_warning(ad, r, 0);
     json_object_set_new(r, "default", default_json(ad));
     const ctrl_stats_t *cs = ctrl_stats(ad->ctrl);

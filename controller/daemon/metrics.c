@@ -220,6 +220,27 @@ static void render_security(const cmetrics_t *m, promtext_t *p)
     promtext_u64(p, &(promtext_label_t){"result", "error"}, 1, m->reloads.error);
 }
 
+/* Template-made buckets held cluster-wide (ctrl_dyn_stats(), issue 27). */
+static void render_templates(const cmetrics_t *m, promtext_t *p)
+{
+    ctrl_dyn_stats_t ds;
+    ctrl_dyn_stats(m->ctrl, &ds);
+    gauge(p, "bqos_controller_template_buckets",
+          "Buckets made by template rules that the controller places (in its table now).",
+          (double)ds.buckets);
+    promtext_family(p, "bqos_controller_template_buckets_total", PROMTEXT_COUNTER,
+                    "Template-made buckets by event: made, expired (idle), dropped (rules "
+                    "change), refused (past the bounds: the nodes hold them at no tokens), "
+                    "r_zeroed (their R did not fit the capacity: held at R 0).");
+    const struct {
+        const char *ev;
+        uint64_t v;
+    } ev[] = {{"made", ds.made}, {"expired", ds.expired}, {"dropped", ds.dropped},
+              {"refused", ds.refused}, {"r_zeroed", ds.r_zeroed}};
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        promtext_u64(p, &(promtext_label_t){"event", ev[i].ev}, 1, ev[i].v);
+}
+
 static void render_controller(const cmetrics_t *m, promtext_t *p, double now)
 {
     const ctrl_stats_t *cs = ctrl_stats(m->ctrl);
@@ -392,6 +413,7 @@ void cmetrics_render(void *arg, promtext_t *out)
     double now = mono_now();
     render_controller(m, out, now);
     render_security(m, out);
+    render_templates(m, out);
     render_nodes(m, out, now);
     render_buckets(m, out);
     render_unused(m, out);

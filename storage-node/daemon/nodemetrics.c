@@ -137,6 +137,29 @@ static void node_samples(const nodemetrics_t *m, promtext_t *p, const node_row_t
         node_sample(m, p, rows[i].name, rows[i].type, rows[i].help, rows[i].v);
 }
 
+/* bqos_node_rules_refused_by_identity_total: gate_refused_identities()'s
+ * set, at most GATE_IDENTITIES_MAX identities and "other" (issue 27). */
+struct ident_arg {
+    const nodemetrics_t *m;
+    promtext_t *p;
+};
+
+static void identity_sample(void *arg, const char *id, uint64_t n)
+{
+    const struct ident_arg *a = arg;
+    promtext_label_t l[] = {{"node", a->m->name}, {"identity", id}};
+    promtext_value(a->p, l, 2, (double)n);
+}
+
+static void refused_by_identity(const nodemetrics_t *m, promtext_t *p)
+{
+    promtext_family(p, "bqos_node_rules_refused_by_identity_total", PROMTEXT_COUNTER,
+                    "Requests refused by the rules, by identity (user:, cert:, psk:, or addr: "
+                    "without one): the first 32 identities refused, the rest as \"other\".");
+    struct ident_arg a = {m, p};
+    gate_refused_identities(m->g, identity_sample, &a);
+}
+
 static void render_node(const nodemetrics_t *m, promtext_t *p)
 {
     gate_stats_t gs;
@@ -205,6 +228,7 @@ static void render_node(const nodemetrics_t *m, promtext_t *p)
             ql[1].value = gate_rule_reason_names[i];
             promtext_value(p, ql, 2, (double)gs.rules_refused[i]);
         }
+        refused_by_identity(m, p);
         if (gs.rule_matches) {
             promtext_family(p, "bqos_node_rule_matches_total", PROMTEXT_COUNTER,
                             "Requests each rule matched (first match), by rule index.");

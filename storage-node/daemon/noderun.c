@@ -115,6 +115,7 @@ static void ctl_table(void *arg, int has_default, const unsigned char *listed, i
                  "does not list are refused (CLIENT_ERROR unknown bucket)");
     r->ctl_table = 1;
     gate_set_table(r->g, t);
+    gate_template_cluster(r->g, 1); /* the controller holds template buckets (issue 27) */
 }
 
 /* Where the controller's last rule list is kept for a restart without a

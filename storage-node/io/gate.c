@@ -1,9 +1,11 @@
 /* gate.c - the node's scheduler and its one door: buckets, queues, window, dispatch, busy time, tokens, policy, period, stats, graceful stop (see gate.h). */
 #include "storage-node/io/gate.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +53,16 @@ struct gate {
         int64_t r, l;      /* IOs per second; l RULES_NO_LIMIT: none */
     } *tmpl;               /* template_buckets of them (GATE_TEMPLATE_BUCKETS_MAX room) */
     double period_s;       /* gate_template_period()'s last; 0: unknown */
+    int tmpl_cluster;      /* gate_template_cluster(): the controller holds them */
     uint64_t rules_refused[GATE_RULE_NREASONS];
+    /* Refusals by identity (gate_refused_identities()): the first
+     * GATE_IDENTITIES_MAX identities refused, then "other". */
+    struct gate_ident {
+        char id[GATE_IDENTITY_LEN];
+        uint64_t n;
+    } idents[GATE_IDENTITIES_MAX];
+    int nidents;
+    uint64_t ident_other;
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -134,20 +145,82 @@ int gate_has_rules(const gate_t *g)
     return g->nrules > 0;
 }
 
-static int refuse(gate_t *g, gate_rule_reason_t why, gate_rule_reason_t *out)
+/* Subject s's identity as the refusal counts name it: "user:NAME",
+ * "cert:NAME", "psk:ID" (the first it has), else "addr:ADDRESS", else
+ * "unknown"; truncated to fit. */
+static void identity_of(const rules_subject_t *s, char *buf, size_t n)
+{
+    char a[INET6_ADDRSTRLEN] = "";
+    if (s->user)
+        snprintf(buf, n, "user:%s", s->user);
+    else if (s->cert_name)
+        snprintf(buf, n, "cert:%s", s->cert_name);
+    else if (s->psk_id)
+        snprintf(buf, n, "psk:%s", s->psk_id);
+    else if ((s->family == 4 || s->family == 6) &&
+             inet_ntop(s->family == 4 ? AF_INET : AF_INET6, s->addr, a, sizeof a))
+        snprintf(buf, n, "addr:%s", a);
+    else
+        snprintf(buf, n, "unknown");
+}
+
+/* Counts a refusal of subject s by identity: a linear pass over at most
+ * GATE_IDENTITIES_MAX entries, only on the refusal path. */
+static void count_identity(gate_t *g, const rules_subject_t *s)
+{
+    char id[GATE_IDENTITY_LEN];
+    identity_of(s, id, sizeof id);
+    for (int i = 0; i < g->nidents; i++)
+        if (strcmp(g->idents[i].id, id) == 0) {
+            g->idents[i].n++;
+            return;
+        }
+    if (g->nidents < GATE_IDENTITIES_MAX) {
+        memcpy(g->idents[g->nidents].id, id, sizeof id);
+        g->idents[g->nidents++].n = 1;
+    } else
+        g->ident_other++;
+}
+
+static int refuse(gate_t *g, const rules_subject_t *s, gate_rule_reason_t why,
+                  gate_rule_reason_t *out)
 {
     g->rules_refused[why]++;
+    count_identity(g, s);
     *out = why;
     return -1;
 }
 
-/* Template bucket t's tokens for a period from `now`. */
+void gate_refused_identities(const gate_t *g, void (*fn)(void *arg, const char *id, uint64_t n),
+                             void *arg)
+{
+    for (int i = 0; i < g->nidents; i++)
+        fn(arg, g->idents[i].id, g->idents[i].n);
+    if (g->nidents >= GATE_IDENTITIES_MAX)
+        fn(arg, "other", g->ident_other);
+}
+
+/* Template bucket t's tokens for a period from `now`: its rule's per node,
+ * or, with the controller holding template buckets (gate_template_cluster()),
+ * none for one its table does not list yet (no R; L 0 if limited) and the
+ * controller's own for one it lists (left alone). */
 static void template_tokens(gate_t *g, const struct gate_tmpl *t, double now)
 {
     double p = g->period_s;
+    if (g->tmpl_cluster) {
+        if (!gate_listed(g, t->b))
+            sched_set_tokens(g->s, t->b, 0, t->l == RULES_NO_LIMIT ? SCHED_UNLIMITED : 0,
+                             p > 0 ? now + p : INFINITY, now);
+        return;
+    }
     int64_t r = (int64_t)((double)t->r * p + 0.5);
     int64_t l = t->l == RULES_NO_LIMIT ? SCHED_UNLIMITED : (int64_t)((double)t->l * p + 0.5);
     sched_set_tokens(g->s, t->b, r, l, now + p, now);
+}
+
+void gate_template_cluster(gate_t *g, int on)
+{
+    g->tmpl_cluster = on;
 }
 
 void gate_template_period(gate_t *g, double period_s)
@@ -168,12 +241,12 @@ int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
     if (res.rule >= 0 && g->rule_matches)
         g->rule_matches[res.rule]++;
     if (a == RULES_DENY)
-        return refuse(g, GATE_RULE_DENIED, why);
+        return refuse(g, s, GATE_RULE_DENIED, why);
     if (a == RULES_NONE)
-        return refuse(g, GATE_RULE_NO_MATCH, why);
+        return refuse(g, s, GATE_RULE_NO_MATCH, why);
     if (a == RULES_BAD_NAME)
-        return refuse(g, GATE_RULE_BAD_NAME, why);
-    return strcmp(res.bucket, bucket) == 0 ? 0 : refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+        return refuse(g, s, GATE_RULE_BAD_NAME, why);
+    return strcmp(res.bucket, bucket) == 0 ? 0 : refuse(g, s, GATE_RULE_UNKNOWN_BUCKET, why);
 }
 
 int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
@@ -184,11 +257,11 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
         g->rule_matches[res.rule]++;
     switch (a) {
     case RULES_DENY:
-        return refuse(g, GATE_RULE_DENIED, why);
+        return refuse(g, s, GATE_RULE_DENIED, why);
     case RULES_NONE:
-        return refuse(g, GATE_RULE_NO_MATCH, why);
+        return refuse(g, s, GATE_RULE_NO_MATCH, why);
     case RULES_BAD_NAME:
-        return refuse(g, GATE_RULE_BAD_NAME, why);
+        return refuse(g, s, GATE_RULE_BAD_NAME, why);
     default:
         break;
     }
@@ -198,20 +271,20 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
         /* a named bucket: one the table lists; without a table (or with an
          * open one) made on first use, as a prefix would be */
         if (g->table == GATE_TABLE_CLOSED)
-            return b >= 0 && gate_listed(g, b) ? b : refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+            return b >= 0 && gate_listed(g, b) ? b : refuse(g, s, GATE_RULE_UNKNOWN_BUCKET, why);
         if (b < 0 && (b = gate_bucket(g, res.bucket, n, 1)) < 0)
-            return refuse(g, GATE_RULE_UNKNOWN_BUCKET, why);
+            return refuse(g, s, GATE_RULE_UNKNOWN_BUCKET, why);
         return b;
     }
     if (b >= 0)
         return b;
     if (!g->tmpl && !(g->tmpl = calloc(GATE_TEMPLATE_BUCKETS_MAX, sizeof *g->tmpl)))
-        return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
+        return refuse(g, s, GATE_RULE_TEMPLATE_BOUND, why);
     if (g->template_buckets >= GATE_TEMPLATE_BUCKETS_MAX ||
         (b = gate_bucket(g, res.bucket, n, 1)) < 0)
-        return refuse(g, GATE_RULE_TEMPLATE_BOUND, why);
+        return refuse(g, s, GATE_RULE_TEMPLATE_BOUND, why);
     g->tmpl[g->template_buckets++] = (struct gate_tmpl){b, res.reservation, res.limit};
-    if (g->period_s > 0)
+    if (g->period_s > 0 || g->tmpl_cluster)
         template_tokens(g, &g->tmpl[g->template_buckets - 1], mono_now());
     log_debug("bucket '%s' made by rule %d", res.bucket, res.rule);
     return b;

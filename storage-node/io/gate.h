@@ -267,6 +267,20 @@ typedef enum {
 /* The reasons' names for /metrics ("denied", "no_match", ...). */
 extern const char *const gate_rule_reason_names[GATE_RULE_NREASONS];
 
+/* Refusals by identity (issue 27): the first GATE_IDENTITIES_MAX distinct
+ * identities refused by the rules each keep a count (identity "user:NAME",
+ * "cert:NAME", "psk:ID", or "addr:ADDRESS" when the connection has none,
+ * at most GATE_IDENTITY_LEN - 1 bytes); every later identity counts as
+ * "other".  A fixed set, not a top-K: a counter never moves to another
+ * label, so /metrics' series stay monotonic; the first identities refused
+ * are usually the ones to look at, and "other" says when there were more.
+ * gate_refused_identities() calls fn for each (then "other" once the set
+ * is full).  Loop thread. */
+#define GATE_IDENTITIES_MAX 32
+#define GATE_IDENTITY_LEN 80
+void gate_refused_identities(const gate_t *g, void (*fn)(void *arg, const char *id, uint64_t n),
+                             void *arg);
+
 /* Buckets template rules may make on a node, in all (a template-made
  * bucket lives as long as the node; past the bound a request that would
  * make another is refused, reason template_bound). */
@@ -294,10 +308,19 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
 /* A period of `period_s` seconds starts (the controller's; 0: unknown):
  * every template-made bucket gets its rule's R and L for it, R x period
  * and L x period tokens paced over the period (no limit: unlimited).  So
- * a template's figures hold per node; the controller, which does not know
- * template buckets, does not place them across nodes.  Also used for a
- * bucket made mid-period (a whole period from then).  Loop thread. */
+ * a template's figures hold per node, unless gate_template_cluster() (the
+ * controller places them across nodes).  Also used for a bucket made
+ * mid-period (a whole period from then).  Loop thread. */
 void gate_template_period(gate_t *g, double period_s);
+
+/* on: a controller holds template-made buckets cluster-wide (it lists them
+ * in its table once a report showed them, and grants their tokens): a
+ * template bucket its table does not list (yet, or past its bounds) gets
+ * no R-tokens and, if its rule has a limit, no L-tokens (fail closed: its
+ * requests wait for the first grant, about one report interval), and one
+ * it lists is the agent's alone.  off (no controller): the rule's figures
+ * per node (gate_template_period()).  Loop thread. */
+void gate_template_cluster(gate_t *g, int on);
 
 /* Authorization only (the NBD front's export choice): 0 if the rules give
  * subject *s bucket `bucket` (a named or template rule whose bucket is

@@ -60,6 +60,10 @@ for want in 'bob-w"} 1' 'bob"} 1' 'alice"} 2' 'u-carol"} 1'; do
 done
 grep -q '^bqos_node_rules_refused_total{node="it",reason="denied"} 2' "$tmp/m.out" &&
   ok "/metrics: refusals counted by reason denied" || { bad "/metrics denied"; grep rules "$tmp/m.out"; }
+grep -q '^bqos_node_rules_refused_by_identity_total{node="it",identity="user:bob"} 2$' "$tmp/m.out" &&
+  ! grep -q 'identity="user:alice"' "$tmp/m.out" &&
+  ok "/metrics: refusals counted per identity (bob 2, alice none)" ||
+  { bad "/metrics per identity"; grep by_identity "$tmp/m.out"; }
 grep -q '^bqos_node_rule_matches_total{node="it",rule="4"} 1' "$tmp/m.out" &&
   ok "/metrics: matches per rule" || bad "/metrics rule matches"
 grep -q '^bqos_node_template_buckets{node="it"} 1' "$tmp/m.out" && ok "/metrics: 1 template bucket" ||
