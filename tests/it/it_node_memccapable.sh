@@ -22,10 +22,10 @@ for pol in rr tokens pool; do
   stop_node_clean "$pol"
 done
 
-# Differential: same scripts to a second, untouched memcached and to the node.
+# Differential: same scripts to a second, untouched memcached and to the
+# node, dealt over 4 such pairs (diff_nodes: each script waits for quiet).
 cases=$HERE/../data/node_proto/cases.txt
-start_ref_mc
-start_node "$tmp/node-diff.log" --policy rr
+diff_nodes 4 "$tmp/node-diff.log" --policy rr
 diff_step "$(grep -c . "$cases") cases" "$cases" "$tmp/diff.out"
-stop_node_clean diff
+stop_diff_nodes diff
 finish
