@@ -88,16 +88,18 @@ def held_reply(s, what, until=b"END\r\n"):
     return buf
 
 
-def run(port, data, quiet=0.3):
+def run(port, data, quiet=0.3, first=None):
     """Sends data on a fresh connection; returns what arrives until `quiet`
-    seconds pass without a byte (or EOF, marked <EOF>)."""
+    seconds pass without a byte (or EOF, marked <EOF>); with `first`, the
+    first byte is awaited up to `first` seconds instead of `quiet`."""
     s = connect(port)
     s.sendall(data)
-    s.settimeout(quiet)
+    s.settimeout(quiet if first is None else first)
     out = b""
     try:
         while True:
             b = s.recv(65536)
+            s.settimeout(quiet)
             if not b:
                 out += b"<EOF>"
                 break
@@ -143,8 +145,11 @@ def diff_case(ref, node, c):
         s.sendall(b"flush_all\r\n")
         recv_until(s, end=b"OK\r\n")
         s.close()
+    # The first byte up to 1 s (a loaded host can keep either server from
+    # answering for more than the 0.15 s of quiet that ends a reply, which
+    # then looked empty), the same for both.
     res = {}
-    ts = [threading.Thread(target=lambda p=p: res.__setitem__(p, norm(run(p, c, 0.15))))
+    ts = [threading.Thread(target=lambda p=p: res.__setitem__(p, norm(run(p, c, 0.15, 1.0))))
           for p in (ref, node)]
     for t in ts:
         t.start()
