@@ -141,6 +141,7 @@ diff_pair_add() {
 # stop_diff_nodes [WHAT]: stop_node_clean WHAT for every node of diff_nodes;
 # diff_step uses REF_PORT and NODE_PORT again.
 stop_diff_nodes() {
+  # shellcheck disable=SC2086 # the logs, one a word
   set -- "${1:-}" $DIFF_LOGS
   sdn_what=$1; shift
   for sdn_pid in $DIFF_PIDS; do
