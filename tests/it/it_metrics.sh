@@ -11,9 +11,19 @@ MC="$PY $HERE/metrics_check.py"
 # metrics_url LOG: the /metrics URL a daemon logged.
 metrics_url() { sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$1" | head -1; }
 # scrape LOG FILE: GET its /metrics into FILE (fails unless it parses).
-scrape() { $MC get "$(metrics_url "$1")" "$2" >/dev/null 2>"$2.err"; }
-# val FILE NAME [L=V...]: one sample's value (empty if none).
-val() { $MC value "$@"; }
+scrape() { rm -f "$2.vals"; $MC get "$(metrics_url "$1")" "$2" >/dev/null 2>"$2.err"; }
+# val FILE NAME [L=V...]: one sample's value (empty if none), as
+# `metrics_check.py value` gives it, looked up in FILE.vals (`values`: the
+# file parsed once, not once a value).
+val() {
+  [ -f "$1.vals" ] || $MC values "$1" >"$1.vals" 2>/dev/null || { rm -f "$1.vals"; return 1; }
+  vf=$1.vals vn=$2; shift 2
+  awk -F '\t' -v n="$vn" -v want="$*" 'BEGIN { k = split(want, w, " ") }
+    $1 == n { l = "\037" $2 "\037"
+      for (i = 1; i <= k; i++) if (index(l, "\037" w[i] "\037") == 0) next
+      if ($3 != "-") print $3; f = 1; exit }
+    END { exit !f }' "$vf"
+}
 
 cat >"$T/b.json" <<EOF
 {"buckets":[{"name":"red","reservation":200,"limit":400},{"name":"blue","reservation":0}]}

@@ -5,25 +5,30 @@ NAME=it_node_meta
 . "$(dirname "$0")/node_lib.sh"
 
 meta=$HERE/../data/node_proto/meta.txt
-start_mc
-start_ref_mc
-start_node "$tmp/node.log" --policy rr
+# Each differential step deals its scripts over 4 node/memcached pairs
+# (diff_nodes): every script waits for quiet, the pairs wait at once.
+diff_nodes 4 "$tmp/node.log" --policy rr
 diff_step "$(grep -c -v '^#' "$meta") scripts" "$meta" "$tmp/diff.out"
-stop_node_clean
+stop_diff_nodes
 # The same with worker threads and small batches: meta requests and gats
 # pipelined beside the batch's one multi-key gets.
-start_node "$tmp/node-pool.log" --policy rr --workers 2 --outstanding 8 --batch 4
+diff_nodes 4 "$tmp/node-pool.log" --policy rr --workers 2 --outstanding 8 --batch 4
 diff_step "worker pool" "$meta" "$tmp/diff-pool.out"
-stop_node_clean pool
+stop_diff_nodes pool
 
 # A unix: backend: memcached on a Unix socket only (no TCP port to go
-# around the node), the same differential script through it.
-sock=$tmp/mc.sock
-spawn "$tmp/memcached-unix.log" memcached -u "$(id -un)" -s "$sock" -a 0700 -U 0 -m 64 -t 2
-MCU_PID=$SPAWNED
-wait_for '[ -S "$sock" ]' 10
-start_node "$tmp/node-unix.log" --policy rr --backend "unix:$sock"
-grep -q "backend unix:$sock," "$tmp/node-unix.log" && ok "node logs its unix: backend" || bad "no unix: backend in the log"
+# around the node), the same differential script through it (4 such
+# pairs; the last one's backend then goes away).
+for i in 1 2 3 4; do
+  sock=$tmp/mc$i.sock
+  spawn "$tmp/memcached-unix$i.log" memcached -u "$(id -un)" -s "$sock" -a 0700 -U 0 -m 64 -t 2
+  MCU_PID=$SPAWNED
+  wait_for '[ -S "$sock" ]' 10
+  start_ref_mc
+  start_node "$tmp/node-unix.log.$i" --policy rr --backend "unix:$sock"
+  grep -q "backend unix:$sock," "$NODE_LOG" && ok "node logs its unix: backend ($i)" || bad "no unix: backend in the log ($i)"
+  diff_pair_add
+done
 diff_step "unix: backend" "$meta" "$tmp/diff-unix.out"
 kill -TERM "$MCU_PID"; wait "$MCU_PID" 2>/dev/null
 # (the first request finds the old connection closed, the next one's
@@ -34,8 +39,8 @@ for i in range(2):
     s = socket.create_connection(('127.0.0.1', $NODE_PORT)); s.sendall(b'mg u:k v\r\n'); s.settimeout(3)
     print(s.recv(200))")
 case $got in *"SERVER_ERROR backend"*) ok "unix: backend gone: SERVER_ERROR backend";; *) bad "unix: backend gone: $got";; esac
-grep -q "backend unix:$sock down" "$tmp/node-unix.log" && ok "unix: backend down logged" || { bad "unix: backend down not logged"; cat "$tmp/node-unix.log"; }
-stop_node_clean unix
+grep -q "backend unix:$sock down" "$NODE_LOG" && ok "unix: backend down logged" || { bad "unix: backend down not logged"; cat "$NODE_LOG"; }
+stop_diff_nodes unix
 
 # stats settings|conns|items|slabs|sizes|cachedump answered by the node,
 # no key listed; memcdump runs and lists no key of any bucket.

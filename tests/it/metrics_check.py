@@ -3,6 +3,9 @@
 
   metrics_check.py get URL FILE          GET URL into FILE; exit 1 if it does not parse
   metrics_check.py value FILE NAME [L=V...]   print the sample NAME with those labels (or nothing)
+  metrics_check.py values FILE           every sample: NAME, TAB, its labels L=V sorted and joined
+                                         by \x1f, TAB, what `value` prints for it ("-": nothing);
+                                         for it_metrics.sh's val to look up many in one parse
   metrics_check.py grow OLD NEW          every counter sample of OLD is in NEW and not smaller;
                                          prints how many grew
   metrics_check.py mcload PORT N         N sets and gets on a memcached node, keys red:*, blue:*
@@ -46,6 +49,14 @@ def main():
                 print(int(v) if v == int(v) else v)
                 return 0
         return 1
+    if cmd == "values":
+        for (name, labels), v in samples(sys.argv[2]).items():
+            try:
+                out = str(int(v) if v == int(v) else v)
+            except (OverflowError, ValueError):  # inf, nan: `value` prints nothing
+                out = "-"
+            print("%s\t%s\t%s" % (name, "\x1f".join("%s=%s" % kv for kv in labels), out))
+        return 0
     if cmd == "grow":
         old, new = samples(sys.argv[2], ("counter", "histogram")), samples(sys.argv[3], ("counter", "histogram"))
         grew = 0

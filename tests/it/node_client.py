@@ -3,6 +3,7 @@
 
 Usage:
   node_client.py diff REF_PORT NODE_PORT CASES   replies to each case identical
+                                                 (REF_PORT,... NODE_PORT,...: cases dealt over pairs)
   node_client.py order NODE_PORT                 pipelined ordering across buckets
   node_client.py faults NODE_PORT                stalls, long lines, binary, vanished clients
   node_client.py backend NODE_PORT down|up       backend memcached gone / back
@@ -87,16 +88,18 @@ def held_reply(s, what, until=b"END\r\n"):
     return buf
 
 
-def run(port, data, quiet=0.3):
+def run(port, data, quiet=0.3, first=None):
     """Sends data on a fresh connection; returns what arrives until `quiet`
-    seconds pass without a byte (or EOF, marked <EOF>)."""
+    seconds pass without a byte (or EOF, marked <EOF>); with `first`, the
+    first byte is awaited up to `first` seconds instead of `quiet`."""
     s = connect(port)
     s.sendall(data)
-    s.settimeout(quiet)
+    s.settimeout(quiet if first is None else first)
     out = b""
     try:
         while True:
             b = s.recv(65536)
+            s.settimeout(quiet)
             if not b:
                 out += b"<EOF>"
                 break
@@ -134,30 +137,58 @@ def norm(x):
     return re.sub(rb"(?m)^(ME [^\r]*)cas=\d+", rb"\1cas=CAS", re.sub(rb"la=\d+", b"la=N", x))
 
 
-def cmd_diff(ref, node, path):
+def diff_case(ref, node, c):
+    """c sent to the reference memcached ref and to the node on fresh
+    connections after a flush_all of each: their replies (normalized)."""
+    for p in (ref, node):
+        s = connect(p)
+        s.sendall(b"flush_all\r\n")
+        recv_until(s, end=b"OK\r\n")
+        s.close()
+    # The first byte up to 1 s (a loaded host can keep either server from
+    # answering for more than the 0.15 s of quiet that ends a reply, which
+    # then looked empty), the same for both.
+    res = {}
+    ts = [threading.Thread(target=lambda p=p: res.__setitem__(p, norm(run(p, c, 0.15, 1.0))))
+          for p in (ref, node)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    a, b = res[ref], res[node]
+    if b"VERSION" in a:  # the version string itself differs
+        a = re.sub(rb"VERSION \S+", b"VERSION x", a)
+        b = re.sub(rb"VERSION \S+", b"VERSION x", b)
+    return a, b
+
+
+def cmd_diff(refs, nodes, path):
+    """refs and nodes: equal-length lists of ports, pair i a reference
+    memcached and a node in front of its own memcached: the cases are dealt
+    over the pairs (each case waits 0.15 s for quiet; pairs run at once),
+    every case to one pair, the checks printed in the cases' order."""
     cases = [unescape(l) for l in open(path).read().split("\n")
              if l and not l.startswith("#")]
     big = b"y" * 2000000
     cases.append(b"set big 0 0 1\r\nx\r\nset big 0 0 2000000\r\n" + big +
                  b"\r\nget big\r\n")
     cases.append(b"set big 0 0 2000000 noreply\r\n" + big + b"\r\nget big\r\n")
-    for c in cases:
-        for p in (ref, node):
-            s = connect(p)
-            s.sendall(b"flush_all\r\n")
-            recv_until(s, end=b"OK\r\n")
-            s.close()
-        res = {}
-        ts = [threading.Thread(target=lambda p=p: res.__setitem__(p, norm(run(p, c, 0.15))))
-              for p in (ref, node)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        a, b = res[ref], res[node]
-        if b"VERSION" in a:  # the version string itself differs
-            a = re.sub(rb"VERSION \S+", b"VERSION x", a)
-            b = re.sub(rb"VERSION \S+", b"VERSION x", b)
+    if len(refs) != len(nodes) or not refs:
+        sys.exit("diff: as many reference ports as node ports")
+    got = [None] * len(cases)
+
+    def pair(k):
+        for i in range(k, len(cases), len(refs)):
+            try:
+                got[i] = diff_case(refs[k], nodes[k], cases[i])
+            except Exception as e:  # a failed case is a failed check, not a lost thread
+                got[i] = (b"", ("%s: %s" % (type(e).__name__, e)).encode())
+    ts = [threading.Thread(target=pair, args=(k,)) for k in range(len(refs))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for c, (a, b) in zip(cases, got):
         check(a == b, "same reply as memcached for %r" % c[:60])
         if a != b:
             print("     memcached: %r\n     bqos-node: %r" % (a[:300], b[:300]))
@@ -352,13 +383,24 @@ def cmd_statsargs(node, maxconns):
     check(out.endswith(b"END\r\n") and len(rows) == 4 and
           (b":addr tcp:127.0.0.1:" in rows[0]) and (b":%d" % me[1]) not in out,
           "stats conns: the asking connection only (%r)" % out)
-    for arg in (b"items", b"slabs", b"cachedump 1 0", b"cachedump 1 100"):
-        got = run(node, b"stats " + arg + b"\r\n")
-        check(got == b"END\r\n", "stats %s: no rows (%r)" % (arg.decode(), got))
-    check(run(node, b"stats sizes\r\n") == b"STAT sizes_status disabled\r\nEND\r\n", "stats sizes")
-    for req in (b"lru_crawler metadump all\r\n", b"watch\r\n", b"stats nonsense\r\n"):
-        got = run(node, req)
-        check(got == b"ERROR\r\n", "%r refused (%r)" % (req, got))
+    # The rest on connections of their own at once (each waits 0.3 s for
+    # quiet), checked in this order.
+    args = (b"items", b"slabs", b"cachedump 1 0", b"cachedump 1 100")
+    refused = (b"lru_crawler metadump all\r\n", b"watch\r\n", b"stats nonsense\r\n")
+    reqs = [b"stats " + a + b"\r\n" for a in args] + [b"stats sizes\r\n"] + list(refused)
+    got = [None] * len(reqs)
+    ts = [threading.Thread(target=lambda i=i: got.__setitem__(i, run(node, reqs[i])))
+          for i in range(len(reqs))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for i, arg in enumerate(args):
+        check(got[i] == b"END\r\n", "stats %s: no rows (%r)" % (arg.decode(), got[i]))
+    check(got[len(args)] == b"STAT sizes_status disabled\r\nEND\r\n", "stats sizes")
+    for i, req in enumerate(refused):
+        g = got[len(args) + 1 + i]
+        check(g == b"ERROR\r\n", "%r refused (%r)" % (req, g))
     s.close()
 
 
@@ -439,6 +481,14 @@ def cmd_hog(node, pid, max_mb):
             o.sendall(b"get blue:big1\r\n")
             served = recv_until(o, end=b"END\r\n", timeout=10).endswith(b"\r\nEND\r\n")
             o.close()
+        elif stats(node).get("curr_connections") == "1":
+            # Sampling stops early once the node has closed the hog (its
+            # replies freed): only the stats connection is left.  The hog
+            # was accepted before the served client (the listen queue is
+            # first in, first out), so this is after its close, not before
+            # its start.  Otherwise after 8 s as always.
+            peak = max(peak, rss_mb(pid))
+            break
         time.sleep(0.05)
     check(served, "another client is served while the hog holds replies")
     check(peak < max_mb, "node RSS peak %.0f MB < %d MB (%.0f MB before)" % (peak, max_mb, base))
@@ -580,10 +630,12 @@ def main():
         print(__doc__)
         return 2
     what = sys.argv[1]
-    port = int(sys.argv[2])
     if what == "diff":
-        cmd_diff(port, int(sys.argv[3]), sys.argv[4])
-    elif what == "order":
+        cmd_diff([int(p) for p in sys.argv[2].split(",")],
+                 [int(p) for p in sys.argv[3].split(",")], sys.argv[4])
+        return 1 if FAILS else 0
+    port = int(sys.argv[2])
+    if what == "order":
         cmd_order(port)
     elif what == "faults":
         cmd_faults(port)

@@ -3,7 +3,8 @@
 # check, it_end; everything started is stopped on exit) and provides tmp (the
 # scratch directory T), HERE (this directory), NODE, start_mc, start_ref_mc,
 # start_node, start_tokens_node, stop_node, stop_node_clean, check_log,
-# run_step, py_step, diff_step, exchange, bad (not_ok) and finish (it_end).
+# run_step, py_step, diff_step, diff_nodes, diff_pair_add, stop_diff_nodes,
+# exchange, bad (not_ok) and finish (it_end).
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin "$NAME"
 NODE="$BIN/bqos-node"
@@ -13,6 +14,7 @@ for t in memcached python3; do
 done
 [ -x "$NODE" ] || { echo "$NAME: $NODE not built"; exit 1; }
 tmp=$T
+DIFF_REFS="" DIFF_NODES="" DIFF_PIDS="" DIFF_LOGS=""
 bad() { not_ok "$1"; }
 finish() { it_end; }
 
@@ -98,12 +100,55 @@ py_step() {
 # diff_step WHAT CASES OUT: the scripts of CASES (node_client.py diff) sent to
 # the reference memcached (start_ref_mc) and to the node: ok "replies
 # identical to memcached (WHAT)", or bad and the differences (kept in OUT).
+# After diff_nodes, the cases are dealt over its pairs (DIFF_REFS, DIFF_NODES).
 diff_step() {
-  if python3 "$HERE/node_client.py" diff "$REF_PORT" "$NODE_PORT" "$2" >"$3" 2>&1; then
+  if python3 "$HERE/node_client.py" diff "${DIFF_REFS:-$REF_PORT}" "${DIFF_NODES:-$NODE_PORT}" \
+    "$2" >"$3" 2>&1; then
     ok "replies identical to memcached ($1)"
   else
     bad "replies differ from memcached ($1)"; cat "$3"
   fi
+}
+
+# diff_nodes N LOG ARGS...: N pairs of a bqos-node (start_node LOG.I ARGS) in
+# front of its own memcached (start_mc) and a reference memcached
+# (start_ref_mc), for diff_step to deal its cases over: every case waits
+# 0.15 s for quiet, N pairs at once take 1/N of the time.  Sets DIFF_REFS,
+# DIFF_NODES (comma lists), DIFF_PIDS and DIFF_LOGS; NODE_*, MC_* and
+# REF_PORT are the last pair's.  Every ARGS holds for every node.  Pairs
+# are added to those already there (until stop_diff_nodes).
+diff_nodes() {
+  dn_n=$1; dn_log=$2; shift 2
+  dn_i=1
+  while [ "$dn_i" -le "$dn_n" ]; do
+    start_mc
+    start_ref_mc
+    start_node "$dn_log.$dn_i" "$@"
+    diff_pair_add
+    dn_i=$((dn_i + 1))
+  done
+}
+
+# diff_pair_add: adds REF_PORT and the node of start_node (NODE_PORT,
+# NODE_PID, NODE_LOG) to diff_nodes' pairs (for a pair diff_nodes cannot
+# start, such as a node in front of a unix: backend).
+diff_pair_add() {
+  DIFF_REFS=$DIFF_REFS${DIFF_REFS:+,}$REF_PORT
+  DIFF_NODES=$DIFF_NODES${DIFF_NODES:+,}$NODE_PORT
+  DIFF_PIDS="$DIFF_PIDS $NODE_PID" DIFF_LOGS="$DIFF_LOGS $NODE_LOG"
+}
+
+# stop_diff_nodes [WHAT]: stop_node_clean WHAT for every node of diff_nodes;
+# diff_step uses REF_PORT and NODE_PORT again.
+stop_diff_nodes() {
+  # shellcheck disable=SC2086 # the logs, one a word
+  set -- "${1:-}" $DIFF_LOGS
+  sdn_what=$1; shift
+  for sdn_pid in $DIFF_PIDS; do
+    NODE_PID=$sdn_pid NODE_LOG=$1; shift
+    stop_node_clean "$sdn_what"
+  done
+  DIFF_REFS="" DIFF_NODES="" DIFF_PIDS="" DIFF_LOGS=""
 }
 
 # exchange TARGET REQUEST: sends REQUEST (\r\n written as such) and "version" to
