@@ -3,7 +3,7 @@
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
   controller/ledger.c controller/bytes.c controller/plausible.c \
-  controller/capacity.c controller/push.c controller/tree.c
+  controller/capacity.c controller/push.c controller/tree.c controller/shares.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -43,7 +43,9 @@ test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controlle
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
-TESTS += test_tree
+TESTS += test_tree test_shares
+test_shares_SRCS = tests/test_shares.c
+test_shares_LIBS = controller common
 test_tree_SRCS = tests/test_tree.c
 test_tree_LIBS = controller pshift proto common
 TESTS += test_history
