@@ -233,6 +233,24 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * Returns 0 or -EINVAL (bad index). */
 int sched_set_shadow(sched_t *s, int b, int on);
 
+/* Share tokens (issue 28: weighted fair shares of spare capacity): bucket
+ * b, with no limit, may take `n` opportunistic turns before the others.
+ * Under the tokens policy step 2 (L and opportunistic round robin) gives
+ * every turn that would go to a bucket without a limit to a queued bucket
+ * holding share tokens instead (round robin among them), which spends one;
+ * a limited bucket's L turns are never taken.  Work-conserving: with no
+ * share tokens held by a queued bucket, the turn is the plain round
+ * robin's.  Share tokens of a limited bucket are kept and unused (its L
+ * turns already come first).  Absolute: replaces what b held; kept across
+ * period starts (the agent renews or clears them).  While no bucket holds
+ * any, step 2 is exactly as before.  Memory for them is allocated on the
+ * first nonzero share.  Returns 0, -EINVAL (bad index, n < 0) or -ENOMEM
+ * (nothing changed). */
+int sched_set_share(sched_t *s, int b, int64_t n);
+
+/* Share tokens bucket b holds (0 for a bad index). */
+int64_t sched_share(const sched_t *s, int b);
+
 /* 1 if bucket b is in shadow, 0 if not, -EINVAL for a bad index. */
 int sched_shadow(const sched_t *s, int b);
 
