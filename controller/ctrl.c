@@ -57,6 +57,10 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
         c->impl_logged[i] = -CTRL_IMPL_LOG_ROUNDS; /* the first one is logged */
     c->bf = bucketfile_new();
     c->node_ix = strmap_new();
+    if (c->cfg.shares && !(c->fair = fair_new())) {
+        ctrl_destroy(&c);
+        return NULL;
+    }
     if (!c->bf || !c->node_ix) {
         ctrl_destroy(&c);
         return NULL;
@@ -176,6 +180,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->b);
     free(c->pv);
     tree_destroy(&c->tree);
+    fair_destroy(&c->fair);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);

@@ -7,6 +7,7 @@
 #include "controller/bytes.h"
 #include "controller/count.h"
 #include "controller/estimate.h"
+#include "controller/fair.h"
 #include "controller/ledger.h"
 #include "controller/tree.h"
 
@@ -155,6 +156,7 @@ struct ctrl {
                               no bucket has a byte rate */
     tree_t *tree;          /* the nested buckets (tree.h); NULL while no
                               bucket has a parent */
+    fair_t *fair;          /* the fair shares (fair.h); NULL: cfg.shares off */
 };
 
 /* Asks the CPU to fetch (for writing) the record of `size` bytes at `a`,

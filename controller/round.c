@@ -552,6 +552,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     if ((rc = ledger_lpass(&c->io, any_l, &o, &rs)) < 0)
         goto out;
+    /* Fair shares of what is left (before phase_push: the work arrays
+     * still hold every pair's demand and allocations). */
+    if (c->fair && (rc = fair_round(c->fair, &c->io, c->bweights)) < 0)
+        goto out;
     int any_walk = prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
         goto out;
@@ -576,6 +580,18 @@ out:
     if (res)
         *res = rs;
     return rc;
+}
+
+long ctrl_node_shares(const ctrl_t *c, int node, const proto_share_rec_t **recs)
+{
+    if (recs)
+        *recs = NULL;
+    if (!c->fair)
+        return -1;
+    const node_t *nd = ctrl__get_node(c, node);
+    if (!nd || !nd->up)
+        return 0;
+    return (long)fair_node(c->fair, node, recs);
 }
 
 size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **recs)

@@ -29,7 +29,7 @@ void agent__shares_apply(agent_t *a, const proto_msg_t *m)
                          m->shares[i].bucket, a->ctl_n);
             return;
         }
-    agent_share_t list[PROTO_SHARES_MAX];
+    agent_share_t list[PROTO_SHARES_MAX] = {{0, 0}};
     size_t n = 0;
     for (size_t i = 0; i < m->nshares; i++) {
         int b = a->ctl_map[m->shares[i].bucket];

@@ -107,12 +107,14 @@ struct sched {
     bitset_t *rhold;        /* pacing: holds R-tokens under a paced grant
                                (cleared lazily by sched_r_behind()) */
     /* Share tokens (issue 28, sched_set_share()), allocated by the first
-     * share: [capshare] counts, and elig_s: queued, unlimited, eligible in
-     * step 2 and holding share tokens.  nshare: buckets holding some; while
-     * 0 step 2 is exactly the round robin of old. */
-    int64_t *share;
+     * share: [capshare] counts left and as set, and elig_s: queued,
+     * unlimited, eligible in step 2 and holding share tokens, keyed by the
+     * share of its tokens spent (least first: the holders are served in
+     * proportion to their shares).  nshare: buckets holding some; while 0
+     * step 2 is exactly the round robin of old. */
+    int64_t *share, *share_set;
     int capshare;
-    bitset_t *elig_s;
+    iheap_t *elig_s;
     int nshare;
     double behind_t;        /* sched_r_behind(): time of the last scan */
     int nbehind;            /* ... and what it found */
@@ -177,8 +179,9 @@ void sched_destroy(sched_t **sp)
     bitset_destroy(&s->pend);
     bitset_destroy(&s->lheld);
     bitset_destroy(&s->rhold);
-    bitset_destroy(&s->elig_s);
+    iheap_destroy(&s->elig_s);
     free(s->share);
+    free(s->share_set);
     free(s);
     *sp = NULL;
 }
@@ -244,9 +247,9 @@ static void note_held(sched_t *s, int b, int held)
 static void share_mark(sched_t *s, int b, int l_ok)
 {
     if (l_ok && s->share[b] > 0 && s->b[b].l == SCHED_UNLIMITED)
-        bitset_set(s->elig_s, (size_t)b);
+        iheap_set(s->elig_s, b, 1.0 - (double)s->share[b] / (double)s->share_set[b]);
     else
-        bitset_clear(s->elig_s, (size_t)b);
+        iheap_remove(s->elig_s, b);
 }
 
 /* Recomputes bucket b's eligibility from its queue, its tokens and (when
@@ -263,7 +266,7 @@ static void refresh(sched_t *s, int b)
     size_t i = (size_t)b;
     if (k->queued == 0) {
         if (b < s->capshare)
-            bitset_clear(s->elig_s, i);
+            iheap_remove(s->elig_s, b);
         if (k->l != SCHED_UNLIMITED && bitset_test(s->lheld, i))
             bitset_clear(s->lheld, i); /* taken out, not served: not counted */
         bitset_clear(s->pend, i);
@@ -790,13 +793,14 @@ static void held_by_count(sched_t *s, int b)
 /* Step 2 with share tokens in use: the round robin found bucket b.  A
  * limited bucket keeps its turn (L-tokens come before shares); an
  * opportunistic turn (no limit) goes first to a bucket holding share
- * tokens, round robin among them, as step S.  Returns the bucket to
- * serve. */
+ * tokens, the one that has spent the least part of them (so holders are
+ * served in proportion to their shares), as step S.  Returns the bucket
+ * to serve. */
 static int share_turn(sched_t *s, int b, int *step)
 {
     if (s->b[b].l != SCHED_UNLIMITED)
         return b;
-    int sb = search(s, s->elig_s);
+    int sb = iheap_top(s->elig_s, NULL);
     if (sb < 0)
         return b;
     *step = STEP_S;
@@ -808,7 +812,9 @@ static void share_take(sched_t *s, int b)
 {
     if (--s->share[b] == 0) {
         s->nshare--;
-        bitset_clear(s->elig_s, (size_t)b);
+        iheap_remove(s->elig_s, b);
+    } else if (iheap_contains(s->elig_s, b)) {
+        iheap_set(s->elig_s, b, 1.0 - (double)s->share[b] / (double)s->share_set[b]);
     }
 }
 
@@ -824,19 +830,25 @@ int sched_set_share(sched_t *s, int b, int64_t n)
         if (!ns)
             return -ENOMEM;
         s->share = ns;
-        memset(ns + s->capshare, 0, (size_t)(ncap - s->capshare) * sizeof *ns);
-        if (!s->elig_s && !(s->elig_s = bitset_new((size_t)ncap)))
+        int64_t *nz = realloc(s->share_set, (size_t)ncap * sizeof *nz);
+        if (!nz)
             return -ENOMEM;
-        if (bitset_resize(s->elig_s, (size_t)ncap) < 0)
+        s->share_set = nz;
+        memset(ns + s->capshare, 0, (size_t)(ncap - s->capshare) * sizeof *ns);
+        memset(nz + s->capshare, 0, (size_t)(ncap - s->capshare) * sizeof *nz);
+        if (!s->elig_s && !(s->elig_s = iheap_new((size_t)ncap)))
+            return -ENOMEM;
+        if (iheap_reserve(s->elig_s, (size_t)ncap) < 0)
             return -ENOMEM;
         s->capshare = ncap;
     }
     s->nshare += (n > 0) - (s->share[b] > 0);
     s->share[b] = n;
+    s->share_set[b] = n;
     if (s->b[b].queued)
         share_mark(s, b, bitset_test(s->elig_l, (size_t)b));
     else
-        bitset_clear(s->elig_s, (size_t)b);
+        iheap_remove(s->elig_s, b);
     return 0;
 }
 

@@ -237,7 +237,9 @@ int sched_set_shadow(sched_t *s, int b, int on);
  * b, with no limit, may take `n` opportunistic turns before the others.
  * Under the tokens policy step 2 (L and opportunistic round robin) gives
  * every turn that would go to a bucket without a limit to a queued bucket
- * holding share tokens instead (round robin among them), which spends one;
+ * holding share tokens instead, which spends one: the holder that has
+ * spent the least part of what it was set (O(log n)), so holders are
+ * served in proportion to their shares while they last;
  * a limited bucket's L turns are never taken.  Work-conserving: with no
  * share tokens held by a queued bucket, the turn is the plain round
  * robin's.  Share tokens of a limited bucket are kept and unused (its L
