@@ -13,12 +13,20 @@ struct fair {
     size_t np, capp;
     int *pnode;            /* [np]: node index of p[k] (its server is the
                               up node's rank) */
+    uint32_t *pwork;       /* [np]: its position in the node's work */
     int64_t *spare;        /* [ns] */
     int *srv_node;         /* [ns]: server -> node index */
     int caps;
     int64_t *cap;          /* [nb] */
     uint32_t *w;           /* [nb] */
     size_t capb;
+    int64_t *wshare;       /* [woff[nn]]: share of node i's work pair k at
+                              woff[i] + k (0: none) */
+    size_t capw;
+    size_t *woff;          /* [nn + 1] */
+    int capwo;
+    int64_t *bshare;       /* [nb]: each bucket's shares in all */
+    size_t capbs;
     proto_share_rec_t *out;/* every node's records, node by node */
     size_t capout;
     size_t *ostart;        /* [nn + 1] */
@@ -44,12 +52,16 @@ void fair_destroy(fair_t **fp)
     shares_destroy(&f->sh);
     free(f->p);
     free(f->pnode);
+    free(f->pwork);
     free(f->spare);
     free(f->srv_node);
     free(f->cap);
     free(f->w);
     free(f->out);
     free(f->ostart);
+    free(f->wshare);
+    free(f->woff);
+    free(f->bshare);
     free(f);
     *fp = NULL;
 }
@@ -70,15 +82,13 @@ static int room(void *pp, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 
-/* What pair w of bucket bs was given in the passes (R + L tokens). */
+/* What pair w of bucket bs was given by the R pass.  The L pass's
+ * L-tokens are not counted: with shares on, a limited bucket's L-tokens
+ * are its share of the division (its headroom left after R is its cap),
+ * so that limits and spare capacity divide by the same rule. */
 static int64_t given(const ledger_bucket_t *bs, const ledger_work_t *w)
 {
-    int64_t g = 0;
-    if (w->rk >= 0 && bs->ra)
-        g = count_add(g, bs->ra[w->rk]);
-    if (w->lk >= 0 && bs->la)
-        g = count_add(g, bs->la[w->lk]);
-    return g;
+    return w->rk >= 0 && bs->ra ? bs->ra[w->rk] : 0;
 }
 
 static int cmp_tokens_desc(const void *x, const void *y)
@@ -109,7 +119,7 @@ static int build(fair_t *f, const ledger_t *L, const uint32_t *weights, int *ns_
         if (bs->l == CTRL_UNLIMITED) {
             f->cap[b] = SHARES_NOCAP;
         } else {
-            int64_t left = bs->head - bs->ralloc - bs->lalloc;
+            int64_t left = bs->head - bs->ralloc;
             f->cap[b] = left > 0 ? left : 0;
         }
     }
@@ -134,11 +144,13 @@ static int build(fair_t *f, const ledger_t *L, const uint32_t *weights, int *ns_
             int64_t g = given(bs, w);
             used = count_add(used, g);
             if (w->demand > g) {
-                size_t capp = f->capp, capn = f->capp;
+                size_t capp = f->capp, capn = f->capp, capk = f->capp;
                 if (room(&f->p, &capp, np + 1, sizeof *f->p) < 0 ||
-                    room(&f->pnode, &capn, np + 1, sizeof *f->pnode) < 0)
+                    room(&f->pnode, &capn, np + 1, sizeof *f->pnode) < 0 ||
+                    room(&f->pwork, &capk, np + 1, sizeof *f->pwork) < 0)
                     return -ENOMEM;
                 f->capp = capp < capn ? capp : capn;
+                f->pwork[np] = (uint32_t)k;
                 f->p[np] = (shares_pair_t){.b = w->b, .s = ns, .want = w->demand - g};
                 f->pnode[np] = i;
                 np++;
@@ -153,14 +165,15 @@ static int build(fair_t *f, const ledger_t *L, const uint32_t *weights, int *ns_
     return 0;
 }
 
-/* The records of node index i: its pairs' shares of buckets without a
- * limit, the largest PROTO_SHARES_MAX, in bucket order. */
-static void node_records(fair_t *f, const ledger_t *L, size_t from, size_t to, int64_t *sent)
+/* The records of node index i: its pairs' shares (a limited bucket's are
+ * its L-tokens there too: they order its turns), the largest
+ * PROTO_SHARES_MAX, in bucket order. */
+static void node_records(fair_t *f, size_t from, size_t to, int64_t *sent)
 {
     size_t o = f->ostart[f->nn], start = o;
     for (size_t k = from; k < to; k++) {
         const shares_pair_t *q = &f->p[k];
-        if (q->share <= 0 || L->b[q->b].l != CTRL_UNLIMITED)
+        if (q->share <= 0)
             continue;
         f->out[o++] = (proto_share_rec_t){.bucket = (uint32_t)q->b, .tokens = q->share};
     }
@@ -185,6 +198,18 @@ int fair_round(fair_t *f, const ledger_t *L, const uint32_t *weights)
         return -ENOMEM;
     f->capo = (int)capo;
     f->ostart[0] = 0;
+    size_t capwo = (size_t)f->capwo;
+    if (room(&f->woff, &capwo, (size_t)L->nn + 1, sizeof *f->woff) < 0 ||
+        room(&f->bshare, &f->capbs, L->nb, sizeof *f->bshare) < 0)
+        return -ENOMEM;
+    f->capwo = (int)capwo;
+    f->woff[0] = 0;
+    for (int i = 0; i < L->nn; i++)
+        f->woff[i + 1] = f->woff[i] + (L->n[i].up ? L->n[i].nwork : 0);
+    if (room(&f->wshare, &f->capw, f->woff[L->nn], sizeof *f->wshare) < 0)
+        return -ENOMEM;
+    memset(f->wshare, 0, f->woff[L->nn] * sizeof *f->wshare);
+    memset(f->bshare, 0, L->nb * sizeof *f->bshare);
     int ns = 0, rc = build(f, L, weights, &ns);
     if (rc == 0)
         rc = shares_solve(f->sh, f->spare, ns, f->w, f->cap, L->nb, f->p, f->np, NULL, &st.iters);
@@ -200,19 +225,34 @@ int fair_round(fair_t *f, const ledger_t *L, const uint32_t *weights)
     }
     for (int s = 0; s < ns; s++)
         st.spare = count_add(st.spare, f->spare[s]);
-    for (size_t k = 0; k < f->np; k++)
+    for (size_t k = 0; k < f->np; k++) {
         st.given += f->p[k].share;
+        f->wshare[f->woff[f->pnode[k]] + f->pwork[k]] = f->p[k].share;
+        f->bshare[f->p[k].b] = count_add(f->bshare[f->p[k].b], f->p[k].share);
+    }
     /* The pairs are node by node, in node index order. */
     size_t k = 0;
     for (int i = 0; i < L->nn; i++) {
         size_t from = k;
         while (k < f->np && f->pnode[k] == i)
             k++;
-        node_records(f, L, from, k, &st.sent);
+        node_records(f, from, k, &st.sent);
     }
     st.pairs = f->np;
     f->st = st;
     return 0;
+}
+
+int64_t fair_work_share(const fair_t *f, int i, size_t k)
+{
+    if (!f || i < 0 || i >= f->nn || f->woff[i] + k >= f->woff[i + 1])
+        return 0;
+    return f->wshare[f->woff[i] + k];
+}
+
+int64_t fair_bucket_share(const fair_t *f, size_t b)
+{
+    return f && b < f->capbs && f->nn > 0 ? f->bshare[b] : 0;
 }
 
 size_t fair_node(const fair_t *f, int i, const proto_share_rec_t **recs)

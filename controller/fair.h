@@ -20,7 +20,7 @@ typedef struct {
     int iters;             /* solver iterations */
     int64_t spare;         /* spare tokens over the up nodes */
     int64_t given;         /* shares given (every bucket) */
-    int64_t sent;          /* shares sent (buckets without a limit) */
+    int64_t sent;          /* shares sent (records) */
     uint64_t truncated;    /* share records left out (over PROTO_SHARES_MAX
                               on a node: the smallest), since start */
 } fair_stats_t;
@@ -32,11 +32,12 @@ fair_t *fair_new(void);
 void fair_destroy(fair_t **fp);
 
 /* Divides the spare capacity of ledger L's up nodes after its R and L
- * passes (capacity capt less the R and L placed on each node's work) among
- * its pairs that want more than they were given (demand beyond R + L),
- * bucket b weighing weights[b] (NULL: 1 each) and capped, if limited, by
- * its headroom left (head - ralloc - lalloc).  Keeps, per node index, the
- * share records of the buckets without a limit (at most PROTO_SHARES_MAX,
+ * passes (capacity capt less the R placed on each node's work) among its
+ * pairs that want more than their R (demand beyond R), bucket b weighing
+ * weights[b] (NULL: 1 each) and capped, if limited, by its headroom left
+ * after R (head - ralloc): a limited bucket's shares replace the L pass's
+ * L-tokens (fair_work_share()), so limits hold as before.  Keeps, per node index, the
+ * share records of its buckets (at most PROTO_SHARES_MAX,
  * the largest; ascending bucket order).  Returns 0 or -ENOMEM (then every
  * node's list is empty). */
 int fair_round(fair_t *f, const ledger_t *L, const uint32_t *weights);
@@ -44,6 +45,14 @@ int fair_round(fair_t *f, const ledger_t *L, const uint32_t *weights);
 /* Node index i's share records of the last fair_round() (borrowed from f,
  * valid until the next one); *recs NULL and 0 if none. */
 size_t fair_node(const fair_t *f, int i, const proto_share_rec_t **recs);
+
+/* The share of node index i's work pair k (its position in the ledger's
+ * work at fair_round()) in the last division, 0 if none.  For a limited
+ * bucket this is its L-tokens there (round.c's push_node). */
+int64_t fair_work_share(const fair_t *f, int i, size_t k);
+
+/* Bucket b's shares over every node in the last division. */
+int64_t fair_bucket_share(const fair_t *f, size_t b);
 
 /* The last round's figures. */
 fair_stats_t fair_stats(const fair_t *f);

@@ -212,11 +212,15 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         const int prov = c->pv[w->b].prov;
         int64_t r = w->rk >= 0 ? bs->ra[w->rk] : 0;
         int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
-        if (w->lk >= 0)
+        /* Fair shares on: a limited bucket's L-tokens are its shares. */
+        const int64_t lgiven = c->fair ? fair_bucket_share(c->fair, (size_t)w->b) : bs->lalloc;
+        if (bs->l != CTRL_UNLIMITED && c->fair)
+            l += fair_work_share(c->fair, (int)(nd - c->nodes), k);
+        else if (w->lk >= 0)
             l += bs->la[w->lk];
         if (bs->l != CTRL_UNLIMITED && (w->flags & LEDGER_CUR) &&
             (bs->nq == 0 || (w->flags & LEDGER_QUEUED))) {
-            int64_t left = bs->head - bs->ralloc - bs->lalloc;
+            int64_t left = bs->head - bs->ralloc - lgiven;
             if (left > 0) {
                 int n = bs->nq ? bs->nq : c->io.cnt[w->b], idx = c->io.given[w->b]++;
                 l += left / n + (idx < left % n ? 1 : 0);

@@ -1075,9 +1075,10 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
 }
 END_TEST
 
-/* Share tokens (issue 28): an opportunistic turn goes first to a bucket
- * holding share tokens, a limited bucket keeps its L turns, what nobody
- * with a share claims is served as before (work-conserving). */
+/* Share tokens (issue 28): a step-2 turn goes first to a bucket holding
+ * share tokens, in proportion to them; a limited one still needs its
+ * L-tokens (a share never lifts a limit); what nobody with a share claims
+ * is served as before (work-conserving). */
 START_TEST(test_sched_share_before_opportunistic)
 {
     add_buckets(s, 4);
@@ -1085,15 +1086,37 @@ START_TEST(test_sched_share_before_opportunistic)
     for (int b = 1; b < 4; b++)
         ck_assert_int_eq(sched_set_tokens(s, b, 0, U, INFINITY, 0), 0);
     ck_assert_int_eq(sched_set_share(s, 3, 3), 0);
-    ck_assert_int_eq(sched_set_share(s, 0, 5), 0); /* limited: kept, unused */
     ck_assert_int_eq(sched_share(s, 3), 3);
     for (int b = 0; b < 4; b++)
         enq(s, b, 5);
-    expect_order(s, "L0 O3 L0 O3 O3 O1 O2 O3 O1 O2 O3 O1 O2 O1 O2 O1 O2");
+    expect_order(s, "O3 O3 O3 L0 O1 O2 O3 L0 O1 O2 O3 O1 O2 O1 O2 O1 O2");
     expect_none(s);
     ck_assert_int_eq(sched_share(s, 3), 0);
-    ck_assert_int_eq(sched_share(s, 0), 5);
     ck_assert_uint_eq(stats(s, 3).served_o, 5);
+
+    /* Shares in proportion: b1 holds 4, b2 holds 2 (b1 first, having spent
+     * the least part); a limited b0 with a share but no L-tokens left is
+     * not served by it. */
+    ck_assert_int_eq(sched_set_share(s, 0, 5), 0);
+    ck_assert_int_eq(sched_set_share(s, 1, 4), 0);
+    ck_assert_int_eq(sched_set_share(s, 2, 2), 0);
+    enq(s, 0, 3);
+    enq(s, 1, 6);
+    enq(s, 2, 6);
+    expect_order(s, "O1 O2 O1 O1 O2 O1");
+    ck_assert_int_eq(sched_share(s, 1), 0);
+    ck_assert_int_eq(sched_share(s, 2), 0);
+    ck_assert_int_eq(sched_share(s, 0), 5);
+    expect_order(s, "O2 O1 O2 O1 O2 O2");
+    expect_none(s);
+    ck_assert_uint_eq(stats(s, 0).queued, 6);
+    /* L-tokens back: the limited holder goes first, paying L-tokens. */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2, INFINITY, 0), 0);
+    enq(s, 1, 2);
+    expect_order(s, "L0 L0 O1 O1");
+    expect_none(s);
+    ck_assert_int_eq(sched_share(s, 0), 3); /* its limit held it, not the share */
+    ck_assert_int_eq(stats(s, 0).l_tokens, 0);
 
     /* A share held by a bucket with nothing queued takes no turn. */
     ck_assert_int_eq(sched_set_share(s, 2, 4), 0);

@@ -243,10 +243,11 @@ static void note_held(sched_t *s, int b, int held)
 }
 
 /* Share tokens: bucket b (< capshare, queued) is in elig_s iff it is
- * eligible in step 2 (`l_ok`), has no limit and holds share tokens. */
+ * eligible in step 2 (`l_ok`: no limit, or L-tokens and credit) and holds
+ * share tokens. */
 static void share_mark(sched_t *s, int b, int l_ok)
 {
-    if (l_ok && s->share[b] > 0 && s->b[b].l == SCHED_UNLIMITED)
+    if (l_ok && s->share[b] > 0)
         iheap_set(s->elig_s, b, 1.0 - (double)s->share[b] / (double)s->share_set[b]);
     else
         iheap_remove(s->elig_s, b);
@@ -790,17 +791,18 @@ static void held_by_count(sched_t *s, int b)
         note_held(s, b, 1);
 }
 
-/* Step 2 with share tokens in use: the round robin found bucket b.  A
- * limited bucket keeps its turn (L-tokens come before shares); an
- * opportunistic turn (no limit) goes first to a bucket holding share
- * tokens, the one that has spent the least part of them (so holders are
- * served in proportion to their shares), as step S.  Returns the bucket
- * to serve. */
+/* Step 2 with share tokens in use: the round robin found bucket b; the
+ * turn goes first to a bucket holding share tokens, the one that has spent
+ * the least part of them (so holders are served in proportion to their
+ * shares), as step S: a limited one pays with an L-token as in step 2.
+ * Returns the bucket to serve. */
 static int share_turn(sched_t *s, int b, int *step)
 {
-    if (s->b[b].l != SCHED_UNLIMITED)
-        return b;
-    int sb = iheap_top(s->elig_s, NULL);
+    int sb;
+    /* Every holder in the heap is eligible in step 2 (refresh() and the
+     * dispatch keep it so); one that is not would be a bug: it leaves. */
+    while ((sb = iheap_top(s->elig_s, NULL)) >= 0 && !bitset_test(s->elig_l, (size_t)sb))
+        iheap_remove(s->elig_s, sb);
     if (sb < 0)
         return b;
     *step = STEP_S;
@@ -947,6 +949,8 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
                 take_credit(&x->l, now);
             if (--k->l == 0 && !slow) {
                 bitset_clear(s->elig_l, (size_t)b);
+                if (b < s->capshare) /* out of L-tokens: no share turn either */
+                    iheap_remove(s->elig_s, b);
                 held_by_count(s, b);
             }
         }
