@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "controller/ctrl.h"
 
 struct fair {
@@ -240,6 +241,8 @@ int fair_round(fair_t *f, const ledger_t *L, const uint32_t *weights)
     }
     st.pairs = f->np;
     f->st = st;
+    log_debug("fair shares: %zu hungry pairs, %d iterations, %lld spare tokens, %lld given",
+              st.pairs, st.iters, (long long)st.spare, (long long)st.given);
     return 0;
 }
 

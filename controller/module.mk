@@ -22,6 +22,10 @@ bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 BENCHES += controller/bench/bench-bigtable.sh
 
+PROGS += bqos-shares-bench
+bqos-shares-bench_SRCS = controller/bench/shares_bench.c
+bqos-shares-bench_LIBS = controller common
+
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common

@@ -24,7 +24,6 @@ struct shares {
     double *want;    /* want, lowered for capped buckets at the end */
     shares_ent_t *ord; /* pairs grouped by server (CSR), each group sorted
                           by key */
-    int sorted;      /* the groups were sorted once this solve */
     size_t cap_p;
     /* per server, [cap_s + 1] */
     uint32_t *start;
@@ -97,21 +96,24 @@ static int cmp_ent(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* Sorts a group by key ascending: qsort the first time in a solve, then
- * insertion sort, as the keys move little from one iteration to the next
- * (a nearly sorted group costs close to linear time). */
-static void sort_group(shares_ent_t *e, size_t n, int first)
+/* Sorts a group by key ascending: insertion sort, as the keys move little
+ * from one iteration to the next (close to linear on a nearly sorted
+ * group), falling back to qsort once it has moved 8 entries per entry
+ * (the first iterations, where the keys move a lot). */
+static void sort_group(shares_ent_t *e, size_t n)
 {
-    if (first) {
-        qsort(e, n, sizeof *e, cmp_ent);
-        return;
-    }
+    size_t budget = 8 * n + 16;
     for (size_t i = 1; i < n; i++) {
         shares_ent_t v = e[i];
         size_t j = i;
         while (j > 0 && e[j - 1].key > v.key) {
             e[j] = e[j - 1];
             j--;
+            if (--budget == 0) {
+                e[j] = v;
+                qsort(e, n, sizeof *e, cmp_ent);
+                return;
+            }
         }
         e[j] = v;
     }
@@ -129,7 +131,7 @@ static void fill_server(shares_t *sh, uint32_t s, double spare)
         e->key = sh->phi[e->k] > 0 ? sh->want[e->k] / sh->phi[e->k] : INFINITY;
         F += sh->phi[e->k];
     }
-    sort_group(sh->ord + lo, hi - lo, !sh->sorted);
+    sort_group(sh->ord + lo, hi - lo);
     uint32_t i = lo;
     for (; i < hi && F > 0; i++) {
         uint32_t k = sh->ord[i].k;
@@ -159,7 +161,6 @@ static void fill_all(shares_t *sh, const int64_t *spare, int ns, shares_pair_t *
 {
     for (int s = 0; s < ns; s++)
         fill_server(sh, (uint32_t)s, spare[s] > 0 ? (double)spare[s] : 0);
-    sh->sorted = 1;
     for (size_t b = 0; b < nb; b++)
         sh->x[b] = 0;
     for (size_t k = 0; k < np; k++)
@@ -216,7 +217,6 @@ int shares_solve(shares_t *sh, const int64_t *spare, int ns, const uint32_t *w,
             cur[s] = cur[s - 1];
         cur[0] = 0;
     }
-    sh->sorted = 0;
     for (size_t b = 0; b < nb; b++)
         sh->weff[b] = w[b] ? (double)w[b] : 1.0;
     for (size_t k = 0; k < np; k++) {

@@ -46,7 +46,7 @@ typedef struct {
                        share of it (and 1 token) in an iteration */
 } shares_opts_t;
 
-#define SHARES_OPTS_DEFAULT ((shares_opts_t){.iters = 200, .tol = 1e-4})
+#define SHARES_OPTS_DEFAULT ((shares_opts_t){.iters = 40, .tol = 1e-3})
 
 typedef struct shares shares_t;
 
