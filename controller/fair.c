@@ -253,6 +253,16 @@ int64_t fair_work_share(const fair_t *f, int i, size_t k)
     return f->wshare[f->woff[i] + k];
 }
 
+void fair_work_moved(fair_t *f, int i, size_t from, size_t to)
+{
+    if (!f || i < 0 || i >= f->nn)
+        return;
+    size_t n = f->woff[i + 1] - f->woff[i];
+    if (to >= n)
+        return;
+    f->wshare[f->woff[i] + to] = from < n ? f->wshare[f->woff[i] + from] : 0;
+}
+
 int64_t fair_bucket_share(const fair_t *f, size_t b)
 {
     return f && b < f->capbs && f->nn > 0 ? f->bshare[b] : 0;

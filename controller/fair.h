@@ -51,6 +51,11 @@ size_t fair_node(const fair_t *f, int i, const proto_share_rec_t **recs);
  * bucket this is its L-tokens there (round.c's push_node). */
 int64_t fair_work_share(const fair_t *f, int i, size_t k);
 
+/* Node index i's work pair at `from` moved to `to` (round.c's push_node
+ * takes an idle pair off the work by moving the last one into its place):
+ * its share moves with it. */
+void fair_work_moved(fair_t *f, int i, size_t from, size_t to);
+
 /* Bucket b's shares over every node in the last division. */
 int64_t fair_bucket_share(const fair_t *f, size_t b);
 

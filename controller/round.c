@@ -241,6 +241,8 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
             nd->inact[j] = 0;
             nd->act[k] = nd->act[--nd->nact];
             ln->work[k] = ln->work[--ln->nwork];
+            if (c->fair) /* the moved pair's share moves with it */
+                fair_work_moved(c->fair, (int)(nd - c->nodes), ln->nwork, k);
             nd->act_sorted = 0;
             continue;
         }
