@@ -146,6 +146,18 @@ typedef struct {
 #define PROTO_TOKENS_COMPACT_SIZE 12
 #define PROTO_TOK_UNLIMITED 1u
 
+/* One share record (issue 28, weighted fair shares of spare capacity):
+ * bucket `bucket` of the controller's table may take `tokens` of the
+ * node's opportunistic turns before the others for the rest of the period
+ * (sched_set_share()).  On the wire: the tokens header's "shares", a
+ * string "bucket:tokens,bucket:tokens" in ascending bucket order, at most
+ * PROTO_SHARES_MAX of them (the header's size bounds it). */
+typedef struct {
+    uint32_t bucket;
+    int64_t tokens;      /* 1..PROTO_MAX_COUNT */
+} proto_share_rec_t;
+#define PROTO_SHARES_MAX 128
+
 /* The bytes/s dimension of a bucket on a node (cost-aware tokens, issue
  * 15), for buckets with a rate in bytes/s only; in bytes (a node charges
  * in units of its --cost-unit and converts).  Report: u32 bucket (index
@@ -321,6 +333,16 @@ typedef struct {
      * caller-owned.  proto_shadow_check() says whether a list is good. */
     const char *shadow;
 
+    /* header "shares" (tokens only; optional, issue 28): has_shares says
+     * the message carries the node's whole list of share records (buckets
+     * not in it hold none; an empty list clears them); absent, the node
+     * keeps what it holds.  A node that does not know the field ignores it
+     * (plain round robin: nothing lifted, nothing held).  Decoded into the
+     * message's own array; for encoding, nshares caller-owned records. */
+    int has_shares;
+    size_t nshares;
+    const proto_share_rec_t *shares;
+
     /* records (report or tokens), count of them.  wide: the records were
      * (decode) or must be (encode) in the wide layout; the encoder also
      * sends wide by itself when a value exceeds PROTO_COMPACT_MAX. */
@@ -344,7 +366,21 @@ typedef struct {
     size_t cap_shadow;
     char *rules_own;
     size_t cap_rules;
+    proto_share_rec_t *shares_own;
+    size_t cap_shares;
 } proto_msg_t;
+
+/* Writes the share list of recs[n] ("3:120,17:40") into buf[cap] with a
+ * NUL.  Returns its length, or -EINVAL (n > PROTO_SHARES_MAX, a bucket not
+ * ascending, tokens out of 1..PROTO_MAX_COUNT, or no room). */
+int proto_shares_format(const proto_share_rec_t *recs, size_t n, char *buf, size_t cap);
+
+/* Parses a share list of len bytes into out[PROTO_SHARES_MAX]: decimal
+ * bucket:tokens pairs separated by single commas, buckets strictly
+ * ascending, tokens 1..PROTO_MAX_COUNT; "" is the empty list.  Returns the
+ * count, or -EINVAL (with the byte offset of the fault in *where if not
+ * NULL). */
+int proto_shares_parse(const char *s, size_t len, proto_share_rec_t *out, size_t *where);
 
 /* Checks a shadow list (proto_msg_t.shadow) of len bytes against a names
  * frame of nnames: decimal indexes < nnames, strictly ascending,

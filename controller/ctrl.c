@@ -61,6 +61,10 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
                      c->cfg.dyn_max_rule > 0 ? (size_t)c->cfg.dyn_max_rule : DYN_MAX_RULE,
                      c->cfg.dyn_idle_periods > 0 ? (uint64_t)c->cfg.dyn_idle_periods
                                                  : DYN_IDLE_PERIODS);
+    if (c->cfg.shares && !(c->fair = fair_new())) {
+        ctrl_destroy(&c);
+        return NULL;
+    }
     if (!c->bf || !c->node_ix || !c->dyn) {
         ctrl_destroy(&c);
         return NULL;
@@ -184,6 +188,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->b);
     free(c->pv);
     tree_destroy(&c->tree);
+    fair_destroy(&c->fair);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);

@@ -97,6 +97,11 @@ typedef struct {
                                 (0: DYN_IDLE_PERIODS, 30) */
     ctrl_solve_hook_fn solve_hook; /* NULL: none */
     void *solve_hook_arg;
+    int shares;              /* weighted fair shares of spare capacity
+                                (issue 28, controller/fair.h): 0 off (the
+                                default), 1 on: every computed round divides
+                                the spare capacity and ctrl_node_shares()
+                                gives each node its share records */
 } ctrl_config_t;
 
 #define CTRL_NODES_MAX 4096      /* the round's sums hold this many nodes */
@@ -110,6 +115,12 @@ typedef struct {
 ctrl_config_t ctrl_config_default(void);
 
 typedef struct ctrl ctrl_t;
+
+/* Up node `node`'s share records of the last computed round (cfg.shares
+ * on; ascending bucket order, at most PROTO_SHARES_MAX), borrowed from c
+ * until the next ctrl_compute(); *recs may be NULL.  Returns their count;
+ * -1 if shares are off (send no share field). */
+long ctrl_node_shares(const ctrl_t *c, int node, const proto_share_rec_t **recs);
 
 /* Returns a new controller state with no buckets and no nodes, or NULL if
  * out of memory or the config is invalid (period_s <= 0, intervals < 1,

@@ -8,6 +8,7 @@
 #include "controller/dyn.h"
 #include "controller/count.h"
 #include "controller/estimate.h"
+#include "controller/fair.h"
 #include "controller/ledger.h"
 #include "controller/tree.h"
 
@@ -179,6 +180,7 @@ struct ctrl {
     uint64_t dyn_period;   /* period of the last expiry */
     uint64_t dyn_r_zeroed; /* dynamic buckets held at R 0: it did not fit */
     uint64_t dyn_refused_logged; /* dyn refusals when last logged */
+    fair_t *fair;          /* the fair shares (fair.h); NULL: cfg.shares off */
 };
 
 /* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()

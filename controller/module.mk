@@ -3,7 +3,8 @@
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
   controller/ledger.c controller/bytes.c controller/plausible.c \
-  controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c
+  controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
+  controller/shares.c controller/fair.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -23,6 +24,10 @@ bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 BENCHES += controller/bench/bench-bigtable.sh
 BENCHES += controller/bench/bench-etcdkeys.sh
+
+PROGS += bqos-shares-bench
+bqos-shares-bench_SRCS = controller/bench/shares_bench.c
+bqos-shares-bench_LIBS = controller common
 
 PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
@@ -47,7 +52,9 @@ test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controlle
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
-TESTS += test_tree
+TESTS += test_tree test_shares
+test_shares_SRCS = tests/test_shares.c
+test_shares_LIBS = controller common
 test_tree_SRCS = tests/test_tree.c
 test_tree_LIBS = controller pshift proto common
 TESTS += test_history

@@ -16,7 +16,9 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
     m->peer_table = nd->table;
     if (skipped && nbytes) /* the IO records stand: bytes only */
         n = 0;
-    if ((skipped && !nbytes) || (n == 0 && !names_needed && !nbytes)) {
+    const proto_share_rec_t *srecs;
+    long ns = skipped ? -1 : ctrl_node_shares(c, node, &srecs);
+    if ((skipped && !nbytes) || (n == 0 && !names_needed && !nbytes && ns < 0)) {
         m->type = PROTO_HEARTBEAT;
     } else {
         m->type = PROTO_TOKENS;
@@ -25,6 +27,11 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
         m->tokens = nd->out; /* borrowed; never freed via m */
         m->nbytes = nbytes;
         m->tbytes = (proto_tokens_bytes_t *)brecs; /* borrowed too */
+        if (ns >= 0) { /* the node's whole list (fair.h) */
+            m->has_shares = 1;
+            m->nshares = (size_t)ns;
+            m->shares = srecs;
+        }
         if (names_needed) {
             m->has_names = 1;
             m->nnames = c->nb;

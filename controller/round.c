@@ -212,11 +212,15 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         const int prov = c->pv[w->b].prov;
         int64_t r = w->rk >= 0 ? bs->ra[w->rk] : 0;
         int64_t l = bs->l == CTRL_UNLIMITED ? CTRL_UNLIMITED : 0;
-        if (w->lk >= 0)
+        /* Fair shares on: a limited bucket's L-tokens are its shares. */
+        const int64_t lgiven = c->fair ? fair_bucket_share(c->fair, (size_t)w->b) : bs->lalloc;
+        if (bs->l != CTRL_UNLIMITED && c->fair)
+            l += fair_work_share(c->fair, (int)(nd - c->nodes), k);
+        else if (w->lk >= 0)
             l += bs->la[w->lk];
         if (bs->l != CTRL_UNLIMITED && (w->flags & LEDGER_CUR) &&
             (bs->nq == 0 || (w->flags & LEDGER_QUEUED))) {
-            int64_t left = bs->head - bs->ralloc - bs->lalloc;
+            int64_t left = bs->head - bs->ralloc - lgiven;
             if (left > 0) {
                 int n = bs->nq ? bs->nq : c->io.cnt[w->b], idx = c->io.given[w->b]++;
                 l += left / n + (idx < left % n ? 1 : 0);
@@ -237,6 +241,8 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
             nd->inact[j] = 0;
             nd->act[k] = nd->act[--nd->nact];
             ln->work[k] = ln->work[--ln->nwork];
+            if (c->fair) /* the moved pair's share moves with it */
+                fair_work_moved(c->fair, (int)(nd - c->nodes), ln->nwork, k);
             nd->act_sorted = 0;
             continue;
         }
@@ -553,6 +559,10 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     if ((rc = ledger_lpass(&c->io, any_l, &o, &rs)) < 0)
         goto out;
+    /* Fair shares of what is left (before phase_push: the work arrays
+     * still hold every pair's demand and allocations). */
+    if (c->fair && (rc = fair_round(c->fair, &c->io, c->bweights)) < 0)
+        goto out;
     int any_walk = prov_plan(c, forced);
     if ((rc = phase_push(c)) < 0)
         goto out;
@@ -577,6 +587,18 @@ out:
     if (res)
         *res = rs;
     return rc;
+}
+
+long ctrl_node_shares(const ctrl_t *c, int node, const proto_share_rec_t **recs)
+{
+    if (recs)
+        *recs = NULL;
+    if (!c->fair)
+        return -1;
+    const node_t *nd = ctrl__get_node(c, node);
+    if (!nd || !nd->up)
+        return 0;
+    return (long)fair_node(c->fair, node, recs);
 }
 
 size_t ctrl_node_tokens(const ctrl_t *c, int node, const proto_tokens_rec_t **recs)

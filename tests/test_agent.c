@@ -983,6 +983,61 @@ START_TEST(test_agent_static_lease_then_limited_at_zero)
 }
 END_TEST
 
+/* Share tokens (issue 28): a tokens message's list sets the scheduler's
+ * shares (by the controller's index), a message without the field keeps
+ * them, an empty list clears them, a list naming a bucket beyond the
+ * table is ignored whole; failing static, the list of the last covered
+ * period is renewed within the lease, then none (plain round robin). */
+START_TEST(test_agent_shares_and_fail_static)
+{
+    fx_t f;
+    fx_start_static(&f);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[3];
+    static_grant(recs);
+    proto_msg_t m;
+    tokens_msg(&f, &m, recs, 3);
+    const proto_share_rec_t sl[2] = {{0, 6}, {1, 5}}; /* green 6, red 5 */
+    m.has_shares = 1;
+    m.nshares = 2;
+    m.shares = sl;
+    m.lease = 2;
+    agent_timing_t tm = tm_at(0, T0 + 0.1);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.1), 0);
+    ck_assert_int_eq(sched_share(f.s, 2), 6);
+    ck_assert_int_eq(sched_share(f.s, 0), 5);
+    /* without the field: kept */
+    m.has_shares = 0;
+    tm = tm_at(0, T0 + 0.2);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.2), 0);
+    ck_assert_int_eq(sched_share(f.s, 2), 6);
+    /* beyond the table: ignored whole */
+    const proto_share_rec_t bad[2] = {{0, 1}, {9, 1}};
+    m.has_shares = 1;
+    m.shares = bad;
+    tm = tm_at(0, T0 + 0.3);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.3), 0);
+    ck_assert_int_eq(sched_share(f.s, 2), 6);
+    /* an empty list clears them */
+    m.nshares = 0;
+    tm = tm_at(0, T0 + 0.4);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.4), 0);
+    ck_assert_int_eq(sched_share(f.s, 2), 0);
+    ck_assert_int_eq(sched_share(f.s, 0), 0);
+    /* The controller goes: periods 1 and 2 renew the period's first list
+     * (green 6, red 5), period 3 is past the lease: none. */
+    fx_silent(&f, T0 + 2, T0 + PERIOD);
+    for (int p = 1; p <= 3; p++) {
+        agent_tick(f.a, T0 + p * PERIOD);
+        expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1), .period = W(p)});
+        ck_assert_int_eq(sched_share(f.s, 2), p <= 2 ? 6 : 0);
+        ck_assert_int_eq(sched_share(f.s, 0), p <= 2 ? 5 : 0);
+        fx_silent(&f, T0 + p * PERIOD + 2, T0 + (p + 1) * PERIOD);
+    }
+    fx_stop(&f);
+}
+END_TEST
+
 /* Static fallback after a silence, and the grant it enforces:
  * - a controller that dies before its first push of a period: the node held
  *   period 0's leftover tokens; the fallback charges what it served in
@@ -1606,7 +1661,7 @@ int main(void)
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,
                                   test_agent_shadow_from_table,
-                                  test_agent_static_lease_then_limited_at_zero,
+                                  test_agent_static_lease_then_limited_at_zero, test_agent_shares_and_fail_static,
         test_agent_static_holds_until_first_tokens,
                                   test_agent_static_grant_after_silence,
                                   test_agent_grants_end_with_the_period,

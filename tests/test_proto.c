@@ -1503,6 +1503,64 @@ END_TEST
  * frame; what decodes re-encodes the same; a bad list, or one without
  * names, is refused; an old node's decoder ignores keys it does not know,
  * as this one ignores "shadow2". */
+/* The tokens header's share list (issue 28): a round trip, the empty list,
+ * garbage refused with the reason, not allowed outside tokens. */
+START_TEST(test_proto_shares_list)
+{
+    proto_stats_t st = {0};
+    static const struct {
+        const char *hdr;
+        proto_reason_t want;
+    } cases[] = {
+        {TOKHDR(",\"count\":0,\"shares\":\"1:5,7:100\""), PROTO_OK},
+        {TOKHDR(",\"count\":0,\"shares\":\"\""), PROTO_OK},
+        {TOKHDR(",\"count\":0,\"shares\":\"7:5,1:100\""), PROTO_E_RANGE}, /* order */
+        {TOKHDR(",\"count\":0,\"shares\":\"1:0\""), PROTO_E_RANGE},       /* no token */
+        {TOKHDR(",\"count\":0,\"shares\":\"1:5,\""), PROTO_E_RANGE},
+        {TOKHDR(",\"count\":0,\"shares\":\"1\""), PROTO_E_RANGE},
+        {TOKHDR(",\"count\":0,\"shares\":\"x:1\""), PROTO_E_RANGE},
+        {TOKHDR(",\"count\":0,\"shares\":5"), PROTO_E_FIELD},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_reason_t why = dec3(cases[i].hdr, "", 0, "", -1, &st);
+        ck_assert_msg(why == cases[i].want, "case %zu: got %s, want %s", i, proto_reason_str(why),
+                      proto_reason_str(cases[i].want));
+    }
+    proto_msg_t m, d;
+    timed_start(&m, &d, PROTO_TOKENS, "n1");
+    m.table = 3;
+    static const proto_share_rec_t sr[3] = {{2, 10}, {5, 1}, {4000000000u, 1ll << 40}};
+    m.has_shares = 1;
+    m.shares = sr;
+    m.nshares = 3;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_int_eq(d.has_shares, 1);
+    ck_assert_uint_eq(d.nshares, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(d.shares[i].bucket, sr[i].bucket);
+        ck_assert_int_eq(d.shares[i].tokens, sr[i].tokens);
+    }
+    m.nshares = 0; /* the empty list travels: "clear them" */
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_int_eq(d.has_shares, 1);
+    ck_assert_uint_eq(d.nshares, 0);
+    m.has_shares = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_int_eq(d.has_shares, 0);
+    /* The encoder refuses a bad list (not ascending). */
+    static const proto_share_rec_t bad[2] = {{5, 1}, {2, 1}};
+    m.has_shares = 1;
+    m.shares = bad;
+    m.nshares = 2;
+    proto_enc_t e;
+    proto_enc_init(&e);
+    ck_assert_int_eq(proto_encode(&m, &e), -EINVAL);
+    proto_enc_clear(&e);
+    proto_msg_clear(&m);
+    proto_msg_clear(&d);
+}
+END_TEST
+
 START_TEST(test_proto_shadow_list)
 {
     proto_stats_t st = {0};
@@ -1629,7 +1687,7 @@ int main(void)
         test_proto_roundtrip_hello, test_proto_roundtrip_welcome, test_proto_roundtrip_report,
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
-        test_proto_shadow_list,
+        test_proto_shadow_list, test_proto_shares_list,
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
         test_proto_bytes_records, test_proto_rules_message, test_proto_sparse, test_proto_predict

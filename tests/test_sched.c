@@ -1075,6 +1075,66 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
 }
 END_TEST
 
+/* Share tokens (issue 28): a step-2 turn goes first to a bucket holding
+ * share tokens, in proportion to them; a limited one still needs its
+ * L-tokens (a share never lifts a limit); what nobody with a share claims
+ * is served as before (work-conserving). */
+START_TEST(test_sched_share_before_opportunistic)
+{
+    add_buckets(s, 4);
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2, INFINITY, 0), 0);
+    for (int b = 1; b < 4; b++)
+        ck_assert_int_eq(sched_set_tokens(s, b, 0, U, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_share(s, 3, 3), 0);
+    ck_assert_int_eq(sched_share(s, 3), 3);
+    for (int b = 0; b < 4; b++)
+        enq(s, b, 5);
+    expect_order(s, "O3 O3 O3 L0 O1 O2 O3 L0 O1 O2 O3 O1 O2 O1 O2 O1 O2");
+    expect_none(s);
+    ck_assert_int_eq(sched_share(s, 3), 0);
+    ck_assert_uint_eq(stats(s, 3).served_o, 5);
+
+    /* Shares in proportion: b1 holds 4, b2 holds 2 (b1 first, having spent
+     * the least part); a limited b0 with a share but no L-tokens left is
+     * not served by it. */
+    ck_assert_int_eq(sched_set_share(s, 0, 5), 0);
+    ck_assert_int_eq(sched_set_share(s, 1, 4), 0);
+    ck_assert_int_eq(sched_set_share(s, 2, 2), 0);
+    enq(s, 0, 3);
+    enq(s, 1, 6);
+    enq(s, 2, 6);
+    expect_order(s, "O1 O2 O1 O1 O2 O1");
+    ck_assert_int_eq(sched_share(s, 1), 0);
+    ck_assert_int_eq(sched_share(s, 2), 0);
+    ck_assert_int_eq(sched_share(s, 0), 5);
+    expect_order(s, "O2 O1 O2 O1 O2 O2");
+    expect_none(s);
+    ck_assert_uint_eq(stats(s, 0).queued, 6);
+    /* L-tokens back: the limited holder goes first, paying L-tokens. */
+    ck_assert_int_eq(sched_set_tokens(s, 0, 0, 2, INFINITY, 0), 0);
+    enq(s, 1, 2);
+    expect_order(s, "L0 L0 O1 O1");
+    expect_none(s);
+    ck_assert_int_eq(sched_share(s, 0), 3); /* its limit held it, not the share */
+    ck_assert_int_eq(stats(s, 0).l_tokens, 0);
+
+    /* A share held by a bucket with nothing queued takes no turn. */
+    ck_assert_int_eq(sched_set_share(s, 2, 4), 0);
+    enq(s, 1, 2);
+    expect_order(s, "O1 O1");
+    expect_none(s);
+    ck_assert_int_eq(sched_share(s, 2), 4);
+    /* Absolute: 0 clears it, and the round robin is the plain one. */
+    ck_assert_int_eq(sched_set_share(s, 2, 0), 0);
+    enq(s, 1, 2);
+    enq(s, 2, 2);
+    expect_order(s, "O2 O1 O2 O1");
+    ck_assert_int_eq(sched_set_share(s, 2, -1), -EINVAL);
+    ck_assert_int_eq(sched_set_share(s, 9, 1), -EINVAL);
+    ck_assert_int_eq(sched_share(s, 9), 0);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -1088,7 +1148,8 @@ int main(void)
         test_sched_drain_and_remove, test_sched_counters_and_period,
         test_sched_experiment3_rr_ratio, test_sched_matches_linear_scan_model,
         test_sched_many_buckets, test_sched_out_of_memory, test_sched_shadow_never_held,
-        test_sched_shadow_counts_what_enforced_holds, test_sched_waited_and_near_limit
+        test_sched_shadow_counts_what_enforced_holds, test_sched_waited_and_near_limit,
+        test_sched_share_before_opportunistic
     };
     const testlib_case_t c = {.name = "sched", .timeout = 60, .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

@@ -653,7 +653,7 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
 {
     static const char *const keys[] = {"name", "reservation", "limit", "servers", "active",
                                        "outstanding", "rate", "split_zipf", "changes",
-                                       "random_changes", "set", "parent", NULL};
+                                       "random_changes", "set", "parent", "weight", NULL};
     const scenario_t *s = c->s;
     int rc;
     if (expect(c, o, K_OBJECT, "a bucket") < 0 || check_keys(c, o, "a bucket", keys) < 0)
@@ -672,7 +672,10 @@ static int parse_bucket(ctx_t *c, const at_t *o, scenario_bucket_t *b, size_t id
         (lim.v && !json_is_null(lim.v) && (rc = rate_value(c, &lim, "limit", &b->limit)) < 0) ||
         (rc = check_limit(c, lim.v ? &lim : o, b)) < 0)
         return rc;
-    long long outst, nrandom;
+    long long outst, nrandom, weight;
+    if ((rc = get_int(c, o, "weight", 0, 1, 1000000, &weight)) < 0)
+        return rc;
+    b->weight = (uint32_t)weight;
     if ((rc = get_int(c, o, "outstanding", 0, 1, 1000, &outst)) < 0 ||
         (rc = get_rate(c, o, "rate", 0, &b->rate)) < 0 ||
         (rc = get_num(c, o, "split_zipf", 0, 0, 0, 10, &b->split_zipf)) < 0 ||

@@ -69,6 +69,9 @@ typedef struct {
                             bucket like the others in the file; give it no
                             load ("servers": [], "changes": []): requests
                             land only in leaves */
+    uint32_t weight;     /* "weight" (1..1,000,000; 0: not given, 1): the
+                            controller's bucket weight (bqos-sim; fair
+                            shares, issue 28) */
 } scenario_bucket_t;
 
 typedef struct {

@@ -21,4 +21,5 @@ bqos-sim-prop_LIBS = sim workloads controller pshift nodecore proto common
 ITESTS += tests/it/it_simprop.sh
 # nested buckets: a tenant cap in the simulator (issue 28)
 ITESTS += tests/it/it_nested_sim.sh
+ITESTS += tests/it/it_shares_sim.sh
 BENCHES += workloads/bench/bench-simprop.sh

@@ -276,6 +276,26 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         m->shadow_own[sh->len] = '\0';
         m->shadow = m->shadow_own;
     }
+    const hval_t *shv = &hv.v[K_SHARES];
+    if (shv->kind != V_NONE) {
+        /* tokens only; a list that is not good refuses the message */
+        if (shv->kind != V_STR || m->type != PROTO_TOKENS) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        if (proto__grow(&m->shares_own, &m->cap_shares, PROTO_SHARES_MAX, sizeof *m->shares_own)) {
+            why = PROTO_E__COUNT;
+            goto out;
+        }
+        int n = proto_shares_parse(shv->s, shv->len, m->shares_own, NULL);
+        if (n < 0) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        m->has_shares = 1;
+        m->nshares = (size_t)n;
+        m->shares = m->shares_own;
+    }
     switch (m->type) {
     case PROTO_HELLO:
         GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);

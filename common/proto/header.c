@@ -55,6 +55,13 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "weights", json_integer((json_int_t)m->nnames));
     if (m->has_names && m->shadow && m->shadow[0])
         bad |= jset(h, "shadow", json_string(m->shadow));
+    if (m->has_shares && m->type == PROTO_TOKENS) {
+        char sl[PROTO_SHARES_MAX * 32];
+        if (proto_shares_format(m->shares, m->nshares, sl, sizeof sl) < 0)
+            bad = 1;
+        else
+            bad |= jset(h, "shares", json_string(sl));
+    }
     switch (m->type) {
     case PROTO_HELLO:
         bad |= jset(h, "capacity", json_integer((json_int_t)m->capacity));
@@ -222,6 +229,14 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "weights", m->nnames);
     if (m->has_names && m->shadow && m->shadow[0])
         hw_str(&w, "shadow", m->shadow, strlen(m->shadow));
+    if (m->has_shares && m->type == PROTO_TOKENS) {
+        char sl[PROTO_SHARES_MAX * 32];
+        int n = proto_shares_format(m->shares, m->nshares, sl, sizeof sl);
+        if (n < 0)
+            w.bad = 1; /* the jansson path refuses it too */
+        else
+            hw_str(&w, "shares", sl, (size_t)n);
+    }
     switch (m->type) {
     case PROTO_HELLO:
         hw_u64(&w, "capacity", m->capacity);
@@ -318,11 +333,11 @@ static const char *const key_names[K__N] = {
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
     "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
-    "sparse", "full",
+    "sparse", "full", "shares",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4, 6};
 
 static int key_index(const char *k, size_t l)
 {

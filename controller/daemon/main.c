@@ -53,6 +53,7 @@ typedef struct {
     int unused_periods; /* --reservation-unused-periods */
     double capacity;
     double cap_sd, cap_cold, conv_slack, limit_depth;
+    int shares;
     int cap_recent;
     double skip;
     double wait;
@@ -73,11 +74,12 @@ typedef struct {
 } settings_t;
 
 static const char *const admission_names[] = {"warn", "enforce", NULL};
+static const char *const onoff_names[] = {"off", "on", NULL};
 _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names order");
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 38
+#define NOPTS 39
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -165,6 +167,13 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "queued is converted (no longer claimed with priority) beyond this\n"
                  "fraction of its reservation per period; negative: no conversion."},
         CTRL_OPTS_LIMIT_DEPTH(&s->limit_depth),
+        {.name = "shares", .type = OPTS_ENUM, .target = &s->shares, .arg = "on|off",
+         .deflt = "off", .names = onoff_names,
+         .help = "Weighted fair shares of spare capacity (docs/controller.md): each round\n"
+                 "divides what reservations leave on every node among the buckets that\n"
+                 "want more, by weight across the cluster (weighted max-min over the\n"
+                 "bucket-server graph, limits as caps), and sends each node its share\n"
+                 "list; off: spare capacity is per-node round robin."},
         {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
          .deflt = "0.1", .min = 0, .max = 1e6,
          .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"
@@ -754,6 +763,7 @@ int main(int argc, char **argv)
     cc.cap_recent = set.cap_recent;
     cc.conv_slack = set.conv_slack;
     cc.limit_depth = set.limit_depth;
+    cc.shares = set.shares;
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
     a.ctrl = ctrl_new(&cc);

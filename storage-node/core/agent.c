@@ -67,6 +67,7 @@ static void period_start(agent_t *a, uint64_t next)
     else if (covered && a->peer)
         log_warn("cannot remember this period's grant (out of memory): keeping the last one");
     agent__bytes_period(a, covered);
+    agent__shares_period(a, covered);
     int n = sched_nbuckets(a->s);
     if (arrays_fit(a, (size_t)n) == 0) {
         for (int b = 0; b < n; b++) {
@@ -83,6 +84,7 @@ static void period_start(agent_t *a, uint64_t next)
         sched_period_start(a->s);
     if (a->st.fallback && a->cfg.mode == AGENT_FALLBACK_STATIC && a->grant.snapshots) {
         agent__static_tokens(a, next); /* renewed each period, within the lease */
+        agent__shares_static(a);
         a->st.static_periods++;
     }
 }
@@ -594,6 +596,7 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
             a->st.tokens_applied++;
     }
     agent__bytes_apply(a, m);
+    agent__shares_apply(a, m);
     agent__op_applied(a);
 }
 

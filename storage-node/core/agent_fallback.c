@@ -67,6 +67,7 @@ void agent__enter_fallback(agent_t *a, const char *why, double now, int fresh)
             agent__op_set_policy(a, a->cfg.fallback);
     } else if (!fresh) {
         agent__static_tokens(a, a->period);
+        agent__shares_static(a);
     }
     if (a->peer)
         log_warn("controller %s silent for %.2f s (%s): falling back to %s (%s)", a->peer,

@@ -33,6 +33,12 @@ typedef struct {
 } agent_base_t;
 
 /* Owned by the thread that owns the scheduler; no locks. */
+/* A share held by a scheduler bucket (agent_shares.c). */
+typedef struct {
+    int b;
+    int64_t n;
+} agent_share_t;
+
 struct agent {
     agent_config_t cfg;
     char name[PROTO_NAME_MAX + 1];
@@ -103,6 +109,14 @@ struct agent {
     double fallback_since;    /* when the current fallback began */
     uint64_t warned_period;   /* period of the last "no controller" warning */
     int warned;
+
+    /* Share tokens (issue 28, agent_shares.c), scheduler indexes: those
+     * set now (cleared when a new list comes), the first list of this
+     * period, and the last covered period's (fail static renews it). */
+    agent_share_t sh_cur[PROTO_SHARES_MAX], sh_first[PROTO_SHARES_MAX],
+        sh_snap[PROTO_SHARES_MAX];
+    size_t sh_ncur, sh_nfirst, sh_nsnap;
+    int sh_first_set;
 };
 
 /* Acting on the node, shared by agent.c, agent_bytes.c and agent_fallback.c
@@ -190,5 +204,18 @@ void agent__bytes_period(agent_t *a, int covered);
  * grant less what it served in this period (a byte limit 0 past the
  * lease, a->lease_over). */
 void agent__bytes_static(agent_t *a);
+
+/* agent_shares.c: share tokens (issue 28). */
+/* Applies a tokens message's share list (m->has_shares): the buckets it
+ * names get their share tokens, the others that held some get 0.  A list
+ * naming a bucket beyond the controller's table is ignored whole. */
+void agent__shares_apply(agent_t *a, const proto_msg_t *m);
+/* At a period start: the period that ended was covered (`covered`): its
+ * first list is the one fail static renews. */
+void agent__shares_period(agent_t *a, int covered);
+/* Fail static, at a period start while the controller is silent: the
+ * remembered list again within the lease (a->lease_over 0), else none
+ * (plain round robin). */
+void agent__shares_static(agent_t *a);
 
 #endif

@@ -18,7 +18,7 @@
 /* The searches a dispatch can make; also the "class" a weighted streak
  * belongs to (L and O share step 2).  STEP_A: pacing, R-tokens ahead of
  * their pace (between steps 1 and 2). */
-enum { STEP_R = 0, STEP_L = 1, STEP_RR = 2, STEP_A = 3 };
+enum { STEP_R = 0, STEP_L = 1, STEP_RR = 2, STEP_A = 3, STEP_S = 4 };
 
 /* What enqueue and dispatch touch, in exactly one cache line: with 100,000
  * buckets the array is far larger than L2, so each extra line per bucket is
@@ -106,6 +106,16 @@ struct sched {
     double vt;              /* urgency: pass of the last R service */
     bitset_t *rhold;        /* pacing: holds R-tokens under a paced grant
                                (cleared lazily by sched_r_behind()) */
+    /* Share tokens (issue 28, sched_set_share()), allocated by the first
+     * share: [capshare] counts left and as set, and elig_s: queued,
+     * unlimited, eligible in step 2 and holding share tokens, keyed by the
+     * share of its tokens spent (least first: the holders are served in
+     * proportion to their shares).  nshare: buckets holding some; while 0
+     * step 2 is exactly the round robin of old. */
+    int64_t *share, *share_set;
+    int capshare;
+    iheap_t *elig_s;
+    int nshare;
     double behind_t;        /* sched_r_behind(): time of the last scan */
     int nbehind;            /* ... and what it found */
 };
@@ -169,6 +179,9 @@ void sched_destroy(sched_t **sp)
     bitset_destroy(&s->pend);
     bitset_destroy(&s->lheld);
     bitset_destroy(&s->rhold);
+    iheap_destroy(&s->elig_s);
+    free(s->share);
+    free(s->share_set);
     free(s);
     *sp = NULL;
 }
@@ -229,6 +242,17 @@ static void note_held(sched_t *s, int b, int held)
     z->counted_hi = last;
 }
 
+/* Share tokens: bucket b (< capshare, queued) is in elig_s iff it is
+ * eligible in step 2 (`l_ok`: no limit, or L-tokens and credit) and holds
+ * share tokens. */
+static void share_mark(sched_t *s, int b, int l_ok)
+{
+    if (l_ok && s->share[b] > 0)
+        iheap_set(s->elig_s, b, 1.0 - (double)s->share[b] / (double)s->share_set[b]);
+    else
+        iheap_remove(s->elig_s, b);
+}
+
 /* Recomputes bucket b's eligibility from its queue, its tokens and (when
  * pacing) its credit as of the last refill.  A queued bucket held back by
  * credit in a class where it has tokens waits in `wake` until the earliest
@@ -242,6 +266,8 @@ static void refresh(sched_t *s, int b)
     const bucket_t *k = &s->b[b];
     size_t i = (size_t)b;
     if (k->queued == 0) {
+        if (b < s->capshare)
+            iheap_remove(s->elig_s, b);
         if (k->l != SCHED_UNLIMITED && bitset_test(s->lheld, i))
             bitset_clear(s->lheld, i); /* taken out, not served: not counted */
         bitset_clear(s->pend, i);
@@ -299,6 +325,8 @@ static void refresh(sched_t *s, int b)
         bitset_clear(s->ahead, i);
     if (k->l != SCHED_UNLIMITED)
         note_held(s, b, !r_ok && !l_ok && !ahead && s->policy == SCHED_POLICY_TOKENS);
+    if (b < s->capshare)
+        share_mark(s, b, l_ok);
 }
 
 /* Makes room for one more bucket.  Returns 0 or -ENOMEM (nothing changed
@@ -763,6 +791,76 @@ static void held_by_count(sched_t *s, int b)
         note_held(s, b, 1);
 }
 
+/* Step 2 with share tokens in use: the round robin found bucket b; the
+ * turn goes first to a bucket holding share tokens, the one that has spent
+ * the least part of them (so holders are served in proportion to their
+ * shares), as step S: a limited one pays with an L-token as in step 2.
+ * Returns the bucket to serve. */
+static int share_turn(sched_t *s, int b, int *step)
+{
+    int sb;
+    /* Every holder in the heap is eligible in step 2 (refresh() and the
+     * dispatch keep it so); one that is not would be a bug: it leaves. */
+    while ((sb = iheap_top(s->elig_s, NULL)) >= 0 && !bitset_test(s->elig_l, (size_t)sb))
+        iheap_remove(s->elig_s, sb);
+    if (sb < 0)
+        return b;
+    *step = STEP_S;
+    return sb;
+}
+
+/* A dispatch of bucket b by a share token: one less. */
+static void share_take(sched_t *s, int b)
+{
+    if (--s->share[b] == 0) {
+        s->nshare--;
+        iheap_remove(s->elig_s, b);
+    } else if (iheap_contains(s->elig_s, b)) {
+        iheap_set(s->elig_s, b, 1.0 - (double)s->share[b] / (double)s->share_set[b]);
+    }
+}
+
+int sched_set_share(sched_t *s, int b, int64_t n)
+{
+    if (!s || b < 0 || b >= s->n || n < 0)
+        return -EINVAL;
+    if (b >= s->capshare) {
+        if (n == 0)
+            return 0; /* nothing to hold: no memory spent */
+        int ncap = s->cap;
+        int64_t *ns = realloc(s->share, (size_t)ncap * sizeof *ns);
+        if (!ns)
+            return -ENOMEM;
+        s->share = ns;
+        int64_t *nz = realloc(s->share_set, (size_t)ncap * sizeof *nz);
+        if (!nz)
+            return -ENOMEM;
+        s->share_set = nz;
+        memset(ns + s->capshare, 0, (size_t)(ncap - s->capshare) * sizeof *ns);
+        memset(nz + s->capshare, 0, (size_t)(ncap - s->capshare) * sizeof *nz);
+        if (!s->elig_s && !(s->elig_s = iheap_new((size_t)ncap)))
+            return -ENOMEM;
+        if (iheap_reserve(s->elig_s, (size_t)ncap) < 0)
+            return -ENOMEM;
+        s->capshare = ncap;
+    }
+    s->nshare += (n > 0) - (s->share[b] > 0);
+    s->share[b] = n;
+    s->share_set[b] = n;
+    if (s->b[b].queued)
+        share_mark(s, b, bitset_test(s->elig_l, (size_t)b));
+    else
+        iheap_remove(s->elig_s, b);
+    return 0;
+}
+
+int64_t sched_share(const sched_t *s, int b)
+{
+    if (!s || b < 0 || b >= s->n || b >= s->capshare)
+        return 0;
+    return s->share[b];
+}
+
 /* sched_dispatch(), or with r_only step 1 alone (sched_dispatch_r()). */
 static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_only)
 {
@@ -795,6 +893,8 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
             b = search(s, s->elig_l); /* Step 2: pending and L-tokens */
             step = STEP_L;
             c = SCHED_CLASS_L;
+            if (s->nshare && b >= 0)
+                b = share_turn(s, b, &step);
         }
     }
     if (b < 0)
@@ -849,6 +949,8 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
                 take_credit(&x->l, now);
             if (--k->l == 0 && !slow) {
                 bitset_clear(s->elig_l, (size_t)b);
+                if (b < s->capshare) /* out of L-tokens: no share turn either */
+                    iheap_remove(s->elig_s, b);
                 held_by_count(s, b);
             }
         }
@@ -857,6 +959,8 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
         k->served_o++;
         break;
     }
+    if (step == STEP_S)
+        share_take(s, b);
     if (s->nunits) /* (only read while some bucket has a unit account) */
         s->node.units += item->cost;
     if (y)

@@ -233,6 +233,25 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
  * Returns 0 or -EINVAL (bad index). */
 int sched_set_shadow(sched_t *s, int b, int on);
 
+/* Share tokens (issue 28: weighted fair shares of spare capacity): bucket
+ * b may take `n` turns of step 2 before the buckets without shares.  Under
+ * the tokens policy step 2 (L and opportunistic round robin) gives each
+ * turn first to a queued bucket holding share tokens and eligible in step
+ * 2 (a limited one needs its L-token and credit, and spends it: shares
+ * never lift a limit), which spends one: the holder that has spent the
+ * least part of what it was set (O(log n)), so holders are served in
+ * proportion to their shares while they last.  Work-conserving: with no
+ * share tokens held by a queued eligible bucket, the turn is the plain
+ * round robin's.  Step 1 (R) always comes first.  Absolute: replaces what b held; kept across
+ * period starts (the agent renews or clears them).  While no bucket holds
+ * any, step 2 is exactly as before.  Memory for them is allocated on the
+ * first nonzero share.  Returns 0, -EINVAL (bad index, n < 0) or -ENOMEM
+ * (nothing changed). */
+int sched_set_share(sched_t *s, int b, int64_t n);
+
+/* Share tokens bucket b holds (0 for a bad index). */
+int64_t sched_share(const sched_t *s, int b);
+
 /* 1 if bucket b is in shadow, 0 if not, -EINVAL for a bad index. */
 int sched_shadow(const sched_t *s, int b);
 

@@ -86,6 +86,7 @@ typedef struct {
     int weighted;
     double burst_s;
     double limit_depth;
+    int shares;
     int quiet;
     int help, version;
 } settings_t;
@@ -94,7 +95,7 @@ typedef struct {
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
 #define NGEN 18
-#define NOPTS (NGEN + 15)
+#define NOPTS (NGEN + 16)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
  * receives the generator's defaults as text. */
@@ -161,6 +162,10 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
          .deflt = "0.02", .min = 0, .max = SCHED_BURST_MAX,
          .help = "pshift-paced: burst depth of paced tokens (bqos-node --burst)"},
         CTRL_OPTS_LIMIT_DEPTH(&st->limit_depth),
+        {.name = "shares", .type = OPTS_FLAG, .target = &st->shares,
+         .help = "pshift: the controller divides spare capacity in\n"
+                 "weighted fair shares across the cluster\n"
+                 "(bqos-controller --shares on; default off)"},
         {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
          .help = "run the schedulers in weighted round robin, a bucket's\n"
                  "weight being its reservation over the smallest one\n"
@@ -391,7 +396,7 @@ int main(int argc, char **argv)
     }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
     sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted, .burst_s = st.burst_s,
-                         .limit_depth = st.limit_depth,
+                         .limit_depth = st.limit_depth, .shares = st.shares,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {

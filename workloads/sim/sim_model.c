@@ -323,6 +323,7 @@ int sim_model_from_scenario(const scenario_t *sc, const sim_config_t *run, sim_m
         bk->reservation = sb->reservation;
         bk->limit = sb->limit == SCENARIO_NO_LIMIT ? -1 : sb->limit;
         bk->parent = sb->parent;
+        bk->weight = sb->weight;
         bk->outstanding = sb->rate > 0 ? 0 : (sb->outstanding > 0 ? sb->outstanding : 1);
         if (sb->nsets) {
             if (!(bk->sets = malloc(sb->nsets * sizeof(*bk->sets))))

@@ -76,6 +76,8 @@ typedef struct {
     struct scenario_set *sets;
     int parent;           /* nested buckets (scenario "parent"): its
                              parent's index, -1 none */
+    uint32_t weight;      /* scenario "weight": the controller's bucket
+                             weight, 0 not given */
 } sim_bucket_t;
 
 /* Bucket bk's reservation in period p (IOs per second); its limit into

@@ -636,6 +636,7 @@ static void node_ticks(run_t *R, double t)
         sv->push_type = PROTO_HEARTBEAT; /* unless the controller has tokens */
         sv->push_n = 0;
         sv->push_names = 0;
+        sv->push_nshares = -1;
     }
 }
 
@@ -684,6 +685,11 @@ static void push_all(run_t *R, int p, int k, double t)
             m.table = gen;
             m.count = sv->push_n;
             m.tokens = (proto_tokens_rec_t *)sv->push_recs; /* borrowed */
+            if (sv->push_nshares >= 0) {
+                m.has_shares = 1;
+                m.nshares = (size_t)sv->push_nshares;
+                m.shares = sv->push_shares;
+            }
             if (sv->push_names) {
                 m.has_names = 1;
                 m.nnames = nnames;
@@ -709,7 +715,8 @@ static int ctl_buckets(run_t *R, bucketfile_t **out)
         double lim = R->cur_lim[b];
         bucketfile_bucket_t bb = {.reservation = llround(R->cur_res[b]),
                                   .limit = lim < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(lim)),
-                                  .weight = R->weights ? R->weights[b] : 1};
+                                  .weight = R->m->buckets[b].weight ? R->m->buckets[b].weight
+                                            : R->weights ? R->weights[b] : 1};
         snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
         if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
             goto out;
@@ -751,6 +758,7 @@ static int ctl_setup(run_t *R)
     cc.down_after = 1 << 30;
     cc.default_capacity = m->cfg.capacity;
     cc.limit_depth = R->o->limit_depth;
+    cc.shares = R->o->shares;
     if (!(R->ctl = ctrl_new(&cc)) || (rc = ctrl_set_buckets(R->ctl, bf)) < 0)
         goto out;
     rc = 0;
@@ -782,7 +790,8 @@ static int ctl_round(run_t *R, int p, int k, double t)
         server_t *sv = &R->sv[s];
         sv->push_n = ctrl_node_tokens(R->ctl, s, &sv->push_recs);
         sv->push_names = ctrl_node_needs_names(R->ctl, s);
-        if (!res.skipped && (sv->push_n > 0 || sv->push_names))
+        sv->push_nshares = res.skipped ? -1 : ctrl_node_shares(R->ctl, s, &sv->push_shares);
+        if (!res.skipped && (sv->push_n > 0 || sv->push_names || sv->push_nshares >= 0))
             sv->push_type = PROTO_TOKENS;
     }
     return 0;

@@ -79,6 +79,8 @@ typedef struct {
                                  < 0: per-period quotas; 0, as zeroed: rates
                                  with no depth); bqos-controller's default is
                                  ctrl_config_default()'s */
+    int shares;               /* the controller's fair shares of spare
+                                 capacity (ctrl_config_t.shares) */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;

@@ -45,6 +45,8 @@ typedef struct {
     proto_type_t push_type;
     const proto_tokens_rec_t *push_recs;
     size_t push_n;
+    const proto_share_rec_t *push_shares; /* fair shares, push_nshares < 0: none */
+    long push_nshares;
     int push_names;
     sim_heap_t *heap;               /* generators by next arrival */
     const sim_segment_t *segs;
