@@ -486,21 +486,6 @@ fail:
     return -ENOMEM;
 }
 
-/* The full path for a change the incremental one does not cover (byte
- * rates): a copy of the table with the change, ctrl_set_buckets(). */
-static int change_by_rebuild(ctrl_t *c, const bucketfile_bucket_t *x, const char *remove)
-{
-    /* the configured table: without template-made buckets, the table */
-    bucketfile_t *copy = bucketfile_dup(c->conf && !c->conf_stale ? c->conf : c->bf);
-    int rc = copy ? 0 : -ENOMEM;
-    if (rc == 0)
-        rc = x ? bucketfile_set(copy, x, NULL) : bucketfile_remove_swap(copy, remove);
-    if (rc == 0)
-        rc = ctrl_set_buckets(c, copy);
-    bucketfile_destroy(&copy);
-    return rc;
-}
-
 /* Makes room for one more bucket in c's arrays and every node's jof.
  * Returns 0 or -ENOMEM (what grew stays grown: harmless). */
 static int room_for_one(ctrl_t *c)
@@ -566,14 +551,8 @@ static void bucket_state(ctrl_t *c, size_t b, const bucketfile_bucket_t *x)
     }
 }
 
-int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
+int ctrl__set_bucket_here(ctrl_t *c, const bucketfile_bucket_t *x)
 {
-    if (bucketfile_check_bucket(x, NULL) < 0)
-        return -EINVAL;
-    if (ctrl_check_bucket(c, x, NULL, 0) < 0)
-        return -ERANGE;
-    if (c->by || c->tree || x->parent[0] || bucketfile_has_bytes(x) || c->nb != c->nconf)
-        return change_by_rebuild(c, x, NULL); /* bytes, trees, template-made buckets */
     int i = bucketfile_find(c->bf, x->name);
     const bucketfile_bucket_t *old = i >= 0 ? bucketfile_get(c->bf, (size_t)i) : NULL;
     int64_t old_tok = old ? most_tokens(old, c->cfg.period_s) : 0;
@@ -616,13 +595,11 @@ int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
     return 0;
 }
 
-int ctrl_remove_bucket(ctrl_t *c, const char *name)
+int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
 {
     int i = bucketfile_find(c->bf, name);
     if (i < 0)
         return -ENOENT;
-    if (c->by || c->tree || c->nb != c->nconf)
-        return change_by_rebuild(c, NULL, name);
     const bucketfile_bucket_t *old = bucketfile_get(c->bf, (size_t)i);
     int64_t old_tok = most_tokens(old, c->cfg.period_s);
     int old_shadow = old->shadow;

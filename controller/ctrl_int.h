@@ -187,6 +187,13 @@ struct ctrl {
  * before the template-made buckets were added to it). */
 int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf);
 
+/* ctrl.c: ctrl_set_bucket() and ctrl_remove_bucket() in place, for a
+ * table without byte rates, parents or template-made buckets (ctrl_tmpl.c
+ * decides and takes the whole-table path otherwise).  x is valid and
+ * passed ctrl_check_bucket().  Returns 0, -ENOENT (remove), -ENOMEM. */
+int ctrl__set_bucket_here(ctrl_t *c, const bucketfile_bucket_t *x);
+int ctrl__remove_bucket_here(ctrl_t *c, const char *name);
+
 /* A node reported name `name` (not in the table) active: a template's,
  * it becomes a dynamic bucket at the next settle (ctrl_tmpl.c; inline so
  * that ctrl.c and ctrl_tmpl.c do not call each other). */

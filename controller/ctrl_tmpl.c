@@ -1,4 +1,4 @@
-/* ctrl_tmpl.c - template-made buckets in the controller's table: the operator's buckets then the dynamic ones the nodes' reports revealed (ctrl.h, "template-made buckets"; the registry is dyn.c). */
+/* ctrl_tmpl.c - the controller's table as composed: the operator's buckets then the template-made ones the nodes' reports revealed (ctrl.h, "template-made buckets"; the registry is dyn.c), and which path a change of one bucket takes (in place, or the whole table). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,4 +162,42 @@ void ctrl_dyn_stats(const ctrl_t *c, ctrl_dyn_stats_t *out)
     *out = (ctrl_dyn_stats_t){.buckets = c->nb - c->nconf, .made = s->made,
                               .expired = s->expired, .refused = s->refused,
                               .dropped = s->dropped, .r_zeroed = c->dyn_r_zeroed};
+}
+
+/* The full path for a change the in-place one does not cover (byte
+ * rates, parents, template-made buckets in the table): a copy of the table with the change, ctrl_set_buckets(). */
+static int change_by_rebuild(ctrl_t *c, const bucketfile_bucket_t *x, const char *remove)
+{
+    /* the configured table: without template-made buckets, the table */
+    bucketfile_t *copy = bucketfile_dup(c->conf && !c->conf_stale ? c->conf : c->bf);
+    int rc = copy ? 0 : -ENOMEM;
+    if (rc == 0)
+        rc = x ? bucketfile_set(copy, x, NULL) : bucketfile_remove_swap(copy, remove);
+    if (rc == 0)
+        rc = ctrl_set_buckets(c, copy);
+    bucketfile_destroy(&copy);
+    return rc;
+}
+
+/* A change in place unless the table has byte rates, parents or
+ * template-made buckets: those are kept by the whole-table path. */
+static int in_place(const ctrl_t *c, const bucketfile_bucket_t *x)
+{
+    return !c->by && !c->tree && c->nb == c->nconf && !(x && (x->parent[0] || bucketfile_has_bytes(x)));
+}
+
+int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)
+{
+    if (bucketfile_check_bucket(x, NULL) < 0)
+        return -EINVAL;
+    if (ctrl_check_bucket(c, x, NULL, 0) < 0)
+        return -ERANGE;
+    return in_place(c, x) ? ctrl__set_bucket_here(c, x) : change_by_rebuild(c, x, NULL);
+}
+
+int ctrl_remove_bucket(ctrl_t *c, const char *name)
+{
+    if (bucketfile_find(c->bf, name) < 0)
+        return -ENOENT;
+    return in_place(c, NULL) ? ctrl__remove_bucket_here(c, name) : change_by_rebuild(c, NULL, name);
 }
