@@ -25,6 +25,12 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
         m->tokens = nd->out; /* borrowed; never freed via m */
         m->nbytes = nbytes;
         m->tbytes = (proto_tokens_bytes_t *)brecs; /* borrowed too */
+        /* The counts are as of the node's latest report we hold (the one
+         * this round computed from, on this thread): the node nets them
+         * against what it served since that report, not since its own
+         * latest, which may not have reached us. */
+        if (nd->have_rep)
+            m->basis = proto_basis(nd->rep_period, nd->rep_interval, (uint32_t)c->cfg.intervals);
         if (names_needed) {
             m->has_names = 1;
             m->nnames = c->nb;

@@ -32,6 +32,11 @@ typedef struct {
     uint8_t throttled;
 } agent_base_t;
 
+/* How many of its last reports (this period) the agent remembers the
+ * served counts at: tokens computed from one of them (the tokens' basis)
+ * are netted against what was served since (net_of_served()). */
+#define AGENT_BASES 4
+
 /* Owned by the thread that owns the scheduler; no locks. */
 struct agent {
     agent_config_t cfg;
@@ -57,8 +62,13 @@ struct agent {
     uint32_t *local_w;   /* per bucket: its weight before the controller's
                             weight replaced it (0: the controller's weight
                             does not apply; see take_weight()) */
-    size_t arr_cap;   /* entries prev, carry, served_rep and local_w all hold (zeroed when new) */
-    int cap_prev, cap_carry, cap_served, cap_w; /* their growarr() capacities */
+    uint64_t *served_at; /* [bucket * AGENT_BASES + slot]: served_rep at the
+                            report in rep_basis[slot] */
+    uint64_t rep_basis[AGENT_BASES]; /* proto_basis() of the last reports
+                            this period, 0: none (cleared at a period start) */
+    uint32_t rep_slot;   /* the slot the next report takes */
+    size_t arr_cap;   /* buckets prev, carry, served_rep, served_at and local_w all hold (zeroed when new) */
+    int cap_prev, cap_carry, cap_served, cap_w, cap_at; /* their growarr() capacities */
     agent_base_t *base;  /* per bucket: what the controller holds (sparse) */
     int cap_base;
     int ctl_sparse;      /* the controller's welcome takes sparse reports */
