@@ -85,3 +85,5 @@ ITESTS += tests/it/it_etcd_slow.sh
 # from etcd (a relay that drops), etcd paused past the lease
 ITESTS += tests/it/it_leader_paused.sh tests/it/it_ctrl_starved.sh tests/it/it_leader_etcd_cut.sh \
   tests/it/it_etcd_paused.sh
+# issue 26: a node's reports late at the controller (delay_proxy.py) hold the limit and cost no interval
+ITESTS += tests/it/report_delay.sh
