@@ -53,7 +53,7 @@ void agent__static_tokens(agent_t *a, uint64_t period)
             r = l = 0;
         agent__op_set_tokens(a, b, r, l);
     }
-    agent__bytes_static(a);
+    agent__bytes_static(a, share);
     agent__op_applied(a);
 }
 

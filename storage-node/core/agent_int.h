@@ -214,7 +214,8 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m);
 void agent__bytes_period(agent_t *a, int covered);
 /* Fail static: every bucket that had a byte rate gets its remembered
  * grant less what it served in this period (a byte limit 0 past the
- * lease, a->lease_over). */
-void agent__bytes_static(agent_t *a);
+ * lease, a->lease_over), at most `share` of the grant when share < 1 (the
+ * share of the period left plus the burst depth: grant_pace()). */
+void agent__bytes_static(agent_t *a, double share);
 
 #endif
