@@ -1411,8 +1411,7 @@ END_TEST
 /* Byte tokens (cost-aware tokens): bytes on the wire, units of 4096 in the
  * scheduler; applied net of what was served since the report (a debt
  * stays a debt); reports carry the bucket's bytes; "off" turns it off. */
-static void byte_tokens_at(fx_t *f, double now, uint64_t basis, uint32_t ctl_b, uint32_t flags,
-                           int64_t r, int64_t l)
+static void byte_tokens(fx_t *f, double now, uint32_t ctl_b, uint32_t flags, int64_t r, int64_t l)
 {
     proto_tokens_rec_t io = {.bucket = ctl_b, .flags = PROTO_TOK_UNLIMITED,
                              .l_tokens = PROTO_UNLIMITED};
@@ -1425,40 +1424,9 @@ static void byte_tokens_at(fx_t *f, double now, uint64_t basis, uint32_t ctl_b, 
     m.tokens = &io;
     m.nbytes = 1;
     m.tbytes = &by;
-    m.basis = basis;
     agent_timing_t tm = tm_at(0, now);
     ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
 }
-
-static void byte_tokens(fx_t *f, double now, uint32_t ctl_b, uint32_t flags, int64_t r, int64_t l)
-{
-    byte_tokens_at(f, now, 0, ctl_b, flags, r, l);
-}
-
-/* Byte tokens computed from an older report than our latest (issue 26,
- * late reports) are netted against what was served since that one. */
-START_TEST(test_agent_byte_tokens_at_basis)
-{
-    fx_t f;
-    fx_welcomed(&f, 0);
-    byte_tokens(&f, T0 + 0.01, 1, 0, 0, 100 * 4096);
-    for (int i = 0; i < 20; i++)
-        f.items[f.nitems + i].cost = 2;
-    arrive(&f, 0, 20);
-    proto_msg_t m;
-    proto_msg_init(&m);
-    serve(&f, 2);
-    ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0); /* 4 units served */
-    uint64_t b1 = proto_basis(m.period, m.interval, K);
-    serve(&f, 3);
-    ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0); /* 10 */
-    serve(&f, 1);                                       /* 12 */
-    byte_tokens_at(&f, T0 + 4.1, b1, 1, 0, 0, 96 * 4096);
-    ck_assert_int_eq(bstats(&f, 0).lu_tokens, 88); /* 96 - (12 - 4), not 96 - 2 */
-    proto_msg_clear(&m);
-    fx_stop(&f);
-}
-END_TEST
 
 START_TEST(test_agent_byte_tokens)
 {
@@ -1720,7 +1688,6 @@ int main(void)
                                   test_agent_tokens_applied_by_index,
                                   test_agent_net_of_served,
                                   test_agent_net_of_served_at_basis,
-                                  test_agent_byte_tokens_at_basis,
                                   test_agent_fallback_after_silence,
                                   test_agent_quiet_last_interval_falls_back_in_next_period,
                                   test_agent_resume,

@@ -561,8 +561,20 @@ out:
     return rc;
 }
 
+/* The slot of rep_basis that holds `basis` (the newest if twice), or -1:
+ * not one of our last AGENT_BASES reports of this period. */
+static int basis_slot(const agent_t *a, uint64_t basis)
+{
+    for (uint32_t i = 1; basis && i <= AGENT_BASES; i++) {
+        uint32_t s = (a->rep_slot + AGENT_BASES - i) % AGENT_BASES;
+        if (a->rep_basis[s] == basis)
+            return (int)s;
+    }
+    return -1;
+}
+
 /* The controller's counts are for the rest of the period as of one of our
- * reports (`slot`, agent__basis_slot(); -2: not said, an older controller: our
+ * reports (`slot`, basis_slot(); -2: not said, an older controller: our
  * latest); the IOs this node served since then (on the old tokens) already
  * used part of them.  Netting against that report, not our latest (which a
  * round that closed early did not see), grants nothing twice; a report we
@@ -599,7 +611,7 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
                          m->tokens[i].bucket, a->ctl_n);
             return;
         }
-    int slot = agent__basis_slot(a, m->basis);
+    int slot = m->basis ? basis_slot(a, m->basis) : -2;
     if (slot == -1)
         a->st.basis_old++;
     for (size_t i = 0; i < m->count; i++) {

@@ -33,20 +33,15 @@ int agent__bytes_report(agent_t *a, proto_msg_t *m)
     int rc;
     if ((rc = ub_fit(a, n)))
         return rc;
-    /* agent_report() has taken this report's slot (the one before rep_slot) */
-    const uint32_t slot = (a->rep_slot + AGENT_BASES - 1) % AGENT_BASES;
     for (int b = 0; b < n; b++) {
         sched_bucket_stats_t bs;
-        agent_ub_t *u = &a->ub[b];
-        if (sched_bucket_stats(a->s, b, &bs) || !bs.units_on) {
-            u->served_at[slot] = u->served_rep;
+        if (sched_bucket_stats(a->s, b, &bs) || !bs.units_on)
             continue;
-        }
+        agent_ub_t *u = &a->ub[b];
         uint64_t ai = u->carry + (bs.arrivals_u >= u->prev ? bs.arrivals_u - u->prev : 0);
         u->prev = bs.arrivals_u;
         u->carry = 0;
         u->served_rep = bs.served_u;
-        u->served_at[slot] = bs.served_u;
         if ((rc = proto_msg_reserve_bytes(m, k + 1)))
             return rc;
         m->rbytes[k++] = (proto_report_bytes_t){
@@ -69,7 +64,6 @@ int agent__bytes_report(agent_t *a, proto_msg_t *m)
 
 void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
 {
-    const int slot = agent__basis_slot(a, m->basis);
     for (size_t i = 0; i < m->nbytes; i++) {
         const proto_tokens_bytes_t *t = &m->tbytes[i];
         int b = t->bucket < a->ctl_n ? a->ctl_map[t->bucket] : -1;
@@ -88,12 +82,8 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
         int64_t r = t->r_bytes / (int64_t)a->unit;
         int64_t l = t->l_bytes == PROTO_UNLIMITED ? SCHED_UNLIMITED : t->l_bytes / (int64_t)a->unit;
         /* Net of what this node served since the report the grant
-         * answers (R first, then L, which may go negative: a debt): the
-         * tokens' basis, else our latest; one we no longer hold:
-         * everything this period (net_of_served() in agent.c). */
-        const agent_ub_t *u = &a->ub[b];
-        uint64_t at = slot == -2 ? u->served_rep : slot >= 0 ? u->served_at[slot] : 0;
-        uint64_t since = bs.served_u > at ? bs.served_u - at : 0;
+         * answers (R first, then L, which may go negative: a debt). */
+        uint64_t since = bs.served_u > a->ub[b].served_rep ? bs.served_u - a->ub[b].served_rep : 0;
         if (since > (uint64_t)INT64_MAX / 8)
             since = (uint64_t)INT64_MAX / 8;
         int64_t from_r = (int64_t)since < r ? (int64_t)since : r;

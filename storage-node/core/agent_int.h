@@ -10,11 +10,6 @@
 #include "storage-node/core/grant.h"
 #include "storage-node/core/sched.h"
 
-/* How many of its last reports (this period) the agent remembers the
- * served counts at: tokens computed from one of them (the tokens' basis)
- * are netted against what was served since (net_of_served()). */
-#define AGENT_BASES 4
-
 /* What the agent keeps per bucket for the bytes/s dimension, in the
  * scheduler's units (agent_bytes.c). */
 typedef struct {
@@ -22,7 +17,6 @@ typedef struct {
     uint64_t carry;      /* unit arrivals of the past interval moved out of
                             the counters by a period start */
     uint64_t served_rep; /* units served this period at the last report */
-    uint64_t served_at[AGENT_BASES]; /* ... at the report in rep_basis[slot] */
     int64_t grant;       /* fail static: units served + left in the last
                             covered period (SCHED_UNLIMITED: no limit) */
     int on;              /* the bucket had a byte rate then */
@@ -37,6 +31,11 @@ typedef struct {
     uint32_t interval;
     uint8_t throttled;
 } agent_base_t;
+
+/* How many of its last reports (this period) the agent remembers the
+ * served counts at: tokens computed from one of them (the tokens' basis)
+ * are netted against what was served since (net_of_served()). */
+#define AGENT_BASES 4
 
 /* Owned by the thread that owns the scheduler; no locks. */
 struct agent {
@@ -115,21 +114,6 @@ struct agent {
     uint64_t warned_period;   /* period of the last "no controller" warning */
     int warned;
 };
-
-/* The slot of a->rep_basis that holds `basis` (the newest if twice), or
- * -1: not one of our last AGENT_BASES reports of this period; -2: no
- * basis said (an older controller: our latest report). */
-static inline int agent__basis_slot(const agent_t *a, uint64_t basis)
-{
-    if (!basis)
-        return -2;
-    for (uint32_t i = 1; i <= AGENT_BASES; i++) {
-        uint32_t s = (a->rep_slot + AGENT_BASES - i) % AGENT_BASES;
-        if (a->rep_basis[s] == basis)
-            return (int)s;
-    }
-    return -1;
-}
 
 /* Acting on the node, shared by agent.c, agent_bytes.c and agent_fallback.c
  * (inline here so that those files depend on agent.c only one way): through
