@@ -7,8 +7,9 @@
 # (reservation 50, limit 200) far above the limit for 12 s, red counted in
 # the node's own periods (node_periods.py).  Checks every period <= 1.05 x
 # 200 after the first, and the median of the periods after the second >=
-# 0.85 x 200.  A round that closes before the node's latest report came
-# computes from the one before: its tokens name that report (the basis) and
+# 0.8 x 200 (with the basis alone, no rate for the report's age: 146).  A
+# round that closes before the node's latest report came computes from the
+# one before: its tokens name that report (the basis) and
 # the node nets them against what it served since it; the rate cap counts
 # the interval since as time left (docs/decisions.md, "Late reports").
 # Measured (7 Dec 2026, DELAY 150): before, 206-223, 8 of 13 periods over
@@ -48,6 +49,6 @@ echo "# reports $DELAY ms late: red per node period (limit 200): $P"
 check "red <= 1.05 x 200 in every node period after the first ($P)" \
   '[ "$(echo $P | wc -w)" -ge 9 ] && [ "$(echo $P | tr " " "\n" | awk -F/ "\$1 > 210" | wc -l)" = 0 ]'
 MED=$(echo $P | tr " " "\n" | awk -F/ 'NR > 2 { print $1 }' | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }')
-check "red's median period after the second >= 0.85 x 200 ($MED): late reports cost no interval" \
-  '[ "$MED" -ge 170 ]'
+check "red's median period after the second >= 0.8 x 200 ($MED): late reports cost no interval" \
+  '[ "$MED" -ge 160 ]'
 it_end
