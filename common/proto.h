@@ -233,6 +233,9 @@ typedef struct {
  *             says, not idle).  Sent only after a welcome said it.
  *   welcome, tokens, heartbeat: full (optional, 0 or 1): the controller
  *             asks for a full report next (it missed one)
+ *   tokens: basis (optional, 1..2^53): the node's report the counts were
+ *             computed from, period * intervals + interval + 1 of that
+ *             report (docs/protocol.md "Tokens net of served")
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -274,6 +277,10 @@ typedef struct {
      * asks for a full report next. */
     int sparse;
     int full;
+    /* tokens, optional: which of the node's reports the counts were
+     * computed from, as proto_basis() says (0 = not said: an older
+     * controller; the node nets them against its latest report). */
+    uint64_t basis;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */
@@ -433,6 +440,13 @@ typedef struct {
  * the frames; any byte sequence is safe. */
 int proto_decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes,
                  proto_stats_t *st, proto_reason_t *why);
+
+/* ---- tokens net of served ---- */
+
+/* The tokens message's basis for a report of (period, interval) with
+ * `intervals` per period: period * intervals + interval + 1, or 0 (not
+ * said) when that does not fit PROTO_MAX_COUNT.  Pure. */
+uint64_t proto_basis(uint64_t period, uint32_t interval, uint32_t intervals);
 
 /* ---- sparse reports ---- */
 

@@ -32,6 +32,12 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
             m->nshares = (size_t)ns;
             m->shares = srecs;
         }
+        /* The counts are as of the node's latest report we hold (the one
+         * this round computed from, on this thread): the node nets them
+         * against what it served since that report, not since its own
+         * latest, which may not have reached us. */
+        if (nd->have_rep)
+            m->basis = proto_basis(nd->rep_period, nd->rep_interval, (uint32_t)c->cfg.intervals);
         if (names_needed) {
             m->has_names = 1;
             m->nnames = c->nb;

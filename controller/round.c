@@ -91,6 +91,25 @@ static inline void pushed(const ctrl_t *c, const pair_t *pr, pair_push_t *ps, in
     ledger_grant_raise(c->period, &ps->grant, &ps->gperiod, base, r, l);
 }
 
+/* How much older than this round the served counts it computes from are,
+ * as a share of the period: a round that closed before a node's latest
+ * report came computes from the one before, and that node nets its tokens
+ * against what it served since that one (the tokens' basis, push_msg());
+ * the rate cap counts the time since then as time left, or the node would
+ * pay for that interval twice (report_delay.sh: red at 0.75 x L).  At most
+ * one interval, and none before this period's start (a report of an older
+ * period: the node nets everything of this one).  O(nodes). */
+static double rep_age(const ctrl_t *c)
+{
+    uint32_t most = 0;
+    for (int i = 0; i < c->nn && most < 1; i++) {
+        const node_t *nd = &c->nodes[i];
+        if (nd->up && nd->have_rep && nd->rep_period == c->period && nd->rep_interval < c->interval)
+            most = c->interval - nd->rep_interval;
+    }
+    return most ? 1.0 / c->cfg.intervals : 0;
+}
+
 /* This round's ledger_round_t for the IO ledger (`io`: it knows the
  * queues and its solves go to the solve hook) or the byte one. */
 static ledger_round_t ledger_round(const ctrl_t *c, int io)
@@ -98,7 +117,7 @@ static ledger_round_t ledger_round(const ctrl_t *c, int io)
     return (ledger_round_t){
         .conv_slack = c->cfg.conv_slack,
         .limit_depth = c->cfg.limit_depth,
-        .rate_share = c->left + c->lost + c->cfg.limit_depth / c->cfg.period_s,
+        .rate_share = c->left + c->lost + rep_age(c) + c->cfg.limit_depth / c->cfg.period_s,
         .on_queues = io && c->interval + 1 == (uint32_t)c->cfg.intervals,
         .hook = io ? c->cfg.solve_hook : NULL,
         .hook_arg = c->cfg.solve_hook_arg,

@@ -507,6 +507,65 @@ START_TEST(test_agent_net_of_served)
 }
 END_TEST
 
+/* A tokens message computed from report `basis` (0: not said). */
+static void tokens_basis(fx_t *f, double now, uint64_t basis, const proto_tokens_rec_t *recs,
+                         size_t n)
+{
+    proto_msg_t m;
+    tokens_msg(f, &m, recs, n);
+    m.basis = basis;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* Issue 26, reports late at the controller: a round that closed before
+ * our latest report reached it computes from the one before.  Its tokens
+ * name that report, and the node nets them against what it served since
+ * that one: what it served between the two is not granted twice (today's
+ * netting against the latest report gave red 25 + 85 = 110 of its 100). */
+START_TEST(test_agent_net_of_served_at_basis)
+{
+    fx_t f;
+    fx_welcomed(&f, 0);
+    arrive(&f, 0, 60);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    serve(&f, 10);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0); /* interval 1: 10 served */
+    uint64_t b1 = proto_basis(m.period, m.interval, K);
+    ck_assert_uint_eq(b1, 0 * K + 1 + 1);
+    serve(&f, 10);
+    ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0); /* interval 2: 20, late */
+    uint64_t b2 = proto_basis(m.period, m.interval, K);
+    serve(&f, 5);
+    /* the controller saw report 1 only: 10 served, 90 of L 100 left */
+    proto_tokens_rec_t r[] = {{.bucket = 1, .r_tokens = 0, .l_tokens = 90}};
+    tokens_basis(&f, T0 + 4.1, b1, r, 1);
+    expect_tokens(&f, __LINE__, 0, 0, 75); /* 90 - (25 - 10): 100 in the period */
+    /* computed from report 2 (20 served): 80 left, net of the 5 since */
+    r[0].l_tokens = 80;
+    tokens_basis(&f, T0 + 4.2, b2, r, 1);
+    expect_tokens(&f, __LINE__, 0, 0, 75);
+    /* an older controller says no basis: our latest report, as before */
+    tokens_basis(&f, T0 + 4.3, 0, r, 1);
+    expect_tokens(&f, __LINE__, 0, 0, 75);
+    /* a report we no longer hold (older than our last AGENT_BASES, or of
+     * another period): everything served this period comes off (fail
+     * closed) */
+    r[0].l_tokens = 90;
+    tokens_basis(&f, T0 + 4.4, proto_basis(0, 0, K), r, 1);
+    expect_tokens(&f, __LINE__, 0, 0, 65);
+    ck_assert_uint_eq(st_of(&f).basis_old, 1);
+    for (int i = 0; i < 4; i++) /* report 1 leaves the ring */
+        ck_assert_int_eq(agent_report(f.a, T0 + 6 + i * 0.5, &m), 0);
+    tokens_basis(&f, T0 + 8.1, b1, r, 1);
+    expect_tokens(&f, __LINE__, 0, 0, 65);
+    ck_assert_uint_eq(st_of(&f).basis_old, 2);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_fallback_after_silence)
 {
     fx_t f;
@@ -1082,6 +1141,36 @@ START_TEST(test_agent_static_holds_until_first_tokens)
 }
 END_TEST
 
+/* Issue 26, etcd paused: a node whose controller went silent before a
+ * period began falls back 3 intervals (0.6 of the period) into it.  The
+ * grant is a rate: it holds 4/10 of it for the 4/10 of the period left, so
+ * a period-long window across the entry sees at most the grant (before:
+ * the whole grant, served in the 0.4 left; 1.6 x the grant in a window). */
+START_TEST(test_agent_static_paced_from_entry)
+{
+    fx_t f;
+    fx_start_mode(&f, 1, AGENT_FALLBACK_STATIC, 3.0, 0.1);
+    welcome(&f, 0, T0);
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 20, .l_tokens = 80},
+                                 {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED,
+                                  .l_tokens = PROTO_UNLIMITED}};
+    tokens(&f, 0, T0 + 8.1, recs, 2); /* the last word: period 0's last interval */
+    fx_silent(&f, T0 + PERIOD, T0 + PERIOD + 6);
+    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(0)});
+    fx_silent(&f, T0 + PERIOD + 6, T0 + PERIOD + 6.5); /* 7.9 s > 3 x 2 s + 0.1 s */
+    expect_stats(&f, __LINE__, (stats_want_t){.fallback = W(1)});
+    /* red: its grant of 100 a period, 40 for the 4 s left, R first */
+    expect_tokens(&f, __LINE__, 0, 20, 20);
+    ck_assert_int_le(bstats(&f, 0).r_tokens + bstats(&f, 0).l_tokens, 42); /* 1.05 x pro rata */
+    expect_tokens(&f, __LINE__, 2, 4, SCHED_UNLIMITED); /* no limit: as it was */
+    /* the window [entry, entry + 1 period): 40 now + 60 of the next
+     * period's 100 (paced over it) */
+    fx_silent(&f, T0 + 2 * PERIOD, T0 + 2 * PERIOD + 0.5);
+    expect_tokens(&f, __LINE__, 0, 20, 80);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_static_grant_after_silence)
 {
     static const static_grant_case_t cases[] = {
@@ -1090,9 +1179,10 @@ START_TEST(test_agent_static_grant_after_silence)
          * 15 - 8 */
         {__LINE__, 2.0, T0 + 8.1, 5, 10, T0 + PERIOD, T0 + PERIOD + 2, 8, 8, T0 + PERIOD + 2,
          T0 + PERIOD + 6, 0, 7},
-        /* period 1: silent, no fallback yet; 21.9 s > 10 x 2 s + 0.5 s */
+        /* period 1: silent, no fallback yet; 21.9 s > 10 x 2 s + 0.5 s,
+         * 2 s into period 2: 8/10 of the grant's 30 (a rate, issue 26) */
         {__LINE__, 10.0, T0 + 0.1, 10, 20, T0 + 2, T0 + 2, 40, 30, T0 + 2 * PERIOD,
-         T0 + 2 * PERIOD + 4, 10, 20},
+         T0 + 2 * PERIOD + 4, 10, 14},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const static_grant_case_t *c = &cases[i];
@@ -1652,6 +1742,7 @@ int main(void)
                                   test_agent_report_from_counters,
                                   test_agent_tokens_applied_by_index,
                                   test_agent_net_of_served,
+                                  test_agent_net_of_served_at_basis,
                                   test_agent_fallback_after_silence,
                                   test_agent_quiet_last_interval_falls_back_in_next_period,
                                   test_agent_resume,
@@ -1664,6 +1755,7 @@ int main(void)
                                   test_agent_static_lease_then_limited_at_zero, test_agent_shares_and_fail_static,
         test_agent_static_holds_until_first_tokens,
                                   test_agent_static_grant_after_silence,
+                                  test_agent_static_paced_from_entry,
                                   test_agent_grants_end_with_the_period,
                                   test_agent_rr_fallback_and_resume,
                                   test_agent_static_resume,

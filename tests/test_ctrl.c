@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
+#include "controller/push.h"
 #include "tests/testlib.h"
 
 static bucketfile_t *load(const char *t)
@@ -925,6 +926,48 @@ START_TEST(test_ctrl_limit_is_a_rate)
         ck_assert_int_eq(served[0] + served[1], 1000);
         ctrl_destroy(&c);
     }
+}
+END_TEST
+
+/* Issue 26, a node's reports late: a round that closes before the node's
+ * latest report came computes from the one before.  The tokens message
+ * names that report (push_msg()'s basis), and the node nets the tokens
+ * against what it served since it; the rate cap counts the interval since
+ * that report as time left, or the node pays for it twice (report_delay.sh:
+ * red at 0.75 x L). */
+START_TEST(test_ctrl_late_report_basis_and_rate)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.intervals = 5;
+    cfg.skip_rel = 0;
+    cfg.limit_depth = 0;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":0,\"limit\":1000}]}",
+                      1, 50000, &cfg);
+    int64_t last_r[1] = {0}, last_l[1] = {0};
+    ctrl_result_t res;
+    rep_t r0[1] = {{500, 500, 0, 0, 0}}, r1[1] = {{500, 500, 200, 0, 0}};
+    round_run(c, 1, 0, (const rep_t *const[]){r0}, 1, 1, &res);
+    round_run(c, 1, 1, (const rep_t *const[]){r1}, 1, 1, &res);
+    ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 800); /* on pace: 1000 - 200 */
+    proto_msg_t m;
+    proto_msg_init(&m);
+    push_to_t to;
+    ck_assert_int_eq(push_msg(c, 0, res.skipped, &m, &to), 0);
+    ck_assert_int_eq(m.type, PROTO_TOKENS);
+    ck_assert_uint_eq(m.basis, proto_basis(1, 1, 5));
+    /* interval 2: the node's report is late; the round computes from the
+     * one of interval 1, 200 served: 800 left, as much as the pace allows
+     * from that report on (the node nets what it served since) */
+    round_run(c, 1, 2, (const rep_t *const[]){NULL}, 1, 1, &res);
+    ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 800);
+    proto_msg_init(&m);
+    ck_assert_int_eq(push_msg(c, 0, 0, &m, &to), 0);
+    ck_assert_uint_eq(m.basis, proto_basis(1, 1, 5));
+    /* on time again: the rate from now, 1000 x 2/5 */
+    rep_t r3[1] = {{500, 500, 600, 0, 0}};
+    round_run(c, 1, 3, (const rep_t *const[]){r3}, 1, 1, &res);
+    ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 400);
+    ctrl_destroy(&c);
 }
 END_TEST
 
@@ -2588,6 +2631,7 @@ int main(void)
         test_ctrl_capacity_limits_reservation_tokens, test_ctrl_capacity_estimate_from_reports,
         test_ctrl_leftover_headroom_spread, test_ctrl_throttled_bucket_keeps_demand,
         test_ctrl_limit_is_a_rate, test_ctrl_late_first_round_not_lost,
+        test_ctrl_late_report_basis_and_rate,
         test_ctrl_leftover_headroom_to_queued_nodes,
         test_ctrl_backlog_floor, test_ctrl_last_interval_r_where_queued,
         test_ctrl_last_interval_queues_that_overbook,

@@ -798,6 +798,12 @@ START_TEST(test_proto_optional_field_rules)
         {TOKHDR(",\"count\":1,\"full\":2"), 1, PROTO_E_RANGE},
         {TOKHDR(",\"count\":1,\"sparse\":1"), 1, PROTO_E_FIELD},
         {"{\"v\":3,\"type\":\"goodbye\",\"node\":\"n1\",\"full\":1}", 0, PROTO_E_FIELD},
+        /* basis (test_proto_basis): on tokens only */
+        {TOKHDR(",\"count\":1,\"basis\":7"), 1, PROTO_OK},
+        {TOKHDR(",\"count\":1,\"basis\":-1"), 1, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"basis\":9007199254740993"), 1, PROTO_E_RANGE},
+        {REPHDR(",\"basis\":7"), 2, PROTO_E_FIELD},
+        {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"basis\":7}", 0, PROTO_E_FIELD},
     };
     proto_stats_t st = {0};
     put_tok(recbuf, 0, 0, 1, 2);
@@ -892,6 +898,33 @@ START_TEST(test_proto_sparse)
         ck_assert_int_eq(rt(&m, &d)->sparse, 0);
         proto_msg_clear(&d);
     }
+}
+END_TEST
+
+/* Tokens net of served (issue 26): a tokens message may name the node's
+ * report it was computed from ("basis", proto_basis()); optional, absent
+ * when 0, left out of other types, refused above 2^53. */
+START_TEST(test_proto_basis)
+{
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        hello_start(&m, &d, writer_nodes[w]);
+        m.type = PROTO_TOKENS;
+        m.has_names = 0;
+        m.has_timing = 1;
+        set_timing(&m);
+        m.table = 1;
+        m.peer_table = 1;
+        EXPECT_OPTIONAL(&m, &d, basis, 18, PROTO_MAX_COUNT);
+        m.type = PROTO_HEARTBEAT; /* only tokens carry one */
+        ck_assert_uint_eq(rt(&m, &d)->basis, 0);
+        proto_msg_clear(&d);
+    }
+    ck_assert_uint_eq(proto_basis(3, 2, 5), 18);
+    ck_assert_uint_eq(proto_basis(0, 0, 5), 1); /* never 0: 0 is "not said" */
+    ck_assert_uint_eq(proto_basis(3, 5, 5), 0);
+    ck_assert_uint_eq(proto_basis(3, 0, 0), 0);
+    ck_assert_uint_eq(proto_basis(PROTO_MAX_COUNT / 5, 4, 5), 0);
 }
 END_TEST
 
@@ -1690,7 +1723,7 @@ int main(void)
         test_proto_shadow_list, test_proto_shares_list,
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
-        test_proto_bytes_records, test_proto_rules_message, test_proto_sparse, test_proto_predict
+        test_proto_bytes_records, test_proto_rules_message, test_proto_sparse, test_proto_basis, test_proto_predict
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

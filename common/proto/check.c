@@ -38,7 +38,8 @@ int proto__check(const proto_msg_t *m)
     if (proto_name_check(m->node, strnlen(m->node, sizeof m->node)) != 0)
         return -EINVAL;
     if (m->seq > (uint64_t)INT64_MAX || m->follows > PROTO_MAX_COUNT || m->lease > PROTO_LEASE_MAX ||
-        m->leases > 1 || m->sparse > 1 || m->sparse < 0 || m->full > 1 || m->full < 0)
+        m->leases > 1 || m->sparse > 1 || m->sparse < 0 || m->full > 1 || m->full < 0 ||
+        m->basis > PROTO_MAX_COUNT)
         return -EINVAL;
     if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))
         return -EINVAL;

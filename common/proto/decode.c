@@ -221,6 +221,11 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     }
     GET(K_SPARSE, 0, 1, m->sparse);
     GET(K_FULL, 0, 1, m->full);
+    if (hv.v[K_BASIS].kind != V_NONE && !type_has_basis(m->type)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_BASIS, 0, PROTO_MAX_COUNT, m->basis);
     if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE ||
          hv.v[K_SERVED_BYTES].kind != V_NONE) &&
         m->type != PROTO_REPORT) {

@@ -42,6 +42,8 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "sparse", json_integer(1));
     if (m->full && type_has_full(m->type))
         bad |= jset(h, "full", json_integer(1));
+    if (m->basis && type_has_basis(m->type))
+        bad |= jset(h, "basis", json_integer((json_int_t)m->basis));
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
@@ -216,6 +218,8 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "sparse", 1);
     if (m->full && type_has_full(m->type))
         hw_u64(&w, "full", 1);
+    if (m->basis && type_has_basis(m->type))
+        hw_u64(&w, "basis", m->basis);
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         hw_u64(&w, "period", m->period);
         hw_u64(&w, "interval", m->interval);
@@ -333,11 +337,11 @@ static const char *const key_names[K__N] = {
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
     "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
-    "sparse", "full", "shares",
+    "sparse", "full", "shares", "basis",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4, 6};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4, 6, 5};
 
 static int key_index(const char *k, size_t l)
 {

@@ -118,6 +118,11 @@ static inline int type_has_full(proto_type_t t)
 {
     return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT;
 }
+/* The report a tokens message was computed from ("basis"). */
+static inline int type_has_basis(proto_type_t t)
+{
+    return t == PROTO_TOKENS;
+}
 
 /* Range checks shared by the encoder's validation and the decoder. */
 static inline int timing_ok(const proto_msg_t *m)
@@ -203,7 +208,7 @@ enum {
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
     K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES,
-    K_SPARSE, K_FULL, K_SHARES, K__N
+    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

@@ -186,3 +186,11 @@ void proto__msg_reset(proto_msg_t *m)
     PROTO__MSG_CAPS(KEEP)
 #undef KEEP
 }
+
+uint64_t proto_basis(uint64_t period, uint32_t interval, uint32_t intervals)
+{
+    if (!intervals || interval >= intervals || period > (PROTO_MAX_COUNT - 1) / intervals)
+        return 0;
+    uint64_t b = period * intervals + interval + 1;
+    return b <= PROTO_MAX_COUNT ? b : 0;
+}

@@ -41,10 +41,12 @@ static int arrays_fit(agent_t *a, size_t n)
 {
     if (n <= a->arr_cap)
         return 0;
-    if (n > INT_MAX ||
+    if (n > INT_MAX / AGENT_BASES ||
         growarr((void **)&a->prev, &a->cap_prev, (int)n, sizeof *a->prev) < 0 ||
         growarr((void **)&a->carry, &a->cap_carry, (int)n, sizeof *a->carry) < 0 ||
         growarr((void **)&a->served_rep, &a->cap_served, (int)n, sizeof *a->served_rep) < 0 ||
+        growarr((void **)&a->served_at, &a->cap_at, (int)n * AGENT_BASES,
+                sizeof *a->served_at) < 0 ||
         growarr((void **)&a->local_w, &a->cap_w, (int)n, sizeof *a->local_w) < 0 ||
         growarr((void **)&a->base, &a->cap_base, (int)n, sizeof *a->base) < 0)
         return -ENOMEM; /* the ones grown keep their size: the next call grows the rest */
@@ -78,6 +80,7 @@ static void period_start(agent_t *a, uint64_t next)
             a->served_rep[b] = 0; /* the served counters restart */
         }
     }
+    memset(a->rep_basis, 0, sizeof a->rep_basis); /* ... and the reports' counts with them */
     if (a->ops.period_start)
         a->ops.period_start(a->ops.arg);
     else
@@ -315,15 +318,19 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
                  a->since_full + 1 < (a->cfg.full_every ? a->cfg.full_every : 1);
     m->sparse = sparse;
     size_t k = 0;
+    const uint32_t slot = a->rep_slot;
     for (int b = 0; b < a->my_n; b++) {
         sched_bucket_stats_t bs;
-        if (sched_bucket_stats(a->s, b, &bs))
+        if (sched_bucket_stats(a->s, b, &bs)) {
+            a->served_at[(size_t)b * AGENT_BASES + slot] = a->served_rep[b];
             continue;
+        }
         uint64_t ai = a->carry[b] + (bs.arrivals >= a->prev[b] ? bs.arrivals - a->prev[b] : 0);
         a->prev[b] = bs.arrivals;
         a->carry[b] = 0;
         sched_stats_as_limited(&bs);
         a->served_rep[b] = bs.served_r + bs.served_l + bs.served_o;
+        a->served_at[(size_t)b * AGENT_BASES + slot] = a->served_rep[b];
         proto_report_rec_t rec = {
             .bucket = (uint32_t)b,
             .queued = clampc(bs.queued),
@@ -358,6 +365,7 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
                  * served, the prediction: net ours of the same (exact
                  * either way; net_of_served() never adds). */
                 a->served_rep[b] = pred.served;
+                a->served_at[(size_t)b * AGENT_BASES + slot] = pred.served;
                 continue;
             }
         } else if (idle) {
@@ -379,6 +387,8 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
         a->st.reports_full++;
     }
     m->count = k;
+    a->rep_basis[slot] = proto_basis(m->period, m->interval, a->intervals);
+    a->rep_slot = (slot + 1) % AGENT_BASES;
     if ((rc = agent__bytes_report(a, m)))
         return rc;
     a->last_rep_period = a->period;
@@ -553,18 +563,37 @@ out:
     return rc;
 }
 
-/* The controller's counts are for the rest of the period as of our last
- * report; the IOs this node served since then (on the old tokens) already
- * used part of them.  Charging them here keeps a limit hard across the
- * round trip: they come off the R-tokens first, then off the L-tokens. */
-static void net_of_served(const agent_t *a, int b, int64_t *r, int64_t *l)
+/* The slot of rep_basis that holds `basis` (the newest if twice), or -1:
+ * not one of our last AGENT_BASES reports of this period. */
+static int basis_slot(const agent_t *a, uint64_t basis)
+{
+    for (uint32_t i = 1; basis && i <= AGENT_BASES; i++) {
+        uint32_t s = (a->rep_slot + AGENT_BASES - i) % AGENT_BASES;
+        if (a->rep_basis[s] == basis)
+            return (int)s;
+    }
+    return -1;
+}
+
+/* The controller's counts are for the rest of the period as of one of our
+ * reports (`slot`, basis_slot(); -2: not said, an older controller: our
+ * latest); the IOs this node served since then (on the old tokens) already
+ * used part of them.  Netting against that report, not our latest (which a
+ * round that closed early did not see), grants nothing twice; a report we
+ * no longer hold (-1): everything served this period (fail closed).
+ * Charging them here keeps a limit hard across the round trip: they come
+ * off the R-tokens first, then off the L-tokens. */
+static void net_of_served(const agent_t *a, int b, int slot, int64_t *r, int64_t *l)
 {
     sched_bucket_stats_t bs;
     if ((size_t)b >= a->arr_cap || sched_bucket_stats(a->s, b, &bs))
         return;
     sched_stats_as_limited(&bs);
     uint64_t now = bs.served_r + bs.served_l + bs.served_o;
-    uint64_t since = now > a->served_rep[b] ? now - a->served_rep[b] : 0;
+    uint64_t at = slot == -2  ? a->served_rep[b]
+                  : slot >= 0 ? a->served_at[(size_t)b * AGENT_BASES + (uint32_t)slot]
+                              : 0;
+    uint64_t since = now > at ? now - at : 0;
     uint64_t from_r = since < (uint64_t)*r ? since : (uint64_t)*r;
     *r -= (int64_t)from_r;
     since -= from_r;
@@ -584,6 +613,9 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
                          m->tokens[i].bucket, a->ctl_n);
             return;
         }
+    int slot = m->basis ? basis_slot(a, m->basis) : -2;
+    if (slot == -1)
+        a->st.basis_old++;
     for (size_t i = 0; i < m->count; i++) {
         const proto_tokens_rec_t *t = &m->tokens[i];
         int b = a->ctl_map[t->bucket];
@@ -591,7 +623,7 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
             continue;
         int64_t r = t->r_tokens;
         int64_t l = (t->flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : t->l_tokens;
-        net_of_served(a, b, &r, &l);
+        net_of_served(a, b, slot, &r, &l);
         if (agent__op_set_tokens(a, b, r, l) == 0)
             a->st.tokens_applied++;
     }
@@ -865,6 +897,7 @@ void agent_destroy(agent_t **ap)
     free(a->prev);
     free(a->carry);
     free(a->served_rep);
+    free(a->served_at);
     free(a->local_w);
     free(a->base);
     free(a->ub);

@@ -144,6 +144,9 @@ typedef struct {
     uint64_t recv_rules, rules_rejected; /* rules messages, and those the
                                     ops.rules hook refused */
     uint64_t tokens_applied;     /* token records applied */
+    uint64_t basis_old;          /* tokens messages computed from a report not among
+                                    our last AGENT_BASES of this period (netted
+                                    against everything served this period) */
     uint64_t weights_applied;    /* scheduler weight changes from the
                                     controller's weights frame */
     uint64_t tokens_stale;       /* tokens messages for an older period */

@@ -120,7 +120,7 @@ void agent__bytes_period(agent_t *a, int covered)
     }
 }
 
-void agent__bytes_static(agent_t *a)
+void agent__bytes_static(agent_t *a, double share)
 {
     int n = sched_nbuckets(a->s);
     for (int b = 0; b < n && b < a->ub_cap; b++) {
@@ -131,6 +131,11 @@ void agent__bytes_static(agent_t *a)
         int64_t l = u->grant == SCHED_UNLIMITED ? SCHED_UNLIMITED
                     : a->lease_over                 ? 0
                                                     : u->grant - (int64_t)bs.served_u;
+        if (l != SCHED_UNLIMITED && share < 1.0) { /* a rate, as grant_pace() */
+            int64_t most = (int64_t)ceil((double)u->grant * (share > 0 ? share : 0));
+            if (l > most)
+                l = most;
+        }
         sched_set_units(a->s, b, 1, 0, l, agent__grant_until(a), a->now);
     }
 }

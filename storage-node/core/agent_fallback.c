@@ -36,16 +36,24 @@ void agent__static_tokens(agent_t *a, uint64_t period)
                  a->peer, a->st.lease, (unsigned long long)a->grant_period);
     a->lease_over = over;
     a->st.lease_periods += over;
+    /* The grant is a rate (grant_pace()): what is left of it for the time
+     * left, with the scheduler's burst depth, never the whole period's. */
+    double share = NAN, until = agent__grant_until(a), burst = 0;
+    int pacing = 0;
+    sched_get_pacing(a->s, &pacing, &burst, NULL);
+    if (isfinite(until) && a->period_s > 0)
+        share = (until - a->now + (pacing ? burst : 0)) / a->period_s;
     int n = sched_nbuckets(a->s);
     for (int b = 0; b < n; b++) {
         int64_t r, l;
         if (grant_tokens(&a->grant, a->s, b, &r, &l) != 0)
             continue;
+        grant_pace(&a->grant, b, share, &r, &l);
         if (over && l != SCHED_UNLIMITED)
             r = l = 0;
         agent__op_set_tokens(a, b, r, l);
     }
-    agent__bytes_static(a);
+    agent__bytes_static(a, share);
     agent__op_applied(a);
 }
 

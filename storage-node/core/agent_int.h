@@ -32,6 +32,11 @@ typedef struct {
     uint8_t throttled;
 } agent_base_t;
 
+/* How many of its last reports (this period) the agent remembers the
+ * served counts at: tokens computed from one of them (the tokens' basis)
+ * are netted against what was served since (net_of_served()). */
+#define AGENT_BASES 4
+
 /* Owned by the thread that owns the scheduler; no locks. */
 /* A share held by a scheduler bucket (agent_shares.c). */
 typedef struct {
@@ -63,8 +68,13 @@ struct agent {
     uint32_t *local_w;   /* per bucket: its weight before the controller's
                             weight replaced it (0: the controller's weight
                             does not apply; see take_weight()) */
-    size_t arr_cap;   /* entries prev, carry, served_rep and local_w all hold (zeroed when new) */
-    int cap_prev, cap_carry, cap_served, cap_w; /* their growarr() capacities */
+    uint64_t *served_at; /* [bucket * AGENT_BASES + slot]: served_rep at the
+                            report in rep_basis[slot] */
+    uint64_t rep_basis[AGENT_BASES]; /* proto_basis() of the last reports
+                            this period, 0: none (cleared at a period start) */
+    uint32_t rep_slot;   /* the slot the next report takes */
+    size_t arr_cap;   /* buckets prev, carry, served_rep, served_at and local_w all hold (zeroed when new) */
+    int cap_prev, cap_carry, cap_served, cap_w, cap_at; /* their growarr() capacities */
     agent_base_t *base;  /* per bucket: what the controller holds (sparse) */
     int cap_base;
     int ctl_sparse;      /* the controller's welcome takes sparse reports */
@@ -202,8 +212,9 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m);
 void agent__bytes_period(agent_t *a, int covered);
 /* Fail static: every bucket that had a byte rate gets its remembered
  * grant less what it served in this period (a byte limit 0 past the
- * lease, a->lease_over). */
-void agent__bytes_static(agent_t *a);
+ * lease, a->lease_over), at most `share` of the grant when share < 1 (the
+ * share of the period left plus the burst depth: grant_pace()). */
+void agent__bytes_static(agent_t *a, double share);
 
 /* agent_shares.c: share tokens (issue 28). */
 /* Applies a tokens message's share list (m->has_shares): the buckets it

@@ -2,6 +2,7 @@
 #include "storage-node/core/grant.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,5 +86,24 @@ int grant_tokens(const grant_t *g, const sched_t *s, int b, int64_t *r, int64_t 
     if (*r > left)
         *r = left;
     *l = left - *r;
+    return 0;
+}
+
+int grant_pace(const grant_t *g, int b, double share, int64_t *r, int64_t *l)
+{
+    if (!g->snapshots)
+        return -ENOENT;
+    if (b < 0 || *l == SCHED_UNLIMITED || !(share < 1.0))
+        return 0;
+    int64_t gr = (size_t)b < g->n ? g->r[b] : 0;
+    int64_t gl = (size_t)b < g->n ? g->l[b] : g->unseen_l;
+    if (gl == SCHED_UNLIMITED)
+        return 0;
+    double most = ceil((double)sat_add(gl, (uint64_t)gr) * (share > 0 ? share : 0));
+    int64_t cap = (int64_t)most; /* < the grant, share < 1 */
+    if (*r > cap)
+        *r = cap;
+    if (*l > cap - *r)
+        *l = cap - *r;
     return 0;
 }

@@ -14,6 +14,8 @@
  *                                          controller covered
  *   grant_tokens(g, s, b, &r, &l)          what to hold for the rest of a
  *                                          period without a controller
+ *   grant_pace(g, b, share, &r, &l)        ... at most the grant's rate
+ *                                          over the time left
  *
  * A grant_t belongs to the agent that owns it (the node's loop thread);
  * nothing here locks, sends or reads a clock. */
@@ -56,5 +58,17 @@ int grant_snapshot(grant_t *g, const sched_t *s);
  * the function returns -ENOENT.  Returns 0, -ENOENT, or -EINVAL (bad
  * index). */
 int grant_tokens(const grant_t *g, const sched_t *s, int b, int64_t *r, int64_t *l);
+
+/* Caps tokens for the rest of a period (grant_tokens()'s) at bucket b's
+ * grant as a rate: R + L at most ceil((R + L of the grant) x share), where
+ * share = (time left in the period + the burst depth) / the period, R
+ * first (the rule of a limited bucket's headroom, docs/decisions.md
+ * "Limits are rates with a depth").  Without it a node that falls back
+ * late in a period serves the rest of the period's grant in the time left,
+ * so a period-long window across the entry sees up to 1.6 x the grant.  A
+ * grant without a limit is left as it is (R is a floor); share >= 1 or NaN
+ * changes nothing, share < 0 counts as 0.  Returns 0, or -ENOENT before
+ * any snapshot (nothing changed). */
+int grant_pace(const grant_t *g, int b, double share, int64_t *r, int64_t *l);
 
 #endif
