@@ -73,8 +73,12 @@ typedef struct {
 void handoff_stats(handoff_t *h, handoff_stats_t *out);
 
 /* Frees the FIFO and its event; items still in it are dropped (the owner
- * closes it first and takes them back).  Producers must be done pushing.
- * Sets *hp to NULL.  Accepts NULL.  Consumer thread. */
+ * closes it first and takes them back).  Producers must be done pushing:
+ * returned from their last handoff_push_chain(), which may still write the
+ * eventfd after the consumer took the item (so a consumer that ends on an
+ * item pushed to it leaves the destroy to a thread that joined the
+ * producer, or vice versa).  Sets *hp to NULL.  Accepts NULL.  Consumer
+ * thread, or any thread once the consumer has stopped (joined). */
 void handoff_destroy(handoff_t **hp);
 
 #endif
