@@ -101,14 +101,14 @@ soak: all
 	@BIN=$(BIN) sh tests/soak/partition.sh
 
 # ---- make tsan (CC=clang O=build-tsan SAN=-fsanitize=thread): the threaded parts only: the
-# worker pool under both backends, the node with --workers, the controller client's ZeroMQ
+# worker pool under both backends, the node with --workers and --threads, the controller client's ZeroMQ
 # glue, pShift with OpenMP threads, the log's rate limit and the metrics thread.  clang's libomp with Archer (OMP_TOOL_LIBRARIES) tells
 # TSan about OpenMP's barriers, so pShift runs multi-threaded under it (gcc's libgomp is not
 # instrumented: TSan reports false races there); ignore_noninstrumented_modules keeps libzmq's
 # and libmemcached's own threads (not instrumented) out of the reports (docs/fuzzing.md). ----
-TSAN_TESTS := test_workpool test_backend test_blockdev test_gate test_front test_ctlclient test_pshift test_ctrl \
+TSAN_TESTS := test_workpool test_handoff test_writers test_backend test_blockdev test_gate test_front test_ctlclient test_pshift test_ctrl \
 	test_log test_metricsd
-TSAN_ITESTS := tests/it/it_nbd.sh tests/it/it_node_order.sh
+TSAN_ITESTS := tests/it/it_nbd.sh tests/it/it_node_order.sh tests/it/it_node_threads.sh
 ARCHER ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
 .PHONY: tsan-check
 tsan-check: $(addprefix $(BIN)/,$(PROGS)) $(addprefix $(O)/tests/,$(TSAN_TESTS))

@@ -1,5 +1,8 @@
-# storage-node/bench/module.mk - the node's benchmarks: the scheduler alone (bqos-sched-bench) and the fronts' scripts.
+# storage-node/bench/module.mk - the node's benchmarks: the scheduler alone (bqos-sched-bench), the thread hand-off alone (bqos-handoff-bench) and the fronts' scripts.
 PROGS += bqos-sched-bench
 bqos-sched-bench_SRCS = storage-node/bench/sched_bench.c
 bqos-sched-bench_LIBS = nodecore common
 BENCHES += storage-node/bench/bench-sched.sh
+PROGS += bqos-handoff-bench
+bqos-handoff-bench_SRCS = storage-node/bench/handoff_bench.c
+bqos-handoff-bench_LIBS = nodeio nodecore common

@@ -189,6 +189,7 @@ static int run_memcached(const args_t *a)
     cfg.conn_reply_limit = (size_t)a->conn_reply;
     cfg.reply_memory = (size_t)a->reply_mem;
     cfg.cost = cost_config(a);
+    cfg.threads = a->threads;
     char bhost[256], wtext[32];
     if (listener_parse(a->listen, &cfg.listen) < 0) {
         fprintf(stderr, "%s: bad --memcached-listen '%s': expected " LISTENER_SYNTAX "\n",
@@ -215,6 +216,13 @@ static int run_memcached(const args_t *a)
         return 2;
     }
     cfg.tls = tls;
+    if (tls && cfg.threads > 1) {
+        fprintf(stderr, "%s: --threads %d does not go with TLS (--tls-cert): replies are "
+                "written through the TLS session on the loop thread\n", a->prog, cfg.threads);
+        tls_destroy(&tls);
+        mcauth_destroy(&auth);
+        return 2;
+    }
     mc_reload_t reload = {auth, tls};
 
     noderun_prepare();

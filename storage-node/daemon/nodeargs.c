@@ -83,7 +83,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 59
+#define NROWS 60
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -182,6 +182,15 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "N threads; IOs beyond the workers wait in their FIFO and are batched.\n"
                         "More threads than cores cost more in wake-ups than they gain.\n"
                         "Block node (1..1024): the IO threads."}},
+        {MC, {.name = "threads", .type = OPTS_INT, .target = &a->threads, .arg = "N",
+               .deflt = "1", .min = 1, .max = 65,
+               .help = "Threads serving clients: the event-loop thread (accepts, reads,\n"
+                       "parses, schedules, talks to the backend, formats replies) and N - 1\n"
+                       "reply-writer threads that write the replies to the clients' sockets,\n"
+                       "each connection's on one of them.  One scheduler either way, so\n"
+                       "R, L and pacing are exact and the node reports as one node.  1: every\n"
+                       "write on the loop thread, as before.  Not with TLS (--tls-cert).\n"
+                       "Worth it only with cores to spare beyond the clients' and memcached's."}},
         {BOTH, {.name = "pacing", .type = OPTS_ENUM, .target = &a->pacing, .arg = "on|off",
                 .deflt = "on", .names = onoff_names,
                 .help = "on: a bucket's tokens from the controller become usable at a paced\n"

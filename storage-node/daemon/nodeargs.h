@@ -26,6 +26,7 @@ typedef struct {
     int r_order;                    /* sched_order_t: index in order_names */
     int weighted, direct;
     int workers, outstanding;       /* -1: the node kind's default; outstanding 0: auto */
+    int threads;                    /* --threads: loop thread + reply writers (memcached) */
     int window_min, window_max;     /* --outstanding auto's bounds */
     double window_latency;          /* and its latency target, x base */
     double window_latency_open;     /* the same while no reservation is served */

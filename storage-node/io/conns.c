@@ -14,6 +14,7 @@
 #include "common/hashmix.h"
 #include "common/log.h"
 #include "common/mono.h"
+#include "storage-node/io/writers.h"
 
 /* One client address with connections open: an entry of the address
  * table, in a hash chain and in the max-heap of counts.  Freed with its
@@ -53,6 +54,7 @@ struct conns {
     uint64_t seed;         /* of the hash: clients cannot aim at one chain */
     addr_t **heap;         /* every entry, a max-heap of count */
     int naddrs, heapcap;
+    writers_t *wr;         /* conns_set_writers(); NULL: writes on the loop thread */
 };
 
 /* The address bytes of a TCP peer (NULL for a Unix socket), and their
@@ -250,7 +252,7 @@ static void lru_touch(conns_conn_t *c, double now)
  * by the front (the idle timeout's test). */
 static int holds_nothing(const conns_conn_t *c)
 {
-    return c->held == 0 && !c->writing && evbuffer_get_length(c->out) == 0 &&
+    return c->held == 0 && !c->writing && conns_unsent(c) == 0 &&
            event_pending(c->rev, EV_READ, NULL);
 }
 
@@ -481,6 +483,9 @@ static void free_io(conns_conn_t *c)
         evbuffer_free(c->out);
     c->rev = c->wev = NULL;
     c->out = NULL;
+    if (c->wc) /* hands the socket to its writer, which closes it */
+        writers_close(c->wc);
+    c->wc = NULL;
 }
 
 /* Every read event: the connection is not idle. */
@@ -515,7 +520,9 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     c->out = evbuffer_new();
     c->rev = event_new(cn->base, fd, EV_READ | EV_PERSIST, conn_read, c);
     c->wev = event_new(cn->base, fd, EV_WRITE | EV_PERSIST, on_write, arg);
-    if ((c->family && !a) || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0) {
+    c->wc = NULL; /* made last: a failure below leaves the socket the caller's */
+    if ((c->family && !a) || !c->out || !c->rev || !c->wev || event_add(c->rev, NULL) < 0 ||
+        (cn->wr && !(c->wc = writers_open(cn->wr, fd, on_write, arg)))) {
         free_io(c);
         if (a && a->count == 0)
             addr_free(cn, a);
@@ -539,6 +546,8 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
 
 int conns_write(conns_conn_t *c)
 {
+    if (c->wc)
+        return writers_send(c->wc, c->out);
     while (evbuffer_get_length(c->out) > 0) {
         int n = evbuffer_write(c->out, c->fd);
         if (n < 0) {
@@ -587,10 +596,27 @@ void conns_want_write(conns_conn_t *c, int on)
         event_del(c->wev);
 }
 
+size_t conns_unsent(const conns_conn_t *c)
+{
+    return evbuffer_get_length(c->out) + (c->wc ? writers_unsent(c->wc) : 0);
+}
+
+int conns_set_writers(conns_t *cn, int n)
+{
+    if (n < 0 || n > WRITERS_MAX || cn->wr || cn->list)
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    int err = 0;
+    cn->wr = writers_new(cn->base, n, &err);
+    return cn->wr ? 0 : err;
+}
+
 void conns_close(conns_t *cn, conns_conn_t *c)
 {
+    int handed = c->wc != NULL; /* free_io() gives the socket to its writer */
     free_io(c);
-    if (c->fd >= 0)
+    if (c->fd >= 0 && !handed)
         evutil_closesocket(c->fd);
     c->fd = -1;
     if (c->prev)
@@ -651,6 +677,7 @@ void conns_destroy(conns_t **cnp)
     listener_destroy(&cn->lis);
     if (cn->sweep)
         event_free(cn->sweep);
+    writers_destroy(&cn->wr);
     for (int i = 0; i < cn->naddrs; i++) /* connections the front left listed */
         free(cn->heap[i]);
     free(cn->heap);

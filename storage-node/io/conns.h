@@ -75,6 +75,8 @@ typedef struct conns_conn {
     struct conns_conn *aprev, *anext; /* the address's connections, least recently
                                       read first */
     conn_identity_t id;            /* conns_identity(); names set by the front */
+    struct writer_conn *wc;        /* the write side on a writer thread
+                                      (conns_set_writers()); NULL: none */
     int handshaking;               /* the front's: a TLS handshake runs; reads then
                                       do not count as activity, so --idle-timeout
                                       bounds the handshake (and a connection that
@@ -139,6 +141,22 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
  * bytes are left, disarms it once all is written.  Returns 0 (written, or
  * the socket is full), or -errno for a broken socket. */
 int conns_write(conns_conn_t *c);
+
+/* Bytes of c's replies not written yet: in c->out, and with writers
+ * (conns_set_writers()) what c's writer holds.  The fronts' measure of
+ * unsent bytes (backpressure, reply budget, close once written, idle). */
+size_t conns_unsent(const conns_conn_t *c);
+
+/* --threads: n (0..64) reply-writer threads (io/writers.h) take the
+ * socket writes of every connection opened from now on; conns_write()
+ * hands c->out's bytes to c's writer, which calls the on_write given to
+ * conns_open() on this thread once they are out or a write failed (then
+ * conns_write() returns -EPIPE), and conns_close() hands the socket to the
+ * writer to close after its earlier writes.  Not for a front that writes
+ * by other means (TLS: conns_want_write()).  0: none (the default: writes
+ * on this thread).  Call before any connection opens.  Returns 0, -EINVAL
+ * (bad n, called twice, connections open) or -errno as writers_new(). */
+int conns_set_writers(conns_t *cn, int n);
 
 /* Arms c's write event (on) or disarms it, and sets c->writing: for a
  * front that writes c->out by other means (TLS, tls.h). */

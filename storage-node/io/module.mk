@@ -1,13 +1,15 @@
-# storage-node/io/module.mk - libnodeio: the libevent runtime both fronts use (gate: the scheduler's door (it owns the node's sched_t); conns: the listener, connections, their limits and write buffers; listener: the listening socket; workpool: the backends' worker threads; freelist; iolat: per-bucket IO accounting).
+# storage-node/io/module.mk - libnodeio: the libevent runtime both fronts use (gate: the scheduler's door (it owns the node's sched_t); conns: the listener, connections, their limits and write buffers; listener: the listening socket; workpool: the backends' worker threads; handoff: items from any thread to one loop thread; writers: the reply-writer threads of --threads; freelist; iolat: per-bucket IO accounting).
 # Floors: io -> core, common.  Users link it after their front (nodemc, nodenbd) and before nodecore.
 LIBS += nodeio
 nodeio_SRCS = storage-node/io/gate.c storage-node/io/conns.c storage-node/io/listener.c storage-node/io/workpool.c storage-node/io/freelist.c \
-	storage-node/io/iolat.c storage-node/io/tls.c
+	storage-node/io/iolat.c storage-node/io/tls.c storage-node/io/handoff.c storage-node/io/writers.c
 
 $(call check_suite,test_listener,nodeio nodecore common)
 $(call check_suite,test_gate,nodeio nodecore common)
 $(call check_suite,test_conns,nodeio nodecore common)
 $(call check_suite,test_workpool,nodeio nodecore common)
+$(call check_suite,test_handoff,nodeio nodecore common)
+$(call check_suite,test_writers,nodeio nodecore common)
 $(call check_suite,test_freelist,nodeio nodecore common)
 $(call check_suite,test_iolat,nodeio nodecore common)
 

@@ -21,6 +21,7 @@
 #include "storage-node/io/freelist.h"
 #include "storage-node/io/gate.h"
 #include "storage-node/io/iolat.h"
+#include "storage-node/io/writers.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
 #include "storage-node/mc/mcauth.h"
@@ -220,7 +221,7 @@ static void conn_account(conn_t *c, int gone)
 {
     front_t *f = c->f;
     int over = replybudget_over(&f->rb);
-    size_t held = gone ? 0 : c->vbytes + evbuffer_get_length(c->sock.out);
+    size_t held = gone ? 0 : c->vbytes + conns_unsent(&c->sock);
     if (replybudget_set(&f->rb, &c->rb, held, (double)time(NULL)) == REPLYBUDGET_CLOSE && !c->broken) {
         log_error("closing a client that holds %zu bytes of unsent replies (limit %zu, "
                   "%zu for 60 s)", held, f->cfg.conn_reply_limit, f->rb.cfg.soft);
@@ -285,7 +286,7 @@ static void conn_free(conn_t *c)
 static int conn_maybe_close(conn_t *c)
 {
     if (c->broken ||
-        (c->close_when_written && evbuffer_get_length(c->sock.out) == 0)) {
+        (c->close_when_written && conns_unsent(&c->sock) == 0)) {
         front_t *f = c->f;
         conn_free(c);
         if (gate_stopping(f->g))
@@ -315,7 +316,7 @@ static void conn_pause(conn_t *c)
 static void resume_if_room(conn_t *c)
 {
     if (c->paused && !c->closing && !gate_stopping(c->f->g) &&
-        c->sock.held < SLOTS_HIGH / 2 && evbuffer_get_length(c->sock.out) < OUT_HIGH / 2 &&
+        c->sock.held < SLOTS_HIGH / 2 && conns_unsent(&c->sock) < OUT_HIGH / 2 &&
         replybudget_may_read(&c->f->rb, &c->rb, 1)) {
         c->paused = 0;
         event_add(c->sock.rev, NULL);
@@ -660,7 +661,7 @@ static void conn_process(conn_t *c)
     size_t off = 0;
     c->in_process = 1;
     while (off < c->rlen && !c->closing && !c->broken && !gate_stopping(f->g)) {
-        if (c->sock.held >= SLOTS_HIGH || evbuffer_get_length(c->sock.out) >= OUT_HIGH ||
+        if (c->sock.held >= SLOTS_HIGH || conns_unsent(&c->sock) >= OUT_HIGH ||
             !replybudget_may_read(&f->rb, &c->rb, 0)) {
             conn_pause(c);
             break;
@@ -1020,7 +1021,7 @@ static int on_idle(void *arg)
 {
     front_t *f = arg;
     for (conns_conn_t *l = conns_first(f->cn); l; l = l->next)
-        if (conn_of(l)->head || evbuffer_get_length(conn_of(l)->sock.out) > 0)
+        if (conn_of(l)->head || conns_unsent(&conn_of(l)->sock) > 0)
             return 0;
     return 1;
 }
@@ -1047,6 +1048,7 @@ void front_config_defaults(front_config_t *cfg)
     cfg->conn_reply_limit = 256u << 20;
     cfg->reply_memory = (size_t)1 << 30;
     cfg->cost = COST_CONFIG_DEFAULT;
+    cfg->threads = 1;
 }
 
 front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
@@ -1056,7 +1058,8 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     if (!base || !cfg || cfg->workers < 0 || cfg->outstanding < 1 || cfg->batch < 1 ||
         cfg->batch > BACKEND_BATCH_MAX || cfg->proto.max_item < 1 || cfg->max_conns < 1 ||
         cfg->conn_reply_limit < 16 || cfg->reply_memory < 1 || cfg->max_auto_buckets < 0 ||
-        cost_check(&cfg->cost) < 0 || !cfg->backend_host) {
+        cost_check(&cfg->cost) < 0 || !cfg->backend_host || cfg->threads < 1 ||
+        cfg->threads > WRITERS_MAX + 1 || (cfg->threads > 1 && cfg->tls)) {
         rc = -EINVAL;
         goto out;
     }
@@ -1109,6 +1112,8 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
         goto out;
     gate_set_auth(f->g, cfg->auth != NULL);
     f->cn = gate_conns(f->g);
+    if (cfg->threads > 1 && (rc = conns_set_writers(f->cn, cfg->threads - 1)) < 0)
+        goto out;
     f->default_bucket = gate_bucket(f->g, "default", 7, 1);
     if (f->default_bucket < 0) {
         rc = f->default_bucket;

@@ -76,6 +76,10 @@ typedef struct {
                                     TLS port, every client starts with the
                                     handshake (io/tls.h); borrowed, outlives
                                     the front; NULL: plain */
+    int threads;                 /* --threads: the loop thread and threads - 1
+                                    reply-writer threads (io/writers.h), 1..65;
+                                    1 (the default): every write on the loop
+                                    thread; > 1 only without tls */
     cost_config_t cost;          /* what an IO costs in units (cost.h): a
                                     store is a write of its value, charged
                                     when queued; a get a read of what it

@@ -12,7 +12,7 @@ $(call check_suite,test_replybudget,nodemc)
 $(call check_suite,test_mcstats,nodemc nodeio nodecore common)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
-ITESTS += tests/it/it_node_meta.sh
+ITESTS += tests/it/it_node_meta.sh tests/it/it_node_threads.sh
 BENCHES += storage-node/bench/bench-front.sh storage-node/bench/bench-twemproxy.sh storage-node/bench/bench-front-tls.sh
 ITESTS += tests/it/it_conn_flood.sh
 
