@@ -26,6 +26,7 @@ void agent_config_defaults(agent_config_t *cfg)
     cfg->sparse_demand = 0.10;
     cfg->sparse_served = 0.02;
     cfg->full_every = 25;
+    cfg->renew = 1;
 }
 
 
@@ -256,6 +257,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->follows = a->st.epoch; /* a new leader leads above it */
     m->leases = 1;            /* our static fallback keeps to the lease */
     m->sparse = a->cfg.sparse != 0;
+    m->renew = a->cfg.renew != 0;
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -312,6 +314,8 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     int sparse = a->ctl_sparse && !a->want_full && !m->has_names &&
                  a->since_full + 1 < (a->cfg.full_every ? a->cfg.full_every : 1);
     m->sparse = sparse;
+    m->regrant = a->regrant; /* a gap in gseq: every grant again, please */
+    a->regrant = 0;
     size_t k = 0;
     for (int b = 0; b < a->my_n; b++) {
         sched_bucket_stats_t bs;
@@ -542,6 +546,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
             dropped++;
         }
     a->ctl_n = n;
+    agent__grants_reset(a, 0); /* indexes of another table */
     dropped += route_default(a, m);
     a->ctl_table = m->table;
     rc = dropped;
@@ -570,8 +575,24 @@ static void net_of_served(const agent_t *a, int b, int64_t *r, int64_t *l)
         *l = since < (uint64_t)*l ? *l - (int64_t)since : 0;
 }
 
+/* Applies one record (controller index c; l PROTO_UNLIMITED: no limit),
+ * net of what was served since the last report. */
+static void apply_one(agent_t *a, uint32_t c, int64_t r, int64_t l)
+{
+    int b = a->ctl_map[c];
+    if (b < 0)
+        return;
+    if (l == PROTO_UNLIMITED)
+        l = SCHED_UNLIMITED;
+    net_of_served(a, b, &r, &l);
+    if (agent__op_set_tokens(a, b, r, l) == 0)
+        a->st.tokens_applied++;
+}
+
 /* Applies a tokens message's records: controller index -> scheduler index
- * through the table map, then straight to the scheduler by index. */
+ * through the table map, then straight to the scheduler by index.  Under
+ * changed grants (a->ctl_renew), a renewing message first applies again
+ * the bases it leaves out (agent__grants_take()): as if re-sent now. */
 static void apply_tokens(agent_t *a, const proto_msg_t *m)
 {
     for (size_t i = 0; i < m->count; i++)
@@ -582,16 +603,16 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
                          m->tokens[i].bucket, a->ctl_n);
             return;
         }
+    if (a->ctl_renew) {
+        const uint32_t *rn;
+        long k = agent__grants_take(a, m, &rn);
+        for (long i = 0; i < k; i++)
+            apply_one(a, rn[i], a->gb[rn[i]].r, a->gb[rn[i]].l);
+    }
     for (size_t i = 0; i < m->count; i++) {
         const proto_tokens_rec_t *t = &m->tokens[i];
-        int b = a->ctl_map[t->bucket];
-        if (b < 0)
-            continue;
-        int64_t r = t->r_tokens;
-        int64_t l = (t->flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : t->l_tokens;
-        net_of_served(a, b, &r, &l);
-        if (agent__op_set_tokens(a, b, r, l) == 0)
-            a->st.tokens_applied++;
+        apply_one(a, t->bucket, t->r_tokens,
+                  (t->flags & PROTO_TOK_UNLIMITED) ? PROTO_UNLIMITED : t->l_tokens);
     }
     agent__bytes_apply(a, m);
     agent__op_applied(a);
@@ -624,6 +645,7 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->ctl_table = 0;
         a->ctl_n = 0;
         a->ctl_pos_known = 0;
+        agent__grants_reset(a, 1);
     }
     if (m->type == PROTO_WELCOME || m->type == PROTO_TOKENS || m->type == PROTO_HEARTBEAT)
         a->st.lease = m->lease; /* the leader's; 0: an older controller, no bound */
@@ -659,6 +681,8 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         /* A new session: it holds nothing of our buckets yet. */
         a->ctl_sparse = a->cfg.sparse && m->sparse;
         a->want_full = 1;
+        a->ctl_renew = a->cfg.renew && m->renew;
+        agent__grants_reset(a, 1); /* a new session numbers from 1 */
         take_timing(a, &mt, now, 1);
         /* a welcome without "rules": the controller has none (issue 27) */
         if (!m->rules_version && a->ops.rules && a->ops.rules(a->ops.arg, 0, "", 0) < 0)
@@ -864,6 +888,9 @@ void agent_destroy(agent_t **ap)
     free(a->served_rep);
     free(a->local_w);
     free(a->base);
+    free(a->gb);
+    free(a->gl);
+    free(a->gl2);
     free(a->ub);
     free(a->ctl_map);
     grant_clear(&a->grant);
