@@ -11,6 +11,7 @@ void push_grants_session(push_grants_t *g, int on)
     g->on = on;
     g->gseq = 0;
     g->renew_g = 0;
+    g->nlist = 0;
     if (g->base && g->nbase)
         memset(g->base, 0, g->nbase * sizeof *g->base);
 }
@@ -27,6 +28,8 @@ void push_grants_clear(push_grants_t *g)
         return;
     free(g->base);
     free(g->buf);
+    free(g->list);
+    free(g->next);
     memset(g, 0, sizeof *g);
 }
 
@@ -40,6 +43,17 @@ static int grants_fit(push_grants_t *g, size_t nslots, size_t nrec)
             return -ENOMEM;
         memset(b + g->nbase, 0, (nslots - g->nbase) * sizeof *b);
         g->base = b;
+        uint32_t *l = realloc(g->list, nslots * sizeof *l);
+        if (l)
+            g->list = l;
+        uint32_t *x = l ? realloc(g->next, nslots * sizeof *x) : NULL;
+        if (x)
+            g->next = x;
+        if (!l || !x) {
+            g->renew_g = 0; /* the list may be short of the bases: none */
+            g->nlist = 0;
+            return -ENOMEM;
+        }
         g->nbase = nslots;
     }
     if (nrec > g->cap) {
@@ -63,8 +77,11 @@ static int64_t rec_l(const proto_tokens_rec_t *t)
 static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64_t gs,
                      size_t n, proto_msg_t *m)
 {
-    size_t k = 0;
+    size_t k = 0, nx = 0;
     uint64_t left = 0;
+    const uint64_t prev = g->renew_g;
+    if (!prev)
+        g->nlist = 0; /* no chain: the node renews nothing we know of */
     for (size_t i = 0; i < n; i++) {
         const proto_tokens_rec_t *t = &nd->out[i];
         int j = ctrl__node_slot(nd, t->bucket);
@@ -72,11 +89,14 @@ static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64
             continue;
         push_base_t *b = &g->base[j];
         int64_t l = rec_l(t);
-        if (g->renew_g && b->g == g->renew_g && b->r == t->r_tokens && b->l == l) {
+        if (prev && b->g == prev && b->r == t->r_tokens && b->l == l) {
             b->g = gs; /* the node renews it */
+            g->next[nx++] = (uint32_t)j;
             left++;
             continue;
         }
+        if (b->g != gs)
+            g->next[nx++] = (uint32_t)j;
         *b = (push_base_t){.r = t->r_tokens, .l = l, .g = gs};
         g->buf[k++] = *t;
     }
@@ -90,6 +110,20 @@ static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64
             g->base[j].g = 0; /* the node clears it too */
         g->buf[k++] = *t;
     }
+    /* the bases of our last renewing message that this one does not
+     * mention: the node renews them too (R 0 and L 0 or unlimited, the
+     * pairs a round does not visit), so they stay bases on both ends */
+    for (size_t i = 0; i < g->nlist; i++) {
+        push_base_t *b = &g->base[g->list[i]];
+        if (prev && b->g == prev) {
+            b->g = gs;
+            g->next[nx++] = g->list[i];
+        }
+    }
+    uint32_t *t = g->list;
+    g->list = g->next;
+    g->next = t;
+    g->nlist = nx;
     g->omitted += left;
     g->renew_g = gs;
     m->tokens = g->buf;

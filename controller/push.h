@@ -40,6 +40,9 @@ typedef struct {
     size_t nbase;
     proto_tokens_rec_t *buf; /* the records of the message being built */
     size_t cap;
+    uint32_t *list, *next; /* slots whose base is of renew_g (list), the
+                              next list being built (next); each [nbase] */
+    size_t nlist;
     uint64_t omitted;      /* records left out (renewed by the node) */
     uint64_t regrants;     /* regrants the node asked for */
 } push_grants_t;

@@ -601,6 +601,32 @@ START_TEST(test_agent_changed_grants)
 }
 END_TEST
 
+/* A late (stale) renewing message is not applied, but its bases count:
+ * the next renews them (no gap, no regrant). */
+START_TEST(test_agent_changed_grants_stale_keeps_chain)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    proto_msg_t w;
+    welcome_msg(&f, &w);
+    w.renew = 1;
+    agent_timing_t tm = tm_at(3, T0 + 3 * PERIOD);
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0 + 3 * PERIOD), 0);
+    proto_tokens_rec_t g1[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    grants_msg(&f, 3, T0 + 3 * PERIOD + 0.1, 1, g1, 1, 1);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    proto_tokens_rec_t g2[] = {{.bucket = 1, .r_tokens = 7, .l_tokens = 8}};
+    grants_msg(&f, 2, T0 + 3 * PERIOD + 1, 2, g2, 1, 1); /* an older period's: stale */
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    ck_assert_uint_eq(st_of(&f).tokens_stale, 1);
+    grants_msg(&f, 4, T0 + 4 * PERIOD + 0.1, 3, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 7, 8); /* the stale message's base, renewed */
+    ck_assert_uint_eq(st_of(&f).grant_gaps, 0);
+    ck_assert_int_eq(report_regrant(&f, T0 + 4 * PERIOD + 0.2), 0);
+    fx_stop(&f);
+}
+END_TEST
+
 /* A controller whose welcome did not say renew: nothing is renewed. */
 START_TEST(test_agent_changed_grants_not_welcomed)
 {
@@ -1712,6 +1738,7 @@ int main(void)
                                   test_agent_tokens_applied_by_index,
                                   test_agent_net_of_served, test_agent_changed_grants,
                                   test_agent_changed_grants_not_welcomed,
+                                  test_agent_changed_grants_stale_keeps_chain,
                                   test_agent_fallback_after_silence,
                                   test_agent_quiet_last_interval_falls_back_in_next_period,
                                   test_agent_resume,

@@ -621,6 +621,23 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
 static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
                       int adopt);
 
+/* A tokens message too late to apply under changed grants: its records
+ * are not applied (stale), but they are the bases the controller now
+ * believes we hold and what it renews stands as meant, so the gseq chain
+ * takes it (bookkeeping only), instead of a gap that would renew nothing
+ * until every grant came again.  A message for a table we do not hold
+ * is left to be a gap. */
+static void keep_chain(agent_t *a, const proto_msg_t *m)
+{
+    if (!a->ctl_renew || !m->gseq || m->has_names || m->table != a->ctl_table || !a->ctl_table)
+        return;
+    for (size_t i = 0; i < m->count; i++)
+        if (m->tokens[i].bucket >= a->ctl_n)
+            return;
+    const uint32_t *rn;
+    (void)agent__grants_take(a, m, &rn);
+}
+
 int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now)
 {
     return agent_handle_from(a, m, tm, now, 0);
@@ -717,6 +734,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         }
         if (take_timing(a, &mt, now, adopt)) {
             a->st.tokens_stale++;
+            keep_chain(a, m); /* late, not lost: its bases still count */
             break;
         }
         if (m->has_names) {
