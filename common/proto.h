@@ -236,6 +236,19 @@ typedef struct {
  *   tokens: basis (optional, 1..2^53): the node's report the counts were
  *             computed from, period * intervals + interval + 1 of that
  *             report (docs/protocol.md "Tokens net of served")
+ *   hello, welcome, tokens: renew (optional, 0 or 1; docs/protocol.md
+ *             "Changed grants"): hello: the node can renew grant bases;
+ *             welcome: the controller sends changed grants only; tokens:
+ *             every bucket whose base the node holds from the previous
+ *             renewing message (gseq chain unbroken) and that has no
+ *             record here is applied again as if its base were re-sent
+ *   tokens: gseq (optional, 1..2^53): the controller's count of tokens
+ *             messages to this node in this session (each one more than
+ *             the last); based (optional, only with renew and gseq,
+ *             0..count, absent = count): the first `based` records become
+ *             bases, the others do not (and clear theirs)
+ *   report: regrant (optional, 0 or 1): the node saw a gap in gseq and
+ *             renewed nothing: send every grant again
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -281,6 +294,14 @@ typedef struct {
      * computed from, as proto_basis() says (0 = not said: an older
      * controller; the node nets them against its latest report). */
     uint64_t basis;
+    /* Changed grants (docs/protocol.md "Changed grants"): renew (hello:
+     * can; welcome: will; tokens: renew the bases left out), gseq and
+     * based (tokens; the decoder sets based = count when absent), regrant
+     * (report: the node's chain broke, send every grant). */
+    int renew;
+    uint64_t gseq;
+    size_t based;
+    int regrant;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */

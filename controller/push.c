@@ -1,10 +1,139 @@
-/* push.c - one node's whole message of a round (tokens, bytes, names and weights, or a heartbeat) from the controller's state in one call. */
+/* push.c - one node's whole message of a round (tokens, bytes, names and weights, or a heartbeat) from the controller's state in one call; under changed grants only, the records the node renews from its bases are left out. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "controller/ctrl_int.h"
 #include "controller/push.h"
 
-int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *to)
+void push_grants_session(push_grants_t *g, int on)
+{
+    g->on = on;
+    g->gseq = 0;
+    g->renew_g = 0;
+    g->nlist = 0;
+    if (g->base && g->nbase)
+        memset(g->base, 0, g->nbase * sizeof *g->base);
+}
+
+void push_grants_regrant(push_grants_t *g)
+{
+    g->renew_g = 0;
+    g->regrants++;
+}
+
+void push_grants_clear(push_grants_t *g)
+{
+    if (!g)
+        return;
+    free(g->base);
+    free(g->buf);
+    free(g->list);
+    free(g->next);
+    memset(g, 0, sizeof *g);
+}
+
+/* Makes room for the node's table (n slots) and n records.  Returns 0 or
+ * -ENOMEM. */
+static int grants_fit(push_grants_t *g, size_t nslots, size_t nrec)
+{
+    if (nslots > g->nbase) {
+        push_base_t *b = realloc(g->base, nslots * sizeof *b);
+        if (!b)
+            return -ENOMEM;
+        memset(b + g->nbase, 0, (nslots - g->nbase) * sizeof *b);
+        g->base = b;
+        uint32_t *l = realloc(g->list, nslots * sizeof *l);
+        if (l)
+            g->list = l;
+        uint32_t *x = l ? realloc(g->next, nslots * sizeof *x) : NULL;
+        if (x)
+            g->next = x;
+        if (!l || !x) {
+            g->renew_g = 0; /* the list may be short of the bases: none */
+            g->nlist = 0;
+            return -ENOMEM;
+        }
+        g->nbase = nslots;
+    }
+    if (nrec > g->cap) {
+        proto_tokens_rec_t *r = realloc(g->buf, nrec * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        g->buf = r;
+        g->cap = nrec;
+    }
+    return 0;
+}
+
+static int64_t rec_l(const proto_tokens_rec_t *t)
+{
+    return (t->flags & PROTO_TOK_UNLIMITED) ? PROTO_UNLIMITED : t->l_tokens;
+}
+
+/* The renewing message's records from the round's n records: unchanged
+ * bases left out, the changed ones (new bases) first, then the
+ * provisional splits (not bases).  Sets m->tokens, count, based, renew. */
+static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64_t gs,
+                     size_t n, proto_msg_t *m)
+{
+    size_t k = 0, nx = 0;
+    uint64_t left = 0;
+    const uint64_t prev = g->renew_g;
+    if (!prev)
+        g->nlist = 0; /* no chain: the node renews nothing we know of */
+    for (size_t i = 0; i < n; i++) {
+        const proto_tokens_rec_t *t = &nd->out[i];
+        int j = ctrl__node_slot(nd, t->bucket);
+        if (j < 0 || (size_t)j >= g->nbase || c->pv[t->bucket].prov)
+            continue;
+        push_base_t *b = &g->base[j];
+        int64_t l = rec_l(t);
+        if (prev && b->g == prev && b->r == t->r_tokens && b->l == l) {
+            b->g = gs; /* the node renews it */
+            g->next[nx++] = (uint32_t)j;
+            left++;
+            continue;
+        }
+        if (b->g != gs)
+            g->next[nx++] = (uint32_t)j;
+        *b = (push_base_t){.r = t->r_tokens, .l = l, .g = gs};
+        g->buf[k++] = *t;
+    }
+    size_t based = k;
+    for (size_t i = 0; i < n; i++) {
+        const proto_tokens_rec_t *t = &nd->out[i];
+        int j = ctrl__node_slot(nd, t->bucket);
+        if (!(j < 0 || (size_t)j >= g->nbase || c->pv[t->bucket].prov))
+            continue;
+        if (j >= 0 && (size_t)j < g->nbase)
+            g->base[j].g = 0; /* the node clears it too */
+        g->buf[k++] = *t;
+    }
+    /* the bases of our last renewing message that this one does not
+     * mention: the node renews them too (R 0 and L 0 or unlimited, the
+     * pairs a round does not visit), so they stay bases on both ends */
+    for (size_t i = 0; i < g->nlist; i++) {
+        push_base_t *b = &g->base[g->list[i]];
+        if (prev && b->g == prev) {
+            b->g = gs;
+            g->next[nx++] = g->list[i];
+        }
+    }
+    uint32_t *t = g->list;
+    g->list = g->next;
+    g->next = t;
+    g->nlist = nx;
+    g->omitted += left;
+    g->renew_g = gs;
+    m->tokens = g->buf;
+    m->count = k;
+    m->based = based;
+    m->renew = 1;
+}
+
+int push_msg(const ctrl_t *c, int node, int skipped, push_grants_t *g, proto_msg_t *m,
+             push_to_t *to)
 {
     const node_t *nd = ctrl__get_node(c, node);
     if (!nd || !nd->up)
@@ -18,6 +147,16 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
         n = 0;
     const proto_share_rec_t *srecs;
     long ns = skipped ? -1 : ctrl_node_shares(c, node, &srecs);
+    int grants = g && g->on;
+    if (grants && (names_needed || g->table != c->table_gen || g->peer_table != nd->table)) {
+        g->renew_g = 0; /* slots and indexes of another table */
+        g->table = c->table_gen;
+        g->peer_table = nd->table;
+    }
+    if (grants && grants_fit(g, nd->ntable, n) < 0) {
+        g->renew_g = 0; /* the whole message, numbered, not renewing */
+        grants = 0;
+    }
     if ((skipped && !nbytes) || (n == 0 && !names_needed && !nbytes && ns < 0)) {
         m->type = PROTO_HEARTBEAT;
     } else {
@@ -45,6 +184,19 @@ int push_msg(const ctrl_t *c, int node, int skipped, proto_msg_t *m, push_to_t *
             m->has_weights = 1; /* the weights go with the table */
             m->weights = c->bweights;
             m->shadow = c->bshadow;
+        }
+        if (grants) {
+            m->gseq = ++g->gseq;
+            if (!skipped)
+                renewing(c, nd, g, m->gseq, n, m);
+            else if (g->renew_g) /* a record outside a renewing message is no base */
+                for (size_t i = 0; i < n; i++) {
+                    int j = ctrl__node_slot(nd, nd->out[i].bucket);
+                    if (j >= 0 && (size_t)j < g->nbase)
+                        g->base[j].g = 0;
+                }
+        } else if (g && g->on) {
+            m->gseq = ++g->gseq; /* out of memory: no renewal, still numbered */
         }
     }
     *to = (push_to_t){.name = nd->name, .instance = nd->instance};

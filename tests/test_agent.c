@@ -1733,9 +1733,151 @@ START_TEST(test_agent_sparse_tokens_net_of_prediction)
 }
 END_TEST
 
+/* A renewing tokens message numbered gseq (changed grants only), with
+ * `based` of its n records bases; delivered at `now` in `period`. */
+static void grants_msg(fx_t *f, uint64_t period, double now, uint64_t gseq,
+                       const proto_tokens_rec_t *recs, size_t n, size_t based)
+{
+    proto_msg_t m;
+    tokens_msg(f, &m, recs, n);
+    m.gseq = gseq;
+    m.renew = 1;
+    m.based = based;
+    agent_timing_t tm = tm_at(period, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* What a report says of "regrant" now. */
+static int report_regrant(fx_t *f, double now)
+{
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f->a, now, &m), 0);
+    int r = m.regrant;
+    proto_msg_clear(&m);
+    return r;
+}
+
+START_TEST(test_agent_changed_grants)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    proto_msg_t w;
+    welcome_msg(&f, &w);
+    w.renew = 1;
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0), 0);
+    /* controller index 1 = red (0), 0 = green (2) */
+    proto_tokens_rec_t g1[] = {
+        {.bucket = 1, .r_tokens = 10, .l_tokens = 20},
+        {.bucket = 0, .r_tokens = 4, .flags = PROTO_TOK_UNLIMITED, .l_tokens = PROTO_UNLIMITED}};
+    grants_msg(&f, 0, T0 + 0.1, 1, g1, 2, 2);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    /* spent; the next period's renewing message leaves both out: renewed
+     * as if re-sent, for that period only */
+    ck_assert_int_eq(sched_set_tokens(f.s, 0, 1, 1, T0 + PERIOD, T0 + 1), 0);
+    grants_msg(&f, 1, T0 + PERIOD + 0.1, 2, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    expect_tokens(&f, __LINE__, 2, 4, SCHED_UNLIMITED);
+    ck_assert(f.sn.last_until == T0 + 2 * PERIOD); /* holds to its period's end */
+    ck_assert_uint_eq(st_of(&f).grants_renewed, 2);
+    ck_assert_int_eq(report_regrant(&f, T0 + PERIOD + 0.2), 0);
+
+    /* gseq 3 (red lowered to 3/4) is lost: the next renewing message sees
+     * the gap and renews nothing (red keeps what it holds, which ends with
+     * the period), and the next report asks for every grant again */
+    ck_assert_int_eq(sched_set_tokens(f.s, 0, 1, 1, T0 + 2 * PERIOD, T0 + PERIOD + 1), 0);
+    grants_msg(&f, 2, T0 + 2 * PERIOD + 0.1, 4, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 1, 1);
+    ck_assert_uint_eq(st_of(&f).grant_gaps, 1);
+    ck_assert_uint_eq(st_of(&f).grants_renewed, 2);
+    ck_assert_int_eq(report_regrant(&f, T0 + 2 * PERIOD + 0.2), 1);
+    ck_assert_int_eq(report_regrant(&f, T0 + 2 * PERIOD + 2.2), 0); /* once */
+
+    /* the chain starts again: every grant sent is a base, renewed next */
+    proto_tokens_rec_t g5[] = {{.bucket = 1, .r_tokens = 3, .l_tokens = 4}};
+    grants_msg(&f, 2, T0 + 2 * PERIOD + 2.3, 5, g5, 1, 1);
+    expect_tokens(&f, __LINE__, 0, 3, 4);
+    ck_assert_int_eq(sched_set_tokens(f.s, 0, 0, 0, T0 + 3 * PERIOD, T0 + 2 * PERIOD + 3), 0);
+    ck_assert_int_eq(sched_set_tokens(f.s, 2, 0, 0, T0 + 3 * PERIOD, T0 + 2 * PERIOD + 3), 0);
+    grants_msg(&f, 3, T0 + 3 * PERIOD + 0.1, 6, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 3, 4);
+    expect_tokens(&f, __LINE__, 2, 0, 0); /* green's base was of gseq 2: gone at the gap */
+
+    /* a record after "based" (a provisional split) is no base: not renewed */
+    proto_tokens_rec_t g7[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 6}};
+    grants_msg(&f, 3, T0 + 3 * PERIOD + 0.2, 7, g7, 1, 0);
+    expect_tokens(&f, __LINE__, 0, 5, 6);
+    ck_assert_int_eq(sched_set_tokens(f.s, 0, 1, 1, T0 + 4 * PERIOD, T0 + 3 * PERIOD + 1), 0);
+    grants_msg(&f, 4, T0 + 4 * PERIOD + 0.1, 8, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 1, 1);
+
+    /* a record in a message that does not renew clears its base too */
+    grants_msg(&f, 4, T0 + 4 * PERIOD + 0.2, 9, g5, 1, 1);
+    proto_msg_t m;
+    tokens_msg(&f, &m, g7, 1);
+    m.gseq = 10; /* numbered, not renewing: a skipped round's bytes */
+    tm = tm_at(4, T0 + 4 * PERIOD + 0.3);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 4 * PERIOD + 0.3), 0);
+    ck_assert_int_eq(sched_set_tokens(f.s, 0, 1, 1, T0 + 5 * PERIOD, T0 + 4 * PERIOD + 1), 0);
+    grants_msg(&f, 5, T0 + 5 * PERIOD + 0.1, 11, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 1, 1);
+    ck_assert_uint_eq(st_of(&f).grant_gaps, 1);
+    fx_stop(&f);
+}
+END_TEST
+
+/* A late (stale) renewing message is not applied, but its bases count:
+ * the next renews them (no gap, no regrant). */
+START_TEST(test_agent_changed_grants_stale_keeps_chain)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    proto_msg_t w;
+    welcome_msg(&f, &w);
+    w.renew = 1;
+    agent_timing_t tm = tm_at(3, T0 + 3 * PERIOD);
+    ck_assert_int_eq(agent_handle(f.a, &w, &tm, T0 + 3 * PERIOD), 0);
+    proto_tokens_rec_t g1[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    grants_msg(&f, 3, T0 + 3 * PERIOD + 0.1, 1, g1, 1, 1);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    proto_tokens_rec_t g2[] = {{.bucket = 1, .r_tokens = 7, .l_tokens = 8}};
+    grants_msg(&f, 2, T0 + 3 * PERIOD + 1, 2, g2, 1, 1); /* an older period's: stale */
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    ck_assert_uint_eq(st_of(&f).tokens_stale, 1);
+    grants_msg(&f, 4, T0 + 4 * PERIOD + 0.1, 3, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 7, 8); /* the stale message's base, renewed */
+    ck_assert_uint_eq(st_of(&f).grant_gaps, 0);
+    ck_assert_int_eq(report_regrant(&f, T0 + 4 * PERIOD + 0.2), 0);
+    fx_stop(&f);
+}
+END_TEST
+
+/* A controller whose welcome did not say renew: nothing is renewed. */
+START_TEST(test_agent_changed_grants_not_welcomed)
+{
+    fx_t f;
+    fx_welcomed(&f, 1);
+    proto_tokens_rec_t g1[] = {{.bucket = 1, .r_tokens = 10, .l_tokens = 20}};
+    grants_msg(&f, 0, T0 + 0.1, 1, g1, 1, 1);
+    expect_tokens(&f, __LINE__, 0, 10, 20);
+    ck_assert_int_eq(sched_set_tokens(f.s, 0, 1, 1, T0 + PERIOD, T0 + 1), 0);
+    grants_msg(&f, 1, T0 + PERIOD + 0.1, 2, NULL, 0, 0);
+    expect_tokens(&f, __LINE__, 0, 1, 1);
+    ck_assert_uint_eq(st_of(&f).grants_renewed, 0);
+    /* and the hello offers it by default */
+    proto_msg_t h;
+    ck_assert_int_eq(agent_hello(f.a, T0 + PERIOD + 0.2, &h), 0);
+    ck_assert_int_eq(h.renew, 1);
+    fx_stop(&f);
+}
+END_TEST
+
+
 int main(void)
 {
-    const TTest *const tests[] = {test_agent_rules_from_the_leader,
+    const TTest *const tests[] = {
+        test_agent_changed_grants, test_agent_changed_grants_stale_keeps_chain, test_agent_changed_grants_not_welcomed,test_agent_rules_from_the_leader,
                                   test_agent_sparse_reports,
                                   test_agent_sparse_tokens_net_of_prediction,
                                   test_agent_hello_lists_the_table,

@@ -952,7 +952,7 @@ START_TEST(test_ctrl_late_report_basis_and_rate)
     proto_msg_t m;
     proto_msg_init(&m);
     push_to_t to;
-    ck_assert_int_eq(push_msg(c, 0, res.skipped, &m, &to), 0);
+    ck_assert_int_eq(push_msg(c, 0, res.skipped, NULL, &m, &to), 0);
     ck_assert_int_eq(m.type, PROTO_TOKENS);
     ck_assert_uint_eq(m.basis, proto_basis(1, 1, 5));
     /* interval 2: the node's report is late; the round computes from the
@@ -961,7 +961,7 @@ START_TEST(test_ctrl_late_report_basis_and_rate)
     round_run(c, 1, 2, (const rep_t *const[]){NULL}, 1, 1, &res);
     ck_assert_int_eq(limited_total(c, 0, last_r, last_l), 800);
     proto_msg_init(&m);
-    ck_assert_int_eq(push_msg(c, 0, 0, &m, &to), 0);
+    ck_assert_int_eq(push_msg(c, 0, 0, NULL, &m, &to), 0);
     ck_assert_uint_eq(m.basis, proto_basis(1, 1, 5));
     /* on time again: the rate from now, 1000 x 2/5 */
     rep_t r3[1] = {{500, 500, 600, 0, 0}};

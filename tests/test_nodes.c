@@ -32,6 +32,7 @@ typedef struct {
 } fx_t;
 
 static fx_t fx;
+static int hello_renew; /* node_hello() offers changed grants */
 
 static void on_tick(void *arg, double now)
 {
@@ -138,6 +139,7 @@ static void *node_hello(const char *name, uint64_t instance, proto_msg_t *w)
     m.has_names = 1;
     m.nnames = 2;
     m.names = (const char **)tnames;
+    m.renew = hello_renew;
     node_send(s, &m);
     ck_assert_int_eq(node_recv(s, w, 2000), 0);
     return s;
@@ -458,10 +460,99 @@ START_TEST(test_nodes_sparse_full_after_gap)
 }
 END_TEST
 
+/* A computed round (period `period`, interval 0: forced) after n1's
+ * report; its message into *d.  Returns the round's record count. */
+static size_t grants_round(void *s, proto_msg_t *d, uint64_t period, int regrant)
+{
+    int node = ctrl_node_find(fx.c, "n1");
+    ck_assert_int_eq(ctrl_round_begin(fx.c, period, 0, 0), 0);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_REPORT;
+    strcpy(m.node, "n1");
+    m.period = period;
+    m.table = 7;
+    m.peer_table = ctrl_table(fx.c, NULL, NULL);
+    m.completions = 100;
+    m.busy_seconds = 0.1;
+    m.regrant = regrant;
+    ck_assert_int_eq(proto_msg_reserve(&m, 2, 0), 0);
+    m.count = 2;
+    for (uint32_t b = 0; b < 2; b++)
+        m.report[b] = (proto_report_rec_t){.bucket = b, .queued = 20, .arrivals_interval = 40,
+                                           .arrivals_period = 40, .l_left = PROTO_UNLIMITED};
+    node_send(s, &m);
+    proto_msg_clear(&m);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(fx.c, &res), 0);
+    ck_assert_int_eq(res.skipped, 0);
+    const proto_tokens_rec_t *recs;
+    size_t n = ctrl_node_tokens(fx.c, node, &recs);
+    nodes_push(&fx.ns, &res, mono_now());
+    ck_assert_int_eq(node_recv(s, d, 2000), 0);
+    return n;
+}
+
+/* Changed grants only (issue 30): offered in the hello, said in the
+ * welcome; every tokens message numbered; a forced round whose grants did
+ * not change sends no record (the node renews its bases); a regrant
+ * sends every grant again; a node that did not offer gets today's. */
+START_TEST(test_nodes_changed_grants)
+{
+    proto_msg_t d;
+    hello_renew = 1;
+    void *s = n1_hello(&d);
+    hello_renew = 0;
+    ck_assert_int_eq(d.type, PROTO_WELCOME);
+    ck_assert_int_eq(d.renew, 1);
+    int node = ctrl_node_find(fx.c, "n1");
+    size_t n1 = grants_round(s, &d, 1, 0);
+    ck_assert_uint_gt(n1, 0);
+    ck_assert_int_eq(d.type, PROTO_TOKENS);
+    ck_assert_uint_eq(d.gseq, 1);
+    ck_assert_int_eq(d.renew, 1);
+    ck_assert_uint_eq(d.count, n1); /* no bases yet: every grant */
+    ck_assert_uint_eq(d.based, n1);
+    proto_tokens_rec_t first[8];
+    ck_assert_uint_le(n1, 8);
+    memcpy(first, d.tokens, n1 * sizeof *first);
+
+    /* the next period, the same demand: the same grants, none sent */
+    size_t n2 = grants_round(s, &d, 2, 0);
+    ck_assert_uint_eq(n2, n1);
+    ck_assert_int_eq(d.type, PROTO_TOKENS);
+    ck_assert_uint_eq(d.gseq, 2);
+    ck_assert_int_eq(d.renew, 1);
+    const proto_tokens_rec_t *recs;
+    ck_assert_uint_eq(ctrl_node_tokens(fx.c, node, &recs), n2);
+    for (size_t i = 0; i < n2; i++) /* what the node renews is what we meant */
+        ck_assert_int_eq(recs[i].r_tokens, first[i].r_tokens);
+    ck_assert_uint_eq(d.count, 0);
+    ck_assert_uint_eq(fx.ns.peers[node].grants.omitted, n2);
+
+    /* the node saw a gap: every grant again */
+    size_t n3 = grants_round(s, &d, 3, 1);
+    ck_assert_uint_eq(d.gseq, 3);
+    ck_assert_uint_eq(d.count, n3);
+    ck_assert_uint_eq(fx.ns.peers[node].grants.regrants, 1);
+    n1_close(s, &d);
+
+    /* an older node: no renew in the welcome, no gseq on its tokens */
+    s = n1_hello(&d);
+    ck_assert_int_eq(d.renew, 0);
+    size_t n4 = grants_round(s, &d, 4, 0);
+    ck_assert_int_eq(d.type, PROTO_TOKENS);
+    ck_assert_uint_eq(d.gseq, 0);
+    ck_assert_int_eq(d.renew, 0);
+    ck_assert_uint_eq(d.count, n4);
+    n1_close(s, &d);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
-        test_nodes_sparse_full_after_gap,
+        test_nodes_sparse_full_after_gap, test_nodes_changed_grants,
         test_nodes_hello_welcome, test_nodes_push_tokens, test_nodes_push_heartbeat,
         test_nodes_unknown_node,  test_nodes_unknown_table, test_nodes_duplicate_name,
         test_nodes_goodbye,       test_nodes_fenced,

@@ -804,6 +804,21 @@ START_TEST(test_proto_optional_field_rules)
         {TOKHDR(",\"count\":1,\"basis\":9007199254740993"), 1, PROTO_E_RANGE},
         {REPHDR(",\"basis\":7"), 2, PROTO_E_FIELD},
         {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"basis\":7}", 0, PROTO_E_FIELD},
+        /* changed grants (test_proto_grants) */
+        {TOKHDR(",\"count\":1,\"renew\":1,\"gseq\":7"), 1, PROTO_OK},
+        {TOKHDR(",\"count\":1,\"renew\":1,\"gseq\":7,\"based\":0"), 1, PROTO_OK},
+        {TOKHDR(",\"count\":1,\"renew\":1,\"gseq\":7,\"based\":2"), 1, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"gseq\":7,\"based\":0"), 1, PROTO_E_FIELD},
+        {TOKHDR(",\"count\":1,\"renew\":1,\"based\":0"), 1, PROTO_E_FIELD},
+        {TOKHDR(",\"count\":1,\"renew\":2"), 1, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"gseq\":9007199254740993"), 1, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"regrant\":1"), 1, PROTO_E_FIELD},
+        {REPHDR(",\"regrant\":1"), 2, PROTO_OK},
+        {REPHDR(",\"regrant\":2"), 2, PROTO_E_RANGE},
+        {REPHDR(",\"renew\":1"), 2, PROTO_E_FIELD},
+        {REPHDR(",\"gseq\":1"), 2, PROTO_E_FIELD},
+        {HELLOHDR(",\"renew\":1"), 2, PROTO_OK},
+        {"{\"v\":3,\"type\":\"heartbeat\",\"node\":\"n1\",\"renew\":1}", 0, PROTO_E_FIELD},
     };
     proto_stats_t st = {0};
     put_tok(recbuf, 0, 0, 1, 2);
@@ -1714,9 +1729,64 @@ START_TEST(test_proto_rules_message)
 }
 END_TEST
 
+/* Changed grants (issue 30): "renew" on a hello (can), a welcome (will)
+ * and tokens (renews), "gseq" and "based" on tokens (based absent: every
+ * record, and left out when it equals count), "regrant" on a report; the
+ * encoder refuses based > count and out-of-range flags. */
+START_TEST(test_proto_grants)
+{
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        hello_start(&m, &d, writer_nodes[w]);
+        EXPECT_OPTIONAL(&m, &d, renew, 1, 1);
+        m.renew = 0;
+        m.has_names = 0;
+        set_tokens(&m, 1, 3);
+        for (size_t i = 0; i < 3; i++)
+            m.tokens[i] = (proto_tokens_rec_t){.bucket = (uint32_t)i, .r_tokens = 1, .l_tokens = 2};
+        m.gseq = 41;
+        m.renew = 1;
+        m.based = 2;
+        rt(&m, &d);
+        ck_assert_uint_eq(d.gseq, 41);
+        ck_assert_int_eq(d.renew, 1);
+        ck_assert_uint_eq(d.based, 2);
+        ck_assert_uint_eq(d.count, 3);
+        m.based = 3; /* every record: the key is left out, decoded as count */
+        expect_in_header(&m, "based", 0);
+        ck_assert_uint_eq(rt(&m, &d)->based, 3);
+        m.based = 4;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.based = 0;
+        m.renew = 0; /* numbered, not renewing: every record is a base to no one */
+        ck_assert_uint_eq(rt(&m, &d)->based, 3);
+        ck_assert_int_eq(d.renew, 0);
+        m.gseq = PROTO_MAX_COUNT + 1;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.gseq = 0;
+        m.regrant = 1; /* a controller never says it: left out */
+        ck_assert_int_eq(rt(&m, &d)->regrant, 0);
+        m.regrant = 0;
+        proto_msg_clear(&m);
+        hello_start(&m, &d, writer_nodes[w]);
+        m.type = PROTO_REPORT;
+        m.has_names = 0;
+        m.period = 3;
+        EXPECT_OPTIONAL(&m, &d, regrant, 1, 1);
+        m.regrant = 0;
+        m.renew = 1; /* a report never renews: left out */
+        ck_assert_int_eq(rt(&m, &d)->renew, 0);
+        proto_msg_clear(&d);
+        proto_msg_clear(&m);
+    }
+}
+END_TEST
+
+
 int main(void)
 {
     const TTest *const tests[] = {
+        test_proto_grants,
         test_proto_roundtrip_hello, test_proto_roundtrip_welcome, test_proto_roundtrip_report,
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,

@@ -39,7 +39,11 @@ int proto__check(const proto_msg_t *m)
         return -EINVAL;
     if (m->seq > (uint64_t)INT64_MAX || m->follows > PROTO_MAX_COUNT || m->lease > PROTO_LEASE_MAX ||
         m->leases > 1 || m->sparse > 1 || m->sparse < 0 || m->full > 1 || m->full < 0 ||
-        m->basis > PROTO_MAX_COUNT)
+        m->basis > PROTO_MAX_COUNT ||
+        m->renew > 1 || m->renew < 0 || m->regrant > 1 || m->regrant < 0 ||
+        m->gseq > PROTO_MAX_COUNT)
+        return -EINVAL;
+    if (m->type == PROTO_TOKENS && m->renew && m->gseq && m->based > m->count)
         return -EINVAL;
     if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))
         return -EINVAL;

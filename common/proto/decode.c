@@ -226,6 +226,26 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         goto out;
     }
     GET(K_BASIS, 0, PROTO_MAX_COUNT, m->basis);
+    if ((hv.v[K_RENEW].kind != V_NONE && !type_has_renew(m->type)) ||
+        ((hv.v[K_GSEQ].kind != V_NONE || hv.v[K_BASED].kind != V_NONE) &&
+         m->type != PROTO_TOKENS) ||
+        (hv.v[K_REGRANT].kind != V_NONE && m->type != PROTO_REPORT)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_RENEW, 0, 1, m->renew);
+    GET(K_GSEQ, 0, PROTO_MAX_COUNT, m->gseq);
+    GET(K_REGRANT, 0, 1, m->regrant);
+    {
+        uint64_t based_ = 0;
+        GET(K_BASED, 0, PROTO_MAX_RECORDS, based_);
+        /* "based" only on a renewing message with a sequence */
+        if (hv.v[K_BASED].kind != V_NONE && (!m->renew || !m->gseq)) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        m->based = hv.v[K_BASED].kind != V_NONE ? (size_t)based_ : SIZE_MAX;
+    }
     if ((hv.v[K_FALLBACK].kind != V_NONE || hv.v[K_FALLBACKS].kind != V_NONE ||
          hv.v[K_SERVED_BYTES].kind != V_NONE) &&
         m->type != PROTO_REPORT) {
@@ -301,6 +321,8 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         m->nshares = (size_t)n;
         m->shares = m->shares_own;
     }
+    if (m->type != PROTO_TOKENS)
+        m->based = 0; /* "based" is refused above on other types */
     switch (m->type) {
     case PROTO_HELLO:
         GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);
@@ -348,6 +370,12 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         GET(K_COUNT, 1, PROTO_MAX_RECORDS, m->count);
         GET(K_WIDE, 0, 1, m->wide);
         GET(K_BYTES, 0, PROTO_MAX_RECORDS, m->nbytes);
+        if (m->based == SIZE_MAX) {
+            m->based = m->count; /* absent: every record is a base */
+        } else if (m->based > m->count) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
         break;
     case PROTO_HEARTBEAT:
         GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);

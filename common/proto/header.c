@@ -44,6 +44,15 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "full", json_integer(1));
     if (m->basis && type_has_basis(m->type))
         bad |= jset(h, "basis", json_integer((json_int_t)m->basis));
+    if (m->renew && type_has_renew(m->type))
+        bad |= jset(h, "renew", json_integer(1));
+    if (m->gseq && m->type == PROTO_TOKENS) {
+        bad |= jset(h, "gseq", json_integer((json_int_t)m->gseq));
+        if (m->renew && m->based != m->count)
+            bad |= jset(h, "based", json_integer((json_int_t)m->based));
+    }
+    if (m->regrant && m->type == PROTO_REPORT)
+        bad |= jset(h, "regrant", json_integer(1));
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
@@ -220,6 +229,15 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "full", 1);
     if (m->basis && type_has_basis(m->type))
         hw_u64(&w, "basis", m->basis);
+    if (m->renew && type_has_renew(m->type))
+        hw_u64(&w, "renew", 1);
+    if (m->gseq && m->type == PROTO_TOKENS) {
+        hw_u64(&w, "gseq", m->gseq);
+        if (m->renew && m->based != m->count)
+            hw_u64(&w, "based", m->based);
+    }
+    if (m->regrant && m->type == PROTO_REPORT)
+        hw_u64(&w, "regrant", 1);
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         hw_u64(&w, "period", m->period);
         hw_u64(&w, "interval", m->interval);
@@ -337,11 +355,12 @@ static const char *const key_names[K__N] = {
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
     "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
-    "sparse", "full", "shares", "basis",
+    "sparse", "full", "shares", "basis", "renew", "gseq", "based", "regrant",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
-                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4, 6, 5};
+                                             4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4,
+                                             6, 5, 5, 4, 5, 7};
 
 static int key_index(const char *k, size_t l)
 {

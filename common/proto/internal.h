@@ -124,6 +124,15 @@ static inline int type_has_basis(proto_type_t t)
     return t == PROTO_TOKENS;
 }
 
+/* Changed grants only (docs/protocol.md "Changed grants"): who may say
+ * "renew" (hello: can, welcome: will, tokens: this one renews the bases
+ * it leaves out), who carries a grant sequence ("gseq", "based": tokens)
+ * and who may say its chain broke ("regrant": report). */
+static inline int type_has_renew(proto_type_t t)
+{
+    return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_TOKENS;
+}
+
 /* Range checks shared by the encoder's validation and the decoder. */
 static inline int timing_ok(const proto_msg_t *m)
 {
@@ -208,7 +217,7 @@ enum {
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
     K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES,
-    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K__N
+    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K_RENEW, K_GSEQ, K_BASED, K_REGRANT, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

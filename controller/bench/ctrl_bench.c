@@ -55,7 +55,7 @@ typedef struct {
     const char *curve;  /* --curve-dir: NAME.key per node, admin.key, ctrl.pub */
     int full;
     double changing, warmup;
-    int no_sparse, full_every;
+    int no_sparse, full_every, no_renew;
     int ctrl_pid;
     unsigned seed;
     int quiet;
@@ -82,7 +82,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 21
+#define NOPTS 22
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(bench_cfg_t *o, opts_row_t *rows)
@@ -125,6 +125,9 @@ static void option_rows(bench_cfg_t *o, opts_row_t *rows)
                  "load of which F changes per interval"},
         {.name = "no-sparse", .type = OPTS_FLAG, .target = &o->no_sparse,
          .help = "full reports only, as nodes that predate sparse reports"},
+        {.name = "no-renew", .type = OPTS_FLAG, .target = &o->no_renew,
+         .help = "every grant in every tokens message, as nodes that\n"
+                 "predate changed grants (no \"renew\" in the hello)"},
         {.name = "full-every", .type = OPTS_INT, .target = &o->full_every, .arg = "N",
          .deflt = "25", .min = 1, .max = 1000000,
          .help = "sparse reports: a full report every N ({default}, as bqos-node)"},
@@ -173,12 +176,13 @@ static double proc_cpu(int pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static void hello(fnode_t *f, proto_enc_t *e, int sparse)
+static void hello(fnode_t *f, proto_enc_t *e, int sparse, int renew)
 {
     proto_msg_t m;
     proto_msg_init(&m);
     m.type = PROTO_HELLO;
     m.sparse = sparse;
+    m.renew = renew; /* changed grants only (the records are counted, not applied) */
     m.capacity = 20000;
     m.table = 1;
     m.has_names = 1;
@@ -338,7 +342,7 @@ int main(int argc, char **argv)
     proto_msg_init(&rep);
     proto_stats_t pst = {0};
     for (int i = 0; i < o.nodes; i++)
-        hello(&fn[i], &enc, !o.no_sparse);
+        hello(&fn[i], &enc, !o.no_sparse, !o.no_renew);
 
     timing_t tm = {0};
     /* The counted window: after --warmup. */
@@ -360,7 +364,7 @@ int main(int argc, char **argv)
         if (now >= next_hello) {
             for (int i = 0; i < o.nodes; i++)
                 if (!fn[i].welcomed)
-                    hello(&fn[i], &enc, !o.no_sparse);
+                    hello(&fn[i], &enc, !o.no_sparse, !o.no_renew);
             next_hello = now + 1;
         }
         /* Reports at each interval start of the controller's clock. */
@@ -539,7 +543,7 @@ int main(int argc, char **argv)
                     f->errors++;
                     if (strcmp(in.code, "unknown_node") == 0) {
                         f->welcomed = 0;
-                        hello(f, &enc, !o.no_sparse);
+                        hello(f, &enc, !o.no_sparse, !o.no_renew);
                     } else if (strcmp(in.code, "unknown_table") == 0) {
                         f->peer_ack = 0;
                     }

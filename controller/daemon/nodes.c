@@ -43,6 +43,8 @@ void nodes_clear(nodes_t *ns)
 {
     proto_msg_clear(&ns->in);
     proto_enc_clear(&ns->enc);
+    for (int i = 0; i < ns->npeers; i++)
+        push_grants_clear(&ns->peers[i].grants);
     free(ns->peers);
     ns->peers = NULL;
     ns->npeers = 0;
@@ -283,10 +285,10 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
         proto_msg_t m;
         proto_msg_init(&m);
         push_to_t to;
-        if (push_msg(ns->ctrl, i, res->skipped, &m, &to) < 0)
+        nodes_peer_t *p = peer_at(ns, i);
+        if (push_msg(ns->ctrl, i, res->skipped, p ? &p->grants : NULL, &m, &to) < 0)
             continue; /* down */
         pclock_fill_timing(ns->clk, &m, now);
-        nodes_peer_t *p = peer_at(ns, i);
         if (p && p->want_full && p->sparse) {
             m.full = 1; /* until a full report comes */
             ns->full_asked++;
@@ -400,6 +402,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         p->seq = m->seq;
         p->want_full = 0; /* its first report after the welcome is full */
         p->sparse = m->sparse;
+        push_grants_session(&p->grants, m->renew); /* a new session */
     }
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
@@ -421,6 +424,7 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.weights = ctrl_table_weights(ns->ctrl);
     w.shadow = ctrl_table_shadow(ns->ctrl);
     w.sparse = 1; /* we take sparse reports */
+    w.renew = p && m->renew; /* changed grants only, if it can */
     /* the rules in force follow the welcome, which says so (issue 27): a
      * welcome without "rules" tells the node the controller has none */
     int rules = nodes_push_rules(ns) == 0 && ns->rules;
@@ -475,6 +479,8 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
     }
     nodes_peer_t *p = peer_at(ns, node);
     int rc;
+    if (p && m->regrant && p->grants.on)
+        push_grants_regrant(&p->grants); /* it renewed nothing: send every grant */
     if (m->sparse) {
         ns->reports_sparse++;
         rc = ctrl_node_report_sparse(ns->ctrl, node, m->period, m->interval, m->table,

@@ -12,6 +12,7 @@
 #include "controller/daemon/auth.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/timing.h"
+#include "controller/push.h"
 
 /* What the node endpoint asks of the loop while it drains messages. */
 typedef struct {
@@ -42,6 +43,7 @@ typedef struct {
                               gap in its seq) or came late, so what we
                               hold may differ from what it assumes; the
                               next message to it asks for a full report */
+    push_grants_t grants;  /* changed grants only: its bases (push.h) */
 } nodes_peer_t;
 
 /* An unregistered process that wrote to a fenced controller: its routing id

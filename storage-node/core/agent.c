@@ -26,6 +26,7 @@ void agent_config_defaults(agent_config_t *cfg)
     cfg->sparse_demand = 0.10;
     cfg->sparse_served = 0.02;
     cfg->full_every = 25;
+    cfg->renew = 1;
 }
 
 
@@ -261,6 +262,7 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->follows = a->st.epoch; /* a new leader leads above it */
     m->leases = 1;            /* our static fallback keeps to the lease */
     m->sparse = a->cfg.sparse != 0;
+    m->renew = a->cfg.renew != 0;
     m->table = a->my_table;
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
@@ -317,6 +319,8 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     int sparse = a->ctl_sparse && !a->want_full && !m->has_names &&
                  a->since_full + 1 < (a->cfg.full_every ? a->cfg.full_every : 1);
     m->sparse = sparse;
+    m->regrant = a->regrant; /* a gap in gseq: every grant again, please */
+    a->regrant = 0;
     size_t k = 0;
     const uint32_t slot = a->rep_slot;
     for (int b = 0; b < a->my_n; b++) {
@@ -554,6 +558,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
             dropped++;
         }
     a->ctl_n = n;
+    agent__grants_reset(a, 0); /* indexes of another table */
     dropped += route_default(a, m);
     a->ctl_table = m->table;
     rc = dropped;
@@ -601,8 +606,24 @@ static void net_of_served(const agent_t *a, int b, int slot, int64_t *r, int64_t
         *l = since < (uint64_t)*l ? *l - (int64_t)since : 0;
 }
 
+/* Applies one record (controller index c; l PROTO_UNLIMITED: no limit),
+ * net of what was served since the report `slot` names (net_of_served()). */
+static void apply_one(agent_t *a, uint32_t c, int slot, int64_t r, int64_t l)
+{
+    int b = a->ctl_map[c];
+    if (b < 0)
+        return;
+    if (l == PROTO_UNLIMITED)
+        l = SCHED_UNLIMITED;
+    net_of_served(a, b, slot, &r, &l);
+    if (agent__op_set_tokens(a, b, r, l) == 0)
+        a->st.tokens_applied++;
+}
+
 /* Applies a tokens message's records: controller index -> scheduler index
- * through the table map, then straight to the scheduler by index. */
+ * through the table map, then straight to the scheduler by index.  Under
+ * changed grants (a->ctl_renew), a renewing message first applies again
+ * the bases it leaves out (agent__grants_take()): as if re-sent now. */
 static void apply_tokens(agent_t *a, const proto_msg_t *m)
 {
     for (size_t i = 0; i < m->count; i++)
@@ -613,19 +634,21 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
                          m->tokens[i].bucket, a->ctl_n);
             return;
         }
+    /* A base renewed here stands for its record re-sent now: it is netted
+     * against this message's basis, as the records are. */
     int slot = m->basis ? basis_slot(a, m->basis) : -2;
     if (slot == -1)
         a->st.basis_old++;
+    if (a->ctl_renew) {
+        const uint32_t *rn;
+        long k = agent__grants_take(a, m, &rn);
+        for (long i = 0; i < k; i++)
+            apply_one(a, rn[i], slot, a->gb[rn[i]].r, a->gb[rn[i]].l);
+    }
     for (size_t i = 0; i < m->count; i++) {
         const proto_tokens_rec_t *t = &m->tokens[i];
-        int b = a->ctl_map[t->bucket];
-        if (b < 0)
-            continue;
-        int64_t r = t->r_tokens;
-        int64_t l = (t->flags & PROTO_TOK_UNLIMITED) ? SCHED_UNLIMITED : t->l_tokens;
-        net_of_served(a, b, slot, &r, &l);
-        if (agent__op_set_tokens(a, b, r, l) == 0)
-            a->st.tokens_applied++;
+        apply_one(a, t->bucket, slot, t->r_tokens,
+                  (t->flags & PROTO_TOK_UNLIMITED) ? PROTO_UNLIMITED : t->l_tokens);
     }
     agent__bytes_apply(a, m);
     agent__shares_apply(a, m);
@@ -634,6 +657,23 @@ static void apply_tokens(agent_t *a, const proto_msg_t *m)
 
 static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now,
                       int adopt);
+
+/* A tokens message too late to apply under changed grants: its records
+ * are not applied (stale), but they are the bases the controller now
+ * believes we hold and what it renews stands as meant, so the gseq chain
+ * takes it (bookkeeping only), instead of a gap that would renew nothing
+ * until every grant came again.  A message for a table we do not hold
+ * is left to be a gap. */
+static void keep_chain(agent_t *a, const proto_msg_t *m)
+{
+    if (!a->ctl_renew || !m->gseq || m->has_names || m->table != a->ctl_table || !a->ctl_table)
+        return;
+    for (size_t i = 0; i < m->count; i++)
+        if (m->tokens[i].bucket >= a->ctl_n)
+            return;
+    const uint32_t *rn;
+    (void)agent__grants_take(a, m, &rn);
+}
 
 int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, double now)
 {
@@ -659,6 +699,7 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->ctl_table = 0;
         a->ctl_n = 0;
         a->ctl_pos_known = 0;
+        agent__grants_reset(a, 1);
     }
     if (m->type == PROTO_WELCOME || m->type == PROTO_TOKENS || m->type == PROTO_HEARTBEAT)
         a->st.lease = m->lease; /* the leader's; 0: an older controller, no bound */
@@ -694,6 +735,8 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         /* A new session: it holds nothing of our buckets yet. */
         a->ctl_sparse = a->cfg.sparse && m->sparse;
         a->want_full = 1;
+        a->ctl_renew = a->cfg.renew && m->renew;
+        agent__grants_reset(a, 1); /* a new session numbers from 1 */
         take_timing(a, &mt, now, 1);
         /* a welcome without "rules": the controller has none (issue 27) */
         if (!m->rules_version && a->ops.rules && a->ops.rules(a->ops.arg, 0, "", 0) < 0)
@@ -728,6 +771,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         }
         if (take_timing(a, &mt, now, adopt)) {
             a->st.tokens_stale++;
+            keep_chain(a, m); /* late, not lost: its bases still count */
             break;
         }
         if (m->has_names) {
@@ -900,6 +944,9 @@ void agent_destroy(agent_t **ap)
     free(a->served_at);
     free(a->local_w);
     free(a->base);
+    free(a->gb);
+    free(a->gl);
+    free(a->gl2);
     free(a->ub);
     free(a->ctl_map);
     grant_clear(&a->grant);

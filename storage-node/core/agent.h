@@ -79,6 +79,9 @@ typedef struct {
                                  fraction from the prediction (0.02) */
     uint32_t full_every;      /* a full report at least every this many
                                  reports (25) */
+    int renew;                /* offer changed grants only in hello
+                                 (default 1; docs/protocol.md "Changed
+                                 grants"); used once a welcome says it */
 } agent_config_t;
 
 /* Fills *cfg with the defaults above (name and peer NULL). */
@@ -175,6 +178,10 @@ typedef struct {
     uint64_t reports_full, reports_sparse; /* reports sent, by kind */
     uint64_t records_left_out;   /* buckets sparse reports left out */
     uint64_t full_asked;         /* full reports the controller asked for */
+    uint64_t grants_renewed;     /* buckets renewing tokens messages applied
+                                    again without a record (changed grants) */
+    uint64_t grant_gaps;         /* tokens messages after a gap in gseq (a
+                                    lost one): nothing renewed, regrant */
     proto_stats_t proto;         /* messages the agent dropped: addressed to
                                     another node (unknown_node), or for a
                                     controller table it lacks (table) */

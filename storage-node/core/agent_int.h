@@ -43,6 +43,13 @@ typedef struct {
     int b;
     int64_t n;
 } agent_share_t;
+/* A bucket's grant base (agent_grants.c): the record (controller index)
+ * of the renewing message gseq g; g 0: none. */
+typedef struct {
+    int64_t r, l;        /* l: PROTO_UNLIMITED for no limit */
+    uint64_t g;
+    uint64_t seen;       /* gseq of the last message with a record for it */
+} agent_gbase_t;
 
 struct agent {
     agent_config_t cfg;
@@ -92,6 +99,19 @@ struct agent {
                             caller manages the policy (manage_policy 0) */
     int *ctl_map;
     size_t ctl_n, ctl_cap;
+
+    /* changed grants (agent_grants.c; docs/protocol.md "Changed grants") */
+    int ctl_renew;       /* the welcome said the controller sends changed grants only */
+    uint64_t gseq;       /* gseq of the last tokens message (0: none this session) */
+    uint64_t renew_g;    /* gseq of the last renewing message whose chain
+                            holds: bases of it are renewed by the next (0: none) */
+    int regrant;         /* the next report says regrant (a gap was seen) */
+    agent_gbase_t *gb;   /* per controller index: its base, or g 0 */
+    int gb_cap;          /* entries (growarr()) */
+    uint32_t *gl, *gl2;  /* controller indices whose base is of renew_g
+                            (gl), scratch for the next list (gl2) */
+    size_t gl_n;
+    int gl_cap, gl2_cap;
 
     /* timing, in the caller's clock */
     int has_timing;
@@ -197,6 +217,24 @@ int agent__epoch_ok(agent_t *a, const proto_msg_t *m, int src, double now, int *
  * when the leader is silent (agent_config_t.silence_intervals), and warns
  * once a period while no controller is heard. */
 void agent__watch(agent_t *a, double now, uint32_t k);
+
+/* agent_grants.c: changed grants only.  The bookkeeping of bases; the
+ * tokens themselves are set by agent.c (apply_tokens()). */
+
+/* Forgets every base (a new session, a new controller table, a new
+ * leader): nothing is renewed until a renewing message sets bases again.
+ * `session`: the gseq count restarts too.  O(bases). */
+void agent__grants_reset(agent_t *a, int session);
+
+/* Takes tokens message m (its records already checked against ctl_n):
+ * notes a gap in gseq (then renews nothing and sets a->regrant), and for
+ * a renewing message whose chain holds lists in *renew (owned by a, valid
+ * until the next call) the controller indices whose bases to apply again,
+ * which are the bases of the last renewing message that m has no record
+ * for.  Then m's first `based` records become the bases (of m->gseq) and
+ * its other records clear theirs.  Returns how many to renew, or -ENOMEM
+ * (every base forgotten, nothing renewed: fail closed). */
+long agent__grants_take(agent_t *a, const proto_msg_t *m, const uint32_t **renew);
 
 /* agent_bytes.c: the bytes/s dimension of cost-aware tokens.  Each
  * returns 0 or -ENOMEM where it allocates; all O(buckets) at most, once a

@@ -2,7 +2,8 @@
 # Users link it after nodeio and before proto: the agent calls the protocol codec.  The simulator links it too.
 LIBS += nodecore
 nodecore_SRCS = storage-node/core/sched.c storage-node/core/pace.c storage-node/core/window.c storage-node/core/agent.c \
-	storage-node/core/agent_fallback.c storage-node/core/agent_bytes.c storage-node/core/agent_shares.c storage-node/core/grant.c storage-node/core/cost.c \
+	storage-node/core/agent_fallback.c storage-node/core/agent_bytes.c storage-node/core/agent_shares.c \
+	storage-node/core/agent_grants.c storage-node/core/grant.c storage-node/core/cost.c \
 	storage-node/core/sched_bytes.c
 
 TESTS += test_agent
