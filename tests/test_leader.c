@@ -518,13 +518,13 @@ START_TEST(test_leader_kill_takeover)
     two_t w;
     two_start(&w, 0.05, NULL, NULL);
     uint64_t e1 = w.a.ld.epoch;
-    poll_at(&w.a, &w.f, 0.1); /* its last renewal: lease until 1.1 */
-    double t = 0.15;
-    for (; t < 1.09; t += 0.1) {
+    poll_at(&w.a, &w.f, 0.2); /* its last renewal (a quarter lease on): lease until 1.2 */
+    double t = 0.25;
+    for (; t < 1.19; t += 0.1) {
         poll_at(&w.b, &w.f, t);
         ck_assert(!w.b.ld.leading);
     }
-    for (; t < 1.3; t += 0.1)
+    for (; t < 1.4; t += 0.1)
         poll_at(&w.b, &w.f, t);
     ck_assert(w.b.ld.leading);
     ck_assert_uint_gt(w.b.ld.epoch, e1);
@@ -776,11 +776,11 @@ START_TEST(test_leader_heartbeat_none)
     ctl_init_hb(&w.a, &w.f, "a", HB_POLL, 0);
     ctl_init_hb(&w.b, &w.f, "b", HB_POLL, HB_STALE);
     poll_at(&w.a, &w.f, 0);
-    run_both(&w, 0.05, 0.5, 1);
-    run_both(&w, 0.5, 1.4, 0); /* a dies at 0.45: lease until 1.45 */
+    run_both(&w, 0.05, 0.55, 1); /* renewals every quarter lease: at 0.25, 0.5 */
+    run_both(&w, 0.55, 1.45, 0); /* a dies after 0.5: lease until 1.5 */
     ck_assert(!w.b.ld.leading);
     ck_assert_uint_eq(w.b.ld.depositions, 0);
-    run_both(&w, 1.4, 1.7, 0);
+    run_both(&w, 1.45, 1.75, 0);
     ck_assert(w.b.ld.leading);
     two_end(&w);
 }
@@ -858,11 +858,11 @@ START_TEST(test_leader_gray_slow_etcd_no_swing)
 }
 END_TEST
 
-/* Only the leader's etcd round trips are slow (60 ms a request, two per
- * poll over its 100 ms budget): its polls are cut short before the
- * heartbeat, it stops pushing at its fence, steps down when its heartbeat
- * is late by the takeover time and never pushes again; the standby, whose
- * etcd answers, deposes it and leads: a clean hand-over. */
+/* Only the leader's etcd round trips are slow (110 ms a request, each
+ * over its 100 ms budget): its heartbeats land late or not at all, it
+ * stops pushing at its fence, steps down when its heartbeat is late by the
+ * takeover time and never pushes again; the standby, whose etcd answers,
+ * deposes it and leads: a clean hand-over. */
 START_TEST(test_leader_gray_slow_round_trips_step_down)
 {
     two_t w;
@@ -871,7 +871,7 @@ START_TEST(test_leader_gray_slow_round_trips_step_down)
     int pushed_after = 0;
     double fence = 0.95 + HB_STALE - HB_POLL; /* a's last heartbeat at 0.95 */
     for (double t = 1.0; t < 3.0 - 1e-9; t += 0.15) {
-        w.f.slow = 0.06;
+        w.f.slow = GR_SLOW + 0.01;
         poll_at(&w.a, &w.f, t);
         w.f.slow = 0;
         poll_at(&w.b, &w.f, t + 0.13);
@@ -886,6 +886,35 @@ START_TEST(test_leader_gray_slow_round_trips_step_down)
     ck_assert_uint_gt(w.b.ld.epoch, e1);
     ck_assert(leader_may_push(&w.b.ld, 3.0));
     ck_assert_uint_eq(w.b.ld.elections, 1);
+    two_end(&w);
+}
+END_TEST
+
+/* A busy but healthy etcd (issue 26's busy host): every round trip takes
+ * 60 ms, within the 100 ms budget, so that a poll of two or three of them
+ * is over it.  The heartbeat goes first and each round trip has its own
+ * budget: the leader keeps leading and pushing, no election.  (Before, the
+ * poll's keepalive and read used the budget up before the heartbeat,
+ * every time: the leader stepped down.) */
+START_TEST(test_leader_gray_busy_round_trips_in_budget)
+{
+    two_t w;
+    two_start_gray(&w);
+    int paused = 0;
+    for (double t = 1.0; t < 4.0 - 1e-9; t += 0.15) {
+        w.f.slow = 0.06;
+        poll_at(&w.a, &w.f, t);
+        poll_at(&w.b, &w.f, t + 0.13);
+        paused += !leader_may_push(&w.a.ld, t + 0.14);
+    }
+    w.f.slow = 0;
+    ck_assert_int_eq(paused, 0);
+    ck_assert(w.a.ld.leading);
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
+    ck_assert_uint_eq(w.a.ld.slow_polls, 0);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
     two_end(&w);
 }
 END_TEST
@@ -1448,6 +1477,7 @@ int main(void)
                                   test_leader_heartbeat_race,
                                   test_leader_gray_slow_etcd_no_swing,
                                   test_leader_gray_slow_round_trips_step_down,
+                                  test_leader_gray_busy_round_trips_in_budget,
                                   test_leader_gray_one_failed_poll_tolerated,
                                   test_leader_wipe_floor, test_leader_floor_raised_while_leading,
                                   test_leader_deposed_cannot_raise, test_leader_restored_backup,

@@ -377,6 +377,7 @@ static int renew(leader_t *ld, double now)
         rc = ld->st.keepalive(ld->st.s, ld->lease, &ttl);
         if (rc == 0) {
             ld->lease_until = now + (double)ttl;
+            ld->renew_at = now + (double)ttl / 4;
             return 0;
         }
         if (rc != -ENOENT)
@@ -395,6 +396,7 @@ static int renew(leader_t *ld, double now)
     ld->lease = id;
     ld->lease_ttl = granted;
     ld->lease_until = now + (double)granted;
+    ld->renew_at = now + (double)granted / 4;
     return 0;
 }
 
@@ -495,10 +497,36 @@ static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
 }
 
 /* The poll that began at `now` (mono_now() read t0) has taken longer than
- * slow_s: the rest of it waits for the next. */
+ * slow_s: the rest of it waits for the next (not a failure: every round
+ * trip may have been in time; this bounds the loop's wait). */
 static int over_budget(const leader_t *ld, double now, double t0)
 {
     return ld->cfg.slow_s > 0 && poll_clock(ld, now, t0) - now > ld->cfg.slow_s;
+}
+
+/* The request sent at `sent` (our clock) by the poll that began at `now`
+ * (mono_now() read t0) has just been answered: nonzero if its round trip
+ * took longer than slow_s, a slow etcd's answer (the budget is per round
+ * trip: the poll counts as failed). */
+static int rt_slow(const leader_t *ld, double now, double t0, double sent)
+{
+    return ld->cfg.slow_s > 0 && poll_clock(ld, now, t0) - sent > ld->cfg.slow_s;
+}
+
+/* The leader's heartbeat, first thing in its poll (nothing of the poll
+ * waits before it).  A heartbeat whose round trip is over slow_s landed,
+ * but counts as late (beat_at stays: our fence comes no later) and fails
+ * the poll.  Returns 0 or the store's error, -ETIMEDOUT for a slow one. */
+static int beat_first(leader_t *ld, double now, double t0)
+{
+    double prev = ld->beat_at, sent = poll_clock(ld, now, t0);
+    int rc = beat(ld, sent);
+    if (rc == 0 && ld->leading && rt_slow(ld, now, t0, sent)) {
+        ld->beat_at = prev;
+        ld->beats_slow++;
+        rc = -ETIMEDOUT;
+    }
+    return rc;
 }
 
 /* Our own leader key `lk`, read at `seen` (our clock), while we may not
@@ -547,20 +575,36 @@ int leader_poll(leader_t *ld, double now)
     }
     ld->next_poll = now + ld->cfg.poll_s;
     ld->polls++;
-    double t0 = mono_now();
-    int rc = renew(ld, now);
+    double t0 = mono_now(), sent;
+    /* the heartbeat first, then the lease when a quarter of it has gone
+     * (or the heartbeat failed: the lease may be why), then the read;
+     * each round trip within slow_s, and no request sent once the poll
+     * has taken slow_s (the rest waits for the next poll) */
+    int beaten = ld->leading && ld->cfg.stale_s > 0;
+    int rc = beaten ? beat_first(ld, now, t0) : 0;
+    if (!ld->lease || now >= ld->renew_at - ld->cfg.poll_s / 2 || (rc < 0 && rc != -ETIMEDOUT)) {
+        if (rc == -ETIMEDOUT || over_budget(ld, now, t0))
+            goto out; /* a lease held lasts to the next poll (lease_ok) */
+        sent = poll_clock(ld, now, t0);
+        int rrc = renew(ld, now);
+        if (rrc == 0 && rt_slow(ld, now, t0, sent))
+            rrc = -ETIMEDOUT;
+        if (rrc < 0 || rc < 0) {
+            rc = rc < 0 ? rc : rrc;
+            goto out;
+        }
+    }
     if (rc < 0)
         goto out;
     if (ld->leading && !lease_ok(ld, now)) {
         step_down(ld, "lease about to end");
         goto out;
     }
-    if (over_budget(ld, now, t0)) {
-        rc = -ETIMEDOUT;
-        goto out;
-    }
+    if (over_budget(ld, now, t0))
+        goto out; /* the read waits for the next poll */
     etcd_kv_t lk, bk;
     int64_t hdr = 0;
+    sent = poll_clock(ld, now, t0);
     rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_head, &bk, 0, &hdr);
     if (rc < 0) {
         etcd_kv_clear(&lk);
@@ -568,8 +612,10 @@ int leader_poll(leader_t *ld, double now)
         goto out;
     }
     double seen = poll_clock(ld, now, t0); /* the answer is at least this recent */
-    if (over_budget(ld, now, t0)) {
+    if (rt_slow(ld, now, t0, sent)) {
         rc = -ETIMEDOUT; /* no heartbeat, no campaign on an answer this late */
+    } else if (over_budget(ld, now, t0)) {
+        rc = 0; /* in time, but the poll has had its budget: acting waits */
     } else if (lk.found && lk.lease == ld->lease && !ld->leading && !etcd_healthy(ld, seen)) {
         rc = hand_over(ld, &lk, seen);
     } else if (lk.found && lk.lease == ld->lease) {
@@ -583,8 +629,9 @@ int leader_poll(leader_t *ld, double now)
                 ld->value = nv;
             }
             rc = take_lead(ld, lk.create_rev, floor, -INFINITY); /* pushes after a beat */
+            beaten = 0;
         }
-        if (ld->leading && ld->cfg.stale_s > 0)
+        if (ld->leading && ld->cfg.stale_s > 0 && !beaten)
             rc = beat(ld, poll_clock(ld, now, t0));
         if (ld->leading && rc == 0)
             rc = raise_lead(ld);
@@ -616,7 +663,7 @@ out:
         if (!ld->leading)
             ld->next_poll = now + backoff;
         if (rc == -ETIMEDOUT)
-            log_warn("leader %s: etcd: poll over its %.0f ms budget, cut short", ld->cfg.id,
+            log_warn("leader %s: etcd: a round trip over its %.0f ms budget", ld->cfg.id,
                      ld->cfg.slow_s * 1e3);
         else
             log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));

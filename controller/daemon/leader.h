@@ -276,7 +276,11 @@ typedef struct {
                                late (-inf: none) */
     double lapse_at;        /* beat_at of the last heartbeat found late */
     double lapse_seen;      /* our clock when it was found late (-inf: never) */
-    uint64_t slow_polls;    /* polls over slow_s (cut short) */
+    uint64_t slow_polls;    /* polls with a round trip over slow_s */
+    uint64_t beats_slow;    /* heartbeats that landed over slow_s (late) */
+    double renew_at;        /* our clock: the lease is renewed at the first
+                               poll from here (a quarter TTL after the last
+                               renewal) */
     uint64_t gray_stepdowns; /* times we stopped leading for a late heartbeat */
 } leader_t;
 
