@@ -459,16 +459,25 @@ static int campaign(leader_t *ld, double sent)
 /* A standby's watch on another controller's leader key `lk`, read by the
  * answer that came at `seen` (our clock): nonzero if its heartbeat (its
  * mod_revision) has not moved for longer than the leader itself declared
- * (its "stale_ms"; none: never). */
+ * (its "stale_ms"; none: never), counted only over time we watched: each
+ * gap between two of our answers counts for at most two polls, so that a
+ * stall of our own (a busy host: we, etcd and the leader all not run) is
+ * not taken for the leader's silence.  Counting less than the time that
+ * passed only makes a deposition later, never earlier than the leader's
+ * fence assumes. */
 static int leader_stale(leader_t *ld, const etcd_kv_t *lk, double seen)
 {
     if (lk->create_rev != ld->seen_create || lk->mod_rev != ld->seen_mod) {
         ld->seen_create = lk->create_rev;
         ld->seen_mod = lk->mod_rev;
-        ld->seen_at = seen;
+        ld->seen_at = ld->seen_last = seen;
+        ld->seen_quiet = 0;
         return 0;
     }
-    return ld->leader_stale_s > 0 && seen - ld->seen_at > ld->leader_stale_s;
+    double gap = seen - ld->seen_last, cap = 2 * ld->cfg.poll_s;
+    ld->seen_quiet += gap < cap ? gap : cap;
+    ld->seen_last = seen;
+    return ld->leader_stale_s > 0 && ld->seen_quiet > ld->leader_stale_s;
 }
 
 /* The leader key `lk` has shown the same heartbeat for longer than its
@@ -547,18 +556,21 @@ static int hand_over(leader_t *ld, const etcd_kv_t *lk, double seen)
 
 int leader_poll(leader_t *ld, double now)
 {
-    if (ld->leading && !lease_ok(ld, now))
-        step_down(ld, "lease not renewed in time by our clock");
-    if (ld->leading && beat_overdue(ld, now) && now >= ld->beat_at + ld->cfg.stale_s) {
-        /* a standby may have deposed us by now, and a poll cut short
-         * would not tell us */
+    if (ld->leading && !lease_ok(ld, now) && beat_overdue(ld, now)) {
+        /* no heartbeat and no renewal in time: a slow etcd, as below */
         ld->bad_at = now;
         ld->gray_stepdowns++;
-        step_down(ld, "no heartbeat landed for the takeover time (etcd slow or host "
-                      "starved): not leading again before etcd answers in time");
-    } else if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
-        /* a late heartbeat: pushes pause until the next lands; the second
-         * within hold_s is a gray failure, not a hiccup */
+        step_down(ld, "lease not renewed and heartbeat late (etcd slow or host starved): not "
+                      "leading again before etcd answers in time");
+    } else if (ld->leading && !lease_ok(ld, now)) {
+        step_down(ld, "lease not renewed in time by our clock");
+    }
+    if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
+        /* a late heartbeat: pushes pause until the next lands (late by
+         * the takeover time too: a standby that deposed us meanwhile is
+         * found by that heartbeat's compare, which comes first in the
+         * poll); the second within hold_s is a gray failure, not a
+         * hiccup */
         int again = now - ld->lapse_seen < ld->cfg.hold_s;
         ld->lapse_at = ld->beat_at;
         ld->lapse_seen = ld->bad_at = now;

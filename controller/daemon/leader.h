@@ -13,7 +13,7 @@
  *                     value; read once and rewritten as above, then gone)
  *
  * Election: every controller holds a lease of `ttl_s` and renews it at
- * each poll.  A controller that finds no leader key creates it in a
+ * the first poll a quarter TTL after the last renewal.  A controller that finds no leader key creates it in a
  * transaction ("create_revision == 0", put with its lease); the one whose
  * transaction succeeds leads.
  *
@@ -38,7 +38,9 @@
  * its epoch), so that the key's mod_revision moves; its value declares
  * "stale_ms".  A standby that sees the mod_revision unchanged for longer
  * than the leader declared, by its own clock from the answer that first
- * showed it, deletes the key by a transaction that requires that same
+ * showed it (each gap between two of its answers counted for at most two
+ * polls: a stall of its own host is not the leader's silence), deletes
+ * the key by a transaction that requires that same
  * mod_revision (a heartbeat that lands meanwhile cancels it) and
  * campaigns: a killed leader is replaced within stale_s plus two polls
  * of its last heartbeat (main: 1.25 intervals + 2 x interval/4; from its
@@ -53,8 +55,16 @@
  * Gray failures (hold_s > 0, docs/controller.md "A slow etcd"): an etcd
  * that answers some polls and not others would let a leader push, stop at
  * its fence, push again after a late heartbeat, round after round, so
- * that the nodes' tokens swing.  Instead a poll is cut short when it has
- * taken slow_s, and counts as failed like an error; a leader whose
+ * that the nodes' tokens swing.  Instead each round trip has a budget of
+ * slow_s: one over it counts as failed like an error, and a heartbeat
+ * over it counts as late (it landed, but our fence does not move); a poll
+ * that has taken slow_s sends nothing more (the rest waits for the next
+ * poll, not a failure).  The leader's poll writes its heartbeat first,
+ * renews the lease only every quarter TTL, then reads, so that a busy but
+ * healthy etcd (round trips within slow_s, a poll of two or three over it)
+ * lets every heartbeat land, and only an etcd whose own round trips are
+ * slow or failing makes it late (docs/controller.md, "A busy host").  A
+ * leader whose
  * heartbeat has not landed by its fence pauses its pushes (as without
  * hold_s), but the second time within hold_s it steps down for good (it
  * does not resume at its next heartbeat: one stall of a busy host is a
@@ -267,6 +277,10 @@ typedef struct {
     double leader_stale_s;  /* the leader's declared stale_ms / 1000 (0: none) */
     int64_t seen_create, seen_mod; /* standby: the leader key's revisions last seen */
     double seen_at;         /* our clock when they were first seen */
+    double seen_last;       /* our clock at the last answer showing them */
+    double seen_quiet;      /* how long we watched them unchanged: the
+                               gaps between our answers, each counted for
+                               at most two polls */
     uint64_t beats, depositions; /* heartbeats written; leaders we deposed */
     double next_poll;
     uint64_t polls, errors, elections, stepdowns;
@@ -293,9 +307,10 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
 void leader_clear(leader_t *ld);
 
 /* If a poll is due at `now` (monotonic seconds, taken just before the
- * call): renews (or grants) the lease, steps down if it is lost or
- * about to end, reads the leader and table keys, writes the leader's
- * heartbeat (stepping down if the key is no longer its own), campaigns if
+ * call): writes the leader's heartbeat first (stepping down if the key is
+ * no longer its own), renews (or grants) the lease when a quarter TTL has
+ * passed since the last renewal (or the heartbeat failed), steps down if
+ * it is lost or about to end, reads the leader and table keys, campaigns if
  * there is no leader or deposes a leader whose heartbeat is stale, applies
  * a new table.  Also steps down without a poll when the
  * lease is about to end.  Returns 0, or the store's error (logged; the next
