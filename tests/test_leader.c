@@ -42,6 +42,7 @@ typedef struct {
     int down;          /* every call fails with -EIO */
     int beat_before_delete; /* the next delete_if finds the key written meanwhile */
     double slow;       /* seconds every call takes (fake time moves on) */
+    double sched_wait; /* the controllers' wait for a CPU (fake, cumulative) */
     fevent_t ev[NEVENTS]; /* the history since `compacted` */
     int nev;
     int64_t compacted;
@@ -351,6 +352,11 @@ static double f_clock(void *s)
     return ((fstore_t *)s)->now;
 }
 
+static double f_sched_wait(void *s)
+{
+    return ((fstore_t *)s)->sched_wait;
+}
+
 static void f_clear(fstore_t *f)
 {
     for (int k = 0; k < NKEYS; k++)
@@ -434,7 +440,7 @@ static leader_store_t f_store(fstore_t *f)
     return (leader_store_t){.grant = f_grant, .keepalive = f_keepalive, .revoke = f_revoke,
                             .get2 = f_get2, .put_if = f_put_if, .delete_if = f_delete_if,
                             .txn = f_txn, .range = f_range, .watch = f_watch,
-                            .clock = f_clock, .s = f};
+                            .clock = f_clock, .sched_wait = f_sched_wait, .s = f};
 }
 
 /* A controller polling every `poll` s; `stale` > 0: with a heartbeat. */
@@ -945,6 +951,34 @@ START_TEST(test_leader_gray_host_stall_no_election)
     ck_assert(!w.b.ld.leading);
     ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
     ck_assert_uint_eq(w.b.ld.depositions, 0);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
+    two_end(&w);
+}
+END_TEST
+
+/* Two host stalls 0.8 s apart (within the hold time), 400 ms each, in
+ * which the leader's thread waited for a CPU (its scheduling wait grows
+ * by the stall): each heartbeat is late only by that wait, so neither
+ * counts toward the gray rule: pushes pause and resume, no step-down.
+ * (Before: the second stepped the leader down.)  An etcd that stalls the
+ * same way while we run (the slow-etcd tests) still counts. */
+START_TEST(test_leader_gray_own_wait_not_counted)
+{
+    two_t w;
+    two_start_gray(&w);
+    run_both(&w, 1.0, 1.5, 1);
+    w.f.sched_wait += 0.4;
+    poll_at(&w.b, &w.f, 1.85);
+    poll_at(&w.a, &w.f, 1.86);
+    run_both(&w, 1.9, 2.3, 1);
+    w.f.sched_wait += 0.4;
+    poll_at(&w.b, &w.f, 2.65);
+    poll_at(&w.a, &w.f, 2.66);
+    run_both(&w, 2.7, 4.0, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert(leader_may_push(&w.a.ld, 3.99));
+    ck_assert_uint_eq(w.a.ld.host_lapses, 2);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
     ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
     two_end(&w);
 }
@@ -1510,6 +1544,7 @@ int main(void)
                                   test_leader_gray_slow_round_trips_step_down,
                                   test_leader_gray_busy_round_trips_in_budget,
                                   test_leader_gray_host_stall_no_election,
+                                  test_leader_gray_own_wait_not_counted,
                                   test_leader_gray_one_failed_poll_tolerated,
                                   test_leader_wipe_floor, test_leader_floor_raised_while_leading,
                                   test_leader_deposed_cannot_raise, test_leader_restored_backup,

@@ -69,12 +69,25 @@ static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
     return etcd_put_if(s, cmp, ncmp, key, value, len, lease, rev);
 }
 
+/* The calling thread's time waiting on a run queue, from the kernel's
+ * schedstat (its second field, ns); 0 where there is none. */
+static double s_sched_wait(void *s)
+{
+    (void)s;
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    unsigned long long run = 0, wait = 0;
+    int n = f ? fscanf(f, "%llu %llu", &run, &wait) : 0;
+    if (f)
+        fclose(f);
+    return n == 2 ? (double)wait / 1e9 : 0;
+}
+
 leader_store_t leader_store_etcd(etcd_t *e)
 {
     return (leader_store_t){.grant = s_grant, .keepalive = s_keepalive, .revoke = s_revoke,
                             .get2 = s_get2, .put_if = s_put_if, .delete_if = s_delete_if,
                             .compact = s_compact, .txn = s_txn, .range = s_range,
-                            .watch = s_watch, .s = e};
+                            .watch = s_watch, .sched_wait = s_sched_wait, .s = e};
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -421,6 +434,7 @@ static int beat(leader_t *ld, double sent)
         return 0;
     }
     ld->beat_at = sent;
+    ld->beat_wait = ld->st.sched_wait ? ld->st.sched_wait(ld->st.s) : 0;
     ld->beats++;
     if (!ld->compact_next) {
         ld->compact_next = rev + COMPACT_EVERY;
@@ -505,6 +519,16 @@ static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
     return campaign(ld, sent);
 }
 
+/* How long our thread has waited, runnable, for a CPU since our last
+ * heartbeat was sent (0 without the store's sched_wait). */
+static double own_wait(const leader_t *ld)
+{
+    if (!ld->st.sched_wait)
+        return 0;
+    double w = ld->st.sched_wait(ld->st.s) - ld->beat_wait;
+    return w > 0 ? w : 0;
+}
+
 /* The poll that began at `now` (mono_now() read t0) has taken longer than
  * slow_s: the rest of it waits for the next (not a failure: every round
  * trip may have been in time; this bounds the loop's wait). */
@@ -565,7 +589,16 @@ int leader_poll(leader_t *ld, double now)
     } else if (ld->leading && !lease_ok(ld, now)) {
         step_down(ld, "lease not renewed in time by our clock");
     }
-    if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
+    if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at &&
+        now - own_wait(ld) < beat_fence(ld)) {
+        /* late only by the time our thread waited for a CPU: the host's
+         * stall, not etcd's failure; pushes pause all the same */
+        ld->lapse_at = ld->beat_at;
+        ld->host_lapses++;
+        log_info("leader %s: heartbeat %.0f ms old, %.0f ms of it waiting for a CPU: a host "
+                 "stall, pushes pause, not counted as etcd's", ld->cfg.id,
+                 (now - ld->beat_at) * 1e3, own_wait(ld) * 1e3);
+    } else if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
         /* a late heartbeat: pushes pause until the next lands (late by
          * the takeover time too: a standby that deposed us meanwhile is
          * found by that heartbeat's compare, which comes first in the

@@ -66,14 +66,18 @@
  * slow or failing makes it late (docs/controller.md, "A busy host").  A
  * leader whose
  * heartbeat has not landed by its fence pauses its pushes (as without
- * hold_s), but the second time within hold_s it steps down for good (it
+ * hold_s), but the second time within hold_s, or when its lease runs out
+ * by its clock while its heartbeat is late, it steps down for good (it
  * does not resume at its next heartbeat: one stall of a busy host is a
  * hiccup, a pattern is a failure); and no controller leads (campaigns,
  * deposes, takes back a key of its own: it deletes it instead, handing
  * over) until its polls have all been in time for hold_s.  A slow etcd
  * thus gives a clean hand-over to a controller whose etcd answers, or,
  * when none does, no leader: the nodes fall back to their static policy
- * until etcd has been healthy for hold_s.
+ * until etcd has been healthy for hold_s.  A heartbeat late only by the
+ * time our own thread waited runnable for a CPU since it was sent (the
+ * store's sched_wait: a busy host did not run us, and had we run, it would
+ * have been in time) pauses the pushes but is not counted.
  *
  * Fencing by our own clock: the lease cannot expire at etcd before
  * (send time of the last successful grant or keepalive) + TTL, so the
@@ -181,6 +185,10 @@ typedef struct {
     int (*watch)(void *s, const char *key, const char *end, int64_t start, int64_t until,
                  etcd_event_fn fn, void *arg); /* NULL: changes read whole */
     double (*clock)(void *s); /* NULL: mono_now(); tests pass their fake time */
+    double (*sched_wait)(void *s); /* seconds the calling thread has waited
+                                      runnable for a CPU, cumulative (the
+                                      etcd store: /proc/thread-self/schedstat);
+                                      NULL: none known */
     void *s;
 } leader_store_t;
 
@@ -223,8 +231,9 @@ typedef struct {
     double stale_s;        /* 0: no heartbeat (takeover at lease expiry);
                               else >= 2 x poll_s: a standby may depose us
                               after this long without a heartbeat */
-    double slow_s;         /* a poll that takes longer is over its budget:
-                              counted as failed, the rest of it skipped
+    double slow_s;         /* a round trip that takes longer counts as
+                              failed (a heartbeat: as late); a poll that
+                              has taken this long sends nothing more
                               (0: no budget, only errors count) */
     double hold_s;         /* gray failures (0: off): with a heartbeat, a
                               leader whose heartbeat is late twice within
@@ -292,6 +301,9 @@ typedef struct {
     double lapse_seen;      /* our clock when it was found late (-inf: never) */
     uint64_t slow_polls;    /* polls with a round trip over slow_s */
     uint64_t beats_slow;    /* heartbeats that landed over slow_s (late) */
+    double beat_wait;       /* st.sched_wait() when our last heartbeat was sent */
+    uint64_t host_lapses;   /* late heartbeats not counted: late only by our
+                               thread's wait for a CPU (a host stall) */
     double renew_at;        /* our clock: the lease is renewed at the first
                                poll from here (a quarter TTL after the last
                                renewal) */
