@@ -42,6 +42,7 @@ typedef struct {
     int down;          /* every call fails with -EIO */
     int beat_before_delete; /* the next delete_if finds the key written meanwhile */
     double slow;       /* seconds every call takes (fake time moves on) */
+    double sched_wait; /* the controllers' wait for a CPU (fake, cumulative) */
     fevent_t ev[NEVENTS]; /* the history since `compacted` */
     int nev;
     int64_t compacted;
@@ -351,6 +352,11 @@ static double f_clock(void *s)
     return ((fstore_t *)s)->now;
 }
 
+static double f_sched_wait(void *s)
+{
+    return ((fstore_t *)s)->sched_wait;
+}
+
 static void f_clear(fstore_t *f)
 {
     for (int k = 0; k < NKEYS; k++)
@@ -434,7 +440,7 @@ static leader_store_t f_store(fstore_t *f)
     return (leader_store_t){.grant = f_grant, .keepalive = f_keepalive, .revoke = f_revoke,
                             .get2 = f_get2, .put_if = f_put_if, .delete_if = f_delete_if,
                             .txn = f_txn, .range = f_range, .watch = f_watch,
-                            .clock = f_clock, .s = f};
+                            .clock = f_clock, .sched_wait = f_sched_wait, .s = f};
 }
 
 /* A controller polling every `poll` s; `stale` > 0: with a heartbeat. */
@@ -518,13 +524,13 @@ START_TEST(test_leader_kill_takeover)
     two_t w;
     two_start(&w, 0.05, NULL, NULL);
     uint64_t e1 = w.a.ld.epoch;
-    poll_at(&w.a, &w.f, 0.1); /* its last renewal: lease until 1.1 */
-    double t = 0.15;
-    for (; t < 1.09; t += 0.1) {
+    poll_at(&w.a, &w.f, 0.2); /* its last renewal (a quarter lease on): lease until 1.2 */
+    double t = 0.25;
+    for (; t < 1.19; t += 0.1) {
         poll_at(&w.b, &w.f, t);
         ck_assert(!w.b.ld.leading);
     }
-    for (; t < 1.3; t += 0.1)
+    for (; t < 1.4; t += 0.1)
         poll_at(&w.b, &w.f, t);
     ck_assert(w.b.ld.leading);
     ck_assert_uint_gt(w.b.ld.epoch, e1);
@@ -776,11 +782,11 @@ START_TEST(test_leader_heartbeat_none)
     ctl_init_hb(&w.a, &w.f, "a", HB_POLL, 0);
     ctl_init_hb(&w.b, &w.f, "b", HB_POLL, HB_STALE);
     poll_at(&w.a, &w.f, 0);
-    run_both(&w, 0.05, 0.5, 1);
-    run_both(&w, 0.5, 1.4, 0); /* a dies at 0.45: lease until 1.45 */
+    run_both(&w, 0.05, 0.55, 1); /* renewals every quarter lease: at 0.25, 0.5 */
+    run_both(&w, 0.55, 1.45, 0); /* a dies after 0.5: lease until 1.5 */
     ck_assert(!w.b.ld.leading);
     ck_assert_uint_eq(w.b.ld.depositions, 0);
-    run_both(&w, 1.4, 1.7, 0);
+    run_both(&w, 1.45, 1.75, 0);
     ck_assert(w.b.ld.leading);
     two_end(&w);
 }
@@ -788,7 +794,7 @@ END_TEST
 
 /* ---- gray failures: a slow etcd (issue 26, case 3) ---------------------- */
 
-#define GR_SLOW 0.1 /* a poll's budget (main: --etcd-timeout) */
+#define GR_SLOW 0.1 /* a round trip's budget (main: --etcd-timeout) */
 #define GR_HOLD 1.0 /* etcd in time this long before leading (main: the lease) */
 
 /* A controller with a heartbeat and the gray-failure rules on. */
@@ -818,9 +824,9 @@ static void two_start_gray(two_t *w)
 }
 
 /* etcd paused 450 ms of every 700 ms for 5 s (the issue's probe): the
- * leader pauses its pushes at its first late heartbeat (a hiccup), steps
- * down at the second (or when its heartbeat is late by the takeover
- * time), and nobody pushes again
+ * leader pauses its pushes at its first late heartbeat (a hiccup, even
+ * late by more than the takeover time), steps down at the second, and
+ * nobody pushes again
  * while etcd is slow, instead of pushing in every window etcd answers
  * (the swinging tokens); once etcd has answered in time for GR_HOLD one
  * controller leads again, once. */
@@ -833,10 +839,12 @@ START_TEST(test_leader_gray_slow_etcd_no_swing)
         w.f.down = fmod(t - 1.0 + 1e-9, 0.7) < 0.45;
         poll_at(&w.a, &w.f, t);
         poll_at(&w.b, &w.f, t + 0.01);
-        if (t >= 1.7 && (leader_may_push(&w.a.ld, t + 0.02) || leader_may_push(&w.b.ld, t + 0.02)))
+        if (t >= 1.85 && (leader_may_push(&w.a.ld, t + 0.02) || leader_may_push(&w.b.ld, t + 0.02)))
             pushed++;
     }
-    ck_assert_int_eq(pushed, 0); /* the first pause is a hiccup; from the second, none */
+    /* the first pause is a hiccup (pushes resume at 1.45, when etcd
+     * answers); from the second late heartbeat (fence 1.65 + 0.2), none */
+    ck_assert_int_eq(pushed, 0);
     ck_assert(!w.a.ld.leading && !w.b.ld.leading);
     ck_assert_uint_eq(w.a.ld.gray_stepdowns, 1);
     ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1); /* a's first only */
@@ -858,11 +866,12 @@ START_TEST(test_leader_gray_slow_etcd_no_swing)
 }
 END_TEST
 
-/* Only the leader's etcd round trips are slow (60 ms a request, two per
- * poll over its 100 ms budget): its polls are cut short before the
- * heartbeat, it stops pushing at its fence, steps down when its heartbeat
- * is late by the takeover time and never pushes again; the standby, whose
- * etcd answers, deposes it and leads: a clean hand-over. */
+/* Only the leader's etcd round trips are slow (110 ms a request, each
+ * over its 100 ms budget): its heartbeats land late (they do not count),
+ * it stops pushing at its fence, steps down when its lease is not renewed
+ * in time (no renewal fits in a poll whose heartbeat took the budget) and
+ * never pushes again; the standby, whose etcd answers, deposes it and
+ * leads: a clean hand-over. */
 START_TEST(test_leader_gray_slow_round_trips_step_down)
 {
     two_t w;
@@ -871,7 +880,7 @@ START_TEST(test_leader_gray_slow_round_trips_step_down)
     int pushed_after = 0;
     double fence = 0.95 + HB_STALE - HB_POLL; /* a's last heartbeat at 0.95 */
     for (double t = 1.0; t < 3.0 - 1e-9; t += 0.15) {
-        w.f.slow = 0.06;
+        w.f.slow = GR_SLOW + 0.01;
         poll_at(&w.a, &w.f, t);
         w.f.slow = 0;
         poll_at(&w.b, &w.f, t + 0.13);
@@ -886,6 +895,91 @@ START_TEST(test_leader_gray_slow_round_trips_step_down)
     ck_assert_uint_gt(w.b.ld.epoch, e1);
     ck_assert(leader_may_push(&w.b.ld, 3.0));
     ck_assert_uint_eq(w.b.ld.elections, 1);
+    two_end(&w);
+}
+END_TEST
+
+/* A busy but healthy etcd (issue 26's busy host): every round trip takes
+ * 60 ms, within the 100 ms budget, so that a poll of two or three of them
+ * is over it.  The heartbeat goes first and each round trip has its own
+ * budget: the leader keeps leading and pushing, no election.  (Before, the
+ * poll's keepalive and read used the budget up before the heartbeat,
+ * every time: the leader stepped down.) */
+START_TEST(test_leader_gray_busy_round_trips_in_budget)
+{
+    two_t w;
+    two_start_gray(&w);
+    int paused = 0;
+    for (double t = 1.0; t < 4.0 - 1e-9; t += 0.15) {
+        w.f.slow = 0.06;
+        poll_at(&w.a, &w.f, t);
+        poll_at(&w.b, &w.f, t + 0.13);
+        paused += !leader_may_push(&w.a.ld, t + 0.14);
+    }
+    w.f.slow = 0;
+    ck_assert_int_eq(paused, 0);
+    ck_assert(w.a.ld.leading);
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
+    ck_assert_uint_eq(w.a.ld.slow_polls, 0);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    two_end(&w);
+}
+END_TEST
+
+/* A busy host stalls everyone at once (seen at load 20: the controllers'
+ * loops, etcd and the raw nodes all silent 250-600 ms): 400 ms in which
+ * neither controller runs, then both poll again, the standby first.  The
+ * leader's heartbeat is late (it pauses its pushes, then resumes: one
+ * hiccup); the standby does not count the stall as the leader's silence;
+ * no election.  (Before: the standby deposed the leader at its first poll
+ * after the stall, 400 ms since its last answer, and the leader stepped
+ * down, its heartbeat late by the takeover time.) */
+START_TEST(test_leader_gray_host_stall_no_election)
+{
+    two_t w;
+    two_start_gray(&w);
+    run_both(&w, 1.0, 1.5, 1); /* last polls: a at 1.45, b at 1.46 */
+    poll_at(&w.b, &w.f, 1.85); /* the stall ends; b runs first */
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    poll_at(&w.a, &w.f, 1.86);
+    ck_assert(w.a.ld.leading);
+    ck_assert(leader_may_push(&w.a.ld, 1.87)); /* its heartbeat landed: pushes resume */
+    run_both(&w, 1.9, 4.0, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert(!w.b.ld.leading);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
+    ck_assert_uint_eq(w.b.ld.depositions, 0);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
+    two_end(&w);
+}
+END_TEST
+
+/* Two host stalls 0.8 s apart (within the hold time), 400 ms each, in
+ * which the leader's thread waited for a CPU (its scheduling wait grows
+ * by the stall): each heartbeat is late only by that wait, so neither
+ * counts toward the gray rule: pushes pause and resume, no step-down.
+ * (Before: the second stepped the leader down.)  An etcd that stalls the
+ * same way while we run (the slow-etcd tests) still counts. */
+START_TEST(test_leader_gray_own_wait_not_counted)
+{
+    two_t w;
+    two_start_gray(&w);
+    run_both(&w, 1.0, 1.5, 1);
+    w.f.sched_wait += 0.4;
+    poll_at(&w.b, &w.f, 1.85);
+    poll_at(&w.a, &w.f, 1.86);
+    run_both(&w, 1.9, 2.3, 1);
+    w.f.sched_wait += 0.4;
+    poll_at(&w.b, &w.f, 2.65);
+    poll_at(&w.a, &w.f, 2.66);
+    run_both(&w, 2.7, 4.0, 1);
+    ck_assert(w.a.ld.leading);
+    ck_assert(leader_may_push(&w.a.ld, 3.99));
+    ck_assert_uint_eq(w.a.ld.host_lapses, 2);
+    ck_assert_uint_eq(w.a.ld.gray_stepdowns, 0);
+    ck_assert_uint_eq(w.a.ld.elections + w.b.ld.elections, 1);
     two_end(&w);
 }
 END_TEST
@@ -1448,6 +1542,9 @@ int main(void)
                                   test_leader_heartbeat_race,
                                   test_leader_gray_slow_etcd_no_swing,
                                   test_leader_gray_slow_round_trips_step_down,
+                                  test_leader_gray_busy_round_trips_in_budget,
+                                  test_leader_gray_host_stall_no_election,
+                                  test_leader_gray_own_wait_not_counted,
                                   test_leader_gray_one_failed_poll_tolerated,
                                   test_leader_wipe_floor, test_leader_floor_raised_while_leading,
                                   test_leader_deposed_cannot_raise, test_leader_restored_backup,

@@ -69,12 +69,25 @@ static int s_put_if(void *s, const etcd_cmp_t *cmp, size_t ncmp, const char *key
     return etcd_put_if(s, cmp, ncmp, key, value, len, lease, rev);
 }
 
+/* The calling thread's time waiting on a run queue, from the kernel's
+ * schedstat (its second field, ns); 0 where there is none. */
+static double s_sched_wait(void *s)
+{
+    (void)s;
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    unsigned long long run = 0, wait = 0;
+    int n = f ? fscanf(f, "%llu %llu", &run, &wait) : 0;
+    if (f)
+        fclose(f);
+    return n == 2 ? (double)wait / 1e9 : 0;
+}
+
 leader_store_t leader_store_etcd(etcd_t *e)
 {
     return (leader_store_t){.grant = s_grant, .keepalive = s_keepalive, .revoke = s_revoke,
                             .get2 = s_get2, .put_if = s_put_if, .delete_if = s_delete_if,
                             .compact = s_compact, .txn = s_txn, .range = s_range,
-                            .watch = s_watch, .s = e};
+                            .watch = s_watch, .sched_wait = s_sched_wait, .s = e};
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -377,6 +390,7 @@ static int renew(leader_t *ld, double now)
         rc = ld->st.keepalive(ld->st.s, ld->lease, &ttl);
         if (rc == 0) {
             ld->lease_until = now + (double)ttl;
+            ld->renew_at = now + (double)ttl / 4;
             return 0;
         }
         if (rc != -ENOENT)
@@ -395,6 +409,7 @@ static int renew(leader_t *ld, double now)
     ld->lease = id;
     ld->lease_ttl = granted;
     ld->lease_until = now + (double)granted;
+    ld->renew_at = now + (double)granted / 4;
     return 0;
 }
 
@@ -419,6 +434,7 @@ static int beat(leader_t *ld, double sent)
         return 0;
     }
     ld->beat_at = sent;
+    ld->beat_wait = ld->st.sched_wait ? ld->st.sched_wait(ld->st.s) : 0;
     ld->beats++;
     if (!ld->compact_next) {
         ld->compact_next = rev + COMPACT_EVERY;
@@ -457,16 +473,25 @@ static int campaign(leader_t *ld, double sent)
 /* A standby's watch on another controller's leader key `lk`, read by the
  * answer that came at `seen` (our clock): nonzero if its heartbeat (its
  * mod_revision) has not moved for longer than the leader itself declared
- * (its "stale_ms"; none: never). */
+ * (its "stale_ms"; none: never), counted only over time we watched: each
+ * gap between two of our answers counts for at most two polls, so that a
+ * stall of our own (a busy host: we, etcd and the leader all not run) is
+ * not taken for the leader's silence.  Counting less than the time that
+ * passed only makes a deposition later, never earlier than the leader's
+ * fence assumes. */
 static int leader_stale(leader_t *ld, const etcd_kv_t *lk, double seen)
 {
     if (lk->create_rev != ld->seen_create || lk->mod_rev != ld->seen_mod) {
         ld->seen_create = lk->create_rev;
         ld->seen_mod = lk->mod_rev;
-        ld->seen_at = seen;
+        ld->seen_at = ld->seen_last = seen;
+        ld->seen_quiet = 0;
         return 0;
     }
-    return ld->leader_stale_s > 0 && seen - ld->seen_at > ld->leader_stale_s;
+    double gap = seen - ld->seen_last, cap = 2 * ld->cfg.poll_s;
+    ld->seen_quiet += gap < cap ? gap : cap;
+    ld->seen_last = seen;
+    return ld->leader_stale_s > 0 && ld->seen_quiet > ld->leader_stale_s;
 }
 
 /* The leader key `lk` has shown the same heartbeat for longer than its
@@ -494,11 +519,47 @@ static int depose(leader_t *ld, const etcd_kv_t *lk, double seen, double sent)
     return campaign(ld, sent);
 }
 
+/* How long our thread has waited, runnable, for a CPU since our last
+ * heartbeat was sent (0 without the store's sched_wait). */
+static double own_wait(const leader_t *ld)
+{
+    if (!ld->st.sched_wait)
+        return 0;
+    double w = ld->st.sched_wait(ld->st.s) - ld->beat_wait;
+    return w > 0 ? w : 0;
+}
+
 /* The poll that began at `now` (mono_now() read t0) has taken longer than
- * slow_s: the rest of it waits for the next. */
+ * slow_s: the rest of it waits for the next (not a failure: every round
+ * trip may have been in time; this bounds the loop's wait). */
 static int over_budget(const leader_t *ld, double now, double t0)
 {
     return ld->cfg.slow_s > 0 && poll_clock(ld, now, t0) - now > ld->cfg.slow_s;
+}
+
+/* The request sent at `sent` (our clock) by the poll that began at `now`
+ * (mono_now() read t0) has just been answered: nonzero if its round trip
+ * took longer than slow_s, a slow etcd's answer (the budget is per round
+ * trip: the poll counts as failed). */
+static int rt_slow(const leader_t *ld, double now, double t0, double sent)
+{
+    return ld->cfg.slow_s > 0 && poll_clock(ld, now, t0) - sent > ld->cfg.slow_s;
+}
+
+/* The leader's heartbeat, first thing in its poll (nothing of the poll
+ * waits before it).  A heartbeat whose round trip is over slow_s landed,
+ * but counts as late (beat_at stays: our fence comes no later) and fails
+ * the poll.  Returns 0 or the store's error, -ETIMEDOUT for a slow one. */
+static int beat_first(leader_t *ld, double now, double t0)
+{
+    double prev = ld->beat_at, sent = poll_clock(ld, now, t0);
+    int rc = beat(ld, sent);
+    if (rc == 0 && ld->leading && rt_slow(ld, now, t0, sent)) {
+        ld->beat_at = prev;
+        ld->beats_slow++;
+        rc = -ETIMEDOUT;
+    }
+    return rc;
 }
 
 /* Our own leader key `lk`, read at `seen` (our clock), while we may not
@@ -519,18 +580,30 @@ static int hand_over(leader_t *ld, const etcd_kv_t *lk, double seen)
 
 int leader_poll(leader_t *ld, double now)
 {
-    if (ld->leading && !lease_ok(ld, now))
-        step_down(ld, "lease not renewed in time by our clock");
-    if (ld->leading && beat_overdue(ld, now) && now >= ld->beat_at + ld->cfg.stale_s) {
-        /* a standby may have deposed us by now, and a poll cut short
-         * would not tell us */
+    if (ld->leading && !lease_ok(ld, now) && beat_overdue(ld, now)) {
+        /* no heartbeat and no renewal in time: a slow etcd, as below */
         ld->bad_at = now;
         ld->gray_stepdowns++;
-        step_down(ld, "no heartbeat landed for the takeover time (etcd slow or host "
-                      "starved): not leading again before etcd answers in time");
+        step_down(ld, "lease not renewed and heartbeat late (etcd slow or host starved): not "
+                      "leading again before etcd answers in time");
+    } else if (ld->leading && !lease_ok(ld, now)) {
+        step_down(ld, "lease not renewed in time by our clock");
+    }
+    if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at &&
+        now - own_wait(ld) < beat_fence(ld)) {
+        /* late only by the time our thread waited for a CPU: the host's
+         * stall, not etcd's failure; pushes pause all the same */
+        ld->lapse_at = ld->beat_at;
+        ld->host_lapses++;
+        log_info("leader %s: heartbeat %.0f ms old, %.0f ms of it waiting for a CPU: a host "
+                 "stall, pushes pause, not counted as etcd's", ld->cfg.id,
+                 (now - ld->beat_at) * 1e3, own_wait(ld) * 1e3);
     } else if (ld->leading && beat_overdue(ld, now) && ld->lapse_at != ld->beat_at) {
-        /* a late heartbeat: pushes pause until the next lands; the second
-         * within hold_s is a gray failure, not a hiccup */
+        /* a late heartbeat: pushes pause until the next lands (late by
+         * the takeover time too: a standby that deposed us meanwhile is
+         * found by that heartbeat's compare, which comes first in the
+         * poll); the second within hold_s is a gray failure, not a
+         * hiccup */
         int again = now - ld->lapse_seen < ld->cfg.hold_s;
         ld->lapse_at = ld->beat_at;
         ld->lapse_seen = ld->bad_at = now;
@@ -547,20 +620,36 @@ int leader_poll(leader_t *ld, double now)
     }
     ld->next_poll = now + ld->cfg.poll_s;
     ld->polls++;
-    double t0 = mono_now();
-    int rc = renew(ld, now);
+    double t0 = mono_now(), sent;
+    /* the heartbeat first, then the lease when a quarter of it has gone
+     * (or the heartbeat failed: the lease may be why), then the read;
+     * each round trip within slow_s, and no request sent once the poll
+     * has taken slow_s (the rest waits for the next poll) */
+    int beaten = ld->leading && ld->cfg.stale_s > 0;
+    int rc = beaten ? beat_first(ld, now, t0) : 0;
+    if (!ld->lease || now >= ld->renew_at - ld->cfg.poll_s / 2 || (rc < 0 && rc != -ETIMEDOUT)) {
+        if (rc == -ETIMEDOUT || over_budget(ld, now, t0))
+            goto out; /* a lease held lasts to the next poll (lease_ok) */
+        sent = poll_clock(ld, now, t0);
+        int rrc = renew(ld, now);
+        if (rrc == 0 && rt_slow(ld, now, t0, sent))
+            rrc = -ETIMEDOUT;
+        if (rrc < 0 || rc < 0) {
+            rc = rc < 0 ? rc : rrc;
+            goto out;
+        }
+    }
     if (rc < 0)
         goto out;
     if (ld->leading && !lease_ok(ld, now)) {
         step_down(ld, "lease about to end");
         goto out;
     }
-    if (over_budget(ld, now, t0)) {
-        rc = -ETIMEDOUT;
-        goto out;
-    }
+    if (over_budget(ld, now, t0))
+        goto out; /* the read waits for the next poll */
     etcd_kv_t lk, bk;
     int64_t hdr = 0;
+    sent = poll_clock(ld, now, t0);
     rc = ld->st.get2(ld->st.s, ld->key_leader, &lk, ld->key_head, &bk, 0, &hdr);
     if (rc < 0) {
         etcd_kv_clear(&lk);
@@ -568,8 +657,10 @@ int leader_poll(leader_t *ld, double now)
         goto out;
     }
     double seen = poll_clock(ld, now, t0); /* the answer is at least this recent */
-    if (over_budget(ld, now, t0)) {
+    if (rt_slow(ld, now, t0, sent)) {
         rc = -ETIMEDOUT; /* no heartbeat, no campaign on an answer this late */
+    } else if (over_budget(ld, now, t0)) {
+        rc = 0; /* in time, but the poll has had its budget: acting waits */
     } else if (lk.found && lk.lease == ld->lease && !ld->leading && !etcd_healthy(ld, seen)) {
         rc = hand_over(ld, &lk, seen);
     } else if (lk.found && lk.lease == ld->lease) {
@@ -583,8 +674,9 @@ int leader_poll(leader_t *ld, double now)
                 ld->value = nv;
             }
             rc = take_lead(ld, lk.create_rev, floor, -INFINITY); /* pushes after a beat */
+            beaten = 0;
         }
-        if (ld->leading && ld->cfg.stale_s > 0)
+        if (ld->leading && ld->cfg.stale_s > 0 && !beaten)
             rc = beat(ld, poll_clock(ld, now, t0));
         if (ld->leading && rc == 0)
             rc = raise_lead(ld);
@@ -616,7 +708,7 @@ out:
         if (!ld->leading)
             ld->next_poll = now + backoff;
         if (rc == -ETIMEDOUT)
-            log_warn("leader %s: etcd: poll over its %.0f ms budget, cut short", ld->cfg.id,
+            log_warn("leader %s: etcd: a round trip over its %.0f ms budget", ld->cfg.id,
                      ld->cfg.slow_s * 1e3);
         else
             log_warn("leader %s: etcd: %s", ld->cfg.id, strerror(-rc));

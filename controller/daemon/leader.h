@@ -13,7 +13,7 @@
  *                     value; read once and rewritten as above, then gone)
  *
  * Election: every controller holds a lease of `ttl_s` and renews it at
- * each poll.  A controller that finds no leader key creates it in a
+ * the first poll a quarter TTL after the last renewal.  A controller that finds no leader key creates it in a
  * transaction ("create_revision == 0", put with its lease); the one whose
  * transaction succeeds leads.
  *
@@ -38,7 +38,9 @@
  * its epoch), so that the key's mod_revision moves; its value declares
  * "stale_ms".  A standby that sees the mod_revision unchanged for longer
  * than the leader declared, by its own clock from the answer that first
- * showed it, deletes the key by a transaction that requires that same
+ * showed it (each gap between two of its answers counted for at most two
+ * polls: a stall of its own host is not the leader's silence), deletes
+ * the key by a transaction that requires that same
  * mod_revision (a heartbeat that lands meanwhile cancels it) and
  * campaigns: a killed leader is replaced within stale_s plus two polls
  * of its last heartbeat (main: 1.25 intervals + 2 x interval/4; from its
@@ -53,17 +55,29 @@
  * Gray failures (hold_s > 0, docs/controller.md "A slow etcd"): an etcd
  * that answers some polls and not others would let a leader push, stop at
  * its fence, push again after a late heartbeat, round after round, so
- * that the nodes' tokens swing.  Instead a poll is cut short when it has
- * taken slow_s, and counts as failed like an error; a leader whose
+ * that the nodes' tokens swing.  Instead each round trip has a budget of
+ * slow_s: one over it counts as failed like an error, and a heartbeat
+ * over it counts as late (it landed, but our fence does not move); a poll
+ * that has taken slow_s sends nothing more (the rest waits for the next
+ * poll, not a failure).  The leader's poll writes its heartbeat first,
+ * renews the lease only every quarter TTL, then reads, so that a busy but
+ * healthy etcd (round trips within slow_s, a poll of two or three over it)
+ * lets every heartbeat land, and only an etcd whose own round trips are
+ * slow or failing makes it late (docs/controller.md, "A busy host").  A
+ * leader whose
  * heartbeat has not landed by its fence pauses its pushes (as without
- * hold_s), but the second time within hold_s it steps down for good (it
+ * hold_s), but the second time within hold_s, or when its lease runs out
+ * by its clock while its heartbeat is late, it steps down for good (it
  * does not resume at its next heartbeat: one stall of a busy host is a
  * hiccup, a pattern is a failure); and no controller leads (campaigns,
  * deposes, takes back a key of its own: it deletes it instead, handing
  * over) until its polls have all been in time for hold_s.  A slow etcd
  * thus gives a clean hand-over to a controller whose etcd answers, or,
  * when none does, no leader: the nodes fall back to their static policy
- * until etcd has been healthy for hold_s.
+ * until etcd has been healthy for hold_s.  A heartbeat late only by the
+ * time our own thread waited runnable for a CPU since it was sent (the
+ * store's sched_wait: a busy host did not run us, and had we run, it would
+ * have been in time) pauses the pushes but is not counted.
  *
  * Fencing by our own clock: the lease cannot expire at etcd before
  * (send time of the last successful grant or keepalive) + TTL, so the
@@ -171,6 +185,10 @@ typedef struct {
     int (*watch)(void *s, const char *key, const char *end, int64_t start, int64_t until,
                  etcd_event_fn fn, void *arg); /* NULL: changes read whole */
     double (*clock)(void *s); /* NULL: mono_now(); tests pass their fake time */
+    double (*sched_wait)(void *s); /* seconds the calling thread has waited
+                                      runnable for a CPU, cumulative (the
+                                      etcd store: /proc/thread-self/schedstat);
+                                      NULL: none known */
     void *s;
 } leader_store_t;
 
@@ -213,8 +231,9 @@ typedef struct {
     double stale_s;        /* 0: no heartbeat (takeover at lease expiry);
                               else >= 2 x poll_s: a standby may depose us
                               after this long without a heartbeat */
-    double slow_s;         /* a poll that takes longer is over its budget:
-                              counted as failed, the rest of it skipped
+    double slow_s;         /* a round trip that takes longer counts as
+                              failed (a heartbeat: as late); a poll that
+                              has taken this long sends nothing more
                               (0: no budget, only errors count) */
     double hold_s;         /* gray failures (0: off): with a heartbeat, a
                               leader whose heartbeat is late twice within
@@ -267,6 +286,10 @@ typedef struct {
     double leader_stale_s;  /* the leader's declared stale_ms / 1000 (0: none) */
     int64_t seen_create, seen_mod; /* standby: the leader key's revisions last seen */
     double seen_at;         /* our clock when they were first seen */
+    double seen_last;       /* our clock at the last answer showing them */
+    double seen_quiet;      /* how long we watched them unchanged: the
+                               gaps between our answers, each counted for
+                               at most two polls */
     uint64_t beats, depositions; /* heartbeats written; leaders we deposed */
     double next_poll;
     uint64_t polls, errors, elections, stepdowns;
@@ -276,7 +299,14 @@ typedef struct {
                                late (-inf: none) */
     double lapse_at;        /* beat_at of the last heartbeat found late */
     double lapse_seen;      /* our clock when it was found late (-inf: never) */
-    uint64_t slow_polls;    /* polls over slow_s (cut short) */
+    uint64_t slow_polls;    /* polls with a round trip over slow_s */
+    uint64_t beats_slow;    /* heartbeats that landed over slow_s (late) */
+    double beat_wait;       /* st.sched_wait() when our last heartbeat was sent */
+    uint64_t host_lapses;   /* late heartbeats not counted: late only by our
+                               thread's wait for a CPU (a host stall) */
+    double renew_at;        /* our clock: the lease is renewed at the first
+                               poll from here (a quarter TTL after the last
+                               renewal) */
     uint64_t gray_stepdowns; /* times we stopped leading for a late heartbeat */
 } leader_t;
 
@@ -289,9 +319,10 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
 void leader_clear(leader_t *ld);
 
 /* If a poll is due at `now` (monotonic seconds, taken just before the
- * call): renews (or grants) the lease, steps down if it is lost or
- * about to end, reads the leader and table keys, writes the leader's
- * heartbeat (stepping down if the key is no longer its own), campaigns if
+ * call): writes the leader's heartbeat first (stepping down if the key is
+ * no longer its own), renews (or grants) the lease when a quarter TTL has
+ * passed since the last renewal (or the heartbeat failed), steps down if
+ * it is lost or about to end, reads the leader and table keys, campaigns if
  * there is no leader or deposes a leader whose heartbeat is stale, applies
  * a new table.  Also steps down without a poll when the
  * lease is about to end.  Returns 0, or the store's error (logged; the next

@@ -212,11 +212,12 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "if its heartbeat cannot say so sooner (--takeover-after 0)."},
         {.name = "etcd-timeout", .type = OPTS_DURATION, .target = &s->etcd_timeout,
          .arg = "DURATION", .deflt = "100ms", .min = 0.001, .max = 10,
-         .help = "With --etcd: the longest one request to etcd may take, and a poll's\n"
-                 "budget: a poll that has taken this long is cut short and counts as\n"
-                 "failed (the loop waits at most two timeouts per poll, and then polls\n"
-                 "less often).  No controller leads before its polls have all been in\n"
-                 "time for a lease (--lease-ttl).  Keep it well below the interval."},
+         .help = "With --etcd: the longest one request to etcd may take: a longer one\n"
+                 "counts as failed (a heartbeat as late), and a poll that has taken\n"
+                 "this long sends nothing more until the next (the loop waits at most\n"
+                 "two timeouts per poll).  No controller leads before its polls have\n"
+                 "all been in time for a lease (--lease-ttl).  Keep it well below the\n"
+                 "interval."},
         {.name = "takeover-after", .type = OPTS_DOUBLE, .target = &s->takeover,
          .arg = "INTERVALS", .deflt = "1.25", .min = 0, .max = 1000,
          .help = "With --etcd: the leader writes a heartbeat to etcd every quarter interval;\n"
