@@ -256,6 +256,14 @@ it_need() {
   done
 }
 
+# it_want CMD...: after it_begin, passes the test as skipped ("ok - # SKIP",
+# it_end) at the first CMD not on PATH (scripts/deps.sh test installs them).
+it_want() {
+  for n in "$@"; do
+    command -v "$n" >/dev/null 2>&1 || { echo "ok - # SKIP $n not installed (scripts/deps.sh test)"; it_end; }
+  done
+}
+
 # it_ha_node NAME LOG: a bqos-node NAME (--policy tokens, log LOG) on a new
 # loopback port, NODE_PORT, in front of the memcached on port $MP,
 # following both controllers of it_ha_pair (LS1 and LS2); waits for its port.
