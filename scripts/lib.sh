@@ -274,6 +274,22 @@ it_ha_node() {
   wait_port "$NODE_PORT" 10
 }
 
+# it_ha_s1 PY SECS: after the controllers' endpoints LS1 and LS2 are set:
+# memcached on a new port (MP, log $T/memcached.log), node s1 in front of it
+# following both (it_ha_node, log $T/node.log; NP its port), and a raw
+# protocol node obsI on each controller (PY $HERE/ha_observer.py for SECS s:
+# every message with its epoch in $T/obsI.log).
+it_ha_s1() {
+  next_port; MP=$PORT
+  start_memcached "$MP" "$T/memcached.log"
+  it_ha_node s1 "$T/node.log"
+  NP=$NODE_PORT
+  for i in 1 2; do
+    eval "ls=\$LS$i"
+    spawn "$T/obs$i.err" "$1" "$HERE/ha_observer.py" "$ls" "obs$i" "$T/obs$i.log" "$2"
+  done
+}
+
 # it_ha_pair JSON [OPTION...]: two controllers c1 and c2 on it_etcd's etcd
 # (cluster "it", 1 s periods, --log-level debug, and the OPTIONs, which hold
 # no spaces), each with its bucket file $T/bI.json holding JSON; endpoints
