@@ -2,7 +2,8 @@
 #
 # Source it after scripts/lib.sh and it_begin (it_leader_paused.sh,
 # it_ctrl_starved.sh, it_leader_etcd_cut.sh, it_etcd_paused.sh).
-#   pt_cluster JSON OPTION...   etcd, it_ha_pair(JSON, OPTIONs), c1 leading and
+#   pt_cluster                  etcd, it_ha_pair(red R 50 L 200, --intervals 5
+#                               --lease-ttl 2 --etcd-timeout 250ms), c1 leading and
 #                               c2 its standby naming it, memcached, node s1
 #                               (NP) following the leader, raw nodes obs1 on
 #                               c1 and obs2 on c2 (ha_observer.py: every
@@ -52,7 +53,8 @@ pt_cluster() {
   $PT_PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh test installs python3-zmq)"; exit 1; }
   it_etcd "${PT_ON_EXIT:-}"
   it_etcd_start
-  it_ha_pair "$@"
+  it_ha_pair '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals 5 \
+    --lease-ttl 2 --etcd-timeout 250ms
   eval "${PT_BEFORE_CTL:-}"
   pt_etcd=$ETCD
   ETCD=${PT_ETCD1:-$ETCD}
