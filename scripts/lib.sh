@@ -348,6 +348,21 @@ EOT
   wait_port "$1" 10
 }
 
+# bucket_table N FILE: a bucket file of N buckets ("tenant-0000000"...), one
+# object a line (the big-table benches).
+bucket_table() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    f.write('{"buckets": [\n')
+    for i in range(n):
+        f.write('  {"name": "tenant-%07d", "reservation": %d, "limit": %d, "weight": 1}%s\n'
+                % (i, 10 + i % 90, 1000 + i % 9000, "," if i + 1 < n else ""))
+    f.write(']}\n')
+PY
+}
+
 # table_field TABLE BUCKET COLUMN: from a bqos-load table, prints field
 # COLUMN (1-based, '|' separators dropped) of BUCKET's row.
 table_field() {
