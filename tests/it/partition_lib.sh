@@ -48,6 +48,7 @@
 now() { date +%s.%N; }
 
 pt_cluster() {
+  [ $# -eq 0 ] || { echo "pt_cluster takes no arguments (the cluster is fixed: see above)"; exit 1; }
   PT_PY=python3
   $PT_PY -c "import zmq" 2>/dev/null || PT_PY=/usr/bin/python3
   $PT_PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh test installs python3-zmq)"; exit 1; }
