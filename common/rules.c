@@ -969,17 +969,29 @@ int rules_replace(rules_t *r, size_t i, const char *json, size_t len, jsonloc_er
     return edit(r, i, json, len, 1, err);
 }
 
-int rules_remove(rules_t *r, size_t i)
+/* The texts of r's rules but rule i (i < r->n), in order, in a new array
+ * (r->n + 1 slots, the first r->n - 1 set; the texts borrowed).  Returns
+ * it, or NULL (out of memory). */
+static const char **others(const rules_t *r, size_t i)
 {
-    if (i >= r->n)
-        return -ENOENT;
     const char **t = malloc((r->n + 1) * sizeof *t);
     if (!t)
-        return -ENOMEM;
+        return NULL;
     size_t n = 0;
     for (size_t k = 0; k < r->n; k++)
         if (k != i)
             t[n++] = r->v[k].json;
+    return t;
+}
+
+int rules_remove(rules_t *r, size_t i)
+{
+    if (i >= r->n)
+        return -ENOENT;
+    size_t n = r->n - 1;
+    const char **t = others(r, i);
+    if (!t)
+        return -ENOMEM;
     int rc = rebuild(r, t, n, -1, NULL);
     free(t);
     return rc;
@@ -991,13 +1003,10 @@ int rules_move(rules_t *r, size_t i, size_t to)
         return -ENOENT;
     if (to >= r->n)
         to = r->n - 1;
-    const char **t = malloc((r->n + 1) * sizeof *t);
+    size_t n = r->n - 1;
+    const char **t = others(r, i);
     if (!t)
         return -ENOMEM;
-    size_t n = 0;
-    for (size_t k = 0; k < r->n; k++)
-        if (k != i)
-            t[n++] = r->v[k].json;
     memmove(t + to + 1, t + to, (n - to) * sizeof *t);
     t[to] = r->v[i].json;
     int rc = rebuild(r, t, r->n, -1, NULL);

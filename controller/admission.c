@@ -160,31 +160,44 @@ out:
     free(kids);
 }
 
+/* The aggregate constraint in unit u: `total`, the reservations summed
+ * (nesting counted once), within the cluster's estimate. */
+static void check_total(const unit_t *u, double total, out_t *o)
+{
+    if (total <= u->total)
+        return;
+    char t[400];
+    snprintf(t, sizeof t, "total %s %.0f %s exceeds the cluster's estimated %s %.0f %s",
+             u->res, total, u->unit, u->cap, u->total, u->unit);
+    violation(o, t);
+}
+
+/* The local constraint in unit u (u->bucket set): bucket b's reservation
+ * within what the servers it is placed on give. */
+static void check_bucket(const bucketfile_bucket_t *b, const unit_t *u, void *arg, out_t *o)
+{
+    int64_t r = reservation(b, u);
+    if (r == 0)
+        return;
+    double cap = u->bucket(b->name, arg);
+    if (cap < 0 || (double)r <= cap)
+        return;
+    char t[400];
+    snprintf(t, sizeof t, "bucket %s: %s %lld %s exceeds the %.0f %s of the servers it is "
+             "placed on", b->name, u->res, (long long)r, u->unit, cap, u->unit);
+    violation(o, t);
+}
+
 /* Checks the aggregate and the per-bucket constraint in unit u. */
 static void check_unit(const bucketfile_t *bf, const unit_t *u, void *arg, out_t *o)
 {
-    char t[400];
     double total = 0;
     for (size_t i = 0; i < bucketfile_count(bf); i++)
         total += (double)reservation(bucketfile_get(bf, i), u);
     total -= nested_overlap(bf, u);
-    if (total > u->total) {
-        snprintf(t, sizeof t, "total %s %.0f %s exceeds the cluster's estimated %s %.0f %s",
-                 u->res, total, u->unit, u->cap, u->total, u->unit);
-        violation(o, t);
-    }
-    for (size_t i = 0; u->bucket && i < bucketfile_count(bf); i++) {
-        const bucketfile_bucket_t *b = bucketfile_get(bf, i);
-        int64_t r = reservation(b, u);
-        if (r == 0)
-            continue;
-        double cap = u->bucket(b->name, arg);
-        if (cap < 0 || (double)r <= cap)
-            continue;
-        snprintf(t, sizeof t, "bucket %s: %s %lld %s exceeds the %.0f %s of the servers it is "
-                 "placed on", b->name, u->res, (long long)r, u->unit, cap, u->unit);
-        violation(o, t);
-    }
+    check_total(u, total, o);
+    for (size_t i = 0; u->bucket && i < bucketfile_count(bf); i++)
+        check_bucket(bucketfile_get(bf, i), u, arg, o);
 }
 
 /* The nesting checks of both units (nested_check()); the first note in
@@ -259,22 +272,9 @@ void admission_sums_add(admission_sums_t *s, const bucketfile_bucket_t *b, int s
 static void check_change_unit(__int128 sum, const bucketfile_bucket_t *b, const unit_t *u,
                               void *arg, out_t *o)
 {
-    char t[400];
-    double total = (double)sum;
-    if (total > u->total) {
-        snprintf(t, sizeof t, "total %s %.0f %s exceeds the cluster's estimated %s %.0f %s",
-                 u->res, total, u->unit, u->cap, u->total, u->unit);
-        violation(o, t);
-    }
-    int64_t r = b ? reservation(b, u) : 0;
-    if (!r || !u->bucket)
-        return;
-    double cap = u->bucket(b->name, arg);
-    if (cap < 0 || (double)r <= cap)
-        return;
-    snprintf(t, sizeof t, "bucket %s: %s %lld %s exceeds the %.0f %s of the servers it is "
-             "placed on", b->name, u->res, (long long)r, u->unit, cap, u->unit);
-    violation(o, t);
+    check_total(u, (double)sum, o);
+    if (b && u->bucket)
+        check_bucket(b, u, arg, o);
 }
 
 int admission_check_change(const admission_sums_t *after, const bucketfile_bucket_t *changed,

@@ -256,6 +256,14 @@ it_need() {
   done
 }
 
+# it_want CMD...: after it_begin, passes the test as skipped ("ok - # SKIP",
+# it_end) at the first CMD not on PATH (scripts/deps.sh test installs them).
+it_want() {
+  for n in "$@"; do
+    command -v "$n" >/dev/null 2>&1 || { echo "ok - # SKIP $n not installed (scripts/deps.sh test)"; it_end; }
+  done
+}
+
 # it_ha_node NAME LOG: a bqos-node NAME (--policy tokens, log LOG) on a new
 # loopback port, NODE_PORT, in front of the memcached on port $MP,
 # following both controllers of it_ha_pair (LS1 and LS2); waits for its port.
@@ -264,6 +272,22 @@ it_ha_node() {
   spawn "$2" "$BIN/bqos-node" --name "$1" --memcached-listen "127.0.0.1:$NODE_PORT" \
     --backend "memcached://127.0.0.1:$MP" --policy tokens --controller "$LS1,$LS2"
   wait_port "$NODE_PORT" 10
+}
+
+# it_ha_s1 PY SECS: after the controllers' endpoints LS1 and LS2 are set:
+# memcached on a new port (MP, log $T/memcached.log), node s1 in front of it
+# following both (it_ha_node, log $T/node.log; NP its port), and a raw
+# protocol node obsI on each controller (PY $HERE/ha_observer.py for SECS s:
+# every message with its epoch in $T/obsI.log).
+it_ha_s1() {
+  next_port; MP=$PORT
+  start_memcached "$MP" "$T/memcached.log"
+  it_ha_node s1 "$T/node.log"
+  NP=$NODE_PORT
+  for i in 1 2; do
+    eval "ls=\$LS$i"
+    spawn "$T/obs$i.err" "$1" "$HERE/ha_observer.py" "$ls" "obs$i" "$T/obs$i.log" "$2"
+  done
 }
 
 # it_ha_pair JSON [OPTION...]: two controllers c1 and c2 on it_etcd's etcd
@@ -322,6 +346,21 @@ bench:
 EOT
   spawn "$4/tw.log" nutcracker -c "$4/tw.yml" -s "$2" -a 127.0.0.1
   wait_port "$1" 10
+}
+
+# bucket_table N FILE: a bucket file of N buckets ("tenant-0000000"...), one
+# object a line (the big-table benches).
+bucket_table() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    f.write('{"buckets": [\n')
+    for i in range(n):
+        f.write('  {"name": "tenant-%07d", "reservation": %d, "limit": %d, "weight": 1}%s\n'
+                % (i, 10 + i % 90, 1000 + i % 9000, "," if i + 1 < n else ""))
+    f.write(']}\n')
+PY
 }
 
 # table_field TABLE BUCKET COLUMN: from a bqos-load table, prints field

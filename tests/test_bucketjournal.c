@@ -83,14 +83,24 @@ static const char *base = "{\"buckets\": [\n"
                           "  {\"name\": \"b\", \"reservation\": 2}\n"
                           "]}\n";
 
+/* fx_init(x, base), the file loaded (*bf, owned) and a journal on it
+ * (bucketjournal_new(), compacting past `compact_bytes`; owned). */
+static bucketjournal_t *fx_open(fx_t *x, bucketfile_t **bf, size_t compact_bytes)
+{
+    fx_init(x, base);
+    *bf = load(x);
+    bucketjournal_t *j = NULL;
+    char msg[512];
+    ck_assert_int_eq(bucketjournal_new(x->path, *bf, compact_bytes, &j, msg, sizeof msg), 0);
+    return j;
+}
+
 START_TEST(test_bucketjournal_append_replay)
 {
     fx_t x;
-    fx_init(&x, base);
-    bucketfile_t *bf = load(&x);
-    bucketjournal_t *j = NULL;
+    bucketfile_t *bf;
+    bucketjournal_t *j = fx_open(&x, &bf, 0);
     char msg[512];
-    ck_assert_int_eq(bucketjournal_new(x.path, bf, 0, &j, msg, sizeof msg), 0);
     bucketfile_bucket_t c = bucket("c", 3, 30), a = bucket("a", 5, 50);
     ck_assert_int_eq(bucketjournal_set(j, &c, 0, msg, sizeof msg), 0);
     ck_assert_int_eq(bucketjournal_set(j, &a, 7, msg, sizeof msg), 0);
@@ -209,11 +219,10 @@ static void changes(bucketjournal_t *j, bucketfile_t *mirror, int from, int n)
 START_TEST(test_bucketjournal_compaction)
 {
     fx_t x;
-    fx_init(&x, base);
-    bucketfile_t *bf = load(&x), *mirror = bucketfile_dup(bf);
-    bucketjournal_t *j = NULL;
+    bucketfile_t *bf;
+    bucketjournal_t *j = fx_open(&x, &bf, 1500);
+    bucketfile_t *mirror = bucketfile_dup(bf);
     char msg[512];
-    ck_assert_int_eq(bucketjournal_new(x.path, bf, 1500, &j, msg, sizeof msg), 0);
     changes(j, mirror, 0, 120); /* passes the bound several times over */
     bucketjournal_wait(j);
     bucketjournal_stats_t st;
@@ -252,11 +261,10 @@ START_TEST(test_bucketjournal_compaction_crash_points)
 {
     for (int point = 1; point <= 3; point++) {
         fx_t x;
-        fx_init(&x, base);
-        bucketfile_t *bf = load(&x), *mirror = bucketfile_dup(bf);
-        bucketjournal_t *j = NULL;
+        bucketfile_t *bf;
+        bucketjournal_t *j = fx_open(&x, &bf, 1u << 30);
+        bucketfile_t *mirror = bucketfile_dup(bf);
         char msg[512];
-        ck_assert_int_eq(bucketjournal_new(x.path, bf, 1u << 30, &j, msg, sizeof msg), 0);
         changes(j, mirror, 0, 25);
         bucketjournal_test_crash(j, point);
         ck_assert_int_eq(bucketjournal_compact(j), 0);
@@ -301,11 +309,9 @@ END_TEST
 START_TEST(test_bucketjournal_save_drops_folded_lines)
 {
     fx_t x;
-    fx_init(&x, base);
-    bucketfile_t *bf = load(&x);
-    bucketjournal_t *j = NULL;
+    bucketfile_t *bf;
+    bucketjournal_t *j = fx_open(&x, &bf, 1u << 30);
     char msg[512];
-    ck_assert_int_eq(bucketjournal_new(x.path, bf, 1u << 30, &j, msg, sizeof msg), 0);
     bucketfile_bucket_t c = bucket("c", 3, 30);
     ck_assert_int_eq(bucketjournal_set(j, &c, 0, msg, sizeof msg), 0);
     /* The imported table has no c and no b. */
@@ -355,11 +361,9 @@ END_TEST
 START_TEST(test_bucketjournal_hand_edit)
 {
     fx_t x;
-    fx_init(&x, base);
-    bucketfile_t *bf = load(&x);
-    bucketjournal_t *j = NULL;
+    bucketfile_t *bf;
+    bucketjournal_t *j = fx_open(&x, &bf, 1u << 30);
     char msg[512];
-    ck_assert_int_eq(bucketjournal_new(x.path, bf, 1u << 30, &j, msg, sizeof msg), 0);
     sleep(0); /* mtime granularity is the filesystem's: rewrite the same text */
     put(x.path, base);
     ck_assert_int_eq(bucketjournal_check(j, msg, sizeof msg), 0);

@@ -358,6 +358,17 @@ START_TEST(test_ctrl_sparse_report_carries_on)
 }
 END_TEST
 
+/* A node spends half of its tokens *r + *l in an interval, R first: adds
+ * it to *served. */
+static void spend_half(uint64_t *served, int64_t *r, int64_t *l)
+{
+    uint64_t spend = (uint64_t)(*r + *l) / 2;
+    *served += spend;
+    int64_t fromr = *r < (int64_t)spend ? *r : (int64_t)spend;
+    *r -= fromr;
+    *l -= (int64_t)spend - fromr;
+}
+
 START_TEST(test_ctrl_limits_never_exceeded)
 {
     /* Overloaded cluster: red (R 30000, L 60000) and a greedy unlimited blue. */
@@ -393,13 +404,8 @@ START_TEST(test_ctrl_limits_never_exceeded)
                 if (find_tok(c, n, 1, &r, &l) == 0)
                     ck_assert_int_eq(l, CTRL_UNLIMITED);
             /* The nodes spend about half of their tokens this interval. */
-            for (int n = 0; n < 3; n++) {
-                uint64_t spend = (uint64_t)(last_r[n] + last_l[n]) / 2;
-                served[n] += spend;
-                int64_t fromr = last_r[n] < (int64_t)spend ? last_r[n] : (int64_t)spend;
-                last_r[n] -= fromr;
-                last_l[n] -= (int64_t)spend - fromr;
-            }
+            for (int n = 0; n < 3; n++)
+                spend_half(&served[n], &last_r[n], &last_l[n]);
         }
     }
     ctrl_destroy(&c);
@@ -448,13 +454,8 @@ START_TEST(test_ctrl_nested_limit)
                 if (find_tok(c, n, 2, &r, &l) == 0)
                     ck_assert_msg(r == 0 && l == 0, "tenant got R %lld L %lld", (long long)r,
                                   (long long)l);
-                for (int b = 0; b < 2; b++) {
-                    uint64_t spend = (uint64_t)(lr[b][n] + ll[b][n]) / 2;
-                    served[b][n] += spend;
-                    int64_t fromr = lr[b][n] < (int64_t)spend ? lr[b][n] : (int64_t)spend;
-                    lr[b][n] -= fromr;
-                    ll[b][n] -= (int64_t)spend - fromr;
-                }
+                for (int b = 0; b < 2; b++)
+                    spend_half(&served[b][n], &lr[b][n], &ll[b][n]);
             }
         }
     }

@@ -197,6 +197,13 @@ static void f_write(fstore_t *f, const char *key, const char *value, size_t len,
     f_event(f, key, value, len, k->create_rev, k->mod_rev, 0);
 }
 
+/* A new revision of f with `key` set to `value` (no lease). */
+static void f_put(fstore_t *f, const char *key, const char *value)
+{
+    f->rev++;
+    f_write(f, key, value, strlen(value), 0);
+}
+
 /* Deletes key (if there) at revision f->rev. */
 static void f_del(fstore_t *f, const char *key)
 {
@@ -1373,10 +1380,8 @@ START_TEST(test_leader_keys_whole_in_chunks)
     ck_assert_str_eq(w.b.applied, t); /* read whole: a whole write in its history */
     /* a claim in progress (the head incomplete, some buckets written) */
     int applies = w.b.applies;
-    w.f.rev++;
-    f_write(&w.f, "/bqos/t/b/", "{\"table_version\":2,\"complete\":false}", 36, 0);
-    w.f.rev++;
-    f_write(&w.f, "/bqos/t/b/b000", "{\"name\":\"b000\",\"reservation\":77}", 32, 0);
+    f_put(&w.f, "/bqos/t/b/", "{\"table_version\":2,\"complete\":false}");
+    f_put(&w.f, "/bqos/t/b/b000", "{\"name\":\"b000\",\"reservation\":77}");
     w.a.boot = t; /* a runs t: version 1 is not newer than the claim */
     w.a.version = 1;
     w.a.ld.table_version = 1;
@@ -1387,8 +1392,7 @@ START_TEST(test_leader_keys_whole_in_chunks)
     ck_assert_int_eq(w.b.changes, 0);
     ck_assert_str_eq(f_table(&w.f), "incomplete");
     /* it completes: read whole */
-    w.f.rev++;
-    f_write(&w.f, "/bqos/t/b/", "{\"table_version\":2}", 19, 0);
+    f_put(&w.f, "/bqos/t/b/", "{\"table_version\":2}");
     poll_at(&w.b, &w.f, 0.42);
     ck_assert_int_eq(w.b.applies, applies + 1);
     ck_assert_int_eq(w.b.version, 2);
@@ -1407,16 +1411,14 @@ START_TEST(test_leader_keys_stuck_claim_taken_over)
     w.a.version = w.b.version = 1;
     w.a.ld.table_version = w.b.ld.table_version = 1;
     poll_at(&w.b, &w.f, 0.1);
-    w.f.rev++;
-    f_write(&w.f, "/bqos/t/b/", "{\"table_version\":1,\"complete\":false}", 36, 0);
+    f_put(&w.f, "/bqos/t/b/", "{\"table_version\":1,\"complete\":false}");
     poll_at(&w.a, &w.f, 0.2);
     poll_at(&w.b, &w.f, 0.2);
     ck_assert_str_eq(f_table(&w.f), "incomplete"); /* in progress, for now */
     run_two(&w, 0.3, 1.6, 1, 1);
     ck_assert_str_eq(f_table(&w.f), TV1); /* stuck for a lease: restored */
     /* an older claim: at once */
-    w.f.rev++;
-    f_write(&w.f, "/bqos/t/b/", "{\"complete\":false}", 18, 0);
+    f_put(&w.f, "/bqos/t/b/", "{\"complete\":false}");
     poll_at(&w.a, &w.f, 1.7);
     ck_assert_str_eq(f_table(&w.f), TV1);
     two_end(&w);
@@ -1430,8 +1432,7 @@ START_TEST(test_leader_keys_migration)
     two_t w;
     memset(&w.f, 0, sizeof w.f);
     w.f.rev = 1;
-    w.f.rev++;
-    f_write(&w.f, "/bqos/t/buckets", TV2, strlen(TV2), 0);
+    f_put(&w.f, "/bqos/t/buckets", TV2);
     ctl_init(&w.a, &w.f, "a");
     ctl_init(&w.b, &w.f, "b");
     w.a.boot = w.b.boot = TV0;

@@ -123,22 +123,29 @@ static int node_recv(void *s, proto_msg_t *d, int ms)
     return proto_recv(s, NULL, 0, NULL, d, &st, NULL, NULL, NULL, 0);
 }
 
+/* A hello from node `name` (`instance`) with a table of gold and red
+ * (generation 7) and capacity 1000, into *m (proto_msg_init()ed). */
+static void hello_msg(proto_msg_t *m, const char *name, uint64_t instance)
+{
+    static const char *const tnames[] = {"gold", "red"};
+    proto_msg_init(m);
+    m->type = PROTO_HELLO;
+    snprintf(m->node, sizeof m->node, "%s", name);
+    m->instance = instance;
+    m->capacity = 1000;
+    m->table = 7;
+    m->has_names = 1;
+    m->nnames = 2;
+    m->names = (const char **)tnames;
+}
+
 /* Node `name` says hello with a table of gold and red (generation 7) and
  * gets its welcome into *w.  Returns its socket. */
 static void *node_hello(const char *name, uint64_t instance, proto_msg_t *w)
 {
     void *s = node_open(name, instance);
-    static const char *const tnames[] = {"gold", "red"};
     proto_msg_t m;
-    proto_msg_init(&m);
-    m.type = PROTO_HELLO;
-    snprintf(m.node, sizeof m.node, "%s", name);
-    m.instance = instance;
-    m.capacity = 1000;
-    m.table = 7;
-    m.has_names = 1;
-    m.nnames = 2;
-    m.names = (const char **)tnames;
+    hello_msg(&m, name, instance);
     m.renew = hello_renew;
     node_send(s, &m);
     ck_assert_int_eq(node_recv(s, w, 2000), 0);
@@ -415,19 +422,11 @@ static void report_seq(void *s, uint64_t seq, int sparse)
 START_TEST(test_nodes_sparse_full_after_gap)
 {
     void *s = node_open("n1", 0);
-    static const char *const tnames[] = {"gold", "red"};
     proto_msg_t m, d;
-    proto_msg_init(&m);
+    hello_msg(&m, "n1", 0);
     proto_msg_init(&d);
-    m.type = PROTO_HELLO;
-    strcpy(m.node, "n1");
     m.seq = 1;
     m.sparse = 1;
-    m.capacity = 1000;
-    m.table = 7;
-    m.has_names = 1;
-    m.nnames = 2;
-    m.names = (const char **)tnames;
     node_send(s, &m);
     ck_assert_int_eq(node_recv(s, &d, 2000), 0);
     ck_assert_int_eq(d.type, PROTO_WELCOME);

@@ -75,6 +75,29 @@ static void near(const pb_t *f, int b, int64_t ideal)
                   (long long)f->x[b], (long long)ideal);
 }
 
+/* Footprints 1, 2, 4, 8 on 8 servers of 1,000 spare: buckets 0 (weight
+ * 2), 1, 2, 3 on servers [0, 1), [0, 2), [0, 4), [0, 8), all hungry. */
+static void footprints(pb_t *f)
+{
+    pb_init(f, 8, 1000, 4);
+    f->w[0] = 2;
+    bucket_on(f, 0, 0, 1, 1000000);
+    bucket_on(f, 1, 0, 2, 1000000);
+    bucket_on(f, 2, 0, 4, 1000000);
+    bucket_on(f, 3, 0, 8, 1000000);
+}
+
+/* Two servers of 90 spare: A (bucket 0, weight 2) on server 0, B on both,
+ * C on server 1, each wanting 1,000 a server. */
+static void three(pb_t *f)
+{
+    pb_init(f, 2, 90, 3);
+    f->w[0] = 2;
+    bucket_on(f, 0, 0, 1, 1000);
+    bucket_on(f, 1, 0, 2, 1000);
+    bucket_on(f, 2, 1, 2, 1000);
+}
+
 /* Footprints 1, 2, 4, 8 on 8 servers of 1,000 spare, weights 2, 1, 1, 1,
  * all hungry: A saturates server 0, B takes server 1, C servers 2-3, D
  * servers 4-7 (max-min: nobody's share can grow without taking from a
@@ -82,12 +105,7 @@ static void near(const pb_t *f, int b, int64_t ideal)
 START_TEST(test_shares_footprints)
 {
     pb_t f;
-    pb_init(&f, 8, 1000, 4);
-    f.w[0] = 2;
-    bucket_on(&f, 0, 0, 1, 1000000);
-    bucket_on(&f, 1, 0, 2, 1000000);
-    bucket_on(&f, 2, 0, 4, 1000000);
-    bucket_on(&f, 3, 0, 8, 1000000);
+    footprints(&f);
     solve(&f);
     near(&f, 0, 1000);
     near(&f, 1, 1000);
@@ -101,11 +119,7 @@ END_TEST
 START_TEST(test_shares_weights)
 {
     pb_t f;
-    pb_init(&f, 2, 90, 3);
-    f.w[0] = 2;
-    bucket_on(&f, 0, 0, 1, 1000);
-    bucket_on(&f, 1, 0, 2, 1000);
-    bucket_on(&f, 2, 1, 2, 1000);
+    three(&f);
     solve(&f);
     near(&f, 0, 90);
     near(&f, 1, 45);
@@ -128,12 +142,8 @@ END_TEST
 START_TEST(test_shares_caps)
 {
     pb_t f;
-    pb_init(&f, 2, 90, 3);
-    f.w[0] = 2;
+    three(&f);
     f.cap[0] = 30;
-    bucket_on(&f, 0, 0, 1, 1000);
-    bucket_on(&f, 1, 0, 2, 1000);
-    bucket_on(&f, 2, 1, 2, 1000);
     solve(&f);
     near(&f, 0, 30);
     near(&f, 1, 75);
@@ -155,14 +165,9 @@ END_TEST
 START_TEST(test_shares_saturated)
 {
     pb_t f;
-    pb_init(&f, 8, 1000, 4);
+    footprints(&f);
     f.spare[0] = 0;
     f.spare[1] = -5; /* overcommitted: as none */
-    f.w[0] = 2;
-    bucket_on(&f, 0, 0, 1, 1000000);
-    bucket_on(&f, 1, 0, 2, 1000000);
-    bucket_on(&f, 2, 0, 4, 1000000);
-    bucket_on(&f, 3, 0, 8, 1000000);
     solve(&f);
     near(&f, 0, 0);
     near(&f, 1, 0);

@@ -16,20 +16,6 @@ now() { date +%s.%N; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-# table N FILE: a bucket file of N buckets, one object a line.
-table() {
-  python3 - "$1" "$2" <<'PY'
-import sys
-n, path = int(sys.argv[1]), sys.argv[2]
-with open(path, "w") as f:
-    f.write('{"buckets": [\n')
-    for i in range(n):
-        f.write('  {"name": "tenant-%07d", "reservation": %d, "limit": %d, "weight": 1}%s\n'
-                % (i, 10 + i % 90, 1000 + i % 9000, "," if i + 1 < n else ""))
-    f.write(']}\n')
-PY
-}
-
 # ctl ARGS...: bqos-ctl against the admin port, capped at $CAP s.
 ctl() { "$BIN/bqos-ctl" --endpoint "tcp://127.0.0.1:$ap" --timeout $((CAP * 1000)) "$@"; }
 
@@ -69,7 +55,7 @@ term_latency() {
 }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, step cap ${CAP}s"
-table 1 "$T/one.json"
+bucket_table 1 "$T/one.json"
 start "$T/one.json"
 rss0=$(rss_kb "$pid")
 stop_pid "$pid"
@@ -77,7 +63,7 @@ echo "| buckets | file | start-up | RSS | RSS/bucket | first set | first remove 
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for N in ${@:-30000}; do
   rm -f "$T/b.json.journal" "$T/b.json.journal.ignored" # the last size's
-  table "$N" "$T/b.json"
+  bucket_table "$N" "$T/b.json"
   size=$(wc -c <"$T/b.json")
   start "$T/b.json"
   rss=$(rss_kb "$pid")

@@ -31,24 +31,11 @@ trap 'exit 130' INT TERM
 # ts LINE: the ISO timestamp at the start of a log line in ms since the epoch
 ts() { python3 -c "import sys,datetime; print(int(datetime.datetime.strptime(sys.argv[1][:23], '%Y-%m-%dT%H:%M:%S.%f').timestamp()*1000))" "$1"; }
 
-table() {
-  python3 - "$1" "$2" <<'PY'
-import sys
-n, path = int(sys.argv[1]), sys.argv[2]
-with open(path, "w") as f:
-    f.write('{"buckets": [\n')
-    for i in range(n):
-        f.write('  {"name": "tenant-%07d", "reservation": %d, "limit": %d, "weight": 1}%s\n'
-                % (i, 10 + i % 90, 1000 + i % 9000, "," if i + 1 < n else ""))
-    f.write(']}\n')
-PY
-}
-
 start_etcd bench "$T/etcd.log" || { echo "etcd did not start"; tail "$T/etcd.log"; exit 1; }
 echo "| buckets | file | bootstrap | transactions | standby whole read (read + apply) | set at the leader | standby follows | bytes per change (before: the file) |"
 echo "|---|---|---|---|---|---|---|---|"
 for n in ${@:-100000}; do
-  table "$n" "$T/b1.json"
+  bucket_table "$n" "$T/b1.json"
   cp "$T/b1.json" "$T/b2.json"
   size=$(wc -c <"$T/b1.json")
   for i in 1 2; do

@@ -139,6 +139,28 @@ static uint64_t next_version(const admin_t *ad)
     return v + 1;
 }
 
+/* Fills `msg` (and logs it) for the error `rc` < 0 of a write of the table
+ * to etcd: `whole` the whole table (publish()), else one bucket
+ * (publish_bucket()).  Returns the error code: "not_leader" or "io". */
+static const char *write_error(admin_t *ad, int rc, int whole, char *msg, size_t size)
+{
+    if (rc == -EPERM) {
+        snprintf(msg, size, "not the leader (the leader is %s)",
+                 ad->ld->leader_id[0] ? ad->ld->leader_id : "unknown");
+        return "not_leader";
+    }
+    if (rc == -EAGAIN)
+        snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
+    else if (rc == -E2BIG && whole)
+        snprintf(msg, size, "a bucket of the table is over the %u bytes etcd takes as one "
+                 "value: refused", LEADER_TABLE_MAX);
+    else
+        snprintf(msg, size, "cannot write the bucket%s to etcd: %s", whole ? " table" : "",
+                 strerror(-rc));
+    log_warn("%s", msg);
+    return "io";
+}
+
 /* With etcd: the leader writes `bf` (borrowed; its version set to the
  * next) to the table key before it applies it, so that what runs is what
  * etcd holds, and the change is acknowledged only once etcd has it.
@@ -156,20 +178,7 @@ static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size
     free(text);
     if (rc == 0)
         return NULL;
-    if (rc == -EPERM) {
-        snprintf(msg, size, "not the leader (the leader is %s)",
-                 ad->ld->leader_id[0] ? ad->ld->leader_id : "unknown");
-        return "not_leader";
-    }
-    if (rc == -EAGAIN)
-        snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
-    else if (rc == -E2BIG)
-        snprintf(msg, size, "a bucket of the table is over the %u bytes etcd takes as one "
-                 "value: refused", LEADER_TABLE_MAX);
-    else
-        snprintf(msg, size, "cannot write the bucket table to etcd: %s", strerror(-rc));
-    log_warn("%s", msg);
-    return "io";
+    return write_error(ad, rc, 1, msg, size);
 }
 
 /* With etcd: the leader writes the one change `bf` (borrowed; its version
@@ -202,17 +211,8 @@ static const char *publish_bucket(admin_t *ad, bucketfile_t *bf, const char *nam
     free(json);
     if (rc == 0)
         return NULL;
-    if (rc == -EPERM) {
-        snprintf(msg, size, "not the leader (the leader is %s)",
-                 ad->ld->leader_id[0] ? ad->ld->leader_id : "unknown");
-        return "not_leader";
-    }
-    if (rc == -EAGAIN)
-        snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
-    else
-        snprintf(msg, size, "cannot write the bucket to etcd: %s", strerror(-rc));
-    log_warn("%s", msg);
-    return rc == -ENOMEM ? "internal" : "io";
+    const char *code = write_error(ad, rc, 0, msg, size);
+    return rc == -ENOMEM ? "internal" : code;
 }
 
 /* Exports `bf` to the bucket file (the backup, with etcd) if the file's

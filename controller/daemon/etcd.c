@@ -539,21 +539,24 @@ int etcd_watch(etcd_t *e, const char *key, const char *end, int64_t start, int64
     return rc;
 }
 
-/* Runs a transaction: if every compare of cmp[0..ncmp) holds, the one
- * request `op` ("request_put", "request_delete_range") with body `req`
- * (stolen).  Returns 1 if it ran (*rev: the revision after it), 0 if a
- * compare failed, or an error. */
-static int txn_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *op, json_t *req,
-                  int64_t *rev)
+/* The "compare" array of a transaction: every compare of cmp[0..ncmp).
+ * Returns it (new), or NULL (out of memory). */
+static json_t *txn_compares(const etcd_cmp_t *cmp, size_t ncmp)
 {
     json_t *cmps = json_array();
-    for (size_t i = 0; i < ncmp; i++)
+    for (size_t i = 0; cmps && i < ncmp; i++)
         json_array_append_new(cmps, json_pack("{s:o, s:s, s:s, s:o}", "key",
                                               jb64(cmp[i].key, strlen(cmp[i].key)), "target",
                                               cmp[i].mod ? "MOD" : "CREATE", "result", "EQUAL",
                                               cmp[i].mod ? "mod_revision" : "create_revision",
                                               jstr64(cmp[i].rev)));
-    json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", op, req);
+    return cmps;
+}
+
+/* Sends the transaction `body` (stolen).  Returns 1 if it ran (*rev: the
+ * revision after it), 0 if a compare failed, or an error. */
+static int txn_run(etcd_t *e, json_t *body, int64_t *rev)
+{
     json_t *r;
     int rc = call(e, "/v3/kv/txn", body, &r);
     if (rc < 0)
@@ -566,18 +569,24 @@ static int txn_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *op,
     return rc;
 }
 
+/* Runs a transaction: if every compare of cmp[0..ncmp) holds, the one
+ * request `op` ("request_put", "request_delete_range") with body `req`
+ * (stolen).  Returns 1 if it ran (*rev: the revision after it), 0 if a
+ * compare failed, or an error. */
+static int txn_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *op, json_t *req,
+                  int64_t *rev)
+{
+    json_t *cmps = txn_compares(cmp, ncmp);
+    json_t *body = json_pack("{s:o, s:[{s:o}]}", "compare", cmps, "success", op, req);
+    return txn_run(e, body, rev);
+}
+
 int etcd_txn(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const etcd_op_t *ops, size_t nops,
              int64_t *rev)
 {
     if (!nops)
         return -EINVAL;
-    json_t *cmps = json_array(), *succ = json_array();
-    for (size_t i = 0; cmps && i < ncmp; i++)
-        json_array_append_new(cmps, json_pack("{s:o, s:s, s:s, s:o}", "key",
-                                              jb64(cmp[i].key, strlen(cmp[i].key)), "target",
-                                              cmp[i].mod ? "MOD" : "CREATE", "result", "EQUAL",
-                                              cmp[i].mod ? "mod_revision" : "create_revision",
-                                              jstr64(cmp[i].rev)));
+    json_t *cmps = txn_compares(cmp, ncmp), *succ = json_array();
     for (size_t i = 0; succ && i < nops; i++) {
         const etcd_op_t *o = &ops[i];
         json_t *req = o->del ? json_pack("{s:o}", "key", jb64(o->key, strlen(o->key)))
@@ -589,16 +598,7 @@ int etcd_txn(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const etcd_op_t *ops
                                                               : "request_put", req));
     }
     json_t *body = json_pack("{s:o, s:o}", "compare", cmps, "success", succ);
-    json_t *r;
-    int rc = call(e, "/v3/kv/txn", body, &r);
-    if (rc < 0)
-        return rc;
-    if (json_is_true(json_object_get(r, "succeeded"))) {
-        *rev = jint(json_object_get(r, "header"), "revision");
-        rc = 1;
-    }
-    json_decref(r);
-    return rc;
+    return txn_run(e, body, rev);
 }
 
 int etcd_put_if(etcd_t *e, const etcd_cmp_t *cmp, size_t ncmp, const char *key,

@@ -197,6 +197,21 @@ out:
     return rc;
 }
 
+/* Ends one page of a range read: with `rc` 0 and keys read, `*from` (owned)
+ * becomes the page's last key, where the next page starts; the page `kvs`
+ * is freed.  Returns `rc`, or -ENOMEM. */
+static int page_done(int rc, char **from, etcd_kv_t *kvs, size_t cnt)
+{
+    if (cnt && rc == 0) {
+        free(*from);
+        *from = strdup(kvs[cnt - 1].key);
+        if (!*from)
+            rc = -ENOMEM;
+    }
+    etcd_kvs_free(kvs, cnt);
+    return rc;
+}
+
 /* Lists in j->dels every bucket key in etcd that j->it does not hold: a
  * keys-only range read, page by page.  Returns 0 or an error. */
 static int list_others(leader_t *ld, tbjob_t *j)
@@ -235,13 +250,7 @@ static int list_others(leader_t *ld, tbjob_t *j)
             else
                 j->ndel++;
         }
-        if (cnt && rc == 0) {
-            free(from);
-            from = strdup(kvs[cnt - 1].key);
-            if (!from)
-                rc = -ENOMEM;
-        }
-        etcd_kvs_free(kvs, cnt);
+        rc = page_done(rc, &from, kvs, cnt);
     }
     free(from);
     return rc;
@@ -501,13 +510,7 @@ static void read_whole(leader_t *ld)
             tb_put(&t, kv->value, kv->len);
         }
         at = hdr;
-        if (cnt && rc == 0) {
-            free(from);
-            from = strdup(kvs[cnt - 1].key);
-            if (!from)
-                rc = -ENOMEM;
-        }
-        etcd_kvs_free(kvs, cnt);
+        rc = page_done(rc, &from, kvs, cnt);
     }
     free(from);
     if (rc == 0 && first)

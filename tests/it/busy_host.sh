@@ -32,14 +32,7 @@ for i in 1 2; do
   spawn "$T/c$i.log" "$BIN/bqos-controller" --buckets "$T/b$i.json" --listen "$ls" \
     --admin "tcp://127.0.0.1:$PORT" --etcd "$ETCD" --id "c$i" --cluster busy ${CTL_ARGS:-}
 done
-next_port; MP=$PORT
-start_memcached "$MP" "$T/memcached.log"
-it_ha_node s1 "$T/node.log"
-NP=$NODE_PORT
-for i in 1 2; do
-  eval "ls=\$LS$i"
-  spawn "$T/obs$i.err" "$PY" "$HERE/ha_observer.py" "$ls" "obs$i" "$T/obs$i.log" $((SECS + 10))
-done
+it_ha_s1 "$PY" $((SECS + 10))
 sleep 3
 cat >"$T/scen.json" <<JSON
 {"duration": $SECS, "period": 1, "intervals": 5, "warmup_periods": 0, "seed": 1, "capacity": 20000,

@@ -19,8 +19,9 @@ import os
 import select
 import socket
 import sys
-import threading
 import time
+
+from relay_lib import dial, serve
 
 MODE = "close"
 
@@ -35,12 +36,9 @@ def held(cutfile):
 def relay(a, cutfile):
     if MODE == "hold":
         held(cutfile)
-    try:
-        b = socket.create_connection(("127.0.0.1", TARGET), timeout=2)
-    except OSError:
-        a.close()
+    b = dial(a, TARGET)
+    if b is None:
         return
-    b.settimeout(None)
     a.settimeout(None)
     peers = {a: b, b: a}
     try:
@@ -68,17 +66,7 @@ def main():
     global TARGET, MODE
     port, TARGET, cutfile = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     MODE = sys.argv[4] if len(sys.argv) > 4 else "close"
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", port))
-    ls.listen(16)
-    print("ready", flush=True)
-    while True:
-        c, _ = ls.accept()
-        if MODE == "close" and os.path.exists(cutfile):
-            c.close()
-            continue
-        threading.Thread(target=relay, args=(c, cutfile), daemon=True).start()
+    serve(port, relay, (cutfile,), lambda: MODE == "close" and os.path.exists(cutfile))
 
 
 if __name__ == "__main__":

@@ -10,19 +10,17 @@ back go on at once.  Prints "ready" once it listens.
 """
 import collections
 import select
-import socket
 import sys
 import threading
 import time
 
+from relay_lib import dial, serve
+
 
 def relay(a, target, delay):
-    try:
-        b = socket.create_connection(("127.0.0.1", target), timeout=2)
-    except OSError:
-        a.close()
+    b = dial(a, target)
+    if b is None:
         return
-    b.settimeout(None)
     held = collections.deque()  # (due, bytes), in arrival order
     cv = threading.Condition()
     done = []
@@ -71,14 +69,7 @@ def relay(a, target, delay):
 
 def main():
     port, target, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", port))
-    ls.listen(16)
-    print("ready", flush=True)
-    while True:
-        c, _ = ls.accept()
-        threading.Thread(target=relay, args=(c, target, delay), daemon=True).start()
+    serve(port, relay, (target, delay))
 
 
 if __name__ == "__main__":

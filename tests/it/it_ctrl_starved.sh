@@ -37,8 +37,7 @@ STARVE_S=${STARVE_S:-5}
 pt_cgroup_new "it_ctrl_starved.$$" ||
   { echo "it_ctrl_starved: no cgroup of the CPU controller to make (root, cgroup fs); skipped"; exit 0; }
 PT_ON_EXIT=pt_cgroup_rm
-pt_cluster '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals 5 --lease-ttl 2 \
-  --etcd-timeout 250ms
+pt_cluster
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 starve() {
   eval "pid=\$PID$L"

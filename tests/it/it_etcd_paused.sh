@@ -18,8 +18,7 @@
 it_begin it_etcd_paused etcd memcached python3 bqos-controller bqos-node bqos-ctl bqos-load
 . "$HERE/partition_lib.sh"
 PAUSE_S=${PAUSE_S:-4}
-pt_cluster '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals 5 --lease-ttl 2 \
-  --etcd-timeout 250ms
+pt_cluster
 pt_run "$PAUSE_S" 'kill -STOP "$ETCD_PID"' 'kill -CONT "$ETCD_PID"'
 SILENT=$(awk -v a="$P0" -v b="$C0" '$1 > a + 2 && $1 < b { n++ } END { print n + 0 }' "$T"/obs1.log "$T"/obs2.log)
 STATIC=$(grep -c "no controller heard" "$T/node.log")

@@ -13,17 +13,18 @@ JSON
 cp "$T/b.json" "$T/orig.json"
 next_port; cp=$PORT; next_port; ap=$PORT
 ctl() { "$CTL" --endpoint "tcp://127.0.0.1:$ap" --timeout 3000 "$@"; }
-# start: the controller on b.json; 1 if it did not start.
+# start: the controller on b.json; exits the test (its log shown) if it
+# did not start.
 start() {
   spawn "$T/controller.log" "$BIN/bqos-controller" --buckets "$T/b.json" \
     --listen "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" --period 500ms --capacity 100000
   CTRL_PID=$SPAWNED
-  wait_port "$ap" 10
+  wait_port "$ap" 10 || { cat "$T/controller.log"; exit 1; }
 }
 # names: the bucket names in force, sorted, one line.
 names() { ctl --json buckets | python3 -c 'import json,sys; print(" ".join(sorted(b["name"] for b in json.load(sys.stdin)["buckets"])))'; }
 
-start || { cat "$T/controller.log"; exit 1; }
+start
 ctl set green --reservation 50 --limit 80 >/dev/null 2>&1; r1=$?
 ctl remove red >/dev/null 2>&1; r2=$?
 ctl set blue --limit 900 >/dev/null 2>&1; r3=$?
@@ -35,20 +36,20 @@ ctl --json status >"$T/st.json"
 check "status counts the changes in place, no full rebuild but the load's" \
   'python3 -c "import json,sys; s=json.load(open(sys.argv[1]))[\"stats\"]; sys.exit(not (s[\"full_rebuilds\"] == 1 and s[\"bucket_changes\"] == 3 and s[\"journal\"][\"appends\"] == 3))" "$T/st.json"'
 kill -9 "$CTRL_PID"; wait "$CTRL_PID" 2>/dev/null
-start || { cat "$T/controller.log"; exit 1; }
+start
 check "after kill -9 and a restart the changes are in force" '[ "$(names)" = "blue green" ]'
 check "blue's new limit too" 'ctl --json buckets | tr -d " \n" | grep -q "\"name\":\"blue\",\"reservation\":100,\"limit\":900"'
 stop_pid "$CTRL_PID"
 
 # A torn last line: dropped with a warning; the next change is whole.
 printf '{"set": {"name": "torn", "reserv' >>"$T/b.json.journal"
-start || { cat "$T/controller.log"; exit 1; }
+start
 check "a torn last line: the controller starts, without it" '[ "$(names)" = "blue green" ]'
 check "and says so" 'grep -q "last line is incomplete" "$T/controller.log"'
 ctl set after --reservation 1 >/dev/null 2>&1; rc=$?
 check "the next change is acknowledged (rc $rc)" '[ $rc -eq 0 ]'
 stop_pid "$CTRL_PID"
-start || { cat "$T/controller.log"; exit 1; }
+start
 check "and loads on its own line" '[ "$(names)" = "after blue green" ]'
 stop_pid "$CTRL_PID"
 
@@ -69,13 +70,13 @@ cp "$T/journal.good" "$T/b.json.journal"
 cat >"$T/b.json" <<'JSON'
 {"buckets": [{"name": "hand", "reservation": 7}]}
 JSON
-start || { cat "$T/controller.log"; exit 1; }
+start
 check "a hand-edited file loads without the older journal" '[ "$(names)" = "hand" ]'
 check "and says so" 'grep -q "extend another version" "$T/controller.log"'
 ctl set more --reservation 2 >/dev/null 2>&1; rc=$?
 check "a change after it (rc $rc) sets the old journal aside" '[ $rc -eq 0 ] && [ -s "$T/b.json.journal.ignored" ]'
 stop_pid "$CTRL_PID"
-start || { cat "$T/controller.log"; exit 1; }
+start
 check "and the new journal loads over the edited file" '[ "$(names)" = "hand more" ]'
 stop_pid "$CTRL_PID"
 it_end 'cat "$T/controller.log"'

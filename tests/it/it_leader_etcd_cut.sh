@@ -27,8 +27,7 @@ relay() {
   PT_ETCD1="http://127.0.0.1:$XP"
 }
 PT_BEFORE_CTL=relay
-pt_cluster '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals 5 --lease-ttl 2 \
-  --etcd-timeout 250ms
+pt_cluster
 cut() {
   [ "$L" = 1 ] || not_ok "c1 (behind the relay) leads when the cut begins (c$L does)"
   touch "$T/cut"

@@ -28,8 +28,7 @@
 it_begin it_leader_paused etcd memcached python3 bqos-controller bqos-node bqos-ctl bqos-load
 . "$HERE/partition_lib.sh"
 PAUSE_S=${PAUSE_S:-3.5}
-pt_cluster '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals 5 --lease-ttl 2 \
-  --etcd-timeout 250ms
+pt_cluster
 # the fault: the leader stopped; while it is, the standby takes over (S,
 # E2, TAKE: when its first message reached a node)
 paused() {

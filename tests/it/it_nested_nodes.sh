@@ -4,12 +4,8 @@
 # About 20 s: two 3 s runs.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_nested_nodes
-for t in memcached python3 curl; do
-  command -v $t >/dev/null 2>&1 || { echo "ok - # SKIP $t not installed (scripts/deps.sh test)"; it_end; }
-done
-for b in bqos-node bqos-controller bqos-ctl; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
-done
+it_want memcached python3 curl
+it_need bqos-node bqos-controller bqos-ctl
 CAP=300; LIM=250; RATE=150; SECS=3  # RATE: per bucket and node
 
 next_port; MP=$PORT; next_port; N1=$PORT; next_port; N2=$PORT; next_port; CP=$PORT

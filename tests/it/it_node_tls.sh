@@ -63,22 +63,6 @@ print(repr(out[:i] if i >= 0 else out))
 PY
 }
 
-# mc_get PORT KEY: the value memcached itself holds for KEY (plaintext, direct).
-mc_get() {
-  python3 - "$@" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
-s.sendall(b"get " + sys.argv[2].encode() + b"\r\n")
-out = b""
-while not out.endswith(b"END\r\n"):
-    b = s.recv(4096)
-    if not b:
-        break
-    out += b
-print(repr(out))
-PY
-}
-
 start_mc
 
 # ---- 1. a TLS port, client certificates requested ---------------------------
@@ -88,8 +72,9 @@ grep -q 'TLS port (client certificates requested)' "$tmp/req.log" && ok "the sta
 got=$(tls_client "$NODE_PORT" - 'set t:1 0 0 5\r\nhello\r\nget t:1\r\n')
 [ "$got" = "b'STORED\\r\\nVALUE t:1 0 5\\r\\nhello\\r\\nEND\\r\\n'" ] &&
   ok "python ssl without a certificate: set and get through the node" || bad "python ssl: got $got"
-[ "$(mc_get "$MC_PORT" t:1)" = "b'VALUE t:1 0 5\\r\\nhello\\r\\nEND\\r\\n'" ] &&
-  ok "... the value is in the real memcached" || bad "memcached holds: $(mc_get "$MC_PORT" t:1)"
+# what memcached itself holds for t:1 (plaintext, direct)
+[ "$(mc_ask "$MC_PORT" 'get t:1\r\n')" = "VALUE t:1 0 5|hello|END|" ] &&
+  ok "... the value is in the real memcached" || bad "memcached holds: $(mc_ask "$MC_PORT" 'get t:1\r\n')"
 got=$(tls_client "$NODE_PORT" alice 'set t:2 0 0 3\r\nabc\r\nget t:2\r\n')
 [ "$got" = "b'STORED\\r\\nVALUE t:2 0 3\\r\\nabc\\r\\nEND\\r\\n'" ] &&
   ok "python ssl with alice's certificate: set and get" || bad "with a certificate: got $got"

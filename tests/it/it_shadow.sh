@@ -4,12 +4,8 @@
 # About 25 s: two 6 s runs of 400 gets/s against a limit of 200/s.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_shadow
-for t in memcached python3 curl; do
-  command -v $t >/dev/null 2>&1 || { echo "ok - # SKIP $t not installed (scripts/deps.sh test)"; it_end; }
-done
-for b in bqos-node bqos-controller bqos-ctl; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b"; exit 1; }
-done
+it_want memcached python3 curl
+it_need bqos-node bqos-controller bqos-ctl
 RES=50; LIMIT=200; RATE=400; SECS=6
 
 next_port; MP=$PORT; next_port; NP=$PORT; next_port; CP=$PORT; next_port; AP=$PORT

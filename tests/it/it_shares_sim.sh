@@ -1,11 +1,10 @@
 #!/bin/sh
 # it_shares_sim.sh - fair shares of spare capacity (issue 28) in bqos-sim: examples/fair-shares.json, buckets on 1, 2, 4 and 8 of 8 servers with weights, all hungry, divide the spare capacity within 5% of the weighted max-min ideal (shares_check.py computes it) with --shares, for pshift and pshift-paced, reservations met; with a limit on one of them (its cap) too; without --shares the division is by footprint and the check fails.
 . "$(dirname "$0")/../../scripts/lib.sh"
-it_begin it_shares_sim
+it_begin it_shares_sim bqos-sim
 SIM=$BIN/bqos-sim
 EX=$(cd "$(dirname "$0")/../../examples" && pwd)
 CHK=$(dirname "$0")/shares_check.py
-[ -x "$SIM" ] || { echo "no $SIM"; exit 1; }
 
 $SIM --scenario "$EX/fair-shares.json" -p pshift,pshift-paced --shares -q -j "$T/on.json" \
      --csv "$T/on.csv" 2>"$T/err"; rc=$?

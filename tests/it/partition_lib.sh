@@ -2,7 +2,8 @@
 #
 # Source it after scripts/lib.sh and it_begin (it_leader_paused.sh,
 # it_ctrl_starved.sh, it_leader_etcd_cut.sh, it_etcd_paused.sh).
-#   pt_cluster JSON OPTION...   etcd, it_ha_pair(JSON, OPTIONs), c1 leading and
+#   pt_cluster                  etcd, it_ha_pair(red R 50 L 200, --intervals 5
+#                               --lease-ttl 2 --etcd-timeout 250ms), c1 leading and
 #                               c2 its standby naming it, memcached, node s1
 #                               (NP) following the leader, raw nodes obs1 on
 #                               c1 and obs2 on c2 (ha_observer.py: every
@@ -47,12 +48,14 @@
 now() { date +%s.%N; }
 
 pt_cluster() {
+  [ $# -eq 0 ] || { echo "pt_cluster takes no arguments (the cluster is fixed: see above)"; exit 1; }
   PT_PY=python3
   $PT_PY -c "import zmq" 2>/dev/null || PT_PY=/usr/bin/python3
   $PT_PY -c "import zmq" 2>/dev/null || { echo "no pyzmq (scripts/deps.sh test installs python3-zmq)"; exit 1; }
   it_etcd "${PT_ON_EXIT:-}"
   it_etcd_start
-  it_ha_pair "$@"
+  it_ha_pair '{"buckets":[{"name":"red","reservation":50,"limit":200}]}' --intervals 5 \
+    --lease-ttl 2 --etcd-timeout 250ms
   eval "${PT_BEFORE_CTL:-}"
   pt_etcd=$ETCD
   ETCD=${PT_ETCD1:-$ETCD}
@@ -62,14 +65,7 @@ pt_cluster() {
   ctl_start 2
   wait_for '[ "$(status 2 leader_id)" = c1 ]' 10
   check "c1 leads, c2 is its standby" '[ "$(status 1 leader)" = True ] && [ "$(status 2 leader_id)" = c1 ]'
-  next_port; MP=$PORT
-  start_memcached "$MP" "$T/memcached.log"
-  it_ha_node s1 "$T/node.log"
-  NP=$NODE_PORT
-  for i in 1 2; do
-    eval "ls=\$LS$i"
-    spawn "$T/obs$i.err" "$PT_PY" "$HERE/ha_observer.py" "$ls" "obs$i" "$T/obs$i.log" 120
-  done
+  it_ha_s1 "$PT_PY" 120
   wait_for '[ "$(nstat bqos_ctl_state)" = following ]' 10
   check "the node follows the leader" '[ "$(nstat bqos_ctl_state)" = following ]'
 }
