@@ -4,7 +4,7 @@
 
 /* A string literal, "MAJOR.MINOR.PATCH", so it can be pasted into other
  * literals ("bqos-node-" BQOS_VERSION). */
-#define BQOS_VERSION "0.1.0"
+#define BQOS_VERSION "0.2.0"
 
 /* What the memcached node answers to `version` (and shows as `stats`
  * version): a memcached version number first, as libmemcached's tools

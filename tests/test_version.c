@@ -22,7 +22,7 @@ START_TEST(test_version_is_three_numbers)
     }
     ck_assert_int_eq(dots, 2);
     ck_assert_int_gt(digits, 0);
-    ck_assert_str_eq("bqos-" BQOS_VERSION, "bqos-0.1.0");
+    ck_assert_str_eq("bqos-" BQOS_VERSION, "bqos-0.2.0");
 }
 END_TEST
 
