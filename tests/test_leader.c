@@ -187,14 +187,15 @@ static void f_write(fstore_t *f, const char *key, const char *value, size_t len,
         strcpy(k->key, key);
         k->create_rev = f->rev;
     }
+    char *v = malloc(len + 1); /* value may be k->value itself */
+    memcpy(v, value, len);
+    v[len] = '\0';
     free(k->value);
-    k->value = malloc(len + 1);
-    memcpy(k->value, value, len);
-    k->value[len] = '\0';
+    k->value = v;
     k->len = len;
     k->lease = lease;
     k->mod_rev = f->rev;
-    f_event(f, key, value, len, k->create_rev, k->mod_rev, 0);
+    f_event(f, key, k->value, len, k->create_rev, k->mod_rev, 0);
 }
 
 /* A new revision of f with `key` set to `value` (no lease). */

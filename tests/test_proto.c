@@ -1768,6 +1768,7 @@ START_TEST(test_proto_grants)
         ck_assert_int_eq(rt(&m, &d)->regrant, 0);
         m.regrant = 0;
         proto_msg_clear(&m);
+        proto_msg_clear(&d);
         hello_start(&m, &d, writer_nodes[w]);
         m.type = PROTO_REPORT;
         m.has_names = 0;

@@ -184,7 +184,8 @@ static int table_split(const leader_t *ld, const char *text, size_t len, json_t 
             goto out;
         }
     }
-    qsort(it, n, sizeof *it, item_cmp);
+    if (n)
+        qsort(it, n, sizeof *it, item_cmp);
     json_object_del(doc, "buckets");
     json_object_del(doc, "complete");
     *headp = doc;
@@ -674,6 +675,7 @@ static void follow_legacy(leader_t *ld)
         return;
     }
     if (!n) {
+        etcd_kvs_free(kvs, n);
         restore_table(ld, 0, 0, 0);
         return;
     }
