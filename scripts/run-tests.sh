@@ -5,11 +5,15 @@
 # UNIT_JOBS at a time (default 1: several suites assert on timing - a 0.2 s
 # idle timeout, the backend's fail-fast second - and pShift's OpenMP threads
 # spin when they share the cores; UNIT_JOBS=2 halves their wall time on an
-# idle host), each one's output shown whole, in the order given; integration
-# scripts then run one at a time, in the order given.
+# idle host).  Integration scripts then run IT_JOBS at a time (default 2:
+# most of their wall time is waiting - for a period, an election, a lease -
+# and each starts its own servers on free loopback ports), except a script
+# whose first 30 lines hold the line "# run-tests: alone" (it measures rates
+# or CPU tightly enough that a neighbour would move its figure): those run
+# afterwards, one at a time.  Each test's output is shown whole, in the order
+# given within its group.
 set -u
 pass=0; fail=0; failed=""
-jobs=${UNIT_JOBS:-1}
 
 # report T RC SECS: counts and prints the result of T.
 report() {
@@ -20,25 +24,27 @@ report() {
   fi
 }
 
-units=""; scripts=""
-for t in "$@"; do
-  if [ -x "$t" ] && [ "${t%.sh}" = "$t" ]; then units="$units $t"; else scripts="$scripts $t"; fi
-done
+d=$(mktemp -d /tmp/run-tests.XXXXXX) || exit 1
+trap 'rm -rf "$d"' EXIT
+n=0 # tests started so far: numbers the scratch files
 
-if [ -n "$units" ]; then
-  d=$(mktemp -d /tmp/run-tests.XXXXXX) || exit 1
-  trap 'rm -rf "$d"' EXIT
-  # one: runs suite $2 (number $1) with its output in $0/$1.out, then "RC SECS"
+# batch JOBS TEST...: runs the tests JOBS at a time (a script through sh,
+# anything else as a program), then prints each one's output and result in
+# the order given.
+batch() {
+  jobs=$1; shift
+  [ $# -gt 0 ] || return 0
+  # one: runs test $2 (number $1) with its output in $0/$1.out, then "RC SECS"
   # in $0/$1.rc (renamed into place); $0 is the scratch directory.
   # shellcheck disable=SC2016 # expanded by the sh -c that runs it
-  one='start=$(date +%s); "$2" >"$0/$1.out" 2>&1; rc=$?
+  one='start=$(date +%s); case "$2" in *.sh) sh "$2";; *) "$2";; esac >"$0/$1.out" 2>&1; rc=$?
     echo "$rc $(( $(date +%s) - start ))" >"$0/$1.tmp"; mv "$0/$1.tmp" "$0/$1.rc"'
-  i=0
-  for t in $units; do i=$((i + 1)); echo "$i $t"; done |
+  first=$n
+  for t in "$@"; do n=$((n + 1)); echo "$n $t"; done |
     CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60} xargs -P "$jobs" -L 1 sh -c "$one" "$d" &
   xargs_pid=$!
-  i=0
-  for t in $units; do
+  i=$first
+  for t in "$@"; do
     i=$((i + 1))
     while [ ! -f "$d/$i.rc" ]; do
       if ! kill -0 "$xargs_pid" 2>/dev/null && [ ! -f "$d/$i.rc" ]; then
@@ -51,12 +57,20 @@ if [ -n "$units" ]; then
     report "$t" "$rc" "$secs"
   done
   wait "$xargs_pid"
-fi
+}
 
-for t in $scripts; do
-  start=$(date +%s)
-  sh "$t"; rc=$?
-  report "$t" "$rc" "$(( $(date +%s) - start ))"
+units=""; shared=""; alone=""
+for t in "$@"; do
+  if [ -x "$t" ] && [ "${t%.sh}" = "$t" ]; then units="$units $t"
+  elif head -n 30 "$t" 2>/dev/null | grep -qx '# run-tests: alone'; then alone="$alone $t"
+  else shared="$shared $t"; fi
 done
+
+# shellcheck disable=SC2086 # the lists are space-separated paths
+batch "${UNIT_JOBS:-1}" $units
+# shellcheck disable=SC2086
+batch "${IT_JOBS:-2}" $shared
+# shellcheck disable=SC2086
+batch 1 $alone
 echo "== $pass passed, $fail failed"
 [ $fail -eq 0 ] || { echo "failed:$failed"; exit 1; }

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_alerts.sh - the example alert rules (examples/prometheus/bqos-alerts.yml) pass `promtool check rules` and their unit tests (`promtool test rules bqos-alerts.test.yml`: each alert fires and stays silent where it should, a dead controller fires BqosNoLeader, a routine restart does not fire BqosRejectedMessages), and those tests fail on the rules as they were before issue 29; every rule has a runbook_url naming a section of docs/operations.md; the Grafana dashboard (examples/grafana/bqos-dashboard.json) is well-formed JSON whose queries parse as PromQL; every metric the rules and the dashboard name is in the live /metrics of a controller and a node; a real Prometheus scraping them with the rules loaded runs the dashboard's queries (key panels have data), raises no alert while all is well, and has BqosNoLeader and BqosTargetDown pending once the controller stops.
+# run-tests: alone
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_alerts

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_ctrl_starved.sh - the partition suite's "controller starved" case (issue 26): the leader's CPU starved by a cgroup (QUOTA_US of CPU per PERIOD_US: 2 ms per second by default) for STARVE_S s; its rounds and etcd polls go late: a limited bucket holds 1.05 x its limit in every 1 s window of an independent counting client, the node does not flap, at most one election (a clean hand-over), and a `set` acknowledged before survives.
+# run-tests: alone
 #
 # A real etcd, two bqos-controllers (--etcd, --lease-ttl 2s, 1 s periods
 # in 5 intervals), one bqos-node over memcached taking both, a raw protocol

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_exp3.sh - a short Experiment 3 on loopback (real memcached, bqos-nodes, bqos-controller): with pShift every reservation is met (>= 99%) and, with limits, none is exceeded by more than 1%; without QoS (the profile run) the same checks fail.
+# run-tests: alone
 #
 # One attempt takes about 20 s.  Rates are scaled to 70% of the paper's
 # (SCALE=70: reservations 42% of a server's profiled capacity, limits 84%):

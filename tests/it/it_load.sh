@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_load.sh - bqos-load against two real memcached servers: closed and open loops, a demand change, CSV and summary contents, profile, checks and scenario errors.
+# run-tests: alone
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_load
 LOAD=$BIN/bqos-load

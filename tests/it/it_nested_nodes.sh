@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_nested_nodes.sh - nested buckets (issue 28) with a real memcached, bqos-controller and two bqos-nodes: a tenant capped at 300 IOs/s over buckets a and b (each L 250/s, each loaded at 300/s split over both nodes): what the two nodes serve of a and b together stays within 1.01 x the tenant's cap in every period (node_periods.py), each within its own limit; bqos-ctl status shows the tree and --json the parent; the controller exports each level's service (the tenant's = a's + b's); --parent to an unknown bucket, a cycle and removing a parent are refused; then with the parents taken away (set --parent none) the same load goes over the cap: the check fails without nesting.
+# run-tests: alone
 #
 # About 20 s: two 3 s runs.
 . "$(dirname "$0")/../../scripts/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_node_pacing.sh - paced tokens on a real node (issue 14): with a controller period of 5 s, a backlogged bucket limited to 100/s is served at about its limit in every 200 ms (its pacing timer dispatches when credit returns) with the node's defaults, and in one burst of 500 with --pacing off --r-order rr (so the check can fail); the options are checked and logged.
+# run-tests: alone
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_node_pacing
 HERE=$(cd "$(dirname "$0")/../.." && pwd)

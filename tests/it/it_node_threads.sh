@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_node_threads.sh - bqos-node --threads 2 (the loop thread and a reply-writer thread, io/writers.h) under a controller with 1 s periods: 28 memcached connections pipelining set/get pairs; replies in request order and same-key order on every connection; by the node's own per-period counters, a limited bucket within 1.05 x L in every 1 s period and a reserved bucket served at least R in every one; bulk served; --threads with TLS refused; a clean stop.
+# run-tests: alone
 # NODE_ARGS overrides the node's extra options (default "--threads 2"), to show a check failing.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_node_threads bqos-node bqos-controller memcached python3

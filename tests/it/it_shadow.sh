@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_shadow.sh - shadow mode (issue 28) with a real memcached, bqos-controller and bqos-node: the same limited bucket under the same open-loop load above its limit, once enforced and once in shadow (bqos-ctl set --shadow): in shadow it is never held (served > limit, nothing waits) and its bqos_bucket_shadow_held_total is within 10% of what the enforced run held (arrivals - served); status shows SHADOW; --enforce holds it again; the node's near-limit and waited-for-limit counters move in the enforced run; a reservation with no demand is judged idle, not met, and after --reservation-unused-periods its status reason says so.
+# run-tests: alone
 #
 # About 25 s: two 6 s runs of 400 gets/s against a limit of 200/s.
 . "$(dirname "$0")/../../scripts/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_template.sh - a template rule's limit held over the cluster (issue 27): two real bqos-nodes in front of one memcached, a controller whose rules give every user a bucket u-{user} with a limit of 200/s; alice hammering both nodes is held to 1.05 x 200 over any 1 s window summed over both nodes (each node enforcing the limit on its own gave 2 x L); bqos-ctl status shows the bucket with the rule that made it.
+# run-tests: alone
 set -u
 NAME=it_template
 . "$(dirname "$0")/node_lib.sh"

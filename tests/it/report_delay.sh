@@ -1,5 +1,6 @@
 #!/bin/sh
 # report_delay.sh - a node whose reports reach the controller DELAY ms late (a slow link, or a busy host) serves a limited bucket within 1.05 x its limit in its own periods, and near its limit (issue 26).
+# run-tests: alone
 #
 # One bqos-controller (1 s periods in 5 intervals: 200 ms), one bqos-node
 # over memcached reaching it through delay_proxy.py (its reports held DELAY
