@@ -173,7 +173,11 @@ rules_action_t rules_match(const rules_t *r, const rules_subject_t *s, rules_res
 
 /* Static analysis of the list: calls warn(arg, i, text) for every rule i
  * that can never match (a contradiction within it, or an earlier rule that
- * matches everything it does: shadowed).  The checks are sound (a warning
+ * matches everything it does: shadowed), and for every template rule i
+ * ambiguous with an earlier template rule: a request could match both (the
+ * earlier takes it: rule i matches only part of what it names), or the two
+ * templates could make the same bucket name (with different figures: the
+ * controller holds such a bucket at the smaller of each).  The checks are sound (a warning
  * is always true) and conservative (some dead rules are not found):
  * docs/operations.md, "Rules", lists what they catch.  Returns the number of
  * warnings. */

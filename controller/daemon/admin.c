@@ -111,14 +111,31 @@ static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
     return 0;
 }
 
+static void log_rule_warning(void *arg, size_t i, const char *text)
+{
+    (void)i;
+    log_warn("%s: %s", (const char *)arg, text);
+}
+
+void admin_log_rules(const bucketfile_t *bf, const char *source)
+{
+    const rules_t *rl = bf ? bucketfile_rules(bf) : NULL;
+    if (rl)
+        rules_analyze(rl, log_rule_warning, (void *)(source ? source : "rules"));
+}
+
 /* Makes `bf` (owned, consumed) the configuration. */
 static int apply(admin_t *ad, bucketfile_t *bf)
 {
+    const rules_t *old = ad->bf ? bucketfile_rules(ad->bf) : NULL, *nr = bucketfile_rules(bf);
+    int changed = nr && (!old || !rules_equal(old, nr));
     int rc = ctrl_set_buckets(ad->ctrl, bf);
     if (rc < 0) {
         bucketfile_destroy(&bf);
         return rc;
     }
+    if (changed)
+        admin_log_rules(bf, ad->path);
     bucketfile_destroy(&ad->bf);
     ad->bf = bf;
     ad->sums_ok = 0;

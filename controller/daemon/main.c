@@ -781,6 +781,7 @@ int main(int argc, char **argv)
         log_error("out of memory");
         goto out;
     }
+    admin_log_rules(bf, set.buckets);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGHUP);
