@@ -766,6 +766,11 @@ rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket)
     return r && i < r->n ? r->v[i].action : RULES_NONE;
 }
 
+int rules_has_key(const rules_t *r, size_t i)
+{
+    return r && i < r->n && r->v[i].key.s != NULL;
+}
+
 int rules_template_rates(const rules_t *r, size_t i, int64_t *reservation, int64_t *limit)
 {
     if (!r || i >= r->n || r->v[i].action != RULES_TEMPLATE)

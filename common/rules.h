@@ -128,6 +128,11 @@ const char *rules_name(const rules_t *r, size_t i);
  * out of range. */
 rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket);
 
+/* Nonzero if rule i has a "key" member (it names key prefixes or
+ * exports); 0 if not, or i out of range.  The block node lets only such a
+ * rule send an export's requests to a bucket other than the export's. */
+int rules_has_key(const rules_t *r, size_t i);
+
 /* Template rule i's figures (issue 27): its "reservation" and "limit" per
  * made bucket (RULES_NO_LIMIT: none).  Returns 0, or -EINVAL if rule i is
  * not a template rule (or out of range). */
