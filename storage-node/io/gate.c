@@ -64,6 +64,7 @@ struct gate {
     } idents[GATE_IDENTITIES_MAX];
     int nidents;
     uint64_t ident_other;
+    who_t *who;            /* the identities active per bucket (gate_who()) */
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -390,6 +391,11 @@ static void on_pace(evutil_socket_t fd, short what, void *arg)
         g->hooks.dispatch(g->front);
 }
 
+static const char *who_name(void *arg, int b)
+{
+    return gate_bucket_name(arg, b);
+}
+
 gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_hooks_t *hooks,
                  void *front, int *err)
 {
@@ -424,6 +430,8 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
     conns_hooks_t ch = {.accept = hooks->accept, .refuse = hooks->refuse, .evict = hooks->evict};
     if (!(g->cn = conns_new(base, &cc, &ch, front, &rc)))
         goto out;
+    if (!(g->who = who_new(base, who_name, g, &rc)))
+        goto out;
     g->busy_mark = mono_now();
     window_config_t wc;
     window_config_defaults(&wc);
@@ -441,6 +449,11 @@ out:
         return NULL;
     }
     return g;
+}
+
+who_t *gate_who(gate_t *g)
+{
+    return g->who;
 }
 
 conns_t *gate_conns(gate_t *g)
@@ -704,6 +717,7 @@ void gate_destroy(gate_t **gp)
         sched_drain(g->s, g->hooks.drain, g->front);
     sched_destroy(&g->s);
     conns_destroy(&g->cn);
+    who_destroy(&g->who);
     if (g->stop_timer)
         event_free(g->stop_timer);
     if (g->kick)

@@ -31,6 +31,7 @@
 #include "storage-node/core/sched.h"
 #include "storage-node/core/window.h"
 #include "storage-node/io/conns.h"
+#include "storage-node/io/who.h"
 
 struct event_base;
 struct iolat;
@@ -87,6 +88,11 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
 
 /* The gate's connection registry (owned by the gate). */
 conns_t *gate_conns(gate_t *g);
+
+/* The registry of identities active per bucket (owned by the gate; io/who.h):
+ * the fronts call who_seen() with each request's bucket, noderun gives it
+ * a sink (the controller client).  Never NULL. */
+who_t *gate_who(gate_t *g);
 
 /* The scheduler (owned by the gate), for the core modules that drive it
  * themselves (the agent: ctlclient_new()).  Everything else goes through

@@ -311,7 +311,9 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     if (gate_enqueue(f->g, c->cls[k->cls], &r->item) < 0) {
         iolat_refused(gate_iolat(f->g), c->bucket);
         req_finish(f, r, -EIO, 0);
+        return 0;
     }
+    who_seen(gate_who(f->g), &c->sock, c->cls[k->cls]); /* bqos-ctl who: cached per connection */
     return 0;
 }
 
