@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nbd_classes.sh - NBD requests classified per operation (issue 27): a controller's rules send export red's writes to bucket red-w (limit 20/s), deny its trims and leave its reads and flushes in red (no limit); on one connection to a real bqos-nbd-node the reads are fast, the writes are held to red-w's limit, the trim gets EPERM and is counted as a refusal, the export is still offered (on a binary that classifies a connection once as nbd-read, the writes are not held and the trim succeeds).
+# it_nbd_classes.sh - NBD requests classified per operation (issue 27): a controller's rules send export red's writes to bucket red-w (limit 20/s), deny its trims and leave its reads and flushes in red (no limit); on one connection to a real bqos-nbd-node the reads are fast, the writes are held to red-w's limit, the trim gets EPERM and is counted as a refusal, the export is still offered; bqos-ctl who lists the client in red-w (on a binary that classifies a connection once as nbd-read, the writes are not held and the trim succeeds).
 set -u
 NAME=it_nbd_classes
 . "$(dirname "$0")/node_lib.sh"
@@ -48,4 +48,11 @@ grep -q '^bqos_node_rules_refused_total{node="it",reason="denied"} 1$' "$tmp/m.o
   { bad "trim refusal not counted"; grep 'refused' "$tmp/m.out"; }
 grep -q '^bqos_node_rules_refused_by_identity_total{node="it",identity="addr:127.0.0.1"} 1$' "$tmp/m.out" &&
   ok "... and by identity (the client's address)" || bad "trim refusal by identity"
+# bqos-ctl who: the NBD client (no certificate: identity "-") in red-w, with its 60 writes
+# (a node sends a new identity at its next second and the counts every 5 s)
+WHO="$BIN/bqos-ctl --endpoint $ADMIN_EP who red-w"
+wait_for '$WHO 2>/dev/null | grep -q "^it  *-  *127\.0\.0\.1  *$N "' 8
+$WHO >"$tmp/who.out" 2>&1
+grep -q "^it  *-  *127\.0\.0\.1  *$N " "$tmp/who.out" && ok "who red-w: the NBD client's address, $N requests" ||
+  bad "who red-w: $(cat "$tmp/who.out")"
 finish

@@ -44,8 +44,10 @@ as alice pa 127.0.0.2 5 && as bob pb 127.0.0.3 7 && as carol pc 127.0.0.4 3 &&
   ok "alice, bob and carol served" || bad "clients"
 
 CTL="$BIN/bqos-ctl --endpoint $ADMIN_EP"
-# the node sends its set at its next tick (1 s)
-wait_for '$CTL who shared 2>/dev/null | grep -q "user:bob"' 5
+# the node sends a new identity at its next second, counts every 5 s
+wait_for '$CTL who shared 2>/dev/null | grep -q "user:bob  *127\.0\.0\.3  *7 " &&
+  $CTL who shared 2>/dev/null | grep -q "user:alice  *127\.0\.0\.2  *5 " &&
+  $CTL who solo 2>/dev/null | grep -q "user:carol  *127\.0\.0\.4  *3 "' 8
 $CTL who shared >"$tmp/who.out" 2>&1; rc=$?
 cat "$tmp/who.out" | sed 's/^/     /'
 [ $rc -eq 0 ] && grep -q '^it  *user:alice  *127\.0\.0\.2  *5 ' "$tmp/who.out" &&
