@@ -430,6 +430,9 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         p->want_full = 0; /* its first report after the welcome is full */
         p->sparse = m->sparse;
         push_grants_session(&p->grants, m->renew); /* a new session */
+        free(p->who); /* its who set starts again (a slot may be another node's now) */
+        p->who = NULL;
+        p->who_len = 0;
     }
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
