@@ -65,14 +65,21 @@ typedef enum {
     PROTO_GOODBYE = 6,   /* node -> ctl: leaving cleanly */
     PROTO_ERROR = 7,     /* ctl -> node: "code" says why a message was
                             refused, e.g. "unknown_node": send hello again */
-    PROTO_RULES = 8      /* ctl -> node: the rule list (issue 27): header
+    PROTO_RULES = 8,     /* ctl -> node: the rule list (issue 27): header
                             "rules" (its version, >= 1), one frame of its
                             JSON text (common/rules.h; 0..PROTO_RULES_MAX
                             bytes, "" = no rules).  A node that predates it
                             refuses it as an unknown type (PROTO_E_TYPE). */
+    PROTO_WHO = 9        /* node -> ctl: the identities active in its buckets
+                            (issue 27, bqos-ctl who; common/proto/who.c): no
+                            header field of its own, one frame of JSON text
+                            (0..PROTO_WHO_MAX bytes, storage-node/io/who.h
+                            says what).  A controller that predates it
+                            refuses it as an unknown type. */
 } proto_type_t;
 
 #define PROTO_RULES_MAX (1u << 20) /* bytes of a rules message's text */
+#define PROTO_WHO_MAX (256u << 10) /* bytes of a who message's text */
 
 /* Why a message was rejected.  Index into proto_stats_t.rejected. */
 typedef enum {
@@ -337,6 +344,10 @@ typedef struct {
     uint64_t rules_version;
     const char *rules_text;
     size_t rules_len;
+    /* who: the JSON text (who_len bytes; decoded into the message's own
+     * buffer, NUL-terminated; for encoding, caller-owned). */
+    const char *who_text;
+    size_t who_len;
 
     /* names frame: present iff has_names; names[i] is NUL-terminated and
      * points into the message's own buffer (valid until the next decode or
@@ -394,6 +405,8 @@ typedef struct {
     size_t cap_shadow;
     char *rules_own;
     size_t cap_rules;
+    char *who_own;
+    size_t cap_who;
     proto_share_rec_t *shares_own;
     size_t cap_shares;
 } proto_msg_t;

@@ -4,7 +4,8 @@
 LIBS += proto
 proto_SRCS = common/proto/msg.c common/proto/check.c common/proto/header.c \
 	common/proto/compact.c common/proto/wide.c common/proto/bytes.c common/proto/encode.c \
-	common/proto/decode.c common/proto/sparse.c common/proto/shares.c
+	common/proto/decode.c common/proto/sparse.c common/proto/shares.c \
+	common/proto/who.c
 LIBS += protozmq
 protozmq_SRCS = common/proto/zmq.c
 $(call check_suite,test_proto,protozmq proto common)

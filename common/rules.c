@@ -766,6 +766,11 @@ rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket)
     return r && i < r->n ? r->v[i].action : RULES_NONE;
 }
 
+int rules_has_key(const rules_t *r, size_t i)
+{
+    return r && i < r->n && r->v[i].key.s != NULL;
+}
+
 int rules_template_rates(const rules_t *r, size_t i, int64_t *reservation, int64_t *limit)
 {
     if (!r || i >= r->n || r->v[i].action != RULES_TEMPLATE)
@@ -1178,11 +1183,156 @@ static int covers(const rule_t *a, const rule_t *b)
     return 1;
 }
 
+/* ---- ambiguous templates ----------------------------------------------- */
+
+/* A pattern as tokens: a literal byte (0..255), one byte of any value
+ * (TK_ONE), or a run of any length (TK_RUN).  A glob's `?` and `*`; a
+ * template's placeholder is TK_ONE then TK_RUN (one byte or more). */
+#define TK_ONE (-1)
+#define TK_RUN (-2)
+#define TK_MAX (2 * RULES_PATTERN_MAX + 2)
+
+static size_t glob_tokens(const char *s, size_t len, int *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < TK_MAX; i++)
+        out[n++] = s[i] == '*' ? TK_RUN : s[i] == '?' ? TK_ONE : (unsigned char)s[i];
+    return n;
+}
+
+static size_t template_tokens(const char *t, int *out)
+{
+    size_t n = 0, pos = 0;
+    int k;
+    while ((k = tmpl_token(t, &pos)) != -2 && n + 2 <= TK_MAX) {
+        if (k == -1) {
+            out[n++] = TK_ONE;
+            out[n++] = TK_RUN;
+        } else {
+            out[n++] = k;
+        }
+    }
+    return n;
+}
+
+/* Nonzero if some string matches both token patterns: reachability in the
+ * product of the two (a run may take the other side's next token, whatever
+ * it is, or end).  Exact for these patterns; O(m x n) bytes and steps. */
+static int tokens_meet(const int *p, size_t m, const int *q, size_t n)
+{
+    unsigned char small[1024] = {0}, *f = (m + 1) * (n + 1) <= sizeof small
+                                              ? small
+                                              : calloc((m + 1) * (n + 1), 1);
+    if (!f)
+        return 0; /* out of memory: no warning (the checks only ever warn) */
+#define F(i, j) f[(i) * (n + 1) + (j)]
+    for (size_t i = m + 1; i-- > 0;)
+        for (size_t j = n + 1; j-- > 0;) {
+            int v;
+            if (i == m && j == n)
+                v = 1;
+            else if (i < m && p[i] == TK_RUN)
+                v = F(i + 1, j) || (j < n && F(i, j + 1));
+            else if (j < n && q[j] == TK_RUN)
+                v = F(i, j + 1) || (i < m && F(i + 1, j));
+            else
+                v = i < m && j < n && (p[i] == TK_ONE || q[j] == TK_ONE || p[i] == q[j]) &&
+                    F(i + 1, j + 1);
+            F(i, j) = (unsigned char)v;
+        }
+    int v = F(0, 0);
+#undef F
+    if (f != small)
+        free(f);
+    return v;
+}
+
+/* Nonzero if some value matches both patterns (absent: anything). */
+static int pat_meet(const pat_t *a, const pat_t *b)
+{
+    if (!a->s || !b->s)
+        return 1;
+    int x[TK_MAX], y[TK_MAX];
+    return tokens_meet(x, glob_tokens(a->s, a->len, x), y, glob_tokens(b->s, b->len, y));
+}
+
+/* Sound: nonzero only if one request can match both rules. */
+static int rules_meet(const rule_t *a, const rule_t *b)
+{
+    if (!(a->ops & b->ops) || ((a->cert.s || b->cert.s) && (a->psk.s || b->psk.s)))
+        return 0;
+    if (!pat_meet(&a->user, &b->user) || !pat_meet(&a->cert, &b->cert) ||
+        !pat_meet(&a->psk, &b->psk) || !pat_meet(&a->key, &b->key))
+        return 0;
+    if (!a->ncidrs || !b->ncidrs)
+        return 1;
+    for (int i = 0; i < a->ncidrs; i++)
+        for (int j = 0; j < b->ncidrs; j++)
+            if (cidr_covers(&a->cidrs[i], &b->cidrs[j]) || cidr_covers(&b->cidrs[j], &a->cidrs[i]))
+                return 1;
+    return 0;
+}
+
+/* Nonzero if the two templates could make one bucket name. */
+static int templates_meet(const rule_t *a, const rule_t *b)
+{
+    int x[TK_MAX], y[TK_MAX];
+    return tokens_meet(x, template_tokens(a->bucket, x), y, template_tokens(b->bucket, y));
+}
+
+static void rule_label(const rules_t *r, size_t i, char *buf, size_t size)
+{
+    const rule_t *v = &r->v[i];
+    snprintf(buf, size, "rule %zu%s%s%s", i, v->name[0] ? " (" : "", v->name,
+             v->name[0] ? ")" : "");
+}
+
+/* Template rule j against every earlier template rule i: a request both
+ * match goes to i (j matches only part of what it names), and two
+ * templates that can make one name make a bucket the controller holds at
+ * the stricter figures of the two (controller/dyn.c).  The same template
+ * with the same figures is one bucket on purpose (no warning for the
+ * name).  Returns the warnings given. */
+static int analyze_templates(const rules_t *r, size_t j, char *msg, size_t size,
+                             void (*warn)(void *arg, size_t i, const char *text), void *arg)
+{
+    const rule_t *b = &r->v[j];
+    int n = 0;
+    char lj[100], li[100];
+    if (b->action != RULES_TEMPLATE)
+        return 0;
+    rule_label(r, j, lj, sizeof lj);
+    for (size_t i = 0; i < j; i++) {
+        const rule_t *a = &r->v[i];
+        if (a->action != RULES_TEMPLATE)
+            continue;
+        rule_label(r, i, li, sizeof li);
+        if (rules_meet(a, b)) {
+            snprintf(msg, size, "%s is ambiguous with template %s: a request both match "
+                                "goes to %s's '%s', so %s matches only part of what it names",
+                     lj, li, li, a->bucket, lj);
+            warn(arg, j, msg);
+            n++;
+        }
+        int same = strcmp(a->bucket, b->bucket) == 0 && a->reservation == b->reservation &&
+                   a->limit == b->limit;
+        if (!same && templates_meet(a, b)) {
+            snprintf(msg, size, "%s's template '%s' and %s's '%s' could make the same bucket "
+                                "name: such a bucket gets the smaller reservation and limit "
+                                "of the two",
+                     lj, b->bucket, li, a->bucket);
+            warn(arg, j, msg);
+            n++;
+        }
+    }
+    return n;
+}
+
 int rules_analyze(const rules_t *r, void (*warn)(void *arg, size_t i, const char *text),
                   void *arg)
 {
     int n = 0;
-    char msg[400];
+    char msg[800];
     for (size_t j = 0; j < r->n; j++) {
         const rule_t *b = &r->v[j];
         if (b->cert.s && b->psk.s) {
@@ -1202,7 +1352,8 @@ int rules_analyze(const rules_t *r, void (*warn)(void *arg, size_t i, const char
             n++;
             continue;
         }
-        for (size_t i = 0; i < j; i++)
+        int shadowed = 0;
+        for (size_t i = 0; i < j && !shadowed; i++)
             if (covers(&r->v[i], b)) {
                 snprintf(msg, sizeof msg, "rule %zu%s%s%s is shadowed by rule %zu%s%s%s: it "
                                           "can never match", j, b->name[0] ? " (" : "", b->name,
@@ -1210,8 +1361,10 @@ int rules_analyze(const rules_t *r, void (*warn)(void *arg, size_t i, const char
                          r->v[i].name[0] ? ")" : "");
                 warn(arg, j, msg);
                 n++;
-                break;
+                shadowed = 1;
             }
+        if (!shadowed)
+            n += analyze_templates(r, j, msg, sizeof msg, warn, arg);
     }
     return n;
 }

@@ -128,6 +128,11 @@ const char *rules_name(const rules_t *r, size_t i);
  * out of range. */
 rules_action_t rules_action(const rules_t *r, size_t i, const char **bucket);
 
+/* Nonzero if rule i has a "key" member (it names key prefixes or
+ * exports); 0 if not, or i out of range.  The block node lets only such a
+ * rule send an export's requests to a bucket other than the export's. */
+int rules_has_key(const rules_t *r, size_t i);
+
 /* Template rule i's figures (issue 27): its "reservation" and "limit" per
  * made bucket (RULES_NO_LIMIT: none).  Returns 0, or -EINVAL if rule i is
  * not a template rule (or out of range). */
@@ -173,7 +178,11 @@ rules_action_t rules_match(const rules_t *r, const rules_subject_t *s, rules_res
 
 /* Static analysis of the list: calls warn(arg, i, text) for every rule i
  * that can never match (a contradiction within it, or an earlier rule that
- * matches everything it does: shadowed).  The checks are sound (a warning
+ * matches everything it does: shadowed), and for every template rule i
+ * ambiguous with an earlier template rule: a request could match both (the
+ * earlier takes it: rule i matches only part of what it names), or the two
+ * templates could make the same bucket name (with different figures: the
+ * controller holds such a bucket at the smaller of each).  The checks are sound (a warning
  * is always true) and conservative (some dead rules are not found):
  * docs/operations.md, "Rules", lists what they catch.  Returns the number of
  * warnings. */

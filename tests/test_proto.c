@@ -1729,6 +1729,47 @@ START_TEST(test_proto_rules_message)
 }
 END_TEST
 
+/* The who message (node -> controller, issue 27): one frame of text after
+ * the header, empty allowed; over PROTO_WHO_MAX or a missing or extra
+ * frame refused. */
+START_TEST(test_proto_who_message)
+{
+    proto_msg_t m, d;
+    proto_stats_t st = {0};
+    msg_start(&m, &d, PROTO_WHO, "n1");
+    const char *text = "{\"who\":[{\"bucket\":\"a\",\"id\":\"user:alice\"}],\"other\":[],\"dropped\":0}";
+    m.who_text = text;
+    m.who_len = strlen(text);
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_int_eq(d.type, PROTO_WHO);
+    ck_assert_str_eq(proto_type_str(PROTO_WHO), "who");
+    ck_assert_uint_eq(d.who_len, strlen(text));
+    ck_assert_str_eq(d.who_text, text);
+    ck_assert_ptr_null(d.rules_text);
+    m.who_text = "";
+    m.who_len = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, &st), 0);
+    ck_assert_str_eq(d.who_text, "");
+    m.who_len = PROTO_WHO_MAX + 1;
+    m.who_text = text;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    const char *h = "{\"v\":3,\"type\":\"who\",\"node\":\"n1\"}";
+    proto_frame_t f[3] = {{h, strlen(h)}, {"{}", 2}, {"x", 1}};
+    proto_reason_t why;
+    ck_assert_int_eq(proto_decode(&d, f, 1, NULL, &why), -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_TRUNCATED);
+    ck_assert_int_eq(proto_decode(&d, f, 3, NULL, &why), -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_FRAMES);
+    char *big = malloc(PROTO_WHO_MAX + 1);
+    memset(big, ' ', PROTO_WHO_MAX + 1);
+    f[1] = (proto_frame_t){big, PROTO_WHO_MAX + 1};
+    ck_assert_int_eq(proto_decode(&d, f, 2, NULL, &why), -EPROTO);
+    ck_assert_int_eq(why, PROTO_E_RANGE);
+    free(big);
+    proto_msg_clear(&d);
+}
+END_TEST
+
 /* Changed grants (issue 30): "renew" on a hello (can), a welcome (will)
  * and tokens (renews), "gseq" and "based" on tokens (based absent: every
  * record, and left out when it equals count), "regrant" on a report; the
@@ -1794,7 +1835,7 @@ int main(void)
         test_proto_shadow_list, test_proto_shares_list,
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
-        test_proto_bytes_records, test_proto_rules_message, test_proto_sparse, test_proto_basis, test_proto_predict
+        test_proto_bytes_records, test_proto_rules_message, test_proto_who_message, test_proto_sparse, test_proto_basis, test_proto_predict
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

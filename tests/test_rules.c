@@ -251,6 +251,61 @@ START_TEST(test_rules_analysis)
 }
 END_TEST
 
+/* Two template rules: a request both could match (the later only partly
+ * matches), or two templates that could make one bucket name (issue 27). */
+START_TEST(test_rules_ambiguous_templates)
+{
+    /* a request of alice matches both: the second takes only the others */
+    const char *t = analyze("[{\"user\":\"a*\",\"template\":\"a-{user}\"},"
+                            "{\"user\":\"*e\",\"template\":\"e-{user}\"}]");
+    ck_assert_ptr_nonnull(strstr(t, "1:rule 1 is ambiguous with template rule 0"));
+    ck_assert_ptr_null(strstr(t, "same bucket name"));
+    /* disjoint users, ops, addresses, cert against psk: no overlap */
+    ck_assert_str_eq(analyze("[{\"user\":\"a*\",\"template\":\"a-{user}\"},"
+                             "{\"user\":\"b*\",\"template\":\"b-{user}\"}]"),
+                     "");
+    ck_assert_str_eq(analyze("[{\"op\":\"read\",\"template\":\"r-{user}\"},"
+                             "{\"op\":\"write\",\"template\":\"w-{user}\"}]"),
+                     "");
+    ck_assert_str_eq(analyze("[{\"addr\":\"10.0.0.0/8\",\"template\":\"a-{addr}\"},"
+                             "{\"addr\":\"11.0.0.0/8\",\"template\":\"b-{addr}\"}]"),
+                     "");
+    ck_assert_str_eq(analyze("[{\"cert\":\"*\",\"template\":\"c-{prefix}\"},"
+                             "{\"psk\":\"*\",\"template\":\"p-{prefix}\"}]"),
+                     "");
+    ck_assert_str_eq(analyze("[{\"key\":\"ab*c\",\"template\":\"x-{user}\"},"
+                             "{\"key\":\"ab*d\",\"template\":\"y-{user}\"}]"),
+                     "");
+    ck_assert_ptr_nonnull(strstr(analyze("[{\"key\":\"ab*\",\"template\":\"x-{user}\"},"
+                                         "{\"key\":\"*bc\",\"template\":\"y-{user}\"}]"),
+                                 "ambiguous"));
+    /* the same name from two templates with different figures */
+    t = analyze("[{\"op\":\"read\",\"template\":\"u-{user}\",\"limit\":100},"
+                "{\"op\":\"write\",\"template\":\"u-{prefix}\",\"limit\":50}]");
+    ck_assert_ptr_nonnull(strstr(t, "1:rule 1's template 'u-{prefix}' and rule 0's 'u-{user}' "
+                                    "could make the same bucket name"));
+    ck_assert_ptr_null(strstr(t, "ambiguous"));
+    ck_assert_ptr_nonnull(strstr(analyze("[{\"op\":\"read\",\"template\":\"{user}-r\"},"
+                                         "{\"op\":\"write\",\"template\":\"x{prefix}\"}]"),
+                                 "same bucket name"));
+    /* ... but not the same template with the same figures (one bucket on
+     * purpose), nor templates whose literal text differs */
+    ck_assert_str_eq(analyze("[{\"op\":\"read\",\"template\":\"u-{user}\",\"limit\":9},"
+                             "{\"op\":\"write\",\"template\":\"u-{user}\",\"limit\":9}]"),
+                     "");
+    ck_assert_str_eq(analyze("[{\"op\":\"read\",\"template\":\"r-{user}\"},"
+                             "{\"op\":\"write\",\"template\":\"w-{user}\"}]"),
+                     "");
+    ck_assert_str_eq(analyze("[{\"op\":\"read\",\"template\":\"{user}-r\"},"
+                             "{\"op\":\"write\",\"template\":\"{user}-w\"}]"),
+                     "");
+    /* a template against a named bucket: not a template pair */
+    ck_assert_str_eq(analyze("[{\"bucket\":\"u-x\",\"user\":\"x\"},"
+                             "{\"template\":\"u-{user}\"}]"),
+                     "");
+}
+END_TEST
+
 START_TEST(test_rules_edits)
 {
     rules_t *r = load("[{\"name\":\"a\",\"user\":\"a\",\"bucket\":\"a\"}]");
@@ -409,7 +464,7 @@ int main(void)
 {
     const TTest *const tests[] = {test_rules_parse_errors_with_position, test_rules_each_matcher,
                                   test_rules_first_match_wins, test_rules_templates,
-                                  test_rules_analysis, test_rules_edits, test_rules_many_words,
+                                  test_rules_analysis, test_rules_ambiguous_templates, test_rules_edits, test_rules_many_words,
                                   test_rules_bucketfile_member, test_rules_template_made};
     return testlib_run_tests("rules", tests, sizeof tests / sizeof tests[0]);
 }

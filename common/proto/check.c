@@ -92,6 +92,10 @@ int proto__check(const proto_msg_t *m)
             m->rules_len > PROTO_RULES_MAX || (m->rules_len && !m->rules_text))
             return -EINVAL;
         break;
+    case PROTO_WHO:
+        if (m->who_len > PROTO_WHO_MAX || (m->who_len && !m->who_text))
+            return -EINVAL;
+        break;
     default:
         break;
     }

@@ -410,7 +410,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     }
 
     size_t want = 1 + (size_t)names + (size_t)weights + (size_t)type_has_records(m->type) +
-                  (m->nbytes > 0) + (m->type == PROTO_RULES);
+                  (m->nbytes > 0) + (size_t)proto__text(m, NULL, NULL);
     if (nframes < want) {
         why = PROTO_E_TRUNCATED;
         goto out;
@@ -458,22 +458,9 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
                       : proto__dec_compact(m, frames[fi].data);
         fi++;
     }
-    if (m->type == PROTO_RULES) {
-        const proto_frame_t *f = &frames[fi];
-        if (f->len > PROTO_RULES_MAX) {
-            why = PROTO_E_RANGE;
-            goto out;
-        }
-        if ((f->len && !f->data) || proto__grow(&m->rules_own, &m->cap_rules, f->len + 1, 1)) {
-            why = f->len && !f->data ? PROTO_E_TRUNCATED : PROTO_E__COUNT;
-            goto out;
-        }
-        if (f->len)
-            memcpy(m->rules_own, f->data, f->len);
-        m->rules_own[f->len] = '\0';
-        m->rules_text = m->rules_own;
-        m->rules_len = f->len;
-    }
+    if (why == PROTO_OK && proto__text(m, NULL, NULL) &&
+        (why = proto__dec_text(m, &frames[fi])) != PROTO_OK)
+        goto out;
     if (why == PROTO_OK && m->nbytes) {
         size_t rs = m->type == PROTO_REPORT ? PROTO_REPORT_BYTES_SIZE : PROTO_TOKENS_BYTES_SIZE;
         if (frames[fi].len != m->nbytes * rs || !frames[fi].data) {

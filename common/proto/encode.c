@@ -117,11 +117,13 @@ int proto_encode(const proto_msg_t *m, proto_enc_t *e)
             put32(p, m->weights[i]);
     }
 
-    if (m->type == PROTO_RULES) {
-        if ((rc = enc_frame(e, m->rules_len, &p)))
+    const char *text;
+    size_t tlen;
+    if (proto__text(m, &text, &tlen)) {
+        if ((rc = enc_frame(e, tlen, &p)))
             return rc;
-        if (m->rules_len)
-            memcpy(p, m->rules_text, m->rules_len);
+        if (tlen)
+            memcpy(p, text, tlen);
     }
     if (type_has_records(m->type))
         e->nframes++; /* the records frame, written above */

@@ -17,7 +17,7 @@
 #define MAX_INTERVALS 100000u
 #define MAX_PERIOD_MS 86400000u
 #define MAX_BUSY 1e12
-#define NTYPES ((int)PROTO_RULES + 1) /* proto__type_names[0] is unused */
+#define NTYPES ((int)PROTO_WHO + 1) /* proto__type_names[0] is unused */
 
 /* Wire names of the message types, indexed by proto_type_t (msg.c). */
 extern const char *const proto__type_names[NTYPES];
@@ -193,10 +193,18 @@ int proto__grow(void *pp, size_t *cap, size_t n, size_t sz);
  * reuse the memory.  A new owned buffer is added here, once. */
 #define PROTO__MSG_BUFFERS(X)                                                                      \
     X(report) X(tokens) X(names_own) X(namebuf) X(weights_own) X(shadow_own) X(rbytes) X(tbytes) \
-        X(rules_own) X(shares_own)
+        X(rules_own) X(shares_own) X(who_own)
 #define PROTO__MSG_CAPS(X)                                                                         \
     X(cap_report) X(cap_tokens) X(cap_names) X(cap_namebuf) X(cap_weights) X(cap_shadow)         \
-        X(cap_bytes) X(cap_rules) X(cap_shares)
+        X(cap_bytes) X(cap_rules) X(cap_shares) X(cap_who)
+
+/* The messages that carry one frame of text after the header (rules, who):
+ * proto__text() gives m's (its text and length; 0 if m's type has none),
+ * proto__dec_text() copies frame f into m's own buffer (PROTO_E_RANGE past
+ * the type's bound, PROTO_E_TRUNCATED, or PROTO_E__COUNT out of memory).
+ * who.c. */
+int proto__text(const proto_msg_t *m, const char **text, size_t *len);
+proto_reason_t proto__dec_text(proto_msg_t *m, const proto_frame_t *f);
 
 /* Zeroes every field of m except its owned buffers.  msg.c. */
 void proto__msg_reset(proto_msg_t *m);

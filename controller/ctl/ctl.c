@@ -139,6 +139,12 @@ static const opts_usage_t usage = {
             "  rule move NAME AT      move rule NAME to index AT (first match wins)\n"
             "  rule remove NAME       remove rule NAME; every rule change is saved in the\n"
             "                         bucket file and pushed to the nodes\n"
+            "  who BUCKET             the identities active in BUCKET in the last 60 s,\n"
+            "                         per node: login user, certificate name or PSK\n"
+            "                         identity (none: \"-\"), client address, requests,\n"
+            "                         first and last seen; then the requests of\n"
+            "                         identities past a node's 16 per bucket (\"other\").\n"
+            "                         As the nodes last sent it: a few seconds old\n"
             "  keygen DIR/NAME        write a new CURVE key pair: DIR/NAME.key (secret,\n"
             "                         mode 0600) and DIR/NAME.pub; creates DIR (mode\n"
             "                         0700) if missing; never overwrites a key\n"
@@ -181,6 +187,7 @@ static const opts_usage_t usage = {
             "  bqos-ctl import buckets.json\n"
             "  bqos-ctl status --node n1\n"
             "  bqos-ctl status --bucket red --nodes\n"
+            "  bqos-ctl who alice\n"
             "  bqos-ctl keygen /etc/bqos/keys/admin\n"
             "\n"
             "The admin protocol is described in docs/protocol.md.\n",
@@ -509,6 +516,39 @@ static void t_print(table_t *t)
         putchar('\n');
     }
     t_free(t);
+}
+
+/* who BUCKET: one row per node and identity, then "other" per node. */
+static void print_who(json_t *r)
+{
+    json_t *ids = json_object_get(r, "identities"), *other = json_object_get(r, "other"), *e;
+    const char *bucket = json_string_value(json_object_get(r, "bucket"));
+    size_t i;
+    if (json_array_size(ids) == 0 && json_array_size(other) == 0) {
+        printf("no identity active in bucket %s in the last %.0f s (%lld nodes sent theirs)\n",
+               bucket ? bucket : "?", json_number_value(json_object_get(r, "active_s")),
+               (long long)json_integer_value(json_object_get(r, "nodes")));
+        return;
+    }
+    table_t t = {.ncols = 6, .right = {0, 0, 0, 1, 1, 1}};
+    t_row(&t, "NODE", "IDENTITY", "ADDRESS", "REQUESTS", "FIRST SEEN", "LAST SEEN");
+    json_array_foreach(ids, i, e) {
+        char c[3][32];
+        const char *id = json_string_value(json_object_get(e, "identity"));
+        snprintf(c[0], sizeof c[0], "%lld",
+                 (long long)json_integer_value(json_object_get(e, "requests")));
+        snprintf(c[1], sizeof c[1], "%.0f s ago",
+                 json_number_value(json_object_get(e, "first_seen_s")));
+        snprintf(c[2], sizeof c[2], "%.0f s ago",
+                 json_number_value(json_object_get(e, "last_seen_s")));
+        t_row(&t, json_string_value(json_object_get(e, "node")), id && *id ? id : "-",
+              json_string_value(json_object_get(e, "addr")), c[0], c[1], c[2]);
+    }
+    t_print(&t);
+    json_array_foreach(other, i, e)
+        printf("other: %lld requests on %s from identities past its 16 per bucket\n",
+               (long long)json_integer_value(json_object_get(e, "requests")),
+               json_string_value(json_object_get(e, "node")));
 }
 
 /* Formats a JSON number/null/bool field for a table cell into buf. */
@@ -1378,7 +1418,7 @@ int main(int argc, char **argv)
     int have_limit = o.have_limit, limit_none = o.limit_none;
     if (argi >= argc)
         return usage_error(&oc, "no command given (status, history, watch, buckets, set, remove, "
-                                "reload, import, rule, keygen)");
+                                "reload, import, rule, who, keygen)");
     const char *cmd = argv[argi++];
     int nargs = argc - argi;
     if (strcmp(cmd, "keygen") == 0)
@@ -1387,10 +1427,11 @@ int main(int argc, char **argv)
         return rule_command(&oc, &o, nargs, argv + argi);
     const char *name = nargs > 0 ? argv[argi] : NULL;
     int is_set = strcmp(cmd, "set") == 0;
-    int wants_name = is_set || strcmp(cmd, "remove") == 0;
+    int is_who = strcmp(cmd, "who") == 0;
+    int wants_name = is_set || strcmp(cmd, "remove") == 0 || is_who;
     int is_history = strcmp(cmd, "history") == 0, is_watch = strcmp(cmd, "watch") == 0;
     int is_import = strcmp(cmd, "import") == 0, is_status = strcmp(cmd, "status") == 0;
-    if (!is_set && strcmp(cmd, "remove") && !is_status && strcmp(cmd, "buckets") &&
+    if (!is_set && strcmp(cmd, "remove") && !is_status && !is_who && strcmp(cmd, "buckets") &&
         strcmp(cmd, "reload") && !is_history && !is_watch && !is_import)
         return usage_error(&oc, "unknown command '%s'", cmd);
     if (wants_name && nargs != 1)
@@ -1586,6 +1627,8 @@ int main(int argc, char **argv)
             print_diff(reply, name, o.dry_run);
         } else if (is_history) {
             print_history(reply);
+        } else if (is_who) {
+            print_who(reply);
         } else if (strcmp(cmd, "buckets") == 0) {
             print_buckets_table(json_object_get(reply, "buckets"), 0, 1);
         } else if (is_set) {

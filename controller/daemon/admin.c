@@ -111,14 +111,31 @@ static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
     return 0;
 }
 
+static void log_rule_warning(void *arg, size_t i, const char *text)
+{
+    (void)i;
+    log_warn("%s: %s", (const char *)arg, text);
+}
+
+void admin_log_rules(const bucketfile_t *bf, const char *source)
+{
+    const rules_t *rl = bf ? bucketfile_rules(bf) : NULL;
+    if (rl)
+        rules_analyze(rl, log_rule_warning, (void *)(source ? source : "rules"));
+}
+
 /* Makes `bf` (owned, consumed) the configuration. */
 static int apply(admin_t *ad, bucketfile_t *bf)
 {
+    const rules_t *old = ad->bf ? bucketfile_rules(ad->bf) : NULL, *nr = bucketfile_rules(bf);
+    int changed = nr && (!old || !rules_equal(old, nr));
     int rc = ctrl_set_buckets(ad->ctrl, bf);
     if (rc < 0) {
         bucketfile_destroy(&bf);
         return rc;
     }
+    if (changed)
+        admin_log_rules(bf, ad->path);
     bucketfile_destroy(&ad->bf);
     ad->bf = bf;
     ad->sums_ok = 0;
@@ -1464,6 +1481,70 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
     return r;
 }
 
+/* ---- who (issue 27) --------------------------------------------------------- */
+
+/* An identity last seen longer ago than this is not active (the nodes drop
+ * theirs after the same time: storage-node/io/who.h WHO_IDLE_S). */
+#define WHO_ACTIVE_S 60.0
+
+/* "who": {"name": BUCKET} -> the identities active in BUCKET on every node,
+ * from the nodes' last who messages (each node sends its set when it
+ * changes, and every few seconds while not empty): node, identity,
+ * address, requests, first and last seen (seconds ago), and per node the
+ * requests of identities past the node's bound ("other").  O(nodes x their
+ * entries), on request only. */
+static json_t *cmd_who(admin_t *ad, json_t *req)
+{
+    const char *name = NULL;
+    json_t *bad = get_name(req, &name);
+    if (bad)
+        return bad;
+    double now = mono_now();
+    json_t *ids = json_array(), *other = json_array(), *r = reply_ok();
+    int n = ctrl_nnodes(ad->ctrl), nodes = 0;
+    for (int i = 0; i < n; i++) {
+        double at;
+        const char *text = nodes_who(ad->nodes, i, &at);
+        ctrl_node_info_t ni;
+        if (!text || ctrl_node_info(ad->ctrl, i, &ni) < 0)
+            continue;
+        json_t *doc = json_loads(text, 0, NULL);
+        if (!doc) {
+            log_debug("who: node %s's text does not parse", ni.name);
+            continue;
+        }
+        nodes++;
+        double age = now - at;
+        json_t *e;
+        size_t k;
+        json_array_foreach(json_object_get(doc, "who"), k, e) {
+            const char *b = json_string_value(json_object_get(e, "bucket"));
+            double last = json_number_value(json_object_get(e, "last")) + age;
+            if (!b || strcmp(b, name) != 0 || last > WHO_ACTIVE_S)
+                continue;
+            json_array_append_new(
+                ids, json_pack("{s:s, s:O, s:O, s:O, s:f, s:f}", "node", ni.name, "identity",
+                               json_object_get(e, "id"), "addr", json_object_get(e, "addr"),
+                               "requests", json_object_get(e, "requests"), "first_seen_s",
+                               json_number_value(json_object_get(e, "first")) + age,
+                               "last_seen_s", last));
+        }
+        json_array_foreach(json_object_get(doc, "other"), k, e) {
+            const char *b = json_string_value(json_object_get(e, "bucket"));
+            if (b && strcmp(b, name) == 0)
+                json_array_append_new(other, json_pack("{s:s, s:O}", "node", ni.name, "requests",
+                                                       json_object_get(e, "requests")));
+        }
+        json_decref(doc);
+    }
+    json_object_set_new(r, "bucket", json_string(name));
+    json_object_set_new(r, "identities", ids);
+    json_object_set_new(r, "other", other);
+    json_object_set_new(r, "nodes", json_integer(nodes));
+    json_object_set_new(r, "active_s", json_real(WHO_ACTIVE_S));
+    return r;
+}
+
 static json_t *cmd_reload(admin_t *ad, json_t *req)
 {
     (void)req;
@@ -1642,6 +1723,7 @@ static const admin_cmd_t admin_cmds[] = {
                               "then saved as set saves"},
     {"diff", cmd_diff, 0, "nothing: what import would change, and whether it would be refused"},
     {"rules", cmd_rules, 0, "nothing: the rule list in force, with the analysis's warnings"},
+    {"who", cmd_who, 0, "nothing: the identities active in one bucket, per node"},
     {"rule", cmd_rule, 1, "the rule list: one rule added, changed, moved or removed; the file is "
                           "rewritten and the nodes get the new list"},
 };

@@ -60,6 +60,13 @@ typedef struct {
  * compaction in progress is waited for).  For the end of the program. */
 void admin_close(admin_t *ad);
 
+/* Logs the rule analysis's warnings (rules_analyze(): rules that can never
+ * match, ambiguous templates) of bf's rules, each line prefixed with
+ * `source` (the file); nothing without rules.  Called when a table with
+ * changed rules is applied, and by the daemon for the file it starts
+ * with. */
+void admin_log_rules(const bucketfile_t *bf, const char *source);
+
 /* Answers every request waiting on the socket, without blocking.  A
  * request that is not understood gets an error reply; a reply that cannot
  * be sent is logged. */

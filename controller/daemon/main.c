@@ -669,6 +669,8 @@ static int64_t node_msg_max(int max_names)
     int64_t names = (int64_t)max_names * (PROTO_NAME_MAX + 1);
     int64_t recs = (int64_t)max_names * PROTO_REPORT_REC_SIZE;
     int64_t most = names > recs ? names : recs;
+    if (most < PROTO_WHO_MAX) /* a who message's text frame (issue 27) */
+        most = PROTO_WHO_MAX;
     return most > PROTO_HEADER_MAX ? most : PROTO_HEADER_MAX;
 }
 
@@ -781,6 +783,7 @@ int main(int argc, char **argv)
         log_error("out of memory");
         goto out;
     }
+    admin_log_rules(bf, set.buckets);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGHUP);

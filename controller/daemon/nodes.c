@@ -43,8 +43,10 @@ void nodes_clear(nodes_t *ns)
 {
     proto_msg_clear(&ns->in);
     proto_enc_clear(&ns->enc);
-    for (int i = 0; i < ns->npeers; i++)
+    for (int i = 0; i < ns->npeers; i++) {
         push_grants_clear(&ns->peers[i].grants);
+        free(ns->peers[i].who);
+    }
     free(ns->peers);
     ns->peers = NULL;
     ns->npeers = 0;
@@ -125,6 +127,31 @@ static void note_clock(nodes_t *ns, const proto_msg_t *m, int node, double now)
     }
     if (2 * votes > voters)
         ns->hooks.adopt(ns->hooks.arg, &p->clock, now);
+}
+
+/* Keeps node `node`'s who text (bounded by the decoder: PROTO_WHO_MAX). */
+static void on_who(nodes_t *ns, const proto_msg_t *m, int node, double now)
+{
+    nodes_peer_t *p = peer_at(ns, node);
+    char *t = p ? malloc(m->who_len + 1) : NULL;
+    if (!t)
+        return;
+    memcpy(t, m->who_text, m->who_len);
+    t[m->who_len] = '\0';
+    free(p->who);
+    p->who = t;
+    p->who_len = m->who_len;
+    p->who_at = now;
+}
+
+const char *nodes_who(const nodes_t *ns, int node, double *at)
+{
+    const nodes_peer_t *p = node >= 0 && node < ns->npeers ? &ns->peers[node] : NULL;
+    if (!p || !p->who)
+        return NULL;
+    if (at)
+        *at = p->who_at;
+    return p->who;
 }
 
 double nodes_last_msg(const nodes_t *ns, int node)
@@ -403,6 +430,9 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         p->want_full = 0; /* its first report after the welcome is full */
         p->sparse = m->sparse;
         push_grants_session(&p->grants, m->renew); /* a new session */
+        free(p->who); /* its who set starts again (a slot may be another node's now) */
+        p->who = NULL;
+        p->who_len = 0;
     }
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
@@ -580,6 +610,9 @@ void nodes_drain(nodes_t *ns)
             break;
         case PROTO_GOODBYE:
             ctrl_node_goodbye(ns->ctrl, node);
+            break;
+        case PROTO_WHO:
+            on_who(ns, m, node, now);
             break;
         default:
             proto_stats_note(&ns->pst, PROTO_E_TYPE);

@@ -44,6 +44,10 @@ typedef struct {
                               hold may differ from what it assumes; the
                               next message to it asks for a full report */
     push_grants_t grants;  /* changed grants only: its bases (push.h) */
+    char *who;             /* its last who message's text (issue 27; at most
+                              PROTO_WHO_MAX bytes, NUL-terminated), or NULL */
+    size_t who_len;
+    double who_at;         /* monotonic seconds it came */
 } nodes_peer_t;
 
 /* An unregistered process that wrote to a fenced controller: its routing id
@@ -144,6 +148,11 @@ void nodes_hail_unknown(nodes_t *ns);
 
 /* Monotonic seconds of node `node`'s last message; 0 if never or unknown. */
 double nodes_last_msg(const nodes_t *ns, int node);
+
+/* Node `node`'s last who message (the identities active in its buckets,
+ * JSON text, storage-node/io/who.h; owned by ns, valid until the next
+ * nodes_drain()) and when it came (*at, monotonic seconds); NULL if none. */
+const char *nodes_who(const nodes_t *ns, int node, double *at);
 
 /* Node `node`'s fallback as its last report said: nonzero if in fallback,
  * and its count in *fallbacks (0 for an unknown node). */

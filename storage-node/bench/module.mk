@@ -1,4 +1,4 @@
-# storage-node/bench/module.mk - the node's benchmarks: the scheduler alone (bqos-sched-bench), the thread hand-off alone (bqos-handoff-bench) and the fronts' scripts.
+# storage-node/bench/module.mk - the node's benchmarks: the scheduler alone (bqos-sched-bench), the thread hand-off alone (bqos-handoff-bench), the identities registry (bqos-who-bench) and the fronts' scripts.
 PROGS += bqos-sched-bench
 bqos-sched-bench_SRCS = storage-node/bench/sched_bench.c
 bqos-sched-bench_LIBS = nodecore common
@@ -6,3 +6,6 @@ BENCHES += storage-node/bench/bench-sched.sh
 PROGS += bqos-handoff-bench
 bqos-handoff-bench_SRCS = storage-node/bench/handoff_bench.c
 bqos-handoff-bench_LIBS = nodeio nodecore common
+PROGS += bqos-who-bench
+bqos-who-bench_SRCS = storage-node/bench/who_bench.c
+bqos-who-bench_LIBS = nodeio nodecore common

@@ -126,6 +126,18 @@ static int send_hello(ctlclient_t *c, double now)
     return rc;
 }
 
+int ctlclient_send_who(ctlclient_t *c, const char *text, size_t len)
+{
+    if (!agent_welcomed(c->agent))
+        return -ENOTCONN;
+    proto_msg_t m;
+    proto_msg_init(&m);
+    m.type = PROTO_WHO;
+    m.who_text = text;
+    m.who_len = len;
+    return send_msg(c, &m);
+}
+
 int ctlclient_report_now(ctlclient_t *c, double now)
 {
     proto_msg_t *m = &c->out;

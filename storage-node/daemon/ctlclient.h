@@ -121,6 +121,12 @@ double ctlclient_tick(ctlclient_t *c, double now);
  * Returns 0, -EAGAIN (not connected / queue full: dropped), or -errno. */
 int ctlclient_report_now(ctlclient_t *c, double now);
 
+/* Sends a who message (common/proto.h PROTO_WHO: the identities active in
+ * the node's buckets, `len` bytes of JSON text, borrowed) to every
+ * controller, once welcomed (before: nothing sent, -ENOTCONN).  Returns 0
+ * or -errno as a send.  Loop thread. */
+int ctlclient_send_who(ctlclient_t *c, const char *text, size_t len);
+
 /* Convenience for a libevent loop: registers a persistent read event on
  * every controller's ZMQ_FD calling ctlclient_on_readable() and a timer calling
  * ctlclient_tick() (re-armed to the delay it returns), both with

@@ -30,6 +30,13 @@ typedef struct {
     nodemetrics_t *nm;     /* with --metrics-listen, else NULL */
 } run_t;
 
+/* The identities active in the node's buckets changed (io/who.h): to the
+ * controllers, which answer bqos-ctl who. */
+static void send_who(void *arg, const char *text, size_t len)
+{
+    ctlclient_send_who(arg, text, len);
+}
+
 void noderun_prepare(void)
 {
     struct rlimit rl;
@@ -481,6 +488,7 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
         }
         r.ctl = ctl;
         gate_set_status(g, ctl_status, &r);
+        who_set_sink(gate_who(g), send_who, ctl); /* bqos-ctl who (issue 27) */
     }
     if (cfg->metrics && (err = start_metrics(base, &r, &md, &mev)) < 0) {
         log_error("--metrics-listen %s: %s", cfg->metrics, strerror(-err));

@@ -463,6 +463,8 @@ int conns_set_identity(conns_conn_t *c, conn_id_field_t which, const char *value
     const char **f = id_field(c, which);
     free((char *)*f);
     *f = v;
+    c->who_gen = 0; /* another identity: who_seen() counts it anew */
+    c->who_key = 0;
     return 0;
 }
 
@@ -510,6 +512,8 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     c->addr = NULL;
     memset(&c->id, 0, sizeof c->id);
     c->handshaking = 0;
+    c->who_gen = 0;
+    c->who_key = 0;
     if (cn->accepting && cn->accepting_len > 0 &&
         (size_t)cn->accepting_len <= sizeof c->id.addr)
         memcpy(&c->id.addr, cn->accepting, (size_t)cn->accepting_len);

@@ -81,6 +81,14 @@ typedef struct conns_conn {
                                       do not count as activity, so --idle-timeout
                                       bounds the handshake (and a connection that
                                       stalls it is shut down whatever it holds) */
+    /* io/who.h's cache (who_seen()): the bucket and registry generation
+     * this connection was last counted in, and where (an entry, a
+     * bucket's "other", or nowhere); its identity's key (0: not computed).
+     * Reset by conns_open() and conns_set_identity(). */
+    int who_b;
+    int who_slot;
+    uint32_t who_gen;
+    uint64_t who_key;
 } conns_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to

@@ -45,6 +45,7 @@ struct gate {
     int nlisted;
     rules_t *rules;        /* gate_set_rules(); NULL: none */
     uint64_t rules_version;
+    uint32_t rules_gen;    /* gate_rules_gen(): counts changes of rules, table, listing */
     int nrules;            /* rules_count(rules) */
     uint64_t *rule_matches; /* per rule */
     int template_buckets;
@@ -63,6 +64,7 @@ struct gate {
     } idents[GATE_IDENTITIES_MAX];
     int nidents;
     uint64_t ident_other;
+    who_t *who;            /* the identities active per bucket (gate_who()) */
 };
 
 void gate_set_status(gate_t *g, gate_status_fn fn, void *arg)
@@ -125,6 +127,7 @@ void gate_set_rules(gate_t *g, rules_t *r, uint64_t version)
     rules_destroy(&g->rules);
     free(g->rule_matches);
     g->rules = r;
+    g->rules_gen++;
     g->rule_matches = m;
     g->nrules = (int)rules_count(r);
     g->rules_version = version;
@@ -233,23 +236,29 @@ void gate_template_period(gate_t *g, double period_s)
         template_tokens(g, &g->tmpl[i], now);
 }
 
-int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
-                   gate_rule_reason_t *why)
+uint32_t gate_rules_gen(const gate_t *g)
 {
-    rules_result_t res;
-    rules_action_t a = rules_match(g->rules, s, &res);
-    if (res.rule >= 0 && g->rule_matches)
-        g->rule_matches[res.rule]++;
-    if (a == RULES_DENY)
-        return refuse(g, s, GATE_RULE_DENIED, why);
-    if (a == RULES_NONE)
-        return refuse(g, s, GATE_RULE_NO_MATCH, why);
-    if (a == RULES_BAD_NAME)
-        return refuse(g, s, GATE_RULE_BAD_NAME, why);
-    return strcmp(res.bucket, bucket) == 0 ? 0 : refuse(g, s, GATE_RULE_UNKNOWN_BUCKET, why);
+    return g->rules_gen;
 }
 
-int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
+void gate_refusal(gate_t *g, const rules_subject_t *s, gate_rule_reason_t why)
+{
+    gate_rule_reason_t out;
+    if ((unsigned)why < GATE_RULE_NREASONS)
+        refuse(g, s, why, &out);
+}
+
+/* Sets *out, returns -1; counts the refusal unless `quiet`. */
+static int refuse_if(gate_t *g, const rules_subject_t *s, gate_rule_reason_t why,
+                     gate_rule_reason_t *out, int quiet)
+{
+    if (!quiet)
+        return refuse(g, s, why, out);
+    *out = why;
+    return -1;
+}
+
+static int classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why, int quiet)
 {
     rules_result_t res;
     rules_action_t a = rules_match(g->rules, s, &res);
@@ -257,11 +266,11 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
         g->rule_matches[res.rule]++;
     switch (a) {
     case RULES_DENY:
-        return refuse(g, s, GATE_RULE_DENIED, why);
+        return refuse_if(g, s, GATE_RULE_DENIED, why, quiet);
     case RULES_NONE:
-        return refuse(g, s, GATE_RULE_NO_MATCH, why);
+        return refuse_if(g, s, GATE_RULE_NO_MATCH, why, quiet);
     case RULES_BAD_NAME:
-        return refuse(g, s, GATE_RULE_BAD_NAME, why);
+        return refuse_if(g, s, GATE_RULE_BAD_NAME, why, quiet);
     default:
         break;
     }
@@ -271,23 +280,33 @@ int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
         /* a named bucket: one the table lists; without a table (or with an
          * open one) made on first use, as a prefix would be */
         if (g->table == GATE_TABLE_CLOSED)
-            return b >= 0 && gate_listed(g, b) ? b : refuse(g, s, GATE_RULE_UNKNOWN_BUCKET, why);
+            return b >= 0 && gate_listed(g, b) ? b : refuse_if(g, s, GATE_RULE_UNKNOWN_BUCKET, why, quiet);
         if (b < 0 && (b = gate_bucket(g, res.bucket, n, 1)) < 0)
-            return refuse(g, s, GATE_RULE_UNKNOWN_BUCKET, why);
+            return refuse_if(g, s, GATE_RULE_UNKNOWN_BUCKET, why, quiet);
         return b;
     }
     if (b >= 0)
         return b;
     if (!g->tmpl && !(g->tmpl = calloc(GATE_TEMPLATE_BUCKETS_MAX, sizeof *g->tmpl)))
-        return refuse(g, s, GATE_RULE_TEMPLATE_BOUND, why);
+        return refuse_if(g, s, GATE_RULE_TEMPLATE_BOUND, why, quiet);
     if (g->template_buckets >= GATE_TEMPLATE_BUCKETS_MAX ||
         (b = gate_bucket(g, res.bucket, n, 1)) < 0)
-        return refuse(g, s, GATE_RULE_TEMPLATE_BOUND, why);
+        return refuse_if(g, s, GATE_RULE_TEMPLATE_BOUND, why, quiet);
     g->tmpl[g->template_buckets++] = (struct gate_tmpl){b, res.reservation, res.limit};
     if (g->period_s > 0 || g->tmpl_cluster)
         template_tokens(g, &g->tmpl[g->template_buckets - 1], mono_now());
     log_debug("bucket '%s' made by rule %d", res.bucket, res.rule);
     return b;
+}
+
+int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
+{
+    return classify(g, s, why, 0);
+}
+
+int gate_resolve(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why)
+{
+    return classify(g, s, why, 1);
 }
 
 const char *const gate_auth_reason_names[GATE_AUTH_NREASONS] = {
@@ -313,6 +332,8 @@ void gate_auth_failed(gate_t *g, gate_auth_reason_t why)
 
 void gate_set_table(gate_t *g, gate_table_t t)
 {
+    if (g->table != t)
+        g->rules_gen++;
     g->table = t;
 }
 
@@ -331,6 +352,7 @@ int gate_set_listed(gate_t *g, const unsigned char *listed, int n)
     free(g->listed);
     g->listed = p;
     g->nlisted = n > 0 ? n : 0;
+    g->rules_gen++;
     return 0;
 }
 
@@ -369,6 +391,11 @@ static void on_pace(evutil_socket_t fd, short what, void *arg)
         g->hooks.dispatch(g->front);
 }
 
+static const char *who_name(void *arg, int b)
+{
+    return gate_bucket_name(arg, b);
+}
+
 gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_hooks_t *hooks,
                  void *front, int *err)
 {
@@ -403,6 +430,8 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
     conns_hooks_t ch = {.accept = hooks->accept, .refuse = hooks->refuse, .evict = hooks->evict};
     if (!(g->cn = conns_new(base, &cc, &ch, front, &rc)))
         goto out;
+    if (!(g->who = who_new(base, who_name, g, &rc)))
+        goto out;
     g->busy_mark = mono_now();
     window_config_t wc;
     window_config_defaults(&wc);
@@ -420,6 +449,11 @@ out:
         return NULL;
     }
     return g;
+}
+
+who_t *gate_who(gate_t *g)
+{
+    return g->who;
 }
 
 conns_t *gate_conns(gate_t *g)
@@ -683,6 +717,7 @@ void gate_destroy(gate_t **gp)
         sched_drain(g->s, g->hooks.drain, g->front);
     sched_destroy(&g->s);
     conns_destroy(&g->cn);
+    who_destroy(&g->who);
     if (g->stop_timer)
         event_free(g->stop_timer);
     if (g->kick)

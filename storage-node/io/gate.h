@@ -31,6 +31,7 @@
 #include "storage-node/core/sched.h"
 #include "storage-node/core/window.h"
 #include "storage-node/io/conns.h"
+#include "storage-node/io/who.h"
 
 struct event_base;
 struct iolat;
@@ -87,6 +88,11 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
 
 /* The gate's connection registry (owned by the gate). */
 conns_t *gate_conns(gate_t *g);
+
+/* The registry of identities active per bucket (owned by the gate; io/who.h):
+ * the fronts call who_seen() with each request's bucket, noderun gives it
+ * a sink (the controller client).  Never NULL. */
+who_t *gate_who(gate_t *g);
 
 /* The scheduler (owned by the gate), for the core modules that drive it
  * themselves (the agent: ctlclient_new()).  Everything else goes through
@@ -305,6 +311,21 @@ int gate_has_rules(const gate_t *g);
  * No allocation unless a bucket is made.  Loop thread. */
 int gate_classify(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
 
+/* gate_classify() that counts no refusal (the rule's match is counted):
+ * for a front that resolves a connection's classes once, ahead of its
+ * requests, and counts a refusal per refused request (gate_refusal()). */
+int gate_resolve(gate_t *g, const rules_subject_t *s, gate_rule_reason_t *why);
+
+/* Counts one request refused for `why` (per reason and per identity), as
+ * gate_classify() does for the requests it refuses.  Loop thread. */
+void gate_refusal(gate_t *g, const rules_subject_t *s, gate_rule_reason_t why);
+
+/* A number that changes whenever what gate_classify() answers may change:
+ * the rules (gate_set_rules()), the table's kind (gate_set_table()) or its
+ * listing (gate_set_listed()).  A front caching a connection's classes
+ * compares it per request (O(1)) and resolves them again when it moved. */
+uint32_t gate_rules_gen(const gate_t *g);
+
 /* A period of `period_s` seconds starts (the controller's; 0: unknown):
  * every template-made bucket gets its rule's R and L for it, R x period
  * and L x period tokens paced over the period (no limit: unlimited).  So
@@ -321,13 +342,6 @@ void gate_template_period(gate_t *g, double period_s);
  * it lists is the agent's alone.  off (no controller): the rule's figures
  * per node (gate_template_period()).  Loop thread. */
 void gate_template_cluster(gate_t *g, int on);
-
-/* Authorization only (the NBD front's export choice): 0 if the rules give
- * subject *s bucket `bucket` (a named or template rule whose bucket is
- * that name), else -1 with *why set and counted (a rule giving another
- * bucket counts as unknown_bucket).  Makes no bucket.  Loop thread. */
-int gate_authorize(gate_t *g, const rules_subject_t *s, const char *bucket,
-                   gate_rule_reason_t *why);
 
 /* The node's figures, as the memcached `stats` text (mc/mcstats.c) and
  * /metrics (daemon/nodemetrics.c) both show them. */

@@ -531,6 +531,7 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
                             : "SERVER_ERROR unknown bucket");
             continue;
         }
+        who_seen(gate_who(f->g), &c->sock, b); /* bqos-ctl who: cached per connection */
         int k = r->nkeys ? keyorder_register(&c->keys, &io->ko, io->op.key, io->op.keylen) : 0;
         if (k < 0) {
             io_fail(io, "SERVER_ERROR out of memory");

@@ -22,4 +22,4 @@ test_front_LIBS += curvekey common
 $(call check_suite,test_mcauth,nodemc nodeio nodecore curvekey common)
 ITESTS += tests/it/it_node_auth.sh tests/it/it_node_tls.sh
 # issue 27: rules from the controller, per user, per op, templates, kept for a restart
-ITESTS += tests/it/it_rules.sh
+ITESTS += tests/it/it_rules.sh tests/it/it_who.sh tests/it/it_tenants.sh

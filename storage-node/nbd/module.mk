@@ -7,5 +7,5 @@ nodenbd_SRCS = storage-node/nbd/nbd.c storage-node/nbd/blockdev.c storage-node/n
 $(call check_suite,test_nbd,nodenbd nodeio nodecore common)
 $(call check_suite,test_blockdev,nodenbd nodeio nodecore common)
 $(call check_suite,test_nbdfront,nodenbd nodeio nodecore curvekey common)
-ITESTS += tests/it/it_nbd.sh tests/it/it_nbd_tls.sh
+ITESTS += tests/it/it_nbd.sh tests/it/it_nbd_tls.sh tests/it/it_nbd_classes.sh
 BENCHES += storage-node/bench/bench-nbd.sh storage-node/bench/bench-nbd-tls.sh

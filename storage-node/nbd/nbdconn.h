@@ -75,7 +75,16 @@ typedef struct nconn {
     uint32_t ra_opt;
     uint64_t ra_handle, ra_offset;
     uint32_t ra_length;
-    int bucket;            /* export, in transmission */
+    int bucket;            /* export, in transmission (its store) */
+    /* Per-request operation classes (issue 27): the bucket each class of
+     * request (NBDF_CLS_*) is queued in, or -1: refused (cls_why says
+     * why; the request gets EPERM and counts as a refusal).  Resolved by
+     * the rules once (nbdf_resolve_classes()) at the start of
+     * transmission and again when gate_rules_gen() moves; without rules
+     * every class is the export's bucket. */
+    int cls[4];
+    unsigned char cls_why[4];
+    uint32_t cls_gen;
     uint64_t size;
     nreq_t *reqs;          /* queued and in flight */
     int nreqs;
@@ -104,6 +113,21 @@ struct nbdfront {
     int nbudget_wait;      /* connections with budget_wait */
     struct event *budget_ev; /* wakes them once buffers free */
 };
+
+/* Operation classes of transmission requests, in the order of rules_op_t's
+ * NBD classes: a READ (and BLOCK_STATUS, a read of the map), a WRITE, a
+ * FLUSH, a TRIM. */
+enum { NBDF_CLS_READ = 0, NBDF_CLS_WRITE, NBDF_CLS_FLUSH, NBDF_CLS_TRIM, NBDF_NCLS };
+
+/* The buckets of c's classes for its export c->bucket (nbdopts.c): by the
+ * node's rules (gate_resolve(): template buckets may be made), or all the
+ * export's without rules.  Sets c->cls_gen.  O(rules matching) x 4, once
+ * per connection and rules change, never per request. */
+void nbdf_resolve_classes(nconn_t *c);
+
+/* Counts a request of class k that c's classes refuse (gate_refusal():
+ * per reason and per identity).  Only on the refusal path. */
+void nbdf_class_refused(nconn_t *c, int k);
 
 /* Queues n bytes of reply on c, written at the end of this loop pass (out
  * of memory breaks the stream: the connection closes). */

@@ -234,14 +234,18 @@ typedef struct {
     blockdev_kind_t kind;
     cost_kind_t cost;
     size_t count; /* offsetof(nbdfront_stats_t, ...), a uint64_t */
+    int cls;      /* operation class (NBDF_CLS_*): which bucket it queues in */
 } cmd_row_t;
 
 static const cmd_row_t cmd_rows[] = {
-    {NBD_CMD_READ, BLOCKDEV_READ, COST_READ, offsetof(nbdfront_stats_t, reads)},
-    {NBD_CMD_WRITE, BLOCKDEV_WRITE, COST_WRITE, offsetof(nbdfront_stats_t, writes)},
-    {NBD_CMD_FLUSH, BLOCKDEV_FLUSH, COST_FLUSH, offsetof(nbdfront_stats_t, flushes)},
-    {NBD_CMD_BLOCK_STATUS, BLOCKDEV_EXTENTS, COST_NONE, offsetof(nbdfront_stats_t, block_status)},
-    {NBD_CMD_TRIM, BLOCKDEV_TRIM, COST_TRIM, offsetof(nbdfront_stats_t, trims)},
+    {NBD_CMD_READ, BLOCKDEV_READ, COST_READ, offsetof(nbdfront_stats_t, reads), NBDF_CLS_READ},
+    {NBD_CMD_WRITE, BLOCKDEV_WRITE, COST_WRITE, offsetof(nbdfront_stats_t, writes),
+     NBDF_CLS_WRITE},
+    {NBD_CMD_FLUSH, BLOCKDEV_FLUSH, COST_FLUSH, offsetof(nbdfront_stats_t, flushes),
+     NBDF_CLS_FLUSH},
+    {NBD_CMD_BLOCK_STATUS, BLOCKDEV_EXTENTS, COST_NONE,
+     offsetof(nbdfront_stats_t, block_status), NBDF_CLS_READ},
+    {NBD_CMD_TRIM, BLOCKDEV_TRIM, COST_TRIM, offsetof(nbdfront_stats_t, trims), NBDF_CLS_TRIM},
 };
 
 static const cmd_row_t *cmd_row(uint16_t type)
@@ -304,10 +308,12 @@ static int start_request(nconn_t *c, const nbd_request_t *q, struct evbuffer *in
     r->item.cost = cost_of(&f->cfg.cost, k->cost, q->length);
     r->ts.arrival = iolat_now(gate_iolat(f->g));
     f->st.requests++;
-    if (gate_enqueue(f->g, c->bucket, &r->item) < 0) {
+    if (gate_enqueue(f->g, c->cls[k->cls], &r->item) < 0) {
         iolat_refused(gate_iolat(f->g), c->bucket);
         req_finish(f, r, -EIO, 0);
+        return 0;
     }
+    who_seen(gate_who(f->g), &c->sock, c->cls[k->cls]); /* bqos-ctl who: cached per connection */
     return 0;
 }
 
@@ -431,6 +437,17 @@ static int process_input(nconn_t *c)
             err = NBD_EINVAL; /* no context selected (proto.md, "Metadata querying") */
         if (!err && gate_stopping(f->g))
             err = NBD_ESHUTDOWN;
+        if (!err) {
+            /* the request's class: its bucket, resolved once per
+             * connection and rules change (issue 27); refused: EPERM */
+            int k = cmd_row(q.type)->cls;
+            if (c->cls_gen != gate_rules_gen(f->g))
+                nbdf_resolve_classes(c);
+            if (c->cls[k] < 0) {
+                err = NBD_EPERM;
+                nbdf_class_refused(c, k);
+            }
+        }
         uint32_t payload = q.type == NBD_CMD_WRITE ? q.length : 0;
         if (err) {
             /* Answered at once and costs no token; a WRITE's payload is

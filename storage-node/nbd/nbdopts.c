@@ -7,28 +7,83 @@
 
 #include "common/log.h"
 
-/* With rules (issue 27): whether they give client c export b's bucket,
- * checked at the handshake as class nbd-read with the export's name and
- * the client's address (gate_authorize(); refusals counted by reason).  An
- * export they do not give is not offered. */
-static void export_subject(const nconn_t *c, int b, rules_subject_t *out)
+/* With rules (issue 27): each class of request (nbd-read, nbd-write,
+ * nbd-flush, nbd-trim) of client c on export b is classified on its own,
+ * with the export's name and the client's identity and address.  A class
+ * is allowed when a rule gives it the export's own bucket, or another
+ * bucket by a rule with a "key" member (one that names exports: "send
+ * vm1's writes to vm1-w"); a rule without "key" that gives another bucket
+ * does not open an export (as before per-request classes: rules authorize
+ * exports there).  An export is offered when any class is allowed. */
+static const rules_op_t class_ops[NBDF_NCLS] = {RULES_OP_NBD_READ, RULES_OP_NBD_WRITE,
+                                                RULES_OP_NBD_FLUSH, RULES_OP_NBD_TRIM};
+
+static void class_subject(const nconn_t *c, int b, int k, rules_subject_t *out)
 {
-    rules_subject_t s = {.op = RULES_OP_NBD_READ, .name = gate_bucket_name(c->f->g, b)};
+    rules_subject_t s = {.op = class_ops[k], .name = gate_bucket_name(c->f->g, b)};
 
     conns_subject(&c->sock, &s);
     s.name_len = strlen(s.name);
     *out = s;
 }
 
-static int export_allowed(const nconn_t *c, int b)
+/* Whether the rules allow class k of c on export b (makes no bucket,
+ * counts nothing); *why is the refusal's reason when not. */
+static int class_allowed(const nconn_t *c, int b, int k, gate_rule_reason_t *why)
 {
     rules_subject_t s;
-    export_subject(c, b, &s);
-    gate_rule_reason_t why;
-    if (gate_authorize(c->f->g, &s, s.name, &why) == 0)
-        return 1;
-    log_debug("%s: export '%s' not offered: %s", c->peer, s.name, gate_rule_reason_names[why]);
+    rules_result_t res;
+    const rules_t *rl = gate_rules(c->f->g);
+    class_subject(c, b, k, &s);
+    rules_action_t a = rules_match(rl, &s, &res);
+    if (a == RULES_BUCKET || a == RULES_TEMPLATE) {
+        if (strcmp(res.bucket, s.name) == 0 || rules_has_key(rl, (size_t)res.rule))
+            return 1;
+        *why = GATE_RULE_UNKNOWN_BUCKET;
+    } else {
+        *why = a == RULES_DENY ? GATE_RULE_DENIED
+               : a == RULES_BAD_NAME ? GATE_RULE_BAD_NAME : GATE_RULE_NO_MATCH;
+    }
     return 0;
+}
+
+static int export_allowed(const nconn_t *c, int b)
+{
+    gate_rule_reason_t why = GATE_RULE_NO_MATCH;
+    for (int k = 0; k < NBDF_NCLS; k++)
+        if (class_allowed(c, b, k, &why))
+            return 1;
+    log_debug("%s: export '%s' not offered: %s", c->peer, gate_bucket_name(c->f->g, b),
+              gate_rule_reason_names[why]);
+    return 0;
+}
+
+void nbdf_resolve_classes(nconn_t *c)
+{
+    gate_t *g = c->f->g;
+    c->cls_gen = gate_rules_gen(g);
+    for (int k = 0; k < NBDF_NCLS; k++) {
+        gate_rule_reason_t why = GATE_RULE_NO_MATCH;
+        int b = c->bucket;
+        if (gate_has_rules(g)) {
+            rules_subject_t s;
+            class_subject(c, c->bucket, k, &s);
+            b = class_allowed(c, c->bucket, k, &why) ? gate_resolve(g, &s, &why) : -1;
+        }
+        c->cls[k] = b;
+        c->cls_why[k] = (unsigned char)why;
+        if (b != c->bucket)
+            log_debug("%s: %s on export '%s': %s", c->peer, rules_op_name(class_ops[k]),
+                      gate_bucket_name(g, c->bucket),
+                      b >= 0 ? gate_bucket_name(g, b) : gate_rule_reason_names[why]);
+    }
+}
+
+void nbdf_class_refused(nconn_t *c, int k)
+{
+    rules_subject_t s;
+    class_subject(c, c->bucket, k, &s);
+    gate_refusal(c->f->g, &s, (gate_rule_reason_t)c->cls_why[k]);
 }
 
 /* Looks up an export by name (empty: "default") and opens its store.
@@ -55,6 +110,7 @@ static int find_export(const nconn_t *c, nbdfront_t *f, const char *name, size_t
 static void enter_transmission(nconn_t *c, int b, uint64_t size)
 {
     c->bucket = b;
+    nbdf_resolve_classes(c);
     c->size = size;
     c->meta = c->meta_bucket >= 0 && c->meta_bucket == b;
     c->state = ST_TRANS;
@@ -68,14 +124,8 @@ static void opt_list(nconn_t *c, uint32_t opt)
     const char *name;
     for (int b = 0; (name = gate_bucket_name(f->g, b)); b++) {
         size_t nl = strlen(name);
-        rules_subject_t s;
-        rules_result_t res;
-        if (gate_has_rules(f->g)) { /* only what the rules give this client (not counted) */
-            export_subject(c, b, &s);
-            rules_action_t a = rules_match(gate_rules(f->g), &s, &res);
-            if ((a != RULES_BUCKET && a != RULES_TEMPLATE) || strcmp(res.bucket, name) != 0)
-                continue;
-        }
+        if (gate_has_rules(f->g) && !export_allowed(c, b))
+            continue; /* only what the rules give this client */
         uint8_t buf[NBD_REP_HDR_LEN + 4 + 256];
         nbdf_out(c, buf, nbd_encode_rep_server(buf, opt, name, (uint32_t)nl));
     }

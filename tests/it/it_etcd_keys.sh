@@ -15,7 +15,9 @@
 #      replaying the change (its log: "set from etcd"), not by reading the
 #      table whole again; etcd holds it in one bucket key.
 #   4. The leader killed: the standby leads with the change; a `remove` at
-#      it deletes the bucket's key; its file has both changes.
+#      it deletes the bucket's key; its file has both changes.  The table's
+#      rule list (issue 27: it travels in the table's head) is read by the
+#      standby from etcd and is the new leader's.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_etcd_keys etcd bqos-controller bqos-ctl
 N=${N:-32000}
@@ -81,7 +83,7 @@ import json, sys
 n = int(sys.argv[1])
 b = [{"name": "red", "reservation": 50, "limit": 200}]
 b += [{"name": "b%07d" % i, "reservation": 1, "limit": 1000} for i in range(n - 1)]
-print(json.dumps({"buckets": b}))
+print(json.dumps({"buckets": b, "rules": [{"name": "keep", "user": "alice", "bucket": "red"}]}))
 PY
 # the O(n) set of today (admin.c: a copy, admission, the file) and the
 # standby's whole read take the loop for 0.5-2.5 s at 30,000-50,000 buckets on
@@ -116,6 +118,13 @@ check "c2 has red at 150 by the change alone (no second whole read)" \
   '[ "$(redlimit 2)" = 150 ] && [ "$(grep -c "bucket table from etcd (revision" "$T"/c2.*.log)" = 1 ]'
 check "etcd holds it in red's key" '[ "$(jv "$(etcdkv /bqos/it/b/red)" "d[\"limit\"]")" = 150 ]'
 
+rulenames() { # rulenames I: the names of cI's rules
+  eval "ad=\$AD$1"
+  "$BIN/bqos-ctl" --timeout 3000 --endpoint "$ad" --json rule list >"$T/rl$1.json" 2>/dev/null &&
+    jget "$T/rl$1.json" '" ".join(r.get("name", "?") for r in d["rules"])'
+}
+check "the standby read the table's rule list from etcd (issue 27)" '[ "$(rulenames 2)" = keep ]'
+
 # ---- 4. failover keeps it --------------------------------------------------
 kill -9 "$PID1"
 wait_for '[ "$(status 2 leader)" = True ]' 10
@@ -126,4 +135,5 @@ check "etcd dropped its key" '[ "$(etcdkv /bqos/it/b/b0000007)" = none ]'
 check "c2's file has both changes" \
   '[ "$(jget "$T/b2.json" "[b[\"limit\"] for b in d[\"buckets\"] if b[\"name\"] == \"red\"][0]")" = 150 ] &&
    ! grep -q b0000007 "$T/b2.json"'
+check "c2 leads with the table's rule list" '[ "$(rulenames 2)" = keep ]'
 it_end logs
