@@ -75,6 +75,8 @@ ITESTS += tests/it/it_nolimitpath.sh
 ITESTS += tests/it/it_hostile_ctrl.sh
 # nested buckets: a tenant cap over two real nodes (issue 28)
 ITESTS += tests/it/it_nested_nodes.sh
+# fair shares of spare capacity over four real (block) nodes (issue 28)
+ITESTS += tests/it/it_shares_nodes.sh
 # bqos-ctl history, watch and the status reasons; --log-format json
 ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
