@@ -481,6 +481,43 @@ START_TEST(test_ctrl_nested_limit)
 }
 END_TEST
 
+/* --shares on refuses a bucket with a byte rate (fair shares divide IOs
+ * only), at load and at set, with the bucket named; off, the same buckets
+ * are taken. */
+START_TEST(test_ctrl_shares_refuse_byte_rates)
+{
+    const char *t = "{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                    "{\"name\":\"b\",\"reservation\":0,\"limit_bytes\":1000}]}";
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.shares = 1;
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_t *bf = load(t);
+    char msg[300];
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), -ERANGE);
+    ck_assert_msg(strstr(msg, "bucket b: a byte rate") && strstr(msg, "--shares on"), "%s", msg);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), -ERANGE);
+    bucketfile_destroy(&bf);
+    bf = load("{\"buckets\":[{\"name\":\"a\",\"reservation\":10}]}");
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    bucketfile_bucket_t x = {.name = "c", .limit = BUCKETFILE_NO_LIMIT, .weight = 1,
+                             .reservation_bytes = 500, .limit_bytes = 1000};
+    ck_assert_int_eq(ctrl_check_bucket(c, &x, msg, sizeof msg), -ERANGE);
+    ck_assert_msg(strstr(msg, "bucket c: a byte rate"), "%s", msg);
+    x.reservation_bytes = x.limit_bytes = 0;
+    ck_assert_int_eq(ctrl_check_bucket(c, &x, msg, sizeof msg), 0);
+    ctrl_destroy(&c);
+    cfg.shares = 0;
+    c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bf = load(t);
+    ck_assert_int_eq(ctrl_check_buckets(c, bf, msg, sizeof msg), 0);
+    bucketfile_destroy(&bf);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_new_period_resets_accounting)
 {
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1,
@@ -2625,6 +2662,7 @@ int main(void)
         test_ctrl_set_bucket_incremental, test_ctrl_set_bucket_grows,
         test_ctrl_reservation_follows_demand, test_ctrl_limits_never_exceeded,
         test_ctrl_nested_limit,
+        test_ctrl_shares_refuse_byte_rates,
         test_ctrl_absent_bucket_is_idle, test_ctrl_sparse_report_carries_on, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
         test_ctrl_silent_node_keeps_its_grant, test_ctrl_silent_node_lease,

@@ -363,6 +363,7 @@ static int config_validate(const settings_t *s, problem_fn say)
         bucketfile_t *bf = NULL;
         ctrl_config_t cc = ctrl_config_default();
         cc.period_s = s->period_s;
+        cc.shares = s->shares; /* it refuses byte rates */
         ctrl_t *c = p.n ? NULL : ctrl_new(&cc);
         char why[512] = "";
         if (c && bucketfile_load(s->buckets, &bf, NULL) == 0 &&
