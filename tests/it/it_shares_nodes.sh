@@ -92,5 +92,4 @@ judge off
 check "--shares off: per-node round robin divides by footprint (the check fails)" \
   '[ $JRC -eq 1 ] && grep -q "^one.*OFF" "$T/off.out"'
 
-[ -n "${KEEP:-}" ] && cp -r "$T" "$KEEP"
 it_end 'tail -5 "$T/on.ctrl.log"; tail -5 "$T/on.node1.log"; cat "$T/on.load.log" | tail -5'
