@@ -518,6 +518,34 @@ START_TEST(test_ctrl_shares_refuse_byte_rates)
 }
 END_TEST
 
+/* Fair shares: a pair with requests waiting is hungry whatever its
+ * arrivals said (a closed-loop client is served what it asks for), so two
+ * backlogged buckets of equal weight on one node get equal shares, not
+ * shares in proportion to what they were served before (20 vs 150 an
+ * interval; with the demand estimates as the wants: 108 vs 758). */
+START_TEST(test_ctrl_shares_backlogged_pair_is_hungry)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.shares = 1;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":0},"
+                      "{\"name\":\"b\",\"reservation\":0}]}",
+                      1, 1000, &cfg);
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    rep_t rp[2] = {{8, 20, 0, 0, CTRL_UNLIMITED}, {8, 150, 0, 0, CTRL_UNLIMITED}};
+    report(c, 0, 1, 0, rp, 2, 170, 0.2);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    const proto_share_rec_t *recs;
+    long n = ctrl_node_shares(c, 0, &recs);
+    ck_assert_int_eq(n, 2);
+    int64_t sa = recs[0].bucket == 0 ? recs[0].tokens : recs[1].tokens;
+    int64_t sb = recs[0].bucket == 1 ? recs[0].tokens : recs[1].tokens;
+    ck_assert_msg(sa > 300 && sb > 300 && sa * 10 >= sb * 9 && sb * 10 >= sa * 9,
+                  "shares a %lld b %lld", (long long)sa, (long long)sb);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_new_period_resets_accounting)
 {
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1000,\"limit\":2000}]}", 1,
@@ -2730,6 +2758,7 @@ int main(void)
         test_ctrl_nested_limit,
         test_ctrl_shares_refuse_byte_rates,
         test_ctrl_nested_byte_limit,
+        test_ctrl_shares_backlogged_pair_is_hungry,
         test_ctrl_absent_bucket_is_idle, test_ctrl_sparse_report_carries_on, test_ctrl_new_period_resets_accounting,
         test_ctrl_restart_rebuilds_from_reports, test_ctrl_node_down_and_back,
         test_ctrl_silent_node_keeps_its_grant, test_ctrl_silent_node_lease,
