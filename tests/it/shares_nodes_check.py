@@ -11,8 +11,10 @@
 # shares_check.py's (progressive filling with a max-flow test), capped by a
 # bucket's limit beyond its reservation.  Prints one line per bucket and
 # exits 1 if a bucket is off by more than TOL (relative to its ideal, with a
-# floor of 1% of the spare), a reservation is missed by more than 5% or a
-# limit broken by more than 1%.
+# floor of 1% of the spare), a reservation is missed by more than 5% (not
+# judged when the nodes delivered under half the scenario's capacity: a
+# starved host) or a limit broken by more than 5% (the window is not
+# aligned with the periods).
 import json
 import os
 import re
@@ -77,11 +79,21 @@ def main():
     print("servers delivered beyond R (IOs/s): %s" % " ".join(
         "%s %.0f" % (snames[k], spare[k] / secs) for k in range(len(snames))))
     total = sum(spare)
+    # A host that starves the nodes (they delivered under half the
+    # scenario's capacity: their IO time is slept, so only the host's CPU
+    # holds them back) cannot keep a paced reservation's timing: stalls
+    # longer than the burst lose R credit whatever the policy.  The
+    # reservation is not judged then (said so); the division still is.
+    delivered = sum(sum(per[k]) for k in range(len(snames))) / secs / len(snames)
+    starved = cap > 0 and delivered < 0.5 * cap
+    if starved:
+        print("the nodes delivered %.0f IOs/s of their %.0f (host starved): reservations not judged"
+              % (delivered, cap))
     ok = True
     for b in range(len(bk)):
         extra = got[b] - res[b]
         if res[b] > 0:
-            good = got[b] >= 0.95 * res[b] and got[b] <= 1.05 * lim[b] + 1
+            good = (starved or got[b] >= 0.95 * res[b]) and got[b] <= 1.05 * lim[b] + 1
             print("%s: reserved %.0f/s, served %.0f/s %s" % (
                 names[b], res[b] / secs, got[b] / secs, "ok" if good else "OFF"))
         else:
