@@ -265,8 +265,8 @@ static void new_generation(ctrl_t *c)
 /* Fair shares divide IOs only (fair.c takes the IO ledger's spare): a
  * bucket with a byte rate under cfg.shares would get its byte spare per
  * node, by footprint, while its IOs divide by weight.  Refused rather than
- * half-applied (decisions.md, "Fair shares for byte rates").  0 or -ERANGE
- * with msg. */
+ * half-applied (decisions.md, "Fair shares on real nodes, byte rates
+ * refused, the policies' checks").  0 or -ERANGE with msg. */
 static int shares_bytes_check(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg,
                               size_t msgsize)
 {
