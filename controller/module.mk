@@ -24,7 +24,7 @@ bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 BENCHES += controller/bench/bench-bigtable.sh
 BENCHES += controller/bench/bench-etcdkeys.sh
-BENCHES += controller/bench/bench-shares.sh
+BENCHES += controller/bench/bench-shares.sh controller/bench/bench-nested-nodes.sh
 
 PROGS += bqos-shares-bench
 bqos-shares-bench_SRCS = controller/bench/shares_bench.c
