@@ -262,6 +262,24 @@ static void new_generation(ctrl_t *c)
     c->force = 1;
 }
 
+/* Fair shares divide IOs only (fair.c takes the IO ledger's spare): a
+ * bucket with a byte rate under cfg.shares would get its byte spare per
+ * node, by footprint, while its IOs divide by weight.  Refused rather than
+ * half-applied (decisions.md, "Fair shares on real nodes, byte rates
+ * refused, the policies' checks").  0 or -ERANGE with msg. */
+static int shares_bytes_check(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg,
+                              size_t msgsize)
+{
+    if (!c->cfg.shares || (x->reservation_bytes == 0 && x->limit_bytes == 0))
+        return 0;
+    if (msg)
+        snprintf(msg, msgsize,
+                 "bucket %s: a byte rate (reservation_bytes, limit_bytes) with --shares on: fair "
+                 "shares divide IOs only; take its byte rates away or run with --shares off",
+                 x->name);
+    return -ERANGE;
+}
+
 int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, size_t msgsize)
 {
     int i = bucketfile_find(c->bf, x->name);
@@ -284,6 +302,8 @@ int ctrl_check_bucket(const ctrl_t *c, const bucketfile_bucket_t *x, char *msg, 
                      x->name, CTRL_SHADOW_MAX);
         return -ERANGE;
     }
+    if (shares_bytes_check(c, x, msg, msgsize) < 0)
+        return -ERANGE;
     int64_t total = c->tok_total - (old ? most_tokens(old, c->cfg.period_s) : 0) + t;
     if (total > CTRL_TOTAL_TOKENS_MAX) {
         if (msg)
@@ -315,6 +335,8 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
                          x->name, (long long)most, c->cfg.period_s);
             return -ERANGE;
         }
+        if (shares_bytes_check(c, x, msg, msgsize) < 0)
+            return -ERANGE;
         total += t; /* <= 2^62 + 2^53: no overflow */
         if (x->shadow && ++nshadow > CTRL_SHADOW_MAX) {
             if (msg)

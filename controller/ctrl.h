@@ -142,8 +142,9 @@ const ctrl_config_t *ctrl_config(const ctrl_t *c);
 #define CTRL_TOTAL_TOKENS_MAX (INT64_C(1) << 62)
 
 /* Checks that `bf` fits what the arithmetic holds under c's period (the two
- * bounds above).  Returns 0, or -ERANGE with `msg` (may be NULL) naming the
- * first bucket past a bound.  Any thread that owns `c`. */
+ * bounds above), and that no bucket has a byte rate under cfg.shares (fair
+ * shares divide IOs only).  Returns 0, or -ERANGE with `msg` (may be NULL)
+ * naming the first bucket past a bound.  Any thread that owns `c`. */
 int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_t msgsize);
 
 /* Replaces the bucket configuration with a copy of `bf` (rates are turned

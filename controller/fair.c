@@ -144,7 +144,16 @@ static int build(fair_t *f, const ledger_t *L, const uint32_t *weights, int *ns_
             const ledger_bucket_t *bs = &L->b[w->b];
             int64_t g = given(bs, w);
             used = count_add(used, g);
-            if (w->demand > g) {
+            /* A pair with requests waiting at its report is hungry: it
+             * would take whatever it is given there (a closed-loop client
+             * speeds up as it is served), so its want is the node's whole
+             * capacity left, not the demand estimate, which follows what
+             * it was served lately (arrivals) and would keep the last
+             * division (by footprint at first) wherever the wants fit
+             * the spare, e.g. on a node that delivers less than its
+             * estimate. */
+            int64_t want = w->queued > 0 && ln->capt > w->demand ? ln->capt : w->demand;
+            if (want > g) {
                 size_t capp = f->capp, capn = f->capp, capk = f->capp;
                 if (room(&f->p, &capp, np + 1, sizeof *f->p) < 0 ||
                     room(&f->pnode, &capn, np + 1, sizeof *f->pnode) < 0 ||
@@ -152,7 +161,7 @@ static int build(fair_t *f, const ledger_t *L, const uint32_t *weights, int *ns_
                     return -ENOMEM;
                 f->capp = capp < capn ? capp : capn;
                 f->pwork[np] = (uint32_t)k;
-                f->p[np] = (shares_pair_t){.b = w->b, .s = ns, .want = w->demand - g};
+                f->p[np] = (shares_pair_t){.b = w->b, .s = ns, .want = want - g};
                 f->pnode[np] = i;
                 np++;
             }

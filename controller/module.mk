@@ -24,6 +24,7 @@ bqos-ctrl-bench_LIBS = protozmq proto curvekey common
 BENCHES += controller/bench/bench-controller.sh
 BENCHES += controller/bench/bench-bigtable.sh
 BENCHES += controller/bench/bench-etcdkeys.sh
+BENCHES += controller/bench/bench-shares.sh controller/bench/bench-nested-nodes.sh
 
 PROGS += bqos-shares-bench
 bqos-shares-bench_SRCS = controller/bench/shares_bench.c
@@ -75,6 +76,10 @@ ITESTS += tests/it/it_nolimitpath.sh
 ITESTS += tests/it/it_hostile_ctrl.sh
 # nested buckets: a tenant cap over two real nodes (issue 28)
 ITESTS += tests/it/it_nested_nodes.sh
+# three levels, a write limit under a read-heavy bucket, over two real nodes (issue 28)
+ITESTS += tests/it/it_nested_ops.sh
+# fair shares of spare capacity over four real (block) nodes (issue 28)
+ITESTS += tests/it/it_shares_nodes.sh
 # bqos-ctl history, watch and the status reasons; --log-format json
 ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh

@@ -173,7 +173,9 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "divides what reservations leave on every node among the buckets that\n"
                  "want more, by weight across the cluster (weighted max-min over the\n"
                  "bucket-server graph, limits as caps), and sends each node its share\n"
-                 "list; off: spare capacity is per-node round robin."},
+                 "list; off: spare capacity is per-node round robin.  IOs only: with it\n"
+                 "on a bucket with a byte rate (reservation_bytes, limit_bytes) is\n"
+                 "refused at start, reload and set."},
         {.name = "skip-threshold", .type = OPTS_DOUBLE, .target = &s->skip, .arg = "FRACTION",
          .deflt = "0.1", .min = 0, .max = 1e6,
          .help = "Skip the recomputation and push only heartbeats when no demand rate or\n"
@@ -363,6 +365,7 @@ static int config_validate(const settings_t *s, problem_fn say)
         bucketfile_t *bf = NULL;
         ctrl_config_t cc = ctrl_config_default();
         cc.period_s = s->period_s;
+        cc.shares = s->shares; /* it refuses byte rates */
         ctrl_t *c = p.n ? NULL : ctrl_new(&cc);
         char why[512] = "";
         if (c && bucketfile_load(s->buckets, &bf, NULL) == 0 &&
