@@ -1,0 +1,130 @@
+# prop_real.sh - the QoS property test on real nodes (issue 25): a bqos-sim-prop seed's scenario run by bqos-load against memcached + bqos-node pairs on loopback with a controller (or two on etcd, the leader killed mid-run), judged by bqos-sim-prop --measured.
+#
+# Source after scripts/lib.sh, with BIN, HERE (tests/it) and T (scratch) set.
+# pr_run SEED DIR [MODE] runs one seed into DIR and leaves the checker's
+# output in DIR/check.txt and its exit status in PR_RC (0 met, 1 a bound
+# failed, 2 an error).  MODE: one (one controller, default), ha (two
+# controllers on an etcd, the leader killed with SIGKILL in period
+# PR_KILL), rr (the nodes with --policy rr, no controller: a broken case).
+# Settings (environment): PR_DUR (seconds of load, default the seed's 10),
+# PR_KMAX (requests in flight per bucket and server at most, 16),
+# PR_KILL (4), PR_REQUIRE (the checker's bounds, default
+# "--require-met99 0.99 --require-worst 0.9 --require-limits").
+# PR_INFO is one line about the run (capacity, RTT0, takeover).
+
+# pr_periodstart ADMIN: the wall-clock start of the controller's current
+# period (Unix seconds), from its status's elapsed_ms.
+pr_periodstart() {
+  st=$("$BIN/bqos-ctl" --timeout 1000 --endpoint "$1" --json status 2>/dev/null)
+  now=$(date +%s.%N)
+  el=$(echo "$st" | sed -n 's/.*"elapsed_ms": *\([0-9]*\).*/\1/p' | head -1)
+  [ -n "$el" ] && echo "$now $el" | awk '{ printf "%.3f", $1 - $2 / 1000 }'
+}
+
+# pr_sleep_until T: sleeps until wall-clock time T (Unix seconds).
+pr_sleep_until() {
+  psu_d=$(echo "$1 $(date +%s.%N)" | awk '{ d = $1 - $2; printf "%.3f", (d > 0 ? d : 0) }')
+  sleep "$psu_d"
+}
+
+pr_run() {
+  PIN=0
+  seed=$1; dir=$2; mode=${3:-one}
+  mkdir -p "$dir"
+  PR_RC=2; PR_INFO=""
+  "$BIN/bqos-sim-prop" --dump "$seed" >"$dir/sim.json" || return 1
+  nsrv=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['servers']))" "$dir/sim.json")
+  dur=${PR_DUR:-$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['duration'])" "$dir/sim.json")}
+  start_backends "$nsrv" "$dir" || { echo "memcached did not start"; return 1; }
+  # The servers under this seed's clients (rr nodes, the scenario's own
+  # concurrency): their mean throughput is the capacity the scenario is
+  # scaled to; one request in flight per server gives the unloaded round
+  # trip.
+  start_nodes rr - - "$dir" || { echo "bqos-node did not start"; return 1; }
+  # (the seed as drawn, servers renamed: its requests in flight)
+  python3 "$HERE/prop_real.py" scale "$dir/sim.json" 10000 0 "$dur" "${PR_KMAX:-16}" --as-drawn \
+    >"$dir/drawn.json" || return 1
+  # shellcheck disable=SC2086
+  "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --profile 1.5 "$dir/drawn.json" \
+    >"$dir/profile.txt" 2>"$dir/profile.log" || { echo "profile failed"; cat "$dir/profile.log"; return 1; }
+  # shellcheck disable=SC2086
+  "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --profile 1 --profile-outstanding 1 \
+    "$dir/drawn.json" >"$dir/rtt0.txt" 2>>"$dir/profile.log" || { echo "profile failed"; return 1; }
+  cap=$(awk '$1 == "capacity" { printf "%.0f", $2 }' "$dir/profile.txt")
+  rtt0=$(awk '$1 == "capacity" { printf "%.4f", 1000 / $2 }' "$dir/rtt0.txt")
+  stop_nodes
+  python3 "$HERE/prop_real.py" scale "$dir/sim.json" "$cap" "$rtt0" "$dur" "${PR_KMAX:-16}" \
+    >"$dir/real.json" || return 1
+  "$BIN/bqos-load" --print-buckets "$dir/real.json" >"$dir/buckets.json" || return 1
+  PR_INFO="seed $seed: $nsrv servers, capacity $cap IOs/s each, RTT0 $rtt0 ms"
+  case $mode in
+    rr)
+      start_nodes rr - - "$dir" || return 1
+      ps=$(date +%s.%N) ;;
+    one)
+      start_controller "$dir/buckets.json" "$cap" "$dir" || return 1
+      start_nodes tokens "$CTRL_EP" "$dir/buckets.json" "$dir" || return 1
+      ADM=$ADMIN_EP ;;
+    ha)
+      it_etcd
+      it_etcd_start
+      it_ha_pair "$(cat "$dir/buckets.json")" --intervals 5 --capacity "$cap" --lease-ttl 2 \
+        --etcd-timeout 250ms --log-level info
+      ctl_start 1
+      wait_for '[ "$(status 1 leader)" = True ]' 10
+      ctl_start 2
+      start_nodes tokens "$LS1,$LS2" "$dir/buckets.json" "$dir" || return 1
+      ADM="$AD1,$AD2" ;;
+  esac
+  # The nodes register and get their first tokens; bqos-load starts on a
+  # period boundary of the controller's (W0), launched 0.3 s into a period.
+  [ "$mode" = rr ] || { sleep 1.5; ps=$(pr_periodstart "$ADM"); }
+  [ -n "$ps" ] || { echo "no period start from the controller"; return 1; }
+  # W0: the first boundary at least 0.7 s away; launched 0.7 s before it
+  # (bqos-load starts its clients about 0.2 s after its launch).
+  w0=$(echo "$ps $(date +%s.%N)" | awk '{ d = $2 - $1 + 0.7; k = int(d); if (k < d) k++; printf "%.3f", $1 + k }')
+  pr_sleep_until "$(echo "$w0" | awk '{ printf "%.3f", $1 - 0.7 }')"
+  # shellcheck disable=SC2086
+  "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --period-start "$ps" -o "$dir/out" \
+    -l "seed$seed-$mode" "$dir/real.json" >"$dir/table.txt" 2>"$dir/load.log" &
+  lpid=$!
+  # Runtime sets 0.1 s before their period starts (the controller applies
+  # them at its next round: the period's first); the leader's kill.
+  python3 "$HERE/prop_real.py" sets "$dir/real.json" | sort -n >"$dir/sets.txt"
+  ev=""
+  while read -r per name r l; do
+    ev="$ev$(echo "$w0 $per" | awk '{ printf "%.3f", $1 + $2 - 0.1 }') set $name $r $l
+"
+  done <"$dir/sets.txt"
+  [ "$mode" = ha ] && ev="$ev$(echo "$w0 ${PR_KILL:-4}" | awk '{ printf "%.3f", $1 + $2 + 0.5 }') kill
+"
+  printf '%s' "$ev" | sort -n >"$dir/events.txt"
+  while read -r at what name r l; do
+    pr_sleep_until "$at"
+    case $what in
+      set)
+        set -- --reservation "$r"
+        [ "$l" = - ] || set -- "$@" --limit "$l"
+        [ "$mode" = rr ] || "$BIN/bqos-ctl" --timeout 1000 --endpoint "$ADM" set "$name" "$@" \
+          >>"$dir/sets.log" 2>&1 || echo "set $name failed" >>"$dir/sets.log" ;;
+      kill)
+        ld=$(leader_now)
+        eval "kp=\$PID$ld"
+        kill -9 "$kp"
+        echo "killed c$ld at $(date +%s.%N) (W0 $w0)" >>"$dir/sets.log" ;;
+    esac
+  done <"$dir/events.txt"
+  wait "$lpid" || { echo "bqos-load failed"; tail "$dir/load.log"; return 1; }
+  if [ "$mode" = ha ]; then
+    wait_for '[ -n "$(leader_now)" ]' 5
+    PR_INFO="$PR_INFO; killed at W0 + ${PR_KILL:-4}.5 s, new leader c$(leader_now)"
+  fi
+  stop_nodes; stop_controller; stop_backends
+  [ "$mode" = ha ] && { stop_pid "$PID1" "$PID2" "$ETCD_PID"; }
+  # shellcheck disable=SC2086
+  "$BIN/bqos-sim-prop" --scenario "$dir/real.json" --measured "$dir/out" \
+    --judged-csv "$dir/judged.csv" ${PR_REQUIRE:---require-met99 0.99 --require-worst 0.9 --require-limits} \
+    >"$dir/check.txt" 2>&1
+  PR_RC=$?
+  return 0
+}
