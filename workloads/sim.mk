@@ -24,6 +24,8 @@ ITESTS += tests/it/it_simprop.sh
 ITESTS += tests/it/it_nested_sim.sh
 ITESTS += tests/it/it_shares_sim.sh
 BENCHES += workloads/bench/bench-simprop.sh
+# ... and on real nodes: seeds of 4-6 servers, one controller and a failover on etcd (bench-simprop-real.sh).
+BENCHES += workloads/bench/bench-simprop-real.sh
 # bqos-sim-prop --measured: bqos-load's outputs of a real-node run for the same checker (issue 25).
 TESTS += test_sim_measured
 test_sim_measured_SRCS = tests/test_sim_measured.c

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """prop_real.py - a bqos-sim-prop scenario scaled to the real nodes of this host, and its runtime sets.
 
-  prop_real.py scale SIM.json CAPACITY RTT0_MS DURATION KMAX > REAL.json
+  prop_real.py scale SIM.json CAPACITY RTT0_MS DURATION KMAX [--scaled-k] [--rates=R1,R2,...] > REAL.json
       Servers s0..sN-1 become s1..sN (scripts/lib.sh's names); rates,
-      limits and sets scale by CAPACITY / the scenario's capacity; requests
-      in flight per bucket and server keep what they allow over R at the
-      unloaded round trip (K x f x RTT0 / the simulator's rtt + parallel /
-      C, rounded up, 1..KMAX); "capacity" and workload "rtt_ms" become the
-      real servers' (the checker's concurrency test uses them); the
+      limits and sets scale by f = CAPACITY / the scenario's capacity, or
+      with --rates (IOs/s each server delivered under the seed's own
+      placement) by the largest f that fits the reservations into 80% of
+      them (max-flow, the generator's rule), CAPACITY then their mean;
+      requests in flight per bucket and server stay as drawn (at most KMAX),
+      or with --scaled-k keep what they allow over R at the unloaded round
+      trip (K x f x RTT0 / (the simulator's rtt + parallel / C), rounded
+      up, 1..KMAX: on this host mostly 1, see docs/decisions.md);
+      "capacity" becomes CAPACITY and workload "rtt_ms" RTT0 less 1 /
+      CAPACITY (the checker's concurrency test: rtt + 1 / C); the
       simulator-only "backend" and "speed" go (no server is slowed down);
       duration DURATION (sets and moves after it dropped).
-  prop_real.py scale SIM.json 10000 0 DURATION KMAX --as-drawn > DRAWN.json
+  prop_real.py scale SIM.json 10000 0 DURATION KMAX > DRAWN.json
       The seed as drawn (rates and requests in flight unchanged, at most
       KMAX), servers renamed: the profile runs it.
   prop_real.py sets REAL.json
@@ -21,16 +26,75 @@ import math
 import sys
 
 
+def maxflow(need, on, cap):
+    """Max-flow of source -> bucket b (need[b]) -> its servers on[b] -> sink (cap[s])."""
+    B, S = len(need), len(cap)
+    n, src, snk = B + S + 2, B + S, B + S + 1
+    c = [[0.0] * n for _ in range(n)]
+    for b in range(B):
+        c[src][b] = need[b]
+        for s in on[b]:
+            c[b][B + s] = float("inf")
+    for s in range(S):
+        c[B + s][snk] = cap[s]
+    flow = 0.0
+    while True:
+        prev = [-1] * n
+        prev[src] = src
+        q = [src]
+        for u in q:
+            for v in range(n):
+                if prev[v] < 0 and c[u][v] > 1e-9:
+                    prev[v] = u
+                    q.append(v)
+        if prev[snk] < 0:
+            return flow
+        aug, v = float("inf"), snk
+        while v != src:
+            aug = min(aug, c[prev[v]][v])
+            v = prev[v]
+        v = snk
+        while v != src:
+            c[prev[v]][v] -= aug
+            c[v][prev[v]] += aug
+            v = prev[v]
+        flow += aug
+
+
+def fit_factor(d, rates):
+    """Largest f <= 1 such that f x the reservations fit (max-flow) into
+    0.8 x rates[s] (the generator's rule, on the real servers' rates)."""
+    idx = {s["name"]: i for i, s in enumerate(d["servers"])}
+    need = [b["reservation"] for b in d["buckets"]]
+    on = [[idx[s] for s in b["servers"]] for b in d["buckets"]]
+    cap = [0.8 * r for r in rates]
+    lo, hi = 0.0, 10.0
+    for _ in range(40):
+        x = (lo + hi) / 2
+        if maxflow([x * r for r in need], on, cap) >= x * sum(need) * (1 - 1e-9):
+            lo = x
+        else:
+            hi = x
+    return lo
+
+
 def rename(name):
     return "s%d" % (int(name[1:]) + 1)
 
 
-def scale(path, cap, rtt0_ms, duration, kmax, drawn):
+def scale(path, cap, rtt0_ms, duration, kmax, kmode, rates):
     d = json.load(open(path))
     f = cap / d["capacity"]
+    if rates:
+        # Servers on one host share its cores: a hot server delivers what
+        # its share of them allows, not C.  The reservations scale until
+        # they fit into 80% of what each server delivered under the seed's
+        # own placement (rates), as the generator fits them into 80% of C.
+        f = fit_factor(d, rates)
+        cap = sum(rates) / len(rates)
     be = d.get("backend", {})
     rtt_sim = d["workload"]["rtt_ms"] / 1000 + be.get("parallel", 1) / d["capacity"]
-    kf = 1 if drawn else f * (rtt0_ms / 1000) / rtt_sim
+    kf = f * (rtt0_ms / 1000) / rtt_sim if kmode == "--scaled-k" else 1
     for s in d["servers"]:
         s["name"] = rename(s["name"])
         s.pop("speed", None)
@@ -59,7 +123,9 @@ def scale(path, cap, rtt0_ms, duration, kmax, drawn):
     d.pop("backend", None)
     d["description"] += " on real nodes: capacity %.0f, RTT0 %.3f ms" % (cap, rtt0_ms)
     d["capacity"] = cap
-    d["workload"] = {"rtt_ms": rtt0_ms, "preload": 0}
+    # The checker's unloaded round trip is rtt + 1 / capacity (no backend
+    # model): the measured RTT0 already holds the service.
+    d["workload"] = {"rtt_ms": max(0.0, rtt0_ms - 1000 / cap), "preload": 0}
     d["duration"] = duration
     json.dump(d, sys.stdout, indent=1)
     print()
@@ -74,9 +140,11 @@ def sets(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) in (7, 8) and sys.argv[1] == "scale":
-        scale(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]),
-              sys.argv[7:] == ["--as-drawn"])
+    a = sys.argv[1:]
+    if len(a) >= 6 and a[0] == "scale":
+        kmode = "--scaled-k" if "--scaled-k" in a[6:] else ""
+        rates = [float(x) for o in a[6:] if o.startswith("--rates=") for x in o[8:].split(",")]
+        scale(a[1], float(a[2]), float(a[3]), int(a[4]), int(a[5]), kmode, rates)
     elif len(sys.argv) == 3 and sys.argv[1] == "sets":
         sets(sys.argv[2])
     else:

@@ -8,7 +8,10 @@
 # PR_KILL), rr (the nodes with --policy rr, no controller: a broken case).
 # Settings (environment): PR_DUR (seconds of load, default the seed's 10),
 # PR_KMAX (requests in flight per bucket and server at most, 16),
-# PR_KILL (4), PR_REQUIRE (the checker's bounds, default
+# PR_KSCALE (1: requests in flight scaled by the real unloaded round trip,
+# prop_real.py --scaled-k; default: as drawn),
+# PR_KILL (4), PR_REAL (a REAL.json of an earlier run: run it as it is,
+# no profile, for an A/B of node options through NODE_OPTS), PR_REQUIRE (the checker's bounds, default
 # "--require-met99 0.99 --require-worst 0.9 --require-limits").
 # PR_INFO is one line about the run (capacity, RTT0, takeover).
 
@@ -36,38 +39,55 @@ pr_run() {
   nsrv=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['servers']))" "$dir/sim.json")
   dur=${PR_DUR:-$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['duration'])" "$dir/sim.json")}
   start_backends "$nsrv" "$dir" || { echo "memcached did not start"; return 1; }
-  # The servers under this seed's clients (rr nodes, the scenario's own
-  # concurrency): their mean throughput is the capacity the scenario is
-  # scaled to; one request in flight per server gives the unloaded round
-  # trip.
-  start_nodes rr - - "$dir" || { echo "bqos-node did not start"; return 1; }
-  # (the seed as drawn, servers renamed: its requests in flight)
-  python3 "$HERE/prop_real.py" scale "$dir/sim.json" 10000 0 "$dur" "${PR_KMAX:-16}" --as-drawn \
-    >"$dir/drawn.json" || return 1
-  # shellcheck disable=SC2086
-  "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --profile 1.5 "$dir/drawn.json" \
-    >"$dir/profile.txt" 2>"$dir/profile.log" || { echo "profile failed"; cat "$dir/profile.log"; return 1; }
-  # shellcheck disable=SC2086
-  "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --profile 1 --profile-outstanding 1 \
-    "$dir/drawn.json" >"$dir/rtt0.txt" 2>>"$dir/profile.log" || { echo "profile failed"; return 1; }
-  cap=$(awk '$1 == "capacity" { printf "%.0f", $2 }' "$dir/profile.txt")
-  rtt0=$(awk '$1 == "capacity" { printf "%.4f", 1000 / $2 }' "$dir/rtt0.txt")
-  stop_nodes
-  python3 "$HERE/prop_real.py" scale "$dir/sim.json" "$cap" "$rtt0" "$dur" "${PR_KMAX:-16}" \
-    >"$dir/real.json" || return 1
-  "$BIN/bqos-load" --print-buckets "$dir/real.json" >"$dir/buckets.json" || return 1
-  PR_INFO="seed $seed: $nsrv servers, capacity $cap IOs/s each, RTT0 $rtt0 ms"
+  if [ -n "${PR_REAL:-}" ]; then
+    # A scenario scaled before (an A/B of node options on the same one).
+    cp "$PR_REAL" "$dir/real.json"
+    cap=$(python3 -c "import json,sys; print('%.0f' % json.load(open(sys.argv[1]))['capacity'])" "$dir/real.json")
+    rates="as $PR_REAL"; rtt0="(as before)"
+  else
+    # The servers under this seed's clients (rr nodes, the scenario's own
+    # concurrency): their mean throughput is the capacity the scenario is
+    # scaled to; one request in flight per server gives the unloaded round
+    # trip.
+    start_nodes rr - - "$dir" || { echo "bqos-node did not start"; return 1; }
+    # (the seed as drawn, servers renamed: its requests in flight)
+    python3 "$HERE/prop_real.py" scale "$dir/sim.json" 10000 0 "$dur" "${PR_KMAX:-16}" \
+      >"$dir/drawn.json" || return 1
+    # shellcheck disable=SC2086
+    "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 -d 2 -o "$dir/profile" -l profile \
+      "$dir/drawn.json" >/dev/null 2>"$dir/profile.log" || { echo "profile failed"; cat "$dir/profile.log"; return 1; }
+    # shellcheck disable=SC2086
+    "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --profile 1 --profile-outstanding 1 \
+      "$dir/drawn.json" >"$dir/rtt0.txt" 2>>"$dir/profile.log" || { echo "profile failed"; return 1; }
+    rates=$(awk -F, 'NR > 1 && $1 == 2 { printf "%s%s", s, $3; s = "," }' "$dir/profile/servers.csv")
+    cap=$(echo "$rates" | tr , '\n' | awk '{ t += $1; n++ } END { printf "%.0f", t / n }')
+    rtt0=$(awk '$1 == "capacity" { printf "%.4f", 1000 / $2 }' "$dir/rtt0.txt")
+    stop_nodes
+    python3 "$HERE/prop_real.py" scale "$dir/sim.json" "$cap" "$rtt0" "$dur" "${PR_KMAX:-16}" ${PR_KSCALE:+--scaled-k} "--rates=$rates" \
+      >"$dir/real.json" || return 1
+  fi
+  # The controller's bucket file (rewritten and fsynced by bqos-ctl set) in
+  # memory when it can be: on this host's busy disk an fsync held the
+  # controller's loop for 3 s and every node fell back (docs/decisions.md).
+  bdir=$dir
+  [ -d /dev/shm ] && [ -w /dev/shm ] && bdir=$(mktemp -d /dev/shm/pr_buckets.XXXXXX)
+  "$BIN/bqos-load" --print-buckets "$dir/real.json" >"$bdir/buckets.json" || return 1
+  [ "$bdir" = "$dir" ] || cp "$bdir/buckets.json" "$dir/buckets.json"
+  PR_INFO="seed $seed: $nsrv servers, $(echo "$rates" | tr , /) IOs/s, RTT0 $rtt0 ms"
   case $mode in
     rr)
       start_nodes rr - - "$dir" || return 1
       ps=$(date +%s.%N) ;;
     one)
-      start_controller "$dir/buckets.json" "$cap" "$dir" || return 1
-      start_nodes tokens "$CTRL_EP" "$dir/buckets.json" "$dir" || return 1
+      start_controller "$bdir/buckets.json" "$cap" "$dir" || return 1
+      start_nodes tokens "$CTRL_EP" "$bdir/buckets.json" "$dir" || return 1
       ADM=$ADMIN_EP ;;
     ha)
-      it_etcd
-      it_etcd_start
+      etcd_ports
+      ED=$(mktemp -d /dev/shm/pr_etcd.XXXXXX 2>/dev/null) || ED=$(mktemp -d "$dir/etcd.XXXXXX")
+      etcd_run default "$dir/etcd.log" || { echo "etcd did not start"; return 1; }
+      # (the pair's bucket files and logs in memory too: T is theirs)
+      pr_T=$T; T=$bdir
       it_ha_pair "$(cat "$dir/buckets.json")" --intervals 5 --capacity "$cap" --lease-ttl 2 \
         --etcd-timeout 250ms --log-level info
       ctl_start 1
@@ -105,7 +125,7 @@ pr_run() {
       set)
         set -- --reservation "$r"
         [ "$l" = - ] || set -- "$@" --limit "$l"
-        [ "$mode" = rr ] || "$BIN/bqos-ctl" --timeout 1000 --endpoint "$ADM" set "$name" "$@" \
+        [ "$mode" = rr ] || "$BIN/bqos-ctl" --timeout 5000 --endpoint "$ADM" set "$name" "$@" \
           >>"$dir/sets.log" 2>&1 || echo "set $name failed" >>"$dir/sets.log" ;;
       kill)
         ld=$(leader_now)
@@ -118,9 +138,12 @@ pr_run() {
   if [ "$mode" = ha ]; then
     wait_for '[ -n "$(leader_now)" ]' 5
     PR_INFO="$PR_INFO; killed at W0 + ${PR_KILL:-4}.5 s, new leader c$(leader_now)"
+    cp "$T"/c*.log "$dir/" 2>/dev/null
+    T=$pr_T
   fi
   stop_nodes; stop_controller; stop_backends
-  [ "$mode" = ha ] && { stop_pid "$PID1" "$PID2" "$ETCD_PID"; }
+  [ "$bdir" = "$dir" ] || rm -rf "$bdir"
+  [ "$mode" = ha ] && { stop_pid "$PID1" "$PID2" "$ETCD_PID"; rm -rf "$ED"; }
   # shellcheck disable=SC2086
   "$BIN/bqos-sim-prop" --scenario "$dir/real.json" --measured "$dir/out" \
     --judged-csv "$dir/judged.csv" ${PR_REQUIRE:---require-met99 0.99 --require-worst 0.9 --require-limits} \
