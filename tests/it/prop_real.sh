@@ -108,12 +108,14 @@ pr_run() {
   "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --period-start "$ps" -o "$dir/out" \
     -l "seed$seed-$mode" "$dir/real.json" >"$dir/table.txt" 2>"$dir/load.log" &
   lpid=$!
-  # Runtime sets 0.1 s before their period starts (the controller applies
-  # them at its next round: the period's first); the leader's kill.
+  # Runtime sets 0.25 s before their period starts (the controller applies
+  # them at its next round after the answer; bqos-ctl took up to 1.1 s
+  # here under this load: each set's answer is logged against its
+  # period's start); the leader's kill.
   python3 "$HERE/prop_real.py" sets "$dir/real.json" | sort -n >"$dir/sets.txt"
   ev=""
   while read -r per name r l; do
-    ev="$ev$(echo "$w0 $per" | awk '{ printf "%.3f", $1 + $2 - 0.1 }') set $name $r $l
+    ev="$ev$(echo "$w0 $per" | awk '{ printf "%.3f", $1 + $2 - 0.25 }') set $name $r $l
 "
   done <"$dir/sets.txt"
   [ "$mode" = ha ] && ev="$ev$(echo "$w0 ${PR_KILL:-4}" | awk '{ printf "%.3f", $1 + $2 + 0.5 }') kill
@@ -126,7 +128,9 @@ pr_run() {
         set -- --reservation "$r"
         [ "$l" = - ] || set -- "$@" --limit "$l"
         [ "$mode" = rr ] || "$BIN/bqos-ctl" --timeout 5000 --endpoint "$ADM" set "$name" "$@" \
-          >>"$dir/sets.log" 2>&1 || echo "set $name failed" >>"$dir/sets.log" ;;
+          >>"$dir/sets.log" 2>&1 || echo "set $name failed" >>"$dir/sets.log"
+        echo "$w0 $(date +%s.%N)" | awk -v n="$name" '{ printf "set %s answered at W0 + %.3f s\n", n, $2 - $1 }' \
+          >>"$dir/sets.log" ;;
       kill)
         ld=$(leader_now)
         eval "kp=\$PID$ld"
@@ -140,6 +144,16 @@ pr_run() {
     PR_INFO="$PR_INFO; killed at W0 + ${PR_KILL:-4}.5 s, new leader c$(leader_now)"
     cp "$T"/c*.log "$dir/" 2>/dev/null
     T=$pr_T
+  fi
+  # With PR_METRICS=1 (and NODE_OPTS="--metrics-listen 127.0.0.1:0") each
+  # node's Prometheus metrics at the end: DIR/metrics-sI.txt.
+  if [ "${PR_METRICS:-0}" = 1 ]; then
+    i=1
+    for np in $NODE_PORTS; do
+      mp=$(sed -n 's/.*metrics on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$dir/node-s$i-tokens.log" | head -1)
+      [ -n "$mp" ] && python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:%s/metrics' % sys.argv[1]).read().decode())" "$mp" >"$dir/metrics-s$i.txt" 2>/dev/null
+      i=$((i + 1))
+    done
   fi
   stop_nodes; stop_controller; stop_backends
   [ "$bdir" = "$dir" ] || rm -rf "$bdir"
