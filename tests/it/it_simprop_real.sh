@@ -33,4 +33,7 @@ awk -F, -v p="$vp" -v b="$vb" 'BEGIN { OFS = "," } $1 == p && $2 == b { $5 = int
 "$BIN/bqos-sim-prop" --scenario "$T/run/real.json" --measured "$T/bad" --require-worst 0.9 \
   >"$T/bad.txt" 2>&1; rc=$?
 check "with $vb's period $vp halved the checker fails (rc $rc)" "[ $rc = 1 ] && grep -q 'FAIL: worst' '$T/bad.txt'"
-it_end 'for f in "$T"/run/*.log; do echo "== $f"; tail -5 "$f"; done'
+# On failure: the limited bucket-periods over 1.01 x L (the file's limits)
+# and the logs' tails.
+it_end 'awk -F, "NR > 1 && \$4 != \"\" && \$5 > 1.01 * \$4" "$T/run/out/periods.csv"; cat "$T/run/sets.log";
+  for f in "$T"/run/controller.log "$T"/run/load.log "$T"/run/node-s*-tokens.log; do echo "== $f"; tail -5 "$f"; done'

@@ -31,8 +31,9 @@ static const char usage_text[] =
     "\n"
     "With --measured DIR nothing is simulated: the checker judges what bqos-load\n"
     "measured on real nodes running --scenario (DIR/periods.csv and servers.csv,\n"
-    "bqos-load -o DIR; the scenario's capacity and workload rtt_ms are the real\n"
-    "servers' throughput and unloaded round trip, which the concurrency test uses).\n"
+    "bqos-load -o DIR; the scenario's capacity is the real servers' throughput, and\n"
+    "its workload rtt_ms plus 1 / capacity their unloaded round trip, which the\n"
+    "concurrency test uses).\n"
     "\n";
 
 typedef struct {
