@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench-simprop-real.sh - `make bench`: the QoS property test on real nodes (issue 25): bqos-sim-prop seeds of 4-6 servers run by bqos-load against memcached + bqos-node pairs on loopback, one controller, then two on etcd with the leader killed mid-run; judged by the simulator's checker (bqos-sim-prop --measured).
-# Environment: BIN=bin; SEEDS (default "11 47 55 67 99 127 178 192 214 231": the seeds of 1-300 with 4-6 servers and at
-# most 12 buckets); MODES ("one ha"; "rr": nodes without tokens, a broken case the checker must fail); PR_DUR (10);
+# Environment: BIN=bin; SEEDS (default "11 47 55 67 99 127 178 192 214 231": ten of the seeds of 1-300 with 4-6
+# servers and at most 12 buckets); MODES ("one ha"; "rr": nodes without tokens, a broken case the checker must fail); PR_DUR (10);
 # OUT (a directory to keep every run in; default a scratch directory removed at the end); STRICT=1: exit 1 also
 # when a seed of mode "one" fails the checker's bounds (>= 99% of judged bucket-periods at >= 99% of R, worst >= 0.9,
 # limits) or a seed of mode "ha" misses R (< 99%) in more than one judged period or a limit (issue 25's real-node
