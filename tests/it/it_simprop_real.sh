@@ -12,8 +12,12 @@ it_begin it_simprop_real bqos-load bqos-node bqos-controller bqos-ctl bqos-sim-p
 # test on real nodes": 81-100% on this seed); asserted are the limits and a
 # floor on R that round robin fails (rr: worst 0.633 x R, 1.18 x L; tokens
 # 0.85-1.00 x R, <= 1.00 x L).
+# The reservations fit into 65% of what each server delivered in the
+# profile, not the generator's 80%: a server's share of this host's cores
+# moves from run to run, and at 80% 2 of 6 runs had no period that fit.
 SEED=${SEED:-55}
 PR_DUR=${PR_DUR:-6}
+PR_FIT=${PR_FIT:-0.65}
 PR_REQUIRE="--require-worst ${MIN_WORST:-0.7} --require-limits"
 pr_run "$SEED" "$T/run" one
 echo "$PR_INFO"

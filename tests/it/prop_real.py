@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """prop_real.py - a bqos-sim-prop scenario scaled to the real nodes of this host, and its runtime sets.
 
-  prop_real.py scale SIM.json CAPACITY RTT0_MS DURATION KMAX [--scaled-k] [--rates=R1,R2,...] > REAL.json
+  prop_real.py scale SIM.json CAPACITY RTT0_MS DURATION KMAX [--scaled-k] [--rates=R1,R2,...] [--fit=F] > REAL.json
       Servers s0..sN-1 become s1..sN (scripts/lib.sh's names); rates,
       limits and sets scale by f = CAPACITY / the scenario's capacity, or
       with --rates (IOs/s each server delivered under the seed's own
-      placement) by the largest f that fits the reservations into 80% of
-      them (max-flow, the generator's rule), CAPACITY then their mean;
+      placement) by the largest f that fits the reservations into F (0.8,
+      the generator's rule) of them (max-flow), CAPACITY then their mean;
       requests in flight per bucket and server stay as drawn (at most KMAX),
       or with --scaled-k keep what they allow over R at the unloaded round
       trip (K x f x RTT0 / (the simulator's rtt + parallel / C), rounded
@@ -61,13 +61,13 @@ def maxflow(need, on, cap):
         flow += aug
 
 
-def fit_factor(d, rates):
-    """Largest f <= 1 such that f x the reservations fit (max-flow) into
-    0.8 x rates[s] (the generator's rule, on the real servers' rates)."""
+def fit_factor(d, rates, share):
+    """Largest f such that f x the reservations fit (max-flow) into
+    share x rates[s] (the generator's rule, 0.8, on the real servers' rates)."""
     idx = {s["name"]: i for i, s in enumerate(d["servers"])}
     need = [b["reservation"] for b in d["buckets"]]
     on = [[idx[s] for s in b["servers"]] for b in d["buckets"]]
-    cap = [0.8 * r for r in rates]
+    cap = [share * r for r in rates]
     lo, hi = 0.0, 10.0
     for _ in range(40):
         x = (lo + hi) / 2
@@ -82,7 +82,7 @@ def rename(name):
     return "s%d" % (int(name[1:]) + 1)
 
 
-def scale(path, cap, rtt0_ms, duration, kmax, kmode, rates):
+def scale(path, cap, rtt0_ms, duration, kmax, kmode, rates, share):
     d = json.load(open(path))
     f = cap / d["capacity"]
     if rates:
@@ -90,7 +90,7 @@ def scale(path, cap, rtt0_ms, duration, kmax, kmode, rates):
         # its share of them allows, not C.  The reservations scale until
         # they fit into 80% of what each server delivered under the seed's
         # own placement (rates), as the generator fits them into 80% of C.
-        f = fit_factor(d, rates)
+        f = fit_factor(d, rates, share)
         cap = sum(rates) / len(rates)
     be = d.get("backend", {})
     rtt_sim = d["workload"]["rtt_ms"] / 1000 + be.get("parallel", 1) / d["capacity"]
@@ -144,7 +144,8 @@ if __name__ == "__main__":
     if len(a) >= 6 and a[0] == "scale":
         kmode = "--scaled-k" if "--scaled-k" in a[6:] else ""
         rates = [float(x) for o in a[6:] if o.startswith("--rates=") for x in o[8:].split(",")]
-        scale(a[1], float(a[2]), float(a[3]), int(a[4]), int(a[5]), kmode, rates)
+        share = [float(o[6:]) for o in a[6:] if o.startswith("--fit=")] or [0.8]
+        scale(a[1], float(a[2]), float(a[3]), int(a[4]), int(a[5]), kmode, rates, share[0])
     elif len(sys.argv) == 3 and sys.argv[1] == "sets":
         sets(sys.argv[2])
     else:

@@ -10,7 +10,8 @@
 # PR_KMAX (requests in flight per bucket and server at most, 16),
 # PR_KSCALE (1: requests in flight scaled by the real unloaded round trip,
 # prop_real.py --scaled-k; default: as drawn),
-# PR_KILL (4), PR_REAL (a REAL.json of an earlier run: run it as it is,
+# PR_FIT (the share of each server's profiled rate the reservations fit
+# into, max-flow: 0.8, the generator's), PR_KILL (4), PR_REAL (a REAL.json of an earlier run: run it as it is,
 # no profile, for an A/B of node options through NODE_OPTS), PR_REQUIRE (the checker's bounds, default
 # "--require-met99 0.99 --require-worst 0.9 --require-limits").
 # PR_INFO is one line about the run (capacity, RTT0, takeover).
@@ -54,16 +55,19 @@ pr_run() {
     python3 "$HERE/prop_real.py" scale "$dir/sim.json" 10000 0 "$dur" "${PR_KMAX:-16}" \
       >"$dir/drawn.json" || return 1
     # shellcheck disable=SC2086
-    "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 -d 2 -o "$dir/profile" -l profile \
+    "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 -d 3 -o "$dir/profile" -l profile \
       "$dir/drawn.json" >/dev/null 2>"$dir/profile.log" || { echo "profile failed"; cat "$dir/profile.log"; return 1; }
     # shellcheck disable=SC2086
     "$BIN/bqos-load" $SERVER_ARGS -q -c 10000 --preload 0 --profile 1 --profile-outstanding 1 \
       "$dir/drawn.json" >"$dir/rtt0.txt" 2>>"$dir/profile.log" || { echo "profile failed"; return 1; }
-    rates=$(awk -F, 'NR > 1 && $1 == 2 { printf "%s%s", s, $3; s = "," }' "$dir/profile/servers.csv")
+    # (the mean of periods 2 and 3: the first has the clients' start)
+    rates=$(awk -F, 'NR > 1 && $1 >= 2 { r[$2] += $3 / 2; if (!($2 in o)) o[$2] = ++n; k[o[$2]] = $2 }
+      END { for (i = 1; i <= n; i++) printf "%s%.0f", (i > 1 ? "," : ""), r[k[i]] }' "$dir/profile/servers.csv")
     cap=$(echo "$rates" | tr , '\n' | awk '{ t += $1; n++ } END { printf "%.0f", t / n }')
     rtt0=$(awk '$1 == "capacity" { printf "%.4f", 1000 / $2 }' "$dir/rtt0.txt")
     stop_nodes
     python3 "$HERE/prop_real.py" scale "$dir/sim.json" "$cap" "$rtt0" "$dur" "${PR_KMAX:-16}" ${PR_KSCALE:+--scaled-k} "--rates=$rates" \
+      "--fit=${PR_FIT:-0.8}" \
       >"$dir/real.json" || return 1
   fi
   # The controller's bucket file (rewritten and fsynced by bqos-ctl set) in
