@@ -25,7 +25,8 @@ static const char scen_text[] =
     " \"servers\": [{\"name\": \"s1\", \"address\": \"127.0.0.1:1\"},"
     "               {\"name\": \"s2\", \"address\": \"127.0.0.1:2\"}],"
     " \"buckets\": [{\"name\": \"a\", \"reservation\": 600, \"limit\": 700, \"servers\": [\"s1\"],"
-    "                \"outstanding\": 4, \"set\": [{\"period\": 3, \"reservation\": 600, \"limit\": 900}]},"
+    "                \"outstanding\": 4,"
+    "                \"set\": [{\"period\": 3, \"reservation\": 600, \"limit\": 900}]},"
     "               {\"name\": \"b\", \"reservation\": 200, \"servers\": [\"s1\", \"s2\"],"
     "                \"outstanding\": 4}]}";
 
@@ -39,7 +40,8 @@ static void setup(void)
     char err[256];
     strcpy(dir, "/tmp/test_sim_measured.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_msg(scenario_parse(scen_text, strlen(scen_text), "t", NULL, &sc, &je) == 0, "%s", je.text);
+    ck_assert_msg(scenario_parse(scen_text, strlen(scen_text), "t", NULL, &sc, &je) == 0, "%s",
+                  je.text);
     sim_config_t run = sim_config_default();
     run.warmup = 0;
     ck_assert_msg(sim_model_from_scenario(sc, &run, &m, err, sizeof err) == 0, "%s", err);

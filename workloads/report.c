@@ -251,8 +251,8 @@ report_t *report_new(const scenario_t *s)
     for (; r->pairs && r->npairs < np; r->npairs++)
         if (pthread_mutex_init(&r->pairs[r->npairs].lock, NULL) != 0)
             break;
-    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->srv_slots || !r->win || !r->ring_done ||
-        !r->pairs || r->npairs < np)
+    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->srv_slots || !r->win ||
+        !r->ring_done || !r->pairs || r->npairs < np)
         report_destroy(&r);
     return r;
 }

@@ -57,7 +57,8 @@ static const char *server_name(const scenario_t *sc, size_t i) { return sc->serv
  * `col` a count, into cnt[(period - 1) * n + index] (seen[] marks them).
  * Sets *last to the largest period.  Returns 0 or -errno with err set. */
 static int read_counts(const char *dir, const char *name, const char *head, int nf, int col,
-                       const scenario_t *sc, size_t n, const char *(*get)(const scenario_t *, size_t),
+                       const scenario_t *sc, size_t n,
+                       const char *(*get)(const scenario_t *, size_t),
                        int maxp, uint64_t *cnt, uint8_t *seen, int *last, char *err, size_t errlen)
 {
     char path[PATH_MAX], *line = NULL, *f[MEAS_FIELDS];
@@ -137,7 +138,8 @@ static int summary_l_worst(const char *dir, double *out, char *err, size_t errle
         snprintf(err, errlen, "%s:%d: %s", path, je.line, je.text);
         return -EINVAL;
     }
-    json_t *v = json_object_get(json_object_get(json_object_get(root, "windows"), "long"), "l_worst");
+    json_t *w = json_object_get(json_object_get(root, "windows"), "long");
+    json_t *v = json_object_get(w, "l_worst");
     int rc = 0;
     if (json_is_number(v))
         *out = json_number_value(v);
@@ -201,7 +203,8 @@ int sim_measured_load(const scenario_t *sc, const sim_model_t *m, const char *di
             for (size_t b = 0; b < B; b++) {
                 double lim;
                 sim_bucket_rates(&m->buckets[b], p + W, &lim);
-                double x = lim > 0 ? (double)r->served[(size_t)p * B + b] / (lim * m->cfg.period) : 0;
+                double got = (double)r->served[(size_t)p * B + b];
+                double x = lim > 0 ? got / (lim * m->cfg.period) : 0;
                 if (x > r->win[REPORT_WIN_LONG].l_worst)
                     r->win[REPORT_WIN_LONG].l_worst = x;
             }
