@@ -20,6 +20,10 @@
       KMAX), servers renamed: the profile runs it.
   prop_real.py sets REAL.json
       One line per runtime set: PERIOD BUCKET RESERVATION LIMIT ("-": none).
+  prop_real.py late REAL.json SETS.log > JUDGED.json
+      The scenario as the nodes had it: a set answered (SETS.log: "set NAME
+      answered at W0 + T s") after its period began is judged from the first
+      period after T (dropped past the run, or without an answer).
 """
 import json
 import math
@@ -139,6 +143,40 @@ def sets(path):
                   "%.0f" % s["limit"] if "limit" in s else "-")
 
 
+def late(path, log):
+    """The scenario the checker judges: a set whose answer came after its
+    period began is moved to the first period that starts after it (it
+    reaches the nodes with the controller's next round); one past the run
+    is dropped.  Says so on stderr."""
+    d = json.load(open(path))
+    answered = {}
+    for line in open(log):
+        w = line.split()
+        if len(w) == 8 and w[0] == "set" and w[2] == "answered":
+            answered[w[1]] = float(w[6])
+    for b in d["buckets"]:
+        keep = []
+        for s in b.get("set", []):
+            t = answered.get(b["name"])
+            if t is None:
+                sys.stderr.write("set %s for period %d: no answer: dropped\n" % (b["name"], s["period"]))
+                continue
+            if t > s["period"]:
+                p = int(math.floor(t)) + 1
+                sys.stderr.write("set %s for period %d answered at W0 + %.3f s: judged from period %d\n"
+                                 % (b["name"], s["period"], t, p))
+                if p >= d["duration"]:
+                    continue
+                s["period"] = p
+            keep.append(s)
+        if keep:
+            b["set"] = keep
+        else:
+            b.pop("set", None)
+    json.dump(d, sys.stdout, indent=1)
+    print()
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
     if len(a) >= 6 and a[0] == "scale":
@@ -148,5 +186,7 @@ if __name__ == "__main__":
         scale(a[1], float(a[2]), float(a[3]), int(a[4]), int(a[5]), kmode, rates, share[0])
     elif len(sys.argv) == 3 and sys.argv[1] == "sets":
         sets(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "late":
+        late(sys.argv[2], sys.argv[3])
     else:
         sys.exit(__doc__)
