@@ -34,7 +34,7 @@ awk -F, 'NR == 2 { print $2 + 1, "b" $3 }' "$T/run/judged.csv" >"$T/victim"
 read -r vp vb <"$T/victim"
 awk -F, -v p="$vp" -v b="$vb" 'BEGIN { OFS = "," } $1 == p && $2 == b { $5 = int($5 / 2) } { print }' \
   "$T/run/out/periods.csv" >"$T/bad/periods.csv"
-"$BIN/bqos-sim-prop" --scenario "$T/run/real.json" --measured "$T/bad" --require-worst 0.9 \
+"$BIN/bqos-sim-prop" --scenario "$T/run/judged.json" --measured "$T/bad" --require-worst 0.9 \
   >"$T/bad.txt" 2>&1; rc=$?
 check "with $vb's period $vp halved the checker fails (rc $rc)" "[ $rc = 1 ] && grep -q 'FAIL: worst' '$T/bad.txt'"
 # On failure: the limited bucket-periods over 1.01 x L (the file's limits)
