@@ -152,6 +152,7 @@ int driver_write_outputs(const char *dir, int mode, const report_t *rep, const c
     if ((rc = write_file(dir, "intervals.csv", report_write_intervals, rep, NULL)) < 0 ||
         (rc = write_file(dir, "cumulative.csv", report_write_cumulative, rep, NULL)) < 0 ||
         (rc = write_file(dir, "periods.csv", report_write_periods, rep, NULL)) < 0 ||
+        (rc = write_file(dir, "servers.csv", report_write_servers, rep, NULL)) < 0 ||
         (rc = write_file(dir, "summary.json", NULL, rep, label)) < 0)
         return rc;
     return 0;

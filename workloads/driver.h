@@ -16,8 +16,8 @@
  * what its summary calls it; where: the const char * they set. */
 #define DRIVER_OPTS_OUT(where)                                                           \
     {.name = "out", .shrt = 'o', .type = OPTS_STRING, .target = (where), .arg = "DIR",  \
-     .help = "write intervals.csv, cumulative.csv, periods.csv and\n"                    \
-             "summary.json into DIR (created if missing)"}
+     .help = "write intervals.csv, cumulative.csv, periods.csv,\n"                      \
+             "servers.csv and summary.json into DIR (created if missing)"}
 #define DRIVER_OPTS_LABEL(where)                                                          \
     {.name = "label", .shrt = 'l', .type = OPTS_STRING, .target = (where), .arg = "NAME", \
      .help = "name of this run in summary.json and tables"}
@@ -139,7 +139,7 @@ void driver_pace_sent(driver_pace_t *p, double t);
  * and "min MIN". */
 void driver_print_capacity(const scenario_t *s, const uint64_t *done, double secs);
 
-/* Writes intervals.csv, cumulative.csv, periods.csv and summary.json
+/* Writes intervals.csv, cumulative.csv, periods.csv, servers.csv and summary.json
  * (labelled `label`, may be NULL) of rep into directory `dir`, created with
  * `mode` if missing.  Returns 0, or -errno after logging what failed. */
 int driver_write_outputs(const char *dir, int mode, const report_t *rep, const char *label);

@@ -20,6 +20,8 @@ bqos-nbd-load_LIBS = workloads nodenbd common
 # controller client linked in.
 ifneq ($(and $(filter bqos-node,$(PROGS)),$(filter nodedaemon,$(bqos-node_LIBS))),)
 ITESTS += tests/it/it_exp3.sh
+# The property test's real-node run (issue 25): one seed on memcached + bqos-node pairs and a controller.
+ITESTS += tests/it/it_simprop_real.sh
 endif
 # workloads/report: per-window accuracy and bqos-load's counters (issue 25: the demanding rule).
 TESTS += test_report

@@ -199,6 +199,8 @@ struct report {
     _Atomic uint64_t *errors;   /* [bucket] */
     _Atomic uint64_t *bytes;    /* [bucket]: bytes moved (report_add_bytes()) */
     _Atomic uint64_t *servers;  /* [server] */
+    _Atomic uint64_t *srv_slots; /* [server * nslots + slot]: what each server
+                                    delivered per interval (servers.csv) */
     /* per-window accuracy: completions in rings [bucket * REPORT_RING +
      * window % REPORT_RING]; idle time per bucket and server in pairs[b *
      * nservers + srv] */
@@ -227,6 +229,7 @@ report_t *report_new(const scenario_t *s)
     r->errors = calloc(s->nbuckets, sizeof *r->errors);
     r->bytes = calloc(s->nbuckets, sizeof *r->bytes);
     r->servers = calloc(s->nservers, sizeof *r->servers);
+    r->srv_slots = calloc((s->nservers ? s->nservers : 1) * r->nslots, sizeof *r->srv_slots);
     size_t nb = s->nbuckets ? s->nbuckets : 1, per_long;
     double *rl = calloc(2 * nb, sizeof *rl);
     if (rl) {
@@ -248,8 +251,8 @@ report_t *report_new(const scenario_t *s)
     for (; r->pairs && r->npairs < np; r->npairs++)
         if (pthread_mutex_init(&r->pairs[r->npairs].lock, NULL) != 0)
             break;
-    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->win || !r->ring_done ||
-        !r->pairs || r->npairs < np)
+    if (!r->counts || !r->errors || !r->bytes || !r->servers || !r->srv_slots || !r->win ||
+        !r->ring_done || !r->pairs || r->npairs < np)
         report_destroy(&r);
     return r;
 }
@@ -262,6 +265,7 @@ void report_destroy(report_t **rp)
     free((*rp)->errors);
     free((*rp)->bytes);
     free((*rp)->servers);
+    free((*rp)->srv_slots);
     report_win_destroy(&(*rp)->win);
     free((*rp)->ring_done);
     for (size_t i = 0; i < (*rp)->npairs; i++)
@@ -355,6 +359,7 @@ void report_add(report_t *r, size_t b, size_t srv, double t)
     if (k >= r->nslots)
         k = r->nslots - 1;
     atomic_fetch_add_explicit(&r->counts[b * r->nslots + k], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->srv_slots[srv * r->nslots + k], 1, memory_order_relaxed);
     ring_count(r, r->ring_done, b, t);
 }
 
@@ -531,6 +536,21 @@ int report_write_periods(const report_t *r, FILE *f)
             fprintf(f, ",%.0f,%d,%d\n", n, is_met(n, res), is_over(n, lim));
         }
     }
+    return ferror(f) ? -EIO : 0;
+}
+
+int report_write_servers(const report_t *r, FILE *f)
+{
+    const scenario_t *s = r->s;
+    fprintf(f, "period,server,completed\n");
+    for (size_t p = 0; p < full_periods(r); p++)
+        for (size_t i = 0; i < s->nservers; i++) {
+            uint64_t sum = 0;
+            size_t k0 = p * (size_t)s->intervals;
+            for (size_t k = k0; k < k0 + (size_t)s->intervals && k < r->nslots; k++)
+                sum += atomic_load_explicit(&r->srv_slots[i * r->nslots + k], memory_order_relaxed);
+            fprintf(f, "%zu,%s,%llu\n", p + 1, s->servers[i].name, (unsigned long long)sum);
+        }
     return ferror(f) ? -EIO : 0;
 }
 

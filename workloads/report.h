@@ -189,10 +189,14 @@ uint64_t report_errors(const report_t *r, size_t b);
  *            per bucket per interval; time is the interval's end, rate IOs/s)
  * cumulative: time,B1,B2,... cumulative completed IOs (for plotting)
  * periods:   period,bucket,reservation,limit,completed,met,over (IOs per
- *            period; limit empty when unlimited; full periods only) */
+ *            period; limit empty when unlimited; full periods only)
+ * servers:   period,server,completed (IOs each server delivered to this
+ *            run's clients per full period: what the property test's
+ *            checker fits the reservations into) */
 int report_write_intervals(const report_t *r, FILE *f);
 int report_write_cumulative(const report_t *r, FILE *f);
 int report_write_periods(const report_t *r, FILE *f);
+int report_write_servers(const report_t *r, FILE *f);
 
 /* Writes the summary JSON: run parameters; per bucket reservation, limit
  * (null if none), achieved (mean IOs/s over the measured periods: the full

@@ -7,6 +7,7 @@
 #include "common/opts.h"
 #include "controller/ctrl.h"
 #include "workloads/scenario.h"
+#include "workloads/sim/sim_measured.h"
 #include "workloads/sim/sim_model.h"
 #include "workloads/sim/sim_prop.h"
 #include "workloads/sim/sim_run.h"
@@ -26,16 +27,23 @@ static const char usage_text[] =
     "    bqos-sim-prop --seeds 500                # the targets' run\n"
     "    bqos-sim-prop --dump 17 > s17.json       # seed 17's scenario, for bqos-sim\n"
     "    bqos-sim-prop --scenario examples/issue25-sim.json\n"
+    "    bqos-sim-prop --scenario real.json --measured out/run   # a real-node run\n"
+    "\n"
+    "With --measured DIR nothing is simulated: the checker judges what bqos-load\n"
+    "measured on real nodes running --scenario (DIR/periods.csv and servers.csv,\n"
+    "bqos-load -o DIR; the scenario's capacity is the real servers' throughput, and\n"
+    "its workload rtt_ms plus 1 / capacity their unloaded round trip, which the\n"
+    "concurrency test uses).\n"
     "\n";
 
 typedef struct {
     int seeds, threads, quiet, help, limits, headroom;
     long long first, dump;
-    const char *policy, *scenario, *misses;
+    const char *policy, *scenario, *misses, *measured;
     double min_met99, min_worst;
 } settings_t;
 
-#define NROWS 13
+#define NROWS 14
 
 int main(int argc, char **argv)
 {
@@ -51,6 +59,9 @@ int main(int argc, char **argv)
          .min = -1, .max = 1e15, .help = "print seed SEED's scenario JSON and exit"},
         {.name = "scenario", .type = OPTS_STRING, .target = &st.scenario, .arg = "FILE",
          .help = "judge this scenario file instead of random seeds"},
+        {.name = "measured", .type = OPTS_STRING, .target = &st.measured, .arg = "DIR",
+         .help = "judge bqos-load's outputs in DIR (a real-node run of --scenario)\n"
+                 "instead of simulating"},
         {.name = "require-met99", .type = OPTS_DOUBLE, .target = &st.min_met99, .arg = "F",
          .deflt = "0", .min = 0, .max = 1,
          .help = "exit 1 unless this share of judged bucket-periods got >= 99% of R"},
@@ -100,6 +111,10 @@ int main(int argc, char **argv)
     if (!st.quiet)
         printf("%6s %3s %3s %7s %7s %8s %6s %8s %7s %7s %7s\n", "seed", "S", "B", "fit", "judged",
                ">=99%R", "worst", "(b@per)", "L over", "L/per", "L/1s");
+    if (st.measured && !st.scenario)
+        return opts_fail(&cmd, "--measured needs --scenario (the scenario that ran)"), 2;
+    if (st.measured)
+        st.policy = "measured";
     if (st.scenario) {
         st.first = 0;
         st.seeds = 1;
@@ -142,7 +157,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "bqos-sim-prop: seed %lld: %s\n", seed, err);
             return 2;
         }
-        if ((rc = sim_run(m, (sim_policy_t)policy, &ro, &r)) < 0 ||
+        if (st.measured && (rc = sim_measured_load(sc, m, st.measured, &r, err, sizeof(err))) < 0) {
+            fprintf(stderr, "bqos-sim-prop: %s\n", err);
+            return 2;
+        }
+        if ((!st.measured && (rc = sim_run(m, (sim_policy_t)policy, &ro, &r)) < 0) ||
             (rc = sim_prop_check_log(m, r, &v, mlog, seed)) < 0) {
             fprintf(stderr, "bqos-sim-prop: seed %lld: %s\n", seed, strerror(-rc));
             return 2;
