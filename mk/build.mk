@@ -25,7 +25,8 @@ PKGS      := libzmq jansson libmemcached libevent libevent_pthreads libcurl gnut
 TEST_PKGS := check
 WITH_SYSTEMD ?= auto
 WITH_IGRAPH  ?= auto
-OPTIONAL  := libsystemd:HAVE_SYSTEMD:WITH_SYSTEMD igraph:HAVE_IGRAPH:WITH_IGRAPH
+WITH_LIBURING ?= auto
+OPTIONAL  := libsystemd:HAVE_SYSTEMD:WITH_SYSTEMD igraph:HAVE_IGRAPH:WITH_IGRAPH liburing:HAVE_LIBURING:WITH_LIBURING
 # opt_use PKG,MACRO,WITHVAR: PKG:MACRO when it is to be used, else nothing; an error for a WITH
 # value other than auto, yes or no, and for yes when pkg-config does not find PKG.
 opt_use = $(if $(filter-out auto yes no,$($(3))),$(error $(3)=$($(3)): use auto, yes or no))$(if \

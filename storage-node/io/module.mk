@@ -2,7 +2,8 @@
 # Floors: io -> core, common.  Users link it after their front (nodemc, nodenbd) and before nodecore.
 LIBS += nodeio
 nodeio_SRCS = storage-node/io/gate.c storage-node/io/conns.c storage-node/io/listener.c storage-node/io/workpool.c storage-node/io/freelist.c \
-	storage-node/io/iolat.c storage-node/io/tls.c storage-node/io/handoff.c storage-node/io/writers.c
+	storage-node/io/iolat.c storage-node/io/tls.c storage-node/io/handoff.c storage-node/io/writers.c \
+	storage-node/io/sendbatch.c
 
 $(call check_suite,test_listener,nodeio nodecore common)
 $(call check_suite,test_gate,nodeio nodecore common)
