@@ -1,4 +1,4 @@
-/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers (see conns.h). */
+/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers, a pass's batched sends (see conns.h). */
 #include "storage-node/io/conns.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, and each connection's write buffer.
+/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, each connection's write buffer, and (conns_set_batched()) a pass's sends in one system call.
  *
  * A front's gate makes one conns_t (gate_conns(), gate.h) and passes it the
  * front's accept and refuse hooks; the protocol (parsing, replies, what a
