@@ -15,17 +15,20 @@ O   ?= build
 BIN ?= bin
 SAN ?=
 # What every program needs (scripts/deps.sh build), what only the tests need (deps.sh test), and
-# optional libraries: libsystemd (sd_notify, common/notify.c) and igraph (bqos-pshift's max-flow
-# baseline; the tests and benches install it).  WITH_SYSTEMD and WITH_IGRAPH choose each: auto
+# optional libraries: libsystemd (sd_notify, common/notify.c), liburing (the memcached front's
+# replies of a pass in one system call, storage-node/io/sendbatch.c; without it one sendmsg each)
+# and igraph (bqos-pshift's max-flow baseline; the tests and benches install it).  WITH_SYSTEMD,
+# WITH_LIBURING and WITH_IGRAPH choose each: auto
 # (the default: used when pkg-config finds it), yes (the build stops if pkg-config does not) or
-# no (not used even if installed); debian/rules names both, so a package does not depend on what
+# no (not used even if installed); debian/rules names each, so a package does not depend on what
 # the build machine happens to have.  HAVE_X macros say which are used; $(O)/features changes
 # when that does, and every object depends on it.
 PKGS      := libzmq jansson libmemcached libevent libevent_pthreads libcurl gnutls
 TEST_PKGS := check
 WITH_SYSTEMD ?= auto
 WITH_IGRAPH  ?= auto
-OPTIONAL  := libsystemd:HAVE_SYSTEMD:WITH_SYSTEMD igraph:HAVE_IGRAPH:WITH_IGRAPH
+WITH_LIBURING ?= auto
+OPTIONAL  := libsystemd:HAVE_SYSTEMD:WITH_SYSTEMD igraph:HAVE_IGRAPH:WITH_IGRAPH liburing:HAVE_LIBURING:WITH_LIBURING
 # opt_use PKG,MACRO,WITHVAR: PKG:MACRO when it is to be used, else nothing; an error for a WITH
 # value other than auto, yes or no, and for yes when pkg-config does not find PKG.
 opt_use = $(if $(filter-out auto yes no,$($(3))),$(error $(3)=$($(3)): use auto, yes or no))$(if \

@@ -28,6 +28,7 @@ pc   libevent_pthreads  libevent-dev
 pc   libcurl            libcurl4-gnutls-dev
 pc   gnutls             libgnutls28-dev
 pc   libsystemd         libsystemd-dev
+pc   liburing           liburing-dev
 [test]
 pc   check              check
 pc   igraph             libigraph-dev

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "storage-node/io/conns.h"
+#include "storage-node/io/sendbatch.h"
 #include "tests/testlib.h"
 
 /* A fake front: counts the hook calls. */
@@ -235,6 +236,82 @@ START_TEST(test_conns_connections)
     ck_assert_int_eq(recv(c1, buf, sizeof buf, 0), 0);
     close(c1);
     close(c2);
+}
+END_TEST
+
+static int wrote[4]; /* on_write calls per connection (batched test) */
+
+static void count_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    ck_assert_int_eq(what, EV_WRITE);
+    (*(int *)arg)++;
+}
+
+/* conns_set_batched(): conns_write() only notes a connection; at the end
+ * of the loop's pass every noted one's bytes go out and its write callback
+ * runs once; a connection closed after its note is skipped; a send to a
+ * peer gone is reported by conns_write() from that callback on. */
+START_TEST(test_conns_batched)
+{
+    conns_t *cn = make(8);
+    ck_assert_int_eq(conns_set_batched(cn, SENDBATCH_AUTO), 0);
+    ck_assert_int_eq(conns_set_batched(cn, SENDBATCH_AUTO), -EINVAL);
+    ck_assert_int_eq(conns_set_writers(cn, 1), -EINVAL);
+    ck_assert_int_ne(conns_batched(cn), 0);
+    listen_any(cn);
+    conns_conn_t gc[4];
+    int cl[4];
+    memset(gc, 0, sizeof gc);
+    memset(wrote, 0, sizeof wrote);
+    for (int i = 0; i < 4; i++) {
+        cl[i] = connect_to(conns_port(cn));
+        while (fk.accepted == i)
+            event_base_loop(base, EVLOOP_ONCE);
+        ck_assert_int_eq(conns_open(cn, &gc[i], fk.last_fd, nothing, count_write, &wrote[i]), 0);
+    }
+    char buf[64];
+    for (int i = 0; i < 4; i++) {
+        evbuffer_add_printf(gc[i].out, "reply %d", i);
+        ck_assert_int_eq(conns_write(&gc[i]), 0);
+        ck_assert_int_eq(conns_write(&gc[i]), 0); /* noted once */
+        ck_assert_uint_eq(conns_unsent(&gc[i]), 7);
+        ck_assert_int_eq(recv(cl[i], buf, sizeof buf, MSG_DONTWAIT), -1); /* not yet */
+    }
+    conns_close(cn, &gc[2]); /* noted, then closed: skipped */
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) {
+            ck_assert_int_eq(wrote[i], 0);
+            ck_assert_int_eq(recv(cl[i], buf, sizeof buf, 0), 0); /* closed, nothing sent */
+            continue;
+        }
+        ck_assert_int_eq(wrote[i], 1);
+        ck_assert_uint_eq(conns_unsent(&gc[i]), 0);
+        ck_assert_int_eq(recv(cl[i], buf, sizeof buf, 0), 7);
+        ck_assert(memcmp(buf, "reply ", 6) == 0 && buf[6] == '0' + i);
+    }
+    /* A peer gone: the failed send comes back through conns_write(). */
+    event_del(gc[1].rev); /* its EOF would keep the loop busy: `nothing` reads nothing */
+    close(cl[1]);
+    cl[1] = -1;
+    usleep(10000);
+    int rc = 0; /* TCP: the first send after the peer's close may still succeed */
+    for (int round = 1; round <= 50 && rc == 0; round++) {
+        evbuffer_add(gc[1].out, "x", 1);
+        ck_assert_int_eq(conns_write(&gc[1]), 0);
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        ck_assert_int_eq(wrote[1], 1 + round); /* once per flush */
+        rc = conns_write(&gc[1]);
+        usleep(2000);
+    }
+    ck_assert_msg(rc == -EPIPE || rc == -ECONNRESET, "conns_write: %d", rc);
+    for (int i = 0; i < 4; i++) {
+        if (i != 2)
+            conns_close(cn, &gc[i]);
+        if (cl[i] >= 0)
+            close(cl[i]);
+    }
 }
 END_TEST
 
@@ -650,7 +727,8 @@ int main(void)
                                   test_conns_idle_timeout, test_conns_evict_for_another_address,
                                   test_conns_evict_spares_busy, test_conns_evict_spares_unread,
                                   test_conns_address_counts, test_conns_stop,
-                                  test_conns_idle_bounds_handshake, test_conns_identity};
+                                  test_conns_idle_bounds_handshake, test_conns_identity,
+                                  test_conns_batched};
     const testlib_case_t c = {.name = "conns", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

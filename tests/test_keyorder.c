@@ -139,10 +139,40 @@ START_TEST(test_keyorder_finish_forget_free)
 }
 END_TEST
 
+/* One IO at a time (the usual connection) is held alone, nothing hashed;
+ * a second moves the first into the chains, and once every IO there has
+ * finished the next lone one is held alone again. */
+START_TEST(test_keyorder_lone_and_back)
+{
+    keyorder_t t = {0};
+    keyorder_entry_t a = {0}, b = {0}, c = {0}, d = {0}, e = {0}, f = {0};
+    ck_assert_int_eq(reg(&t, &a, "k"), 0);
+    ck_assert_ptr_eq(t.only, &a);
+    ck_assert_ptr_null(t.chains); /* nothing allocated for a lone IO */
+    ck_assert_ptr_null(keyorder_finish(&t, &a));
+    ck_assert_ptr_null(t.only);
+    ck_assert_int_eq(reg(&t, &b, "k"), 0); /* a finished: b runs */
+    ck_assert_int_eq(reg(&t, &c, "j"), 0); /* b moves into the chains */
+    ck_assert_ptr_null(t.only);
+    ck_assert_int_eq(t.n, 2);
+    ck_assert_ptr_null(keyorder_finish(&t, &b));
+    ck_assert_int_eq(reg(&t, &d, "k"), 0);
+    ck_assert_int_eq(reg(&t, &e, "j"), 1); /* behind c, found in the chains */
+    ck_assert_ptr_eq(keyorder_finish(&t, &c), &e);
+    ck_assert_ptr_null(keyorder_finish(&t, &d));
+    ck_assert_ptr_null(keyorder_finish(&t, &e));
+    ck_assert_int_eq(t.n, 0);
+    ck_assert_int_eq(reg(&t, &f, "j"), 0);
+    ck_assert_ptr_eq(t.only, &f); /* alone again */
+    ck_assert_ptr_null(keyorder_finish(&t, &f));
+    keyorder_free(&t);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_keyorder_first_runs_second_waits, test_keyorder_chain_of_three,
                                   test_keyorder_compares_bytes, test_keyorder_shared_chains,
-                                  test_keyorder_finish_forget_free};
+                                  test_keyorder_finish_forget_free, test_keyorder_lone_and_back};
     return testlib_run_tests("keyorder", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,8 +1,9 @@
-# storage-node/bench/module.mk - the node's benchmarks: the scheduler alone (bqos-sched-bench), the thread hand-off alone (bqos-handoff-bench), the identities registry (bqos-who-bench) and the fronts' scripts.
+# storage-node/bench/module.mk - the node's benchmarks: the scheduler alone (bqos-sched-bench), the thread hand-off alone (bqos-handoff-bench), the identities registry (bqos-who-bench) and the fronts' scripts (bench-percpu.sh: CPU per memcached request against another build).
 PROGS += bqos-sched-bench
 bqos-sched-bench_SRCS = storage-node/bench/sched_bench.c
 bqos-sched-bench_LIBS = nodecore common
 BENCHES += storage-node/bench/bench-sched.sh
+BENCHES += storage-node/bench/bench-percpu.sh
 PROGS += bqos-handoff-bench
 bqos-handoff-bench_SRCS = storage-node/bench/handoff_bench.c
 bqos-handoff-bench_LIBS = nodeio nodecore common

@@ -1,4 +1,4 @@
-/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers (see conns.h). */
+/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers, a pass's batched sends (see conns.h). */
 #include "storage-node/io/conns.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include "common/hashmix.h"
 #include "common/log.h"
 #include "common/mono.h"
+#include "storage-node/io/sendbatch.h"
 #include "storage-node/io/writers.h"
 
 /* One client address with connections open: an entry of the address
@@ -55,7 +56,20 @@ struct conns {
     addr_t **heap;         /* every entry, a max-heap of count */
     int naddrs, heapcap;
     writers_t *wr;         /* conns_set_writers(); NULL: writes on the loop thread */
+    /* conns_set_batched(): the pass's send queue and the flush that empties it. */
+    sendbatch_t *sb;       /* NULL: writes at once */
+    struct event *flush;   /* made active at the pass's first note */
+    int flush_armed;
+    conns_conn_t **q;      /* noted this pass, nq of them (NULL: closed since) */
+    conns_conn_t **cb;     /* the running flush's, callbacks still due (NULL: done or closed) */
+    int nq, ncb, qcap;     /* qcap >= connections open: each is noted once at most */
+    sendbatch_job_t *jobs; /* qcap of them */
+    int *jconn;            /* a job's index in cb */
+    struct iovec *iov;     /* SEND_IOV per job */
 };
+
+/* Chunks of c->out one batched send offers (more: written at once after). */
+#define SEND_IOV 8
 
 /* The address bytes of a TCP peer (NULL for a Unix socket), and their
  * length in *n. */
@@ -499,10 +513,42 @@ static void conn_read(evutil_socket_t fd, short what, void *arg)
     c->on_read(fd, what, c->arg);
 }
 
+/* Makes room in the batched send's arrays for one more connection. */
+static int batch_room(conns_t *cn)
+{
+    if (!cn->sb || cn->nconns < cn->qcap)
+        return 0;
+    int cap = cn->qcap ? cn->qcap * 2 : 64;
+    conns_conn_t **q = realloc(cn->q, (size_t)cap * sizeof *q);
+    if (q)
+        cn->q = q;
+    conns_conn_t **cb = q ? realloc(cn->cb, (size_t)cap * sizeof *cb) : NULL;
+    if (cb)
+        cn->cb = cb;
+    sendbatch_job_t *jobs = cb ? realloc(cn->jobs, (size_t)cap * sizeof *jobs) : NULL;
+    if (jobs)
+        cn->jobs = jobs;
+    int *jconn = jobs ? realloc(cn->jconn, (size_t)cap * sizeof *jconn) : NULL;
+    if (jconn)
+        cn->jconn = jconn;
+    struct iovec *iov = jconn ? realloc(cn->iov, (size_t)cap * SEND_IOV * sizeof *iov) : NULL;
+    if (!iov)
+        return -ENOMEM; /* what grew stays: qcap counts only full success */
+    cn->iov = iov;
+    cn->qcap = cap;
+    return 0;
+}
+
 int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_fn on_read,
                event_callback_fn on_write, void *arg)
 {
+    if (batch_room(cn) < 0)
+        return -ENOMEM;
     c->fd = fd;
+    c->cn = cn;
+    c->on_write = on_write;
+    c->werr = 0;
+    c->qidx = c->cbidx = -1;
     c->writing = 0;
     c->held = 0;
     c->on_read = on_read;
@@ -548,10 +594,33 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     return 0;
 }
 
-int conns_write(conns_conn_t *c)
+/* Notes c for the pass's batched send. */
+static void batch_note(conns_conn_t *c)
 {
-    if (c->wc)
-        return writers_send(c->wc, c->out);
+    conns_t *cn = c->cn;
+    if (c->qidx >= 0)
+        return;
+    if (cn->nq == cn->qcap) { /* closed since noted, and others opened: drop the holes */
+        int n = 0;
+        for (int i = 0; i < cn->nq; i++)
+            if (cn->q[i]) {
+                cn->q[i]->qidx = n;
+                cn->q[n++] = cn->q[i];
+            }
+        cn->nq = n; /* < qcap: c is open and not among them */
+    }
+    c->qidx = cn->nq;
+    cn->q[cn->nq++] = c;
+    if (!cn->flush_armed) {
+        cn->flush_armed = 1;
+        event_active(cn->flush, EV_WRITE, 0);
+    }
+}
+
+/* Writes what the socket takes of c->out now, one writev at a time;
+ * arms the write event while bytes are left.  Returns 0 or -errno. */
+static int write_now(conns_conn_t *c)
+{
     while (evbuffer_get_length(c->out) > 0) {
         int n = evbuffer_write(c->out, c->fd);
         if (n < 0) {
@@ -567,6 +636,96 @@ int conns_write(conns_conn_t *c)
     }
     conns_want_write(c, evbuffer_get_length(c->out) > 0);
     return 0;
+}
+
+int conns_write(conns_conn_t *c)
+{
+    if (c->wc)
+        return writers_send(c->wc, c->out);
+    if (c->werr)
+        return c->werr;
+    if (c->cn->sb && !c->writing) { /* batched, and the socket is not known full */
+        if (evbuffer_get_length(c->out) > 0)
+            batch_note(c);
+        return 0;
+    }
+    return write_now(c);
+}
+
+/* The end of a pass (conns_set_batched()): every noted connection's bytes
+ * in one batch, then each one's write callback. */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    conns_t *cn = arg;
+    cn->flush_armed = 0;
+    conns_conn_t **t = cn->cb; /* the noted become the flush's; new notes start afresh */
+    cn->cb = cn->q;
+    cn->q = t;
+    cn->ncb = cn->nq;
+    cn->nq = 0;
+    size_t nj = 0;
+    for (int i = 0; i < cn->ncb; i++) {
+        conns_conn_t *c = cn->cb[i];
+        if (!c)
+            continue;
+        c->qidx = -1;
+        c->cbidx = i;
+        if (c->writing || evbuffer_get_length(c->out) == 0)
+            continue; /* full since (a direct write), or nothing left */
+        struct iovec *iov = &cn->iov[nj * SEND_IOV];
+        int k = evbuffer_peek(c->out, -1, NULL, iov, SEND_IOV);
+        cn->jobs[nj] = (sendbatch_job_t){.fd = c->fd, .iov = iov,
+                                         .iovcnt = k < SEND_IOV ? k : SEND_IOV};
+        cn->jconn[nj++] = i;
+    }
+    sendbatch_run(cn->sb, cn->jobs, nj);
+    for (size_t j = 0; j < nj; j++) {
+        conns_conn_t *c = cn->cb[cn->jconn[j]];
+        const sendbatch_job_t *job = &cn->jobs[j];
+        size_t offered = 0;
+        for (int k = 0; k < job->iovcnt; k++)
+            offered += job->iov[k].iov_len;
+        if (job->res > 0)
+            evbuffer_drain(c->out, (size_t)job->res);
+        if (job->res < 0 && job->res != -EAGAIN)
+            c->werr = (int)job->res;
+        else if (job->res == (ssize_t)offered && evbuffer_get_length(c->out) > 0)
+            c->werr = write_now(c); /* more chunks than one send offers */
+        else
+            conns_want_write(c, evbuffer_get_length(c->out) > 0);
+    }
+    /* The callbacks may close any of these (conns_close() clears its
+     * entry) and note connections again (for the next flush). */
+    for (int i = 0; i < cn->ncb; i++) {
+        conns_conn_t *c = cn->cb[i];
+        if (!c)
+            continue;
+        cn->cb[i] = NULL;
+        c->cbidx = -1;
+        c->on_write(c->fd, EV_WRITE, c->arg);
+    }
+    cn->ncb = 0;
+}
+
+int conns_set_batched(conns_t *cn, int mode)
+{
+    if (cn->sb || cn->wr || cn->list || (mode != SENDBATCH_AUTO && mode != SENDBATCH_PLAIN))
+        return -EINVAL;
+    int err = -ENOMEM;
+    if (!(cn->flush = event_new(cn->base, -1, 0, on_flush, cn)) ||
+        !(cn->sb = sendbatch_new(256, (sendbatch_mode_t)mode, &err))) {
+        if (cn->flush)
+            event_free(cn->flush);
+        cn->flush = NULL;
+        return err;
+    }
+    return 0;
+}
+
+int conns_batched(const conns_t *cn)
+{
+    return !cn->sb ? 0 : sendbatch_uring(cn->sb) ? 2 : 1;
 }
 
 void conns_subject(const conns_conn_t *c, rules_subject_t *s)
@@ -607,7 +766,7 @@ size_t conns_unsent(const conns_conn_t *c)
 
 int conns_set_writers(conns_t *cn, int n)
 {
-    if (n < 0 || n > WRITERS_MAX || cn->wr || cn->list)
+    if (n < 0 || n > WRITERS_MAX || cn->wr || cn->list || cn->sb)
         return -EINVAL;
     if (n == 0)
         return 0;
@@ -618,6 +777,11 @@ int conns_set_writers(conns_t *cn, int n)
 
 void conns_close(conns_t *cn, conns_conn_t *c)
 {
+    if (c->qidx >= 0)
+        cn->q[c->qidx] = NULL;
+    if (c->cbidx >= 0)
+        cn->cb[c->cbidx] = NULL;
+    c->qidx = c->cbidx = -1;
     int handed = c->wc != NULL; /* free_io() gives the socket to its writer */
     free_io(c);
     if (c->fd >= 0 && !handed)
@@ -682,6 +846,14 @@ void conns_destroy(conns_t **cnp)
     if (cn->sweep)
         event_free(cn->sweep);
     writers_destroy(&cn->wr);
+    if (cn->flush)
+        event_free(cn->flush);
+    sendbatch_destroy(&cn->sb);
+    free(cn->q);
+    free(cn->cb);
+    free(cn->jobs);
+    free(cn->jconn);
+    free(cn->iov);
     for (int i = 0; i < cn->naddrs; i++) /* connections the front left listed */
         free(cn->heap[i]);
     free(cn->heap);

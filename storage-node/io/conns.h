@@ -1,4 +1,4 @@
-/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, and each connection's write buffer.
+/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, each connection's write buffer, and (conns_set_batched()) a pass's sends in one system call.
  *
  * A front's gate makes one conns_t (gate_conns(), gate.h) and passes it the
  * front's accept and refuse hooks; the protocol (parsing, replies, what a
@@ -89,6 +89,12 @@ typedef struct conns_conn {
     int who_slot;
     uint32_t who_gen;
     uint64_t who_key;
+    /* conns_set_batched(), the registry's own: */
+    struct conns *cn;              /* its registry */
+    event_callback_fn on_write;    /* the front's write callback (conns_open()) */
+    int werr;                      /* a batched send failed: -errno, conns_write() says so */
+    int qidx, cbidx;               /* its place in the pass's send queue / in the
+                                      flush's callbacks still to run; -1: none */
 } conns_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -165,6 +171,28 @@ size_t conns_unsent(const conns_conn_t *c);
  * on this thread).  Call before any connection opens.  Returns 0, -EINVAL
  * (bad n, called twice, connections open) or -errno as writers_new(). */
 int conns_set_writers(conns_t *cn, int n);
+
+/* Replies sent once per pass of the loop (the memcached front): from now
+ * on conns_write() of a connection whose socket is not known full only
+ * notes it, and at the end of the loop's pass (an event made active at
+ * the first note, so it runs after the callbacks of the pass before it)
+ * every noted connection's c->out goes out in one system call
+ * (io/sendbatch.h: io_uring, else one sendmsg each), after which the
+ * on_write given to conns_open() runs for each of them on this thread, as
+ * a write event would: the front re-counts what is unsent, closes what is
+ * done, and its conns_write() returns -errno if the send failed.  Bytes
+ * the socket did not take stay in c->out with the write event armed, as
+ * before; c->out stays bounded by the front's own limits.  mode is
+ * sendbatch_mode_t (SENDBATCH_AUTO, SENDBATCH_PLAIN).  Not with writers
+ * (conns_set_writers()) or a front that writes by other means (TLS
+ * connections do not call conns_write()).  Call before any connection
+ * opens.  Returns 0, -EINVAL (called twice, connections open, writers) or
+ * -ENOMEM. */
+int conns_set_batched(conns_t *cn, int mode);
+
+/* Nonzero if conns_set_batched() is in force and sends through io_uring
+ * (2) or plainly (1); 0: writes at once. */
+int conns_batched(const conns_t *cn);
 
 /* Arms c's write event (on) or disarms it, and sets c->writing: for a
  * front that writes c->out by other means (TLS, tls.h). */

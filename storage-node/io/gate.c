@@ -32,6 +32,8 @@ struct gate {
     /* gate_request_dispatch(): one dispatch per pass of the event loop. */
     struct event *kick;
     int kick_armed;
+    double take_now;       /* mono_now() of the dispatch hook running (on_kick, on_pace):
+                              gate_take() reads the clock once per dispatch; NAN: none */
     /* Paced tokens: one timer for the time the scheduler says credit
      * returns (sched_next_ready()), armed when a dispatch finds nothing. */
     struct event *pace;
@@ -377,8 +379,11 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     gate_t *g = arg;
     g->kick_armed = 0;
-    if (!g->stopping)
+    if (!g->stopping) {
+        g->take_now = mono_now();
         g->hooks.dispatch(g->front);
+        g->take_now = NAN;
+    }
 }
 
 static void on_pace(evutil_socket_t fd, short what, void *arg)
@@ -387,8 +392,11 @@ static void on_pace(evutil_socket_t fd, short what, void *arg)
     (void)what;
     gate_t *g = arg;
     g->pace_at = INFINITY;
-    if (!g->stopping)
+    if (!g->stopping) {
+        g->take_now = mono_now();
         g->hooks.dispatch(g->front);
+        g->take_now = NAN;
+    }
 }
 
 static const char *who_name(void *arg, int b)
@@ -418,6 +426,7 @@ gate_t *gate_new(struct event_base *base, const gate_config_t *cfg, const gate_h
     g->hooks = *hooks;
     g->front = front;
     g->base = base;
+    g->take_now = NAN;
     g->kick = evtimer_new(base, on_kick, g);
     g->pace = evtimer_new(base, on_pace, g);
     g->pace_at = INFINITY;
@@ -513,7 +522,7 @@ sched_item_t *gate_take(gate_t *g)
 {
     if (window_inflight(g->win) >= window_limit(g->win))
         return NULL;
-    double now = mono_now();
+    double now = isnan(g->take_now) ? mono_now() : g->take_now;
     sched_class_t cls;
     sched_item_t *it = headroom_dispatch(g->s, g->win, now, &cls);
     if (!it) {

@@ -153,7 +153,9 @@ int gate_charge(gate_t *g, const sched_item_t *item, uint64_t units);
  * window is `outstanding` unless gate_set_window() made it adaptive (an IO
  * served on an R-token tells it so: window_note_reserved()).  When
  * the scheduler allows nothing because paced buckets wait for credit, one
- * timer calls hooks->dispatch when the first credit returns. */
+ * timer calls hooks->dispatch when the first credit returns.  Inside the
+ * dispatch hook called by the gate (the pass's dispatch, the pacing timer)
+ * the scheduler's clock is read once when the hook starts, not per IO. */
 sched_item_t *gate_take(gate_t *g);
 
 /* A backend completion of an IO from gate_take(): adds the busy time

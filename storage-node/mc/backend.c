@@ -440,9 +440,11 @@ static int put_request(mconn_t *c, const backend_op_t *op)
 }
 
 /* Reads the VALUE blocks of one multi-key gets up to END: each value goes
- * to every op of its key.  Returns 0 or -errno. */
+ * to the first unanswered op of its key (memcached answers a key asked
+ * twice twice).  Returns 0 or -errno. */
 static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
 {
+    size_t cur = 0; /* where the next VALUE's op is looked for first */
     for (;;) {
         char *l;
         size_t len;
@@ -478,10 +480,17 @@ static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
         if (rc < 0)
             return rc;
         const char *data = c->r + c->rpos;
-        for (size_t i = 0; i < ng; i++) {
+        /* memcached answers a multi-get's keys in the order asked (misses
+         * left out, a key asked twice answered twice), so the op is found
+         * from just after the last one answered: one comparison per value
+         * rather than a scan of the batch.  Each VALUE goes to the first
+         * unanswered op of its key from there, wrapping around. */
+        for (size_t k = 0; k < ng; k++) {
+            size_t i = cur + k < ng ? cur + k : cur + k - ng;
             backend_op_t *op = gets[i];
             if (op->reply != MCP_R_MISS || op->keylen != kl || memcmp(op->key, key, kl) != 0)
                 continue;
+            cur = i + 1 < ng ? i + 1 : 0;
             op->rvalue = malloc(bytes ? (size_t)bytes : 1);
             if (!op->rvalue) {
                 set_error(op, "out of memory");
@@ -492,6 +501,7 @@ static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
             op->rflags = (uint32_t)flags;
             op->rcas = cas;
             op->reply = MCP_R_VALUE;
+            break;
         }
         c->rpos += (size_t)bytes + 2;
     }

@@ -21,6 +21,7 @@
 #include "storage-node/io/freelist.h"
 #include "storage-node/io/gate.h"
 #include "storage-node/io/iolat.h"
+#include "storage-node/io/sendbatch.h"
 #include "storage-node/io/writers.h"
 #include "storage-node/mc/backend.h"
 #include "storage-node/mc/keyorder.h"
@@ -1114,6 +1115,9 @@ front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)
     gate_set_auth(f->g, cfg->auth != NULL);
     f->cn = gate_conns(f->g);
     if (cfg->threads > 1 && (rc = conns_set_writers(f->cn, cfg->threads - 1)) < 0)
+        goto out;
+    /* One thread: a pass's replies go out together (conns_set_batched()). */
+    if (cfg->threads == 1 && (rc = conns_set_batched(f->cn, SENDBATCH_AUTO)) < 0)
         goto out;
     f->default_bucket = gate_bucket(f->g, "default", 7, 1);
     if (f->default_bucket < 0) {

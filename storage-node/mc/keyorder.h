@@ -20,13 +20,18 @@ typedef struct keyorder_entry {
     size_t keylen;
     struct keyorder_entry *hnext;  /* table chain (the table's) */
     struct keyorder_entry *waiter; /* the next IO of this key, or NULL */
-    int in_tab;
+    unsigned chain;                /* its chain, while in_tab is 1 */
+    int in_tab;                    /* 0: not registered, 1: in a chain, 2: the table's `only` */
 } keyorder_entry_t;
 
 /* One connection's table; zero it to start ({0}), free with
- * keyorder_free().  Its chains are allocated on first use. */
+ * keyorder_free().  The usual case, one unfinished IO per connection,
+ * hashes nothing: a lone IO is held as `only`, and moves into the chains
+ * (allocated on first use) when a second one comes. */
 typedef struct {
     keyorder_entry_t **chains;
+    keyorder_entry_t *only;        /* the one entry while the chains hold none */
+    int n;                         /* entries in the chains */
 } keyorder_t;
 
 /* Registers e (key `key`, `keylen` bytes, caller-owned and alive while e is

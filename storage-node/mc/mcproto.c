@@ -453,22 +453,47 @@ const char *mcp_reply_line(mcp_reply_t r)
     return "";
 }
 
+/* Decimal digits of v at p (room for 20); returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* Formatted by hand: this runs once per value served (snprintf's parsing
+ * of the format was a visible share of the node's CPU per request). */
 int mcp_format_value_header(char *out, size_t cap, const char *key,
                             size_t keylen, uint32_t flags, size_t nbytes,
                             int with_cas, uint64_t cas)
 {
-    int n;
-    if (keylen > INT_MAX)
+    /* "VALUE " key, then up to three numbers of at most 20 digits, each
+     * after a space, then CRLF and the NUL. */
+    if (keylen > INT_MAX || cap < 6 + keylen + 3 * 21 + 3)
         return -ENOSPC;
-    if (with_cas)
-        n = snprintf(out, cap, "VALUE %.*s %u %zu %llu\r\n", (int)keylen, key,
-                     flags, nbytes, (unsigned long long)cas);
-    else
-        n = snprintf(out, cap, "VALUE %.*s %u %zu\r\n", (int)keylen, key,
-                     flags, nbytes);
-    if (n < 0 || (size_t)n >= cap)
-        return -ENOSPC;
-    return n;
+    char *p = out;
+    memcpy(p, "VALUE ", 6);
+    p += 6;
+    memcpy(p, key, keylen);
+    p += keylen;
+    *p++ = ' ';
+    p = put_u64(p, flags);
+    *p++ = ' ';
+    p = put_u64(p, nbytes);
+    if (with_cas) {
+        *p++ = ' ';
+        p = put_u64(p, cas);
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+    *p = '\0';
+    return (int)(p - out);
 }
 
 int mcp_format_binary_refusal(char *out, size_t cap, const char *req, size_t len)

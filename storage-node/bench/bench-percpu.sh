@@ -1,0 +1,74 @@
+#!/bin/sh
+# bench-percpu.sh - the node's CPU per memcached request against another build (issue 30): nodes of OLD_BIN and of this build (--threads 1 and 2) on one memcached, two clients we did not write (memcaslap, libmemcached's memcslap), interleaved rounds; TPS, node CPU per request (user + system from /proc over the node's own request count from `stats`), involuntary context switches per request, load average.
+# Usage: bench-percpu.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: options for every node, default --policy rr; CLIENTS: "memcaslap memcslap")
+set -u
+. "$(dirname "$0")/../../scripts/lib.sh"
+OLD=$1; ROUNDS=${2:-3}; SECS=${3:-4}; BIN=${BIN:-bin}; NODE_ARGS=${NODE_ARGS:---policy rr}
+CLIENTS=${CLIENTS:-memcaslap memcslap}
+T=$(mktemp -d /tmp/bench-percpu.XXXXXX)
+trap 'cleanup; rm -rf "$T"' EXIT
+for c in $CLIENTS; do
+  command -v "$c" >/dev/null || { echo "bench-percpu: $c not installed (libmemcached-tools)" >&2; exit 1; }
+done
+tck=$(getconf CLK_TCK)
+next_port; mc=$PORT
+start_memcached "$mc" "$T/mc.log" || exit 1
+node() { # node NAME BIN PORT EXTRA...: starts a node, its pid in $SPAWNED
+  n=$1; b=$2; p=$3; shift 3
+  # shellcheck disable=SC2086
+  spawn "$T/node-$n.log" "$b/bqos-node" --name "$n" --memcached-listen "127.0.0.1:$p" \
+    --backend "memcached://127.0.0.1:$mc" --log-level warn $NODE_ARGS "$@"
+  wait_port "$p" 10 || exit 1
+}
+next_port; po=$PORT; node old "$OLD" "$po"; no=$SPAWNED
+next_port; p1=$PORT; node t1 "$BIN" "$p1" --threads 1; n1=$SPAWNED
+next_port; p2=$PORT; node t2 "$BIN" "$p2" --threads 2; n2=$SPAWNED
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+invol() { awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {print s + 0}' /proc/"$1"/task/*/status; }
+# requests the node served so far: its stats' get keys + sets + touches + other commands
+served() {
+  python3 - "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    b = s.recv(65536)
+    if not b:
+        break
+    buf += b
+st = dict(l.split(" ")[1:3] for l in buf.decode().split("\r\n") if l.startswith("STAT "))
+print(sum(int(st.get(k, 0)) for k in ("cmd_get", "cmd_set", "cmd_touch", "cmd_flush")))
+PY
+}
+client() { # client NAME PORT: one run; prints the client's own operation count
+  case $1 in
+  memcaslap)
+    memcaslap -s "127.0.0.1:$2" -T 2 -c 50 -t "${SECS}s" -X 100 -S "$((SECS + 60))s" >"$T/o" 2>&1
+    sed -n 's/.*Ops: \([0-9]*\).*/\1/p' "$T/o" | tail -1 ;;
+  memcslap) # 20 threads, each sets then gets its keys: about SECS seconds at 100,000 gets/s
+    memcslap -s "127.0.0.1:$2" -c 20 -e "$((SECS * 5000))" -t get >"$T/o" 2>&1
+    echo $((SECS * 5000 * 20 * 2)) ;;
+  esac
+}
+echo "# $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg); node options: $NODE_ARGS; memcaslap -T 2 -c 50 -X 100 for ${SECS} s, memcslap -c 20 -e $((SECS * 5000)) -t get"
+printf '%-9s %-6s %-5s %9s %10s %10s %6s\n' client setup round tps node_us/op invol/op load
+for cl in $CLIENTS; do
+  r=1
+  while [ "$r" -le "$ROUNDS" ]; do
+    for s in old:$po:$no t1:$p1:$n1 t2:$p2:$n2; do
+      name=${s%%:*}; rest=${s#*:}; port=${rest%%:*}; pid=${rest#*:}
+      q0=$(served "$port"); a0=$(ticks "$pid"); v0=$(invol "$pid"); w0=$(date +%s.%N)
+      client "$cl" "$port" >/dev/null
+      w1=$(date +%s.%N); a1=$(ticks "$pid"); v1=$(invol "$pid"); q1=$(served "$port")
+      echo "$cl $name $r $((q1 - q0)) $((a1 - a0)) $((v1 - v0)) $w0 $w1 $(cut -d' ' -f1 /proc/loadavg)" |
+        awk -v tck="$tck" '{ n = $4 > 0 ? $4 : 1
+          printf "%-9s %-6s %-5s %9d %10.2f %10.3f %6s\n", $1, $2, $3, $4 / ($8 - $7), $5 * 1e6 / tck / n, $6 / n, $9 }' |
+        tee -a "$T/all"
+    done
+    r=$((r + 1))
+  done
+done
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk '{ k = $1 " " $2; n[k]++; t[k] += $4; c[k] += $5; v[k] += $6 }
+  END { for (k in n) printf "# mean %s: %d tps, node %.2f us/op, %.3f involuntary switches/op\n", k, t[k] / n[k], c[k] / n[k], v[k] / n[k] }' "$T/all" | sort
