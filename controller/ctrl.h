@@ -423,15 +423,18 @@ size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_byte
  * NaN).  The thread that owns c. */
 int ctrl_node_set_slice(ctrl_t *c, int node, double est, double cons);
 
-/* What c needs of node `node` by its last computed round, for the root
- * step, in tokens for the rest of the period as of that round: into
- * *r_placed the R-tokens placed there, *r_room the sum over the node's
- * active pairs of min(the bucket's remaining reservation, its demand
- * there) (where R could go), *demand the sum of the demand estimates.
- * Any pointer may be NULL.  Zeros for a down node or before the first
- * computed round.  Returns 0 or -EINVAL.  O(the node's active pairs). */
-int ctrl_node_need(const ctrl_t *c, int node, int64_t *r_placed, int64_t *r_room,
-                   int64_t *demand);
+/* What c needs of each node by its last computed round, for the root
+ * step, in tokens for the rest of the period as of that round, into
+ * arrays of ctrl_nnodes(c) entries (any may be NULL): placed[n] the
+ * R-tokens placed there; must[n] the reservation its buckets can place
+ * nowhere else (a bucket's remaining reservation less its demand on the
+ * other up nodes, at most its demand there); room[n] the sum over the
+ * node's active pairs of min(the bucket's remaining reservation, its
+ * demand there) (where R could go); demand[n] the sum of the demand
+ * estimates.  Zeros for a down node or before the first computed round.
+ * Returns 0 or -ENOMEM.  O(active pairs + buckets). */
+int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *room,
+                     int64_t *demand);
 
 /* The reservation c's last computed round had to place (the sum over
  * buckets with demand of their remaining reservation, tokens), for the

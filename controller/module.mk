@@ -5,7 +5,7 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
   controller/ledger.c controller/bytes.c controller/plausible.c \
   controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
   controller/shares.c controller/fair.c \
-  controller/shardmap.c controller/shardroot.c controller/shardctl.c
+  controller/shardmap.c controller/shardroot.c controller/shardctl.c controller/shardset.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -110,3 +110,7 @@ test_shardmap_SRCS = tests/test_shardmap.c
 test_shardmap_LIBS = controller common
 test_shardroot_SRCS = tests/test_shardroot.c
 test_shardroot_LIBS = controller pshift common
+PROGS += bqos-shards-bench
+bqos-shards-bench_SRCS = controller/bench/shards_bench.c
+bqos-shards-bench_LIBS = controller pshift proto common
+BENCHES += controller/bench/bench-shards.sh

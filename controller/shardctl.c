@@ -1,6 +1,7 @@
 /* shardctl.c - a controller shard's side of the root step (ctrl.h, "shards"): a node's slice held in the computations, and what the shard needs of each node for the next root step. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "controller/ctrl.h"
 #include "controller/ctrl_int.h"
@@ -33,31 +34,68 @@ int ctrl_node_set_slice(ctrl_t *c, int node, double est, double cons)
     return 0;
 }
 
-int ctrl_node_need(const ctrl_t *c, int node, int64_t *r_placed, int64_t *r_room,
-                   int64_t *demand)
+/* The work array of up node i after a computed round, or NULL. */
+static const ledger_node_t *node_work(const ctrl_t *c, int i)
 {
-    const node_t *nd = ctrl__get_node(c, node);
-    if (!nd)
-        return -EINVAL;
-    int64_t placed = 0, room = 0, dem = 0;
-    if (nd->up && node < c->io.nn && c->st.computed > 0) {
-        const ledger_node_t *ln = &c->io.n[node];
-        placed = ln->up ? ln->load : 0;
-        for (size_t k = 0; k < ln->nwork && k < nd->nact; k++) {
+    const node_t *nd = &c->nodes[i];
+    if (!nd->up || i >= c->io.nn || !c->io.n[i].up)
+        return NULL;
+    return &c->io.n[i];
+}
+
+int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *room,
+                     int64_t *demand)
+{
+    const int nn = c->nn;
+    for (int i = 0; i < nn; i++) {
+        if (placed)
+            placed[i] = 0;
+        if (must)
+            must[i] = 0;
+        if (room)
+            room[i] = 0;
+        if (demand)
+            demand[i] = 0;
+    }
+    if (c->st.computed == 0)
+        return 0;
+    /* Each bucket's demand over the up nodes, for its must parts. */
+    int64_t *tot = must ? calloc(c->nb ? c->nb : 1, sizeof *tot) : NULL;
+    if (must && !tot)
+        return -ENOMEM;
+    for (int i = 0; i < nn; i++) {
+        const ledger_node_t *ln = node_work(c, i);
+        if (!ln)
+            continue;
+        if (placed)
+            placed[i] = ln->load;
+        for (size_t k = 0; k < ln->nwork; k++) {
             const ledger_work_t *w = &ln->work[k];
             if (w->b < 0 || (size_t)w->b >= c->nb || w->demand <= 0)
                 continue;
             const int64_t r = c->b[w->b].r_rem;
-            room = count_add(room, w->demand < r ? w->demand : r);
-            dem = count_add(dem, w->demand);
+            if (room)
+                room[i] = count_add(room[i], w->demand < r ? w->demand : r);
+            if (demand)
+                demand[i] = count_add(demand[i], w->demand);
+            if (tot)
+                tot[w->b] = count_add(tot[w->b], w->demand);
         }
     }
-    if (r_placed)
-        *r_placed = placed;
-    if (r_room)
-        *r_room = room;
-    if (demand)
-        *demand = dem;
+    for (int i = 0; must && i < nn; i++) {
+        const ledger_node_t *ln = node_work(c, i);
+        for (size_t k = 0; ln && k < ln->nwork; k++) {
+            const ledger_work_t *w = &ln->work[k];
+            if (w->b < 0 || (size_t)w->b >= c->nb || w->demand <= 0)
+                continue;
+            const int64_t elsewhere = tot[w->b] - w->demand, r = c->b[w->b].r_rem;
+            if (r > elsewhere) {
+                int64_t m = r - elsewhere;
+                must[i] = count_add(must[i], m < w->demand ? m : w->demand);
+            }
+        }
+    }
+    free(tot);
     return 0;
 }
 
