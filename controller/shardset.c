@@ -17,6 +17,13 @@ struct shardset {
     int64_t *placed, *must, *room, *dem;
     double *cap, *cons;
     int capn;
+    double left_prev;        /* `left` of the last root step (the shards'
+                                needs are as of that round's time left) */
+    double *pnorm;           /* [k][capn]: R each shard placed on each node
+                                per unit of time left, from its last round
+                                that was not a period's last (which places
+                                R on the queues, not where it will go) */
+    int capnorm;
 };
 
 shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
@@ -62,6 +69,7 @@ void shardset_destroy(shardset_t **sp)
     free(ss->dem);
     free(ss->cap);
     free(ss->cons);
+    free(ss->pnorm);
     free(ss);
     *sp = NULL;
 }
@@ -151,6 +159,13 @@ static int scratch(shardset_t *ss, int n)
             return -ENOMEM;
         *d[i] = x;
     }
+    double *pn = calloc((size_t)ss->k * (size_t)n, sizeof *pn);
+    if (!pn)
+        return -ENOMEM;
+    for (int s = 0; ss->pnorm && s < ss->k; s++)
+        memcpy(pn + (size_t)s * n, ss->pnorm + (size_t)s * ss->capn, (size_t)ss->capn * sizeof *pn);
+    free(ss->pnorm);
+    ss->pnorm = pn;
     ss->capn = n;
     return 0;
 }
@@ -195,18 +210,33 @@ int shardset_root(shardset_t *ss, double left, const pshift_opts_t *o)
         if ((rc = shardroot_set_node(ss->root, n, c > 0 ? c : 0, cv > 0 ? cv : 0)) < 0)
             goto fail;
     }
+    /* The needs are for the time left at the shards' last round: scaled
+     * to the time left now (at a period's start, from its last interval
+     * to the whole period), so that they weigh against the capacities as
+     * they will in this round. */
+    const double f = ss->left_prev > 0 && left > 0 ? left / ss->left_prev : 1;
+    const double now = left > 0 ? left : 1;
+    const int iv = ss->cfg.intervals;
+    const int fresh = ss->left_prev > 1.0 / iv + 1e-9; /* not a last interval */
+#define SCALE(x) ((int64_t)((double)(x) * f))
     for (int s = 0; s < ss->k; s++) {
         ctrl_t *c = ss->sh[s];
         if ((rc = ctrl_shard_needs(c, ss->placed, ss->must, ss->room, ss->dem)) < 0)
             goto fail;
-        if ((rc = shardroot_set_target(ss->root, s, ctrl_r_target(c))) < 0)
+        if ((rc = shardroot_set_target(ss->root, s, SCALE(ctrl_r_target(c)))) < 0)
             goto fail;
         for (int n = 0; n < ctrl_nnodes(c) && n < nn; n++) {
-            if ((rc = shardroot_set_need(ss->root, s, n, ss->must[n], ss->room[n], ss->dem[n])) < 0 ||
-                (rc = shardroot_set_placed(ss->root, s, n, ss->placed[n])) < 0)
+            double *pn = &ss->pnorm[(size_t)s * ss->capn + n];
+            if (fresh)
+                *pn = (double)ss->placed[n] / ss->left_prev;
+            if ((rc = shardroot_set_need(ss->root, s, n, SCALE(ss->must[n]), SCALE(ss->room[n]),
+                                         SCALE(ss->dem[n]))) < 0 ||
+                (rc = shardroot_set_placed(ss->root, s, n, (int64_t)(*pn * now))) < 0)
                 goto fail;
         }
     }
+#undef SCALE
+    ss->left_prev = left > 0 ? left : 1;
     if ((rc = shardroot_solve(ss->root, o)) < 0)
         goto fail;
     for (int s = 0; s < ss->k; s++)
