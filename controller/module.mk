@@ -105,11 +105,13 @@ test_dyn_LIBS = controller common
 ITESTS += tests/it/report_delay.sh
 
 # controller shards (issue 30): the shard map, the root step, a shard's side
-TESTS += test_shardmap test_shardroot
+TESTS += test_shardmap test_shardroot test_shardset
 test_shardmap_SRCS = tests/test_shardmap.c
 test_shardmap_LIBS = controller common
 test_shardroot_SRCS = tests/test_shardroot.c
 test_shardroot_LIBS = controller pshift common
+test_shardset_SRCS = tests/test_shardset.c
+test_shardset_LIBS = controller pshift proto common
 PROGS += bqos-shards-bench
 bqos-shards-bench_SRCS = controller/bench/shards_bench.c
 bqos-shards-bench_LIBS = controller pshift proto common
