@@ -53,6 +53,8 @@ typedef struct {
     double skip_abs;         /* ... and by more than this many IOs per interval */
     double default_capacity; /* IOPS profile of a node that gives none */
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
+    int max_path;            /* pShift's longest shift path (pshift_opts_t;
+                                0: any; controller shards use a bound) */
     double cap_sd;           /* R-tokens are placed within each node's
                                 conservative capacity: the mean of its recent
                                 capacity samples minus cap_sd standard

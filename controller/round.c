@@ -554,6 +554,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     o.threads = c->cfg.threads;
     o.approx_top = c->cfg.approx_top;
+    o.max_path = c->cfg.max_path;
     int any_l = 0;
 
     if ((rc = phase_liveness(c, &rs)) < 0)

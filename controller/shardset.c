@@ -35,6 +35,8 @@ shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
         return NULL;
     ss->k = k;
     ss->cfg = *cfg;
+    if (ss->cfg.max_path == 0) /* shards bound pShift's paths (shardset.h) */
+        ss->cfg.max_path = SHARDSET_MAX_PATH;
     ss->sh = calloc((size_t)k, sizeof *ss->sh);
     ss->glob = calloc((size_t)k, sizeof *ss->glob);
     ss->nglob = calloc((size_t)k, sizeof *ss->nglob);
@@ -42,7 +44,7 @@ shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
     if (!ss->sh || !ss->glob || !ss->nglob || !ss->root)
         goto fail;
     for (int s = 0; s < k; s++)
-        if (!(ss->sh[s] = ctrl_new(cfg)))
+        if (!(ss->sh[s] = ctrl_new(&ss->cfg)))
             goto fail;
     return ss;
 fail:

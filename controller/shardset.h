@@ -25,7 +25,15 @@
 
 typedef struct shardset shardset_t;
 
-/* Returns k (1..SHARDMAP_MAX) empty shards, each a ctrl_new(cfg), or NULL
+/* pShift's longest shift path in a shard's passes unless cfg.max_path says
+ * otherwise: within slices a shard's R often cannot all fit (the root
+ * sees sums), and at 1,024 nodes pShift then searches paths of tens of
+ * edges over the |S| x |S| map for seconds (docs/decisions.md "Controller
+ * shards, the first slice"); the root's own pShift moves R between shards. */
+#define SHARDSET_MAX_PATH 2
+
+/* Returns k (1..SHARDMAP_MAX) empty shards, each a ctrl_new(cfg) (with
+ * max_path SHARDSET_MAX_PATH if cfg's is 0), or NULL
  * (bad k or config, out of memory).  Caller owns it. */
 shardset_t *shardset_new(const ctrl_config_t *cfg, int k);
 

@@ -18,7 +18,7 @@
 
 /* The command line; read-only once parsed. */
 typedef struct {
-    int nodes, buckets, active, rounds, warmup, shards, intervals, threads, verbose;
+    int nodes, buckets, active, rounds, warmup, shards, intervals, threads, verbose, max_path;
     size_t approx;
     unsigned seed;
     double capacity, reserved, noise, period;
@@ -49,7 +49,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 17
+#define NOPTS 18
 
 static void option_rows(bench_cfg_t *c, opts_row_t *rows)
 {
@@ -83,6 +83,10 @@ static void option_rows(bench_cfg_t *c, opts_row_t *rows)
          .help = "pShift threads per shard"},
         {.name = "approx-top", .type = OPTS_SIZE, .target = &c->approx, .arg = "M",
          .deflt = "0", .help = "each shard's pShift approximation (default {default}: exact)"},
+        {.name = "max-path", .type = OPTS_INT, .target = &c->max_path, .arg = "L",
+         .deflt = "0", .min = 0, .max = 4096,
+         .help = "each shard's pShift shift paths at most L edges\n"
+                 "(default {default}: shardset.h's SHARDSET_MAX_PATH)"},
         {.name = "verbose", .type = OPTS_FLAG, .target = &c->verbose,
          .help = "a line per round on stderr (root and slowest shard CPU)"},
         OPTS_HELP_ROW(0, &c->help, NULL),
@@ -146,6 +150,7 @@ int main(int argc, char **argv)
     cc.intervals = iv;
     cc.threads = cfg.threads;
     cc.approx_top = cfg.approx;
+    cc.max_path = cfg.max_path;
     cc.default_capacity = cfg.capacity;
     cc.skip_rel = 0; /* every round computes: the figure is the worst case */
     shardset_t *ss = shardset_new(&cc, K);
