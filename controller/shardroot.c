@@ -251,12 +251,10 @@ static int place_r(shardroot_t *r, const pshift_opts_t *o)
             return rc;
     }
     for (int s = 0; s < ns; s++) {
-        int64_t room = 0, musts = 0, fixeds = 0;
+        int64_t room = 0;
         for (int n = 0; n < nn; n++) {
             size_t i = (size_t)s * nn + n;
             room = count_add(room, r->room[i]);
-            musts = count_add(musts, r->must[i]);
-            fixeds = count_add(fixeds, fixed[i]);
         }
         int64_t t = r->target[s] < room ? r->target[s] : room;
         r->st.r_target = count_add(r->st.r_target, t);
@@ -267,8 +265,6 @@ static int place_r(shardroot_t *r, const pshift_opts_t *o)
             size_t i = (size_t)s * nn + n;
             took = count_add(took, fixed[i] > r->must[i] ? fixed[i] : r->must[i]);
         }
-        (void)musts;
-        (void)fixeds;
         t = t > took ? t - took : 0;
         int rc = pshift_add_bucket(r->p, NULL, t);
         if (rc < 0)
