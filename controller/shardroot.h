@@ -88,7 +88,7 @@ int shardroot_set_need(shardroot_t *r, int s, int n, int64_t must, int64_t r_roo
                        int64_t demand);
 
 /* Where shard s placed its reservations on node n in its last round
- * (ctrl_node_need()'s r_placed; 0 if unknown): the root keeps that
+ * (ctrl_shard_needs()'s placed; 0 if unknown): the root keeps that
  * placement where it still fits (the second tier of part 1), so that over
  * rounds the shards' own R passes and the root's converge as one
  * controller's would.  Returns 0 or -EINVAL. */
