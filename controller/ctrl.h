@@ -53,6 +53,8 @@ typedef struct {
     double skip_abs;         /* ... and by more than this many IOs per interval */
     double default_capacity; /* IOPS profile of a node that gives none */
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
+    int max_path;            /* pShift's longest shift path (pshift_opts_t;
+                                0: any; controller shards use a bound) */
     double cap_sd;           /* R-tokens are placed within each node's
                                 conservative capacity: the mean of its recent
                                 capacity samples minus cap_sd standard
@@ -408,6 +410,39 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
  * its byte rate).  Owned by `c`, valid until the next ctrl_compute().
  * Returns the count (0 for a down node or without byte rates). */
 size_t ctrl_node_tokens_bytes(const ctrl_t *c, int node, const proto_tokens_bytes_t **recs);
+
+/* ---- shards (controller/shardroot.h, shardctl.c; issue 30) ---------------
+ * A controller shard is a ctrl_t holding only its buckets (shardmap.h);
+ * each round the root step divides every node's capacity among the shards
+ * and each shard computes within its slices.  Without a slice nothing
+ * changes. */
+
+/* Holds node `node`'s capacities in c's computations to at most `est`
+ * IOs/s (the L pass, the full estimate) and `cons` IOs/s (the R pass, the
+ * conservative capacity), the root step's slices of the node for this
+ * shard; est < 0 removes the slice (the node's own estimates, as without
+ * shards).  cons is held to est.  A slice that moved beyond the skip
+ * threshold forces the next computation.  Returns 0 or -EINVAL (bad node,
+ * NaN).  The thread that owns c. */
+int ctrl_node_set_slice(ctrl_t *c, int node, double est, double cons);
+
+/* What c needs of each node by its last computed round, for the root
+ * step, in tokens for the rest of the period as of that round, into
+ * arrays of ctrl_nnodes(c) entries (any may be NULL): placed[n] the
+ * R-tokens placed there; must[n] the reservation its buckets can place
+ * nowhere else (a bucket's remaining reservation less its demand on the
+ * other up nodes, at most its demand there); room[n] the sum over the
+ * node's active pairs of min(the bucket's remaining reservation, its
+ * demand there) (where R could go); demand[n] the sum of the demand
+ * estimates.  Zeros for a down node or before the first computed round.
+ * Returns 0 or -ENOMEM.  O(active pairs + buckets). */
+int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *room,
+                     int64_t *demand);
+
+/* The reservation c's last computed round had to place (the sum over
+ * buckets with demand of their remaining reservation, tokens), for the
+ * root step.  O(buckets in that round's R problem). */
+int64_t ctrl_r_target(const ctrl_t *c);
 
 /* ---- introspection (status, admission) ----------------------------------- */
 

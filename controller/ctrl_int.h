@@ -94,6 +94,11 @@ typedef struct {
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
     double cons_used;      /* conservative capacity at the last computation */
+    /* Shards (ctrl_node_set_slice()): the root step's slice of the node
+     * for this controller, IOs/s; the computations place within the
+     * smaller of it and the estimates.  sliced 0: no slice. */
+    uint8_t sliced;
+    double slice_est, slice_cons;
     pair_t *pairs;         /* [ntable] */
     pair_push_t *push;     /* [ntable] */
     pair_served_t *served; /* [ntable] */

@@ -4,7 +4,8 @@ LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
   controller/ledger.c controller/bytes.c controller/plausible.c \
   controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
-  controller/shares.c controller/fair.c
+  controller/shares.c controller/fair.c \
+  controller/shardmap.c controller/shardroot.c controller/shardctl.c controller/shardset.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -107,3 +108,16 @@ test_dyn_LIBS = controller common
 
 # issue 26: a node's reports late at the controller (delay_proxy.py) hold the limit and cost no interval
 ITESTS += tests/it/report_delay.sh
+
+# controller shards (issue 30): the shard map, the root step, a shard's side
+TESTS += test_shardmap test_shardroot test_shardset
+test_shardmap_SRCS = tests/test_shardmap.c
+test_shardmap_LIBS = controller common
+test_shardroot_SRCS = tests/test_shardroot.c
+test_shardroot_LIBS = controller pshift common
+test_shardset_SRCS = tests/test_shardset.c
+test_shardset_LIBS = controller pshift proto common
+PROGS += bqos-shards-bench
+bqos-shards-bench_SRCS = controller/bench/shards_bench.c
+bqos-shards-bench_LIBS = controller pshift proto common
+BENCHES += controller/bench/bench-shards.sh

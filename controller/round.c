@@ -554,6 +554,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
     o.threads = c->cfg.threads;
     o.approx_top = c->cfg.approx_top;
+    o.max_path = c->cfg.max_path;
     int any_l = 0;
 
     if ((rc = phase_liveness(c, &rs)) < 0)
@@ -571,9 +572,15 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     const ledger_round_t rd = ledger_round(c, 1);
     ledger_budgets(&c->io, &rd);
-    for (int i = 0; i < c->nn; i++)
-        ledger_caps(&c->io, i, c->nodes[i].up, c->nodes[i].cap.estimate,
-                    c->nodes[i].cap.conservative, rem_s);
+    for (int i = 0; i < c->nn; i++) {
+        const node_t *nd = &c->nodes[i];
+        double est = nd->cap.estimate, cons = nd->cap.conservative;
+        if (nd->sliced) { /* a shard: the root step's slice (shardctl.c) */
+            est = est < nd->slice_est ? est : nd->slice_est;
+            cons = cons < nd->slice_cons ? cons : nd->slice_cons;
+        }
+        ledger_caps(&c->io, i, nd->up, est, cons, rem_s);
+    }
     if ((rc = ledger_rpass(&c->io, &o, &rs, &any_l)) < 0)
         goto out;
     if ((rc = ledger_lpass(&c->io, any_l, &o, &rs)) < 0)

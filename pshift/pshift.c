@@ -863,7 +863,7 @@ static int shift_possible(const pshift_problem_t *p)
  * tokens from each overloaded server along shortest shift paths of at most
  * l edges (found by BFS over the map) until it is no longer overloaded or no
  * path exists.  Stops once no search was cut short by the length bound. */
-static int progressive_shifting(pshift_problem_t *p)
+static int progressive_shifting(pshift_problem_t *p, int max_path)
 {
     int ns = p->nservers, err = 0;
     bfs_t w = {malloc(sizeof(int) * (size_t)ns), malloc(sizeof(int) * (size_t)ns),
@@ -873,7 +873,7 @@ static int progressive_shifting(pshift_problem_t *p)
         err = -ENOMEM;
         goto out;
     }
-    for (int l = 2; l <= ns - 1; l++) {
+    for (int l = 2; l <= ns - 1 && (max_path <= 0 || l <= max_path); l++) {
         int cut = 0;
         p->stats.levels = l;
         for (int src = 0; src < ns; src++) {
@@ -955,12 +955,12 @@ static int solve(pshift_problem_t *p, const pshift_opts_t *opts, int map_only)
             goto out;
         direct_shifts(p);
     }
-    if (shift_possible(p)) {
+    if ((o.max_path <= 0 || o.max_path > 1) && shift_possible(p)) {
         double tm0 = omp_get_wtime();
         if ((err = make_map(p, &o)))
             goto out;
         t_map = omp_get_wtime() - tm0;
-        if ((err = progressive_shifting(p)))
+        if ((err = progressive_shifting(p, o.max_path)))
             goto out;
     }
     double t3 = omp_get_wtime();

@@ -30,6 +30,12 @@ typedef struct {
     int threads;        /* OpenMP threads; <= 0 means the OpenMP default */
     size_t approx_top;  /* 0 = exact; else shift only the top M buckets by
                            tokens and the top M by spare demand (III-C2) */
+    int max_path;       /* 0: shift paths of any length (the paper); else at
+                           most this many edges (1: direct transfers only,
+                           no map built).  Bounds the cost where excess
+                           cannot all be removed: each level is a search
+                           from every overloaded server over the |S| x |S|
+                           map (controller shards, issue 30) */
 } pshift_opts_t;
 
 #define PSHIFT_OPTS_DEFAULT ((pshift_opts_t){.threads = 1, .approx_top = 0})

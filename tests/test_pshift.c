@@ -147,6 +147,26 @@ START_TEST(test_pshift_table2)
 }
 END_TEST
 
+/* max_path bounds the shift paths (controller shards): Table II needs a
+ * two-edge path, so direct transfers alone leave its excess; a bound of 2
+ * finds it as the unbounded solve does. */
+START_TEST(test_pshift_max_path)
+{
+    pshift_problem_t *p = build(3, 3, t2_caps, t2_targets, t2_dem);
+    pshift_opts_t o = PSHIFT_OPTS_DEFAULT;
+    o.max_path = 1;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_gt(pshift_stats(p)->weak_excess_final, 0);
+    ck_assert_int_eq(pshift_stats(p)->levels, 1);
+    ck_assert_int_eq(check_solution(p), 275); /* phi: 25 beyond capacity */
+    o.max_path = 2;
+    ck_assert_int_eq(pshift_solve(p, &o), 0);
+    ck_assert_int_eq(pshift_stats(p)->weak_excess_final, 0);
+    ck_assert_int_le(pshift_stats(p)->levels, 2);
+    pshift_problem_destroy(&p);
+}
+END_TEST
+
 START_TEST(test_pshift_table3_map)
 {
     /* Paper Table III: the token movement sums of Table II's start. */
@@ -711,6 +731,7 @@ int main(void)
                                   test_pshift_initial_largest_remainders, test_pshift_residual,
                                   test_pshift_generated_matches_maxflow, test_pshift_names_kept,
                                   test_pshift_errors,
-                                  test_pshift_degenerate, test_pshift_gen_deterministic};
+                                  test_pshift_degenerate, test_pshift_gen_deterministic,
+                                  test_pshift_max_path};
     return testlib_run_timed("pshift", 120, tests, sizeof tests / sizeof tests[0]);
 }

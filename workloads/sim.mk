@@ -1,7 +1,7 @@
 # workloads/sim.mk - bqos-sim, the discrete-event simulator (included by workloads/module.mk).
 LIBS += sim
 sim_SRCS = workloads/sim/sim_engine.c workloads/sim/sim_model.c workloads/sim/sim_run.c \
-           workloads/sim/sim_tokens.c workloads/sim/sim_prop.c \
+           workloads/sim/sim_tokens.c workloads/sim/sim_prop.c workloads/sim/sim_shards.c \
            workloads/sim/sim_measured.c
 
 PROGS += bqos-sim

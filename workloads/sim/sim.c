@@ -87,6 +87,7 @@ typedef struct {
     double burst_s;
     double limit_depth;
     int shares;
+    int shards;
     int quiet;
     int help, version;
 } settings_t;
@@ -95,7 +96,7 @@ typedef struct {
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
 #define NGEN 18
-#define NOPTS (NGEN + 16)
+#define NOPTS (NGEN + 17)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
  * receives the generator's defaults as text. */
@@ -166,6 +167,12 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
          .help = "pshift: the controller divides spare capacity in\n"
                  "weighted fair shares across the cluster\n"
                  "(bqos-controller --shares on; default off)"},
+        {.name = "shards", .type = OPTS_INT, .target = &st->shards, .arg = "K",
+         .deflt = "0", .min = 0, .max = 256,
+         .help = "pshift policies: the controller as K shards (buckets\n"
+                 "divided by a hash of their names), each node's capacity\n"
+                 "divided among them by the root step every round\n"
+                 "(issue 30; default 0: one controller)"},
         {.name = "weighted", .type = OPTS_FLAG, .target = &st->weighted,
          .help = "run the schedulers in weighted round robin, a bucket's\n"
                  "weight being its reservation over the smallest one\n"
@@ -282,6 +289,8 @@ static json_t *config_json(const sim_model_t *m, const settings_t *st)
         json_object_set_new(j, "burst", json_real(st->burst_s));
     if (j)
         json_object_set_new(j, "limit_depth", json_real(st->limit_depth));
+    if (j && st->shards)
+        json_object_set_new(j, "shards", json_integer(st->shards));
     return j;
 }
 
@@ -397,6 +406,7 @@ int main(int argc, char **argv)
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
     sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted, .burst_s = st.burst_s,
                          .limit_depth = st.limit_depth, .shares = st.shares,
+                         .shards = st.shards,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {

@@ -19,6 +19,7 @@
 #include "storage-node/core/sched.h"
 #include "workloads/sim/sim_engine.h"
 #include "workloads/sim/sim_run_int.h"
+#include "workloads/sim/sim_shards.h"
 
 /* Seed streams: generator key k, server s (service times). */
 #define STREAM_GEN(k) ((UINT64_C(2) << 40) + (uint64_t)(k))
@@ -601,6 +602,8 @@ static int nodes_join(run_t *R)
         if (rc < 0)
             return rc;
         sv->table = m.table;
+        if (R->shards && (rc = sim_shards_hello(R->shards, s, &m)) < 0)
+            return rc;
         if (R->ctl) {
             rc = ctrl_node_hello(R->ctl, sv->name, m.instance, m.capacity, m.table, m.names,
                                  m.nnames);
@@ -649,6 +652,8 @@ static int node_report(run_t *R, int s, double t)
 {
     const proto_msg_t *m = &R->rep;
     int rc = agent_report(R->sv[s].agent, t, &R->rep);
+    if (rc == 0 && R->shards)
+        return sim_shards_report(R->shards, s, m);
     if (rc < 0 || !R->ctl)
         return rc;
     if (m->has_names && (rc = ctrl_node_table(R->ctl, s, m->table, m->names, m->nnames)) < 0)
@@ -759,6 +764,12 @@ static int ctl_setup(run_t *R)
     cc.default_capacity = m->cfg.capacity;
     cc.limit_depth = R->o->limit_depth;
     cc.shares = R->o->shares;
+    if (R->o->shards > 0) { /* the shards in the one controller's place */
+        if (!(R->shards = sim_shards_new(&cc, R->o->shards, bf)))
+            goto out;
+        rc = 0;
+        goto out;
+    }
     if (!(R->ctl = ctrl_new(&cc)) || (rc = ctrl_set_buckets(R->ctl, bf)) < 0)
         goto out;
     rc = 0;
@@ -767,11 +778,36 @@ out:
     return rc;
 }
 
+/* pshift with --shards: the root step, then every shard's round on the
+ * nodes' reports; queues each node's merged tokens. */
+static int shards_round(run_t *R, int p, int k, double t)
+{
+    int rc = sim_shards_begin(R->shards, (uint64_t)p, (uint32_t)k, 0);
+    for (int s = 0; rc == 0 && s < R->S; s++)
+        rc = node_report(R, s, t);
+    int skipped = 0;
+    if (rc == 0)
+        rc = sim_shards_compute(R->shards, R->m->cfg.delay, &skipped);
+    if (rc < 0)
+        return rc;
+    R->r->rounds++;
+    R->r->skipped += skipped;
+    for (int s = 0; s < R->S; s++) {
+        server_t *sv = &R->sv[s];
+        sv->push_n = sim_shards_tokens(R->shards, s, &sv->push_recs);
+        if (sv->push_n > 0)
+            sv->push_type = PROTO_TOKENS;
+    }
+    return 0;
+}
+
 /* pshift: one controller round at interval k of period p (time t), fed
  * the nodes' reports; queues each node's push. */
 static int ctl_round(run_t *R, int p, int k, double t)
 {
     int S = R->S;
+    if (R->shards)
+        return shards_round(R, p, k, t);
     int rc = ctrl_round_begin(R->ctl, (uint64_t)p, (uint32_t)k, 0);
     if (rc < 0)
         return rc;
@@ -815,10 +851,10 @@ static int period_rates(run_t *R, int p)
             changed = 1;
         }
     }
-    if (changed && R->ctl) {
+    if (changed && (R->ctl || R->shards)) {
         bucketfile_t *bf = NULL;
         if ((rc = ctl_buckets(R, &bf)) == 0)
-            rc = ctrl_set_buckets(R->ctl, bf);
+            rc = R->shards ? sim_shards_set_buckets(R->shards, bf) : ctrl_set_buckets(R->ctl, bf);
         bucketfile_destroy(&bf);
     }
     if (changed && R->policy == SIM_POLICY_STATIC)
@@ -1054,6 +1090,7 @@ out:
         for (int s = 0; s < R.S; s++)
             server_free(&R.sv[s]);
     ctrl_destroy(&R.ctl);
+    sim_shards_destroy(&R.shards);
     proto_msg_clear(&R.rep);
     free(R.sv);
     free(R.cum);

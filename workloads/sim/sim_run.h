@@ -81,6 +81,10 @@ typedef struct {
                                  ctrl_config_default()'s */
     int shares;               /* the controller's fair shares of spare
                                  capacity (ctrl_config_t.shares) */
+    int shards;               /* pshift policies: > 0 runs the controller as
+                                 this many shards with the root step
+                                 between their rounds (controller/
+                                 shardset.h); 0: one controller */
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;

@@ -129,6 +129,8 @@ typedef struct {
     uint32_t *weights;            /* [B] bucket weights (--weighted), or NULL */
     char **names;                 /* [B] "b<index>": the buckets' names */
     ctrl_t *ctl;                  /* pshift: the controller's loop state */
+    struct sim_shards *shards;    /* pshift with --shards: the shards in
+                                     its place (ctl NULL; sim_shards.h) */
     proto_msg_t rep;              /* one node's report */
     sim_result_t *r;
     /* per-window accuracy: the servers' counters and snapshots, the
