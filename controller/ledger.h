@@ -72,6 +72,8 @@ typedef struct {
     int64_t held;          /* what down nodes may still serve of it beyond
                               what they reported (their grants) */
     uint8_t backlog;       /* queued on some up node at this round's reports */
+    uint8_t alt;           /* R pass: has an R pair on an up node that
+                              rpass_cut() does not cut */
     double arrivals;       /* over the up nodes, last interval */
     /* Token conversion (ledger_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last

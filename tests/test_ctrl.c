@@ -1096,6 +1096,38 @@ START_TEST(test_ctrl_inflight_caps_r)
 }
 END_TEST
 
+START_TEST(test_ctrl_cut_spares_confined_bucket)
+{
+    /* s0 and s1 (R 1,500/s each) have their data on n0 and n1 alone and
+     * take 1,500 of each node's 2,000; red (R 1,000) is on n0 and n1 only,
+     * blue (R 1,000) on n0, n1 and n2.  n0 and n1 overbook, and the R pass
+     * cuts the flexible buckets' demands there: blue can go to n2, red
+     * cannot, so red keeps its demand (it is not cut) and blue's is. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"s0\",\"reservation\":1500},"
+                      "{\"name\":\"s1\",\"reservation\":1500},"
+                      "{\"name\":\"red\",\"reservation\":1000},"
+                      "{\"name\":\"blue\",\"reservation\":1000}]}",
+                      3, 2000, NULL);
+    const int64_t U = CTRL_UNLIMITED;
+    rep_t n0[4] = {{16, 300, 0, 10, U}, {0, 0, 0, 0, U}, {16, 100, 0, 10, U}, {16, 100, 0, 10, U}};
+    rep_t n1[4] = {{0, 0, 0, 0, U}, {16, 300, 0, 10, U}, {16, 100, 0, 10, U}, {16, 100, 0, 10, U}};
+    rep_t n2[4] = {{0, 0, 0, 0, U}, {0, 0, 0, 0, U}, {0, 0, 0, 0, U}, {16, 100, 0, 10, U}};
+    ctrl_result_t res;
+    round_run(c, 1, 0, (const rep_t *const[]){n0, n1, n2}, 3, 4, &res);
+    int64_t r[3][4] = {{0}}, l;
+    for (int n = 0; n < 3; n++)
+        for (uint32_t b = 0; b < 4; b++)
+            find_tok(c, n, b, &r[n][b], &l);
+    ck_assert_int_eq(r[0][0], 1500);
+    ck_assert_int_eq(r[1][1], 1500);
+    /* red: all of its R on n0 and n1 (a uniform cut gave it 50 + 50) */
+    ck_assert_msg(r[0][2] + r[1][2] == 1000, "red %lld + %lld", (long long)r[0][2],
+                  (long long)r[1][2]);
+    ck_assert_int_ge(r[2][3], 500); /* blue: most of its R on n2 */
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_throttled_bucket_keeps_demand)
 {
     /* red is throttled at its limit on n0 with a backlog: its arrivals drop
@@ -2676,7 +2708,7 @@ int main(void)
         test_ctrl_limit_is_a_rate, test_ctrl_late_first_round_not_lost,
         test_ctrl_late_report_basis_and_rate,
         test_ctrl_leftover_headroom_to_queued_nodes,
-        test_ctrl_backlog_floor, test_ctrl_inflight_caps_r, test_ctrl_last_interval_r_where_queued,
+        test_ctrl_backlog_floor, test_ctrl_inflight_caps_r, test_ctrl_cut_spares_confined_bucket, test_ctrl_last_interval_r_where_queued,
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
