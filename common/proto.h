@@ -164,6 +164,7 @@ typedef struct {
     int64_t tokens;      /* 1..PROTO_MAX_COUNT */
 } proto_share_rec_t;
 #define PROTO_SHARES_MAX 128
+#define PROTO_BASE_US_MAX 1000000000u /* a report's base_us: at most 1,000 s */
 
 /* The bytes/s dimension of a bucket on a node (cost-aware tokens, issue
  * 15), for buckets with a rate in bytes/s only; in bytes (a node charges
@@ -382,6 +383,22 @@ typedef struct {
     size_t nshares;
     const proto_share_rec_t *shares;
 
+    /* header "inflight" and "base_us" (report only; optional, issue 25):
+     * per bucket the most requests the node held in flight from it (queued
+     * plus at the backend) over the interval, for the buckets whose figure
+     * moved beyond the node's threshold since it last said one, as a share
+     * list ("bucket:count,...", proto_shares_format(): the bucket is an
+     * index into the node's table, `tokens` the count, 1..PROTO_MAX_COUNT,
+     * at most PROTO_SHARES_MAX per report); a bucket left out keeps its
+     * last figure.  base_us: the node's unloaded backend latency in
+     * microseconds (1..PROTO_BASE_US_MAX; 0 = not said).  A controller that
+     * does not know the fields ignores them.  Decoded into the message's
+     * own array; for encoding, ninflight caller-owned records. */
+    int has_inflight;
+    size_t ninflight;
+    const proto_share_rec_t *inflight;
+    uint64_t base_us;
+
     /* records (report or tokens), count of them.  wide: the records were
      * (decode) or must be (encode) in the wide layout; the encoder also
      * sends wide by itself when a value exceeds PROTO_COMPACT_MAX. */
@@ -409,6 +426,8 @@ typedef struct {
     size_t cap_who;
     proto_share_rec_t *shares_own;
     size_t cap_shares;
+    proto_share_rec_t *inflight_own;
+    size_t cap_inflight;
 } proto_msg_t;
 
 /* Writes the share list of recs[n] ("3:120,17:40") into buf[cap] with a

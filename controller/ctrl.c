@@ -1029,6 +1029,25 @@ int ctrl_node_report_sparse(ctrl_t *c, int node, uint64_t period, uint32_t inter
                        recs, n, 1);
 }
 
+int ctrl_node_inflight(ctrl_t *c, int node, uint32_t table, uint64_t base_us,
+                       const proto_share_rec_t *recs, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd || (n && !recs))
+        return -EINVAL;
+    if (table != nd->table)
+        return -ESTALE;
+    if (base_us > 0 && base_us <= PROTO_BASE_US_MAX)
+        nd->base_s = (double)base_us * 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        if (recs[i].bucket >= nd->ntable || recs[i].tokens < 1)
+            return -EINVAL;
+        nd->pairs[recs[i].bucket].inflight =
+            recs[i].tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)recs[i].tokens;
+    }
+    return 0;
+}
+
 static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
                        uint32_t peer_table, uint64_t completions, double busy_seconds,
                        const proto_report_rec_t *recs, size_t n, int sparse)

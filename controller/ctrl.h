@@ -309,6 +309,19 @@ int ctrl_node_report_sparse(ctrl_t *c, int node, uint64_t period, uint32_t inter
                             uint32_t table, uint32_t peer_table, uint64_t completions,
                             double busy_seconds, const proto_report_rec_t *recs, size_t n);
 
+/* Applies a report's in-flight figures (issue 25; proto_msg_t
+ * "inflight" and "base_us", after ctrl_node_report() of the same
+ * message): recs[i].tokens is the most requests of the node's table
+ * bucket recs[i].bucket it held in flight over the interval, kept until
+ * the node says another (buckets left out keep theirs); base_us its
+ * backend's unloaded latency in microseconds (0: not said, the last one
+ * stays).  The R pass places at most what a pair's figure carries (docs/
+ * controller.md "Concurrency").  Returns 0; -ESTALE if `table` is not the
+ * node's current table (nothing applied); -EINVAL for a bad node or a
+ * bucket outside the node's table (figures before it are applied). */
+int ctrl_node_inflight(ctrl_t *c, int node, uint32_t table, uint64_t base_us,
+                       const proto_share_rec_t *recs, size_t n);
+
 /* Node `node` may send sparse reports (its hello said so; 0: it does
  * not).  Returns 0 or -EINVAL. */
 int ctrl_node_set_sparse(ctrl_t *c, int node, int sparse);

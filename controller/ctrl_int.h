@@ -37,6 +37,8 @@ typedef struct {
      * served as taken, in period bperiod at interval binterval. */
     uint64_t bserved, bperiod;
     uint32_t binterval;
+    uint32_t inflight;     /* the most requests in flight the node last said
+                              (report "inflight", issue 25); 0: not said */
 } pair_t;
 
 /* What the computations made of a pair: the demand estimate and the tokens
@@ -91,6 +93,8 @@ typedef struct {
     uint32_t rep_interval;
     uint64_t completions;
     double busy;
+    double base_s;         /* its backend's unloaded latency, seconds, from
+                              its last report's base_us (0: not said) */
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
     double cons_used;      /* conservative capacity at the last computation */

@@ -421,6 +421,53 @@ START_TEST(test_agent_report_from_counters)
 }
 END_TEST
 
+/* The report's in-flight figures (issue 25): the most requests of each
+ * bucket queued or at the backend over the interval, said when it moved
+ * by more than 1 and 25% from the last one said, every one again after a
+ * welcome; 0 never; no base_us without the hook. */
+START_TEST(test_agent_report_inflight)
+{
+    fx_t f;
+    fx_start(&f, 1);
+    welcome(&f, 0, T0 + 0.5);
+    arrive(&f, 0, 8);
+    arrive(&f, 2, 1);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2.0, &m), 0);
+    ck_assert_int_eq(m.has_inflight, 1);
+    ck_assert_uint_eq(m.ninflight, 2);
+    ck_assert_uint_eq(m.inflight[0].bucket, 0);
+    ck_assert_int_eq(m.inflight[0].tokens, 8);
+    ck_assert_uint_eq(m.inflight[1].bucket, 2);
+    ck_assert_int_eq(m.inflight[1].tokens, 1);
+    ck_assert_uint_eq(m.base_us, 0);
+    /* Dispatched and not done: still in flight; one more is within 1. */
+    sched_set_policy(f.s, SCHED_POLICY_RR);
+    serve(&f, 9);
+    arrive(&f, 0, 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 4.0, &m), 0);
+    ck_assert_int_eq(m.has_inflight, 0);
+    /* Done at the backend: red falls to 1 (from 9 at its most, 8 said). */
+    for (int i = 0; i < 8; i++)
+        sched_note_done(f.s, 0);
+    ck_assert_int_eq(agent_report(f.a, T0 + 6.0, &m), 0);
+    ck_assert_int_eq(m.has_inflight, 0); /* the most over the interval: 9 */
+    ck_assert_int_eq(agent_report(f.a, T0 + 8.0, &m), 0);
+    ck_assert_int_eq(m.has_inflight, 1);
+    ck_assert_uint_eq(m.ninflight, 1);
+    ck_assert_uint_eq(m.inflight[0].bucket, 0);
+    ck_assert_int_eq(m.inflight[0].tokens, 1);
+    /* A new session says every figure again. */
+    welcome(&f, 0, T0 + 9.0);
+    ck_assert_int_eq(agent_report(f.a, T0 + 10.0, &m), 0);
+    ck_assert_uint_eq(m.ninflight, 2);
+    ck_assert_uint_eq(st_of(&f).inflight_said, 5);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_tokens_applied_by_index)
 {
     fx_t f;
@@ -1881,7 +1928,7 @@ int main(void)
                                   test_agent_sparse_reports,
                                   test_agent_sparse_tokens_net_of_prediction,
                                   test_agent_hello_lists_the_table,
-                                  test_agent_report_from_counters,
+                                  test_agent_report_from_counters, test_agent_report_inflight,
                                   test_agent_tokens_applied_by_index,
                                   test_agent_net_of_served,
                                   test_agent_net_of_served_at_basis,

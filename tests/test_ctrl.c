@@ -1119,6 +1119,80 @@ START_TEST(test_ctrl_leftover_headroom_to_queued_nodes)
 }
 END_TEST
 
+START_TEST(test_ctrl_inflight_caps_r)
+{
+    /* red (R 1,500/s) is queued on n0 and n1; its closed-loop clients got
+     * answers on n0 (200 an interval) and hardly any on n1 (10), so the
+     * backlog floor by arrivals puts nearly all its R on n0.  n0 says it
+     * holds at most 2 of red's requests in flight, n1 16, at a base
+     * latency of 1 ms: 2 in flight carry 2 / (2 x 1 ms) = 1,000/s on n0.
+     * With the figures red's R on n0 is held to max(1,000, its estimate
+     * there, 16 + 5 x 200) and the rest moves to n1; without them (pass 0,
+     * or a figure missing on one pair, pass 2) it is not. */
+    for (int pass = 0; pass < 3; pass++) {
+        ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1500}]}", 2, 2000,
+                          NULL);
+        rep_t n0[1] = {{16, 200, 0, 10, CTRL_UNLIMITED}};
+        rep_t n1[1] = {{16, 10, 0, 10, CTRL_UNLIMITED}};
+        ctrl_result_t res;
+        round_reports(c, 1, 0, (const rep_t *const[]){n0, n1}, 2, 1);
+        if (pass) {
+            static const proto_share_rec_t k0[1] = {{0, 2}}, k1[1] = {{0, 16}};
+            ck_assert_int_eq(ctrl_node_inflight(c, 0, 1, 1000, k0, 1), 0);
+            ck_assert_int_eq(ctrl_node_inflight(c, 1, 1, 1000, k1, pass == 2 ? 0 : 1), 0);
+        }
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        int64_t r0 = tok_r(c, 0, 0), r1 = 0, l1;
+        find_tok(c, 1, 0, &r1, &l1);
+        ck_assert_int_ge(r0 + r1, 1499);
+        ck_assert_int_le(r0 + r1, 1500);
+        if (pass == 1)
+            ck_assert_msg(r0 <= 1016 && r1 >= 483, "n0 %lld, n1 %lld", (long long)r0,
+                          (long long)r1);
+        else
+            ck_assert_msg(r0 > 1400, "pass %d: n0 %lld", pass, (long long)r0);
+        /* A figure outside the node's table, or of a stale table, is refused. */
+        static const proto_share_rec_t bad[1] = {{5, 2}};
+        ck_assert_int_eq(ctrl_node_inflight(c, 0, 1, 0, bad, 1), -EINVAL);
+        ck_assert_int_eq(ctrl_node_inflight(c, 0, 2, 0, NULL, 0), -ESTALE);
+        ck_assert_int_eq(ctrl_node_inflight(c, 9, 1, 0, NULL, 0), -EINVAL);
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
+START_TEST(test_ctrl_cut_spares_confined_bucket)
+{
+    /* s0 and s1 (R 1,500/s each) have their data on n0 and n1 alone and
+     * take 1,500 of each node's 2,000; red (R 1,000) is on n0 and n1 only,
+     * blue (R 1,000) on n0, n1 and n2.  n0 and n1 overbook, and the R pass
+     * cuts the flexible buckets' demands there: blue can go to n2, red
+     * cannot, so red keeps its demand (it is not cut) and blue's is. */
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"s0\",\"reservation\":1500},"
+                      "{\"name\":\"s1\",\"reservation\":1500},"
+                      "{\"name\":\"red\",\"reservation\":1000},"
+                      "{\"name\":\"blue\",\"reservation\":1000}]}",
+                      3, 2000, NULL);
+    const int64_t U = CTRL_UNLIMITED;
+    rep_t n0[4] = {{16, 300, 0, 10, U}, {0, 0, 0, 0, U}, {16, 100, 0, 10, U}, {16, 100, 0, 10, U}};
+    rep_t n1[4] = {{0, 0, 0, 0, U}, {16, 300, 0, 10, U}, {16, 100, 0, 10, U}, {16, 100, 0, 10, U}};
+    rep_t n2[4] = {{0, 0, 0, 0, U}, {0, 0, 0, 0, U}, {0, 0, 0, 0, U}, {16, 100, 0, 10, U}};
+    ctrl_result_t res;
+    round_run(c, 1, 0, (const rep_t *const[]){n0, n1, n2}, 3, 4, &res);
+    int64_t r[3][4] = {{0}}, l;
+    for (int n = 0; n < 3; n++)
+        for (uint32_t b = 0; b < 4; b++)
+            find_tok(c, n, b, &r[n][b], &l);
+    ck_assert_int_eq(r[0][0], 1500);
+    ck_assert_int_eq(r[1][1], 1500);
+    /* red: all of its R on n0 and n1 (a uniform cut gave it 50 + 50) */
+    ck_assert_msg(r[0][2] + r[1][2] == 1000, "red %lld + %lld", (long long)r[0][2],
+                  (long long)r[1][2]);
+    ck_assert_int_ge(r[2][3], 500); /* blue: most of its R on n2 */
+    ctrl_destroy(&c);
+}
+END_TEST
+
 START_TEST(test_ctrl_throttled_bucket_keeps_demand)
 {
     /* red is throttled at its limit on n0 with a backlog: its arrivals drop
@@ -2768,7 +2842,7 @@ int main(void)
         test_ctrl_limit_is_a_rate, test_ctrl_late_first_round_not_lost,
         test_ctrl_late_report_basis_and_rate,
         test_ctrl_leftover_headroom_to_queued_nodes,
-        test_ctrl_backlog_floor, test_ctrl_last_interval_r_where_queued,
+        test_ctrl_backlog_floor, test_ctrl_inflight_caps_r, test_ctrl_cut_spares_confined_bucket, test_ctrl_last_interval_r_where_queued,
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,

@@ -1825,6 +1825,75 @@ START_TEST(test_proto_grants)
 END_TEST
 
 
+/* The in-flight figures of a report (issue 25): "inflight" a share list of
+ * bucket:count, "base_us" the node's unloaded backend latency; both
+ * optional, report only, refused when garbled, out of range or on another
+ * type. */
+START_TEST(test_proto_inflight)
+{
+    proto_stats_t st = {0};
+    static const struct {
+        const char *hdr;
+        proto_reason_t want;
+    } cases[] = {
+        {REPHDR(",\"inflight\":\"0:4,9:16\",\"base_us\":800"), PROTO_OK},
+        {REPHDR(",\"inflight\":\"\""), PROTO_OK},
+        {REPHDR(",\"base_us\":1000000000"), PROTO_OK},
+        {REPHDR(",\"inflight\":\"9:4,0:16\""), PROTO_E_RANGE}, /* not ascending */
+        {REPHDR(",\"inflight\":\"3:0\""), PROTO_E_RANGE},      /* 0 is never said */
+        {REPHDR(",\"inflight\":\"3:\""), PROTO_E_RANGE},
+        {REPHDR(",\"inflight\":\"3:4,\""), PROTO_E_RANGE},
+        {REPHDR(",\"inflight\":\"-3:4\""), PROTO_E_RANGE},
+        {REPHDR(",\"inflight\":4"), PROTO_E_FIELD},
+        {REPHDR(",\"base_us\":0"), PROTO_E_RANGE},
+        {REPHDR(",\"base_us\":1000000001"), PROTO_E_RANGE},
+        {REPHDR(",\"base_us\":-5"), PROTO_E_RANGE},
+        {REPHDR(",\"base_us\":\"800\""), PROTO_E_FIELD},
+        {HELLOHDR(",\"inflight\":\"0:4\""), PROTO_E_FIELD},
+        {HELLOHDR(",\"base_us\":800"), PROTO_E_FIELD},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_reason_t why = DEC_EMPTY(cases[i].hdr);
+        ck_assert_msg(why == cases[i].want, "case %zu: got %s, want %s", i, proto_reason_str(why),
+                      proto_reason_str(cases[i].want));
+    }
+    static const proto_share_rec_t fl[3] = {{0, 4}, {7, 1}, {4000000000u, PROTO_MAX_COUNT}};
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        msg_start(&m, &d, PROTO_REPORT, writer_nodes[w]);
+        m.period = 3;
+        m.table = 1;
+        ck_assert_int_eq(rt(&m, &d)->has_inflight, 0); /* absent: not said */
+        ck_assert_uint_eq(d.base_us, 0);
+        m.has_inflight = 1;
+        m.inflight = fl;
+        m.ninflight = 3;
+        m.base_us = 812;
+        ck_assert_int_eq(rt(&m, &d)->has_inflight, 1);
+        ck_assert_uint_eq(d.ninflight, 3);
+        ck_assert_uint_eq(d.base_us, 812);
+        for (int i = 0; i < 3; i++) {
+            ck_assert_uint_eq(d.inflight[i].bucket, fl[i].bucket);
+            ck_assert_int_eq(d.inflight[i].tokens, fl[i].tokens);
+        }
+        /* The encoder refuses a bad list, a base out of range, either on
+         * another type. */
+        static const proto_share_rec_t bad[2] = {{5, 1}, {2, 1}};
+        m.inflight = bad;
+        m.ninflight = 2;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.inflight = fl;
+        m.ninflight = 3;
+        m.base_us = (uint64_t)PROTO_BASE_US_MAX + 1;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.base_us = 812;
+        m.type = PROTO_HEARTBEAT;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        proto_msg_clear(&d);
+    }
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -1835,7 +1904,8 @@ int main(void)
         test_proto_shadow_list, test_proto_shares_list,
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
-        test_proto_bytes_records, test_proto_rules_message, test_proto_who_message, test_proto_sparse, test_proto_basis, test_proto_predict
+        test_proto_bytes_records, test_proto_rules_message, test_proto_who_message, test_proto_sparse, test_proto_basis, test_proto_predict,
+        test_proto_inflight
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

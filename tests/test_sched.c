@@ -1135,9 +1135,38 @@ START_TEST(test_sched_share_before_opportunistic)
 }
 END_TEST
 
+/* Requests in flight per bucket (issue 25): queued plus handed out and
+ * not done; a take returns the most since the last one and starts again
+ * from the number now. */
+START_TEST(test_sched_flight_counts_queue_and_backend)
+{
+    add_buckets(s, 2);
+    ck_assert_uint_eq(sched_flight_take(s, 0), 0);
+    enq(s, 0, 3);
+    enq(s, 1, 1);
+    expect(s, 0, SCHED_CLASS_O);
+    expect(s, 1, SCHED_CLASS_O);
+    expect(s, 0, SCHED_CLASS_O); /* 0: 2 at the backend, 1 queued */
+    enq(s, 0, 1);                /* 4 in flight */
+    sched_note_done(s, 0);
+    sched_note_done(s, 0);       /* 2: the one queued and the one enqueued */
+    ck_assert_uint_eq(sched_flight_take(s, 0), 4);
+    ck_assert_uint_eq(sched_flight_take(s, 0), 2);
+    ck_assert_uint_eq(sched_flight_take(s, 1), 1); /* at the backend, not done */
+    sched_note_done(s, 1);
+    sched_note_done(s, 1); /* more than it had: stays at 0 */
+    ck_assert_uint_eq(sched_flight_take(s, 1), 1); /* the most since the last take */
+    ck_assert_uint_eq(sched_flight_take(s, 1), 0);
+    ck_assert_uint_eq(sched_flight_take(s, 7), 0); /* no such bucket */
+    sched_note_done(s, -1);
+    sched_note_done(NULL, 0);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
+        test_sched_flight_counts_queue_and_backend,
         test_sched_r_behind_needs_credit_and_demand, test_sched_dispatch_r_serves_only_r,
         test_sched_headroom_r_ahead_of_queued_l,
         test_sched_bad_args, test_sched_fifo_within_bucket, test_sched_r_before_l,

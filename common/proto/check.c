@@ -41,7 +41,8 @@ int proto__check(const proto_msg_t *m)
         m->leases > 1 || m->sparse > 1 || m->sparse < 0 || m->full > 1 || m->full < 0 ||
         m->basis > PROTO_MAX_COUNT ||
         m->renew > 1 || m->renew < 0 || m->regrant > 1 || m->regrant < 0 ||
-        m->gseq > PROTO_MAX_COUNT)
+        m->gseq > PROTO_MAX_COUNT || m->base_us > PROTO_BASE_US_MAX ||
+        ((m->has_inflight || m->base_us) && m->type != PROTO_REPORT))
         return -EINVAL;
     if (m->type == PROTO_TOKENS && m->renew && m->gseq && m->based > m->count)
         return -EINVAL;

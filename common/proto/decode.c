@@ -321,6 +321,36 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         m->nshares = (size_t)n;
         m->shares = m->shares_own;
     }
+    const hval_t *ifv = &hv.v[K_INFLIGHT];
+    if (ifv->kind != V_NONE) {
+        /* report only; a list that is not good refuses the message */
+        if (ifv->kind != V_STR || m->type != PROTO_REPORT) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        if (proto__grow(&m->inflight_own, &m->cap_inflight, PROTO_SHARES_MAX,
+                        sizeof *m->inflight_own)) {
+            why = PROTO_E__COUNT;
+            goto out;
+        }
+        int n = proto_shares_parse(ifv->s, ifv->len, m->inflight_own, NULL);
+        if (n < 0) {
+            why = PROTO_E_RANGE;
+            goto out;
+        }
+        m->has_inflight = 1;
+        m->ninflight = (size_t)n;
+        m->inflight = m->inflight_own;
+    }
+    if (hv.v[K_BASE_US].kind != V_NONE && m->type != PROTO_REPORT) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_BASE_US, 0, PROTO_BASE_US_MAX, m->base_us);
+    if (hv.v[K_BASE_US].kind != V_NONE && m->base_us == 0) {
+        why = PROTO_E_RANGE;
+        goto out;
+    }
     if (m->type != PROTO_TOKENS)
         m->based = 0; /* "based" is refused above on other types */
     switch (m->type) {

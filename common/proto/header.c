@@ -73,6 +73,15 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         else
             bad |= jset(h, "shares", json_string(sl));
     }
+    if (m->has_inflight && m->type == PROTO_REPORT) {
+        char sl[PROTO_SHARES_MAX * 32];
+        if (proto_shares_format(m->inflight, m->ninflight, sl, sizeof sl) < 0)
+            bad = 1;
+        else
+            bad |= jset(h, "inflight", json_string(sl));
+    }
+    if (m->base_us && m->type == PROTO_REPORT)
+        bad |= jset(h, "base_us", json_integer((json_int_t)m->base_us));
     switch (m->type) {
     case PROTO_HELLO:
         bad |= jset(h, "capacity", json_integer((json_int_t)m->capacity));
@@ -259,6 +268,16 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         else
             hw_str(&w, "shares", sl, (size_t)n);
     }
+    if (m->has_inflight && m->type == PROTO_REPORT) {
+        char sl[PROTO_SHARES_MAX * 32];
+        int n = proto_shares_format(m->inflight, m->ninflight, sl, sizeof sl);
+        if (n < 0)
+            w.bad = 1;
+        else
+            hw_str(&w, "inflight", sl, (size_t)n);
+    }
+    if (m->base_us && m->type == PROTO_REPORT)
+        hw_u64(&w, "base_us", m->base_us);
     switch (m->type) {
     case PROTO_HELLO:
         hw_u64(&w, "capacity", m->capacity);
@@ -355,12 +374,13 @@ static const char *const key_names[K__N] = {
     "remaining_ms", "names", "capacity", "table", "peer_table", "count", "completions",
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
     "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
-    "sparse", "full", "shares", "basis", "renew", "gseq", "based", "regrant",
+    "sparse", "full", "shares", "basis", "renew", "gseq", "based", "regrant", "inflight",
+    "base_us",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
                                              4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4,
-                                             6, 5, 5, 4, 5, 7};
+                                             6, 5, 5, 4, 5, 7, 8, 7};
 
 static int key_index(const char *k, size_t l)
 {

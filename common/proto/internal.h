@@ -193,10 +193,10 @@ int proto__grow(void *pp, size_t *cap, size_t n, size_t sz);
  * reuse the memory.  A new owned buffer is added here, once. */
 #define PROTO__MSG_BUFFERS(X)                                                                      \
     X(report) X(tokens) X(names_own) X(namebuf) X(weights_own) X(shadow_own) X(rbytes) X(tbytes) \
-        X(rules_own) X(shares_own) X(who_own)
+        X(rules_own) X(shares_own) X(who_own) X(inflight_own)
 #define PROTO__MSG_CAPS(X)                                                                         \
     X(cap_report) X(cap_tokens) X(cap_names) X(cap_namebuf) X(cap_weights) X(cap_shadow)         \
-        X(cap_bytes) X(cap_rules) X(cap_shares) X(cap_who)
+        X(cap_bytes) X(cap_rules) X(cap_shares) X(cap_who) X(cap_inflight)
 
 /* The messages that carry one frame of text after the header (rules, who):
  * proto__text() gives m's (its text and length; 0 if m's type has none),
@@ -225,7 +225,7 @@ enum {
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
     K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES,
-    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K_RENEW, K_GSEQ, K_BASED, K_REGRANT, K__N
+    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K_RENEW, K_GSEQ, K_BASED, K_REGRANT, K_INFLIGHT, K_BASE_US, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

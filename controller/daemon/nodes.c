@@ -523,6 +523,9 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
         rc = ctrl_node_report(ns->ctrl, node, m->period, m->interval, m->table, m->peer_table,
                               m->completions, m->busy_seconds, m->report, m->count);
     }
+    if (rc == 0 && (m->has_inflight || m->base_us)) /* issue 25 */
+        rc = ctrl_node_inflight(ns->ctrl, node, m->table, m->base_us, m->inflight,
+                                m->has_inflight ? m->ninflight : 0);
     if (rc == 0 && (m->nbytes || m->served_bytes))
         rc = ctrl_node_report_bytes(ns->ctrl, node, m->period, m->served_bytes, m->busy_seconds,
                                     m->rbytes, m->nbytes);

@@ -282,6 +282,28 @@ void agent_heartbeat(const agent_t *a, proto_msg_t *m)
     m->peer_table = a->ctl_table;
 }
 
+/* The in-flight figure of bucket b (issue 25): the most of its requests
+ * in flight here since the last report (sched_flight_take()), said in the
+ * report's "inflight" list when it moved from the last one said by more
+ * than AGENT_FLIGHT_ABS and AGENT_FLIGHT_REL of the larger (every nonzero
+ * one once per session), at most PROTO_SHARES_MAX a report (the rest wait
+ * for the next).  0 is never said: an idle bucket keeps its figure. */
+#define AGENT_FLIGHT_ABS 1
+#define AGENT_FLIGHT_REL 0.25
+static void flight_note(agent_t *a, int b, size_t *nf)
+{
+    uint64_t k = sched_flight_take(a->s, b);
+    uint32_t said = a->base[b].inflight;
+    if (k == 0 || *nf >= PROTO_SHARES_MAX)
+        return;
+    uint64_t d = k > said ? k - said : said - k, hi = k > said ? k : said;
+    if (said && (d <= AGENT_FLIGHT_ABS || (double)d <= AGENT_FLIGHT_REL * (double)hi))
+        return;
+    k = k > PROTO_MAX_COUNT ? PROTO_MAX_COUNT : k;
+    a->flight[(*nf)++] = (proto_share_rec_t){.bucket = (uint32_t)b, .tokens = (int64_t)k};
+    a->base[b].inflight = k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
+}
+
 int agent_report(agent_t *a, double now, proto_msg_t *m)
 {
     if (!a->has_timing)
@@ -321,10 +343,11 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     m->sparse = sparse;
     m->regrant = a->regrant; /* a gap in gseq: every grant again, please */
     a->regrant = 0;
-    size_t k = 0;
+    size_t k = 0, nf = 0;
     const uint32_t slot = a->rep_slot;
     for (int b = 0; b < a->my_n; b++) {
         sched_bucket_stats_t bs;
+        flight_note(a, b, &nf);
         if (sched_bucket_stats(a->s, b, &bs)) {
             a->served_at[(size_t)b * AGENT_BASES + slot] = a->served_rep[b];
             continue;
@@ -374,12 +397,14 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
             }
         } else if (idle) {
             /* Idle buckets are omitted: the controller reads them as zeros. */
-            *bb = (agent_base_t){.period = m->period, .interval = m->interval};
+            *bb = (agent_base_t){.period = m->period, .interval = m->interval,
+                                 .inflight = bb->inflight};
             continue;
         }
         *bb = (agent_base_t){.queued = now_v.queued, .arrivals = now_v.arrivals,
                              .served = now_v.served, .period = m->period,
-                             .interval = m->interval, .throttled = (uint8_t)now_v.throttled};
+                             .interval = m->interval, .throttled = (uint8_t)now_v.throttled,
+                             .inflight = bb->inflight};
         m->report[k++] = rec;
     }
     if (sparse) {
@@ -391,6 +416,12 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
         a->st.reports_full++;
     }
     m->count = k;
+    m->has_inflight = nf > 0;
+    m->ninflight = nf;
+    m->inflight = a->flight;
+    a->st.inflight_said += nf;
+    double base = a->ops.base_latency ? a->ops.base_latency(a->ops.arg) : 0;
+    m->base_us = base > 0 && base * 1e6 < PROTO_BASE_US_MAX ? (uint64_t)ceil(base * 1e6) : 0;
     a->rep_basis[slot] = proto_basis(m->period, m->interval, a->intervals);
     a->rep_slot = (slot + 1) % AGENT_BASES;
     if ((rc = agent__bytes_report(a, m)))
@@ -735,6 +766,8 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         /* A new session: it holds nothing of our buckets yet. */
         a->ctl_sparse = a->cfg.sparse && m->sparse;
         a->want_full = 1;
+        for (int b = 0; b < a->my_n && b < a->cap_base; b++)
+            a->base[b].inflight = 0; /* says every figure again */
         a->ctl_renew = a->cfg.renew && m->renew;
         agent__grants_reset(a, 1); /* a new session numbers from 1 */
         take_timing(a, &mt, now, 1);

@@ -128,6 +128,10 @@ typedef struct {
      * the controller has no rules.  The node parses, applies and persists it;
      * returns 0 or -errno (counted as rules_rejected).  May be NULL. */
     int (*rules)(void *arg, uint64_t version, const char *text, size_t len);
+    /* The backend's unloaded latency in seconds (the adaptive window's
+     * base, window_stats_t.base), read once per report for its "base_us";
+     * 0: not known.  May be NULL (not said). */
+    double (*base_latency)(void *arg);
     void *arg;
 } agent_ops_t;
 
@@ -177,6 +181,7 @@ typedef struct {
     uint32_t interval;
     uint64_t reports_full, reports_sparse; /* reports sent, by kind */
     uint64_t records_left_out;   /* buckets sparse reports left out */
+    uint64_t inflight_said;      /* in-flight figures reports carried */
     uint64_t full_asked;         /* full reports the controller asked for */
     uint64_t grants_renewed;     /* buckets renewing tokens messages applied
                                     again without a record (changed grants) */

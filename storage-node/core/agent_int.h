@@ -30,6 +30,8 @@ typedef struct {
     uint64_t period;
     uint32_t interval;
     uint8_t throttled;
+    uint32_t inflight;   /* the last in-flight figure said (0: none this
+                            session; issue 25, "inflight") */
 } agent_base_t;
 
 /* How many of its last reports (this period) the agent remembers the
@@ -143,6 +145,7 @@ struct agent {
     /* Share tokens (issue 28, agent_shares.c), scheduler indexes: those
      * set now (cleared when a new list comes), the first list of this
      * period, and the last covered period's (fail static renews it). */
+    proto_share_rec_t flight[PROTO_SHARES_MAX]; /* a report's "inflight" list */
     agent_share_t sh_cur[PROTO_SHARES_MAX], sh_first[PROTO_SHARES_MAX],
         sh_snap[PROTO_SHARES_MAX];
     size_t sh_ncur, sh_nfirst, sh_nsnap;

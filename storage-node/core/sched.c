@@ -63,8 +63,18 @@ typedef struct {
     uint64_t shadow_held_total, waited_total, near_total; /* since start */
 } zbucket_t;
 
+/* Requests in flight per bucket (issue 25): handed to the backend and not
+ * back yet (sched_note_done()), and the most in flight, queued plus at the
+ * backend, since sched_flight_take() last read it.  Apart from the hot
+ * line: one 8-byte entry per bucket, touched once by an enqueue, a
+ * dispatch and a completion. */
+typedef struct {
+    uint32_t backend, max;
+} fbucket_t;
+
 /* Owned by one thread (the node's loop thread or a simulator); no locks. */
 struct sched {
+    fbucket_t *fl;          /* cap entries: requests in flight */
     sched_policy_t policy;
     int weighted;
     bucket_t *b;            /* cap entries, 64-byte aligned */
@@ -139,6 +149,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->x = calloc((size_t)s->cap, sizeof(xbucket_t));
     s->y = calloc((size_t)s->cap, sizeof(sched_units_t));
     s->z = calloc((size_t)s->cap, sizeof(zbucket_t));
+    s->fl = calloc((size_t)s->cap, sizeof(fbucket_t));
     s->wake = iheap_new((size_t)s->cap);
     s->urg = iheap_new((size_t)s->cap);
     s->names = strmap_new();
@@ -149,7 +160,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->lheld = bitset_new((size_t)s->cap);
     s->rhold = bitset_new((size_t)s->cap);
     s->behind_t = -INFINITY;
-    if (!s->rhold || !s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake ||
+    if (!s->rhold || !s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->fl || !s->wake ||
         !s->urg || !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
     return s;
@@ -169,6 +180,7 @@ void sched_destroy(sched_t **sp)
     free(s->x);
     free(s->y);
     free(s->z);
+    free(s->fl);
     iheap_destroy(&s->wake);
     iheap_destroy(&s->urg);
     free(s->b);
@@ -377,6 +389,12 @@ static int grow(sched_t *s)
         return -ENOMEM;
     }
     s->z = nz;
+    fbucket_t *nf = realloc(s->fl, (size_t)ncap * sizeof(fbucket_t));
+    if (!nf) {
+        free(nb);
+        return -ENOMEM;
+    }
+    s->fl = nf;
     memcpy(nb, s->b, (size_t)s->n * sizeof(bucket_t));
     free(s->b);
     s->b = nb;
@@ -418,6 +436,7 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     sched__units_reset(&s->y[s->n]);
     s->z[s->n] = (zbucket_t){0};
     pace_init(&s->z[s->n].spl);
+    s->fl[s->n] = (fbucket_t){0};
     s->name[s->n] = copy;
     s->weight[s->n] = weight;
     s->route[s->n] = s->new_route >= 0 && s->new_route < s->n ? s->new_route : s->n;
@@ -655,6 +674,10 @@ int sched_enqueue(sched_t *s, int b, sched_item_t *item)
     if (s->nunits)
         s->y[b].arrivals += item->cost;
     push_tail(s, b, item);
+    fbucket_t *f = &s->fl[item->origin];
+    uint64_t n = s->b[b].queued + f->backend;
+    if (n > f->max)
+        f->max = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     return 0;
 }
 
@@ -981,6 +1004,8 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
             s->y[item->origin].served += item->cost;
     }
     s->node.dispatched++;
+    if (item->origin >= 0 && item->origin < s->n)
+        s->fl[item->origin].backend++;
     /* By urgency an R service leaves the round robin of L alone. */
     if (!(step == STEP_R && s->r_order == SCHED_ORDER_URGENCY))
         advance(s, b, step);
@@ -1091,6 +1116,22 @@ int sched_remove(sched_t *s, sched_item_t *item)
     if (--k->queued == 0)
         refresh(s, item->bucket);
     return 0;
+}
+
+void sched_note_done(sched_t *s, int b)
+{
+    if (s && b >= 0 && b < s->n && s->fl[b].backend > 0)
+        s->fl[b].backend--;
+}
+
+uint64_t sched_flight_take(sched_t *s, int b)
+{
+    if (!s || b < 0 || b >= s->n)
+        return 0;
+    fbucket_t *f = &s->fl[b];
+    uint64_t max = f->max, now = s->b[b].queued + f->backend;
+    f->max = now > UINT32_MAX ? UINT32_MAX : (uint32_t)now;
+    return max > now ? max : now;
 }
 
 void sched_note_completion(sched_t *s, uint64_t n, double busy_seconds)

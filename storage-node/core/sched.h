@@ -404,6 +404,18 @@ int sched_remove(sched_t *s, sched_item_t *item);
  * ignored). */
 void sched_note_completion(sched_t *s, uint64_t n, double busy_seconds);
 
+/* Requests in flight per bucket (issue 25): a bucket's requests queued
+ * here plus those a dispatch handed to the backend that are not back.
+ * sched_note_done(): one request of bucket b (its sender, the item's
+ * origin) that a dispatch handed out left the backend, answered or
+ * dropped; a caller that never calls it sees every dispatched request as
+ * still in flight (the figure then only grows until the next take).
+ * sched_flight_take(): the most in flight since the last take (at least
+ * the number now), and starts the next span at the number now; 0 for a
+ * bad bucket.  Loop thread. */
+void sched_note_done(sched_t *s, int b);
+uint64_t sched_flight_take(sched_t *s, int b);
+
 /* Reads counters into *out.  Returns 0 or -EINVAL (bad index, NULL). */
 int sched_bucket_stats(const sched_t *s, int b, sched_bucket_stats_t *out);
 void sched_node_stats(const sched_t *s, sched_node_stats_t *out);

@@ -446,6 +446,14 @@ static int start_metrics(struct event_base *base, run_t *r, metricsd_t **md, str
     return 0;
 }
 
+/* The agent's base_latency hook: the backend's unloaded latency for the
+ * report's "base_us" (issue 25). */
+static double ctl_base_latency(void *arg)
+{
+    const run_t *r = arg;
+    return gate_base_latency(r->g);
+}
+
 int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
@@ -480,7 +488,8 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
             cc.agent.silence_intervals = cfg->silence;
         agent_ops_t ops = {.bucket = ctl_bucket, .set_policy = ctl_set_policy,
                            .period_start = period_start, .applied = ctl_applied,
-                           .table = ctl_table, .rules = ctl_rules, .arg = &r};
+                           .table = ctl_table, .rules = ctl_rules,
+                           .base_latency = ctl_base_latency, .arg = &r};
         ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
         if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
             log_error("--controller %s: %s", cfg->controller, strerror(-err));

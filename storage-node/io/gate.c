@@ -560,6 +560,18 @@ void gate_untake(gate_t *g)
     window_untake(g->win, g->busy_mark);
 }
 
+void gate_item_done(gate_t *g, const sched_item_t *item)
+{
+    sched_note_done(g->s, item->origin);
+}
+
+double gate_base_latency(const gate_t *g)
+{
+    window_stats_t ws;
+    window_stats(g->win, &ws);
+    return ws.base;
+}
+
 int gate_inflight(const gate_t *g)
 {
     return window_inflight(g->win);

@@ -181,6 +181,16 @@ void gate_done_inline(gate_t *g);
  * uncounted. */
 void gate_untake(gate_t *g);
 
+/* An IO from gate_take() left the backend (answered, inline or refused):
+ * its bucket's requests in flight drop by one (sched_note_done(), the
+ * report's "inflight", issue 25).  Call once per IO beside gate_done*()
+ * or gate_untake(); an IO never passed here counts as in flight. */
+void gate_item_done(gate_t *g, const sched_item_t *item);
+
+/* The backend's unloaded latency, seconds: the window's base
+ * (window_stats_t.base; 0 until measured). */
+double gate_base_latency(const gate_t *g);
+
 /* IOs at the backend now. */
 int gate_inflight(const gate_t *g);
 

@@ -293,6 +293,7 @@ static void advance(server_t *sv, double until)
             }
             const sim_segment_t *sg = &sv->segs[g];
             sv->b_done[sg->bucket]++;
+            sched_note_done(sv->sch, sg->bucket);
             if (outstanding(sv, sg->bucket) == 0)
                 sv->b_since[sg->bucket] = t;
             if (sg->outstanding && sv->m->rtt > 0) {
@@ -369,6 +370,19 @@ static void server_period_start(void *arg)
     }
 }
 
+/* The agent's base_latency hook: the backend model's unloaded latency (the
+ * window's base), or one IO's mean service time without a backend model. */
+static double server_base_latency(void *arg)
+{
+    const server_t *sv = arg;
+    if (sv->win) {
+        window_stats_t ws;
+        window_stats(sv->win, &ws);
+        return ws.base;
+    }
+    return sv->m->capacity[sv->index] > 0 ? 1 / sv->m->capacity[sv->index] : 0;
+}
+
 /* The agent's applied hook: new tokens may let the server start an IO. */
 static void server_applied(void *arg)
 {
@@ -442,7 +456,8 @@ static int server_init(server_t *sv, const sim_model_t *m, int s, sim_policy_t p
     ac.name = sv->name;
     ac.capacity = (uint64_t)llround(m->capacity[s]);
     ac.manage_policy = 0;
-    agent_ops_t ops = {.period_start = server_period_start, .applied = server_applied, .arg = sv};
+    agent_ops_t ops = {.period_start = server_period_start, .applied = server_applied,
+                       .base_latency = server_base_latency, .arg = sv};
     int err = -ENOMEM;
     if (!(sv->agent = agent_new(&ac, sv->sch, &ops, 0, &err)))
         return err;
@@ -658,8 +673,11 @@ static int node_report(run_t *R, int s, double t)
         return rc;
     if (m->has_names && (rc = ctrl_node_table(R->ctl, s, m->table, m->names, m->nnames)) < 0)
         return rc;
-    return ctrl_node_report(R->ctl, s, m->period, m->interval, m->table, m->peer_table,
-                            m->completions, m->busy_seconds, m->report, m->count);
+    if ((rc = ctrl_node_report(R->ctl, s, m->period, m->interval, m->table, m->peer_table,
+                               m->completions, m->busy_seconds, m->report, m->count)) < 0)
+        return rc;
+    return ctrl_node_inflight(R->ctl, s, m->table, m->base_us, m->inflight,
+                              m->has_inflight ? m->ninflight : 0);
 }
 
 /* The controller's push of interval k of period p arrives at every node at
