@@ -46,7 +46,7 @@ static int compose(ctrl_t *c)
             bucketfile_bucket_t b = {.weight = 1, .reservation = e->reservation,
                                      .limit = e->limit == RULES_NO_LIMIT ? BUCKETFILE_NO_LIMIT
                                                                          : e->limit};
-            snprintf(b.name, sizeof b.name, "%s", e->name);
+            b.name = e->name; /* eff keeps its own copy */
             if (rsum + (double)b.reservation > cap) {
                 b.reservation = 0; /* admission: its limit holds, its R does not fit */
                 c->dyn_r_zeroed++;

@@ -191,7 +191,8 @@ START_TEST(test_bucketfile_edit)
     char name[32];
     for (int i = 0; i < 1000; i++) {
         bucketfile_bucket_t b = {.reservation = i, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-        snprintf(b.name, sizeof b.name, "b%d", i);
+        snprintf(name, sizeof name, "b%d", i);
+        b.name = name;
         ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
     }
     ck_assert_uint_eq(bucketfile_count(bf), 1000);
@@ -206,7 +207,7 @@ START_TEST(test_bucketfile_edit)
     b.limit = 100;
     b.weight = 0;
     ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
-    strcpy(b.name, "bad:name");
+    b.name = "bad:name";
     b.weight = 1;
     ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
     ck_assert_int_eq(bucketfile_remove(bf, "b3"), 0);
@@ -679,7 +680,9 @@ START_TEST(test_bucketfile_big_table_edit)
     }
     for (size_t k = 0; k < EXTRA; k++) {
         b = (bucketfile_bucket_t){.reservation = 5, .limit = BUCKETFILE_NO_LIMIT, .weight = 2};
-        snprintf(b.name, sizeof b.name, "new%zu", k);
+        char nm[32];
+        snprintf(nm, sizeof nm, "new%zu", k);
+        b.name = nm;
         ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
         char buf[128];
         snprintf(buf, sizeof buf, "{\"name\": \"new%zu\", \"reservation\": 5, \"weight\": 2}", k);
@@ -890,10 +893,12 @@ START_TEST(test_bucketfile_remove_swap_keeps_file_order)
             ck_assert_int_lt(bucketfile_find(b, name), 0);
         }
         bucketfile_bucket_t x = {.reservation = round, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-        snprintf(x.name, sizeof x.name, "new%d", round);
+        char nm[32];
+        snprintf(nm, sizeof nm, "new%d", round);
+        x.name = nm;
         ck_assert_int_eq(bucketfile_set(a, &x, NULL), 0);
         ck_assert_int_eq(bucketfile_set(b, &x, NULL), 0);
-        snprintf(x.name, sizeof x.name, "b%d", 5 + round * 7 + 1);
+        snprintf(nm, sizeof nm, "b%d", 5 + round * 7 + 1);
         ck_assert_int_eq(bucketfile_set(a, &x, NULL), 0);
         ck_assert_int_eq(bucketfile_set(b, &x, NULL), 0);
         ck_assert_uint_eq(bucketfile_count(a), bucketfile_count(b));

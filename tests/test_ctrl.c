@@ -2365,10 +2365,10 @@ START_TEST(test_ctrl_set_bucket_incremental)
     ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
     bucketfile_bucket_t y = {.reservation = 5, .limit = 50, .weight = 3};
-    snprintf(y.name, sizeof y.name, "x-new");
+    y.name = "x-new";
     ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
-    snprintf(y.name, sizeof y.name, "y-other");
+    y.name = "y-other";
     ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
     ck_assert_int_eq(ctrl_remove_bucket(a, "b2"), 0);
@@ -2453,8 +2453,9 @@ START_TEST(test_ctrl_set_bucket_grows)
     const char *tab[] = {"a", "n7", "n33", "n60"};
     ck_assert_int_eq(ctrl_node_hello(a, "n0", 0, 50000, 1, tab, 4), 0);
     for (int i = 0; i < 64; i++) {
-        bucketfile_bucket_t x = {.reservation = i, .limit = 100 + i, .weight = 1};
-        snprintf(x.name, sizeof x.name, "n%d", i);
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%d", i);
+        bucketfile_bucket_t x = {.name = nm, .reservation = i, .limit = 100 + i, .weight = 1};
         ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
         ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
     }
@@ -2597,7 +2598,7 @@ START_TEST(test_ctrl_set_bucket_then_template)
     const char *names[] = {"default", "u-alice"};
     ck_assert_int_eq(ctrl_node_hello(c, "n0", 1, 10000, 1, names, 2), 0);
     bucketfile_bucket_t blue = {.reservation = 30, .limit = 60, .weight = 1};
-    snprintf(blue.name, sizeof blue.name, "blue");
+    blue.name = "blue";
     ck_assert_int_eq(ctrl_set_bucket(c, &blue), 0); /* in place */
     ck_assert_int_eq(ctrl_nbuckets(c), 2);
     ctrl_result_t res;

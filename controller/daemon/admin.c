@@ -1369,7 +1369,7 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         return reply_error("invalid", "bad bucket name: 1..250 bytes without whitespace, "
                                       "control characters or ':'");
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-    memcpy(b.name, name, nl + 1);
+    b.name = name; /* the request's: the table keeps its own copy */
     int old = bucketfile_find(ad->bf, name);
     if (old >= 0) /* a change: what the request leaves out stays as it was */
         b = *bucketfile_get(ad->bf, (size_t)old);
