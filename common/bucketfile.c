@@ -30,12 +30,14 @@ typedef struct {
 } bucketfile_src_t;
 
 /* The bucket names of a table, out of line at their exact length: chunks
- * appended to and never moved, freed with the last table that shares them
- * (a dup, an unshared dup and a copy of the rows share them: a name is
- * held once).  A removed bucket's name stays until then: bounded by the
- * buckets added since the table was last read whole.  Appends take `mu`
- * (a spin lock: an append is a memcpy of a name): tables that share the
- * names may live on other threads. */
+ * appended to and never moved, freed with the last table that shares them.
+ * A dup shares them as it shares the rows; a table that makes its rows its
+ * own (unshare(), a copy of the rows) copies the names it holds into new
+ * chunks of its own, so that what it appends is never held by another
+ * table.  A removed bucket's name stays until the table is copied or
+ * freed: bounded by the buckets added since it was last read whole.
+ * Appends take `mu` (a spin lock: an append is a memcpy of a name), which
+ * costs nothing where only one table appends. */
 typedef struct bfchunk {
     struct bfchunk *next;
     size_t used, size;
@@ -97,6 +99,33 @@ static const char *names_put(bfnames_t *nm, const char *s)
     }
     atomic_flag_clear_explicit(&nm->mu, memory_order_release);
     return out;
+}
+
+/* Points the n rows of v at copies of their names in new chunks of their
+ * own (*out).  Returns 0, or -ENOMEM with v's names as they were and *out
+ * NULL. */
+static int names_copy(bucketfile_bucket_t *v, size_t n, bfnames_t **out)
+{
+    bfnames_t *nm = names_new();
+    const char **was = n ? malloc(n * sizeof *was) : NULL;
+    size_t i = 0;
+    if (nm && (was || !n))
+        for (; i < n; i++) {
+            was[i] = v[i].name;
+            if (!(v[i].name = names_put(nm, was[i])))
+                break;
+        }
+    if (!nm || (n && !was) || i < n) {
+        for (size_t k = 0; was && k < i; k++)
+            v[k].name = was[k];
+        free(was);
+        names_unref(&nm);
+        *out = NULL;
+        return -ENOMEM;
+    }
+    free(was);
+    *out = nm;
+    return 0;
 }
 
 struct bucketfile {
@@ -240,7 +269,9 @@ static int unshare(bucketfile_t *bf)
     int *slot = dup_array(bf->slot, bf->nslot, sizeof *slot);
     char *text = bf->text ? dup_array(bf->text, bf->tlen + 1, 1) : NULL;
     size_t *sp = bf->sp ? dup_array(bf->sp, 2 * bf->nsp, sizeof *sp) : NULL;
-    if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp)) {
+    bfnames_t *nm = NULL;
+    if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp) ||
+        names_copy(v, v ? bf->n : 0, &nm) < 0) {
         free(v);
         free(src);
         free(slot);
@@ -250,6 +281,8 @@ static int unshare(bucketfile_t *bf)
     }
     atomic_fetch_sub(bf->refs, 1);
     bf->refs = NULL;
+    names_unref(&bf->names);
+    bf->names = nm;
     bf->v = v;
     bf->src = src;
     bf->cap = bf->n;
@@ -685,8 +718,11 @@ bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
     }
     for (size_t i = 0; i < bf->n; i++)
         c->src[i] = (bucketfile_src_t){-1, 1};
-    c->names = bf->names; /* the rows point at them: shared, as by a dup */
-    atomic_fetch_add(&c->names->refs, 1);
+    if (names_copy(c->v, c->n, &c->names) < 0) { /* its own (see bfnames_t) */
+        c->n = 0; /* the rows point at bf's names: nothing of them to free */
+        bucketfile_destroy(&c);
+        return NULL;
+    }
     if ((c->rules = bf->rules)) /* shared, as by a dup */
         atomic_fetch_add(&c->rules->refs, 1);
     return c;
