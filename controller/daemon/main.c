@@ -914,10 +914,11 @@ int main(int argc, char **argv)
     stopguard_stopping(guard); /* what follows is bounded too */
     status = 0;
 out:
+    if (a.etcd) /* first: the guard may end a slow stop (stopguard_stopping()) */
+        leader_resign(&a.ld); /* a standby takes over at its next poll */
     metricsd_destroy(&a.md);
     cmetrics_clear(&a.met);
     if (a.etcd) {
-        leader_resign(&a.ld); /* a standby takes over at its next poll */
         leader_clear(&a.ld);
         etcd_destroy(&a.etcd);
         curl_global_cleanup();
