@@ -2619,6 +2619,30 @@ START_TEST(test_ctrl_set_bucket_then_template)
 }
 END_TEST
 
+/* ctrl_set_buckets() keeps no dup sharing the caller's table when no
+ * template-made bucket is in it: the caller's first change in place (the
+ * admin's set) then edits its own rows where they are, instead of copying
+ * the whole table (2.7 s and 470 MB at a million buckets, issue 26).  The
+ * rows stay where they were; with a shared dup they move. */
+START_TEST(test_ctrl_set_buckets_shares_nothing)
+{
+    bucketfile_t *bf = load("{\"buckets\": [{\"name\": \"a\", \"reservation\": 1},"
+                            " {\"name\": \"b\", \"reservation\": 2, \"limit\": 9}]}");
+    ctrl_config_t cfg = ctrl_config_default();
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    const bucketfile_bucket_t *v0 = bucketfile_get(bf, 0);
+    bucketfile_bucket_t x = *bucketfile_get(bf, 1);
+    x.limit = 7;
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    ck_assert_ptr_eq(bucketfile_get(bf, 0), v0); /* not copied on write */
+    ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->full_rebuilds, 1);
+    ctrl_destroy(&c);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -2649,6 +2673,6 @@ int main(void)
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
         test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
         test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
-        test_ctrl_set_bucket_then_template};
+        test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
