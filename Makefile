@@ -5,7 +5,8 @@
 #   make demo     run the main job: memcached, controller and nodes on loopback
 #   make demo-ha  controller failover: etcd, two controllers, kill -9 the leader
 #   make soak     SOAK_MINUTES (default 10) of checked load, hostile peers and kill -9 chaos, then the
-#                 partition pass (tests/soak/partition.sh, about 20 min; not in check)
+#                 partition pass (tests/soak/partition.sh, about 10 min) and the busy-host bound
+#                 (tests/soak/busy-host.sh, DURATION 600 s at load TARGET_LOAD 6; not in check)
 #   make bench    run the benchmarks recorded in docs/performance.md
 #   make asan     build and run the test suite under ASan/UBSan (build-asan/)
 #   make tsan     the threaded parts under ThreadSanitizer (clang, Archer for OpenMP; build-tsan/)

@@ -29,8 +29,109 @@ typedef struct {
     int32_t changed;
 } bucketfile_src_t;
 
+/* The bucket names of a table, out of line at their exact length: chunks
+ * appended to and never moved, freed with the last table that shares them.
+ * A dup shares them as it shares the rows; a table that makes its rows its
+ * own (unshare(), a copy of the rows) copies the names it holds into new
+ * chunks of its own, so that what it appends is never held by another
+ * table.  A removed bucket's name stays until the table is copied or
+ * freed: bounded by the buckets added since it was last read whole.
+ * Appends take `mu` (a spin lock: an append is a memcpy of a name), which
+ * costs nothing where only one table appends. */
+typedef struct bfchunk {
+    struct bfchunk *next;
+    size_t used, size;
+    char data[];
+} bfchunk_t;
+
+typedef struct {
+    atomic_int refs;
+    atomic_flag mu;
+    bfchunk_t *head;
+} bfnames_t;
+
+#define BFNAMES_CHUNK (64u << 10)
+
+static bfnames_t *names_new(void)
+{
+    bfnames_t *nm = calloc(1, sizeof *nm);
+    if (!nm)
+        return NULL;
+    atomic_init(&nm->refs, 1);
+    atomic_flag_clear(&nm->mu);
+    return nm;
+}
+
+static void names_unref(bfnames_t **np)
+{
+    bfnames_t *nm = *np;
+    *np = NULL;
+    if (!nm || atomic_fetch_sub(&nm->refs, 1) > 1)
+        return;
+    for (bfchunk_t *c = nm->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(nm);
+}
+
+/* A copy of name s in nm, or NULL if out of memory. */
+static const char *names_put(bfnames_t *nm, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *out = NULL;
+    while (atomic_flag_test_and_set_explicit(&nm->mu, memory_order_acquire))
+        ;
+    bfchunk_t *c = nm->head;
+    if (!c || c->size - c->used < len) {
+        size_t size = len > BFNAMES_CHUNK ? len : BFNAMES_CHUNK;
+        if ((c = malloc(sizeof *c + size))) {
+            c->next = nm->head;
+            c->used = 0;
+            c->size = size;
+            nm->head = c;
+        }
+    }
+    if (c) {
+        out = c->data + c->used;
+        memcpy(out, s, len);
+        c->used += len;
+    }
+    atomic_flag_clear_explicit(&nm->mu, memory_order_release);
+    return out;
+}
+
+/* Points the n rows of v at copies of their names in new chunks of their
+ * own (*out).  Returns 0, or -ENOMEM with v's names as they were and *out
+ * NULL. */
+static int names_copy(bucketfile_bucket_t *v, size_t n, bfnames_t **out)
+{
+    bfnames_t *nm = names_new();
+    const char **was = n ? malloc(n * sizeof *was) : NULL;
+    size_t i = 0;
+    if (nm && (was || !n))
+        for (; i < n; i++) {
+            was[i] = v[i].name;
+            if (!(v[i].name = names_put(nm, was[i])))
+                break;
+        }
+    if (!nm || (n && !was) || i < n) {
+        for (size_t k = 0; was && k < i; k++)
+            v[k].name = was[k];
+        free(was);
+        names_unref(&nm);
+        *out = NULL;
+        return -ENOMEM;
+    }
+    free(was);
+    *out = nm;
+    return 0;
+}
+
 struct bucketfile {
     bucketfile_bucket_t *v; /* file order */
+    bfnames_t *names;       /* what v's names point at (shared by dups and
+                               copies of the rows) */
     bucketfile_src_t *src;  /* parallel to v */
     size_t n, cap;
     int *slot;   /* open-addressing hash of names: index into v, -1 empty */
@@ -118,7 +219,8 @@ bucketfile_t *bucketfile_new(void)
     bucketfile_t *bf = calloc(1, sizeof *bf);
     if (!bf)
         return NULL;
-    if (reindex(bf, 0) < 0) {
+    if (!(bf->names = names_new()) || reindex(bf, 0) < 0) {
+        names_unref(&bf->names);
         free(bf);
         return NULL;
     }
@@ -167,7 +269,9 @@ static int unshare(bucketfile_t *bf)
     int *slot = dup_array(bf->slot, bf->nslot, sizeof *slot);
     char *text = bf->text ? dup_array(bf->text, bf->tlen + 1, 1) : NULL;
     size_t *sp = bf->sp ? dup_array(bf->sp, 2 * bf->nsp, sizeof *sp) : NULL;
-    if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp)) {
+    bfnames_t *nm = NULL;
+    if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp) ||
+        names_copy(v, v ? bf->n : 0, &nm) < 0) {
         free(v);
         free(src);
         free(slot);
@@ -177,6 +281,8 @@ static int unshare(bucketfile_t *bf)
     }
     atomic_fetch_sub(bf->refs, 1);
     bf->refs = NULL;
+    names_unref(&bf->names);
+    bf->names = nm;
     bf->v = v;
     bf->src = src;
     bf->cap = bf->n;
@@ -202,6 +308,7 @@ void bucketfile_destroy(bucketfile_t **bp)
     if (!bp || !*bp)
         return;
     release(*bp);
+    names_unref(&(*bp)->names);
     rules_unref(&(*bp)->rules);
     free((*bp)->opath);
     free(*bp);
@@ -311,9 +418,13 @@ static int append(bucketfile_t *bf, const bucketfile_bucket_t *b)
         if (rc < 0)
             return rc;
     }
+    const char *name = names_put(bf->names, b->name);
+    if (!name)
+        return -ENOMEM;
     bf->v[bf->n] = *b;
+    bf->v[bf->n].name = name; /* the table's own copy */
     bf->src[bf->n] = (bucketfile_src_t){-1, 1};
-    size_t h = hash_name(b->name) & (bf->nslot - 1);
+    size_t h = hash_name(name) & (bf->nslot - 1);
     while (bf->slot[h] >= 0)
         h = (h + 1) & (bf->nslot - 1);
     bf->slot[h] = (int)bf->n;
@@ -339,8 +450,8 @@ static void set_err(jsonloc_err_t *err, const char *path, const char *fmt, ...)
 
 int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
 {
-    size_t len = strnlen(b->name, sizeof b->name);
-    if (len > BUCKETFILE_NAME_MAX || names_check_bucket(b->name, len) < 0) {
+    size_t len = b->name ? strnlen(b->name, BUCKETFILE_NAME_MAX + 1) : 0;
+    if (!b->name || len > BUCKETFILE_NAME_MAX || names_check_bucket(b->name, len) < 0) {
         set_err(err, "name",
                 "bucket name must be 1..%d bytes without whitespace, control characters or ':'",
                 BUCKETFILE_NAME_MAX);
@@ -457,7 +568,9 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
     int i = bucketfile_find(bf, b->name);
     if (i >= 0) {
         if (!same_bucket(&bf->v[i], b)) {
+            const char *name = bf->v[i].name; /* the table's copy stays */
             bf->v[i] = *b;
+            bf->v[i].name = name;
             bf->src[i].changed = 1;
         }
         return 0;
@@ -556,6 +669,7 @@ bucketfile_t *bucketfile_dup(const bucketfile_t *bf)
     *c = *bf;
     c->opath = NULL;
     atomic_fetch_add(c->refs, 1);
+    atomic_fetch_add(&c->names->refs, 1);
     if (c->rules)
         atomic_fetch_add(&c->rules->refs, 1);
     if (bucketfile_copy_origin(c, bf) < 0)
@@ -604,6 +718,11 @@ bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
     }
     for (size_t i = 0; i < bf->n; i++)
         c->src[i] = (bucketfile_src_t){-1, 1};
+    if (names_copy(c->v, c->n, &c->names) < 0) { /* its own (see bfnames_t) */
+        c->n = 0; /* the rows point at bf's names: nothing of them to free */
+        bucketfile_destroy(&c);
+        return NULL;
+    }
     if ((c->rules = bf->rules)) /* shared, as by a dup */
         atomic_fetch_add(&c->rules->refs, 1);
     return c;
@@ -712,8 +831,12 @@ static int parse_bucket_obj(pctx_t *p, json_t *o, long idx, const bucketfile_t *
                        "bad bucket name: must be 1..%d bytes without whitespace, control "
                        "characters or ':'",
                        BUCKETFILE_NAME_MAX);
-    memcpy(b.name, json_string_value(v), nl);
-    b.name[nl] = '\0';
+    if (strlen(json_string_value(v)) != nl) /* a NUL inside */
+        return fail_at(p, "buckets", idx, "name",
+                       "bad bucket name: must be 1..%d bytes without whitespace, control "
+                       "characters or ':'",
+                       BUCKETFILE_NAME_MAX);
+    b.name = json_string_value(v); /* o's: appending copies it into the table */
     if (bf && bucketfile_find(bf, b.name) >= 0)
         return fail_at(p, "buckets", idx, "name", "duplicate bucket name \"%s\"", b.name);
     int rc = get_int(p, o, idx, "reservation", BUCKETFILE_MAX_RATE, &b.reservation);

@@ -92,8 +92,15 @@
  * add 248 bytes per bucket to every table (+80% at a million buckets). */
 #define BUCKETFILE_PARENT_MAX 63
 
+/* One bucket.  `name` points at the name: a bucket given to
+ * bucketfile_set() may point anywhere (the table keeps its own copy); a
+ * bucket in a table (bucketfile_get()) points at the table's copy, which
+ * stays valid as long as the table (or a dup or copy of it) lives, even
+ * after the bucket is removed.  Out of line, at its exact length: an inline
+ * 251-byte array was most of the controller's memory per bucket (issue 26:
+ * two tables of a million buckets).  NULL is no name (refused). */
 typedef struct {
-    char name[BUCKETFILE_NAME_MAX + 1];
+    const char *name;
     int64_t reservation; /* IOs per second, >= 0 */
     int64_t limit;       /* IOs per second >= reservation, or BUCKETFILE_NO_LIMIT */
     uint32_t weight;     /* 1..BUCKETFILE_MAX_WEIGHT, default 1 */

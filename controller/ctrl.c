@@ -592,6 +592,7 @@ int ctrl__set_bucket_here(ctrl_t *c, const bucketfile_bucket_t *x)
     if (bucketfile_get(c->bf, 0) != v0) /* the rows moved (copied or grown) */
         for (size_t k = 0; k < bucketfile_count(c->bf); k++)
             c->bnames[k] = bucketfile_get(c->bf, k)->name;
+    c->bnames[b] = bucketfile_get(c->bf, b)->name; /* the table's copy of the name */
     if (i < 0) {
         c->nb++;
         c->nconf++;
@@ -636,8 +637,8 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
     const bucketfile_bucket_t *v0 = bucketfile_get(c->bf, 0);
     if (bucketfile_remove_swap(c->bf, name) < 0)
         return -ENOMEM;
-    /* The last bucket takes index b (as in the table): its state moves
-     * with it; bnames[k] is row k's name, so the pointers stay. */
+    /* The last bucket takes index b (as in the table): its state and its
+     * name (a pointer at the table's copy) move with it. */
     size_t b = (size_t)i, m = c->nb - 1;
     c->nb--;
     c->nconf--;
@@ -645,6 +646,7 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
         for (size_t k = 0; k < c->nb; k++)
             c->bnames[k] = bucketfile_get(c->bf, k)->name;
     if (b != m) {
+        c->bnames[b] = c->bnames[m];
         c->bweights[b] = c->bweights[m];
         c->b[b] = c->b[m];
         c->pv[b] = c->pv[m];

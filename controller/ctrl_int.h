@@ -208,7 +208,7 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name);
  * that ctrl.c and ctrl_tmpl.c do not call each other). */
 static inline void ctrl__dyn_note(ctrl_t *c, const char *name)
 {
-    const rules_t *r = c->conf ? bucketfile_rules(c->conf) : NULL;
+    const rules_t *r = bucketfile_rules(c->conf ? c->conf : c->bf); /* c->bf shares them */
     if (r && dyn_note(c->dyn, r, name, c->period) > 0)
         c->dyn_dirty = 1;
 }

@@ -9,7 +9,7 @@
 #   FUZZERS  += NAME      libFuzzer harness tests/fuzz/NAME.c + NAME_SRCS, run by make fuzz
 #
 # Targets: all (programs and man pages), tests (the Check suites), check, bench, demo, demo-ha,
-# soak (SOAK_MINUTES, default 10: tests/soak/soak.sh, then tests/soak/partition.sh), tsan-check, fuzz-build, fuzz,
+# soak (SOAK_MINUTES, default 10: tests/soak/soak.sh, then tests/soak/partition.sh and tests/soak/busy-host.sh), tsan-check, fuzz-build, fuzz,
 # install and uninstall (PREFIX, DESTDIR and the *DIR variables below).
 O   ?= build
 BIN ?= bin
@@ -102,6 +102,7 @@ demo-ha: all
 soak: all
 	@BIN=$(BIN) SOAK_MINUTES=$(or $(SOAK_MINUTES),10) sh tests/soak/soak.sh
 	@BIN=$(BIN) sh tests/soak/partition.sh
+	@BIN=$(BIN) sh tests/soak/busy-host.sh
 
 # ---- make tsan (CC=clang O=build-tsan SAN=-fsanitize=thread): the threaded parts only: the
 # worker pool under both backends, the node with --workers and --threads, the controller client's ZeroMQ

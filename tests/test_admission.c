@@ -152,7 +152,7 @@ START_TEST(test_admission_change_by_sums)
         /* green grows, blue's bytes move, red goes and comes back */
         bucketfile_bucket_t g = {.reservation = 100 * i, .limit = BUCKETFILE_NO_LIMIT,
                                  .weight = 1, .reservation_bytes = 1000 * i};
-        snprintf(g.name, sizeof g.name, "green");
+        g.name = "green";
         int k = bucketfile_find(bf, "green");
         if (k >= 0)
             admission_sums_add(&s, bucketfile_get(bf, (size_t)k), -1);
@@ -174,7 +174,7 @@ START_TEST(test_admission_change_by_sums)
     }
     /* The local constraint: red past its one server. */
     bucketfile_bucket_t red = {.reservation = 25000, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-    snprintf(red.name, sizeof red.name, "red");
+    red.name = "red";
     v.total_capacity = 1e9;
     v.total_byte_capacity = 1e12;
     ck_assert_int_eq(admission_check_change(&s, &red, &v, msg, sizeof msg), -EDQUOT);

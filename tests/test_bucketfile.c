@@ -191,7 +191,8 @@ START_TEST(test_bucketfile_edit)
     char name[32];
     for (int i = 0; i < 1000; i++) {
         bucketfile_bucket_t b = {.reservation = i, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-        snprintf(b.name, sizeof b.name, "b%d", i);
+        snprintf(name, sizeof name, "b%d", i);
+        b.name = name;
         ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
     }
     ck_assert_uint_eq(bucketfile_count(bf), 1000);
@@ -206,7 +207,7 @@ START_TEST(test_bucketfile_edit)
     b.limit = 100;
     b.weight = 0;
     ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
-    strcpy(b.name, "bad:name");
+    b.name = "bad:name";
     b.weight = 1;
     ck_assert_int_eq(bucketfile_set(bf, &b, &err), -EINVAL);
     ck_assert_int_eq(bucketfile_remove(bf, "b3"), 0);
@@ -679,7 +680,9 @@ START_TEST(test_bucketfile_big_table_edit)
     }
     for (size_t k = 0; k < EXTRA; k++) {
         b = (bucketfile_bucket_t){.reservation = 5, .limit = BUCKETFILE_NO_LIMIT, .weight = 2};
-        snprintf(b.name, sizeof b.name, "new%zu", k);
+        char nm[32];
+        snprintf(nm, sizeof nm, "new%zu", k);
+        b.name = nm;
         ck_assert_int_eq(bucketfile_set(bf, &b, &err), 0);
         char buf[128];
         snprintf(buf, sizeof buf, "{\"name\": \"new%zu\", \"reservation\": 5, \"weight\": 2}", k);
@@ -890,10 +893,12 @@ START_TEST(test_bucketfile_remove_swap_keeps_file_order)
             ck_assert_int_lt(bucketfile_find(b, name), 0);
         }
         bucketfile_bucket_t x = {.reservation = round, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-        snprintf(x.name, sizeof x.name, "new%d", round);
+        char nm[32];
+        snprintf(nm, sizeof nm, "new%d", round);
+        x.name = nm;
         ck_assert_int_eq(bucketfile_set(a, &x, NULL), 0);
         ck_assert_int_eq(bucketfile_set(b, &x, NULL), 0);
-        snprintf(x.name, sizeof x.name, "b%d", 5 + round * 7 + 1);
+        snprintf(nm, sizeof nm, "b%d", 5 + round * 7 + 1);
         ck_assert_int_eq(bucketfile_set(a, &x, NULL), 0);
         ck_assert_int_eq(bucketfile_set(b, &x, NULL), 0);
         ck_assert_uint_eq(bucketfile_count(a), bucketfile_count(b));
@@ -916,6 +921,55 @@ START_TEST(test_bucketfile_remove_swap_keeps_file_order)
 }
 END_TEST
 
+/* Names out of line (issue 26, memory per bucket): a bucket's record holds
+ * a pointer, the table its own copy at the name's length; the copy of a
+ * removed bucket stays valid while the table lives (the admin's undo puts
+ * a removed bucket back from its record); a dup's change and a copy of
+ * the rows never touch the original's names; a caller's buffer may change
+ * after a set. */
+START_TEST(test_bucketfile_names_out_of_line)
+{
+    /* the record without the inline 251-byte name (was 368 bytes) */
+    ck_assert_uint_lt(sizeof(bucketfile_bucket_t), 128);
+    const char *t = "{\"buckets\": [{\"name\": \"a\", \"reservation\": 1},"
+                    " {\"name\": \"b\", \"reservation\": 2}]}";
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(bucketfile_parse(t, strlen(t), "t", &bf, NULL), 0);
+    char buf[BUCKETFILE_NAME_MAX + 1];
+    memset(buf, 'x', BUCKETFILE_NAME_MAX);
+    buf[BUCKETFILE_NAME_MAX] = '\0';
+    bucketfile_bucket_t x = {.name = buf, .reservation = 3, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0); /* a 250-byte name */
+    buf[0] = 'y'; /* the caller's buffer is the caller's */
+    int i = bucketfile_find(bf, "b");
+    ck_assert_int_ge(i, 0);
+    bucketfile_bucket_t old = *bucketfile_get(bf, (size_t)i);
+    ck_assert_int_eq(bucketfile_remove_swap(bf, "b"), 0);
+    ck_assert_str_eq(old.name, "b"); /* still the table's copy */
+    ck_assert_int_eq(bucketfile_set(bf, &old, NULL), 0);
+    ck_assert_int_ge(bucketfile_find(bf, "b"), 0);
+    ck_assert_int_lt(bucketfile_find(bf, buf), 0);
+    buf[0] = 'x';
+    ck_assert_int_ge(bucketfile_find(bf, buf), 0);
+    bucketfile_t *d = bucketfile_dup(bf), *c = bucketfile_copy_rows(bf);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_ptr_nonnull(c);
+    const char *an = bucketfile_get(bf, (size_t)bucketfile_find(bf, "a"))->name;
+    bucketfile_bucket_t z = {.name = "z", .reservation = 4, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(bucketfile_set(d, &z, NULL), 0);
+    ck_assert_int_eq(bucketfile_remove_swap(d, "a"), 0);
+    ck_assert_int_eq(bucketfile_set(c, &z, NULL), 0);
+    bucketfile_destroy(&d);
+    bucketfile_destroy(&c);
+    ck_assert_str_eq(an, "a"); /* the original's names outlive its copies */
+    ck_assert_uint_eq(bucketfile_count(bf), 3);
+    ck_assert_int_lt(bucketfile_find(bf, "z"), 0);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
@@ -930,6 +984,7 @@ int main(void)
                                   test_bucketfile_big_table_edit,
                                   test_bucketfile_dup_copy_on_write,
                                   test_bucketfile_version_spans_shadow,
-                                  test_bucketfile_remove_swap_keeps_file_order};
+                                  test_bucketfile_remove_swap_keeps_file_order,
+                                  test_bucketfile_names_out_of_line};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

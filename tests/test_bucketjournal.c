@@ -74,7 +74,7 @@ static char *canon(const bucketfile_t *bf)
 static bucketfile_bucket_t bucket(const char *name, int64_t r, int64_t l)
 {
     bucketfile_bucket_t b = {.reservation = r, .limit = l, .weight = 1};
-    snprintf(b.name, sizeof b.name, "%s", name);
+    b.name = name; /* the caller's (literals) */
     return b;
 }
 

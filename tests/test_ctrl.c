@@ -2570,10 +2570,10 @@ START_TEST(test_ctrl_set_bucket_incremental)
     ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
     bucketfile_bucket_t y = {.reservation = 5, .limit = 50, .weight = 3};
-    snprintf(y.name, sizeof y.name, "x-new");
+    y.name = "x-new";
     ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
-    snprintf(y.name, sizeof y.name, "y-other");
+    y.name = "y-other";
     ck_assert_int_eq(ctrl_set_bucket(a, &y), 0);
     ck_assert_int_eq(bucketfile_set(mirror, &y, NULL), 0);
     ck_assert_int_eq(ctrl_remove_bucket(a, "b2"), 0);
@@ -2658,8 +2658,9 @@ START_TEST(test_ctrl_set_bucket_grows)
     const char *tab[] = {"a", "n7", "n33", "n60"};
     ck_assert_int_eq(ctrl_node_hello(a, "n0", 0, 50000, 1, tab, 4), 0);
     for (int i = 0; i < 64; i++) {
-        bucketfile_bucket_t x = {.reservation = i, .limit = 100 + i, .weight = 1};
-        snprintf(x.name, sizeof x.name, "n%d", i);
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%d", i);
+        bucketfile_bucket_t x = {.name = nm, .reservation = i, .limit = 100 + i, .weight = 1};
         ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
         ck_assert_int_eq(bucketfile_set(mirror, &x, NULL), 0);
     }
@@ -2802,7 +2803,7 @@ START_TEST(test_ctrl_set_bucket_then_template)
     const char *names[] = {"default", "u-alice"};
     ck_assert_int_eq(ctrl_node_hello(c, "n0", 1, 10000, 1, names, 2), 0);
     bucketfile_bucket_t blue = {.reservation = 30, .limit = 60, .weight = 1};
-    snprintf(blue.name, sizeof blue.name, "blue");
+    blue.name = "blue";
     ck_assert_int_eq(ctrl_set_bucket(c, &blue), 0); /* in place */
     ck_assert_int_eq(ctrl_nbuckets(c), 2);
     ctrl_result_t res;
@@ -2820,6 +2821,30 @@ START_TEST(test_ctrl_set_bucket_then_template)
     ck_assert_int_ge(ctrl_bucket_find(c, "u-alice"), 0);
     ck_assert_int_eq(ctrl_bucket_template(c, ctrl_bucket_find(c, "blue")), -1);
     ctrl_destroy(&c);
+}
+END_TEST
+
+/* ctrl_set_buckets() keeps no dup sharing the caller's table when no
+ * template-made bucket is in it: the caller's first change in place (the
+ * admin's set) then edits its own rows where they are, instead of copying
+ * the whole table (2.7 s and 470 MB at a million buckets, issue 26).  The
+ * rows stay where they were; with a shared dup they move. */
+START_TEST(test_ctrl_set_buckets_shares_nothing)
+{
+    bucketfile_t *bf = load("{\"buckets\": [{\"name\": \"a\", \"reservation\": 1},"
+                            " {\"name\": \"b\", \"reservation\": 2, \"limit\": 9}]}");
+    ctrl_config_t cfg = ctrl_config_default();
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    const bucketfile_bucket_t *v0 = bucketfile_get(bf, 0);
+    bucketfile_bucket_t x = *bucketfile_get(bf, 1);
+    x.limit = 7;
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    ck_assert_ptr_eq(bucketfile_get(bf, 0), v0); /* not copied on write */
+    ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+    ck_assert_uint_eq(ctrl_stats(c)->full_rebuilds, 1);
+    ctrl_destroy(&c);
+    bucketfile_destroy(&bf);
 }
 END_TEST
 
@@ -2856,6 +2881,6 @@ int main(void)
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
         test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
         test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
-        test_ctrl_set_bucket_then_template};
+        test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1063,7 +1063,7 @@ int scenario_write_buckets(const scenario_t *s, FILE *f)
                                  .limit = b->limit == SCENARIO_NO_LIMIT ? BUCKETFILE_NO_LIMIT
                                                                         : (int64_t)ceil(b->limit),
                                  .weight = 1};
-        snprintf(x.name, sizeof x.name, "%s", b->name);
+        x.name = b->name;
         if ((rc = bucketfile_set(bf, &x, NULL)) < 0)
             goto out;
     }

@@ -265,7 +265,9 @@ int main(int argc, char **argv)
             bucketfile_bucket_t x = {.reservation = (int64_t)rate[b], .weight = 1,
                                      .limit = b % 4 == 3 ? (int64_t)(2 * rate[b])
                                                          : BUCKETFILE_NO_LIMIT};
-            snprintf(x.name, sizeof x.name, "b%05d", b);
+            char name[16];
+            snprintf(name, sizeof name, "b%05d", b);
+            x.name = name;
             rc = bucketfile_set(bf, &x, NULL);
         }
         if (rc == 0)

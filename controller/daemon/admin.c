@@ -198,22 +198,20 @@ static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size
     return write_error(ad, rc, 1, msg, size);
 }
 
-/* With etcd: the leader writes the one change `bf` (borrowed; its version
- * set to the next) holds over the table in force, bucket `name` set or
- * removed, as one transaction (leader_put_bucket(), leader_remove_bucket()),
- * before it applies it.  Returns NULL, or the error code with `msg` filled. */
-static const char *publish_bucket(admin_t *ad, bucketfile_t *bf, const char *name, char *msg,
-                                  size_t size)
+/* With etcd: the leader writes one change, bucket *b set (b NULL: bucket
+ * `name` removed), with the table's version `v` as one transaction
+ * (leader_put_bucket(), leader_remove_bucket()), before it applies it.
+ * O(1) in the table's size.  Returns NULL, or the error code with `msg`
+ * filled. */
+static const char *publish_bucket(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
+                                  uint64_t v, char *msg, size_t size)
 {
-    uint64_t v = next_version(ad);
-    bucketfile_set_version(bf, v);
-    int i = bucketfile_find(bf, name), rc = -ENOMEM;
+    int rc = -ENOMEM;
     char *json = NULL;
-    if (i >= 0) { /* the element as the bucket file writes it */
+    if (b) { /* the element as the bucket file writes it */
         bucketfile_t *one = bucketfile_new();
         jsonloc_err_t err;
-        char *t = one && bucketfile_set(one, bucketfile_get(bf, (size_t)i), &err) == 0
-                      ? bucketfile_dumps(one) : NULL;
+        char *t = one && bucketfile_set(one, b, &err) == 0 ? bucketfile_dumps(one) : NULL;
         json_t *d = t ? json_loads(t, 0, NULL) : NULL;
         json = d ? json_dumps(json_array_get(json_object_get(d, "buckets"), 0), JSON_COMPACT)
                  : NULL;
@@ -221,7 +219,7 @@ static const char *publish_bucket(admin_t *ad, bucketfile_t *bf, const char *nam
         free(t);
         bucketfile_destroy(&one);
         if (json)
-            rc = leader_put_bucket(ad->ld, name, json, strlen(json), v, mono_now());
+            rc = leader_put_bucket(ad->ld, b->name, json, strlen(json), v, mono_now());
     } else {
         rc = leader_remove_bucket(ad->ld, name, v, mono_now());
     }
@@ -230,6 +228,27 @@ static const char *publish_bucket(admin_t *ad, bucketfile_t *bf, const char *nam
         return NULL;
     const char *code = write_error(ad, rc, 0, msg, size);
     return rc == -ENOMEM ? "internal" : code;
+}
+
+/* The same for the one change `bf` (borrowed; its version set to the
+ * next) holds over the table in force: bucket `name` set or removed. */
+static const char *publish_change(admin_t *ad, bucketfile_t *bf, const char *name, char *msg,
+                                  size_t size)
+{
+    uint64_t v = next_version(ad);
+    bucketfile_set_version(bf, v);
+    int i = bucketfile_find(bf, name);
+    return publish_bucket(ad, i >= 0 ? bucketfile_get(bf, (size_t)i) : NULL, name, v, msg, size);
+}
+
+/* The journal beside the bucket file, opened at first use (for the table
+ * in force, ad->bf: the file it was read from or written to).  NULL, with
+ * msg filled, if it cannot be opened. */
+static bucketjournal_t *journal(admin_t *ad, char *msg, size_t size)
+{
+    if (!ad->journal && bucketjournal_new(ad->path, ad->bf, 0, &ad->journal, msg, size) < 0)
+        return NULL;
+    return ad->journal;
 }
 
 /* Exports `bf` to the bucket file (the backup, with etcd) if the file's
@@ -245,10 +264,16 @@ static void export_file(admin_t *ad, bucketfile_t *bf)
         a = bucketfile_dumps(cur);
         b = bucketfile_dumps(bf);
     }
-    if (a && b && strcmp(a, b) == 0)
+    if (a && b && strcmp(a, b) == 0) {
         bucketfile_copy_origin(bf, cur); /* the file holds this table */
-    else if (bucketfile_save(bf, ad->path, msg, sizeof msg) < 0)
-        log_warn("not exporting the bucket table: %s", msg);
+    } else {
+        /* with a journal beside the file (changes in place under etcd
+         * append to it), the file is written through it, which empties it */
+        bucketjournal_t *j = ad->bf ? journal(ad, msg, sizeof msg) : NULL;
+        if ((j ? bucketjournal_save(j, bf, msg, sizeof msg)
+               : bucketfile_save(bf, ad->path, msg, sizeof msg)) < 0)
+            log_warn("not exporting the bucket table: %s", msg);
+    }
     free(a);
     free(b);
     bucketfile_destroy(&cur);
@@ -288,6 +313,61 @@ int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
     return 0;
 }
 
+/* Undoes edit_in_place()'s edit of ad->bf: bucket `name` as it was (*old
+ * if it was there, i >= 0: a removed bucket comes back at the end of the
+ * table), or gone (i < 0). */
+static void undo_table(admin_t *ad, int i, const bucketfile_bucket_t *old, const char *name)
+{
+    if (i >= 0)
+        bucketfile_set(ad->bf, old, NULL);
+    else
+        bucketfile_remove_swap(ad->bf, name);
+}
+
+/* Bucket *b set, or bucket `name` removed (b NULL), in ad->bf and in ctrl,
+ * in place: O(1) in the table's size.  i and *old: the bucket's index in
+ * ad->bf before (-1: new) and what it was.  Returns 0, or -errno with both
+ * tables unchanged (-ERANGE: over the arithmetic's bounds). */
+static int edit_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *name, int i,
+                         const bucketfile_bucket_t *old)
+{
+    int rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove_swap(ad->bf, name);
+    if (rc < 0)
+        return rc;
+    rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
+    if (rc < 0)
+        undo_table(ad, i, old, name);
+    return rc;
+}
+
+/* With etcd: the bucket file, etcd's backup, follows one change made in
+ * place (bucket *b set, or `name` removed; the table's version after it)
+ * by a line of its journal: O(1).  A file edited by hand since it was last
+ * read or written is left alone, as export_file() leaves it.  A failure
+ * is logged only: etcd holds the change. */
+static void backup_change(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
+                          uint64_t version)
+{
+    char msg[768];
+    bucketjournal_t *j = journal(ad, msg, sizeof msg);
+    int rc = j ? bucketjournal_check(j, msg, sizeof msg) : -EIO;
+    if (rc == 0)
+        rc = b ? bucketjournal_set(j, b, version, msg, sizeof msg)
+               : bucketjournal_remove(j, name, version, msg, sizeof msg);
+    if (rc < 0)
+        log_warn("not exporting bucket %s to the bucket file: %s", name, msg);
+}
+
+/* The table's version is now `version` (0: it does not count). */
+static void note_version(admin_t *ad, uint64_t version)
+{
+    if (!version)
+        return;
+    bucketfile_set_version(ad->bf, version);
+    if (ad->ld)
+        ad->ld->table_version = version;
+}
+
 int admin_apply_bucket(admin_t *ad, const char *name, const char *json, size_t len,
                        uint64_t version, int64_t rev)
 {
@@ -297,10 +377,12 @@ int admin_apply_bucket(admin_t *ad, const char *name, const char *json, size_t l
                  (unsigned long long)bucketfile_version(ad->bf));
         return -ESTALE;
     }
-    bucketfile_t *bf = ad->bf ? bucketfile_dup(ad->bf) : bucketfile_new(), *one = NULL;
+    double t0 = mono_now();
+    bucketfile_t *one = NULL;
+    const bucketfile_bucket_t *b = NULL;
     jsonloc_err_t err;
     char src[64], *text = json ? malloc(len + 32) : NULL;
-    int rc = bf && (!json || text) ? 0 : -ENOMEM;
+    int rc = !json || text ? 0 : -ENOMEM;
     snprintf(src, sizeof src, "etcd@%lld", (long long)rev);
     if (rc == 0 && json) { /* one element, checked as the file's are */
         int n = snprintf(text, len + 32, "{\"buckets\":[%.*s]}", (int)len, json);
@@ -308,33 +390,62 @@ int admin_apply_bucket(admin_t *ad, const char *name, const char *json, size_t l
         if (rc == 0 && (bucketfile_count(one) != 1 ||
                         strcmp(bucketfile_get(one, 0)->name, name) != 0))
             rc = -EINVAL;
-        if (rc == 0)
-            rc = bucketfile_set(bf, bucketfile_get(one, 0), &err);
         if (rc < 0) {
             char buf[600];
             log_error("bucket %s in etcd refused: %s", name,
                       rc == -EINVAL ? "not that bucket's object"
                                     : bucketfile_strerror(&err, buf, sizeof buf));
+        } else {
+            b = bucketfile_get(one, 0);
         }
-    } else if (rc == 0) {
-        bucketfile_remove(bf, name);
     }
     free(text);
+    if (rc < 0)
+        goto out;
+    if (ad->bf && !ctrl_nested(ad->ctrl) && !(b && b->parent[0])) {
+        /* in place, as the leader made it (change_in_place()) */
+        int i = bucketfile_find(ad->bf, name);
+        bucketfile_bucket_t old = {.weight = 1};
+        if (i >= 0)
+            old = *bucketfile_get(ad->bf, (size_t)i);
+        if (b || i >= 0)
+            rc = edit_in_place(ad, b, name, i, &old);
+        if (rc < 0) {
+            log_error("cannot apply bucket %s of etcd: %s", name, strerror(-rc));
+            goto out;
+        }
+        if (ad->sums_ok && i >= 0)
+            admission_sums_add(&ad->sums, &old, -1);
+        if (ad->sums_ok && b)
+            admission_sums_add(&ad->sums, b, 1);
+        note_version(ad, version);
+        backup_change(ad, b, name, version);
+    } else { /* a tree: the whole table, as the leader took it */
+        bucketfile_t *bf = ad->bf ? bucketfile_dup(ad->bf) : bucketfile_new();
+        rc = bf ? 0 : -ENOMEM;
+        if (rc == 0)
+            rc = b ? bucketfile_set(bf, b, &err) : (bucketfile_remove(bf, name), 0);
+        if (rc < 0) {
+            char buf[600];
+            log_error("bucket %s in etcd refused: %s", name,
+                      rc == -ENOMEM ? "out of memory" : bucketfile_strerror(&err, buf, sizeof buf));
+            bucketfile_destroy(&bf);
+            goto out;
+        }
+        bucketfile_set_version(bf, version);
+        export_file(ad, bf);
+        rc = apply(ad, bf);
+        if (rc < 0) {
+            log_error("cannot apply bucket %s of etcd: %s", name, strerror(-rc));
+            goto out;
+        }
+    }
+    log_info("bucket %s %s from etcd (revision %lld, table version %llu; %.1f ms)", name,
+             json ? "set" : "removed", (long long)rev, (unsigned long long)version,
+             (mono_now() - t0) * 1e3);
+out:
     bucketfile_destroy(&one);
-    if (rc < 0) {
-        bucketfile_destroy(&bf);
-        return rc;
-    }
-    bucketfile_set_version(bf, version);
-    export_file(ad, bf);
-    rc = apply(ad, bf);
-    if (rc < 0) {
-        log_error("cannot apply bucket %s of etcd: %s", name, strerror(-rc));
-        return rc;
-    }
-    log_info("bucket %s %s from etcd (revision %lld, table version %llu)", name,
-             json ? "set" : "removed", (long long)rev, (unsigned long long)version);
-    return 0;
+    return rc;
 }
 
 const char *admin_reload(admin_t *ad, char *msg, size_t size)
@@ -1089,7 +1200,7 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
         return reply_error("admission", msg);
     }
     if (ad->ld) { /* etcd is the table; the file is its backup */
-        const char *code = name ? publish_bucket(ad, bf, name, msg, sizeof msg)
+        const char *code = name ? publish_change(ad, bf, name, msg, sizeof msg)
                                 : publish(ad, bf, msg, sizeof msg);
         if (code) {
             bucketfile_destroy(&bf);
@@ -1120,22 +1231,28 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
     return ok;
 }
 
-/* Without etcd: one bucket set (b) or removed (`name`, b NULL) in place,
- * O(1) in the table's size.  The same checks as commit_change() (the file
- * unchanged by hand, the arithmetic's bounds, admission), judged from
- * sums; then the change is made to ad->bf and ctrl and appended to the
+/* One bucket set (b) or removed (`name`, b NULL) in place, O(1) in the
+ * table's size.  The same checks as commit_change() (the file unchanged by
+ * hand, the arithmetic's bounds, admission), judged from sums.  Without
+ * etcd the change is then made to ad->bf and ctrl and appended to the
  * journal (durable before the reply); a step that fails undoes the ones
  * before it, so a refused change leaves the table in force as it was.
+ * With etcd it is written to etcd first (one transaction: acknowledged
+ * once etcd has it), then made to ad->bf and ctrl, then appended to the
+ * journal of the file, etcd's backup (a failure there is logged only).
  * Consumes `ok`. */
 static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
                                json_t *ok)
 {
     char msg[768];
     int rc;
-    if (!ad->journal && bucketjournal_new(ad->path, ad->bf, 0, &ad->journal, msg, sizeof msg) < 0) {
-        log_error("%s", msg);
-        json_decref(ok);
-        return reply_error("io", msg);
+    if (!journal(ad, msg, sizeof msg)) {
+        if (!ad->ld) { /* without etcd the journal is where the change is durable */
+            log_error("%s", msg);
+            json_decref(ok);
+            return reply_error("io", msg);
+        }
+        log_warn("%s", msg); /* etcd's backup only */
     }
     if ((rc = check_file(ad, ad->bf, msg, sizeof msg)) < 0) {
         log_warn("change refused: %s", msg);
@@ -1168,14 +1285,32 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
         return reply_error("admission", msg);
     } else if (rc < 0)
         log_warn("admission (warn only): %s", msg);
+    if (ad->ld) { /* etcd is the table: written there first, the file follows */
+        uint64_t version = next_version(ad);
+        const char *code = publish_bucket(ad, b, name, version, msg, sizeof msg);
+        if (code) {
+            json_decref(ok);
+            return reply_not_leader(ad, code, msg);
+        }
+        rc = edit_in_place(ad, b, name, i, &old);
+        if (rc < 0) { /* ctrl_check_bucket() passed: out of memory */
+            log_error("cannot apply bucket %s, which etcd holds: %s", name, strerror(-rc));
+            json_decref(ok);
+            return reply_error("internal", "out of memory");
+        }
+        note_version(ad, version);
+        ad->sums = after;
+        backup_change(ad, b, name, version);
+        return ok;
+    }
     uint64_t version = bucketfile_version(ad->bf) ? next_version(ad) : 0;
     /* The edit: the admin's table, then ctrl's, then the journal. */
-    rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove_swap(ad->bf, name);
-    if (rc < 0)
-        goto nomem;
-    rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
-    if (rc < 0)
-        goto undo_table;
+    rc = edit_in_place(ad, b, name, i, &old);
+    if (rc < 0) {
+        json_decref(ok);
+        return reply_error(rc == -ERANGE ? "admission" : "internal",
+                           rc == -ERANGE ? "over the arithmetic's bounds" : "out of memory");
+    }
     rc = b ? bucketjournal_set(ad->journal, b, version, msg, sizeof msg)
            : bucketjournal_remove(ad->journal, name, version, msg, sizeof msg);
     if (rc < 0) {
@@ -1183,26 +1318,13 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
         if (i >= 0 ? ctrl_set_bucket(ad->ctrl, &old) : ctrl_remove_bucket(ad->ctrl, name))
             log_error("cannot undo a change the journal refused: the controller runs it "
                       "until a reload");
-        if (i >= 0) /* a removed bucket comes back at the end of the table */
-            bucketfile_set(ad->bf, &old, NULL);
-        else
-            bucketfile_remove_swap(ad->bf, name);
+        undo_table(ad, i, &old, name);
         json_decref(ok);
         return reply_error("io", msg);
     }
-    if (version)
-        bucketfile_set_version(ad->bf, version);
+    note_version(ad, version);
     ad->sums = after;
     return ok;
-undo_table:
-    if (i >= 0)
-        bucketfile_set(ad->bf, &old, NULL);
-    else
-        bucketfile_remove_swap(ad->bf, name);
-nomem:
-    json_decref(ok);
-    return reply_error(rc == -ERANGE ? "admission" : "internal",
-                       rc == -ERANGE ? "over the arithmetic's bounds" : "out of memory");
 }
 
 static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, char *msg,
@@ -1264,7 +1386,7 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         return reply_error("invalid", "bad bucket name: 1..250 bytes without whitespace, "
                                       "control characters or ':'");
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
-    memcpy(b.name, name, nl + 1);
+    b.name = name; /* the request's: the table keeps its own copy */
     int old = bucketfile_find(ad->bf, name);
     if (old >= 0) /* a change: what the request leaves out stays as it was */
         b = *bucketfile_get(ad->bf, (size_t)old);
@@ -1310,9 +1432,9 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     json_t *ok = reply_ok(), *r;
     json_object_set_new(ok, "created", json_boolean(old < 0));
     double t0 = mono_now();
-    if (!ad->ld && !b.parent[0] && !ctrl_nested(ad->ctrl)) {
+    if (!b.parent[0] && !ctrl_nested(ad->ctrl)) {
         r = change_in_place(ad, &b, NULL, ok);
-    } else { /* etcd's key, or a tree: its checks and admission see the table whole */
+    } else { /* a tree: its checks and admission see the table whole */
         bucketfile_t *bf = bucketfile_dup(ad->bf);
         int rc = bf ? bucketfile_set(bf, &b, &err) : -ENOMEM;
         if (rc < 0) {
@@ -1345,7 +1467,7 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
         return reply_error("not_found", "no such bucket");
     json_t *r;
     double t0 = mono_now();
-    if (!ad->ld && !ctrl_nested(ad->ctrl)) { /* without a tree no bucket is a parent */
+    if (!ctrl_nested(ad->ctrl)) { /* without a tree no bucket is a parent */
         r = change_in_place(ad, NULL, json_string_value(jn), reply_ok());
     } else {
         bucketfile_t *bf = bucketfile_dup(ad->bf);

@@ -799,7 +799,7 @@ int main(int argc, char **argv)
         log_error("signalfd: %s", strerror(errno));
         goto out;
     }
-    guard = stopguard_start(0.5);
+    guard = stopguard_start(0.3);
     curvekey_t key = {.secret_z85 = ""};
     if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
@@ -917,13 +917,14 @@ int main(int argc, char **argv)
         warn_insecure(&a, now);
     }
     notify_stopping();
+    stopguard_stopping(guard); /* what follows is bounded too */
     status = 0;
 out:
-    stopguard_stop(&guard);
+    if (a.etcd) /* first: the guard may end a slow stop (stopguard_stopping()) */
+        leader_resign(&a.ld); /* a standby takes over at its next poll */
     metricsd_destroy(&a.md);
     cmetrics_clear(&a.met);
     if (a.etcd) {
-        leader_resign(&a.ld); /* a standby takes over at its next poll */
         leader_clear(&a.ld);
         etcd_destroy(&a.etcd);
         curl_global_cleanup();
@@ -942,5 +943,6 @@ out:
     admin_close(&a.admin);
     bucketfile_destroy(&a.admin.bf);
     bucketfile_destroy(&bf);
+    stopguard_stop(&guard);
     return status;
 }

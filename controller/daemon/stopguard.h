@@ -4,7 +4,7 @@
  * loop; a long operation in the loop (a change to a table of a million
  * buckets, a slow disk) would leave a SIGTERM pending until it ends.  The
  * guard is one thread that looks at the process's pending signals every
- * 100 ms (sigpending(): it never consumes them, so SIGHUP and a normal stop
+ * 50 ms (sigpending(): it never consumes them, so SIGHUP and a normal stop
  * stay the loop's): a SIGTERM or SIGINT still pending after `bound_s`
  * seconds means the loop is stuck, and the guard logs so and ends the
  * process with _exit(0).
@@ -23,6 +23,13 @@ typedef struct stopguard stopguard_t;
  * guard (caller owns it, stops it with stopguard_stop()), or NULL if the
  * thread cannot start (the controller then works without it). */
 stopguard_t *stopguard_start(double bound_s);
+
+/* The loop has ended: from now on the guard also ends the process if it
+ * is still running `bound_s` after this call (a clean stop that frees a
+ * table of a million buckets, waits for a compaction of its file or for
+ * etcd).  What such an exit leaves is what an exit in a change leaves,
+ * above.  Accepts NULL. */
+void stopguard_stopping(stopguard_t *g);
 
 /* Stops and joins the guard's thread and frees it; sets *gp to NULL.
  * Accepts NULL and *gp == NULL. */

@@ -42,13 +42,13 @@ leads() { # leads I: cI says it leads
     [ "$(jget "$T/st$1.json" 'd["leader"]')" = True ]
 }
 # limit_ctl I: red's limit in cI's table; limit_file I: in its bucket file;
-# limit_etcd: in etcd's key of red ("none" if there is no such key)
+# (a change in place is a line of its journal); limit_etcd: in etcd's key of red ("none" if there is no such key)
 limit_ctl() {
   eval "ad=\$AD$1"
   ctl --endpoint "$ad" --json buckets >"$T/bk$1.json" 2>/dev/null &&
     jget "$T/bk$1.json" '[b["limit"] for b in d["buckets"] if b["name"] == "red"][0]'
 }
-limit_file() { jget "$T/b$1.json" '[b["limit"] for b in d["buckets"] if b["name"] == "red"][0]'; }
+limit_file() { python3 "$(dirname "$0")/filed_table.py" "$T/b$1.json" red limit; } # with its journal
 limit_etcd() {
   python3 - "$ETCD" <<'PY' 2>/dev/null
 import base64, json, sys, urllib.request

@@ -1,8 +1,10 @@
 #!/bin/sh
-# partition.sh - `make soak`'s partition pass (issue 26): the partition suite's cases run long, and the busy-host election bound: two controllers on etcd, one node under load, load 6 on the host for 10 minutes, no spurious election and no node fallback.
+# partition.sh - `make soak`'s partition pass (issue 26): the partition suite's cases run long (the busy-host bound is tests/soak/busy-host.sh).
 #
-# Usage: tests/soak/partition.sh   (BIN=bin; PART_CASES="busy paused cut
-# etcdpause starved slow lease" by default, a subset to run fewer; BUSY_SECS
+# Usage: tests/soak/partition.sh   (BIN=bin; PART_CASES="paused cut
+# etcdpause starved slow lease" by default (busy too when named: `make soak`
+# runs tests/soak/busy-host.sh after this, the bound at a target load
+# average), a subset to run fewer; BUSY_SECS
 # 600, BUSY 6).  Each case is a tests/it script with longer faults:
 #   busy       tests/it/busy_host.sh for BUSY_SECS s with BUSY busy loops:
 #              0 elections after the first, 0 node fallbacks, red <= 1.05 x L
@@ -23,7 +25,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 IT=$HERE/../it
 BIN=${BIN:-bin}
 export BIN
-CASES=${PART_CASES:-busy paused cut etcdpause starved slow lease}
+CASES=${PART_CASES:-paused cut etcdpause starved slow lease} # busy: tests/soak/busy-host.sh has it
 OUT=$(mktemp -d /tmp/soak-partition.XXXXXX)
 FAILED=""
 say() { echo "soak-partition: $(date -u +%H:%M:%S) $*"; }

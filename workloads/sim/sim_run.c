@@ -740,7 +740,7 @@ static int ctl_buckets(run_t *R, bucketfile_t **out)
                                   .limit = lim < 0 ? BUCKETFILE_NO_LIMIT : llround(ceil(lim)),
                                   .weight = R->m->buckets[b].weight ? R->m->buckets[b].weight
                                             : R->weights ? R->weights[b] : 1};
-        snprintf(bb.name, sizeof(bb.name), "%s", R->names[b]);
+        bb.name = R->names[b];
         if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
             goto out;
         rc = -ENOMEM;
