@@ -26,7 +26,7 @@ static bucketfile_t *table(void)
         bucketfile_bucket_t x = {.reservation = 100 + 30 * (NB - b),
                                  .limit = b % 3 == 0 ? 200 + 40 * (NB - b) : BUCKETFILE_NO_LIMIT,
                                  .weight = 1};
-        strcpy(x.name, bname[b]);
+        x.name = bname[b];
         ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
     }
     return bf;

@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         bucketfile_bucket_t x = {.reservation = (int64_t)rate[b],
                                  .limit = b % 4 == 3 ? (int64_t)(2 * rate[b]) : BUCKETFILE_NO_LIMIT,
                                  .weight = 1};
-        snprintf(x.name, sizeof x.name, "%s", bname[b]);
+        x.name = bname[b]; /* the table copies it */
         if (bucketfile_set(bf, &x, NULL) < 0) {
             fprintf(stderr, "bqos-shards-bench: bucket %d rejected\n", b);
             return 1;
