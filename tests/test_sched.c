@@ -1047,6 +1047,7 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
     ck_assert_int_eq(it->bucket, 0);
     window_take(w, now);
     window_done(w, now + 0.001);
+    sched_note_back(t, 0);
     now = 2;
     while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, NULL))) {
         ck_assert_int_eq(it->bucket, 1);
@@ -1062,6 +1063,8 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
     ck_assert_int_eq(cls, SCHED_CLASS_R);
     window_take(w, now);
     ck_assert_ptr_null(headroom_dispatch(t, w, now, NULL));
+    window_done(w, now + 0.001);              /* r's request comes back */
+    sched_note_back(t, 0);
     /* r goes idle (its credit stays): not behind, L fills the window */
     now = 3;
     (void)sched_r_behind(t, now - 0.5);       /* a scan that sees its last service */

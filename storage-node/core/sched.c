@@ -40,6 +40,7 @@ typedef struct {
     pace_t r, l;  /* paced credit of each class (unpaced: until INFINITY) */
     double pass;  /* urgency: virtual time of its next R service */
     uint64_t seen_r; /* served_r at the last sched_r_behind() scan */
+    uint32_t out;    /* IOs at the backend (sched_note_out() less sched_note_back()) */
 } xbucket_t;
 
 /* Limit accounting (issue 28), apart from the hot line: never touched by
@@ -118,6 +119,8 @@ struct sched {
     int nshare;
     double behind_t;        /* sched_r_behind(): time of the last scan */
     int nbehind;            /* ... and what it found */
+    double slack;           /* ... and the least (queued + out) / R rate
+                               over the buckets behind (INFINITY: none) */
 };
 
 sched_t *sched_new(sched_policy_t policy, int weighted)
@@ -149,6 +152,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->lheld = bitset_new((size_t)s->cap);
     s->rhold = bitset_new((size_t)s->cap);
     s->behind_t = -INFINITY;
+    s->slack = INFINITY;
     if (!s->rhold || !s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->wake ||
         !s->urg || !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
@@ -415,6 +419,7 @@ int sched_add_bucket(sched_t *s, const char *name, uint32_t weight)
     pace_init(&x->l);
     x->pass = s->vt;
     x->seen_r = 0;
+    x->out = 0;
     sched__units_reset(&s->y[s->n]);
     s->z[s->n] = (zbucket_t){0};
     pace_init(&s->z[s->n].spl);
@@ -1015,6 +1020,7 @@ int sched_r_behind(sched_t *s, double now)
     if (now >= s->behind_t && now < s->behind_t + SCHED_BEHIND_SCAN)
         return s->nbehind;
     int n = 0;
+    double slack = INFINITY;
     for (long i = bitset_next(s->rhold, 0); i >= 0; i = bitset_next(s->rhold, (size_t)i + 1)) {
         const bucket_t *k = &s->b[i];
         xbucket_t *x = &s->x[i];
@@ -1024,19 +1030,42 @@ int sched_r_behind(sched_t *s, double now)
         }
         /* behind: max(2 IOs, a tenth of the depth) of credit unspent (or
          * the whole depth, if less),
-         * with demand: queued here, or served since the last scan (its
-         * requests are at the backend or on their way back) */
+         * with demand: queued here, at the backend, or served since the
+         * last scan (its requests are on their way back) */
         double thr = x->r.depth * SCHED_BEHIND_DEPTH;
         thr = thr > SCHED_BEHIND_CREDIT ? thr : SCHED_BEHIND_CREDIT;
         thr = x->r.depth < thr ? x->r.depth : thr;
-        int demand = k->queued > 0 || k->served_r != x->seen_r;
+        int demand = k->queued > 0 || x->out > 0 || k->served_r != x->seen_r;
         x->seen_r = k->served_r;
-        if (demand && credit_at(&x->r, now) >= thr)
+        if (demand && credit_at(&x->r, now) >= thr) {
             n++;
+            /* the round trip its requests here allow: K / r */
+            double in = (double)k->queued + x->out;
+            if (x->r.rate > 0 && in / x->r.rate < slack)
+                slack = in / x->r.rate;
+        }
     }
     s->behind_t = now;
     s->nbehind = n;
+    s->slack = slack;
     return n;
+}
+
+double sched_r_behind_slack(const sched_t *s)
+{
+    return s->nbehind > 0 ? s->slack : INFINITY;
+}
+
+void sched_note_out(sched_t *s, int b)
+{
+    if (b >= 0 && b < s->n)
+        s->x[b].out++;
+}
+
+void sched_note_back(sched_t *s, int b)
+{
+    if (b >= 0 && b < s->n && s->x[b].out > 0)
+        s->x[b].out--;
 }
 
 size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *arg)

@@ -517,6 +517,11 @@ void gate_untake(gate_t *g)
     window_untake(g->win, g->busy_mark);
 }
 
+void gate_back(gate_t *g, const sched_item_t *item)
+{
+    sched_note_back(g->s, item->bucket);
+}
+
 int gate_inflight(const gate_t *g)
 {
     return window_inflight(g->win);

@@ -173,6 +173,13 @@ void gate_done_inline(gate_t *g);
  * uncounted. */
 void gate_untake(gate_t *g);
 
+/* The IO `item` from gate_take() ended (whichever of gate_done(),
+ * gate_done_at(), gate_done_inline() or gate_untake() said so): its
+ * bucket has one IO fewer at the backend, for the headroom's bound
+ * (core/headroom.h, issue 25).  Once per IO; one the front never reports
+ * only loosens that bound.  Loop thread; O(1). */
+void gate_back(gate_t *g, const sched_item_t *item);
+
 /* IOs at the backend now. */
 int gate_inflight(const gate_t *g);
 

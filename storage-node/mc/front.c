@@ -942,6 +942,7 @@ static void dispatch_now(void *arg)
         next = l->next;
         io_t *io = container_of(l, io_t, op.link);
         gate_untake(f->g);
+        gate_back(f->g, &io->item);
         io->slot->inflight--;
         io_fail(io, "SERVER_ERROR shutting down");
         if (io->slot->conn)
@@ -955,6 +956,7 @@ static void on_done(backend_op_t *op, void *arg)
     io_t *io = container_of(op, io_t, op);
     slot_t *sl = io->slot;
     gate_done_at(f->g, op->done_at);
+    gate_back(f->g, &io->item);
     /* a get's value costs as read, and so does a meta reply's VA block
      * (rvalue is then the whole reply, rdata its value's bytes) */
     int meta = mcp_cmd_is_meta(op->cmd);

@@ -200,6 +200,7 @@ static void dispatch_more(void *arg)
         if (f->cfg.inline_reads && blockdev_try_inline(f->bd, &r->op)) {
             f->inline_done++;
             gate_done_inline(f->g);
+            gate_back(f->g, &r->item);
             iolat_done(gate_iolat(f->g), &r->item, &r->ts, blockdev_op_bytes(&r->op));
             req_finish(f, r, r->op.result, 1);
             continue;
@@ -207,6 +208,7 @@ static void dispatch_more(void *arg)
         int rc = blockdev_submit(f->bd, &r->op);
         if (rc < 0) {
             gate_untake(f->g);
+            gate_back(f->g, &r->item);
             req_finish(f, r, rc, 1);
         }
     }
@@ -218,6 +220,7 @@ static void on_done(blockdev_op_t *op, void *arg)
     nbdfront_t *f = arg;
     nreq_t *r = container_of(op, nreq_t, op);
     gate_done(f->g);
+    gate_back(f->g, &r->item);
     iolat_done(gate_iolat(f->g), &r->item, &r->ts, blockdev_op_bytes(&r->op));
     req_finish(f, r, op->result, 1);
     if (!gate_stopping(f->g))

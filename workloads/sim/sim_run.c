@@ -289,6 +289,7 @@ static void advance(server_t *sv, double until)
                 sv->slot_g[sv->cur_slot] = sv->slot_g[--sv->nbusy];
                 next_done(sv);
                 window_done(sv->win, t);
+                sched_note_back(sv->sch, sv->segs[g].bucket); /* headroom_dispatch()'s out */
             }
             const sim_segment_t *sg = &sv->segs[g];
             sv->b_done[sg->bucket]++;
