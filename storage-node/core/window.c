@@ -90,7 +90,7 @@ int window_need_limit(const window_t *w, int behind, double slack)
     /* IOs in service (the pipe, base x X) delay nobody beyond the base;
      * the queue beyond them may hold (slack - base) x X: pipe + queue */
     double q = slack * x;
-    int need = q < WINDOW_NEED_FLOOR ? WINDOW_NEED_FLOOR : q >= cap ? cap : (int)q;
+    int need = q < WINDOW_NEED_FLOOR ? WINDOW_NEED_FLOOR : q >= cap ? cap : (int)lround(q);
     return need < cap ? need : cap;
 }
 
