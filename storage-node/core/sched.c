@@ -1016,7 +1016,7 @@ static double credit_at(const pace_t *p, double now)
 int sched_r_behind(sched_t *s, double now)
 {
     if (!s->pacing || s->policy != SCHED_POLICY_TOKENS || !bitset_any(s->rhold))
-        return 0;
+        return s->nbehind = 0; /* and sched_r_behind_slack() says none */
     if (now >= s->behind_t && now < s->behind_t + SCHED_BEHIND_SCAN)
         return s->nbehind;
     int n = 0;

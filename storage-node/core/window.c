@@ -87,8 +87,9 @@ int window_need_limit(const window_t *w, int behind, double slack)
     double x = w->throughput > w->open_tp ? w->throughput : w->open_tp;
     if (!(x > 0))
         return cap;
-    /* IOs in service (the pipe, base x X) delay nobody beyond the base;
-     * the queue beyond them may hold (slack - base) x X: pipe + queue */
+    /* the pipe (base x X, IOs in service: they delay nobody beyond the
+     * base) plus the queue (slack - base) x X.  Tried first: the queue
+     * alone, which starves a backend serving many at once (docs) */
     double q = slack * x;
     int need = q < WINDOW_NEED_FLOOR ? WINDOW_NEED_FLOOR : q >= cap ? cap : (int)lround(q);
     return need < cap ? need : cap;

@@ -138,8 +138,9 @@ int window_open_limit(const window_t *w, int behind);
  * concurrency allows.  A client with K requests in flight at this node and
  * a paced R rate r reaches r only if each request comes back within K / r
  * (`slack`, sched_r_behind_slack()); the backend answers in about its base
- * latency plus the IOs ahead / its throughput X, so other work may hold at
- * most (slack - base) x X IOs there.  X is the larger of the last epoch's
+ * latency plus the IOs queued beyond its pipe (base x X, X its throughput)
+ * / X, so the IOs at the backend may be at most the pipe plus (slack -
+ * base) x X = slack x X (Little's law: N IOs there take N / X once busy).  X is the larger of the last epoch's
  * throughput and that of the last epoch the bound did not hold (while it
  * holds, throughput is what it lets through).  At least WINDOW_NEED_FLOOR,
  * never above window_open_limit(); that limit itself while nothing is
