@@ -1047,6 +1047,7 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
     ck_assert_int_eq(it->bucket, 0);
     window_take(w, now);
     window_done(w, now + 0.001);
+    sched_note_done(t, 0);
     now = 2;
     while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, NULL))) {
         ck_assert_int_eq(it->bucket, 1);
@@ -1062,6 +1063,8 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
     ck_assert_int_eq(cls, SCHED_CLASS_R);
     window_take(w, now);
     ck_assert_ptr_null(headroom_dispatch(t, w, now, NULL));
+    window_done(w, now + 0.001);              /* r's request comes back */
+    sched_note_done(t, 0);
     /* r goes idle (its credit stays): not behind, L fills the window */
     now = 3;
     (void)sched_r_behind(t, now - 0.5);       /* a scan that sees its last service */
@@ -1070,6 +1073,83 @@ START_TEST(test_sched_headroom_r_ahead_of_queued_l)
         window_take(w, now);
     }
     ck_assert_int_eq(window_inflight(w), 10);
+    window_destroy(&w);
+    sched_destroy(&t);
+}
+END_TEST
+
+/* The headroom as far as the bucket behind needs it (issue 25): a window
+ * of 20 with headroom 3 that measured 1 ms at the backend and 10,000
+ * IOs/s.  A reserved bucket behind with one request in flight here at
+ * 1,000/s needs it back within 1 ms: other work stops at 1 ms x 10,000 =
+ * 10 IOs at the backend, not at 20 - 3 = 17 (the old rule); with 4 in
+ * flight it needs 40, and the old bound holds; nobody behind: all 20. */
+static int fill_l(sched_t *t, window_t *w, double now)
+{
+    sched_item_t *it;
+    while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, NULL))) {
+        ck_assert_int_eq(it->bucket, 1);
+        window_take(w, now);
+    }
+    return window_inflight(w);
+}
+
+static void empty_window(sched_t *t, window_t *w, double now)
+{
+    while (window_inflight(w) > 0) {
+        window_done(w, now);
+        sched_note_done(t, 1);
+    }
+}
+
+START_TEST(test_sched_headroom_as_far_as_needed)
+{
+    /* all within one epoch of the window (10 ms) after its measurement */
+    sched_t *t = sched_fixture_new(2, 1, 0.01);
+    ck_assert_int_eq(sched_set_tokens(t, 1, 0, U, 100, 0), 0);
+    /* r: 10,000 R-tokens over 10 s (1,000/s, depth 11), nothing queued */
+    ck_assert_int_eq(sched_set_tokens(t, 0, 10000, U, 10.4, 0.4), 0);
+    window_t *w = window_fixture_fixed(20, 0, 3);
+    for (int i = 0; i < 20; i++) { /* 10 at a time, 1 ms each */
+        for (int j = 0; j < 10; j++)
+            window_take(w, 0.5 + i * 0.001);
+        for (int j = 0; j < 10; j++)
+            window_done(w, 0.5 + (i + 1) * 0.001);
+    }
+    window_stats_t ws;
+    window_stats(w, &ws);
+    ck_assert_double_eq_tol(ws.base, 0.001, 2e-5);
+    ck_assert_double_eq_tol(ws.throughput, 10000, 200);
+    ck_assert_int_eq(window_need_limit(w, 1, INFINITY), 17);
+    ck_assert_int_eq(window_need_limit(w, 1, 0.001), 10);
+    ck_assert_int_eq(window_need_limit(w, 1, 0.0001), WINDOW_NEED_FLOOR);
+    ck_assert_int_eq(window_need_limit(w, 1, 0.004), 17);
+    ck_assert_int_eq(window_need_limit(w, 0, 0.001), 20);
+    enq(t, 1, 100);
+    ck_assert_int_eq(fill_l(t, w, 0.521), 20); /* r holds R but is idle */
+    empty_window(t, w, 0.521);
+    /* r's client sends one request: served at once, at the backend at
+     * 0.523 s: behind (credit 10), K = 1 */
+    enq(t, 0, 1);
+    sched_item_t *it = headroom_dispatch(t, w, 0.521, NULL);
+    ck_assert_int_eq(it->bucket, 0);
+    window_take(w, 0.521);
+    ck_assert_int_eq(fill_l(t, w, 0.523), 10);
+    ck_assert_int_eq(sched_r_behind(t, 0.523), 1);
+    ck_assert_double_eq_tol(sched_r_behind_slack(t), 0.001, 1e-12);
+    /* it comes back (the L work with it); its client now keeps 4 at the
+     * backend: K = 4 needs 40, the old bound (17) holds */
+    empty_window(t, w, 0.524);
+    sched_note_done(t, 0);
+    enq(t, 0, 4);
+    for (int i = 0; i < 4; i++) {
+        it = headroom_dispatch(t, w, 0.524, NULL);
+        ck_assert_int_eq(it->bucket, 0);
+        window_take(w, 0.524);
+    }
+    ck_assert_int_eq(fill_l(t, w, 0.526), 17);
+    ck_assert_int_eq(sched_r_behind(t, 0.526), 1);
+    ck_assert_double_eq_tol(sched_r_behind_slack(t), 0.004, 1e-12);
     window_destroy(&w);
     sched_destroy(&t);
 }
@@ -1168,7 +1248,7 @@ int main(void)
     const TTest *const tests[] = {
         test_sched_flight_counts_queue_and_backend,
         test_sched_r_behind_needs_credit_and_demand, test_sched_dispatch_r_serves_only_r,
-        test_sched_headroom_r_ahead_of_queued_l,
+        test_sched_headroom_r_ahead_of_queued_l, test_sched_headroom_as_far_as_needed,
         test_sched_bad_args, test_sched_fifo_within_bucket, test_sched_r_before_l,
         test_sched_round_robin_next, test_sched_next_shared_by_steps,
         test_sched_no_service_without_l_tokens, test_sched_token_decrement,

@@ -128,6 +128,8 @@ struct sched {
     int nshare;
     double behind_t;        /* sched_r_behind(): time of the last scan */
     int nbehind;            /* ... and what it found */
+    double slack;           /* ... and the least (queued + out) / R rate
+                               over the buckets behind (INFINITY: none) */
 };
 
 sched_t *sched_new(sched_policy_t policy, int weighted)
@@ -160,6 +162,7 @@ sched_t *sched_new(sched_policy_t policy, int weighted)
     s->lheld = bitset_new((size_t)s->cap);
     s->rhold = bitset_new((size_t)s->cap);
     s->behind_t = -INFINITY;
+    s->slack = INFINITY;
     if (!s->rhold || !s->b || !s->name || !s->weight || !s->route || !s->x || !s->y || !s->z || !s->fl || !s->wake ||
         !s->urg || !s->names || !s->elig_r || !s->elig_l || !s->ahead || !s->pend || !s->lheld)
         sched_destroy(&s);
@@ -1036,10 +1039,11 @@ static double credit_at(const pace_t *p, double now)
 int sched_r_behind(sched_t *s, double now)
 {
     if (!s->pacing || s->policy != SCHED_POLICY_TOKENS || !bitset_any(s->rhold))
-        return 0;
+        return s->nbehind = 0; /* and sched_r_behind_slack() says none */
     if (now >= s->behind_t && now < s->behind_t + SCHED_BEHIND_SCAN)
         return s->nbehind;
     int n = 0;
+    double slack = INFINITY;
     for (long i = bitset_next(s->rhold, 0); i >= 0; i = bitset_next(s->rhold, (size_t)i + 1)) {
         const bucket_t *k = &s->b[i];
         xbucket_t *x = &s->x[i];
@@ -1049,19 +1053,31 @@ int sched_r_behind(sched_t *s, double now)
         }
         /* behind: max(2 IOs, a tenth of the depth) of credit unspent (or
          * the whole depth, if less),
-         * with demand: queued here, or served since the last scan (its
-         * requests are at the backend or on their way back) */
+         * with demand: queued here, at the backend, or served since the
+         * last scan (its requests are on their way back) */
         double thr = x->r.depth * SCHED_BEHIND_DEPTH;
         thr = thr > SCHED_BEHIND_CREDIT ? thr : SCHED_BEHIND_CREDIT;
         thr = x->r.depth < thr ? x->r.depth : thr;
-        int demand = k->queued > 0 || k->served_r != x->seen_r;
+        uint32_t out = s->fl[i].backend; /* sched_note_done()'s count */
+        int demand = k->queued > 0 || out > 0 || k->served_r != x->seen_r;
         x->seen_r = k->served_r;
-        if (demand && credit_at(&x->r, now) >= thr)
+        if (demand && credit_at(&x->r, now) >= thr) {
             n++;
+            /* the round trip its requests here allow: K / r */
+            double in = (double)k->queued + out;
+            if (x->r.rate > 0 && in / x->r.rate < slack)
+                slack = in / x->r.rate;
+        }
     }
     s->behind_t = now;
     s->nbehind = n;
+    s->slack = slack;
     return n;
+}
+
+double sched_r_behind_slack(const sched_t *s)
+{
+    return s->nbehind > 0 ? s->slack : INFINITY;
 }
 
 size_t sched_drain(sched_t *s, void (*fn)(sched_item_t *item, void *arg), void *arg)

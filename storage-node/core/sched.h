@@ -380,13 +380,21 @@ sched_item_t *sched_dispatch_r(sched_t *s, double now, sched_class_t *cls);
  * tokens policy, holding R-tokens of a paced grant, with at least
  * max(SCHED_BEHIND_CREDIT, SCHED_BEHIND_DEPTH x its depth) of R credit
  * unspent (or its whole depth, if less), and
- * with demand (requests queued here, or some served on R since the last
- * scan: a closed-loop client's requests are at the backend or on their
- * way back).  An idle bucket is not behind, whatever its credit.  0 at
+ * with demand (requests queued here, at the backend until sched_note_done(),
+ * or some served on R since the last scan: a closed-loop client's requests
+ * are on their way back).  An idle bucket is not behind, whatever its credit.  0 at
  * once when pacing is off, under rr, or when no bucket holds paced
  * R-tokens; otherwise a scan of the buckets holding R-tokens at most
  * every SCHED_BEHIND_SCAN seconds (the count is kept in between). */
 int sched_r_behind(sched_t *s, double now);
+
+/* The least K / r over the buckets the last sched_r_behind() scan found
+ * behind, in seconds: K its requests at this node (queued, and at the
+ * backend: dispatched and not yet sched_note_done()), r its paced R rate.
+ * A closed-loop client with K requests here reaches r only if each comes
+ * back within K / r (window_need_limit(), issue 25).  INFINITY when that
+ * scan found nobody behind.  O(1). */
+double sched_r_behind_slack(const sched_t *s);
 
 /* Removes every queued item, calling fn(item, arg) for each (to answer it
  * with an error); fn may be NULL, may free the item, and must not call into

@@ -18,6 +18,7 @@ struct window {
     int reserved;        /* window_note_reserved() this epoch */
     int bounded;         /* window_note_bounded() this epoch */
     double latency, base, throughput;
+    double open_tp;      /* throughput of the last epoch the bound did not hold */
     uint64_t epochs;
 };
 
@@ -76,6 +77,24 @@ int window_open_limit(const window_t *w, int behind)
     return h >= w->limit ? 1 : w->limit - (int)h;
 }
 
+int window_need_limit(const window_t *w, int behind, double slack)
+{
+    int cap = window_open_limit(w, behind);
+    if (behind <= 0 || w->cfg.headroom <= 0 || !(slack < INFINITY) || !(w->base > 0))
+        return cap;
+    /* X: while the bound holds, the throughput is what it lets through;
+     * the last open epoch's keeps the bound from chasing itself down */
+    double x = w->throughput > w->open_tp ? w->throughput : w->open_tp;
+    if (!(x > 0))
+        return cap;
+    /* the pipe (base x X, IOs in service: they delay nobody beyond the
+     * base) plus the queue (slack - base) x X.  Tried first: the queue
+     * alone, which starves a backend serving many at once (docs) */
+    double q = slack * x;
+    int need = q < WINDOW_NEED_FLOOR ? WINDOW_NEED_FLOOR : q >= cap ? cap : (int)lround(q);
+    return need < cap ? need : cap;
+}
+
 int window_inflight(const window_t *w)
 {
     return w->inflight;
@@ -108,6 +127,8 @@ static void epoch_end(window_t *w, double now)
      * IOs at the backend fell as it began, and IOs that began in the epoch
      * before end in this one, so area / completions runs below any real
      * latency. */
+    if (!w->bounded)
+        w->open_tp = w->throughput;
     if (w->epochs == 0 || (!w->bounded && (w->latency < w->base || w->limit <= w->cfg.floor)))
         w->base = w->latency;
     w->epochs++;

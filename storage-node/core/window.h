@@ -128,6 +128,26 @@ void window_note_reserved(window_t *w);
  * behind: nothing kept, nothing lost). */
 int window_open_limit(const window_t *w, int behind);
 
+/* The fewest IOs at the backend the bound below keeps for other work. */
+#ifndef WINDOW_NEED_FLOOR
+#define WINDOW_NEED_FLOOR 2
+#endif
+
+/* Reserved headroom as far as the buckets behind need it (issue 25):
+ * window_open_limit(w, behind), lowered to what the neediest bucket's
+ * concurrency allows.  A client with K requests in flight at this node and
+ * a paced R rate r reaches r only if each request comes back within K / r
+ * (`slack`, sched_r_behind_slack()); the backend answers in about its base
+ * latency plus the IOs queued beyond its pipe (base x X, X its throughput)
+ * / X, so the IOs at the backend may be at most the pipe plus (slack -
+ * base) x X = slack x X (Little's law: N IOs there take N / X once busy).  X is the larger of the last epoch's
+ * throughput and that of the last epoch the bound did not hold (while it
+ * holds, throughput is what it lets through).  At least WINDOW_NEED_FLOOR,
+ * never above window_open_limit(); that limit itself while nothing is
+ * measured yet (no base or throughput), `slack` is INFINITY, behind <= 0
+ * or headroom is 0 (nobody behind: the whole window, as before). */
+int window_need_limit(const window_t *w, int behind, double slack);
+
 /* The node sent R work only, for window_open_limit() held the rest (the
  * slots beyond were kept for R work): this epoch counts as filled, so
  * that the window may still grow while the bound holds, and its latency
