@@ -983,6 +983,8 @@ START_TEST(test_sched_r_behind_needs_credit_and_demand)
     sched_item_t *it = sched_dispatch(t, 0.1, NULL);             /* served: credit 10 */
     ck_assert_ptr_nonnull(it);
     ck_assert_int_eq(sched_r_behind(t, 0.2), 1);                 /* served since: demand */
+    ck_assert_int_eq(sched_r_behind(t, 0.25), 1);                /* at the backend: demand */
+    sched_note_done(t, 0);                                       /* back */
     ck_assert_int_eq(sched_r_behind(t, 0.3), 0);                 /* idle: not behind */
     ck_assert_int_eq(sched_r_behind(t, 5.0), 0);
     ck_assert_int_eq(sched_set_tokens(t, 0, 0, U, 10, 5.0), 0);  /* no R left */
