@@ -319,7 +319,6 @@ static int byte_work(bytes_t *y, const bytes_view_t *v, double il)
             w->demand = demand_of(period, bb, i, queued, il);
             w->arrivals = (double)p->arr_int;
             w->queued = 0; /* unknown in bytes (rq_begin() does not apply) */
-            w->carry = 0;  /* (no in-flight figure in bytes: no cap) */
             w->flags = LEDGER_EST | (p->period >= period ? LEDGER_CUR : 0) |
                        (queued ? LEDGER_QUEUED : 0);
             bs->arrivals += w->arrivals;

@@ -306,86 +306,6 @@ static void backlog_floor(ledger_work_t *w, const ledger_bucket_t *bs)
     }
 }
 
-/* The pairs whose carry counts: current, with demand or a queue. */
-static inline int carry_counts(const ledger_work_t *w)
-{
-    return w->b >= 0 && (w->flags & LEDGER_CUR) && (w->demand > 0 || (w->flags & LEDGER_QUEUED));
-}
-
-/* The most R the R problem may place on pair w (issue 25), set into
- * w->carry before its backlog floor: what its requests in flight carry,
- * scaled up with the bucket's other pairs' where together they carry less
- * than its remaining reservation (R must go somewhere), and never below
- * the pair's demand estimate (an open-loop bucket's arrivals are its
- * demand, whatever it keeps in flight).  0: no cap (a pair of the bucket
- * without a figure). */
-static int64_t carry_cap(const ledger_work_t *w, const ledger_bucket_t *bs)
-{
-    if (bs->carry <= 0 || w->carry <= 0)
-        return 0;
-    double f = bs->r_rem > bs->carry ? (double)bs->r_rem / (double)bs->carry : 1;
-    int64_t cap = ceil_nonneg((double)w->carry * f);
-    return cap > w->demand ? cap : w->demand;
-}
-
-/* Sums the carry of each bucket's counting pairs on the up nodes into
- * bs->carry (-1 where one of them has none), then what their demands
- * after the backlog floor ask beyond their caps (bs->cx) and leave below
- * them (bs->ch). */
-static void carry_sum(ledger_t *L)
-{
-    for (size_t b = 0; b < L->nb; b++)
-        L->b[b].carry = L->b[b].cx = L->b[b].ch = 0;
-    for (int i = 0; i < L->nn; i++) {
-        const ledger_node_t *ln = &L->n[i];
-        for (size_t k = 0; ln->up && k < ln->nwork; k++) {
-            const ledger_work_t *w = &ln->work[k];
-            if (!carry_counts(w))
-                continue;
-            ledger_bucket_t *bs = &L->b[w->b];
-            if (w->carry <= 0)
-                bs->carry = -1;
-            else if (bs->carry >= 0)
-                bs->carry = count_add(bs->carry, w->carry);
-        }
-    }
-    for (int i = 0; i < L->nn; i++) {
-        const ledger_node_t *ln = &L->n[i];
-        for (size_t k = 0; ln->up && k < ln->nwork; k++) {
-            const ledger_work_t *w = &ln->work[k];
-            if (!carry_counts(w) || L->b[w->b].carry <= 0)
-                continue;
-            ledger_bucket_t *bs = &L->b[w->b];
-            int64_t cap = carry_cap(w, bs);
-            ledger_work_t f = *w;
-            backlog_floor(&f, bs);
-            if (f.demand > cap)
-                bs->cx = count_add(bs->cx, f.demand - cap);
-            else
-                bs->ch = count_add(bs->ch, cap - f.demand);
-        }
-    }
-}
-
-/* Moves demand that pair w's bucket has beyond the caps of its other
- * pairs onto w, in proportion to the room below w's cap `cap`: what a
- * pair's requests in flight cannot carry goes where they can (issue 25). */
-static void carry_move(ledger_work_t *w, const ledger_bucket_t *bs, int64_t cap)
-{
-    if (cap <= 0 || bs->cx <= 0 || bs->ch <= 0 || w->demand >= cap || !carry_counts(w))
-        return;
-    int64_t room = cap - w->demand;
-    int64_t add = ceil_nonneg((double)bs->cx * (double)room / (double)bs->ch);
-    w->demand = count_add(w->demand, add < room ? add : room);
-}
-
-/* A pair's demand in the R problem: rq_demand() held to its carry cap. */
-static inline int64_t r_demand(const ledger_work_t *w, const ledger_bucket_t *bs)
-{
-    int64_t d = rq_demand(w, bs);
-    return w->carry > 0 && d > w->carry ? w->carry : d;
-}
-
 /* Places the R-tokens of the single-server buckets (one pair with demand in
  * the R problem: they have nowhere else to go) on up node ln before pShift
  * sees the others: each gets min(remaining reservation, demand), scaled
@@ -455,7 +375,7 @@ static int rpass_build(ledger_t *L, ctrl_result_t *rs)
             if (w->rk == -1 || L->b[w->b].nr == 1)
                 continue;
             ledger_bucket_t *bs = &L->b[w->b];
-            int64_t d = r_demand(w, bs);
+            int64_t d = rq_demand(w, bs);
             if (ln->rcut < 1 && bs->alt) /* (a bucket with nowhere else keeps it) */
                 d = (int64_t)((double)d * ln->rcut);
             w->rk = 0;
@@ -501,7 +421,7 @@ static int rpass_cut(ledger_t *L)
         for (size_t k = 0; k < ln->nwork; k++) {
             const ledger_work_t *w = &ln->work[k];
             if (w->rk >= 0 && L->b[w->b].nr != 1)
-                dem = count_add(dem, r_demand(w, &L->b[w->b]));
+                dem = count_add(dem, rq_demand(w, &L->b[w->b]));
         }
         ln->rcut = dem > 0 ? (double)(room > 0 ? room : 0) / (double)dem : 0;
         any = 1;
@@ -547,7 +467,6 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
     if (L->rd.nest)
         L->rd.nest(L, L->rd.nest_arg);
     int lifts = rq_begin(L) ? RQ_PASSES : 0, cut = 0;
-    carry_sum(L);
     /* Demands, queues, L candidates and which pairs want R (rk 0, counted
      * in nr). */
     for (int i = 0; i < L->nn; i++) {
@@ -569,10 +488,7 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
                 bs->nq++; /* ... and queued, limits being rates (push_node()) */
             if (bs->queued >= 0)
                 bs->queued = count_add(bs->queued, w->queued);
-            int64_t cap = carry_cap(w, bs);
             backlog_floor(w, bs);
-            carry_move(w, bs, cap);
-            w->carry = cap; /* from here on: the R problem's cap */
             if (w->demand <= 0)
                 continue;
             if (bs->l != CTRL_UNLIMITED && bs->head > 0) {

@@ -45,16 +45,7 @@ typedef struct {
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
     int64_t queued;        /* requests waiting (IOs only; bytes 0) */
-    int64_t carry;         /* what its requests in flight carry for the
-                              rest of the period (IOs only, issue 25:
-                              in flight / (LEDGER_CARRY_RTTS x the node's
-                              unloaded latency)); 0: not known */
 } ledger_work_t;
-
-/* The R pass holds a pair's R to what its requests in flight carry at this
- * many unloaded latencies per request (issue 25's guarantee: K >= 2 x
- * share x RTT0). */
-#define LEDGER_CARRY_RTTS 2.0
 
 enum {
     LEDGER_EST = 1,        /* estimated: configured and reported */
@@ -82,10 +73,6 @@ typedef struct {
     int64_t srv_prev;
     /* results, per computation */
     int64_t r_rem, head;   /* remaining reservation, headroom (budgets) */
-    int64_t carry;         /* R pass: its current pairs' carry summed, -1
-                              if one of them has none (no cap: ledger_rpass()) */
-    int64_t cx, ch;        /* R pass: its demand beyond its pairs' caps, and
-                              the room below them (carry_move()) */
     int64_t queued;        /* R pass: requests waiting on the up nodes, in
                               the last interval if it has no limit; else -1 */
     int nr;                /* R-problem entries (pairs with demand) */

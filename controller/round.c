@@ -162,10 +162,6 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
         w->demand = 0;
         w->arrivals = 0;
         w->queued = 0;
-        w->carry = pr->inflight && nd->base_s > 0
-                       ? (int64_t)((double)pr->inflight / (LEDGER_CARRY_RTTS * nd->base_s) *
-                                   il * c->cfg.period_s / c->cfg.intervals)
-                       : 0;
         if (pr->b >= 0)
             c->b[pr->b].served = count_add(c->b[pr->b].served, served);
         if (pr->b >= 0 && pr->has_report) {

@@ -1119,16 +1119,16 @@ START_TEST(test_ctrl_leftover_headroom_to_queued_nodes)
 }
 END_TEST
 
-START_TEST(test_ctrl_inflight_caps_r)
+START_TEST(test_ctrl_inflight_figures)
 {
     /* red (R 1,500/s) is queued on n0 and n1; its closed-loop clients got
      * answers on n0 (200 an interval) and hardly any on n1 (10), so the
      * backlog floor by arrivals puts nearly all its R on n0.  n0 says it
      * holds at most 2 of red's requests in flight, n1 16, at a base
-     * latency of 1 ms: 2 in flight carry 2 / (2 x 1 ms) = 1,000/s on n0.
-     * With the figures red's R on n0 is held to max(1,000, its estimate
-     * there, 16 + 5 x 200) and the rest moves to n1; without them (pass 0,
-     * or a figure missing on one pair, pass 2) it is not. */
+     * latency of 1 ms.  The figures are taken (and bad ones refused), and
+     * placement does not use them: a cap on R by them hurt beside the
+     * node's headroom bound (docs/decisions.md, "Requests in flight per
+     * pair"), so red's R stays on n0 with or without them. */
     for (int pass = 0; pass < 3; pass++) {
         ctrl_t *c = setup("{\"buckets\":[{\"name\":\"red\",\"reservation\":1500}]}", 2, 2000,
                           NULL);
@@ -1146,11 +1146,7 @@ START_TEST(test_ctrl_inflight_caps_r)
         find_tok(c, 1, 0, &r1, &l1);
         ck_assert_int_ge(r0 + r1, 1499);
         ck_assert_int_le(r0 + r1, 1500);
-        if (pass == 1)
-            ck_assert_msg(r0 <= 1016 && r1 >= 483, "n0 %lld, n1 %lld", (long long)r0,
-                          (long long)r1);
-        else
-            ck_assert_msg(r0 > 1400, "pass %d: n0 %lld", pass, (long long)r0);
+        ck_assert_msg(r0 > 1400, "pass %d: n0 %lld", pass, (long long)r0);
         /* A figure outside the node's table, or of a stale table, is refused. */
         static const proto_share_rec_t bad[1] = {{5, 2}};
         ck_assert_int_eq(ctrl_node_inflight(c, 0, 1, 0, bad, 1), -EINVAL);
@@ -2867,7 +2863,7 @@ int main(void)
         test_ctrl_limit_is_a_rate, test_ctrl_late_first_round_not_lost,
         test_ctrl_late_report_basis_and_rate,
         test_ctrl_leftover_headroom_to_queued_nodes,
-        test_ctrl_backlog_floor, test_ctrl_inflight_caps_r, test_ctrl_cut_spares_confined_bucket, test_ctrl_last_interval_r_where_queued,
+        test_ctrl_backlog_floor, test_ctrl_inflight_figures, test_ctrl_cut_spares_confined_bucket, test_ctrl_last_interval_r_where_queued,
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
