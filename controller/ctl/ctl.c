@@ -198,7 +198,8 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .help = "Controller admin endpoint, or a comma-separated list of the\n"
                  "endpoints of controllers that share etcd: status and buckets come\n"
                  "from the leader, set/remove/reload/import go to it (a standby's\n"
-                 "not_leader answer names it)."},
+                 "not_leader answer names it).  Every endpoint is asked at once:\n"
+                 "a dead one costs nothing while another answers."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
