@@ -932,6 +932,7 @@ out:
         etcd_destroy(&a.etcd);
         curl_global_cleanup();
     }
+    admin_close(&a.admin); /* answers changes still waiting: before the socket closes */
     if (a.router)
         zmq_close(a.router);
     if (a.asock)
@@ -943,7 +944,6 @@ out:
         close(a.sigfd);
     nodes_clear(&a.nodes);
     ctrl_destroy(&a.ctrl);
-    admin_close(&a.admin);
     bucketfile_destroy(&a.admin.bf);
     bucketfile_destroy(&bf);
     return status;

@@ -77,7 +77,7 @@ check "40 sets at once: $okn acknowledged, $busy refused busy, $acked in the jou
   '[ "$busy" -ge 1 ] && [ "$okn" -eq "$acked" ] && [ $((okn + busy)) -eq 40 ]'
 # SIGTERM with changes waiting: the process ends within a second.
 pids=""
-for i in 1 2 3; do ctl set "t$i" --reservation 1 >/dev/null 2>&1 & pids="$pids $!"; done
+for i in 1 2 3; do (ctl set "t$i" --reservation 1; echo "rc=$?") >"$T/t$i.out" 2>&1 & pids="$pids $!"; done
 sleep 0.3
 t=$(ms); kill -TERM "$CTRL_PID"
 while kill -0 "$CTRL_PID" 2>/dev/null && [ $(($(ms) - t)) -lt 5000 ]; do sleep 0.02; done
@@ -85,4 +85,6 @@ dt=$(($(ms) - t))
 check "SIGTERM with changes waiting for the disk: gone in $dt ms" '[ "$dt" -lt 1000 ]'
 # shellcheck disable=SC2086
 wait $pids
+answered=$(grep -l "^rc=0\|may or may not" "$T"/t*.out | wc -l)
+check "and each waiting change was answered (durable, or 'may or may not be there'): $answered of 3" '[ "$answered" -eq 3 ]'
 it_end 'tail -20 "$T/controller.log"'
