@@ -1,4 +1,4 @@
-/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, status_node, status_bucket, history, buckets, set, remove, reload, import, diff), and the configuration changes they and SIGHUP make.
+/* admin.h - bqos-controller's admin endpoint: the ROUTER socket bqos-ctl (REQ) talks to, a change's reply held until its journal line is durable, its commands (a table: status, status_node, status_bucket, history, buckets, set, remove, reload, import, diff), and the configuration changes they and SIGHUP make.
  *
  * Requests and replies are one JSON object each ({"v":1,"cmd":...}; the
  * protocol is in docs/controller.md).  An admin_t belongs to the
