@@ -8,36 +8,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 
+/* Two locks, taken in this order when both are: `mu` is the file's (held
+ * for an append and its fdatasync, and by the compaction around its marker
+ * and its cut), `qmu` the state's (the queue, the counters, the identity:
+ * held for a few instructions only, so that the owner's thread never waits
+ * for a disk).  Fields marked "both" are written holding both, read under
+ * either. */
 struct bucketjournal {
     char *path;            /* the bucket file */
     char *jpath;           /* its journal */
     size_t bound;          /* compact_bytes as given (0: default) */
-    /* Shared with the worker, under mu: */
     pthread_mutex_t mu;
+    /* Under mu: */
     int fd;                /* the journal, O_APPEND */
     uint64_t size;         /* its bytes */
+    int crash_at;          /* tests: the worker stops there (0: never) */
+    int test_delay_ms;     /* tests: each append waits this long first */
+    int test_fail;         /* tests: the next appends fail with this */
+    /* Both: */
     bucketfile_ident_t ident; /* what the bucket file holds: the table the
                                  journal extends */
     bucketjournal_stats_t st;
-    int crash_at;          /* tests: the worker stops there (0: never) */
     uint64_t retry_at;     /* after a failed compaction, none is started
                               again before the journal reaches this size
                               (a quarter of the bound more): a failure
                               that lasts costs a parse per so many changes,
                               not per change */
-    /* The worker (only the owner's thread starts and joins it): */
+    int done;              /* the compaction worker has finished */
+    /* The compaction worker (only the owner's thread starts and joins it): */
     pthread_t th;
     int joinable;
-    int done;              /* under mu: the worker has finished */
+    /* The appends (bucketjournal_queue()): a ring of lines in the order
+     * queued, written by the writer thread, under qmu. */
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;    /* the writer waits for lines or the stop */
+    pthread_cond_t dcv;    /* bucketjournal_flush() waits for the writer */
+    char *ring[BUCKETJOURNAL_PENDING_MAX];
+    size_t head, count;    /* the oldest pending line; lines pending (the
+                              ones being written included) */
+    uint64_t queued;       /* tickets given (the last one) */
+    uint64_t durable;      /* every ticket up to this one is durable */
+    int fail_rc;           /* a write failed: every pending line fails
+                              with it, none is written until the owner
+                              collected it (bucketjournal_done()) */
+    uint64_t fail_from;    /* the first ticket that failed */
+    char fail_msg[256];
+    int stop;              /* the writer drains the ring and ends */
+    int efd;               /* eventfd: readable when something finished */
+    pthread_t wth;         /* the writer */
+    int writer;            /* it runs */
 };
 
 static char *read_range(const char *jpath, uint64_t from, uint64_t to);
 static int open_journal(const char *jpath, mode_t mode);
+static void *writer(void *arg);
+static uint64_t bound_of(const bucketjournal_t *j, int64_t file_size);
 
 /* A journal that extends another version of the file (edited by hand,
  * then loaded without it: bucketfile_load() said so) is set aside as
@@ -65,7 +97,9 @@ static int set_aside_stale(bucketjournal_t *j)
                 close(j->fd);
                 j->fd = fd;
                 j->size = 0;
+                pthread_mutex_lock(&j->qmu);
                 j->st.bytes = 0;
+                pthread_mutex_unlock(&j->qmu);
                 log_warn("%s extends another version of %s: set aside as %s", j->jpath, j->path,
                          aside);
             }
@@ -140,8 +174,12 @@ int bucketjournal_new(const char *path, const bucketfile_t *bf, size_t compact_b
         goto fail;
     }
     j->fd = -1;
+    j->efd = -1;
     j->bound = compact_bytes;
     pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->qmu, NULL);
+    pthread_cond_init(&j->qcv, NULL);
+    pthread_cond_init(&j->dcv, NULL);
     if (bucketfile_origin(bf, &j->ident) < 0)
         j->ident = (bucketfile_ident_t){0};
     struct stat st;
@@ -164,6 +202,13 @@ int bucketjournal_new(const char *path, const bucketfile_t *bf, size_t compact_b
         goto fail;
     }
     sync_dir(j->jpath);
+    if ((j->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+        (rc = -pthread_create(&j->wth, NULL, writer, j)) < 0) {
+        rc = rc < 0 ? rc : -errno;
+        snprintf(msg, size, "cannot start the journal's writer: %s", strerror(-rc));
+        goto fail;
+    }
+    j->writer = 1;
     *out = j;
     return 0;
 fail:
@@ -185,10 +230,24 @@ void bucketjournal_destroy(bucketjournal_t **jp)
         return;
     bucketjournal_t *j = *jp;
     bucketjournal_wait(j);
+    if (j->writer) { /* it writes what is pending first */
+        pthread_mutex_lock(&j->qmu);
+        j->stop = 1;
+        pthread_cond_signal(&j->qcv);
+        pthread_mutex_unlock(&j->qmu);
+        pthread_join(j->wth, NULL);
+    }
     if (j->jpath) {
         if (j->fd >= 0)
             close(j->fd);
+        if (j->efd >= 0)
+            close(j->efd);
+        for (size_t k = 0; k < j->count; k++)
+            free(j->ring[(j->head + k) % BUCKETJOURNAL_PENDING_MAX]);
         pthread_mutex_destroy(&j->mu);
+        pthread_mutex_destroy(&j->qmu);
+        pthread_cond_destroy(&j->qcv);
+        pthread_cond_destroy(&j->dcv);
     }
     free(j->path);
     free(j->jpath);
@@ -198,9 +257,9 @@ void bucketjournal_destroy(bucketjournal_t **jp)
 
 int bucketjournal_check(bucketjournal_t *j, char *msg, size_t size)
 {
-    pthread_mutex_lock(&j->mu);
+    pthread_mutex_lock(&j->qmu);
     bucketfile_ident_t id = j->ident;
-    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->qmu);
     if (!id.exists && !id.size && !id.hash)
         return 0; /* no file known (none at start): nothing to lose */
     return bucketfile_check_ident(&id, j->path, msg, size);
@@ -208,10 +267,11 @@ int bucketjournal_check(bucketjournal_t *j, char *msg, size_t size)
 
 void bucketjournal_stats(bucketjournal_t *j, bucketjournal_stats_t *st)
 {
-    pthread_mutex_lock(&j->mu);
+    pthread_mutex_lock(&j->qmu);
     *st = j->st;
     st->running = j->joinable && !j->done;
-    pthread_mutex_unlock(&j->mu);
+    st->pending = j->count;
+    pthread_mutex_unlock(&j->qmu);
 }
 
 /* ---- compaction (the worker) ---------------------------------------------- */
@@ -243,8 +303,12 @@ static int mark(void *arg, const char *path, int64_t size, uint64_t hash)
         return -ENOMEM;
     pthread_mutex_lock(&j->mu);
     int rc = bucketfile_journal_write(j->fd, m, strlen(m));
-    if (rc == 0)
+    if (rc == 0) {
         j->size += strlen(m);
+        pthread_mutex_lock(&j->qmu);
+        j->st.bytes = j->size;
+        pthread_mutex_unlock(&j->qmu);
+    }
     pthread_mutex_unlock(&j->mu);
     free(m);
     if (rc == 0 && j->crash_at == CRASH_BEFORE_RENAME)
@@ -285,7 +349,9 @@ static void cut(void *arg, const char *path, const bucketfile_ident_t *id)
     if (j->crash_at == CRASH_BEFORE_CUT)
         return;
     pthread_mutex_lock(&j->mu);
+    pthread_mutex_lock(&j->qmu);
     j->ident = *id;
+    pthread_mutex_unlock(&j->qmu);
     char *tail = read_range(j->jpath, c->upto, j->size), *tmp = NULL;
     int fd = -1, rc = -ENOMEM;
     size_t kept = 0;
@@ -343,7 +409,9 @@ static void cut(void *arg, const char *path, const bucketfile_ident_t *id)
     close(j->fd);
     j->fd = nfd;
     j->size = kept;
+    pthread_mutex_lock(&j->qmu);
     j->st.bytes = kept;
+    pthread_mutex_unlock(&j->qmu);
     rc = 0;
 out:
     if (rc < 0) {
@@ -395,12 +463,14 @@ static void *worker(void *arg)
     rc = bucketfile_save_ex(bf, j->path, &o, msg, sizeof msg);
 out:
     pthread_mutex_lock(&j->mu);
+    pthread_mutex_lock(&j->qmu);
     if (rc == 0)
         j->st.compactions++;
     else if (rc != -ECANCELED)
         j->st.failures++;
     j->retry_at = rc < 0 ? j->size + bound_of(j, j->ident.size) / 4 : 0;
     j->done = 1;
+    pthread_mutex_unlock(&j->qmu);
     pthread_mutex_unlock(&j->mu);
     if (rc < 0 && rc != -ECANCELED)
         log_warn("compaction of %s abandoned (the journal keeps every change): %s", j->jpath,
@@ -416,9 +486,9 @@ out:
 int bucketjournal_compact(bucketjournal_t *j)
 {
     if (j->joinable) {
-        pthread_mutex_lock(&j->mu);
+        pthread_mutex_lock(&j->qmu);
         int done = j->done;
-        pthread_mutex_unlock(&j->mu);
+        pthread_mutex_unlock(&j->qmu);
         if (!done)
             return -EBUSY;
         bucketjournal_wait(j);
@@ -427,11 +497,11 @@ int bucketjournal_compact(bucketjournal_t *j)
     if (!c)
         return -ENOMEM;
     c->j = j;
-    pthread_mutex_lock(&j->mu);
-    c->upto = j->size;
+    pthread_mutex_lock(&j->qmu); /* st.bytes: what is written (durable) */
+    c->upto = j->st.bytes;
     c->was = j->ident;
     j->done = 0;
-    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->qmu);
     int rc = pthread_create(&j->th, NULL, worker, c);
     if (rc != 0) {
         free(c);
@@ -441,49 +511,224 @@ int bucketjournal_compact(bucketjournal_t *j)
     return 0;
 }
 
-/* ---- appends ----------------------------------------------------------------- */
+/* ---- appends: the writer thread ------------------------------------------------ */
 
-/* Appends `line` (owned, freed) and starts a compaction past the bound. */
-static int append(bucketjournal_t *j, char *line, char *msg, size_t size)
+/* Writes the `n` pending lines from ring slot `head` as one write and one
+ * fdatasync (the base line first when the journal is empty).  On the
+ * writer's thread, under mu.  Returns 0, or -errno with msg filled (the
+ * journal then cut back to its last whole line). */
+static int write_lines(bucketjournal_t *j, size_t head, size_t n, char *msg, size_t size)
+{
+    if (j->test_delay_ms > 0) {
+        struct timespec ts = {j->test_delay_ms / 1000, (long)(j->test_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    char *base = NULL;
+    if (j->size == 0 && j->ident.exists && /* the file these lines extend, first */
+        !(base = bucketfile_journal_base(j->ident.size, j->ident.hash))) {
+        snprintf(msg, size, "out of memory");
+        return -ENOMEM;
+    }
+    size_t len = base ? strlen(base) : 0;
+    for (size_t k = 0; k < n; k++)
+        len += strlen(j->ring[(head + k) % BUCKETJOURNAL_PENDING_MAX]);
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        free(base);
+        snprintf(msg, size, "out of memory");
+        return -ENOMEM;
+    }
+    size_t off = 0;
+    if (base) {
+        memcpy(buf, base, strlen(base));
+        off = strlen(base);
+    }
+    for (size_t k = 0; k < n; k++) {
+        const char *l = j->ring[(head + k) % BUCKETJOURNAL_PENDING_MAX];
+        memcpy(buf + off, l, strlen(l));
+        off += strlen(l);
+    }
+    int rc = j->test_fail ? j->test_fail
+                          : j->fd >= 0 ? bucketfile_journal_write(j->fd, buf, len) : -EBADF;
+    if (rc == 0) {
+        j->size += len;
+        pthread_mutex_lock(&j->qmu);
+        j->st.bytes = j->size;
+        j->st.appends += n;
+        pthread_mutex_unlock(&j->qmu);
+    } else {
+        /* What a failed write left (part of a line) must not join the
+         * next one: cut back to the last whole line. */
+        if (j->fd >= 0 && ftruncate(j->fd, (off_t)j->size) < 0)
+            log_warn("%s: cannot cut a failed write: %s", j->jpath, strerror(errno));
+        snprintf(msg, size, "cannot write %s: %s", j->jpath, strerror(-rc));
+    }
+    free(buf);
+    free(base);
+    return rc;
+}
+
+/* The writer: takes every pending line at once (a group commit), writes
+ * and syncs them under mu, then says so (the eventfd, dcv).  After a
+ * failure it writes nothing until the owner has collected it: the lines
+ * queued after a failed one were made on top of it and fail with it. */
+static void *writer(void *arg)
+{
+    bucketjournal_t *j = arg;
+    char msg[256];
+    pthread_mutex_lock(&j->qmu);
+    for (;;) {
+        while (!j->stop && (j->count == 0 || j->fail_rc))
+            pthread_cond_wait(&j->qcv, &j->qmu);
+        if (j->count == 0 || j->fail_rc)
+            break; /* stopped, with nothing it may write */
+        size_t n = j->count, head = j->head;
+        uint64_t first = j->queued - n + 1;
+        pthread_mutex_unlock(&j->qmu);
+        /* The owner adds lines after these, never touches these. */
+        pthread_mutex_lock(&j->mu);
+        int rc = write_lines(j, head, n, msg, sizeof msg);
+        pthread_mutex_unlock(&j->mu);
+        pthread_mutex_lock(&j->qmu);
+        for (size_t k = 0; k < n; k++) {
+            free(j->ring[(head + k) % BUCKETJOURNAL_PENDING_MAX]);
+            j->ring[(head + k) % BUCKETJOURNAL_PENDING_MAX] = NULL;
+        }
+        j->head = (head + n) % BUCKETJOURNAL_PENDING_MAX;
+        j->count -= n;
+        if (rc == 0) {
+            j->durable = first + n - 1;
+        } else {
+            j->fail_rc = rc;
+            j->fail_from = first;
+            snprintf(j->fail_msg, sizeof j->fail_msg, "%s", msg);
+        }
+        uint64_t one = 1;
+        if (write(j->efd, &one, sizeof one) < 0 && errno != EAGAIN)
+            log_warn("%s: cannot wake the loop: %s", j->jpath, strerror(errno));
+        pthread_cond_broadcast(&j->dcv);
+    }
+    pthread_mutex_unlock(&j->qmu);
+    return NULL;
+}
+
+/* Queues `line` (owned, freed).  Returns 0 with its ticket in *ticket, or
+ * -errno with msg filled. */
+static int queue(bucketjournal_t *j, char *line, uint64_t *ticket, char *msg, size_t size)
 {
     if (!line) {
         snprintf(msg, size, "out of memory");
         return -ENOMEM;
     }
-    pthread_mutex_lock(&j->mu);
-    if (j->size == 0 && j->ident.exists) { /* the file these lines extend, first */
-        char *base = bucketfile_journal_base(j->ident.size, j->ident.hash), *both = NULL;
-        if (!base || asprintf(&both, "%s%s", base, line) < 0) {
-            free(base);
-            free(line);
-            pthread_mutex_unlock(&j->mu);
-            snprintf(msg, size, "out of memory");
-            return -ENOMEM;
-        }
-        free(base);
-        free(line);
-        line = both;
-    }
-    size_t len = strlen(line);
-    int rc = j->fd >= 0 ? bucketfile_journal_write(j->fd, line, len) : -EBADF;
-    if (rc == 0) {
-        j->size += len;
-        j->st.bytes = j->size;
-        j->st.appends++;
+    int rc = 0;
+    pthread_mutex_lock(&j->qmu);
+    if (j->fail_rc) {
+        rc = j->fail_rc;
+        snprintf(msg, size, "%s (the changes waiting for it are being undone)", j->fail_msg);
+    } else if (j->count >= BUCKETJOURNAL_PENDING_MAX) {
+        rc = -EBUSY;
+        snprintf(msg, size, "busy: %d changes are waiting for the disk to take %s; try again",
+                 BUCKETJOURNAL_PENDING_MAX, j->jpath);
+    } else if (!j->writer) {
+        rc = -EBADF;
+        snprintf(msg, size, "%s has no writer", j->jpath);
     } else {
-        /* What a failed write left (part of the line) must not join the
-         * next one: cut back to the last whole line. */
-        if (ftruncate(j->fd, (off_t)j->size) < 0)
-            log_warn("%s: cannot cut a failed write: %s", j->jpath, strerror(errno));
-        snprintf(msg, size, "cannot write %s: %s", j->jpath, strerror(-rc));
+        j->ring[(j->head + j->count) % BUCKETJOURNAL_PENDING_MAX] = line;
+        j->count++;
+        j->queued++;
+        if (ticket)
+            *ticket = j->queued;
+        line = NULL;
+        pthread_cond_signal(&j->qcv);
     }
-    uint64_t now = j->size, bound = bound_of(j, j->ident.size);
-    int due = now > bound && now >= j->retry_at;
-    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->qmu);
     free(line);
-    if (rc == 0 && due && bucketjournal_compact(j) == -EAGAIN)
-        log_warn("%s: cannot start a compaction thread", j->jpath);
     return rc;
+}
+
+int bucketjournal_queue_set(bucketjournal_t *j, const bucketfile_bucket_t *b, uint64_t version,
+                            uint64_t *ticket, char *msg, size_t size)
+{
+    return queue(j, bucketfile_journal_set_line(b, version), ticket, msg, size);
+}
+
+int bucketjournal_queue_remove(bucketjournal_t *j, const char *name, uint64_t version,
+                               uint64_t *ticket, char *msg, size_t size)
+{
+    return queue(j, bucketfile_journal_remove_line(name, version), ticket, msg, size);
+}
+
+int bucketjournal_fd(const bucketjournal_t *j)
+{
+    return j->efd;
+}
+
+size_t bucketjournal_done(bucketjournal_t *j, bucketjournal_done_t *d)
+{
+    uint64_t v;
+    if (read(j->efd, &v, sizeof v) < 0 && errno != EAGAIN)
+        log_warn("%s: eventfd: %s", j->jpath, strerror(errno));
+    memset(d, 0, sizeof *d);
+    pthread_mutex_lock(&j->qmu);
+    d->durable = j->durable;
+    if (j->fail_rc) {
+        /* The writer holds none of the lines left: they fail too. */
+        d->rc = j->fail_rc;
+        d->failed_from = j->fail_from;
+        d->failed_to = j->queued;
+        snprintf(d->msg, sizeof d->msg, "%s", j->fail_msg);
+        for (size_t k = 0; k < j->count; k++) {
+            free(j->ring[(j->head + k) % BUCKETJOURNAL_PENDING_MAX]);
+            j->ring[(j->head + k) % BUCKETJOURNAL_PENDING_MAX] = NULL;
+        }
+        j->head = (j->head + j->count) % BUCKETJOURNAL_PENDING_MAX;
+        j->count = 0;
+        j->fail_rc = 0;
+    }
+    size_t pending = j->count;
+    uint64_t bound = bound_of(j, j->ident.size);
+    int due = j->st.bytes > bound && j->st.bytes >= j->retry_at && !(j->joinable && !j->done);
+    pthread_mutex_unlock(&j->qmu);
+    if (due && bucketjournal_compact(j) == -EAGAIN)
+        log_warn("%s: cannot start a compaction thread", j->jpath);
+    return pending;
+}
+
+size_t bucketjournal_flush(bucketjournal_t *j, double timeout_s)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    if (timeout_s > 0) {
+        double ns = (double)dl.tv_nsec + timeout_s * 1e9;
+        dl.tv_sec += (time_t)(ns / 1e9);
+        dl.tv_nsec = (long)(ns - (double)(time_t)(ns / 1e9) * 1e9);
+    }
+    pthread_mutex_lock(&j->qmu);
+    while (j->count > 0 && !j->fail_rc && j->writer)
+        if (timeout_s < 0)
+            pthread_cond_wait(&j->dcv, &j->qmu);
+        else if (pthread_cond_timedwait(&j->dcv, &j->qmu, &dl) == ETIMEDOUT)
+            break;
+    size_t left = j->fail_rc ? 0 : j->count;
+    pthread_mutex_unlock(&j->qmu);
+    return left;
+}
+
+/* The synchronous append: queued, waited for, collected. */
+static int append(bucketjournal_t *j, char *line, char *msg, size_t size)
+{
+    uint64_t t;
+    int rc = queue(j, line, &t, msg, size);
+    if (rc < 0)
+        return rc;
+    bucketjournal_flush(j, -1);
+    bucketjournal_done_t d;
+    bucketjournal_done(j, &d);
+    if (d.rc < 0 && t >= d.failed_from) {
+        snprintf(msg, size, "%s", d.msg);
+        return d.rc;
+    }
+    return 0;
 }
 
 int bucketjournal_set(bucketjournal_t *j, const bucketfile_bucket_t *b, uint64_t version,
@@ -520,26 +765,34 @@ static void save_cut(void *arg, const char *path, const bucketfile_ident_t *id)
 {
     bucketjournal_t *j = arg;
     (void)path;
+    pthread_mutex_lock(&j->qmu);
     j->ident = *id;
+    pthread_mutex_unlock(&j->qmu);
     if (ftruncate(j->fd, 0) < 0 || fdatasync(j->fd) < 0) {
         /* the marker keeps its lines out of the next load */
         log_warn("%s: cannot empty it: %s", j->jpath, strerror(errno));
         return;
     }
     j->size = 0;
+    pthread_mutex_lock(&j->qmu);
     j->st.bytes = 0;
     j->retry_at = 0;
+    pthread_mutex_unlock(&j->qmu);
 }
 
 int bucketjournal_save(bucketjournal_t *j, bucketfile_t *bf, char *msg, size_t size)
 {
-    bucketjournal_wait(j); /* the worker is gone: nothing else touches j */
+    bucketjournal_wait(j); /* the worker is gone */
+    bucketjournal_flush(j, -1); /* and the writer idle */
     int rc = bucketjournal_check(j, msg, size);
     if (rc < 0)
         return rc;
     bucketfile_save_opts_t o = {.no_check = 1, .before_rename = save_mark,
                                 .after_rename = save_cut, .arg = j};
-    return bucketfile_save_ex(bf, j->path, &o, msg, size);
+    pthread_mutex_lock(&j->mu);
+    rc = bucketfile_save_ex(bf, j->path, &o, msg, size);
+    pthread_mutex_unlock(&j->mu);
+    return rc;
 }
 
 int bucketjournal_rebase(bucketjournal_t *j, const bucketfile_t *bf)
@@ -548,8 +801,14 @@ int bucketjournal_rebase(bucketjournal_t *j, const bucketfile_t *bf)
     if (bucketfile_origin(bf, &id) < 0)
         return -ENOENT;
     bucketjournal_wait(j);
+    bucketjournal_flush(j, -1);
+    pthread_mutex_lock(&j->mu);
+    pthread_mutex_lock(&j->qmu);
     j->ident = id;
-    return set_aside_stale(j);
+    pthread_mutex_unlock(&j->qmu);
+    int rc = set_aside_stale(j);
+    pthread_mutex_unlock(&j->mu);
+    return rc;
 }
 
 /* Tests: the worker stops at `point` (1: before the marker, 2: after the
@@ -559,4 +818,15 @@ void bucketjournal_test_crash(bucketjournal_t *j, int point);
 void bucketjournal_test_crash(bucketjournal_t *j, int point)
 {
     j->crash_at = point;
+}
+
+/* Tests: every append waits `delay_ms` first (a slow disk), and fails
+ * with `fail` (< 0; 0: writes as usual).  Declared in the test only. */
+void bucketjournal_test_io(bucketjournal_t *j, int delay_ms, int fail);
+void bucketjournal_test_io(bucketjournal_t *j, int delay_ms, int fail)
+{
+    pthread_mutex_lock(&j->mu);
+    j->test_delay_ms = delay_ms;
+    j->test_fail = fail;
+    pthread_mutex_unlock(&j->mu);
 }

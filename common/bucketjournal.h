@@ -19,9 +19,20 @@
  * tail.  A file changed by hand meanwhile is not compacted over (warned;
  * the next change is refused as today until a reload).
  *
- * Threads: every function but the worker's runs on the one thread that
- * owns the journal (the controller's loop); the worker shares the journal
- * file and the file's identity with it under a mutex. */
+ * Appends: a writer thread (started by bucketjournal_new(), for the
+ * journal's life) writes the lines queued by bucketjournal_queue_set() /
+ * _remove() in their order, every line pending at once as one write and
+ * one fdatasync (a group commit), and says so through an eventfd; the
+ * owner collects what finished with bucketjournal_done().  The owner's
+ * thread never waits for the disk: queueing, collecting and the stats take
+ * a lock held for a few instructions.  At most BUCKETJOURNAL_PENDING_MAX
+ * lines wait; a further one is refused (-EBUSY).  A failed write fails its
+ * lines and every line queued after them (they were made on top of it):
+ * none is written until the owner has collected the failure.
+ *
+ * Threads: every function runs on the one thread that owns the journal
+ * (the controller's loop); the writer and the compaction worker share the
+ * journal file and the file's identity with it under two mutexes. */
 #ifndef BQOS_BUCKETJOURNAL_H
 #define BQOS_BUCKETJOURNAL_H
 
@@ -47,8 +58,9 @@ typedef struct bucketjournal bucketjournal_t;
 int bucketjournal_new(const char *path, const bucketfile_t *bf, size_t compact_bytes,
                       bucketjournal_t **out, char *msg, size_t size);
 
-/* Waits for a compaction in progress, closes the journal, frees it and
- * sets *jp to NULL.  Accepts NULL. */
+/* Waits for a compaction in progress and for the writer to write what is
+ * pending (no bound: bucketjournal_flush() first for one), closes the
+ * journal, frees it and sets *jp to NULL.  Accepts NULL. */
 void bucketjournal_destroy(bucketjournal_t **jp);
 
 /* The hand-edit check: 0 if the bucket file is still what the journal
@@ -56,8 +68,50 @@ void bucketjournal_destroy(bucketjournal_t **jp);
  * changed), else -ESTALE or -errno with msg filled. */
 int bucketjournal_check(bucketjournal_t *j, char *msg, size_t size);
 
+/* Lines waiting for the disk at most (queued, or being written). */
+#define BUCKETJOURNAL_PENDING_MAX 32
+
+/* Queues the set of bucket *b (the table's version after it: `version`, 0
+ * none) for the writer.  Returns 0 with the change's ticket in *ticket
+ * (1, 2, ... in the order of the calls), or -errno with msg filled and
+ * nothing queued (ticket may be NULL: a line nobody waits for, as etcd's
+ * backup): -EBUSY when BUCKETJOURNAL_PENDING_MAX lines are pending,
+ * the failed write's error while one is not yet collected, -ENOMEM.  The
+ * change is durable only once bucketjournal_done() says so. */
+int bucketjournal_queue_set(bucketjournal_t *j, const bucketfile_bucket_t *b, uint64_t version,
+                            uint64_t *ticket, char *msg, size_t size);
+
+/* The same for the removal of bucket `name`. */
+int bucketjournal_queue_remove(bucketjournal_t *j, const char *name, uint64_t version,
+                               uint64_t *ticket, char *msg, size_t size);
+
+/* An eventfd that is readable when the writer finished lines (for the
+ * owner's poll); bucketjournal_done() empties it. */
+int bucketjournal_fd(const bucketjournal_t *j);
+
+typedef struct {
+    uint64_t durable;      /* every ticket up to this one is durable */
+    int rc;                /* < 0: tickets failed_from..failed_to are not
+                              in the journal (undo them, newest first) */
+    uint64_t failed_from, failed_to;
+    char msg[256];         /* rc's message */
+} bucketjournal_done_t;
+
+/* Collects what the writer finished into *d (a ticket is reported
+ * durable or failed once, by the first call that sees it; a ticket <=
+ * d->durable that a previous call reported is reported again: compare).
+ * Starts a compaction if the journal passed its bound.  Returns how many
+ * lines are still pending. */
+size_t bucketjournal_done(bucketjournal_t *j, bucketjournal_done_t *d);
+
+/* Waits until no line is being written (every one durable or failed) or
+ * timeout_s passed (< 0: no bound).  Returns how many are still pending;
+ * collect the outcome with bucketjournal_done(). */
+size_t bucketjournal_flush(bucketjournal_t *j, double timeout_s);
+
 /* Appends the set of bucket *b (the table's version after it: `version`,
- * 0 none) and makes it durable.  Starts a compaction if the journal
+ * 0 none) and makes it durable: queued and waited for (a caller that
+ * queues changes must not use it).  Starts a compaction if the journal
  * passed its bound.  Returns 0, or -errno with msg filled (the line is
  * then not in the journal: the change must not be acknowledged). */
 int bucketjournal_set(bucketjournal_t *j, const bucketfile_bucket_t *b, uint64_t version,
@@ -68,7 +122,9 @@ int bucketjournal_remove(bucketjournal_t *j, const char *name, uint64_t version,
                          size_t size);
 
 /* Writes table `bf` whole (an import, a reload's table): waits for a
- * compaction in progress, checks the file as bucketjournal_check(), then
+ * compaction in progress and for the writer (collect its outcome first:
+ * changes still pending would be undone over the new table), checks the
+ * file as bucketjournal_check(), then
  * bucketfile_save_ex() with a marker before the rename and the journal
  * emptied after.  Returns 0 or -errno (msg filled; file and journal as
  * they were). */
@@ -88,6 +144,7 @@ typedef struct {
     uint64_t compactions;  /* compactions done */
     uint64_t failures;     /* compactions abandoned (logged) */
     int running;           /* a compaction is in progress */
+    size_t pending;        /* lines waiting for the disk */
 } bucketjournal_stats_t;
 
 /* Fills *st. */

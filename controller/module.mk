@@ -89,6 +89,8 @@ ITESTS += tests/it/it_etcd_durable.sh
 ITESTS += tests/it/it_etcd_keys.sh
 # the bucket file's journal: durable changes, a torn line, garbage, a hand edit (issue 26 case 5)
 ITESTS += tests/it/it_journal.sh
+# the journal on a slow disk (a throttled loop device): the loop keeps going, busy past 32 (issue 26)
+ITESTS += tests/it/it_journal_slow.sh
 
 # shadow mode: a paired run, the same limit enforced and in shadow (issue 28)
 ITESTS += tests/it/it_shadow.sh

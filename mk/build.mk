@@ -110,7 +110,7 @@ soak: all
 # TSan about OpenMP's barriers, so pShift runs multi-threaded under it (gcc's libgomp is not
 # instrumented: TSan reports false races there); ignore_noninstrumented_modules keeps libzmq's
 # and libmemcached's own threads (not instrumented) out of the reports (docs/fuzzing.md). ----
-TSAN_TESTS := test_workpool test_handoff test_writers test_backend test_blockdev test_gate test_front test_ctlclient test_pshift test_ctrl \
+TSAN_TESTS := test_bucketjournal test_workpool test_handoff test_writers test_backend test_blockdev test_gate test_front test_ctlclient test_pshift test_ctrl \
 	test_log test_metricsd
 TSAN_ITESTS := tests/it/it_nbd.sh tests/it/it_node_order.sh tests/it/it_node_threads.sh
 ARCHER ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))

@@ -1,6 +1,8 @@
 /* test_bucketjournal.c - Check suite for common/bucketjournal and the journal's replay (common/bucketfile): append, replay, a torn line, garbage, compaction and its crash points. */
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "tests/testlib.h"
 
 void bucketjournal_test_crash(bucketjournal_t *j, int point);
+void bucketjournal_test_io(bucketjournal_t *j, int delay_ms, int fail);
 
 typedef struct {
     char dir[64];
@@ -405,6 +408,111 @@ START_TEST(test_bucketjournal_hand_edit)
 }
 END_TEST
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Queued appends (issue 26): the caller never waits for the disk; lines
+ * land in the order queued; at most BUCKETJOURNAL_PENDING_MAX wait, the
+ * next is refused with -EBUSY; the eventfd says when they are durable. */
+START_TEST(test_bucketjournal_queue_order_bound)
+{
+    fx_t x;
+    bucketfile_t *bf;
+    bucketjournal_t *j = fx_open(&x, &bf, 0);
+    char msg[512];
+    bucketjournal_test_io(j, 300, 0); /* a disk that takes 300 ms per sync */
+    uint64_t t = 0, last = 0;
+    double t0 = now_s();
+    for (int i = 0; i < BUCKETJOURNAL_PENDING_MAX; i++) {
+        bucketfile_bucket_t c = bucket("c", i + 1, 100);
+        ck_assert_int_eq(bucketjournal_queue_set(j, &c, 0, &t, msg, sizeof msg), 0);
+        ck_assert_uint_eq(t, last + 1);
+        last = t;
+    }
+    bucketfile_bucket_t d = bucket("d", 1, 2);
+    ck_assert_int_eq(bucketjournal_queue_set(j, &d, 0, &t, msg, sizeof msg), -EBUSY);
+    ck_assert_ptr_nonnull(strstr(msg, "busy"));
+    ck_assert_int_eq(bucketjournal_queue_remove(j, "a", 0, &t, msg, sizeof msg), -EBUSY);
+    ck_assert_double_lt(now_s() - t0, 0.1); /* nothing above waited for the disk */
+    bucketjournal_stats_t st;
+    bucketjournal_stats(j, &st);
+    ck_assert_uint_eq(st.pending, BUCKETJOURNAL_PENDING_MAX);
+    bucketjournal_done_t dn;
+    ck_assert_uint_gt(bucketjournal_done(j, &dn), 0);
+    ck_assert_uint_lt(dn.durable, last);
+    /* The eventfd wakes a poll once lines are durable. */
+    struct pollfd p = {.fd = bucketjournal_fd(j), .events = POLLIN};
+    ck_assert_int_eq(poll(&p, 1, 5000), 1);
+    ck_assert_uint_eq(bucketjournal_flush(j, 10), 0);
+    ck_assert_uint_eq(bucketjournal_done(j, &dn), 0);
+    ck_assert_int_eq(dn.rc, 0);
+    ck_assert_uint_eq(dn.durable, last);
+    /* Two syncs at most: the first line alone, the other 31 as one. */
+    ck_assert_double_lt(now_s() - t0, 1.5);
+    bucketjournal_test_io(j, 0, 0);
+    ck_assert_int_eq(bucketjournal_queue_remove(j, "b", 0, &t, msg, sizeof msg), 0);
+    bucketjournal_destroy(&j); /* writes what is pending */
+    bucketfile_t *got = load(&x);
+    ck_assert_int_eq(bucketfile_get(got, bucketfile_find(got, "c"))->reservation,
+                     BUCKETJOURNAL_PENDING_MAX); /* the last set won: order kept */
+    ck_assert_int_lt(bucketfile_find(got, "b"), 0);
+    ck_assert_int_lt(bucketfile_find(got, "d"), 0);
+    bucketfile_destroy(&got);
+    bucketfile_destroy(&bf);
+    fx_done(&x);
+}
+END_TEST
+
+/* A failed write fails its lines and every line queued after it, writes
+ * none of them, refuses new lines until collected, then carries on. */
+START_TEST(test_bucketjournal_queue_failing_write)
+{
+    fx_t x;
+    bucketfile_t *bf;
+    bucketjournal_t *j = fx_open(&x, &bf, 0);
+    char msg[512];
+    uint64_t t1, t2, t3, t4;
+    bucketfile_bucket_t c = bucket("c", 3, 30), e = bucket("e", 4, 40);
+    ck_assert_int_eq(bucketjournal_queue_set(j, &c, 0, &t1, msg, sizeof msg), 0);
+    ck_assert_uint_eq(bucketjournal_flush(j, 10), 0);
+    bucketjournal_test_io(j, 200, -EIO);
+    ck_assert_int_eq(bucketjournal_queue_remove(j, "a", 0, &t2, msg, sizeof msg), 0);
+    ck_assert_int_eq(bucketjournal_queue_set(j, &e, 0, &t3, msg, sizeof msg), 0);
+    ck_assert_uint_eq(bucketjournal_flush(j, 10), 0);
+    /* Not collected yet: a new line is refused with the error. */
+    ck_assert_int_eq(bucketjournal_queue_set(j, &e, 0, &t4, msg, sizeof msg), -EIO);
+    bucketjournal_done_t dn;
+    ck_assert_uint_eq(bucketjournal_done(j, &dn), 0);
+    ck_assert_int_eq(dn.rc, -EIO);
+    ck_assert_uint_eq(dn.durable, t1);
+    ck_assert_uint_eq(dn.failed_from, t2);
+    ck_assert_uint_eq(dn.failed_to, t3);
+    ck_assert_ptr_nonnull(strstr(dn.msg, "cannot write"));
+    /* Collected: the journal takes lines again. */
+    bucketjournal_test_io(j, 0, 0);
+    bucketfile_bucket_t f = bucket("f", 5, 50);
+    ck_assert_int_eq(bucketjournal_queue_set(j, &f, 0, &t4, msg, sizeof msg), 0);
+    ck_assert_uint_eq(t4, t3 + 1);
+    ck_assert_uint_eq(bucketjournal_flush(j, 10), 0);
+    ck_assert_uint_eq(bucketjournal_done(j, &dn), 0);
+    ck_assert_int_eq(dn.rc, 0);
+    ck_assert_uint_eq(dn.durable, t4);
+    bucketjournal_destroy(&j);
+    bucketfile_t *got = load(&x);
+    ck_assert_int_ge(bucketfile_find(got, "a"), 0); /* the failed remove is not there */
+    ck_assert_int_lt(bucketfile_find(got, "e"), 0);
+    ck_assert_int_ge(bucketfile_find(got, "c"), 0);
+    ck_assert_int_ge(bucketfile_find(got, "f"), 0);
+    bucketfile_destroy(&got);
+    bucketfile_destroy(&bf);
+    fx_done(&x);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketjournal_append_replay,
@@ -412,6 +520,8 @@ int main(void)
                                   test_bucketjournal_compaction,
                                   test_bucketjournal_compaction_crash_points,
                                   test_bucketjournal_save_drops_folded_lines,
-                                  test_bucketjournal_hand_edit};
+                                  test_bucketjournal_hand_edit,
+                                  test_bucketjournal_queue_order_bound,
+                                  test_bucketjournal_queue_failing_write};
     return testlib_run_timed("bucketjournal", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -17,6 +17,7 @@
 #include "common/bucketfile.h"
 #include "common/curvekey.h"
 #include "common/hostport.h"
+#include "common/mono.h"
 #include "common/names.h"
 #include "common/num.h"
 #include "common/opts.h"
@@ -204,7 +205,8 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
          .help = "Controller admin endpoint, or a comma-separated list of the\n"
                  "endpoints of controllers that share etcd: status and buckets come\n"
                  "from the leader, set/remove/reload/import go to it (a standby's\n"
-                 "not_leader answer names it)."},
+                 "not_leader answer names it).  Every endpoint is asked at once:\n"
+                 "a dead one costs nothing while another answers."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
@@ -290,20 +292,16 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
  * then not printed unless no leader answers (request_any()). */
 static int quiet_not_leader;
 
-/* Sends `req` to the admin endpoint and waits for the reply.  Returns the
- * parsed reply (caller owns it) or NULL with a message printed; *code is
- * set to the exit status to use. */
-static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *code,
-                       const curvekey_t *keys)
+/* A REQ socket of context `ctx` connected to `endpoint` (with `keys`:
+ * CURVE), sends and receives bounded by timeout_ms.  Returns it, or NULL
+ * with a message printed and *code set. */
+static void *open_sock(void *ctx, const char *endpoint, int timeout_ms, const curvekey_t *keys,
+                       int *code)
 {
-    json_t *reply = NULL;
-    char *text = json_dumps(req, JSON_COMPACT);
-    void *ctx = zmq_ctx_new();
-    void *sock = ctx ? zmq_socket(ctx, ZMQ_REQ) : NULL;
-    *code = EXIT_UNREACHABLE;
-    if (!text || !sock) {
+    void *sock = zmq_socket(ctx, ZMQ_REQ);
+    if (!sock) {
         fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
-        goto out;
+        return NULL;
     }
     int zero = 0, one = 1, v6 = hostport_zmq_ipv6(endpoint);
     zmq_setsockopt(sock, ZMQ_IPV6, &v6, sizeof v6);
@@ -313,23 +311,83 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
     zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
     if (keys && curvekey_set_client(sock, &keys[0], &keys[1]) < 0) {
         fprintf(stderr, "bqos-ctl: cannot set the CURVE keys: %s\n", zmq_strerror(zmq_errno()));
-        goto out;
+        zmq_close(sock);
+        return NULL;
     }
     if (zmq_connect(sock, endpoint) != 0) {
         fprintf(stderr, "bqos-ctl: bad endpoint '%s': %s\n", endpoint, zmq_strerror(zmq_errno()));
         *code = EXIT_USAGE;
+        zmq_close(sock);
+        return NULL;
+    }
+    return sock;
+}
+
+/* The message for an endpoint that took no request within timeout_ms. */
+static void print_unreachable(const char *endpoint, int timeout_ms, const curvekey_t *keys)
+{
+    fprintf(stderr,
+            "bqos-ctl: controller unreachable at %s (no connection within %d ms); "
+            "is bqos-controller running with this admin endpoint?%s\n",
+            endpoint, timeout_ms,
+            keys ? "  Or it does not accept our key (--curve-key), or it is not the "
+                   "key of --controller-key"
+                 : "  A controller with --curve-key takes only clients with keys "
+                   "(--curve-key, --controller-key)");
+}
+
+/* The reply in msg, parsed and checked (caller owns it), or NULL with a
+ * message printed; *code set to the exit status to use. */
+static json_t *parse_reply(zmq_msg_t *msg, int *code)
+{
+    json_error_t jerr;
+    *code = EXIT_UNREACHABLE;
+    json_t *reply = json_loadb(zmq_msg_data(msg), zmq_msg_size(msg), 0, &jerr);
+    if (!reply || !json_is_object(reply)) {
+        fprintf(stderr, "bqos-ctl: the controller's reply is not a JSON object%s%s\n",
+                reply ? "" : ": ", reply ? "" : jerr.text);
+        json_decref(reply);
+        return NULL;
+    }
+    json_t *v = json_object_get(reply, "v");
+    if (!json_is_integer(v) || json_integer_value(v) != PROTO_ADMIN_VERSION) {
+        fprintf(stderr, "bqos-ctl: the controller speaks another admin protocol version\n");
+        json_decref(reply);
+        return NULL;
+    }
+    if (!json_is_true(json_object_get(reply, "ok"))) {
+        const char *ec = json_string_value(json_object_get(reply, "error"));
+        const char *msgtext = json_string_value(json_object_get(reply, "message"));
+        if (!(quiet_not_leader && ec && strcmp(ec, "not_leader") == 0))
+            fprintf(stderr, "bqos-ctl: controller refused: %s%s%s\n", ec ? ec : "error",
+                msgtext ? ": " : "", msgtext ? msgtext : "");
+        *code = EXIT_REFUSED;
+    } else {
+        *code = EXIT_OK;
+    }
+    return reply;
+}
+
+/* Sends `req` to the admin endpoint and waits for the reply.  Returns the
+ * parsed reply (caller owns it) or NULL with a message printed; *code is
+ * set to the exit status to use. */
+static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *code,
+                       const curvekey_t *keys)
+{
+    json_t *reply = NULL;
+    char *text = json_dumps(req, JSON_COMPACT);
+    void *ctx = zmq_ctx_new();
+    *code = EXIT_UNREACHABLE;
+    void *sock = ctx && text ? open_sock(ctx, endpoint, timeout_ms, keys, code) : NULL;
+    if (!text || !ctx) {
+        fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
         goto out;
     }
+    if (!sock)
+        goto out;
     if (zmq_send(sock, text, strlen(text), 0) < 0) {
         if (zmq_errno() == EAGAIN)
-            fprintf(stderr,
-                    "bqos-ctl: controller unreachable at %s (no connection within %d ms); "
-                    "is bqos-controller running with this admin endpoint?%s\n",
-                    endpoint, timeout_ms,
-                    keys ? "  Or it does not accept our key (--curve-key), or it is not the "
-                           "key of --controller-key"
-                         : "  A controller with --curve-key takes only clients with keys "
-                           "(--curve-key, --controller-key)");
+            print_unreachable(endpoint, timeout_ms, keys);
         else
             fprintf(stderr, "bqos-ctl: send to %s failed: %s\n", endpoint,
                     zmq_strerror(zmq_errno()));
@@ -347,33 +405,8 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         zmq_msg_close(&msg);
         goto out;
     }
-    json_error_t jerr;
-    reply = json_loadb(zmq_msg_data(&msg), zmq_msg_size(&msg), 0, &jerr);
+    reply = parse_reply(&msg, code);
     zmq_msg_close(&msg);
-    if (!reply || !json_is_object(reply)) {
-        fprintf(stderr, "bqos-ctl: the controller's reply is not a JSON object%s%s\n",
-                reply ? "" : ": ", reply ? "" : jerr.text);
-        json_decref(reply);
-        reply = NULL;
-        goto out;
-    }
-    json_t *v = json_object_get(reply, "v");
-    if (!json_is_integer(v) || json_integer_value(v) != PROTO_ADMIN_VERSION) {
-        fprintf(stderr, "bqos-ctl: the controller speaks another admin protocol version\n");
-        json_decref(reply);
-        reply = NULL;
-        goto out;
-    }
-    if (!json_is_true(json_object_get(reply, "ok"))) {
-        const char *ec = json_string_value(json_object_get(reply, "error"));
-        const char *msgtext = json_string_value(json_object_get(reply, "message"));
-        if (!(quiet_not_leader && ec && strcmp(ec, "not_leader") == 0))
-            fprintf(stderr, "bqos-ctl: controller refused: %s%s%s\n", ec ? ec : "error",
-                msgtext ? ": " : "", msgtext ? msgtext : "");
-        *code = EXIT_REFUSED;
-    } else {
-        *code = EXIT_OK;
-    }
 out:
     free(text);
     if (sock)
@@ -390,24 +423,30 @@ static int not_leader(json_t *reply)
     return reply && ec && strcmp(ec, "not_leader") == 0;
 }
 
+#define CTL_ENDPOINTS_MAX 16
+
 /* request() (with `keys`: NULL, or our pair and the controller's public
  * key) over the comma-separated endpoint list `list`: the first
- * leader's answer.  Endpoints are asked in order; a standby's answer
- * (status with "leader": false, or a not_leader refusal) sends the request
- * on to the leader it names (if not in the list, it is asked too), else to
- * the next endpoint; with no leader found the first answer is returned.
- * Messages of endpoints that did not answer are printed only if none did. */
+ * leader's answer.  Every endpoint is asked at once (a socket each, sent
+ * as soon as its connection is up), so a dead one costs nothing while
+ * another answers; only the leader applies a change (a standby answers
+ * not_leader), so a change sent to all is made once.  A standby's answer
+ * (status with "leader": false, or a not_leader refusal) that names a
+ * leader not in the list adds it; the first leader's answer is returned,
+ * else (no leader within the timeout) the first answer.  Messages of
+ * endpoints that did not answer are printed only if none did. */
 static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *code,
                            const curvekey_t *keys)
 {
-    char *eps[17];
+    char *eps[CTL_ENDPOINTS_MAX + 1];
     int n = 0;
     char *copy = strdup(list), *save = NULL;
     if (!copy) {
         *code = EXIT_UNREACHABLE;
         return NULL;
     }
-    for (char *t = strtok_r(copy, ",", &save); t && n < 16; t = strtok_r(NULL, ",", &save))
+    for (char *t = strtok_r(copy, ",", &save); t && n < CTL_ENDPOINTS_MAX;
+         t = strtok_r(NULL, ",", &save))
         eps[n++] = t;
     if (n <= 1) {
         json_t *r = request(n ? eps[0] : list, timeout_ms, req, code, keys);
@@ -415,45 +454,105 @@ static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *c
         return r;
     }
     quiet_not_leader = 1;
-    json_t *first = NULL;
+    json_t *first = NULL, *leader = NULL;
     int first_code = EXIT_UNREACHABLE;
     char named[300] = "";
-    for (int i = 0; i < n; i++) {
-        int c;
-        json_t *r = request(eps[i], timeout_ms, req, &c, keys);
-        if (!r)
-            continue;
-        int standby = not_leader(r) || json_is_false(json_object_get(r, "leader"));
-        if (!standby) {
-            json_decref(first);
-            free(copy);
-            *code = c;
-            return r;
-        }
-        const char *la = json_string_value(json_object_get(r, "leader_admin"));
-        if (la && *la && !named[0]) {
-            snprintf(named, sizeof named, "%s", la);
-            int listed = 0;
-            for (int k = 0; k < n; k++)
-                listed |= strcmp(eps[k], la) == 0;
-            if (!listed && n < 17)
-                eps[n++] = named; /* ask the leader it names too */
-        }
-        if (!first) {
-            first = r;
-            first_code = c;
-        } else {
-            json_decref(r);
+    char *text = json_dumps(req, JSON_COMPACT);
+    void *ctx = zmq_ctx_new();
+    void *socks[CTL_ENDPOINTS_MAX + 1] = {0};
+    int state[CTL_ENDPOINTS_MAX + 1] = {0}; /* 0 to send, 1 sent, 2 done */
+    *code = EXIT_UNREACHABLE;
+    if (!text || !ctx) {
+        fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        if (!(socks[i] = open_sock(ctx, eps[i], timeout_ms, keys, code)))
+            state[i] = 2;
+    double deadline = mono_now() + timeout_ms / 1e3;
+    while (!leader) {
+        zmq_pollitem_t items[CTL_ENDPOINTS_MAX + 1];
+        int map[CTL_ENDPOINTS_MAX + 1], ni = 0;
+        for (int i = 0; i < n; i++)
+            if (state[i] < 2) {
+                items[ni] = (zmq_pollitem_t){socks[i], 0,
+                                             state[i] == 0 ? ZMQ_POLLOUT : ZMQ_POLLIN, 0};
+                map[ni++] = i;
+            }
+        long left = (long)((deadline - mono_now()) * 1e3) + 1;
+        if (ni == 0 || left <= 0)
+            break;
+        if (zmq_poll(items, ni, left) < 0 && zmq_errno() != EINTR)
+            break;
+        for (int k = 0; k < ni && !leader; k++) {
+            int i = map[k];
+            if (state[i] == 0 && (items[k].revents & ZMQ_POLLOUT)) {
+                state[i] = zmq_send(socks[i], text, strlen(text), ZMQ_DONTWAIT) < 0 ? 2 : 1;
+                continue;
+            }
+            if (state[i] != 1 || !(items[k].revents & ZMQ_POLLIN))
+                continue;
+            state[i] = 2;
+            zmq_msg_t msg;
+            zmq_msg_init(&msg);
+            int c;
+            json_t *r = zmq_msg_recv(&msg, socks[i], ZMQ_DONTWAIT) < 0 ? NULL
+                                                                        : parse_reply(&msg, &c);
+            zmq_msg_close(&msg);
+            if (!r)
+                continue;
+            if (!(not_leader(r) || json_is_false(json_object_get(r, "leader")))) {
+                leader = r;
+                *code = c;
+                break;
+            }
+            const char *la = json_string_value(json_object_get(r, "leader_admin"));
+            if (la && *la && !named[0]) {
+                snprintf(named, sizeof named, "%s", la);
+                int listed = 0;
+                for (int m = 0; m < n; m++)
+                    listed |= strcmp(eps[m], la) == 0;
+                if (!listed && n < CTL_ENDPOINTS_MAX + 1) { /* ask the leader it names too */
+                    eps[n] = named;
+                    if ((socks[n] = open_sock(ctx, named, timeout_ms, keys, &c)))
+                        n++;
+                }
+            }
+            if (!first) {
+                first = r;
+                first_code = c;
+            } else {
+                json_decref(r);
+            }
         }
     }
-    free(copy);
+    if (leader) {
+        json_decref(first);
+        goto out;
+    }
     *code = first_code;
+    for (int i = 0; i < n && !first; i++) { /* nobody answered: say why, per endpoint */
+        if (socks[i] && state[i] == 0)
+            print_unreachable(eps[i], timeout_ms, keys);
+        else if (socks[i] && state[i] == 1)
+            fprintf(stderr, "bqos-ctl: controller at %s did not answer within %d ms\n", eps[i],
+                    timeout_ms);
+    }
     if (first && not_leader(first)) {
         const char *m = json_string_value(json_object_get(first, "message"));
         fprintf(stderr, "bqos-ctl: controller refused: not_leader: %s; no leader answered among %s\n",
                 m ? m : "", list);
     }
-    return first;
+    leader = first;
+out:
+    for (int i = 0; i < n; i++)
+        if (socks[i])
+            zmq_close(socks[i]);
+    if (ctx)
+        zmq_ctx_term(ctx);
+    free(text);
+    free(copy);
+    return leader;
 }
 
 /* ---- tables ---- */

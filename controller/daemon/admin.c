@@ -82,9 +82,28 @@ static int check_file(admin_t *ad, const bucketfile_t *bf, char *msg, size_t siz
     return bucketfile_check_unchanged(bf, ad->path, msg, size);
 }
 
+static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text);
+
 void admin_close(admin_t *ad)
 {
+    if (ad->park_count) {
+        log_warn("stopping with %zu changes not yet durable: not acknowledged", ad->park_count);
+        while (ad->park_count) {
+            admin_parked_t *p = &ad->park[ad->park_head];
+            if (p->nenv)
+                send_reply(ad, p, "{\"v\":1,\"ok\":false,\"error\":\"io\",\"message\":"
+                                  "\"the controller stopped before the change was on disk: "
+                                  "it may or may not be there\"}");
+            free(p->text);
+            p->text = NULL;
+            ad->park_head = (ad->park_head + 1) % BUCKETJOURNAL_PENDING_MAX;
+            ad->park_count--;
+        }
+        return; /* the writer may be in a slow fdatasync: the exit ends it */
+    }
     bucketjournal_destroy(&ad->journal);
+    free(ad->direct);
+    ad->direct = NULL;
 }
 
 /* Admission for a candidate configuration.  Returns 0 if it may be
@@ -352,9 +371,9 @@ static void backup_change(admin_t *ad, const bucketfile_bucket_t *b, const char 
     bucketjournal_t *j = journal(ad, msg, sizeof msg);
     int rc = j ? bucketjournal_check(j, msg, sizeof msg) : -EIO;
     if (rc == 0)
-        rc = b ? bucketjournal_set(j, b, version, msg, sizeof msg)
-               : bucketjournal_remove(j, name, version, msg, sizeof msg);
-    if (rc < 0)
+        rc = b ? bucketjournal_queue_set(j, b, version, NULL, msg, sizeof msg)
+               : bucketjournal_queue_remove(j, name, version, NULL, msg, sizeof msg);
+    if (rc < 0) /* (a write that fails later: admin_journal_done() says so) */
         log_warn("not exporting bucket %s to the bucket file: %s", name, msg);
 }
 
@@ -455,6 +474,7 @@ const char *admin_reload(admin_t *ad, char *msg, size_t size)
         log_info("reload: %s", msg);
         return "not_leader";
     }
+    admin_settle(ad, -1); /* the file and its journal hold every change made */
     bucketfile_t *bf = NULL;
     jsonloc_err_t err;
     int rc = bucketfile_load(ad->path, &bf, &err);
@@ -940,10 +960,12 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
         bucketjournal_stats_t js;
         bucketjournal_stats(ad->journal, &js);
         json_object_set_new(st, "journal",
-                            json_pack("{s:I, s:I, s:I, s:I, s:b}", "bytes", (json_int_t)js.bytes,
-                                      "appends", (json_int_t)js.appends, "compactions",
-                                      (json_int_t)js.compactions, "compaction_failures",
-                                      (json_int_t)js.failures, "compacting", js.running));
+                            json_pack("{s:I, s:I, s:I, s:I, s:b, s:I}", "bytes",
+                                      (json_int_t)js.bytes, "appends", (json_int_t)js.appends,
+                                      "compactions", (json_int_t)js.compactions,
+                                      "compaction_failures", (json_int_t)js.failures,
+                                      "compacting", js.running, "pending",
+                                      (json_int_t)js.pending));
     }
     json_object_set_new(st, "duplicate_names", json_integer((json_int_t)cs->duplicate_names));
     json_t *imp = json_object();
@@ -1231,16 +1253,32 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
     return ok;
 }
 
+/* Undoes parked change p in ad->bf and ctrl (the newest first when there
+ * are several): the bucket as it was, the table's version and sums. */
+static void undo_parked(admin_t *ad, const admin_parked_t *p)
+{
+    const char *name = p->name;
+    if (p->was >= 0 ? ctrl_set_bucket(ad->ctrl, &p->old) : ctrl_remove_bucket(ad->ctrl, name))
+        log_error("cannot undo a change the journal refused: the controller runs it "
+                  "until a reload");
+    undo_table(ad, p->was, &p->old, name);
+    bucketfile_set_version(ad->bf, p->version_before);
+    ad->sums = p->sums_before;
+}
+
 /* One bucket set (b) or removed (`name`, b NULL) in place, O(1) in the
  * table's size.  The same checks as commit_change() (the file unchanged by
- * hand, the arithmetic's bounds, admission), judged from sums.  Without
- * etcd the change is then made to ad->bf and ctrl and appended to the
- * journal (durable before the reply); a step that fails undoes the ones
- * before it, so a refused change leaves the table in force as it was.
- * With etcd it is written to etcd first (one transaction: acknowledged
- * once etcd has it), then made to ad->bf and ctrl, then appended to the
- * journal of the file, etcd's backup (a failure there is logged only).
- * Consumes `ok`. */
+ * hand, the arithmetic's bounds, admission), judged from sums.  With etcd
+ * it is written to etcd first (one transaction: acknowledged once etcd has
+ * it), then made to ad->bf and ctrl, then queued for the journal of the
+ * file, etcd's backup (not waited for; a failure there is logged only).
+ * Without etcd the change is made to ad->bf and ctrl and its line queued
+ * for the journal's writer: the reply is parked (ad->parking) and sent
+ * once the line is durable (admin_journal_done()), while the loop runs
+ * rounds on.  A step that fails before undoes the ones before it, so a
+ * refused change leaves the table in force as it was; a write that fails
+ * later undoes it then (undo_parked()).  At most BUCKETJOURNAL_PENDING_MAX
+ * changes wait: the next is refused (busy).  Consumes `ok`. */
 static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
                                json_t *ok)
 {
@@ -1253,6 +1291,13 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
             return reply_error("io", msg);
         }
         log_warn("%s", msg); /* etcd's backup only */
+    }
+    if (!ad->ld && ad->park_count >= BUCKETJOURNAL_PENDING_MAX) {
+        json_decref(ok);
+        snprintf(msg, sizeof msg, "busy: %d changes are waiting for the disk to take the "
+                 "journal of %s; try again", BUCKETJOURNAL_PENDING_MAX, ad->path);
+        log_warn("change refused: %s", msg);
+        return reply_error("busy", msg);
     }
     if ((rc = check_file(ad, ad->bf, msg, sizeof msg)) < 0) {
         log_warn("change refused: %s", msg);
@@ -1303,27 +1348,31 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
         backup_change(ad, b, name, version);
         return ok;
     }
-    uint64_t version = bucketfile_version(ad->bf) ? next_version(ad) : 0;
-    /* The edit: the admin's table, then ctrl's, then the journal. */
+    uint64_t version_before = bucketfile_version(ad->bf);
+    uint64_t version = version_before ? next_version(ad) : 0;
+    admin_parked_t *p = &ad->park[(ad->park_head + ad->park_count) % BUCKETJOURNAL_PENDING_MAX];
+    *p = (admin_parked_t){.is_set = b != NULL, .was = i, .old = old, .t0 = mono_now(),
+                          .version_before = version_before, .sums_before = *sums(ad)};
+    snprintf(p->name, sizeof p->name, "%s", name); /* the request's text goes with it */
+    /* The edit: the admin's table, then ctrl's, then the journal's queue. */
     rc = edit_in_place(ad, b, name, i, &old);
     if (rc < 0) {
         json_decref(ok);
         return reply_error(rc == -ERANGE ? "admission" : "internal",
                            rc == -ERANGE ? "over the arithmetic's bounds" : "out of memory");
     }
-    rc = b ? bucketjournal_set(ad->journal, b, version, msg, sizeof msg)
-           : bucketjournal_remove(ad->journal, name, version, msg, sizeof msg);
+    rc = b ? bucketjournal_queue_set(ad->journal, b, version, &p->ticket, msg, sizeof msg)
+           : bucketjournal_queue_remove(ad->journal, name, version, &p->ticket, msg, sizeof msg);
     if (rc < 0) {
         log_error("%s", msg);
-        if (i >= 0 ? ctrl_set_bucket(ad->ctrl, &old) : ctrl_remove_bucket(ad->ctrl, name))
-            log_error("cannot undo a change the journal refused: the controller runs it "
-                      "until a reload");
-        undo_table(ad, i, &old, name);
+        undo_parked(ad, p);
         json_decref(ok);
-        return reply_error("io", msg);
+        return reply_error(rc == -EBUSY ? "busy" : "io", msg);
     }
     note_version(ad, version);
     ad->sums = after;
+    ad->parking = (int)((ad->park_head + ad->park_count) % BUCKETJOURNAL_PENDING_MAX);
+    ad->park_count++;
     return ok;
 }
 
@@ -1435,6 +1484,7 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     if (!b.parent[0] && !ctrl_nested(ad->ctrl)) {
         r = change_in_place(ad, &b, NULL, ok);
     } else { /* a tree: its checks and admission see the table whole */
+        admin_settle(ad, -1);
         bucketfile_t *bf = bucketfile_dup(ad->bf);
         int rc = bf ? bucketfile_set(bf, &b, &err) : -ENOMEM;
         if (rc < 0) {
@@ -1470,6 +1520,7 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
     if (!ctrl_nested(ad->ctrl)) { /* without a tree no bucket is a parent */
         r = change_in_place(ad, NULL, json_string_value(jn), reply_ok());
     } else {
+        admin_settle(ad, -1);
         bucketfile_t *bf = bucketfile_dup(ad->bf);
         if (!bf)
             return reply_error("internal", "out of memory");
@@ -1867,6 +1918,8 @@ static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const pro
     char msg[400];
     if (auth_admin(ad->auth, p, c->name, c->writes, &who, msg, sizeof msg) < 0)
         return reply_error("forbidden", msg);
+    if (c->writes && c->run != cmd_set && c->run != cmd_remove)
+        admin_settle(ad, -1); /* a whole-table change starts from what is durable */
     json_t *r = c->run(ad, req);
     if (c->writes && json_is_true(json_object_get(r, "ok"))) {
         add_warning(ad, r, 1);
@@ -1917,41 +1970,171 @@ static json_t *admin_request(admin_t *ad, const char *data, size_t len, const pr
     return r;
 }
 
+/* Sends `text` behind envelope `env` (a parked slot's or the current
+ * request's) without blocking: a client that went away loses it. */
+static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text)
+{
+    const char *out = text ? text : "{\"v\":1,\"ok\":false,\"error\":\"internal\","
+                                    "\"message\":\"out of memory\"}";
+    int rc = 0;
+    for (int k = 0; k < env->nenv && rc >= 0; k++)
+        rc = zmq_send(ad->sock, env->env[k], env->envl[k], ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0)
+        rc = zmq_send(ad->sock, out, strlen(out), ZMQ_DONTWAIT);
+    if (rc < 0)
+        log_warn("admin reply failed: %s", zmq_strerror(zmq_errno()));
+}
+
+/* Parked slot p is finished: its reply (`text`, owned) goes out, or to
+ * admin_answer() when it was asked there. */
+static void finish_parked(admin_t *ad, admin_parked_t *p, char *text)
+{
+    if (p->nenv) {
+        send_reply(ad, p, text);
+        free(text);
+    } else {
+        free(ad->direct);
+        ad->direct = text;
+    }
+    free(p->text);
+    p->text = NULL;
+}
+
+int admin_journal_fd(const admin_t *ad)
+{
+    return ad->journal ? bucketjournal_fd(ad->journal) : -1;
+}
+
+void admin_journal_done(admin_t *ad)
+{
+    if (!ad->journal)
+        return;
+    bucketjournal_done_t d;
+    bucketjournal_done(ad->journal, &d);
+    while (ad->park_count) { /* the durable ones, oldest first */
+        admin_parked_t *p = &ad->park[ad->park_head];
+        if (p->ticket > d.durable)
+            break;
+        log_info("bucket %s %s: durable (%.1f ms after it was asked)", p->name,
+                 p->is_set ? "set" : "removed", (mono_now() - p->t0) * 1e3);
+        char *text = p->text;
+        p->text = NULL;
+        finish_parked(ad, p, text);
+        ad->park_head = (ad->park_head + 1) % BUCKETJOURNAL_PENDING_MAX;
+        ad->park_count--;
+    }
+    if (d.rc == 0)
+        return;
+    log_error("the journal of %s: a write failed: %s", ad->path, d.msg);
+    /* The failed ones are the newest parked (every one after the first
+     * failed failed too): undone newest first, each answered. */
+    while (ad->park_count) {
+        size_t k = (ad->park_head + ad->park_count - 1) % BUCKETJOURNAL_PENDING_MAX;
+        admin_parked_t *p = &ad->park[k];
+        if (p->ticket < d.failed_from || p->ticket > d.failed_to)
+            break;
+        undo_parked(ad, p);
+        log_error("bucket %s: not %s, undone: %s", p->name, p->is_set ? "set" : "removed",
+                  d.msg);
+        finish_parked(ad, p, dump_reply(reply_error("io", d.msg)));
+        ad->park_count--;
+    }
+}
+
+size_t admin_settle(admin_t *ad, double timeout_s)
+{
+    if (!ad->journal || !ad->park_count)
+        return 0;
+    bucketjournal_flush(ad->journal, timeout_s);
+    admin_journal_done(ad);
+    return ad->park_count;
+}
+
 char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t *p)
 {
-    return dump_reply(admin_request(ad, data, len, p));
+    ad->parking = -1;
+    char *text = dump_reply(admin_request(ad, data, len, p));
+    if (ad->parking < 0)
+        return text;
+    admin_parked_t *slot = &ad->park[ad->parking];
+    ad->parking = -1;
+    slot->text = text;
+    memcpy(slot->env, ad->cur.env, sizeof slot->env);
+    memcpy(slot->envl, ad->cur.envl, sizeof slot->envl);
+    slot->nenv = ad->cur.nenv;
+    if (slot->nenv) /* admin_drain(): the reply waits for the disk */
+        return NULL;
+    /* No socket: wait for the disk here. */
+    admin_settle(ad, -1);
+    text = ad->direct;
+    ad->direct = NULL;
+    return text;
+}
+
+/* Reads the rest of a message whose frame `more` says more follow. */
+static void skip_frames(admin_t *ad, int more)
+{
+    while (more) {
+        zmq_msg_t x;
+        zmq_msg_init(&x);
+        if (zmq_msg_recv(&x, ad->sock, 0) < 0) {
+            zmq_msg_close(&x);
+            break;
+        }
+        more = zmq_msg_more(&x);
+        zmq_msg_close(&x);
+    }
 }
 
 void admin_drain(admin_t *ad)
 {
     for (;;) {
+        /* ROUTER: the envelope (the peer's routing id, then the empty
+         * delimiter a REQ client puts), then one body frame. */
+        admin_parked_t *env = &ad->cur;
+        env->nenv = 0;
         zmq_msg_t msg;
-        zmq_msg_init(&msg);
-        if (zmq_msg_recv(&msg, ad->sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&msg);
-            return;
+        int more = 1, bad = 0;
+        for (;;) {
+            zmq_msg_init(&msg);
+            if (zmq_msg_recv(&msg, ad->sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&msg);
+                if (env->nenv) /* the rest of a message comes at once */
+                    log_warn("admin request cut short");
+                env->nenv = 0;
+                return;
+            }
+            more = zmq_msg_more(&msg);
+            size_t n = zmq_msg_size(&msg);
+            if (env->nenv == 0 || (more && env->envl[env->nenv - 1] != 0)) {
+                if (env->nenv == ADMIN_ENV_FRAMES || n > sizeof env->env[0] || !more) {
+                    bad = 1; /* not a REQ client's envelope */
+                    zmq_msg_close(&msg);
+                    break;
+                }
+                memcpy(env->env[env->nenv], zmq_msg_data(&msg), n);
+                env->envl[env->nenv++] = n;
+                zmq_msg_close(&msg);
+                continue;
+            }
+            break; /* the body */
         }
-        /* REP: a multipart request is read whole, answered once. */
-        int more = zmq_msg_more(&msg);
+        if (bad) {
+            skip_frames(ad, more);
+            env->nenv = 0;
+            continue;
+        }
         proto_peer_t peer;
         proto_peer_get(&msg, &peer);
+        size_t before = ad->park_count;
         char *text = more ? dump_reply(reply_error("bad_request", "one frame per request"))
                           : admin_answer(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);
+        int parked = ad->park_count > before; /* its reply waits for the disk */
         zmq_msg_close(&msg);
-        while (more) {
-            zmq_msg_t x;
-            zmq_msg_init(&x);
-            if (zmq_msg_recv(&x, ad->sock, 0) < 0) {
-                zmq_msg_close(&x);
-                break;
-            }
-            more = zmq_msg_more(&x);
-            zmq_msg_close(&x);
-        }
-        const char *out = text ? text : "{\"v\":1,\"ok\":false,\"error\":\"internal\","
-                                        "\"message\":\"out of memory\"}";
-        if (zmq_send(ad->sock, out, strlen(out), 0) < 0)
-            log_warn("admin reply failed: %s", zmq_strerror(zmq_errno()));
+        skip_frames(ad, more);
+        if (!parked)
+            send_reply(ad, env, text);
         free(text);
+        env->nenv = 0;
     }
 }

@@ -1,4 +1,4 @@
-/* admin.h - bqos-controller's admin endpoint: the REP socket bqos-ctl talks to, its commands (a table: status, status_node, status_bucket, history, buckets, set, remove, reload, import, diff), and the configuration changes they and SIGHUP make.
+/* admin.h - bqos-controller's admin endpoint: the ROUTER socket bqos-ctl (REQ) talks to, a change's reply held until its journal line is durable, its commands (a table: status, status_node, status_bucket, history, buckets, set, remove, reload, import, diff), and the configuration changes they and SIGHUP make.
  *
  * Requests and replies are one JSON object each ({"v":1,"cmd":...}; the
  * protocol is in docs/controller.md).  An admin_t belongs to the
@@ -25,8 +25,33 @@
  * one past this bound: its CTL_REQUEST_MAX is this value). */
 #define ADMIN_REQUEST_MAX 65536
 
+/* How long a stop waits for changes still waiting for the disk (seconds):
+ * SIGTERM is answered within a second. */
+#define ADMIN_STOP_WAIT 0.5
+
+/* A change waiting for the journal's disk (its reply held until it is
+ * durable), with what undoes it if the write fails. */
+#define ADMIN_ENV_FRAMES 4
 typedef struct {
-    void *sock;              /* bound REP (borrowed: the caller closes it) */
+    uint64_t ticket;         /* the journal's */
+    char *text;              /* the reply once durable (owned) */
+    unsigned char env[ADMIN_ENV_FRAMES][256]; /* the ROUTER envelope */
+    size_t envl[ADMIN_ENV_FRAMES];
+    int nenv;                /* 0: asked through admin_answer() */
+    int is_set, was;         /* a set (else a remove); was: the bucket's
+                                index before, -1 new */
+    char name[BUCKETFILE_NAME_MAX + 1]; /* the bucket set or removed */
+    bucketfile_bucket_t old; /* what it was (its name the table's) */
+    uint64_t version_before; /* the table's version before */
+    admission_sums_t sums_before;
+    double t0;               /* when it was asked (mono_now()) */
+} admin_parked_t;
+
+typedef struct {
+    void *sock;              /* bound ROUTER (borrowed: the caller closes
+                                it): REQ clients; a change's reply waits
+                                for the disk while other requests are
+                                answered */
     const char *path;        /* the bucket file (borrowed) */
     admission_mode_t mode;   /* what a refused admission does */
     ctrl_t *ctrl;            /* borrowed */
@@ -54,10 +79,22 @@ typedef struct {
     bucketjournal_t *journal;
     admission_sums_t sums;   /* ad->bf's reservations (admission by deltas) */
     int sums_ok;             /* sums are ad->bf's (0: computed at first use) */
+    /* Changes made to ad->bf and ctrl whose journal line is not yet
+     * durable, oldest first (a ring): their replies wait (issue 26). */
+    admin_parked_t park[BUCKETJOURNAL_PENDING_MAX];
+    size_t park_head, park_count;
+    int parking;             /* the request being run parked its reply in
+                                this slot (-1: none) */
+    admin_parked_t cur;      /* admin_drain(): the request's envelope
+                                (env, envl, nenv; 0 outside it) */
+    char *direct;            /* admin_answer(): a parked change's reply */
 } admin_t;
 
 /* Frees what the admin endpoint owns besides ad->bf (the journal: a
- * compaction in progress is waited for).  For the end of the program. */
+ * compaction in progress is waited for).  For the end of the program,
+ * after admin_settle(): changes still parked are answered "shutting down"
+ * and the journal is left to the exit (its writer may be in a slow
+ * fdatasync: the process does not wait for it). */
 void admin_close(admin_t *ad);
 
 /* Logs the rule analysis's warnings (rules_analyze(): rules that can never
@@ -67,6 +104,21 @@ void admin_close(admin_t *ad);
  * with. */
 void admin_log_rules(const bucketfile_t *bf, const char *source);
 
+/* The journal's eventfd for the loop's poll (readable when parked changes
+ * became durable or failed), or -1 when there is no journal. */
+int admin_journal_fd(const admin_t *ad);
+
+/* Replies to the parked changes the journal finished: the reply held for
+ * a durable one; for a failed one (and every change parked after it,
+ * made on top of it) the change is undone in ad->bf and ctrl, newest
+ * first, and the reply is the error (io).  On the loop's thread. */
+void admin_journal_done(admin_t *ad);
+
+/* Waits at most timeout_s (< 0: no bound) for the parked changes, then
+ * admin_journal_done().  Returns how many are still parked.  For a
+ * whole-table change (reload, import) and the end of the program. */
+size_t admin_settle(admin_t *ad, double timeout_s);
+
 /* Answers every request waiting on the socket, without blocking.  A
  * request that is not understood gets an error reply; a reply that cannot
  * be sent is logged. */
@@ -74,7 +126,8 @@ void admin_drain(admin_t *ad);
 
 /* The reply to one request, `len` bytes at data (borrowed), from sender p
  * (proto_peer_get(); unused without ad->auth): the command run or refused,
- * as admin_drain() does for each request; no socket is touched.  Returns
+ * as admin_drain() does for each request; no socket is touched; a change
+ * is waited for until durable.  Returns
  * the reply's JSON text (caller frees it with free()), or NULL when out of
  * memory. */
 char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t *p);

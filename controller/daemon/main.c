@@ -804,7 +804,7 @@ int main(int argc, char **argv)
     if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
                               AUTH_DOMAIN_NODES, node_msg_max(set.max_names))))
-        a.asock = bind_sock(a.zctx, ZMQ_REP, set.admin, a.auth.zap ? &key : NULL,
+        a.asock = bind_sock(a.zctx, ZMQ_ROUTER, set.admin, a.auth.zap ? &key : NULL,
                             AUTH_DOMAIN_ADMIN, ADMIN_REQUEST_MAX);
     explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
     if (!a.asock)
@@ -876,12 +876,16 @@ int main(int argc, char **argv)
             tmo = 0;
         /* the node and admin sockets, the signals; then, when on, the
          * metrics thread's wake-ups and the CURVE handler's three sockets */
-        zmq_pollitem_t items[7] = {
+        zmq_pollitem_t items[8] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
         };
-        int ni = 3, imd = -1, izap = -1;
+        int ni = 3, imd = -1, izap = -1, ij = -1;
+        if (admin_journal_fd(&a.admin) >= 0) { /* parked changes became durable */
+            ij = ni;
+            items[ni++] = (zmq_pollitem_t){NULL, admin_journal_fd(&a.admin), ZMQ_POLLIN, 0};
+        }
         if (a.md) {
             imd = ni;
             items[ni++] = (zmq_pollitem_t){NULL, metricsd_fd(a.md), ZMQ_POLLIN, 0};
@@ -901,6 +905,8 @@ int main(int argc, char **argv)
         }
         if (items[0].revents & ZMQ_POLLIN)
             nodes_drain(&a.nodes);
+        if (ij >= 0 && (items[ij].revents & ZMQ_POLLIN))
+            admin_journal_done(&a.admin);
         if (items[1].revents & ZMQ_POLLIN)
             admin_drain(&a.admin);
         if (items[2].revents & ZMQ_POLLIN)
@@ -918,6 +924,10 @@ int main(int argc, char **argv)
     }
     notify_stopping();
     stopguard_stopping(guard); /* what follows is bounded too */
+    /* Changes waiting for the disk: answered if it takes them soon, else
+     * answered "not known" by admin_close() (SIGTERM within a second). */
+    if (admin_settle(&a.admin, ADMIN_STOP_WAIT) > 0)
+        log_warn("the disk did not take the journal within %.1f s", ADMIN_STOP_WAIT);
     status = 0;
 out:
     if (a.etcd) /* first: the guard may end a slow stop (stopguard_stopping()) */
@@ -929,6 +939,7 @@ out:
         etcd_destroy(&a.etcd);
         curl_global_cleanup();
     }
+    admin_close(&a.admin); /* answers changes still waiting: before the socket closes */
     if (a.router)
         zmq_close(a.router);
     if (a.asock)
@@ -940,7 +951,6 @@ out:
         close(a.sigfd);
     nodes_clear(&a.nodes);
     ctrl_destroy(&a.ctrl);
-    admin_close(&a.admin);
     bucketfile_destroy(&a.admin.bf);
     bucketfile_destroy(&bf);
     stopguard_stop(&guard);
