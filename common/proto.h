@@ -65,14 +65,24 @@ typedef enum {
     PROTO_GOODBYE = 6,   /* node -> ctl: leaving cleanly */
     PROTO_ERROR = 7,     /* ctl -> node: "code" says why a message was
                             refused, e.g. "unknown_node": send hello again */
-    PROTO_RULES = 8      /* ctl -> node: the rule list (issue 27): header
+    PROTO_RULES = 8,     /* ctl -> node: the rule list (issue 27): header
                             "rules" (its version, >= 1), one frame of its
                             JSON text (common/rules.h; 0..PROTO_RULES_MAX
                             bytes, "" = no rules).  A node that predates it
                             refuses it as an unknown type (PROTO_E_TYPE). */
+    PROTO_NAMES = 9      /* either way, after a hello and welcome that said
+                            "parts": one part of the sender's table (header
+                            table, names_at, names_of; names frame, and
+                            ctl->node weights/shadow).  docs/protocol.md
+                            "Names in parts".  A peer that predates it
+                            refuses it (PROTO_E_TYPE); it is never sent
+                            to one. */
 } proto_type_t;
 
 #define PROTO_RULES_MAX (1u << 20) /* bytes of a rules message's text */
+#define PROTO_PART_BYTES 65536u    /* a part's names frame (names message,
+                                      or a hello/welcome with names_of) is
+                                      at most this many bytes */
 
 /* Why a message was rejected.  Index into proto_stats_t.rejected. */
 typedef enum {
@@ -249,6 +259,19 @@ typedef struct {
  *             bases, the others do not (and clear theirs)
  *   report: regrant (optional, 0 or 1): the node saw a gap in gseq and
  *             renewed nothing: send every grant again
+ *   names     table*, names_at*, names_of*, names* (>= 1), weights and
+ *             shadow (optional, ctl->node): names [names_at, names_at +
+ *             names) of the sender's table `table`, which has names_of
+ *             names; the names frame at most PROTO_PART_BYTES
+ *   hello, welcome: parts (optional, 0 or 1): hello: the node takes and
+ *             sends tables in parts; welcome: the controller does.
+ *             names_of (optional, with names): the names frame is the
+ *             first part (names_at 0, at most PROTO_PART_BYTES) of a table
+ *             of names_of names; the rest follows in names messages
+ *   report, heartbeat (node->ctl), welcome, tokens, heartbeat (ctl->node):
+ *             peer_names (optional, 0..2^53): the sender holds only the
+ *             first peer_names names of the receiver's table peer_table
+ *             (absent: all of them)
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -302,6 +325,20 @@ typedef struct {
     uint64_t gseq;
     size_t based;
     int regrant;
+    /* Names in parts (docs/protocol.md "Names in parts"): parts (hello:
+     * can; welcome: will); names_at / names_of (names message; hello and
+     * welcome with names_of > 0: a first part, names_at 0): where the names
+     * frame sits in the sender's table and its size; has_peer_names /
+     * peer_names: the sender holds only the first peer_names names of the
+     * receiver's table (has_peer_names 0: all). */
+    int parts;
+    uint64_t names_at, names_of;
+    int has_peer_names;
+    uint64_t peer_names;
+    /* decode: when a message is refused for its names frame, the byte
+     * offset in that frame of the name at fault (the frame's length when
+     * the frame as a whole is wrong); else 0.  Kept after the refusal. */
+    size_t bad_at;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */

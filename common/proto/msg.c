@@ -13,6 +13,7 @@ const char *const proto__type_names[NTYPES] = {
     [PROTO_REPORT] = "report",       [PROTO_TOKENS] = "tokens",
     [PROTO_HEARTBEAT] = "heartbeat", [PROTO_GOODBYE] = "goodbye",
     [PROTO_ERROR] = "error",         [PROTO_RULES] = "rules",
+    [PROTO_NAMES] = "names",
 };
 
 static const char *const reason_names[PROTO_E__COUNT] = {
