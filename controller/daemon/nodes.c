@@ -213,6 +213,161 @@ static int send_error(nodes_t *ns, const char *node, const char *code, const cha
     return send_id(ns, ns->id, ns->idlen, node, &m);
 }
 
+/* ---- names in parts -------------------------------------------------------- */
+
+/* How many names of names[n] from `from` on fit one part (none if the
+ * first does not: names are at most 251 bytes, a part 64 KiB). */
+static size_t part_len(const char *const *names, size_t n, size_t from)
+{
+    size_t bytes = 0, k = 0;
+    while (from + k < n) {
+        size_t l = strlen(names[from + k]) + 1;
+        if (bytes + l > PROTO_PART_BYTES)
+            break;
+        bytes += l;
+        k++;
+    }
+    return k;
+}
+
+#define PART_SHADOW_MAX 2048 /* bytes of a part's shadow list (the header's
+                                4 KiB hold it and the rest) */
+
+/* The shadow list `all` (the whole table's, ascending) cut to the indexes
+ * [from, from + *k), made relative to `from`, into buf[PART_SHADOW_MAX];
+ * *k shrinks to end before an index that does not fit (at least 1 stays:
+ * an index takes at most 8 bytes). */
+static void part_shadow(const char *all, size_t from, size_t *k, char *buf)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const char *p = all ? all : ""; *p;) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || v >= from + *k)
+            break;
+        if (v >= from) {
+            char t[24];
+            int l = snprintf(t, sizeof t, "%s%llu", n ? "," : "", v - from);
+            if (n + (size_t)l + 1 > PART_SHADOW_MAX) {
+                *k = v - from;
+                break;
+            }
+            memcpy(buf + n, t, (size_t)l + 1);
+            n += (size_t)l;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+}
+
+/* Makes m (a names or welcome message) carry the part of our table from
+ * `from` on, its shadow list in shbuf[PART_SHADOW_MAX].  Returns how many
+ * names it carries; the whole table (no names_of) when it all fits and
+ * `from` is 0. */
+static size_t fill_part(nodes_t *ns, proto_msg_t *m, size_t from, char *shbuf)
+{
+    const char *const *names;
+    size_t n;
+    m->table = ctrl_table(ns->ctrl, &names, &n);
+    size_t k = part_len(names, n, from);
+    part_shadow(ctrl_table_shadow(ns->ctrl), from, &k, shbuf);
+    m->has_names = 1;
+    m->names = (const char **)names + from;
+    m->nnames = k;
+    m->has_weights = 1;
+    m->weights = ctrl_table_weights(ns->ctrl) + from;
+    m->shadow = shbuf;
+    m->names_at = from;
+    m->names_of = from == 0 && k == n ? 0 : n;
+    return k;
+}
+
+/* Sends registered node `node` (peer p) the next parts of our table, at
+ * most `budget`; returns how many went.  Restarts at 0 for a new table
+ * generation, and from what the node acknowledged when that has not moved
+ * for NODES_PART_STALL rounds (a part lost to a full queue). */
+static int send_parts(nodes_t *ns, int node, nodes_peer_t *p, int budget)
+{
+    size_t n;
+    uint32_t gen = ctrl_table(ns->ctrl, NULL, &n);
+    if (p->tx_gen != gen) {
+        p->tx_gen = gen;
+        p->tx_next = p->tx_acked = 0;
+        p->tx_idle = 0;
+    }
+    if (p->tx_next > p->tx_acked && ++p->tx_idle >= NODES_PART_STALL) {
+        p->tx_next = p->tx_acked; /* go back */
+        p->tx_idle = 0;
+    }
+    int sent = 0;
+    while (sent < budget && p->tx_next < n && p->tx_next - p->tx_acked < NODES_PART_WINDOW) {
+        proto_msg_t m;
+        proto_msg_init(&m);
+        m.type = PROTO_NAMES;
+        char sh[PART_SHADOW_MAX];
+        size_t k = fill_part(ns, &m, p->tx_next, sh);
+        if (m.names_of == 0)
+            m.names_of = n; /* a names message is always a part */
+        if (k == 0 || send_node(ns, node, &m) < 0)
+            break;
+        p->tx_next += k;
+        sent++;
+        ns->parts_sent++;
+    }
+    return sent;
+}
+
+/* A registered parts node's report or heartbeat said how much of our table
+ * it holds: a partial table (peer_names) moves the parts on and is not the
+ * table held for ctrl (m->peer_table cleared); a whole one is. */
+static void note_ack(nodes_peer_t *p, proto_msg_t *m)
+{
+    if (!p || !p->parts || !m->has_peer_names)
+        return;
+    if (m->peer_table && m->peer_table == p->tx_gen && m->peer_names > p->tx_acked) {
+        p->tx_acked = (size_t)m->peer_names;
+        p->tx_idle = 0;
+        if (p->tx_next < p->tx_acked)
+            p->tx_next = p->tx_acked;
+    }
+    m->peer_table = 0;
+}
+
+/* A part of a registered node's table (a names message). */
+static void on_names(nodes_t *ns, const proto_msg_t *m, int node)
+{
+    nodes_peer_t *p = peer_at(ns, node);
+    int rc = ctrl_node_table_part(ns->ctrl, node, m->table, (size_t)m->names_at, m->names,
+                                  m->nnames);
+    uint64_t q;
+    if (rc == 0) {
+        ns->parts_taken++;
+    } else if (rc == -ESTALE) {
+        ns->parts_stale++; /* out of order: our acknowledgement says where */
+    } else if (rc == -E2BIG) {
+        if (p && !p->rx_capped) {
+            const ctrl_config_t *cc = ctrl_config(ns->ctrl);
+            size_t nb;
+            ctrl_table(ns->ctrl, NULL, &nb);
+            char text[sizeof m->text];
+            snprintf(text, sizeof text, "%zu names held: at most the %zu buckets plus %d "
+                     "(--max-names); the rest get no tokens", ctrl_node_table_size(ns->ctrl, node),
+                     nb, cc->max_names);
+            if (warn_ok(ns, NODES_WARN_TABLE, &q))
+                log_warn("node %s: %s (%llu such not logged)", m->node, text,
+                         (unsigned long long)q);
+            send_error(ns, m->node, "too_many_names", text);
+            p->rx_capped = 1;
+        }
+    } else {
+        proto_stats_note(&ns->pst, PROTO_E_NAMES);
+        if (warn_ok(ns, NODES_WARN_TABLE, &q))
+            log_warn("node %s: a part of its table refused: %s (%llu such not logged)", m->node,
+                     rc == -EINVAL ? "a name it declared already" : strerror(-rc),
+                     (unsigned long long)q);
+    }
+}
+
 void nodes_hail_unknown(nodes_t *ns)
 {
     for (int i = 0; i < ns->nunknown; i++) {
@@ -281,13 +436,27 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
         return;
     }
     nodes_push_rules(ns);
-    for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
+    int nn = ctrl_nnodes(ns->ctrl), parts = NODES_PARTS_ROUND;
+    for (int k = 0; k < nn && parts > 0; k++) { /* parts first, in turn */
+        int i = (ns->part_rr + k) % nn;
+        nodes_peer_t *p = peer_at(ns, i);
+        if (p && p->parts && ctrl_node_up(ns->ctrl, i) && ctrl_node_needs_names(ns->ctrl, i))
+            parts -= send_parts(ns, i, p, parts < NODES_PARTS_NODE ? parts : NODES_PARTS_NODE);
+    }
+    ns->part_rr = nn ? (ns->part_rr + 1) % nn : 0;
+    for (int i = 0; i < nn; i++) {
         proto_msg_t m;
         proto_msg_init(&m);
         push_to_t to;
         nodes_peer_t *p = peer_at(ns, i);
         if (push_msg(ns->ctrl, i, res->skipped, p ? &p->grants : NULL, &m, &to) < 0)
             continue; /* down */
+        if (p && p->parts) { /* our table goes in parts; we say how much of its we hold */
+            m.has_names = m.has_weights = 0;
+            m.shadow = NULL;
+            m.has_peer_names = 1;
+            m.peer_names = ctrl_node_table_size(ns->ctrl, i);
+        }
         pclock_fill_timing(ns->clk, &m, now);
         if (p && p->want_full && p->sparse) {
             m.full = 1; /* until a full report comes */
@@ -366,8 +535,15 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     uint32_t tag = 0;
     int tagged = proto_node_id_split(ns->id, ns->idlen, m->node, &tag);
     uint64_t instance = tagged == 1 && tag == proto_instance_tag(m->instance) ? m->instance : 0;
+    int parts = m->parts || m->names_of; /* a first part means it does */
+    size_t first = m->nnames, nb;
+    ctrl_table(ns->ctrl, NULL, &nb);
+    size_t most = nb + (size_t)ctrl_config(ns->ctrl)->max_names;
+    if (m->names_of && first > most)
+        first = most; /* a part is never refused for its size: we hold what
+                         we may, and say so with our peer_names */
     int node = ctrl_node_hello(ns->ctrl, m->node, instance, m->capacity, m->table, m->names,
-                           m->nnames);
+                               first);
     if (node == -EEXIST) {
         refuse_duplicate(ns, m, instance, now);
         return;
@@ -403,11 +579,17 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         p->want_full = 0; /* its first report after the welcome is full */
         p->sparse = m->sparse;
         push_grants_session(&p->grants, m->renew); /* a new session */
+        p->parts = parts;
+        p->tx_gen = 0; /* our table goes from 0 */
+        p->tx_next = p->tx_acked = 0;
+        p->tx_idle = 0;
+        p->rx_capped = 0;
     }
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
     note_clock(ns, m, node, now);
-    log_info("node %s registered (%zu buckets, capacity %llu IOs/s)", m->node, m->nnames,
+    log_info("node %s registered (%zu buckets%s, capacity %llu IOs/s)", m->node,
+             (size_t)(m->names_of ? m->names_of : m->nnames), m->names_of ? ", names in parts" : "",
              (unsigned long long)m->capacity);
     const char *const *names;
     size_t n;
@@ -416,13 +598,23 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.type = PROTO_WELCOME;
     pclock_fill_timing(ns->clk, &w, mono_now());
     w.peer_table = m->table;
-    w.table = ctrl_table(ns->ctrl, &names, &n);
-    w.has_names = 1;
-    w.nnames = n;
-    w.names = (const char **)names;
-    w.has_weights = 1;
-    w.weights = ctrl_table_weights(ns->ctrl);
-    w.shadow = ctrl_table_shadow(ns->ctrl);
+    char sh[PART_SHADOW_MAX];
+    if (p && parts) { /* the first part (or the whole table if it fits one) */
+        w.parts = 1;
+        w.has_peer_names = 1;
+        w.peer_names = ctrl_node_table_size(ns->ctrl, node);
+        size_t k = fill_part(ns, &w, 0, sh);
+        p->tx_gen = w.table;
+        p->tx_next = k;
+    } else {
+        w.table = ctrl_table(ns->ctrl, &names, &n);
+        w.has_names = 1;
+        w.nnames = n;
+        w.names = (const char **)names;
+        w.has_weights = 1;
+        w.weights = ctrl_table_weights(ns->ctrl);
+        w.shadow = ctrl_table_shadow(ns->ctrl);
+    }
     w.sparse = 1; /* we take sparse reports */
     w.renew = p && m->renew; /* changed grants only, if it can */
     /* the rules in force follow the welcome, which says so (issue 27): a
@@ -570,6 +762,8 @@ void nodes_drain(nodes_t *ns)
                 p->seq = m->seq;
         }
         double t1 = mono_now();
+        if (m->type == PROTO_REPORT || m->type == PROTO_HEARTBEAT)
+            note_ack(p, m);
         switch (m->type) {
         case PROTO_REPORT:
             note_clock(ns, m, node, now);
@@ -577,6 +771,10 @@ void nodes_drain(nodes_t *ns)
             break;
         case PROTO_HEARTBEAT:
             ctrl_node_seen(ns->ctrl, node, m->peer_table);
+            break;
+        case PROTO_NAMES:
+            ctrl_node_seen(ns->ctrl, node, 0);
+            on_names(ns, m, node);
             break;
         case PROTO_GOODBYE:
             ctrl_node_goodbye(ns->ctrl, node);

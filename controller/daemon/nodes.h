@@ -44,7 +44,29 @@ typedef struct {
                               hold may differ from what it assumes; the
                               next message to it asks for a full report */
     push_grants_t grants;  /* changed grants only: its bases (push.h) */
+    /* Names in parts (docs/protocol.md "Names in parts"): its hello
+     * offered them.  Our table goes to it part by part: tx_gen is the
+     * generation being sent, tx_next the next index to send, tx_acked how
+     * many of its names the node says it holds, tx_idle the rounds that
+     * acknowledgement has not moved while parts were out (go back at
+     * NODES_PART_STALL).  rx_capped: its table passed what we hold (told
+     * once a session). */
+    int parts;
+    uint32_t tx_gen;
+    size_t tx_next, tx_acked;
+    int tx_idle;
+    int rx_capped;
 } nodes_peer_t;
+
+/* Names in parts: at most this many parts (PROTO_PART_BYTES each) go to
+ * one node per round and to every node together per round; a node is sent
+ * at most NODES_PART_WINDOW names beyond what it acknowledged, and the
+ * parts go again from there when the acknowledgement has not moved for
+ * NODES_PART_STALL rounds. */
+#define NODES_PARTS_NODE 16
+#define NODES_PARTS_ROUND 64
+#define NODES_PART_WINDOW 262144
+#define NODES_PART_STALL 3
 
 /* An unregistered process that wrote to a fenced controller: its routing id
  * (name and instance tag, proto_node_id()) and its name. */
@@ -75,6 +97,9 @@ typedef struct {
     proto_enc_t enc;       /* encoder buffers, reused */
     proto_stats_t pst;     /* messages accepted and rejected, by reason */
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
+    uint64_t parts_sent, parts_taken, parts_stale; /* names in parts: sent,
+                              taken from nodes, out of order (ignored) */
+    int part_rr;           /* the node the next round's parts start at */
     uint64_t reports_sparse, reports_full, full_asked; /* reports by kind;
                               messages that asked a node for a full one */
     uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
@@ -125,7 +150,9 @@ void nodes_clear(nodes_t *ns);
 void nodes_drain(nodes_t *ns);
 
 /* Sends every up node its token records of the round just computed, or a
- * heartbeat if the round was skipped (`res`) or there is nothing to say.
+ * heartbeat if the round was skipped (`res`) or there is nothing to say;
+ * before them, to nodes that take names in parts and lack our table, its
+ * next parts (NODES_PARTS_NODE / NODES_PARTS_ROUND at most).
  * A send that fails (full queue, node gone) is counted and dropped. */
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now);
 
