@@ -590,6 +590,10 @@ int proto_recv_peer(void *sock, void *identity, size_t idcap, size_t *idlen,
 /* Returns the type's wire name ("hello", ...) or NULL. */
 const char *proto_type_str(proto_type_t t);
 
+/* Names in parts: how many of names[n] from `from` on fit one part
+ * (PROTO_PART_BYTES with their NULs; 0 when from >= n).  Pure. */
+size_t proto_part_len(const char *const *names, size_t n, size_t from);
+
 /* Returns 0 if `name` (`len` bytes) is a valid node/bucket name: 1..250
  * bytes, no NUL, no whitespace or control characters; else -EINVAL. */
 int proto_name_check(const char *name, size_t len);

@@ -30,6 +30,19 @@ int proto_shadow_check(const char *s, size_t len, size_t nnames)
     return 0;
 }
 
+size_t proto_part_len(const char *const *names, size_t n, size_t from)
+{
+    size_t bytes = 0, k = 0;
+    while (from + k < n) {
+        size_t l = strlen(names[from + k]) + 1;
+        if (bytes + l > PROTO_PART_BYTES)
+            break;
+        bytes += l;
+        k++;
+    }
+    return k;
+}
+
 /* Validates a message for encoding (internal.h).  Returns 0 or -EINVAL. */
 int proto__check(const proto_msg_t *m)
 {

@@ -101,7 +101,7 @@ static inline int type_has_instance(proto_type_t t)
 static inline int type_has_epoch(proto_type_t t)
 {
     return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT || t == PROTO_ERROR ||
-           t == PROTO_RULES;
+           t == PROTO_RULES || t == PROTO_NAMES;
 }
 /* What a node sends a controller (hello, report) may carry the epoch the
  * node follows, under its own key "follows": a controller that predates it

@@ -215,21 +215,6 @@ static int send_error(nodes_t *ns, const char *node, const char *code, const cha
 
 /* ---- names in parts -------------------------------------------------------- */
 
-/* How many names of names[n] from `from` on fit one part (none if the
- * first does not: names are at most 251 bytes, a part 64 KiB). */
-static size_t part_len(const char *const *names, size_t n, size_t from)
-{
-    size_t bytes = 0, k = 0;
-    while (from + k < n) {
-        size_t l = strlen(names[from + k]) + 1;
-        if (bytes + l > PROTO_PART_BYTES)
-            break;
-        bytes += l;
-        k++;
-    }
-    return k;
-}
-
 #define PART_SHADOW_MAX 2048 /* bytes of a part's shadow list (the header's
                                 4 KiB hold it and the rest) */
 
@@ -269,7 +254,7 @@ static size_t fill_part(nodes_t *ns, proto_msg_t *m, size_t from, char *shbuf)
     const char *const *names;
     size_t n;
     m->table = ctrl_table(ns->ctrl, &names, &n);
-    size_t k = part_len(names, n, from);
+    size_t k = proto_part_len(names, n, from);
     part_shadow(ctrl_table_shadow(ns->ctrl), from, &k, shbuf);
     m->has_names = 1;
     m->names = (const char **)names + from;
