@@ -327,6 +327,9 @@ static void on_names(nodes_t *ns, const proto_msg_t *m, int node)
     uint64_t q;
     if (rc == 0) {
         ns->parts_taken++;
+        if (m->names_at + m->nnames == m->names_of)
+            log_info("node %s: its table is whole (%llu names, in parts)", m->node,
+                     (unsigned long long)m->names_of);
     } else if (rc == -ESTALE) {
         ns->parts_stale++; /* out of order: our acknowledgement says where */
     } else if (rc == -E2BIG) {

@@ -670,6 +670,8 @@ static int take_ctl_part(agent_t *a, const proto_msg_t *m, int fresh)
     if (a->ctl_have < a->ctl_n)
         return 0;
     table_end(a);
+    if (a->peer)
+        log_info("controller %s: its table is whole (%zu buckets, in parts)", a->peer, a->ctl_n);
     return 1;
 }
 
