@@ -83,6 +83,9 @@ typedef enum {
 #define PROTO_PART_BYTES 65536u    /* a part's names frame (names message,
                                       or a hello/welcome with names_of) is
                                       at most this many bytes */
+#define PROTO_PART_NAMES 4096u     /* ... and holds at most this many names
+                                      (what taking one costs the receiver's
+                                      loop: a few ms) */
 
 /* Why a message was rejected.  Index into proto_stats_t.rejected. */
 typedef enum {
@@ -262,7 +265,8 @@ typedef struct {
  *   names     table*, names_at*, names_of*, names* (>= 1), weights and
  *             shadow (optional, ctl->node): names [names_at, names_at +
  *             names) of the sender's table `table`, which has names_of
- *             names; the names frame at most PROTO_PART_BYTES
+ *             names; the names frame at most PROTO_PART_BYTES and
+ *             PROTO_PART_NAMES names
  *   hello, welcome: parts (optional, 0 or 1): hello: the node takes and
  *             sends tables in parts; welcome: the controller does.
  *             names_of (optional, with names): the names frame is the
@@ -591,7 +595,8 @@ int proto_recv_peer(void *sock, void *identity, size_t idcap, size_t *idlen,
 const char *proto_type_str(proto_type_t t);
 
 /* Names in parts: how many of names[n] from `from` on fit one part
- * (PROTO_PART_BYTES with their NULs; 0 when from >= n).  Pure. */
+ * (PROTO_PART_BYTES with their NULs, PROTO_PART_NAMES names; 0 when
+ * from >= n).  Pure. */
 size_t proto_part_len(const char *const *names, size_t n, size_t from);
 
 /* Returns 0 if `name` (`len` bytes) is a valid node/bucket name: 1..250

@@ -1888,6 +1888,28 @@ START_TEST(test_proto_name_parts)
     m.names = many;
     m.nnames = 300; /* 300 x 251 bytes > 64 KiB */
     ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    /* at most PROTO_PART_NAMES names, however short */
+    const char **shortn = calloc(PROTO_PART_NAMES + 1, sizeof *shortn);
+    char (*sn)[8] = calloc(PROTO_PART_NAMES + 1, sizeof *sn);
+    ck_assert(shortn && sn);
+    for (unsigned i = 0; i <= PROTO_PART_NAMES; i++) {
+        snprintf(sn[i], sizeof sn[i], "%u", i);
+        shortn[i] = sn[i];
+    }
+    const char **keep = m.names;
+    m.names = shortn;
+    m.nnames = PROTO_PART_NAMES + 1;
+    m.names_of = PROTO_PART_NAMES + 1;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    ck_assert_uint_eq(proto_part_len(shortn, PROTO_PART_NAMES + 1, 0), PROTO_PART_NAMES);
+    ck_assert_uint_eq(proto_part_len(shortn, PROTO_PART_NAMES + 1, PROTO_PART_NAMES), 1);
+    ck_assert_uint_eq(proto_part_len(keep, 300, 0), PROTO_PART_BYTES / (PROTO_NAME_MAX + 1));
+    m.nnames = PROTO_PART_NAMES;
+    ck_assert_int_eq(encode_rc(&m), 0);
+    free(shortn);
+    free(sn);
+    m.names = keep;
+    m.nnames = 300;
     m.names_of = 0; /* not a part: any size, as before (a tokens or welcome) */
     m.type = PROTO_WELCOME;
     set_timing(&m);

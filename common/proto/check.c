@@ -33,7 +33,7 @@ int proto_shadow_check(const char *s, size_t len, size_t nnames)
 size_t proto_part_len(const char *const *names, size_t n, size_t from)
 {
     size_t bytes = 0, k = 0;
-    while (from + k < n) {
+    while (from + k < n && k < PROTO_PART_NAMES) {
         size_t l = strlen(names[from + k]) + 1;
         if (bytes + l > PROTO_PART_BYTES)
             break;
@@ -69,7 +69,7 @@ int proto__check(const proto_msg_t *m)
         size_t bytes = 0;
         for (size_t i = 0; i < m->nnames; i++)
             bytes += m->names[i] ? strnlen(m->names[i], PROTO_NAME_MAX + 1) + 1 : 0;
-        if (bytes > PROTO_PART_BYTES)
+        if (bytes > PROTO_PART_BYTES || m->nnames > PROTO_PART_NAMES)
             return -EINVAL;
     }
     if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))

@@ -456,7 +456,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
             why = PROTO_E_TRUNCATED;
             goto out;
         }
-        if (part && frames[fi].len > PROTO_PART_BYTES) {
+        if (part && (frames[fi].len > PROTO_PART_BYTES || nnames > PROTO_PART_NAMES)) {
             why = PROTO_E_RANGE; /* a part bigger than a part may be */
             bad_at = PROTO_PART_BYTES;
             goto out;

@@ -322,14 +322,24 @@ static void note_ack(nodes_peer_t *p, proto_msg_t *m)
 static void on_names(nodes_t *ns, const proto_msg_t *m, int node)
 {
     nodes_peer_t *p = peer_at(ns, node);
+    double t0 = mono_now();
     int rc = ctrl_node_table_part(ns->ctrl, node, m->table, (size_t)m->names_at, m->names,
                                   m->nnames);
+    double took = mono_now() - t0;
     uint64_t q;
     if (rc == 0) {
         ns->parts_taken++;
+        if (p) {
+            p->rx_parts++;
+            if (took > p->rx_max)
+                p->rx_max = took;
+        }
         if (m->names_at + m->nnames == m->names_of)
-            log_info("node %s: its table is whole (%llu names, in parts)", m->node,
-                     (unsigned long long)m->names_of);
+            log_info("node %s: its table is whole (%llu names, in parts; %llu parts, %.1f s "
+                     "after its hello, the longest took %.2f ms of the loop)",
+                     m->node, (unsigned long long)m->names_of,
+                     (unsigned long long)(p ? p->rx_parts : 0),
+                     p ? mono_now() - p->t_hello : 0, p ? p->rx_max * 1000 : 0);
     } else if (rc == -ESTALE) {
         ns->parts_stale++; /* out of order: our acknowledgement says where */
     } else if (rc == -E2BIG) {
@@ -428,8 +438,27 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
     for (int k = 0; k < nn && parts > 0; k++) { /* parts first, in turn */
         int i = (ns->part_rr + k) % nn;
         nodes_peer_t *p = peer_at(ns, i);
-        if (p && p->parts && ctrl_node_up(ns->ctrl, i) && ctrl_node_needs_names(ns->ctrl, i))
-            parts -= send_parts(ns, i, p, parts < NODES_PARTS_NODE ? parts : NODES_PARTS_NODE);
+        if (!p || !p->parts || !ctrl_node_up(ns->ctrl, i))
+            continue;
+        if (ctrl_node_needs_names(ns->ctrl, i)) {
+            double t0 = mono_now();
+            int sent = send_parts(ns, i, p, parts < NODES_PARTS_NODE ? parts : NODES_PARTS_NODE);
+            double took = mono_now() - t0;
+            parts -= sent;
+            p->tx_parts += (uint64_t)sent;
+            if (took > p->tx_max)
+                p->tx_max = took;
+        } else if (p->tx_told != p->tx_gen && p->tx_gen && p->tx_parts) {
+            size_t n;
+            ctrl_table(ns->ctrl, NULL, &n);
+            ctrl_node_info_t ni;
+            ctrl_node_info(ns->ctrl, i, &ni);
+            log_info("node %s holds our table (%zu names; %llu parts after the welcome, %.1f s "
+                     "after its hello, the longest round of parts took %.2f ms of the loop)",
+                     ni.name, n, (unsigned long long)p->tx_parts, mono_now() - p->t_hello,
+                     p->tx_max * 1000);
+            p->tx_told = p->tx_gen;
+        }
     }
     ns->part_rr = nn ? (ns->part_rr + 1) % nn : 0;
     for (int i = 0; i < nn; i++) {
@@ -568,6 +597,10 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         p->sparse = m->sparse;
         push_grants_session(&p->grants, m->renew); /* a new session */
         p->parts = parts;
+        p->t_hello = now;
+        p->tx_told = 0;
+        p->rx_parts = p->tx_parts = 0;
+        p->rx_max = p->tx_max = 0;
         p->tx_gen = 0; /* our table goes from 0 */
         p->tx_next = p->tx_acked = 0;
         p->tx_idle = 0;
@@ -688,7 +721,8 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
 
 void nodes_drain(nodes_t *ns)
 {
-    for (int budget = 0; budget < 100000; budget++) {
+    double parts_s = 0; /* the loop's time on parts of nodes' tables */
+    for (int budget = 0; budget < 100000 && parts_s < NODES_PARTS_PASS_S; budget++) {
         proto_reason_t why;
         double t0 = mono_now();
         ns->idlen = 0;
@@ -763,6 +797,7 @@ void nodes_drain(nodes_t *ns)
         case PROTO_NAMES:
             ctrl_node_seen(ns->ctrl, node, 0);
             on_names(ns, m, node);
+            parts_s += mono_now() - t1;
             break;
         case PROTO_GOODBYE:
             ctrl_node_goodbye(ns->ctrl, node);

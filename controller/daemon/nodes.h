@@ -56,6 +56,11 @@ typedef struct {
     size_t tx_next, tx_acked;
     int tx_idle;
     int rx_capped;
+    uint32_t tx_told;      /* generation whose whole arrival was logged */
+    uint64_t rx_parts, tx_parts; /* parts taken / sent this session */
+    double rx_max, tx_max; /* the longest of the loop's time on one part
+                              taken / on one round's parts sent, seconds */
+    double t_hello;        /* monotonic seconds of its hello */
 } nodes_peer_t;
 
 /* Names in parts: at most this many parts (PROTO_PART_BYTES each) go to
@@ -67,6 +72,10 @@ typedef struct {
 #define NODES_PARTS_ROUND 64
 #define NODES_PART_WINDOW 262144
 #define NODES_PART_STALL 3
+/* ... and the drain takes parts of the nodes' tables for at most this
+ * long per pass (then returns: the rest wait in the socket while the loop
+ * runs what is due). */
+#define NODES_PARTS_PASS_S 0.005
 
 /* An unregistered process that wrote to a fenced controller: its routing id
  * (name and instance tag, proto_node_id()) and its name. */
@@ -140,7 +149,8 @@ void nodes_init(nodes_t *ns, void *sock, ctrl_t *ctrl, pclock_t *clk, split_t *c
 /* Frees what ns owns (not the socket).  Accepts a zeroed ns. */
 void nodes_clear(nodes_t *ns);
 
-/* Handles every message waiting on the socket (at most 100,000 at a time),
+/* Handles every message waiting on the socket (at most 100,000 at a time,
+ * and parts of nodes' tables for at most NODES_PARTS_PASS_S a pass),
  * without blocking: registers nodes and welcomes them (refusing a second
  * process under a name that is up with `duplicate_name`), applies reports
  * (answering unknown_table or bad_message errors; a node that reports
