@@ -60,6 +60,7 @@ typedef struct {
     uint64_t rx_parts, tx_parts; /* parts taken / sent this session */
     double rx_max, tx_max; /* the longest of the loop's time on one part
                               taken / on one round's parts sent, seconds */
+    double rx_cpu, tx_cpu; /* the same in the loop thread's CPU time */
     double t_hello;        /* monotonic seconds of its hello */
 } nodes_peer_t;
 
@@ -71,7 +72,7 @@ typedef struct {
 #define NODES_PARTS_NODE 16
 #define NODES_PARTS_ROUND 64
 #define NODES_PART_WINDOW 262144
-#define NODES_PART_STALL 3
+#define NODES_PART_STALL 10
 /* ... and the drain takes parts of the nodes' tables for at most this
  * long per pass (then returns: the rest wait in the socket while the loop
  * runs what is due). */

@@ -97,7 +97,7 @@ void agent_config_defaults(agent_config_t *cfg);
  * again from there after AGENT_PART_STALL reports without progress. */
 #define AGENT_PARTS_REPORT 16
 #define AGENT_PART_WINDOW 262144
-#define AGENT_PART_STALL 3
+#define AGENT_PART_STALL 10
 
 /* How the agent acts on the node.  Every member may be NULL, meaning "do it
  * directly on the scheduler": sched_add_bucket() with weight 1 (which finds
