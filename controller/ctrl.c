@@ -911,7 +911,8 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
             strmap_destroy(&nd->unconf); /* node_unconf() scans instead */
     }
     nd->ntable = j0 + n;
-    c->force = 1;
+    /* No forced computation: the next one computed visits the new pairs
+     * (tail_from); until then they hold no tokens from us (fail closed). */
     return 0;
 }
 

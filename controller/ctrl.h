@@ -281,8 +281,8 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
  * starts that table (as ctrl_node_table()); otherwise the part must extend
  * the table held (same generation, at = the names held), else -ESTALE and
  * nothing changes (a part out of order, or of a table given up).  The
- * pairs appended are visited once by the next computation (a limited
- * bucket's 0 tokens reach the node).  A node's table holds at most the
+ * pairs appended are visited once by the next computed round (none is
+ * forced: until then they hold no tokens from us).  A node's table holds at most the
  * controller's buckets plus cfg.max_names names: beyond, -E2BIG (nothing
  * appended).  A name the table holds already, or a bad one: -EINVAL
  * (nothing appended).  -ENOMEM.  O(n) amortised. */

@@ -1815,9 +1815,10 @@ START_TEST(test_ctrl_node_table_parts)
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
     ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 2, p2, 2), 0);
     ck_assert_uint_eq(ctrl_node_table_size(c, 0), 4);
-    /* b (limited, controller index 1) was appended: the next computation
-     * gives the node its tokens (here its provisional split), within L */
-    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    /* b (limited, controller index 1) was appended: the next computed
+     * round (a period's first) gives the node its tokens (here its
+     * provisional split), within L */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
     ck_assert_int_eq(ctrl_compute(c, &res), 0);
     int64_t r = -1, l = -1;
     ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
@@ -1831,9 +1832,9 @@ START_TEST(test_ctrl_node_table_parts)
     proto_report_rec_t rec = {.bucket = 4, .queued = 3, .arrivals_interval = 3, .l_left = PROTO_UNLIMITED};
     const char *const *nm;
     uint32_t gen = ctrl_table(c, &nm, NULL);
-    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 2, 7, gen, 0, 0, &rec, 1), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 1, 7, gen, 0, 0, &rec, 1), 0);
     rec.bucket = 5; /* beyond what is held */
-    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 2, 7, gen, 0, 0, &rec, 1), -EINVAL);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 1, 7, gen, 0, 0, &rec, 1), -EINVAL);
     /* at 0: a new table of the generation */
     ck_assert_int_eq(ctrl_node_table_part(c, 0, 9, 0, p3, 1), 0);
     ck_assert_uint_eq(ctrl_node_table_size(c, 0), 1);

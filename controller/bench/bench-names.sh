@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-names.sh - names in parts (docs/performance.md, "Names in parts"): K fake nodes (bqos-ctrl-bench --parts --full-tables: each node's table is every bucket, as a real node's once it made the controller's) join a controller with N buckets; prints, per N, how long until every node holds the controller's table and the controller every node's, the bytes of hellos, welcomes and names messages, the longest a welcomed node heard nothing, and the controller's own lines (the loop's longest part taken and longest round of parts sent).
-# Usage: controller/bench/bench-names.sh [N...]   (default: 100000 1000000; BIN defaults to bin; NODES=K, default 4; SECONDS_RUN=S per run, default 20)
+# Usage: controller/bench/bench-names.sh [N...]   (default: 100000 1000000; BIN defaults to bin; NODES=K, default 4; SECONDS_RUN=S per run, default 20; BUSY=B buckets with demand, each on 2 nodes, default 10000)
 set -u
 HERE=$(cd "$(dirname "$0")/../../scripts" && pwd)
 . "$HERE/lib.sh"
@@ -21,7 +21,7 @@ for NB in "$@"; do
   pid=$SPAWNED
   wait_port "$ap" 120 || { echo "controller did not start"; tail -5 "$T/controller-$NB.log"; exit 1; }
   "$BIN/bqos-ctrl-bench" --endpoint "tcp://127.0.0.1:$cp" --admin "tcp://127.0.0.1:$ap" \
-    --nodes "$K" --buckets "$NB" --active 1 --full-tables ${NOPARTS:---parts} --seconds "$S" --warmup "$S" \
+    --nodes "$K" --buckets "$NB" --active 2 --busy ${BUSY:-10000} --full-tables ${NOPARTS:---parts} --seconds "$S" --warmup "$S" \
     --ctrl-pid "$pid" --quiet >"$T/out-$NB.json"
   python3 - "$T/out-$NB.json" "$NB" <<'PY'
 import json, sys

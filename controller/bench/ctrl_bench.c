@@ -62,7 +62,7 @@ typedef struct {
     const char *curve;  /* --curve-dir: NAME.key per node, admin.key, ctrl.pub */
     int full;
     double changing, warmup;
-    int no_sparse, full_every, no_renew, parts;
+    int no_sparse, full_every, no_renew, parts, busy;
     int ctrl_pid;
     unsigned seed;
     int quiet;
@@ -89,7 +89,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 23
+#define NOPTS 24
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(bench_cfg_t *o, opts_row_t *rows)
@@ -135,6 +135,10 @@ static void option_rows(bench_cfg_t *o, opts_row_t *rows)
         {.name = "no-renew", .type = OPTS_FLAG, .target = &o->no_renew,
          .help = "every grant in every tokens message, as nodes that\n"
                  "predate changed grants (no \"renew\" in the hello)"},
+        {.name = "busy", .type = OPTS_INT, .target = &o->busy, .arg = "N", .deflt = "0",
+         .min = 0, .max = 1000000,
+         .help = "only buckets 0..N-1 have demand (0: all); with --full-tables\n"
+                 "the others are in every table, idle"},
         {.name = "parts", .type = OPTS_FLAG, .target = &o->parts,
          .help = "offer names in parts (as bqos-node): tables bigger than a\n"
                  "part go both ways part by part; prints how long each\n"
@@ -212,11 +216,11 @@ static void hello(fnode_t *f, proto_enc_t *e, int sparse, int renew, int parts)
             names_out += e->len[i];
 }
 
-/* --parts: the next parts of f's table (16 at most, a window of 262,144
+/* --parts: the next parts of f's table (64 at most, a window of 262,144
  * names beyond what the controller acknowledged), as bqos-node. */
 static void send_parts(fnode_t *f, proto_enc_t *e)
 {
-    for (int i = 0; i < 16 && f->next < f->ntable && f->next - f->acked < 262144; i++) {
+    for (int i = 0; i < 64 && f->next < f->ntable && f->next - f->acked < 262144; i++) {
         proto_msg_t m;
         proto_msg_init(&m);
         m.type = PROTO_NAMES;
@@ -339,7 +343,7 @@ int main(int argc, char **argv)
         snprintf(bname[b], 16, "b%05d", b);
         (void)rng_lcg_next(&rng);
         int start = rng_lcg_next(&rng) % o.nodes;
-        for (int k = 0; k < o.active; k++)
+        for (int k = 0; k < o.active && (!o.busy || b < o.busy); k++)
             fn[(start + k) % o.nodes].n++;
     }
     void *ctx = zmq_ctx_new();
@@ -376,7 +380,7 @@ int main(int argc, char **argv)
     for (int b = 0; b < o.buckets; b++) {
         (void)rng_lcg_next(&rng);
         int start = rng_lcg_next(&rng) % o.nodes;
-        for (int k = 0; k < o.active; k++) {
+        for (int k = 0; k < o.active && (!o.busy || b < o.busy); k++) {
             fnode_t *f = &fn[(start + k) % o.nodes];
             f->names[f->n] = bname[b];
             f->bucket[f->n] = (uint32_t)b;
@@ -460,7 +464,7 @@ int main(int argc, char **argv)
                     rep.has_names = !o.parts && f->peer_ack != 1;
                     rep.has_peer_names = o.parts && f->rx_have < f->rx_of;
                     rep.peer_names = f->rx_have;
-                    if (o.parts && f->next > f->acked && ++f->idle >= 3) {
+                    if (o.parts && f->next > f->acked && ++f->idle >= 10) {
                         f->next = f->acked; /* go back */
                         f->idle = 0;
                     }
@@ -690,7 +694,7 @@ int main(int argc, char **argv)
         /* Per round of the counted window: bytes each way on the wire
          * (frames, ZeroMQ's framing not counted), records, and per active
          * pair (nodes x buckets x active / nodes = buckets x active). */
-        double r = w_rounds ? (double)w_rounds : 1, pairs = (double)o.buckets * o.active;
+        double r = w_rounds ? (double)w_rounds : 1, pairs = (double)(o.busy && o.busy < o.buckets ? o.busy : o.buckets) * o.active;
         json_t *w = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "rounds",
                               (json_int_t)w_rounds, "report_bytes", w_bytes_out / r,
                               "token_bytes", w_bytes_in / r, "bytes_per_pair",

@@ -69,8 +69,8 @@ typedef struct {
  * at most NODES_PART_WINDOW names beyond what it acknowledged, and the
  * parts go again from there when the acknowledgement has not moved for
  * NODES_PART_STALL rounds. */
-#define NODES_PARTS_NODE 16
-#define NODES_PARTS_ROUND 64
+#define NODES_PARTS_NODE 64
+#define NODES_PARTS_ROUND 128
 #define NODES_PART_WINDOW 262144
 #define NODES_PART_STALL 10
 /* ... and the drain takes parts of the nodes' tables for at most this
