@@ -314,18 +314,22 @@ static int send_parts(nodes_t *ns, int node, nodes_peer_t *p, int budget)
 
 /* A registered parts node's report or heartbeat said how much of our table
  * it holds: a partial table (peer_names) moves the parts on and is not the
- * table held for ctrl (m->peer_table cleared); a whole one is. */
-static void note_ack(nodes_peer_t *p, proto_msg_t *m)
+ * table held for ctrl (m->peer_table cleared); a whole one is.  Returns
+ * nonzero if the acknowledgement moved (more parts may go now). */
+static int note_ack(nodes_peer_t *p, proto_msg_t *m)
 {
     if (!p || !p->parts || !m->has_peer_names)
-        return;
+        return 0;
+    int moved = 0;
     if (m->peer_table && m->peer_table == p->tx_gen && m->peer_names > p->tx_acked) {
         p->tx_acked = (size_t)m->peer_names;
         p->tx_idle = 0;
         if (p->tx_next < p->tx_acked)
             p->tx_next = p->tx_acked;
+        moved = 1;
     }
     m->peer_table = 0;
+    return moved;
 }
 
 /* A part of a registered node's table (a names message). */
@@ -800,8 +804,14 @@ void nodes_drain(nodes_t *ns)
                 p->seq = m->seq;
         }
         double t1 = mono_now();
-        if (m->type == PROTO_REPORT || m->type == PROTO_HEARTBEAT)
-            note_ack(p, m);
+        /* parts acknowledged: the next ones go now, not at the next round
+         * (a round at a million buckets may come late on a busy host) */
+        if ((m->type == PROTO_REPORT || m->type == PROTO_HEARTBEAT) && note_ack(p, m) &&
+            ctrl_node_needs_names(ns->ctrl, node)) {
+            double c0 = thread_cpu();
+            p->tx_parts += (uint64_t)send_parts(ns, node, p, NODES_PARTS_ACK);
+            parts_s += thread_cpu() - c0;
+        }
         switch (m->type) {
         case PROTO_REPORT:
             note_clock(ns, m, node, now);

@@ -76,7 +76,10 @@ typedef struct {
 /* ... and the drain takes parts of the nodes' tables for at most this
  * long per pass (then returns: the rest wait in the socket while the loop
  * runs what is due). */
-#define NODES_PARTS_PASS_S 0.005
+#define NODES_PARTS_PASS_S 0.020
+/* A node's acknowledgement that moved sends at most this many parts at
+ * once (within the window), besides those of each round. */
+#define NODES_PARTS_ACK 16
 
 /* An unregistered process that wrote to a fenced controller: its routing id
  * (name and instance tag, proto_node_id()) and its name. */
