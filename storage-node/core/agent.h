@@ -95,7 +95,7 @@ void agent_config_defaults(agent_config_t *cfg);
  * report (agent_names_part()); the controller is sent at most
  * AGENT_PART_WINDOW names beyond what it acknowledged, and the parts go
  * again from there after AGENT_PART_STALL reports without progress. */
-#define AGENT_PARTS_REPORT 64
+#define AGENT_PARTS_REPORT 32
 #define AGENT_PART_WINDOW 262144
 #define AGENT_PART_STALL 10
 
