@@ -591,8 +591,8 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         const char *code = "bad_message";
         if (node == -E2BIG) {
             code = "too_many_names";
-            snprintf(text, sizeof text, "%zu bucket names: at most %d per node (--max-names)",
-                     m->nnames, cc->max_names);
+            snprintf(text, sizeof text, "%zu bucket names: at most the %zu buckets plus %d "
+                     "(--max-names)", m->nnames, nb, cc->max_names);
         } else if (node == -EUSERS) {
             code = "too_many_nodes";
             snprintf(text, sizeof text, "%d nodes registered: at most %d (--max-nodes)",
