@@ -464,7 +464,7 @@ int main(int argc, char **argv)
                     rep.has_names = !o.parts && f->peer_ack != 1;
                     rep.has_peer_names = o.parts && f->rx_have < f->rx_of;
                     rep.peer_names = f->rx_have;
-                    if (o.parts && f->next > f->acked && ++f->idle >= 10) {
+                    if (o.parts && f->next > f->acked && ++f->idle >= 50) {
                         f->next = f->acked; /* go back */
                         f->idle = 0;
                     }

@@ -68,15 +68,18 @@ typedef struct {
  * one node per round and to every node together per round; a node is sent
  * at most NODES_PART_WINDOW names beyond what it acknowledged, and the
  * parts go again from there when the acknowledgement has not moved for
- * NODES_PART_STALL rounds. */
+ * NODES_PART_STALL rounds (a safety net: a part that could not be sent is
+ * not counted as sent, the transport loses nothing else within a session,
+ * and a busy host delays acknowledgements: going back early floods the
+ * node with parts it has). */
 #define NODES_PARTS_NODE 64
 #define NODES_PARTS_ROUND 128
 #define NODES_PART_WINDOW 262144
-#define NODES_PART_STALL 10
+#define NODES_PART_STALL 50
 /* ... and the drain takes parts of the nodes' tables for at most this
  * long per pass (then returns: the rest wait in the socket while the loop
  * runs what is due). */
-#define NODES_PARTS_PASS_S 0.020
+#define NODES_PARTS_PASS_S 0.050
 /* A node's acknowledgement that moved sends at most this many parts at
  * once (within the window), besides those of each round. */
 #define NODES_PARTS_ACK 16

@@ -697,6 +697,12 @@ int agent_names_part(agent_t *a, proto_msg_t *m)
     return 1;
 }
 
+void agent_names_unsent(agent_t *a, const proto_msg_t *m)
+{
+    if (m->type == PROTO_NAMES && m->table == a->my_table && m->names_at < a->my_next)
+        a->my_next = (size_t)m->names_at;
+}
+
 /* The controller said how much of our table it holds (peer_table and
  * peer_names of a welcome, tokens or heartbeat).  `fresh`: a welcome,
  * which starts the count. */

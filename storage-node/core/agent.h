@@ -94,10 +94,13 @@ void agent_config_defaults(agent_config_t *cfg);
 /* Names in parts: at most this many parts of our table go after each
  * report (agent_names_part()); the controller is sent at most
  * AGENT_PART_WINDOW names beyond what it acknowledged, and the parts go
- * again from there after AGENT_PART_STALL reports without progress. */
+ * again from there after AGENT_PART_STALL reports without progress (a
+ * safety net: a part that could not be sent is taken back at once,
+ * agent_names_unsent(), and the transport loses nothing else within a
+ * session). */
 #define AGENT_PARTS_REPORT 32
 #define AGENT_PART_WINDOW 262144
-#define AGENT_PART_STALL 10
+#define AGENT_PART_STALL 50
 
 /* How the agent acts on the node.  Every member may be NULL, meaning "do it
  * directly on the scheduler": sched_add_bucket() with weight 1 (which finds
@@ -212,6 +215,10 @@ typedef struct agent agent_t;
  * or AGENT_PART_WINDOW names are out unacknowledged.  Call after
  * agent_report(), up to AGENT_PARTS_REPORT times. */
 int agent_names_part(agent_t *a, proto_msg_t *m);
+
+/* The part m (from agent_names_part()) could not be sent: it and the ones
+ * after it go again next time. */
+void agent_names_unsent(agent_t *a, const proto_msg_t *m);
 
 /* agent_handle() result bit: send agent_hello() now.  Either the controller
  * does not know this node (an `unknown_node` error; the agent is no longer

@@ -140,8 +140,10 @@ int ctlclient_report_now(ctlclient_t *c, double now)
     /* names in parts: the next parts of our table, a bounded number */
     proto_msg_t part; /* borrows the agent's names */
     for (int i = 0; rc == 0 && i < AGENT_PARTS_REPORT && agent_names_part(c->agent, &part); i++)
-        if (send_msg(c, &part) < 0)
-            break; /* a part not sent: the agent goes back when no progress shows */
+        if (send_msg(c, &part) < 0) {
+            agent_names_unsent(c->agent, &part); /* again after the next report */
+            break;
+        }
     return rc;
 }
 
