@@ -31,7 +31,7 @@ set -- $NODE_PORTS; P1=$1; P2=$2
 # (Before its welcome a node serves what it has no grant for: the counts
 # start after.)
 whole() { grep -q "its table is whole ($N buckets, in parts)" "$T/node-s$1-tokens.log" &&
-  grep -q "node s$1: its table is whole (500[0-9][0-9] names, in parts)" "$T/controller.log"; }
+  grep -q "node s$1: its table is whole (500[0-9][0-9] names, in parts" "$T/controller.log"; }
 check "node s1 and the controller hold each other's tables (in parts)" 'wait_for "whole 1" 15'
 check "node s2 and the controller hold each other's tables (in parts)" 'wait_for "whole 2" 10'
 python3 "$HERE/count_client.py" "$P1" lim:k 4 >"$T/count" 2>"$T/count.err"
@@ -51,4 +51,4 @@ check "no node refused" '! grep -q "too_many_names\|hello .* refused" "$T/contro
 python3 "$HERE/count_client.py" "$P2" lim:k 2 >"$T/count2" 2>/dev/null
 echo "# lim on s2: $(sed -n 1p "$T/count2")"
 check "the second node serves it too" '[ -n "$(sed -n 1p "$T/count2")" ]'
-it_end 'rm -rf /tmp/np_fail; cp -r "$T" /tmp/np_fail; tail -5 "$T/controller.log"; tail -5 "$T"/node-s1-tokens.log'
+it_end 'tail -5 "$T/controller.log"; tail -5 "$T"/node-s1-tokens.log'
