@@ -576,9 +576,10 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     size_t first = m->nnames, nb;
     ctrl_table(ns->ctrl, NULL, &nb);
     size_t most = nb + (size_t)ctrl_config(ns->ctrl)->max_names;
-    if (m->names_of && first > most)
-        first = most; /* a part is never refused for its size: we hold what
-                         we may, and say so with our peer_names */
+    if (parts && first > most)
+        first = most; /* a parts node's table is never refused for its size:
+                         we hold what we may and say so with our peer_names
+                         (its next parts are answered too_many_names) */
     int node = ctrl_node_hello(ns->ctrl, m->node, instance, m->capacity, m->table, m->names,
                                first);
     if (node == -EEXIST) {
