@@ -916,6 +916,15 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
     return 0;
 }
 
+int ctrl_node_table_reserve(ctrl_t *c, int node, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    size_t most = c->nb + (size_t)c->cfg.max_names;
+    return table_room(nd, n < most ? n : most);
+}
+
 size_t ctrl_node_table_size(const ctrl_t *c, int node)
 {
     const node_t *nd = ctrl__get_node(c, node);

@@ -289,6 +289,12 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
 int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
                          const char *const *names, size_t n);
 
+/* Makes room for node `node`'s table to grow to n names (at most the
+ * buckets plus cfg.max_names), so that its parts append without copying
+ * the per-pair arrays (the memory is touched as the names come).  Returns
+ * 0, -EINVAL, -ENOMEM (nothing lost: appends grow by doubling then). */
+int ctrl_node_table_reserve(ctrl_t *c, int node, size_t n);
+
 /* How many names of node `node`'s table the controller holds (0 for an
  * unknown node). */
 size_t ctrl_node_table_size(const ctrl_t *c, int node);

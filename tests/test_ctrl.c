@@ -1806,6 +1806,7 @@ START_TEST(test_ctrl_node_table_parts)
                *more[] = {"z"};
     ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 7, p1, 2), 0);
     ck_assert_uint_eq(ctrl_node_table_size(c, 0), 2);
+    ck_assert_int_eq(ctrl_node_table_reserve(c, 0, 1000000), 0); /* cut to 3 + 2 */
     ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 3, p2, 2), -ESTALE); /* a gap */
     ck_assert_int_eq(ctrl_node_table_part(c, 0, 8, 2, p2, 2), -ESTALE); /* another table */
     ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 2, dup, 1), -EINVAL);

@@ -339,6 +339,8 @@ static void on_names(nodes_t *ns, const proto_msg_t *m, int node)
     double t0 = mono_now(), c0 = thread_cpu();
     int rc = ctrl_node_table_part(ns->ctrl, node, m->table, (size_t)m->names_at, m->names,
                                   m->nnames);
+    if (rc == 0 && m->names_at == 0 && m->names_of > m->nnames) /* a new table of its */
+        ctrl_node_table_reserve(ns->ctrl, node, (size_t)m->names_of);
     double took = mono_now() - t0, cpu = thread_cpu() - c0;
     uint64_t q;
     if (rc == 0) {
@@ -608,6 +610,8 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, code, text);
         return;
     }
+    if (m->names_of > first) /* its parts append without copying */
+        ctrl_node_table_reserve(ns->ctrl, node, (size_t)m->names_of);
     ctrl_node_set_leases(ns->ctrl, node, m->leases);
     ctrl_node_set_sparse(ns->ctrl, node, m->sparse);
     nodes_peer_t *p = peer_at(ns, node);
