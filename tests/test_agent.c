@@ -1188,6 +1188,7 @@ START_TEST(test_agent_names_in_parts)
     ck_assert_uint_eq(st.ctl_names, 3);
     expect_tokens(&f, __LINE__, 1, 0, SCHED_UNLIMITED); /* blue released */
     expect_tokens(&f, __LINE__, 0, 0, 0);
+    expect_tokens(&f, __LINE__, 3, 0, 0); /* "new", made by the part: held */
     tokens_held0(&f, T0 + 0.08, recs, 2);
     expect_tokens(&f, __LINE__, 0, 5, 9); /* red now */
 

@@ -588,13 +588,25 @@ static int table_begin(agent_t *a, uint32_t gen, size_t n, int parts)
 }
 
 /* Maps the names of m (names [at, at + nnames) of the table being taken)
- * and applies their weights and shadow flags. */
-static void table_part(agent_t *a, const proto_msg_t *m, size_t at)
+ * and applies their weights and shadow flags.  `hold_new` (a table in
+ * parts): a bucket made here for a name is held at R 0 and L 0 until the
+ * controller's tokens reach it (a whole table's tokens come with it or
+ * right after, as before). */
+static void table_part(agent_t *a, const proto_msg_t *m, size_t at, int hold_new)
 {
+    int before = sched_nbuckets(a->s), held = 0;
     for (size_t i = 0; i < m->nnames; i++) {
         int b = op_bucket(a, m->names[i]);
         if (b < 0 && a->peer)
             log_warn("controller bucket '%s' not usable here: %s", m->names[i], strerror(-b));
+        if (b >= before && hold_new) {
+            /* made here for the controller's name: it may be limited, and
+             * no tokens of the controller's have reached it (a new
+             * scheduler bucket has no limit): held at R 0 and L 0 until
+             * they do (fail closed) */
+            agent__op_set_tokens(a, b, 0, 0);
+            held = 1;
+        }
         if (b >= a->seen_cap && table_fit(a) < 0)
             b = -ENOMEM; /* cannot remember it is the controller's: unmapped */
         a->ctl_map[at + i] = b;
@@ -612,6 +624,8 @@ static void table_part(agent_t *a, const proto_msg_t *m, size_t at)
     take_shadow(a, m, at);
     a->ctl_have = at + m->nnames;
     a->st.parts_taken++;
+    if (held)
+        agent__op_applied(a);
 }
 
 /* The whole table is mapped: a bucket the controller dropped (or that was
@@ -645,7 +659,7 @@ static int take_ctl_table(agent_t *a, const proto_msg_t *m)
     int rc = table_begin(a, m->table, m->nnames, 0);
     if (rc < 0)
         return rc;
-    table_part(a, m, 0);
+    table_part(a, m, 0, 0);
     return table_end(a);
 }
 
@@ -666,7 +680,7 @@ static int take_ctl_part(agent_t *a, const proto_msg_t *m, int fresh)
         a->ctl_partial = 0;
         return -ENOMEM;
     }
-    table_part(a, m, at);
+    table_part(a, m, at, 1);
     if (a->ctl_have < a->ctl_n)
         return 0;
     table_end(a);
