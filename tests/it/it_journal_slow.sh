@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_journal_slow.sh - a change's journal line is written off the controller's loop (issue 26): on a real slow disk (a loop device throttled to 1 write per second through the blkio cgroup the controller runs in), status answers while sets wait for their fdatasync, each set is acknowledged only once its line is in the journal, more than 32 waiting changes are refused "busy", SIGTERM with changes waiting ends within a second; and bqos-ctl --endpoint DEAD,LIVE answers at once, not after DEAD's timeout.  The slow disk part is skipped (said so) without root, losetup, mkfs.ext4 or the cgroup v1 blkio throttle.
+# run-tests: alone
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_journal_slow bqos-controller bqos-ctl
 CTL=$BIN/bqos-ctl

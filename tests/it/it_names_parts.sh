@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_names_parts.sh - names in parts (issues 26 case 5, 30): two nodes join a 50,000-bucket table with --max-names 1000 (a bound that refused them on the older binaries: a node's table, every bucket of the controller's, is 50,001 names); both tables go part by part both ways; a limited bucket whose name comes in the last part is served, never above 1.05 x L per 1 s window, on either node.
+# run-tests: alone
 #
 # About 12 s.  Fails on main fd99c26's binaries (/work/main-bin): a
 # node's table is refused (its report, over the node socket's message

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_nested_ops.sh - three levels of nested buckets (issue 28: tenant -> bucket -> operation class) with a real memcached, bqos-controller and two bqos-nodes: rules send a bucket's writes to the leaf rw-w (limit 60/s) and its reads to rw-r, both under rw (limit 400/s) under the tenant t (limit 500/s); reads 80/s and writes 100/s on each node, open loop: the writes of both nodes stay within 1.01 x 60 in every node period and the limit binds, the reads are served in full beside them; with the write rule taken away (bqos-ctl reload) the same writes land with the reads and are not held: more than 1.5 x 60 stored a second (the check fails without the operation class).
+# run-tests: alone
 #
 # About 20 s: a 5 s run and a 3 s one.
 . "$(dirname "$0")/../../scripts/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_shares_nodes.sh - fair shares of spare capacity (issue 28) on real nodes: bqos-controller --shares on and four bqos-nbd-nodes (emulated devices of 400 IOs/s: a capacity the controller can know), buckets on 1, 2 and 4 of them with weights 1, 2, 1 and a reserved bucket (R = L) on all four, closed-loop clients (bqos-nbd-load) keeping every bucket hungry: each bucket's service beyond R is within 10% of the weighted max-min ideal computed from what the nodes delivered (shares_nodes_check.py), the reservation met (not judged when the host starves the nodes below half their capacity); the same run with --shares off divides by footprint and the check fails.
+# run-tests: alone
 #
 # About 21 s: two runs of 8 s (5 s measured each); up to 32 s on a host at load 38.
 . "$(dirname "$0")/../../scripts/lib.sh"

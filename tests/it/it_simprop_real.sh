@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_simprop_real.sh - the QoS property test on real nodes in make check (issue 25): one bqos-sim-prop seed scaled to this host (memcached + bqos-node pairs on loopback, a controller, bqos-load's closed-loop clients), judged by the simulator's own checker (bqos-sim-prop --measured); the checker fails the same run with one bucket-period's service halved.
+# run-tests: alone
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_simprop_real bqos-load bqos-node bqos-controller bqos-ctl bqos-sim-prop memcached python3
 . "$HERE/prop_real.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # it_tenants.sh - issue 27's tenants under load over two nodes: users alice, bob and carol log in (--auth-file) to two real bqos-nodes in front of one memcached under one controller.  Rules send bob's requests for alice's prefix to bob's own bucket (limit 100/s) and carol's writes to carol-w (limit 60/s) while her reads go to carol (no limit).  For 6 s bob hammers alice:k on both nodes, alice reads her keys, carol reads and writes hers: bob is held to 100/s over both nodes, alice is served well above her reservation (300/s), carol's writes are held to 60/s over both nodes and her reads are not.
+# run-tests: alone
 set -u
 NAME=it_tenants
 . "$(dirname "$0")/node_lib.sh"
