@@ -39,8 +39,10 @@ batch() {
   # shellcheck disable=SC2016 # expanded by the sh -c that runs it
   one='start=$(date +%s); case "$2" in *.sh) sh "$2";; *) "$2";; esac >"$0/$1.out" 2>&1; rc=$?
     echo "$rc $(( $(date +%s) - start ))" >"$0/$1.tmp"; mv "$0/$1.tmp" "$0/$1.rc"'
-  first=$n
-  for t in "$@"; do n=$((n + 1)); echo "$n $t"; done |
+  first=$n list="" # numbered here, not in a pipeline's subshell: n goes on
+  for t in "$@"; do n=$((n + 1)); list="$list$n $t
+"; done
+  printf '%s' "$list" |
     CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60} xargs -P "$jobs" -L 1 sh -c "$one" "$d" &
   xargs_pid=$!
   i=$first
