@@ -923,11 +923,14 @@ int main(int argc, char **argv)
         warn_insecure(&a, now);
     }
     notify_stopping();
-    stopguard_stopping(guard); /* what follows is bounded too */
     /* Changes waiting for the disk: answered if it takes them soon, else
-     * answered "not known" by admin_close() (SIGTERM within a second). */
+     * answered "not known" by admin_close() (SIGTERM within a second: this
+     * wait, bounded, then the guard's bound on the rest, which must not
+     * start before it, or the guard ends the process with the answers
+     * unsent). */
     if (admin_settle(&a.admin, ADMIN_STOP_WAIT) > 0)
         log_warn("the disk did not take the journal within %.1f s", ADMIN_STOP_WAIT);
+    stopguard_stopping(guard); /* what follows is bounded too */
     status = 0;
 out:
     if (a.etcd) /* first: the guard may end a slow stop (stopguard_stopping()) */
