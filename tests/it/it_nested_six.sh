@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_nested_six.sh - nested buckets (issue 28) on six real nodes: one memcached, six bqos-nodes in front of it and a bqos-controller (1 s periods); a tenant capped at 400 IOs/s over 4 buckets on 2-4 of the six nodes each (a on s1-s3, b on s2-s5, c on s4-s6, d on s1 and s6; own limits 160/220/130/180, reservations 60/50/40/20), open-loop gets wanting 680/s (six_load.py), judged on the nodes' own per-period counters summed over the six (node_periods.py): the tenant's service within 1.01 x its cap in every period and the cap binding, each bucket within 1.01 x its own limit and at 95% of its reservation in every period, the tenant's worst 1 s window (sliding, from the same polls) within 1.05 x its cap (not judged when a node's polls were more than 100 ms apart); then with the parents taken away (set --parent none) the same load goes over the cap: the check fails without nesting.
+# it_nested_six.sh - nested buckets (issue 28) on six real nodes: one memcached, six bqos-nodes in front of it and a bqos-controller (1 s periods); a tenant capped at 400 IOs/s over 4 buckets on 2-4 of the six nodes each (a on s1-s3, b on s2-s5, c on s4-s6, d on s1 and s6; own limits 160/220/130/180, reservations 70/50/40/20, weights 1/4/1/1: by weight alone a would get 60, below its R), open-loop gets wanting 740/s (six_load.py), judged on the nodes' own per-period counters summed over the six (node_periods.py): the tenant's service within 1.01 x its cap in every period and the cap binding, each bucket within 1.01 x its own limit and at 95% of its reservation in every period, the tenant's worst 1 s window (sliding, from the same polls) within 1.05 x its cap (not judged when a node's polls were more than 100 ms apart); then with the parents taken away (set --parent none) the same load goes over the cap: the check fails without nesting.
 # run-tests: alone
 #
 # About 20-25 s: two 4 s runs.  Keep the rates low: 6 nodes, 6 pollers and
@@ -9,19 +9,21 @@ it_begin it_nested_six
 it_want memcached python3
 it_need bqos-node bqos-controller bqos-ctl
 CAP=400; SECS=4
-# name R L nodes offered-per-node: what each bucket is and wants (the
-# nodes' numbers, 1-6).  Offered 180/200/150/150 = 680/s; without the cap
-# min(offered, L) adds up to 640 (1.6 x the cap).
-BUCKETS='a 60 160 1,2,3 60
-b 50 220 2,3,4,5 50
-c 40 130 4,5,6 50
-d 20 180 1,6 75'
+# name R L nodes offered-per-node weight: what each bucket is and wants
+# (the nodes' numbers, 1-6).  Offered 180/260/150/150 = 740/s; without the
+# cap min(offered, L) adds up to 660 (1.65 x the cap).  b's weight 4 would
+# leave a 60/s of the cap by weight alone, below its R of 70: its R must
+# come first.
+BUCKETS='a 70 160 1,2,3 60 1
+b 50 220 2,3,4,5 65 4
+c 40 130 4,5,6 50 1
+d 20 180 1,6 75 1'
 
 next_port; MP=$PORT; next_port; CP=$PORT; next_port; AP=$PORT
 start_memcached "$MP" "$T/memcached.log" || { echo "memcached did not start"; exit 1; }
 echo "$BUCKETS" | python3 -c 'import json,sys
-b=[{"name":n,"reservation":int(r),"limit":int(l),"parent":"tenant"}
-   for n,r,l,_,_ in (x.split() for x in sys.stdin if x.strip())]
+b=[{"name":n,"reservation":int(r),"limit":int(l),"weight":int(w),"parent":"tenant"}
+   for n,r,l,_,_,w in (x.split() for x in sys.stdin if x.strip())]
 b.append({"name":"tenant","reservation":0,"limit":int(sys.argv[1])})
 print(json.dumps({"buckets":b}))' $CAP >"$T/b.json"
 ADMIN_EP="tcp://127.0.0.1:$AP"
@@ -41,15 +43,15 @@ done
 fcmp() { python3 -c "import sys; sys.exit(0 if ($1) else 1)"; }
 ctl() { "$BIN/bqos-ctl" --endpoint "$ADMIN_EP" --timeout 3000 "$@"; }
 # The streams of the load (BUCKET:PORT:RATE).
-STREAMS=$(echo "$BUCKETS" | while read -r b _ _ ns rate; do
+STREAMS=$(echo "$BUCKETS" | while read -r b _ _ ns rate _; do
   for n in $(echo "$ns" | tr , ' '); do eval echo "$b:\$N$n:$rate"; done
 done)
-# A first get of each bucket on each of its nodes, then until every node
-# holds every bucket's tokens (a bucket new to a node is held at R 0 and
-# L 0 until the controller's tokens reach it): one python3, not one per
-# request (each costs 0.2 s on this host).
+# Until every node has the controller's table (all four buckets; a bucket
+# new to a node is held at R 0 and L 0 until the controller's tokens reach
+# it), then a first get of each bucket on each of its nodes: one python3,
+# not one per request (each costs 0.2 s on this host).
 # shellcheck disable=SC2086
-python3 - $STREAMS <<'PY' || { echo "the nodes got no tokens"; cat "$T/ctrl.log"; exit 1; }
+python3 - $STREAMS <<'PY' || { echo "the nodes got no tokens"; tail -5 "$T"/*.log; exit 1; }
 import socket, sys, time
 def ask(port, req):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -62,16 +64,15 @@ def ask(port, req):
         buf += d
     s.close()
     return buf
-ports = set()
-for st in sys.argv[1:]:
-    b, p, _ = st.split(":")
-    ask(int(p), b"get %s:warm\r\n" % b.encode())
-    ports.add(int(p))
+ports = set(int(st.split(":")[1]) for st in sys.argv[1:])
 end = time.time() + 10
 while not all(b"STAT d:l_tokens" in ask(p, b"stats buckets\r\n") for p in ports):
     if time.time() > end:
         sys.exit(1)
     time.sleep(0.1)
+for st in sys.argv[1:]:
+    b, p, _ = st.split(":")
+    ask(int(p), b"get %s:warm\r\n" % b.encode())
 PY
 sleep 1
 
