@@ -77,6 +77,8 @@ ITESTS += tests/it/it_nolimitpath.sh
 ITESTS += tests/it/it_hostile_ctrl.sh
 # nested buckets: a tenant cap over two real nodes (issue 28)
 ITESTS += tests/it/it_nested_nodes.sh
+# four buckets on six real nodes under a tenant cap, node periods (issue 28)
+ITESTS += tests/it/it_nested_six.sh
 # three levels, a write limit under a read-heavy bucket, over two real nodes (issue 28)
 ITESTS += tests/it/it_nested_ops.sh
 # fair shares of spare capacity over four real (block) nodes (issue 28)

@@ -362,13 +362,22 @@ static void split(tree_t *t, tstate_t *s, int32_t p)
         for (int32_t x = 0; x < nk; x++)
             s->h[kids[x]] = s->own_h[kids[x]];
     } else {
-        int64_t left = H;
+        /* First each child's own reservation left, up to its demand and
+         * its own headroom: a weighted share below a child's R must not
+         * take the R away (admission keeps the children's reservations
+         * within the parent's limit, so this fits but for what was served
+         * beyond R). */
+        for (int32_t x = 0; x < nk; x++) {
+            int32_t k = kids[x];
+            s->cap[k] = min64(min64(s->own_r[k], s->demand[k]), s->own_h[k]);
+        }
+        int64_t left = H - wfill(t, kids, nk, s->cap, H, s->h);
         for (int stage = 0; stage < 3 && left > 0; stage++) {
             for (int32_t x = 0; x < nk; x++) {
                 int32_t k = kids[x];
                 int64_t room = s->own_h[k] - s->h[k];
                 if (stage == 0)
-                    s->cap[k] = min64(s->demand[k], s->own_h[k]);
+                    s->cap[k] = min64(s->demand[k], s->own_h[k]) - s->h[k];
                 else
                     s->cap[k] = stage == 2 || s->active[k] ? room : 0;
             }

@@ -12,8 +12,9 @@
  * ledger_round_t.nest) works bottom-up: a parent's served, held, demand and
  * backlog are the sums of its children's, and its own budget is the
  * ledger's rule on those sums with its own rates.  Then top-down, each
- * parent's headroom is water-filled among its children by weight: first up
- * to each child's demand, then up to its own headroom among the children
+ * parent's headroom is water-filled among its children by weight: first
+ * each child's own reservation left (up to its demand: a child's R holds
+ * under its parent's limit), then up to each child's demand, then up to its own headroom among the children
  * with demand, then among the others; never more than the parent's
  * headroom in all.  The parent's remaining reservation beyond what its
  * children with demand hold of their own goes, by weight, to those

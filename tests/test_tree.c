@@ -164,6 +164,39 @@ START_TEST(test_tree_weights)
 }
 END_TEST
 
+/* A child's own reservation comes before the weighted split: b's weight
+ * would leave a 60 of the cap, below its R of 70; the rest goes by weight
+ * on top (it_nested_six.sh's tenant, where a got 48-59 without this). */
+START_TEST(test_tree_own_reservation_first)
+{
+    fx_t f;
+    fx_init(&f, "{\"buckets\":[{\"name\":\"tenant\",\"reservation\":0,\"limit\":400},"
+                "{\"name\":\"a\",\"reservation\":70,\"limit\":160,\"parent\":\"tenant\"},"
+                "{\"name\":\"b\",\"reservation\":50,\"limit\":220,\"weight\":4,\"parent\":\"tenant\"},"
+                "{\"name\":\"c\",\"reservation\":40,\"limit\":130,\"parent\":\"tenant\"},"
+                "{\"name\":\"d\",\"reservation\":20,\"limit\":180,\"parent\":\"tenant\"}]}");
+    const char *n[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++)
+        fx_demand(&f, n[i], 10000, 0);
+    fx_run(&f);
+    int64_t sum = 0;
+    for (int i = 0; i < 4; i++)
+        sum += head(&f, n[i]);
+    ck_assert_int_eq(sum, 400);
+    ck_assert_int_eq(rrem(&f, "a"), 70);
+    ck_assert_int_ge(head(&f, "a"), 70);
+    ck_assert_int_eq(rrem(&f, "b"), 50);
+    ck_assert_int_le(head(&f, "b"), 220);
+    ck_assert_int_gt(head(&f, "b"), head(&f, "a")); /* weight 4 on top of R */
+    /* 150 served of a: its R is met; its weighted share is what it gets. */
+    fx_demand(&f, "a", 10000, 150);
+    fx_run(&f);
+    ck_assert_int_eq(rrem(&f, "a"), 0);
+    ck_assert_int_le(head(&f, "a"), 10); /* its own 160 less 150 */
+    fx_free(&f);
+}
+END_TEST
+
 /* Three levels with a root over the cluster: the root's limit is split
  * among the tenants, each tenant's share among its buckets; a leaf without
  * a limit of its own is limited by its ancestors. */
@@ -362,7 +395,8 @@ END_TEST
 int main(void)
 {
     const TTest *const tests[] = {test_tree_split, test_tree_weights, test_tree_three_levels,
-                                  test_tree_reservation, test_tree_bytes, test_tree_none,
+                                  test_tree_reservation, test_tree_own_reservation_first,
+                                  test_tree_bytes, test_tree_none,
                                   test_tree_refused};
     return testlib_run_tests("tree", tests, sizeof tests / sizeof tests[0]);
 }
