@@ -27,7 +27,7 @@
 
 /* How long a stop waits for changes still waiting for the disk (seconds):
  * SIGTERM is answered within a second. */
-#define ADMIN_STOP_WAIT 0.4
+#define ADMIN_STOP_WAIT 0.25
 
 /* A change waiting for the journal's disk (its reply held until it is
  * durable), with what undoes it if the write fails. */

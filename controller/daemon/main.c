@@ -945,8 +945,11 @@ out:
     admin_close(&a.admin); /* answers changes still waiting: before the socket closes */
     if (a.router)
         zmq_close(a.router);
-    if (a.asock)
+    if (a.asock) { /* admin_close()'s answers go out (bounded by this and the guard) */
+        int linger = 100;
+        zmq_setsockopt(a.asock, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(a.asock);
+    }
     auth_clear(&a.auth);
     if (a.zctx)
         zmq_ctx_term(a.zctx);

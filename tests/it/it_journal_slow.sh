@@ -79,7 +79,15 @@ check "40 sets at once: $okn acknowledged, $busy refused busy, $acked in the jou
 # SIGTERM with changes waiting: the process ends within a second.
 pids=""
 for i in 1 2 3; do (ctl set "t$i" --reservation 1; echo "rc=$?") >"$T/t$i.out" 2>&1 & pids="$pids $!"; done
-sleep 0.3
+# until the controller holds all three (waiting for the disk, or answered
+# already): a request still on its way at the stop is one nobody took
+for _ in $(seq 1 100); do
+  p=$(ctl --json status --limit 0 2>/dev/null | python3 -c 'import json,sys
+print(json.load(sys.stdin)["stats"]["journal"]["pending"])' 2>/dev/null)
+  a=$(cat "$T"/t[123].out 2>/dev/null | grep -c "^rc=")
+  [ $((${p:-0} + a)) -ge 3 ] && break
+  sleep 0.05
+done
 t=$(ms); kill -TERM "$CTRL_PID"
 while kill -0 "$CTRL_PID" 2>/dev/null && [ $(($(ms) - t)) -lt 5000 ]; do sleep 0.02; done
 dt=$(($(ms) - t))
