@@ -71,7 +71,7 @@ pids=""
 for i in $(seq 1 40); do (ctl set "m$i" --reservation 1; echo "rc=$?") >"$T/m$i.out" 2>&1 & pids="$pids $!"; done
 # shellcheck disable=SC2086
 wait $pids
-acked=0; for i in $(seq 1 40); do grep -q "m$i" "$T/mnt/b.json.journal" && acked=$((acked + 1)); done
+acked=0; for i in $(seq 1 40); do grep -q "\"m$i\"" "$T/mnt/b.json.journal" && acked=$((acked + 1)); done
 busy=$(grep -l "busy" "$T"/m*.out | wc -l)
 okn=$(grep -l "^rc=0" "$T"/m*.out | wc -l)
 check "40 sets at once: $okn acknowledged, $busy refused busy, $acked in the journal" \
