@@ -32,12 +32,13 @@ ok "two nodes with the controller's template rule"
 # 7 s of alice on both nodes, every 1 s window from her first request on (her
 # bucket is made at the nodes, reported, placed: the nodes serve none of it
 # before the controller's first grant, about one interval later)
-python3 "$HERE/template_load.py" alice pa 7 0 16 $PORTS >"$tmp/load.json" 2>"$tmp/load.err" ||
+python3 "$HERE/tenant_load.py" 7 0 "$(echo $PORTS | tr ' ' ,)" alice/pa/get/k:x/16 >"$tmp/load.json" 2>"$tmp/load.err" ||
   { bad "load client failed"; cat "$tmp/load.err"; }
 python3 - "$tmp/load.json" "$L" <<'PY' && ok "alice held to $L/s over both nodes: $(cat "$tmp/load.json")" || bad "alice over both nodes: $(cat "$tmp/load.json")"
 import json, sys
-d = json.load(open(sys.argv[1])); L = int(sys.argv[2])
-per = list(d["served"].values())
+d = json.load(open(sys.argv[1]))["alice-get"]; L = int(sys.argv[2])
+per = list(d["by_port"].values())
+assert d["refused"] == 0, "%d requests refused" % d["refused"]
 assert d["worst"] <= 1.05 * L, "worst 1 s window %d > 1.05 x %d" % (d["worst"], L)
 assert d["worst"] >= 0.5 * L, "worst window %d: the bucket barely served" % d["worst"]
 assert sum(per) <= 1.05 * L * 7, "%d served in 7 s" % sum(per)

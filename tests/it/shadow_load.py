@@ -13,11 +13,10 @@ drops what was still queued).
 """
 import json
 import re
-import socket
 import sys
-import threading
-import time
 import urllib.request
+
+import openloop
 
 
 def scrape(url, bucket):
@@ -45,56 +44,18 @@ def main():
     port, url, bucket = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     rate, secs = float(sys.argv[4]), float(sys.argv[5])
     nconn = int(sys.argv[6]) if len(sys.argv) > 6 else 4
-    socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(nconn)]
-    replies = [0] * nconn
-    stop = threading.Event()
-
-    def reader(i):
-        buf = b""
-        s = socks[i]
-        s.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                b = s.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            if not b:
-                return
-            buf += b
-            n = buf.count(b"END\r\n")
-            if n:
-                replies[i] += n
-                buf = buf[buf.rfind(b"END\r\n") + 5:]
-
-    threads = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(nconn)]
-    for t in threads:
-        t.start()
     before = scrape(url, bucket)
-    qmax = 0.0
-    start = time.monotonic()
-    sent = 0
-    next_scrape = start + 0.5
-    while True:
-        now = time.monotonic()
-        if now - start >= secs:
-            break
-        due = int((now - start) * rate)
-        while sent < due:
-            socks[sent % nconn].sendall(b"get %s:k%d\r\n" % (bucket.encode(), sent))
-            sent += 1
-        if now >= next_scrape:
-            qmax = max(qmax, scrape(url, bucket)["queued"])
-            next_scrape += 0.5
-        time.sleep(0.002)
-    after = scrape(url, bucket)
-    qmax = max(qmax, after["queued"])
-    stop.set()
-    for s in socks:
-        s.close()
+    qmax, end = [0.0], {}
+
+    def tick():
+        qmax[0] = max(qmax[0], scrape(url, bucket)["queued"])
+
+    sent, replies = openloop.run(port, nconn, rate, secs, lambda i: b"get %s:k%d\r\n" % (bucket.encode(), i),
+                                 b"END\r\n", tick, lambda: end.update(scrape(url, bucket)))
+    after = end
+    qmax = max(qmax[0], after["queued"])
     d = {k: after[k] - before[k] for k in ("arrivals", "served", "shadow_held", "waited")}
-    d.update(sent=sent, replies=sum(replies), queued_max=qmax, shadow=after["shadow"],
+    d.update(sent=sent, replies=replies, queued_max=qmax, shadow=after["shadow"],
              seconds=secs, rate=rate)
     print(json.dumps(d))
 

@@ -3,7 +3,7 @@
 on every node given (two connections per node), keeping DEPTH requests in flight per connection
 for SECONDS.  A stream is USER/PASS/OP/KEY/DEPTH (OP get or set).  Prints, per stream, the most
 replies any 1 s window (from SKIP s on, stepped by 0.1 s) saw summed over the nodes, the replies
-in all, and the refusals, as JSON.
+in all and per node (by port), and the refusals, as JSON.
 
 Usage: tenant_load.py SECONDS SKIP PORTS(comma-separated) STREAM...
 """
@@ -27,7 +27,7 @@ def main():
             req, end = ("get %s\r\n" % key).encode(), b"END\r\n"
         else:
             req, end = ("set %s 0 0 1\r\nv\r\n" % key).encode(), b"STORED\r\n"
-        st = {"name": "%s-%s" % (user, op), "times": [], "refused": 0}
+        st = {"name": "%s-%s" % (user, op), "times": [], "refused": 0, "by_port": dict.fromkeys(ports, 0)}
         streams.append(st)
         login = ("set x 0 0 %d\r\n%s %s\r\n" % (len(user) + len(pw) + 1, user, pw)).encode()
         for p in ports:
@@ -42,7 +42,7 @@ def main():
                     return 1
                 s.setblocking(False)
                 s.sendall(req * depth)
-                sel.register(s, selectors.EVENT_READ, {"st": st, "buf": b"", "req": req, "end": end})
+                sel.register(s, selectors.EVENT_READ, {"st": st, "buf": b"", "req": req, "end": end, "port": p})
     t0 = time.monotonic()
     stop = t0 + seconds
     while True:
@@ -64,6 +64,7 @@ def main():
                 c["buf"] = c["buf"][cut:]
                 at = time.monotonic() - t0
                 c["st"]["times"].extend([at] * n)
+                c["st"]["by_port"][c["port"]] += n
                 key.fileobj.sendall(c["req"] * (n + e))
     out = {}
     for st in streams:
@@ -72,7 +73,8 @@ def main():
             ts = st["times"]  # in order of arrival: sorted
             worst = max(worst, bisect.bisect_left(ts, t + 1.0) - bisect.bisect_left(ts, t))
             t += 0.1
-        out[st["name"]] = {"worst": worst, "served": len(st["times"]), "refused": st["refused"]}
+        out[st["name"]] = {"worst": worst, "served": len(st["times"]), "refused": st["refused"],
+                           "by_port": {str(p): v for p, v in st["by_port"].items()}}
     print(json.dumps(out))
     return 0
 
