@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,23 +85,84 @@ static int check_file(admin_t *ad, const bucketfile_t *bf, char *msg, size_t siz
 
 static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text);
 
+/* Answers every change still parked "stopping" (the stop: not
+ * acknowledged; its line was handed to the writer and may or may not reach
+ * the file). */
+static void answer_stopping(admin_t *ad)
+{
+    if (!ad->park_count)
+        return;
+    log_warn("stopping with %zu changes not yet durable: answered \"stopping\", not "
+             "acknowledged", ad->park_count);
+    while (ad->park_count) {
+        admin_parked_t *p = &ad->park[ad->park_head];
+        if (p->nenv)
+            send_reply(ad, p, "{\"v\":1,\"ok\":false,\"error\":\"stopping\",\"message\":"
+                              "\"the controller stopped before the change was durable: not "
+                              "acknowledged; it may or may not be in the bucket file (see "
+                              "status once a controller runs; the same change again is "
+                              "harmless)\"}");
+        free(p->text);
+        p->text = NULL;
+        ad->park_head = (ad->park_head + 1) % BUCKETJOURNAL_PENDING_MAX;
+        ad->park_count--;
+    }
+}
+
+/* Waits until `until` (mono_now()) at most for every client answered in the
+ * last ADMIN_SENT_WINDOW seconds to hang up: its connection's socket
+ * reports the peer's close (POLLRDHUP), or is closed already (POLLNVAL:
+ * ZeroMQ's I/O thread saw the close).  The sockets are ZeroMQ's: polled
+ * only, never read. */
+static void wait_hangups(admin_t *ad, double until)
+{
+    struct pollfd pf[ADMIN_SENT_MAX];
+    size_t n = 0;
+    double now = mono_now();
+    for (size_t k = 0; k < ADMIN_SENT_MAX; k++) {
+        if (ad->sent[k].at <= 0 || now - ad->sent[k].at > ADMIN_SENT_WINDOW ||
+            ad->sent[k].fd < 0)
+            continue;
+        size_t m = 0;
+        while (m < n && pf[m].fd != ad->sent[k].fd)
+            m++;
+        if (m == n)
+            pf[n++] = (struct pollfd){.fd = ad->sent[k].fd, .events = POLLRDHUP};
+    }
+    size_t answered = n;
+    while (n > 0 && (now = mono_now()) < until) {
+        int rc = poll(pf, n, (int)ceil((until - now) * 1e3));
+        if (rc < 0 && errno != EINTR)
+            break;
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++)
+            if (!(pf[k].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+                pf[m++] = pf[k];
+        n = m;
+    }
+    if (n)
+        log_warn("stopping: %zu of %zu clients answered in the last %.0f s still connected after "
+                 "%.2f s; an answer they have not read yet is lost as the socket closes",
+                 n, answered, ADMIN_SENT_WINDOW, ADMIN_HANGUP_WAIT);
+    else if (answered)
+        log_info("stopping: the %zu clients answered in the last %.0f s hung up", answered,
+                 ADMIN_SENT_WINDOW);
+}
+
+void admin_stop(admin_t *ad, double since)
+{
+    double left = since + ADMIN_STOP_WAIT - mono_now();
+    if (admin_settle(ad, left > 0 ? left : 0) > 0)
+        log_warn("the disk did not take the journal within %.2f s", ADMIN_STOP_WAIT);
+    answer_stopping(ad);
+    wait_hangups(ad, since + ADMIN_HANGUP_WAIT);
+}
+
 void admin_close(admin_t *ad)
 {
-    if (ad->park_count) {
-        log_warn("stopping with %zu changes not yet durable: not acknowledged", ad->park_count);
-        while (ad->park_count) {
-            admin_parked_t *p = &ad->park[ad->park_head];
-            if (p->nenv)
-                send_reply(ad, p, "{\"v\":1,\"ok\":false,\"error\":\"io\",\"message\":"
-                                  "\"the controller stopped before the change was on disk: "
-                                  "it may or may not be there\"}");
-            free(p->text);
-            p->text = NULL;
-            ad->park_head = (ad->park_head + 1) % BUCKETJOURNAL_PENDING_MAX;
-            ad->park_count--;
-        }
+    answer_stopping(ad);
+    if (ad->journal && bucketjournal_flush(ad->journal, 0) > 0)
         return; /* the writer may be in a slow fdatasync: the exit ends it */
-    }
     bucketjournal_destroy(&ad->journal);
     free(ad->direct);
     ad->direct = NULL;
@@ -1351,7 +1413,7 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
     uint64_t version_before = bucketfile_version(ad->bf);
     uint64_t version = version_before ? next_version(ad) : 0;
     admin_parked_t *p = &ad->park[(ad->park_head + ad->park_count) % BUCKETJOURNAL_PENDING_MAX];
-    *p = (admin_parked_t){.is_set = b != NULL, .was = i, .old = old, .t0 = mono_now(),
+    *p = (admin_parked_t){.is_set = b != NULL, .was = i, .old = old, .t0 = mono_now(), .fd = -1,
                           .version_before = version_before, .sums_before = *sums(ad)};
     snprintf(p->name, sizeof p->name, "%s", name); /* the request's text goes with it */
     /* The edit: the admin's table, then ctrl's, then the journal's queue. */
@@ -1981,8 +2043,15 @@ static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text)
         rc = zmq_send(ad->sock, env->env[k], env->envl[k], ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
         rc = zmq_send(ad->sock, out, strlen(out), ZMQ_DONTWAIT);
-    if (rc < 0)
+    if (rc < 0) {
         log_warn("admin reply failed: %s", zmq_strerror(zmq_errno()));
+        return;
+    }
+    if (env->nenv && env->fd >= 0) { /* the stop waits for it to be read */
+        ad->sent[ad->sent_next].fd = env->fd;
+        ad->sent[ad->sent_next].at = mono_now();
+        ad->sent_next = (ad->sent_next + 1) % ADMIN_SENT_MAX;
+    }
 }
 
 /* Parked slot p is finished: its reply (`text`, owned) goes out, or to
@@ -2062,6 +2131,7 @@ char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t
     memcpy(slot->env, ad->cur.env, sizeof slot->env);
     memcpy(slot->envl, ad->cur.envl, sizeof slot->envl);
     slot->nenv = ad->cur.nenv;
+    slot->fd = ad->cur.fd;
     if (slot->nenv) /* admin_drain(): the reply waits for the disk */
         return NULL;
     /* No socket: wait for the disk here. */
@@ -2126,6 +2196,7 @@ void admin_drain(admin_t *ad)
         }
         proto_peer_t peer;
         proto_peer_get(&msg, &peer);
+        env->fd = zmq_msg_get(&msg, ZMQ_SRCFD); /* -1 if unknown */
         size_t before = ad->park_count;
         char *text = more ? dump_reply(reply_error("bad_request", "one frame per request"))
                           : admin_answer(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);

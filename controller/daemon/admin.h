@@ -25,9 +25,19 @@
  * one past this bound: its CTL_REQUEST_MAX is this value). */
 #define ADMIN_REQUEST_MAX 65536
 
-/* How long a stop waits for changes still waiting for the disk (seconds):
- * SIGTERM is answered within a second. */
+/* How long a stop waits for changes still waiting for the disk (seconds,
+ * from the stop): SIGTERM is answered within a second. */
 #define ADMIN_STOP_WAIT 0.25
+
+/* Until when, from the stop (seconds), it waits for the clients it answered
+ * in the last ADMIN_SENT_WINDOW seconds to hang up (admin_stop()).  A REQ
+ * client with ZMQ_IMMEDIATE (bqos-ctl's) drops a reply that is in its
+ * queue, unread, when the connection closes: the controller keeps the
+ * connection open until the client took its answer and left. */
+#define ADMIN_HANGUP_WAIT 0.55
+#define ADMIN_SENT_WINDOW 1.0
+/* The replies remembered for that (the newest; one per request). */
+#define ADMIN_SENT_MAX 64
 
 /* A change waiting for the journal's disk (its reply held until it is
  * durable), with what undoes it if the write fails. */
@@ -38,6 +48,8 @@ typedef struct {
     unsigned char env[ADMIN_ENV_FRAMES][256]; /* the ROUTER envelope */
     size_t envl[ADMIN_ENV_FRAMES];
     int nenv;                /* 0: asked through admin_answer() */
+    int fd;                  /* the client's connection (ZMQ_SRCFD), -1
+                                unknown */
     int is_set, was;         /* a set (else a remove); was: the bucket's
                                 index before, -1 new */
     char name[BUCKETFILE_NAME_MAX + 1]; /* the bucket set or removed */
@@ -88,13 +100,28 @@ typedef struct {
     admin_parked_t cur;      /* admin_drain(): the request's envelope
                                 (env, envl, nenv; 0 outside it) */
     char *direct;            /* admin_answer(): a parked change's reply */
+    struct {
+        int fd;              /* the connection a reply went to */
+        double at;           /* when (mono_now()); 0: unused */
+    } sent[ADMIN_SENT_MAX];  /* the newest replies, a ring */
+    size_t sent_next;
 } admin_t;
+
+/* The stop's answers, on the loop's thread once the loop ended at `since`
+ * (mono_now()), before the admin socket closes: waits for the disk until
+ * since + ADMIN_STOP_WAIT and answers what became durable ("ok"); answers
+ * every change still waiting with the error "stopping" (not acknowledged:
+ * its line may or may not reach the file); then waits until since +
+ * ADMIN_HANGUP_WAIT at most for every client answered in the last
+ * ADMIN_SENT_WINDOW seconds to hang up, so that no answer is lost in a
+ * client's queue when the connection closes.  Logs what it could not do. */
+void admin_stop(admin_t *ad, double since);
 
 /* Frees what the admin endpoint owns besides ad->bf (the journal: a
  * compaction in progress is waited for).  For the end of the program,
- * after admin_settle(): changes still parked are answered "shutting down"
- * and the journal is left to the exit (its writer may be in a slow
- * fdatasync: the process does not wait for it). */
+ * after admin_stop(): changes still parked are answered "stopping" (as
+ * admin_stop() does) and the journal is left to the exit (its writer may be
+ * in a slow fdatasync: the process does not wait for it). */
 void admin_close(admin_t *ad);
 
 /* Logs the rule analysis's warnings (rules_analyze(): rules that can never
