@@ -17,6 +17,7 @@
 #include "controller/daemon/leader.h"
 #include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
+#include "controller/daemon/parked.h"
 #include "controller/daemon/timing.h"
 
 /* Largest admin request (bytes) the endpoint takes: a bigger frame drops
@@ -38,26 +39,6 @@
 #define ADMIN_SENT_WINDOW 1.0
 /* The replies remembered for that (the newest; one per request). */
 #define ADMIN_SENT_MAX 64
-
-/* A change waiting for the journal's disk (its reply held until it is
- * durable), with what undoes it if the write fails. */
-#define ADMIN_ENV_FRAMES 4
-typedef struct {
-    uint64_t ticket;         /* the journal's */
-    char *text;              /* the reply once durable (owned) */
-    unsigned char env[ADMIN_ENV_FRAMES][256]; /* the ROUTER envelope */
-    size_t envl[ADMIN_ENV_FRAMES];
-    int nenv;                /* 0: asked through admin_answer() */
-    int fd;                  /* the client's connection (ZMQ_SRCFD), -1
-                                unknown */
-    int is_set, was;         /* a set (else a remove); was: the bucket's
-                                index before, -1 new */
-    char name[BUCKETFILE_NAME_MAX + 1]; /* the bucket set or removed */
-    bucketfile_bucket_t old; /* what it was (its name the table's) */
-    uint64_t version_before; /* the table's version before */
-    admission_sums_t sums_before;
-    double t0;               /* when it was asked (mono_now()) */
-} admin_parked_t;
 
 typedef struct {
     void *sock;              /* bound ROUTER (borrowed: the caller closes
@@ -92,13 +73,13 @@ typedef struct {
     admission_sums_t sums;   /* ad->bf's reservations (admission by deltas) */
     int sums_ok;             /* sums are ad->bf's (0: computed at first use) */
     /* Changes made to ad->bf and ctrl whose journal line is not yet
-     * durable, oldest first (a ring): their replies wait (issue 26). */
-    admin_parked_t park[BUCKETJOURNAL_PENDING_MAX];
-    size_t park_head, park_count;
-    int parking;             /* the request being run parked its reply in
-                                this slot (-1: none) */
-    admin_parked_t cur;      /* admin_drain(): the request's envelope
-                                (env, envl, nenv; 0 outside it) */
+     * durable, oldest first: their replies wait (issue 26).  Owned; made at
+     * the first change (NULL before). */
+    parked_t *parked;
+    int parking;             /* the request being run parked its reply (the
+                                newest parked change) */
+    parked_env_t cur;        /* admin_drain(): the request's envelope
+                                (nenv 0 outside it) */
     char *direct;            /* admin_answer(): a parked change's reply */
     struct {
         int fd;              /* the connection a reply went to */
