@@ -959,5 +959,7 @@ out:
     bucketfile_destroy(&a.admin.bf);
     bucketfile_destroy(&bf);
     stopguard_stop(&guard);
+    if (status == 0)
+        log_info("stopped"); /* the stop's end, for the operator and it_journal_slow */
     return status;
 }
