@@ -1,4 +1,4 @@
-/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the REP socket, dispatched through the command table, and the configuration changes (admission, save, apply). */
+/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the ROUTER socket, dispatched through the command table, the configuration changes (admission, save, apply), and the answers of the stop. */
 #include "controller/daemon/admin.h"
 
 #include <errno.h>
@@ -1411,11 +1411,11 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
     }
     uint64_t version_before = bucketfile_version(ad->bf);
     uint64_t version = version_before ? next_version(ad) : 0;
-    if (!ad->parked && !(ad->parked = parked_new())) {
+    parked_change_t *p = NULL; /* not full: refused busy above */
+    if ((!ad->parked && !(ad->parked = parked_new())) || !(p = parked_slot(ad->parked))) {
         json_decref(ok);
         return reply_error("internal", "out of memory");
     }
-    parked_change_t *p = parked_slot(ad->parked); /* not full: refused busy above */
     p->is_set = b != NULL;
     p->was = i;
     p->old = old;
