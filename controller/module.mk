@@ -12,7 +12,7 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
-                      controller/daemon/stopguard.c
+                      controller/daemon/stopguard.c controller/daemon/parked.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -54,6 +54,9 @@ test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controlle
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_parked
+test_parked_SRCS = tests/test_parked.c controller/daemon/parked.c
+test_parked_LIBS = common
 TESTS += test_tree test_shares
 test_shares_SRCS = tests/test_shares.c
 test_shares_LIBS = controller common

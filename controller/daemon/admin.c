@@ -1,10 +1,11 @@
-/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the REP socket, dispatched through the command table, and the configuration changes (admission, save, apply). */
+/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the ROUTER socket, dispatched through the command table, the configuration changes (admission, save, apply), and the answers of the stop. */
 #include "controller/daemon/admin.h"
 
 #include <errno.h>
 #include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,25 +83,85 @@ static int check_file(admin_t *ad, const bucketfile_t *bf, char *msg, size_t siz
     return bucketfile_check_unchanged(bf, ad->path, msg, size);
 }
 
-static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text);
+static void send_reply(admin_t *ad, const parked_env_t *env, const char *text);
+
+/* Answers every change still parked "stopping" (the stop: not
+ * acknowledged; its line was handed to the writer and may or may not reach
+ * the file). */
+static void answer_stopping(admin_t *ad)
+{
+    if (!parked_count(ad->parked))
+        return;
+    log_warn("stopping with %zu changes not yet durable: answered \"stopping\", not "
+             "acknowledged", parked_count(ad->parked));
+    parked_change_t *p;
+    while ((p = parked_take_oldest(ad->parked))) {
+        if (p->to.nenv)
+            send_reply(ad, &p->to, "{\"v\":1,\"ok\":false,\"error\":\"stopping\",\"message\":"
+                              "\"the controller stopped before the change was durable: not "
+                              "acknowledged; it may or may not be in the bucket file (see "
+                              "status once a controller runs; the same change again is "
+                              "harmless)\"}");
+        free(p->text);
+        p->text = NULL;
+    }
+}
+
+/* Waits until `until` (mono_now()) at most for every client answered in the
+ * last ADMIN_SENT_WINDOW seconds to hang up: its connection's socket
+ * reports the peer's close (POLLRDHUP), or is closed already (POLLNVAL:
+ * ZeroMQ's I/O thread saw the close).  The sockets are ZeroMQ's: polled
+ * only, never read. */
+static void wait_hangups(admin_t *ad, double until)
+{
+    struct pollfd pf[ADMIN_SENT_MAX];
+    size_t n = 0;
+    double now = mono_now();
+    for (size_t k = 0; k < ADMIN_SENT_MAX; k++) {
+        if (ad->sent[k].at <= 0 || now - ad->sent[k].at > ADMIN_SENT_WINDOW ||
+            ad->sent[k].fd < 0)
+            continue;
+        size_t m = 0;
+        while (m < n && pf[m].fd != ad->sent[k].fd)
+            m++;
+        if (m == n)
+            pf[n++] = (struct pollfd){.fd = ad->sent[k].fd, .events = POLLRDHUP};
+    }
+    size_t answered = n;
+    while (n > 0 && (now = mono_now()) < until) {
+        int rc = poll(pf, n, (int)ceil((until - now) * 1e3));
+        if (rc < 0 && errno != EINTR)
+            break;
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++)
+            if (!(pf[k].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+                pf[m++] = pf[k];
+        n = m;
+    }
+    if (n)
+        log_warn("stopping: %zu of %zu clients answered in the last %.0f s still connected after "
+                 "%.2f s; an answer they have not read yet is lost as the socket closes",
+                 n, answered, ADMIN_SENT_WINDOW, ADMIN_HANGUP_WAIT);
+    else if (answered)
+        log_info("stopping: the %zu clients answered in the last %.0f s hung up", answered,
+                 ADMIN_SENT_WINDOW);
+}
+
+void admin_stop(admin_t *ad, double since)
+{
+    double left = since + ADMIN_STOP_WAIT - mono_now();
+    if (admin_settle(ad, left > 0 ? left : 0) > 0)
+        log_warn("the disk did not take the journal within %.2f s", ADMIN_STOP_WAIT);
+    answer_stopping(ad);
+    wait_hangups(ad, since + ADMIN_HANGUP_WAIT);
+}
 
 void admin_close(admin_t *ad)
 {
-    if (ad->park_count) {
-        log_warn("stopping with %zu changes not yet durable: not acknowledged", ad->park_count);
-        while (ad->park_count) {
-            admin_parked_t *p = &ad->park[ad->park_head];
-            if (p->nenv)
-                send_reply(ad, p, "{\"v\":1,\"ok\":false,\"error\":\"io\",\"message\":"
-                                  "\"the controller stopped before the change was on disk: "
-                                  "it may or may not be there\"}");
-            free(p->text);
-            p->text = NULL;
-            ad->park_head = (ad->park_head + 1) % BUCKETJOURNAL_PENDING_MAX;
-            ad->park_count--;
-        }
+    answer_stopping(ad);
+    parked_destroy(&ad->parked);
+    if (ad->journal && bucketjournal_flush(ad->journal, 0) > 0)
         return; /* the writer may be in a slow fdatasync: the exit ends it */
-    }
     bucketjournal_destroy(&ad->journal);
     free(ad->direct);
     ad->direct = NULL;
@@ -1255,7 +1316,7 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
 
 /* Undoes parked change p in ad->bf and ctrl (the newest first when there
  * are several): the bucket as it was, the table's version and sums. */
-static void undo_parked(admin_t *ad, const admin_parked_t *p)
+static void undo_parked(admin_t *ad, const parked_change_t *p)
 {
     const char *name = p->name;
     if (p->was >= 0 ? ctrl_set_bucket(ad->ctrl, &p->old) : ctrl_remove_bucket(ad->ctrl, name))
@@ -1292,10 +1353,10 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
         }
         log_warn("%s", msg); /* etcd's backup only */
     }
-    if (!ad->ld && ad->park_count >= BUCKETJOURNAL_PENDING_MAX) {
+    if (!ad->ld && parked_count(ad->parked) >= PARKED_MAX) {
         json_decref(ok);
         snprintf(msg, sizeof msg, "busy: %d changes are waiting for the disk to take the "
-                 "journal of %s; try again", BUCKETJOURNAL_PENDING_MAX, ad->path);
+                 "journal of %s; try again", PARKED_MAX, ad->path);
         log_warn("change refused: %s", msg);
         return reply_error("busy", msg);
     }
@@ -1350,9 +1411,17 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
     }
     uint64_t version_before = bucketfile_version(ad->bf);
     uint64_t version = version_before ? next_version(ad) : 0;
-    admin_parked_t *p = &ad->park[(ad->park_head + ad->park_count) % BUCKETJOURNAL_PENDING_MAX];
-    *p = (admin_parked_t){.is_set = b != NULL, .was = i, .old = old, .t0 = mono_now(),
-                          .version_before = version_before, .sums_before = *sums(ad)};
+    parked_change_t *p = NULL; /* not full: refused busy above */
+    if ((!ad->parked && !(ad->parked = parked_new())) || !(p = parked_slot(ad->parked))) {
+        json_decref(ok);
+        return reply_error("internal", "out of memory");
+    }
+    p->is_set = b != NULL;
+    p->was = i;
+    p->old = old;
+    p->t0 = mono_now();
+    p->version_before = version_before;
+    p->sums_before = *sums(ad);
     snprintf(p->name, sizeof p->name, "%s", name); /* the request's text goes with it */
     /* The edit: the admin's table, then ctrl's, then the journal's queue. */
     rc = edit_in_place(ad, b, name, i, &old);
@@ -1371,8 +1440,8 @@ static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const 
     }
     note_version(ad, version);
     ad->sums = after;
-    ad->parking = (int)((ad->park_head + ad->park_count) % BUCKETJOURNAL_PENDING_MAX);
-    ad->park_count++;
+    parked_add(ad->parked);
+    ad->parking = 1;
     return ok;
 }
 
@@ -1972,7 +2041,7 @@ static json_t *admin_request(admin_t *ad, const char *data, size_t len, const pr
 
 /* Sends `text` behind envelope `env` (a parked slot's or the current
  * request's) without blocking: a client that went away loses it. */
-static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text)
+static void send_reply(admin_t *ad, const parked_env_t *env, const char *text)
 {
     const char *out = text ? text : "{\"v\":1,\"ok\":false,\"error\":\"internal\","
                                     "\"message\":\"out of memory\"}";
@@ -1981,22 +2050,31 @@ static void send_reply(admin_t *ad, const admin_parked_t *env, const char *text)
         rc = zmq_send(ad->sock, env->env[k], env->envl[k], ZMQ_SNDMORE | ZMQ_DONTWAIT);
     if (rc >= 0)
         rc = zmq_send(ad->sock, out, strlen(out), ZMQ_DONTWAIT);
-    if (rc < 0)
+    if (rc < 0) {
         log_warn("admin reply failed: %s", zmq_strerror(zmq_errno()));
+        return;
+    }
+    if (env->nenv && env->fd >= 0) { /* the stop waits for it to be read */
+        ad->sent[ad->sent_next].fd = env->fd;
+        ad->sent[ad->sent_next].at = mono_now();
+        ad->sent_next = (ad->sent_next + 1) % ADMIN_SENT_MAX;
+    }
 }
 
-/* Parked slot p is finished: its reply (`text`, owned) goes out, or to
- * admin_answer() when it was asked there. */
-static void finish_parked(admin_t *ad, admin_parked_t *p, char *text)
+/* Parked change p, taken out of the ring, is finished: its reply (`text`,
+ * owned) goes out, or to admin_answer() when it was asked there; the reply
+ * it held (p->text, when not `text`) is freed. */
+static void finish_parked(admin_t *ad, parked_change_t *p, char *text)
 {
-    if (p->nenv) {
-        send_reply(ad, p, text);
+    if (p->to.nenv) {
+        send_reply(ad, &p->to, text);
         free(text);
     } else {
         free(ad->direct);
         ad->direct = text;
     }
-    free(p->text);
+    if (p->text != text)
+        free(p->text);
     p->text = NULL;
 }
 
@@ -2011,58 +2089,45 @@ void admin_journal_done(admin_t *ad)
         return;
     bucketjournal_done_t d;
     bucketjournal_done(ad->journal, &d);
-    while (ad->park_count) { /* the durable ones, oldest first */
-        admin_parked_t *p = &ad->park[ad->park_head];
-        if (p->ticket > d.durable)
-            break;
+    parked_change_t *p;
+    while ((p = parked_take_durable(ad->parked, d.durable))) { /* oldest first */
         log_info("bucket %s %s: durable (%.1f ms after it was asked)", p->name,
                  p->is_set ? "set" : "removed", (mono_now() - p->t0) * 1e3);
-        char *text = p->text;
-        p->text = NULL;
-        finish_parked(ad, p, text);
-        ad->park_head = (ad->park_head + 1) % BUCKETJOURNAL_PENDING_MAX;
-        ad->park_count--;
+        finish_parked(ad, p, p->text);
     }
     if (d.rc == 0)
         return;
     log_error("the journal of %s: a write failed: %s", ad->path, d.msg);
     /* The failed ones are the newest parked (every one after the first
      * failed failed too): undone newest first, each answered. */
-    while (ad->park_count) {
-        size_t k = (ad->park_head + ad->park_count - 1) % BUCKETJOURNAL_PENDING_MAX;
-        admin_parked_t *p = &ad->park[k];
-        if (p->ticket < d.failed_from || p->ticket > d.failed_to)
-            break;
+    while ((p = parked_take_failed(ad->parked, d.failed_from, d.failed_to))) {
         undo_parked(ad, p);
         log_error("bucket %s: not %s, undone: %s", p->name, p->is_set ? "set" : "removed",
                   d.msg);
         finish_parked(ad, p, dump_reply(reply_error("io", d.msg)));
-        ad->park_count--;
     }
 }
 
 size_t admin_settle(admin_t *ad, double timeout_s)
 {
-    if (!ad->journal || !ad->park_count)
+    if (!ad->journal || !parked_count(ad->parked))
         return 0;
     bucketjournal_flush(ad->journal, timeout_s);
     admin_journal_done(ad);
-    return ad->park_count;
+    return parked_count(ad->parked);
 }
 
 char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t *p)
 {
-    ad->parking = -1;
+    ad->parking = 0;
     char *text = dump_reply(admin_request(ad, data, len, p));
-    if (ad->parking < 0)
+    if (!ad->parking)
         return text;
-    admin_parked_t *slot = &ad->park[ad->parking];
-    ad->parking = -1;
+    parked_change_t *slot = parked_newest(ad->parked);
+    ad->parking = 0;
     slot->text = text;
-    memcpy(slot->env, ad->cur.env, sizeof slot->env);
-    memcpy(slot->envl, ad->cur.envl, sizeof slot->envl);
-    slot->nenv = ad->cur.nenv;
-    if (slot->nenv) /* admin_drain(): the reply waits for the disk */
+    slot->to = ad->cur;
+    if (slot->to.nenv) /* admin_drain(): the reply waits for the disk */
         return NULL;
     /* No socket: wait for the disk here. */
     admin_settle(ad, -1);
@@ -2091,7 +2156,7 @@ void admin_drain(admin_t *ad)
     for (;;) {
         /* ROUTER: the envelope (the peer's routing id, then the empty
          * delimiter a REQ client puts), then one body frame. */
-        admin_parked_t *env = &ad->cur;
+        parked_env_t *env = &ad->cur;
         env->nenv = 0;
         zmq_msg_t msg;
         int more = 1, bad = 0;
@@ -2107,7 +2172,7 @@ void admin_drain(admin_t *ad)
             more = zmq_msg_more(&msg);
             size_t n = zmq_msg_size(&msg);
             if (env->nenv == 0 || (more && env->envl[env->nenv - 1] != 0)) {
-                if (env->nenv == ADMIN_ENV_FRAMES || n > sizeof env->env[0] || !more) {
+                if (env->nenv == PARKED_ENV_FRAMES || n > sizeof env->env[0] || !more) {
                     bad = 1; /* not a REQ client's envelope */
                     zmq_msg_close(&msg);
                     break;
@@ -2126,10 +2191,11 @@ void admin_drain(admin_t *ad)
         }
         proto_peer_t peer;
         proto_peer_get(&msg, &peer);
-        size_t before = ad->park_count;
+        env->fd = zmq_msg_get(&msg, ZMQ_SRCFD); /* -1 if unknown */
+        size_t before = parked_count(ad->parked);
         char *text = more ? dump_reply(reply_error("bad_request", "one frame per request"))
                           : admin_answer(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);
-        int parked = ad->park_count > before; /* its reply waits for the disk */
+        int parked = parked_count(ad->parked) > before; /* its reply waits for the disk */
         zmq_msg_close(&msg);
         skip_frames(ad, more);
         if (!parked)

@@ -17,6 +17,7 @@
 #include "controller/daemon/leader.h"
 #include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
+#include "controller/daemon/parked.h"
 #include "controller/daemon/timing.h"
 
 /* Largest admin request (bytes) the endpoint takes: a bigger frame drops
@@ -25,27 +26,19 @@
  * one past this bound: its CTL_REQUEST_MAX is this value). */
 #define ADMIN_REQUEST_MAX 65536
 
-/* How long a stop waits for changes still waiting for the disk (seconds):
- * SIGTERM is answered within a second. */
+/* How long a stop waits for changes still waiting for the disk (seconds,
+ * from the stop): SIGTERM is answered within a second. */
 #define ADMIN_STOP_WAIT 0.25
 
-/* A change waiting for the journal's disk (its reply held until it is
- * durable), with what undoes it if the write fails. */
-#define ADMIN_ENV_FRAMES 4
-typedef struct {
-    uint64_t ticket;         /* the journal's */
-    char *text;              /* the reply once durable (owned) */
-    unsigned char env[ADMIN_ENV_FRAMES][256]; /* the ROUTER envelope */
-    size_t envl[ADMIN_ENV_FRAMES];
-    int nenv;                /* 0: asked through admin_answer() */
-    int is_set, was;         /* a set (else a remove); was: the bucket's
-                                index before, -1 new */
-    char name[BUCKETFILE_NAME_MAX + 1]; /* the bucket set or removed */
-    bucketfile_bucket_t old; /* what it was (its name the table's) */
-    uint64_t version_before; /* the table's version before */
-    admission_sums_t sums_before;
-    double t0;               /* when it was asked (mono_now()) */
-} admin_parked_t;
+/* Until when, from the stop (seconds), it waits for the clients it answered
+ * in the last ADMIN_SENT_WINDOW seconds to hang up (admin_stop()).  A REQ
+ * client with ZMQ_IMMEDIATE (bqos-ctl's) drops a reply that is in its
+ * queue, unread, when the connection closes: the controller keeps the
+ * connection open until the client took its answer and left. */
+#define ADMIN_HANGUP_WAIT 0.55
+#define ADMIN_SENT_WINDOW 1.0
+/* The replies remembered for that (the newest; one per request). */
+#define ADMIN_SENT_MAX 64
 
 typedef struct {
     void *sock;              /* bound ROUTER (borrowed: the caller closes
@@ -80,21 +73,36 @@ typedef struct {
     admission_sums_t sums;   /* ad->bf's reservations (admission by deltas) */
     int sums_ok;             /* sums are ad->bf's (0: computed at first use) */
     /* Changes made to ad->bf and ctrl whose journal line is not yet
-     * durable, oldest first (a ring): their replies wait (issue 26). */
-    admin_parked_t park[BUCKETJOURNAL_PENDING_MAX];
-    size_t park_head, park_count;
-    int parking;             /* the request being run parked its reply in
-                                this slot (-1: none) */
-    admin_parked_t cur;      /* admin_drain(): the request's envelope
-                                (env, envl, nenv; 0 outside it) */
+     * durable, oldest first: their replies wait (issue 26).  Owned; made at
+     * the first change (NULL before). */
+    parked_t *parked;
+    int parking;             /* the request being run parked its reply (the
+                                newest parked change) */
+    parked_env_t cur;        /* admin_drain(): the request's envelope
+                                (nenv 0 outside it) */
     char *direct;            /* admin_answer(): a parked change's reply */
+    struct {
+        int fd;              /* the connection a reply went to */
+        double at;           /* when (mono_now()); 0: unused */
+    } sent[ADMIN_SENT_MAX];  /* the newest replies, a ring */
+    size_t sent_next;
 } admin_t;
+
+/* The stop's answers, on the loop's thread once the loop ended at `since`
+ * (mono_now()), before the admin socket closes: waits for the disk until
+ * since + ADMIN_STOP_WAIT and answers what became durable ("ok"); answers
+ * every change still waiting with the error "stopping" (not acknowledged:
+ * its line may or may not reach the file); then waits until since +
+ * ADMIN_HANGUP_WAIT at most for every client answered in the last
+ * ADMIN_SENT_WINDOW seconds to hang up, so that no answer is lost in a
+ * client's queue when the connection closes.  Logs what it could not do. */
+void admin_stop(admin_t *ad, double since);
 
 /* Frees what the admin endpoint owns besides ad->bf (the journal: a
  * compaction in progress is waited for).  For the end of the program,
- * after admin_settle(): changes still parked are answered "shutting down"
- * and the journal is left to the exit (its writer may be in a slow
- * fdatasync: the process does not wait for it). */
+ * after admin_stop(): changes still parked are answered "stopping" (as
+ * admin_stop() does) and the journal is left to the exit (its writer may be
+ * in a slow fdatasync: the process does not wait for it). */
 void admin_close(admin_t *ad);
 
 /* Logs the rule analysis's warnings (rules_analyze(): rules that can never

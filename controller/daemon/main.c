@@ -923,13 +923,12 @@ int main(int argc, char **argv)
         warn_insecure(&a, now);
     }
     notify_stopping();
-    /* Changes waiting for the disk: answered if it takes them soon, else
-     * answered "not known" by admin_close() (SIGTERM within a second: this
-     * wait, bounded, then the guard's bound on the rest, which must not
-     * start before it, or the guard ends the process with the answers
-     * unsent). */
-    if (admin_settle(&a.admin, ADMIN_STOP_WAIT) > 0)
-        log_warn("the disk did not take the journal within %.1f s", ADMIN_STOP_WAIT);
+    /* Changes waiting for the disk: answered (durable, or "stopping"), and
+     * the answered clients given until ADMIN_HANGUP_WAIT to read theirs
+     * before the socket closes (SIGTERM within a second: this wait,
+     * bounded, then the guard's bound on the rest, which must not start
+     * before it, or the guard ends the process with the answers unread). */
+    admin_stop(&a.admin, mono_now());
     stopguard_stopping(guard); /* what follows is bounded too */
     status = 0;
 out:
@@ -960,5 +959,7 @@ out:
     bucketfile_destroy(&a.admin.bf);
     bucketfile_destroy(&bf);
     stopguard_stop(&guard);
+    if (status == 0)
+        log_info("stopped"); /* the stop's end, for the operator and it_journal_slow */
     return status;
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_journal_slow.sh - a change's journal line is written off the controller's loop (issue 26): on a real slow disk (a loop device throttled to 1 write per second through the blkio cgroup the controller runs in), status answers while sets wait for their fdatasync, each set is acknowledged only once its line is in the journal, more than 32 waiting changes are refused "busy", SIGTERM with changes waiting ends within a second; and bqos-ctl --endpoint DEAD,LIVE answers at once, not after DEAD's timeout.  The slow disk part is skipped (said so) without root, losetup, mkfs.ext4 or the cgroup v1 blkio throttle.
+# it_journal_slow.sh - a change's journal line is written off the controller's loop (issue 26): on a real slow disk (a loop device throttled to 1 write per second through the blkio cgroup the controller runs in), status answers while sets wait for their fdatasync, each set is acknowledged only once its line is in the journal, more than 32 waiting changes are refused "busy", SIGTERM with changes waiting answers each (ok once durable, else "stopping") and stops within a second (the process then ends with the fdatasync in flight); and bqos-ctl --endpoint DEAD,LIVE answers at once, not after DEAD's timeout.  The slow disk part is skipped (said so) without root, losetup, mkfs.ext4 or the cgroup v1 blkio throttle.
 # run-tests: alone
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_journal_slow bqos-controller bqos-ctl
@@ -76,27 +76,60 @@ busy=$(grep -l "busy" "$T"/m*.out | wc -l)
 okn=$(grep -l "^rc=0" "$T"/m*.out | wc -l)
 check "40 sets at once: $okn acknowledged, $busy refused busy, $acked in the journal" \
   '[ "$busy" -ge 1 ] && [ "$okn" -eq "$acked" ] && [ $((okn + busy)) -eq 40 ]'
-# SIGTERM with changes waiting: the process ends within a second.
+# SIGTERM with changes waiting: each is answered, ok once durable (then in
+# the journal) or "stopping" (not acknowledged), and the process ends within
+# a second.  The answers were lost in 2 of ~15 runs under load when the
+# controller closed its connections right after them: a bqos-ctl (REQ, with
+# ZMQ_IMMEDIATE) drops a reply still unread when its connection closes; the
+# stop now waits (bounded) for the answered clients to hang up.  The clients
+# here are slow to read as on a busy host, always: stopped (SIGSTOP) at the
+# controller's SIGTERM and continued 0.3 s later (before: 8 of 10 answers to
+# stopped clients lost).
 pids=""
-for i in 1 2 3; do (ctl set "t$i" --reservation 1; echo "rc=$?") >"$T/t$i.out" 2>&1 & pids="$pids $!"; done
-# until the controller holds all three (waiting for the disk, or answered
-# already): a request still on its way at the stop is one nobody took
-for _ in $(seq 1 100); do
-  p=$(ctl --json status --limit 0 2>/dev/null | python3 -c 'import json,sys
-print(json.load(sys.stdin)["stats"]["journal"]["pending"])' 2>/dev/null)
-  a=$(cat "$T"/t[123].out 2>/dev/null | grep -c "^rc=")
-  [ $((${p:-0} + a)) -ge 3 ] && break
-  sleep 0.05
+for i in 1 2 3; do
+  ("$CTL" --endpoint "tcp://127.0.0.1:$ap" --timeout 5000 set "t$i" --reservation 1 &
+    echo $! >"$T/t$i.pid"; wait $!; echo "rc=$?") >"$T/t$i.out" 2>&1 &
+  pids="$pids $!"
 done
+# until the controller holds all three (its audit line: made and waiting for
+# the disk, or answered already): a request still on its way at the stop is
+# one nobody took.  The log, not a status: a bqos-ctl and a python3 per look
+# took a second under load, and the three were durable by then.
+for _ in $(seq 1 250); do
+  [ "$(grep -c 'audit: set by .*"t[123]"' "$T/controller.log")" -ge 3 ] && break
+  sleep 0.02
+done
+# The controller's stop ends with its log's last line ("stopped", or the stop
+# guard's "exiting now"), timed from our SIGTERM on the same clock (a busy
+# host can hold this shell's own loop for a second); the process is gone
+# once the writer's fdatasync in flight returns: the kernel holds an exiting
+# thread in an uninterruptible disk wait (D, folio_wait_writeback), which on
+# this disk takes up to ~2 s.
+cl=$(cat "$T"/t[123].pid 2>/dev/null)
+slow=0; for c in $cl; do kill -STOP "$c" 2>/dev/null && slow=$((slow + 1)); done
 t=$(ms); kill -TERM "$CTRL_PID"
+# shellcheck disable=SC2086
+(sleep 0.3; kill -CONT $cl 2>/dev/null) &
+cont=$!
 while kill -0 "$CTRL_PID" 2>/dev/null && [ $(($(ms) - t)) -lt 5000 ]; do sleep 0.02; done
 dt=$(($(ms) - t))
-check "SIGTERM with changes waiting for the disk: gone in $dt ms" '[ "$dt" -lt 1000 ]'
+last=$(tail -1 "$T/controller.log")
+dm=$(($(date -d "${last%%Z *}Z" +%s%3N 2>/dev/null || echo 0) - t))
+check "SIGTERM with changes waiting for the disk: the controller stopped in $dm ms (${last#* bqos-controller })" \
+  '[ "$dm" -ge 0 ] && [ "$dm" -lt 1000 ]'
+check "and the process was gone in $dt ms (with the fdatasync in flight: the disk's)" '[ "$dt" -lt 3000 ]'
 # shellcheck disable=SC2086
-wait $pids
-answered=$(grep -l "^rc=0\|may or may not" "$T"/t*.out | wc -l)
-# Reported, not judged (docs/decisions.md, "The stop answers waiting changes at best": the
-# stop's answers are best effort): under make check's load 1-2 of 3 were answered in 2 of ~12 runs.
-echo "# waiting changes answered at the stop (durable, or 'may or may not be there'): $answered of 3"
+wait $cont $pids
+okn=0; stopping=0; okj=0
+for i in 1 2 3; do
+  if grep -q "^rc=0" "$T/t$i.out"; then
+    okn=$((okn + 1)); grep -q "\"t$i\"" "$T/mnt/b.json.journal" && okj=$((okj + 1))
+  elif grep -q "controller refused: stopping:" "$T/t$i.out"; then
+    stopping=$((stopping + 1))
+  fi
+done
+check "each change waiting at the stop was answered ($slow clients slow to read): $okn ok ($okj of them in the journal), $stopping 'stopping', of 3" \
+  '[ $((okn + stopping)) -eq 3 ] && [ "$okj" -eq "$okn" ]'
+[ $((okn + stopping)) -eq 3 ] || sed 's/^/# /' "$T"/t[123].out
 
 it_end 'tail -20 "$T/controller.log"'
