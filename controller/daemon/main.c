@@ -26,6 +26,7 @@
 #include "controller/ctrlopts.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
+#include "common/shardmap.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/auth.h"
 #include "controller/daemon/authkeys.h"
@@ -69,6 +70,7 @@ typedef struct {
     const char *curve_key, *authorized_keys; /* both or neither */
     int insecure;
     const char *metrics, *user; /* --metrics-listen HOST:PORT, --user NAME; NULL: none */
+    int shards, shard;    /* --shards K (0: none), --shard I */
     int check;            /* --check: validate and exit */
     int help, version;
 } settings_t;
@@ -79,7 +81,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 39
+#define NOPTS 41
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -229,6 +231,21 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "The leader stops pushing by its own clock a quarter interval before it\n"
                  "could be deposed, so a leader paused or starved this long is replaced.\n"
                  "0: only when its lease expires (--lease-ttl)."},
+        {.name = "shards", .type = OPTS_INT, .target = &s->shards, .arg = "K", .deflt = "0",
+         .min = 0, .max = SHARDMAP_MAX,
+         .help = "Controller shards (docs/controller.md \"Shards\"): the buckets are\n"
+                 "divided among K controllers by a stable hash of their names, and this\n"
+                 "one runs only the buckets of shard --shard (the whole table is loaded,\n"
+                 "changes to any bucket are taken).  With --etcd each shard elects its\n"
+                 "own leader (key /bqos/CLUSTER/shard/I/leader, its own lease and\n"
+                 "epoch; standbys per shard).  Every node's capacity is divided evenly:\n"
+                 "a shard places tokens within 1/K of each node's estimates.  Periods\n"
+                 "start on multiples of --period of the wall clock (NTP-synchronised\n"
+                 "hosts), so that every shard's periods are the nodes' one period.  Nodes\n"
+                 "connect to every shard (bqos-node --shards).  0: no shards."},
+        {.name = "shard", .type = OPTS_INT, .target = &s->shard, .arg = "I", .deflt = "0",
+         .min = 0, .max = SHARDMAP_MAX - 1,
+         .help = "With --shards K: the shard this controller runs, 0..K-1."},
         {.name = "curve-key", .type = OPTS_STRING, .target = &s->curve_key, .arg = "FILE",
          .show = "none: no authentication, no encryption",
          .help = "This controller's CURVE secret key (bqos-ctl keygen; mode 0600).  With\n"
@@ -307,6 +324,8 @@ static int parse_args(int argc, char **argv, settings_t *s)
                       : !s->curve_key != !s->authorized_keys
                           ? "--curve-key and --authorized-keys go together"
                       : s->period_s * 1000 / s->intervals < 1 ? "intervals shorter than 1 ms"
+                      : s->shards && s->shard >= s->shards ? "--shard I needs I < --shards K"
+                      : !s->shards && s->shard ? "--shard goes with --shards"
                       : NULL;
     if (!bad)
         return -1;
@@ -461,7 +480,36 @@ typedef struct {
     metricsd_t *md;    /* --metrics-listen; NULL: none */
     int stop;
     int takeover_push;  /* we just became the leader: push at once */
+    int slice_nn;       /* --shards: nodes whose slices were set ... */
+    uint64_t slice_pos; /* ... at this interval (period x K + interval + 1) */
 } app_t;
+
+/* ---- shards (--shards K): the static slice ------------------------------- */
+
+/* With shards, every node's capacity is divided evenly among the K shards:
+ * this shard computes within 1/K of each node's estimate (the L pass) and
+ * of its conservative capacity (the R pass), so that the K shards together
+ * never promise a node more than its estimates (ctrl_node_set_slice()).
+ * Set at each round's start (the estimates of the round before) and for a
+ * node that registers, before any round can compute with it.  Cost:
+ * O(nodes) once an interval, and when the node count changes. */
+static void slices_static(app_t *a, double now)
+{
+    const int k = a->set->shards, nn = ctrl_nnodes(a->ctrl);
+    if (!k)
+        return;
+    uint64_t pos = a->clk.period * (uint64_t)a->set->intervals + a->clk.interval + 1;
+    if (!pclock_due(&a->clk, now) && pos == a->slice_pos && nn == a->slice_nn)
+        return;
+    for (int n = 0; n < nn; n++) {
+        ctrl_node_info_t ni;
+        if (ctrl_node_info(a->ctrl, n, &ni) < 0)
+            continue;
+        ctrl_node_set_slice(a->ctrl, n, ni.capacity / k, ni.conservative / k);
+    }
+    a->slice_nn = nn;
+    a->slice_pos = pos;
+}
 
 /* ---- rounds (rounds.c) and their hooks ------------------------------------ */
 
@@ -470,6 +518,7 @@ typedef struct {
 static void on_adopt(void *arg, const pclock_reading_t *r, double now)
 {
     app_t *a = arg;
+    slices_static(a, now);
     if (a->etcd && !leader_leads(&a->ld, now)) {
         /* A standby keeps following the nodes' clock (the leader's), not
          * only after its start, so that it takes over on the same periods
@@ -483,6 +532,7 @@ static void on_adopt(void *arg, const pclock_reading_t *r, double now)
 /* nodes_hooks_t: after a registered node's message. */
 static void on_tick(void *arg, double now)
 {
+    slices_static(arg, now);
     rounds_tick(&((app_t *)arg)->rounds, now);
 }
 
@@ -584,6 +634,8 @@ static int ha_start(app_t *a)
          * lease */
         .slow_s = s->etcd_timeout,
         .hold_s = s->lease_ttl,
+        .shards = s->shards,
+        .shard = s->shard,
     };
     leader_store_t st = leader_store_etcd(a->etcd);
     leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap,
@@ -782,7 +834,7 @@ int main(int argc, char **argv)
         log_error("%s: %s", set.buckets, why);
         goto out;
     }
-    if (ctrl_set_buckets(a.ctrl, bf) < 0) {
+    if (!set.shards && ctrl_set_buckets(a.ctrl, bf) < 0) { /* shards: below */
         log_error("out of memory");
         goto out;
     }
@@ -826,8 +878,15 @@ int main(int argc, char **argv)
         .tm = &a.rounds.tm,
         .met = &a.met,
         .auth = a.auth.zap ? &a.auth : NULL,
+        .shards = set.shards,
+        .shard = set.shard,
     };
     a.nodes.auth = a.admin.auth;
+    if (set.shards && (rc = admin_set_ctrl_buckets(&a.admin, bf)) < 0) {
+        log_error("%s: %s", set.buckets, rc == -ENOTSUP ? "nested buckets (parents) are not "
+                  "supported with --shards" : strerror(-rc));
+        goto out;
+    }
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
@@ -854,10 +913,19 @@ int main(int argc, char **argv)
     notify_ready();
 
     double started = mono_now();
+    if (set.shards) { /* every shard's periods are the nodes' one period */
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        started -= fmod((double)rt.tv_sec + rt.tv_nsec / 1e9, set.period_s);
+        log_info("shard %d of %d: periods start on multiples of %.3f s of the wall clock",
+                 set.shard, set.shards, set.period_s);
+    }
     pclock_init(&a.clk, set.period_s, set.intervals, set.wait, started);
-    rounds_tick(&a.rounds, started);
+    slices_static(&a, mono_now());
+    rounds_tick(&a.rounds, mono_now());
     while (!a.stop) {
         double now = mono_now();
+        slices_static(&a, now);
         rounds_tick(&a.rounds, now);
         double next = pclock_next(&a.clk);
         if (a.etcd) {
@@ -866,6 +934,7 @@ int main(int argc, char **argv)
             now = mono_now(); /* the poll may have waited for etcd */
             if (a.takeover_push) {
                 a.takeover_push = 0;
+                slices_static(&a, now);
                 rounds_push_now(&a.rounds, now);
             }
             if (leader_next(&a.ld) < next)
