@@ -146,5 +146,21 @@ check "blue served at its limit through the kill (>= 150 in every window from 2 
 check "red served after the failover (a window >= 180 in the last three)" \
   '[ "$(echo $RED | tr " " "\n" | awk -F: -v d=$DUR "NF == 2 && \$1 > d - 3 && \$2 >= 180" | wc -l)" -ge 1 ]'
 
+# bqos-ctl over the shards: a change goes to its bucket's shard (shard 0's
+# list holds the dead s0a, which costs nothing), a bucket's status comes
+# from its shard, buckets is one table of both, status shows each shard.
+ALL="$AD_s0a,$AD_s0b;$AD_s1a,$AD_s1b"
+ctl --endpoint "$ALL" set green --reservation 5 --limit 100 >"$T/green.out" 2>&1; rc=$?
+check "bqos-ctl set green (shard 0) through the shards' lists reaches shard 0's leader (rc $rc)" \
+  '[ $rc = 0 ] && grep -q "green created" "$T/green.out"'
+wait_for 'ctl --endpoint "$AD_s0b" status --bucket green >/dev/null 2>&1' 3
+check "status --bucket green and blue come from their shards" \
+  'ctl --endpoint "$ALL" status --bucket green >/dev/null 2>&1 && ctl --endpoint "$ALL" status --bucket blue >/dev/null 2>&1'
+check "buckets is one table of every shard's (red, blue, green)" \
+  'ctl --endpoint "$ALL" buckets >"$T/bk.out" 2>&1 && grep -q "^red" "$T/bk.out" && grep -q "^blue" "$T/bk.out" &&
+   grep -q "^green" "$T/bk.out"'
+check "status shows both shards" \
+  'ctl --endpoint "$ALL" status >"$T/st.out" 2>&1 && grep -q "== shard 0 of 2" "$T/st.out" && grep -q "== shard 1 of 2" "$T/st.out"'
+
 [ -n "${KEEP:-}" ] && { rm -rf "/tmp/$IT_NAME.last"; cp -r "$T" "/tmp/$IT_NAME.last"; }
 it_end logs
