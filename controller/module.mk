@@ -12,7 +12,7 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
-                      controller/daemon/stopguard.c
+                      controller/daemon/stopguard.c controller/daemon/rootx.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -116,6 +116,9 @@ ITESTS += tests/it/report_delay.sh
 # controller shards (issue 30): the shard map, the root step, a shard's side; the daemons
 # as two shards with a leader each, two nodes, a shard leader killed
 ITESTS += tests/it/it_shards.sh
+TESTS += test_rootx
+test_rootx_SRCS = tests/test_rootx.c controller/daemon/rootx.c
+test_rootx_LIBS = controller pshift proto curvekey common
 TESTS += test_shardmap test_shardroot test_shardset
 test_shardmap_SRCS = tests/test_shardmap.c
 test_shardmap_LIBS = common

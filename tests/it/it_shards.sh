@@ -1,6 +1,10 @@
 #!/bin/sh
 # it_shards.sh - controller shards on real daemons (issue 30): two shards through a real etcd, each with a leader and a standby, two bqos-nodes over memcached that talk to both shards, a limited bucket in each shard counted by an independent client; the leader of shard 0 is killed -9, its standby takes over, shard 1 does not notice.
 #
+# The root step runs between the shards (--root: shard 0's leader is the
+# root; its --root-listen): each shard's leader sends it its needs per node,
+# it answers each its slices of every node; the kill takes the root too, and
+# shard 1 holds its slices (2 periods) until s0b, the new root, answers.
 # Buckets red (shard 0 of 2) and blue (shard 1 of 2; tests/test_shardmap.c
 # pins the rule), each R 50 L 200, 1 s periods in 5 intervals.  Controllers
 # s0a and s1a start first and lead their shards, s0b and s1b stand by
@@ -26,13 +30,18 @@ for c in s0a s0b s1a s1b; do
   cp "$T/b.json" "$T/$c.json"
   next_port; eval "LS_$c=tcp://127.0.0.1:$PORT"
   next_port; eval "AD_$c=tcp://127.0.0.1:$PORT"
+  next_port; eval "RL_$c=tcp://127.0.0.1:$PORT"
 done
+ROOT="$RL_s0a,$RL_s0b" # the root: shard 0's leader
 # cstart NAME SHARD: controller NAME of shard SHARD (PID_NAME; log $T/NAME.log)
 cstart() {
-  eval "ls=\$LS_$1 ad=\$AD_$1"
+  eval "ls=\$LS_$1 ad=\$AD_$1 rl=\$RL_$1"
+  rootl=""
+  [ "$2" = 0 ] && rootl="--root-listen $rl"
+  # shellcheck disable=SC2086
   spawn "$T/$1.log" "$BIN/bqos-controller" --buckets "$T/$1.json" --listen "$ls" --admin "$ad" \
     --period 1s --intervals 5 --etcd "$ETCD" --id "$1" --cluster it --lease-ttl 2 \
-    --etcd-timeout 250ms --shards 2 --shard "$2" --log-level debug
+    --etcd-timeout 250ms --shards 2 --shard "$2" --root "$ROOT" $rootl --log-level debug
   eval "PID_$1=\$SPAWNED"
 }
 ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
@@ -123,6 +132,12 @@ check "shard 1 did not notice: s1a leads at epoch $E1 ($E1b), no election" \
   '[ "$L1" = True ] && [ "$E1b" = "$E1" ] && [ "$EL1b" = "$EL1" ]'
 check "no node's shard 1 session fell back ($F1a -> $F1a2, $F1b -> $F1b2)" \
   '[ "$F1a2" = "$F1a" ] && [ "$F1b2" = "$F1b" ]'
+check "the root step: shard 1 computes within the root's slices (from s0a, shard 0's leader)" \
+  'grep -q "shard 1: the root.s slices (root epoch $E0)" "$T/s1a.log"'
+check "the root moved with shard 0's leadership: s0b answers itself with root epoch $E0b" \
+  'grep -q "shard 0: the root.s slices (root epoch $E0b)" "$T/s0b.log"'
+check "shard 1 held its slices through the root's failover (never 1/K)" \
+  '! grep -q "shard 1: no live slice" "$T/s1a.log"'
 # (a session's static fallback renews its last grant of every bucket: the
 # other shard's are refused there, counted in REF)
 echo "# tokens of another shard's bucket refused at n1, n2: $REF"
