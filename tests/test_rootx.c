@@ -79,9 +79,18 @@ START_TEST(test_rootx_root_divides_within_capacity)
                  "\"nodes\":[[\"n1\",1000,900,600,600,800,600]]}");
     send_str(s1, "{\"t\":\"needs\",\"shard\":1,\"k\":2,\"epoch\":7,\"target\":300,"
                  "\"nodes\":[[\"n1\",1100,950,300,300,700,300]]}");
+    void *sb = sock(ZMQ_DEALER, "inproc://root1", 0); /* shard 1's standby asks for its slices */
+    send_str(sb, "{\"t\":\"needs\",\"shard\":1,\"k\":2,\"epoch\":0,\"standby\":true,"
+                 "\"target\":0,\"nodes\":[]}");
     ck_assert(drain_until(root, needs_at_least, 2));
+    for (int i = 0; i < 20; i++) /* the standby's note, after the needs */
+        rootx_drain(root, 1.0), zmq_poll(NULL, 0, 5);
     ck_assert_int_eq(rootx_step(root, 9, 1.0), 0);
-    json_t *a = recv_json(s0), *b = recv_json(s1);
+    json_t *a = recv_json(s0), *b = recv_json(s1), *c = recv_json(sb);
+    ck_assert_ptr_nonnull(c); /* the same slices as its leader's */
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "shard")), 1);
+    json_decref(c);
+    zmq_close(sb);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(json_integer_value(json_object_get(a, "epoch")), 9);

@@ -506,6 +506,7 @@ typedef struct {
     uint64_t slice_taken; /* ... with the slices rootx had taken then */
     rootx_t *rx;        /* --root / --root-listen: the root exchange; NULL: none */
     int slices_root;    /* some node's slice is the root's (else 1/K each) */
+    uint64_t root_epoch; /* the root epoch of the last slices taken */
     uint64_t rounds_seen; /* computed rounds whose needs went to the root */
 } app_t;
 
@@ -557,6 +558,11 @@ static void slices_static(app_t *a, double now)
         }
         ctrl_node_set_slice(a->ctrl, n, est, cons);
     }
+    if (a->rx && rs.root_epoch != a->root_epoch) {
+        a->root_epoch = rs.root_epoch;
+        log_info("shard %d: slices from the root of epoch %llu", a->set->shard,
+                 (unsigned long long)rs.root_epoch);
+    }
     if (a->rx && (from_root > 0) != a->slices_root) {
         a->slices_root = from_root > 0;
         if (a->slices_root)
@@ -577,7 +583,11 @@ static void needs_to_root(app_t *a, double now)
     if (!a->rx || a->rounds.tm.nsplits == a->rounds_seen)
         return;
     a->rounds_seen = a->rounds.tm.nsplits;
-    if (a->rounds.tm.last_res.skipped || !shard_leads(a, now))
+    if (!shard_leads(a, now)) { /* a standby: the slices too, for its takeover */
+        rootx_send_standby(a->rx);
+        return;
+    }
+    if (a->rounds.tm.last_res.skipped)
         return;
     const int iv = a->set->intervals;
     rootx_send_needs(a->rx, a->ctrl, (double)(iv - (int)a->clk.interval) / iv,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -18,8 +19,18 @@
 #define RATE_MAX 1e12
 #define NEED_FIELDS 6 /* cap, cons, must, room, demand, placed */
 
+/* A standby of a shard that asked for its shard's slices (so that it holds
+ * them when it takes over). */
+#define ROOTX_STANDBYS 4
+typedef struct {
+    unsigned char id[256];
+    size_t idl;
+    double at;               /* when it last asked (0: free) */
+} rlistener_t;
+
 /* The root's view of one shard: its last needs. */
 typedef struct {
+    rlistener_t standby[ROOTX_STANDBYS];
     uint64_t epoch;          /* highest seen (needs below it are dropped) */
     double at;               /* when its last needs arrived (0: never) */
     unsigned char id[256];   /* the DEALER it came from (routing id) */
@@ -251,6 +262,22 @@ static void take_needs(rootx_t *x, const json_t *j, const unsigned char *id, siz
         return;
     }
     rshard_t *sh = &x->sh[s];
+    if (json_is_true(json_object_get(j, "standby"))) { /* slices, please; no needs */
+        rlistener_t *slot = NULL;
+        for (int i = 0; i < ROOTX_STANDBYS; i++) {
+            rlistener_t *l = &sh->standby[i];
+            if (l->idl == idl && memcmp(l->id, id, idl) == 0) {
+                slot = l;
+                break;
+            }
+            if (!slot || l->at < slot->at) /* a free or the stalest slot */
+                slot = l;
+        }
+        memcpy(slot->id, id, idl);
+        slot->idl = idl;
+        slot->at = now;
+        return;
+    }
     if ((uint64_t)e < sh->epoch) { /* a deposed leader's */
         x->st.dropped++;
         return;
@@ -422,6 +449,18 @@ out:
     return rc;
 }
 
+int rootx_send_standby(rootx_t *x)
+{
+    char text[128];
+    snprintf(text, sizeof text, "{\"t\":\"needs\",\"shard\":%d,\"k\":%d,\"epoch\":0,"
+             "\"standby\":true,\"target\":0,\"nodes\":[]}", x->cfg.shard, x->cfg.shards);
+    int rc = -EAGAIN;
+    for (int i = 0; i < x->nd; i++)
+        if (send_text(x->dealer[i], NULL, 0, text) == 0)
+            rc = 0;
+    return rc;
+}
+
 int rootx_step(rootx_t *x, uint64_t epoch, double now)
 {
     if (!x->router)
@@ -483,6 +522,11 @@ int rootx_step(rootx_t *x, uint64_t epoch, double now)
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (text && send_text(x->router, sh->id, sh->idl, text) == 0)
             x->st.slices_sent++;
+        for (int i = 0; text && i < ROOTX_STANDBYS; i++) {
+            const rlistener_t *l = &sh->standby[i];
+            if (l->at > 0 && now - l->at <= fresh && send_text(x->router, l->id, l->idl, text) == 0)
+                x->st.slices_sent++;
+        }
         free(text);
         json_decref(j);
         json_decref(nodes);

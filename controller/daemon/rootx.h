@@ -10,9 +10,12 @@
  *           rates, IOs per second of the period left at the round (the
  *           round's tokens divided by its time left), after every computed
  *           round of a leader
+ *           ({"t":"needs",...,"standby":true,"nodes":[]} from a standby:
+ *           send me my shard's slices too)
  *   slices  {"t":"slices","epoch":RE,"shard":S,"nodes":[[NAME,est,cons],...]}
  *           IOs per second, at the root's every round start, to the shards
- *           whose needs arrived within the last two intervals
+ *           whose needs arrived within the last two intervals, and to
+ *           their standbys that asked within that time
  * Epochs: the root drops needs of a shard epoch below the highest it has
  * seen for that shard (a deposed leader's); a shard drops slices of a root
  * epoch (shard 0's leader epoch) below the highest it has seen.  Bounds:
@@ -82,6 +85,12 @@ void rootx_drain(rootx_t *x, double now);
  * shard's leader epoch: sent to every root endpoint.  Returns 0, -ENOMEM, or
  * -EAGAIN (no root connected). */
 int rootx_send_needs(rootx_t *x, const ctrl_t *c, double left, uint64_t epoch);
+
+/* A standby's request for its shard's slices (sent after each of its
+ * rounds): the root sends it the slices it sends the shard's leader, so
+ * that it holds them when it takes over instead of starting on 1/K beside
+ * shards on the root's slices.  Returns 0 or -EAGAIN. */
+int rootx_send_standby(rootx_t *x);
 
 /* The root's step (shard 0's leader, `epoch` its epoch, `now`): every node
  * the shards' recent needs name, its capacity the smallest of theirs,

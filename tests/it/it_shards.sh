@@ -134,8 +134,11 @@ check "no node's shard 1 session fell back ($F1a -> $F1a2, $F1b -> $F1b2)" \
   '[ "$F1a2" = "$F1a" ] && [ "$F1b2" = "$F1b" ]'
 check "the root step: shard 1 computes within the root's slices (from s0a, shard 0's leader)" \
   'grep -q "shard 1: the root.s slices (root epoch $E0)" "$T/s1a.log"'
-check "the root moved with shard 0's leadership: s0b answers itself with root epoch $E0b" \
-  'grep -q "shard 0: the root.s slices (root epoch $E0b)" "$T/s0b.log"'
+check "s0b held shard 0's slices as a standby, before the kill" \
+  'grep -q "shard 0: slices from the root of epoch $E0\$" "$T/s0b.log"'
+check "the root moved with shard 0's leadership: s0b's slices reach shard 1 (root epoch $E0b)" \
+  'grep -q "shard 1: slices from the root of epoch $E0b\$" "$T/s1a.log" &&
+   grep -q "shard 0: slices from the root of epoch $E0b\$" "$T/s0b.log"'
 check "shard 1 held its slices through the root's failover (never 1/K)" \
   '! grep -q "shard 1: no live slice" "$T/s1a.log"'
 # (a session's static fallback renews its last grant of every bucket: the
