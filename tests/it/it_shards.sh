@@ -5,6 +5,7 @@
 # root; its --root-listen): each shard's leader sends it its needs per node,
 # it answers each its slices of every node; the kill takes the root too, and
 # shard 1 holds its slices (2 periods) until s0b, the new root, answers.
+# CURVE on every endpoint (the root's too).
 # Buckets red (shard 0 of 2) and blue (shard 1 of 2; tests/test_shardmap.c
 # pins the rule), each R 50 L 200, 1 s periods in 5 intervals.  Controllers
 # s0a and s1a start first and lead their shards, s0b and s1b stand by
@@ -24,6 +25,14 @@ it_begin it_shards bqos-controller bqos-node bqos-ctl bqos-load etcd memcached
 
 it_etcd
 it_etcd_start
+# CURVE everywhere, as a cluster runs: the controllers share a key (its
+# public half is every node's --controller-key and the root's key), listed
+# as an admin key so that the shard leaders may talk to the root
+K=$T/keys; mkdir -p "$K"
+for k in ctrl n1 n2 op; do "$BIN/bqos-ctl" keygen "$K/$k" >/dev/null 2>&1 || { echo "keygen $k failed"; exit 1; }; done
+pub() { awk '/^public/ {print $2}' "$K/$1.pub"; }
+printf 'node n1 %s\nnode n2 %s\nadmin op %s\nadmin controllers %s\n' "$(pub n1)" "$(pub n2)" \
+  "$(pub op)" "$(pub ctrl)" >"$T/ak"
 echo '{"buckets":[{"name":"red","reservation":50,"limit":200},{"name":"blue","reservation":50,"limit":200}]}' \
   >"$T/b.json"
 for c in s0a s0b s1a s1b; do
@@ -41,10 +50,11 @@ cstart() {
   # shellcheck disable=SC2086
   spawn "$T/$1.log" "$BIN/bqos-controller" --buckets "$T/$1.json" --listen "$ls" --admin "$ad" \
     --period 1s --intervals 5 --etcd "$ETCD" --id "$1" --cluster it --lease-ttl 2 \
-    --etcd-timeout 250ms --shards 2 --shard "$2" --root "$ROOT" $rootl --log-level debug
+    --etcd-timeout 250ms --shards 2 --shard "$2" --root "$ROOT" $rootl --log-level debug \
+    --curve-key "$K/ctrl.key" --authorized-keys "$T/ak"
   eval "PID_$1=\$SPAWNED"
 }
-ctl() { "$BIN/bqos-ctl" --timeout 1000 "$@"; }
+ctl() { "$BIN/bqos-ctl" --timeout 1000 --curve-key "$K/op.key" --controller-key "$K/ctrl.pub" "$@"; }
 # status NAME FIELD: a field of controller NAME's JSON status
 status() {
   eval "ad=\$AD_$1"
@@ -75,7 +85,8 @@ CTLS="$LS_s0a,$LS_s0b;$LS_s1a,$LS_s1b"
 for n in n1 n2; do
   next_port; eval "NP_$n=$PORT"
   spawn "$T/$n.log" "$BIN/bqos-node" --name "$n" --memcached-listen "127.0.0.1:$PORT" \
-    --backend "memcached://127.0.0.1:$MP" --policy tokens --shards 2 --controller "$CTLS"
+    --backend "memcached://127.0.0.1:$MP" --policy tokens --shards 2 --controller "$CTLS" \
+    --curve-key "$K/$n.key" --controller-key "$K/ctrl.pub"
   wait_port "$PORT" 10
 done
 # nst NODE STAT: node NODE's stats value
@@ -105,42 +116,47 @@ LOAD_START=$((PSTART + 1))
 LOAD_PID=$!
 LIB_PIDS="$LIB_PIDS $LOAD_PID"
 sleep 3.5
-E0=$(status s0a epoch); E1=$(status s1a epoch)
+# the roles are read, not assumed: a busy host may move a leadership
+# before the kill.  KL: shard 0's leader now (killed), KS: its standby.
+KL=s0a; KS=s0b
+[ "$(status s0b leader)" = True ] && { KL=s0b; KS=s0a; }
+L1N=s1a; [ "$(status s1b leader)" = True ] && L1N=s1b
+E0=$(status $KL epoch); E1=$(status $L1N epoch)
 F1a=$(nst n1 bqos_ctl_shard1_fallbacks); F1b=$(nst n2 bqos_ctl_shard1_fallbacks)
 EL1=$(grep -h "leading with epoch" "$T"/s1*.log | wc -l)
 K0=$(now)
-kill -9 "$PID_s0a"
-wait_for '[ "$(status s0b leader)" = True ]' 6
+eval "kill -9 \$PID_$KL"
+wait_for '[ "$(status $KS leader)" = True ]' 6
 TAKE=$(echo "$K0 $(now)" | awk '{ printf "%.2f", $2 - $1 }')
-wait_for '[ "$(nst n1 bqos_ctl_shard0_epoch)" = "$(status s0b epoch)" ] &&
-          [ "$(nst n2 bqos_ctl_shard0_epoch)" = "$(status s0b epoch)" ]' 5
+wait_for '[ "$(nst n1 bqos_ctl_shard0_epoch)" = "$(status $KS epoch)" ] &&
+          [ "$(nst n2 bqos_ctl_shard0_epoch)" = "$(status $KS epoch)" ]' 5
 # the cluster as the load's last window ends (judged after: the load's
 # exit waits for its last requests)
 sleep "$(echo "$(now) $LOAD_START $DUR" | awk '{ w = $2 + $3 - 0.3 - $1; if (w < 0) w = 0; printf "%.2f", w }')"
-E0b=$(status s0b epoch); L0b=$(status s0b leader)
-L1=$(status s1a leader); E1b=$(status s1a epoch)
+E0b=$(status $KS epoch); L0b=$(status $KS leader)
+L1=$(status $L1N leader); E1b=$(status $L1N epoch)
 EL1b=$(grep -h "leading with epoch" "$T"/s1*.log | wc -l)
 N1E=$(nst n1 bqos_ctl_shard0_epoch); N2E=$(nst n2 bqos_ctl_shard0_epoch)
 F1a2=$(nst n1 bqos_ctl_shard1_fallbacks); F1b2=$(nst n2 bqos_ctl_shard1_fallbacks)
 REF="$(nst n1 bqos_ctl_shard_tokens_refused) $(nst n2 bqos_ctl_shard_tokens_refused)"
 TREF=$(nst n1 bqos_ctl_shard0_tables_refused)$(nst n1 bqos_ctl_shard1_tables_refused)
 wait "$LOAD_PID"
-check "s0b leads shard 0 after the kill with a higher epoch ($E0 -> $E0b, ${TAKE} s)" \
+check "$KS leads shard 0 after the kill of $KL with a higher epoch ($E0 -> $E0b, ${TAKE} s)" \
   '[ "$L0b" = True ] && [ "$E0b" -gt "$E0" ]'
 check "both nodes follow shard 0's new leader" '[ "$N1E" = "$E0b" ] && [ "$N2E" = "$E0b" ]'
-check "shard 1 did not notice: s1a leads at epoch $E1 ($E1b), no election" \
+check "shard 1 did not notice: $L1N leads at epoch $E1 ($E1b), no election" \
   '[ "$L1" = True ] && [ "$E1b" = "$E1" ] && [ "$EL1b" = "$EL1" ]'
 check "no node's shard 1 session fell back ($F1a -> $F1a2, $F1b -> $F1b2)" \
   '[ "$F1a2" = "$F1a" ] && [ "$F1b2" = "$F1b" ]'
-check "the root step: shard 1 computes within the root's slices (from s0a, shard 0's leader)" \
-  'grep -q "shard 1: the root.s slices (root epoch $E0)" "$T/s1a.log"'
-check "s0b held shard 0's slices as a standby, before the kill" \
-  'grep -q "shard 0: slices from the root of epoch $E0\$" "$T/s0b.log"'
-check "the root moved with shard 0's leadership: s0b's slices reach shard 1 (root epoch $E0b)" \
-  'grep -q "shard 1: slices from the root of epoch $E0b\$" "$T/s1a.log" &&
-   grep -q "shard 0: slices from the root of epoch $E0b\$" "$T/s0b.log"'
+check "the root step: shard 1 computes within the root's slices (from $KL, shard 0's leader)" \
+  'grep -q "shard 1: slices from the root of epoch $E0\$" "$T/$L1N.log"'
+check "$KS held shard 0's slices as a standby, before the kill" \
+  'grep -q "shard 0: slices from the root of epoch $E0\$" "$T/$KS.log"'
+check "the root moved with shard 0's leadership: $KS's slices reach shard 1 (root epoch $E0b)" \
+  'grep -q "shard 1: slices from the root of epoch $E0b\$" "$T/$L1N.log" &&
+   grep -q "shard 0: slices from the root of epoch $E0b\$" "$T/$KS.log"'
 check "shard 1 held its slices through the root's failover (never 1/K)" \
-  '! grep -q "shard 1: no live slice" "$T/s1a.log"'
+  '! grep -q "shard 1: no live slice" "$T/$L1N.log"'
 # (a session's static fallback renews its last grant of every bucket: the
 # other shard's are refused there, counted in REF)
 echo "# tokens of another shard's bucket refused at n1, n2: $REF"
@@ -152,7 +168,7 @@ windows() { awk -F, -v b="$1" 'NR > 1 && $2 == b { printf "%s:%s ", $1, $5 }' "$
 over() { echo "$2" | tr ' ' '\n' | awk -F: -v l="$1" 'NF == 2 && $2 > 1.05 * l { n++ } END { print n + 0 }'; }
 RED=$(windows red); BLUE=$(windows blue)
 KW=$(echo "$K0 $LOAD_START" | awk '{ printf "%d", $1 - $2 + 1 }')
-echo "# kill -9 of s0a in client window $KW (load $(cut -d' ' -f1 /proc/loadavg)); per window (W:IOs), limit 200:"
+echo "# kill -9 of $KL in client window $KW (load $(cut -d' ' -f1 /proc/loadavg)); per window (W:IOs), limit 200:"
 echo "#   red  (shard 0, its leader killed): $RED"
 echo "#   blue (shard 1):                    $BLUE"
 check "red <= 1.05 x 200 in every client window through its shard's failover" \
@@ -165,13 +181,14 @@ check "red served after the failover (a window >= 180 in the last three)" \
   '[ "$(echo $RED | tr " " "\n" | awk -F: -v d=$DUR "NF == 2 && \$1 > d - 3 && \$2 >= 180" | wc -l)" -ge 1 ]'
 
 # bqos-ctl over the shards: a change goes to its bucket's shard (shard 0's
-# list holds the dead s0a, which costs nothing), a bucket's status comes
+# list holds the dead leader, which costs nothing), a bucket's status comes
 # from its shard, buckets is one table of both, status shows each shard.
 ALL="$AD_s0a,$AD_s0b;$AD_s1a,$AD_s1b"
 ctl --endpoint "$ALL" set green --reservation 5 --limit 100 >"$T/green.out" 2>&1; rc=$?
 check "bqos-ctl set green (shard 0) through the shards' lists reaches shard 0's leader (rc $rc)" \
   '[ $rc = 0 ] && grep -q "green created" "$T/green.out"'
-wait_for 'ctl --endpoint "$AD_s0b" status --bucket green >/dev/null 2>&1' 3
+eval "adks=\$AD_$KS"
+wait_for 'ctl --endpoint "$adks" status --bucket green >/dev/null 2>&1' 3
 check "status --bucket green and blue come from their shards" \
   'ctl --endpoint "$ALL" status --bucket green >/dev/null 2>&1 && ctl --endpoint "$ALL" status --bucket blue >/dev/null 2>&1'
 check "buckets is one table of every shard's (red, blue, green)" \
