@@ -161,7 +161,8 @@ START_TEST(test_rootx_shard_holds_slices_for_their_lease)
     double est = 0, cons = 0;
     ck_assert_int_eq(rootx_slice(x, "n1", 2.5, &est, &cons), 1); /* taken at 1.0 */
     ck_assert(est == 500 && cons == 400);
-    ck_assert_int_eq(rootx_slice(x, "n1", 3.5, &est, &cons), 0); /* lease over */
+    ck_assert_int_eq(rootx_slice(x, "n1", 3.5, &est, &cons), -1); /* lease over: the last one */
+    ck_assert(est == 500 && cons == 400);
     ck_assert_int_eq(rootx_slice(x, "n2", 1.5, &est, &cons), 0);
     ctrl_destroy(&c);
     rootx_destroy(&x);

@@ -255,7 +255,8 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "sends it its needs per node after every computed round, and the root\n"
                  "divides every node's capacity among the shards by them (reservations\n"
                  "first) at each of its rounds.  A shard holds its slices for 2 periods;\n"
-                 "without (root lost, not started) 1/K of each node.  With --curve-key\n"
+                 "without, 1/K of each node (after a lapsed slice, the smaller of the\n"
+                 "two).  With --curve-key\n"
                  "the root must list this controller's key as an `admin` key."},
         {.name = "root-listen", .type = OPTS_STRING, .target = &s->root_listen,
          .arg = "ENDPOINT", .show = "none",
@@ -523,8 +524,11 @@ static int shard_leads(const app_t *a, double now)
  * and of its conservative capacity (the R pass), so that the K shards
  * together never promise a node more than its estimates
  * (ctrl_node_set_slice()).  The slice is the root's (--root: rootx, held
- * for its lease) or else 1/K of the node's own estimates (no root, root
- * lost, a node the root did not name).  Set at each round's start (the
+ * for its lease) or else 1/K of the node's own estimates (no root, a node
+ * the root did not name), and after a lease the smaller of 1/K and the
+ * lapsed slice: once every shard's has lapsed their sum is within the
+ * node, whatever each had (a shard on a lapsed slice of more than 1/K
+ * beside shards on the root's newer ones is what is left open).  Set at each round's start (the
  * estimates of the round before), when the root's slices arrive, and for
  * a node that registers, before any round can compute with it; at its
  * round's start shard 0's leader runs the root step first.  Cost: O(nodes)
@@ -550,11 +554,13 @@ static void slices_static(app_t *a, double now)
         double est, cons;
         if (ctrl_node_info(a->ctrl, n, &ni) < 0)
             continue;
-        if (!a->rx || !rootx_slice(a->rx, ni.name, now, &est, &cons)) {
-            est = ni.capacity / k;
-            cons = ni.conservative / k;
-        } else {
+        int got = a->rx ? rootx_slice(a->rx, ni.name, now, &est, &cons) : 0;
+        if (got > 0) {
             from_root++;
+        } else { /* 1/K, or less: a lapsed slice of less is kept (fail closed) */
+            double e = ni.capacity / k, c = ni.conservative / k;
+            est = got < 0 && est < e ? est : e;
+            cons = got < 0 && cons < c ? cons : c;
         }
         ctrl_node_set_slice(a->ctrl, n, est, cons);
     }
@@ -569,8 +575,8 @@ static void slices_static(app_t *a, double now)
             log_info("shard %d: the root's slices (root epoch %llu) hold %d of %d nodes",
                      a->set->shard, (unsigned long long)rs.root_epoch, from_root, nn);
         else
-            log_warn("shard %d: no live slice from the root: every node divided evenly (1/%d)",
-                     a->set->shard, k);
+            log_warn("shard %d: no live slice from the root: every node divided evenly (1/%d, "
+                     "or its lapsed slice if smaller)", a->set->shard, k);
     }
     a->slice_nn = nn;
     a->slice_pos = pos;

@@ -540,9 +540,7 @@ int rootx_slice(const rootx_t *x, const char *name, double now, double *est, dou
     if (!name || strmap_find(x->slmap, name, strlen(name), &k) < 0)
         return 0;
     const slice_t *s = &x->sl[k];
-    if (now - s->at > ROOTX_LEASE_PERIODS * x->cfg.period_s)
-        return 0;
     *est = s->est;
     *cons = s->cons;
-    return 1;
+    return now - s->at > ROOTX_LEASE_PERIODS * x->cfg.period_s ? -1 : 1;
 }

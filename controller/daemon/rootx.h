@@ -99,9 +99,10 @@ int rootx_send_standby(rootx_t *x);
  * sent: the shards keep their last slices for their lease). */
 int rootx_step(rootx_t *x, uint64_t epoch, double now);
 
-/* The slice of node `name` for this shard, if one is live at `now` (taken
- * within ROOTX_LEASE_PERIODS periods): 1 with *est and *cons (IOs per
- * second), else 0. */
+/* The slice of node `name` for this shard: 1 if one is live at `now`
+ * (taken within ROOTX_LEASE_PERIODS periods), -1 if the last one has
+ * lapsed, with *est and *cons (IOs per second) set to it either way; 0 if
+ * none was ever taken (nothing set). */
 int rootx_slice(const rootx_t *x, const char *name, double now, double *est, double *cons);
 
 void rootx_stats(const rootx_t *x, rootx_stats_t *out);
