@@ -624,7 +624,12 @@ int nodeargs_parse(int argc, char **argv, args_t *a)
     int groups = 1;
     for (const char *c = a->controller; c && *c; c++)
         groups += *c == ';';
-    if ((a->shards || groups > 1) && (!a->controller || groups != (a->shards ? a->shards : 1))) {
+    if (!a->shards && groups > 1) {
+        opts_fail(&cmd, "--controller with %d endpoint lists separated by ';' (controller "
+                  "shards) needs --shards %d", groups, groups);
+        return 2;
+    }
+    if (a->shards && (!a->controller || groups != a->shards)) {
         opts_fail(&cmd, "--shards %d needs --controller with %d endpoint lists separated by "
                   "';' (it has %d)", a->shards, a->shards, a->controller ? groups : 0);
         return 2;
