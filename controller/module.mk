@@ -5,14 +5,14 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
   controller/ledger.c controller/bytes.c controller/plausible.c \
   controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
   controller/shares.c controller/fair.c \
-  controller/shardmap.c controller/shardroot.c controller/shardctl.c controller/shardset.c
+  controller/shardroot.c controller/shardctl.c controller/shardset.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
-                      controller/daemon/stopguard.c controller/daemon/parked.c
+                       controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -116,10 +116,15 @@ test_dyn_LIBS = controller common
 # issue 26: a node's reports late at the controller (delay_proxy.py) hold the limit and cost no interval
 ITESTS += tests/it/report_delay.sh
 
-# controller shards (issue 30): the shard map, the root step, a shard's side
+# controller shards (issue 30): the shard map, the root step, a shard's side; the daemons
+# as two shards with a leader each, two nodes, a shard leader killed
+ITESTS += tests/it/it_shards.sh
+TESTS += test_rootx
+test_rootx_SRCS = tests/test_rootx.c controller/daemon/rootx.c
+test_rootx_LIBS = controller pshift proto curvekey common
 TESTS += test_shardmap test_shardroot test_shardset
 test_shardmap_SRCS = tests/test_shardmap.c
-test_shardmap_LIBS = controller common
+test_shardmap_LIBS = common
 test_shardroot_SRCS = tests/test_shardroot.c
 test_shardroot_LIBS = controller pshift common
 test_shardset_SRCS = tests/test_shardset.c

@@ -812,6 +812,92 @@ START_TEST(test_ctlclient_bad_endpoint_lists)
 }
 END_TEST
 
+/* A session with shard 1 of 2 (red and green are shard 0's buckets,
+ * blue and amber shard 1's; tests/test_shardmap.c pins the rule): the hello
+ * and the reports name only the shard's buckets, by the shard's indexes; a
+ * controller table naming another shard's bucket is refused whole (not
+ * welcomed, counted); the shard's own table is taken and its tokens land
+ * on its bucket only. */
+START_TEST(test_ctlclient_shard_session)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    const char *mine[] = {"red", "blue", "green", "amber"};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = f.endpoint;
+    cc.agent.name = "n1";
+    cc.hello_s = 0.1;
+    cc.agent.mode = AGENT_FALLBACK_STATIC;
+    cc.shards = 2;
+    cc.shard = 1;
+    int err = 0;
+    ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    ck_assert_uint_eq(f.m.nnames, 2);
+    ck_assert_str_eq(f.m.names[0], "blue");
+    ck_assert_str_eq(f.m.names[1], "amber");
+    uint32_t node_table = f.m.table;
+
+    /* shard 0's table: refused, nothing taken */
+    g_period_ms = 60000;
+    g_intervals = 600;
+    const char *other[] = {"blue", "green"};
+    proto_msg_t w;
+    proto_msg_init(&w);
+    welcome_msg(&w, 5, 59990, node_table);
+    w.names = other;
+    fake_send(&f, &w);
+    run_for(c, 0.3);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert(!st.agent.welcomed);
+    ck_assert_uint_eq(st.shard_refused, 1);
+    ck_assert_int_eq(sched_find_bucket(s, "green", 5), 2); /* not created anew: it exists */
+
+    /* the shard's own table */
+    const char *ours[] = {"blue"};
+    w.names = ours;
+    w.nnames = 1;
+    fake_send(&f, &w);
+    proto_msg_clear(&w);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+
+    /* traffic on red (shard 0) and amber (shard 1): amber alone is
+     * reported, as the shard's bucket 1 */
+    static sched_item_t items[6];
+    for (int i = 0; i < 3; i++) {
+        sched_enqueue(s, 0, &items[i]);
+        sched_enqueue(s, 3, &items[3 + i]);
+    }
+    ck_assert(wait_for(&f, c, PROTO_REPORT, 10.0));
+    ck_assert_uint_eq(f.m.count, 1);
+    ck_assert_uint_eq(f.m.report[0].bucket, 1);
+    ck_assert_uint_eq(f.m.report[0].queued, 3);
+
+    /* tokens for the controller's bucket 0 (blue) land on blue */
+    proto_msg_t m;
+    tokens_msg(&m, 5, g_period_ms - 50, 1);
+    m.count = 1;
+    ck_assert_int_eq(proto_msg_reserve(&m, 1, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 4, .l_tokens = 9};
+    fake_send(&f, &m);
+    proto_msg_clear(&m);
+    ck_assert(run_until(c, applied_at_least, 1, 10.0));
+    sched_bucket_stats_t bs;
+    sched_bucket_stats(s, 1, &bs);
+    ck_assert_int_eq(bs.r_tokens, 4);
+    ck_assert_int_eq(bs.l_tokens, 9);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -819,7 +905,7 @@ int main(void)
         test_ctlclient_tokens_last_until_period_end, test_ctlclient_bad_messages,
         test_ctlclient_libevent, test_ctlclient_heartbeat, test_ctlclient_tokens_net_of_served,
         test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
-        test_ctlclient_bad_endpoint_lists
+        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session
     };
     return testlib_run_timed("ctlclient", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -1469,6 +1469,53 @@ START_TEST(test_leader_keys_compacted_history)
 }
 END_TEST
 
+/* Controller shards: each shard elects apart under its own key (a leader
+ * of shard 0 does not keep shard 1 from leading), a second controller of
+ * a shard stands by for that shard only, and the shard's standby takes
+ * over when its leader dies while the other shard's leader goes on. */
+START_TEST(test_leader_shards_elect_apart)
+{
+    fstore_t f = {0};
+    ctl_t c[3];
+    const char *ids[] = {"s0a", "s1a", "s1b"};
+    const int shard[] = {0, 1, 1};
+    for (int i = 0; i < 3; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        leader_config_t lc = {.cluster = "t", .id = ids[i], .admin = "tcp://x",
+                              .listen = "tcp://y", .ttl_s = 1, .margin_s = 0.25,
+                              .poll_s = 0.1, .shards = 2, .shard = shard[i]};
+        leader_store_t st = f_store(&f);
+        leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                            .change = h_change, .arg = &c[i]};
+        ck_assert_int_eq(leader_init(&c[i].ld, &lc, &st, &h), 0);
+    }
+    ck_assert_str_eq(c[0].ld.key_leader, "/bqos/t/shard/0/leader");
+    ck_assert_str_eq(c[1].ld.key_leader, "/bqos/t/shard/1/leader");
+    ck_assert_str_eq(c[0].ld.key_head, "/bqos/t/b/"); /* one table for all */
+    for (int i = 0; i < 3; i++)
+        poll_at(&c[i], &f, 0.01 * i);
+    ck_assert(c[0].ld.leading);
+    ck_assert(c[1].ld.leading);
+    ck_assert(!c[2].ld.leading);
+    ck_assert_str_eq(c[2].ld.leader_id, "s1a");
+    uint64_t e0 = c[0].ld.epoch, e1 = c[1].ld.epoch;
+    /* shard 1's leader dies: its standby takes over, shard 0 unmoved */
+    double t = 0.1;
+    for (; t < 1.6; t += 0.1) {
+        poll_at(&c[0], &f, t);
+        poll_at(&c[2], &f, t + 0.01);
+    }
+    ck_assert(c[2].ld.leading);
+    ck_assert_uint_gt(c[2].ld.epoch, e1);
+    ck_assert(c[0].ld.leading);
+    ck_assert_uint_eq(c[0].ld.epoch, e0);
+    ck_assert_uint_eq(c[0].ld.elections, 1);
+    for (int i = 0; i < 3; i++)
+        leader_clear(&c[i].ld);
+    f_clear(&f);
+}
+END_TEST
+
 START_TEST(test_leader_bad_config)
 {
     fstore_t f = {0};
@@ -1484,6 +1531,10 @@ START_TEST(test_leader_bad_config)
     lc.stale_s = 0.15; /* under two polls: a standby could not tell late from dead */
     ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
     lc.stale_s = 0.25;
+    lc.shards = 2;
+    lc.shard = 2; /* shards 0..1 */
+    ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), -EINVAL);
+    lc.shards = lc.shard = 0;
     ck_assert_int_eq(leader_init(&ld, &lc, &st, &h), 0);
     ck_assert_str_eq(ld.key_leader, "/bqos/c/leader");
     ck_assert_str_eq(ld.key_head, "/bqos/c/b/");
@@ -1557,7 +1608,8 @@ int main(void)
                                   test_leader_keys_stuck_claim_taken_over,
                                   test_leader_keys_migration,
                                   test_leader_keys_compacted_history,
-                                  test_leader_bad_config, test_leader_base64,
+                                  test_leader_bad_config, test_leader_shards_elect_apart,
+                                  test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);
 }

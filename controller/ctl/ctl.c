@@ -22,6 +22,7 @@
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/shardmap.h"
 #include "common/strmap.h"
 #include "common/version.h"
 
@@ -206,7 +207,14 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "endpoints of controllers that share etcd: status and buckets come\n"
                  "from the leader, set/remove/reload/import go to it (a standby's\n"
                  "not_leader answer names it).  Every endpoint is asked at once:\n"
-                 "a dead one costs nothing while another answers."},
+                 "a dead one costs nothing while another answers.  Controller shards\n"
+                 "(bqos-controller --shards K): K such lists separated by ';', shard\n"
+                 "0's first (quote it).  A command on one bucket (set, remove, who,\n"
+                 "history BUCKET, status --bucket NAME) goes to the bucket's shard;\n"
+                 "status, status --node, history and buckets ask every shard (buckets:\n"
+                 "one table; the others: each shard's answer in turn, --json: an\n"
+                 "object {\"shards\": [...]}); reload and import go to shard 0 (the\n"
+                 "table in etcd is one for all shards); watch takes one shard."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
@@ -1497,6 +1505,77 @@ static int rule_command(const opts_cmd_t *oc, const ctl_opts_t *o, int nargs, ch
     return code;
 }
 
+/* ---- controller shards ---------------------------------------------------- */
+
+/* Cuts `list` ("A,B;C,D") at its ';' into out[] (in place).  Returns the
+ * number of shards, or -1 (an empty one, more than max). */
+static int split_shards(char *list, const char **out, int max)
+{
+    int k = 0;
+    for (char *p = list;;) {
+        char *semi = strchr(p, ';');
+        if (semi)
+            *semi = '\0';
+        if (!*p || k == max)
+            return -1;
+        out[k++] = p;
+        if (!semi)
+            return k;
+        p = semi + 1;
+    }
+}
+
+/* A command for the whole cluster, asked of every shard's leader (`eps`,
+ * n lists): buckets as one table (or one bucket file with --json), the
+ * others (status, status --node, history) each shard's answer in turn
+ * under a header (--json: {"shards": [answer, ...]}).  A shard that does
+ * not answer is said on stderr and makes the exit status its code (the
+ * others are still shown).  Returns the exit status. */
+static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, const curvekey_t *keys,
+                      const char *cmd, int json_out, int node)
+{
+    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0;
+    json_t *all = json_array(), *merged = json_array();
+    for (int i = 0; i < n; i++) {
+        int code = EXIT_OK;
+        json_t *r = request_any(eps[i], timeout_ms, req, &code, keys);
+        if (code != EXIT_OK && worst == EXIT_OK)
+            worst = code;
+        if (!r) {
+            fprintf(stderr, "bqos-ctl: shard %d of %d (%s) did not answer\n", i, n, eps[i]);
+            json_array_append_new(all, json_null());
+            continue;
+        }
+        if (is_buckets && code == EXIT_OK)
+            json_array_extend(merged, json_object_get(r, "buckets"));
+        if (json_out || is_buckets || code != EXIT_OK) {
+            json_array_append_new(all, r);
+            continue;
+        }
+        printf("%s== shard %d of %d: %s\n", i ? "\n" : "", i, n, eps[i]);
+        if (node)
+            print_status_node(r);
+        else if (strcmp(cmd, "history") == 0)
+            print_history(r);
+        else
+            print_status(r);
+        json_array_append_new(all, r);
+    }
+    json_t *out = is_buckets ? json_pack("{s:O}", "buckets", merged) : json_pack("{s:O}", "shards", all);
+    if (json_out && out) {
+        char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (s)
+            puts(s);
+        free(s);
+    } else if (is_buckets) {
+        print_buckets_table(merged, 0, 1);
+    }
+    json_decref(out);
+    json_decref(all);
+    json_decref(merged);
+    return worst;
+}
+
 int main(int argc, char **argv)
 {
     ctl_opts_t o = {.endpoint = getenv("BQOS_CTL_ENDPOINT"), .res = -1, .weight = -1,
@@ -1689,15 +1768,43 @@ int main(int argc, char **argv)
         json_decref(req);
         return EXIT_USAGE;
     }
+    if (is_watch && strchr(endpoint, ';')) {
+        explicit_bzero(keys, sizeof keys);
+        json_decref(req);
+        return usage_error(&oc, "watch takes one shard's endpoints (no ';')");
+    }
     if (is_watch) {
         code = watch(endpoint, (int)o.timeout, req, curve ? keys : NULL, o.interval, o.json_out);
         explicit_bzero(keys, sizeof keys);
         json_decref(req);
         return code;
     }
+    /* Controller shards: "A,B;C,D" (a list per shard). */
+    char *shardbuf = strchr(endpoint, ';') ? strdup(endpoint) : NULL;
+    const char *shard_ep[SHARDMAP_MAX];
+    int nshards = shardbuf ? split_shards(shardbuf, shard_ep, SHARDMAP_MAX) : 1;
+    if (nshards < 0) {
+        free(shardbuf);
+        json_decref(req);
+        explicit_bzero(keys, sizeof keys);
+        return usage_error(&oc, "--endpoint %s: shards separated by ';', none empty, at most %d",
+                           endpoint, SHARDMAP_MAX);
+    }
+    const char *one = wants_name ? name : o.bucket ? o.bucket : is_history ? name : NULL;
+    if (shardbuf && (one || strcmp(cmd, "reload") == 0 || is_import)) {
+        endpoint = shard_ep[one ? shardmap_of(one, nshards) : 0];
+    } else if (shardbuf) { /* every shard: status, status --node, history, buckets */
+        code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL, cmd,
+                          o.json_out, o.node != NULL);
+        explicit_bzero(keys, sizeof keys);
+        json_decref(req);
+        free(shardbuf);
+        return code;
+    }
     json_t *reply = request_any(endpoint, (int)o.timeout, req, &code, curve ? keys : NULL);
     explicit_bzero(keys, sizeof keys);
     json_decref(req);
+    free(shardbuf);
     if (!reply)
         return code;
     if (o.json_out) {

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/names.h"
+#include "common/shardmap.h"
 
 /* ---- configuration changes ----------------------------------------------- */
 
@@ -204,12 +205,44 @@ void admin_log_rules(const bucketfile_t *bf, const char *source)
         rules_analyze(rl, log_rule_warning, (void *)(source ? source : "rules"));
 }
 
+/* Nonzero if bucket `name` is this controller's to run (always without
+ * shards). */
+static int mine(const admin_t *ad, const char *name)
+{
+    return !ad->shards || shardmap_of(name, ad->shards) == ad->shard;
+}
+
+int admin_set_ctrl_buckets(admin_t *ad, const bucketfile_t *bf)
+{
+    if (!ad->shards)
+        return ctrl_set_buckets(ad->ctrl, bf);
+    bucketfile_t *part = bucketfile_new();
+    int rc = part ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < bucketfile_count(bf); i++) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, i);
+        if (x->parent[0])
+            rc = -ENOTSUP;
+        else if (mine(ad, x->name))
+            rc = bucketfile_set(part, x, NULL);
+    }
+    if (rc == 0 && bucketfile_rules(bf)) { /* templates: made in the shard of each name */
+        rules_t *rl = rules_dup(bucketfile_rules(bf));
+        rc = rl ? bucketfile_set_rules(part, rl) : -ENOMEM;
+        if (rc < 0)
+            rules_destroy(&rl);
+    }
+    if (rc == 0)
+        rc = ctrl_set_buckets(ad->ctrl, part);
+    bucketfile_destroy(&part);
+    return rc;
+}
+
 /* Makes `bf` (owned, consumed) the configuration. */
 static int apply(admin_t *ad, bucketfile_t *bf)
 {
     const rules_t *old = ad->bf ? bucketfile_rules(ad->bf) : NULL, *nr = bucketfile_rules(bf);
     int changed = nr && (!old || !rules_equal(old, nr));
-    int rc = ctrl_set_buckets(ad->ctrl, bf);
+    int rc = admin_set_ctrl_buckets(ad, bf);
     if (rc < 0) {
         bucketfile_destroy(&bf);
         return rc;
@@ -414,7 +447,8 @@ static int edit_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *
     int rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove_swap(ad->bf, name);
     if (rc < 0)
         return rc;
-    rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
+    if (mine(ad, name))
+        rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
     if (rc < 0)
         undo_table(ad, i, old, name);
     return rc;
@@ -1319,7 +1353,8 @@ static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const ch
 static void undo_parked(admin_t *ad, const parked_change_t *p)
 {
     const char *name = p->name;
-    if (p->was >= 0 ? ctrl_set_bucket(ad->ctrl, &p->old) : ctrl_remove_bucket(ad->ctrl, name))
+    if (mine(ad, name) &&
+        (p->was >= 0 ? ctrl_set_bucket(ad->ctrl, &p->old) : ctrl_remove_bucket(ad->ctrl, name)))
         log_error("cannot undo a change the journal refused: the controller runs it "
                   "until a reload");
     undo_table(ad, p->was, &p->old, name);

@@ -65,6 +65,11 @@ typedef struct {
                                 reaches the endpoint may do everything) */
     cmetrics_reloads_t *reloads; /* borrowed: "reload" counted here; NULL:
                                 not counted */
+    int shards, shard;       /* controller shards (0: none): ad->bf is the
+                                whole table, ctrl holds only the buckets of
+                                shard `shard` (shardmap_of()); a change to
+                                another shard's bucket is made to the table
+                                (etcd, the file) and left out of ctrl */
     /* Without etcd, set and remove append a line to the bucket file's
      * journal (common/bucketjournal) instead of writing the file, and
      * change ad->bf and ctrl in place: O(1) in the table's size.  Opened
@@ -97,6 +102,13 @@ typedef struct {
  * ADMIN_SENT_WINDOW seconds to hang up, so that no answer is lost in a
  * client's queue when the connection closes.  Logs what it could not do. */
 void admin_stop(admin_t *ad, double since);
+
+/* ctrl_set_buckets(ad->ctrl, bf), or with shards (ad->shards) of bf's
+ * buckets of shard ad->shard and its rules (a copy; bf is borrowed).  A
+ * table with parents is refused with shards (-ENOTSUP: a tree would have
+ * to live in one shard; not done).  Returns 0, -ENOTSUP, -ENOMEM or
+ * ctrl_set_buckets()'s error.  Loop thread. */
+int admin_set_ctrl_buckets(admin_t *ad, const bucketfile_t *bf);
 
 /* Frees what the admin endpoint owns besides ad->bf (the journal: a
  * compaction in progress is waited for).  For the end of the program,

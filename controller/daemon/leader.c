@@ -118,7 +118,8 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
         strchr(cfg->cluster, '/') || !cfg->id || !*cfg->id || strlen(cfg->id) > 200 ||
         cfg->ttl_s < 1 || cfg->poll_s <= 0 || cfg->margin_s < 0 || cfg->margin_s >= cfg->ttl_s ||
         cfg->stale_s < 0 || (cfg->stale_s > 0 && cfg->stale_s < 2 * cfg->poll_s) ||
-        cfg->slow_s < 0 || cfg->hold_s < 0)
+        cfg->slow_s < 0 || cfg->hold_s < 0 || cfg->shards < 0 || cfg->shards > 256 ||
+        (cfg->shards && (cfg->shard < 0 || cfg->shard >= cfg->shards)))
         return -EINVAL;
     ld->cfg = *cfg;
     ld->bad_at = ld->lapse_seen = -INFINITY;
@@ -135,7 +136,10 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
         leader_clear(ld);
         return -ENOMEM;
     }
-    snprintf(ld->key_leader, n, "/bqos/%s/leader", cfg->cluster);
+    if (cfg->shards) /* a shard's own election (docs/controller.md "Shards") */
+        snprintf(ld->key_leader, n, "/bqos/%s/shard/%d/leader", cfg->cluster, cfg->shard);
+    else
+        snprintf(ld->key_leader, n, "/bqos/%s/leader", cfg->cluster);
     snprintf(ld->key_head, n, "/bqos/%s/b/", cfg->cluster);
     snprintf(ld->key_end, n, "/bqos/%s/b0", cfg->cluster); /* '0' follows '/' */
     snprintf(ld->key_legacy, n, "/bqos/%s/buckets", cfg->cluster);

@@ -2,6 +2,9 @@
  *
  * Keys (PREFIX = "/bqos/<cluster>/"):
  *   PREFIX "leader"   the leader's identity, JSON {"id","admin","listen"},
+ *                     (with shards, cfg.shards > 0: PREFIX "shard/S/leader",
+ *                     one election, lease and epoch per shard S; the
+ *                     bucket table below is one for every shard)
  *                     attached to its lease: it disappears when the lease
  *                     expires or is revoked, or when a standby deposes
  *                     the leader (below)
@@ -242,6 +245,9 @@ typedef struct {
                               no controller leads (campaigns, deposes or
                               takes back its own key) before etcd has
                               answered every poll in time for hold_s */
+    int shards, shard;     /* controller shards (0: none): this controller
+                              stands for shard `shard` (0..shards-1, shards
+                              <= 256) under its own leader key */
 } leader_config_t;
 
 typedef struct {

@@ -26,6 +26,7 @@
 #include "controller/ctrlopts.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
+#include "common/shardmap.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/auth.h"
 #include "controller/daemon/authkeys.h"
@@ -34,6 +35,7 @@
 #include "controller/daemon/leader.h"
 #include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
+#include "controller/daemon/rootx.h"
 #include "controller/daemon/rounds.h"
 #include "controller/daemon/stopguard.h"
 
@@ -69,6 +71,8 @@ typedef struct {
     const char *curve_key, *authorized_keys; /* both or neither */
     int insecure;
     const char *metrics, *user; /* --metrics-listen HOST:PORT, --user NAME; NULL: none */
+    int shards, shard;    /* --shards K (0: none), --shard I */
+    const char *root_listen, *root, *root_key; /* the root exchange (shards) */
     int check;            /* --check: validate and exit */
     int help, version;
 } settings_t;
@@ -79,7 +83,7 @@ _Static_assert(ADMISSION_WARN == 0 && ADMISSION_ENFORCE == 1, "admission_names o
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 _Static_assert(BQOS_LOG_ERROR == 0 && BQOS_LOG_DEBUG == 3, "level_names order");
 
-#define NOPTS 39
+#define NOPTS 44
 
 /* Fills rows[NOPTS], the option table, with targets in *s. */
 static void option_rows(settings_t *s, opts_row_t *rows)
@@ -229,6 +233,38 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "The leader stops pushing by its own clock a quarter interval before it\n"
                  "could be deposed, so a leader paused or starved this long is replaced.\n"
                  "0: only when its lease expires (--lease-ttl)."},
+        {.name = "shards", .type = OPTS_INT, .target = &s->shards, .arg = "K", .deflt = "0",
+         .min = 0, .max = SHARDMAP_MAX,
+         .help = "Controller shards (docs/controller.md \"Shards\"): the buckets are\n"
+                 "divided among K controllers by a stable hash of their names, and this\n"
+                 "one runs only the buckets of shard --shard (the whole table is loaded,\n"
+                 "changes to any bucket are taken).  With --etcd each shard elects its\n"
+                 "own leader (key /bqos/CLUSTER/shard/I/leader, its own lease and\n"
+                 "epoch; standbys per shard).  Every node's capacity is divided evenly:\n"
+                 "a shard places tokens within 1/K of each node's estimates.  Periods\n"
+                 "start on multiples of --period of the wall clock (NTP-synchronised\n"
+                 "hosts), so that every shard's periods are the nodes' one period.  Nodes\n"
+                 "connect to every shard (bqos-node --shards).  0: no shards."},
+        {.name = "shard", .type = OPTS_INT, .target = &s->shard, .arg = "I", .deflt = "0",
+         .min = 0, .max = SHARDMAP_MAX - 1,
+         .help = "With --shards K: the shard this controller runs, 0..K-1."},
+        {.name = "root", .type = OPTS_STRING, .target = &s->root, .arg = "ENDPOINT[,ENDPOINT...]",
+         .show = "none: every node divided evenly (1/K)",
+         .help = "With --shards: the root step's endpoints (the --root-listen of shard\n"
+                 "0's controllers).  Shard 0's leader is the root: each shard's leader\n"
+                 "sends it its needs per node after every computed round, and the root\n"
+                 "divides every node's capacity among the shards by them (reservations\n"
+                 "first) at each of its rounds.  A shard holds its slices for 2 periods;\n"
+                 "without, 1/K of each node (after a lapsed slice, the smaller of the\n"
+                 "two).  With --curve-key\n"
+                 "the root must list this controller's key as an `admin` key."},
+        {.name = "root-listen", .type = OPTS_STRING, .target = &s->root_listen,
+         .arg = "ENDPOINT", .show = "none",
+         .help = "With --shards on a controller of shard 0: the root's ZeroMQ endpoint\n"
+                 "(ROUTER; CURVE with --curve-key, admin keys only)."},
+        {.name = "root-key", .type = OPTS_STRING, .target = &s->root_key, .arg = "FILE",
+         .show = "this controller's own public key",
+         .help = "With --root and --curve-key: the root's public key (its .pub)."},
         {.name = "curve-key", .type = OPTS_STRING, .target = &s->curve_key, .arg = "FILE",
          .show = "none: no authentication, no encryption",
          .help = "This controller's CURVE secret key (bqos-ctl keygen; mode 0600).  With\n"
@@ -307,6 +343,11 @@ static int parse_args(int argc, char **argv, settings_t *s)
                       : !s->curve_key != !s->authorized_keys
                           ? "--curve-key and --authorized-keys go together"
                       : s->period_s * 1000 / s->intervals < 1 ? "intervals shorter than 1 ms"
+                      : s->shards && s->shard >= s->shards ? "--shard I needs I < --shards K"
+                      : !s->shards && s->shard ? "--shard goes with --shards"
+                      : !s->shards && (s->root || s->root_listen) ? "--root and --root-listen go with --shards"
+                      : s->root_listen && s->shard != 0 ? "--root-listen is for shard 0's controllers"
+                      : s->root_key && !s->curve_key ? "--root-key goes with --curve-key"
                       : NULL;
     if (!bad)
         return -1;
@@ -461,7 +502,103 @@ typedef struct {
     metricsd_t *md;    /* --metrics-listen; NULL: none */
     int stop;
     int takeover_push;  /* we just became the leader: push at once */
+    int slice_nn;       /* --shards: nodes whose slices were set ... */
+    uint64_t slice_pos; /* ... at this interval (period x K + interval + 1) */
+    uint64_t slice_taken; /* ... with the slices rootx had taken then */
+    rootx_t *rx;        /* --root / --root-listen: the root exchange; NULL: none */
+    int slices_root;    /* some node's slice is the root's (else 1/K each) */
+    uint64_t root_epoch; /* the root epoch of the last slices taken */
+    uint64_t rounds_seen; /* computed rounds whose needs went to the root */
 } app_t;
+
+/* ---- shards (--shards K): the slices ------------------------------------- */
+
+/* Nonzero if this controller may act as its shard's leader at `now`. */
+static int shard_leads(const app_t *a, double now)
+{
+    return !a->etcd || leader_may_push(&a->ld, now);
+}
+
+/* With shards, every node's capacity is divided among the K shards: this
+ * shard computes within its slice of each node's estimate (the L pass)
+ * and of its conservative capacity (the R pass), so that the K shards
+ * together never promise a node more than its estimates
+ * (ctrl_node_set_slice()).  The slice is the root's (--root: rootx, held
+ * for its lease) or else 1/K of the node's own estimates (no root, a node
+ * the root did not name), and after a lease the smaller of 1/K and the
+ * lapsed slice: once every shard's has lapsed their sum is within the
+ * node, whatever each had (a shard on a lapsed slice of more than 1/K
+ * beside shards on the root's newer ones is what is left open).  Set at each round's start (the
+ * estimates of the round before), when the root's slices arrive, and for
+ * a node that registers, before any round can compute with it; at its
+ * round's start shard 0's leader runs the root step first.  Cost: O(nodes)
+ * once an interval, and when the node count changes or slices arrive. */
+static void slices_static(app_t *a, double now)
+{
+    const int k = a->set->shards, nn = ctrl_nnodes(a->ctrl);
+    if (!k)
+        return;
+    uint64_t pos = a->clk.period * (uint64_t)a->set->intervals + a->clk.interval + 1;
+    int due = pclock_due(&a->clk, now);
+    rootx_stats_t rs = {0};
+    if (a->rx) {
+        if (due && a->set->shard == 0 && shard_leads(a, now))
+            rootx_step(a->rx, a->etcd ? a->ld.epoch : 1, now);
+        rootx_stats(a->rx, &rs);
+    }
+    if (!due && pos == a->slice_pos && nn == a->slice_nn && rs.slices_taken == a->slice_taken)
+        return;
+    int from_root = 0;
+    for (int n = 0; n < nn; n++) {
+        ctrl_node_info_t ni;
+        double est, cons;
+        if (ctrl_node_info(a->ctrl, n, &ni) < 0)
+            continue;
+        int got = a->rx ? rootx_slice(a->rx, ni.name, now, &est, &cons) : 0;
+        if (got > 0) {
+            from_root++;
+        } else { /* 1/K, or less: a lapsed slice of less is kept (fail closed) */
+            double e = ni.capacity / k, c = ni.conservative / k;
+            est = got < 0 && est < e ? est : e;
+            cons = got < 0 && cons < c ? cons : c;
+        }
+        ctrl_node_set_slice(a->ctrl, n, est, cons);
+    }
+    if (a->rx && rs.root_epoch != a->root_epoch) {
+        a->root_epoch = rs.root_epoch;
+        log_info("shard %d: slices from the root of epoch %llu", a->set->shard,
+                 (unsigned long long)rs.root_epoch);
+    }
+    if (a->rx && (from_root > 0) != a->slices_root) {
+        a->slices_root = from_root > 0;
+        if (a->slices_root)
+            log_info("shard %d: the root's slices (root epoch %llu) hold %d of %d nodes",
+                     a->set->shard, (unsigned long long)rs.root_epoch, from_root, nn);
+        else
+            log_warn("shard %d: no live slice from the root: every node divided evenly (1/%d, "
+                     "or its lapsed slice if smaller)", a->set->shard, k);
+    }
+    a->slice_nn = nn;
+    a->slice_pos = pos;
+    a->slice_taken = rs.slices_taken;
+}
+
+/* After a computed round of a leader: its needs to the root. */
+static void needs_to_root(app_t *a, double now)
+{
+    if (!a->rx || a->rounds.tm.nsplits == a->rounds_seen)
+        return;
+    a->rounds_seen = a->rounds.tm.nsplits;
+    if (!shard_leads(a, now)) { /* a standby: the slices too, for its takeover */
+        rootx_send_standby(a->rx);
+        return;
+    }
+    if (a->rounds.tm.last_res.skipped)
+        return;
+    const int iv = a->set->intervals;
+    rootx_send_needs(a->rx, a->ctrl, (double)(iv - (int)a->clk.interval) / iv,
+                     a->etcd ? a->ld.epoch : 1);
+}
 
 /* ---- rounds (rounds.c) and their hooks ------------------------------------ */
 
@@ -470,6 +607,7 @@ typedef struct {
 static void on_adopt(void *arg, const pclock_reading_t *r, double now)
 {
     app_t *a = arg;
+    slices_static(a, now);
     if (a->etcd && !leader_leads(&a->ld, now)) {
         /* A standby keeps following the nodes' clock (the leader's), not
          * only after its start, so that it takes over on the same periods
@@ -483,7 +621,9 @@ static void on_adopt(void *arg, const pclock_reading_t *r, double now)
 /* nodes_hooks_t: after a registered node's message. */
 static void on_tick(void *arg, double now)
 {
+    slices_static(arg, now);
     rounds_tick(&((app_t *)arg)->rounds, now);
+    needs_to_root(arg, now);
 }
 
 /* metricsd_ready_fn (/readyz), on the loop thread: alone, ready (the table
@@ -584,6 +724,8 @@ static int ha_start(app_t *a)
          * lease */
         .slow_s = s->etcd_timeout,
         .hold_s = s->lease_ttl,
+        .shards = s->shards,
+        .shard = s->shard,
     };
     leader_store_t st = leader_store_etcd(a->etcd);
     leader_hooks_t h = {.apply = on_table, .role = on_role, .bootstrap = on_bootstrap,
@@ -599,6 +741,38 @@ static int ha_start(app_t *a)
              "takeover after %.0f ms without a heartbeat%s; standby until elected",
              a->id, s->cluster, s->etcd, s->lease_ttl, poll * 1e3, stale * 1e3,
              stale > 0 ? "" : " (off: at lease expiry)");
+    return 0;
+}
+
+/* ---- the root exchange (--root, --root-listen) ---------------------------- */
+
+/* Starts a->rx with this controller's keys `key` (NULL: plain) and the
+ * root's (--root-key, else the same).  Returns 0 or -1 (logged). */
+static int root_start(app_t *a, const curvekey_t *key)
+{
+    const settings_t *s = a->set;
+    curvekey_t rk;
+    jsonloc_err_t err;
+    if (key && s->root_key && curvekey_load(s->root_key, 0, &rk, &err) < 0) {
+        char buf[700];
+        log_error("--root-key %s", bucketfile_strerror(&err, buf, sizeof buf));
+        return -1;
+    }
+    const rootx_config_t rc = {.shards = s->shards, .shard = s->shard, .listen = s->root_listen,
+                               .connect = s->root, .own = key,
+                               .root = key && s->root_key ? &rk : NULL, .zctx = a->zctx,
+                               .period_s = s->period_s, .intervals = s->intervals};
+    int e = 0;
+    if (!(a->rx = rootx_new(&rc, &e))) {
+        log_error("the root exchange (--root %s, --root-listen %s): %s", s->root ? s->root : "-",
+                  s->root_listen ? s->root_listen : "-", strerror(-e));
+        return -1;
+    }
+    log_info("root exchange: %s%s%s%s", s->root_listen ? "root candidate on " : "",
+             s->root_listen ? s->root_listen : "", s->root_listen && s->root ? ", " : "",
+             s->root ? "needs to the root at " : "");
+    if (s->root)
+        log_info("root endpoints: %s", s->root);
     return 0;
 }
 
@@ -782,7 +956,7 @@ int main(int argc, char **argv)
         log_error("%s: %s", set.buckets, why);
         goto out;
     }
-    if (ctrl_set_buckets(a.ctrl, bf) < 0) {
+    if (!set.shards && ctrl_set_buckets(a.ctrl, bf) < 0) { /* shards: below */
         log_error("out of memory");
         goto out;
     }
@@ -806,6 +980,8 @@ int main(int argc, char **argv)
                               AUTH_DOMAIN_NODES, node_msg_max(set.max_names))))
         a.asock = bind_sock(a.zctx, ZMQ_ROUTER, set.admin, a.auth.zap ? &key : NULL,
                             AUTH_DOMAIN_ADMIN, ADMIN_REQUEST_MAX);
+    if (a.asock && (set.root || set.root_listen) && root_start(&a, a.auth.zap ? &key : NULL) < 0)
+        goto out_key;
     explicit_bzero(&key, sizeof key); /* libzmq keeps its own copy */
     if (!a.asock)
         goto out;
@@ -826,8 +1002,15 @@ int main(int argc, char **argv)
         .tm = &a.rounds.tm,
         .met = &a.met,
         .auth = a.auth.zap ? &a.auth : NULL,
+        .shards = set.shards,
+        .shard = set.shard,
     };
     a.nodes.auth = a.admin.auth;
+    if (set.shards && (rc = admin_set_ctrl_buckets(&a.admin, bf)) < 0) {
+        log_error("%s: %s", set.buckets, rc == -ENOTSUP ? "nested buckets (parents) are not "
+                  "supported with --shards" : strerror(-rc));
+        goto out;
+    }
     bf = NULL; /* the admin endpoint's now */
     if (set.etcd && ha_start(&a) < 0)
         goto out;
@@ -854,11 +1037,21 @@ int main(int argc, char **argv)
     notify_ready();
 
     double started = mono_now();
+    if (set.shards) { /* every shard's periods are the nodes' one period */
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        started -= fmod((double)rt.tv_sec + rt.tv_nsec / 1e9, set.period_s);
+        log_info("shard %d of %d: periods start on multiples of %.3f s of the wall clock",
+                 set.shard, set.shards, set.period_s);
+    }
     pclock_init(&a.clk, set.period_s, set.intervals, set.wait, started);
-    rounds_tick(&a.rounds, started);
+    slices_static(&a, mono_now());
+    rounds_tick(&a.rounds, mono_now());
     while (!a.stop) {
         double now = mono_now();
+        slices_static(&a, now);
         rounds_tick(&a.rounds, now);
+        needs_to_root(&a, now);
         double next = pclock_next(&a.clk);
         if (a.etcd) {
             leader_note_follows(&a.ld, a.nodes.follows); /* leads above it */
@@ -866,6 +1059,7 @@ int main(int argc, char **argv)
             now = mono_now(); /* the poll may have waited for etcd */
             if (a.takeover_push) {
                 a.takeover_push = 0;
+                slices_static(&a, now);
                 rounds_push_now(&a.rounds, now);
             }
             if (leader_next(&a.ld) < next)
@@ -876,7 +1070,7 @@ int main(int argc, char **argv)
             tmo = 0;
         /* the node and admin sockets, the signals; then, when on, the
          * metrics thread's wake-ups and the CURVE handler's three sockets */
-        zmq_pollitem_t items[8] = {
+        zmq_pollitem_t items[8 + 1 + ROOTX_ENDPOINTS] = {
             {a.router, 0, ZMQ_POLLIN, 0},
             {a.asock, 0, ZMQ_POLLIN, 0},
             {NULL, a.sigfd, ZMQ_POLLIN, 0},
@@ -889,6 +1083,13 @@ int main(int argc, char **argv)
         if (a.md) {
             imd = ni;
             items[ni++] = (zmq_pollitem_t){NULL, metricsd_fd(a.md), ZMQ_POLLIN, 0};
+        }
+        int irx = ni, nrx = 0;
+        if (a.rx) {
+            void *rs[1 + ROOTX_ENDPOINTS];
+            nrx = rootx_sockets(a.rx, rs, 1 + ROOTX_ENDPOINTS);
+            for (int i = 0; i < nrx; i++)
+                items[ni++] = (zmq_pollitem_t){rs[i], 0, ZMQ_POLLIN, 0};
         }
         if (a.auth.zap) {
             izap = ni;
@@ -913,6 +1114,11 @@ int main(int argc, char **argv)
             on_signals(&a);
         if (imd >= 0 && (items[imd].revents & ZMQ_POLLIN))
             metricsd_serve(a.md);
+        for (int i = 0; i < nrx; i++)
+            if (items[irx + i].revents & ZMQ_POLLIN) {
+                rootx_drain(a.rx, mono_now());
+                break;
+            }
         if (izap >= 0) {
             if (items[izap].revents & ZMQ_POLLIN)
                 auth_drain(&a.auth);
@@ -931,6 +1137,10 @@ int main(int argc, char **argv)
     admin_stop(&a.admin, mono_now());
     stopguard_stopping(guard); /* what follows is bounded too */
     status = 0;
+    if (0) {
+    out_key:
+        explicit_bzero(&key, sizeof key);
+    }
 out:
     if (a.etcd) /* first: the guard may end a slow stop (stopguard_stopping()) */
         leader_resign(&a.ld); /* a standby takes over at its next poll */
@@ -949,6 +1159,17 @@ out:
         zmq_setsockopt(a.asock, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(a.asock);
     }
+    if (a.rx) {
+        rootx_stats_t rs;
+        rootx_stats(a.rx, &rs);
+        log_info("root exchange: needs sent %llu, taken %llu; slices sent %llu, taken %llu; root "
+                 "steps %llu (%llu failed); messages dropped %llu",
+                 (unsigned long long)rs.needs_sent, (unsigned long long)rs.needs_taken,
+                 (unsigned long long)rs.slices_sent, (unsigned long long)rs.slices_taken,
+                 (unsigned long long)rs.steps, (unsigned long long)rs.step_failed,
+                 (unsigned long long)rs.dropped);
+    }
+    rootx_destroy(&a.rx);
     auth_clear(&a.auth);
     if (a.zctx)
         zmq_ctx_term(a.zctx);

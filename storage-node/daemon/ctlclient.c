@@ -17,6 +17,7 @@
 #include "common/hostport.h"
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/shardmap.h"
 #include "storage-node/core/agent.h"
 
 /* One controller: its endpoint and DEALER (index = the agent's source). */
@@ -24,6 +25,10 @@ typedef struct {
     char *endpoint;      /* points into ctlclient.endpoint (the list) */
     void *sock;
     struct event *ev_read; /* ctlclient_attach() */
+    int hello_owed;      /* our last hello did not reach its socket (not
+                            connected yet): sent again until it does,
+                            so that a standby knows the node before it
+                            takes over (its ledger has the node's reports) */
 } ctlpeer_t;
 
 /* Owned by the node's loop thread; no locks. */
@@ -47,6 +52,14 @@ struct ctlclient {
     int leader;          /* the agent's leader at the last message (-1) */
     int curve;           /* cfg.curve_key given: own and server loaded */
     curvekey_t own, server;
+    /* shards (cfg.shards > 0): the node's table as this shard sees it */
+    int16_t *bshard;     /* [nb]: the shard of scheduler bucket b (names
+                            never change; filled as buckets appear) */
+    int *fmap;           /* [nb]: b's index in the shard's table, or -1 */
+    const char **fnames; /* [nf]: the shard's names, for the names frame */
+    int nb, capb;
+    proto_share_rec_t fflight[PROTO_SHARES_MAX]; /* a report's inflight, re-indexed */
+    double next_refuse_warn;
 
     struct event *ev_timer; /* ctlclient_attach() */
 };
@@ -96,6 +109,8 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
     }
     for (int i = 0; i < c->npeers; i++) {
         int r = c->peer[i].sock ? send_frames(c->peer[i].sock, &c->enc) : -ENOTCONN;
+        if (m->type == PROTO_HELLO)
+            c->peer[i].hello_owed = r != 0;
         if (r == 0) {
             any = 1;
             continue;
@@ -114,16 +129,161 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
     return rc;
 }
 
+/* ---- shards: the node's table cut to this client's shard ---- */
+
+/* Maps the scheduler's names (m's names frame: the agent's whole table,
+ * indexed as the scheduler) to this shard's table: c->fmap, c->fnames, and
+ * m's names frame replaced by the shard's.  O(buckets); a name's shard is
+ * hashed once.  Returns 0 or -ENOMEM (m unchanged). */
+static int shard_names(ctlclient_t *c, proto_msg_t *m)
+{
+    int n = (int)m->nnames;
+    if (n > c->capb) {
+        int cap = n > 2 * c->capb ? n : 2 * c->capb;
+        int16_t *bs = realloc(c->bshard, (size_t)cap * sizeof *bs);
+        if (bs)
+            c->bshard = bs;
+        int *fm = bs ? realloc(c->fmap, (size_t)cap * sizeof *fm) : NULL;
+        if (fm)
+            c->fmap = fm;
+        const char **fn = fm ? realloc(c->fnames, (size_t)cap * sizeof *fn) : NULL;
+        if (!fn)
+            return -ENOMEM;
+        c->fnames = fn;
+        c->capb = cap;
+    }
+    for (int b = c->nb; b < n; b++)
+        c->bshard[b] = (int16_t)shardmap_of(m->names[b], c->cfg.shards);
+    if (n > c->nb)
+        c->nb = n;
+    size_t nf = 0;
+    for (int b = 0; b < n; b++) {
+        c->fmap[b] = c->bshard[b] == c->cfg.shard ? (int)nf : -1;
+        if (c->fmap[b] >= 0)
+            c->fnames[nf++] = m->names[b];
+    }
+    m->names = c->fnames;
+    m->nnames = nf;
+    return 0;
+}
+
+/* The shard's index of scheduler bucket b, or -1 (another shard's, or not
+ * mapped yet: left out). */
+static int shard_index(const ctlclient_t *c, uint32_t b)
+{
+    return b < (uint32_t)c->nb ? c->fmap[b] : -1;
+}
+
+/* A report of the agent's (records of every bucket, by scheduler index)
+ * cut to this shard's buckets, by the shard's indexes: its names frame (if
+ * any), records, byte records and in-flight figures.  The node-wide
+ * counters stay: every shard estimates the node's whole capacity.
+ * Returns 0 or -ENOMEM. */
+static int shard_report(ctlclient_t *c, proto_msg_t *m)
+{
+    if (m->has_names) {
+        int rc = shard_names(c, m);
+        if (rc)
+            return rc;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        int f = shard_index(c, m->report[i].bucket);
+        if (f >= 0) {
+            m->report[k] = m->report[i];
+            m->report[k++].bucket = (uint32_t)f;
+        }
+    }
+    m->count = k;
+    k = 0;
+    for (size_t i = 0; i < m->nbytes; i++) {
+        int f = shard_index(c, m->rbytes[i].bucket);
+        if (f >= 0) {
+            m->rbytes[k] = m->rbytes[i];
+            m->rbytes[k++].bucket = (uint32_t)f;
+        }
+    }
+    m->nbytes = k;
+    if (!k)
+        m->served_bytes = 0;
+    k = 0;
+    for (size_t i = 0; i < m->ninflight && k < PROTO_SHARES_MAX; i++) {
+        int f = shard_index(c, m->inflight[i].bucket);
+        if (f >= 0) {
+            c->fflight[k] = m->inflight[i];
+            c->fflight[k++].bucket = (uint32_t)f;
+        }
+    }
+    m->ninflight = k;
+    m->has_inflight = k > 0;
+    m->inflight = c->fflight;
+    return 0;
+}
+
+/* Nonzero if controller table m (its names frame) may be this shard's:
+ * every name of the shard, none `default`.  Else counted and warned (at
+ * most once a minute). */
+static int shard_table_ok(ctlclient_t *c, const proto_msg_t *m, int i, double now)
+{
+    for (size_t j = 0; j < m->nnames; j++) {
+        int s = shardmap_of(m->names[j], c->cfg.shards);
+        if (s == c->cfg.shard && strcmp(m->names[j], "default") != 0)
+            continue;
+        c->st.shard_refused++;
+        if (now >= c->next_refuse_warn) {
+            c->next_refuse_warn = now + 60;
+            log_warn("controller %s (shard %d of %d): its table names bucket %s, %s: refused "
+                     "(is its --shards/--shard this node's?)", c->peer[i].endpoint,
+                     c->cfg.shard, c->cfg.shards, m->names[j],
+                     s == c->cfg.shard ? "which would take the buckets of every other shard "
+                                         "(not supported with shards)"
+                                       : "of another shard");
+        }
+        return 0;
+    }
+    return 1;
+}
+
 static int send_hello(ctlclient_t *c, double now)
 {
     proto_msg_t m; /* borrows the agent's names; owns nothing */
     int rc = agent_hello(c->agent, now, &m);
     if (rc)
         return rc;
+    if (c->cfg.shards && (rc = shard_names(c, &m)))
+        return rc;
     rc = send_msg(c, &m);
     if (rc == 0)
         c->st.sent_hello++;
     return rc;
+}
+
+/* Nonzero if a controller has not taken our last hello. */
+static int hello_owed(const ctlclient_t *c)
+{
+    for (int i = 0; i < c->npeers; i++)
+        if (c->peer[i].hello_owed)
+            return 1;
+    return 0;
+}
+
+/* The hello again to the controllers that did not take the last one (a
+ * standby whose socket was not connected yet), not to the others (the
+ * leader would welcome us again). */
+static void send_hello_owed(ctlclient_t *c, double now)
+{
+    proto_msg_t m;
+    if (agent_hello(c->agent, now, &m) || (c->cfg.shards && shard_names(c, &m)))
+        return;
+    strcpy(m.node, c->name);
+    m.seq = ++c->seq;
+    if (proto_encode(&m, &c->enc) < 0)
+        return;
+    for (int i = 0; i < c->npeers; i++)
+        if (c->peer[i].hello_owed && c->peer[i].sock && send_frames(c->peer[i].sock, &c->enc) == 0) {
+            c->peer[i].hello_owed = 0;
+            c->st.sent_hello++;
+        }
 }
 
 int ctlclient_send_who(ctlclient_t *c, const char *text, size_t len)
@@ -142,8 +302,13 @@ int ctlclient_report_now(ctlclient_t *c, double now)
 {
     proto_msg_t *m = &c->out;
     int rc = agent_report(c->agent, now, m);
-    if (rc)
+    if (rc == 0 && c->cfg.shards)
+        rc = shard_report(c, m);
+    if (rc) {
+        m->names = NULL;
+        m->has_names = 0;
         return rc;
+    }
     rc = send_msg(c, m);
     m->names = NULL;
     m->has_names = 0;
@@ -174,6 +339,8 @@ static int drain(ctlclient_t *c, int i, double now)
             continue;
         if (rc < 0)
             return rc;
+        if (c->cfg.shards && c->in.has_names && !shard_table_ok(c, &c->in, i, now))
+            continue; /* nothing of it applied: this shard's buckets stay as they are */
         int was = c->leader;
         if (agent_handle_from(c->agent, &c->in, NULL, now, i) & AGENT_SEND_HELLO) {
             c->next_hello = now + c->cfg.hello_s;
@@ -207,6 +374,10 @@ double ctlclient_tick(ctlclient_t *c, double now)
          * so a node that starts with its controller is welcomed at once. */
         int rc = send_hello(c, now);
         c->next_hello = now + (rc == -EAGAIN && c->cfg.hello_s > 0.05 ? 0.05 : c->cfg.hello_s);
+    }
+    if (agent_welcomed(c->agent) && hello_owed(c) && now >= c->next_hello) {
+        send_hello_owed(c, now);
+        c->next_hello = now + 0.1;
     }
     agent_stats_t as;
     agent_stats(c->agent, &as);
@@ -257,7 +428,7 @@ double ctlclient_tick(ctlclient_t *c, double now)
     int welcomed = agent_welcomed(c->agent);
     if (welcomed && c->last_send + c->cfg.heartbeat_s < next)
         next = c->last_send + c->cfg.heartbeat_s;
-    if (!welcomed && c->next_hello < next)
+    if ((!welcomed || hello_owed(c)) && c->next_hello < next)
         next = c->next_hello;
     if (agent_next_tick(c->agent) < next)
         next = agent_next_tick(c->agent);
@@ -438,7 +609,8 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
     if (!cfg || !sched || !cfg->endpoint || !cfg->agent.name ||
         proto_name_check(cfg->agent.name, strlen(cfg->agent.name)) || !(cfg->hello_s > 0) ||
         !(cfg->heartbeat_s > 0) || !(cfg->agent.silence_intervals > 0) ||
-        !(cfg->agent.grace_s >= 0))
+        !(cfg->agent.grace_s >= 0) || cfg->shards < 0 || cfg->shards > SHARDMAP_MAX ||
+        (cfg->shards && (cfg->shard < 0 || cfg->shard >= cfg->shards)))
         goto out;
     rc = -ENOMEM;
     if (!(c = calloc(1, sizeof *c)) || !(c->endpoint = strdup(cfg->endpoint)) ||
@@ -479,9 +651,12 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         goto out;
     c->next_hello = now; /* first tick sends it */
     c->leader = -1;
-    log_info("controller client: node %s (process %016llx) -> %s (%d controller%s; fallback %s, "
+    char sh[48] = "";
+    if (cfg->shards)
+        snprintf(sh, sizeof sh, "shard %d of %d, ", cfg->shard, cfg->shards);
+    log_info("controller client: node %s (process %016llx) -> %s (%s%d controller%s; fallback %s, "
              "silence %.3g intervals)", c->name, (unsigned long long)c->cfg.agent.instance, c->endpoint,
-             c->npeers, c->npeers > 1 ? "s" : "", agent_mode_str(cfg->agent.mode),
+             sh, c->npeers, c->npeers > 1 ? "s" : "", agent_mode_str(cfg->agent.mode),
              cfg->agent.silence_intervals);
     return c;
 out:
@@ -519,6 +694,9 @@ void ctlclient_destroy(ctlclient_t **cp)
     agent_destroy(&c->agent);
     free(c->endpoint);
     free(c->split);
+    free(c->bshard);
+    free(c->fmap);
+    free(c->fnames);
     explicit_bzero(&c->own, sizeof c->own);
     free(c);
     *cp = NULL;

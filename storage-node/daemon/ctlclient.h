@@ -52,6 +52,20 @@ typedef struct {
     const char *controller_key; /* ... the controllers' public key file
                                    (.pub; one key serves every controller).
                                    Both or neither (docs/security.md) */
+    int shards, shard;        /* controller shards (0: none): this client is
+                                 the session with shard `shard` of `shards`
+                                 (its leader and standbys).  Its hellos and
+                                 reports name only the node's buckets of
+                                 that shard (shardmap_of()), re-indexed; a
+                                 controller table (welcome, tokens with
+                                 names) naming a bucket of another shard,
+                                 or `default` (which would take every
+                                 other shard's buckets), is refused whole
+                                 (counted, warned): fail closed.  The
+                                 caller's agent ops must keep the agent's
+                                 tokens to the shard's buckets too (the
+                                 static fallback renews every bucket's
+                                 grant; storage-node/daemon/noderun.c). */
 } ctlclient_config_t;
 
 /* Fills *cfg with the defaults above (endpoint and agent.name NULL). */
@@ -79,6 +93,8 @@ typedef struct {
     const char *leader_endpoint; /* the obeyed controller's endpoint (owned
                                     by the client), or NULL */
     int endpoints;               /* controllers configured */
+    uint64_t shard_refused;      /* controller tables refused: a bucket of
+                                    another shard, or `default` (shards) */
 } ctlclient_stats_t;
 
 /* Creates the client and connects (asynchronously: an absent controller is

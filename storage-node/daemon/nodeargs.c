@@ -83,7 +83,7 @@ typedef struct {
     opts_row_t o;
 } node_row_t;
 
-#define NROWS 60
+#define NROWS 61
 
 /* Fills rows[NROWS], the option table of both node kinds, with targets in
  * *a (the --backend and --workers rows follow a->block).  It drives
@@ -265,13 +265,22 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "controller's format; other fields are ignored).  These buckets exist\n"
                         "from the start."}},
         {BOTH, {.name = "controller", .type = OPTS_STRING, .target = &a->controller,
-                .arg = "ENDPOINT[,ENDPOINT...]", .show = "none",
+                .arg = "ENDPOINT[,ENDPOINT...][;...]", .show = "none",
                 .help = "ZeroMQ endpoint of bqos-controller (e.g. tcp://127.0.0.1:7070), or\n"
                         "up to 8 separated by commas (a leader and its standbys): the node\n"
                         "says hello and reports to every one every interval, and obeys only\n"
                         "the controller with the highest leadership epoch it has seen (a\n"
                         "deposed leader's late tokens are ignored).  Without a controller\n"
-                        "the node runs on --config and --tokens-file alone."}},
+                        "the node runs on --config and --tokens-file alone.  With --shards K:\n"
+                        "K such lists separated by ';', shard 0's first (quote it)."}},
+        {BOTH, {.name = "shards", .type = OPTS_INT, .target = &a->shards, .arg = "K",
+                .deflt = "0", .min = 0, .max = 256,
+                .help = "Controller shards (bqos-controller --shards K): --controller holds\n"
+                        "K endpoint lists separated by ';', one per shard.  The node talks\n"
+                        "to each shard about that shard's buckets only (a stable hash of\n"
+                        "the name), obeys each for its buckets only (a shard's tokens for\n"
+                        "another shard's bucket are refused), and falls back per shard.\n"
+                        "Needs --fallback static.  0: no shards."}},
         {BOTH, {.name = "curve-key", .type = OPTS_STRING, .target = &a->curve_key,
                 .arg = "FILE", .show = "none: plain",
                 .help = "This node's CURVE secret key (bqos-ctl keygen; mode 0600), for a\n"
@@ -610,6 +619,19 @@ int nodeargs_parse(int argc, char **argv, args_t *a)
     if (a->window_min > a->window_max) {
         opts_fail(&cmd, "--window-min %d is above --window-max %d", a->window_min,
                   a->window_max);
+        return 2;
+    }
+    int groups = 1;
+    for (const char *c = a->controller; c && *c; c++)
+        groups += *c == ';';
+    if (!a->shards && groups > 1) {
+        opts_fail(&cmd, "--controller with %d endpoint lists separated by ';' (controller "
+                  "shards) needs --shards %d", groups, groups);
+        return 2;
+    }
+    if (a->shards && (!a->controller || groups != a->shards)) {
+        opts_fail(&cmd, "--shards %d needs --controller with %d endpoint lists separated by "
+                  "';' (it has %d)", a->shards, a->shards, a->controller ? groups : 0);
         return 2;
     }
     for (size_t i = 0; rc == 1 && i < NROWS; i++) {

@@ -21,6 +21,7 @@ typedef struct {
     int policy;                     /* sched_policy_t: index in policy_names */
     int fallback;                   /* agent_fallback_t: index in fallback_names */
     double silence;                 /* --silence, intervals */
+    int shards;                     /* --shards K: --controller has K ';' lists (0: none) */
     int pacing;                     /* --pacing: index in onoff_names (1: on) */
     double burst_s;                 /* --burst, seconds */
     int r_order;                    /* sched_order_t: index in order_names */

@@ -13,28 +13,53 @@
 #include "common/bucketfile.h"
 #include "common/log.h"
 #include "common/metricsd.h"
+#include "common/mono.h"
 #include "common/notify.h"
 #include "common/privdrop.h"
+#include "common/shardmap.h"
 #include "storage-node/daemon/ctlclient.h"
 #include "storage-node/daemon/nodeconf.h"
 #include "storage-node/daemon/nodemetrics.h"
 
+struct run;
+
+/* Controller shards (--controller with ';' between the shards' endpoint
+ * lists): one controller client per shard, each with these agent ops
+ * around the node's (docs/controller.md "Shards", "Nodes"). */
 typedef struct {
+    struct run *r;
+    int shard;
+    unsigned char *listed; /* the shard's last table: its buckets (nlisted) */
+    int nlisted;
+} session_t;
+
+typedef struct run {
     gate_t *g;
     const noderun_config_t *cfg;
     int has_default;       /* the bucket file being loaded names `default` */
     unsigned char *listed; /* ... and the buckets it names (nlisted) */
     int nlisted;
     int ctl_table;         /* a controller's table was applied: it decides */
-    ctlclient_t *ctl;
+    ctlclient_t *ctl;      /* the controller client (with shards: shard 0's,
+                              for the metrics and the single stats lines) */
     nodemetrics_t *nm;     /* with --metrics-listen, else NULL */
+    int shards;            /* 0: none; else ctls[shards], sess[shards] */
+    ctlclient_t **ctls;
+    session_t *sess;
+    int16_t *bshard;       /* [nbshard]: scheduler bucket b's shard */
+    int nbshard, capbshard;
+    uint64_t tokens_refused; /* a shard's tokens for another shard's bucket */
+    double period_at;      /* shards: when a session last started the
+                              scheduler's period (mono_now()); 0: never */
 } run_t;
 
 /* The identities active in the node's buckets changed (io/who.h): to the
  * controllers, which answer bqos-ctl who. */
 static void send_who(void *arg, const char *text, size_t len)
 {
-    ctlclient_send_who(arg, text, len);
+    const run_t *r = arg;
+    for (int i = 0; i < (r->shards ? r->shards : 1); i++)
+        ctlclient_send_who(r->shards ? r->ctls[i] : r->ctl, text, len);
 }
 
 void noderun_prepare(void)
@@ -285,6 +310,25 @@ static void ctl_status(void *arg, FILE *fp)
     fprintf(fp, "STAT bqos_ctl_messages %llu\r\n",
             (unsigned long long)(st.agent.recv_welcome + st.agent.recv_tokens + st.agent.recv_heartbeat +
                                  st.agent.recv_error));
+    if (!r->shards)
+        return;
+    /* with shards the lines above are shard 0's; each shard's own: */
+    fprintf(fp, "STAT bqos_ctl_shards %d\r\n", r->shards);
+    fprintf(fp, "STAT bqos_ctl_shard_tokens_refused %llu\r\n",
+            (unsigned long long)r->tokens_refused);
+    for (int i = 0; i < r->shards; i++) {
+        ctlclient_stats(r->ctls[i], &st);
+        fprintf(fp, "STAT bqos_ctl_shard%d_state %s\r\n", i, st.state);
+        fprintf(fp, "STAT bqos_ctl_shard%d_epoch %llu\r\n", i, (unsigned long long)st.agent.epoch);
+        fprintf(fp, "STAT bqos_ctl_shard%d_leader %s\r\n", i,
+                st.leader_endpoint ? st.leader_endpoint : "none");
+        fprintf(fp, "STAT bqos_ctl_shard%d_fallbacks %llu\r\n", i,
+                (unsigned long long)st.agent.fallbacks);
+        fprintf(fp, "STAT bqos_ctl_shard%d_tokens_applied %llu\r\n", i,
+                (unsigned long long)st.agent.tokens_applied);
+        fprintf(fp, "STAT bqos_ctl_shard%d_tables_refused %llu\r\n", i,
+                (unsigned long long)st.shard_refused);
+    }
 }
 
 /* The controller client's state at exit, for the log (both node kinds). */
@@ -383,8 +427,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
             ok = 0;
         if (r->cfg->reload && r->cfg->reload(r->cfg->reload_arg) < 0)
             ok = 0;
-        if (reload_keys(r->ctl) < 0)
-            ok = 0;
+        for (int i = 0; i < (r->shards ? r->shards : 1); i++)
+            if (reload_keys(r->shards ? r->ctls[i] : r->ctl) < 0)
+                ok = 0;
         if (r->nm)
             nodemetrics_reloaded(r->nm, ok);
         return;
@@ -418,11 +463,15 @@ static int node_ready(void *arg, char *why, size_t cap)
     ctlclient_stats_t cs;
     if (!r->ctl || r->cfg->config)
         return 1;
-    ctlclient_stats(r->ctl, &cs);
-    if (cs.agent.welcomed)
-        return 1;
-    snprintf(why, cap, "no bucket table and no controller's welcome yet");
-    return 0;
+    for (int i = 0; i < (r->shards ? r->shards : 1); i++) { /* every shard's table */
+        ctlclient_stats(r->shards ? r->ctls[i] : r->ctl, &cs);
+        if (!cs.agent.welcomed) {
+            snprintf(why, cap, "no bucket table and no controller's welcome yet%s",
+                     r->shards ? " (from every shard)" : "");
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* The exporter (r->nm), its HTTP endpoint (*md) and the loop's watch on it
@@ -454,11 +503,202 @@ static double ctl_base_latency(void *arg)
     return gate_base_latency(r->g);
 }
 
+
+/* ---- controller shards: one session per shard ---------------------------- */
+
+/* The shard of scheduler bucket b (its name's; cached: names never change),
+ * or -1 for a bad index or out of memory. */
+static int bucket_shard(run_t *r, int b)
+{
+    sched_t *sc = gate_sched(r->g);
+    if (b < 0 || b >= sched_nbuckets(sc))
+        return -1;
+    if (b >= r->capbshard) {
+        int cap = b + 1 > 2 * r->capbshard ? b + 1 : 2 * r->capbshard;
+        int16_t *p = realloc(r->bshard, (size_t)cap * sizeof *p);
+        if (!p)
+            return -1;
+        r->bshard = p;
+        r->capbshard = cap;
+    }
+    for (; r->nbshard <= b; r->nbshard++)
+        r->bshard[r->nbshard] = (int16_t)shardmap_of(sched_bucket_name(sc, r->nbshard), r->shards);
+    return r->bshard[b];
+}
+
+static int sess_bucket(void *arg, const char *name)
+{
+    return ctl_bucket(((session_t *)arg)->r, name);
+}
+
+/* A shard's agent sets only its shard's buckets: its tokens, and the
+ * static fallback's renewal of its last grant (which covers every bucket
+ * of the scheduler).  Another shard's bucket is refused (-EPERM, counted):
+ * fail closed, each shard is the only one to grant its buckets. */
+static int sess_set_tokens(void *arg, int b, int64_t rt, int64_t lt, double until, double now)
+{
+    session_t *ss = arg;
+    if (bucket_shard(ss->r, b) != ss->shard) {
+        ss->r->tokens_refused++;
+        return -EPERM;
+    }
+    return sched_set_tokens(gate_sched(ss->r->g), b, rt, lt, until, now);
+}
+
+static void sess_set_policy(void *arg, sched_policy_t policy)
+{
+    ctl_set_policy(((session_t *)arg)->r, policy);
+}
+
+/* The scheduler has one period, the shards' sessions one each: their
+ * controllers start periods on whole multiples of the period of the wall
+ * clock, so the sessions' period starts come within milliseconds of each
+ * other, in any order.  The first of them starts the scheduler's period;
+ * the others, within half a period of it, only start their agents'
+ * counters.  (Served in a shard's last milliseconds of a period then
+ * counts in its next one: conservative.  The other order, a session's
+ * report of its new period taken before the scheduler's counters restart,
+ * would count a whole period's service twice: 0 tokens for a period.) */
+static void sess_period_start(void *arg)
+{
+    session_t *ss = arg;
+    run_t *r = ss->r;
+    ctlclient_stats_t st;
+    ctlclient_stats(r->ctls[ss->shard], &st);
+    double now = mono_now(), half = st.agent.period_s > 0 ? st.agent.period_s / 2 : 0;
+    if (r->period_at > 0 && now - r->period_at < half)
+        return;
+    r->period_at = now;
+    period_start(r);
+}
+
+static void sess_applied(void *arg)
+{
+    ctl_applied(((session_t *)arg)->r);
+}
+
+/* A shard's table: the node's table is the union of the shards' last
+ * tables (a bucket of a shard not heard yet is refused, fail closed). */
+static void sess_table(void *arg, int has_default, const unsigned char *listed, int n)
+{
+    session_t *ss = arg;
+    run_t *r = ss->r;
+    unsigned char *mine = realloc(ss->listed, (size_t)(n > 0 ? n : 1));
+    if (!mine) {
+        ctl_table(r, 0, NULL, 0); /* refuses every key (logged) */
+        return;
+    }
+    memcpy(mine, listed, (size_t)n);
+    ss->listed = mine;
+    ss->nlisted = n;
+    int most = 0;
+    for (int i = 0; i < r->shards; i++)
+        if (r->sess[i].nlisted > most)
+            most = r->sess[i].nlisted;
+    unsigned char *all = calloc((size_t)(most > 0 ? most : 1), 1);
+    if (!all) {
+        ctl_table(r, 0, NULL, 0);
+        return;
+    }
+    for (int i = 0; i < r->shards; i++)
+        for (int b = 0; b < r->sess[i].nlisted; b++)
+            all[b] |= r->sess[i].listed[b];
+    ctl_table(r, has_default, all, most);
+    free(all);
+}
+
+static int sess_rules(void *arg, uint64_t version, const char *text, size_t len)
+{
+    return ctl_rules(((session_t *)arg)->r, version, text, len);
+}
+
+static double sess_base_latency(void *arg)
+{
+    return ctl_base_latency(((session_t *)arg)->r);
+}
+
+/* Cuts `list` ("A,B;C,D": shards separated by ';') into its shards' lists,
+ * in place.  Returns the number of shards (1: no ';'), or -EINVAL (an
+ * empty list, more than SHARDMAP_MAX). */
+static int split_shards(char *list, char **out, int max)
+{
+    int k = 0;
+    for (char *p = list;;) {
+        char *semi = strchr(p, ';');
+        if (semi)
+            *semi = '\0';
+        if (!*p || k == max)
+            return -EINVAL;
+        out[k++] = p;
+        if (!semi)
+            return k;
+        p = semi + 1;
+    }
+}
+
+/* With shards, starts one controller client per shard (cc: the settings
+ * but the endpoints and the shard), each with the session ops.  Returns 0
+ * or -errno (logged; what was made is freed by the caller's cleanup). */
+static int start_sessions(struct event_base *base, run_t *r, const ctlclient_config_t *cc,
+                          char *list)
+{
+    char *lists[SHARDMAP_MAX];
+    int k = split_shards(list, lists, SHARDMAP_MAX), err = 0;
+    if (k < 0) {
+        log_error("--controller %s: shards separated by ';', none empty, at most %d",
+                  r->cfg->controller, SHARDMAP_MAX);
+        return k;
+    }
+    r->shards = k;
+    r->ctls = calloc((size_t)k, sizeof *r->ctls);
+    r->sess = calloc((size_t)k, sizeof *r->sess);
+    if (!r->ctls || !r->sess)
+        return -ENOMEM;
+    for (int i = 0; i < k; i++) {
+        r->sess[i] = (session_t){.r = r, .shard = i};
+        ctlclient_config_t c = *cc;
+        c.endpoint = lists[i];
+        c.shards = k;
+        c.shard = i;
+        agent_ops_t ops = {.bucket = sess_bucket, .set_tokens = sess_set_tokens,
+                           .set_policy = sess_set_policy, .period_start = sess_period_start,
+                           .applied = sess_applied, .table = sess_table, .rules = sess_rules,
+                           .base_latency = sess_base_latency, .arg = &r->sess[i]};
+        r->ctls[i] = ctlclient_new(&c, gate_sched(r->g), &ops, &err);
+        if (!r->ctls[i] || (err = ctlclient_attach(r->ctls[i], base)) < 0) {
+            log_error("--controller %s (shard %d): %s", lists[i], i, strerror(-err));
+            return err;
+        }
+    }
+    r->ctl = r->ctls[0];
+    log_info("controller shards: %d, one session each; a shard's tokens set only its buckets", k);
+    return 0;
+}
+
+/* Frees the sessions (goodbye to each). */
+static void stop_sessions(run_t *r)
+{
+    for (int i = 0; r->ctls && i < r->shards; i++) {
+        if (r->ctls[i])
+            ctl_log(r->ctls[i]);
+        ctlclient_destroy(&r->ctls[i]);
+    }
+    for (int i = 0; r->sess && i < r->shards; i++)
+        free(r->sess[i].listed);
+    free(r->ctls);
+    free(r->sess);
+    free(r->bshard);
+    r->ctls = NULL;
+    r->sess = NULL;
+    r->ctl = NULL;
+}
+
 int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
 {
     int rc = -1, err = 0;
-    run_t r = {g, cfg, 0, NULL, 0, 0, NULL, NULL};
+    run_t r = {.g = g, .cfg = cfg};
     ctlclient_t *ctl = NULL;
+    char *shard_list = NULL; /* --controller cut at its ';' (shards) */
     static const int signos[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP};
     struct event *sigs[4] = {0}, *mev = NULL;
     metricsd_t *md = NULL;
@@ -490,14 +730,25 @@ int noderun_run(struct event_base *base, gate_t *g, const noderun_config_t *cfg)
                            .period_start = period_start, .applied = ctl_applied,
                            .table = ctl_table, .rules = ctl_rules,
                            .base_latency = ctl_base_latency, .arg = &r};
-        ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
-        if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
-            log_error("--controller %s: %s", cfg->controller, strerror(-err));
-            goto out;
+        if (strchr(cfg->controller, ';')) { /* shards: a session each */
+            if (cfg->fallback == AGENT_FALLBACK_RR) {
+                log_error("--fallback rr with controller shards: one shard's fallback would "
+                          "lift every shard's limits (use static)");
+                goto out;
+            }
+            if (!(shard_list = strdup(cfg->controller)) ||
+                start_sessions(base, &r, &cc, shard_list) < 0)
+                goto out;
+        } else {
+            ctl = ctlclient_new(&cc, gate_sched(g), &ops, &err);
+            if (!ctl || (err = ctlclient_attach(ctl, base)) < 0) {
+                log_error("--controller %s: %s", cfg->controller, strerror(-err));
+                goto out;
+            }
+            r.ctl = ctl;
         }
-        r.ctl = ctl;
         gate_set_status(g, ctl_status, &r);
-        who_set_sink(gate_who(g), send_who, ctl); /* bqos-ctl who (issue 27) */
+        who_set_sink(gate_who(g), send_who, &r); /* bqos-ctl who (issue 27) */
     }
     if (cfg->metrics && (err = start_metrics(base, &r, &md, &mev)) < 0) {
         log_error("--metrics-listen %s: %s", cfg->metrics, strerror(-err));
@@ -532,5 +783,7 @@ out:
     if (ctl)
         ctl_log(ctl);
     ctlclient_destroy(&ctl); /* goodbye; before the loop and the scheduler go */
+    stop_sessions(&r);
+    free(shard_list);
     return rc;
 }

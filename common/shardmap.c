@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "common/hashmix.h"
-#include "controller/shardmap.h"
+#include "common/shardmap.h"
 
 uint64_t shardmap_name_hash(const char *name)
 {
