@@ -1541,8 +1541,10 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
     b.name = name; /* the request's: the table keeps its own copy */
     int old = bucketfile_find(ad->bf, name);
-    if (old >= 0) /* a change: what the request leaves out stays as it was */
+    if (old >= 0) { /* a change: what the request leaves out stays as it was */
         b = *bucketfile_get(ad->bf, (size_t)old);
+        b.name = name; /* the table's copy goes with the table a tree's change replaces */
+    }
     else if (!json_object_get(req, "reservation"))
         return reply_error("bad_request", "\"reservation\" is required for a new bucket");
     if (json_object_get(req, "reservation") &&
