@@ -117,6 +117,11 @@ typedef struct {
     /* During a computation the IO ledger's work[k] for this node
      * (ctrl_t.io.n[its index]) is active pair act[k]'s. */
     int full_push;         /* next computation visits every pair once */
+    size_t tail_from;      /* names in parts: pairs from this index on were
+                              appended since the last computation, which
+                              visits them once as full_push does all */
+    size_t captable;       /* room of tnames, pairs, push, served, inact
+                              (ctrl_node_table_part() appends) */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
     size_t nout, capout;

@@ -1925,7 +1925,61 @@ START_TEST(test_ctrl_implausible_capacity)
 }
 END_TEST
 
-/* Issue 18 defect 10: a hello with more than max_names names is refused
+/* Names in parts: a node's table arrives part by part; a part out of
+ * order or of another table changes nothing; a name declared twice (across
+ * parts) or past the buckets plus max_names is refused whole; a limited
+ * bucket appended gets its 0 tokens from the next computation, and a
+ * report naming a pair is taken once its name is held. */
+START_TEST(test_ctrl_node_table_parts)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.max_names = 2;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                      "{\"name\":\"b\",\"reservation\":0,\"limit\":50},{\"name\":\"c\",\"reservation\":5}]}",
+                      0, 1000, &cfg);
+    const char *p1[] = {"x", "a"}, *p2[] = {"b", "y"}, *p3[] = {"c"}, *dup[] = {"a"},
+               *more[] = {"z"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 7, p1, 2), 0);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 2);
+    ck_assert_int_eq(ctrl_node_table_reserve(c, 0, 1000000), 0); /* cut to 3 + 2 */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 3, p2, 2), -ESTALE); /* a gap */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 8, 2, p2, 2), -ESTALE); /* another table */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 2, dup, 1), -EINVAL);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 2);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 2, p2, 2), 0);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 4);
+    /* b (limited, controller index 1) was appended: the next computed
+     * round (a period's first) gives the node its tokens (here its
+     * provisional split), within L */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r = -1, l = -1;
+    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
+    ck_assert_int_eq(r, 0);
+    ck_assert(l >= 0 && l <= 50);
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 4, p3, 1), 0);
+    /* 5 names: 3 buckets + 2 is the most */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 5, more, 1), -E2BIG);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 5);
+    /* a report on node index 4 ("c") is taken */
+    proto_report_rec_t rec = {.bucket = 4, .queued = 3, .arrivals_interval = 3, .l_left = PROTO_UNLIMITED};
+    const char *const *nm;
+    uint32_t gen = ctrl_table(c, &nm, NULL);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 1, 7, gen, 0, 0, &rec, 1), 0);
+    rec.bucket = 5; /* beyond what is held */
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 1, 7, gen, 0, 0, &rec, 1), -EINVAL);
+    /* at 0: a new table of the generation */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 9, 0, p3, 1), 0);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 1);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 18 defect 10: a hello with more names than the buckets plus
+ * max_names is refused
  * (-E2BIG); beyond max_nodes a new name is refused (-EUSERS) until a node
  * down for forget_after periods is forgotten (its tables freed, unknown
  * until it says hello again) and the new name takes its slot. */
@@ -1938,9 +1992,10 @@ START_TEST(test_ctrl_node_caps_and_forgetting)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
                       "{\"name\":\"b\",\"reservation\":10}]}",
                       2, 1000, &cfg);
-    const char *names[] = {"a", "b", "c"};
-    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 3), -E2BIG);
-    ck_assert_int_eq(ctrl_node_table(c, 0, 2, names, 3), -E2BIG);
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    /* the buckets (2) plus max_names (2): 5 names is one too many */
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 5), -E2BIG);
+    ck_assert_int_eq(ctrl_node_table(c, 0, 2, names, 5), -E2BIG);
     ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 1000, 1, names, 2), -EUSERS);
     /* n1 keeps reporting, n0 is silent: down, then forgotten after a period */
     rep_t rp[2] = {{.queued = 1, .arrivals = 10}, {.queued = 1, .arrivals = 10}};
@@ -2871,7 +2926,7 @@ int main(void)
         test_ctrl_single_server_within_conservative_capacity,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
-        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
+        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting, test_ctrl_node_table_parts,
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
