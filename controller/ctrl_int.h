@@ -274,6 +274,14 @@ static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_
     if (p->bperiod > nd->rep_period ||
         (p->bperiod == nd->rep_period && p->binterval >= nd->rep_interval))
         return;
+    /* A record of an idle pair (no queue, no arrivals, no rate to carry
+     * on) predicts nothing in the periods after it: there the pair is
+     * what a full report's absence says, idle and not reported, so its
+     * bucket can have its provisional split again (carried forward, one
+     * zero record held the bucket "reported" on that node for good). */
+    if (p->period != nd->rep_period && !p->queued && !p->arrivals &&
+        (!p->binterval || p->bserved < p->binterval))
+        return;
     uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
                                       nd->rep_interval);
     /* The status's counts by class follow, in the record's proportions. */

@@ -1893,6 +1893,71 @@ START_TEST(test_agent_sparse_tokens_net_of_prediction)
 }
 END_TEST
 
+/* A tokens message of one record at `now` in period 0 that acknowledges
+ * our table `ours` (tokens() acknowledges the hello's). */
+static void held_tokens(fx_t *f, double now, const proto_tokens_rec_t *rec, uint32_t ours)
+{
+    proto_msg_t m;
+    tokens_msg(f, &m, rec, 1);
+    m.peer_table = ours;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* A sparse report leaves out an idle bucket held at R 0 and L 0 and the
+ * release of that hold: with nothing queued there is nothing throttled
+ * (it_ctlclient: a node whose fresh bucket was held until the controller's
+ * tokens sent a record of zeros, the controller took the idle bucket for
+ * reported and withheld its provisional split on every node).  A queue with
+ * no tokens is still sent. */
+START_TEST(test_agent_sparse_idle_hold_not_a_change)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    proto_msg_t m;
+    welcome_msg(&f, &m);
+    m.sparse = 1;
+    agent_timing_t tm = tm_at(0, T0 + 0.5);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.5), 0);
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 2), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0); /* full: every bucket idle */
+    ck_assert_int_eq(m.sparse, 0);
+    ck_assert_uint_eq(m.count, 0);
+    proto_msg_t hb;
+    msg_to_n1(&hb, PROTO_HEARTBEAT);
+    hb.peer_table = m.table;
+    ck_assert_int_eq(agent_handle(f.a, &hb, NULL, T0 + 2.1), 0);
+    /* green (controller index 0, ours 2) held at R 0 and L 0, idle */
+    proto_tokens_rec_t held = {.bucket = 0, .r_tokens = 0, .l_tokens = 0};
+    held_tokens(&f, T0 + 2.2, &held, hb.peer_table);
+    expect_tokens(&f, __LINE__, 2, 0, 0);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 4), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0);
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 0);
+    /* released to a provisional 10 / 10: still nothing to say */
+    proto_tokens_rec_t prov = {.bucket = 0, .r_tokens = 10, .l_tokens = 10};
+    held_tokens(&f, T0 + 4.2, &prov, hb.peer_table);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 6), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 6, &m), 0);
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 0);
+    /* held again, and one request waits: throttled with a queue, sent
+     * (its queue and arrivals alone are within the threshold of 2) */
+    held_tokens(&f, T0 + 6.2, &held, hb.peer_table);
+    arrive(&f, 2, 1);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 8), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 8, &m), 0);
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 1);
+    ck_assert_uint_eq(m.report[0].bucket, 2);
+    ck_assert_uint_eq(m.report[0].queued, 1);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 /* A renewing tokens message numbered gseq (changed grants only), with
  * `based` of its n records bases; delivered at `now` in `period`. */
 static void grants_msg(fx_t *f, uint64_t period, double now, uint64_t gseq,
@@ -2040,6 +2105,7 @@ int main(void)
         test_agent_changed_grants, test_agent_changed_grants_stale_keeps_chain, test_agent_changed_grants_not_welcomed,test_agent_rules_from_the_leader,
                                   test_agent_sparse_reports,
                                   test_agent_sparse_tokens_net_of_prediction,
+                                  test_agent_sparse_idle_hold_not_a_change,
                                   test_agent_hello_lists_the_table,
                                   test_agent_names_in_parts,
                                   test_agent_report_from_counters, test_agent_report_inflight,

@@ -1479,6 +1479,72 @@ START_TEST(test_ctrl_provisional_split_for_unreported_limited)
 }
 END_TEST
 
+/* A sparse node's record of an idle pair (no queue, arrivals or rate:
+ * a bucket gone idle, or before the node's fix a bucket held at R 0 and
+ * L 0 until tokens came) is not a report of the periods after it: there
+ * the bucket is unreported, as a full report's absence says, and gets its
+ * provisional split again (it_ctlclient: carried forward, the pair stayed
+ * "reported" every period, so the idle limited bucket got R 0 / L 20 on
+ * each node instead of its split of 10 / 10). */
+START_TEST(test_ctrl_sparse_idle_record_not_reported_later)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"green\",\"reservation\":30,\"limit\":60},"
+                      "{\"name\":\"red\",\"reservation\":10},"
+                      "{\"name\":\"blue\",\"reservation\":10}]}",
+                      PV_NN, 10000, NULL);
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, NULL);
+    held_t h;
+    memset(&h, 0, sizeof h);
+    ctrl_result_t res;
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_set_sparse(c, i, 1), 0);
+    /* period 1: full reports of nothing, the split 10 / 10 on each node */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report(c, i, 1, 0, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    for (int i = 0; i < PV_NN; i++) {
+        ck_assert_int_eq(h.r[i][0], 10);
+        ck_assert_int_eq(h.l[i][0], 10);
+    }
+    /* node 1 sends a record of zeros for green (throttled: R 0, L 0) */
+    proto_report_rec_t zero = {.bucket = 0};
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report_sparse(c, i, 1, 1, 1, gen, 0, 0, i == 1 ? &zero : NULL,
+                                                 i == 1),
+                         0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    /* periods 2 and 3: sparse reports of nothing.  Green is unreported on
+     * every node and holds its split (period 2 on node 1, where it was
+     * reported in period 1; period 3 evenly again), the headroom in all */
+    for (uint64_t p = 2; p <= 3; p++)
+        for (uint32_t k = 0; k < 2; k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+            for (int i = 0; i < PV_NN; i++)
+                ck_assert_int_eq(ctrl_node_report_sparse(c, i, p, k, 1, gen, 0, 0, NULL, 0), 0);
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            pv_apply(c, &h);
+            ctrl_pair_info_t pi;
+            ck_assert_int_eq(ctrl_pair_info(c, 1, 0, &pi), 0);
+            ck_assert_msg(!pi.reported, "period %llu interval %u: green reported on node 1",
+                          (unsigned long long)p, k);
+            ck_assert_int_eq(pv_sum(&h, 0), 60);
+            ctrl_bucket_info_t bi;
+            ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+            ck_assert_int_eq(bi.r_tokens, 30);
+        }
+    for (int i = 0; i < PV_NN; i++) {
+        ck_assert_int_eq(h.r[i][0], 10);
+        ck_assert_int_eq(h.l[i][0], 10);
+    }
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* Differential: the same reports through a controller whose nodes hold
  * every unlimited bucket (active pairs sparse in the table, so the
  * computation copies them into a dense array) and one whose nodes hold
@@ -2922,6 +2988,7 @@ int main(void)
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
+        test_ctrl_sparse_idle_record_not_reported_later,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,

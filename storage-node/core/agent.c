@@ -402,7 +402,14 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
             .queued = rec.queued,
             .arrivals = rec.arrivals_interval,
             .served = clampc(rec.served_r + rec.served_l + rec.served_o),
-            .throttled = rec.r_left <= 0 && rec.l_left <= 0,
+            /* Throttled means requests wait with no token to spend (the
+             * controller's estimate reads it only with a queue): an idle
+             * bucket held at R 0 and L 0 (hold_until_tokens(), a bucket a
+             * part made, a revoked provisional split) is not, else the
+             * hold and its release would each send a record of zeros,
+             * which the controller takes for a report of the bucket and
+             * then withholds its provisional split everywhere. */
+            .throttled = rec.queued > 0 && rec.r_left <= 0 && rec.l_left <= 0,
         };
         int idle = !bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l &&
                    !bs.served_o;
