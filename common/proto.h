@@ -70,16 +70,29 @@ typedef enum {
                             JSON text (common/rules.h; 0..PROTO_RULES_MAX
                             bytes, "" = no rules).  A node that predates it
                             refuses it as an unknown type (PROTO_E_TYPE). */
-    PROTO_WHO = 9        /* node -> ctl: the identities active in its buckets
+    PROTO_WHO = 9,       /* node -> ctl: the identities active in its buckets
                             (issue 27, bqos-ctl who; common/proto/who.c): no
                             header field of its own, one frame of JSON text
                             (0..PROTO_WHO_MAX bytes, storage-node/io/who.h
                             says what).  A controller that predates it
                             refuses it as an unknown type. */
+    PROTO_NAMES = 10     /* either way, after a hello and welcome that said
+                            "parts": one part of the sender's table (header
+                            table, names_at, names_of; names frame, and
+                            ctl->node weights/shadow).  docs/protocol.md
+                            "Names in parts".  A peer that predates it
+                            refuses it (PROTO_E_TYPE); it is never sent
+                            to one. */
 } proto_type_t;
 
 #define PROTO_RULES_MAX (1u << 20) /* bytes of a rules message's text */
 #define PROTO_WHO_MAX (256u << 10) /* bytes of a who message's text */
+#define PROTO_PART_BYTES 65536u    /* a part's names frame (names message,
+                                      or a hello/welcome with names_of) is
+                                      at most this many bytes */
+#define PROTO_PART_NAMES 4096u     /* ... and holds at most this many names
+                                      (what taking one costs the receiver's
+                                      loop: a few ms) */
 
 /* Why a message was rejected.  Index into proto_stats_t.rejected. */
 typedef enum {
@@ -257,6 +270,20 @@ typedef struct {
  *             bases, the others do not (and clear theirs)
  *   report: regrant (optional, 0 or 1): the node saw a gap in gseq and
  *             renewed nothing: send every grant again
+ *   names     table*, names_at*, names_of*, names* (>= 1), weights and
+ *             shadow (optional, ctl->node): names [names_at, names_at +
+ *             names) of the sender's table `table`, which has names_of
+ *             names; the names frame at most PROTO_PART_BYTES and
+ *             PROTO_PART_NAMES names
+ *   hello, welcome: parts (optional, 0 or 1): hello: the node takes and
+ *             sends tables in parts; welcome: the controller does.
+ *             names_of (optional, with names): the names frame is the
+ *             first part (names_at 0, at most PROTO_PART_BYTES) of a table
+ *             of names_of names; the rest follows in names messages
+ *   report, heartbeat (node->ctl), welcome, tokens, heartbeat (ctl->node):
+ *             peer_names (optional, 0..2^53): the sender holds only the
+ *             first peer_names names of the receiver's table peer_table
+ *             (absent: all of them)
  * timing = period, interval, intervals, period_ms, remaining_ms. */
 typedef struct {
     proto_type_t type;
@@ -310,6 +337,20 @@ typedef struct {
     uint64_t gseq;
     size_t based;
     int regrant;
+    /* Names in parts (docs/protocol.md "Names in parts"): parts (hello:
+     * can; welcome: will); names_at / names_of (names message; hello and
+     * welcome with names_of > 0: a first part, names_at 0): where the names
+     * frame sits in the sender's table and its size; has_peer_names /
+     * peer_names: the sender holds only the first peer_names names of the
+     * receiver's table (has_peer_names 0: all). */
+    int parts;
+    uint64_t names_at, names_of;
+    int has_peer_names;
+    uint64_t peer_names;
+    /* decode: when a message is refused for its names frame, the byte
+     * offset in that frame of the name at fault (the frame's length when
+     * the frame as a whole is wrong); else 0.  Kept after the refusal. */
+    size_t bad_at;
 
     uint32_t table;        /* sender's table generation (>= 1; 0 = none) */
     uint32_t peer_table;   /* receiver's generation the sender holds, 0 none */
@@ -584,6 +625,11 @@ int proto_recv_peer(void *sock, void *identity, size_t idcap, size_t *idlen,
 
 /* Returns the type's wire name ("hello", ...) or NULL. */
 const char *proto_type_str(proto_type_t t);
+
+/* Names in parts: how many of names[n] from `from` on fit one part
+ * (PROTO_PART_BYTES with their NULs, PROTO_PART_NAMES names; 0 when
+ * from >= n).  Pure. */
+size_t proto_part_len(const char *const *names, size_t n, size_t from);
 
 /* Returns 0 if `name` (`len` bytes) is a valid node/bucket name: 1..250
  * bytes, no NUL, no whitespace or control characters; else -EINVAL. */

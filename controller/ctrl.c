@@ -802,7 +802,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     node_t *nd = ctrl__get_node(c, node);
     if (!nd || (n && !names))
         return -EINVAL;
-    if (n > (size_t)c->cfg.max_names)
+    if (n > c->nb + (size_t)c->cfg.max_names)
         return -E2BIG;
     char **tn = calloc(n ? n : 1, sizeof *tn);
     pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
@@ -832,6 +832,8 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     nd->push = push;
     nd->served = served;
     nd->ntable = n;
+    nd->captable = n ? n : 1;
+    nd->tail_from = n;
     nd->table = table;
     nd->act = act;
     nd->capact = n ? n : 1;
@@ -858,6 +860,101 @@ nomem:
     return -ENOMEM;
 }
 
+/* Grows node nd's per-pair arrays to hold `want` pairs (doubling).
+ * Returns 0 or -ENOMEM (nothing lost: each array keeps what it held). */
+static int table_room(node_t *nd, size_t want)
+{
+    if (want <= nd->captable)
+        return 0;
+    size_t cap = nd->captable ? nd->captable : 1;
+    while (cap < want)
+        cap *= 2;
+    char **tn = realloc(nd->tnames, cap * sizeof *tn);
+    if (tn)
+        nd->tnames = tn;
+    pair_t *pairs = tn ? realloc(nd->pairs, cap * sizeof *pairs) : NULL;
+    if (pairs)
+        nd->pairs = pairs;
+    pair_push_t *push = pairs ? realloc(nd->push, cap * sizeof *push) : NULL;
+    if (push)
+        nd->push = push;
+    pair_served_t *served = push ? realloc(nd->served, cap * sizeof *served) : NULL;
+    if (served)
+        nd->served = served;
+    uint8_t *inact = served ? realloc(nd->inact, cap) : NULL;
+    if (!inact)
+        return -ENOMEM;
+    nd->inact = inact;
+    nd->captable = cap;
+    return 0;
+}
+
+int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
+                         const char *const *names, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd || (n && !names) || !table)
+        return -EINVAL;
+    if (at == 0)
+        return ctrl_node_table(c, node, table, names, n);
+    if (table != nd->table || at != nd->ntable)
+        return -ESTALE;
+    if (n > c->nb + (size_t)c->cfg.max_names - nd->ntable || nd->ntable > c->nb + (size_t)c->cfg.max_names)
+        return -E2BIG;
+    for (size_t k = 0; k < n; k++) { /* nothing appended unless all are new */
+        if (!names[k] || proto_name_check(names[k], strlen(names[k])) < 0)
+            return -EINVAL;
+        int b = bucketfile_find(c->bf, names[k]);
+        if (b >= 0 ? ctrl__node_slot(nd, (size_t)b) >= 0 : node_unconf(nd, names[k]) >= 0)
+            return -EINVAL; /* a name it already declared */
+    }
+    if (table_room(nd, nd->ntable + n) < 0)
+        return -ENOMEM;
+    size_t j0 = nd->ntable;
+    for (size_t k = 0; k < n; k++) {
+        size_t j = j0 + k;
+        if (!(nd->tnames[j] = strdup(names[k]))) {
+            for (size_t i = j0; i < j; i++) { /* undo: as if never sent */
+                int b = nd->pairs[i].b;
+                if (b >= 0)
+                    nd->jof[b] = -1;
+                else if (nd->unconf)
+                    strmap_remove(nd->unconf, nd->tnames[i], strlen(nd->tnames[i]), NULL);
+                free(nd->tnames[i]);
+            }
+            return -ENOMEM;
+        }
+        int b = bucketfile_find(c->bf, names[k]);
+        pair_init(&nd->pairs[j], &nd->push[j], b);
+        nd->served[j] = (pair_served_t){0};
+        nd->inact[j] = 0;
+        if (b >= 0)
+            nd->jof[b] = (int)j;
+        else if (nd->unconf &&
+                 strmap_insert(nd->unconf, names[k], strlen(names[k]), (int)j) == -ENOMEM)
+            strmap_destroy(&nd->unconf); /* node_unconf() scans instead */
+    }
+    nd->ntable = j0 + n;
+    /* No forced computation: the next one computed visits the new pairs
+     * (tail_from); until then they hold no tokens from us (fail closed). */
+    return 0;
+}
+
+int ctrl_node_table_reserve(ctrl_t *c, int node, size_t n)
+{
+    node_t *nd = ctrl__get_node(c, node);
+    if (!nd)
+        return -EINVAL;
+    size_t most = c->nb + (size_t)c->cfg.max_names;
+    return table_room(nd, n < most ? n : most);
+}
+
+size_t ctrl_node_table_size(const ctrl_t *c, int node)
+{
+    const node_t *nd = ctrl__get_node(c, node);
+    return nd ? nd->ntable : 0;
+}
+
 int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
                     uint32_t table, const char *const *names, size_t n)
 {
@@ -869,7 +966,7 @@ int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t cap
         c->st.duplicate_names++;
         return -EEXIST;
     }
-    if (n > (size_t)c->cfg.max_names)
+    if (n > c->nb + (size_t)c->cfg.max_names)
         return -E2BIG;
     if (idx < 0 && (idx = node_slot(c, name)) < 0)
         return idx;

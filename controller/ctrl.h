@@ -75,7 +75,8 @@ typedef struct {
     int max_nodes;           /* nodes registered at most (1..CTRL_NODES_MAX);
                                 a new name beyond takes a forgotten node's
                                 slot, else its hello is refused */
-    int max_names;           /* bucket names per node at most */
+    int max_names;           /* a node's table: at most the buckets plus
+                                this many names */
     int forget_after;        /* periods a node stays down before it is
                                 forgotten (its tables freed); <= 0: never.
                                 A node that keeps to the lease is
@@ -251,7 +252,9 @@ const rules_t *ctrl_rules(const ctrl_t *c);
  * Returns the node's index (stable until the node is forgotten: down for
  * forget_after periods, its tables freed; a hello brings it back, under
  * the same index unless a new name took the slot), -EEXIST for such a
- * duplicate, -EINVAL for a bad name, -E2BIG for more than max_names names,
+ * duplicate, -EINVAL for a bad name, -E2BIG for more names than the
+ * controller's buckets plus max_names (ctrl_node_table_part() takes a
+ * table in parts),
  * -EUSERS if max_nodes are registered and none is forgotten, -ENOMEM. */
 int ctrl_node_hello(ctrl_t *c, const char *name, uint64_t instance, uint64_t capacity,
                     uint32_t table, const char *const *names, size_t n);
@@ -275,6 +278,29 @@ int ctrl_node_find(const ctrl_t *c, const char *name);
 /* Replaces node `node`'s bucket table (a names frame in a report).
  * Returns 0, -EINVAL, -ENOMEM. */
 int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *names, size_t n);
+
+/* Names in parts (docs/protocol.md "Names in parts"): names[n] are the
+ * names [at, at + n) of node `node`'s table generation `table`.  at 0
+ * starts that table (as ctrl_node_table()); otherwise the part must extend
+ * the table held (same generation, at = the names held), else -ESTALE and
+ * nothing changes (a part out of order, or of a table given up).  The
+ * pairs appended are visited once by the next computed round (none is
+ * forced: until then they hold no tokens from us).  A node's table holds at most the
+ * controller's buckets plus cfg.max_names names: beyond, -E2BIG (nothing
+ * appended).  A name the table holds already, or a bad one: -EINVAL
+ * (nothing appended).  -ENOMEM.  O(n) amortised. */
+int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
+                         const char *const *names, size_t n);
+
+/* Makes room for node `node`'s table to grow to n names (at most the
+ * buckets plus cfg.max_names), so that its parts append without copying
+ * the per-pair arrays (the memory is touched as the names come).  Returns
+ * 0, -EINVAL, -ENOMEM (nothing lost: appends grow by doubling then). */
+int ctrl_node_table_reserve(ctrl_t *c, int node, size_t n);
+
+/* How many names of node `node`'s table the controller holds (0 for an
+ * unknown node). */
+size_t ctrl_node_table_size(const ctrl_t *c, int node);
 
 /* Notes any message from the node this round (heartbeat, report...): it is
  * alive.  `peer_table` is the controller table generation the node holds

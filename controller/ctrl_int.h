@@ -117,6 +117,11 @@ typedef struct {
     /* During a computation the IO ledger's work[k] for this node
      * (ctrl_t.io.n[its index]) is active pair act[k]'s. */
     int full_push;         /* next computation visits every pair once */
+    size_t tail_from;      /* names in parts: pairs from this index on were
+                              appended since the last computation, which
+                              visits them once as full_push does all */
+    size_t captable;       /* room of tnames, pairs, push, served, inact
+                              (ctrl_node_table_part() appends) */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
     size_t nout, capout;
@@ -268,6 +273,14 @@ static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_
         return;
     if (p->bperiod > nd->rep_period ||
         (p->bperiod == nd->rep_period && p->binterval >= nd->rep_interval))
+        return;
+    /* A record of an idle pair (no queue, no arrivals, no rate to carry
+     * on) predicts nothing in the periods after it: there the pair is
+     * what a full report's absence says, idle and not reported, so its
+     * bucket can have its provisional split again (carried forward, one
+     * zero record held the bucket "reported" on that node for good). */
+    if (p->period != nd->rep_period && !p->queued && !p->arrivals &&
+        (!p->binterval || p->bserved < p->binterval))
         return;
     uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
                                       nd->rep_interval);

@@ -89,6 +89,7 @@ ITESTS += tests/it/it_shares_nodes.sh
 # bqos-ctl history, watch and the status reasons; --log-format json
 ITESTS += tests/it/it_history.sh
 ITESTS += tests/it/it_stalled_node.sh
+ITESTS += tests/it/it_names_parts.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
 ITESTS += tests/it/it_etcd_keys.sh

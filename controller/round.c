@@ -521,8 +521,8 @@ static int phase_push(ctrl_t *c)
             continue;
         if ((rc = push_node(c, nd, &c->io.n[i])) < 0)
             return rc;
-        if (nd->full_push) {
-            for (size_t j = 0; j < nd->ntable; j++) {
+        if (nd->full_push || nd->tail_from < nd->ntable) {
+            for (size_t j = nd->full_push ? 0 : nd->tail_from; j < nd->ntable; j++) {
                 int b = nd->pairs[j].b;
                 pair_push_t *ps = &nd->push[j];
                 if (nd->inact[j] || b < 0 || (c->pv[b].prov && c->pv[b].walk))
@@ -535,6 +535,7 @@ static int phase_push(ctrl_t *c)
                 pushed(c, &nd->pairs[j], ps, 0, l);
             }
             nd->full_push = 0;
+            nd->tail_from = nd->ntable;
         }
     }
     return 0;

@@ -1162,6 +1162,119 @@ typedef struct {
     int64_t want_r, want_l; /* what the fallback enforces */
 } static_grant_case_t;
 
+/* A tokens message of controller table 7 that says it holds none of our
+ * names yet (names in parts: it always says how many). */
+static void tokens_held0(fx_t *f, double now, const proto_tokens_rec_t *recs, size_t n)
+{
+    proto_msg_t m;
+    tokens_msg(f, &m, recs, n);
+    m.has_peer_names = 1;
+    m.peer_names = 0;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* Names in parts (issues 26, 30): the controller's table arrives part by
+ * part; until a name has come its index takes no tokens, and a node that
+ * never had tokens holds every bucket (blue, which the table lacks, is
+ * released once the table is whole); a part out of order, or from another
+ * source than the leader, is ignored.  Our own table goes as a names
+ * message, and a report carries records only for the buckets whose names
+ * the controller acknowledged. */
+START_TEST(test_agent_names_in_parts)
+{
+    fx_t f;
+    fx_start_static(&f);
+    proto_msg_t m;
+    welcome_msg(&f, &m);
+    static const char *first[] = {"green"}, *rest[] = {"red", "new"};
+    static const uint32_t w1[] = {1}, w2[] = {1, 1};
+    m.nnames = 1;
+    m.names = first;
+    m.has_weights = 1;
+    m.weights = w1;
+    m.names_of = 3;
+    m.parts = 1;
+    m.has_peer_names = 1;
+    m.peer_names = 0; /* it holds none of ours yet */
+    agent_timing_t tm = tm_at(0, T0);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0), 0);
+    agent_stats_t st;
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.ctl_partial, 1);
+    ck_assert_uint_eq(st.ctl_names, 1);
+    for (int b = 0; b < 3; b++) /* every bucket held: any may be limited */
+        expect_tokens(&f, __LINE__, b, 0, 0);
+    /* red (controller index 1) has not come: its tokens are not applied */
+    proto_tokens_rec_t recs[] = {{.bucket = 1, .r_tokens = 5, .l_tokens = 9},
+                                 {.bucket = 0, .r_tokens = 3, .l_tokens = 4}};
+    tokens_held0(&f, T0 + 0.05, recs, 2);
+    expect_tokens(&f, __LINE__, 0, 0, 0);  /* red: held */
+    expect_tokens(&f, __LINE__, 2, 3, 4);  /* green: named, applied */
+    /* a part out of order, and one from a standby: ignored */
+    proto_msg_t nm;
+    msg_to_n1(&nm, PROTO_NAMES);
+    nm.table = 7;
+    nm.has_names = 1;
+    nm.names = rest;
+    nm.nnames = 2;
+    nm.has_weights = 1;
+    nm.weights = w2;
+    nm.names_at = 2;
+    nm.names_of = 4;
+    ck_assert_int_eq(agent_handle(f.a, &nm, &tm, T0 + 0.06), 0);
+    nm.names_at = 1;
+    nm.names_of = 3;
+    ck_assert_int_eq(agent_handle_from(f.a, &nm, &tm, T0 + 0.06, 1), 0);
+    agent_stats(f.a, &st);
+    ck_assert_uint_eq(st.ctl_names, 1);
+    /* the rest, in order: the table is whole; blue is not in it */
+    ck_assert_int_eq(agent_handle(f.a, &nm, &tm, T0 + 0.07), 0);
+    agent_stats(f.a, &st);
+    ck_assert_int_eq(st.ctl_partial, 0);
+    ck_assert_uint_eq(st.ctl_names, 3);
+    expect_tokens(&f, __LINE__, 1, 0, SCHED_UNLIMITED); /* blue released */
+    expect_tokens(&f, __LINE__, 0, 0, 0);
+    expect_tokens(&f, __LINE__, 3, 0, 0); /* "new", made by the part: held */
+    tokens_held0(&f, T0 + 0.08, recs, 2);
+    expect_tokens(&f, __LINE__, 0, 5, 9); /* red now */
+
+    /* a report before the controller acknowledged: no records */
+    arrive(&f, 0, 2);
+    proto_msg_t rep;
+    proto_msg_init(&rep);
+    ck_assert_int_eq(agent_report(f.a, T0 + PERIOD / K + 0.001, &rep), 0);
+    ck_assert_uint_eq(rep.count, 0);
+    ck_assert_int_eq(rep.has_names, 0);
+    ck_assert_int_eq(rep.has_peer_names, 0); /* we hold its whole table */
+    /* our table after the report (red, blue, green, new: one part, the
+     * generation kept as it grew) */
+    proto_msg_t part;
+    ck_assert_int_eq(agent_names_part(f.a, &part), 1);
+    ck_assert_int_eq(part.type, PROTO_NAMES);
+    ck_assert_uint_eq(part.table, rep.table);
+    ck_assert_uint_eq(rep.table, f.node_table);
+    ck_assert_uint_eq(part.names_at, 0);
+    ck_assert_uint_eq(part.nnames, 4);
+    ck_assert_uint_eq(part.names_of, 4);
+    ck_assert_str_eq(part.names[3], "new");
+    ck_assert_int_eq(agent_names_part(f.a, &part), 0); /* all out */
+    /* acknowledged (tokens say it holds our 4 names): records again */
+    proto_msg_t t;
+    tokens_msg(&f, &t, recs, 0);
+    t.has_peer_names = 1;
+    t.peer_names = 4;
+    agent_timing_t tm2 = tm_at(0, T0 + PERIOD / K + 0.01);
+    ck_assert_int_eq(agent_handle(f.a, &t, &tm2, T0 + PERIOD / K + 0.01), 0);
+    arrive(&f, 0, 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2 * PERIOD / K + 0.001, &rep), 0);
+    ck_assert_uint_ge(rep.count, 1);
+    ck_assert_uint_eq(rep.report[0].bucket, 0);
+    proto_msg_clear(&rep);
+    fx_stop(&f);
+}
+END_TEST
+
 /* Failing static, a node's first welcome holds every bucket of the
  * controller's table at R 0 and L 0 until its first tokens: it does not
  * know yet which are limited (it_stalled_node's first period saw 2-5 x a
@@ -1780,6 +1893,71 @@ START_TEST(test_agent_sparse_tokens_net_of_prediction)
 }
 END_TEST
 
+/* A tokens message of one record at `now` in period 0 that acknowledges
+ * our table `ours` (tokens() acknowledges the hello's). */
+static void held_tokens(fx_t *f, double now, const proto_tokens_rec_t *rec, uint32_t ours)
+{
+    proto_msg_t m;
+    tokens_msg(f, &m, rec, 1);
+    m.peer_table = ours;
+    agent_timing_t tm = tm_at(0, now);
+    ck_assert_int_eq(agent_handle(f->a, &m, &tm, now), 0);
+}
+
+/* A sparse report leaves out an idle bucket held at R 0 and L 0 and the
+ * release of that hold: with nothing queued there is nothing throttled
+ * (it_ctlclient: a node whose fresh bucket was held until the controller's
+ * tokens sent a record of zeros, the controller took the idle bucket for
+ * reported and withheld its provisional split on every node).  A queue with
+ * no tokens is still sent. */
+START_TEST(test_agent_sparse_idle_hold_not_a_change)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    proto_msg_t m;
+    welcome_msg(&f, &m);
+    m.sparse = 1;
+    agent_timing_t tm = tm_at(0, T0 + 0.5);
+    ck_assert_int_eq(agent_handle(f.a, &m, &tm, T0 + 0.5), 0);
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 2), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 2, &m), 0); /* full: every bucket idle */
+    ck_assert_int_eq(m.sparse, 0);
+    ck_assert_uint_eq(m.count, 0);
+    proto_msg_t hb;
+    msg_to_n1(&hb, PROTO_HEARTBEAT);
+    hb.peer_table = m.table;
+    ck_assert_int_eq(agent_handle(f.a, &hb, NULL, T0 + 2.1), 0);
+    /* green (controller index 0, ours 2) held at R 0 and L 0, idle */
+    proto_tokens_rec_t held = {.bucket = 0, .r_tokens = 0, .l_tokens = 0};
+    held_tokens(&f, T0 + 2.2, &held, hb.peer_table);
+    expect_tokens(&f, __LINE__, 2, 0, 0);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 4), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 4, &m), 0);
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 0);
+    /* released to a provisional 10 / 10: still nothing to say */
+    proto_tokens_rec_t prov = {.bucket = 0, .r_tokens = 10, .l_tokens = 10};
+    held_tokens(&f, T0 + 4.2, &prov, hb.peer_table);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 6), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 6, &m), 0);
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 0);
+    /* held again, and one request waits: throttled with a queue, sent
+     * (its queue and arrivals alone are within the threshold of 2) */
+    held_tokens(&f, T0 + 6.2, &held, hb.peer_table);
+    arrive(&f, 2, 1);
+    ck_assert_int_eq(agent_tick(f.a, T0 + 8), 1);
+    ck_assert_int_eq(agent_report(f.a, T0 + 8, &m), 0);
+    ck_assert_int_eq(m.sparse, 1);
+    ck_assert_uint_eq(m.count, 1);
+    ck_assert_uint_eq(m.report[0].bucket, 2);
+    ck_assert_uint_eq(m.report[0].queued, 1);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 /* A renewing tokens message numbered gseq (changed grants only), with
  * `based` of its n records bases; delivered at `now` in `period`. */
 static void grants_msg(fx_t *f, uint64_t period, double now, uint64_t gseq,
@@ -1927,7 +2105,9 @@ int main(void)
         test_agent_changed_grants, test_agent_changed_grants_stale_keeps_chain, test_agent_changed_grants_not_welcomed,test_agent_rules_from_the_leader,
                                   test_agent_sparse_reports,
                                   test_agent_sparse_tokens_net_of_prediction,
+                                  test_agent_sparse_idle_hold_not_a_change,
                                   test_agent_hello_lists_the_table,
+                                  test_agent_names_in_parts,
                                   test_agent_report_from_counters, test_agent_report_inflight,
                                   test_agent_tokens_applied_by_index,
                                   test_agent_net_of_served,

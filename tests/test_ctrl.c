@@ -1479,6 +1479,72 @@ START_TEST(test_ctrl_provisional_split_for_unreported_limited)
 }
 END_TEST
 
+/* A sparse node's record of an idle pair (no queue, arrivals or rate:
+ * a bucket gone idle, or before the node's fix a bucket held at R 0 and
+ * L 0 until tokens came) is not a report of the periods after it: there
+ * the bucket is unreported, as a full report's absence says, and gets its
+ * provisional split again (it_ctlclient: carried forward, the pair stayed
+ * "reported" every period, so the idle limited bucket got R 0 / L 20 on
+ * each node instead of its split of 10 / 10). */
+START_TEST(test_ctrl_sparse_idle_record_not_reported_later)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"green\",\"reservation\":30,\"limit\":60},"
+                      "{\"name\":\"red\",\"reservation\":10},"
+                      "{\"name\":\"blue\",\"reservation\":10}]}",
+                      PV_NN, 10000, NULL);
+    const char *const *names;
+    uint32_t gen = ctrl_table(c, &names, NULL);
+    held_t h;
+    memset(&h, 0, sizeof h);
+    ctrl_result_t res;
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_set_sparse(c, i, 1), 0);
+    /* period 1: full reports of nothing, the split 10 / 10 on each node */
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report(c, i, 1, 0, 1, gen, 0, 0, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    for (int i = 0; i < PV_NN; i++) {
+        ck_assert_int_eq(h.r[i][0], 10);
+        ck_assert_int_eq(h.l[i][0], 10);
+    }
+    /* node 1 sends a record of zeros for green (throttled: R 0, L 0) */
+    proto_report_rec_t zero = {.bucket = 0};
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    for (int i = 0; i < PV_NN; i++)
+        ck_assert_int_eq(ctrl_node_report_sparse(c, i, 1, 1, 1, gen, 0, 0, i == 1 ? &zero : NULL,
+                                                 i == 1),
+                         0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    pv_apply(c, &h);
+    /* periods 2 and 3: sparse reports of nothing.  Green is unreported on
+     * every node and holds its split (period 2 on node 1, where it was
+     * reported in period 1; period 3 evenly again), the headroom in all */
+    for (uint64_t p = 2; p <= 3; p++)
+        for (uint32_t k = 0; k < 2; k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+            for (int i = 0; i < PV_NN; i++)
+                ck_assert_int_eq(ctrl_node_report_sparse(c, i, p, k, 1, gen, 0, 0, NULL, 0), 0);
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            pv_apply(c, &h);
+            ctrl_pair_info_t pi;
+            ck_assert_int_eq(ctrl_pair_info(c, 1, 0, &pi), 0);
+            ck_assert_msg(!pi.reported, "period %llu interval %u: green reported on node 1",
+                          (unsigned long long)p, k);
+            ck_assert_int_eq(pv_sum(&h, 0), 60);
+            ctrl_bucket_info_t bi;
+            ck_assert_int_eq(ctrl_bucket_info(c, 0, &bi), 0);
+            ck_assert_int_eq(bi.r_tokens, 30);
+        }
+    for (int i = 0; i < PV_NN; i++) {
+        ck_assert_int_eq(h.r[i][0], 10);
+        ck_assert_int_eq(h.l[i][0], 10);
+    }
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* Differential: the same reports through a controller whose nodes hold
  * every unlimited bucket (active pairs sparse in the table, so the
  * computation copies them into a dense array) and one whose nodes hold
@@ -1925,7 +1991,61 @@ START_TEST(test_ctrl_implausible_capacity)
 }
 END_TEST
 
-/* Issue 18 defect 10: a hello with more than max_names names is refused
+/* Names in parts: a node's table arrives part by part; a part out of
+ * order or of another table changes nothing; a name declared twice (across
+ * parts) or past the buckets plus max_names is refused whole; a limited
+ * bucket appended gets its 0 tokens from the next computation, and a
+ * report naming a pair is taken once its name is held. */
+START_TEST(test_ctrl_node_table_parts)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.max_names = 2;
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                      "{\"name\":\"b\",\"reservation\":0,\"limit\":50},{\"name\":\"c\",\"reservation\":5}]}",
+                      0, 1000, &cfg);
+    const char *p1[] = {"x", "a"}, *p2[] = {"b", "y"}, *p3[] = {"c"}, *dup[] = {"a"},
+               *more[] = {"z"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 7, p1, 2), 0);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 2);
+    ck_assert_int_eq(ctrl_node_table_reserve(c, 0, 1000000), 0); /* cut to 3 + 2 */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 3, p2, 2), -ESTALE); /* a gap */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 8, 2, p2, 2), -ESTALE); /* another table */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 2, dup, 1), -EINVAL);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 2);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 2, p2, 2), 0);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 4);
+    /* b (limited, controller index 1) was appended: the next computed
+     * round (a period's first) gives the node its tokens (here its
+     * provisional split), within L */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    int64_t r = -1, l = -1;
+    ck_assert_int_eq(find_tok(c, 0, 1, &r, &l), 0);
+    ck_assert_int_eq(r, 0);
+    ck_assert(l >= 0 && l <= 50);
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 4, p3, 1), 0);
+    /* 5 names: 3 buckets + 2 is the most */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 7, 5, more, 1), -E2BIG);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 5);
+    /* a report on node index 4 ("c") is taken */
+    proto_report_rec_t rec = {.bucket = 4, .queued = 3, .arrivals_interval = 3, .l_left = PROTO_UNLIMITED};
+    const char *const *nm;
+    uint32_t gen = ctrl_table(c, &nm, NULL);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 1, 7, gen, 0, 0, &rec, 1), 0);
+    rec.bucket = 5; /* beyond what is held */
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 1, 7, gen, 0, 0, &rec, 1), -EINVAL);
+    /* at 0: a new table of the generation */
+    ck_assert_int_eq(ctrl_node_table_part(c, 0, 9, 0, p3, 1), 0);
+    ck_assert_uint_eq(ctrl_node_table_size(c, 0), 1);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 18 defect 10: a hello with more names than the buckets plus
+ * max_names is refused
  * (-E2BIG); beyond max_nodes a new name is refused (-EUSERS) until a node
  * down for forget_after periods is forgotten (its tables freed, unknown
  * until it says hello again) and the new name takes its slot. */
@@ -1938,9 +2058,10 @@ START_TEST(test_ctrl_node_caps_and_forgetting)
     ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
                       "{\"name\":\"b\",\"reservation\":10}]}",
                       2, 1000, &cfg);
-    const char *names[] = {"a", "b", "c"};
-    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 3), -E2BIG);
-    ck_assert_int_eq(ctrl_node_table(c, 0, 2, names, 3), -E2BIG);
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    /* the buckets (2) plus max_names (2): 5 names is one too many */
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, names, 5), -E2BIG);
+    ck_assert_int_eq(ctrl_node_table(c, 0, 2, names, 5), -E2BIG);
     ck_assert_int_eq(ctrl_node_hello(c, "n2", 0, 1000, 1, names, 2), -EUSERS);
     /* n1 keeps reporting, n0 is silent: down, then forgotten after a period */
     rep_t rp[2] = {{.queued = 1, .arrivals = 10}, {.queued = 1, .arrivals = 10}};
@@ -2867,11 +2988,12 @@ int main(void)
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
+        test_ctrl_sparse_idle_record_not_reported_later,
         test_ctrl_duplicate_name_refused, test_ctrl_unconfigured_listed,
         test_ctrl_single_server_within_conservative_capacity,
         test_ctrl_conversion_of_unused_reservation, test_ctrl_served_sum_saturates,
         test_ctrl_bucket_tokens_must_fit, test_ctrl_implausible_served_and_demand,
-        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting,
+        test_ctrl_implausible_capacity, test_ctrl_node_caps_and_forgetting, test_ctrl_node_table_parts,
         test_ctrl_byte_tokens_hold_the_byte_limit, test_ctrl_byte_conversion_of_unused_reservation,
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,

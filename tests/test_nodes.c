@@ -548,13 +548,97 @@ START_TEST(test_nodes_changed_grants)
 }
 END_TEST
 
+/* Names in parts: a node that offers parts is welcomed with the first part
+ * of a 5,000-bucket table and gets the rest as a names message before the
+ * round's tokens (which say how much of its table we hold); its own table
+ * grows by parts, a part out of order changes nothing, and the parts stop
+ * once it acknowledges the whole table. */
+START_TEST(test_nodes_names_in_parts)
+{
+    enum { NB = 5000 };
+    char *text = malloc(NB * 48 + 64), *p = text;
+    ck_assert_ptr_nonnull(text);
+    p += sprintf(p, "{\"buckets\":[");
+    for (int i = 0; i < NB; i++)
+        p += sprintf(p, "%s{\"name\":\"bucket-%05d\",\"reservation\":1}", i ? "," : "", i);
+    sprintf(p, "]}");
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(bucketfile_parse(text, strlen(text), NULL, &bf, NULL), 0);
+    ck_assert_int_eq(ctrl_set_buckets(fx.c, bf), 0);
+    bucketfile_destroy(&bf);
+    free(text);
+    void *s = node_open("n1", 0);
+    proto_msg_t m, d;
+    hello_msg(&m, "n1", 0);
+    m.parts = 1;
+    node_send(s, &m);
+    proto_msg_init(&d);
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_WELCOME);
+    ck_assert_int_eq(d.parts, 1);
+    ck_assert_uint_eq(d.names_of, NB);
+    ck_assert_uint_eq(d.nnames, PROTO_PART_NAMES);
+    ck_assert_int_eq(d.has_peer_names, 1);
+    ck_assert_uint_eq(d.peer_names, 2);
+    uint32_t gen = d.table;
+    const ctrl_result_t skipped = {.skipped = 1};
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_NAMES);
+    ck_assert_uint_eq(d.table, gen);
+    ck_assert_uint_eq(d.names_at, PROTO_PART_NAMES);
+    ck_assert_uint_eq(d.nnames, NB - PROTO_PART_NAMES);
+    ck_assert_str_eq(d.names[0], "bucket-04096");
+    ck_assert_int_eq(d.has_weights, 1);
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0); /* then the round's message */
+    ck_assert(d.type == PROTO_TOKENS || d.type == PROTO_HEARTBEAT);
+    ck_assert_int_eq(d.has_names, 0);
+    ck_assert_int_eq(d.has_peer_names, 1);
+    ck_assert_uint_eq(d.peer_names, 2);
+    /* its table grows: a part in order is taken, one out of order not */
+    int node = ctrl_node_find(fx.c, "n1");
+    static const char *const more[] = {"bucket-00001"}, *const gap[] = {"bucket-00009"};
+    proto_msg_init(&m);
+    m.type = PROTO_NAMES;
+    snprintf(m.node, sizeof m.node, "n1");
+    m.table = 7;
+    m.has_names = 1;
+    m.names = (const char **)gap;
+    m.nnames = 1;
+    m.names_at = 3;
+    m.names_of = 4;
+    node_send(s, &m);
+    ck_assert_uint_eq(ctrl_node_table_size(fx.c, node), 2);
+    ck_assert_uint_eq(fx.ns.parts_stale, 1);
+    m.names = (const char **)more;
+    m.names_at = 2;
+    node_send(s, &m);
+    ck_assert_uint_eq(ctrl_node_table_size(fx.c, node), 3);
+    ck_assert_uint_eq(fx.ns.parts_taken, 1);
+    /* it holds our whole table: no more parts, and the round says 3 */
+    proto_msg_init(&m);
+    m.type = PROTO_HEARTBEAT;
+    snprintf(m.node, sizeof m.node, "n1");
+    m.peer_table = gen;
+    node_send(s, &m);
+    uint64_t sent = fx.ns.parts_sent;
+    nodes_push(&fx.ns, &skipped, mono_now());
+    ck_assert_uint_eq(fx.ns.parts_sent, sent);
+    ck_assert_int_eq(node_recv(s, &d, 2000), 0);
+    ck_assert_int_eq(d.type, PROTO_HEARTBEAT);
+    ck_assert_uint_eq(d.peer_names, 3);
+    n1_close(s, &d);
+}
+END_TEST
+
+
 int main(void)
 {
     const TTest *const tests[] = {
         test_nodes_sparse_full_after_gap, test_nodes_changed_grants,
         test_nodes_hello_welcome, test_nodes_push_tokens, test_nodes_push_heartbeat,
         test_nodes_unknown_node,  test_nodes_unknown_table, test_nodes_duplicate_name,
-        test_nodes_goodbye,       test_nodes_fenced,
+        test_nodes_goodbye,       test_nodes_fenced,        test_nodes_names_in_parts,
     };
     const testlib_case_t c = {.name = "nodes", .timeout = 30, .setup = setup,
                               .teardown = teardown};

@@ -1894,6 +1894,201 @@ START_TEST(test_proto_inflight)
 }
 END_TEST
 
+/* Decodes a header (a C string) and a names frame of `len` bytes; returns
+ * the reason, and m->bad_at is what the decoder left there. */
+static proto_reason_t dec_part(proto_msg_t *m, const char *hdr, const void *names, size_t len)
+{
+    proto_frame_t f[2] = {{hdr, strlen(hdr)}, {names, len}};
+    proto_reason_t why = PROTO_OK;
+    proto_decode(m, f, 2, NULL, &why);
+    return why;
+}
+
+/* Names in parts: the names message, a first part in hello and welcome,
+ * peer_names; garbage refused with what and where. */
+START_TEST(test_proto_name_parts)
+{
+    proto_msg_t m, d;
+    static const uint32_t w3[] = {5, 6, 7};
+    msg_start(&m, &d, PROTO_NAMES, "n1");
+    m.table = 7;
+    set_names3(&m);
+    m.names_at = 3;
+    m.names_of = 10;
+    m.has_weights = 1;
+    m.weights = w3;
+    m.shadow = "1";
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.type, PROTO_NAMES);
+    ck_assert_uint_eq(d.table, 7);
+    ck_assert_uint_eq(d.names_at, 3);
+    ck_assert_uint_eq(d.names_of, 10);
+    ck_assert_uint_eq(d.nnames, 3);
+    ck_assert_str_eq(d.names[2], "blue");
+    ck_assert_uint_eq(d.weights[1], 6);
+    ck_assert_str_eq(d.shadow, "1");
+    /* the encoder refuses what the decoder would */
+    m.names_at = 8; /* 8 + 3 > 10 */
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    m.names_at = 0;
+    m.names_of = 0;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    m.names_of = 3;
+    m.nnames = 0;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    proto_msg_clear(&d);
+
+    /* a hello and a welcome with a first part; peer_names both ways */
+    hello_start(&m, &d, "n1");
+    set_names3(&m);
+    m.names_of = 1000000;
+    m.parts = 1;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.names_of, 1000000);
+    ck_assert_uint_eq(d.names_at, 0);
+    ck_assert_int_eq(d.parts, 1);
+    ck_assert_uint_eq(d.nnames, 3);
+    m.names_at = 1; /* a hello's part is the first */
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    m.names_at = 0;
+    m.names_of = 0;
+    m.parts = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.names_of, 0); /* a whole table, as before */
+    ck_assert_int_eq(d.parts, 0);
+    proto_msg_clear(&d);
+    timed_start(&m, &d, PROTO_WELCOME, "n1");
+    m.table = 2;
+    m.peer_table = 9;
+    set_names3(&m);
+    m.names_of = 4;
+    m.parts = 1;
+    m.has_peer_names = 1;
+    m.peer_names = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.names_of, 4);
+    ck_assert_int_eq(d.has_peer_names, 1);
+    ck_assert_uint_eq(d.peer_names, 0);
+    m.has_peer_names = 0;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_int_eq(d.has_peer_names, 0);
+    proto_msg_clear(&d);
+
+    /* a part bigger than a part may be */
+    static char big[PROTO_PART_BYTES + 16];
+    static const char *bign[2];
+    memset(big, 'x', sizeof big);
+    big[PROTO_NAME_MAX] = '\0';
+    bign[0] = big;
+    msg_start(&m, &d, PROTO_NAMES, "n1");
+    m.table = 1;
+    m.has_names = 1;
+    m.names = bign;
+    m.nnames = 1;
+    m.names_of = 300;
+    ck_assert_int_eq(encode_rc(&m), 0);
+    const char **many = calloc(300, sizeof *many);
+    char (*nm)[PROTO_NAME_MAX + 1] = calloc(300, sizeof *nm);
+    ck_assert(many && nm);
+    for (int i = 0; i < 300; i++) {
+        memset(nm[i], 'a', PROTO_NAME_MAX - 3);
+        snprintf(nm[i] + PROTO_NAME_MAX - 3, 4, "%03d", i);
+        many[i] = nm[i];
+    }
+    m.names = many;
+    m.nnames = 300; /* 300 x 251 bytes > 64 KiB */
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    /* at most PROTO_PART_NAMES names, however short */
+    const char **shortn = calloc(PROTO_PART_NAMES + 1, sizeof *shortn);
+    char (*sn)[8] = calloc(PROTO_PART_NAMES + 1, sizeof *sn);
+    ck_assert(shortn && sn);
+    for (unsigned i = 0; i <= PROTO_PART_NAMES; i++) {
+        snprintf(sn[i], sizeof sn[i], "%u", i);
+        shortn[i] = sn[i];
+    }
+    const char **keep = m.names;
+    m.names = shortn;
+    m.nnames = PROTO_PART_NAMES + 1;
+    m.names_of = PROTO_PART_NAMES + 1;
+    ck_assert_int_eq(encode_rc(&m), -EINVAL);
+    ck_assert_uint_eq(proto_part_len(shortn, PROTO_PART_NAMES + 1, 0), PROTO_PART_NAMES);
+    ck_assert_uint_eq(proto_part_len(shortn, PROTO_PART_NAMES + 1, PROTO_PART_NAMES), 1);
+    ck_assert_uint_eq(proto_part_len(keep, 300, 0), PROTO_PART_BYTES / (PROTO_NAME_MAX + 1));
+    m.nnames = PROTO_PART_NAMES;
+    ck_assert_int_eq(encode_rc(&m), 0);
+    free(shortn);
+    free(sn);
+    m.names = keep;
+    m.nnames = 300;
+    m.names_of = 0; /* not a part: any size, as before (a tokens or welcome) */
+    m.type = PROTO_WELCOME;
+    set_timing(&m);
+    ck_assert_int_eq(encode_rc(&m), 0);
+    free(many);
+    free(nm);
+
+    /* garbage, with what and where */
+    const char *H = "{\"v\":3,\"type\":\"names\",\"node\":\"n1\",\"table\":1,\"names_at\":0,"
+                    "\"names_of\":2,\"names\":2}";
+    ck_assert_int_eq(dec_part(&d, H, "a\0b\0", 4), PROTO_OK);
+    ck_assert_int_eq(dec_part(&d, H, "ab\0ab\0", 6), PROTO_E_NAMES); /* duplicate */
+    ck_assert_uint_eq(d.bad_at, 3);
+    ck_assert_int_eq(dec_part(&d, H, "ab\0a b\0", 7), PROTO_E_NAMES); /* a space */
+    ck_assert_uint_eq(d.bad_at, 3);
+    ck_assert_int_eq(dec_part(&d, H, "ab\0ab", 5), PROTO_E_TRUNCATED);
+    ck_assert_uint_eq(d.bad_at, 5);
+    ck_assert_int_eq(dec_part(&d, H, "ab\0", 3), PROTO_E_COUNT);
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"names\",\"node\":\"n1\",\"table\":1,"
+                                  "\"names_at\":1,\"names_of\":2,\"names\":2}", "a\0b\0", 4),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"names\",\"node\":\"n1\",\"table\":1,"
+                                  "\"names_of\":2,\"names\":2}", "a\0b\0", 4),
+                     PROTO_E_FIELD); /* no names_at */
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"names\",\"node\":\"n1\",\"table\":0,"
+                                  "\"names_at\":0,\"names_of\":2,\"names\":2}", "a\0b\0", 4),
+                     PROTO_E_RANGE); /* table 0 */
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"names\",\"node\":\"n1\",\"table\":1,"
+                                  "\"names_at\":0,\"names_of\":0,\"names\":2}", "a\0b\0", 4),
+                     PROTO_E_RANGE);
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,"
+                                  "\"table\":1,\"names_at\":0,\"names_of\":2,\"names\":2}",
+                              "a\0b\0", 4),
+                     PROTO_E_FIELD); /* names_at: names messages only */
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,"
+                                  "\"table\":1,\"peer_names\":3,\"names\":2}", "a\0b\0", 4),
+                     PROTO_E_FIELD); /* peer_names: not in a hello */
+    ck_assert_int_eq(dec_part(&d, "{\"v\":3,\"type\":\"hello\",\"node\":\"n1\",\"capacity\":1,"
+                                  "\"table\":1,\"parts\":2,\"names\":2}", "a\0b\0", 4),
+                     PROTO_E_RANGE);
+    char *frame = malloc(PROTO_PART_BYTES + 2);
+    ck_assert(frame);
+    memset(frame, 'a', PROTO_PART_BYTES + 2);
+    frame[PROTO_PART_BYTES - 1] = frame[PROTO_PART_BYTES + 1] = '\0';
+    ck_assert_int_eq(dec_part(&d, H, frame, PROTO_PART_BYTES + 2), PROTO_E_RANGE);
+    ck_assert_uint_eq(d.bad_at, PROTO_PART_BYTES);
+    free(frame);
+    /* a report with peer_names; a report may not carry a part */
+    proto_msg_clear(&m);
+    hello_start(&m, &d, "n1");
+    m.type = PROTO_REPORT;
+    m.has_names = 0;
+    m.period = 3;
+    m.peer_table = 4;
+    m.has_peer_names = 1;
+    m.peer_names = 12345;
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.peer_names, 12345);
+    ck_assert_int_eq(d.has_peer_names, 1);
+    set_names3(&m);
+    m.names_of = 9; /* not a part's type: left out, the frame is the table */
+    ck_assert_int_eq(roundtrip(&m, &d, NULL), 0);
+    ck_assert_uint_eq(d.names_of, 0);
+    proto_msg_clear(&d);
+    proto_msg_clear(&m);
+}
+END_TEST
+
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -1905,7 +2100,7 @@ int main(void)
         test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
         test_proto_bytes_records, test_proto_rules_message, test_proto_who_message, test_proto_sparse, test_proto_basis, test_proto_predict,
-        test_proto_inflight
+        test_proto_inflight, test_proto_name_parts
     };
     return testlib_run_tests("proto", tests, sizeof tests / sizeof tests[0]);
 }

@@ -30,6 +30,19 @@ int proto_shadow_check(const char *s, size_t len, size_t nnames)
     return 0;
 }
 
+size_t proto_part_len(const char *const *names, size_t n, size_t from)
+{
+    size_t bytes = 0, k = 0;
+    while (from + k < n && k < PROTO_PART_NAMES) {
+        size_t l = strlen(names[from + k]) + 1;
+        if (bytes + l > PROTO_PART_BYTES)
+            break;
+        bytes += l;
+        k++;
+    }
+    return k;
+}
+
 /* Validates a message for encoding (internal.h).  Returns 0 or -EINVAL. */
 int proto__check(const proto_msg_t *m)
 {
@@ -46,6 +59,20 @@ int proto__check(const proto_msg_t *m)
         return -EINVAL;
     if (m->type == PROTO_TOKENS && m->renew && m->gseq && m->based > m->count)
         return -EINVAL;
+    if (m->parts < 0 || m->parts > 1 || m->peer_names > PROTO_MAX_COUNT)
+        return -EINVAL;
+    if (m->type == PROTO_NAMES && (!m->has_names || !m->nnames || !m->names_of || !m->table))
+        return -EINVAL;
+    if (m->has_names && m->names_of && type_may_have_part(m->type)) {
+        if (m->names_of > PROTO_MAX_RECORDS || m->names_at > m->names_of ||
+            m->nnames > m->names_of - m->names_at || (m->type != PROTO_NAMES && m->names_at))
+            return -EINVAL;
+        size_t bytes = 0;
+        for (size_t i = 0; i < m->nnames; i++)
+            bytes += m->names[i] ? strnlen(m->names[i], PROTO_NAME_MAX + 1) + 1 : 0;
+        if (bytes > PROTO_PART_BYTES || m->nnames > PROTO_PART_NAMES)
+            return -EINVAL;
+    }
     if ((type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) && !timing_ok(m))
         return -EINVAL;
     if (m->has_names && !type_may_have_names(m->type))

@@ -73,10 +73,12 @@ static uint32_t hash_name(const char *s, size_t l)
 }
 
 /* Splits and validates the names frame into m->names / m->namebuf. */
-static proto_reason_t dec_names(proto_msg_t *m, const proto_frame_t *f, size_t declared)
+static proto_reason_t dec_names(proto_msg_t *m, const proto_frame_t *f, size_t declared,
+                                size_t *bad_at)
 {
     const unsigned char *d = f->data;
     size_t len = f->len;
+    *bad_at = len;
     if (len == 0 && declared != 0)
         return PROTO_E_COUNT;
     if (len > 0 && d[len - 1] != '\0')
@@ -105,6 +107,7 @@ static proto_reason_t dec_names(proto_msg_t *m, const proto_frame_t *f, size_t d
         size_t l = strlen(p);
         if (proto_name_check(p, l)) {
             why = PROTO_E_NAMES;
+            *bad_at = (size_t)(p - m->namebuf);
             break;
         }
         size_t slot = hash_name(p, l) & (hcap - 1);
@@ -112,6 +115,7 @@ static proto_reason_t dec_names(proto_msg_t *m, const proto_frame_t *f, size_t d
             const char *o = m->names[set[slot] - 1];
             if (strcmp(o, p) == 0) {
                 why = PROTO_E_NAMES;
+                *bad_at = (size_t)(p - m->namebuf);
                 goto out;
             }
             slot = (slot + 1) & (hcap - 1);
@@ -154,6 +158,7 @@ static proto_reason_t dec_weights(proto_msg_t *m, const proto_frame_t *f, size_t
 static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t nframes)
 {
     proto_reason_t why = PROTO_OK;
+    size_t bad_at = 0; /* names frame: where it went wrong (m->bad_at) */
     void *jh = NULL; /* what the header view points into */
     proto__msg_reset(m);
     if (!frames || nframes == 0 || !frames[0].data || frames[0].len == 0)
@@ -353,6 +358,25 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     }
     if (m->type != PROTO_TOKENS)
         m->based = 0; /* "based" is refused above on other types */
+    /* names in parts */
+    int part = hv.v[K_NAMES_OF].kind != V_NONE;
+    if (((hv.v[K_PARTS].kind != V_NONE) && m->type != PROTO_HELLO && m->type != PROTO_WELCOME) ||
+        ((part || hv.v[K_NAMES_AT].kind != V_NONE) && (!type_may_have_part(m->type) || !names)) ||
+        (hv.v[K_NAMES_AT].kind != V_NONE && m->type != PROTO_NAMES) ||
+        (hv.v[K_PEER_NAMES].kind != V_NONE && !type_has_peer_names(m->type))) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_PARTS, 0, 1, m->parts);
+    GET(K_NAMES_AT, m->type == PROTO_NAMES, PROTO_MAX_RECORDS, m->names_at);
+    GET(K_NAMES_OF, m->type == PROTO_NAMES, PROTO_MAX_RECORDS, m->names_of);
+    GET(K_PEER_NAMES, 0, PROTO_MAX_COUNT, m->peer_names);
+    m->has_peer_names = hv.v[K_PEER_NAMES].kind != V_NONE;
+    if (part && (m->names_of == 0 || m->names_at > m->names_of ||
+                 nnames > m->names_of - m->names_at)) {
+        why = PROTO_E_RANGE;
+        goto out;
+    }
     switch (m->type) {
     case PROTO_HELLO:
         GET(K_CAPACITY, 1, PROTO_MAX_COUNT, m->capacity);
@@ -410,6 +434,13 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     case PROTO_HEARTBEAT:
         GET(K_PEER_TABLE, 0, UINT32_MAX, m->peer_table);
         break;
+    case PROTO_NAMES:
+        GET(K_TABLE, 1, UINT32_MAX, m->table);
+        if (!names || nnames == 0) {
+            why = PROTO_E_FIELD;
+            goto out;
+        }
+        break;
     case PROTO_RULES:
         GET(K_RULES, 1, PROTO_MAX_COUNT, m->rules_version);
         if (m->rules_version == 0) {
@@ -433,7 +464,7 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
         (why = dec_timing(h, m, type_has_timing(m->type))) != PROTO_OK)
         goto out;
     if ((m->type == PROTO_HELLO || m->type == PROTO_REPORT || m->type == PROTO_TOKENS ||
-         (m->type == PROTO_WELCOME && names)) &&
+         m->type == PROTO_NAMES || (m->type == PROTO_WELCOME && names)) &&
         m->table == 0) {
         why = PROTO_E_RANGE;
         goto out;
@@ -455,8 +486,14 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
             why = PROTO_E_TRUNCATED;
             goto out;
         }
-        if ((why = dec_names(m, &frames[fi], nnames)) != PROTO_OK)
+        if (part && (frames[fi].len > PROTO_PART_BYTES || nnames > PROTO_PART_NAMES)) {
+            why = PROTO_E_RANGE; /* a part bigger than a part may be */
+            bad_at = PROTO_PART_BYTES;
             goto out;
+        }
+        if ((why = dec_names(m, &frames[fi], nnames, &bad_at)) != PROTO_OK)
+            goto out;
+        bad_at = 0;
         fi++;
     }
     if (weights) {
@@ -510,6 +547,7 @@ out:
         proto_type_t ty = m->type;
         proto__msg_reset(m);
         m->type = why == PROTO_E_TYPE ? 0 : ty;
+        m->bad_at = bad_at;
     }
     return why;
 }

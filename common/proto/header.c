@@ -53,6 +53,15 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
     }
     if (m->regrant && m->type == PROTO_REPORT)
         bad |= jset(h, "regrant", json_integer(1));
+    if (m->parts && (m->type == PROTO_HELLO || m->type == PROTO_WELCOME))
+        bad |= jset(h, "parts", json_integer(1));
+    if (m->has_names && m->names_of && type_may_have_part(m->type)) {
+        if (m->type == PROTO_NAMES)
+            bad |= jset(h, "names_at", json_integer((json_int_t)m->names_at));
+        bad |= jset(h, "names_of", json_integer((json_int_t)m->names_of));
+    }
+    if (m->has_peer_names && type_has_peer_names(m->type))
+        bad |= jset(h, "peer_names", json_integer((json_int_t)m->peer_names));
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         bad |= jset(h, "period", json_integer((json_int_t)m->period));
         bad |= jset(h, "interval", json_integer(m->interval));
@@ -128,6 +137,9 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
     case PROTO_HEARTBEAT:
         if (m->peer_table)
             bad |= jset(h, "peer_table", json_integer(m->peer_table));
+        break;
+    case PROTO_NAMES:
+        bad |= jset(h, "table", json_integer(m->table));
         break;
     case PROTO_RULES:
         bad |= jset(h, "rules", json_integer((json_int_t)m->rules_version));
@@ -247,6 +259,15 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
     }
     if (m->regrant && m->type == PROTO_REPORT)
         hw_u64(&w, "regrant", 1);
+    if (m->parts && (m->type == PROTO_HELLO || m->type == PROTO_WELCOME))
+        hw_u64(&w, "parts", 1);
+    if (m->has_names && m->names_of && type_may_have_part(m->type)) {
+        if (m->type == PROTO_NAMES)
+            hw_u64(&w, "names_at", m->names_at);
+        hw_u64(&w, "names_of", m->names_of);
+    }
+    if (m->has_peer_names && type_has_peer_names(m->type))
+        hw_u64(&w, "peer_names", m->peer_names);
     if (type_has_timing(m->type) || (type_may_have_timing(m->type) && m->has_timing)) {
         hw_u64(&w, "period", m->period);
         hw_u64(&w, "interval", m->interval);
@@ -329,6 +350,9 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         if (m->peer_table)
             hw_u64(&w, "peer_table", m->peer_table);
         break;
+    case PROTO_NAMES:
+        hw_u64(&w, "table", m->table);
+        break;
     case PROTO_RULES:
         hw_u64(&w, "rules", m->rules_version);
         break;
@@ -375,12 +399,12 @@ static const char *const key_names[K__N] = {
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
     "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
     "sparse", "full", "shares", "basis", "renew", "gseq", "based", "regrant", "inflight",
-    "base_us",
+    "base_us", "parts", "names_at", "names_of", "peer_names",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
                                              4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4,
-                                             6, 5, 5, 4, 5, 7, 8, 7};
+                                             6, 5, 5, 4, 5, 7, 8, 7, 5, 8, 8, 10};
 
 static int key_index(const char *k, size_t l)
 {

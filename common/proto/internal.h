@@ -17,7 +17,7 @@
 #define MAX_INTERVALS 100000u
 #define MAX_PERIOD_MS 86400000u
 #define MAX_BUSY 1e12
-#define NTYPES ((int)PROTO_WHO + 1) /* proto__type_names[0] is unused */
+#define NTYPES ((int)PROTO_NAMES + 1) /* proto__type_names[0] is unused */
 
 /* Wire names of the message types, indexed by proto_type_t (msg.c). */
 extern const char *const proto__type_names[NTYPES];
@@ -67,11 +67,22 @@ static inline int type_has_records(proto_type_t t)
 }
 static inline int type_may_have_names(proto_type_t t)
 {
-    return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_REPORT || t == PROTO_TOKENS;
+    return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_REPORT || t == PROTO_TOKENS ||
+           t == PROTO_NAMES;
 }
 static inline int type_may_have_weights(proto_type_t t)
 {
-    return t == PROTO_WELCOME || t == PROTO_TOKENS;
+    return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_NAMES;
+}
+/* Names in parts: who may carry a part (names_at / names_of), the offer
+ * ("parts") and how much of the receiver's table is held ("peer_names"). */
+static inline int type_may_have_part(proto_type_t t)
+{
+    return t == PROTO_HELLO || t == PROTO_WELCOME || t == PROTO_NAMES;
+}
+static inline int type_has_peer_names(proto_type_t t)
+{
+    return t == PROTO_REPORT || t == PROTO_HEARTBEAT || t == PROTO_WELCOME || t == PROTO_TOKENS;
 }
 static inline int type_has_timing(proto_type_t t)
 {
@@ -90,7 +101,7 @@ static inline int type_has_instance(proto_type_t t)
 static inline int type_has_epoch(proto_type_t t)
 {
     return t == PROTO_WELCOME || t == PROTO_TOKENS || t == PROTO_HEARTBEAT || t == PROTO_ERROR ||
-           t == PROTO_RULES;
+           t == PROTO_RULES || t == PROTO_NAMES;
 }
 /* What a node sends a controller (hello, report) may carry the epoch the
  * node follows, under its own key "follows": a controller that predates it
@@ -225,7 +236,8 @@ enum {
     K_REMAINING_MS, K_NAMES, K_CAPACITY, K_TABLE, K_PEER_TABLE, K_COUNT, K_COMPLETIONS,
     K_DISPATCHED, K_BUSY, K_CODE, K_TEXT, K_WEIGHTS, K_WIDE, K_EPOCH, K_INSTANCE, K_FALLBACK,
     K_FALLBACKS, K_BYTES, K_SERVED_BYTES, K_FOLLOWS, K_SHADOW, K_LEASE, K_LEASES, K_RULES,
-    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K_RENEW, K_GSEQ, K_BASED, K_REGRANT, K_INFLIGHT, K_BASE_US, K__N
+    K_SPARSE, K_FULL, K_SHARES, K_BASIS, K_RENEW, K_GSEQ, K_BASED, K_REGRANT, K_INFLIGHT, K_BASE_US, K_PARTS,
+    K_NAMES_AT, K_NAMES_OF, K_PEER_NAMES, K__N
 };
 
 typedef enum { V_NONE = 0, V_INT, V_REAL, V_STR, V_OTHER } vkind_t;

@@ -14,6 +14,7 @@ const char *const proto__type_names[NTYPES] = {
     [PROTO_HEARTBEAT] = "heartbeat", [PROTO_GOODBYE] = "goodbye",
     [PROTO_ERROR] = "error",         [PROTO_RULES] = "rules",
     [PROTO_WHO] = "who",
+    [PROTO_NAMES] = "names",
 };
 
 static const char *const reason_names[PROTO_E__COUNT] = {

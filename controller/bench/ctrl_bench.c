@@ -44,6 +44,13 @@ typedef struct {
     uint32_t lk;          /* 0: none: served moves on by the intervals since */
     uint64_t tokens_msgs, heartbeats, errors, records;
     uint64_t completions;
+    /* names in parts (--parts): ours acked / next to send / reports
+     * without progress; the controller's table gen, names held, size */
+    size_t acked, next;
+    int idle;
+    uint32_t rx_gen;
+    size_t rx_have, rx_of;
+    double t_hello, t_named, last_ctl, max_gap;
 } fnode_t;
 
 /* The command line; read-only once parsed. */
@@ -55,7 +62,7 @@ typedef struct {
     const char *curve;  /* --curve-dir: NAME.key per node, admin.key, ctrl.pub */
     int full;
     double changing, warmup;
-    int no_sparse, full_every, no_renew;
+    int no_sparse, full_every, no_renew, parts, busy;
     int ctrl_pid;
     unsigned seed;
     int quiet;
@@ -82,7 +89,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 22
+#define NOPTS 24
 
 /* Fills rows[NOPTS], the option table, with targets in *o. */
 static void option_rows(bench_cfg_t *o, opts_row_t *rows)
@@ -128,6 +135,14 @@ static void option_rows(bench_cfg_t *o, opts_row_t *rows)
         {.name = "no-renew", .type = OPTS_FLAG, .target = &o->no_renew,
          .help = "every grant in every tokens message, as nodes that\n"
                  "predate changed grants (no \"renew\" in the hello)"},
+        {.name = "busy", .type = OPTS_INT, .target = &o->busy, .arg = "N", .deflt = "0",
+         .min = 0, .max = 1000000,
+         .help = "only buckets 0..N-1 have demand (0: all); with --full-tables\n"
+                 "the others are in every table, idle"},
+        {.name = "parts", .type = OPTS_FLAG, .target = &o->parts,
+         .help = "offer names in parts (as bqos-node): tables bigger than a\n"
+                 "part go both ways part by part; prints how long each\n"
+                 "node took to hold the controller's table and have its own held"},
         {.name = "full-every", .type = OPTS_INT, .target = &o->full_every, .arg = "N",
          .deflt = "25", .min = 1, .max = 1000000,
          .help = "sparse reports: a full report every N ({default}, as bqos-node)"},
@@ -176,7 +191,10 @@ static double proc_cpu(int pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static void hello(fnode_t *f, proto_enc_t *e, int sparse, int renew)
+static uint64_t names_out; /* bytes of hellos and names messages sent */
+static uint64_t names_in;  /* bytes of welcomes and names messages received */
+
+static void hello(fnode_t *f, proto_enc_t *e, int sparse, int renew, int parts)
 {
     proto_msg_t m;
     proto_msg_init(&m);
@@ -188,7 +206,47 @@ static void hello(fnode_t *f, proto_enc_t *e, int sparse, int renew)
     m.has_names = 1;
     m.nnames = f->ntable;
     m.names = f->tnames;
-    send_msg(f, &m, e);
+    m.parts = parts;
+    if (parts && (m.nnames = proto_part_len(f->tnames, f->ntable, 0)) < f->ntable)
+        m.names_of = f->ntable; /* a first part: the rest in names messages */
+    if (!f->t_hello)
+        f->t_hello = mono_now();
+    if (send_msg(f, &m, e) == 0)
+        for (size_t i = 0; i < e->nframes; i++)
+            names_out += e->len[i];
+}
+
+/* --parts: the next parts of f's table (64 at most, a window of 262,144
+ * names beyond what the controller acknowledged), as bqos-node. */
+static void send_parts(fnode_t *f, proto_enc_t *e)
+{
+    for (int i = 0; i < 64 && f->next < f->ntable && f->next - f->acked < 262144; i++) {
+        proto_msg_t m;
+        proto_msg_init(&m);
+        m.type = PROTO_NAMES;
+        m.table = 1;
+        m.has_names = 1;
+        m.names = f->tnames + f->next;
+        m.nnames = proto_part_len(f->tnames, f->ntable, f->next);
+        m.names_at = f->next;
+        m.names_of = f->ntable;
+        if (send_msg(f, &m, e) < 0)
+            break;
+        for (size_t k = 0; k < e->nframes; k++)
+            names_out += e->len[k];
+        f->next += m.nnames;
+    }
+}
+
+/* --parts: what the controller said it holds of f's table. */
+static void take_ack(fnode_t *f, const proto_msg_t *m)
+{
+    if (!m->has_peer_names || m->peer_table != 1 || m->peer_names <= f->acked)
+        return;
+    f->acked = (size_t)m->peer_names;
+    f->idle = 0;
+    if (f->next < f->acked)
+        f->next = f->acked;
 }
 
 /* Timing shared by every simulated node (they all follow one controller). */
@@ -287,7 +345,7 @@ int main(int argc, char **argv)
         snprintf(bname[b], 16, "b%05d", b);
         (void)rng_lcg_next(&rng);
         int start = rng_lcg_next(&rng) % o.nodes;
-        for (int k = 0; k < o.active; k++)
+        for (int k = 0; k < o.active && (!o.busy || b < o.busy); k++)
             fn[(start + k) % o.nodes].n++;
     }
     void *ctx = zmq_ctx_new();
@@ -324,7 +382,7 @@ int main(int argc, char **argv)
     for (int b = 0; b < o.buckets; b++) {
         (void)rng_lcg_next(&rng);
         int start = rng_lcg_next(&rng) % o.nodes;
-        for (int k = 0; k < o.active; k++) {
+        for (int k = 0; k < o.active && (!o.busy || b < o.busy); k++) {
             fnode_t *f = &fn[(start + k) % o.nodes];
             f->names[f->n] = bname[b];
             f->bucket[f->n] = (uint32_t)b;
@@ -344,7 +402,7 @@ int main(int argc, char **argv)
     proto_msg_init(&rep);
     proto_stats_t pst = {0};
     for (int i = 0; i < o.nodes; i++)
-        hello(&fn[i], &enc, !o.no_sparse, !o.no_renew);
+        hello(&fn[i], &enc, !o.no_sparse, !o.no_renew, o.parts);
 
     timing_t tm = {0};
     /* The counted window: after --warmup. */
@@ -366,7 +424,7 @@ int main(int argc, char **argv)
         if (now >= next_hello) {
             for (int i = 0; i < o.nodes; i++)
                 if (!fn[i].welcomed)
-                    hello(&fn[i], &enc, !o.no_sparse, !o.no_renew);
+                    hello(&fn[i], &enc, !o.no_sparse, !o.no_renew, o.parts);
             next_hello = now + 1;
         }
         /* Reports at each interval start of the controller's clock. */
@@ -405,7 +463,13 @@ int main(int argc, char **argv)
                     rep.remaining_ms = (uint32_t)fmax(0, (tm.period_end - now) * 1000);
                     rep.table = 1;
                     rep.peer_table = f->ctl_table;
-                    rep.has_names = f->peer_ack != 1;
+                    rep.has_names = !o.parts && f->peer_ack != 1;
+                    rep.has_peer_names = o.parts && f->rx_have < f->rx_of;
+                    rep.peer_names = f->rx_have;
+                    if (o.parts && f->next > f->acked && ++f->idle >= 50) {
+                        f->next = f->acked; /* go back */
+                        f->idle = 0;
+                    }
                     rep.nnames = rep.has_names ? f->ntable : 0;
                     rep.names = rep.has_names ? f->tnames : NULL;
                     /* Sparse as bqos-node: full when asked, every
@@ -444,6 +508,8 @@ int main(int argc, char **argv)
                             .l_left = f->l_tok[j],
                         };
                         f->served[j] += spend * steps;
+                        if (o.parts && rec.bucket >= f->acked)
+                            continue; /* its name is not held there yet */
                         rec.arrivals_period = rec.served_r = f->served[j];
                         done += spend * steps;
                         proto_pred_t now_v = {.queued = rec.queued,
@@ -489,6 +555,8 @@ int main(int argc, char **argv)
                             w_full += !sparse;
                         }
                     }
+                    if (o.parts)
+                        send_parts(f, &enc);
                 }
                 last_report = now;
             }
@@ -510,12 +578,18 @@ int main(int argc, char **argv)
                 continue;
             fnode_t *f = &fn[i];
             for (;;) {
+                uint64_t b0 = pst.bytes;
                 int rc = proto_recv(f->sock, NULL, 0, NULL, &in, &pst, NULL, NULL, NULL,
                                     ZMQ_DONTWAIT);
                 if (rc == -EAGAIN || (rc < 0 && rc != -EPROTO))
                     break;
                 if (rc < 0)
                     continue;
+                if (in.type == PROTO_WELCOME || in.type == PROTO_NAMES)
+                    names_in += pst.bytes - b0;
+                if (f->welcomed && f->last_ctl && now - f->last_ctl > f->max_gap)
+                    f->max_gap = now - f->last_ctl;
+                f->last_ctl = now;
                 switch (in.type) {
                 case PROTO_WELCOME:
                     f->welcomed = 1;
@@ -523,12 +597,29 @@ int main(int argc, char **argv)
                     f->want_full = 1;
                     f->peer_ack = in.peer_table;
                     f->ctl_table = in.has_names ? in.table : 0;
+                    f->rx_gen = f->ctl_table;
+                    f->rx_have = in.nnames;
+                    f->rx_of = in.names_of ? (size_t)in.names_of : in.nnames;
+                    f->acked = f->next = in.peer_table == 1 && o.parts
+                                             ? (in.has_peer_names ? (size_t)in.peer_names
+                                                                  : f->ntable)
+                                             : 0;
                     take_timing(&tm, &in, now);
+                    break;
+                case PROTO_NAMES:
+                    if (in.names_at == 0) {
+                        f->rx_gen = f->ctl_table = in.table;
+                        f->rx_of = (size_t)in.names_of;
+                        f->rx_have = in.nnames;
+                    } else if (in.table == f->rx_gen && in.names_at == f->rx_have) {
+                        f->rx_have += in.nnames;
+                    }
                     break;
                 case PROTO_TOKENS:
                     f->tokens_msgs++;
                     f->want_full |= in.full;
                     f->peer_ack = in.peer_table;
+                    take_ack(f, &in);
                     if (in.has_names)
                         f->ctl_table = in.table;
                     f->records += in.count;
@@ -539,13 +630,14 @@ int main(int argc, char **argv)
                     f->want_full |= in.full;
                     if (in.peer_table)
                         f->peer_ack = in.peer_table;
+                    take_ack(f, &in);
                     take_timing(&tm, &in, now);
                     break;
                 case PROTO_ERROR:
                     f->errors++;
                     if (strcmp(in.code, "unknown_node") == 0) {
                         f->welcomed = 0;
-                        hello(f, &enc, !o.no_sparse, !o.no_renew);
+                        hello(f, &enc, !o.no_sparse, !o.no_renew, o.parts);
                     } else if (strcmp(in.code, "unknown_table") == 0) {
                         f->peer_ack = 0;
                     }
@@ -553,6 +645,9 @@ int main(int argc, char **argv)
                 default:
                     break;
                 }
+                if (o.parts && f->welcomed && !f->t_named && f->rx_have >= f->rx_of &&
+                    f->acked >= f->ntable)
+                    f->t_named = now - f->t_hello;
             }
         }
     }
@@ -601,7 +696,7 @@ int main(int argc, char **argv)
         /* Per round of the counted window: bytes each way on the wire
          * (frames, ZeroMQ's framing not counted), records, and per active
          * pair (nodes x buckets x active / nodes = buckets x active). */
-        double r = w_rounds ? (double)w_rounds : 1, pairs = (double)o.buckets * o.active;
+        double r = w_rounds ? (double)w_rounds : 1, pairs = (double)(o.busy && o.busy < o.buckets ? o.busy : o.buckets) * o.active;
         json_t *w = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "rounds",
                               (json_int_t)w_rounds, "report_bytes", w_bytes_out / r,
                               "token_bytes", w_bytes_in / r, "bytes_per_pair",
@@ -611,6 +706,30 @@ int main(int argc, char **argv)
                               "sparse_reports", (json_int_t)w_sparse, "full_reports",
                               (json_int_t)w_full);
         json_object_set_new(out, "per_round", w);
+    }
+    {
+        /* names: how long a node took from its first hello until it held
+         * the controller's table and the controller its own (--parts), the
+         * bytes of hellos, welcomes and names messages, and the longest
+         * the controller was silent to a welcomed node */
+        double nmin = -1, nmax = -1, gap = 0;
+        int named = 0;
+        for (int i = 0; i < o.nodes; i++) {
+            if (fn[i].max_gap > gap)
+                gap = fn[i].max_gap;
+            if (!fn[i].t_named)
+                continue;
+            named++;
+            if (nmin < 0 || fn[i].t_named < nmin)
+                nmin = fn[i].t_named;
+            if (fn[i].t_named > nmax)
+                nmax = fn[i].t_named;
+        }
+        json_object_set_new(out, "names",
+                            json_pack("{s:i, s:f, s:f, s:I, s:I, s:f}", "named", named,
+                                      "named_min_s", nmin, "named_max_s", nmax, "bytes_out",
+                                      (json_int_t)names_out, "bytes_in", (json_int_t)names_in,
+                                      "max_ctl_gap_ms", gap * 1000));
     }
     if (status) {
         json_object_set(out, "timing", json_object_get(status, "timing"));

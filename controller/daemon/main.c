@@ -127,9 +127,12 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "refused (error too_many_nodes) unless a forgotten node's slot is free."},
         {.name = "max-names", .type = OPTS_INT, .target = &s->max_names, .arg = "N",
          .deflt = "262144", .min = 1, .max = 4000000,
-         .help = "Bucket names per node at most ({range}); a hello or table with more is\n"
-                 "refused (error too_many_names).  Also sets the largest message the node\n"
-                 "socket accepts: N x 251 bytes (a bigger frame drops the connection)."},
+         .help = "Names a node's table may hold beyond the configured buckets ({range}):\n"
+                 "a node's table is held up to the buckets plus N names.  A table that\n"
+                 "comes in parts is never refused: names past the bound are not held\n"
+                 "(error too_many_names; those buckets get no tokens); an older node's\n"
+                 "whole table past it is refused.  Also sets the largest message the node\n"
+                 "socket accepts: (2 x buckets at start + N) x 251 bytes."},
         {.name = "forget-after", .type = OPTS_INT, .target = &s->forget_after, .arg = "PERIODS",
          .deflt = "10", .min = 0, .max = 1000000,
          .help = "A node down for PERIODS periods is forgotten: its tables are freed and\n"
@@ -838,13 +841,18 @@ static void on_signals(app_t *a)
     }
 }
 
-/* The largest frame a node may legally send with at most `max_names`
- * bucket names: the names frame (each NUL-terminated), a report's records,
- * or the JSON header. */
-static int64_t node_msg_max(int max_names)
+/* The largest frame a node may legally send when its table holds at most
+ * the `nb` buckets plus `max_names` names (twice the table at start, so
+ * that buckets added later fit): the names frame of an older node's whole
+ * table (each NUL-terminated), a report's records, a part, or the JSON
+ * header. */
+static int64_t node_msg_max(size_t nb, int max_names)
 {
-    int64_t names = (int64_t)max_names * (PROTO_NAME_MAX + 1);
-    int64_t recs = (int64_t)max_names * PROTO_REPORT_REC_SIZE;
+    int64_t most_names = 2 * (int64_t)nb + max_names;
+    int64_t names = most_names * (PROTO_NAME_MAX + 1);
+    int64_t recs = most_names * PROTO_REPORT_REC_SIZE;
+    if (names < PROTO_PART_BYTES)
+        names = PROTO_PART_BYTES;
     int64_t most = names > recs ? names : recs;
     if (most < PROTO_WHO_MAX) /* a who message's text frame (issue 27) */
         most = PROTO_WHO_MAX;
@@ -977,7 +985,8 @@ int main(int argc, char **argv)
     curvekey_t key = {.secret_z85 = ""};
     if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
-                              AUTH_DOMAIN_NODES, node_msg_max(set.max_names))))
+                              AUTH_DOMAIN_NODES,
+                              node_msg_max(bucketfile_count(a.admin.bf), set.max_names))))
         a.asock = bind_sock(a.zctx, ZMQ_ROUTER, set.admin, a.auth.zap ? &key : NULL,
                             AUTH_DOMAIN_ADMIN, ADMIN_REQUEST_MAX);
     if (a.asock && (set.root || set.root_listen) && root_start(&a, a.auth.zap ? &key : NULL) < 0)

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <zmq.h>
 
+#include <time.h>
+
 #include "common/log.h"
 #include "common/mono.h"
 #include "controller/push.h"
@@ -240,6 +242,176 @@ static int send_error(nodes_t *ns, const char *node, const char *code, const cha
     return send_id(ns, ns->id, ns->idlen, node, &m);
 }
 
+/* ---- names in parts -------------------------------------------------------- */
+
+/* This thread's CPU seconds (the loop's own cost of parts, apart from
+ * what a busy host adds to the wall clock). */
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? ts.tv_sec + ts.tv_nsec / 1e9 : 0;
+}
+
+#define PART_SHADOW_MAX 2048 /* bytes of a part's shadow list (the header's
+                                4 KiB hold it and the rest) */
+
+/* The shadow list `all` (the whole table's, ascending) cut to the indexes
+ * [from, from + *k), made relative to `from`, into buf[PART_SHADOW_MAX];
+ * *k shrinks to end before an index that does not fit (at least 1 stays:
+ * an index takes at most 8 bytes). */
+static void part_shadow(const char *all, size_t from, size_t *k, char *buf)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const char *p = all ? all : ""; *p;) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || v >= from + *k)
+            break;
+        if (v >= from) {
+            char t[24];
+            int l = snprintf(t, sizeof t, "%s%llu", n ? "," : "", v - from);
+            if (n + (size_t)l + 1 > PART_SHADOW_MAX) {
+                *k = v - from;
+                break;
+            }
+            memcpy(buf + n, t, (size_t)l + 1);
+            n += (size_t)l;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+}
+
+/* Makes m (a names or welcome message) carry the part of our table from
+ * `from` on, its shadow list in shbuf[PART_SHADOW_MAX].  Returns how many
+ * names it carries; the whole table (no names_of) when it all fits and
+ * `from` is 0. */
+static size_t fill_part(nodes_t *ns, proto_msg_t *m, size_t from, char *shbuf)
+{
+    const char *const *names;
+    size_t n;
+    m->table = ctrl_table(ns->ctrl, &names, &n);
+    size_t k = proto_part_len(names, n, from);
+    part_shadow(ctrl_table_shadow(ns->ctrl), from, &k, shbuf);
+    m->has_names = 1;
+    m->names = (const char **)names + from;
+    m->nnames = k;
+    m->has_weights = 1;
+    m->weights = ctrl_table_weights(ns->ctrl) + from;
+    m->shadow = shbuf;
+    m->names_at = from;
+    m->names_of = from == 0 && k == n ? 0 : n;
+    return k;
+}
+
+/* Sends registered node `node` (peer p) the next parts of our table, at
+ * most `budget`; returns how many went.  Restarts at 0 for a new table
+ * generation, and from what the node acknowledged when that has not moved
+ * for NODES_PART_STALL rounds (a part lost to a full queue). */
+static int send_parts(nodes_t *ns, int node, nodes_peer_t *p, int budget)
+{
+    size_t n;
+    uint32_t gen = ctrl_table(ns->ctrl, NULL, &n);
+    if (p->tx_gen != gen) {
+        p->tx_gen = gen;
+        p->tx_next = p->tx_acked = 0;
+        p->tx_idle = 0;
+    }
+    if (p->tx_next > p->tx_acked && ++p->tx_idle >= NODES_PART_STALL) {
+        p->tx_next = p->tx_acked; /* go back */
+        p->tx_idle = 0;
+    }
+    int sent = 0;
+    while (sent < budget && p->tx_next < n && p->tx_next - p->tx_acked < NODES_PART_WINDOW) {
+        proto_msg_t m;
+        proto_msg_init(&m);
+        m.type = PROTO_NAMES;
+        char sh[PART_SHADOW_MAX];
+        size_t k = fill_part(ns, &m, p->tx_next, sh);
+        if (m.names_of == 0)
+            m.names_of = n; /* a names message is always a part */
+        if (k == 0 || send_node(ns, node, &m) < 0)
+            break;
+        p->tx_next += k;
+        sent++;
+        ns->parts_sent++;
+    }
+    return sent;
+}
+
+/* A registered parts node's report or heartbeat said how much of our table
+ * it holds: a partial table (peer_names) moves the parts on and is not the
+ * table held for ctrl (m->peer_table cleared); a whole one is.  Returns
+ * nonzero if the acknowledgement moved (more parts may go now). */
+static int note_ack(nodes_peer_t *p, proto_msg_t *m)
+{
+    if (!p || !p->parts || !m->has_peer_names)
+        return 0;
+    int moved = 0;
+    if (m->peer_table && m->peer_table == p->tx_gen && m->peer_names > p->tx_acked) {
+        p->tx_acked = (size_t)m->peer_names;
+        p->tx_idle = 0;
+        if (p->tx_next < p->tx_acked)
+            p->tx_next = p->tx_acked;
+        moved = 1;
+    }
+    m->peer_table = 0;
+    return moved;
+}
+
+/* A part of a registered node's table (a names message). */
+static void on_names(nodes_t *ns, const proto_msg_t *m, int node)
+{
+    nodes_peer_t *p = peer_at(ns, node);
+    double t0 = mono_now(), c0 = thread_cpu();
+    int rc = ctrl_node_table_part(ns->ctrl, node, m->table, (size_t)m->names_at, m->names,
+                                  m->nnames);
+    if (rc == 0 && m->names_at == 0 && m->names_of > m->nnames) /* a new table of its */
+        ctrl_node_table_reserve(ns->ctrl, node, (size_t)m->names_of);
+    double took = mono_now() - t0, cpu = thread_cpu() - c0;
+    uint64_t q;
+    if (rc == 0) {
+        ns->parts_taken++;
+        if (p) {
+            p->rx_parts++;
+            if (took > p->rx_max)
+                p->rx_max = took;
+            if (cpu > p->rx_cpu)
+                p->rx_cpu = cpu;
+        }
+        if (m->names_at + m->nnames == m->names_of)
+            log_info("node %s: its table is whole (%llu names, in parts; %llu parts, %.1f s "
+                     "after its hello, the longest took %.2f ms of the loop, %.2f ms of CPU)",
+                     m->node, (unsigned long long)m->names_of,
+                     (unsigned long long)(p ? p->rx_parts : 0),
+                     p ? mono_now() - p->t_hello : 0, p ? p->rx_max * 1000 : 0,
+                     p ? p->rx_cpu * 1000 : 0);
+    } else if (rc == -ESTALE) {
+        ns->parts_stale++; /* out of order: our acknowledgement says where */
+    } else if (rc == -E2BIG) {
+        if (p && !p->rx_capped) {
+            const ctrl_config_t *cc = ctrl_config(ns->ctrl);
+            size_t nb;
+            ctrl_table(ns->ctrl, NULL, &nb);
+            char text[sizeof m->text];
+            snprintf(text, sizeof text, "%zu names held: at most the %zu buckets plus %d "
+                     "(--max-names); the rest get no tokens", ctrl_node_table_size(ns->ctrl, node),
+                     nb, cc->max_names);
+            if (warn_ok(ns, NODES_WARN_TABLE, &q))
+                log_warn("node %s: %s (%llu such not logged)", m->node, text,
+                         (unsigned long long)q);
+            send_error(ns, m->node, "too_many_names", text);
+            p->rx_capped = 1;
+        }
+    } else {
+        proto_stats_note(&ns->pst, PROTO_E_NAMES);
+        if (warn_ok(ns, NODES_WARN_TABLE, &q))
+            log_warn("node %s: a part of its table refused: %s (%llu such not logged)", m->node,
+                     rc == -EINVAL ? "a name it declared already" : strerror(-rc),
+                     (unsigned long long)q);
+    }
+}
+
 void nodes_hail_unknown(nodes_t *ns)
 {
     for (int i = 0; i < ns->nunknown; i++) {
@@ -308,13 +480,49 @@ void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now)
         return;
     }
     nodes_push_rules(ns);
-    for (int i = 0; i < ctrl_nnodes(ns->ctrl); i++) {
+    int nn = ctrl_nnodes(ns->ctrl), parts = NODES_PARTS_ROUND;
+    for (int k = 0; k < nn && parts > 0; k++) { /* parts first, in turn */
+        int i = (ns->part_rr + k) % nn;
+        nodes_peer_t *p = peer_at(ns, i);
+        if (!p || !p->parts || !ctrl_node_up(ns->ctrl, i))
+            continue;
+        if (ctrl_node_needs_names(ns->ctrl, i)) {
+            double t0 = mono_now(), c0 = thread_cpu();
+            int sent = send_parts(ns, i, p, parts < NODES_PARTS_NODE ? parts : NODES_PARTS_NODE);
+            double took = mono_now() - t0, cpu = thread_cpu() - c0;
+            parts -= sent;
+            p->tx_parts += (uint64_t)sent;
+            if (took > p->tx_max)
+                p->tx_max = took;
+            if (cpu > p->tx_cpu)
+                p->tx_cpu = cpu;
+        } else if (p->tx_told != p->tx_gen && p->tx_gen && p->tx_parts) {
+            size_t n;
+            ctrl_table(ns->ctrl, NULL, &n);
+            ctrl_node_info_t ni;
+            ctrl_node_info(ns->ctrl, i, &ni);
+            log_info("node %s holds our table (%zu names; %llu parts after the welcome, %.1f s "
+                     "after its hello, the longest round of parts took %.2f ms of the loop, "
+                     "%.2f ms of CPU)",
+                     ni.name, n, (unsigned long long)p->tx_parts, mono_now() - p->t_hello,
+                     p->tx_max * 1000, p->tx_cpu * 1000);
+            p->tx_told = p->tx_gen;
+        }
+    }
+    ns->part_rr = nn ? (ns->part_rr + 1) % nn : 0;
+    for (int i = 0; i < nn; i++) {
         proto_msg_t m;
         proto_msg_init(&m);
         push_to_t to;
         nodes_peer_t *p = peer_at(ns, i);
         if (push_msg(ns->ctrl, i, res->skipped, p ? &p->grants : NULL, &m, &to) < 0)
             continue; /* down */
+        if (p && p->parts) { /* our table goes in parts; we say how much of its we hold */
+            m.has_names = m.has_weights = 0;
+            m.shadow = NULL;
+            m.has_peer_names = 1;
+            m.peer_names = ctrl_node_table_size(ns->ctrl, i);
+        }
         pclock_fill_timing(ns->clk, &m, now);
         if (p && p->want_full && p->sparse) {
             m.full = 1; /* until a full report comes */
@@ -393,8 +601,16 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     uint32_t tag = 0;
     int tagged = proto_node_id_split(ns->id, ns->idlen, m->node, &tag);
     uint64_t instance = tagged == 1 && tag == proto_instance_tag(m->instance) ? m->instance : 0;
+    int parts = m->parts || m->names_of; /* a first part means it does */
+    size_t first = m->nnames, nb;
+    ctrl_table(ns->ctrl, NULL, &nb);
+    size_t most = nb + (size_t)ctrl_config(ns->ctrl)->max_names;
+    if (parts && first > most)
+        first = most; /* a parts node's table is never refused for its size:
+                         we hold what we may and say so with our peer_names
+                         (its next parts are answered too_many_names) */
     int node = ctrl_node_hello(ns->ctrl, m->node, instance, m->capacity, m->table, m->names,
-                           m->nnames);
+                               first);
     if (node == -EEXIST) {
         refuse_duplicate(ns, m, instance, now);
         return;
@@ -405,8 +621,8 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         const char *code = "bad_message";
         if (node == -E2BIG) {
             code = "too_many_names";
-            snprintf(text, sizeof text, "%zu bucket names: at most %d per node (--max-names)",
-                     m->nnames, cc->max_names);
+            snprintf(text, sizeof text, "%zu bucket names: at most the %zu buckets plus %d "
+                     "(--max-names)", m->nnames, nb, cc->max_names);
         } else if (node == -EUSERS) {
             code = "too_many_nodes";
             snprintf(text, sizeof text, "%d nodes registered: at most %d (--max-nodes)",
@@ -421,6 +637,8 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         send_error(ns, m->node, code, text);
         return;
     }
+    if (m->names_of > first) /* its parts append without copying */
+        ctrl_node_table_reserve(ns->ctrl, node, (size_t)m->names_of);
     ctrl_node_set_leases(ns->ctrl, node, m->leases);
     ctrl_node_set_sparse(ns->ctrl, node, m->sparse);
     nodes_peer_t *p = peer_at(ns, node);
@@ -433,11 +651,21 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
         free(p->who); /* its who set starts again (a slot may be another node's now) */
         p->who = NULL;
         p->who_len = 0;
+        p->parts = parts;
+        p->t_hello = now;
+        p->tx_told = 0;
+        p->rx_parts = p->tx_parts = 0;
+        p->rx_max = p->tx_max = p->rx_cpu = p->tx_cpu = 0;
+        p->tx_gen = 0; /* our table goes from 0 */
+        p->tx_next = p->tx_acked = 0;
+        p->tx_idle = 0;
+        p->rx_capped = 0;
     }
     /* Only now, registered, may its clock count (a refused process's says
      * nothing), before the welcome is timed. */
     note_clock(ns, m, node, now);
-    log_info("node %s registered (%zu buckets, capacity %llu IOs/s)", m->node, m->nnames,
+    log_info("node %s registered (%zu buckets%s, capacity %llu IOs/s)", m->node,
+             (size_t)(m->names_of ? m->names_of : m->nnames), m->names_of ? ", names in parts" : "",
              (unsigned long long)m->capacity);
     const char *const *names;
     size_t n;
@@ -446,13 +674,23 @@ static void on_hello(nodes_t *ns, proto_msg_t *m, double now)
     w.type = PROTO_WELCOME;
     pclock_fill_timing(ns->clk, &w, mono_now());
     w.peer_table = m->table;
-    w.table = ctrl_table(ns->ctrl, &names, &n);
-    w.has_names = 1;
-    w.nnames = n;
-    w.names = (const char **)names;
-    w.has_weights = 1;
-    w.weights = ctrl_table_weights(ns->ctrl);
-    w.shadow = ctrl_table_shadow(ns->ctrl);
+    char sh[PART_SHADOW_MAX];
+    if (p && parts) { /* the first part (or the whole table if it fits one) */
+        w.parts = 1;
+        w.has_peer_names = 1;
+        w.peer_names = ctrl_node_table_size(ns->ctrl, node);
+        size_t k = fill_part(ns, &w, 0, sh);
+        p->tx_gen = w.table;
+        p->tx_next = k;
+    } else {
+        w.table = ctrl_table(ns->ctrl, &names, &n);
+        w.has_names = 1;
+        w.nnames = n;
+        w.names = (const char **)names;
+        w.has_weights = 1;
+        w.weights = ctrl_table_weights(ns->ctrl);
+        w.shadow = ctrl_table_shadow(ns->ctrl);
+    }
     w.sparse = 1; /* we take sparse reports */
     w.renew = p && m->renew; /* changed grants only, if it can */
     /* the rules in force follow the welcome, which says so (issue 27): a
@@ -541,7 +779,8 @@ static void on_report(nodes_t *ns, proto_msg_t *m, int node, double now)
 
 void nodes_drain(nodes_t *ns)
 {
-    for (int budget = 0; budget < 100000; budget++) {
+    double parts_s = 0; /* the loop's time on parts of nodes' tables */
+    for (int budget = 0; budget < 100000 && parts_s < NODES_PARTS_PASS_S; budget++) {
         proto_reason_t why;
         double t0 = mono_now();
         ns->idlen = 0;
@@ -603,6 +842,14 @@ void nodes_drain(nodes_t *ns)
                 p->seq = m->seq;
         }
         double t1 = mono_now();
+        /* parts acknowledged: the next ones go now, not at the next round
+         * (a round at a million buckets may come late on a busy host) */
+        if ((m->type == PROTO_REPORT || m->type == PROTO_HEARTBEAT) && note_ack(p, m) &&
+            ctrl_node_needs_names(ns->ctrl, node)) {
+            double c0 = thread_cpu();
+            p->tx_parts += (uint64_t)send_parts(ns, node, p, NODES_PARTS_ACK);
+            parts_s += thread_cpu() - c0;
+        }
         switch (m->type) {
         case PROTO_REPORT:
             note_clock(ns, m, node, now);
@@ -610,6 +857,11 @@ void nodes_drain(nodes_t *ns)
             break;
         case PROTO_HEARTBEAT:
             ctrl_node_seen(ns->ctrl, node, m->peer_table);
+            break;
+        case PROTO_NAMES:
+            ctrl_node_seen(ns->ctrl, node, 0);
+            on_names(ns, m, node);
+            parts_s += mono_now() - t1;
             break;
         case PROTO_GOODBYE:
             ctrl_node_goodbye(ns->ctrl, node);

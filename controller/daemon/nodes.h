@@ -48,7 +48,45 @@ typedef struct {
                               PROTO_WHO_MAX bytes, NUL-terminated), or NULL */
     size_t who_len;
     double who_at;         /* monotonic seconds it came */
+    /* Names in parts (docs/protocol.md "Names in parts"): its hello
+     * offered them.  Our table goes to it part by part: tx_gen is the
+     * generation being sent, tx_next the next index to send, tx_acked how
+     * many of its names the node says it holds, tx_idle the rounds that
+     * acknowledgement has not moved while parts were out (go back at
+     * NODES_PART_STALL).  rx_capped: its table passed what we hold (told
+     * once a session). */
+    int parts;
+    uint32_t tx_gen;
+    size_t tx_next, tx_acked;
+    int tx_idle;
+    int rx_capped;
+    uint32_t tx_told;      /* generation whose whole arrival was logged */
+    uint64_t rx_parts, tx_parts; /* parts taken / sent this session */
+    double rx_max, tx_max; /* the longest of the loop's time on one part
+                              taken / on one round's parts sent, seconds */
+    double rx_cpu, tx_cpu; /* the same in the loop thread's CPU time */
+    double t_hello;        /* monotonic seconds of its hello */
 } nodes_peer_t;
+
+/* Names in parts: at most this many parts (PROTO_PART_BYTES each) go to
+ * one node per round and to every node together per round; a node is sent
+ * at most NODES_PART_WINDOW names beyond what it acknowledged, and the
+ * parts go again from there when the acknowledgement has not moved for
+ * NODES_PART_STALL rounds (a safety net: a part that could not be sent is
+ * not counted as sent, the transport loses nothing else within a session,
+ * and a busy host delays acknowledgements: going back early floods the
+ * node with parts it has). */
+#define NODES_PARTS_NODE 64
+#define NODES_PARTS_ROUND 128
+#define NODES_PART_WINDOW 262144
+#define NODES_PART_STALL 50
+/* ... and the drain takes parts of the nodes' tables for at most this
+ * long per pass (then returns: the rest wait in the socket while the loop
+ * runs what is due). */
+#define NODES_PARTS_PASS_S 0.050
+/* A node's acknowledgement that moved sends at most this many parts at
+ * once (within the window), besides those of each round. */
+#define NODES_PARTS_ACK 16
 
 /* An unregistered process that wrote to a fenced controller: its routing id
  * (name and instance tag, proto_node_id()) and its name. */
@@ -79,6 +117,9 @@ typedef struct {
     proto_enc_t enc;       /* encoder buffers, reused */
     proto_stats_t pst;     /* messages accepted and rejected, by reason */
     uint64_t push_tokens, push_heartbeats, send_failed, records_sent;
+    uint64_t parts_sent, parts_taken, parts_stale; /* names in parts: sent,
+                              taken from nodes, out of order (ignored) */
+    int part_rr;           /* the node the next round's parts start at */
     uint64_t reports_sparse, reports_full, full_asked; /* reports by kind;
                               messages that asked a node for a full one */
     uint64_t epoch;        /* stamped on everything sent (0: alone, none) */
@@ -119,7 +160,8 @@ void nodes_init(nodes_t *ns, void *sock, ctrl_t *ctrl, pclock_t *clk, split_t *c
 /* Frees what ns owns (not the socket).  Accepts a zeroed ns. */
 void nodes_clear(nodes_t *ns);
 
-/* Handles every message waiting on the socket (at most 100,000 at a time),
+/* Handles every message waiting on the socket (at most 100,000 at a time,
+ * and parts of nodes' tables for at most NODES_PARTS_PASS_S a pass),
  * without blocking: registers nodes and welcomes them (refusing a second
  * process under a name that is up with `duplicate_name`), applies reports
  * (answering unknown_table or bad_message errors; a node that reports
@@ -129,7 +171,9 @@ void nodes_clear(nodes_t *ns);
 void nodes_drain(nodes_t *ns);
 
 /* Sends every up node its token records of the round just computed, or a
- * heartbeat if the round was skipped (`res`) or there is nothing to say.
+ * heartbeat if the round was skipped (`res`) or there is nothing to say;
+ * before them, to nodes that take names in parts and lack our table, its
+ * next parts (NODES_PARTS_NODE / NODES_PARTS_ROUND at most).
  * A send that fails (full queue, node gone) is counted and dropped. */
 void nodes_push(nodes_t *ns, const ctrl_result_t *res, double now);
 

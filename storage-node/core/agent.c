@@ -27,6 +27,7 @@ void agent_config_defaults(agent_config_t *cfg)
     cfg->sparse_served = 0.02;
     cfg->full_every = 25;
     cfg->renew = 1;
+    cfg->parts = 1;
 }
 
 
@@ -218,10 +219,16 @@ static int refresh_table(agent_t *a)
     if (n < 0)
         n = 0;
     if (n != a->my_n) {
+        /* Buckets are only ever added: under names in parts the table
+         * grows by its end and keeps its generation (the controller takes
+         * the new names as parts); else it is a new table. */
+        if (!a->ctl_parts || n < a->my_n) {
+            a->my_table++;
+            if (a->my_table == 0)
+                a->my_table = 1;
+            a->my_acked = a->my_next = 0;
+        }
         a->my_n = n;
-        a->my_table++;
-        if (a->my_table == 0)
-            a->my_table = 1;
     }
     if ((size_t)n > a->namev_cap) {
         const char **p = realloc(a->namev, (size_t)n * sizeof *p);
@@ -267,6 +274,16 @@ int agent_hello(agent_t *a, double now, proto_msg_t *m)
     m->has_names = 1;
     m->nnames = (size_t)a->my_n;
     m->names = a->namev;
+    m->parts = a->cfg.parts != 0;
+    a->hello_part = 0;
+    if (m->parts) {
+        size_t k = proto_part_len(a->namev, (size_t)a->my_n, 0);
+        if (k < (size_t)a->my_n) { /* the first part; the rest in names messages */
+            m->nnames = k;
+            m->names_of = (size_t)a->my_n;
+            a->hello_part = 1;
+        }
+    }
     if (a->has_timing) {
         m->has_timing = 1;
         fill_timing(a, m, now);
@@ -280,6 +297,8 @@ void agent_heartbeat(const agent_t *a, proto_msg_t *m)
     m->type = PROTO_HEARTBEAT;
     strcpy(m->node, a->name);
     m->peer_table = a->ctl_table;
+    m->has_peer_names = a->ctl_partial;
+    m->peer_names = a->ctl_have;
 }
 
 /* The in-flight figure of bucket b (issue 25): the most of its requests
@@ -332,10 +351,19 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
     /* The epoch we obey, for every controller to hear: one whose etcd lost
      * its data (epochs from 1 again) learns from it where to lead. */
     m->follows = a->st.epoch;
-    m->has_names = a->peer_ack != a->my_table;
+    m->has_names = !a->ctl_parts && a->peer_ack != a->my_table;
     m->nnames = m->has_names ? (size_t)a->my_n : 0;
     m->names = m->has_names ? a->namev : NULL;
     m->has_weights = 0;
+    m->has_peer_names = a->ctl_partial;
+    m->peer_names = a->ctl_have;
+    /* Names in parts: records only for the buckets whose names the
+     * controller holds (the others wait for their part). */
+    size_t lim = !a->ctl_parts ? (size_t)a->my_n : a->peer_ack == a->my_table ? a->my_acked : 0;
+    if (a->ctl_parts && a->my_next > a->my_acked && ++a->my_idle >= AGENT_PART_STALL) {
+        a->my_next = a->my_acked; /* a part went missing: again from there */
+        a->my_idle = 0;
+    }
     /* Sparse: only what moved from what the controller holds; full when
      * it asked, every full_every reports, and while it lacks our names. */
     int sparse = a->ctl_sparse && !a->want_full && !m->has_names &&
@@ -374,10 +402,23 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
             .queued = rec.queued,
             .arrivals = rec.arrivals_interval,
             .served = clampc(rec.served_r + rec.served_l + rec.served_o),
-            .throttled = rec.r_left <= 0 && rec.l_left <= 0,
+            /* Throttled means requests wait with no token to spend (the
+             * controller's estimate reads it only with a queue): an idle
+             * bucket held at R 0 and L 0 (hold_until_tokens(), a bucket a
+             * part made, a revoked provisional split) is not, else the
+             * hold and its release would each send a record of zeros,
+             * which the controller takes for a report of the bucket and
+             * then withholds its provisional split everywhere. */
+            .throttled = rec.queued > 0 && rec.r_left <= 0 && rec.l_left <= 0,
         };
         int idle = !bs.queued && !ai && !bs.arrivals && !bs.served_r && !bs.served_l &&
                    !bs.served_o;
+        if ((size_t)b >= lim) {
+            /* Its name has not reached the controller: no pair there yet,
+             * which starts from nothing, as this base does. */
+            *bb = (agent_base_t){.period = m->period, .interval = m->interval};
+            continue;
+        }
         if (sparse) {
             proto_pred_t pred = {
                 .queued = bb->queued,
@@ -436,7 +477,7 @@ int agent_report(agent_t *a, double now, proto_msg_t *m)
 /* Sets the scheduler's shadow flags from the controller's table in m:
  * the buckets its list names are in shadow, every other bucket of the
  * table is not (a controller that does not send the list has none). */
-static void take_shadow(agent_t *a, const proto_msg_t *m)
+static void take_shadow(agent_t *a, const proto_msg_t *m, size_t at)
 {
     const char *p = m->shadow ? m->shadow : "";
     size_t next = *p ? strtoul(p, NULL, 10) : SIZE_MAX;
@@ -446,8 +487,8 @@ static void take_shadow(agent_t *a, const proto_msg_t *m)
             p = strchr(p, ',');
             next = p ? strtoul(++p, NULL, 10) : SIZE_MAX;
         }
-        if (a->ctl_map[i] >= 0)
-            sched_set_shadow(a->s, a->ctl_map[i], on);
+        if (a->ctl_map[at + i] >= 0)
+            sched_set_shadow(a->s, a->ctl_map[at + i], on);
     }
 }
 
@@ -484,22 +525,10 @@ static void drop_weight(agent_t *a, int b)
  * behaviour before there was a default bucket).  Returns the number of
  * buckets whose route changed (their waiting requests moved).  O(buckets),
  * once per controller table. */
-static int route_default(agent_t *a, const proto_msg_t *m)
+static int route_default(agent_t *a)
 {
-    int d = -1, nnow = sched_nbuckets(a->s), changed = 0;
-    for (size_t i = 0; i < m->nnames && d < 0; i++)
-        if (a->ctl_map[i] >= 0 && strcmp(m->names[i], "default") == 0)
-            d = a->ctl_map[i];
-    char *in = calloc((size_t)(nnow > 0 ? nnow : 1), 1);
-    if (!in) {
-        /* Cannot tell the table's buckets apart: route nothing new away,
-         * keep what is routed (fail closed). */
-        sched_set_new_route(a->s, d);
-        return 0;
-    }
-    for (size_t i = 0; i < m->nnames; i++)
-        if (a->ctl_map[i] >= 0 && a->ctl_map[i] < nnow)
-            in[a->ctl_map[i]] = 1;
+    int d = a->ctl_default, nnow = sched_nbuckets(a->s), changed = 0;
+    const uint8_t *in = a->ctl_seen; /* [seen_cap >= nnow]: table_fit() */
     for (int b = 0; b < nnow; b++) {
         int to = d >= 0 && !in[b] ? d : b;
         if (sched_route(a->s, b) != to) {
@@ -517,7 +546,6 @@ static int route_default(agent_t *a, const proto_msg_t *m)
                           "configure are not limited",
                  a->peer);
     a->default_route = d;
-    free(in);
     return changed;
 }
 
@@ -541,62 +569,212 @@ static int hold_until_tokens(agent_t *a)
     return any;
 }
 
-/* Rebuilds the controller-index -> scheduler-index map from m's names,
- * and applies the controller's bucket weights if m carries them.  Returns
- * the number of buckets the controller dropped (now R = 0, no limit), or
- * -ENOMEM (nothing changed). */
-static int take_ctl_table(agent_t *a, const proto_msg_t *m)
+/* Makes ctl_seen and ctl_was cover every scheduler bucket (new entries
+ * zero).  Returns 0 or -ENOMEM. */
+static int table_fit(agent_t *a)
 {
-    size_t n = m->nnames;
-    int nb = sched_nbuckets(a->s), dropped = 0, rc = -ENOMEM;
-    char *seen = calloc((size_t)(nb > 0 ? nb : 1) + n, 1);
-    char *was = calloc((size_t)(nb > 0 ? nb : 1), 1); /* the controller's before */
-    if (!seen || !was)
-        goto out;
+    int nb = sched_nbuckets(a->s);
+    nb = nb > 0 ? nb : 1;
+    if (growarr((void **)&a->ctl_seen, &a->seen_cap, nb, 1) < 0 ||
+        growarr((void **)&a->ctl_was, &a->was_cap, nb, 1) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* Starts taking the controller's table `gen` of n names: every index
+ * unmapped until its name comes (no tokens apply: fail closed), the
+ * buckets of the table before remembered (dropped at the end if the new
+ * one lacks them).  A node failing static that never had tokens holds
+ * every bucket at R 0 and L 0 while a table comes in parts: any of them
+ * may be limited.  Returns 0 or -ENOMEM (nothing changed). */
+static int table_begin(agent_t *a, uint32_t gen, size_t n, int parts)
+{
+    if (table_fit(a) < 0)
+        return -ENOMEM;
     if (n > a->ctl_cap) {
         int *p = realloc(a->ctl_map, n * sizeof *p);
         if (!p)
-            goto out;
+            return -ENOMEM;
         a->ctl_map = p;
         a->ctl_cap = n;
     }
-    for (size_t i = 0; i < a->ctl_n; i++)
+    int nb = sched_nbuckets(a->s);
+    memset(a->ctl_seen, 0, (size_t)a->seen_cap);
+    memset(a->ctl_was, 0, (size_t)a->was_cap);
+    for (size_t i = 0; i < a->ctl_n && a->ctl_table; i++)
         if (a->ctl_map[i] >= 0 && a->ctl_map[i] < nb)
-            was[a->ctl_map[i]] = 1;
-    for (size_t i = 0; i < n; i++) {
+            a->ctl_was[a->ctl_map[i]] = 1;
+    for (size_t i = 0; i < n; i++)
+        a->ctl_map[i] = -1;
+    int held = 0;
+    if (parts && a->cfg.mode == AGENT_FALLBACK_STATIC && !a->st.recv_tokens &&
+        !a->grant.snapshots && !a->st.refused)
+        for (int b = 0; b < nb; b++) {
+            agent__op_set_tokens(a, b, 0, 0);
+            a->ctl_was[b] = 1;
+            held = 1;
+        }
+    if (held)
+        agent__op_applied(a);
+    a->ctl_n = n;
+    a->ctl_have = 0;
+    a->ctl_default = -1;
+    a->ctl_table = gen;
+    a->ctl_partial = 1;
+    agent__grants_reset(a, 0); /* indexes of another table */
+    return 0;
+}
+
+/* Maps the names of m (names [at, at + nnames) of the table being taken)
+ * and applies their weights and shadow flags.  `hold_new` (a table in
+ * parts): a bucket made here for a name is held at R 0 and L 0 until the
+ * controller's tokens reach it (a whole table's tokens come with it or
+ * right after, as before). */
+static void table_part(agent_t *a, const proto_msg_t *m, size_t at, int hold_new)
+{
+    int before = sched_nbuckets(a->s), held = 0;
+    for (size_t i = 0; i < m->nnames; i++) {
         int b = op_bucket(a, m->names[i]);
         if (b < 0 && a->peer)
             log_warn("controller bucket '%s' not usable here: %s", m->names[i], strerror(-b));
-        a->ctl_map[i] = b;
-        if (b >= 0 && b < nb)
-            seen[b] = 1;
+        if (b >= before && hold_new) {
+            /* made here for the controller's name: it may be limited, and
+             * no tokens of the controller's have reached it (a new
+             * scheduler bucket has no limit): held at R 0 and L 0 until
+             * they do (fail closed) */
+            agent__op_set_tokens(a, b, 0, 0);
+            held = 1;
+        }
+        if (b >= a->seen_cap && table_fit(a) < 0)
+            b = -ENOMEM; /* cannot remember it is the controller's: unmapped */
+        a->ctl_map[at + i] = b;
+        if (b >= 0) {
+            a->ctl_seen[b] = 1;
+            if (a->ctl_default < 0 && strcmp(m->names[i], "default") == 0)
+                a->ctl_default = b;
+        }
     }
     int nnow = sched_nbuckets(a->s);
     if (m->has_weights && arrays_fit(a, (size_t)(nnow > 0 ? nnow : 0)) == 0)
-        for (size_t i = 0; i < n; i++)
-            if (a->ctl_map[i] >= 0)
-                take_weight(a, a->ctl_map[i], m->weights[i]);
-    take_shadow(a, m);
-    /* A bucket the controller dropped keeps serving, without reservation
-     * and without limit (it may still be in this node's own config), with
-     * its own weight. */
-    for (int b = 0; b < nb; b++)
-        if (was[b] && !seen[b]) {
+        for (size_t i = 0; i < m->nnames; i++)
+            if (a->ctl_map[at + i] >= 0)
+                take_weight(a, a->ctl_map[at + i], m->weights[i]);
+    take_shadow(a, m, at);
+    a->ctl_have = at + m->nnames;
+    a->st.parts_taken++;
+    if (held)
+        agent__op_applied(a);
+}
+
+/* The whole table is mapped: a bucket the controller dropped (or that was
+ * held while the table came) keeps serving, without reservation and
+ * without limit (it may still be in this node's own config), with its own
+ * weight; routes follow `default`.  Returns how many buckets changed.
+ * O(buckets), once per table. */
+static int table_end(agent_t *a)
+{
+    int nb = sched_nbuckets(a->s), dropped = 0;
+    if (nb > a->seen_cap && table_fit(a) < 0)
+        nb = a->seen_cap < a->was_cap ? a->seen_cap : a->was_cap;
+    for (int b = 0; b < nb && b < a->was_cap; b++)
+        if (a->ctl_was[b] && !a->ctl_seen[b]) {
             agent__op_set_tokens(a, b, 0, SCHED_UNLIMITED);
             sched_set_units(a->s, b, 0, 0, 0, INFINITY, 0);
             sched_set_shadow(a->s, b, 0);
             drop_weight(a, b);
             dropped++;
         }
-    a->ctl_n = n;
-    agent__grants_reset(a, 0); /* indexes of another table */
-    dropped += route_default(a, m);
-    a->ctl_table = m->table;
-    rc = dropped;
-out:
-    free(was);
-    free(seen);
-    return rc;
+    a->ctl_partial = 0;
+    return dropped + route_default(a);
+}
+
+/* Rebuilds the controller-index -> scheduler-index map from m's names
+ * (a whole table), and applies the controller's bucket weights if m
+ * carries them.  Returns the number of buckets the controller dropped (now
+ * R = 0, no limit), or -ENOMEM (nothing changed). */
+static int take_ctl_table(agent_t *a, const proto_msg_t *m)
+{
+    int rc = table_begin(a, m->table, m->nnames, 0);
+    if (rc < 0)
+        return rc;
+    table_part(a, m, 0, 0);
+    return table_end(a);
+}
+
+/* A part of the controller's table (a welcome's first part, `fresh`, or
+ * a names message): taken if it starts a table (at 0) or extends the one
+ * being taken exactly; anything else is ignored (our peer_names tells the
+ * controller where we are).  Returns 1 if the table is now whole, 0 if
+ * not (or ignored), -ENOMEM (the table is dropped: no tokens apply). */
+static int take_ctl_part(agent_t *a, const proto_msg_t *m, int fresh)
+{
+    size_t at = (size_t)m->names_at, of = (size_t)m->names_of;
+    int cont = !fresh && a->ctl_partial && m->table == a->ctl_table && of == a->ctl_n;
+    if (cont ? at != a->ctl_have : at != 0)
+        return 0;
+    if (!cont && table_begin(a, m->table, of, 1) < 0) {
+        a->ctl_table = 0;
+        a->ctl_n = 0;
+        a->ctl_partial = 0;
+        return -ENOMEM;
+    }
+    table_part(a, m, at, 1);
+    if (a->ctl_have < a->ctl_n)
+        return 0;
+    table_end(a);
+    if (a->peer)
+        log_info("controller %s: its table is whole (%zu buckets, in parts)", a->peer, a->ctl_n);
+    return 1;
+}
+
+int agent_names_part(agent_t *a, proto_msg_t *m)
+{
+    proto_msg_init(m);
+    if (!a->ctl_parts || a->my_capped || !a->st.welcomed || a->my_next >= (size_t)a->my_n ||
+        a->my_next - a->my_acked >= AGENT_PART_WINDOW)
+        return 0;
+    size_t k = proto_part_len(a->namev, (size_t)a->my_n, a->my_next);
+    if (!k)
+        return 0;
+    m->type = PROTO_NAMES;
+    strcpy(m->node, a->name);
+    m->table = a->my_table;
+    m->has_names = 1;
+    m->names = a->namev + a->my_next;
+    m->nnames = k;
+    m->names_at = a->my_next;
+    m->names_of = (size_t)a->my_n;
+    a->my_next += k;
+    a->st.parts_sent++;
+    return 1;
+}
+
+void agent_names_unsent(agent_t *a, const proto_msg_t *m)
+{
+    if (m->type == PROTO_NAMES && m->table == a->my_table && m->names_at < a->my_next)
+        a->my_next = (size_t)m->names_at;
+}
+
+/* The controller said how much of our table it holds (peer_table and
+ * peer_names of a welcome, tokens or heartbeat).  `fresh`: a welcome,
+ * which starts the count. */
+static void take_ack(agent_t *a, const proto_msg_t *m, int fresh)
+{
+    size_t k = m->peer_table == a->my_table
+                   ? (m->has_peer_names ? (size_t)m->peer_names : (size_t)a->my_n)
+                   : 0;
+    if (k > (size_t)a->my_n)
+        k = (size_t)a->my_n;
+    if (fresh) {
+        a->my_acked = a->my_next = k;
+        a->my_idle = 0;
+        a->my_capped = 0;
+    } else if (k > a->my_acked) {
+        a->my_acked = k;
+        a->my_idle = 0;
+        if (a->my_next < k)
+            a->my_next = k;
+    }
 }
 
 /* The slot of rep_basis that holds `basis` (the newest if twice), or -1:
@@ -729,8 +907,15 @@ int agent_handle_from(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
          * own.  Until it sends its names, its tokens cannot be mapped. */
         a->ctl_table = 0;
         a->ctl_n = 0;
+        a->ctl_partial = 0;
         a->ctl_pos_known = 0;
         agent__grants_reset(a, 1);
+    }
+    /* A part of a table comes from the controller we follow, at its epoch
+     * (a deposed one's names must not remap our buckets). */
+    if (m->type == PROTO_NAMES && (src != a->st.leader || m->epoch != a->st.epoch)) {
+        a->st.stale_epoch++;
+        return 0;
     }
     if (m->type == PROTO_WELCOME || m->type == PROTO_TOKENS || m->type == PROTO_HEARTBEAT)
         a->st.lease = m->lease; /* the leader's; 0: an older controller, no bound */
@@ -763,6 +948,11 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
                      (unsigned long long)mt.period);
         a->st.welcomed = 1;
         a->peer_ack = m->peer_table;
+        a->ctl_parts = a->cfg.parts && m->parts;
+        take_ack(a, m, 1);
+        if (a->hello_part && !a->ctl_parts)
+            a->peer_ack = 0; /* an older controller took our first part for
+                                the whole table: the next report sends it */
         /* A new session: it holds nothing of our buckets yet. */
         a->ctl_sparse = a->cfg.sparse && m->sparse;
         a->want_full = 1;
@@ -777,7 +967,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         /* A welcome starts a session: a controller table not sent with it
          * may be another controller's, so forget ours. */
         if (m->has_names) {
-            int rc = take_ctl_table(a, m);
+            int rc = m->names_of ? take_ctl_part(a, m, 1) : take_ctl_table(a, m);
             if (rc < 0)
                 a->ctl_table = 0;
             else if (hold_until_tokens(a) || rc > 0)
@@ -785,6 +975,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         } else {
             a->ctl_table = 0;
             a->ctl_n = 0;
+            a->ctl_partial = 0;
         }
         if (a->st.refused) {
             int in = 0;
@@ -798,6 +989,7 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
         a->st.recv_tokens++;
         a->last_ctl = now;
         a->peer_ack = m->peer_table;
+        take_ack(a, m, 0);
         if (m->full && a->ctl_sparse && !a->want_full) {
             a->want_full = 1;
             a->st.full_asked++;
@@ -828,8 +1020,10 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
     case PROTO_HEARTBEAT:
         a->st.recv_heartbeat++;
         a->last_ctl = now;
-        if (m->peer_table)
+        if (m->peer_table) {
             a->peer_ack = m->peer_table;
+            take_ack(a, m, 0);
+        }
         if (m->full && a->ctl_sparse && !a->want_full) {
             a->want_full = 1;
             a->st.full_asked++;
@@ -849,8 +1043,12 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             a->st.welcomed = 0;
             return AGENT_SEND_HELLO;
         }
-        if (strcmp(m->code, "unknown_table") == 0)
+        if (strcmp(m->code, "unknown_table") == 0) {
             a->peer_ack = 0; /* names go with the next report */
+            a->my_acked = a->my_next = 0; /* or in parts from the first */
+        }
+        if (strcmp(m->code, "too_many_names") == 0)
+            a->my_capped = 1; /* it holds no more of ours: the rest wait */
         if (strcmp(m->code, "duplicate_name") == 0) {
             if (a->peer && a->st.duplicate_name % 60 == 0)
                 log_error("controller %s refuses node name '%s': another running node is "
@@ -862,6 +1060,16 @@ static int handle_msg(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm
             hold(a);
             return AGENT_REFUSED;
         }
+        break;
+    case PROTO_NAMES:
+        /* a part of the controller's table (names in parts) */
+        if (!a->st.welcomed || !a->ctl_parts)
+            break;
+        int whole = take_ctl_part(a, m, 0);
+        if (whole < 0)
+            agent__grants_reset(a, 0);
+        if (whole > 0)
+            agent__op_applied(a);
         break;
     case PROTO_RULES:
         /* the leader's rule list (epoch fencing above): the node's from now */
@@ -919,6 +1127,8 @@ int agent_welcomed(const agent_t *a)
 void agent_stats(const agent_t *a, agent_stats_t *out)
 {
     *out = a->st;
+    out->ctl_partial = a->ctl_partial;
+    out->ctl_names = a->ctl_have;
 }
 
 /* ---- life cycle ---- */
@@ -945,6 +1155,7 @@ agent_t *agent_new(const agent_config_t *cfg, sched_t *sched, const agent_ops_t 
         a->ops = *ops;
     a->last_rep_interval = -1;
     a->default_route = -1;
+    a->ctl_default = -1;
     a->my_table = 1;
     a->want_full = 1;
     a->st.fallback = 1; /* until the controller speaks */
@@ -982,6 +1193,8 @@ void agent_destroy(agent_t **ap)
     free(a->gl2);
     free(a->ub);
     free(a->ctl_map);
+    free(a->ctl_seen);
+    free(a->ctl_was);
     grant_clear(&a->grant);
     free(a->peer);
     free(a);

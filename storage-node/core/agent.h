@@ -82,10 +82,25 @@ typedef struct {
     int renew;                /* offer changed grants only in hello
                                  (default 1; docs/protocol.md "Changed
                                  grants"); used once a welcome says it */
+    int parts;                /* offer names in parts in hello (default 1;
+                                 docs/protocol.md "Names in parts"): a table
+                                 bigger than a part goes and comes part by
+                                 part once a welcome says it */
 } agent_config_t;
 
 /* Fills *cfg with the defaults above (name and peer NULL). */
 void agent_config_defaults(agent_config_t *cfg);
+
+/* Names in parts: at most this many parts of our table go after each
+ * report (agent_names_part()); the controller is sent at most
+ * AGENT_PART_WINDOW names beyond what it acknowledged, and the parts go
+ * again from there after AGENT_PART_STALL reports without progress (a
+ * safety net: a part that could not be sent is taken back at once,
+ * agent_names_unsent(), and the transport loses nothing else within a
+ * session). */
+#define AGENT_PARTS_REPORT 32
+#define AGENT_PART_WINDOW 262144
+#define AGENT_PART_STALL 50
 
 /* How the agent acts on the node.  Every member may be NULL, meaning "do it
  * directly on the scheduler": sched_add_bucket() with weight 1 (which finds
@@ -187,12 +202,28 @@ typedef struct {
                                     again without a record (changed grants) */
     uint64_t grant_gaps;         /* tokens messages after a gap in gseq (a
                                     lost one): nothing renewed, regrant */
+    uint64_t parts_sent, parts_taken; /* names in parts: of our table sent,
+                                    of the controller's taken */
+    int ctl_partial;             /* the controller's table is still arriving */
+    uint64_t ctl_names;          /* names of the controller's table held */
     proto_stats_t proto;         /* messages the agent dropped: addressed to
                                     another node (unknown_node), or for a
                                     controller table it lacks (table) */
 } agent_stats_t;
 
 typedef struct agent agent_t;
+
+/* Names in parts: fills m (initialised here, borrowing the agent's names)
+ * with the next part of our table for the controller, a names message.
+ * Returns 1 if it did (send it), 0 if nothing is due: the controller did
+ * not take parts, holds our whole table, holds no more (too_many_names),
+ * or AGENT_PART_WINDOW names are out unacknowledged.  Call after
+ * agent_report(), up to AGENT_PARTS_REPORT times. */
+int agent_names_part(agent_t *a, proto_msg_t *m);
+
+/* The part m (from agent_names_part()) could not be sent: it and the ones
+ * after it go again next time. */
+void agent_names_unsent(agent_t *a, const proto_msg_t *m);
 
 /* agent_handle() result bit: send agent_hello() now.  Either the controller
  * does not know this node (an `unknown_node` error; the agent is no longer

@@ -93,6 +93,26 @@ struct agent {
     int ub_cap;
     uint64_t unit;       /* bytes per scheduler unit, >= 1 */
 
+    /* Names in parts (docs/protocol.md "Names in parts").  Ours: the
+     * controller holds my_acked names of my_table (its peer_names); the
+     * next part starts at my_next; my_idle counts reports without progress
+     * while parts are out (go back at AGENT_PART_STALL); my_capped: it
+     * holds no more this session (too_many_names).  Its: ctl_partial while
+     * its table ctl_table (ctl_n names) arrives, of which ctl_have are
+     * mapped in ctl_map (the rest -1: no tokens apply, fail closed);
+     * ctl_seen / ctl_was per scheduler bucket: in the table so far / in
+     * the previous table or held meanwhile (dropped at the end if not
+     * seen); ctl_default: `default`'s scheduler index if seen, -1. */
+    int ctl_parts;
+    int hello_part;
+    size_t my_acked, my_next;
+    int my_idle, my_capped;
+    int ctl_partial;
+    size_t ctl_have;
+    uint8_t *ctl_seen, *ctl_was;
+    int seen_cap, was_cap;
+    int ctl_default;
+
     /* the controller's table: its index -> our scheduler index (or -1) */
     uint32_t ctl_table;
     int default_route;   /* scheduler index of the controller's `default`

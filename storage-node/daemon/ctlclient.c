@@ -314,6 +314,13 @@ int ctlclient_report_now(ctlclient_t *c, double now)
     m->has_names = 0;
     if (rc == 0)
         c->st.sent_report++;
+    /* names in parts: the next parts of our table, a bounded number */
+    proto_msg_t part; /* borrows the agent's names */
+    for (int i = 0; rc == 0 && i < AGENT_PARTS_REPORT && agent_names_part(c->agent, &part); i++)
+        if (send_msg(c, &part) < 0) {
+            agent_names_unsent(c->agent, &part); /* again after the next report */
+            break;
+        }
     return rc;
 }
 
