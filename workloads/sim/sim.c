@@ -199,7 +199,7 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
         {.name = "trace", .type = OPTS_STRING, .target = &st->trace, .arg = "FILE",
          .help = "pshift policies: per control round, node and bucket of\n"
                  "--trace-buckets, what the controller placed and the node\n"
-                 "did (CSV; docs/simulator.md, \"Tracing a bucket\")"},
+                 "did (CSV; docs/simulator.md, \"Outputs\")"},
         {.name = "trace-buckets", .type = OPTS_STRING, .target = &st->trace_list, .arg = "LIST",
          .help = "bucket indices to --trace, comma-separated (default 0)"},
         {.name = "sample", .type = OPTS_INT, .target = &st->sample, .arg = "N", .deflt = "50",

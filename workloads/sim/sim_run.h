@@ -86,7 +86,7 @@ typedef struct {
                                  between their rounds (controller/
                                  shardset.h); 0: one controller */
     /* pshift policies: one CSV line per control round, node and traced
-     * bucket (docs/simulator.md, "Tracing a bucket") to `trace` (caller's
+     * bucket (docs/simulator.md, "Outputs") to `trace` (caller's
      * stream, not closed; NULL: no trace) for the ntrace bucket indices
      * at trace_b (caller-owned) */
     FILE *trace;
