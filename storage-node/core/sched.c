@@ -513,7 +513,7 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
      * taken with one token left (1 / weight): scaled as from one, not kept,
      * or a bucket whose period ended on its last token waited for the
      * virtual time to catch up with that stride, a whole period at a busy
-     * node (issue 25: seed 499's b22, 2 IOs in 400 ms with 131 R-tokens). */
+     * node (issue 25: seed 499's b22, 2 IOs in 600 ms with 130 R-tokens). */
     retick(s, b, (double)s->weight[b] * (double)(k->r > 0 ? k->r : 1),
            (double)s->weight[b] * (double)r_tokens);
     pace_grant(&x->r, r_tokens, until, now, s->burst_s);
