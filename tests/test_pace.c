@@ -468,6 +468,50 @@ START_TEST(test_sched_urgency_weights_and_new_tokens)
 }
 END_TEST
 
+/* By urgency, a bucket that spent its last R-token (a stride of 1 / weight)
+ * and then gets new ones is served in proportion to them at once: its
+ * pass is rescaled as from one token, not kept a whole stride ahead (issue
+ * 25: at a busy node such a bucket waited for the virtual time to catch up,
+ * up to a period; the old rule served it 0 times here). */
+START_TEST(test_sched_urgency_last_token_then_new_grant)
+{
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    ck_assert_int_eq(sched_set_r_order(s, SCHED_ORDER_URGENCY), 0);
+    static sched_item_t it[2][4];
+    for (int b = 0; b < 2; b++) {
+        ck_assert_int_eq(sched_add_bucket(s, b ? "small" : "big", 1), b);
+        for (int i = 0; i < 4; i++)
+            ck_assert_int_eq(sched_enqueue(s, b, &it[b][i]), 0);
+    }
+    ck_assert_int_eq(sched_set_tokens(s, 0, 10000, 0, INFINITY, 0), 0);
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1, 0, INFINITY, 0), 0);
+    int small = 0;
+    for (int k = 0; k < 100; k++) { /* small takes its one token */
+        sched_item_t *x = sched_dispatch(s, 0, NULL);
+        ck_assert_ptr_nonnull(x);
+        small += x->bucket == 1;
+        ck_assert_int_eq(sched_enqueue(s, x->bucket, x), 0);
+    }
+    ck_assert_int_eq(small, 1);
+    sched_bucket_stats_t st;
+    ck_assert_int_eq(sched_bucket_stats(s, 1, &st), 0);
+    ck_assert_int_eq(st.r_tokens, 0);
+    /* the next grant: 1,000 against big's ~9,900, about 1 in 11 */
+    ck_assert_int_eq(sched_set_tokens(s, 1, 1000, 0, INFINITY, 0), 0);
+    small = 0;
+    for (int k = 0; k < 110; k++) {
+        sched_class_t c;
+        sched_item_t *x = sched_dispatch(s, 0, &c);
+        ck_assert_ptr_nonnull(x);
+        ck_assert_int_eq(c, SCHED_CLASS_R);
+        small += x->bucket == 1;
+        ck_assert_int_eq(sched_enqueue(s, x->bucket, x), 0);
+    }
+    ck_assert_msg(small >= 7 && small <= 13, "small served %d of 110 after its new grant", small);
+    sched_destroy(&s);
+}
+END_TEST
+
 /* A bucket waiting for credit leaves the ready sets and comes back on time;
  * remove, drain and route keep the heaps right: a drained or emptied
  * bucket is no longer waited for, a routed one pays its target's paced
@@ -687,7 +731,7 @@ int main(void)
         test_sched_urgency_in_proportion_to_r_tokens,
         test_sched_urgency_weights_and_new_tokens, test_sched_pacing_remove_drain_route,
         test_sched_pacing_random_liveness, test_sched_pacing_r_ahead_within_limit,
-        test_sched_pacing_catch_up_bound,
+        test_sched_pacing_catch_up_bound, test_sched_urgency_last_token_then_new_grant,
     };
     return testlib_run_timed("pace", 120, tests, sizeof tests / sizeof tests[0]);
 }

@@ -524,6 +524,54 @@ START_TEST(test_sim_speed_steps_and_auto_window)
 }
 END_TEST
 
+/* --trace: a line per control round and node for a traced bucket with
+ * what the controller placed and the node did (20 columns; its reservation
+ * placed in the first round), none for a bucket not traced or a policy
+ * without a controller. */
+START_TEST(test_sim_run_trace_pairs)
+{
+    sim_model_t *m = from_text(
+        "{\"duration\": 2, \"capacity\": 10000, \"servers\": [{\"name\": \"s\", "
+        "\"address\": \"h:1\"}, {\"name\": \"t\", \"address\": \"h:2\"}], "
+        "\"buckets\": [{\"name\": \"a\", \"reservation\": 2000, \"servers\": [\"s\"], "
+        "\"outstanding\": 8}, {\"name\": \"b\", \"reservation\": 1000, \"outstanding\": 8}]}");
+    const int which[] = {0};
+    for (int pol = 0; pol < 2; pol++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        ck_assert_ptr_nonnull(f);
+        sim_run_opts_t o = {.trace = f, .trace_b = which, .ntrace = 1};
+        sim_result_t *r = run(m, pol ? SIM_POLICY_RR : SIM_POLICY_PSHIFT_PACED, &o);
+        ck_assert_int_eq(fclose(f), 0);
+        int lines = 0, first_r = -1;
+        for (char *sp, *ln = strtok_r(buf, "\n", &sp); ln; ln = strtok_r(NULL, "\n", &sp)) {
+            int commas = 0;
+            for (char *q = ln; *q; q++)
+                commas += *q == ',';
+            ck_assert_int_eq(commas, 19);
+            int p, k, b, n;
+            long long rt;
+            ck_assert_int_eq(sscanf(ln, "%d,%d,%d,%d,%*f,%*f,%*d,%*u,%*u,%*u,%*u,%*u,%*d,%lld", &p,
+                                    &k, &b, &n, &rt), 5);
+            ck_assert_int_eq(b, 0);
+            ck_assert_int_eq(n, 0); /* a is on s only */
+            if (lines++ == 0)
+                first_r = (int)rt;
+        }
+        if (pol) {
+            ck_assert_int_eq(lines, 0);
+        } else {
+            ck_assert_int_eq(lines, 10); /* 2 periods x 5 rounds */
+            ck_assert_int_eq(first_r, 2000);
+        }
+        free(buf);
+        sim_result_destroy(&r);
+    }
+    sim_model_destroy(&m);
+}
+END_TEST
+
 /* The property test's checker: on issue 25's one-server model it judges
  * bucket a (its R fits and 8 in flight allow 4,444 IOs/s unloaded) and
  * finds it short; b's limit-free periods are not limit periods. */
@@ -653,6 +701,6 @@ int main(void)
                                   test_sim_speed_steps_and_auto_window,
                                   test_sim_prop_check_judges_the_starved_bucket,
                                   test_sim_prop_check_splits_a_moving_bucket_by_time,
-                                  test_sim_runtime_set_follows};
+                                  test_sim_runtime_set_follows, test_sim_run_trace_pairs};
     return testlib_run_timed("sim", 60, tests, sizeof tests / sizeof tests[0]);
 }

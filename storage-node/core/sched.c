@@ -509,7 +509,13 @@ int sched_set_tokens(sched_t *s, int b, int64_t r_tokens, int64_t l_tokens, doub
         z->sl = l_tokens;
         l_tokens = SCHED_UNLIMITED;
     }
-    retick(s, b, (double)s->weight[b] * (double)k->r, (double)s->weight[b] * (double)r_tokens);
+    /* Out of R-tokens, its pass is still ahead by its last token's stride,
+     * taken with one token left (1 / weight): scaled as from one, not kept,
+     * or a bucket whose period ended on its last token waited for the
+     * virtual time to catch up with that stride, a whole period at a busy
+     * node (issue 25: seed 499's b22, 2 IOs in 600 ms with 130 R-tokens). */
+    retick(s, b, (double)s->weight[b] * (double)(k->r > 0 ? k->r : 1),
+           (double)s->weight[b] * (double)r_tokens);
     pace_grant(&x->r, r_tokens, until, now, s->burst_s);
     pace_grant(&x->l, l_tokens, l_tokens == SCHED_UNLIMITED ? INFINITY : until, now, s->burst_s);
     k->r = r_tokens;

@@ -73,6 +73,9 @@ static const char usage_tail[] =
     "    docs/simulator.md (model, outputs, scenario mapping, results),\n"
     "    examples/exp1.sh, examples/exp2.sh, bqos-load(1)\n";
 
+/* Buckets --trace-buckets may name. */
+#define SIM_TRACE_MAX 64
+
 /* Command-line settings: filled once by main(), read-only afterwards. */
 typedef struct {
     sim_config_t cfg;
@@ -81,6 +84,9 @@ typedef struct {
     const char *policy_list;
     int changes_exact;
     const char *scenario, *json, *csv, *ivcsv;
+    const char *trace, *trace_list;     /* --trace FILE, --trace-buckets LIST */
+    int trace_b[SIM_TRACE_MAX];
+    size_t ntrace;
     int sample;
     int threads;
     int weighted;
@@ -96,7 +102,7 @@ typedef struct {
  * defaults are sim_config_default()'s (the caller sets them, option_rows()
  * prints them into `shown` for --help). */
 #define NGEN 18
-#define NOPTS (NGEN + 17)
+#define NOPTS (NGEN + 19)
 
 /* Fills rows[NOPTS], the option table, with targets in *st; shown[NGEN]
  * receives the generator's defaults as text. */
@@ -190,6 +196,12 @@ static void option_rows(settings_t *st, opts_row_t *rows, char (*shown)[32])
         {.name = "intervals-csv", .type = OPTS_STRING, .target = &st->ivcsv, .arg = "FILE",
          .help = "IOs per bucket per interval for every SAMPLE-th bucket:\n"
                  "policy,period,bucket,reserved,i1..iK (Fig. 3(c))"},
+        {.name = "trace", .type = OPTS_STRING, .target = &st->trace, .arg = "FILE",
+         .help = "pshift policies: per control round, node and bucket of\n"
+                 "--trace-buckets, what the controller placed and the node\n"
+                 "did (CSV; docs/simulator.md, \"Outputs\")"},
+        {.name = "trace-buckets", .type = OPTS_STRING, .target = &st->trace_list, .arg = "LIST",
+         .help = "bucket indices to --trace, comma-separated (default 0)"},
         {.name = "sample", .type = OPTS_INT, .target = &st->sample, .arg = "N", .deflt = "50",
          .min = 1, .max = 1000000000, .help = "bucket stride of --intervals-csv"},
         {.name = "threads", .shrt = 't', .type = OPTS_INT, .target = &st->threads, .arg = "N",
@@ -249,6 +261,17 @@ static int parse_args(int argc, char **argv, settings_t *st)
     }
     if (st->changes_exact)
         st->cfg.changes_upto = 0;
+    const char *tl = st->trace_list ? st->trace_list : "0";
+    for (const char *q = tl; *q;) {
+        char *end;
+        long b = strtol(q, &end, 10);
+        if (end == q || b < 0 || b > INT32_MAX || (*end && *end != ',') ||
+            st->ntrace == SIM_TRACE_MAX)
+            return opts_fail(&cmd, "--trace-buckets: bad list '%s' at '%s' (at most %d indices)",
+                             tl, q, SIM_TRACE_MAX);
+        st->trace_b[st->ntrace++] = (int)b;
+        q = *end ? end + 1 : end;
+    }
     return parse_policies(st, st->policy_list, &cmd);
 }
 
@@ -403,10 +426,21 @@ int main(int argc, char **argv)
                 err);
         return rc == -EINVAL ? 1 : 2;
     }
+    FILE *trace = NULL;
+    if (st.trace) {
+        if (!(trace = fopen(st.trace, "w"))) {
+            fprintf(stderr, "bqos-sim: %s: %s\n", st.trace, strerror(errno));
+            goto out;
+        }
+        fputs("period,interval,bucket,node,capacity,conservative,r_booked,served_r,served_l,"
+              "served_o,queued,arrivals,demand,r_tokens,l_tokens,window,backend,latency_ms,"
+              "base_ms,throughput\n", trace);
+    }
     progress_t pr = {.tty = isatty(2), .K = m->cfg.intervals, .P = m->cfg.periods};
     sim_run_opts_t ro = {.threads = st.threads, .weighted = st.weighted, .burst_s = st.burst_s,
                          .limit_depth = st.limit_depth, .shares = st.shares,
-                         .shards = st.shards,
+                         .shards = st.shards, .trace = trace, .trace_b = st.trace_b,
+                         .ntrace = st.ntrace,
                          .progress = st.quiet ? NULL : progress, .arg = &pr};
     for (int i = 0; i < st.npolicies; i++) {
         if ((rc = sim_run(m, st.policies[i], &ro, &res[nres])) < 0) {
@@ -451,6 +485,10 @@ int main(int argc, char **argv)
     }
     status = 0;
 out:
+    if (trace && fclose(trace) != 0 && status == 0) {
+        fprintf(stderr, "bqos-sim: %s: %s\n", st.trace, strerror(errno));
+        status = 2;
+    }
     json_decref(root);
     for (int i = 0; i < nres; i++)
         sim_result_destroy(&res[i]);

@@ -819,6 +819,49 @@ static int shards_round(run_t *R, int p, int k, double t)
     return 0;
 }
 
+/* --trace: for every traced bucket and every node holding it (active
+ * there, tokens or a queue), what the controller decided this round and
+ * what the node did, as one CSV line (header in sim.c).  R booked: the
+ * R-tokens the controller placed on the node for the rest of the period,
+ * summed over every bucket (O(buckets) per node: a debugging aid). */
+static void trace_round(run_t *R, int p, int k)
+{
+    for (size_t i = 0; i < R->o->ntrace; i++) {
+        int b = R->o->trace_b[i];
+        if (b < 0 || b >= R->B)
+            continue;
+        for (int s = 0; s < R->S; s++) {
+            ctrl_pair_info_t pi;
+            ctrl_node_info_t ni;
+            sched_bucket_stats_t st;
+            if (ctrl_pair_info(R->ctl, s, b, &pi) < 0 || ctrl_node_info(R->ctl, s, &ni) < 0 ||
+                sched_bucket_stats(R->sv[s].sch, b, &st) < 0)
+                continue;
+            if (!pi.demand && pi.r_tokens <= 0 && !pi.queued && !st.served_r && !st.served_l &&
+                !st.served_o && !st.queued)
+                continue;
+            int64_t booked = 0;
+            for (int b2 = 0; b2 < R->B; b2++) {
+                ctrl_pair_info_t p2;
+                if (ctrl_pair_info(R->ctl, s, b2, &p2) == 0 && p2.r_tokens > 0)
+                    booked += p2.r_tokens;
+            }
+            window_stats_t ws = {0};
+            if (R->sv[s].win)
+                window_stats(R->sv[s].win, &ws);
+            fprintf(R->o->trace,
+                    "%d,%d,%d,%d,%.0f,%.0f,%lld,%llu,%llu,%llu,%llu,%llu,%lld,%lld,%lld,%d,%d,%.3f,"
+                    "%.3f,%.0f\n",
+                    p, k, b, s, ni.capacity, ni.conservative, (long long)booked,
+                    (unsigned long long)st.served_r, (unsigned long long)st.served_l,
+                    (unsigned long long)st.served_o, (unsigned long long)st.queued,
+                    (unsigned long long)st.arrivals, (long long)pi.demand, (long long)pi.r_tokens,
+                    (long long)pi.l_tokens, ws.window, ws.inflight, ws.latency * 1e3,
+                    ws.base * 1e3, ws.throughput);
+        }
+    }
+}
+
 /* pshift: one controller round at interval k of period p (time t), fed
  * the nodes' reports; queues each node's push. */
 static int ctl_round(run_t *R, int p, int k, double t)
@@ -838,6 +881,8 @@ static int ctl_round(run_t *R, int p, int k, double t)
         return rc;
     R->r->rounds++;
     R->r->skipped += res.skipped;
+    if (R->o->trace)
+        trace_round(R, p, k);
     /* As bqos-controller pushes: a heartbeat when the round was skipped or
      * there is nothing to say. */
     for (int s = 0; s < S; s++) {

@@ -85,6 +85,13 @@ typedef struct {
                                  this many shards with the root step
                                  between their rounds (controller/
                                  shardset.h); 0: one controller */
+    /* pshift policies: one CSV line per control round, node and traced
+     * bucket (docs/simulator.md, "Outputs") to `trace` (caller's
+     * stream, not closed; NULL: no trace) for the ntrace bucket indices
+     * at trace_b (caller-owned) */
+    FILE *trace;
+    const int *trace_b;
+    size_t ntrace;
     sim_progress_fn progress; /* may be NULL */
     void *arg;
 } sim_run_opts_t;
