@@ -457,6 +457,18 @@ int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *r
  * root step.  O(buckets in that round's R problem). */
 int64_t ctrl_r_target(const ctrl_t *c);
 
+/* As ctrl_shard_needs(), plus *target (may be NULL) as ctrl_r_target(),
+ * for the first round of the next period: every bucket's reservation
+ * left taken as r_frac x its whole reservation per period (the smaller
+ * of R and L), r_frac being the share of the period that was left at the
+ * last computed round, so that the needs scale to the new period as
+ * ctrl_shard_needs()'s do to the rest of one (the demands stay the last
+ * round's forecasts).  A bucket with demand counts in the target even if
+ * it had met its reservation.  Returns 0, -EINVAL (r_frac < 0 or NaN) or
+ * -ENOMEM.  Same cost. */
+int ctrl_shard_needs_next(const ctrl_t *c, double r_frac, int64_t *placed, int64_t *must,
+                          int64_t *room, int64_t *demand, int64_t *target);
+
 /* ---- introspection (status, admission) ----------------------------------- */
 
 typedef struct {

@@ -24,6 +24,8 @@ struct shardset {
                                 that was not a period's last (which places
                                 R on the queues, not where it will go) */
     int capnorm;
+    shardroot_pace_t *pace;  /* [k]: each shard's reservation left, followed */
+    uint64_t *ncomp;         /* [k]: its computed rounds at the last step */
 };
 
 shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
@@ -41,7 +43,9 @@ shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
     ss->glob = calloc((size_t)k, sizeof *ss->glob);
     ss->nglob = calloc((size_t)k, sizeof *ss->nglob);
     ss->root = shardroot_new();
-    if (!ss->sh || !ss->glob || !ss->nglob || !ss->root)
+    ss->pace = calloc((size_t)k, sizeof *ss->pace);
+    ss->ncomp = calloc((size_t)k, sizeof *ss->ncomp);
+    if (!ss->sh || !ss->glob || !ss->nglob || !ss->root || !ss->pace || !ss->ncomp)
         goto fail;
     for (int s = 0; s < k; s++)
         if (!(ss->sh[s] = ctrl_new(&ss->cfg)))
@@ -72,6 +76,8 @@ void shardset_destroy(shardset_t **sp)
     free(ss->cap);
     free(ss->cons);
     free(ss->pnorm);
+    free(ss->pace);
+    free(ss->ncomp);
     free(ss);
     *sp = NULL;
 }
@@ -220,12 +226,29 @@ int shardset_root(shardset_t *ss, double left, const pshift_opts_t *o)
     const double now = left > 0 ? left : 1;
     const int iv = ss->cfg.intervals;
     const int fresh = ss->left_prev > 1.0 / iv + 1e-9; /* not a last interval */
+    /* A new period since the last step (the time left grew): the needs are
+     * those of the new period, every reservation whole again, not what was
+     * left of the old one's (ctrl_shard_needs_next()). */
+    const int newp = ss->left_prev > 0 && left > ss->left_prev + 1e-9;
 #define SCALE(x) ((int64_t)((double)(x) * f))
     for (int s = 0; s < ss->k; s++) {
         ctrl_t *c = ss->sh[s];
-        if ((rc = ctrl_shard_needs(c, ss->placed, ss->must, ss->room, ss->dem)) < 0)
+        int64_t target;
+        if (newp)
+            rc = ctrl_shard_needs_next(c, ss->left_prev, ss->placed, ss->must, ss->room, ss->dem,
+                                       &target);
+        else if ((rc = ctrl_shard_needs(c, ss->placed, ss->must, ss->room, ss->dem)) == 0)
+            target = ctrl_r_target(c);
+        if (rc < 0)
             goto fail;
-        if ((rc = shardroot_set_target(ss->root, s, SCALE(ctrl_r_target(c)))) < 0)
+        /* Its pace drifts from pro rata (shardroot_pace()). */
+        const uint64_t nc = ctrl_stats(c)->computed;
+        const int mode = newp ? SHARDROOT_PACE_NEW_PERIOD
+                              : nc == ss->ncomp[s] ? SHARDROOT_PACE_STALE : SHARDROOT_PACE_NEXT;
+        ss->ncomp[s] = nc;
+        target = shardroot_pace(&ss->pace[s], target, ss->left_prev > 0 ? ss->left_prev : 1, now,
+                                mode);
+        if ((rc = shardroot_set_target(ss->root, s, target)) < 0)
             goto fail;
         for (int n = 0; n < ctrl_nnodes(c) && n < nn; n++) {
             double *pn = &ss->pnorm[(size_t)s * ss->capn + n];

@@ -298,6 +298,57 @@ START_TEST(test_shardroot_reservations_fit_as_unsharded)
 }
 END_TEST
 
+/* A shard that placed more last round than it has left to place (it ran
+ * ahead of its pace) is given back at most its target by the placement
+ * tier; the rest of the node goes to the shard behind, whose R then fits
+ * without a cut.  Before the tier was held to the target, both claims
+ * (80 and 20 + 70) were cut in proportion: 48 and 52 of 90 (r_cut 70). */
+START_TEST(test_shardroot_placed_within_target)
+{
+    shardroot_t *r = shardroot_new();
+    ck_assert_int_eq(shardroot_reset(r, 2, 1), 0);
+    ck_assert_int_eq(shardroot_set_node(r, 0, 100, 100), 0);
+    ck_assert_int_eq(shardroot_set_target(r, 0, 10), 0);
+    ck_assert_int_eq(shardroot_set_need(r, 0, 0, 0, 100, 150), 0);
+    ck_assert_int_eq(shardroot_set_placed(r, 0, 0, 80), 0);
+    ck_assert_int_eq(shardroot_set_target(r, 1, 90), 0);
+    ck_assert_int_eq(shardroot_set_need(r, 1, 0, 0, 100, 150), 0);
+    ck_assert_int_eq(shardroot_set_placed(r, 1, 0, 20), 0);
+    ck_assert_int_eq(shardroot_solve(r, NULL), 0);
+    int64_t r0, r1, c0, c1;
+    shardroot_slice(r, 0, 0, NULL, &c0, &r0);
+    shardroot_slice(r, 1, 0, NULL, &c1, &r1);
+    ck_assert_int_eq(r0, 10);
+    ck_assert_int_eq(r1, 90);
+    ck_assert_int_le(c0 + c1, 100);
+    ck_assert_int_eq(shardroot_stats(r)->r_cut, 0);
+    shardroot_destroy(&r);
+}
+END_TEST
+
+/* A shard's reservation left followed across steps: a new period's needs
+ * scale to the time left; the first step after has no drift yet; then a
+ * shard that served 180 of an interval's pro rata 205 is expected to fall
+ * behind by as much again; stale needs and bad input forget the drift. */
+START_TEST(test_shardroot_pace)
+{
+    shardroot_pace_t p = {0};
+    /* Needs of the old period's last round (0.2 left): R 1,000 whole. */
+    ck_assert_int_eq(shardroot_pace(&p, 200, 0.2, 1.0, SHARDROOT_PACE_NEW_PERIOD), 1000);
+    ck_assert_int_eq(shardroot_pace(&p, 1000, 1.0, 0.8, SHARDROOT_PACE_NEXT), 800);
+    /* 820 left at 0.8: 20 beyond pro rata over the interval; at 0.6 pro
+     * rata says 615, and 20 more. */
+    ck_assert_int_eq(shardroot_pace(&p, 820, 0.8, 0.6, SHARDROOT_PACE_NEXT), 635);
+    /* Ahead instead: 600 left at 0.6 against 615. */
+    ck_assert_int_eq(shardroot_pace(&p, 600, 0.6, 0.4, SHARDROOT_PACE_NEXT), 385);
+    ck_assert_int_eq(shardroot_pace(&p, 600, 0.6, 0.4, SHARDROOT_PACE_STALE), 400);
+    ck_assert_int_eq(shardroot_pace(&p, 380, 0.4, 0.2, SHARDROOT_PACE_NEXT), 190);
+    ck_assert_int_eq(shardroot_pace(&p, 0, 0.4, 0.2, SHARDROOT_PACE_NEXT), 0);
+    ck_assert_int_eq(shardroot_pace(&p, 100, 0, 0.2, SHARDROOT_PACE_NEXT), 0);
+    ck_assert_int_eq(shardroot_pace(&p, 100, 0.2, 0.2, SHARDROOT_PACE_NEXT), 100);
+}
+END_TEST
+
 /* Bad arguments are refused and change nothing; slices before a solve
  * are 0. */
 START_TEST(test_shardroot_bad_arguments)
@@ -328,6 +379,7 @@ int main(void)
     const TTest *const tests[] = {test_shardroot_by_hand, test_shardroot_overbooked_cut,
                                   test_shardroot_random_invariants,
                                   test_shardroot_reservations_fit_as_unsharded,
-                                  test_shardroot_bad_arguments};
+                                  test_shardroot_bad_arguments,
+                                  test_shardroot_placed_within_target, test_shardroot_pace};
     return testlib_run_timed("shardroot", 60, tests, sizeof tests / sizeof tests[0]);
 }
