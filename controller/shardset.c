@@ -233,7 +233,7 @@ int shardset_root(shardset_t *ss, double left, const pshift_opts_t *o)
 #define SCALE(x) ((int64_t)((double)(x) * f))
     for (int s = 0; s < ss->k; s++) {
         ctrl_t *c = ss->sh[s];
-        int64_t target;
+        int64_t target = 0;
         if (newp)
             rc = ctrl_shard_needs_next(c, ss->left_prev, ss->placed, ss->must, ss->room, ss->dem,
                                        &target);
