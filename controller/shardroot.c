@@ -421,26 +421,3 @@ const shardroot_stats_t *shardroot_stats(const shardroot_t *r)
 {
     return &r->st;
 }
-
-int64_t shardroot_pace(shardroot_pace_t *p, int64_t target, double then, double now, int mode)
-{
-    if (!(then > 0) || !(now > 0) || target <= 0) {
-        p->a = p->l = 0;
-        return 0;
-    }
-    double t = (double)target * now / then;
-    if (mode == SHARDROOT_PACE_NEW_PERIOD) {
-        p->a = t; /* the new period's, as of now */
-        p->l = now;
-    } else if (mode == SHARDROOT_PACE_STALE) {
-        p->a = p->l = 0;
-    } else {
-        if (p->l > then + 1e-9) {
-            const double e = (double)target - p->a * then / p->l; /* beyond pro rata */
-            t += e * (then - now) / (p->l - then);
-        }
-        p->a = (double)target;
-        p->l = then;
-    }
-    return t <= 0 ? 0 : t < 9e18 ? (int64_t)t : INT64_MAX;
-}

@@ -109,30 +109,4 @@ void shardroot_slice(const shardroot_t *r, int s, int n, int64_t *est, int64_t *
 
 const shardroot_stats_t *shardroot_stats(const shardroot_t *r);
 
-/* One shard's reservation left, followed from root step to root step by
- * the caller (one per shard, zeroed before the first step). */
-typedef struct {
-    double a; /* its reservation left by its needs at the last step */
-    double l; /* ... when l of the period was left (0: none yet) */
-} shardroot_pace_t;
-
-/* The target to set (shardroot_set_target()) for a shard at a step with
- * `now` (0..1] of the period left, from the target of its needs (its last
- * computed round's ctrl_r_target()) as of `then` (0..1] left: pro rata to
- * the time left, plus as much again as the shard's reservation left went
- * beyond pro rata over the interval before (the nodes' round robin
- * serves the small buckets beyond their R-tokens, so a shard of large
- * buckets falls behind its pace and one of small buckets runs ahead, by
- * about as much every interval; measured in the simulator, docs/
- * decisions.md "Shards: the root follows each shard's pace").
- * `mode` SHARDROOT_PACE_NEW_PERIOD: the needs are already the new
- * period's (ctrl_shard_needs_next(), as of `then`): pro rata, and the
- * drift is followed from now; SHARDROOT_PACE_STALE: the needs are those of
- * the step before (the shard skipped its rounds since): pro rata, the
- * drift forgotten.  Updates *p.  Returns the target (>= 0). */
-#define SHARDROOT_PACE_NEXT 0
-#define SHARDROOT_PACE_NEW_PERIOD 1
-#define SHARDROOT_PACE_STALE 2
-int64_t shardroot_pace(shardroot_pace_t *p, int64_t target, double then, double now, int mode);
-
 #endif

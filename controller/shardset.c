@@ -24,8 +24,6 @@ struct shardset {
                                 that was not a period's last (which places
                                 R on the queues, not where it will go) */
     int capnorm;
-    shardroot_pace_t *pace;  /* [k]: each shard's reservation left, followed */
-    uint64_t *ncomp;         /* [k]: its computed rounds at the last step */
 };
 
 shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
@@ -43,9 +41,7 @@ shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
     ss->glob = calloc((size_t)k, sizeof *ss->glob);
     ss->nglob = calloc((size_t)k, sizeof *ss->nglob);
     ss->root = shardroot_new();
-    ss->pace = calloc((size_t)k, sizeof *ss->pace);
-    ss->ncomp = calloc((size_t)k, sizeof *ss->ncomp);
-    if (!ss->sh || !ss->glob || !ss->nglob || !ss->root || !ss->pace || !ss->ncomp)
+    if (!ss->sh || !ss->glob || !ss->nglob || !ss->root)
         goto fail;
     for (int s = 0; s < k; s++)
         if (!(ss->sh[s] = ctrl_new(&ss->cfg)))
@@ -76,8 +72,6 @@ void shardset_destroy(shardset_t **sp)
     free(ss->cap);
     free(ss->cons);
     free(ss->pnorm);
-    free(ss->pace);
-    free(ss->ncomp);
     free(ss);
     *sp = NULL;
 }
@@ -241,14 +235,7 @@ int shardset_root(shardset_t *ss, double left, const pshift_opts_t *o)
             target = ctrl_r_target(c);
         if (rc < 0)
             goto fail;
-        /* Its pace drifts from pro rata (shardroot_pace()). */
-        const uint64_t nc = ctrl_stats(c)->computed;
-        const int mode = newp ? SHARDROOT_PACE_NEW_PERIOD
-                              : nc == ss->ncomp[s] ? SHARDROOT_PACE_STALE : SHARDROOT_PACE_NEXT;
-        ss->ncomp[s] = nc;
-        target = shardroot_pace(&ss->pace[s], target, ss->left_prev > 0 ? ss->left_prev : 1, now,
-                                mode);
-        if ((rc = shardroot_set_target(ss->root, s, target)) < 0)
+        if ((rc = shardroot_set_target(ss->root, s, SCALE(target))) < 0)
             goto fail;
         for (int n = 0; n < ctrl_nnodes(c) && n < nn; n++) {
             double *pn = &ss->pnorm[(size_t)s * ss->capn + n];

@@ -326,29 +326,6 @@ START_TEST(test_shardroot_placed_within_target)
 }
 END_TEST
 
-/* A shard's reservation left followed across steps: a new period's needs
- * scale to the time left; the first step after has no drift yet; then a
- * shard that served 180 of an interval's pro rata 205 is expected to fall
- * behind by as much again; stale needs and bad input forget the drift. */
-START_TEST(test_shardroot_pace)
-{
-    shardroot_pace_t p = {0};
-    /* Needs of the old period's last round (0.2 left): R 1,000 whole. */
-    ck_assert_int_eq(shardroot_pace(&p, 200, 0.2, 1.0, SHARDROOT_PACE_NEW_PERIOD), 1000);
-    ck_assert_int_eq(shardroot_pace(&p, 1000, 1.0, 0.8, SHARDROOT_PACE_NEXT), 800);
-    /* 820 left at 0.8: 20 beyond pro rata over the interval; at 0.6 pro
-     * rata says 615, and 20 more. */
-    ck_assert_int_eq(shardroot_pace(&p, 820, 0.8, 0.6, SHARDROOT_PACE_NEXT), 635);
-    /* Ahead instead: 600 left at 0.6 against 615. */
-    ck_assert_int_eq(shardroot_pace(&p, 600, 0.6, 0.4, SHARDROOT_PACE_NEXT), 385);
-    ck_assert_int_eq(shardroot_pace(&p, 600, 0.6, 0.4, SHARDROOT_PACE_STALE), 400);
-    ck_assert_int_eq(shardroot_pace(&p, 380, 0.4, 0.2, SHARDROOT_PACE_NEXT), 190);
-    ck_assert_int_eq(shardroot_pace(&p, 0, 0.4, 0.2, SHARDROOT_PACE_NEXT), 0);
-    ck_assert_int_eq(shardroot_pace(&p, 100, 0, 0.2, SHARDROOT_PACE_NEXT), 0);
-    ck_assert_int_eq(shardroot_pace(&p, 100, 0.2, 0.2, SHARDROOT_PACE_NEXT), 100);
-}
-END_TEST
-
 /* Bad arguments are refused and change nothing; slices before a solve
  * are 0. */
 START_TEST(test_shardroot_bad_arguments)
@@ -380,6 +357,6 @@ int main(void)
                                   test_shardroot_random_invariants,
                                   test_shardroot_reservations_fit_as_unsharded,
                                   test_shardroot_bad_arguments,
-                                  test_shardroot_placed_within_target, test_shardroot_pace};
+                                  test_shardroot_placed_within_target};
     return testlib_run_timed("shardroot", 60, tests, sizeof tests / sizeof tests[0]);
 }
