@@ -55,6 +55,13 @@ typedef struct {
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
     int max_path;            /* pShift's longest shift path (pshift_opts_t;
                                 0: any; controller shards use a bound) */
+    int no_queue_lift;       /* 1: the period's last round keeps R on the
+                                queues even where they fill a node's R
+                                capacity (no rq_lift, ledger.c); controller
+                                shards set it: their capacity is their slice
+                                of the node, and lifting there misplaced R
+                                (docs/decisions.md "Shards: the root's needs
+                                at a period's start ...") */
     double cap_sd;           /* R-tokens are placed within each node's
                                 conservative capacity: the mean of its recent
                                 capacity samples minus cap_sd standard

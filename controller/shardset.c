@@ -37,6 +37,7 @@ shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
     ss->cfg = *cfg;
     if (ss->cfg.max_path == 0) /* shards bound pShift's paths (shardset.h) */
         ss->cfg.max_path = SHARDSET_MAX_PATH;
+    ss->cfg.no_queue_lift = 1; /* (shardset.h) */
     ss->sh = calloc((size_t)k, sizeof *ss->sh);
     ss->glob = calloc((size_t)k, sizeof *ss->glob);
     ss->nglob = calloc((size_t)k, sizeof *ss->nglob);
