@@ -42,7 +42,7 @@ check "pshift meets >= 95% for >= 98% of buckets" "fcmp '$ps >= 0.98'"
 # --shards (issue 30): one shard is one controller; 4 shards within half a
 # point of it on the same arrivals (measured 0.3, 0.5 since shards keep the
 # last round's R on the queues: 5 buckets of 1,000 in this one period, 3
-# before; at full scale 0.03-0.07 points, 0.12-0.22 before).
+# before; at full scale 0-0.10 points, 0.15-0.27 before).
 $SIM -S 16 -B 1000 -C 5000 -s 1 -p pshift -q -t 1 --shards 1 -j "$T/sh1.json"; rc1=$?
 $SIM -S 16 -B 1000 -C 5000 -s 1 -p pshift -q -t 1 --shards 4 -j "$T/sh4.json"; rc4=$?
 s1=$(jget "$T/sh1.json" pshift meet95)
