@@ -55,6 +55,13 @@ typedef struct {
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
     int max_path;            /* pShift's longest shift path (pshift_opts_t;
                                 0: any; controller shards use a bound) */
+    int no_queue_lift;       /* 1: the period's last round keeps R on the
+                                queues even where they fill a node's R
+                                capacity (no rq_lift, ledger.c); controller
+                                shards set it: their capacity is their slice
+                                of the node, and lifting there misplaced R
+                                (docs/decisions.md "Shards: the root's needs
+                                at a period's start ...") */
     double cap_sd;           /* R-tokens are placed within each node's
                                 conservative capacity: the mean of its recent
                                 capacity samples minus cap_sd standard
@@ -482,6 +489,18 @@ int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *r
  * buckets with demand of their remaining reservation, tokens), for the
  * root step.  O(buckets in that round's R problem). */
 int64_t ctrl_r_target(const ctrl_t *c);
+
+/* As ctrl_shard_needs(), plus *target (may be NULL) as ctrl_r_target(),
+ * for the first round of the next period: every bucket's reservation
+ * left taken as r_frac x its whole reservation per period (the smaller
+ * of R and L), r_frac being the share of the period that was left at the
+ * last computed round, so that the needs scale to the new period as
+ * ctrl_shard_needs()'s do to the rest of one (the demands stay the last
+ * round's forecasts).  A bucket with demand counts in the target even if
+ * it had met its reservation.  Returns 0, -EINVAL (r_frac < 0 or NaN) or
+ * -ENOMEM.  Same cost. */
+int ctrl_shard_needs_next(const ctrl_t *c, double r_frac, int64_t *placed, int64_t *must,
+                          int64_t *room, int64_t *demand, int64_t *target);
 
 /* ---- introspection (status, admission) ----------------------------------- */
 

@@ -466,7 +466,7 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
      * demands of the up nodes, known after ledger_caps(). */
     if (L->rd.nest)
         L->rd.nest(L, L->rd.nest_arg);
-    int lifts = rq_begin(L) ? RQ_PASSES : 0, cut = 0;
+    int lifts = rq_begin(L) && !L->rd.no_lift ? RQ_PASSES : 0, cut = 0;
     /* Demands, queues, L candidates and which pairs want R (rk 0, counted
      * in nr). */
     for (int i = 0; i < L->nn; i++) {

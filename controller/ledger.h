@@ -117,6 +117,8 @@ typedef struct {
                               one: left + lost + limit_depth / period_s */
     int on_queues;         /* the period's last round, and the dimension
                               knows its queues: R where the requests wait */
+    int no_lift;           /* ... even where the queues fill a node (no
+                              rq_lift(): ctrl_config_t.no_queue_lift) */
     ctrl_solve_hook_fn hook; /* after each solve, NULL: none */
     void *hook_arg;
     /* Nested buckets (controller/tree.h), NULL: no bucket has a parent.

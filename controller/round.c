@@ -119,6 +119,7 @@ static ledger_round_t ledger_round(const ctrl_t *c, int io)
         .limit_depth = c->cfg.limit_depth,
         .rate_share = c->left + c->lost + rep_age(c) + c->cfg.limit_depth / c->cfg.period_s,
         .on_queues = io && c->interval + 1 == (uint32_t)c->cfg.intervals,
+        .no_lift = c->cfg.no_queue_lift,
         .hook = io ? c->cfg.solve_hook : NULL,
         .hook_arg = c->cfg.solve_hook_arg,
         /* Nested buckets: only if some bucket has a parent (else no cost). */

@@ -43,8 +43,20 @@ static const ledger_node_t *node_work(const ctrl_t *c, int i)
     return &c->io.n[i];
 }
 
-int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *room,
-                     int64_t *demand)
+/* A bucket's reservation left for the needs: as of the last computed
+ * round (r_frac < 0), or its whole reservation for a period (the smaller
+ * of R and L per period) times r_frac. */
+static int64_t need_r(const ledger_bucket_t *bs, double r_frac)
+{
+    if (r_frac < 0)
+        return bs->r_rem;
+    int64_t r = bs->l != CTRL_UNLIMITED && bs->l < bs->r ? bs->l : bs->r;
+    return r > 0 ? (int64_t)((double)r * r_frac) : 0;
+}
+
+/* ctrl_shard_needs() and ctrl_shard_needs_next() (r_frac as need_r()). */
+static int needs(const ctrl_t *c, double r_frac, int64_t *placed, int64_t *must, int64_t *room,
+                 int64_t *demand, int64_t *target)
 {
     const int nn = c->nn;
     for (int i = 0; i < nn; i++) {
@@ -57,11 +69,15 @@ int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *r
         if (demand)
             demand[i] = 0;
     }
+    if (target)
+        *target = 0;
     if (c->st.computed == 0)
         return 0;
-    /* Each bucket's demand over the up nodes, for its must parts. */
-    int64_t *tot = must ? calloc(c->nb ? c->nb : 1, sizeof *tot) : NULL;
-    if (must && !tot)
+    /* Each bucket's demand over the up nodes, for its must parts and the
+     * target. */
+    const int want_tot = must || (target && r_frac >= 0);
+    int64_t *tot = want_tot ? calloc(c->nb ? c->nb : 1, sizeof *tot) : NULL;
+    if (want_tot && !tot)
         return -ENOMEM;
     for (int i = 0; i < nn; i++) {
         const ledger_node_t *ln = node_work(c, i);
@@ -73,7 +89,7 @@ int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *r
             const ledger_work_t *w = &ln->work[k];
             if (w->b < 0 || (size_t)w->b >= c->nb || w->demand <= 0)
                 continue;
-            const int64_t r = c->b[w->b].r_rem;
+            const int64_t r = need_r(&c->b[w->b], r_frac);
             if (room)
                 room[i] = count_add(room[i], w->demand < r ? w->demand : r);
             if (demand)
@@ -88,15 +104,37 @@ int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *r
             const ledger_work_t *w = &ln->work[k];
             if (w->b < 0 || (size_t)w->b >= c->nb || w->demand <= 0)
                 continue;
-            const int64_t elsewhere = tot[w->b] - w->demand, r = c->b[w->b].r_rem;
+            const int64_t elsewhere = tot[w->b] - w->demand, r = need_r(&c->b[w->b], r_frac);
             if (r > elsewhere) {
                 int64_t m = r - elsewhere;
                 must[i] = count_add(must[i], m < w->demand ? m : w->demand);
             }
         }
     }
+    if (target) {
+        if (r_frac < 0)
+            *target = ctrl_r_target(c);
+        else
+            for (size_t b = 0; b < c->nb; b++)
+                if (tot[b] > 0)
+                    *target = count_add(*target, need_r(&c->b[b], r_frac));
+    }
     free(tot);
     return 0;
+}
+
+int ctrl_shard_needs(const ctrl_t *c, int64_t *placed, int64_t *must, int64_t *room,
+                     int64_t *demand)
+{
+    return needs(c, -1, placed, must, room, demand, NULL);
+}
+
+int ctrl_shard_needs_next(const ctrl_t *c, double r_frac, int64_t *placed, int64_t *must,
+                          int64_t *room, int64_t *demand, int64_t *target)
+{
+    if (!(r_frac >= 0)) /* NaN too */
+        return -EINVAL;
+    return needs(c, r_frac, placed, must, room, demand, target);
 }
 
 int64_t ctrl_r_target(const ctrl_t *c)

@@ -226,6 +226,7 @@ static int place_r(shardroot_t *r, const pshift_opts_t *o)
     int64_t *w = r->est; /* scratch: est is filled after this part */
     int64_t *fixed = r->cons; /* scratch too: the first two tiers */
     pshift_problem_clear(r->p);
+    /* Tier 1 per node. */
     for (int n = 0; n < nn; n++) {
         int64_t msum = 0;
         for (int s = 0; s < ns; s++)
@@ -235,14 +236,37 @@ static int place_r(shardroot_t *r, const pshift_opts_t *o)
                 fixed[(size_t)s * nn + n] = r->must[(size_t)s * nn + n];
         } else {
             r->st.r_cut = count_add(r->st.r_cut, msum - r->ncons[n]);
-            msum = split(r->ncons[n], r->must + n, fixed + n, ns, (size_t)nn, 1);
+            for (int s = 0; s < ns; s++)
+                fixed[(size_t)s * nn + n] = 0;
+            split(r->ncons[n], r->must + n, fixed + n, ns, (size_t)nn, 1);
         }
-        /* Tier 2: last round's placement beyond must, within the room. */
-        for (int s = 0; s < ns; s++) {
+    }
+    /* Tier 2's claims: last round's placement beyond must, within the
+     * room, and over all nodes at most the shard's target less its must
+     * parts (a shard behind or ahead of its pace placed more or less than
+     * its reservation left now: scaled to it, in proportion). */
+    for (int s = 0; s < ns; s++) {
+        int64_t want = 0, room = 0, must = 0;
+        for (int n = 0; n < nn; n++) {
             size_t i = (size_t)s * nn + n;
             int64_t p = r->placed[i] < r->room[i] ? r->placed[i] : r->room[i];
             w[i] = p > r->must[i] ? p - r->must[i] : 0;
+            want = count_add(want, w[i]);
+            room = count_add(room, r->room[i]);
+            must = count_add(must, r->must[i]);
         }
+        int64_t t = r->target[s] < room ? r->target[s] : room;
+        int64_t allow = t > must ? t - must : 0;
+        if (want > allow)
+            for (int n = 0; n < nn; n++) {
+                size_t i = (size_t)s * nn + n;
+                w[i] = muldiv(allow, w[i], want);
+            }
+    }
+    for (int n = 0; n < nn; n++) {
+        int64_t msum = 0;
+        for (int s = 0; s < ns; s++)
+            msum += fixed[(size_t)s * nn + n]; /* <= ncons[n] */
         msum += split(r->ncons[n] - msum, w + n, fixed + n, ns, (size_t)nn, 1);
         for (int s = 0; s < ns; s++)
             w[(size_t)s * nn + n] = 0;

@@ -37,6 +37,7 @@ shardset_t *shardset_new(const ctrl_config_t *cfg, int k)
     ss->cfg = *cfg;
     if (ss->cfg.max_path == 0) /* shards bound pShift's paths (shardset.h) */
         ss->cfg.max_path = SHARDSET_MAX_PATH;
+    ss->cfg.no_queue_lift = 1; /* (shardset.h) */
     ss->sh = calloc((size_t)k, sizeof *ss->sh);
     ss->glob = calloc((size_t)k, sizeof *ss->glob);
     ss->nglob = calloc((size_t)k, sizeof *ss->nglob);
@@ -220,12 +221,22 @@ int shardset_root(shardset_t *ss, double left, const pshift_opts_t *o)
     const double now = left > 0 ? left : 1;
     const int iv = ss->cfg.intervals;
     const int fresh = ss->left_prev > 1.0 / iv + 1e-9; /* not a last interval */
+    /* A new period since the last step (the time left grew): the needs are
+     * those of the new period, every reservation whole again, not what was
+     * left of the old one's (ctrl_shard_needs_next()). */
+    const int newp = ss->left_prev > 0 && left > ss->left_prev + 1e-9;
 #define SCALE(x) ((int64_t)((double)(x) * f))
     for (int s = 0; s < ss->k; s++) {
         ctrl_t *c = ss->sh[s];
-        if ((rc = ctrl_shard_needs(c, ss->placed, ss->must, ss->room, ss->dem)) < 0)
+        int64_t target = 0;
+        if (newp)
+            rc = ctrl_shard_needs_next(c, ss->left_prev, ss->placed, ss->must, ss->room, ss->dem,
+                                       &target);
+        else if ((rc = ctrl_shard_needs(c, ss->placed, ss->must, ss->room, ss->dem)) == 0)
+            target = ctrl_r_target(c);
+        if (rc < 0)
             goto fail;
-        if ((rc = shardroot_set_target(ss->root, s, SCALE(ctrl_r_target(c)))) < 0)
+        if ((rc = shardroot_set_target(ss->root, s, SCALE(target))) < 0)
             goto fail;
         for (int n = 0; n < ctrl_nnodes(c) && n < nn; n++) {
             double *pn = &ss->pnorm[(size_t)s * ss->capn + n];

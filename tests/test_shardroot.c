@@ -298,6 +298,34 @@ START_TEST(test_shardroot_reservations_fit_as_unsharded)
 }
 END_TEST
 
+/* A shard that placed more last round than it has left to place (it ran
+ * ahead of its pace) is given back at most its target by the placement
+ * tier; the rest of the node goes to the shard behind, whose R then fits
+ * without a cut.  Before the tier was held to the target, both claims
+ * (80 and 20 + 70) were cut in proportion: 48 and 52 of 90 (r_cut 70). */
+START_TEST(test_shardroot_placed_within_target)
+{
+    shardroot_t *r = shardroot_new();
+    ck_assert_int_eq(shardroot_reset(r, 2, 1), 0);
+    ck_assert_int_eq(shardroot_set_node(r, 0, 100, 100), 0);
+    ck_assert_int_eq(shardroot_set_target(r, 0, 10), 0);
+    ck_assert_int_eq(shardroot_set_need(r, 0, 0, 0, 100, 150), 0);
+    ck_assert_int_eq(shardroot_set_placed(r, 0, 0, 80), 0);
+    ck_assert_int_eq(shardroot_set_target(r, 1, 90), 0);
+    ck_assert_int_eq(shardroot_set_need(r, 1, 0, 0, 100, 150), 0);
+    ck_assert_int_eq(shardroot_set_placed(r, 1, 0, 20), 0);
+    ck_assert_int_eq(shardroot_solve(r, NULL), 0);
+    int64_t r0, r1, c0, c1;
+    shardroot_slice(r, 0, 0, NULL, &c0, &r0);
+    shardroot_slice(r, 1, 0, NULL, &c1, &r1);
+    ck_assert_int_eq(r0, 10);
+    ck_assert_int_eq(r1, 90);
+    ck_assert_int_le(c0 + c1, 100);
+    ck_assert_int_eq(shardroot_stats(r)->r_cut, 0);
+    shardroot_destroy(&r);
+}
+END_TEST
+
 /* Bad arguments are refused and change nothing; slices before a solve
  * are 0. */
 START_TEST(test_shardroot_bad_arguments)
@@ -328,6 +356,7 @@ int main(void)
     const TTest *const tests[] = {test_shardroot_by_hand, test_shardroot_overbooked_cut,
                                   test_shardroot_random_invariants,
                                   test_shardroot_reservations_fit_as_unsharded,
-                                  test_shardroot_bad_arguments};
+                                  test_shardroot_bad_arguments,
+                                  test_shardroot_placed_within_target};
     return testlib_run_timed("shardroot", 60, tests, sizeof tests / sizeof tests[0]);
 }

@@ -227,9 +227,134 @@ START_TEST(test_shardset_three_shards_limits_hold)
 }
 END_TEST
 
+/* A period's first root step sees the new period's reservations whole,
+ * not what its last round had left: two buckets (one per shard, R 2,000
+ * IOs/s, 1 s periods) served 1,900 of their 2,000 by the last interval
+ * would otherwise be given 5 x 100 each (what was left, scaled from 0.2
+ * of the period to all of it): r_target 1,000 instead of 4,000. */
+START_TEST(test_shardset_new_period_needs_whole)
+{
+    ctrl_config_t cc = ctrl_config_default();
+    cc.skip_rel = 0;
+    shardset_t *ss = shardset_new(&cc, 2);
+    ck_assert_ptr_nonnull(ss);
+    bucketfile_t *bf = bucketfile_new();
+    const char *nm[2] = {NULL, NULL}; /* a name of shard 0, one of shard 1 */
+    for (int b = 0; b < NB && (!nm[0] || !nm[1]); b++) {
+        snprintf(bname[b], sizeof bname[b], "t%02d", b);
+        int s = shardmap_of(bname[b], 2);
+        if (!nm[s])
+            nm[s] = bname[b];
+    }
+    ck_assert_ptr_nonnull(nm[0]);
+    ck_assert_ptr_nonnull(nm[1]);
+    for (int s = 0; s < 2; s++) {
+        bucketfile_bucket_t x = {.reservation = 2000, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        x.name = nm[s];
+        ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    }
+    ck_assert_int_eq(shardset_set_buckets(ss, bf), 0);
+    for (int s = 0; s < 2; s++)
+        ck_assert_int_eq(ctrl_node_hello(shardset_shard(ss, s), "n0", 0, CAP, 1, &nm[s], 1), 0);
+    const uint64_t served[5] = {400, 800, 1200, 1600, 1900};
+    for (uint32_t k = 0; k < 5; k++) {
+        ck_assert_int_eq(shardset_root(ss, (5.0 - k) / 5, NULL), 0);
+        for (int s = 0; s < 2; s++) {
+            ctrl_t *c = shardset_shard(ss, s);
+            ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+            proto_report_rec_t rec = {.bucket = 0, .queued = 100, .arrivals_interval = 800,
+                                      .arrivals_period = 800 * (k + 1), .served_r = served[k],
+                                      .l_left = PROTO_UNLIMITED};
+            ck_assert_int_eq(ctrl_node_report(c, 0, 1, k, 1, 0, 2 * served[k],
+                                              2.0 * (double)served[k] / CAP, &rec, 1),
+                             0);
+            ctrl_result_t res;
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        }
+    }
+    ck_assert_int_eq(shardset_root(ss, 1.0, NULL), 0);
+    const shardroot_stats_t *st = shardset_root_stats(ss);
+    ck_assert_int_ge(st->r_target, 3900);
+    ck_assert_int_le(st->r_target, 4000);
+    shardset_destroy(&ss);
+    bucketfile_destroy(&bf);
+}
+END_TEST
+
+/* The last round of a period on one controller (or a shard) with node 0
+ * given a slice of 400 IOs/s for R: buckets a and b have 400 of R left
+ * each, queued on node 0 only, demand on both nodes.  With the queue lift
+ * their R leaves the queues for node 1, where nothing waits; a shard
+ * (no_queue_lift) keeps it on the queues.  Returns a's R-tokens on node
+ * 1. */
+static int64_t lift_case(int no_lift)
+{
+    ctrl_config_t cc = ctrl_config_default();
+    cc.skip_rel = 0;
+    cc.no_queue_lift = no_lift;
+    ctrl_t *c = ctrl_new(&cc);
+    bucketfile_t *bf = bucketfile_new();
+    const char *nm[2] = {"a", "b"};
+    for (int b = 0; b < 2; b++) {
+        bucketfile_bucket_t x = {.reservation = 2000, .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        x.name = nm[b];
+        ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    }
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, CAP, 1, nm, 2), 0);
+    ck_assert_int_eq(ctrl_node_hello(c, "n1", 0, CAP, 1, nm, 2), 1);
+    for (uint32_t k = 0; k < 5; k++) {
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        for (int n = 0; n < 2; n++) {
+            proto_report_rec_t rec[2];
+            for (int b = 0; b < 2; b++)
+                rec[b] = (proto_report_rec_t){.bucket = (uint32_t)b,
+                                              .queued = n == 0 && k == 4 ? 1000 : 0,
+                                              .arrivals_interval = 400,
+                                              .arrivals_period = 400 * (k + 1),
+                                              .served_r = 200 * k, .l_left = PROTO_UNLIMITED};
+            ck_assert_int_eq(ctrl_node_report(c, n, 1, k, 1, 0, 400 * k, 400.0 * k / CAP, rec, 2),
+                             0);
+        }
+        if (k == 4)
+            ck_assert_int_eq(ctrl_node_set_slice(c, 0, 400, 400), 0);
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    }
+    const proto_tokens_rec_t *t;
+    size_t m = ctrl_node_tokens(c, 1, &t);
+    int64_t r1 = 0;
+    for (size_t x = 0; x < m; x++)
+        if (t[x].bucket == 0)
+            r1 = t[x].r_tokens;
+    ctrl_destroy(&c);
+    bucketfile_destroy(&bf);
+    return r1;
+}
+
+/* A shard keeps its last round's R on the queues where its slice of a node
+ * is full (the slice is not the node: the other shards' slack is there);
+ * lifting it off put Experiment 1's R where no request waited (0.1-0.3
+ * points of buckets below 95% of R).  Fails if shardset stops setting
+ * no_queue_lift. */
+START_TEST(test_shardset_shards_keep_r_on_queues)
+{
+    ck_assert_int_gt(lift_case(0), 0); /* one controller: lifted to node 1 */
+    ck_assert_int_eq(lift_case(1), 0); /* kept on node 0's queues */
+    ctrl_config_t cc = ctrl_config_default();
+    shardset_t *ss = shardset_new(&cc, 2);
+    ck_assert_ptr_nonnull(ss);
+    for (int s = 0; s < 2; s++)
+        ck_assert_int_eq(ctrl_config(shardset_shard(ss, s))->no_queue_lift, 1);
+    shardset_destroy(&ss);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_shardset_one_shard_is_one_controller,
-                                  test_shardset_three_shards_limits_hold};
+                                  test_shardset_three_shards_limits_hold,
+                                  test_shardset_new_period_needs_whole,
+                                  test_shardset_shards_keep_r_on_queues};
     return testlib_run_timed("shardset", 60, tests, sizeof tests / sizeof tests[0]);
 }

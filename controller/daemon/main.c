@@ -26,6 +26,7 @@
 #include "controller/ctrlopts.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
+#include "controller/shardset.h"
 #include "common/shardmap.h"
 #include "controller/daemon/admin.h"
 #include "controller/daemon/auth.h"
@@ -954,6 +955,10 @@ int main(int argc, char **argv)
     cc.shares = set.shares;
     cc.approx_top = (size_t)set.approx;
     cc.table_seed = (uint32_t)time(NULL); /* protocol.md: generations rarely repeat */
+    if (set.shards) { /* a shard computes as shardset's do (shardset.h) */
+        cc.max_path = SHARDSET_MAX_PATH;
+        cc.no_queue_lift = 1;
+    }
     a.ctrl = ctrl_new(&cc);
     if (!a.ctrl) {
         log_error("out of memory");

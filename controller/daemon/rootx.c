@@ -419,8 +419,16 @@ int rootx_send_needs(rootx_t *x, const ctrl_t *c, double left, uint64_t epoch)
     json_t *nodes = json_array();
     json_t *j = NULL;
     char *text = NULL;
-    if (!a || !nodes || ctrl_shard_needs(c, a, a + nn, a + 2 * nn, a + 3 * nn) < 0)
+    /* After a period's last round the root's next step is the new period's
+     * first: every reservation whole again (ctrl_shard_needs_next()). */
+    const int last = x->cfg.intervals > 0 && left <= 1.0 / x->cfg.intervals + 1e-9;
+    int64_t target = 0;
+    if (!a || !nodes ||
+        (last ? ctrl_shard_needs_next(c, left, a, a + nn, a + 2 * nn, a + 3 * nn, &target)
+              : ctrl_shard_needs(c, a, a + nn, a + 2 * nn, a + 3 * nn)) < 0)
         goto out;
+    if (!last)
+        target = ctrl_r_target(c);
     const double dt = (left > 0 && left <= 1 ? left : 1) * x->cfg.period_s;
     for (int n = 0; n < nn && n < ROOTX_NODES; n++) {
         ctrl_node_info_t ni;
@@ -431,7 +439,7 @@ int rootx_send_needs(rootx_t *x, const ctrl_t *c, double left, uint64_t epoch)
                                                a[3 * nn + n] / dt, a[n] / dt));
     }
     j = json_pack("{s:s,s:i,s:i,s:I,s:f,s:O}", "t", "needs", "shard", x->cfg.shard, "k",
-                  x->cfg.shards, "epoch", (json_int_t)epoch, "target", ctrl_r_target(c) / dt,
+                  x->cfg.shards, "epoch", (json_int_t)epoch, "target", target / dt,
                   "nodes", nodes);
     if (!j || !(text = json_dumps(j, JSON_COMPACT)))
         goto out;

@@ -80,8 +80,9 @@ int rootx_sockets(const rootx_t *x, void **socks, int max);
 /* Takes every message waiting: needs at the root, slices at a shard. */
 void rootx_drain(rootx_t *x, double now);
 
-/* A leader's needs after its computed round (c's last round, ctrl_shard_needs()),
- * `left` (0..1] the part of the period that round had, `epoch` this
+/* A leader's needs after its computed round (c's last round, ctrl_shard_needs();
+ * after a period's last round, left <= 1 / intervals, the next period's:
+ * ctrl_shard_needs_next()), `left` (0..1] the part of the period that round had, `epoch` this
  * shard's leader epoch: sent to every root endpoint.  Returns 0, -ENOMEM, or
  * -EAGAIN (no root connected). */
 int rootx_send_needs(rootx_t *x, const ctrl_t *c, double left, uint64_t epoch);

@@ -40,14 +40,16 @@ check "pshift within 1 point of clairvoyant" "fcmp '$cl - $ps <= 0.01'"
 check "pshift meets >= 95% for >= 98% of buckets" "fcmp '$ps >= 0.98'"
 
 # --shards (issue 30): one shard is one controller; 4 shards within half a
-# point of it on the same arrivals (measured 0.3).
+# point of it on the same arrivals (measured 0.3, 0.5 since shards keep the
+# last round's R on the queues: 5 buckets of 1,000 in this one period, 3
+# before; at full scale 0-0.10 points, 0.15-0.27 before).
 $SIM -S 16 -B 1000 -C 5000 -s 1 -p pshift -q -t 1 --shards 1 -j "$T/sh1.json"; rc1=$?
 $SIM -S 16 -B 1000 -C 5000 -s 1 -p pshift -q -t 1 --shards 4 -j "$T/sh4.json"; rc4=$?
 s1=$(jget "$T/sh1.json" pshift meet95)
 s4=$(jget "$T/sh4.json" pshift meet95)
 echo "# meet95: pshift $ps, --shards 1 $s1, --shards 4 $s4"
 check "--shards 1 is one controller" "[ $rc1 -eq 0 ] && fcmp '$s1 == $ps'"
-check "--shards 4 within 0.5 points" "[ $rc4 -eq 0 ] && fcmp '$ps - $s4 <= 0.005'"
+check "--shards 4 within 0.5 points" "[ $rc4 -eq 0 ] && fcmp '$ps - $s4 <= 0.005 + 1e-9'"
 ev=$(jget "$T/exp1.json" pshift events_per_s)
 echo "# pshift events/s: $ev"
 check "events counted" "fcmp '$ev > 0'"
