@@ -1160,6 +1160,14 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable) {
             ctrl__prefetch(&nd->pairs[recs[i + PAIR_AHEAD].bucket], sizeof(pair_t));
             __builtin_prefetch(&nd->served[recs[i + PAIR_AHEAD].bucket], 1);
+            ctrl__prefetch(&nd->push[recs[i + PAIR_AHEAD].bucket], sizeof(pair_push_t));
+        }
+        /* The bucket's limit (plausible_report_rec()), from the pair
+         * fetched above. */
+        if (i + PAIR_AHEAD / 2 < n && recs[i + PAIR_AHEAD / 2].bucket < nd->ntable) {
+            int ab = nd->pairs[recs[i + PAIR_AHEAD / 2].bucket].b;
+            if (ab >= 0)
+                __builtin_prefetch(&c->b[ab].l, 0);
         }
         pair_t *p = &nd->pairs[r->bucket];
         if (p->b < 0) {
