@@ -518,6 +518,12 @@ int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
     c->nshadow = nshadow;
     c->st.full_rebuilds++;
     c->chreset = ++c->chseq; /* observers read the whole table again */
+    /* Reports ahead name the old indexes: until their period has passed,
+     * ctrl_touched_buckets() names every bucket (-ENOMEM). */
+    for (size_t k = 0; k < c->nahead; k++)
+        if (c->ahead[k].period + 1 > c->ahead_lost)
+            c->ahead_lost = c->ahead[k].period + 1;
+    c->nahead = 0;
     new_generation(c);
     return 0;
 fail:
@@ -695,6 +701,9 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
         }
     }
     log_change(c, CTRL_CHANGE_REMOVE, b, m);
+    for (size_t k = 0; k < c->nahead; k++) /* reports ahead follow the move */
+        if ((size_t)c->ahead[k].b == m)
+            c->ahead[k].b = (int)b;
     c->tok_total -= old_tok;
     c->nshadow -= old_shadow != 0;
     if ((old_shadow || c->nshadow) && reshadow(c) < 0)

@@ -218,9 +218,10 @@ int ctrl_changes(const ctrl_t *c, uint64_t since, void (*fn)(void *arg, const ct
  * sums may still be nonzero).  These are the buckets of the nodes' active
  * pairs (the pairs a computation visits) and those a node reported ahead
  * for the next period.  O(active pairs), not O(buckets).  Returns 0, or
- * -ENOMEM if c could not keep the reports ahead (then any bucket may
- * show something: the caller must look at them all).  The thread that owns
- * c. */
+ * -ENOMEM if c could not keep the reports ahead, or a whole new table
+ * came since one (ctrl_set_buckets(): they name old indexes), until their
+ * period has passed (then any bucket may show something: the caller must
+ * look at them all).  The thread that owns c. */
 int ctrl_touched_buckets(const ctrl_t *c, void (*fn)(void *arg, int b), void *arg);
 
 /* ---- template-made buckets (controller/ctrl_tmpl.c, issue 27) -----------
