@@ -140,14 +140,17 @@ void ledger_free(ledger_t *L)
 
 void ledger_convert(ledger_t *L, double el, int reset)
 {
-    for (size_t b = 0; b < L->nb && reset; b++) {
-        L->b[b].conv = 0;
-        L->b[b].srv_prev = 0;
-    }
+    /* One pass (the reset of a new period in it); srv_prev written only
+     * where it moves, so that idle buckets' records stay clean. */
     for (size_t b = 0; b < L->nb; b++) {
         ledger_bucket_t *bs = &L->b[b];
+        if (reset) {
+            bs->conv = 0;
+            bs->srv_prev = 0;
+        }
         double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
-        bs->srv_prev = bs->served;
+        if (bs->srv_prev != bs->served)
+            bs->srv_prev = bs->served;
         if (el > 0 && !bs->backlog && unused > 0)
             bs->conv += unused;
     }

@@ -479,11 +479,16 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
 static int phase_estimate(ctrl_t *c, double il, int changed)
 {
     const double K = c->cfg.intervals;
+    /* Written only where nonzero: a large table of idle buckets is read,
+     * not dirtied (its cache lines need no write-back). */
     for (size_t b = 0; b < c->nb; b++) {
-        c->b[b].served = 0;
-        c->b[b].held = 0;
-        c->b[b].arrivals = 0;
-        c->b[b].backlog = 0;
+        ledger_bucket_t *bs = &c->b[b];
+        if (bs->served || bs->held || bs->arrivals != 0 || bs->backlog) {
+            bs->served = 0;
+            bs->held = 0;
+            bs->arrivals = 0;
+            bs->backlog = 0;
+        }
     }
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
