@@ -65,7 +65,8 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
         ctrl_destroy(&c);
         return NULL;
     }
-    if (!c->bf || !c->node_ix || !c->dyn) {
+    c->chlog = calloc(CTRL_CHANGE_LOG, sizeof *c->chlog);
+    if (!c->bf || !c->node_ix || !c->dyn || !c->chlog) {
         ctrl_destroy(&c);
         return NULL;
     }
@@ -189,6 +190,8 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->pv);
     tree_destroy(&c->tree);
     fair_destroy(&c->fair);
+    free(c->chlog);
+    free(c->ahead);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);
@@ -260,6 +263,28 @@ static void new_generation(ctrl_t *c)
     if (c->table_gen == 0)
         c->table_gen = 1;
     c->force = 1;
+}
+
+/* Logs a change made in place (ctrl_changes()). */
+static void log_change(ctrl_t *c, ctrl_change_kind_t kind, size_t b, size_t moved)
+{
+    c->chseq++;
+    c->chlog[c->chseq % CTRL_CHANGE_LOG] = (ctrl_change_t){kind, (int)b, (int)moved};
+}
+
+uint64_t ctrl_change_seq(const ctrl_t *c)
+{
+    return c->chseq;
+}
+
+int ctrl_changes(const ctrl_t *c, uint64_t since, void (*fn)(void *arg, const ctrl_change_t *ch),
+                 void *arg)
+{
+    if (since > c->chseq || since < c->chreset || c->chseq - since >= CTRL_CHANGE_LOG)
+        return -ERANGE;
+    for (uint64_t k = since + 1; k <= c->chseq; k++)
+        fn(arg, &c->chlog[k % CTRL_CHANGE_LOG]);
+    return 0;
 }
 
 /* Fair shares divide IOs only (fair.c takes the IO ledger's spare): a
@@ -492,6 +517,13 @@ int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
     c->tok_total = tok_total;
     c->nshadow = nshadow;
     c->st.full_rebuilds++;
+    c->chreset = ++c->chseq; /* observers read the whole table again */
+    /* Reports ahead name the old indexes: until their period has passed,
+     * ctrl_touched_buckets() names every bucket (-ENOMEM). */
+    for (size_t k = 0; k < c->nahead; k++)
+        if (c->ahead[k].period + 1 > c->ahead_lost)
+            c->ahead_lost = c->ahead[k].period + 1;
+    c->nahead = 0;
     new_generation(c);
     return 0;
 fail:
@@ -610,6 +642,7 @@ int ctrl__set_bucket_here(ctrl_t *c, const bucketfile_bucket_t *x)
         }
     }
     bucket_state(c, b, bucketfile_get(c->bf, b));
+    log_change(c, i < 0 ? CTRL_CHANGE_ADD : CTRL_CHANGE_SET, b, b);
     c->tok_total += most_tokens(x, c->cfg.period_s) - old_tok;
     c->nshadow += (x->shadow != 0) - (old_shadow != 0);
     c->st.bucket_changes++;
@@ -667,6 +700,10 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
                 nd->pairs[jm].b = (int)b;
         }
     }
+    log_change(c, CTRL_CHANGE_REMOVE, b, m);
+    for (size_t k = 0; k < c->nahead; k++) /* reports ahead follow the move */
+        if ((size_t)c->ahead[k].b == m)
+            c->ahead[k].b = (int)b;
     c->tok_total -= old_tok;
     c->nshadow -= old_shadow != 0;
     if ((old_shadow || c->nshadow) && reshadow(c) < 0)
@@ -1147,6 +1184,42 @@ int ctrl_node_inflight(ctrl_t *c, int node, uint32_t table, uint64_t base_us,
     return 0;
 }
 
+/* Bucket b was reported served for `period`, after the current one
+ * (ctrl_touched_buckets()).  Out of memory, the loss is noted. */
+static void note_ahead(ctrl_t *c, int b, uint64_t period)
+{
+    if (c->nahead && c->ahead[c->nahead - 1].b == b && c->ahead[c->nahead - 1].period == period)
+        return;
+    if (c->nahead == c->capahead) {
+        struct ctrl_ahead *a = grow(c->ahead, &c->capahead, sizeof *a, 16);
+        if (!a) {
+            if (period + 1 > c->ahead_lost)
+                c->ahead_lost = period + 1;
+            return;
+        }
+        c->ahead = a;
+    }
+    c->ahead[c->nahead++] = (struct ctrl_ahead){b, period};
+}
+
+int ctrl_touched_buckets(const ctrl_t *c, void (*fn)(void *arg, int b), void *arg)
+{
+    if (c->ahead_lost)
+        return -ENOMEM;
+    for (int i = 0; i < c->nn; i++) {
+        const node_t *nd = &c->nodes[i];
+        for (size_t k = 0; k < nd->nact; k++) {
+            int b = nd->pairs[nd->act[k]].b;
+            if (b >= 0)
+                fn(arg, b);
+        }
+    }
+    for (size_t k = 0; k < c->nahead; k++)
+        if ((size_t)c->ahead[k].b < c->nb)
+            fn(arg, c->ahead[k].b);
+    return 0;
+}
+
 static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, uint32_t table,
                        uint32_t peer_table, uint64_t completions, double busy_seconds,
                        const proto_report_rec_t *recs, size_t n, int sparse)
@@ -1193,6 +1266,14 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable) {
             ctrl__prefetch(&nd->pairs[recs[i + PAIR_AHEAD].bucket], sizeof(pair_t));
             __builtin_prefetch(&nd->served[recs[i + PAIR_AHEAD].bucket], 1);
+            ctrl__prefetch(&nd->push[recs[i + PAIR_AHEAD].bucket], sizeof(pair_push_t));
+        }
+        /* The bucket's limit (plausible_report_rec()), from the pair
+         * fetched above. */
+        if (i + PAIR_AHEAD / 2 < n && recs[i + PAIR_AHEAD / 2].bucket < nd->ntable) {
+            int ab = nd->pairs[recs[i + PAIR_AHEAD / 2].bucket].b;
+            if (ab >= 0)
+                __builtin_prefetch(&c->b[ab].l, 0);
         }
         pair_t *p = &nd->pairs[r->bucket];
         if (p->b < 0) {
@@ -1211,6 +1292,8 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         if (r->arrivals_period || r->queued || r->served_r || r->served_l || r->served_o)
             ctrl__dyn_touch(c, p->b);
         plausible_report_rec(c, nd, p, r, period, ub);
+        if (period > c->period && p->served > 0)
+            note_ahead(c, p->b, period);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->bserved = (uint64_t)p->served;
@@ -1243,6 +1326,13 @@ int ctrl_round_begin(ctrl_t *c, uint64_t period, uint32_t interval, double left)
         c->force = 1;
         c->lost = 0;
         c->lost_open = 1;
+        size_t keep = 0; /* reports ahead of a period not yet passed */
+        for (size_t k = 0; k < c->nahead; k++)
+            if (c->ahead[k].period >= period)
+                c->ahead[keep++] = c->ahead[k];
+        c->nahead = keep;
+        if (c->ahead_lost && period >= c->ahead_lost)
+            c->ahead_lost = 0; /* the period it was of has passed */
     }
     c->started = 1;
     c->period = period;

@@ -189,6 +189,49 @@ int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x);
  * O(nodes).  Returns 0, -ENOENT, -ENOMEM (c unchanged). */
 int ctrl_remove_bucket(ctrl_t *c, const char *name);
 
+/* ---- what changed, for an observer (the daemon's metrics) ----------------
+ * c logs its last CTRL_CHANGE_LOG changes of the table made in place
+ * (ctrl_set_bucket(), ctrl_remove_bucket()), numbered from 1, so that an
+ * observer keeping its own state per bucket follows them without a pass
+ * over the table; a whole new table (ctrl_set_buckets(), a settle of the
+ * template-made buckets) tells it to start again. */
+#define CTRL_CHANGE_LOG 1024
+
+typedef enum {
+    CTRL_CHANGE_SET,    /* bucket b's row changed in place */
+    CTRL_CHANGE_ADD,    /* bucket b was appended (b = the old count) */
+    CTRL_CHANGE_REMOVE, /* bucket b was removed and the last one, at index
+                           `moved` (the old count - 1), took its index */
+} ctrl_change_kind_t;
+
+typedef struct {
+    ctrl_change_kind_t kind;
+    int b, moved;
+} ctrl_change_t;
+
+/* The newest change's number (0: none yet).  O(1). */
+uint64_t ctrl_change_seq(const ctrl_t *c);
+
+/* Calls fn(arg, ch) for every change numbered after `since`, oldest first.
+ * Returns 0, or -ERANGE (fn never called) when some of them left the log
+ * or the whole table was replaced after `since`: the caller reads the
+ * table again.  O(changes).  The thread that owns c. */
+int ctrl_changes(const ctrl_t *c, uint64_t since, void (*fn)(void *arg, const ctrl_change_t *ch),
+                 void *arg);
+
+/* Calls fn(arg, b), possibly more than once for one b, for every bucket b
+ * that may show anything this period in ctrl_bucket_info(): served,
+ * queued or demand (every other bucket has nothing served, queued nor
+ * asked for: ctrl_bucket_info() gives them zeros there; the tokens it
+ * sums may still be nonzero).  These are the buckets of the nodes' active
+ * pairs (the pairs a computation visits) and those a node reported ahead
+ * for the next period.  O(active pairs), not O(buckets).  Returns 0, or
+ * -ENOMEM if c could not keep the reports ahead, or a whole new table
+ * came since one (ctrl_set_buckets(): they name old indexes), until their
+ * period has passed (then any bucket may show something: the caller must
+ * look at them all).  The thread that owns c. */
+int ctrl_touched_buckets(const ctrl_t *c, void (*fn)(void *arg, int b), void *arg);
+
 /* ---- template-made buckets (controller/ctrl_tmpl.c, issue 27) -----------
  * A template rule makes one bucket per entity at the node that classifies
  * the request; the controller learns the name from that node's reports

@@ -195,6 +195,23 @@ struct ctrl {
     uint64_t dyn_r_zeroed; /* dynamic buckets held at R 0: it did not fit */
     uint64_t dyn_refused_logged; /* dyn refusals when last logged */
     fair_t *fair;          /* the fair shares (fair.h); NULL: cfg.shares off */
+    /* The change log (ctrl_changes()): change number k is chlog[k %
+     * CTRL_CHANGE_LOG]; chseq the newest, chreset the number taken by the
+     * last whole new table (no entry). */
+    ctrl_change_t *chlog;
+    uint64_t chseq, chreset;
+    /* Buckets a node reported served ahead, for a period after the
+     * current one: ctrl_touched_buckets() adds them, as their pairs may
+     * leave the active list before that period begins (a pair's served
+     * count of another period reads 0 to the computation).  Dropped once
+     * their period has passed (ctrl_round_begin()). */
+    struct ctrl_ahead {
+        int b;
+        uint64_t period;
+    } *ahead;
+    size_t nahead, capahead;
+    uint64_t ahead_lost;   /* one was not kept (out of memory): its
+                              period + 1; 0: none */
 };
 
 /* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()

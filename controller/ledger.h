@@ -140,6 +140,10 @@ typedef struct ledger {
                               bucket is active this period */
     int *given;            /* [nb] for the dimension's spreading of the
                               headroom not placed: shares given so far */
+    int *rb, *lb;          /* [nb]: bucket of each bucket index of the R / L
+                              problem, in the order they were added (the
+                              passes after a solve visit those, not the
+                              whole table) */
     size_t capcnt;
     int *srv_node;         /* [nn]: problem server index -> node */
     int capsrv;

@@ -1,5 +1,6 @@
 /* round.c - one interval's computation (ctrl_compute) as named phases: liveness, estimates, the IO ledger's budgets and R and L pShift passes (ledger.c), token records and the provisional splits of limited buckets no node reported (the byte round is in bytes.c). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,17 @@ static void work_keep_demand(ctrl_t *c)
     }
 }
 
+/* A bucket's record is fetched this many pairs ahead of its use: its
+ * index is in the pair, itself fetched PAIR_AHEAD ahead. */
+#define BUCKET_AHEAD (PAIR_AHEAD / 2)
+
+/* Asks for the sums of bucket b (< 0: none) that the first pass adds to. */
+static inline void bucket_ahead(const ctrl_t *c, int b)
+{
+    if (b >= 0)
+        ctrl__prefetch(&c->b[b], offsetof(ledger_bucket_t, arrivals) + sizeof(double));
+}
+
 /* The first pass over up node nd's active pairs: adds their served
  * counters and arrivals to their buckets' sums, estimates their demands and
  * fills its IO work (ln) for the passes that follow.  Returns nonzero if
@@ -154,6 +166,9 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
     for (size_t k = 0; k < nd->nact; k++) {
         if (sparse && k + PAIR_AHEAD < nd->nact)
             ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
+        /* ... and its bucket's sums, from the pair fetched before. */
+        if (k + BUCKET_AHEAD < nd->nact)
+            bucket_ahead(c, nd->pairs[nd->act[k + BUCKET_AHEAD]].b);
         pair_t *pr = &nd->pairs[nd->act[k]];
         ledger_work_t *w = &ln->work[k];
         ctrl__pair_carry(nd, nd->act[k]);
@@ -219,8 +234,21 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         size_t j = nd->act[k];
         ledger_work_t *w = &ln->work[k];
         pair_push_t *ps = &nd->push[j];
-        if (sparse && k + PAIR_AHEAD < nd->nact)
+        if (sparse && k + PAIR_AHEAD < nd->nact) {
             ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
+            ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
+        }
+        /* The buckets' records and their R allocations, in two steps: the
+         * allocation's address is in the bucket's record. */
+        if (k + PAIR_AHEAD < ln->nwork && ln->work[k + PAIR_AHEAD].b >= 0) {
+            ctrl__prefetch(&c->b[ln->work[k + PAIR_AHEAD].b], sizeof(ledger_bucket_t));
+            __builtin_prefetch(&c->pv[ln->work[k + PAIR_AHEAD].b]);
+        }
+        if (k + BUCKET_AHEAD < ln->nwork) {
+            const ledger_work_t *wa = &ln->work[k + BUCKET_AHEAD];
+            if (wa->b >= 0 && wa->rk >= 0 && c->b[wa->b].ra)
+                __builtin_prefetch(&c->b[wa->b].ra[wa->rk]);
+        }
         ps->demand = w->demand;
         if (w->flags & LEDGER_EST)
             ps->rate_used = w->rate_now;
@@ -452,11 +480,16 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
 static int phase_estimate(ctrl_t *c, double il, int changed)
 {
     const double K = c->cfg.intervals;
+    /* Written only where nonzero: a large table of idle buckets is read,
+     * not dirtied (its cache lines need no write-back). */
     for (size_t b = 0; b < c->nb; b++) {
-        c->b[b].served = 0;
-        c->b[b].held = 0;
-        c->b[b].arrivals = 0;
-        c->b[b].backlog = 0;
+        ledger_bucket_t *bs = &c->b[b];
+        if (bs->served || bs->held || bs->arrivals != 0 || bs->backlog) {
+            bs->served = 0;
+            bs->held = 0;
+            bs->arrivals = 0;
+            bs->backlog = 0;
+        }
     }
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];

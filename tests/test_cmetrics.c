@@ -1,5 +1,6 @@
 /* test_cmetrics.c - Check suite for controller/daemon/metrics: each bucket's period outcome (reservation met or missed, held at limit) from a real ctrl_t's reports and tokens (idle: no demand; a reservation unused), its history, the status reason, and the rendered text. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,10 +69,7 @@ static void fx_round(fx_t *f, uint64_t p)
 
 static const cmetrics_outcome_t *outcome(const fx_t *f, const char *name)
 {
-    for (int i = 0; i < f->m.nout; i++)
-        if (strcmp(f->m.out[i].name, name) == 0)
-            return &f->m.out[i];
-    return NULL;
+    return cmetrics_outcome(&f->m, name);
 }
 
 /* Runs periods from..to, each one round then its end. */
@@ -238,6 +236,7 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     rich_served = 0;
     fx_round(&f, 6);
     cmetrics_period_end(&f.m, 0);
+    rich = outcome(&f, "rich"); /* its quiet periods added (metrics.h) */
     ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_IDLE);
     ck_assert_uint_eq(rich->idle_run, 1);
     ck_assert(!cmetrics_unused(&f.m, rich));
@@ -309,10 +308,235 @@ START_TEST(test_cmetrics_round_histogram_and_counters)
 }
 END_TEST
 
+/* ---- quiet periods added lazily (issue 26) ------------------------------- */
+
+/* A deterministic draw in 0..n-1. */
+static uint32_t draw(uint64_t *st, uint32_t n)
+{
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(*st >> 33) % n;
+}
+
+/* a and b hold the same outcomes, counters and histories. */
+static void same_outcomes(const cmetrics_t *a, const cmetrics_t *b)
+{
+    ck_assert_int_eq(a->nout, b->nout);
+    ck_assert_uint_eq(a->periods_judged, b->periods_judged);
+    for (int i = 0; i < a->nout; i++) {
+        const cmetrics_outcome_t *x = cmetrics_outcome_at(a, i), *y = cmetrics_outcome_at(b, i);
+        ck_assert_str_eq(x->name, y->name);
+        ck_assert_uint_eq(x->met, y->met);
+        ck_assert_uint_eq(x->missed, y->missed);
+        ck_assert_uint_eq(x->held, y->held);
+        ck_assert_uint_eq(x->idle, y->idle);
+        ck_assert_uint_eq(x->idle_run, y->idle_run);
+        ck_assert_uint_eq(history_count(x->hist), history_count(y->hist));
+        for (size_t k = 0; k < history_count(x->hist); k++) {
+            const history_rec_t *hx = history_get(x->hist, k), *hy = history_get(y->hist, k);
+            ck_assert_uint_eq(hx->period, hy->period);
+            ck_assert_uint_eq(hx->served, hy->served);
+            ck_assert_uint_eq(hx->queued, hy->queued);
+            ck_assert_uint_eq(hx->flags, hy->flags);
+        }
+    }
+}
+
+#define LZ_NAMES 40
+#define LZ_NODES 3
+
+/* Random traffic on 3 nodes (one sparse, one silent for a while) over 40
+ * names (30 configured at first; buckets added, changed and removed as it
+ * runs, reports ahead of the period): the metrics that add quiet periods
+ * lazily hold, after every period, exactly what visiting every bucket
+ * every period gives (m.full, the code before). */
+START_TEST(test_cmetrics_lazy_quiet_periods_exact)
+{
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 1;
+    cfg.intervals = 2;
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    char names[LZ_NAMES][8];
+    const char *nm[LZ_NAMES];
+    for (int j = 0; j < LZ_NAMES; j++) {
+        snprintf(names[j], sizeof names[j], "b%02d", j);
+        nm[j] = names[j];
+    }
+    uint64_t st = 42;
+    for (int j = 0; j < 30; j++) {
+        bucketfile_bucket_t x = {.name = nm[j], .reservation = draw(&st, 3) ? draw(&st, 30) : 0,
+                                 .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+        if (draw(&st, 3) == 0)
+            x.limit = x.reservation + 5 + draw(&st, 20);
+        ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+    }
+    nodes_t ns = {0};
+    timing_t tm = {0};
+    pclock_t clk = {.period_s = 1, .intervals = 2};
+    cmetrics_t lazy, ref;
+    ck_assert_int_eq(cmetrics_init(&lazy, c, &ns, &tm, &clk, NULL), 0);
+    ck_assert_int_eq(cmetrics_init(&ref, c, &ns, &tm, &clk, NULL), 0);
+    ref.full = 1;
+    for (int n = 0; n < LZ_NODES; n++) {
+        char node[8];
+        snprintf(node, sizeof node, "n%d", n);
+        ck_assert_int_eq(ctrl_node_hello(c, node, 0, 100, 1, nm, LZ_NAMES), n);
+    }
+    ck_assert_int_eq(ctrl_node_set_sparse(c, 2, 1), 0);
+    uint64_t served[LZ_NODES][LZ_NAMES] = {{0}};
+    uint8_t busy[LZ_NODES][LZ_NAMES] = {{0}};
+    proto_report_rec_t recs[LZ_NAMES];
+    int fewer = 0; /* periods the lazy one visited fewer buckets */
+    for (uint64_t p = 1; p <= 80; p++) {
+        memset(served, 0, sizeof served);
+        for (int n = 0; n < LZ_NODES; n++)
+            for (int j = 0; j < LZ_NAMES; j++)
+                busy[n][j] = draw(&st, 8) == 0; /* about 1 in 8 pairs busy a period */
+        for (uint32_t iv = 0; iv < 2; iv++) {
+            ck_assert_int_eq(ctrl_round_begin(c, p, iv, 0), 0);
+            for (int n = 0; n < LZ_NODES; n++) {
+                if (n == 1 && p >= 20 && p < 26)
+                    continue; /* silent: marked down, its pairs held */
+                size_t k = 0;
+                for (int j = 0; j < LZ_NAMES; j++) {
+                    if (!busy[n][j])
+                        continue;
+                    served[n][j] += draw(&st, 30);
+                    uint64_t q = draw(&st, 2) ? draw(&st, 60) : 0;
+                    recs[k++] = (proto_report_rec_t){
+                        .bucket = (uint32_t)j, .queued = q, .arrivals_interval = q + 3,
+                        .arrivals_period = served[n][j] + q, .served_r = served[n][j],
+                        .r_left = 1, .l_left = PROTO_UNLIMITED};
+                }
+                uint32_t gen = ctrl_table(c, NULL, NULL);
+                if (n == 2 && draw(&st, 2))
+                    ck_assert_int_ge(ctrl_node_report_sparse(c, n, p, iv, 1, gen, 10 * p, 0.1 * p,
+                                                             recs, k), 0);
+                else
+                    ck_assert_int_ge(ctrl_node_report(c, n, p, iv, 1, gen, 10 * p, 0.1 * p, recs, k),
+                                     0);
+            }
+            ctrl_result_t res;
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            tm.nsplits++;
+        }
+        if (p % 3 == 0) {
+            /* A report ahead of the next period, served but idle, then a
+             * computation in this one (a late round) that may drop the
+             * pair from the active list. */
+            int j = (int)draw(&st, LZ_NAMES);
+            recs[0] = (proto_report_rec_t){.bucket = (uint32_t)j, .served_r = 7,
+                                           .l_left = PROTO_UNLIMITED};
+            ck_assert_int_ge(ctrl_node_report(c, 0, p + 1, 0, 1, ctrl_table(c, NULL, NULL), 10 * p,
+                                              0.1 * p, recs, 1),
+                             0);
+            ctrl_result_t res;
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        }
+        if (p % 4 == 1) { /* a change of the table: add, change or remove */
+            int j = (int)draw(&st, LZ_NAMES);
+            if (ctrl_bucket_find(c, nm[j]) >= 0 && draw(&st, 2)) {
+                ck_assert_int_eq(ctrl_remove_bucket(c, nm[j]), 0);
+            } else {
+                bucketfile_bucket_t x = {.name = nm[j], .reservation = draw(&st, 20),
+                                         .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+                ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+            }
+        }
+        if (p % 13 == 0) { /* a whole new table (a reload): new rates, same names */
+            const char *const *tn;
+            size_t tnb;
+            ctrl_table(c, &tn, &tnb);
+            bucketfile_t *bf = bucketfile_new();
+            ck_assert_ptr_nonnull(bf);
+            for (size_t b = tnb; b-- > 0;) { /* reversed: every index moves */
+                bucketfile_bucket_t x = {.name = tn[b], .reservation = draw(&st, 25),
+                                         .limit = BUCKETFILE_NO_LIMIT, .weight = 1};
+                ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+            }
+            ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+            bucketfile_destroy(&bf);
+        }
+        cmetrics_period_end(&lazy, 0);
+        cmetrics_period_end(&ref, 0);
+        same_outcomes(&lazy, &ref);
+        ck_assert_uint_le(lazy.visited, ref.visited);
+        fewer += lazy.visited < ref.visited;
+    }
+    /* The reference visits every bucket; the lazy one fewer, but in the
+     * first period and after a whole new table. */
+    ck_assert_uint_eq(ref.visited, (uint64_t)ctrl_nbuckets(c));
+    ck_assert_int_ge(fewer, 60);
+    cmetrics_clear(&lazy);
+    cmetrics_clear(&ref);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* 100,000 buckets, one node with traffic in 3 of them: after the first
+ * period (the whole table read once), a period's end visits the 3 (was:
+ * all 100,000, a name lookup each), and what the idle ones show (idle
+ * counts, the rendering) still counts every period. */
+START_TEST(test_cmetrics_quiet_buckets_cost_nothing)
+{
+    enum { NB = 100000 };
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.period_s = 1;
+    cfg.intervals = 2;
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_t *bf = bucketfile_new();
+    ck_assert_ptr_nonnull(bf);
+    for (int j = 0; j < NB; j++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%06d", j);
+        bucketfile_bucket_t x = {.name = name, .reservation = 1, .limit = BUCKETFILE_NO_LIMIT,
+                                 .weight = 1};
+        ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    }
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *const three[] = {"t000000", "t050000", "t099999"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 1000, 1, three, 3), 0);
+    nodes_t ns = {0};
+    timing_t tm = {0};
+    pclock_t clk = {.period_s = 1, .intervals = 2};
+    cmetrics_t m;
+    ck_assert_int_eq(cmetrics_init(&m, c, &ns, &tm, &clk, NULL), 0);
+    for (uint64_t p = 1; p <= 6; p++) {
+        ck_assert_int_eq(ctrl_round_begin(c, p, 1, 0), 0);
+        proto_report_rec_t recs[3];
+        for (uint32_t j = 0; j < 3; j++)
+            recs[j] = (proto_report_rec_t){.bucket = j, .queued = 1, .arrivals_interval = 5,
+                                           .arrivals_period = 5, .served_r = 4,
+                                           .l_left = PROTO_UNLIMITED};
+        ck_assert_int_eq(ctrl_node_report(c, 0, p, 1, 1, ctrl_table(c, NULL, NULL), 10, 0.1,
+                                          recs, 3), 0);
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        tm.nsplits++;
+        cmetrics_period_end(&m, 0);
+        if (p == 2)
+            ck_assert_uint_eq(m.visited, NB); /* the first judged: the table read */
+        if (p > 2)
+            ck_assert_uint_eq(m.visited, 3);
+    }
+    const cmetrics_outcome_t *o = cmetrics_outcome(&m, "t012345");
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq(o->idle, 5);
+    ck_assert_uint_eq(o->idle_run, 5);
+    ck_assert_uint_eq(cmetrics_outcome(&m, "t050000")->met, 5);
+    cmetrics_clear(&m);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_cmetrics_outcomes, test_cmetrics_standby_judges_once,
                                   test_cmetrics_idle_and_unused_reservation,
-                                  test_cmetrics_round_histogram_and_counters};
+                                  test_cmetrics_round_histogram_and_counters,
+                                  test_cmetrics_lazy_quiet_periods_exact,
+                                  test_cmetrics_quiet_buckets_cost_nothing};
     return testlib_run_tests("cmetrics", tests, sizeof tests / sizeof tests[0]);
 }

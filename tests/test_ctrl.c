@@ -2965,6 +2965,81 @@ START_TEST(test_ctrl_set_buckets_shares_nothing)
 }
 END_TEST
 
+/* ctrl_changes() callback: appends the change to a ctrl_change_t[8]
+ * (count in element 7's .b). */
+static void note_change(void *arg, const ctrl_change_t *ch)
+{
+    ctrl_change_t *v = arg;
+    v[v[7].b++] = *ch;
+}
+
+static void note_touched(void *arg, int b)
+{
+    ((int *)arg)[b]++;
+}
+
+/* The change log names each change made in place in order (a removal with
+ * the index that moved), and a whole new table or a log too old tells the
+ * reader to start again; the touched buckets are those of the active
+ * pairs and of a report ahead of the period, not the idle ones. */
+START_TEST(test_ctrl_change_log_and_touched_buckets)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                      "{\"name\":\"b\",\"reservation\":10},{\"name\":\"c\",\"reservation\":10},"
+                      "{\"name\":\"d\",\"reservation\":10}]}",
+                      1, 1000, NULL);
+    uint64_t s0 = ctrl_change_seq(c);
+    ctrl_change_t v[8] = {{0}};
+    bucketfile_bucket_t x = {.name = "b", .reservation = 20, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+    x.name = "e";
+    ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+    ck_assert_int_eq(ctrl_remove_bucket(c, "a"), 0);
+    ck_assert_int_eq(ctrl_changes(c, s0, note_change, v), 0);
+    ck_assert_int_eq(v[7].b, 3);
+    ck_assert(v[0].kind == CTRL_CHANGE_SET && v[0].b == 1);
+    ck_assert(v[1].kind == CTRL_CHANGE_ADD && v[1].b == 4);
+    ck_assert(v[2].kind == CTRL_CHANGE_REMOVE && v[2].b == 0 && v[2].moved == 4);
+    ck_assert_int_eq(ctrl_bucket_find(c, "e"), 0);
+    ck_assert_int_eq(ctrl_changes(c, ctrl_change_seq(c), note_change, v), 0);
+    ck_assert_int_eq(v[7].b, 3); /* nothing new */
+    /* More changes than the log holds, or a whole table: start again. */
+    uint64_t s1 = ctrl_change_seq(c);
+    for (int k = 0; k < CTRL_CHANGE_LOG; k++)
+        ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+    ck_assert_int_eq(ctrl_changes(c, s1, note_change, v), -ERANGE);
+    ck_assert_int_eq(ctrl_changes(c, s1 + 1, note_change, v), 0);
+    v[7].b = 0;
+    bucketfile_t *bf = load("{\"buckets\":[{\"name\":\"a\",\"reservation\":10},"
+                            "{\"name\":\"b\",\"reservation\":10},{\"name\":\"c\",\"reservation\":10},"
+                            "{\"name\":\"d\",\"reservation\":10}]}");
+    uint64_t s2 = ctrl_change_seq(c);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    ck_assert_int_eq(ctrl_changes(c, s2, note_change, v), -ERANGE);
+    ck_assert_int_eq(ctrl_changes(c, ctrl_change_seq(c), note_change, v), 0);
+    ck_assert_int_eq(v[7].b, 0);
+    /* Touched: b reported busy; c ahead (next period, served). */
+    rep_t r[4] = {{0}, {.queued = 5, .arrivals = 5, .served = 3, .l_left = PROTO_UNLIMITED},
+                  {0}, {0}};
+    const rep_t *reps[1] = {r};
+    round_reports(c, 1, 0, reps, 1, 2);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    proto_report_rec_t ahead = {.bucket = 2, .served_r = 4, .l_left = PROTO_UNLIMITED};
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 0, 1, ctrl_table(c, NULL, NULL), 0, 0, &ahead, 1),
+                     0);
+    int seen[4] = {0};
+    ck_assert_int_eq(ctrl_touched_buckets(c, note_touched, seen), 0);
+    ck_assert_int_eq(seen[0], 0);
+    ck_assert_int_ge(seen[1], 1);
+    ck_assert_int_ge(seen[2], 1);
+    ck_assert_int_eq(seen[3], 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -2999,6 +3074,7 @@ int main(void)
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
         test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
         test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
-        test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing};
+        test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing,
+        test_ctrl_change_log_and_touched_buckets};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1264,7 +1264,7 @@ static json_t *cmd_history(admin_t *ad, json_t *req)
         return r;
     }
     for (int i = 0; i < ad->met->nout; i++)
-        json_array_append_new(arr, history_json(&ad->met->out[i], periods));
+        json_array_append_new(arr, history_json(cmetrics_outcome_at(ad->met, i), periods));
     return r;
 }
 

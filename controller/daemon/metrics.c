@@ -24,23 +24,33 @@ void cmetrics_clear(cmetrics_t *m)
         history_destroy(&m->out[i].hist);
     }
     free(m->out);
+    free(m->oix);
+    free(m->visits);
+    free(m->pend);
     strmap_destroy(&m->index);
     m->out = NULL;
+    m->oix = NULL;
+    m->visits = NULL;
+    m->pend = NULL;
+    m->npend = m->cappend = 0;
     m->nout = m->capout = 0;
+    m->noix = m->capoix = m->nvisits = m->capvisits = 0;
+    m->synced = 0;
 }
 
-/* The outcome record of bucket `name`, made on first sight; NULL when out
- * of memory. */
-static cmetrics_outcome_t *outcome_of(cmetrics_t *m, const char *name)
+/* The outcome record of bucket `name`, made on first sight (out of the
+ * table, nothing to add yet); its index in m->out, or -1 when out of
+ * memory.  m->out may move. */
+static int outcome_of(cmetrics_t *m, const char *name)
 {
     int i;
     if (strmap_find(m->index, name, strlen(name), &i) == 0)
-        return &m->out[i];
+        return i;
     if (m->nout == m->capout) {
         int cap = m->capout ? 2 * m->capout : 64;
         cmetrics_outcome_t *o = realloc(m->out, (size_t)cap * sizeof *o);
         if (!o)
-            return NULL;
+            return -1;
         m->out = o;
         m->capout = cap;
     }
@@ -48,13 +58,49 @@ static cmetrics_outcome_t *outcome_of(cmetrics_t *m, const char *name)
     /* The ring comes with the bucket's first period with traffic
      * (cmetrics_period_end()): a table of a million idle buckets costs no
      * 1.5 KB rings (issue 26 case 5). */
-    *o = (cmetrics_outcome_t){.name = strdup(name)};
+    *o = (cmetrics_outcome_t){.name = strdup(name), .mark = m->periods_judged,
+                              .cmark = m->counted, .b = -1};
     if (!o->name || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
         free(o->name);
         history_destroy(&o->hist);
-        return NULL;
+        return -1;
     }
-    m->nout++;
+    return m->nout++;
+}
+
+/* Adds to o the periods judged since its last settle, up to judged
+ * period number `upto` (exclusive; `cupto` of them counted): periods
+ * without traffic (its visits take the others), judged o->quiet, while it
+ * was in the table.  O(1), or O(HISTORY_PERIODS) with a ring. */
+static void settle_to(const cmetrics_t *m, cmetrics_outcome_t *o, uint64_t upto, uint64_t cupto)
+{
+    if (upto <= o->mark)
+        return;
+    uint64_t n = upto - o->mark;
+    if (o->b >= 0) {
+        if (o->quiet & HISTORY_IDLE) {
+            o->idle_run += n;
+            o->idle += cupto - o->cmark;
+        } else {
+            o->idle_run = 0;
+        }
+        if (o->hist) {
+            uint64_t k = n < HISTORY_PERIODS ? n : HISTORY_PERIODS;
+            for (uint64_t i = upto - k; i < upto; i++)
+                history_push(o->hist, &(history_rec_t){
+                                          .period = m->judged_period[i % HISTORY_PERIODS],
+                                          .flags = o->quiet,
+                                      });
+        }
+    }
+    o->mark = upto;
+    o->cmark = cupto;
+}
+
+/* o settled up to now. */
+static const cmetrics_outcome_t *settled(const cmetrics_t *m, cmetrics_outcome_t *o)
+{
+    settle_to(m, o, m->periods_judged, m->counted);
     return o;
 }
 
@@ -66,7 +112,12 @@ static int may_push(const cmetrics_t *m, double now)
 const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name)
 {
     int i;
-    return strmap_find(m->index, name, strlen(name), &i) == 0 ? &m->out[i] : NULL;
+    return strmap_find(m->index, name, strlen(name), &i) == 0 ? settled(m, &m->out[i]) : NULL;
+}
+
+const cmetrics_outcome_t *cmetrics_outcome_at(const cmetrics_t *m, int i)
+{
+    return i >= 0 && i < m->nout ? settled(m, &m->out[i]) : NULL;
 }
 
 int cmetrics_unused(const cmetrics_t *m, const cmetrics_outcome_t *o)
@@ -115,6 +166,181 @@ const char *cmetrics_reason(const ctrl_bucket_info_t *bi, const pclock_t *clk)
     return f & HISTORY_RES_MET ? "reservation_met" : "best_effort";
 }
 
+/* ---- following ctrl's table ------------------------------------------------ */
+
+/* Queues outcome i for a visit at this period's end (once). */
+static void queue_visit(cmetrics_t *m, int i)
+{
+    cmetrics_outcome_t *o = &m->out[i];
+    if (o->visit == m->periods_judged + 1)
+        return;
+    if (m->nvisits == m->capvisits) {
+        size_t cap = m->capvisits ? 2 * m->capvisits : 256;
+        int *v = realloc(m->visits, cap * sizeof *v);
+        if (!v)
+            return; /* out of memory: its periods are added as quiet ones */
+        m->visits = v;
+        m->capvisits = cap;
+    }
+    o->visit = m->periods_judged + 1;
+    m->visits[m->nvisits++] = i;
+}
+
+static int oix_room(cmetrics_t *m, size_t n)
+{
+    if (n <= m->capoix)
+        return 0;
+    size_t cap = m->capoix ? m->capoix : 64;
+    while (cap < n)
+        cap *= 2;
+    int *v = realloc(m->oix, cap * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    m->oix = v;
+    m->capoix = cap;
+    return 0;
+}
+
+/* Outcome of table bucket b (names: ctrl's), found or made, placed at b
+ * and queued for a visit. */
+static void place(cmetrics_t *m, const char *const *names, size_t b)
+{
+    int i = outcome_of(m, names[b]);
+    m->oix[b] = i;
+    if (i < 0)
+        return;
+    cmetrics_outcome_t *o = &m->out[i];
+    settle_to(m, o, m->periods_judged, m->counted); /* out of the table: marks only */
+    o->b = (int)b;
+    queue_visit(m, i);
+}
+
+/* Reads ctrl's whole table: every outcome settled and out of it, then
+ * every bucket's found or made and queued for a visit.  O(buckets). */
+static void sync_all(cmetrics_t *m)
+{
+    for (int i = 0; i < m->nout; i++) {
+        settle_to(m, &m->out[i], m->periods_judged, m->counted);
+        m->out[i].b = -1;
+    }
+    const char *const *names;
+    size_t n;
+    ctrl_table(m->ctrl, &names, &n);
+    m->noix = 0;
+    m->synced = 0;
+    if (oix_room(m, n) < 0)
+        return; /* nothing judged this period; tried again at the next */
+    for (size_t b = 0; b < n; b++)
+        place(m, names, b);
+    m->noix = n;
+    m->seq = ctrl_change_seq(m->ctrl);
+    m->synced = 1;
+}
+
+/* Notes that table index b holds -2 (resolved by sync_table()). */
+static void pend(cmetrics_t *m, size_t b)
+{
+    if (m->npend == m->cappend) {
+        size_t cap = m->cappend ? 2 * m->cappend : 64;
+        int *v = realloc(m->pend, cap * sizeof *v);
+        if (!v) {
+            m->synced = 0; /* the whole table at once instead */
+            return;
+        }
+        m->pend = v;
+        m->cappend = cap;
+    }
+    m->pend[m->npend++] = (int)b;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* ctrl_changes() callback: one change applied to oix.  A bucket added, or
+ * one without a record, is marked -2 and looked up by name afterwards
+ * (resolve()); an inconsistency clears m->synced. */
+static void on_change(void *arg, const ctrl_change_t *ch)
+{
+    cmetrics_t *m = arg;
+    if (!m->synced)
+        return;
+    size_t b = (size_t)ch->b;
+    switch (ch->kind) {
+    case CTRL_CHANGE_SET:
+        if (b >= m->noix)
+            break;
+        if (m->oix[b] >= 0) {
+            queue_visit(m, m->oix[b]);
+        } else {
+            m->oix[b] = -2;
+            pend(m, b);
+        }
+        return;
+    case CTRL_CHANGE_ADD:
+        if (b != m->noix || oix_room(m, b + 1) < 0)
+            break;
+        m->oix[m->noix++] = -2;
+        pend(m, b);
+        return;
+    case CTRL_CHANGE_REMOVE: {
+        size_t last = (size_t)ch->moved;
+        if (b >= m->noix || last != m->noix - 1)
+            break;
+        int i = m->oix[b];
+        if (i >= 0) {
+            settle_to(m, &m->out[i], m->periods_judged, m->counted);
+            m->out[i].b = -1; /* its periods stop */
+        }
+        if (b != last) {
+            m->oix[b] = m->oix[last];
+            if (m->oix[b] >= 0)
+                m->out[m->oix[b]].b = (int)b;
+            else if (m->oix[b] == -2)
+                pend(m, b);
+        }
+        m->noix--;
+        return;
+    }
+    }
+    m->synced = 0;
+}
+
+/* Brings oix to ctrl's table: its change log if it holds every change
+ * since the last time, else the whole table.  Buckets added or changed
+ * are queued for a visit; outcomes are made in table order, as a pass
+ * over the table would make them. */
+static void sync_table(cmetrics_t *m)
+{
+    m->npend = 0;
+    if (m->full || !m->synced || ctrl_changes(m->ctrl, m->seq, on_change, m) < 0 || !m->synced ||
+        m->noix != (size_t)ctrl_nbuckets(m->ctrl)) {
+        sync_all(m);
+        return;
+    }
+    m->seq = ctrl_change_seq(m->ctrl);
+    if (!m->npend)
+        return;
+    const char *const *names;
+    size_t n;
+    ctrl_table(m->ctrl, &names, &n);
+    /* In table order, as a pass over the table would meet them. */
+    qsort(m->pend, m->npend, sizeof *m->pend, cmp_int);
+    for (size_t k = 0; k < m->npend; k++)
+        if ((size_t)m->pend[k] < m->noix && m->oix[m->pend[k]] == -2)
+            place(m, names, (size_t)m->pend[k]);
+    m->npend = 0;
+}
+
+static void touch(void *arg, int b)
+{
+    cmetrics_t *m = arg;
+    if ((size_t)b < m->noix && m->oix[b] >= 0)
+        queue_visit(m, m->oix[b]);
+}
+
 void cmetrics_period_end(cmetrics_t *m, double now)
 {
     /* A standby judges too (it gets the same reports and computes the same
@@ -128,14 +354,32 @@ void cmetrics_period_end(cmetrics_t *m, double now)
     m->split_rounds = m->tm->nsplits;
     if (!judge)
         return;
+    uint64_t J = m->periods_judged, C = m->counted;
+    m->nvisits = 0;
+    sync_table(m);
+    /* Every bucket with traffic; with nested buckets (a parent's figures
+     * are its children's) every bucket, as without ctrl's list. */
+    if (m->full || ctrl_nested(m->ctrl) || ctrl_touched_buckets(m->ctrl, touch, m) < 0)
+        for (size_t b = 0; b < m->noix; b++)
+            if (m->oix[b] >= 0)
+                queue_visit(m, m->oix[b]);
     /* The last reports of a period are taken at its last interval's start:
      * the served counters cover (K - 1) / K of it. */
     double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
-    for (int b = 0; b < ctrl_nbuckets(m->ctrl); b++) {
+    m->visited = 0;
+    for (size_t v = 0; v < m->nvisits; v++) {
+        cmetrics_outcome_t *o = &m->out[m->visits[v]];
         ctrl_bucket_info_t bi;
-        cmetrics_outcome_t *o;
-        if (ctrl_bucket_info(m->ctrl, b, &bi) < 0 || !(o = outcome_of(m, bi.name)))
+        o->visit = 0;
+        if (o->b < 0)
+            continue; /* removed since it was queued */
+        settle_to(m, o, J, C);
+        /* This period is taken here, judged or not. */
+        o->mark = J + 1;
+        o->cmark = C + (count != 0);
+        if (ctrl_bucket_info(m->ctrl, o->b, &bi) < 0)
             continue;
+        m->visited++;
         unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
         if (count) {
             o->met += (f & HISTORY_RES_MET) != 0;
@@ -143,6 +387,13 @@ void cmetrics_period_end(cmetrics_t *m, double now)
             o->held += (f & HISTORY_HELD) != 0;
             o->idle += (f & HISTORY_IDLE) != 0;
         }
+        /* The judgement of its periods without traffic, until the next
+         * visit: this one's with nothing served, queued nor asked for. */
+        ctrl_bucket_info_t q = bi;
+        q.served_r = q.served_l = q.served_o = 0;
+        q.queued = 0;
+        q.demand = 0;
+        o->quiet = (uint8_t)cmetrics_judge(&q, m->clk->period_s, seen);
         /* The idle run counts before the no-ring skip below: a bucket
          * that never had traffic is exactly the unused reservation. */
         o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
@@ -158,7 +409,10 @@ void cmetrics_period_end(cmetrics_t *m, double now)
                                   .flags = f,
                               });
     }
-    m->periods_judged++;
+    m->nvisits = 0;
+    m->judged_period[J % HISTORY_PERIODS] = period;
+    m->periods_judged = J + 1;
+    m->counted = C + (count != 0);
     m->last_period = period;
 }
 
@@ -410,6 +664,8 @@ static void render_unused(const cmetrics_t *m, promtext_t *p)
 void cmetrics_render(void *arg, promtext_t *out)
 {
     const cmetrics_t *m = arg;
+    for (int i = 0; i < m->nout; i++)
+        settled(m, &m->out[i]);
     double now = mono_now();
     render_controller(m, out, now);
     render_security(m, out);

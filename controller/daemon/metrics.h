@@ -19,7 +19,16 @@
 #include "controller/daemon/timing.h"
 
 /* One bucket's period outcomes, cumulative since the start (counted while
- * leading), and the last HISTORY_PERIODS of them (judged, leading or not). */
+ * leading), and the last HISTORY_PERIODS of them (judged, leading or not).
+ *
+ * A bucket with nothing served, queued nor asked for in a period (no
+ * active pair on any node, ctrl_touched_buckets()) is judged the same way
+ * every such period: `quiet` (HISTORY_IDLE if it has a reservation, else
+ * nothing).  Those periods are not visited: they are added when the
+ * record is next read or visited (cmetrics_outcome(), cmetrics_outcome_at(),
+ * the rendering, a period in which it has traffic or its row changes), so
+ * a table of idle buckets costs nothing per period.  Read the record
+ * through those functions, never m->out[] directly. */
 typedef struct {
     char *name;
     uint64_t met, missed, held;
@@ -27,6 +36,13 @@ typedef struct {
     uint64_t idle_run;         /* periods judged idle in a row, up to the
                                   last judged (leading or not) */
     history_t *hist;           /* owned */
+    /* what is not added yet (cmetrics_t.judged and .counted at the
+     * record's last settle) */
+    uint64_t mark, cmark;
+    uint64_t visit;            /* judged + 1 while queued for a visit */
+    int b;                     /* its index in ctrl's table, -1: not in it
+                                  (removed: its periods stop) */
+    uint8_t quiet;             /* the flags of a period without traffic */
 } cmetrics_outcome_t;
 
 /* Reloads of the configuration (SIGHUP, admin "reload"), counted by their
@@ -49,6 +65,26 @@ typedef struct {
     strmap_t *index;           /* bucket name -> index in out[] */
     cmetrics_outcome_t *out;
     int nout, capout;
+    /* ctrl's table as the outcomes know it: oix[b] the outcome of table
+     * bucket b (-1: none, -2: to look up by name), following ctrl's
+     * change log (ctrl_changes()) from number `seq`; synced 0: read the
+     * whole table at the next period's end. */
+    int *oix;
+    size_t noix, capoix;
+    uint64_t seq;
+    int synced;
+    int *pend;                 /* table indexes that may hold -2 */
+    size_t npend, cappend;
+    int *visits;               /* outcomes to visit at this period's end */
+    size_t nvisits, capvisits;
+    int full;                  /* visit every bucket every period, as before
+                                  quiet periods were added lazily (the
+                                  reference the tests compare with) */
+    uint64_t visited;          /* buckets visited (ctrl_bucket_info) at the
+                                  last period's end */
+    uint64_t counted;          /* periods judged and counted (leading) */
+    uint64_t judged_period[HISTORY_PERIODS]; /* period of judged period
+                                  number k (0-based) at [k % HISTORY_PERIODS] */
     uint64_t periods_judged;   /* periods judged (history pushes) */
     uint64_t last_period;      /* the period judged last (judged once) */
     uint64_t split_rounds;     /* tm->nsplits when the current period began */
@@ -88,9 +124,15 @@ unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double period_s, double se
  * spare capacity only).  A static string.  Loop thread. */
 const char *cmetrics_reason(const ctrl_bucket_info_t *bi, const pclock_t *clk);
 
-/* Bucket `name`'s outcomes, or NULL if it was never judged.  Valid until
- * the next cmetrics_period_end().  Loop thread. */
+/* Bucket `name`'s outcomes, or NULL if it was never judged, with its
+ * quiet periods added (the record changes: m's outcomes are its own, not
+ * the caller's to keep constant).  Valid until the next
+ * cmetrics_period_end().  Loop thread. */
 const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name);
+
+/* The i-th outcome (0 <= i < m->nout, in the order the buckets were first
+ * judged), as cmetrics_outcome().  Loop thread. */
+const cmetrics_outcome_t *cmetrics_outcome_at(const cmetrics_t *m, int i);
 
 /* The loop is about to start period clk->period in ctrl (ctrl_round_begin
  * of a new period): judges every bucket on the period that ends, from the
@@ -112,7 +154,11 @@ const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name
  * Every controller judges, once each, the periods that began while it ran
  * and had a round computed (a standby too: it gets the same reports, so its history
  * survives a takeover); only one that may push (alone or the leader) adds
- * them to the counters (met, missed, held).  O(buckets), once a period. */
+ * them to the counters (met, missed, held).  Visits only the buckets that
+ * may have traffic (ctrl_touched_buckets()), those whose rows changed
+ * (ctrl_changes()), and, with nested buckets, every bucket: O(active
+ * pairs + their buckets x nodes + changes); a whole new table (or the
+ * first period) is read once, O(buckets).  m->visited counts the visits. */
 void cmetrics_period_end(cmetrics_t *m, double now);
 
 /* metricsd_render_fn: every metric into out.  Loop thread. */
