@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include "common/proto.h"
+#include "common/shardmap.h"
 #include "storage-node/daemon/ctlclient.h"
 #include "storage-node/core/sched.h"
 #include "tests/testlib.h"
@@ -898,6 +899,110 @@ START_TEST(test_ctlclient_shard_session)
 }
 END_TEST
 
+/* Names in parts with shards (issue 30): a node table of 10,000 buckets
+ * (more than two parts) cut to shard 1 of 2.  The hello's first part, the
+ * names messages after it and the controller's counts are all of the
+ * shard's table: parts are contiguous in the shard's indexes, of the
+ * shard's size, only the shard's names, each once; once the controller
+ * holds them all, a report names the shard's last bucket by its shard
+ * index. */
+#define SHP_N 10000
+START_TEST(test_ctlclient_shard_names_in_parts)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    static char bname[SHP_N][16];
+    static const char *want[SHP_N]; /* the shard's table, in the node's order */
+    size_t nf = 0;
+    int last = -1; /* the scheduler index of the shard's last bucket */
+    for (int i = 0; i < SHP_N; i++) {
+        snprintf(bname[i], sizeof bname[i], "k%05d", i);
+        ck_assert_int_eq(sched_add_bucket(s, bname[i], 1), i);
+        if (shardmap_of(bname[i], 2) == 1) {
+            want[nf++] = bname[i];
+            last = i;
+        }
+    }
+    ck_assert(nf > 0 && nf < SHP_N);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = f.endpoint;
+    cc.agent.name = "n1";
+    cc.hello_s = 0.1;
+    cc.agent.mode = AGENT_FALLBACK_STATIC;
+    cc.shards = 2;
+    cc.shard = 1;
+    int err = 0;
+    ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    ck_assert(f.m.parts);
+    ck_assert_uint_eq(f.m.names_of, nf); /* the shard's table, not the node's */
+    size_t got = f.m.nnames;
+    ck_assert(got > 0 && got < nf);
+    for (size_t j = 0; j < got; j++)
+        ck_assert_str_eq(f.m.names[j], want[j]);
+    uint32_t node_table = f.m.table;
+
+    /* welcomed, holding the first part */
+    g_period_ms = 60000;
+    g_intervals = 600;
+    proto_msg_t w;
+    proto_msg_init(&w);
+    welcome_msg(&w, 5, 59990, node_table);
+    const char *ours[] = {want[0]};
+    w.names = ours;
+    w.nnames = 1;
+    w.parts = 1;
+    w.has_peer_names = 1;
+    w.peer_names = got;
+    fake_send(&f, &w);
+    proto_msg_clear(&w);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+
+    /* the rest in names messages, each the next of the shard's table */
+    double end = ctlclient_now() + 10.0;
+    while (got < nf && ctlclient_now() < end) {
+        if (!wait_for(&f, c, PROTO_NAMES, end - ctlclient_now()))
+            break;
+        ck_assert_uint_eq(f.m.table, node_table);
+        ck_assert_uint_eq(f.m.names_of, nf);
+        ck_assert_uint_eq(f.m.names_at, got); /* nothing twice, nothing skipped */
+        ck_assert(f.m.nnames <= nf - got);
+        for (size_t j = 0; j < f.m.nnames; j++)
+            ck_assert_str_eq(f.m.names[j], want[got + j]);
+        got += f.m.nnames;
+    }
+    ck_assert_uint_eq(got, nf);
+
+    /* the controller holds the shard's whole table: traffic on its last
+     * bucket is reported as the shard's bucket nf - 1 */
+    proto_msg_t m;
+    tokens_msg(&m, 5, g_period_ms - 50, 1);
+    m.peer_table = node_table;
+    m.has_peer_names = 1;
+    m.peer_names = nf;
+    fake_send(&f, &m);
+    proto_msg_clear(&m);
+    static sched_item_t items[3];
+    for (int i = 0; i < 3; i++)
+        sched_enqueue(s, last, &items[i]);
+    int seen = 0;
+    end = ctlclient_now() + 10.0;
+    while (!seen && ctlclient_now() < end && wait_for(&f, c, PROTO_REPORT, end - ctlclient_now()))
+        for (size_t i = 0; i < f.m.count; i++) {
+            ck_assert(f.m.report[i].bucket < nf);
+            if (f.m.report[i].bucket == nf - 1 && f.m.report[i].queued == 3)
+                seen = 1;
+        }
+    ck_assert(seen);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -905,7 +1010,8 @@ int main(void)
         test_ctlclient_tokens_last_until_period_end, test_ctlclient_bad_messages,
         test_ctlclient_libevent, test_ctlclient_heartbeat, test_ctlclient_tokens_net_of_served,
         test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
-        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session
+        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session,
+        test_ctlclient_shard_names_in_parts
     };
     return testlib_run_timed("ctlclient", 60, tests, sizeof tests / sizeof tests[0]);
 }

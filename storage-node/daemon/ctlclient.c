@@ -53,11 +53,14 @@ struct ctlclient {
     int curve;           /* cfg.curve_key given: own and server loaded */
     curvekey_t own, server;
     /* shards (cfg.shards > 0): the node's table as this shard sees it */
+    sched_t *sched;      /* the names of the agent's table, by index */
     int16_t *bshard;     /* [nb]: the shard of scheduler bucket b (names
                             never change; filled as buckets appear) */
     int *fmap;           /* [nb]: b's index in the shard's table, or -1 */
+    int *fbefore;        /* [nb + 1]: the shard's buckets among [0, b) */
+    int *fwhole;         /* [nf]: the scheduler index of shard bucket f */
     const char **fnames; /* [nf]: the shard's names, for the names frame */
-    int nb, capb;
+    int nb, nf, capb;
     proto_share_rec_t fflight[PROTO_SHARES_MAX]; /* a report's inflight, re-indexed */
     double next_refuse_warn;
 
@@ -131,40 +134,97 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
 
 /* ---- shards: the node's table cut to this client's shard ---- */
 
-/* Maps the scheduler's names (m's names frame: the agent's whole table,
- * indexed as the scheduler) to this shard's table: c->fmap, c->fnames, and
- * m's names frame replaced by the shard's.  O(buckets); a name's shard is
- * hashed once.  Returns 0 or -ENOMEM (m unchanged). */
-static int shard_names(ctlclient_t *c, proto_msg_t *m)
+/* Brings the shard's table up to the agent's first n buckets (the table
+ * grows by its end; a smaller one is a new table, mapped anew): c->fmap,
+ * c->fbefore, c->fwhole, c->fnames.  Each bucket's shard is hashed once.
+ * O(new buckets).  Returns 0 or -ENOMEM (the mapping as it was). */
+static int shard_sync(ctlclient_t *c, int n)
 {
-    int n = (int)m->nnames;
-    if (n > c->capb) {
-        int cap = n > 2 * c->capb ? n : 2 * c->capb;
+    if (n < c->nb)
+        c->nb = c->nf = 0;
+    if (n + 1 > c->capb) {
+        int cap = n + 1 > 2 * c->capb ? n + 1 : 2 * c->capb;
         int16_t *bs = realloc(c->bshard, (size_t)cap * sizeof *bs);
         if (bs)
             c->bshard = bs;
         int *fm = bs ? realloc(c->fmap, (size_t)cap * sizeof *fm) : NULL;
         if (fm)
             c->fmap = fm;
-        const char **fn = fm ? realloc(c->fnames, (size_t)cap * sizeof *fn) : NULL;
+        int *fb = fm ? realloc(c->fbefore, (size_t)cap * sizeof *fb) : NULL;
+        if (fb)
+            c->fbefore = fb;
+        int *fw = fb ? realloc(c->fwhole, (size_t)cap * sizeof *fw) : NULL;
+        if (fw)
+            c->fwhole = fw;
+        const char **fn = fw ? realloc(c->fnames, (size_t)cap * sizeof *fn) : NULL;
         if (!fn)
             return -ENOMEM;
         c->fnames = fn;
         c->capb = cap;
     }
-    for (int b = c->nb; b < n; b++)
-        c->bshard[b] = (int16_t)shardmap_of(m->names[b], c->cfg.shards);
-    if (n > c->nb)
-        c->nb = n;
-    size_t nf = 0;
-    for (int b = 0; b < n; b++) {
-        c->fmap[b] = c->bshard[b] == c->cfg.shard ? (int)nf : -1;
-        if (c->fmap[b] >= 0)
-            c->fnames[nf++] = m->names[b];
+    for (int b = c->nb; b < n; b++) {
+        const char *name = sched_bucket_name(c->sched, b);
+        c->bshard[b] = (int16_t)(name ? shardmap_of(name, c->cfg.shards) : -1);
+        c->fbefore[b] = c->nf;
+        c->fmap[b] = -1;
+        if (c->bshard[b] == c->cfg.shard) {
+            c->fmap[b] = c->nf;
+            c->fwhole[c->nf] = b;
+            c->fnames[c->nf++] = name;
+        }
     }
-    m->names = c->fnames;
-    m->nnames = nf;
+    c->nb = n;
+    c->fbefore[n] = c->nf;
     return 0;
+}
+
+/* The agent's names frame of m (a hello or report: the first nnames names
+ * of its table of names_of, or its whole table if names_of is 0) as this
+ * shard's: the shard's names among those, its table of c->nf names
+ * (names_of 0 if the frame holds it all).  Returns 0 or -ENOMEM. */
+static int shard_names(ctlclient_t *c, proto_msg_t *m)
+{
+    size_t n = m->names_of ? (size_t)m->names_of : m->nnames;
+    int rc = shard_sync(c, (int)n);
+    if (rc)
+        return rc;
+    int k = c->fbefore[m->nnames];
+    m->names = c->fnames;
+    m->nnames = (size_t)k;
+    m->names_of = k < c->nf ? (uint64_t)c->nf : 0;
+    return 0;
+}
+
+/* A names message of the agent's (a part [names_at, names_at + nnames) of
+ * its table of names_of) as this shard's part: p, borrowing c->fnames.
+ * Returns 1 if p holds names (send it), 0 if none of the part is this
+ * shard's (nothing to send: the controller's count moves past it), or
+ * -ENOMEM. */
+static int shard_part(ctlclient_t *c, const proto_msg_t *m, proto_msg_t *p)
+{
+    int rc = shard_sync(c, (int)m->names_of);
+    if (rc)
+        return rc;
+    int from = c->fbefore[m->names_at], to = c->fbefore[m->names_at + m->nnames];
+    if (to <= from)
+        return 0;
+    *p = *m;
+    p->names = c->fnames + from;
+    p->nnames = (size_t)(to - from);
+    p->names_at = (uint64_t)from;
+    p->names_of = (uint64_t)c->nf;
+    return 1;
+}
+
+/* A controller's count of our table (peer_names: the first so many names
+ * of the shard's table) as the agent's: it holds every bucket before the
+ * shard's first one it lacks (all we mapped if it lacks none). */
+static void shard_ack(const ctlclient_t *c, proto_msg_t *m)
+{
+    if (!m->has_peer_names)
+        return;
+    m->peer_names = m->peer_names < (uint64_t)c->nf ? (uint64_t)c->fwhole[m->peer_names]
+                                                     : (uint64_t)c->nb;
 }
 
 /* The shard's index of scheduler bucket b, or -1 (another shard's, or not
@@ -182,6 +242,7 @@ static int shard_index(const ctlclient_t *c, uint32_t b)
 static int shard_report(ctlclient_t *c, proto_msg_t *m)
 {
     if (m->has_names) {
+        m->names_of = 0; /* a report's names are the agent's whole table */
         int rc = shard_names(c, m);
         if (rc)
             return rc;
@@ -316,11 +377,25 @@ int ctlclient_report_now(ctlclient_t *c, double now)
         c->st.sent_report++;
     /* names in parts: the next parts of our table, a bounded number */
     proto_msg_t part; /* borrows the agent's names */
-    for (int i = 0; rc == 0 && i < AGENT_PARTS_REPORT && agent_names_part(c->agent, &part); i++)
-        if (send_msg(c, &part) < 0) {
+    proto_msg_t fpart; /* the shard's names of it (c->shards) */
+    for (int i = 0; rc == 0 && i < AGENT_PARTS_REPORT && agent_names_part(c->agent, &part); i++) {
+        proto_msg_t *out = &part;
+        if (c->cfg.shards) {
+            int r = shard_part(c, &part, &fpart);
+            if (r <= 0) {
+                if (r < 0) {
+                    agent_names_unsent(c->agent, &part);
+                    break;
+                }
+                continue; /* none of this shard's */
+            }
+            out = &fpart;
+        }
+        if (send_msg(c, out) < 0) {
             agent_names_unsent(c->agent, &part); /* again after the next report */
             break;
         }
+    }
     return rc;
 }
 
@@ -348,6 +423,8 @@ static int drain(ctlclient_t *c, int i, double now)
             return rc;
         if (c->cfg.shards && c->in.has_names && !shard_table_ok(c, &c->in, i, now))
             continue; /* nothing of it applied: this shard's buckets stay as they are */
+        if (c->cfg.shards)
+            shard_ack(c, &c->in); /* its count of the shard's table as the agent's */
         int was = c->leader;
         if (agent_handle_from(c->agent, &c->in, NULL, now, i) & AGENT_SEND_HELLO) {
             c->next_hello = now + c->cfg.hello_s;
@@ -624,6 +701,7 @@ ctlclient_t *ctlclient_new(const ctlclient_config_t *cfg, sched_t *sched, const 
         !(c->split = strdup(cfg->endpoint)))
         goto out;
     c->cfg = *cfg;
+    c->sched = sched;
     c->cfg.endpoint = c->endpoint;
     strcpy(c->name, cfg->agent.name);
     c->cfg.agent.name = c->name;
@@ -703,6 +781,8 @@ void ctlclient_destroy(ctlclient_t **cp)
     free(c->split);
     free(c->bshard);
     free(c->fmap);
+    free(c->fbefore);
+    free(c->fwhole);
     free(c->fnames);
     explicit_bzero(&c->own, sizeof c->own);
     free(c);

@@ -54,11 +54,15 @@ typedef struct {
                                    Both or neither (docs/security.md) */
     int shards, shard;        /* controller shards (0: none): this client is
                                  the session with shard `shard` of `shards`
-                                 (its leader and standbys).  Its hellos and
-                                 reports name only the node's buckets of
-                                 that shard (shardmap_of()), re-indexed; a
-                                 controller table (welcome, tokens with
-                                 names) naming a bucket of another shard,
+                                 (its leader and standbys).  Its hellos,
+                                 names parts and reports name only the
+                                 node's buckets of that shard
+                                 (shardmap_of()), re-indexed as the shard's
+                                 own table, and the controller's counts of
+                                 it (peer_names) are taken in that table; a
+                                 controller table or part of one (welcome,
+                                 names, tokens with names) naming a bucket
+                                 of another shard,
                                  or `default` (which would take every
                                  other shard's buckets), is refused whole
                                  (counted, warned): fail closed.  The
