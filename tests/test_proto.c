@@ -2069,6 +2069,7 @@ START_TEST(test_proto_name_parts)
     free(frame);
     /* a report with peer_names; a report may not carry a part */
     proto_msg_clear(&m);
+    proto_msg_clear(&d);
     hello_start(&m, &d, "n1");
     m.type = PROTO_REPORT;
     m.has_names = 0;
