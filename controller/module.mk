@@ -50,7 +50,8 @@ test_leader_LIBS = common
 test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
                      controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/etcd.c \
                      controller/daemon/clock.c \
-                     controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c
+                     controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c \
+                     controller/daemon/rootx.c
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
