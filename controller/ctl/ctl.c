@@ -1845,7 +1845,7 @@ static json_t *merge_history(json_t **rep, int n)
 static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, const curvekey_t *keys,
                       const char *cmd, int json_out, int node)
 {
-    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0;
+    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0, answered = 0;
     int is_history = strcmp(cmd, "history") == 0, merged_status = !node && !is_buckets &&
                                                                   !is_history;
     json_t *all = json_array(), *merged = json_array();
@@ -1876,6 +1876,7 @@ static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, cons
             json_array_extend(merged, json_object_get(r, "buckets"));
         if (code == EXIT_OK && !is_buckets && !node)
             rep[i] = r;
+        answered += code == EXIT_OK;
         if (json_out || is_buckets || code != EXIT_OK || !node) {
             json_array_append_new(all, r);
             continue;
@@ -1895,6 +1896,8 @@ static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, cons
         free(s);
     } else if (is_buckets) {
         print_buckets_table(merged, 0, 1);
+    } else if (!answered) {
+        ; /* every shard's error is said already: no empty view */
     } else if (is_history && out) {
         print_history(out);
     } else if (!node && out) {
