@@ -50,7 +50,8 @@ test_leader_LIBS = common
 test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controller/daemon/nodes.c \
                      controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/etcd.c \
                      controller/daemon/clock.c \
-                     controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c
+                     controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c \
+                     controller/daemon/rootx.c
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
@@ -119,7 +120,7 @@ ITESTS += tests/it/report_delay.sh
 
 # controller shards (issue 30): the shard map, the root step, a shard's side; the daemons
 # as two shards with a leader each, two nodes, a shard leader killed
-ITESTS += tests/it/it_shards.sh
+ITESTS += tests/it/it_shards.sh tests/it/it_shards_view.sh
 TESTS += test_rootx
 test_rootx_SRCS = tests/test_rootx.c controller/daemon/rootx.c
 test_rootx_LIBS = controller pshift proto curvekey common

@@ -166,6 +166,8 @@ typedef struct {
     int garbage;         /* reply with non-JSON */
     int silent;          /* never reply */
     int refuse;          /* import/diff: a diff with a refusal */
+    const char *status;  /* status's reply (NULL: status_reply) */
+    const char *history; /* history's reply (NULL: bad_request) */
     char last_req[16384]; /* last request seen */
 } fake_t;
 
@@ -240,7 +242,9 @@ static void *fake_main(void *arg)
         else if (!cmd)
             ;
         else if (!strcmp(cmd, "status"))
-            reply = status_reply;
+            reply = f->status ? f->status : status_reply;
+        else if (!strcmp(cmd, "history") && f->history)
+            reply = f->history;
         else if (!strcmp(cmd, "buckets"))
             reply = "{\"v\":1,\"ok\":true,\"buckets\":[{\"name\":\"red\",\"reservation\":30000,"
                     "\"limit\":60000,\"weight\":1}]}";
@@ -498,6 +502,104 @@ START_TEST(test_ctl_status_node_bucket)
 END_TEST
 
 /* keygen makes the directories it needs, 0700, and never overwrites. */
+/* Shard 1's status: n1 up there too, n2 up here (down in shard 0's). */
+static const char *status_shard1 =
+    "{\"v\":1,\"ok\":true,\"id\":\"s1a\",\"leader\":true,\"epoch\":7,\"leader_id\":\"s1a\","
+    "\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
+    "\"elapsed_ms\":450,\"nodes\":[{\"name\":\"n2\",\"state\":\"up\",\"last_report_ms\":300,"
+    "\"capacity\":30000,\"buckets\":1,\"fallbacks\":1},{\"name\":\"n1\",\"state\":\"up\","
+    "\"last_report_ms\":100,\"capacity\":60000,\"buckets\":1}],"
+    "\"buckets\":[{\"name\":\"green\",\"reservation\":500,\"limit\":null,\"weight\":1,"
+    "\"served\":20000,\"served_r\":500,\"served_l\":0,\"served_o\":19500,\"queued\":1,"
+    "\"demand\":9000}],\"summary\":{\"buckets\":1,\"matched\":1,\"shown\":1,\"offset\":0,"
+    "\"sort\":\"served\",\"reservation\":500,\"limited\":0,\"demand\":9000,\"served\":20000,"
+    "\"queued\":1,\"queued_buckets\":1}}";
+
+/* A request's integer member `key` (-1: none). */
+static long long req_int(const char *req, const char *key)
+{
+    json_t *j = json_loads(req, 0, NULL);
+    json_t *v = json_object_get(j, key);
+    long long x = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+    json_decref(j);
+    return x;
+}
+
+/* bqos-ctl over two shards: status and history merged into one view,
+ * sorted and paged on the merge (issue 30). */
+START_TEST(test_ctl_shards_merged)
+{
+    fake_t f0, f1;
+    fake_start(&f0);
+    fake_start(&f1);
+    f1.status = status_shard1;
+    f0.history = "{\"v\":1,\"ok\":true,\"period\":12,\"period_ms\":1000,\"judged\":4,"
+                 "\"buckets\":[{\"name\":\"red\",\"periods\":[{\"period\":11,"
+                 "\"reservation\":\"met\",\"served\":70}]}]}";
+    f1.history = "{\"v\":1,\"ok\":true,\"period\":12,\"period_ms\":1000,\"judged\":3,"
+                 "\"buckets\":[{\"name\":\"green\",\"periods\":[{\"period\":11,"
+                 "\"held_at_limit\":true,\"served\":90}]}]}";
+    char ep[300];
+    snprintf(ep, sizeof ep, "%s;%s", f0.endpoint, f1.endpoint);
+
+    /* the busiest two of three buckets, across the shards */
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--sort", "served", "--limit", "2"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "SHARD"));
+    ck_assert_ptr_nonnull(strstr(out, "shard 1 of 2: controller s1a: leader, epoch 7"));
+    const char *g = strstr(out, "green"), *r = strstr(out, "red");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_nonnull(r);
+    ck_assert(g < r);
+    ck_assert_ptr_null(strstr(out, "blue"));
+    ck_assert_ptr_nonnull(strstr(out, "up/up"));   /* n1 */
+    ck_assert_ptr_nonnull(strstr(out, "down/up")); /* n2 */
+    ck_assert_ptr_eq(strstr(strstr(out, "NODE") + 1, "NODE"), NULL); /* one node table */
+    /* each shard asked for the first offset + limit rows */
+    ck_assert_int_eq(req_int(f1.last_req, "limit"), 2);
+
+    /* --offset on the merge: the second busiest alone */
+    ck_assert_int_eq(RUN("--endpoint", ep, "--json", "status", "--sort", "served", "--limit",
+                         "1", "--offset", "1"), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(req_int(f0.last_req, "limit"), 2);
+    ck_assert_int_eq(req_int(f0.last_req, "offset"), -1);
+    json_t *bs = json_object_get(j, "buckets");
+    ck_assert_int_eq(json_array_size(bs), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(bs, 0), "name")), "red");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(bs, 0), "shard")), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "shards")), 2);
+    json_t *nodes = json_object_get(j, "nodes");
+    ck_assert_int_eq(json_array_size(nodes), 2);
+    json_t *n2 = json_array_get(nodes, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(n2, "name")), "n2");
+    ck_assert_int_eq(json_integer_value(json_object_get(n2, "capacity")), 30000);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(n2, "shards"), 0), "state")), "down");
+    json_t *sm = json_object_get(j, "summary");
+    /* shard 0 (status_reply) has no summary: only shard 1 sums */
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "served")), 20000);
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "shown")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "offset")), 1);
+    json_decref(j);
+
+    /* history: one table, a SHARD column */
+    ck_assert_int_eq(RUN("--endpoint", ep, "history"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "SHARD"));
+    ck_assert_ptr_nonnull(strstr(out, "reservation met"));
+    ck_assert_ptr_nonnull(strstr(out, "held at limit"));
+    ck_assert_ptr_nonnull(strstr(out, "3 periods judged"));
+    ck_assert_ptr_null(strstr(out, "== shard"));
+
+    /* a shard that does not answer: the rest shown, its exit status */
+    fake_stop(&f1);
+    ck_assert_int_ne(RUN("--endpoint", ep, "--timeout", "300", "status"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "shard 1 of 2: no answer"));
+    ck_assert_ptr_nonnull(strstr(out, "red"));
+    fake_stop(&f0);
+}
+END_TEST
+
 START_TEST(test_ctl_keygen_dir)
 {
     char top[] = "/tmp/test_ctl_keysXXXXXX", base[256], p[300];
@@ -539,7 +641,8 @@ int main(void)
     }
     const TTest *const tests[] = {test_ctl_help_version, test_ctl_usage_errors,
                                   test_ctl_unreachable, test_ctl_commands, test_ctl_import,
-                                  test_ctl_status_node_bucket, test_ctl_keygen_dir};
+                                  test_ctl_status_node_bucket, test_ctl_keygen_dir,
+                                  test_ctl_shards_merged};
     const testlib_case_t c = {.name = "ctl", .timeout = 30};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

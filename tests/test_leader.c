@@ -1473,6 +1473,66 @@ END_TEST
  * of shard 0 does not keep shard 1 from leading), a second controller of
  * a shard stands by for that shard only, and the shard's standby takes
  * over when its leader dies while the other shard's leader goes on. */
+/* The cluster's K (/bqos/C/shards): the first shard controller creates
+ * it, the others agree with it, one with another --shards never leads
+ * (nor campaigns), and a key that does not parse stops every one. */
+START_TEST(test_leader_shards_k_agree)
+{
+    fstore_t f = {0};
+    ctl_t c[3];
+    const char *ids[] = {"s0a", "s1a", "s1x"};
+    const int shard[] = {0, 1, 1}, k[] = {2, 2, 3};
+    for (int i = 0; i < 3; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        leader_config_t lc = {.cluster = "t", .id = ids[i], .admin = "tcp://x",
+                              .listen = "tcp://y", .ttl_s = 1, .margin_s = 0.25,
+                              .poll_s = 0.1, .shards = k[i], .shard = shard[i]};
+        leader_store_t st = f_store(&f);
+        leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                            .change = h_change, .arg = &c[i]};
+        ck_assert_int_eq(leader_init(&c[i].ld, &lc, &st, &h), 0);
+    }
+    f.now = 0;
+    ck_assert_int_eq(leader_poll(&c[0].ld, 0), 0);
+    ck_assert(c[0].ld.leading);
+    fkey_t *key = f_find(&f, "/bqos/t/shards");
+    ck_assert_ptr_nonnull(key);
+    ck_assert_str_eq(key->value, "{\"k\":2}");
+    f.now = 0.01;
+    ck_assert_int_eq(leader_poll(&c[1].ld, 0.01), 0);
+    ck_assert(c[1].ld.leading && c[1].ld.k_agreed);
+    /* shard 1's leader dies; s1x (--shards 3) never takes its place */
+    for (double t = 0.1; t < 3; t += 0.1) {
+        poll_at(&c[0], &f, t);
+        f.now = t + 0.01;
+        ck_assert_int_eq(leader_poll(&c[2].ld, t + 0.01), LEADER_EK);
+        ck_assert(!c[2].ld.leading);
+    }
+    ck_assert_int_eq(c[2].ld.k_cluster, 2);
+    ck_assert_uint_eq(c[2].ld.elections, 0);
+    ck_assert_ptr_null(f_find(&f, "/bqos/t/shard/1/leader"));
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value, "{\"k\":2}"); /* unchanged */
+    leader_clear(&c[2].ld);
+
+    /* garbage in the key: refused, not taken for a K */
+    f_put(&f, "/bqos/t/shards", "{\"k\":\"two\"}");
+    memset(&c[2], 0, sizeof c[2]);
+    leader_config_t lc = {.cluster = "t", .id = "s1y", .admin = "", .listen = "", .ttl_s = 1,
+                          .margin_s = 0.25, .poll_s = 0.1, .shards = 2, .shard = 1};
+    leader_store_t st = f_store(&f);
+    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                        .change = h_change, .arg = &c[2]};
+    ck_assert_int_eq(leader_init(&c[2].ld, &lc, &st, &h), 0);
+    f.now = 3.5;
+    ck_assert_int_eq(leader_poll(&c[2].ld, 3.5), LEADER_EK);
+    ck_assert_int_eq(c[2].ld.k_cluster, -1);
+    ck_assert(!c[2].ld.leading);
+    for (int i = 0; i < 3; i++)
+        leader_clear(&c[i].ld);
+    f_clear(&f);
+}
+END_TEST
+
 START_TEST(test_leader_shards_elect_apart)
 {
     fstore_t f = {0};
@@ -1609,6 +1669,7 @@ int main(void)
                                   test_leader_keys_migration,
                                   test_leader_keys_compacted_history,
                                   test_leader_bad_config, test_leader_shards_elect_apart,
+                                  test_leader_shards_k_agree,
                                   test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

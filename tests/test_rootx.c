@@ -86,6 +86,11 @@ START_TEST(test_rootx_root_divides_within_capacity)
     for (int i = 0; i < 20; i++) /* the standby's note, after the needs */
         rootx_drain(root, 1.0), zmq_poll(NULL, 0, 5);
     ck_assert_int_eq(rootx_step(root, 9, 1.0), 0);
+    rootx_view_t v; /* the status's and /metrics' view: both shards live, then lapsed */
+    rootx_view(root, 1.0, &v);
+    ck_assert(v.root && v.shards == 2 && v.fresh[0] == 1 && v.fresh[1] == 1);
+    rootx_view(root, 100.0, &v);
+    ck_assert(v.fresh[0] == 0 && v.fresh[1] == 0 && v.age_s[1] == 99.0);
     json_t *a = recv_json(s0), *b = recv_json(s1), *c = recv_json(sb);
     ck_assert_ptr_nonnull(c); /* the same slices as its leader's */
     ck_assert_int_eq(json_integer_value(json_object_get(c, "shard")), 1);
@@ -164,6 +169,11 @@ START_TEST(test_rootx_shard_holds_slices_for_their_lease)
     ck_assert_int_eq(rootx_slice(x, "n1", 3.5, &est, &cons), -1); /* lease over: the last one */
     ck_assert(est == 500 && cons == 400);
     ck_assert_int_eq(rootx_slice(x, "n2", 1.5, &est, &cons), 0);
+    rootx_view_t v; /* live within the lease, lapsed after; not a root */
+    rootx_view(x, 2.5, &v);
+    ck_assert(!v.root && v.live == 1 && v.lapsed == 0 && v.fresh[0] == -1);
+    rootx_view(x, 3.5, &v);
+    ck_assert(v.live == 0 && v.lapsed == 1);
     ctrl_destroy(&c);
     rootx_destroy(&x);
     zmq_close(r);

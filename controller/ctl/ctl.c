@@ -211,9 +211,12 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "(bqos-controller --shards K): K such lists separated by ';', shard\n"
                  "0's first (quote it).  A command on one bucket (set, remove, who,\n"
                  "history BUCKET, status --bucket NAME) goes to the bucket's shard;\n"
-                 "status, status --node, history and buckets ask every shard (buckets:\n"
-                 "one table; the others: each shard's answer in turn, --json: an\n"
-                 "object {\"shards\": [...]}); reload and import go to shard 0 (the\n"
+                 "status, status --node, history and buckets ask every shard: status\n"
+                 "and history are merged (one node table with each node's state per\n"
+                 "shard, one bucket table with a SHARD column, sorted and paged on the\n"
+                 "merge; --json: the merged \"nodes\", \"buckets\", \"summary\" and each\n"
+                 "shard's answer in \"shards\"), buckets is one table, status --node\n"
+                 "each shard's answer in turn; reload and import go to shard 0 (the\n"
                  "table in etcd is one for all shards); watch takes one shard."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
@@ -594,6 +597,23 @@ static void t_row(table_t *t, ...)
     t->nrows++;
 }
 
+/* One row from an array of t->ncols cells. */
+static void t_rowv(table_t *t, const char *const *v)
+{
+    if (t->nrows + 1 > t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        char **p = realloc(t->cells, t->cap * t->ncols * sizeof *p);
+        if (!p) {
+            fputs("bqos-ctl: out of memory\n", stderr);
+            exit(EXIT_UNREACHABLE);
+        }
+        t->cells = p;
+    }
+    for (size_t c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * t->ncols + c] = strdup(v[c] ? v[c] : "-");
+    t->nrows++;
+}
+
 static void t_free(table_t *t)
 {
     for (size_t i = 0; i < t->nrows * t->ncols; i++)
@@ -845,29 +865,40 @@ static void print_buckets_table(json_t *buckets, int with_served, int tree)
         for (size_t i = 0; i < nb; i++)
             order[i] = i;
     }
-    table_t t = {.ncols = with_served ? 13 : 4};
+    /* rows merged from controller shards carry their "shard": a column */
+    int sh = json_is_integer(json_object_get(json_array_get(buckets, 0), "shard"));
+    table_t t = {.ncols = (with_served ? 13 : 4) + (size_t)sh};
     for (size_t c = 1; c < t.ncols; c++)
-        t.right[c] = c < 12;
-    if (with_served)
-        t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT", "SERVED", "R", "L", "O", "QUEUED",
-              "DEMAND", "R TOKENS", "L TOKENS", "REASON");
-    else
-        t_row(&t, "BUCKET", "RESERVATION", "LIMIT", "WEIGHT");
+        t.right[c] = c < t.ncols - (with_served ? 1 : 0);
+    static const char *const head[14] = {"BUCKET", "SHARD", "RESERVATION", "LIMIT", "WEIGHT",
+                                         "SERVED", "R", "L", "O", "QUEUED", "DEMAND", "R TOKENS",
+                                         "L TOKENS", "REASON"};
+    t_rowv(&t, sh ? head : (const char *const[]){head[0], head[2], head[3], head[4], head[5],
+                                                  head[6], head[7], head[8], head[9], head[10],
+                                                  head[11], head[12], head[13]});
     for (size_t i = 0; i < nb; i++) {
         json_t *b = json_array_get(buckets, order[i]);
-        char c[13][48];
-        if (with_served)
-            t_row(&t, name_cell(b, depth[order[i]], c[0], 48), cell(b, "reservation", "-", c[1], 48),
-                  limit_cell(b, c[2], 48), cell(b, "weight", "1", c[3], 48),
-                  cell(b, "served", "-", c[4], 48), cell(b, "served_r", "-", c[5], 48),
-                  cell(b, "served_l", "-", c[6], 48), cell(b, "served_o", "-", c[7], 48),
-                  cell(b, "queued", "-", c[8], 48), cell(b, "demand", "-", c[9], 48),
-                  cell(b, "r_tokens", "-", c[10], 48), cell(b, "l_tokens", "none", c[11], 48),
-                  reason_cell(b, c[12], 48));
-        else
-            t_row(&t, name_cell(b, depth[order[i]], c[0], 48),
-                  cell(b, "reservation", "-", c[1], 48), limit_cell(b, c[2], 48),
-                  cell(b, "weight", "1", c[3], 48));
+        char c[14][48];
+        const char *v[14];
+        size_t k = 0;
+        v[k++] = name_cell(b, depth[order[i]], c[0], 48);
+        if (sh)
+            v[k++] = cell(b, "shard", "?", c[13], 48);
+        v[k++] = cell(b, "reservation", "-", c[1], 48);
+        v[k++] = limit_cell(b, c[2], 48);
+        v[k++] = cell(b, "weight", "1", c[3], 48);
+        if (with_served) {
+            v[k++] = cell(b, "served", "-", c[4], 48);
+            v[k++] = cell(b, "served_r", "-", c[5], 48);
+            v[k++] = cell(b, "served_l", "-", c[6], 48);
+            v[k++] = cell(b, "served_o", "-", c[7], 48);
+            v[k++] = cell(b, "queued", "-", c[8], 48);
+            v[k++] = cell(b, "demand", "-", c[9], 48);
+            v[k++] = cell(b, "r_tokens", "-", c[10], 48);
+            v[k++] = cell(b, "l_tokens", "none", c[11], 48);
+            v[k++] = reason_cell(b, c[12], 48);
+        }
+        t_rowv(&t, v);
     }
     free(order);
     free(depth);
@@ -1042,19 +1073,32 @@ static void print_history(json_t *r)
     printf("period %s (%s ms); %s periods judged; outcomes of the last periods, newest first\n\n",
            cell(r, "period", "?", a, 32), cell(r, "period_ms", "?", b, 32),
            cell(r, "judged", "0", j, 32));
-    table_t t = {.ncols = 5, .right = {0, 1, 0, 1, 1}};
-    t_row(&t, "BUCKET", "PERIOD", "OUTCOME", "SERVED", "QUEUED");
+    /* merged from controller shards: a SHARD column */
+    int sh = json_is_integer(json_object_get(json_array_get(buckets, 0), "shard"));
+    table_t t = {.ncols = 5 + (size_t)sh, .right = {0, 1, 1, 0, 1, 1}};
+    if (!sh)
+        t.right[2] = 0;
+    const char *const head[] = {"BUCKET", "SHARD", "PERIOD", "OUTCOME", "SERVED", "QUEUED"};
+    t_rowv(&t, sh ? head : (const char *const[]){head[0], head[2], head[3], head[4], head[5]});
     size_t i, k;
     json_t *bk, *p;
     json_array_foreach(buckets, i, bk) {
         json_array_foreach(json_object_get(bk, "periods"), k, p) {
             const char *res = json_string_value(json_object_get(p, "reservation"));
             int held = json_is_true(json_object_get(p, "held_at_limit"));
-            char out[64], c[4][32];
+            char out[64], c[5][32];
             snprintf(out, sizeof out, "%s%s%s", res ? "reservation " : "", res ? res : "",
                      held ? (res ? ", held at limit" : "held at limit") : (res ? "" : "-"));
-            t_row(&t, cell(bk, "name", "?", c[0], 32), cell(p, "period", "?", c[1], 32), out,
-                  cell(p, "served", "-", c[2], 32), cell(p, "queued", "-", c[3], 32));
+            const char *v[6];
+            size_t x = 0;
+            v[x++] = cell(bk, "name", "?", c[0], 32);
+            if (sh)
+                v[x++] = cell(bk, "shard", "?", c[4], 32);
+            v[x++] = cell(p, "period", "?", c[1], 32);
+            v[x++] = out;
+            v[x++] = cell(p, "served", "-", c[2], 32);
+            v[x++] = cell(p, "queued", "-", c[3], 32);
+            t_rowv(&t, v);
         }
     }
     if (t.nrows == 1) {
@@ -1525,17 +1569,299 @@ static int split_shards(char *list, const char **out, int max)
     }
 }
 
+/* A bucket row of a merged status: its shard's reply row, where it came. */
+typedef struct {
+    json_t *row;   /* borrowed */
+    int shard;
+    size_t pos;    /* its place in its shard's rows */
+    int64_t key;
+    const char *name;
+} mrow_t;
+
+static const char *merge_sort; /* qsort's context: the --sort field */
+
+/* The controller's order (admin.c's ranks_before()): name ascending, the
+ * figures descending (no limit above every limit), ties and "table" in
+ * shard order then each shard's. */
+static int mrow_cmp(const void *pa, const void *pb)
+{
+    const mrow_t *x = pa, *y = pb;
+    if (strcmp(merge_sort, "name") == 0) {
+        int c = strcmp(x->name, y->name);
+        if (c)
+            return c;
+    } else if (strcmp(merge_sort, "table") != 0 && x->key != y->key) {
+        return x->key > y->key ? -1 : 1;
+    }
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* A row's key for the sort `sort` (served, queued etc.; limit: null is
+ * no limit, above every figure). */
+static int64_t mrow_key(json_t *row, const char *sort)
+{
+    json_t *v = json_object_get(row, sort);
+    if (strcmp(sort, "limit") == 0 && (!v || json_is_null(v)))
+        return INT64_MAX;
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+/* The summary fields summed over the shards. */
+static const char *const sum_keys[] = {"buckets", "matched", "reservation", "limited", "demand",
+                                       "served", "queued", "queued_buckets"};
+
+/* Every shard's status (rep[0..n), NULL: no answer) as one: "shards" (the
+ * answers, null where none), the clock of the first that answered,
+ * "nodes" (each node once, "shards": its row in each shard or null, and
+ * the figures: capacity the smallest of the shards' estimates, buckets and
+ * fallbacks summed, last_report_ms the oldest), "buckets" (every shard's
+ * rows with their "shard", in --sort order: the shards were asked for
+ * offset + limit rows each, and rows offset..offset + limit of the merge
+ * are kept) and "summary" (sums; shown, offset and sort of the merge).
+ * Returns a new object (caller owns) or NULL (out of memory). */
+static json_t *merge_status(json_t **rep, int n, int64_t offset, int64_t limit, const char *sort)
+{
+    json_t *out = json_object(), *shards = json_array(), *nodes = json_array();
+    json_t *index = json_object(), *sm = json_object(), *bs = json_array();
+    mrow_t *rows = NULL;
+    size_t nrows = 0, cap = 0;
+    if (!out || !shards || !nodes || !index || !sm || !bs)
+        goto fail;
+    static const char *const clock[] = {"period", "interval", "intervals", "elapsed_ms",
+                                        "period_ms"};
+    for (int i = 0; i < n; i++) {
+        json_array_append(shards, rep[i] ? rep[i] : json_null());
+        if (!rep[i])
+            continue;
+        if (!json_object_get(out, "period"))
+            for (size_t c = 0; c < sizeof clock / sizeof clock[0]; c++)
+                if (json_object_get(rep[i], clock[c]))
+                    json_object_set(out, clock[c], json_object_get(rep[i], clock[c]));
+        size_t j;
+        json_t *nd, *row;
+        json_array_foreach(json_object_get(rep[i], "nodes"), j, nd) {
+            const char *name = json_string_value(json_object_get(nd, "name"));
+            if (!name)
+                continue;
+            json_t *m = json_object_get(index, name);
+            if (!m) {
+                json_t *per = json_array();
+                for (int s = 0; per && s < n; s++)
+                    json_array_append_new(per, json_null());
+                m = json_pack("{s:s, s:o}", "name", name, "shards", per ? per : json_null());
+                if (!m || json_array_append_new(nodes, m) < 0 ||
+                    json_object_set(index, name, m) < 0)
+                    goto fail;
+            }
+            json_array_set(json_object_get(m, "shards"), (size_t)i, nd);
+            static const char *const fig[] = {"capacity", "buckets", "fallbacks",
+                                              "last_report_ms"};
+            for (int f = 0; f < 4; f++) {
+                json_t *v = json_object_get(nd, fig[f]), *was = json_object_get(m, fig[f]);
+                if (!json_is_integer(v))
+                    continue;
+                json_int_t x = json_integer_value(v), w = json_integer_value(was);
+                if (was && (f == 0 ? w < x : f == 3 ? w > x : 0))
+                    x = w; /* the smallest capacity, the oldest report */
+                else if (was && (f == 1 || f == 2))
+                    x += w;
+                json_object_set_new(m, fig[f], json_integer(x));
+            }
+        }
+        json_array_foreach(json_object_get(rep[i], "buckets"), j, row) {
+            if (!json_is_object(row))
+                continue;
+            if (nrows == cap) {
+                cap = cap ? 2 * cap : 64;
+                mrow_t *p = realloc(rows, cap * sizeof *p);
+                if (!p)
+                    goto fail;
+                rows = p;
+            }
+            const char *nm = json_string_value(json_object_get(row, "name"));
+            rows[nrows++] = (mrow_t){row, i, j, mrow_key(row, sort), nm ? nm : ""};
+        }
+        json_t *ssm = json_object_get(rep[i], "summary");
+        for (size_t k = 0; k < sizeof sum_keys / sizeof sum_keys[0]; k++) {
+            json_t *v = json_object_get(ssm, sum_keys[k]);
+            if (json_is_integer(v))
+                json_object_set_new(sm, sum_keys[k],
+                                    json_integer(json_integer_value(json_object_get(sm, sum_keys[k])) +
+                                                 json_integer_value(v)));
+        }
+        if (json_object_get(ssm, "bucket"))
+            json_object_set(sm, "bucket", json_object_get(ssm, "bucket"));
+    }
+    merge_sort = sort;
+    if (nrows > 1)
+        qsort(rows, nrows, sizeof *rows, mrow_cmp);
+    for (size_t r = (size_t)offset; r < nrows && (limit < 0 || r < (size_t)(offset + limit)); r++) {
+        json_t *c = json_deep_copy(rows[r].row);
+        if (!c || json_object_set_new(c, "shard", json_integer(rows[r].shard)) < 0 ||
+            json_array_append_new(bs, c) < 0)
+            goto fail;
+    }
+    json_object_set_new(sm, "shown", json_integer((json_int_t)json_array_size(bs)));
+    json_object_set_new(sm, "offset", json_integer(offset));
+    json_object_set_new(sm, "sort", json_string(sort));
+    json_object_set_new(out, "shards", shards);
+    json_object_set_new(out, "nodes", nodes);
+    json_object_set_new(out, "buckets", bs);
+    json_object_set_new(out, "summary", sm);
+    json_decref(index);
+    free(rows);
+    return out;
+fail:
+    free(rows);
+    json_decref(index);
+    json_decref(out);
+    json_decref(shards);
+    json_decref(nodes);
+    json_decref(sm);
+    json_decref(bs);
+    return NULL;
+}
+
+/* The merged status for people: a line per shard (its controller, role,
+ * epoch, rounds), one node table (a node's state in each shard), one
+ * bucket table with a SHARD column, the summary. */
+static void print_merged_status(json_t *m)
+{
+    print_clock(m);
+    json_t *shards = json_object_get(m, "shards");
+    size_t n = json_array_size(shards), i;
+    json_t *r;
+    json_array_foreach(shards, i, r) {
+        char a[32], b[32], c[32], x[3][32];
+        if (!json_is_object(r)) {
+            printf("shard %zu of %zu: no answer\n", i, n);
+            continue;
+        }
+        printf("shard %zu of %zu", i, n);
+        if (json_object_get(r, "id")) /* a controller under etcd */
+            printf(": controller %s: %s, epoch %s (leader %s)", cell(r, "id", "?", a, 32),
+                   json_is_true(json_object_get(r, "leader")) ? "leader" : "standby",
+                   cell(r, "epoch", "?", b, 32), cell(r, "leader_id", "unknown", c, 32));
+        json_t *st = json_object_get(r, "stats");
+        if (json_is_object(st))
+            printf("; rounds %s (computed %s, skipped %s)", cell(st, "rounds", "?", x[0], 32),
+                   cell(st, "computed", "?", x[1], 32), cell(st, "skipped", "?", x[2], 32));
+        putchar('\n');
+        const char *warn = json_string_value(json_object_get(r, "warning"));
+        if (warn)
+            printf("  WARNING (admission): %s\n", warn);
+    }
+    putchar('\n');
+    json_t *nodes = json_object_get(m, "nodes");
+    if (json_array_size(nodes) == 0) {
+        printf("(no nodes)\n");
+    } else {
+        char head[64];
+        snprintf(head, sizeof head, "STATE (SHARD 0%s%zu)", n > 2 ? "..": "/", n - 1);
+        table_t t = {.ncols = 6, .right = {0, 0, 1, 1, 1, 1}};
+        t_row(&t, "NODE", n > 1 ? head : "STATE", "LAST REPORT", "CAPACITY", "BUCKETS",
+              "FALLBACKS");
+        json_t *nd;
+        json_array_foreach(nodes, i, nd) {
+            char x[6][48], states[256] = "";
+            size_t k;
+            json_t *one;
+            json_array_foreach(json_object_get(nd, "shards"), k, one) {
+                const char *st = json_is_object(one)
+                                     ? json_string_value(json_object_get(one, "state"))
+                                     : NULL;
+                size_t l = strlen(states);
+                snprintf(states + l, sizeof states - l, "%s%s%s", k ? "/" : "",
+                         st ? st : "-",
+                         json_is_true(json_object_get(one, "fallback")) ? "+fallback" : "");
+            }
+            const char *age = cell(nd, "last_report_ms", "never", x[2], 40);
+            if (age == x[2])
+                strcat(x[2], " ms");
+            t_row(&t, cell(nd, "name", "?", x[0], 48), states, age,
+                  cell(nd, "capacity", "-", x[3], 48), cell(nd, "buckets", "-", x[4], 48),
+                  cell(nd, "fallbacks", "-", x[5], 48));
+        }
+        t_print(&t);
+    }
+    putchar('\n');
+    json_t *sm = json_object_get(m, "summary");
+    if (json_array_size(json_object_get(m, "buckets")) > 0 ||
+        json_integer_value(json_object_get(sm, "matched")) == 0)
+        print_buckets_table(json_object_get(m, "buckets"), 1, 0);
+    print_summary(sm);
+}
+
+/* Every shard's history (rep[0..n)) as one: the period of the first that
+ * answered, "judged" the smallest, "buckets" every shard's with their
+ * "shard" (a bucket lives in one), "shards" the answers.  Returns a new
+ * object (caller owns) or NULL. */
+static json_t *merge_history(json_t **rep, int n)
+{
+    json_t *out = json_object(), *shards = json_array(), *bs = json_array();
+    if (!out || !shards || !bs) {
+        json_decref(out);
+        json_decref(shards);
+        json_decref(bs);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        json_array_append(shards, rep[i] ? rep[i] : json_null());
+        if (!rep[i])
+            continue;
+        static const char *const head[] = {"period", "period_ms"};
+        for (int h = 0; h < 2; h++)
+            if (!json_object_get(out, head[h]) && json_object_get(rep[i], head[h]))
+                json_object_set(out, head[h], json_object_get(rep[i], head[h]));
+        json_t *j = json_object_get(rep[i], "judged"), *was = json_object_get(out, "judged");
+        if (json_is_integer(j) && (!was || json_integer_value(j) < json_integer_value(was)))
+            json_object_set(out, "judged", j);
+        size_t k;
+        json_t *b;
+        json_array_foreach(json_object_get(rep[i], "buckets"), k, b) {
+            json_t *c = json_deep_copy(b);
+            if (c && json_object_set_new(c, "shard", json_integer(i)) == 0)
+                json_array_append_new(bs, c);
+            else
+                json_decref(c);
+        }
+    }
+    json_object_set_new(out, "buckets", bs);
+    json_object_set_new(out, "shards", shards);
+    return out;
+}
+
 /* A command for the whole cluster, asked of every shard's leader (`eps`,
- * n lists): buckets as one table (or one bucket file with --json), the
- * others (status, status --node, history) each shard's answer in turn
- * under a header (--json: {"shards": [answer, ...]}).  A shard that does
- * not answer is said on stderr and makes the exit status its code (the
- * others are still shown).  Returns the exit status. */
+ * n lists): buckets as one table (or one bucket file with --json); status
+ * and history merged (merge_status(), merge_history(); --json: the merge,
+ * with every shard's answer in "shards"); status --node each shard's
+ * answer in turn under a header (--json: {"shards": [answer, ...]}).  A
+ * status's rows are paged on the merge: each shard is asked for the first
+ * offset + limit rows.  A shard that does not answer is said on stderr and
+ * makes the exit status its code (the others are still shown).  Returns
+ * the exit status. */
 static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, const curvekey_t *keys,
                       const char *cmd, int json_out, int node)
 {
-    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0;
+    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0, answered = 0;
+    int is_history = strcmp(cmd, "history") == 0, merged_status = !node && !is_buckets &&
+                                                                  !is_history;
     json_t *all = json_array(), *merged = json_array();
+    json_t *rep[SHARDMAP_MAX] = {0};
+    int64_t offset = 0, limit = -1;
+    const char *sort = "table";
+    if (merged_status) { /* page on the merge: offset + limit of each */
+        json_t *l = json_object_get(req, "limit");
+        offset = json_integer_value(json_object_get(req, "offset"));
+        limit = json_is_integer(l) ? json_integer_value(l) : -1;
+        if (json_is_string(json_object_get(req, "sort")))
+            sort = json_string_value(json_object_get(req, "sort"));
+        if (limit >= 0)
+            json_object_set_new(req, "limit", json_integer(offset + limit));
+        json_object_del(req, "offset");
+    }
     for (int i = 0; i < n; i++) {
         int code = EXIT_OK;
         json_t *r = request_any(eps[i], timeout_ms, req, &code, keys);
@@ -1548,20 +1874,21 @@ static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, cons
         }
         if (is_buckets && code == EXIT_OK)
             json_array_extend(merged, json_object_get(r, "buckets"));
-        if (json_out || is_buckets || code != EXIT_OK) {
+        if (code == EXIT_OK && !is_buckets && !node)
+            rep[i] = r;
+        answered += code == EXIT_OK;
+        if (json_out || is_buckets || code != EXIT_OK || !node) {
             json_array_append_new(all, r);
             continue;
         }
         printf("%s== shard %d of %d: %s\n", i ? "\n" : "", i, n, eps[i]);
-        if (node)
-            print_status_node(r);
-        else if (strcmp(cmd, "history") == 0)
-            print_history(r);
-        else
-            print_status(r);
+        print_status_node(r);
         json_array_append_new(all, r);
     }
-    json_t *out = is_buckets ? json_pack("{s:O}", "buckets", merged) : json_pack("{s:O}", "shards", all);
+    json_t *out = is_buckets   ? json_pack("{s:O}", "buckets", merged)
+                  : is_history ? merge_history(rep, n)
+                  : !node      ? merge_status(rep, n, offset, limit, sort)
+                               : json_pack("{s:O}", "shards", all);
     if (json_out && out) {
         char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (s)
@@ -1569,6 +1896,12 @@ static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, cons
         free(s);
     } else if (is_buckets) {
         print_buckets_table(merged, 0, 1);
+    } else if (!answered) {
+        ; /* every shard's error is said already: no empty view */
+    } else if (is_history && out) {
+        print_history(out);
+    } else if (!node && out) {
+        print_merged_status(out);
     }
     json_decref(out);
     json_decref(all);

@@ -711,6 +711,36 @@ static json_t *default_json(admin_t *ad)
     return o;
 }
 
+/* Status "root" (controller shards, issue 30): the root exchange's
+ * counters, this shard's slices live or lapsed and, at a root candidate,
+ * each shard's needs ("live": fresh within two intervals). */
+static json_t *root_json(const rootx_t *rx)
+{
+    rootx_stats_t rs;
+    rootx_view_t v;
+    double now = mono_now();
+    rootx_stats(rx, &rs);
+    rootx_view(rx, now, &v);
+    json_t *r = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:i, s:i}, s:b}",
+                          "needs_sent", (json_int_t)rs.needs_sent, "needs_taken",
+                          (json_int_t)rs.needs_taken, "slices_sent", (json_int_t)rs.slices_sent,
+                          "slices_taken", (json_int_t)rs.slices_taken, "dropped",
+                          (json_int_t)rs.dropped, "steps", (json_int_t)rs.steps, "steps_failed",
+                          (json_int_t)rs.step_failed, "root_epoch", (json_int_t)rs.root_epoch,
+                          "slices", "live", v.live, "lapsed", v.lapsed, "root", v.root);
+    if (r && v.root) {
+        json_t *sh = json_array();
+        for (int s = 0; sh && s < v.shards && s < 256; s++)
+            json_array_append_new(sh, v.fresh[s] < 0
+                                          ? json_pack("{s:i, s:b}", "shard", s, "live", 0)
+                                          : json_pack("{s:i, s:b, s:i}", "shard", s, "live",
+                                                      v.fresh[s] > 0, "needs_age_ms",
+                                                      (int)(v.age_s[s] * 1e3)));
+        json_object_set_new(r, "shards", sh);
+    }
+    return r;
+}
+
 /* Status "auth": whether CURVE is on, and the connections and requests
  * admitted and refused (by reason). */
 static json_t *auth_json(const auth_t *au)
@@ -1073,6 +1103,8 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
     json_object_set_new(st, "node_resumes", json_integer((json_int_t)ad->nodes->node_resumes));
     json_object_set_new(r, "stats", st);
     json_object_set_new(r, "auth", auth_json(ad->auth));
+    if (ad->met && ad->met->rx)
+        json_object_set_new(r, "root", root_json(ad->met->rx));
     json_t *tm = json_object();
     json_object_set_new(tm, "last_ms", split_json(&ad->tm->last, 1e3));
     json_object_set_new(tm, "mean_ms",

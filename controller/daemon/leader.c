@@ -143,6 +143,13 @@ int leader_init(leader_t *ld, const leader_config_t *cfg, const leader_store_t *
     snprintf(ld->key_head, n, "/bqos/%s/b/", cfg->cluster);
     snprintf(ld->key_end, n, "/bqos/%s/b0", cfg->cluster); /* '0' follows '/' */
     snprintf(ld->key_legacy, n, "/bqos/%s/buckets", cfg->cluster);
+    if (cfg->shards) {
+        if (!(ld->key_shards = malloc(n))) {
+            leader_clear(ld);
+            return -ENOMEM;
+        }
+        snprintf(ld->key_shards, n, "/bqos/%s/shards", cfg->cluster);
+    }
     return 0;
 }
 
@@ -153,7 +160,9 @@ void leader_clear(leader_t *ld)
     free(ld->key_end);
     free(ld->key_legacy);
     free(ld->value);
+    free(ld->key_shards);
     ld->key_leader = ld->key_head = ld->key_end = ld->key_legacy = ld->value = NULL;
+    ld->key_shards = NULL;
     ltable_clear(ld);
 }
 
@@ -582,8 +591,68 @@ static int hand_over(leader_t *ld, const etcd_kv_t *lk, double seen)
     return rc < 0 ? rc : 0;
 }
 
+/* The K of the shards key's value (`len` bytes): {"k": K} with K in
+ * 1..256 (other members are allowed: the design's "gen", "next").
+ * Returns K, or 0 if it does not parse. */
+static int shards_k(const char *value, size_t len)
+{
+    json_t *v = json_loadb(value, len, 0, NULL);
+    json_t *k = json_object_get(v, "k");
+    int r = json_is_integer(k) && json_integer_value(k) >= 1 && json_integer_value(k) <= 256
+                ? (int)json_integer_value(k)
+                : 0;
+    json_decref(v);
+    return r;
+}
+
+/* Agrees the cluster's K with etcd's /bqos/C/shards: creates it with ours
+ * if absent (only if absent: the first shard controller's K wins), else
+ * compares.  Returns 0 (agreed), LEADER_EK (another K, or garbage: logged
+ * once), or the store's error. */
+static int shards_agree(leader_t *ld)
+{
+    char val[32];
+    int n = snprintf(val, sizeof val, "{\"k\":%d}", ld->cfg.shards);
+    etcd_cmp_t absent = {.key = ld->key_shards, .mod = 0, .rev = 0};
+    int64_t rev = 0;
+    int rc = ld->st.put_if(ld->st.s, &absent, 1, ld->key_shards, val, (size_t)n, 0, &rev);
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        ld->k_agreed = 1;
+        log_info("leader %s: the cluster's shards key %s created: %s", ld->cfg.id,
+                 ld->key_shards, val);
+        return 0;
+    }
+    etcd_kv_t kv, other;
+    rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &other, 1, NULL);
+    int k = rc == 0 && kv.found ? shards_k(kv.value, kv.len) : -1;
+    etcd_kv_clear(&kv);
+    etcd_kv_clear(&other);
+    if (rc < 0 || k < 0)
+        return rc < 0 ? rc : -EAGAIN; /* gone between the two: the next poll creates it */
+    if (k == ld->cfg.shards) {
+        ld->k_agreed = 1;
+        log_info("leader %s: the cluster's shards key %s holds K = %d, as --shards", ld->cfg.id,
+                 ld->key_shards, k);
+        return 0;
+    }
+    if (k)
+        log_error("leader %s: the cluster runs %d shards (etcd %s) but this controller has "
+                  "--shards %d: it will not lead (restart it with --shards %d; to change K, "
+                  "stop every controller and node, delete the key, restart all with the new K)",
+                  ld->cfg.id, k, ld->key_shards, ld->cfg.shards, k);
+    else
+        log_error("leader %s: etcd %s does not hold {\"k\": K} with K in 1..256: it will not "
+                  "lead (fix or delete the key)", ld->cfg.id, ld->key_shards);
+    ld->k_cluster = k ? k : -1;
+    return LEADER_EK;
+}
+
 int leader_poll(leader_t *ld, double now)
 {
+    if (ld->k_cluster) /* another K: never leads (the caller exits) */
+        return LEADER_EK;
     if (ld->leading && !lease_ok(ld, now) && beat_overdue(ld, now)) {
         /* no heartbeat and no renewal in time: a slow etcd, as below */
         ld->bad_at = now;
@@ -651,6 +720,14 @@ int leader_poll(leader_t *ld, double now)
     }
     if (over_budget(ld, now, t0))
         goto out; /* the read waits for the next poll */
+    if (ld->key_shards && !ld->k_agreed) { /* K before any read or campaign */
+        sent = poll_clock(ld, now, t0);
+        rc = shards_agree(ld);
+        if (rc == 0 && rt_slow(ld, now, t0, sent))
+            rc = -ETIMEDOUT;
+        if (rc < 0)
+            goto out;
+    }
     etcd_kv_t lk, bk;
     int64_t hdr = 0;
     sent = poll_clock(ld, now, t0);
@@ -699,7 +776,7 @@ int leader_poll(leader_t *ld, double now)
     etcd_kv_clear(&lk);
     etcd_kv_clear(&bk);
 out:
-    if (rc < 0) {
+    if (rc < 0 && rc != LEADER_EK) {
         ld->bad_at = poll_clock(ld, now, t0); /* no lead before hold_s from here */
         if (rc == -ETIMEDOUT)
             ld->slow_polls++;

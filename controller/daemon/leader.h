@@ -314,7 +314,18 @@ typedef struct {
                                poll from here (a quarter TTL after the last
                                renewal) */
     uint64_t gray_stepdowns; /* times we stopped leading for a late heartbeat */
+    /* Controller shards: the cluster's K in etcd (/bqos/C/shards, {"k": K}),
+     * checked before the first read and campaign (leader_poll()) */
+    char *key_shards;       /* owned; NULL without shards */
+    int k_agreed;           /* the key holds our K (we created it, or read it) */
+    int k_cluster;          /* the K the key holds when it differs (0: none
+                               seen); the poll then returns LEADER_EK and
+                               never campaigns */
 } leader_t;
+
+/* leader_poll()'s answer when the cluster's K (/bqos/C/shards) is not this
+ * controller's --shards (or the key does not parse): it never leads. */
+#define LEADER_EK (-EDOM)
 
 /* Sets up `ld` (nothing is sent yet; the first leader_poll() does).
  * Returns 0, -EINVAL (bad config), -ENOMEM. */
@@ -331,8 +342,13 @@ void leader_clear(leader_t *ld);
  * it is lost or about to end, reads the leader and table keys, campaigns if
  * there is no leader or deposes a leader whose heartbeat is stale, applies
  * a new table.  Also steps down without a poll when the
- * lease is about to end.  Returns 0, or the store's error (logged; the next
- * poll tries again). */
+ * lease is about to end.  With shards (cfg.shards K > 0) the first poll
+ * that reaches etcd agrees K first: it creates /bqos/C/shards = {"k": K}
+ * if the key is missing (a transaction: only if absent), else reads it;
+ * until it agrees there is no read and no campaign.  Returns 0, LEADER_EK
+ * (the key holds another K or garbage: logged at error, ld->k_cluster;
+ * this controller must not lead: every later poll returns LEADER_EK at
+ * once), or the store's error (logged; the next poll tries again). */
 int leader_poll(leader_t *ld, double now);
 
 /* Nonzero if this controller may send to nodes at `now`: it leads, its

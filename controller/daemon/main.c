@@ -1032,6 +1032,7 @@ int main(int argc, char **argv)
         goto out;
     a.met.unused_periods = (uint64_t)set.unused_periods;
     a.met.auth = &a.auth; /* zeros without CURVE */
+    a.met.rx = a.rx;      /* the root's figures (NULL: no shards' exchange) */
     a.admin.reloads = &a.met.reloads;
     int merr = 0;
     if (set.metrics && !(a.md = metricsd_new(set.metrics, cmetrics_render, &a.met, &merr))) {
@@ -1069,7 +1070,14 @@ int main(int argc, char **argv)
         double next = pclock_next(&a.clk);
         if (a.etcd) {
             leader_note_follows(&a.ld, a.nodes.follows); /* leads above it */
-            leader_poll(&a.ld, now);
+            if (leader_poll(&a.ld, now) == LEADER_EK) {
+                /* another K in etcd (logged): fail at the controller, with
+                 * a status a supervisor shows, rather than stand by forever
+                 * or lead shards the nodes' tables would refuse */
+                log_error("--shards %d does not match the cluster's shards key: exiting",
+                          set.shards);
+                goto out;
+            }
             now = mono_now(); /* the poll may have waited for etcd */
             if (a.takeover_push) {
                 a.takeover_push = 0;

@@ -474,6 +474,62 @@ static void render_security(const cmetrics_t *m, promtext_t *p)
     promtext_u64(p, &(promtext_label_t){"result", "error"}, 1, m->reloads.error);
 }
 
+/* Controller shards (issue 30): the root exchange's counters, this
+ * shard's slices live or lapsed, and at a root each shard's needs fresh or
+ * not.  Nothing without an exchange (--root, --root-listen). */
+static void render_root(const cmetrics_t *m, promtext_t *p, double now)
+{
+    if (!m->rx)
+        return;
+    rootx_stats_t rs;
+    rootx_view_t v;
+    rootx_stats(m->rx, &rs);
+    rootx_view(m->rx, now, &v);
+    const struct {
+        const char *name, *help;
+        uint64_t v;
+    } c[] = {
+        {"bqos_controller_root_needs_sent_total",
+         "Needs messages this shard sent to the root (a leader's, after each computed round).",
+         rs.needs_sent},
+        {"bqos_controller_root_needs_taken_total",
+         "Needs messages the root took from the shards (at a root candidate).", rs.needs_taken},
+        {"bqos_controller_root_slices_sent_total",
+         "Slices messages the root sent to shard leaders and standbys.", rs.slices_sent},
+        {"bqos_controller_root_slices_taken_total",
+         "Slices messages this shard took from the root.", rs.slices_taken},
+        {"bqos_controller_root_messages_dropped_total",
+         "Root exchange messages refused: garbage, out of bounds, an old epoch, a key that is "
+         "not an admin's.", rs.dropped},
+        {"bqos_controller_root_steps_total", "Root steps run (shard 0's leader).", rs.steps},
+        {"bqos_controller_root_steps_failed_total",
+         "Root steps that failed (no slices sent: the shards keep theirs for their lease).",
+         rs.step_failed},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        promtext_family(p, c[i].name, PROMTEXT_COUNTER, c[i].help);
+        promtext_u64(p, NULL, 0, c[i].v);
+    }
+    gauge(p, "bqos_controller_root_epoch",
+          "The highest root epoch (shard 0's leader epoch) whose slices this shard took; 0: none.",
+          (double)rs.root_epoch);
+    promtext_family(p, "bqos_controller_shard_slice_nodes", PROMTEXT_GAUGE,
+                    "Nodes whose slice from the root this shard holds, by state: live (within "
+                    "its lease), lapsed (the smaller of 1/K and the lapsed slice is used).");
+    promtext_u64(p, &(promtext_label_t){"state", "live"}, 1, (uint64_t)v.live);
+    promtext_u64(p, &(promtext_label_t){"state", "lapsed"}, 1, (uint64_t)v.lapsed);
+    if (!v.root)
+        return;
+    promtext_family(p, "bqos_controller_root_shard_live", PROMTEXT_GAUGE,
+                    "At a root candidate: 1 if the shard's needs arrived within the last two "
+                    "intervals (the root step sends it slices), else 0 (lapsed or never).");
+    for (int s = 0; s < v.shards && s < 256; s++) {
+        char sh[8];
+        snprintf(sh, sizeof sh, "%d", s);
+        promtext_u64(p, &(promtext_label_t){"shard", sh}, 1, v.fresh[s] > 0);
+    }
+}
+
 /* Template-made buckets held cluster-wide (ctrl_dyn_stats(), issue 27). */
 static void render_templates(const cmetrics_t *m, promtext_t *p)
 {
@@ -669,6 +725,7 @@ void cmetrics_render(void *arg, promtext_t *out)
     double now = mono_now();
     render_controller(m, out, now);
     render_security(m, out);
+    render_root(m, out, now);
     render_templates(m, out);
     render_nodes(m, out, now);
     render_buckets(m, out);

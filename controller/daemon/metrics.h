@@ -16,6 +16,7 @@
 #include "controller/daemon/history.h"
 #include "controller/daemon/leader.h"
 #include "controller/daemon/nodes.h"
+#include "controller/daemon/rootx.h"
 #include "controller/daemon/timing.h"
 
 /* One bucket's period outcomes, cumulative since the start (counted while
@@ -61,6 +62,9 @@ typedef struct {
     const leader_t *ld;        /* NULL: alone (always leads) */
     const auth_t *auth;        /* its refusal counters; NULL (set after
                                   cmetrics_init): no CURVE, zeros */
+    const rootx_t *rx;         /* controller shards' root exchange (set
+                                  after cmetrics_init); NULL: none, and no
+                                  root families */
     cmetrics_reloads_t reloads; /* counted by main.c and admin.c */
     strmap_t *index;           /* bucket name -> index in out[] */
     cmetrics_outcome_t *out;

@@ -185,6 +185,25 @@ void rootx_stats(const rootx_t *x, rootx_stats_t *out)
     *out = x->st;
 }
 
+void rootx_view(const rootx_t *x, double now, rootx_view_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->root = x->router != NULL;
+    out->shards = x->cfg.shards;
+    for (int i = 0; i < x->nsl; i++) {
+        if (now - x->sl[i].at > ROOTX_LEASE_PERIODS * x->cfg.period_s)
+            out->lapsed++;
+        else
+            out->live++;
+    }
+    const double fresh = 2 * x->cfg.period_s / x->cfg.intervals;
+    for (int s = 0; s < x->cfg.shards && s < 256; s++) {
+        const rshard_t *sh = &x->sh[s];
+        out->fresh[s] = !x->router || !sh->at ? -1 : now - sh->at <= fresh;
+        out->age_s[s] = sh->at ? now - sh->at : 0;
+    }
+}
+
 /* ---- parsing ---- */
 
 static int rate_ok(const json_t *v, double *out)

@@ -108,4 +108,19 @@ int rootx_slice(const rootx_t *x, const char *name, double now, double *est, dou
 
 void rootx_stats(const rootx_t *x, rootx_stats_t *out);
 
+/* What the exchange holds at `now`, for the status and /metrics: this
+ * shard's slices (nodes whose root slice is live, lapsed) and, at a root
+ * candidate (--root-listen), each shard's needs (fresh: they arrived
+ * within the last two intervals, so its slices are sent and live there;
+ * lapsed: older, it gets only its even part).  O(nodes + shards). */
+typedef struct {
+    int root;                    /* binds the root's socket (--root-listen) */
+    int live, lapsed;            /* this shard's slices held */
+    int shards;                  /* K */
+    signed char fresh[256];      /* root: per shard 1 fresh, 0 lapsed, -1 never */
+    double age_s[256];           /* root: seconds since its last needs (fresh/lapsed) */
+} rootx_view_t;
+
+void rootx_view(const rootx_t *x, double now, rootx_view_t *out);
+
 #endif

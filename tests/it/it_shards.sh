@@ -196,8 +196,10 @@ check "status --bucket green and blue come from their shards" \
 check "buckets is one table of every shard's (red, blue, green)" \
   'ctl --endpoint "$ALL" buckets >"$T/bk.out" 2>&1 && grep -q "^red" "$T/bk.out" && grep -q "^blue" "$T/bk.out" &&
    grep -q "^green" "$T/bk.out"'
-check "status shows both shards" \
-  'ctl --endpoint "$ALL" status >"$T/st.out" 2>&1 && grep -q "== shard 0 of 2" "$T/st.out" && grep -q "== shard 1 of 2" "$T/st.out"'
+check "status is one view of both shards: each node once with its state in each (up/up)" \
+  'ctl --endpoint "$ALL" status >"$T/st.out" 2>&1 && grep -q "^shard 0 of 2: controller" "$T/st.out" &&
+   grep -q "^shard 1 of 2: controller" "$T/st.out" && grep -Eq "^n1 +up/up " "$T/st.out" &&
+   grep -Eq "^n2 +up/up " "$T/st.out" && [ "$(grep -c "^NODE" "$T/st.out")" = 1 ]'
 
 [ -n "${KEEP:-}" ] && { rm -rf "/tmp/$IT_NAME.last"; cp -r "$T" "/tmp/$IT_NAME.last"; }
 it_end logs
