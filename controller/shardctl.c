@@ -142,8 +142,16 @@ int64_t ctrl_r_target(const ctrl_t *c)
     int64_t t = 0;
     if (c->st.computed == 0)
         return 0;
-    for (size_t b = 0; b < c->nb; b++)
-        if (c->b[b].nr > 0)
-            t = count_add(t, c->b[b].r_rem);
+    /* A bucket with R pairs is in play (round.c) unless the list is to be
+     * rebuilt. */
+    if (c->force || c->play_stale) {
+        for (size_t b = 0; b < c->nb; b++)
+            if (c->b[b].nr > 0)
+                t = count_add(t, c->b[b].r_rem);
+    } else {
+        for (size_t k = 0; k < c->nplay; k++)
+            if (c->b[c->play[k]].nr > 0)
+                t = count_add(t, c->b[c->play[k]].r_rem);
+    }
     return t;
 }
