@@ -73,7 +73,7 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
     c->table_gen = cfg->table_seed ? cfg->table_seed : 1;
     c->left = 1;
     c->force = 1;
-    c->io.lazy = 1; /* quiet buckets' conversion replayed when read (ledger.h) */
+    c->io.lazy = !c->cfg.full_passes; /* quiet buckets' conversion replayed when read */
     return c;
 }
 

@@ -585,6 +585,7 @@ static int phase_estimate(ctrl_t *c, double il, int changed, int all)
     }
     if (all)
         c->nplay = 0;
+    c->st.bucket_visits += all ? c->nb : c->nplay;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         if (ctrl__holds_grants(c, nd))
@@ -633,6 +634,7 @@ static int phase_convert(ctrl_t *c, int all)
     }
     c->conv_el = c->conv_left - c->left;
     c->conv_left = c->left;
+    c->st.bucket_visits += all || !c->io.lazy ? c->nb : c->nplay;
     /* Not `all`: the buckets in play; the quiet ones' conversion is
      * replayed when they are next read (ledger.h). */
     if (!all && c->io.lazy)
@@ -700,7 +702,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     /* Every bucket visited (the list rebuilt): a forced round, a failed
      * one before, and the dimensions that read every bucket's state (the
      * nested buckets' split, fair shares, the byte ledger). */
-    const int all = forced || c->play_stale || c->tree || c->fair || c->by || !c->io.lazy;
+    const int all = forced || c->play_stale || c->tree || c->fair || c->by || !c->io.lazy ||
+                    c->cfg.full_passes;
     c->play_stale = 1; /* until this round is done */
     int changed = phase_estimate(c, il, forced || c->cfg.skip_rel <= 0, all);
     estimated = 1;
@@ -719,6 +722,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     const int all_b = all || (rd.limit_depth >= 0 && !(rd.rate_share > 0));
     c->io.only = all_b ? NULL : c->play;
     c->io.nonly = all_b ? 0 : c->nplay;
+    c->st.bucket_visits += 2 * (all_b ? c->nb : c->nplay); /* budgets, prov_plan() */
     ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
