@@ -266,6 +266,7 @@ static void new_generation(ctrl_t *c)
     if (c->table_gen == 0)
         c->table_gen = 1;
     c->force = 1;
+    c->play_stale = 1; /* indexes moved: the next round rebuilds the buckets in play */
 }
 
 /* Logs a change made in place (ctrl_changes()). */

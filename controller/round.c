@@ -392,23 +392,58 @@ static void prov_one(ctrl_t *c, size_t b, int forced)
         c->walkl[c->nwalk++] = (uint32_t)b;
 }
 
-/* prov_plan() visits every bucket (`all`), or only those in play: a quiet
- * bucket's inputs are as in the last round (served and held 0, no pair
- * counted, nothing placed: the head of a limited one stays positive while
- * the share of the period its rate covers is, which ctrl_compute()
- * checks), so its split stays and is not walked unless `forced`, which
- * visits every bucket.  The walks are listed in c->walkl, in increasing
- * order. */
+/* prov_one() of a quiet bucket b (not in play) in a forced round: served
+ * and held 0, no pair counted, nothing placed, so its headroom is positive
+ * if its limit is (while the share of the period its rate covers is, which
+ * ctrl_compute() checks) and it is in a provisional split if limited; a
+ * forced round walks every split, so its budget is made here for
+ * prov_walk() (the others' are not read). */
+static void prov_quiet(ctrl_t *c, size_t b)
+{
+    ledger_bucket_t *bs = &c->b[b];
+    prov_t *pv = &c->pv[b];
+    const int was = pv->prov, prov = bs->l != CTRL_UNLIMITED && bs->l > 0;
+    if (pv->prov != prov || pv->walk != (prov || was) || pv->fresh != (prov && !was)) {
+        pv->prov = (uint8_t)prov;
+        pv->walk = (uint8_t)(prov || was);
+        pv->fresh = (uint8_t)(prov && !was);
+    }
+    if (!pv->walk)
+        return;
+    if (prov) {
+        ledger_settle(&c->io, bs);
+        ledger_budget(&c->io.rd, bs);
+    }
+    c->walkl[c->nwalk++] = (uint32_t)b;
+}
+
+/* prov_plan() visits every bucket (`all`), or decides on the buckets in
+ * play: a quiet bucket's inputs are as in the last round (served and held
+ * 0, no pair counted, nothing placed: the head of a limited one stays
+ * positive while the share of the period its rate covers is, which
+ * ctrl_compute() checks), so its split stays and is not walked unless
+ * `forced`: then every split is walked, and the quiet buckets' are judged
+ * by prov_quiet() in the same pass.  The walks are listed in c->walkl, in
+ * increasing order. */
 static int prov_plan(ctrl_t *c, int forced, int all)
 {
-    for (size_t k = 0; k < c->nwalk; k++) { /* the last round's walks */
-        c->pv[c->walkl[k]].walk = 0;
-        c->pv[c->walkl[k]].fresh = 0;
-    }
+    if (!all) /* the last round's walks (after a new table: all, every one) */
+        for (size_t k = 0; k < c->nwalk; k++) {
+            c->pv[c->walkl[k]].walk = 0;
+            c->pv[c->walkl[k]].fresh = 0;
+        }
     c->nwalk = 0;
     if (all) {
         for (size_t b = 0; b < c->nb; b++)
             prov_one(c, b, forced);
+    } else if (forced) {
+        c->st.bucket_visits += c->nb;
+        for (size_t b = 0; b < c->nb; b++) {
+            if (c->b[b].inplay)
+                prov_one(c, b, 1);
+            else
+                prov_quiet(c, b);
+        }
     } else {
         for (size_t k = 0; k < c->nplay; k++)
             prov_one(c, c->play[k], 0);
@@ -699,10 +734,11 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     if ((rc = phase_liveness(c, &rs)) < 0 || (rc = play_fit(c)) < 0)
         goto out;
     const int forced = c->force; /* liveness may have forced it */
-    /* Every bucket visited (the list rebuilt): a forced round, a failed
-     * one before, and the dimensions that read every bucket's state (the
-     * nested buckets' split, fair shares, the byte ledger). */
-    const int all = forced || c->play_stale || c->tree || c->fair || c->by || !c->io.lazy ||
+    /* Every bucket visited (the list rebuilt): after a new table or a
+     * change (indexes move) or a failed round, and with the dimensions
+     * that read every bucket's state (the nested buckets' split, fair
+     * shares, the byte ledger). */
+    const int all = c->play_stale || c->tree || c->fair || c->by || !c->io.lazy ||
                     c->cfg.full_passes;
     c->play_stale = 1; /* until this round is done */
     int changed = phase_estimate(c, il, forced || c->cfg.skip_rel <= 0, all);
@@ -722,7 +758,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     const int all_b = all || (rd.limit_depth >= 0 && !(rd.rate_share > 0));
     c->io.only = all_b ? NULL : c->play;
     c->io.nonly = all_b ? 0 : c->nplay;
-    c->st.bucket_visits += 2 * (all_b ? c->nb : c->nplay); /* budgets, prov_plan() */
+    c->st.bucket_visits += (all_b ? 2 : 1 + !forced) * (all_b ? c->nb : c->nplay); /* budgets, prov_plan() */
     ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
