@@ -758,7 +758,8 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     const int all_b = all || (rd.limit_depth >= 0 && !(rd.rate_share > 0));
     c->io.only = all_b ? NULL : c->play;
     c->io.nonly = all_b ? 0 : c->nplay;
-    c->st.bucket_visits += (all_b ? 2 : 1 + !forced) * (all_b ? c->nb : c->nplay); /* budgets, prov_plan() */
+    /* The budgets, and prov_plan() (which counts its own pass if forced). */
+    c->st.bucket_visits += all_b ? 2 * c->nb : (forced ? 1 : 2) * c->nplay;
     ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
