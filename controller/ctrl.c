@@ -195,6 +195,7 @@ void ctrl_destroy(ctrl_t **cp)
     free(c->ahead);
     free(c->play);
     free(c->walkl);
+    free(c->need_tot);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);

@@ -191,6 +191,11 @@ struct ctrl {
      * in increasing order (prov_plan()). */
     uint32_t *walkl;
     size_t nwalk;
+    /* ctrl_shard_needs()'s per-bucket demand sums (shardctl.c): [capneed],
+     * all zero between calls (each call zeroes what it wrote), so a call
+     * costs the work, not the table; sized by the round (round.c). */
+    int64_t *need_tot;
+    size_t capneed;
     bytes_t *by;           /* the bytes/s dimension (bytes.h); NULL while
                               no bucket has a byte rate */
     tree_t *tree;          /* the nested buckets (tree.h); NULL while no

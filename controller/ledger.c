@@ -212,7 +212,8 @@ static int conv_log(ledger_t *L, double el, int reset)
 /* Converts lazy ledger bucket bs in the round just logged. */
 static inline void convert_lazy(const ledger_t *L, ledger_bucket_t *bs, double el, int reset)
 {
-    settle_to(L, bs, L->cseq - 1);
+    if (bs->cseq + 1 < L->cseq) /* (converted in the last round: nothing to replay) */
+        settle_to(L, bs, L->cseq - 1);
     convert_one(bs, el, reset);
     bs->cseq = L->cseq;
 }

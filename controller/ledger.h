@@ -65,6 +65,8 @@ typedef struct {
     uint8_t backlog;       /* queued on some up node at this round's reports */
     uint8_t alt;           /* R pass: has an R pair on an up node that
                               rpass_cut() does not cut */
+    uint8_t inplay;        /* on the dimension's list of buckets in play
+                              (IOs: round.c) */
     double arrivals;       /* over the up nodes, last interval */
     /* Token conversion (ledger_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last
@@ -73,8 +75,6 @@ typedef struct {
     int64_t srv_prev;
     uint64_t cseq;         /* lazy ledgers (ledger_t.lazy): conv and srv_prev
                               are as of conversion round cseq */
-    uint8_t inplay;        /* on the dimension's list of buckets in play
-                              (IOs: round.c) */
     /* results, per computation */
     int64_t r_rem, head;   /* remaining reservation, headroom (budgets) */
     int64_t queued;        /* R pass: requests waiting on the up nodes, in

@@ -163,9 +163,22 @@ static inline void play_add(ctrl_t *c, int b)
     }
 }
 
-/* Makes the list hold every bucket.  Returns 0 or -ENOMEM. */
+/* Makes the list hold every bucket (and a shard's needs scratch).
+ * Returns 0 or -ENOMEM. */
 static int play_fit(ctrl_t *c)
 {
+    int sliced = 0; /* a shard's: the root step asks for its needs */
+    for (int i = 0; i < c->nn && !sliced; i++)
+        sliced = c->nodes[i].sliced;
+    if (sliced && c->capneed < c->nb) { /* zeroed scratch of ctrl_shard_needs() */
+        size_t cap = c->nb + c->nb / 4 + 16;
+        int64_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            return -ENOMEM;
+        free(c->need_tot);
+        c->need_tot = t;
+        c->capneed = cap;
+    }
     if (c->capplay >= c->nb)
         return 0;
     size_t cap = c->nb + c->nb / 4 + 16;
