@@ -204,6 +204,14 @@ static inline int play_keep(const ctrl_t *c, size_t b)
            (c->io.cnt && b < c->io.capcnt && c->io.cnt[b]);
 }
 
+/* Nonzero if most buckets are in play: the passes then walk the table in
+ * its order (the cache lines fetched ahead by the hardware) rather than
+ * the list's, which is scattered (a pair's order). */
+static inline int play_dense(const ctrl_t *c)
+{
+    return c->nplay * 4 >= c->nb && c->nb > 0;
+}
+
 /* After a computed round: the quiet buckets leave the list. */
 static void play_prune(ctrl_t *c)
 {
@@ -748,11 +756,11 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
         goto out;
     const int forced = c->force; /* liveness may have forced it */
     /* Every bucket visited (the list rebuilt): after a new table or a
-     * change (indexes move) or a failed round, and with the dimensions
-     * that read every bucket's state (the nested buckets' split, fair
-     * shares, the byte ledger). */
+     * change (indexes move) or a failed round, with the dimensions that
+     * read every bucket's state (the nested buckets' split, fair shares,
+     * the byte ledger), and where most buckets are in play (play_dense()). */
     const int all = c->play_stale || c->tree || c->fair || c->by || !c->io.lazy ||
-                    c->cfg.full_passes;
+                    c->cfg.full_passes || play_dense(c);
     c->play_stale = 1; /* until this round is done */
     int changed = phase_estimate(c, il, forced || c->cfg.skip_rel <= 0, all);
     estimated = 1;
@@ -812,8 +820,12 @@ out:
      * to it, or rebuilt it (`all`) from the buckets with pairs, leaving out
      * some whose pass state the next computation resets: visit every
      * bucket until one has computed. */
-    if (rc == 0 && pushed) {
+    if (rc == 0 && pushed && all && play_dense(c)) {
+        /* still dense: the next round visits the table again */
+    } else if (rc == 0 && pushed) {
         play_prune(c);
+        if (all) /* rebuilt in the order of the pairs: the table's, for the passes */
+            qsort(c->play, c->nplay, sizeof *c->play, cmp_u32);
         c->play_stale = 0;
     } else if (rc == 0 && !all) {
         c->play_stale = 0;
