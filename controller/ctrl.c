@@ -73,6 +73,7 @@ ctrl_t *ctrl_new(const ctrl_config_t *cfg)
     c->table_gen = cfg->table_seed ? cfg->table_seed : 1;
     c->left = 1;
     c->force = 1;
+    c->io.lazy = !c->cfg.full_passes; /* quiet buckets' conversion replayed when read */
     return c;
 }
 
@@ -192,6 +193,9 @@ void ctrl_destroy(ctrl_t **cp)
     fair_destroy(&c->fair);
     free(c->chlog);
     free(c->ahead);
+    free(c->play);
+    free(c->walkl);
+    free(c->need_tot);
     ledger_free(&c->io);
     bytes_destroy(&c->by);
     free(c);
@@ -263,6 +267,7 @@ static void new_generation(ctrl_t *c)
     if (c->table_gen == 0)
         c->table_gen = 1;
     c->force = 1;
+    c->play_stale = 1; /* indexes moved: the next round rebuilds the buckets in play */
 }
 
 /* Logs a change made in place (ctrl_changes()). */
@@ -474,6 +479,7 @@ int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
         nshadow += x->shadow != 0;
         names[b] = x->name;
         weights[b] = x->weight;
+        bs[b].cseq = c->io.cseq; /* converted from the next round on */
         bs[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
         bs[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                    : rate_to_tokens(x->limit, c->cfg.period_s);
@@ -593,6 +599,7 @@ static void bucket_state(ctrl_t *c, size_t b, const bucketfile_bucket_t *x)
     c->bnames[b] = x->name;
     c->bweights[b] = x->weight;
     memset(&c->b[b], 0, sizeof c->b[b]);
+    c->b[b].cseq = c->io.cseq; /* converted from the next round on */
     c->b[b].r = rate_to_tokens(x->reservation, c->cfg.period_s);
     c->b[b].l = x->limit == BUCKETFILE_NO_LIMIT ? CTRL_UNLIMITED
                                                  : rate_to_tokens(x->limit, c->cfg.period_s);

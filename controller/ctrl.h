@@ -55,6 +55,11 @@ typedef struct {
     size_t approx_top;       /* pShift approximation (paper III-C2): 0 exact */
     int max_path;            /* pShift's longest shift path (pshift_opts_t;
                                 0: any; controller shards use a bound) */
+    int full_passes;         /* 1: every round visits every bucket (the sums'
+                                reset, conversion, budgets, provisional
+                                splits), as before the buckets in play
+                                (round.c); the same decisions, for tests
+                                and benches to compare */
     int no_queue_lift;       /* 1: the period's last round keeps R on the
                                 queues even where they fill a node's R
                                 capacity (no rq_lift, ledger.c); controller
@@ -454,7 +459,9 @@ typedef struct {
     size_t buckets;       /* buckets in the R problem (reservation left, demand) */
     size_t pairs;         /* (bucket, server) demand pairs */
     int64_t r_tokens;     /* R-tokens placed this round */
-    int64_t l_tokens;     /* L-tokens placed (limited buckets) */
+    int64_t l_tokens;     /* headroom left after R of the limited buckets
+                             (every one in a forced round, those in play
+                             in the others) */
     int64_t phi;          /* effective capacity of the R allocation */
     double t_pshift;      /* seconds in the two pShift solves */
     double t_rpass, t_lpass; /* ... of which the R pass and the L pass */
@@ -671,6 +678,12 @@ typedef struct {
                                  and every node's map rebuilt, O(buckets) */
     uint64_t bucket_changes;  /* ctrl_set_bucket(), ctrl_remove_bucket()
                                  applied without a full rebuild */
+    uint64_t bucket_visits;   /* buckets the rounds' per-bucket passes
+                                 visited (the sums' reset, the conversion,
+                                 the budgets, the provisional splits' plan;
+                                 one per pass): the table's size per pass
+                                 in a forced round, the buckets in play in
+                                 the others */
 } ctrl_stats_t;
 
 const ctrl_stats_t *ctrl_stats(const ctrl_t *c);

@@ -176,6 +176,26 @@ struct ctrl {
     uint64_t impl_quiet[CTRL_IMPL__COUNT]; /* clamped since, not logged */
     double conv_el;        /* share of the period the last conversion covered */
     ledger_t io;           /* the IO dimension's passes (b: this b) */
+    /* The buckets in play (round.c): every bucket with a pair in a node's
+     * active list (up or down) or a silent node's grant since the list was
+     * last pruned, and those whose sums, conversion or pass state the last
+     * round left other than a quiet bucket's (ctrl_compute() prunes the
+     * others after each round); play[0..nplay-1], each with
+     * ledger_bucket_t.inplay set.  A round that is not forced visits only
+     * these.  play_stale: the list may be wrong (a round failed), the next
+     * round visits every bucket and rebuilds it. */
+    uint32_t *play;
+    size_t nplay, capplay;
+    int play_stale;
+    /* The buckets whose provisional split this round walks (pv[b].walk),
+     * in increasing order (prov_plan()). */
+    uint32_t *walkl;
+    size_t nwalk;
+    /* ctrl_shard_needs()'s per-bucket demand sums (shardctl.c): [capneed],
+     * all zero between calls (each call zeroes what it wrote), so a call
+     * costs the work, not the table; sized by the round (round.c). */
+    int64_t *need_tot;
+    size_t capneed;
     bytes_t *by;           /* the bytes/s dimension (bytes.h); NULL while
                               no bucket has a byte rate */
     tree_t *tree;          /* the nested buckets (tree.h); NULL while no

@@ -133,27 +133,121 @@ void ledger_free(ledger_t *L)
     free(L->srv_node);
     free(L->eb);
     free(L->ed);
+    free(L->el);
     pshift_problem_destroy(&L->rp);
     pshift_problem_destroy(&L->lp);
     *L = (ledger_t){0};
 }
 
-void ledger_convert(ledger_t *L, double el, int reset)
+/* One conversion round's step on bucket bs (served at bs->served). */
+static inline void convert_one(ledger_bucket_t *bs, double el, int reset)
 {
-    /* One pass (the reset of a new period in it); srv_prev written only
-     * where it moves, so that idle buckets' records stay clean. */
-    for (size_t b = 0; b < L->nb; b++) {
-        ledger_bucket_t *bs = &L->b[b];
-        if (reset) {
-            bs->conv = 0;
-            bs->srv_prev = 0;
-        }
-        double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
-        if (bs->srv_prev != bs->served)
-            bs->srv_prev = bs->served;
-        if (el > 0 && !bs->backlog && unused > 0)
+    if (reset) {
+        bs->conv = 0;
+        bs->srv_prev = 0;
+    }
+    double unused = (double)bs->r * el - (double)(bs->served - bs->srv_prev);
+    if (bs->srv_prev != bs->served)
+        bs->srv_prev = bs->served;
+    if (el > 0 && !bs->backlog && unused > 0)
+        bs->conv += unused;
+}
+
+/* Brings lazy bucket bs's conversion from its round bs->cseq to round
+ * `last` (<= L->cseq): it was quiet in the rounds between, nothing served
+ * nor backlogged (srv_prev 0), so each added R x el as convert_one() would
+ * have, in the same order; a bucket last converted in an older period
+ * starts from this period's reset.  Rounds of an older period than the
+ * log's are not replayed: the caller's round is then this period's reset,
+ * which clears them. */
+static void settle_to(const ledger_t *L, ledger_bucket_t *bs, uint64_t last)
+{
+    if (bs->cseq >= last)
+        return;
+    uint64_t from = bs->cseq + 1;
+    if (last < L->cseq0) {
+        bs->cseq = last;
+        return;
+    }
+    if (bs->cseq < L->cseq0) {
+        bs->conv = 0;
+        bs->srv_prev = 0;
+        from = L->cseq0;
+    }
+    for (uint64_t s = from; s <= last; s++) {
+        const double el = L->el[s - L->cseq0];
+        double unused = (double)bs->r * el - (double)(int64_t)0;
+        if (el > 0 && unused > 0)
             bs->conv += unused;
     }
+    bs->cseq = last;
+}
+
+void ledger_settle(const ledger_t *L, ledger_bucket_t *bs)
+{
+    if (L->lazy)
+        settle_to(L, bs, L->cseq);
+}
+
+/* Logs a lazy ledger's conversion round.  Returns 0 or -ENOMEM. */
+static int conv_log(ledger_t *L, double el, int reset)
+{
+    size_t at = reset ? 0 : L->nel;
+    if (at + 1 > L->capel) {
+        size_t cap = L->capel ? L->capel * 2 : 64;
+        double *e = realloc(L->el, cap * sizeof *e);
+        if (!e)
+            return -ENOMEM;
+        L->el = e;
+        L->capel = cap;
+    }
+    L->cseq++;
+    if (reset)
+        L->cseq0 = L->cseq;
+    L->el[at] = el;
+    L->nel = at + 1;
+    return 0;
+}
+
+/* Converts lazy ledger bucket bs in the round just logged. */
+static inline void convert_lazy(const ledger_t *L, ledger_bucket_t *bs, double el, int reset)
+{
+    if (bs->cseq + 1 < L->cseq) /* (converted in the last round: nothing to replay) */
+        settle_to(L, bs, L->cseq - 1);
+    convert_one(bs, el, reset);
+    bs->cseq = L->cseq;
+}
+
+void ledger_convert(ledger_t *L, double el, int reset)
+{
+    if (L->lazy) {
+        if (conv_log(L, el, reset) == 0) {
+            for (size_t b = 0; b < L->nb; b++)
+                convert_lazy(L, &L->b[b], el, reset);
+            return;
+        }
+        /* No room for the log: every bucket settled here, none lags, and
+         * the ledger converts every bucket each round from now on. */
+        for (size_t b = 0; b < L->nb; b++)
+            settle_to(L, &L->b[b], L->cseq);
+        L->lazy = 0;
+    }
+    /* One pass (the reset of a new period in it); srv_prev written only
+     * where it moves, so that idle buckets' records stay clean. */
+    for (size_t b = 0; b < L->nb; b++)
+        convert_one(&L->b[b], el, reset);
+}
+
+int ledger_convert_some(ledger_t *L, double el, int reset, const uint32_t *only, size_t n)
+{
+    int rc;
+    if (!L->lazy)
+        return -EINVAL;
+    if ((rc = conv_log(L, el, reset)) < 0)
+        return rc;
+    for (size_t k = 0; k < n; k++)
+        convert_lazy(L, &L->b[only[k]], el, reset);
+    return 0;
 }
 
 /* A limited bucket's headroom for the rest of the period: its limit less
@@ -198,19 +292,29 @@ void ledger_budget(const ledger_round_t *rd, ledger_bucket_t *bs)
         bs->r_rem = bs->head;
 }
 
+/* ledger_budgets() on bucket b. */
+static inline void budget_reset(ledger_t *L, const ledger_round_t *rd, size_t b)
+{
+    ledger_bucket_t *bs = &L->b[b];
+    ledger_settle(L, bs);
+    ledger_budget(rd, bs);
+    bs->pidx = bs->lpidx = -1;
+    bs->rn = bs->ln = bs->nr = bs->nq = 0;
+    bs->ralloc = bs->lalloc = 0;
+    /* rq_begin()'s mark, in this pass over the table */
+    bs->queued = rd->on_queues && bs->l == CTRL_UNLIMITED ? 0 : -1;
+    L->cnt[b] = L->given[b] = 0;
+}
+
 void ledger_budgets(ledger_t *L, const ledger_round_t *rd)
 {
     L->rd = *rd;
-    for (size_t b = 0; b < L->nb; b++) {
-        ledger_bucket_t *bs = &L->b[b];
-        ledger_budget(rd, bs);
-        bs->pidx = bs->lpidx = -1;
-        bs->rn = bs->ln = bs->nr = bs->nq = 0;
-        bs->ralloc = bs->lalloc = 0;
-        /* rq_begin()'s mark, in this pass over the table */
-        bs->queued = rd->on_queues && bs->l == CTRL_UNLIMITED ? 0 : -1;
-        L->cnt[b] = L->given[b] = 0;
-    }
+    if (L->only)
+        for (size_t k = 0; k < L->nonly; k++)
+            budget_reset(L, rd, L->only[k]);
+    else
+        for (size_t b = 0; b < L->nb; b++)
+            budget_reset(L, rd, b);
 }
 
 void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double rem_s)
@@ -260,8 +364,12 @@ static inline int64_t rq_demand(const ledger_work_t *w, const ledger_bucket_t *b
 static int rq_begin(ledger_t *L)
 {
     const int last = L->rd.on_queues;
-    for (size_t b = 0; b < L->nb; b++)
-        L->b[b].queued = last && L->b[b].l == CTRL_UNLIMITED ? 0 : -1;
+    if (L->only)
+        for (size_t k = 0; k < L->nonly; k++)
+            L->b[L->only[k]].queued = last && L->b[L->only[k]].l == CTRL_UNLIMITED ? 0 : -1;
+    else
+        for (size_t b = 0; b < L->nb; b++)
+            L->b[b].queued = last && L->b[b].l == CTRL_UNLIMITED ? 0 : -1;
     return last;
 }
 
@@ -470,8 +578,11 @@ static int rpass_cut(ledger_t *L)
      * nowhere else to take its R, and a uniform cut left seed 110's b16
      * 1,724 of 4,000). */
     if (any) {
-        for (size_t b = 0; b < L->nb; b++)
-            L->b[b].alt = 0;
+        /* Read only for the work's buckets: cleared on those. */
+        for (int i = 0; i < L->nn; i++)
+            for (size_t k = 0; L->n[i].up && k < L->n[i].nwork; k++)
+                if (L->n[i].work[k].b >= 0)
+                    L->b[L->n[i].work[k].b].alt = 0;
         for (int i = 0; i < L->nn; i++) {
             const ledger_node_t *ln = &L->n[i];
             if (!ln->up || ln->rcut < 1)
@@ -570,8 +681,12 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
         rs->phi = count_add(rs->phi, ln->load);
         ln->load = count_add(ln->load, pshift_server_load(p, s));
     }
-    for (size_t b = 0; b < L->nb; b++)
-        rs->r_tokens = count_add(rs->r_tokens, L->b[b].ralloc);
+    if (L->only)
+        for (size_t k = 0; k < L->nonly; k++)
+            rs->r_tokens = count_add(rs->r_tokens, L->b[L->only[k]].ralloc);
+    else
+        for (size_t b = 0; b < L->nb; b++)
+            rs->r_tokens = count_add(rs->r_tokens, L->b[b].ralloc);
     return 0;
 }
 
@@ -633,8 +748,12 @@ int ledger_lpass(ledger_t *L, int any_l, const pshift_opts_t *o, ctrl_result_t *
         rs->lpass_shifts = pshift_stats(q)->shifts;
         sum_alloc(L, q, 1);
     }
-    for (size_t b = 0; b < L->nb; b++)
-        if (L->b[b].l != CTRL_UNLIMITED)
-            rs->l_tokens += L->b[b].head - L->b[b].ralloc;
+    /* The headroom left after R of the limited buckets in play (L->only),
+     * or of every limited bucket. */
+    for (size_t k = 0, n = L->only ? L->nonly : L->nb; k < n; k++) {
+        const ledger_bucket_t *bs = &L->b[L->only ? L->only[k] : k];
+        if (bs->l != CTRL_UNLIMITED)
+            rs->l_tokens += bs->head - bs->ralloc;
+    }
     return 0;
 }

@@ -65,12 +65,16 @@ typedef struct {
     uint8_t backlog;       /* queued on some up node at this round's reports */
     uint8_t alt;           /* R pass: has an R pair on an up node that
                               rpass_cut() does not cut */
+    uint8_t inplay;        /* on the dimension's list of buckets in play
+                              (IOs: round.c) */
     double arrivals;       /* over the up nodes, last interval */
     /* Token conversion (ledger_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last
      * round. */
     double conv;
     int64_t srv_prev;
+    uint64_t cseq;         /* lazy ledgers (ledger_t.lazy): conv and srv_prev
+                              are as of conversion round cseq */
     /* results, per computation */
     int64_t r_rem, head;   /* remaining reservation, headroom (budgets) */
     int64_t queued;        /* R pass: requests waiting on the up nodes, in
@@ -156,6 +160,24 @@ typedef struct ledger {
      * every computation: kept so that their memory is reused instead of
      * allocated anew each round. */
     pshift_problem_t *rp, *lp;
+    /* The buckets in play (`only`, nonly of them, owned by the dimension),
+     * NULL: every bucket.  ledger_budgets(), the R pass's queue marks and
+     * r_tokens and the L pass's l_tokens visit only these; the dimension
+     * guarantees that every other bucket is quiet: no pair in the work,
+     * nothing served, held or converted beyond R x el, and its pass state
+     * (ralloc, lalloc, nr, cnt) as ledger_budgets() leaves it. */
+    const uint32_t *only;
+    size_t nonly;
+    /* Lazy conversion (`lazy` set by the dimension before the first
+     * round): each bucket's conv is brought up to date when it is
+     * converted or budgeted, replaying the period's log of elapsed shares
+     * (el[0..nel-1], of conversion rounds cseq0..cseq) on a bucket that
+     * was quiet since its own cseq: the same additions in the same order as
+     * a pass over every bucket each round, so conv is bit-exact. */
+    int lazy;
+    double *el;
+    size_t nel, capel;
+    uint64_t cseq, cseq0;
 } ledger_t;
 
 /* The most tokens a node's capacity counts for in a round (2^50: 3 x 10^11
@@ -212,9 +234,21 @@ int ledger_scratch(ledger_t *L);
  * round.c says why). */
 void ledger_convert(ledger_t *L, double el, int reset);
 
-/* Every bucket's remaining reservation (less what it converted beyond the
- * slack) and headroom, by the round's `rd` (kept in L for the passes);
- * the passes' state cleared. */
+/* A lazy ledger's conversion over the share `el` of the period (restarted
+ * if `reset`): logs el, then converts only the n buckets in `only` (each
+ * first brought up to date, ledger_settle()); every other bucket's is
+ * replayed when it is next settled.  Returns 0 or -ENOMEM (the log could
+ * not grow: nothing changed). */
+int ledger_convert_some(ledger_t *L, double el, int reset, const uint32_t *only, size_t n);
+
+/* Brings bucket bs's conversion of a lazy ledger up to the last
+ * conversion round (it was quiet since its own): no-op if it is there or
+ * the ledger is not lazy. */
+void ledger_settle(const ledger_t *L, ledger_bucket_t *bs);
+
+/* Every bucket's (L->only: the buckets in play's) remaining reservation
+ * (less what it converted beyond the slack) and headroom, by the round's
+ * `rd` (kept in L for the passes); the passes' state cleared. */
 void ledger_budgets(ledger_t *L, const ledger_round_t *rd);
 
 /* One bucket's budget by the round's rules `rd`: its remaining

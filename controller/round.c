@@ -142,6 +142,90 @@ static void work_keep_demand(ctrl_t *c)
     }
 }
 
+/* ---- the buckets in play -------------------------------------------------- */
+
+/* A round that is not forced visits only the buckets in play (ctrl_int.h:
+ * c->play), not the table: the sums' reset, the conversion, the budgets,
+ * prov_plan() and the passes' sums.  Every other bucket is quiet: no pair
+ * in any node's active list and no silent node's grant since it left the
+ * list, so nothing served, held, arriving or queued (the conversion adds
+ * R x el to it, replayed when it is next read: ledger.h), and its pass
+ * state as the budgets leave it; its provisional split is then what the
+ * last round decided (prov_plan() says why it cannot change). */
+
+/* Puts bucket b in play. */
+static inline void play_add(ctrl_t *c, int b)
+{
+    ledger_bucket_t *bs = &c->b[b];
+    if (!bs->inplay) {
+        bs->inplay = 1;
+        c->play[c->nplay++] = (uint32_t)b;
+    }
+}
+
+/* Makes the list hold every bucket (and a shard's needs scratch).
+ * Returns 0 or -ENOMEM. */
+static int play_fit(ctrl_t *c)
+{
+    int sliced = 0; /* a shard's: the root step asks for its needs */
+    for (int i = 0; i < c->nn && !sliced; i++)
+        sliced = c->nodes[i].sliced;
+    if (sliced && c->capneed < c->nb) { /* zeroed scratch of ctrl_shard_needs() */
+        size_t cap = c->nb + c->nb / 4 + 16;
+        int64_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            return -ENOMEM;
+        free(c->need_tot);
+        c->need_tot = t;
+        c->capneed = cap;
+    }
+    if (c->capplay >= c->nb)
+        return 0;
+    size_t cap = c->nb + c->nb / 4 + 16;
+    uint32_t *p = realloc(c->play, cap * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    c->play = p;
+    uint32_t *w = realloc(c->walkl, cap * sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    c->walkl = w;
+    c->capplay = cap;
+    return 0;
+}
+
+/* Nonzero if bucket b must stay in play after this round: something in
+ * its sums, conversion or pass state is not what a quiet bucket has. */
+static inline int play_keep(const ctrl_t *c, size_t b)
+{
+    const ledger_bucket_t *bs = &c->b[b];
+    return bs->served || bs->held || bs->arrivals != 0 || bs->backlog || bs->srv_prev ||
+           bs->ralloc || bs->lalloc || bs->nr ||
+           (c->io.cnt && b < c->io.capcnt && c->io.cnt[b]);
+}
+
+/* Nonzero if most buckets are in play: the passes then walk the table in
+ * its order (the cache lines fetched ahead by the hardware) rather than
+ * the list's, which is scattered (a pair's order). */
+static inline int play_dense(const ctrl_t *c)
+{
+    return c->nplay * 4 >= c->nb && c->nb > 0;
+}
+
+/* After a computed round: the quiet buckets leave the list. */
+static void play_prune(ctrl_t *c)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < c->nplay; k++) {
+        uint32_t b = c->play[k];
+        if (play_keep(c, b))
+            c->play[n++] = b;
+        else
+            c->b[b].inplay = 0;
+    }
+    c->nplay = n;
+}
+
 /* A bucket's record is fetched this many pairs ahead of its use: its
  * index is in the pair, itself fetched PAIR_AHEAD ahead. */
 #define BUCKET_AHEAD (PAIR_AHEAD / 2)
@@ -178,8 +262,10 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
         w->demand = 0;
         w->arrivals = 0;
         w->queued = 0;
-        if (pr->b >= 0)
+        if (pr->b >= 0) {
+            play_add(c, pr->b);
             c->b[pr->b].served = count_add(c->b[pr->b].served, served);
+        }
         if (pr->b >= 0 && pr->has_report) {
             /* Reported in an older period, and the node's report of this
              * one left it out: it is idle there (protocol.md), not still
@@ -314,20 +400,77 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
  * (new, or a forced round: period start, node or configuration change) or
  * revoke it (a report brought the bucket into the computation).  Returns nonzero
  * if any bucket needs a walk. */
-static int prov_plan(ctrl_t *c, int forced)
+static void prov_one(ctrl_t *c, size_t b, int forced)
 {
-    int any = 0;
-    for (size_t b = 0; b < c->nb; b++) {
-        const ledger_bucket_t *bs = &c->b[b];
-        prov_t *pv = &c->pv[b];
-        int was = pv->prov;
-        pv->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
-                   bs->ralloc == 0 && bs->lalloc == 0;
-        pv->walk = pv->prov ? (forced || !was) : was;
-        pv->fresh = pv->prov && !was;
-        any |= pv->walk;
+    const ledger_bucket_t *bs = &c->b[b];
+    prov_t *pv = &c->pv[b];
+    int was = pv->prov;
+    pv->prov = bs->l != CTRL_UNLIMITED && bs->head > 0 && c->io.cnt[b] == 0 &&
+               bs->ralloc == 0 && bs->lalloc == 0;
+    pv->walk = pv->prov ? (forced || !was) : was;
+    pv->fresh = pv->prov && !was;
+    if (pv->walk)
+        c->walkl[c->nwalk++] = (uint32_t)b;
+}
+
+/* prov_one() of a quiet bucket b (not in play) in a forced round: served
+ * and held 0, no pair counted, nothing placed, so its headroom is positive
+ * if its limit is (while the share of the period its rate covers is, which
+ * ctrl_compute() checks) and it is in a provisional split if limited; a
+ * forced round walks every split, so its budget is made here for
+ * prov_walk() (the others' are not read). */
+static void prov_quiet(ctrl_t *c, size_t b)
+{
+    ledger_bucket_t *bs = &c->b[b];
+    prov_t *pv = &c->pv[b];
+    const int was = pv->prov, prov = bs->l != CTRL_UNLIMITED && bs->l > 0;
+    if (pv->prov != prov || pv->walk != (prov || was) || pv->fresh != (prov && !was)) {
+        pv->prov = (uint8_t)prov;
+        pv->walk = (uint8_t)(prov || was);
+        pv->fresh = (uint8_t)(prov && !was);
     }
-    return any;
+    if (!pv->walk)
+        return;
+    if (prov) {
+        ledger_settle(&c->io, bs);
+        ledger_budget(&c->io.rd, bs);
+    }
+    c->walkl[c->nwalk++] = (uint32_t)b;
+}
+
+/* prov_plan() visits every bucket (`all`), or decides on the buckets in
+ * play: a quiet bucket's inputs are as in the last round (served and held
+ * 0, no pair counted, nothing placed: the head of a limited one stays
+ * positive while the share of the period its rate covers is, which
+ * ctrl_compute() checks), so its split stays and is not walked unless
+ * `forced`: then every split is walked, and the quiet buckets' are judged
+ * by prov_quiet() in the same pass.  The walks are listed in c->walkl, in
+ * increasing order. */
+static int prov_plan(ctrl_t *c, int forced, int all)
+{
+    if (!all) /* the last round's walks (after a new table: all, every one) */
+        for (size_t k = 0; k < c->nwalk; k++) {
+            c->pv[c->walkl[k]].walk = 0;
+            c->pv[c->walkl[k]].fresh = 0;
+        }
+    c->nwalk = 0;
+    if (all) {
+        for (size_t b = 0; b < c->nb; b++)
+            prov_one(c, b, forced);
+    } else if (forced) {
+        c->st.bucket_visits += c->nb;
+        for (size_t b = 0; b < c->nb; b++) {
+            if (c->b[b].inplay)
+                prov_one(c, b, 1);
+            else
+                prov_quiet(c, b);
+        }
+    } else {
+        for (size_t k = 0; k < c->nplay; k++)
+            prov_one(c, c->play[k], 0);
+        qsort(c->walkl, c->nwalk, sizeof *c->walkl, cmp_u32);
+    }
+    return c->nwalk > 0;
 }
 
 /* Nonzero if pair pr (of a bucket no up node has reported this period) had
@@ -350,11 +493,10 @@ static int prov_recent(const ctrl_t *c, const pair_t *pr)
 static int prov_walk(ctrl_t *c)
 {
     int rc;
-    for (size_t b = 0; b < c->nb; b++) {
+    for (size_t w = 0; w < c->nwalk; w++) {
+        const size_t b = c->walkl[w];
         const ledger_bucket_t *bs = &c->b[b];
         const prov_t *pv = &c->pv[b];
-        if (!pv->walk)
-            continue;
         int64_t n = 0, nrecent = 0;
         for (int i = 0; i < c->nn && pv->prov; i++) {
             node_t *nd = &c->nodes[i];
@@ -467,8 +609,10 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
             continue;
         int64_t left = ledger_grant_left(c->period, nd->down_rep, ps->grant, ps->gperiod,
                                          pair_served(c, pr));
-        if (left > 0)
+        if (left > 0) {
+            play_add(c, pr->b);
             c->b[pr->b].held = count_add(c->b[pr->b].held, left);
+        }
     }
 }
 
@@ -477,20 +621,27 @@ static void held_by_silent(ctrl_t *c, const node_t *nd)
  * nodes, into their work arrays), with `il` intervals left.  Returns
  * nonzero if `changed` or if some capacity or demand estimate moved enough
  * to be worth a recomputation. */
-static int phase_estimate(ctrl_t *c, double il, int changed)
+static int phase_estimate(ctrl_t *c, double il, int changed, int all)
 {
     const double K = c->cfg.intervals;
-    /* Written only where nonzero: a large table of idle buckets is read,
-     * not dirtied (its cache lines need no write-back). */
-    for (size_t b = 0; b < c->nb; b++) {
-        ledger_bucket_t *bs = &c->b[b];
+    /* The sums reset, written only where nonzero: a large table of idle
+     * buckets is read, not dirtied (its cache lines need no write-back).
+     * Only a quiet bucket is out of play, and its sums are zero: unless
+     * `all` (the list is then rebuilt) the buckets in play are visited. */
+    for (size_t k = 0, n = all ? c->nb : c->nplay; k < n; k++) {
+        ledger_bucket_t *bs = &c->b[all ? k : c->play[k]];
         if (bs->served || bs->held || bs->arrivals != 0 || bs->backlog) {
             bs->served = 0;
             bs->held = 0;
             bs->arrivals = 0;
             bs->backlog = 0;
         }
+        if (all && bs->inplay)
+            bs->inplay = 0;
     }
+    if (all)
+        c->nplay = 0;
+    c->st.bucket_visits += all ? c->nb : c->nplay;
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         if (ctrl__holds_grants(c, nd))
@@ -498,9 +649,10 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
         if (!nd->up) {
             for (size_t k = 0; k < nd->nact; k++) {
                 const pair_t *pr = &nd->pairs[nd->act[k]];
-                if (pr->b >= 0)
-                    c->b[pr->b].served =
-                        count_add(c->b[pr->b].served, pair_served(c, pr));
+                if (pr->b < 0)
+                    continue;
+                play_add(c, pr->b);
+                c->b[pr->b].served = count_add(c->b[pr->b].served, pair_served(c, pr));
             }
             continue;
         }
@@ -525,8 +677,10 @@ static int phase_estimate(ctrl_t *c, double il, int changed)
  * tokens for it: judging by the queue at both ends of the interval
  * converted those, and cost Experiment 1 five points, 99.9% -> 94.8% of
  * buckets at >= 95%).  Restarts at zero each period.  The share of the
- * period it covered stays in c->conv_el for the byte ledger's conversion. */
-static void phase_convert(ctrl_t *c)
+ * period it covered stays in c->conv_el for the byte ledger's conversion.
+ * Visits every bucket if `all`, else the buckets in play.  Returns 0 or
+ * -ENOMEM. */
+static int phase_convert(ctrl_t *c, int all)
 {
     int reset = !c->conv_started || c->conv_period != c->period;
     if (reset) {
@@ -536,7 +690,13 @@ static void phase_convert(ctrl_t *c)
     }
     c->conv_el = c->conv_left - c->left;
     c->conv_left = c->left;
+    c->st.bucket_visits += all || !c->io.lazy ? c->nb : c->nplay;
+    /* Not `all`: the buckets in play; the quiet ones' conversion is
+     * replayed when they are next read (ledger.h). */
+    if (!all && c->io.lazy)
+        return ledger_convert_some(&c->io, c->conv_el, reset, c->play, c->nplay);
     ledger_convert(&c->io, c->conv_el, reset);
+    return 0;
 }
 
 /* Phase 6, token records per up node: everything that can change its
@@ -592,12 +752,20 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     o.max_path = c->cfg.max_path;
     int any_l = 0;
 
-    if ((rc = phase_liveness(c, &rs)) < 0)
+    if ((rc = phase_liveness(c, &rs)) < 0 || (rc = play_fit(c)) < 0)
         goto out;
     const int forced = c->force; /* liveness may have forced it */
-    int changed = phase_estimate(c, il, forced || c->cfg.skip_rel <= 0);
+    /* Every bucket visited (the list rebuilt): after a new table or a
+     * change (indexes move) or a failed round, with the dimensions that
+     * read every bucket's state (the nested buckets' split, fair shares,
+     * the byte ledger), and where most buckets are in play (play_dense()). */
+    const int all = c->play_stale || c->tree || c->fair || c->by || !c->io.lazy ||
+                    c->cfg.full_passes || play_dense(c);
+    c->play_stale = 1; /* until this round is done */
+    int changed = phase_estimate(c, il, forced || c->cfg.skip_rel <= 0, all);
     estimated = 1;
-    phase_convert(c);
+    if ((rc = phase_convert(c, all)) < 0)
+        goto out;
     if (!changed) {
         c->st.skipped++;
         rs.skipped = 1;
@@ -606,6 +774,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     if ((rc = ledger_scratch(&c->io)) < 0)
         goto out;
     const ledger_round_t rd = ledger_round(c, 1);
+    /* A quiet limited bucket's head stays positive only while its rate
+     * covers some of the period (prov_plan()): else every bucket. */
+    const int all_b = all || (rd.limit_depth >= 0 && !(rd.rate_share > 0));
+    c->io.only = all_b ? NULL : c->play;
+    c->io.nonly = all_b ? 0 : c->nplay;
+    /* The budgets, and prov_plan() (which counts its own pass if forced). */
+    c->st.bucket_visits += all_b ? 2 * c->nb : (forced ? 1 : 2) * c->nplay;
     ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
@@ -624,7 +799,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
      * still hold every pair's demand and allocations). */
     if (c->fair && (rc = fair_round(c->fair, &c->io, c->bweights)) < 0)
         goto out;
-    int any_walk = prov_plan(c, forced);
+    int any_walk = prov_plan(c, forced, all_b);
     if ((rc = phase_push(c)) < 0)
         goto out;
     if (any_walk && (rc = prov_walk(c)) < 0)
@@ -638,6 +813,22 @@ out:
         const bytes_round_t in = {.rem_s = rem_s, .il = il, .conv_el = c->conv_el,
                                   .rd = ledger_round(c, 0)};
         rc = bytes_compute(c->by, &v, &in, &o);
+    }
+    c->io.only = NULL;
+    /* The list: pruned after a computed round (each bucket's provisional
+     * split was just judged on what it holds now); a skipped one only added
+     * to it, or rebuilt it (`all`) from the buckets with pairs, leaving out
+     * some whose pass state the next computation resets: visit every
+     * bucket until one has computed. */
+    if (rc == 0 && pushed && all && play_dense(c)) {
+        /* still dense: the next round visits the table again */
+    } else if (rc == 0 && pushed) {
+        play_prune(c);
+        if (all) /* rebuilt in the order of the pairs: the table's, for the passes */
+            qsort(c->play, c->nplay, sizeof *c->play, cmp_u32);
+        c->play_stale = 0;
+    } else if (rc == 0 && !all) {
+        c->play_stale = 0;
     }
     c->lost_open = 0; /* the period's first round is done */
     if (estimated && !pushed)

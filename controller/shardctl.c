@@ -76,7 +76,10 @@ static int needs(const ctrl_t *c, double r_frac, int64_t *placed, int64_t *must,
     /* Each bucket's demand over the up nodes, for its must parts and the
      * target. */
     const int want_tot = must || (target && r_frac >= 0);
-    int64_t *tot = want_tot ? calloc(c->nb ? c->nb : 1, sizeof *tot) : NULL;
+    /* The round's zeroed scratch if it has room (zeroed again below where
+     * written), else one of our own. */
+    const int own = want_tot && !(c->need_tot && c->capneed >= c->nb);
+    int64_t *tot = !want_tot ? NULL : own ? calloc(c->nb ? c->nb : 1, sizeof *tot) : c->need_tot;
     if (want_tot && !tot)
         return -ENOMEM;
     for (int i = 0; i < nn; i++) {
@@ -119,7 +122,16 @@ static int needs(const ctrl_t *c, double r_frac, int64_t *placed, int64_t *must,
                 if (tot[b] > 0)
                     *target = count_add(*target, need_r(&c->b[b], r_frac));
     }
-    free(tot);
+    if (own) {
+        free(tot);
+    } else if (tot) {
+        for (int i = 0; i < nn; i++) {
+            const ledger_node_t *ln = node_work(c, i);
+            for (size_t k = 0; ln && k < ln->nwork; k++)
+                if (ln->work[k].b >= 0 && (size_t)ln->work[k].b < c->nb)
+                    tot[ln->work[k].b] = 0;
+        }
+    }
     return 0;
 }
 
@@ -142,8 +154,16 @@ int64_t ctrl_r_target(const ctrl_t *c)
     int64_t t = 0;
     if (c->st.computed == 0)
         return 0;
-    for (size_t b = 0; b < c->nb; b++)
-        if (c->b[b].nr > 0)
-            t = count_add(t, c->b[b].r_rem);
+    /* A bucket with R pairs is in play (round.c) unless the list is to be
+     * rebuilt. */
+    if (c->force || c->play_stale) {
+        for (size_t b = 0; b < c->nb; b++)
+            if (c->b[b].nr > 0)
+                t = count_add(t, c->b[b].r_rem);
+    } else {
+        for (size_t k = 0; k < c->nplay; k++)
+            if (c->b[c->play[k]].nr > 0)
+                t = count_add(t, c->b[c->play[k]].r_rem);
+    }
     return t;
 }

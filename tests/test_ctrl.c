@@ -3040,6 +3040,172 @@ START_TEST(test_ctrl_change_log_and_touched_buckets)
 }
 END_TEST
 
+
+/* Issue 30: a round that is not forced visits only the buckets in play
+ * (round.c), and decides exactly what a round over every bucket decides.
+ * First, 400 buckets (limited, reserved, both) on 3 nodes under drifting
+ * random traffic for 12 periods, a node silent for 4 rounds (down, its
+ * grants held, back), a bucket changed and one removed: every round's
+ * token records, R-tokens and counts are the same as with full_passes
+ * (the passes over the whole table), conversion included.  Then 10,000
+ * buckets with two in use: a round within a period, skipped or computed,
+ * visits a few buckets, not the table (full_passes: 4 x 10,000). */
+#define QB_NB 400
+#define QB_NN 3
+#define QB_ACT 14
+static uint32_t qb_next(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+static char *qb_json(int nb)
+{
+    char *t = malloc((size_t)nb * 96 + 32);
+    size_t n = (size_t)sprintf(t, "{\"buckets\":[");
+    for (int b = 0; b < nb; b++) {
+        n += (size_t)sprintf(t + n, "%s{\"name\":\"q%d\",\"reservation\":%d", b ? "," : "", b,
+                             b % 5 == 0 ? 0 : 20 + b % 50);
+        if (b % 3 == 0)
+            n += (size_t)sprintf(t + n, ",\"limit\":%d", 90 + b % 70);
+        n += (size_t)sprintf(t + n, "}");
+    }
+    sprintf(t + n, "]}");
+    return t;
+}
+
+START_TEST(test_ctrl_quiet_buckets_cost_nothing)
+{
+    char *json = qb_json(QB_NB);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0.1;
+    ctrl_t *c[2];
+    for (int v = 0; v < 2; v++) {
+        cfg.full_passes = v == 0;
+        c[v] = setup(json, QB_NN, 4000, &cfg);
+    }
+    free(json);
+    static uint64_t served[QB_NN][QB_NB];
+    uint32_t seed = 12345;
+    int skipped = 0, computed = 0;
+    for (int t = 0; t < 60; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        if (k == 0)
+            memset(served, 0, sizeof served);
+        proto_report_rec_t recs[QB_NN][QB_ACT];
+        size_t nrec[QB_NN];
+        int steady = t % 7 == 3 || t % 7 == 4; /* as the round before: skipped */
+        for (int i = 0; i < QB_NN; i++) {
+            nrec[i] = 0;
+            for (int j = 0; j < QB_ACT; j++) {
+                /* A drifting set: each node's buckets move every 6 rounds. */
+                int b = (i * 37 + j * 29 + (t / 6) * 13 + (j < 4 ? 0 : t / 11 * 7)) % QB_NB;
+                uint32_t r = qb_next(&seed);
+                if (steady)
+                    r = (uint32_t)(b * 7 + i);
+                int idle = r % 6 == 0;
+                uint64_t add = idle ? 0 : r % 23;
+                served[i][b] += add;
+                recs[i][nrec[i]++] = (proto_report_rec_t){
+                    .bucket = (uint32_t)b,
+                    .queued = idle ? 0 : (r >> 4) % 9,
+                    .arrivals_interval = idle ? 0 : 10 + (r >> 7) % 40,
+                    .served_r = served[i][b],
+                    .r_left = (r >> 3) % 2 ? 5 : 0,
+                    .l_left = (r >> 5) % 2 ? 3 : 0,
+                };
+            }
+        }
+        for (int v = 0; v < 2; v++) {
+            if (t == 27) { /* a change: the next round is forced */
+                bucketfile_bucket_t x = {.reservation = 33, .limit = 60, .weight = 1};
+                x.name = "q6";
+                ck_assert_int_eq(ctrl_set_bucket(c[v], &x), 0);
+            }
+            if (t == 38)
+                ck_assert_int_eq(ctrl_remove_bucket(c[v], "q123"), 0);
+            const char *const *names;
+            uint32_t gen = ctrl_table(c[v], &names, NULL);
+            ck_assert_int_eq(ctrl_round_begin(c[v], period, k, 0), 0);
+            for (int i = 0; i < QB_NN; i++) {
+                if (i == 2 && t >= 16 && t < 20) /* silent: down, then back */
+                    continue;
+                ck_assert_int_eq(ctrl_node_report(c[v], i, period, k, 1, gen, 400 * (k + 1),
+                                                  0.2 * (k + 1), recs[i], nrec[i]),
+                                 0);
+            }
+        }
+        ctrl_result_t res[2];
+        for (int v = 0; v < 2; v++)
+            ck_assert_int_eq(ctrl_compute(c[v], &res[v]), 0);
+        ck_assert_int_eq(res[0].skipped, res[1].skipped);
+        skipped += res[0].skipped;
+        computed += !res[0].skipped;
+        ck_assert_int_eq(res[0].r_tokens, res[1].r_tokens);
+        ck_assert_uint_eq(res[0].buckets, res[1].buckets);
+        ck_assert_uint_eq(res[0].pairs, res[1].pairs);
+        for (int i = 0; i < QB_NN; i++) {
+            const proto_tokens_rec_t *a, *b;
+            size_t na = ctrl_node_tokens(c[0], i, &a), nb = ctrl_node_tokens(c[1], i, &b);
+            ck_assert_uint_eq(na, nb);
+            for (size_t x = 0; x < na; x++) {
+                ck_assert_uint_eq(a[x].bucket, b[x].bucket);
+                ck_assert_int_eq(a[x].r_tokens, b[x].r_tokens);
+                ck_assert_int_eq(a[x].l_tokens, b[x].l_tokens);
+                ck_assert_uint_eq(a[x].flags, b[x].flags);
+            }
+        }
+    }
+    ck_assert_int_gt(skipped, 1);
+    ck_assert_int_gt(computed, 20);
+    ck_assert_uint_lt(ctrl_stats(c[1])->bucket_visits, ctrl_stats(c[0])->bucket_visits / 2);
+    for (int v = 0; v < 2; v++)
+        ctrl_destroy(&c[v]);
+
+    /* The visits: 10,000 buckets, two in use on two nodes. */
+    enum { NB = 10000 };
+    json = qb_json(NB);
+    cfg.full_passes = 0;
+    ctrl_t *q = setup(json, 2, 4000, &cfg);
+    free(json);
+    uint64_t v0 = 0, srv[2] = {0, 0};
+    int vis_skipped = -1, vis_computed = -1;
+    for (int t = 0; t < 10; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        if (k == 0)
+            srv[0] = srv[1] = 0;
+        ck_assert_int_eq(ctrl_round_begin(q, period, k, 0), 0);
+        const char *const *names;
+        uint32_t gen = ctrl_table(q, &names, NULL);
+        for (int i = 0; i < 2; i++) {
+            srv[i] += 30;
+            proto_report_rec_t rec = {.bucket = (uint32_t)(7 + i * 4000),
+                                      .queued = 2,
+                                      .arrivals_interval = t == 9 ? 90 : 30,
+                                      .served_r = srv[i]};
+            ck_assert_int_eq(ctrl_node_report(q, i, period, k, 1, gen, 400, 0.2, &rec, 1), 0);
+        }
+        v0 = ctrl_stats(q)->bucket_visits;
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(q, &res), 0);
+        uint64_t vis = ctrl_stats(q)->bucket_visits - v0;
+        if (t == 8) { /* steady: skipped */
+            ck_assert_int_eq(res.skipped, 1);
+            vis_skipped = (int)vis;
+        }
+        if (t == 9) { /* the demand tripled: computed, not forced */
+            ck_assert_int_eq(res.skipped, 0);
+            vis_computed = (int)vis;
+        }
+    }
+    ck_assert_int_le(vis_skipped, 8);
+    ck_assert_int_le(vis_computed, 16);
+    ctrl_destroy(&q);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -3075,6 +3241,6 @@ int main(void)
         test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
         test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
         test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing,
-        test_ctrl_change_log_and_touched_buckets};
+        test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
