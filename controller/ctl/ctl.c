@@ -576,25 +576,17 @@ typedef struct {
     int right[MAXCOLS];
 } table_t;
 
+static void t_rowv(table_t *t, const char *const *v);
+
 static void t_row(table_t *t, ...)
 {
-    if (t->nrows + 1 > t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 16;
-        char **p = realloc(t->cells, t->cap * t->ncols * sizeof *p);
-        if (!p) {
-            fputs("bqos-ctl: out of memory\n", stderr);
-            exit(EXIT_UNREACHABLE);
-        }
-        t->cells = p;
-    }
+    const char *v[MAXCOLS];
     va_list ap;
     va_start(ap, t);
-    for (size_t c = 0; c < t->ncols; c++) {
-        const char *s = va_arg(ap, const char *);
-        t->cells[t->nrows * t->ncols + c] = strdup(s ? s : "-");
-    }
+    for (size_t c = 0; c < t->ncols && c < MAXCOLS; c++)
+        v[c] = va_arg(ap, const char *);
     va_end(ap);
-    t->nrows++;
+    t_rowv(t, v);
 }
 
 /* One row from an array of t->ncols cells. */
