@@ -465,6 +465,40 @@ START_TEST(test_backend_values_in_caller_room)
 }
 END_TEST
 
+/* A store's line, formatted by hand: the largest flags, a negative expiry
+ * (memcached stores the item already expired), a cas. */
+START_TEST(test_backend_store_line_numbers)
+{
+    fix_t x;
+    fix_open(&x, mc_port, 0, 64);
+    backend_op_t *ops = x.ops;
+    op_init(&ops[0], MCP_CMD_SET, "n:gone", "v");
+    ops[0].exptime = -1;
+    op_init(&ops[1], MCP_CMD_SET, "n:flags", "w");
+    ops[1].flags = 4294967295u;
+    ops[1].exptime = 1000;
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_STORED);
+    op_init(&ops[0], MCP_CMD_GET, "n:gone", NULL);
+    op_init(&ops[1], MCP_CMD_GETS, "n:flags", NULL);
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[0].reply, MCP_R_MISS);
+    ck_assert_int_eq(ops[1].reply, MCP_R_VALUE);
+    ck_assert_uint_eq(ops[1].rflags, 4294967295u);
+    uint64_t cas = ops[1].rcas;
+    backend_free_value(&ops[1]);
+    op_init(&ops[0], MCP_CMD_CAS, "n:flags", "x");
+    ops[0].cas = cas;
+    op_init(&ops[1], MCP_CMD_CAS, "n:flags", "y");
+    ops[1].cas = cas;
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_EXISTS);
+    fix_close(&x);
+}
+END_TEST
+
 /* A server that answers the n-th connection's first request with
  * replies[n] (then closes it); the pid of the child that does. */
 static pid_t fake_spawn(unsigned *port, const char *const *replies, int n)
@@ -590,7 +624,8 @@ int main(void)
                                   test_backend_standard_client_pool,
                                   test_backend_down_up_logged_once,
                                   test_backend_values_in_caller_room,
-                                  test_backend_garbage_value_line};
+                                  test_backend_garbage_value_line,
+                                  test_backend_store_line_numbers};
     const testlib_case_t c = {.name = "backend", .tcase = "memcached", .timeout = 60,
                               .setup = mc_start, .teardown = mc_stop, .unchecked = 1};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

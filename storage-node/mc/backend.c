@@ -372,6 +372,23 @@ static int is_gat(const backend_op_t *op)
     return op->cmd == MCP_CMD_GAT || op->cmd == MCP_CMD_GATS;
 }
 
+/* Writes v in decimal at p (after a '-' if neg): at most 21 bytes.
+ * Returns the end. */
+static char *put_dec(char *p, uint64_t v, int neg)
+{
+    char tmp[20];
+    int n = 0;
+    if (neg)
+        *p++ = '-';
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
 /* Appends op's request (not a get).  Returns 0 or -ENOMEM. */
 static int put_request(mconn_t *c, const backend_op_t *op)
 {
@@ -388,13 +405,24 @@ static int put_request(mconn_t *c, const backend_op_t *op)
     case MCP_CMD_REPLACE:
     case MCP_CMD_APPEND:
     case MCP_CMD_PREPEND:
-        n = snprintf(tail, sizeof tail, " %u %lld %zu\r\n", op->flags,
-                     (long long)op->exptime, op->vlen);
+    case MCP_CMD_CAS: { /* " <flags> <exptime> <bytes>[ <cas>]\r\n", by hand (once per store) */
+        char *p = tail;
+        *p++ = ' ';
+        p = put_dec(p, op->flags, 0);
+        *p++ = ' ';
+        p = put_dec(p, op->exptime < 0 ? -(uint64_t)op->exptime : (uint64_t)op->exptime,
+                    op->exptime < 0);
+        *p++ = ' ';
+        p = put_dec(p, op->vlen, 0);
+        if (op->cmd == MCP_CMD_CAS) {
+            *p++ = ' ';
+            p = put_dec(p, op->cas, 0);
+        }
+        *p++ = '\r';
+        *p++ = '\n';
+        n = (int)(p - tail);
         break;
-    case MCP_CMD_CAS:
-        n = snprintf(tail, sizeof tail, " %u %lld %zu %llu\r\n", op->flags,
-                     (long long)op->exptime, op->vlen, (unsigned long long)op->cas);
-        break;
+    }
     case MCP_CMD_INCR:
     case MCP_CMD_DECR:
         n = snprintf(tail, sizeof tail, " %llu\r\n", (unsigned long long)op->delta);
@@ -427,7 +455,8 @@ static int put_request(mconn_t *c, const backend_op_t *op)
             return -ENOMEM;
         return put(c, "\r\n", 2);
     default: /* delete */
-        n = snprintf(tail, sizeof tail, "\r\n");
+        memcpy(tail, "\r\n", 2);
+        n = 2;
         break;
     }
     int rc = put(c, verb[op->cmd], strlen(verb[op->cmd]));
