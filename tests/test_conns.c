@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "storage-node/io/conns.h"
 #include "storage-node/io/sendbatch.h"
 #include "tests/testlib.h"
@@ -413,6 +414,31 @@ START_TEST(test_conns_idle_timeout)
 }
 END_TEST
 
+/* A read's stamp (c->last, what --idle-timeout measures from) is never
+ * earlier than the monotonic clock at the read, and at most a tick (10 ms)
+ * later: a connection is never found idle sooner than it is. */
+START_TEST(test_conns_read_stamp_not_early)
+{
+    conns_conn_t gc[1];
+    conns_t *cn = rig(10, &hooks, gc, sizeof gc);
+    int c = connect_to(conns_port(cn));
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    for (int i = 0; i < 50; i++) {
+        double before = mono_now();
+        ck_assert_int_eq(send(c, "x", 1, 0), 1);
+        event_base_loop(base, EVLOOP_ONCE);
+        double after = mono_now();
+        ck_assert_msg(gc[0].last >= before, "stamp %.6f before the read (%.6f)", gc[0].last,
+                      before);
+        ck_assert(gc[0].last <= after + 0.011);
+        usleep(1000);
+    }
+    conns_close(cn, &gc[0]);
+    close(c);
+}
+END_TEST
+
 /* A connection in a TLS handshake (handshaking set by its front): bytes
  * that trickle in do not keep it, and the sweep shuts it down even while
  * it holds something (a handshake in progress has nothing to lose). */
@@ -724,7 +750,8 @@ int main(void)
 {
     const TTest *const tests[] = {test_conns_bad_settings, test_conns_connections,
                                   test_conns_emfile_no_spin, test_conns_per_ip_cap,
-                                  test_conns_idle_timeout, test_conns_evict_for_another_address,
+                                  test_conns_idle_timeout, test_conns_read_stamp_not_early,
+                                  test_conns_evict_for_another_address,
                                   test_conns_evict_spares_busy, test_conns_evict_spares_unread,
                                   test_conns_address_counts, test_conns_stop,
                                   test_conns_idle_bounds_handshake, test_conns_identity,
