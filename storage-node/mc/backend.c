@@ -629,7 +629,7 @@ static int read_meta(mconn_t *c, backend_op_t *op)
     if (strncmp(l, "VA ", 3) == 0) {
         char *end;
         unsigned long long v = strtoull(l + 3, &end, 10);
-        if (end == l + 3 || (*end != ' ' && *end != '\0') || v > SIZE_MAX / 2)
+        if (end == l + 3 || (*end != ' ' && *end != '\0') || v > VALUE_MAX)
             return -EPROTO;
         vbytes = (size_t)v;
         total += vbytes + 2;
