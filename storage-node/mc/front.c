@@ -210,6 +210,14 @@ static void slot_write(front_t *f, conn_t *c, slot_t *sl)
         evbuffer_add(out, sl->ctext, strlen(sl->ctext));
         return;
     }
+    size_t room;
+    char *p = c->tls ? NULL : conns_reply_room(&c->sock, &room);
+    long n = p ? mcreply_flat(p, room, sl->cmd, &sl->ios[0].op, sizeof(io_t), sl->nios, &f->st)
+               : -1;
+    if (n >= 0) { /* the connection's own buffer: no libevent chain per reply */
+        conns_reply_commit(&c->sock, (size_t)n);
+        return;
+    }
     mcreply_ops(out, sl->cmd, &sl->ios[0].op, sizeof(io_t), sl->nios, &f->st);
 }
 

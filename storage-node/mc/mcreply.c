@@ -89,6 +89,55 @@ void mcreply_ops(struct evbuffer *out, mcp_cmd_t cmd, const backend_op_t *first,
                      strlen(mcp_reply_line(op->reply)));
 }
 
+long mcreply_flat(char *buf, size_t cap, mcp_cmd_t cmd, const backend_op_t *first,
+                  size_t stride, int n, mcstats_t *st)
+{
+    for (int i = 0; i < n; i++)
+        if (OP(i)->reply == MCP_R_SERVER_ERROR)
+            return -1;
+    if (mcp_cmd_is_meta(cmd))
+        return -1;
+    if (cmd == MCP_CMD_GET || cmd == MCP_CMD_GETS || cmd == MCP_CMD_GAT ||
+        cmd == MCP_CMD_GATS) {
+        size_t need = 5; /* END */
+        for (int i = 0; i < n; i++)
+            if (OP(i)->reply == MCP_R_VALUE)
+                need += OP(i)->keylen + 80 + OP(i)->rvlen + 2;
+        if (need > cap)
+            return -1;
+        char *p = buf;
+        for (int i = 0; i < n; i++) {
+            const backend_op_t *op = OP(i);
+            if (op->reply != MCP_R_VALUE) {
+                st->get_misses++;
+                continue;
+            }
+            st->get_hits++;
+            int hn = mcp_format_value_header(p, op->keylen + 80, op->key, op->keylen,
+                                            op->rflags, op->rvlen,
+                                            cmd == MCP_CMD_GETS || cmd == MCP_CMD_GATS,
+                                            op->rcas);
+            if (hn < 0)
+                continue;
+            p += hn;
+            memcpy(p, op->rvalue, op->rvlen);
+            p += op->rvlen;
+            memcpy(p, "\r\n", 2);
+            p += 2;
+        }
+        memcpy(p, "END\r\n", 5);
+        return (long)(p + 5 - buf);
+    }
+    if (first->reply == MCP_R_NUMBER)
+        return -1;
+    const char *line = mcp_reply_line(first->reply);
+    size_t len = strlen(line);
+    if (len > cap)
+        return -1;
+    memcpy(buf, line, len);
+    return (long)len;
+}
+
 void mcreply_count(mcstats_t *st, const mcp_req_t *r, uint64_t *other)
 {
     switch (r->cmd) {
