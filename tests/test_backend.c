@@ -1,4 +1,4 @@
-/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR and its going down and up logged once each, what standard clients send (control bytes in keys, large values, cas/touch/append, memcached's own errors). */
+/* test_backend.c - Check suite for storage-node/backend: inline (0 workers) and pooled batches against a real memcached, results per op, every op completed exactly once and never from inside submit, a dead server answered with SERVER_ERROR and its going down and up logged once each, what standard clients send (control bytes in keys, large values, cas/touch/append, memcached's own errors), replies into the caller's room, VALUE lines memcached never sends refused. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -418,6 +418,162 @@ START_TEST(test_backend_down_up_logged_once)
 }
 END_TEST
 
+/* Replies into the caller's room (backend_op_t.vbuf): a value, a gets
+ * value and a meta reply that fit are copied there (rvalue == vbuf, no
+ * allocation); one byte more than vcap is malloc'd; backend_free_value()
+ * frees only that one. */
+START_TEST(test_backend_values_in_caller_room)
+{
+    fix_t x;
+    fix_open(&x, mc_port, 0, 64);
+    backend_op_t *ops = x.ops;
+    op_init(&ops[0], MCP_CMD_SET, "r:fit", "0123456789abcdef");
+    op_init(&ops[1], MCP_CMD_SET, "r:over", "0123456789abcdefg");
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[1].reply, MCP_R_STORED);
+    char room[5][16];
+    op_init(&ops[0], MCP_CMD_GET, "r:fit", NULL);
+    op_init(&ops[1], MCP_CMD_GET, "r:over", NULL);
+    op_init(&ops[2], MCP_CMD_GETS, "r:fit", NULL);
+    op_init(&ops[3], MCP_CMD_MG, "r:fit", NULL);
+    ops[3].line = "mg r:fit k";
+    ops[3].linelen = strlen(ops[3].line);
+    op_init(&ops[4], MCP_CMD_GET, "r:none", NULL);
+    for (int i = 0; i < 5; i++) {
+        ops[i].vbuf = room[i];
+        ops[i].vcap = sizeof room[i];
+    }
+    run_chain(x.base, x.b, &x.d, ops, 5);
+    ck_assert_int_eq(ops[0].reply, MCP_R_VALUE);
+    ck_assert_ptr_eq(ops[0].rvalue, room[0]);
+    ck_assert_int_eq(memcmp(room[0], "0123456789abcdef", 16), 0);
+    ck_assert_int_eq(ops[1].reply, MCP_R_VALUE);
+    ck_assert_ptr_ne(ops[1].rvalue, room[1]);
+    ck_assert_uint_eq(ops[1].rvlen, 17);
+    ck_assert_int_eq(memcmp(ops[1].rvalue, "0123456789abcdefg", 17), 0);
+    ck_assert_ptr_eq(ops[2].rvalue, room[2]);
+    ck_assert_int_ne((int)ops[2].rcas, 0);
+    ck_assert_ptr_eq(ops[3].rvalue, room[3]); /* "HD kr:fit\r\n": 11 bytes */
+    ck_assert_int_eq(memcmp(room[3], "HD kr:fit\r\n", 11), 0);
+    ck_assert_int_eq(ops[4].reply, MCP_R_MISS);
+    ck_assert_ptr_null(ops[4].rvalue);
+    for (int i = 0; i < 5; i++) {
+        backend_free_value(&ops[i]);
+        ck_assert_ptr_null(ops[i].rvalue);
+    }
+    fix_close(&x);
+}
+END_TEST
+
+/* A store's line, formatted by hand: the largest flags, a negative expiry
+ * (memcached stores the item already expired), a cas. */
+START_TEST(test_backend_store_line_numbers)
+{
+    fix_t x;
+    fix_open(&x, mc_port, 0, 64);
+    backend_op_t *ops = x.ops;
+    op_init(&ops[0], MCP_CMD_SET, "n:gone", "v");
+    ops[0].exptime = -1;
+    op_init(&ops[1], MCP_CMD_SET, "n:flags", "w");
+    ops[1].flags = 4294967295u;
+    ops[1].exptime = 1000;
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_STORED);
+    op_init(&ops[0], MCP_CMD_GET, "n:gone", NULL);
+    op_init(&ops[1], MCP_CMD_GETS, "n:flags", NULL);
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[0].reply, MCP_R_MISS);
+    ck_assert_int_eq(ops[1].reply, MCP_R_VALUE);
+    ck_assert_uint_eq(ops[1].rflags, 4294967295u);
+    uint64_t cas = ops[1].rcas;
+    backend_free_value(&ops[1]);
+    op_init(&ops[0], MCP_CMD_CAS, "n:flags", "x");
+    ops[0].cas = cas;
+    op_init(&ops[1], MCP_CMD_CAS, "n:flags", "y");
+    ops[1].cas = cas;
+    run_chain(x.base, x.b, &x.d, ops, 2);
+    ck_assert_int_eq(ops[0].reply, MCP_R_STORED);
+    ck_assert_int_eq(ops[1].reply, MCP_R_EXISTS);
+    fix_close(&x);
+}
+END_TEST
+
+/* A server that answers the n-th connection's first request with
+ * replies[n] (then closes it); the pid of the child that does. */
+static pid_t fake_spawn(unsigned *port, const char *const *replies, int n)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(lfd, 16), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    *port = ntohs(sa.sin_port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < n; i++) {
+            int fd = accept(lfd, NULL, NULL);
+            char buf[4096];
+            size_t got = 0;
+            ssize_t r;
+            while (got < sizeof buf && (r = read(fd, buf + got, sizeof buf - got)) > 0 &&
+                   !memchr(buf, '\n', got += (size_t)r))
+                ;
+            ssize_t w = write(fd, replies[i], strlen(replies[i]));
+            (void)w;
+            usleep(100000);
+            close(fd);
+        }
+        _exit(0);
+    }
+    close(lfd);
+    return pid;
+}
+
+/* VALUE lines a memcached never sends are refused (SERVER_ERROR, the
+ * connection started afresh), not read as numbers: a length past 64 bits
+ * or negative (strtoull() took both, as a length near 2^64), one past
+ * memcached's largest item (1 GiB), a sign, no digits, a space too many;
+ * a well-formed one with a cas is served. */
+START_TEST(test_backend_garbage_value_line)
+{
+    static const char *const replies[] = {
+        "VALUE g:k 0 18446744073709551616\r\nx\r\nEND\r\n",
+        "VALUE g:k 0 -1\r\nx\r\nEND\r\n",
+        "VALUE g:k +0 1\r\nx\r\nEND\r\n",
+        "VALUE g:k 0 \r\nx\r\nEND\r\n",
+        "VALUE g:k 0 1 \r\nx\r\nEND\r\n",
+        "VALUE g:k 0 9223372036854775807\r\nx\r\nEND\r\n",
+        "VALUE g:k 0 1073741825\r\nx\r\nEND\r\n",
+        "VALUE g:k 7 1 42\r\nx\r\nEND\r\n",
+    };
+    int n = (int)(sizeof replies / sizeof replies[0]);
+    unsigned port;
+    pid_t pid = fake_spawn(&port, replies, n);
+    fix_t x;
+    fix_open(&x, port, 0, 8);
+    for (int i = 0; i < n; i++) {
+        op_init(&x.ops[0], MCP_CMD_GETS, "g:k", NULL);
+        run_chain(x.base, x.b, &x.d, x.ops, 1);
+        if (i < n - 1) {
+            ck_assert_msg(x.ops[0].reply == MCP_R_SERVER_ERROR, "reply %d taken: %d", i,
+                          (int)x.ops[0].reply);
+            ck_assert_ptr_null(x.ops[0].rvalue);
+        } else {
+            ck_assert_int_eq(x.ops[0].reply, MCP_R_VALUE);
+            ck_assert_int_eq((int)x.ops[0].rflags, 7);
+            ck_assert_int_eq((int)x.ops[0].rcas, 42);
+            ck_assert_int_eq(memcmp(x.ops[0].rvalue, "x", 1), 0);
+            backend_free_value(&x.ops[0]);
+        }
+    }
+    fix_close(&x);
+    kill(pid, SIGKILL); /* not TERM: the child has check's handler, which ends the group */
+    waitpid(pid, NULL, 0);
+}
+END_TEST
+
 /* Bad settings are refused with -EINVAL; URLs parse or are refused. */
 START_TEST(test_backend_bad_arguments)
 {
@@ -466,7 +622,10 @@ int main(void)
                                   test_backend_dead_server_pool, test_backend_bad_arguments,
                                   test_backend_standard_client_inline,
                                   test_backend_standard_client_pool,
-                                  test_backend_down_up_logged_once};
+                                  test_backend_down_up_logged_once,
+                                  test_backend_values_in_caller_room,
+                                  test_backend_garbage_value_line,
+                                  test_backend_store_line_numbers};
     const testlib_case_t c = {.name = "backend", .tcase = "memcached", .timeout = 60,
                               .setup = mc_start, .teardown = mc_stop, .unchecked = 1};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

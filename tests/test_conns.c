@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "storage-node/io/conns.h"
 #include "storage-node/io/sendbatch.h"
 #include "tests/testlib.h"
@@ -315,6 +316,94 @@ START_TEST(test_conns_batched)
 }
 END_TEST
 
+/* A front's write callback: write what is left (the write event, or the
+ * flush's callback). */
+static void write_more(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    ck_assert_int_eq(conns_write(arg), 0);
+}
+
+/* conns_reply_room(): only with writes batched and while c->out is empty;
+ * its bytes go out ahead of c->out's, in order, through partial sends to
+ * a full socket (flushes and the write event): 100,000 numbered records,
+ * each into the room when given, else into c->out, 800 kB that the
+ * client reads only once all are queued, arrive in order. */
+START_TEST(test_conns_reply_room_order)
+{
+    conns_t *plain = make(8); /* writes at once: no room */
+    conns_conn_t pc = {0};
+    listen_any(plain);
+    int pcl = connect_to(conns_port(plain));
+    while (fk.accepted == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    ck_assert_int_eq(conns_open(plain, &pc, fk.last_fd, nothing, nothing, NULL), 0);
+    size_t room = 0;
+    ck_assert_ptr_null(conns_reply_room(&pc, &room));
+    conns_close(plain, &pc);
+    close(pcl);
+    conns_destroy(&plain);
+
+    conns_t *cn = make(8);
+    ck_assert_int_eq(conns_set_batched(cn, SENDBATCH_AUTO), 0);
+    listen_any(cn);
+    fk.accepted = 0;
+    int cl = connect_to(conns_port(cn));
+    while (fk.accepted == 0)
+        event_base_loop(base, EVLOOP_ONCE);
+    conns_conn_t gc = {0};
+    ck_assert_int_eq(conns_open(cn, &gc, fk.last_fd, nothing, write_more, &gc), 0);
+    int small = 4096;
+    setsockopt(gc.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    char *p = conns_reply_room(&gc, &room);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(room, CONNS_REPLY_ROOM);
+    enum { N = 100000 };
+    int in_room = 0, in_out = 0;
+    for (int i = 0; i < N; i++) {
+        char rec[16];
+        snprintf(rec, sizeof rec, "%07d\n", i);
+        if ((p = conns_reply_room(&gc, &room)) != NULL && room >= 8) {
+            memcpy(p, rec, 8);
+            conns_reply_commit(&gc, 8);
+            in_room++;
+        } else {
+            ck_assert(p == NULL || evbuffer_get_length(gc.out) == 0);
+            evbuffer_add(gc.out, rec, 8);
+            in_out++;
+        }
+        if (i % 97 == 0) {
+            ck_assert_int_eq(conns_write(&gc), 0);
+            event_base_loop(base, EVLOOP_NONBLOCK);
+        }
+    }
+    ck_assert_int_eq(conns_write(&gc), 0);
+    ck_assert_int_gt(in_room, 1000);
+    ck_assert_int_gt(in_out, 1000);
+    ck_assert_uint_gt(conns_unsent(&gc), 100000); /* the client read nothing yet */
+    static char got[N * 8];
+    size_t have = 0;
+    double end = mono_now() + 3; /* a bound within Check's 4 s: well under 1 s idle */
+    while (have < sizeof got && mono_now() < end) {
+        ssize_t r = recv(cl, got + have, sizeof got - have, MSG_DONTWAIT);
+        if (r > 0)
+            have += (size_t)r;
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+    ck_assert_msg(have == sizeof got, "got %zu: writing %d fb [%u, %u) out %zu werr %d", have,
+                  gc.writing, gc.fboff, gc.fblen, evbuffer_get_length(gc.out), gc.werr);
+    for (int i = 0; i < N; i++) {
+        char rec[16];
+        snprintf(rec, sizeof rec, "%07d\n", i);
+        ck_assert_msg(memcmp(got + (size_t)i * 8, rec, 8) == 0, "record %d out of order", i);
+    }
+    ck_assert_uint_eq(conns_unsent(&gc), 0);
+    conns_close(cn, &gc);
+    close(cl);
+}
+END_TEST
+
 /* Defect 7: out of file descriptors, accepting pauses instead of spinning
  * (few loop iterations, few accept errors in 200 ms) and resumes once a
  * connection closes. */
@@ -408,6 +497,31 @@ START_TEST(test_conns_idle_timeout)
     ck_assert_uint_eq(cs.idle_closed, 1);
     char b;
     ck_assert_int_eq(recv(c, &b, 1, 0), 0); /* shut down: EOF for the client */
+    conns_close(cn, &gc[0]);
+    close(c);
+}
+END_TEST
+
+/* A read's stamp (c->last, what --idle-timeout measures from) is never
+ * earlier than the monotonic clock at the read, and at most a tick (10 ms)
+ * later: a connection is never found idle sooner than it is. */
+START_TEST(test_conns_read_stamp_not_early)
+{
+    conns_conn_t gc[1];
+    conns_t *cn = rig(10, &hooks, gc, sizeof gc);
+    int c = connect_to(conns_port(cn));
+    run_for(2.0, &fk.accepted, 1);
+    ck_assert_int_eq(fk.accepted, 1);
+    for (int i = 0; i < 50; i++) {
+        double before = mono_now();
+        ck_assert_int_eq(send(c, "x", 1, 0), 1);
+        event_base_loop(base, EVLOOP_ONCE);
+        double after = mono_now();
+        ck_assert_msg(gc[0].last >= before, "stamp %.6f before the read (%.6f)", gc[0].last,
+                      before);
+        ck_assert(gc[0].last <= after + 0.011);
+        usleep(1000);
+    }
     conns_close(cn, &gc[0]);
     close(c);
 }
@@ -724,7 +838,9 @@ int main(void)
 {
     const TTest *const tests[] = {test_conns_bad_settings, test_conns_connections,
                                   test_conns_emfile_no_spin, test_conns_per_ip_cap,
-                                  test_conns_idle_timeout, test_conns_evict_for_another_address,
+                                  test_conns_idle_timeout, test_conns_read_stamp_not_early,
+                                  test_conns_reply_room_order,
+                                  test_conns_evict_for_another_address,
                                   test_conns_evict_spares_busy, test_conns_evict_spares_unread,
                                   test_conns_address_counts, test_conns_stop,
                                   test_conns_idle_bounds_handshake, test_conns_identity,

@@ -89,6 +89,39 @@ START_TEST(test_pace_wake_is_exact_at_large_times)
 }
 END_TEST
 
+/* Past its horizon a class's stamp stays at `until`, and takes of the burst
+ * credit left there end a hair under one unit (depth's fraction): its wake
+ * rounds to `until` itself.  A refill at any later time must then make the
+ * unit usable (the scheduler's wake_due() pops the class while its wake is
+ * due: "not yet" with the same wake spun a node at 100% CPU, it_tenants).
+ * First the state that node held, then the same reached from its grant. */
+START_TEST(test_pace_due_wake_past_until_is_kept)
+{
+    double g = 35287.652526662998, u = 35288.649526663001;
+    pace_t p = {.rate = 49999.999999848202, .depth = 1000.9999999969641,
+                .credit = 0.99999999696410669, .stamp = u, .until = u};
+    ck_assert(!pace_ready(&p));
+    ck_assert(pace_wake(&p) <= u); /* announced as due within the grant */
+    pace_refill(&p, u + 0.36);
+    ck_assert_msg(pace_ready(&p), "a wake at %.9f is due at %.9f, the credit is not (%.12f)",
+                  pace_wake(&p), u + 0.36, p.credit);
+
+    pace_init(&p);
+    pace_grant(&p, 49850, u, g, 0.02); /* 100,000/s over two nodes, 0.997 s left */
+    double now = u + 0.1;
+    for (int i = 0; i < 2000; i++) {
+        pace_refill(&p, now);
+        if (!pace_ready(&p)) {
+            double w = pace_wake(&p);
+            ck_assert_msg(w > now, "take %d: wake %.9f due at %.9f, yet not ready after a refill",
+                          i, w, now);
+            break;
+        }
+        pace_take(&p);
+    }
+}
+END_TEST
+
 /* ---- the scheduler in simulated time ---- */
 
 #define NB 4
@@ -726,6 +759,7 @@ int main(void)
 {
     const TTest *const tests[] = {
         test_pace_rate_depth_and_horizon, test_pace_wake_is_exact_at_large_times,
+        test_pace_due_wake_past_until_is_kept,
         test_sched_pacing_window_bounds, test_sched_unpaced_bursts,
         test_sched_pacing_depth_after_stalls, test_sched_pacing_late_timer_loses_nothing,
         test_sched_urgency_in_proportion_to_r_tokens,

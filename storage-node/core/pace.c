@@ -36,16 +36,21 @@ void pace_refill(pace_t *p, double now)
     if (!pace_on(p))
         return;
     double t = now < p->until ? now : p->until;
-    if (!(t > p->stamp))
-        return;
-    double due = pace_wake(p);
-    p->credit += p->rate * (t - p->stamp);
-    if (p->credit > p->depth)
-        p->credit = p->depth;
-    p->stamp = t;
+    double due = INFINITY;
+    if (t > p->stamp) {
+        due = pace_wake(p);
+        p->credit += p->rate * (t - p->stamp);
+        if (p->credit > p->depth)
+            p->credit = p->depth;
+        p->stamp = t;
+    }
     /* What was announced as due by now is usable now, and so is a unit
      * whose wake would not move the clock (below its resolution): a
-     * caller that waits for pace_wake() never finds "not yet" again. */
+     * caller that waits for pace_wake() never finds "not yet" again.
+     * Also when the clock does not move: past `until` (stamp stays
+     * there) a take can leave the credit a hair under one unit, whose
+     * wake rounds to `until` itself; without this the scheduler's
+     * wake_due() found that wake due forever (a spin). */
     if (p->credit < 1 && (due <= t || pace_wake(p) <= t))
         p->credit = 1;
 }

@@ -42,8 +42,10 @@ int pace_on(const pace_t *p);
 void pace_grant(pace_t *p, int64_t tokens, double until, double now, double burst_s);
 
 /* Brings the credit up to `now` (no accrual past `until`; a `now` before
- * the last one changes nothing).  Credit that pace_wake() said would be
- * there by `now` is there, whatever the rounding. */
+ * the last one adds nothing).  Credit that pace_wake() said would be
+ * there by `now` is there, whatever the rounding, also when no time is
+ * added (past `until`, or at the last refill's time): after a refill the
+ * class is ready or its wake is later than `now`. */
 void pace_refill(pace_t *p, double now);
 
 /* Nonzero if at least one unit of credit is held (as of the last refill). */

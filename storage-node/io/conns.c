@@ -497,6 +497,9 @@ static void free_io(conns_conn_t *c)
         event_free(c->wev);
     if (c->out)
         evbuffer_free(c->out);
+    free(c->fb);
+    c->fb = NULL;
+    c->fboff = c->fblen = 0;
     c->rev = c->wev = NULL;
     c->out = NULL;
     if (c->wc) /* hands the socket to its writer, which closes it */
@@ -549,6 +552,8 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     c->on_write = on_write;
     c->werr = 0;
     c->qidx = c->cbidx = -1;
+    c->fb = NULL;
+    c->fboff = c->fblen = 0;
     c->writing = 0;
     c->held = 0;
     c->on_read = on_read;
@@ -621,6 +626,25 @@ static void batch_note(conns_conn_t *c)
  * arms the write event while bytes are left.  Returns 0 or -errno. */
 static int write_now(conns_conn_t *c)
 {
+    while (c->fboff < c->fblen) { /* the flat buffer's bytes come first */
+        ssize_t n = send(c->fd, c->fb + c->fboff, c->fblen - c->fboff,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            conns_want_write(c, 1);
+            return 0;
+        }
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        c->fboff += (uint32_t)n;
+    }
+    if (c->fboff < c->fblen) {
+        conns_want_write(c, 1);
+        return 0;
+    }
     while (evbuffer_get_length(c->out) > 0) {
         int n = evbuffer_write(c->out, c->fd);
         if (n < 0) {
@@ -638,6 +662,29 @@ static int write_now(conns_conn_t *c)
     return 0;
 }
 
+/* c's bytes not yet sent on this thread: its flat buffer's and c->out's. */
+static size_t local_unsent(const conns_conn_t *c)
+{
+    return (size_t)(c->fblen - c->fboff) + evbuffer_get_length(c->out);
+}
+
+char *conns_reply_room(conns_conn_t *c, size_t *room)
+{
+    if (!c->cn->sb || c->wc || evbuffer_get_length(c->out) > 0)
+        return NULL;
+    if (c->fboff == c->fblen)
+        c->fboff = c->fblen = 0;
+    if (c->fblen >= CONNS_REPLY_ROOM || (!c->fb && !(c->fb = malloc(CONNS_REPLY_ROOM))))
+        return NULL;
+    *room = CONNS_REPLY_ROOM - c->fblen;
+    return c->fb + c->fblen;
+}
+
+void conns_reply_commit(conns_conn_t *c, size_t len)
+{
+    c->fblen += (uint32_t)len;
+}
+
 int conns_write(conns_conn_t *c)
 {
     if (c->wc)
@@ -645,7 +692,7 @@ int conns_write(conns_conn_t *c)
     if (c->werr)
         return c->werr;
     if (c->cn->sb && !c->writing) { /* batched, and the socket is not known full */
-        if (evbuffer_get_length(c->out) > 0)
+        if (local_unsent(c) > 0)
             batch_note(c);
         return 0;
     }
@@ -671,12 +718,18 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
             continue;
         c->qidx = -1;
         c->cbidx = i;
-        if (c->writing || evbuffer_get_length(c->out) == 0)
+        if (c->writing || local_unsent(c) == 0)
             continue; /* full since (a direct write), or nothing left */
         struct iovec *iov = &cn->iov[nj * SEND_IOV];
-        int k = evbuffer_peek(c->out, -1, NULL, iov, SEND_IOV);
+        int f = 0; /* the flat buffer's bytes first, then c->out's chunks */
+        if (c->fboff < c->fblen) {
+            iov[0] = (struct iovec){c->fb + c->fboff, c->fblen - c->fboff};
+            f = 1;
+        }
+        int k = evbuffer_get_length(c->out) > 0
+                    ? evbuffer_peek(c->out, -1, NULL, iov + f, SEND_IOV - f) : 0;
         cn->jobs[nj] = (sendbatch_job_t){.fd = c->fd, .iov = iov,
-                                         .iovcnt = k < SEND_IOV ? k : SEND_IOV};
+                                         .iovcnt = f + (k < SEND_IOV - f ? k : SEND_IOV - f)};
         cn->jconn[nj++] = i;
     }
     sendbatch_run(cn->sb, cn->jobs, nj);
@@ -686,14 +739,19 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
         size_t offered = 0;
         for (int k = 0; k < job->iovcnt; k++)
             offered += job->iov[k].iov_len;
-        if (job->res > 0)
-            evbuffer_drain(c->out, (size_t)job->res);
+        if (job->res > 0) {
+            size_t sent = (size_t)job->res, flat = c->fblen - c->fboff;
+            size_t k = sent < flat ? sent : flat;
+            c->fboff += (uint32_t)k;
+            if (sent > k)
+                evbuffer_drain(c->out, sent - k);
+        }
         if (job->res < 0 && job->res != -EAGAIN)
             c->werr = (int)job->res;
-        else if (job->res == (ssize_t)offered && evbuffer_get_length(c->out) > 0)
+        else if (job->res == (ssize_t)offered && local_unsent(c) > 0)
             c->werr = write_now(c); /* more chunks than one send offers */
         else
-            conns_want_write(c, evbuffer_get_length(c->out) > 0);
+            conns_want_write(c, local_unsent(c) > 0);
     }
     /* The callbacks may close any of these (conns_close() clears its
      * entry) and note connections again (for the next flush). */
@@ -761,7 +819,7 @@ void conns_want_write(conns_conn_t *c, int on)
 
 size_t conns_unsent(const conns_conn_t *c)
 {
-    return evbuffer_get_length(c->out) + (c->wc ? writers_unsent(c->wc) : 0);
+    return local_unsent(c) + (c->wc ? writers_unsent(c->wc) : 0);
 }
 
 int conns_set_writers(conns_t *cn, int n)

@@ -95,6 +95,9 @@ typedef struct conns_conn {
     int werr;                      /* a batched send failed: -errno, conns_write() says so */
     int qidx, cbidx;               /* its place in the pass's send queue / in the
                                       flush's callbacks still to run; -1: none */
+    char *fb;                      /* conns_reply_room()'s buffer (CONNS_REPLY_ROOM
+                                      bytes, made at its first use), NULL: none */
+    uint32_t fboff, fblen;         /* its unsent bytes [fboff, fblen): ahead of out's */
 } conns_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -189,6 +192,20 @@ int conns_set_writers(conns_t *cn, int n);
  * opens.  Returns 0, -EINVAL (called twice, connections open, writers) or
  * -ENOMEM. */
 int conns_set_batched(conns_t *cn, int mode);
+
+/* Replies without libevent's buffer (conns_set_batched() only): bytes
+ * added to an empty evbuffer cost a 1 KiB chain malloc'd and freed once
+ * sent, i.e. one allocation per reply.  conns_reply_room() returns the
+ * free end of c's own flat buffer of CONNS_REPLY_ROOM bytes (made at its
+ * first use, kept until conns_close()) and its size in *room; its unsent
+ * bytes go out ahead of c->out's, so it is given only while c->out is
+ * empty, with writes batched and no writer; NULL: append to c->out
+ * instead.  The bytes count once conns_reply_commit(c, len) says how many
+ * were written there (len <= *room; no other conns call in between).  Not
+ * for a front that writes c->out by other means (TLS).  Loop thread. */
+#define CONNS_REPLY_ROOM 1024
+char *conns_reply_room(conns_conn_t *c, size_t *room);
+void conns_reply_commit(conns_conn_t *c, size_t len);
 
 /* Nonzero if conns_set_batched() is in force and sends through io_uring
  * (2) or plainly (1); 0: writes at once. */

@@ -27,6 +27,7 @@ _Static_assert(BACKEND_BATCH_MAX <= WORKPOOL_BATCH_MAX, "a batch fits the pool's
 #define IO_MS 2000          /* memcached silent this long in a batch: fail it */
 #define RETRY_S 1.0         /* after a failed connect, fail fast this long */
 #define BUF_INITIAL 16384
+#define VALUE_MAX (1024u * 1024 * 1024) /* memcached's largest item (-I 1024m) */
 
 /* The settings are read-only after backend_new() (the workers read them);
  * the pool has its own locks. */
@@ -236,8 +237,11 @@ static int reserve(char **buf, size_t *cap, size_t used, size_t n)
     if (*cap - used >= n)
         return 0;
     size_t ncap = *cap;
-    while (ncap - used < n)
+    while (ncap - used < n) {
+        if (ncap > SIZE_MAX / 2)
+            return -ENOMEM;
         ncap *= 2;
+    }
     char *nb = realloc(*buf, ncap);
     if (!nb)
         return -ENOMEM;
@@ -368,6 +372,23 @@ static int is_gat(const backend_op_t *op)
     return op->cmd == MCP_CMD_GAT || op->cmd == MCP_CMD_GATS;
 }
 
+/* Writes v in decimal at p (after a '-' if neg): at most 21 bytes.
+ * Returns the end. */
+static char *put_dec(char *p, uint64_t v, int neg)
+{
+    char tmp[20];
+    int n = 0;
+    if (neg)
+        *p++ = '-';
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
 /* Appends op's request (not a get).  Returns 0 or -ENOMEM. */
 static int put_request(mconn_t *c, const backend_op_t *op)
 {
@@ -384,13 +405,24 @@ static int put_request(mconn_t *c, const backend_op_t *op)
     case MCP_CMD_REPLACE:
     case MCP_CMD_APPEND:
     case MCP_CMD_PREPEND:
-        n = snprintf(tail, sizeof tail, " %u %lld %zu\r\n", op->flags,
-                     (long long)op->exptime, op->vlen);
+    case MCP_CMD_CAS: { /* " <flags> <exptime> <bytes>[ <cas>]\r\n", by hand (once per store) */
+        char *p = tail;
+        *p++ = ' ';
+        p = put_dec(p, op->flags, 0);
+        *p++ = ' ';
+        p = put_dec(p, op->exptime < 0 ? -(uint64_t)op->exptime : (uint64_t)op->exptime,
+                    op->exptime < 0);
+        *p++ = ' ';
+        p = put_dec(p, op->vlen, 0);
+        if (op->cmd == MCP_CMD_CAS) {
+            *p++ = ' ';
+            p = put_dec(p, op->cas, 0);
+        }
+        *p++ = '\r';
+        *p++ = '\n';
+        n = (int)(p - tail);
         break;
-    case MCP_CMD_CAS:
-        n = snprintf(tail, sizeof tail, " %u %lld %zu %llu\r\n", op->flags,
-                     (long long)op->exptime, op->vlen, (unsigned long long)op->cas);
-        break;
+    }
     case MCP_CMD_INCR:
     case MCP_CMD_DECR:
         n = snprintf(tail, sizeof tail, " %llu\r\n", (unsigned long long)op->delta);
@@ -423,7 +455,8 @@ static int put_request(mconn_t *c, const backend_op_t *op)
             return -ENOMEM;
         return put(c, "\r\n", 2);
     default: /* delete */
-        n = snprintf(tail, sizeof tail, "\r\n");
+        memcpy(tail, "\r\n", 2);
+        n = 2;
         break;
     }
     int rc = put(c, verb[op->cmd], strlen(verb[op->cmd]));
@@ -437,6 +470,33 @@ static int put_request(mconn_t *c, const backend_op_t *op)
             rc = put(c, "\r\n", 2);
     }
     return rc;
+}
+
+/* A space and a decimal number of at most 20 digits that fits 64 bits, at
+ * p (a VALUE line's field).  Returns the end of the digits (*v their
+ * value), or NULL: no space, no digit, or too large. */
+static const char *dec_field(const char *p, uint64_t *v)
+{
+    if (*p++ != ' ' || *p < '0' || *p > '9')
+        return NULL;
+    uint64_t x = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return NULL;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return p;
+}
+
+/* Where op's reply of n bytes goes: the caller's vbuf if it fits (no
+ * allocation per request), else a malloc'd block; NULL: out of memory. */
+static char *value_room(backend_op_t *op, size_t n)
+{
+    if (op->vbuf && n <= op->vcap)
+        return op->vbuf;
+    return malloc(n ? n : 1);
 }
 
 /* Reads the VALUE blocks of one multi-key gets up to END: each value goes
@@ -465,13 +525,12 @@ static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
         const char *sp = memchr(l + 6, ' ', len - 6);
         if (!sp || (size_t)(sp - (l + 6)) > MCP_KEY_MAX)
             return -EPROTO;
-        char *end;
-        unsigned long flags = strtoul(sp, &end, 10);
-        if (*end != ' ')
+        uint64_t flags, bytes, cas = 0;
+        const char *end = dec_field(sp, &flags);
+        if (!end || *end != ' ' || !(end = dec_field(end, &bytes)) || bytes > VALUE_MAX)
             return -EPROTO;
-        unsigned long long bytes = strtoull(end, &end, 10), cas = 0;
-        if (*end == ' ')
-            cas = strtoull(end, &end, 10);
+        if (*end == ' ' && !(end = dec_field(end, &cas)))
+            return -EPROTO;
         if (*end != '\0')
             return -EPROTO;
         size_t kl = (size_t)(sp - (l + 6));
@@ -491,7 +550,7 @@ static int read_values(mconn_t *c, backend_op_t **gets, size_t ng)
             if (op->reply != MCP_R_MISS || op->keylen != kl || memcmp(op->key, key, kl) != 0)
                 continue;
             cur = i + 1 < ng ? i + 1 : 0;
-            op->rvalue = malloc(bytes ? (size_t)bytes : 1);
+            op->rvalue = value_room(op, (size_t)bytes);
             if (!op->rvalue) {
                 set_error(op, "out of memory");
                 continue;
@@ -570,13 +629,13 @@ static int read_meta(mconn_t *c, backend_op_t *op)
     if (strncmp(l, "VA ", 3) == 0) {
         char *end;
         unsigned long long v = strtoull(l + 3, &end, 10);
-        if (end == l + 3 || (*end != ' ' && *end != '\0') || v > SIZE_MAX / 2)
+        if (end == l + 3 || (*end != ' ' && *end != '\0') || v > VALUE_MAX)
             return -EPROTO;
         vbytes = (size_t)v;
         total += vbytes + 2;
         op->reply = MCP_R_VALUE;
     }
-    if (!(op->rvalue = malloc(total)))
+    if (!(op->rvalue = value_room(op, total)))
         return -ENOMEM;
     memcpy(op->rvalue, l, len); /* before get_data() moves the buffer */
     memcpy(op->rvalue + len, "\r\n", 2);
@@ -664,8 +723,7 @@ fail:
         backend_op_t *op = ops[i];
         if (is_get(op) ? gets_done : i < upto)
             continue;
-        free(op->rvalue);
-        op->rvalue = NULL;
+        backend_free_value(op);
         op->rvlen = 0;
         if (op->errmsg[0])
             op->reply = MCP_R_SERVER_ERROR; /* memcached's own message */

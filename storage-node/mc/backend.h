@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "storage-node/mc/mcproto.h"
 #include "storage-node/io/workpool.h"
@@ -48,9 +49,15 @@ typedef struct backend_op {
     size_t linelen;
     int quiet;                /* meta's q flag: memcached may stay silent,
                                  so an "mn" follows the request */
+    char *vbuf;               /* room for the reply (NULL, 0: none): a get's
+                                 value or a meta reply of at most vcap bytes
+                                 is copied here and rvalue == vbuf (not to
+                                 be freed); a larger one is malloc'd */
+    size_t vcap;
     /* result: set by the worker */
     mcp_reply_t reply;
-    char *rvalue;             /* get hit: malloc'd value, caller frees */
+    char *rvalue;             /* get hit: the value, in vbuf if it fits,
+                                 else malloc'd (backend_free_value()) */
     size_t rvlen;
     uint32_t rflags;
     uint64_t rcas;
@@ -71,6 +78,14 @@ typedef struct backend_op {
 typedef void (*backend_done_fn)(backend_op_t *op, void *arg);
 
 typedef struct backend backend_t;
+
+/* Frees op's rvalue unless it is op's own vbuf; rvalue NULL after. */
+static inline void backend_free_value(backend_op_t *op)
+{
+    if (op->rvalue != op->vbuf)
+        free(op->rvalue);
+    op->rvalue = NULL;
+}
 
 #define BACKEND_BATCH_MAX 64
 

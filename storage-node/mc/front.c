@@ -146,7 +146,7 @@ static slot_t *slot_new(front_t *f, size_t nios, size_t extra)
 static void slot_free(front_t *f, slot_t *sl)
 {
     for (int i = 0; i < sl->nios; i++)
-        free(sl->ios[i].op.rvalue);
+        backend_free_value(&sl->ios[i].op);
     free(sl->text);
     if (sl->pooled)
         freelist_put(&f->slots, sl);
@@ -208,6 +208,14 @@ static void slot_write(front_t *f, conn_t *c, slot_t *sl)
     }
     if (sl->ctext) {
         evbuffer_add(out, sl->ctext, strlen(sl->ctext));
+        return;
+    }
+    size_t room;
+    char *p = c->tls ? NULL : conns_reply_room(&c->sock, &room);
+    long n = p ? mcreply_flat(p, room, sl->cmd, &sl->ios[0].op, sizeof(io_t), sl->nios, &f->st)
+               : -1;
+    if (n >= 0) { /* the connection's own buffer: no libevent chain per reply */
+        conns_reply_commit(&c->sock, (size_t)n);
         return;
     }
     mcreply_ops(out, sl->cmd, &sl->ios[0].op, sizeof(io_t), sl->nios, &f->st);
@@ -507,6 +515,13 @@ static void handle_backend(front_t *f, conn_t *c, const mcp_req_t *r)
         op->line = line;
         op->linelen = meta ? r->line.len : 0;
         op->quiet = r->quiet;
+    }
+    /* A pooled slot's bytes after the keys take the replies' values
+     * (backend_op_t.vbuf), shared among its IOs: no allocation per hit. */
+    size_t spare = sl->pooled ? SLOT_BLOCK - 1 - (size_t)(p - (char *)sl) : 0;
+    for (size_t i = 0; i < nios && spare / nios > 0; i++) {
+        sl->ios[i].op.vbuf = p + i * (spare / nios);
+        sl->ios[i].op.vcap = spare / nios;
     }
     conn_append(c, sl);
     double t = iolat_now(gate_iolat(f->g));

@@ -17,6 +17,14 @@
 void mcreply_ops(struct evbuffer *out, mcp_cmd_t cmd, const backend_op_t *first,
                  size_t stride, int n, mcstats_t *st);
 
+/* mcreply_ops()'s reply written to buf (at most cap bytes) when it is one
+ * of the usual shapes (a get family's VALUEs and END, one fixed line):
+ * returns its length, with st counted as mcreply_ops() counts it; -1:
+ * another shape or more than cap bytes, nothing written or counted (use
+ * mcreply_ops()). */
+long mcreply_flat(char *buf, size_t cap, mcp_cmd_t cmd, const backend_op_t *first,
+                  size_t stride, int n, mcstats_t *st);
+
 /* Counts request r in st's command counters (or in *other). */
 void mcreply_count(mcstats_t *st, const mcp_req_t *r, uint64_t *other);
 

@@ -10,6 +10,7 @@ $(call check_suite,test_keyorder,nodemc)
 $(call check_suite,test_front,nodemc nodeio nodecore common)
 $(call check_suite,test_replybudget,nodemc)
 $(call check_suite,test_mcstats,nodemc nodeio nodecore common)
+$(call check_suite,test_mcreply,nodemc nodeio nodecore common)
 ITESTS += tests/it/it_node_memccapable.sh tests/it/it_node_order.sh tests/it/it_node_faults.sh tests/it/it_node_limits.sh
 ITESTS += tests/it/it_failstatic.sh tests/it/it_node_pacing.sh
 ITESTS += tests/it/it_node_meta.sh tests/it/it_node_threads.sh
