@@ -3062,6 +3062,7 @@ static uint32_t qb_next(uint32_t *s)
 static char *qb_json(int nb)
 {
     char *t = malloc((size_t)nb * 96 + 32);
+    ck_assert(t);
     size_t n = (size_t)sprintf(t, "{\"buckets\":[");
     for (int b = 0; b < nb; b++) {
         n += (size_t)sprintf(t + n, "%s{\"name\":\"q%d\",\"reservation\":%d", b ? "," : "", b,
