@@ -54,10 +54,9 @@ struct ctlclient {
     curvekey_t own, server;
     /* shards (cfg.shards > 0): the node's table as this shard sees it */
     sched_t *sched;      /* the names of the agent's table, by index */
-    int16_t *bshard;     /* [nb]: the shard of scheduler bucket b (names
-                            never change; filled as buckets appear) */
-    int *fmap;           /* [nb]: b's index in the shard's table, or -1 */
-    int *fbefore;        /* [nb + 1]: the shard's buckets among [0, b) */
+    int *fbefore;        /* [nb + 1]: the shard's buckets among [0, b) (b is
+                            the shard's iff fbefore[b + 1] > fbefore[b]; names
+                            never change: filled as buckets appear) */
     int *fwhole;         /* [nf]: the scheduler index of shard bucket f */
     const char **fnames; /* [nf]: the shard's names, for the names frame */
     int nb, nf, capb;
@@ -135,7 +134,7 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
 /* ---- shards: the node's table cut to this client's shard ---- */
 
 /* Brings the shard's table up to the agent's first n buckets (the table
- * grows by its end; a smaller one is a new table, mapped anew): c->fmap,
+ * grows by its end; a smaller one is a new table, mapped anew):
  * c->fbefore, c->fwhole, c->fnames.  Each bucket's shard is hashed once.
  * O(new buckets).  Returns 0 or -ENOMEM (the mapping as it was). */
 static int shard_sync(ctlclient_t *c, int n)
@@ -144,13 +143,7 @@ static int shard_sync(ctlclient_t *c, int n)
         c->nb = c->nf = 0;
     if (n + 1 > c->capb) {
         int cap = n + 1 > 2 * c->capb ? n + 1 : 2 * c->capb;
-        int16_t *bs = realloc(c->bshard, (size_t)cap * sizeof *bs);
-        if (bs)
-            c->bshard = bs;
-        int *fm = bs ? realloc(c->fmap, (size_t)cap * sizeof *fm) : NULL;
-        if (fm)
-            c->fmap = fm;
-        int *fb = fm ? realloc(c->fbefore, (size_t)cap * sizeof *fb) : NULL;
+        int *fb = realloc(c->fbefore, (size_t)cap * sizeof *fb);
         if (fb)
             c->fbefore = fb;
         int *fw = fb ? realloc(c->fwhole, (size_t)cap * sizeof *fw) : NULL;
@@ -164,11 +157,8 @@ static int shard_sync(ctlclient_t *c, int n)
     }
     for (int b = c->nb; b < n; b++) {
         const char *name = sched_bucket_name(c->sched, b);
-        c->bshard[b] = (int16_t)(name ? shardmap_of(name, c->cfg.shards) : -1);
         c->fbefore[b] = c->nf;
-        c->fmap[b] = -1;
-        if (c->bshard[b] == c->cfg.shard) {
-            c->fmap[b] = c->nf;
+        if (name && shardmap_of(name, c->cfg.shards) == c->cfg.shard) {
             c->fwhole[c->nf] = b;
             c->fnames[c->nf++] = name;
         }
@@ -231,7 +221,7 @@ static void shard_ack(const ctlclient_t *c, proto_msg_t *m)
  * mapped yet: left out). */
 static int shard_index(const ctlclient_t *c, uint32_t b)
 {
-    return b < (uint32_t)c->nb ? c->fmap[b] : -1;
+    return b < (uint32_t)c->nb && c->fbefore[b + 1] > c->fbefore[b] ? c->fbefore[b] : -1;
 }
 
 /* A report of the agent's (records of every bucket, by scheduler index)
@@ -779,8 +769,6 @@ void ctlclient_destroy(ctlclient_t **cp)
     agent_destroy(&c->agent);
     free(c->endpoint);
     free(c->split);
-    free(c->bshard);
-    free(c->fmap);
     free(c->fbefore);
     free(c->fwhole);
     free(c->fnames);
