@@ -39,7 +39,9 @@ import json, sys
 d = json.load(open(sys.argv[1]))["alice-get"]; L = int(sys.argv[2])
 per = list(d["by_port"].values())
 assert d["refused"] == 0, "%d requests refused" % d["refused"]
-assert d["worst"] <= 1.05 * L, "worst 1 s window %d > 1.05 x %d" % (d["worst"], L)
+# 1.05 x L plus one unit of R and of L per node over a short window (2 N, N = 2 nodes:
+# docs/decisions.md, "Small limited buckets keep the 2 N term over short windows"), as it_tenants
+assert d["worst"] <= 1.05 * L + 4, "worst 1 s window %d > 1.05 x %d + 2 N" % (d["worst"], L)
 assert d["worst"] >= 0.5 * L, "worst window %d: the bucket barely served" % d["worst"]
 assert sum(per) <= 1.05 * L * 7, "%d served in 7 s" % sum(per)
 assert all(v > 0 for v in per), "a node served none: %s" % per
