@@ -16,7 +16,7 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
-bqos-ctl_SRCS = controller/ctl/ctl.c
+bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlmerge.c
 bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
@@ -55,6 +55,9 @@ test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controlle
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_ctlmerge
+test_ctlmerge_SRCS = tests/test_ctlmerge.c controller/ctl/ctlmerge.c
+test_ctlmerge_LIBS = common
 TESTS += test_parked
 test_parked_SRCS = tests/test_parked.c controller/daemon/parked.c
 test_parked_LIBS = common

@@ -25,6 +25,7 @@
 #include "common/shardmap.h"
 #include "common/strmap.h"
 #include "common/version.h"
+#include "controller/ctl/ctlmerge.h"
 
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
@@ -1561,161 +1562,6 @@ static int split_shards(char *list, const char **out, int max)
     }
 }
 
-/* A bucket row of a merged status: its shard's reply row, where it came. */
-typedef struct {
-    json_t *row;   /* borrowed */
-    int shard;
-    size_t pos;    /* its place in its shard's rows */
-    int64_t key;
-    const char *name;
-} mrow_t;
-
-static const char *merge_sort; /* qsort's context: the --sort field */
-
-/* The controller's order (admin.c's ranks_before()): name ascending, the
- * figures descending (no limit above every limit), ties and "table" in
- * shard order then each shard's. */
-static int mrow_cmp(const void *pa, const void *pb)
-{
-    const mrow_t *x = pa, *y = pb;
-    if (strcmp(merge_sort, "name") == 0) {
-        int c = strcmp(x->name, y->name);
-        if (c)
-            return c;
-    } else if (strcmp(merge_sort, "table") != 0 && x->key != y->key) {
-        return x->key > y->key ? -1 : 1;
-    }
-    if (x->shard != y->shard)
-        return x->shard < y->shard ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-/* A row's key for the sort `sort` (served, queued etc.; limit: null is
- * no limit, above every figure). */
-static int64_t mrow_key(json_t *row, const char *sort)
-{
-    json_t *v = json_object_get(row, sort);
-    if (strcmp(sort, "limit") == 0 && (!v || json_is_null(v)))
-        return INT64_MAX;
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
-/* The summary fields summed over the shards. */
-static const char *const sum_keys[] = {"buckets", "matched", "reservation", "limited", "demand",
-                                       "served", "queued", "queued_buckets"};
-
-/* Every shard's status (rep[0..n), NULL: no answer) as one: "shards" (the
- * answers, null where none), the clock of the first that answered,
- * "nodes" (each node once, "shards": its row in each shard or null, and
- * the figures: capacity the smallest of the shards' estimates, buckets and
- * fallbacks summed, last_report_ms the oldest), "buckets" (every shard's
- * rows with their "shard", in --sort order: the shards were asked for
- * offset + limit rows each, and rows offset..offset + limit of the merge
- * are kept) and "summary" (sums; shown, offset and sort of the merge).
- * Returns a new object (caller owns) or NULL (out of memory). */
-static json_t *merge_status(json_t **rep, int n, int64_t offset, int64_t limit, const char *sort)
-{
-    json_t *out = json_object(), *shards = json_array(), *nodes = json_array();
-    json_t *index = json_object(), *sm = json_object(), *bs = json_array();
-    mrow_t *rows = NULL;
-    size_t nrows = 0, cap = 0;
-    if (!out || !shards || !nodes || !index || !sm || !bs)
-        goto fail;
-    static const char *const clock[] = {"period", "interval", "intervals", "elapsed_ms",
-                                        "period_ms"};
-    for (int i = 0; i < n; i++) {
-        json_array_append(shards, rep[i] ? rep[i] : json_null());
-        if (!rep[i])
-            continue;
-        if (!json_object_get(out, "period"))
-            for (size_t c = 0; c < sizeof clock / sizeof clock[0]; c++)
-                if (json_object_get(rep[i], clock[c]))
-                    json_object_set(out, clock[c], json_object_get(rep[i], clock[c]));
-        size_t j;
-        json_t *nd, *row;
-        json_array_foreach(json_object_get(rep[i], "nodes"), j, nd) {
-            const char *name = json_string_value(json_object_get(nd, "name"));
-            if (!name)
-                continue;
-            json_t *m = json_object_get(index, name);
-            if (!m) {
-                json_t *per = json_array();
-                for (int s = 0; per && s < n; s++)
-                    json_array_append_new(per, json_null());
-                m = json_pack("{s:s, s:o}", "name", name, "shards", per ? per : json_null());
-                if (!m || json_array_append_new(nodes, m) < 0 ||
-                    json_object_set(index, name, m) < 0)
-                    goto fail;
-            }
-            json_array_set(json_object_get(m, "shards"), (size_t)i, nd);
-            static const char *const fig[] = {"capacity", "buckets", "fallbacks",
-                                              "last_report_ms"};
-            for (int f = 0; f < 4; f++) {
-                json_t *v = json_object_get(nd, fig[f]), *was = json_object_get(m, fig[f]);
-                if (!json_is_integer(v))
-                    continue;
-                json_int_t x = json_integer_value(v), w = json_integer_value(was);
-                if (was && (f == 0 ? w < x : f == 3 ? w > x : 0))
-                    x = w; /* the smallest capacity, the oldest report */
-                else if (was && (f == 1 || f == 2))
-                    x += w;
-                json_object_set_new(m, fig[f], json_integer(x));
-            }
-        }
-        json_array_foreach(json_object_get(rep[i], "buckets"), j, row) {
-            if (!json_is_object(row))
-                continue;
-            if (nrows == cap) {
-                cap = cap ? 2 * cap : 64;
-                mrow_t *p = realloc(rows, cap * sizeof *p);
-                if (!p)
-                    goto fail;
-                rows = p;
-            }
-            const char *nm = json_string_value(json_object_get(row, "name"));
-            rows[nrows++] = (mrow_t){row, i, j, mrow_key(row, sort), nm ? nm : ""};
-        }
-        json_t *ssm = json_object_get(rep[i], "summary");
-        for (size_t k = 0; k < sizeof sum_keys / sizeof sum_keys[0]; k++) {
-            json_t *v = json_object_get(ssm, sum_keys[k]);
-            if (json_is_integer(v))
-                json_object_set_new(sm, sum_keys[k],
-                                    json_integer(json_integer_value(json_object_get(sm, sum_keys[k])) +
-                                                 json_integer_value(v)));
-        }
-        if (json_object_get(ssm, "bucket"))
-            json_object_set(sm, "bucket", json_object_get(ssm, "bucket"));
-    }
-    merge_sort = sort;
-    if (nrows > 1)
-        qsort(rows, nrows, sizeof *rows, mrow_cmp);
-    for (size_t r = (size_t)offset; r < nrows && (limit < 0 || r < (size_t)(offset + limit)); r++) {
-        json_t *c = json_deep_copy(rows[r].row);
-        if (!c || json_object_set_new(c, "shard", json_integer(rows[r].shard)) < 0 ||
-            json_array_append_new(bs, c) < 0)
-            goto fail;
-    }
-    json_object_set_new(sm, "shown", json_integer((json_int_t)json_array_size(bs)));
-    json_object_set_new(sm, "offset", json_integer(offset));
-    json_object_set_new(sm, "sort", json_string(sort));
-    json_object_set_new(out, "shards", shards);
-    json_object_set_new(out, "nodes", nodes);
-    json_object_set_new(out, "buckets", bs);
-    json_object_set_new(out, "summary", sm);
-    json_decref(index);
-    free(rows);
-    return out;
-fail:
-    free(rows);
-    json_decref(index);
-    json_decref(out);
-    json_decref(shards);
-    json_decref(nodes);
-    json_decref(sm);
-    json_decref(bs);
-    return NULL;
-}
-
 /* The merged status for people: a line per shard (its controller, role,
  * epoch, rounds), one node table (a node's state in each shard), one
  * bucket table with a SHARD column, the summary. */
@@ -1786,118 +1632,65 @@ static void print_merged_status(json_t *m)
     print_summary(sm);
 }
 
-/* Every shard's history (rep[0..n)) as one: the period of the first that
- * answered, "judged" the smallest, "buckets" every shard's with their
- * "shard" (a bucket lives in one), "shards" the answers.  Returns a new
- * object (caller owns) or NULL. */
-static json_t *merge_history(json_t **rep, int n)
-{
-    json_t *out = json_object(), *shards = json_array(), *bs = json_array();
-    if (!out || !shards || !bs) {
-        json_decref(out);
-        json_decref(shards);
-        json_decref(bs);
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        json_array_append(shards, rep[i] ? rep[i] : json_null());
-        if (!rep[i])
-            continue;
-        static const char *const head[] = {"period", "period_ms"};
-        for (int h = 0; h < 2; h++)
-            if (!json_object_get(out, head[h]) && json_object_get(rep[i], head[h]))
-                json_object_set(out, head[h], json_object_get(rep[i], head[h]));
-        json_t *j = json_object_get(rep[i], "judged"), *was = json_object_get(out, "judged");
-        if (json_is_integer(j) && (!was || json_integer_value(j) < json_integer_value(was)))
-            json_object_set(out, "judged", j);
-        size_t k;
-        json_t *b;
-        json_array_foreach(json_object_get(rep[i], "buckets"), k, b) {
-            json_t *c = json_deep_copy(b);
-            if (c && json_object_set_new(c, "shard", json_integer(i)) == 0)
-                json_array_append_new(bs, c);
-            else
-                json_decref(c);
-        }
-    }
-    json_object_set_new(out, "buckets", bs);
-    json_object_set_new(out, "shards", shards);
-    return out;
-}
-
 /* A command for the whole cluster, asked of every shard's leader (`eps`,
  * n lists): buckets as one table (or one bucket file with --json); status
- * and history merged (merge_status(), merge_history(); --json: the merge,
- * with every shard's answer in "shards"); status --node each shard's
- * answer in turn under a header (--json: {"shards": [answer, ...]}).  A
- * status's rows are paged on the merge: each shard is asked for the first
- * offset + limit rows.  A shard that does not answer is said on stderr and
- * makes the exit status its code (the others are still shown).  Returns
- * the exit status. */
+ * and history merged (ctlmerge.h; --json: the merge, with every shard's
+ * answer in "shards"); status --node each shard's answer in turn under a
+ * header (--json: {"shards": [answer, ...]}).  A status's rows are paged
+ * on the merge: each shard is asked for the first offset + limit rows.  A
+ * shard that does not answer is said on stderr and makes the exit status
+ * its code (the others are still shown).  Returns the exit status. */
 static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, const curvekey_t *keys,
-                      const char *cmd, int json_out, int node)
+                      int json_out, int node)
 {
-    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0, answered = 0;
-    int is_history = strcmp(cmd, "history") == 0, merged_status = !node && !is_buckets &&
-                                                                  !is_history;
-    json_t *all = json_array(), *merged = json_array();
-    json_t *rep[SHARDMAP_MAX] = {0};
-    int64_t offset = 0, limit = -1;
-    const char *sort = "table";
-    if (merged_status) { /* page on the merge: offset + limit of each */
-        json_t *l = json_object_get(req, "limit");
-        offset = json_integer_value(json_object_get(req, "offset"));
-        limit = json_is_integer(l) ? json_integer_value(l) : -1;
-        if (json_is_string(json_object_get(req, "sort")))
-            sort = json_string_value(json_object_get(req, "sort"));
-        if (limit >= 0)
-            json_object_set_new(req, "limit", json_integer(offset + limit));
-        json_object_del(req, "offset");
+    int worst = EXIT_OK;
+    json_t *all = json_array(), *sreq = NULL, *out = NULL;
+    ctlmerge_t *m = node ? NULL : ctlmerge_new(req, n);
+    if (!all || (!node && (!m || !(sreq = ctlmerge_shard_request(m))))) {
+        fputs("bqos-ctl: out of memory\n", stderr);
+        worst = EXIT_UNREACHABLE;
+        goto out;
     }
     for (int i = 0; i < n; i++) {
         int code = EXIT_OK;
-        json_t *r = request_any(eps[i], timeout_ms, req, &code, keys);
+        json_t *r = request_any(eps[i], timeout_ms, node ? req : sreq, &code, keys);
         if (code != EXIT_OK && worst == EXIT_OK)
             worst = code;
+        if (m)
+            ctlmerge_add(m, i, r);
         if (!r) {
             fprintf(stderr, "bqos-ctl: shard %d of %d (%s) did not answer\n", i, n, eps[i]);
             json_array_append_new(all, json_null());
             continue;
         }
-        if (is_buckets && code == EXIT_OK)
-            json_array_extend(merged, json_object_get(r, "buckets"));
-        if (code == EXIT_OK && !is_buckets && !node)
-            rep[i] = r;
-        answered += code == EXIT_OK;
-        if (json_out || is_buckets || code != EXIT_OK || !node) {
-            json_array_append_new(all, r);
-            continue;
+        if (node && !json_out && code == EXIT_OK) {
+            printf("%s== shard %d of %d: %s\n", i ? "\n" : "", i, n, eps[i]);
+            print_status_node(r);
         }
-        printf("%s== shard %d of %d: %s\n", i ? "\n" : "", i, n, eps[i]);
-        print_status_node(r);
         json_array_append_new(all, r);
     }
-    json_t *out = is_buckets   ? json_pack("{s:O}", "buckets", merged)
-                  : is_history ? merge_history(rep, n)
-                  : !node      ? merge_status(rep, n, offset, limit, sort)
-                               : json_pack("{s:O}", "shards", all);
+    out = m ? ctlmerge_view(m) : json_pack("{s:O}", "shards", all);
     if (json_out && out) {
         char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (s)
             puts(s);
         free(s);
-    } else if (is_buckets) {
-        print_buckets_table(merged, 0, 1);
-    } else if (!answered) {
+    } else if (!m || !out) {
+        ; /* status --node: printed shard by shard */
+    } else if (ctlmerge_kind(m) == CTLMERGE_BUCKETS) {
+        print_buckets_table(json_object_get(out, "buckets"), 0, 1);
+    } else if (!ctlmerge_answered(m)) {
         ; /* every shard's error is said already: no empty view */
-    } else if (is_history && out) {
+    } else if (ctlmerge_kind(m) == CTLMERGE_HISTORY) {
         print_history(out);
-    } else if (!node && out) {
+    } else {
         print_merged_status(out);
     }
+out:
     json_decref(out);
+    json_decref(sreq);
     json_decref(all);
-    json_decref(merged);
+    ctlmerge_destroy(&m);
     return worst;
 }
 
@@ -2119,7 +1912,7 @@ int main(int argc, char **argv)
     if (shardbuf && (one || strcmp(cmd, "reload") == 0 || is_import)) {
         endpoint = shard_ep[one ? shardmap_of(one, nshards) : 0];
     } else if (shardbuf) { /* every shard: status, status --node, history, buckets */
-        code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL, cmd,
+        code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL,
                           o.json_out, o.node != NULL);
         explicit_bzero(keys, sizeof keys);
         json_decref(req);
