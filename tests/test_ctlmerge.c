@@ -249,11 +249,87 @@ START_TEST(test_ctlmerge_history_buckets)
 }
 END_TEST
 
+/* status --node over shards: the node's row in each shard (null where a
+ * shard does not know it, its not_found kept), its buckets of every shard
+ * with their shard, in shard then table order, paged on the merge. */
+START_TEST(test_ctlmerge_node_across_shards)
+{
+    const char *const ans[] = {
+        "{" CLOCK ",\"node\":{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":120,"
+        "\"capacity\":50000,\"buckets\":2,\"fallback\":false},\"buckets\":[{\"name\":\"red\","
+        "\"reported\":true,\"served\":700,\"queued\":3},{\"name\":\"blue\",\"reported\":false,"
+        "\"served\":0,\"queued\":0}],\"summary\":{\"buckets\":2,\"matched\":2,\"shown\":2,"
+        "\"offset\":0,\"sort\":\"table\",\"bucket\":\"*e*\"}}",
+        "{\"v\":1,\"ok\":false,\"error\":\"not_found\",\"message\":\"no node 'n1'\"}",
+        NULL,
+        "{" CLOCK ",\"node\":{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":400,"
+        "\"capacity\":30000,\"buckets\":1,\"fallback\":true},\"buckets\":[{\"name\":\"green\","
+        "\"reported\":true,\"served\":900,\"queued\":1}],\"summary\":{\"buckets\":1,"
+        "\"matched\":1,\"shown\":1,\"offset\":0,\"sort\":\"table\"}}"};
+    ctlmerge_t *m;
+    json_t *rq = J("{\"cmd\":\"status_node\",\"name\":\"n1\",\"limit\":2,\"offset\":1}");
+    m = ctlmerge_new(rq, 4);
+    json_t *s = ctlmerge_shard_request(m);
+    ck_assert_int_eq(json_integer_value(json_object_get(s, "limit")), 3);
+    ck_assert_ptr_null(json_object_get(s, "offset"));
+    ck_assert_str_eq(json_string_value(json_object_get(s, "name")), "n1");
+    json_decref(s);
+    ctlmerge_destroy(&m);
+    json_decref(rq);
+
+    json_t *v = merged("{\"cmd\":\"status_node\",\"name\":\"n1\",\"limit\":2,\"offset\":1}", 4,
+                       ans, &m);
+    ck_assert_int_eq(ctlmerge_kind(m), CTLMERGE_NODE);
+    ck_assert_int_eq(ctlmerge_answered(m), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(v, "period")), 12);
+    json_t *nd = json_object_get(v, "node");
+    ck_assert_str_eq(json_string_value(json_object_get(nd, "name")), "n1");
+    ck_assert_int_eq(json_integer_value(json_object_get(nd, "capacity")), 30000);
+    ck_assert_int_eq(json_integer_value(json_object_get(nd, "buckets")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(nd, "last_report_ms")), 400);
+    ck_assert(json_is_true(json_object_get(nd, "fallback")));
+    json_t *per = json_object_get(nd, "shards");
+    ck_assert_int_eq(json_array_size(per), 4);
+    ck_assert(json_is_object(json_array_get(per, 0)));
+    ck_assert(json_is_null(json_array_get(per, 1)));
+    ck_assert(json_is_null(json_array_get(per, 2)));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(per, 3), "capacity")), 30000);
+    json_t *sh = json_object_get(v, "shards");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(sh, 1), "error")),
+                     "not_found");
+    ck_assert(json_is_null(json_array_get(sh, 2)));
+    /* rows 1..2 of red(0), blue(0), green(3) */
+    ck_assert_int_eq(json_array_size(json_object_get(v, "buckets")), 2);
+    ck_assert_str_eq(row_str(v, "buckets", 0, "name"), "blue");
+    ck_assert_int_eq(row_int(v, "buckets", 0, "shard"), 0);
+    ck_assert_str_eq(row_str(v, "buckets", 1, "name"), "green");
+    ck_assert_int_eq(row_int(v, "buckets", 1, "shard"), 3);
+    json_t *sm = json_object_get(v, "summary");
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "buckets")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "matched")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "shown")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "offset")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(sm, "sort")), "table");
+    ck_assert_str_eq(json_string_value(json_object_get(sm, "bucket")), "*e*");
+    json_decref(v);
+    ctlmerge_destroy(&m);
+
+    /* no shard knows it: no node row anywhere, nothing answered */
+    const char *const none[] = {ans[1], ans[1]};
+    v = merged("{\"cmd\":\"status_node\",\"name\":\"n1\"}", 2, none, &m);
+    ck_assert_int_eq(ctlmerge_answered(m), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(v, "buckets")), 0);
+    json_decref(v);
+    ctlmerge_destroy(&m);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_ctlmerge_bad_arguments, test_ctlmerge_shard_request_pages,
                                   test_ctlmerge_status_sorted_paged,
                                   test_ctlmerge_status_missing_shard,
-                                  test_ctlmerge_history_buckets};
+                                  test_ctlmerge_history_buckets,
+                                  test_ctlmerge_node_across_shards};
     return testlib_run_tests("ctlmerge", tests, sizeof tests / sizeof tests[0]);
 }

@@ -8,8 +8,8 @@
  *   view = ctlmerge_view(m)             the merged view (JSON, caller owns)
  *   ctlmerge_destroy(&m)
  *
- * The views (docs/protocol.md, "bqos-ctl over shards"; each but buckets'
- * keeps every shard's answer in "shards", null where there was none):
+ * The views (bqos-ctl(1), "Controller shards"; each but buckets' keeps
+ * every shard's answer in "shards", null where there was none):
  *   status   the clock of the first shard that answered; "nodes": each node
  *            once, its row in each shard ("shards") and the figures
  *            (capacity the smallest of the shards' estimates, buckets and
