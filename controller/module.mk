@@ -9,14 +9,15 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
-                      controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/etcd.c \
+                      controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/statuspage.c \
+                      controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
                        controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
-bqos-ctl_SRCS = controller/ctl/ctl.c
+bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlmerge.c
 bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
@@ -55,6 +56,12 @@ test_cmetrics_SRCS = tests/test_cmetrics.c controller/daemon/metrics.c controlle
 test_cmetrics_LIBS = controller pshift protozmq proto curvekey common
 test_ctl_SRCS = tests/test_ctl.c
 test_ctl_LIBS = common
+TESTS += test_ctlmerge
+test_ctlmerge_SRCS = tests/test_ctlmerge.c controller/ctl/ctlmerge.c
+test_ctlmerge_LIBS = common
+TESTS += test_statuspage
+test_statuspage_SRCS = tests/test_statuspage.c controller/daemon/statuspage.c
+test_statuspage_LIBS = common
 TESTS += test_parked
 test_parked_SRCS = tests/test_parked.c controller/daemon/parked.c
 test_parked_LIBS = common

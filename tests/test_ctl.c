@@ -168,6 +168,7 @@ typedef struct {
     int refuse;          /* import/diff: a diff with a refusal */
     const char *status;  /* status's reply (NULL: status_reply) */
     const char *history; /* history's reply (NULL: bad_request) */
+    const char *node;    /* status_node n1's reply (NULL: node_reply), "": not_found */
     char last_req[16384]; /* last request seen */
 } fake_t;
 
@@ -199,14 +200,18 @@ static const char *diff_refused =
     "{\"v\":1,\"ok\":true," DIFF_BODY ",\"refusal\":{\"error\":\"admission\",\"message\":"
     "\"total reservation too high\"}}";
 
-static const char *node_reply =
-    "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
-    "\"elapsed_ms\":450,\"node\":{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":120,"
-    "\"capacity\":50000,\"buckets\":2,\"fallback\":false},\"buckets\":[{\"name\":\"red\","
-    "\"reported\":true,\"served\":700,\"served_r\":600,\"served_l\":100,\"served_o\":0,"
-    "\"queued\":3,\"demand\":900,\"r_tokens\":8000,\"l_tokens\":15000},{\"name\":\"blue\","
-    "\"reported\":false,\"served\":0,\"served_r\":0,\"served_l\":0,\"served_o\":0,\"queued\":0,"
-    "\"demand\":0,\"r_tokens\":null,\"l_tokens\":null}]}";
+#define NODE_REPLY_BODY \
+    "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000," \
+    "\"elapsed_ms\":450,\"node\":{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":120," \
+    "\"capacity\":50000,\"buckets\":2,\"fallback\":false},\"buckets\":[{\"name\":\"red\"," \
+    "\"reported\":true,\"served\":700,\"served_r\":600,\"served_l\":100,\"served_o\":0," \
+    "\"queued\":3,\"demand\":900,\"r_tokens\":8000,\"l_tokens\":15000},{\"name\":\"blue\"," \
+    "\"reported\":false,\"served\":0,\"served_r\":0,\"served_l\":0,\"served_o\":0,\"queued\":0," \
+    "\"demand\":0,\"r_tokens\":null,\"l_tokens\":null}]"
+static const char *node_reply = NODE_REPLY_BODY "}";
+/* the same, with the summary a paging controller adds */
+static const char *node_reply_paged = NODE_REPLY_BODY ",\"summary\":{\"buckets\":2,"
+    "\"matched\":2,\"shown\":2,\"offset\":0,\"sort\":\"table\"}}";
 
 static const char *bucket_reply =
     "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
@@ -258,8 +263,9 @@ static void *fake_main(void *arg)
             reply = "{\"v\":1,\"ok\":true,\"buckets\":3}";
         else if (!strcmp(cmd, "import") || !strcmp(cmd, "diff"))
             reply = f->refuse ? diff_refused : diff_reply;
-        else if (!strcmp(cmd, "status_node") && name && !strcmp(name, "n1"))
-            reply = node_reply;
+        else if (!strcmp(cmd, "status_node") && name && !strcmp(name, "n1") &&
+                 !(f->node && !*f->node))
+            reply = f->node ? f->node : node_reply;
         else if (!strcmp(cmd, "status_bucket") && name && !strcmp(name, "red"))
             reply = bucket_reply;
         else if (!strcmp(cmd, "status_node") || !strcmp(cmd, "status_bucket"))
@@ -600,6 +606,74 @@ START_TEST(test_ctl_shards_merged)
 }
 END_TEST
 
+/* Shard 1's status_node n1: green there, n1 in fallback. */
+static const char *node_shard1 =
+    "{\"v\":1,\"ok\":true,\"period\":12,\"interval\":2,\"intervals\":5,\"period_ms\":1000,"
+    "\"elapsed_ms\":450,\"node\":{\"name\":\"n1\",\"state\":\"up\",\"last_report_ms\":300,"
+    "\"capacity\":40000,\"buckets\":1,\"fallback\":true},\"buckets\":[{\"name\":\"green\","
+    "\"reported\":true,\"served\":900,\"served_r\":500,\"served_l\":0,\"served_o\":400,"
+    "\"queued\":1,\"demand\":1000,\"r_tokens\":600,\"l_tokens\":null}],"
+    "\"summary\":{\"buckets\":1,\"matched\":1,\"shown\":1,\"offset\":0,\"sort\":\"table\"}}";
+
+/* bqos-ctl status --node over two shards: one view of the node, its state
+ * in each shard, its buckets of both with a SHARD column, paged on the
+ * merge; a shard that does not know it is shown, not an error (issue 30). */
+START_TEST(test_ctl_shards_node)
+{
+    fake_t f0, f1;
+    fake_start(&f0);
+    fake_start(&f1);
+    f0.node = node_reply_paged;
+    f1.node = node_shard1;
+    char ep[300];
+    snprintf(ep, sizeof ep, "%s;%s", f0.endpoint, f1.endpoint);
+
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--node", "n1"), 0);
+    ck_assert_ptr_null(strstr(out, "== shard"));
+    ck_assert_msg(strstr(out, "node n1 over 2 shards: capacity 40000 IOPS"), "%s", out);
+    ck_assert_msg(strstr(out, "3 bucket names (fallback)"), "%s", out);
+    ck_assert_msg(strstr(out, "SHARD  STATE         LAST REPORT  CAPACITY  BUCKETS\n"
+                              "    0  up                 120 ms     50000        2\n"
+                              "    1  up, fallback       300 ms     40000        1\n"), "%s", out);
+    ck_assert_msg(strstr(out, "BUCKET  SHARD  SERVED"), "%s", out);
+    ck_assert_msg(strstr(out, "red         0     700  600  100    0       3     900      8000     15000\n"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "green       1     900  500    0  400       1    1000       600      none\n"),
+                  "%s", out);
+
+    /* paged on the merge: rows 2..3 of red, blue (shard 0), green (shard 1) */
+    ck_assert_int_eq(RUN("--endpoint", ep, "--json", "status", "--node", "n1", "--limit", "2",
+                         "--offset", "1"), 0);
+    ck_assert_int_eq(req_int(f1.last_req, "limit"), 3);
+    ck_assert_int_eq(req_int(f1.last_req, "offset"), -1);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *bs = json_object_get(j, "buckets");
+    ck_assert_int_eq(json_array_size(bs), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(bs, 0), "name")), "blue");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(bs, 1), "name")), "green");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(bs, 1), "shard")), 1);
+    json_t *per = json_object_get(json_object_get(j, "node"), "shards");
+    ck_assert_int_eq(json_array_size(per), 2);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "shards")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "summary"), "matched")), 3);
+    json_decref(j);
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--node", "n1", "--limit", "1", "--offset",
+                         "2"), 0);
+    ck_assert_msg(strstr(out, "3 configured buckets in its table, rows 3-3 shown (shard, then "
+                              "table order"), "%s", out);
+
+    /* shard 1 does not know it: shown, exit 0; no shard knows: exit 1 */
+    f1.node = "";
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--node", "n1"), 0);
+    ck_assert_msg(strstr(out, "    1  not known (no hello)"), "%s", out);
+    ck_assert_int_eq(RUN("--endpoint", ep, "status", "--node", "ghost"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "not_found"));
+    fake_stop(&f1);
+    fake_stop(&f0);
+}
+END_TEST
+
 START_TEST(test_ctl_keygen_dir)
 {
     char top[] = "/tmp/test_ctl_keysXXXXXX", base[256], p[300];
@@ -642,7 +716,7 @@ int main(void)
     const TTest *const tests[] = {test_ctl_help_version, test_ctl_usage_errors,
                                   test_ctl_unreachable, test_ctl_commands, test_ctl_import,
                                   test_ctl_status_node_bucket, test_ctl_keygen_dir,
-                                  test_ctl_shards_merged};
+                                  test_ctl_shards_merged, test_ctl_shards_node};
     const testlib_case_t c = {.name = "ctl", .timeout = 30};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

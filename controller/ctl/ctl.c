@@ -25,6 +25,7 @@
 #include "common/shardmap.h"
 #include "common/strmap.h"
 #include "common/version.h"
+#include "controller/ctl/ctlmerge.h"
 
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
@@ -215,9 +216,13 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "and history are merged (one node table with each node's state per\n"
                  "shard, one bucket table with a SHARD column, sorted and paged on the\n"
                  "merge; --json: the merged \"nodes\", \"buckets\", \"summary\" and each\n"
-                 "shard's answer in \"shards\"), buckets is one table, status --node\n"
-                 "each shard's answer in turn; reload and import go to shard 0 (the\n"
-                 "table in etcd is one for all shards); watch takes one shard."},
+                 "shard's answer in \"shards\"), buckets is one table; status --node\n"
+                 "is one view of the node: a row per shard (its state there, or \"not\n"
+                 "known\") and its buckets of every shard with a SHARD column, paged\n"
+                 "on the merge in shard, then table order (--json: \"node\" with its\n"
+                 "row per shard in \"shards\", \"buckets\", \"summary\", \"shards\");\n"
+                 "exit 1 only if no shard knows it.  reload and import go to shard 0\n"
+                 "(the table in etcd is one for all shards); watch takes one shard."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
@@ -1111,30 +1116,39 @@ static void print_clock(json_t *r)
 }
 
 /* One bucket on one node per row (status_node's buckets, keyed "name";
- * status_bucket's nodes, keyed "node", with their STATE): served this
+ * status_bucket's nodes, keyed "node", with their STATE; rows merged from
+ * controller shards carry their "shard": a SHARD column): served this
  * period ("-" if the node has not reported it this period), queued,
  * demand, and the tokens last pushed ("-": none yet; L "none": no limit). */
 static void print_pairs(json_t *arr, const char *key)
 {
     int nodes = strcmp(key, "node") == 0;
-    table_t t = {.ncols = nodes ? 10 : 9};
+    int sh = json_is_integer(json_object_get(json_array_get(arr, 0), "shard"));
+    table_t t = {.ncols = (nodes ? 10 : 9) + (size_t)sh};
     for (size_t c = 1; c < t.ncols; c++)
         t.right[c] = !(nodes && c == 1);
+    static const char *const head[] = {"SHARD", "SERVED", "R", "L", "O", "QUEUED", "DEMAND",
+                                       "R TOKENS", "L TOKENS"};
+    const char *h[11];
+    size_t k = 0;
+    h[k++] = nodes ? "NODE" : "BUCKET";
     if (nodes)
-        t_row(&t, "NODE", "STATE", "SERVED", "R", "L", "O", "QUEUED", "DEMAND", "R TOKENS",
-              "L TOKENS");
-    else
-        t_row(&t, "BUCKET", "SERVED", "R", "L", "O", "QUEUED", "DEMAND", "R TOKENS", "L TOKENS");
+        h[k++] = "STATE";
+    for (size_t c = sh ? 0 : 1; c < sizeof head / sizeof head[0]; c++)
+        h[k++] = head[c];
+    t_rowv(&t, h);
     size_t i;
     json_t *p;
     json_array_foreach(arr, i, p) {
-        char c[10][32];
+        char c[11][32];
         int rep = json_is_true(json_object_get(p, "reported"));
-        const char *v[10];
-        size_t k = 0;
+        const char *v[11];
+        k = 0;
         v[k++] = cell(p, key, "?", c[0], 32);
         if (nodes)
             v[k++] = cell(p, "state", "?", c[1], 32);
+        if (sh)
+            v[k++] = cell(p, "shard", "?", c[10], 32);
         v[k++] = rep ? cell(p, "served", "-", c[2], 32) : "-";
         v[k++] = rep ? cell(p, "served_r", "-", c[3], 32) : "-";
         v[k++] = rep ? cell(p, "served_l", "-", c[4], 32) : "-";
@@ -1144,26 +1158,16 @@ static void print_pairs(json_t *arr, const char *key)
         v[k++] = cell(p, "r_tokens", "-", c[8], 32);
         v[k++] = json_is_null(json_object_get(p, "r_tokens")) ? "-"
                                                                : cell(p, "l_tokens", "none", c[9], 32);
-        if (nodes)
-            t_row(&t, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
-        else
-            t_row(&t, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+        t_rowv(&t, v);
     }
     t_print(&t);
 }
 
-/* The status_node reply: the node's line, then its buckets. */
-static void print_status_node(json_t *r)
+/* A status_node reply's buckets (r: one controller's, or the merge of the
+ * shards'): the pairs table and, when not every row is shown or a GLOB
+ * chose them, the line that says which; `order` names the rows' order. */
+static void print_node_buckets(json_t *r, const char *order)
 {
-    print_clock(r);
-    json_t *n = json_object_get(r, "node");
-    char x[5][48];
-    const char *age = cell(n, "last_report_ms", NULL, x[1], 40);
-    printf("node %s: %s%s, last report %s%s, capacity %s IOPS, %s bucket names\n",
-           cell(n, "name", "?", x[0], 48), cell(n, "state", "?", x[2], 48),
-           json_is_true(json_object_get(n, "fallback")) ? " (fallback)" : "",
-           age ? age : "never", age ? " ms ago" : "", cell(n, "capacity", "?", x[3], 48),
-           cell(n, "buckets", "?", x[4], 48));
     json_t *bs = json_object_get(r, "buckets"), *sm = json_object_get(r, "summary");
     json_int_t held = json_integer_value(json_object_get(sm, "buckets"));
     putchar('\n');
@@ -1188,9 +1192,24 @@ static void print_status_node(json_t *r)
     if (shown == 0 && matched > 0)
         printf(", no rows shown (--limit, --offset)");
     else if (shown < matched)
-        printf(", rows %lld-%lld shown (table order; --limit, --offset)", (long long)(off + 1),
-               (long long)(off + shown));
+        printf(", rows %lld-%lld shown (%s; --limit, --offset)", (long long)(off + 1),
+               (long long)(off + shown), order);
     putchar('\n');
+}
+
+/* The status_node reply: the node's line, then its buckets. */
+static void print_status_node(json_t *r)
+{
+    print_clock(r);
+    json_t *n = json_object_get(r, "node");
+    char x[5][48];
+    const char *age = cell(n, "last_report_ms", NULL, x[1], 40);
+    printf("node %s: %s%s, last report %s%s, capacity %s IOPS, %s bucket names\n",
+           cell(n, "name", "?", x[0], 48), cell(n, "state", "?", x[2], 48),
+           json_is_true(json_object_get(n, "fallback")) ? " (fallback)" : "",
+           age ? age : "never", age ? " ms ago" : "", cell(n, "capacity", "?", x[3], 48),
+           cell(n, "buckets", "?", x[4], 48));
+    print_node_buckets(r, "table order");
 }
 
 /* The status_bucket reply: the bucket's status row and, with `nodes`, its
@@ -1561,161 +1580,6 @@ static int split_shards(char *list, const char **out, int max)
     }
 }
 
-/* A bucket row of a merged status: its shard's reply row, where it came. */
-typedef struct {
-    json_t *row;   /* borrowed */
-    int shard;
-    size_t pos;    /* its place in its shard's rows */
-    int64_t key;
-    const char *name;
-} mrow_t;
-
-static const char *merge_sort; /* qsort's context: the --sort field */
-
-/* The controller's order (admin.c's ranks_before()): name ascending, the
- * figures descending (no limit above every limit), ties and "table" in
- * shard order then each shard's. */
-static int mrow_cmp(const void *pa, const void *pb)
-{
-    const mrow_t *x = pa, *y = pb;
-    if (strcmp(merge_sort, "name") == 0) {
-        int c = strcmp(x->name, y->name);
-        if (c)
-            return c;
-    } else if (strcmp(merge_sort, "table") != 0 && x->key != y->key) {
-        return x->key > y->key ? -1 : 1;
-    }
-    if (x->shard != y->shard)
-        return x->shard < y->shard ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-/* A row's key for the sort `sort` (served, queued etc.; limit: null is
- * no limit, above every figure). */
-static int64_t mrow_key(json_t *row, const char *sort)
-{
-    json_t *v = json_object_get(row, sort);
-    if (strcmp(sort, "limit") == 0 && (!v || json_is_null(v)))
-        return INT64_MAX;
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
-/* The summary fields summed over the shards. */
-static const char *const sum_keys[] = {"buckets", "matched", "reservation", "limited", "demand",
-                                       "served", "queued", "queued_buckets"};
-
-/* Every shard's status (rep[0..n), NULL: no answer) as one: "shards" (the
- * answers, null where none), the clock of the first that answered,
- * "nodes" (each node once, "shards": its row in each shard or null, and
- * the figures: capacity the smallest of the shards' estimates, buckets and
- * fallbacks summed, last_report_ms the oldest), "buckets" (every shard's
- * rows with their "shard", in --sort order: the shards were asked for
- * offset + limit rows each, and rows offset..offset + limit of the merge
- * are kept) and "summary" (sums; shown, offset and sort of the merge).
- * Returns a new object (caller owns) or NULL (out of memory). */
-static json_t *merge_status(json_t **rep, int n, int64_t offset, int64_t limit, const char *sort)
-{
-    json_t *out = json_object(), *shards = json_array(), *nodes = json_array();
-    json_t *index = json_object(), *sm = json_object(), *bs = json_array();
-    mrow_t *rows = NULL;
-    size_t nrows = 0, cap = 0;
-    if (!out || !shards || !nodes || !index || !sm || !bs)
-        goto fail;
-    static const char *const clock[] = {"period", "interval", "intervals", "elapsed_ms",
-                                        "period_ms"};
-    for (int i = 0; i < n; i++) {
-        json_array_append(shards, rep[i] ? rep[i] : json_null());
-        if (!rep[i])
-            continue;
-        if (!json_object_get(out, "period"))
-            for (size_t c = 0; c < sizeof clock / sizeof clock[0]; c++)
-                if (json_object_get(rep[i], clock[c]))
-                    json_object_set(out, clock[c], json_object_get(rep[i], clock[c]));
-        size_t j;
-        json_t *nd, *row;
-        json_array_foreach(json_object_get(rep[i], "nodes"), j, nd) {
-            const char *name = json_string_value(json_object_get(nd, "name"));
-            if (!name)
-                continue;
-            json_t *m = json_object_get(index, name);
-            if (!m) {
-                json_t *per = json_array();
-                for (int s = 0; per && s < n; s++)
-                    json_array_append_new(per, json_null());
-                m = json_pack("{s:s, s:o}", "name", name, "shards", per ? per : json_null());
-                if (!m || json_array_append_new(nodes, m) < 0 ||
-                    json_object_set(index, name, m) < 0)
-                    goto fail;
-            }
-            json_array_set(json_object_get(m, "shards"), (size_t)i, nd);
-            static const char *const fig[] = {"capacity", "buckets", "fallbacks",
-                                              "last_report_ms"};
-            for (int f = 0; f < 4; f++) {
-                json_t *v = json_object_get(nd, fig[f]), *was = json_object_get(m, fig[f]);
-                if (!json_is_integer(v))
-                    continue;
-                json_int_t x = json_integer_value(v), w = json_integer_value(was);
-                if (was && (f == 0 ? w < x : f == 3 ? w > x : 0))
-                    x = w; /* the smallest capacity, the oldest report */
-                else if (was && (f == 1 || f == 2))
-                    x += w;
-                json_object_set_new(m, fig[f], json_integer(x));
-            }
-        }
-        json_array_foreach(json_object_get(rep[i], "buckets"), j, row) {
-            if (!json_is_object(row))
-                continue;
-            if (nrows == cap) {
-                cap = cap ? 2 * cap : 64;
-                mrow_t *p = realloc(rows, cap * sizeof *p);
-                if (!p)
-                    goto fail;
-                rows = p;
-            }
-            const char *nm = json_string_value(json_object_get(row, "name"));
-            rows[nrows++] = (mrow_t){row, i, j, mrow_key(row, sort), nm ? nm : ""};
-        }
-        json_t *ssm = json_object_get(rep[i], "summary");
-        for (size_t k = 0; k < sizeof sum_keys / sizeof sum_keys[0]; k++) {
-            json_t *v = json_object_get(ssm, sum_keys[k]);
-            if (json_is_integer(v))
-                json_object_set_new(sm, sum_keys[k],
-                                    json_integer(json_integer_value(json_object_get(sm, sum_keys[k])) +
-                                                 json_integer_value(v)));
-        }
-        if (json_object_get(ssm, "bucket"))
-            json_object_set(sm, "bucket", json_object_get(ssm, "bucket"));
-    }
-    merge_sort = sort;
-    if (nrows > 1)
-        qsort(rows, nrows, sizeof *rows, mrow_cmp);
-    for (size_t r = (size_t)offset; r < nrows && (limit < 0 || r < (size_t)(offset + limit)); r++) {
-        json_t *c = json_deep_copy(rows[r].row);
-        if (!c || json_object_set_new(c, "shard", json_integer(rows[r].shard)) < 0 ||
-            json_array_append_new(bs, c) < 0)
-            goto fail;
-    }
-    json_object_set_new(sm, "shown", json_integer((json_int_t)json_array_size(bs)));
-    json_object_set_new(sm, "offset", json_integer(offset));
-    json_object_set_new(sm, "sort", json_string(sort));
-    json_object_set_new(out, "shards", shards);
-    json_object_set_new(out, "nodes", nodes);
-    json_object_set_new(out, "buckets", bs);
-    json_object_set_new(out, "summary", sm);
-    json_decref(index);
-    free(rows);
-    return out;
-fail:
-    free(rows);
-    json_decref(index);
-    json_decref(out);
-    json_decref(shards);
-    json_decref(nodes);
-    json_decref(sm);
-    json_decref(bs);
-    return NULL;
-}
-
 /* The merged status for people: a line per shard (its controller, role,
  * epoch, rounds), one node table (a node's state in each shard), one
  * bucket table with a SHARD column, the summary. */
@@ -1786,118 +1650,111 @@ static void print_merged_status(json_t *m)
     print_summary(sm);
 }
 
-/* Every shard's history (rep[0..n)) as one: the period of the first that
- * answered, "judged" the smallest, "buckets" every shard's with their
- * "shard" (a bucket lives in one), "shards" the answers.  Returns a new
- * object (caller owns) or NULL. */
-static json_t *merge_history(json_t **rep, int n)
+/* The merged status --node for people (ctlmerge.h, status_node): the
+ * node's line (the smallest capacity, bucket names summed), one row per
+ * shard (its state, report, capacity and bucket names there, or why
+ * none), then its buckets of every shard with a SHARD column. */
+static void print_merged_node(json_t *m)
 {
-    json_t *out = json_object(), *shards = json_array(), *bs = json_array();
-    if (!out || !shards || !bs) {
-        json_decref(out);
-        json_decref(shards);
-        json_decref(bs);
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        json_array_append(shards, rep[i] ? rep[i] : json_null());
-        if (!rep[i])
+    print_clock(m);
+    json_t *nd = json_object_get(m, "node"), *shards = json_object_get(m, "shards");
+    json_t *per = json_object_get(nd, "shards");
+    size_t n = json_array_size(shards), i;
+    char x[6][48];
+    printf("node %s over %zu shards: capacity %s IOPS (the smallest of the shards' estimates), "
+           "%s bucket names%s\n\n", cell(nd, "name", "?", x[0], 48), n,
+           cell(nd, "capacity", "?", x[1], 48), cell(nd, "buckets", "?", x[2], 48),
+           json_is_true(json_object_get(nd, "fallback")) ? " (fallback)" : "");
+    table_t t = {.ncols = 5, .right = {1, 0, 1, 1, 1}};
+    t_row(&t, "SHARD", "STATE", "LAST REPORT", "CAPACITY", "BUCKETS");
+    json_t *ans;
+    json_array_foreach(shards, i, ans) {
+        json_t *one = json_array_get(per, i);
+        char sh[24], why[64];
+        snprintf(sh, sizeof sh, "%zu", i);
+        if (!json_is_object(one)) {
+            const char *ec = json_string_value(json_object_get(ans, "error"));
+            snprintf(why, sizeof why, "%s", !json_is_object(ans) ? "no answer"
+                                           : ec && strcmp(ec, "not_found") == 0
+                                               ? "not known (no hello)"
+                                               : ec ? ec : "?");
+            t_row(&t, sh, why, "-", "-", "-");
             continue;
-        static const char *const head[] = {"period", "period_ms"};
-        for (int h = 0; h < 2; h++)
-            if (!json_object_get(out, head[h]) && json_object_get(rep[i], head[h]))
-                json_object_set(out, head[h], json_object_get(rep[i], head[h]));
-        json_t *j = json_object_get(rep[i], "judged"), *was = json_object_get(out, "judged");
-        if (json_is_integer(j) && (!was || json_integer_value(j) < json_integer_value(was)))
-            json_object_set(out, "judged", j);
-        size_t k;
-        json_t *b;
-        json_array_foreach(json_object_get(rep[i], "buckets"), k, b) {
-            json_t *c = json_deep_copy(b);
-            if (c && json_object_set_new(c, "shard", json_integer(i)) == 0)
-                json_array_append_new(bs, c);
-            else
-                json_decref(c);
         }
+        const char *age = cell(one, "last_report_ms", "never", x[3], 40);
+        if (age == x[3])
+            strcat(x[3], " ms");
+        const char *state = cell(one, "state", "?", x[1], 32);
+        if (json_is_true(json_object_get(one, "fallback")) && state == x[1])
+            strcat(x[1], ", fallback");
+        t_row(&t, sh, state, age, cell(one, "capacity", "-", x[4], 48),
+              cell(one, "buckets", "-", x[5], 48));
     }
-    json_object_set_new(out, "buckets", bs);
-    json_object_set_new(out, "shards", shards);
-    return out;
+    t_print(&t);
+    print_node_buckets(m, "shard, then table order");
 }
 
 /* A command for the whole cluster, asked of every shard's leader (`eps`,
- * n lists): buckets as one table (or one bucket file with --json); status
- * and history merged (merge_status(), merge_history(); --json: the merge,
- * with every shard's answer in "shards"); status --node each shard's
- * answer in turn under a header (--json: {"shards": [answer, ...]}).  A
- * status's rows are paged on the merge: each shard is asked for the first
- * offset + limit rows.  A shard that does not answer is said on stderr and
- * makes the exit status its code (the others are still shown).  Returns
- * the exit status. */
+ * n lists): buckets as one table (or one bucket file with --json); status,
+ * status --node and history merged (ctlmerge.h; --json: the merge, with
+ * every shard's answer in "shards").  A status's and a status --node's
+ * rows are paged on the merge: each shard is asked for the first offset +
+ * limit rows.  A shard that does not answer is said on stderr and makes
+ * the exit status its code (the others are still shown); for status
+ * --node, a shard that does not know the node (not_found) is shown as such
+ * and is an error only when no shard knows it.  Returns the exit status. */
 static int each_shard(const char **eps, int n, int timeout_ms, json_t *req, const curvekey_t *keys,
-                      const char *cmd, int json_out, int node)
+                      int json_out)
 {
-    int worst = EXIT_OK, is_buckets = strcmp(cmd, "buckets") == 0, answered = 0;
-    int is_history = strcmp(cmd, "history") == 0, merged_status = !node && !is_buckets &&
-                                                                  !is_history;
-    json_t *all = json_array(), *merged = json_array();
-    json_t *rep[SHARDMAP_MAX] = {0};
-    int64_t offset = 0, limit = -1;
-    const char *sort = "table";
-    if (merged_status) { /* page on the merge: offset + limit of each */
-        json_t *l = json_object_get(req, "limit");
-        offset = json_integer_value(json_object_get(req, "offset"));
-        limit = json_is_integer(l) ? json_integer_value(l) : -1;
-        if (json_is_string(json_object_get(req, "sort")))
-            sort = json_string_value(json_object_get(req, "sort"));
-        if (limit >= 0)
-            json_object_set_new(req, "limit", json_integer(offset + limit));
-        json_object_del(req, "offset");
+    int worst = EXIT_OK, known = 0;
+    json_t *sreq = NULL, *out = NULL;
+    ctlmerge_t *m = ctlmerge_new(req, n);
+    if (!m || !(sreq = ctlmerge_shard_request(m))) {
+        fputs("bqos-ctl: out of memory\n", stderr);
+        worst = EXIT_UNREACHABLE;
+        goto out;
     }
+    int node = ctlmerge_kind(m) == CTLMERGE_NODE;
     for (int i = 0; i < n; i++) {
         int code = EXIT_OK;
-        json_t *r = request_any(eps[i], timeout_ms, req, &code, keys);
+        json_t *r = request_any(eps[i], timeout_ms, sreq, &code, keys);
+        const char *ec = json_string_value(json_object_get(r, "error"));
+        if (node && code == EXIT_REFUSED && ec && strcmp(ec, "not_found") == 0)
+            code = EXIT_OK; /* the node never said hello to this shard */
+        else
+            known++;
         if (code != EXIT_OK && worst == EXIT_OK)
             worst = code;
-        if (!r) {
+        ctlmerge_add(m, i, r);
+        if (!r)
             fprintf(stderr, "bqos-ctl: shard %d of %d (%s) did not answer\n", i, n, eps[i]);
-            json_array_append_new(all, json_null());
-            continue;
-        }
-        if (is_buckets && code == EXIT_OK)
-            json_array_extend(merged, json_object_get(r, "buckets"));
-        if (code == EXIT_OK && !is_buckets && !node)
-            rep[i] = r;
-        answered += code == EXIT_OK;
-        if (json_out || is_buckets || code != EXIT_OK || !node) {
-            json_array_append_new(all, r);
-            continue;
-        }
-        printf("%s== shard %d of %d: %s\n", i ? "\n" : "", i, n, eps[i]);
-        print_status_node(r);
-        json_array_append_new(all, r);
+        json_decref(r);
     }
-    json_t *out = is_buckets   ? json_pack("{s:O}", "buckets", merged)
-                  : is_history ? merge_history(rep, n)
-                  : !node      ? merge_status(rep, n, offset, limit, sort)
-                               : json_pack("{s:O}", "shards", all);
+    if (node && known == 0) /* no shard knows it: their refusals are said */
+        worst = EXIT_REFUSED;
+    out = ctlmerge_view(m);
     if (json_out && out) {
         char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (s)
             puts(s);
         free(s);
-    } else if (is_buckets) {
-        print_buckets_table(merged, 0, 1);
-    } else if (!answered) {
+    } else if (!out) {
+        fputs("bqos-ctl: out of memory\n", stderr);
+    } else if (ctlmerge_kind(m) == CTLMERGE_BUCKETS) {
+        print_buckets_table(json_object_get(out, "buckets"), 0, 1);
+    } else if (!ctlmerge_answered(m)) {
         ; /* every shard's error is said already: no empty view */
-    } else if (is_history && out) {
+    } else if (ctlmerge_kind(m) == CTLMERGE_HISTORY) {
         print_history(out);
-    } else if (!node && out) {
+    } else if (node) {
+        print_merged_node(out);
+    } else {
         print_merged_status(out);
     }
+out:
     json_decref(out);
-    json_decref(all);
-    json_decref(merged);
+    json_decref(sreq);
+    ctlmerge_destroy(&m);
     return worst;
 }
 
@@ -2119,8 +1976,8 @@ int main(int argc, char **argv)
     if (shardbuf && (one || strcmp(cmd, "reload") == 0 || is_import)) {
         endpoint = shard_ep[one ? shardmap_of(one, nshards) : 0];
     } else if (shardbuf) { /* every shard: status, status --node, history, buckets */
-        code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL, cmd,
-                          o.json_out, o.node != NULL);
+        code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL,
+                          o.json_out);
         explicit_bzero(keys, sizeof keys);
         json_decref(req);
         free(shardbuf);

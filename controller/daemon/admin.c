@@ -15,6 +15,7 @@
 #include "common/mono.h"
 #include "common/names.h"
 #include "common/shardmap.h"
+#include "controller/daemon/statuspage.h"
 
 /* ---- configuration changes ----------------------------------------------- */
 
@@ -878,97 +879,14 @@ static json_t *bucket_json(admin_t *ad, int b, double elapsed, double pms)
     return o;
 }
 
-/* ---- status: which buckets, in what order ------------------------------ */
+/* ---- status: which buckets, in what order (statuspage.h) ---------------- */
 
-/* The fields status --sort takes: name ascending, the figures descending
- * (the busiest first). */
-typedef enum { SORT_NONE, SORT_NAME, SORT_RESERVATION, SORT_LIMIT, SORT_DEMAND, SORT_SERVED,
-               SORT_QUEUED } sort_t;
-static const char *const sort_names[] = {"table", "name", "reservation", "limit",
-                                         "demand", "served", "queued"};
-
-/* What a status request asks of the bucket list: at most `limit` rows
- * (-1: all) after `offset`, those whose name matches `glob` (NULL: all),
- * in `sort` order. */
-typedef struct {
-    int64_t limit, offset;
-    const char *glob;
-    sort_t sort;
-} status_page_t;
-
-/* A bucket as ranked: its index, its sort key and its name. */
-typedef struct {
-    int b;
-    int64_t key;
-    const char *name;
-} ranked_t;
-
-/* Nonzero if x ranks before y (ties: table order). */
-static int ranks_before(const ranked_t *x, const ranked_t *y, sort_t sort)
+/* Reads the request's page into *pg.  Returns NULL, or the bad_request
+ * reply. */
+static json_t *status_page(json_t *req, statuspage_req_t *pg)
 {
-    if (sort == SORT_NAME) {
-        int c = strcmp(x->name, y->name);
-        if (c)
-            return c < 0;
-    } else if (sort != SORT_NONE && x->key != y->key)
-        return x->key > y->key;
-    return x->b < y->b;
-}
-
-/* Max-heap of the best `cap` seen so far, the worst at h[0]. */
-static void heap_down(ranked_t *h, size_t n, size_t i, sort_t sort)
-{
-    for (;;) {
-        size_t w = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && ranks_before(&h[w], &h[l], sort))
-            w = l;
-        if (r < n && ranks_before(&h[w], &h[r], sort))
-            w = r;
-        if (w == i)
-            return;
-        ranked_t t = h[i];
-        h[i] = h[w];
-        h[w] = t;
-        i = w;
-    }
-}
-
-static void heap_up(ranked_t *h, size_t i, sort_t sort)
-{
-    while (i > 0 && ranks_before(&h[(i - 1) / 2], &h[i], sort)) {
-        ranked_t t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
-/* Reads the request's "limit", "offset", "sort" and "bucket" (a glob) into
- * *pg.  Returns NULL, or the bad_request reply. */
-static json_t *status_page(json_t *req, status_page_t *pg)
-{
-    *pg = (status_page_t){.limit = -1};
-    json_t *v = json_object_get(req, "limit");
-    if (v && !json_is_null(v) && (!json_is_integer(v) || (pg->limit = json_integer_value(v)) < 0))
-        return reply_error("bad_request", "\"limit\" must be an integer >= 0 or null (all)");
-    v = json_object_get(req, "offset");
-    if (v && (!json_is_integer(v) || (pg->offset = json_integer_value(v)) < 0))
-        return reply_error("bad_request", "\"offset\" must be an integer >= 0");
-    v = json_object_get(req, "bucket");
-    if (v && !(pg->glob = json_string_value(v)))
-        return reply_error("bad_request", "\"bucket\" must be a string (a name or a glob)");
-    v = json_object_get(req, "sort");
-    if (v) {
-        const char *f = json_string_value(v);
-        size_t k = 0;
-        while (f && k < sizeof sort_names / sizeof sort_names[0] && strcmp(f, sort_names[k]))
-            k++;
-        if (!f || k == sizeof sort_names / sizeof sort_names[0])
-            return reply_error("bad_request", "\"sort\" must be one of table, name, reservation, "
-                                              "limit, demand, served, queued");
-        pg->sort = (sort_t)k;
-    }
-    return NULL;
+    const char *err = NULL;
+    return statuspage_parse(req, pg, &err) < 0 ? reply_error("bad_request", err) : NULL;
 }
 
 /* The status's bucket rows as *pg asks, into r's "buckets", and its
@@ -976,15 +894,12 @@ static json_t *status_page(json_t *req, status_page_t *pg)
  * ones' sums.  One pass over the table; a sorted page keeps only the best
  * offset + limit in a heap: O(n log(offset + limit)), and the reply holds
  * at most `limit` rows whatever the table's size. */
-static void status_buckets(admin_t *ad, const status_page_t *pg, json_t *r, double elapsed,
+static void status_buckets(admin_t *ad, const statuspage_req_t *pg, json_t *r, double elapsed,
                            double pms)
 {
     int nb = ctrl_nbuckets(ad->ctrl);
-    size_t want = (size_t)nb; /* the best offset + limit are kept */
-    if (pg->limit >= 0 && pg->limit < nb && pg->offset < nb - pg->limit)
-        want = (size_t)(pg->offset + pg->limit);
-    ranked_t *h = want ? malloc(want * sizeof *h) : NULL;
-    size_t nh = 0, matched = 0, queued_n = 0, limited = 0;
+    statuspage_t *sp = statuspage_new(pg, (size_t)nb); /* NULL: no rows, the sums still */
+    size_t matched = 0, queued_n = 0, limited = 0;
     int64_t res = 0, demand = 0;
     uint64_t served = 0, queued = 0;
     for (int b = 0; b < nb; b++) {
@@ -1000,41 +915,30 @@ static void status_buckets(admin_t *ad, const status_page_t *pg, json_t *r, doub
         queued += bi.queued;
         queued_n += bi.queued > 0;
         limited += bi.limit != BUCKETFILE_NO_LIMIT;
-        if (!h)
+        if (!sp)
             continue;
-        ranked_t x = {b, 0, bi.name};
+        int64_t key = 0;
         switch (pg->sort) {
-        case SORT_RESERVATION: x.key = bi.reservation; break;
-        case SORT_LIMIT: x.key = bi.limit; break;
-        case SORT_DEMAND: x.key = bi.demand; break;
-        case SORT_SERVED: x.key = (int64_t)(sv > INT64_MAX ? INT64_MAX : sv); break;
-        case SORT_QUEUED: x.key = (int64_t)(bi.queued > INT64_MAX ? INT64_MAX : bi.queued); break;
+        case STATUSPAGE_RESERVATION: key = bi.reservation; break;
+        case STATUSPAGE_LIMIT: key = bi.limit; break;
+        case STATUSPAGE_DEMAND: key = bi.demand; break;
+        case STATUSPAGE_SERVED: key = (int64_t)(sv > INT64_MAX ? INT64_MAX : sv); break;
+        case STATUSPAGE_QUEUED: key = (int64_t)(bi.queued > INT64_MAX ? INT64_MAX : bi.queued); break;
         default: break;
         }
-        if (nh < want) {
-            h[nh] = x;
-            heap_up(h, nh++, pg->sort);
-        } else if (ranks_before(&x, &h[0], pg->sort)) {
-            h[0] = x;
-            heap_down(h, nh, 0, pg->sort);
-        }
+        statuspage_offer(sp, b, key, bi.name);
     }
-    /* The heap, worst first, out into rank order. */
-    for (size_t n = nh; n > 1; n--) {
-        ranked_t t = h[0];
-        h[0] = h[n - 1];
-        h[n - 1] = t;
-        heap_down(h, n - 1, 0, pg->sort);
-    }
+    const int *rows = NULL;
+    size_t nrows = sp ? statuspage_rows(sp, &rows) : 0;
     json_t *bs = json_array();
-    for (size_t i = (size_t)pg->offset; i < nh; i++)
-        json_array_append_new(bs, bucket_json(ad, h[i].b, elapsed, pms));
-    free(h);
+    for (size_t i = 0; i < nrows; i++)
+        json_array_append_new(bs, bucket_json(ad, rows[i], elapsed, pms));
+    statuspage_destroy(&sp);
     json_object_set_new(r, "buckets", bs);
     json_t *sm = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "buckets",
                            (json_int_t)nb, "matched", (json_int_t)matched, "shown",
                            (json_int_t)json_array_size(bs), "offset", (json_int_t)pg->offset,
-                           "sort", sort_names[pg->sort], "reservation", (json_int_t)res,
+                           "sort", statuspage_sort_name(pg->sort), "reservation", (json_int_t)res,
                            "limited", (json_int_t)limited, "demand", (json_int_t)demand,
                            "served", (json_int_t)(served > INT64_MAX ? INT64_MAX : served),
                            "queued", (json_int_t)(queued > INT64_MAX ? INT64_MAX : queued),
@@ -1046,7 +950,7 @@ static void status_buckets(admin_t *ad, const status_page_t *pg, json_t *r, doub
 
 static json_t *cmd_status(admin_t *ad, json_t *req)
 {
-    status_page_t pg;
+    statuspage_req_t pg;
     json_t *bad = status_page(req, &pg);
     if (bad)
         return bad;
@@ -1157,10 +1061,10 @@ static json_t *cmd_status_node(admin_t *ad, json_t *req)
     json_t *bad = get_name(req, &name);
     if (bad)
         return bad;
-    status_page_t pg;
+    statuspage_req_t pg;
     if ((bad = status_page(req, &pg)))
         return bad;
-    if (pg.sort != SORT_NONE)
+    if (pg.sort != STATUSPAGE_TABLE)
         return reply_error("bad_request", "status_node lists a node's buckets in table order "
                                           "(no \"sort\")");
     int n = ctrl_node_find(ad->ctrl, name), nn = ctrl_nnodes(ad->ctrl);
@@ -1198,7 +1102,7 @@ static json_t *cmd_status_node(admin_t *ad, json_t *req)
     json_object_set_new(r, "buckets", bs);
     json_t *sm = json_pack("{s:I, s:I, s:I, s:I, s:s}", "buckets", (json_int_t)held, "matched",
                            (json_int_t)matched, "shown", (json_int_t)json_array_size(bs),
-                           "offset", (json_int_t)pg.offset, "sort", sort_names[SORT_NONE]);
+                           "offset", (json_int_t)pg.offset, "sort", statuspage_sort_name(STATUSPAGE_TABLE));
     if (sm && pg.glob)
         json_object_set_new(sm, "bucket", json_string(pg.glob));
     json_object_set_new(r, "summary", sm);

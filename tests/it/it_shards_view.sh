@@ -1,12 +1,12 @@
 #!/bin/sh
-# it_shards_view.sh - controller shards seen whole (issue 30): bqos-ctl's merged status and history over two shard leaders, the root's figures in the status and /metrics (promtool), and the cluster's K in etcd (/bqos/C/shards): created by the first shard controller, a third controller with another --shards exits non-zero without campaigning.
+# it_shards_view.sh - controller shards seen whole (issue 30): bqos-ctl's merged status, history and status --node (one view of a real node that talks to both shards) over two shard leaders, the root's figures in the status and /metrics (promtool), and the cluster's K in etcd (/bqos/C/shards): created by the first shard controller, a third controller with another --shards exits non-zero without campaigning.
 #
 # Two shard controllers on one real etcd (s0a: shard 0, the root; s1a:
 # shard 1), no nodes and no load: the root step runs at every round of
 # shard 0's leader all the same.  Buckets red (shard 0 of 2) and blue
 # (shard 1 of 2; tests/test_shardmap.c pins the rule).
 . "$(dirname "$0")/../../scripts/lib.sh"
-it_begin it_shards_view bqos-controller bqos-ctl etcd curl python3
+it_begin it_shards_view bqos-controller bqos-ctl bqos-node memcached etcd curl python3
 
 it_etcd
 it_etcd_start
@@ -66,6 +66,30 @@ check "status --json merged: red (shard 0) is the second by name, both shards' a
 ctl --endpoint "$ALL" history >"$T/hist.out" 2>&1; rc=$?
 check "history over the shards: one table (rc $rc)" \
   '[ $rc = 0 ] && ! grep -q "== shard" "$T/hist.out" && grep -q "periods judged" "$T/hist.out"'
+
+# status --node over the shards: node n1 (a real bqos-node) talks to both
+next_port; MP=$PORT
+start_memcached "$MP" "$T/memcached.log"
+next_port; NP=$PORT
+spawn "$T/n1.log" "$BIN/bqos-node" --name n1 --memcached-listen "127.0.0.1:$NP" \
+  --backend "memcached://127.0.0.1:$MP" --policy tokens --shards 2 --controller "$LS_s0a;$LS_s1a"
+wait_port "$NP" 10
+nodej() { ctl --endpoint "$ALL" --json status --node n1 "$@" >"$T/n1.json" 2>/dev/null; }
+wait_for 'nodej && [ "$(jget "$T/n1.json" "len(d[\"buckets\"])")" = 2 ]' 10
+ctl --endpoint "$ALL" status --node n1 >"$T/n1.out" 2>&1; rc=$?
+check "status --node over the shards: one view, n1 up in both, red (shard 0) and blue (shard 1) (rc $rc)" \
+  '[ $rc = 0 ] && ! grep -q "== shard" "$T/n1.out" && grep -q "^node n1 over 2 shards" "$T/n1.out" &&
+   grep -Eq "^ +0  up " "$T/n1.out" && grep -Eq "^ +1  up " "$T/n1.out" &&
+   [ "$(grep -c "^BUCKET  *SHARD" "$T/n1.out")" = 1 ] && grep -Eq "^red +0 " "$T/n1.out" &&
+   grep -Eq "^blue +1 " "$T/n1.out"'
+nodej --limit 1 --offset 1
+check "status --node --json merged: row 2 of 2 is blue (shard 1), the node in both shards, both answers kept" \
+  '[ "$(jget "$T/n1.json" "[(b[\"name\"], b[\"shard\"]) for b in d[\"buckets\"]]")" = "[('"'"'blue'"'"', 1)]" ] &&
+   [ "$(jget "$T/n1.json" "[s[\"state\"] for s in d[\"node\"][\"shards\"]]")" = "['"'"'up'"'"', '"'"'up'"'"']" ] &&
+   [ "$(jget "$T/n1.json" "len(d[\"shards\"])")" = 2 ] &&
+   [ "$(jget "$T/n1.json" "d[\"summary\"][\"matched\"]")" = 2 ]'
+ctl --endpoint "$ALL" status --node ghost >"$T/ghost.out" 2>&1; rc=$?
+check "status --node ghost over the shards: no shard knows it, exit 1 ($rc)" '[ $rc = 1 ]'
 
 # the root's figures: status and /metrics
 check "s0a's status: the root (steps run), s1a's: a shard (not a root)" \
