@@ -209,7 +209,8 @@ void admin_log_rules(const bucketfile_t *bf, const char *source)
  * shards). */
 static int mine(const admin_t *ad, const char *name)
 {
-    return !ad->shards || shardmap_of(name, ad->shards) == ad->shard;
+    return !ad->shards || (ad->rs ? reshard_mine(ad->rs, name)
+                                  : shardmap_of(name, ad->shards) == ad->shard);
 }
 
 int admin_set_ctrl_buckets(admin_t *ad, const bucketfile_t *bf)

@@ -26,6 +26,7 @@
 #include "controller/ctrlopts.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
+#include "controller/reshard.h"
 #include "controller/shardset.h"
 #include "common/shardmap.h"
 #include "controller/daemon/admin.h"
@@ -513,6 +514,7 @@ typedef struct {
     int slices_root;    /* some node's slice is the root's (else 1/K each) */
     uint64_t root_epoch; /* the root epoch of the last slices taken */
     uint64_t rounds_seen; /* computed rounds whose needs went to the root */
+    reshard_t rs;       /* --shards: the part ctrl runs through a change of K */
 } app_t;
 
 /* ---- shards (--shards K): the slices ------------------------------------- */
@@ -539,7 +541,7 @@ static int shard_leads(const app_t *a, double now)
  * once an interval, and when the node count changes or slices arrive. */
 static void slices_static(app_t *a, double now)
 {
-    const int k = a->set->shards, nn = ctrl_nnodes(a->ctrl);
+    const int k = a->set->shards ? a->rs.k_run : 0, nn = ctrl_nnodes(a->ctrl);
     if (!k)
         return;
     uint64_t pos = a->clk.period * (uint64_t)a->set->intervals + a->clk.interval + 1;
@@ -585,6 +587,61 @@ static void slices_static(app_t *a, double now)
     a->slice_nn = nn;
     a->slice_pos = pos;
     a->slice_taken = rs.slices_taken;
+}
+
+/* ---- shards: K changing at run time (controller/reshard.h) --------------- */
+
+/* The wall-clock millisecond in the middle of the period the clock is in
+ * (with shards, periods start on multiples of --period of the wall clock,
+ * so this names the same period at every shard). */
+static int64_t period_mid_ms(const app_t *a, double now)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    double wall = (double)rt.tv_sec + rt.tv_nsec / 1e9;
+    return (int64_t)((wall - (now - a->clk.period_start) + a->clk.period_s / 2) * 1e3);
+}
+
+/* Learns the cluster's shard configuration (the leader's reads of etcd's
+ * shards key) and, when the period the clock is in runs on another map
+ * than the part ctrl holds, gives ctrl the new part: called at every
+ * period's start before its first round (rounds' period hook), so a
+ * bucket that leaves is granted nothing here from the change's period on
+ * and one that arrives is computed from its first round; and at every
+ * wake-up, for a configuration learnt late or a --shards that differs
+ * from the key's K (the key's map wins at once).  A part that cannot be
+ * made (out of memory) is tried again at the next call, logged. */
+static void reshard_check(app_t *a, double now)
+{
+    if (!a->set->shards || !a->clk.round_start)
+        return;
+    if (a->etcd && a->ld.k_agreed && reshard_learn(&a->rs, &a->ld.sg) == 1 && a->rs.g.next_k)
+        log_info("shard %d: K changes from %d to %d (generation %llu) at wall-clock ms %lld",
+                 a->set->shard, a->rs.g.k, a->rs.g.next_k,
+                 (unsigned long long)a->rs.g.next_gen, (long long)a->rs.g.from_ms);
+    int64_t mid = period_mid_ms(a, now);
+    if (!reshard_due(&a->rs, mid))
+        return;
+    reshard_t was = a->rs;
+    reshard_switch(&a->rs, mid);
+    int rc = admin_set_ctrl_buckets(&a->admin, a->admin.bf);
+    if (rc < 0) {
+        a->rs = was; /* again at the next call */
+        log_error("shard %d: cannot take the part of K = %d: %s", a->set->shard,
+                  shardgen_k_at(&a->rs.g, mid), strerror(-rc));
+        return;
+    }
+    a->slice_pos = 0; /* slices of 1/K anew, before the round computes */
+    slices_static(a, now);
+    log_info("shard %d: period %llu runs on K = %d (generation %llu): %d buckets here%s",
+             a->set->shard, (unsigned long long)a->clk.period, a->rs.k_run,
+             (unsigned long long)a->rs.gen_run, ctrl_nbuckets(a->ctrl),
+             reshard_idle(&a->rs) ? " (none: this shard is not in the map)" : "");
+}
+
+static void on_period(void *arg, double now)
+{
+    reshard_check(arg, now);
 }
 
 /* After a computed round of a leader: its needs to the root. */
@@ -1020,6 +1077,13 @@ int main(int argc, char **argv)
         .shard = set.shard,
     };
     a.nodes.auth = a.admin.auth;
+    if (set.shards) { /* the flag's K until etcd's key says otherwise */
+        shardgen_t g0 = shardgen_steady(set.shards);
+        reshard_init(&a.rs, set.shard, &g0);
+        a.admin.rs = &a.rs;
+        a.rounds.period_hook = on_period;
+        a.rounds.hook_arg = &a;
+    }
     if (set.shards && (rc = admin_set_ctrl_buckets(&a.admin, bf)) < 0) {
         log_error("%s: %s", set.buckets, rc == -ENOTSUP ? "nested buckets (parents) are not "
                   "supported with --shards" : strerror(-rc));
@@ -1064,6 +1128,7 @@ int main(int argc, char **argv)
     rounds_tick(&a.rounds, mono_now());
     while (!a.stop) {
         double now = mono_now();
+        reshard_check(&a, now);
         slices_static(&a, now);
         rounds_tick(&a.rounds, now);
         needs_to_root(&a, now);
