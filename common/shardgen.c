@@ -199,3 +199,15 @@ int shardgen_admits(const shardgen_t *g, int k_flag, int shard)
         return shard >= 0 && shard < k_flag;
     return (g->gen > 1 || g->next_k) && shard >= 0 && shard < shardgen_kmax(g);
 }
+
+int shardgen_same(const shardgen_t *a, const shardgen_t *b)
+{
+    return a->k == b->k && a->gen == b->gen && a->next_k == b->next_k &&
+           (!a->next_k || (a->next_gen == b->next_gen && a->from_ms == b->from_ms));
+}
+
+int shardgen_newer(const shardgen_t *g, const shardgen_t *than)
+{
+    return g->gen > than->gen || (g->gen == than->gen && g->k == than->k && g->next_k &&
+                                  !than->next_k);
+}

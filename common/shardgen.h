@@ -88,6 +88,17 @@ int shardgen_begin(shardgen_t *g, int k_new, int64_t now_ms, int64_t period_ms, 
  * next_k, gen = next_gen, no next.  Returns 1 if it did, else 0. */
 int shardgen_settle(shardgen_t *g, int64_t now_ms);
 
+/* Nonzero if g is newer than `than`: a higher generation (a change begun
+ * or one settled), or the same generation and K with a change added.  The
+ * rule by which a controller (reading etcd) and a node (hearing several
+ * controllers) keep the configuration they follow moving forward only:
+ * a lagging read or a controller that has not read the change yet never
+ * takes it back. */
+int shardgen_newer(const shardgen_t *g, const shardgen_t *than);
+
+/* Nonzero if a and b are the same configuration. */
+int shardgen_same(const shardgen_t *a, const shardgen_t *b);
+
 /* Nonzero if a controller started with --shards `k_flag` --shard `shard`
  * may run under g: k_flag is g's k or next_k, or (a change has happened
  * since the cluster started: gen > 1, or one under way) `shard` is one of

@@ -22,18 +22,14 @@ int reshard_learn(reshard_t *rs, const shardgen_t *g)
 {
     if (!shardgen_valid(g))
         return -EINVAL;
-    const shardgen_t *o = &rs->g;
-    if (g->k == o->k && g->gen == o->gen && g->next_k == o->next_k &&
-        g->next_gen == o->next_gen && g->from_ms == o->from_ms)
+    if (rs->known && shardgen_same(g, &rs->g))
         return 0;
-    /* newer: a higher generation (a change begun, or one settled), or
-     * ours with a change added */
-    int newer = g->gen > o->gen || (g->gen == o->gen && g->k == o->k && g->next_k && !o->next_k);
-    if (!newer) {
+    if (rs->known && !shardgen_newer(g, &rs->g)) {
         rs->stale++;
         return -ESTALE;
     }
     rs->g = *g;
+    rs->known = 1;
     rs->learnt++;
     return 1;
 }

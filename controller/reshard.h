@@ -24,6 +24,9 @@
 typedef struct {
     int shard;         /* this controller's shard, 0..SHARDMAP_MAX-1 */
     shardgen_t g;      /* the cluster's configuration as last learnt */
+    int known;         /* g came from reshard_learn() (0: reshard_init()'s
+                          assumption, e.g. --shards, which the first
+                          configuration learnt replaces whatever it says) */
     int k_run;         /* the K whose part the shard's ctrl runs (the map
                           of the last reshard_switch(), or g.k at init) */
     uint64_t gen_run;  /* its generation */
@@ -37,7 +40,8 @@ typedef struct {
  * -EINVAL (bad shard or g). */
 int reshard_init(reshard_t *rs, int shard, const shardgen_t *g);
 
-/* Takes a configuration read from etcd: a newer one (a higher generation,
+/* Takes a configuration read from etcd (the first one whatever it says:
+ * what reshard_init() had was assumed): a newer one (a higher generation,
  * or the same with a change under way that we did not know) replaces g;
  * the same one is a no-op; an older one (a lagging read, or a key rewritten
  * by hand to an older generation) is refused and counted: a change once

@@ -178,6 +178,7 @@ START_TEST(test_reshard_learn_forward)
     ck_assert_int_eq(reshard_init(&rs, 2, &g), 0);
     ck_assert(reshard_idle(&rs));
     ck_assert(!reshard_mine(&rs, "x"));
+    ck_assert_int_eq(reshard_learn(&rs, &g), 1); /* the first: known now */
     ck_assert_int_eq(reshard_learn(&rs, &g), 0);
     shardgen_t n = g;
     ck_assert_int_eq(shardgen_begin(&n, 3, 10000, 1000, 2), 0);
@@ -195,6 +196,17 @@ START_TEST(test_reshard_learn_forward)
     ck_assert_int_eq(reshard_switch(&rs, 13500), 1);
     ck_assert(!reshard_idle(&rs));
     ck_assert(!reshard_due(&rs, 13500));
+    /* a new shard's controller assumed K = 3 (its --shards); the key says
+     * 2 with a change to 3 under way: taken, it idles until the change */
+    reshard_t nr;
+    shardgen_t three = shardgen_steady(3);
+    ck_assert_int_eq(reshard_init(&nr, 2, &three), 0);
+    ck_assert(!reshard_idle(&nr));
+    ck_assert_int_eq(reshard_learn(&nr, &n), 1);
+    ck_assert(reshard_due(&nr, 12500));
+    ck_assert_int_eq(reshard_switch(&nr, 12500), 1);
+    ck_assert(reshard_idle(&nr));
+    ck_assert(reshard_due(&nr, 13500));
     shardgen_t bad = g;
     bad.k = 0;
     ck_assert_int_eq(reshard_learn(&rs, &bad), -EINVAL);

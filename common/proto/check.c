@@ -69,7 +69,7 @@ int proto__check(const proto_msg_t *m)
         m->gseq > PROTO_MAX_COUNT || m->base_us > PROTO_BASE_US_MAX ||
         ((m->has_inflight || m->base_us) && m->type != PROTO_REPORT))
         return -EINVAL;
-    if (!proto_shards_ok(m) || (m->shards_k && !type_has_lease(m->type)))
+    if (!proto_shards_ok(m)) /* written only where a lease is (header.c) */
         return -EINVAL;
     if (m->type == PROTO_TOKENS && m->renew && m->gseq && m->based > m->count)
         return -EINVAL;

@@ -615,6 +615,8 @@ static void reshard_check(app_t *a, double now)
 {
     if (!a->set->shards || !a->clk.round_start)
         return;
+    if (a->etcd && a->ld.k_agreed)
+        a->nodes.sg = &a->rs.g; /* the nodes hear it once it is etcd's */
     if (a->etcd && a->ld.k_agreed && reshard_learn(&a->rs, &a->ld.sg) == 1 && a->rs.g.next_k)
         log_info("shard %d: K changes from %d to %d (generation %llu) at wall-clock ms %lld",
                  a->set->shard, a->rs.g.k, a->rs.g.next_k,
@@ -1081,6 +1083,7 @@ int main(int argc, char **argv)
         shardgen_t g0 = shardgen_steady(set.shards);
         reshard_init(&a.rs, set.shard, &g0);
         a.admin.rs = &a.rs;
+        a.nodes.sg = set.etcd ? NULL : &a.rs.g; /* with etcd: once read (reshard_check) */
         a.rounds.period_hook = on_period;
         a.rounds.hook_arg = &a;
     }
