@@ -678,11 +678,13 @@ static int shards_follow(leader_t *ld)
     int rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &other, 1, NULL);
     shardgen_t g;
     if (rc == 0 && kv.found && shards_parse(ld, kv.value, kv.len, &g) == 0) {
-        if (memcmp(&g, &ld->sg, sizeof g) != 0)
-            log_info("leader %s: the cluster's shards key is now K = %d generation %llu%s "
-                     "(next: K = %d from wall-clock ms %lld)", ld->cfg.id, g.k,
-                     (unsigned long long)g.gen, g.next_k ? "" : ", no change under way",
-                     g.next_k, (long long)g.from_ms);
+        if (!shardgen_same(&g, &ld->sg) && g.next_k)
+            log_info("leader %s: the cluster's shards key is now K = %d generation %llu, "
+                     "changing to K = %d at wall-clock ms %lld", ld->cfg.id, g.k,
+                     (unsigned long long)g.gen, g.next_k, (long long)g.from_ms);
+        else if (!shardgen_same(&g, &ld->sg))
+            log_info("leader %s: the cluster's shards key is now K = %d generation %llu",
+                     ld->cfg.id, g.k, (unsigned long long)g.gen);
         ld->sg = g;
         ld->sg_reads++;
     } else if (rc == 0) {
