@@ -1581,6 +1581,16 @@ START_TEST(test_leader_shards_change)
     ck_assert_int_eq(c[1].ld.sg.next_k, 3);
     ck_assert_int_eq(c[1].ld.sg.from_ms, 103000);
     ck_assert(c[1].ld.leading);
+    /* the root folds the change into the key once its period is 2 s past */
+    ck_assert_int_eq(leader_shards_settle(&c[1].ld, 104000, 2000), 0); /* not past yet */
+    ck_assert_int_eq(leader_shards_settle(&c[0].ld, 104999, 2000), 0); /* not yet */
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value,
+                     "{\"k\":2,\"gen\":1,\"next\":{\"k\":3,\"gen\":2,\"from\":103000}}");
+    ck_assert_int_eq(leader_shards_settle(&c[0].ld, 105000, 2000), 1);
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value, "{\"k\":3,\"gen\":2}");
+    ck_assert_int_eq(c[0].ld.sg.k, 3);
+    ck_assert_int_eq(leader_shards_settle(&c[0].ld, 106000, 2000), 0); /* nothing left */
+    ck_assert_int_eq(leader_shards_settle(&c[3].ld, 106000, 2000), -EPERM); /* a standby */
     /* settled (k = 3, gen 2): a controller started with --shards 2 runs */
     f_put(&f, "/bqos/t/shards", "{\"k\":3,\"gen\":2}");
     leader_clear(&c[3].ld);

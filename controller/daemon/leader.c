@@ -741,6 +741,43 @@ out:
     return rc;
 }
 
+int leader_shards_settle(leader_t *ld, int64_t now_ms, int64_t after_ms)
+{
+    if (!ld->key_shards || !ld->leading || !ld->lead_rev)
+        return -EPERM;
+    if (!ld->sg.next_k || now_ms < ld->sg.from_ms + after_ms)
+        return 0;
+    etcd_kv_t kv, lk;
+    int rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &lk, 1, NULL);
+    shardgen_t g;
+    if (rc < 0)
+        goto out;
+    rc = -EAGAIN;
+    if (!kv.found || !lk.found || lk.create_rev != ld->lead_rev ||
+        shards_parse(ld, kv.value, kv.len, &g) < 0)
+        goto out;
+    rc = 0;
+    if (!shardgen_settle(&g, now_ms - after_ms))
+        goto out;
+    char val[128];
+    int n = shardgen_format(&g, val, sizeof val);
+    etcd_cmp_t cmp[2] = {{.key = ld->key_shards, .mod = 1, .rev = kv.mod_rev},
+                         {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev}};
+    int64_t rev = 0;
+    rc = n < 0 ? n : ld->st.put_if(ld->st.s, cmp, 2, ld->key_shards, val, (size_t)n, 0, &rev);
+    if (rc == 1) {
+        ld->sg = g;
+        log_info("leader %s: the change to K = %d has come: the shards key is %s", ld->cfg.id,
+                 g.k, val);
+    } else if (rc == 0) {
+        rc = -EAGAIN;
+    }
+out:
+    etcd_kv_clear(&kv);
+    etcd_kv_clear(&lk);
+    return rc;
+}
+
 int leader_poll(leader_t *ld, double now)
 {
     if (ld->k_cluster) /* another K: never leads (the caller exits) */

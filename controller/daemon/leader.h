@@ -381,6 +381,15 @@ int leader_poll(leader_t *ld, double now);
 int leader_shards_begin(leader_t *ld, int k_new, int64_t now_ms, int64_t period_ms, int ahead,
                         shardgen_t *out);
 
+/* Folds a change of K whose period has passed by `after_ms` into the key
+ * (etcd: {"k": K', "gen": G + 1}, no "next"), so that nodes stop reporting
+ * to the shard a bucket left: shard 0's leader calls it (the root; once a
+ * period is plenty).  The same transaction as leader_shards_begin().
+ * Returns 1 (written), 0 (nothing to fold: no change, or its period not
+ * passed yet by after_ms), -EPERM (not leading), -EAGAIN, or the store's
+ * error.  Two round trips to etcd. */
+int leader_shards_settle(leader_t *ld, int64_t now_ms, int64_t after_ms);
+
 /* Nonzero if this controller may send to nodes at `now`: it leads, its
  * lease is safely alive by its own clock and (with a heartbeat) no standby
  * can have deposed it yet. */

@@ -515,6 +515,7 @@ typedef struct {
     uint64_t root_epoch; /* the root epoch of the last slices taken */
     uint64_t rounds_seen; /* computed rounds whose needs went to the root */
     reshard_t rs;       /* --shards: the part ctrl runs through a change of K */
+    uint64_t settle_at; /* the period the root last tried to fold a change */
 } app_t;
 
 /* ---- shards (--shards K): the slices ------------------------------------- */
@@ -622,6 +623,14 @@ static void reshard_check(app_t *a, double now)
                  a->set->shard, a->rs.g.k, a->rs.g.next_k,
                  (unsigned long long)a->rs.g.next_gen, (long long)a->rs.g.from_ms);
     int64_t mid = period_mid_ms(a, now);
+    if (a->etcd && a->set->shard == 0 && a->ld.sg.next_k && a->settle_at != a->clk.period &&
+        a->rs.k_run == a->ld.sg.next_k && leader_leads(&a->ld, now)) {
+        /* the root folds a change past its period into the key (tried once
+         * a period) */
+        a->settle_at = a->clk.period;
+        int64_t pm = (int64_t)llround(a->clk.period_s * 1e3);
+        leader_shards_settle(&a->ld, mid, 2 * pm);
+    }
     if (!reshard_due(&a->rs, mid))
         return;
     reshard_t was = a->rs;
