@@ -578,9 +578,12 @@ static void sess_on_shards(void *arg, const proto_msg_t *m, double now)
                  "buckets of the others get no tokens here (fail closed); give every slot's "
                  "endpoints", shardgen_kmax(&g), r->shards);
     }
-    log_info("controller shards: K = %d (generation %llu)%s%d%s", g.k,
-             (unsigned long long)g.gen, g.next_k ? ", changing to K = " : "", g.next_k,
-             g.next_k ? " at its period" : "");
+    if (g.next_k)
+        log_info("controller shards: K = %d (generation %llu), changing to K = %d from "
+                 "wall-clock ms %lld", g.k, (unsigned long long)g.gen, g.next_k,
+                 (long long)g.from_ms);
+    else
+        log_info("controller shards: K = %d (generation %llu)", g.k, (unsigned long long)g.gen);
     for (int i = 0; i < r->shards; i++)
         if (ctlclient_remap(r->ctls[i], now) == -ENOMEM)
             log_error("controller shard %d: cannot map the buckets anew (out of memory)", i);
