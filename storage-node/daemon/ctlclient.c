@@ -350,6 +350,13 @@ int ctlclient_remap(ctlclient_t *c, double now)
 {
     if (!c->cfg.shards)
         return 0;
+    int same = 1; /* the session's buckets as they were: nothing to say */
+    for (int b = 0; same && b < c->nb; b++) {
+        const char *name = sched_bucket_name(c->sched, b);
+        same = (c->fbefore[b + 1] > c->fbefore[b]) == (name && shard_has(c, name));
+    }
+    if (same)
+        return 0;
     int nb = c->nb, nf = c->nf;
     c->nb = c->nf = 0; /* every bucket mapped anew by shard_has() */
     int rc = shard_sync(c, nb);

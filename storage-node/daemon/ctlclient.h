@@ -152,7 +152,8 @@ int ctlclient_on_readable(ctlclient_t *c, double now);
  * until it next needs to run (> 0, at most min(hello_s, heartbeat_s)). */
 double ctlclient_tick(ctlclient_t *c, double now);
 
-/* The session's buckets (cfg.sg's maps) changed: maps the node's table
+/* The configuration cfg.sg points to moved: if the session's buckets
+ * changed with it (O(the node's buckets) to see), maps the node's table
  * to the session's anew and, once welcomed, says hello again at once, so
  * the controller takes the new table before any report indexed by it (a
  * hello goes before later reports on every connection).  Shards only.
