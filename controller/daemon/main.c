@@ -642,6 +642,8 @@ static void reshard_check(app_t *a, double now)
                   shardgen_k_at(&a->rs.g, mid), strerror(-rc));
         return;
     }
+    if (a->rx && rootx_set_k(a->rx, a->rs.k_run) < 0)
+        log_error("shard %d: the root exchange stays on its K (out of memory)", a->set->shard);
     a->slice_pos = 0; /* slices of 1/K anew, before the round computes */
     slices_static(a, now);
     log_info("shard %d: period %llu runs on K = %d (generation %llu): %d buckets here%s",
