@@ -32,12 +32,16 @@ for c in s0 s1; do
   next_port; eval "LS_$c=tcp://127.0.0.1:$PORT"
   next_port; eval "AD_$c=tcp://127.0.0.1:$PORT"
 done
+next_port; ROOT=tcp://127.0.0.1:$PORT # the root: shard 0's leader (s0)
 # cstart NAME SHARD K: controller NAME of shard SHARD started with --shards K
 cstart() {
   eval "ls=\$LS_$1 ad=\$AD_$1"
+  rootl=""
+  [ "$2" = 0 ] && rootl="--root-listen $ROOT"
+  # shellcheck disable=SC2086
   spawn "$T/$1.log" "$BIN/bqos-controller" --buckets "$T/$1.json" --listen "$ls" --admin "$ad" \
     --period 1s --intervals 5 --etcd "$ETCD" --id "$1" --cluster it --lease-ttl 2 \
-    --etcd-timeout 250ms --shards "$3" --shard "$2" --log-level debug \
+    --etcd-timeout 250ms --shards "$3" --shard "$2" --root "$ROOT" $rootl --log-level debug \
     --curve-key "$K/ctrl.key" --authorized-keys "$T/ak"
   eval "PID_$1=\$SPAWNED"
 }
@@ -136,6 +140,8 @@ check "the root folded the change into the key: $KEYEND" '[ "$KEYEND" = "{\"k\":
 check "the nodes follow K 2 of generation 2 ($NK) and shard 1 ($FOL)" \
   '[ "$NK" = "2/2 2/2" ] && [ "$FOL" = "following following" ]'
 check "no node refused a shard's table ($TREF)" '[ "$TREF" = 0000 ]'
+check "the root step across the change: s1 computes within the root's slices" \
+  'grep -q "shard 1: slices from the root of epoch" "$T/s1.log"'
 echo "# tokens of another shard's bucket refused at n1, n2: $REF"
 
 windows() { awk -F, -v b="$1" 'NR > 1 && $2 == b { printf "%s:%s ", $1, $5 }' "$T/load/periods.csv" 2>/dev/null; }
