@@ -365,8 +365,9 @@ int ctlclient_remap(ctlclient_t *c, double now)
         c->nf = nf;
         return rc;
     }
-    if (!agent_welcomed(c->agent))
-        return 0; /* the next hello carries it */
+    /* at once, welcomed or not: a welcome in flight (or being handled: the
+     * configuration came with it) is of the old table, and reports from
+     * now on are indexed by the new one */
     c->next_hello = now + c->cfg.hello_s;
     return send_hello(c, now);
 }

@@ -154,7 +154,7 @@ double ctlclient_tick(ctlclient_t *c, double now);
 
 /* The configuration cfg.sg points to moved: if the session's buckets
  * changed with it (O(the node's buckets) to see), maps the node's table
- * to the session's anew and, once welcomed, says hello again at once, so
+ * to the session's anew and says hello again at once (welcomed or not), so
  * the controller takes the new table before any report indexed by it (a
  * hello goes before later reports on every connection).  Shards only.
  * Returns 0, -ENOMEM (the mapping as it was: tried again at the next
