@@ -7,9 +7,9 @@
 # alone and creates etcd's /bqos/it/shards = {"k":1,"gen":1}.  Nodes n1, n2
 # (--shards 1 --controller "S0;S1": two shard slots, the second not running
 # yet) in front of one memcached.  bqos-load keeps 8 requests per bucket and
-# node in flight for 12 s, its windows aligned with the periods; 2 s in,
-# `bqos-ctl shards set 2 3` begins the change (the key gets "next", from the
-# first period boundary at least 3 periods away) and s1 (--shards 2 --shard
+# node in flight for 12 s, its windows aligned with the periods; 1 s in,
+# `bqos-ctl shards set 2 4` begins the change (the key gets "next", from the
+# first period boundary at least 4 periods away) and s1 (--shards 2 --shard
 # 1, which the steady key would refuse) starts, is admitted and leads.  At
 # the change's period s0 stops granting blue and s1 computes it; the nodes
 # learnt the change from s0's messages and obey it from that period.  Then
@@ -104,16 +104,18 @@ LOAD_START=$((PSTART + 1))
   -o "$T/load" -d "$DUR" --period-start "$PSTART" "$T/scen.json" >"$T/load.table" 2>"$T/load.log" &
 LOAD_PID=$!
 LIB_PIDS="$LIB_PIDS $LOAD_PID"
-sleep 2.2
-# the change: through both slots' endpoints (the new shard's not up yet)
-ctl --endpoint "$AD_s0;$AD_s1" --json shards set 2 3 >"$T/set.json" 2>"$T/set.err"; SETRC=$?
+sleep 1.2
+# the change: through both slots' endpoints (the new shard's not up yet),
+# 4 periods ahead: time for the new shard's election on a busy host
+ctl --endpoint "$AD_s0;$AD_s1" --json shards set 2 4 >"$T/set.json" 2>"$T/set.err"; SETRC=$?
 FROM=$(jget "$T/set.json" 'd["cluster"]["next"]["from_ms"]' 2>/dev/null)
 cstart s1 1 2
 wait_for '[ "$(status s1 leader)" = True ]' 5
 S1LEAD=$(status s1 leader)
 KEYMID=$(etcd_get /bqos/it/shards)
-# before the change's period: s1 runs nothing, s0 both
+# before the change's period: s1 runs nothing, s0 both (read before it)
 PRE1=$(run s1 buckets); PRE0=$(run s0 buckets)
+PREAT=$(now | awk '{ printf "%d", $1 * 1000 }')
 wait_for '[ "$(nst n1 bqos_ctl_shards_next_k)" = 2 ] && [ "$(nst n2 bqos_ctl_shards_next_k)" = 2 ]' 3
 NODENEXT="$(nst n1 bqos_ctl_shards_next_k)$(nst n2 bqos_ctl_shards_next_k)"
 sleep "$(echo "$(now) $LOAD_START $DUR" | awk '{ w = $2 + $3 - 0.4 - $1; if (w < 0) w = 0; printf "%.2f", w }')"
@@ -125,14 +127,18 @@ TREF=$(nst n1 bqos_ctl_shard0_tables_refused)$(nst n1 bqos_ctl_shard1_tables_ref
 FOL="$(nst n1 bqos_ctl_shard1_state) $(nst n2 bqos_ctl_shard1_state)"
 wait "$LOAD_PID"
 
-check "bqos-ctl shards set 2 3 began the change (rc $SETRC, from wall-clock ms $FROM)" \
+check "bqos-ctl shards set 2 4 began the change (rc $SETRC, from wall-clock ms $FROM)" \
   '[ "$SETRC" = 0 ] && [ -n "$FROM" ] && [ "$FROM" -gt 0 ]'
 check "etcd's key said the change: $KEYMID" \
   'echo "$KEYMID" | grep -q "\"next\":{\"k\":2,\"gen\":2,\"from\":$FROM}"'
 check "s1 (--shards 2, which the steady key refuses) was admitted and leads shard 1" \
   '[ "$S1LEAD" = True ]'
-check "before the change's period s0 ran both buckets, s1 none ($PRE0, $PRE1)" \
-  '[ "$PRE0" = 2 ] && [ "$PRE1" = 0 ]'
+if [ -n "$FROM" ] && [ "$PREAT" -lt "$FROM" ]; then
+  check "before the change's period s0 ran both buckets, s1 none ($PRE0, $PRE1)" \
+    '[ "$PRE0" = 2 ] && [ "$PRE1" = 0 ]'
+else
+  echo "# (the host was too slow to read the shards before the change's period: not judged)"
+fi
 check "both nodes learnt the change before its period (next K: $NODENEXT)" '[ "$NODENEXT" = 22 ]'
 check "after it s0 runs red only, s1 blue, both on K = 2 ($POST0 K $K0, $POST1 K $K1)" \
   '[ "$POST0" = 1 ] && [ "$POST1" = 1 ] && [ "$K0" = 2 ] && [ "$K1" = 2 ]'
