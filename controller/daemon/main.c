@@ -249,7 +249,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "a shard places tokens within 1/K of each node's estimates.  Periods\n"
                  "start on multiples of --period of the wall clock (NTP-synchronised\n"
                  "hosts), so that every shard's periods are the nodes' one period.  Nodes\n"
-                 "connect to every shard (bqos-node --shards).  0: no shards."},
+                 "connect to every shard (bqos-node --shards).  K changes at run time\n"
+                 "(bqos-ctl shards set K'): with --etcd the controller follows the\n"
+                 "cluster's K in /bqos/CLUSTER/shards and switches its buckets at the\n"
+                 "change's period; --shards is the K it assumes until it has read it\n"
+                 "(a new shard's controller: the new K).  0: no shards."},
         {.name = "shard", .type = OPTS_INT, .target = &s->shard, .arg = "I", .deflt = "0",
          .min = 0, .max = SHARDMAP_MAX - 1,
          .help = "With --shards K: the shard this controller runs, 0..K-1."},
