@@ -666,6 +666,10 @@ static void needs_to_root(app_t *a, double now)
 {
     if (!a->rx || a->rounds.tm.nsplits == a->rounds_seen)
         return;
+    if (reshard_idle(&a->rs)) { /* not in the map in force (K changing): nothing to need */
+        a->rounds_seen = a->rounds.tm.nsplits;
+        return;
+    }
     a->rounds_seen = a->rounds.tm.nsplits;
     if (!shard_leads(a, now)) { /* a standby: the slices too, for its takeover */
         rootx_send_standby(a->rx);
