@@ -4,7 +4,7 @@ LIBS += common
 common_SRCS = common/log.c common/strmap.c common/bitset.c common/jsonloc.c common/opts.c common/num.c common/mono.c common/iheap.c \
 	common/rng.c common/names.c common/bucketfile.c common/bucketjournal.c common/notify.c \
 	common/promtext.c common/hostport.c common/metricsd.c common/growarr.c common/privdrop.c \
-	common/rules.c common/shardmap.c
+	common/rules.c common/shardmap.c common/shardgen.c
 # $(call check_suite,NAME,LIBS): the Check suite NAME, from tests/NAME.c linked with the
 # archives LIBS (dependents first), i.e. TESTS += NAME with its NAME_SRCS and NAME_LIBS.
 # Defined here, in the first module.mk mk/build.mk includes (it sorts them by name), for all.

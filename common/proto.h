@@ -46,6 +46,7 @@
 #define PROTO_MAX_COUNT (UINT64_C(1) << 53) /* counters/tokens above are absurd
                                        (except PROTO_UNLIMITED where allowed) */
 #define PROTO_LEASE_MAX 1000000u   /* largest static fallback lease, periods */
+#define PROTO_SHARDS_MAX 256u      /* controller shards at most (SHARDMAP_MAX) */
 #define PROTO_HEADER_MAX 4096       /* bytes of JSON header we accept */
 #define PROTO_COMPACT_MAX 0xfffffffeu /* largest limit (l_left, l_tokens)
                                        a compact record holds; its counters
@@ -319,6 +320,15 @@ typedef struct {
      * keeps to it (an older node renews for ever). */
     uint32_t lease;
     int leases;
+    /* welcome, tokens, heartbeat (controller -> node), optional: the
+     * cluster's controller shards as the controller last read them
+     * (common/shardgen.h; docs/controller.md "Changing K at run time"):
+     * K (1..PROTO_SHARDS_MAX, 0 = not said: no shards, or an older
+     * controller) of generation gen (>= 1), and a change under way to
+     * shards_next (0: none) from wall-clock millisecond shards_from (> 0).
+     * Wire keys "shards_k", "shards_gen", "shards_next", "shards_from". */
+    uint32_t shards_k, shards_next;
+    uint64_t shards_gen, shards_from;
     /* Sparse reports (docs/protocol.md "Sparse reports"): hello: the node
      * can send them; welcome: the controller takes them; report: this
      * report is sparse.  full (welcome, tokens, heartbeat): the controller
@@ -630,6 +640,14 @@ const char *proto_type_str(proto_type_t t);
  * (PROTO_PART_BYTES with their NULs, PROTO_PART_NAMES names; 0 when
  * from >= n).  Pure. */
 size_t proto_part_len(const char *const *names, size_t n, size_t from);
+
+
+/* Nonzero if m's shards fields are absent (shards_k 0 and the others 0)
+ * or say a valid configuration: shards_k 1..PROTO_SHARDS_MAX, shards_gen
+ * >= 1, and either no change (shards_next and shards_from 0) or
+ * shards_next 1..PROTO_SHARDS_MAX other than shards_k with shards_from
+ * 1..PROTO_MAX_COUNT.  Any thread. */
+int proto_shards_ok(const proto_msg_t *m);
 
 /* Returns 0 if `name` (`len` bytes) is a valid node/bucket name: 1..250
  * bytes, no NUL, no whitespace or control characters; else -EINVAL. */

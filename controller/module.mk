@@ -5,7 +5,7 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
   controller/ledger.c controller/bytes.c controller/plausible.c \
   controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
   controller/shares.c controller/fair.c \
-  controller/shardroot.c controller/shardctl.c controller/shardset.c
+  controller/shardroot.c controller/shardctl.c controller/shardset.c controller/reshard.c
 
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
@@ -127,11 +127,15 @@ ITESTS += tests/it/report_delay.sh
 
 # controller shards (issue 30): the shard map, the root step, a shard's side; the daemons
 # as two shards with a leader each, two nodes, a shard leader killed
-ITESTS += tests/it/it_shards.sh tests/it/it_shards_view.sh
+ITESTS += tests/it/it_shards.sh tests/it/it_shards_view.sh tests/it/it_reshard.sh
 TESTS += test_rootx
 test_rootx_SRCS = tests/test_rootx.c controller/daemon/rootx.c
 test_rootx_LIBS = controller pshift proto curvekey common
-TESTS += test_shardmap test_shardroot test_shardset
+TESTS += test_shardmap test_shardgen test_reshard test_shardroot test_shardset
+test_reshard_SRCS = tests/test_reshard.c
+test_reshard_LIBS = controller pshift proto common
+test_shardgen_SRCS = tests/test_shardgen.c
+test_shardgen_LIBS = common
 test_shardmap_SRCS = tests/test_shardmap.c
 test_shardmap_LIBS = common
 test_shardroot_SRCS = tests/test_shardroot.c

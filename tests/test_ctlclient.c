@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include "common/proto.h"
+#include "common/shardgen.h"
 #include "common/shardmap.h"
 #include "storage-node/daemon/ctlclient.h"
 #include "storage-node/core/sched.h"
@@ -838,8 +839,10 @@ START_TEST(test_ctlclient_shard_session)
     int err = 0;
     ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
     ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
-    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
-    ck_assert_uint_eq(f.m.nnames, 2);
+    int said = 0; /* (hellos of the old mapping may still be on the way) */
+    for (int i = 0; i < 20 && !said; i++)
+        said = wait_for(&f, c, PROTO_HELLO, 10.0) && f.m.nnames == 2;
+    ck_assert(said);
     ck_assert_str_eq(f.m.names[0], "blue");
     ck_assert_str_eq(f.m.names[1], "amber");
     uint32_t node_table = f.m.table;
@@ -893,6 +896,99 @@ START_TEST(test_ctlclient_shard_session)
     sched_bucket_stats(s, 1, &bs);
     ck_assert_int_eq(bs.r_tokens, 4);
     ck_assert_int_eq(bs.l_tokens, 9);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
+/* K changing at run time: the caller's configuration and client, as
+ * noderun.c keeps them (a newer configuration taken, the session
+ * remapped). */
+static struct {
+    shardgen_t g;
+    ctlclient_t *c;
+    int calls;
+} g_sh;
+
+static void on_shards(void *arg, const proto_msg_t *m, double now)
+{
+    (void)arg;
+    shardgen_t g = {.k = (int)m->shards_k, .gen = m->shards_gen, .next_k = (int)m->shards_next,
+                    .next_gen = m->shards_next ? m->shards_gen + 1 : 0,
+                    .from_ms = (int64_t)m->shards_from};
+    g_sh.calls++;
+    if (shardgen_valid(&g) && shardgen_newer(&g, &g_sh.g)) {
+        g_sh.g = g;
+        ck_assert_int_eq(ctlclient_remap(g_sh.c, now), 0);
+    }
+}
+
+/* 1 -> 2 shards seen from the session of slot 1 (blue and amber are shard
+ * 1's under K = 2, every bucket shard 0's under K = 1): idle under K = 1
+ * (its hello names nothing; a table naming blue is refused), and once a
+ * controller's message says the change it names blue and amber in a
+ * hello at once (the shard a bucket moves to hears it before the change's
+ * period) and takes a table naming blue, in the same message. */
+START_TEST(test_ctlclient_shard_change)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    const char *mine[] = {"red", "blue", "green", "amber"};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    memset(&g_sh, 0, sizeof g_sh);
+    g_sh.g = shardgen_steady(1);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = f.endpoint;
+    cc.agent.name = "n1";
+    cc.hello_s = 0.1;
+    cc.agent.mode = AGENT_FALLBACK_STATIC;
+    cc.shards = 2; /* slots */
+    cc.shard = 1;
+    cc.sg = &g_sh.g;
+    cc.on_shards = on_shards;
+    int err = 0;
+    ctlclient_t *c = g_sh.c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    ck_assert_uint_eq(f.m.nnames, 0); /* not in the map of K = 1 */
+    g_period_ms = 60000;
+    g_intervals = 600;
+    const char *ours[] = {"blue"};
+    proto_msg_t w;
+    proto_msg_init(&w);
+    welcome_msg(&w, 5, 59990, f.m.table);
+    w.names = ours;
+    w.nnames = 1;
+    w.shards_k = 1; /* no change yet: blue is shard 0's */
+    w.shards_gen = 1;
+    fake_send(&f, &w);
+    run_for(c, 0.3);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert(!st.agent.welcomed);
+    ck_assert_uint_eq(st.shard_refused, 1);
+    ck_assert_int_eq(g_sh.calls, 1);
+    /* the change under way: the same table taken, blue and amber said */
+    w.shards_next = 2;
+    w.shards_from = UINT64_C(4102444800000);
+    fake_send(&f, &w);
+    proto_msg_clear(&w);
+    int said = 0; /* (hellos of the old mapping may still be on the way) */
+    for (int i = 0; i < 20 && !said; i++)
+        said = wait_for(&f, c, PROTO_HELLO, 10.0) && f.m.nnames == 2;
+    ck_assert(said);
+    ck_assert_str_eq(f.m.names[0], "blue");
+    ck_assert_str_eq(f.m.names[1], "amber");
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+    ctlclient_stats(c, &st);
+    ck_assert_uint_eq(st.shard_refused, 1);
+    ck_assert_int_eq(g_sh.g.next_k, 2);
+    /* an older configuration changes nothing (the caller keeps the newer) */
+    ck_assert_int_eq(ctlclient_remap(c, ctlclient_now()), 0);
     ctlclient_destroy(&c);
     sched_destroy(&s);
     fake_stop(&f);
@@ -1010,7 +1106,7 @@ int main(void)
         test_ctlclient_tokens_last_until_period_end, test_ctlclient_bad_messages,
         test_ctlclient_libevent, test_ctlclient_heartbeat, test_ctlclient_tokens_net_of_served,
         test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
-        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session,
+        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session, test_ctlclient_shard_change,
         test_ctlclient_shard_names_in_parts
     };
     return testlib_run_timed("ctlclient", 60, tests, sizeof tests / sizeof tests[0]);

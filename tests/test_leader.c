@@ -1497,7 +1497,7 @@ START_TEST(test_leader_shards_k_agree)
     ck_assert(c[0].ld.leading);
     fkey_t *key = f_find(&f, "/bqos/t/shards");
     ck_assert_ptr_nonnull(key);
-    ck_assert_str_eq(key->value, "{\"k\":2}");
+    ck_assert_str_eq(key->value, "{\"k\":2,\"gen\":1}");
     f.now = 0.01;
     ck_assert_int_eq(leader_poll(&c[1].ld, 0.01), 0);
     ck_assert(c[1].ld.leading && c[1].ld.k_agreed);
@@ -1511,7 +1511,7 @@ START_TEST(test_leader_shards_k_agree)
     ck_assert_int_eq(c[2].ld.k_cluster, 2);
     ck_assert_uint_eq(c[2].ld.elections, 0);
     ck_assert_ptr_null(f_find(&f, "/bqos/t/shard/1/leader"));
-    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value, "{\"k\":2}"); /* unchanged */
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value, "{\"k\":2,\"gen\":1}"); /* unchanged */
     leader_clear(&c[2].ld);
 
     /* garbage in the key: refused, not taken for a K */
@@ -1528,6 +1528,86 @@ START_TEST(test_leader_shards_k_agree)
     ck_assert_int_eq(c[2].ld.k_cluster, -1);
     ck_assert(!c[2].ld.leading);
     for (int i = 0; i < 3; i++)
+        leader_clear(&c[i].ld);
+    f_clear(&f);
+}
+END_TEST
+
+/* K changing at run time: shard 0's leader begins a change from 2 to 3
+ * shards (etcd holds "next"); a new shard-2 controller (--shards 3), which
+ * the steady key refused, is admitted and leads its shard; shard 1's
+ * leader learns the change within LEADER_SHARDS_READ_S; a second begin is
+ * -EALREADY or -EBUSY, a standby's -EPERM; and once the change has come a
+ * controller started with the old --shards still runs (it follows the key). */
+START_TEST(test_leader_shards_change)
+{
+    fstore_t f = {0};
+    ctl_t c[4];
+    const char *ids[] = {"s0a", "s1a", "s2a", "s0b"};
+    const int shard[] = {0, 1, 2, 0}, k[] = {2, 2, 3, 2};
+    for (int i = 0; i < 4; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        leader_config_t lc = {.cluster = "t", .id = ids[i], .admin = "tcp://x",
+                              .listen = "tcp://y", .ttl_s = 1, .margin_s = 0.25,
+                              .poll_s = 0.1, .shards = k[i], .shard = shard[i]};
+        leader_store_t st = f_store(&f);
+        leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                            .change = h_change, .arg = &c[i]};
+        ck_assert_int_eq(leader_init(&c[i].ld, &lc, &st, &h), 0);
+    }
+    poll_at(&c[0], &f, 0);
+    poll_at(&c[1], &f, 0.01);
+    ck_assert(c[0].ld.leading && c[1].ld.leading);
+    poll_at(&c[3], &f, 0.02);
+    ck_assert(!c[3].ld.leading);
+    ck_assert_int_eq(leader_shards_begin(&c[3].ld, 3, 100000, 1000, 2, NULL), -EPERM);
+    shardgen_t g;
+    ck_assert_int_eq(leader_shards_begin(&c[0].ld, 3, 100300, 1000, 2, &g), 0);
+    ck_assert_int_eq(g.next_k, 3);
+    ck_assert_int_eq(g.from_ms, 103000);
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value,
+                     "{\"k\":2,\"gen\":1,\"next\":{\"k\":3,\"gen\":2,\"from\":103000}}");
+    ck_assert_int_eq(leader_shards_begin(&c[0].ld, 3, 100400, 1000, 2, NULL), -EALREADY);
+    ck_assert_int_eq(leader_shards_begin(&c[0].ld, 4, 100400, 1000, 2, &g), -EBUSY);
+    ck_assert_int_eq(g.next_k, 3);
+    /* the new shard's controller is admitted and leads shard 2 */
+    f.now = 0.05;
+    ck_assert_int_eq(leader_poll(&c[2].ld, 0.05), 0);
+    ck_assert(c[2].ld.k_agreed && c[2].ld.leading);
+    /* shard 1's leader reads the key again within LEADER_SHARDS_READ_S */
+    ck_assert_int_eq(c[1].ld.sg.next_k, 0);
+    for (double t = 0.1; t <= 0.11 + LEADER_SHARDS_READ_S; t += 0.1) {
+        poll_at(&c[0], &f, t);
+        poll_at(&c[1], &f, t + 0.01);
+    }
+    ck_assert_int_eq(c[1].ld.sg.next_k, 3);
+    ck_assert_int_eq(c[1].ld.sg.from_ms, 103000);
+    ck_assert(c[1].ld.leading);
+    /* the root folds the change into the key once its period is 2 s past */
+    ck_assert_int_eq(leader_shards_settle(&c[1].ld, 104000, 2000), 0); /* not past yet */
+    ck_assert_int_eq(leader_shards_settle(&c[0].ld, 104999, 2000), 0); /* not yet */
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value,
+                     "{\"k\":2,\"gen\":1,\"next\":{\"k\":3,\"gen\":2,\"from\":103000}}");
+    ck_assert_int_eq(leader_shards_settle(&c[0].ld, 105000, 2000), 1);
+    ck_assert_str_eq(f_find(&f, "/bqos/t/shards")->value, "{\"k\":3,\"gen\":2}");
+    ck_assert_int_eq(c[0].ld.sg.k, 3);
+    ck_assert_int_eq(leader_shards_settle(&c[0].ld, 106000, 2000), 0); /* nothing left */
+    ck_assert_int_eq(leader_shards_settle(&c[3].ld, 106000, 2000), -EPERM); /* a standby */
+    /* settled (k = 3, gen 2): a controller started with --shards 2 runs */
+    f_put(&f, "/bqos/t/shards", "{\"k\":3,\"gen\":2}");
+    leader_clear(&c[3].ld);
+    memset(&c[3], 0, sizeof c[3]);
+    leader_config_t lc = {.cluster = "t", .id = "s1b", .admin = "", .listen = "", .ttl_s = 1,
+                          .margin_s = 0.25, .poll_s = 0.1, .shards = 2, .shard = 1};
+    leader_store_t st = f_store(&f);
+    leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                        .change = h_change, .arg = &c[3]};
+    ck_assert_int_eq(leader_init(&c[3].ld, &lc, &st, &h), 0);
+    f.now = 1.5;
+    ck_assert_int_eq(leader_poll(&c[3].ld, 1.5), 0);
+    ck_assert(c[3].ld.k_agreed);
+    ck_assert_int_eq(c[3].ld.sg.k, 3);
+    for (int i = 0; i < 4; i++)
         leader_clear(&c[i].ld);
     f_clear(&f);
 }
@@ -1669,7 +1749,7 @@ int main(void)
                                   test_leader_keys_migration,
                                   test_leader_keys_compacted_history,
                                   test_leader_bad_config, test_leader_shards_elect_apart,
-                                  test_leader_shards_k_agree,
+                                  test_leader_shards_k_agree, test_leader_shards_change,
                                   test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

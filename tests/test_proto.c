@@ -787,6 +787,17 @@ START_TEST(test_proto_optional_field_rules)
         {TOKHDR(",\"count\":1,\"lease\":1000001"), 1, PROTO_E_RANGE},
         {TOKHDR(",\"count\":1,\"leases\":1"), 1, PROTO_E_FIELD},
         {REPHDR(",\"lease\":10"), 2, PROTO_E_FIELD},
+        /* the cluster's shards (test_proto_shards) */
+        {TOKHDR(",\"count\":1,\"shards_k\":2,\"shards_gen\":1"), 1, PROTO_OK},
+        {TOKHDR(",\"count\":1,\"shards_k\":2,\"shards_gen\":1,\"shards_next\":3,"
+                "\"shards_from\":5"), 1, PROTO_OK},
+        {TOKHDR(",\"count\":1,\"shards_k\":2,\"shards_gen\":1,\"shards_next\":2,"
+                "\"shards_from\":5"), 1, PROTO_E_FIELD},
+        {TOKHDR(",\"count\":1,\"shards_k\":2"), 1, PROTO_E_FIELD},
+        {TOKHDR(",\"count\":1,\"shards_k\":257,\"shards_gen\":1"), 1, PROTO_E_RANGE},
+        {TOKHDR(",\"count\":1,\"shards_k\":2,\"shards_gen\":1,\"shards_next\":3"), 1,
+         PROTO_E_FIELD},
+        {REPHDR(",\"shards_k\":2,\"shards_gen\":1"), 2, PROTO_E_FIELD},
         {HELLOHDR(",\"leases\":2"), 2, PROTO_E_RANGE},
         /* sparse and full (test_proto_sparse) */
         {REPHDR(",\"sparse\":1"), 2, PROTO_OK},
@@ -881,6 +892,56 @@ START_TEST(test_proto_lease)
         m.type = PROTO_REPORT;
         m.table = 1;
         ck_assert_uint_eq(rt(&m, &d)->lease, 0);
+        proto_msg_clear(&d);
+    }
+}
+END_TEST
+
+/* The cluster's shards (issue 30, K changing at run time): "shards_k",
+ * "shards_gen", "shards_next", "shards_from" on what a controller sends
+ * with timing, both writers; absent when shards_k is 0; an invalid
+ * configuration refused at encoding and at decoding; never on a report. */
+START_TEST(test_proto_shards)
+{
+    proto_msg_t m, d;
+    for (size_t w = 0; w < 2; w++) {
+        hello_start(&m, &d, writer_nodes[w]);
+        m.type = PROTO_HEARTBEAT;
+        m.has_names = 0;
+        m.has_timing = 1;
+        set_timing(&m);
+        m.shards_k = 2;
+        m.shards_gen = 4;
+        rt(&m, &d);
+        ck_assert_uint_eq(d.shards_k, 2);
+        ck_assert_uint_eq(d.shards_gen, 4);
+        ck_assert_uint_eq(d.shards_next, 0);
+        m.shards_next = 3;
+        m.shards_from = UINT64_C(1765000003000);
+        rt(&m, &d);
+        ck_assert_uint_eq(d.shards_next, 3);
+        ck_assert_uint_eq(d.shards_from, UINT64_C(1765000003000));
+        expect_in_header(&m, "\"shards_from\":1765000003000", 1);
+        m.shards_next = 2; /* the K in force */
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.shards_next = 257;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.shards_next = 3;
+        m.shards_gen = 0;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.shards_gen = 4;
+        m.shards_from = 0;
+        ck_assert_int_eq(encode_rc(&m), -EINVAL);
+        m.shards_k = 0;
+        m.shards_gen = m.shards_next = 0;
+        ck_assert_uint_eq(rt(&m, &d)->shards_k, 0);
+        expect_in_header(&m, "shards", 0);
+        m.shards_k = 1; /* never on what a node sends */
+        m.shards_gen = 1;
+        m.type = PROTO_REPORT;
+        m.table = 1;
+        ck_assert_uint_eq(rt(&m, &d)->shards_k, 0);
+        expect_in_header(&m, "shards", 0);
         proto_msg_clear(&d);
     }
 }
@@ -2098,7 +2159,7 @@ int main(void)
         test_proto_roundtrip_tokens, test_proto_roundtrip_small, test_proto_encode_rejects_invalid,
         test_proto_compact_records, test_proto_reject_reasons, test_proto_weights_rejected,
         test_proto_shadow_list, test_proto_shares_list,
-        test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
+        test_proto_epoch, test_proto_follows, test_proto_lease, test_proto_shards, test_proto_instance, test_proto_fallback, test_proto_optional_field_rules, test_proto_node_id,
         test_proto_fixtures, test_proto_fuzz_mutations, test_proto_flat_parser_agrees, test_proto_zmq_router_dealer,
         test_proto_bytes_records, test_proto_rules_message, test_proto_who_message, test_proto_sparse, test_proto_basis, test_proto_predict,
         test_proto_inflight, test_proto_name_parts

@@ -131,6 +131,55 @@ START_TEST(test_rootx_root_divides_within_capacity)
 }
 END_TEST
 
+/* K changing at run time: a root of 2 shards set to 3 takes the new
+ * shard's needs (k 3) and divides the node among the three within its
+ * capacity; needs that still say k 2 are dropped. */
+START_TEST(test_rootx_set_k)
+{
+    rootx_t *root = new_x(2, 0, "inproc://rootk", NULL);
+    void *s[3];
+    for (int i = 0; i < 3; i++)
+        s[i] = sock(ZMQ_DEALER, "inproc://rootk", 0);
+    send_str(s[0], "{\"t\":\"needs\",\"shard\":0,\"k\":2,\"epoch\":5,\"target\":300,"
+                   "\"nodes\":[[\"n1\",1000,900,300,300,800,300]]}");
+    ck_assert(drain_until(root, needs_at_least, 1));
+    ck_assert_int_eq(rootx_set_k(root, 0), -EINVAL);
+    ck_assert_int_eq(rootx_set_k(root, 3), 0);
+    rootx_stats_t st;
+    rootx_stats(root, &st);
+    uint64_t d0 = st.dropped;
+    send_str(s[1], "{\"t\":\"needs\",\"shard\":1,\"k\":2,\"epoch\":5,\"target\":1,"
+                   "\"nodes\":[]}"); /* the old K: dropped */
+    ck_assert(drain_until(root, dropped_at_least, d0 + 1));
+    for (int i = 0; i < 3; i++) {
+        char m[200];
+        snprintf(m, sizeof m, "{\"t\":\"needs\",\"shard\":%d,\"k\":3,\"epoch\":6,"
+                 "\"target\":300,\"nodes\":[[\"n1\",1000,900,300,300,800,300]]}", i);
+        send_str(s[i], m);
+    }
+    ck_assert(drain_until(root, needs_at_least, 4));
+    ck_assert_int_eq(rootx_step(root, 9, 1.0), 0);
+    rootx_view_t v;
+    rootx_view(root, 1.0, &v);
+    ck_assert_int_eq(v.shards, 3);
+    json_int_t se = 0, sc = 0;
+    for (int i = 0; i < 3; i++) {
+        json_t *a = recv_json(s[i]);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "shard")), i);
+        json_t *r = json_array_get(json_object_get(a, "nodes"), 0);
+        se += json_integer_value(json_array_get(r, 1));
+        sc += json_integer_value(json_array_get(r, 2));
+        ck_assert_int_ge(json_integer_value(json_array_get(r, 2)), 300);
+        json_decref(a);
+        zmq_close(s[i]);
+    }
+    ck_assert_int_le(se, 1000);
+    ck_assert_int_le(sc, 900);
+    rootx_destroy(&root);
+}
+END_TEST
+
 /* A shard holds the root's slices for their lease (2 periods), then none;
  * an older root epoch, cons above est and another shard's are dropped. */
 START_TEST(test_rootx_shard_holds_slices_for_their_lease)
@@ -198,7 +247,7 @@ END_TEST
 int main(void)
 {
     g_ctx = zmq_ctx_new();
-    const TTest *const tests[] = {test_rootx_root_divides_within_capacity,
+    const TTest *const tests[] = {test_rootx_root_divides_within_capacity, test_rootx_set_k,
                                   test_rootx_shard_holds_slices_for_their_lease,
                                   test_rootx_bad_config};
     int rc = testlib_run_tests("rootx", tests, sizeof tests / sizeof tests[0]);

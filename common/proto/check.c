@@ -43,6 +43,18 @@ size_t proto_part_len(const char *const *names, size_t n, size_t from)
     return k;
 }
 
+int proto_shards_ok(const proto_msg_t *m)
+{
+    if (!m->shards_k)
+        return !m->shards_gen && !m->shards_next && !m->shards_from;
+    if (m->shards_k > PROTO_SHARDS_MAX || !m->shards_gen || m->shards_gen > PROTO_MAX_COUNT)
+        return 0;
+    if (!m->shards_next)
+        return !m->shards_from;
+    return m->shards_next <= PROTO_SHARDS_MAX && m->shards_next != m->shards_k &&
+           m->shards_from >= 1 && m->shards_from <= PROTO_MAX_COUNT;
+}
+
 /* Validates a message for encoding (internal.h).  Returns 0 or -EINVAL. */
 int proto__check(const proto_msg_t *m)
 {
@@ -56,6 +68,8 @@ int proto__check(const proto_msg_t *m)
         m->renew > 1 || m->renew < 0 || m->regrant > 1 || m->regrant < 0 ||
         m->gseq > PROTO_MAX_COUNT || m->base_us > PROTO_BASE_US_MAX ||
         ((m->has_inflight || m->base_us) && m->type != PROTO_REPORT))
+        return -EINVAL;
+    if (!proto_shards_ok(m)) /* written only where a lease is (header.c) */
         return -EINVAL;
     if (m->type == PROTO_TOKENS && m->renew && m->gseq && m->based > m->count)
         return -EINVAL;

@@ -219,6 +219,20 @@ static proto_reason_t decode(proto_msg_t *m, const proto_frame_t *frames, size_t
     }
     GET(K_LEASE, 0, PROTO_LEASE_MAX, m->lease);
     GET(K_LEASES, 0, 1, m->leases);
+    if ((hv.v[K_SHARDS_K].kind != V_NONE || hv.v[K_SHARDS_GEN].kind != V_NONE ||
+         hv.v[K_SHARDS_NEXT].kind != V_NONE || hv.v[K_SHARDS_FROM].kind != V_NONE) &&
+        !type_has_lease(m->type)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
+    GET(K_SHARDS_K, 0, PROTO_SHARDS_MAX, m->shards_k);
+    GET(K_SHARDS_GEN, 0, PROTO_MAX_COUNT, m->shards_gen);
+    GET(K_SHARDS_NEXT, 0, PROTO_SHARDS_MAX, m->shards_next);
+    GET(K_SHARDS_FROM, 0, PROTO_MAX_COUNT, m->shards_from);
+    if (!proto_shards_ok(m)) {
+        why = PROTO_E_FIELD;
+        goto out;
+    }
     if ((hv.v[K_SPARSE].kind != V_NONE && !type_has_sparse(m->type)) ||
         (hv.v[K_FULL].kind != V_NONE && !type_has_full(m->type))) {
         why = PROTO_E_FIELD;

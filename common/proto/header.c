@@ -38,6 +38,14 @@ static json_t *enc_header(const proto_msg_t *m, int wide)
         bad |= jset(h, "lease", json_integer((json_int_t)m->lease));
     if (m->leases && m->type == PROTO_HELLO)
         bad |= jset(h, "leases", json_integer(1));
+    if (m->shards_k && type_has_lease(m->type)) { /* the cluster's shards (issue 30) */
+        bad |= jset(h, "shards_k", json_integer((json_int_t)m->shards_k));
+        bad |= jset(h, "shards_gen", json_integer((json_int_t)m->shards_gen));
+        if (m->shards_next) {
+            bad |= jset(h, "shards_next", json_integer((json_int_t)m->shards_next));
+            bad |= jset(h, "shards_from", json_integer((json_int_t)m->shards_from));
+        }
+    }
     if (m->sparse && type_has_sparse(m->type))
         bad |= jset(h, "sparse", json_integer(1));
     if (m->full && type_has_full(m->type))
@@ -244,6 +252,14 @@ static ssize_t fast_header(const proto_msg_t *m, int wide, char *buf, size_t cap
         hw_u64(&w, "lease", m->lease);
     if (m->leases && m->type == PROTO_HELLO)
         hw_u64(&w, "leases", 1);
+    if (m->shards_k && type_has_lease(m->type)) {
+        hw_u64(&w, "shards_k", m->shards_k);
+        hw_u64(&w, "shards_gen", m->shards_gen);
+        if (m->shards_next) {
+            hw_u64(&w, "shards_next", m->shards_next);
+            hw_u64(&w, "shards_from", m->shards_from);
+        }
+    }
     if (m->sparse && type_has_sparse(m->type))
         hw_u64(&w, "sparse", 1);
     if (m->full && type_has_full(m->type))
@@ -399,12 +415,14 @@ static const char *const key_names[K__N] = {
     "dispatched", "busy", "code", "text", "weights", "wide", "epoch", "instance", "fallback",
     "fallbacks", "bytes", "served_bytes", "follows", "shadow", "lease", "leases", "rules",
     "sparse", "full", "shares", "basis", "renew", "gseq", "based", "regrant", "inflight",
-    "base_us", "parts", "names_at", "names_of", "peer_names",
+    "base_us", "parts", "names_at", "names_of", "peer_names", "shards_k", "shards_gen",
+    "shards_next", "shards_from",
 };
 
 static const unsigned char key_lens[K__N] = {1, 4, 4, 3, 6, 8, 9, 9, 12, 5, 8, 5, 10, 5, 11, 10,
                                              4, 4, 4, 7, 4, 5, 8, 8, 9, 5, 12, 7, 6, 5, 6, 5, 6, 4,
-                                             6, 5, 5, 4, 5, 7, 8, 7, 5, 8, 8, 10};
+                                             6, 5, 5, 4, 5, 7, 8, 7, 5, 8, 8, 10, 8, 10,
+                                             11, 11};
 
 static int key_index(const char *k, size_t l)
 {

@@ -22,6 +22,7 @@
 #include "common/num.h"
 #include "common/opts.h"
 #include "common/proto.h"
+#include "common/shardgen.h"
 #include "common/shardmap.h"
 #include "common/strmap.h"
 #include "common/version.h"
@@ -148,6 +149,15 @@ static const opts_usage_t usage = {
             "                         first and last seen; then the requests of\n"
             "                         identities past a node's 16 per bucket (\"other\").\n"
             "                         As the nodes last sent it: a few seconds old\n"
+            "  shards                 controller shards: the cluster's K as each shard\n"
+            "                         read it from etcd (generation, a change under way:\n"
+            "                         its K and the period it starts at) and the map each\n"
+            "                         shard runs now, with its number of buckets\n"
+            "  shards set K [AHEAD]   change the cluster's K at run time: the change takes\n"
+            "                         over at the first period boundary at least AHEAD\n"
+            "                         periods away (default 3, at least 2); --endpoint lists\n"
+            "                         every shard slot (';'), the new shards' controllers\n"
+            "                         started before (docs/controller.md \"Changing K\")\n"
             "  keygen DIR/NAME        write a new CURVE key pair: DIR/NAME.key (secret,\n"
             "                         mode 0600) and DIR/NAME.pub; creates DIR (mode\n"
             "                         0700) if missing; never overwrites a key\n"
@@ -1580,6 +1590,148 @@ static int split_shards(char *list, const char **out, int max)
     }
 }
 
+/* ---- controller shards: K changing at run time (common/shardgen.h) ------- */
+
+/* The cluster's shards configuration as shard 0's controllers read it
+ * (admin "shards"), into *g.  Returns 0, or -1 (no answer, a controller
+ * without it, a reply that does not parse: the caller keeps K = the
+ * number of endpoint lists, as before generations). */
+static int shards_ask(const char *ep, int timeout_ms, const curvekey_t *keys, shardgen_t *g)
+{
+    json_t *req = json_pack("{s:i, s:s}", "v", PROTO_ADMIN_VERSION, "cmd", "shards");
+    int code;
+    json_t *r = req ? request_any(ep, timeout_ms, req, &code, keys) : NULL;
+    json_decref(req);
+    json_t *c = json_object_get(r, "cluster");
+    int rc = -1;
+    if (json_is_object(c)) { /* the reply's from_ms is the key's "from" */
+        json_t *n = json_object_get(c, "next");
+        json_t *k = json_pack("{s:O, s:O}", "k", json_object_get(c, "k"), "gen",
+                              json_object_get(c, "gen"));
+        if (k && json_is_object(n))
+            json_object_set_new(k, "next", json_pack("{s:O, s:O, s:O}", "k",
+                                                     json_object_get(n, "k"), "gen",
+                                                     json_object_get(n, "gen"), "from",
+                                                     json_object_get(n, "from_ms")));
+        char *kt = k ? json_dumps(k, JSON_COMPACT) : NULL;
+        rc = kt && shardgen_parse(kt, strlen(kt), g, NULL) == 0 ? 0 : -1;
+        free(kt);
+        json_decref(k);
+    }
+    json_decref(r);
+    return rc;
+}
+
+/* Wall-clock milliseconds now. */
+static int64_t wall_ms(void)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    return (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+}
+
+/* The shard of bucket `name` now: by the cluster's configuration (asked
+ * of shard 0) when its K fits the n endpoint lists, else by n. */
+static int shard_now(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
+                     const char *name)
+{
+    shardgen_t g;
+    if (shards_ask(eps[0], timeout_ms, keys, &g) == 0 && shardgen_kmax(&g) <= n) {
+        int s = shardgen_of(&g, name, wall_ms());
+        if (s >= 0)
+            return s;
+    }
+    return shardmap_of(name, n);
+}
+
+/* bqos-ctl shards | shards set K [AHEAD]: each shard's view of the
+ * cluster's K and the map it runs, or a change of K begun (admin
+ * "shards_set" to shard 0's controllers: its leader writes etcd).
+ * Returns the exit status. */
+static int shards_command(const opts_cmd_t *oc, const ctl_opts_t *o, int nargs, char **args)
+{
+    int set = nargs >= 1 && strcmp(args[0], "set") == 0;
+    if ((nargs && !set) || (set && (nargs < 2 || nargs > 3)))
+        return usage_error(oc, "usage: shards | shards set K [AHEAD]");
+    long k = 0, ahead = 3;
+    char *end;
+    if (set) {
+        k = strtol(args[1], &end, 10);
+        if (*end || k < 1 || k > SHARDMAP_MAX)
+            return usage_error(oc, "K must be 1..%d, not '%s'", SHARDMAP_MAX, args[1]);
+        if (nargs == 3 && ((ahead = strtol(args[2], &end, 10)) < 2 || *end || ahead > 1000))
+            return usage_error(oc, "AHEAD must be 2..1000 periods, not '%s'", args[2]);
+    }
+    char *buf = strdup(o->endpoint);
+    const char *eps[SHARDMAP_MAX];
+    int n = buf ? split_shards(buf, eps, SHARDMAP_MAX) : -1;
+    if (n < 0) {
+        free(buf);
+        return usage_error(oc, "--endpoint %s: shards separated by ';', none empty, at most %d",
+                           o->endpoint, SHARDMAP_MAX);
+    }
+    curvekey_t keys[2];
+    int curve = 0, worst = EXIT_OK;
+    jsonloc_err_t kerr;
+    if (curvekey_load_client(o->curve_key, o->controller_key, &keys[0], &keys[1], &curve,
+                             &kerr) < 0) {
+        char b[700];
+        fprintf(stderr, "bqos-ctl: %s\n", bucketfile_strerror(&kerr, b, sizeof b));
+        free(buf);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < (set ? 1 : n); i++) {
+        json_t *req = json_pack("{s:i, s:s}", "v", PROTO_ADMIN_VERSION, "cmd",
+                                set ? "shards_set" : "shards");
+        if (req && set) {
+            json_object_set_new(req, "k", json_integer(k));
+            json_object_set_new(req, "ahead", json_integer(ahead));
+        }
+        int code;
+        json_t *r = req ? request_any(eps[i], (int)o->timeout, req, &code, curve ? keys : NULL)
+                        : NULL;
+        json_decref(req);
+        if (!r) {
+            fprintf(stderr, "bqos-ctl: shard %d of %d: no answer\n", i, n);
+            worst = worst == EXIT_OK ? (code ? code : EXIT_UNREACHABLE) : worst;
+            continue;
+        }
+        if (code != EXIT_OK)
+            worst = worst == EXIT_OK ? code : worst;
+        if (o->json_out) {
+            char *t = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            if (t)
+                puts(t);
+            free(t);
+        } else if (code == EXIT_OK) {
+            json_t *c = json_object_get(r, "cluster"), *nx = json_object_get(c, "next");
+            json_t *run = json_object_get(r, "run");
+            printf("%s%d: cluster K %lld generation %lld", set ? "shards set: shard " : "shard ",
+                   i, (long long)json_integer_value(json_object_get(c, "k")),
+                   (long long)json_integer_value(json_object_get(c, "gen")));
+            if (json_is_object(nx)) {
+                int64_t from = json_integer_value(json_object_get(nx, "from_ms"));
+                printf(", changing to K %lld (generation %lld) in %.1f s (wall-clock ms %lld)",
+                       (long long)json_integer_value(json_object_get(nx, "k")),
+                       (long long)json_integer_value(json_object_get(nx, "gen")),
+                       (double)(from - wall_ms()) / 1e3, (long long)from);
+            }
+            if (run)
+                printf("; runs K %lld generation %lld, %lld buckets",
+                       (long long)json_integer_value(json_object_get(run, "k")),
+                       (long long)json_integer_value(json_object_get(run, "gen")),
+                       (long long)json_integer_value(json_object_get(run, "buckets")));
+            if (set && !json_is_true(json_object_get(r, "begun")))
+                printf(" (already under way)");
+            putchar('\n');
+        }
+        json_decref(r);
+    }
+    explicit_bzero(keys, sizeof keys);
+    free(buf);
+    return worst;
+}
+
 /* The merged status for people: a line per shard (its controller, role,
  * epoch, rounds), one node table (a node's state in each shard), one
  * bucket table with a SHARD column, the summary. */
@@ -1778,13 +1930,15 @@ int main(int argc, char **argv)
     int have_limit = o.have_limit, limit_none = o.limit_none;
     if (argi >= argc)
         return usage_error(&oc, "no command given (status, history, watch, buckets, set, remove, "
-                                "reload, import, rule, who, keygen)");
+                                "reload, import, rule, who, shards, keygen)");
     const char *cmd = argv[argi++];
     int nargs = argc - argi;
     if (strcmp(cmd, "keygen") == 0)
         return keygen(&oc, nargs == 1 ? argv[argi] : NULL);
     if (strcmp(cmd, "rule") == 0)
         return rule_command(&oc, &o, nargs, argv + argi);
+    if (strcmp(cmd, "shards") == 0)
+        return shards_command(&oc, &o, nargs, argv + argi);
     const char *name = nargs > 0 ? argv[argi] : NULL;
     int is_set = strcmp(cmd, "set") == 0;
     int is_who = strcmp(cmd, "who") == 0;
@@ -1974,7 +2128,9 @@ int main(int argc, char **argv)
     }
     const char *one = wants_name ? name : o.bucket ? o.bucket : is_history ? name : NULL;
     if (shardbuf && (one || strcmp(cmd, "reload") == 0 || is_import)) {
-        endpoint = shard_ep[one ? shardmap_of(one, nshards) : 0];
+        endpoint = shard_ep[one ? shard_now(shard_ep, nshards, (int)o.timeout,
+                                            curve ? keys : NULL, one)
+                                : 0];
     } else if (shardbuf) { /* every shard: status, status --node, history, buckets */
         code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL,
                           o.json_out);

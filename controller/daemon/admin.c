@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "common/log.h"
@@ -210,7 +211,8 @@ void admin_log_rules(const bucketfile_t *bf, const char *source)
  * shards). */
 static int mine(const admin_t *ad, const char *name)
 {
-    return !ad->shards || shardmap_of(name, ad->shards) == ad->shard;
+    return !ad->shards || (ad->rs ? reshard_mine(ad->rs, name)
+                                  : shardmap_of(name, ad->shards) == ad->shard);
 }
 
 int admin_set_ctrl_buckets(admin_t *ad, const bucketfile_t *bf)
@@ -1913,6 +1915,77 @@ static json_t *cmd_diff(admin_t *ad, json_t *req)
     return r;
 }
 
+/* ---- shards: K changing at run time (issue 30; leader.c, reshard.h) ----- */
+
+/* The shards configuration g as JSON: {"k", "gen", "next": {"k", "gen",
+ * "from_ms"} or null}. */
+static json_t *shardgen_json(const shardgen_t *g)
+{
+    return json_pack("{s:i, s:I, s:o}", "k", g->k, "gen", (json_int_t)g->gen, "next",
+                     g->next_k ? json_pack("{s:i, s:I, s:I}", "k", g->next_k, "gen",
+                                           (json_int_t)g->next_gen, "from_ms",
+                                           (json_int_t)g->from_ms)
+                               : json_null());
+}
+
+/* "shards": {} -> the cluster's shards key as this controller last read
+ * it ("cluster") and the map this shard runs now ("run": shard, k, gen,
+ * buckets). */
+static json_t *cmd_shards(admin_t *ad, json_t *req)
+{
+    (void)req;
+    if (!ad->shards || !ad->rs)
+        return reply_error("bad_request", "this controller runs no shards (--shards)");
+    json_t *r = reply_ok();
+    json_object_set_new(r, "cluster", shardgen_json(ad->ld && ad->ld->k_agreed ? &ad->ld->sg
+                                                                                : &ad->rs->g));
+    json_object_set_new(r, "run", json_pack("{s:i, s:i, s:I, s:i}", "shard", ad->shard, "k",
+                                            ad->rs->k_run, "gen", (json_int_t)ad->rs->gen_run,
+                                            "buckets", ctrl_nbuckets(ad->ctrl)));
+    return r;
+}
+
+/* "shards_set": {"k": K', "ahead": N (>= 2, default 3)} -> begins a change
+ * of the cluster's K at the first period boundary at least N periods away
+ * (leader_shards_begin(): etcd's key gets "next"); a shard's leader only. */
+static json_t *cmd_shards_set(admin_t *ad, json_t *req)
+{
+    if (!ad->shards || !ad->ld)
+        return reply_error("bad_request", "K changes at run time only with --shards and --etcd");
+    json_t *jk = json_object_get(req, "k"), *ja = json_object_get(req, "ahead");
+    if (!json_is_integer(jk) || (ja && !json_is_integer(ja)))
+        return reply_error("bad_request", "\"k\" (and \"ahead\") must be integers");
+    json_t *nl = check_leader(ad);
+    if (nl)
+        return nl;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    int64_t now_ms = (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+    json_int_t k = json_integer_value(jk), ahead = ja ? json_integer_value(ja) : 3;
+    shardgen_t g = ad->ld->sg;
+    int rc = k < 1 || k > 256 || ahead < 2 || ahead > 1000
+                 ? -EINVAL
+                 : leader_shards_begin(ad->ld, (int)k, now_ms,
+                                       (int64_t)llround(ad->clk->period_s * 1e3), (int)ahead, &g);
+    char msg[200];
+    if (rc == 0 || rc == -EALREADY) {
+        json_t *r = reply_ok();
+        json_object_set_new(r, "cluster", shardgen_json(&g));
+        json_object_set_new(r, "begun", json_boolean(rc == 0));
+        return r;
+    }
+    snprintf(msg, sizeof msg, "%s",
+             rc == -EINVAL    ? "k must be 1..256 and ahead 2..1000 periods"
+             : rc == -EBUSY   ? "another change of K is under way (its period has not come)"
+             : rc == -EAGAIN  ? "the shards key or the leadership changed meanwhile: try again"
+             : rc == -EPERM   ? "not this shard's leader"
+                              : strerror(-rc));
+    json_t *r = reply_error(rc == -EBUSY ? "busy" : rc == -EINVAL ? "bad_request" : "io", msg);
+    if (rc == -EBUSY)
+        json_object_set_new(r, "cluster", shardgen_json(&g));
+    return r;
+}
+
 /* ---- the command table --------------------------------------------------- */
 
 /* One admin command: its "cmd", what runs it (the request is borrowed; the
@@ -1941,6 +2014,9 @@ static const admin_cmd_t admin_cmds[] = {
     {"who", cmd_who, 0, "nothing: the identities active in one bucket, per node"},
     {"rule", cmd_rule, 1, "the rule list: one rule added, changed, moved or removed; the file is "
                           "rewritten and the nodes get the new list"},
+    {"shards", cmd_shards, 0, "nothing: the cluster's shards key and the map this shard runs"},
+    {"shards_set", cmd_shards_set, 1, "the cluster's K: a change begun at a period at least "
+                                      "`ahead` periods away (etcd's shards key)"},
 };
 
 static const admin_cmd_t *find_cmd(const char *name)

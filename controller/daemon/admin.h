@@ -13,6 +13,7 @@
 #include "controller/admission.h"
 #include "controller/daemon/auth.h"
 #include "controller/ctrl.h"
+#include "controller/reshard.h"
 #include "controller/daemon/clock.h"
 #include "controller/daemon/leader.h"
 #include "controller/daemon/metrics.h"
@@ -70,6 +71,10 @@ typedef struct {
                                 shard `shard` (shardmap_of()); a change to
                                 another shard's bucket is made to the table
                                 (etcd, the file) and left out of ctrl */
+    const reshard_t *rs;     /* shards, K changing at run time: the part
+                                ctrl runs is reshard_mine()'s (the map in
+                                force, controller/reshard.h); NULL:
+                                shardmap_of(name, shards).  Borrowed */
     /* Without etcd, set and remove append a line to the bucket file's
      * journal (common/bucketjournal) instead of writing the file, and
      * change ad->bf and ctrl in place: O(1) in the table's size.  Opened

@@ -591,28 +591,31 @@ static int hand_over(leader_t *ld, const etcd_kv_t *lk, double seen)
     return rc < 0 ? rc : 0;
 }
 
-/* The K of the shards key's value (`len` bytes): {"k": K} with K in
- * 1..256 (other members are allowed: the design's "gen", "next").
- * Returns K, or 0 if it does not parse. */
-static int shards_k(const char *value, size_t len)
+/* The shards key's value (`len` bytes) into *g: shardgen_parse(),
+ * logging what and where it refused.  Returns 0 or -EINVAL. */
+static int shards_parse(const leader_t *ld, const char *value, size_t len, shardgen_t *g)
 {
-    json_t *v = json_loadb(value, len, 0, NULL);
-    json_t *k = json_object_get(v, "k");
-    int r = json_is_integer(k) && json_integer_value(k) >= 1 && json_integer_value(k) <= 256
-                ? (int)json_integer_value(k)
-                : 0;
-    json_decref(v);
-    return r;
+    shardgen_error_t e;
+    int rc = shardgen_parse(value, len, g, &e);
+    if (rc < 0 && e.where[0])
+        log_error("leader %s: etcd %s: %s: %s", ld->cfg.id, ld->key_shards, e.where, e.what);
+    else if (rc < 0)
+        log_error("leader %s: etcd %s: %s (line %d column %d)", ld->cfg.id, ld->key_shards,
+                  e.what, e.line, e.col);
+    return rc;
 }
 
 /* Agrees the cluster's K with etcd's /bqos/C/shards: creates it with ours
  * if absent (only if absent: the first shard controller's K wins), else
- * compares.  Returns 0 (agreed), LEADER_EK (another K, or garbage: logged
- * once), or the store's error. */
+ * reads it and asks shardgen_admits().  Returns 0 (agreed), LEADER_EK
+ * (not admitted, or garbage: logged once), or the store's error. */
 static int shards_agree(leader_t *ld)
 {
-    char val[32];
-    int n = snprintf(val, sizeof val, "{\"k\":%d}", ld->cfg.shards);
+    char val[128];
+    shardgen_t mine = shardgen_steady(ld->cfg.shards);
+    int n = shardgen_format(&mine, val, sizeof val);
+    if (n < 0)
+        return n;
     etcd_cmp_t absent = {.key = ld->key_shards, .mod = 0, .rev = 0};
     int64_t rev = 0;
     int rc = ld->st.put_if(ld->st.s, &absent, 1, ld->key_shards, val, (size_t)n, 0, &rev);
@@ -620,33 +623,159 @@ static int shards_agree(leader_t *ld)
         return rc;
     if (rc == 1) {
         ld->k_agreed = 1;
+        ld->sg = mine;
         log_info("leader %s: the cluster's shards key %s created: %s", ld->cfg.id,
                  ld->key_shards, val);
         return 0;
     }
     etcd_kv_t kv, other;
     rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &other, 1, NULL);
-    int k = rc == 0 && kv.found ? shards_k(kv.value, kv.len) : -1;
+    shardgen_t g = {0};
+    int found = rc == 0 && kv.found;
+    int bad = found ? shards_parse(ld, kv.value, kv.len, &g) : 0;
     etcd_kv_clear(&kv);
     etcd_kv_clear(&other);
-    if (rc < 0 || k < 0)
+    if (rc < 0 || !found)
         return rc < 0 ? rc : -EAGAIN; /* gone between the two: the next poll creates it */
-    if (k == ld->cfg.shards) {
+    if (!bad && shardgen_admits(&g, ld->cfg.shards, ld->cfg.shard)) {
         ld->k_agreed = 1;
-        log_info("leader %s: the cluster's shards key %s holds K = %d, as --shards", ld->cfg.id,
-                 ld->key_shards, k);
+        ld->sg = g;
+        ld->sg_reads++;
+        if (g.k == ld->cfg.shards && !g.next_k)
+            log_info("leader %s: the cluster's shards key %s holds K = %d, as --shards",
+                     ld->cfg.id, ld->key_shards, g.k);
+        else
+            log_info("leader %s: the cluster's shards key %s holds K = %d (generation %llu): "
+                     "this controller (--shards %d --shard %d) follows it", ld->cfg.id,
+                     ld->key_shards, g.k, (unsigned long long)g.gen, ld->cfg.shards,
+                     ld->cfg.shard);
+        if (g.next_k)
+            log_info("leader %s: K changes to %d (generation %llu) at wall-clock ms %lld",
+                     ld->cfg.id, g.next_k, (unsigned long long)g.next_gen,
+                     (long long)g.from_ms);
         return 0;
     }
-    if (k)
-        log_error("leader %s: the cluster runs %d shards (etcd %s) but this controller has "
-                  "--shards %d: it will not lead (restart it with --shards %d; to change K, "
-                  "stop every controller and node, delete the key, restart all with the new K)",
-                  ld->cfg.id, k, ld->key_shards, ld->cfg.shards, k);
+    if (!bad)
+        log_error("leader %s: the cluster runs %d shards (etcd %s, generation %llu%s) but this "
+                  "controller has --shards %d --shard %d: it will not lead (restart it with "
+                  "--shards %d; to change K, bqos-ctl shards set K')",
+                  ld->cfg.id, g.k, ld->key_shards, (unsigned long long)g.gen,
+                  g.next_k ? ", a change under way" : "", ld->cfg.shards, ld->cfg.shard, g.k);
     else
-        log_error("leader %s: etcd %s does not hold {\"k\": K} with K in 1..256: it will not "
-                  "lead (fix or delete the key)", ld->cfg.id, ld->key_shards);
-    ld->k_cluster = k ? k : -1;
+        log_error("leader %s: etcd %s does not hold a shards configuration: it will not lead "
+                  "(fix or delete the key)", ld->cfg.id, ld->key_shards);
+    ld->k_cluster = !bad ? g.k : -1;
     return LEADER_EK;
+}
+
+/* Reads the shards key again (once agreed): a change begun by any
+ * controller reaches ld->sg within LEADER_SHARDS_READ_S.  A read that
+ * does not parse keeps the last (counted, logged).  Returns 0 or the
+ * store's error. */
+static int shards_follow(leader_t *ld)
+{
+    etcd_kv_t kv, other;
+    int rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &other, 1, NULL);
+    shardgen_t g;
+    if (rc == 0 && kv.found && shards_parse(ld, kv.value, kv.len, &g) == 0) {
+        if (!shardgen_same(&g, &ld->sg) && g.next_k)
+            log_info("leader %s: the cluster's shards key is now K = %d generation %llu, "
+                     "changing to K = %d at wall-clock ms %lld", ld->cfg.id, g.k,
+                     (unsigned long long)g.gen, g.next_k, (long long)g.from_ms);
+        else if (!shardgen_same(&g, &ld->sg))
+            log_info("leader %s: the cluster's shards key is now K = %d generation %llu",
+                     ld->cfg.id, g.k, (unsigned long long)g.gen);
+        ld->sg = g;
+        ld->sg_reads++;
+    } else if (rc == 0) {
+        ld->sg_bad++;
+    }
+    etcd_kv_clear(&kv);
+    etcd_kv_clear(&other);
+    return rc;
+}
+
+int leader_shards_begin(leader_t *ld, int k_new, int64_t now_ms, int64_t period_ms, int ahead,
+                        shardgen_t *out)
+{
+    if (!ld->key_shards || !ld->leading || !ld->lead_rev)
+        return -EPERM;
+    etcd_kv_t kv, lk;
+    int rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &lk, 1, NULL);
+    if (rc < 0)
+        goto out;
+    shardgen_t g;
+    if (!kv.found || !lk.found || lk.create_rev != ld->lead_rev) {
+        rc = !kv.found ? -EINVAL : -EAGAIN;
+        goto out;
+    }
+    if ((rc = shards_parse(ld, kv.value, kv.len, &g)) < 0)
+        goto out;
+    rc = shardgen_begin(&g, k_new, now_ms, period_ms, ahead);
+    if (out)
+        *out = g;
+    if (rc < 0)
+        goto out;
+    char val[128];
+    int n = shardgen_format(&g, val, sizeof val);
+    if (n < 0) {
+        rc = n;
+        goto out;
+    }
+    etcd_cmp_t cmp[2] = {{.key = ld->key_shards, .mod = 1, .rev = kv.mod_rev},
+                         {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev}};
+    int64_t rev = 0;
+    rc = ld->st.put_if(ld->st.s, cmp, 2, ld->key_shards, val, (size_t)n, 0, &rev);
+    if (rc == 1) {
+        rc = 0;
+        ld->sg = g;
+        log_info("leader %s: began a change of K from %d to %d (generation %llu) at wall-clock "
+                 "ms %lld: %s", ld->cfg.id, g.k, g.next_k, (unsigned long long)g.next_gen,
+                 (long long)g.from_ms, val);
+    } else if (rc == 0) {
+        rc = -EAGAIN;
+    }
+out:
+    etcd_kv_clear(&kv);
+    etcd_kv_clear(&lk);
+    return rc;
+}
+
+int leader_shards_settle(leader_t *ld, int64_t now_ms, int64_t after_ms)
+{
+    if (!ld->key_shards || !ld->leading || !ld->lead_rev)
+        return -EPERM;
+    if (!ld->sg.next_k || now_ms < ld->sg.from_ms + after_ms)
+        return 0;
+    etcd_kv_t kv, lk;
+    int rc = ld->st.get2(ld->st.s, ld->key_shards, &kv, ld->key_leader, &lk, 1, NULL);
+    shardgen_t g;
+    if (rc < 0)
+        goto out;
+    rc = -EAGAIN;
+    if (!kv.found || !lk.found || lk.create_rev != ld->lead_rev ||
+        shards_parse(ld, kv.value, kv.len, &g) < 0)
+        goto out;
+    rc = 0;
+    if (!shardgen_settle(&g, now_ms - after_ms))
+        goto out;
+    char val[128];
+    int n = shardgen_format(&g, val, sizeof val);
+    etcd_cmp_t cmp[2] = {{.key = ld->key_shards, .mod = 1, .rev = kv.mod_rev},
+                         {.key = ld->key_leader, .mod = 0, .rev = ld->lead_rev}};
+    int64_t rev = 0;
+    rc = n < 0 ? n : ld->st.put_if(ld->st.s, cmp, 2, ld->key_shards, val, (size_t)n, 0, &rev);
+    if (rc == 1) {
+        ld->sg = g;
+        log_info("leader %s: the change to K = %d has come: the shards key is %s", ld->cfg.id,
+                 g.k, val);
+    } else if (rc == 0) {
+        rc = -EAGAIN;
+    }
+out:
+    etcd_kv_clear(&kv);
+    etcd_kv_clear(&lk);
+    return rc;
 }
 
 int leader_poll(leader_t *ld, double now)
@@ -726,6 +855,17 @@ int leader_poll(leader_t *ld, double now)
         if (rc == 0 && rt_slow(ld, now, t0, sent))
             rc = -ETIMEDOUT;
         if (rc < 0)
+            goto out;
+        ld->sg_next = now + LEADER_SHARDS_READ_S;
+    } else if (ld->key_shards && now >= ld->sg_next) { /* a change of K, begun anywhere */
+        ld->sg_next = now + LEADER_SHARDS_READ_S;
+        sent = poll_clock(ld, now, t0);
+        rc = shards_follow(ld);
+        if (rc == 0 && rt_slow(ld, now, t0, sent))
+            rc = -ETIMEDOUT;
+        if (rc < 0)
+            goto out;
+        if (over_budget(ld, now, t0))
             goto out;
     }
     etcd_kv_t lk, bk;

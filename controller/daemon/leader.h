@@ -150,6 +150,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/shardgen.h"
 #include "controller/daemon/etcd.h"
 
 /* The largest epoch (the protocol's, PROTO_MAX_COUNT = 2^53). */
@@ -321,10 +322,23 @@ typedef struct {
     int k_cluster;          /* the K the key holds when it differs (0: none
                                seen); the poll then returns LEADER_EK and
                                never campaigns */
+    /* K changing at run time (common/shardgen.h): the key's value as last
+     * read, read again every LEADER_SHARDS_READ_S once agreed, so that
+     * every controller learns a change (bqos-ctl shards set) well before
+     * its period; the daemon hands it to its reshard_t */
+    shardgen_t sg;          /* valid once k_agreed */
+    uint64_t sg_reads;      /* reads of the key that parsed */
+    uint64_t sg_bad;        /* reads that did not parse (kept the last) */
+    double sg_next;         /* our clock: the next read */
 } leader_t;
 
-/* leader_poll()'s answer when the cluster's K (/bqos/C/shards) is not this
- * controller's --shards (or the key does not parse): it never leads. */
+/* How often a controller that agreed K reads the shards key again. */
+#define LEADER_SHARDS_READ_S 1.0
+
+/* leader_poll()'s answer when the cluster's K (/bqos/C/shards) does not
+ * admit this controller (shardgen_admits(): its --shards is neither the
+ * key's k nor its next k, and no change has happened that would make its
+ * flag merely stale), or the key does not parse: it never leads. */
 #define LEADER_EK (-EDOM)
 
 /* Sets up `ld` (nothing is sent yet; the first leader_poll() does).
@@ -350,6 +364,31 @@ void leader_clear(leader_t *ld);
  * this controller must not lead: every later poll returns LEADER_EK at
  * once), or the store's error (logged; the next poll tries again). */
 int leader_poll(leader_t *ld, double now);
+
+/* Begins a change of the cluster's K to k_new (bqos-ctl shards set): reads
+ * /bqos/C/shards, makes its "next" with shardgen_begin() (the first
+ * period boundary at least `ahead` periods of period_ms after now_ms, the
+ * wall clock) and writes it in a transaction that holds only if the key
+ * has not changed since the read and our leader key is still ours (so a
+ * deposed leader or two operators at once cannot both begin one).  *out
+ * (may be NULL) gets the configuration written (or, for -EALREADY and
+ * -EBUSY, the one in etcd).  Only a shard's leader may call it.  Returns
+ * 0, -EPERM (not leading, or without shards), -EINVAL (bad k_new or ahead;
+ * a key that does not parse), -EALREADY, -EBUSY (shardgen_begin()),
+ * -EAGAIN (the key or leadership changed meanwhile: try again), or the
+ * store's error.  Blocks for two round trips to etcd (the admin thread's
+ * caller, as a table change does). */
+int leader_shards_begin(leader_t *ld, int k_new, int64_t now_ms, int64_t period_ms, int ahead,
+                        shardgen_t *out);
+
+/* Folds a change of K whose period has passed by `after_ms` into the key
+ * (etcd: {"k": K', "gen": G + 1}, no "next"), so that nodes stop reporting
+ * to the shard a bucket left: shard 0's leader calls it (the root; once a
+ * period is plenty).  The same transaction as leader_shards_begin().
+ * Returns 1 (written), 0 (nothing to fold: no change, or its period not
+ * passed yet by after_ms), -EPERM (not leading), -EAGAIN, or the store's
+ * error.  Two round trips to etcd. */
+int leader_shards_settle(leader_t *ld, int64_t now_ms, int64_t after_ms);
 
 /* Nonzero if this controller may send to nodes at `now`: it leads, its
  * lease is safely alive by its own clock and (with a heartbeat) no standby

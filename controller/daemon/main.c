@@ -26,6 +26,7 @@
 #include "controller/ctrlopts.h"
 #include "controller/admission.h"
 #include "controller/ctrl.h"
+#include "controller/reshard.h"
 #include "controller/shardset.h"
 #include "common/shardmap.h"
 #include "controller/daemon/admin.h"
@@ -248,7 +249,11 @@ static void option_rows(settings_t *s, opts_row_t *rows)
                  "a shard places tokens within 1/K of each node's estimates.  Periods\n"
                  "start on multiples of --period of the wall clock (NTP-synchronised\n"
                  "hosts), so that every shard's periods are the nodes' one period.  Nodes\n"
-                 "connect to every shard (bqos-node --shards).  0: no shards."},
+                 "connect to every shard (bqos-node --shards).  K changes at run time\n"
+                 "(bqos-ctl shards set K'): with --etcd the controller follows the\n"
+                 "cluster's K in /bqos/CLUSTER/shards and switches its buckets at the\n"
+                 "change's period; --shards is the K it assumes until it has read it\n"
+                 "(a new shard's controller: the new K).  0: no shards."},
         {.name = "shard", .type = OPTS_INT, .target = &s->shard, .arg = "I", .deflt = "0",
          .min = 0, .max = SHARDMAP_MAX - 1,
          .help = "With --shards K: the shard this controller runs, 0..K-1."},
@@ -513,6 +518,8 @@ typedef struct {
     int slices_root;    /* some node's slice is the root's (else 1/K each) */
     uint64_t root_epoch; /* the root epoch of the last slices taken */
     uint64_t rounds_seen; /* computed rounds whose needs went to the root */
+    reshard_t rs;       /* --shards: the part ctrl runs through a change of K */
+    uint64_t settle_at; /* the period the root last tried to fold a change */
 } app_t;
 
 /* ---- shards (--shards K): the slices ------------------------------------- */
@@ -539,7 +546,7 @@ static int shard_leads(const app_t *a, double now)
  * once an interval, and when the node count changes or slices arrive. */
 static void slices_static(app_t *a, double now)
 {
-    const int k = a->set->shards, nn = ctrl_nnodes(a->ctrl);
+    const int k = a->set->shards ? a->rs.k_run : 0, nn = ctrl_nnodes(a->ctrl);
     if (!k)
         return;
     uint64_t pos = a->clk.period * (uint64_t)a->set->intervals + a->clk.interval + 1;
@@ -587,11 +594,82 @@ static void slices_static(app_t *a, double now)
     a->slice_taken = rs.slices_taken;
 }
 
+/* ---- shards: K changing at run time (controller/reshard.h) --------------- */
+
+/* The wall-clock millisecond in the middle of the period the clock is in
+ * (with shards, periods start on multiples of --period of the wall clock,
+ * so this names the same period at every shard). */
+static int64_t period_mid_ms(const app_t *a, double now)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    double wall = (double)rt.tv_sec + rt.tv_nsec / 1e9;
+    return (int64_t)((wall - (now - a->clk.period_start) + a->clk.period_s / 2) * 1e3);
+}
+
+/* Learns the cluster's shard configuration (the leader's reads of etcd's
+ * shards key) and, when the period the clock is in runs on another map
+ * than the part ctrl holds, gives ctrl the new part: called at every
+ * period's start before its first round (rounds' period hook), so a
+ * bucket that leaves is granted nothing here from the change's period on
+ * and one that arrives is computed from its first round; and at every
+ * wake-up, for a configuration learnt late or a --shards that differs
+ * from the key's K (the key's map wins at once).  A part that cannot be
+ * made (out of memory) is tried again at the next call, logged. */
+static void reshard_check(app_t *a, double now)
+{
+    if (!a->set->shards || !a->clk.round_start)
+        return;
+    if (a->etcd && a->ld.k_agreed)
+        a->nodes.sg = &a->rs.g; /* the nodes hear it once it is etcd's */
+    if (a->etcd && a->ld.k_agreed && reshard_learn(&a->rs, &a->ld.sg) == 1 && a->rs.g.next_k)
+        log_info("shard %d: K changes from %d to %d (generation %llu) at wall-clock ms %lld",
+                 a->set->shard, a->rs.g.k, a->rs.g.next_k,
+                 (unsigned long long)a->rs.g.next_gen, (long long)a->rs.g.from_ms);
+    int64_t mid = period_mid_ms(a, now);
+    if (a->etcd && a->set->shard == 0 && a->ld.sg.next_k && a->settle_at != a->clk.period &&
+        a->rs.k_run == a->ld.sg.next_k && leader_leads(&a->ld, now)) {
+        /* the root folds a change past its period into the key (tried once
+         * a period) */
+        a->settle_at = a->clk.period;
+        int64_t pm = (int64_t)llround(a->clk.period_s * 1e3);
+        leader_shards_settle(&a->ld, mid, 2 * pm);
+    }
+    if (!reshard_due(&a->rs, mid))
+        return;
+    reshard_t was = a->rs;
+    reshard_switch(&a->rs, mid);
+    int rc = admin_set_ctrl_buckets(&a->admin, a->admin.bf);
+    if (rc < 0) {
+        a->rs = was; /* again at the next call */
+        log_error("shard %d: cannot take the part of K = %d: %s", a->set->shard,
+                  shardgen_k_at(&a->rs.g, mid), strerror(-rc));
+        return;
+    }
+    if (a->rx && rootx_set_k(a->rx, a->rs.k_run) < 0)
+        log_error("shard %d: the root exchange stays on its K (out of memory)", a->set->shard);
+    a->slice_pos = 0; /* slices of 1/K anew, before the round computes */
+    slices_static(a, now);
+    log_info("shard %d: period %llu runs on K = %d (generation %llu): %d buckets here%s",
+             a->set->shard, (unsigned long long)a->clk.period, a->rs.k_run,
+             (unsigned long long)a->rs.gen_run, ctrl_nbuckets(a->ctrl),
+             reshard_idle(&a->rs) ? " (none: this shard is not in the map)" : "");
+}
+
+static void on_period(void *arg, double now)
+{
+    reshard_check(arg, now);
+}
+
 /* After a computed round of a leader: its needs to the root. */
 static void needs_to_root(app_t *a, double now)
 {
     if (!a->rx || a->rounds.tm.nsplits == a->rounds_seen)
         return;
+    if (reshard_idle(&a->rs)) { /* not in the map in force (K changing): nothing to need */
+        a->rounds_seen = a->rounds.tm.nsplits;
+        return;
+    }
     a->rounds_seen = a->rounds.tm.nsplits;
     if (!shard_leads(a, now)) { /* a standby: the slices too, for its takeover */
         rootx_send_standby(a->rx);
@@ -1020,6 +1098,14 @@ int main(int argc, char **argv)
         .shard = set.shard,
     };
     a.nodes.auth = a.admin.auth;
+    if (set.shards) { /* the flag's K until etcd's key says otherwise */
+        shardgen_t g0 = shardgen_steady(set.shards);
+        reshard_init(&a.rs, set.shard, &g0);
+        a.admin.rs = &a.rs;
+        a.nodes.sg = set.etcd ? NULL : &a.rs.g; /* with etcd: once read (reshard_check) */
+        a.rounds.period_hook = on_period;
+        a.rounds.hook_arg = &a;
+    }
     if (set.shards && (rc = admin_set_ctrl_buckets(&a.admin, bf)) < 0) {
         log_error("%s: %s", set.buckets, rc == -ENOTSUP ? "nested buckets (parents) are not "
                   "supported with --shards" : strerror(-rc));
@@ -1064,6 +1150,7 @@ int main(int argc, char **argv)
     rounds_tick(&a.rounds, mono_now());
     while (!a.stop) {
         double now = mono_now();
+        reshard_check(&a, now);
         slices_static(&a, now);
         rounds_tick(&a.rounds, now);
         needs_to_root(&a, now);

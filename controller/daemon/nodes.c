@@ -182,6 +182,12 @@ static int send_id(nodes_t *ns, const void *id, size_t idlen, const char *name, 
     }
     m->epoch = ns->epoch;
     m->lease = (uint32_t)ctrl_config(ns->ctrl)->fallback_lease; /* with timing only */
+    if (ns->sg) { /* the cluster's shards, as last read (with timing only) */
+        m->shards_k = (uint32_t)ns->sg->k;
+        m->shards_gen = ns->sg->gen;
+        m->shards_next = (uint32_t)ns->sg->next_k;
+        m->shards_from = (uint64_t)ns->sg->from_ms;
+    }
     snprintf(m->node, sizeof m->node, "%s", name);
     int rc = proto_encode(m, &ns->enc);
     double t1 = mono_now();

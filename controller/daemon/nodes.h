@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/proto.h"
+#include "common/shardgen.h"
 #include "controller/ctrl.h"
 #include "controller/daemon/auth.h"
 #include "controller/daemon/clock.h"
@@ -146,6 +147,10 @@ typedef struct {
     char *rules_text;      /* its text as sent; NULL: nothing pushed yet */
     uint64_t rules_version; /* counts the changes pushed (1: the first) */
     uint64_t rules_sent;   /* rules messages sent */
+    const shardgen_t *sg;  /* borrowed; NULL without shards: the cluster's
+                              shards configuration every message with
+                              timing carries to the nodes (issue 30, K
+                              changing at run time) */
     auth_t *auth;          /* borrowed; NULL without CURVE.  With it, a
                               message whose key is not (or no longer) an
                               authorized node key bound to the name it

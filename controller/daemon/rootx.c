@@ -12,6 +12,7 @@
 #include "common/hostport.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/shardmap.h"
 #include "common/strmap.h"
 #include "controller/shardroot.h"
 
@@ -61,7 +62,8 @@ struct rootx {
     strmap_t *nodes;         /* node name -> root node index */
     char **names;            /* [nn] owned copies */
     int nn, capn;
-    rshard_t *sh;            /* [shards] */
+    rshard_t *sh;            /* [capk] */
+    int k, capk;             /* the K in force (rootx_set_k()), sh's size */
     shardroot_t *sr;
     int64_t *scratch;
     rootx_stats_t st;
@@ -113,6 +115,7 @@ rootx_t *rootx_new(const rootx_config_t *cfg, int *err)
         !(x->slmap = strmap_new()) || !(x->nodes = strmap_new()) ||
         !(x->sh = calloc((size_t)cfg->shards, sizeof *x->sh)) || !(x->sr = shardroot_new()))
         goto out;
+    x->k = x->capk = cfg->shards;
     x->cfg.listen = x->listen;
     x->cfg.connect = x->connect;
     if (cfg->own) {
@@ -151,7 +154,7 @@ void rootx_destroy(rootx_t **xp)
         zmq_close(x->dealer[i]);
     for (int i = 0; i < x->nn; i++)
         free(x->names[i]);
-    for (int s = 0; x->sh && s < x->cfg.shards; s++) {
+    for (int s = 0; x->sh && s < x->capk; s++) {
         free(x->sh[s].need);
         free(x->sh[s].has);
     }
@@ -189,7 +192,7 @@ void rootx_view(const rootx_t *x, double now, rootx_view_t *out)
 {
     memset(out, 0, sizeof *out);
     out->root = x->router != NULL;
-    out->shards = x->cfg.shards;
+    out->shards = x->k;
     for (int i = 0; i < x->nsl; i++) {
         if (now - x->sl[i].at > ROOTX_LEASE_PERIODS * x->cfg.period_s)
             out->lapsed++;
@@ -197,7 +200,7 @@ void rootx_view(const rootx_t *x, double now, rootx_view_t *out)
             out->live++;
     }
     const double fresh = 2 * x->cfg.period_s / x->cfg.intervals;
-    for (int s = 0; s < x->cfg.shards && s < 256; s++) {
+    for (int s = 0; s < x->k && s < 256; s++) {
         const rshard_t *sh = &x->sh[s];
         out->fresh[s] = !x->router || !sh->at ? -1 : now - sh->at <= fresh;
         out->age_s[s] = sh->at ? now - sh->at : 0;
@@ -246,7 +249,7 @@ static int root_node(rootx_t *x, const char *name)
         if (!nm)
             return -1;
         x->names = nm;
-        for (int s = 0; s < x->cfg.shards; s++) {
+        for (int s = 0; s < x->capk; s++) {
             double *d = realloc(x->sh[s].need, (size_t)cap * NEED_FIELDS * sizeof *d);
             if (d)
                 x->sh[s].need = d;
@@ -274,7 +277,7 @@ static void take_needs(rootx_t *x, const json_t *j, const unsigned char *id, siz
     const json_t *nodes = json_object_get(j, "nodes");
     double target, v[NEED_FIELDS];
     const char *name;
-    if (k != x->cfg.shards || s < 0 || s >= k || e < 0 || idl > sizeof x->sh[0].id ||
+    if (k != x->k || s < 0 || s >= k || e < 0 || idl > sizeof x->sh[0].id ||
         !rate_ok(json_object_get(j, "target"), &target) || !json_is_array(nodes) ||
         json_array_size(nodes) > ROOTX_NODES) {
         x->st.dropped++;
@@ -458,7 +461,7 @@ int rootx_send_needs(rootx_t *x, const ctrl_t *c, double left, uint64_t epoch)
                                                a[3 * nn + n] / dt, a[n] / dt));
     }
     j = json_pack("{s:s,s:i,s:i,s:I,s:f,s:O}", "t", "needs", "shard", x->cfg.shard, "k",
-                  x->cfg.shards, "epoch", (json_int_t)epoch, "target", target / dt,
+                  x->k, "epoch", (json_int_t)epoch, "target", target / dt,
                   "nodes", nodes);
     if (!j || !(text = json_dumps(j, JSON_COMPACT)))
         goto out;
@@ -480,7 +483,7 @@ int rootx_send_standby(rootx_t *x)
 {
     char text[128];
     snprintf(text, sizeof text, "{\"t\":\"needs\",\"shard\":%d,\"k\":%d,\"epoch\":0,"
-             "\"standby\":true,\"target\":0,\"nodes\":[]}", x->cfg.shard, x->cfg.shards);
+             "\"standby\":true,\"target\":0,\"nodes\":[]}", x->cfg.shard, x->k);
     int rc = -EAGAIN;
     for (int i = 0; i < x->nd; i++)
         if (send_text(x->dealer[i], NULL, 0, text) == 0)
@@ -492,7 +495,7 @@ int rootx_step(rootx_t *x, uint64_t epoch, double now)
 {
     if (!x->router)
         return 0;
-    const int k = x->cfg.shards, nn = x->nn;
+    const int k = x->k, nn = x->nn;
     const double fresh = 2 * x->cfg.period_s / x->cfg.intervals;
     int rc = shardroot_reset(x->sr, k, nn > 0 ? nn : 1);
     for (int n = 0; rc == 0 && n < nn; n++) {
@@ -570,4 +573,29 @@ int rootx_slice(const rootx_t *x, const char *name, double now, double *est, dou
     *est = s->est;
     *cons = s->cons;
     return now - s->at > ROOTX_LEASE_PERIODS * x->cfg.period_s ? -1 : 1;
+}
+
+int rootx_set_k(rootx_t *x, int k)
+{
+    if (k < 1 || k > SHARDMAP_MAX)
+        return -EINVAL;
+    if (k > x->capk) {
+        rshard_t *sh = realloc(x->sh, (size_t)k * sizeof *sh);
+        if (!sh)
+            return -ENOMEM;
+        x->sh = sh;
+        memset(sh + x->capk, 0, (size_t)(k - x->capk) * sizeof *sh);
+        for (int s = x->capk; s < k; s++) { /* arrays as the others' (capn nodes) */
+            if (x->capn && (!(sh[s].need = calloc((size_t)x->capn * NEED_FIELDS, sizeof(double))) ||
+                            !(sh[s].has = calloc((size_t)x->capn, 1)))) {
+                free(sh[s].need);
+                sh[s].need = NULL;
+                x->capk = s; /* the ones made so far are kept */
+                return -ENOMEM;
+            }
+        }
+        x->capk = k;
+    }
+    x->k = k;
+    return 0;
 }

@@ -108,6 +108,16 @@ int rootx_slice(const rootx_t *x, const char *name, double now, double *est, dou
 
 void rootx_stats(const rootx_t *x, rootx_stats_t *out);
 
+/* K changing at run time (controller/reshard.h): the exchange runs on k
+ * shards from now on (1..SHARDMAP_MAX; the config's shards at the start):
+ * needs of another K are dropped, the root divides among k shards, a
+ * shard's needs say k.  Every shard calls it when it switches its map, at
+ * the change's period: the root step of that period's first interval may
+ * lack a shard whose needs still said the old K (it is given its even
+ * part; its slices held meanwhile).  Returns 0, -EINVAL, -ENOMEM (K as it
+ * was). */
+int rootx_set_k(rootx_t *x, int k);
+
 /* What the exchange holds at `now`, for the status and /metrics: this
  * shard's slices (nodes whose root slice is live, lapsed) and, at a root
  * candidate (--root-listen), each shard's needs (fresh: they arrived

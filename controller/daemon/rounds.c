@@ -111,8 +111,11 @@ void rounds_tick(rounds_t *r, double now)
         if (r->clk->round_open)
             close_round(r, now);
         double left = pclock_begin(r->clk, now);
-        if (r->clk->period != ctrl_period(r->ctrl))
+        if (r->clk->period != ctrl_period(r->ctrl)) {
             cmetrics_period_end(r->met, now);
+            if (r->period_hook)
+                r->period_hook(r->hook_arg, now);
+        }
         ctrl_round_begin(r->ctrl, r->clk->period, r->clk->interval, left);
     }
     /* Reports that came a little before our boundary (the nodes' clocks

@@ -19,6 +19,12 @@ typedef struct {
     timing_t tm;           /* owned: where the rounds' time goes; the node
                               endpoint adds to tm.cur, the admin status and
                               the metrics read it */
+    /* Called when a new period begins, before its first round's
+     * ctrl_round_begin() (the clock already moved to it); may be NULL.
+     * bqos-controller's K change at run time gives ctrl the shard's new
+     * part here (controller/reshard.h). */
+    void (*period_hook)(void *arg, double now);
+    void *hook_arg;
 } rounds_t;
 
 /* Sets up r around what it borrows, with zero timing.  `met` may be set

@@ -133,6 +133,15 @@ static int send_msg(ctlclient_t *c, proto_msg_t *m)
 
 /* ---- shards: the node's table cut to this client's shard ---- */
 
+/* Nonzero if bucket `name` is this session's: of its shard under the
+ * configuration the node follows (either map while K changes). */
+static int shard_has(const ctlclient_t *c, const char *name)
+{
+    if (!c->cfg.sg)
+        return shardmap_of(name, c->cfg.shards) == c->cfg.shard;
+    return shardgen_either(c->cfg.sg, name, c->cfg.shard);
+}
+
 /* Brings the shard's table up to the agent's first n buckets (the table
  * grows by its end; a smaller one is a new table, mapped anew):
  * c->fbefore, c->fwhole, c->fnames.  Each bucket's shard is hashed once.
@@ -158,7 +167,7 @@ static int shard_sync(ctlclient_t *c, int n)
     for (int b = c->nb; b < n; b++) {
         const char *name = sched_bucket_name(c->sched, b);
         c->fbefore[b] = c->nf;
-        if (name && shardmap_of(name, c->cfg.shards) == c->cfg.shard) {
+        if (name && shard_has(c, name)) {
             c->fwhole[c->nf] = b;
             c->fnames[c->nf++] = name;
         }
@@ -277,8 +286,8 @@ static int shard_report(ctlclient_t *c, proto_msg_t *m)
 static int shard_table_ok(ctlclient_t *c, const proto_msg_t *m, int i, double now)
 {
     for (size_t j = 0; j < m->nnames; j++) {
-        int s = shardmap_of(m->names[j], c->cfg.shards);
-        if (s == c->cfg.shard && strcmp(m->names[j], "default") != 0)
+        int s = shard_has(c, m->names[j]);
+        if (s && strcmp(m->names[j], "default") != 0)
             continue;
         c->st.shard_refused++;
         if (now >= c->next_refuse_warn) {
@@ -286,9 +295,9 @@ static int shard_table_ok(ctlclient_t *c, const proto_msg_t *m, int i, double no
             log_warn("controller %s (shard %d of %d): its table names bucket %s, %s: refused "
                      "(is its --shards/--shard this node's?)", c->peer[i].endpoint,
                      c->cfg.shard, c->cfg.shards, m->names[j],
-                     s == c->cfg.shard ? "which would take the buckets of every other shard "
-                                         "(not supported with shards)"
-                                       : "of another shard");
+                     s ? "which would take the buckets of every other shard "
+                         "(not supported with shards)"
+                       : "of another shard");
         }
         return 0;
     }
@@ -335,6 +344,32 @@ static void send_hello_owed(ctlclient_t *c, double now)
             c->peer[i].hello_owed = 0;
             c->st.sent_hello++;
         }
+}
+
+int ctlclient_remap(ctlclient_t *c, double now)
+{
+    if (!c->cfg.shards)
+        return 0;
+    int same = 1; /* the session's buckets as they were: nothing to say */
+    for (int b = 0; same && b < c->nb; b++) {
+        const char *name = sched_bucket_name(c->sched, b);
+        same = (c->fbefore[b + 1] > c->fbefore[b]) == (name && shard_has(c, name));
+    }
+    if (same)
+        return 0;
+    int nb = c->nb, nf = c->nf;
+    c->nb = c->nf = 0; /* every bucket mapped anew by shard_has() */
+    int rc = shard_sync(c, nb);
+    if (rc < 0) {
+        c->nb = nb;
+        c->nf = nf;
+        return rc;
+    }
+    /* at once, welcomed or not: a welcome in flight (or being handled: the
+     * configuration came with it) is of the old table, and reports from
+     * now on are indexed by the new one */
+    c->next_hello = now + c->cfg.hello_s;
+    return send_hello(c, now);
 }
 
 int ctlclient_send_who(ctlclient_t *c, const char *text, size_t len)
@@ -411,6 +446,8 @@ static int drain(ctlclient_t *c, int i, double now)
             continue;
         if (rc < 0)
             return rc;
+        if (c->cfg.shards && c->in.shards_k && c->cfg.on_shards)
+            c->cfg.on_shards(c->cfg.shards_arg, &c->in, now); /* before the table check */
         if (c->cfg.shards && c->in.has_names && !shard_table_ok(c, &c->in, i, now))
             continue; /* nothing of it applied: this shard's buckets stay as they are */
         if (c->cfg.shards)

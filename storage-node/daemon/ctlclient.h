@@ -28,6 +28,7 @@
 
 #include "common/jsonloc.h"
 #include "common/proto.h"
+#include "common/shardgen.h"
 #include "storage-node/core/agent.h"
 #include "storage-node/core/sched.h"
 
@@ -70,6 +71,20 @@ typedef struct {
                                  tokens to the shard's buckets too (the
                                  static fallback renews every bucket's
                                  grant; storage-node/daemon/noderun.c). */
+    /* K changing at run time (issue 30; common/shardgen.h).  sg: the
+     * cluster's shards configuration the node follows (borrowed, owned by
+     * the caller, which moves it forward: NULL = shardgen_steady(shards),
+     * `shards` then the K).  With sg, `shards` is the number of shard slots
+     * the node has endpoints for, and the session's buckets are those of
+     * slot `shard` under either of sg's maps (k's, and next_k's while a
+     * change is under way: the shard a bucket moves to hears its demand
+     * before it runs it); its table check the same.  on_shards(arg, m):
+     * called with every controller message that carries the shards fields
+     * (m->shards_k > 0), before its table is checked, so the caller can
+     * move sg forward (then ctlclient_remap() each session).  May be NULL. */
+    const shardgen_t *sg;
+    void (*on_shards)(void *arg, const proto_msg_t *m, double now);
+    void *shards_arg;
 } ctlclient_config_t;
 
 /* Fills *cfg with the defaults above (endpoint and agent.name NULL). */
@@ -136,6 +151,15 @@ int ctlclient_on_readable(ctlclient_t *c, double now);
  * the controller-silence check; then drains the socket.  Returns the seconds
  * until it next needs to run (> 0, at most min(hello_s, heartbeat_s)). */
 double ctlclient_tick(ctlclient_t *c, double now);
+
+/* The configuration cfg.sg points to moved: if the session's buckets
+ * changed with it (O(the node's buckets) to see), maps the node's table
+ * to the session's anew and says hello again at once (welcomed or not), so
+ * the controller takes the new table before any report indexed by it (a
+ * hello goes before later reports on every connection).  Shards only.
+ * Returns 0, -ENOMEM (the mapping as it was: tried again at the next
+ * call), or the hello's send error (sent again as a lost hello is). */
+int ctlclient_remap(ctlclient_t *c, double now);
 
 /* Sends a report for the current interval now (outside the schedule).
  * Returns 0, -EAGAIN (not connected / queue full: dropped), or -errno. */

@@ -54,7 +54,7 @@ static noderun_config_t run_config(const args_t *a)
                               (sched_policy_t)a->policy, (agent_fallback_t)a->fallback, a->silence,
                               a->pacing, a->burst_s, (sched_order_t)a->r_order, a->curve_key,
                               a->controller_key, a->metrics, a->block ? "block" : "memcached",
-                              a->user, NULL, NULL, (uint32_t)a->cost_unit, NULL, NULL};
+                              a->user, NULL, NULL, (uint32_t)a->cost_unit, NULL, NULL, a->shards};
 }
 
 /* --cost-*: what a request costs in byte tokens. */

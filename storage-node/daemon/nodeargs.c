@@ -280,7 +280,10 @@ static void option_rows(args_t *a, node_row_t *rows)
                         "to each shard about that shard's buckets only (a stable hash of\n"
                         "the name), obeys each for its buckets only (a shard's tokens for\n"
                         "another shard's bucket are refused), and falls back per shard.\n"
-                        "Needs --fallback static.  0: no shards."}},
+                        "Needs --fallback static.  0: no shards.  K changing at run time\n"
+                        "(bqos-ctl shards set): --controller may list more shard slots\n"
+                        "than K (every shard the cluster may grow to); the node follows\n"
+                        "the K the controllers say (etcd's) and talks to the slots in it."}},
         {BOTH, {.name = "curve-key", .type = OPTS_STRING, .target = &a->curve_key,
                 .arg = "FILE", .show = "none: plain",
                 .help = "This node's CURVE secret key (bqos-ctl keygen; mode 0600), for a\n"
@@ -629,9 +632,9 @@ int nodeargs_parse(int argc, char **argv, args_t *a)
                   "shards) needs --shards %d", groups, groups);
         return 2;
     }
-    if (a->shards && (!a->controller || groups != a->shards)) {
-        opts_fail(&cmd, "--shards %d needs --controller with %d endpoint lists separated by "
-                  "';' (it has %d)", a->shards, a->shards, a->controller ? groups : 0);
+    if (a->shards && (!a->controller || groups < a->shards)) {
+        opts_fail(&cmd, "--shards %d needs --controller with at least %d endpoint lists "
+                  "separated by ';' (it has %d)", a->shards, a->shards, a->controller ? groups : 0);
         return 2;
     }
     for (size_t i = 0; rc == 1 && i < NROWS; i++) {

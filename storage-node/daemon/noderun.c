@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "common/mono.h"
 #include "common/notify.h"
 #include "common/privdrop.h"
+#include "common/shardgen.h"
 #include "common/shardmap.h"
 #include "storage-node/daemon/ctlclient.h"
 #include "storage-node/daemon/nodeconf.h"
@@ -46,8 +48,18 @@ typedef struct run {
     int shards;            /* 0: none; else ctls[shards], sess[shards] */
     ctlclient_t **ctls;
     session_t *sess;
-    int16_t *bshard;       /* [nbshard]: scheduler bucket b's shard */
+    int16_t *bshard;       /* [nbshard]: scheduler bucket b's shard under
+                              sg.k (and bnext under sg.next_k: both maps
+                              cached while K changes; anew when sg moves) */
+    int16_t *bnext;
     int nbshard, capbshard;
+    shardgen_t sg;         /* the cluster's shards as the node follows them
+                              (K changing at run time): --shards until a
+                              controller says, then only forward
+                              (shardgen_newer()); `shards` is the slots */
+    int sg_known;          /* sg came from a controller */
+    uint64_t sg_changes;   /* times sg moved */
+    double sg_warn;        /* next "more shards than slots" warning */
     uint64_t tokens_refused; /* a shard's tokens for another shard's bucket */
     double period_at;      /* shards: when a session last started the
                               scheduler's period (mono_now()); 0: never */
@@ -314,6 +326,11 @@ static void ctl_status(void *arg, FILE *fp)
         return;
     /* with shards the lines above are shard 0's; each shard's own: */
     fprintf(fp, "STAT bqos_ctl_shards %d\r\n", r->shards);
+    fprintf(fp, "STAT bqos_ctl_shards_k %d\r\n", r->sg.k);
+    fprintf(fp, "STAT bqos_ctl_shards_gen %llu\r\n", (unsigned long long)r->sg.gen);
+    fprintf(fp, "STAT bqos_ctl_shards_next_k %d\r\n", r->sg.next_k);
+    fprintf(fp, "STAT bqos_ctl_shards_from_ms %lld\r\n", (long long)r->sg.from_ms);
+    fprintf(fp, "STAT bqos_ctl_shards_changes %llu\r\n", (unsigned long long)r->sg_changes);
     fprintf(fp, "STAT bqos_ctl_shard_tokens_refused %llu\r\n",
             (unsigned long long)r->tokens_refused);
     for (int i = 0; i < r->shards; i++) {
@@ -463,7 +480,8 @@ static int node_ready(void *arg, char *why, size_t cap)
     ctlclient_stats_t cs;
     if (!r->ctl || r->cfg->config)
         return 1;
-    for (int i = 0; i < (r->shards ? r->shards : 1); i++) { /* every shard's table */
+    int k = r->shards ? (r->sg.k < r->shards ? r->sg.k : r->shards) : 1;
+    for (int i = 0; i < k; i++) { /* every shard's table (of the map: slots beyond wait) */
         ctlclient_stats(r->shards ? r->ctls[i] : r->ctl, &cs);
         if (!cs.agent.welcomed) {
             snprintf(why, cap, "no bucket table and no controller's welcome yet%s",
@@ -506,8 +524,9 @@ static double ctl_base_latency(void *arg)
 
 /* ---- controller shards: one session per shard ---------------------------- */
 
-/* The shard of scheduler bucket b (its name's; cached: names never change),
- * or -1 for a bad index or out of memory. */
+/* The shard of scheduler bucket b in the period at hand (its name's under
+ * the map in force now, sg's; cached per map: names never change), or -1
+ * for a bad index or out of memory. */
 static int bucket_shard(run_t *r, int b)
 {
     sched_t *sc = gate_sched(r->g);
@@ -519,11 +538,55 @@ static int bucket_shard(run_t *r, int b)
         if (!p)
             return -1;
         r->bshard = p;
+        if (!(p = realloc(r->bnext, (size_t)cap * sizeof *p)))
+            return -1;
+        r->bnext = p;
         r->capbshard = cap;
     }
-    for (; r->nbshard <= b; r->nbshard++)
-        r->bshard[r->nbshard] = (int16_t)shardmap_of(sched_bucket_name(sc, r->nbshard), r->shards);
-    return r->bshard[b];
+    for (; r->nbshard <= b; r->nbshard++) {
+        uint64_t h = shardmap_name_hash(sched_bucket_name(sc, r->nbshard));
+        r->bshard[r->nbshard] = (int16_t)shardmap_of_hash(h, r->sg.k);
+        r->bnext[r->nbshard] = (int16_t)(r->sg.next_k ? shardmap_of_hash(h, r->sg.next_k) : -1);
+    }
+    if (!r->sg.next_k)
+        return r->bshard[b];
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    int64_t now_ms = (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+    return shardgen_k_at(&r->sg, now_ms) == r->sg.next_k ? r->bnext[b] : r->bshard[b];
+}
+
+/* ctlclient's on_shards: a controller's message says the cluster's shards
+ * configuration.  A newer one than the node's (or the first) is followed:
+ * the bucket cache anew and every session remapped (its hello again).
+ * An invalid one is ignored (proto checked it already). */
+static void sess_on_shards(void *arg, const proto_msg_t *m, double now)
+{
+    run_t *r = arg;
+    shardgen_t g = {.k = (int)m->shards_k, .gen = m->shards_gen, .next_k = (int)m->shards_next,
+                    .next_gen = m->shards_next ? m->shards_gen + 1 : 0,
+                    .from_ms = (int64_t)m->shards_from};
+    if (!shardgen_valid(&g) || (r->sg_known && !shardgen_newer(&g, &r->sg)))
+        return;
+    r->sg = g;
+    r->sg_known = 1;
+    r->sg_changes++;
+    r->nbshard = 0;
+    if (shardgen_kmax(&g) > r->shards && now >= r->sg_warn) {
+        r->sg_warn = now + 60;
+        log_warn("the cluster runs up to %d controller shards but --controller lists %d: the "
+                 "buckets of the others get no tokens here (fail closed); give every slot's "
+                 "endpoints", shardgen_kmax(&g), r->shards);
+    }
+    if (g.next_k)
+        log_info("controller shards: K = %d (generation %llu), changing to K = %d from "
+                 "wall-clock ms %lld", g.k, (unsigned long long)g.gen, g.next_k,
+                 (long long)g.from_ms);
+    else
+        log_info("controller shards: K = %d (generation %llu)", g.k, (unsigned long long)g.gen);
+    for (int i = 0; i < r->shards; i++)
+        if (ctlclient_remap(r->ctls[i], now) == -ENOMEM)
+            log_error("controller shard %d: cannot map the buckets anew (out of memory)", i);
 }
 
 static int sess_bucket(void *arg, const char *name)
@@ -649,7 +712,8 @@ static int start_sessions(struct event_base *base, run_t *r, const ctlclient_con
                   r->cfg->controller, SHARDMAP_MAX);
         return k;
     }
-    r->shards = k;
+    r->shards = k; /* slots: --shards K of them in the map until a controller says */
+    r->sg = shardgen_steady(r->cfg->shards > 0 && r->cfg->shards <= k ? r->cfg->shards : k);
     r->ctls = calloc((size_t)k, sizeof *r->ctls);
     r->sess = calloc((size_t)k, sizeof *r->sess);
     if (!r->ctls || !r->sess)
@@ -660,6 +724,9 @@ static int start_sessions(struct event_base *base, run_t *r, const ctlclient_con
         c.endpoint = lists[i];
         c.shards = k;
         c.shard = i;
+        c.sg = &r->sg;
+        c.on_shards = sess_on_shards;
+        c.shards_arg = r;
         agent_ops_t ops = {.bucket = sess_bucket, .set_tokens = sess_set_tokens,
                            .set_policy = sess_set_policy, .period_start = sess_period_start,
                            .applied = sess_applied, .table = sess_table, .rules = sess_rules,
@@ -688,6 +755,7 @@ static void stop_sessions(run_t *r)
     free(r->ctls);
     free(r->sess);
     free(r->bshard);
+    free(r->bnext);
     r->ctls = NULL;
     r->sess = NULL;
     r->ctl = NULL;

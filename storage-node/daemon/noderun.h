@@ -41,6 +41,9 @@ typedef struct {
                                   metrics (nodemetrics_set_backend()); NULL:
                                   none */
     void *backend_arg;
+    int shards;              /* --shards K: the controller shards in the map
+                                until a controller says (the ';' lists
+                                are the slots, possibly more); 0: none */
 } noderun_config_t;
 
 /* Raises the open-files limit to its hard limit (1,000+ client connections

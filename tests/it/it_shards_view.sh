@@ -46,8 +46,8 @@ cstart s1a 1 2
 wait_for '[ "$(status s0a "d[\"leader\"]")" = True ] && [ "$(status s1a "d[\"leader\"]")" = True ]' 10
 check "s0a leads shard 0 and s1a shard 1" \
   '[ "$(status s0a "d[\"leader\"]")" = True ] && [ "$(status s1a "d[\"leader\"]")" = True ]'
-check "the cluster's K in etcd: /bqos/it/shards = {\"k\":2} (the first shard controller wrote it)" \
-  '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":2}" ]'
+check "the cluster's K in etcd: /bqos/it/shards = {\"k\":2,\"gen\":1} (the first shard controller wrote it)" \
+  '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":2,\"gen\":1}" ]'
 
 # bqos-ctl over both shards: one view
 ALL="$AD_s0a;$AD_s1a"
@@ -125,7 +125,7 @@ check "a controller with --shards 3 exits non-zero ($rc) within 8 s, saying why"
   '[ $rc != running ] && [ $rc != 0 ] && [ $rc != 127 ] && grep -q "the cluster runs 2 shards" "$T/s1x.log"'
 check "it never campaigned: s1a still leads shard 1, the key still says 2" \
   '[ "$(status s1a "d[\"leader\"]")" = True ] && ! grep -q "leading" "$T/s1x.log" &&
-   [ "$(etcd_get /bqos/it/shards)" = "{\"k\":2}" ]'
+   [ "$(etcd_get /bqos/it/shards)" = "{\"k\":2,\"gen\":1}" ]'
 echo "# K refusal took $(( $(date +%s) - t0 )) s"
 
 [ -n "${KEEP:-}" ] && { rm -rf "/tmp/$IT_NAME.last"; cp -r "$T" "/tmp/$IT_NAME.last"; }
