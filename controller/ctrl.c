@@ -671,7 +671,7 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
         node_t *nd = &c->nodes[n];
         int j = nd->forgotten ? -1 : ctrl__node_slot(nd, (size_t)i);
         if (j >= 0 && nd->unconf &&
-            strmap_set(nd->unconf, nd->tnames[j], strlen(nd->tnames[j]), j) < 0)
+            strmap_set(nd->unconf, name, strlen(name), j) < 0)
             strmap_destroy(&nd->unconf); /* scans instead */
     }
     const bucketfile_bucket_t *v0 = bucketfile_get(c->bf, 0);
@@ -1288,7 +1288,7 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
              * a template's name becomes a dynamic bucket (ctrl_tmpl.c). */
             c->st.unknown_records++;
             if (r->arrivals_period || r->queued)
-                ctrl__dyn_note(c, nd->tnames[r->bucket]);
+                ctrl__dyn_note(c, ctrl__tname(c, nd, r->bucket));
             nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o,
                                                     r->arrivals_period};
             p->period = period; /* has_report stays 0: no computation reads it */
@@ -1558,7 +1558,7 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             if (p->b >= 0 || p->period != c->period)
                 continue;
             const pair_served_t *sv = &nd->served[j];
-            const char *name = nd->tnames[j];
+            const char *name = ctrl__tname(c, nd, j);
             int k;
             if (strmap_find(ix, name, strlen(name), &k) < 0) {
                 if (n == cap) {

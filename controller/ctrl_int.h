@@ -234,6 +234,13 @@ struct ctrl {
                               period + 1; 0: none */
 };
 
+/* The name of pair j of node nd: the bucket table's for a configured
+ * bucket (tnames[j] NULL: not copied per node), else the node's copy. */
+static inline const char *ctrl__tname(const ctrl_t *c, const node_t *nd, size_t j)
+{
+    return nd->tnames[j] ? nd->tnames[j] : c->bnames[nd->pairs[j].b];
+}
+
 /* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()
  * before the template-made buckets were added to it). */
 int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf);

@@ -53,7 +53,7 @@ static void served_clamp(pair_served_t *s, uint64_t total)
 void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
                           uint64_t period, uint64_t ub)
 {
-    const char *bname = nd->tnames[r->bucket];
+    const char *bname = ctrl__tname(c, nd, r->bucket);
     /* A queue may hold many periods' worth of a slow node's service. */
     uint64_t dq = ub < (uint64_t)CTRL_COUNT_MAX / CTRL_DEMAND_FACTOR ? ub * CTRL_DEMAND_FACTOR
                                                                       : (uint64_t)CTRL_COUNT_MAX;
