@@ -35,6 +35,11 @@ PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
+# the controller core's resident memory per configured bucket (issue 26); bench-ctrlmem.sh runs it
+PROGS += bqos-ctrl-mem
+bqos-ctrl-mem_SRCS = controller/bench/ctrl_mem.c
+bqos-ctrl-mem_LIBS = controller pshift proto common
+
 TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader test_cmetrics
 test_estimate_SRCS = tests/test_estimate.c
 test_estimate_LIBS = controller common
