@@ -84,7 +84,9 @@ typedef struct {
     uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
-    char **tnames;         /* the node's table (copies) */
+    char **tnames;         /* the node's table: a copy of each name the
+                              configuration lacks, NULL where pairs[j].b
+                              names it (read by ctrl__tname()) */
     size_t ntable;
     int *jof;              /* [nbuckets]: controller bucket -> table index or -1 */
     uint32_t peer_table;   /* controller generation the node holds */
