@@ -139,5 +139,5 @@ test_shardset_LIBS = controller pshift proto common
 PROGS += bqos-shards-bench
 bqos-shards-bench_SRCS = controller/bench/shards_bench.c
 bqos-shards-bench_LIBS = controller pshift proto common
-BENCHES += controller/bench/bench-shards.sh controller/bench/bench-sparse-cpu.sh
+BENCHES += controller/bench/bench-shards.sh controller/bench/bench-sparse-cpu.sh controller/bench/bench-ctrlmem.sh
 # bench-idletable.sh: a million buckets, minutes; run by hand (docs/performance.md)
