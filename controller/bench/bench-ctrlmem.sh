@@ -10,6 +10,7 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); transparent huge pages: $(
 rc=0
 for N in "$@"; do
   echo "N $N, $K full-table nodes:"
-  "$BIN/bqos-ctrl-mem" "$N" "$K" 16384 "$MAX" 2>/dev/null | sed 's/^/  /' || rc=1
+  out=$("$BIN/bqos-ctrl-mem" "$N" "$K" 16384 "$MAX" 2>/dev/null) || rc=1
+  printf '%s\n' "$out" | sed 's/^/  /'
 done
 exit $rc
