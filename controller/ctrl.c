@@ -945,9 +945,18 @@ static int table_room(node_t *nd, size_t want)
     size_t cap = nd->captable ? nd->captable : 1;
     while (cap < want)
         cap *= 2;
-    char **tn = realloc(nd->tnames, cap * sizeof *tn);
-    if (tn)
+    /* tnames is NULL past ntable, in room never written (calloc's): a
+     * part's configured names leave it so (ctrl_node_table_part()), and
+     * only the copies move here, so that a table of configured names
+     * costs no resident byte in it. */
+    char **tn = calloc(cap, sizeof *tn);
+    if (tn) {
+        for (size_t j = 0; j < nd->ntable; j++)
+            if (nd->tnames[j])
+                tn[j] = nd->tnames[j];
+        free(nd->tnames);
         nd->tnames = tn;
+    }
     pair_t *pairs = tn ? realloc(nd->pairs, cap * sizeof *pairs) : NULL;
     if (pairs)
         nd->pairs = pairs;
@@ -990,8 +999,8 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
     for (size_t k = 0; k < n; k++) {
         size_t j = j0 + k;
         int b = bucketfile_find(c->bf, names[k]);
-        /* Only a name the configuration lacks is copied (ctrl__tname()). */
-        nd->tnames[j] = NULL;
+        /* Only a name the configuration lacks is copied (ctrl__tname());
+         * tnames[j] is NULL already (table_room()), and left unwritten. */
         if (b < 0 && !(nd->tnames[j] = strdup(names[k]))) {
             for (size_t i = j0; i < j; i++) { /* undo: as if never sent */
                 int bi = nd->pairs[i].b;
@@ -1000,6 +1009,7 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
                 else if (nd->unconf)
                     strmap_remove(nd->unconf, nd->tnames[i], strlen(nd->tnames[i]), NULL);
                 free(nd->tnames[i]);
+                nd->tnames[i] = NULL; /* NULL past ntable (table_room()) */
             }
             return -ENOMEM;
         }
