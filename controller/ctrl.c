@@ -389,21 +389,39 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
     return nested_check(c, bf, msg, msgsize);
 }
 
+/* Gives node n a copy of each name of its table that is the current
+ * table's (not copied) and that `bf` lacks, so that node_remap() onto bf
+ * can drop nothing.  Returns 0 or -ENOMEM (the copies made stay: a copy of
+ * a configured name is harmless). */
+static int node_keep_names(const ctrl_t *c, const bucketfile_t *bf, node_t *n)
+{
+    for (size_t j = 0; j < n->ntable; j++)
+        if (!n->tnames[j] && bucketfile_find(bf, c->bnames[n->pairs[j].b]) < 0 &&
+            !(n->tnames[j] = strdup(c->bnames[n->pairs[j].b])))
+            return -ENOMEM;
+    return 0;
+}
+
 /* Points node n's pairs at the buckets of `bf` and rebuilds its reverse
- * index into `jof` (nb entries, owned by the node afterwards). */
-static void node_remap(const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
+ * index into `jof` (nb entries, owned by the node afterwards).  A name not
+ * copied is c's current table's (bnames); after node_keep_names(c, bf, n)
+ * every name bf lacks is a copy, and the copies of names bf has are freed
+ * (read from bf's rows once c->bnames is bf's). */
+static void node_remap(const ctrl_t *c, const bucketfile_t *bf, node_t *n, int *jof, size_t nb)
 {
     for (size_t b = 0; b < nb; b++)
         jof[b] = -1;
     strmap_destroy(&n->unconf);
     n->unconf = strmap_new();
     for (size_t j = 0; j < n->ntable; j++) {
-        int b = bucketfile_find(bf, n->tnames[j]);
+        const char *name = ctrl__tname(c, n, j);
+        int b = bucketfile_find(bf, name);
         n->pairs[j].b = b;
-        if (b >= 0)
+        if (b >= 0) {
             jof[b] = (int)j;
-        else if (n->unconf &&
-                 strmap_insert(n->unconf, n->tnames[j], strlen(n->tnames[j]), (int)j) == -ENOMEM)
+            free(n->tnames[j]);
+            n->tnames[j] = NULL;
+        } else if (n->unconf && strmap_insert(n->unconf, name, strlen(name), (int)j) == -ENOMEM)
             strmap_destroy(&n->unconf); /* ctrl_set_bucket() scans instead */
     }
     free(n->jof);
@@ -491,6 +509,9 @@ int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
         else
             bs[b].l = tree_static_limit(tree, TREE_IO, b, bs[b].l);
     }
+    for (int i = 0; i < c->nn; i++)
+        if (!c->nodes[i].forgotten && node_keep_names(c, copy, &c->nodes[i]) < 0)
+            goto fail;
     char *shadow = shadow_list(copy);
     if (!shadow)
         goto fail;
@@ -501,7 +522,7 @@ int ctrl__table_set(ctrl_t *c, const bucketfile_t *bf)
             free(jofs[i]);
             continue;
         }
-        node_remap(copy, &c->nodes[i], jofs[i], nb);
+        node_remap(c, copy, &c->nodes[i], jofs[i], nb);
         c->nodes[i].nout = 0;
         c->nodes[i].full_push = 1; /* new buckets' limits must reach every node */
     }
@@ -645,6 +666,8 @@ int ctrl__set_bucket_here(ctrl_t *c, const bucketfile_bucket_t *x)
                 nd->pairs[j].b = (int)b;
                 if (nd->unconf)
                     strmap_remove(nd->unconf, x->name, strlen(x->name), NULL);
+                free(nd->tnames[j]); /* the table's name from now on */
+                nd->tnames[j] = NULL;
             }
         }
     }
@@ -666,12 +689,19 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
     const bucketfile_bucket_t *old = bucketfile_get(c->bf, (size_t)i);
     int64_t old_tok = most_tokens(old, c->cfg.period_s);
     int old_shadow = old->shadow;
-    /* The name stays known to the nodes that hold it, as unconfigured. */
+    /* The name stays known to the nodes that hold it, as unconfigured:
+     * each takes its own copy first (nothing changed yet if one fails). */
+    for (int n = 0; n < c->nn; n++) {
+        node_t *nd = &c->nodes[n];
+        int j = nd->forgotten ? -1 : ctrl__node_slot(nd, (size_t)i);
+        if (j >= 0 && !nd->tnames[j] && !(nd->tnames[j] = strdup(name)))
+            return -ENOMEM;
+    }
     for (int n = 0; n < c->nn; n++) {
         node_t *nd = &c->nodes[n];
         int j = nd->forgotten ? -1 : ctrl__node_slot(nd, (size_t)i);
         if (j >= 0 && nd->unconf &&
-            strmap_set(nd->unconf, nd->tnames[j], strlen(nd->tnames[j]), j) < 0)
+            strmap_set(nd->unconf, name, strlen(name), j) < 0)
             strmap_destroy(&nd->unconf); /* scans instead */
     }
     const bucketfile_bucket_t *v0 = bucketfile_get(c->bf, 0);
@@ -858,10 +888,12 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     if (!tn || !pairs || !push || !served || !jof || !inact || !act)
         goto nomem;
     for (size_t j = 0; j < n; j++) {
-        if (!(tn[j] = strdup(names[j])))
+        /* A configured name is read from the table (ctrl__tname()): only
+         * the names the configuration lacks are copied. */
+        int b = bucketfile_find(c->bf, names[j]);
+        if (b < 0 && !(tn[j] = strdup(names[j])))
             goto nomem;
         /* A bucket the node already had keeps its state. */
-        int b = bucketfile_find(c->bf, names[j]);
         int old = b >= 0 ? ctrl__node_slot(nd, (size_t)b) : -1;
         if (old >= 0) {
             pairs[j] = nd->pairs[old];
@@ -887,7 +919,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         if (pairs[j].has_report)
             act_add(nd, j); /* cannot fail: capacity n */
     nd->full_push = 1;
-    node_remap(c->bf, nd, jof, c->nb);
+    node_remap(c, c->bf, nd, jof, c->nb);
     c->force = 1;
     return 0;
 nomem:
@@ -913,9 +945,18 @@ static int table_room(node_t *nd, size_t want)
     size_t cap = nd->captable ? nd->captable : 1;
     while (cap < want)
         cap *= 2;
-    char **tn = realloc(nd->tnames, cap * sizeof *tn);
-    if (tn)
+    /* tnames is NULL past ntable, in room never written (calloc's): a
+     * part's configured names leave it so (ctrl_node_table_part()), and
+     * only the copies move here, so that a table of configured names
+     * costs no resident byte in it. */
+    char **tn = calloc(cap, sizeof *tn);
+    if (tn) {
+        for (size_t j = 0; j < nd->ntable; j++)
+            if (nd->tnames[j])
+                tn[j] = nd->tnames[j];
+        free(nd->tnames);
         nd->tnames = tn;
+    }
     pair_t *pairs = tn ? realloc(nd->pairs, cap * sizeof *pairs) : NULL;
     if (pairs)
         nd->pairs = pairs;
@@ -957,20 +998,25 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
     size_t j0 = nd->ntable;
     for (size_t k = 0; k < n; k++) {
         size_t j = j0 + k;
-        if (!(nd->tnames[j] = strdup(names[k]))) {
+        int b = bucketfile_find(c->bf, names[k]);
+        /* Only a name the configuration lacks is copied (ctrl__tname());
+         * tnames[j] is NULL already (table_room()), and left unwritten. */
+        if (b < 0 && !(nd->tnames[j] = strdup(names[k]))) {
             for (size_t i = j0; i < j; i++) { /* undo: as if never sent */
-                int b = nd->pairs[i].b;
-                if (b >= 0)
-                    nd->jof[b] = -1;
+                int bi = nd->pairs[i].b;
+                if (bi >= 0)
+                    nd->jof[bi] = -1;
                 else if (nd->unconf)
                     strmap_remove(nd->unconf, nd->tnames[i], strlen(nd->tnames[i]), NULL);
                 free(nd->tnames[i]);
+                nd->tnames[i] = NULL; /* NULL past ntable (table_room()) */
             }
             return -ENOMEM;
         }
-        int b = bucketfile_find(c->bf, names[k]);
         pair_init(&nd->pairs[j], &nd->push[j], b);
-        nd->served[j] = (pair_served_t){0};
+        /* served[j] is left as it is: read only after a report of the pair
+         * wrote it (has_report, period), so its room stays untouched (not
+         * resident) for a pair that never reports. */
         nd->inact[j] = 0;
         if (b >= 0)
             nd->jof[b] = (int)j;
@@ -1288,7 +1334,7 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
              * a template's name becomes a dynamic bucket (ctrl_tmpl.c). */
             c->st.unknown_records++;
             if (r->arrivals_period || r->queued)
-                ctrl__dyn_note(c, nd->tnames[r->bucket]);
+                ctrl__dyn_note(c, ctrl__tname(c, nd, r->bucket));
             nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o,
                                                     r->arrivals_period};
             p->period = period; /* has_report stays 0: no computation reads it */
@@ -1558,7 +1604,7 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
             if (p->b >= 0 || p->period != c->period)
                 continue;
             const pair_served_t *sv = &nd->served[j];
-            const char *name = nd->tnames[j];
+            const char *name = ctrl__tname(c, nd, j);
             int k;
             if (strmap_find(ix, name, strlen(name), &k) < 0) {
                 if (n == cap) {

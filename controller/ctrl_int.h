@@ -84,7 +84,9 @@ typedef struct {
     uint8_t forgotten;     /* down for forget_after periods: tables freed */
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
-    char **tnames;         /* the node's table (copies) */
+    char **tnames;         /* the node's table: a copy of each name the
+                              configuration lacks, NULL where pairs[j].b
+                              names it (read by ctrl__tname()) */
     size_t ntable;
     int *jof;              /* [nbuckets]: controller bucket -> table index or -1 */
     uint32_t peer_table;   /* controller generation the node holds */
@@ -233,6 +235,13 @@ struct ctrl {
     uint64_t ahead_lost;   /* one was not kept (out of memory): its
                               period + 1; 0: none */
 };
+
+/* The name of pair j of node nd: the bucket table's for a configured
+ * bucket (tnames[j] NULL: not copied per node), else the node's copy. */
+static inline const char *ctrl__tname(const ctrl_t *c, const node_t *nd, size_t j)
+{
+    return nd->tnames[j] ? nd->tnames[j] : c->bnames[nd->pairs[j].b];
+}
 
 /* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()
  * before the template-made buckets were added to it). */

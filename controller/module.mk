@@ -36,6 +36,11 @@ PROGS += bqos-ctrl-prof
 bqos-ctrl-prof_SRCS = controller/bench/ctrl_prof.c
 bqos-ctrl-prof_LIBS = controller pshiftio pshift proto common
 
+# the controller core's resident memory per configured bucket (issue 26); bench-ctrlmem.sh runs it
+PROGS += bqos-ctrl-mem
+bqos-ctrl-mem_SRCS = controller/bench/ctrl_mem.c
+bqos-ctrl-mem_LIBS = controller pshift proto common
+
 TESTS += test_estimate test_admission test_ctrl test_clock test_ctl test_leader test_cmetrics
 test_estimate_SRCS = tests/test_estimate.c
 test_estimate_LIBS = controller common
@@ -145,5 +150,5 @@ test_shardset_LIBS = controller pshift proto common
 PROGS += bqos-shards-bench
 bqos-shards-bench_SRCS = controller/bench/shards_bench.c
 bqos-shards-bench_LIBS = controller pshift proto common
-BENCHES += controller/bench/bench-shards.sh controller/bench/bench-sparse-cpu.sh
+BENCHES += controller/bench/bench-shards.sh controller/bench/bench-sparse-cpu.sh controller/bench/bench-ctrlmem.sh
 # bench-idletable.sh: a million buckets, minutes; run by hand (docs/performance.md)

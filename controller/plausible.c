@@ -53,27 +53,30 @@ static void served_clamp(pair_served_t *s, uint64_t total)
 void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
                           uint64_t period, uint64_t ub)
 {
-    const char *bname = nd->tnames[r->bucket];
     /* A queue may hold many periods' worth of a slow node's service. */
     uint64_t dq = ub < (uint64_t)CTRL_COUNT_MAX / CTRL_DEMAND_FACTOR ? ub * CTRL_DEMAND_FACTOR
                                                                       : (uint64_t)CTRL_COUNT_MAX;
     uint64_t q = r->queued, a = r->arrivals_interval;
     if (q > dq || a > dq) {
-        plausible_note(c, nd, CTRL_IMPL_DEMAND, bname, (double)(q > a ? q : a), (double)dq);
+        /* the pair's name (ctrl__tname(), loads more) only for a note */
+        plausible_note(c, nd, CTRL_IMPL_DEMAND, ctrl__tname(c, nd, r->bucket),
+                       (double)(q > a ? q : a), (double)dq);
         q = q < dq ? q : dq;
         a = a < dq ? a : dq;
     }
     pair_served_t sv = {r->served_r, r->served_l, r->served_o, 0};
     uint64_t said = count_uadd(count_uadd(sv.r, sv.l), sv.o), keep = said;
     if (keep > ub) {
-        plausible_note(c, nd, CTRL_IMPL_SERVED_RATE, bname, (double)said, (double)ub);
+        plausible_note(c, nd, CTRL_IMPL_SERVED_RATE, ctrl__tname(c, nd, r->bucket),
+                       (double)said, (double)ub);
         keep = ub;
     }
     const pair_push_t *ps = &nd->push[r->bucket];
     if (c->b[p->b].l != CTRL_UNLIMITED && ps->tok_r >= 0 && ps->gperiod == period) {
         uint64_t allow = (uint64_t)ps->grant + (uint64_t)ps->grant / 32 + 64;
         if (keep > allow) {
-            plausible_note(c, nd, CTRL_IMPL_SERVED_GRANT, bname, (double)said, (double)allow);
+            plausible_note(c, nd, CTRL_IMPL_SERVED_GRANT, ctrl__tname(c, nd, r->bucket),
+                           (double)said, (double)allow);
             keep = allow;
         }
     }

@@ -56,6 +56,12 @@ static int grants_fit(push_grants_t *g, size_t nslots, size_t nrec)
         }
         g->nbase = nslots;
     }
+    if (g->cap > 4 * (nrec + 1024)) {
+        /* a full push's room (a record per pair), sent: given back */
+        free(g->buf);
+        g->buf = NULL;
+        g->cap = 0;
+    }
     if (nrec > g->cap) {
         proto_tokens_rec_t *r = realloc(g->buf, nrec * sizeof *r);
         if (!r)

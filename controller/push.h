@@ -28,8 +28,9 @@ typedef struct {
 /* Changed grants only, per node and session (docs/protocol.md "Changed
  * grants"): what we believe the node holds as bases.  Zero-initialised
  * = off; push_grants_session() turns it on.  Belongs to the ctrl_t's
- * thread.  Memory: one push_base_t per pair of the node's table (what the
- * ctrl_t already holds per pair), one record per record of a round. */
+ * thread.  Memory: one push_base_t and two slot numbers (32 B) per pair of
+ * the node's table, one record per record of a round (the room of a full
+ * push, a record per pair, is given back at the next message). */
 typedef struct {
     int on;                /* the node takes changed grants */
     uint64_t gseq;         /* tokens messages numbered this session */

@@ -554,6 +554,14 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
     for (int i = 0; i < c->nn; i++) {
         node_t *nd = &c->nodes[i];
         nd->nout = 0;
+        /* A full push made room for a record per pair; once it is sent,
+         * the rounds after it need room for the active pairs' only: given
+         * back (24 B per pair of every node that holds the whole table). */
+        if (nd->capout > 4 * (nd->nact + 1024)) {
+            free(nd->out);
+            nd->out = NULL;
+            nd->capout = 0;
+        }
         size_t most = nd->capact > nd->nact ? nd->capact : nd->nact;
         if (c->io.n[i].capwork < nd->nact && (rc = ledger_reserve(&c->io.n[i], most)) < 0)
             return rc;
