@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-percpu.sh - the node's CPU per memcached request against another build (issue 30): nodes of OLD_BIN and of this build (--threads 1 and 2) on one memcached, two clients we did not write (memcaslap, libmemcached's memcslap), interleaved rounds; TPS, node CPU per request (user + system from /proc over the node's own request count from `stats`), involuntary context switches per request, load average.
-# Usage: bench-percpu.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: options for every node, default --policy rr; CLIENTS: "memcaslap memcslap"; T2=0: no --threads 2 node)
+# Usage: bench-percpu.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: options for every node, default --policy rr; CLIENTS: "memcaslap memcslap"; T2=0: no --threads 2 node; MID=DIR: a third build's node, --threads 1, named mid)
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 OLD=$1; ROUNDS=${2:-3}; SECS=${3:-4}; BIN=${BIN:-bin}; NODE_ARGS=${NODE_ARGS:---policy rr}
@@ -23,6 +23,10 @@ node() { # node NAME BIN PORT EXTRA...: starts a node, its pid in $SPAWNED
 next_port; po=$PORT; node old "$OLD" "$po"; no=$SPAWNED
 next_port; p1=$PORT; node t1 "$BIN" "$p1" --threads 1; n1=$SPAWNED
 setups="old:$po:$no t1:$p1:$n1"
+if [ -n "${MID:-}" ]; then
+  next_port; pm=$PORT; node mid "$MID" "$pm" --threads 1; nm=$SPAWNED
+  setups="old:$po:$no mid:$pm:$nm t1:$p1:$n1"
+fi
 if [ "${T2:-1}" != 0 ]; then
   next_port; p2=$PORT; node t2 "$BIN" "$p2" --threads 2; n2=$SPAWNED
   setups="$setups t2:$p2:$n2"
