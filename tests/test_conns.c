@@ -249,6 +249,156 @@ static void count_write(evutil_socket_t fd, short what, void *arg)
     (*(int *)arg)++;
 }
 
+/* conns_read_batched(): what the batch's callbacks see. */
+typedef struct {
+    conns_conn_t *c;
+    char buf[64];
+    size_t len;
+    int rooms, gots, plain;
+    ssize_t last;
+} rd_t;
+static rd_t rd[4];
+static conns_t *rd_cn;
+static int rd_mode; /* 1: the first room() pauses the others; 2: the first got() closes them */
+
+static char *rd_room(void *arg, size_t *room)
+{
+    rd_t *r = arg;
+    r->rooms++;
+    if (rd_mode == 1) {
+        rd_mode = 0;
+        for (int j = 0; j < 4; j++)
+            if (&rd[j] != r)
+                event_del(rd[j].c->rev);
+    }
+    *room = sizeof r->buf - r->len;
+    return r->buf + r->len;
+}
+
+static void rd_got(void *arg, ssize_t n)
+{
+    rd_t *r = arg;
+    r->gots++;
+    r->last = n;
+    if (n > 0)
+        r->len += (size_t)n;
+    if (rd_mode == 2) {
+        rd_mode = 0;
+        for (int j = 0; j < 4; j++)
+            if (&rd[j] != r && rd[j].c->fd >= 0)
+                conns_close(rd_cn, rd[j].c);
+    }
+}
+
+static void rd_plain(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    ((rd_t *)arg)->plain++;
+}
+
+/* Sends `what` from each client and runs the loop until `want` rd[] have
+ * had a got() since, or 2 s. */
+static void rd_round(const int *cl, const char *what, int want)
+{
+    int got0[4];
+    for (int i = 0; i < 4; i++) {
+        got0[i] = rd[i].gots;
+        if (what && cl[i] >= 0)
+            ck_assert_int_eq(send(cl[i], what, strlen(what), 0), (ssize_t)strlen(what));
+    }
+    usleep(20000); /* every client's bytes are there when the loop wakes */
+    for (int k = 0; k < 200; k++) {
+        int n = 0;
+        for (int i = 0; i < 4; i++)
+            n += rd[i].gots > got0[i];
+        if (n >= want)
+            break;
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        usleep(10000);
+    }
+}
+
+/* A pass's reads in one batch: each connection's bytes reach its own got(),
+ * once, and its read event never calls on_read; one the front paused since
+ * its note is not read (then read once resumed); one closed by an earlier
+ * got() gets no call; the client's end is got(0); a wake without bytes is
+ * got(-EAGAIN); the read stamp is not earlier than the read. */
+START_TEST(test_conns_batched_reads)
+{
+    conns_t *cn = make(8);
+    rd_cn = cn;
+    ck_assert_int_eq(conns_set_batched(cn, SENDBATCH_AUTO), 0);
+    listen_any(cn);
+    conns_conn_t gc[4];
+    int cl[4];
+    memset(gc, 0, sizeof gc);
+    memset(rd, 0, sizeof rd);
+    for (int i = 0; i < 4; i++) {
+        cl[i] = connect_to(conns_port(cn));
+        while (fk.accepted == i)
+            event_base_loop(base, EVLOOP_ONCE);
+        rd[i].c = &gc[i];
+        ck_assert_int_eq(conns_open(cn, &gc[i], fk.last_fd, rd_plain, nothing, &rd[i]), 0);
+        conns_read_batched(&gc[i], rd_room, rd_got);
+    }
+    double before = mono_now();
+    rd_round(cl, "get a\r\n", 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(rd[i].plain, 0);
+        ck_assert_int_eq(rd[i].rooms, 1);
+        ck_assert_int_eq(rd[i].gots, 1);
+        ck_assert_int_eq(rd[i].last, 7);
+        ck_assert(gc[i].last >= before);
+    }
+    /* The first room() pauses the other three: only it is read. */
+    rd_mode = 1;
+    rd_round(cl, "get b\r\n", 1);
+    int first = -1;
+    for (int i = 0; i < 4; i++)
+        if (rd[i].gots == 2)
+            first = i;
+    ck_assert_int_ge(first, 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(rd[i].rooms, i == first ? 2 : 1);
+        ck_assert_int_eq(rd[i].gots, i == first ? 2 : 1);
+    }
+    for (int i = 0; i < 4; i++) /* resumed: read in the next pass */
+        if (i != first)
+            event_add(gc[i].rev, NULL);
+    rd_round(cl, NULL, 3);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(rd[i].gots, 2);
+        ck_assert_uint_eq(rd[i].len, 14);
+        ck_assert(memcmp(rd[i].buf, "get a\r\nget b\r\n", 14) == 0);
+    }
+    /* A wake with nothing to read. */
+    event_active(gc[0].rev, EV_READ, 0);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    ck_assert_int_eq(rd[0].gots, 3);
+    ck_assert_int_eq(rd[0].last, -EAGAIN);
+    /* The first got() closes the other three: they get no call. */
+    rd_mode = 2;
+    rd_round(cl, "get c\r\n", 1);
+    int open = -1;
+    for (int i = 0; i < 4; i++)
+        if (gc[i].fd >= 0)
+            open = i;
+    ck_assert_int_ge(open, 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(rd[i].gots, (i == 0) + 2 + (i == open));
+    /* The client's end. */
+    close(cl[open]);
+    cl[open] = -1;
+    rd_round(cl, NULL, 1);
+    ck_assert_int_eq(rd[open].last, 0);
+    ck_assert_int_eq(rd[open].plain, 0);
+    conns_close(cn, &gc[open]);
+    for (int i = 0; i < 4; i++)
+        if (cl[i] >= 0)
+            close(cl[i]);
+}
+END_TEST
+
 /* conns_set_batched(): conns_write() only notes a connection; at the end
  * of the loop's pass every noted one's bytes go out and its write callback
  * runs once; a connection closed after its note is skipped; a send to a
@@ -844,7 +994,7 @@ int main(void)
                                   test_conns_evict_spares_busy, test_conns_evict_spares_unread,
                                   test_conns_address_counts, test_conns_stop,
                                   test_conns_idle_bounds_handshake, test_conns_identity,
-                                  test_conns_batched};
+                                  test_conns_batched, test_conns_batched_reads};
     const testlib_case_t c = {.name = "conns", .setup = setup, .teardown = teardown};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,4 +1,4 @@
-/* test_sendbatch.c - Check suite for storage-node/io/sendbatch: each job's bytes reach its own socket in order, one system call per batch through io_uring (one per job plainly), a full socket answers at once (-EAGAIN or what it took) and never blocks, a closed peer gives -EPIPE without SIGPIPE, more jobs than the depth go in chunks, bad arguments. */
+/* test_sendbatch.c - Check suite for storage-node/io/sendbatch: each job's bytes reach its own socket in order, one system call per batch through io_uring (one per job plainly), a full socket answers at once (-EAGAIN or what it took) and never blocks, a closed peer gives -EPIPE without SIGPIPE, more jobs than the depth go in chunks, receives (bytes, -EAGAIN, the peer's end) and one-buffer sends in the same batch, bad arguments. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -181,6 +181,79 @@ START_TEST(test_sendbatch_closed_peer)
 }
 END_TEST
 
+/* Receives and single-buffer sends in one batch with sends: a socket with
+ * bytes gives them (into one buffer, or across two iovecs in order), an
+ * empty one -EAGAIN at once, one whose peer ended 0; a one-iovec send
+ * arrives whole; all in one system call through io_uring. */
+static void run_receives(sendbatch_mode_t mode)
+{
+    int err = 0;
+    sendbatch_t *sb = sendbatch_new(256, mode, &err);
+    ck_assert_ptr_nonnull(sb);
+    static char buf[NSOCK][64];
+    static struct iovec riov[NSOCK][2];
+    sendbatch_job_t jobs[NSOCK];
+    for (int i = 0; i < NSOCK; i++) {
+        snprintf(txt[i][0], sizeof txt[i][0], "data %d", i);
+        memset(buf[i], 0, sizeof buf[i]);
+        int two = i % 8 == 4;
+        riov[i][0] = (struct iovec){buf[i], two ? 3 : sizeof buf[i]};
+        riov[i][1] = (struct iovec){buf[i] + 3, sizeof buf[i] - 3};
+        jobs[i] = (sendbatch_job_t){.fd = sv[i][0], .iov = riov[i], .iovcnt = two ? 2 : 1,
+                                    .recv = 1, .res = 12345};
+        switch (i % 4) {
+        case 0: /* bytes to read */
+            ck_assert_int_eq(send(sv[i][1], txt[i][0], strlen(txt[i][0]), 0),
+                             (ssize_t)strlen(txt[i][0]));
+            break;
+        case 2: /* the peer's end */
+            ck_assert_int_eq(shutdown(sv[i][1], SHUT_WR), 0);
+            break;
+        case 3: /* a one-iovec send instead */
+            riov[i][0] = (struct iovec){txt[i][0], strlen(txt[i][0])};
+            jobs[i].recv = 0;
+            break;
+        }
+    }
+    unsigned long long calls = sendbatch_syscalls(sb);
+    sendbatch_run(sb, jobs, NSOCK);
+    for (int i = 0; i < NSOCK; i++) {
+        ssize_t n = (ssize_t)strlen(txt[i][0]);
+        char got[64];
+        switch (i % 4) {
+        case 0:
+            ck_assert_int_eq(jobs[i].res, n);
+            ck_assert_int_eq(memcmp(buf[i], txt[i][0], (size_t)n), 0);
+            break;
+        case 1:
+            ck_assert_int_eq(jobs[i].res, -EAGAIN);
+            break;
+        case 2:
+            ck_assert_int_eq(jobs[i].res, 0);
+            break;
+        case 3:
+            ck_assert_int_eq(jobs[i].res, n);
+            ck_assert_int_eq(recv(sv[i][1], got, sizeof got, 0), n);
+            ck_assert_int_eq(memcmp(got, txt[i][0], (size_t)n), 0);
+            break;
+        }
+    }
+    ck_assert_uint_eq(sendbatch_syscalls(sb) - calls, sendbatch_uring(sb) ? 1 : NSOCK);
+    sendbatch_destroy(&sb);
+}
+
+START_TEST(test_sendbatch_receives)
+{
+    run_receives(SENDBATCH_AUTO);
+}
+END_TEST
+
+START_TEST(test_sendbatch_receives_plain)
+{
+    run_receives(SENDBATCH_PLAIN);
+}
+END_TEST
+
 START_TEST(test_sendbatch_bad_arguments)
 {
     int err = 0;
@@ -201,7 +274,8 @@ int main(void)
                                   test_sendbatch_chunks_beyond_depth,
                                   test_sendbatch_full_socket_does_not_wait,
                                   test_sendbatch_full_socket_plain, test_sendbatch_closed_peer,
-                                  test_sendbatch_bad_arguments};
+                                  test_sendbatch_bad_arguments, test_sendbatch_receives,
+                                  test_sendbatch_receives_plain};
     const testlib_case_t c = {.name = "sendbatch", .setup = setup, .teardown = teardown,
                               .timeout = 30};
     return testlib_run_case(&c, tests, sizeof tests / sizeof tests[0]);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-percpu.sh - the node's CPU per memcached request against another build (issue 30): nodes of OLD_BIN and of this build (--threads 1 and 2) on one memcached, two clients we did not write (memcaslap, libmemcached's memcslap), interleaved rounds; TPS, node CPU per request (user + system from /proc over the node's own request count from `stats`), involuntary context switches per request, load average.
-# Usage: bench-percpu.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: options for every node, default --policy rr; CLIENTS: "memcaslap memcslap")
+# Usage: bench-percpu.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: options for every node, default --policy rr; CLIENTS: "memcaslap memcslap"; T2=0: no --threads 2 node; MID=DIR: a third build's node, --threads 1, named mid)
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 OLD=$1; ROUNDS=${2:-3}; SECS=${3:-4}; BIN=${BIN:-bin}; NODE_ARGS=${NODE_ARGS:---policy rr}
@@ -22,7 +22,15 @@ node() { # node NAME BIN PORT EXTRA...: starts a node, its pid in $SPAWNED
 }
 next_port; po=$PORT; node old "$OLD" "$po"; no=$SPAWNED
 next_port; p1=$PORT; node t1 "$BIN" "$p1" --threads 1; n1=$SPAWNED
-next_port; p2=$PORT; node t2 "$BIN" "$p2" --threads 2; n2=$SPAWNED
+setups="old:$po:$no t1:$p1:$n1"
+if [ -n "${MID:-}" ]; then
+  next_port; pm=$PORT; node mid "$MID" "$pm" --threads 1; nm=$SPAWNED
+  setups="old:$po:$no mid:$pm:$nm t1:$p1:$n1"
+fi
+if [ "${T2:-1}" != 0 ]; then
+  next_port; p2=$PORT; node t2 "$BIN" "$p2" --threads 2; n2=$SPAWNED
+  setups="$setups t2:$p2:$n2"
+fi
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 invol() { awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {print s + 0}' /proc/"$1"/task/*/status; }
 # requests the node served so far: its stats' get keys + sets + touches + other commands
@@ -56,7 +64,7 @@ printf '%-9s %-6s %-5s %9s %10s %10s %6s\n' client setup round tps node_us/op in
 for cl in $CLIENTS; do
   r=1
   while [ "$r" -le "$ROUNDS" ]; do
-    for s in old:$po:$no t1:$p1:$n1 t2:$p2:$n2; do
+    for s in $setups; do
       name=${s%%:*}; rest=${s#*:}; port=${rest%%:*}; pid=${rest#*:}
       q0=$(served "$port"); a0=$(ticks "$pid"); v0=$(invol "$pid"); w0=$(date +%s.%N)
       client "$cl" "$port" >/dev/null

@@ -1,4 +1,4 @@
-/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers, a pass's batched sends (see conns.h). */
+/* conns.c - the node fronts' client connections: listener, registry, address table, idle and per-address limits, eviction at the limit, write buffers, a pass's batched sends and reads (see conns.h). */
 #include "storage-node/io/conns.h"
 
 #include <errno.h>
@@ -66,6 +66,17 @@ struct conns {
     sendbatch_job_t *jobs; /* qcap of them */
     int *jconn;            /* a job's index in cb */
     struct iovec *iov;     /* SEND_IOV per job */
+    /* conns_read_batched(): the pass's read queue and the batch reading it,
+     * arrays of qcap like the send queue's. */
+    struct event *rpass;   /* made active at the pass's first read note */
+    int rpass_armed;
+    int reading;           /* conns_run_reads() runs */
+    conns_conn_t **rq;     /* noted this pass, nrq of them (NULL: closed since) */
+    conns_conn_t **rcb;    /* the running batch's, got() still due (NULL: done or closed) */
+    int nrq, nrcb;
+    sendbatch_job_t *rjobs;
+    int *rjconn;           /* a read job's index in rcb */
+    struct iovec *riov;    /* one per read job */
 };
 
 /* Chunks of c->out one batched send offers (more: written at once after). */
@@ -507,10 +518,38 @@ static void free_io(conns_conn_t *c)
     c->wc = NULL;
 }
 
-/* Every read event: the connection is not idle. */
+/* Notes c for the pass's batched read. */
+static void read_note(conns_conn_t *c)
+{
+    conns_t *cn = c->cn;
+    if (c->ridx >= 0)
+        return;
+    if (cn->nrq == cn->qcap) { /* closed since noted, and others opened: drop the holes */
+        int n = 0;
+        for (int i = 0; i < cn->nrq; i++)
+            if (cn->rq[i]) {
+                cn->rq[i]->ridx = n;
+                cn->rq[n++] = cn->rq[i];
+            }
+        cn->nrq = n; /* < qcap: c is open and not among them */
+    }
+    c->ridx = cn->nrq;
+    cn->rq[cn->nrq++] = c;
+    if (!cn->rpass_armed) {
+        cn->rpass_armed = 1;
+        event_active(cn->rpass, EV_READ, 0);
+    }
+}
+
+/* Every read event: the connection is not idle (batched: the stamp is
+ * taken when the batch has read it). */
 static void conn_read(evutil_socket_t fd, short what, void *arg)
 {
     conns_conn_t *c = arg;
+    if (c->rgot) {
+        read_note(c);
+        return;
+    }
     if (!c->handshaking)
         lru_touch(c, mono_now());
     c->on_read(fd, what, c->arg);
@@ -535,9 +574,24 @@ static int batch_room(conns_t *cn)
     if (jconn)
         cn->jconn = jconn;
     struct iovec *iov = jconn ? realloc(cn->iov, (size_t)cap * SEND_IOV * sizeof *iov) : NULL;
-    if (!iov)
+    if (iov)
+        cn->iov = iov;
+    conns_conn_t **rq = iov ? realloc(cn->rq, (size_t)cap * sizeof *rq) : NULL;
+    if (rq)
+        cn->rq = rq;
+    conns_conn_t **rcb = rq ? realloc(cn->rcb, (size_t)cap * sizeof *rcb) : NULL;
+    if (rcb)
+        cn->rcb = rcb;
+    sendbatch_job_t *rjobs = rcb ? realloc(cn->rjobs, (size_t)cap * sizeof *rjobs) : NULL;
+    if (rjobs)
+        cn->rjobs = rjobs;
+    int *rjconn = rjobs ? realloc(cn->rjconn, (size_t)cap * sizeof *rjconn) : NULL;
+    if (rjconn)
+        cn->rjconn = rjconn;
+    struct iovec *riov = rjconn ? realloc(cn->riov, (size_t)cap * sizeof *riov) : NULL;
+    if (!riov)
         return -ENOMEM; /* what grew stays: qcap counts only full success */
-    cn->iov = iov;
+    cn->riov = riov;
     cn->qcap = cap;
     return 0;
 }
@@ -552,6 +606,9 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     c->on_write = on_write;
     c->werr = 0;
     c->qidx = c->cbidx = -1;
+    c->ridx = c->rcbidx = -1;
+    c->rroom = NULL;
+    c->rgot = NULL;
     c->fb = NULL;
     c->fboff = c->fblen = 0;
     c->writing = 0;
@@ -766,16 +823,97 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     cn->ncb = 0;
 }
 
+void conns_read_batched(conns_conn_t *c, char *(*room)(void *arg, size_t *room),
+                        void (*got)(void *arg, ssize_t n))
+{
+    if (!c->cn->sb || c->wc)
+        return; /* not batched: reads stay on_read's */
+    c->rroom = room;
+    c->rgot = got;
+}
+
+int conns_run_reads(conns_t *cn)
+{
+    if (cn->reading || cn->nrq == 0)
+        return 0;
+    cn->reading = 1;
+    conns_conn_t **t = cn->rcb; /* the noted become the batch's; new notes start afresh */
+    cn->rcb = cn->rq;
+    cn->rq = t;
+    cn->nrcb = cn->nrq;
+    cn->nrq = 0;
+    for (int i = 0; i < cn->nrcb; i++)
+        if (cn->rcb[i]) {
+            cn->rcb[i]->ridx = -1;
+            cn->rcb[i]->rcbidx = i;
+        }
+    int nj = 0;
+    for (int i = 0; i < cn->nrcb; i++) {
+        conns_conn_t *c = cn->rcb[i];
+        if (!c)
+            continue;
+        size_t room = 0;
+        char *p = event_pending(c->rev, EV_READ, NULL) ? c->rroom(c->arg, &room) : NULL;
+        if (cn->rcb[i] != c)
+            continue; /* room() closed it */
+        if (!p || room == 0) { /* paused since noted, or handled without a read */
+            cn->rcb[i] = NULL;
+            c->rcbidx = -1;
+            continue;
+        }
+        cn->riov[nj] = (struct iovec){p, room};
+        cn->rjobs[nj] = (sendbatch_job_t){.fd = c->fd, .iov = &cn->riov[nj], .iovcnt = 1,
+                                          .recv = 1};
+        cn->rjconn[nj++] = i;
+    }
+    int k = 0; /* a room() may have closed a connection read before it: drop its job */
+    for (int j = 0; j < nj; j++)
+        if (cn->rcb[cn->rjconn[j]]) {
+            cn->rjobs[k] = cn->rjobs[j];
+            cn->rjobs[k].iov = &cn->riov[k];
+            cn->riov[k] = cn->riov[j];
+            cn->rjconn[k++] = cn->rjconn[j];
+        }
+    sendbatch_run(cn->sb, cn->rjobs, (size_t)k);
+    double now = mono_now(); /* after the reads: no stamp is earlier than its read */
+    /* The callbacks may close any of these (conns_close() clears its
+     * entry) and note connections again (for the next batch). */
+    for (int j = 0; j < k; j++) {
+        conns_conn_t *c = cn->rcb[cn->rjconn[j]];
+        if (!c)
+            continue;
+        cn->rcb[cn->rjconn[j]] = NULL;
+        c->rcbidx = -1;
+        lru_touch(c, now);
+        c->rgot(c->arg, cn->rjobs[j].res);
+    }
+    cn->nrcb = 0;
+    cn->reading = 0;
+    return 1;
+}
+
+/* The pass's reads, if nobody ran them earlier (conns_run_reads()). */
+static void on_rpass(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    conns_t *cn = arg;
+    cn->rpass_armed = 0;
+    conns_run_reads(cn);
+}
+
 int conns_set_batched(conns_t *cn, int mode)
 {
     if (cn->sb || cn->wr || cn->list || (mode != SENDBATCH_AUTO && mode != SENDBATCH_PLAIN))
         return -EINVAL;
     int err = -ENOMEM;
     if (!(cn->flush = event_new(cn->base, -1, 0, on_flush, cn)) ||
+        !(cn->rpass = event_new(cn->base, -1, 0, on_rpass, cn)) ||
         !(cn->sb = sendbatch_new(256, (sendbatch_mode_t)mode, &err))) {
         if (cn->flush)
             event_free(cn->flush);
-        cn->flush = NULL;
+        if (cn->rpass)
+            event_free(cn->rpass);
+        cn->flush = cn->rpass = NULL;
         return err;
     }
     return 0;
@@ -839,7 +977,13 @@ void conns_close(conns_t *cn, conns_conn_t *c)
         cn->q[c->qidx] = NULL;
     if (c->cbidx >= 0)
         cn->cb[c->cbidx] = NULL;
-    c->qidx = c->cbidx = -1;
+    if (c->ridx >= 0)
+        cn->rq[c->ridx] = NULL;
+    if (c->rcbidx >= 0)
+        cn->rcb[c->rcbidx] = NULL;
+    c->qidx = c->cbidx = c->ridx = c->rcbidx = -1;
+    c->rroom = NULL;
+    c->rgot = NULL;
     int handed = c->wc != NULL; /* free_io() gives the socket to its writer */
     free_io(c);
     if (c->fd >= 0 && !handed)
@@ -906,12 +1050,19 @@ void conns_destroy(conns_t **cnp)
     writers_destroy(&cn->wr);
     if (cn->flush)
         event_free(cn->flush);
+    if (cn->rpass)
+        event_free(cn->rpass);
     sendbatch_destroy(&cn->sb);
     free(cn->q);
     free(cn->cb);
     free(cn->jobs);
     free(cn->jconn);
     free(cn->iov);
+    free(cn->rq);
+    free(cn->rcb);
+    free(cn->rjobs);
+    free(cn->rjconn);
+    free(cn->riov);
     for (int i = 0; i < cn->naddrs; i++) /* connections the front left listed */
         free(cn->heap[i]);
     free(cn->heap);

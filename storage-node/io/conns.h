@@ -1,4 +1,4 @@
-/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, each connection's write buffer, and (conns_set_batched()) a pass's sends in one system call.
+/* conns.h - the node fronts' client connections: the listener, the registry of open connections, the address table, the idle and per-address limits, eviction at the limit, each connection's write buffer, and (conns_set_batched()) a pass's sends, and its reads, in one system call each.
  *
  * A front's gate makes one conns_t (gate_conns(), gate.h) and passes it the
  * front's accept and refuse hooks; the protocol (parsing, replies, what a
@@ -98,6 +98,11 @@ typedef struct conns_conn {
     char *fb;                      /* conns_reply_room()'s buffer (CONNS_REPLY_ROOM
                                       bytes, made at its first use), NULL: none */
     uint32_t fboff, fblen;         /* its unsent bytes [fboff, fblen): ahead of out's */
+    /* conns_read_batched(), the registry's own: */
+    char *(*rroom)(void *arg, size_t *room); /* NULL: reads by on_read */
+    void (*rgot)(void *arg, ssize_t n);
+    int ridx, rcbidx;              /* its place in the pass's read queue / in the
+                                      running read batch; -1: none */
 } conns_conn_t;
 
 /* The front's side, called on the loop thread with `front` as given to
@@ -206,6 +211,28 @@ int conns_set_batched(conns_t *cn, int mode);
 #define CONNS_REPLY_ROOM 1024
 char *conns_reply_room(conns_conn_t *c, size_t *room);
 void conns_reply_commit(conns_conn_t *c, size_t len);
+
+/* Reads once per pass too (conns_set_batched() only; not for a TLS
+ * connection, whose session reads the socket): from now on c's read event
+ * only notes c, and the pass's noted connections are read together, one
+ * system call for all (io/sendbatch.h), when conns_run_reads() is called
+ * or at the latest in an event made active at the pass's first note.  For
+ * each, room(arg, &n) is called first: it returns where to read and n, the
+ * bytes there (> 0), or NULL if it handled the event without a read (it
+ * may then have closed c); then, once every socket is read, got(arg, res)
+ * with res the bytes read, 0 at the client's end of stream, or -errno
+ * (-EAGAIN: nothing there after all), in the order the connections were
+ * noted.  A connection whose read event was deleted (paused) since it was
+ * noted is not read, as libevent would not have called it; one closed
+ * meanwhile gets no call.  The read stamp (idle timeout, eviction order)
+ * is taken once per batch, after the reads.  Loop thread. */
+void conns_read_batched(conns_conn_t *c, char *(*room)(void *arg, size_t *room),
+                        void (*got)(void *arg, ssize_t n));
+
+/* Runs the reads noted so far in this pass now (conns_read_batched()):
+ * returns 1 if there were any (their got() calls have run), 0 if none
+ * (or called from within a read batch's callbacks).  Loop thread. */
+int conns_run_reads(conns_t *cn);
 
 /* Nonzero if conns_set_batched() is in force and sends through io_uring
  * (2) or plainly (1); 0: writes at once. */

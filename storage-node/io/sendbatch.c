@@ -1,4 +1,4 @@
-/* sendbatch.c - many sockets' nonblocking sends in one system call (see sendbatch.h). */
+/* sendbatch.c - many sockets' nonblocking sends and receives in one system call (see sendbatch.h). */
 #include "storage-node/io/sendbatch.h"
 
 #include <errno.h>
@@ -12,6 +12,7 @@
 #endif
 
 #define SEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL)
+#define RECV_FLAGS MSG_DONTWAIT
 
 struct sendbatch {
     unsigned depth;
@@ -64,8 +65,8 @@ static unsigned reap(sendbatch_t *sb, sendbatch_job_t *jobs, size_t n, unsigned 
     return seen;
 }
 
-/* One chunk (n <= depth) through the ring.  Sends with MSG_DONTWAIT end
- * at submission; should one not have (an older kernel punting it to wait
+/* One chunk (n <= depth) through the ring.  Sends and receives with
+ * MSG_DONTWAIT end at submission; should one not have (an older kernel punting it to wait
  * for room), it is cancelled and counted as a full socket, so nothing
  * outlives the call and the loop never waits for a client.  Returns 0, or
  * -errno if the ring failed (the caller then sends the chunk plainly). */
@@ -80,7 +81,16 @@ static int run_ring(sendbatch_t *sb, sendbatch_job_t *jobs, size_t n)
         memset(&sb->msg[i], 0, sizeof sb->msg[i]);
         sb->msg[i].msg_iov = (struct iovec *)jobs[i].iov;
         sb->msg[i].msg_iovlen = (size_t)jobs[i].iovcnt;
-        io_uring_prep_sendmsg(sqe, jobs[i].fd, &sb->msg[i], SEND_FLAGS);
+        if (jobs[i].recv && jobs[i].iovcnt == 1) /* no msghdr to import */
+            io_uring_prep_recv(sqe, jobs[i].fd, jobs[i].iov[0].iov_base, jobs[i].iov[0].iov_len,
+                               RECV_FLAGS);
+        else if (jobs[i].recv)
+            io_uring_prep_recvmsg(sqe, jobs[i].fd, &sb->msg[i], RECV_FLAGS);
+        else if (jobs[i].iovcnt == 1)
+            io_uring_prep_send(sqe, jobs[i].fd, jobs[i].iov[0].iov_base, jobs[i].iov[0].iov_len,
+                               SEND_FLAGS);
+        else
+            io_uring_prep_sendmsg(sqe, jobs[i].fd, &sb->msg[i], SEND_FLAGS);
         io_uring_sqe_set_data64(sqe, i);
     }
     int rc;
@@ -128,7 +138,7 @@ static int run_ring(sendbatch_t *sb, sendbatch_job_t *jobs, size_t n)
 }
 #endif
 
-/* One job with sendmsg(2). */
+/* One job with sendmsg(2) or recvmsg(2). */
 static void run_plain(sendbatch_t *sb, sendbatch_job_t *j)
 {
     struct msghdr m;
@@ -137,7 +147,7 @@ static void run_plain(sendbatch_t *sb, sendbatch_job_t *j)
     m.msg_iovlen = (size_t)j->iovcnt;
     ssize_t r;
     do {
-        r = sendmsg(j->fd, &m, SEND_FLAGS);
+        r = j->recv ? recvmsg(j->fd, &m, RECV_FLAGS) : sendmsg(j->fd, &m, SEND_FLAGS);
         sb->calls++;
     } while (r < 0 && errno == EINTR);
     j->res = r < 0 ? -errno : r;

@@ -1,4 +1,4 @@
-/* sendbatch.h - many sockets' nonblocking sends in one system call (io_uring where the kernel allows it, else one sendmsg(2) each).
+/* sendbatch.h - many sockets' nonblocking sends (and receives) in one system call (io_uring where the kernel allows it, else one sendmsg(2) or recvmsg(2) each).
  *
  * Why: the memcached front writes one reply per request, and on a loaded
  * host each write(2) that wakes a client is also where the node is
@@ -15,6 +15,11 @@
  * IORING_SETUP_SINGLE_ISSUER (and DEFER_TASKRUN where known), so only the
  * thread that made it may run batches.
  *
+ * Receives (a job's .recv set) run the same way, MSG_DONTWAIT: each ends
+ * within the call with what the socket held, 0 at the peer's end of
+ * stream, or -EAGAIN; the memcached front reads a pass's readable
+ * connections with one call (conns.h, conns_read_batched()).
+ *
  * Threads: a sendbatch_t belongs to the thread that made it. */
 #ifndef BQOS_SENDBATCH_H
 #define BQOS_SENDBATCH_H
@@ -25,11 +30,14 @@
 
 /* One socket's send: fd and the bytes (iovcnt >= 1 iovecs, in order); res
  * is set by sendbatch_run(): bytes taken (possibly fewer than offered:
- * the socket is full), or -errno (-EAGAIN: full, nothing taken). */
+ * the socket is full), or -errno (-EAGAIN: full, nothing taken).  With
+ * recv set, a receive into the iovecs instead: res is the bytes read, 0
+ * at the peer's end of stream, or -errno (-EAGAIN: nothing to read). */
 typedef struct {
     int fd;
     const struct iovec *iov;
     int iovcnt;
+    int recv;
     ssize_t res;
 } sendbatch_job_t;
 

@@ -802,14 +802,15 @@ static void conn_handshake(conn_t *c)
     event_active(c->sock.rev, EV_READ, 0); /* requests sent with the Finished */
 }
 
-static void on_read(evutil_socket_t fd, short what, void *arg)
+/* Before a read: room at the end of c's buffer.  Returns 1 if there is,
+ * 0 if the event was handled without a read (a TLS handshake's step, a
+ * buffer full of requests that wait, out of memory: c may be closed). */
+static int read_prep(conn_t *c)
 {
-    (void)what;
-    conn_t *c = arg;
     front_t *f = c->f;
     if (c->tls && c->sock.handshaking) {
         conn_handshake(c);
-        return;
+        return 0;
     }
     if (c->rlen == c->rcap) {
         size_t max = MCP_LINE_MAX + f->cfg.proto.max_item + 64;
@@ -820,17 +821,28 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             if (c->rlen == c->rcap)
                 conn_pause(c);
             conn_maybe_close(c);
-            return;
+            return 0;
         }
         char *nb = realloc(c->rbuf, ncap);
         if (!nb) {
             c->broken = 1;
             conn_maybe_close(c);
-            return;
+            return 0;
         }
         c->rbuf = nb;
         c->rcap = ncap;
     }
+    return 1;
+}
+
+static void read_got(conn_t *c, ssize_t n);
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    conn_t *c = arg;
+    if (!read_prep(c))
+        return;
     ssize_t n;
     if (c->tls) {
         n = tls_recv(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen);
@@ -841,6 +853,35 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     } else {
         n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
     }
+    read_got(c, n);
+}
+
+/* The batched read's room (conns_read_batched()): read_prep(), then the
+ * free end of c's buffer. */
+static char *on_read_room(void *arg, size_t *room)
+{
+    conn_t *c = arg;
+    if (!read_prep(c))
+        return NULL;
+    *room = c->rcap - c->rlen;
+    return c->rbuf + c->rlen;
+}
+
+/* The batched read's result: n bytes, 0 at EOF, or -errno. */
+static void on_read_got(void *arg, ssize_t n)
+{
+    if (n < 0) {
+        errno = (int)-n;
+        n = -1;
+    }
+    read_got(arg, n);
+}
+
+/* After a read of n bytes into c's buffer (0: the client's end of stream;
+ * -1: errno says why, EAGAIN or EINTR: nothing, e.g. woken by
+ * resume_if_room()): the requests it completes. */
+static void read_got(conn_t *c, ssize_t n)
+{
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         c->broken = 1; /* client gone: queued requests are discarded */
         conn_maybe_close(c);
@@ -919,6 +960,8 @@ static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, 
         evutil_closesocket(fd);
         return;
     }
+    if (!f->cfg.tls && f->cfg.batch_reads) /* a pass's reads in one system call */
+        conns_read_batched(&c->sock, on_read_room, on_read_got);
     if (f->cfg.tls) { /* a TLS port: the client's ClientHello comes first */
         c->sock.handshaking = 1;
         if (!(c->tls = tls_sess_new(f->cfg.tls, fd))) {
@@ -935,6 +978,13 @@ static void on_accept(void *arg, evutil_socket_t fd, const struct sockaddr *sa, 
 static void dispatch_now(void *arg)
 {
     front_t *f = arg;
+    /* Requests read this pass but not yet parsed go with the others: the
+     * batched reads first, then the dispatch again, later in this pass
+     * (the gate's clock for the take is then read after them). */
+    if (conns_run_reads(f->cn)) {
+        gate_request_dispatch(f->g, 0);
+        return;
+    }
     backend_op_t *first = NULL, *last = NULL;
     size_t n = 0;
     sched_item_t *it;
@@ -1068,6 +1118,7 @@ void front_config_defaults(front_config_t *cfg)
     cfg->reply_memory = (size_t)1 << 30;
     cfg->cost = COST_CONFIG_DEFAULT;
     cfg->threads = 1;
+    cfg->batch_reads = 1;
 }
 
 front_t *front_new(struct event_base *base, const front_config_t *cfg, int *err)

@@ -80,6 +80,10 @@ typedef struct {
                                     reply-writer threads (io/writers.h), 1..65;
                                     1 (the default): every write on the loop
                                     thread; > 1 only without tls */
+    int batch_reads;             /* with threads 1 and without tls: a pass's
+                                    client reads in one system call
+                                    (conns_read_batched()); 1 by default,
+                                    0: one recv(2) per read event */
     cost_config_t cost;          /* what an IO costs in units (cost.h): a
                                     store is a write of its value, charged
                                     when queued; a get a read of what it
