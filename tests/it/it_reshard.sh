@@ -170,5 +170,16 @@ check "bqos-ctl routes blue to shard 1 by the generation in force" \
   'ctl --endpoint "$AD_s0;$AD_s1" status --bucket blue >/dev/null 2>&1 &&
    ! ctl --endpoint "$AD_s0" status --bucket blue >/dev/null 2>&1'
 
+# shard 0's controller gone: a command for a bucket of shard 1 is routed by
+# what shard 1 says, at once (the configuration is asked of every shard at
+# once, a dead one costs the grace, not the timeout) and without a word
+kill "$PID_s0" 2>/dev/null; wait "$PID_s0" 2>/dev/null
+T0=$(now)
+"$BIN/bqos-ctl" --timeout 2000 --curve-key "$K/op.key" --controller-key "$K/ctrl.pub" \
+  --endpoint "$AD_s0;$AD_s1" status --bucket blue >"$T/dead0.out" 2>"$T/dead0.err"; D0RC=$?
+D0MS=$(echo "$T0 $(now)" | awk '{ printf "%d", ($2 - $1) * 1000 }')
+check "shard 0 stopped: status --bucket blue answered by shard 1 in $D0MS ms (rc $D0RC, timeout 2000), nothing on stderr" \
+  '[ "$D0RC" = 0 ] && [ "$D0MS" -lt 1000 ] && [ ! -s "$T/dead0.err" ]'
+
 [ -n "${KEEP:-}" ] && { rm -rf "/tmp/$IT_NAME.last"; cp -r "$T" "/tmp/$IT_NAME.last"; }
 it_end logs
