@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "controller/daemon/etcd.h"
@@ -1613,6 +1614,80 @@ START_TEST(test_leader_shards_change)
 }
 END_TEST
 
+/* K shrinking at run time: 2 -> 1 shards.  Before the change's period
+ * shard 1's leader leads on; once the key (read again) puts the period in
+ * the past, it gives its key up and steps down, and neither it nor shard
+ * 1's standby campaigns while the key leaves shard 1 out (settled too);
+ * a later change back to 2 shards names it again: it campaigns before
+ * that change's period.  Shard 0 is unmoved throughout. */
+START_TEST(test_leader_shards_removed)
+{
+    fstore_t f = {0};
+    ctl_t c[3];
+    const char *ids[] = {"s0a", "s1a", "s1b"};
+    const int shard[] = {0, 1, 1};
+    for (int i = 0; i < 3; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        leader_config_t lc = {.cluster = "t", .id = ids[i], .admin = "tcp://x",
+                              .listen = "tcp://y", .ttl_s = 1, .margin_s = 0.25,
+                              .poll_s = 0.1, .shards = 2, .shard = shard[i]};
+        leader_store_t st = f_store(&f);
+        leader_hooks_t h = {.apply = h_apply, .role = h_role, .bootstrap = h_boot,
+                            .change = h_change, .arg = &c[i]};
+        ck_assert_int_eq(leader_init(&c[i].ld, &lc, &st, &h), 0);
+    }
+    double t = 0;
+    for (int i = 0; i < 3; i++)
+        poll_at(&c[i], &f, t + 0.01 * i);
+    ck_assert(c[0].ld.leading && c[1].ld.leading && !c[2].ld.leading);
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    long long wall = (long long)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+    char v[160];
+    /* the change under way, its period an hour away: shard 1 still leads */
+    snprintf(v, sizeof v, "{\"k\":2,\"gen\":1,\"next\":{\"k\":1,\"gen\":2,\"from\":%lld}}",
+             wall + 3600000);
+    f_put(&f, "/bqos/t/shards", v);
+    for (t = 0.1; t < 0.15 + LEADER_SHARDS_READ_S; t += 0.1)
+        for (int i = 0; i < 3; i++)
+            poll_at(&c[i], &f, t + 0.01 * i);
+    ck_assert_int_eq(c[1].ld.sg.next_k, 1);
+    ck_assert(c[1].ld.leading && !c[1].ld.sg_out);
+    /* its period has come: shard 1's leader steps out, its key goes */
+    snprintf(v, sizeof v, "{\"k\":2,\"gen\":1,\"next\":{\"k\":1,\"gen\":2,\"from\":%lld}}",
+             wall - 1000);
+    f_put(&f, "/bqos/t/shards", v);
+    for (; t < 0.25 + 2 * LEADER_SHARDS_READ_S; t += 0.1)
+        for (int i = 0; i < 3; i++)
+            poll_at(&c[i], &f, t + 0.01 * i);
+    ck_assert(!c[1].ld.leading && !c[2].ld.leading);
+    ck_assert(c[1].ld.sg_out && c[2].ld.sg_out);
+    ck_assert_uint_eq(c[1].ld.sg_outs, 1);
+    ck_assert_ptr_null(f_find(&f, "/bqos/t/shard/1/leader"));
+    ck_assert(c[0].ld.leading && !c[0].ld.sg_out);
+    /* settled, and past the lease's time: still no campaign */
+    f_put(&f, "/bqos/t/shards", "{\"k\":1,\"gen\":2}");
+    for (; t < 0.35 + 4 * LEADER_SHARDS_READ_S; t += 0.1)
+        for (int i = 0; i < 3; i++)
+            poll_at(&c[i], &f, t + 0.01 * i);
+    ck_assert(!c[1].ld.leading && !c[2].ld.leading);
+    ck_assert_ptr_null(f_find(&f, "/bqos/t/shard/1/leader"));
+    ck_assert_uint_eq(c[0].ld.elections + c[1].ld.elections + c[2].ld.elections, 2);
+    /* back to 2 shards, its period ahead: shard 1 campaigns again */
+    snprintf(v, sizeof v, "{\"k\":1,\"gen\":2,\"next\":{\"k\":2,\"gen\":3,\"from\":%lld}}",
+             wall + 3600000);
+    f_put(&f, "/bqos/t/shards", v);
+    for (double end = t + 2 * LEADER_SHARDS_READ_S; t < end; t += 0.1)
+        for (int i = 0; i < 3; i++)
+            poll_at(&c[i], &f, t + 0.01 * i);
+    ck_assert(c[1].ld.leading || c[2].ld.leading);
+    ck_assert(!c[1].ld.sg_out && !c[2].ld.sg_out);
+    for (int i = 0; i < 3; i++)
+        leader_clear(&c[i].ld);
+    f_clear(&f);
+}
+END_TEST
+
 START_TEST(test_leader_shards_elect_apart)
 {
     fstore_t f = {0};
@@ -1750,6 +1825,7 @@ int main(void)
                                   test_leader_keys_compacted_history,
                                   test_leader_bad_config, test_leader_shards_elect_apart,
                                   test_leader_shards_k_agree, test_leader_shards_change,
+                                  test_leader_shards_removed,
                                   test_leader_base64,
                                   test_leader_etcd_unreachable};
     return testlib_run_tests("leader", tests, sizeof tests / sizeof tests[0]);

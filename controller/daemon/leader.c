@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/mono.h"
@@ -695,6 +696,54 @@ static int shards_follow(leader_t *ld)
     return rc;
 }
 
+/* Nonzero if the shards key as last read leaves our shard out at wall
+ * instant now_ms: the map in force has no more shards than ours and no
+ * change under way names it again (a change that does makes us campaign
+ * before its period, as a new shard does). */
+static int shard_out(const leader_t *ld, int64_t now_ms)
+{
+    const shardgen_t *g = &ld->sg;
+    if (!ld->key_shards || !ld->k_agreed || ld->cfg.shard < shardgen_k_at(g, now_ms))
+        return 0;
+    return !(g->next_k && now_ms < g->from_ms && ld->cfg.shard < g->next_k);
+}
+
+/* Wall-clock milliseconds now (the shards key's instants are wall clock). */
+static int64_t wall_now_ms(void)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    return (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+}
+
+/* A removed shard (shard_out()) from its change's period on: its leader
+ * gives the leader key up (its lease revoked: the key goes with it) and
+ * steps down, and no controller of it campaigns while the key leaves it
+ * out.  The shard ran nothing from that period (reshard.h), so nothing is
+ * lost; a node's session to it finds no leader and the node's tokens
+ * filter takes none of its buckets from it.  Returns nonzero if out. */
+static int shards_step_out(leader_t *ld)
+{
+    int out = shard_out(ld, wall_now_ms());
+    if (out && ld->leading) {
+        int rc = ld->lease ? ld->st.revoke(ld->st.s, ld->lease) : 0;
+        if (rc < 0)
+            log_warn("leader %s: cannot revoke lease: %s", ld->cfg.id, strerror(-rc));
+        ld->sg_outs++;
+        step_down(ld, "the cluster's shards key leaves this shard out (K changed): not "
+                      "campaigning until a change names it again");
+        ld->lease = 0;
+    } else if (out && !ld->sg_out) {
+        log_info("leader %s: the cluster's shards key leaves shard %d out: not campaigning",
+                 ld->cfg.id, ld->cfg.shard);
+    } else if (!out && ld->sg_out) {
+        log_info("leader %s: the cluster's shards key names shard %d again: campaigning",
+                 ld->cfg.id, ld->cfg.shard);
+    }
+    ld->sg_out = out;
+    return out;
+}
+
 int leader_shards_begin(leader_t *ld, int k_new, int64_t now_ms, int64_t period_ms, int ahead,
                         shardgen_t *out)
 {
@@ -868,6 +917,7 @@ int leader_poll(leader_t *ld, double now)
         if (over_budget(ld, now, t0))
             goto out;
     }
+    int out_of_map = shards_step_out(ld);
     etcd_kv_t lk, bk;
     int64_t hdr = 0;
     sent = poll_clock(ld, now, t0);
@@ -882,6 +932,9 @@ int leader_poll(leader_t *ld, double now)
         rc = -ETIMEDOUT; /* no heartbeat, no campaign on an answer this late */
     } else if (over_budget(ld, now, t0)) {
         rc = 0; /* in time, but the poll has had its budget: acting waits */
+    } else if (out_of_map) {
+        if (lk.found)
+            note_leader(ld, &lk); /* no campaign, no deposing, no taking back */
     } else if (lk.found && lk.lease == ld->lease && !ld->leading && !etcd_healthy(ld, seen)) {
         rc = hand_over(ld, &lk, seen);
     } else if (lk.found && lk.lease == ld->lease) {

@@ -330,6 +330,10 @@ typedef struct {
     uint64_t sg_reads;      /* reads of the key that parsed */
     uint64_t sg_bad;        /* reads that did not parse (kept the last) */
     double sg_next;         /* our clock: the next read */
+    int sg_out;             /* the key leaves our shard out now (a change
+                               removed it): we do not lead, nor campaign,
+                               until a change names it again */
+    uint64_t sg_outs;       /* times we stepped down for that */
 } leader_t;
 
 /* How often a controller that agreed K reads the shards key again. */
