@@ -160,6 +160,13 @@ int shardgen_kmax(const shardgen_t *g)
     return g->next_k > g->k ? g->next_k : g->k;
 }
 
+int shardgen_out(const shardgen_t *g, int shard, int64_t t_ms)
+{
+    if (shard < shardgen_k_at(g, t_ms))
+        return 0;
+    return !(g->next_k && t_ms < g->from_ms && shard < g->next_k);
+}
+
 int shardgen_settle(shardgen_t *g, int64_t now_ms)
 {
     if (!changed_at(g, now_ms))

@@ -73,6 +73,13 @@ int shardgen_either(const shardgen_t *g, const char *name, int shard);
 /* The most shards g ever names (max of k and next_k). */
 int shardgen_kmax(const shardgen_t *g);
 
+/* Nonzero if g leaves shard `shard` out at wall instant t_ms: the map in
+ * force has no more shards than it, and no change under way names it
+ * before its period (a removed shard from the change's period on, or a
+ * slot beyond every K g names).  Its controllers do not lead, and a
+ * node's session to it idles, until a change names it again. */
+int shardgen_out(const shardgen_t *g, int shard, int64_t t_ms);
+
 /* Starts a change to k_new shards: *g gets next = {k_new, gen + 1, from}
  * with `from` the first period boundary (a multiple of period_ms of the
  * wall clock) at least `ahead` whole periods after now_ms: the change has

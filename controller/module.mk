@@ -132,7 +132,8 @@ ITESTS += tests/it/report_delay.sh
 
 # controller shards (issue 30): the shard map, the root step, a shard's side; the daemons
 # as two shards with a leader each, two nodes, a shard leader killed
-ITESTS += tests/it/it_shards.sh tests/it/it_shards_view.sh tests/it/it_reshard.sh
+ITESTS += tests/it/it_shards.sh tests/it/it_shards_view.sh tests/it/it_reshard.sh \
+  tests/it/it_reshard_down.sh
 TESTS += test_rootx
 test_rootx_SRCS = tests/test_rootx.c controller/daemon/rootx.c
 test_rootx_LIBS = controller pshift proto curvekey common

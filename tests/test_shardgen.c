@@ -164,10 +164,33 @@ START_TEST(test_shardgen_admits)
 }
 END_TEST
 
+/* A shard left out: from a shrinking change's period on (not a
+ * millisecond before), and until a change names it again, before that
+ * change's period. */
+START_TEST(test_shardgen_out)
+{
+    shardgen_t g = shardgen_steady(2);
+    ck_assert(!shardgen_out(&g, 0, 0) && !shardgen_out(&g, 1, 0));
+    ck_assert(shardgen_out(&g, 2, 0)); /* a slot beyond K */
+    ck_assert_int_eq(shardgen_begin(&g, 1, 0, 1000, 2), 0);
+    int64_t p = g.from_ms;
+    ck_assert(!shardgen_out(&g, 1, p - 1));
+    ck_assert(shardgen_out(&g, 1, p));
+    ck_assert(!shardgen_out(&g, 0, p));
+    shardgen_settle(&g, p);
+    ck_assert(shardgen_out(&g, 1, p + 500));
+    ck_assert_int_eq(shardgen_begin(&g, 3, p + 1000, 1000, 2), 0); /* back to 3 */
+    int64_t q = g.from_ms;
+    ck_assert(!shardgen_out(&g, 1, p + 1000) && !shardgen_out(&g, 2, p + 1000));
+    ck_assert(!shardgen_out(&g, 2, q));
+    ck_assert(shardgen_out(&g, 3, q));
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_shardgen_parse_format, test_shardgen_parse_refuses,
                                   test_shardgen_switch_at_period, test_shardgen_begin_settle,
-                                  test_shardgen_admits};
+                                  test_shardgen_admits, test_shardgen_out};
     return testlib_run_tests("shardgen", tests, sizeof tests / sizeof tests[0]);
 }

@@ -697,15 +697,11 @@ static int shards_follow(leader_t *ld)
 }
 
 /* Nonzero if the shards key as last read leaves our shard out at wall
- * instant now_ms: the map in force has no more shards than ours and no
- * change under way names it again (a change that does makes us campaign
- * before its period, as a new shard does). */
+ * instant now_ms (shardgen_out(): a change that names it again makes us
+ * campaign before its period, as a new shard does). */
 static int shard_out(const leader_t *ld, int64_t now_ms)
 {
-    const shardgen_t *g = &ld->sg;
-    if (!ld->key_shards || !ld->k_agreed || ld->cfg.shard < shardgen_k_at(g, now_ms))
-        return 0;
-    return !(g->next_k && now_ms < g->from_ms && ld->cfg.shard < g->next_k);
+    return ld->key_shards && ld->k_agreed && shardgen_out(&ld->sg, ld->cfg.shard, now_ms);
 }
 
 /* Wall-clock milliseconds now (the shards key's instants are wall clock). */

@@ -17,6 +17,7 @@
 #include "common/hostport.h"
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/shardgen.h"
 #include "common/shardmap.h"
 #include "storage-node/core/agent.h"
 
@@ -62,6 +63,8 @@ struct ctlclient {
     int nb, nf, capb;
     proto_share_rec_t fflight[PROTO_SHARES_MAX]; /* a report's inflight, re-indexed */
     double next_refuse_warn;
+    int idle;            /* the session idles: its shard is out of the map
+                            the node follows (slot_out()), as last ticked */
 
     struct event *ev_timer; /* ctlclient_attach() */
 };
@@ -140,6 +143,24 @@ static int shard_has(const ctlclient_t *c, const char *name)
     if (!c->cfg.sg)
         return shardmap_of(name, c->cfg.shards) == c->cfg.shard;
     return shardgen_either(c->cfg.sg, name, c->cfg.shard);
+}
+
+/* Nonzero if this session's shard is out of the configuration the node
+ * follows now (shardgen_out(): a shard removed, from its change's period
+ * on; a slot beyond every K the cluster names): the session idles.  It
+ * says hello once a second (a later change may name its shard again: the
+ * new leader welcomes it then) and nothing else; its agent is not ticked,
+ * so it neither reports, nor falls back, nor warns of a silence that is
+ * the configuration's, and it sets no bucket (it has none, and the node's
+ * tokens filter takes none from it). */
+static int slot_out(const ctlclient_t *c)
+{
+    if (!c->cfg.shards || !c->cfg.sg)
+        return 0;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    return shardgen_out(c->cfg.sg, c->cfg.shard,
+                        (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000);
 }
 
 /* Brings the shard's table up to the agent's first n buckets (the table
@@ -480,11 +501,27 @@ int ctlclient_on_readable(ctlclient_t *c, double now)
 double ctlclient_tick(ctlclient_t *c, double now)
 {
     ctlclient_on_readable(c, now);
+    int out = slot_out(c);
+    if (out != c->idle) {
+        log_info("controller %s: shard %d %s the cluster's map (K %d, generation %llu): %s",
+                 c->endpoint, c->cfg.shard, out ? "is out of" : "is back in",
+                 c->cfg.sg->next_k ? c->cfg.sg->next_k : c->cfg.sg->k,
+                 (unsigned long long)(c->cfg.sg->next_k ? c->cfg.sg->next_gen : c->cfg.sg->gen),
+                 out ? "the session idles" : "following its leader");
+        c->idle = out;
+        c->st.idles += out;
+        c->next_warn = 0; /* back: warnings anew, after a second */
+    }
     if (!agent_welcomed(c->agent) && now >= c->next_hello) {
         /* Not connected yet (ZMQ_IMMEDIATE refuses to queue): retry soon,
          * so a node that starts with its controller is welcomed at once. */
         int rc = send_hello(c, now);
-        c->next_hello = now + (rc == -EAGAIN && c->cfg.hello_s > 0.05 ? 0.05 : c->cfg.hello_s);
+        c->next_hello = now + (rc == -EAGAIN && c->cfg.hello_s > 0.05 && !out ? 0.05
+                                                                            : c->cfg.hello_s);
+    }
+    if (out) { /* the next look: the next hello, or a second */
+        double d = agent_welcomed(c->agent) ? c->cfg.hello_s : c->next_hello - now;
+        return d < 0.001 ? 0.001 : d > c->cfg.hello_s ? c->cfg.hello_s : d;
     }
     if (agent_welcomed(c->agent) && hello_owed(c) && now >= c->next_hello) {
         send_hello_owed(c, now);
@@ -847,6 +884,6 @@ void ctlclient_stats(const ctlclient_t *c, ctlclient_stats_t *out)
     out->agent.proto.ok += c->st.agent.proto.ok;
     int l = out->agent.leader;
     out->leader_endpoint = l >= 0 && l < c->npeers ? c->peer[l].endpoint : NULL;
-    out->state = agent_state_str(c->agent);
+    out->state = slot_out(c) ? "idle" : agent_state_str(c->agent);
     out->endpoints = c->npeers;
 }

@@ -108,7 +108,9 @@ typedef struct {
                                     CTLCLIENT_REOPEN_S of fallback) */
     agent_stats_t agent;
     const char *state;           /* agent_state_str(): waiting, following,
-                                    static, rr (a constant) */
+                                    static, rr; or idle: the shard is out of
+                                    the map the node follows (a constant) */
+    uint64_t idles;              /* times the session went idle for that */
     const char *leader_endpoint; /* the obeyed controller's endpoint (owned
                                     by the client), or NULL */
     int endpoints;               /* controllers configured */
