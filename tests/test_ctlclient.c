@@ -751,7 +751,7 @@ START_TEST(test_ctlclient_two_controllers_epochs)
     ck_assert_uint_eq(st.agent.epoch, 4);
     ck_assert_int_eq(st.agent.leader, 0);
     ck_assert_str_eq(st.leader_endpoint, a.endpoint);
-    ck_assert_str_eq(st.state, "following");
+    ck_assert(st.agent.welcomed);
     ck_assert_int_eq(st.endpoints, 2);
     /* both hear the reports */
     ck_assert(wait_for(&a, c, PROTO_REPORT, 10.0));
@@ -1099,6 +1099,112 @@ START_TEST(test_ctlclient_shard_names_in_parts)
 }
 END_TEST
 
+/* A remap over more than one names part (issue 30): a node of 10,000
+ * buckets with names of 30 bytes (about 300 KiB of names; shard 1's part
+ * about 150 KiB, far over the 64 KiB a message's names take) in slot 1 of
+ * a cluster of K = 1 (the slot out of the map: its hello names nothing).
+ * A welcome says K changes to 2: the session maps its table anew (shard 1
+ * of 2 under either map) and says hello with the first part of the new
+ * table (names_of its whole size); welcomed on it, it sends the rest in
+ * names messages, each the next, none twice, until the controller holds
+ * the shard's whole table. */
+#define SHR_N 10000
+START_TEST(test_ctlclient_shard_remap_in_parts)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    static char bname[SHR_N][32];
+    static const char *want[SHR_N];
+    size_t nf = 0, bytes = 0;
+    for (int i = 0; i < SHR_N; i++) {
+        snprintf(bname[i], sizeof bname[i], "a-rather-long-bucket-name-%05d", i);
+        ck_assert_int_eq(sched_add_bucket(s, bname[i], 1), i);
+        if (shardmap_of(bname[i], 2) == 1) {
+            want[nf++] = bname[i];
+            bytes += strlen(bname[i]);
+        }
+    }
+    ck_assert_uint_gt(bytes, 2 * 65536);
+    memset(&g_sh, 0, sizeof g_sh);
+    g_sh.g = shardgen_steady(1);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = f.endpoint;
+    cc.agent.name = "n1";
+    cc.hello_s = 0.1;
+    cc.agent.mode = AGENT_FALLBACK_STATIC;
+    cc.shards = 2;
+    cc.shard = 1;
+    cc.sg = &g_sh.g;
+    cc.on_shards = on_shards;
+    int err = 0;
+    ctlclient_t *c = g_sh.c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    ck_assert(wait_for(&f, c, PROTO_HELLO, 10.0));
+    ck_assert_uint_eq(f.m.nnames, 0); /* out of the map of K = 1 */
+    g_period_ms = 60000;
+    g_intervals = 600;
+    proto_msg_t w;
+    proto_msg_init(&w);
+    welcome_msg(&w, 5, 59990, f.m.table);
+    const char *ours[] = {want[0]};
+    w.names = ours;
+    w.nnames = 1;
+    w.shards_k = 1;
+    w.shards_gen = 1;
+    w.shards_next = 2;
+    w.shards_from = UINT64_C(4102444800000);
+    fake_send(&f, &w);
+    proto_msg_clear(&w);
+    int said = 0; /* (hellos of the old mapping may still be on the way) */
+    for (int i = 0; i < 20 && !said; i++)
+        said = wait_for(&f, c, PROTO_HELLO, 10.0) && f.m.names_of == nf;
+    ck_assert(said);
+    ck_assert(f.m.parts);
+    size_t got = f.m.nnames;
+    ck_assert(got > 0 && got < nf);
+    for (size_t j = 0; j < got; j++)
+        ck_assert_str_eq(f.m.names[j], want[j]);
+    uint32_t node_table = f.m.table;
+    proto_msg_init(&w);
+    welcome_msg(&w, 5, 59980, node_table);
+    w.names = ours;
+    w.nnames = 1;
+    w.parts = 1;
+    w.has_peer_names = 1;
+    w.peer_names = got;
+    w.shards_k = 1;
+    w.shards_gen = 1;
+    w.shards_next = 2;
+    w.shards_from = UINT64_C(4102444800000);
+    fake_send(&f, &w);
+    proto_msg_clear(&w);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+    double end = ctlclient_now() + 10.0;
+    while (got < nf && ctlclient_now() < end) {
+        if (!wait_for(&f, c, PROTO_NAMES, end - ctlclient_now()))
+            break;
+        if (f.m.table != node_table)
+            continue;
+        ck_assert_uint_eq(f.m.names_of, nf);
+        ck_assert_uint_eq(f.m.names_at, got); /* nothing twice, nothing skipped */
+        ck_assert(f.m.nnames <= nf - got);
+        for (size_t j = 0; j < f.m.nnames; j++)
+            ck_assert_str_eq(f.m.names[j], want[got + j]);
+        got += f.m.nnames;
+    }
+    ck_assert_uint_eq(got, nf);
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    ck_assert(st.agent.welcomed);
+    ck_assert_uint_eq(st.shard_refused, 0);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {
@@ -1107,7 +1213,7 @@ int main(void)
         test_ctlclient_libevent, test_ctlclient_heartbeat, test_ctlclient_tokens_net_of_served,
         test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
         test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session, test_ctlclient_shard_change,
-        test_ctlclient_shard_names_in_parts
+        test_ctlclient_shard_names_in_parts, test_ctlclient_shard_remap_in_parts
     };
     return testlib_run_timed("ctlclient", 60, tests, sizeof tests / sizeof tests[0]);
 }
