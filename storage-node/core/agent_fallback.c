@@ -172,8 +172,9 @@ void agent__watch(agent_t *a, double now, uint32_t k)
         a->warned_period = a->period;
         a->st.warn_unreachable++;
         if (a->peer)
-            log_warn("no controller heard for %.1f s (period %llu): fallback %s, %s", a->st.silent_s,
-                     (unsigned long long)a->period, agent_mode_str(a->cfg.mode),
+            log_warn("no controller heard for %.1f s at %s (period %llu): fallback %s, %s",
+                     a->st.silent_s, a->peer, (unsigned long long)a->period,
+                     agent_mode_str(a->cfg.mode),
                      a->cfg.mode == AGENT_FALLBACK_RR ? "round robin, no limits"
                      : a->grant.snapshots ? "enforcing the last period's grant"
                                           : "no grant to enforce yet");
