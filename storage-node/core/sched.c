@@ -130,9 +130,10 @@ struct sched {
     int nbehind;            /* ... and what it found */
     double slack;           /* ... and the least (queued + out) / R rate
                                over the buckets behind (INFINITY: none) */
-    int behind[SCHED_BEHIND_LIST]; /* ... and the first of them, by index:
-                               sched_dispatch_behind()'s candidates */
-    int nlist;
+    int behind[SCHED_BEHIND_LIST]; /* ... and the furthest behind of them,
+                               furthest first: sched_dispatch_behind()'s
+                               candidates */
+    int nlist;              /* entries of behind[] */
 };
 
 sched_t *sched_new(sched_policy_t policy, int weighted)
@@ -916,7 +917,8 @@ static double r_lag(const sched_t *s, int b, double now)
 }
 
 /* sched_dispatch_behind()'s bucket: of the last scan's list, the one
- * R-eligible now that is furthest behind (r_lag()), or -1.  At most SCHED_BEHIND_LIST tests. */
+ * R-eligible now that is furthest behind (r_lag()), or -1.  At most
+ * SCHED_BEHIND_LIST tests. */
 static int behind_pick(sched_t *s, double now)
 {
     int best = -1;
