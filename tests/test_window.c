@@ -446,7 +446,7 @@ START_TEST(test_window_bounded_epoch_keeps_base)
 END_TEST
 
 /* The backend's pipe (issue 25): the window itself while nothing is
- * measured; then base x throughput rounded up plus WINDOW_PIPE_SLACK,
+ * measured or with headroom off; then base x throughput rounded up plus WINDOW_PIPE_SLACK,
  * never above the window nor below WINDOW_NEED_FLOOR. */
 START_TEST(test_window_pipe_limit)
 {
@@ -463,6 +463,15 @@ START_TEST(test_window_pipe_limit)
     window_stats(w, &st);
     ck_assert_double_eq_tol(st.base, 0.002, 1e-6);
     ck_assert_int_eq(window_pipe_limit(w), 7 + WINDOW_PIPE_SLACK);
+    window_destroy(&w);
+    w = window_fixture_fixed(40, 0, 0); /* headroom off: the window */
+    for (int i = 0; i < 20; i++) {
+        for (int j = 0; j < 7; j++)
+            window_take(w, i * 0.002);
+        for (int j = 0; j < 7; j++)
+            window_done(w, (i + 1) * 0.002);
+    }
+    ck_assert_int_eq(window_pipe_limit(w), 40);
     window_destroy(&w);
     w = window_fixture_fixed(6, 0, -1); /* a window below the pipe: the window */
     for (int i = 0; i < 20; i++) {

@@ -98,8 +98,8 @@ int window_need_limit(const window_t *w, int behind, double slack)
 int window_pipe_limit(const window_t *w)
 {
     double x = w->throughput > w->open_tp ? w->throughput : w->open_tp;
-    if (!(w->base > 0) || !(x > 0))
-        return w->limit;
+    if (w->cfg.headroom <= 0 || !(w->base > 0) || !(x > 0))
+        return w->limit; /* headroom off (a fixed window), or nothing measured */
     double p = ceil(w->base * x) + WINDOW_PIPE_SLACK;
     int lim = p < WINDOW_NEED_FLOOR ? WINDOW_NEED_FLOOR : p >= w->limit ? w->limit : (int)p;
     return lim;

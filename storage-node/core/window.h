@@ -156,7 +156,8 @@ int window_need_limit(const window_t *w, int behind, double slack);
 /* The backend's pipe (issue 25): base x X (X as window_need_limit()'s),
  * the IOs it serves at once at its base latency, rounded up, plus
  * WINDOW_PIPE_SLACK; at least WINDOW_NEED_FLOOR, at most window_limit();
- * window_limit() while nothing is measured yet.  While a bucket holding R
+ * window_limit() while nothing is measured yet or with headroom 0 (off:
+ * the whole rule of headroom.h is then off, as before).  While a bucket holding R
  * is behind, the node keeps the backend here for every IO but that
  * bucket's: a request it sends then waits behind at most the slack, not
  * behind a FIFO the window's alpha fills (headroom.h). */
