@@ -1085,7 +1085,8 @@ END_TEST
  * IOs/s.  A reserved bucket behind with one request in flight here at
  * 1,000/s needs it back within 1 ms: other work stops at 1 ms x 10,000 =
  * 10 IOs at the backend, not at 20 - 3 = 17 (the old rule); with 4 in
- * flight it needs 40, and the old bound holds; nobody behind: all 20. */
+ * flight it needs 40, and the backend's pipe (window_pipe_limit(): 10
+ * + WINDOW_PIPE_SLACK) holds it; nobody behind: all 20. */
 static int fill_l(sched_t *t, window_t *w, double now)
 {
     sched_item_t *it;
@@ -1149,9 +1150,74 @@ START_TEST(test_sched_headroom_as_far_as_needed)
         ck_assert_int_eq(it->bucket, 0);
         window_take(w, 0.524);
     }
-    ck_assert_int_eq(fill_l(t, w, 0.526), 17);
+    /* the old bound (17) no longer holds L work above the pipe (10 + slack) */
+    ck_assert_int_eq(fill_l(t, w, 0.526), 10 + WINDOW_PIPE_SLACK);
     ck_assert_int_eq(sched_r_behind(t, 0.526), 1);
     ck_assert_double_eq_tol(sched_r_behind_slack(t), 0.004, 1e-12);
+    window_destroy(&w);
+    sched_destroy(&t);
+}
+END_TEST
+
+/* The backend at its pipe while a reservation is behind (issue 25): a
+ * window of 20 that measured 1 ms at the backend and 10,000 IOs/s (a pipe
+ * of 10, window_pipe_limit() 10 + WINDOW_PIPE_SLACK).  Another bucket's R
+ * work (unpaced R-tokens: never behind) fills the whole window while
+ * nobody is behind; while r (K = 1 at 1,000/s) is behind it stops at the
+ * pipe, and r's next request is sent at once, behind the pipe and not
+ * behind 19 others (the rule before held only L and opportunistic work:
+ * the other R work filled all 20 and r's request waited at the node for a
+ * slot, then behind a FIFO of 19). */
+static int fill_other_r(sched_t *t, window_t *w, double now)
+{
+    sched_item_t *it;
+    sched_class_t cls;
+    while (window_inflight(w) < window_limit(w) && (it = headroom_dispatch(t, w, now, &cls))) {
+        ck_assert_int_eq(it->bucket, 1);
+        ck_assert_int_eq(cls, SCHED_CLASS_R);
+        window_take(w, now);
+    }
+    return window_inflight(w);
+}
+
+START_TEST(test_sched_headroom_pipe_for_the_behind)
+{
+    sched_t *t = sched_fixture_new(2, 1, 0.01);
+    /* b1: 1,000 R-tokens usable at once (another bucket's R work) */
+    ck_assert_int_eq(sched_set_tokens(t, 1, 1000, U, INFINITY, 0), 0);
+    /* r: 10,000 R-tokens over 10 s (1,000/s, depth 11) */
+    ck_assert_int_eq(sched_set_tokens(t, 0, 10000, U, 10.4, 0.4), 0);
+    window_t *w = window_fixture_fixed(20, 0, 3);
+    for (int i = 0; i < 20; i++) { /* 10 at a time, 1 ms each */
+        for (int j = 0; j < 10; j++)
+            window_take(w, 0.5 + i * 0.001);
+        for (int j = 0; j < 10; j++)
+            window_done(w, 0.5 + (i + 1) * 0.001);
+    }
+    ck_assert_int_eq(window_pipe_limit(w), 10 + WINDOW_PIPE_SLACK);
+    enq(t, 1, 100);
+    ck_assert_int_eq(fill_other_r(t, w, 0.521), 20); /* r idle: nobody behind */
+    empty_window(t, w, 0.521);
+    enq(t, 0, 1); /* r's client sends its one request */
+    sched_item_t *it = headroom_dispatch(t, w, 0.521, NULL);
+    ck_assert_int_eq(it->bucket, 0);
+    window_take(w, 0.521);
+    /* r behind (credit 10 of 11), its request at the backend */
+    ck_assert_int_eq(fill_other_r(t, w, 0.523), 10 + WINDOW_PIPE_SLACK);
+    ck_assert_int_eq(sched_r_behind(t, 0.523), 1);
+    ck_assert_uint_gt(stats(t, 1).queued, 0);
+    /* r's client sends a second request: sent at once, past the pipe */
+    enq(t, 0, 1);
+    sched_class_t cls;
+    it = headroom_dispatch(t, w, 0.5232, &cls);
+    ck_assert_ptr_nonnull(it);
+    ck_assert_int_eq(it->bucket, 0);
+    ck_assert_int_eq(cls, SCHED_CLASS_R);
+    window_take(w, 0.5232);
+    ck_assert_ptr_null(headroom_dispatch(t, w, 0.5232, NULL)); /* b1 still held */
+    ck_assert_int_eq(window_inflight(w), 11 + WINDOW_PIPE_SLACK);
+    /* sched_dispatch_behind() alone: r has nothing queued */
+    ck_assert_ptr_null(sched_dispatch_behind(t, 0.5232, NULL));
     window_destroy(&w);
     sched_destroy(&t);
 }
@@ -1251,6 +1317,7 @@ int main(void)
         test_sched_flight_counts_queue_and_backend,
         test_sched_r_behind_needs_credit_and_demand, test_sched_dispatch_r_serves_only_r,
         test_sched_headroom_r_ahead_of_queued_l, test_sched_headroom_as_far_as_needed,
+        test_sched_headroom_pipe_for_the_behind,
         test_sched_bad_args, test_sched_fifo_within_bucket, test_sched_r_before_l,
         test_sched_round_robin_next, test_sched_next_shared_by_steps,
         test_sched_no_service_without_l_tokens, test_sched_token_decrement,

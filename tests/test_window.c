@@ -445,9 +445,57 @@ START_TEST(test_window_bounded_epoch_keeps_base)
 }
 END_TEST
 
+/* The backend's pipe (issue 25): the window itself while nothing is
+ * measured or with headroom off; then base x throughput rounded up plus WINDOW_PIPE_SLACK,
+ * never above the window nor below WINDOW_NEED_FLOOR. */
+START_TEST(test_window_pipe_limit)
+{
+    window_t *w = window_fixture_fixed(40, 0, -1);
+    ck_assert_int_eq(window_pipe_limit(w), 40); /* nothing measured */
+    /* 7 at a time, 2 ms each: base 2 ms, 3,500 IOs/s, a pipe of 7 */
+    for (int i = 0; i < 20; i++) {
+        for (int j = 0; j < 7; j++)
+            window_take(w, i * 0.002);
+        for (int j = 0; j < 7; j++)
+            window_done(w, (i + 1) * 0.002);
+    }
+    window_stats_t st;
+    window_stats(w, &st);
+    ck_assert_double_eq_tol(st.base, 0.002, 1e-6);
+    ck_assert_int_eq(window_pipe_limit(w), 7 + WINDOW_PIPE_SLACK);
+    window_destroy(&w);
+    w = window_fixture_fixed(40, 0, 0); /* headroom off: the window */
+    for (int i = 0; i < 20; i++) {
+        for (int j = 0; j < 7; j++)
+            window_take(w, i * 0.002);
+        for (int j = 0; j < 7; j++)
+            window_done(w, (i + 1) * 0.002);
+    }
+    ck_assert_int_eq(window_pipe_limit(w), 40);
+    window_destroy(&w);
+    w = window_fixture_fixed(6, 0, -1); /* a window below the pipe: the window */
+    for (int i = 0; i < 20; i++) {
+        for (int j = 0; j < 6; j++)
+            window_take(w, i * 0.002);
+        for (int j = 0; j < 6; j++)
+            window_done(w, (i + 1) * 0.002);
+    }
+    ck_assert_int_eq(window_pipe_limit(w), 6);
+    window_destroy(&w);
+    w = window_fixture_fixed(6, 0, -1); /* one at a time, short: the floor */
+    for (int i = 0; i < 400; i++) {
+        window_take(w, i * 0.0001);
+        window_done(w, i * 0.0001 + 0.00001);
+    }
+    ck_assert_int_ge(window_pipe_limit(w), WINDOW_NEED_FLOOR);
+    ck_assert_int_le(window_pipe_limit(w), 1 + WINDOW_PIPE_SLACK);
+    window_destroy(&w);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *tests[] = {test_window_headroom_only_while_behind,
+    const TTest *tests[] = {test_window_headroom_only_while_behind, test_window_pipe_limit,
                             test_window_bounded_epoch_keeps_base,test_window_converges_to_knee, test_window_shrinks_when_latency_rises,
                             test_window_latency_target, test_window_backend_stamp, test_window_open_target,
                             test_window_within_floor_and_ceiling, test_window_steady_under_noise,

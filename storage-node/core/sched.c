@@ -130,6 +130,10 @@ struct sched {
     int nbehind;            /* ... and what it found */
     double slack;           /* ... and the least (queued + out) / R rate
                                over the buckets behind (INFINITY: none) */
+    int behind[SCHED_BEHIND_LIST]; /* ... and the furthest behind of them,
+                               furthest first: sched_dispatch_behind()'s
+                               candidates */
+    int nlist;              /* entries of behind[] */
 };
 
 sched_t *sched_new(sched_policy_t policy, int weighted)
@@ -893,8 +897,69 @@ int64_t sched_share(const sched_t *s, int b)
     return s->share[b];
 }
 
-/* sched_dispatch(), or with r_only step 1 alone (sched_dispatch_r()). */
-static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_only)
+/* R credit of p at `now` without moving it (pace_refill() would). */
+static double credit_at(const pace_t *p, double now)
+{
+    double t = now < p->until ? now : p->until;
+    double c = p->credit + (t > p->stamp ? p->rate * (t - p->stamp) : 0);
+    return c < p->depth ? c : p->depth;
+}
+
+/* How far bucket b is behind its R pace at `now`, in seconds of its paced
+ * R rate: its R credit unspent (capped at its depth) over that rate.
+ * -INFINITY when it has no paced R rate. */
+static double r_lag(const sched_t *s, int b, double now)
+{
+    const pace_t *p = &s->x[b].r;
+    if (!(p->rate > 0))
+        return -INFINITY;
+    return credit_at(p, now) / p->rate;
+}
+
+/* sched_dispatch_behind()'s bucket: of the last scan's list, the one
+ * R-eligible now that is furthest behind (r_lag()), or -1.  At most
+ * SCHED_BEHIND_LIST tests. */
+static int behind_pick(sched_t *s, double now)
+{
+    int best = -1;
+    double lag = -INFINITY;
+    for (int j = 0; j < s->nlist; j++) {
+        int b = s->behind[j];
+        if (!bitset_test(s->elig_r, (size_t)b))
+            continue;
+        double d = r_lag(s, b, now);
+        if (best < 0 || d > lag) {
+            lag = d;
+            best = b;
+        }
+    }
+    return best;
+}
+
+/* The scan keeps the SCHED_BEHIND_LIST buckets furthest behind: bucket b
+ * at lag d enters the list (sorted, furthest first) if it beats its last. */
+static void behind_keep(sched_t *s, double *lags, int b, double d)
+{
+    int j;
+    if (s->nlist < SCHED_BEHIND_LIST)
+        j = s->nlist++;
+    else if (lags[SCHED_BEHIND_LIST - 1] >= d)
+        return;
+    else
+        j = SCHED_BEHIND_LIST - 1;
+    while (j > 0 && lags[j - 1] < d) {
+        lags[j] = lags[j - 1];
+        s->behind[j] = s->behind[j - 1];
+        j--;
+    }
+    lags[j] = d;
+    s->behind[j] = b;
+}
+
+/* sched_dispatch(), or with r_only step 1 alone (sched_dispatch_r()), or
+ * with behind_only step 1 for the buckets behind (sched_dispatch_behind()). */
+static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_only,
+                              int behind_only)
 {
     if (!s || s->n == 0)
         return NULL;
@@ -909,8 +974,13 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
     } else {
         if (s->pacing)
             wake_due(s, now);
-        if ((b = s->r_order == SCHED_ORDER_URGENCY ? iheap_top(s->urg, NULL)
-                                                   : search(s, s->elig_r)) >= 0) {
+        if (behind_only) {
+            if ((b = behind_pick(s, now)) < 0)
+                return NULL;
+            step = STEP_R;
+            c = SCHED_CLASS_R;
+        } else if ((b = s->r_order == SCHED_ORDER_URGENCY ? iheap_top(s->urg, NULL)
+                                                          : search(s, s->elig_r)) >= 0) {
             step = STEP_R; /* Step 1: pending and R-tokens */
             c = SCHED_CLASS_R;
         } else if (r_only) {
@@ -959,8 +1029,11 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
         k->served_r++;
         if (step != STEP_A) { /* ahead: R credit and pass stay */
             if (s->r_order == SCHED_ORDER_URGENCY) {
-                /* stride scheduling: tickets = weight x R-tokens left */
-                s->vt = x->pass;
+                /* stride scheduling: tickets = weight x R-tokens left
+                 * (a bucket taken out of turn, behind: the virtual time
+                 * stays, its pass moves) */
+                if (!behind_only)
+                    s->vt = x->pass;
                 x->pass += 1.0 / ((double)s->weight[b] * (double)k->r);
             }
             if (s->pacing)
@@ -1026,30 +1099,30 @@ static sched_item_t *dispatch(sched_t *s, double now, sched_class_t *cls, int r_
 
 sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls)
 {
-    return dispatch(s, now, cls, 0);
+    return dispatch(s, now, cls, 0, 0);
 }
 
 sched_item_t *sched_dispatch_r(sched_t *s, double now, sched_class_t *cls)
 {
-    return dispatch(s, now, cls, 1);
+    return dispatch(s, now, cls, 1, 0);
 }
 
-/* R credit of p at `now` without moving it (pace_refill() would). */
-static double credit_at(const pace_t *p, double now)
+sched_item_t *sched_dispatch_behind(sched_t *s, double now, sched_class_t *cls)
 {
-    double t = now < p->until ? now : p->until;
-    double c = p->credit + (t > p->stamp ? p->rate * (t - p->stamp) : 0);
-    return c < p->depth ? c : p->depth;
+    if (!s || s->nbehind <= 0 || s->policy != SCHED_POLICY_TOKENS)
+        return NULL;
+    return dispatch(s, now, cls, 1, 1);
 }
 
 int sched_r_behind(sched_t *s, double now)
 {
     if (!s->pacing || s->policy != SCHED_POLICY_TOKENS || !bitset_any(s->rhold))
-        return s->nbehind = 0; /* and sched_r_behind_slack() says none */
+        return s->nlist = s->nbehind = 0; /* and sched_r_behind_slack() says none */
     if (now >= s->behind_t && now < s->behind_t + SCHED_BEHIND_SCAN)
         return s->nbehind;
     int n = 0;
-    double slack = INFINITY;
+    double slack = INFINITY, lags[SCHED_BEHIND_LIST];
+    s->nlist = 0;
     for (long i = bitset_next(s->rhold, 0); i >= 0; i = bitset_next(s->rhold, (size_t)i + 1)) {
         const bucket_t *k = &s->b[i];
         xbucket_t *x = &s->x[i];
@@ -1069,6 +1142,7 @@ int sched_r_behind(sched_t *s, double now)
         x->seen_r = k->served_r;
         if (demand && credit_at(&x->r, now) >= thr) {
             n++;
+            behind_keep(s, lags, (int)i, r_lag(s, (int)i, now));
             /* the round trip its requests here allow: K / r */
             double in = (double)k->queued + out;
             if (x->r.rate > 0 && in / x->r.rate < slack)

@@ -364,6 +364,23 @@ sched_item_t *sched_dispatch(sched_t *s, double now, sched_class_t *cls);
  * (window_open_limit()). */
 sched_item_t *sched_dispatch_r(sched_t *s, double now, sched_class_t *cls);
 
+/* Buckets behind sched_dispatch_behind() chooses among: this many, the
+ * furthest behind that the last sched_r_behind() scan found. */
+#ifndef SCHED_BEHIND_LIST
+#define SCHED_BEHIND_LIST 16
+#endif
+
+/* sched_dispatch_r() restricted to the buckets the last sched_r_behind()
+ * scan found behind their R pace (the SCHED_BEHIND_LIST furthest behind):
+ * of those R-eligible now, the one furthest behind (its R credit unspent,
+ * capped at its depth, over its paced R rate; the list is sorted the same
+ * way at the scan); its pass moves as an R service's does, the urgency
+ * order's virtual time stays.  NULL when none is R-eligible, when that scan found
+ * nobody behind, or under rr.  What the node's dispatch takes while a
+ * reservation is behind and the backend holds its pipe
+ * (window_pipe_limit(), issue 25).  O(SCHED_BEHIND_LIST + log n). */
+sched_item_t *sched_dispatch_behind(sched_t *s, double now, sched_class_t *cls);
+
 /* Seconds between two scans of sched_r_behind(): in between it returns
  * the last count. */
 #define SCHED_BEHIND_SCAN 0.001

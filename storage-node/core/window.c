@@ -95,6 +95,16 @@ int window_need_limit(const window_t *w, int behind, double slack)
     return need < cap ? need : cap;
 }
 
+int window_pipe_limit(const window_t *w)
+{
+    double x = w->throughput > w->open_tp ? w->throughput : w->open_tp;
+    if (w->cfg.headroom <= 0 || !(w->base > 0) || !(x > 0))
+        return w->limit; /* headroom off (a fixed window), or nothing measured */
+    double p = ceil(w->base * x) + WINDOW_PIPE_SLACK;
+    int lim = p < WINDOW_NEED_FLOOR ? WINDOW_NEED_FLOOR : p >= w->limit ? w->limit : (int)p;
+    return lim;
+}
+
 int window_inflight(const window_t *w)
 {
     return w->inflight;

@@ -148,6 +148,21 @@ int window_open_limit(const window_t *w, int behind);
  * or headroom is 0 (nobody behind: the whole window, as before). */
 int window_need_limit(const window_t *w, int behind, double slack);
 
+/* IOs kept at the backend beyond its pipe by window_pipe_limit(). */
+#ifndef WINDOW_PIPE_SLACK
+#define WINDOW_PIPE_SLACK 2
+#endif
+
+/* The backend's pipe (issue 25): base x X (X as window_need_limit()'s),
+ * the IOs it serves at once at its base latency, rounded up, plus
+ * WINDOW_PIPE_SLACK; at least WINDOW_NEED_FLOOR, at most window_limit();
+ * window_limit() while nothing is measured yet or with headroom 0 (off:
+ * the whole rule of headroom.h is then off, as before).  While a bucket holding R
+ * is behind, the node keeps the backend here for every IO but that
+ * bucket's: a request it sends then waits behind at most the slack, not
+ * behind a FIFO the window's alpha fills (headroom.h). */
+int window_pipe_limit(const window_t *w);
+
 /* The node sent R work only, for window_open_limit() held the rest (the
  * slots beyond were kept for R work): this epoch counts as filled, so
  * that the window may still grow while the bound holds, and its latency
