@@ -3337,7 +3337,8 @@ START_TEST(test_ctrl_bucket_info_many_same_as_one)
                                                   0.2 * (k + 1), recs, n),
                                  0);
         }
-        info_many_same(c, s);
+        if (t % 3 == 0)
+            info_many_same(c, s); /* between the reports and the round */
         ctrl_result_t res;
         ck_assert_int_eq(ctrl_compute(c, &res), 0);
         skipped += res.skipped;
@@ -3352,6 +3353,97 @@ START_TEST(test_ctrl_bucket_info_many_same_as_one)
     ctrl_binfo_destroy(&s);
     ck_assert_ptr_null(s);
     ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 30: a round that reuses the last computation (skipped: no report
+ * moved an estimate beyond its threshold) hands out nothing, and never
+ * changes what a later computation hands out.  Two controllers get the
+ * same reports: A skips where it may, `full` (skip_rel 0) recomputes every
+ * round.  Where A skips it sends no record and every pair keeps its
+ * tokens; where A computes, every pair's tokens are full's.  A lowered
+ * limit in the middle of a period forces the next round (reusing the last
+ * solution there would hand out the old limit): A computes it, and per
+ * limited bucket A's tokens are at most full's. */
+START_TEST(test_ctrl_reused_round_within_full_recompute)
+{
+    enum { NB = 6, NN = 2 };
+    const char *json = "{\"buckets\":[{\"name\":\"l0\",\"reservation\":200,\"limit\":3000},"
+                       "{\"name\":\"l1\",\"reservation\":0,\"limit\":2000},{\"name\":\"l2\","
+                       "\"reservation\":100,\"limit\":900},{\"name\":\"r0\",\"reservation\":1500},"
+                       "{\"name\":\"r1\",\"reservation\":700},{\"name\":\"r2\",\"reservation\":50}]}";
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0.1;
+    ctrl_t *a = setup(json, NN, 20000, &cfg);
+    cfg.skip_rel = 0;
+    ctrl_t *full = setup(json, NN, 20000, &cfg);
+    uint64_t served[NN][NB] = {{0}};
+    int64_t last_r[NN][NB], last_l[NN][NB];
+    uint32_t seed = 99;
+    int skipped = 0, computed = 0;
+    for (int t = 0; t < 15; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        if (k == 0)
+            memset(served, 0, sizeof served);
+        if (t == 7) { /* l0's limit lowered: a change, the next round forced */
+            bucketfile_bucket_t x = {.name = "l0", .reservation = 200, .limit = 400, .weight = 1};
+            ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
+            ck_assert_int_eq(ctrl_set_bucket(full, &x), 0);
+        }
+        rep_t r[NN][NB];
+        for (int i = 0; i < NN; i++)
+            for (int b = 0; b < NB; b++) {
+                uint32_t n = qb_next(&seed);
+                served[i][b] += 60 + n % 5;
+                r[i][b] = (rep_t){.queued = 3, .arrivals = 100 + n % 3, .served = served[i][b],
+                                  .r_left = 5, .l_left = 5};
+            }
+        ctrl_result_t ra, rf;
+        for (int v = 0; v < 2; v++) {
+            ctrl_t *c = v ? full : a;
+            ck_assert_int_eq(ctrl_round_begin(c, period, k, 0), 0);
+            for (int i = 0; i < NN; i++)
+                report(c, i, period, k, r[i], NB, 2000 * (k + 1), 0.1 * (k + 1));
+            ck_assert_int_eq(ctrl_compute(c, v ? &rf : &ra), 0);
+        }
+        ck_assert(!rf.skipped);
+        if (t == 7)
+            ck_assert_msg(!ra.skipped, "the round after a lowered limit reused the last one");
+        skipped += ra.skipped;
+        computed += !ra.skipped;
+        for (int i = 0; i < NN; i++)
+            if (ra.skipped)
+                ck_assert_uint_eq(ctrl_node_tokens(a, i, NULL), 0); /* sends nothing */
+        for (int b = 0; b < NB; b++) {
+            int64_t sa = 0, sf = 0;
+            for (int i = 0; i < NN; i++) {
+                ctrl_pair_info_t pa, pf;
+                ck_assert_int_eq(ctrl_pair_info(a, i, b, &pa), 0);
+                ck_assert_int_eq(ctrl_pair_info(full, i, b, &pf), 0);
+                if (ra.skipped) { /* the last computation's, kept */
+                    ck_assert_int_eq(pa.r_tokens, last_r[i][b]);
+                    ck_assert_int_eq(pa.l_tokens, last_l[i][b]);
+                } else {
+                    ck_assert_int_eq(pa.r_tokens, pf.r_tokens);
+                    ck_assert_int_eq(pa.l_tokens, pf.l_tokens);
+                }
+                last_r[i][b] = pa.r_tokens;
+                last_l[i][b] = pa.l_tokens;
+                if (pf.l_tokens != CTRL_UNLIMITED) {
+                    sa += pa.r_tokens + pa.l_tokens;
+                    sf += pf.r_tokens + pf.l_tokens;
+                }
+            }
+            if (t == 7)
+                ck_assert_msg(sa <= sf, "bucket %d after the change: %lld > full %lld", b,
+                              (long long)sa, (long long)sf);
+        }
+    }
+    ck_assert_int_gt(skipped, 3);
+    ck_assert_int_gt(computed, 3);
+    ctrl_destroy(&a);
+    ctrl_destroy(&full);
 }
 END_TEST
 
@@ -3391,6 +3483,6 @@ int main(void)
         test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
         test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing,
         test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing,
-        test_ctrl_bucket_info_many_same_as_one};
+        test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
