@@ -32,6 +32,7 @@ void cmetrics_clear(cmetrics_t *m)
     ctrl_binfo_destroy(&m->bscratch);
     m->vb = NULL;
     m->vinfo = NULL;
+    m->capvinfo = 0;
     strmap_destroy(&m->index);
     m->out = NULL;
     m->oix = NULL;
@@ -346,23 +347,25 @@ static void touch(void *arg, int b)
         queue_visit(m, m->oix[b]);
 }
 
-/* Makes the chunk scratch (once).  Returns 0, or -ENOMEM: the visits then
- * read one bucket at a time. */
-static int chunk_scratch(cmetrics_t *m)
+/* Makes the chunk scratch hold n (<= CMETRICS_CHUNK) buckets.  Returns
+ * 0, or -ENOMEM: the visits then read one bucket at a time. */
+static int chunk_scratch(cmetrics_t *m, size_t n)
 {
-    if (m->vinfo)
+    if (!m->bscratch && !(m->bscratch = ctrl_binfo_new()))
+        return -ENOMEM;
+    if (m->capvinfo >= n)
         return 0;
-    m->bscratch = ctrl_binfo_new();
-    m->vb = malloc(CMETRICS_CHUNK * sizeof *m->vb);
-    m->vinfo = malloc(CMETRICS_CHUNK * sizeof *m->vinfo);
-    if (m->bscratch && m->vb && m->vinfo)
-        return 0;
-    ctrl_binfo_destroy(&m->bscratch);
-    free(m->vb);
-    free(m->vinfo);
-    m->vb = NULL;
-    m->vinfo = NULL;
-    return -ENOMEM;
+    size_t cap = n + n / 4 + 16 < CMETRICS_CHUNK ? n + n / 4 + 16 : CMETRICS_CHUNK;
+    int *vb = realloc(m->vb, cap * sizeof *vb);
+    if (!vb)
+        return -ENOMEM;
+    m->vb = vb;
+    ctrl_bucket_info_t *vi = realloc(m->vinfo, cap * sizeof *vi);
+    if (!vi)
+        return -ENOMEM;
+    m->vinfo = vi;
+    m->capvinfo = cap;
+    return 0;
 }
 
 /* Judges the period (judged period number J, C of them counted; `count`:
@@ -372,7 +375,7 @@ static int chunk_scratch(cmetrics_t *m)
 static void visit_chunk(cmetrics_t *m, const int *vis, size_t n, uint64_t J, uint64_t C,
                         int count, uint64_t period, double seen)
 {
-    int batch = chunk_scratch(m) == 0;
+    int batch = chunk_scratch(m, n) == 0;
     for (size_t v = 0; v < n; v++) {
         cmetrics_outcome_t *o = &m->out[vis[v]];
         o->visit = 0;

@@ -83,12 +83,14 @@ typedef struct {
     size_t nvisits, capvisits;
     /* A period's visits read ctrl in chunks of CMETRICS_CHUNK buckets,
      * each one pass over the nodes' active pairs
-     * (ctrl_bucket_info_many()): the chunk's table indexes and figures,
-     * and ctrl's scratch; made at the first visit (NULL: one
+     * (ctrl_bucket_info_many()): the chunk's table indexes and figures
+     * (room for capvinfo, grown to the visits up to a chunk), and ctrl's
+     * scratch; made at the first visit (out of memory: one
      * ctrl_bucket_info() per bucket, as before). */
     ctrl_binfo_t *bscratch;
     int *vb;
     ctrl_bucket_info_t *vinfo;
+    size_t capvinfo;
     int full;                  /* visit every bucket every period, as before
                                   quiet periods were added lazily (the
                                   reference the tests compare with) */
@@ -106,7 +108,8 @@ typedef struct {
 } cmetrics_t;
 
 /* Buckets whose figures one pass over the active pairs reads: bounds the
- * scratch (about 160 bytes each) where a million buckets have traffic. */
+ * scratch (about 170 bytes each, 11 MB) where a million buckets have
+ * traffic. */
 #define CMETRICS_CHUNK 65536
 
 /* Default of cmetrics_t.unused_periods (--reservation-unused-periods). */
