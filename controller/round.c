@@ -289,10 +289,15 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
                                              c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
-        /* The estimate is the pair's demand until a computation's passes
-         * say otherwise (push_node()): a skipped round keeps it without a
-         * second pass over the pairs. */
-        nd->push[nd->act[k]].demand = w->demand;
+        /* While nothing moved (the round may be skipped, and this pair's
+         * push record was just read) the estimate is the pair's demand: a
+         * skipped round keeps it without a second pass over the pairs.
+         * Once something moved the round computes, and push_node() writes
+         * what the passes made of it (not written here: the record is not
+         * read in that case, and a computed round would pay a cache line
+         * per pair for nothing). */
+        if (!changed)
+            nd->push[nd->act[k]].demand = w->demand;
         /* A sparse node's pair whose last record serves at a rate is
          * carried on by its reports (absent_predict()): it stays. */
         if (pr->queued == 0 && pr->arrivals == 0 && served == 0 &&
