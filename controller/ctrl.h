@@ -578,6 +578,26 @@ typedef struct {
  * A parent's figures sum its subtree (O(its buckets x nodes)). */
 int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out);
 
+/* Scratch of ctrl_bucket_info_many() (controller/binfo.c): caller-owned,
+ * kept across calls (4 bytes per bucket of the largest table seen).
+ * ctrl_binfo_new() returns NULL when out of memory; ctrl_binfo_destroy()
+ * accepts NULL and nulls the caller's pointer. */
+typedef struct ctrl_binfo ctrl_binfo_t;
+ctrl_binfo_t *ctrl_binfo_new(void);
+void ctrl_binfo_destroy(ctrl_binfo_t **s);
+
+/* Fills out[k] as ctrl_bucket_info(c, bs[k], &out[k]) does, for k < n, in
+ * one pass over the nodes' active pairs: O(n + active pairs + nodes), not
+ * O(n x nodes) (the per-period metrics of a table whose every bucket has
+ * traffic).  Where that pass cannot be exact (nested buckets, a
+ * provisional split, pushes pending after a new node table, a bucket
+ * listed twice) those buckets are filled the per-bucket way.  An index out
+ * of range gets a zeroed record (name NULL).  Returns 0, -EINVAL (NULL
+ * arguments) or -ENOMEM (s could not grow to the table).  Read-only on c;
+ * the thread that owns c. */
+int ctrl_bucket_info_many(const ctrl_t *c, ctrl_binfo_t *s, const int *bs, size_t n,
+                          ctrl_bucket_info_t *out);
+
 /* Nested buckets (issue 28), O(1): 1 if bucket b has a parent or children
  * (its parent's name into *parent, NULL if none; its number of children
  * into *children; either may be NULL), 0 if it is in no tree or out of

@@ -3,26 +3,6 @@
 
 #include <math.h>
 
-int64_t estimate_demand(estimate_demand_t *st, uint64_t queued, uint64_t arrivals,
-                        int throttled, double intervals_left)
-{
-    double rate = (double)arrivals;
-    /* Backlogged and throttled: arrivals were held back by us, not by the
-     * client; keep the previous rate so the estimate cannot collapse. */
-    if (throttled && queued > 0 && st->rate > rate)
-        rate = st->rate;
-    st->rate = rate;
-    if (!(intervals_left > 0))
-        intervals_left = 0;
-    double d = (double)queued + rate * intervals_left;
-    if (!(d < (double)ESTIMATE_DEMAND_MAX))
-        return ESTIMATE_DEMAND_MAX;
-    /* llround(d) for 0 <= d < 2^50, without the libm call (once per pair
-     * and round in the controller): d - t is exact there. */
-    int64_t t = (int64_t)d;
-    return t + (d - (double)t >= 0.5);
-}
-
 estimate_cap_cfg_t estimate_cap_defaults(double profile)
 {
     return (estimate_cap_cfg_t){
@@ -178,11 +158,4 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     cap_conservative(c);
     c->samples++;
     return c->estimate;
-}
-
-int estimate_changed(double before, double now, double rel, double abs_floor)
-{
-    double diff = fabs(now - before);
-    double mag = fmax(fabs(before), fabs(now));
-    return diff > abs_floor && diff > rel * mag;
 }

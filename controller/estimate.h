@@ -46,6 +46,7 @@
 #ifndef BQOS_ESTIMATE_H
 #define BQOS_ESTIMATE_H
 
+#include <math.h>
 #include <stdint.h>
 
 /* Largest demand the estimator returns (fits every later sum). */
@@ -61,9 +62,27 @@ typedef struct {
  * `throttled`: nonzero if the bucket had no token it could spend (R and L
  * both exhausted) while it was backlogged; `intervals_left` (> 0, may be
  * fractional): intervals until the period ends, counting the current one.
- * Returns a value in 0..ESTIMATE_DEMAND_MAX. */
-int64_t estimate_demand(estimate_demand_t *st, uint64_t queued, uint64_t arrivals,
-                        int throttled, double intervals_left);
+ * Returns a value in 0..ESTIMATE_DEMAND_MAX.  Inline: the controller calls
+ * it once per active pair and round. */
+static inline int64_t estimate_demand(estimate_demand_t *st, uint64_t queued, uint64_t arrivals,
+                                      int throttled, double intervals_left)
+{
+    double rate = (double)arrivals;
+    /* Backlogged and throttled: arrivals were held back by us, not by the
+     * client; keep the previous rate so the estimate cannot collapse. */
+    if (throttled && queued > 0 && st->rate > rate)
+        rate = st->rate;
+    st->rate = rate;
+    if (!(intervals_left > 0))
+        intervals_left = 0;
+    double d = (double)queued + rate * intervals_left;
+    if (!(d < (double)ESTIMATE_DEMAND_MAX))
+        return ESTIMATE_DEMAND_MAX;
+    /* llround(d) for 0 <= d < 2^50, without the libm call (once per pair
+     * and round in the controller): d - t is exact there. */
+    int64_t t = (int64_t)d;
+    return t + (d - (double)t >= 0.5);
+}
 
 /* Capacity estimator settings; rates in IOs per second. */
 typedef struct {
@@ -126,6 +145,11 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
 
 /* Returns nonzero if `now` differs from `before` by more than `rel` of the
  * larger magnitude and by more than `abs_floor` (noise on small counts). */
-int estimate_changed(double before, double now, double rel, double abs_floor);
+static inline int estimate_changed(double before, double now, double rel, double abs_floor)
+{
+    double diff = fabs(now - before);
+    double mag = fmax(fabs(before), fabs(now));
+    return diff > abs_floor && diff > rel * mag;
+}
 
 #endif

@@ -3,7 +3,7 @@
 LIBS += controller
 controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c controller/round.c \
   controller/ledger.c controller/bytes.c controller/plausible.c \
-  controller/capacity.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
+  controller/capacity.c controller/binfo.c controller/push.c controller/tree.c controller/dyn.c controller/ctrl_tmpl.c \
   controller/shares.c controller/fair.c \
   controller/shardroot.c controller/shardctl.c controller/shardset.c controller/reshard.c
 

@@ -129,8 +129,9 @@ static ledger_round_t ledger_round(const ctrl_t *c, int io)
     };
 }
 
-/* Keeps what a computation that stopped (skipped or failed) estimated:
- * the active pairs' demands, as its passes left them. */
+/* Keeps what a computation that failed estimated: the active pairs'
+ * demands, as its passes left them (a skipped round's are written by
+ * estimate_node()). */
 static void work_keep_demand(ctrl_t *c)
 {
     for (int i = 0; i < c->nn; i++) {
@@ -288,6 +289,15 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
                                              c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
+        /* While nothing moved (the round may be skipped, and this pair's
+         * push record was just read) the estimate is the pair's demand: a
+         * skipped round keeps it without a second pass over the pairs.
+         * Once something moved the round computes, and push_node() writes
+         * what the passes made of it (not written here: the record is not
+         * read in that case, and a computed round would pay a cache line
+         * per pair for nothing). */
+        if (!changed)
+            nd->push[nd->act[k]].demand = w->demand;
         /* A sparse node's pair whose last record serves at a rate is
          * carried on by its reports (absent_predict()): it stays. */
         if (pr->queued == 0 && pr->arrivals == 0 && served == 0 &&
@@ -839,8 +849,8 @@ out:
         c->play_stale = 0;
     }
     c->lost_open = 0; /* the period's first round is done */
-    if (estimated && !pushed)
-        work_keep_demand(c); /* skipped round or error */
+    if (estimated && !pushed && rc < 0)
+        work_keep_demand(c); /* an error (a skipped round's are kept) */
     if (rc < 0)
         for (int i = 0; i < c->nn; i++)
             c->nodes[i].nout = 0;

@@ -3357,6 +3357,246 @@ START_TEST(test_ctrl_quiet_buckets_cost_nothing)
 }
 END_TEST
 
+/* ctrl_bucket_info_many() (one pass over the active pairs, the per-period
+ * metrics) fills every bucket exactly as ctrl_bucket_info() (one pass over
+ * the nodes per bucket): every field, in any order, with an index out of
+ * range and one listed twice. */
+static void info_many_same(const ctrl_t *c, ctrl_binfo_t *s)
+{
+    const int nb = ctrl_nbuckets(c);
+    int *bs = malloc(((size_t)nb + 2) * sizeof *bs);
+    ctrl_bucket_info_t *out = malloc(((size_t)nb + 2) * sizeof *out);
+    ck_assert(bs && out);
+    for (int k = 0; k < nb; k++)
+        bs[k] = nb - 1 - k;
+    bs[nb] = nb;
+    bs[nb + 1] = nb / 2;
+    ck_assert_int_eq(ctrl_bucket_info_many(c, s, bs, (size_t)nb + 2, out), 0);
+    ck_assert_ptr_null(out[nb].name);
+    for (int k = 0; k < nb + 2; k++) {
+        if (k == nb)
+            continue;
+        ctrl_bucket_info_t one;
+        ck_assert_int_eq(ctrl_bucket_info(c, bs[k], &one), 0);
+        const ctrl_bucket_info_t *x = &out[k];
+        ck_assert_ptr_eq(x->name, one.name);
+        ck_assert_int_eq(x->reservation, one.reservation);
+        ck_assert_int_eq(x->limit, one.limit);
+        ck_assert_uint_eq(x->weight, one.weight);
+        ck_assert_uint_eq(x->served_r, one.served_r);
+        ck_assert_uint_eq(x->served_l, one.served_l);
+        ck_assert_uint_eq(x->served_o, one.served_o);
+        ck_assert_uint_eq(x->queued, one.queued);
+        ck_assert_int_eq(x->demand, one.demand);
+        ck_assert_int_eq(x->r_tokens, one.r_tokens);
+        ck_assert_int_eq(x->l_tokens, one.l_tokens);
+        ck_assert_int_eq(x->servers, one.servers);
+        ck_assert_int_eq(x->reservation_bytes, one.reservation_bytes);
+        ck_assert_int_eq(x->limit_bytes, one.limit_bytes);
+        ck_assert_uint_eq(x->served_bytes, one.served_bytes);
+        ck_assert_int_eq(x->r_bytes, one.r_bytes);
+        ck_assert_int_eq(x->l_bytes, one.l_bytes);
+        ck_assert_int_eq(x->shadow, one.shadow);
+        ck_assert_ptr_eq(x->parent, one.parent);
+        ck_assert_int_eq(x->children, one.children);
+    }
+    free(bs);
+    free(out);
+}
+
+/* The same, through 60 rounds of drifting random traffic on 4 nodes: one
+ * sparse (records only where they moved, a full report every 5), one silent
+ * for 4 rounds (down, its grants held, back), one given a new table (its
+ * pairs' tokens pending until the next push), a bucket changed and one
+ * removed, the limited buckets in and out of provisional splits; checked
+ * after the reports and after each round. */
+START_TEST(test_ctrl_bucket_info_many_same_as_one)
+{
+    char *json = qb_json(QB_NB);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0.1;
+    ctrl_t *c = setup(json, 4, 4000, &cfg);
+    free(json);
+    ctrl_binfo_t *s = ctrl_binfo_new();
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(ctrl_node_set_sparse(c, 1, 1), 0);
+    static uint64_t served[4][QB_NB];
+    static uint64_t last[4][QB_NB]; /* the sparse node's last record (arrivals) */
+    const char *const *names0;
+    size_t nb0;
+    ctrl_table(c, &names0, &nb0);
+    char **rev = malloc(nb0 * sizeof *rev); /* node 3's second table: reversed */
+    ck_assert_ptr_nonnull(rev);
+    for (size_t j = 0; j < nb0; j++)
+        ck_assert_ptr_nonnull(rev[j] = strdup(names0[nb0 - 1 - j]));
+    uint32_t seed = 777;
+    int skipped = 0, computed = 0;
+    for (int t = 0; t < 60; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        if (k == 0)
+            memset(served, 0, sizeof served);
+        if (t == 27) {
+            bucketfile_bucket_t x = {.reservation = 33, .limit = 60, .weight = 1};
+            x.name = "q6";
+            ck_assert_int_eq(ctrl_set_bucket(c, &x), 0);
+        }
+        if (t == 38)
+            ck_assert_int_eq(ctrl_remove_bucket(c, "q123"), 0);
+        if (t == 31) {
+            ck_assert_int_eq(ctrl_node_table(c, 3, 2, (const char *const *)rev, nb0), 0);
+            info_many_same(c, s); /* pushes pending: the per-bucket way */
+        }
+        uint32_t gen = ctrl_table(c, NULL, NULL);
+        ck_assert_int_eq(ctrl_round_begin(c, period, k, 0), 0);
+        int steady = t % 7 == 3 || t % 7 == 4;
+        for (int i = 0; i < 4; i++) {
+            proto_report_rec_t recs[QB_ACT];
+            size_t n = 0;
+            int sparse = i == 1 && t % 5 != 0;
+            for (int j = 0; j < QB_ACT; j++) {
+                int b = (i * 37 + j * 29 + (t / 6) * 13 + (j < 4 ? 0 : t / 11 * 7)) % QB_NB;
+                uint32_t r = qb_next(&seed);
+                if (steady)
+                    r = (uint32_t)(b * 7 + i);
+                int idle = r % 6 == 0;
+                served[i][b] += idle ? 0 : r % 23;
+                uint64_t arr = idle ? 0 : 10 + (r >> 7) % 40;
+                if (sparse && last[i][b] == arr && r % 3)
+                    continue; /* did not move: left out */
+                last[i][b] = arr;
+                uint32_t at = i == 3 && t >= 31 ? (uint32_t)(nb0 - 1 - (size_t)b) : (uint32_t)b;
+                recs[n++] = (proto_report_rec_t){
+                    .bucket = at,
+                    .queued = idle ? 0 : (r >> 4) % 9,
+                    .arrivals_interval = arr,
+                    .served_r = served[i][b],
+                    .r_left = (r >> 3) % 2 ? 5 : 0,
+                    .l_left = (r >> 5) % 2 ? 3 : 0,
+                };
+            }
+            if (i == 2 && t >= 16 && t < 20)
+                continue; /* silent: down, then back */
+            uint32_t tbl = i == 3 && t >= 31 ? 2 : 1;
+            if (sparse)
+                ck_assert_int_eq(ctrl_node_report_sparse(c, i, period, k, tbl, gen, 400 * (k + 1),
+                                                         0.2 * (k + 1), recs, n),
+                                 0);
+            else
+                ck_assert_int_eq(ctrl_node_report(c, i, period, k, tbl, gen, 400 * (k + 1),
+                                                  0.2 * (k + 1), recs, n),
+                                 0);
+        }
+        if (t % 3 == 0)
+            info_many_same(c, s); /* between the reports and the round */
+        ctrl_result_t res;
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        skipped += res.skipped;
+        computed += !res.skipped;
+        info_many_same(c, s);
+    }
+    ck_assert_int_gt(skipped, 0);
+    ck_assert_int_gt(computed, 20);
+    for (size_t j = 0; j < nb0; j++)
+        free(rev[j]);
+    free(rev);
+    ctrl_binfo_destroy(&s);
+    ck_assert_ptr_null(s);
+    ctrl_destroy(&c);
+}
+END_TEST
+
+/* Issue 30: a round that reuses the last computation (skipped: no report
+ * moved an estimate beyond its threshold) hands out nothing, and never
+ * changes what a later computation hands out.  Two controllers get the
+ * same reports: A skips where it may, `full` (skip_rel 0) recomputes every
+ * round.  Where A skips it sends no record and every pair keeps its
+ * tokens; where A computes, every pair's tokens are full's.  A lowered
+ * limit in the middle of a period forces the next round (reusing the last
+ * solution there would hand out the old limit): A computes it, and per
+ * limited bucket A's tokens are at most full's. */
+START_TEST(test_ctrl_reused_round_within_full_recompute)
+{
+    enum { NB = 6, NN = 2 };
+    const char *json = "{\"buckets\":[{\"name\":\"l0\",\"reservation\":200,\"limit\":3000},"
+                       "{\"name\":\"l1\",\"reservation\":0,\"limit\":2000},{\"name\":\"l2\","
+                       "\"reservation\":100,\"limit\":900},{\"name\":\"r0\",\"reservation\":1500},"
+                       "{\"name\":\"r1\",\"reservation\":700},{\"name\":\"r2\",\"reservation\":50}]}";
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0.1;
+    ctrl_t *a = setup(json, NN, 20000, &cfg);
+    cfg.skip_rel = 0;
+    ctrl_t *full = setup(json, NN, 20000, &cfg);
+    uint64_t served[NN][NB] = {{0}};
+    int64_t last_r[NN][NB], last_l[NN][NB];
+    uint32_t seed = 99;
+    int skipped = 0, computed = 0;
+    for (int t = 0; t < 15; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        if (k == 0)
+            memset(served, 0, sizeof served);
+        if (t == 7) { /* l0's limit lowered: a change, the next round forced */
+            bucketfile_bucket_t x = {.name = "l0", .reservation = 200, .limit = 400, .weight = 1};
+            ck_assert_int_eq(ctrl_set_bucket(a, &x), 0);
+            ck_assert_int_eq(ctrl_set_bucket(full, &x), 0);
+        }
+        rep_t r[NN][NB];
+        for (int i = 0; i < NN; i++)
+            for (int b = 0; b < NB; b++) {
+                uint32_t n = qb_next(&seed);
+                served[i][b] += 60 + n % 5;
+                r[i][b] = (rep_t){.queued = 3, .arrivals = 100 + n % 3, .served = served[i][b],
+                                  .r_left = 5, .l_left = 5};
+            }
+        ctrl_result_t ra, rf;
+        for (int v = 0; v < 2; v++) {
+            ctrl_t *c = v ? full : a;
+            ck_assert_int_eq(ctrl_round_begin(c, period, k, 0), 0);
+            for (int i = 0; i < NN; i++)
+                report(c, i, period, k, r[i], NB, 2000 * (k + 1), 0.1 * (k + 1));
+            ck_assert_int_eq(ctrl_compute(c, v ? &rf : &ra), 0);
+        }
+        ck_assert(!rf.skipped);
+        if (t == 7)
+            ck_assert_msg(!ra.skipped, "the round after a lowered limit reused the last one");
+        skipped += ra.skipped;
+        computed += !ra.skipped;
+        for (int i = 0; i < NN; i++)
+            if (ra.skipped)
+                ck_assert_uint_eq(ctrl_node_tokens(a, i, NULL), 0); /* sends nothing */
+        for (int b = 0; b < NB; b++) {
+            int64_t sa = 0, sf = 0;
+            for (int i = 0; i < NN; i++) {
+                ctrl_pair_info_t pa, pf;
+                ck_assert_int_eq(ctrl_pair_info(a, i, b, &pa), 0);
+                ck_assert_int_eq(ctrl_pair_info(full, i, b, &pf), 0);
+                if (ra.skipped) { /* the last computation's, kept */
+                    ck_assert_int_eq(pa.r_tokens, last_r[i][b]);
+                    ck_assert_int_eq(pa.l_tokens, last_l[i][b]);
+                } else {
+                    ck_assert_int_eq(pa.r_tokens, pf.r_tokens);
+                    ck_assert_int_eq(pa.l_tokens, pf.l_tokens);
+                }
+                last_r[i][b] = pa.r_tokens;
+                last_l[i][b] = pa.l_tokens;
+                if (pf.l_tokens != CTRL_UNLIMITED) {
+                    sa += pa.r_tokens + pa.l_tokens;
+                    sf += pf.r_tokens + pf.l_tokens;
+                }
+            }
+            if (t == 7)
+                ck_assert_msg(sa <= sf, "bucket %d after the change: %lld > full %lld", b,
+                              (long long)sa, (long long)sf);
+        }
+    }
+    ck_assert_int_gt(skipped, 3);
+    ck_assert_int_gt(computed, 3);
+    ctrl_destroy(&a);
+    ctrl_destroy(&full);
+}
+END_TEST
+
 int main(void)
 {
     bqos_log_init("test_ctrl", BQOS_LOG_ERROR);
@@ -3393,6 +3633,7 @@ int main(void)
         test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
         test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing,
         test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing,
-        test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair};
+        test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair,
+        test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

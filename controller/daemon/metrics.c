@@ -27,6 +27,12 @@ void cmetrics_clear(cmetrics_t *m)
     free(m->oix);
     free(m->visits);
     free(m->pend);
+    free(m->vb);
+    free(m->vinfo);
+    ctrl_binfo_destroy(&m->bscratch);
+    m->vb = NULL;
+    m->vinfo = NULL;
+    m->capvinfo = 0;
     strmap_destroy(&m->index);
     m->out = NULL;
     m->oix = NULL;
@@ -341,44 +347,57 @@ static void touch(void *arg, int b)
         queue_visit(m, m->oix[b]);
 }
 
-void cmetrics_period_end(cmetrics_t *m, double now)
+/* Makes the chunk scratch hold n (<= CMETRICS_CHUNK) buckets.  Returns
+ * 0, or -ENOMEM: the visits then read one bucket at a time. */
+static int chunk_scratch(cmetrics_t *m, size_t n)
 {
-    /* A standby judges too (it gets the same reports and computes the same
-     * rounds), so that its history holds the periods before a takeover;
-     * only the leader counts, so that an alert fires once per cluster. */
-    uint64_t period = ctrl_period(m->ctrl);
-    int judge = m->started && m->tm->nsplits > m->split_rounds &&
-                !(m->periods_judged && period == m->last_period); /* a clock re-adopted */
-    int count = judge && may_push(m, now);
-    m->started = 1;
-    m->split_rounds = m->tm->nsplits;
-    if (!judge)
-        return;
-    uint64_t J = m->periods_judged, C = m->counted;
-    m->nvisits = 0;
-    sync_table(m);
-    /* Every bucket with traffic; with nested buckets (a parent's figures
-     * are its children's) every bucket, as without ctrl's list. */
-    if (m->full || ctrl_nested(m->ctrl) || ctrl_touched_buckets(m->ctrl, touch, m) < 0)
-        for (size_t b = 0; b < m->noix; b++)
-            if (m->oix[b] >= 0)
-                queue_visit(m, m->oix[b]);
-    /* The last reports of a period are taken at its last interval's start:
-     * the served counters cover (K - 1) / K of it. */
-    double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
-    m->visited = 0;
-    for (size_t v = 0; v < m->nvisits; v++) {
-        cmetrics_outcome_t *o = &m->out[m->visits[v]];
-        ctrl_bucket_info_t bi;
+    if (!m->bscratch && !(m->bscratch = ctrl_binfo_new()))
+        return -ENOMEM;
+    if (m->capvinfo >= n)
+        return 0;
+    size_t cap = n + n / 4 + 16 < CMETRICS_CHUNK ? n + n / 4 + 16 : CMETRICS_CHUNK;
+    int *vb = realloc(m->vb, cap * sizeof *vb);
+    if (!vb)
+        return -ENOMEM;
+    m->vb = vb;
+    ctrl_bucket_info_t *vi = realloc(m->vinfo, cap * sizeof *vi);
+    if (!vi)
+        return -ENOMEM;
+    m->vinfo = vi;
+    m->capvinfo = cap;
+    return 0;
+}
+
+/* Judges the period (judged period number J, C of them counted; `count`:
+ * this one counts) of the n outcomes vis[] (n <= CMETRICS_CHUNK): their
+ * figures read in one call (ctrl_bucket_info_many()), or one at a time
+ * without the scratch or when that call fails. */
+static void visit_chunk(cmetrics_t *m, const int *vis, size_t n, uint64_t J, uint64_t C,
+                        int count, uint64_t period, double seen)
+{
+    int batch = chunk_scratch(m, n) == 0;
+    for (size_t v = 0; v < n; v++) {
+        cmetrics_outcome_t *o = &m->out[vis[v]];
         o->visit = 0;
+        if (batch)
+            m->vb[v] = o->b;
         if (o->b < 0)
             continue; /* removed since it was queued */
         settle_to(m, o, J, C);
         /* This period is taken here, judged or not. */
         o->mark = J + 1;
         o->cmark = C + (count != 0);
-        if (ctrl_bucket_info(m->ctrl, o->b, &bi) < 0)
+    }
+    if (batch && ctrl_bucket_info_many(m->ctrl, m->bscratch, m->vb, n, m->vinfo) < 0)
+        batch = 0;
+    for (size_t v = 0; v < n; v++) {
+        cmetrics_outcome_t *o = &m->out[vis[v]];
+        ctrl_bucket_info_t one;
+        if (o->b < 0)
             continue;
+        if (batch ? !m->vinfo[v].name : ctrl_bucket_info(m->ctrl, o->b, &one) < 0)
+            continue;
+        const ctrl_bucket_info_t bi = batch ? m->vinfo[v] : one;
         m->visited++;
         unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
         if (count) {
@@ -408,6 +427,38 @@ void cmetrics_period_end(cmetrics_t *m, double now)
                                   .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
                                   .flags = f,
                               });
+    }
+}
+
+void cmetrics_period_end(cmetrics_t *m, double now)
+{
+    /* A standby judges too (it gets the same reports and computes the same
+     * rounds), so that its history holds the periods before a takeover;
+     * only the leader counts, so that an alert fires once per cluster. */
+    uint64_t period = ctrl_period(m->ctrl);
+    int judge = m->started && m->tm->nsplits > m->split_rounds &&
+                !(m->periods_judged && period == m->last_period); /* a clock re-adopted */
+    int count = judge && may_push(m, now);
+    m->started = 1;
+    m->split_rounds = m->tm->nsplits;
+    if (!judge)
+        return;
+    uint64_t J = m->periods_judged, C = m->counted;
+    m->nvisits = 0;
+    sync_table(m);
+    /* Every bucket with traffic; with nested buckets (a parent's figures
+     * are its children's) every bucket, as without ctrl's list. */
+    if (m->full || ctrl_nested(m->ctrl) || ctrl_touched_buckets(m->ctrl, touch, m) < 0)
+        for (size_t b = 0; b < m->noix; b++)
+            if (m->oix[b] >= 0)
+                queue_visit(m, m->oix[b]);
+    /* The last reports of a period are taken at its last interval's start:
+     * the served counters cover (K - 1) / K of it. */
+    double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
+    m->visited = 0;
+    for (size_t v0 = 0; v0 < m->nvisits; v0 += CMETRICS_CHUNK) {
+        size_t n = m->nvisits - v0 < CMETRICS_CHUNK ? m->nvisits - v0 : CMETRICS_CHUNK;
+        visit_chunk(m, m->visits + v0, n, J, C, count, period, seen);
     }
     m->nvisits = 0;
     m->judged_period[J % HISTORY_PERIODS] = period;

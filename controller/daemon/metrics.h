@@ -81,6 +81,16 @@ typedef struct {
     size_t npend, cappend;
     int *visits;               /* outcomes to visit at this period's end */
     size_t nvisits, capvisits;
+    /* A period's visits read ctrl in chunks of CMETRICS_CHUNK buckets,
+     * each one pass over the nodes' active pairs
+     * (ctrl_bucket_info_many()): the chunk's table indexes and figures
+     * (room for capvinfo, grown to the visits up to a chunk), and ctrl's
+     * scratch; made at the first visit (out of memory: one
+     * ctrl_bucket_info() per bucket, as before). */
+    ctrl_binfo_t *bscratch;
+    int *vb;
+    ctrl_bucket_info_t *vinfo;
+    size_t capvinfo;
     int full;                  /* visit every bucket every period, as before
                                   quiet periods were added lazily (the
                                   reference the tests compare with) */
@@ -96,6 +106,11 @@ typedef struct {
     uint64_t unused_periods;   /* idle_run from which a reservation counts
                                   as unused (CMETRICS_UNUSED_PERIODS) */
 } cmetrics_t;
+
+/* Buckets whose figures one pass over the active pairs reads: bounds the
+ * scratch (about 170 bytes each, 11 MB) where a million buckets have
+ * traffic. */
+#define CMETRICS_CHUNK 65536
 
 /* Default of cmetrics_t.unused_periods (--reservation-unused-periods). */
 #define CMETRICS_UNUSED_PERIODS 10
