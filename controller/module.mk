@@ -13,7 +13,8 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
                       controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
-                       controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c
+                       controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c \
+                       controller/daemon/memtrim.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
