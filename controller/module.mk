@@ -152,4 +152,6 @@ PROGS += bqos-shards-bench
 bqos-shards-bench_SRCS = controller/bench/shards_bench.c
 bqos-shards-bench_LIBS = controller pshift proto common
 BENCHES += controller/bench/bench-shards.sh controller/bench/bench-sparse-cpu.sh controller/bench/bench-ctrlmem.sh
+# the daemon's resident memory per configured bucket with 4 full-table nodes (issue 26)
+BENCHES += controller/bench/bench-daemonmem.sh
 # bench-idletable.sh: a million buckets, minutes; run by hand (docs/performance.md)
