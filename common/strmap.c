@@ -10,13 +10,29 @@
 
 #define MIN_SLOTS 16
 
-/* An empty slot has key == NULL. */
+/* An empty slot has key == NULL.  16 bytes: a map of a million names
+ * (2^21 slots at 3/4 load) is 32 MB, not 64 (issue 26: memory per bucket);
+ * the key's length sits in its own allocation, just before it. */
 typedef struct {
-    char *key;     /* owned copy, NUL-terminated */
-    size_t len;
-    uint64_t hash;
+    char *key;     /* owned copy, NUL-terminated, after its length (klen()) */
+    uint32_t hash; /* the low 32 bits of hash_bytes() */
     int val;
 } slot_t;
+
+/* The length of key copy k (stored in the 4 bytes before it). */
+static size_t klen(const char *k)
+{
+    uint32_t n;
+    memcpy(&n, k - sizeof n, sizeof n);
+    return n;
+}
+
+/* Frees key copy k (NULL: nothing). */
+static void kfree(char *k)
+{
+    if (k)
+        free(k - sizeof(uint32_t));
+}
 
 struct strmap {
     slot_t *slots;
@@ -56,7 +72,7 @@ void strmap_destroy(strmap_t **mp)
         return;
     strmap_t *m = *mp;
     for (size_t i = 0; i <= m->mask; i++)
-        free(m->slots[i].key);
+        kfree(m->slots[i].key);
     free(m->slots);
     free(m);
     *mp = NULL;
@@ -68,14 +84,14 @@ size_t strmap_count(const strmap_t *m)
 }
 
 /* Returns the slot holding the key, or the empty slot where it would go. */
-static size_t probe(const strmap_t *m, const char *key, size_t len, uint64_t h)
+static size_t probe(const strmap_t *m, const char *key, size_t len, uint32_t h)
 {
     size_t i = (size_t)h & m->mask;
     for (;;) {
         const slot_t *s = &m->slots[i];
         if (!s->key)
             return i;
-        if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+        if (s->hash == h && klen(s->key) == len && memcmp(s->key, key, len) == 0)
             return i;
         i = (i + 1) & m->mask;
     }
@@ -111,12 +127,21 @@ int strmap_find(const strmap_t *m, const char *key, size_t len, int *val)
         return -ENOENT;
     if (!key)
         key = ""; /* memcmp() must not see NULL, even for 0 bytes */
-    const slot_t *s = &m->slots[probe(m, key, len, hash_bytes(key, len))];
+    const slot_t *s = &m->slots[probe(m, key, len, (uint32_t)hash_bytes(key, len))];
     if (!s->key)
         return -ENOENT;
     if (val)
         *val = s->val;
     return 0;
+}
+
+const char *strmap_key(const strmap_t *m, const char *key, size_t len)
+{
+    if (!key && len > 0)
+        return NULL;
+    if (!key)
+        key = "";
+    return m->slots[probe(m, key, len, (uint32_t)hash_bytes(key, len))].key;
 }
 
 /* Shared by insert and set: `replace` says what to do with a present key. */
@@ -126,7 +151,9 @@ static int put(strmap_t *m, const char *key, size_t len, int val, int replace)
         return -EINVAL;
     if (!key)
         key = "";
-    uint64_t h = hash_bytes(key, len);
+    if (len > UINT32_MAX - 8)
+        return -ENOMEM;
+    uint32_t h = (uint32_t)hash_bytes(key, len);
     size_t i = probe(m, key, len, h);
     if (m->slots[i].key) {
         if (!replace)
@@ -140,13 +167,16 @@ static int put(strmap_t *m, const char *key, size_t len, int val, int replace)
             return -ENOMEM;
         i = probe(m, key, len, h);
     }
-    char *copy = malloc(len + 1);
-    if (!copy)
+    uint32_t n = (uint32_t)len;
+    char *mem = malloc(sizeof n + len + 1);
+    if (!mem)
         return -ENOMEM;
+    memcpy(mem, &n, sizeof n);
+    char *copy = mem + sizeof n;
     if (len)
         memcpy(copy, key, len);
     copy[len] = '\0';
-    m->slots[i] = (slot_t){.key = copy, .len = len, .hash = h, .val = val};
+    m->slots[i] = (slot_t){.key = copy, .hash = h, .val = val};
     m->count++;
     return 0;
 }
@@ -167,12 +197,12 @@ int strmap_remove(strmap_t *m, const char *key, size_t len, int *val)
         return -ENOENT;
     if (!key)
         key = "";
-    size_t i = probe(m, key, len, hash_bytes(key, len));
+    size_t i = probe(m, key, len, (uint32_t)hash_bytes(key, len));
     if (!m->slots[i].key)
         return -ENOENT;
     if (val)
         *val = m->slots[i].val;
-    free(m->slots[i].key);
+    kfree(m->slots[i].key);
     m->count--;
     /* Backward-shift: pull later entries of the probe run into the hole when
      * their home slot is not inside (hole, j], so every remaining key stays
@@ -200,5 +230,5 @@ void strmap_foreach(const strmap_t *m,
 {
     for (size_t i = 0; i <= m->mask; i++)
         if (m->slots[i].key)
-            fn(m->slots[i].key, m->slots[i].len, m->slots[i].val, arg);
+            fn(m->slots[i].key, klen(m->slots[i].key), m->slots[i].val, arg);
 }

@@ -32,6 +32,13 @@ size_t strmap_count(const strmap_t *m);
  * -ENOENT.  O(1) expected. */
 int strmap_find(const strmap_t *m, const char *key, size_t len, int *val);
 
+/* The map's copy of key[0..len) (NUL-terminated), or NULL if the key is
+ * not in the map.  The copy is the map's and stays where it is until the
+ * key is removed or the map destroyed (growth moves slots, not keys): an
+ * owner may borrow it as the key's name rather than keep a copy of its
+ * own. */
+const char *strmap_key(const strmap_t *m, const char *key, size_t len);
+
 /* Inserts key[0..len) -> val (key copied).  Returns 0, -EEXIST if the key is
  * present (its value is left unchanged), -EINVAL if key is NULL with len > 0,
  * or -ENOMEM (map unchanged). */

@@ -13,7 +13,8 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
                       controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
-                       controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c
+                       controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c \
+                       controller/daemon/memtrim.c
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
@@ -152,4 +153,6 @@ PROGS += bqos-shards-bench
 bqos-shards-bench_SRCS = controller/bench/shards_bench.c
 bqos-shards-bench_LIBS = controller pshift proto common
 BENCHES += controller/bench/bench-shards.sh controller/bench/bench-sparse-cpu.sh controller/bench/bench-ctrlmem.sh
+# the daemon's resident memory per configured bucket with 4 full-table nodes (issue 26)
+BENCHES += controller/bench/bench-daemonmem.sh
 # bench-idletable.sh: a million buckets, minutes; run by hand (docs/performance.md)

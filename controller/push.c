@@ -6,14 +6,39 @@
 #include "controller/ctrl_int.h"
 #include "controller/push.h"
 
+/* Frees every page of bases (every base zero again). */
+static void drop_pages(push_grants_t *g)
+{
+    for (size_t i = 0; i < g->npage; i++) {
+        free(g->page[i]);
+        g->page[i] = NULL;
+    }
+}
+
 void push_grants_session(push_grants_t *g, int on)
 {
     g->on = on;
     g->gseq = 0;
     g->renew_g = 0;
     g->nlist = 0;
-    if (g->base && g->nbase)
-        memset(g->base, 0, g->nbase * sizeof *g->base);
+    drop_pages(g);
+}
+
+/* Slot j's base, or NULL when its page was never made (a zero base). */
+static push_base_t *base_get(const push_grants_t *g, size_t j)
+{
+    push_base_t *p = g->page[j / PUSH_BASE_PAGE];
+    return p ? &p[j % PUSH_BASE_PAGE] : NULL;
+}
+
+/* Slot j's base, its page made (zeroed) if it had none; NULL when out of
+ * memory. */
+static push_base_t *base_make(push_grants_t *g, size_t j)
+{
+    push_base_t **p = &g->page[j / PUSH_BASE_PAGE];
+    if (!*p && !(*p = calloc(PUSH_BASE_PAGE, sizeof **p)))
+        return NULL;
+    return &(*p)[j % PUSH_BASE_PAGE];
 }
 
 void push_grants_regrant(push_grants_t *g)
@@ -26,35 +51,55 @@ void push_grants_clear(push_grants_t *g)
 {
     if (!g)
         return;
-    free(g->base);
+    drop_pages(g);
+    free(g->page);
     free(g->buf);
     free(g->list);
     free(g->next);
     memset(g, 0, sizeof *g);
 }
 
-/* Makes room for the node's table (n slots) and n records.  Returns 0 or
- * -ENOMEM. */
+/* Grows *a to hold `need` slot numbers, or gives back a room over four
+ * times what is needed (a full push's).  Returns 0 or -ENOMEM. */
+static int slots_fit(uint32_t **a, size_t *cap, size_t need)
+{
+    if (*cap > 4 * (need + 1024)) {
+        free(*a);
+        *a = NULL;
+        *cap = 0;
+    }
+    if (need <= *cap)
+        return 0;
+    uint32_t *x = realloc(*a, need * sizeof *x);
+    if (!x)
+        return -ENOMEM;
+    *a = x;
+    *cap = need;
+    return 0;
+}
+
+/* Makes room for the node's table (nslots slots) and nrec records.
+ * Returns 0 or -ENOMEM. */
 static int grants_fit(push_grants_t *g, size_t nslots, size_t nrec)
 {
     if (nslots > g->nbase) {
-        push_base_t *b = realloc(g->base, nslots * sizeof *b);
-        if (!b)
-            return -ENOMEM;
-        memset(b + g->nbase, 0, (nslots - g->nbase) * sizeof *b);
-        g->base = b;
-        uint32_t *l = realloc(g->list, nslots * sizeof *l);
-        if (l)
-            g->list = l;
-        uint32_t *x = l ? realloc(g->next, nslots * sizeof *x) : NULL;
-        if (x)
-            g->next = x;
-        if (!l || !x) {
-            g->renew_g = 0; /* the list may be short of the bases: none */
-            g->nlist = 0;
-            return -ENOMEM;
+        size_t np = (nslots + PUSH_BASE_PAGE - 1) / PUSH_BASE_PAGE;
+        if (np > g->npage) {
+            push_base_t **p = realloc(g->page, np * sizeof *p);
+            if (!p)
+                return -ENOMEM;
+            memset(p + g->npage, 0, (np - g->npage) * sizeof *p);
+            g->page = p;
+            g->npage = np;
         }
         g->nbase = nslots;
+    }
+    /* next: a slot once (its base is made of this message), at most one
+     * per record and one per slot of the list */
+    if (slots_fit(&g->next, &g->capnext, nrec + g->nlist) < 0) {
+        g->renew_g = 0; /* the list may be short of the bases: none */
+        g->nlist = 0;
+        return -ENOMEM;
     }
     if (g->cap > 4 * (nrec + 1024)) {
         /* a full push's room (a record per pair), sent: given back */
@@ -79,9 +124,11 @@ static int64_t rec_l(const proto_tokens_rec_t *t)
 
 /* The renewing message's records from the round's n records: unchanged
  * bases left out, the changed ones (new bases) first, then the
- * provisional splits (not bases).  Sets m->tokens, count, based, renew. */
-static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64_t gs,
-                     size_t n, proto_msg_t *m)
+ * provisional splits (not bases).  Sets m->tokens, count, based, renew.
+ * Returns 0, or -ENOMEM (a page of bases could not be made: m is left as
+ * it was, and the caller sends the whole message, not renewing). */
+static int renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64_t gs,
+                    size_t n, proto_msg_t *m)
 {
     size_t k = 0, nx = 0;
     uint64_t left = 0;
@@ -93,14 +140,16 @@ static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64
         int j = ctrl__node_slot(nd, t->bucket);
         if (j < 0 || (size_t)j >= g->nbase || c->pv[t->bucket].prov)
             continue;
-        push_base_t *b = &g->base[j];
+        push_base_t *b = base_get(g, (size_t)j);
         int64_t l = rec_l(t);
-        if (prev && b->g == prev && b->r == t->r_tokens && b->l == l) {
+        if (b && prev && b->g == prev && b->r == t->r_tokens && b->l == l) {
             b->g = gs; /* the node renews it */
             g->next[nx++] = (uint32_t)j;
             left++;
             continue;
         }
+        if (!b && !(b = base_make(g, (size_t)j)))
+            return -ENOMEM; /* bases changed so far are of gs, never a later prev */
         if (b->g != gs)
             g->next[nx++] = (uint32_t)j;
         *b = (push_base_t){.r = t->r_tokens, .l = l, .g = gs};
@@ -112,16 +161,17 @@ static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64
         int j = ctrl__node_slot(nd, t->bucket);
         if (!(j < 0 || (size_t)j >= g->nbase || c->pv[t->bucket].prov))
             continue;
-        if (j >= 0 && (size_t)j < g->nbase)
-            g->base[j].g = 0; /* the node clears it too */
+        push_base_t *b = j >= 0 && (size_t)j < g->nbase ? base_get(g, (size_t)j) : NULL;
+        if (b)
+            b->g = 0; /* the node clears it too */
         g->buf[k++] = *t;
     }
     /* the bases of our last renewing message that this one does not
      * mention: the node renews them too (R 0 and L 0 or unlimited, the
      * pairs a round does not visit), so they stay bases on both ends */
     for (size_t i = 0; i < g->nlist; i++) {
-        push_base_t *b = &g->base[g->list[i]];
-        if (prev && b->g == prev) {
+        push_base_t *b = g->list[i] < g->nbase ? base_get(g, g->list[i]) : NULL;
+        if (prev && b && b->g == prev) {
             b->g = gs;
             g->next[nx++] = g->list[i];
         }
@@ -129,6 +179,9 @@ static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64
     uint32_t *t = g->list;
     g->list = g->next;
     g->next = t;
+    size_t tc = g->caplist;
+    g->caplist = g->capnext;
+    g->capnext = tc;
     g->nlist = nx;
     g->omitted += left;
     g->renew_g = gs;
@@ -136,6 +189,7 @@ static void renewing(const ctrl_t *c, const node_t *nd, push_grants_t *g, uint64
     m->count = k;
     m->based = based;
     m->renew = 1;
+    return 0;
 }
 
 int push_msg(const ctrl_t *c, int node, int skipped, push_grants_t *g, proto_msg_t *m,
@@ -193,14 +247,19 @@ int push_msg(const ctrl_t *c, int node, int skipped, push_grants_t *g, proto_msg
         }
         if (grants) {
             m->gseq = ++g->gseq;
-            if (!skipped)
-                renewing(c, nd, g, m->gseq, n, m);
-            else if (g->renew_g) /* a record outside a renewing message is no base */
+            if (!skipped) {
+                if (renewing(c, nd, g, m->gseq, n, m) < 0) {
+                    g->renew_g = 0; /* the whole message, numbered, not renewing */
+                    g->nlist = 0;
+                }
+            } else if (g->renew_g) { /* a record outside a renewing message is no base */
                 for (size_t i = 0; i < n; i++) {
                     int j = ctrl__node_slot(nd, nd->out[i].bucket);
-                    if (j >= 0 && (size_t)j < g->nbase)
-                        g->base[j].g = 0;
+                    push_base_t *b = j >= 0 && (size_t)j < g->nbase ? base_get(g, (size_t)j) : NULL;
+                    if (b)
+                        b->g = 0;
                 }
+            }
         } else if (g && g->on) {
             m->gseq = ++g->gseq; /* out of memory: no renewal, still numbered */
         }

@@ -28,21 +28,28 @@ typedef struct {
 /* Changed grants only, per node and session (docs/protocol.md "Changed
  * grants"): what we believe the node holds as bases.  Zero-initialised
  * = off; push_grants_session() turns it on.  Belongs to the ctrl_t's
- * thread.  Memory: one push_base_t and two slot numbers (32 B) per pair of
- * the node's table, one record per record of a round (the room of a full
- * push, a record per pair, is given back at the next message). */
+ * thread.  Memory follows the bases, not the table: the bases are kept in
+ * pages of PUSH_BASE_PAGE slots of the node's table, a page made at the
+ * first base in it (a table of a million idle or provisional pairs has
+ * none: 8 B per page of slots); the slot lists and the records hold what
+ * one message mentions, and a full push's room is given back at the next
+ * message. */
+#define PUSH_BASE_PAGE 1024
 typedef struct {
     int on;                /* the node takes changed grants */
     uint64_t gseq;         /* tokens messages numbered this session */
     uint64_t renew_g;      /* gseq of our last renewing message (0: none:
                               every grant is sent) */
     uint32_t table, peer_table; /* generations the bases are of */
-    push_base_t *base;     /* [nbase], by the node's table slot */
-    size_t nbase;
+    push_base_t **page;    /* [npage]: slot j's base is page[j / PUSH_BASE_PAGE]
+                              [j % PUSH_BASE_PAGE]; a NULL page: all zero */
+    size_t npage;
+    size_t nbase;          /* slots the pages cover (the node's table) */
     proto_tokens_rec_t *buf; /* the records of the message being built */
     size_t cap;
     uint32_t *list, *next; /* slots whose base is of renew_g (list), the
-                              next list being built (next); each [nbase] */
+                              next list being built (next) */
+    size_t caplist, capnext;
     size_t nlist;
     uint64_t omitted;      /* records left out (renewed by the node) */
     uint64_t regrants;     /* regrants the node asked for */

@@ -2808,6 +2808,70 @@ START_TEST(test_ctrl_memory_per_full_table_pair)
 }
 END_TEST
 
+/* The pages of g made are exactly those of m's based records (slot =
+ * bucket: a node whose table is the controller's, in order); returns how
+ * many. */
+static size_t pages_of_bases(const push_grants_t *g, const proto_msg_t *m)
+{
+    char want[64] = {0};
+    for (size_t i = 0; i < m->based; i++) {
+        ck_assert_uint_lt(m->tokens[i].bucket / PUSH_BASE_PAGE, sizeof want);
+        want[m->tokens[i].bucket / PUSH_BASE_PAGE] = 1;
+    }
+    size_t made = 0;
+    for (size_t p = 0; p < g->npage; p++) {
+        made += g->page[p] != NULL;
+        ck_assert_int_eq(g->page[p] != NULL, p < sizeof want && want[p]);
+    }
+    return made;
+}
+
+/* Changed grants keep a node's bases in pages made at the first base in
+ * them (push.h): after the full push to a node whose table is every
+ * bucket and after a round on its report, the pages made are exactly
+ * those of the based records (provisional splits and unsent pairs make
+ * none: no demand, no page), and a new session frees them all. */
+START_TEST(test_ctrl_push_bases_paged)
+{
+    enum { N = 20000 };
+    for (int limited = 0; limited < 2; limited++) {
+        bucketfile_t *bf = many_buckets(N, limited ? 1000000 : 1000000000000LL);
+        ctrl_config_t cfg = ctrl_config_default();
+        ctrl_t *c = ctrl_new(&cfg);
+        ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+        bucketfile_destroy(&bf);
+        const char *const *names;
+        size_t nb;
+        ctrl_table(c, &names, &nb);
+        ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 100000, 1, names, nb), 0);
+        ctrl_result_t res;
+        push_grants_t g = {0};
+        push_grants_session(&g, 1);
+        for (uint32_t k = 0; k < 3; k++) {
+            ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+            if (k) /* the node's (empty) report */
+                ck_assert_int_eq(ctrl_node_report(c, 0, 1, k, 1, ctrl_table(c, NULL, NULL), 0,
+                                                  0, NULL, 0), 0);
+            ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            proto_msg_t m;
+            proto_msg_init(&m);
+            push_to_t to;
+            ck_assert_int_eq(push_msg(c, 0, res.skipped, &g, &m, &to), 0);
+            ck_assert_uint_ge(g.nbase, (size_t)N);
+            size_t made = pages_of_bases(&g, &m);
+            fprintf(stderr, "test_ctrl_push_bases_paged: %s, round %u: %zu records, %zu based, "
+                    "%zu of %zu pages\n", limited ? "limit = reservation" : "limit far above",
+                    k, m.count, m.based, made, g.npage);
+        }
+        push_grants_session(&g, 1); /* forgets every base: no page left */
+        for (size_t p = 0; p < g.npage; p++)
+            ck_assert_ptr_null(g.page[p]);
+        push_grants_clear(&g);
+        ctrl_destroy(&c);
+    }
+}
+END_TEST
+
 /* ctrl_set_bucket() and ctrl_remove_bucket() on a big table leave the
  * state a full ctrl_set_buckets() of the same table gives (names, weights,
  * shadow list, rates, each node's map, the next round's records), without
@@ -3634,6 +3698,7 @@ int main(void)
         test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing,
         test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing,
         test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair,
-        test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute};
+        test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute,
+        test_ctrl_push_bases_paged};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -35,6 +35,7 @@
 #include "controller/daemon/clock.h"
 #include "controller/daemon/etcd.h"
 #include "controller/daemon/leader.h"
+#include "controller/daemon/memtrim.h"
 #include "controller/daemon/metrics.h"
 #include "controller/daemon/nodes.h"
 #include "controller/daemon/rootx.h"
@@ -520,6 +521,7 @@ typedef struct {
     uint64_t rounds_seen; /* computed rounds whose needs went to the root */
     reshard_t rs;       /* --shards: the part ctrl runs through a change of K */
     uint64_t settle_at; /* the period the root last tried to fold a change */
+    memtrim_t trim;     /* free heap given back after bursts of frees */
 } app_t;
 
 /* ---- shards (--shards K): the slices ------------------------------------- */
@@ -1138,6 +1140,12 @@ int main(int argc, char **argv)
     notify_ready();
 
     double started = mono_now();
+    /* Free pages back after the load (the tree of a big file is trimmed
+     * by bucketfile_load(); ctrl's and the admin's growth are not), then
+     * whenever 32 MiB more came free (memtrim.h); the 64 MiB top that
+     * the rounds reuse stays, as mallopt() above keeps it. */
+    memtrim_init(&a.trim, 32u << 20, 64u << 20, 1.0, started);
+    memtrim_now(&a.trim);
     if (set.shards) { /* every shard's periods are the nodes' one period */
         struct timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
@@ -1154,6 +1162,9 @@ int main(int argc, char **argv)
         slices_static(&a, now);
         rounds_tick(&a.rounds, now);
         needs_to_root(&a, now);
+        if (memtrim_tick(&a.trim, now))
+            log_debug("gave free heap back to the kernel (%zu MB free in malloc, %.1f ms)",
+                      a.trim.last_free >> 20, a.trim.last_ms);
         double next = pclock_next(&a.clk);
         if (a.etcd) {
             leader_note_follows(&a.ld, a.nodes.follows); /* leads above it */

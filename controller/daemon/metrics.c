@@ -20,7 +20,6 @@ int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const
 void cmetrics_clear(cmetrics_t *m)
 {
     for (int i = 0; i < m->nout; i++) {
-        free(m->out[i].name);
         history_destroy(&m->out[i].hist);
     }
     free(m->out);
@@ -64,13 +63,11 @@ static int outcome_of(cmetrics_t *m, const char *name)
     /* The ring comes with the bucket's first period with traffic
      * (cmetrics_period_end()): a table of a million idle buckets costs no
      * 1.5 KB rings (issue 26 case 5). */
-    *o = (cmetrics_outcome_t){.name = strdup(name), .mark = m->periods_judged,
-                              .cmark = m->counted, .b = -1};
-    if (!o->name || strmap_insert(m->index, name, strlen(name), m->nout) < 0) {
-        free(o->name);
-        history_destroy(&o->hist);
+    *o = (cmetrics_outcome_t){.mark = m->periods_judged, .cmark = m->counted, .b = -1};
+    /* The name is the index's copy, not one of its own (32 B per bucket). */
+    if (strmap_insert(m->index, name, strlen(name), m->nout) < 0)
         return -1;
-    }
+    o->name = strmap_key(m->index, name, strlen(name));
     return m->nout++;
 }
 

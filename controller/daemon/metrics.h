@@ -31,7 +31,7 @@
  * a table of idle buckets costs nothing per period.  Read the record
  * through those functions, never m->out[] directly. */
 typedef struct {
-    char *name;
+    const char *name;          /* the index's copy (strmap_key()) */
     uint64_t met, missed, held;
     uint64_t idle;             /* periods judged idle, counted as met is */
     uint64_t idle_run;         /* periods judged idle in a row, up to the
