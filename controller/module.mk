@@ -18,7 +18,7 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
-bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlmerge.c
+bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlmerge.c controller/ctl/ctlshards.c
 bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
@@ -65,6 +65,9 @@ test_ctl_LIBS = common
 TESTS += test_ctlmerge
 test_ctlmerge_SRCS = tests/test_ctlmerge.c controller/ctl/ctlmerge.c
 test_ctlmerge_LIBS = common
+TESTS += test_ctlshards
+test_ctlshards_SRCS = tests/test_ctlshards.c controller/ctl/ctlshards.c
+test_ctlshards_LIBS = proto curvekey common
 TESTS += test_statuspage
 test_statuspage_SRCS = tests/test_statuspage.c controller/daemon/statuspage.c
 test_statuspage_LIBS = common
