@@ -484,7 +484,11 @@ static void place_single(ledger_t *L, ledger_node_t *ln, int64_t cons, ctrl_resu
  * each up node's single-server buckets placed first (place_single) on its
  * conservative capacity, pShift's server the capacity they leave, and the
  * other buckets' demands there times the node's rcut (pairs cut to zero
- * stay out).  Counts buckets and pairs into *rs.  Returns 0, -ENOMEM or a
+ * stay out); once `cut` (rpass_cut() set some rcut), a queued pair on a
+ * node not cut at least what its requests in flight carry (w->kin x
+ * ln->kr, at most the bucket's remaining reservation), so what the cut
+ * takes can go where the bucket's requests wait.  Counts buckets and
+ * pairs into *rs.  Returns 0, -ENOMEM or a
  * pshift error. */
 static int rpass_build(ledger_t *L, ctrl_result_t *rs, int cut)
 {
