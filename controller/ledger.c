@@ -484,9 +484,13 @@ static void place_single(ledger_t *L, ledger_node_t *ln, int64_t cons, ctrl_resu
  * each up node's single-server buckets placed first (place_single) on its
  * conservative capacity, pShift's server the capacity they leave, and the
  * other buckets' demands there times the node's rcut (pairs cut to zero
- * stay out).  Counts buckets and pairs into *rs.  Returns 0, -ENOMEM or a
+ * stay out); once `cut` (rpass_cut() set some rcut), a queued pair on a
+ * node not cut at least what its requests in flight carry (w->kin x
+ * ln->kr, at most the bucket's remaining reservation), so what the cut
+ * takes can go where the bucket's requests wait.  Counts buckets and
+ * pairs into *rs.  Returns 0, -ENOMEM or a
  * pshift error. */
-static int rpass_build(ledger_t *L, ctrl_result_t *rs)
+static int rpass_build(ledger_t *L, ctrl_result_t *rs, int cut)
 {
     int rc;
     pshift_problem_t *p = L->rp;
@@ -523,6 +527,16 @@ static int rpass_build(ledger_t *L, ctrl_result_t *rs)
             int64_t d = rq_demand(w, bs);
             if (ln->rcut < 1 && bs->alt) /* (a bucket with nowhere else keeps it) */
                 d = (int64_t)((double)d * ln->rcut);
+            else if (cut && ln->rcut >= 1 && w->rk >= 0 && (w->flags & LEDGER_QUEUED) && w->kin &&
+                     ln->kr > 0) {
+                /* After a cut, a queued pair on a node not cut stands for
+                 * what its requests in flight can take, not only its
+                 * forecast (its past service there). */
+                double k = (double)w->kin * ln->kr;
+                int64_t carry = k < (double)bs->r_rem ? (int64_t)k : bs->r_rem;
+                if (d < carry)
+                    d = carry;
+            }
             w->rk = 0;
             if (d <= 0) {
                 w->rk = -2; /* no R here in this build (cut, or no queue) */
@@ -658,7 +672,7 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
     double t = 0;
     for (;;) {
         *rs = rs0;
-        if ((rc = rpass_build(L, rs)) < 0 || (rc = pshift_solve(p, o)) < 0)
+        if ((rc = rpass_build(L, rs, cut)) < 0 || (rc = pshift_solve(p, o)) < 0)
             return rc;
         t += pshift_stats(p)->t_total;
         if (lifts > 0 && (lifts--, rq_lift(L)))

@@ -41,6 +41,8 @@ typedef struct {
     int rk, lk;            /* its entry among its bucket's entries in the R /
                               L problem (pshift_bucket_allocs), -1 if none */
     uint8_t flags;         /* LEDGER_* */
+    uint16_t kin;          /* requests in flight the node last said (IOs,
+                              at most UINT16_MAX), 0: not said */
     double arrivals;       /* last interval (IOs: after the idle reset) */
     int64_t demand;        /* estimate, then the backlog floor */
     double rate_now;       /* demand per interval (before the floor) */
@@ -108,6 +110,10 @@ typedef struct {
     int pidx;              /* server index in this round's problems */
     int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
     int64_t rcap;          /* R pass: conservative capacity left (tokens) */
+    double kr;             /* R pass: R-tokens one request in flight there
+                              carries for the rest of the period (time left
+                              / (2 x the backend's unloaded latency)), 0:
+                              unknown */
     double rcut;           /* R pass: factor on the flexible buckets' demands
                               (< 1 when its single-server buckets need room) */
 } ledger_node_t;

@@ -260,6 +260,7 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
         int64_t served = pair_served(c, pr);
         w->b = pr->b;
         w->flags = 0;
+        w->kin = pr->inflight > UINT16_MAX ? UINT16_MAX : (uint16_t)pr->inflight;
         w->demand = 0;
         w->arrivals = 0;
         w->queued = 0;
@@ -808,6 +809,7 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
             cons = cons < nd->slice_cons ? cons : nd->slice_cons;
         }
         ledger_caps(&c->io, i, nd->up, est, cons, rem_s);
+        c->io.n[i].kr = nd->base_s > 0 ? rem_s / (2 * nd->base_s) : 0;
     }
     if ((rc = ledger_rpass(&c->io, &o, &rs, &any_l)) < 0)
         goto out;

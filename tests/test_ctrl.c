@@ -1128,7 +1128,8 @@ START_TEST(test_ctrl_inflight_figures)
      * backlog floor by arrivals puts nearly all its R on n0.  n0 says it
      * holds at most 2 of red's requests in flight, n1 16, at a base
      * latency of 1 ms.  The figures are taken (and bad ones refused), and
-     * placement does not use them: a cap on R by them hurt beside the
+     * do not cap placement (they only raise demands after a cut:
+     * test_ctrl_cut_takes_what_requests_in_flight_carry): a cap on R by them hurt beside the
      * node's headroom bound (docs/decisions.md, "Requests in flight per
      * pair"), so red's R stays on n0 with or without them. */
     for (int pass = 0; pass < 3; pass++) {
@@ -1188,6 +1189,45 @@ START_TEST(test_ctrl_cut_spares_confined_bucket)
                   (long long)r[1][2]);
     ck_assert_int_ge(r[2][3], 500); /* blue: most of its R on n2 */
     ctrl_destroy(&c);
+}
+END_TEST
+
+START_TEST(test_ctrl_cut_takes_what_requests_in_flight_carry)
+{
+    /* solo (R 1,500) has its data on n1 alone and takes 1,500 of its
+     * 1,600 conservative tokens; blue (R 1,000) was served mostly on n1,
+     * so its closed-loop arrivals, and its demands, are 900 there and 100
+     * on n0, which is empty.  The cut on n1 leaves blue 100 there.  n0
+     * says blue holds 2 requests in flight there at a base latency of
+     * 1 ms: they carry 2 / (2 x 1 ms) = 1,000 a second, so blue's demand
+     * on n0 is that after the cut, and its R is placed (issue 25, seed
+     * 110's b16: 1,439 of 4,000 placed at its period's start).  Without
+     * the figure (pass 1) its forecast stands: 200 of 1,000. */
+    for (int pass = 0; pass < 2; pass++) {
+        ctrl_t *c = setup("{\"buckets\":[{\"name\":\"solo\",\"reservation\":1500},"
+                          "{\"name\":\"blue\",\"reservation\":1000}]}",
+                          2, 2000, NULL);
+        const int64_t U = CTRL_UNLIMITED;
+        rep_t n0[2] = {{0, 0, 0, 0, U}, {2, 20, 0, 10, U}};
+        rep_t n1[2] = {{16, 300, 0, 10, U}, {2, 180, 0, 10, U}};
+        ctrl_result_t res;
+        round_reports(c, 1, 0, (const rep_t *const[]){n0, n1}, 2, 2);
+        static const proto_share_rec_t k0[1] = {{1, 2}};
+        ck_assert_int_eq(ctrl_node_inflight(c, 0, 1, 1000, k0, pass == 0 ? 1 : 0), 0);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        int64_t r[2][2] = {{0}}, l;
+        for (int n = 0; n < 2; n++)
+            for (uint32_t b = 0; b < 2; b++)
+                find_tok(c, n, b, &r[n][b], &l);
+        ck_assert_int_eq(r[1][0], 1500);
+        ck_assert_int_le(r[1][0] + r[1][1], 1600);
+        if (pass == 0)
+            ck_assert_msg(r[0][1] + r[1][1] == 1000, "blue %lld on n0 + %lld on n1",
+                          (long long)r[0][1], (long long)r[1][1]);
+        else
+            ck_assert_int_le(r[0][1] + r[1][1], 300);
+        ctrl_destroy(&c);
+    }
 }
 END_TEST
 
@@ -3680,7 +3720,7 @@ int main(void)
         test_ctrl_limit_is_a_rate, test_ctrl_late_first_round_not_lost,
         test_ctrl_late_report_basis_and_rate,
         test_ctrl_leftover_headroom_to_queued_nodes,
-        test_ctrl_backlog_floor, test_ctrl_inflight_figures, test_ctrl_cut_spares_confined_bucket, test_ctrl_last_interval_r_where_queued,
+        test_ctrl_backlog_floor, test_ctrl_inflight_figures, test_ctrl_cut_spares_confined_bucket, test_ctrl_cut_takes_what_requests_in_flight_carry, test_ctrl_last_interval_r_where_queued,
         test_ctrl_last_interval_queues_that_overbook,
         test_ctrl_unreported_buckets_full_push_once,
         test_ctrl_sparse_tables_same_tokens, test_ctrl_provisional_split_for_unreported_limited,
