@@ -17,7 +17,6 @@
 #include "common/bucketfile.h"
 #include "common/curvekey.h"
 #include "common/hostport.h"
-#include "common/mono.h"
 #include "common/names.h"
 #include "common/num.h"
 #include "common/opts.h"
@@ -27,6 +26,7 @@
 #include "common/version.h"
 #include "controller/ctl/ctlmerge.h"
 #include "controller/ctl/ctlshards.h"
+#include "controller/ctl/fanout.h"
 
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:7071"
@@ -364,11 +364,11 @@ static void print_unreachable(const char *endpoint, int timeout_ms, const curvek
 
 /* The reply in msg, parsed and checked (caller owns it), or NULL with a
  * message printed; *code set to the exit status to use. */
-static json_t *parse_reply(zmq_msg_t *msg, int *code)
+static json_t *parse_reply(const char *data, size_t len, int *code)
 {
     json_error_t jerr;
     *code = EXIT_UNREACHABLE;
-    json_t *reply = json_loadb(zmq_msg_data(msg), zmq_msg_size(msg), 0, &jerr);
+    json_t *reply = json_loadb(data, len, 0, &jerr);
     if (!reply || !json_is_object(reply)) {
         fprintf(stderr, "bqos-ctl: the controller's reply is not a JSON object%s%s\n",
                 reply ? "" : ": ", reply ? "" : jerr.text);
@@ -431,7 +431,7 @@ static json_t *request(const char *endpoint, int timeout_ms, json_t *req, int *c
         zmq_msg_close(&msg);
         goto out;
     }
-    reply = parse_reply(&msg, code);
+    reply = parse_reply(zmq_msg_data(&msg), zmq_msg_size(&msg), code);
     zmq_msg_close(&msg);
 out:
     free(text);
@@ -450,6 +450,57 @@ static int not_leader(json_t *reply)
 }
 
 #define CTL_ENDPOINTS_MAX 16
+
+/* request_any()'s state while the answers come (fanout_run()'s arg). */
+typedef struct {
+    char **eps; /* [CTL_ENDPOINTS_MAX + 1]: the list's, then a leader a standby names */
+    int n;      /* endpoints in eps[], one socket each in the fanout */
+    char named[300];
+    json_t *first, *leader; /* owned */
+    int first_code, code;
+    void *ctx;
+    int timeout_ms;
+    const curvekey_t *keys;
+} any_t;
+
+/* An endpoint's answer: a leader's stops the fanout; a standby's that names
+ * a leader not in the list adds it; the first answer is kept. */
+static int any_reply(fanout_t *f, int i, const char *data, size_t len, void *arg)
+{
+    (void)i;
+    any_t *a = arg;
+    int c;
+    json_t *r = data ? parse_reply(data, len, &c) : NULL;
+    if (!r)
+        return FANOUT_GO_ON;
+    if (!(not_leader(r) || json_is_false(json_object_get(r, "leader")))) {
+        a->leader = r;
+        a->code = c;
+        return FANOUT_STOP;
+    }
+    const char *la = json_string_value(json_object_get(r, "leader_admin"));
+    if (la && *la && !a->named[0]) {
+        snprintf(a->named, sizeof a->named, "%s", la);
+        int listed = 0;
+        for (int m = 0; m < a->n; m++)
+            listed |= strcmp(a->eps[m], la) == 0;
+        if (!listed && a->n < CTL_ENDPOINTS_MAX + 1) { /* ask the leader it names too */
+            a->eps[a->n] = a->named;
+            void *s = open_sock(a->ctx, a->named, a->timeout_ms, a->keys, &c);
+            if (s && fanout_add(f, s) == a->n)
+                a->n++;
+            else if (s)
+                zmq_close(s); /* never: FANOUT_MAX is beyond CTL_ENDPOINTS_MAX + 1 */
+        }
+    }
+    if (!a->first) {
+        a->first = r;
+        a->first_code = c;
+    } else {
+        json_decref(r);
+    }
+    return FANOUT_GO_ON;
+}
 
 /* request() (with `keys`: NULL, or our pair and the controller's public
  * key) over the comma-separated endpoint list `list`: the first
@@ -480,105 +531,45 @@ static json_t *request_any(const char *list, int timeout_ms, json_t *req, int *c
         return r;
     }
     quiet_not_leader = 1;
-    json_t *first = NULL, *leader = NULL;
-    int first_code = EXIT_UNREACHABLE;
-    char named[300] = "";
+    any_t a = {.eps = eps, .n = n, .first_code = EXIT_UNREACHABLE, .timeout_ms = timeout_ms,
+               .keys = keys};
     char *text = json_dumps(req, JSON_COMPACT);
-    void *ctx = zmq_ctx_new();
-    void *socks[CTL_ENDPOINTS_MAX + 1] = {0};
-    int state[CTL_ENDPOINTS_MAX + 1] = {0}; /* 0 to send, 1 sent, 2 done */
+    fanout_t *f = fanout_new();
+    a.ctx = zmq_ctx_new();
     *code = EXIT_UNREACHABLE;
-    if (!text || !ctx) {
+    if (!text || !f || !a.ctx) {
         fprintf(stderr, "bqos-ctl: cannot set up ZeroMQ: %s\n", zmq_strerror(zmq_errno()));
         goto out;
     }
     for (int i = 0; i < n; i++)
-        if (!(socks[i] = open_sock(ctx, eps[i], timeout_ms, keys, code)))
-            state[i] = 2;
-    double deadline = mono_now() + timeout_ms / 1e3;
-    while (!leader) {
-        zmq_pollitem_t items[CTL_ENDPOINTS_MAX + 1];
-        int map[CTL_ENDPOINTS_MAX + 1], ni = 0;
-        for (int i = 0; i < n; i++)
-            if (state[i] < 2) {
-                items[ni] = (zmq_pollitem_t){socks[i], 0,
-                                             state[i] == 0 ? ZMQ_POLLOUT : ZMQ_POLLIN, 0};
-                map[ni++] = i;
-            }
-        long left = (long)((deadline - mono_now()) * 1e3) + 1;
-        if (ni == 0 || left <= 0)
-            break;
-        if (zmq_poll(items, ni, left) < 0 && zmq_errno() != EINTR)
-            break;
-        for (int k = 0; k < ni && !leader; k++) {
-            int i = map[k];
-            if (state[i] == 0 && (items[k].revents & ZMQ_POLLOUT)) {
-                state[i] = zmq_send(socks[i], text, strlen(text), ZMQ_DONTWAIT) < 0 ? 2 : 1;
-                continue;
-            }
-            if (state[i] != 1 || !(items[k].revents & ZMQ_POLLIN))
-                continue;
-            state[i] = 2;
-            zmq_msg_t msg;
-            zmq_msg_init(&msg);
-            int c;
-            json_t *r = zmq_msg_recv(&msg, socks[i], ZMQ_DONTWAIT) < 0 ? NULL
-                                                                        : parse_reply(&msg, &c);
-            zmq_msg_close(&msg);
-            if (!r)
-                continue;
-            if (!(not_leader(r) || json_is_false(json_object_get(r, "leader")))) {
-                leader = r;
-                *code = c;
-                break;
-            }
-            const char *la = json_string_value(json_object_get(r, "leader_admin"));
-            if (la && *la && !named[0]) {
-                snprintf(named, sizeof named, "%s", la);
-                int listed = 0;
-                for (int m = 0; m < n; m++)
-                    listed |= strcmp(eps[m], la) == 0;
-                if (!listed && n < CTL_ENDPOINTS_MAX + 1) { /* ask the leader it names too */
-                    eps[n] = named;
-                    if ((socks[n] = open_sock(ctx, named, timeout_ms, keys, &c)))
-                        n++;
-                }
-            }
-            if (!first) {
-                first = r;
-                first_code = c;
-            } else {
-                json_decref(r);
-            }
-        }
-    }
-    if (leader) {
-        json_decref(first);
+        fanout_add(f, open_sock(a.ctx, eps[i], timeout_ms, keys, code));
+    fanout_run(f, text, timeout_ms, any_reply, &a);
+    if (a.leader) {
+        json_decref(a.first);
+        *code = a.code;
         goto out;
     }
-    *code = first_code;
-    for (int i = 0; i < n && !first; i++) { /* nobody answered: say why, per endpoint */
-        if (socks[i] && state[i] == 0)
+    *code = a.first_code;
+    for (int i = 0; i < a.n && !a.first; i++) { /* nobody answered: say why, per endpoint */
+        if (fanout_state(f, i) == FANOUT_TO_SEND)
             print_unreachable(eps[i], timeout_ms, keys);
-        else if (socks[i] && state[i] == 1)
+        else if (fanout_state(f, i) == FANOUT_SENT)
             fprintf(stderr, "bqos-ctl: controller at %s did not answer within %d ms\n", eps[i],
                     timeout_ms);
     }
-    if (first && not_leader(first)) {
-        const char *m = json_string_value(json_object_get(first, "message"));
+    if (a.first && not_leader(a.first)) {
+        const char *m = json_string_value(json_object_get(a.first, "message"));
         fprintf(stderr, "bqos-ctl: controller refused: not_leader: %s; no leader answered among %s\n",
                 m ? m : "", list);
     }
-    leader = first;
+    a.leader = a.first;
 out:
-    for (int i = 0; i < n; i++)
-        if (socks[i])
-            zmq_close(socks[i]);
-    if (ctx)
-        zmq_ctx_term(ctx);
+    fanout_destroy(f); /* its sockets, before the context */
+    if (a.ctx)
+        zmq_ctx_term(a.ctx);
     free(text);
     free(copy);
-    return leader;
+    return a.leader;
 }
 
 /* ---- tables ---- */

@@ -8,11 +8,11 @@
 #include <zmq.h>
 
 #include "common/curvekey.h"
-#include "common/mono.h"
 #include "common/proto.h"
 #include "common/shardgen.h"
 #include "common/shardmap.h"
 #include "controller/ctl/ctlshards.h"
+#include "controller/ctl/fanout.h"
 
 /* Cuts `list` ("A,B;C,D") at its ';' into out[] (in place).  Returns the
  * number of shards, or -1 (an empty one, more than max). */
@@ -60,6 +60,41 @@ int ctlshards_of_reply(const json_t *r, shardgen_t *g)
 #define SHARDS_GRACE_MS 150
 #define SHARDS_ASK_MAX 64
 
+/* ctlshards_ask_all()'s state while the answers come (fanout_run()'s arg). */
+typedef struct {
+    int shard_of[SHARDS_ASK_MAX];
+    int heard[SHARDMAP_MAX], got;
+    shardgen_t *g;
+} ask_t;
+
+/* A shard's answer: the newest configuration kept; the first answer
+ * brings the deadline to the grace; the endpoints of a shard that answered
+ * are not polled again (once every shard answered, none is left). */
+static int ask_reply(fanout_t *f, int i, const char *data, size_t len, void *arg)
+{
+    ask_t *a = arg;
+    json_t *r = data ? json_loadb(data, len, 0, NULL) : NULL;
+    shardgen_t one;
+    json_t *v = json_object_get(r, "v");
+    if (json_is_integer(v) && json_integer_value(v) == PROTO_ADMIN_VERSION &&
+        json_is_true(json_object_get(r, "ok")) && ctlshards_of_reply(r, &one) == 0) {
+        if (!a->got || shardgen_newer(&one, a->g))
+            *a->g = one;
+        if (!a->got) /* the first answer: the others get the grace */
+            fanout_cut(f, SHARDS_GRACE_MS);
+        a->got = 1;
+        int s = a->shard_of[i];
+        if (!a->heard[s]) {
+            a->heard[s] = 1;
+            for (int j = 0; j < fanout_count(f); j++)
+                if (a->shard_of[j] == s)
+                    fanout_skip(f, j);
+        }
+    }
+    json_decref(r);
+    return FANOUT_GO_ON;
+}
+
 /* The cluster's shards configuration, asked of every endpoint of every
  * shard at once (eps[0..n-1]: a comma list per shard; admin "shards",
  * which a standby answers too): the newest of the answers
@@ -73,87 +108,35 @@ int ctlshards_of_reply(const json_t *r, shardgen_t *g)
 int ctlshards_ask_all(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
                       ctlshards_open_fn open_fn, shardgen_t *g)
 {
-    void *socks[SHARDS_ASK_MAX] = {0};
-    int shard_of[SHARDS_ASK_MAX], state[SHARDS_ASK_MAX] = {0}; /* 0 to send, 1 sent, 2 done */
-    int heard[SHARDMAP_MAX] = {0}, nheard = 0, ns = 0, got = 0, code;
+    ask_t a = {.g = g};
+    int code;
     char *copies[SHARDMAP_MAX] = {0};
     json_t *req = json_pack("{s:i, s:s}", "v", PROTO_ADMIN_VERSION, "cmd", "shards");
     char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-    void *ctx = text ? zmq_ctx_new() : NULL;
+    fanout_t *f = text ? fanout_new() : NULL;
+    void *ctx = f ? zmq_ctx_new() : NULL;
     if (!ctx)
         goto out;
     for (int s = 0; s < n && s < SHARDMAP_MAX; s++) {
         char *save = NULL;
         if (!(copies[s] = strdup(eps[s])))
             goto out;
-        for (char *t = strtok_r(copies[s], ",", &save); t && ns < SHARDS_ASK_MAX;
+        for (char *t = strtok_r(copies[s], ",", &save); t && fanout_count(f) < SHARDS_ASK_MAX;
              t = strtok_r(NULL, ",", &save)) {
-            shard_of[ns] = s;
-            if (!(socks[ns] = open_fn(ctx, t, timeout_ms, keys, &code)))
-                state[ns] = 2;
-            ns++;
+            a.shard_of[fanout_count(f)] = s;
+            fanout_add(f, open_fn(ctx, t, timeout_ms, keys, &code));
         }
     }
-    double now = mono_now(), deadline = now + timeout_ms / 1e3;
-    while (nheard < n) {
-        zmq_pollitem_t items[SHARDS_ASK_MAX];
-        int map[SHARDS_ASK_MAX], ni = 0;
-        for (int i = 0; i < ns; i++)
-            if (state[i] < 2 && !heard[shard_of[i]]) {
-                items[ni] = (zmq_pollitem_t){socks[i], 0,
-                                             state[i] == 0 ? ZMQ_POLLOUT : ZMQ_POLLIN, 0};
-                map[ni++] = i;
-            }
-        long left = (long)((deadline - mono_now()) * 1e3) + 1;
-        if (ni == 0 || left <= 0)
-            break;
-        if (zmq_poll(items, ni, left) < 0 && zmq_errno() != EINTR)
-            break;
-        for (int k = 0; k < ni; k++) {
-            int i = map[k];
-            if (state[i] == 0 && (items[k].revents & ZMQ_POLLOUT)) {
-                state[i] = zmq_send(socks[i], text, strlen(text), ZMQ_DONTWAIT) < 0 ? 2 : 1;
-                continue;
-            }
-            if (state[i] != 1 || !(items[k].revents & ZMQ_POLLIN))
-                continue;
-            state[i] = 2;
-            zmq_msg_t msg;
-            zmq_msg_init(&msg);
-            json_t *r = zmq_msg_recv(&msg, socks[i], ZMQ_DONTWAIT) < 0
-                            ? NULL
-                            : json_loadb(zmq_msg_data(&msg), zmq_msg_size(&msg), 0, NULL);
-            zmq_msg_close(&msg);
-            shardgen_t one;
-            json_t *v = json_object_get(r, "v");
-            if (json_is_integer(v) && json_integer_value(v) == PROTO_ADMIN_VERSION &&
-                json_is_true(json_object_get(r, "ok")) && ctlshards_of_reply(r, &one) == 0) {
-                if (!got || shardgen_newer(&one, g))
-                    *g = one;
-                if (!got) /* the first answer: the others get the grace */
-                    deadline = mono_now() + SHARDS_GRACE_MS / 1e3 < deadline
-                                   ? mono_now() + SHARDS_GRACE_MS / 1e3
-                                   : deadline;
-                got = 1;
-                if (!heard[shard_of[i]]) {
-                    heard[shard_of[i]] = 1;
-                    nheard++;
-                }
-            }
-            json_decref(r);
-        }
-    }
+    fanout_run(f, text, timeout_ms, ask_reply, &a);
 out:
-    for (int i = 0; i < ns; i++)
-        if (socks[i])
-            zmq_close(socks[i]);
+    fanout_destroy(f); /* its sockets, before the context */
     if (ctx)
         zmq_ctx_term(ctx);
     for (int s = 0; s < SHARDMAP_MAX; s++)
         free(copies[s]);
     free(text);
     json_decref(req);
-    return got ? 0 : -1;
+    return a.got ? 0 : -1;
 }
 
 /* Wall-clock milliseconds now. */
