@@ -25,53 +25,21 @@ it_begin it_shards bqos-controller bqos-node bqos-ctl bqos-load etcd memcached
 
 it_etcd
 it_etcd_start
+. "$(dirname "$0")/shards_lib.sh"
 # CURVE everywhere, as a cluster runs: the controllers share a key (its
 # public half is every node's --controller-key and the root's key), listed
 # as an admin key so that the shard leaders may talk to the root
-K=$T/keys; mkdir -p "$K"
-for k in ctrl n1 n2 op; do "$BIN/bqos-ctl" keygen "$K/$k" >/dev/null 2>&1 || { echo "keygen $k failed"; exit 1; }; done
-pub() { awk '/^public/ {print $2}' "$K/$1.pub"; }
-printf 'node n1 %s\nnode n2 %s\nadmin op %s\nadmin controllers %s\n' "$(pub n1)" "$(pub n2)" \
-  "$(pub op)" "$(pub ctrl)" >"$T/ak"
-echo '{"buckets":[{"name":"red","reservation":50,"limit":200},{"name":"blue","reservation":50,"limit":200}]}' \
-  >"$T/b.json"
-for c in s0a s0b s1a s1b; do
-  cp "$T/b.json" "$T/$c.json"
-  next_port; eval "LS_$c=tcp://127.0.0.1:$PORT"
-  next_port; eval "AD_$c=tcp://127.0.0.1:$PORT"
-  next_port; eval "RL_$c=tcp://127.0.0.1:$PORT"
-done
+sh_keys
+sh_controllers s0a s0b s1a s1b
+for c in s0a s0b s1a s1b; do next_port; eval "RL_$c=tcp://127.0.0.1:$PORT"; done
 ROOT="$RL_s0a,$RL_s0b" # the root: shard 0's leader
-# cstart NAME SHARD: controller NAME of shard SHARD (PID_NAME; log $T/NAME.log)
-cstart() {
-  eval "ls=\$LS_$1 ad=\$AD_$1 rl=\$RL_$1"
-  rootl=""
-  [ "$2" = 0 ] && rootl="--root-listen $rl"
-  # shellcheck disable=SC2086
-  spawn "$T/$1.log" "$BIN/bqos-controller" --buckets "$T/$1.json" --listen "$ls" --admin "$ad" \
-    --period 1s --intervals 5 --etcd "$ETCD" --id "$1" --cluster it --lease-ttl 2 \
-    --etcd-timeout 250ms --shards 2 --shard "$2" --root "$ROOT" $rootl --log-level debug \
-    --curve-key "$K/ctrl.key" --authorized-keys "$T/ak"
-  eval "PID_$1=\$SPAWNED"
-}
-ctl() { "$BIN/bqos-ctl" --timeout 1000 --curve-key "$K/op.key" --controller-key "$K/ctrl.pub" "$@"; }
-# status NAME FIELD: a field of controller NAME's JSON status
-status() {
-  eval "ad=\$AD_$1"
-  ctl --endpoint "$ad" --json status >"$T/st_$1.json" 2>/dev/null && jget "$T/st_$1.json" "d[\"$2\"]"
-}
-now() { date +%s.%N; }
-logs() {
-  for f in "$T"/s*.log "$T"/n*.log; do
-    echo "== $f"; grep -E "leading|shard|fall|refused|follow|took over|error" "$f" | tail -12
-  done
-}
+SH_LOG_RE="leading|shard|fall|refused|follow|took over|error" SH_LOG_N=12
 
-cstart s0a 0; cstart s1a 1
+cstart s0a 0 2; cstart s1a 1 2
 wait_for '[ "$(status s0a leader)" = True ] && [ "$(status s1a leader)" = True ]' 10
 check "s0a leads shard 0 and s1a leads shard 1, at once (an election each)" \
   '[ "$(status s0a leader)" = True ] && [ "$(status s1a leader)" = True ]'
-cstart s0b 0; cstart s1b 1
+cstart s0b 0 2; cstart s1b 1 2
 wait_for '[ "$(status s0b leader_id)" = s0a ] && [ "$(status s1b leader_id)" = s1a ]' 10
 check "s0b stands by for s0a, s1b for s1a" \
   '[ "$(status s0b leader_id)" = s0a ] && [ "$(status s1b leader_id)" = s1a ]'
@@ -79,18 +47,8 @@ check "each shard runs only its bucket (red in shard 0, blue in shard 1)" \
   'sb() { ctl --endpoint "$1" status --bucket "$2" >/dev/null 2>&1; }
    sb "$AD_s0a" red && ! sb "$AD_s0a" blue && sb "$AD_s1a" blue && ! sb "$AD_s1a" red'
 
-next_port; MP=$PORT
-start_memcached "$MP" "$T/memcached.log"
 CTLS="$LS_s0a,$LS_s0b;$LS_s1a,$LS_s1b"
-for n in n1 n2; do
-  next_port; eval "NP_$n=$PORT"
-  spawn "$T/$n.log" "$BIN/bqos-node" --name "$n" --memcached-listen "127.0.0.1:$PORT" \
-    --backend "memcached://127.0.0.1:$MP" --policy tokens --shards 2 --controller "$CTLS" \
-    --curve-key "$K/$n.key" --controller-key "$K/ctrl.pub"
-  wait_port "$PORT" 10
-done
-# nst NODE STAT: node NODE's stats value
-nst() { eval "np=\$NP_$1"; node_stat "$np" "$2"; }
+sh_nodes 2 "$CTLS"
 follows() { [ "$(nst "$1" bqos_ctl_shard0_state)" = following ] && [ "$(nst "$1" bqos_ctl_shard1_state)" = following ]; }
 wait_for 'follows n1 && follows n2' 10
 check "both nodes follow both shards" 'follows n1 && follows n2'
@@ -100,21 +58,7 @@ check "a shard's leader sees each node with its own shard's bucket only" \
 
 # The load: both buckets on both nodes, 1 s client windows from a whole
 # second (the shards' periods start there).
-DUR=11
-cat >"$T/scen.json" <<JSON
-{"duration": $DUR, "period": 1, "intervals": 5, "warmup_periods": 0, "seed": 1, "capacity": 20000,
- "workload": {"outstanding": 8, "timeout_ms": 2000, "preload": 0},
- "servers": [{"name": "n1", "address": "127.0.0.1:1"}, {"name": "n2", "address": "127.0.0.1:1"}],
- "buckets": [{"name": "red", "reservation": 50, "limit": 200, "servers": ["n1", "n2"]},
-             {"name": "blue", "reservation": 50, "limit": 200, "servers": ["n1", "n2"]}]}
-JSON
-sleep "$(now | awk '{ w = 1.3 - ($1 - int($1)); if (w > 1) w -= 1; printf "%.3f", w }')"
-PSTART=$(now | awk '{ printf "%d", int($1) }')
-LOAD_START=$((PSTART + 1))
-"$BIN/bqos-load" -q -s "n1=127.0.0.1:$NP_n1,127.0.0.1:$MP" -s "n2=127.0.0.1:$NP_n2,127.0.0.1:$MP" \
-  -o "$T/load" -d "$DUR" --period-start "$PSTART" "$T/scen.json" >"$T/load.table" 2>"$T/load.log" &
-LOAD_PID=$!
-LIB_PIDS="$LIB_PIDS $LOAD_PID"
+sh_load 11
 sleep 3.5
 # the roles are read, not assumed: a busy host may move a leadership
 # before the kill.  KL: shard 0's leader now (killed), KS: its standby.
@@ -132,14 +76,14 @@ wait_for '[ "$(nst n1 bqos_ctl_shard0_epoch)" = "$(status $KS epoch)" ] &&
           [ "$(nst n2 bqos_ctl_shard0_epoch)" = "$(status $KS epoch)" ]' 5
 # the cluster as the load's last window ends (judged after: the load's
 # exit waits for its last requests)
-sleep "$(echo "$(now) $LOAD_START $DUR" | awk '{ w = $2 + $3 - 0.3 - $1; if (w < 0) w = 0; printf "%.2f", w }')"
+sh_sleep_to_end 0.3
 E0b=$(status $KS epoch); L0b=$(status $KS leader)
 L1=$(status $L1N leader); E1b=$(status $L1N epoch)
 EL1b=$(grep -h "leading with epoch" "$T"/s1*.log | wc -l)
 N1E=$(nst n1 bqos_ctl_shard0_epoch); N2E=$(nst n2 bqos_ctl_shard0_epoch)
 F1a2=$(nst n1 bqos_ctl_shard1_fallbacks); F1b2=$(nst n2 bqos_ctl_shard1_fallbacks)
-REF="$(nst n1 bqos_ctl_shard_tokens_refused) $(nst n2 bqos_ctl_shard_tokens_refused)"
-TREF=$(nst n1 bqos_ctl_shard0_tables_refused)$(nst n1 bqos_ctl_shard1_tables_refused)
+REF=$(sh_tokens_refused)
+TREF=$(sh_tables_refused n1)
 NLS=$(cat "$T"/s1*.log | grep -c "shard 1: no live slice")
 wait "$LOAD_PID"
 check "$KS leads shard 0 after the kill of $KL with a higher epoch ($E0 -> $E0b, ${TAKE} s)" \
@@ -164,23 +108,19 @@ echo "# shard 1's slices lapsed $NLS times by the load's end"
 echo "# tokens of another shard's bucket refused at n1, n2: $REF"
 check "no node refused a shard's table ($TREF)" '[ "$TREF" = 00 ]'
 
-# windows B: the client's 1 s windows of bucket B, "W:IOs" (all windows the
-# run covered: periods.csv of bqos-load, the window W from LOAD_START + W - 1)
-windows() { awk -F, -v b="$1" 'NR > 1 && $2 == b { printf "%s:%s ", $1, $5 }' "$T/load/periods.csv" 2>/dev/null; }
-over() { echo "$2" | tr ' ' '\n' | awk -F: -v l="$1" 'NF == 2 && $2 > 1.05 * l { n++ } END { print n + 0 }'; }
 RED=$(windows red); BLUE=$(windows blue)
 KW=$(echo "$K0 $LOAD_START" | awk '{ printf "%d", $1 - $2 + 1 }')
 echo "# kill -9 of $KL in client window $KW (load $(cut -d' ' -f1 /proc/loadavg)); per window (W:IOs), limit 200:"
 echo "#   red  (shard 0, its leader killed): $RED"
 echo "#   blue (shard 1):                    $BLUE"
 check "red <= 1.05 x 200 in every client window through its shard's failover" \
-  '[ "$(echo $RED | wc -w)" -ge $((DUR - 2)) ] && [ "$(over 200 "$RED")" = 0 ]'
+  'sh_within "$RED"'
 check "blue <= 1.05 x 200 in every client window" \
-  '[ "$(echo $BLUE | wc -w)" -ge $((DUR - 2)) ] && [ "$(over 200 "$BLUE")" = 0 ]'
+  'sh_within "$BLUE"'
 check "blue served through the kill (>= 100, half its limit, in every window from 2 on)" \
-  '[ "$(echo $BLUE | tr " " "\n" | awk -F: "NF == 2 && \$1 >= 2 && \$1 < $DUR && \$2 < 100" | wc -l)" = 0 ]'
+  '[ "$(sh_below "$BLUE" 100)" = 0 ]'
 check "red served after the failover (a window >= 180 in the last three)" \
-  '[ "$(echo $RED | tr " " "\n" | awk -F: -v d=$DUR "NF == 2 && \$1 > d - 3 && \$2 >= 180" | wc -l)" -ge 1 ]'
+  '[ "$(sh_late "$RED" 180)" -ge 1 ]'
 
 # bqos-ctl over the shards: a change goes to its bucket's shard (shard 0's
 # list holds the dead leader, which costs nothing), a bucket's status comes
