@@ -501,38 +501,36 @@ static void visit_chunk(cmetrics_t *m, const int *vis, size_t n, uint64_t J, uin
 static void judge_rest(cmetrics_t *m, cmetrics_outcome_t *o, const ctrl_bucket_info_t *bip,
                        int count, uint64_t period, double seen)
 {
-    {
-        const ctrl_bucket_info_t bi = *bip;
-        m->visited++;
-        unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
-        if (count) {
-            o->met += (f & HISTORY_RES_MET) != 0;
-            o->missed += (f & HISTORY_RES_MISSED) != 0;
-            o->held += (f & HISTORY_HELD) != 0;
-            o->idle += (f & HISTORY_IDLE) != 0;
-        }
-        /* The judgement of its periods without traffic, until the next
-         * visit: this one's with nothing served, queued nor asked for. */
-        ctrl_bucket_info_t q = bi;
-        q.served_r = q.served_l = q.served_o = 0;
-        q.queued = 0;
-        q.demand = 0;
-        o->quiet = (uint8_t)cmetrics_judge(&q, m->clk->period_s, seen);
-        /* The idle run counts before the no-ring skip below: a bucket
-         * that never had traffic is exactly the unused reservation. */
-        o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
-        uint64_t served = bi.served_r + bi.served_l + bi.served_o;
-        if (!o->hist && (served == 0 && bi.queued == 0 && bi.demand <= 0))
-            return; /* never had traffic: no ring yet */
-        if (!o->hist && !(o->hist = history_new()))
-            return;
-        history_push(o->hist, &(history_rec_t){
-                                  .period = period,
-                                  .served = served,
-                                  .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
-                                  .flags = f,
-                              });
+    const ctrl_bucket_info_t bi = *bip;
+    m->visited++;
+    unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
+    if (count) {
+        o->met += (f & HISTORY_RES_MET) != 0;
+        o->missed += (f & HISTORY_RES_MISSED) != 0;
+        o->held += (f & HISTORY_HELD) != 0;
+        o->idle += (f & HISTORY_IDLE) != 0;
     }
+    /* The judgement of its periods without traffic, until the next
+     * visit: this one's with nothing served, queued nor asked for. */
+    ctrl_bucket_info_t q = bi;
+    q.served_r = q.served_l = q.served_o = 0;
+    q.queued = 0;
+    q.demand = 0;
+    o->quiet = (uint8_t)cmetrics_judge(&q, m->clk->period_s, seen);
+    /* The idle run counts before the no-ring skip below: a bucket
+     * that never had traffic is exactly the unused reservation. */
+    o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
+    uint64_t served = bi.served_r + bi.served_l + bi.served_o;
+    if (!o->hist && (served == 0 && bi.queued == 0 && bi.demand <= 0))
+        return; /* never had traffic: no ring yet */
+    if (!o->hist && !(o->hist = history_new()))
+        return;
+    history_push(o->hist, &(history_rec_t){
+                              .period = period,
+                              .served = served,
+                              .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
+                              .flags = f,
+                          });
 }
 
 /* Reads the n buckets without a record vis[] (table indexes, sorted, n
@@ -659,8 +657,8 @@ void cmetrics_period_end(cmetrics_t *m, double now)
     qsort(m->qvis, m->nqvis, sizeof *m->qvis, cmp_int);
     for (size_t v0 = 0; v0 < m->nqvis; v0 += CMETRICS_CHUNK) {
         size_t n = m->nqvis - v0 < CMETRICS_CHUNK ? m->nqvis - v0 : CMETRICS_CHUNK;
-        /* a run of one bucket never straddles two chunks' first entries:
-         * quiet_chunk() skips a repeat by its code */
+        /* a bucket touched twice: its repeat is skipped (in a chunk) or
+         * finds a record or its code set (across chunks) */
         quiet_chunk(m, m->qvis + v0, n, J, C, count, period, seen);
     }
     size_t nv = m->nvisits, nq = m->nqvis;
