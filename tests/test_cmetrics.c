@@ -572,6 +572,19 @@ START_TEST(test_cmetrics_records_only_with_traffic)
     ck_assert_ptr_null(strstr(t, "bucket=\"poor\""));
     ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_idle_periods{bucket=\"quiet\"} 3\n"));
     promtext_destroy(&p);
+    /* A row change gives quiet a record, its idle periods carried in (the
+     * pending code keeps that it had a reservation). */
+    bucketfile_bucket_t x = {.name = "quiet", .reservation = 7, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(ctrl_set_bucket(f.c, &x), 0);
+    ck_assert_int_eq(ctrl_round_begin(f.c, 5, 1, 0), 0);
+    f.tm.nsplits++;
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_int_eq(f.m.nout, 3);
+    q = outcome(&f, "quiet");
+    ck_assert_ptr_eq(q, cmetrics_outcome_at(&f.m, 2));
+    ck_assert_uint_eq(q->idle_run, 4);
+    ck_assert_uint_eq(q->idle, 4);
     fx_clear(&f);
 }
 END_TEST
