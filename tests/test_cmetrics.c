@@ -228,7 +228,9 @@ START_TEST(test_cmetrics_idle_and_unused_reservation)
     /* Demand again: met, and the run ends. */
     rich_served = 5;
     fx_periods(&f, 5, 5);
+    rich = outcome(&f, "rich"); /* its record made at its first traffic (issue 26) */
     ck_assert_uint_eq(rich->met, 1);
+    ck_assert_uint_eq(rich->idle, 3); /* its quiet periods carried into the record */
     ck_assert_uint_eq(rich->idle_run, 0);
     ck_assert_uint_eq(history_count(rich->hist), 1); /* the ring from its first traffic */
     ck_assert_uint_eq(history_get(rich->hist, 0)->flags, HISTORY_RES_MET);
@@ -526,8 +528,64 @@ START_TEST(test_cmetrics_quiet_buckets_cost_nothing)
     ck_assert_uint_eq(o->idle, 5);
     ck_assert_uint_eq(o->idle_run, 5);
     ck_assert_uint_eq(cmetrics_outcome(&m, "t050000")->met, 5);
+    /* Records only for the buckets with traffic (issue 26): 3, not 100,000. */
+    ck_assert_int_eq(m.nout, 3);
     cmetrics_clear(&m);
     ctrl_destroy(&c);
+}
+END_TEST
+
+/* A record only for a bucket that had traffic (issue 26): quiet (a
+ * reservation, never any traffic) has none and reads its idle periods,
+ * in the status and the rendering; a removed bucket's record is freed
+ * and its rows go. */
+START_TEST(test_cmetrics_records_only_with_traffic)
+{
+    fx_t f;
+    fx_init(&f);
+    rich_served = 5;
+    fx_periods(&f, 1, 3); /* periods 2..3 judged */
+    ck_assert_int_eq(f.m.nout, 3); /* rich, poor, capped; not quiet */
+    const cmetrics_outcome_t *q = outcome(&f, "quiet");
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_eq(q->idle, 2);
+    ck_assert_uint_eq(q->idle_run, 2);
+    ck_assert_uint_eq(q->met + q->missed + q->held, 0);
+    const char *t;
+    promtext_t *p = fx_render(&f, &t);
+    ck_assert_ptr_nonnull(
+        strstr(t, "bqos_bucket_periods_total{bucket=\"quiet\",outcome=\"idle\"} 2\n"));
+    ck_assert_ptr_nonnull(
+        strstr(t, "bqos_bucket_periods_total{bucket=\"quiet\",outcome=\"reservation_met\"} 0\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_idle_periods{bucket=\"quiet\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_periods_total{bucket=\"poor\""));
+    promtext_destroy(&p);
+    ck_assert_int_eq(ctrl_remove_bucket(f.c, "poor"), 0);
+    ck_assert_int_eq(ctrl_round_begin(f.c, 4, 1, 0), 0);
+    f.tm.nsplits++;
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_int_eq(f.m.nout, 2); /* poor's record freed */
+    ck_assert_ptr_null(outcome(&f, "poor"));
+    ck_assert_uint_eq(outcome(&f, "quiet")->idle_run, 3);
+    ck_assert_uint_eq(outcome(&f, "rich")->met, 2);
+    p = fx_render(&f, &t);
+    ck_assert_ptr_null(strstr(t, "bucket=\"poor\""));
+    ck_assert_ptr_nonnull(strstr(t, "bqos_bucket_reservation_idle_periods{bucket=\"quiet\"} 3\n"));
+    promtext_destroy(&p);
+    /* A row change gives quiet a record, its idle periods carried in (the
+     * pending code keeps that it had a reservation). */
+    bucketfile_bucket_t x = {.name = "quiet", .reservation = 7, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(ctrl_set_bucket(f.c, &x), 0);
+    ck_assert_int_eq(ctrl_round_begin(f.c, 5, 1, 0), 0);
+    f.tm.nsplits++;
+    cmetrics_period_end(&f.m, 0);
+    ck_assert_int_eq(f.m.nout, 3);
+    q = outcome(&f, "quiet");
+    ck_assert_ptr_eq(q, cmetrics_outcome_at(&f.m, 2));
+    ck_assert_uint_eq(q->idle_run, 4);
+    ck_assert_uint_eq(q->idle, 4);
+    fx_clear(&f);
 }
 END_TEST
 
@@ -537,6 +595,7 @@ int main(void)
                                   test_cmetrics_idle_and_unused_reservation,
                                   test_cmetrics_round_histogram_and_counters,
                                   test_cmetrics_lazy_quiet_periods_exact,
-                                  test_cmetrics_quiet_buckets_cost_nothing};
+                                  test_cmetrics_quiet_buckets_cost_nothing,
+                                  test_cmetrics_records_only_with_traffic};
     return testlib_run_tests("cmetrics", tests, sizeof tests / sizeof tests[0]);
 }

@@ -26,6 +26,9 @@ void cmetrics_clear(cmetrics_t *m)
     free(m->oix);
     free(m->visits);
     free(m->pend);
+    free(m->qvis);
+    m->qvis = NULL;
+    m->nqvis = m->capqvis = 0;
     free(m->vb);
     free(m->vinfo);
     ctrl_binfo_destroy(&m->bscratch);
@@ -46,7 +49,7 @@ void cmetrics_clear(cmetrics_t *m)
 /* The outcome record of bucket `name`, made on first sight (out of the
  * table, nothing to add yet); its index in m->out, or -1 when out of
  * memory.  m->out may move. */
-static int outcome_of(cmetrics_t *m, const char *name)
+static int outcome_of(cmetrics_t *m, const char *name, int seed, int b)
 {
     int i;
     if (strmap_find(m->index, name, strlen(name), &i) == 0)
@@ -64,6 +67,14 @@ static int outcome_of(cmetrics_t *m, const char *name)
      * (cmetrics_period_end()): a table of a million idle buckets costs no
      * 1.5 KB rings (issue 26 case 5). */
     *o = (cmetrics_outcome_t){.mark = m->periods_judged, .cmark = m->counted, .b = -1};
+    if (seed == CMETRICS_OIX_Q0 || seed == CMETRICS_OIX_QR) {
+        /* A bucket without a record so far: quiet since the mark, in the
+         * table (its quiet periods are added at its settle). */
+        o->mark = m->qmark;
+        o->cmark = m->qcmark;
+        o->quiet = seed == CMETRICS_OIX_QR ? HISTORY_IDLE : 0;
+        o->b = b;
+    }
     /* The name is the index's copy, not one of its own (32 B per bucket). */
     if (strmap_insert(m->index, name, strlen(name), m->nout) < 0)
         return -1;
@@ -112,10 +123,48 @@ static int may_push(const cmetrics_t *m, double now)
     return !m->ld || leader_may_push(m->ld, now);
 }
 
-const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name)
+static void sync_table(cmetrics_t *m);
+
+/* Brings m to ctrl's table before a read (what the period's end would do
+ * first; the visits it queues stay for it). */
+static void follow(cmetrics_t *m)
 {
+    if (!m->synced || m->seq != ctrl_change_seq(m->ctrl) ||
+        m->noix != (size_t)ctrl_nbuckets(m->ctrl))
+        sync_table(m);
+}
+
+/* The figures of table bucket b without a record, named `name`. */
+static const cmetrics_outcome_t *quiet_of(const cmetrics_t *mc, size_t b, const char *name)
+{
+    cmetrics_t *m = (cmetrics_t *)mc;
+    int r = m->oix[b] == CMETRICS_OIX_QR || m->oix[b] == CMETRICS_OIX_PR;
+    m->scratch = (cmetrics_outcome_t){.name = name, .b = (int)b,
+                                      .mark = m->periods_judged, .cmark = m->counted};
+    if (r) {
+        m->scratch.quiet = HISTORY_IDLE;
+        m->scratch.idle = m->counted - m->qcmark;
+        m->scratch.idle_run = m->periods_judged - m->qmark;
+    }
+    return &m->scratch;
+}
+
+const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *mc, const char *name)
+{
+    cmetrics_t *m = (cmetrics_t *)mc;
     int i;
-    return strmap_find(m->index, name, strlen(name), &i) == 0 ? settled(m, &m->out[i]) : NULL;
+    if (strmap_find(m->index, name, strlen(name), &i) == 0 && m->out[i].b >= 0)
+        return settled(m, &m->out[i]);
+    follow(m);
+    if (strmap_find(m->index, name, strlen(name), &i) == 0)
+        return settled(m, &m->out[i]);
+    int b = ctrl_bucket_find(m->ctrl, name);
+    if (b < 0 || (size_t)b >= m->noix || m->oix[b] >= 0)
+        return NULL;
+    const char *const *names;
+    size_t n;
+    ctrl_table(m->ctrl, &names, &n);
+    return quiet_of(m, (size_t)b, names[b]);
 }
 
 const cmetrics_outcome_t *cmetrics_outcome_at(const cmetrics_t *m, int i)
@@ -206,10 +255,11 @@ static int oix_room(cmetrics_t *m, size_t n)
 
 /* Outcome of table bucket b (names: ctrl's), found or made, placed at b
  * and queued for a visit. */
-static void place(cmetrics_t *m, const char *const *names, size_t b)
+static void place(cmetrics_t *m, const char *const *names, size_t b, int code)
 {
-    int i = outcome_of(m, names[b]);
-    m->oix[b] = i;
+    int seed = code == CMETRICS_OIX_P0 ? CMETRICS_OIX_Q0 : code == CMETRICS_OIX_PR ? CMETRICS_OIX_QR : 0;
+    int i = outcome_of(m, names[b], seed, (int)b);
+    m->oix[b] = i < 0 ? CMETRICS_OIX_Q0 : i; /* out of memory: reads zeros */
     if (i < 0)
         return;
     cmetrics_outcome_t *o = &m->out[i];
@@ -218,14 +268,43 @@ static void place(cmetrics_t *m, const char *const *names, size_t b)
     queue_visit(m, i);
 }
 
+static int is_quiet(int code)
+{
+    return code == CMETRICS_OIX_Q0 || code == CMETRICS_OIX_QR;
+}
+
+static int is_pend(int code)
+{
+    return code == CMETRICS_OIX_NEW || code == CMETRICS_OIX_P0 || code == CMETRICS_OIX_PR;
+}
+
+/* Queues table bucket b (without a record) to be read at this period's
+ * end. */
+static void queue_quiet(cmetrics_t *m, int b)
+{
+    if (m->nqvis == m->capqvis) {
+        size_t cap = m->capqvis ? 2 * m->capqvis : 256;
+        int *v = realloc(m->qvis, cap * sizeof *v);
+        if (!v)
+            return; /* out of memory: its period is taken as quiet */
+        m->qvis = v;
+        m->capqvis = cap;
+    }
+    m->qvis[m->nqvis++] = b;
+}
+
 /* Reads ctrl's whole table: every outcome settled and out of it, then
- * every bucket's found or made and queued for a visit.  O(buckets). */
+ * every bucket's record found (and queued for a visit), or none: quiet
+ * from this period on, and read at its end.  A bucket without a record
+ * before loses its quiet periods (the old indexes are gone): its idle
+ * counts start again here.  O(buckets). */
 static void sync_all(cmetrics_t *m)
 {
     for (int i = 0; i < m->nout; i++) {
         settle_to(m, &m->out[i], m->periods_judged, m->counted);
         m->out[i].b = -1;
     }
+    m->dead = m->nout > 0;
     const char *const *names;
     size_t n;
     ctrl_table(m->ctrl, &names, &n);
@@ -233,8 +312,19 @@ static void sync_all(cmetrics_t *m)
     m->synced = 0;
     if (oix_room(m, n) < 0)
         return; /* nothing judged this period; tried again at the next */
-    for (size_t b = 0; b < n; b++)
-        place(m, names, b);
+    m->qmark = m->periods_judged;
+    m->qcmark = m->counted;
+    m->nqvis = 0;
+    for (size_t b = 0; b < n; b++) {
+        int i;
+        if (strmap_find(m->index, names[b], strlen(names[b]), &i) == 0) {
+            place(m, names, b, 0);
+        } else {
+            m->oix[b] = CMETRICS_OIX_Q0; /* its code at its reading */
+            queue_quiet(m, (int)b);
+        }
+    }
+    m->qall = m->periods_judged + 1;
     m->noix = n;
     m->seq = ctrl_change_seq(m->ctrl);
     m->synced = 1;
@@ -278,14 +368,15 @@ static void on_change(void *arg, const ctrl_change_t *ch)
         if (m->oix[b] >= 0) {
             queue_visit(m, m->oix[b]);
         } else {
-            m->oix[b] = -2;
+            if (is_quiet(m->oix[b]))
+                m->oix[b] = m->oix[b] == CMETRICS_OIX_QR ? CMETRICS_OIX_PR : CMETRICS_OIX_P0;
             pend(m, b);
         }
         return;
     case CTRL_CHANGE_ADD:
         if (b != m->noix || oix_room(m, b + 1) < 0)
             break;
-        m->oix[m->noix++] = -2;
+        m->oix[m->noix++] = CMETRICS_OIX_NEW;
         pend(m, b);
         return;
     case CTRL_CHANGE_REMOVE: {
@@ -295,13 +386,14 @@ static void on_change(void *arg, const ctrl_change_t *ch)
         int i = m->oix[b];
         if (i >= 0) {
             settle_to(m, &m->out[i], m->periods_judged, m->counted);
-            m->out[i].b = -1; /* its periods stop */
+            m->out[i].b = -1; /* its periods stop; freed at the period's end */
+            m->dead = 1;
         }
         if (b != last) {
             m->oix[b] = m->oix[last];
             if (m->oix[b] >= 0)
                 m->out[m->oix[b]].b = (int)b;
-            else if (m->oix[b] == -2)
+            else if (is_pend(m->oix[b]))
                 pend(m, b);
         }
         m->noix--;
@@ -318,7 +410,7 @@ static void on_change(void *arg, const ctrl_change_t *ch)
 static void sync_table(cmetrics_t *m)
 {
     m->npend = 0;
-    if (m->full || !m->synced || ctrl_changes(m->ctrl, m->seq, on_change, m) < 0 || !m->synced ||
+    if (!m->synced || ctrl_changes(m->ctrl, m->seq, on_change, m) < 0 || !m->synced ||
         m->noix != (size_t)ctrl_nbuckets(m->ctrl)) {
         sync_all(m);
         return;
@@ -332,16 +424,20 @@ static void sync_table(cmetrics_t *m)
     /* In table order, as a pass over the table would meet them. */
     qsort(m->pend, m->npend, sizeof *m->pend, cmp_int);
     for (size_t k = 0; k < m->npend; k++)
-        if ((size_t)m->pend[k] < m->noix && m->oix[m->pend[k]] == -2)
-            place(m, names, (size_t)m->pend[k]);
+        if ((size_t)m->pend[k] < m->noix && is_pend(m->oix[m->pend[k]]))
+            place(m, names, (size_t)m->pend[k], m->oix[m->pend[k]]);
     m->npend = 0;
 }
 
 static void touch(void *arg, int b)
 {
     cmetrics_t *m = arg;
-    if ((size_t)b < m->noix && m->oix[b] >= 0)
+    if ((size_t)b >= m->noix)
+        return;
+    if (m->oix[b] >= 0)
         queue_visit(m, m->oix[b]);
+    else if (is_quiet(m->oix[b]))
+        queue_quiet(m, b);
 }
 
 /* Makes the chunk scratch hold n (<= CMETRICS_CHUNK) buckets.  Returns
@@ -364,6 +460,9 @@ static int chunk_scratch(cmetrics_t *m, size_t n)
     m->capvinfo = cap;
     return 0;
 }
+
+static void judge_rest(cmetrics_t *m, cmetrics_outcome_t *o, const ctrl_bucket_info_t *bip,
+                       int count, uint64_t period, double seen);
 
 /* Judges the period (judged period number J, C of them counted; `count`:
  * this one counts) of the n outcomes vis[] (n <= CMETRICS_CHUNK): their
@@ -394,36 +493,131 @@ static void visit_chunk(cmetrics_t *m, const int *vis, size_t n, uint64_t J, uin
             continue;
         if (batch ? !m->vinfo[v].name : ctrl_bucket_info(m->ctrl, o->b, &one) < 0)
             continue;
-        const ctrl_bucket_info_t bi = batch ? m->vinfo[v] : one;
-        m->visited++;
-        unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
-        if (count) {
-            o->met += (f & HISTORY_RES_MET) != 0;
-            o->missed += (f & HISTORY_RES_MISSED) != 0;
-            o->held += (f & HISTORY_HELD) != 0;
-            o->idle += (f & HISTORY_IDLE) != 0;
-        }
-        /* The judgement of its periods without traffic, until the next
-         * visit: this one's with nothing served, queued nor asked for. */
-        ctrl_bucket_info_t q = bi;
-        q.served_r = q.served_l = q.served_o = 0;
-        q.queued = 0;
-        q.demand = 0;
-        o->quiet = (uint8_t)cmetrics_judge(&q, m->clk->period_s, seen);
-        /* The idle run counts before the no-ring skip below: a bucket
-         * that never had traffic is exactly the unused reservation. */
-        o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
-        uint64_t served = bi.served_r + bi.served_l + bi.served_o;
-        if (!o->hist && (served == 0 && bi.queued == 0 && bi.demand <= 0))
-            continue; /* never had traffic: no ring yet */
-        if (!o->hist && !(o->hist = history_new()))
+        judge_rest(m, o, batch ? &m->vinfo[v] : &one, count, period, seen);
+    }
+}
+
+/* Judges outcome o's period (its marks already moved past it) on bi. */
+static void judge_rest(cmetrics_t *m, cmetrics_outcome_t *o, const ctrl_bucket_info_t *bip,
+                       int count, uint64_t period, double seen)
+{
+    const ctrl_bucket_info_t bi = *bip;
+    m->visited++;
+    unsigned f = cmetrics_judge(&bi, m->clk->period_s, seen);
+    if (count) {
+        o->met += (f & HISTORY_RES_MET) != 0;
+        o->missed += (f & HISTORY_RES_MISSED) != 0;
+        o->held += (f & HISTORY_HELD) != 0;
+        o->idle += (f & HISTORY_IDLE) != 0;
+    }
+    /* The judgement of its periods without traffic, until the next
+     * visit: this one's with nothing served, queued nor asked for. */
+    ctrl_bucket_info_t q = bi;
+    q.served_r = q.served_l = q.served_o = 0;
+    q.queued = 0;
+    q.demand = 0;
+    o->quiet = (uint8_t)cmetrics_judge(&q, m->clk->period_s, seen);
+    /* The idle run counts before the no-ring skip below: a bucket
+     * that never had traffic is exactly the unused reservation. */
+    o->idle_run = f & HISTORY_IDLE ? o->idle_run + 1 : 0;
+    uint64_t served = bi.served_r + bi.served_l + bi.served_o;
+    if (!o->hist && (served == 0 && bi.queued == 0 && bi.demand <= 0))
+        return; /* never had traffic: no ring yet */
+    if (!o->hist && !(o->hist = history_new()))
+        return;
+    history_push(o->hist, &(history_rec_t){
+                              .period = period,
+                              .served = served,
+                              .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
+                              .flags = f,
+                          });
+}
+
+/* Reads the n buckets without a record vis[] (table indexes, sorted, n
+ * <= CMETRICS_CHUNK): one with served, queued or demand gets its record
+ * (its quiet periods up to J added) and is judged as visit_chunk() does;
+ * one without keeps none, its code set by its reservation. */
+static void quiet_chunk(cmetrics_t *m, const int *vis, size_t n, uint64_t J, uint64_t C,
+                        int count, uint64_t period, double seen)
+{
+    int batch = chunk_scratch(m, n) == 0;
+    if (batch) {
+        memcpy(m->vb, vis, n * sizeof *vis);
+        if (ctrl_bucket_info_many(m->ctrl, m->bscratch, m->vb, n, m->vinfo) < 0)
+            batch = 0;
+    }
+    for (size_t v = 0; v < n; v++) {
+        int b = vis[v];
+        ctrl_bucket_info_t one;
+        if ((v > 0 && vis[v - 1] == b) || (size_t)b >= m->noix || !is_quiet(m->oix[b]))
             continue;
-        history_push(o->hist, &(history_rec_t){
-                                  .period = period,
-                                  .served = served,
-                                  .queued = bi.queued > UINT32_MAX ? UINT32_MAX : (uint32_t)bi.queued,
-                                  .flags = f,
-                              });
+        if (batch ? !m->vinfo[v].name : ctrl_bucket_info(m->ctrl, b, &one) < 0)
+            continue;
+        const ctrl_bucket_info_t *bi = batch ? &m->vinfo[v] : &one;
+        if (bi->served_r + bi->served_l + bi->served_o == 0 && bi->queued == 0 &&
+            bi->demand <= 0) {
+            m->visited++;
+            m->oix[b] = bi->reservation > 0 ? CMETRICS_OIX_QR : CMETRICS_OIX_Q0;
+            continue;
+        }
+        int i = outcome_of(m, bi->name, m->oix[b], b);
+        if (i < 0)
+            continue;
+        m->oix[b] = i;
+        cmetrics_outcome_t *o = &m->out[i];
+        o->b = b;
+        settle_to(m, o, J, C);
+        o->mark = J + 1;
+        o->cmark = C + (count != 0);
+        judge_rest(m, o, bi, count, period, seen);
+    }
+}
+
+/* Frees the records of buckets that left the table, the others moved
+ * down (their index entries and oix follow).  O(records), in periods
+ * with a removal only. */
+static void compact(cmetrics_t *m)
+{
+    int j = 0;
+    for (int i = 0; i < m->nout; i++) {
+        cmetrics_outcome_t *o = &m->out[i];
+        if (o->b < 0 || (size_t)o->b >= m->noix || m->oix[o->b] != i) {
+            history_destroy(&o->hist);
+            strmap_remove(m->index, o->name, strlen(o->name), NULL);
+            continue;
+        }
+        if (j != i) {
+            m->out[j] = *o;
+            strmap_set(m->index, m->out[j].name, strlen(m->out[j].name), j);
+            m->oix[m->out[j].b] = j;
+        }
+        j++;
+    }
+    m->nout = j;
+    m->dead = 0;
+}
+
+/* Gives back the room a big period took (the whole-table read's), when
+ * this one used under a quarter of it. */
+static void shrink(cmetrics_t *m, size_t visits, size_t quiet, size_t chunk)
+{
+    if (m->capvisits > 4096 && visits < m->capvisits / 4) {
+        free(m->visits);
+        m->visits = NULL;
+        m->capvisits = 0;
+    }
+    if (m->capqvis > 4096 && quiet < m->capqvis / 4) {
+        free(m->qvis);
+        m->qvis = NULL;
+        m->capqvis = 0;
+    }
+    if (m->capvinfo > 4096 && chunk < m->capvinfo / 4) {
+        free(m->vb);
+        free(m->vinfo);
+        ctrl_binfo_destroy(&m->bscratch);
+        m->vb = NULL;
+        m->vinfo = NULL;
+        m->capvinfo = 0;
     }
 }
 
@@ -441,14 +635,16 @@ void cmetrics_period_end(cmetrics_t *m, double now)
     if (!judge)
         return;
     uint64_t J = m->periods_judged, C = m->counted;
-    m->nvisits = 0;
-    sync_table(m);
+    sync_table(m); /* visits queued since (a read's sync) stay */
     /* Every bucket with traffic; with nested buckets (a parent's figures
      * are its children's) every bucket, as without ctrl's list. */
     if (m->full || ctrl_nested(m->ctrl) || ctrl_touched_buckets(m->ctrl, touch, m) < 0)
-        for (size_t b = 0; b < m->noix; b++)
+        for (size_t b = 0; b < m->noix; b++) {
             if (m->oix[b] >= 0)
                 queue_visit(m, m->oix[b]);
+            else if (is_quiet(m->oix[b]) && m->qall != J + 1)
+                queue_quiet(m, (int)b);
+        }
     /* The last reports of a period are taken at its last interval's start:
      * the served counters cover (K - 1) / K of it. */
     double seen = m->clk->intervals > 1 ? (double)(m->clk->intervals - 1) / m->clk->intervals : 0;
@@ -457,7 +653,21 @@ void cmetrics_period_end(cmetrics_t *m, double now)
         size_t n = m->nvisits - v0 < CMETRICS_CHUNK ? m->nvisits - v0 : CMETRICS_CHUNK;
         visit_chunk(m, m->visits + v0, n, J, C, count, period, seen);
     }
+    /* In table order, as a pass over the table makes records. */
+    qsort(m->qvis, m->nqvis, sizeof *m->qvis, cmp_int);
+    for (size_t v0 = 0; v0 < m->nqvis; v0 += CMETRICS_CHUNK) {
+        size_t n = m->nqvis - v0 < CMETRICS_CHUNK ? m->nqvis - v0 : CMETRICS_CHUNK;
+        /* a bucket touched twice: its repeat is skipped (in a chunk) or
+         * finds a record or its code set (across chunks) */
+        quiet_chunk(m, m->qvis + v0, n, J, C, count, period, seen);
+    }
+    size_t nv = m->nvisits, nq = m->nqvis;
+    size_t most = (nv > nq ? nv : nq) < CMETRICS_CHUNK ? (nv > nq ? nv : nq) : CMETRICS_CHUNK;
     m->nvisits = 0;
+    m->nqvis = 0;
+    if (m->dead)
+        compact(m);
+    shrink(m, nv, nq, most);
     m->judged_period[J % HISTORY_PERIODS] = period;
     m->periods_judged = J + 1;
     m->counted = C + (count != 0);
@@ -710,6 +920,20 @@ static void render_parents(const cmetrics_t *m, promtext_t *p, int n)
     }
 }
 
+/* Row i of the per-bucket outcome families: the records in the table
+ * (i < m->nout), then the table's buckets without one (zeros, or idle
+ * periods since the mark); NULL: none (a removed bucket's record). */
+static const cmetrics_outcome_t *outcome_row(const cmetrics_t *m, const char *const *names,
+                                             size_t nt, int i)
+{
+    if (i < m->nout)
+        return m->out[i].b >= 0 ? &m->out[i] : NULL;
+    size_t b = (size_t)(i - m->nout);
+    if (b >= nt || m->oix[b] >= 0)
+        return NULL;
+    return quiet_of(m, b, names[b]);
+}
+
 static void render_buckets(const cmetrics_t *m, promtext_t *p)
 {
     int n = ctrl_nbuckets(m->ctrl);
@@ -738,8 +962,13 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
                     "Periods by outcome: reservation_met, reservation_missed, held_at_limit, "
                     "idle (a reservation and no demand); counted only while this controller "
                     "leads.");
-    for (int i = 0; i < m->nout; i++) {
-        const cmetrics_outcome_t *o = &m->out[i];
+    const char *const *names;
+    size_t nt;
+    ctrl_table(m->ctrl, &names, &nt);
+    for (int i = 0; i < m->nout + (int)m->noix; i++) {
+        const cmetrics_outcome_t *o = outcome_row(m, names, nt, i);
+        if (!o)
+            continue;
         const char *what[] = {"reservation_met", "reservation_missed", "held_at_limit", "idle"};
         const uint64_t v[] = {o->met, o->missed, o->held, o->idle};
         for (int k = 0; k < 4; k++) {
@@ -753,21 +982,31 @@ static void render_buckets(const cmetrics_t *m, promtext_t *p)
  * row, and 1 once they reach --reservation-unused-periods. */
 static void render_unused(const cmetrics_t *m, promtext_t *p)
 {
+    const char *const *names;
+    size_t nt;
+    ctrl_table(m->ctrl, &names, &nt);
     promtext_family(p, "bqos_bucket_reservation_idle_periods", PROMTEXT_GAUGE,
                     "Periods in a row judged idle: a reservation and no demand.");
-    for (int i = 0; i < m->nout; i++)
-        promtext_u64(p, &(promtext_label_t){"bucket", m->out[i].name}, 1, m->out[i].idle_run);
+    for (int i = 0; i < m->nout + (int)m->noix; i++) {
+        const cmetrics_outcome_t *o = outcome_row(m, names, nt, i);
+        if (o)
+            promtext_u64(p, &(promtext_label_t){"bucket", o->name}, 1, o->idle_run);
+    }
     promtext_family(p, "bqos_bucket_reservation_unused", PROMTEXT_GAUGE,
                     "1 once the bucket's reservation went unused (idle) for "
                     "--reservation-unused-periods periods in a row.");
-    for (int i = 0; i < m->nout; i++)
-        promtext_u64(p, &(promtext_label_t){"bucket", m->out[i].name}, 1,
-                     (uint64_t)cmetrics_unused(m, &m->out[i]));
+    for (int i = 0; i < m->nout + (int)m->noix; i++) {
+        const cmetrics_outcome_t *o = outcome_row(m, names, nt, i);
+        if (o)
+            promtext_u64(p, &(promtext_label_t){"bucket", o->name}, 1,
+                         (uint64_t)cmetrics_unused(m, o));
+    }
 }
 
 void cmetrics_render(void *arg, promtext_t *out)
 {
-    const cmetrics_t *m = arg;
+    cmetrics_t *m = arg;
+    follow(m);
     for (int i = 0; i < m->nout; i++)
         settled(m, &m->out[i]);
     double now = mono_now();

@@ -73,8 +73,22 @@ typedef struct {
      * bucket b (-1: none, -2: to look up by name), following ctrl's
      * change log (ctrl_changes()) from number `seq`; synced 0: read the
      * whole table at the next period's end. */
-    int *oix;
+    int *oix;                  /* >= 0: a record; CMETRICS_OIX_*: none */
     size_t noix, capoix;
+    /* Buckets without a record (issue 26: records only for buckets that
+     * had traffic or a row change): every period of theirs since the
+     * last whole-table read (judged period number qmark, qcmark of them
+     * counted) was quiet: idle if they have a reservation
+     * (CMETRICS_OIX_QR), else nothing (CMETRICS_OIX_Q0).  qvis: those to
+     * read at this period's end (table indexes: traffic makes a record);
+     * qall: judged + 1 once all of them are queued this period. */
+    uint64_t qmark, qcmark, qall;
+    int *qvis;
+    size_t nqvis, capqvis;
+    int dead;                  /* a record left the table: freed at the
+                                  period's end */
+    cmetrics_outcome_t scratch; /* cmetrics_outcome() of a bucket without
+                                  a record */
     uint64_t seq;
     int synced;
     int *pend;                 /* table indexes that may hold -2 */
@@ -106,6 +120,14 @@ typedef struct {
     uint64_t unused_periods;   /* idle_run from which a reservation counts
                                   as unused (CMETRICS_UNUSED_PERIODS) */
 } cmetrics_t;
+
+/* oix codes of a table bucket without a record: quiet (no reservation,
+ * or one), to look up by name (added), or changed (and quiet before). */
+#define CMETRICS_OIX_Q0 (-1)
+#define CMETRICS_OIX_NEW (-2)
+#define CMETRICS_OIX_QR (-3)
+#define CMETRICS_OIX_P0 (-4)
+#define CMETRICS_OIX_PR (-5)
 
 /* Buckets whose figures one pass over the active pairs reads: bounds the
  * scratch (about 170 bytes each, 11 MB) where a million buckets have
@@ -143,14 +165,19 @@ unsigned cmetrics_judge(const ctrl_bucket_info_t *bi, double period_s, double se
  * spare capacity only).  A static string.  Loop thread. */
 const char *cmetrics_reason(const ctrl_bucket_info_t *bi, const pclock_t *clk);
 
-/* Bucket `name`'s outcomes, or NULL if it was never judged, with its
- * quiet periods added (the record changes: m's outcomes are its own, not
- * the caller's to keep constant).  Valid until the next
- * cmetrics_period_end().  Loop thread. */
+/* Bucket `name`'s outcomes, or NULL if it is neither in the table nor
+ * has a record, with its quiet periods added (the record changes: m's
+ * outcomes are its own, not the caller's to keep constant).  Valid until
+ * the next cmetrics_period_end(); a table bucket that never had traffic
+ * nor a row change has no record (issue 26): its figures (idle periods
+ * since the last whole-table read if it has a reservation, else zeros;
+ * no history) are in a scratch record valid until the next call or table
+ * change.  Brings m to ctrl's table first.  Loop thread. */
 const cmetrics_outcome_t *cmetrics_outcome(const cmetrics_t *m, const char *name);
 
-/* The i-th outcome (0 <= i < m->nout, in the order the buckets were first
- * judged), as cmetrics_outcome().  Loop thread. */
+/* The i-th outcome record (0 <= i < m->nout, in the order they were
+ * made: buckets with traffic or a row change; a removed bucket's is freed
+ * at the period's end), as cmetrics_outcome().  Loop thread. */
 const cmetrics_outcome_t *cmetrics_outcome_at(const cmetrics_t *m, int i);
 
 /* The loop is about to start period clk->period in ctrl (ctrl_round_begin
