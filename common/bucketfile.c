@@ -709,7 +709,8 @@ bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
     c->v = malloc(c->cap * sizeof *c->v);
     c->src = calloc(c->cap, sizeof *c->src);
     if (c->v && c->src) {
-        memcpy(c->v, bf->v, bf->n * sizeof *c->v);
+        if (bf->n) /* an empty table's v may be NULL */
+            memcpy(c->v, bf->v, bf->n * sizeof *c->v);
         c->n = bf->n;
     }
     if (!c->v || !c->src || reindex(c, c->cap) < 0) {

@@ -479,7 +479,8 @@ static int prov_plan(ctrl_t *c, int forced, int all)
     } else {
         for (size_t k = 0; k < c->nplay; k++)
             prov_one(c, c->play[k], 0);
-        qsort(c->walkl, c->nwalk, sizeof *c->walkl, cmp_u32);
+        if (c->nwalk > 1)
+            qsort(c->walkl, c->nwalk, sizeof *c->walkl, cmp_u32);
     }
     return c->nwalk > 0;
 }
@@ -844,7 +845,7 @@ out:
         /* still dense: the next round visits the table again */
     } else if (rc == 0 && pushed) {
         play_prune(c);
-        if (all) /* rebuilt in the order of the pairs: the table's, for the passes */
+        if (all && c->nplay > 1) /* rebuilt in the order of the pairs: the table's, for the passes */
             qsort(c->play, c->nplay, sizeof *c->play, cmp_u32);
         c->play_stale = 0;
     } else if (rc == 0 && !all) {
