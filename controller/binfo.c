@@ -61,32 +61,6 @@ static int pending_push(const ctrl_t *c)
     return 0;
 }
 
-/* Adds active pair j of node nd (bucket unlimited if `unl`) to *out, as
- * ctrl_bucket_info() adds it. */
-static void add_pair(const ctrl_t *c, const node_t *nd, size_t j, int unl,
-                     ctrl_bucket_info_t *out)
-{
-    pair_t pc = nd->pairs[j];
-    pair_served_t sv = nd->served[j];
-    ctrl__pair_carry_to(nd, &pc, &sv);
-    if (pc.has_report && pc.period == c->period) {
-        out->served_r = count_uadd(out->served_r, sv.r);
-        out->served_l = count_uadd(out->served_l, sv.l);
-        out->served_o = count_uadd(out->served_o, sv.o);
-    }
-    if (!nd->up)
-        return;
-    if (pc.has_report)
-        out->queued = count_uadd(out->queued, pc.queued);
-    const pair_push_t *ps = &nd->push[j];
-    out->demand = count_add(out->demand, ps->demand);
-    out->servers += ps->demand > 0;
-    if (ps->tok_r > 0)
-        out->r_tokens = count_add(out->r_tokens, ps->tok_r);
-    if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
-        out->l_tokens = count_add(out->l_tokens, ps->tok_l);
-}
-
 int ctrl_bucket_info_many(const ctrl_t *c, ctrl_binfo_t *s, const int *bs, size_t n,
                           ctrl_bucket_info_t *out)
 {
@@ -135,7 +109,7 @@ int ctrl_bucket_info_many(const ctrl_t *c, ctrl_binfo_t *s, const int *bs, size_
                 const int b = nd->pairs[j].b;
                 if (b < 0 || s->pos[b] < 0)
                     continue;
-                add_pair(c, nd, j, c->b[b].l == CTRL_UNLIMITED, &out[s->pos[b]]);
+                ctrl__bucket_add_pair(c, nd, j, c->b[b].l == CTRL_UNLIMITED, &out[s->pos[b]]);
             }
         }
     }

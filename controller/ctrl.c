@@ -1498,26 +1498,7 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
         int j = ctrl__node_slot(nd, (size_t)b);
         if (j < 0)
             continue;
-        pair_t pc = nd->pairs[j];
-        pair_served_t sv = nd->served[j];
-        ctrl__pair_carry_to(nd, &pc, &sv); /* a sparse node's pair, as of its newest report */
-        const pair_t *p = &pc;
-        if (p->has_report && p->period == c->period) {
-            out->served_r = count_uadd(out->served_r, sv.r);
-            out->served_l = count_uadd(out->served_l, sv.l);
-            out->served_o = count_uadd(out->served_o, sv.o);
-        }
-        if (!nd->up)
-            continue;
-        if (p->has_report)
-            out->queued = count_uadd(out->queued, p->queued);
-        const pair_push_t *ps = &nd->push[j];
-        out->demand = count_add(out->demand, ps->demand);
-        out->servers += ps->demand > 0;
-        if (ps->tok_r > 0)
-            out->r_tokens = count_add(out->r_tokens, ps->tok_r);
-        if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
-            out->l_tokens = count_add(out->l_tokens, ps->tok_l);
+        ctrl__bucket_add_pair(c, nd, (size_t)j, unl, out);
     }
     if (unl)
         out->l_tokens = CTRL_UNLIMITED;

@@ -354,6 +354,34 @@ static inline void ctrl__pair_carry(node_t *nd, size_t j)
     ctrl__pair_carry_to(nd, &nd->pairs[j], &nd->served[j]);
 }
 
+/* Adds pair j of node nd (its bucket unlimited if `unl`) to the bucket's
+ * figures *out: served this period (as of a sparse node's newest report),
+ * queued, demand, servers, R and L tokens.  The per-pair part of
+ * ctrl_bucket_info(); ctrl_bucket_info_many() (binfo.c) sums the same. */
+static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size_t j, int unl,
+                                         ctrl_bucket_info_t *out)
+{
+    pair_t pc = nd->pairs[j];
+    pair_served_t sv = nd->served[j];
+    ctrl__pair_carry_to(nd, &pc, &sv);
+    if (pc.has_report && pc.period == c->period) {
+        out->served_r = count_uadd(out->served_r, sv.r);
+        out->served_l = count_uadd(out->served_l, sv.l);
+        out->served_o = count_uadd(out->served_o, sv.o);
+    }
+    if (!nd->up)
+        return;
+    if (pc.has_report)
+        out->queued = count_uadd(out->queued, pc.queued);
+    const pair_push_t *ps = &nd->push[j];
+    out->demand = count_add(out->demand, ps->demand);
+    out->servers += ps->demand > 0;
+    if (ps->tok_r > 0)
+        out->r_tokens = count_add(out->r_tokens, ps->tok_r);
+    if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)
+        out->l_tokens = count_add(out->l_tokens, ps->tok_l);
+}
+
 /* Frees down node `node`'s tables (ctrl_node_hello() on forget_after). */
 void ctrl__node_forget(ctrl_t *c, int node);
 
