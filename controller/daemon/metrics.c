@@ -422,7 +422,8 @@ static void sync_table(cmetrics_t *m)
     size_t n;
     ctrl_table(m->ctrl, &names, &n);
     /* In table order, as a pass over the table would meet them. */
-    qsort(m->pend, m->npend, sizeof *m->pend, cmp_int);
+    if (m->npend > 1)
+        qsort(m->pend, m->npend, sizeof *m->pend, cmp_int);
     for (size_t k = 0; k < m->npend; k++)
         if ((size_t)m->pend[k] < m->noix && is_pend(m->oix[m->pend[k]]))
             place(m, names, (size_t)m->pend[k], m->oix[m->pend[k]]);
@@ -654,7 +655,8 @@ void cmetrics_period_end(cmetrics_t *m, double now)
         visit_chunk(m, m->visits + v0, n, J, C, count, period, seen);
     }
     /* In table order, as a pass over the table makes records. */
-    qsort(m->qvis, m->nqvis, sizeof *m->qvis, cmp_int);
+    if (m->nqvis > 1) /* none: qvis may be NULL */
+        qsort(m->qvis, m->nqvis, sizeof *m->qvis, cmp_int);
     for (size_t v0 = 0; v0 < m->nqvis; v0 += CMETRICS_CHUNK) {
         size_t n = m->nqvis - v0 < CMETRICS_CHUNK ? m->nqvis - v0 : CMETRICS_CHUNK;
         /* a bucket touched twice: its repeat is skipped (in a chunk) or
