@@ -132,10 +132,11 @@ JSON
 # sh_load_set K: sh_load 12, then 1.2 s in `bqos-ctl shards set K 4` through
 # both slots' endpoints (s0, s1; the second may not run yet), 4 periods
 # ahead (time for a new shard's election on a busy host): SETRC its exit
-# status, FROM the change's period (wall-clock ms)
+# status, FROM the change's period (wall-clock ms), SET_AT when it was sent (UTC, as the logs)
 sh_load_set() {
   sh_load 12
   sleep 1.2
+  SET_AT=$(date -u +%Y-%m-%dT%H:%M:%S.%3N) # the logs' clock: what follows the change
   ctl --endpoint "$AD_s0;$AD_s1" --json shards set "$1" 4 >"$T/set.json" 2>"$T/set.err"; SETRC=$?
   FROM=$(jget "$T/set.json" 'd["cluster"]["next"]["from_ms"]' 2>/dev/null)
 }
