@@ -3,6 +3,7 @@
 # Usage: bench-pair.sh [A_BIN] [B_BIN] [ROUNDS] [SECS]   (A_BIN, B_BIN default $BIN, i.e. bin; NODE_ARGS: options for both nodes, default --policy rr)
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/front_lib.sh"
 BIN=${BIN:-bin}; A=${1:-$BIN}; B=${2:-$BIN}; ROUNDS=${3:-6}; SECS=${4:-4}
 NODE_ARGS=${NODE_ARGS:---policy rr}
 command -v memcaslap >/dev/null || { echo "bench-pair: memcaslap not installed (libmemcached-tools)" >&2; exit 1; }
@@ -19,22 +20,6 @@ node() { # node NAME BIN PORT: starts a node, its pid in $SPAWNED
 }
 next_port; pa=$PORT; node a "$A" "$pa"; na=$SPAWNED
 next_port; pb=$PORT; node b "$B" "$pb"; nb=$SPAWNED
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-served() { # the node's get keys + sets from its stats
-  python3 - "$1" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
-s.sendall(b"stats\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    b = s.recv(65536)
-    if not b:
-        break
-    buf += b
-st = dict(l.split(" ")[1:3] for l in buf.decode().split("\r\n") if l.startswith("STAT "))
-print(sum(int(st.get(k, 0)) for k in ("cmd_get", "cmd_set", "cmd_touch", "cmd_flush")))
-PY
-}
 echo "# $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg); A=$A B=$B; node options: $NODE_ARGS; memcaslap -T 2 -c 50 -X 100 for ${SECS} s against each at once"
 printf '%-5s %9s %8s %9s %8s %7s %6s\n' round a_reqs a_us/op b_reqs b_us/op b/a load
 r=1

@@ -3,6 +3,7 @@
 # Usage: bench-percpu.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: options for every node, default --policy rr; CLIENTS: "memcaslap memcslap"; T2=0: no --threads 2 node; MID=DIR: a third build's node, --threads 1, named mid)
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/front_lib.sh"
 OLD=$1; ROUNDS=${2:-3}; SECS=${3:-4}; BIN=${BIN:-bin}; NODE_ARGS=${NODE_ARGS:---policy rr}
 CLIENTS=${CLIENTS:-memcaslap memcslap}
 T=$(mktemp -d /tmp/bench-percpu.XXXXXX)
@@ -31,24 +32,7 @@ if [ "${T2:-1}" != 0 ]; then
   next_port; p2=$PORT; node t2 "$BIN" "$p2" --threads 2; n2=$SPAWNED
   setups="$setups t2:$p2:$n2"
 fi
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 invol() { awk '/^nonvoluntary_ctxt_switches/ {s += $2} END {print s + 0}' /proc/"$1"/task/*/status; }
-# requests the node served so far: its stats' get keys + sets + touches + other commands
-served() {
-  python3 - "$1" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
-s.sendall(b"stats\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    b = s.recv(65536)
-    if not b:
-        break
-    buf += b
-st = dict(l.split(" ")[1:3] for l in buf.decode().split("\r\n") if l.startswith("STAT "))
-print(sum(int(st.get(k, 0)) for k in ("cmd_get", "cmd_set", "cmd_touch", "cmd_flush")))
-PY
-}
 client() { # client NAME PORT: one run; prints the client's own operation count
   case $1 in
   memcaslap)
