@@ -4,19 +4,9 @@
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # served PORT: the requests a node on 127.0.0.1:PORT served so far: its
-# memcached `stats` get keys + sets + touches + flushes
+# memcached `stats` get keys + sets + touches + flushes (through mc_ask)
 served() {
-  python3 - "$1" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
-s.sendall(b"stats\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    b = s.recv(65536)
-    if not b:
-        break
-    buf += b
-st = dict(l.split(" ")[1:3] for l in buf.decode().split("\r\n") if l.startswith("STAT "))
-print(sum(int(st.get(k, 0)) for k in ("cmd_get", "cmd_set", "cmd_touch", "cmd_flush")))
-PY
+  mc_ask "$1" 'stats\r\n' 5 | tr '|' '\n' |
+    awk '$1 == "STAT" && ($2 == "cmd_get" || $2 == "cmd_set" || $2 == "cmd_touch" || $2 == "cmd_flush") { s += $3 }
+         END { print s + 0 }'
 }
