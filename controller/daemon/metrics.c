@@ -17,6 +17,8 @@ int cmetrics_init(cmetrics_t *m, const ctrl_t *ctrl, const nodes_t *nodes, const
     return (m->index = strmap_new()) ? 0 : -ENOMEM;
 }
 
+static void chunk_scratch_free(cmetrics_t *m);
+
 void cmetrics_clear(cmetrics_t *m)
 {
     for (int i = 0; i < m->nout; i++) {
@@ -29,12 +31,7 @@ void cmetrics_clear(cmetrics_t *m)
     free(m->qvis);
     m->qvis = NULL;
     m->nqvis = m->capqvis = 0;
-    free(m->vb);
-    free(m->vinfo);
-    ctrl_binfo_destroy(&m->bscratch);
-    m->vb = NULL;
-    m->vinfo = NULL;
-    m->capvinfo = 0;
+    chunk_scratch_free(m);
     strmap_destroy(&m->index);
     m->out = NULL;
     m->oix = NULL;
@@ -441,6 +438,17 @@ static void touch(void *arg, int b)
         queue_quiet(m, b);
 }
 
+/* Frees the chunk scratch (chunk_scratch() makes it again). */
+static void chunk_scratch_free(cmetrics_t *m)
+{
+    free(m->vb);
+    free(m->vinfo);
+    ctrl_binfo_destroy(&m->bscratch);
+    m->vb = NULL;
+    m->vinfo = NULL;
+    m->capvinfo = 0;
+}
+
 /* Makes the chunk scratch hold n (<= CMETRICS_CHUNK) buckets.  Returns
  * 0, or -ENOMEM: the visits then read one bucket at a time. */
 static int chunk_scratch(cmetrics_t *m, size_t n)
@@ -612,14 +620,8 @@ static void shrink(cmetrics_t *m, size_t visits, size_t quiet, size_t chunk)
         m->qvis = NULL;
         m->capqvis = 0;
     }
-    if (m->capvinfo > 4096 && chunk < m->capvinfo / 4) {
-        free(m->vb);
-        free(m->vinfo);
-        ctrl_binfo_destroy(&m->bscratch);
-        m->vb = NULL;
-        m->vinfo = NULL;
-        m->capvinfo = 0;
-    }
+    if (m->capvinfo > 4096 && chunk < m->capvinfo / 4)
+        chunk_scratch_free(m);
 }
 
 void cmetrics_period_end(cmetrics_t *m, double now)
