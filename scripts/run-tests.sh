@@ -11,14 +11,21 @@
 # whose first 30 lines hold the line "# run-tests: alone" (it measures rates
 # or CPU tightly enough that a neighbour would move its figure): those run
 # afterwards, one at a time.  Each test's output is shown whole, in the order
-# given within its group.
+# given within its group.  An integration script that fails is run once more,
+# alone, after all the others (RETRY=0: not): it counts as passed only if that
+# run passes, both runs' output is shown, and the summary names it.  Unit
+# suites are never run again.  (Scripts judge real daemons in real time on a
+# shared 2-core host; one run in about ten had one such script miss a bound
+# once on a starved host - docs/decisions.md, "Integration scripts get one
+# retry alone".)
 set -u
-pass=0; fail=0; failed=""
+pass=0; fail=0; failed=""; retried=""; retrying=0
 
 # report T RC SECS: counts and prints the result of T.
 report() {
   if [ "$2" -eq 0 ]; then
     pass=$((pass + 1)); echo "PASS: $1 (${3}s)"
+    [ "$retrying" = 0 ] || retried="$retried $1"
   else
     fail=$((fail + 1)); failed="$failed $1"; echo "FAIL: $1 (exit $2, ${3}s)"
   fi
@@ -74,5 +81,19 @@ batch "${UNIT_JOBS:-1}" $units
 batch "${IT_JOBS:-2}" $shared
 # shellcheck disable=SC2086
 batch 1 $alone
-echo "== $pass passed, $fail failed"
+again=""
+if [ "${RETRY:-1}" != 0 ]; then
+  keep=""; fail=0
+  for t in $failed; do
+    case "$t" in *.sh) again="$again $t";; *) keep="$keep $t"; fail=$((fail + 1));; esac
+  done
+  failed=$keep
+fi
+if [ -n "$again" ]; then
+  echo "== running again, alone:$again"
+  retrying=1
+  # shellcheck disable=SC2086
+  batch 1 $again
+fi
+echo "== $pass passed${retried:+ (on a second run:$retried)}, $fail failed"
 [ $fail -eq 0 ] || { echo "failed:$failed"; exit 1; }
