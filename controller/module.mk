@@ -10,7 +10,7 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/statuspage.c \
-                      controller/daemon/etcd.c \
+                      controller/daemon/conf.c controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
                        controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c \
@@ -77,6 +77,10 @@ test_statuspage_LIBS = common
 TESTS += test_parked
 test_parked_SRCS = tests/test_parked.c controller/daemon/parked.c
 test_parked_LIBS = common
+TESTS += test_conf
+test_conf_SRCS = tests/test_conf.c controller/daemon/conf.c controller/daemon/parked.c \
+                 controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/etcd.c
+test_conf_LIBS = controller pshift proto common
 TESTS += test_tree test_shares
 test_shares_SRCS = tests/test_shares.c
 test_shares_LIBS = controller common
