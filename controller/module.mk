@@ -18,7 +18,8 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
-bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlmerge.c controller/ctl/ctlshards.c controller/ctl/fanout.c
+bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlreq.c controller/ctl/ctlmerge.c controller/ctl/ctlshards.c \
+                controller/ctl/fanout.c
 bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
@@ -68,6 +69,9 @@ test_ctlmerge_LIBS = common
 TESTS += test_ctlshards
 test_ctlshards_SRCS = tests/test_ctlshards.c controller/ctl/ctlshards.c controller/ctl/fanout.c
 test_ctlshards_LIBS = proto curvekey common
+TESTS += test_ctlreq
+test_ctlreq_SRCS = tests/test_ctlreq.c controller/ctl/ctlreq.c controller/ctl/fanout.c
+test_ctlreq_LIBS = proto curvekey common
 TESTS += test_fanout
 test_fanout_SRCS = tests/test_fanout.c controller/ctl/fanout.c
 test_fanout_LIBS = common
