@@ -145,6 +145,9 @@ START_TEST(test_conf_set_parked_until_durable)
     ck_assert_int_eq(w.seen.n, 2);
     ck_assert_str_eq(w.seen.text[1], "R-red");
     ck_assert_int_eq(w.seen.nenv[1], 0);
+    ck_assert_str_eq(conf_remove(w.c, "red", &parked, msg, sizeof msg), "not_found");
+    ck_assert_int_eq(parked, 0);
+    ck_assert_uint_eq(conf_waiting(w.c), 0);
     world_close(&w);
 }
 END_TEST

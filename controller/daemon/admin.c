@@ -844,8 +844,6 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
     json_t *jn, *refused = check_change(ad, req, &jn);
     if (refused)
         return refused;
-    if (bucketfile_find(conf_table(ad->conf), json_string_value(jn)) < 0)
-        return reply_error("not_found", "no such bucket");
     char msg[768];
     int parked = 0;
     double t0 = mono_now();

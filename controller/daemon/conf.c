@@ -829,6 +829,8 @@ const char *conf_set(conf_t *c, const bucketfile_bucket_t *b, int *parked, char 
 const char *conf_remove(conf_t *c, const char *name, int *parked, char *msg, size_t size)
 {
     *parked = 0;
+    if (bucketfile_find(c->bf, name) < 0)
+        return say("not_found", "no such bucket", msg, size);
     if (!ctrl_nested(c->ctrl)) /* without a tree no bucket is a parent */
         return change_in_place(c, NULL, name, parked, msg, size);
     conf_settle(c, -1);

@@ -109,9 +109,9 @@ int conf_warning(conf_t *c, int quick, char *msg, size_t size);
  * ("file_changed", "io", "admission") with msg filled. */
 const char *conf_check(conf_t *c, const bucketfile_t *bf, char *msg, size_t size, int *warned);
 
-/* Bucket *b (borrowed; checked with bucketfile_check_bucket()) set: created
- * or changed.  Without a parent and a tree, in place (O(1) in the table's
- * size, admission judged from the sums); else the table whole
+/* Bucket *b (borrowed; the caller checked it: bucketfile_check_bucket())
+ * set: created or changed.  Without a parent and a tree, in place (O(1) in
+ * the table's size, admission judged from the sums); else the table whole
  * (conf_replace()'s way, after the parked changes settled).  With etcd it
  * is written there first (acknowledged once etcd has it).  Without etcd
  * the change is made to the table and ctrl and its line queued for the
@@ -123,8 +123,8 @@ const char *conf_check(conf_t *c, const bucketfile_t *bf, char *msg, size_t size
 const char *conf_set(conf_t *c, const bucketfile_bucket_t *b, int *parked, char *msg,
                      size_t size);
 
-/* Bucket `name` (in the table) removed, as conf_set() sets one; "invalid"
- * when it is a parent. */
+/* Bucket `name` removed, as conf_set() sets one; "not_found" when the
+ * table has no such bucket, "invalid" when it is a parent. */
 const char *conf_remove(conf_t *c, const char *name, int *parked, char *msg, size_t size);
 
 /* The table replaced by `bf` (owned, consumed): validated, admitted,
