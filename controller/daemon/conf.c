@@ -216,7 +216,7 @@ void conf_log_rules(const bucketfile_t *bf, const char *source)
 static int mine(const conf_t *c, const char *name)
 {
     return !c->shards || (c->rs ? reshard_mine(c->rs, name)
-                                  : shardmap_of(name, c->shards) == c->shard);
+                                : shardmap_of(name, c->shards) == c->shard);
 }
 
 int conf_set_ctrl_buckets(conf_t *c, const bucketfile_t *bf)
