@@ -10,7 +10,7 @@ controller_SRCS = controller/admission.c controller/estimate.c controller/ctrl.c
 PROGS += bqos-controller
 bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c controller/daemon/clock.c \
                       controller/daemon/nodes.c controller/daemon/admin.c controller/daemon/statuspage.c \
-                      controller/daemon/etcd.c \
+                      controller/daemon/conf.c controller/daemon/etcd.c \
                       controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/auth.c \
                       controller/daemon/authkeys.c controller/daemon/metrics.c controller/daemon/history.c \
                        controller/daemon/stopguard.c controller/daemon/parked.c controller/daemon/rootx.c \
@@ -18,7 +18,8 @@ bqos-controller_SRCS = controller/daemon/main.c controller/daemon/rounds.c contr
 bqos-controller_LIBS = controller pshift protozmq proto curvekey common
 
 PROGS += bqos-ctl
-bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlmerge.c controller/ctl/ctlshards.c controller/ctl/fanout.c
+bqos-ctl_SRCS = controller/ctl/ctl.c controller/ctl/ctlreq.c controller/ctl/ctlmerge.c controller/ctl/ctlshards.c \
+                controller/ctl/fanout.c
 bqos-ctl_LIBS = proto curvekey common
 
 PROGS += bqos-ctrl-bench
@@ -68,6 +69,9 @@ test_ctlmerge_LIBS = common
 TESTS += test_ctlshards
 test_ctlshards_SRCS = tests/test_ctlshards.c controller/ctl/ctlshards.c controller/ctl/fanout.c
 test_ctlshards_LIBS = proto curvekey common
+TESTS += test_ctlreq
+test_ctlreq_SRCS = tests/test_ctlreq.c controller/ctl/ctlreq.c controller/ctl/fanout.c
+test_ctlreq_LIBS = proto curvekey common
 TESTS += test_fanout
 test_fanout_SRCS = tests/test_fanout.c controller/ctl/fanout.c
 test_fanout_LIBS = common
@@ -77,6 +81,10 @@ test_statuspage_LIBS = common
 TESTS += test_parked
 test_parked_SRCS = tests/test_parked.c controller/daemon/parked.c
 test_parked_LIBS = common
+TESTS += test_conf
+test_conf_SRCS = tests/test_conf.c controller/daemon/conf.c controller/daemon/parked.c \
+                 controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/etcd.c
+test_conf_LIBS = controller pshift proto common
 TESTS += test_tree test_shares
 test_shares_SRCS = tests/test_shares.c
 test_shares_LIBS = controller common

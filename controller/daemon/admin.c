@@ -1,4 +1,4 @@
-/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the ROUTER socket, dispatched through the command table, the configuration changes (admission, save, apply), and the answers of the stop. */
+/* admin.c - bqos-controller's admin endpoint: bqos-ctl's requests on the ROUTER socket, dispatched through the command table, their replies (a change's once conf.c says it is durable), and the answers of the stop. */
 #include "controller/daemon/admin.h"
 
 #include <errno.h>
@@ -15,52 +15,7 @@
 #include "common/log.h"
 #include "common/mono.h"
 #include "common/names.h"
-#include "common/shardmap.h"
 #include "controller/daemon/statuspage.h"
-
-/* ---- configuration changes ----------------------------------------------- */
-
-static double view_bucket(const char *name, void *arg)
-{
-    return ctrl_bucket_capacity(arg, name);
-}
-
-static double view_bucket_bytes(const char *name, void *arg)
-{
-    return ctrl_bucket_byte_capacity(arg, name);
-}
-
-/* admission_check() of `bf` against what the controller knows now, in IOs
- * and in bytes. */
-static admission_view_t view_now(const admin_t *ad);
-
-static int admission_now(const admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
-{
-    admission_view_t v = view_now(ad);
-    return admission_check(bf, &v, msg, size);
-}
-
-/* The view admission judges against now. */
-static admission_view_t view_now(const admin_t *ad)
-{
-    return (admission_view_t){
-        .total_capacity = ctrl_total_capacity(ad->ctrl),
-        .bucket_capacity = view_bucket,
-        .arg = ad->ctrl,
-        .total_byte_capacity = ctrl_total_byte_capacity(ad->ctrl),
-        .bucket_byte_capacity = view_bucket_bytes,
-    };
-}
-
-/* ad->bf's admission sums, computed at first use (O(buckets) once). */
-static admission_sums_t *sums(admin_t *ad)
-{
-    if (!ad->sums_ok) {
-        admission_sums_init(&ad->sums, ad->bf);
-        ad->sums_ok = 1;
-    }
-    return &ad->sums;
-}
 
 /* Sets the reply's "warning" when the configuration in force violates
  * admission now (warn mode accepted it, or capacity went since), so that
@@ -69,46 +24,11 @@ static admission_sums_t *sums(admin_t *ad)
 static void add_warning(admin_t *ad, json_t *r, int quick)
 {
     char msg[600];
-    if (!ad->bf)
-        return;
-    admission_view_t v = view_now(ad);
-    if (quick ? admission_check_change(sums(ad), NULL, &v, msg, sizeof msg) == -EDQUOT
-              : admission_now(ad, ad->bf, msg, sizeof msg) == -EDQUOT)
+    if (conf_warning(ad->conf, quick, msg, sizeof msg))
         json_object_set_new(r, "warning", json_string(msg));
 }
 
-/* The hand-edit check before a change: the journal's (the file it
- * extends: a stat) when there is one, else bf's origin's. */
-static int check_file(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
-{
-    if (ad->journal)
-        return bucketjournal_check(ad->journal, msg, size);
-    return bucketfile_check_unchanged(bf, ad->path, msg, size);
-}
-
 static void send_reply(admin_t *ad, const parked_env_t *env, const char *text);
-
-/* Answers every change still parked "stopping" (the stop: not
- * acknowledged; its line was handed to the writer and may or may not reach
- * the file). */
-static void answer_stopping(admin_t *ad)
-{
-    if (!parked_count(ad->parked))
-        return;
-    log_warn("stopping with %zu changes not yet durable: answered \"stopping\", not "
-             "acknowledged", parked_count(ad->parked));
-    parked_change_t *p;
-    while ((p = parked_take_oldest(ad->parked))) {
-        if (p->to.nenv)
-            send_reply(ad, &p->to, "{\"v\":1,\"ok\":false,\"error\":\"stopping\",\"message\":"
-                              "\"the controller stopped before the change was durable: not "
-                              "acknowledged; it may or may not be in the bucket file (see "
-                              "status once a controller runs; the same change again is "
-                              "harmless)\"}");
-        free(p->text);
-        p->text = NULL;
-    }
-}
 
 /* Waits until `until` (mono_now()) at most for every client answered in the
  * last ADMIN_SENT_WINDOW seconds to hang up: its connection's socket
@@ -153,455 +73,17 @@ static void wait_hangups(admin_t *ad, double until)
 void admin_stop(admin_t *ad, double since)
 {
     double left = since + ADMIN_STOP_WAIT - mono_now();
-    if (admin_settle(ad, left > 0 ? left : 0) > 0)
+    if (conf_settle(ad->conf, left > 0 ? left : 0) > 0)
         log_warn("the disk did not take the journal within %.2f s", ADMIN_STOP_WAIT);
-    answer_stopping(ad);
+    conf_answer_stopping(ad->conf);
     wait_hangups(ad, since + ADMIN_HANGUP_WAIT);
 }
 
 void admin_close(admin_t *ad)
 {
-    answer_stopping(ad);
-    parked_destroy(&ad->parked);
-    if (ad->journal && bucketjournal_flush(ad->journal, 0) > 0)
-        return; /* the writer may be in a slow fdatasync: the exit ends it */
-    bucketjournal_destroy(&ad->journal);
+    conf_answer_stopping(ad->conf);
     free(ad->direct);
     ad->direct = NULL;
-}
-
-/* Admission for a candidate configuration.  Returns 0 if it may be
- * applied; -EDQUOT (msg filled) if enforce refuses it, -ERANGE (msg
- * filled) if ctrl_check_buckets() does. */
-static int admit(admin_t *ad, const bucketfile_t *bf, char *msg, size_t size)
-{
-    int rc = ctrl_check_buckets(ad->ctrl, bf, msg, size);
-    if (rc < 0) { /* the arithmetic cannot hold it: refused in either mode */
-        log_error("configuration refused: %s", msg);
-        return rc;
-    }
-    rc = admission_now(ad, bf, msg, size);
-    if (rc == 0) {
-        if (msg[0])
-            log_info("admission: %s", msg);
-        return 0;
-    }
-    if (ad->mode == ADMISSION_ENFORCE) {
-        log_warn("admission refused the configuration: %s", msg);
-        return rc;
-    }
-    log_warn("admission (warn only): %s", msg);
-    return 0;
-}
-
-static void log_rule_warning(void *arg, size_t i, const char *text)
-{
-    (void)i;
-    log_warn("%s: %s", (const char *)arg, text);
-}
-
-void admin_log_rules(const bucketfile_t *bf, const char *source)
-{
-    const rules_t *rl = bf ? bucketfile_rules(bf) : NULL;
-    if (rl)
-        rules_analyze(rl, log_rule_warning, (void *)(source ? source : "rules"));
-}
-
-/* Nonzero if bucket `name` is this controller's to run (always without
- * shards). */
-static int mine(const admin_t *ad, const char *name)
-{
-    return !ad->shards || (ad->rs ? reshard_mine(ad->rs, name)
-                                  : shardmap_of(name, ad->shards) == ad->shard);
-}
-
-int admin_set_ctrl_buckets(admin_t *ad, const bucketfile_t *bf)
-{
-    if (!ad->shards)
-        return ctrl_set_buckets(ad->ctrl, bf);
-    bucketfile_t *part = bucketfile_new();
-    int rc = part ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < bucketfile_count(bf); i++) {
-        const bucketfile_bucket_t *x = bucketfile_get(bf, i);
-        if (x->parent[0])
-            rc = -ENOTSUP;
-        else if (mine(ad, x->name))
-            rc = bucketfile_set(part, x, NULL);
-    }
-    if (rc == 0 && bucketfile_rules(bf)) { /* templates: made in the shard of each name */
-        rules_t *rl = rules_dup(bucketfile_rules(bf));
-        rc = rl ? bucketfile_set_rules(part, rl) : -ENOMEM;
-        if (rc < 0)
-            rules_destroy(&rl);
-    }
-    if (rc == 0)
-        rc = ctrl_set_buckets(ad->ctrl, part);
-    bucketfile_destroy(&part);
-    return rc;
-}
-
-/* Makes `bf` (owned, consumed) the configuration. */
-static int apply(admin_t *ad, bucketfile_t *bf)
-{
-    const rules_t *old = ad->bf ? bucketfile_rules(ad->bf) : NULL, *nr = bucketfile_rules(bf);
-    int changed = nr && (!old || !rules_equal(old, nr));
-    int rc = admin_set_ctrl_buckets(ad, bf);
-    if (rc < 0) {
-        bucketfile_destroy(&bf);
-        return rc;
-    }
-    if (changed)
-        admin_log_rules(bf, ad->path);
-    bucketfile_destroy(&ad->bf);
-    ad->bf = bf;
-    ad->sums_ok = 0;
-    if (ad->ld)
-        ad->ld->table_version = bucketfile_version(bf);
-    return 0;
-}
-
-/* The version a change to the table in force gets: one more than the
- * newest this controller knows (the table in force, what the election
- * last noted).  A version in the candidate's text (an imported or
- * reloaded file's) counts for nothing: only changes move it. */
-static uint64_t next_version(const admin_t *ad)
-{
-    uint64_t v = bucketfile_version(ad->bf);
-    if (ad->ld && ad->ld->table_version > v)
-        v = ad->ld->table_version;
-    return v + 1;
-}
-
-/* Fills `msg` (and logs it) for the error `rc` < 0 of a write of the table
- * to etcd: `whole` the whole table (publish()), else one bucket
- * (publish_bucket()).  Returns the error code: "not_leader" or "io". */
-static const char *write_error(admin_t *ad, int rc, int whole, char *msg, size_t size)
-{
-    if (rc == -EPERM) {
-        snprintf(msg, size, "not the leader (the leader is %s)",
-                 ad->ld->leader_id[0] ? ad->ld->leader_id : "unknown");
-        return "not_leader";
-    }
-    if (rc == -EAGAIN)
-        snprintf(msg, size, "the bucket table or the leadership changed meanwhile; retry");
-    else if (rc == -E2BIG && whole)
-        snprintf(msg, size, "a bucket of the table is over the %u bytes etcd takes as one "
-                 "value: refused", LEADER_TABLE_MAX);
-    else
-        snprintf(msg, size, "cannot write the bucket%s to etcd: %s", whole ? " table" : "",
-                 strerror(-rc));
-    log_warn("%s", msg);
-    return "io";
-}
-
-/* With etcd: the leader writes `bf` (borrowed; its version set to the
- * next) to the table key before it applies it, so that what runs is what
- * etcd holds, and the change is acknowledged only once etcd has it.
- * Returns NULL, or the error code with `msg` filled. */
-static const char *publish(admin_t *ad, bucketfile_t *bf, char *msg, size_t size)
-{
-    bucketfile_set_version(bf, next_version(ad));
-    char *text = bucketfile_render(bf); /* the operator's formatting travels */
-    if (!text) {
-        snprintf(msg, size, "out of memory");
-        return "internal";
-    }
-    size_t len = strlen(text);
-    int rc = leader_write_buckets(ad->ld, text, len, mono_now());
-    free(text);
-    if (rc == 0)
-        return NULL;
-    return write_error(ad, rc, 1, msg, size);
-}
-
-/* With etcd: the leader writes one change, bucket *b set (b NULL: bucket
- * `name` removed), with the table's version `v` as one transaction
- * (leader_put_bucket(), leader_remove_bucket()), before it applies it.
- * O(1) in the table's size.  Returns NULL, or the error code with `msg`
- * filled. */
-static const char *publish_bucket(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
-                                  uint64_t v, char *msg, size_t size)
-{
-    int rc = -ENOMEM;
-    char *json = NULL;
-    if (b) { /* the element as the bucket file writes it */
-        bucketfile_t *one = bucketfile_new();
-        jsonloc_err_t err;
-        char *t = one && bucketfile_set(one, b, &err) == 0 ? bucketfile_dumps(one) : NULL;
-        json_t *d = t ? json_loads(t, 0, NULL) : NULL;
-        json = d ? json_dumps(json_array_get(json_object_get(d, "buckets"), 0), JSON_COMPACT)
-                 : NULL;
-        json_decref(d);
-        free(t);
-        bucketfile_destroy(&one);
-        if (json)
-            rc = leader_put_bucket(ad->ld, b->name, json, strlen(json), v, mono_now());
-    } else {
-        rc = leader_remove_bucket(ad->ld, name, v, mono_now());
-    }
-    free(json);
-    if (rc == 0)
-        return NULL;
-    const char *code = write_error(ad, rc, 0, msg, size);
-    return rc == -ENOMEM ? "internal" : code;
-}
-
-/* The same for the one change `bf` (borrowed; its version set to the
- * next) holds over the table in force: bucket `name` set or removed. */
-static const char *publish_change(admin_t *ad, bucketfile_t *bf, const char *name, char *msg,
-                                  size_t size)
-{
-    uint64_t v = next_version(ad);
-    bucketfile_set_version(bf, v);
-    int i = bucketfile_find(bf, name);
-    return publish_bucket(ad, i >= 0 ? bucketfile_get(bf, (size_t)i) : NULL, name, v, msg, size);
-}
-
-/* The journal beside the bucket file, opened at first use (for the table
- * in force, ad->bf: the file it was read from or written to).  NULL, with
- * msg filled, if it cannot be opened. */
-static bucketjournal_t *journal(admin_t *ad, char *msg, size_t size)
-{
-    if (!ad->journal && bucketjournal_new(ad->path, ad->bf, 0, &ad->journal, msg, size) < 0)
-        return NULL;
-    return ad->journal;
-}
-
-/* Exports `bf` to the bucket file (the backup, with etcd) if the file's
- * buckets differ; a file edited by hand since it was last loaded or
- * written is left alone (bucketfile_save() refuses).  A failure is logged
- * only. */
-static void export_file(admin_t *ad, bucketfile_t *bf)
-{
-    bucketfile_t *cur = NULL;
-    jsonloc_err_t err;
-    char *a = NULL, *b = NULL, msg[600];
-    if (bucketfile_load(ad->path, &cur, &err) == 0) {
-        a = bucketfile_dumps(cur);
-        b = bucketfile_dumps(bf);
-    }
-    if (a && b && strcmp(a, b) == 0) {
-        bucketfile_copy_origin(bf, cur); /* the file holds this table */
-    } else {
-        /* with a journal beside the file (changes in place under etcd
-         * append to it), the file is written through it, which empties it */
-        bucketjournal_t *j = ad->bf ? journal(ad, msg, sizeof msg) : NULL;
-        if ((j ? bucketjournal_save(j, bf, msg, sizeof msg)
-               : bucketfile_save(bf, ad->path, msg, sizeof msg)) < 0)
-            log_warn("not exporting the bucket table: %s", msg);
-    }
-    free(a);
-    free(b);
-    bucketfile_destroy(&cur);
-}
-
-int admin_apply_text(admin_t *ad, const char *text, size_t len, int64_t rev)
-{
-    bucketfile_t *bf = NULL;
-    jsonloc_err_t err;
-    char src[64];
-    snprintf(src, sizeof src, "etcd@%lld", (long long)rev);
-    int rc = bucketfile_parse(text, len, src, &bf, &err);
-    if (rc < 0) {
-        char buf[600];
-        log_error("bucket table in etcd refused: %s", bucketfile_strerror(&err, buf, sizeof buf));
-        return rc;
-    }
-    if (bucketfile_version(bf) < bucketfile_version(ad->bf)) {
-        /* etcd lost the newer one (or went back to a backup): ours is
-         * written back (leader.c), neither the table nor the file go back */
-        log_warn("bucket table in etcd (revision %lld) is version %llu, older than ours (%llu): "
-                 "not applied", (long long)rev, (unsigned long long)bucketfile_version(bf),
-                 (unsigned long long)bucketfile_version(ad->bf));
-        bucketfile_destroy(&bf);
-        return -ESTALE;
-    }
-    if (ad->bf) /* what we know of the file stays known */
-        bucketfile_copy_origin(bf, ad->bf);
-    export_file(ad, bf);
-    size_t n = bucketfile_count(bf);
-    rc = apply(ad, bf);
-    if (rc < 0) {
-        log_error("cannot apply the bucket table of etcd: %s", strerror(-rc));
-        return rc;
-    }
-    log_info("bucket table from etcd (revision %lld): %zu buckets", (long long)rev, n);
-    return 0;
-}
-
-/* Undoes edit_in_place()'s edit of ad->bf: bucket `name` as it was (*old
- * if it was there, i >= 0: a removed bucket comes back at the end of the
- * table), or gone (i < 0). */
-static void undo_table(admin_t *ad, int i, const bucketfile_bucket_t *old, const char *name)
-{
-    if (i >= 0)
-        bucketfile_set(ad->bf, old, NULL);
-    else
-        bucketfile_remove_swap(ad->bf, name);
-}
-
-/* Bucket *b set, or bucket `name` removed (b NULL), in ad->bf and in ctrl,
- * in place: O(1) in the table's size.  i and *old: the bucket's index in
- * ad->bf before (-1: new) and what it was.  Returns 0, or -errno with both
- * tables unchanged (-ERANGE: over the arithmetic's bounds). */
-static int edit_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *name, int i,
-                         const bucketfile_bucket_t *old)
-{
-    int rc = b ? bucketfile_set(ad->bf, b, NULL) : bucketfile_remove_swap(ad->bf, name);
-    if (rc < 0)
-        return rc;
-    if (mine(ad, name))
-        rc = b ? ctrl_set_bucket(ad->ctrl, b) : ctrl_remove_bucket(ad->ctrl, name);
-    if (rc < 0)
-        undo_table(ad, i, old, name);
-    return rc;
-}
-
-/* With etcd: the bucket file, etcd's backup, follows one change made in
- * place (bucket *b set, or `name` removed; the table's version after it)
- * by a line of its journal: O(1).  A file edited by hand since it was last
- * read or written is left alone, as export_file() leaves it.  A failure
- * is logged only: etcd holds the change. */
-static void backup_change(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
-                          uint64_t version)
-{
-    char msg[768];
-    bucketjournal_t *j = journal(ad, msg, sizeof msg);
-    int rc = j ? bucketjournal_check(j, msg, sizeof msg) : -EIO;
-    if (rc == 0)
-        rc = b ? bucketjournal_queue_set(j, b, version, NULL, msg, sizeof msg)
-               : bucketjournal_queue_remove(j, name, version, NULL, msg, sizeof msg);
-    if (rc < 0) /* (a write that fails later: admin_journal_done() says so) */
-        log_warn("not exporting bucket %s to the bucket file: %s", name, msg);
-}
-
-/* The table's version is now `version` (0: it does not count). */
-static void note_version(admin_t *ad, uint64_t version)
-{
-    if (!version)
-        return;
-    bucketfile_set_version(ad->bf, version);
-    if (ad->ld)
-        ad->ld->table_version = version;
-}
-
-int admin_apply_bucket(admin_t *ad, const char *name, const char *json, size_t len,
-                       uint64_t version, int64_t rev)
-{
-    if (version < bucketfile_version(ad->bf)) {
-        log_warn("bucket %s in etcd (revision %lld) is of table version %llu, older than ours "
-                 "(%llu): not applied", name, (long long)rev, (unsigned long long)version,
-                 (unsigned long long)bucketfile_version(ad->bf));
-        return -ESTALE;
-    }
-    double t0 = mono_now();
-    bucketfile_t *one = NULL;
-    const bucketfile_bucket_t *b = NULL;
-    jsonloc_err_t err;
-    char src[64], *text = json ? malloc(len + 32) : NULL;
-    int rc = !json || text ? 0 : -ENOMEM;
-    snprintf(src, sizeof src, "etcd@%lld", (long long)rev);
-    if (rc == 0 && json) { /* one element, checked as the file's are */
-        int n = snprintf(text, len + 32, "{\"buckets\":[%.*s]}", (int)len, json);
-        rc = bucketfile_parse(text, (size_t)n, src, &one, &err);
-        if (rc == 0 && (bucketfile_count(one) != 1 ||
-                        strcmp(bucketfile_get(one, 0)->name, name) != 0))
-            rc = -EINVAL;
-        if (rc < 0) {
-            char buf[600];
-            log_error("bucket %s in etcd refused: %s", name,
-                      rc == -EINVAL ? "not that bucket's object"
-                                    : bucketfile_strerror(&err, buf, sizeof buf));
-        } else {
-            b = bucketfile_get(one, 0);
-        }
-    }
-    free(text);
-    if (rc < 0)
-        goto out;
-    if (ad->bf && !ctrl_nested(ad->ctrl) && !(b && b->parent[0])) {
-        /* in place, as the leader made it (change_in_place()) */
-        int i = bucketfile_find(ad->bf, name);
-        bucketfile_bucket_t old = {.weight = 1};
-        if (i >= 0)
-            old = *bucketfile_get(ad->bf, (size_t)i);
-        if (b || i >= 0)
-            rc = edit_in_place(ad, b, name, i, &old);
-        if (rc < 0) {
-            log_error("cannot apply bucket %s of etcd: %s", name, strerror(-rc));
-            goto out;
-        }
-        if (ad->sums_ok && i >= 0)
-            admission_sums_add(&ad->sums, &old, -1);
-        if (ad->sums_ok && b)
-            admission_sums_add(&ad->sums, b, 1);
-        note_version(ad, version);
-        backup_change(ad, b, name, version);
-    } else { /* a tree: the whole table, as the leader took it */
-        bucketfile_t *bf = ad->bf ? bucketfile_dup(ad->bf) : bucketfile_new();
-        rc = bf ? 0 : -ENOMEM;
-        if (rc == 0)
-            rc = b ? bucketfile_set(bf, b, &err) : (bucketfile_remove(bf, name), 0);
-        if (rc < 0) {
-            char buf[600];
-            log_error("bucket %s in etcd refused: %s", name,
-                      rc == -ENOMEM ? "out of memory" : bucketfile_strerror(&err, buf, sizeof buf));
-            bucketfile_destroy(&bf);
-            goto out;
-        }
-        bucketfile_set_version(bf, version);
-        export_file(ad, bf);
-        rc = apply(ad, bf);
-        if (rc < 0) {
-            log_error("cannot apply bucket %s of etcd: %s", name, strerror(-rc));
-            goto out;
-        }
-    }
-    log_info("bucket %s %s from etcd (revision %lld, table version %llu; %.1f ms)", name,
-             json ? "set" : "removed", (long long)rev, (unsigned long long)version,
-             (mono_now() - t0) * 1e3);
-out:
-    bucketfile_destroy(&one);
-    return rc;
-}
-
-const char *admin_reload(admin_t *ad, char *msg, size_t size)
-{
-    if (ad->ld && !leader_leads(ad->ld, mono_now())) {
-        snprintf(msg, size, "not the leader: the bucket table is etcd's; reload at the leader");
-        log_info("reload: %s", msg);
-        return "not_leader";
-    }
-    admin_settle(ad, -1); /* the file and its journal hold every change made */
-    bucketfile_t *bf = NULL;
-    jsonloc_err_t err;
-    int rc = bucketfile_load(ad->path, &bf, &err);
-    if (rc < 0) {
-        bucketfile_strerror(&err, msg, size);
-        log_error("reload: %s; keeping the current buckets", msg);
-        return rc == -EINVAL ? "invalid" : "io";
-    }
-    if (admit(ad, bf, msg, size) < 0) {
-        bucketfile_destroy(&bf);
-        return "admission";
-    }
-    size_t n = bucketfile_count(bf);
-    if (ad->ld) {
-        const char *code = publish(ad, bf, msg, size);
-        if (code) {
-            bucketfile_destroy(&bf);
-            return code;
-        }
-        export_file(ad, bf); /* the file follows the version etcd has */
-    }
-    if (apply(ad, bf) < 0) {
-        snprintf(msg, size, "out of memory");
-        return "internal";
-    }
-    if (ad->journal) /* the file as read now is what the journal extends */
-        bucketjournal_rebase(ad->journal, ad->bf);
-    log_info("loaded %zu buckets from %s", n, ad->path);
-    return NULL;
 }
 
 /* ---- the commands ------------------------------------------------------ */
@@ -687,9 +169,10 @@ static json_t *split_json(const split_t *s, double scale)
 static json_t *default_json(admin_t *ad)
 {
     json_t *o = json_object();
-    int b = bucketfile_find(ad->bf, "default");
+    const bucketfile_t *bf = conf_table(ad->conf);
+    int b = bucketfile_find(bf, "default");
     if (b >= 0) {
-        const bucketfile_bucket_t *x = bucketfile_get(ad->bf, (size_t)b);
+        const bucketfile_bucket_t *x = bucketfile_get(bf, (size_t)b);
         json_object_set_new(o, "configured", json_true());
         json_object_set_new(o, "reservation", json_integer((json_int_t)x->reservation));
         json_object_set_new(o, "limit", limit_json(x->limit));
@@ -987,9 +470,8 @@ static json_t *cmd_status(admin_t *ad, json_t *req)
      * changes of one bucket in place (the journal's, without etcd). */
     json_object_set_new(st, "full_rebuilds", json_integer((json_int_t)cs->full_rebuilds));
     json_object_set_new(st, "bucket_changes", json_integer((json_int_t)cs->bucket_changes));
-    if (ad->journal) {
-        bucketjournal_stats_t js;
-        bucketjournal_stats(ad->journal, &js);
+    bucketjournal_stats_t js;
+    if (conf_journal_stats(ad->conf, &js) == 0) {
         json_object_set_new(st, "journal",
                             json_pack("{s:I, s:I, s:I, s:I, s:b, s:I}", "bytes",
                                       (json_int_t)js.bytes, "appends", (json_int_t)js.appends,
@@ -1195,7 +677,7 @@ static json_t *cmd_history(admin_t *ad, json_t *req)
         const cmetrics_outcome_t *o = cmetrics_outcome(ad->met, name);
         if (o)
             json_array_append_new(arr, history_json(o, periods));
-        else if (bucketfile_find(ad->bf, name) < 0) {
+        else if (bucketfile_find(conf_table(ad->conf), name) < 0) {
             json_decref(r);
             return reply_error("not_found", "no such bucket (neither configured nor judged)");
         }
@@ -1228,194 +710,11 @@ static json_t *cmd_buckets(admin_t *ad, json_t *req)
     (void)req;
     json_t *r = reply_ok();
     json_t *arr = json_array();
-    for (size_t i = 0; i < bucketfile_count(ad->bf); i++)
-        json_array_append_new(arr, bucket_obj(bucketfile_get(ad->bf, i)));
+    const bucketfile_t *bf = conf_table(ad->conf);
+    for (size_t i = 0; i < bucketfile_count(bf); i++)
+        json_array_append_new(arr, bucket_obj(bucketfile_get(bf, i)));
     json_object_set_new(r, "buckets", arr);
     return r;
-}
-
-/* Validates, admits, persists, then applies `bf` (consumed).  A bucket
- * file changed by hand since it was last loaded or written is not
- * overwritten: the change is refused (file_changed) until a reload.
- * `name`: the one bucket `bf` changes (set or removed), which etcd then
- * takes as one key; NULL: the table is written whole. */
-static json_t *commit_change(admin_t *ad, bucketfile_t *bf, json_t *ok, const char *name)
-{
-    char msg[768];
-    int rc = check_file(ad, bf, msg, sizeof msg);
-    if (rc < 0) {
-        log_warn("change refused: %s", msg);
-        bucketfile_destroy(&bf);
-        json_decref(ok);
-        return reply_error(rc == -ESTALE ? "file_changed" : "io", msg);
-    }
-    if (admit(ad, bf, msg, sizeof msg) < 0) {
-        bucketfile_destroy(&bf);
-        json_decref(ok);
-        return reply_error("admission", msg);
-    }
-    if (ad->ld) { /* etcd is the table; the file is its backup */
-        const char *code = name ? publish_change(ad, bf, name, msg, sizeof msg)
-                                : publish(ad, bf, msg, sizeof msg);
-        if (code) {
-            bucketfile_destroy(&bf);
-            json_decref(ok);
-            return reply_not_leader(ad, code, msg);
-        }
-        export_file(ad, bf);
-        if (apply(ad, bf) < 0) {
-            json_decref(ok);
-            return reply_error("internal", "out of memory");
-        }
-        return ok;
-    }
-    if (bucketfile_version(ad->bf)) /* a table once under etcd keeps counting */
-        bucketfile_set_version(bf, next_version(ad));
-    rc = ad->journal ? bucketjournal_save(ad->journal, bf, msg, sizeof msg)
-                     : bucketfile_save(bf, ad->path, msg, sizeof msg);
-    if (rc < 0) {
-        log_error("%s", msg);
-        bucketfile_destroy(&bf);
-        json_decref(ok);
-        return reply_error(rc == -ESTALE ? "file_changed" : "io", msg);
-    }
-    if (apply(ad, bf) < 0) {
-        json_decref(ok);
-        return reply_error("internal", "out of memory");
-    }
-    return ok;
-}
-
-/* Undoes parked change p in ad->bf and ctrl (the newest first when there
- * are several): the bucket as it was, the table's version and sums. */
-static void undo_parked(admin_t *ad, const parked_change_t *p)
-{
-    const char *name = p->name;
-    if (mine(ad, name) &&
-        (p->was >= 0 ? ctrl_set_bucket(ad->ctrl, &p->old) : ctrl_remove_bucket(ad->ctrl, name)))
-        log_error("cannot undo a change the journal refused: the controller runs it "
-                  "until a reload");
-    undo_table(ad, p->was, &p->old, name);
-    bucketfile_set_version(ad->bf, p->version_before);
-    ad->sums = p->sums_before;
-}
-
-/* One bucket set (b) or removed (`name`, b NULL) in place, O(1) in the
- * table's size.  The same checks as commit_change() (the file unchanged by
- * hand, the arithmetic's bounds, admission), judged from sums.  With etcd
- * it is written to etcd first (one transaction: acknowledged once etcd has
- * it), then made to ad->bf and ctrl, then queued for the journal of the
- * file, etcd's backup (not waited for; a failure there is logged only).
- * Without etcd the change is made to ad->bf and ctrl and its line queued
- * for the journal's writer: the reply is parked (ad->parking) and sent
- * once the line is durable (admin_journal_done()), while the loop runs
- * rounds on.  A step that fails before undoes the ones before it, so a
- * refused change leaves the table in force as it was; a write that fails
- * later undoes it then (undo_parked()).  At most BUCKETJOURNAL_PENDING_MAX
- * changes wait: the next is refused (busy).  Consumes `ok`. */
-static json_t *change_in_place(admin_t *ad, const bucketfile_bucket_t *b, const char *name,
-                               json_t *ok)
-{
-    char msg[768];
-    int rc;
-    if (!journal(ad, msg, sizeof msg)) {
-        if (!ad->ld) { /* without etcd the journal is where the change is durable */
-            log_error("%s", msg);
-            json_decref(ok);
-            return reply_error("io", msg);
-        }
-        log_warn("%s", msg); /* etcd's backup only */
-    }
-    if (!ad->ld && parked_count(ad->parked) >= PARKED_MAX) {
-        json_decref(ok);
-        snprintf(msg, sizeof msg, "busy: %d changes are waiting for the disk to take the "
-                 "journal of %s; try again", PARKED_MAX, ad->path);
-        log_warn("change refused: %s", msg);
-        return reply_error("busy", msg);
-    }
-    if ((rc = check_file(ad, ad->bf, msg, sizeof msg)) < 0) {
-        log_warn("change refused: %s", msg);
-        json_decref(ok);
-        return reply_error(rc == -ESTALE ? "file_changed" : "io", msg);
-    }
-    if (!name)
-        name = b->name;
-    int i = bucketfile_find(ad->bf, name);
-    bucketfile_bucket_t old = {.weight = 1};
-    if (i >= 0)
-        old = *bucketfile_get(ad->bf, (size_t)i);
-    if (b && ctrl_check_bucket(ad->ctrl, b, msg, sizeof msg) < 0) {
-        log_error("configuration refused: %s", msg);
-        json_decref(ok);
-        return reply_error("admission", msg);
-    }
-    admission_sums_t after = *sums(ad);
-    if (i >= 0)
-        admission_sums_add(&after, &old, -1);
-    if (b)
-        admission_sums_add(&after, b, 1);
-    admission_view_t v = view_now(ad);
-    rc = admission_check_change(&after, b, &v, msg, sizeof msg);
-    if (rc == 0 && msg[0])
-        log_info("admission: %s", msg);
-    else if (rc < 0 && ad->mode == ADMISSION_ENFORCE) {
-        log_warn("admission refused the configuration: %s", msg);
-        json_decref(ok);
-        return reply_error("admission", msg);
-    } else if (rc < 0)
-        log_warn("admission (warn only): %s", msg);
-    if (ad->ld) { /* etcd is the table: written there first, the file follows */
-        uint64_t version = next_version(ad);
-        const char *code = publish_bucket(ad, b, name, version, msg, sizeof msg);
-        if (code) {
-            json_decref(ok);
-            return reply_not_leader(ad, code, msg);
-        }
-        rc = edit_in_place(ad, b, name, i, &old);
-        if (rc < 0) { /* ctrl_check_bucket() passed: out of memory */
-            log_error("cannot apply bucket %s, which etcd holds: %s", name, strerror(-rc));
-            json_decref(ok);
-            return reply_error("internal", "out of memory");
-        }
-        note_version(ad, version);
-        ad->sums = after;
-        backup_change(ad, b, name, version);
-        return ok;
-    }
-    uint64_t version_before = bucketfile_version(ad->bf);
-    uint64_t version = version_before ? next_version(ad) : 0;
-    parked_change_t *p = NULL; /* not full: refused busy above */
-    if ((!ad->parked && !(ad->parked = parked_new())) || !(p = parked_slot(ad->parked))) {
-        json_decref(ok);
-        return reply_error("internal", "out of memory");
-    }
-    p->is_set = b != NULL;
-    p->was = i;
-    p->old = old;
-    p->t0 = mono_now();
-    p->version_before = version_before;
-    p->sums_before = *sums(ad);
-    snprintf(p->name, sizeof p->name, "%s", name); /* the request's text goes with it */
-    /* The edit: the admin's table, then ctrl's, then the journal's queue. */
-    rc = edit_in_place(ad, b, name, i, &old);
-    if (rc < 0) {
-        json_decref(ok);
-        return reply_error(rc == -ERANGE ? "admission" : "internal",
-                           rc == -ERANGE ? "over the arithmetic's bounds" : "out of memory");
-    }
-    rc = b ? bucketjournal_queue_set(ad->journal, b, version, &p->ticket, msg, sizeof msg)
-           : bucketjournal_queue_remove(ad->journal, name, version, &p->ticket, msg, sizeof msg);
-    if (rc < 0) {
-        log_error("%s", msg);
-        undo_parked(ad, p);
-        json_decref(ok);
-        return reply_error(rc == -EBUSY ? "busy" : "io", msg);
-    }
-    note_version(ad, version);
-    ad->sums = after;
-    parked_add(ad->parked);
-    ad->parking = 1;
-    return ok;
 }
 
 static int get_rate(json_t *req, const char *key, int64_t max, int64_t *out, char *msg,
@@ -1467,7 +766,7 @@ static json_t *set_parent(json_t *req, bucketfile_bucket_t *b)
 
 static json_t *cmd_set(admin_t *ad, json_t *req)
 {
-    char msg[400];
+    char msg[768];
     json_t *jn, *refused = check_change(ad, req, &jn);
     if (refused)
         return refused;
@@ -1478,9 +777,10 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
                                       "control characters or ':'");
     bucketfile_bucket_t b = {.limit = BUCKETFILE_NO_LIMIT, .weight = 1};
     b.name = name; /* the request's: the table keeps its own copy */
-    int old = bucketfile_find(ad->bf, name);
+    const bucketfile_t *cur = conf_table(ad->conf);
+    int old = bucketfile_find(cur, name);
     if (old >= 0) { /* a change: what the request leaves out stays as it was */
-        b = *bucketfile_get(ad->bf, (size_t)old);
+        b = *bucketfile_get(cur, (size_t)old);
         b.name = name; /* the table's copy goes with the table a tree's change replaces */
     }
     else if (!json_object_get(req, "reservation"))
@@ -1522,33 +822,20 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
         snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text); /* path: a member name */
         return reply_error("invalid", msg);
     }
-    json_t *ok = reply_ok(), *r;
-    json_object_set_new(ok, "created", json_boolean(old < 0));
     double t0 = mono_now();
-    if (!b.parent[0] && !ctrl_nested(ad->ctrl)) {
-        r = change_in_place(ad, &b, NULL, ok);
-    } else { /* a tree: its checks and admission see the table whole */
-        admin_settle(ad, -1);
-        bucketfile_t *bf = bucketfile_dup(ad->bf);
-        int rc = bf ? bucketfile_set(bf, &b, &err) : -ENOMEM;
-        if (rc < 0) {
-            bucketfile_destroy(&bf);
-            json_decref(ok);
-            if (rc == -EINVAL) { /* the parent: unknown, a cycle, too deep */
-                snprintf(msg, sizeof msg, "%.63s: %s", err.path, err.text);
-                return reply_error("invalid", msg);
-            }
-            return reply_error("internal", "out of memory");
-        }
-        r = commit_change(ad, bf, ok, b.name);
-    }
-    if (json_is_true(json_object_get(r, "ok")))
-        log_info("bucket %s %s: reservation %lld limit %lld weight %u; bytes/s reservation "
-                 "%lld limit %lld (%.1f ms)",
-                 b.name, old < 0 ? "created" : "changed", (long long)b.reservation,
-                 (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight,
-                 (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1),
-                 (mono_now() - t0) * 1e3);
+    int parked = 0;
+    const char *code = conf_set(ad->conf, &b, &parked, msg, sizeof msg);
+    if (code)
+        return reply_not_leader(ad, code, msg);
+    ad->parking = parked; /* its reply waits for the disk */
+    log_info("bucket %s %s: reservation %lld limit %lld weight %u; bytes/s reservation "
+             "%lld limit %lld (%.1f ms)",
+             b.name, old < 0 ? "created" : "changed", (long long)b.reservation,
+             (long long)(b.limit == BUCKETFILE_NO_LIMIT ? -1 : b.limit), b.weight,
+             (long long)b.reservation_bytes, (long long)(b.limit_bytes ? b.limit_bytes : -1),
+             (mono_now() - t0) * 1e3);
+    json_t *r = reply_ok();
+    json_object_set_new(r, "created", json_boolean(old < 0));
     return r;
 }
 
@@ -1557,27 +844,15 @@ static json_t *cmd_remove(admin_t *ad, json_t *req)
     json_t *jn, *refused = check_change(ad, req, &jn);
     if (refused)
         return refused;
-    if (bucketfile_find(ad->bf, json_string_value(jn)) < 0)
-        return reply_error("not_found", "no such bucket");
-    json_t *r;
+    char msg[768];
+    int parked = 0;
     double t0 = mono_now();
-    if (!ctrl_nested(ad->ctrl)) { /* without a tree no bucket is a parent */
-        r = change_in_place(ad, NULL, json_string_value(jn), reply_ok());
-    } else {
-        admin_settle(ad, -1);
-        bucketfile_t *bf = bucketfile_dup(ad->bf);
-        if (!bf)
-            return reply_error("internal", "out of memory");
-        if (bucketfile_remove(bf, json_string_value(jn)) == -EBUSY) {
-            bucketfile_destroy(&bf);
-            return reply_error("invalid", "the bucket is a parent: remove its children or set "
-                                          "them another parent first");
-        }
-        r = commit_change(ad, bf, reply_ok(), json_string_value(jn));
-    }
-    if (json_is_true(json_object_get(r, "ok")))
-        log_info("bucket %s removed (%.1f ms)", json_string_value(jn), (mono_now() - t0) * 1e3);
-    return r;
+    const char *code = conf_remove(ad->conf, json_string_value(jn), &parked, msg, sizeof msg);
+    if (code)
+        return reply_not_leader(ad, code, msg);
+    ad->parking = parked;
+    log_info("bucket %s removed (%.1f ms)", json_string_value(jn), (mono_now() - t0) * 1e3);
+    return reply_ok();
 }
 
 /* ---- rules (issue 27) ------------------------------------------------------ */
@@ -1615,7 +890,8 @@ static json_t *rules_reply(json_t *r, const rules_t *rl, const bucketfile_t *bf)
 static json_t *cmd_rules(admin_t *ad, json_t *req)
 {
     (void)req;
-    return rules_reply(reply_ok(), bucketfile_rules(ad->bf), ad->bf);
+    const bucketfile_t *bf = conf_table(ad->conf);
+    return rules_reply(reply_ok(), bucketfile_rules(bf), bf);
 }
 
 /* "rule": {"op": "add", "rule": {...}, "at": N} (at: the index it takes;
@@ -1636,7 +912,7 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
         return reply_error("bad_request", "\"op\" (add, change, move, remove) is required");
     if (jat && (!json_is_integer(jat) || json_integer_value(jat) < 0))
         return reply_error("bad_request", "\"at\" must be a rule index (0 is the first)");
-    const rules_t *cur = bucketfile_rules(ad->bf);
+    const rules_t *cur = bucketfile_rules(conf_table(ad->conf));
     rules_t *rl = cur ? rules_dup(cur) : rules_new();
     if (!rl)
         return reply_error("internal", "out of memory");
@@ -1646,7 +922,7 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
     jsonloc_err_t e;
     jsonloc_err_clear(&e);
     int rc = 0;
-    char msg[460];
+    char msg[768];
     if (!add && !change && strcmp(op, "move") && strcmp(op, "remove")) {
         rules_destroy(&rl);
         return reply_error("bad_request", "\"op\" must be add, change, move or remove");
@@ -1683,7 +959,7 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
         snprintf(msg, sizeof msg, "%s%s%s", e.path, e.path[0] ? ": " : "", e.text);
         return reply_error("invalid", msg);
     }
-    bucketfile_t *bf = bucketfile_dup(ad->bf);
+    bucketfile_t *bf = bucketfile_dup(conf_table(ad->conf));
     if (!bf || bucketfile_set_rules(bf, rl) < 0) {
         bucketfile_destroy(&bf);
         rules_destroy(&rl);
@@ -1692,10 +968,15 @@ static json_t *cmd_rule(admin_t *ad, json_t *req)
     json_t *ok = rules_reply(reply_ok(), rl, bf);
     if (idx >= 0)
         json_object_set_new(ok, "index", json_integer(idx));
-    json_t *r = commit_change(ad, bf, ok, NULL); /* the rules live in the head: the table whole */
-    if (json_is_true(json_object_get(r, "ok")))
-        log_info("rules: %s %s (%zu rules)", op, name ? name : "", rules_count(bucketfile_rules(ad->bf)));
-    return r;
+    /* the rules live in the head: the table whole */
+    const char *code = conf_replace(ad->conf, bf, msg, sizeof msg);
+    if (code) {
+        json_decref(ok);
+        return reply_not_leader(ad, code, msg);
+    }
+    log_info("rules: %s %s (%zu rules)", op, name ? name : "",
+             rules_count(bucketfile_rules(conf_table(ad->conf))));
+    return ok;
 }
 
 /* ---- who (issue 27) --------------------------------------------------------- */
@@ -1766,7 +1047,7 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
 {
     (void)req;
     char msg[512];
-    const char *code = admin_reload(ad, msg, sizeof msg);
+    const char *code = conf_reload(ad->conf, msg, sizeof msg);
     if (ad->reloads && !code)
         ad->reloads->ok++;
     else if (ad->reloads && strcmp(code, "not_leader"))
@@ -1774,7 +1055,8 @@ static json_t *cmd_reload(admin_t *ad, json_t *req)
     if (code)
         return reply_not_leader(ad, code, msg);
     json_t *r = reply_ok();
-    json_object_set_new(r, "buckets", json_integer((json_int_t)bucketfile_count(ad->bf)));
+    json_object_set_new(r, "buckets",
+                        json_integer((json_int_t)bucketfile_count(conf_table(ad->conf))));
     return r;
 }
 
@@ -1824,7 +1106,7 @@ static json_t *diff_json(const bucketfile_t *old, const bucketfile_t *bf, size_t
 /* The start of an import or diff: NULL with *bf the table the request's
  * "text" (a whole bucket file, parsed as bucketfile_parse() does; errors
  * name "source", a file name of the sender's, or "import") describes,
- * knowing what ad->bf knows of the controller's file; else the reply
+ * knowing what the table in force knows of the controller's file; else the reply
  * (not_leader at a standby, bad_request, invalid with the position). */
 static json_t *import_parse(admin_t *ad, json_t *req, bucketfile_t **bf)
 {
@@ -1846,7 +1128,8 @@ static json_t *import_parse(admin_t *ad, json_t *req, bucketfile_t **bf)
         log_warn("import refused: %s", msg);
         return reply_error(rc == -ENOMEM ? "internal" : "invalid", msg);
     }
-    if (ad->bf && bucketfile_copy_origin(*bf, ad->bf) < 0) {
+    const bucketfile_t *cur = conf_table(ad->conf);
+    if (cur && bucketfile_copy_origin(*bf, cur) < 0) {
         bucketfile_destroy(bf);
         return reply_error("internal", "out of memory");
     }
@@ -1868,18 +1151,22 @@ static json_t *cmd_import(admin_t *ad, json_t *req)
         return refused;
     size_t changes, n = bucketfile_count(bf);
     json_t *ok = reply_ok();
-    json_object_update_new(ok, diff_json(ad->bf, bf, &changes));
+    json_object_update_new(ok, diff_json(conf_table(ad->conf), bf, &changes));
     if (changes == 0) {
         bucketfile_destroy(&bf);
         return ok;
     }
-    json_t *r = commit_change(ad, bf, ok, NULL);
-    if (json_is_true(json_object_get(r, "ok")))
-        log_info("import: %zu buckets in force (%zu added, %zu removed, %zu changed)", n,
-                 json_array_size(json_object_get(r, "added")),
-                 json_array_size(json_object_get(r, "removed")),
-                 json_array_size(json_object_get(r, "changed")));
-    return r;
+    char msg[768];
+    const char *code = conf_replace(ad->conf, bf, msg, sizeof msg);
+    if (code) {
+        json_decref(ok);
+        return reply_not_leader(ad, code, msg);
+    }
+    log_info("import: %zu buckets in force (%zu added, %zu removed, %zu changed)", n,
+             json_array_size(json_object_get(ok, "added")),
+             json_array_size(json_object_get(ok, "removed")),
+             json_array_size(json_object_get(ok, "changed")));
+    return ok;
 }
 
 /* diff {"text": ..., "source": ...}: import's dry run.  The reply is
@@ -1894,20 +1181,12 @@ static json_t *cmd_diff(admin_t *ad, json_t *req)
         return refused;
     size_t changes;
     json_t *r = reply_ok();
-    json_object_update_new(r, diff_json(ad->bf, bf, &changes));
+    json_object_update_new(r, diff_json(conf_table(ad->conf), bf, &changes));
     char msg[768];
-    const char *code = NULL;
-    int rc = check_file(ad, bf, msg, sizeof msg);
-    if (rc < 0)
-        code = rc == -ESTALE ? "file_changed" : "io";
-    else if (ctrl_check_buckets(ad->ctrl, bf, msg, sizeof msg) < 0)
-        code = "admission"; /* as commit_change() answers it */
-    else if (admission_now(ad, bf, msg, sizeof msg) == -EDQUOT) {
-        if (ad->mode == ADMISSION_ENFORCE)
-            code = "admission";
-        else
-            json_object_set_new(r, "warning", json_string(msg));
-    }
+    int warned;
+    const char *code = conf_check(ad->conf, bf, msg, sizeof msg, &warned);
+    if (warned)
+        json_object_set_new(r, "warning", json_string(msg));
     if (code && changes > 0)
         json_object_set_new(r, "refusal",
                             json_pack("{s:s, s:s}", "error", code, "message", msg));
@@ -2037,7 +1316,7 @@ static json_t *run_cmd(admin_t *ad, const admin_cmd_t *c, json_t *req, const pro
     if (auth_admin(ad->auth, p, c->name, c->writes, &who, msg, sizeof msg) < 0)
         return reply_error("forbidden", msg);
     if (c->writes && c->run != cmd_set && c->run != cmd_remove)
-        admin_settle(ad, -1); /* a whole-table change starts from what is durable */
+        conf_settle(ad->conf, -1); /* a whole-table change starts from what is durable */
     json_t *r = c->run(ad, req);
     if (c->writes && json_is_true(json_object_get(r, "ok"))) {
         add_warning(ad, r, 1);
@@ -2110,60 +1389,18 @@ static void send_reply(admin_t *ad, const parked_env_t *env, const char *text)
     }
 }
 
-/* Parked change p, taken out of the ring, is finished: its reply (`text`,
- * owned) goes out, or to admin_answer() when it was asked there; the reply
- * it held (p->text, when not `text`) is freed. */
-static void finish_parked(admin_t *ad, parked_change_t *p, char *text)
+void admin_reply(void *arg, const parked_env_t *to, char *held, const char *code,
+                 const char *msg)
 {
-    if (p->to.nenv) {
-        send_reply(ad, &p->to, text);
+    admin_t *ad = arg;
+    char *text = code ? dump_reply(reply_error(code, msg)) : held;
+    if (to->nenv) {
+        send_reply(ad, to, text);
         free(text);
-    } else {
+    } else { /* admin_answer() takes it */
         free(ad->direct);
         ad->direct = text;
     }
-    if (p->text != text)
-        free(p->text);
-    p->text = NULL;
-}
-
-int admin_journal_fd(const admin_t *ad)
-{
-    return ad->journal ? bucketjournal_fd(ad->journal) : -1;
-}
-
-void admin_journal_done(admin_t *ad)
-{
-    if (!ad->journal)
-        return;
-    bucketjournal_done_t d;
-    bucketjournal_done(ad->journal, &d);
-    parked_change_t *p;
-    while ((p = parked_take_durable(ad->parked, d.durable))) { /* oldest first */
-        log_info("bucket %s %s: durable (%.1f ms after it was asked)", p->name,
-                 p->is_set ? "set" : "removed", (mono_now() - p->t0) * 1e3);
-        finish_parked(ad, p, p->text);
-    }
-    if (d.rc == 0)
-        return;
-    log_error("the journal of %s: a write failed: %s", ad->path, d.msg);
-    /* The failed ones are the newest parked (every one after the first
-     * failed failed too): undone newest first, each answered. */
-    while ((p = parked_take_failed(ad->parked, d.failed_from, d.failed_to))) {
-        undo_parked(ad, p);
-        log_error("bucket %s: not %s, undone: %s", p->name, p->is_set ? "set" : "removed",
-                  d.msg);
-        finish_parked(ad, p, dump_reply(reply_error("io", d.msg)));
-    }
-}
-
-size_t admin_settle(admin_t *ad, double timeout_s)
-{
-    if (!ad->journal || !parked_count(ad->parked))
-        return 0;
-    bucketjournal_flush(ad->journal, timeout_s);
-    admin_journal_done(ad);
-    return parked_count(ad->parked);
 }
 
 char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t *p)
@@ -2172,14 +1409,12 @@ char *admin_answer(admin_t *ad, const char *data, size_t len, const proto_peer_t
     char *text = dump_reply(admin_request(ad, data, len, p));
     if (!ad->parking)
         return text;
-    parked_change_t *slot = parked_newest(ad->parked);
     ad->parking = 0;
-    slot->text = text;
-    slot->to = ad->cur;
-    if (slot->to.nenv) /* admin_drain(): the reply waits for the disk */
+    conf_hold_reply(ad->conf, text, &ad->cur);
+    if (ad->cur.nenv) /* admin_drain(): the reply waits for the disk */
         return NULL;
     /* No socket: wait for the disk here. */
-    admin_settle(ad, -1);
+    conf_settle(ad->conf, -1);
     text = ad->direct;
     ad->direct = NULL;
     return text;
@@ -2241,10 +1476,10 @@ void admin_drain(admin_t *ad)
         proto_peer_t peer;
         proto_peer_get(&msg, &peer);
         env->fd = zmq_msg_get(&msg, ZMQ_SRCFD); /* -1 if unknown */
-        size_t before = parked_count(ad->parked);
+        size_t before = conf_waiting(ad->conf);
         char *text = more ? dump_reply(reply_error("bad_request", "one frame per request"))
                           : admin_answer(ad, zmq_msg_data(&msg), zmq_msg_size(&msg), &peer);
-        int parked = parked_count(ad->parked) > before; /* its reply waits for the disk */
+        int parked = conf_waiting(ad->conf) > before; /* its reply waits for the disk */
         zmq_msg_close(&msg);
         skip_frames(ad, more);
         if (!parked)

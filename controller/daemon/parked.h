@@ -1,6 +1,6 @@
 /* parked.h - the changes whose journal line is not yet durable: each one's reply held, what undoes it, at most PARKED_MAX at once, oldest first.
  *
- * Without etcd a set or remove is made to the admin's table and to ctrl at
+ * Without etcd a set or remove is made to the table in force and to ctrl at
  * once, and its line queued for the journal's writer (common/bucketjournal);
  * its reply waits here until the line is durable (issue 26, docs/decisions.md
  * "A change's fdatasync off the loop").  The journal takes lines in the order
@@ -13,9 +13,10 @@
  * queued without bound.
  *
  * A parked_t keeps the data only: the envelope the reply goes back behind
- * and the record an undo needs; sending and undoing are the admin
- * endpoint's (controller/daemon/admin.c).  It belongs to the controller's
- * loop thread; nothing locks. */
+ * and the record an undo needs; undoing is the configuration's
+ * (controller/daemon/conf.c), sending the admin endpoint's (admin.c, through
+ * conf's reply callback).  It belongs to the controller's loop thread;
+ * nothing locks. */
 #ifndef BQOS_PARKED_H
 #define BQOS_PARKED_H
 

@@ -9,7 +9,7 @@ fuzz_bucketfile_SRCS = $(common_SRCS)
 fuzz_scenario_SRCS = workloads/scenario.c $(common_SRCS)
 # the controller's admin requests (admin_answer(): no socket) and the settings file (common/opts)
 FUZZERS += fuzz_admin fuzz_settings
-fuzz_admin_SRCS = controller/daemon/admin.c controller/daemon/statuspage.c controller/daemon/parked.c controller/daemon/metrics.c controller/daemon/nodes.c \
+fuzz_admin_SRCS = controller/daemon/admin.c controller/daemon/conf.c controller/daemon/statuspage.c controller/daemon/parked.c controller/daemon/metrics.c controller/daemon/nodes.c \
   controller/daemon/leader.c controller/daemon/ltable.c controller/daemon/rootx.c controller/daemon/etcd.c controller/daemon/clock.c \
   controller/daemon/auth.c controller/daemon/authkeys.c controller/daemon/history.c \
   $(controller_SRCS) $(pshift_SRCS) $(protozmq_SRCS) $(proto_SRCS) $(curvekey_SRCS) $(common_SRCS)

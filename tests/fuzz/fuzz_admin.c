@@ -1,4 +1,4 @@
-/* fuzz_admin.c - libFuzzer harness for the controller's admin requests (controller/daemon/admin: admin_answer(), no socket): any bytes get one JSON object with "ok" back, and the configuration stays one the bucket file parser accepts. */
+/* fuzz_admin.c - libFuzzer harness for the controller's admin requests (controller/daemon/admin: admin_answer(), no socket; the changes through controller/daemon/conf): any bytes get one JSON object with "ok" back, and the configuration stays one the bucket file parser accepts. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +31,25 @@ static void die(const char *what)
     abort();
 }
 
+/* The configuration in force, `table` parsed (anew at every run). */
+static conf_t *table_conf(world_t *w)
+{
+    jsonloc_err_t err;
+    char buf[600];
+    bucketfile_t *bf = NULL;
+    if (bucketfile_parse(table, strlen(table), "table", &bf, &err) < 0)
+        die(bucketfile_strerror(&err, buf, sizeof buf));
+    if (ctrl_set_buckets(w->ctrl, bf) < 0)
+        die("ctrl_set_buckets");
+    conf_t *c = conf_new(&(conf_config_t){.path = w->path, .mode = ADMISSION_ENFORCE,
+                                          .ctrl = w->ctrl, .reply = admin_reply, .arg = &w->ad},
+                         bf);
+    if (!c)
+        die("conf_new");
+    return c;
+}
+
+
 /* The controller's state, made once: two nodes that said hello, metrics, the
  * buckets in a file in /dev/shm (tmpfs: "set" rewrites it with fsync). */
 static world_t *world(void)
@@ -54,8 +73,8 @@ static world_t *world(void)
     nodes_init(&w.nodes, NULL, w.ctrl, &w.clk, &w.tm.cur, &(nodes_hooks_t){0});
     if (cmetrics_init(&w.met, w.ctrl, &w.nodes, &w.tm, &w.clk, NULL) < 0)
         die("cmetrics_init");
-    w.ad = (admin_t){.path = w.path, .mode = ADMISSION_ENFORCE, .ctrl = w.ctrl, .clk = &w.clk,
-                     .nodes = &w.nodes, .tm = &w.tm, .met = &w.met};
+    w.ad = (admin_t){.ctrl = w.ctrl, .clk = &w.clk, .nodes = &w.nodes, .tm = &w.tm,
+                     .met = &w.met};
     return &w;
 }
 
@@ -65,20 +84,14 @@ static void reset(world_t *w)
     FILE *f = fopen(w->path, "w");
     if (!f || fputs(table, f) < 0 || fclose(f) != 0)
         die("cannot write the bucket file");
-    jsonloc_err_t err;
-    char buf[600];
     /* The table replaced behind the admin's back: its journal and its
-     * admission sums go with the old one. */
+     * admission sums go with the old one (a new conf_t). */
     admin_close(&w->ad);
-    w->ad.sums_ok = 0;
+    conf_destroy(&w->ad.conf);
     char jp[sizeof w->path + 16];
     snprintf(jp, sizeof jp, "%s.journal", w->path);
     unlink(jp);
-    bucketfile_destroy(&w->ad.bf);
-    if (bucketfile_parse(table, strlen(table), "table", &w->ad.bf, &err) < 0)
-        die(bucketfile_strerror(&err, buf, sizeof buf));
-    if (ctrl_set_buckets(w->ctrl, w->ad.bf) < 0)
-        die("ctrl_set_buckets");
+    w->ad.conf = table_conf(w);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -96,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(r);
     free(text);
     /* What is in force dumps to a file that loads back. */
-    char *dump = bucketfile_dumps(w->ad.bf);
+    char *dump = bucketfile_dumps(conf_table(w->ad.conf));
     bucketfile_t *back = NULL;
     jsonloc_err_t err;
     if (!dump || bucketfile_parse(dump, strlen(dump), "dump", &back, &err) != 0)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# it_config.sh - config vs state against a real bqos-controller: a hand edit not reloaded is never overwritten by bqos-ctl set (refused, edit kept; works after reload), saves keep the operator's formatting, set --limit alone keeps the other fields, --json buckets loads back; --check on good and bad files (exit codes, positions) for the controller and the node; a daemon started from a settings file, the command line overriding it.
+# it_config.sh - config vs state against a real bqos-controller: a hand edit not reloaded is never overwritten by bqos-ctl set (refused, edit kept; works after reload), saves keep the operator's formatting, set --limit alone keeps the other fields, --json buckets loads back; --check on good and bad files (exit codes, positions) for the controller and the node; a daemon started from a settings file, the command line overriding it; a nested table with --shards refused at start.
 . "$(dirname "$0")/../../scripts/lib.sh"
 it_begin it_config
 CTL=$BIN/bqos-ctl
@@ -103,6 +103,16 @@ check "bqos-node --check refuses what the controller refuses (rc $rc)" \
 printf 'config = %s\nmemcached-listen = 127.0.0.1:0\n' "$T/b.json" >"$T/node.conf"
 "$BIN/bqos-node" --check --settings "$T/node.conf" >"$T/out" 2>&1; rc=$?
 check "bqos-node --check on good settings: exit 0 (rc $rc)" '[ $rc -eq 0 ]'
+
+# A nested table with --shards is refused at start: exit 1 with the reason (it freed the table
+# twice on this path and died of it, signal 11, until conf.c owned the table).
+printf '{"buckets":[{"name":"t","reservation":10,"limit":100},{"name":"a","reservation":5,"parent":"t"}]}\n' \
+  >"$T/nested.json"
+next_port; np=$PORT; next_port; nap=$PORT
+timeout 10 "$BIN/bqos-controller" --buckets "$T/nested.json" --shards 2 --shard 0 \
+  --listen "tcp://127.0.0.1:$np" --admin "tcp://127.0.0.1:$nap" >"$T/out" 2>&1; rc=$?
+check "a nested table with --shards: refused, exit 1, no crash (rc $rc)" \
+  '[ $rc -eq 1 ] && grep -qF "not supported with --shards" "$T/out"'
 
 stop_controller
 it_end 'cat "$T/controller.log"'
