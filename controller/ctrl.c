@@ -1568,7 +1568,7 @@ int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out)
     *out = (ctrl_pair_info_t){
         .reported = p->has_report && p->period == c->period,
         .queued = p->has_report ? p->queued : 0,
-        .demand = ps->demand,
+        .demand = p->demand,
         .r_tokens = ps->tok_r < 0 ? -1 : ps->tok_r,
         .l_tokens = unl || ps->tok_l == CTRL_UNLIMITED ? CTRL_UNLIMITED
                     : ps->tok_r < 0                   ? 0

@@ -45,18 +45,22 @@ typedef struct {
     uint32_t binterval;
     uint32_t inflight;     /* the most requests in flight the node last said
                               (report "inflight", issue 25); 0: not said */
+    /* What the last computation made of it (written by the passes over
+     * the active pairs, every one of which has a slot: a pair enters the
+     * list by a record): */
+    int64_t demand;        /* estimate for the rest of the period */
+    double rate_used;      /* demand per interval at the last computation */
 } pair_t;
 
-/* What the computations made of a pair: the demand estimate and the tokens
- * last pushed.  Same index as pair_t. */
+/* The tokens last pushed to a pair, indexed by the node's table index
+ * (every pair of a full table gets its record at the full push); the
+ * demand estimate is the pair's slot's (pair_t: none without one). */
 typedef struct {
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
     int64_t grant;         /* limited bucket: the most this node may have
                               served in period gperiod by what was pushed
                               (served at the push + R + L, highest push) */
     uint64_t gperiod;      /* period of `grant`; other: none known */
-    int64_t demand;        /* estimate for the rest of the period */
-    double rate_used;      /* demand per interval at the last computation */
 } pair_push_t;
 
 /* What only the status needs of a pair: the last report's served counters
@@ -460,8 +464,8 @@ static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size
     if (pc.has_report)
         out->queued = count_uadd(out->queued, pc.queued);
     const pair_push_t *ps = &nd->push[j];
-    out->demand = count_add(out->demand, ps->demand);
-    out->servers += ps->demand > 0;
+    out->demand = count_add(out->demand, pc.demand);
+    out->servers += pc.demand > 0;
     if (ps->tok_r > 0)
         out->r_tokens = count_add(out->r_tokens, ps->tok_r);
     if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)

@@ -138,8 +138,11 @@ static void work_keep_demand(ctrl_t *c)
         node_t *nd = &c->nodes[i];
         if (!nd->up)
             continue;
-        for (size_t k = 0; k < nd->nact; k++)
-            nd->push[nd->act[k]].demand = c->io.n[i].work[k].demand;
+        for (size_t k = 0; k < nd->nact; k++) {
+            pair_t *pr = ctrl__pair_held(nd, nd->act[k]); /* every active pair has one */
+            if (pr)
+                pr->demand = c->io.n[i].work[k].demand;
+        }
     }
 }
 
@@ -294,19 +297,19 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
                        (pr->queued > 0 ? LEDGER_QUEUED : 0);
             if (pr->queued > 0)
                 c->b[b].backlog = 1;
-            if (!changed && estimate_changed(nd->push[nd->act[k]].rate_used, w->rate_now,
+            if (!changed && estimate_changed(pr->rate_used, w->rate_now,
                                              c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
-        /* While nothing moved (the round may be skipped, and this pair's
-         * push record was just read) the estimate is the pair's demand: a
-         * skipped round keeps it without a second pass over the pairs.
-         * Once something moved the round computes, and push_node() writes
-         * what the passes made of it (not written here: the record is not
-         * read in that case, and a computed round would pay a cache line
-         * per pair for nothing). */
-        if (!changed)
-            nd->push[nd->act[k]].demand = w->demand;
+        /* While nothing moved (the round may be skipped) the estimate is
+         * the pair's demand: a skipped round keeps it without a second
+         * pass over the pairs.  Once something moved the round computes,
+         * and push_node() writes what the passes made of it (not written
+         * here: a computed round would dirty a cache line per pair for
+         * nothing).  Every active pair has its slot (pr); without one
+         * (never so) the demand reads 0. */
+        if (!changed && pr)
+            pr->demand = w->demand;
         /* A sparse node's pair whose last record serves at a rate is
          * carried on by its reports (absent_predict()): it stays. */
         if (pc->queued == 0 && pc->arrivals == 0 && served == 0 &&
@@ -359,9 +362,12 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
             if (wa->b >= 0 && wa->rk >= 0 && c->b[wa->b].ra)
                 __builtin_prefetch(&c->b[wa->b].ra[wa->rk]);
         }
-        ps->demand = w->demand;
-        if (w->flags & LEDGER_EST)
-            ps->rate_used = w->rate_now;
+        pair_t *pr = ctrl__pair_held(nd, j); /* every active pair has one */
+        if (pr) {
+            pr->demand = w->demand;
+            if (w->flags & LEDGER_EST)
+                pr->rate_used = w->rate_now;
+        }
         if (w->b < 0) {
             k++;
             continue;
