@@ -928,12 +928,13 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         if (old >= 0) {
             push[j] = nd->push[old];
             int32_t r = nd->pref[old];
-            if (r >= 0) { /* ns < cs: one per old slot, each pair once */
+            if (r >= 0 && ns < cs) { /* one per old slot (a name given twice
+                                         may find its slot taken: new state) */
                 pst[ns] = nd->pst[r];
                 psv[ns] = nd->psv[r];
                 pref[j] = (int32_t)ns++;
             } else
-                pref[j] = r;
+                pref[j] = r >= 0 ? -b - 2 : r;
         } else
             pair_init(&pref[j], &push[j], b);
     }
