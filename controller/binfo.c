@@ -106,7 +106,7 @@ int ctrl_bucket_info_many(const ctrl_t *c, ctrl_binfo_t *s, const int *bs, size_
             const node_t *nd = &c->nodes[i];
             for (size_t a = 0; a < nd->nact; a++) {
                 const size_t j = nd->act[a];
-                const int b = nd->pairs[j].b;
+                const int b = ctrl__pair_b(nd, j);
                 if (b < 0 || s->pos[b] < 0)
                     continue;
                 ctrl__bucket_add_pair(c, nd, j, c->b[b].l == CTRL_UNLIMITED, &out[s->pos[b]]);

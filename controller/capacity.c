@@ -32,10 +32,10 @@ static double bucket_capacity(const ctrl_t *c, const char *name, int bytes)
         int j = ctrl__node_slot(nd, (size_t)b);
         if (!nd->up || j < 0)
             continue;
-        const pair_t *p = &nd->pairs[j];
+        const pair_t *p = ctrl__pair(nd, (size_t)j);
         if (!p->has_report)
             continue;
-        if (nd->push[j].demand > 0 || p->queued > 0 || p->arrivals > 0) {
+        if (p->demand > 0 || p->queued > 0 || p->arrivals > 0) {
             double n = node_capacity(c, i, bytes);
             if (!(n > 0) && bytes)
                 return -1;

@@ -84,9 +84,10 @@ static void table_free(node_t *n)
     for (size_t i = 0; i < n->ntable; i++)
         free(n->tnames[i]);
     free(n->tnames);
-    free(n->pairs);
+    free(n->pref);
+    free(n->pst);
+    free(n->psv);
     free(n->push);
-    free(n->served);
     free(n->act);
     free(n->inact);
     strmap_destroy(&n->unconf);
@@ -207,13 +208,36 @@ const ctrl_config_t *ctrl_config(const ctrl_t *c)
     return &c->cfg;
 }
 
-static void pair_init(pair_t *p, pair_push_t *pp, int b)
+/* A new pair of bucket b (< 0: not configured, read back as -1): no slot
+ * (ctrl__pair_none: never reported, no tokens left known), nothing pushed. */
+static void pair_init(int32_t *pref, pair_push_t *pp, int b)
 {
-    memset(p, 0, sizeof *p);
-    p->b = b;
-    p->period = UINT64_MAX;
-    p->throttled = 1; /* no tokens left known */
+    *pref = b < 0 ? -1 : -b - 2;
     *pp = (pair_push_t){.tok_r = -1, .tok_l = CTRL_UNLIMITED, .gperiod = UINT64_MAX};
+}
+
+int ctrl__pairs_reserve(node_t *nd, size_t n)
+{
+    size_t want = nd->npst + n;
+    if (want > nd->ntable)
+        want = nd->ntable; /* one slot per pair at most */
+    if (want <= nd->cappst)
+        return 0;
+    size_t cap = nd->cappst ? nd->cappst : 64;
+    while (cap < want)
+        cap *= 2;
+    if (cap > nd->ntable)
+        cap = nd->ntable;
+    pair_t *pst = realloc(nd->pst, cap * sizeof *pst);
+    if (!pst)
+        return -ENOMEM;
+    nd->pst = pst;
+    pair_served_t *psv = realloc(nd->psv, cap * sizeof *psv);
+    if (!psv)
+        return -ENOMEM; /* pst's larger room stays: harmless */
+    nd->psv = psv;
+    nd->cappst = cap;
+    return 0;
 }
 
 /* Tokens per period for `rate`; CTRL_BUCKET_TOKENS_MAX + 1 if more
@@ -396,8 +420,8 @@ int ctrl_check_buckets(const ctrl_t *c, const bucketfile_t *bf, char *msg, size_
 static int node_keep_names(const ctrl_t *c, const bucketfile_t *bf, node_t *n)
 {
     for (size_t j = 0; j < n->ntable; j++)
-        if (!n->tnames[j] && bucketfile_find(bf, c->bnames[n->pairs[j].b]) < 0 &&
-            !(n->tnames[j] = strdup(c->bnames[n->pairs[j].b])))
+        if (!n->tnames[j] && bucketfile_find(bf, c->bnames[ctrl__pair_b(n, j)]) < 0 &&
+            !(n->tnames[j] = strdup(c->bnames[ctrl__pair_b(n, j)])))
             return -ENOMEM;
     return 0;
 }
@@ -416,7 +440,7 @@ static void node_remap(const ctrl_t *c, const bucketfile_t *bf, node_t *n, int *
     for (size_t j = 0; j < n->ntable; j++) {
         const char *name = ctrl__tname(c, n, j);
         int b = bucketfile_find(bf, name);
-        n->pairs[j].b = b;
+        ctrl__pair_set_b(n, j, b);
         if (b >= 0) {
             jof[b] = (int)j;
             free(n->tnames[j]);
@@ -436,7 +460,7 @@ static int node_unconf(const node_t *n, const char *name)
     if (n->unconf)
         return strmap_find(n->unconf, name, strlen(name), &j) == 0 ? j : -1;
     for (size_t k = 0; k < n->ntable; k++)
-        if (n->pairs[k].b < 0 && strcmp(n->tnames[k], name) == 0)
+        if (ctrl__pair_b(n, k) < 0 && strcmp(n->tnames[k], name) == 0)
             return (int)k;
     return -1;
 }
@@ -663,7 +687,7 @@ int ctrl__set_bucket_here(ctrl_t *c, const bucketfile_bucket_t *x)
             int j = node_unconf(nd, x->name);
             nd->jof[b] = j;
             if (j >= 0) {
-                nd->pairs[j].b = (int)b;
+                ctrl__pair_set_b(nd, (size_t)j, (int)b);
                 if (nd->unconf)
                     strmap_remove(nd->unconf, x->name, strlen(x->name), NULL);
                 free(nd->tnames[j]); /* the table's name from now on */
@@ -728,13 +752,13 @@ int ctrl__remove_bucket_here(ctrl_t *c, const char *name)
             continue;
         int j = nd->jof[b], jm = nd->jof[m];
         if (j >= 0) {
-            nd->pairs[j].b = -1;
+            ctrl__pair_set_b(nd, (size_t)j, -1);
             nd->full_push = 1;
         }
         if (b != m) {
             nd->jof[b] = jm;
             if (jm >= 0)
-                nd->pairs[jm].b = (int)b;
+                ctrl__pair_set_b(nd, (size_t)jm, (int)b);
         }
     }
     log_change(c, CTRL_CHANGE_REMOVE, b, m);
@@ -810,8 +834,8 @@ static void absent_idle(node_t *nd, uint64_t period)
             nd->inact[j] &= (uint8_t)~INACT_REPORTED;
             continue;
         }
-        pair_t *p = &nd->pairs[j];
-        if (!p->has_report || p->period != period)
+        pair_t *p = ctrl__pair_held(nd, j);
+        if (!p || !p->has_report || p->period != period)
             continue; /* an older period's record: the idle reset of the
                          computation reads it, the provisional split
                          remembers where the demand was */
@@ -823,12 +847,14 @@ static void absent_idle(node_t *nd, uint64_t period)
 
 /* After a full report: what the node assumes of the pairs it left out
  * (idle: zeros as of now), so that its next sparse report predicts from
- * the same base.  O(active pairs of the node). */
+ * the same base.  A pair without a slot never reported: its base is read
+ * only once a record wrote one (which makes the slot).  O(active pairs of
+ * the node). */
 static void absent_base(node_t *nd, uint64_t period, uint32_t interval)
 {
     for (size_t k = 0; k < nd->nact; k++) {
-        pair_t *p = &nd->pairs[nd->act[k]];
-        if (nd->inact[nd->act[k]] & INACT_REPORTED)
+        pair_t *p = ctrl__pair_held(nd, nd->act[k]);
+        if (!p || (nd->inact[nd->act[k]] & INACT_REPORTED))
             continue;
         p->bserved = 0;
         p->bperiod = period;
@@ -879,13 +905,17 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     if (n > c->nb + (size_t)c->cfg.max_names)
         return -E2BIG;
     char **tn = calloc(n ? n : 1, sizeof *tn);
-    pair_t *pairs = malloc((n ? n : 1) * sizeof *pairs);
+    int32_t *pref = malloc((n ? n : 1) * sizeof *pref);
     pair_push_t *push = malloc((n ? n : 1) * sizeof *push);
-    pair_served_t *served = calloc(n ? n : 1, sizeof *served);
+    /* The slots of the pairs the node keeps, in a room of their own: at
+     * most one per slot it had, and per pair of the new table. */
+    size_t cs = nd->npst < n ? nd->npst : n, ns = 0;
+    pair_t *pst = malloc((cs ? cs : 1) * sizeof *pst);
+    pair_served_t *psv = malloc((cs ? cs : 1) * sizeof *psv);
     int *jof = malloc((c->capb > c->nb ? c->capb : (c->nb ? c->nb : 1)) * sizeof *jof);
     uint8_t *inact = calloc(n ? n : 1, 1);
     uint32_t *act = malloc((n ? n : 1) * sizeof *act);
-    if (!tn || !pairs || !push || !served || !jof || !inact || !act)
+    if (!tn || !pref || !push || !pst || !psv || !jof || !inact || !act)
         goto nomem;
     for (size_t j = 0; j < n; j++) {
         /* A configured name is read from the table (ctrl__tname()): only
@@ -896,17 +926,26 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         /* A bucket the node already had keeps its state. */
         int old = b >= 0 ? ctrl__node_slot(nd, (size_t)b) : -1;
         if (old >= 0) {
-            pairs[j] = nd->pairs[old];
             push[j] = nd->push[old];
-            served[j] = nd->served[old];
+            int32_t r = nd->pref[old];
+            if (r >= 0 && ns < cs) { /* one per old slot (a name given twice
+                                         may find its slot taken: new state) */
+                pst[ns] = nd->pst[r];
+                psv[ns] = nd->psv[r];
+                pref[j] = (int32_t)ns++;
+            } else
+                pref[j] = r >= 0 ? -b - 2 : r;
         } else
-            pair_init(&pairs[j], &push[j], b);
+            pair_init(&pref[j], &push[j], b);
     }
     table_free(nd);
     nd->tnames = tn;
-    nd->pairs = pairs;
+    nd->pref = pref;
+    nd->pst = pst;
+    nd->psv = psv;
+    nd->npst = ns;
+    nd->cappst = cs ? cs : 1;
     nd->push = push;
-    nd->served = served;
     nd->ntable = n;
     nd->captable = n ? n : 1;
     nd->tail_from = n;
@@ -916,7 +955,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     nd->nact = 0;
     nd->inact = inact;
     for (size_t j = 0; j < n; j++)
-        if (pairs[j].has_report)
+        if (ctrl__pair(nd, j)->has_report)
             act_add(nd, j); /* cannot fail: capacity n */
     nd->full_push = 1;
     node_remap(c, c->bf, nd, jof, c->nb);
@@ -927,9 +966,10 @@ nomem:
         for (size_t j = 0; j < n; j++)
             free(tn[j]);
     free(tn);
-    free(pairs);
+    free(pref);
     free(push);
-    free(served);
+    free(pst);
+    free(psv);
     free(inact);
     free(act);
     free(jof);
@@ -957,16 +997,13 @@ static int table_room(node_t *nd, size_t want)
         free(nd->tnames);
         nd->tnames = tn;
     }
-    pair_t *pairs = tn ? realloc(nd->pairs, cap * sizeof *pairs) : NULL;
-    if (pairs)
-        nd->pairs = pairs;
-    pair_push_t *push = pairs ? realloc(nd->push, cap * sizeof *push) : NULL;
+    int32_t *pref = tn ? realloc(nd->pref, cap * sizeof *pref) : NULL;
+    if (pref)
+        nd->pref = pref;
+    pair_push_t *push = pref ? realloc(nd->push, cap * sizeof *push) : NULL;
     if (push)
         nd->push = push;
-    pair_served_t *served = push ? realloc(nd->served, cap * sizeof *served) : NULL;
-    if (served)
-        nd->served = served;
-    uint8_t *inact = served ? realloc(nd->inact, cap) : NULL;
+    uint8_t *inact = push ? realloc(nd->inact, cap) : NULL;
     if (!inact)
         return -ENOMEM;
     nd->inact = inact;
@@ -1003,7 +1040,7 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
          * tnames[j] is NULL already (table_room()), and left unwritten. */
         if (b < 0 && !(nd->tnames[j] = strdup(names[k]))) {
             for (size_t i = j0; i < j; i++) { /* undo: as if never sent */
-                int bi = nd->pairs[i].b;
+                int bi = ctrl__pair_b(nd, i);
                 if (bi >= 0)
                     nd->jof[bi] = -1;
                 else if (nd->unconf)
@@ -1013,10 +1050,7 @@ int ctrl_node_table_part(ctrl_t *c, int node, uint32_t table, size_t at,
             }
             return -ENOMEM;
         }
-        pair_init(&nd->pairs[j], &nd->push[j], b);
-        /* served[j] is left as it is: read only after a report of the pair
-         * wrote it (has_report, period), so its room stays untouched (not
-         * resident) for a pair that never reports. */
+        pair_init(&nd->pref[j], &nd->push[j], b); /* no slot until a record */
         nd->inact[j] = 0;
         if (b >= 0)
             nd->jof[b] = (int)j;
@@ -1226,14 +1260,16 @@ int ctrl_node_inflight(ctrl_t *c, int node, uint32_t table, uint64_t base_us,
         return -EINVAL;
     if (table != nd->table)
         return -ESTALE;
-    if (base_us > 0 && base_us <= PROTO_BASE_US_MAX)
-        nd->base_s = (double)base_us * 1e-6;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         if (recs[i].bucket >= nd->ntable || recs[i].tokens < 1)
             return -EINVAL;
-        nd->pairs[recs[i].bucket].inflight =
+    if (ctrl__pairs_reserve(nd, n) < 0)
+        return -ENOMEM;
+    if (base_us > 0 && base_us <= PROTO_BASE_US_MAX)
+        nd->base_s = (double)base_us * 1e-6;
+    for (size_t i = 0; i < n; i++)
+        ctrl__pair_slot(nd, recs[i].bucket)->inflight =
             recs[i].tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)recs[i].tokens;
-    }
     return 0;
 }
 
@@ -1262,7 +1298,7 @@ int ctrl_touched_buckets(const ctrl_t *c, void (*fn)(void *arg, int b), void *ar
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
         for (size_t k = 0; k < nd->nact; k++) {
-            int b = nd->pairs[nd->act[k]].b;
+            int b = ctrl__pair_b(nd, nd->act[k]);
             if (b >= 0)
                 fn(arg, b);
         }
@@ -1290,6 +1326,10 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
         c->st.stale_reports++;
         return 0;
     }
+    /* Each record's pair gets its slot (ctrl__pair_slot()): the room first,
+     * so that nothing below fails for it. */
+    if (ctrl__pairs_reserve(nd, n) < 0)
+        return -ENOMEM;
     double interval_s = c->cfg.period_s / c->cfg.intervals;
     double rate = plausible_rate(nd), per = rate * c->cfg.period_s;
     uint64_t ub = per < (double)CTRL_COUNT_MAX ? (uint64_t)per : (uint64_t)CTRL_COUNT_MAX;
@@ -1316,37 +1356,43 @@ static int node_report(ctrl_t *c, int node, uint64_t period, uint32_t interval, 
             unmark(nd);
             return -EINVAL;
         }
+        /* Ahead of use: the pair's slot number and push record, then its
+         * slot, then its bucket's limit (plausible_report_rec()). */
         if (i + PAIR_AHEAD < n && recs[i + PAIR_AHEAD].bucket < nd->ntable) {
-            ctrl__prefetch(&nd->pairs[recs[i + PAIR_AHEAD].bucket], sizeof(pair_t));
-            __builtin_prefetch(&nd->served[recs[i + PAIR_AHEAD].bucket], 1);
+            __builtin_prefetch(&nd->pref[recs[i + PAIR_AHEAD].bucket], 0);
             ctrl__prefetch(&nd->push[recs[i + PAIR_AHEAD].bucket], sizeof(pair_push_t));
         }
-        /* The bucket's limit (plausible_report_rec()), from the pair
-         * fetched above. */
+        if (i + PAIR_AHEAD * 3 / 4 < n && recs[i + PAIR_AHEAD * 3 / 4].bucket < nd->ntable) {
+            int32_t ar = nd->pref[recs[i + PAIR_AHEAD * 3 / 4].bucket];
+            if (ar >= 0) {
+                ctrl__prefetch(&nd->pst[ar], sizeof(pair_t));
+                __builtin_prefetch(&nd->psv[ar], 1);
+            }
+        }
         if (i + PAIR_AHEAD / 2 < n && recs[i + PAIR_AHEAD / 2].bucket < nd->ntable) {
-            int ab = nd->pairs[recs[i + PAIR_AHEAD / 2].bucket].b;
+            int ab = ctrl__pair_b(nd, recs[i + PAIR_AHEAD / 2].bucket);
             if (ab >= 0)
                 __builtin_prefetch(&c->b[ab].l, 0);
         }
-        pair_t *p = &nd->pairs[r->bucket];
-        if (p->b < 0) {
+        pair_t *p = ctrl__pair_slot(nd, r->bucket); /* room reserved above */
+        if (p->bk < 0) {
             /* Not configured: nothing to plan, but the status shows it;
              * a template's name becomes a dynamic bucket (ctrl_tmpl.c). */
             c->st.unknown_records++;
             if (r->arrivals_period || r->queued)
                 ctrl__dyn_note(c, ctrl__tname(c, nd, r->bucket));
-            nd->served[r->bucket] = (pair_served_t){r->served_r, r->served_l, r->served_o,
-                                                    r->arrivals_period};
+            nd->psv[nd->pref[r->bucket]] = (pair_served_t){r->served_r, r->served_l, r->served_o,
+                                                           r->arrivals_period};
             p->period = period; /* has_report stays 0: no computation reads it */
             continue;
         }
         if (p->has_report && p->period != UINT64_MAX && period < p->period)
             continue; /* older than what we hold */
         if (r->arrivals_period || r->queued || r->served_r || r->served_l || r->served_o)
-            ctrl__dyn_touch(c, p->b);
+            ctrl__dyn_touch(c, p->bk);
         plausible_report_rec(c, nd, p, r, period, ub);
         if (period > c->period && p->served > 0)
-            note_ahead(c, p->b, period);
+            note_ahead(c, p->bk, period);
         p->throttled = r->r_left <= 0 && r->l_left <= 0;
         p->period = period;
         p->bserved = (uint64_t)p->served;
@@ -1513,8 +1559,9 @@ int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out)
     int j = ctrl__node_slot(nd, (size_t)b);
     if (j < 0)
         return -ENOENT;
-    pair_t pc = nd->pairs[j];
-    pair_served_t sv = nd->served[j];
+    pair_t pc = *ctrl__pair(nd, (size_t)j);
+    pair_served_t sv = ctrl__pair_served(nd, (size_t)j);
+    pc.bk = b;
     ctrl__pair_carry_to(nd, &pc, &sv); /* a sparse node's pair, as of its newest report */
     const pair_t *p = &pc;
     const pair_push_t *ps = &nd->push[j];
@@ -1522,7 +1569,7 @@ int ctrl_pair_info(const ctrl_t *c, int n, int b, ctrl_pair_info_t *out)
     *out = (ctrl_pair_info_t){
         .reported = p->has_report && p->period == c->period,
         .queued = p->has_report ? p->queued : 0,
-        .demand = ps->demand,
+        .demand = p->demand,
         .r_tokens = ps->tok_r < 0 ? -1 : ps->tok_r,
         .l_tokens = unl || ps->tok_l == CTRL_UNLIMITED ? CTRL_UNLIMITED
                     : ps->tok_r < 0                   ? 0
@@ -1549,6 +1596,7 @@ int ctrl_node_info(const ctrl_t *c, int n, ctrl_node_info_t *out)
         .conservative = nd->cap.conservative,
         .profile = nd->cap.cfg.profile,
         .buckets = nd->ntable,
+        .pairs_held = nd->npst,
         .instance = nd->instance,
         .period = nd->rep_period,
         .interval = nd->rep_interval,
@@ -1581,10 +1629,10 @@ int ctrl_unconfigured(const ctrl_t *c, ctrl_unconf_t *out, size_t max, ctrl_unco
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
         for (size_t j = 0; j < nd->ntable; j++) {
-            const pair_t *p = &nd->pairs[j];
-            if (p->b >= 0 || p->period != c->period)
+            const pair_t *p = ctrl__pair(nd, j);
+            if (ctrl__pair_b(nd, j) >= 0 || p->period != c->period)
                 continue;
-            const pair_served_t *sv = &nd->served[j];
+            const pair_served_t *sv = &nd->psv[nd->pref[j]]; /* period written: a slot */
             const char *name = ctrl__tname(c, nd, j);
             int k;
             if (strmap_find(ix, name, strlen(name), &k) < 0) {
@@ -1641,7 +1689,7 @@ static int view_pair(const void *arg, int i, size_t b)
 {
     const node_t *nd = &((const ctrl_t *)arg)->nodes[i];
     int j = ctrl__node_slot(nd, b);
-    return j < 0 ? -1 : nd->pairs[j].queued > 0;
+    return j < 0 ? -1 : ctrl__pair(nd, (size_t)j)->queued > 0;
 }
 
 bytes_view_t ctrl__bytes_view(const ctrl_t *c)
@@ -1663,7 +1711,7 @@ int ctrl_node_report_bytes(ctrl_t *c, int node, uint64_t period, uint64_t served
         const proto_report_bytes_t *r = &recs[i];
         if (r->bucket >= nd->ntable)
             return -EINVAL;
-        rc = bytes_report_rec(c->by, node, nd->pairs[r->bucket].b, period, r->arrivals_interval,
+        rc = bytes_report_rec(c->by, node, ctrl__pair_b(nd, r->bucket), period, r->arrivals_interval,
                               r->served);
     }
     return rc;

@@ -638,6 +638,10 @@ typedef struct {
     double conservative;     /* what R-tokens are placed within, IOPS */
     double profile;          /* profiled capacity, IOPS */
     size_t buckets;          /* names in its table */
+    size_t pairs_held;       /* pairs of its table with state of their own:
+                                those a record (report, in flight) named
+                                while they were in the table (the others
+                                cost 4 bytes each: issue 26) */
     uint64_t instance;       /* its process's id from its hello, 0 = none */
     uint64_t period;         /* period of its last report */
     uint32_t interval;       /* interval of its last report */

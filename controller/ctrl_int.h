@@ -17,15 +17,21 @@
  * the files carry the ctrl__ prefix. */
 
 /* One (bucket, node) pair: the node's last report for the bucket and the
- * demand estimator's state.  Indexed by the node's table index, so every
- * pass over the pairs is sequential and touches only buckets the node
- * holds.  What was pushed is in pair_push_t and what one computation
+ * demand estimator's state.  Kept only for a pair that a record of the
+ * node wrote (a report or its in-flight counts): node_t.pref[j] says which
+ * slot of node_t.pst holds pair j's, and a pair without one reads as
+ * ctrl__pair_none (what pair_init() made: never reported).  A full-table
+ * node of a million idle buckets so costs 4 bytes per pair here, not 72
+ * (issue 26).  What was pushed is in pair_push_t and what one computation
  * works out in ledger_work_t: the passes over the active pairs are
- * memory-bound, and each of these three arrays is streamed only by the
- * passes that need it (one 112-byte record per pair made every pass stream
- * all of it). */
+ * memory-bound, and each of these arrays is streamed only by the passes
+ * that need it (one 112-byte record per pair made every pass stream all of
+ * it). */
 typedef struct {
-    int b;                 /* controller bucket index, -1 if not configured */
+    int bk;                /* controller bucket index, -1 if not configured;
+                              read and written through ctrl__pair_b() and
+                              ctrl__pair_set_b() (a pair without a slot
+                              keeps it in node_t.pref) */
     uint8_t has_report;
     uint8_t throttled;     /* last report: r_left <= 0 and l_left <= 0 */
     uint64_t queued, arrivals;             /* last report */
@@ -39,23 +45,27 @@ typedef struct {
     uint32_t binterval;
     uint32_t inflight;     /* the most requests in flight the node last said
                               (report "inflight", issue 25); 0: not said */
+    /* What the last computation made of it (written by the passes over
+     * the active pairs, every one of which has a slot: a pair enters the
+     * list by a record): */
+    int64_t demand;        /* estimate for the rest of the period */
+    double rate_used;      /* demand per interval at the last computation */
 } pair_t;
 
-/* What the computations made of a pair: the demand estimate and the tokens
- * last pushed.  Same index as pair_t. */
+/* The tokens last pushed to a pair, indexed by the node's table index
+ * (every pair of a full table gets its record at the full push); the
+ * demand estimate is the pair's slot's (pair_t: none without one). */
 typedef struct {
     int64_t tok_r, tok_l;  /* last pushed; tok_r < 0: unknown */
     int64_t grant;         /* limited bucket: the most this node may have
                               served in period gperiod by what was pushed
                               (served at the push + R + L, highest push) */
     uint64_t gperiod;      /* period of `grant`; other: none known */
-    int64_t demand;        /* estimate for the rest of the period */
-    double rate_used;      /* demand per interval at the last computation */
 } pair_push_t;
 
 /* What only the status needs of a pair: the last report's served counters
  * by kind.  Apart from pair_t so that the passes of a computation stream
- * fewer bytes. */
+ * fewer bytes; in the same slot (node_t.psv[pref[j]]), zero without one. */
 typedef struct {
     uint64_t r, l, o;
     uint64_t arrivals;     /* arrivals this period (only an unconfigured
@@ -85,8 +95,8 @@ typedef struct {
     int64_t last_seen;     /* round number, -1 never */
     uint32_t table;        /* the node's table generation */
     char **tnames;         /* the node's table: a copy of each name the
-                              configuration lacks, NULL where pairs[j].b
-                              names it (read by ctrl__tname()) */
+                              configuration lacks, NULL where pair j's
+                              bucket names it (read by ctrl__tname()) */
     size_t ntable;
     int *jof;              /* [nbuckets]: controller bucket -> table index or -1 */
     uint32_t peer_table;   /* controller generation the node holds */
@@ -105,9 +115,16 @@ typedef struct {
      * smaller of it and the estimates.  sliced 0: no slice. */
     uint8_t sliced;
     double slice_est, slice_cons;
-    pair_t *pairs;         /* [ntable] */
+    /* Pair j's state: pref[j] >= 0 is its slot in pst and psv; < 0 it has
+     * none (ctrl__pair_none) and its bucket is -pref[j] - 2 (-1: not
+     * configured).  A slot is made at the pair's first record
+     * (ctrl__pair_slot(), room from ctrl__pairs_reserve()) and kept while
+     * the pair is in the table: at most one per pair (npst <= ntable). */
+    int32_t *pref;         /* [ntable] */
+    pair_t *pst;           /* [npst] */
+    pair_served_t *psv;    /* [npst] */
+    size_t npst, cappst;
     pair_push_t *push;     /* [ntable] */
-    pair_served_t *served; /* [ntable] */
     /* Active pairs: reported (and not idle since) or holding tokens that
      * can change.  Every pass of a computation visits only these, so a
      * node whose table holds every configured bucket costs what its busy
@@ -122,12 +139,12 @@ typedef struct {
     size_t tail_from;      /* names in parts: pairs from this index on were
                               appended since the last computation, which
                               visits them once as full_push does all */
-    size_t captable;       /* room of tnames, pairs, push, served, inact
+    size_t captable;       /* room of tnames, pref, push, inact
                               (ctrl_node_table_part() appends) */
     int act_sorted;        /* act is in table order (sequential passes) */
     proto_tokens_rec_t *out;
     size_t nout, capout;
-    /* The names of its table the configuration lacks (pairs[j].b < 0):
+    /* The names of its table the configuration lacks (bucket < 0):
      * name -> j, so that a bucket added by ctrl_set_bucket() finds its
      * pair without a scan of the table.  NULL: none yet. */
     strmap_t *unconf;
@@ -236,11 +253,80 @@ struct ctrl {
                               period + 1; 0: none */
 };
 
+/* ---- a node's pairs (node_t.pref, pst, psv) ---------------------------- */
+
+/* The state of a pair without a slot: as pair_init() leaves it (never
+ * reported, no tokens left known).  Its bk is not the pair's bucket. */
+static const pair_t ctrl__pair_none = {.bk = -1, .throttled = 1, .period = UINT64_MAX};
+
+/* Pair j's state (j < nd->ntable), read-only: its slot's or ctrl__pair_none.
+ * Its bucket is ctrl__pair_b()'s, never this bk. */
+static inline const pair_t *ctrl__pair(const node_t *nd, size_t j)
+{
+    int32_t r = nd->pref[j];
+    return r >= 0 ? &nd->pst[r] : &ctrl__pair_none;
+}
+
+/* Pair j's slot, or NULL if it has none (never written by a record: a
+ * caller that writes only a reported pair's state, has_report, finds it). */
+static inline pair_t *ctrl__pair_held(node_t *nd, size_t j)
+{
+    int32_t r = nd->pref[j];
+    return r >= 0 ? &nd->pst[r] : NULL;
+}
+
+/* Pair j's served counters by kind: its slot's, or zeros. */
+static inline pair_served_t ctrl__pair_served(const node_t *nd, size_t j)
+{
+    int32_t r = nd->pref[j];
+    return r >= 0 ? nd->psv[r] : (pair_served_t){0};
+}
+
+/* The controller bucket of pair j of nd, -1 if not configured. */
+static inline int ctrl__pair_b(const node_t *nd, size_t j)
+{
+    int32_t r = nd->pref[j];
+    return r >= 0 ? nd->pst[r].bk : -r - 2;
+}
+
+/* Sets the controller bucket of pair j of nd (any b < 0: not configured,
+ * read back as -1). */
+static inline void ctrl__pair_set_b(node_t *nd, size_t j, int b)
+{
+    int32_t r = nd->pref[j];
+    if (b < 0)
+        b = -1;
+    if (r >= 0)
+        nd->pst[r].bk = b;
+    else
+        nd->pref[j] = -b - 2;
+}
+
+/* Makes room for n more slots of nd (never beyond one per pair of its
+ * table), so that ctrl__pair_slot() cannot fail for the next n pairs.
+ * Returns 0 or -ENOMEM (nothing changed). ctrl.c. */
+int ctrl__pairs_reserve(node_t *nd, size_t n);
+
+/* Pair j's slot, made (pair_init()'s state, its bucket kept) if it had
+ * none: ctrl__pairs_reserve() must have made the room. */
+static inline pair_t *ctrl__pair_slot(node_t *nd, size_t j)
+{
+    int32_t r = nd->pref[j];
+    if (r < 0) {
+        r = (int32_t)nd->npst++;
+        nd->pst[r] = ctrl__pair_none;
+        nd->pst[r].bk = -nd->pref[j] - 2;
+        nd->psv[r] = (pair_served_t){0};
+        nd->pref[j] = r;
+    }
+    return &nd->pst[r];
+}
+
 /* The name of pair j of node nd: the bucket table's for a configured
  * bucket (tnames[j] NULL: not copied per node), else the node's copy. */
 static inline const char *ctrl__tname(const ctrl_t *c, const node_t *nd, size_t j)
 {
-    return nd->tnames[j] ? nd->tnames[j] : c->bnames[nd->pairs[j].b];
+    return nd->tnames[j] ? nd->tnames[j] : c->bnames[ctrl__pair_b(nd, j)];
 }
 
 /* ctrl.c: replaces the table with a copy of bf as it is (ctrl_set_buckets()
@@ -315,7 +401,7 @@ bytes_view_t ctrl__bytes_view(const ctrl_t *c);
  * and on copies by ctrl_pair_info() (a round may not have run since). */
 static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_t *sv)
 {
-    if (!nd->sparse || !p->has_report || p->b < 0 || !nd->have_rep)
+    if (!nd->sparse || !p->has_report || p->bk < 0 || !nd->have_rep)
         return;
     if (p->bperiod > nd->rep_period ||
         (p->bperiod == nd->rep_period && p->binterval >= nd->rep_interval))
@@ -348,10 +434,13 @@ static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_
     p->period = nd->rep_period;
 }
 
-/* ctrl__pair_carry_to() on pair j of nd itself. */
+/* ctrl__pair_carry_to() on pair j of nd itself (a pair without a slot
+ * was never reported: nothing to carry). */
 static inline void ctrl__pair_carry(node_t *nd, size_t j)
 {
-    ctrl__pair_carry_to(nd, &nd->pairs[j], &nd->served[j]);
+    int32_t r = nd->pref[j];
+    if (r >= 0)
+        ctrl__pair_carry_to(nd, &nd->pst[r], &nd->psv[r]);
 }
 
 /* Adds pair j of node nd (its bucket unlimited if `unl`) to the bucket's
@@ -361,8 +450,9 @@ static inline void ctrl__pair_carry(node_t *nd, size_t j)
 static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size_t j, int unl,
                                          ctrl_bucket_info_t *out)
 {
-    pair_t pc = nd->pairs[j];
-    pair_served_t sv = nd->served[j];
+    pair_t pc = *ctrl__pair(nd, j);
+    pair_served_t sv = ctrl__pair_served(nd, j);
+    pc.bk = ctrl__pair_b(nd, j);
     ctrl__pair_carry_to(nd, &pc, &sv);
     if (pc.has_report && pc.period == c->period) {
         out->served_r = count_uadd(out->served_r, sv.r);
@@ -374,8 +464,8 @@ static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size
     if (pc.has_report)
         out->queued = count_uadd(out->queued, pc.queued);
     const pair_push_t *ps = &nd->push[j];
-    out->demand = count_add(out->demand, ps->demand);
-    out->servers += ps->demand > 0;
+    out->demand = count_add(out->demand, pc.demand);
+    out->servers += pc.demand > 0;
     if (ps->tok_r > 0)
         out->r_tokens = count_add(out->r_tokens, ps->tok_r);
     if (ps->tok_r >= 0 && !unl && ps->tok_l != CTRL_UNLIMITED)

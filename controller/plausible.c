@@ -47,7 +47,7 @@ static void served_clamp(pair_served_t *s, uint64_t total)
     s->o = s->o < total ? s->o : total;
 }
 
-/* Checks record r of node nd (pair p, configured) against what the
+/* Checks record r of node nd (pair p, configured, its slot) against what the
  * controller granted and what the node can do (`ub`: counts per period),
  * and keeps what it believes of it. */
 void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
@@ -72,7 +72,7 @@ void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_r
         keep = ub;
     }
     const pair_push_t *ps = &nd->push[r->bucket];
-    if (c->b[p->b].l != CTRL_UNLIMITED && ps->tok_r >= 0 && ps->gperiod == period) {
+    if (c->b[p->bk].l != CTRL_UNLIMITED && ps->tok_r >= 0 && ps->gperiod == period) {
         uint64_t allow = (uint64_t)ps->grant + (uint64_t)ps->grant / 32 + 64;
         if (keep > allow) {
             plausible_note(c, nd, CTRL_IMPL_SERVED_GRANT, ctrl__tname(c, nd, r->bucket),
@@ -85,5 +85,5 @@ void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_r
     p->queued = q;
     p->arrivals = a;
     p->served = (int64_t)keep;
-    nd->served[r->bucket] = sv;
+    nd->psv[nd->pref[r->bucket]] = sv; /* p is the pair's slot */
 }

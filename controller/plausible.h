@@ -17,9 +17,10 @@ void plausible_note(ctrl_t *c, const node_t *nd, ctrl_impl_t why, const char *bu
  * x the larger of its profile and its estimate. */
 double plausible_rate(const node_t *nd);
 
-/* Checks record r of node nd (pair p, configured) of a report of `period`
+/* Checks record r of node nd (pair p, configured: the slot of pair
+ * r->bucket, ctrl__pair_slot()) of a report of `period`
  * against what the controller granted and what the node can do (`ub`:
- * counts per period), and keeps in p and nd->served what it believes. */
+ * counts per period), and keeps in p and its served counts what it believes. */
 void plausible_report_rec(ctrl_t *c, node_t *nd, pair_t *p, const proto_report_rec_t *r,
                           uint64_t period, uint64_t ub);
 

@@ -138,8 +138,11 @@ static void work_keep_demand(ctrl_t *c)
         node_t *nd = &c->nodes[i];
         if (!nd->up)
             continue;
-        for (size_t k = 0; k < nd->nact; k++)
-            nd->push[nd->act[k]].demand = c->io.n[i].work[k].demand;
+        for (size_t k = 0; k < nd->nact; k++) {
+            pair_t *pr = ctrl__pair_held(nd, nd->act[k]); /* every active pair has one */
+            if (pr)
+                pr->demand = c->io.n[i].work[k].demand;
+        }
     }
 }
 
@@ -249,26 +252,34 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
     const int sparse = nd->nact * 4 <= nd->ntable;
     ln->nwork = nd->nact;
     for (size_t k = 0; k < nd->nact; k++) {
+        /* The pair's slot number, then its slot (a pair without one reads
+         * ctrl__pair_none), then its bucket's sums. */
         if (sparse && k + PAIR_AHEAD < nd->nact)
-            ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
-        /* ... and its bucket's sums, from the pair fetched before. */
+            __builtin_prefetch(&nd->pref[nd->act[k + PAIR_AHEAD]], 0);
+        if (k + PAIR_AHEAD * 3 / 4 < nd->nact) {
+            int32_t ar = nd->pref[nd->act[k + PAIR_AHEAD * 3 / 4]];
+            if (ar >= 0)
+                ctrl__prefetch(&nd->pst[ar], sizeof(pair_t));
+        }
         if (k + BUCKET_AHEAD < nd->nact)
-            bucket_ahead(c, nd->pairs[nd->act[k + BUCKET_AHEAD]].b);
-        pair_t *pr = &nd->pairs[nd->act[k]];
+            bucket_ahead(c, ctrl__pair_b(nd, nd->act[k + BUCKET_AHEAD]));
+        const int b = ctrl__pair_b(nd, nd->act[k]);
+        pair_t *pr = ctrl__pair_held(nd, nd->act[k]); /* NULL: never reported */
+        const pair_t *pc = pr ? pr : &ctrl__pair_none;
         ledger_work_t *w = &ln->work[k];
         ctrl__pair_carry(nd, nd->act[k]);
-        int64_t served = pair_served(c, pr);
-        w->b = pr->b;
+        int64_t served = pair_served(c, pc);
+        w->b = b;
         w->flags = 0;
-        w->kin = pr->inflight > UINT16_MAX ? UINT16_MAX : (uint16_t)pr->inflight;
+        w->kin = pc->inflight > UINT16_MAX ? UINT16_MAX : (uint16_t)pc->inflight;
         w->demand = 0;
         w->arrivals = 0;
         w->queued = 0;
-        if (pr->b >= 0) {
-            play_add(c, pr->b);
-            c->b[pr->b].served = count_add(c->b[pr->b].served, served);
+        if (b >= 0) {
+            play_add(c, b);
+            c->b[b].served = count_add(c->b[b].served, served);
         }
-        if (pr->b >= 0 && pr->has_report) {
+        if (b >= 0 && pc->has_report) { /* pr: the slot, has_report */
             /* Reported in an older period, and the node's report of this
              * one left it out: it is idle there (protocol.md), not still
              * showing the queue and arrivals of its last record. */
@@ -280,29 +291,29 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
             w->arrivals = (double)pr->arrivals;
             w->queued = pr->queued < (uint64_t)CTRL_COUNT_MAX ? (int64_t)pr->queued
                                                               : CTRL_COUNT_MAX;
-            c->b[pr->b].arrivals += w->arrivals;
+            c->b[b].arrivals += w->arrivals;
             w->rate_now = il > 0 ? (double)w->demand / il : 0;
             w->flags = LEDGER_EST | (pr->period >= c->period ? LEDGER_CUR : 0) |
                        (pr->queued > 0 ? LEDGER_QUEUED : 0);
             if (pr->queued > 0)
-                c->b[pr->b].backlog = 1;
-            if (!changed && estimate_changed(nd->push[nd->act[k]].rate_used, w->rate_now,
+                c->b[b].backlog = 1;
+            if (!changed && estimate_changed(pr->rate_used, w->rate_now,
                                              c->cfg.skip_rel, c->cfg.skip_abs))
                 changed = 1;
         }
-        /* While nothing moved (the round may be skipped, and this pair's
-         * push record was just read) the estimate is the pair's demand: a
-         * skipped round keeps it without a second pass over the pairs.
-         * Once something moved the round computes, and push_node() writes
-         * what the passes made of it (not written here: the record is not
-         * read in that case, and a computed round would pay a cache line
-         * per pair for nothing). */
-        if (!changed)
-            nd->push[nd->act[k]].demand = w->demand;
+        /* While nothing moved (the round may be skipped) the estimate is
+         * the pair's demand: a skipped round keeps it without a second
+         * pass over the pairs.  Once something moved the round computes,
+         * and push_node() writes what the passes made of it (not written
+         * here: a computed round would dirty a cache line per pair for
+         * nothing).  Every active pair has its slot (pr); without one
+         * (never so) the demand reads 0. */
+        if (!changed && pr)
+            pr->demand = w->demand;
         /* A sparse node's pair whose last record serves at a rate is
          * carried on by its reports (absent_predict()): it stays. */
-        if (pr->queued == 0 && pr->arrivals == 0 && served == 0 &&
-            (!nd->sparse || !pr->binterval || pr->bserved < pr->binterval))
+        if (pc->queued == 0 && pc->arrivals == 0 && served == 0 &&
+            (!nd->sparse || !pc->binterval || pc->bserved < pc->binterval))
             w->flags |= LEDGER_QUIET;
     }
     return changed;
@@ -333,7 +344,12 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         pair_push_t *ps = &nd->push[j];
         if (sparse && k + PAIR_AHEAD < nd->nact) {
             ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
-            ctrl__prefetch(&nd->pairs[nd->act[k + PAIR_AHEAD]], sizeof(pair_t));
+            __builtin_prefetch(&nd->pref[nd->act[k + PAIR_AHEAD]], 0);
+        }
+        if (k + PAIR_AHEAD / 2 < nd->nact) {
+            int32_t ar = nd->pref[nd->act[k + PAIR_AHEAD / 2]];
+            if (ar >= 0)
+                ctrl__prefetch(&nd->pst[ar], sizeof(pair_t));
         }
         /* The buckets' records and their R allocations, in two steps: the
          * allocation's address is in the bucket's record. */
@@ -346,9 +362,12 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
             if (wa->b >= 0 && wa->rk >= 0 && c->b[wa->b].ra)
                 __builtin_prefetch(&c->b[wa->b].ra[wa->rk]);
         }
-        ps->demand = w->demand;
-        if (w->flags & LEDGER_EST)
-            ps->rate_used = w->rate_now;
+        pair_t *pr = ctrl__pair_held(nd, j); /* every active pair has one */
+        if (pr) {
+            pr->demand = w->demand;
+            if (w->flags & LEDGER_EST)
+                pr->rate_used = w->rate_now;
+        }
         if (w->b < 0) {
             k++;
             continue;
@@ -377,7 +396,7 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         if (!prov &&
             !(ps->tok_r == 0 && r == 0 && l == ps->tok_l && (l == 0 || l == CTRL_UNLIMITED))) {
             out_add(nd, (uint32_t)w->b, r, l);
-            pushed(c, &nd->pairs[j], ps, r, l);
+            pushed(c, ctrl__pair(nd, j), ps, r, l);
         }
         /* Idle and holding nothing that can change: off the list until
          * the node reports the bucket again. */
@@ -516,7 +535,7 @@ static int prov_walk(ctrl_t *c)
             if (!nd->up || j < 0)
                 continue;
             n++;
-            nrecent += prov_recent(c, &nd->pairs[j]);
+            nrecent += prov_recent(c, ctrl__pair(nd, (size_t)j));
         }
         int only_recent = nrecent > 0;
         if (only_recent)
@@ -527,7 +546,7 @@ static int prov_walk(ctrl_t *c)
             int j = ctrl__node_slot(nd, (size_t)b);
             if (!nd->up || j < 0)
                 continue;
-            pair_t *pr = &nd->pairs[j];
+            const pair_t *pr = ctrl__pair(nd, (size_t)j);
             int64_t r = 0, l = 0;
             int fresh = 0;
             if (!pv->prov) {
@@ -623,15 +642,15 @@ static int phase_liveness(ctrl_t *c, ctrl_result_t *rs)
 static void held_by_silent(ctrl_t *c, const node_t *nd)
 {
     for (size_t j = 0; j < nd->ntable; j++) {
-        const pair_t *pr = &nd->pairs[j];
+        const int b = ctrl__pair_b(nd, j);
         const pair_push_t *ps = &nd->push[j];
-        if (pr->b < 0 || c->b[pr->b].l == CTRL_UNLIMITED)
+        if (b < 0 || c->b[b].l == CTRL_UNLIMITED)
             continue;
         int64_t left = ledger_grant_left(c->period, nd->down_rep, ps->grant, ps->gperiod,
-                                         pair_served(c, pr));
+                                         pair_served(c, ctrl__pair(nd, j)));
         if (left > 0) {
-            play_add(c, pr->b);
-            c->b[pr->b].held = count_add(c->b[pr->b].held, left);
+            play_add(c, b);
+            c->b[b].held = count_add(c->b[b].held, left);
         }
     }
 }
@@ -668,11 +687,12 @@ static int phase_estimate(ctrl_t *c, double il, int changed, int all)
             held_by_silent(c, nd);
         if (!nd->up) {
             for (size_t k = 0; k < nd->nact; k++) {
-                const pair_t *pr = &nd->pairs[nd->act[k]];
-                if (pr->b < 0)
+                const int b = ctrl__pair_b(nd, nd->act[k]);
+                if (b < 0)
                     continue;
-                play_add(c, pr->b);
-                c->b[pr->b].served = count_add(c->b[pr->b].served, pair_served(c, pr));
+                play_add(c, b);
+                c->b[b].served =
+                    count_add(c->b[b].served, pair_served(c, ctrl__pair(nd, nd->act[k])));
             }
             continue;
         }
@@ -737,7 +757,7 @@ static int phase_push(ctrl_t *c)
             return rc;
         if (nd->full_push || nd->tail_from < nd->ntable) {
             for (size_t j = nd->full_push ? 0 : nd->tail_from; j < nd->ntable; j++) {
-                int b = nd->pairs[j].b;
+                int b = ctrl__pair_b(nd, j);
                 pair_push_t *ps = &nd->push[j];
                 if (nd->inact[j] || b < 0 || (c->pv[b].prov && c->pv[b].walk))
                     continue;
@@ -746,7 +766,7 @@ static int phase_push(ctrl_t *c)
                     continue;
                 if ((rc = push_rec(nd, (uint32_t)b, 0, l)) < 0)
                     return rc;
-                pushed(c, &nd->pairs[j], ps, 0, l);
+                pushed(c, ctrl__pair(nd, j), ps, 0, l);
             }
             nd->full_push = 0;
             nd->tail_from = nd->ntable;
