@@ -53,7 +53,7 @@ typedef struct {
     int nodes, buckets, active, rounds, warmup, full, threads, intervals;
     unsigned seed;
     double capacity, reserved, noise, skip, changing;
-    int sparse, full_every;
+    int sparse, full_every, metrics;
     size_t approx;
     dump_t dump;
     int help, version;
@@ -99,7 +99,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 20
+#define NOPTS 21
 
 /* Fills rows[NOPTS], the option table, with targets in *c. */
 static void option_rows(prof_cfg_t *c, opts_row_t *rows)
@@ -143,6 +143,10 @@ static void option_rows(prof_cfg_t *c, opts_row_t *rows)
         {.name = "full-every", .type = OPTS_INT, .target = &c->full_every, .arg = "N",
          .deflt = "25", .min = 1, .max = INT_MAX,
          .help = "--sparse: a full report every N ({default}, as bqos-node)"},
+        {.name = "metrics", .type = OPTS_FLAG, .target = &c->metrics,
+         .help = "after each period's last round, every bucket's figures\n"
+                 "in one call of ctrl_bucket_info_many(), as the daemon's\n"
+                 "per-period metrics read them (timed as \"metrics\")"},
         {.name = "changing", .type = OPTS_DOUBLE, .target = &c->changing, .arg = "F",
          .deflt = "0",
          .help = "each round a pair's demand level moves (to 0.5..1.5x) with\n"
@@ -294,7 +298,14 @@ int main(int argc, char **argv)
     proto_msg_init(&rep);
     proto_msg_init(&in);
     double max_comp = 0, max_rpass = 0;
-    double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0;
+    double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0, t_met = 0;
+    ctrl_binfo_t *bscr = cfg.metrics ? ctrl_binfo_new() : NULL;
+    int *mb = cfg.metrics ? calloc((size_t)buckets, sizeof *mb) : NULL;
+    ctrl_bucket_info_t *mi = cfg.metrics ? calloc((size_t)buckets, sizeof *mi) : NULL;
+    if (cfg.metrics && (!bscr || !mb || !mi))
+        return 1;
+    for (int b = 0; cfg.metrics && b < buckets; b++)
+        mb[b] = b;
     uint64_t recs_out = 0, computed = 0, sum_h = UINT64_C(14695981039346656037);
     double isec = 1.0 / intervals;
     for (int r = 0; r < warmup + rounds; r++) {
@@ -432,6 +443,20 @@ int main(int argc, char **argv)
                     sum_h = (sum_h ^ *q) * UINT64_C(1099511628211);
             ctrl_node_seen(c, nid[i], gen); /* the node acknowledges the table */
         }
+        if (cfg.metrics && k + 1 == (uint32_t)intervals) {
+            double tm = cpu_now();
+            if (ctrl_bucket_info_many(c, bscr, mb, (size_t)buckets, mi) < 0) {
+                fprintf(stderr, "bqos-ctrl-prof: bucket figures failed\n");
+                return 1;
+            }
+            if (meas)
+                t_met += cpu_now() - tm;
+            for (int b = 0; b < buckets; b++) /* into the hash: equal figures */
+                for (const unsigned char *q = (const unsigned char *)&mi[b].served_r,
+                                         *e = (const unsigned char *)(&mi[b].l_tokens + 1);
+                     q < e; q++)
+                    sum_h = (sum_h ^ *q) * UINT64_C(1099511628211);
+        }
         if (meas) {
             if (t1 - t0 > max_comp)
                 max_comp = t1 - t0;
@@ -443,18 +468,21 @@ int main(int argc, char **argv)
             computed += !res.skipped;
         }
     }
-    double iv_ms = 1000.0 / intervals, sum = (t_dec + t_comp + t_enc) * 1e3 / rounds;
+    double iv_ms = 1000.0 / intervals, sum = (t_dec + t_comp + t_enc + t_met) * 1e3 / rounds;
     printf("{\"nodes\": %d, \"buckets\": %d, \"active\": %d, \"full_tables\": %d, "
            "\"noise\": %g, \"rounds\": %d, \"computed\": %llu, \"records_out_per_round\": %.0f,\n"
            " \"tokens_hash\": \"%016llx\",\n"
            " \"cpu_ms_per_round\": {\"decode\": %.3f, \"pshift\": %.3f, \"rpass_wall\": %.3f, "
-           "\"lpass_wall\": %.3f, \"encode\": %.3f, \"sum\": %.3f},\n"
+           "\"lpass_wall\": %.3f, \"encode\": %.3f, \"metrics\": %.3f, \"sum\": %.3f},\n"
            " \"max_pshift_cpu_ms\": %.3f, \"max_rpass_wall_ms\": %.3f,\n"
            " \"interval_ms\": %.1f, \"share_of_interval\": %.4f}\n",
            nodes, buckets, active, full, noise, rounds, (unsigned long long)computed,
            (double)recs_out / rounds, (unsigned long long)sum_h, t_dec * 1e3 / rounds, t_comp * 1e3 / rounds,
-           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, sum, max_comp * 1e3, max_rpass * 1e3, iv_ms,
+           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, t_met * 1e3 / rounds, sum, max_comp * 1e3, max_rpass * 1e3, iv_ms,
            sum / iv_ms);
+    ctrl_binfo_destroy(&bscr);
+    free(mb);
+    free(mi);
     ctrl_destroy(&c);
     proto_msg_clear(&rep);
     proto_msg_clear(&in);
