@@ -384,9 +384,12 @@ static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size
                                          ctrl_bucket_info_t *out)
 {
     pair_t pc = nd->pairs[j];
-    pair_served_t sv = nd->served[j];
-    ctrl__pair_carry_to(nd, &pc, &sv);
+    const int carried = ctrl__pair_carry_p(nd, &pc);
     if (pc.has_report && pc.period == c->period) {
+        /* the counts by class only where they are summed */
+        pair_served_t sv = nd->served[j];
+        if (carried)
+            ctrl__pair_classes(&pc, &sv);
         out->served_r = count_uadd(out->served_r, sv.r);
         out->served_l = count_uadd(out->served_l, sv.l);
         out->served_o = count_uadd(out->served_o, sv.o);
