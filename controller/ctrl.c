@@ -823,13 +823,18 @@ static void absent_idle(node_t *nd, uint64_t period)
 
 /* After a full report: what the node assumes of the pairs it left out
  * (idle: zeros as of now), so that its next sparse report predicts from
- * the same base.  O(active pairs of the node). */
+ * the same base.  The record's period goes with its base, so a carried
+ * pair's counts by class (computed from the record's when read,
+ * ctrl__pair_classes()) are made what they are as carried so far, first.
+ * O(active pairs of the node). */
 static void absent_base(node_t *nd, uint64_t period, uint32_t interval)
 {
     for (size_t k = 0; k < nd->nact; k++) {
         pair_t *p = &nd->pairs[nd->act[k]];
         if (nd->inact[nd->act[k]] & INACT_REPORTED)
             continue;
+        if (ctrl__pair_moved(p, &nd->served[nd->act[k]]))
+            ctrl__pair_classes(p, &nd->served[nd->act[k]]);
         p->bserved = 0;
         p->bperiod = period;
         p->binterval = interval;

@@ -341,13 +341,16 @@ static inline int ctrl__pair_carry_p(const node_t *nd, pair_t *p)
 }
 
 /* The status's served counts by class of a carried pair p (as
- * ctrl__pair_carry_p() left it), from its record's counts *sv (nd->served[]
- * holds a record's counts as taken, never carried): in the record's
- * proportions while the pair is in its record's period (p->bperiod: a full
- * report's absence rebases an absent pair there with a served count of 0,
- * which then carries 0), else all of it as "other" (the counters
- * restarted).  Computed when the status reads it, not in every round: the
- * third array of a pair is then streamed by no pass of a computation. */
+ * ctrl__pair_carry_p() left it, now or in an earlier round:
+ * ctrl__pair_moved()), from its record's counts *sv (nd->served[] holds a
+ * record's counts as taken, never carried): in the record's proportions
+ * while the pair is in its record's period (p->bperiod; absent_base() in
+ * ctrl.c makes the counts what they are as carried before it moves the
+ * base), else all of it as "other" (the counters restarted).  Computed
+ * when the status reads it, not in every round: the third array of a pair
+ * is then streamed by no pass of a computation.  The same figures as
+ * rescaling the counts at every carry but for the rounding (one scaling
+ * from the record's counts, not one per round). */
 static inline void ctrl__pair_classes(const pair_t *p, pair_served_t *sv)
 {
     uint64_t s = p->served > 0 ? (uint64_t)p->served : 0;
@@ -362,11 +365,22 @@ static inline void ctrl__pair_classes(const pair_t *p, pair_served_t *sv)
     sv->o = s >= sv->r + sv->l ? s - sv->r - sv->l : 0;
 }
 
+/* Nonzero if pair p (configured, reported) is not as its record said: it
+ * was carried, now or by an earlier round; its counts by class are then
+ * ctrl__pair_classes()'s, not the record's. */
+static inline int ctrl__pair_moved(const pair_t *p, const pair_served_t *sv)
+{
+    return p->has_report && p->b >= 0 &&
+           (p->period != p->bperiod ||
+            (uint64_t)p->served != count_uadd(count_uadd(sv->r, sv->l), sv->o));
+}
+
 /* ctrl__pair_carry_p() on a copy p of a pair of nd and its counts by class
  * *sv (copies of the record's): both as of the node's newest report. */
 static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_t *sv)
 {
-    if (ctrl__pair_carry_p(nd, p))
+    (void)ctrl__pair_carry_p(nd, p);
+    if (ctrl__pair_moved(p, sv))
         ctrl__pair_classes(p, sv);
 }
 
@@ -384,11 +398,11 @@ static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size
                                          ctrl_bucket_info_t *out)
 {
     pair_t pc = nd->pairs[j];
-    const int carried = ctrl__pair_carry_p(nd, &pc);
+    (void)ctrl__pair_carry_p(nd, &pc);
     if (pc.has_report && pc.period == c->period) {
         /* the counts by class only where they are summed */
         pair_served_t sv = nd->served[j];
-        if (carried)
+        if (ctrl__pair_moved(&pc, &sv))
             ctrl__pair_classes(&pc, &sv);
         out->served_r = count_uadd(out->served_r, sv.r);
         out->served_l = count_uadd(out->served_l, sv.l);

@@ -3631,6 +3631,66 @@ START_TEST(test_ctrl_incremental_same_as_full)
 }
 END_TEST
 
+/* A sparse node's carried pair: its served counts by class are computed
+ * when read, in its record's proportions, summing to the carried count
+ * (no round rescales them); in the next period all of it is "other"; a
+ * full report that leaves the pair out keeps what it was carried to, and
+ * the period after, nothing. */
+START_TEST(test_ctrl_carried_counts_by_class)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":100},"
+                      "{\"name\":\"b\",\"reservation\":100}]}",
+                      1, 100000, NULL);
+    ck_assert_int_eq(ctrl_node_set_sparse(c, 0, 1), 0);
+    uint32_t gen = ctrl_table(c, NULL, NULL);
+    proto_report_rec_t rec[2] = {
+        {.bucket = 0, .queued = 3, .arrivals_interval = 100, .served_r = 60, .served_l = 30,
+         .served_o = 10, .r_left = 5, .l_left = PROTO_UNLIMITED},
+        {.bucket = 1, .queued = 1, .arrivals_interval = 10, .served_r = 4,
+         .l_left = PROTO_UNLIMITED}};
+    ctrl_pair_info_t pi;
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 1, 1, gen, 100, 0.1, rec, 2), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    for (uint32_t k = 2; k < 5; k++) { /* 100 per interval, carried */
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 1, k, 1, gen, 100 * k, 0.1 * k, NULL, 0),
+                         0);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+        uint64_t s = 100 * k;
+        ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, s);
+        ck_assert_uint_le(pi.served_r, s * 6 / 10);
+        ck_assert_uint_ge(pi.served_r + 1, s * 6 / 10);
+        ck_assert_uint_le(pi.served_l, s * 3 / 10);
+        ck_assert_uint_ge(pi.served_l + 1, s * 3 / 10);
+    }
+    /* The next period: what the prediction carries is "other". */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 2, 1, 1, gen, 600, 0.6, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_uint_eq(pi.served_r, 0);
+    ck_assert_uint_eq(pi.served_l, 0);
+    ck_assert_uint_eq(pi.served_o, 100);
+    /* A full report without bucket a: it keeps what it was carried to in
+     * this period (nothing more), and the period after holds nothing. */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 2, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 2, 1, gen, 700, 0.7, &rec[1], 1), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, 100);
+    ck_assert_uint_eq(pi.served_r, 0);
+    ck_assert_int_eq(ctrl_round_begin(c, 3, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 3, 1, 1, gen, 800, 0.8, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* ctrl_bucket_info_many() (one pass over the active pairs, the per-period
  * metrics) fills every bucket exactly as ctrl_bucket_info() (one pass over
  * the nodes per bucket): every field, in any order, with an index out of
@@ -3909,6 +3969,7 @@ int main(void)
         test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing,
         test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair,
         test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute,
-        test_ctrl_push_bases_paged, test_ctrl_incremental_same_as_full};
+        test_ctrl_push_bases_paged, test_ctrl_incremental_same_as_full,
+        test_ctrl_carried_counts_by_class};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
