@@ -299,6 +299,7 @@ int main(int argc, char **argv)
     proto_msg_init(&in);
     double max_comp = 0, max_rpass = 0;
     double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0, t_met = 0;
+    double t_skip = 0; /* of t_comp, in skipped rounds */
     ctrl_binfo_t *bscr = cfg.metrics ? ctrl_binfo_new() : NULL;
     int *mb = cfg.metrics ? calloc((size_t)buckets, sizeof *mb) : NULL;
     ctrl_bucket_info_t *mi = cfg.metrics ? calloc((size_t)buckets, sizeof *mi) : NULL;
@@ -463,6 +464,8 @@ int main(int argc, char **argv)
             if (res.t_rpass > max_rpass)
                 max_rpass = res.t_rpass;
             t_comp += t1 - t0;
+            if (res.skipped)
+                t_skip += t1 - t0;
             t_rpass += res.t_rpass;
             t_lpass += res.t_lpass;
             computed += !res.skipped;
@@ -474,11 +477,15 @@ int main(int argc, char **argv)
            " \"tokens_hash\": \"%016llx\",\n"
            " \"cpu_ms_per_round\": {\"decode\": %.3f, \"pshift\": %.3f, \"rpass_wall\": %.3f, "
            "\"lpass_wall\": %.3f, \"encode\": %.3f, \"metrics\": %.3f, \"sum\": %.3f},\n"
+           " \"pshift_per_computed_ms\": %.3f, \"pshift_per_skipped_ms\": %.3f,\n"
            " \"max_pshift_cpu_ms\": %.3f, \"max_rpass_wall_ms\": %.3f,\n"
            " \"interval_ms\": %.1f, \"share_of_interval\": %.4f}\n",
            nodes, buckets, active, full, noise, rounds, (unsigned long long)computed,
            (double)recs_out / rounds, (unsigned long long)sum_h, t_dec * 1e3 / rounds, t_comp * 1e3 / rounds,
-           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, t_met * 1e3 / rounds, sum, max_comp * 1e3, max_rpass * 1e3, iv_ms,
+           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, t_met * 1e3 / rounds, sum,
+           computed ? (t_comp - t_skip) * 1e3 / (double)computed : 0,
+           (uint64_t)rounds > computed ? t_skip * 1e3 / (double)((uint64_t)rounds - computed) : 0,
+           max_comp * 1e3, max_rpass * 1e3, iv_ms,
            sum / iv_ms);
     ctrl_binfo_destroy(&bscr);
     free(mb);
