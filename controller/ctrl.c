@@ -848,14 +848,19 @@ static void absent_idle(node_t *nd, uint64_t period)
 /* After a full report: what the node assumes of the pairs it left out
  * (idle: zeros as of now), so that its next sparse report predicts from
  * the same base.  A pair without a slot never reported: its base is read
- * only once a record wrote one (which makes the slot).  O(active pairs of
- * the node). */
+ * only once a record wrote one (which makes the slot).  The record's period
+ * goes with its base, so a carried pair's counts by class (computed from
+ * the record's when read, ctrl__pair_classes()) are made what they are as
+ * carried so far, first.  O(active pairs of the node). */
 static void absent_base(node_t *nd, uint64_t period, uint32_t interval)
 {
     for (size_t k = 0; k < nd->nact; k++) {
         pair_t *p = ctrl__pair_held(nd, nd->act[k]);
         if (!p || (nd->inact[nd->act[k]] & INACT_REPORTED))
             continue;
+        pair_served_t *sv = &nd->psv[nd->pref[nd->act[k]]];
+        if (ctrl__pair_moved(p, sv))
+            ctrl__pair_classes(p, sv);
         p->bserved = 0;
         p->bperiod = period;
         p->binterval = interval;

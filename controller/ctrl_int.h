@@ -395,17 +395,20 @@ bytes_view_t ctrl__bytes_view(const ctrl_t *c);
 /* Sparse reports: pair j of sparse node nd whose last record is older than
  * the node's newest report was left out of the reports since, so it is as
  * proto_predict_served() says at that report: its served count carried on
- * (queue, arrivals and throttled state held).  Brings the pair up to that
- * report (p and sv: the pair's state and its counts by class, or copies of
- * them).  Called by the computation's first pass over the active pairs,
- * and on copies by ctrl_pair_info() (a round may not have run since). */
-static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_t *sv)
+ * (queue, arrivals and throttled state held).  Brings pair p (the pair's
+ * state or a copy of it) up to that report: its served count and period.
+ * Returns nonzero if it did (the pair is carried).  Called by the
+ * computation's first pass over the active pairs (once per active pair and
+ * round: the status's counts by class are left alone, see
+ * ctrl__pair_classes()), and on copies by the status (a round may not have
+ * run since). */
+static inline int ctrl__pair_carry_p(const node_t *nd, pair_t *p)
 {
     if (!nd->sparse || !p->has_report || p->bk < 0 || !nd->have_rep)
-        return;
+        return 0;
     if (p->bperiod > nd->rep_period ||
         (p->bperiod == nd->rep_period && p->binterval >= nd->rep_interval))
-        return;
+        return 0;
     /* A record of an idle pair (no queue, no arrivals, no rate to carry
      * on) predicts nothing in the periods after it: there the pair is
      * what a full report's absence says, idle and not reported, so its
@@ -413,34 +416,67 @@ static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_
      * zero record held the bucket "reported" on that node for good). */
     if (p->period != nd->rep_period && !p->queued && !p->arrivals &&
         (!p->binterval || p->bserved < p->binterval))
-        return;
+        return 0;
     uint64_t s = proto_predict_served(p->bserved, p->bperiod, p->binterval, nd->rep_period,
                                       nd->rep_interval);
-    /* The status's counts by class follow, in the record's proportions. */
-    uint64_t was = p->period == nd->rep_period ? sv->r + sv->l + sv->o : 0;
-    if (p->period != nd->rep_period)
-        *sv = (pair_served_t){0};
-    if (was > 0) {
-        double f = (double)s / (double)was;
-        sv->r = (uint64_t)((double)sv->r * f);
-        sv->l = (uint64_t)((double)sv->l * f);
-        sv->o = s >= sv->r + sv->l ? s - sv->r - sv->l : 0;
-    } else {
-        sv->o = s;
-    }
     p->served = s < (uint64_t)CTRL_COUNT_MAX ? (int64_t)s : CTRL_COUNT_MAX;
     /* The base stays the record: node and controller predict from the
      * same one (carrying it anew each round gives the same value). */
     p->period = nd->rep_period;
+    return 1;
 }
 
-/* ctrl__pair_carry_to() on pair j of nd itself (a pair without a slot
- * was never reported: nothing to carry). */
+/* The status's served counts by class of a carried pair p (as
+ * ctrl__pair_carry_p() left it, now or in an earlier round:
+ * ctrl__pair_moved()), from its record's counts *sv (node_t.psv holds a
+ * record's counts as taken, never carried): in the record's proportions
+ * while the pair is in its record's period (p->bperiod; absent_base() in
+ * ctrl.c makes the counts what they are as carried before it moves the
+ * base), else all of it as "other" (the counters restarted).  Computed
+ * when the status reads it, not in every round: the third array of a pair
+ * is then streamed by no pass of a computation.  The same figures as
+ * rescaling the counts at every carry but for the rounding (one scaling
+ * from the record's counts, not one per round). */
+static inline void ctrl__pair_classes(const pair_t *p, pair_served_t *sv)
+{
+    uint64_t s = p->served > 0 ? (uint64_t)p->served : 0;
+    uint64_t was = count_uadd(count_uadd(sv->r, sv->l), sv->o);
+    if (p->period != p->bperiod || was == 0) {
+        *sv = (pair_served_t){.o = s};
+        return;
+    }
+    double f = (double)s / (double)was;
+    sv->r = (uint64_t)((double)sv->r * f);
+    sv->l = (uint64_t)((double)sv->l * f);
+    sv->o = s >= sv->r + sv->l ? s - sv->r - sv->l : 0;
+}
+
+/* Nonzero if pair p (configured, reported) is not as its record said: it
+ * was carried, now or by an earlier round; its counts by class are then
+ * ctrl__pair_classes()'s, not the record's. */
+static inline int ctrl__pair_moved(const pair_t *p, const pair_served_t *sv)
+{
+    return p->has_report && p->bk >= 0 &&
+           (p->period != p->bperiod ||
+            (uint64_t)p->served != count_uadd(count_uadd(sv->r, sv->l), sv->o));
+}
+
+/* ctrl__pair_carry_p() on a copy p of a pair of nd and its counts by class
+ * *sv (copies of the record's): both as of the node's newest report. */
+static inline void ctrl__pair_carry_to(const node_t *nd, pair_t *p, pair_served_t *sv)
+{
+    (void)ctrl__pair_carry_p(nd, p);
+    if (ctrl__pair_moved(p, sv))
+        ctrl__pair_classes(p, sv);
+}
+
+/* ctrl__pair_carry_p() on pair j of nd itself (a pair without a slot was
+ * never reported: nothing to carry). */
 static inline void ctrl__pair_carry(node_t *nd, size_t j)
 {
     int32_t r = nd->pref[j];
     if (r >= 0)
-        ctrl__pair_carry_to(nd, &nd->pst[r], &nd->psv[r]);
+        (void)ctrl__pair_carry_p(nd, &nd->pst[r]);
 }
 
 /* Adds pair j of node nd (its bucket unlimited if `unl`) to the bucket's
@@ -451,10 +487,13 @@ static inline void ctrl__bucket_add_pair(const ctrl_t *c, const node_t *nd, size
                                          ctrl_bucket_info_t *out)
 {
     pair_t pc = *ctrl__pair(nd, j);
-    pair_served_t sv = ctrl__pair_served(nd, j);
     pc.bk = ctrl__pair_b(nd, j);
-    ctrl__pair_carry_to(nd, &pc, &sv);
+    (void)ctrl__pair_carry_p(nd, &pc);
     if (pc.has_report && pc.period == c->period) {
+        /* the counts by class only where they are summed */
+        pair_served_t sv = ctrl__pair_served(nd, j);
+        if (ctrl__pair_moved(&pc, &sv))
+            ctrl__pair_classes(&pc, &sv);
         out->served_r = count_uadd(out->served_r, sv.r);
         out->served_l = count_uadd(out->served_l, sv.l);
         out->served_o = count_uadd(out->served_o, sv.o);

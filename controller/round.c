@@ -248,13 +248,15 @@ static inline void bucket_ahead(const ctrl_t *c, int b)
 static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, int changed)
 {
     const int cur_rep = nd->have_rep && nd->rep_period >= c->period;
-    /* Sparse in a large table: fetch ahead, sequential access would not. */
-    const int sparse = nd->nact * 4 <= nd->ntable;
     ln->nwork = nd->nact;
     for (size_t k = 0; k < nd->nact; k++) {
-        /* The pair's slot number, then its slot (a pair without one reads
-         * ctrl__pair_none), then its bucket's sums. */
-        if (sparse && k + PAIR_AHEAD < nd->nact)
+        /* Fetch ahead, the table sparse or dense (where every pair is
+         * active, as in bqos-ctrl-bench's nodes, the hardware's streams fell
+         * behind too: bqos-ctrl-prof --sparse --changing 0.1, 8 of 10
+         * interleaved runs lower with it): the pair's slot number, then its
+         * slot (a pair without one reads ctrl__pair_none), then its
+         * bucket's sums. */
+        if (k + PAIR_AHEAD < nd->nact)
             __builtin_prefetch(&nd->pref[nd->act[k + PAIR_AHEAD]], 0);
         if (k + PAIR_AHEAD * 3 / 4 < nd->nact) {
             int32_t ar = nd->pref[nd->act[k + PAIR_AHEAD * 3 / 4]];
@@ -333,7 +335,6 @@ static int estimate_node(ctrl_t *c, node_t *nd, ledger_node_t *ln, double il, in
  * Returns 0 or -ENOMEM. */
 static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
 {
-    const int sparse = nd->nact * 4 <= nd->ntable;
     int rc = out_reserve(nd, nd->nact); /* at most one record per pair */
     if (rc < 0)
         return rc;
@@ -342,7 +343,9 @@ static int push_node(ctrl_t *c, node_t *nd, ledger_node_t *ln)
         size_t j = nd->act[k];
         ledger_work_t *w = &ln->work[k];
         pair_push_t *ps = &nd->push[j];
-        if (sparse && k + PAIR_AHEAD < nd->nact) {
+        /* Ahead, dense table or not (estimate_node() says why): the
+         * grant's base reads the pair. */
+        if (k + PAIR_AHEAD < nd->nact) {
             ctrl__prefetch(&nd->push[nd->act[k + PAIR_AHEAD]], sizeof(pair_push_t));
             __builtin_prefetch(&nd->pref[nd->act[k + PAIR_AHEAD]], 0);
         }

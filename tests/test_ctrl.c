@@ -3581,6 +3581,236 @@ START_TEST(test_ctrl_quiet_buckets_cost_nothing)
 }
 END_TEST
 
+/* Issue 30: the rounds' incremental paths (the buckets in play, the lazy
+ * conversion replayed, the pruned lists, reused rounds' kept estimates,
+ * the sparse nodes' carried pairs) against a from-scratch recomputation
+ * (full_passes: every pass over the whole table, the list rebuilt each
+ * round), on random rounds: demand levels changing at random (sparse nodes
+ * send only the pairs that moved, a full report every 8 rounds), nodes
+ * joining, leaving (goodbye), falling silent (down, their grants held)
+ * and coming back, limits set up and down and a bucket removed mid-period.
+ * Every round's token records are the same in both, and fail closed: no
+ * limited bucket's tokens held over the up nodes exceed its limit. */
+#define DF_NB 300
+#define DF_NN 5
+#define DF_ACT 24
+START_TEST(test_ctrl_incremental_same_as_full)
+{
+    char *json = qb_json(DF_NB);
+    ctrl_config_t cfg = ctrl_config_default();
+    cfg.skip_rel = 0.1;
+    cfg.down_after = 3;
+    ctrl_t *c[2];
+    for (int v = 0; v < 2; v++) {
+        cfg.full_passes = v == 1;
+        c[v] = setup(json, 3, 4000, &cfg);
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(ctrl_node_set_sparse(c[v], i, i == 1), 0);
+    }
+    free(json);
+    static uint64_t served[DF_NN][DF_NB], level[DF_NN][DF_NB];
+    int here[DF_NN] = {1, 1, 1, 0, 0}, silent[DF_NN] = {0};
+    uint32_t seed = 777;
+    int skipped = 0, computed = 0, held = 0;
+    for (int t = 0; t < 90; t++) {
+        uint64_t period = 1 + (uint64_t)(t / 5);
+        uint32_t k = (uint32_t)(t % 5);
+        if (k == 0)
+            memset(served, 0, sizeof served);
+        /* Nodes joining, leaving, silent. */
+        int join = t == 12 ? 3 : t == 21 ? 4 : t == 47 ? 2 : -1;
+        int bye = t == 33 ? 2 : -1;
+        if (t == 55)
+            silent[4] = 1; /* down after 3 rounds, its grants held */
+        if (t == 68)
+            silent[4] = 0;
+        uint32_t r0 = qb_next(&seed);
+        int setb = (t % 4 == 2) ? (int)(r0 % DF_NB) : -1; /* a limit set */
+        int setl = (int)(r0 >> 9) % 3 == 0 ? -1 : 40 + (int)((r0 >> 11) % 200);
+        int full = t % 8 == 0;
+        proto_report_rec_t recs[DF_NN][DF_ACT];
+        size_t nrec[DF_NN];
+        for (int i = 0; i < DF_NN; i++) {
+            nrec[i] = 0;
+            for (int j = 0; j < DF_ACT; j++) {
+                int b = (i * 53 + j * 11 + (j < 8 ? 0 : (t / 9) * 17)) % DF_NB;
+                uint32_t r = qb_next(&seed);
+                /* 10% change, but in steady stretches (skipped rounds). */
+                int moved = level[i][b] == 0 || (t % 6 < 3 && r % 10 == 0);
+                if (moved)
+                    level[i][b] = r % 7 == 0 ? 1 : 2 + (r >> 4) % 40;
+                uint64_t a = level[i][b] - 1;
+                served[i][b] += a * 3 / 4;
+                if (i == 1 && !moved && !full)
+                    continue; /* sparse: only what moved */
+                recs[i][nrec[i]++] = (proto_report_rec_t){
+                    .bucket = (uint32_t)b,
+                    .queued = a ? level[i][b] % 4 : 0,
+                    .arrivals_interval = a,
+                    .served_r = served[i][b] / 2,
+                    .served_o = served[i][b] - served[i][b] / 2,
+                    .r_left = (r >> 3) % 2 ? 5 : 0,
+                    .l_left = (r >> 5) % 2 ? 3 : 0,
+                };
+            }
+        }
+        for (int v = 0; v < 2; v++) {
+            const char *const *names;
+            size_t nb;
+            uint32_t gen = ctrl_table(c[v], &names, &nb);
+            if (setb >= 0) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "q%d", setb);
+                bucketfile_bucket_t x = {.name = nm, .reservation = setb % 5 ? 20 : 0,
+                                         .limit = setl < 0 ? BUCKETFILE_NO_LIMIT : setl,
+                                         .weight = 1};
+                ck_assert_int_eq(ctrl_set_bucket(c[v], &x), 0);
+            }
+            if (t == 61) {
+                ck_assert_int_eq(ctrl_remove_bucket(c[v], "q299"), 0);
+            }
+            gen = ctrl_table(c[v], &names, &nb);
+            if (join >= 0) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "n%d", join);
+                ck_assert_int_eq(ctrl_node_hello(c[v], nm, 0, 4000, 1, names, nb), join);
+                ck_assert_int_eq(ctrl_node_set_sparse(c[v], join, join != 2), 0);
+            }
+            if (bye >= 0)
+                ck_assert_int_eq(ctrl_node_goodbye(c[v], bye), 0);
+            ck_assert_int_eq(ctrl_round_begin(c[v], period, k, 0), 0);
+            for (int i = 0; i < DF_NN; i++) {
+                int in = i == join ? 1 : i == bye ? 0 : here[i];
+                if (!in || silent[i])
+                    continue;
+                /* The table may have lost a bucket: indexes past it go. */
+                size_t n = 0;
+                proto_report_rec_t rr[DF_ACT];
+                for (size_t x = 0; x < nrec[i]; x++)
+                    if (recs[i][x].bucket < nb)
+                        rr[n++] = recs[i][x];
+                int sp = i != 0 && i != 2;
+                int rc = sp && !full ? ctrl_node_report_sparse(c[v], i, period, k, 1, gen,
+                                                                 400 * (k + 1), 0.2 * (k + 1),
+                                                                 rr, n)
+                                     : ctrl_node_report(c[v], i, period, k, 1, gen,
+                                                        400 * (k + 1), 0.2 * (k + 1), rr, n);
+                ck_assert_int_eq(rc, 0);
+            }
+        }
+        if (join >= 0)
+            here[join] = 1;
+        if (bye >= 0)
+            here[bye] = 0;
+        ctrl_result_t res[2];
+        for (int v = 0; v < 2; v++)
+            ck_assert_int_eq(ctrl_compute(c[v], &res[v]), 0);
+        ck_assert_int_eq(res[0].skipped, res[1].skipped);
+        skipped += res[0].skipped;
+        computed += !res[0].skipped;
+        ck_assert_int_eq(res[0].r_tokens, res[1].r_tokens);
+        ck_assert_uint_eq(res[0].pairs, res[1].pairs);
+        for (int i = 0; i < DF_NN; i++) {
+            const proto_tokens_rec_t *a, *b;
+            size_t na = ctrl_node_tokens(c[0], i, &a), nb = ctrl_node_tokens(c[1], i, &b);
+            ck_assert_msg(na == nb, "round %d node %d: %zu vs %zu records", t, i, na, nb);
+            for (size_t x = 0; x < na; x++) {
+                ck_assert_msg(a[x].bucket == b[x].bucket && a[x].r_tokens == b[x].r_tokens &&
+                                  a[x].l_tokens == b[x].l_tokens && a[x].flags == b[x].flags,
+                              "round %d node %d record %zu: bucket %u R %lld L %lld vs bucket "
+                              "%u R %lld L %lld", t, i, x, a[x].bucket,
+                              (long long)a[x].r_tokens, (long long)a[x].l_tokens, b[x].bucket,
+                              (long long)b[x].r_tokens, (long long)b[x].l_tokens);
+            }
+        }
+        /* Fail closed: tokens held over the up nodes within the limit. */
+        for (int b = 0; b < ctrl_nbuckets(c[0]); b++) {
+            ctrl_bucket_info_t bi;
+            ck_assert_int_eq(ctrl_bucket_info(c[0], b, &bi), 0);
+            if (bi.limit == BUCKETFILE_NO_LIMIT || bi.l_tokens == CTRL_UNLIMITED)
+                continue;
+            int64_t sum = 0;
+            for (int i = 0; i < DF_NN; i++) {
+                ctrl_pair_info_t pi;
+                if (!ctrl_node_up(c[0], i) || ctrl_pair_info(c[0], i, b, &pi) < 0)
+                    continue;
+                sum += (pi.r_tokens > 0 ? pi.r_tokens : 0) + pi.l_tokens;
+            }
+            held += sum > 0;
+            ck_assert_msg(sum <= (int64_t)((double)bi.limit * cfg.period_s), "round %d bucket %d: %lld tokens, limit %lld",
+                          t, b, (long long)sum, (long long)bi.limit);
+        }
+    }
+    fprintf(stderr, "test_ctrl_incremental_same_as_full: %d skipped, %d computed, %d bucket-rounds "
+            "with limited tokens held\n", skipped, computed, held);
+    ck_assert_int_gt(skipped, 3);
+    ck_assert_int_gt(computed, 40);
+    ck_assert_int_gt(held, 100);
+    for (int v = 0; v < 2; v++)
+        ctrl_destroy(&c[v]);
+}
+END_TEST
+
+/* A sparse node's carried pair: its served counts by class are computed
+ * when read, in its record's proportions, summing to the carried count
+ * (no round rescales them); in the next period all of it is "other"; a
+ * full report that leaves the pair out keeps what it was carried to, and
+ * the period after, nothing. */
+START_TEST(test_ctrl_carried_counts_by_class)
+{
+    ctrl_t *c = setup("{\"buckets\":[{\"name\":\"a\",\"reservation\":100},"
+                      "{\"name\":\"b\",\"reservation\":100}]}",
+                      1, 100000, NULL);
+    ck_assert_int_eq(ctrl_node_set_sparse(c, 0, 1), 0);
+    uint32_t gen = ctrl_table(c, NULL, NULL);
+    proto_report_rec_t rec[2] = {
+        {.bucket = 0, .queued = 3, .arrivals_interval = 100, .served_r = 60, .served_l = 30,
+         .served_o = 10, .r_left = 5, .l_left = PROTO_UNLIMITED},
+        {.bucket = 1, .queued = 1, .arrivals_interval = 10, .served_r = 4,
+         .l_left = PROTO_UNLIMITED}};
+    ctrl_pair_info_t pi;
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 1, 1, gen, 100, 0.1, rec, 2), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    for (uint32_t k = 2; k < 5; k++) { /* 100 per interval, carried */
+        ck_assert_int_eq(ctrl_round_begin(c, 1, k, 0), 0);
+        ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 1, k, 1, gen, 100 * k, 0.1 * k, NULL, 0),
+                         0);
+        ck_assert_int_eq(ctrl_compute(c, &res), 0);
+        ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+        uint64_t s = 100 * k;
+        ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, s);
+        ck_assert_uint_le(pi.served_r, s * 6 / 10);
+        ck_assert_uint_ge(pi.served_r + 1, s * 6 / 10);
+        ck_assert_uint_le(pi.served_l, s * 3 / 10);
+        ck_assert_uint_ge(pi.served_l + 1, s * 3 / 10);
+    }
+    /* The next period: what the prediction carries is "other". */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 2, 1, 1, gen, 600, 0.6, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_uint_eq(pi.served_r, 0);
+    ck_assert_uint_eq(pi.served_l, 0);
+    ck_assert_uint_eq(pi.served_o, 100);
+    /* A full report without bucket a: it keeps what it was carried to in
+     * this period (nothing more), and the period after holds nothing. */
+    ck_assert_int_eq(ctrl_round_begin(c, 2, 2, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 2, 2, 1, gen, 700, 0.7, &rec[1], 1), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, 100);
+    ck_assert_uint_eq(pi.served_r, 0);
+    ck_assert_int_eq(ctrl_round_begin(c, 3, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report_sparse(c, 0, 3, 1, 1, gen, 800, 0.8, NULL, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    ck_assert_uint_eq(pi.served_r + pi.served_l + pi.served_o, 0);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* ctrl_bucket_info_many() (one pass over the active pairs, the per-period
  * metrics) fills every bucket exactly as ctrl_bucket_info() (one pass over
  * the nodes per bucket): every field, in any order, with an index out of
@@ -3859,6 +4089,7 @@ int main(void)
         test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing,
         test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair,
         test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute,
-        test_ctrl_push_bases_paged, test_ctrl_pair_state_only_for_records};
+        test_ctrl_push_bases_paged, test_ctrl_pair_state_only_for_records,
+        test_ctrl_incremental_same_as_full, test_ctrl_carried_counts_by_class};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1022,6 +1022,25 @@ START_TEST(test_proto_predict)
     /* saturates */
     ck_assert_uint_eq(proto_predict_served(PROTO_MAX_COUNT, 1, 1, 1, 9), PROTO_MAX_COUNT);
     ck_assert_uint_eq(proto_predict_served(UINT64_MAX, 1, 1, 1, 1), PROTO_MAX_COUNT);
+    ck_assert_uint_eq(proto_predict_served(PROTO_MAX_COUNT - 5, 1, 1, 2, UINT32_MAX),
+                      PROTO_MAX_COUNT);
+    /* The saturation test, one division fewer: the same figures as
+     * rate > (MAX - base) / steps, near the bound and far from it. */
+    uint64_t x = 88172645463325252u;
+    for (int k = 0; k < 200000; k++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t served = k % 4 == 0 ? PROTO_MAX_COUNT - (x % 4096) : x >> (x % 64);
+        uint32_t bi = (uint32_t)(x % 7), iv = (uint32_t)((x >> 8) % (k % 3 ? 12 : UINT32_MAX));
+        uint64_t bp = 5, pp = 5 + (x >> 20) % 2;
+        uint64_t sv = served > PROTO_MAX_COUNT ? PROTO_MAX_COUNT : served;
+        uint64_t rate = bi ? sv / bi : 0, base = pp == bp ? sv : 0;
+        uint64_t steps = pp == bp ? (iv > bi ? iv - bi : 0) : iv;
+        uint64_t want = steps && rate > (PROTO_MAX_COUNT - base) / steps ? PROTO_MAX_COUNT
+                                                                          : base + rate * steps;
+        ck_assert_uint_eq(proto_predict_served(served, bp, bi, pp, iv), want);
+    }
 
     proto_pred_t a = {.queued = 10, .arrivals = 100, .served = 1000, .throttled = 0};
     proto_pred_t b = a;

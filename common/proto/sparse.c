@@ -17,9 +17,13 @@ uint64_t proto_predict_served(uint64_t served, uint64_t bperiod, uint32_t binter
     } else {
         return served; /* an older period: what was said */
     }
-    if (steps && rate > (PROTO_MAX_COUNT - base) / steps)
+    /* rate > (MAX - base) / steps, without a second division (once per
+     * carried pair and round in the controller): the same test in
+     * integers, the product's overflow included. */
+    uint64_t add;
+    if (__builtin_mul_overflow(rate, steps, &add) || add > PROTO_MAX_COUNT - base)
         return PROTO_MAX_COUNT;
-    return base + rate * steps;
+    return base + add;
 }
 
 /* Nonzero if a and b differ by at most max(abs, rel x the larger). */

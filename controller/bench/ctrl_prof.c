@@ -52,7 +52,8 @@ static void solve_hook(const struct pshift_problem *p, int lpass, double seconds
 typedef struct {
     int nodes, buckets, active, rounds, warmup, full, threads, intervals;
     unsigned seed;
-    double capacity, reserved, noise, skip;
+    double capacity, reserved, noise, skip, changing;
+    int sparse, full_every, metrics;
     size_t approx;
     dump_t dump;
     int help, version;
@@ -98,7 +99,7 @@ static const opts_usage_t usage = {
     .tail = "  --help, --version\n",
 };
 
-#define NOPTS 17
+#define NOPTS 21
 
 /* Fills rows[NOPTS], the option table, with targets in *c. */
 static void option_rows(prof_cfg_t *c, opts_row_t *rows)
@@ -134,6 +135,23 @@ static void option_rows(prof_cfg_t *c, opts_row_t *rows)
          .deflt = "5", .min = 1, .max = INT_MAX, .help = "intervals per 1 s period"},
         {.name = "full-tables", .type = OPTS_FLAG, .target = &c->full,
          .help = "every node's table holds every bucket"},
+        {.name = "sparse", .type = OPTS_FLAG, .target = &c->sparse,
+         .help = "sparse reports, as bqos-ctrl-bench's nodes send them: only\n"
+                 "the pairs that moved beyond the prediction from their last\n"
+                 "record, a full report every --full-every (node i's first\n"
+                 "after i reports)"},
+        {.name = "full-every", .type = OPTS_INT, .target = &c->full_every, .arg = "N",
+         .deflt = "25", .min = 1, .max = INT_MAX,
+         .help = "--sparse: a full report every N ({default}, as bqos-node)"},
+        {.name = "metrics", .type = OPTS_FLAG, .target = &c->metrics,
+         .help = "after each period's last round, every bucket's figures\n"
+                 "in one call of ctrl_bucket_info_many(), as the daemon's\n"
+                 "per-period metrics read them (timed as \"metrics\")"},
+        {.name = "changing", .type = OPTS_DOUBLE, .target = &c->changing, .arg = "F",
+         .deflt = "0",
+         .help = "each round a pair's demand level moves (to 0.5..1.5x) with\n"
+                 "probability F, as bqos-ctrl-bench's (with --noise 0: a steady\n"
+                 "load of which F changes per interval)"},
         {.name = "dump-slow", .type = OPTS_FUNC, .target = &c->dump, .func = parse_dump,
          .arg = "MS:FILE",
          .help = "write the slowest pShift solve (wall) that took at\n"
@@ -155,6 +173,11 @@ typedef struct {
     size_t n;             /* buckets active here */
     uint32_t *bucket;     /* global index per active entry */
     uint64_t *served;
+    double *level;        /* per active entry: its demand level (--changing) */
+    proto_pred_t *base;   /* --sparse: per active entry, its last record */
+    uint64_t *bp;         /* ... its period */
+    uint32_t *bi;         /* ... and interval */
+    int since_full;       /* --sparse: reports since the last full one */
     size_t ntable;
     const char **tnames;
 } pnode_t;
@@ -216,6 +239,16 @@ int main(int argc, char **argv)
         pn[i].bucket = calloc(pn[i].n + 1, sizeof *pn[i].bucket);
         pn[i].served = calloc(pn[i].n + 1, sizeof *pn[i].served);
         pn[i].tnames = calloc(pn[i].n + 1, sizeof *pn[i].tnames);
+        pn[i].level = calloc(pn[i].n + 1, sizeof *pn[i].level);
+        pn[i].base = calloc(pn[i].n + 1, sizeof *pn[i].base);
+        pn[i].bp = calloc(pn[i].n + 1, sizeof *pn[i].bp);
+        pn[i].bi = calloc(pn[i].n + 1, sizeof *pn[i].bi);
+        if (!pn[i].bucket || !pn[i].served || !pn[i].tnames || !pn[i].level || !pn[i].base ||
+            !pn[i].bp || !pn[i].bi)
+            return 1;
+        for (size_t j = 0; j <= pn[i].n; j++)
+            pn[i].level[j] = 1;
+        pn[i].since_full = cfg.full_every - 1 - i % cfg.full_every; /* staggered */
         pn[i].n = 0;
     }
     for (int b = 0; b < buckets; b++)
@@ -254,6 +287,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "bqos-ctrl-prof: hello: %s\n", strerror(-nid[i]));
             return 1;
         }
+        if (cfg.sparse)
+            ctrl_node_set_sparse(c, nid[i], 1);
     }
 
     proto_enc_t enc, tenc;
@@ -263,7 +298,15 @@ int main(int argc, char **argv)
     proto_msg_init(&rep);
     proto_msg_init(&in);
     double max_comp = 0, max_rpass = 0;
-    double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0;
+    double t_dec = 0, t_comp = 0, t_enc = 0, t_rpass = 0, t_lpass = 0, t_met = 0;
+    double t_skip = 0; /* of t_comp, in skipped rounds */
+    ctrl_binfo_t *bscr = cfg.metrics ? ctrl_binfo_new() : NULL;
+    int *mb = cfg.metrics ? calloc((size_t)buckets, sizeof *mb) : NULL;
+    ctrl_bucket_info_t *mi = cfg.metrics ? calloc((size_t)buckets, sizeof *mi) : NULL;
+    if (cfg.metrics && (!bscr || !mb || !mi))
+        return 1;
+    for (int b = 0; cfg.metrics && b < buckets; b++)
+        mb[b] = b;
     uint64_t recs_out = 0, computed = 0, sum_h = UINT64_C(14695981039346656037);
     double isec = 1.0 / intervals;
     for (int r = 0; r < warmup + rounds; r++) {
@@ -284,16 +327,23 @@ int main(int argc, char **argv)
             rep.remaining_ms = (uint32_t)(1000 - 1000 * isec * k);
             rep.table = 1;
             rep.peer_table = 0;
-            rep.count = f->n;
+            /* Sparse as bqos-ctrl-bench's nodes: full every --full-every. */
+            const int sparse = cfg.sparse && f->since_full + 1 < cfg.full_every;
+            f->since_full = sparse ? f->since_full + 1 : 0;
+            rep.sparse = sparse;
+            size_t cnt = 0;
             uint64_t done = 0;
             for (size_t j = 0; j < f->n; j++) {
-                double share = rate[f->bucket[j]] * isec / active;
+                if (cfg.changing > 0 &&
+                    (rng_lcg_next(&rng) % 1000000) < (int)(cfg.changing * 1e6))
+                    f->level[j] = 0.5 + (rng_lcg_next(&rng) % 1000) / 1000.0;
+                double share = rate[f->bucket[j]] * isec / active * f->level[j];
                 double u = (rng_lcg_next(&rng) % 1000) / 1000.0;
                 double a = 1.5 * share * (1 - noise + 2 * noise * u);
                 uint64_t spend = (uint64_t)(0.8 * share);
                 f->served[j] += spend;
                 done += spend;
-                rep.report[j] = (proto_report_rec_t){
+                proto_report_rec_t rec = {
                     .bucket = full ? f->bucket[j] : (uint32_t)j,
                     .queued = (uint64_t)(rng_lcg_next(&rng) % (1 + (int)(40 * noise))),
                     .arrivals_interval = (uint64_t)a,
@@ -302,7 +352,24 @@ int main(int argc, char **argv)
                     .r_left = 0,
                     .l_left = PROTO_UNLIMITED,
                 };
+                if (cfg.sparse) {
+                    /* As bqos-node's: a report at interval k's start
+                     * covers k intervals (the prediction's rate). */
+                    rec.served_r = rec.arrivals_period = f->served[j] - spend;
+                    proto_pred_t now_v = {.queued = rec.queued,
+                                          .arrivals = rec.arrivals_interval,
+                                          .served = rec.served_r};
+                    proto_pred_t pred = f->base[j];
+                    pred.served = proto_predict_served(pred.served, f->bp[j], f->bi[j], period, k);
+                    if (sparse && proto_pred_near(&pred, &now_v, 0.10, 0.02, 2))
+                        continue;
+                    f->base[j] = now_v;
+                    f->bp[j] = period;
+                    f->bi[j] = k;
+                }
+                rep.report[cnt++] = rec;
             }
+            rep.count = cnt;
             rep.completions = (uint64_t)(capacity * isec * (k + 1) * 0.9);
             rep.busy_seconds = isec * (k + 1) * 0.9;
             (void)done;
@@ -318,9 +385,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bqos-ctrl-prof: decode failed\n");
                 return 1;
             }
-            int rc = ctrl_node_report(c, nid[i], in.period, in.interval, in.table,
-                                      in.peer_table, in.completions, in.busy_seconds,
-                                      in.report, in.count);
+            int rc = in.sparse ? ctrl_node_report_sparse(c, nid[i], in.period, in.interval,
+                                                         in.table, in.peer_table, in.completions,
+                                                         in.busy_seconds, in.report, in.count)
+                               : ctrl_node_report(c, nid[i], in.period, in.interval, in.table,
+                                                  in.peer_table, in.completions,
+                                                  in.busy_seconds, in.report, in.count);
             if (meas)
                 t_dec += cpu_now() - t0;
             if (rc < 0) {
@@ -374,29 +444,52 @@ int main(int argc, char **argv)
                     sum_h = (sum_h ^ *q) * UINT64_C(1099511628211);
             ctrl_node_seen(c, nid[i], gen); /* the node acknowledges the table */
         }
+        if (cfg.metrics && k + 1 == (uint32_t)intervals) {
+            double tm = cpu_now();
+            if (ctrl_bucket_info_many(c, bscr, mb, (size_t)buckets, mi) < 0) {
+                fprintf(stderr, "bqos-ctrl-prof: bucket figures failed\n");
+                return 1;
+            }
+            if (meas)
+                t_met += cpu_now() - tm;
+            for (int b = 0; b < buckets; b++) /* into the hash: equal figures */
+                for (const unsigned char *q = (const unsigned char *)&mi[b].served_r,
+                                         *e = (const unsigned char *)(&mi[b].l_tokens + 1);
+                     q < e; q++)
+                    sum_h = (sum_h ^ *q) * UINT64_C(1099511628211);
+        }
         if (meas) {
             if (t1 - t0 > max_comp)
                 max_comp = t1 - t0;
             if (res.t_rpass > max_rpass)
                 max_rpass = res.t_rpass;
             t_comp += t1 - t0;
+            if (res.skipped)
+                t_skip += t1 - t0;
             t_rpass += res.t_rpass;
             t_lpass += res.t_lpass;
             computed += !res.skipped;
         }
     }
-    double iv_ms = 1000.0 / intervals, sum = (t_dec + t_comp + t_enc) * 1e3 / rounds;
+    double iv_ms = 1000.0 / intervals, sum = (t_dec + t_comp + t_enc + t_met) * 1e3 / rounds;
     printf("{\"nodes\": %d, \"buckets\": %d, \"active\": %d, \"full_tables\": %d, "
            "\"noise\": %g, \"rounds\": %d, \"computed\": %llu, \"records_out_per_round\": %.0f,\n"
            " \"tokens_hash\": \"%016llx\",\n"
            " \"cpu_ms_per_round\": {\"decode\": %.3f, \"pshift\": %.3f, \"rpass_wall\": %.3f, "
-           "\"lpass_wall\": %.3f, \"encode\": %.3f, \"sum\": %.3f},\n"
+           "\"lpass_wall\": %.3f, \"encode\": %.3f, \"metrics\": %.3f, \"sum\": %.3f},\n"
+           " \"pshift_per_computed_ms\": %.3f, \"pshift_per_skipped_ms\": %.3f,\n"
            " \"max_pshift_cpu_ms\": %.3f, \"max_rpass_wall_ms\": %.3f,\n"
            " \"interval_ms\": %.1f, \"share_of_interval\": %.4f}\n",
            nodes, buckets, active, full, noise, rounds, (unsigned long long)computed,
            (double)recs_out / rounds, (unsigned long long)sum_h, t_dec * 1e3 / rounds, t_comp * 1e3 / rounds,
-           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, sum, max_comp * 1e3, max_rpass * 1e3, iv_ms,
+           t_rpass * 1e3 / rounds, t_lpass * 1e3 / rounds, t_enc * 1e3 / rounds, t_met * 1e3 / rounds, sum,
+           computed ? (t_comp - t_skip) * 1e3 / (double)computed : 0,
+           (uint64_t)rounds > computed ? t_skip * 1e3 / (double)((uint64_t)rounds - computed) : 0,
+           max_comp * 1e3, max_rpass * 1e3, iv_ms,
            sum / iv_ms);
+    ctrl_binfo_destroy(&bscr);
+    free(mb);
+    free(mi);
     ctrl_destroy(&c);
     proto_msg_clear(&rep);
     proto_msg_clear(&in);
@@ -406,6 +499,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < nodes; i++) {
         free(pn[i].bucket);
         free(pn[i].served);
+        free(pn[i].level);
+        free(pn[i].base);
+        free(pn[i].bp);
+        free(pn[i].bi);
         if (!full)
             free(pn[i].tnames);
     }
