@@ -393,7 +393,8 @@ int bytes_compute(bytes_t *y, const bytes_view_t *v, const bytes_round_t *in,
     for (int i = 0; i < v->nn; i++) {
         const bnode_t *bn = &y->nd[i]; /* unknown: not bounded */
         ledger_caps(L, i, bn->up, bn->est ? bn->cap.estimate : INFINITY,
-                    bn->est ? bn->cap.conservative : INFINITY, in->rem_s);
+                    bn->est ? bn->cap.conservative : INFINITY,
+                    bn->est ? bn->cap.confined : INFINITY, in->rem_s);
     }
     ctrl_result_t rs = {0};
     int any_l = 0;

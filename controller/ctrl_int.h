@@ -110,6 +110,7 @@ typedef struct {
     estimate_cap_t cap;
     double cap_used;       /* estimate at the last computation */
     double cons_used;      /* conservative capacity at the last computation */
+    double conf_used;      /* confined capacity (estimate.h) at the last computation */
     /* Shards (ctrl_node_set_slice()): the root step's slice of the node
      * for this controller, IOs/s; the computations place within the
      * smaller of it and the estimates.  sliced 0: no slice. */

@@ -52,6 +52,7 @@ void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg)
         c->cfg.recent = ESTIMATE_WINDOW_MAX;
     c->estimate = c->cfg.profile;
     c->conservative = c->estimate * (1 - c->cfg.cold_margin);
+    c->confined = c->conservative;
 }
 
 /* Moves the estimate to `want`, by at most max_change of its value. */
@@ -99,6 +100,11 @@ static void cap_conservative(estimate_cap_t *c)
     if (c->nrec > 0 && most < (1 - ESTIMATE_RECENT_DROP) * cons)
         cons = most;
     c->conservative = cons < 1 ? 1 : cons;
+    /* The confined capacity: one busy interval's drop is followed at once
+     * (estimate.h). */
+    c->confined = c->conservative;
+    if (c->cfg.recent > 0 && c->fast > 0 && c->fast < (1 - ESTIMATE_FAST_DROP) * c->confined)
+        c->confined = c->fast < 1 ? 1 : c->fast;
 }
 
 /* Remembers a delivered rate (IOs per second) for the delivered cap. */
@@ -118,6 +124,11 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     if (!(interval_s > 0))
         return c->estimate;
     double u = (double)completions;
+    /* Only an interval the server was busy through says what it delivers
+     * now (the confined capacity); any other clears the last figure. */
+    c->fast = 0;
+    if (busy_s >= ESTIMATE_FAST_BUSY * interval_s && busy_s > 0)
+        c->fast = u / (busy_s < interval_s ? busy_s : interval_s);
     if (!(busy_s >= c->cfg.min_busy * interval_s) || busy_s <= 0) {
         if (u > 0 && u >= c->cfg.saturated * c->estimate * interval_s) {
             /* Its estimate's worth in less than min_busy of the interval:
@@ -132,6 +143,7 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
             c->steps++;
         } else {
             c->ignored++;
+            cap_conservative(c); /* the confined capacity forgets its drop */
         }
         return c->estimate;
     }
@@ -144,6 +156,8 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
     double rate = u / busy_s;
     if (rate < c->cfg.floor) {
         c->ignored++;
+        c->fast = 0; /* a light-load artefact, not a step */
+        cap_conservative(c);
         return c->estimate;
     }
     c->hist[c->pos] = rate;

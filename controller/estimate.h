@@ -42,7 +42,20 @@
  * capacity is that rate, whatever `max_margin` says.  After a step down
  * the window's mean (and so the estimate) needs up to `window` samples to
  * follow; the delivered cap follows after `recent`.  Smaller dips are
- * sampling noise, which the window's mean already averages. */
+ * sampling noise, which the window's mean already averages.
+ *
+ * Confined capacity (issue 25), for a server that a bucket with nowhere
+ * else to go depends on: the conservative capacity, or the last interval's
+ * delivered rate where that interval was a sample of a server busy through
+ * it (at least ESTIMATE_FAST_BUSY of the interval) and its rate is more
+ * than ESTIMATE_FAST_DROP below the conservative capacity.  So a step down
+ * is followed within one interval where R placed beyond the server's rate
+ * cannot move elsewhere; a single dip of sampling noise (a few percent) or
+ * an interval the server was partly idle does not count, and the figure is
+ * back at the conservative capacity as soon as an interval is not a drop
+ * (it holds no history: one interval's sample, not a trend).  On a steady
+ * server it converges to the conservative capacity, as that does.  Off
+ * with the delivered cap (`recent` 0). */
 #ifndef BQOS_ESTIMATE_H
 #define BQOS_ESTIMATE_H
 
@@ -114,6 +127,14 @@ typedef struct {
  * fraction) below the conservative capacity. */
 #define ESTIMATE_RECENT_DROP 0.05
 
+/* The confined capacity takes the last interval's rate when it is this far
+ * (a fraction) below the conservative capacity, the server busy for at
+ * least ESTIMATE_FAST_BUSY of the interval.  Steps the simulator models
+ * are 30-50% down; interval-to-interval noise of a loaded server is a few
+ * percent (docs/decisions.md, "A step down followed in one interval"). */
+#define ESTIMATE_FAST_DROP 0.15
+#define ESTIMATE_FAST_BUSY 0.9
+
 /* Returns settings derived from a profile: step 5%, floor 25% of the
  * profile, saturated 0.95, min_busy 0.5, window 8,
  * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4,
@@ -125,6 +146,10 @@ typedef struct {
     estimate_cap_cfg_t cfg;
     double estimate;    /* IOs per second */
     double conservative;/* IOs per second, <= estimate (see above) */
+    double confined;    /* IOs per second, <= conservative: the confined
+                           capacity (see above) */
+    double fast;        /* the last interval's rate if it was a busy
+                           sample (ESTIMATE_FAST_BUSY), else 0 */
     double hist[ESTIMATE_WINDOW_MAX];
     int nhist, pos;
     double rec[ESTIMATE_WINDOW_MAX]; /* delivered rates, last `recent` */
@@ -139,7 +164,8 @@ void estimate_cap_init(estimate_cap_t *c, const estimate_cap_cfg_t *cfg);
 
 /* Feeds one interval: `completions` IOs finished and `busy_s` seconds with
  * work at the backend during an interval of `interval_s` seconds.  Returns
- * the new estimate (IOs per second); c->conservative is updated too. */
+ * the new estimate (IOs per second); c->conservative and c->confined are
+ * updated too. */
 double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_s,
                            double interval_s);
 

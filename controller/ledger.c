@@ -1,5 +1,6 @@
 /* ledger.c - the passes a dimension of the controller runs each round, the same for IOs and bytes: token conversion, budgets, the R pass (single-server buckets first, within the conservative capacities, in the last interval on the queues) and the L pass. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "controller/ledger.h"
@@ -317,7 +318,7 @@ void ledger_budgets(ledger_t *L, const ledger_round_t *rd)
             budget_reset(L, rd, b);
 }
 
-void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double rem_s)
+void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double conf, double rem_s)
 {
     ledger_node_t *ln = &L->n[i];
     ln->up = (uint8_t)(up != 0);
@@ -327,6 +328,9 @@ void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double rem
     ln->rcap = node_tokens(cons * rem_s);
     if (ln->rcap > ln->capt)
         ln->rcap = ln->capt;
+    ln->rcap_c = node_tokens(conf * rem_s);
+    if (ln->rcap_c > ln->rcap)
+        ln->rcap_c = ln->rcap;
 }
 
 /* ---- the last round's R on the queues -------------------------------------- */
@@ -448,10 +452,14 @@ static void backlog_floor(ledger_work_t *w, const ledger_bucket_t *bs)
 /* Places the R-tokens of the single-server buckets (one pair with demand in
  * the R problem: they have nowhere else to go) on up node ln before pShift
  * sees the others: each gets min(remaining reservation, demand), scaled
- * down (rounding down) if together they exceed `cons` tokens, the node's
- * conservative capacity for the rest of the period.  Their allocations
- * are their own (bs->ss_alloc), their sum ln->load. */
-static void place_single(ledger_t *L, ledger_node_t *ln, int64_t cons, ctrl_result_t *rs)
+ * down (rounding down) if together they exceed ln->rcap tokens, the node's
+ * R capacity for the rest of the period.  With any, that capacity is the
+ * confined one (ln->rcap lowered to ln->rcap_c, ln->confd set; pShift's
+ * server and the cut use it too): R placed beyond what a server that
+ * stepped down delivers is not served, and these buckets cannot go
+ * elsewhere.  Their allocations are their own (bs->ss_alloc), their sum
+ * ln->load. */
+static void place_single(ledger_t *L, ledger_node_t *ln, ctrl_result_t *rs)
 {
     int64_t sum = 0;
     ln->load = 0;
@@ -463,6 +471,11 @@ static void place_single(ledger_t *L, ledger_node_t *ln, int64_t cons, ctrl_resu
     }
     if (sum == 0)
         return;
+    if (ln->rcap_c < ln->rcap) {
+        ln->rcap = ln->rcap_c;
+        ln->confd = 1;
+    }
+    int64_t cons = ln->rcap;
     double scale = sum > cons ? (double)cons / (double)sum : 1;
     for (size_t k = 0; k < ln->nwork; k++) {
         const ledger_work_t *w = &ln->work[k];
@@ -507,7 +520,7 @@ static int rpass_build(ledger_t *L, ctrl_result_t *rs, int cut)
         ln->pidx = -1;
         if (!ln->up)
             continue;
-        place_single(L, ln, ln->rcap, rs);
+        place_single(L, ln, rs);
         ln->pidx = pshift_add_server(p, NULL, ln->rcap - ln->load);
         if (ln->pidx < 0)
             return ln->pidx;
@@ -525,8 +538,16 @@ static int rpass_build(ledger_t *L, ctrl_result_t *rs, int cut)
                 continue;
             ledger_bucket_t *bs = &L->b[w->b];
             int64_t d = rq_demand(w, bs);
-            if (ln->rcut < 1 && bs->alt) /* (a bucket with nowhere else keeps it) */
-                d = (int64_t)((double)d * ln->rcut);
+            if (ln->rcut < 1 && bs->alt) { /* (a bucket with nowhere else keeps it) */
+                int64_t cut_d = (int64_t)((double)d * ln->rcut);
+                /* On a node held to its confined capacity (a step down),
+                 * a bucket keeps what its requests in flight on the nodes
+                 * not cut cannot carry (bs->carry). */
+                double need = (double)bs->r_rem - (double)bs->carry;
+                if (ln->confd && need > (double)cut_d)
+                    cut_d = need < (double)d ? (int64_t)need : d;
+                d = cut_d;
+            }
             else if (cut && ln->rcut >= 1 && w->rk >= 0 && (w->flags & LEDGER_QUEUED) && w->kin &&
                      ln->kr > 0) {
                 /* After a cut, a queued pair on a node not cut stands for
@@ -568,7 +589,11 @@ static int rpass_build(ledger_t *L, ctrl_result_t *rs, int cut)
  * capacity if need be), so that the flexible buckets' demands there fit in
  * what the single-server buckets leave, and bs->alt on every bucket with an
  * R pair on an up node that is not cut: the cut applies to those only.
- * Returns nonzero if any was set. */
+ * On a node held to its confined capacity (ln->confd: it stepped down) the
+ * cut leaves such a bucket at least what its requests in flight on those
+ * nodes cannot carry (bs->carry, the sum of w->kin x ln->kr there; issue
+ * 25: one request in flight at a bucket's other server does not take what
+ * the cut moves).  Returns nonzero if any was set. */
 static int rpass_cut(ledger_t *L)
 {
     int any = 0;
@@ -601,9 +626,17 @@ static int rpass_cut(ledger_t *L)
             const ledger_node_t *ln = &L->n[i];
             if (!ln->up || ln->rcut < 1)
                 continue;
-            for (size_t k = 0; k < ln->nwork; k++)
-                if (ln->work[k].rk >= 0)
-                    L->b[ln->work[k].b].alt = 1;
+            for (size_t k = 0; k < ln->nwork; k++) {
+                const ledger_work_t *w = &ln->work[k];
+                if (w->rk < 0)
+                    continue;
+                ledger_bucket_t *bs = &L->b[w->b];
+                if (!bs->alt)
+                    bs->carry = 0;
+                bs->alt = 1;
+                bs->carry = w->kin && ln->kr > 0 ? bs->carry + (float)((double)w->kin * ln->kr)
+                                                 : INFINITY;
+            }
         }
     }
     return any;
@@ -641,6 +674,7 @@ int ledger_rpass(ledger_t *L, const pshift_opts_t *o, ctrl_result_t *rs, int *an
         if (!ln->up)
             continue;
         ln->rcut = 1;
+        ln->confd = 0;
         for (size_t k = 0; k < ln->nwork; k++) {
             ledger_work_t *w = &ln->work[k];
             BUCKET_AHEAD(L, ln, k);

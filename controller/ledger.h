@@ -69,6 +69,9 @@ typedef struct {
                               rpass_cut() does not cut */
     uint8_t inplay;        /* on the dimension's list of buckets in play
                               (IOs: round.c) */
+    float carry;           /* R pass, with alt: R-tokens its requests in
+                              flight on the up nodes not cut carry (w->kin x
+                              ln->kr summed; INFINITY where one is unknown) */
     double arrivals;       /* over the up nodes, last interval */
     /* Token conversion (ledger_convert), over the current period: R-tokens
      * converted (left unused while not backlogged) and served at the last
@@ -110,12 +113,15 @@ typedef struct {
     int pidx;              /* server index in this round's problems */
     int64_t capt, load;    /* remaining capacity, R-tokens placed (tokens) */
     int64_t rcap;          /* R pass: conservative capacity left (tokens) */
+    int64_t rcap_c;        /* ... where a single-server bucket wants R there:
+                              the confined capacity (estimate.h), <= rcap */
     double kr;             /* R pass: R-tokens one request in flight there
                               carries for the rest of the period (time left
                               / (2 x the backend's unloaded latency)), 0:
                               unknown */
     double rcut;           /* R pass: factor on the flexible buckets' demands
                               (< 1 when its single-server buckets need room) */
+    uint8_t confd;         /* R pass: rcap lowered to rcap_c this build */
 } ledger_node_t;
 
 /* What a round's budgets and passes take besides the arrays. */
@@ -267,8 +273,10 @@ void ledger_budgets(ledger_t *L, const ledger_round_t *rd);
 void ledger_budget(const ledger_round_t *rd, ledger_bucket_t *bs);
 
 /* Node `i` is in this round's problems if `up`, with `est` and `cons`
- * (conservative) capacity per second for the `rem_s` seconds left. */
-void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double rem_s);
+ * (conservative) capacity per second for the `rem_s` seconds left, and
+ * `conf` (the confined capacity, estimate.h; at most `cons`) where a
+ * single-server bucket wants R there. */
+void ledger_caps(ledger_t *L, int i, int up, double est, double cons, double conf, double rem_s);
 
 /* The R pass over the up nodes' work (ledger.c says what it does): fills
  * each bucket's ra and ralloc, each node's load and lcand, and of *rs

@@ -702,6 +702,8 @@ static int phase_estimate(ctrl_t *c, double il, int changed, int all)
         if (estimate_changed(nd->cap_used, nd->cap.estimate, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s) ||
             estimate_changed(nd->cons_used, nd->cap.conservative, c->cfg.skip_rel,
+                             c->cfg.skip_abs * K / c->cfg.period_s) ||
+            estimate_changed(nd->conf_used, nd->cap.confined, c->cfg.skip_rel,
                              c->cfg.skip_abs * K / c->cfg.period_s))
             changed = 1;
         changed = estimate_node(c, nd, &c->io.n[i], il, changed);
@@ -754,6 +756,7 @@ static int phase_push(ctrl_t *c)
         node_t *nd = &c->nodes[i];
         nd->cap_used = nd->cap.estimate;
         nd->cons_used = nd->cap.conservative;
+        nd->conf_used = nd->cap.confined;
         if (!nd->up)
             continue;
         if ((rc = push_node(c, nd, &c->io.n[i])) < 0)
@@ -827,12 +830,13 @@ int ctrl_compute(ctrl_t *c, ctrl_result_t *res)
     ledger_budgets(&c->io, &rd);
     for (int i = 0; i < c->nn; i++) {
         const node_t *nd = &c->nodes[i];
-        double est = nd->cap.estimate, cons = nd->cap.conservative;
+        double est = nd->cap.estimate, cons = nd->cap.conservative, conf = nd->cap.confined;
         if (nd->sliced) { /* a shard: the root step's slice (shardctl.c) */
             est = est < nd->slice_est ? est : nd->slice_est;
             cons = cons < nd->slice_cons ? cons : nd->slice_cons;
+            conf = conf < cons ? conf : cons;
         }
-        ledger_caps(&c->io, i, nd->up, est, cons, rem_s);
+        ledger_caps(&c->io, i, nd->up, est, cons, conf, rem_s);
         c->io.n[i].kr = nd->base_s > 0 ? rem_s / (2 * nd->base_s) : 0;
     }
     if ((rc = ledger_rpass(&c->io, &o, &rs, &any_l)) < 0)

@@ -1231,6 +1231,58 @@ START_TEST(test_ctrl_cut_takes_what_requests_in_flight_carry)
 }
 END_TEST
 
+/* Issue 25: the cut on a node held to its confined capacity (it stepped
+ * down) leaves a flexible bucket what its requests in flight elsewhere
+ * cannot carry.  n0 and n1 deliver 10,000 IOs/s through period 1; from
+ * period 2 n0 delivers 6,000.  solo (R 4,500) is on n0 alone; thin (R
+ * 2,000) and wide (R 6,000) on both, each served half on each node.  At
+ * round 2.1 (0.8 s left) n0's R capacity is its confined 6,000 x 0.8 =
+ * 4,800, of which solo takes its claim: the flexible buckets are cut
+ * there.  n1 says thin holds 1 request in flight at a base latency of 1 ms
+ * (pass 0): that carries 1 x 0.8 / (2 x 1 ms) = 400 of thin's remaining
+ * 1,680 on n1, so thin keeps up to 1,280 on n0: all of its demand there
+ * (630: its backlog floor, 1,680 x its n0 share of arrivals 120 / 320).
+ * Without the figure (pass 1) the proportional cut leaves it a third of
+ * that. */
+START_TEST(test_ctrl_step_cut_keeps_what_elsewhere_cannot_carry)
+{
+    int64_t thin_n0[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        ctrl_t *c = setup("{\"buckets\":[{\"name\":\"solo\",\"reservation\":4500},"
+                          "{\"name\":\"thin\",\"reservation\":2000},"
+                          "{\"name\":\"wide\",\"reservation\":6000}]}",
+                          2, 10000, NULL);
+        const int64_t U = CTRL_UNLIMITED;
+        ctrl_result_t res;
+        for (uint64_t p = 1; p <= 2; p++) {
+            for (uint32_t k = 0; k < 5 && !(p == 2 && k > 1); k++) {
+                double rate0 = p == 2 ? 6000 : 10000;
+                /* per interval: solo 900 on n0, thin 200 and wide 600 on each */
+                uint64_t f = p == 2 ? 6 : 10; /* tenths of the full rate */
+                rep_t n0[3] = {{8, 900 * f / 10, k * 900 * f / 10, 0, U},
+                               {4, 200 * f / 10, k * 200 * f / 10, 0, U},
+                               {8, 600 * f / 10, k * 600 * f / 10, 0, U}};
+                rep_t n1[3] = {{0, 0, 0, 0, U}, {4, 200, k * 200, 0, U}, {8, 600, k * 600, 0, U}};
+                ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
+                report(c, 0, p, k, n0, 3, (uint64_t)(k * rate0 * 0.2), k * 0.2);
+                report(c, 1, p, k, n1, 3, (uint64_t)(k * 10000 * 0.2), k * 0.2);
+                static const proto_share_rec_t k1[1] = {{1, 1}};
+                ck_assert_int_eq(ctrl_node_inflight(c, 1, 1, 1000, k1, pass == 0 ? 1 : 0), 0);
+                ck_assert_int_eq(ctrl_compute(c, &res), 0);
+            }
+        }
+        ctrl_pair_info_t pi;
+        ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+        ck_assert_int_ge(pi.r_tokens, 3500); /* solo: its claim, within 4,800 */
+        ck_assert_int_eq(ctrl_pair_info(c, 0, 1, &pi), 0);
+        thin_n0[pass] = pi.r_tokens;
+        ctrl_destroy(&c);
+    }
+    ck_assert_msg(thin_n0[0] == 630 && thin_n0[1] < 300, "thin on n0: %lld, %lld without the figure",
+                  (long long)thin_n0[0], (long long)thin_n0[1]);
+}
+END_TEST
+
 START_TEST(test_ctrl_throttled_bucket_keeps_demand)
 {
     /* red is throttled at its limit on n0 with a backlog: its arrivals drop
@@ -2468,11 +2520,11 @@ END_TEST
 /* ctrl_pair_info(): one (bucket, node) pair's figures, which
  * ctrl_bucket_info() sums; a bucket missing from a node's table is
  * -ENOENT. */
-/* R-tokens on n0 at round (2, 3) of a run where n0 delivers 30,000 IOs/s
- * in period 1 and 15,000 from period 2 on, busy throughout, and bucket
- * solo (R 20,000, 5,000 queued, 3,000 arrivals an interval) sits on n0
- * alone; `recent`: the controller's cap_recent. */
-static int64_t solo_r_after_step_down(int recent)
+/* R-tokens on n0 at round (2, `last`) of a run where n0 delivers 30,000
+ * IOs/s in period 1 and 15,000 from period 2 on, busy throughout, and
+ * bucket solo (R 20,000, 5,000 queued, 3,000 arrivals an interval) sits on
+ * n0 alone; `recent`: the controller's cap_recent. */
+static int64_t solo_r_after_step_down_at(int recent, uint32_t last)
 {
     ctrl_config_t cfg = ctrl_config_default();
     cfg.cap_recent = recent;
@@ -2483,13 +2535,15 @@ static int64_t solo_r_after_step_down(int recent)
     int64_t r = -1;
     for (uint64_t p = 1; p <= 2; p++) {
         double rate = p == 1 ? 30000 : 15000;
-        for (uint32_t k = 0; k < 5 && !(p == 2 && k > 3); k++) {
+        for (uint32_t k = 0; k < 5 && !(p == 2 && k > last); k++) {
             ck_assert_int_eq(ctrl_round_begin(c, p, k, 0), 0);
             report(c, 0, p, k, rp, 1, (uint64_t)(k * rate * 0.2), k * 0.2);
             ck_assert_int_eq(ctrl_compute(c, &res), 0);
         }
     }
-    r = tok_r(c, 0, 0);
+    ctrl_pair_info_t pi;
+    ck_assert_int_eq(ctrl_pair_info(c, 0, 0, &pi), 0);
+    r = pi.r_tokens; /* the last pushed (a round may leave the node's as they are) */
     ctrl_destroy(&c);
     return r;
 }
@@ -2499,12 +2553,33 @@ static int64_t solo_r_after_step_down(int recent)
  * R-tokens there are within what the server delivers (15,000 x 0.4 =
  * 6,000); without the delivered cap the window's mean (23,571) would still
  * place 9,428 there, 57% more than the server can serve. */
+static int64_t solo_r_after_step_down(int recent)
+{
+    return solo_r_after_step_down_at(recent, 3);
+}
+
 START_TEST(test_ctrl_single_server_follows_step_down)
 {
     int64_t capped = solo_r_after_step_down(3), plain = solo_r_after_step_down(0);
     ck_assert_int_le(capped, 6000);
     ck_assert_int_ge(capped, 5990);
     ck_assert_int_gt(plain, 9000);
+}
+END_TEST
+
+/* Issue 25: the same step, at the first round after it (2.1, 0.8 s left,
+ * one slow interval measured): the single-server bucket's R-tokens on n0
+ * are within the confined capacity, what the server delivered in that
+ * interval (15,000 x 0.8 = 12,000), not the conservative capacity's
+ * 27,000 x 0.8 (the window's mean moved by one sample in eight; the
+ * delivered cap needs three).  With the delivered cap off (recent 0) the
+ * confined capacity is off too: its remaining 17,000. */
+START_TEST(test_ctrl_single_server_step_down_first_round)
+{
+    int64_t fast = solo_r_after_step_down_at(3, 1), plain = solo_r_after_step_down_at(0, 1);
+    ck_assert_int_le(fast, 12000);
+    ck_assert_int_ge(fast, 11990);
+    ck_assert_int_gt(plain, 16000);
 }
 END_TEST
 
@@ -4084,7 +4159,8 @@ int main(void)
         test_ctrl_silent_node_byte_grant_held, test_ctrl_byte_admission,
         test_ctrl_byte_leftover_to_queued_nodes, test_ctrl_pair_info_sums_to_bucket_info,
         test_ctrl_shadow_list, test_ctrl_standby_estimates_match_leader,
-        test_ctrl_single_server_follows_step_down, test_ctrl_template_buckets_cluster_wide,
+        test_ctrl_single_server_follows_step_down, test_ctrl_single_server_step_down_first_round,
+        test_ctrl_step_cut_keeps_what_elsewhere_cannot_carry, test_ctrl_template_buckets_cluster_wide,
         test_ctrl_set_bucket_then_template, test_ctrl_set_buckets_shares_nothing,
         test_ctrl_change_log_and_touched_buckets, test_ctrl_quiet_buckets_cost_nothing,
         test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair,

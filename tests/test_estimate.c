@@ -329,6 +329,68 @@ START_TEST(test_estimate_capacity_delivered_cap)
 }
 END_TEST
 
+/* Issue 25: the confined capacity (what R is placed within on a server a
+ * single-server bucket depends on) follows a step down of a busy server
+ * within one interval: 10,000 IOs/s steps to 6,000, and after the first
+ * slow interval it is 6,000 while the conservative capacity is still
+ * above 9,000 (it takes 3).  Noise does not move it: +-10% around the
+ * rate, or an interval busy only 80% of the time at half the rate (a
+ * partly idle server, not a slow one), leave it at the conservative
+ * capacity; and it is back there at the first interval that is not a
+ * drop (it keeps no history).  With the delivered cap off (recent 0) it
+ * is the conservative capacity. */
+START_TEST(test_estimate_capacity_confined_follows_step_down)
+{
+    estimate_cap_cfg_t cfg = estimate_cap_defaults(10000);
+    estimate_cap_t c;
+    estimate_cap_init(&c, &cfg);
+    ck_assert_double_eq(c.confined, c.conservative);
+    rng_t r;
+    rng_seed(&r, 25, 0);
+    for (int i = 0; i < 64; i++) {
+        double rate = 10000 * (0.9 + 0.2 * rng_uniform(&r));
+        estimate_cap_update(&c, (uint64_t)(rate * 0.2), 0.2, 0.2);
+        ck_assert_msg(c.confined == c.conservative, "noise, interval %d: confined %g, cons %g", i,
+                      c.confined, c.conservative);
+    }
+    /* Partly idle at half the rate: not a step. */
+    double before = c.conservative;
+    estimate_cap_update(&c, 800, 0.16, 0.2);
+    ck_assert_double_eq(c.confined, c.conservative);
+    ck_assert(c.confined >= 0.9 * before);
+    /* Steady again, then the step: one interval. */
+    for (int i = 0; i < 8; i++)
+        estimate_cap_update(&c, 2000, 0.2, 0.2);
+    ck_assert_double_eq_tol(c.conservative, 10000, 1e-6);
+    estimate_cap_update(&c, 1200, 0.2, 0.2);
+    ck_assert_double_eq_tol(c.confined, 6000, 1e-6);
+    ck_assert(c.conservative >= 9000);
+    for (int i = 2; i <= 3; i++) {
+        estimate_cap_update(&c, 1200, 0.2, 0.2);
+        ck_assert_double_eq_tol(c.confined, 6000, 1e-6);
+        ck_assert_msg((i < 3) == (c.conservative > 6000 * 1.05), "interval %d: cons %g", i,
+                      c.conservative);
+    }
+    /* Converged: both at the new rate; back up, the confined capacity is
+     * the conservative one at once. */
+    for (int i = 0; i < 16; i++)
+        estimate_cap_update(&c, 1200, 0.2, 0.2);
+    ck_assert_double_eq_tol(c.confined, 6000, 1e-6);
+    ck_assert_double_eq_tol(c.conservative, 6000, 1e-6);
+    estimate_cap_update(&c, 2000, 0.2, 0.2);
+    ck_assert_double_eq(c.confined, c.conservative);
+    ck_assert(c.confined > 6000);
+    /* Off with the delivered cap. */
+    cfg.recent = 0;
+    estimate_cap_init(&c, &cfg);
+    for (int i = 0; i < 8; i++)
+        estimate_cap_update(&c, 2000, 0.2, 0.2);
+    estimate_cap_update(&c, 1200, 0.2, 0.2);
+    ck_assert_double_eq(c.confined, c.conservative);
+    ck_assert(c.confined >= 9000);
+}
+END_TEST
+
 START_TEST(test_estimate_changed_threshold)
 {
     ck_assert(!estimate_changed(100, 105, 0.1, 2));
@@ -351,6 +413,7 @@ int main(void)
                                   test_estimate_capacity_step_change_converges,
                                   test_estimate_capacity_step_down_periods,
                                   test_estimate_capacity_delivered_cap,
+                                  test_estimate_capacity_confined_follows_step_down,
                                   test_estimate_changed_threshold};
     return testlib_run_tests("estimate", tests, sizeof tests / sizeof tests[0]);
 }

@@ -171,7 +171,10 @@ static void option_rows(settings_t *s, opts_row_t *rows)
          .deflt = "3", .min = 0, .max = 32,
          .help = "A node's conservative capacity is also at most the most it delivered in\n"
                  "its last N measured intervals, so that reservation tokens follow a\n"
-                 "node that slowed down within N intervals (0: no such cap)."},
+                 "node that slowed down within N intervals; on a node where a bucket\n"
+                 "with no other server wants reservation tokens, within one interval\n"
+                 "(the last busy interval's rate, where it is 15% or more below)\n"
+                 "(0: neither cap)."},
         {.name = "conversion-slack", .type = OPTS_DOUBLE, .target = &s->conv_slack,
          .arg = "FRACTION", .deflt = "0.05", .min = -1, .max = 1,
          .help = "Token conversion: reservation a bucket left unused while it had nothing\n"
