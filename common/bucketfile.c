@@ -101,23 +101,45 @@ static const char *names_put(bfnames_t *nm, const char *s)
     return out;
 }
 
+/* The index of name `name` among rows v by their hash index slot (nslot
+ * slots), or -ENOENT. */
+static int find_in(const bucketfile_bucket_t *v, const int *slot, size_t nslot, const char *name);
+
 /* Points the n rows of v at copies of their names in new chunks of their
- * own (*out).  Returns 0, or -ENOMEM with v's names as they were and *out
- * NULL. */
-static int names_copy(bucketfile_bucket_t *v, size_t n, bfnames_t **out)
+ * own (*out), and each row's parent at its parent's new name (found by the
+ * rows' hash index, slot: nslot slots; a parent that is not a row, which a
+ * valid table never has, gets a copy of its own).  Returns 0, or -ENOMEM
+ * with v's names and parents as they were and *out NULL. */
+static int names_copy(bucketfile_bucket_t *v, size_t n, const int *slot, size_t nslot,
+                      bfnames_t **out)
 {
     bfnames_t *nm = names_new();
-    const char **was = n ? malloc(n * sizeof *was) : NULL;
+    struct was {
+        const char *name, *parent;
+    } *was = n ? malloc(n * sizeof *was) : NULL;
     size_t i = 0;
-    if (nm && (was || !n))
-        for (; i < n; i++) {
-            was[i] = v[i].name;
-            if (!(v[i].name = names_put(nm, was[i])))
-                break;
+    int ok = nm && (was || !n);
+    for (; ok && i < n; i++) {
+        was[i].name = v[i].name;
+        was[i].parent = v[i].parent_name;
+        if (!(v[i].name = names_put(nm, was[i].name)))
+            ok = 0;
+    }
+    /* The parents once every name is new: a child may come before its
+     * parent.  The lookup compares with the new names (same text). */
+    for (size_t k = 0; ok && k < n; k++) {
+        if (!was[k].parent)
+            continue;
+        int j = find_in(v, slot, nslot, was[k].parent);
+        v[k].parent_name = j >= 0 ? v[j].name : names_put(nm, was[k].parent);
+        if (!v[k].parent_name)
+            ok = 0;
+    }
+    if (!ok) {
+        for (size_t k = 0; was && k < i; k++) {
+            v[k].name = was[k].name;
+            v[k].parent_name = was[k].parent;
         }
-    if (!nm || (n && !was) || i < n) {
-        for (size_t k = 0; was && k < i; k++)
-            v[k].name = was[k];
         free(was);
         names_unref(&nm);
         *out = NULL;
@@ -271,7 +293,7 @@ static int unshare(bucketfile_t *bf)
     size_t *sp = bf->sp ? dup_array(bf->sp, 2 * bf->nsp, sizeof *sp) : NULL;
     bfnames_t *nm = NULL;
     if ((bf->n && (!v || !src)) || !slot || (bf->text && !text) || (bf->sp && bf->nsp && !sp) ||
-        names_copy(v, v ? bf->n : 0, &nm) < 0) {
+        names_copy(v, v ? bf->n : 0, slot, bf->nslot, &nm) < 0) {
         free(v);
         free(src);
         free(slot);
@@ -325,17 +347,40 @@ const bucketfile_bucket_t *bucketfile_get(const bucketfile_t *bf, size_t i)
     return bf && i < bf->n ? &bf->v[i] : NULL;
 }
 
+static int find_in(const bucketfile_bucket_t *v, const int *slot, size_t nslot, const char *name)
+{
+    size_t h = hash_name(name) & (nslot - 1);
+    while (slot[h] >= 0) {
+        if (strcmp(v[slot[h]].name, name) == 0)
+            return slot[h];
+        h = (h + 1) & (nslot - 1);
+    }
+    return -ENOENT;
+}
+
 int bucketfile_find(const bucketfile_t *bf, const char *name)
 {
     if (!bf || !name)
         return -ENOENT;
-    size_t h = hash_name(name) & (bf->nslot - 1);
-    while (bf->slot[h] >= 0) {
-        if (strcmp(bf->v[bf->slot[h]].name, name) == 0)
-            return bf->slot[h];
-        h = (h + 1) & (bf->nslot - 1);
-    }
-    return -ENOENT;
+    return find_in(bf->v, bf->slot, bf->nslot, name);
+}
+
+/* The table's copy of parent name p (NULL or "": none, NULL): the name of
+ * bucket p if bf has it (nothing more held), else a copy of p in bf's
+ * names (a file's child that comes before its parent, until the parse
+ * rebinds it).  *rc: 0, or -ENOMEM (returns NULL). */
+static const char *intern_parent(bucketfile_t *bf, const char *p, int *rc)
+{
+    *rc = 0;
+    if (!p || !p[0])
+        return NULL;
+    int j = bucketfile_find(bf, p);
+    if (j >= 0)
+        return bf->v[j].name;
+    const char *c = names_put(bf->names, p);
+    if (!c)
+        *rc = -ENOMEM;
+    return c;
 }
 
 /* Replaces bf's base text by a copy of len bytes at t.  Returns 0 or -ENOMEM. */
@@ -418,11 +463,16 @@ static int append(bucketfile_t *bf, const bucketfile_bucket_t *b)
         if (rc < 0)
             return rc;
     }
+    int rc;
+    const char *parent = intern_parent(bf, b->parent_name, &rc);
+    if (rc < 0)
+        return rc;
     const char *name = names_put(bf->names, b->name);
     if (!name)
         return -ENOMEM;
     bf->v[bf->n] = *b;
     bf->v[bf->n].name = name; /* the table's own copy */
+    bf->v[bf->n].parent_name = parent;
     bf->src[bf->n] = (bucketfile_src_t){-1, 1};
     size_t h = hash_name(name) & (bf->nslot - 1);
     while (bf->slot[h] >= 0)
@@ -495,8 +545,9 @@ int bucketfile_check_bucket(const bucketfile_bucket_t *b, jsonloc_err_t *err)
         set_err(err, "shadow", "shadow needs a limit (a bucket without one has nothing to count)");
         return -EINVAL;
     }
-    size_t pl = strnlen(b->parent, sizeof b->parent);
-    if (pl == sizeof b->parent || (pl && names_check_bucket(b->parent, pl) < 0)) {
+    const char *parent = bucketfile_parent(b);
+    size_t pl = strnlen(parent, BUCKETFILE_PARENT_MAX + 1);
+    if (pl > BUCKETFILE_PARENT_MAX || (pl && names_check_bucket(parent, pl) < 0)) {
         set_err(err, "parent", "parent must be a bucket name of 1..%d bytes",
                 BUCKETFILE_PARENT_MAX);
         return -EINVAL;
@@ -509,7 +560,7 @@ static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *
     return strcmp(a->name, b->name) == 0 && a->reservation == b->reservation &&
            a->limit == b->limit && a->weight == b->weight &&
            a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
-           a->shadow == b->shadow && strcmp(a->parent, b->parent) == 0;
+           a->shadow == b->shadow && strcmp(bucketfile_parent(a), bucketfile_parent(b)) == 0;
 }
 
 /* The bucket named `name` in bf, b standing in for the bucket of its name;
@@ -527,16 +578,16 @@ int bucketfile_check_parent(const bucketfile_t *bf, const bucketfile_bucket_t *b
                             jsonloc_err_t *err)
 {
     const bucketfile_bucket_t *x = b;
-    for (int depth = 1; x->parent[0]; depth++) {
-        const bucketfile_bucket_t *up = chain_get(bf, b, x->parent);
+    for (int depth = 1; bucketfile_has_parent(x); depth++) {
+        const bucketfile_bucket_t *up = chain_get(bf, b, x->parent_name);
         if (!up) {
             set_err(err, "parent", "parent \"%.100s\" of bucket \"%.100s\" is not a bucket "
-                    "(add the parent first)", x->parent, x->name);
+                    "(add the parent first)", x->parent_name, x->name);
             return -EINVAL;
         }
         if (up == b) {
             set_err(err, "parent", "parent \"%.100s\" makes a cycle (\"%.100s\" would be its "
-                    "own ancestor)", b->parent, b->name);
+                    "own ancestor)", b->parent_name, b->name);
             return -EINVAL;
         }
         if (depth >= BUCKETFILE_MAX_DEPTH) {
@@ -552,7 +603,7 @@ int bucketfile_check_parent(const bucketfile_t *bf, const bucketfile_bucket_t *b
 int bucketfile_has_children(const bucketfile_t *bf, const char *name)
 {
     for (size_t i = 0; bf && i < bf->n; i++)
-        if (strcmp(bf->v[i].parent, name) == 0)
+        if (bf->v[i].parent_name && strcmp(bf->v[i].parent_name, name) == 0)
             return 1;
     return 0;
 }
@@ -561,16 +612,21 @@ int bucketfile_set(bucketfile_t *bf, const bucketfile_bucket_t *b, jsonloc_err_t
 {
     if (bucketfile_check_bucket(b, err) < 0)
         return -EINVAL;
-    if (b->parent[0] && bucketfile_check_parent(bf, b, err) < 0)
+    if (bucketfile_has_parent(b) && bucketfile_check_parent(bf, b, err) < 0)
         return -EINVAL;
     if (unshare(bf) < 0)
         return -ENOMEM;
     int i = bucketfile_find(bf, b->name);
     if (i >= 0) {
         if (!same_bucket(&bf->v[i], b)) {
+            int rc;
+            const char *parent = intern_parent(bf, b->parent_name, &rc); /* a bucket of bf */
+            if (rc < 0)
+                return rc;
             const char *name = bf->v[i].name; /* the table's copy stays */
             bf->v[i] = *b;
             bf->v[i].name = name;
+            bf->v[i].parent_name = parent;
             bf->src[i].changed = 1;
         }
         return 0;
@@ -719,7 +775,7 @@ bucketfile_t *bucketfile_copy_rows(const bucketfile_t *bf)
     }
     for (size_t i = 0; i < bf->n; i++)
         c->src[i] = (bucketfile_src_t){-1, 1};
-    if (names_copy(c->v, c->n, &c->names) < 0) { /* its own (see bfnames_t) */
+    if (names_copy(c->v, c->n, c->slot, c->nslot, &c->names) < 0) { /* its own (see bfnames_t) */
         c->n = 0; /* the rows point at bf's names: nothing of them to free */
         bucketfile_destroy(&c);
         return NULL;
@@ -884,8 +940,7 @@ static int parse_bucket_obj(pctx_t *p, json_t *o, long idx, const bucketfile_t *
             return fail_at(p, "buckets", idx, "parent",
                            "parent must be a bucket name (a string of 1..%d bytes without "
                            "whitespace, control characters or ':')", BUCKETFILE_PARENT_MAX);
-        memcpy(b.parent, json_string_value(v), pl);
-        b.parent[pl] = '\0';
+        bucketfile_bucket_set_parent(&b, json_string_value(v)); /* o's: copied by append */
     }
     *out = b;
     return 0;
@@ -984,7 +1039,12 @@ static int parse_text(pctx_t *p, const char *source, bucketfile_t **out)
      * after bad buckets (--check) the indices no longer match the file's. */
     for (size_t i = 0; !p->problems && i < bf->n; i++) {
         jsonloc_err_t pe;
-        if (bf->v[i].parent[0] && bucketfile_check_parent(bf, &bf->v[i], &pe) < 0) {
+        if (!bf->v[i].parent_name)
+            continue;
+        if (bucketfile_check_parent(bf, &bf->v[i], &pe) == 0) {
+            /* the parent bucket's own name (a copy if it came after) */
+            bf->v[i].parent_name = bf->v[bucketfile_find(bf, bf->v[i].parent_name)].name;
+        } else {
             rc = fail_at(p, "buckets", (long)i, "parent", "%s", pe.text);
             if (p->report) {
                 p->report(p->arg, err);
@@ -1325,9 +1385,9 @@ static void put_bucket(tbuf_t *t, const bucketfile_bucket_t *b)
     }
     if (b->shadow)
         tb_puts(t, ", \"shadow\": true");
-    if (b->parent[0]) {
+    if (bucketfile_has_parent(b)) {
         tb_puts(t, ", \"parent\": ");
-        put_string(t, b->parent);
+        put_string(t, b->parent_name);
     }
     tb_puts(t, "}");
 }

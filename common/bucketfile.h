@@ -87,9 +87,9 @@
 #define BUCKETFILE_MAX_BYTES 1000000000000000LL /* 10^15 bytes per second */
 #define BUCKETFILE_MAX_VERSION (UINT64_C(1) << 53) /* exact in every JSON reader */
 #define BUCKETFILE_MAX_DEPTH 8 /* levels of nesting, the root one of them */
-/* The longest name of a bucket that is a parent: the "parent" member is
- * held in every bucket's record, and a full name (250 bytes) there would
- * add 248 bytes per bucket to every table (+80% at a million buckets). */
+/* The longest name of a bucket that is a parent (the "parent" member).
+ * It was held inline in every bucket's record; it is a pointer now (issue
+ * 26), so the bound no longer costs memory, and stays as the format's. */
 #define BUCKETFILE_PARENT_MAX 63
 
 /* One bucket.  `name` points at the name: a bucket given to
@@ -98,22 +98,52 @@
  * stays valid as long as the table (or a dup or copy of it) lives, even
  * after the bucket is removed.  Out of line, at its exact length: an inline
  * 251-byte array was most of the controller's memory per bucket (issue 26:
- * two tables of a million buckets).  NULL is no name (refused). */
+ * two tables of a million buckets).  NULL is no name (refused).
+ *
+ * `parent_name` (read it with bucketfile_parent(), set it with
+ * bucketfile_bucket_set_parent()) is borrowed the same way: given to
+ * bucketfile_set() it may point anywhere (valid for the call); in a table
+ * it points at the table's copy of the parent's name (the parent bucket's
+ * own `name`: nothing more is held), with the same lifetime as `name`.
+ * NULL (zero-initialised) or "": no parent; a table holds NULL.  A bucket
+ * without a parent costs the pointer only (issue 26: an inline 64-byte
+ * array was ~64 B of every record). */
 typedef struct {
     const char *name;
     int64_t reservation; /* IOs per second, >= 0 */
     int64_t limit;       /* IOs per second >= reservation, or BUCKETFILE_NO_LIMIT */
     uint32_t weight;     /* 1..BUCKETFILE_MAX_WEIGHT, default 1 */
+    int shadow;          /* 1: the limit is counted at the nodes, not
+                            enforced (issue 28); default 0 */
     int64_t reservation_bytes; /* bytes per second; 0: none */
     int64_t limit_bytes;       /* bytes per second >= reservation_bytes;
                                   0: no byte limit (zero-initialised
                                   buckets have no byte rate: the paper) */
-    int shadow;          /* 1: the limit is counted at the nodes, not
-                            enforced (issue 28); default 0 */
-    char parent[BUCKETFILE_PARENT_MAX + 1]; /* the parent bucket's name
-                            (at most BUCKETFILE_PARENT_MAX bytes), ""
-                            (zero-initialised): none (issue 28) */
+    const char *parent_name; /* the parent bucket's name (at most
+                            BUCKETFILE_PARENT_MAX bytes), NULL or "": none
+                            (issue 28); see above */
 } bucketfile_bucket_t;
+
+/* Bucket b's parent's name, or "" if it has none.  Never NULL. */
+static inline const char *bucketfile_parent(const bucketfile_bucket_t *b)
+{
+    return b->parent_name ? b->parent_name : "";
+}
+
+/* Nonzero if bucket b names a parent. */
+static inline int bucketfile_has_parent(const bucketfile_bucket_t *b)
+{
+    return b->parent_name && b->parent_name[0];
+}
+
+/* Makes bucket b (one of the caller's, not a table's) name `parent` as its
+ * parent (NULL or "": none).  Borrows the string: it must stay valid until
+ * b is given to bucketfile_set() (which copies it into the table) or no
+ * longer used.  Allocates nothing. */
+static inline void bucketfile_bucket_set_parent(bucketfile_bucket_t *b, const char *parent)
+{
+    b->parent_name = parent && parent[0] ? parent : NULL;
+}
 
 /* Nonzero if bucket b has a rate in bytes per second (it needs byte tokens
  * too). */

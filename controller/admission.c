@@ -54,7 +54,7 @@ static void violation(out_t *o, const char *text)
 static int any_parent(const bucketfile_t *bf)
 {
     for (size_t i = 0; i < bucketfile_count(bf); i++)
-        if (bucketfile_get(bf, i)->parent[0])
+        if (bucketfile_has_parent(bucketfile_get(bf, i)))
             return 1;
     return 0;
 }
@@ -68,7 +68,7 @@ static int nest_of(const bucketfile_t *bf, int *par, int *dep)
     int most = 0;
     for (size_t i = 0; i < n; i++) {
         const bucketfile_bucket_t *b = bucketfile_get(bf, i);
-        par[i] = b->parent[0] ? bucketfile_find(bf, b->parent) : -1;
+        par[i] = bucketfile_has_parent(b) ? bucketfile_find(bf, bucketfile_parent(b)) : -1;
         if (par[i] >= 0)
             most = 1;
     }

@@ -89,7 +89,7 @@ int ctrl_bucket_info_many(const ctrl_t *c, ctrl_binfo_t *s, const int *bs, size_
         }
         const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
         memset(o, 0, sizeof *o);
-        o->parent = x->parent[0] ? x->parent : NULL;
+        o->parent = bucketfile_has_parent(x) ? x->parent_name : NULL;
         o->name = x->name;
         o->reservation = x->reservation;
         o->limit = x->limit;

@@ -1488,7 +1488,7 @@ int ctrl_bucket_nesting(const ctrl_t *c, int b, const char **parent, int *childr
     int k = 0;
     if (c->tree && b >= 0 && (size_t)b < c->nb) {
         const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
-        p = x->parent[0] ? x->parent : NULL;
+        p = bucketfile_has_parent(x) ? x->parent_name : NULL;
         k = tree_nchildren(c->tree, (size_t)b);
     }
     if (parent)
@@ -1528,7 +1528,7 @@ int ctrl_bucket_info(const ctrl_t *c, int b, ctrl_bucket_info_t *out)
         return -EINVAL;
     const bucketfile_bucket_t *x = bucketfile_get(c->bf, (size_t)b);
     memset(out, 0, sizeof *out);
-    out->parent = x->parent[0] ? x->parent : NULL;
+    out->parent = bucketfile_has_parent(x) ? x->parent_name : NULL;
     out->children = tree_nchildren(c->tree, (size_t)b);
     out->name = x->name;
     out->reservation = x->reservation;

@@ -192,7 +192,7 @@ static int change_by_rebuild(ctrl_t *c, const bucketfile_bucket_t *x, const char
  * template-made buckets: those are kept by the whole-table path. */
 static int in_place(const ctrl_t *c, const bucketfile_bucket_t *x)
 {
-    return !c->by && !c->tree && c->nb == c->nconf && !(x && (x->parent[0] || bucketfile_has_bytes(x)));
+    return !c->by && !c->tree && c->nb == c->nconf && !(x && (bucketfile_has_parent(x) || bucketfile_has_bytes(x)));
 }
 
 int ctrl_set_bucket(ctrl_t *c, const bucketfile_bucket_t *x)

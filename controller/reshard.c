@@ -66,7 +66,7 @@ int reshard_part(const reshard_t *rs, const bucketfile_t *whole, bucketfile_t **
     int rc = part ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < bucketfile_count(whole); i++) {
         const bucketfile_bucket_t *x = bucketfile_get(whole, i);
-        if (x->parent[0])
+        if (bucketfile_has_parent(x))
             rc = -ENOTSUP;
         else if (reshard_mine(rs, x->name))
             rc = bucketfile_set(part, x, NULL);

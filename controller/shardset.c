@@ -106,7 +106,7 @@ int shardset_set_buckets(shardset_t *ss, const bucketfile_t *bf)
             goto out;
     for (size_t i = 0; i < n; i++) {
         const bucketfile_bucket_t *x = bucketfile_get(bf, i);
-        if (x->parent[0]) {
+        if (bucketfile_has_parent(x)) {
             rc = -ENOTSUP;
             goto out;
         }

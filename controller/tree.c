@@ -115,9 +115,9 @@ static int build(tree_t *t, const bucketfile_t *bf, double period_s)
     for (size_t b = 0; b < nb; b++) {
         const bucketfile_bucket_t *x = bucketfile_get(bf, b);
         pb[b] = -1;
-        if (!x->parent[0])
+        if (!bucketfile_has_parent(x))
             continue;
-        int p = bucketfile_find(bf, x->parent);
+        int p = bucketfile_find(bf, bucketfile_parent(x));
         if (p < 0 || (size_t)p == b) {
             rc = -EINVAL;
             goto out;
@@ -202,7 +202,7 @@ int tree_new(const bucketfile_t *bf, double period_s, tree_t **out)
     size_t nb = bucketfile_count(bf);
     int any = 0;
     for (size_t b = 0; b < nb && !any; b++)
-        any = bucketfile_get(bf, b)->parent[0] != 0;
+        any = bucketfile_has_parent(bucketfile_get(bf, b));
     if (!any)
         return 0;
     tree_t *t = calloc(1, sizeof *t);

@@ -970,6 +970,82 @@ START_TEST(test_bucketfile_names_out_of_line)
 }
 END_TEST
 
+START_TEST(test_bucketfile_parent_by_reference)
+{
+    /* the record without the inline 64-byte parent (was 120 bytes) */
+    ck_assert_uint_le(sizeof(bucketfile_bucket_t), 56);
+    /* a child before its parent, and one after */
+    const char *t = "{\"buckets\": [{\"name\": \"c1\", \"reservation\": 1, \"parent\": \"p\"},"
+                    " {\"name\": \"p\", \"reservation\": 2, \"limit\": 100},"
+                    " {\"name\": \"solo\", \"reservation\": 1},"
+                    " {\"name\": \"c2\", \"reservation\": 1, \"parent\": \"p\"}]}";
+    bucketfile_t *bf = NULL;
+    ck_assert_int_eq(bucketfile_parse(t, strlen(t), "t", &bf, NULL), 0);
+    const char *pn = bucketfile_get(bf, 1)->name;
+    /* a child's parent is the parent bucket's own name: nothing more held */
+    ck_assert_ptr_eq(bucketfile_get(bf, 0)->parent_name, pn);
+    ck_assert_ptr_eq(bucketfile_get(bf, 3)->parent_name, pn);
+    ck_assert_ptr_null(bucketfile_get(bf, 2)->parent_name); /* none: NULL */
+    ck_assert_str_eq(bucketfile_parent(bucketfile_get(bf, 2)), "");
+    /* a parent given from the caller's buffer: the table's is its own */
+    char buf[8];
+    snprintf(buf, sizeof buf, "p");
+    bucketfile_bucket_t x = {.name = "c3", .reservation = 1, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    bucketfile_bucket_set_parent(&x, buf);
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    buf[0] = 'q';
+    int i3 = bucketfile_find(bf, "c3");
+    ck_assert_ptr_eq(bucketfile_get(bf, (size_t)i3)->parent_name, pn);
+    /* re-parented in place, then back to none ("" is none) */
+    x = *bucketfile_get(bf, (size_t)bucketfile_find(bf, "solo"));
+    bucketfile_bucket_set_parent(&x, "c3");
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    ck_assert_str_eq(bucketfile_parent(bucketfile_get(bf, 2)), "c3");
+    ck_assert_ptr_eq(bucketfile_get(bf, 2)->parent_name, bucketfile_get(bf, (size_t)i3)->name);
+    x.parent_name = "";
+    ck_assert_int_eq(bucketfile_set(bf, &x, NULL), 0);
+    ck_assert_ptr_null(bucketfile_get(bf, 2)->parent_name);
+    /* a dup changed (its rows and names its own), then the original gone:
+     * the dup's parents are its own names (ASan: no use after free) */
+    bucketfile_t *d = bucketfile_dup(bf);
+    ck_assert_ptr_nonnull(d);
+    bucketfile_bucket_t z = {.name = "z", .reservation = 4, .limit = BUCKETFILE_NO_LIMIT,
+                             .weight = 1};
+    ck_assert_int_eq(bucketfile_set(d, &z, NULL), 0);
+    bucketfile_t *c = bucketfile_copy_rows(bf);
+    ck_assert_ptr_nonnull(c);
+    bucketfile_destroy(&bf);
+    for (int k = 0; k < 2; k++) {
+        bucketfile_t *y = k ? c : d;
+        const char *yp = bucketfile_get(y, (size_t)bucketfile_find(y, "p"))->name;
+        for (const char *const *n = (const char *const[]){"c1", "c2", "c3", NULL}; *n; n++) {
+            const bucketfile_bucket_t *b = bucketfile_get(y, (size_t)bucketfile_find(y, *n));
+            ck_assert_ptr_eq(b->parent_name, yp);
+            ck_assert_str_eq(bucketfile_parent(b), "p");
+        }
+        ck_assert_int_eq(bucketfile_remove(y, "p"), -EBUSY);
+        /* the last row moves into c1's place, its parent with it */
+        ck_assert_int_eq(bucketfile_remove_swap(y, "c1"), 0);
+        char *out = bucketfile_dumps(y);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_msg(strstr(out, "\"name\": \"c3\"") && strstr(out, "\"parent\": \"p\""), "%s",
+                      out);
+        free(out);
+    }
+    bucketfile_destroy(&d);
+    bucketfile_destroy(&c);
+    /* still refused: a parent name over BUCKETFILE_PARENT_MAX bytes */
+    char longp[BUCKETFILE_PARENT_MAX + 2];
+    memset(longp, 'l', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    bucketfile_bucket_set_parent(&z, longp);
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_check_bucket(&z, &err), -EINVAL);
+    ck_assert_str_eq(err.path, "parent");
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_bucketfile_parse_valid,
@@ -985,6 +1061,7 @@ int main(void)
                                   test_bucketfile_dup_copy_on_write,
                                   test_bucketfile_version_spans_shadow,
                                   test_bucketfile_remove_swap_keeps_file_order,
-                                  test_bucketfile_names_out_of_line};
+                                  test_bucketfile_names_out_of_line,
+                                  test_bucketfile_parent_by_reference};
     return testlib_run_tests("bucketfile", tests, sizeof tests / sizeof tests[0]);
 }

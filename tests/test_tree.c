@@ -374,7 +374,7 @@ START_TEST(test_tree_refused)
                      "{\"name\":\"p\",\"reservation\":0,\"limit\":10}]}";
     ck_assert_int_eq(bucketfile_parse(ok, strlen(ok), NULL, &bf, NULL), 0); /* child first */
     bucketfile_bucket_t p = *bucketfile_get(bf, 1);
-    snprintf(p.parent, sizeof p.parent, "c");
+    bucketfile_bucket_set_parent(&p, "c");
     ck_assert_int_eq(bucketfile_set(bf, &p, &err), -EINVAL);
     ck_assert_str_eq(err.path, "parent");
     ck_assert_msg(strstr(err.text, "cycle"), "%s", err.text);
@@ -383,7 +383,7 @@ START_TEST(test_tree_refused)
     ck_assert_msg(strstr(out, "\"parent\": \"p\""), "%s", out);
     bucketfile_t *back = NULL;
     ck_assert_int_eq(bucketfile_parse(out, strlen(out), NULL, &back, NULL), 0);
-    ck_assert_str_eq(bucketfile_get(back, 0)->parent, "p");
+    ck_assert_str_eq(bucketfile_parent(bucketfile_get(back, 0)), "p");
     free(out);
     bucketfile_destroy(&back);
     ck_assert_int_eq(bucketfile_remove(bf, "c"), 0);

@@ -1073,7 +1073,7 @@ int scenario_write_buckets(const scenario_t *s, FILE *f)
         if (b->parent < 0)
             continue;
         bucketfile_bucket_t x = *bucketfile_get(bf, i);
-        snprintf(x.parent, sizeof x.parent, "%s", s->buckets[b->parent].name);
+        bucketfile_bucket_set_parent(&x, s->buckets[b->parent].name);
         if ((rc = bucketfile_set(bf, &x, NULL)) < 0)
             goto out;
     }

@@ -696,8 +696,8 @@ static json_t *bucket_obj(const bucketfile_bucket_t *b)
                           (int)b->weight);
     if (b->shadow)
         json_object_set_new(o, "shadow", json_true());
-    if (b->parent[0])
-        json_object_set_new(o, "parent", json_string(b->parent));
+    if (bucketfile_has_parent(b))
+        json_object_set_new(o, "parent", json_string(b->parent_name));
     if (bucketfile_has_bytes(b))
         json_object_update_new(o, json_pack("{s:I, s:o}", "reservation_bytes",
                                             (json_int_t)b->reservation_bytes, "limit_bytes",
@@ -752,7 +752,7 @@ static json_t *set_parent(json_t *req, bucketfile_bucket_t *b)
     if (!jp)
         return NULL;
     if (json_is_null(jp) || (json_is_string(jp) && json_string_length(jp) == 0)) {
-        b->parent[0] = '\0';
+        bucketfile_bucket_set_parent(b, NULL);
         return NULL;
     }
     size_t pl = json_is_string(jp) ? json_string_length(jp) : 0;
@@ -760,7 +760,7 @@ static json_t *set_parent(json_t *req, bucketfile_bucket_t *b)
         names_check_bucket(json_string_value(jp), pl) < 0 || strlen(json_string_value(jp)) != pl)
         return reply_error("invalid", "parent must be a bucket name of at most 63 bytes (or "
                                       "null for none)");
-    memcpy(b->parent, json_string_value(jp), pl + 1);
+    bucketfile_bucket_set_parent(b, json_string_value(jp)); /* req's: lives through the set */
     return NULL;
 }
 
@@ -782,6 +782,9 @@ static json_t *cmd_set(admin_t *ad, json_t *req)
     if (old >= 0) { /* a change: what the request leaves out stays as it was */
         b = *bucketfile_get(cur, (size_t)old);
         b.name = name; /* the table's copy goes with the table a tree's change replaces */
+        /* b.parent_name stays cur's (the parent bucket's name in cur): the
+         * change interns it (bucketfile_set()) before it replaces cur, and
+         * b is not read after conf_set(). */
     }
     else if (!json_object_get(req, "reservation"))
         return reply_error("bad_request", "\"reservation\" is required for a new bucket");
@@ -1066,7 +1069,7 @@ static int same_bucket(const bucketfile_bucket_t *a, const bucketfile_bucket_t *
 {
     return a->reservation == b->reservation && a->limit == b->limit && a->weight == b->weight &&
            a->reservation_bytes == b->reservation_bytes && a->limit_bytes == b->limit_bytes &&
-           strcmp(a->parent, b->parent) == 0;
+           strcmp(bucketfile_parent(a), bucketfile_parent(b)) == 0;
 }
 
 /* What replacing configuration `old` (borrowed; NULL: none) by `bf`

@@ -227,7 +227,7 @@ int conf_set_ctrl_buckets(conf_t *c, const bucketfile_t *bf)
     int rc = part ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < bucketfile_count(bf); i++) {
         const bucketfile_bucket_t *x = bucketfile_get(bf, i);
-        if (x->parent[0])
+        if (bucketfile_has_parent(x))
             rc = -ENOTSUP;
         else if (mine(c, x->name))
             rc = bucketfile_set(part, x, NULL);
@@ -523,7 +523,7 @@ int conf_apply_bucket(conf_t *c, const char *name, const char *json, size_t len,
     free(text);
     if (rc < 0)
         goto out;
-    if (c->bf && !ctrl_nested(c->ctrl) && !(b && b->parent[0])) {
+    if (c->bf && !ctrl_nested(c->ctrl) && !(b && bucketfile_has_parent(b))) {
         /* in place, as the leader made it (change_in_place()) */
         int i = bucketfile_find(c->bf, name);
         bucketfile_bucket_t old = {.weight = 1};
@@ -808,7 +808,7 @@ const char *conf_set(conf_t *c, const bucketfile_bucket_t *b, int *parked, char 
                      size_t size)
 {
     *parked = 0;
-    if (!b->parent[0] && !ctrl_nested(c->ctrl))
+    if (!bucketfile_has_parent(b) && !ctrl_nested(c->ctrl))
         return change_in_place(c, b, NULL, parked, msg, size);
     /* a tree: its checks and admission see the table whole */
     conf_settle(c, -1);

@@ -752,7 +752,7 @@ static int ctl_buckets(run_t *R, bucketfile_t **out)
         if (p < 0)
             continue;
         bucketfile_bucket_t bb = *bucketfile_get(bf, (size_t)b);
-        snprintf(bb.parent, sizeof(bb.parent), "%s", R->names[p]);
+        bucketfile_bucket_set_parent(&bb, R->names[p]);
         if ((rc = bucketfile_set(bf, &bb, NULL)) < 0)
             goto out;
     }
