@@ -245,11 +245,27 @@ START_TEST(test_gate_dispatch_points)
     ck_assert_int_eq(fk.dispatches, 0);
     event_base_loop(base, EVLOOP_NONBLOCK);
     ck_assert_int_eq(fk.dispatches, 1);
+    gate_request_dispatch(g, 1); /* next pass, but nothing is queued: no pass at all */
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    ck_assert_int_eq(fk.dispatches, 1);
+    sched_item_t it[2];
+    enqueue_all(it, 2);
+    ck_assert_uint_eq(gate_queued(g), 2);
     gate_request_dispatch(g, 1); /* next pass: a zero timer */
     event_base_loop(base, EVLOOP_ONCE);
     ck_assert_int_eq(fk.dispatches, 2);
+    ck_assert_ptr_eq(gate_take(g), &it[0]); /* taken, removed: nothing queued */
+    ck_assert_int_eq(gate_remove(g, &it[1]), 0);
+    ck_assert_uint_eq(gate_queued(g), 0);
+    gate_done(g);
+    gate_request_dispatch(g, 1);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    ck_assert_int_eq(fk.dispatches, 2);
+    enqueue_all(it, 2);
     fk.idle = 0;
     gate_shutdown(g);
+    ck_assert_int_eq(fk.drained, 2);
+    ck_assert_uint_eq(gate_queued(g), 0);
     gate_kick(g);
     gate_request_dispatch(g, 0);
     event_base_loop(base, EVLOOP_NONBLOCK);

@@ -653,6 +653,8 @@ int conns_open(conns_t *cn, conns_conn_t *c, evutil_socket_t fd, event_callback_
     cn->list = c;
     cn->nconns++;
     cn->total_conns++;
+    if (cn->sb)
+        sendbatch_register(cn->sb, fd); /* -ENOSPC and the like: the plain fd serves */
     return 0;
 }
 
@@ -986,6 +988,8 @@ void conns_close(conns_t *cn, conns_conn_t *c)
     c->rgot = NULL;
     int handed = c->wc != NULL; /* free_io() gives the socket to its writer */
     free_io(c);
+    if (cn->sb && c->fd >= 0)
+        sendbatch_unregister(cn->sb, c->fd); /* the ring's table must not hold it open */
     if (c->fd >= 0 && !handed)
         evutil_closesocket(c->fd);
     c->fd = -1;

@@ -32,6 +32,8 @@ struct gate {
     /* gate_request_dispatch(): one dispatch per pass of the event loop. */
     struct event *kick;
     int kick_armed;
+    size_t queued;         /* items in the scheduler's queues: every way in and
+                              out is the gate's (enqueue, remove, take, drain) */
     double take_now;       /* mono_now() of the dispatch hook running (on_kick, on_pace):
                               gate_take() reads the clock once per dispatch; NAN: none */
     /* Paced tokens: one timer for the time the scheduler says credit
@@ -479,12 +481,21 @@ sched_t *gate_sched(gate_t *g)
 
 int gate_enqueue(gate_t *g, int b, sched_item_t *item)
 {
-    return sched_enqueue(g->s, b, item);
+    int rc = sched_enqueue(g->s, b, item);
+    g->queued += rc == 0;
+    return rc;
 }
 
 int gate_remove(gate_t *g, sched_item_t *item)
 {
-    return sched_remove(g->s, item);
+    int rc = sched_remove(g->s, item);
+    g->queued -= rc == 0;
+    return rc;
+}
+
+size_t gate_queued(const gate_t *g)
+{
+    return g->queued;
 }
 
 int gate_charge(gate_t *g, const sched_item_t *item, uint64_t units)
@@ -529,6 +540,7 @@ sched_item_t *gate_take(gate_t *g)
         pace_arm(g, now);
         return NULL;
     }
+    g->queued--;
     window_take(g->win, busy_account(g, now));
     if (cls == SCHED_CLASS_R)
         window_note_reserved(g->win);
@@ -601,11 +613,14 @@ int gate_set_window(gate_t *g, const window_config_t *cfg)
  * in the same pass would serve everything already queued before reading
  * anything new, so a bucket with R-tokens whose clients answer quickly
  * would lose its priority over queued L-token work.  The order of dispatch
- * is still the scheduler's alone. */
+ * is still the scheduler's alone.  A next-pass dispatch with nothing
+ * queued is not asked for: it would find nothing, and whatever arrives
+ * asks for its own (the zero timer cost a pass of the loop, an epoll_wait
+ * and a clock read, after every batch's completions). */
 void gate_request_dispatch(gate_t *g, int next_pass)
 {
     static const struct timeval now = {0, 0};
-    if (g->kick_armed || g->stopping)
+    if (g->kick_armed || g->stopping || (next_pass && g->queued == 0))
         return;
     g->kick_armed = 1;
     if (next_pass)
@@ -703,6 +718,7 @@ void gate_shutdown(gate_t *g)
     g->stopping = 1;
     conns_stop(g->cn, 0);
     size_t n = sched_drain(g->s, g->hooks.drain, g->front);
+    g->queued = 0;
     log_info("%sshutting down: %zu queued requests failed, %d in flight", g->cfg.tag, n,
              gate_inflight(g));
     g->hooks.stop(g->front);

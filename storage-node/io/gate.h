@@ -203,8 +203,14 @@ int gate_set_window(gate_t *g, const window_config_t *cfg);
 /* Asks for hooks->dispatch once the callbacks of this pass of the loop
  * are done (next_pass 0), or in the next pass, after its reads (next_pass
  * 1: after completions, so that the requests that arrived meanwhile are
- * queued first).  One request per pass; none while stopping. */
+ * queued first; not asked for while nothing is queued: a request that
+ * arrives then asks with next_pass 0 once read).  One request per pass;
+ * none while stopping. */
 void gate_request_dispatch(gate_t *g, int next_pass);
+
+/* Items in the scheduler's queues (enqueued through the gate and not yet
+ * taken, removed or drained).  Loop thread. */
+size_t gate_queued(const gate_t *g);
 
 /* Dispatches what the scheduler allows now (after its tokens or policy
  * changed): hooks->dispatch at once, or at the end of this pass with

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #ifdef HAVE_LIBURING
@@ -13,18 +14,50 @@
 
 #define SEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL)
 #define RECV_FLAGS MSG_DONTWAIT
+#define FIXED_MAX 65536u /* the registered-file table's size at most (fd numbers below it) */
 
 struct sendbatch {
     unsigned depth;
     int uring;                 /* the ring is up */
     unsigned long long calls;  /* sendbatch_syscalls() */
     struct msghdr *msg;        /* depth of them: a chunk's headers */
+    unsigned nfixed;           /* the ring's file table: slot fd holds socket fd */
+    unsigned char *fixed;      /* nfixed flags: fd registered (sendbatch_register()) */
 #ifdef HAVE_LIBURING
     struct io_uring ring;
 #endif
 };
 
 #ifdef HAVE_LIBURING
+/* A sparse file table as large as the fd numbers allowed (at most
+ * FIXED_MAX), so that a registered socket's slot is its fd number.  None
+ * (the kernel or memory refused) is no error: ops then name plain fds. */
+static void fixed_init(sendbatch_t *sb)
+{
+    struct rlimit rl;
+    unsigned n = FIXED_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+        n = (unsigned)rl.rlim_cur;
+    if (n == 0 || !(sb->fixed = calloc(n, 1)))
+        return;
+    if (io_uring_register_files_sparse(&sb->ring, n) < 0) {
+        free(sb->fixed);
+        sb->fixed = NULL;
+        return;
+    }
+    sb->nfixed = n;
+}
+
+/* The ring is gone (queue_exit released its files): no table either. */
+static void ring_drop(sendbatch_t *sb)
+{
+    io_uring_queue_exit(&sb->ring);
+    sb->uring = 0;
+    free(sb->fixed);
+    sb->fixed = NULL;
+    sb->nfixed = 0;
+}
+
 /* Sets up the ring: the cheapest completion mode this kernel knows, else
  * plainer ones.  Returns 0 or -errno (then there is no ring). */
 static int ring_init(sendbatch_t *sb)
@@ -40,8 +73,10 @@ static int ring_init(sendbatch_t *sb)
         memset(&p, 0, sizeof p);
         p.flags = tries[i];
         rc = io_uring_queue_init_params(sb->depth, &sb->ring, &p);
-        if (rc == 0)
+        if (rc == 0) {
+            fixed_init(sb);
             return 0;
+        }
         if (rc != -EINVAL) /* ENOSYS, EPERM (sysctl, seccomp), ENOMEM: no ring at all */
             break;
     }
@@ -91,6 +126,8 @@ static int run_ring(sendbatch_t *sb, sendbatch_job_t *jobs, size_t n)
                                SEND_FLAGS);
         else
             io_uring_prep_sendmsg(sqe, jobs[i].fd, &sb->msg[i], SEND_FLAGS);
+        if ((unsigned)jobs[i].fd < sb->nfixed && sb->fixed[jobs[i].fd])
+            sqe->flags |= IOSQE_FIXED_FILE; /* its slot is its fd: no file lookup per op */
         io_uring_sqe_set_data64(sqe, i);
     }
     int rc;
@@ -101,8 +138,7 @@ static int run_ring(sendbatch_t *sb, sendbatch_job_t *jobs, size_t n)
     if (rc < 0) {
         /* Nothing was taken: the ring is dropped for good (its queued
          * entries are never submitted) and the caller sends plainly. */
-        io_uring_queue_exit(&sb->ring);
-        sb->uring = 0;
+        ring_drop(sb);
         return rc;
     }
     size_t got = reap(sb, jobs, n, done);
@@ -189,6 +225,36 @@ int sendbatch_uring(const sendbatch_t *sb)
     return sb->uring;
 }
 
+int sendbatch_register(sendbatch_t *sb, int fd)
+{
+    if (fd < 0)
+        return -EINVAL;
+    if ((unsigned)fd >= sb->nfixed)
+        return -ENOSPC; /* no ring, no table, or past it: the plain fd serves */
+#ifdef HAVE_LIBURING
+    int rc = io_uring_register_files_update(&sb->ring, (unsigned)fd, &fd, 1);
+    if (rc == 1) {
+        sb->fixed[fd] = 1;
+        return 0;
+    }
+    return rc < 0 ? rc : -EIO;
+#else
+    return -ENOSPC;
+#endif
+}
+
+void sendbatch_unregister(sendbatch_t *sb, int fd)
+{
+    if (fd < 0 || (unsigned)fd >= sb->nfixed || !sb->fixed[fd])
+        return;
+#ifdef HAVE_LIBURING
+    int none = -1;
+    sb->fixed[fd] = 0;
+    if (io_uring_register_files_update(&sb->ring, (unsigned)fd, &none, 1) != 1)
+        ring_drop(sb); /* the table would keep the socket open: drop the ring, plain from now */
+#endif
+}
+
 void sendbatch_run(sendbatch_t *sb, sendbatch_job_t *jobs, size_t n)
 {
     while (n > 0) {
@@ -221,6 +287,7 @@ void sendbatch_destroy(sendbatch_t **sbp)
     if (sb->uring)
         io_uring_queue_exit(&sb->ring);
 #endif
+    free(sb->fixed);
     free(sb->msg);
     free(sb);
     *sbp = NULL;

@@ -59,6 +59,21 @@ sendbatch_t *sendbatch_new(unsigned depth, sendbatch_mode_t mode, int *err);
 /* Nonzero if batches go through io_uring. */
 int sendbatch_uring(const sendbatch_t *sb);
 
+/* Registers socket fd in the ring's file table (its slot is its fd
+ * number), so that its jobs skip the kernel's file lookup and reference
+ * count per op.  The table holds a reference to the socket: the caller
+ * must call sendbatch_unregister() before it closes fd (else the socket,
+ * and the connection, live on until the slot is reused).  Returns 0, or
+ * -ENOSPC (no ring, no table, or fd past the table's size: its jobs name
+ * the plain fd, as without registering), -EINVAL, another -errno.  The
+ * thread that made sb. */
+int sendbatch_register(sendbatch_t *sb, int fd);
+
+/* Takes fd out of the table (nothing if it is not there).  Should the
+ * kernel refuse, the ring is dropped (its files with it) and sb sends
+ * plainly from then on.  The thread that made sb. */
+void sendbatch_unregister(sendbatch_t *sb, int fd);
+
 /* Runs the n jobs (n may be 0), each socket once; fills every res.  Jobs
  * naming one fd twice are run in job order only in plain mode: give each
  * fd once.  The thread that made sb. */
