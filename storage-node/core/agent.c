@@ -153,15 +153,22 @@ static double next_boundary(const agent_t *a, double now)
     return t;
 }
 
-static uint32_t cur_interval(const agent_t *a, double now)
+/* The interval holding `now` of the period that ends at period_end. */
+static uint32_t cur_interval_at(const agent_t *a, double period_end, double now)
 {
-    double el = a->period_s - (a->period_end - now);
+    double el = a->period_s - (period_end - now);
     double k = floor(el / a->interval_s + 1e-6);
     if (k < 0)
         k = 0;
     if (k > a->intervals - 1)
         k = a->intervals - 1;
     return (uint32_t)k;
+}
+
+/* The interval holding `now` of the agent's period. */
+static uint32_t cur_interval(const agent_t *a, double now)
+{
+    return cur_interval_at(a, a->period_end, now);
 }
 
 /* The timing a message carries, measured from `now`. */
@@ -201,10 +208,23 @@ static int take_timing(agent_t *a, const agent_timing_t *tm, double now, int ado
 
 static void fill_timing(const agent_t *a, proto_msg_t *m, double now)
 {
-    double rem = (a->period_end - now) * 1000.0;
+    /* A clock not ticked since its period ended (a shard session that
+     * idled while its shard was out of the map: agent_tick() is not
+     * called) is rolled forward as agent_tick() would roll it: a hello
+     * that gave the ended period would have the controller take a period
+     * ending now (a standby adopts the nodes' clock), off the phase every
+     * shard keeps. */
+    uint64_t period = a->period;
+    double end = a->period_end;
+    if (now >= end && a->period_s > 0) {
+        double n = floor((now - end) / a->period_s) + 1;
+        period += (uint64_t)n;
+        end += n * a->period_s;
+    }
+    double rem = (end - now) * 1000.0;
     uint32_t pms = (uint32_t)lround(a->period_s * 1000.0);
-    m->period = a->period;
-    m->interval = cur_interval(a, now);
+    m->period = period;
+    m->interval = cur_interval_at(a, end, now);
     m->intervals = a->intervals;
     m->period_ms = pms ? pms : 1;
     m->remaining_ms = rem <= 0 ? 0 : rem >= m->period_ms ? m->period_ms : (uint32_t)rem;
