@@ -1134,6 +1134,12 @@ int agent_tick(agent_t *a, double now)
     return due;
 }
 
+void agent_watch_from(agent_t *a, double now)
+{
+    a->last_ctl = now;
+    a->st.silent_s = 0;
+}
+
 double agent_next_tick(const agent_t *a)
 {
     return a->has_timing ? a->next_report : INFINITY;

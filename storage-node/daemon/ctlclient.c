@@ -508,6 +508,8 @@ double ctlclient_tick(ctlclient_t *c, double now)
                  c->cfg.sg->next_k ? c->cfg.sg->next_k : c->cfg.sg->k,
                  (unsigned long long)(c->cfg.sg->next_k ? c->cfg.sg->next_gen : c->cfg.sg->gen),
                  out ? "the session idles" : "following its leader");
+        if (!out) /* back: its leader's silence counts from here, not from the idling */
+            agent_watch_from(c->agent, now);
         c->idle = out;
         c->st.idles += out;
         c->next_warn = 0; /* back: warnings anew, after a second */
