@@ -39,30 +39,34 @@ wait_for '[ "$(fol 0)" = "following following" ] && [ "$(fol 1)" = "following fo
 check "both nodes follow both shards" \
   '[ "$(fol 0)" = "following following" ] && [ "$(fol 1)" = "following following" ]'
 
-sh_load_set 1 17
+sh_load_set 1 18
 KEYMID=$(etcd_get /bqos/it/shards)
 PRE0=$(run s0 buckets); PRE1=$(run s1 buckets)
 PREAT=$(now | awk '{ printf "%d", $1 * 1000 }')
 wait_for '[ "$(nst n1 bqos_ctl_shards_next_k)" = 1 ] && [ "$(nst n2 bqos_ctl_shards_next_k)" = 1 ]' 3
 NODENEXT="$(nst n1 bqos_ctl_shards_next_k)$(nst n2 bqos_ctl_shards_next_k)"
-# 2.5 s after P: s1 has read the key again and stepped out; from here its
-# slot's tokens must not move
+# 2.5 s after P (s1 has read the key again and stepped out): from here
+# its slot's tokens must not move (TA1; TA2 just before the grow-back);
+# what the grow-back changes at once (s1 campaigns, the slots resume)
 sleep "$(echo "$(now) ${FROM:-0}" | awk '{ w = $2 / 1000 + 2.5 - $1; if (w < 0) w = 0; if (w > 9) w = 9; printf "%.2f", w }')"
 S1LEAD=$(status s1 leader)
-TA1="$(nst n1 bqos_ctl_shard1_tokens_applied) $(nst n2 bqos_ctl_shard1_tokens_applied)"
-# the shrink's end: the key settled (two periods after P), then what the
-# grow-back changes at once (s1 campaigns, the slots resume), read first
-wait_for '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":1,\"gen\":2}" ]' 3
-KEYEND=$(etcd_get /bqos/it/shards)
-S1LEADEND=$(status s1 leader)
-LEADKEY=$(etcd_get /bqos/it/shard/1/leader)
 sh_snap n1 n2
 sfol() { echo "$(snst n1 bqos_ctl_shard$1_state) $(snst n2 bqos_ctl_shard$1_state)"; }
 FOL0=$(sfol 0); FOL1=$(sfol 1)
+TA1="$(snst n1 bqos_ctl_shard1_tokens_applied) $(snst n2 bqos_ctl_shard1_tokens_applied)"
+LEADKEY=$(etcd_get /bqos/it/shard/1/leader)
+# the shrink's end: the key settled (two periods after P)
+AT_READ=$(now)
+wait_for '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":1,\"gen\":2}" ]' 3
+AT_SETTLED=$(now)
+KEYEND=$(etcd_get /bqos/it/shards)
+S1LEADEND=$(status s1 leader)
+sh_snap n1 n2
 TA2="$(snst n1 bqos_ctl_shard1_tokens_applied) $(snst n2 bqos_ctl_shard1_tokens_applied)"
 
 # growing back: K 1 -> 2 (generation 3), s1 kept running; its change's
 # period P2 at least 3 periods away (s1 reads the key every second)
+AT_SET2=$(now)
 SET2_AT=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
 ctl --endpoint "$AD_s0;$AD_s1" --json shards set 2 3 >"$T/set2.json" 2>"$T/set2.err"; SET2RC=$?
 FROM2=$(jget "$T/set2.json" 'd["cluster"]["next"]["from_ms"]' 2>/dev/null)
@@ -75,7 +79,10 @@ TREF=$(sh_tables_refused n1 n2)
 sleep "$(echo "$(now) ${FROM2:-0}" | awk '{ w = $2 / 1000 - 1 - $1; if (w < 0) w = 0; if (w > 9) w = 9; printf "%.2f", w }')"
 PRE2AT=$(now | awk '{ printf "%d", $1 * 1000 }')
 S1LEADPRE=$(status s1 leader)
+# the end state: at the load's end, or 1.5 s after P2 if a starved host
+# made that later (the state needs no load; the windows after P2 do)
 sh_sleep_to_end 0.4
+sleep "$(echo "$(now) ${FROM2:-0}" | awk '{ w = $2 / 1000 + 1.5 - $1; if (w < 0) w = 0; if (w > 9) w = 9; printf "%.2f", w }')"
 GPOST0=$(run s0 buckets); GPOST1=$(run s1 buckets); GK0=$(run s0 k); GK1=$(run s1 k)
 S1LEADBACK=$(status s1 leader)
 sh_snap n1 n2
@@ -98,7 +105,7 @@ check "after it s0 runs both buckets, s1 none, both on K = 1 ($POST0 K $K0, $POS
 check "s1 stepped down after the period ($S1LEAD at P + 2.5 s, $S1LEADEND when the key settled) for the key" \
   '[ "$S1LEAD" = False ] && [ "$S1LEADEND" = False ] && grep -q "leaves this shard out" "$T/s1.log"'
 check "shard 1's leader key is gone (\"$LEADKEY\")" '[ -z "$LEADKEY" ]'
-check "s1 granted nothing more: the nodes' shard-1 tokens applied unchanged from P + 2.5 s ($TA1 -> $TA2)" \
+check "s1 granted nothing more: the nodes' shard-1 tokens applied unchanged from P + 2.5 s until the grow-back ($TA1 -> $TA2)" \
   '[ "$TA1" = "$TA2" ]'
 check "the root folded the change into the key: $KEYEND" '[ "$KEYEND" = "{\"k\":1,\"gen\":2}" ]'
 check "the nodes follow K 1 of generation 2 ($NK), shard 0 ($FOL0); shard 1's slot idles ($FOL1)" \
@@ -145,9 +152,15 @@ check "no node refused a shard's table through the grow-back ($TREF2)" '[ "$TREF
 
 sh_move_checks 1 0
 PW2=$(echo "$FROM2 $LOAD_START" | awk '{ printf "%d", $1 / 1000 - $2 + 1 }')
-echo "# the grow-back's period is client window $PW2"
-check "the grow-back's period fell inside the load, two windows before its end (window $PW2)" \
-  '[ "$PW2" -gt "$PW" ] && [ "$PW2" -le $((DUR - 2)) ]'
+echo "# the grow-back's period is client window $PW2 (after P: reads done $AT_READ, key settled $AT_SETTLED, set $AT_SET2 s)" |
+  awk -v p="$FROM" '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+,?$/) { c = ($i ~ /,$/); $i = sprintf("%.1f%s", $i - p / 1000, c ? "," : "") } print }'
+check "the grow-back's period came after the shrink's (window $PW2)" '[ "$PW2" -gt "$PW" ]'
+if [ "$PW2" -le $((DUR - 2)) ]; then
+  check "blue served at its limit again after the grow-back (a window >= 180 after it)" \
+    '[ "$(echo $BLUE | tr " " "\n" | awk -F: -v p="$PW2" "\$1 > p && \$2 >= 180" | wc -l)" -ge 1 ]'
+else
+  echo "# (the host was too slow: the grow-back's period came less than two windows before the load's end; its windows not judged)"
+fi
 check "bqos-ctl routes blue to shard 1 again by the generation in force" \
   'ctl --endpoint "$AD_s0;$AD_s1" status --bucket blue >/dev/null 2>&1 &&
    ! ctl --endpoint "$AD_s0" status --bucket blue >/dev/null 2>&1'
