@@ -802,6 +802,40 @@ START_TEST(test_agent_hello_timing_rolled_when_not_ticked)
 }
 END_TEST
 
+/* A session back from idling (agent_watch_from()) catches its clock up
+ * mid-period without starting the node's period (the sessions that did
+ * not idle started it at its boundary: a start mid-period restarted every
+ * bucket's counters, it_reshard_down's dip at the grow-back), and its
+ * silence counts from its return; the next boundary starts a period as
+ * always. */
+START_TEST(test_agent_watch_from_catches_up_quietly)
+{
+    fx_t f;
+    fx_start_static(&f);
+    proto_msg_t w;
+    msg_to_n1(&w, PROTO_WELCOME);
+    w.period = 9;
+    w.interval = 4;
+    w.intervals = K;
+    w.period_ms = 10000;
+    w.remaining_ms = 1000; /* period 9 ends at T0 + 1 */
+    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    int starts = f.sn.period_starts;
+    /* idle (not ticked) through periods 10 to 12; back 3 s into period 13 */
+    double back = T0 + 1 + 3 * PERIOD + 3;
+    agent_watch_from(f.a, back);
+    ck_assert_int_eq(f.sn.period_starts, starts);
+    agent_tick(f.a, back);
+    ck_assert_int_eq(f.sn.period_starts, starts); /* not mid-period */
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(13), .interval = W(1)});
+    /* the next boundary starts period 14 */
+    agent_tick(f.a, T0 + 1 + 4 * PERIOD + 0.01);
+    ck_assert_int_eq(f.sn.period_starts, starts + 1);
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(14), .interval = W(0)});
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
 {
     fx_t f;
@@ -2159,6 +2193,7 @@ int main(void)
                                   test_agent_stale_period,
                                   test_agent_period_roll_by_clock,
                                   test_agent_hello_timing_rolled_when_not_ticked,
+                                  test_agent_watch_from_catches_up_quietly,
                                   test_agent_dropped_bucket_keeps_serving_with_own_weight,
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,

@@ -58,14 +58,28 @@ static int arrays_fit(agent_t *a, size_t n)
 
 /* Starts a new QoS period on the node (`next`: its number), keeping the
  * arrivals of the interval that just ended for the next report. */
+static void period_roll(agent_t *a, uint64_t next, int node_period);
+
 static void period_start(agent_t *a, uint64_t next)
+{
+    period_roll(a, next, 1);
+}
+
+/* period_start(), or with node_period 0 the agent's own part only: a
+ * session back from idling (agent_watch_from()) catches its clock up in
+ * the middle of a period the node started at its boundary, through the
+ * sessions that did not idle; the node's period is not started again
+ * (that restarted every bucket's counters mid-period: both buckets of
+ * it_reshard_down lost up to half a window at the grow-back), no grant is
+ * kept of periods the session did not follow, none is renewed. */
+static void period_roll(agent_t *a, uint64_t next, int node_period)
 {
     /* The period that ends was the controller's (the node followed it to
      * its end, and the controller spoke in it: tokens for its rest, or a
      * heartbeat saying "keep them"): its grant is the one to keep if the
      * controller goes.  A period it never reached keeps the older grant
      * (the tokens held then were a period's leftovers, not a grant). */
-    int covered = !a->st.fallback && a->heard && a->heard_period == a->period;
+    int covered = node_period && !a->st.fallback && a->heard && a->heard_period == a->period;
     if (covered && grant_snapshot(&a->grant, a->s) == 0)
         a->grant_period = a->period; /* the fallback's lease counts from it */
     else if (covered && a->peer)
@@ -76,13 +90,17 @@ static void period_start(agent_t *a, uint64_t next)
     if (arrays_fit(a, (size_t)n) == 0) {
         for (int b = 0; b < n; b++) {
             sched_bucket_stats_t bs;
-            if (sched_bucket_stats(a->s, b, &bs) == 0 && bs.arrivals >= a->prev[b])
+            if (!node_period)
+                a->carry[b] = 0; /* the node's counters restarted at its boundary */
+            else if (sched_bucket_stats(a->s, b, &bs) == 0 && bs.arrivals >= a->prev[b])
                 a->carry[b] += bs.arrivals - a->prev[b];
             a->prev[b] = 0;
             a->served_rep[b] = 0; /* the served counters restart */
         }
     }
     memset(a->rep_basis, 0, sizeof a->rep_basis); /* ... and the reports' counts with them */
+    if (!node_period)
+        return;
     if (a->ops.period_start)
         a->ops.period_start(a->ops.arg);
     else
@@ -1136,6 +1154,15 @@ int agent_tick(agent_t *a, double now)
 
 void agent_watch_from(agent_t *a, double now)
 {
+    if (a->has_timing && now >= a->period_end && a->period_s > 0) {
+        double n = floor((now - a->period_end) / a->period_s) + 1;
+        period_roll(a, a->period + (uint64_t)n, 0);
+        a->period += (uint64_t)n;
+        a->period_end += n * a->period_s;
+        a->st.period = a->period;
+        a->st.interval = cur_interval(a, now);
+        a->next_report = next_boundary(a, now);
+    }
     a->last_ctl = now;
     a->st.silent_s = 0;
 }

@@ -318,8 +318,11 @@ int agent_tick(agent_t *a, double now);
  * (a shard session idles while the cluster's configuration leaves its
  * shard out, ctlclient.h): the controller's silence counts from `now`, as
  * at agent_new(), so that the session's return neither falls back nor
- * warns at once of a silence that was the configuration's.  The period
- * clock rolls on at the next agent_tick() as always. */
+ * warns at once of a silence that was the configuration's; and the period
+ * clock is caught up to the period holding `now` without ops.period_start
+ * (the node's period began at its boundary; starting it again mid-period
+ * would restart every bucket's counters), keeping no grant of the periods
+ * skipped and renewing none. */
 void agent_watch_from(agent_t *a, double now);
 
 /* When agent_tick() next has work: the next interval start (or period end)

@@ -2,6 +2,7 @@
 #include "storage-node/daemon/noderun.h"
 
 #include <errno.h>
+#include <math.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -63,6 +64,10 @@ typedef struct run {
     uint64_t tokens_refused; /* a shard's tokens for another shard's bucket */
     double period_at;      /* shards: when a session last started the
                               scheduler's period (mono_now()); 0: never */
+    uint64_t periods_offgrid; /* shards: scheduler periods started more than
+                                 an eighth of the period off the wall
+                                 clock's multiples of it (every shard's
+                                 periods start on them) */
 } run_t;
 
 /* The identities active in the node's buckets changed (io/who.h): to the
@@ -333,6 +338,8 @@ static void ctl_status(void *arg, FILE *fp)
     fprintf(fp, "STAT bqos_ctl_shards_changes %llu\r\n", (unsigned long long)r->sg_changes);
     fprintf(fp, "STAT bqos_ctl_shard_tokens_refused %llu\r\n",
             (unsigned long long)r->tokens_refused);
+    fprintf(fp, "STAT bqos_ctl_shards_periods_offgrid %llu\r\n",
+            (unsigned long long)r->periods_offgrid);
     for (int i = 0; i < r->shards; i++) {
         ctlclient_stats(r->ctls[i], &st);
         fprintf(fp, "STAT bqos_ctl_shard%d_state %s\r\n", i, st.state);
@@ -632,6 +639,18 @@ static void sess_period_start(void *arg)
     if (r->period_at > 0 && now - r->period_at < half)
         return;
     r->period_at = now;
+    /* on the wall clock's multiples of the period, as every shard's are
+     * (a session's clock off them once restarted the node's period
+     * mid-period: counted, for it_reshard_down and the operator) */
+    if (st.agent.period_s > 0) {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        double off = fmod((double)rt.tv_sec + rt.tv_nsec / 1e9, st.agent.period_s);
+        if (off > st.agent.period_s / 2)
+            off -= st.agent.period_s;
+        if (fabs(off) > st.agent.period_s / 8) /* a busy loop's lateness is far less */
+            r->periods_offgrid++;
+    }
     period_start(r);
 }
 

@@ -63,6 +63,7 @@ KEYEND=$(etcd_get /bqos/it/shards)
 S1LEADEND=$(status s1 leader)
 sh_snap n1 n2
 TA2="$(snst n1 bqos_ctl_shard1_tokens_applied) $(snst n2 bqos_ctl_shard1_tokens_applied)"
+OFFG1="$(snst n1 bqos_ctl_shards_periods_offgrid) $(snst n2 bqos_ctl_shards_periods_offgrid)"
 
 # growing back: K 1 -> 2 (generation 3), s1 kept running; its change's
 # period P2 at least 3 periods away (s1 reads the key every second)
@@ -88,6 +89,7 @@ S1LEADBACK=$(status s1 leader)
 sh_snap n1 n2
 NK2="$(snst n1 bqos_ctl_shards_k)/$(snst n1 bqos_ctl_shards_gen) $(snst n2 bqos_ctl_shards_k)/$(snst n2 bqos_ctl_shards_gen)"
 GFOL0=$(sfol 0); GFOL1=$(sfol 1)
+OFFG2="$(snst n1 bqos_ctl_shards_periods_offgrid) $(snst n2 bqos_ctl_shards_periods_offgrid)"
 TREF2="$(snst n1 bqos_ctl_shard0_tables_refused)$(snst n1 bqos_ctl_shard1_tables_refused)$(snst n2 bqos_ctl_shard0_tables_refused)$(snst n2 bqos_ctl_shard1_tables_refused)"
 wait "$LOAD_PID"
 wait_for '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":2,\"gen\":3}" ]' 3
@@ -144,6 +146,12 @@ check "the root folded the grow-back into the key: $KEYEND2" '[ "$KEYEND2" = "{\
 S1SW=$(grep "shard 1: period .* runs on K = 2" "$T/s1.log" | head -1 | cut -c21-23)
 check "s1's grow-back switch on the wall clock's whole second (.${S1SW:-none} s), its periods not moved" \
   '[ -n "$S1SW" ] && echo "$S1SW" | awk "{ exit !(\$1 + 0 < 250) }"'
+# the nodes' scheduler periods stayed on them too (a session back from idling
+# met its new leader's first message with the clock it idled in, or rolled
+# it in the middle of a period, and restarted the node's period there: both
+# buckets, red too, lost up to half a window after the grow-back's set)
+check "the nodes' periods started on the wall clock's whole seconds through the grow-back (off: $OFFG1 -> $OFFG2)" \
+  '[ "$OFFG1" = "$OFFG2" ] && [ "$OFFG2" != "none none" ]'
 FALL2=$(warns "$(logtime "$FROM2")")
 FALLPRE2=$(warns "$SET2_AT" "$(logtime "$FROM2")")
 echo "# fallback or silence lines for slot 1 from the grow-back's set to its period: $FALLPRE2"
