@@ -61,9 +61,16 @@ wait_for '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":1,\"gen\":2}" ]' 3
 AT_SETTLED=$(now)
 KEYEND=$(etcd_get /bqos/it/shards)
 S1LEADEND=$(status s1 leader)
+# what s0 and s1 run (one shards request each)
+run s0 k >/dev/null; run s1 k >/dev/null
+POST0=$(jget "$T/sh_s0.json" 'd["run"]["buckets"]'); K0=$(jget "$T/sh_s0.json" 'd["run"]["k"]')
+POST1=$(jget "$T/sh_s1.json" 'd["run"]["buckets"]'); K1=$(jget "$T/sh_s1.json" 'd["run"]["k"]')
 sh_snap n1 n2
 TA2="$(snst n1 bqos_ctl_shard1_tokens_applied) $(snst n2 bqos_ctl_shard1_tokens_applied)"
 OFFG1="$(snst n1 bqos_ctl_shards_periods_offgrid) $(snst n2 bqos_ctl_shards_periods_offgrid)"
+snk() { echo "$(snst n1 bqos_ctl_shards_k)/$(snst n1 bqos_ctl_shards_gen) $(snst n2 bqos_ctl_shards_k)/$(snst n2 bqos_ctl_shards_gen)"; }
+stref() { for n in n1 n2; do printf '%s%s' "$(snst $n bqos_ctl_shard0_tables_refused)" "$(snst $n bqos_ctl_shard1_tables_refused)"; done; }
+NK=$(snk); TREF=$(stref)
 
 # growing back: K 1 -> 2 (generation 3), s1 kept running; its change's
 # period P2 at least 3 periods away (s1 reads the key every second)
@@ -72,10 +79,6 @@ SET2_AT=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
 ctl --endpoint "$AD_s0;$AD_s1" --json shards set 2 3 >"$T/set2.json" 2>"$T/set2.err"; SET2RC=$?
 FROM2=$(jget "$T/set2.json" 'd["cluster"]["next"]["from_ms"]' 2>/dev/null)
 KEYMID2=$(etcd_get /bqos/it/shards)
-# the shrink's state in force until P2
-POST0=$(run s0 buckets); POST1=$(run s1 buckets); K0=$(run s0 k); K1=$(run s1 k)
-NK=$(sh_nodes_k)
-TREF=$(sh_tables_refused n1 n2)
 # s1 campaigns again before P2 (read 1 s before it)
 sleep "$(echo "$(now) ${FROM2:-0}" | awk '{ w = $2 / 1000 - 1 - $1; if (w < 0) w = 0; if (w > 9) w = 9; printf "%.2f", w }')"
 PRE2AT=$(now | awk '{ printf "%d", $1 * 1000 }')
@@ -84,13 +87,16 @@ S1LEADPRE=$(status s1 leader)
 # made that later (the state needs no load; the windows after P2 do)
 sh_sleep_to_end 0.4
 sleep "$(echo "$(now) ${FROM2:-0}" | awk '{ w = $2 / 1000 + 1.5 - $1; if (w < 0) w = 0; if (w > 9) w = 9; printf "%.2f", w }')"
-GPOST0=$(run s0 buckets); GPOST1=$(run s1 buckets); GK0=$(run s0 k); GK1=$(run s1 k)
+GEND_AT=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
+run s0 k >/dev/null; run s1 k >/dev/null
+GPOST0=$(jget "$T/sh_s0.json" 'd["run"]["buckets"]'); GK0=$(jget "$T/sh_s0.json" 'd["run"]["k"]')
+GPOST1=$(jget "$T/sh_s1.json" 'd["run"]["buckets"]'); GK1=$(jget "$T/sh_s1.json" 'd["run"]["k"]')
 S1LEADBACK=$(status s1 leader)
 sh_snap n1 n2
-NK2="$(snst n1 bqos_ctl_shards_k)/$(snst n1 bqos_ctl_shards_gen) $(snst n2 bqos_ctl_shards_k)/$(snst n2 bqos_ctl_shards_gen)"
+NK2=$(snk)
 GFOL0=$(sfol 0); GFOL1=$(sfol 1)
 OFFG2="$(snst n1 bqos_ctl_shards_periods_offgrid) $(snst n2 bqos_ctl_shards_periods_offgrid)"
-TREF2="$(snst n1 bqos_ctl_shard0_tables_refused)$(snst n1 bqos_ctl_shard1_tables_refused)$(snst n2 bqos_ctl_shard0_tables_refused)$(snst n2 bqos_ctl_shard1_tables_refused)"
+TREF2=$(stref)
 wait "$LOAD_PID"
 wait_for '[ "$(etcd_get /bqos/it/shards)" = "{\"k\":2,\"gen\":3}" ]' 3
 KEYEND2=$(etcd_get /bqos/it/shards)
@@ -152,10 +158,10 @@ check "s1's grow-back switch on the wall clock's whole second (.${S1SW:-none} s)
 # buckets, red too, lost up to half a window after the grow-back's set)
 check "the nodes' periods started on the wall clock's whole seconds through the grow-back (off: $OFFG1 -> $OFFG2)" \
   '[ "$OFFG1" = "$OFFG2" ] && [ "$OFFG2" != "none none" ]'
-FALL2=$(warns "$(logtime "$FROM2")")
+FALL2=$(warns "$(logtime "$FROM2")" "$GEND_AT") # (a host stall later is not the grow-back's)
 FALLPRE2=$(warns "$SET2_AT" "$(logtime "$FROM2")")
 echo "# fallback or silence lines for slot 1 from the grow-back's set to its period: $FALLPRE2"
-check "no node fell back or warned of a silence for slot 1 from the grow-back's period ($FALL2 lines)" \
+check "no node fell back or warned of a silence for slot 1 from the grow-back's period to the end state ($FALL2 lines)" \
   '[ "$FALL2" = 0 ]'
 check "no node refused a shard's table through the grow-back ($TREF2)" '[ "$TREF2" = 0000 ]'
 
