@@ -56,10 +56,10 @@ static int arrays_fit(agent_t *a, size_t n)
     return 0;
 }
 
-/* Starts a new QoS period on the node (`next`: its number), keeping the
- * arrivals of the interval that just ended for the next report. */
 static void period_roll(agent_t *a, uint64_t next, int node_period);
 
+/* Starts a new QoS period on the node (`next`: its number), keeping the
+ * arrivals of the interval that just ended for the next report. */
 static void period_start(agent_t *a, uint64_t next)
 {
     period_roll(a, next, 1);
