@@ -761,6 +761,81 @@ START_TEST(test_agent_period_roll_by_clock)
 }
 END_TEST
 
+/* A clock not ticked for periods (a shard session that idled while its
+ * shard was out of the map) gives, in a hello, the period that holds the
+ * hello's instant and what is left of it, as agent_tick() would roll it:
+ * not the period that ended (with nothing left), which a standby
+ * controller adopted as a period ending then, off the shards' phase
+ * (it_reshard_down's grow-back). */
+START_TEST(test_agent_hello_timing_rolled_when_not_ticked)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    proto_msg_t w;
+    msg_to_n1(&w, PROTO_WELCOME);
+    w.period = 9;
+    w.interval = 4;
+    w.intervals = K;
+    w.period_ms = 10000;
+    w.remaining_ms = 1000; /* period 9 ends at T0 + 1 */
+    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    proto_msg_t m;
+    ck_assert_int_eq(agent_hello(f.a, T0 + 0.5, &m), 0); /* ticked or not: period 9 */
+    ck_assert_int_eq(m.has_timing, 1);
+    ck_assert_uint_eq(m.period, 9);
+    ck_assert_uint_eq(m.interval, 4);
+    ck_assert_uint_eq(m.remaining_ms, 500);
+    /* never ticked: 3.25 periods after 9 ended, period 13's interval 1, 7.5 s left */
+    ck_assert_int_eq(agent_hello(f.a, T0 + 1 + 3 * PERIOD + 2.5, &m), 0);
+    ck_assert_uint_eq(m.period, 13);
+    ck_assert_uint_eq(m.interval, 1);
+    ck_assert_uint_eq(m.remaining_ms, 7500);
+    /* at the boundary itself: the next period whole */
+    ck_assert_int_eq(agent_hello(f.a, T0 + 1 + 4 * PERIOD, &m), 0);
+    ck_assert_uint_eq(m.period, 14);
+    ck_assert_uint_eq(m.interval, 0);
+    ck_assert_uint_eq(m.remaining_ms, 10000);
+    /* and the tick then agrees */
+    ck_assert_int_eq(agent_tick(f.a, T0 + 1 + 3 * PERIOD + 2.5), 1);
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(13), .interval = W(1)});
+    fx_stop(&f);
+}
+END_TEST
+
+/* A session back from idling (agent_watch_from()) catches its clock up
+ * mid-period without starting the node's period (the sessions that did
+ * not idle started it at its boundary: a start mid-period restarted every
+ * bucket's counters, it_reshard_down's dip at the grow-back), and its
+ * silence counts from its return; the next boundary starts a period as
+ * always. */
+START_TEST(test_agent_watch_from_catches_up_quietly)
+{
+    fx_t f;
+    fx_start_static(&f);
+    proto_msg_t w;
+    msg_to_n1(&w, PROTO_WELCOME);
+    w.period = 9;
+    w.interval = 4;
+    w.intervals = K;
+    w.period_ms = 10000;
+    w.remaining_ms = 1000; /* period 9 ends at T0 + 1 */
+    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    int starts = f.sn.period_starts;
+    /* idle (not ticked) through periods 10 to 12; back 3 s into period 13 */
+    double back = T0 + 1 + 3 * PERIOD + 3;
+    agent_watch_from(f.a, back);
+    ck_assert_int_eq(f.sn.period_starts, starts);
+    agent_tick(f.a, back);
+    ck_assert_int_eq(f.sn.period_starts, starts); /* not mid-period */
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(13), .interval = W(1)});
+    /* the next boundary starts period 14 */
+    agent_tick(f.a, T0 + 1 + 4 * PERIOD + 0.01);
+    ck_assert_int_eq(f.sn.period_starts, starts + 1);
+    expect_stats(&f, __LINE__, (stats_want_t){.period = W(14), .interval = W(0)});
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_agent_dropped_bucket_keeps_serving_with_own_weight)
 {
     fx_t f;
@@ -2117,6 +2192,8 @@ int main(void)
                                   test_agent_resume,
                                   test_agent_stale_period,
                                   test_agent_period_roll_by_clock,
+                                  test_agent_hello_timing_rolled_when_not_ticked,
+                                  test_agent_watch_from_catches_up_quietly,
                                   test_agent_dropped_bucket_keeps_serving_with_own_weight,
                                   test_agent_new_rejects_bad_config,
                                   test_agent_static_keeps_limits,

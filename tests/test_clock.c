@@ -144,6 +144,42 @@ START_TEST(test_clock_implausible_period_never_adopted)
 }
 END_TEST
 
+/* Controller shards keep one phase (periods on multiples of the period of
+ * the wall clock): a standby adopts the nodes' period numbering only from
+ * a reading on its grid, snapped onto it; a reading off it (a node's
+ * session that had idled said hello with the period it idled in, ended:
+ * 100 ms left) is refused, and the clock does not move. */
+START_TEST(test_clock_adopt_on_grid)
+{
+    pclock_t pc;
+    start(&pc);
+    pclock_set_grid(&pc);
+    pclock_begin(&pc, 10.0);
+    /* ends at 10.8 + 0.1: 0.1 s off the grid (boundaries at whole seconds) */
+    pclock_reading_t r = rd(&pc, 7, 3, 100, 10.8);
+    ck_assert(!pclock_adopt(&pc, &r, 10.8));
+    ck_assert_uint_eq(pc.period, 1);
+    ck_assert_double_eq(pc.period_start, 10.0);
+    ck_assert_int_eq(pc.off_grid, 1);
+    ck_assert_int_eq(pc.adopted, 0);
+    /* 10 ms off (travel): taken, and snapped onto the grid */
+    r = rd(&pc, 7, 3, 210, 10.8);
+    ck_assert(pclock_adopt(&pc, &r, 10.8));
+    ck_assert_uint_eq(pc.period, 7);
+    ck_assert_double_eq(pc.period_start, 10.0);
+    /* the same clock again: nothing to adopt */
+    r = rd(&pc, 7, 3, 190, 10.8);
+    ck_assert(!pclock_adopt(&pc, &r, 10.8));
+    ck_assert_int_eq(pc.adopted, 1);
+    /* without the grid the off reading moves the clock (the old rule) */
+    start(&pc);
+    pclock_begin(&pc, 10.0);
+    r = rd(&pc, 7, 3, 100, 10.8);
+    ck_assert(pclock_adopt(&pc, &r, 10.8));
+    ck_assert_double_eq_tol(pc.period_start, 9.9, 1e-9);
+}
+END_TEST
+
 START_TEST(test_clock_same)
 {
     pclock_t pc;
@@ -161,6 +197,7 @@ int main(void)
     bqos_log_init("test_clock", BQOS_LOG_ERROR);
     const TTest *const tests[] = {test_clock_rounds, test_clock_skips_periods, test_clock_timing,
                                   test_clock_adopt, test_clock_adopt_own_or_late,
-                                  test_clock_implausible_period_never_adopted, test_clock_same};
+                                  test_clock_implausible_period_never_adopted, test_clock_adopt_on_grid,
+                                  test_clock_same};
     return testlib_run_tests("clock", tests, sizeof tests / sizeof tests[0]);
 }

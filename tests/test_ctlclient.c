@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "common/proto.h"
@@ -995,6 +996,94 @@ START_TEST(test_ctlclient_shard_change)
 }
 END_TEST
 
+/* The wall clock in Unix milliseconds (the shards key's instants). */
+static int64_t wall_ms(void)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    return (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+}
+
+/* K 2 -> 1 -> 2 seen from the session of slot 1, welcomed and following:
+ * it idles while its shard is out (its agent not ticked), and when a
+ * change names the shard again it follows on without falling back at
+ * once: its leader's silence counts from its return, not from before the
+ * idling (it_reshard_down's grow-back: every node warned "silent for 5 s:
+ * falling back to static" the moment its slot came back). */
+START_TEST(test_ctlclient_shard_idle_resume)
+{
+    fake_t f;
+    fake_start(&f);
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    const char *mine[] = {"red", "blue", "green", "amber"};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    memset(&g_sh, 0, sizeof g_sh);
+    g_sh.g = shardgen_steady(2);
+    ctlclient_config_t cc;
+    ctlclient_config_defaults(&cc);
+    cc.endpoint = f.endpoint;
+    cc.agent.name = "n1";
+    cc.hello_s = 0.1;
+    cc.agent.mode = AGENT_FALLBACK_STATIC;
+    cc.agent.silence_intervals = 1.0;
+    cc.shards = 2;
+    cc.shard = 1;
+    cc.sg = &g_sh.g;
+    int err = 0;
+    ctlclient_t *c = g_sh.c = ctlclient_new(&cc, s, NULL, &err);
+    ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
+    int said = 0;
+    for (int i = 0; i < 20 && !said; i++)
+        said = wait_for(&f, c, PROTO_HELLO, 10.0) && f.m.nnames == 2;
+    ck_assert(said);
+    /* periods of 2 s in 4 intervals; 300 ms left of period 5 */
+    g_period_ms = 2000;
+    g_intervals = 4;
+    const char *ours[] = {"blue", "amber"};
+    proto_msg_t w;
+    proto_msg_init(&w);
+    welcome_msg(&w, 5, 300, f.m.table);
+    w.names = ours;
+    w.nnames = 2;
+    fake_send(&f, &w);
+    proto_msg_clear(&w);
+    ck_assert(run_until(c, is_welcomed, 0, 10.0));
+    proto_msg_t m;
+    tokens_msg(&m, 5, 290, 1);
+    m.count = 1;
+    ck_assert_int_eq(proto_msg_reserve(&m, 1, 0), 0);
+    m.tokens[0] = (proto_tokens_rec_t){.bucket = 0, .r_tokens = 4, .l_tokens = 9};
+    fake_send(&f, &m);
+    proto_msg_clear(&m);
+    ck_assert(run_until(c, applied_at_least, 1, 10.0));
+    ck_assert(run_until(c, in_fallback, 0, 10.0));
+    ctlclient_stats_t st;
+    ctlclient_stats(c, &st);
+    uint64_t fb = st.agent.fallbacks;
+
+    /* K 2 -> 1, its period passed: the slot idles past a period boundary */
+    g_sh.g = (shardgen_t){.k = 2, .gen = 1, .next_k = 1, .next_gen = 2, .from_ms = wall_ms() - 1000};
+    ck_assert_int_eq(ctlclient_remap(c, ctlclient_now()), 0);
+    run_for(c, 1.2);
+    ctlclient_stats(c, &st);
+    ck_assert_str_eq(st.state, "idle");
+    ck_assert_uint_eq(st.agent.fallbacks, fb);
+
+    /* K 1 -> 2 under way: back in, following, no fallback at its return */
+    g_sh.g = (shardgen_t){.k = 1, .gen = 2, .next_k = 2, .next_gen = 3, .from_ms = wall_ms() + 60000};
+    ck_assert_int_eq(ctlclient_remap(c, ctlclient_now()), 0);
+    run_for(c, 0.2);
+    ctlclient_stats(c, &st);
+    ck_assert_str_eq(st.state, "following");
+    ck_assert_uint_eq(st.agent.fallbacks, fb);
+    ck_assert_uint_eq(st.agent.fallback, 0);
+    ctlclient_destroy(&c);
+    sched_destroy(&s);
+    fake_stop(&f);
+}
+END_TEST
+
 /* Names in parts with shards (issue 30): a node table of 10,000 buckets
  * (more than two parts) cut to shard 1 of 2.  The hello's first part, the
  * names messages after it and the controller's counts are all of the
@@ -1212,7 +1301,7 @@ int main(void)
         test_ctlclient_tokens_last_until_period_end, test_ctlclient_bad_messages,
         test_ctlclient_libevent, test_ctlclient_heartbeat, test_ctlclient_tokens_net_of_served,
         test_ctlclient_weights, test_ctlclient_two_controllers_epochs,
-        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session, test_ctlclient_shard_change,
+        test_ctlclient_bad_endpoint_lists, test_ctlclient_shard_session, test_ctlclient_shard_change, test_ctlclient_shard_idle_resume,
         test_ctlclient_shard_names_in_parts, test_ctlclient_shard_remap_in_parts
     };
     return testlib_run_timed("ctlclient", 60, tests, sizeof tests / sizeof tests[0]);

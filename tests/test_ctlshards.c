@@ -208,11 +208,46 @@ START_TEST(test_ctlshards_ask_all_dead_and_garbage)
 }
 END_TEST
 
+/* reload and import (the whole table, shared in etcd) go to the first
+ * shard that answers and is in the map: shard 0 while it answers; shard 1
+ * when shard 0 is dead (they went to shard 0 and failed); never a shard
+ * the configuration leaves out; shard 0 when none answers. */
+START_TEST(test_ctlshards_table_any_live_shard)
+{
+    int64_t now = 1000000;
+    shardgen_t two = shardgen_steady(2);
+    int both[SHARDMAP_MAX] = {1, 1}, one_only[SHARDMAP_MAX] = {0, 1}, none[SHARDMAP_MAX] = {0};
+    ck_assert_int_eq(ctlshards_table_pick(&two, both, 2, now), 0);
+    ck_assert_int_eq(ctlshards_table_pick(&two, one_only, 2, now), 1);
+    ck_assert_int_eq(ctlshards_table_pick(NULL, one_only, 2, now), 1);
+    ck_assert_int_eq(ctlshards_table_pick(&two, none, 2, now), 0);
+    /* K 2 -> 1 from now: shard 1 out from its period, in before it */
+    shardgen_t down = {.k = 2, .gen = 1, .next_k = 1, .next_gen = 2, .from_ms = now};
+    ck_assert_int_eq(ctlshards_table_pick(&down, one_only, 2, now), 0);
+    ck_assert_int_eq(ctlshards_table_pick(&down, one_only, 2, now - 1), 1);
+    /* a K beyond the lists given: the configuration is not used */
+    shardgen_t three = shardgen_steady(3);
+    ck_assert_int_eq(ctlshards_table_pick(&three, one_only, 2, now), 1);
+
+    /* on sockets: shard 0 dead, shard 1 answers: shard 1, within the grace */
+    fake_t f;
+    fake_start(&f, "{\"v\":" PROTO_STR(PROTO_ADMIN_VERSION)
+                   ",\"ok\":true,\"cluster\":{\"k\":2,\"gen\":1}}");
+    const char *eps[2] = {"tcp://127.0.0.1:1", f.endpoint};
+    double t0 = mono_now();
+    ck_assert_int_eq(ctlshards_table(eps, 2, 4000, NULL, open_plain), 1);
+    ck_assert_msg(mono_now() - t0 < 2.0, "took %.2f s", mono_now() - t0);
+    fake_stop(&f);
+    ck_assert(f.asked);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_ctlshards_split, test_ctlshards_of_reply,
                                   test_ctlshards_route_by_generation,
                                   test_ctlshards_ask_all_newest,
-                                  test_ctlshards_ask_all_dead_and_garbage};
+                                  test_ctlshards_ask_all_dead_and_garbage,
+                                  test_ctlshards_table_any_live_shard};
     return testlib_run_tests("ctlshards", tests, sizeof tests / sizeof tests[0]);
 }

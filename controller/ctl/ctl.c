@@ -235,8 +235,10 @@ static void option_rows(ctl_opts_t *o, opts_row_t *rows)
                  "known\") and its buckets of every shard with a SHARD column, paged\n"
                  "on the merge in shard, then table order (--json: \"node\" with its\n"
                  "row per shard in \"shards\", \"buckets\", \"summary\", \"shards\");\n"
-                 "exit 1 only if no shard knows it.  reload and import go to shard 0\n"
-                 "(the table in etcd is one for all shards); watch takes one shard."},
+                 "exit 1 only if no shard knows it.  reload and import go to the\n"
+                 "first shard, from shard 0, that answers and is in the cluster's map\n"
+                 "(the table in etcd is one for all shards: any shard's leader writes\n"
+                 "it; reload reads that leader's file); watch takes one shard."},
         {.name = "json", .type = OPTS_FLAG, .target = &o->json_out,
          .help = "Print the controller's JSON reply instead of tables; for buckets,\n"
                  "its bucket list as a bucket file {\"buckets\":[...]}."},
@@ -1793,7 +1795,8 @@ int main(int argc, char **argv)
     if (shardbuf && (one || strcmp(cmd, "reload") == 0 || is_import)) {
         endpoint = shard_ep[one ? ctlshards_now(shard_ep, nshards, (int)o.timeout,
                                                 curve ? keys : NULL, ctlreq_open, one)
-                                : 0];
+                                : ctlshards_table(shard_ep, nshards, (int)o.timeout,
+                                                  curve ? keys : NULL, ctlreq_open)];
     } else if (shardbuf) { /* every shard: status, status --node, history, buckets */
         code = each_shard(shard_ep, nshards, (int)o.timeout, req, curve ? keys : NULL,
                           o.json_out);

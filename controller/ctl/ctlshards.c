@@ -95,6 +95,9 @@ static int ask_reply(fanout_t *f, int i, const char *data, size_t len, void *arg
     return FANOUT_GO_ON;
 }
 
+static int ask(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
+               ctlshards_open_fn open_fn, shardgen_t *g, int *heard);
+
 /* The cluster's shards configuration, asked of every endpoint of every
  * shard at once (eps[0..n-1]: a comma list per shard; admin "shards",
  * which a standby answers too): the newest of the answers
@@ -107,6 +110,14 @@ static int ask_reply(fanout_t *f, int i, const char *data, size_t len, void *arg
  * by the number of lists, as before generations). */
 int ctlshards_ask_all(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
                       ctlshards_open_fn open_fn, shardgen_t *g)
+{
+    return ask(eps, n, timeout_ms, keys, open_fn, g, NULL);
+}
+
+/* ctlshards_ask_all(), and heard[s] (SHARDMAP_MAX of them; may be NULL)
+ * set to 1 for each shard s of which a controller answered (else 0). */
+static int ask(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
+               ctlshards_open_fn open_fn, shardgen_t *g, int *heard)
 {
     ask_t a = {.g = g};
     int code;
@@ -136,6 +147,8 @@ out:
         free(copies[s]);
     free(text);
     json_decref(req);
+    if (heard)
+        memcpy(heard, a.heard, sizeof a.heard);
     return a.got ? 0 : -1;
 }
 
@@ -168,4 +181,28 @@ int ctlshards_now(const char **eps, int n, int timeout_ms, const curvekey_t *key
     shardgen_t g;
     int known = ctlshards_ask_all(eps, n, timeout_ms, keys, open_fn, &g) == 0;
     return ctlshards_route(known ? &g : NULL, n, name, ctlshards_wall_ms());
+}
+
+/* The shard for a command on the whole table (reload, import) among n
+ * endpoint lists: the first, from shard 0, of which a controller answered
+ * (heard[s]) and that the configuration g (NULL: none known) does not
+ * leave out at now_ms; shard 0 when there is none. */
+int ctlshards_table_pick(const shardgen_t *g, const int *heard, int n, int64_t now_ms)
+{
+    int fits = g && shardgen_kmax(g) <= n;
+    for (int s = 0; s < n && s < SHARDMAP_MAX; s++)
+        if (heard[s] && !(fits && shardgen_out(g, s, now_ms)))
+            return s;
+    return 0;
+}
+
+/* The shard for reload and import now: every shard asked at once (ask()),
+ * then ctlshards_table_pick() at the wall clock now. */
+int ctlshards_table(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
+                    ctlshards_open_fn open_fn)
+{
+    shardgen_t g;
+    int heard[SHARDMAP_MAX] = {0};
+    int known = ask(eps, n, timeout_ms, keys, open_fn, &g, heard) == 0;
+    return ctlshards_table_pick(known ? &g : NULL, heard, n, ctlshards_wall_ms());
 }

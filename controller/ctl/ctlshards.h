@@ -1,4 +1,4 @@
-/* ctlshards.h - bqos-ctl's routing among controller shards: which shard owns a bucket now, by the cluster's shards configuration (common/shardgen.h; the newest any shard gives) and the generation in force.
+/* ctlshards.h - bqos-ctl's routing among controller shards: which shard owns a bucket now and which takes a whole-table command, by the cluster's shards configuration (common/shardgen.h; the newest any shard gives) and the generation in force.
  *
  * A command about one bucket (set, remove, status --bucket, history
  * BUCKET) goes to one shard's controllers: --endpoint "A,B;C,D" is cut
@@ -7,7 +7,9 @@
  * ctlshards_ask_all()), and the newest answer decides the shard in the
  * period now (ctlshards_route(); ctlshards_now() does both).  Without an
  * answer, or with a K beyond the lists given, the route is by the number
- * of lists (shardmap_of()), as before generations.
+ * of lists (shardmap_of()), as before generations.  A command on the
+ * whole table (reload, import) goes to the first shard that answers and
+ * is in the map (ctlshards_table()).
  *
  * The sockets are opened by the caller's transport (ctlshards_open_fn:
  * bqos-ctl's REQ socket with its timeouts and CURVE keys), so a bad
@@ -60,6 +62,22 @@ int ctlshards_route(const shardgen_t *g, int n, const char *name, int64_t now_ms
  * Returns 0..n-1 (never an error: without an answer, by n). */
 int ctlshards_now(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
                   ctlshards_open_fn open_fn, const char *name);
+
+/* The shard that takes a command on the whole bucket table (reload,
+ * import) among n endpoint lists, at wall instant now_ms: the first shard,
+ * from shard 0, of which a controller answered (heard[0..n-1], nonzero:
+ * answered) and that configuration g (NULL: none known; ignored when its
+ * K does not fit n) does not leave out (shardgen_out()).  The table in
+ * etcd is one for all shards, and any shard's leader writes it whole (its
+ * writes are fenced by its own leader key and by the table head's
+ * revision: leader.h), so a dead shard 0 need not refuse them.  Returns
+ * 0..n-1; 0 when no shard qualifies (its request then says why). */
+int ctlshards_table_pick(const shardgen_t *g, const int *heard, int n, int64_t now_ms);
+
+/* Every shard asked at once as by ctlshards_ask_all(), then
+ * ctlshards_table_pick() at the wall clock now.  Returns 0..n-1. */
+int ctlshards_table(const char **eps, int n, int timeout_ms, const curvekey_t *keys,
+                    ctlshards_open_fn open_fn);
 
 /* Wall-clock (CLOCK_REALTIME) milliseconds now. */
 int64_t ctlshards_wall_ms(void);

@@ -12,6 +12,7 @@ void pclock_init(pclock_t *pc, double period_s, int intervals, double wait, doub
         .intervals = intervals,
         .wait = wait,
         .started = now,
+        .origin = now,
         .period_start = now,
         .period = 1,
     };
@@ -123,6 +124,11 @@ int pclock_same(const pclock_t *pc, const pclock_reading_t *a, const pclock_read
            fabs(a->end - b->end) < 0.25 * pclock_interval_s(pc);
 }
 
+void pclock_set_grid(pclock_t *pc)
+{
+    pc->grid = 1;
+}
+
 int pclock_adopt(pclock_t *pc, const pclock_reading_t *r, double now)
 {
     if (r->period == 0 || r->period > PCLOCK_PERIOD_MAX || now - pc->started > 2 * pc->period_s)
@@ -132,12 +138,31 @@ int pclock_adopt(pclock_t *pc, const pclock_reading_t *r, double now)
     if (r->period == pc->period &&
         fabs(r->end - (pc->period_start + pc->period_s)) < 0.1 * pclock_interval_s(pc))
         return 0;
+    double end = r->end;
+    if (pc->grid) {
+        /* the reading's end against the nearest boundary of our grid */
+        double off = fmod(r->end - pc->origin, pc->period_s);
+        if (off < 0)
+            off += pc->period_s;
+        if (off > pc->period_s / 2)
+            off -= pc->period_s;
+        if (fabs(off) >= 0.25 * pclock_interval_s(pc)) {
+            if (pc->off_grid++ == 0)
+                log_info("not adopting the nodes' clock (period %llu): its periods end %.0f ms "
+                         "off this shard's, which start on multiples of the period of the wall clock",
+                         (unsigned long long)r->period, off * 1e3);
+            return 0;
+        }
+        end -= off;
+        if (r->period == pc->period && fabs(end - (pc->period_start + pc->period_s)) < 1e-9)
+            return 0;
+    }
     pc->adopted++;
     pc->period = r->period;
-    pc->period_start = r->end - pc->period_s;
+    pc->period_start = end - pc->period_s;
     pc->round_start = 0; /* restart the round on the adopted clock */
     pc->round_open = 0;
     log_info("adopted the nodes' clock: period %llu, %.0f ms left",
-             (unsigned long long)r->period, (r->end - now) * 1e3);
+             (unsigned long long)r->period, (end - now) * 1e3);
     return 1;
 }

@@ -31,6 +31,10 @@ typedef struct {
     uint64_t period;       /* current period number (first: 1) */
     uint32_t interval;     /* current interval, 0..K-1 */
     int adopted;           /* times the nodes' clock was adopted */
+    int grid;              /* periods keep the phase they started with
+                              (pclock_set_grid()) */
+    double origin;         /* with grid: a period boundary (pclock_init's now) */
+    int off_grid;          /* readings refused for their phase (grid) */
     int round_open;        /* a round waits for reports */
     double round_start;    /* when the current round began; 0: none yet */
     double round_deadline; /* when it computes with what has arrived */
@@ -103,6 +107,14 @@ pclock_reading_t pclock_reading(const pclock_t *pc, uint64_t period, uint32_t in
  * nodes' own scheduling can move). */
 int pclock_same(const pclock_t *pc, const pclock_reading_t *a, const pclock_reading_t *b);
 
+/* Keeps the clock's phase for good: its periods start where pclock_init()
+ * started one, plus whole periods (a controller shard's periods start on
+ * multiples of --period of the wall clock, the same instant at every
+ * shard, and a node's sessions to them share one scheduler period).
+ * pclock_adopt() then takes only a reading whose period ends within a
+ * quarter interval of that grid, and snaps it onto the grid. */
+void pclock_set_grid(pclock_t *pc);
+
 /* A controller that just started takes the period numbering and phase of
  * its nodes, so the nodes' period counters stay valid across its restart.
  * The caller (nodes.c) offers only a reading that a strict majority of the
@@ -111,7 +123,9 @@ int pclock_same(const pclock_t *pc, const pclock_reading_t *a, const pclock_read
  * implausible period is never adopted).  Considered within 2 periods of
  * the start, and only if `r` differs from our clock; a later majority may
  * move it again in that window (a first, lone liar is outvoted as the
- * other nodes register).  Returns nonzero if the clock moved: no round is
+ * other nodes register).  With pclock_set_grid(), a reading off the grid
+ * is refused (counted in off_grid; the first one logged).  Returns nonzero
+ * if the clock moved: no round is
  * open then, and the caller runs its tick at once. */
 int pclock_adopt(pclock_t *pc, const pclock_reading_t *r, double now);
 

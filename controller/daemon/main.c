@@ -1172,6 +1172,8 @@ int main(int argc, char **argv)
                  set.shard, set.shards, set.period_s);
     }
     pclock_init(&a.clk, set.period_s, set.intervals, set.wait, started);
+    if (set.shards)
+        pclock_set_grid(&a.clk); /* a standby adopts the nodes' numbering, never their phase */
     slices_static(&a, mono_now());
     rounds_tick(&a.rounds, mono_now());
     while (!a.stop) {

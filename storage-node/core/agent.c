@@ -56,16 +56,30 @@ static int arrays_fit(agent_t *a, size_t n)
     return 0;
 }
 
+static void period_roll(agent_t *a, uint64_t next, int node_period);
+
 /* Starts a new QoS period on the node (`next`: its number), keeping the
  * arrivals of the interval that just ended for the next report. */
 static void period_start(agent_t *a, uint64_t next)
+{
+    period_roll(a, next, 1);
+}
+
+/* period_start(), or with node_period 0 the agent's own part only: a
+ * session back from idling (agent_watch_from()) catches its clock up in
+ * the middle of a period the node started at its boundary, through the
+ * sessions that did not idle; the node's period is not started again
+ * (that restarted every bucket's counters mid-period: both buckets of
+ * it_reshard_down lost up to half a window at the grow-back), no grant is
+ * kept of periods the session did not follow, none is renewed. */
+static void period_roll(agent_t *a, uint64_t next, int node_period)
 {
     /* The period that ends was the controller's (the node followed it to
      * its end, and the controller spoke in it: tokens for its rest, or a
      * heartbeat saying "keep them"): its grant is the one to keep if the
      * controller goes.  A period it never reached keeps the older grant
      * (the tokens held then were a period's leftovers, not a grant). */
-    int covered = !a->st.fallback && a->heard && a->heard_period == a->period;
+    int covered = node_period && !a->st.fallback && a->heard && a->heard_period == a->period;
     if (covered && grant_snapshot(&a->grant, a->s) == 0)
         a->grant_period = a->period; /* the fallback's lease counts from it */
     else if (covered && a->peer)
@@ -76,13 +90,17 @@ static void period_start(agent_t *a, uint64_t next)
     if (arrays_fit(a, (size_t)n) == 0) {
         for (int b = 0; b < n; b++) {
             sched_bucket_stats_t bs;
-            if (sched_bucket_stats(a->s, b, &bs) == 0 && bs.arrivals >= a->prev[b])
+            if (!node_period)
+                a->carry[b] = 0; /* the node's counters restarted at its boundary */
+            else if (sched_bucket_stats(a->s, b, &bs) == 0 && bs.arrivals >= a->prev[b])
                 a->carry[b] += bs.arrivals - a->prev[b];
             a->prev[b] = 0;
             a->served_rep[b] = 0; /* the served counters restart */
         }
     }
     memset(a->rep_basis, 0, sizeof a->rep_basis); /* ... and the reports' counts with them */
+    if (!node_period)
+        return;
     if (a->ops.period_start)
         a->ops.period_start(a->ops.arg);
     else
@@ -153,15 +171,22 @@ static double next_boundary(const agent_t *a, double now)
     return t;
 }
 
-static uint32_t cur_interval(const agent_t *a, double now)
+/* The interval holding `now` of the period that ends at period_end. */
+static uint32_t cur_interval_at(const agent_t *a, double period_end, double now)
 {
-    double el = a->period_s - (a->period_end - now);
+    double el = a->period_s - (period_end - now);
     double k = floor(el / a->interval_s + 1e-6);
     if (k < 0)
         k = 0;
     if (k > a->intervals - 1)
         k = a->intervals - 1;
     return (uint32_t)k;
+}
+
+/* The interval holding `now` of the agent's period. */
+static uint32_t cur_interval(const agent_t *a, double now)
+{
+    return cur_interval_at(a, a->period_end, now);
 }
 
 /* The timing a message carries, measured from `now`. */
@@ -201,10 +226,23 @@ static int take_timing(agent_t *a, const agent_timing_t *tm, double now, int ado
 
 static void fill_timing(const agent_t *a, proto_msg_t *m, double now)
 {
-    double rem = (a->period_end - now) * 1000.0;
+    /* A clock not ticked since its period ended (a shard session that
+     * idled while its shard was out of the map: agent_tick() is not
+     * called) is rolled forward as agent_tick() would roll it: a hello
+     * that gave the ended period would have the controller take a period
+     * ending now (a standby adopts the nodes' clock), off the phase every
+     * shard keeps. */
+    uint64_t period = a->period;
+    double end = a->period_end;
+    if (now >= end && a->period_s > 0) {
+        double n = floor((now - end) / a->period_s) + 1;
+        period += (uint64_t)n;
+        end += n * a->period_s;
+    }
+    double rem = (end - now) * 1000.0;
     uint32_t pms = (uint32_t)lround(a->period_s * 1000.0);
-    m->period = a->period;
-    m->interval = cur_interval(a, now);
+    m->period = period;
+    m->interval = cur_interval_at(a, end, now);
     m->intervals = a->intervals;
     m->period_ms = pms ? pms : 1;
     m->remaining_ms = rem <= 0 ? 0 : rem >= m->period_ms ? m->period_ms : (uint32_t)rem;
@@ -1112,6 +1150,21 @@ int agent_tick(agent_t *a, double now)
               !(a->last_rep_period == a->period && a->last_rep_interval == (int64_t)k);
     a->next_report = next_boundary(a, now);
     return due;
+}
+
+void agent_watch_from(agent_t *a, double now)
+{
+    if (a->has_timing && now >= a->period_end && a->period_s > 0) {
+        double n = floor((now - a->period_end) / a->period_s) + 1;
+        period_roll(a, a->period + (uint64_t)n, 0);
+        a->period += (uint64_t)n;
+        a->period_end += n * a->period_s;
+        a->st.period = a->period;
+        a->st.interval = cur_interval(a, now);
+        a->next_report = next_boundary(a, now);
+    }
+    a->last_ctl = now;
+    a->st.silent_s = 0;
 }
 
 double agent_next_tick(const agent_t *a)

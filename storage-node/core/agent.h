@@ -314,6 +314,17 @@ int agent_handle(agent_t *a, const proto_msg_t *m, const agent_timing_t *tm, dou
  * nothing and returns 0. */
 int agent_tick(agent_t *a, double now);
 
+/* The caller did not tick the agent for a while, until `now`, on purpose
+ * (a shard session idles while the cluster's configuration leaves its
+ * shard out, ctlclient.h): the controller's silence counts from `now`, as
+ * at agent_new(), so that the session's return neither falls back nor
+ * warns at once of a silence that was the configuration's; and the period
+ * clock is caught up to the period holding `now` without ops.period_start
+ * (the node's period began at its boundary; starting it again mid-period
+ * would restart every bucket's counters), keeping no grant of the periods
+ * skipped and renewing none. */
+void agent_watch_from(agent_t *a, double now);
+
 /* When agent_tick() next has work: the next interval start (or period end)
  * after the last tick or timing update; INFINITY before any timing. */
 double agent_next_tick(const agent_t *a);

@@ -445,6 +445,29 @@ int ctlclient_report_now(ctlclient_t *c, double now)
     return rc;
 }
 
+/* Notes the session going idle or coming back (slot_out()); back, its
+ * agent's clock is caught up and its leader's silence counted from now
+ * (agent_watch_from()), before any message is handled: a new leader's
+ * first message (it campaigned on the same change) must not meet the
+ * clock the session idled in.  Returns nonzero if the session idles. */
+static int idle_update(ctlclient_t *c, double now)
+{
+    int out = slot_out(c);
+    if (out != c->idle) {
+        log_info("controller %s: shard %d %s the cluster's map (K %d, generation %llu): %s",
+                 c->endpoint, c->cfg.shard, out ? "is out of" : "is back in",
+                 c->cfg.sg->next_k ? c->cfg.sg->next_k : c->cfg.sg->k,
+                 (unsigned long long)(c->cfg.sg->next_k ? c->cfg.sg->next_gen : c->cfg.sg->gen),
+                 out ? "the session idles" : "following its leader");
+        if (!out) /* back: its leader's silence counts from here, not from the idling */
+            agent_watch_from(c->agent, now);
+        c->idle = out;
+        c->st.idles += out;
+        c->next_warn = 0; /* back: warnings anew, after a second */
+    }
+    return out;
+}
+
 /* ---- receiving ---- */
 
 /* Drains controller i's socket into the agent. */
@@ -469,6 +492,8 @@ static int drain(ctlclient_t *c, int i, double now)
             return rc;
         if (c->cfg.shards && c->in.shards_k && c->cfg.on_shards)
             c->cfg.on_shards(c->cfg.shards_arg, &c->in, now); /* before the table check */
+        if (c->cfg.shards && c->in.shards_k)
+            idle_update(c, now); /* the configuration it brings may end our idling */
         if (c->cfg.shards && c->in.has_names && !shard_table_ok(c, &c->in, i, now))
             continue; /* nothing of it applied: this shard's buckets stay as they are */
         if (c->cfg.shards)
@@ -490,6 +515,7 @@ static int drain(ctlclient_t *c, int i, double now)
 int ctlclient_on_readable(ctlclient_t *c, double now)
 {
     int rc = 0;
+    idle_update(c, now);
     for (int i = 0; i < c->npeers; i++) {
         int r = drain(c, i, now);
         if (r < 0)
@@ -501,17 +527,7 @@ int ctlclient_on_readable(ctlclient_t *c, double now)
 double ctlclient_tick(ctlclient_t *c, double now)
 {
     ctlclient_on_readable(c, now);
-    int out = slot_out(c);
-    if (out != c->idle) {
-        log_info("controller %s: shard %d %s the cluster's map (K %d, generation %llu): %s",
-                 c->endpoint, c->cfg.shard, out ? "is out of" : "is back in",
-                 c->cfg.sg->next_k ? c->cfg.sg->next_k : c->cfg.sg->k,
-                 (unsigned long long)(c->cfg.sg->next_k ? c->cfg.sg->next_gen : c->cfg.sg->gen),
-                 out ? "the session idles" : "following its leader");
-        c->idle = out;
-        c->st.idles += out;
-        c->next_warn = 0; /* back: warnings anew, after a second */
-    }
+    int out = idle_update(c, now);
     if (!agent_welcomed(c->agent) && now >= c->next_hello) {
         /* Not connected yet (ZMQ_IMMEDIATE refuses to queue): retry soon,
          * so a node that starts with its controller is welcomed at once. */

@@ -2,6 +2,7 @@
 #include "storage-node/daemon/noderun.h"
 
 #include <errno.h>
+#include <math.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -63,6 +64,10 @@ typedef struct run {
     uint64_t tokens_refused; /* a shard's tokens for another shard's bucket */
     double period_at;      /* shards: when a session last started the
                               scheduler's period (mono_now()); 0: never */
+    uint64_t periods_offgrid; /* shards: sessions' period starts more than
+                                 an eighth of the period off the wall
+                                 clock's multiples of it, where every
+                                 shard's periods start (sess_period_start()) */
 } run_t;
 
 /* The identities active in the node's buckets changed (io/who.h): to the
@@ -333,6 +338,8 @@ static void ctl_status(void *arg, FILE *fp)
     fprintf(fp, "STAT bqos_ctl_shards_changes %llu\r\n", (unsigned long long)r->sg_changes);
     fprintf(fp, "STAT bqos_ctl_shard_tokens_refused %llu\r\n",
             (unsigned long long)r->tokens_refused);
+    fprintf(fp, "STAT bqos_ctl_shards_periods_offgrid %llu\r\n",
+            (unsigned long long)r->periods_offgrid);
     for (int i = 0; i < r->shards; i++) {
         ctlclient_stats(r->ctls[i], &st);
         fprintf(fp, "STAT bqos_ctl_shard%d_state %s\r\n", i, st.state);
@@ -621,16 +628,37 @@ static void sess_set_policy(void *arg, sched_policy_t policy)
  * counters.  (Served in a shard's last milliseconds of a period then
  * counts in its next one: conservative.  The other order, a session's
  * report of its new period taken before the scheduler's counters restart,
- * would count a whole period's service twice: 0 tokens for a period.) */
+ * would count a whole period's service twice: 0 tokens for a period.)
+ * A start more than an eighth of the period off the wall clock's
+ * multiples of it (a session whose clock left the shards' phase: a new
+ * leader's numbering met mid-period, a clock that idled) is counted, and
+ * starts the scheduler's period only when the boundary's start is overdue
+ * (7/8 of a period since the last): else it would restart every bucket's
+ * counters mid-period and make the next boundary's start too early to
+ * take.  (A node whose wall clock is off the controllers' by more than
+ * that has every start off: each then comes a period after the last and
+ * is taken, as before.) */
 static void sess_period_start(void *arg)
 {
     session_t *ss = arg;
     run_t *r = ss->r;
     ctlclient_stats_t st;
     ctlclient_stats(r->ctls[ss->shard], &st);
-    double now = mono_now(), half = st.agent.period_s > 0 ? st.agent.period_s / 2 : 0;
-    if (r->period_at > 0 && now - r->period_at < half)
+    double now = mono_now(), p = st.agent.period_s, since = now - r->period_at;
+    if (r->period_at > 0 && since < p / 2)
         return;
+    if (p > 0) {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        double off = fmod((double)rt.tv_sec + rt.tv_nsec / 1e9, p);
+        if (off > p / 2)
+            off -= p;
+        if (fabs(off) > p / 8) { /* a busy loop's lateness is far less */
+            r->periods_offgrid++;
+            if (r->period_at > 0 && since < p * 7 / 8)
+                return;
+        }
+    }
     r->period_at = now;
     period_start(r);
 }

@@ -89,5 +89,19 @@ D0MS=$(echo "$T0 $(now)" | awk '{ printf "%d", ($2 - $1) * 1000 }')
 check "shard 0 stopped: status --bucket blue answered by shard 1 in $D0MS ms (rc $D0RC, timeout 2000), nothing on stderr" \
   '[ "$D0RC" = 0 ] && [ "$D0MS" -lt 1000 ] && [ ! -s "$T/dead0.err" ]'
 
+# ... and the whole table (one in etcd for all shards) is imported and
+# reloaded through shard 1's leader (they went to shard 0's only)
+echo '{"buckets":[{"name":"red","reservation":50,"limit":200},{"name":"blue","reservation":50,"limit":200},{"name":"green","reservation":10,"limit":100}]}' \
+  >"$T/b3.json"
+T0=$(now)
+"$BIN/bqos-ctl" --timeout 2000 --curve-key "$K/op.key" --controller-key "$K/ctrl.pub" \
+  --endpoint "$AD_s0;$AD_s1" import "$T/b3.json" >"$T/imp.out" 2>"$T/imp.err"; IMPRC=$?
+IMPMS=$(echo "$T0 $(now)" | awk '{ printf "%d", ($2 - $1) * 1000 }')
+"$BIN/bqos-ctl" --timeout 2000 --curve-key "$K/op.key" --controller-key "$K/ctrl.pub" \
+  --endpoint "$AD_s0;$AD_s1" reload >"$T/rel.out" 2>"$T/rel.err"; RELRC=$?
+GREEN=$(ctl --endpoint "$AD_s1" --json buckets 2>/dev/null | grep -c '"green"')
+check "shard 0 stopped: import through shard 1 in $IMPMS ms (rc $IMPRC: $(head -c 80 "$T/imp.out")), green in its table ($GREEN), reload too (rc $RELRC)" \
+  '[ "$IMPRC" = 0 ] && [ "$IMPMS" -lt 1000 ] && [ "$GREEN" = 1 ] && [ "$RELRC" = 0 ]'
+
 [ -n "${KEEP:-}" ] && { rm -rf "/tmp/$IT_NAME.last"; cp -r "$T" "/tmp/$IT_NAME.last"; }
 it_end logs

@@ -97,6 +97,15 @@ sh_nodes() {
 }
 # nst NODE STAT: node NODE's stats value
 nst() { eval "np=\$NP_$1"; node_stat "$np" "$2"; }
+# sh_snap NODE...: each node's whole stats at once ($T/NODE.stats), for snst
+sh_snap() {
+  for n in "$@"; do eval "np=\$NP_$n"; mc_ask "$np" 'stats\r\n' 3 2>/dev/null | tr '|' '\n' >"$T/$n.stats"; done
+}
+# snst NODE STAT: a value of node NODE's stats as sh_snap last took them, or "none"
+snst() {
+  awk -v k="STAT $2 " 'index($0, k) == 1 { print substr($0, length(k) + 1); f = 1; exit }
+                       END { if (!f) print "none" }' "$T/$1.stats" 2>/dev/null
+}
 # sh_tables_refused NODE...: each node's shard 0 and shard 1 tables refused, concatenated
 sh_tables_refused() {
   for n in "$@"; do printf '%s%s' "$(nst "$n" bqos_ctl_shard0_tables_refused)" "$(nst "$n" bqos_ctl_shard1_tables_refused)"; done
@@ -129,17 +138,19 @@ JSON
   LOAD_PID=$!
   LIB_PIDS="$LIB_PIDS $LOAD_PID"
 }
-# sh_load_set K: sh_load 12, then 1.2 s in `bqos-ctl shards set K 4` through
+# sh_load_set K [DUR]: sh_load DUR (12), then 1.2 s in `bqos-ctl shards set K 4` through
 # both slots' endpoints (s0, s1; the second may not run yet), 4 periods
 # ahead (time for a new shard's election on a busy host): SETRC its exit
 # status, FROM the change's period (wall-clock ms), SET_AT when it was sent (UTC, as the logs)
 sh_load_set() {
-  sh_load 12
+  sh_load "${2:-12}"
   sleep 1.2
   SET_AT=$(date -u +%Y-%m-%dT%H:%M:%S.%3N) # the logs' clock: what follows the change
   ctl --endpoint "$AD_s0;$AD_s1" --json shards set "$1" 4 >"$T/set.json" 2>"$T/set.err"; SETRC=$?
   FROM=$(jget "$T/set.json" 'd["cluster"]["next"]["from_ms"]' 2>/dev/null)
 }
+# logtime MS: wall-clock ms as the logs stamp their lines (UTC), to compare with awk's $1 >= t
+logtime() { date -u -d "@$(echo "$1" | awk '{ printf "%.3f", $1 / 1000 }')" +%Y-%m-%dT%H:%M:%S.%3N; }
 # sh_check_before MSG COND: check MSG COND, a state read at PREAT (wall-clock
 # ms) before the change's period FROM; not judged (said) when the host was
 # too slow to read it before FROM
