@@ -18,12 +18,6 @@ T=$(mktemp -d /tmp/bench-cpu-ab.XXXXXX)
 trap 'cleanup; rm -rf "$T"' EXIT
 next_port; mc=$PORT
 start_memcached "$mc" "$T/mc.log" || exit 1
-node() { # node NAME BIN PORT: starts a node, its pid in $SPAWNED
-  # shellcheck disable=SC2086
-  spawn "$T/node-$1.log" "$2/bqos-node" --name "$1" --memcached-listen "127.0.0.1:$3" \
-    --backend "memcached://127.0.0.1:$mc" --log-level warn $NODE_ARGS
-  wait_port "$3" 10 || exit 1
-}
 next_port; pa=$PORT; node a "$A" "$pa"; na=$SPAWNED
 next_port; pb=$PORT; node b "$B" "$pb"; nb=$SPAWNED
 # runns PID: the process's CPU so far in ns, every thread's (schedstat's first field)

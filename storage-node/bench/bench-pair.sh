@@ -12,12 +12,6 @@ trap 'cleanup; rm -rf "$T"' EXIT
 tck=$(getconf CLK_TCK)
 next_port; mc=$PORT
 start_memcached "$mc" "$T/mc.log" || exit 1
-node() { # node NAME BIN PORT: starts a node, its pid in $SPAWNED
-  # shellcheck disable=SC2086
-  spawn "$T/node-$1.log" "$2/bqos-node" --name "$1" --memcached-listen "127.0.0.1:$3" \
-    --backend "memcached://127.0.0.1:$mc" --log-level warn $NODE_ARGS
-  wait_port "$3" 10 || exit 1
-}
 next_port; pa=$PORT; node a "$A" "$pa"; na=$SPAWNED
 next_port; pb=$PORT; node b "$B" "$pb"; nb=$SPAWNED
 echo "# $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg); A=$A B=$B; node options: $NODE_ARGS; memcaslap -T 2 -c 50 -X 100 for ${SECS} s against each at once"

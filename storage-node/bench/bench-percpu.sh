@@ -14,13 +14,6 @@ done
 tck=$(getconf CLK_TCK)
 next_port; mc=$PORT
 start_memcached "$mc" "$T/mc.log" || exit 1
-node() { # node NAME BIN PORT EXTRA...: starts a node, its pid in $SPAWNED
-  n=$1; b=$2; p=$3; shift 3
-  # shellcheck disable=SC2086
-  spawn "$T/node-$n.log" "$b/bqos-node" --name "$n" --memcached-listen "127.0.0.1:$p" \
-    --backend "memcached://127.0.0.1:$mc" --log-level warn $NODE_ARGS "$@"
-  wait_port "$p" 10 || exit 1
-}
 next_port; po=$PORT; node old "$OLD" "$po"; no=$SPAWNED
 next_port; p1=$PORT; node t1 "$BIN" "$p1" --threads 1; n1=$SPAWNED
 setups="old:$po:$no t1:$p1:$n1"

@@ -3,6 +3,7 @@
 # Usage: bench-threads.sh OLD_BIN [ROUNDS] [SECS]   (BIN=bin: this build; NODE_ARGS: extra options for every node)
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/front_lib.sh"
 OLD=$1; ROUNDS=${2:-3}; SECS=${3:-4}; BIN=${BIN:-bin}; NODE_ARGS=${NODE_ARGS:---policy rr}
 T=$(mktemp -d /tmp/bench-threads.XXXXXX)
 trap 'cleanup; rm -rf "$T"' EXIT
@@ -11,17 +12,9 @@ tck=$(getconf CLK_TCK)
 next_port; mc=$PORT
 start_memcached "$mc" "$T/mc.log" || exit 1
 mcpid=$(ss -Hltnp "sport = :$mc" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
-node() { # node NAME BIN PORT EXTRA...: starts a node, its pid in $SPAWNED
-  n=$1; b=$2; p=$3; shift 3
-  # shellcheck disable=SC2086
-  spawn "$T/node-$n.log" "$b/bqos-node" --name "$n" --memcached-listen "127.0.0.1:$p" \
-    --backend "memcached://127.0.0.1:$mc" --log-level warn $NODE_ARGS "$@"
-  wait_port "$p" 10 || exit 1
-}
 next_port; po=$PORT; node old "$OLD" "$po"; no=$SPAWNED
 next_port; p1=$PORT; node t1 "$BIN" "$p1" --threads 1; n1=$SPAWNED
 next_port; p2=$PORT; node t2 "$BIN" "$p2" --threads 2; n2=$SPAWNED
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 echo "# $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg); memcaslap -T 2 -c 50 -X 100 (90% get), ${SECS} s a run; node options: $NODE_ARGS"
 printf '%-6s %-5s %9s %12s %12s %12s\n' setup round tps node_us/op mc_us/op client_us/op
 r=1
