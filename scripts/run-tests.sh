@@ -19,13 +19,15 @@
 # once on a starved host - docs/decisions.md, "Integration scripts get one
 # retry alone".)
 set -u
-pass=0; fail=0; failed=""; retried=""; retrying=0
+pass=0; fail=0; failed=""; again=""; retried=""; retrying=0
 
 # report T RC SECS: counts and prints the result of T.
 report() {
   if [ "$2" -eq 0 ]; then
     pass=$((pass + 1)); echo "PASS: $1 (${3}s)"
     [ "$retrying" = 0 ] || retried="$retried $1"
+  elif [ "$retrying" = 0 ] && [ "${RETRY:-1}" != 0 ] && [ "${1%.sh}" != "$1" ]; then
+    again="$again $1"; echo "FAILED ONCE: $1 (exit $2, ${3}s): runs again, alone, at the end"
   else
     fail=$((fail + 1)); failed="$failed $1"; echo "FAIL: $1 (exit $2, ${3}s)"
   fi
@@ -81,14 +83,6 @@ batch "${UNIT_JOBS:-1}" $units
 batch "${IT_JOBS:-2}" $shared
 # shellcheck disable=SC2086
 batch 1 $alone
-again=""
-if [ "${RETRY:-1}" != 0 ]; then
-  keep=""; fail=0
-  for t in $failed; do
-    case "$t" in *.sh) again="$again $t";; *) keep="$keep $t"; fail=$((fail + 1));; esac
-  done
-  failed=$keep
-fi
 if [ -n "$again" ]; then
   echo "== running again, alone:$again"
   retrying=1
