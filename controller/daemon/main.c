@@ -1074,11 +1074,12 @@ int main(int argc, char **argv)
     }
     guard = stopguard_start(0.3);
     curvekey_t key = {.secret_z85 = ""};
-    /* node_msg_max(0, ...): the table's count never reached here (it read
-     * the admin's table before it was set; docs/decisions.md, 8 Dec) */
+    /* the table read at start (bf, not yet conf's): the admin's table was
+     * read here before it was set, so the bound counted no bucket since
+     * 7a67745 (docs/decisions.md, 8 Dec) */
     if (secure_start(&a, &key) == 0 && (a.zctx || (a.zctx = zmq_ctx_new())) &&
         (a.router = bind_sock(a.zctx, ZMQ_ROUTER, set.listen, a.auth.zap ? &key : NULL,
-                              AUTH_DOMAIN_NODES, node_msg_max(0, set.max_names))))
+                              AUTH_DOMAIN_NODES, node_msg_max(bucketfile_count(bf), set.max_names))))
         a.asock = bind_sock(a.zctx, ZMQ_ROUTER, set.admin, a.auth.zap ? &key : NULL,
                             AUTH_DOMAIN_ADMIN, ADMIN_REQUEST_MAX);
     if (a.asock && (set.root || set.root_listen) && root_start(&a, a.auth.zap ? &key : NULL) < 0)
