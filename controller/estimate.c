@@ -83,10 +83,6 @@ static void cap_conservative(estimate_cap_t *c)
         for (int i = 0; i < c->nhist; i++)
             sq += (c->hist[i] - mean) * (c->hist[i] - mean);
         cons = mean - c->cfg.k_sd * sqrt(sq / (c->nhist - 1));
-    } else if (c->nhist == 1 && c->risen) {
-        /* Restarted by a step up: its one sample is a measured rate, not
-         * a claim. */
-        cons = c->hist[0];
     }
     if (cons > e)
         cons = e;
@@ -162,25 +158,6 @@ double estimate_cap_update(estimate_cap_t *c, uint64_t completions, double busy_
         c->ignored++;
         c->fast = 0; /* a light-load artefact, not a step */
         cap_conservative(c);
-        return c->estimate;
-    }
-    if (c->cfg.recent > 0 && c->fast > 0 && c->nhist > 0 &&
-        c->fast > (1 + ESTIMATE_FAST_RISE) * c->estimate) {
-        /* A step up (estimate.h): a server busy through the interval
-         * delivered clearly more than the estimate.  The window's older
-         * samples describe the slower server; it restarts from this one
-         * and the estimate takes it without the clamp. */
-        c->hist[0] = rate;
-        c->nhist = 1;
-        c->pos = 1 % c->cfg.window;
-        c->risen = 1;
-        c->estimate = rate;
-        if (c->cfg.max_factor > 0 && rate > c->cfg.max_factor * c->cfg.profile)
-            c->estimate = c->cfg.max_factor * c->cfg.profile;
-        cap_delivered(c, rate);
-        cap_conservative(c);
-        c->samples++;
-        c->rises++;
         return c->estimate;
     }
     c->hist[c->pos] = rate;

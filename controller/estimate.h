@@ -55,19 +55,7 @@
  * back at the conservative capacity as soon as an interval is not a drop
  * (it holds no history: one interval's sample, not a trend).  On a steady
  * server it converges to the conservative capacity, as that does.  Off
- * with the delivered cap (`recent` 0).
- *
- * Step up (issue 25), the mirror: where an interval was a sample of a
- * server busy through it (ESTIMATE_FAST_BUSY) and its rate is more than
- * ESTIMATE_FAST_RISE above the estimate, the window's older samples (the
- * slower server) are dropped and the window restarts from that rate; the
- * estimate and the conservative capacity take it at once, without the
- * `max_change` clamp (still within `max_factor`).  The clamp and the
- * window otherwise let a rise in by the window's mean, 1/`window` of the
- * step per sample.  Noise (a few percent) stays below the threshold, and
- * the figure is what the server delivered while busy, so R placed on it
- * is not above what it serves.  Not before the first sample (the profile
- * is a claim, followed by the clamp), and off with `recent` 0. */
+ * with the delivered cap (`recent` 0). */
 #ifndef BQOS_ESTIMATE_H
 #define BQOS_ESTIMATE_H
 
@@ -147,11 +135,6 @@ typedef struct {
 #define ESTIMATE_FAST_DROP 0.15
 #define ESTIMATE_FAST_BUSY 0.9
 
-/* A step up: an interval's rate this far (a fraction) above the estimate,
- * the server busy for at least ESTIMATE_FAST_BUSY of it, restarts the
- * window from that rate. */
-#define ESTIMATE_FAST_RISE 0.15
-
 /* Returns settings derived from a profile: step 5%, floor 25% of the
  * profile, saturated 0.95, min_busy 0.5, window 8,
  * max_change 0.1, k_sd 0, cold_margin 0.2, max_margin 0.5, max_factor 4,
@@ -171,9 +154,7 @@ typedef struct {
     int nhist, pos;
     double rec[ESTIMATE_WINDOW_MAX]; /* delivered rates, last `recent` */
     int nrec, rpos;
-    int risen;          /* the window was restarted by a step up */
     uint64_t steps, samples, ignored; /* what the updates did, for stats */
-    uint64_t rises;     /* step ups followed (a subset of samples) */
 } estimate_cap_t;
 
 /* Initialises *c from *cfg (bad values are clamped: profile >= 1, window
