@@ -917,10 +917,13 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
     size_t cs = nd->npst < n ? nd->npst : n, ns = 0;
     pair_t *pst = malloc((cs ? cs : 1) * sizeof *pst);
     pair_served_t *psv = malloc((cs ? cs : 1) * sizeof *psv);
+    /* The old slots already copied: a name given twice copies its state
+     * once, so that it never takes the room of another pair's slot. */
+    uint8_t *taken = calloc(nd->npst / 8 + 1, 1);
     int *jof = malloc((c->capb > c->nb ? c->capb : (c->nb ? c->nb : 1)) * sizeof *jof);
     uint8_t *inact = calloc(n ? n : 1, 1);
     uint32_t *act = malloc((n ? n : 1) * sizeof *act);
-    if (!tn || !pref || !push || !pst || !psv || !jof || !inact || !act)
+    if (!tn || !pref || !push || !pst || !psv || !taken || !jof || !inact || !act)
         goto nomem;
     for (size_t j = 0; j < n; j++) {
         /* A configured name is read from the table (ctrl__tname()): only
@@ -933,8 +936,10 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         if (old >= 0) {
             push[j] = nd->push[old];
             int32_t r = nd->pref[old];
-            if (r >= 0 && ns < cs) { /* one per old slot (a name given twice
-                                         may find its slot taken: new state) */
+            if (r >= 0 && !(taken[r / 8] & (1u << (r % 8)))) {
+                /* one per old slot (a name given twice: the first copy
+                 * keeps the state, the others start anew) */
+                taken[r / 8] |= (uint8_t)(1u << (r % 8));
                 pst[ns] = nd->pst[r];
                 psv[ns] = nd->psv[r];
                 pref[j] = (int32_t)ns++;
@@ -943,6 +948,7 @@ int ctrl_node_table(ctrl_t *c, int node, uint32_t table, const char *const *name
         } else
             pair_init(&pref[j], &push[j], b);
     }
+    free(taken);
     table_free(nd);
     nd->tnames = tn;
     nd->pref = pref;
@@ -975,6 +981,7 @@ nomem:
     free(push);
     free(pst);
     free(psv);
+    free(taken);
     free(inact);
     free(act);
     free(jof);

@@ -3043,6 +3043,44 @@ START_TEST(test_ctrl_pair_state_only_for_records)
 }
 END_TEST
 
+/* Regression (review of issue 26's slots): a new table that names a bucket
+ * twice gave the copy a slot of its own out of the room made for the slots
+ * the node had, so a bucket named after it found no room and lost its
+ * state (what it reported served and queued this period: a limited
+ * bucket's served on the node forgotten).  Only the first of the copies
+ * keeps the state; every other bucket keeps its own. */
+START_TEST(test_ctrl_table_named_twice_keeps_the_others_state)
+{
+    bucketfile_t *bf = many_buckets(3, 2000000);
+    ctrl_config_t cfg = ctrl_config_default();
+    ctrl_t *c = ctrl_new(&cfg);
+    ck_assert_int_eq(ctrl_set_buckets(c, bf), 0);
+    bucketfile_destroy(&bf);
+    const char *tab[] = {"b0", "b1", "b2"};
+    ck_assert_int_eq(ctrl_node_hello(c, "n0", 0, 100000, 1, tab, 3), 0);
+    ctrl_result_t res;
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 0, 0), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    proto_report_rec_t r[2] = {
+        {.bucket = 0, .queued = 5, .arrivals_interval = 7, .served_r = 3},
+        {.bucket = 1, .queued = 6, .arrivals_interval = 7, .served_r = 4},
+    };
+    ck_assert_int_eq(ctrl_round_begin(c, 1, 1, 0), 0);
+    ck_assert_int_eq(ctrl_node_report(c, 0, 1, 1, 1, ctrl_table(c, NULL, NULL), 0, 0, r, 2), 0);
+    ck_assert_int_eq(ctrl_compute(c, &res), 0);
+    ck_assert_uint_eq(pairs_held(c, 0), 2);
+    const char *dup[] = {"b0", "b0", "b1"};
+    ck_assert_int_eq(ctrl_node_table(c, 0, 2, dup, 3), 0);
+    ck_assert_uint_le(pairs_held(c, 0), 2);
+    ck_assert_int_eq(pair_queued(c, "b1"), 6);
+    int b1 = ctrl_bucket_find(c, "b1");
+    ctrl_pair_info_t pi;
+    ck_assert_int_eq(ctrl_pair_info(c, 0, b1, &pi), 0);
+    ck_assert(pi.reported);
+    ctrl_destroy(&c);
+}
+END_TEST
+
 /* The pages of g made are exactly those of m's based records (slot =
  * bucket: a node whose table is the controller's, in order); returns how
  * many. */
@@ -4260,6 +4298,7 @@ int main(void)
         test_ctrl_names_follow_the_table, test_ctrl_memory_per_full_table_pair,
         test_ctrl_bucket_info_many_same_as_one, test_ctrl_reused_round_within_full_recompute,
         test_ctrl_push_bases_paged, test_ctrl_pair_state_only_for_records,
+        test_ctrl_table_named_twice_keeps_the_others_state,
         test_ctrl_incremental_same_as_full, test_ctrl_carried_counts_by_class};
     return testlib_run_tests("ctrl", tests, sizeof tests / sizeof tests[0]);
 }
