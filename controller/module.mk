@@ -121,6 +121,7 @@ ITESTS += tests/it/it_names_parts.sh
 ITESTS += tests/it/it_etcd_wipe.sh
 ITESTS += tests/it/it_etcd_durable.sh
 ITESTS += tests/it/it_etcd_keys.sh
+ITESTS += tests/it/it_etcd_nested_set.sh
 # the bucket file's journal: durable changes, a torn line, garbage, a hand edit (issue 26 case 5)
 ITESTS += tests/it/it_journal.sh
 # the journal on a slow disk (a throttled loop device): the loop keeps going, busy past 32 (issue 26)

@@ -343,6 +343,36 @@ START_TEST(test_conf_apply_etcd)
 }
 END_TEST
 
+/* Regression (review, 8 Dec): a nested bucket's change from etcd, one key
+ * (the leader's set of a child in a tree), was parsed as a table of that
+ * bucket alone, where its parent is not: every such change was refused,
+ * and the follower kept the table without it. */
+START_TEST(test_conf_apply_etcd_child)
+{
+    world_t w;
+    world_open(&w, ADMISSION_ENFORCE, 0, 0);
+    const char *v5 = "{\"table_version\":5,\"buckets\":[{\"name\":\"red\",\"reservation\":9},"
+                     "{\"name\":\"kid\",\"reservation\":2,\"parent\":\"red\"}]}";
+    ck_assert_int_eq(conf_apply_text(w.c, v5, strlen(v5), 11), 0);
+    ck_assert(ctrl_nested(w.ctrl));
+    const char *el = "{\"name\":\"kid\",\"reservation\":3,\"parent\":\"red\"}";
+    ck_assert_int_eq(conf_apply_bucket(w.c, "kid", el, strlen(el), 6, 12), 0);
+    ck_assert_int_eq(reservation(&w, "kid"), 3);
+    const char *el2 = "{\"name\":\"kid2\",\"reservation\":1,\"parent\":\"red\"}";
+    ck_assert_int_eq(conf_apply_bucket(w.c, "kid2", el2, strlen(el2), 7, 13), 0);
+    ck_assert_int_eq(reservation(&w, "kid2"), 1);
+    const bucketfile_bucket_t *k2 =
+        bucketfile_get(conf_table(w.c), (size_t)bucketfile_find(conf_table(w.c), "kid2"));
+    ck_assert_str_eq(bucketfile_parent(k2), "red");
+    /* a parent that is not a bucket is still refused, the table unchanged */
+    const char *bad = "{\"name\":\"kid3\",\"reservation\":1,\"parent\":\"none\"}";
+    ck_assert_int_lt(conf_apply_bucket(w.c, "kid3", bad, strlen(bad), 8, 14), 0);
+    ck_assert_int_eq(reservation(&w, "kid3"), -1);
+    ck_assert_uint_eq(bucketfile_version(conf_table(w.c)), 7);
+    world_close(&w);
+}
+END_TEST
+
 /* With shards the table is the cluster's, ctrl holds this shard's part: a
  * set of another shard's bucket goes to the table only. */
 START_TEST(test_conf_shard_part)
@@ -397,7 +427,7 @@ int main(void)
     bqos_log_init("test_conf", BQOS_LOG_ERROR);
     const TTest *const tests[] = {test_conf_set_parked_until_durable, test_conf_failed_write_undone,
                                   test_conf_busy_past_max, test_conf_refusals_leave_table,
-                                  test_conf_warn_mode, test_conf_stopping, test_conf_apply_etcd,
+                                  test_conf_warn_mode, test_conf_stopping, test_conf_apply_etcd, test_conf_apply_etcd_child,
                                   test_conf_shard_part, test_conf_null};
     return testlib_run_timed("conf", 30, tests, sizeof tests / sizeof tests[0]);
 }

@@ -328,16 +328,14 @@ static const char *publish_bucket(conf_t *c, const bucketfile_bucket_t *b, const
 {
     int rc = -ENOMEM;
     char *json = NULL;
-    if (b) { /* the element as the bucket file writes it */
-        bucketfile_t *one = bucketfile_new();
-        jsonloc_err_t err;
-        char *t = one && bucketfile_set(one, b, &err) == 0 ? bucketfile_dumps(one) : NULL;
+    if (b) { /* the element as the bucket file writes it (its journal's
+                  set line: a table of b alone would refuse a parent that
+                  is not in it) */
+        char *t = bucketfile_journal_set_line(b, 0);
         json_t *d = t ? json_loads(t, 0, NULL) : NULL;
-        json = d ? json_dumps(json_array_get(json_object_get(d, "buckets"), 0), JSON_COMPACT)
-                 : NULL;
+        json = d ? json_dumps(json_object_get(d, "set"), JSON_COMPACT) : NULL;
         json_decref(d);
         free(t);
-        bucketfile_destroy(&one);
         if (json)
             rc = leader_put_bucket(c->ld, b->name, json, strlen(json), v, mono_now());
     } else {
@@ -501,24 +499,57 @@ int conf_apply_bucket(conf_t *c, const char *name, const char *json, size_t len,
     double t0 = mono_now();
     bucketfile_t *one = NULL;
     const bucketfile_bucket_t *b = NULL;
-    jsonloc_err_t err;
-    char src[64], *text = json ? malloc(len + 32) : NULL;
-    int rc = !json || text ? 0 : -ENOMEM;
+    bucketfile_bucket_t child;
+    jsonloc_err_t err = {0};
+    char src[64], *text = NULL;
+    int rc = 0, other = 0;
     snprintf(src, sizeof src, "etcd@%lld", (long long)rev);
-    if (rc == 0 && json) { /* one element, checked as the file's are */
-        int n = snprintf(text, len + 32, "{\"buckets\":[%.*s]}", (int)len, json);
-        rc = bucketfile_parse(text, (size_t)n, src, &one, &err);
-        if (rc == 0 && (bucketfile_count(one) != 1 ||
-                        strcmp(bucketfile_get(one, 0)->name, name) != 0))
+    /* One element, checked as the file's are.  Its parent (a name) is
+     * checked against the table it joins (bucketfile_set() below): a table
+     * of the element alone lacks it. */
+    json_error_t je;
+    json_t *el = json ? json_loadb(json, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    json_t *jp = json_object_get(el, "parent");
+    const char *parent = NULL;
+    if (json && !el) {
+        snprintf(err.text, sizeof err.text, "%s", je.text);
+        rc = -EINVAL;
+    } else if (json_is_string(jp) && json_string_length(jp) > 0) {
+        /* held (jp) to the end; a NUL inside is not a name */
+        parent = json_string_value(jp);
+        json_incref(jp);
+        json_object_del(el, "parent");
+        if (strlen(parent) != json_string_length(jp)) {
+            snprintf(err.text, sizeof err.text, "parent must be a bucket name");
             rc = -EINVAL;
-        if (rc < 0) {
-            char buf[600];
-            log_error("bucket %s in etcd refused: %s", name,
-                      rc == -EINVAL ? "not that bucket's object"
-                                    : bucketfile_strerror(&err, buf, sizeof buf));
-        } else {
-            b = bucketfile_get(one, 0);
         }
+    } else {
+        jp = NULL; /* (a parent of another type: the parse refuses it) */
+    }
+    if (rc == 0 && el) {
+        char *t = json_dumps(el, JSON_COMPACT);
+        size_t tl = t ? strlen(t) : 0;
+        text = t ? malloc(tl + 32) : NULL;
+        rc = text ? 0 : -ENOMEM;
+        if (rc == 0) {
+            int n = snprintf(text, tl + 32, "{\"buckets\":[%s]}", t);
+            rc = bucketfile_parse(text, (size_t)n, src, &one, &err);
+            other = rc == 0 && (bucketfile_count(one) != 1 ||
+                                strcmp(bucketfile_get(one, 0)->name, name) != 0);
+            if (other)
+                rc = -EINVAL;
+        }
+        free(t);
+    }
+    if (rc < 0) {
+        char buf[600];
+        log_error("bucket %s in etcd refused: %s", name,
+                  other ? "not that bucket's object"
+                        : rc == -ENOMEM ? "out of memory" : bucketfile_strerror(&err, buf, sizeof buf));
+    } else if (one) {
+        child = *bucketfile_get(one, 0);
+        bucketfile_bucket_set_parent(&child, parent); /* el's: lives to the end */
+        b = &child;
     }
     free(text);
     if (rc < 0)
@@ -566,6 +597,8 @@ int conf_apply_bucket(conf_t *c, const char *name, const char *json, size_t len,
              (mono_now() - t0) * 1e3);
 out:
     bucketfile_destroy(&one);
+    json_decref(jp);
+    json_decref(el);
     return rc;
 }
 
